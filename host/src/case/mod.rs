@@ -1,0 +1,186 @@
+//! Cases: one TOML file that pins everything an agent sees — the world
+//! version, the task, the clock, the seed, limits, environment, permissions,
+//! the model script, injected responses and the expectations.
+
+pub mod time;
+
+use crate::canon;
+use crate::error::InputError;
+use crate::world::{self, Permissions, World};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A loaded case with its world.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub path: PathBuf,
+    /// SHA-256 of the case file's bytes.
+    pub hash: String,
+    pub name: String,
+    pub description: String,
+    pub world: World,
+    pub task: Value,
+    pub seed: u64,
+    /// Virtual wall-clock start, nanoseconds since the Unix epoch.
+    pub clock_ns: i128,
+    pub limits: Limits,
+    pub env: Env,
+    pub permissions: Permissions,
+    pub model: ModelScript,
+}
+
+/// Resource limits of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Fuel budget (roughly, wasm instructions). Running out is a
+    /// deterministic, replayable outcome.
+    pub fuel: u64,
+    /// Linear memory limit per memory, in MiB.
+    pub memory_mb: u64,
+    /// Wall-clock safety net in milliseconds (not replayable when hit).
+    pub timeout_ms: u64,
+    /// How much of stdout and of stderr is kept; past it the stream closes.
+    pub stdout_bytes: usize,
+    /// Most host calls a run may make.
+    pub max_events: u64,
+    /// Virtual time each host call takes, in microseconds.
+    pub tick_us: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: 2_000_000_000,
+            memory_mb: 128,
+            timeout_ms: 30_000,
+            stdout_bytes: 64 * 1024,
+            max_events: 200_000,
+            tick_us: 1_000,
+        }
+    }
+}
+
+/// What `wasi:cli/environment` answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Env {
+    pub vars: BTreeMap<String, String>,
+    pub args: Vec<String>,
+}
+
+/// The scripted model: answers in order.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelScript {
+    pub responses: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseToml {
+    world: toml::Spanned<String>,
+    #[serde(default)]
+    description: String,
+    task: toml::Value,
+    #[serde(default)]
+    seed: u64,
+    clock: toml::Spanned<toml::value::Datetime>,
+    #[serde(default)]
+    limits: Limits,
+    #[serde(default)]
+    env: Env,
+    #[serde(default)]
+    permissions: Option<toml::Spanned<Permissions>>,
+    #[serde(default)]
+    model: ModelScript,
+}
+
+/// Load a case, and the world it names from `worlds_root` (or from the
+/// nearest `worlds/` folder above the case file when `None`).
+pub fn load(path: &Path, worlds_root: Option<&Path>) -> Result<Case, InputError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
+    let source = String::from_utf8(bytes)
+        .map_err(|_| InputError::new(path, "case file is not UTF-8 text"))?;
+    let doc: CaseToml = toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
+
+    let root = match worlds_root {
+        Some(r) => r.to_path_buf(),
+        None => find_worlds_root(path).ok_or_else(|| {
+            InputError::new(
+                path,
+                "no `worlds/` folder found above the case; pass --worlds DIR",
+            )
+        })?,
+    };
+    let world = world::load(&root, doc.world.get_ref(), path).map_err(|e| {
+        if e.file == path {
+            InputError::at(path, &source, doc.world.span().start, e.message)
+        } else {
+            e
+        }
+    })?;
+
+    let task =
+        serde_json::to_value(&doc.task).map_err(|e| InputError::new(path, format!("task: {e}")))?;
+    let clock_ns = time::datetime_to_unix_ns(doc.clock.get_ref()).map_err(|m| {
+        InputError::at(path, &source, doc.clock.span().start, format!("clock: {m}"))
+    })?;
+    let permissions = doc
+        .permissions
+        .as_ref()
+        .map(|p| p.get_ref().clone())
+        .unwrap_or_default();
+    let permissions_at = doc.permissions.as_ref().map_or(0, |p| p.span().start);
+    for rule in permissions.allow.iter().chain(&permissions.deny) {
+        let known = world.tools.iter().any(|t| world::glob_match(rule, &t.name))
+            || ["files.read", "files.write", "files.paths"]
+                .iter()
+                .any(|f| world::glob_match(rule, f));
+        if !known {
+            return Err(InputError::at(
+                path,
+                &source,
+                permissions_at,
+                format!(
+                    "[permissions] rule `{rule}` names no tool of {}",
+                    world.reference()
+                ),
+            ));
+        }
+    }
+    if doc.limits.fuel == 0 || doc.limits.memory_mb == 0 || doc.limits.timeout_ms == 0 {
+        return Err(InputError::new(
+            path,
+            "[limits] fuel, memory_mb and timeout_ms must be above zero",
+        ));
+    }
+    Ok(Case {
+        path: path.to_path_buf(),
+        hash: canon::sha256_hex(source.as_bytes()),
+        name: path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().to_string()),
+        description: doc.description,
+        world,
+        task,
+        seed: doc.seed,
+        clock_ns,
+        limits: doc.limits,
+        env: doc.env,
+        permissions,
+        model: doc.model,
+    })
+}
+
+/// The nearest `worlds/` folder in the case's folder or above it.
+pub fn find_worlds_root(case_path: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(case_path).ok()?;
+    abs.ancestors()
+        .skip(1)
+        .map(|d| d.join("worlds"))
+        .find(|w| w.is_dir())
+}

@@ -1,0 +1,85 @@
+//! Virtual time conversions: TOML datetimes to Unix nanoseconds and back to
+//! RFC 3339 text (UTC). No real clock is read anywhere in this module.
+
+use toml::value::Datetime;
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// A full TOML datetime (date, time and offset) as Unix nanoseconds.
+pub fn datetime_to_unix_ns(dt: &Datetime) -> Result<i128, String> {
+    let (Some(date), Some(time)) = (dt.date, dt.time) else {
+        return Err("needs a date and a time, for example 2026-03-01T12:00:00Z".into());
+    };
+    let offset_min: i64 = match dt.offset {
+        Some(toml::value::Offset::Z) => 0,
+        Some(toml::value::Offset::Custom { minutes }) => minutes as i64,
+        None => return Err("needs a UTC offset (end it with Z or +HH:MM)".into()),
+    };
+    let days = days_from_civil(date.year as i64, date.month as u32, date.day as u32);
+    let secs =
+        days * 86_400 + time.hour as i64 * 3600 + time.minute as i64 * 60 + time.second as i64
+            - offset_min * 60;
+    Ok(secs as i128 * 1_000_000_000 + time.nanosecond as i128)
+}
+
+/// RFC 3339 UTC text of Unix nanoseconds, to the second when whole.
+pub fn rfc3339(unix_ns: i128) -> String {
+    let secs = unix_ns.div_euclid(1_000_000_000) as i64;
+    let nanos = unix_ns.rem_euclid(1_000_000_000) as u32;
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    if nanos == 0 {
+        format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+    } else {
+        let frac = format!("{nanos:09}");
+        format!(
+            "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{}Z",
+            frac.trim_end_matches('0')
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datetimes_round_trip() {
+        let dt: Datetime = "2026-03-01T12:00:00Z".parse().unwrap();
+        let ns = datetime_to_unix_ns(&dt).unwrap();
+        assert_eq!(ns, 1_772_366_400 * 1_000_000_000);
+        assert_eq!(rfc3339(ns), "2026-03-01T12:00:00Z");
+        assert_eq!(rfc3339(ns + 1_500_000_000), "2026-03-01T12:00:01.5Z");
+        let shifted: Datetime = "2026-03-01T14:00:00+02:00".parse().unwrap();
+        assert_eq!(datetime_to_unix_ns(&shifted).unwrap(), ns);
+    }
+
+    #[test]
+    fn local_datetimes_are_refused() {
+        let dt: Datetime = "2026-03-01T12:00:00".parse().unwrap();
+        assert!(datetime_to_unix_ns(&dt).unwrap_err().contains("UTC offset"));
+    }
+}

@@ -1,0 +1,116 @@
+//! `worldline run CASE --agent A.wasm`: one run, a summary, a bundle.
+
+use super::Common;
+use crate::case;
+use crate::error::ExitCode;
+use crate::log::Status;
+use crate::run::{RunOutcome, run};
+use crate::sandbox::Sandbox;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The case file (TOML).
+    pub case: PathBuf,
+    /// The agent component (.wasm built for wasm32-wasip2).
+    #[arg(long)]
+    pub agent: PathBuf,
+    /// Folder holding the worlds (default: the nearest `worlds/` above the case).
+    #[arg(long)]
+    pub worlds: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn exec(args: RunArgs) -> Result<ExitCode> {
+    let case = case::load(&args.case, args.worlds.as_deref())?;
+    let store = StoreDir::open(&args.common.store)?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let agent = sandbox.load_file(&args.agent)?;
+    let agent_bytes = std::fs::read(&args.agent)?;
+    store.put_object(&agent_bytes)?;
+    store.put_object(std::fs::read(&args.case)?.as_slice())?;
+    let outcome = run(&sandbox, &agent, &case, Some(&store))?;
+    if args.common.json {
+        println!("{}", serde_json::to_string_pretty(&summary_json(&outcome))?);
+    } else {
+        print_summary(&outcome);
+    }
+    Ok(exit_code(outcome.footer.status))
+}
+
+/// Exit code for how a run ended.
+pub fn exit_code(status: Status) -> ExitCode {
+    match status {
+        Status::Completed => ExitCode::Ok,
+        Status::Errored => ExitCode::Failed,
+        s if s.is_fault() => ExitCode::AgentFault,
+        _ => ExitCode::Internal,
+    }
+}
+
+/// The `run --json` document. Scripts rely on these names.
+pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
+    let f = &o.footer;
+    json!({
+        "run_id": o.run_id,
+        "status": f.status.as_str(),
+        "output": f.output,
+        "error": f.error,
+        "events": f.events,
+        "fuel": f.fuel,
+        "bundle": o.bundle.as_ref().map(|p| p.display().to_string()),
+        "chain_hash": f.chain_hash,
+        "final_state_hash": f.final_state_hash,
+        "replayable": f.replayable,
+        "truncated_bytes": f.truncated_bytes,
+        "backtrace": f.backtrace,
+        "agent_sha256": o.header.agent_sha256,
+        "case": o.header.case,
+        "world": o.header.world,
+        "seed": o.header.seed,
+    })
+}
+
+fn print_summary(o: &RunOutcome) {
+    let f = &o.footer;
+    println!(
+        "run {}  {}",
+        o.run_id.as_deref().unwrap_or("-"),
+        f.status.as_str()
+    );
+    if let Some(out) = &f.output {
+        println!("  output: {out}");
+    }
+    if let Some(err) = &f.error {
+        println!("  error:  {err}");
+    }
+    if !f.backtrace.is_empty() {
+        println!("  guest backtrace:");
+        for frame in f.backtrace.iter().take(12) {
+            println!("    {frame}");
+        }
+    }
+    println!(
+        "  events: {}  fuel: {}  chain: {}",
+        f.events,
+        f.fuel,
+        &f.chain_hash[..16]
+    );
+    if f.truncated_bytes > 0 {
+        println!(
+            "  note:   {} bytes of stdout/stderr were past limits.stdout_bytes and dropped",
+            f.truncated_bytes
+        );
+    }
+    if !f.replayable {
+        println!("  note:   stopped by the wall-clock watchdog; not replayable");
+    }
+    if let Some(b) = &o.bundle {
+        println!("  bundle: {}", b.display());
+    }
+}

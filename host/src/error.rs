@@ -1,0 +1,111 @@
+//! Errors a user can act on, and the exit codes the CLI maps them to.
+//!
+//! Exit codes: 0 success/pass, 1 graded failure or divergence, 2 usage or
+//! input error, 3 agent fault, 4 internal error.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Bad input: a file that is missing, malformed or refers to something that
+/// does not exist. Always names the file, and the line and column when the
+/// problem has a place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub file: PathBuf,
+    pub line: Option<(usize, usize)>,
+    pub message: String,
+}
+
+impl InputError {
+    pub fn new(file: impl AsRef<Path>, message: impl Into<String>) -> Self {
+        InputError {
+            file: file.as_ref().to_path_buf(),
+            line: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn at(
+        file: impl AsRef<Path>,
+        source: &str,
+        offset: usize,
+        message: impl Into<String>,
+    ) -> Self {
+        InputError {
+            line: Some(line_col(source, offset)),
+            ..InputError::new(file, message)
+        }
+    }
+
+    /// From a TOML parse/deserialize error, keeping its span as line:column.
+    pub fn toml(file: impl AsRef<Path>, source: &str, err: &toml::de::Error) -> Self {
+        let message = err.message().trim().to_string();
+        match err.span() {
+            Some(span) => InputError::at(file, source, span.start, message),
+            None => InputError::new(file, message),
+        }
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some((line, col)) = self.line {
+            write!(f, ":{line}:{col}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(source.len());
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// What a command's failure means for its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    Ok = 0,
+    Failed = 1,
+    Input = 2,
+    AgentFault = 3,
+    Internal = 4,
+}
+
+/// The exit code for an error: input errors are 2, anything else 4.
+pub fn exit_code_of(err: &anyhow::Error) -> ExitCode {
+    if err
+        .chain()
+        .any(|e| e.downcast_ref::<InputError>().is_some())
+    {
+        ExitCode::Input
+    } else {
+        ExitCode::Internal
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_become_one_based_lines_and_columns() {
+        let src = "a = 1\nbb = [\n  x\n";
+        assert_eq!(line_col(src, 0), (1, 1));
+        assert_eq!(line_col(src, 6), (2, 1));
+        assert_eq!(line_col(src, 11), (2, 6));
+        assert_eq!(line_col(src, 15), (3, 3));
+    }
+
+    #[test]
+    fn display_names_file_line_and_column() {
+        let e = InputError::at("cases/a.toml", "x\ny", 2, "bad");
+        assert_eq!(e.to_string(), "cases/a.toml:2:1: bad");
+    }
+}

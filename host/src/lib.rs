@@ -1,0 +1,18 @@
+//! worldline: run AI agents as WebAssembly components inside a
+//! deterministic, simulated world.
+//!
+//! The pipeline a run flows through, one module each:
+//! [`case`]/[`world`] (load, validate) → [`sandbox`] (engine, linker, limits)
+//! → [`mediate`] (the one place host calls pass) → [`log`] (bundle write and
+//! read) → [`run`] (one run, start to footer) → [`cli`].
+
+pub mod canon;
+pub mod case;
+pub mod cli;
+pub mod error;
+pub mod log;
+pub mod mediate;
+pub mod run;
+pub mod sandbox;
+pub mod store;
+pub mod world;

@@ -1,0 +1,240 @@
+//! Bundle files: `{"header":{...}}`, then one event per line, then
+//! `{"footer":{...}}`. A bundle without a footer is an incomplete run (the
+//! process died); its events are still readable and verifiable.
+
+use super::event::Event;
+use super::recorder::{CHAIN_START, chain_hash};
+use crate::canon;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fs::File;
+use std::io::Write as _;
+use std::path::Path;
+
+pub const FORMAT: &str = "worldline-bundle/1";
+
+/// Where a fork came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parent {
+    pub run: String,
+    pub event: u64,
+}
+
+/// What a run was: enough to find and re-execute it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub agent_sha256: String,
+    pub case: String,
+    pub case_hash: String,
+    pub engine_hash: String,
+    pub format: String,
+    pub harness_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Parent>,
+    pub seed: u64,
+    pub world: String,
+    pub world_hash: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// `run` returned `ok`.
+    Completed,
+    /// `run` returned `err` (the agent gave up and said why).
+    Errored,
+    /// The guest trapped (panic, stack overflow, bad call, event limit).
+    Trapped,
+    OutOfFuel,
+    MemoryLimit,
+    /// The wall-clock watchdog stopped it: not replayable.
+    Timeout,
+    /// The guest called `exit`.
+    Exited,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Completed => "completed",
+            Status::Errored => "errored",
+            Status::Trapped => "trapped",
+            Status::OutOfFuel => "out_of_fuel",
+            Status::MemoryLimit => "memory_limit",
+            Status::Timeout => "timeout",
+            Status::Exited => "exited",
+        }
+    }
+
+    /// A fault of the agent (exit code 3).
+    pub fn is_fault(self) -> bool {
+        matches!(
+            self,
+            Status::Trapped
+                | Status::OutOfFuel
+                | Status::MemoryLimit
+                | Status::Timeout
+                | Status::Exited
+        )
+    }
+}
+
+/// How a run ended and what it left.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Footer {
+    /// Guest backtrace (function names, innermost first) for traps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backtrace: Vec<String>,
+    pub chain_hash: String,
+    /// Why the run stopped, for anything but `completed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub events: u64,
+    pub final_state_hash: String,
+    pub fuel: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grade: Option<Value>,
+    pub output: Option<String>,
+    /// False when the outcome depended on real time (the watchdog).
+    pub replayable: bool,
+    pub status: Status,
+    pub stderr: String,
+    pub stdout: String,
+    /// Bytes of stdout/stderr dropped past the limit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub truncated_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+#[derive(Serialize, Deserialize)]
+struct HeaderLine {
+    header: Header,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FooterLine {
+    footer: Footer,
+}
+
+/// Create a bundle file and write its header.
+pub fn create(path: &Path, header: &Header) -> std::io::Result<File> {
+    let mut file = File::options().write(true).create_new(true).open(path)?;
+    let mut line = canon::to_string(&serde_json::to_value(HeaderLine {
+        header: header.clone(),
+    })?);
+    line.push('\n');
+    file.write_all(line.as_bytes())?;
+    Ok(file)
+}
+
+/// Append the footer: the run is complete.
+pub fn finish(mut file: File, footer: &Footer) -> std::io::Result<()> {
+    let mut line = canon::to_string(&serde_json::to_value(FooterLine {
+        footer: footer.clone(),
+    })?);
+    line.push('\n');
+    file.write_all(line.as_bytes())?;
+    file.sync_all()
+}
+
+/// A bundle as read back.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub header: Header,
+    pub events: Vec<Event>,
+    /// `None` when the run did not finish (killed, crashed).
+    pub footer: Option<Footer>,
+}
+
+/// A problem reading or checking a bundle, with the line it is on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}:{line}: {message}")]
+pub struct BundleError {
+    pub path: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Read a bundle and check its hash chain; the first broken link is an
+/// error naming the event.
+pub fn read(path: &Path) -> Result<Bundle, BundleError> {
+    let err = |line: usize, message: String| BundleError {
+        path: path.display().to_string(),
+        line,
+        message,
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|e| err(0, format!("cannot read bundle: {e}")))?;
+    let mut lines = text.split_inclusive('\n').enumerate();
+    let (_, first) = lines.next().ok_or_else(|| err(1, "empty bundle".into()))?;
+    let header: HeaderLine =
+        serde_json::from_str(first).map_err(|e| err(1, format!("bad header: {e}")))?;
+    if header.header.format != FORMAT {
+        return Err(err(
+            1,
+            format!(
+                "unknown bundle format `{}` (this worldline reads {FORMAT})",
+                header.header.format
+            ),
+        ));
+    }
+    let mut events = Vec::new();
+    let mut footer = None;
+    let mut prev = CHAIN_START.to_string();
+    for (i, line) in lines {
+        let n = i + 1;
+        if !line.ends_with('\n') {
+            // A torn last line: the process died while writing it.
+            break;
+        }
+        if footer.is_some() {
+            return Err(err(n, "data after the footer".into()));
+        }
+        let value: Value =
+            serde_json::from_str(line).map_err(|e| err(n, format!("not JSON: {e}")))?;
+        if value.get("footer").is_some() {
+            let f: FooterLine =
+                serde_json::from_value(value).map_err(|e| err(n, format!("bad footer: {e}")))?;
+            if f.footer.chain_hash != prev {
+                return Err(err(
+                    n,
+                    "footer chain hash does not match the last event".into(),
+                ));
+            }
+            footer = Some(f.footer);
+            continue;
+        }
+        let event: Event =
+            serde_json::from_value(value).map_err(|e| err(n, format!("bad event: {e}")))?;
+        if event.seq != events.len() as u64 {
+            return Err(err(
+                n,
+                format!(
+                    "event {} out of order (expected seq {})",
+                    event.seq,
+                    events.len()
+                ),
+            ));
+        }
+        if chain_hash(&prev, &event) != event.hash {
+            return Err(err(
+                n,
+                format!(
+                    "hash chain broken at event {}: the event was changed",
+                    event.seq
+                ),
+            ));
+        }
+        prev.clone_from(&event.hash);
+        events.push(event);
+    }
+    Ok(Bundle {
+        header: header.header,
+        events,
+        footer,
+    })
+}

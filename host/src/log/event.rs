@@ -1,0 +1,80 @@
+//! One event: one mediated host call, in the order the guest made it.
+
+use crate::world::state::Write;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a call did to the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    /// Answered without changing anything.
+    Read,
+    /// Changed the world (the writes are in the event).
+    Write,
+    /// Refused by a permission or a sandbox rule; nothing changed.
+    Denied,
+    /// Answered with an error; nothing changed unless the event lists writes
+    /// (a partial write).
+    Failed,
+    /// An agent-side trace note.
+    Note,
+}
+
+/// One recorded host call. Fields are declared in alphabetical order so the
+/// serialized form is canonical JSON (sorted keys) without a detour through
+/// `serde_json::Value`; a unit test holds that.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// `interface.function`, e.g. `worldline:agent/tools.call` or
+    /// `wasi:clocks/wall-clock.now`.
+    pub call: String,
+    pub effect: Effect,
+    /// Fuel the guest had used when it made the call.
+    pub fuel: u64,
+    /// Chained hash: SHA-256 of the previous event's hash and this event's
+    /// canonical text without `hash`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub hash: String,
+    /// Set when an injection rule (or a fuzz choice) shaped the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injected: Option<Value>,
+    /// The canonical request.
+    pub request: Value,
+    pub response: Value,
+    pub seq: u64,
+    /// Virtual time when the call returned, in nanoseconds since the run's
+    /// start.
+    pub vtime_ns: u64,
+    /// World-state writes the call made, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<Write>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn serialized_events_are_canonical() {
+        let e = Event {
+            call: "worldline:agent/tools.call".into(),
+            effect: Effect::Write,
+            fuel: 10,
+            hash: "ab".into(),
+            injected: Some(json!({"rule": 0})),
+            request: json!({"name": "x", "args": {"b": 1, "a": 2}}),
+            response: json!({"ok": true}),
+            seq: 3,
+            vtime_ns: 1000,
+            writes: vec![Write::Delete {
+                table: "t".into(),
+                key: "k".into(),
+            }],
+        };
+        let direct = serde_json::to_string(&e).unwrap();
+        let via_value = crate::canon::to_string(&serde_json::to_value(&e).unwrap());
+        assert_eq!(direct, via_value);
+    }
+}

@@ -1,0 +1,89 @@
+//! The run's event log as it is written: each event is chained to the one
+//! before and appended to the bundle file at once (one `write` per line, so
+//! a killed process leaves every event it recorded).
+
+use super::event::Event;
+use crate::canon;
+use std::fs::File;
+use std::io::Write as _;
+
+/// The hash the chain starts from.
+pub const CHAIN_START: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The hash of `event` (whose `hash` field is ignored) chained after `prev`.
+pub fn chain_hash(prev: &str, event: &Event) -> String {
+    let mut bare = event.clone();
+    bare.hash.clear();
+    chain_hash_of_text(prev, &canon::to_string(&bare))
+}
+
+fn chain_hash_of_text(prev: &str, text: &str) -> String {
+    let mut buf = String::with_capacity(prev.len() + 1 + text.len());
+    buf.push_str(prev);
+    buf.push('\n');
+    buf.push_str(text);
+    canon::sha256_hex(buf)
+}
+
+/// Events in order, the chain head, and where they go on disk (if anywhere).
+pub struct Recorder {
+    events: Vec<Event>,
+    head: String,
+    sink: Option<File>,
+}
+
+impl Recorder {
+    /// Record in memory only (fuzzing keeps passing runs off disk).
+    pub fn in_memory() -> Self {
+        Recorder {
+            events: Vec::new(),
+            head: CHAIN_START.to_string(),
+            sink: None,
+        }
+    }
+
+    /// Record and append each event to an open bundle file.
+    pub fn to_file(file: File) -> Self {
+        Recorder {
+            sink: Some(file),
+            ..Recorder::in_memory()
+        }
+    }
+
+    /// Chain the event, keep it, and append it to the bundle.
+    pub fn append(&mut self, mut event: Event) -> std::io::Result<()> {
+        event.hash.clear();
+        let text = canon::to_string(&event);
+        event.hash = chain_hash_of_text(&self.head, &text);
+        self.head.clone_from(&event.hash);
+        if let Some(file) = &mut self.sink {
+            let mut line = canon::to_string(&event);
+            line.push('\n');
+            file.write_all(line.as_bytes())?;
+        }
+        self.events.push(event);
+        Ok(())
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    pub fn len(&self) -> u64 {
+        self.events.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// The hash of the last event (the chain head).
+    pub fn head(&self) -> &str {
+        &self.head
+    }
+
+    /// Give back the file to write the footer to, and the events.
+    pub fn finish(self) -> (Option<File>, Vec<Event>, String) {
+        (self.sink, self.events, self.head)
+    }
+}

@@ -1,0 +1,5 @@
+//! The `worldline` binary.
+
+fn main() {
+    std::process::exit(worldline::cli::main());
+}

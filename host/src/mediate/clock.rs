@@ -1,0 +1,44 @@
+//! Virtual time. Wall and monotonic clocks start at the case clock and move
+//! only when the guest makes a host call (a fixed tick), when a call models
+//! latency, or when the guest sleeps (time jumps to the deadline). No real
+//! clock is ever read.
+
+pub struct VirtualClock {
+    start_wall_ns: i128,
+    mono_ns: u64,
+    tick_ns: u64,
+}
+
+impl VirtualClock {
+    pub fn new(start_wall_ns: i128, tick_ns: u64) -> Self {
+        VirtualClock {
+            start_wall_ns,
+            mono_ns: 0,
+            tick_ns,
+        }
+    }
+
+    /// Nanoseconds since the run started.
+    pub fn mono_ns(&self) -> u64 {
+        self.mono_ns
+    }
+
+    /// Nanoseconds since the Unix epoch.
+    pub fn wall_ns(&self) -> i128 {
+        self.start_wall_ns + self.mono_ns as i128
+    }
+
+    /// One host call's worth of time.
+    pub fn tick(&mut self) {
+        self.advance(self.tick_ns);
+    }
+
+    pub fn advance(&mut self, ns: u64) {
+        self.mono_ns = self.mono_ns.saturating_add(ns);
+    }
+
+    /// Jump to a monotonic deadline (never backwards).
+    pub fn advance_to(&mut self, mono_deadline: u64) {
+        self.mono_ns = self.mono_ns.max(mono_deadline);
+    }
+}

@@ -1,0 +1,191 @@
+//! One run: an agent on a case, from instantiation to the footer. The
+//! bundle is written as the run goes, so a run that fails half way still
+//! leaves every event it made.
+
+use crate::case::Case;
+use crate::log::bundle::{self, Footer, Header, Status};
+use crate::log::{Event, Recorder};
+use crate::mediate::{Fault, Mediator, MemoryLimiter, RunState};
+use crate::sandbox::{Agent, EPOCH_TICK, Sandbox};
+use crate::store::StoreDir;
+use crate::world::state::State;
+use anyhow::{Context as _, Result};
+use std::path::PathBuf;
+use std::sync::Arc;
+use wasmtime::component::ResourceTable;
+use wasmtime::{CallHook, Store, Trap, WasmBacktrace};
+
+/// Everything a finished (or stopped) run produced.
+pub struct RunOutcome {
+    pub run_id: Option<String>,
+    pub bundle: Option<PathBuf>,
+    pub header: Header,
+    pub footer: Footer,
+    pub events: Vec<Event>,
+    pub final_state: State,
+}
+
+/// The header a run of `agent` on `case` gets.
+pub fn header_for(sandbox: &Sandbox, agent: &Agent, case: &Case) -> Header {
+    Header {
+        agent_sha256: agent.sha256.clone(),
+        case: case.name.clone(),
+        case_hash: case.hash.clone(),
+        engine_hash: sandbox.engine_hash().to_string(),
+        format: bundle::FORMAT.to_string(),
+        harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        parent: None,
+        seed: case.seed,
+        world: case.world.reference(),
+        world_hash: case.world.hash.clone(),
+    }
+}
+
+/// Run `agent` on `case`. With a store, the bundle is written to it as the
+/// run goes; without one, the run stays in memory.
+pub fn run(
+    sandbox: &Sandbox,
+    agent: &Agent,
+    case: &Case,
+    store: Option<&StoreDir>,
+) -> Result<RunOutcome> {
+    let header = header_for(sandbox, agent, case);
+    let (recorder, run_id, bundle_path) = match store {
+        Some(store) => {
+            let run_id = store.new_run_id(&agent.sha256);
+            let path = store.bundle_path(&run_id);
+            let file = bundle::create(&path, &header)
+                .with_context(|| format!("creating bundle {}", path.display()))?;
+            (Recorder::to_file(file), Some(run_id), Some(path))
+        }
+        None => (Recorder::in_memory(), None, None),
+    };
+
+    let world = Arc::new(case.world.clone());
+    let state = RunState {
+        med: Mediator::new(case, world, recorder),
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter {
+            max_bytes: (case.limits.memory_mb as usize) << 20,
+        },
+    };
+    let fuel_budget = case.limits.fuel;
+    let mut store = Store::new(&sandbox.engine, state);
+    store.limiter(|s| &mut s.limiter);
+    store
+        .set_fuel(fuel_budget)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    store.set_epoch_deadline(
+        case.limits
+            .timeout_ms
+            .div_ceil(EPOCH_TICK.as_millis() as u64)
+            .max(1),
+    );
+    store.epoch_deadline_trap();
+    store.call_hook(move |mut ctx, hook| {
+        if matches!(hook, CallHook::CallingHost) {
+            let left = ctx.get_fuel()?;
+            ctx.data_mut().med.fuel_used = fuel_budget - left;
+        }
+        Ok(())
+    });
+
+    let task_json = crate::canon::to_string(&case.task);
+    let result = agent
+        .pre
+        .instantiate(&mut store)
+        .and_then(|bindings| bindings.call_run(&mut store, &task_json));
+    let fuel = fuel_budget - store.get_fuel().unwrap_or(0);
+
+    let (status, output, error, backtrace) = match result {
+        Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
+        Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
+        Err(err) => classify(&err, &store.data().med.services.stdio.stderr.text())?,
+    };
+
+    let state = store.into_data();
+    let services = state.med.services;
+    let (file, events, chain_hash) = state.med.recorder.finish();
+    let footer = Footer {
+        backtrace,
+        chain_hash,
+        error,
+        events: events.len() as u64,
+        final_state_hash: services.world.state.hash(),
+        fuel,
+        grade: None,
+        output,
+        replayable: status != Status::Timeout,
+        status,
+        stderr: services.stdio.stderr.text(),
+        stdout: services.stdio.stdout.text(),
+        truncated_bytes: services.stdio.stdout.dropped + services.stdio.stderr.dropped,
+    };
+    if let Some(file) = file {
+        bundle::finish(file, &footer).context("writing the bundle footer")?;
+    }
+    Ok(RunOutcome {
+        run_id,
+        bundle: bundle_path,
+        header,
+        footer,
+        events,
+        final_state: services.world.state,
+    })
+}
+
+/// Status, output, message and backtrace of a run that ended in an error.
+/// Internal failures (the bundle could not be written) are returned as
+/// errors instead.
+fn classify(
+    err: &wasmtime::Error,
+    stderr: &str,
+) -> Result<(Status, Option<String>, Option<String>, Vec<String>)> {
+    let backtrace: Vec<String> = err
+        .downcast_ref::<WasmBacktrace>()
+        .map(|bt| {
+            bt.frames()
+                .iter()
+                .map(|f| f.func_name().unwrap_or("<unnamed>").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let (status, message) = if let Some(fault) = err.downcast_ref::<Fault>() {
+        match fault {
+            Fault::MemoryLimit { .. } => (Status::MemoryLimit, fault.to_string()),
+            Fault::Exit(_) => (Status::Exited, fault.to_string()),
+            Fault::EventLimit(_) => (Status::Trapped, fault.to_string()),
+            Fault::Bundle(_) => anyhow::bail!("{fault}"),
+        }
+    } else if let Some(trap) = err.downcast_ref::<Trap>() {
+        match trap {
+            Trap::OutOfFuel => (Status::OutOfFuel, "the guest ran out of fuel (limits.fuel)".to_string()),
+            Trap::Interrupt => (
+                Status::Timeout,
+                "the wall-clock watchdog stopped the guest (limits.timeout_ms); this outcome is not replayable".to_string(),
+            ),
+            other => (Status::Trapped, format!("wasm trap: {other}")),
+        }
+    } else {
+        (Status::Trapped, format!("{err:#}"))
+    };
+    let panic_line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("panicked at"))
+        .map(str::to_string);
+    let message = match panic_line {
+        Some(p) if status == Status::Trapped => {
+            format!("{message}; guest stderr: {}", stderr_tail(stderr, &p))
+        }
+        _ => message,
+    };
+    Ok((status, None, Some(message), backtrace))
+}
+
+/// The panic line and what follows it (the panic message), briefly.
+fn stderr_tail(stderr: &str, panic_line: &str) -> String {
+    let start = stderr.rfind(panic_line).unwrap_or(0);
+    let tail: String = stderr[start..].chars().take(600).collect();
+    tail.trim_end().replace('\n', " | ")
+}

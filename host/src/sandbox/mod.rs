@@ -1,0 +1,201 @@
+//! The sandbox: a deterministic wasmtime engine, the linker that exposes
+//! only the mediated interfaces, and agent loading (checks, compile cache,
+//! pre-instantiation).
+
+pub mod imports;
+
+use crate::canon;
+use crate::error::InputError;
+use crate::mediate::RunState;
+use crate::mediate::bindings::{AgentHost, AgentHostPre, LinkOptions};
+use anyhow::{Context as _, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine};
+
+/// How often the watchdog's epoch advances.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Engine settings that decide what compiled code does; their text is
+/// hashed into the engine-config hash every bundle records.
+const ENGINE_SETTINGS: &[&str] = &[
+    "component-model",
+    "consume-fuel",
+    "epoch-interruption",
+    "nan-canonicalization",
+    "relaxed-simd-deterministic",
+    "no-threads",
+    "no-shared-memory",
+    "max-wasm-stack=1MiB",
+    "opt-level=speed",
+];
+
+/// A compiled, pre-instantiated agent.
+pub struct Agent {
+    pub sha256: String,
+    pub pre: AgentHostPre<RunState>,
+}
+
+/// The engine, the linker and the agents loaded so far.
+pub struct Sandbox {
+    pub engine: Engine,
+    linker: Linker<RunState>,
+    engine_hash: String,
+    cache_dir: Option<PathBuf>,
+    loaded: Mutex<BTreeMap<String, Arc<Agent>>>,
+}
+
+impl Sandbox {
+    /// Build the engine and linker. Compiled components are cached under
+    /// `cache_dir` (by engine hash and component SHA-256) when given.
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .cranelift_nan_canonicalization(true)
+            .relaxed_simd_deterministic(true)
+            .max_wasm_stack(1 << 20)
+            .cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let engine = Engine::new(&config)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("creating the wasm engine")?;
+        let mut linker = Linker::new(&engine);
+        AgentHost::add_to_linker::<RunState, HasSelf<RunState>>(
+            &mut linker,
+            &LinkOptions::default(),
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .context("linking the host interfaces")?;
+        let engine_hash = canon::sha256_hex(format!(
+            "wasmtime {}\n{}",
+            wasmtime_version(),
+            ENGINE_SETTINGS.join("\n")
+        ));
+        let watchdog = engine.weak();
+        std::thread::Builder::new()
+            .name("worldline-watchdog".into())
+            .spawn(move || {
+                while let Some(engine) = watchdog.upgrade() {
+                    drop(engine);
+                    std::thread::sleep(EPOCH_TICK);
+                    match watchdog.upgrade() {
+                        Some(e) => e.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .context("starting the watchdog thread")?;
+        Ok(Sandbox {
+            engine,
+            linker,
+            engine_hash,
+            cache_dir,
+            loaded: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// SHA-256 of the engine settings and wasmtime version.
+    pub fn engine_hash(&self) -> &str {
+        &self.engine_hash
+    }
+
+    /// Load an agent from a file.
+    pub fn load_file(&self, path: &Path) -> Result<Arc<Agent>> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| InputError::new(path, format!("cannot read agent: {e}")))?;
+        self.load_bytes(&bytes, path)
+    }
+
+    /// Load an agent from its bytes (`origin` names it in errors). The same
+    /// bytes are compiled at most once per process, and once per machine
+    /// when a cache folder is set.
+    pub fn load_bytes(&self, bytes: &[u8], origin: &Path) -> Result<Arc<Agent>> {
+        let sha256 = canon::sha256_hex(bytes);
+        if let Some(agent) = self.loaded.lock().expect("agent cache lock").get(&sha256) {
+            return Ok(agent.clone());
+        }
+        check_header(bytes, origin)?;
+        let component = self.compile(bytes, &sha256, origin)?;
+        imports::check(&self.engine, &component, origin)?;
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| {
+            InputError::new(origin, format!("does not fit the worldline:agent ABI: {e}"))
+        })?;
+        let pre = AgentHostPre::new(pre).map_err(|e| {
+            InputError::new(origin, format!("does not export `run` as worldline:agent/agent expects (built for another world?): {e}"))
+        })?;
+        let agent = Arc::new(Agent {
+            sha256: sha256.clone(),
+            pre,
+        });
+        self.loaded
+            .lock()
+            .expect("agent cache lock")
+            .insert(sha256, agent.clone());
+        Ok(agent)
+    }
+
+    fn cache_path(&self, sha256: &str) -> Option<PathBuf> {
+        let dir = self.cache_dir.as_ref()?;
+        Some(
+            dir.join(&self.engine_hash[..16])
+                .join(format!("{sha256}.cwasm")),
+        )
+    }
+
+    fn compile(&self, bytes: &[u8], sha256: &str, origin: &Path) -> Result<Component> {
+        let cached = self.cache_path(sha256);
+        if let Some(path) = &cached
+            && path.is_file()
+        {
+            // SAFETY: the file was written by `Component::serialize` of an
+            // engine with the same settings (the folder is keyed by the
+            // engine hash) and lives in the user's own store.
+            if let Ok(c) = unsafe { Component::deserialize_file(&self.engine, path) } {
+                return Ok(c);
+            }
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| {
+            InputError::new(origin, format!("is not a valid WebAssembly component: {e}"))
+        })?;
+        if let Some(path) = cached {
+            let serialized = component.serialize().map_err(|e| anyhow::anyhow!("{e}"))?;
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            }
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            std::fs::write(&tmp, serialized)
+                .with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(component)
+    }
+}
+
+/// The wasmtime version this build links.
+pub fn wasmtime_version() -> &'static str {
+    "48.0.8"
+}
+
+/// Refuse files that are not WebAssembly components before compiling them.
+fn check_header(bytes: &[u8], origin: &Path) -> Result<(), InputError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(InputError::new(
+            origin,
+            "is not a WebAssembly file (no \\0asm header); pass the .wasm an agent build produced",
+        ));
+    }
+    if bytes[4..8] == [1, 0, 0, 0] {
+        return Err(InputError::new(
+            origin,
+            "is a core WebAssembly module, not a component; build the agent with `cargo build --target wasm32-wasip2`",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! The JSON Schema subset worldline checks tool arguments against: `type`,
+//! `properties`, `required`, `additionalProperties`, `items`, `enum`,
+//! `const`, `minimum`, `maximum`, `minLength`, `maxLength`, `minItems`,
+//! `maxItems`, plus `description`/`title`/`default`/`examples` as notes.
+//! A schema using any other keyword is refused when the world loads, so a
+//! world never silently skips a check it seems to make.
+
+use serde_json::{Map, Value};
+
+const TYPES: &[&str] = &[
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
+const NOTES: &[&str] = &["description", "title", "default", "examples", "$schema"];
+
+/// Check that `schema` is a schema of the supported subset; the error says
+/// which keyword at which path is wrong.
+pub fn check_schema(schema: &Value) -> Result<(), String> {
+    check_at(schema, "#")
+}
+
+fn check_at(schema: &Value, at: &str) -> Result<(), String> {
+    let obj = match schema {
+        Value::Object(o) => o,
+        Value::Bool(_) => return Ok(()),
+        other => return Err(format!("{at}: a schema is an object, found {other}")),
+    };
+    for (k, v) in obj {
+        match k.as_str() {
+            "type" => {
+                let names: Vec<&Value> = match v {
+                    Value::Array(a) => a.iter().collect(),
+                    one => vec![one],
+                };
+                for n in names {
+                    match n.as_str() {
+                        Some(t) if TYPES.contains(&t) => {}
+                        _ => {
+                            return Err(format!(
+                                "{at}/type: unknown type {n}; use one of {}",
+                                TYPES.join(", ")
+                            ));
+                        }
+                    }
+                }
+            }
+            "properties" => {
+                let props = v
+                    .as_object()
+                    .ok_or_else(|| format!("{at}/properties: must be an object"))?;
+                for (name, sub) in props {
+                    check_at(sub, &format!("{at}/properties/{name}"))?;
+                }
+            }
+            "required" => {
+                let ok = v.as_array().is_some_and(|a| a.iter().all(Value::is_string));
+                if !ok {
+                    return Err(format!("{at}/required: must be an array of property names"));
+                }
+            }
+            "additionalProperties" | "items" => check_at(v, &format!("{at}/{k}"))?,
+            "enum" => {
+                if !v.is_array() {
+                    return Err(format!("{at}/enum: must be an array"));
+                }
+            }
+            "const" => {}
+            "minimum" | "maximum" => {
+                if !v.is_number() {
+                    return Err(format!("{at}/{k}: must be a number"));
+                }
+            }
+            "minLength" | "maxLength" | "minItems" | "maxItems" => {
+                if !v.is_u64() {
+                    return Err(format!("{at}/{k}: must be a non-negative integer"));
+                }
+            }
+            k if NOTES.contains(&k) => {}
+            other => return Err(format!("{at}: unsupported JSON Schema keyword `{other}`")),
+        }
+    }
+    Ok(())
+}
+
+/// Validate a value; the error names the path of the first problem.
+pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
+    validate_at(schema, value, "$")
+}
+
+fn type_ok(t: &str, v: &Value) -> bool {
+    match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "number" => v.is_number(),
+        "integer" => v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        _ => false,
+    }
+}
+
+fn validate_at(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+    let s: &Map<String, Value> = match schema {
+        Value::Bool(true) => return Ok(()),
+        Value::Bool(false) => return Err(format!("{at}: no value is allowed here")),
+        Value::Object(o) => o,
+        _ => return Ok(()),
+    };
+    if let Some(t) = s.get("type") {
+        let ok = match t {
+            Value::Array(ts) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|t| type_ok(t, value)),
+            Value::String(t) => type_ok(t, value),
+            _ => true,
+        };
+        if !ok {
+            return Err(format!("{at}: expected {t}, found {value}"));
+        }
+    }
+    if let Some(Value::Array(options)) = s.get("enum")
+        && !options.contains(value)
+    {
+        return Err(format!(
+            "{at}: {value} is not one of {}",
+            Value::Array(options.clone())
+        ));
+    }
+    if let Some(c) = s.get("const")
+        && c != value
+    {
+        return Err(format!("{at}: expected {c}, found {value}"));
+    }
+    if let Some(n) = value.as_f64() {
+        if let Some(min) = s.get("minimum").and_then(Value::as_f64)
+            && n < min
+        {
+            return Err(format!("{at}: {n} is less than the minimum {min}"));
+        }
+        if let Some(max) = s.get("maximum").and_then(Value::as_f64)
+            && n > max
+        {
+            return Err(format!("{at}: {n} is more than the maximum {max}"));
+        }
+    }
+    if let Some(text) = value.as_str() {
+        let len = text.chars().count() as u64;
+        if let Some(min) = s.get("minLength").and_then(Value::as_u64)
+            && len < min
+        {
+            return Err(format!("{at}: shorter than {min} characters"));
+        }
+        if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
+            && len > max
+        {
+            return Err(format!("{at}: longer than {max} characters"));
+        }
+    }
+    if let Some(items) = value.as_array() {
+        let len = items.len() as u64;
+        if let Some(min) = s.get("minItems").and_then(Value::as_u64)
+            && len < min
+        {
+            return Err(format!("{at}: fewer than {min} items"));
+        }
+        if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
+            && len > max
+        {
+            return Err(format!("{at}: more than {max} items"));
+        }
+        if let Some(item_schema) = s.get("items") {
+            for (i, item) in items.iter().enumerate() {
+                validate_at(item_schema, item, &format!("{at}[{i}]"))?;
+            }
+        }
+    }
+    if let Some(obj) = value.as_object() {
+        if let Some(Value::Array(required)) = s.get("required") {
+            for name in required.iter().filter_map(Value::as_str) {
+                if !obj.contains_key(name) {
+                    return Err(format!("{at}: missing required property `{name}`"));
+                }
+            }
+        }
+        let props = s.get("properties").and_then(Value::as_object);
+        for (name, v) in obj {
+            match props.and_then(|p| p.get(name)) {
+                Some(sub) => validate_at(sub, v, &format!("{at}.{name}"))?,
+                None => match s.get("additionalProperties") {
+                    Some(Value::Bool(false)) => {
+                        return Err(format!("{at}: unexpected property `{name}`"));
+                    }
+                    Some(extra) => validate_at(extra, v, &format!("{at}.{name}"))?,
+                    None => {}
+                },
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ticket_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {"id": {"type": "string", "minLength": 1}, "limit": {"type": "integer", "minimum": 1}},
+            "required": ["id"],
+            "additionalProperties": false
+        })
+    }
+
+    #[test]
+    fn good_arguments_pass() {
+        validate(&ticket_schema(), &json!({"id": "T-1", "limit": 3})).unwrap();
+    }
+
+    #[test]
+    fn bad_arguments_name_the_path() {
+        let s = ticket_schema();
+        assert!(
+            validate(&s, &json!({}))
+                .unwrap_err()
+                .contains("missing required property `id`")
+        );
+        assert!(
+            validate(&s, &json!({"id": 5}))
+                .unwrap_err()
+                .starts_with("$.id: expected")
+        );
+        assert!(
+            validate(&s, &json!({"id": "x", "limit": 0}))
+                .unwrap_err()
+                .contains("minimum")
+        );
+        assert!(
+            validate(&s, &json!({"id": "x", "zz": 1}))
+                .unwrap_err()
+                .contains("unexpected property `zz`")
+        );
+    }
+
+    #[test]
+    fn schemas_outside_the_subset_are_refused() {
+        check_schema(&ticket_schema()).unwrap();
+        assert!(
+            check_schema(&json!({"type": "strin"}))
+                .unwrap_err()
+                .contains("unknown type")
+        );
+        assert!(
+            check_schema(&json!({"oneOf": []}))
+                .unwrap_err()
+                .contains("unsupported JSON Schema keyword `oneOf`")
+        );
+        assert!(check_schema(&json!(5)).is_err());
+    }
+}
