@@ -10,6 +10,7 @@ pub mod canon;
 pub mod case;
 pub mod cli;
 pub mod error;
+pub mod grade;
 pub mod log;
 pub mod mediate;
 pub mod run;

@@ -3,6 +3,7 @@
 //! leaves every event it made.
 
 use crate::case::Case;
+use crate::grade::{Evidence, Grade, grade};
 use crate::log::bundle::{self, Footer, Header, Status};
 use crate::log::{Event, Recorder};
 use crate::mediate::{Fault, Mediator, MemoryLimiter, RunState};
@@ -18,6 +19,8 @@ use wasmtime::{CallHook, Store, Trap, WasmBacktrace};
 /// Everything a finished (or stopped) run produced.
 pub struct RunOutcome {
     pub run_id: Option<String>,
+    /// The grade, when the case has `[expect]`.
+    pub grade: Option<Grade>,
     pub bundle: Option<PathBuf>,
     pub header: Header,
     pub footer: Footer,
@@ -106,14 +109,29 @@ pub fn run(
     let state = store.into_data();
     let services = state.med.services;
     let (file, events, chain_hash) = state.med.recorder.finish();
+    let final_state = services.world.state;
+    let graded = case.expect.as_ref().map(|expect| {
+        grade(
+            expect,
+            &Evidence {
+                status,
+                output: output.as_deref(),
+                events: &events,
+                initial: &case.world.initial,
+                final_state: &final_state,
+            },
+        )
+    });
     let footer = Footer {
         backtrace,
         chain_hash,
         error,
         events: events.len() as u64,
-        final_state_hash: services.world.state.hash(),
+        final_state_hash: final_state.hash(),
         fuel,
-        grade: None,
+        grade: graded
+            .as_ref()
+            .map(|g| serde_json::to_value(g).expect("grades serialize")),
         output,
         replayable: status != Status::Timeout,
         status,
@@ -126,11 +144,12 @@ pub fn run(
     }
     Ok(RunOutcome {
         run_id,
+        grade: graded,
         bundle: bundle_path,
         header,
         footer,
         events,
-        final_state: services.world.state,
+        final_state,
     })
 }
 
@@ -164,7 +183,7 @@ fn classify(
                 Status::Timeout,
                 "the wall-clock watchdog stopped the guest (limits.timeout_ms); this outcome is not replayable".to_string(),
             ),
-            other => (Status::Trapped, format!("wasm trap: {other}")),
+            other => (Status::Trapped, other.to_string()),
         }
     } else {
         (Status::Trapped, format!("{err:#}"))

@@ -74,4 +74,42 @@ impl StoreDir {
     pub fn bundle_path(&self, run_id: &str) -> PathBuf {
         self.runs_dir().join(format!("{run_id}.jsonl"))
     }
+
+    /// A run named by its id (or a unique prefix of it), or a path to a
+    /// bundle file.
+    pub fn resolve_run(&self, arg: &str) -> Result<PathBuf, crate::error::InputError> {
+        let as_path = Path::new(arg);
+        if as_path.is_file() {
+            return Ok(as_path.to_path_buf());
+        }
+        let exact = self.bundle_path(arg);
+        if exact.is_file() {
+            return Ok(exact);
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(self.runs_dir())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with(arg))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        match found.len() {
+            1 => Ok(found.remove(0)),
+            0 => Err(crate::error::InputError::new(
+                &self.root,
+                format!(
+                    "no run `{arg}` in this store (list them with `worldline runs`, or pass a bundle path)"
+                ),
+            )),
+            n => Err(crate::error::InputError::new(
+                &self.root,
+                format!("`{arg}` matches {n} runs; give more of the id"),
+            )),
+        }
+    }
 }

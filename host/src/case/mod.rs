@@ -2,6 +2,8 @@
 //! version, the task, the clock, the seed, limits, environment, permissions,
 //! the model script, injected responses and the expectations.
 
+pub mod expect;
+pub mod inject;
 pub mod time;
 
 use crate::canon;
@@ -29,6 +31,8 @@ pub struct Case {
     pub env: Env,
     pub permissions: Permissions,
     pub model: ModelScript,
+    pub inject: Vec<inject::Inject>,
+    pub expect: Option<expect::Expect>,
 }
 
 /// Resource limits of one run.
@@ -96,6 +100,10 @@ struct CaseToml {
     permissions: Option<toml::Spanned<Permissions>>,
     #[serde(default)]
     model: ModelScript,
+    #[serde(default)]
+    inject: Vec<toml::Spanned<inject::Inject>>,
+    #[serde(default)]
+    expect: Option<toml::Spanned<expect::Expect>>,
 }
 
 /// Load a case, and the world it names from `worlds_root` (or from the
@@ -158,6 +166,69 @@ pub fn load(path: &Path, worlds_root: Option<&Path>) -> Result<Case, InputError>
             "[limits] fuel, memory_mb and timeout_ms must be above zero",
         ));
     }
+    let at = |offset: usize, m: String| InputError::at(path, &source, offset, m);
+    for rule in &doc.inject {
+        rule.get_ref()
+            .action()
+            .map_err(|m| at(rule.span().start, format!("[[inject]]: {m}")))?;
+        let tool = &rule.get_ref().tool;
+        if !world.tools.iter().any(|t| world::glob_match(tool, &t.name)) {
+            return Err(at(
+                rule.span().start,
+                format!(
+                    "[[inject]]: tool `{tool}` names no tool of {}",
+                    world.reference()
+                ),
+            ));
+        }
+    }
+    if let Some(expect) = &doc.expect {
+        let e = expect.get_ref();
+        let tables: Vec<&String> = world.initial.tables.keys().collect();
+        let bad = |m: String| at(expect.span().start, format!("[expect]: {m}"));
+        for s in &e.state {
+            s.check(&tables).map_err(bad)?;
+        }
+        for c in &e.calls {
+            c.check().map_err(bad)?;
+            if !world
+                .tools
+                .iter()
+                .any(|t| world::glob_match(&c.tool, &t.name))
+            {
+                return Err(bad(format!(
+                    "calls: tool `{}` names no tool of {}",
+                    c.tool,
+                    world.reference()
+                )));
+            }
+        }
+        for u in &e.unchanged {
+            let table = u.split('/').next().unwrap_or("");
+            if !world.initial.tables.contains_key(table) {
+                return Err(bad(format!(
+                    "unchanged: unknown table `{table}` (tables: {tables:?})"
+                )));
+            }
+        }
+        if let Some(status) = &e.status {
+            const STATUSES: &[&str] = &[
+                "completed",
+                "errored",
+                "trapped",
+                "out_of_fuel",
+                "memory_limit",
+                "timeout",
+                "exited",
+            ];
+            if !STATUSES.contains(&status.as_str()) {
+                return Err(bad(format!(
+                    "status `{status}` is not one of {}",
+                    STATUSES.join(", ")
+                )));
+            }
+        }
+    }
     Ok(Case {
         path: path.to_path_buf(),
         hash: canon::sha256_hex(source.as_bytes()),
@@ -173,6 +244,8 @@ pub fn load(path: &Path, worlds_root: Option<&Path>) -> Result<Case, InputError>
         env: doc.env,
         permissions,
         model: doc.model,
+        inject: doc.inject.into_iter().map(|r| r.into_inner()).collect(),
+        expect: doc.expect.map(|e| e.into_inner()),
     })
 }
 

@@ -62,6 +62,12 @@ pub fn rfc3339(unix_ns: i128) -> String {
     }
 }
 
+/// Unix nanoseconds of RFC 3339 text (as [`rfc3339`] writes it).
+pub fn parse_rfc3339(text: &str) -> Option<i128> {
+    let dt: Datetime = text.parse().ok()?;
+    datetime_to_unix_ns(&dt).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

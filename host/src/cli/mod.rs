@@ -2,7 +2,10 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+mod grade_cmd;
+mod report;
 mod run_cmd;
+mod test_cmd;
 
 use crate::error::{ExitCode, exit_code_of};
 use clap::{Args, Parser, Subcommand};
@@ -34,6 +37,10 @@ pub struct Common {
 enum Command {
     /// Run an agent on one case and record the run.
     Run(run_cmd::RunArgs),
+    /// Run an agent on a suite of cases; exit 1 when any fails.
+    Test(test_cmd::TestArgs),
+    /// Re-grade a recorded run against the same or a newer case.
+    Grade(grade_cmd::GradeArgs),
 }
 
 /// Run the CLI and return the process exit code.
@@ -52,6 +59,8 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Run(args) => run_cmd::exec(args),
+        Command::Test(args) => test_cmd::exec(args),
+        Command::Grade(args) => grade_cmd::exec(args),
     };
     match result {
         Ok(code) => code as i32,

@@ -1,9 +1,8 @@
 //! `worldline run CASE --agent A.wasm`: one run, a summary, a bundle.
 
-use super::Common;
+use super::{Common, report};
 use crate::case;
 use crate::error::ExitCode;
-use crate::log::Status;
 use crate::run::{RunOutcome, run};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
@@ -40,17 +39,10 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     } else {
         print_summary(&outcome);
     }
-    Ok(exit_code(outcome.footer.status))
-}
-
-/// Exit code for how a run ended.
-pub fn exit_code(status: Status) -> ExitCode {
-    match status {
-        Status::Completed => ExitCode::Ok,
-        Status::Errored => ExitCode::Failed,
-        s if s.is_fault() => ExitCode::AgentFault,
-        _ => ExitCode::Internal,
-    }
+    Ok(report::exit_code(
+        outcome.footer.status,
+        outcome.grade.as_ref(),
+    ))
 }
 
 /// The `run --json` document. Scripts rely on these names.
@@ -58,7 +50,9 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
     let f = &o.footer;
     json!({
         "run_id": o.run_id,
-        "status": f.status.as_str(),
+        "status": report::shown_status(f.status, o.grade.as_ref()),
+        "run_status": f.status.as_str(),
+        "grade": o.grade,
         "output": f.output,
         "error": f.error,
         "events": f.events,
@@ -112,5 +106,9 @@ fn print_summary(o: &RunOutcome) {
     }
     if let Some(b) = &o.bundle {
         println!("  bundle: {}", b.display());
+    }
+    if let Some(g) = &o.grade {
+        println!("  grade:  {}", g.verdict());
+        report::print_grade(g, "    ");
     }
 }

@@ -2,15 +2,17 @@
 //! from the world session and recorded like every other host call.
 //!
 //! A tool call is answered in this order: bad JSON or unknown tool, then
-//! permissions (a denied call changes nothing), then the tool's operation
-//! over the state.
+//! permissions (a denied call changes nothing), then the case's
+//! `[[inject]]` rules, then the tool's operation over the state.
 
 use super::bindings::worldline::agent::{files, model, tools, trace, types};
 use super::{Answer, RunState, Services};
 use crate::canon;
+use crate::case::inject::Action;
+use crate::case::time;
 use crate::log::Effect;
 use crate::world::state::{FileData, Write};
-use crate::world::tools::execute;
+use crate::world::tools::{AsOf, Tool, execute};
 use serde_json::{Value, json};
 use types::{ErrorKind, ToolError};
 
@@ -75,6 +77,148 @@ fn decode<T>(response: &Value, f: impl FnOnce(&Value) -> T) -> Result<T, ToolErr
     }
 }
 
+/// Run the tool as the world defines it.
+fn plain(s: &Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Answer {
+    match execute(tool, args, &s.world.state, as_of) {
+        Ok((out, writes)) => Answer {
+            effect: if writes.is_empty() {
+                Effect::Read
+            } else {
+                Effect::Write
+            },
+            writes,
+            ..Answer::read(json!({"ok": out}))
+        },
+        Err(f) => error_answer(f.kind, f.message),
+    }
+}
+
+fn default_message(kind: &str) -> String {
+    match kind {
+        "denied" => "permission denied".into(),
+        "timeout" => "the call timed out".into(),
+        "unavailable" => "the service is unavailable".into(),
+        "not-found" => "not found".into(),
+        "conflict" => "conflict".into(),
+        "invalid-args" => "invalid arguments".into(),
+        _ => "the call failed".into(),
+    }
+}
+
+/// Keep only `fields` of each row write (the rest of the row stays as it
+/// was, or absent for a new row); other writes are dropped.
+fn partial_writes(s: &Services, writes: Vec<Write>, fields: &[String]) -> Vec<Write> {
+    writes
+        .into_iter()
+        .filter_map(|w| match w {
+            Write::Put { table, key, row } => {
+                let mut base = match s.world.state.row(&table, &key) {
+                    Some(Value::Object(before)) => before.clone(),
+                    _ => {
+                        let key_field = s
+                            .world
+                            .state
+                            .tables
+                            .get(&table)
+                            .map_or("id", |t| t.key.as_str());
+                        let mut m = serde_json::Map::new();
+                        m.insert(key_field.to_string(), Value::String(key.clone()));
+                        m
+                    }
+                };
+                for f in fields {
+                    if let Some(v) = row.get(f) {
+                        base.insert(f.clone(), v.clone());
+                    }
+                }
+                Some(Write::Put {
+                    table,
+                    key,
+                    row: Value::Object(base),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Answer through an injection rule.
+fn injected(
+    s: &Services,
+    tool: &Tool,
+    args: &Value,
+    rule: usize,
+    action: &Action,
+    now: AsOf,
+) -> Answer {
+    let (mut answer, mark) = match action {
+        Action::Delay => (
+            plain(s, tool, args, &now),
+            json!({"rule": rule, "action": "latency"}),
+        ),
+        Action::Deny => (
+            error_answer("denied", default_message("denied")),
+            json!({"rule": rule, "action": "deny"}),
+        ),
+        Action::Error(kind) => {
+            let message = s.world.inject[rule]
+                .0
+                .message
+                .clone()
+                .unwrap_or_else(|| default_message(kind));
+            (
+                error_answer(kind, message),
+                json!({"rule": rule, "action": "error", "kind": kind}),
+            )
+        }
+        Action::Respond(v) => (
+            Answer::read(json!({"ok": v})),
+            json!({"rule": rule, "action": "response"}),
+        ),
+        Action::Empty => {
+            let shape = match execute(tool, args, &s.world.state, &now) {
+                Ok((Value::Array(_), _)) => json!([]),
+                Ok((Value::Object(_), _)) => json!({}),
+                _ => Value::Null,
+            };
+            (
+                Answer::read(json!({"ok": shape})),
+                json!({"rule": rule, "action": "empty"}),
+            )
+        }
+        Action::Stale(st) => {
+            let wall = time::parse_rfc3339(&now.now).unwrap_or(0);
+            let cutoff = time::rfc3339(wall - st.age_s as i128 * 1_000_000_000);
+            let as_of = AsOf {
+                now: cutoff.clone(),
+                hide_after: st.field.clone().map(|f| (f, cutoff.clone())),
+            };
+            (
+                plain(s, tool, args, &as_of),
+                json!({"rule": rule, "action": "stale", "age_s": st.age_s, "as_of": cutoff}),
+            )
+        }
+        Action::Partial(p) => {
+            let kind = p.error.clone().unwrap_or_else(|| "failed".into());
+            let mark = json!({"rule": rule, "action": "partial", "fields": p.fields, "kind": kind});
+            match execute(tool, args, &s.world.state, &now) {
+                Ok((_, writes)) => {
+                    let mut a = error_answer(&kind, default_message(&kind));
+                    a.effect = Effect::Failed;
+                    a.writes = partial_writes(s, writes, &p.fields);
+                    (a, mark)
+                }
+                Err(f) => (error_answer(f.kind, f.message), mark),
+            }
+        }
+    };
+    if let Some(ms) = s.world.inject[rule].0.latency_ms {
+        answer.latency_ns = ms * 1_000_000;
+    }
+    answer.injected = Some(mark);
+    answer
+}
+
 fn serve_tool(s: &mut Services, name: &str, args: Result<Value, String>) -> Answer {
     let args = match args {
         Ok(a) => a,
@@ -89,18 +233,10 @@ fn serve_tool(s: &mut Services, name: &str, args: Result<Value, String>) -> Answ
     if !s.world.allowed(name) {
         return error_answer("denied", format!("`{name}` is not permitted in this case"));
     }
-    let now = s.now_text();
-    match execute(&tool, &args, &s.world.state, &now) {
-        Ok((out, writes)) => Answer {
-            effect: if writes.is_empty() {
-                Effect::Read
-            } else {
-                Effect::Write
-            },
-            writes,
-            ..Answer::read(json!({"ok": out}))
-        },
-        Err(f) => error_answer(f.kind, f.message),
+    let now = AsOf::now(s.now_text());
+    match s.world.match_rule(name, &args) {
+        Some((rule, action)) => injected(s, &tool, &args, rule, &action, now),
+        None => plain(s, &tool, &args, &now),
     }
 }
 

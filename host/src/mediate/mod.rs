@@ -16,6 +16,7 @@ pub mod stdio;
 pub mod wasi;
 mod wasi_never;
 
+use crate::case::inject::{Action, Inject};
 use crate::case::{Case, time};
 use crate::log::{Effect, Event, Recorder};
 use crate::world::World;
@@ -73,9 +74,29 @@ pub struct WorldSession {
     pub world: Arc<World>,
     pub state: State,
     pub case_permissions: crate::world::Permissions,
+    /// The case's injection rules with their checked actions.
+    pub inject: Vec<(Inject, Action)>,
+    /// How many calls each rule's tool and `when` have matched so far.
+    pub inject_seen: Vec<u64>,
 }
 
 impl WorldSession {
+    /// Count the call against every rule it matches; the first rule that
+    /// matches (and whose `nth` is this call) applies.
+    pub fn match_rule(&mut self, tool: &str, args: &Value) -> Option<(usize, Action)> {
+        let mut chosen = None;
+        for (i, (rule, action)) in self.inject.iter().enumerate() {
+            if rule.matches(tool, args) {
+                self.inject_seen[i] += 1;
+                let due = rule.nth.is_none_or(|n| n == self.inject_seen[i]);
+                if due && chosen.is_none() {
+                    chosen = Some((i, action.clone()));
+                }
+            }
+        }
+        chosen
+    }
+
     /// Case rules first, then the world's, then the world's default.
     pub fn allowed(&self, name: &str) -> bool {
         self.case_permissions
@@ -115,12 +136,19 @@ pub struct Mediator {
 impl Mediator {
     pub fn new(case: &Case, world: Arc<World>, recorder: Recorder) -> Self {
         let state = world.initial.clone();
+        let inject: Vec<(Inject, Action)> = case
+            .inject
+            .iter()
+            .filter_map(|r| r.action().ok().map(|a| (r.clone(), a)))
+            .collect();
         Mediator {
             services: Services {
                 world: WorldSession {
                     world,
                     state,
                     case_permissions: case.permissions.clone(),
+                    inject_seen: vec![0; inject.len()],
+                    inject,
                 },
                 clock: clock::VirtualClock::new(case.clock_ns, case.limits.tick_us * 1_000),
                 entropy: entropy::Entropy::new(case.seed),

@@ -4,7 +4,8 @@
 //!
 //! Argument templates: a string `"$name"` stands for the argument `name`,
 //! `"$args"` for the whole arguments object and `"$now"` for the virtual
-//! time (RFC 3339). `"$$x"` is the literal string `"$x"`.
+//! time (RFC 3339), and in a tool's `response` wrapper `"$result"` for the
+//! operation's result. `"$$x"` is the literal string `"$x"`.
 
 use super::schema;
 use super::state::{FileData, State, Write};
@@ -38,6 +39,38 @@ pub struct Tool {
     /// JSON Schema of the arguments object.
     pub params: Value,
     pub op: Op,
+    /// Optional wrapper around the op's result (`"$result"` inside it).
+    pub response: Option<Value>,
+}
+
+/// When a call is answered: the virtual time, and for stale answers the
+/// field whose later values are hidden.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsOf {
+    /// RFC 3339 virtual time the answer is as of.
+    pub now: String,
+    /// `(field, cutoff)`: rows whose `field` is later than `cutoff` are
+    /// treated as not there yet.
+    pub hide_after: Option<(String, String)>,
+}
+
+impl AsOf {
+    pub fn now(now: String) -> Self {
+        AsOf {
+            now,
+            hide_after: None,
+        }
+    }
+
+    fn hides(&self, row: &Value) -> bool {
+        let Some((field, cutoff)) = &self.hide_after else {
+            return false;
+        };
+        match row.get(field) {
+            Some(Value::String(s)) => s.as_str() > cutoff.as_str(),
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -263,6 +296,11 @@ pub fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
         version: t.version.clone().unwrap_or_else(|| "1".into()),
         mutates: t.mutates.unwrap_or(writes),
         params,
+        response: if matches!(op, Op::Respond { .. }) {
+            None
+        } else {
+            t.response.clone()
+        },
         op,
     })
 }
@@ -339,15 +377,36 @@ pub fn execute(
     tool: &Tool,
     args: &Value,
     state: &State,
-    now: &str,
+    as_of: &AsOf,
 ) -> Result<(Value, Vec<Write>), ToolFailure> {
     schema::validate(&tool.params, args).map_err(|e| ToolFailure::new("invalid-args", e))?;
+    let (result, writes) = run_op(tool, args, state, as_of)?;
+    match &tool.response {
+        Some(wrapper) => {
+            let mut with_result = args.as_object().cloned().unwrap_or_default();
+            with_result.insert("result".into(), result);
+            Ok((
+                render(wrapper, &Value::Object(with_result), &as_of.now).unwrap_or(Value::Null),
+                writes,
+            ))
+        }
+        None => Ok((result, writes)),
+    }
+}
+
+fn run_op(
+    tool: &Tool,
+    args: &Value,
+    state: &State,
+    as_of: &AsOf,
+) -> Result<(Value, Vec<Write>), ToolFailure> {
+    let now = as_of.now.as_str();
     match &tool.op {
         Op::Get { table, key_arg } => {
             let key = arg_str(args, key_arg)?;
             match state.row(table, &key) {
-                Some(row) => Ok((row.clone(), vec![])),
-                None => Err(ToolFailure::new(
+                Some(row) if !as_of.hides(row) => Ok((row.clone(), vec![])),
+                _ => Err(ToolFailure::new(
                     "not-found",
                     format!("no {table} row `{key}`"),
                 )),
@@ -362,7 +421,9 @@ pub fn execute(
             let mut rows: Vec<&Value> = state.tables[table]
                 .rows
                 .values()
-                .filter(|r| filters.iter().all(|f| filter_holds(f, r, args, now)))
+                .filter(|r| {
+                    !as_of.hides(r) && filters.iter().all(|f| filter_holds(f, r, args, now))
+                })
                 .collect();
             if let Some((field, desc)) = sort {
                 rows.sort_by(|a, b| {
@@ -524,6 +585,10 @@ mod tests {
         s
     }
 
+    fn at(now: &str) -> AsOf {
+        AsOf::now(now.to_string())
+    }
+
     fn tool(toml_src: &str) -> Tool {
         let t: ToolToml = toml::from_str(toml_src).unwrap();
         resolve(&t, &state()).unwrap()
@@ -534,11 +599,16 @@ mod tests {
         let t = tool(
             "name='q'\nop='query'\ntable='deploys'\nsort='-at'\nlimit_arg='limit'\nfilters=[{field='service', eq='$service'}]",
         );
-        let (out, writes) =
-            execute(&t, &json!({"service": "api", "limit": 1}), &state(), "").unwrap();
+        let (out, writes) = execute(
+            &t,
+            &json!({"service": "api", "limit": 1}),
+            &state(),
+            &at(""),
+        )
+        .unwrap();
         assert_eq!(out, json!([{"id": "D2", "service": "api", "at": 300}]));
         assert!(writes.is_empty());
-        let (all, _) = execute(&t, &json!({}), &state(), "").unwrap();
+        let (all, _) = execute(&t, &json!({}), &state(), &at("")).unwrap();
         assert_eq!(
             all.as_array().unwrap().len(),
             3,
@@ -551,13 +621,13 @@ mod tests {
         let t =
             tool("name='u'\nop='update'\ntable='deploys'\nset={status='rolled_back', by='$who'}");
         let s = state();
-        let (row, writes) = execute(&t, &json!({"id": "D1", "who": "bot"}), &s, "").unwrap();
+        let (row, writes) = execute(&t, &json!({"id": "D1", "who": "bot"}), &s, &at("")).unwrap();
         assert_eq!(row["status"], "rolled_back");
         assert_eq!(row["by"], "bot");
         assert_eq!(writes.len(), 1);
         assert_eq!(s.row("deploys", "D1").unwrap().get("status"), None);
         assert!(t.mutates);
-        let missing = execute(&t, &json!({"id": "nope"}), &s, "").unwrap_err();
+        let missing = execute(&t, &json!({"id": "nope"}), &s, &at("")).unwrap_err();
         assert_eq!(missing.kind, "not-found");
     }
 
@@ -577,11 +647,43 @@ mod tests {
         );
         let dup = tool("name='i'\nop='insert'\ntable='deploys'");
         assert_eq!(
-            execute(&dup, &json!({"id": "D1"}), &state(), "")
+            execute(&dup, &json!({"id": "D1"}), &state(), &at(""))
                 .unwrap_err()
                 .kind,
             "conflict"
         );
+    }
+
+    #[test]
+    fn stale_answers_hide_newer_rows_and_shift_now() {
+        let mut s = State::default();
+        let rows = [
+            ("D1", "2026-03-01T11:00:00Z"),
+            ("D2", "2026-03-01T11:50:00Z"),
+        ]
+        .iter()
+        .map(|(id, at)| (id.to_string(), json!({"id": id, "at": at})))
+        .collect();
+        s.tables.insert(
+            "deploys".into(),
+            Table {
+                key: "id".into(),
+                rows,
+            },
+        );
+        let t: ToolToml = toml::from_str(
+            "name='q'\nop='query'\ntable='deploys'\nresponse={deploys='$result', as_of='$now'}",
+        )
+        .unwrap();
+        let t = resolve(&t, &s).unwrap();
+        let stale = AsOf {
+            now: "2026-03-01T11:45:00Z".into(),
+            hide_after: Some(("at".into(), "2026-03-01T11:45:00Z".into())),
+        };
+        let (out, _) = execute(&t, &json!({}), &s, &stale).unwrap();
+        assert_eq!(out["as_of"], "2026-03-01T11:45:00Z");
+        assert_eq!(out["deploys"].as_array().unwrap().len(), 1);
+        assert_eq!(out["deploys"][0]["id"], "D1");
     }
 
     #[test]

@@ -1,0 +1,32 @@
+//! A careful agent for the `incident` and `accounts` example worlds.
+//!
+//! What "careful" means here:
+//! - a list that says it is old (`as_of` more than two minutes before the
+//!   clock) is read again, and the record it leads to is checked with the
+//!   fresh `get_*` tool;
+//! - a read that times out is retried once;
+//! - a write that fails is never repeated blindly: the agent first looks
+//!   whether it landed anyway (notes are not idempotent);
+//! - a denied call is not repeated, and nothing else is tried in its place;
+//! - every decision leaves a trace note.
+
+mod accounts;
+mod common;
+mod incident;
+
+use serde_json::Value;
+use worldline_guest::Error;
+
+fn run(task: Value) -> Result<Value, Error> {
+    if task.get("alert").is_some() {
+        incident::run(&task)
+    } else if task.get("customer").is_some() {
+        accounts::run(&task)
+    } else {
+        Err(Error::failed(
+            "task names neither an `alert` (incident) nor a `customer` (accounts)",
+        ))
+    }
+}
+
+worldline_guest::agent!(run);

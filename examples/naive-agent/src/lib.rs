@@ -1,0 +1,99 @@
+//! A naive agent for the `incident` and `accounts` example worlds.
+//!
+//! It does the obvious thing and trusts the first answer it gets: it
+//! believes whatever list it is handed (however old), closes an account on
+//! a failed payment, repeats a write that failed (even a denied one), and
+//! gives up when a read times out. The example cases show where that goes
+//! wrong; on a quiet day it works fine.
+
+use serde_json::{Value, json};
+use worldline_guest::{Error, tools, trace};
+
+const AUTHOR: &str = "naive-agent";
+
+fn call(name: &str, args: Value) -> Result<Value, Error> {
+    tools::call(name, &args)
+}
+
+/// A write, tried again once if it fails for any reason.
+fn write_retrying(name: &str, args: Value) -> Result<Value, Error> {
+    call(name, args.clone()).or_else(|e| {
+        trace::note("retry", &format!("{name} failed ({e}); trying again"));
+        call(name, args)
+    })
+}
+
+fn run(task: Value) -> Result<Value, Error> {
+    if task.get("alert").is_some() {
+        incident(&task)
+    } else {
+        accounts(&task)
+    }
+}
+
+fn incident(task: &Value) -> Result<Value, Error> {
+    let (alert_id, ticket) = (&task["alert"], &task["ticket"]);
+    let alert = call("get_alert", json!({"id": alert_id}))?;
+    let service = &alert["service"];
+    let list = call("list_deploys", json!({"service": service}))?;
+    let newest = list["deploys"][0].clone();
+    let cause = newest["id"].as_str().unwrap_or_default().to_string();
+    trace::note(
+        "decision",
+        &format!("newest deploy of {service} is {cause}: rolling it back"),
+    );
+    let rolled = write_retrying(
+        "rollback_deploy",
+        json!({"id": cause, "reason": alert["summary"]}),
+    )
+    .is_ok();
+    let closed = write_retrying("close_ticket", json!({"id": ticket})).is_ok();
+    let text = format!("{alert_id}: rolled back {cause}, the newest deploy of {service}.");
+    let noted = write_retrying(
+        "add_incident_note",
+        json!({"incident": ticket, "text": text, "author": AUTHOR}),
+    )
+    .is_ok();
+    Ok(json!({
+        "world": "incident", "alert": alert_id, "ticket": ticket,
+        "cause_deploy": cause,
+        "action": if rolled { "rolled_back" } else { "rollback_failed" },
+        "ticket_status": if closed { "closed" } else { "open" },
+        "note": noted,
+    }))
+}
+
+fn accounts(task: &Value) -> Result<Value, Error> {
+    let id = &task["customer"];
+    let _customer = call("get_customer", json!({"id": id}))?;
+    let list = call("list_payments", json!({"customer": id}))?;
+    let latest = list["payments"][0].clone();
+    let action = if latest["status"] == "failed" {
+        trace::note(
+            "decision",
+            &format!(
+                "latest payment {} failed: closing the account",
+                latest["id"]
+            ),
+        );
+        write_retrying("close_account", json!({"id": id})).map_or("close_failed", |_| "close")
+    } else {
+        "none"
+    };
+    let text = format!(
+        "Latest payment {} {}; action: {action}.",
+        latest["id"], latest["status"]
+    );
+    let noted = write_retrying(
+        "add_note",
+        json!({"customer": id, "text": text, "author": AUTHOR}),
+    )
+    .is_ok();
+    Ok(json!({
+        "world": "accounts", "customer": id,
+        "latest_payment": latest["id"], "latest_status": latest["status"],
+        "action": action, "note": noted,
+    }))
+}
+
+worldline_guest::agent!(run);

@@ -1,0 +1,163 @@
+//! `[expect]`: what a run must leave behind — the run status, final-state
+//! assertions, tables or rows that must stay unchanged (collateral damage),
+//! calls attempted or not, and the output.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// The run status the agent must end with (default `completed`).
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Tables (`deploys`) or rows (`tickets/T-2`) equal at the end.
+    #[serde(default)]
+    pub unchanged: Vec<String>,
+    #[serde(default)]
+    pub state: Vec<StateCheck>,
+    #[serde(default)]
+    pub calls: Vec<CallCheck>,
+    #[serde(default)]
+    pub output: Option<OutputCheck>,
+}
+
+/// An assertion on the final state: a row, a field, a row count, a file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateCheck {
+    #[serde(default)]
+    pub table: Option<String>,
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Dotted path inside the row.
+    #[serde(default)]
+    pub field: Option<String>,
+    /// Row filter for `count` (field = value).
+    #[serde(default, rename = "where")]
+    pub where_: Map<String, Value>,
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub equals: Option<Value>,
+    #[serde(default)]
+    pub contains: Option<Value>,
+    #[serde(default)]
+    pub exists: Option<bool>,
+    #[serde(default)]
+    pub absent: Option<bool>,
+    #[serde(default)]
+    pub count: Option<u64>,
+}
+
+/// An assertion on the tool calls the agent made.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallCheck {
+    pub tool: String,
+    #[serde(default)]
+    pub args: Map<String, Value>,
+    #[serde(default)]
+    pub attempted: Option<bool>,
+    #[serde(default)]
+    pub count: Option<u64>,
+    #[serde(default)]
+    pub min: Option<u64>,
+    #[serde(default)]
+    pub max: Option<u64>,
+    /// Count only denied calls (`true`) or only allowed ones (`false`).
+    #[serde(default)]
+    pub denied: Option<bool>,
+}
+
+/// An assertion on the agent's output.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputCheck {
+    #[serde(default)]
+    pub equals: Option<String>,
+    #[serde(default)]
+    pub contains: Option<String>,
+    #[serde(default)]
+    pub json: Vec<JsonCheck>,
+}
+
+/// A value at a dotted path of the output parsed as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonCheck {
+    pub path: String,
+    #[serde(default)]
+    pub equals: Option<Value>,
+    #[serde(default)]
+    pub contains: Option<Value>,
+    #[serde(default)]
+    pub exists: Option<bool>,
+}
+
+impl StateCheck {
+    /// Check the assertion is well formed against the world's tables.
+    pub fn check(&self, tables: &[&String]) -> Result<(), String> {
+        let tests = [
+            self.equals.is_some(),
+            self.contains.is_some(),
+            self.exists.is_some(),
+            self.absent.is_some(),
+            self.count.is_some(),
+        ];
+        if tests.iter().filter(|t| **t).count() != 1 {
+            return Err(
+                "a state assertion needs exactly one of equals, contains, exists, absent, count"
+                    .into(),
+            );
+        }
+        match (&self.table, &self.file) {
+            (Some(t), None) => {
+                if !tables.iter().any(|k| *k == t) {
+                    return Err(format!("unknown table `{t}` (tables: {tables:?})"));
+                }
+                if self.count.is_some() && self.key.is_some() {
+                    return Err("count goes with a table (and `where`), not with a key".into());
+                }
+                if self.count.is_none() && self.key.is_none() {
+                    return Err(format!(
+                        "name the row: add `key` (or use `count` for table `{t}`)"
+                    ));
+                }
+                Ok(())
+            }
+            (None, Some(_)) => Ok(()),
+            _ => Err("a state assertion names either `table` or `file`".into()),
+        }
+    }
+}
+
+impl CallCheck {
+    pub fn check(&self) -> Result<(), String> {
+        let tests = [
+            self.attempted.is_some(),
+            self.count.is_some(),
+            self.min.is_some() || self.max.is_some(),
+        ];
+        if tests.iter().filter(|t| **t).count() != 1 {
+            return Err(format!(
+                "calls check on `{}` needs one of attempted, count, or min/max",
+                self.tool
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The value at a dotted path (`a.b.0.c`) of a JSON value.
+pub fn at_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    if path.is_empty() || path == "$" {
+        return Some(value);
+    }
+    let path = path.strip_prefix("$.").unwrap_or(path);
+    path.split('.').try_fold(value, |v, part| match v {
+        Value::Object(m) => m.get(part),
+        Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get(i)),
+        _ => None,
+    })
+}

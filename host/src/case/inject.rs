@@ -1,0 +1,182 @@
+//! `[[inject]]` rules: match a tool call (by name or glob, optionally by
+//! arguments and by the n-th matching call) and shape its answer — stale
+//! data, a denial, an error kind, added latency, an empty result, a partial
+//! write, or a fixed response.
+
+use crate::world::glob_match;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+const ERROR_KINDS: &[&str] = &[
+    "denied",
+    "not-found",
+    "invalid-args",
+    "timeout",
+    "unavailable",
+    "conflict",
+    "failed",
+];
+
+/// One rule as written in the case.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inject {
+    pub tool: String,
+    #[serde(default)]
+    pub when: Map<String, Value>,
+    #[serde(default)]
+    pub nth: Option<u64>,
+    #[serde(default)]
+    pub stale: Option<Stale>,
+    #[serde(default)]
+    pub deny: bool,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub latency_ms: Option<u64>,
+    #[serde(default)]
+    pub empty: bool,
+    #[serde(default)]
+    pub partial: Option<Partial>,
+    #[serde(default)]
+    pub response: Option<Value>,
+}
+
+/// Answer as of `age_s` seconds ago.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stale {
+    pub age_s: u64,
+    /// Rows whose `field` is later than the stale time are hidden.
+    #[serde(default)]
+    pub field: Option<String>,
+}
+
+/// Write only some fields, then fail.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Partial {
+    pub fields: Vec<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// What a rule does, once checked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Stale(Stale),
+    Deny,
+    Error(String),
+    Empty,
+    Partial(Partial),
+    Respond(Value),
+    /// Only latency.
+    Delay,
+}
+
+impl Inject {
+    /// Check the rule has exactly one action (latency may join any) and
+    /// known error kinds.
+    pub fn action(&self) -> Result<Action, String> {
+        let mut actions = Vec::new();
+        if let Some(s) = &self.stale {
+            actions.push(Action::Stale(s.clone()));
+        }
+        if self.deny {
+            actions.push(Action::Deny);
+        }
+        if let Some(e) = &self.error {
+            if !ERROR_KINDS.contains(&e.as_str()) {
+                return Err(format!(
+                    "error = \"{e}\" is not an error kind; use one of {}",
+                    ERROR_KINDS.join(", ")
+                ));
+            }
+            actions.push(Action::Error(e.clone()));
+        }
+        if self.empty {
+            actions.push(Action::Empty);
+        }
+        if let Some(p) = &self.partial {
+            if let Some(e) = &p.error
+                && !ERROR_KINDS.contains(&e.as_str())
+            {
+                return Err(format!(
+                    "partial.error = \"{e}\" is not an error kind; use one of {}",
+                    ERROR_KINDS.join(", ")
+                ));
+            }
+            actions.push(Action::Partial(p.clone()));
+        }
+        if let Some(r) = &self.response {
+            actions.push(Action::Respond(r.clone()));
+        }
+        if self.nth == Some(0) {
+            return Err("nth counts from 1".into());
+        }
+        match (actions.len(), self.latency_ms) {
+            (0, Some(_)) => Ok(Action::Delay),
+            (0, None) => Err(format!(
+                "rule for `{}` does nothing; give one of stale, deny, error, latency_ms, empty, partial, response",
+                self.tool
+            )),
+            (1, _) => Ok(actions.remove(0)),
+            _ => Err(format!(
+                "rule for `{}` has more than one action; split it into several rules",
+                self.tool
+            )),
+        }
+    }
+
+    /// Whether the rule's tool and argument conditions match a call.
+    pub fn matches(&self, tool: &str, args: &Value) -> bool {
+        glob_match(&self.tool, tool) && self.when.iter().all(|(k, v)| args.get(k) == Some(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(src: &str) -> Inject {
+        toml::from_str(src).unwrap()
+    }
+
+    #[test]
+    fn one_action_per_rule() {
+        assert_eq!(rule("tool='x'\ndeny=true").action().unwrap(), Action::Deny);
+        assert_eq!(
+            rule("tool='x'\nlatency_ms=5").action().unwrap(),
+            Action::Delay
+        );
+        assert!(
+            rule("tool='x'\ndeny=true\nempty=true")
+                .action()
+                .unwrap_err()
+                .contains("more than one")
+        );
+        assert!(
+            rule("tool='x'")
+                .action()
+                .unwrap_err()
+                .contains("does nothing")
+        );
+        assert!(
+            rule("tool='x'\nerror='boom'")
+                .action()
+                .unwrap_err()
+                .contains("not an error kind")
+        );
+    }
+
+    #[test]
+    fn matching_uses_globs_and_arguments() {
+        let r = rule("tool='list_*'\nwhen={service='api'}\ndeny=true");
+        assert!(r.matches("list_deploys", &json!({"service": "api", "limit": 3})));
+        assert!(!r.matches("list_deploys", &json!({"service": "db"})));
+        assert!(!r.matches("get_deploy", &json!({"service": "api"})));
+    }
+}

@@ -1,0 +1,320 @@
+//! Helpers the end-to-end tests (and the sandbox benchmark) share: build a
+//! test guest from source for `wasm32-wasip2`, run the real `worldline`
+//! binary, and read what it left behind.
+//!
+//! Use from a test file with `mod common;`. Every test file uses only some
+//! of the helpers, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+/// The workspace root (the folder holding `host/`, `tests/`, `wit/`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent folder")
+        .to_path_buf()
+}
+
+/// `tests/` at the workspace root.
+pub fn tests_dir() -> PathBuf {
+    workspace_root().join("tests")
+}
+
+/// `tests/cases/<name>.toml`.
+pub fn case(name: &str) -> PathBuf {
+    tests_dir().join("cases").join(format!("{name}.toml"))
+}
+
+/// `tests/worlds`, for cases written outside the tree (pass as `--worlds`).
+pub fn worlds_dir() -> PathBuf {
+    tests_dir().join("worlds")
+}
+
+/// The target folder guests are built in: separate from the one the
+/// running `cargo test` uses, so building never waits on its lock.
+pub fn guest_target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("guests")
+}
+
+/// Build the workspace package `package` with
+/// `cargo build --release --target wasm32-wasip2 -p <package>` and return
+/// the path of the `.wasm` it produced. Each package is built at most once
+/// per test process; tests asking for it meanwhile wait for that build.
+pub fn guest(package: &str) -> PathBuf {
+    static BUILDS: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
+    let cell = BUILDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(package.to_string())
+        .or_default()
+        .clone();
+    cell.get_or_init(|| build_guest(package)).clone()
+}
+
+fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// Fail with what to do when the standard library for wasm32-wasip2 is not
+/// installed.
+fn require_wasm_target() {
+    static CHECKED: OnceLock<()> = OnceLock::new();
+    CHECKED.get_or_init(|| {
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        let out = Command::new(&rustc)
+            .args(["--print", "target-libdir", "--target", "wasm32-wasip2"])
+            .current_dir(workspace_root())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {rustc:?}: {e}"));
+        let libdir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !out.status.success() || libdir.is_empty() || !Path::new(&libdir).is_dir() {
+            panic!(
+                "the wasm32-wasip2 target is not installed, and the tests build their guests for it.\n\
+                 Run `rustup target add wasm32-wasip2` and test again.\n\
+                 (rustc said: {}{})",
+                libdir,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+    });
+}
+
+fn build_guest(package: &str) -> PathBuf {
+    require_wasm_target();
+    let out = Command::new(cargo())
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "-p",
+            package,
+        ])
+        .args(["--message-format", "json-render-diagnostics"])
+        .env("CARGO_TARGET_DIR", guest_target_dir())
+        .current_dir(workspace_root())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build guest `{package}`: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        if stderr.contains("wasm32-wasip2") && stderr.contains("not installed") {
+            panic!(
+                "the wasm32-wasip2 target is not installed; run `rustup target add wasm32-wasip2`\n{stderr}"
+            );
+        }
+        panic!("building guest `{package}` failed:\n{stderr}");
+    }
+    // The requested package is the only artifact that is a .wasm file (its
+    // dependencies are rlibs).
+    let wasm: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact")
+        .flat_map(|m| {
+            m["filenames"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|f| f.as_str().map(PathBuf::from))
+        })
+        .filter(|f| f.extension() == Some(OsStr::new("wasm")))
+        .collect();
+    match wasm.as_slice() {
+        [one] => one.clone(),
+        other => panic!(
+            "building guest `{package}` produced {} .wasm files, expected one: {other:?}",
+            other.len()
+        ),
+    }
+}
+
+/// What one `worldline` invocation did.
+#[derive(Debug)]
+pub struct CliOutput {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    /// stdout parsed as JSON, when it is one JSON document.
+    pub json: Option<Value>,
+}
+
+impl CliOutput {
+    /// The `--json` document (panics with the output when there is none).
+    pub fn json(&self) -> &Value {
+        self.json
+            .as_ref()
+            .unwrap_or_else(|| panic!("stdout is not one JSON document:\n{self}"))
+    }
+
+    /// Assert the exit code, showing everything the process said otherwise.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "unexpected exit code:\n{self}");
+        self
+    }
+
+    /// The bundle the run wrote, from the `--json` document.
+    pub fn bundle(&self) -> PathBuf {
+        PathBuf::from(
+            self.json()["bundle"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no bundle in the run summary:\n{self}")),
+        )
+    }
+}
+
+impl std::fmt::Display for CliOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Run the `worldline` binary with `args` (nothing added). It runs in
+/// `CARGO_TARGET_TMPDIR`, so a command without `--store` leaves its default
+/// `.worldline/` there and not in the source tree; pass absolute paths.
+pub fn worldline_raw<I, S>(args: I) -> CliOutput
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(args)
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .output()
+        .expect("cannot start the worldline binary");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    CliOutput {
+        code: out.status.code().unwrap_or(-1),
+        json: serde_json::from_str(&stdout).ok(),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run the `worldline` binary with `args` and `--store <store>`.
+pub fn worldline<I, S>(store: &Path, args: I) -> CliOutput
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut all: Vec<std::ffi::OsString> =
+        args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    all.push("--store".into());
+    all.push(store.into());
+    worldline_raw(all)
+}
+
+/// A fresh, empty temporary folder (removed when dropped).
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("worldline-test-")
+        .tempdir()
+        .expect("creating a temporary folder")
+}
+
+/// A store shared by the tests of one test process. Sharing it shares the
+/// compile cache, so each guest is compiled once per process rather than
+/// once per test; every run still gets its own bundle.
+pub fn shared_store() -> &'static Path {
+    static STORE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    STORE.get_or_init(temp_dir).path()
+}
+
+/// `worldline run <case> --agent <agent> --json` in `store`.
+pub fn run_json(store: &Path, case: &Path, agent: &Path) -> CliOutput {
+    worldline(
+        store,
+        [
+            OsStr::new("run"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            agent.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    )
+}
+
+/// A bundle's lines, parsed: header, events, and footer (if written).
+#[derive(Debug)]
+pub struct BundleLines {
+    pub header: Value,
+    pub events: Vec<Value>,
+    pub footer: Option<Value>,
+}
+
+/// Read a bundle file line by line (no chain check; the library does that).
+pub fn read_bundle(path: &Path) -> BundleLines {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read bundle {}: {e}", path.display()));
+    let mut lines = text.lines().map(|l| {
+        serde_json::from_str::<Value>(l)
+            .unwrap_or_else(|e| panic!("{}: a line is not JSON ({e}): {l}", path.display()))
+    });
+    let header = lines.next().expect("bundle has a header line");
+    assert!(
+        header.get("header").is_some(),
+        "first line is not a header: {header}"
+    );
+    let mut events = Vec::new();
+    let mut footer = None;
+    for line in lines {
+        assert!(
+            footer.is_none(),
+            "{}: a line after the footer",
+            path.display()
+        );
+        match line.get("footer") {
+            Some(f) => footer = Some(f.clone()),
+            None => events.push(line),
+        }
+    }
+    BundleLines {
+        header: header["header"].clone(),
+        events,
+        footer,
+    }
+}
+
+/// Every file under `dir` (recursively) whose name ends with `suffix`.
+pub fn files_with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_with_suffix(&path, suffix));
+        } else if path.to_string_lossy().ends_with(suffix) {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A file's modification time.
+pub fn mtime(path: &Path) -> SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("cannot stat {}: {e}", path.display()))
+}
+
+/// Write a case file into `dir` from `text` and return its path.
+pub fn write_case(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    path
+}

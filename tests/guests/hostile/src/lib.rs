@@ -1,0 +1,97 @@
+//! Test guest: one component whose behaviour the task picks, so the
+//! sandbox tests can check that every kind of misbehaviour ends in the
+//! right status with a complete bundle.
+//!
+//! Task: `{"mode": M, ...}` with M one of
+//! - `loop`: spin forever without host calls (fuel or the watchdog stops it);
+//! - `alloc`: allocate and touch memory until something stops it;
+//! - `recurse`: recurse without bound (stack overflow);
+//! - `panic`: `panic!` with a recognizable message;
+//! - `flood`: write `n` lines (default 10 000) of 100 bytes to stdout,
+//!   ignoring write errors once the stream closes;
+//! - `exit`: `std::process::exit(code)` (default 7);
+//! - `network`: `TcpStream::connect("127.0.0.1:9")`, reporting the error;
+//! - `calls`: call `get_ticket` `n` times (default 1) — the benchmark's
+//!   mediated-call loop;
+//! - `ok`: return `{"ok": true}`.
+
+use serde_json::{Value, json};
+use std::hint::black_box;
+use std::io::Write as _;
+use worldline_guest::{Error, tools};
+
+fn run(task: Value) -> Result<Value, Error> {
+    let n = |default: u64| task["n"].as_u64().unwrap_or(default);
+    match task["mode"].as_str().unwrap_or("ok") {
+        "loop" => spin(),
+        "alloc" => allocate(),
+        "recurse" => Ok(json!({"depth": recurse(task["from"].as_u64().unwrap_or(0))})),
+        "panic" => panic!("hostile guest panics on purpose: boom-42"),
+        "flood" => flood(n(10_000)),
+        "exit" => std::process::exit(task["code"].as_i64().unwrap_or(7) as i32),
+        "network" => network(),
+        "calls" => calls(n(1)),
+        "ok" => Ok(json!({"ok": true})),
+        other => Err(Error::failed(format!("unknown mode `{other}`"))),
+    }
+}
+
+fn spin() -> ! {
+    let mut x: u64 = 1;
+    loop {
+        x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
+}
+
+fn allocate() -> Result<Value, Error> {
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    for i in 0..4096u32 {
+        let mut chunk = vec![0u8; 1 << 20];
+        chunk[i as usize % (1 << 20)] = 1;
+        kept.push(black_box(chunk));
+    }
+    Ok(json!({"allocated_mb": kept.len()}))
+}
+
+/// Recursion that lives on the wasm call stack only (no locals in linear
+/// memory), so it ends in the engine's "call stack exhausted" trap. The
+/// rotate keeps LLVM from turning it into a loop.
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    if depth == u64::MAX {
+        return 0;
+    }
+    recurse(depth + 1).rotate_left(1) ^ depth
+}
+
+fn flood(lines: u64) -> Result<Value, Error> {
+    let line = format!("{}\n", "x".repeat(99));
+    let mut out = std::io::stdout();
+    let mut failed = 0u64;
+    for _ in 0..lines {
+        if out.write_all(line.as_bytes()).is_err() {
+            failed += 1;
+        }
+    }
+    let _ = out.flush();
+    Ok(json!({"lines": lines, "failed_writes": failed}))
+}
+
+fn network() -> Result<Value, Error> {
+    match std::net::TcpStream::connect("127.0.0.1:9") {
+        Ok(_) => Err(Error::failed(
+            "connected to 127.0.0.1:9: the sandbox let a socket through",
+        )),
+        Err(e) => Ok(json!({"connect_error": e.to_string()})),
+    }
+}
+
+fn calls(n: u64) -> Result<Value, Error> {
+    let mut last = Value::Null;
+    for _ in 0..n {
+        last = tools::call("get_ticket", &json!({"id": "T-1"}))?;
+    }
+    Ok(json!({"calls": n, "last": last}))
+}
+
+worldline_guest::agent!(run);
