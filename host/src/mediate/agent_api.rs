@@ -176,15 +176,12 @@ fn injected(
             json!({"rule": rule, "action": "response"}),
         ),
         Action::Empty => {
-            let shape = match execute(tool, args, &s.world.state, &now) {
-                Ok((Value::Array(_), _)) => json!([]),
-                Ok((Value::Object(_), _)) => json!({}),
-                _ => Value::Null,
+            let as_of = AsOf { empty: true, ..now };
+            let answer = match execute(tool, args, &s.world.state, &as_of) {
+                Ok((out, _)) => Answer::read(json!({"ok": out})),
+                Err(f) => error_answer(f.kind, f.message),
             };
-            (
-                Answer::read(json!({"ok": shape})),
-                json!({"rule": rule, "action": "empty"}),
-            )
+            (answer, json!({"rule": rule, "action": "empty"}))
         }
         Action::Stale(st) => {
             let wall = time::parse_rfc3339(&now.now).unwrap_or(0);
@@ -192,6 +189,7 @@ fn injected(
             let as_of = AsOf {
                 now: cutoff.clone(),
                 hide_after: st.field.clone().map(|f| (f, cutoff.clone())),
+                empty: false,
             };
             (
                 plain(s, tool, args, &as_of),

@@ -52,6 +52,8 @@ pub struct AsOf {
     /// `(field, cutoff)`: rows whose `field` is later than `cutoff` are
     /// treated as not there yet.
     pub hide_after: Option<(String, String)>,
+    /// Answer with an empty result of the op's shape (`[]`, `{}`, `null`).
+    pub empty: bool,
 }
 
 impl AsOf {
@@ -59,6 +61,7 @@ impl AsOf {
         AsOf {
             now,
             hide_after: None,
+            empty: false,
         }
     }
 
@@ -380,7 +383,14 @@ pub fn execute(
     as_of: &AsOf,
 ) -> Result<(Value, Vec<Write>), ToolFailure> {
     schema::validate(&tool.params, args).map_err(|e| ToolFailure::new("invalid-args", e))?;
-    let (result, writes) = run_op(tool, args, state, as_of)?;
+    let (mut result, writes) = run_op(tool, args, state, as_of)?;
+    if as_of.empty {
+        result = match result {
+            Value::Array(_) => json!([]),
+            Value::Object(_) => json!({}),
+            _ => Value::Null,
+        };
+    }
     match &tool.response {
         Some(wrapper) => {
             let mut with_result = args.as_object().cloned().unwrap_or_default();

@@ -1,0 +1,527 @@
+//! End-to-end tests of worlds, cases, injections and the grader: the real
+//! binary on the `caller-agent` guest, which makes the tool calls its task
+//! lists and returns every answer.
+
+mod common;
+
+use common::{guest, temp_dir, worldline, worlds_dir, write_case};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+fn caller() -> PathBuf {
+    guest("caller-agent")
+}
+
+/// A JSON value as a TOML inline value.
+fn toml_inline(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let fields: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", toml_inline(v)))
+                .collect();
+            format!("{{ {} }}", fields.join(", "))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A demo-world case whose task is the given calls, plus extra TOML.
+fn case_text(calls: Value, extra: &str) -> String {
+    format!(
+        "world = \"demo@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\ntask = {}\n{extra}\n",
+        toml_inline(&json!({ "calls": calls }))
+    )
+}
+
+fn run_case(store: &Path, case: &Path, agent: &Path) -> common::CliOutput {
+    worldline(
+        store,
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+            "--json".as_ref(),
+        ],
+    )
+}
+
+fn answers(out: &common::CliOutput) -> Vec<Value> {
+    serde_json::from_str(out.json()["output"].as_str().expect("an output")).unwrap()
+}
+
+#[test]
+fn injections_change_what_the_agent_sees_and_are_marked_in_the_log() {
+    let dir = temp_dir();
+    let calls = json!([
+        {"tool": "list_deploys", "args": {"service": "checkout"}},
+        {"tool": "list_deploys", "args": {"service": "checkout"}},
+        {"tool": "get_ticket", "args": {"id": "T-1"}},
+        {"tool": "get_ticket", "args": {"id": "T-2"}},
+        {"tool": "list_deploys", "args": {"service": "search"}},
+        {"tool": "status_page", "args": {}},
+    ]);
+    let extra = r#"
+[[inject]]
+tool = "list_deploys"
+when = { service = "checkout" }
+nth = 1
+stale = { age_s = 900, field = "at" }
+
+[[inject]]
+tool = "get_ticket"
+when = { id = "T-1" }
+error = "timeout"
+latency_ms = 30000
+
+[[inject]]
+tool = "get_ticket"
+when = { id = "T-2" }
+response = { id = "T-2", status = "imaginary" }
+
+[[inject]]
+tool = "list_deploys"
+when = { service = "search" }
+empty = true
+"#;
+    let case = write_case(dir.path(), "inject", &case_text(calls, extra));
+    let out = run_case(dir.path(), &case, &caller());
+    out.expect_code(0);
+    let a = answers(&out);
+    // stale: the deploy ten minutes before now is hidden and as_of is 15 minutes old
+    assert_eq!(a[0]["ok"]["deploys"].as_array().unwrap().len(), 1, "{a:?}");
+    assert!(
+        a[0]["ok"]["as_of"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-03-01T11:45:00")
+    );
+    // the second call is fresh
+    assert_eq!(a[1]["ok"]["deploys"][0]["id"], "D-2");
+    assert_eq!(a[2]["error"]["kind"], "timeout");
+    assert_eq!(a[3]["ok"]["status"], "imaginary");
+    assert_eq!(a[4]["ok"]["deploys"], json!([]));
+    assert_eq!(a[5]["ok"]["status"], "degraded");
+
+    let bundle = common::read_bundle(&out.bundle());
+    let tool_events: Vec<&Value> = bundle
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/tools.call")
+        .collect();
+    let marks: Vec<Value> = tool_events
+        .iter()
+        .map(|e| e["injected"]["action"].clone())
+        .collect();
+    assert_eq!(
+        marks,
+        vec![
+            json!("stale"),
+            Value::Null,
+            json!("error"),
+            json!("response"),
+            json!("empty"),
+            Value::Null
+        ]
+    );
+    // latency advances the virtual clock: the timeout call took 30 s of virtual time
+    let t_before = tool_events[1]["vtime_ns"].as_u64().unwrap();
+    let t_after = tool_events[2]["vtime_ns"].as_u64().unwrap();
+    assert!(
+        t_after - t_before >= 30_000_000_000,
+        "{t_before} -> {t_after}"
+    );
+}
+
+#[test]
+fn denied_and_failed_writes_change_nothing_and_partial_writes_leave_exactly_the_part() {
+    let dir = temp_dir();
+    let calls = json!([
+        {"tool": "close_ticket", "args": {"id": "T-1"}},
+        {"tool": "close_ticket", "args": {"id": "T-2"}},
+        {"tool": "add_note", "args": {"ticket": "T-1", "text": "rolled back D-2", "author": "bot"}},
+    ]);
+    let extra = r#"
+[permissions]
+deny = ["close_ticket"]
+
+[[inject]]
+tool = "add_note"
+partial = { fields = ["ticket"], error = "timeout" }
+
+[expect]
+unchanged = ["tickets", "deploys"]
+
+[[expect.state]]
+table = "notes"
+count = 1
+
+[[expect.state]]
+table = "notes"
+key = "notes-1"
+field = "text"
+absent = true
+
+[[expect.calls]]
+tool = "close_ticket"
+denied = true
+count = 2
+"#;
+    let case = write_case(dir.path(), "writes", &case_text(calls, extra));
+    let out = run_case(dir.path(), &case, &caller());
+    out.expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["status"], "passed", "{out}");
+    let added = &doc["grade"]["diff"]["tables"]["notes"]["added"];
+    assert_eq!(
+        added,
+        &json!({"notes-1": {"id": "notes-1", "ticket": "T-1"}})
+    );
+    assert!(doc["grade"]["diff"]["tables"].get("tickets").is_none());
+    let a = answers(&out);
+    assert_eq!(a[0]["error"]["kind"], "denied");
+    assert_eq!(a[2]["error"]["kind"], "timeout");
+    let bundle = common::read_bundle(&out.bundle());
+    let effects: Vec<&Value> = bundle
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/tools.call")
+        .map(|e| &e["effect"])
+        .collect();
+    assert_eq!(effects, vec!["denied", "denied", "failed"]);
+}
+
+const CLOSES_T1: &str = r#"
+[expect]
+unchanged = ["deploys"]
+
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "open"
+"#;
+
+#[test]
+fn a_failing_grade_names_the_assertion_expected_actual_and_the_diff() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "closes",
+        &case_text(
+            json!([{"tool": "close_ticket", "args": {"id": "T-1"}}]),
+            CLOSES_T1,
+        ),
+    );
+    let agent = caller();
+    let text = worldline(
+        dir.path(),
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+        ],
+    );
+    text.expect_code(1);
+    assert!(
+        text.stdout
+            .contains("FAIL tickets/T-1.status equals: expected \"open\", got \"closed\""),
+        "{text}"
+    );
+    assert!(
+        text.stdout
+            .contains("~ tickets/T-1.status: \"open\" -> \"closed\""),
+        "{text}"
+    );
+    assert!(text.stdout.contains("ok   unchanged deploys"), "{text}");
+    let out = run_case(dir.path(), &case, &agent);
+    out.expect_code(1);
+    assert_eq!(out.json()["status"], "failed");
+    assert_eq!(out.json()["run_status"], "completed");
+}
+
+#[test]
+fn regrading_against_a_changed_case_changes_the_verdict_without_rerunning() {
+    let dir = temp_dir();
+    let calls = json!([{"tool": "close_ticket", "args": {"id": "T-1"}}]);
+    let case = write_case(dir.path(), "closes", &case_text(calls.clone(), CLOSES_T1));
+    let out = run_case(dir.path(), &case, &caller());
+    out.expect_code(1);
+    let bundle = out.bundle();
+    let before = std::fs::read(&bundle).unwrap();
+    let runs_before = common::files_with_suffix(&dir.path().join("runs"), ".jsonl").len();
+
+    let newer = write_case(
+        dir.path(),
+        "closes-v2",
+        &case_text(
+            calls,
+            &CLOSES_T1.replace("equals = \"open\"", "equals = \"closed\""),
+        ),
+    );
+    let regrade = worldline(
+        dir.path(),
+        [
+            "grade".as_ref(),
+            bundle.as_os_str(),
+            "--case".as_ref(),
+            newer.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    regrade.expect_code(0);
+    assert_eq!(regrade.json()["status"], "passed");
+    assert_eq!(regrade.json()["recorded_grade"], "failed");
+    // same case again: the recorded verdict
+    let same = worldline(
+        dir.path(),
+        [
+            "grade".as_ref(),
+            bundle.as_os_str(),
+            "--case".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+        ],
+    );
+    same.expect_code(1);
+    assert_eq!(
+        std::fs::read(&bundle).unwrap(),
+        before,
+        "grading never changes the bundle"
+    );
+    assert_eq!(
+        common::files_with_suffix(&dir.path().join("runs"), ".jsonl").len(),
+        runs_before,
+        "no new run"
+    );
+}
+
+#[test]
+fn test_command_prints_a_line_per_case_and_writes_junit() {
+    let dir = temp_dir();
+    let good = write_case(
+        dir.path(),
+        "good",
+        &case_text(
+            json!([{"tool": "get_ticket", "args": {"id": "T-1"}}]),
+            CLOSES_T1,
+        ),
+    );
+    let bad = write_case(
+        dir.path(),
+        "bad",
+        &case_text(
+            json!([{"tool": "close_ticket", "args": {"id": "T-1"}}]),
+            CLOSES_T1,
+        ),
+    );
+    let junit = dir.path().join("report.xml");
+    let agent = caller();
+    let out = worldline(
+        dir.path(),
+        [
+            "test".as_ref(),
+            good.as_os_str(),
+            bad.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+            "--jobs".as_ref(),
+            "2".as_ref(),
+            "--junit".as_ref(),
+            junit.as_os_str(),
+        ],
+    );
+    out.expect_code(1);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("PASS  good"), "{out}");
+    assert!(lines[1].starts_with("FAIL  bad"), "{out}");
+    assert!(lines[1].contains("tickets/T-1.status equals"), "{out}");
+    assert_eq!(lines[2], "1 passed, 1 failed");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuite name=\"worldline\" tests=\"2\" failures=\"1\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<testcase name=\"bad\" classname=\"demo@v1\""),
+        "{xml}"
+    );
+    assert!(xml.contains("<failure message=\"tickets/T-1.status equals: expected &quot;open&quot;, got &quot;closed&quot;\""), "{xml}");
+}
+
+/// Write a world `w@v1` under `root/worlds` with the given world.toml and files.
+fn make_world(root: &Path, toml_text: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = root.join("worlds/w/v1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("world.toml"), toml_text).unwrap();
+    for (rel, text) in files {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    root.join("worlds")
+}
+
+const SMALL_WORLD: &str =
+    "name = \"w\"\nversion = 1\n[tables.t]\nkey = \"id\"\nrows = \"data/t.jsonl\"\n";
+const SMALL_CASE: &str = "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n";
+
+/// Load the world through a run (no agent needed: input errors come first).
+fn load_error(root: &Path, case_text: &str) -> common::CliOutput {
+    let case = write_case(root, "case", case_text);
+    let agent = root.join("missing.wasm");
+    let out = worldline(
+        root,
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+        ],
+    );
+    out.expect_code(2);
+    assert_eq!(out.stderr.lines().count(), 1, "one line of cause: {out}");
+    out
+}
+
+#[test]
+fn worlds_cannot_read_outside_their_folder() {
+    let outside = temp_dir();
+    std::fs::write(outside.path().join("secret.jsonl"), "{\"id\": \"s\"}\n").unwrap();
+
+    let root = temp_dir();
+    make_world(
+        root.path(),
+        &SMALL_WORLD.replace("data/t.jsonl", "../../../secret.jsonl"),
+        &[],
+    );
+    let out = load_error(root.path(), SMALL_CASE);
+    assert!(out.stderr.contains("leaves the folder"), "{out}");
+
+    let root = temp_dir();
+    let abs = outside.path().join("secret.jsonl");
+    make_world(
+        root.path(),
+        &SMALL_WORLD.replace("data/t.jsonl", abs.to_str().unwrap()),
+        &[],
+    );
+    let out = load_error(root.path(), SMALL_CASE);
+    assert!(out.stderr.contains("is absolute"), "{out}");
+
+    let root = temp_dir();
+    make_world(root.path(), SMALL_WORLD, &[]);
+    std::fs::create_dir_all(root.path().join("worlds/w/v1/data")).unwrap();
+    std::os::unix::fs::symlink(&abs, root.path().join("worlds/w/v1/data/t.jsonl")).unwrap();
+    let out = load_error(root.path(), SMALL_CASE);
+    assert!(
+        out.stderr.contains("data/t.jsonl") && out.stderr.contains("cannot read"),
+        "{out}"
+    );
+
+    let root = temp_dir();
+    make_world(
+        root.path(),
+        &format!("{SMALL_WORLD}[files]\ndir = \"files\"\n"),
+        &[("data/t.jsonl", "{\"id\": 1}\n"), ("files/ok.md", "x")],
+    );
+    std::os::unix::fs::symlink(&abs, root.path().join("worlds/w/v1/files/escape.md")).unwrap();
+    let out = load_error(root.path(), SMALL_CASE);
+    assert!(out.stderr.contains("symlink"), "{out}");
+}
+
+#[test]
+fn malformed_worlds_and_cases_name_the_file_line_and_column() {
+    let ok_rows = [("data/t.jsonl", "{\"id\": \"a\"}\n{\"id\": \"b\"}\n")];
+    let check = |world: &str, rows: &[(&str, &str)], case: &str, want: &[&str]| {
+        let root = temp_dir();
+        make_world(root.path(), world, rows);
+        let out = load_error(root.path(), case);
+        for w in want {
+            assert!(out.stderr.contains(w), "expected `{w}` in:\n{out}");
+        }
+    };
+    // TOML syntax in the case
+    check(
+        SMALL_WORLD,
+        &ok_rows,
+        "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {\n",
+        &["case.toml:3:"],
+    );
+    // duplicate TOML keys
+    check(
+        SMALL_WORLD,
+        &ok_rows,
+        &format!("{SMALL_CASE}seed = 1\nseed = 2\n"),
+        &["case.toml:5:", "duplicate key"],
+    );
+    // unknown table in the case
+    check(
+        SMALL_WORLD,
+        &ok_rows,
+        &format!("{SMALL_CASE}[nonsense]\nx = 1\n"),
+        &["case.toml:4:2", "unknown field `nonsense`"],
+    );
+    // a world version that does not exist
+    check(
+        SMALL_WORLD,
+        &ok_rows,
+        &SMALL_CASE.replace("w@v1", "w@v9"),
+        &["case.toml:1:9", "w@v9", "versions that exist: w@v1"],
+    );
+    // an injection naming an unknown tool
+    check(
+        SMALL_WORLD,
+        &ok_rows,
+        &format!("{SMALL_CASE}[[inject]]\ntool = \"nope\"\ndeny = true\n"),
+        &["case.toml:4:", "`nope` names no tool"],
+    );
+    // a tool over an unknown table
+    check(
+        &format!("{SMALL_WORLD}\n[[tools]]\nname = \"g\"\nop = \"get\"\ntable = \"zz\"\n"),
+        &ok_rows,
+        SMALL_CASE,
+        &["world.toml:7:", "unknown table `zz`"],
+    );
+    // a params schema that is not JSON Schema
+    check(
+        &format!(
+            "{SMALL_WORLD}\n[[tools]]\nname = \"g\"\nop = \"get\"\ntable = \"t\"\nparams = {{ type = \"objekt\" }}\n"
+        ),
+        &ok_rows,
+        SMALL_CASE,
+        &[
+            "world.toml:7:",
+            "not a supported JSON Schema",
+            "unknown type",
+        ],
+    );
+    // duplicate row keys in a data file
+    check(
+        SMALL_WORLD,
+        &[("data/t.jsonl", "{\"id\": \"a\"}\n{\"id\": \"a\"}\n")],
+        SMALL_CASE,
+        &["t.jsonl:2:1", "duplicate key `a`"],
+    );
+    // a data line that is not JSON
+    check(
+        SMALL_WORLD,
+        &[("data/t.jsonl", "{\"id\": \"a\"}\n{\"id\": \n")],
+        SMALL_CASE,
+        &["t.jsonl:2:"],
+    );
+}
