@@ -37,6 +37,14 @@ impl InputError {
         }
     }
 
+    /// The same error at a line (column 1); line 0 means no line.
+    pub fn with_line(self, line: usize) -> Self {
+        InputError {
+            line: (line > 0).then_some((line, 1)),
+            ..self
+        }
+    }
+
     /// From a TOML parse/deserialize error, keeping its span as line:column.
     pub fn toml(file: impl AsRef<Path>, source: &str, err: &toml::de::Error) -> Self {
         let message = err.message().trim().to_string();

@@ -4,15 +4,18 @@
 //! The pipeline a run flows through, one module each:
 //! [`case`]/[`world`] (load, validate) → [`sandbox`] (engine, linker, limits)
 //! → [`mediate`] (the one place host calls pass) → [`log`] (bundle write and
-//! read) → [`run`] (one run, start to footer) → [`cli`].
+//! read) → [`run`] (one run, start to footer) → [`grade`], [`replay`],
+//! [`fork`] → [`cli`].
 
 pub mod canon;
 pub mod case;
 pub mod cli;
 pub mod error;
+pub mod fork;
 pub mod grade;
 pub mod log;
 pub mod mediate;
+pub mod replay;
 pub mod run;
 pub mod sandbox;
 pub mod store;

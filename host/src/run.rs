@@ -4,8 +4,10 @@
 
 use crate::case::Case;
 use crate::grade::{Evidence, Grade, grade};
+use crate::log::bundle::Parent;
 use crate::log::bundle::{self, Footer, Header, Status};
 use crate::log::{Event, Recorder};
+use crate::mediate::script::{Divergence, Script};
 use crate::mediate::{Fault, Mediator, MemoryLimiter, RunState};
 use crate::sandbox::{Agent, EPOCH_TICK, Sandbox};
 use crate::store::StoreDir;
@@ -19,6 +21,10 @@ use wasmtime::{CallHook, Store, Trap, WasmBacktrace};
 /// Everything a finished (or stopped) run produced.
 pub struct RunOutcome {
     pub run_id: Option<String>,
+    /// When following a recording: where it departed from it.
+    pub divergence: Option<Divergence>,
+    /// When following an incomplete recording: the guest reached its end.
+    pub reached_end: bool,
     /// The grade, when the case has `[expect]`.
     pub grade: Option<Grade>,
     pub bundle: Option<PathBuf>,
@@ -52,8 +58,38 @@ pub fn run(
     case: &Case,
     store: Option<&StoreDir>,
 ) -> Result<RunOutcome> {
-    let header = header_for(sandbox, agent, case);
-    let (recorder, run_id, bundle_path) = match store {
+    run_with(
+        sandbox,
+        agent,
+        case,
+        RunOptions {
+            store,
+            ..RunOptions::default()
+        },
+    )
+}
+
+/// How a run is carried out beyond agent and case.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Write the bundle into this store as the run goes (else in memory).
+    pub store: Option<&'a StoreDir>,
+    /// A recording to follow (replay, or a fork's prefix).
+    pub script: Option<Script>,
+    /// For a fork: its parent and edits, recorded in the header.
+    pub parent: Option<Parent>,
+}
+
+/// [`run`] with every option.
+pub fn run_with(
+    sandbox: &Sandbox,
+    agent: &Agent,
+    case: &Case,
+    opts: RunOptions,
+) -> Result<RunOutcome> {
+    let mut header = header_for(sandbox, agent, case);
+    header.parent = opts.parent;
+    let (recorder, run_id, bundle_path) = match opts.store {
         Some(store) => {
             let run_id = store.new_run_id(&agent.sha256);
             let path = store.bundle_path(&run_id);
@@ -65,8 +101,10 @@ pub fn run(
     };
 
     let world = Arc::new(case.world.clone());
+    let mut med = Mediator::new(case, world, recorder);
+    med.script = opts.script;
     let state = RunState {
-        med: Mediator::new(case, world, recorder),
+        med,
         table: ResourceTable::new(),
         limiter: MemoryLimiter {
             max_bytes: (case.limits.memory_mb as usize) << 20,
@@ -106,7 +144,16 @@ pub fn run(
         Err(err) => classify(&err, &store.data().med.services.stdio.stderr.text())?,
     };
 
-    let state = store.into_data();
+    let mut state = store.into_data();
+    let made = state.med.recorder.len();
+    if let Some(script) = state.med.script.as_mut() {
+        script.finish(made);
+    }
+    let (divergence, reached_end) = state
+        .med
+        .script
+        .take()
+        .map_or((None, false), |s| (s.divergence, s.reached_end));
     let services = state.med.services;
     let (file, events, chain_hash) = state.med.recorder.finish();
     let final_state = services.world.state;
@@ -144,6 +191,8 @@ pub fn run(
     }
     Ok(RunOutcome {
         run_id,
+        divergence,
+        reached_end,
         grade: graded,
         bundle: bundle_path,
         header,
@@ -175,6 +224,7 @@ fn classify(
             Fault::Exit(_) => (Status::Exited, fault.to_string()),
             Fault::EventLimit(_) => (Status::Trapped, fault.to_string()),
             Fault::Bundle(_) => anyhow::bail!("{fault}"),
+            Fault::Diverged | Fault::ReplayEnd => (Status::Trapped, fault.to_string()),
         }
     } else if let Some(trap) = err.downcast_ref::<Trap>() {
         match trap {

@@ -46,6 +46,95 @@ impl StoreDir {
         Ok(sha)
     }
 
+    /// Keep a world's files and its manifest (path → hash), so a run can
+    /// be replayed after the world folder changes. The manifest's own hash
+    /// is the world hash.
+    pub fn put_world(&self, world: &crate::world::World) -> Result<()> {
+        if self.object_path(&world.hash).exists() {
+            return Ok(());
+        }
+        for (rel, sha) in &world.manifest {
+            if !self.object_path(sha).exists() {
+                let bytes = std::fs::read(world.dir.join(rel))
+                    .with_context(|| format!("reading {}/{rel}", world.dir.display()))?;
+                anyhow::ensure!(
+                    canon::sha256_hex(&bytes) == *sha,
+                    "{}/{rel} changed while it was being stored",
+                    world.dir.display()
+                );
+                self.put_object(&bytes)?;
+            }
+        }
+        let manifest = canon::to_string(&world.manifest);
+        anyhow::ensure!(
+            canon::sha256_hex(&manifest) == world.hash,
+            "world manifest does not hash to the world hash"
+        );
+        self.put_object(manifest.as_bytes())?;
+        Ok(())
+    }
+
+    /// Read an object and check it still hashes to its name.
+    pub fn get_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
+        let path = self.object_path(sha);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            crate::error::InputError::new(&path, format!("object missing from the store: {e}"))
+        })?;
+        if canon::sha256_hex(&bytes) != sha {
+            return Err(crate::error::InputError::new(
+                &path,
+                "object does not match its hash (the store was modified)",
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// The recorded world `world_hash`, rebuilt from the store into
+    /// `worlds/<hash>/` and loaded from there.
+    pub fn load_world(
+        &self,
+        world_hash: &str,
+    ) -> Result<crate::world::World, crate::error::InputError> {
+        let manifest_bytes = self.get_object(world_hash)?;
+        let manifest: std::collections::BTreeMap<String, String> =
+            serde_json::from_slice(&manifest_bytes).map_err(|e| {
+                crate::error::InputError::new(
+                    self.object_path(world_hash),
+                    format!("not a world manifest: {e}"),
+                )
+            })?;
+        let dir = self.root.join("worlds").join(world_hash);
+        if !dir.join("world.toml").is_file() {
+            let tmp = self
+                .root
+                .join("worlds")
+                .join(format!("{world_hash}.tmp{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&tmp);
+            for (rel, sha) in &manifest {
+                crate::world::check_relative(rel)
+                    .map_err(|m| crate::error::InputError::new(self.object_path(world_hash), m))?;
+                let bytes = self.get_object(sha)?;
+                let dest = tmp.join(rel);
+                let io = |e: std::io::Error| crate::error::InputError::new(&dest, e.to_string());
+                std::fs::create_dir_all(dest.parent().unwrap_or(&tmp)).map_err(io)?;
+                std::fs::write(&dest, bytes).map_err(io)?;
+            }
+            if let Err(e) = std::fs::rename(&tmp, &dir) {
+                if !dir.join("world.toml").is_file() {
+                    return Err(crate::error::InputError::new(&dir, e.to_string()));
+                }
+            }
+        }
+        let world = crate::world::load_dir(&dir)?;
+        if world.hash != world_hash {
+            return Err(crate::error::InputError::new(
+                &dir,
+                "the stored world does not hash to the recorded world hash",
+            ));
+        }
+        Ok(world)
+    }
+
     pub fn object_path(&self, sha: &str) -> PathBuf {
         self.root.join("objects").join(sha)
     }
@@ -73,6 +162,22 @@ impl StoreDir {
 
     pub fn bundle_path(&self, run_id: &str) -> PathBuf {
         self.runs_dir().join(format!("{run_id}.jsonl"))
+    }
+
+    /// Every run id in the store, oldest first.
+    pub fn run_ids(&self) -> Result<Vec<String>> {
+        let mut ids: Vec<String> = std::fs::read_dir(self.runs_dir())
+            .with_context(|| format!("reading {}", self.runs_dir().display()))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .strip_suffix(".jsonl")
+                    .map(String::from)
+            })
+            .collect();
+        ids.sort();
+        Ok(ids)
     }
 
     /// A run named by its id (or a unique prefix of it), or a path to a

@@ -111,21 +111,33 @@ struct CaseToml {
 pub fn load(path: &Path, worlds_root: Option<&Path>) -> Result<Case, InputError> {
     let bytes =
         std::fs::read(path).map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
-    let source = String::from_utf8(bytes)
-        .map_err(|_| InputError::new(path, "case file is not UTF-8 text"))?;
-    let doc: CaseToml = toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
-
     let root = match worlds_root {
-        Some(r) => r.to_path_buf(),
-        None => find_worlds_root(path).ok_or_else(|| {
+        Some(r) => Some(r.to_path_buf()),
+        None => find_worlds_root(path),
+    };
+    parse(path, bytes, |reference| {
+        let root = root.as_ref().ok_or_else(|| {
             InputError::new(
                 path,
                 "no `worlds/` folder found above the case; pass --worlds DIR",
             )
-        })?,
-    };
-    let world = world::load(&root, doc.world.get_ref(), path).map_err(|e| {
-        if e.file == path {
+        })?;
+        world::load(root, reference, path)
+    })
+}
+
+/// Parse a case from its bytes; `resolve` finds the world it names (from a
+/// `worlds/` folder, or from a store's snapshot of the recorded world).
+pub fn parse(
+    path: &Path,
+    bytes: Vec<u8>,
+    resolve: impl FnOnce(&str) -> Result<World, InputError>,
+) -> Result<Case, InputError> {
+    let source = String::from_utf8(bytes)
+        .map_err(|_| InputError::new(path, "case file is not UTF-8 text"))?;
+    let doc: CaseToml = toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
+    let world = resolve(doc.world.get_ref()).map_err(|e| {
+        if e.file == path && e.line.is_none() {
             InputError::at(path, &source, doc.world.span().start, e.message)
         } else {
             e

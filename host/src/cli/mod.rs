@@ -2,7 +2,10 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+mod fork_cmd;
 mod grade_cmd;
+mod inspect_cmd;
+mod replay_cmd;
 mod report;
 mod run_cmd;
 mod test_cmd;
@@ -41,6 +44,20 @@ enum Command {
     Test(test_cmd::TestArgs),
     /// Re-grade a recorded run against the same or a newer case.
     Grade(grade_cmd::GradeArgs),
+    /// Re-execute a recorded run strictly; report identical or the first divergence.
+    Replay(replay_cmd::ReplayArgs),
+    /// Replay every run in the store (or those named); report the drift rate.
+    Verify(replay_cmd::VerifyArgs),
+    /// A new run: replay a recorded one up to event N, change something there, run on live.
+    Fork(fork_cmd::ForkArgs),
+    /// The timeline of a run.
+    History(inspect_cmd::HistoryArgs),
+    /// One event in full, and the world as it was after it.
+    Show(inspect_cmd::ShowArgs),
+    /// Two runs side by side: the first difference and the final-state diff.
+    Diff(inspect_cmd::DiffArgs),
+    /// The runs in the store.
+    Runs(inspect_cmd::RunsArgs),
 }
 
 /// Run the CLI and return the process exit code.
@@ -61,6 +78,13 @@ pub fn main() -> i32 {
         Command::Run(args) => run_cmd::exec(args),
         Command::Test(args) => test_cmd::exec(args),
         Command::Grade(args) => grade_cmd::exec(args),
+        Command::Replay(args) => replay_cmd::exec_replay(args),
+        Command::Verify(args) => replay_cmd::exec_verify(args),
+        Command::Fork(args) => fork_cmd::exec(args),
+        Command::History(args) => inspect_cmd::exec_history(args),
+        Command::Show(args) => inspect_cmd::exec_show(args),
+        Command::Diff(args) => inspect_cmd::exec_diff(args),
+        Command::Runs(args) => inspect_cmd::exec_runs(args),
     };
     match result {
         Ok(code) => code as i32,

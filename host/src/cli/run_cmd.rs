@@ -33,6 +33,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     let agent_bytes = std::fs::read(&args.agent)?;
     store.put_object(&agent_bytes)?;
     store.put_object(std::fs::read(&args.case)?.as_slice())?;
+    store.put_world(&case.world)?;
     let outcome = run(&sandbox, &agent, &case, Some(&store))?;
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&summary_json(&outcome))?);
@@ -70,7 +71,7 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
     })
 }
 
-fn print_summary(o: &RunOutcome) {
+pub fn print_summary(o: &RunOutcome) {
     let f = &o.footer;
     println!(
         "run {}  {}",

@@ -129,8 +129,9 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let agent = sandbox.load_file(&args.agent)?;
     store.put_object(&std::fs::read(&args.agent)?)?;
-    for f in &files {
+    for (f, c) in files.iter().zip(&cases) {
         store.put_object(&std::fs::read(f)?)?;
+        store.put_world(&c.world)?;
     }
 
     let jobs = args

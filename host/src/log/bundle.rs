@@ -13,11 +13,53 @@ use std::path::Path;
 
 pub const FORMAT: &str = "worldline-bundle/1";
 
-/// Where a fork came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a fork came from, and what it changed at its fork point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Parent {
+    /// The parent run's id.
     pub run: String,
+    /// The parent's chain hash, so the parent is identified even if renamed.
+    pub chain_hash: String,
+    /// The event the fork diverges at: earlier events are the parent's.
     pub event: u64,
+    pub edits: Vec<Edit>,
+    /// Fork points of the ancestors before `event` (a fork of a fork
+    /// replays them too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<ForkPoint>,
+}
+
+/// Edits made at one event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForkPoint {
+    pub event: u64,
+    pub edits: Vec<Edit>,
+}
+
+impl Parent {
+    /// Every fork point of this run's lineage, oldest first.
+    pub fn fork_points(&self) -> Vec<ForkPoint> {
+        let mut all = self.earlier.clone();
+        all.push(ForkPoint {
+            event: self.event,
+            edits: self.edits.clone(),
+        });
+        all
+    }
+}
+
+/// A change a fork makes at its fork point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "edit", rename_all = "snake_case")]
+pub enum Edit {
+    /// Answer the event with this response instead.
+    Respond { response: Value },
+    /// Allow a tool (name or glob) from here on.
+    Allow { tool: String },
+    /// Deny a tool (name or glob) from here on.
+    Deny { tool: String },
+    /// Set a row (`table/key`) or a field (`table/key.field`) of the state.
+    Set { path: String, value: Value },
 }
 
 /// What a run was: enough to find and re-execute it.

@@ -5,6 +5,6 @@ pub mod bundle;
 pub mod event;
 pub mod recorder;
 
-pub use bundle::{Bundle, Footer, Header, Status};
+pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, Parent, Status};
 pub use event::{Effect, Event};
 pub use recorder::Recorder;

@@ -12,16 +12,17 @@ pub mod agent_api;
 pub mod bindings;
 pub mod clock;
 pub mod entropy;
+pub mod script;
 pub mod stdio;
 pub mod wasi;
 mod wasi_never;
 
 use crate::case::inject::{Action, Inject};
 use crate::case::{Case, time};
-use crate::log::{Effect, Event, Recorder};
+use crate::log::{Edit, Effect, Event, Recorder};
 use crate::world::World;
 use crate::world::state::{State, Write};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 
@@ -38,6 +39,10 @@ pub enum Fault {
     MemoryLimit { asked: usize, limit: usize },
     #[error("internal: could not append to the bundle: {0}")]
     Bundle(String),
+    #[error("replay diverged from the recording")]
+    Diverged,
+    #[error("reached the end of an incomplete recording")]
+    ReplayEnd,
 }
 
 /// An answer from a service, before it is recorded.
@@ -97,6 +102,55 @@ impl WorldSession {
         chosen
     }
 
+    /// A fork's permission edit: it overrides the case's rules for `tool`.
+    pub fn set_permission(&mut self, tool: &str, allow: bool) {
+        let p = &mut self.case_permissions;
+        p.allow.retain(|t| t != tool);
+        p.deny.retain(|t| t != tool);
+        if allow {
+            p.allow.push(tool.to_string())
+        } else {
+            p.deny.push(tool.to_string())
+        }
+    }
+
+    /// A fork's state edit: `table/key` replaces the row, `table/key.a.b`
+    /// sets a field inside it. Returns the write (not yet applied).
+    pub fn patch(&self, path: &str, value: Value) -> Option<Write> {
+        let (table, rest) = path.split_once('/')?;
+        let (key, field) = match rest.split_once('.') {
+            Some((k, f)) => (k, Some(f)),
+            None => (rest, None),
+        };
+        let row = match field {
+            None => value,
+            Some(field) => {
+                let mut row = self
+                    .state
+                    .row(table, key)
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
+                let mut at = &mut row;
+                for part in field.split('.') {
+                    if !at.is_object() {
+                        *at = json!({});
+                    }
+                    at = at
+                        .as_object_mut()?
+                        .entry(part.to_string())
+                        .or_insert(Value::Null);
+                }
+                *at = value;
+                row
+            }
+        };
+        self.state.tables.contains_key(table).then(|| Write::Put {
+            table: table.into(),
+            key: key.into(),
+            row,
+        })
+    }
+
     /// Case rules first, then the world's, then the world's default.
     pub fn allowed(&self, name: &str) -> bool {
         self.case_permissions
@@ -127,6 +181,8 @@ impl Services {
 pub struct Mediator {
     pub services: Services,
     pub recorder: Recorder,
+    /// A recording to follow (replay, or the prefix of a fork).
+    pub script: Option<script::Script>,
     /// Fuel used when the guest entered the host (set by the store's call
     /// hook before any host function runs).
     pub fuel_used: u64,
@@ -157,6 +213,7 @@ impl Mediator {
                 model: agent_api::ScriptedModel::new(case.model.responses.clone()),
             },
             recorder,
+            script: None,
             fuel_used: 0,
             max_events: case.limits.max_events,
         }
@@ -170,12 +227,24 @@ impl Mediator {
         request: Value,
         serve: impl FnOnce(&mut Services) -> Answer,
     ) -> Result<Value, Fault> {
-        if self.recorder.len() >= self.max_events {
+        let seq = self.recorder.len();
+        if seq >= self.max_events {
             return Err(Fault::EventLimit(self.max_events));
         }
+        let recorded = self.follow(seq, call, &request)?;
+        let (override_response, edit_writes) = self.apply_edits(seq);
         self.services.clock.tick();
-        let answer = serve(&mut self.services);
+        let mut answer = match override_response {
+            Some(response) => Answer {
+                injected: Some(json!({"action": "fork-respond"})),
+                ..Answer::read(response)
+            },
+            None => serve(&mut self.services),
+        };
         self.services.clock.advance(answer.latency_ns);
+        if !edit_writes.is_empty() {
+            answer.writes.splice(0..0, edit_writes);
+        }
         for w in &answer.writes {
             self.services.world.state.apply(w);
         }
@@ -186,15 +255,97 @@ impl Mediator {
             hash: String::new(),
             injected: answer.injected,
             request,
-            response: answer.response.clone(),
-            seq: self.recorder.len(),
+            response: answer.response,
+            seq,
             vtime_ns: self.services.clock.mono_ns(),
             writes: answer.writes,
         };
+        if let (Some(rec), Some(script)) = (recorded, self.script.as_mut())
+            && let Some((field, expected, actual)) = script::first_difference(&rec, &event)
+        {
+            script.diverge(script::Divergence {
+                index: seq,
+                class: script::Class::Mismatch,
+                field: Some(field.into()),
+                expected,
+                actual,
+            });
+            return Err(Fault::Diverged);
+        }
+        let response = event.response.clone();
         self.recorder
             .append(event)
             .map_err(|e| Fault::Bundle(e.to_string()))?;
-        Ok(answer.response)
+        Ok(response)
+    }
+
+    /// While following a recording: the recorded event this call must
+    /// match, or the divergence that stops the guest.
+    fn follow(&mut self, seq: u64, call: &str, request: &Value) -> Result<Option<Event>, Fault> {
+        let Some(script) = self.script.as_mut() else {
+            return Ok(None);
+        };
+        if seq >= script.follow_until {
+            return Ok(None);
+        }
+        let actual = script::Script::call_of(call, request);
+        match script.events.get(seq as usize) {
+            None if !script.complete => {
+                script.reached_end = true;
+                Err(Fault::ReplayEnd)
+            }
+            None => {
+                script.diverge(script::Divergence {
+                    index: seq,
+                    class: script::Class::Extra,
+                    field: None,
+                    expected: Value::Null,
+                    actual,
+                });
+                Err(Fault::Diverged)
+            }
+            Some(rec) if rec.call != call || rec.request != *request => {
+                let expected = script::Script::call_of(&rec.call, &rec.request);
+                script.diverge(script::Divergence {
+                    index: seq,
+                    class: script::Class::Mismatch,
+                    field: None,
+                    expected,
+                    actual,
+                });
+                Err(Fault::Diverged)
+            }
+            Some(rec) => Ok(Some(rec.clone())),
+        }
+    }
+
+    /// At a fork point: apply the edits; return a replacement response and
+    /// the state writes the edits made.
+    fn apply_edits(&mut self, seq: u64) -> (Option<Value>, Vec<Write>) {
+        let edits: Vec<Edit> = match self.script.as_ref() {
+            Some(script) => script
+                .fork_points
+                .iter()
+                .filter(|p| p.event == seq)
+                .flat_map(|p| p.edits.clone())
+                .collect(),
+            None => return (None, Vec::new()),
+        };
+        let mut response = None;
+        let mut writes = Vec::new();
+        for edit in edits {
+            match edit {
+                Edit::Respond { response: r } => response = Some(r),
+                Edit::Allow { tool } => self.services.world.set_permission(&tool, true),
+                Edit::Deny { tool } => self.services.world.set_permission(&tool, false),
+                Edit::Set { path, value } => {
+                    if let Some(w) = self.services.world.patch(&path, value) {
+                        writes.push(w);
+                    }
+                }
+            }
+        }
+        (response, writes)
     }
 }
 

@@ -28,8 +28,11 @@ pub struct World {
     pub description: String,
     /// The folder it was loaded from.
     pub dir: PathBuf,
-    /// SHA-256 over every file it loaded (path and content).
+    /// SHA-256 over every file it loaded (path and content): the hash of
+    /// the canonical JSON of `manifest`.
     pub hash: String,
+    /// Every file it loaded: path inside the world folder → SHA-256.
+    pub manifest: BTreeMap<String, String>,
     /// Tools in declared order.
     pub tools: Vec<Tool>,
     pub permissions: Permissions,
@@ -282,6 +285,7 @@ pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
         description: doc.description,
         dir: world_dir.to_path_buf(),
         hash: canon::hash_json(&hashed),
+        manifest: hashed,
         tools: tool_list,
         permissions: doc.permissions,
         initial,

@@ -1,0 +1,100 @@
+//! `worldline fork RUN --at N [--respond JSON] [--deny T] [--allow T]
+//! [--set PATH=JSON] [--agent NEW.wasm]`.
+
+use super::{Common, report, run_cmd};
+use crate::error::{ExitCode, InputError};
+use crate::fork;
+use crate::log::bundle::Edit;
+use crate::replay;
+use crate::sandbox::Sandbox;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use serde_json::Value;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct ForkArgs {
+    /// Run id (or a unique prefix) in the store, or a bundle path.
+    pub run: String,
+    /// The event to fork at: earlier events replay from the log.
+    #[arg(long)]
+    pub at: u64,
+    /// Replace event N's response with this JSON (for tool calls, the
+    /// result; or `{"error": {"kind", "message"}}`).
+    #[arg(long)]
+    pub respond: Option<String>,
+    /// Deny a tool (name or glob) from event N on.
+    #[arg(long)]
+    pub deny: Vec<String>,
+    /// Allow a tool (name or glob) from event N on.
+    #[arg(long)]
+    pub allow: Vec<String>,
+    /// Patch the world at N: `table/key=JSON` (a row) or `table/key.field=JSON`.
+    #[arg(long)]
+    pub set: Vec<String>,
+    /// Continue with another agent build.
+    #[arg(long)]
+    pub agent: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+fn json_arg(flag: &str, text: &str) -> Result<Value, InputError> {
+    serde_json::from_str(text)
+        .map_err(|e| InputError::new(flag, format!("`{text}` is not JSON: {e}")))
+}
+
+pub fn exec(args: ForkArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let rec = replay::open(&store, &args.run)?;
+    let mut edits = Vec::new();
+    if let Some(r) = &args.respond {
+        edits.push(Edit::Respond {
+            response: json_arg("--respond", r)?,
+        });
+    }
+    edits.extend(args.allow.iter().map(|t| Edit::Allow { tool: t.clone() }));
+    edits.extend(args.deny.iter().map(|t| Edit::Deny { tool: t.clone() }));
+    for s in &args.set {
+        let (path, value) = s.split_once('=').ok_or_else(|| {
+            InputError::new(
+                "--set",
+                format!("`{s}` is not PATH=JSON (for example tickets/T-1.status=\"open\")"),
+            )
+        })?;
+        if !path.contains('/') {
+            return Err(InputError::new(
+                "--set",
+                format!("`{path}` is not table/key or table/key.field"),
+            )
+            .into());
+        }
+        edits.push(Edit::Set {
+            path: path.to_string(),
+            value: json_arg("--set", value)?,
+        });
+    }
+    let agent = match &args.agent {
+        Some(path) => {
+            let a = sandbox.load_file(path)?;
+            store.put_object(&std::fs::read(path)?)?;
+            Some(a)
+        }
+        None => None,
+    };
+    let outcome = fork::fork(&sandbox, &store, &rec, args.at, edits, agent)?;
+    if args.common.json {
+        let mut doc = run_cmd::summary_json(&outcome);
+        doc["parent"] = serde_json::json!({"run": rec.id, "event": args.at});
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!("fork of {} at event {}", rec.id, args.at);
+        run_cmd::print_summary(&outcome);
+    }
+    Ok(report::exit_code(
+        outcome.footer.status,
+        outcome.grade.as_ref(),
+    ))
+}

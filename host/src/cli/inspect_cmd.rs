@@ -1,0 +1,326 @@
+//! Looking at recorded runs: `history` (the timeline), `show --at N` (one
+//! event in full and the world after it), `diff` (two runs side by side)
+//! and `runs` (the store's list).
+
+use super::Common;
+use crate::canon;
+use crate::error::{ExitCode, InputError};
+use crate::grade::{diff, replay_writes};
+use crate::log::{Event, bundle};
+use crate::replay;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use serde_json::{Value, json};
+
+#[derive(Args)]
+pub struct HistoryArgs {
+    /// Run id (or a unique prefix), or a bundle path.
+    pub run: String,
+    /// Only events whose call contains this text (e.g. `tools`, `clocks`).
+    #[arg(long)]
+    pub only: Option<String>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    pub run: String,
+    /// The event to show (numbered from 0).
+    #[arg(long)]
+    pub at: u64,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct DiffArgs {
+    pub run_a: String,
+    pub run_b: String,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub common: Common,
+}
+
+fn short(v: &Value, max: usize) -> String {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        other => canon::to_string(other),
+    };
+    if text.chars().count() > max {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    } else {
+        text
+    }
+}
+
+/// One line of what an event asked and got.
+pub fn summary(e: &Event) -> String {
+    if e.call == "worldline:agent/tools.call" {
+        let answer = match (e.response.get("ok"), e.response.get("error")) {
+            (_, Some(err)) => format!(
+                "{}: {}",
+                err["kind"].as_str().unwrap_or("?"),
+                short(&err["message"], 50)
+            ),
+            (Some(ok), _) => short(ok, 60),
+            _ => short(&e.response, 60),
+        };
+        return format!(
+            "{}({}) -> {answer}",
+            e.request["name"].as_str().unwrap_or("?"),
+            short(&e.request["args"], 50)
+        );
+    }
+    if e.call == "worldline:agent/trace.note" {
+        return format!(
+            "[{}] {}",
+            e.request["kind"].as_str().unwrap_or(""),
+            short(&e.request["text"], 100)
+        );
+    }
+    if e.request.get("text").is_some() {
+        return format!(
+            "{} {}",
+            e.request["stream"].as_str().unwrap_or(""),
+            short(&e.request["text"], 80)
+        );
+    }
+    format!("{} -> {}", short(&e.request, 40), short(&e.response, 50))
+}
+
+fn vtime(ns: u64) -> String {
+    format!("{}.{:03}s", ns / 1_000_000_000, ns / 1_000_000 % 1000)
+}
+
+pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let path = store.resolve_run(&args.run)?;
+    let b = bundle::read(&path)
+        .map_err(|e| InputError::new(&path, e.message.clone()).with_line(e.line))?;
+    let events: Vec<&Event> = b
+        .events
+        .iter()
+        .filter(|e| {
+            args.only
+                .as_ref()
+                .is_none_or(|o| e.call.contains(o.as_str()))
+        })
+        .collect();
+    let status = b
+        .footer
+        .as_ref()
+        .map_or("incomplete", |f| f.status.as_str());
+    if args.common.json {
+        let rows: Vec<Value> = events
+            .iter()
+            .map(|e| json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary(e), "injected": e.injected}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"run": path.display().to_string(), "status": status, "header": b.header, "events": rows})
+            )?
+        );
+        return Ok(ExitCode::Ok);
+    }
+    println!(
+        "{}  {}  case {}  world {}  agent {}",
+        path.display(),
+        status,
+        b.header.case,
+        b.header.world,
+        &b.header.agent_sha256[..12]
+    );
+    if let Some(p) = &b.header.parent {
+        println!("fork of {} at event {}", p.run, p.event);
+    }
+    for e in events {
+        let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
+        let mark = match &e.injected {
+            Some(i) => format!("  [injected: {}]", i["action"].as_str().unwrap_or("?")),
+            None => String::new(),
+        };
+        println!(
+            "{:>5}  {:>9}  {:<7} {:<40} {}{mark}",
+            e.seq,
+            vtime(e.vtime_ns),
+            format!("{:?}", e.effect).to_lowercase(),
+            call,
+            summary(e)
+        );
+    }
+    if b.footer.is_none() {
+        println!(
+            "(incomplete: the run stopped after event {}; no footer)",
+            b.events.len().saturating_sub(1)
+        );
+    }
+    Ok(ExitCode::Ok)
+}
+
+pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let rec = replay::open(&store, &args.run)?;
+    let Some(event) = rec.bundle.events.get(args.at as usize) else {
+        return Err(InputError::new(
+            &rec.path,
+            format!(
+                "no event {} (the run has {} events, numbered from 0)",
+                args.at,
+                rec.bundle.events.len()
+            ),
+        )
+        .into());
+    };
+    let state = replay_writes(
+        &rec.case.world.initial,
+        &rec.bundle.events[..=args.at as usize],
+    );
+    let doc = json!({"run": rec.id, "event": event, "state_after": state, "state_hash_after": state.hash()});
+    if args.common.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!("event {} of {}: {}", event.seq, rec.id, event.call);
+        println!(
+            "request:  {}",
+            serde_json::to_string_pretty(&event.request)?
+        );
+        println!(
+            "response: {}",
+            serde_json::to_string_pretty(&event.response)?
+        );
+        println!(
+            "effect: {:?}  vtime: {}  fuel: {}",
+            event.effect,
+            vtime(event.vtime_ns),
+            event.fuel
+        );
+        if let Some(i) = &event.injected {
+            println!("injected: {}", canon::to_string(i));
+        }
+        if !event.writes.is_empty() {
+            println!("writes:   {}", serde_json::to_string_pretty(&event.writes)?);
+        }
+        println!(
+            "world after event {}:\n{}",
+            event.seq,
+            serde_json::to_string_pretty(&state)?
+        );
+    }
+    Ok(ExitCode::Ok)
+}
+
+pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let a = replay::open(&store, &args.run_a)?;
+    let b = replay::open(&store, &args.run_b)?;
+    let (ea, eb) = (&a.bundle.events, &b.bundle.events);
+    let first = (0..ea.len().max(eb.len())).find(|&i| match (ea.get(i), eb.get(i)) {
+        (Some(x), Some(y)) => {
+            (&x.call, &x.request, &x.response, &x.writes)
+                != (&y.call, &y.request, &y.response, &y.writes)
+        }
+        _ => true,
+    });
+    let side = |e: Option<&Event>| {
+        e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response}))
+    };
+    let fa = replay_writes(&a.case.world.initial, ea);
+    let fb = replay_writes(&b.case.world.initial, eb);
+    let state = diff::diff(&fa, &fb);
+    if args.common.json {
+        let doc = json!({
+            "a": a.id, "b": b.id,
+            "first_divergence": first.map(|i| json!({"index": i, "a": side(ea.get(i)), "b": side(eb.get(i))})),
+            "final_state_diff": state,
+            "outputs": [a.bundle.footer.as_ref().and_then(|f| f.output.clone()), b.bundle.footer.as_ref().and_then(|f| f.output.clone())],
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "a: {}  ({} events)\nb: {}  ({} events)",
+            a.id,
+            ea.len(),
+            b.id,
+            eb.len()
+        );
+        match first {
+            None => println!("same events"),
+            Some(i) => {
+                println!("first difference at event {i}:");
+                println!("  a: {}", ea.get(i).map_or("(none)".into(), summary));
+                println!("  b: {}", eb.get(i).map_or("(none)".into(), summary));
+            }
+        }
+        if state.is_empty() {
+            println!("final states: identical");
+        } else {
+            println!("final state, a -> b:");
+            for l in state.lines() {
+                println!("  {l}");
+            }
+        }
+    }
+    Ok(if first.is_none() && state.is_empty() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Failed
+    })
+}
+
+pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let mut rows = Vec::new();
+    for id in store.run_ids()? {
+        let row = match bundle::read(&store.bundle_path(&id)) {
+            Ok(b) => {
+                let grade = b
+                    .footer
+                    .as_ref()
+                    .and_then(|f| f.grade.as_ref())
+                    .and_then(|g| g["passed"].as_bool());
+                json!({
+                    "run_id": id,
+                    "case": b.header.case,
+                    "world": b.header.world,
+                    "agent": b.header.agent_sha256[..12],
+                    "status": b.footer.as_ref().map_or("incomplete", |f| f.status.as_str()),
+                    "grade": grade.map(|p| if p { "passed" } else { "failed" }),
+                    "events": b.events.len(),
+                    "parent": b.header.parent.as_ref().map(|p| format!("{}@{}", p.run, p.event)),
+                })
+            }
+            Err(e) => json!({"run_id": id, "status": "broken", "error": e.to_string()}),
+        };
+        rows.push(row);
+    }
+    if args.common.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!(
+            "{:<24} {:<28} {:<12} {:<12} {:<7} {:>6}  parent",
+            "run", "case", "agent", "status", "grade", "events"
+        );
+        for r in &rows {
+            let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
+            println!(
+                "{:<24} {:<28} {:<12} {:<12} {:<7} {:>6}  {}",
+                s("run_id"),
+                s("case"),
+                s("agent"),
+                s("status"),
+                s("grade"),
+                r["events"],
+                s("parent")
+            );
+        }
+    }
+    Ok(ExitCode::Ok)
+}

@@ -1,0 +1,141 @@
+//! `worldline replay RUN` (strict replay of one run) and
+//! `worldline verify [RUN...]` (replay many and report the drift rate).
+
+use super::Common;
+use crate::error::ExitCode;
+use crate::replay::{self, ReplayReport, Verdict};
+use crate::sandbox::Sandbox;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// Run id (or a unique prefix) in the store, or a bundle path.
+    pub run: String,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// Runs to replay (default: every run in the store).
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+fn print_report(r: &ReplayReport) {
+    match r.verdict {
+        Verdict::Identical => println!(
+            "{}  identical  ({} events, chain {})",
+            r.run,
+            r.matched,
+            &r.chain_hash[..16]
+        ),
+        Verdict::VerifiedPrefix => println!(
+            "{}  verified  ({} of {} recorded events match; the recorded run is incomplete, so there is no outcome to compare)",
+            r.run, r.matched, r.recorded
+        ),
+        Verdict::Diverged => {
+            let d = r
+                .divergence
+                .as_ref()
+                .expect("a diverged replay has a divergence");
+            let field = d
+                .field
+                .as_deref()
+                .map(|f| format!(", field `{f}`"))
+                .unwrap_or_default();
+            println!(
+                "{}  diverged at event {} ({:?}{field})",
+                r.run, d.index, d.class
+            );
+            println!("    expected: {}", crate::canon::to_string(&d.expected));
+            println!("    actual:   {}", crate::canon::to_string(&d.actual));
+        }
+    }
+}
+
+pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let rec = replay::open(&store, &args.run)?;
+    let r = replay::replay(&sandbox, &store, &rec)?;
+    if args.common.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print_report(&r);
+    }
+    Ok(if r.verdict == Verdict::Diverged {
+        ExitCode::Failed
+    } else {
+        ExitCode::Ok
+    })
+}
+
+pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let runs = if args.runs.is_empty() {
+        store.run_ids()?
+    } else {
+        args.runs.clone()
+    };
+    let mut reports = Vec::new();
+    let mut errors = Vec::new();
+    for run in &runs {
+        match replay::open(&store, run).and_then(|rec| replay::replay(&sandbox, &store, &rec)) {
+            Ok(r) => reports.push(r),
+            Err(e) => errors.push(json!({"run": run, "error": format!("{e:#}")})),
+        }
+    }
+    let diverged = reports
+        .iter()
+        .filter(|r| r.verdict == Verdict::Diverged)
+        .count();
+    let total = reports.len() + errors.len();
+    let drift = if total == 0 {
+        0.0
+    } else {
+        (diverged + errors.len()) as f64 / total as f64
+    };
+    if args.common.json {
+        let doc = json!({
+            "replayed": reports.len(),
+            "identical": reports.iter().filter(|r| r.verdict == Verdict::Identical).count(),
+            "verified_prefix": reports.iter().filter(|r| r.verdict == Verdict::VerifiedPrefix).count(),
+            "diverged": diverged,
+            "unreadable": errors.len(),
+            "drift_rate": drift,
+            "runs": reports,
+            "errors": errors,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        for r in &reports {
+            print_report(r);
+        }
+        for e in &errors {
+            println!(
+                "{}  unreadable: {}",
+                e["run"].as_str().unwrap_or(""),
+                e["error"].as_str().unwrap_or("")
+            );
+        }
+        println!(
+            "{} runs: {} identical or verified, {} diverged, {} unreadable; drift rate {:.1}%",
+            total,
+            reports.len() - diverged,
+            diverged,
+            errors.len(),
+            drift * 100.0
+        );
+    }
+    Ok(if diverged + errors.len() == 0 {
+        ExitCode::Ok
+    } else {
+        ExitCode::Failed
+    })
+}

@@ -1,0 +1,115 @@
+//! Forks: a new run that follows a recorded run up to event N, applies
+//! edits at N (a different response, a permission, a state patch, or a
+//! different agent), and runs live from there. The fork records its parent
+//! and N; the parent is never modified.
+
+use crate::error::InputError;
+use crate::log::bundle::{Edit, ForkPoint, Parent};
+use crate::mediate::script::Script;
+use crate::replay::{Recorded, recorded_agent};
+use crate::run::{RunOptions, RunOutcome, run_with};
+use crate::sandbox::{Agent, Sandbox};
+use crate::store::StoreDir;
+use anyhow::Result;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Fork `rec` at event `at` with `edits`, optionally with another agent.
+/// The fork is written to the store as a new run.
+pub fn fork(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &Recorded,
+    at: u64,
+    edits: Vec<Edit>,
+    agent: Option<Arc<Agent>>,
+) -> Result<RunOutcome> {
+    let recorded = rec.bundle.events.len() as u64;
+    if at > recorded {
+        return Err(InputError::new(
+            &rec.path,
+            format!(
+                "--at {at} is past the run's last event ({} events, numbered from 0)",
+                recorded
+            ),
+        )
+        .into());
+    }
+    let mut edits = edits;
+    if let Some(pos) = edits.iter().position(|e| matches!(e, Edit::Respond { .. })) {
+        let Some(event) = rec.bundle.events.get(at as usize) else {
+            return Err(InputError::new(
+                &rec.path,
+                format!("--respond needs a recorded event {at} to replace"),
+            )
+            .into());
+        };
+        if let Edit::Respond { response } = &mut edits[pos] {
+            *response = shape_response(&event.call, response.clone());
+        }
+    }
+    let agent = match agent {
+        Some(a) => a,
+        None => recorded_agent(sandbox, store, rec)?,
+    };
+    let chain_hash = rec.bundle.footer.as_ref().map_or_else(
+        || {
+            rec.bundle
+                .events
+                .last()
+                .map_or_else(String::new, |e| e.hash.clone())
+        },
+        |f| f.chain_hash.clone(),
+    );
+    let earlier: Vec<ForkPoint> = rec
+        .bundle
+        .header
+        .parent
+        .as_ref()
+        .map(|p| {
+            p.fork_points()
+                .into_iter()
+                .filter(|fp| fp.event < at)
+                .collect()
+        })
+        .unwrap_or_default();
+    let parent = Parent {
+        run: rec.id.clone(),
+        chain_hash,
+        event: at,
+        edits,
+        earlier,
+    };
+    let script = Script::fork(rec.bundle.events.clone(), at, parent.fork_points());
+    let outcome = run_with(
+        sandbox,
+        &agent,
+        &rec.case,
+        RunOptions {
+            store: Some(store),
+            script: Some(script),
+            parent: Some(parent),
+        },
+    )?;
+    if let Some(d) = &outcome.divergence {
+        anyhow::bail!(
+            "the fork's agent departed from the recording at event {} before the fork point {at} ({:?}); fork at or before {} instead",
+            d.index,
+            d.class,
+            d.index
+        );
+    }
+    Ok(outcome)
+}
+
+/// A tool or model call's response is `{"ok": ...}` or `{"error": ...}`;
+/// a bare value given for one is taken as the `ok` value.
+pub fn shape_response(call: &str, response: Value) -> Value {
+    let wrapped = call.starts_with("worldline:agent/")
+        && !matches!(&response, Value::Object(m) if m.contains_key("ok") || m.contains_key("error"));
+    if wrapped {
+        serde_json::json!({ "ok": response })
+    } else {
+        response
+    }
+}

@@ -1,0 +1,160 @@
+//! Strict replay: re-execute a recorded agent on its recorded case and
+//! world (both kept in the store), following the log call by call. The
+//! result is `identical` (same chain hash, output and final-state hash) or
+//! the first divergence.
+
+use crate::case::{self, Case};
+use crate::error::InputError;
+use crate::log::bundle::{self, Bundle};
+use crate::mediate::script::{Class, Divergence, Script};
+use crate::run::{RunOptions, RunOutcome, run_with};
+use crate::sandbox::{Agent, Sandbox};
+use crate::store::StoreDir;
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A run as recorded, with what it needs to run again.
+pub struct Recorded {
+    pub id: String,
+    pub path: PathBuf,
+    pub bundle: Bundle,
+    /// The recorded case, parsed against the recorded world.
+    pub case: Case,
+}
+
+/// Read a run's bundle (checking its hash chain) and its case and world
+/// from the store.
+pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
+    let path = store.resolve_run(run)?;
+    let bundle = bundle::read(&path)
+        .map_err(|e| InputError::new(&path, e.message.clone()).with_line(e.line))?;
+    let case_bytes = store.get_object(&bundle.header.case_hash)?;
+    let case_path = store.object_path(&bundle.header.case_hash);
+    let mut case = case::parse(&case_path, case_bytes, |reference| {
+        if reference != bundle.header.world {
+            return Err(InputError::new(
+                &case_path,
+                format!(
+                    "names world {reference}, the run recorded {}",
+                    bundle.header.world
+                ),
+            ));
+        }
+        store.load_world(&bundle.header.world_hash)
+    })?;
+    case.name.clone_from(&bundle.header.case);
+    let id = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().to_string());
+    Ok(Recorded {
+        id,
+        path,
+        bundle,
+        case,
+    })
+}
+
+/// Load the recorded agent (checked against its hash).
+pub fn recorded_agent(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<Arc<Agent>> {
+    let sha = &rec.bundle.header.agent_sha256;
+    let bytes = store.get_object(sha)?;
+    sandbox.load_bytes(&bytes, &store.object_path(sha))
+}
+
+/// How a replay ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Same events, chain hash, output and final state.
+    Identical,
+    /// Every recorded event of an incomplete (or watchdog-stopped) run
+    /// matched; there is no footer to compare.
+    VerifiedPrefix,
+    Diverged,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayReport {
+    pub run: String,
+    pub verdict: Verdict,
+    /// Events that matched the recording.
+    pub matched: u64,
+    pub recorded: u64,
+    pub chain_hash: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub divergence: Option<Divergence>,
+}
+
+/// Replay a recorded run strictly.
+pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<ReplayReport> {
+    let agent = recorded_agent(sandbox, store, rec)?;
+    let complete = rec.bundle.footer.as_ref().is_some_and(|f| f.replayable);
+    let points = rec
+        .bundle
+        .header
+        .parent
+        .as_ref()
+        .map(|p| p.fork_points())
+        .unwrap_or_default();
+    let script = Script::replay(rec.bundle.events.clone(), complete, points);
+    let outcome = run_with(
+        sandbox,
+        &agent,
+        &rec.case,
+        RunOptions {
+            script: Some(script),
+            ..RunOptions::default()
+        },
+    )?;
+    Ok(report(rec, &outcome, complete))
+}
+
+fn report(rec: &Recorded, o: &RunOutcome, complete: bool) -> ReplayReport {
+    let recorded = rec.bundle.events.len() as u64;
+    let mut divergence = o.divergence.clone();
+    let matched = divergence.as_ref().map_or(o.footer.events, |d| d.index);
+    if divergence.is_none()
+        && complete
+        && let Some(f) = &rec.bundle.footer
+    {
+        let ends = [
+            ("output", json!(f.output), json!(o.footer.output)),
+            ("status", json!(f.status), json!(o.footer.status)),
+            (
+                "final_state_hash",
+                json!(f.final_state_hash),
+                json!(o.footer.final_state_hash),
+            ),
+            (
+                "chain_hash",
+                json!(f.chain_hash),
+                json!(o.footer.chain_hash),
+            ),
+        ];
+        if let Some((field, expected, actual)) = ends.into_iter().find(|(_, a, b)| a != b) {
+            divergence = Some(Divergence {
+                index: recorded,
+                class: Class::Mismatch,
+                field: Some(field.into()),
+                expected,
+                actual,
+            });
+        }
+    }
+    let verdict = match (&divergence, complete) {
+        (Some(_), _) => Verdict::Diverged,
+        (None, true) => Verdict::Identical,
+        (None, false) => Verdict::VerifiedPrefix,
+    };
+    ReplayReport {
+        run: rec.id.clone(),
+        verdict,
+        matched,
+        recorded,
+        chain_hash: o.footer.chain_hash.clone(),
+        divergence,
+    }
+}
