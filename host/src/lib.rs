@@ -11,6 +11,7 @@ pub mod canon;
 pub mod case;
 pub mod cli;
 pub mod error;
+pub mod export;
 pub mod fork;
 pub mod grade;
 pub mod log;

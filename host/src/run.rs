@@ -78,6 +78,9 @@ pub struct RunOptions<'a> {
     pub script: Option<Script>,
     /// For a fork: its parent and edits, recorded in the header.
     pub parent: Option<Parent>,
+    /// Test support: see [`Mediator::unrecorded`].
+    #[doc(hidden)]
+    pub unrecorded: Option<fn(&str, &mut serde_json::Value)>,
 }
 
 /// [`run`] with every option.
@@ -103,6 +106,7 @@ pub fn run_with(
     let world = Arc::new(case.world.clone());
     let mut med = Mediator::new(case, world, recorder);
     med.script = opts.script;
+    med.unrecorded = opts.unrecorded;
     let state = RunState {
         med,
         table: ResourceTable::new(),

@@ -3,7 +3,7 @@
 //! grace period (never a closure); an account is closed only when the
 //! customer asked and has paid nothing in 180 days. One note either way.
 
-use crate::common::{self, Wrote, call, is_stale, now_s, read, ts, write};
+use crate::common::{self, Wrote, call, is_stale, now_s, read, text, ts, write};
 use serde_json::{Value, json};
 use worldline_guest::{Error, trace};
 
@@ -51,7 +51,8 @@ pub fn run(task: &Value) -> Result<Value, Error> {
         "decision",
         &format!(
             "{id}: latest payment {} {}; close requested: {asked}; days since a successful payment: {quiet_days:?}; reliable before: {reliable} => {decision}",
-            latest["id"], latest["status"]
+            text(&latest["id"]),
+            text(&latest["status"])
         ),
     );
 
@@ -142,7 +143,7 @@ fn fresh_payments(id: &str, customer: &Value) -> Result<Vec<Value>, Error> {
             "stale",
             &format!(
                 "payment list is as of {}; reading it again",
-                answer["as_of"]
+                text(&answer["as_of"])
             ),
         );
         answer = read("list_payments", json!({"customer": id}))?;

@@ -38,6 +38,11 @@ pub fn ts(row: &Value, field: &str) -> i64 {
     row[field].as_str().and_then(parse_ts).unwrap_or(0)
 }
 
+/// A JSON string's text, for messages (`?` when it is not a string).
+pub fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or("?")
+}
+
 /// True when a wrapped list's `as_of` is too old (or missing).
 pub fn is_stale(answer: &Value) -> bool {
     match answer["as_of"].as_str().and_then(parse_ts) {

@@ -1,7 +1,7 @@
 //! The `incident` world: find the deploy behind an alert, roll it back,
 //! close the incident ticket, and leave exactly one incident note.
 
-use crate::common::{self, Wrote, call, is_stale, read, ts, write};
+use crate::common::{self, Wrote, call, is_stale, read, text, ts, write};
 use serde_json::{Value, json};
 use worldline_guest::{Error, trace};
 
@@ -132,7 +132,10 @@ fn fresh_deploys(service: &str) -> Result<Vec<Value>, Error> {
     if is_stale(&answer) {
         trace::note(
             "stale",
-            &format!("deploy list is as of {}; reading it again", answer["as_of"]),
+            &format!(
+                "deploy list is as of {}; reading it again",
+                text(&answer["as_of"])
+            ),
         );
         answer = read("list_deploys", json!({"service": service}))?;
     }
@@ -144,7 +147,7 @@ fn fresh_deploys(service: &str) -> Result<Vec<Value>, Error> {
         "stale",
         &format!(
             "deploy list still as of {}; asking the service what runs now",
-            answer["as_of"]
+            text(&answer["as_of"])
         ),
     );
     let svc = read("get_service", json!({"id": service}))?;

@@ -32,9 +32,9 @@ fn run(task: Value) -> Result<Value, Error> {
 }
 
 fn incident(task: &Value) -> Result<Value, Error> {
-    let (alert_id, ticket) = (&task["alert"], &task["ticket"]);
+    let (alert_id, ticket) = (task["alert"].as_str().unwrap_or(""), &task["ticket"]);
     let alert = call("get_alert", json!({"id": alert_id}))?;
-    let service = &alert["service"];
+    let service = alert["service"].as_str().unwrap_or("").to_string();
     let list = call("list_deploys", json!({"service": service}))?;
     let newest = list["deploys"][0].clone();
     let cause = newest["id"].as_str().unwrap_or_default().to_string();

@@ -2,6 +2,7 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+mod export_cmd;
 mod fork_cmd;
 mod grade_cmd;
 mod inspect_cmd;
@@ -58,6 +59,10 @@ enum Command {
     Diff(inspect_cmd::DiffArgs),
     /// The runs in the store.
     Runs(inspect_cmd::RunsArgs),
+    /// Write a run with its agent, case and world to one portable file.
+    Export(export_cmd::ExportArgs),
+    /// Bring an exported run into this store.
+    Import(export_cmd::ImportArgs),
 }
 
 /// Run the CLI and return the process exit code.
@@ -85,6 +90,8 @@ pub fn main() -> i32 {
         Command::Show(args) => inspect_cmd::exec_show(args),
         Command::Diff(args) => inspect_cmd::exec_diff(args),
         Command::Runs(args) => inspect_cmd::exec_runs(args),
+        Command::Export(args) => export_cmd::exec_export(args),
+        Command::Import(args) => export_cmd::exec_import(args),
     };
     match result {
         Ok(code) => code as i32,

@@ -47,8 +47,21 @@ pub struct Event {
     /// start.
     pub vtime_ns: u64,
     /// World-state writes the call made, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "sorted_keys"
+    )]
     pub writes: Vec<Write>,
+}
+
+/// Writes are an internally tagged enum, whose tag serde puts first; going
+/// through `Value` sorts their keys like everything else in an event.
+fn sorted_keys<S: serde::Serializer>(writes: &[Write], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::Error as _;
+    serde_json::to_value(writes)
+        .map_err(S::Error::custom)?
+        .serialize(s)
 }
 
 #[cfg(test)]

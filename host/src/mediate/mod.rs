@@ -183,6 +183,10 @@ pub struct Mediator {
     pub recorder: Recorder,
     /// A recording to follow (replay, or the prefix of a fork).
     pub script: Option<script::Script>,
+    /// A deliberately broken host for tests of the replay checker: changes
+    /// a response *after* it is recorded, so the guest sees a value the log
+    /// does not have. Never set outside tests.
+    pub unrecorded: Option<fn(&str, &mut Value)>,
     /// Fuel used when the guest entered the host (set by the store's call
     /// hook before any host function runs).
     pub fuel_used: u64,
@@ -214,6 +218,7 @@ impl Mediator {
             },
             recorder,
             script: None,
+            unrecorded: None,
             fuel_used: 0,
             max_events: case.limits.max_events,
         }

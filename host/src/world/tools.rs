@@ -70,7 +70,9 @@ impl AsOf {
             return false;
         };
         match row.get(field) {
-            Some(Value::String(s)) => s.as_str() > cutoff.as_str(),
+            Some(v @ Value::String(_)) => {
+                compare(v, &Value::String(cutoff.clone())) == Some(std::cmp::Ordering::Greater)
+            }
             _ => false,
         }
     }
@@ -330,7 +332,17 @@ pub fn render(template: &Value, args: &Value, now: &str) -> Option<Value> {
 fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64()?.partial_cmp(&y.as_f64()?),
-        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+        (Value::String(x), Value::String(y)) => {
+            // Timestamps compare as times: RFC 3339 text of different
+            // precision (`…00Z` vs `…00.002Z`) does not sort as text.
+            match (
+                crate::case::time::parse_rfc3339(x),
+                crate::case::time::parse_rfc3339(y),
+            ) {
+                (Some(a), Some(b)) => Some(a.cmp(&b)),
+                _ => Some(x.cmp(y)),
+            }
+        }
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
         _ => None,
     }
@@ -648,7 +660,7 @@ mod tests {
             &t,
             &json!({"service": "web"}),
             &state(),
-            "2026-01-01T00:00:00Z",
+            &at("2026-01-01T00:00:00Z"),
         )
         .unwrap();
         assert_eq!(
@@ -689,11 +701,30 @@ mod tests {
         let stale = AsOf {
             now: "2026-03-01T11:45:00Z".into(),
             hide_after: Some(("at".into(), "2026-03-01T11:45:00Z".into())),
+            empty: false,
         };
         let (out, _) = execute(&t, &json!({}), &s, &stale).unwrap();
         assert_eq!(out["as_of"], "2026-03-01T11:45:00Z");
         assert_eq!(out["deploys"].as_array().unwrap().len(), 1);
         assert_eq!(out["deploys"][0]["id"], "D1");
+    }
+
+    #[test]
+    fn timestamps_compare_as_times_whatever_their_precision() {
+        let a = json!("2026-03-01T11:50:00Z");
+        let b = json!("2026-03-01T11:50:00.002Z");
+        assert_eq!(compare(&a, &b), Some(std::cmp::Ordering::Less));
+        assert_eq!(
+            compare(
+                &json!("2026-03-01T11:50:00.5Z"),
+                &json!("2026-03-01T11:50:00Z")
+            ),
+            Some(std::cmp::Ordering::Greater)
+        );
+        assert_eq!(
+            compare(&json!("apple"), &json!("banana")),
+            Some(std::cmp::Ordering::Less)
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! every answer (`{"ok": value}` or `{"error": {"kind", "message"}}`), so a
 //! test can see exactly what the host answered. Also reads world files when
 //! a call names the tool `files.read`, and writes a trace note per call.
+//! A call may take an argument from an earlier answer:
+//! `"from": {"answer": 0, "path": "deploys.0.id", "arg": "id"}`.
 
 use serde_json::{Value, json};
 use worldline_guest::{Error, files, tools, trace};
@@ -14,9 +16,18 @@ fn answer(result: Result<Value, Error>) -> Value {
 }
 
 fn run(task: Value) -> Result<Value, Error> {
-    let mut answers = Vec::new();
+    let mut answers: Vec<Value> = Vec::new();
     for call in task["calls"].as_array().cloned().unwrap_or_default() {
         let tool = call["tool"].as_str().unwrap_or_default().to_string();
+        let mut call = call.clone();
+        if let Some(from) = call.get("from").cloned() {
+            let earlier: &Value = &answers[from["answer"].as_u64().unwrap_or(0) as usize]["ok"];
+            let value = from["path"].as_str().unwrap_or("").split('.').fold(earlier, |v, part| match part.parse::<usize>() {
+                Ok(i) => &v[i],
+                Err(_) => &v[part],
+            });
+            call["args"][from["arg"].as_str().unwrap_or("id")] = value.clone();
+        }
         trace::note("call", &tool);
         let result = match tool.as_str() {
             "files.read" => files::read_to_string(call["args"]["path"].as_str().unwrap_or_default()).map(Value::String),

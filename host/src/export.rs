@@ -1,0 +1,154 @@
+//! Portable runs: `export` writes one JSON file holding a run's bundle and
+//! every object it needs (agent, case, world manifest and files); `import`
+//! brings such a file into another store, where the run replays.
+//!
+//! Import treats the file as hostile: the run id and object names must be
+//! plain names, every object must hash to its name, the bundle's hash chain
+//! must hold, and everything is written through a capability handle on the
+//! store folder, so nothing can land outside it.
+
+use crate::canon;
+use crate::error::InputError;
+use crate::log::bundle;
+use crate::store::StoreDir;
+use anyhow::{Context as _, Result};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const FORMAT: &str = "worldline-export/1";
+
+#[derive(Serialize, Deserialize)]
+struct Export {
+    format: String,
+    run: String,
+    bundle: String,
+    /// SHA-256 → base64 bytes.
+    objects: BTreeMap<String, String>,
+}
+
+/// The objects a run needs: agent, case, world manifest and world files.
+fn needed(store: &StoreDir, header: &bundle::Header) -> Result<Vec<String>> {
+    let mut shas = vec![
+        header.agent_sha256.clone(),
+        header.case_hash.clone(),
+        header.world_hash.clone(),
+    ];
+    let manifest: BTreeMap<String, String> =
+        serde_json::from_slice(&store.get_object(&header.world_hash)?)
+            .context("reading the world manifest")?;
+    shas.extend(manifest.into_values());
+    shas.sort();
+    shas.dedup();
+    Ok(shas)
+}
+
+/// Write a run and its objects to one file.
+pub fn export(store: &StoreDir, run: &str, out: &Path) -> Result<String> {
+    let path = store.resolve_run(run)?;
+    let b = bundle::read(&path)
+        .map_err(|e| InputError::new(&path, e.message.clone()).with_line(e.line))?;
+    let id = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().to_string());
+    let mut objects = BTreeMap::new();
+    for sha in needed(store, &b.header)? {
+        objects.insert(sha.clone(), B64.encode(store.get_object(&sha)?));
+    }
+    let doc = Export {
+        format: FORMAT.into(),
+        run: id.clone(),
+        bundle: std::fs::read_to_string(&path)?,
+        objects,
+    };
+    std::fs::write(out, serde_json::to_vec(&doc)?)
+        .map_err(|e| InputError::new(out, format!("cannot write: {e}")))?;
+    Ok(id)
+}
+
+fn plain_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Bring an exported run into a store; returns its run id.
+pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
+    let bad = |m: String| InputError::new(file, m);
+    let bytes = std::fs::read(file).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let doc: Export =
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a worldline export: {e}")))?;
+    if doc.format != FORMAT {
+        return Err(bad(format!(
+            "unknown export format `{}` (this worldline reads {FORMAT})",
+            doc.format
+        ))
+        .into());
+    }
+    if !plain_name(&doc.run) {
+        return Err(bad(format!("run id `{}` is not a plain name", doc.run)).into());
+    }
+    let mut decoded = BTreeMap::new();
+    for (sha, data) in &doc.objects {
+        if sha.len() != 64
+            || !sha
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        {
+            return Err(bad(format!("object name `{sha}` is not a SHA-256")).into());
+        }
+        let data = B64
+            .decode(data)
+            .map_err(|e| bad(format!("object {sha}: {e}")))?;
+        if canon::sha256_hex(&data) != *sha {
+            return Err(bad(format!("object {sha} does not match its hash")).into());
+        }
+        decoded.insert(sha.clone(), data);
+    }
+    // Check the bundle before anything is written: a temporary copy read
+    // through the same reader every command uses.
+    let root =
+        Dir::open_ambient_dir(&store.root, ambient_authority()).context("opening the store")?;
+    let tmp_name = format!("runs/.import-{}.tmp", std::process::id());
+    root.write(&tmp_name, doc.bundle.as_bytes())
+        .context("writing into the store")?;
+    let checked = bundle::read(&store.root.join(&tmp_name));
+    let _ = root.remove_file(&tmp_name);
+    let b = checked.map_err(|e| bad(format!("bundle: line {}: {}", e.line, e.message)))?;
+    for sha in [
+        &b.header.agent_sha256,
+        &b.header.case_hash,
+        &b.header.world_hash,
+    ] {
+        if !decoded.contains_key(sha) && !store.object_path(sha).exists() {
+            return Err(bad(format!("the export lacks object {sha} that the run needs")).into());
+        }
+    }
+    for (sha, data) in &decoded {
+        let name = format!("objects/{sha}");
+        if root.metadata(&name).is_err() {
+            root.write(&name, data)
+                .with_context(|| format!("writing {name}"))?;
+        }
+    }
+    let run_name = format!("runs/{}.jsonl", doc.run);
+    if root.metadata(&run_name).is_ok() {
+        let existing = root.read(&run_name)?;
+        if existing != doc.bundle.as_bytes() {
+            return Err(bad(format!(
+                "a different run `{}` already exists in this store",
+                doc.run
+            ))
+            .into());
+        }
+    } else {
+        root.write(&run_name, doc.bundle.as_bytes())
+            .with_context(|| format!("writing {run_name}"))?;
+    }
+    Ok(doc.run)
+}
