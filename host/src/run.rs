@@ -183,6 +183,7 @@ pub fn run_with(
         grade: graded
             .as_ref()
             .map(|g| serde_json::to_value(g).expect("grades serialize")),
+        hash: String::new(),
         output,
         replayable: status != Status::Timeout,
         status,
@@ -190,6 +191,8 @@ pub fn run_with(
         stdout: services.stdio.stdout.text(),
         truncated_bytes: services.stdio.stdout.dropped + services.stdio.stderr.dropped,
     };
+    let mut footer = footer;
+    footer.hash = bundle::footer_hash(&footer);
     if let Some(file) = file {
         bundle::finish(file, &footer).context("writing the bundle footer")?;
     }

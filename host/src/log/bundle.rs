@@ -137,6 +137,10 @@ pub struct Footer {
     pub fuel: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grade: Option<Value>,
+    /// SHA-256 of the chain hash and this footer's canonical JSON without
+    /// `hash`: the outcome cannot be edited unnoticed either.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub hash: String,
     pub output: Option<String>,
     /// False when the outcome depended on real time (the watchdog).
     pub replayable: bool,
@@ -173,11 +177,18 @@ pub fn create(path: &Path, header: &Header) -> std::io::Result<File> {
     Ok(file)
 }
 
-/// Append the footer: the run is complete.
+/// The footer's own hash (over the chain hash and its other fields).
+pub fn footer_hash(footer: &Footer) -> String {
+    let mut bare = footer.clone();
+    bare.hash.clear();
+    let text = canon::to_string(&serde_json::to_value(&bare).expect("footers serialize"));
+    canon::sha256_hex(format!("{}\n{text}", footer.chain_hash))
+}
+
+/// Append the footer (with its hash set): the run is complete.
 pub fn finish(mut file: File, footer: &Footer) -> std::io::Result<()> {
-    let mut line = canon::to_string(&serde_json::to_value(FooterLine {
-        footer: footer.clone(),
-    })?);
+    let footer = footer.clone();
+    let mut line = canon::to_string(&serde_json::to_value(FooterLine { footer })?);
     line.push('\n');
     file.write_all(line.as_bytes())?;
     file.sync_all()
@@ -241,6 +252,9 @@ pub fn read(path: &Path) -> Result<Bundle, BundleError> {
         if value.get("footer").is_some() {
             let f: FooterLine =
                 serde_json::from_value(value).map_err(|e| err(n, format!("bad footer: {e}")))?;
+            if footer_hash(&f.footer) != f.footer.hash {
+                return Err(err(n, "the footer was changed (its hash does not match)".into()));
+            }
             if f.footer.chain_hash != prev {
                 return Err(err(
                     n,
