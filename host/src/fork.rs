@@ -89,7 +89,7 @@ pub fn fork(
             store: Some(store),
             script: Some(script),
             parent: Some(parent),
-            unrecorded: None,
+            ..RunOptions::default()
         },
     )?;
     if let Some(d) = &outcome.divergence {

@@ -158,3 +158,49 @@ fn report(rec: &Recorded, o: &RunOutcome, complete: bool) -> ReplayReport {
         divergence,
     }
 }
+
+/// Where a rerun's model answers come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModelMode {
+    /// From the recording while the requests match, then the case's provider.
+    Recorded,
+    /// Always the case's provider.
+    Live,
+    /// From the recording; stop with an error at the first request that differs.
+    Fail,
+}
+
+/// The recorded run's case against another agent build: tools are simulated
+/// afresh from the world; model answers come from the recording as `mode`
+/// says. The rerun is a new run in the store.
+pub fn rerun(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &Recorded,
+    agent: &Agent,
+    mode: ModelMode,
+) -> Result<RunOutcome> {
+    let calls: Vec<(serde_json::Value, serde_json::Value)> = rec
+        .bundle
+        .events
+        .iter()
+        .filter(|e| e.call == "worldline:agent/model.complete")
+        .map(|e| (e.request["request"].clone(), e.response.clone()))
+        .collect();
+    let cassette = (mode != ModelMode::Live).then(|| crate::mediate::agent_api::Cassette {
+        calls,
+        next: 0,
+        fail_on_miss: mode == ModelMode::Fail,
+        missed: false,
+    });
+    run_with(
+        sandbox,
+        agent,
+        &rec.case,
+        RunOptions {
+            store: Some(store),
+            cassette,
+            ..RunOptions::default()
+        },
+    )
+}

@@ -78,6 +78,8 @@ pub struct RunOptions<'a> {
     pub script: Option<Script>,
     /// For a fork: its parent and edits, recorded in the header.
     pub parent: Option<Parent>,
+    /// Model answers from an earlier run (a rerun).
+    pub cassette: Option<crate::mediate::agent_api::Cassette>,
     /// Test support: see [`Mediator::unrecorded`].
     #[doc(hidden)]
     pub unrecorded: Option<fn(&str, &mut serde_json::Value)>,
@@ -107,6 +109,7 @@ pub fn run_with(
     let mut med = Mediator::new(case, world, recorder);
     med.script = opts.script;
     med.unrecorded = opts.unrecorded;
+    med.services.model.cassette = opts.cassette;
     let state = RunState {
         med,
         table: ResourceTable::new(),
@@ -231,7 +234,9 @@ fn classify(
             Fault::Exit(_) => (Status::Exited, fault.to_string()),
             Fault::EventLimit(_) => (Status::Trapped, fault.to_string()),
             Fault::Bundle(_) => anyhow::bail!("{fault}"),
-            Fault::Diverged | Fault::ReplayEnd => (Status::Trapped, fault.to_string()),
+            Fault::Diverged | Fault::ReplayEnd | Fault::ModelMiss => {
+                (Status::Trapped, fault.to_string())
+            }
         }
     } else if let Some(trap) = err.downcast_ref::<Trap>() {
         match trap {

@@ -8,6 +8,7 @@ mod grade_cmd;
 mod inspect_cmd;
 mod replay_cmd;
 mod report;
+mod rerun_cmd;
 mod run_cmd;
 mod test_cmd;
 
@@ -47,6 +48,8 @@ enum Command {
     Grade(grade_cmd::GradeArgs),
     /// Re-execute a recorded run strictly; report identical or the first divergence.
     Replay(replay_cmd::ReplayArgs),
+    /// The recorded case against another agent build; how outcome and grade differ.
+    Rerun(rerun_cmd::RerunArgs),
     /// Replay every run in the store (or those named); report the drift rate.
     Verify(replay_cmd::VerifyArgs),
     /// A new run: replay a recorded one up to event N, change something there, run on live.
@@ -85,6 +88,7 @@ pub fn main() -> i32 {
         Command::Grade(args) => grade_cmd::exec(args),
         Command::Replay(args) => replay_cmd::exec_replay(args),
         Command::Verify(args) => replay_cmd::exec_verify(args),
+        Command::Rerun(args) => rerun_cmd::exec(args),
         Command::Fork(args) => fork_cmd::exec(args),
         Command::History(args) => inspect_cmd::exec_history(args),
         Command::Show(args) => inspect_cmd::exec_show(args),

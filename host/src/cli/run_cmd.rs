@@ -76,7 +76,7 @@ pub fn print_summary(o: &RunOutcome) {
     println!(
         "run {}  {}",
         o.run_id.as_deref().unwrap_or("-"),
-        f.status.as_str()
+        report::shown_status(f.status, o.grade.as_ref())
     );
     if let Some(out) = &f.output {
         println!("  output: {out}");

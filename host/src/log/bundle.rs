@@ -253,7 +253,10 @@ pub fn read(path: &Path) -> Result<Bundle, BundleError> {
             let f: FooterLine =
                 serde_json::from_value(value).map_err(|e| err(n, format!("bad footer: {e}")))?;
             if footer_hash(&f.footer) != f.footer.hash {
-                return Err(err(n, "the footer was changed (its hash does not match)".into()));
+                return Err(err(
+                    n,
+                    "the footer was changed (its hash does not match)".into(),
+                ));
             }
             if f.footer.chain_hash != prev {
                 return Err(err(

@@ -16,15 +16,53 @@ use crate::world::tools::{AsOf, Tool, execute};
 use serde_json::{Value, json};
 use types::{ErrorKind, ToolError};
 
-/// The scripted model provider: the case's responses, in order.
+/// The scripted model provider: the case's responses, in order. A rerun
+/// puts a recording in front of it.
 pub struct ScriptedModel {
     responses: Vec<Value>,
     next: usize,
+    pub cassette: Option<Cassette>,
 }
 
 impl ScriptedModel {
     pub fn new(responses: Vec<Value>) -> Self {
-        ScriptedModel { responses, next: 0 }
+        ScriptedModel {
+            responses,
+            next: 0,
+            cassette: None,
+        }
+    }
+}
+
+/// Model answers from an earlier run, used in order while the agent's
+/// requests equal the recorded ones.
+pub struct Cassette {
+    /// `(request, response)` of each recorded model call.
+    pub calls: Vec<(Value, Value)>,
+    pub next: usize,
+    /// Once a request differs: stop the run (`true`) or ask the case's
+    /// provider (`false`).
+    pub fail_on_miss: bool,
+    /// Set once a request differed; from then on the recording is not used.
+    pub missed: bool,
+}
+
+impl Cassette {
+    /// The recorded answer for this request, if the recording still holds.
+    fn answer(&mut self, request: &Value) -> Option<Value> {
+        if self.missed {
+            return None;
+        }
+        match self.calls.get(self.next) {
+            Some((req, resp)) if req == request => {
+                self.next += 1;
+                Some(resp.clone())
+            }
+            _ => {
+                self.missed = true;
+                None
+            }
+        }
     }
 }
 
@@ -288,10 +326,30 @@ impl model::Host for RunState {
     fn complete(&mut self, request_json: String) -> wasmtime::Result<Result<String, ToolError>> {
         let request: Value =
             serde_json::from_str(&request_json).unwrap_or(Value::String(request_json));
+        let recorded = self
+            .med
+            .services
+            .model
+            .cassette
+            .as_mut()
+            .map(|c| (c.answer(&request), c.fail_on_miss));
+        let provider = match &recorded {
+            Some((Some(_), _)) => "recording",
+            Some((None, true)) => "none",
+            _ => "scripted",
+        };
+        let miss = matches!(recorded, Some((None, true)));
+        let message = "the agent's model request differs from the recording and the rerun was asked to stop there (--model fail)";
         let r = self.call(
             "worldline:agent/model.complete",
-            json!({"provider": "scripted", "request": request}),
+            json!({"provider": provider, "request": request}),
             |s| {
+                if let Some((Some(response), _)) = recorded {
+                    return Answer::read(response);
+                }
+                if miss {
+                    return error_answer("unavailable", message);
+                }
                 let m = &mut s.model;
                 match m.responses.get(m.next) {
                     Some(resp) => {
@@ -308,6 +366,9 @@ impl model::Host for RunState {
                 }
             },
         )?;
+        if miss {
+            return Err(wasmtime::Error::new(super::Fault::ModelMiss));
+        }
         Ok(decode(&r, canon::to_string))
     }
 }

@@ -41,6 +41,8 @@ pub enum Fault {
     Bundle(String),
     #[error("replay diverged from the recording")]
     Diverged,
+    #[error("rerun stopped: the agent's model request differs from the recording (--model fail)")]
+    ModelMiss,
     #[error("reached the end of an incomplete recording")]
     ReplayEnd,
 }
@@ -277,10 +279,13 @@ impl Mediator {
             });
             return Err(Fault::Diverged);
         }
-        let response = event.response.clone();
+        let mut response = event.response.clone();
         self.recorder
             .append(event)
             .map_err(|e| Fault::Bundle(e.to_string()))?;
+        if let Some(tamper) = self.unrecorded {
+            tamper(call, &mut response);
+        }
         Ok(response)
     }
 
