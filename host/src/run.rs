@@ -212,13 +212,13 @@ pub fn run_with(
     })
 }
 
-/// Status, output, message and backtrace of a run that ended in an error.
+/// Status, output, message and backtrace of how a run ended.
+type Ending = (Status, Option<String>, Option<String>, Vec<String>);
+
+/// How a run that ended in an error ended.
 /// Internal failures (the bundle could not be written) are returned as
 /// errors instead.
-fn classify(
-    err: &wasmtime::Error,
-    stderr: &str,
-) -> Result<(Status, Option<String>, Option<String>, Vec<String>)> {
+fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
     let backtrace: Vec<String> = err
         .downcast_ref::<WasmBacktrace>()
         .map(|bt| {

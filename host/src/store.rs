@@ -119,10 +119,10 @@ impl StoreDir {
                 std::fs::create_dir_all(dest.parent().unwrap_or(&tmp)).map_err(io)?;
                 std::fs::write(&dest, bytes).map_err(io)?;
             }
-            if let Err(e) = std::fs::rename(&tmp, &dir) {
-                if !dir.join("world.toml").is_file() {
-                    return Err(crate::error::InputError::new(&dir, e.to_string()));
-                }
+            if let Err(e) = std::fs::rename(&tmp, &dir)
+                && !dir.join("world.toml").is_file()
+            {
+                return Err(crate::error::InputError::new(&dir, e.to_string()));
             }
         }
         let world = crate::world::load_dir(&dir)?;

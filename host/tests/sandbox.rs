@@ -43,10 +43,9 @@ fn calls(bundle: &BundleLines) -> Vec<String> {
 
 #[test]
 fn two_runs_of_the_probe_write_byte_identical_bundles() {
-    let store = temp_dir();
     let agent = probe();
-    let a = run_json(store.path(), &case("probe"), &agent);
-    let b = run_json(store.path(), &case("probe"), &agent);
+    let a = run_json(shared_store(), &case("probe"), &agent);
+    let b = run_json(shared_store(), &case("probe"), &agent);
     a.expect_code(0);
     b.expect_code(0);
     assert_ne!(a.bundle(), b.bundle(), "each run gets its own bundle file");
@@ -100,7 +99,7 @@ fn two_runs_of_the_probe_write_byte_identical_bundles() {
 #[test]
 fn another_seed_changes_the_random_draws_and_nothing_else() {
     let dir = temp_dir();
-    let store = temp_dir();
+    let store = shared_store();
     let agent = probe();
     let original = std::fs::read_to_string(case("probe")).unwrap();
     assert!(
@@ -113,9 +112,9 @@ fn another_seed_changes_the_random_draws_and_nothing_else() {
         &original.replace("seed = 7", "seed = 8"),
     );
 
-    let a = run_json(store.path(), &case("probe"), &agent);
+    let a = run_json(store, &case("probe"), &agent);
     let b = worldline(
-        store.path(),
+        store,
         [
             "run".as_ref(),
             reseeded.as_os_str(),

@@ -113,7 +113,7 @@ impl StateCheck {
         }
         match (&self.table, &self.file) {
             (Some(t), None) => {
-                if !tables.iter().any(|k| *k == t) {
+                if !tables.contains(&t) {
                     return Err(format!("unknown table `{t}` (tables: {tables:?})"));
                 }
                 if self.count.is_some() && self.key.is_some() {

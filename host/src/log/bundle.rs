@@ -220,8 +220,20 @@ pub fn read(path: &Path) -> Result<Bundle, BundleError> {
         line,
         message,
     };
-    let text =
-        std::fs::read_to_string(path).map_err(|e| err(0, format!("cannot read bundle: {e}")))?;
+    let bytes = std::fs::read(path).map_err(|e| err(0, format!("cannot read bundle: {e}")))?;
+    // A torn last line is dropped before decoding: a killed write can end
+    // inside a UTF-8 character.
+    let whole = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(end) => &bytes[..=end],
+        None => &bytes[..],
+    };
+    let text = std::str::from_utf8(whole).map_err(|e| {
+        let line = 1 + whole[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        err(line, format!("not UTF-8: {e}"))
+    })?;
     let mut lines = text.split_inclusive('\n').enumerate();
     let (_, first) = lines.next().ok_or_else(|| err(1, "empty bundle".into()))?;
     let header: HeaderLine =

@@ -311,7 +311,7 @@ impl tools::Host for RunState {
     ) -> wasmtime::Result<Result<String, ToolError>> {
         let args: Result<Value, String> =
             serde_json::from_str(&args_json).map_err(|e| e.to_string());
-        let shown_args = args.clone().unwrap_or_else(|_| Value::String(args_json));
+        let shown_args = args.clone().unwrap_or(Value::String(args_json));
         let r = RunState::call(
             self,
             "worldline:agent/tools.call",

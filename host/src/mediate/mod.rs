@@ -238,7 +238,7 @@ impl Mediator {
         if seq >= self.max_events {
             return Err(Fault::EventLimit(self.max_events));
         }
-        let recorded = self.follow(seq, call, &request)?;
+        let following = self.follow(seq, call, &request)?;
         let (override_response, edit_writes) = self.apply_edits(seq);
         self.services.clock.tick();
         let mut answer = match override_response {
@@ -267,8 +267,12 @@ impl Mediator {
             vtime_ns: self.services.clock.mono_ns(),
             writes: answer.writes,
         };
-        if let (Some(rec), Some(script)) = (recorded, self.script.as_mut())
-            && let Some((field, expected, actual)) = script::first_difference(&rec, &event)
+        if following
+            && let Some(script) = self.script.as_mut()
+            && let Some((field, expected, actual)) = script
+                .events
+                .get(seq as usize)
+                .and_then(|rec| script::first_difference(rec, &event))
         {
             script.diverge(script::Divergence {
                 index: seq,
@@ -289,16 +293,17 @@ impl Mediator {
         Ok(response)
     }
 
-    /// While following a recording: the recorded event this call must
-    /// match, or the divergence that stops the guest.
-    fn follow(&mut self, seq: u64, call: &str, request: &Value) -> Result<Option<Event>, Fault> {
+    /// While following a recording: whether this call is the recorded
+    /// event `seq` (whose answer it must then match), or the divergence that
+    /// stops the guest.
+    fn follow(&mut self, seq: u64, call: &str, request: &Value) -> Result<bool, Fault> {
         let Some(script) = self.script.as_mut() else {
-            return Ok(None);
+            return Ok(false);
         };
         if seq >= script.follow_until {
-            return Ok(None);
+            return Ok(false);
         }
-        let actual = script::Script::call_of(call, request);
+        let actual = || script::Script::call_of(call, request);
         match script.events.get(seq as usize) {
             None if !script.complete => {
                 script.reached_end = true;
@@ -310,7 +315,7 @@ impl Mediator {
                     class: script::Class::Extra,
                     field: None,
                     expected: Value::Null,
-                    actual,
+                    actual: actual(),
                 });
                 Err(Fault::Diverged)
             }
@@ -321,11 +326,11 @@ impl Mediator {
                     class: script::Class::Mismatch,
                     field: None,
                     expected,
-                    actual,
+                    actual: actual(),
                 });
                 Err(Fault::Diverged)
             }
-            Some(rec) => Ok(Some(rec.clone())),
+            Some(_) => Ok(true),
         }
     }
 

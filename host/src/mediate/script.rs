@@ -88,34 +88,44 @@ impl Script {
     /// `missing` divergence (not while forking, nor at the end of an
     /// incomplete recording).
     pub fn finish(&mut self, made: u64) {
-        if self.divergence.is_none() && !self.reached_end && self.follow_until == u64::MAX {
-            if let Some(next) = self.events.get(made as usize) {
-                self.diverge(Divergence {
-                    index: made,
-                    class: Class::Missing,
-                    field: None,
-                    expected: Script::call_of(&next.call, &next.request),
-                    actual: Value::Null,
-                });
-            }
+        if self.divergence.is_none()
+            && !self.reached_end
+            && self.follow_until == u64::MAX
+            && let Some(next) = self.events.get(made as usize)
+        {
+            let expected = Script::call_of(&next.call, &next.request);
+            self.diverge(Divergence {
+                index: made,
+                class: Class::Missing,
+                field: None,
+                expected,
+                actual: Value::Null,
+            });
         }
     }
 }
 
-/// The first field two events differ in (the hash aside).
+/// The first field two events differ in (the hash aside). Fields are
+/// compared as JSON, as they are recorded; the typed comparison first is
+/// only a shortcut, so nothing is cloned or converted while events match.
 pub fn first_difference(expected: &Event, actual: &Event) -> Option<(&'static str, Value, Value)> {
-    let pairs: [(&'static str, Value, Value); 7] = [
-        (
-            "response",
-            expected.response.clone(),
-            actual.response.clone(),
-        ),
-        ("effect", json!(expected.effect), json!(actual.effect)),
-        ("writes", json!(expected.writes), json!(actual.writes)),
-        ("injected", json!(expected.injected), json!(actual.injected)),
-        ("vtime_ns", json!(expected.vtime_ns), json!(actual.vtime_ns)),
-        ("fuel", json!(expected.fuel), json!(actual.fuel)),
-        ("seq", json!(expected.seq), json!(actual.seq)),
-    ];
-    pairs.into_iter().find(|(_, a, b)| a != b)
+    fn differs<T: PartialEq + Serialize>(
+        field: &'static str,
+        expected: &T,
+        actual: &T,
+    ) -> Option<(&'static str, Value, Value)> {
+        if expected == actual {
+            return None;
+        }
+        let (expected, actual) = (json!(expected), json!(actual));
+        (expected != actual).then_some((field, expected, actual))
+    }
+    let (e, a) = (expected, actual);
+    differs("response", &e.response, &a.response)
+        .or_else(|| differs("effect", &e.effect, &a.effect))
+        .or_else(|| differs("writes", &e.writes, &a.writes))
+        .or_else(|| differs("injected", &e.injected, &a.injected))
+        .or_else(|| differs("vtime_ns", &e.vtime_ns, &a.vtime_ns))
+        .or_else(|| differs("fuel", &e.fuel, &a.fuel))
+        .or_else(|| differs("seq", &e.seq, &a.seq))
 }

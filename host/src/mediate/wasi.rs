@@ -98,6 +98,13 @@ impl From<wasmtime::Error> for SocketError {
     }
 }
 
+fn family_name(family: wasi::sockets::network::IpAddressFamily) -> &'static str {
+    match family {
+        wasi::sockets::network::IpAddressFamily::Ipv4 => "ipv4",
+        wasi::sockets::network::IpAddressFamily::Ipv6 => "ipv6",
+    }
+}
+
 /// Largest single `get-random-bytes` request served.
 const MAX_RANDOM_BYTES: u64 = 1 << 20;
 /// How much a stream accepts per `check-write`.
@@ -853,7 +860,7 @@ impl wasi::sockets::tcp_create_socket::Host for RunState {
         &mut self,
         family: wasi::sockets::network::IpAddressFamily,
     ) -> Result<Resource<Never>, SocketError> {
-        let family = format!("{family:?}");
+        let family = family_name(family);
         self.denied(
             "wasi:sockets/tcp-create-socket.create-tcp-socket",
             json!({"family": family}),
@@ -870,7 +877,7 @@ impl wasi::sockets::udp_create_socket::Host for RunState {
         &mut self,
         family: wasi::sockets::network::IpAddressFamily,
     ) -> Result<Resource<Never>, SocketError> {
-        let family = format!("{family:?}");
+        let family = family_name(family);
         self.denied(
             "wasi:sockets/udp-create-socket.create-udp-socket",
             json!({"family": family}),

@@ -351,7 +351,8 @@ fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
 fn filter_holds(f: &Filter, row: &Value, args: &Value, now: &str) -> bool {
     use std::cmp::Ordering::*;
     let field = row.get(&f.field).unwrap_or(&Value::Null);
-    let conds: [(&Option<Value>, &dyn Fn(&Value) -> bool); 7] = [
+    type Test<'a> = &'a dyn Fn(&Value) -> bool;
+    let conds: [(&Option<Value>, Test); 7] = [
         (&f.eq, &|v| field == v),
         (&f.ne, &|v| field != v),
         (&f.gt, &|v| compare(field, v) == Some(Greater)),

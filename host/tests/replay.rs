@@ -1,0 +1,763 @@
+//! End-to-end tests of replay, verify, fork, history, show, diff and
+//! export/import: the real `worldline` binary (and, where a deliberately
+//! broken host is needed, the library) on real guests. Each test shows one
+//! thing a user relies on when they debug a run after the fact.
+
+mod common;
+
+use common::{
+    CliOutput, guest, read_bundle, run_json, temp_dir, workspace_root, worldline, worlds_dir,
+    write_case,
+};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const TOOL_CALL: &str = "worldline:agent/tools.call";
+
+fn careful() -> PathBuf {
+    guest("careful-agent")
+}
+
+fn naive() -> PathBuf {
+    guest("naive-agent")
+}
+
+fn caller() -> PathBuf {
+    guest("caller-agent")
+}
+
+fn hostile() -> PathBuf {
+    guest("hostile-agent")
+}
+
+/// The example suites: `cases/` at the workspace root.
+fn cases_dir() -> PathBuf {
+    workspace_root().join("cases")
+}
+
+fn example_case(name: &str) -> PathBuf {
+    cases_dir().join(format!("{name}.toml"))
+}
+
+/// `worldline <args...> --store <store>` with paths and strings mixed.
+fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
+    worldline(store, args.iter().map(|a| a.as_ref().to_owned()))
+}
+
+/// Run `agent` on `case` and return the run summary (any exit code).
+fn run(store: &Path, case: &Path, agent: &Path) -> CliOutput {
+    let out = run_json(store, case, agent);
+    assert!(out.json.is_some(), "`run` printed no summary:\n{out}");
+    out
+}
+
+fn run_id(out: &CliOutput) -> String {
+    out.json()["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no run_id:\n{out}"))
+        .to_string()
+}
+
+/// `worldline replay RUN --json`, expecting exit code `code`.
+#[track_caller]
+fn replay_json(store: &Path, run: &str, code: i32) -> Value {
+    let out = wl(store, &[&"replay", &run, &"--json"]);
+    out.expect_code(code);
+    out.json().clone()
+}
+
+/// Index of the first event satisfying `pred`.
+fn index_of(events: &[Value], pred: impl Fn(&Value) -> bool) -> usize {
+    events
+        .iter()
+        .position(pred)
+        .expect("the bundle has the event looked for")
+}
+
+fn is_tool(e: &Value, tool: &str) -> bool {
+    e["call"] == TOOL_CALL && e["request"]["name"] == tool
+}
+
+/// Every file and folder under `dir`, relative to it.
+fn tree(dir: &Path) -> BTreeSet<PathBuf> {
+    let mut found = BTreeSet::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            found.insert(p.strip_prefix(dir).unwrap().to_path_buf());
+            if p.is_dir() && !p.is_symlink() {
+                todo.push(p);
+            }
+        }
+    }
+    found
+}
+
+// --- 1. every example run replays identical -------------------------------
+
+#[test]
+fn every_example_suite_run_replays_identical() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let cases = cases_dir();
+    let n_cases = common::files_with_suffix(&cases, ".toml").len();
+    assert!(n_cases >= 10, "the example suites have {n_cases} cases");
+
+    wl(store, &[&"test", &cases, &"--agent", &careful()]).expect_code(0);
+    // The naive agent fails some cases; its runs must replay all the same.
+    wl(store, &[&"test", &cases, &"--agent", &naive()]).expect_code(1);
+
+    let out = wl(store, &[&"verify", &"--json"]);
+    out.expect_code(0);
+    let doc = out.json();
+    let total = 2 * n_cases as u64;
+    assert_eq!(doc["replayed"], total, "{out}");
+    assert_eq!(doc["identical"], total, "{out}");
+    assert_eq!(doc["diverged"], 0, "{out}");
+    assert_eq!(doc["unreadable"], 0, "{out}");
+    assert_eq!(doc["drift_rate"].as_f64(), Some(0.0), "{out}");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len() as u64, total);
+    for r in runs {
+        assert_eq!(r["verdict"], "identical", "{r}");
+        assert_eq!(r["matched"], r["recorded"], "{r}");
+        assert!(r["recorded"].as_u64().unwrap() > 0, "{r}");
+    }
+}
+
+// --- 2. host nondeterminism is caught at the right event --------------------
+
+/// A broken host: the guest is told the first deploy is `T-1`, while the
+/// log keeps what the world answered.
+fn tamper_first_deploy(call: &str, response: &mut Value) {
+    if call == TOOL_CALL
+        && let Some(id) = response.pointer_mut("/ok/deploys/0/id")
+    {
+        *id = json!("T-1");
+    }
+}
+
+#[test]
+fn an_unrecorded_response_change_diverges_at_the_call_it_influenced() {
+    use worldline::mediate::script::Class;
+    use worldline::replay::{self, Verdict};
+    use worldline::run::{RunOptions, run_with};
+
+    let dir = temp_dir();
+    let case_path = write_case(
+        dir.path(),
+        "chained",
+        r#"world = "demo@v1"
+seed = 5
+clock = 2026-03-01T12:00:00Z
+task = { calls = [
+  { tool = "list_deploys", args = { service = "checkout" } },
+  { tool = "get_ticket", args = {}, from = { answer = 0, path = "deploys.0.id", arg = "id" } },
+] }
+"#,
+    );
+    let store_root = dir.path().join("store");
+    let store = worldline::store::StoreDir::open(&store_root).unwrap();
+    let sandbox = worldline::sandbox::Sandbox::new(Some(store.cache_dir())).unwrap();
+    let wasm = caller();
+    let agent = sandbox.load_file(&wasm).unwrap();
+    store.put_object(&std::fs::read(&wasm).unwrap()).unwrap();
+    store
+        .put_object(&std::fs::read(&case_path).unwrap())
+        .unwrap();
+    let worlds = worlds_dir();
+    let case = worldline::case::load(&case_path, Some(worlds.as_path())).unwrap();
+    store.put_world(&case.world).unwrap();
+
+    let record = |unrecorded: Option<fn(&str, &mut Value)>| {
+        run_with(
+            &sandbox,
+            &agent,
+            &case,
+            RunOptions {
+                store: Some(&store),
+                unrecorded,
+                ..RunOptions::default()
+            },
+        )
+        .unwrap()
+    };
+
+    // Control: the honest host replays identical.
+    let honest = record(None);
+    let honest_id = honest.run_id.clone().unwrap();
+    let rec = replay::open(&store, &honest_id).unwrap();
+    let r = replay::replay(&sandbox, &store, &rec).unwrap();
+    assert_eq!(r.verdict, Verdict::Identical, "{r:?}");
+
+    // The broken host: the guest saw T-1 and asked for it.
+    let broken = record(Some(tamper_first_deploy));
+    let answers: Value = serde_json::from_str(broken.footer.output.as_deref().unwrap()).unwrap();
+    assert_eq!(answers[1]["ok"]["id"], "T-1", "guest answers: {answers}");
+    let id = broken.run_id.clone().unwrap();
+    let bundle = read_bundle(broken.bundle.as_ref().unwrap());
+    let first = index_of(&bundle.events, |e| e["call"] == TOOL_CALL);
+    assert_eq!(
+        bundle.events[first]["response"]["ok"]["deploys"][0]["id"], "D-2",
+        "the log keeps what the world answered"
+    );
+    let tool_calls: Vec<usize> = (0..bundle.events.len())
+        .filter(|&i| bundle.events[i]["call"] == TOOL_CALL)
+        .collect();
+    assert_eq!(tool_calls.len(), 2, "{:?}", bundle.events);
+    let at = tool_calls[1];
+    assert_eq!(bundle.events[at]["request"]["args"]["id"], "T-1");
+
+    let rec = replay::open(&store, &id).unwrap();
+    let r = replay::replay(&sandbox, &store, &rec).unwrap();
+    assert_eq!(r.verdict, Verdict::Diverged, "{r:?}");
+    assert_eq!(r.matched, at as u64, "{r:?}");
+    let d = r.divergence.as_ref().unwrap();
+    assert_eq!(d.index, at as u64, "{d:?}");
+    assert_eq!(d.class, Class::Mismatch, "{d:?}");
+    assert_eq!(d.expected["request"]["args"]["id"], "T-1", "{d:?}");
+    assert_eq!(d.actual["request"]["args"]["id"], "D-2", "{d:?}");
+
+    // The CLI says the same: exit 1, the index, expected vs actual.
+    let out = wl(&store_root, &[&"replay", &id]);
+    out.expect_code(1);
+    assert!(
+        out.stdout
+            .contains(&format!("diverged at event {at} (Mismatch")),
+        "{out}"
+    );
+    let doc = replay_json(&store_root, &id, 1);
+    assert_eq!(doc["verdict"], "diverged");
+    assert_eq!(doc["divergence"]["index"], at as u64);
+    assert_eq!(doc["divergence"]["class"], "mismatch");
+    // verify counts it as drift.
+    let v = wl(&store_root, &[&"verify", &"--json"]);
+    v.expect_code(1);
+    assert_eq!(v.json()["diverged"], 1, "{v}");
+    assert_eq!(v.json()["identical"], 1, "{v}");
+}
+
+// --- 3. tampered bundles and objects are refused ----------------------------
+
+/// Header, event lines and footer of a bundle, each with its newline.
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .split_inclusive('\n')
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn tampering_is_detected_and_never_replayed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = run(&store, &example_case("incident/baseline"), &careful());
+    out.expect_code(0);
+    let id = run_id(&out);
+    let bundle = out.bundle();
+    let original = lines(&bundle);
+    let events = read_bundle(&bundle).events;
+    assert!(events.len() >= 6, "{out}");
+    assert_eq!(replay_json(&store, &id, 0)["verdict"], "identical");
+
+    // (a) one byte of one response changed.
+    let n = index_of(&events, |e| is_tool(e, "list_deploys"));
+    let mut l = original.clone();
+    let line = &mut l[n + 1];
+    let start = line.find("\"response\":").unwrap();
+    let end = line.find("\"seq\":").unwrap();
+    let pos = start + line[start..].find(|c: char| c.is_ascii_digit()).unwrap();
+    assert!(pos < end, "a digit inside the response");
+    let flipped = if &line[pos..=pos] == "1" { "2" } else { "1" };
+    line.replace_range(pos..=pos, flipped);
+    let path_a = dir.path().join("flipped.jsonl");
+    std::fs::write(&path_a, l.concat()).unwrap();
+    let out = wl(&store, &[&"replay", &path_a]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains(&format!("hash chain broken at event {n}")),
+        "{out}"
+    );
+    assert!(out.stderr.contains("flipped.jsonl"), "{out}");
+    assert!(out.stdout.is_empty(), "nothing replayed:\n{out}");
+    wl(&store, &[&"history", &path_a]).expect_code(2);
+
+    // (b) two events swapped.
+    let mut l = original.clone();
+    l.swap(3, 4); // events 2 and 3
+    let path_b = dir.path().join("swapped.jsonl");
+    std::fs::write(&path_b, l.concat()).unwrap();
+    let out = wl(&store, &[&"replay", &path_b]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("event 3 out of order (expected seq 2)"),
+        "{out}"
+    );
+    assert!(out.stdout.is_empty(), "nothing replayed:\n{out}");
+
+    // (c) cut in the middle of event k's line, footer gone: a prefix.
+    let k = events.len() / 2;
+    let torn = &original[k + 1];
+    let prefix = format!("{}{}", original[..k + 1].concat(), &torn[..torn.len() / 2]);
+    let path_c = dir.path().join("torn.jsonl");
+    std::fs::write(&path_c, prefix).unwrap();
+    let h = wl(&store, &[&"history", &path_c]);
+    h.expect_code(0);
+    assert!(h.stdout.contains("incomplete"), "{h}");
+    let hj = wl(&store, &[&"history", &path_c, &"--json"]);
+    hj.expect_code(0);
+    assert_eq!(hj.json()["status"], "incomplete");
+    assert_eq!(hj.json()["events"].as_array().unwrap().len(), k);
+    let r = wl(&store, &[&"replay", &path_c]);
+    r.expect_code(0);
+    assert!(r.stdout.contains("verified"), "{r}");
+    assert!(!r.stdout.contains("identical"), "{r}");
+    let doc = replay_json(&store, path_c.to_str().unwrap(), 0);
+    assert_eq!(doc["verdict"], "verified_prefix");
+    assert_eq!(doc["matched"], k as u64);
+    assert_eq!(doc["recorded"], k as u64);
+
+    // The original was never touched by any of this.
+    assert_eq!(lines(&bundle), original);
+
+    // (d) the agent object overwritten in the store.
+    let sha = read_bundle(&bundle).header["agent_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let object = store.join("objects").join(&sha);
+    assert!(object.is_file());
+    std::fs::write(&object, b"\0asm not the agent you recorded").unwrap();
+    let out = wl(&store, &[&"replay", &id]);
+    out.expect_code(2);
+    assert!(out.stderr.contains(&sha), "names the object:\n{out}");
+    assert!(out.stderr.contains("does not match its hash"), "{out}");
+    assert!(out.stdout.is_empty(), "nothing replayed:\n{out}");
+}
+
+/// A write cut short by a kill can end inside a UTF-8 character (the
+/// kernel may stop a large write at a page boundary): the bundle is still
+/// its readable prefix, not an unreadable file.
+#[test]
+fn a_bundle_torn_inside_a_character_is_still_a_readable_prefix() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "accents",
+        r#"world = "demo@v1"
+seed = 9
+clock = 2026-03-01T12:00:00Z
+task = { calls = [
+  { tool = "add_note", args = { ticket = "T-1", text = "café – naïve résumé" } },
+  { tool = "get_ticket", args = { id = "T-1" } },
+] }
+"#,
+    );
+    let out = wl(
+        &store,
+        &[
+            &"run",
+            &case,
+            &"--agent",
+            &caller(),
+            &"--worlds",
+            &worlds_dir(),
+            &"--json",
+        ],
+    );
+    out.expect_code(0);
+    let bytes = std::fs::read(out.bundle()).unwrap();
+    // Cut right after the first byte of the first multi-byte character.
+    let cut = bytes.iter().position(|&b| b >= 0x80).unwrap() + 1;
+    let complete_events = bytes[..cut].iter().filter(|&&b| b == b'\n').count() - 1;
+    let torn = dir.path().join("torn.jsonl");
+    std::fs::write(&torn, &bytes[..cut]).unwrap();
+    assert!(std::str::from_utf8(&bytes[..cut]).is_err());
+
+    let h = wl(&store, &[&"history", &torn]);
+    h.expect_code(0);
+    assert!(h.stdout.contains("incomplete"), "{h}");
+    let doc = replay_json(&store, torn.to_str().unwrap(), 0);
+    assert_eq!(doc["verdict"], "verified_prefix", "{doc}");
+    assert_eq!(doc["matched"], complete_events as u64, "{doc}");
+    assert_eq!(doc["recorded"], complete_events as u64, "{doc}");
+}
+
+// --- 4. kill -9 leaves an incomplete, verifiable bundle ---------------------
+
+#[test]
+fn a_killed_run_leaves_an_incomplete_bundle_that_replays_as_a_prefix() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = hostile();
+    // Compile (and cache) the agent first, so the killed run starts at once.
+    let warm = wl(
+        &store,
+        &[
+            &"run",
+            &common::case("hostile-ok"),
+            &"--agent",
+            &agent,
+            &"--json",
+        ],
+    );
+    warm.expect_code(0);
+    let warm_bundle = warm.bundle();
+
+    let case = write_case(
+        dir.path(),
+        "endless",
+        r#"world = "demo@v1"
+seed = 11
+clock = 2026-03-01T12:00:00Z
+task = { mode = "calls", n = 1_000_000_000_000 }
+
+[limits]
+fuel = 1_000_000_000_000_000_000
+max_events = 1_000_000_000_000
+timeout_ms = 86_400_000
+"#,
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args([OsStr::new("run"), case.as_os_str(), OsStr::new("--agent")])
+        .arg(&agent)
+        .arg("--worlds")
+        .arg(worlds_dir())
+        .arg("--store")
+        .arg(&store)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starting worldline run");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let bundle = loop {
+        let found = common::files_with_suffix(&store.join("runs"), ".jsonl")
+            .into_iter()
+            .filter(|p| *p != warm_bundle)
+            .find(|p| {
+                std::fs::read(p).is_ok_and(|b| b.iter().filter(|&&c| c == b'\n').count() > 51)
+            });
+        if let Some(p) = found {
+            break p;
+        }
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the endless run did not write 50 events within 20 s (or it ended)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    child.kill().expect("SIGKILL"); // std sends SIGKILL
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the run was killed: {status:?}");
+
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    let complete = text.split_inclusive('\n').filter(|l| l.ends_with('\n'));
+    let complete_events = complete.count() - 1; // the header
+    assert!(complete_events >= 50, "{complete_events} events");
+    assert!(!text.contains("{\"footer\""), "a killed run has no footer");
+    let id = bundle.file_stem().unwrap().to_str().unwrap().to_string();
+
+    let h = wl(&store, &[&"history", &id]);
+    h.expect_code(0);
+    assert!(h.stdout.contains("incomplete"), "{h}");
+    let runs = wl(&store, &[&"runs", &"--json"]);
+    runs.expect_code(0);
+    let row = runs
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["run_id"] == id.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(row["status"], "incomplete", "{row}");
+
+    let doc = replay_json(&store, &id, 0);
+    assert_eq!(doc["verdict"], "verified_prefix", "{doc}");
+    assert_eq!(doc["matched"], complete_events as u64, "{doc}");
+    assert_eq!(doc["recorded"], complete_events as u64, "{doc}");
+    assert!(doc.get("divergence").is_none(), "{doc}");
+}
+
+// --- 5. a fork at the stale event fixes the failing case -------------------
+
+struct StaleFork {
+    store: tempfile::TempDir,
+    original: String,
+    original_bundle: PathBuf,
+    original_bytes: Vec<u8>,
+    fork: String,
+    fork_bundle: PathBuf,
+    /// The stale `list_deploys` event the fork answers afresh.
+    at: usize,
+}
+
+/// The naive agent fails `incident/stale-deploys`; fork it at the stale
+/// deploy list with the fresh one.
+fn stale_fork() -> StaleFork {
+    let store_dir = temp_dir();
+    let store = store_dir.path();
+    let out = run(store, &example_case("incident/stale-deploys"), &naive());
+    out.expect_code(1);
+    assert_eq!(out.json()["status"], "failed", "{out}");
+    let original = run_id(&out);
+    let original_bundle = out.bundle();
+    let original_bytes = std::fs::read(&original_bundle).unwrap();
+    let events = read_bundle(&original_bundle).events;
+    let at = index_of(&events, |e| {
+        is_tool(e, "list_deploys") && e["injected"]["action"] == "stale"
+    });
+
+    // The fresh answer: the same call at the same moment with nothing
+    // injected (the baseline case has the same world and clock).
+    let base = run(store, &example_case("incident/baseline"), &naive());
+    let base_events = read_bundle(&base.bundle()).events;
+    let b = index_of(&base_events, |e| is_tool(e, "list_deploys"));
+    assert_eq!(b, at, "the baseline asks at the same event");
+    assert!(base_events[b].get("injected").is_none());
+    let fresh = base_events[b]["response"].clone();
+    let ids = |r: &Value| -> Vec<String> {
+        r["ok"]["deploys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(ids(&fresh).contains(&"D-42".to_string()), "{fresh}");
+    assert!(!ids(&events[at]["response"]).contains(&"D-42".to_string()));
+
+    let fresh_text = fresh.to_string();
+    let f = wl(
+        store,
+        &[
+            &"fork",
+            &original,
+            &"--at",
+            &at.to_string(),
+            &"--respond",
+            &fresh_text,
+            &"--json",
+        ],
+    );
+    f.expect_code(0);
+    assert_eq!(f.json()["status"], "passed", "{f}");
+    assert_eq!(f.json()["parent"], json!({"run": original, "event": at}));
+    let fork = run_id(&f);
+    let fork_bundle = f.bundle();
+    StaleFork {
+        store: store_dir,
+        original,
+        original_bundle,
+        original_bytes,
+        fork,
+        fork_bundle,
+        at,
+    }
+}
+
+#[test]
+fn a_fork_with_the_fresh_answer_turns_the_stale_failure_into_a_pass() {
+    let s = stale_fork();
+    let store = s.store.path();
+    assert_eq!(
+        std::fs::read(&s.original_bundle).unwrap(),
+        s.original_bytes,
+        "the parent bundle is never rewritten"
+    );
+    let parent = read_bundle(&s.original_bundle);
+    let fork = read_bundle(&s.fork_bundle);
+    let p = &fork.header["parent"];
+    assert_eq!(p["run"], s.original.as_str());
+    assert_eq!(p["event"], s.at as u64);
+    assert_eq!(
+        p["chain_hash"],
+        parent.footer.as_ref().unwrap()["chain_hash"]
+    );
+    // Before the fork point the fork is the parent, event for event.
+    assert_eq!(fork.events[..s.at], parent.events[..s.at]);
+    assert_eq!(fork.events[s.at]["injected"]["action"], "fork-respond");
+    assert_ne!(fork.events[s.at]["hash"], parent.events[s.at]["hash"]);
+    // The agent acted on the fresh list.
+    let rollback = index_of(&fork.events, |e| is_tool(e, "rollback_deploy"));
+    assert_eq!(fork.events[rollback]["request"]["args"]["id"], "D-42");
+
+    let doc = replay_json(store, &s.fork, 0);
+    assert_eq!(doc["verdict"], "identical", "{doc}");
+    assert_eq!(doc["matched"], fork.events.len() as u64);
+    // The parent still replays identical too.
+    assert_eq!(replay_json(store, &s.original, 0)["verdict"], "identical");
+
+    // A fork of the fork: deny the incident note from its call on.
+    let at2 = index_of(&fork.events, |e| is_tool(e, "add_incident_note"));
+    assert!(at2 > s.at);
+    let fork_bytes = std::fs::read(&s.fork_bundle).unwrap();
+    let f2 = wl(
+        store,
+        &[
+            &"fork",
+            &s.fork,
+            &"--at",
+            &at2.to_string(),
+            &"--deny",
+            &"add_incident_note",
+            &"--json",
+        ],
+    );
+    f2.expect_code(1); // the note is required, so the case now fails
+    assert_eq!(f2.json()["status"], "failed", "{f2}");
+    assert_eq!(std::fs::read(&s.fork_bundle).unwrap(), fork_bytes);
+    let f2_id = run_id(&f2);
+    let second = read_bundle(&f2.bundle());
+    let p2 = &second.header["parent"];
+    assert_eq!(p2["run"], s.fork.as_str());
+    assert_eq!(p2["event"], at2 as u64);
+    assert_eq!(p2["earlier"][0]["event"], s.at as u64, "{p2}");
+    assert_eq!(second.events[..at2], fork.events[..at2]);
+    assert_eq!(second.events[at2]["effect"], "denied");
+    let doc = replay_json(store, &f2_id, 0);
+    assert_eq!(doc["verdict"], "identical", "{doc}");
+
+    // Everything in the store still verifies.
+    let v = wl(store, &[&"verify", &"--json"]);
+    v.expect_code(0);
+    assert_eq!(v.json()["identical"], 4, "{v}");
+}
+
+// --- 6. export and import --------------------------------------------------
+
+#[test]
+fn an_exported_run_replays_in_another_store_and_hostile_exports_are_refused() {
+    let dir = temp_dir();
+    let store_a = dir.path().join("a");
+    let out = run(&store_a, &example_case("incident/baseline"), &careful());
+    out.expect_code(0);
+    let id = run_id(&out);
+    let file = dir.path().join("run.export.json");
+    let e = wl(&store_a, &[&"export", &id, &"-o", &file, &"--json"]);
+    e.expect_code(0);
+    assert_eq!(e.json()["run_id"], id.as_str());
+
+    let store_b = dir.path().join("b");
+    let i = wl(&store_b, &[&"import", &file, &"--json"]);
+    i.expect_code(0);
+    assert_eq!(i.json()["run_id"], id.as_str());
+    assert_eq!(
+        std::fs::read(store_b.join("runs").join(format!("{id}.jsonl"))).unwrap(),
+        std::fs::read(out.bundle()).unwrap()
+    );
+    let doc = replay_json(&store_b, &id, 0);
+    assert_eq!(doc["verdict"], "identical", "{doc}");
+
+    // Crafted exports, each imported into a fresh store nested in its own
+    // folder: refused with exit 2, and nothing written anywhere.
+    let good: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let agent_sha = read_bundle(&out.bundle()).header["agent_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut evil_run = good.clone();
+    evil_run["run"] = json!("../../evil");
+    let mut evil_object = good.clone();
+    evil_object["objects"]["../x"] = json!("aGVsbG8="); // "hello"
+    let mut evil_abs = good.clone();
+    evil_abs["objects"]["/tmp/x"] = json!("aGVsbG8=");
+    let mut wrong_bytes = good.clone();
+    wrong_bytes["objects"][&agent_sha] = json!("aGVsbG8=");
+    let crafted = [
+        ("run-id", evil_run, "is not a plain name"),
+        ("object-name", evil_object, "is not a SHA-256"),
+        ("absolute-object", evil_abs, "is not a SHA-256"),
+        ("object-bytes", wrong_bytes, "does not match its hash"),
+    ];
+    for (name, doc, message) in crafted {
+        let outer = dir.path().join(format!("import-{name}"));
+        let store = outer.join("nest").join("store");
+        std::fs::create_dir_all(&store).unwrap();
+        let export = outer.join("crafted.json");
+        std::fs::write(&export, serde_json::to_vec(&doc).unwrap()).unwrap();
+        let before = tree(&outer);
+        let out = wl(&store, &[&"import", &export]);
+        out.expect_code(2);
+        assert!(out.stderr.contains(message), "{name}:\n{out}");
+        let after = tree(&outer);
+        let outside: Vec<&PathBuf> = after
+            .difference(&before)
+            .filter(|p| !p.starts_with("nest/store"))
+            .collect();
+        assert!(outside.is_empty(), "{name}: written outside: {outside:?}");
+        for sub in ["runs", "objects"] {
+            let left = tree(&store.join(sub));
+            assert!(left.is_empty(), "{name}: {sub}/ has {left:?}");
+        }
+        assert!(!dir.path().join("evil.jsonl").exists());
+    }
+}
+
+// --- 7. diff and show ------------------------------------------------------
+
+#[test]
+fn diff_names_the_fork_point_and_show_gives_the_state_after_an_event() {
+    let s = stale_fork();
+    let store = s.store.path();
+
+    let d = wl(store, &[&"diff", &s.original, &s.fork, &"--json"]);
+    d.expect_code(1);
+    let doc = d.json();
+    assert_eq!(doc["first_divergence"]["index"], s.at as u64, "{d}");
+    assert_eq!(doc["a"], s.original.as_str());
+    assert_eq!(doc["b"], s.fork.as_str());
+    assert_eq!(
+        doc["final_state_diff"]["tables"]["deploys"]["changed"]["D-42"]["status"],
+        json!({"before": "live", "after": "rolled_back"}),
+        "{d}"
+    );
+    let t = wl(store, &[&"diff", &s.original, &s.fork]);
+    t.expect_code(1);
+    assert!(
+        t.stdout
+            .contains(&format!("first difference at event {}", s.at)),
+        "{t}"
+    );
+    // A run against itself: no difference, exit 0.
+    let same = wl(store, &[&"diff", &s.fork, &s.fork, &"--json"]);
+    same.expect_code(0);
+    assert!(same.json()["first_divergence"].is_null(), "{same}");
+
+    // The rollback of D-42 in the fork shows in the state after its event
+    // and not before.
+    let events = read_bundle(&s.fork_bundle).events;
+    let w = index_of(&events, |e| is_tool(e, "rollback_deploy"));
+    assert_eq!(events[w]["effect"], "write");
+    let status_after = |n: usize| -> Value {
+        let out = wl(
+            store,
+            &[&"show", &s.fork, &"--at", &n.to_string(), &"--json"],
+        );
+        out.expect_code(0);
+        assert_eq!(out.json()["event"]["seq"], n as u64);
+        out.json()["state_after"]["tables"]["deploys"]["rows"]["D-42"]["status"].clone()
+    };
+    assert_eq!(status_after(w - 1), "live");
+    assert_eq!(status_after(w), "rolled_back");
+    let text = wl(store, &[&"show", &s.fork, &"--at", &w.to_string()]);
+    text.expect_code(0);
+    assert!(
+        text.stdout.contains(&format!("world after event {w}")),
+        "{text}"
+    );
+    // An event past the end is an input error.
+    let past = wl(
+        store,
+        &[&"show", &s.fork, &"--at", &events.len().to_string()],
+    );
+    past.expect_code(2);
+}
