@@ -22,15 +22,22 @@ fn run(task: Value) -> Result<Value, Error> {
         let mut call = call.clone();
         if let Some(from) = call.get("from").cloned() {
             let earlier: &Value = &answers[from["answer"].as_u64().unwrap_or(0) as usize]["ok"];
-            let value = from["path"].as_str().unwrap_or("").split('.').fold(earlier, |v, part| match part.parse::<usize>() {
-                Ok(i) => &v[i],
-                Err(_) => &v[part],
-            });
+            let value = from["path"]
+                .as_str()
+                .unwrap_or("")
+                .split('.')
+                .fold(earlier, |v, part| match part.parse::<usize>() {
+                    Ok(i) => &v[i],
+                    Err(_) => &v[part],
+                });
             call["args"][from["arg"].as_str().unwrap_or("id")] = value.clone();
         }
         trace::note("call", &tool);
         let result = match tool.as_str() {
-            "files.read" => files::read_to_string(call["args"]["path"].as_str().unwrap_or_default()).map(Value::String),
+            "files.read" => {
+                files::read_to_string(call["args"]["path"].as_str().unwrap_or_default())
+                    .map(Value::String)
+            }
             "files.write" => files::write(
                 call["args"]["path"].as_str().unwrap_or_default(),
                 call["args"]["content"].as_str().unwrap_or_default(),
