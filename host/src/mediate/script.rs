@@ -129,3 +129,73 @@ pub fn first_difference(expected: &Event, actual: &Event) -> Option<(&'static st
         .or_else(|| differs("fuel", &e.fuel, &a.fuel))
         .or_else(|| differs("seq", &e.seq, &a.seq))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::Effect;
+    use crate::world::state::Write;
+
+    fn event() -> Event {
+        Event {
+            call: "worldline:agent/tools.call".into(),
+            effect: Effect::Write,
+            fuel: 10,
+            hash: String::new(),
+            injected: None,
+            request: json!({"name": "close", "args": {"id": "T-1"}}),
+            response: json!({"ok": {"id": "T-1"}}),
+            seq: 3,
+            vtime_ns: 1_000,
+            writes: vec![Write::Put {
+                table: "tickets".into(),
+                key: "T-1".into(),
+                row: json!({"id": "T-1", "status": "closed"}),
+            }],
+        }
+    }
+
+    #[test]
+    fn the_first_differing_field_is_named_with_both_values() {
+        let recorded = event();
+        assert_eq!(first_difference(&recorded, &event()), None);
+        // The hash is not compared.
+        let mut e = event();
+        e.hash = "ab".into();
+        assert_eq!(first_difference(&recorded, &e), None);
+
+        let mut e = event();
+        e.response = json!({"ok": {"id": "T-2"}});
+        e.fuel = 11;
+        assert_eq!(
+            first_difference(&recorded, &e),
+            Some(("response", recorded.response.clone(), e.response.clone()))
+        );
+        let mut e = event();
+        e.writes.clear();
+        assert_eq!(
+            first_difference(&recorded, &e),
+            Some(("writes", json!(recorded.writes), json!([])))
+        );
+        let mut e = event();
+        e.fuel = 11;
+        assert_eq!(
+            first_difference(&recorded, &e),
+            Some(("fuel", json!(10), json!(11)))
+        );
+    }
+
+    #[test]
+    fn fields_are_compared_as_recorded_json() {
+        // `Some(null)` is written as `null`, which reads back as `None`.
+        let mut e = event();
+        e.injected = Some(Value::Null);
+        assert_eq!(first_difference(&event(), &e), None);
+        let mut e = event();
+        e.injected = Some(json!({"rule": 0}));
+        assert_eq!(
+            first_difference(&event(), &e),
+            Some(("injected", Value::Null, json!({"rule": 0})))
+        );
+    }
+}
