@@ -260,7 +260,10 @@ fn serve_tool(s: &mut Services, name: &str, args: Result<Value, String>) -> Answ
         Ok(a) => a,
         Err(e) => return error_answer("invalid-args", format!("arguments are not JSON: {e}")),
     };
-    let Some(tool) = s.world.world.tool(name).cloned() else {
+    // The world is shared (`Arc`); holding it keeps the tool borrowable
+    // while the session is updated, without copying the tool per call.
+    let world = s.world.world.clone();
+    let Some(tool) = world.tool(name) else {
         return error_answer(
             "not-found",
             format!("no tool `{name}` in {}", s.world.world.reference()),
@@ -271,8 +274,8 @@ fn serve_tool(s: &mut Services, name: &str, args: Result<Value, String>) -> Answ
     }
     let now = AsOf::now(s.now_text());
     match s.world.match_rule(name, &args) {
-        Some((rule, action)) => injected(s, &tool, &args, rule, &action, now),
-        None => plain(s, &tool, &args, &now),
+        Some((rule, action)) => injected(s, tool, &args, rule, &action, now),
+        None => plain(s, tool, &args, &now),
     }
 }
 
