@@ -39,18 +39,7 @@ struct Fixture {
 }
 
 fn agent_path() -> PathBuf {
-    match std::env::var_os("WORLDLINE_BENCH_AGENT") {
-        Some(p) => {
-            let p = PathBuf::from(p);
-            assert!(
-                p.is_file(),
-                "WORLDLINE_BENCH_AGENT={} is not a file; unset it to build tests/guests/hostile",
-                p.display()
-            );
-            p
-        }
-        None => common::guest("hostile-agent"),
-    }
+    common::guest_or_env("WORLDLINE_BENCH_AGENT", "hostile-agent")
 }
 
 fn write_case(dir: &Path, name: &str, task: &str) -> Case {

@@ -37,18 +37,7 @@ struct Fixture {
 }
 
 fn agent_path() -> PathBuf {
-    match std::env::var_os("WORLDLINE_BENCH_CAREFUL") {
-        Some(p) => {
-            let p = PathBuf::from(p);
-            assert!(
-                p.is_file(),
-                "WORLDLINE_BENCH_CAREFUL={} is not a file; unset it to build examples/careful-agent",
-                p.display()
-            );
-            p
-        }
-        None => common::guest("careful-agent"),
-    }
+    common::guest_or_env("WORLDLINE_BENCH_CAREFUL", "careful-agent")
 }
 
 /// The example cases, sorted: `(group, stem, text)`.

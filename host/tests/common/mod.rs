@@ -58,6 +58,23 @@ pub fn guest(package: &str) -> PathBuf {
     cell.get_or_init(|| build_guest(package)).clone()
 }
 
+/// The guest named by environment variable `var` when it is set (a
+/// prebuilt .wasm), else `package` built from source.
+pub fn guest_or_env(var: &str, package: &str) -> PathBuf {
+    match std::env::var_os(var) {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            assert!(
+                p.is_file(),
+                "{var}={} is not a file; unset it to build {package} from source",
+                p.display()
+            );
+            p
+        }
+        None => guest(package),
+    }
+}
+
 fn cargo() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
