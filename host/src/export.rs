@@ -50,8 +50,7 @@ fn needed(store: &StoreDir, header: &bundle::Header) -> Result<Vec<String>> {
 /// Write a run and its objects to one file.
 pub fn export(store: &StoreDir, run: &str, out: &Path) -> Result<String> {
     let path = store.resolve_run(run)?;
-    let b = bundle::read(&path)
-        .map_err(|e| InputError::new(&path, e.message.clone()).with_line(e.line))?;
+    let b = bundle::read(&path).map_err(InputError::from)?;
     let id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string());
@@ -110,16 +109,11 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
         }
         decoded.insert(sha.clone(), data);
     }
-    // Check the bundle before anything is written: a temporary copy read
-    // through the same reader every command uses.
+    // Check the bundle before anything is written.
+    let b = bundle::parse(doc.bundle.as_bytes(), file)
+        .map_err(|e| bad(format!("bundle: line {}: {}", e.line, e.message)))?;
     let root =
         Dir::open_ambient_dir(&store.root, ambient_authority()).context("opening the store")?;
-    let tmp_name = format!("runs/.import-{}.tmp", std::process::id());
-    root.write(&tmp_name, doc.bundle.as_bytes())
-        .context("writing into the store")?;
-    let checked = bundle::read(&store.root.join(&tmp_name));
-    let _ = root.remove_file(&tmp_name);
-    let b = checked.map_err(|e| bad(format!("bundle: line {}: {}", e.line, e.message)))?;
     for sha in [
         &b.header.agent_sha256,
         &b.header.case_hash,

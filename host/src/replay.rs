@@ -29,8 +29,7 @@ pub struct Recorded {
 /// from the store.
 pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
     let path = store.resolve_run(run)?;
-    let bundle = bundle::read(&path)
-        .map_err(|e| InputError::new(&path, e.message.clone()).with_line(e.line))?;
+    let bundle = bundle::read(&path).map_err(InputError::from)?;
     let case_bytes = store.get_object(&bundle.header.case_hash)?;
     let case_path = store.object_path(&bundle.header.case_hash);
     let mut case = case::parse(&case_path, case_bytes, |reference| {
@@ -61,7 +60,8 @@ pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
 pub fn recorded_agent(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<Arc<Agent>> {
     let sha = &rec.bundle.header.agent_sha256;
     let bytes = store.get_object(sha)?;
-    sandbox.load_bytes(&bytes, &store.object_path(sha))
+    // `get_object` has checked the bytes against their hash.
+    sandbox.load_hashed(&bytes, sha.clone(), &store.object_path(sha))
 }
 
 /// How a replay ended.

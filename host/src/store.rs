@@ -74,6 +74,12 @@ impl StoreDir {
         Ok(())
     }
 
+    /// Keep what re-running a case needs: its text and its world.
+    pub fn put_case(&self, case: &crate::case::Case) -> Result<()> {
+        self.put_object(case.source.as_bytes())?;
+        self.put_world(&case.world)
+    }
+
     /// Read an object and check it still hashes to its name.
     pub fn get_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
         let path = self.object_path(sha);

@@ -38,6 +38,11 @@ fn case_text(calls: Value, extra: &str) -> String {
     )
 }
 
+/// Write a demo-world case (see [`case_text`]) into `dir`.
+fn demo_case(dir: &Path, name: &str, calls: Value, extra: &str) -> PathBuf {
+    write_case(dir, name, &case_text(calls, extra))
+}
+
 fn run_case(store: &Path, case: &Path, agent: &Path) -> common::CliOutput {
     worldline(
         store,
@@ -91,7 +96,7 @@ tool = "list_deploys"
 when = { service = "search" }
 empty = true
 "#;
-    let case = write_case(dir.path(), "inject", &case_text(calls, extra));
+    let case = demo_case(dir.path(), "inject", calls, extra);
     let out = run_case(dir.path(), &case, &caller());
     out.expect_code(0);
     let a = answers(&out);
@@ -174,7 +179,7 @@ tool = "close_ticket"
 denied = true
 count = 2
 "#;
-    let case = write_case(dir.path(), "writes", &case_text(calls, extra));
+    let case = demo_case(dir.path(), "writes", calls, extra);
     let out = run_case(dir.path(), &case, &caller());
     out.expect_code(0);
     let doc = out.json();
@@ -212,13 +217,11 @@ equals = "open"
 #[test]
 fn a_failing_grade_names_the_assertion_expected_actual_and_the_diff() {
     let dir = temp_dir();
-    let case = write_case(
+    let case = demo_case(
         dir.path(),
         "closes",
-        &case_text(
-            json!([{"tool": "close_ticket", "args": {"id": "T-1"}}]),
-            CLOSES_T1,
-        ),
+        json!([{"tool": "close_ticket", "args": {"id": "T-1"}}]),
+        CLOSES_T1,
     );
     let agent = caller();
     let text = worldline(
@@ -254,20 +257,18 @@ fn a_failing_grade_names_the_assertion_expected_actual_and_the_diff() {
 fn regrading_against_a_changed_case_changes_the_verdict_without_rerunning() {
     let dir = temp_dir();
     let calls = json!([{"tool": "close_ticket", "args": {"id": "T-1"}}]);
-    let case = write_case(dir.path(), "closes", &case_text(calls.clone(), CLOSES_T1));
+    let case = demo_case(dir.path(), "closes", calls.clone(), CLOSES_T1);
     let out = run_case(dir.path(), &case, &caller());
     out.expect_code(1);
     let bundle = out.bundle();
     let before = std::fs::read(&bundle).unwrap();
     let runs_before = common::files_with_suffix(&dir.path().join("runs"), ".jsonl").len();
 
-    let newer = write_case(
+    let newer = demo_case(
         dir.path(),
         "closes-v2",
-        &case_text(
-            calls,
-            &CLOSES_T1.replace("equals = \"open\"", "equals = \"closed\""),
-        ),
+        calls,
+        &CLOSES_T1.replace("equals = \"open\"", "equals = \"closed\""),
     );
     let regrade = worldline(
         dir.path(),
@@ -312,21 +313,17 @@ fn regrading_against_a_changed_case_changes_the_verdict_without_rerunning() {
 #[test]
 fn test_command_prints_a_line_per_case_and_writes_junit() {
     let dir = temp_dir();
-    let good = write_case(
+    let good = demo_case(
         dir.path(),
         "good",
-        &case_text(
-            json!([{"tool": "get_ticket", "args": {"id": "T-1"}}]),
-            CLOSES_T1,
-        ),
+        json!([{"tool": "get_ticket", "args": {"id": "T-1"}}]),
+        CLOSES_T1,
     );
-    let bad = write_case(
+    let bad = demo_case(
         dir.path(),
         "bad",
-        &case_text(
-            json!([{"tool": "close_ticket", "args": {"id": "T-1"}}]),
-            CLOSES_T1,
-        ),
+        json!([{"tool": "close_ticket", "args": {"id": "T-1"}}]),
+        CLOSES_T1,
     );
     let junit = dir.path().join("report.xml");
     let agent = caller();

@@ -20,6 +20,8 @@ pub struct Case {
     pub path: PathBuf,
     /// SHA-256 of the case file's bytes.
     pub hash: String,
+    /// The case file's text, as hashed (kept in the store with each run).
+    pub source: String,
     pub name: String,
     pub description: String,
     pub world: World,
@@ -31,7 +33,8 @@ pub struct Case {
     pub env: Env,
     pub permissions: Permissions,
     pub model: ModelScript,
-    pub inject: Vec<inject::Inject>,
+    /// `[[inject]]` rules in order, each with its checked action.
+    pub inject: Vec<(inject::Inject, inject::Action)>,
     pub expect: Option<expect::Expect>,
 }
 
@@ -155,22 +158,16 @@ pub fn parse(
         .map(|p| p.get_ref().clone())
         .unwrap_or_default();
     let permissions_at = doc.permissions.as_ref().map_or(0, |p| p.span().start);
-    for rule in permissions.allow.iter().chain(&permissions.deny) {
-        let known = world.tools.iter().any(|t| world::glob_match(rule, &t.name))
-            || ["files.read", "files.write", "files.paths"]
-                .iter()
-                .any(|f| world::glob_match(rule, f));
-        if !known {
-            return Err(InputError::at(
-                path,
-                &source,
-                permissions_at,
-                format!(
-                    "[permissions] rule `{rule}` names no tool of {}",
-                    world.reference()
-                ),
-            ));
-        }
+    if let Some(rule) = permissions.rule_naming_nothing(&world.tools) {
+        return Err(InputError::at(
+            path,
+            &source,
+            permissions_at,
+            format!(
+                "[permissions] rule `{rule}` names no tool of {}",
+                world.reference()
+            ),
+        ));
     }
     if doc.limits.fuel == 0 || doc.limits.memory_mb == 0 || doc.limits.timeout_ms == 0 {
         return Err(InputError::new(
@@ -179,12 +176,15 @@ pub fn parse(
         ));
     }
     let at = |offset: usize, m: String| InputError::at(path, &source, offset, m);
+    let mut rules = Vec::with_capacity(doc.inject.len());
     for rule in &doc.inject {
-        rule.get_ref()
+        let action = rule
+            .get_ref()
             .action()
             .map_err(|m| at(rule.span().start, format!("[[inject]]: {m}")))?;
+        rules.push((rule.get_ref().clone(), action));
         let tool = &rule.get_ref().tool;
-        if !world.tools.iter().any(|t| world::glob_match(tool, &t.name)) {
+        if !world::names_a_tool(tool, &world.tools) {
             return Err(at(
                 rule.span().start,
                 format!(
@@ -203,11 +203,7 @@ pub fn parse(
         }
         for c in &e.calls {
             c.check().map_err(bad)?;
-            if !world
-                .tools
-                .iter()
-                .any(|t| world::glob_match(&c.tool, &t.name))
-            {
+            if !world::names_a_tool(&c.tool, &world.tools) {
                 return Err(bad(format!(
                     "calls: tool `{}` names no tool of {}",
                     c.tool,
@@ -244,6 +240,7 @@ pub fn parse(
     Ok(Case {
         path: path.to_path_buf(),
         hash: canon::sha256_hex(source.as_bytes()),
+        source: source.clone(),
         name: path
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().to_string()),
@@ -256,7 +253,7 @@ pub fn parse(
         env: doc.env,
         permissions,
         model: doc.model,
-        inject: doc.inject.into_iter().map(|r| r.into_inner()).collect(),
+        inject: rules,
         expect: doc.expect.map(|e| e.into_inner()),
     })
 }

@@ -77,11 +77,7 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
         });
     }
     let agent = match &args.agent {
-        Some(path) => {
-            let a = sandbox.load_file(path)?;
-            store.put_object(&std::fs::read(path)?)?;
-            Some(a)
-        }
+        Some(path) => Some(super::load_agent(&sandbox, &store, path)?),
         None => None,
     };
     let outcome = fork::fork(&sandbox, &store, &rec, args.at, edits, agent)?;

@@ -39,7 +39,7 @@ fn find_case(dir: &Path, hash: &str) -> Option<PathBuf> {
 pub fn exec(args: GradeArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
-    let b = bundle::read(&path).map_err(|e| InputError::new(&path, e.to_string()))?;
+    let b = bundle::read(&path).map_err(InputError::from)?;
     let case_path = match &args.case {
         Some(c) => c.clone(),
         None => find_case(Path::new("cases"), &b.header.case_hash).ok_or_else(|| {
@@ -87,7 +87,7 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
             "case": case_path.display().to_string(),
             "status": report::shown_status(footer.status, Some(&g)),
             "run_status": footer.status.as_str(),
-            "recorded_grade": footer.grade.as_ref().and_then(|r| r.get("passed")).and_then(|p| p.as_bool()).map(|p| if p { "passed" } else { "failed" }),
+            "recorded_grade": footer.verdict(),
             "grade": g,
             "warnings": warnings,
         });

@@ -102,8 +102,7 @@ fn vtime(ns: u64) -> String {
 pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
-    let b = bundle::read(&path)
-        .map_err(|e| InputError::new(&path, e.message.clone()).with_line(e.line))?;
+    let b = bundle::read(&path).map_err(InputError::from)?;
     let events: Vec<&Event> = b
         .events
         .iter()
@@ -281,18 +280,14 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     for id in store.run_ids()? {
         let row = match bundle::read(&store.bundle_path(&id)) {
             Ok(b) => {
-                let grade = b
-                    .footer
-                    .as_ref()
-                    .and_then(|f| f.grade.as_ref())
-                    .and_then(|g| g["passed"].as_bool());
+                let grade = b.footer.as_ref().and_then(|f| f.verdict());
                 json!({
                     "run_id": id,
                     "case": b.header.case,
                     "world": b.header.world,
                     "agent": b.header.agent_sha256[..12],
                     "status": b.footer.as_ref().map_or("incomplete", |f| f.status.as_str()),
-                    "grade": grade.map(|p| if p { "passed" } else { "failed" }),
+                    "grade": grade,
                     "events": b.events.len(),
                     "parent": b.header.parent.as_ref().map(|p| format!("{}@{}", p.run, p.event)),
                 })

@@ -3,7 +3,7 @@
 
 use crate::error::ExitCode;
 use crate::grade::Grade;
-use crate::log::Status;
+use crate::log::{Footer, Status};
 
 /// The status a run is reported with: the grade's verdict (`passed`,
 /// `failed`) when the case has expectations and the agent finished, else
@@ -12,6 +12,14 @@ pub fn shown_status(status: Status, grade: Option<&Grade>) -> &'static str {
     match grade {
         Some(g) if !status.is_fault() => g.verdict(),
         _ => status.as_str(),
+    }
+}
+
+/// [`shown_status`] of a recorded run, from its footer.
+pub fn recorded_status(footer: &Footer) -> &'static str {
+    match footer.verdict() {
+        Some(v) if !footer.status.is_fault() => v,
+        _ => footer.status.as_str(),
     }
 }
 

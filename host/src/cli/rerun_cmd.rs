@@ -49,8 +49,7 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let rec = replay::open(&store, &args.run)?;
-    let agent = sandbox.load_file(&args.agent)?;
-    store.put_object(&std::fs::read(&args.agent)?)?;
+    let agent = super::load_agent(&sandbox, &store, &args.agent)?;
     let outcome = replay::rerun(&sandbox, &store, &rec, &agent, args.model)?;
 
     let original = rec.bundle.footer.as_ref();
@@ -67,13 +66,7 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
             (was != Some(*now)).then(|| json!({"what": what, "before": was, "after": now}))
         })
         .collect();
-    let original_status = original.map_or("incomplete".to_string(), |f| {
-        let passed = f.grade.as_ref().and_then(|g| g["passed"].as_bool());
-        match passed {
-            Some(p) if !f.status.is_fault() => (if p { "passed" } else { "failed" }).to_string(),
-            _ => f.status.as_str().to_string(),
-        }
-    });
+    let original_status = original.map_or("incomplete", report::recorded_status);
     let new_status = report::shown_status(outcome.footer.status, outcome.grade.as_ref());
     if args.common.json {
         let mut doc = run_cmd::summary_json(&outcome);

@@ -29,11 +29,8 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     let case = case::load(&args.case, args.worlds.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
-    let agent = sandbox.load_file(&args.agent)?;
-    let agent_bytes = std::fs::read(&args.agent)?;
-    store.put_object(&agent_bytes)?;
-    store.put_object(std::fs::read(&args.case)?.as_slice())?;
-    store.put_world(&case.world)?;
+    let agent = super::load_agent(&sandbox, &store, &args.agent)?;
+    store.put_case(&case)?;
     let outcome = run(&sandbox, &agent, &case, Some(&store))?;
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&summary_json(&outcome))?);

@@ -106,10 +106,7 @@ impl Done {
     fn reason(&self) -> Option<String> {
         match &self.outcome {
             Err(e) => Some(e.clone()),
-            Ok(o) if self.passed() => {
-                let _ = o;
-                None
-            }
+            Ok(_) if self.passed() => None,
             Ok(o) => o
                 .grade
                 .as_ref()
@@ -127,11 +124,9 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
         .collect::<Result<_, _>>()?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
-    let agent = sandbox.load_file(&args.agent)?;
-    store.put_object(&std::fs::read(&args.agent)?)?;
-    for (f, c) in files.iter().zip(&cases) {
-        store.put_object(&std::fs::read(f)?)?;
-        store.put_world(&c.world)?;
+    let agent = super::load_agent(&sandbox, &store, &args.agent)?;
+    for c in &cases {
+        store.put_case(c)?;
     }
 
     let jobs = args

@@ -152,6 +152,14 @@ pub struct Footer {
     pub truncated_bytes: u64,
 }
 
+impl Footer {
+    /// The recorded grade's verdict (`passed`/`failed`), if the run was graded.
+    pub fn verdict(&self) -> Option<&'static str> {
+        let passed = self.grade.as_ref()?.get("passed")?.as_bool()?;
+        Some(if passed { "passed" } else { "failed" })
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -212,20 +220,35 @@ pub struct BundleError {
     pub message: String,
 }
 
+impl From<BundleError> for crate::error::InputError {
+    fn from(e: BundleError) -> Self {
+        crate::error::InputError::new(&e.path, e.message).with_line(e.line)
+    }
+}
+
 /// Read a bundle and check its hash chain; the first broken link is an
 /// error naming the event.
 pub fn read(path: &Path) -> Result<Bundle, BundleError> {
+    let bytes = std::fs::read(path).map_err(|e| BundleError {
+        path: path.display().to_string(),
+        line: 0,
+        message: format!("cannot read bundle: {e}"),
+    })?;
+    parse(&bytes, path)
+}
+
+/// Check a bundle's bytes (`path` names it in errors).
+pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
     let err = |line: usize, message: String| BundleError {
         path: path.display().to_string(),
         line,
         message,
     };
-    let bytes = std::fs::read(path).map_err(|e| err(0, format!("cannot read bundle: {e}")))?;
     // A torn last line is dropped before decoding: a killed write can end
     // inside a UTF-8 character.
     let whole = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(end) => &bytes[..=end],
-        None => &bytes[..],
+        None => bytes,
     };
     let text = std::str::from_utf8(whole).map_err(|e| {
         let line = 1 + whole[..e.valid_up_to()]

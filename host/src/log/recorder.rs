@@ -82,21 +82,12 @@ impl Recorder {
         Ok(())
     }
 
-    pub fn events(&self) -> &[Event] {
-        &self.events
-    }
-
     pub fn len(&self) -> u64 {
         self.events.len() as u64
     }
 
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
-    }
-
-    /// The hash of the last event (the chain head).
-    pub fn head(&self) -> &str {
-        &self.head
     }
 
     /// Give back the file to write the footer to, and the events.

@@ -66,18 +66,6 @@ impl Cassette {
     }
 }
 
-pub fn kind_name(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Denied => "denied",
-        ErrorKind::NotFound => "not-found",
-        ErrorKind::InvalidArgs => "invalid-args",
-        ErrorKind::Timeout => "timeout",
-        ErrorKind::Unavailable => "unavailable",
-        ErrorKind::Conflict => "conflict",
-        ErrorKind::Failed => "failed",
-    }
-}
-
 fn kind_of(name: &str) -> ErrorKind {
     match name {
         "denied" => ErrorKind::Denied,

@@ -198,11 +198,7 @@ pub struct Mediator {
 impl Mediator {
     pub fn new(case: &Case, world: Arc<World>, recorder: Recorder) -> Self {
         let state = world.initial.clone();
-        let inject: Vec<(Inject, Action)> = case
-            .inject
-            .iter()
-            .filter_map(|r| r.action().ok().map(|a| (r.clone(), a)))
-            .collect();
+        let inject = case.inject.clone();
         Mediator {
             services: Services {
                 world: WorldSession {

@@ -21,10 +21,10 @@ pub struct IoError {
     pub message: String,
 }
 
-/// `wasi:io/poll.pollable`: ready now, or at a virtual monotonic deadline.
-pub enum Pollable {
-    Ready,
-    Deadline(u64),
+/// `wasi:io/poll.pollable`: ready once virtual monotonic time reaches
+/// `deadline` (0 for always ready, as stream pollables are).
+pub struct Pollable {
+    pub deadline: u64,
 }
 
 /// `wasi:io/streams.input-stream`: only stdin, which is empty.
@@ -231,7 +231,7 @@ impl wasi::clocks::monotonic_clock::Host for RunState {
             json!({"when": when}),
             json!({"deadline": when}),
         )?;
-        Ok(self.table.push(Pollable::Deadline(when))?)
+        Ok(self.table.push(Pollable { deadline: when })?)
     }
 
     fn subscribe_duration(&mut self, duration: u64) -> wasmtime::Result<Resource<Pollable>> {
@@ -240,9 +240,9 @@ impl wasi::clocks::monotonic_clock::Host for RunState {
             json!({"duration": duration}),
             |s| Answer::read(json!({"deadline": s.clock.mono_ns().saturating_add(duration)})),
         )?;
-        Ok(self
-            .table
-            .push(Pollable::Deadline(u64_of(&r["deadline"])))?)
+        Ok(self.table.push(Pollable {
+            deadline: u64_of(&r["deadline"]),
+        })?)
     }
 }
 
@@ -304,10 +304,7 @@ impl wasi::io::poll::Host for RunState {
         }
         let mut deadlines = Vec::with_capacity(list.len());
         for p in &list {
-            deadlines.push(match self.table.get(p)? {
-                Pollable::Ready => 0,
-                Pollable::Deadline(d) => *d,
-            });
+            deadlines.push(self.table.get(p)?.deadline);
         }
         let r = self.call("wasi:io/poll.poll", json!({"deadlines": deadlines}), |s| {
             // Nothing external can become ready: time jumps to the earliest
@@ -329,10 +326,7 @@ impl wasi::io::poll::Host for RunState {
 
 impl wasi::io::poll::HostPollable for RunState {
     fn ready(&mut self, p: Resource<Pollable>) -> wasmtime::Result<bool> {
-        let deadline = match self.table.get(&p)? {
-            Pollable::Ready => 0,
-            Pollable::Deadline(d) => *d,
-        };
+        let deadline = self.table.get(&p)?.deadline;
         let r = self.call(
             "wasi:io/poll.pollable.ready",
             json!({"deadline": deadline}),
@@ -342,10 +336,7 @@ impl wasi::io::poll::HostPollable for RunState {
     }
 
     fn block(&mut self, p: Resource<Pollable>) -> wasmtime::Result<()> {
-        let deadline = match self.table.get(&p)? {
-            Pollable::Ready => 0,
-            Pollable::Deadline(d) => *d,
-        };
+        let deadline = self.table.get(&p)?.deadline;
         self.call(
             "wasi:io/poll.pollable.block",
             json!({"deadline": deadline}),
@@ -427,7 +418,7 @@ impl wasi::io::streams::HostInputStream for RunState {
             json!({"stream": "stdin"}),
             Value::Null,
         )?;
-        Ok(self.table.push(Pollable::Ready)?)
+        Ok(self.table.push(Pollable { deadline: 0 })?)
     }
 
     fn drop(&mut self, s: Resource<InputStream>) -> wasmtime::Result<()> {
@@ -510,7 +501,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
             json!({"stream": stream.name()}),
             Value::Null,
         )?;
-        Ok(self.table.push(Pollable::Ready)?)
+        Ok(self.table.push(Pollable { deadline: 0 })?)
     }
 
     fn write_zeroes(&mut self, s: Resource<OutputStream>, len: u64) -> Result<(), StreamError> {

@@ -81,11 +81,11 @@ impl Sandbox {
         std::thread::Builder::new()
             .name("worldline-watchdog".into())
             .spawn(move || {
-                while let Some(engine) = watchdog.upgrade() {
-                    drop(engine);
+                // Ends once the engine is gone (the weak handle no longer upgrades).
+                loop {
                     std::thread::sleep(EPOCH_TICK);
                     match watchdog.upgrade() {
-                        Some(e) => e.increment_epoch(),
+                        Some(engine) => engine.increment_epoch(),
                         None => break,
                     }
                 }
@@ -116,7 +116,12 @@ impl Sandbox {
     /// bytes are compiled at most once per process, and once per machine
     /// when a cache folder is set.
     pub fn load_bytes(&self, bytes: &[u8], origin: &Path) -> Result<Arc<Agent>> {
-        let sha256 = canon::sha256_hex(bytes);
+        self.load_hashed(bytes, canon::sha256_hex(bytes), origin)
+    }
+
+    /// [`load_bytes`](Self::load_bytes) for bytes already checked against
+    /// their SHA-256 (objects read from the store).
+    pub fn load_hashed(&self, bytes: &[u8], sha256: String, origin: &Path) -> Result<Arc<Agent>> {
         if let Some(agent) = self.loaded.lock().expect("agent cache lock").get(&sha256) {
             return Ok(agent.clone());
         }

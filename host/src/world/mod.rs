@@ -83,6 +83,24 @@ impl Permissions {
     }
 }
 
+/// Permission names of the world-file interface (`worldline:agent/files`).
+pub const FILE_PERMISSIONS: [&str; 3] = ["files.read", "files.write", "files.paths"];
+
+/// Whether a name or glob matches any of `tools`.
+pub fn names_a_tool(glob: &str, tools: &[Tool]) -> bool {
+    tools.iter().any(|t| glob_match(glob, &t.name))
+}
+
+impl Permissions {
+    /// The first rule that names neither a tool nor a world-file permission
+    /// (a typo that would otherwise silently never match).
+    pub fn rule_naming_nothing(&self, tools: &[Tool]) -> Option<&String> {
+        self.allow.iter().chain(&self.deny).find(|rule| {
+            !names_a_tool(rule, tools) && !FILE_PERMISSIONS.iter().any(|f| glob_match(rule, f))
+        })
+    }
+}
+
 /// `*` matches any run of characters, `?` any one character.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     fn go(p: &[char], t: &[char]) -> bool {
@@ -263,17 +281,11 @@ pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
         }
         tool_list.push(tool);
     }
-    for rule in doc.permissions.allow.iter().chain(&doc.permissions.deny) {
-        let matches_any = tool_list.iter().any(|t| glob_match(rule, &t.name))
-            || ["files.read", "files.write", "files.paths"]
-                .iter()
-                .any(|f| glob_match(rule, f));
-        if !matches_any {
-            return Err(InputError::new(
-                &toml_path,
-                format!("[permissions] rule `{rule}` names no tool of this world"),
-            ));
-        }
+    if let Some(rule) = doc.permissions.rule_naming_nothing(&tool_list) {
+        return Err(InputError::new(
+            &toml_path,
+            format!("[permissions] rule `{rule}` names no tool of this world"),
+        ));
     }
     if doc.name.is_empty() {
         return Err(InputError::new(&toml_path, "`name` is empty"));

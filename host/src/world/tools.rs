@@ -70,9 +70,7 @@ impl AsOf {
             return false;
         };
         match row.get(field) {
-            Some(v @ Value::String(_)) => {
-                compare(v, &Value::String(cutoff.clone())) == Some(std::cmp::Ordering::Greater)
-            }
+            Some(Value::String(at)) => compare_text(at, cutoff) == std::cmp::Ordering::Greater,
             _ => false,
         }
     }
@@ -329,20 +327,20 @@ pub fn render(template: &Value, args: &Value, now: &str) -> Option<Value> {
     }
 }
 
+/// Timestamps compare as times: RFC 3339 text of different precision
+/// (`…00Z` vs `…00.002Z`) does not sort as text. Other text sorts as text.
+fn compare_text(x: &str, y: &str) -> std::cmp::Ordering {
+    use crate::case::time::parse_rfc3339;
+    match (parse_rfc3339(x), parse_rfc3339(y)) {
+        (Some(a), Some(b)) => a.cmp(&b),
+        _ => x.cmp(y),
+    }
+}
+
 fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64()?.partial_cmp(&y.as_f64()?),
-        (Value::String(x), Value::String(y)) => {
-            // Timestamps compare as times: RFC 3339 text of different
-            // precision (`…00Z` vs `…00.002Z`) does not sort as text.
-            match (
-                crate::case::time::parse_rfc3339(x),
-                crate::case::time::parse_rfc3339(y),
-            ) {
-                (Some(a), Some(b)) => Some(a.cmp(&b)),
-                _ => Some(x.cmp(y)),
-            }
-        }
+        (Value::String(x), Value::String(y)) => Some(compare_text(x, y)),
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
         _ => None,
     }
