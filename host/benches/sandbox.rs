@@ -13,7 +13,6 @@ mod common;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::Store;
 use wasmtime::component::ResourceTable;
@@ -117,7 +116,7 @@ fn instantiate(c: &mut Criterion, f: &Fixture) {
     g.bench_function("instantiate", |b| {
         b.iter(|| {
             let state = RunState {
-                med: Mediator::new(&f.ok, Arc::new(f.ok.world.clone()), Recorder::in_memory()),
+                med: Mediator::new(&f.ok, f.ok.world.clone(), Recorder::in_memory()),
                 table: ResourceTable::new(),
                 limiter: MemoryLimiter {
                     max_bytes: 128 << 20,

@@ -89,6 +89,8 @@ pub fn fork(
             store: Some(store),
             script: Some(script),
             parent: Some(parent),
+            faults: rec.bundle.header.fuzz.clone(),
+            model_seed: rec.bundle.header.model_seed,
             ..RunOptions::default()
         },
     )?;

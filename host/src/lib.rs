@@ -5,7 +5,7 @@
 //! [`case`]/[`world`] (load, validate) → [`sandbox`] (engine, linker, limits)
 //! → [`mediate`] (the one place host calls pass) → [`log`] (bundle write and
 //! read) → [`run`] (one run, start to footer) → [`grade`], [`replay`],
-//! [`fork`] → [`cli`].
+//! [`fork`], [`fuzz`] → [`cli`].
 
 pub mod canon;
 pub mod case;
@@ -13,6 +13,7 @@ pub mod cli;
 pub mod error;
 pub mod export;
 pub mod fork;
+pub mod fuzz;
 pub mod grade;
 pub mod log;
 pub mod mediate;

@@ -45,6 +45,8 @@ pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
         store.load_world(&bundle.header.world_hash)
     })?;
     case.name.clone_from(&bundle.header.case);
+    // A fuzz run's seed is its own, not the case file's.
+    case.seed = bundle.header.seed;
     let id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string());
@@ -106,6 +108,8 @@ pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<Rep
         &rec.case,
         RunOptions {
             script: Some(script),
+            faults: rec.bundle.header.fuzz.clone(),
+            model_seed: rec.bundle.header.model_seed,
             ..RunOptions::default()
         },
     )?;
@@ -200,6 +204,8 @@ pub fn rerun(
         RunOptions {
             store: Some(store),
             cassette,
+            faults: rec.bundle.header.fuzz.clone(),
+            model_seed: rec.bundle.header.model_seed,
             ..RunOptions::default()
         },
     )

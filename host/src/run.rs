@@ -3,6 +3,8 @@
 //! leaves every event it made.
 
 use crate::case::Case;
+use crate::case::fuzz::FaultSource;
+use crate::fuzz::faults::Faults;
 use crate::grade::{Evidence, Grade, grade};
 use crate::log::bundle::Parent;
 use crate::log::bundle::{self, Footer, Header, Status};
@@ -14,7 +16,6 @@ use crate::store::StoreDir;
 use crate::world::state::State;
 use anyhow::{Context as _, Result};
 use std::path::PathBuf;
-use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime::{CallHook, Store, Trap, WasmBacktrace};
 
@@ -42,7 +43,9 @@ pub fn header_for(sandbox: &Sandbox, agent: &Agent, case: &Case) -> Header {
         case_hash: case.hash.clone(),
         engine_hash: sandbox.engine_hash().to_string(),
         format: bundle::FORMAT.to_string(),
+        fuzz: None,
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        model_seed: None,
         parent: None,
         seed: case.seed,
         world: case.world.reference(),
@@ -80,6 +83,11 @@ pub struct RunOptions<'a> {
     pub parent: Option<Parent>,
     /// Model answers from an earlier run (a rerun).
     pub cassette: Option<crate::mediate::agent_api::Cassette>,
+    /// A fuzz run's faults (recorded in the header).
+    pub faults: Option<FaultSource>,
+    /// Seed of the model's choices; `None` derives it from the case seed.
+    /// Recorded in the header so the run replays.
+    pub model_seed: Option<u64>,
     /// Test support: see [`Mediator::unrecorded`].
     #[doc(hidden)]
     pub unrecorded: Option<fn(&str, &mut serde_json::Value)>,
@@ -94,6 +102,8 @@ pub fn run_with(
 ) -> Result<RunOutcome> {
     let mut header = header_for(sandbox, agent, case);
     header.parent = opts.parent;
+    header.fuzz = opts.faults;
+    header.model_seed = opts.model_seed;
     let (recorder, run_id, bundle_path) = match opts.store {
         Some(store) => {
             let run_id = store.new_run_id(&agent.sha256);
@@ -105,11 +115,16 @@ pub fn run_with(
         None => (Recorder::in_memory(), None, None),
     };
 
-    let world = Arc::new(case.world.clone());
+    let world = case.world.clone();
     let mut med = Mediator::new(case, world, recorder);
     med.script = opts.script;
     med.unrecorded = opts.unrecorded;
     med.services.model.cassette = opts.cassette;
+    if let Some(source) = &header.fuzz {
+        let faults = Faults::new(source, case.seed);
+        med.services.clock.skew_ns = i128::from(faults.skew_s().unwrap_or(0)) * 1_000_000_000;
+        med.services.world.faults = Some(faults);
+    }
     let state = RunState {
         med,
         table: ResourceTable::new(),

@@ -4,10 +4,10 @@
 //! write, or a fixed response.
 
 use crate::world::glob_match;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-const ERROR_KINDS: &[&str] = &[
+pub const ERROR_KINDS: &[&str] = &[
     "denied",
     "not-found",
     "invalid-args",
@@ -45,7 +45,7 @@ pub struct Inject {
 }
 
 /// Answer as of `age_s` seconds ago.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Stale {
     pub age_s: u64,
@@ -55,7 +55,7 @@ pub struct Stale {
 }
 
 /// Write only some fields, then fail.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Partial {
     pub fields: Vec<String>,
@@ -63,8 +63,9 @@ pub struct Partial {
     pub error: Option<String>,
 }
 
-/// What a rule does, once checked.
-#[derive(Debug, Clone, PartialEq)]
+/// What a rule (or a fuzz fault) does, once checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Action {
     Stale(Stale),
     Deny,

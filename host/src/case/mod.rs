@@ -3,6 +3,7 @@
 //! the model script, injected responses and the expectations.
 
 pub mod expect;
+pub mod fuzz;
 pub mod inject;
 pub mod time;
 
@@ -13,6 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A loaded case with its world.
 #[derive(Debug, Clone)]
@@ -24,7 +26,8 @@ pub struct Case {
     pub source: String,
     pub name: String,
     pub description: String,
-    pub world: World,
+    /// Shared, so a fuzz campaign's many runs of one case copy no world.
+    pub world: Arc<World>,
     pub task: Value,
     pub seed: u64,
     /// Virtual wall-clock start, nanoseconds since the Unix epoch.
@@ -36,6 +39,8 @@ pub struct Case {
     /// `[[inject]]` rules in order, each with its checked action.
     pub inject: Vec<(inject::Inject, inject::Action)>,
     pub expect: Option<expect::Expect>,
+    /// `[fuzz]`: the fault profile `worldline fuzz` draws from.
+    pub fuzz: Option<fuzz::Profile>,
 }
 
 /// Resource limits of one run.
@@ -107,6 +112,8 @@ struct CaseToml {
     inject: Vec<toml::Spanned<inject::Inject>>,
     #[serde(default)]
     expect: Option<toml::Spanned<expect::Expect>>,
+    #[serde(default)]
+    fuzz: Option<fuzz::ProfileToml>,
 }
 
 /// Load a case, and the world it names from `worlds_root` (or from the
@@ -237,6 +244,11 @@ pub fn parse(
             }
         }
     }
+    let fuzz = doc
+        .fuzz
+        .as_ref()
+        .map(|f| fuzz::check(path, &source, f, &world, "[fuzz]"))
+        .transpose()?;
     Ok(Case {
         path: path.to_path_buf(),
         hash: canon::sha256_hex(source.as_bytes()),
@@ -245,7 +257,7 @@ pub fn parse(
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().to_string()),
         description: doc.description,
-        world,
+        world: Arc::new(world),
         task,
         seed: doc.seed,
         clock_ns,
@@ -255,6 +267,7 @@ pub fn parse(
         model: doc.model,
         inject: rules,
         expect: doc.expect.map(|e| e.into_inner()),
+        fuzz,
     })
 }
 

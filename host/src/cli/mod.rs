@@ -4,10 +4,12 @@
 
 mod export_cmd;
 mod fork_cmd;
+mod fuzz_cmd;
 mod grade_cmd;
 mod inspect_cmd;
 mod replay_cmd;
 mod report;
+mod repro_cmd;
 mod rerun_cmd;
 mod run_cmd;
 mod test_cmd;
@@ -64,6 +66,10 @@ enum Command {
     Replay(replay_cmd::ReplayArgs),
     /// The recorded case against another agent build; how outcome and grade differ.
     Rerun(rerun_cmd::RerunArgs),
+    /// Run many seeded variations of a case under a fault profile; failure rate and reproducers.
+    Fuzz(fuzz_cmd::FuzzArgs),
+    /// Run a recorded run's case and seed again N times; how often it ends the same way.
+    Repro(repro_cmd::ReproArgs),
     /// Replay every run in the store (or those named); report the drift rate.
     Verify(replay_cmd::VerifyArgs),
     /// A new run: replay a recorded one up to event N, change something there, run on live.
@@ -102,6 +108,8 @@ pub fn main() -> i32 {
         Command::Grade(args) => grade_cmd::exec(args),
         Command::Replay(args) => replay_cmd::exec_replay(args),
         Command::Verify(args) => replay_cmd::exec_verify(args),
+        Command::Fuzz(args) => fuzz_cmd::exec(args),
+        Command::Repro(args) => repro_cmd::exec(args),
         Command::Rerun(args) => rerun_cmd::exec(args),
         Command::Fork(args) => fork_cmd::exec(args),
         Command::History(args) => inspect_cmd::exec_history(args),

@@ -70,7 +70,14 @@ pub struct Header {
     pub case_hash: String,
     pub engine_hash: String,
     pub format: String,
+    /// A fuzz run: the profile its faults were drawn from (with `seed`), or
+    /// the schedule it ran with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuzz: Option<crate::case::fuzz::FaultSource>,
     pub harness_version: String,
+    /// The model's seed when it is not derived from `seed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_seed: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<Parent>,
     pub seed: u64,

@@ -168,38 +168,39 @@ fn partial_writes(s: &Services, writes: Vec<Write>, fields: &[String]) -> Vec<Wr
         .collect()
 }
 
-/// Answer through an injection rule.
+/// Where an injected answer comes from: a case rule or a fuzz fault.
+struct Source {
+    /// The mark's origin: `{"rule": i}` or `{"fuzz": {tool, nth, ...}}`.
+    mark: serde_json::Map<String, Value>,
+    message: Option<String>,
+    latency_ms: Option<u64>,
+}
+
+/// Answer through an injected action.
 fn injected(
     s: &Services,
     tool: &Tool,
     args: &Value,
-    rule: usize,
     action: &Action,
+    source: Source,
     now: AsOf,
 ) -> Answer {
-    let (mut answer, mark) = match action {
-        Action::Delay => (
-            plain(s, tool, args, &now),
-            json!({"rule": rule, "action": "latency"}),
-        ),
+    let (mut answer, detail) = match action {
+        Action::Delay => (plain(s, tool, args, &now), json!({"action": "latency"})),
         Action::Deny => (
             error_answer("denied", default_message("denied")),
-            json!({"rule": rule, "action": "deny"}),
+            json!({"action": "deny"}),
         ),
         Action::Error(kind) => {
-            let message = s.world.inject[rule]
-                .0
-                .message
-                .clone()
-                .unwrap_or_else(|| default_message(kind));
+            let message = source.message.unwrap_or_else(|| default_message(kind));
             (
                 error_answer(kind, message),
-                json!({"rule": rule, "action": "error", "kind": kind}),
+                json!({"action": "error", "kind": kind}),
             )
         }
         Action::Respond(v) => (
             Answer::read(json!({"ok": v})),
-            json!({"rule": rule, "action": "response"}),
+            json!({"action": "response"}),
         ),
         Action::Empty => {
             let as_of = AsOf { empty: true, ..now };
@@ -207,7 +208,7 @@ fn injected(
                 Ok((out, _)) => Answer::read(json!({"ok": out})),
                 Err(f) => error_answer(f.kind, f.message),
             };
-            (answer, json!({"rule": rule, "action": "empty"}))
+            (answer, json!({"action": "empty"}))
         }
         Action::Stale(st) => {
             let wall = time::parse_rfc3339(&now.now).unwrap_or(0);
@@ -219,12 +220,12 @@ fn injected(
             };
             (
                 plain(s, tool, args, &as_of),
-                json!({"rule": rule, "action": "stale", "age_s": st.age_s, "as_of": cutoff}),
+                json!({"action": "stale", "age_s": st.age_s, "as_of": cutoff}),
             )
         }
         Action::Partial(p) => {
             let kind = p.error.clone().unwrap_or_else(|| "failed".into());
-            let mark = json!({"rule": rule, "action": "partial", "fields": p.fields, "kind": kind});
+            let mark = json!({"action": "partial", "fields": p.fields, "kind": kind});
             match execute(tool, args, &s.world.state, &now) {
                 Ok((_, writes)) => {
                     let mut a = error_answer(&kind, default_message(&kind));
@@ -236,10 +237,14 @@ fn injected(
             }
         }
     };
-    if let Some(ms) = s.world.inject[rule].0.latency_ms {
+    if let Some(ms) = source.latency_ms {
         answer.latency_ns = ms * 1_000_000;
     }
-    answer.injected = Some(mark);
+    let mut mark = source.mark;
+    if let Value::Object(d) = detail {
+        mark.extend(d);
+    }
+    answer.injected = Some(Value::Object(mark));
     answer
 }
 
@@ -261,9 +266,31 @@ fn serve_tool(s: &mut Services, name: &str, args: Result<Value, String>) -> Answ
         return error_answer("denied", format!("`{name}` is not permitted in this case"));
     }
     let now = AsOf::now(s.now_text());
-    match s.world.match_rule(name, &args) {
-        Some((rule, action)) => injected(s, tool, &args, rule, &action, now),
-        None => plain(s, tool, &args, &now),
+    let rule = s.world.match_rule(name, &args);
+    let fault = s
+        .world
+        .faults
+        .as_mut()
+        .and_then(|f| f.next(name, rule.is_none()));
+    match (rule, fault) {
+        (Some((rule, action)), _) => {
+            let (r, _) = &s.world.inject[rule];
+            let source = Source {
+                mark: serde_json::Map::from_iter([("rule".to_string(), json!(rule))]),
+                message: r.message.clone(),
+                latency_ms: r.latency_ms,
+            };
+            injected(s, tool, &args, &action, source, now)
+        }
+        (None, Some(fault)) => {
+            let source = Source {
+                mark: serde_json::Map::from_iter([("fuzz".to_string(), json!(fault))]),
+                message: None,
+                latency_ms: fault.latency_ms,
+            };
+            injected(s, tool, &args, &fault.action, source, now)
+        }
+        (None, None) => plain(s, tool, &args, &now),
     }
 }
 

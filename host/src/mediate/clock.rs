@@ -5,6 +5,9 @@
 
 pub struct VirtualClock {
     start_wall_ns: i128,
+    /// How far the agent's wall clock is off from the world's (a fuzz
+    /// fault); tools and their `$now` keep the world's time.
+    pub skew_ns: i128,
     mono_ns: u64,
     tick_ns: u64,
 }
@@ -13,6 +16,7 @@ impl VirtualClock {
     pub fn new(start_wall_ns: i128, tick_ns: u64) -> Self {
         VirtualClock {
             start_wall_ns,
+            skew_ns: 0,
             mono_ns: 0,
             tick_ns,
         }
@@ -26,6 +30,11 @@ impl VirtualClock {
     /// Nanoseconds since the Unix epoch.
     pub fn wall_ns(&self) -> i128 {
         self.start_wall_ns + self.mono_ns as i128
+    }
+
+    /// The wall clock as the agent reads it (`wall-clock.now`).
+    pub fn guest_wall_ns(&self) -> i128 {
+        self.wall_ns() + self.skew_ns
     }
 
     /// One host call's worth of time.

@@ -85,6 +85,8 @@ pub struct WorldSession {
     pub inject: Vec<(Inject, Action)>,
     /// How many calls each rule's tool and `when` have matched so far.
     pub inject_seen: Vec<u64>,
+    /// A fuzz run's faults (they apply where no case rule does).
+    pub faults: Option<crate::fuzz::faults::Faults>,
 }
 
 impl WorldSession {
@@ -207,6 +209,7 @@ impl Mediator {
                     case_permissions: case.permissions.clone(),
                     inject_seen: vec![0; inject.len()],
                     inject,
+                    faults: None,
                 },
                 clock: clock::VirtualClock::new(case.clock_ns, case.limits.tick_us * 1_000),
                 entropy: entropy::Entropy::new(case.seed),

@@ -186,7 +186,7 @@ impl RunState {
 impl wasi::clocks::wall_clock::Host for RunState {
     fn now(&mut self) -> wasmtime::Result<wasi::clocks::wall_clock::Datetime> {
         let r = self.call("wasi:clocks/wall-clock.now", json!({}), |s| {
-            let ns = s.clock.wall_ns();
+            let ns = s.clock.guest_wall_ns();
             Answer::read(json!({"seconds": ns.div_euclid(1_000_000_000) as u64, "nanoseconds": ns.rem_euclid(1_000_000_000) as u32}))
         })?;
         Ok(wasi::clocks::wall_clock::Datetime {

@@ -1,0 +1,331 @@
+//! Fault profiles (`[fuzz]` in a case, or a separate faults file) and the
+//! explicit fault schedules a shrunk reproducer runs with.
+//!
+//! A profile says, per tool or glob, how likely each fault is: denial,
+//! stale data (with an age range), each error kind, an empty result, a
+//! partial write, and added latency (a distribution); plus a clock-skew
+//! range for the agent's wall clock. A fuzz run draws from it with a seeded
+//! stream (`fuzz::faults`). A schedule names the faults outright: the n-th
+//! call of a tool gets this fault. The header of a fuzz run records which
+//! of the two it ran with, so a replay re-creates the same faults.
+
+use super::inject::{Action, ERROR_KINDS};
+use crate::error::InputError;
+use crate::world::{self, World};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// An inclusive integer range, written `[lo, hi]` or as one number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "RangeForm", into = "[i64; 2]")]
+pub struct Range {
+    pub lo: i64,
+    pub hi: i64,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RangeForm {
+    One(i64),
+    Two([i64; 2]),
+}
+
+impl From<RangeForm> for Range {
+    fn from(f: RangeForm) -> Self {
+        match f {
+            RangeForm::One(v) => Range { lo: v, hi: v },
+            RangeForm::Two([lo, hi]) => Range { lo, hi },
+        }
+    }
+}
+
+impl From<Range> for [i64; 2] {
+    fn from(r: Range) -> Self {
+        [r.lo, r.hi]
+    }
+}
+
+/// How added latency is spread over its range.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dist {
+    /// Every value of the range equally likely.
+    #[default]
+    Uniform,
+    /// Each power-of-two band of the range equally likely, then uniform
+    /// inside the band: mostly short delays, now and then a long one.
+    /// Integer arithmetic only, so every machine draws the same value.
+    Log,
+}
+
+/// Stale answers: probability, age range in seconds, the time field that
+/// hides newer rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaleFault {
+    pub age_s: Range,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    pub p: f64,
+}
+
+/// Partial writes: probability, the fields that are written, the error
+/// kind the call then fails with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartialFault {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub fields: Vec<String>,
+    pub p: f64,
+}
+
+/// Added latency: probability, range in milliseconds, distribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyFault {
+    #[serde(default)]
+    pub dist: Dist,
+    pub ms: Range,
+    pub p: f64,
+}
+
+/// The faults of the tools one entry names. At most one of deny, stale,
+/// an error, empty and partial strikes a call (their probabilities add up
+/// to at most 1); latency is drawn on its own and may join any of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFaults {
+    #[serde(default)]
+    pub deny: f64,
+    #[serde(default)]
+    pub empty: f64,
+    /// Probability of each error kind.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<LatencyFault>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<PartialFault>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<StaleFault>,
+    /// Tool name or glob; the first entry that matches a call applies.
+    pub tool: String,
+}
+
+/// A checked fault profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Seconds the agent's wall clock is off by, drawn once per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_skew_s: Option<Range>,
+    pub tools: Vec<ToolFaults>,
+}
+
+/// One fault of a schedule: the `nth` call (from 1) of `tool` is answered
+/// through `action`, `latency_ms` later than usual.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedFault {
+    pub action: Action,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    pub nth: u64,
+    pub tool: String,
+}
+
+/// Faults named outright instead of drawn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_skew_s: Option<i64>,
+    pub faults: Vec<PlannedFault>,
+}
+
+impl Schedule {
+    /// How many faults it injects (the clock skew counts as one).
+    pub fn len(&self) -> usize {
+        self.faults.len() + usize::from(self.clock_skew_s.is_some())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where a fuzz run's faults come from; recorded in the bundle header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultSource {
+    /// Drawn from this profile with the run's seed.
+    Profile(Profile),
+    /// Exactly these.
+    Schedule(Schedule),
+}
+
+/// `[fuzz]` as written, with places for error messages.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileToml {
+    #[serde(default)]
+    clock_skew_s: Option<toml::Spanned<Range>>,
+    #[serde(default)]
+    tools: Vec<toml::Spanned<ToolFaults>>,
+}
+
+/// Check a profile written in `source` (the case file or a faults file)
+/// against the world it will run on.
+pub fn check(
+    path: &Path,
+    source: &str,
+    doc: &ProfileToml,
+    world: &World,
+    table: &str,
+) -> Result<Profile, InputError> {
+    let at = |offset: usize, m: String| InputError::at(path, source, offset, m);
+    if doc.tools.is_empty() && doc.clock_skew_s.is_none() {
+        return Err(InputError::new(
+            path,
+            format!(
+                "{table} injects nothing; add [[{}tools]] entries or clock_skew_s",
+                if table == "[fuzz]" { "fuzz." } else { "" }
+            ),
+        ));
+    }
+    if let Some(skew) = &doc.clock_skew_s {
+        let r = skew.get_ref();
+        if r.lo > r.hi {
+            return Err(at(
+                skew.span().start,
+                format!(
+                    "{table} clock_skew_s = [{}, {}]: the low end is above the high end",
+                    r.lo, r.hi
+                ),
+            ));
+        }
+    }
+    let mut tools = Vec::with_capacity(doc.tools.len());
+    for entry in &doc.tools {
+        let t = entry.get_ref();
+        check_tool(t, world).map_err(|m| at(entry.span().start, format!("{table}: {m}")))?;
+        tools.push(t.clone());
+    }
+    Ok(Profile {
+        clock_skew_s: doc.clock_skew_s.as_ref().map(|s| *s.get_ref()),
+        tools,
+    })
+}
+
+fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
+    let name = &t.tool;
+    if !world::names_a_tool(name, &world.tools) {
+        return Err(format!(
+            "tool `{name}` names no tool of {}",
+            world.reference()
+        ));
+    }
+    let prob = |what: &str, p: f64| {
+        if (0.0..=1.0).contains(&p) {
+            Ok(p)
+        } else {
+            Err(format!(
+                "`{name}`: {what} = {p} is not a probability; give a number from 0 to 1"
+            ))
+        }
+    };
+    let range = |what: &str, r: &Range| {
+        if r.lo < 0 || r.lo > r.hi {
+            Err(format!(
+                "`{name}`: {what} = [{}, {}] must be a range from a low end of 0 or more to a high end at least as large",
+                r.lo, r.hi
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let mut total = prob("deny", t.deny)? + prob("empty", t.empty)?;
+    for (kind, p) in &t.error {
+        if !ERROR_KINDS.contains(&kind.as_str()) {
+            return Err(format!(
+                "`{name}`: error.{kind} is not an error kind; use one of {}",
+                ERROR_KINDS.join(", ")
+            ));
+        }
+        total += prob(&format!("error.{kind}"), *p)?;
+    }
+    if let Some(s) = &t.stale {
+        total += prob("stale.p", s.p)?;
+        range("stale.age_s", &s.age_s)?;
+    }
+    if let Some(p) = &t.partial {
+        total += prob("partial.p", p.p)?;
+        if let Some(e) = &p.error
+            && !ERROR_KINDS.contains(&e.as_str())
+        {
+            return Err(format!(
+                "`{name}`: partial.error = \"{e}\" is not an error kind; use one of {}",
+                ERROR_KINDS.join(", ")
+            ));
+        }
+    }
+    let mut latency = 0.0;
+    if let Some(l) = &t.latency_ms {
+        latency = prob("latency_ms.p", l.p)?;
+        range("latency_ms.ms", &l.ms)?;
+    }
+    if total > 1.0 + 1e-9 {
+        return Err(format!(
+            "`{name}`: deny, stale, error, empty and partial add up to {total}; at most one of them strikes a call, so they must add up to 1 or less"
+        ));
+    }
+    if total == 0.0 && latency == 0.0 {
+        return Err(format!(
+            "`{name}` has no fault with a probability above 0; give one of deny, stale, error, empty, partial, latency_ms"
+        ));
+    }
+    Ok(())
+}
+
+/// Load a faults file (`--faults FILE`): the body of a `[fuzz]` table,
+/// checked against `world`.
+pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
+    let source = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read the faults file: {e}")))?;
+    let doc: ProfileToml =
+        toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
+    check(path, &source, &doc, world, "faults file")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_one_number_or_two() {
+        #[derive(Deserialize)]
+        struct R {
+            r: Range,
+        }
+        let one: R = toml::from_str("r = 5").unwrap();
+        assert_eq!(one.r, Range { lo: 5, hi: 5 });
+        let two: R = toml::from_str("r = [1, 9]").unwrap();
+        assert_eq!(two.r, Range { lo: 1, hi: 9 });
+        assert_eq!(serde_json::to_string(&two.r).unwrap(), "[1,9]");
+    }
+
+    #[test]
+    fn sources_round_trip_through_json() {
+        let s = FaultSource::Schedule(Schedule {
+            clock_skew_s: Some(-30),
+            faults: vec![PlannedFault {
+                action: Action::Error("timeout".into()),
+                latency_ms: Some(5),
+                nth: 2,
+                tool: "get_alert".into(),
+            }],
+        });
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.starts_with("{\"schedule\":"), "{text}");
+        assert_eq!(serde_json::from_str::<FaultSource>(&text).unwrap(), s);
+    }
+}

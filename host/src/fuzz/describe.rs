@@ -1,0 +1,127 @@
+//! A shrunk schedule in words: "fails when list_deploys (call 1) is stale
+//! by more than 9 min (fails at 9 min 1 s, passes at 9 min); no other
+//! fault needed".
+
+use super::shrink::Shrunk;
+use crate::case::fuzz::PlannedFault;
+use crate::case::inject::Action;
+
+/// `541` → `9 min 1 s`; `3600` → `1 h`.
+pub fn seconds(s: u64) -> String {
+    let (h, m, sec) = (s / 3600, s / 60 % 60, s % 60);
+    let parts: Vec<String> = [(h, "h"), (m, "min"), (sec, "s")]
+        .iter()
+        .filter(|(v, _)| *v > 0)
+        .map(|(v, u)| format!("{v} {u}"))
+        .collect();
+    if parts.is_empty() {
+        "0 s".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// One fault in words; `passes_at` is the largest magnitude that passed.
+pub fn fault(f: &PlannedFault, passes_at: Option<u64>) -> String {
+    let call = format!("{} (call {})", f.tool, f.nth);
+    let more = |shown: String, pass: String, fail: String| match passes_at {
+        Some(_) => format!("more than {pass} (fails at {fail}, passes at {pass})"),
+        None => shown,
+    };
+    let what = match &f.action {
+        Action::Stale(st) => format!(
+            "is stale by {}",
+            more(
+                seconds(st.age_s),
+                passes_at.map(seconds).unwrap_or_default(),
+                seconds(st.age_s)
+            )
+        ),
+        Action::Deny => "is denied".into(),
+        Action::Error(kind) => format!("fails with {kind}"),
+        Action::Empty => "returns an empty result".into(),
+        Action::Partial(p) => format!(
+            "writes only {} and fails with {}",
+            p.fields.join(", "),
+            p.error.as_deref().unwrap_or("failed")
+        ),
+        Action::Respond(_) => "gets a fixed answer".into(),
+        Action::Delay => {
+            let ms = f.latency_ms.unwrap_or(0);
+            return format!(
+                "{call} is late by {}",
+                more(
+                    format!("{ms} ms"),
+                    format!("{} ms", passes_at.unwrap_or(0)),
+                    format!("{ms} ms")
+                )
+            );
+        }
+    };
+    match f.latency_ms {
+        Some(ms) => format!("{call} {what}, {ms} ms late"),
+        None => format!("{call} {what}"),
+    }
+}
+
+/// The whole shrunk schedule in one sentence.
+pub fn schedule(s: &Shrunk) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(skew) = s.schedule.clock_skew_s {
+        let dir = if skew < 0 { "behind" } else { "ahead" };
+        let mut text = format!(
+            "the agent's clock is {} {dir}",
+            seconds(skew.unsigned_abs())
+        );
+        if let Some(p) = s.skew_passes_at {
+            text.push_str(&format!(" (passes at {})", seconds(p.unsigned_abs())));
+        }
+        parts.push(text);
+    }
+    for (i, f) in s.schedule.faults.iter().enumerate() {
+        parts.push(fault(f, s.passes_at.get(i).copied().flatten()));
+    }
+    match parts.len() {
+        0 => "fails with no injected fault at all".into(),
+        1 => format!("fails when {}; no other fault needed", parts[0]),
+        _ => format!(
+            "fails only when all of these happen: {}; without any one of them it passes",
+            parts.join("; ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::fuzz::Schedule;
+    use crate::case::inject::Stale;
+
+    #[test]
+    fn the_sentence_names_the_fault_and_its_threshold() {
+        let s = Shrunk {
+            schedule: Schedule {
+                clock_skew_s: None,
+                faults: vec![PlannedFault {
+                    action: Action::Stale(Stale {
+                        age_s: 541,
+                        field: Some("at".into()),
+                    }),
+                    latency_ms: None,
+                    nth: 1,
+                    tool: "list_deploys".into(),
+                }],
+            },
+            passes_at: vec![Some(540)],
+            skew_passes_at: None,
+            tries: 12,
+            complete: true,
+        };
+        assert_eq!(
+            schedule(&s),
+            "fails when list_deploys (call 1) is stale by more than 9 min (fails at 9 min 1 s, passes at 9 min); no other fault needed"
+        );
+        assert_eq!(seconds(3600), "1 h");
+        assert_eq!(seconds(0), "0 s");
+    }
+}
