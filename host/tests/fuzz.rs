@@ -1,0 +1,315 @@
+//! End-to-end tests of `worldline fuzz` and `worldline repro` on the real
+//! binary with the real example agents: failure rates with intervals,
+//! reproducers that replay identical and fail the same assertion,
+//! shrinking to the one fault that matters, reports independent of
+//! `--jobs`, repro rates, and clear errors for bad profiles.
+
+mod common;
+
+use common::{
+    files_with_suffix, guest, read_bundle, temp_dir, workspace_root, worldline, write_case,
+};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn fuzz_case() -> PathBuf {
+    workspace_root().join("cases/incident/fuzz-stale-deploys.toml")
+}
+
+fn fuzz(store: &Path, case: &Path, agent: &Path, extra: &[&str]) -> common::CliOutput {
+    let mut args: Vec<String> = vec![
+        "fuzz".into(),
+        case.display().to_string(),
+        "--agent".into(),
+        agent.display().to_string(),
+        "--json".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    worldline(store, args)
+}
+
+/// The report without what may differ between invocations: timing, and
+/// the reproducers' run ids and bundle paths (store names carry the time).
+fn stable(report: &Value) -> Value {
+    let mut r = report.clone();
+    r.as_object_mut().unwrap().remove("timing");
+    for g in r["groups"].as_array_mut().unwrap() {
+        let rep = g["reproducer"].as_object_mut().unwrap();
+        rep.remove("run_id");
+        rep.remove("bundle");
+    }
+    r
+}
+
+#[test]
+fn the_naive_agent_fails_stale_deploys_at_a_rate_and_every_reproducer_replays() {
+    let store = temp_dir();
+    let out = fuzz(
+        store.path(),
+        &fuzz_case(),
+        &guest("naive-agent"),
+        &["--runs", "120", "--jobs", "2"],
+    );
+    out.expect_code(1);
+    let r = out.json();
+    let s = &r["summary"];
+    let (runs, failed) = (s["runs"].as_u64().unwrap(), s["failed"].as_u64().unwrap());
+    assert_eq!(runs, 120);
+    // Half the deploy lists are stale by 1..30 min and only ages past 15 min
+    // hide D-42: about a quarter of the runs fail.
+    assert!((10..=60).contains(&failed), "{failed} of 120 failed\n{out}");
+    let rate = s["pass_rate"].as_f64().unwrap();
+    let (lo, hi) = (
+        s["interval"][0].as_f64().unwrap(),
+        s["interval"][1].as_f64().unwrap(),
+    );
+    assert!(lo < rate && rate < hi && hi - lo < 0.2, "{s}");
+
+    let groups = r["groups"].as_array().unwrap();
+    assert!(!groups.is_empty());
+    let sig = groups[0]["signature"].as_str().unwrap();
+    assert_eq!(sig, "failed: deploys/D-42.status equals", "{out}");
+    let mix: Vec<&str> = groups[0]["fault_mix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["fault"].as_str().unwrap())
+        .collect();
+    assert!(mix.contains(&"list_deploys stale"), "{mix:?}");
+    assert_eq!(
+        groups
+            .iter()
+            .map(|g| g["count"].as_u64().unwrap())
+            .sum::<u64>(),
+        failed
+    );
+
+    // Only the reproducers are written: passing runs stay in memory.
+    let bundles = files_with_suffix(&store.path().join("runs"), ".jsonl");
+    assert_eq!(bundles.len(), groups.len(), "{bundles:?}");
+    for g in groups {
+        let id = g["reproducer"]["run_id"].as_str().unwrap();
+        let replay = worldline(store.path(), ["replay", id, "--json"]);
+        replay.expect_code(0);
+        assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+        let b = read_bundle(Path::new(g["reproducer"]["bundle"].as_str().unwrap()));
+        assert!(b.header["fuzz"]["profile"].is_object(), "{}", b.header);
+        assert_eq!(b.header["seed"], g["reproducer"]["seed"]);
+        let footer = b.footer.unwrap();
+        let first = footer["grade"]["assertions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["passed"] == false)
+            .unwrap();
+        let want = g["signature"].as_str().unwrap();
+        assert_eq!(format!("failed: {}", first["what"].as_str().unwrap()), want);
+        assert!(b.events.iter().any(|e| e["injected"]["fuzz"].is_object()));
+    }
+}
+
+/// The naive agent on the quiet-day incident where every call meets a
+/// fault but only one of them can make it fail: the deploy list stale by
+/// more than 15 minutes (it then hides D-42). The rest (latencies, clock
+/// skew) change nothing the naive agent looks at.
+const ONE_FAULT_MATTERS: &str = r#"
+world = "incident@v4"
+seed = 9
+clock = 2026-03-01T12:05:00Z
+task = { alert = "ALERT-7", ticket = "T-100" }
+
+[fuzz]
+clock_skew_s = [-600, 600]
+
+[[fuzz.tools]]
+tool = "list_deploys"
+stale = { p = 1.0, age_s = [1000, 3000], field = "at" }
+latency_ms = { p = 1.0, ms = [100, 9000] }
+
+[[fuzz.tools]]
+tool = "*"
+latency_ms = { p = 1.0, ms = [100, 9000] }
+
+[[expect.state]]
+table = "deploys"
+key = "D-42"
+field = "status"
+equals = "rolled_back"
+"#;
+
+#[test]
+fn shrinking_ends_at_the_single_fault_that_matters() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "one-fault", ONE_FAULT_MATTERS);
+    let worlds = workspace_root().join("worlds");
+    let out = fuzz(
+        dir.path(),
+        &case,
+        &guest("naive-agent"),
+        &[
+            "--runs",
+            "4",
+            "--shrink",
+            "--worlds",
+            worlds.to_str().unwrap(),
+        ],
+    );
+    out.expect_code(1);
+    let r = out.json();
+    assert_eq!(r["summary"]["failed"], 4, "{out}");
+    let groups = r["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1);
+    let g = &groups[0];
+    let shrunk = &g["shrunk"];
+    // Skew plus a fault on each of the five calls, one with two parts.
+    assert!(shrunk["faults_before"].as_u64().unwrap() >= 6, "{shrunk}");
+    assert_eq!(shrunk["faults_after"], 1, "{shrunk}");
+    assert_eq!(shrunk["complete"], true);
+    let faults = &g["reproducer"]["faults"];
+    assert!(faults.get("clock_skew_s").is_none(), "{faults}");
+    let only = &faults["faults"][0];
+    assert_eq!(only["tool"], "list_deploys");
+    assert_eq!(only["nth"], 1);
+    assert!(only.get("latency_ms").is_none(), "{only}");
+    // D-42 went out at 11:50 and the list is read just after 12:05:00.
+    assert_eq!(only["action"]["stale"]["age_s"], 901, "{only}");
+    let words = shrunk["words"].as_str().unwrap();
+    assert_eq!(
+        words,
+        "fails when list_deploys (call 1) is stale by more than 15 min (fails at 15 min 1 s, passes at 15 min); no other fault needed"
+    );
+
+    // The kept reproducer runs that one-fault schedule and replays identical.
+    let id = g["reproducer"]["run_id"].as_str().unwrap();
+    let b = read_bundle(Path::new(g["reproducer"]["bundle"].as_str().unwrap()));
+    assert_eq!(b.header["fuzz"]["schedule"], *faults);
+    let injected: Vec<&Value> = b
+        .events
+        .iter()
+        .filter(|e| e["injected"].is_object())
+        .collect();
+    assert_eq!(injected.len(), 1, "{injected:?}");
+    let replay = worldline(dir.path(), ["replay", id, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_report_on_one_and_two_jobs() {
+    let naive = guest("naive-agent");
+    let report = |jobs: &str| {
+        let store = temp_dir();
+        let out = fuzz(
+            store.path(),
+            &fuzz_case(),
+            &naive,
+            &[
+                "--runs", "40", "--repeat", "2", "--seed", "77", "--shrink", "--jobs", jobs,
+            ],
+        );
+        out.expect_code(1);
+        stable(out.json())
+    };
+    let one = report("1");
+    assert_eq!(one, report("2"));
+    assert_eq!(one["seed"], 77);
+    assert_eq!(one["summary"]["runs"], 80);
+    // Nothing draws from the model seed yet, so repeats agree: pass^2 = pass^1.
+    let k = one["summary"]["pass_k"].as_array().unwrap();
+    assert_eq!(k.len(), 2);
+    assert_eq!(k[0]["value"], k[1]["value"]);
+    // Another seed gives other runs.
+    let store = temp_dir();
+    let other = fuzz(
+        store.path(),
+        &fuzz_case(),
+        &naive,
+        &["--runs", "40", "--repeat", "2", "--seed", "78"],
+    );
+    assert_ne!(stable(other.json())["groups"], one["groups"]);
+}
+
+#[test]
+fn repro_reports_a_rate() {
+    let store = temp_dir();
+    let out = fuzz(
+        store.path(),
+        &fuzz_case(),
+        &guest("naive-agent"),
+        &["--runs", "30"],
+    );
+    let g = &out.json()["groups"][0];
+    let id = g["reproducer"]["run_id"].as_str().unwrap();
+    let repro = worldline(store.path(), ["repro", id, "--times", "6", "--json"]);
+    repro.expect_code(0);
+    let r = repro.json();
+    assert_eq!(r["outcome"], g["signature"]);
+    assert_eq!(r["times"], 6);
+    assert_eq!(r["reproduced"], 6);
+    assert_eq!(r["rate"], 1.0);
+    let lo = r["interval"][0].as_f64().unwrap();
+    assert!(0.5 < lo && lo < 1.0, "{r}");
+    // Re-running writes nothing.
+    assert_eq!(
+        files_with_suffix(&store.path().join("runs"), ".jsonl").len(),
+        1
+    );
+}
+
+#[test]
+fn bad_profiles_are_input_errors_naming_the_file_and_line() {
+    let dir = temp_dir();
+    let naive = guest("naive-agent");
+    let worlds = workspace_root().join("worlds");
+    let w = worlds.to_str().unwrap();
+    let bad = ONE_FAULT_MATTERS.replace("stale = { p = 1.0", "stale = { p = 1.5");
+    let case = write_case(dir.path(), "bad-p", &bad);
+    let out = fuzz(dir.path(), &case, &naive, &["--worlds", w]);
+    out.expect_code(2);
+    let line = bad.lines().position(|l| l == "[[fuzz.tools]]").unwrap() + 1;
+    assert!(
+        out.stderr.contains(&format!("bad-p.toml:{line}:"))
+            && out.stderr.contains("not a probability"),
+        "{out}"
+    );
+
+    let faults = dir.path().join("faults.toml");
+    std::fs::write(&faults, "[[tools]]\ntool = \"list_deploys\"\n\n[[tools]]\ntool = \"get_alert\"\nerror = { tiemout = 0.5 }\n").unwrap();
+    let out = fuzz(
+        dir.path(),
+        &fuzz_case(),
+        &naive,
+        &["--faults", faults.to_str().unwrap()],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains("faults.toml:1:"), "{out}");
+    assert!(
+        out.stderr.contains("no fault with a probability above 0"),
+        "{out}"
+    );
+
+    std::fs::write(
+        &faults,
+        "[[tools]]\ntool = \"get_alert\"\nerror = { tiemout = 0.5 }\n",
+    )
+    .unwrap();
+    let out = fuzz(
+        dir.path(),
+        &fuzz_case(),
+        &naive,
+        &["--faults", faults.to_str().unwrap()],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("faults.toml:1:")
+            && out.stderr.contains("error.tiemout is not an error kind"),
+        "{out}"
+    );
+
+    let plain = workspace_root().join("cases/incident/baseline.toml");
+    let out = fuzz(dir.path(), &plain, &naive, &[]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("baseline.toml") && out.stderr.contains("--faults FILE"),
+        "{out}"
+    );
+}
