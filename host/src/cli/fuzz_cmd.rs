@@ -121,11 +121,12 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let failures = AtomicU64::new(0);
     let started = Instant::now();
     let trials = c.run(&|failed| {
-        if failed {
-            let n = failures.fetch_add(1, Ordering::Relaxed) + 1;
-            bar.set_message(format!("{n} failures"));
-        }
+        let n = failures.fetch_add(u64::from(failed), Ordering::Relaxed) + u64::from(failed);
         bar.inc(1);
+        if !bar.is_hidden() {
+            let rate = bar.position() as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            bar.set_message(format!("{n} failed  {rate:.0} runs/s"));
+        }
     })?;
     let elapsed = started.elapsed();
     bar.finish_and_clear();
@@ -173,12 +174,10 @@ fn progress(total: u64) -> ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:30} {pos}/{len} runs  {msg}  {per_sec:.0} runs/s  {elapsed_precise}",
-        )
-        .expect("the progress template is valid"),
+        ProgressStyle::with_template("{bar:24} {pos}/{len} runs  {msg}  {elapsed}")
+            .expect("the progress template is valid"),
     );
-    bar.set_message("0 failures");
+    bar.set_message("0 failed");
     bar
 }
 
@@ -305,8 +304,9 @@ fn print_text(case: &Case, seed: u64, from: &str, s: &Summary, kept: &[Kept], ti
     }
     for k in kept {
         println!(
-            "  {} runs ({}) {}",
+            "  {} run{} ({}) {}",
             k.group.count,
+            if k.group.count == 1 { "" } else { "s" },
             pct(k.group.rate),
             k.group.signature
         );

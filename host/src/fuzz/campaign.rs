@@ -84,14 +84,11 @@ pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedu
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
     pub seed: u64,
-    pub rep: u64,
     pub model_seed: Option<u64>,
     /// `None` when the run passed.
     pub signature: Option<String>,
     /// The faults the run met (kept for failures only).
     pub faults: Schedule,
-    /// Run id, when every run is written to the store.
-    pub run_id: Option<String>,
 }
 
 /// The campaign's settings.
@@ -114,8 +111,7 @@ impl Campaign<'_> {
     /// Run one trial: variation `i` (seed index `i / repeat`).
     fn trial(&self, i: u64) -> Result<Trial> {
         let seed = run_seed(self.seed, i / self.repeat);
-        let rep = i % self.repeat;
-        let model_seed = model_seed(seed, rep);
+        let model_seed = model_seed(seed, i % self.repeat);
         let o = execute(
             self.sandbox,
             self.agent,
@@ -133,11 +129,9 @@ impl Campaign<'_> {
         };
         Ok(Trial {
             seed,
-            rep,
             model_seed,
             signature,
             faults,
-            run_id: o.run_id,
         })
     }
 

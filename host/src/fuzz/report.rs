@@ -160,14 +160,12 @@ mod tests {
     fn trial(sig: Option<&str>, faults: Vec<PlannedFault>) -> Trial {
         Trial {
             seed: 0,
-            rep: 0,
             model_seed: None,
             signature: sig.map(String::from),
             faults: Schedule {
                 clock_skew_s: None,
                 faults,
             },
-            run_id: None,
         }
     }
 
