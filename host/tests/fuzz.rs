@@ -105,7 +105,12 @@ fn the_naive_agent_fails_stale_deploys_at_a_rate_and_every_reproducer_replays() 
         let want = g["signature"].as_str().unwrap();
         assert_eq!(format!("failed: {}", first["what"].as_str().unwrap()), want);
         assert!(b.events.iter().any(|e| e["injected"]["fuzz"].is_object()));
+        let history = worldline(store.path(), ["history", id, "--only", "tools"]);
+        assert!(history.stdout.contains("[fuzz: stale]"), "{history}");
     }
+    // The store's verification replays them too.
+    let verify = worldline(store.path(), ["verify", "--json"]);
+    verify.expect_code(0);
 }
 
 /// The naive agent on the quiet-day incident where every call meets a

@@ -216,12 +216,17 @@ fn keep(
             .then(|| campaign::realized(&o, &source, trial.seed)))
         };
         // The drawn faults, named outright, must fail the same way first.
-        if let Some(start) = same(&trial.faults)? {
-            let before = start.len();
-            let s = shrink::shrink(start, args.shrink_budget, same)?;
-            source = FaultSource::Schedule(s.schedule.clone());
-            shrunk = Some((s, before));
-        }
+        let Some(start) = same(&trial.faults)? else {
+            anyhow::bail!(
+                "internal: the faults of seed {} run as a schedule did not fail with `{}`; the schedule does not re-create the drawn run",
+                trial.seed,
+                group.signature
+            );
+        };
+        let before = start.len();
+        let s = shrink::shrink(start, args.shrink_budget, same)?;
+        source = FaultSource::Schedule(s.schedule.clone());
+        shrunk = Some((s, before));
     }
     let outcome = run(&source, Some(store))?;
     let got = signature::of(outcome.footer.status, outcome.grade.as_ref());

@@ -143,7 +143,14 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     for e in events {
         let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
         let mark = match &e.injected {
-            Some(i) => format!("  [injected: {}]", i["action"].as_str().unwrap_or("?")),
+            Some(i) => {
+                let by = if i.get("fuzz").is_some() {
+                    "fuzz"
+                } else {
+                    "injected"
+                };
+                format!("  [{by}: {}]", i["action"].as_str().unwrap_or("?"))
+            }
             None => String::new(),
         };
         println!(
