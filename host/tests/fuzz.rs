@@ -318,3 +318,67 @@ fn bad_profiles_are_input_errors_naming_the_file_and_line() {
         "{out}"
     );
 }
+
+/// The caller guest makes three `get_ticket` calls; the case's own rule
+/// answers the first, and the profile denies every call it may touch.
+const RULE_AND_PROFILE: &str = r#"
+world = "demo@v1"
+seed = 3
+clock = 2026-03-01T12:00:00Z
+task = { calls = [
+  { tool = "get_ticket", args = { id = "T-1" } },
+  { tool = "get_ticket", args = { id = "T-1" } },
+  { tool = "get_ticket", args = { id = "T-2" } },
+] }
+
+[[inject]]
+tool = "get_ticket"
+nth = 1
+response = { id = "T-1", status = "from-the-rule" }
+
+[fuzz]
+[[fuzz.tools]]
+tool = "get_*"
+deny = 1.0
+"#;
+
+#[test]
+fn case_rules_win_over_fuzz_faults_and_calls_are_counted_per_tool() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "rule-and-profile", RULE_AND_PROFILE);
+    let worlds = common::worlds_dir();
+    let out = fuzz(
+        dir.path(),
+        &case,
+        &guest("caller-agent"),
+        &[
+            "--runs",
+            "1",
+            "--keep-all",
+            "--worlds",
+            worlds.to_str().unwrap(),
+        ],
+    );
+    // No [expect]: the run completes, so it passes; --keep-all wrote it.
+    out.expect_code(0);
+    assert_eq!(out.json()["summary"]["passed"], 1, "{out}");
+    let bundles = files_with_suffix(&dir.path().join("runs"), ".jsonl");
+    assert_eq!(bundles.len(), 1);
+    let b = read_bundle(&bundles[0]);
+    let marks: Vec<&Value> = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/tools.call")
+        .map(|e| &e["injected"])
+        .collect();
+    assert_eq!(marks[0]["rule"], 0, "{marks:?}");
+    assert!(marks[0].get("fuzz").is_none());
+    for (i, m) in marks[1..].iter().enumerate() {
+        assert_eq!(m["action"], "deny");
+        assert_eq!(m["fuzz"]["nth"], i as u64 + 2, "{m}");
+        assert_eq!(m["fuzz"]["action"], "deny");
+    }
+    let id = bundles[0].file_stem().unwrap().to_str().unwrap();
+    let replay = worldline(dir.path(), ["replay", id, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
