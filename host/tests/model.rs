@@ -637,6 +637,20 @@ fn the_model_agent_passes_its_scripted_cases() {
     let first = events.iter().find(|e| e["call"] == MODEL_CALL).unwrap();
     assert_eq!(first["response"]["error"]["kind"], "timeout");
     assert!(events.iter().any(|e| e["request"]["kind"] == "model-retry"));
+    // The timeline shows what the model was asked and what it chose.
+    let history = worldline(
+        dir.path(),
+        ["history", timeout_case["bundle"].as_str().unwrap()],
+    );
+    history.expect_code(0);
+    assert!(
+        history
+            .stdout
+            .lines()
+            .any(|l| l.contains("[scripted] user:") && l.contains("-> get_alert(")),
+        "{history}"
+    );
+    assert!(history.stdout.contains("-> timeout: "), "{history}");
 }
 
 #[test]
