@@ -47,6 +47,7 @@ pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
     case.name.clone_from(&bundle.header.case);
     // A fuzz run's seed is its own, not the case file's.
     case.seed = bundle.header.seed;
+    case.override_model(bundle.header.model_overrides.clone())?;
     let id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string());
@@ -191,7 +192,7 @@ pub fn rerun(
         .filter(|e| e.call == "worldline:agent/model.complete")
         .map(|e| (e.request["request"].clone(), e.response.clone()))
         .collect();
-    let cassette = (mode != ModelMode::Live).then(|| crate::mediate::agent_api::Cassette {
+    let cassette = (mode != ModelMode::Live).then(|| crate::mediate::model::Cassette {
         calls,
         next: 0,
         fail_on_miss: mode == ModelMode::Fail,

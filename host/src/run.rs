@@ -45,6 +45,7 @@ pub fn header_for(sandbox: &Sandbox, agent: &Agent, case: &Case) -> Header {
         format: bundle::FORMAT.to_string(),
         fuzz: None,
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        model_overrides: case.model_overrides.clone(),
         model_seed: None,
         parent: None,
         seed: case.seed,
@@ -82,11 +83,11 @@ pub struct RunOptions<'a> {
     /// For a fork: its parent and edits, recorded in the header.
     pub parent: Option<Parent>,
     /// Model answers from an earlier run (a rerun).
-    pub cassette: Option<crate::mediate::agent_api::Cassette>,
+    pub cassette: Option<crate::mediate::model::Cassette>,
     /// A fuzz run's faults (recorded in the header).
     pub faults: Option<FaultSource>,
-    /// Seed of the model's choices; `None` derives it from the case seed.
-    /// Recorded in the header so the run replays.
+    /// Seed of the scripted model's weighted alternatives (default: the
+    /// case seed). Recorded in the header.
     pub model_seed: Option<u64>,
     /// Test support: see [`Mediator::unrecorded`].
     #[doc(hidden)]
@@ -120,6 +121,14 @@ pub fn run_with(
     med.script = opts.script;
     med.unrecorded = opts.unrecorded;
     med.services.model.cassette = opts.cassette;
+    if let Some(seed) = opts.model_seed {
+        med.services.model.set_seed(seed);
+    }
+    if let Some(store) = opts.store {
+        med.services
+            .model
+            .use_store(store.runs_dir(), bundle_path.clone());
+    }
     if let Some(source) = &header.fuzz {
         let faults = Faults::new(source, case.seed);
         med.services.clock.skew_ns = i128::from(faults.skew_s().unwrap_or(0)) * 1_000_000_000;

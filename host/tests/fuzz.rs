@@ -218,7 +218,8 @@ fn the_same_seed_gives_the_same_report_on_one_and_two_jobs() {
     assert_eq!(one, report("2"));
     assert_eq!(one["seed"], 77);
     assert_eq!(one["summary"]["runs"], 80);
-    // Nothing draws from the model seed yet, so repeats agree: pass^2 = pass^1.
+    // The case has no model, so nothing draws from the model seed and
+    // repeats agree: pass^2 = pass^1.
     let k = one["summary"]["pass_k"].as_array().unwrap();
     assert_eq!(k.len(), 2);
     assert_eq!(k[0]["value"], k[1]["value"]);
@@ -381,4 +382,54 @@ fn case_rules_win_over_fuzz_faults_and_calls_are_counted_per_tool() {
     let id = bundles[0].file_stem().unwrap().to_str().unwrap();
     let replay = worldline(dir.path(), ["replay", id, "--json"]);
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
+#[test]
+fn model_alternatives_give_pass_k_below_pass_1_and_repro_a_true_rate() {
+    // The weighted model case (3 in 4 it picks D-42) with a harmless fault
+    // profile: what fails is the model's choice, drawn from the model seed.
+    let dir = temp_dir();
+    let weighted =
+        std::fs::read_to_string(workspace_root().join("cases/model/rollback-weighted.toml"))
+            .unwrap();
+    let text = format!(
+        "{weighted}\n[fuzz]\n[[fuzz.tools]]\ntool = \"get_alert\"\nlatency_ms = {{ p = 0.5, ms = [10, 100] }}\n"
+    );
+    let case = write_case(dir.path(), "weighted-fuzz", &text);
+    let worlds = workspace_root().join("worlds");
+    let out = fuzz(
+        dir.path(),
+        &case,
+        &guest("model-agent"),
+        &[
+            "--runs",
+            "30",
+            "--repeat",
+            "4",
+            "--worlds",
+            worlds.to_str().unwrap(),
+        ],
+    );
+    out.expect_code(1);
+    let r = out.json();
+    let k: Vec<f64> = r["summary"]["pass_k"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(k.len(), 4);
+    assert!(0.5 < k[0] && k[0] < 0.95, "{k:?}");
+    assert!(k[3] < k[1] && k[1] < k[0], "pass^k falls with k: {k:?}");
+
+    let id = r["groups"][0]["reproducer"]["run_id"].as_str().unwrap();
+    let repro = worldline(dir.path(), ["repro", id, "--times", "40", "--json"]);
+    repro.expect_code(0);
+    let rr = repro.json();
+    assert!(rr["distinct_runs"].as_u64().unwrap() >= 2, "{rr}");
+    let rate = rr["rate"].as_f64().unwrap();
+    assert!(
+        0.0 < rate && rate < 0.6,
+        "a 1-in-4 choice reproduces about a quarter of the time: {rr}"
+    );
 }

@@ -5,6 +5,7 @@
 pub mod expect;
 pub mod fuzz;
 pub mod inject;
+pub mod model;
 pub mod time;
 
 use crate::canon;
@@ -35,7 +36,10 @@ pub struct Case {
     pub limits: Limits,
     pub env: Env,
     pub permissions: Permissions,
-    pub model: ModelScript,
+    /// `[model]`, with any command-line overrides applied.
+    pub model: model::ModelConfig,
+    /// `--model KEY=VALUE` overrides (recorded in the bundle header).
+    pub model_overrides: BTreeMap<String, String>,
     /// `[[inject]]` rules in order, each with its checked action.
     pub inject: Vec<(inject::Inject, inject::Action)>,
     pub expect: Option<expect::Expect>,
@@ -83,13 +87,6 @@ pub struct Env {
     pub args: Vec<String>,
 }
 
-/// The scripted model: answers in order.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ModelScript {
-    pub responses: Vec<Value>,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CaseToml {
@@ -107,7 +104,7 @@ struct CaseToml {
     #[serde(default)]
     permissions: Option<toml::Spanned<Permissions>>,
     #[serde(default)]
-    model: ModelScript,
+    model: Option<toml::Spanned<model::ModelConfig>>,
     #[serde(default)]
     inject: Vec<toml::Spanned<inject::Inject>>,
     #[serde(default)]
@@ -201,6 +198,9 @@ pub fn parse(
             ));
         }
     }
+    if let Some(m) = &doc.model {
+        m.get_ref().check().map_err(|e| at(m.span().start, e))?;
+    }
     if let Some(expect) = &doc.expect {
         let e = expect.get_ref();
         let tables: Vec<&String> = world.initial.tables.keys().collect();
@@ -264,11 +264,27 @@ pub fn parse(
         limits: doc.limits,
         env: doc.env,
         permissions,
-        model: doc.model,
+        model: doc.model.map(|m| m.into_inner()).unwrap_or_default(),
+        model_overrides: BTreeMap::new(),
         inject: rules,
         expect: doc.expect.map(|e| e.into_inner()),
         fuzz,
     })
+}
+
+impl Case {
+    /// Apply `--model KEY=VALUE` overrides to the case's `[model]`.
+    pub fn override_model(
+        &mut self,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<(), InputError> {
+        self.model = self
+            .model
+            .with_overrides(&overrides)
+            .map_err(|m| InputError::new(&self.path, m))?;
+        self.model_overrides = overrides;
+        Ok(())
+    }
 }
 
 /// The nearest `worlds/` folder in the case's folder or above it.

@@ -1,7 +1,9 @@
 //! `worldline repro RUN --times N`: run a recorded run's case, seed and
-//! faults again N times, each time with a different model seed, and report
-//! how often it ends the way the recording did (its failure signature, or
-//! passing) — a rate with its 95% Wilson interval, not a yes or no.
+//! faults again N times, each time with a different model seed (and the
+//! recorded model provider, or another one given with `--model-set`, e.g. a
+//! live endpoint), and report how often it ends the way the recording did
+//! (its failure signature, or passing) — a rate with its 95% Wilson
+//! interval, not a yes or no.
 
 use super::Common;
 use crate::error::{ExitCode, InputError};
@@ -26,6 +28,10 @@ pub struct ReproArgs {
     /// Runs at once (default: the number of cores).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Override a key of the recorded case's [model] for the repetitions,
+    /// e.g. `--model-set provider=openai` to ask a live endpoint (repeatable).
+    #[arg(long = "model-set", value_name = "KEY=VALUE")]
+    pub model_set: Vec<String>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -36,7 +42,12 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
     }
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
-    let rec = replay::open(&store, &args.run)?;
+    let mut rec = replay::open(&store, &args.run)?;
+    super::ModelArgs {
+        set: args.model_set.clone(),
+        model_seed: None,
+    }
+    .apply(&mut rec.case)?;
     let Some(footer) = &rec.bundle.footer else {
         return Err(InputError::new(
             &rec.path,

@@ -82,7 +82,7 @@ pub fn schedule(s: &Shrunk) -> String {
         parts.push(fault(f, s.passes_at.get(i).copied().flatten()));
     }
     match parts.len() {
-        0 => "fails with no injected fault at all".into(),
+        0 => "fails with no injected fault at all: the cause is the agent, its model's choices or the case, not the faults".into(),
         1 => format!("fails when {}; no other fault needed", parts[0]),
         _ => format!(
             "fails only when all of these happen: {}; without any one of them it passes",

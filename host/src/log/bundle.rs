@@ -7,6 +7,7 @@ use super::recorder::{CHAIN_START, chain_hash};
 use crate::canon;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write as _;
 use std::path::Path;
@@ -75,6 +76,9 @@ pub struct Header {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuzz: Option<crate::case::fuzz::FaultSource>,
     pub harness_version: String,
+    /// `--model KEY=VALUE` overrides of the case's `[model]`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_overrides: BTreeMap<String, String>,
     /// The model's seed when it is not derived from `seed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_seed: Option<u64>,

@@ -12,7 +12,7 @@ pub struct Entropy {
     pub insecure_seed: (u64, u64),
 }
 
-/// A ChaCha20 stream for one purpose, derived from a seed with SHA-256.
+/// A ChaCha20 stream for one purpose, derived from the seed.
 pub fn stream(seed: u64, purpose: &str) -> ChaCha20Rng {
     let mut h = Sha256::new();
     h.update(b"worldline/");
