@@ -24,19 +24,19 @@ pub fn seconds(s: u64) -> String {
 /// One fault in words; `passes_at` is the largest magnitude that passed.
 pub fn fault(f: &PlannedFault, passes_at: Option<u64>) -> String {
     let call = format!("{} (call {})", f.tool, f.nth);
-    let more = |shown: String, pass: String, fail: String| match passes_at {
-        Some(_) => format!("more than {pass} (fails at {fail}, passes at {pass})"),
-        None => shown,
-    };
-    let what = match &f.action {
-        Action::Stale(st) => format!(
-            "is stale by {}",
-            more(
-                seconds(st.age_s),
-                passes_at.map(seconds).unwrap_or_default(),
-                seconds(st.age_s)
-            )
+    // A magnitude, with the threshold the search found when it found one.
+    let threshold = |fails: u64, unit: fn(u64) -> String| match passes_at {
+        Some(pass) => format!(
+            "more than {} (fails at {}, passes at {})",
+            unit(pass),
+            unit(fails),
+            unit(pass)
         ),
+        None => unit(fails),
+    };
+    let ms = |v: u64| format!("{v} ms");
+    let what = match &f.action {
+        Action::Stale(st) => format!("is stale by {}", threshold(st.age_s, seconds)),
         Action::Deny => "is denied".into(),
         Action::Error(kind) => format!("fails with {kind}"),
         Action::Empty => "returns an empty result".into(),
@@ -47,19 +47,14 @@ pub fn fault(f: &PlannedFault, passes_at: Option<u64>) -> String {
         ),
         Action::Respond(_) => "gets a fixed answer".into(),
         Action::Delay => {
-            let ms = f.latency_ms.unwrap_or(0);
             return format!(
                 "{call} is late by {}",
-                more(
-                    format!("{ms} ms"),
-                    format!("{} ms", passes_at.unwrap_or(0)),
-                    format!("{ms} ms")
-                )
+                threshold(f.latency_ms.unwrap_or(0), ms)
             );
         }
     };
     match f.latency_ms {
-        Some(ms) => format!("{call} {what}, {ms} ms late"),
+        Some(v) => format!("{call} {what}, {} late", ms(v)),
         None => format!("{call} {what}"),
     }
 }
@@ -120,6 +115,25 @@ mod tests {
         assert_eq!(
             schedule(&s),
             "fails when list_deploys (call 1) is stale by more than 9 min (fails at 9 min 1 s, passes at 9 min); no other fault needed"
+        );
+        let late = PlannedFault {
+            action: Action::Delay,
+            latency_ms: Some(1000),
+            nth: 2,
+            tool: "get_alert".into(),
+        };
+        assert_eq!(
+            fault(&late, Some(999)),
+            "get_alert (call 2) is late by more than 999 ms (fails at 1000 ms, passes at 999 ms)"
+        );
+        let denied = PlannedFault {
+            action: Action::Deny,
+            latency_ms: Some(5),
+            ..late
+        };
+        assert_eq!(
+            fault(&denied, None),
+            "get_alert (call 2) is denied, 5 ms late"
         );
         assert_eq!(seconds(3600), "1 h");
         assert_eq!(seconds(0), "0 s");
