@@ -20,4 +20,5 @@ pub mod replay;
 pub mod run;
 pub mod sandbox;
 pub mod store;
+pub mod traceback;
 pub mod world;

@@ -2,6 +2,7 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+mod build_python_cmd;
 mod export_cmd;
 mod fork_cmd;
 mod grade_cmd;
@@ -80,6 +81,8 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Bring an exported run into this store.
     Import(export_cmd::ImportArgs),
+    /// Build a Python agent (AGENT.py) into a component with componentize-py.
+    BuildPython(build_python_cmd::BuildPythonArgs),
 }
 
 /// Run the CLI and return the process exit code.
@@ -110,6 +113,7 @@ pub fn main() -> i32 {
         Command::Runs(args) => inspect_cmd::exec_runs(args),
         Command::Export(args) => export_cmd::exec_export(args),
         Command::Import(args) => export_cmd::exec_import(args),
+        Command::BuildPython(args) => build_python_cmd::exec(args),
     };
     match result {
         Ok(code) => code as i32,

@@ -1,0 +1,47 @@
+"""Test guest in Python: reads the clock, sleeps, draws from `random` and
+`uuid`, iterates a set of strings, prints, and calls a tool `calls` times.
+Everything it saw goes into its output, so two runs can be compared field by
+field. With `"raise": true` in the task it raises an uncaught exception from
+a nested function (the run must trap with the Python traceback)."""
+
+import random
+import time
+import uuid
+
+import worldline_guest as wl
+from worldline_guest import tools, trace
+
+
+def look_up(tickets, key):
+    return tickets[key]
+
+
+@wl.agent
+def run(task):
+    wall_before = time.time()
+    mono = time.monotonic()
+    time.sleep(0.25)
+    slept = time.monotonic() - mono
+    names = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"}
+    order = [name for name in names]
+    print("python probe says hello; order =", order)
+    trace.note("plan", "python probe is about to call tools")
+    answers = [tools.call("get_ticket", id=task["ticket"]) for _ in range(task.get("calls", 1))]
+    if task.get("raise"):
+        look_up({"T-1": answers[0]}, "T-404")
+    try:
+        tools.call("get_ticket", id="T-404")
+        missing = "found"
+    except wl.NotFound as e:
+        missing = str(e)
+    return {
+        "wall_before": wall_before,
+        "wall_after": time.time(),
+        "slept": slept,
+        "random": random.random(),
+        "uuid": str(uuid.uuid4()),
+        "set_order": order,
+        "ticket": answers[0],
+        "calls": len(answers),
+        "missing": missing,
+    }
