@@ -38,7 +38,7 @@ pub fn load_agent(
     let bytes = std::fs::read(path)
         .map_err(|e| crate::error::InputError::new(path, format!("cannot read agent: {e}")))?;
     let agent = sandbox.load_bytes(&bytes, path)?;
-    store.put_object(&bytes)?;
+    store.put_hashed(&bytes, &agent.sha256)?;
     Ok(agent)
 }
 
