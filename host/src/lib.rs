@@ -7,6 +7,7 @@
 //! read) → [`run`] (one run, start to footer) → [`grade`], [`replay`],
 //! [`fork`] → [`cli`].
 
+pub mod agent_file;
 pub mod canon;
 pub mod case;
 pub mod cli;

@@ -28,20 +28,6 @@ struct Cli {
     command: Command,
 }
 
-/// Load an agent from a file (read once) and keep its bytes in the store,
-/// where replay, fork and export find it.
-pub fn load_agent(
-    sandbox: &crate::sandbox::Sandbox,
-    store: &crate::store::StoreDir,
-    path: &std::path::Path,
-) -> anyhow::Result<std::sync::Arc<crate::sandbox::Agent>> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| crate::error::InputError::new(path, format!("cannot read agent: {e}")))?;
-    let agent = sandbox.load_bytes(&bytes, path)?;
-    store.put_hashed(&bytes, &agent.sha256)?;
-    Ok(agent)
-}
-
 /// Options every command takes.
 #[derive(Args, Clone)]
 pub struct Common {

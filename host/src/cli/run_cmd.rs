@@ -29,7 +29,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     let case = case::load(&args.case, args.worlds.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
-    let agent = super::load_agent(&sandbox, &store, &args.agent)?;
+    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     store.put_case(&case)?;
     let outcome = run(&sandbox, &agent, &case, Some(&store))?;
     if args.common.json {

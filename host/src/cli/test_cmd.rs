@@ -124,7 +124,7 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
         .collect::<Result<_, _>>()?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
-    let agent = super::load_agent(&sandbox, &store, &args.agent)?;
+    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     for c in &cases {
         store.put_case(c)?;
     }
