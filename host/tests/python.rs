@@ -95,6 +95,17 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
         out["missing"].as_str().unwrap().starts_with("not-found:"),
         "a host error reaches Python as wl.NotFound: {out}"
     );
+    // The rest of the SDK: tool specs, world files, the scripted model.
+    assert_eq!(out["tools"][0], "get_ticket", "{out}");
+    assert_eq!(out["runbooks"], serde_json::json!(["runbooks/db.md"]));
+    assert!(
+        out["runbook_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Database runbook"),
+        "{out}"
+    );
+    assert_eq!(out["model"], "hi from the script", "{out}");
 
     // Every source of nondeterminism crossed the host and was recorded.
     let bundle = read_bundle(&first.bundle());

@@ -26,6 +26,9 @@ import json
 import sys
 from typing import Any, Callable
 
+import wit_world
+from componentize_py_types import Err
+
 from . import files, model, tools, trace
 from .errors import (
     Conflict,
@@ -65,9 +68,6 @@ def agent(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
     escaping ``run`` ends the run ``errored`` with its text; any other
     exception traps the agent and the run report shows its traceback.
     """
-    import wit_world
-    from componentize_py_types import Err
-
     class WitWorld(wit_world.WitWorld):
         def run(self, task_json: str) -> str:
             try:

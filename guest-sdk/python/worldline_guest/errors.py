@@ -10,6 +10,7 @@ traceback the run report shows.
 
 from enum import Enum
 
+from componentize_py_types import Err
 from wit_world.imports import types as _types
 
 
@@ -100,8 +101,6 @@ def from_wit(err) -> Error:
 
 def host_call(fn, *args):
     """Call a generated binding; turn its ``Err(tool-error)`` into an :class:`Error`."""
-    from componentize_py_types import Err
-
     try:
         return fn(*args)
     except Err as e:

@@ -9,7 +9,7 @@ import time
 import uuid
 
 import worldline_guest as wl
-from worldline_guest import tools, trace
+from worldline_guest import files, model, tools, trace
 
 
 def look_up(tickets, key):
@@ -34,7 +34,17 @@ def run(task):
         missing = "found"
     except wl.NotFound as e:
         missing = str(e)
+    runbooks = files.paths("runbooks")
+    try:
+        answer = model.complete(messages=[{"role": "user", "content": "hello"}])
+        model_said = answer["choices"][0]["message"]["content"]
+    except wl.Error as e:
+        model_said = e.kind.value
     return {
+        "tools": [spec.name for spec in tools.specs()],
+        "runbooks": runbooks,
+        "runbook_text": files.read_text(runbooks[0])[:40] if runbooks else None,
+        "model": model_said,
         "wall_before": wall_before,
         "wall_after": time.time(),
         "slept": slept,
