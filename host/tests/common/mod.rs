@@ -365,7 +365,7 @@ fn build_python_guest(agent_py: &str) -> PathBuf {
         if out.stderr.contains("pip install componentize-py") {
             panic!(
                 "componentize-py is not installed, and the Python tests build real Python agents with it.\n\
-                 Run `pip install componentize-py==0.25.1` (Python 3.10 or later) and test again.\n{out}"
+                 Run `pip install componentize-py==0.25.1` (Python 3.9 or later; tested with 3.11) and test again.\n{out}"
             );
         }
         panic!("building the Python agent {agent_py} failed:\n{out}");
