@@ -65,7 +65,8 @@ def agent(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
     Defines ``WitWorld`` (the class componentize-py looks for) in the module
     that defines ``run``, and returns ``run`` unchanged. An :class:`Error`
-    escaping ``run`` ends the run ``errored`` with its text; any other
+    escaping ``run`` ends the run ``errored`` with its text, as does a task
+    that is not JSON or an output ``json.dumps`` refuses; any other
     exception traps the agent and the run report shows its traceback.
     """
     class WitWorld(wit_world.WitWorld):
@@ -78,7 +79,10 @@ def agent(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
                 out = run(task)
             except Error as e:
                 raise Err(str(e)) from None
-            return json.dumps(out, sort_keys=True, separators=(",", ":"))
+            try:
+                return json.dumps(out, sort_keys=True, separators=(",", ":"))
+            except (TypeError, ValueError) as e:
+                raise Err(f"bad output: {e}") from None
 
     setattr(sys.modules[run.__module__], "WitWorld", WitWorld)
     return run

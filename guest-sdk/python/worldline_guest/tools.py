@@ -16,16 +16,21 @@ class Spec:
     name: str
     description: str
     params_schema: Any
-    """JSON Schema of the arguments object (parsed)."""
+    """JSON Schema of the arguments object (parsed; ``None`` if it is not JSON)."""
     mutates: bool
 
 
 def specs() -> List[Spec]:
     """The tools this agent may see, in the world's declared order."""
-    return [
-        Spec(s.name, s.description, json.loads(s.params_schema), s.mutates)
-        for s in _raw.specs()
-    ]
+    return [Spec(s.name, s.description, _schema(s.params_schema), s.mutates) for s in _raw.specs()]
+
+
+def _schema(text: str) -> Any:
+    """A parameter schema parsed (``None`` when the host's text is not JSON)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def call(name: str, arguments: Optional[dict] = None, /, **args: Any) -> Any:
