@@ -256,6 +256,35 @@ fn an_error_escaping_run_ends_the_run_errored() {
             .starts_with("failed: task names no `alert`"),
         "{run}"
     );
+
+    // An output json.dumps refuses is the agent's error too, not a trap.
+    let dir = temp_dir();
+    let bad = common::write_case(
+        dir.path(),
+        "bad-output",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { ticket = \"T-1\", bad_output = true }\n",
+    );
+    let run = worldline(
+        shared_store(),
+        [
+            OsStr::new("run"),
+            bad.as_os_str(),
+            OsStr::new("--agent"),
+            probe().as_os_str(),
+            OsStr::new("--worlds"),
+            common::worlds_dir().as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    run.expect_code(1);
+    assert_eq!(run.json()["run_status"], "errored", "{run}");
+    assert!(
+        run.json()["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("bad output:"),
+        "{run}"
+    );
 }
 
 #[test]

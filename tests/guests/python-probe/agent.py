@@ -2,7 +2,8 @@
 `uuid`, iterates a set of strings, prints, and calls a tool `calls` times.
 Everything it saw goes into its output, so two runs can be compared field by
 field. With `"raise": true` in the task it raises an uncaught exception from
-a nested function (the run must trap with the Python traceback)."""
+a nested function (the run must trap with the Python traceback); with
+`"bad_output": true` it returns a value JSON cannot hold."""
 
 import random
 import time
@@ -29,6 +30,8 @@ def run(task):
     answers = [tools.call("get_ticket", id=task["ticket"]) for _ in range(task.get("calls", 1))]
     if task.get("raise"):
         look_up({"T-1": answers[0]}, "T-404")
+    if task.get("bad_output"):
+        return {"not json": {1, 2}}
     try:
         tools.call("get_ticket", id="T-404")
         missing = "found"
