@@ -240,6 +240,14 @@ fn an_uncaught_exception_exits_3_with_the_python_traceback() {
     assert!(text.stdout.contains("traceback"), "{text}");
     assert!(text.stdout.contains("    KeyError: 'T-404'"), "{text}");
     assert!(!text.stdout.contains("guest backtrace"), "{text}");
+
+    // `test` names the exception as the reason the case failed.
+    let suite = wl(
+        shared_store(),
+        &[&"test", &case("python-raise"), &"--agent", &probe()],
+    );
+    suite.expect_code(1);
+    assert!(suite.stdout.contains("KeyError: 'T-404'"), "{suite}");
 }
 
 #[test]

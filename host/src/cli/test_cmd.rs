@@ -107,6 +107,9 @@ impl Done {
         match &self.outcome {
             Err(e) => Some(e.clone()),
             Ok(_) if self.passed() => None,
+            // A fault says more than the grade it spoiled (a Python
+            // exception, a panic, fuel).
+            Ok(o) if o.footer.status.is_fault() => o.footer.error.clone(),
             Ok(o) => o
                 .grade
                 .as_ref()
