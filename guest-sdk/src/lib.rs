@@ -128,23 +128,7 @@ pub mod tools {
     }
 }
 
-/// Model calls (OpenAI chat-completions shaped JSON).
-pub mod model {
-    use super::*;
-
-    /// Send a request and parse the response as `T`.
-    pub fn complete<T: DeserializeOwned>(request: &impl Serialize) -> Result<T, Error> {
-        let text = complete_json(&serde_json::to_string(request)?)?;
-        Ok(serde_json::from_str(&text)?)
-    }
-
-    /// Send a raw JSON request and get the raw JSON response.
-    pub fn complete_json(request_json: &str) -> Result<String, Error> {
-        Ok(crate::bindings::worldline::agent::model::complete(
-            request_json,
-        )?)
-    }
-}
+pub mod model;
 
 /// The world's files.
 pub mod files {

@@ -89,6 +89,7 @@ pub fn fork(
             store: Some(store),
             script: Some(script),
             parent: Some(parent),
+            model_seed: rec.bundle.header.model_seed,
             ..RunOptions::default()
         },
     )?;

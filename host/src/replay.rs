@@ -45,6 +45,7 @@ pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
         store.load_world(&bundle.header.world_hash)
     })?;
     case.name.clone_from(&bundle.header.case);
+    case.override_model(bundle.header.model_overrides.clone())?;
     let id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string());
@@ -106,6 +107,7 @@ pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<Rep
         &rec.case,
         RunOptions {
             script: Some(script),
+            model_seed: rec.bundle.header.model_seed,
             ..RunOptions::default()
         },
     )?;
@@ -187,7 +189,7 @@ pub fn rerun(
         .filter(|e| e.call == "worldline:agent/model.complete")
         .map(|e| (e.request["request"].clone(), e.response.clone()))
         .collect();
-    let cassette = (mode != ModelMode::Live).then(|| crate::mediate::agent_api::Cassette {
+    let cassette = (mode != ModelMode::Live).then(|| crate::mediate::model::Cassette {
         calls,
         next: 0,
         fail_on_miss: mode == ModelMode::Fail,
@@ -200,6 +202,7 @@ pub fn rerun(
         RunOptions {
             store: Some(store),
             cassette,
+            model_seed: rec.bundle.header.model_seed,
             ..RunOptions::default()
         },
     )

@@ -43,6 +43,8 @@ pub fn header_for(sandbox: &Sandbox, agent: &Agent, case: &Case) -> Header {
         engine_hash: sandbox.engine_hash().to_string(),
         format: bundle::FORMAT.to_string(),
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        model_overrides: case.model_overrides.clone(),
+        model_seed: None,
         parent: None,
         seed: case.seed,
         world: case.world.reference(),
@@ -79,7 +81,10 @@ pub struct RunOptions<'a> {
     /// For a fork: its parent and edits, recorded in the header.
     pub parent: Option<Parent>,
     /// Model answers from an earlier run (a rerun).
-    pub cassette: Option<crate::mediate::agent_api::Cassette>,
+    pub cassette: Option<crate::mediate::model::Cassette>,
+    /// Seed of the scripted model's weighted alternatives (default: the
+    /// case seed). Recorded in the header.
+    pub model_seed: Option<u64>,
     /// Test support: see [`Mediator::unrecorded`].
     #[doc(hidden)]
     pub unrecorded: Option<fn(&str, &mut serde_json::Value)>,
@@ -94,6 +99,7 @@ pub fn run_with(
 ) -> Result<RunOutcome> {
     let mut header = header_for(sandbox, agent, case);
     header.parent = opts.parent;
+    header.model_seed = opts.model_seed;
     let (recorder, run_id, bundle_path) = match opts.store {
         Some(store) => {
             let run_id = store.new_run_id(&agent.sha256);
@@ -110,6 +116,14 @@ pub fn run_with(
     med.script = opts.script;
     med.unrecorded = opts.unrecorded;
     med.services.model.cassette = opts.cassette;
+    if let Some(seed) = opts.model_seed {
+        med.services.model.set_seed(seed);
+    }
+    if let Some(store) = opts.store {
+        med.services
+            .model
+            .use_store(store.runs_dir(), bundle_path.clone());
+    }
     let state = RunState {
         med,
         table: ResourceTable::new(),

@@ -12,12 +12,15 @@ use std::ffi::OsStr;
 
 fn suite(store: &std::path::Path, agent: &str) -> (common::CliOutput, BTreeMap<String, Value>) {
     let wasm = guest(agent);
-    let cases = workspace_root().join("cases");
+    // The tool-driven suites (cases/model is the model agent's, in model.rs).
+    let incident = workspace_root().join("cases/incident");
+    let accounts = workspace_root().join("cases/accounts");
     let out = worldline(
         store,
         [
             OsStr::new("test"),
-            cases.as_os_str(),
+            incident.as_os_str(),
+            accounts.as_os_str(),
             OsStr::new("--agent"),
             wasm.as_os_str(),
             OsStr::new("--json"),

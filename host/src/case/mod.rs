@@ -4,6 +4,7 @@
 
 pub mod expect;
 pub mod inject;
+pub mod model;
 pub mod time;
 
 use crate::canon;
@@ -32,7 +33,10 @@ pub struct Case {
     pub limits: Limits,
     pub env: Env,
     pub permissions: Permissions,
-    pub model: ModelScript,
+    /// `[model]`, with any command-line overrides applied.
+    pub model: model::ModelConfig,
+    /// `--model KEY=VALUE` overrides (recorded in the bundle header).
+    pub model_overrides: BTreeMap<String, String>,
     /// `[[inject]]` rules in order, each with its checked action.
     pub inject: Vec<(inject::Inject, inject::Action)>,
     pub expect: Option<expect::Expect>,
@@ -78,13 +82,6 @@ pub struct Env {
     pub args: Vec<String>,
 }
 
-/// The scripted model: answers in order.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ModelScript {
-    pub responses: Vec<Value>,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CaseToml {
@@ -102,7 +99,7 @@ struct CaseToml {
     #[serde(default)]
     permissions: Option<toml::Spanned<Permissions>>,
     #[serde(default)]
-    model: ModelScript,
+    model: Option<toml::Spanned<model::ModelConfig>>,
     #[serde(default)]
     inject: Vec<toml::Spanned<inject::Inject>>,
     #[serde(default)]
@@ -194,6 +191,9 @@ pub fn parse(
             ));
         }
     }
+    if let Some(m) = &doc.model {
+        m.get_ref().check().map_err(|e| at(m.span().start, e))?;
+    }
     if let Some(expect) = &doc.expect {
         let e = expect.get_ref();
         let tables: Vec<&String> = world.initial.tables.keys().collect();
@@ -252,10 +252,26 @@ pub fn parse(
         limits: doc.limits,
         env: doc.env,
         permissions,
-        model: doc.model,
+        model: doc.model.map(|m| m.into_inner()).unwrap_or_default(),
+        model_overrides: BTreeMap::new(),
         inject: rules,
         expect: doc.expect.map(|e| e.into_inner()),
     })
+}
+
+impl Case {
+    /// Apply `--model KEY=VALUE` overrides to the case's `[model]`.
+    pub fn override_model(
+        &mut self,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<(), InputError> {
+        self.model = self
+            .model
+            .with_overrides(&overrides)
+            .map_err(|m| InputError::new(&self.path, m))?;
+        self.model_overrides = overrides;
+        Ok(())
+    }
 }
 
 /// The nearest `worlds/` folder in the case's folder or above it.

@@ -78,6 +78,43 @@ pub fn summary(e: &Event) -> String {
             short(&e.request["args"], 50)
         );
     }
+    if e.call == crate::mediate::model::CALL {
+        // The last message the model answered, and what it chose.
+        let asked = e.request["request"]["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map_or_else(String::new, |m| {
+                format!(
+                    "{}: {}",
+                    m["role"].as_str().unwrap_or("?"),
+                    short(&m["content"], 40)
+                )
+            });
+        let message = &e.response["ok"]["choices"][0]["message"];
+        let answer = match (e.response.get("error"), message["tool_calls"].as_array()) {
+            (Some(err), _) => format!(
+                "{}: {}",
+                err["kind"].as_str().unwrap_or("?"),
+                short(&err["message"], 50)
+            ),
+            (None, Some(calls)) if !calls.is_empty() => calls
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}({})",
+                        c["function"]["name"].as_str().unwrap_or("?"),
+                        short(&c["function"]["arguments"], 40)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => short(&message["content"], 60),
+        };
+        return format!(
+            "[{}] {asked} -> {answer}",
+            e.request["provider"].as_str().unwrap_or("?")
+        );
+    }
     if e.call == "worldline:agent/trace.note" {
         return format!(
             "[{}] {}",

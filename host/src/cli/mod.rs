@@ -28,6 +28,39 @@ struct Cli {
     command: Command,
 }
 
+/// How the agent's model calls are answered, beyond the case's `[model]`.
+#[derive(Args, Clone, Default)]
+pub struct ModelArgs {
+    /// Override a key of the case's [model], e.g. `--model-set provider=openai
+    /// --model-set base_url=http://127.0.0.1:11434/v1 --model-set model=llama3.1`
+    /// (repeatable; recorded in the bundle).
+    #[arg(long = "model-set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Seed of the scripted model's weighted alternatives (default: the case seed).
+    #[arg(long)]
+    pub model_seed: Option<u64>,
+}
+
+impl ModelArgs {
+    /// Apply the overrides to a case and check that its provider can run
+    /// here (an API key it names is set).
+    pub fn apply(&self, case: &mut crate::case::Case) -> anyhow::Result<()> {
+        let overrides = crate::case::model::parse_overrides(&self.set)
+            .map_err(|m| crate::error::InputError::new(&case.path, m))?;
+        case.override_model(overrides)?;
+        if let Some(var) = case.model.missing_key() {
+            return Err(crate::error::InputError::new(
+                &case.path,
+                format!(
+                    "[model] api_key_env names `{var}`, which is not set; export {var}=... before the run (the key is never recorded)"
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
 /// Options every command takes.
 #[derive(Args, Clone)]
 pub struct Common {

@@ -1,9 +1,9 @@
 //! `worldline run CASE --agent A.wasm`: one run, a summary, a bundle.
 
-use super::{Common, report};
+use super::{Common, ModelArgs, report};
 use crate::case;
 use crate::error::ExitCode;
-use crate::run::{RunOutcome, run};
+use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
@@ -22,16 +22,28 @@ pub struct RunArgs {
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
     pub common: Common,
 }
 
 pub fn exec(args: RunArgs) -> Result<ExitCode> {
-    let case = case::load(&args.case, args.worlds.as_deref())?;
+    let mut case = case::load(&args.case, args.worlds.as_deref())?;
+    args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     store.put_case(&case)?;
-    let outcome = run(&sandbox, &agent, &case, Some(&store))?;
+    let outcome = run_with(
+        &sandbox,
+        &agent,
+        &case,
+        RunOptions {
+            store: Some(&store),
+            model_seed: args.model.model_seed,
+            ..RunOptions::default()
+        },
+    )?;
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&summary_json(&outcome))?);
     } else {

@@ -1,10 +1,10 @@
 //! `worldline test CASES... --agent A.wasm`: run a suite in parallel, one
 //! line per case and a summary; exit 1 when any case fails; JUnit XML for CI.
 
-use super::{Common, report};
+use super::{Common, ModelArgs, report};
 use crate::case::{self, Case};
 use crate::error::{ExitCode, InputError};
-use crate::run::{RunOutcome, run};
+use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
@@ -32,6 +32,8 @@ pub struct TestArgs {
     /// Cases run at once (default: the number of cores).
     #[arg(long)]
     pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub model: ModelArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -121,10 +123,13 @@ impl Done {
 
 pub fn exec(args: TestArgs) -> Result<ExitCode> {
     let files = expand(&args.cases)?;
-    let cases: Vec<Case> = files
+    let mut cases: Vec<Case> = files
         .iter()
         .map(|f| case::load(f, args.worlds.as_deref()))
         .collect::<Result<_, _>>()?;
+    for c in &mut cases {
+        args.model.apply(c)?;
+    }
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
@@ -146,8 +151,13 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(case) = cases.get(i) else { break };
                     let t0 = Instant::now();
+                    let options = RunOptions {
+                        store: Some(&store),
+                        model_seed: args.model.model_seed,
+                        ..RunOptions::default()
+                    };
                     let outcome =
-                        run(&sandbox, &agent, case, Some(&store)).map_err(|e| format!("{e:#}"));
+                        run_with(&sandbox, &agent, case, options).map_err(|e| format!("{e:#}"));
                     let done = Done {
                         name: display_name(&files[i]),
                         path: files[i].clone(),

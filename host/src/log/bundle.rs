@@ -7,6 +7,7 @@ use super::recorder::{CHAIN_START, chain_hash};
 use crate::canon;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write as _;
 use std::path::Path;
@@ -71,6 +72,12 @@ pub struct Header {
     pub engine_hash: String,
     pub format: String,
     pub harness_version: String,
+    /// `--model KEY=VALUE` overrides of the case's `[model]`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_overrides: BTreeMap<String, String>,
+    /// The seed of the scripted model's draws, when not the case seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_seed: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<Parent>,
     pub seed: u64,

@@ -1,11 +1,12 @@
-//! The `worldline:agent` interfaces — tools, model, files, trace — served
-//! from the world session and recorded like every other host call.
+//! The `worldline:agent` interfaces tools, files and trace, served from
+//! the world session and recorded like every other host call (model calls
+//! are in `model/`).
 //!
 //! A tool call is answered in this order: bad JSON or unknown tool, then
 //! permissions (a denied call changes nothing), then the case's
 //! `[[inject]]` rules, then the tool's operation over the state.
 
-use super::bindings::worldline::agent::{files, model, tools, trace, types};
+use super::bindings::worldline::agent::{files, tools, trace, types};
 use super::{Answer, RunState, Services};
 use crate::canon;
 use crate::case::inject::Action;
@@ -15,56 +16,6 @@ use crate::world::state::{FileData, Write};
 use crate::world::tools::{AsOf, Tool, execute};
 use serde_json::{Value, json};
 use types::{ErrorKind, ToolError};
-
-/// The scripted model provider: the case's responses, in order. A rerun
-/// puts a recording in front of it.
-pub struct ScriptedModel {
-    responses: Vec<Value>,
-    next: usize,
-    pub cassette: Option<Cassette>,
-}
-
-impl ScriptedModel {
-    pub fn new(responses: Vec<Value>) -> Self {
-        ScriptedModel {
-            responses,
-            next: 0,
-            cassette: None,
-        }
-    }
-}
-
-/// Model answers from an earlier run, used in order while the agent's
-/// requests equal the recorded ones.
-pub struct Cassette {
-    /// `(request, response)` of each recorded model call.
-    pub calls: Vec<(Value, Value)>,
-    pub next: usize,
-    /// Once a request differs: stop the run (`true`) or ask the case's
-    /// provider (`false`).
-    pub fail_on_miss: bool,
-    /// Set once a request differed; from then on the recording is not used.
-    pub missed: bool,
-}
-
-impl Cassette {
-    /// The recorded answer for this request, if the recording still holds.
-    fn answer(&mut self, request: &Value) -> Option<Value> {
-        if self.missed {
-            return None;
-        }
-        match self.calls.get(self.next) {
-            Some((req, resp)) if req == request => {
-                self.next += 1;
-                Some(resp.clone())
-            }
-            _ => {
-                self.missed = true;
-                None
-            }
-        }
-    }
-}
 
 fn kind_of(name: &str) -> ErrorKind {
     match name {
@@ -93,7 +44,7 @@ pub fn error_answer(kind: &str, message: impl Into<String>) -> Answer {
 
 /// Turn a recorded `{"ok": v}` / `{"error": ...}` response into the guest's
 /// result, with `ok` mapped by `f`.
-fn decode<T>(response: &Value, f: impl FnOnce(&Value) -> T) -> Result<T, ToolError> {
+pub(super) fn decode<T>(response: &Value, f: impl FnOnce(&Value) -> T) -> Result<T, ToolError> {
     match response.get("error") {
         Some(e) => Err(ToolError {
             kind: kind_of(e["kind"].as_str().unwrap_or("failed")),
@@ -309,57 +260,6 @@ impl tools::Host for RunState {
             json!({"name": name, "args": shown_args}),
             |s| serve_tool(s, &name, args),
         )?;
-        Ok(decode(&r, canon::to_string))
-    }
-}
-
-impl model::Host for RunState {
-    fn complete(&mut self, request_json: String) -> wasmtime::Result<Result<String, ToolError>> {
-        let request: Value =
-            serde_json::from_str(&request_json).unwrap_or(Value::String(request_json));
-        let recorded = self
-            .med
-            .services
-            .model
-            .cassette
-            .as_mut()
-            .map(|c| (c.answer(&request), c.fail_on_miss));
-        let provider = match &recorded {
-            Some((Some(_), _)) => "recording",
-            Some((None, true)) => "none",
-            _ => "scripted",
-        };
-        let miss = matches!(recorded, Some((None, true)));
-        let message = "the agent's model request differs from the recording and the rerun was asked to stop there (--model fail)";
-        let r = self.call(
-            "worldline:agent/model.complete",
-            json!({"provider": provider, "request": request}),
-            |s| {
-                if let Some((Some(response), _)) = recorded {
-                    return Answer::read(response);
-                }
-                if miss {
-                    return error_answer("unavailable", message);
-                }
-                let m = &mut s.model;
-                match m.responses.get(m.next) {
-                    Some(resp) => {
-                        m.next += 1;
-                        Answer::read(json!({"ok": resp}))
-                    }
-                    None => error_answer(
-                        "unavailable",
-                        format!(
-                            "the scripted model has no response left (the case's [model] lists {})",
-                            m.responses.len()
-                        ),
-                    ),
-                }
-            },
-        )?;
-        if miss {
-            return Err(wasmtime::Error::new(super::Fault::ModelMiss));
-        }
         Ok(decode(&r, canon::to_string))
     }
 }

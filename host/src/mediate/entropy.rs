@@ -12,7 +12,8 @@ pub struct Entropy {
     pub insecure_seed: (u64, u64),
 }
 
-fn stream(seed: u64, purpose: &str) -> ChaCha20Rng {
+/// A ChaCha20 stream for one purpose, derived from the seed.
+pub fn stream(seed: u64, purpose: &str) -> ChaCha20Rng {
     let mut h = Sha256::new();
     h.update(b"worldline/");
     h.update(purpose.as_bytes());

@@ -12,6 +12,7 @@ pub mod agent_api;
 pub mod bindings;
 pub mod clock;
 pub mod entropy;
+pub mod model;
 pub mod script;
 pub mod stdio;
 pub mod wasi;
@@ -169,7 +170,7 @@ pub struct Services {
     pub entropy: entropy::Entropy,
     pub stdio: stdio::Stdio,
     pub env: crate::case::Env,
-    pub model: agent_api::ScriptedModel,
+    pub model: model::ModelService,
 }
 
 impl Services {
@@ -212,7 +213,12 @@ impl Mediator {
                 entropy: entropy::Entropy::new(case.seed),
                 stdio: stdio::Stdio::new(case.limits.stdout_bytes),
                 env: case.env.clone(),
-                model: agent_api::ScriptedModel::new(case.model.responses.clone()),
+                model: model::ModelService::new(
+                    &case.model,
+                    case.seed,
+                    std::time::Duration::from_millis(case.limits.timeout_ms),
+                    case.path.parent().unwrap_or(std::path::Path::new(".")),
+                ),
             },
             recorder,
             script: None,
@@ -287,6 +293,20 @@ impl Mediator {
             tamper(call, &mut response);
         }
         Ok(response)
+    }
+
+    /// While following a recording: the recorded event the next call is
+    /// checked against, when it is this call.
+    pub fn recorded_event(&self, call: &str, request: &Value) -> Option<&Event> {
+        let script = self.script.as_ref()?;
+        let seq = self.recorder.len();
+        if seq >= script.follow_until {
+            return None;
+        }
+        script
+            .events
+            .get(seq as usize)
+            .filter(|e| e.call == call && e.request == *request)
     }
 
     /// While following a recording: whether this call is the recorded

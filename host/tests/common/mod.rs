@@ -206,8 +206,18 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    worldline_env(args, &[])
+}
+
+/// [`worldline_raw`] with extra environment variables.
+pub fn worldline_env<I, S>(args: I, env: &[(&str, &str)]) -> CliOutput
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
     let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .output()
         .expect("cannot start the worldline binary");

@@ -1,0 +1,375 @@
+//! The case's `[model]` table: which provider answers the agent's model
+//! calls and how — a script of replies and rules (`scripted`), an
+//! OpenAI-compatible endpoint (`openai`), or earlier runs (`recorded`) —
+//! and `--model KEY=VALUE` overrides from the command line.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Who answers `model.complete`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// Replies from the case: in order, or by rule. Needs no network.
+    #[default]
+    Scripted,
+    /// An OpenAI-compatible chat-completions endpoint.
+    Openai,
+    /// Answers from earlier runs, keyed by a hash of the request.
+    Recorded,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Scripted => "scripted",
+            Provider::Openai => "openai",
+            Provider::Recorded => "recorded",
+        }
+    }
+}
+
+/// What the `recorded` provider does with a request it has no answer for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CassetteMode {
+    /// Never call out: a miss is an error the agent sees.
+    #[default]
+    None,
+    /// Ask the endpoint on a miss; the answer is recorded in this run.
+    Once,
+    /// Ask the endpoint every time (re-record).
+    All,
+}
+
+/// The `[model]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    pub provider: Provider,
+    /// Virtual time each model call takes, in milliseconds.
+    pub latency_ms: u64,
+    /// `scripted`: replies used in order when no rule matches.
+    pub responses: Vec<Reply>,
+    /// `scripted`: rules tried in order before `responses`.
+    pub rules: Vec<Rule>,
+    /// `openai`: the endpoint, e.g. `http://127.0.0.1:11434/v1`.
+    pub base_url: Option<String>,
+    /// `openai`: the model name sent (overrides the agent's `model`).
+    pub model: Option<String>,
+    /// `openai`: the environment variable holding the API key (the key
+    /// itself is never written anywhere).
+    pub api_key_env: Option<String>,
+    /// `openai`: real-time limit of one attempt, in milliseconds.
+    pub timeout_ms: u64,
+    /// `openai`: attempts after the first on 429, 5xx, timeouts and
+    /// connection errors.
+    pub retries: u32,
+    /// `recorded`: a bundle or a folder of bundles (relative to the case
+    /// file); default: the store's runs.
+    pub recording: Option<String>,
+    pub cassette: CassetteMode,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            provider: Provider::Scripted,
+            latency_ms: 0,
+            responses: Vec::new(),
+            rules: Vec::new(),
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            timeout_ms: 30_000,
+            retries: 2,
+            recording: None,
+            cassette: CassetteMode::None,
+        }
+    }
+}
+
+/// One scripted reply: a text, or a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Reply {
+    Text(String),
+    Full(ReplyTable),
+}
+
+/// A scripted reply with tool calls, or a scripted provider error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplyTable {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ScriptedToolCall>,
+    /// Default: `tool_calls` when there are tool calls, else `stop`.
+    pub finish_reason: Option<String>,
+    /// Answer with this error kind instead (`timeout`, `unavailable`, `failed`).
+    pub error: Option<String>,
+    /// Virtual latency of this reply (default: `[model] latency_ms`).
+    pub latency_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedToolCall {
+    pub name: String,
+    /// A table (sent as JSON text, as OpenAI does) or JSON text.
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// A rule: when the last user or tool message matches, reply (or pick
+/// one of weighted alternatives with the run's model seed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Rule {
+    /// Substring of the last user/tool message's content.
+    pub contains: Option<String>,
+    /// JSON path into the last user/tool message (its `content` parsed when
+    /// it is JSON text), e.g. `$.content.deploys[0].id`.
+    pub path: Option<String>,
+    /// With `path`: the value there must equal this.
+    pub equals: Option<Value>,
+    pub reply: Option<Reply>,
+    pub alternatives: Vec<Alternative>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Alternative {
+    #[serde(default = "one")]
+    pub weight: u32,
+    pub reply: Reply,
+}
+
+fn one() -> u32 {
+    1
+}
+
+const ERROR_KINDS: &[&str] = &["timeout", "unavailable", "failed"];
+
+impl ModelConfig {
+    /// Check what serde cannot: each rule replies one way, paths parse,
+    /// and the provider has what it needs.
+    pub fn check(&self) -> Result<(), String> {
+        for (i, rule) in self.rules.iter().enumerate() {
+            let at = format!("[[model.rules]] #{}", i + 1);
+            match (&rule.reply, rule.alternatives.is_empty()) {
+                (Some(_), false) => {
+                    return Err(format!("{at}: give `reply` or `alternatives`, not both"));
+                }
+                (None, true) => return Err(format!("{at}: needs `reply` or `alternatives`")),
+                _ => {}
+            }
+            if rule.alternatives.iter().all(|a| a.weight == 0) && rule.reply.is_none() {
+                return Err(format!("{at}: every alternative has weight 0"));
+            }
+            if let Some(p) = &rule.path {
+                parse_path(p).map_err(|m| format!("{at}: path `{p}`: {m}"))?;
+            } else if rule.equals.is_some() {
+                return Err(format!("{at}: `equals` needs a `path`"));
+            }
+            let replies = rule
+                .reply
+                .iter()
+                .chain(rule.alternatives.iter().map(|a| &a.reply));
+            for r in replies {
+                r.check().map_err(|m| format!("{at}: {m}"))?;
+            }
+        }
+        for (i, r) in self.responses.iter().enumerate() {
+            r.check()
+                .map_err(|m| format!("[model] responses #{}: {m}", i + 1))?;
+        }
+        let needs_endpoint = self.provider == Provider::Openai
+            || (self.provider == Provider::Recorded && self.cassette != CassetteMode::None);
+        if needs_endpoint && self.base_url.is_none() {
+            return Err(format!(
+                "[model] provider `{}`{} needs `base_url` (e.g. \"http://127.0.0.1:11434/v1\")",
+                self.provider.as_str(),
+                if self.provider == Provider::Recorded {
+                    " with a cassette that records"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if let Some(url) = &self.base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(format!(
+                "[model] base_url `{url}` must start with http:// or https://"
+            ));
+        }
+        if self.timeout_ms == 0 {
+            return Err("[model] timeout_ms must be above zero".into());
+        }
+        Ok(())
+    }
+
+    /// Apply `--model KEY=VALUE` overrides (VALUE is read as a TOML value
+    /// when it is one, else as text).
+    pub fn with_overrides(&self, overrides: &BTreeMap<String, String>) -> Result<Self, String> {
+        if overrides.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut table = serde_json::to_value(self).map_err(|e| e.to_string())?;
+        for (key, text) in overrides {
+            let value = toml::from_str::<toml::Table>(&format!("v = {text}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .map_or_else(
+                    || Value::String(text.clone()),
+                    |v| serde_json::to_value(v).unwrap_or(Value::Null),
+                );
+            table[key.as_str()] = value;
+        }
+        let config: ModelConfig = serde_json::from_value(table)
+            .map_err(|e| format!("--model {}: {e}", describe(overrides)))?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// The API key's environment variable, when it is named but not set.
+    pub fn missing_key(&self) -> Option<&str> {
+        let calls_out = self.provider == Provider::Openai
+            || (self.provider == Provider::Recorded && self.cassette != CassetteMode::None);
+        let name = self.api_key_env.as_deref()?;
+        (calls_out && std::env::var_os(name).is_none_or(|v| v.is_empty())).then_some(name)
+    }
+}
+
+fn describe(overrides: &BTreeMap<String, String>) -> String {
+    overrides
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Split `--model KEY=VALUE` arguments.
+pub fn parse_overrides(args: &[String]) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for a in args {
+        let (k, v) = a.split_once('=').ok_or_else(|| {
+            format!("--model `{a}`: expected KEY=VALUE, e.g. --model provider=openai")
+        })?;
+        out.insert(k.trim().to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+impl Reply {
+    fn check(&self) -> Result<(), String> {
+        if let Reply::Full(t) = self {
+            if let Some(kind) = &t.error
+                && !ERROR_KINDS.contains(&kind.as_str())
+            {
+                return Err(format!(
+                    "error `{kind}` is not one of {}",
+                    ERROR_KINDS.join(", ")
+                ));
+            }
+            if t.error.is_none() && t.content.is_none() && t.tool_calls.is_empty() {
+                return Err("a reply needs `content`, `tool_calls` or `error`".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One step of a JSON path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Field(String),
+    Index(i64),
+}
+
+/// Parse `$.a.b[0].c[-1]` (the leading `$` is optional).
+pub fn parse_path(path: &str) -> Result<Vec<Step>, String> {
+    let owned;
+    let mut rest = match path.strip_prefix('$') {
+        Some(r) => r,
+        None => {
+            owned = format!(".{path}");
+            &owned
+        }
+    };
+    let mut steps = Vec::new();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            if end == 0 {
+                return Err("empty field name".into());
+            }
+            steps.push(Step::Field(r[..end].to_string()));
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']').ok_or("`[` without `]`")?;
+            let index = r[..end]
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| format!("`[{}]` is not an index", &r[..end]))?;
+            steps.push(Step::Index(index));
+            rest = &r[end + 1..];
+        } else {
+            return Err(format!("unexpected `{rest}`"));
+        }
+    }
+    Ok(steps)
+}
+
+/// The value at `steps` in `v`; negative indexes count from the end.
+pub fn at_path<'a>(v: &'a Value, steps: &[Step]) -> Option<&'a Value> {
+    steps.iter().try_fold(v, |v, step| match step {
+        Step::Field(f) => v.get(f),
+        Step::Index(i) => {
+            let a = v.as_array()?;
+            let i = if *i < 0 { a.len() as i64 + i } else { *i };
+            a.get(usize::try_from(i).ok()?)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn paths_parse_and_index_from_either_end() {
+        let v = json!({"content": {"deploys": [{"id": "D-41"}, {"id": "D-42"}]}});
+        let p = parse_path("$.content.deploys[-1].id").unwrap();
+        assert_eq!(at_path(&v, &p), Some(&json!("D-42")));
+        let p = parse_path("content.deploys[0].id").unwrap();
+        assert_eq!(at_path(&v, &p), Some(&json!("D-41")));
+        assert_eq!(
+            at_path(&v, &parse_path("$.content.deploys[5]").unwrap()),
+            None
+        );
+        assert!(parse_path("$.a[x]").is_err());
+        assert!(parse_path("$..a").is_err());
+    }
+
+    #[test]
+    fn overrides_are_typed_and_checked() {
+        let c = ModelConfig::default();
+        let o = parse_overrides(&[
+            "provider=openai".into(),
+            "base_url=http://127.0.0.1:9/v1".into(),
+            "retries=0".into(),
+        ])
+        .unwrap();
+        let c2 = c.with_overrides(&o).unwrap();
+        assert_eq!(c2.provider, Provider::Openai);
+        assert_eq!(c2.retries, 0);
+        let bad = parse_overrides(&["provider=openai".into()]).unwrap();
+        assert!(c.with_overrides(&bad).unwrap_err().contains("base_url"));
+        assert!(parse_overrides(&["nokey".into()]).is_err());
+        let unknown = parse_overrides(&["colour=blue".into()]).unwrap();
+        assert!(c.with_overrides(&unknown).unwrap_err().contains("colour"));
+    }
+}

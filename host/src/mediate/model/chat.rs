@@ -1,0 +1,168 @@
+//! OpenAI chat-completions shapes as the host reads and builds them: the
+//! last user/tool message a rule looks at, the sampling parameters that
+//! are recorded, and complete responses built from scripted replies.
+
+use crate::case::model::{Reply, ReplyTable};
+use serde_json::{Map, Value, json};
+
+/// Sampling parameters of a request, as recorded with each call.
+pub fn params(request: &Value) -> Value {
+    let mut m = Map::new();
+    for key in [
+        "model",
+        "temperature",
+        "top_p",
+        "seed",
+        "max_tokens",
+        "stop",
+    ] {
+        if let Some(v) = request.get(key) {
+            m.insert(key.to_string(), v.clone());
+        }
+    }
+    Value::Object(m)
+}
+
+/// The last message with role `user` or `tool`: its content as text, and
+/// the message with `content` parsed when that text is JSON.
+pub fn last_input(request: &Value) -> Option<(String, Value)> {
+    let messages = request.get("messages")?.as_array()?;
+    let m = messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m["role"].as_str(), Some("user" | "tool")))?;
+    let text = match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        // Content parts: keep their text.
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    };
+    let mut parsed = m.clone();
+    if let Ok(v) = serde_json::from_str::<Value>(&text) {
+        parsed["content"] = v;
+    }
+    Some((text, parsed))
+}
+
+/// A rough, deterministic token count (four bytes a token).
+fn tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
+}
+
+/// The reply as a table.
+pub fn table(reply: &Reply) -> ReplyTable {
+    match reply {
+        Reply::Text(t) => ReplyTable {
+            content: Some(t.clone()),
+            ..ReplyTable::default()
+        },
+        Reply::Full(t) => t.clone(),
+    }
+}
+
+/// A complete chat-completions response for a scripted reply. `n` numbers
+/// the model call (ids are derived from it), `created` is virtual time.
+pub fn completion(reply: &ReplyTable, request: &Value, n: u64, created: i64) -> Value {
+    let tool_calls: Vec<Value> = reply
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let arguments = match &c.arguments {
+                Value::String(s) => s.clone(),
+                Value::Null => "{}".to_string(),
+                v => crate::canon::to_string(v),
+            };
+            json!({
+                "id": format!("call_{n}_{i}"),
+                "type": "function",
+                "function": {"name": c.name, "arguments": arguments},
+            })
+        })
+        .collect();
+    let finish = reply.finish_reason.clone().unwrap_or_else(|| {
+        if tool_calls.is_empty() {
+            "stop".into()
+        } else {
+            "tool_calls".into()
+        }
+    });
+    let completion_tokens = tokens(reply.content.as_deref().unwrap_or(""))
+        + tool_calls
+            .iter()
+            .map(|c| tokens(&c["function"].to_string()))
+            .sum::<u64>();
+    let prompt_tokens = tokens(&crate::canon::to_string(
+        request.get("messages").unwrap_or(&Value::Null),
+    ));
+    let mut message = json!({"role": "assistant", "content": reply.content});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    json!({
+        "id": format!("chatcmpl-scripted-{n}"),
+        "object": "chat.completion",
+        "created": created,
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    })
+}
+
+/// Whether an endpoint's answer is a chat completion the agent can use.
+pub fn is_completion(v: &Value) -> bool {
+    v.get("choices").and_then(Value::as_array).is_some()
+}
+
+/// `finish_reason` of the first choice.
+pub fn finish_reason(v: &Value) -> Value {
+    v["choices"][0]["finish_reason"].clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::model::ScriptedToolCall;
+
+    #[test]
+    fn the_last_tool_message_is_read_with_json_content() {
+        let req = json!({"messages": [
+            {"role": "user", "content": "close T-100"},
+            {"role": "assistant", "content": null, "tool_calls": []},
+            {"role": "tool", "tool_call_id": "c1", "content": "{\"id\":\"D-42\"}"},
+        ]});
+        let (text, msg) = last_input(&req).unwrap();
+        assert_eq!(text, "{\"id\":\"D-42\"}");
+        assert_eq!(msg["content"]["id"], "D-42");
+    }
+
+    #[test]
+    fn scripted_replies_become_full_completions() {
+        let reply = ReplyTable {
+            tool_calls: vec![ScriptedToolCall {
+                name: "get_ticket".into(),
+                arguments: json!({"id": "T-100"}),
+            }],
+            ..ReplyTable::default()
+        };
+        let v = completion(&reply, &json!({"messages": []}), 3, 7);
+        assert!(is_completion(&v));
+        assert_eq!(finish_reason(&v), "tool_calls");
+        let call = &v["choices"][0]["message"]["tool_calls"][0];
+        assert_eq!(call["id"], "call_3_0");
+        assert_eq!(call["function"]["arguments"], "{\"id\":\"T-100\"}");
+        assert_eq!(
+            v["usage"]["total_tokens"],
+            v["usage"]["completion_tokens"].as_u64().unwrap() + 1
+        );
+    }
+}

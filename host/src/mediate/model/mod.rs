@@ -1,0 +1,279 @@
+//! `worldline:agent/model.complete`: model calls mediated like tool calls.
+//!
+//! The event's request is `{"provider": …, "request": <the agent's
+//! chat-completions JSON>}`; its response is `{"ok": <completion>}` or
+//! `{"error": {kind, message}}`, plus `model_call`: what the provider did
+//! (rendered request, model and version, sampling parameters, raw bytes,
+//! usage, finish reason, real latency as metadata, virtual latency,
+//! attempts). The guest only ever sees `ok`/`error`.
+//!
+//! Scripted answers are deterministic and re-computed on replay (so the
+//! script's position and draws stay in step for forks). Answers of the
+//! live providers (`openai`, `recorded`) come from the log while a
+//! recording is followed: a replay never calls out.
+
+pub mod chat;
+pub mod openai;
+pub mod recorded;
+pub mod scripted;
+
+use super::agent_api::{decode, error_answer};
+use super::bindings::worldline::agent::model;
+use super::bindings::worldline::agent::types::ToolError;
+use super::entropy;
+use super::{Answer, RunState};
+use crate::canon;
+use crate::case::model::{CassetteMode, ModelConfig, Provider};
+use crate::log::{Effect, Event};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The call name of model events.
+pub const CALL: &str = "worldline:agent/model.complete";
+
+/// Answers the agent's model calls as the case's `[model]` says.
+pub struct ModelService {
+    config: ModelConfig,
+    scripted: scripted::Scripted,
+    endpoint: Option<openai::Endpoint>,
+    recording: Option<recorded::Recording>,
+    /// A rerun's recording, consulted before the provider.
+    pub cassette: Option<Cassette>,
+    /// Model calls answered so far (numbers ids in scripted completions).
+    calls: u64,
+}
+
+fn model_stream(seed: u64) -> rand_chacha::ChaCha20Rng {
+    entropy::stream(seed, "model")
+}
+
+impl ModelService {
+    /// `budget` bounds one call in real time; `case_dir` anchors a relative
+    /// `recording`.
+    pub fn new(config: &ModelConfig, seed: u64, budget: Duration, case_dir: &Path) -> Self {
+        let calls_out = config.provider == Provider::Openai
+            || (config.provider == Provider::Recorded && config.cassette != CassetteMode::None);
+        ModelService {
+            scripted: scripted::Scripted::new(config, model_stream(seed)),
+            endpoint: calls_out.then(|| openai::Endpoint::new(config, budget)),
+            recording: config
+                .recording
+                .as_ref()
+                .map(|r| recorded::Recording::new(case_dir.join(r))),
+            config: config.clone(),
+            cassette: None,
+            calls: 0,
+        }
+    }
+
+    /// Draw the scripted model's alternatives from `seed` instead of the
+    /// case seed.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.scripted.reseed(model_stream(seed));
+    }
+
+    /// A `recorded` provider without its own `recording` reads the store's
+    /// runs, except the bundle this run writes.
+    pub fn use_store(&mut self, runs: PathBuf, own: Option<PathBuf>) {
+        if self.config.provider != Provider::Recorded {
+            return;
+        }
+        let recording = self
+            .recording
+            .get_or_insert_with(|| recorded::Recording::new(runs));
+        if let Some(own) = own {
+            recording.skip(own);
+        }
+    }
+
+    /// Whether answers come from outside (and so, when following a
+    /// recording, from the log).
+    fn is_live(label: &str) -> bool {
+        label == Provider::Openai.as_str() || label == Provider::Recorded.as_str()
+    }
+
+    /// Answer `request` with the case's provider. `wall_ns` is virtual now.
+    fn serve(&mut self, request: &Value, wall_ns: i128) -> Answer {
+        self.calls += 1;
+        let (response, latency_ms) = match self.config.provider {
+            Provider::Scripted => self.scripted_answer(request, wall_ns),
+            Provider::Openai => self.endpoint_answer(request, None),
+            Provider::Recorded => self.recorded_answer(request),
+        };
+        let effect = if response.get("error").is_some() {
+            Effect::Failed
+        } else {
+            Effect::Read
+        };
+        Answer {
+            latency_ns: latency_ms * 1_000_000,
+            ..Answer::with_effect(response, effect)
+        }
+    }
+
+    fn scripted_answer(&mut self, request: &Value, wall_ns: i128) -> (Value, u64) {
+        let chosen = match self.scripted.choose(request) {
+            Ok(c) => c,
+            Err(message) => {
+                let mut r = error_answer("unavailable", message).response;
+                r["model_call"] = json!({"provider": "scripted"});
+                return (r, self.config.latency_ms);
+            }
+        };
+        let reply = chat::table(&chosen.reply);
+        let latency = reply.latency_ms.unwrap_or(self.config.latency_ms);
+        let mut record = json!({
+            "provider": "scripted",
+            "source": chosen.source,
+            "params": chat::params(request),
+            "virtual_latency_ms": latency,
+        });
+        if let Some(kind) = &reply.error {
+            let mut r =
+                error_answer(kind, format!("the scripted model answered `{kind}`")).response;
+            r["model_call"] = record;
+            return (r, latency);
+        }
+        let created = i64::try_from(wall_ns.div_euclid(1_000_000_000)).unwrap_or(0);
+        let completion = chat::completion(&reply, request, self.calls, created);
+        record["model"] = completion["model"].clone();
+        record["usage"] = completion["usage"].clone();
+        record["finish_reason"] = chat::finish_reason(&completion);
+        (json!({"ok": completion, "model_call": record}), latency)
+    }
+
+    /// Ask the endpoint; `cassette` notes why a recorded provider called out.
+    fn endpoint_answer(&mut self, request: &Value, cassette: Option<&str>) -> (Value, u64) {
+        let latency = self.config.latency_ms;
+        let Some(endpoint) = &self.endpoint else {
+            let r = error_answer("failed", "no endpoint is configured ([model] base_url)");
+            return (r.response, latency);
+        };
+        let outcome = endpoint.complete(request);
+        let mut record = outcome.record;
+        record["virtual_latency_ms"] = json!(latency);
+        if let Some(c) = cassette {
+            record["cassette"] = json!(c);
+        }
+        let mut response = match outcome.answer {
+            Ok(v) => json!({"ok": v}),
+            Err((kind, message)) => error_answer(&kind, message).response,
+        };
+        response["model_call"] = record;
+        (response, latency)
+    }
+
+    fn recorded_answer(&mut self, request: &Value) -> (Value, u64) {
+        let latency = self.config.latency_ms;
+        if self.config.cassette == CassetteMode::All {
+            return self.endpoint_answer(request, Some("all"));
+        }
+        let Some(recording) = self.recording.as_mut() else {
+            let r = error_answer(
+                "failed",
+                "the recorded provider has no recording: set [model] recording or run with a store",
+            );
+            return (r.response, latency);
+        };
+        if let Some(mut hit) = recording.answer(request) {
+            hit["model_call"]["virtual_latency_ms"] = json!(latency);
+            return (hit, latency);
+        }
+        if self.config.cassette == CassetteMode::Once {
+            return self.endpoint_answer(request, Some("miss"));
+        }
+        let message = format!(
+            "no recorded answer for this request (key {}) in {}; the cassette is `none`, so nothing is asked live (set [model] cassette = \"once\" to record misses)",
+            recorded::key(request),
+            recording.source().display()
+        );
+        let mut r = error_answer("unavailable", message).response;
+        r["model_call"] = json!({"provider": "recorded", "key": recorded::key(request)});
+        (r, latency)
+    }
+}
+
+/// A live answer replayed from its recorded event.
+fn from_log(event: Event) -> Answer {
+    let ms = event.response["model_call"]["virtual_latency_ms"]
+        .as_u64()
+        .unwrap_or(0);
+    Answer {
+        latency_ns: ms * 1_000_000,
+        injected: event.injected,
+        ..Answer::with_effect(event.response, event.effect)
+    }
+}
+
+/// Model answers from an earlier run, used in order while the agent's
+/// requests equal the recorded ones (a rerun).
+pub struct Cassette {
+    /// `(request, response)` of each recorded model call.
+    pub calls: Vec<(Value, Value)>,
+    pub next: usize,
+    /// Once a request differs: stop the run (`true`) or ask the case's
+    /// provider (`false`).
+    pub fail_on_miss: bool,
+    /// Set once a request differed; from then on the recording is not used.
+    pub missed: bool,
+}
+
+impl Cassette {
+    /// The recorded answer for this request, if the recording still holds.
+    fn answer(&mut self, request: &Value) -> Option<Value> {
+        if self.missed {
+            return None;
+        }
+        match self.calls.get(self.next) {
+            Some((req, resp)) if req == request => {
+                self.next += 1;
+                Some(resp.clone())
+            }
+            _ => {
+                self.missed = true;
+                None
+            }
+        }
+    }
+}
+
+impl model::Host for RunState {
+    fn complete(&mut self, request_json: String) -> wasmtime::Result<Result<String, ToolError>> {
+        let request: Value =
+            serde_json::from_str(&request_json).unwrap_or(Value::String(request_json));
+        let service = &mut self.med.services.model;
+        let recorded = service
+            .cassette
+            .as_mut()
+            .map(|c| (c.answer(&request), c.fail_on_miss));
+        let label = match &recorded {
+            Some((Some(_), _)) => "recording",
+            Some((None, true)) => "none",
+            _ => service.config.provider.as_str(),
+        };
+        let miss = matches!(recorded, Some((None, true)));
+        let call_request = json!({"provider": label, "request": request});
+        let logged = ModelService::is_live(label)
+            .then(|| self.med.recorded_event(CALL, &call_request).cloned())
+            .flatten();
+        let message = "the agent's model request differs from the recording and the rerun was asked to stop there (--model fail)";
+        let r = self.call(CALL, call_request, |s| {
+            if let Some(event) = logged {
+                return from_log(event);
+            }
+            if let Some((Some(response), _)) = recorded {
+                return Answer::read(response);
+            }
+            if miss {
+                return error_answer("unavailable", message);
+            }
+            let now = s.clock.wall_ns();
+            s.model.serve(&request, now)
+        })?;
+        if miss {
+            return Err(wasmtime::Error::new(super::Fault::ModelMiss));
+        }
+        Ok(decode(&r, canon::to_string))
+    }
+}

@@ -1,0 +1,320 @@
+//! The `openai` provider: POST the agent's request to an OpenAI-compatible
+//! `/chat/completions` endpoint (OpenAI, vLLM, llama.cpp server, Ollama)
+//! with an async client on a small tokio runtime, bounded in real time,
+//! retrying 429s, 5xx, timeouts and connection errors. Every attempt is
+//! recorded; the API key only ever goes into the Authorization header and
+//! is scrubbed from anything the endpoint sends back.
+
+use super::chat;
+use crate::case::model::ModelConfig;
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// One endpoint as a case configures it.
+pub struct Endpoint {
+    url: String,
+    model: Option<String>,
+    key: Option<String>,
+    /// Why the key is missing, when the case names a variable that is unset.
+    key_problem: Option<String>,
+    attempt_timeout: Duration,
+    retries: u32,
+    /// Real-time bound of one model call, all attempts together (the
+    /// case's `limits.timeout_ms`), so the host never hangs.
+    budget: Duration,
+}
+
+/// What one call produced: the guest's answer and the record of the call.
+pub struct Outcome {
+    /// `Ok(completion)` or `Err((kind, message))`.
+    pub answer: Result<Value, (String, String)>,
+    pub record: Value,
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("worldline-model")
+            .enable_all()
+            .build()
+            .expect("a tokio runtime starts")
+    })
+}
+
+fn client() -> &'static reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .user_agent(concat!("worldline/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("an HTTP client builds")
+    })
+}
+
+/// How one attempt ended.
+enum Attempt {
+    Done(Value),
+    /// `(kind, message, retry?)`.
+    Failed(&'static str, String, bool),
+}
+
+impl Endpoint {
+    pub fn new(config: &ModelConfig, budget: Duration) -> Self {
+        let (key, key_problem) = match &config.api_key_env {
+            None => (None, None),
+            Some(name) => match std::env::var(name) {
+                Ok(k) if !k.is_empty() => (Some(k), None),
+                _ => (
+                    None,
+                    Some(format!(
+                        "the case's [model] api_key_env names `{name}`, which is not set; export it before the run"
+                    )),
+                ),
+            },
+        };
+        Endpoint {
+            url: format!(
+                "{}/chat/completions",
+                config
+                    .base_url
+                    .as_deref()
+                    .unwrap_or("")
+                    .trim_end_matches('/')
+            ),
+            model: config.model.clone(),
+            key,
+            key_problem,
+            attempt_timeout: Duration::from_millis(config.timeout_ms),
+            retries: config.retries,
+            budget,
+        }
+    }
+
+    /// Replace the API key wherever it appears in text from the outside.
+    fn redact(&self, text: &str) -> String {
+        match &self.key {
+            Some(k) if k.len() >= 4 => text.replace(k.as_str(), "[redacted]"),
+            _ => text.to_string(),
+        }
+    }
+
+    /// The body sent: the agent's request, with the case's model and
+    /// without streaming.
+    fn render(&self, request: &Value) -> Value {
+        let mut body = match request {
+            Value::Object(_) => request.clone(),
+            _ => json!({}),
+        };
+        if let Some(m) = &self.model {
+            body["model"] = json!(m);
+        }
+        if let Some(o) = body.as_object_mut() {
+            o.remove("stream");
+        }
+        body
+    }
+
+    /// Call the endpoint for `request`.
+    pub fn complete(&self, request: &Value) -> Outcome {
+        let rendered = self.render(request);
+        let mut record = json!({
+            "provider": "openai",
+            "endpoint": self.url,
+            "rendered": rendered,
+            "params": chat::params(&rendered),
+        });
+        if let Some(problem) = &self.key_problem {
+            return Outcome {
+                answer: Err(("failed".into(), problem.clone())),
+                record,
+            };
+        }
+        if rendered.get("model").is_none() {
+            let message = "no model named: set `model` in the agent's request or the case's [model] model (or --model model=NAME)".to_string();
+            return Outcome {
+                answer: Err(("failed".into(), message)),
+                record,
+            };
+        }
+        let body = serde_json::to_vec(&rendered).expect("JSON serializes");
+        let started = Instant::now();
+        let mut attempts = Vec::new();
+        let mut raw = None;
+        let mut last = Attempt::Failed("timeout", "no attempt was made".into(), false);
+        for n in 0..=self.retries {
+            let left = self.budget.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                last = Attempt::Failed(
+                    "timeout",
+                    format!(
+                        "the model call used the case's whole time budget ({} ms, limits.timeout_ms)",
+                        self.budget.as_millis()
+                    ),
+                    false,
+                );
+                break;
+            }
+            let limit = self.attempt_timeout.min(left);
+            let t0 = Instant::now();
+            let (attempt, status, retry_after, bytes) = self.attempt(&body, limit);
+            let mut entry = json!({
+                "attempt": n + 1,
+                "real_latency_ms": t0.elapsed().as_millis() as u64,
+            });
+            if let Some(s) = status {
+                entry["status"] = json!(s);
+            }
+            if let Attempt::Failed(kind, message, _) = &attempt {
+                entry["error"] = json!({"kind": kind, "message": message});
+            }
+            attempts.push(entry);
+            raw = bytes;
+            let retry = matches!(attempt, Attempt::Failed(_, _, true)) && n < self.retries;
+            last = attempt;
+            if !retry {
+                break;
+            }
+            let backoff = retry_after
+                .unwrap_or(Duration::from_millis(200 << n.min(5)))
+                .min(Duration::from_secs(10))
+                .min(self.budget.saturating_sub(started.elapsed()));
+            std::thread::sleep(backoff);
+        }
+        record["attempts"] = json!(attempts);
+        record["real_latency_ms"] = json!(started.elapsed().as_millis() as u64);
+        if let Some(bytes) = &raw {
+            match std::str::from_utf8(bytes) {
+                Ok(text) => record["raw"] = json!(self.redact(text)),
+                Err(_) => {
+                    use base64::Engine as _;
+                    record["raw_base64"] =
+                        json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+                }
+            }
+        }
+        let answer = match last {
+            Attempt::Done(v) => {
+                record["model"] = v.get("model").cloned().unwrap_or(Value::Null);
+                record["version"] = v.get("system_fingerprint").cloned().unwrap_or(Value::Null);
+                record["usage"] = v.get("usage").cloned().unwrap_or(Value::Null);
+                record["finish_reason"] = chat::finish_reason(&v);
+                Ok(v)
+            }
+            Attempt::Failed(kind, message, _) => Err((kind.to_string(), message)),
+        };
+        Outcome { answer, record }
+    }
+
+    /// One HTTP attempt within `limit`: how it ended, the status, the
+    /// server's Retry-After and the body bytes.
+    fn attempt(
+        &self,
+        body: &[u8],
+        limit: Duration,
+    ) -> (Attempt, Option<u16>, Option<Duration>, Option<Vec<u8>>) {
+        let mut req = client()
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .body(body.to_vec());
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(k);
+        }
+        let sent = runtime().block_on(async {
+            tokio::time::timeout(limit, async {
+                let resp = req.send().await?;
+                let status = resp.status().as_u16();
+                let retry_after = resp
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                let bytes = resp.bytes().await?;
+                Ok::<_, reqwest::Error>((status, retry_after, bytes.to_vec()))
+            })
+            .await
+        });
+        match sent {
+            Err(_) => (
+                Attempt::Failed(
+                    "timeout",
+                    format!(
+                        "no complete answer from the endpoint within {} ms",
+                        limit.as_millis()
+                    ),
+                    true,
+                ),
+                None,
+                None,
+                None,
+            ),
+            Ok(Err(e)) => {
+                let kind = if e.is_timeout() {
+                    "timeout"
+                } else {
+                    "unavailable"
+                };
+                let message =
+                    self.redact(&format!("cannot reach {}: {}", self.url, error_chain(&e)));
+                (Attempt::Failed(kind, message, true), None, None, None)
+            }
+            Ok(Ok((status, retry_after, bytes))) => {
+                let attempt = self.judge(status, &bytes);
+                (attempt, Some(status), retry_after, Some(bytes))
+            }
+        }
+    }
+
+    /// An answer's status and body, as the agent will see them.
+    fn judge(&self, status: u16, bytes: &[u8]) -> Attempt {
+        let text = self.redact(&String::from_utf8_lossy(bytes));
+        let brief: String = text.chars().take(300).collect();
+        match status {
+            200..=299 => match serde_json::from_str::<Value>(&text) {
+                Ok(v) if chat::is_completion(&v) => Attempt::Done(v),
+                Ok(_) => Attempt::Failed(
+                    "failed",
+                    format!(
+                        "the endpoint's answer is not a chat completion (no `choices`): {brief}"
+                    ),
+                    false,
+                ),
+                Err(e) => Attempt::Failed(
+                    "failed",
+                    format!("the endpoint's answer is not JSON ({e}): {brief}"),
+                    false,
+                ),
+            },
+            429 => Attempt::Failed(
+                "unavailable",
+                format!("rate limited (HTTP 429): {brief}"),
+                true,
+            ),
+            500..=599 => Attempt::Failed(
+                "unavailable",
+                format!("the endpoint failed (HTTP {status}): {brief}"),
+                true,
+            ),
+            _ => Attempt::Failed(
+                "failed",
+                format!("the endpoint refused the request (HTTP {status}): {brief}"),
+                false,
+            ),
+        }
+    }
+}
+
+/// An error with its causes, on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}

@@ -1,0 +1,113 @@
+//! The `recorded` provider: model answers from earlier runs, keyed by the
+//! SHA-256 of the canonical request. Recordings are bundles — one file or
+//! a folder of them (the store's runs by default) — read in file-name
+//! order when the first model call comes, so a run that never calls the
+//! model never reads them. The n-th identical request of a run gets the
+//! n-th recorded answer (the last one once they run out).
+
+use crate::canon;
+use crate::log::bundle;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One recorded answer and where it came from.
+struct Recorded {
+    run: String,
+    seq: u64,
+    response: Value,
+}
+
+pub struct Recording {
+    source: PathBuf,
+    /// Bundle this run is writing (not a recording to answer from).
+    own: Option<PathBuf>,
+    answers: Option<BTreeMap<String, Vec<Recorded>>>,
+    asked: BTreeMap<String, usize>,
+}
+
+/// The key a request is recorded under.
+pub fn key(request: &Value) -> String {
+    canon::sha256_hex(canon::to_string(request).as_bytes())
+}
+
+impl Recording {
+    pub fn new(source: PathBuf) -> Self {
+        Recording {
+            source,
+            own: None,
+            answers: None,
+            asked: BTreeMap::new(),
+        }
+    }
+
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// Do not answer from the bundle at `path` (the run's own).
+    pub fn skip(&mut self, path: PathBuf) {
+        self.own = Some(path);
+    }
+
+    fn load(&self) -> BTreeMap<String, Vec<Recorded>> {
+        let mut files: Vec<PathBuf> = if self.source.is_dir() {
+            std::fs::read_dir(&self.source)
+                .map(|d| {
+                    d.filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            vec![self.source.clone()]
+        };
+        files.sort();
+        let mut answers: BTreeMap<String, Vec<Recorded>> = BTreeMap::new();
+        for file in files {
+            if self.own.as_ref() == Some(&file) {
+                continue;
+            }
+            // Unreadable or foreign files hold no answers.
+            let Ok(b) = bundle::read(&file) else { continue };
+            let run = file
+                .file_stem()
+                .map_or_else(String::new, |s| s.to_string_lossy().to_string());
+            for e in b.events {
+                if e.call == super::CALL && e.response.get("ok").is_some() {
+                    answers
+                        .entry(key(&e.request["request"]))
+                        .or_default()
+                        .push(Recorded {
+                            run: run.clone(),
+                            seq: e.seq,
+                            response: e.response,
+                        });
+                }
+            }
+        }
+        answers
+    }
+
+    /// The recorded response for `request`, with where it came from, or
+    /// `None` on a miss.
+    pub fn answer(&mut self, request: &Value) -> Option<Value> {
+        if self.answers.is_none() {
+            self.answers = Some(self.load());
+        }
+        let k = key(request);
+        let found = self.answers.as_ref()?.get(&k)?;
+        let n = self.asked.entry(k.clone()).or_insert(0);
+        let r = &found[(*n).min(found.len() - 1)];
+        *n += 1;
+        Some(json!({
+            "ok": r.response["ok"],
+            "model_call": {
+                "provider": "recorded",
+                "key": k,
+                "source": {"run": r.run, "seq": r.seq},
+                "recorded": r.response.get("model_call"),
+            },
+        }))
+    }
+}

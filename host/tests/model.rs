@@ -1,0 +1,677 @@
+//! End-to-end tests of model calls: the real `worldline` binary and real
+//! guests against a small OpenAI-compatible server the tests start on
+//! loopback (ok answers, 429 with retry, 500, malformed JSON, a slow
+//! trickle of bytes, a server that never answers), the recorded provider,
+//! and the scripted provider's weighted alternatives. Nothing leaves the
+//! machine.
+
+mod common;
+
+use common::{
+    CliOutput, guest, read_bundle, temp_dir, workspace_root, worldline, worldline_env, worlds_dir,
+    write_case,
+};
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, VecDeque};
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const MODEL_CALL: &str = "worldline:agent/model.complete";
+const KEY_VAR: &str = "WORLDLINE_TEST_MODEL_KEY";
+const KEY: &str = "sk-test-9f8e7d6c5b4a-do-not-record";
+
+// --- a small OpenAI-compatible server ---------------------------------------
+
+/// How the server answers one request.
+#[derive(Clone)]
+enum Reply {
+    /// Status, body and extra headers, at once.
+    Http(u16, String, Vec<(&'static str, String)>),
+    /// A 200 whose body arrives one byte per `every`.
+    Trickle(String, Duration),
+    /// Read the request, then say nothing until the client gives up.
+    Silent,
+    /// A 401 whose body repeats the Authorization header it got.
+    EchoAuth,
+}
+
+fn completion(content: &str) -> Reply {
+    let body = json!({
+        "id": "chatcmpl-local-1",
+        "object": "chat.completion",
+        "created": 1_772_366_400,
+        "model": "local-llm-7b-q4",
+        "system_fingerprint": "fp_local_42",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+    });
+    Reply::Http(200, body.to_string(), Vec::new())
+}
+
+/// What the server received.
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    authorization: Option<String>,
+    body: Value,
+}
+
+struct Server {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Answers `replies` in order, then `completion("default")`.
+    fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let addr = listener.local_addr().unwrap();
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, s, st) = (replies, seen.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if st.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let reply = r
+                    .lock()
+                    .unwrap()
+                    .pop_front()
+                    .unwrap_or_else(|| completion("default"));
+                let (s, st) = (s.clone(), st.clone());
+                std::thread::spawn(move || serve(conn, reply, &s, &st));
+            }
+        });
+        Server {
+            addr,
+            seen,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Close the listening socket: later connections are refused.
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn serve(mut conn: TcpStream, reply: Reply, seen: &Mutex<Vec<Seen>>, stop: &AtomicBool) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let header = |name: &str| {
+        head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    };
+    let length: usize = header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let authorization = header("authorization");
+    seen.lock().unwrap().push(Seen {
+        path: head.split_whitespace().nth(1).unwrap_or("").to_string(),
+        authorization: authorization.clone(),
+        body: serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null),
+    });
+    let respond = |conn: &mut TcpStream, status: u16, body: &str, extra: &[(&str, String)]| {
+        let mut text = format!(
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+            body.len()
+        );
+        for (k, v) in extra {
+            text.push_str(&format!("{k}: {v}\r\n"));
+        }
+        text.push_str("\r\n");
+        text.push_str(body);
+        let _ = conn.write_all(text.as_bytes());
+    };
+    match reply {
+        Reply::Http(status, body, extra) => respond(&mut conn, status, &body, &extra),
+        Reply::EchoAuth => {
+            let body = json!({"error": {"message": format!("bad key: {}", authorization.unwrap_or_default())}});
+            respond(&mut conn, 401, &body.to_string(), &[]);
+        }
+        Reply::Trickle(body, every) => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(head.as_bytes());
+            for b in body.bytes() {
+                if stop.load(Ordering::SeqCst) || conn.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(every);
+            }
+        }
+        Reply::Silent => {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline && !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+// --- helpers ------------------------------------------------------------------
+
+fn asker() -> PathBuf {
+    guest("asker-agent")
+}
+
+fn model_agent() -> PathBuf {
+    guest("model-agent")
+}
+
+/// A chat request the asker sends.
+fn ask(text: &str) -> Value {
+    json!({"messages": [{"role": "user", "content": text}], "temperature": 0.2, "seed": 7})
+}
+
+/// A case on the demo world whose asker sends `requests`, with `model`
+/// as the `[model]` table body and `extra` appended.
+fn asker_case(dir: &Path, name: &str, requests: &[Value], model: &str, extra: &str) -> PathBuf {
+    let task = toml_value(&json!({"requests": requests}));
+    let text = format!(
+        "world = \"demo@v1\"\nclock = 2026-03-01T12:00:00Z\nseed = 11\ntask = {task}\n{extra}\n[model]\n{model}\n"
+    );
+    write_case(dir, name, &text)
+}
+
+/// JSON as a TOML inline value.
+fn toml_value(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let fields: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{} = {}", Value::String(k.clone()), toml_value(v)))
+                .collect();
+            format!("{{ {} }}", fields.join(", "))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(toml_value).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn openai_model(server: &Server, more: &str) -> String {
+    format!(
+        "provider = \"openai\"\nbase_url = \"{}\"\nmodel = \"local-llm\"\napi_key_env = \"{KEY_VAR}\"\n{more}",
+        server.base_url()
+    )
+}
+
+/// `worldline run CASE --agent A --json [args]` with the API key set.
+fn run(store: &Path, case: &Path, agent: &Path, args: &[&str]) -> CliOutput {
+    let worlds = worlds_dir();
+    let mut all: Vec<&OsStr> = vec![
+        OsStr::new("run"),
+        case.as_os_str(),
+        OsStr::new("--agent"),
+        agent.as_os_str(),
+        OsStr::new("--worlds"),
+        worlds.as_os_str(),
+        OsStr::new("--json"),
+        OsStr::new("--store"),
+        store.as_os_str(),
+    ];
+    all.extend(args.iter().map(OsStr::new));
+    // The store flag is given; this is `worldline_raw` with the key set.
+    worldline_env(all, &[(KEY_VAR, KEY)])
+}
+
+fn output(out: &CliOutput) -> Value {
+    serde_json::from_str(out.json()["output"].as_str().unwrap_or("null"))
+        .unwrap_or_else(|e| panic!("output is not JSON ({e}):\n{out}"))
+}
+
+fn model_events(bundle: &Path) -> Vec<Value> {
+    read_bundle(bundle)
+        .events
+        .into_iter()
+        .filter(|e| e["call"] == MODEL_CALL)
+        .collect()
+}
+
+/// The key must not appear in the bundle, stdout or stderr.
+#[track_caller]
+fn assert_no_key(out: &CliOutput) {
+    let bundle = std::fs::read_to_string(out.bundle()).unwrap();
+    assert!(!bundle.contains(KEY), "the API key is in the bundle");
+    assert!(!out.stdout.contains(KEY), "the API key is on stdout");
+    assert!(!out.stderr.contains(KEY), "the API key is on stderr");
+}
+
+// --- tests --------------------------------------------------------------------
+
+#[test]
+fn an_openai_run_is_recorded_in_full_and_replays_with_the_server_stopped() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let mut server = Server::start(vec![completion("first"), completion("second")]);
+    let case = asker_case(
+        dir.path(),
+        "openai",
+        &[ask("one"), ask("two")],
+        &openai_model(&server, "latency_ms = 250"),
+        "",
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    assert_eq!(
+        output(&out),
+        json!([
+            {"content": "first", "model": "local-llm-7b-q4", "finish_reason": "stop", "tool_calls": []},
+            {"content": "second", "model": "local-llm-7b-q4", "finish_reason": "stop", "tool_calls": []},
+        ])
+    );
+    // The server got the rendered request with the key in the header only.
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some(&*format!("Bearer {KEY}"))
+    );
+    assert_eq!(seen[0].body["model"], "local-llm");
+    assert_eq!(seen[0].body["messages"][0]["content"], "one");
+
+    let events = model_events(&out.bundle());
+    assert_eq!(events.len(), 2);
+    let e = &events[0];
+    assert_eq!(e["request"]["provider"], "openai");
+    assert_eq!(e["request"]["request"], ask("one"));
+    let m = &e["response"]["model_call"];
+    assert_eq!(m["provider"], "openai");
+    assert_eq!(m["rendered"]["model"], "local-llm");
+    assert_eq!(m["model"], "local-llm-7b-q4");
+    assert_eq!(m["version"], "fp_local_42");
+    assert_eq!(
+        m["params"],
+        json!({"model": "local-llm", "temperature": 0.2, "seed": 7})
+    );
+    assert_eq!(m["usage"]["total_tokens"], 15);
+    assert_eq!(m["finish_reason"], "stop");
+    assert_eq!(m["virtual_latency_ms"], 250);
+    assert!(m["real_latency_ms"].is_u64());
+    assert_eq!(m["attempts"].as_array().unwrap().len(), 1);
+    let raw: Value = serde_json::from_str(m["raw"].as_str().unwrap()).unwrap();
+    assert_eq!(raw["choices"][0]["message"]["content"], "first");
+    assert_eq!(e["response"]["ok"], raw);
+    // Virtual latency, not real time, moves the guest's clock.
+    let gap = events[1]["vtime_ns"].as_u64().unwrap() - events[0]["vtime_ns"].as_u64().unwrap();
+    assert!(gap >= 250_000_000, "{gap}");
+    assert_no_key(&out);
+
+    server.stop();
+    let run_id = out.json()["run_id"].as_str().unwrap().to_string();
+    let replay = worldline(&store, ["replay", &run_id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    assert_eq!(server.seen().len(), 2, "replay must not call the endpoint");
+}
+
+#[test]
+fn a_429_is_retried_and_every_attempt_is_recorded() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let limited = Reply::Http(
+        429,
+        r#"{"error":{"message":"slow down"}}"#.into(),
+        vec![("retry-after", "0".into())],
+    );
+    let server = Server::start(vec![limited, completion("after retry")]);
+    let case = asker_case(
+        dir.path(),
+        "retry",
+        &[ask("hi")],
+        &openai_model(&server, "retries = 2"),
+        "",
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    assert_eq!(output(&out)[0]["content"], "after retry");
+    let m = &model_events(&out.bundle())[0]["response"]["model_call"];
+    let attempts = m["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{m}");
+    assert_eq!(attempts[0]["status"], 429);
+    assert_eq!(attempts[0]["error"]["kind"], "unavailable");
+    assert_eq!(attempts[1]["status"], 200);
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[test]
+fn provider_errors_reach_the_guest_as_error_kinds_and_are_recorded() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let server = Server::start(vec![
+        Reply::Http(500, "upstream exploded".into(), Vec::new()),
+        Reply::Http(200, "{\"choices\": [".into(), Vec::new()),
+        Reply::Trickle(
+            json!({"choices": []}).to_string(),
+            Duration::from_millis(100),
+        ),
+        Reply::EchoAuth,
+    ]);
+    let requests = [ask("500"), ask("malformed"), ask("slow"), ask("401")];
+    let model = openai_model(&server, "retries = 0\ntimeout_ms = 400");
+    let case = asker_case(dir.path(), "errors", &requests, &model, "");
+    let started = Instant::now();
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let kinds: Vec<Value> = output(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["error"].clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            json!("unavailable"),
+            json!("failed"),
+            json!("timeout"),
+            json!("failed")
+        ]
+    );
+    let events = model_events(&out.bundle());
+    for e in &events {
+        assert_eq!(e["effect"], "failed", "{e}");
+        assert!(e["response"]["model_call"]["attempts"].is_array(), "{e}");
+    }
+    assert_eq!(
+        events[0]["response"]["model_call"]["raw"],
+        "upstream exploded"
+    );
+    let refused = &events[3]["response"];
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 401")
+    );
+    assert!(
+        refused["model_call"]["raw"]
+            .as_str()
+            .unwrap()
+            .contains("[redacted]")
+    );
+    assert_no_key(&out);
+}
+
+#[test]
+fn a_silent_endpoint_is_bounded_by_the_case_timeout() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let server = Server::start(vec![Reply::Silent, Reply::Silent, Reply::Silent]);
+    let model = openai_model(&server, "retries = 5\ntimeout_ms = 60000");
+    let case = asker_case(
+        dir.path(),
+        "silent",
+        &[ask("hello?")],
+        &model,
+        "[limits]\ntimeout_ms = 1500\n",
+    );
+    let started = Instant::now();
+    let out = run(&store, &case, &asker(), &[]);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    let e = &model_events(&out.bundle())[0];
+    assert_eq!(e["response"]["error"]["kind"], "timeout", "{e}");
+    assert!(
+        out.code == 0 || out.json()["run_status"] == "timeout",
+        "{out}"
+    );
+}
+
+#[test]
+fn the_recorded_provider_answers_from_earlier_runs_and_records_misses_once() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let mut server = Server::start(vec![completion("live answer")]);
+    let first = asker_case(
+        dir.path(),
+        "first",
+        &[ask("q1")],
+        &openai_model(&server, ""),
+        "",
+    );
+    let out1 = run(&store, &first, &asker(), &[]);
+    out1.expect_code(0);
+    server.stop();
+
+    // The same request from the store's runs: no network needed.
+    let replayed = run(
+        &store,
+        &first,
+        &asker(),
+        &["--model-set", "provider=recorded"],
+    );
+    replayed.expect_code(0);
+    assert_eq!(output(&replayed)[0]["content"], "live answer");
+    let m = &model_events(&replayed.bundle())[0]["response"]["model_call"];
+    assert_eq!(m["provider"], "recorded");
+    assert_eq!(m["source"]["run"], out1.json()["run_id"]);
+    assert_eq!(replayed.json()["run_status"], "completed");
+    // The header keeps the override, so the run replays as recorded.
+    let header = read_bundle(&replayed.bundle()).header;
+    assert_eq!(header["model_overrides"]["provider"], "recorded");
+    let id = replayed.json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        worldline(&store, ["replay", &id, "--json"]).json()["verdict"],
+        "identical"
+    );
+
+    // Another request misses: with cassette none that is an error the agent sees.
+    let other = asker_case(
+        dir.path(),
+        "other",
+        &[ask("q2")],
+        &openai_model(&server, ""),
+        "",
+    );
+    let missed = run(
+        &store,
+        &other,
+        &asker(),
+        &["--model-set", "provider=recorded"],
+    );
+    missed.expect_code(0);
+    assert_eq!(output(&missed)[0]["error"], "unavailable");
+    let message = output(&missed)[0]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("cassette"), "{message}");
+
+    // cassette = once asks the endpoint on a miss; the next run finds it.
+    let server = Server::start(vec![completion("recorded once")]);
+    let once = asker_case(
+        dir.path(),
+        "once",
+        &[ask("q2")],
+        &openai_model(&server, "provider = \"recorded\"\ncassette = \"once\"")
+            .replace("provider = \"openai\"\n", ""),
+        "",
+    );
+    let recorded = run(&store, &once, &asker(), &[]);
+    recorded.expect_code(0);
+    assert_eq!(output(&recorded)[0]["content"], "recorded once");
+    let m = &model_events(&recorded.bundle())[0]["response"]["model_call"];
+    assert_eq!(m["cassette"], "miss");
+    drop(server);
+    let hit = run(
+        &store,
+        &other,
+        &asker(),
+        &["--model-set", "provider=recorded"],
+    );
+    assert_eq!(output(&hit)[0]["content"], "recorded once", "{hit}");
+}
+
+#[test]
+fn weighted_alternatives_follow_the_model_seed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = workspace_root().join("cases/model/rollback-weighted.toml");
+    let agent = model_agent();
+    let go = |seed: u64| {
+        let out = worldline(
+            &store,
+            [
+                OsStr::new("run"),
+                case.as_os_str(),
+                OsStr::new("--agent"),
+                agent.as_os_str(),
+                OsStr::new("--model-seed"),
+                OsStr::new(&seed.to_string()),
+                OsStr::new("--json"),
+            ],
+        );
+        assert!(out.json.is_some(), "{out}");
+        out
+    };
+    let a = go(3);
+    let b = go(3);
+    assert_eq!(
+        std::fs::read(a.bundle()).unwrap(),
+        std::fs::read(b.bundle()).unwrap(),
+        "the same model seed must give byte-identical bundles"
+    );
+    let mut trajectories = BTreeSet::new();
+    let mut statuses = BTreeSet::new();
+    for seed in 1..=8 {
+        let out = go(seed);
+        trajectories.insert(out.json()["chain_hash"].as_str().unwrap().to_string());
+        statuses.insert(out.json()["status"].as_str().unwrap().to_string());
+        let header = read_bundle(&out.bundle()).header;
+        assert_eq!(header["model_seed"], seed);
+        let id = out.json()["run_id"].as_str().unwrap().to_string();
+        let replay = worldline(&store, ["replay", &id, "--json"]);
+        assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    }
+    assert!(trajectories.len() >= 2, "{trajectories:?}");
+    assert_eq!(
+        statuses,
+        BTreeSet::from(["failed".to_string(), "passed".to_string()])
+    );
+}
+
+#[test]
+fn the_model_agent_passes_its_scripted_cases() {
+    let dir = temp_dir();
+    let cases = workspace_root().join("cases/model");
+    let out = worldline(
+        dir.path(),
+        [
+            OsStr::new("test"),
+            cases.as_os_str(),
+            OsStr::new("--agent"),
+            model_agent().as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["failed"], 0, "{out}");
+    assert_eq!(out.json()["passed"], 3, "{out}");
+    // The timeout case: the agent saw the `timeout` kind and asked again.
+    let timeout_case = out.json()["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"].as_str().unwrap().contains("model-timeout"))
+        .unwrap()
+        .clone();
+    let events = read_bundle(Path::new(timeout_case["bundle"].as_str().unwrap())).events;
+    let first = events.iter().find(|e| e["call"] == MODEL_CALL).unwrap();
+    assert_eq!(first["response"]["error"]["kind"], "timeout");
+    assert!(events.iter().any(|e| e["request"]["kind"] == "model-retry"));
+    // The timeline shows what the model was asked and what it chose.
+    let history = worldline(
+        dir.path(),
+        ["history", timeout_case["bundle"].as_str().unwrap()],
+    );
+    history.expect_code(0);
+    assert!(
+        history
+            .stdout
+            .lines()
+            .any(|l| l.contains("[scripted] user:") && l.contains("-> get_alert(")),
+        "{history}"
+    );
+    assert!(history.stdout.contains("-> timeout: "), "{history}");
+}
+
+#[test]
+fn bad_model_settings_are_refused_with_where_and_what_to_do() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let both = "[[model.rules]]\ncontains = \"x\"\nreply = \"a\"\nalternatives = [{ weight = 1, reply = \"b\" }]";
+    let case = asker_case(dir.path(), "both", &[ask("x")], both, "");
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("both.toml:"), "{out}");
+    assert!(out.stderr.contains("not both"), "{out}");
+
+    let case = asker_case(dir.path(), "plain", &[ask("x")], "responses = [\"a\"]", "");
+    let out = run(&store, &case, &asker(), &["--model-set", "provider=openai"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("base_url"), "{out}");
+
+    let unset = "provider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"WORLDLINE_TEST_UNSET_KEY\"";
+    let case = asker_case(dir.path(), "unset", &[ask("x")], unset, "");
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("WORLDLINE_TEST_UNSET_KEY"), "{out}");
+}
