@@ -105,7 +105,13 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
             .starts_with("# Database runbook"),
         "{out}"
     );
-    assert_eq!(out["model"], "hi from the script", "{out}");
+    assert_eq!(out["model"]["said"], "hi from the script", "{out}");
+    assert_eq!(
+        out["model"]["asked"],
+        serde_json::json!([["get_ticket", {"id": "T-1"}]]),
+        "the scripted model's tool call, parsed: {out}"
+    );
+    assert_eq!(out["model"]["answer"], serde_json::json!(["T-1"]), "{out}");
 
     // Every source of nondeterminism crossed the host and was recorded.
     let bundle = read_bundle(&first.bundle());

@@ -39,8 +39,15 @@ def run(task):
         missing = str(e)
     runbooks = files.paths("runbooks")
     try:
-        answer = model.complete(messages=[{"role": "user", "content": "hello"}])
-        model_said = answer["choices"][0]["message"]["content"]
+        said = model.chat([model.system("You are a probe."), model.user("hello")]).content
+        asked = model.chat(
+            [model.user("tools please")], tools=model.tool_defs(tools.specs())
+        ).tool_calls
+        model_said = {
+            "said": said,
+            "asked": [[c.name, c.arguments()] for c in asked],
+            "answer": [tools.call(c.name, c.arguments())["id"] for c in asked],
+        }
     except wl.Error as e:
         model_said = e.kind.value
     return {
