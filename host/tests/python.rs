@@ -113,6 +113,17 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
     );
     assert_eq!(out["model"]["answer"], serde_json::json!(["T-1"]), "{out}");
 
+    // The store remembers the agent file's hash, so later runs neither
+    // read nor hash the 18 MB (see agent_file.rs).
+    let sha = first.json()["agent_sha256"].as_str().unwrap().to_string();
+    let records = common::files_with_suffix(&shared_store().join("cache/agent-files"), "");
+    assert!(
+        records
+            .iter()
+            .any(|r| std::fs::read_to_string(r).is_ok_and(|t| t == sha)),
+        "a record of {sha} in {records:?}"
+    );
+
     // Every source of nondeterminism crossed the host and was recorded.
     let bundle = read_bundle(&first.bundle());
     let calls: Vec<&str> = bundle
