@@ -7,6 +7,7 @@
 //! read) → [`run`] (one run, start to footer) → [`grade`], [`replay`],
 //! [`fork`], [`fuzz`] → [`cli`].
 
+pub mod agent_file;
 pub mod canon;
 pub mod case;
 pub mod cli;
@@ -21,4 +22,5 @@ pub mod replay;
 pub mod run;
 pub mod sandbox;
 pub mod store;
+pub mod traceback;
 pub mod world;

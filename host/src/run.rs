@@ -274,23 +274,9 @@ fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
     } else {
         (Status::Trapped, format!("{err:#}"))
     };
-    let panic_line = stderr
-        .lines()
-        .rev()
-        .find(|l| l.contains("panicked at"))
-        .map(str::to_string);
-    let message = match panic_line {
-        Some(p) if status == Status::Trapped => {
-            format!("{message}; guest stderr: {}", stderr_tail(stderr, &p))
-        }
+    let message = match crate::traceback::find(stderr) {
+        Some(account) if status == Status::Trapped => format!("{message}; {}", account.summary()),
         _ => message,
     };
     Ok((status, None, Some(message), backtrace))
-}
-
-/// The panic line and what follows it (the panic message), briefly.
-fn stderr_tail(stderr: &str, panic_line: &str) -> String {
-    let start = stderr.rfind(panic_line).unwrap_or(0);
-    let tail: String = stderr[start..].chars().take(600).collect();
-    tail.trim_end().replace('\n', " | ")
 }

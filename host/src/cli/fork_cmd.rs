@@ -77,7 +77,7 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
         });
     }
     let agent = match &args.agent {
-        Some(path) => Some(super::load_agent(&sandbox, &store, path)?),
+        Some(path) => Some(crate::agent_file::load(&sandbox, &store, path)?),
         None => None,
     };
     let outcome = fork::fork(&sandbox, &store, &rec, args.at, edits, agent)?;

@@ -96,7 +96,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     }
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
-    let agent = super::load_agent(&sandbox, &store, &args.agent)?;
+    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     store.put_case(&case)?;
 
     let jobs = args

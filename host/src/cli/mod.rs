@@ -2,6 +2,7 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+mod build_python_cmd;
 mod export_cmd;
 mod fork_cmd;
 mod fuzz_cmd;
@@ -27,20 +28,6 @@ use std::path::PathBuf;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// Load an agent from a file (read once) and keep its bytes in the store,
-/// where replay, fork and export find it.
-pub fn load_agent(
-    sandbox: &crate::sandbox::Sandbox,
-    store: &crate::store::StoreDir,
-    path: &std::path::Path,
-) -> anyhow::Result<std::sync::Arc<crate::sandbox::Agent>> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| crate::error::InputError::new(path, format!("cannot read agent: {e}")))?;
-    let agent = sandbox.load_bytes(&bytes, path)?;
-    store.put_object(&bytes)?;
-    Ok(agent)
 }
 
 /// How the agent's model calls are answered, beyond the case's `[model]`.
@@ -119,6 +106,8 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Bring an exported run into this store.
     Import(export_cmd::ImportArgs),
+    /// Build a Python agent (AGENT.py) into a component with componentize-py.
+    BuildPython(build_python_cmd::BuildPythonArgs),
 }
 
 /// Run the CLI and return the process exit code.
@@ -151,6 +140,7 @@ pub fn main() -> i32 {
         Command::Runs(args) => inspect_cmd::exec_runs(args),
         Command::Export(args) => export_cmd::exec_export(args),
         Command::Import(args) => export_cmd::exec_import(args),
+        Command::BuildPython(args) => build_python_cmd::exec(args),
     };
     match result {
         Ok(code) => code as i32,

@@ -49,7 +49,7 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let rec = replay::open(&store, &args.run)?;
-    let agent = super::load_agent(&sandbox, &store, &args.agent)?;
+    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     let outcome = replay::rerun(&sandbox, &store, &rec, &agent, args.model)?;
 
     let original = rec.bundle.footer.as_ref();

@@ -32,7 +32,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
-    let agent = super::load_agent(&sandbox, &store, &args.agent)?;
+    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     store.put_case(&case)?;
     let outcome = run_with(
         &sandbox,
@@ -73,11 +73,22 @@ pub fn summary_json(o: &RunOutcome) -> serde_json::Value {
         "replayable": f.replayable,
         "truncated_bytes": f.truncated_bytes,
         "backtrace": f.backtrace,
+        "traceback": traceback(f).map(|a| a.text().to_string()),
         "agent_sha256": o.header.agent_sha256,
         "case": o.header.case,
         "world": o.header.world,
         "seed": o.header.seed,
     })
+}
+
+/// The guest's account of its fault (a Python traceback, a Rust panic)
+/// when it trapped.
+fn traceback(f: &crate::log::Footer) -> Option<crate::traceback::Account> {
+    if f.status == crate::log::Status::Trapped {
+        crate::traceback::find(&f.stderr)
+    } else {
+        None
+    }
 }
 
 pub fn print_summary(o: &RunOutcome) {
@@ -93,7 +104,17 @@ pub fn print_summary(o: &RunOutcome) {
     if let Some(err) = &f.error {
         println!("  error:  {err}");
     }
-    if !f.backtrace.is_empty() {
+    let account = traceback(f);
+    if let Some(account) = &account {
+        println!("  traceback (from the guest's stderr):");
+        for line in account.text().lines() {
+            println!("    {line}");
+        }
+    }
+    // A Python traceback says where the agent failed; the wasm frames
+    // would only show CPython's runtime.
+    let python = matches!(account, Some(crate::traceback::Account::Python(_)));
+    if !f.backtrace.is_empty() && !python {
         println!("  guest backtrace:");
         for frame in f.backtrace.iter().take(12) {
             println!("    {frame}");

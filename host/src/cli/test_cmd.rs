@@ -109,6 +109,9 @@ impl Done {
         match &self.outcome {
             Err(e) => Some(e.clone()),
             Ok(_) if self.passed() => None,
+            // A fault says more than the grade it spoiled (a Python
+            // exception, a panic, fuel).
+            Ok(o) if o.footer.status.is_fault() => o.footer.error.clone(),
             Ok(o) => o
                 .grade
                 .as_ref()
@@ -129,7 +132,7 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
     }
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
-    let agent = super::load_agent(&sandbox, &store, &args.agent)?;
+    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     for c in &cases {
         store.put_case(c)?;
     }

@@ -127,8 +127,29 @@ impl Sandbox {
         }
         check_header(bytes, origin)?;
         let component = self.compile(bytes, &sha256, origin)?;
-        imports::check(&self.engine, &component, origin)?;
-        let pre = self.linker.instantiate_pre(&component).map_err(|e| {
+        self.prepare(&component, sha256, origin)
+    }
+
+    /// The agent with SHA-256 `sha256` when this process has loaded it or
+    /// the compile cache holds it, without its bytes; `None` otherwise.
+    pub fn load_compiled(&self, sha256: &str, origin: &Path) -> Result<Option<Arc<Agent>>> {
+        if let Some(agent) = self.loaded.lock().expect("agent cache lock").get(sha256) {
+            return Ok(Some(agent.clone()));
+        }
+        match self.deserialize_cached(sha256) {
+            Some(component) => Ok(Some(self.prepare(
+                &component,
+                sha256.to_string(),
+                origin,
+            )?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Check a compiled component's imports and pre-instantiate it.
+    fn prepare(&self, component: &Component, sha256: String, origin: &Path) -> Result<Arc<Agent>> {
+        imports::check(&self.engine, component, origin)?;
+        let pre = self.linker.instantiate_pre(component).map_err(|e| {
             InputError::new(origin, format!("does not fit the worldline:agent ABI: {e}"))
         })?;
         let pre = AgentHostPre::new(pre).map_err(|e| {
@@ -153,18 +174,24 @@ impl Sandbox {
         )
     }
 
-    fn compile(&self, bytes: &[u8], sha256: &str, origin: &Path) -> Result<Component> {
-        let cached = self.cache_path(sha256);
-        if let Some(path) = &cached
-            && path.is_file()
-        {
-            // SAFETY: the file was written by `Component::serialize` of an
-            // engine with the same settings (the folder is keyed by the
-            // engine hash) and lives in the user's own store.
-            if let Ok(c) = unsafe { Component::deserialize_file(&self.engine, path) } {
-                return Ok(c);
-            }
+    /// The compiled component from the cache, if it is there and loads.
+    fn deserialize_cached(&self, sha256: &str) -> Option<Component> {
+        let path = self.cache_path(sha256)?;
+        if !path.is_file() {
+            return None;
         }
+        // SAFETY: the file was written by `Component::serialize` of an
+        // engine with the same settings (the folder is keyed by the engine
+        // hash) and lives in the user's own store. It is memory-mapped, and
+        // CPython's initial heap is mapped copy-on-write from it.
+        unsafe { Component::deserialize_file(&self.engine, &path) }.ok()
+    }
+
+    fn compile(&self, bytes: &[u8], sha256: &str, origin: &Path) -> Result<Component> {
+        if let Some(component) = self.deserialize_cached(sha256) {
+            return Ok(component);
+        }
+        let cached = self.cache_path(sha256);
         let component = Component::new(&self.engine, bytes).map_err(|e| {
             InputError::new(origin, format!("is not a valid WebAssembly component: {e}"))
         })?;

@@ -345,3 +345,40 @@ pub fn write_case(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     path
 }
+
+/// Build the Python agent at `agent_py` (relative to the workspace root)
+/// with `worldline build-python`, at most once per test process, and return
+/// the `.wasm`. Fails, saying how to install it, when componentize-py is
+/// missing: the Python tests never pass without running.
+pub fn python_guest(agent_py: &str) -> PathBuf {
+    static BUILDS: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
+    let cell = BUILDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(agent_py.to_string())
+        .or_default()
+        .clone();
+    cell.get_or_init(|| build_python_guest(agent_py)).clone()
+}
+
+fn build_python_guest(agent_py: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-guests");
+    std::fs::create_dir_all(&dir).expect("creating the Python guest folder");
+    let wasm = dir.join(format!("{}.wasm", agent_py.replace(['/', '.'], "-")));
+    let out = worldline_raw([
+        OsStr::new("build-python"),
+        workspace_root().join(agent_py).as_os_str(),
+        OsStr::new("-o"),
+        wasm.as_os_str(),
+    ]);
+    if out.code != 0 {
+        if out.stderr.contains("pip install componentize-py") {
+            panic!(
+                "componentize-py is not installed, and the Python tests build real Python agents with it.\n\
+                 Run `pip install componentize-py==0.25.1` (Python 3.9 or later; tested with 3.11) and test again.\n{out}"
+            );
+        }
+        panic!("building the Python agent {agent_py} failed:\n{out}");
+    }
+    wasm
+}

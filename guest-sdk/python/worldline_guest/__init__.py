@@ -1,0 +1,88 @@
+"""Write worldline agents in Python.
+
+An agent is a function from a task (the case's ``task``, parsed from JSON) to
+an output (anything ``json.dumps`` accepts), marked with :func:`agent`.
+Everything it does to the outside goes through the host, which answers from
+the case's simulated world and records it::
+
+    import worldline_guest as wl
+    from worldline_guest import tools, trace
+
+    @wl.agent
+    def run(task):
+        ticket = tools.call("get_ticket", id=task["ticket"])
+        try:
+            tools.call("close_ticket", id=ticket["id"])
+        except wl.Denied:
+            trace.note("plan", "close denied; leaving it open")
+        return {"ticket": ticket["id"]}
+
+Build with ``worldline build-python agent.py -o agent.wasm`` (it needs
+``componentize-py`` installed). ``time``, ``random``, ``uuid``, hashing and
+printing all work and are virtual: the run replays bit for bit.
+"""
+
+import json
+import sys
+from typing import Any, Callable
+
+import wit_world
+from componentize_py_types import Err
+
+from . import files, model, tools, trace
+from .errors import (
+    Conflict,
+    Denied,
+    Error,
+    ErrorKind,
+    Failed,
+    InvalidArgs,
+    NotFound,
+    Timeout,
+    Unavailable,
+)
+
+__all__ = [
+    "agent",
+    "files",
+    "model",
+    "tools",
+    "trace",
+    "Error",
+    "ErrorKind",
+    "Denied",
+    "NotFound",
+    "InvalidArgs",
+    "Timeout",
+    "Unavailable",
+    "Conflict",
+    "Failed",
+]
+
+
+def agent(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Export ``run(task) -> output`` as the agent's ``run``.
+
+    Defines ``WitWorld`` (the class componentize-py looks for) in the module
+    that defines ``run``, and returns ``run`` unchanged. An :class:`Error`
+    escaping ``run`` ends the run ``errored`` with its text, as does a task
+    that is not JSON or an output ``json.dumps`` refuses; any other
+    exception traps the agent and the run report shows its traceback.
+    """
+    class WitWorld(wit_world.WitWorld):
+        def run(self, task_json: str) -> str:
+            try:
+                task = json.loads(task_json)
+            except ValueError as e:
+                raise Err(f"bad task: {e}") from None
+            try:
+                out = run(task)
+            except Error as e:
+                raise Err(str(e)) from None
+            try:
+                return json.dumps(out, sort_keys=True, separators=(",", ":"))
+            except (TypeError, ValueError) as e:
+                raise Err(f"bad output: {e}") from None
+
+    setattr(sys.modules[run.__module__], "WitWorld", WitWorld)
+    return run

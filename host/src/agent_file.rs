@@ -1,0 +1,131 @@
+//! Loading an agent named by a file (`--agent A.wasm`) into the sandbox and
+//! the store.
+//!
+//! An agent is identified by the SHA-256 of its bytes, which names its
+//! compiled code in the cache. Reading and hashing an 18 MB Python
+//! component costs ~13 ms on every run, most of a Python agent's start, so
+//! the store remembers which SHA-256 a file had: `cache/agent-files/<key>`,
+//! where the key hashes the file's canonical path, device, inode, size,
+//! modification and status-change times. Any write to the file changes its
+//! status-change time (which no program can set back) and replacing it
+//! changes its inode, so a matching key means the same bytes. A record is
+//! only written once the file is two seconds old, so a file rewritten
+//! within the timestamp resolution of a coarse filesystem is never trusted
+//! (git's "racy clean" rule). On a hit with the compiled code cached, the
+//! file is not read at all.
+
+use crate::canon;
+use crate::error::InputError;
+use crate::sandbox::{Agent, Sandbox};
+use crate::store::StoreDir;
+use anyhow::Result;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// How old a file must be before its hash is remembered.
+const SETTLED: Duration = Duration::from_secs(2);
+
+/// Load the agent in `path` and keep its bytes in the store, where replay,
+/// fork and export find them.
+pub fn load(sandbox: &Sandbox, store: &StoreDir, path: &Path) -> Result<Arc<Agent>> {
+    let record = record_path(store, path);
+    if let Some(record) = &record
+        && let Ok(sha) = std::fs::read_to_string(record)
+        && is_sha256(&sha)
+        && store.object_path(&sha).is_file()
+        && let Some(agent) = sandbox.load_compiled(&sha, path)?
+    {
+        return Ok(agent);
+    }
+    let bytes = std::fs::read(path)
+        .map_err(|e| InputError::new(path, format!("cannot read agent: {e}")))?;
+    let agent = sandbox.load_bytes(&bytes, path)?;
+    store.put_hashed(&bytes, &agent.sha256)?;
+    if let Some(record) = record
+        && settled(path)
+    {
+        remember(&record, &agent.sha256);
+    }
+    Ok(agent)
+}
+
+/// `cache/agent-files/<key>` for the file as it is now (`None` when it
+/// cannot be examined; the caller then reads it as usual).
+fn record_path(store: &StoreDir, path: &Path) -> Option<PathBuf> {
+    let canonical = std::fs::canonicalize(path).ok()?;
+    let m = std::fs::metadata(&canonical).ok()?;
+    let identity = format!(
+        "{}\n{}\n{}\n{}\n{}.{}\n{}.{}",
+        canonical.display(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    );
+    Some(
+        store
+            .cache_dir()
+            .join("agent-files")
+            .join(canon::sha256_hex(identity)),
+    )
+}
+
+/// Whether the file was last changed at least [`SETTLED`] ago.
+fn settled(path: &Path) -> bool {
+    let Ok(m) = std::fs::metadata(path) else {
+        return false;
+    };
+    let changed = SystemTime::UNIX_EPOCH
+        + Duration::new(
+            m.ctime().max(0) as u64,
+            m.ctime_nsec().clamp(0, 999_999_999) as u32,
+        );
+    SystemTime::now()
+        .duration_since(changed)
+        .is_ok_and(|age| age >= SETTLED)
+}
+
+/// Write the record (best effort: without it the next run reads the file).
+fn remember(record: &Path, sha: &str) {
+    if let Some(dir) = record.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        let tmp = record.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::write(&tmp, sha).is_ok() {
+            let _ = std::fs::rename(&tmp, record);
+        }
+    }
+}
+
+fn is_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_changes_with_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(&dir.path().join("store")).unwrap();
+        let file = dir.path().join("a.wasm");
+        std::fs::write(&file, b"one").unwrap();
+        let first = record_path(&store, &file).unwrap();
+        assert_eq!(record_path(&store, &file).unwrap(), first, "stable");
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(&file, b"two").unwrap();
+        assert_ne!(
+            record_path(&store, &file).unwrap(),
+            first,
+            "same size, rewritten"
+        );
+        assert!(!settled(&file), "a file just written is not trusted");
+        assert!(record_path(&store, &dir.path().join("absent")).is_none());
+    }
+}

@@ -1,0 +1,306 @@
+//! `worldline build-python AGENT.py [-o agent.wasm]`: build a Python agent
+//! into a WebAssembly component with componentize-py, in one command.
+//!
+//! The binary carries the WIT package (`wit/`) and the Python guest SDK
+//! (`guest-sdk/python/worldline_guest`), so a Python user needs only
+//! componentize-py: both are written into a temporary folder, and
+//! componentize-py builds the agent's module against the `agent` world
+//! with CPython inside.
+
+use super::Common;
+use crate::canon;
+use crate::error::{ExitCode, InputError};
+use anyhow::{Context as _, Result};
+use clap::Args;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The componentize-py release worldline is tested with (`.ci/run` installs it).
+pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
+
+/// What to run when componentize-py is missing.
+fn install_hint() -> String {
+    format!("install it with `pip install componentize-py=={COMPONENTIZE_PY_VERSION}`")
+}
+
+/// The WIT files, by path under the build folder's `wit/`.
+const WIT: &[(&str, &str)] = &[
+    ("agent.wit", include_str!("../../../wit/agent.wit")),
+    ("deps/cli.wit", include_str!("../../../wit/deps/cli.wit")),
+    (
+        "deps/clocks.wit",
+        include_str!("../../../wit/deps/clocks.wit"),
+    ),
+    (
+        "deps/filesystem.wit",
+        include_str!("../../../wit/deps/filesystem.wit"),
+    ),
+    ("deps/io.wit", include_str!("../../../wit/deps/io.wit")),
+    (
+        "deps/random.wit",
+        include_str!("../../../wit/deps/random.wit"),
+    ),
+    (
+        "deps/sockets.wit",
+        include_str!("../../../wit/deps/sockets.wit"),
+    ),
+];
+
+/// The Python guest SDK, by path under the build folder's `sdk/`.
+const SDK: &[(&str, &str)] = &[
+    (
+        "worldline_guest/__init__.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/__init__.py"),
+    ),
+    (
+        "worldline_guest/errors.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/errors.py"),
+    ),
+    (
+        "worldline_guest/files.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/files.py"),
+    ),
+    (
+        "worldline_guest/model.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/model.py"),
+    ),
+    (
+        "worldline_guest/tools.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/tools.py"),
+    ),
+    (
+        "worldline_guest/trace.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/trace.py"),
+    ),
+];
+
+/// Module names the build itself provides; an agent module may not take them.
+const RESERVED: &[&str] = &[
+    "wit_world",
+    "worldline_guest",
+    "componentize_py_types",
+    "componentize_py_runtime",
+    "componentize_py_async_support",
+    "poll_loop",
+];
+
+#[derive(Args)]
+pub struct BuildPythonArgs {
+    /// The agent's Python file; it defines its `run(task)` with `@worldline_guest.agent`.
+    pub agent: PathBuf,
+    /// Where to write the component (default: AGENT with a `.wasm` extension).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// The componentize-py executable.
+    #[arg(long, default_value = "componentize-py")]
+    pub componentize_py: PathBuf,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
+    let module = module_name(&args.agent)?;
+    let agent_dir = match args.agent.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| args.agent.with_extension("wasm"));
+    let version = componentize_py_version(&args.componentize_py)?;
+
+    let work = tempfile::Builder::new()
+        .prefix("worldline-build-python-")
+        .tempdir()
+        .context("creating a temporary build folder")?;
+    write_tree(&work.path().join("wit"), WIT)?;
+    write_tree(&work.path().join("sdk"), SDK)?;
+
+    let out = Command::new(&args.componentize_py)
+        .arg("-d")
+        .arg(work.path().join("wit"))
+        .args(["-w", "agent", "componentize", &module, "-p"])
+        .arg(&agent_dir)
+        .arg("-p")
+        .arg(work.path().join("sdk"))
+        .arg("-o")
+        .arg(&output)
+        .output()
+        .with_context(|| format!("running {}", args.componentize_py.display()))?;
+    if !out.status.success() {
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return Err(InputError::new(
+            &args.agent,
+            format!(
+                "componentize-py could not build it (fix the Python error it names):\n{}",
+                said.trim_end()
+            ),
+        )
+        .into());
+    }
+    let bytes = std::fs::read(&output)
+        .with_context(|| format!("reading the built component {}", output.display()))?;
+    let sha256 = canon::sha256_hex(&bytes);
+    if args.common.json {
+        let doc = json!({
+            "agent": output.display().to_string(),
+            "bytes": bytes.len(),
+            "sha256": sha256,
+            "componentize_py": version,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "built {} ({:.1} MB, sha256 {}) with componentize-py {version}",
+            output.display(),
+            bytes.len() as f64 / 1e6,
+            &sha256[..16]
+        );
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// The Python module name of the agent file (`agent.py` → `agent`).
+fn module_name(agent: &Path) -> Result<String> {
+    if !agent.is_file() {
+        return Err(InputError::new(agent, "no such file; pass the agent's .py file").into());
+    }
+    let stem = agent
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|_| agent.extension().is_some_and(|e| e == "py"))
+        .ok_or_else(|| InputError::new(agent, "is not a .py file"))?;
+    let identifier = stem
+        .chars()
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && stem.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
+    if !identifier {
+        return Err(InputError::new(
+            agent,
+            format!("`{stem}` is not a Python module name; rename the file (letters, digits, `_`)"),
+        )
+        .into());
+    }
+    if RESERVED.contains(&stem) {
+        return Err(InputError::new(
+            agent,
+            format!("`{stem}` is a module the build provides; rename the file"),
+        )
+        .into());
+    }
+    Ok(stem.to_string())
+}
+
+/// `componentize-py --version`'s version, or an input error saying how to
+/// install it. Another version than the tested one is a warning.
+fn componentize_py_version(exe: &Path) -> Result<String> {
+    let out = match Command::new(exe).arg("--version").output() {
+        Ok(out) if out.status.success() => out,
+        Ok(out) => {
+            return Err(InputError::new(
+                exe,
+                format!(
+                    "`--version` failed ({}); {}",
+                    String::from_utf8_lossy(&out.stderr).trim(),
+                    install_hint()
+                ),
+            )
+            .into());
+        }
+        Err(e) => {
+            return Err(InputError::new(
+                exe,
+                format!(
+                    "cannot run componentize-py ({e}): it builds Python agents; {}",
+                    install_hint()
+                ),
+            )
+            .into());
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.split_whitespace().last().unwrap_or("").to_string();
+    if version != COMPONENTIZE_PY_VERSION {
+        eprintln!(
+            "warning: componentize-py {version} is not the tested {COMPONENTIZE_PY_VERSION}; if the build or the run fails, {}",
+            install_hint()
+        );
+    }
+    Ok(version)
+}
+
+/// Write embedded files under `dir`.
+fn write_tree(dir: &Path, files: &[(&str, &str)]) -> Result<()> {
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file under `root` with extension `ext`, relative, sorted.
+    fn files(root: &Path, ext: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == ext) {
+                    let rel = path.strip_prefix(root).unwrap();
+                    found.push(rel.to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    fn embedded(list: &[(&str, &str)]) -> Vec<String> {
+        let mut names: Vec<String> = list.iter().map(|(n, _)| n.to_string()).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn every_wit_and_sdk_file_is_embedded() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        assert_eq!(embedded(WIT), files(&root.join("wit"), "wit"));
+        assert_eq!(
+            embedded(SDK),
+            files(&root.join("guest-sdk/python"), "py"),
+            "add the new SDK file to SDK in build_python_cmd.rs"
+        );
+    }
+
+    #[test]
+    fn module_names_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, "").unwrap();
+            p
+        };
+        assert_eq!(module_name(&write("my_agent.py")).unwrap(), "my_agent");
+        for bad in ["my-agent.py", "1agent.py", "wit_world.py", "agent.txt"] {
+            assert!(module_name(&write(bad)).is_err(), "{bad} is refused");
+        }
+        assert!(module_name(&dir.path().join("absent.py")).is_err());
+    }
+}

@@ -1,0 +1,179 @@
+//! The guest's own account of a fault, found in the stderr the host
+//! captured: a Python traceback (componentize-py prints it, then traps) or
+//! a Rust panic message. The run's error names it in one line; the run
+//! report shows it in full.
+
+/// How a guest described its fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Account {
+    /// An uncaught Python exception: the traceback as Python printed it.
+    Python(String),
+    /// A Rust panic: the `panicked at` line and the message.
+    Panic(String),
+}
+
+impl Account {
+    /// The full text, as the guest wrote it.
+    pub fn text(&self) -> &str {
+        match self {
+            Account::Python(t) | Account::Panic(t) => t,
+        }
+    }
+
+    /// One line for the run's error message.
+    pub fn summary(&self) -> String {
+        match self {
+            // The exception line (`KeyError: 'x'`) closes a traceback.
+            Account::Python(t) => format!(
+                "uncaught Python exception {}",
+                t.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
+            ),
+            Account::Panic(t) => {
+                let brief: String = t.chars().take(600).collect();
+                format!("guest stderr: {}", brief.replace('\n', " | "))
+            }
+        }
+    }
+}
+
+/// Longest text kept (the end of it: the exception is last).
+const MAX_CHARS: usize = 8_000;
+
+const TRACEBACK: &str = "Traceback (most recent call last):";
+const CHAINS: &[&str] = &[
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+];
+/// What componentize-py's runtime panics with after printing a traceback.
+const PYTHON_PANIC: &str = "Python function threw an unexpected exception";
+/// The hint Rust's panic handler adds, which says nothing about the fault.
+const RUST_HINT: &str = "note: run with `RUST_BACKTRACE=1`";
+
+/// The last fault account in `stderr`: a Python traceback when the guest
+/// ended on one, else the last Rust panic.
+pub fn find(stderr: &str) -> Option<Account> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let panic = lines.iter().rposition(|l| l.contains("panicked at"));
+    if let Some(start) = lines.iter().rposition(|l| l.starts_with(TRACEBACK)) {
+        let python_ended_it = match panic {
+            None => true,
+            Some(p) => p > start && lines[p..].iter().any(|l| l.contains(PYTHON_PANIC)),
+        };
+        if python_ended_it {
+            let end = panic.unwrap_or(lines.len());
+            let start = chain_start(&lines, start);
+            return Some(Account::Python(clip(&lines[start..end])));
+        }
+    }
+    let p = panic?;
+    let body: Vec<&str> = lines[p..]
+        .iter()
+        .copied()
+        .filter(|l| !l.starts_with(RUST_HINT))
+        .collect();
+    Some(Account::Panic(clip(&body)))
+}
+
+/// The first traceback of the chain the one at `start` ends ("During
+/// handling of the above exception ...").
+fn chain_start(lines: &[&str], mut start: usize) -> usize {
+    loop {
+        let before = lines[..start].iter().rposition(|l| !l.trim().is_empty());
+        match before {
+            Some(i) if CHAINS.contains(&lines[i].trim()) => {
+                match lines[..i].iter().rposition(|l| l.starts_with(TRACEBACK)) {
+                    Some(earlier) => start = earlier,
+                    None => return start,
+                }
+            }
+            _ => return start,
+        }
+    }
+}
+
+/// The lines joined, trimmed, and cut to their last `MAX_CHARS`.
+fn clip(lines: &[&str]) -> String {
+    let text = lines.join("\n");
+    let text = text.trim();
+    let n = text.chars().count();
+    if n <= MAX_CHARS {
+        return text.to_string();
+    }
+    let tail: String = text.chars().skip(n - MAX_CHARS).collect();
+    format!("…{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PY: &str = "hello from the agent\n\
+Traceback (most recent call last):\n  File \"/0/agent.py\", line 6, in run\n  File \"/0/agent.py\", line 3, in helper\nKeyError: 'nope'\n\n\
+thread '<unnamed>' (1) panicked at runtime/src/lib.rs:1293:29:\nPython function threw an unexpected exception\n\
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+
+    #[test]
+    fn finds_a_python_traceback() {
+        let account = find(PY).unwrap();
+        assert_eq!(
+            account,
+            Account::Python(
+                "Traceback (most recent call last):\n  File \"/0/agent.py\", line 6, in run\n  File \"/0/agent.py\", line 3, in helper\nKeyError: 'nope'".into()
+            )
+        );
+        assert_eq!(
+            account.summary(),
+            "uncaught Python exception KeyError: 'nope'"
+        );
+    }
+
+    #[test]
+    fn keeps_a_chained_traceback_whole() {
+        let stderr = "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nKeyError: 'x'\n\n\
+During handling of the above exception, another exception occurred:\n\n\
+Traceback (most recent call last):\n  File \"a.py\", line 3, in g\nValueError: y\n\
+thread '<unnamed>' (1) panicked at runtime/src/lib.rs:1:1:\nPython function threw an unexpected exception\n";
+        let text = find(stderr).unwrap().text().to_string();
+        assert!(
+            text.starts_with("Traceback") && text.contains("KeyError: 'x'"),
+            "{text}"
+        );
+        assert!(text.ends_with("ValueError: y"), "{text}");
+    }
+
+    #[test]
+    fn finds_a_rust_panic_without_the_hint() {
+        let stderr = "working\nthread '<unnamed>' panicked at src/lib.rs:9:5:\nboom-42\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        let account = find(stderr).unwrap();
+        assert_eq!(
+            account,
+            Account::Panic("thread '<unnamed>' panicked at src/lib.rs:9:5:\nboom-42".into())
+        );
+        assert_eq!(
+            account.summary(),
+            "guest stderr: thread '<unnamed>' panicked at src/lib.rs:9:5: | boom-42"
+        );
+    }
+
+    #[test]
+    fn a_printed_traceback_followed_by_a_rust_panic_is_the_panic() {
+        let stderr = "Traceback (most recent call last):\nKeyError: 1\nthread 'x' panicked at a.rs:1:1:\nother\n";
+        assert!(matches!(find(stderr), Some(Account::Panic(_))));
+    }
+
+    #[test]
+    fn nothing_to_find() {
+        assert_eq!(find("just output\n"), None);
+        assert_eq!(find(""), None);
+    }
+
+    #[test]
+    fn long_tracebacks_keep_their_end() {
+        let long = format!(
+            "{TRACEBACK}\n{}\nValueError: end\n",
+            "  frame\n".repeat(5_000)
+        );
+        let text = find(&long).unwrap().text().to_string();
+        assert!(text.chars().count() <= MAX_CHARS + 1 && text.ends_with("ValueError: end"));
+    }
+}

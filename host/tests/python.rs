@@ -1,0 +1,355 @@
+//! End-to-end tests of Python agents: real components built from
+//! `examples/python-agent/agent.py` and `tests/guests/python-probe/agent.py`
+//! with `worldline build-python` (CPython inside, via componentize-py), run
+//! by the real `worldline` binary. They fail, saying how to install it,
+//! when componentize-py is missing.
+
+mod common;
+
+use common::{
+    CliOutput, case, python_guest, read_bundle, run_json, shared_store, temp_dir, workspace_root,
+    worldline, worldline_raw,
+};
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+const TOOL_CALL: &str = "worldline:agent/tools.call";
+
+fn example() -> PathBuf {
+    static PRIMED: OnceLock<PathBuf> = OnceLock::new();
+    PRIMED
+        .get_or_init(|| primed(python_guest("examples/python-agent/agent.py")))
+        .clone()
+}
+
+fn probe() -> PathBuf {
+    static PRIMED: OnceLock<PathBuf> = OnceLock::new();
+    PRIMED
+        .get_or_init(|| primed(python_guest("tests/guests/python-probe/agent.py")))
+        .clone()
+}
+
+/// Load the agent once into the shared store, so its compile cache holds
+/// it before tests that run at the same time ask for it (compiling CPython
+/// takes seconds; each test would otherwise compile it again).
+fn primed(wasm: PathBuf) -> PathBuf {
+    run_json(shared_store(), &case("probe"), &wasm);
+    wasm
+}
+
+fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
+    worldline(store, args.iter().map(|a| a.as_ref().to_owned()))
+}
+
+fn output(run: &CliOutput) -> Value {
+    let text = run.json()["output"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the run has no output:\n{run}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("output is not JSON ({e}): {text}"))
+}
+
+#[test]
+fn the_python_example_passes_the_incident_cases() {
+    let cases = workspace_root().join("cases").join("incident");
+    let out = wl(
+        shared_store(),
+        &[&"test", &cases, &"--agent", &example(), &"--json"],
+    );
+    out.expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["failed"], 0, "{out}");
+    assert_eq!(doc["passed"], 7, "all seven incident cases: {out}");
+}
+
+#[test]
+fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set() {
+    let agent = probe();
+    let first = run_json(shared_store(), &case("python-probe"), &agent);
+    let second = run_json(shared_store(), &case("python-probe"), &agent);
+    assert_ne!(first.bundle(), second.bundle());
+    first.expect_code(0);
+    second.expect_code(0);
+    assert_eq!(
+        std::fs::read(first.bundle()).unwrap(),
+        std::fs::read(second.bundle()).unwrap(),
+        "two runs of the same Python agent on the same case give the same bundle"
+    );
+
+    let out = output(&first);
+    // 2026-03-01T12:00:00Z is the case clock; time starts there.
+    let wall = out["wall_before"].as_f64().unwrap();
+    assert!((1_772_366_400.0..1_772_366_401.0).contains(&wall), "{out}");
+    assert!(
+        out["slept"].as_f64().unwrap() >= 0.25,
+        "sleep is virtual: {out}"
+    );
+    let r = out["random"].as_f64().unwrap();
+    assert!((0.0..1.0).contains(&r), "{out}");
+    assert_eq!(out["uuid"].as_str().unwrap().len(), 36, "{out}");
+    assert_eq!(out["set_order"].as_array().unwrap().len(), 8, "{out}");
+    assert_eq!(out["calls"], 3);
+    assert_eq!(out["ticket"]["id"], "T-1");
+    assert!(
+        out["missing"].as_str().unwrap().starts_with("not-found:"),
+        "a host error reaches Python as wl.NotFound: {out}"
+    );
+    // The rest of the SDK: tool specs, world files, the scripted model.
+    assert_eq!(out["tools"][0], "get_ticket", "{out}");
+    assert_eq!(out["runbooks"], serde_json::json!(["runbooks/db.md"]));
+    assert!(
+        out["runbook_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Database runbook"),
+        "{out}"
+    );
+    assert_eq!(out["model"]["said"], "hi from the script", "{out}");
+    assert_eq!(
+        out["model"]["asked"],
+        serde_json::json!([["get_ticket", {"id": "T-1"}]]),
+        "the scripted model's tool call, parsed: {out}"
+    );
+    assert_eq!(out["model"]["answer"], serde_json::json!(["T-1"]), "{out}");
+
+    // The store remembers the agent file's hash, so later runs neither
+    // read nor hash the 18 MB (see agent_file.rs).
+    let sha = first.json()["agent_sha256"].as_str().unwrap().to_string();
+    let records = common::files_with_suffix(&shared_store().join("cache/agent-files"), "");
+    assert!(
+        records
+            .iter()
+            .any(|r| std::fs::read_to_string(r).is_ok_and(|t| t == sha)),
+        "a record of {sha} in {records:?}"
+    );
+
+    // Every source of nondeterminism crossed the host and was recorded.
+    let bundle = read_bundle(&first.bundle());
+    let calls: Vec<&str> = bundle
+        .events
+        .iter()
+        .map(|e| e["call"].as_str().unwrap())
+        .collect();
+    for needed in [
+        "wasi:clocks/wall-clock.now",
+        "wasi:clocks/monotonic-clock.now",
+        "wasi:random/random.get-random-bytes",
+        TOOL_CALL,
+    ] {
+        assert!(calls.contains(&needed), "{needed} is recorded: {calls:?}");
+    }
+    let footer = bundle.footer.unwrap();
+    assert!(
+        footer["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("python probe says hello"),
+        "print() goes to the captured stdout"
+    );
+
+    // Another seed draws other random numbers and another uuid.
+    let dir = temp_dir();
+    let reseeded = common::write_case(
+        dir.path(),
+        "reseeded",
+        &std::fs::read_to_string(case("python-probe"))
+            .unwrap()
+            .replace("seed = 7", "seed = 8"),
+    );
+    let other = worldline(
+        shared_store(),
+        [
+            OsStr::new("run"),
+            reseeded.as_os_str(),
+            OsStr::new("--agent"),
+            agent.as_os_str(),
+            OsStr::new("--worlds"),
+            common::worlds_dir().as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    other.expect_code(0);
+    let other = output(&other);
+    assert_ne!(other["random"], out["random"], "the seed drives random()");
+    assert_ne!(other["uuid"], out["uuid"], "the seed drives uuid4()");
+}
+
+#[test]
+fn python_runs_replay_identical_and_fork() {
+    let store = shared_store();
+    let baseline = workspace_root().join("cases/incident/baseline.toml");
+    let run = run_json(store, &baseline, &example());
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+
+    let replay = wl(store, &[&"replay", &id, &"--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+
+    // Fork where the agent closes the ticket, and deny it from there on.
+    let events = read_bundle(&run.bundle()).events;
+    let at = events
+        .iter()
+        .position(|e| e["call"] == TOOL_CALL && e["request"]["name"] == "close_ticket")
+        .expect("the run closes the ticket");
+    let fork = wl(
+        store,
+        &[
+            &"fork",
+            &id,
+            &"--at",
+            &at.to_string(),
+            &"--deny",
+            &"close_ticket",
+            &"--json",
+        ],
+    );
+    fork.expect_code(1); // the case expects the ticket closed
+    let doc = fork.json();
+    assert_eq!(doc["run_status"], "completed", "{fork}");
+    assert_eq!(output(&fork)["ticket_status"], "open", "{fork}");
+    let forked = read_bundle(&fork.bundle());
+    assert_eq!(
+        forked.events[..at],
+        events[..at],
+        "the prefix is the parent's"
+    );
+    assert_eq!(forked.events[at]["effect"], "denied");
+
+    // The fork replays strictly too.
+    let fork_id = doc["run_id"].as_str().unwrap();
+    let again = wl(store, &[&"replay", &fork_id, &"--json"]);
+    again.expect_code(0);
+    assert_eq!(again.json()["verdict"], "identical", "{again}");
+}
+
+#[test]
+fn an_uncaught_exception_exits_3_with_the_python_traceback() {
+    let run = run_json(shared_store(), &case("python-raise"), &probe());
+    run.expect_code(3);
+    let doc = run.json();
+    assert_eq!(doc["run_status"], "trapped", "{run}");
+    let err = doc["error"].as_str().unwrap();
+    assert!(err.contains("KeyError: 'T-404'"), "{err}");
+    let tb = doc["traceback"].as_str().unwrap_or_else(|| panic!("{run}"));
+    assert!(tb.starts_with("Traceback (most recent call last):"), "{tb}");
+    for needed in ["agent.py", "in look_up", "KeyError: 'T-404'"] {
+        assert!(tb.contains(needed), "`{needed}` in the traceback:\n{tb}");
+    }
+    // The bundle is kept, complete, with the traceback in its stderr.
+    let bundle = read_bundle(&run.bundle());
+    let footer = bundle.footer.expect("the bundle is complete");
+    assert_eq!(footer["status"], "trapped");
+    assert!(footer["stderr"].as_str().unwrap().contains(tb));
+
+    // The human report shows it too.
+    let text = worldline(
+        shared_store(),
+        [
+            OsStr::new("run"),
+            case("python-raise").as_os_str(),
+            OsStr::new("--agent"),
+            probe().as_os_str(),
+        ],
+    );
+    text.expect_code(3);
+    assert!(text.stdout.contains("traceback"), "{text}");
+    assert!(text.stdout.contains("    KeyError: 'T-404'"), "{text}");
+    assert!(!text.stdout.contains("guest backtrace"), "{text}");
+
+    // `test` names the exception as the reason the case failed.
+    let suite = wl(
+        shared_store(),
+        &[&"test", &case("python-raise"), &"--agent", &probe()],
+    );
+    suite.expect_code(1);
+    assert!(suite.stdout.contains("KeyError: 'T-404'"), "{suite}");
+}
+
+#[test]
+fn an_error_escaping_run_ends_the_run_errored() {
+    // The example knows the incident world only; the demo task has no alert.
+    let run = run_json(shared_store(), &case("probe"), &example());
+    run.expect_code(1);
+    let doc = run.json();
+    assert_eq!(doc["run_status"], "errored", "{run}");
+    assert!(
+        doc["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed: task names no `alert`"),
+        "{run}"
+    );
+
+    // An output json.dumps refuses is the agent's error too, not a trap.
+    let dir = temp_dir();
+    let bad = common::write_case(
+        dir.path(),
+        "bad-output",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { ticket = \"T-1\", bad_output = true }\n",
+    );
+    let run = worldline(
+        shared_store(),
+        [
+            OsStr::new("run"),
+            bad.as_os_str(),
+            OsStr::new("--agent"),
+            probe().as_os_str(),
+            OsStr::new("--worlds"),
+            common::worlds_dir().as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    run.expect_code(1);
+    assert_eq!(run.json()["run_status"], "errored", "{run}");
+    assert!(
+        run.json()["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("bad output:"),
+        "{run}"
+    );
+}
+
+#[test]
+fn build_python_names_what_to_install_and_what_to_fix() {
+    let dir = temp_dir();
+    let agent = workspace_root().join("tests/guests/python-probe/agent.py");
+    let missing = worldline_raw([
+        OsStr::new("build-python"),
+        agent.as_os_str(),
+        OsStr::new("-o"),
+        dir.path().join("x.wasm").as_os_str(),
+        OsStr::new("--componentize-py"),
+        dir.path().join("no-such-tool").as_os_str(),
+    ]);
+    missing.expect_code(2);
+    assert!(
+        missing
+            .stderr
+            .contains("pip install componentize-py==0.25.1"),
+        "{missing}"
+    );
+
+    // A Python error in the agent is reported with the agent's file.
+    probe(); // componentize-py is there (or this fails saying how to get it)
+    let broken = dir.path().join("broken.py");
+    std::fs::write(
+        &broken,
+        "import worldline_guest\n\ndef run(task):\n    return (\n",
+    )
+    .unwrap();
+    let out = worldline_raw([
+        OsStr::new("build-python"),
+        broken.as_os_str(),
+        OsStr::new("-o"),
+        dir.path().join("broken.wasm").as_os_str(),
+    ]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("broken.py"), "{out}");
+    assert!(
+        out.stderr.contains("SyntaxError") || out.stderr.contains("never closed"),
+        "{out}"
+    );
+}
