@@ -60,7 +60,18 @@ fn the_python_example_passes_the_incident_cases() {
     out.expect_code(0);
     let doc = out.json();
     assert_eq!(doc["failed"], 0, "{out}");
-    assert_eq!(doc["passed"], 7, "all seven incident cases: {out}");
+    let cases_in_folder = std::fs::read_dir(&cases)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count();
+    assert!(cases_in_folder >= 7);
+    assert_eq!(doc["passed"], cases_in_folder, "every incident case: {out}");
 }
 
 #[test]

@@ -38,7 +38,7 @@ pub struct Case {
     pub permissions: Permissions,
     /// `[model]`, with any command-line overrides applied.
     pub model: model::ModelConfig,
-    /// `--model KEY=VALUE` overrides (recorded in the bundle header).
+    /// `--model-set KEY=VALUE` overrides (recorded in the bundle header).
     pub model_overrides: BTreeMap<String, String>,
     /// `[[inject]]` rules in order, each with its checked action.
     pub inject: Vec<(inject::Inject, inject::Action)>,
@@ -273,7 +273,7 @@ pub fn parse(
 }
 
 impl Case {
-    /// Apply `--model KEY=VALUE` overrides to the case's `[model]`.
+    /// Apply `--model-set KEY=VALUE` overrides to the case's `[model]`.
     pub fn override_model(
         &mut self,
         overrides: BTreeMap<String, String>,
@@ -282,7 +282,9 @@ impl Case {
             .model
             .with_overrides(&overrides)
             .map_err(|m| InputError::new(&self.path, m))?;
-        self.model_overrides = overrides;
+        // Later overrides apply on top of earlier ones (a repro of a run
+        // that was itself overridden), and the record keeps them all.
+        self.model_overrides.extend(overrides);
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! The case's `[model]` table: which provider answers the agent's model
 //! calls and how — a script of replies and rules (`scripted`), an
 //! OpenAI-compatible endpoint (`openai`), or earlier runs (`recorded`) —
-//! and `--model KEY=VALUE` overrides from the command line.
+//! and `--model-set KEY=VALUE` overrides from the command line.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -210,7 +210,7 @@ impl ModelConfig {
         Ok(())
     }
 
-    /// Apply `--model KEY=VALUE` overrides (VALUE is read as a TOML value
+    /// Apply `--model-set KEY=VALUE` overrides (VALUE is read as a TOML value
     /// when it is one, else as text).
     pub fn with_overrides(&self, overrides: &BTreeMap<String, String>) -> Result<Self, String> {
         if overrides.is_empty() {
@@ -228,7 +228,7 @@ impl ModelConfig {
             table[key.as_str()] = value;
         }
         let config: ModelConfig = serde_json::from_value(table)
-            .map_err(|e| format!("--model {}: {e}", describe(overrides)))?;
+            .map_err(|e| format!("--model-set {}: {e}", describe(overrides)))?;
         config.check()?;
         Ok(config)
     }
@@ -250,12 +250,12 @@ fn describe(overrides: &BTreeMap<String, String>) -> String {
         .join(" ")
 }
 
-/// Split `--model KEY=VALUE` arguments.
+/// Split `--model-set KEY=VALUE` arguments.
 pub fn parse_overrides(args: &[String]) -> Result<BTreeMap<String, String>, String> {
     let mut out = BTreeMap::new();
     for a in args {
         let (k, v) = a.split_once('=').ok_or_else(|| {
-            format!("--model `{a}`: expected KEY=VALUE, e.g. --model provider=openai")
+            format!("--model-set `{a}`: expected KEY=VALUE, e.g. --model-set provider=openai")
         })?;
         out.insert(k.trim().to_string(), v.to_string());
     }

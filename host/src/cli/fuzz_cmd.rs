@@ -61,6 +61,10 @@ pub struct FuzzArgs {
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
+    /// Override a key of the case's [model] for every run, e.g.
+    /// `--model-set provider=openai` (repeatable).
+    #[arg(long = "model-set", value_name = "KEY=VALUE")]
+    pub model_set: Vec<String>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -74,7 +78,12 @@ struct Kept {
 }
 
 pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
-    let case = case::load(&args.case, args.worlds.as_deref())?;
+    let mut case = case::load(&args.case, args.worlds.as_deref())?;
+    super::ModelArgs {
+        set: args.model_set.clone(),
+        model_seed: None,
+    }
+    .apply(&mut case)?;
     let (profile, from) = match &args.faults {
         Some(path) => (
             fuzz::load_file(path, &case.world)?,

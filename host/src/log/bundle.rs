@@ -76,7 +76,7 @@ pub struct Header {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuzz: Option<crate::case::fuzz::FaultSource>,
     pub harness_version: String,
-    /// `--model KEY=VALUE` overrides of the case's `[model]`.
+    /// `--model-set KEY=VALUE` overrides of the case's `[model]`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub model_overrides: BTreeMap<String, String>,
     /// The model's seed when it is not derived from `seed`.
