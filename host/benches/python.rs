@@ -17,11 +17,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::Store;
-use wasmtime::component::ResourceTable;
 use worldline::case::{self, Case};
 use worldline::log::Recorder;
-use worldline::mediate::{Mediator, MemoryLimiter, RunState};
-use worldline::run::run;
+use worldline::mediate::{Mediator, RunState};
+use worldline::run::{new_store, run};
 use worldline::sandbox::{Agent, Sandbox};
 use worldline::store::StoreDir;
 
@@ -90,20 +89,9 @@ fn fixture() -> Fixture {
     }
 }
 
-/// A store with the case's world, ready to instantiate into.
-fn new_store(sandbox: &Sandbox, case: &Case) -> Store<RunState> {
-    let state = RunState {
-        med: Mediator::new(case, case.world.clone(), Recorder::in_memory()),
-        table: ResourceTable::new(),
-        limiter: MemoryLimiter {
-            max_bytes: (case.limits.memory_mb as usize) << 20,
-        },
-    };
-    let mut store = Store::new(&sandbox.engine, state);
-    store.limiter(|s| &mut s.limiter);
-    store.set_fuel(case.limits.fuel).unwrap();
-    store.set_epoch_deadline(u64::MAX / 2);
-    store
+/// A store as a run makes it, with its log in memory.
+fn fresh_store(sandbox: &Sandbox, case: &Case) -> Store<RunState> {
+    new_store(sandbox, case, Mediator::new(case, Recorder::in_memory())).unwrap()
 }
 
 /// What `worldline run` does before the agent's first instruction: a new
@@ -111,7 +99,7 @@ fn new_store(sandbox: &Sandbox, case: &Case) -> Store<RunState> {
 /// store, then instantiated.
 fn start(f: &Fixture) {
     let (sandbox, agent) = load(f);
-    let mut store = new_store(&sandbox, &f.case);
+    let mut store = fresh_store(&sandbox, &f.case);
     black_box(agent.pre.instantiate(&mut store).unwrap());
 }
 
@@ -162,7 +150,7 @@ fn parts(c: &mut Criterion, f: &Fixture) {
     let agent = sandbox.load_file(&f.agent).unwrap();
     g.bench_function("instantiate", |b| {
         b.iter(|| {
-            let mut store = new_store(&sandbox, &f.case);
+            let mut store = fresh_store(&sandbox, &f.case);
             black_box(agent.pre.instantiate(&mut store).unwrap());
         })
     });

@@ -14,12 +14,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use wasmtime::Store;
-use wasmtime::component::ResourceTable;
 use worldline::case::{self, Case};
 use worldline::log::Recorder;
-use worldline::mediate::{Mediator, MemoryLimiter, RunState};
-use worldline::run::run;
+use worldline::mediate::Mediator;
+use worldline::run::{new_store, run};
 use worldline::sandbox::Sandbox;
 use worldline::store::StoreDir;
 
@@ -115,17 +113,8 @@ fn instantiate(c: &mut Criterion, f: &Fixture) {
         .measurement_time(Duration::from_secs(4));
     g.bench_function("instantiate", |b| {
         b.iter(|| {
-            let state = RunState {
-                med: Mediator::new(&f.ok, f.ok.world.clone(), Recorder::in_memory()),
-                table: ResourceTable::new(),
-                limiter: MemoryLimiter {
-                    max_bytes: 128 << 20,
-                },
-            };
-            let mut store = Store::new(&sandbox.engine, state);
-            store.limiter(|s| &mut s.limiter);
-            store.set_fuel(u64::MAX / 2).unwrap();
-            store.set_epoch_deadline(u64::MAX / 2);
+            let med = Mediator::new(&f.ok, Recorder::in_memory());
+            let mut store = new_store(&sandbox, &f.ok, med).unwrap();
             black_box(agent.pre.instantiate(&mut store).unwrap());
         })
     });

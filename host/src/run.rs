@@ -116,8 +116,7 @@ pub fn run_with(
         None => (Recorder::in_memory(), None, None),
     };
 
-    let world = case.world.clone();
-    let mut med = Mediator::new(case, world, recorder);
+    let mut med = Mediator::new(case, recorder);
     med.script = opts.script;
     med.unrecorded = opts.unrecorded;
     med.services.model.cassette = opts.cassette;
@@ -134,33 +133,8 @@ pub fn run_with(
         med.services.clock.skew_ns = i128::from(faults.skew_s().unwrap_or(0)) * 1_000_000_000;
         med.services.world.faults = Some(faults);
     }
-    let state = RunState {
-        med,
-        table: ResourceTable::new(),
-        limiter: MemoryLimiter {
-            max_bytes: (case.limits.memory_mb as usize) << 20,
-        },
-    };
     let fuel_budget = case.limits.fuel;
-    let mut store = Store::new(&sandbox.engine, state);
-    store.limiter(|s| &mut s.limiter);
-    store
-        .set_fuel(fuel_budget)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    store.set_epoch_deadline(
-        case.limits
-            .timeout_ms
-            .div_ceil(EPOCH_TICK.as_millis() as u64)
-            .max(1),
-    );
-    store.epoch_deadline_trap();
-    store.call_hook(move |mut ctx, hook| {
-        if matches!(hook, CallHook::CallingHost) {
-            let left = ctx.get_fuel()?;
-            ctx.data_mut().med.fuel_used = fuel_budget - left;
-        }
-        Ok(())
-    });
+    let mut store = new_store(sandbox, case, med)?;
 
     let task_json = crate::canon::to_string(&case.task);
     let result = agent
@@ -234,6 +208,40 @@ pub fn run_with(
         events,
         final_state,
     })
+}
+
+/// The store one run of `case` executes in: the mediator as its data, the
+/// case's memory limit, fuel budget and watchdog deadline, and the fuel
+/// used copied into the mediator whenever the guest calls the host.
+pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<RunState>> {
+    let state = RunState {
+        med,
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter {
+            max_bytes: (case.limits.memory_mb as usize) << 20,
+        },
+    };
+    let fuel_budget = case.limits.fuel;
+    let mut store = Store::new(&sandbox.engine, state);
+    store.limiter(|s| &mut s.limiter);
+    store
+        .set_fuel(fuel_budget)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    store.set_epoch_deadline(
+        case.limits
+            .timeout_ms
+            .div_ceil(EPOCH_TICK.as_millis() as u64)
+            .max(1),
+    );
+    store.epoch_deadline_trap();
+    store.call_hook(move |mut ctx, hook| {
+        if matches!(hook, CallHook::CallingHost) {
+            let left = ctx.get_fuel()?;
+            ctx.data_mut().med.fuel_used = fuel_budget - left;
+        }
+        Ok(())
+    });
+    Ok(store)
 }
 
 /// Status, output, message and backtrace of how a run ended.

@@ -184,9 +184,7 @@ impl ModelConfig {
             r.check()
                 .map_err(|m| format!("[model] responses #{}: {m}", i + 1))?;
         }
-        let needs_endpoint = self.provider == Provider::Openai
-            || (self.provider == Provider::Recorded && self.cassette != CassetteMode::None);
-        if needs_endpoint && self.base_url.is_none() {
+        if self.calls_out() && self.base_url.is_none() {
             return Err(format!(
                 "[model] provider `{}`{} needs `base_url` (e.g. \"http://127.0.0.1:11434/v1\")",
                 self.provider.as_str(),
@@ -208,6 +206,13 @@ impl ModelConfig {
             return Err("[model] timeout_ms must be above zero".into());
         }
         Ok(())
+    }
+
+    /// Whether the provider may ask an endpoint: `openai`, or `recorded`
+    /// with a cassette that records.
+    pub fn calls_out(&self) -> bool {
+        self.provider == Provider::Openai
+            || (self.provider == Provider::Recorded && self.cassette != CassetteMode::None)
     }
 
     /// Apply `--model-set KEY=VALUE` overrides (VALUE is read as a TOML value
@@ -235,10 +240,8 @@ impl ModelConfig {
 
     /// The API key's environment variable, when it is named but not set.
     pub fn missing_key(&self) -> Option<&str> {
-        let calls_out = self.provider == Provider::Openai
-            || (self.provider == Provider::Recorded && self.cassette != CassetteMode::None);
         let name = self.api_key_env.as_deref()?;
-        (calls_out && std::env::var_os(name).is_none_or(|v| v.is_empty())).then_some(name)
+        (self.calls_out() && std::env::var_os(name).is_none_or(|v| v.is_empty())).then_some(name)
     }
 }
 

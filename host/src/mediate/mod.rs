@@ -199,7 +199,8 @@ pub struct Mediator {
 }
 
 impl Mediator {
-    pub fn new(case: &Case, world: Arc<World>, recorder: Recorder) -> Self {
+    pub fn new(case: &Case, recorder: Recorder) -> Self {
+        let world = case.world.clone();
         let state = world.initial.clone();
         let inject = case.inject.clone();
         Mediator {

@@ -52,11 +52,11 @@ impl ModelService {
     /// `budget` bounds one call in real time; `case_dir` anchors a relative
     /// `recording`.
     pub fn new(config: &ModelConfig, seed: u64, budget: Duration, case_dir: &Path) -> Self {
-        let calls_out = config.provider == Provider::Openai
-            || (config.provider == Provider::Recorded && config.cassette != CassetteMode::None);
         ModelService {
             scripted: scripted::Scripted::new(config, model_stream(seed)),
-            endpoint: calls_out.then(|| openai::Endpoint::new(config, budget)),
+            endpoint: config
+                .calls_out()
+                .then(|| openai::Endpoint::new(config, budget)),
             recording: config
                 .recording
                 .as_ref()
