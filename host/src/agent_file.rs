@@ -16,16 +16,12 @@
 
 use crate::canon;
 use crate::error::InputError;
+use crate::file_identity;
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-/// How old a file must be before its hash is remembered.
-const SETTLED: Duration = Duration::from_secs(2);
 
 /// Load the agent in `path` and keep its bytes in the store, where replay,
 /// fork and export find them.
@@ -56,17 +52,7 @@ pub fn load(sandbox: &Sandbox, store: &StoreDir, path: &Path) -> Result<Arc<Agen
 fn record_path(store: &StoreDir, path: &Path) -> Option<PathBuf> {
     let canonical = std::fs::canonicalize(path).ok()?;
     let m = std::fs::metadata(&canonical).ok()?;
-    let identity = format!(
-        "{}\n{}\n{}\n{}\n{}.{}\n{}.{}",
-        canonical.display(),
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec()
-    );
+    let identity = format!("{}\n{}", canonical.display(), file_identity::of(&m));
     Some(
         store
             .cache_dir()
@@ -75,19 +61,9 @@ fn record_path(store: &StoreDir, path: &Path) -> Option<PathBuf> {
     )
 }
 
-/// Whether the file was last changed at least [`SETTLED`] ago.
+/// Whether the file was last changed long enough ago to be trusted.
 fn settled(path: &Path) -> bool {
-    let Ok(m) = std::fs::metadata(path) else {
-        return false;
-    };
-    let changed = SystemTime::UNIX_EPOCH
-        + Duration::new(
-            m.ctime().max(0) as u64,
-            m.ctime_nsec().clamp(0, 999_999_999) as u32,
-        );
-    SystemTime::now()
-        .duration_since(changed)
-        .is_ok_and(|age| age >= SETTLED)
+    std::fs::metadata(path).is_ok_and(|m| file_identity::settled(&m))
 }
 
 /// Write the record (best effort: without it the next run reads the file).
@@ -95,10 +71,7 @@ fn remember(record: &Path, sha: &str) {
     if let Some(dir) = record.parent()
         && std::fs::create_dir_all(dir).is_ok()
     {
-        let tmp = record.with_extension(format!("tmp{}", std::process::id()));
-        if std::fs::write(&tmp, sha).is_ok() {
-            let _ = std::fs::rename(&tmp, record);
-        }
+        let _ = crate::durable::write(record, sha.as_bytes());
     }
 }
 
@@ -118,7 +91,7 @@ mod tests {
         std::fs::write(&file, b"one").unwrap();
         let first = record_path(&store, &file).unwrap();
         assert_eq!(record_path(&store, &file).unwrap(), first, "stable");
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(&file, b"two").unwrap();
         assert_ne!(
             record_path(&store, &file).unwrap(),

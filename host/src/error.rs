@@ -45,6 +45,21 @@ impl InputError {
         }
     }
 
+    /// The text of a file's bytes. Bytes that are not UTF-8 are an error
+    /// at the line and column of the first bad one.
+    pub fn utf8(file: impl AsRef<Path>, bytes: Vec<u8>) -> Result<String, Self> {
+        String::from_utf8(bytes).map_err(|e| {
+            let valid = e.utf8_error().valid_up_to();
+            let before = String::from_utf8_lossy(&e.as_bytes()[..valid]).into_owned();
+            InputError::at(
+                file,
+                &before,
+                valid,
+                "not UTF-8 text (save the file as UTF-8)",
+            )
+        })
+    }
+
     /// From a TOML parse/deserialize error, keeping its span as line:column.
     pub fn toml(file: impl AsRef<Path>, source: &str, err: &toml::de::Error) -> Self {
         let message = err.message().trim().to_string();
@@ -109,6 +124,16 @@ mod tests {
         assert_eq!(line_col(src, 6), (2, 1));
         assert_eq!(line_col(src, 11), (2, 6));
         assert_eq!(line_col(src, 15), (3, 3));
+    }
+
+    #[test]
+    fn bad_utf8_is_placed_at_its_first_byte() {
+        let e = InputError::utf8("w.toml", b"a = 1\nb = \"\xff\"\n".to_vec()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "w.toml:2:6: not UTF-8 text (save the file as UTF-8)"
+        );
+        assert_eq!(InputError::utf8("w.toml", b"ok".to_vec()).unwrap(), "ok");
     }
 
     #[test]

@@ -78,19 +78,36 @@ fn plain_name(s: &str) -> bool {
 
 /// Bring an exported run into a store; returns its run id.
 pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
-    let bad = |m: String| InputError::new(file, m);
-    let bytes = std::fs::read(file).map_err(|e| bad(format!("cannot read: {e}")))?;
-    let doc: Export =
-        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a worldline export: {e}")))?;
+    let bytes =
+        std::fs::read(file).map_err(|e| InputError::new(file, format!("cannot read: {e}")))?;
+    let doc: Export = serde_json::from_slice(&bytes).map_err(|e| InputError {
+        line: (e.line() > 0).then_some((e.line(), e.column().max(1))),
+        ..InputError::new(file, format!("not a worldline export: {e}"))
+    })?;
+    // Errors point at the first place the export mentions what they are
+    // about (its key, or an object's name).
+    let text = String::from_utf8_lossy(&bytes);
+    let bad_at = |needle: &str, m: String| match text.find(needle) {
+        Some(at) => InputError::at(file, &text, at, m),
+        None => InputError::new(file, m),
+    };
+    let bad = |m: String| bad_at("\"bundle\"", m);
     if doc.format != FORMAT {
-        return Err(bad(format!(
-            "unknown export format `{}` (this worldline reads {FORMAT})",
-            doc.format
-        ))
+        return Err(bad_at(
+            "\"format\"",
+            format!(
+                "unknown export format `{}` (this worldline reads {FORMAT})",
+                doc.format
+            ),
+        )
         .into());
     }
     if !plain_name(&doc.run) {
-        return Err(bad(format!("run id `{}` is not a plain name", doc.run)).into());
+        return Err(bad_at(
+            "\"run\"",
+            format!("run id `{}` is not a plain name", doc.run),
+        )
+        .into());
     }
     let mut decoded = BTreeMap::new();
     for (sha, data) in &doc.objects {
@@ -99,35 +116,85 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
                 .chars()
                 .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
         {
-            return Err(bad(format!("object name `{sha}` is not a SHA-256")).into());
+            return Err(bad_at(
+                &format!("\"{sha}\""),
+                format!("object name `{sha}` is not a SHA-256"),
+            )
+            .into());
         }
+        let named = format!("\"{sha}\"");
         let data = B64
             .decode(data)
-            .map_err(|e| bad(format!("object {sha}: {e}")))?;
+            .map_err(|e| bad_at(&named, format!("object {sha}: {e}")))?;
         if canon::sha256_hex(&data) != *sha {
-            return Err(bad(format!("object {sha} does not match its hash")).into());
+            return Err(bad_at(&named, format!("object {sha} does not match its hash")).into());
         }
         decoded.insert(sha.clone(), data);
     }
-    // Check the bundle before anything is written.
+    // Check the bundle, and that the run can be replayed from what the
+    // export and the store hold, before anything is written.
     let b = bundle::parse(doc.bundle.as_bytes(), file)
         .map_err(|e| bad(format!("bundle: line {}: {}", e.line, e.message)))?;
+    let object = |sha: &str| -> Result<Vec<u8>> {
+        match decoded.get(sha) {
+            Some(bytes) => Ok(bytes.clone()),
+            None => store.get_object(sha).map_err(|_| {
+                bad_at("\"objects\"", format!(
+                    "the export lacks object {sha} that the run needs (and this store does not hold it)"
+                ))
+                .into()
+            }),
+        }
+    };
+    let agent = object(&b.header.agent_sha256)?;
+    crate::sandbox::check_header(&agent, file).map_err(|e| {
+        bad(format!(
+            "the run's agent {}: {}",
+            b.header.agent_sha256, e.message
+        ))
+    })?;
+    object(&b.header.case_hash)?;
+    let manifest: BTreeMap<String, String> = serde_json::from_slice(&object(&b.header.world_hash)?)
+        .map_err(|e| {
+            bad(format!(
+                "object {} is not the world manifest the run names: {e}",
+                b.header.world_hash
+            ))
+        })?;
+    for (rel, sha) in &manifest {
+        crate::world::check_relative(rel).map_err(|m| {
+            bad(format!(
+                "the world manifest names a file outside the world: {m}"
+            ))
+        })?;
+        object(sha)?;
+    }
+
+    // Every file appears whole or not at all (a temporary file renamed
+    // into place), so a killed import leaves nothing torn, and an object a
+    // torn write of an older worldline left is replaced.
     let root =
         Dir::open_ambient_dir(&store.root, ambient_authority()).context("opening the store")?;
-    for sha in [
-        &b.header.agent_sha256,
-        &b.header.case_hash,
-        &b.header.world_hash,
-    ] {
-        if !decoded.contains_key(sha) && !store.object_path(sha).exists() {
-            return Err(bad(format!("the export lacks object {sha} that the run needs")).into());
-        }
+    for sub in ["objects", "runs"] {
+        crate::durable::sweep(&store.root.join(sub));
     }
+    let put = |name: &str, data: &[u8]| -> Result<()> {
+        let tmp = format!("{name}.tmp{}", std::process::id());
+        root.write(&tmp, data)
+            .and_then(|()| root.rename(&tmp, &root, name))
+            .map_err(|e| {
+                let _ = root.remove_file(&tmp);
+                store.write_error(&store.root.join(name), e)
+            })?;
+        Ok(())
+    };
     for (sha, data) in &decoded {
         let name = format!("objects/{sha}");
-        if root.metadata(&name).is_err() {
-            root.write(&name, data)
-                .with_context(|| format!("writing {name}"))?;
+        let intact = root
+            .read(&name)
+            .is_ok_and(|have| canon::sha256_hex(&have) == *sha);
+        if !intact {
+            put(&name, data)?;
         }
     }
     let run_name = format!("runs/{}.jsonl", doc.run);
@@ -141,8 +208,7 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
             .into());
         }
     } else {
-        root.write(&run_name, doc.bundle.as_bytes())
-            .with_context(|| format!("writing {run_name}"))?;
+        put(&run_name, doc.bundle.as_bytes())?;
     }
     Ok(doc.run)
 }

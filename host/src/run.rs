@@ -14,7 +14,7 @@ use crate::mediate::{Fault, Mediator, MemoryLimiter, RunState};
 use crate::sandbox::{Agent, EPOCH_TICK, Sandbox};
 use crate::store::StoreDir;
 use crate::world::state::State;
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 use wasmtime::component::ResourceTable;
 use wasmtime::{CallHook, Store, Trap, WasmBacktrace};
@@ -101,16 +101,15 @@ pub fn run_with(
     case: &Case,
     opts: RunOptions,
 ) -> Result<RunOutcome> {
+    let store_dir = opts.store;
     let mut header = header_for(sandbox, agent, case);
     header.parent = opts.parent;
     header.fuzz = opts.faults;
     header.model_seed = opts.model_seed;
     let (recorder, run_id, bundle_path) = match opts.store {
         Some(store) => {
-            let run_id = store.new_run_id(&agent.sha256);
-            let path = store.bundle_path(&run_id);
-            let file = bundle::create(&path, &header)
-                .with_context(|| format!("creating bundle {}", path.display()))?;
+            let line = bundle::header_line(&header);
+            let (run_id, path, file) = store.create_bundle(&agent.sha256, line.as_bytes())?;
             (Recorder::to_file(file), Some(run_id), Some(path))
         }
         None => (Recorder::in_memory(), None, None),
@@ -143,11 +142,17 @@ pub fn run_with(
         .and_then(|bindings| bindings.call_run(&mut store, &task_json));
     let fuel = fuel_budget - store.get_fuel().unwrap_or(0);
 
-    let (status, output, error, backtrace) = match result {
-        Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
-        Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
-        Err(err) => classify(&err, &store.data().med.services.stdio.stderr.text())?,
-    };
+    let (status, output, error, backtrace) =
+        match result {
+            Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
+            Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
+            Err(err) => classify(&err, &store.data().med.services.stdio.stderr.text()).map_err(
+                |e| match (store_dir, &bundle_path) {
+                    (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
+                    _ => e,
+                },
+            )?,
+        };
 
     let mut state = store.into_data();
     let made = state.med.recorder.len();
@@ -195,7 +200,10 @@ pub fn run_with(
     let mut footer = footer;
     footer.hash = bundle::footer_hash(&footer);
     if let Some(file) = file {
-        bundle::finish(file, &footer).context("writing the bundle footer")?;
+        bundle::finish(file, &footer).map_err(|e| match (store_dir, &bundle_path) {
+            (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
+            _ => anyhow::Error::new(e).context("writing the bundle footer"),
+        })?;
     }
     Ok(RunOutcome {
         run_id,

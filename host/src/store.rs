@@ -14,12 +14,20 @@ pub struct StoreDir {
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl StoreDir {
-    /// Open (and create) a store.
+    /// Open (and create) a store. A path that cannot hold one (a file, a
+    /// folder that cannot be created) is an input error naming it.
     pub fn open(root: &Path) -> Result<Self> {
         for sub in ["runs", "objects", "cache"] {
             let dir = root.join(sub);
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("creating the store folder {}", dir.display()))?;
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                crate::error::InputError::new(
+                    root,
+                    format!(
+                        "cannot be used as a store ({}: {e}); pass --store with a folder you can write",
+                        dir.display()
+                    ),
+                )
+            })?;
         }
         Ok(StoreDir {
             root: root.to_path_buf(),
@@ -46,9 +54,7 @@ impl StoreDir {
     pub fn put_hashed(&self, bytes: &[u8], sha: &str) -> Result<()> {
         let path = self.object_path(sha);
         if !path.exists() {
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+            crate::durable::write(&path, bytes).map_err(|e| self.write_error(&path, e))?;
         }
         Ok(())
     }
@@ -116,28 +122,21 @@ impl StoreDir {
                     format!("not a world manifest: {e}"),
                 )
             })?;
-        let dir = self.root.join("worlds").join(world_hash);
-        if !dir.join("world.toml").is_file() {
-            let tmp = self
-                .root
-                .join("worlds")
-                .join(format!("{world_hash}.tmp{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&tmp);
-            for (rel, sha) in &manifest {
-                crate::world::check_relative(rel)
-                    .map_err(|m| crate::error::InputError::new(self.object_path(world_hash), m))?;
-                let bytes = self.get_object(sha)?;
-                let dest = tmp.join(rel);
-                let io = |e: std::io::Error| crate::error::InputError::new(&dest, e.to_string());
-                std::fs::create_dir_all(dest.parent().unwrap_or(&tmp)).map_err(io)?;
-                std::fs::write(&dest, bytes).map_err(io)?;
+        // A store that cannot be written (read-only, full) is still
+        // readable: the world is then rebuilt in the system's temporary
+        // folder, and checked against its hash there all the same.
+        let dir = match self.materialize(&self.root.join("worlds"), world_hash, &manifest) {
+            Ok(dir) => dir,
+            Err(e) => {
+                let spare = std::env::temp_dir().join(format!(
+                    "worldline-worlds-{}",
+                    // SAFETY: getuid cannot fail.
+                    unsafe { libc::getuid() }
+                ));
+                self.materialize(&spare, world_hash, &manifest)
+                    .map_err(|_| e)?
             }
-            if let Err(e) = std::fs::rename(&tmp, &dir)
-                && !dir.join("world.toml").is_file()
-            {
-                return Err(crate::error::InputError::new(&dir, e.to_string()));
-            }
-        }
+        };
         let world = crate::world::load_dir(&dir)?;
         if world.hash != world_hash {
             return Err(crate::error::InputError::new(
@@ -148,11 +147,47 @@ impl StoreDir {
         Ok(world)
     }
 
+    /// `base/<world_hash>/`, written from the store's objects unless it is
+    /// there already (a temporary folder renamed into place, so a killed
+    /// writer leaves no half world).
+    fn materialize(
+        &self,
+        base: &Path,
+        world_hash: &str,
+        manifest: &std::collections::BTreeMap<String, String>,
+    ) -> Result<PathBuf, crate::error::InputError> {
+        let dir = base.join(world_hash);
+        if dir.join("world.toml").is_file() {
+            return Ok(dir);
+        }
+        let tmp = base.join(format!("{world_hash}.tmp{}", std::process::id()));
+        let io = |p: &Path, e: std::io::Error| self.write_error(p, e);
+        std::fs::create_dir_all(base).map_err(|e| io(base, e))?;
+        crate::durable::sweep(base);
+        let _ = std::fs::remove_dir_all(&tmp);
+        for (rel, sha) in manifest {
+            crate::world::check_relative(rel)
+                .map_err(|m| crate::error::InputError::new(self.object_path(world_hash), m))?;
+            let bytes = self.get_object(sha)?;
+            let dest = tmp.join(rel);
+            std::fs::create_dir_all(dest.parent().unwrap_or(&tmp)).map_err(|e| io(&dest, e))?;
+            std::fs::write(&dest, bytes).map_err(|e| io(&dest, e))?;
+        }
+        if let Err(e) = std::fs::rename(&tmp, &dir)
+            && !dir.join("world.toml").is_file()
+        {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(io(&dir, e));
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+        Ok(dir)
+    }
+
     pub fn object_path(&self, sha: &str) -> PathBuf {
         self.root.join("objects").join(sha)
     }
 
-    /// A fresh run id: `YYYYMMDD-HHMMSS-xxxxxx`. The id is a name for the
+    /// A fresh run id: `YYYYMMDD-HHMMSS-xxxxxxxx`. The id is a name for the
     /// bundle file only; real time never enters a bundle's content.
     pub fn new_run_id(&self, salt: &str) -> String {
         let now = std::time::SystemTime::now()
@@ -170,7 +205,42 @@ impl StoreDir {
             .chars()
             .filter(|c| c.is_ascii_digit() || *c == 'T')
             .collect();
-        format!("{}-{}", compact.replace('T', "-"), &tag[..6])
+        format!("{}-{}", compact.replace('T', "-"), &tag[..8])
+    }
+
+    /// Create a new run's bundle holding `header_line`, under a fresh run
+    /// id: the file appears with its whole header or not at all, and an id
+    /// another writer took meanwhile is never reused (a new one is drawn).
+    pub fn create_bundle(
+        &self,
+        salt: &str,
+        header_line: &[u8],
+    ) -> Result<(String, PathBuf, std::fs::File)> {
+        let mut tries = 0;
+        loop {
+            let run_id = self.new_run_id(salt);
+            let path = self.bundle_path(&run_id);
+            match crate::durable::create_new(&path, header_line) {
+                Ok(file) => return Ok((run_id, path, file)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => {
+                    tries += 1;
+                }
+                Err(e) => return Err(self.write_error(&path, e).into()),
+            }
+        }
+    }
+
+    /// A failed write into the store: names the store and the cause (a
+    /// full disk, a read-only folder), so it is never mistaken for a
+    /// graded failure.
+    pub fn write_error(&self, path: &Path, e: impl std::fmt::Display) -> crate::error::InputError {
+        crate::error::InputError::new(
+            path,
+            format!(
+                "cannot write into the store {}: {e}; free some space or pass --store with a folder you can write",
+                self.root.display()
+            ),
+        )
     }
 
     pub fn bundle_path(&self, run_id: &str) -> PathBuf {

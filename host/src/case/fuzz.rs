@@ -203,6 +203,18 @@ pub fn check(
                 ),
             ));
         }
+        // A century either way; more would take the clock out of the
+        // years RFC 3339 can write.
+        const MAX_SKEW_S: i64 = 100 * 366 * 86_400;
+        if r.lo < -MAX_SKEW_S || r.hi > MAX_SKEW_S {
+            return Err(at(
+                skew.span().start,
+                format!(
+                    "{table} clock_skew_s = [{}, {}] is out of range; skew by at most {MAX_SKEW_S} seconds (a century) either way",
+                    r.lo, r.hi
+                ),
+            ));
+        }
     }
     let mut tools = Vec::with_capacity(doc.tools.len());
     for entry in &doc.tools {
@@ -289,8 +301,9 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
 /// Load a faults file (`--faults FILE`): the body of a `[fuzz]` table,
 /// checked against `world`.
 pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
-    let source = std::fs::read_to_string(path)
+    let bytes = std::fs::read(path)
         .map_err(|e| InputError::new(path, format!("cannot read the faults file: {e}")))?;
+    let source = InputError::utf8(path, bytes)?;
     let doc: ProfileToml =
         toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
     check(path, &source, &doc, world, "faults file")

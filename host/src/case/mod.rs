@@ -5,6 +5,7 @@
 pub mod expect;
 pub mod fuzz;
 pub mod inject;
+pub mod limits;
 pub mod model;
 pub mod time;
 
@@ -16,6 +17,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+pub use limits::Limits;
 
 /// A loaded case with its world.
 #[derive(Debug, Clone)]
@@ -47,38 +50,6 @@ pub struct Case {
     pub fuzz: Option<fuzz::Profile>,
 }
 
-/// Resource limits of one run.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Limits {
-    /// Fuel budget (roughly, wasm instructions). Running out is a
-    /// deterministic, replayable outcome.
-    pub fuel: u64,
-    /// Linear memory limit per memory, in MiB.
-    pub memory_mb: u64,
-    /// Wall-clock safety net in milliseconds (not replayable when hit).
-    pub timeout_ms: u64,
-    /// How much of stdout and of stderr is kept; past it the stream closes.
-    pub stdout_bytes: usize,
-    /// Most host calls a run may make.
-    pub max_events: u64,
-    /// Virtual time each host call takes, in microseconds.
-    pub tick_us: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            fuel: 2_000_000_000,
-            memory_mb: 128,
-            timeout_ms: 30_000,
-            stdout_bytes: 64 * 1024,
-            max_events: 200_000,
-            tick_us: 1_000,
-        }
-    }
-}
-
 /// What `wasi:cli/environment` answers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -98,7 +69,7 @@ struct CaseToml {
     seed: u64,
     clock: toml::Spanned<toml::value::Datetime>,
     #[serde(default)]
-    limits: Limits,
+    limits: limits::LimitsToml,
     #[serde(default)]
     env: Env,
     #[serde(default)]
@@ -140,8 +111,7 @@ pub fn parse(
     bytes: Vec<u8>,
     resolve: impl FnOnce(&str) -> Result<World, InputError>,
 ) -> Result<Case, InputError> {
-    let source = String::from_utf8(bytes)
-        .map_err(|_| InputError::new(path, "case file is not UTF-8 text"))?;
+    let source = InputError::utf8(path, bytes)?;
     let doc: CaseToml = toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
     let world = resolve(doc.world.get_ref()).map_err(|e| {
         if e.file == path && e.line.is_none() {
@@ -153,9 +123,17 @@ pub fn parse(
 
     let task =
         serde_json::to_value(&doc.task).map_err(|e| InputError::new(path, format!("task: {e}")))?;
-    let clock_ns = time::datetime_to_unix_ns(doc.clock.get_ref()).map_err(|m| {
-        InputError::at(path, &source, doc.clock.span().start, format!("clock: {m}"))
-    })?;
+    let clock_ns = time::datetime_to_unix_ns(doc.clock.get_ref())
+        .and_then(|ns| {
+            if ns < 0 {
+                Err("is before 1970-01-01T00:00:00Z, which WASI's wall clock cannot tell".into())
+            } else {
+                Ok(ns)
+            }
+        })
+        .map_err(|m| {
+            InputError::at(path, &source, doc.clock.span().start, format!("clock: {m}"))
+        })?;
     let permissions = doc
         .permissions
         .as_ref()
@@ -173,12 +151,7 @@ pub fn parse(
             ),
         ));
     }
-    if doc.limits.fuel == 0 || doc.limits.memory_mb == 0 || doc.limits.timeout_ms == 0 {
-        return Err(InputError::new(
-            path,
-            "[limits] fuel, memory_mb and timeout_ms must be above zero",
-        ));
-    }
+    let limits = doc.limits.check(path, &source)?;
     let at = |offset: usize, m: String| InputError::at(path, &source, offset, m);
     let mut rules = Vec::with_capacity(doc.inject.len());
     for rule in &doc.inject {
@@ -261,7 +234,7 @@ pub fn parse(
         task,
         seed: doc.seed,
         clock_ns,
-        limits: doc.limits,
+        limits,
         env: doc.env,
         permissions,
         model: doc.model.map(|m| m.into_inner()).unwrap_or_default(),

@@ -70,13 +70,31 @@ const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/worldline_guest/tools.py"),
     ),
     (
+        "worldline_guest/snapshot.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/snapshot.py"),
+    ),
+    (
         "worldline_guest/trace.py",
         include_str!("../../../guest-sdk/python/worldline_guest/trace.py"),
     ),
 ];
 
+/// The module componentize-py is asked to build: it imports the agent's
+/// module with the network switched off (see `worldline_guest/snapshot.py`)
+/// and takes the `WitWorld` that `@wl.agent` defined there.
+const MAIN: &str = "worldline_main";
+
+fn main_module(agent_module: &str) -> String {
+    format!(
+        "\"\"\"Written by `worldline build-python`: the agent module, imported offline.\"\"\"\n\n\
+         from worldline_guest.snapshot import offline\n\n\
+         with offline():\n    from {agent_module} import WitWorld  # noqa: F401\n"
+    )
+}
+
 /// Module names the build itself provides; an agent module may not take them.
 const RESERVED: &[&str] = &[
+    MAIN,
     "wit_world",
     "worldline_guest",
     "componentize_py_types",
@@ -117,11 +135,16 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         .context("creating a temporary build folder")?;
     write_tree(&work.path().join("wit"), WIT)?;
     write_tree(&work.path().join("sdk"), SDK)?;
+    let main = main_module(&module);
+    write_tree(
+        &work.path().join("sdk"),
+        &[(&format!("{MAIN}.py"), main.as_str())],
+    )?;
 
     let out = Command::new(&args.componentize_py)
         .arg("-d")
         .arg(work.path().join("wit"))
-        .args(["-w", "agent", "componentize", &module, "-p"])
+        .args(["-w", "agent", "componentize", MAIN, "-p"])
         .arg(&agent_dir)
         .arg("-p")
         .arg(work.path().join("sdk"))

@@ -172,7 +172,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         status,
         b.header.case,
         b.header.world,
-        &b.header.agent_sha256[..12]
+        short_hash(&b.header.agent_sha256)
     );
     if let Some(p) = &b.header.parent {
         println!("fork of {} at event {}", p.run, p.event);
@@ -318,6 +318,12 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     })
 }
 
+/// The first 12 characters of a hash read from a bundle (all of it when a
+/// hostile header gives a shorter one).
+fn short_hash(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
 pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let mut rows = Vec::new();
@@ -329,7 +335,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
                     "run_id": id,
                     "case": b.header.case,
                     "world": b.header.world,
-                    "agent": b.header.agent_sha256[..12],
+                    "agent": short_hash(&b.header.agent_sha256),
                     "status": b.footer.as_ref().map_or("incomplete", |f| f.status.as_str()),
                     "grade": grade,
                     "events": b.events.len(),

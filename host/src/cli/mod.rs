@@ -110,8 +110,25 @@ enum Command {
     BuildPython(build_python_cmd::BuildPythonArgs),
 }
 
+/// An error as the one JSON document `--json` promises on stdout.
+fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
+    let input = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<crate::error::InputError>());
+    serde_json::json!({"error": {
+        "kind": if code == ExitCode::Input { "input" } else { "internal" },
+        "exit_code": code as i32,
+        "message": format!("{err:#}"),
+        "file": input.map(|e| e.file.display().to_string()),
+        "line": input.and_then(|e| e.line).map(|(l, _)| l),
+        "column": input.and_then(|e| e.line).map(|(_, c)| c),
+    }})
+}
+
 /// Run the CLI and return the process exit code.
 pub fn main() -> i32 {
+    // Known before parsing, so that even a usage error answers in JSON.
+    let json = std::env::args_os().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -120,6 +137,10 @@ pub fn main() -> i32 {
             } else {
                 ExitCode::Ok
             };
+            if json && code == ExitCode::Input {
+                let err = anyhow::anyhow!("{}", e.render().to_string().trim());
+                println!("{}", error_json(code, &err));
+            }
             let _ = e.print();
             return code as i32;
         }
@@ -146,7 +167,11 @@ pub fn main() -> i32 {
         Ok(code) => code as i32,
         Err(err) => {
             eprintln!("error: {err:#}");
-            exit_code_of(&err) as i32
+            let code = exit_code_of(&err);
+            if json {
+                println!("{}", error_json(code, &err));
+            }
+            code as i32
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::Common;
 use crate::error::ExitCode;
+use crate::log::bundle;
 use crate::replay::{self, ReplayReport, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
@@ -85,7 +86,16 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     };
     let mut reports = Vec::new();
     let mut errors = Vec::new();
+    // Bundles cut off before their header (killed as the run started, or
+    // a full disk): incomplete runs with nothing to replay, not drift.
+    let mut headless = Vec::new();
     for run in &runs {
+        if let Ok(path) = store.resolve_run(run)
+            && bundle::has_header(&path).is_ok_and(|has| !has)
+        {
+            headless.push(run.clone());
+            continue;
+        }
         match replay::open(&store, run).and_then(|rec| replay::replay(&sandbox, &store, &rec)) {
             Ok(r) => reports.push(r),
             Err(e) => errors.push(json!({"run": run, "error": format!("{e:#}")})),
@@ -108,14 +118,21 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
             "verified_prefix": reports.iter().filter(|r| r.verdict == Verdict::VerifiedPrefix).count(),
             "diverged": diverged,
             "unreadable": errors.len(),
+            "incomplete": headless.len(),
             "drift_rate": drift,
             "runs": reports,
             "errors": errors,
+            "incomplete_runs": headless,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         for r in &reports {
             print_report(r);
+        }
+        for run in &headless {
+            println!(
+                "{run}  incomplete: cut off before its header was written (killed as it started, or the disk was full); nothing to replay"
+            );
         }
         for e in &errors {
             println!(
@@ -125,11 +142,12 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
             );
         }
         println!(
-            "{} runs: {} identical or verified, {} diverged, {} unreadable; drift rate {:.1}%",
-            total,
+            "{} runs: {} identical or verified, {} diverged, {} unreadable, {} incomplete without a header; drift rate {:.1}%",
+            total + headless.len(),
             reports.len() - diverged,
             diverged,
             errors.len(),
+            headless.len(),
             drift * 100.0
         );
     }

@@ -38,13 +38,25 @@ pub struct TestArgs {
     pub common: Common,
 }
 
+/// Folders a search for cases passes over: hidden ones (a `.worldline`
+/// store, `.git`), `worlds/` (world.toml files are not cases) and any
+/// store (a folder with `runs/` and `objects/`, whose `worlds/` holds
+/// recorded worlds).
+fn not_cases(dir: &Path) -> bool {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    name.is_some_and(|n| n.starts_with('.') || n == "worlds")
+        || (dir.join("runs").is_dir() && dir.join("objects").is_dir())
+}
+
 /// Case files named by the arguments, folders expanded, in sorted order.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         for e in std::fs::read_dir(dir)? {
             let p = e?.path();
             if p.is_dir() {
-                walk(&p, out)?;
+                if !not_cases(&p) {
+                    walk(&p, out)?;
+                }
             } else if p.extension().is_some_and(|x| x == "toml") {
                 out.push(p);
             }
@@ -87,36 +99,32 @@ pub fn display_name(path: &Path) -> String {
 struct Done {
     name: String,
     path: PathBuf,
-    outcome: Result<RunOutcome, String>,
+    outcome: RunOutcome,
     elapsed: Duration,
 }
 
 impl Done {
     fn passed(&self) -> bool {
-        self.outcome
-            .as_ref()
-            .is_ok_and(|o| report::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok)
+        report::exit_code(self.outcome.footer.status, self.outcome.grade.as_ref()) == ExitCode::Ok
     }
 
     fn status(&self) -> &str {
-        match &self.outcome {
-            Ok(o) => report::shown_status(o.footer.status, o.grade.as_ref()),
-            Err(_) => "error",
-        }
+        report::shown_status(self.outcome.footer.status, self.outcome.grade.as_ref())
     }
 
     fn reason(&self) -> Option<String> {
-        match &self.outcome {
-            Err(e) => Some(e.clone()),
-            Ok(_) if self.passed() => None,
+        let o = &self.outcome;
+        if self.passed() {
+            None
+        } else if o.footer.status.is_fault() {
             // A fault says more than the grade it spoiled (a Python
             // exception, a panic, fuel).
-            Ok(o) if o.footer.status.is_fault() => o.footer.error.clone(),
-            Ok(o) => o
-                .grade
+            o.footer.error.clone()
+        } else {
+            o.grade
                 .as_ref()
                 .and_then(report::first_failure)
-                .or_else(|| o.footer.error.clone()),
+                .or_else(|| o.footer.error.clone())
         }
     }
 }
@@ -142,6 +150,10 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let next = AtomicUsize::new(0);
+    // A run that could not be carried out (the store cannot be written: a
+    // full disk, a read-only folder) stops the suite: it is an error of
+    // the machine, not a failure of the agent.
+    let broken: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let results: Mutex<Vec<Option<Done>>> = Mutex::new((0..cases.len()).map(|_| None).collect());
     let started = Instant::now();
     std::thread::scope(|scope| {
@@ -150,14 +162,26 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(case) = cases.get(i) else { break };
+                    if broken.lock().expect("error lock").is_some() {
+                        break;
+                    }
                     let t0 = Instant::now();
                     let options = RunOptions {
                         store: Some(&store),
                         model_seed: args.model.model_seed,
                         ..RunOptions::default()
                     };
-                    let outcome =
-                        run_with(&sandbox, &agent, case, options).map_err(|e| format!("{e:#}"));
+                    let outcome = match run_with(&sandbox, &agent, case, options) {
+                        Ok(o) => o,
+                        Err(e) => {
+                            let name = display_name(&files[i]);
+                            broken
+                                .lock()
+                                .expect("error lock")
+                                .get_or_insert(e.context(format!("running case {name}")));
+                            break;
+                        }
+                    };
                     let done = Done {
                         name: display_name(&files[i]),
                         path: files[i].clone(),
@@ -169,6 +193,9 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
             });
         }
     });
+    if let Some(e) = broken.into_inner().expect("error lock") {
+        return Err(e);
+    }
     let total = started.elapsed();
     let done: Vec<Done> = results
         .into_inner()
@@ -187,20 +214,20 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
         let cases: Vec<serde_json::Value> = done
             .iter()
             .map(|d| {
-                let o = d.outcome.as_ref().ok();
+                let o = &d.outcome;
                 json!({
                     "case": d.name,
                     "path": d.path.display().to_string(),
                     "passed": d.passed(),
                     "status": d.status(),
-                    "run_status": o.map(|o| o.footer.status.as_str()),
-                    "run_id": o.and_then(|o| o.run_id.clone()),
-                    "bundle": o.and_then(|o| o.bundle.as_ref().map(|b| b.display().to_string())),
-                    "events": o.map(|o| o.footer.events),
-                    "fuel": o.map(|o| o.footer.fuel),
-                    "chain_hash": o.map(|o| o.footer.chain_hash.clone()),
+                    "run_status": o.footer.status.as_str(),
+                    "run_id": o.run_id,
+                    "bundle": o.bundle.as_ref().map(|b| b.display().to_string()),
+                    "events": o.footer.events,
+                    "fuel": o.footer.fuel,
+                    "chain_hash": o.footer.chain_hash,
                     "reason": d.reason(),
-                    "failures": o.and_then(|o| o.grade.as_ref()).map(|g| g.failures().cloned().collect::<Vec<_>>()),
+                    "failures": o.grade.as_ref().map(|g| g.failures().cloned().collect::<Vec<_>>()),
                     "elapsed_ms": d.elapsed.as_secs_f64() * 1000.0,
                 })
             })
@@ -211,7 +238,7 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
         let width = done.iter().map(|d| d.name.len()).max().unwrap_or(0);
         for d in &done {
             let mark = if d.passed() { "PASS" } else { "FAIL" };
-            let events = d.outcome.as_ref().map_or(0, |o| o.footer.events);
+            let events = d.outcome.footer.events;
             let line = format!(
                 "{mark}  {:width$}  {:>6} events  {:>7.1} ms",
                 d.name,
@@ -258,23 +285,14 @@ fn junit(done: &[Done], total: Duration) -> String {
         total.as_secs_f64()
     ));
     for d in done {
-        let class = d
-            .outcome
-            .as_ref()
-            .map(|o| o.header.world.clone())
-            .unwrap_or_default();
+        let class = d.outcome.header.world.clone();
         x.push_str(&format!(
             "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3}\"",
             xml_escape(&d.name),
             xml_escape(&class),
             d.elapsed.as_secs_f64()
         ));
-        let bundle = d
-            .outcome
-            .as_ref()
-            .ok()
-            .and_then(|o| o.bundle.as_ref())
-            .map(|b| b.display().to_string());
+        let bundle = d.outcome.bundle.as_ref().map(|b| b.display().to_string());
         if d.passed() && bundle.is_none() {
             x.push_str("/>\n");
             continue;
@@ -282,21 +300,20 @@ fn junit(done: &[Done], total: Duration) -> String {
         x.push_str(">\n");
         if !d.passed() {
             let mut body = String::new();
-            if let Ok(o) = &d.outcome {
-                if let Some(g) = &o.grade {
-                    for a in g.failures() {
-                        body.push_str(&format!(
-                            "{}: expected {}, got {}\n",
-                            a.what, a.expected, a.actual
-                        ));
-                    }
-                    for l in g.diff.lines() {
-                        body.push_str(&format!("{l}\n"));
-                    }
+            let o = &d.outcome;
+            if let Some(g) = &o.grade {
+                for a in g.failures() {
+                    body.push_str(&format!(
+                        "{}: expected {}, got {}\n",
+                        a.what, a.expected, a.actual
+                    ));
                 }
-                if let Some(e) = &o.footer.error {
-                    body.push_str(&format!("{e}\n"));
+                for l in g.diff.lines() {
+                    body.push_str(&format!("{l}\n"));
                 }
+            }
+            if let Some(e) = &o.footer.error {
+                body.push_str(&format!("{e}\n"));
             }
             x.push_str(&format!(
                 "      <failure message=\"{}\" type=\"{}\">{}</failure>\n",

@@ -185,15 +185,27 @@ struct FooterLine {
     footer: Footer,
 }
 
-/// Create a bundle file and write its header.
-pub fn create(path: &Path, header: &Header) -> std::io::Result<File> {
-    let mut file = File::options().write(true).create_new(true).open(path)?;
-    let mut line = canon::to_string(&serde_json::to_value(HeaderLine {
-        header: header.clone(),
-    })?);
+/// A bundle's first line: its header, as written.
+pub fn header_line(header: &Header) -> String {
+    let mut line = canon::to_string(
+        &serde_json::to_value(HeaderLine {
+            header: header.clone(),
+        })
+        .expect("headers serialize"),
+    );
     line.push('\n');
-    file.write_all(line.as_bytes())?;
-    Ok(file)
+    line
+}
+
+/// Whether the bundle at `path` has a whole header line. A bundle without
+/// one was cut off before anything of its run was recorded (the process
+/// was killed as it created the file, or the disk was full): an
+/// incomplete run, not a damaged one.
+pub fn has_header(path: &Path) -> std::io::Result<bool> {
+    use std::io::BufRead as _;
+    let mut first = Vec::new();
+    std::io::BufReader::new(File::open(path)?).read_until(b'\n', &mut first)?;
+    Ok(first.ends_with(b"\n"))
 }
 
 /// The footer's own hash (over the chain hash and its other fields).
@@ -269,7 +281,15 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
         err(line, format!("not UTF-8: {e}"))
     })?;
     let mut lines = text.split_inclusive('\n').enumerate();
-    let (_, first) = lines.next().ok_or_else(|| err(1, "empty bundle".into()))?;
+    let first = match lines.next() {
+        Some((_, first)) if first.ends_with('\n') => first,
+        _ => {
+            return Err(err(
+                1,
+                "no header: the run was cut off as its bundle was created (killed, or the disk was full); nothing of it was recorded".into(),
+            ));
+        }
+    };
     let header: HeaderLine =
         serde_json::from_str(first).map_err(|e| err(1, format!("bad header: {e}")))?;
     if header.header.format != FORMAT {

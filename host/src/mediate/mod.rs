@@ -38,7 +38,7 @@ pub enum Fault {
         "memory limit: the guest asked for {asked} bytes of linear memory; the case allows {limit} (limits.memory_mb)"
     )]
     MemoryLimit { asked: usize, limit: usize },
-    #[error("internal: could not append to the bundle: {0}")]
+    #[error("could not append to the bundle: {0}")]
     Bundle(String),
     #[error("replay diverged from the recording")]
     Diverged,

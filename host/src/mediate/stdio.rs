@@ -1,5 +1,7 @@
-//! Captured stdout and stderr, bounded: past the limit the stream reports
-//! closed to the guest and the dropped bytes are counted.
+//! Captured stdout and stderr, bounded: past the limit further bytes are
+//! dropped and counted, and the stream stays open, so an agent that logs
+//! too much keeps running (fuel still bounds a print loop). Host memory is
+//! bounded by the limit, itself capped when a case is loaded.
 
 pub struct Capture {
     pub bytes: Vec<u8>,
@@ -8,17 +10,18 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// Keep what fits; `false` once the stream is full (it is then closed).
-    pub fn push(&mut self, data: &[u8]) -> bool {
-        let room = self.limit.saturating_sub(self.bytes.len());
-        let keep = room.min(data.len());
-        self.bytes.extend_from_slice(&data[..keep]);
-        self.dropped += (data.len() - keep) as u64;
-        keep == data.len()
+    /// How many more bytes are kept.
+    pub fn room(&self) -> usize {
+        self.limit.saturating_sub(self.bytes.len())
     }
 
-    pub fn is_full(&self) -> bool {
-        self.dropped > 0
+    /// Keep what fits; returns how many bytes were dropped.
+    pub fn push(&mut self, data: &[u8]) -> u64 {
+        let keep = self.room().min(data.len());
+        self.bytes.extend_from_slice(&data[..keep]);
+        let dropped = (data.len() - keep) as u64;
+        self.dropped += dropped;
+        dropped
     }
 
     pub fn text(&self) -> String {
@@ -42,5 +45,21 @@ impl Stdio {
             stdout: cap(),
             stderr: cap(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn past_the_limit_bytes_are_dropped_and_counted() {
+        let mut s = Stdio::new(4);
+        assert_eq!(s.stdout.push(b"abc"), 0);
+        assert_eq!(s.stdout.push(b"defg"), 3);
+        assert_eq!(s.stdout.push(b"hi"), 2);
+        assert_eq!(s.stdout.text(), "abcd");
+        assert_eq!(s.stdout.dropped, 5);
+        assert_eq!(s.stdout.room(), 0);
     }
 }

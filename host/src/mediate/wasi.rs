@@ -150,34 +150,40 @@ impl RunState {
         Ok(())
     }
 
+    /// Capture a write. Bytes past `limits.stdout_bytes` are dropped and
+    /// counted, and only the kept part is recorded, so neither memory nor
+    /// the bundle grows with a flood; the stream stays open.
     fn write_stream(
         &mut self,
         stream: OutputStream,
         call: &str,
         data: &[u8],
     ) -> Result<(), StreamError> {
-        let text = String::from_utf8_lossy(data).into_owned();
-        let request = json!({"stream": stream.name(), "text": text});
-        let response = self.call(call, request, |s| {
-            let cap = match stream {
+        fn capture(s: &mut Services, stream: OutputStream) -> &mut super::stdio::Capture {
+            match stream {
                 OutputStream::Stdout => &mut s.stdio.stdout,
                 OutputStream::Stderr => &mut s.stdio.stderr,
-            };
-            if cap.is_full() {
-                cap.dropped += data.len() as u64;
-                return Answer::with_effect(json!({"closed": true}), Effect::Failed);
             }
-            if cap.push(data) {
-                Answer::read(json!({"ok": true}))
-            } else {
-                Answer::with_effect(json!({"truncated": true}), Effect::Failed)
-            }
-        })?;
-        if response.get("closed").is_some() {
-            Err(StreamError::Closed)
-        } else {
-            Ok(())
         }
+        let keep = capture(&mut self.med.services, stream)
+            .room()
+            .min(data.len());
+        let mut request = json!({
+            "stream": stream.name(),
+            "text": String::from_utf8_lossy(&data[..keep]),
+        });
+        if keep < data.len() {
+            request["dropped"] = json!(data.len() - keep);
+        }
+        self.call(call, request, |s| {
+            let dropped = capture(s, stream).push(data);
+            Answer::read(if dropped == 0 {
+                json!({"ok": true})
+            } else {
+                json!({"ok": true, "dropped": dropped})
+            })
+        })?;
+        Ok(())
     }
 }
 
@@ -435,25 +441,12 @@ impl wasi::io::streams::HostInputStream for RunState {
 impl wasi::io::streams::HostOutputStream for RunState {
     fn check_write(&mut self, s: Resource<OutputStream>) -> Result<u64, StreamError> {
         let stream = *self.table.get(&s)?;
-        let r = self.call(
+        self.call_fixed(
             "wasi:io/streams.output-stream.check-write",
             json!({"stream": stream.name()}),
-            |sv| {
-                let full = match stream {
-                    OutputStream::Stdout => sv.stdio.stdout.is_full(),
-                    OutputStream::Stderr => sv.stdio.stderr.is_full(),
-                };
-                Answer::read(if full {
-                    json!({"closed": true})
-                } else {
-                    json!({"budget": WRITE_BUDGET})
-                })
-            },
+            json!({"budget": WRITE_BUDGET}),
         )?;
-        match r.get("budget") {
-            Some(b) => Ok(u64_of(b)),
-            None => Err(StreamError::Closed),
-        }
+        Ok(WRITE_BUDGET)
     }
 
     fn write(&mut self, s: Resource<OutputStream>, contents: Vec<u8>) -> Result<(), StreamError> {

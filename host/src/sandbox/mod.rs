@@ -2,6 +2,7 @@
 //! only the mediated interfaces, and agent loading (checks, compile cache,
 //! pre-instantiation).
 
+mod cache;
 pub mod imports;
 
 use crate::canon;
@@ -9,6 +10,7 @@ use crate::error::InputError;
 use crate::mediate::RunState;
 use crate::mediate::bindings::{AgentHost, AgentHostPre, LinkOptions};
 use anyhow::{Context as _, Result};
+use cache::CompileCache;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -44,7 +46,7 @@ pub struct Sandbox {
     pub engine: Engine,
     linker: Linker<RunState>,
     engine_hash: String,
-    cache_dir: Option<PathBuf>,
+    cache: Option<CompileCache>,
     loaded: Mutex<BTreeMap<String, Arc<Agent>>>,
 }
 
@@ -94,8 +96,8 @@ impl Sandbox {
         Ok(Sandbox {
             engine,
             linker,
+            cache: cache_dir.map(|dir| CompileCache::new(&dir, &engine_hash)),
             engine_hash,
-            cache_dir,
             loaded: Mutex::new(BTreeMap::new()),
         })
     }
@@ -166,24 +168,16 @@ impl Sandbox {
         Ok(agent)
     }
 
-    fn cache_path(&self, sha256: &str) -> Option<PathBuf> {
-        let dir = self.cache_dir.as_ref()?;
-        Some(
-            dir.join(&self.engine_hash[..16])
-                .join(format!("{sha256}.cwasm")),
-        )
-    }
-
-    /// The compiled component from the cache, if it is there and loads.
+    /// The compiled component from the cache, if it is there, intact and
+    /// loads.
     fn deserialize_cached(&self, sha256: &str) -> Option<Component> {
-        let path = self.cache_path(sha256)?;
-        if !path.is_file() {
-            return None;
-        }
+        let path = self.cache.as_ref()?.verified(sha256)?;
         // SAFETY: the file was written by `Component::serialize` of an
         // engine with the same settings (the folder is keyed by the engine
-        // hash) and lives in the user's own store. It is memory-mapped, and
-        // CPython's initial heap is mapped copy-on-write from it.
+        // hash), lives in the user's own store, and matches the keyed
+        // checksum written with it (or has not been written to since it
+        // last did). It is memory-mapped, and CPython's initial heap is
+        // mapped copy-on-write from it.
         unsafe { Component::deserialize_file(&self.engine, &path) }.ok()
     }
 
@@ -191,20 +185,12 @@ impl Sandbox {
         if let Some(component) = self.deserialize_cached(sha256) {
             return Ok(component);
         }
-        let cached = self.cache_path(sha256);
         let component = Component::new(&self.engine, bytes).map_err(|e| {
             InputError::new(origin, format!("is not a valid WebAssembly component: {e}"))
         })?;
-        if let Some(path) = cached {
+        if let Some(cache) = &self.cache {
             let serialized = component.serialize().map_err(|e| anyhow::anyhow!("{e}"))?;
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-            }
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::write(&tmp, serialized)
-                .with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+            cache.store(sha256, &serialized);
         }
         Ok(component)
     }
@@ -216,7 +202,7 @@ pub fn wasmtime_version() -> &'static str {
 }
 
 /// Refuse files that are not WebAssembly components before compiling them.
-fn check_header(bytes: &[u8], origin: &Path) -> Result<(), InputError> {
+pub fn check_header(bytes: &[u8], origin: &Path) -> Result<(), InputError> {
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
         return Err(InputError::new(
             origin,

@@ -101,33 +101,24 @@ impl Permissions {
     }
 }
 
-/// `*` matches any run of characters, `?` any one character.
+/// `*` matches any run of characters, `?` any one character. Matching is
+/// linear in the text for any pattern (the `wildmatch` crate), so a
+/// pattern of many stars cannot stall a run.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    fn go(p: &[char], t: &[char]) -> bool {
-        match (p.first(), t.first()) {
-            (None, None) => true,
-            (Some('*'), _) => go(&p[1..], t) || (!t.is_empty() && go(p, &t[1..])),
-            (Some('?'), Some(_)) => go(&p[1..], &t[1..]),
-            (Some(a), Some(b)) if a == b => go(&p[1..], &t[1..]),
-            _ => false,
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    go(&p, &t)
+    wildmatch::WildMatch::new(pattern).matches(text)
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WorldToml {
-    name: String,
-    version: u32,
+    name: toml::Spanned<String>,
+    version: toml::Spanned<u32>,
     #[serde(default)]
     description: String,
     #[serde(default)]
     tables: BTreeMap<String, toml::Spanned<TableToml>>,
     #[serde(default)]
-    files: Option<FilesToml>,
+    files: Option<toml::Spanned<FilesToml>>,
     #[serde(default)]
     permissions: Permissions,
     #[serde(default)]
@@ -195,11 +186,18 @@ pub fn load(worlds_root: &Path, reference: &str, referrer: &Path) -> Result<Worl
             ),
         ));
     }
-    load_dir(&world_dir)
+    load_checked(&world_dir, Some((name, version)))
 }
 
 /// Load the world in one folder.
 pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
+    load_checked(world_dir, None)
+}
+
+/// Load the world in one folder; with `expected`, its `name` and `version`
+/// must be the ones its folder (`worlds/<name>/v<N>/`) says, or its runs
+/// could not be found again by the reference they record.
+fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World, InputError> {
     let toml_path = world_dir.join("world.toml");
     let dir = Dir::open_ambient_dir(world_dir, ambient_authority())
         .map_err(|e| InputError::new(world_dir, format!("cannot open world folder: {e}")))?;
@@ -207,6 +205,30 @@ pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
     let source = read_text(&dir, world_dir, "world.toml", &mut hashed)?;
     let doc: WorldToml =
         toml::from_str(&source).map_err(|e| InputError::toml(&toml_path, &source, &e))?;
+    if let Some((name, version)) = expected {
+        if doc.name.get_ref() != name {
+            return Err(InputError::at(
+                &toml_path,
+                &source,
+                doc.name.span().start,
+                format!(
+                    "name `{}` disagrees with the folder, which says `{name}`; name the world after its folder",
+                    doc.name.get_ref()
+                ),
+            ));
+        }
+        if *doc.version.get_ref() != version {
+            return Err(InputError::at(
+                &toml_path,
+                &source,
+                doc.version.span().start,
+                format!(
+                    "version {} disagrees with the folder, which says v{version}; give the folder's version",
+                    doc.version.get_ref()
+                ),
+            ));
+        }
+    }
 
     let mut initial = State::default();
     for (table_name, spanned) in &doc.tables {
@@ -215,11 +237,27 @@ pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
         let mut rows = BTreeMap::new();
         if let Some(rel) = &t.rows {
             let file = world_dir.join(rel);
-            let text = read_text(&dir, world_dir, rel, &mut hashed).map_err(|e| InputError {
-                line: e.line.or(Some(crate::error::line_col(&source, at))),
-                ..e
+            // A rows file that cannot be read is reported where world.toml
+            // names it; a bad byte inside it, at its own line.
+            let text = read_text(&dir, world_dir, rel, &mut hashed).map_err(|e| match e.line {
+                Some(_) => e,
+                None => InputError::at(
+                    &toml_path,
+                    &source,
+                    at,
+                    format!("table `{table_name}`: rows `{rel}`: {}", e.message),
+                ),
             })?;
-            for (line, row) in parse_rows(&file, rel, &text)? {
+            let rows_of = parse_rows(&file, rel, &text).map_err(|e| match e.line {
+                Some(_) => e,
+                None => InputError::at(
+                    &toml_path,
+                    &source,
+                    at,
+                    format!("table `{table_name}`: rows `{rel}`: {}", e.message),
+                ),
+            })?;
+            for (line, row) in rows_of {
                 let key = match row.get(&t.key) {
                     Some(k) if !k.is_null() => canon::key_of(k),
                     _ => {
@@ -251,12 +289,13 @@ pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
             },
         );
     }
-    if let Some(files) = &doc.files {
-        check_relative(&files.dir)
-            .map_err(|m| InputError::new(&toml_path, format!("[files] dir: {m}")))?;
-        let sub = dir.open_dir(&files.dir).map_err(|e| {
-            InputError::new(&toml_path, format!("[files] dir `{}`: {e}", files.dir))
-        })?;
+    if let Some(spanned) = &doc.files {
+        let files = spanned.get_ref();
+        let at = |m: String| InputError::at(&toml_path, &source, spanned.span().start, m);
+        check_relative(&files.dir).map_err(|m| at(format!("[files] dir: {m}")))?;
+        let sub = dir
+            .open_dir(&files.dir)
+            .map_err(|e| at(format!("[files] dir `{}`: {e}", files.dir)))?;
         let mut found = Vec::new();
         walk(&sub, "", &mut found)
             .map_err(|e| InputError::new(world_dir.join(&files.dir), e.to_string()))?;
@@ -282,18 +321,26 @@ pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
         tool_list.push(tool);
     }
     if let Some(rule) = doc.permissions.rule_naming_nothing(&tool_list) {
-        return Err(InputError::new(
+        let at = source.find("[permissions]").unwrap_or(0);
+        return Err(InputError::at(
             &toml_path,
+            &source,
+            at,
             format!("[permissions] rule `{rule}` names no tool of this world"),
         ));
     }
-    if doc.name.is_empty() {
-        return Err(InputError::new(&toml_path, "`name` is empty"));
+    if doc.name.get_ref().is_empty() {
+        return Err(InputError::at(
+            &toml_path,
+            &source,
+            doc.name.span().start,
+            "`name` is empty",
+        ));
     }
 
     Ok(World {
-        name: doc.name,
-        version: doc.version,
+        name: doc.name.into_inner(),
+        version: doc.version.into_inner(),
         description: doc.description,
         dir: world_dir.to_path_buf(),
         hash: canon::hash_json(&hashed),
@@ -339,7 +386,7 @@ fn read_text(
         InputError::new(&file, format!("cannot read: {why}"))
     })?;
     hashed.insert(rel.to_string(), canon::sha256_hex(&bytes));
-    String::from_utf8(bytes).map_err(|_| InputError::new(&file, "not UTF-8 text"))
+    InputError::utf8(&file, bytes)
 }
 
 /// Rows of a `.json` array or `.jsonl` file, each with its line number.
@@ -419,6 +466,16 @@ mod tests {
         assert!(glob_match("*", "anything"));
         assert!(glob_match("close_?", "close_a"));
         assert!(!glob_match("ticket.*", "alert.get"));
+    }
+
+    #[test]
+    fn many_stars_match_in_linear_time() {
+        // A backtracking matcher takes minutes on these (issue 17).
+        let stars = format!("{}x", "*".repeat(40));
+        assert!(!glob_match(&stars, &"a".repeat(200)));
+        let alternating = format!("{}b", "*a".repeat(30));
+        assert!(!glob_match(&alternating, &"a".repeat(60)));
+        assert!(glob_match(&alternating, &format!("{}b", "a".repeat(60))));
     }
 
     #[test]

@@ -8,9 +8,13 @@
 //! - `recurse`: recurse without bound (stack overflow);
 //! - `panic`: `panic!` with a recognizable message;
 //! - `flood`: write `n` lines (default 10 000) of 100 bytes to stdout,
-//!   ignoring write errors once the stream closes;
+//!   counting write errors;
+//! - `println`: `println!` `n` lines (default 10 000) of 100 bytes (which
+//!   panics if a write fails);
 //! - `exit`: `std::process::exit(code)` (default 7);
 //! - `network`: `TcpStream::connect("127.0.0.1:9")`, reporting the error;
+//! - `resolve`: look up `example.com:80` (`ToSocketAddrs`), reporting the
+//!   error;
 //! - `calls`: call `get_ticket` `n` times (default 1) — the benchmark's
 //!   mediated-call loop;
 //! - `ok`: return `{"ok": true}`.
@@ -28,6 +32,14 @@ fn run(task: Value) -> Result<Value, Error> {
         "recurse" => Ok(json!({"depth": recurse(task["from"].as_u64().unwrap_or(0))})),
         "panic" => panic!("hostile guest panics on purpose: boom-42"),
         "flood" => flood(n(10_000)),
+        "println" => {
+            let lines = n(10_000);
+            for i in 0..lines {
+                println!("{i:>6} {}", "y".repeat(92));
+            }
+            Ok(json!({"lines": lines}))
+        }
+        "resolve" => resolve(),
         "exit" => std::process::exit(task["code"].as_i64().unwrap_or(7) as i32),
         "network" => network(),
         "calls" => calls(n(1)),
@@ -83,6 +95,17 @@ fn network() -> Result<Value, Error> {
             "connected to 127.0.0.1:9: the sandbox let a socket through",
         )),
         Err(e) => Ok(json!({"connect_error": e.to_string()})),
+    }
+}
+
+fn resolve() -> Result<Value, Error> {
+    use std::net::ToSocketAddrs as _;
+    match "example.com:80".to_socket_addrs() {
+        Ok(addrs) => Err(Error::failed(format!(
+            "resolved example.com to {:?}: the sandbox let a lookup through",
+            addrs.collect::<Vec<_>>()
+        ))),
+        Err(e) => Ok(json!({"resolve_error": e.to_string()})),
     }
 }
 

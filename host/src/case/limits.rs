@@ -1,0 +1,139 @@
+//! `[limits]`: the resources one run may use, each checked against the
+//! range worldline can honour (a zero timeout, a clock tick that would run
+//! time past the year 9999, an output cap that would hold gigabytes in
+//! memory), with the line and column of a value out of range.
+
+use crate::error::InputError;
+use serde::Deserialize;
+use std::path::Path;
+use toml::Spanned;
+
+/// Resource limits of one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Fuel budget (roughly, wasm instructions). Running out is a
+    /// deterministic, replayable outcome.
+    pub fuel: u64,
+    /// Linear memory limit per memory, in MiB.
+    pub memory_mb: u64,
+    /// Wall-clock safety net in milliseconds (not replayable when hit).
+    pub timeout_ms: u64,
+    /// How much of stdout and of stderr is kept; past it further output is
+    /// dropped and counted.
+    pub stdout_bytes: usize,
+    /// Most host calls a run may make.
+    pub max_events: u64,
+    /// Virtual time each host call takes, in microseconds.
+    pub tick_us: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: 2_000_000_000,
+            memory_mb: 128,
+            timeout_ms: 30_000,
+            stdout_bytes: 64 * 1024,
+            max_events: 200_000,
+            tick_us: 1_000,
+        }
+    }
+}
+
+/// `[limits]` as written: every key optional, each with its place.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsToml {
+    fuel: Option<Spanned<u64>>,
+    memory_mb: Option<Spanned<u64>>,
+    timeout_ms: Option<Spanned<u64>>,
+    stdout_bytes: Option<Spanned<u64>>,
+    max_events: Option<Spanned<u64>>,
+    tick_us: Option<Spanned<u64>>,
+}
+
+/// The ranges each limit must be in (inclusive), and why.
+const FUEL: (u64, u64) = (1, u64::MAX);
+/// wasm32 addresses 4 GiB.
+const MEMORY_MB: (u64, u64) = (1, 4096);
+/// A day.
+const TIMEOUT_MS: (u64, u64) = (1, 86_400_000);
+/// Output is held in memory and written to the bundle: 16 MiB per stream.
+pub const MAX_STDOUT_BYTES: u64 = 16 << 20;
+/// Every event is held in memory until the footer.
+const MAX_EVENTS: (u64, u64) = (1, 5_000_000);
+/// An hour per call: at most events keep virtual time far inside 9999.
+const TICK_US: (u64, u64) = (0, 3_600_000_000);
+
+impl LimitsToml {
+    /// The limits, defaults filled in, each checked against its range.
+    pub fn check(&self, path: &Path, source: &str) -> Result<Limits, InputError> {
+        let d = Limits::default();
+        let pick = |v: &Option<Spanned<u64>>,
+                    name: &str,
+                    default: u64,
+                    (lo, hi): (u64, u64)|
+         -> Result<u64, InputError> {
+            match v {
+                None => Ok(default),
+                Some(s) if (lo..=hi).contains(s.get_ref()) => Ok(*s.get_ref()),
+                Some(s) => Err(InputError::at(
+                    path,
+                    source,
+                    s.span().start,
+                    format!(
+                        "[limits] {name} = {} is out of range; it must be between {lo} and {hi}",
+                        s.get_ref()
+                    ),
+                )),
+            }
+        };
+        Ok(Limits {
+            fuel: pick(&self.fuel, "fuel", d.fuel, FUEL)?,
+            memory_mb: pick(&self.memory_mb, "memory_mb", d.memory_mb, MEMORY_MB)?,
+            timeout_ms: pick(&self.timeout_ms, "timeout_ms", d.timeout_ms, TIMEOUT_MS)?,
+            stdout_bytes: pick(
+                &self.stdout_bytes,
+                "stdout_bytes",
+                d.stdout_bytes as u64,
+                (0, MAX_STDOUT_BYTES),
+            )? as usize,
+            max_events: pick(&self.max_events, "max_events", d.max_events, MAX_EVENTS)?,
+            tick_us: pick(&self.tick_us, "tick_us", d.tick_us, TICK_US)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Result<Limits, InputError> {
+        let doc: LimitsToml = toml::from_str(text).unwrap();
+        doc.check(Path::new("c.toml"), text)
+    }
+
+    #[test]
+    fn out_of_range_values_are_refused_at_their_place() {
+        for (text, name) in [
+            ("fuel = 0", "fuel"),
+            ("memory_mb = 0", "memory_mb"),
+            ("timeout_ms = 0", "timeout_ms"),
+            ("stdout_bytes = 2_000_000_000", "stdout_bytes"),
+            ("tick_us = 9223372036854775807", "tick_us"),
+            ("max_events = 0", "max_events"),
+        ] {
+            let e = check(text).unwrap_err();
+            assert!(e.message.contains(name), "{e}");
+            assert!(e.line.is_some(), "{e}");
+        }
+        let e = check("\ntimeout_ms = 0").unwrap_err();
+        assert_eq!(e.line, Some((2, 14)), "{e}");
+    }
+
+    #[test]
+    fn absent_values_are_the_defaults() {
+        assert_eq!(check("").unwrap(), Limits::default());
+        assert_eq!(check("fuel = 5").unwrap().fuel, 5);
+    }
+}

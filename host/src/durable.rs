@@ -1,0 +1,153 @@
+//! Writing store files so that a crash leaves the old content or the new,
+//! never a torn file: bytes go to a temporary file beside the target, which
+//! is then renamed (replace) or hard-linked (create-only) into place.
+//! Temporary names carry the writer's process id, so the ones a killed
+//! writer left behind can be told apart from live ones and swept.
+
+use std::fs::File;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// What marks a temporary name: `<target>.tmp<pid>-<n>`.
+const TMP_MARK: &str = ".tmp";
+
+/// A temporary file left this long is swept even if its process id is in
+/// use (the id may have been reused, or belong to another pid namespace).
+const ABANDONED: Duration = Duration::from_secs(3600);
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A temporary name beside `path`, unique within this process.
+fn temp_path(path: &Path) -> PathBuf {
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!("{TMP_MARK}{}-{n}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// Replace `path` with `bytes`: readers see the old file or the new one.
+pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = temp_path(path);
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Create `path` holding `bytes`, failing with `AlreadyExists` when it is
+/// there: the file appears whole or not at all. Returns it open for
+/// appending.
+pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<File> {
+    let tmp = temp_path(path);
+    let made = (|| {
+        let mut file = File::options().append(true).create_new(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        std::fs::hard_link(&tmp, path)?;
+        Ok(file)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    made
+}
+
+/// The process id in a temporary name, if `name` is one.
+fn temp_owner(name: &str) -> Option<i32> {
+    let at = name.rfind(TMP_MARK)? + TMP_MARK.len();
+    let digits: String = name[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Remove the temporary files and folders in `dir` that a killed writer
+/// left: their process is gone, or they are over an hour old. Returns how
+/// many were removed. Errors are ignored: sweeping is housekeeping.
+pub fn sweep(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = temp_owner(&name) else {
+            continue;
+        };
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > ABANDONED);
+        if pid as u32 == std::process::id() || (process_alive(pid) && !old) {
+            continue;
+        }
+        let path = entry.path();
+        let gone = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        if gone.is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_names_carry_the_writer() {
+        let tmp = temp_path(Path::new("/s/objects/ab12"));
+        let name = tmp.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("ab12.tmp"), "{name}");
+        assert_eq!(temp_owner(&name), Some(std::process::id() as i32));
+        // The name an older worldline gave its cache temporaries.
+        assert_eq!(temp_owner("abc.tmp4242"), Some(4242));
+        assert_eq!(temp_owner("abc.cwasm"), None);
+    }
+
+    #[test]
+    fn create_new_refuses_an_existing_file_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let mut f = create_new(&path, b"header\n").unwrap();
+        f.write_all(b"event\n").unwrap();
+        let again = create_new(&path, b"other\n").unwrap_err();
+        assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&path).unwrap(), b"header\nevent\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "a temporary file was left: {names:?}");
+    }
+
+    #[test]
+    fn sweeping_removes_what_dead_writers_left_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        // No process has an id this large (Linux caps pids at 2^22).
+        std::fs::write(dir.path().join("ab.cwasm.tmp99999999-0"), b"torn").unwrap();
+        std::fs::write(dir.path().join("cd.tmp99999998"), b"torn").unwrap();
+        std::fs::create_dir(dir.path().join("w.tmp99999997")).unwrap();
+        let live = temp_path(&dir.path().join("ef"));
+        std::fs::write(&live, b"being written").unwrap();
+        std::fs::write(dir.path().join("ab.cwasm"), b"kept").unwrap();
+        assert_eq!(sweep(dir.path()), 3);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left.contains(&"ab.cwasm".to_string()));
+    }
+}
