@@ -71,6 +71,7 @@ fn remember(record: &Path, sha: &str) {
     if let Some(dir) = record.parent()
         && std::fs::create_dir_all(dir).is_ok()
     {
+        crate::durable::sweep(dir);
         let _ = crate::durable::write(record, sha.as_bytes());
     }
 }

@@ -54,6 +54,9 @@ impl StoreDir {
     pub fn put_hashed(&self, bytes: &[u8], sha: &str) -> Result<()> {
         let path = self.object_path(sha);
         if !path.exists() {
+            // A new object is rare (a new agent, case or world): the time
+            // to sweep what killed writers left here.
+            crate::durable::sweep(&self.root.join("objects"));
             crate::durable::write(&path, bytes).map_err(|e| self.write_error(&path, e))?;
         }
         Ok(())

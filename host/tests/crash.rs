@@ -127,19 +127,22 @@ fn kill_9_anywhere_leaves_a_store_that_verifies_and_works() {
         "calls",
         "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"calls\", n = 20 }\n",
     );
-    let (code, parent) = json(
-        &store,
-        &os(&[
-            &"run",
-            &calls,
-            &"--agent",
-            &agent,
-            &"--worlds",
-            &worlds_dir(),
-        ]),
-    );
-    assert_eq!(code, 0, "{parent}");
-    let parent_id = parent["run_id"].as_str().unwrap().to_string();
+    let record = |store: &Path| {
+        let (code, run) = json(
+            store,
+            &os(&[
+                &"run",
+                &calls,
+                &"--agent",
+                &agent,
+                &"--worlds",
+                &worlds_dir(),
+            ]),
+        );
+        assert_eq!(code, 0, "{run}");
+        run["run_id"].as_str().unwrap().to_string()
+    };
+    let parent_id = record(&store);
     let fork = os(&[&"fork", &parent_id, &"--at", &"5", &"--deny", &"get_ticket"]);
     let t = timed(&store, &fork, &[0, 1]);
     for _ in 0..10 {
@@ -148,19 +151,7 @@ fn kill_9_anywhere_leaves_a_store_that_verifies_and_works() {
 
     // import: an export from another store.
     let other = dir.path().join("other");
-    let (code, exported) = json(
-        &other,
-        &os(&[
-            &"run",
-            &calls,
-            &"--agent",
-            &agent,
-            &"--worlds",
-            &worlds_dir(),
-        ]),
-    );
-    assert_eq!(code, 0, "{exported}");
-    let exported_id = exported["run_id"].as_str().unwrap().to_string();
+    let exported_id = record(&other);
     let file = dir.path().join("run.json");
     worldline(&other, os(&[&"export", &exported_id, &"-o", &file])).expect_code(0);
     let import = os(&[&"import", &file]);

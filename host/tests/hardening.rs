@@ -10,44 +10,33 @@ use serde_json::{Value, json};
 use std::ffi::OsStr;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 fn hostile() -> PathBuf {
     guest("hostile-agent")
 }
 
-/// Run the binary, killing it (and failing) if it takes longer than `limit`.
+/// Run the binary, failing if it takes longer than `limit` (a hang).
 fn within(limit: Duration, store: &Path, args: &[&OsStr]) -> CliOutput {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting worldline");
-    let started = Instant::now();
-    while child.try_wait().expect("waiting").is_none() {
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "worldline {args:?} still ran after {limit:?} (a hang):\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    CliOutput {
-        code: out.status.code().unwrap_or(-1),
-        json: serde_json::from_str(&stdout).ok(),
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    worldline_within(limit, store, args)
+        .unwrap_or_else(|| panic!("worldline {args:?} still ran after {limit:?} (a hang)"))
+}
+
+/// `run CASE --agent AGENT --worlds tests/worlds --json` in the shared store.
+fn run_in_demo(case: &Path, agent: &Path) -> CliOutput {
+    worldline(
+        shared_store(),
+        [
+            os("run"),
+            case.as_os_str(),
+            os("--agent"),
+            agent.as_os_str(),
+            os("--worlds"),
+            worlds_dir().as_os_str(),
+            os("--json"),
+        ],
+    )
 }
 
 fn os(s: &str) -> &OsStr {
@@ -397,14 +386,7 @@ fn with_file_limit(max_bytes: u64, store: &Path, args: &[&OsStr]) -> CliOutput {
             Ok(())
         });
     }
-    let out = cmd.output().expect("starting worldline");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    CliOutput {
-        code: out.status.code().unwrap_or(-1),
-        json: serde_json::from_str(&stdout).ok(),
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    CliOutput::of(cmd.output().expect("starting worldline"))
 }
 
 #[test]
@@ -497,18 +479,7 @@ fn a_rust_name_lookup_is_denied_and_recorded() {
         "resolve",
         "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"resolve\" }\n",
     );
-    let run = worldline(
-        shared_store(),
-        [
-            os("run"),
-            c.as_os_str(),
-            os("--agent"),
-            hostile().as_os_str(),
-            os("--worlds"),
-            worlds_dir().as_os_str(),
-            os("--json"),
-        ],
-    );
+    let run = run_in_demo(&c, &hostile());
     run.expect_code(0);
     let out: Value = serde_json::from_str(run.json()["output"].as_str().unwrap()).unwrap();
     assert!(out["resolve_error"].is_string(), "{out}");
@@ -531,18 +502,7 @@ fn python_network_calls_are_denied_and_catchable() {
         "py-net",
         "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"network\" }\n",
     );
-    let run = worldline(
-        shared_store(),
-        [
-            os("run"),
-            c.as_os_str(),
-            os("--agent"),
-            agent.as_os_str(),
-            os("--worlds"),
-            worlds_dir().as_os_str(),
-            os("--json"),
-        ],
-    );
+    let run = run_in_demo(&c, &agent);
     run.expect_code(0);
     assert_eq!(run.json()["status"], "completed", "{run}");
     let out: Value = serde_json::from_str(run.json()["output"].as_str().unwrap()).unwrap();
@@ -577,18 +537,7 @@ fn println_past_the_output_cap_keeps_the_guest_running() {
         "println",
         "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"println\", n = 2000 }\n",
     );
-    let run = worldline(
-        shared_store(),
-        [
-            os("run"),
-            c.as_os_str(),
-            os("--agent"),
-            hostile().as_os_str(),
-            os("--worlds"),
-            worlds_dir().as_os_str(),
-            os("--json"),
-        ],
-    );
+    let run = run_in_demo(&c, &hostile());
     run.expect_code(0);
     assert_eq!(run.json()["status"], "completed", "{run}");
     // 2000 lines of 100 bytes, 64 KiB kept by default.
@@ -604,18 +553,7 @@ fn python_print_past_the_output_cap_keeps_the_agent_running() {
         "py-flood",
         "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"flood\", n = 3000 }\n\n[limits]\nstdout_bytes = 10_000\n",
     );
-    let run = worldline(
-        shared_store(),
-        [
-            os("run"),
-            c.as_os_str(),
-            os("--agent"),
-            agent.as_os_str(),
-            os("--worlds"),
-            worlds_dir().as_os_str(),
-            os("--json"),
-        ],
-    );
+    let run = run_in_demo(&c, &agent);
     run.expect_code(0);
     assert_eq!(run.json()["status"], "completed", "{run}");
     assert_eq!(run.json()["truncated_bytes"], 300_000 - 10_000, "{run}");

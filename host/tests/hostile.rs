@@ -11,9 +11,8 @@ mod common;
 use common::*;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Longest any refusal may take (a hang is a failure).
 const LIMIT: Duration = Duration::from_secs(30);
@@ -138,47 +137,14 @@ fn names_a_place(text: &str, prefix: &str) -> bool {
 }
 
 fn judge(input: &Input, store: &Path) -> Option<String> {
-    let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(&input.args)
-        .arg("--store")
-        .arg(store)
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting worldline");
-    // Drain the pipes on threads so a chatty child cannot block.
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut err, &mut b);
-        String::from_utf8_lossy(&b).into_owned()
-    });
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Some(format!("hung (killed after {LIMIT:?})"));
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let Some(out) = worldline_within(LIMIT, store, &input.args) else {
+        return Some(format!("hung (killed after {LIMIT:?})"));
     };
-    let stdout = out.join().unwrap();
-    let stderr = err.join().unwrap();
+    let (code, stdout, stderr) = (out.code, out.stdout, out.stderr);
     let said = || format!("\n    stdout: {stdout}\n    stderr: {stderr}");
-    let code = status.code();
-    if code != Some(2) {
+    if code != 2 {
         return Some(format!(
-            "exit {code:?} (a signal when None), not 2{}",
+            "exit {code} (-1: killed by a signal), not 2{}",
             said()
         ));
     }

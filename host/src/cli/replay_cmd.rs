@@ -84,6 +84,9 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     } else {
         args.runs.clone()
     };
+    // Bundles being created are hard-linked from a temporary file; one a
+    // killed writer left is not a run.
+    crate::durable::sweep(&store.runs_dir());
     let mut reports = Vec::new();
     let mut errors = Vec::new();
     // Bundles cut off before their header (killed as the run started, or

@@ -237,9 +237,10 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
         let mut rows = BTreeMap::new();
         if let Some(rel) = &t.rows {
             let file = world_dir.join(rel);
-            // A rows file that cannot be read is reported where world.toml
-            // names it; a bad byte inside it, at its own line.
-            let text = read_text(&dir, world_dir, rel, &mut hashed).map_err(|e| match e.line {
+            // A rows file that cannot be read (or is of no known kind) is
+            // reported where world.toml names it; a bad line inside it, at
+            // its own line.
+            let placed = |e: InputError| match e.line {
                 Some(_) => e,
                 None => InputError::at(
                     &toml_path,
@@ -247,17 +248,9 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
                     at,
                     format!("table `{table_name}`: rows `{rel}`: {}", e.message),
                 ),
-            })?;
-            let rows_of = parse_rows(&file, rel, &text).map_err(|e| match e.line {
-                Some(_) => e,
-                None => InputError::at(
-                    &toml_path,
-                    &source,
-                    at,
-                    format!("table `{table_name}`: rows `{rel}`: {}", e.message),
-                ),
-            })?;
-            for (line, row) in rows_of {
+            };
+            let text = read_text(&dir, world_dir, rel, &mut hashed).map_err(placed)?;
+            for (line, row) in parse_rows(&file, rel, &text).map_err(placed)? {
                 let key = match row.get(&t.key) {
                     Some(k) if !k.is_null() => canon::key_of(k),
                     _ => {

@@ -198,6 +198,69 @@ impl std::fmt::Display for CliOutput {
     }
 }
 
+impl CliOutput {
+    /// What a finished process said.
+    pub fn of(out: std::process::Output) -> Self {
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        CliOutput {
+            code: out.status.code().unwrap_or(-1),
+            json: serde_json::from_str(&stdout).ok(),
+            stdout,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// [`worldline`], killed if it runs longer than `limit`: `None` then (a
+/// hang). Its output is drained as it comes, so a chatty process cannot
+/// block on a full pipe.
+pub fn worldline_within<I, S>(
+    limit: std::time::Duration,
+    store: &Path,
+    args: I,
+) -> Option<CliOutput>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    use std::io::Read as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot start the worldline binary");
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for worldline") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    Some(CliOutput::of(std::process::Output {
+        status,
+        stdout: stdout.join().expect("reading stdout"),
+        stderr: stderr.join().expect("reading stderr"),
+    }))
+}
+
 /// Run the `worldline` binary with `args` (nothing added). It runs in
 /// `CARGO_TARGET_TMPDIR`, so a command without `--store` leaves its default
 /// `.worldline/` there and not in the source tree; pass absolute paths.
@@ -215,19 +278,14 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .output()
-        .expect("cannot start the worldline binary");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    CliOutput {
-        code: out.status.code().unwrap_or(-1),
-        json: serde_json::from_str(&stdout).ok(),
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    CliOutput::of(
+        Command::new(env!("CARGO_BIN_EXE_worldline"))
+            .args(args)
+            .envs(env.iter().copied())
+            .current_dir(env!("CARGO_TARGET_TMPDIR"))
+            .output()
+            .expect("cannot start the worldline binary"),
+    )
 }
 
 /// Run the `worldline` binary with `args` and `--store <store>`.
