@@ -92,10 +92,9 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
     // 2026-03-01T12:00:00Z is the case clock; time starts there.
     let wall = out["wall_before"].as_f64().unwrap();
     assert!((1_772_366_400.0..1_772_366_401.0).contains(&wall), "{out}");
-    assert!(
-        out["slept"].as_f64().unwrap() >= 0.25,
-        "sleep is virtual: {out}"
-    );
+    // Exactly the virtual 0.25 s plus three host calls at the case's tick
+    // (1 ms): a real sleep would never land on this value.
+    assert_eq!(out["slept"].as_f64(), Some(0.253), "sleep is virtual: {out}");
     let r = out["random"].as_f64().unwrap();
     assert!((0.0..1.0).contains(&r), "{out}");
     assert_eq!(out["uuid"].as_str().unwrap().len(), 36, "{out}");
