@@ -12,6 +12,7 @@ pub mod canon;
 pub mod case;
 pub mod cli;
 pub mod error;
+pub mod error_kind;
 pub mod export;
 pub mod fork;
 pub mod fuzz;

@@ -3,6 +3,7 @@
 //! OpenAI-compatible endpoint (`openai`), or earlier runs (`recorded`) —
 //! and `--model-set KEY=VALUE` overrides from the command line.
 
+use crate::error_kind::ErrorKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -149,7 +150,12 @@ fn one() -> u32 {
     1
 }
 
-const ERROR_KINDS: &[&str] = &["timeout", "unavailable", "failed"];
+/// The kinds a scripted reply may fail with (what a model endpoint can do).
+const MODEL_ERRORS: [ErrorKind; 3] = [
+    ErrorKind::Timeout,
+    ErrorKind::Unavailable,
+    ErrorKind::Failed,
+];
 
 impl ModelConfig {
     /// Check what serde cannot: each rule replies one way, paths parse,
@@ -269,12 +275,10 @@ impl Reply {
     fn check(&self) -> Result<(), String> {
         if let Reply::Full(t) = self {
             if let Some(kind) = &t.error
-                && !ERROR_KINDS.contains(&kind.as_str())
+                && !MODEL_ERRORS.iter().any(|k| k.as_str() == kind)
             {
-                return Err(format!(
-                    "error `{kind}` is not one of {}",
-                    ERROR_KINDS.join(", ")
-                ));
+                let names: Vec<&str> = MODEL_ERRORS.iter().map(|k| k.as_str()).collect();
+                return Err(format!("error `{kind}` is not one of {}", names.join(", ")));
             }
             if t.error.is_none() && t.content.is_none() && t.tool_calls.is_empty() {
                 return Err("a reply needs `content`, `tool_calls` or `error`".into());

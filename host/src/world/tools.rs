@@ -10,18 +10,19 @@
 use super::schema;
 use super::state::{FileData, State, Write};
 use crate::canon;
+use crate::error_kind::ErrorKind;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-/// Why a tool call failed, as the guest sees it (`error-kind` names).
+/// Why a tool call failed, as the guest sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolFailure {
-    pub kind: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 impl ToolFailure {
-    pub fn new(kind: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         ToolFailure {
             kind,
             message: message.into(),
@@ -379,7 +380,7 @@ fn arg_str(args: &Value, name: &str) -> Result<String, ToolFailure> {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(v) if !v.is_null() => Ok(canon::key_of(v)),
         _ => Err(ToolFailure::new(
-            "invalid-args",
+            ErrorKind::InvalidArgs,
             format!("missing argument `{name}`"),
         )),
     }
@@ -393,7 +394,8 @@ pub fn execute(
     state: &State,
     as_of: &AsOf,
 ) -> Result<(Value, Vec<Write>), ToolFailure> {
-    schema::validate(&tool.params, args).map_err(|e| ToolFailure::new("invalid-args", e))?;
+    schema::validate(&tool.params, args)
+        .map_err(|e| ToolFailure::new(ErrorKind::InvalidArgs, e))?;
     let (mut result, writes) = run_op(tool, args, state, as_of)?;
     if as_of.empty {
         result = match result {
@@ -428,7 +430,7 @@ fn run_op(
             match state.row(table, &key) {
                 Some(row) if !as_of.hides(row) => Ok((row.clone(), vec![])),
                 _ => Err(ToolFailure::new(
-                    "not-found",
+                    ErrorKind::NotFound,
                     format!("no {table} row `{key}`"),
                 )),
             }
@@ -474,7 +476,7 @@ fn run_op(
             let mut row = render(row, args, now).unwrap_or(Value::Null);
             let Value::Object(fields) = &mut row else {
                 return Err(ToolFailure::new(
-                    "invalid-args",
+                    ErrorKind::InvalidArgs,
                     "the new row must be an object",
                 ));
             };
@@ -488,7 +490,7 @@ fn run_op(
             };
             if t.rows.contains_key(&key) {
                 return Err(ToolFailure::new(
-                    "conflict",
+                    ErrorKind::Conflict,
                     format!("{table} row `{key}` already exists"),
                 ));
             }
@@ -507,7 +509,7 @@ fn run_op(
             let key = arg_str(args, key_arg)?;
             let Some(Value::Object(before)) = state.row(table, &key) else {
                 return Err(ToolFailure::new(
-                    "not-found",
+                    ErrorKind::NotFound,
                     format!("no {table} row `{key}`"),
                 ));
             };
@@ -536,7 +538,7 @@ fn run_op(
                     }],
                 )),
                 None => Err(ToolFailure::new(
-                    "not-found",
+                    ErrorKind::NotFound,
                     format!("no {table} row `{key}`"),
                 )),
             }
@@ -546,7 +548,10 @@ fn run_op(
             match state.files.get(&path) {
                 Some(FileData::Text(s)) => Ok((json!({"path": path, "content": s}), vec![])),
                 Some(FileData::Bytes { hex }) => Ok((json!({"path": path, "hex": hex}), vec![])),
-                None => Err(ToolFailure::new("not-found", format!("no file `{path}`"))),
+                None => Err(ToolFailure::new(
+                    ErrorKind::NotFound,
+                    format!("no file `{path}`"),
+                )),
             }
         }
         Op::FileWrite {
@@ -559,7 +564,7 @@ fn run_op(
                 Some(other) => canon::to_string(other),
                 None => {
                     return Err(ToolFailure::new(
-                        "invalid-args",
+                        ErrorKind::InvalidArgs,
                         format!("missing argument `{content_arg}`"),
                     ));
                 }
@@ -649,7 +654,7 @@ mod tests {
         assert_eq!(s.row("deploys", "D1").unwrap().get("status"), None);
         assert!(t.mutates);
         let missing = execute(&t, &json!({"id": "nope"}), &s, &at("")).unwrap_err();
-        assert_eq!(missing.kind, "not-found");
+        assert_eq!(missing.kind, ErrorKind::NotFound);
     }
 
     #[test]
@@ -671,7 +676,7 @@ mod tests {
             execute(&dup, &json!({"id": "D1"}), &state(), &at(""))
                 .unwrap_err()
                 .kind,
-            "conflict"
+            ErrorKind::Conflict
         );
     }
 
