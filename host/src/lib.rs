@@ -19,6 +19,7 @@ pub mod fuzz;
 pub mod grade;
 pub mod log;
 pub mod mediate;
+pub mod path;
 pub mod replay;
 pub mod run;
 pub mod sandbox;

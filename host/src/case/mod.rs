@@ -218,6 +218,9 @@ pub fn parse(
                 )));
             }
         }
+        if let Some(o) = &e.output {
+            o.check().map_err(bad)?;
+        }
         for u in &e.unchanged {
             let table = u.split('/').next().unwrap_or("");
             if !world.initial.tables.contains_key(table) {

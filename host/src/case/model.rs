@@ -4,6 +4,7 @@
 //! and `--model-set KEY=VALUE` overrides from the command line.
 
 use crate::error_kind::ErrorKind;
+use crate::path::JsonPath;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -129,8 +130,8 @@ pub struct ScriptedToolCall {
 pub struct Rule {
     /// Substring of the last user/tool message's content.
     pub contains: Option<String>,
-    /// JSON path into the last user/tool message (its `content` parsed when
-    /// it is JSON text), e.g. `$.content.deploys[0].id`.
+    /// Path into the last user/tool message (its `content` parsed when it
+    /// is JSON text), e.g. `$.content.deploys[0].id` (syntax: `crate::path`).
     pub path: Option<String>,
     /// With `path`: the value there must equal this.
     pub equals: Option<Value>,
@@ -174,7 +175,7 @@ impl ModelConfig {
                 return Err(format!("{at}: every alternative has weight 0"));
             }
             if let Some(p) = &rule.path {
-                parse_path(p).map_err(|m| format!("{at}: path `{p}`: {m}"))?;
+                JsonPath::parse(p).map_err(|m| format!("{at}: path `{p}`: {m}"))?;
             } else if rule.equals.is_some() {
                 return Err(format!("{at}: `equals` needs a `path`"));
             }
@@ -288,77 +289,29 @@ impl Reply {
     }
 }
 
-/// One step of a JSON path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
-    Field(String),
-    Index(i64),
-}
-
-/// Parse `$.a.b[0].c[-1]` (the leading `$` is optional).
-pub fn parse_path(path: &str) -> Result<Vec<Step>, String> {
-    let owned;
-    let mut rest = match path.strip_prefix('$') {
-        Some(r) => r,
-        None => {
-            owned = format!(".{path}");
-            &owned
-        }
-    };
-    let mut steps = Vec::new();
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            if end == 0 {
-                return Err("empty field name".into());
-            }
-            steps.push(Step::Field(r[..end].to_string()));
-            rest = &r[end..];
-        } else if let Some(r) = rest.strip_prefix('[') {
-            let end = r.find(']').ok_or("`[` without `]`")?;
-            let index = r[..end]
-                .trim()
-                .parse::<i64>()
-                .map_err(|_| format!("`[{}]` is not an index", &r[..end]))?;
-            steps.push(Step::Index(index));
-            rest = &r[end + 1..];
-        } else {
-            return Err(format!("unexpected `{rest}`"));
-        }
-    }
-    Ok(steps)
-}
-
-/// The value at `steps` in `v`; negative indexes count from the end.
-pub fn at_path<'a>(v: &'a Value, steps: &[Step]) -> Option<&'a Value> {
-    steps.iter().try_fold(v, |v, step| match step {
-        Step::Field(f) => v.get(f),
-        Step::Index(i) => {
-            let a = v.as_array()?;
-            let i = if *i < 0 { a.len() as i64 + i } else { *i };
-            a.get(usize::try_from(i).ok()?)
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn paths_parse_and_index_from_either_end() {
-        let v = json!({"content": {"deploys": [{"id": "D-41"}, {"id": "D-42"}]}});
-        let p = parse_path("$.content.deploys[-1].id").unwrap();
-        assert_eq!(at_path(&v, &p), Some(&json!("D-42")));
-        let p = parse_path("content.deploys[0].id").unwrap();
-        assert_eq!(at_path(&v, &p), Some(&json!("D-41")));
+    fn rule_paths_are_checked_when_the_case_loads() {
+        let config = |path: &str| ModelConfig {
+            rules: vec![Rule {
+                path: Some(path.into()),
+                reply: Some(Reply::Text("ok".into())),
+                ..Rule::default()
+            }],
+            ..ModelConfig::default()
+        };
+        assert_eq!(config("$.content.deploys[-1].id").check(), Ok(()));
         assert_eq!(
-            at_path(&v, &parse_path("$.content.deploys[5]").unwrap()),
-            None
+            config("$.a[x]").check().unwrap_err(),
+            "[[model.rules]] #1: path `$.a[x]`: `[x]` is not an index"
         );
-        assert!(parse_path("$.a[x]").is_err());
-        assert!(parse_path("$..a").is_err());
+        assert_eq!(
+            config("$..a").check().unwrap_err(),
+            "[[model.rules]] #1: path `$..a`: empty field name"
+        );
     }
 
     #[test]

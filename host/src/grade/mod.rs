@@ -5,8 +5,9 @@
 
 pub mod diff;
 
-use crate::case::expect::{CallCheck, Expect, StateCheck, at_path};
+use crate::case::expect::{CallCheck, Expect, StateCheck};
 use crate::log::{Effect, Event, Status};
+use crate::path::JsonPath;
 use crate::world::glob_match;
 use crate::world::state::State;
 use diff::StateDiff;
@@ -68,6 +69,11 @@ fn contains(haystack: &Value, needle: &Value) -> bool {
     }
 }
 
+/// The value at a path the case checked when it loaded (so it parses).
+fn value_at<'a>(value: &'a Value, path: Option<&JsonPath>) -> Option<&'a Value> {
+    path?.get(value)
+}
+
 fn state_check(c: &StateCheck, state: &State) -> Assertion {
     if let Some(path) = &c.file {
         let data = state
@@ -105,10 +111,19 @@ fn state_check(c: &StateCheck, state: &State) -> Assertion {
     }
     let table = c.table.as_deref().unwrap_or("");
     if let Some(n) = c.count {
+        let filters: Vec<(Option<JsonPath>, &Value)> = c
+            .where_
+            .iter()
+            .map(|(k, v)| (JsonPath::parse(k).ok(), v))
+            .collect();
         let count = state.tables.get(table).map_or(0, |t| {
             t.rows
                 .values()
-                .filter(|r| c.where_.iter().all(|(k, v)| at_path(r, k) == Some(v)))
+                .filter(|r| {
+                    filters
+                        .iter()
+                        .all(|(p, v)| value_at(r, p.as_ref()) == Some(v))
+                })
                 .count() as u64
         });
         let filter = if c.where_.is_empty() {
@@ -126,7 +141,7 @@ fn state_check(c: &StateCheck, state: &State) -> Assertion {
     let key = c.key.as_deref().unwrap_or("");
     let row = state.row(table, key);
     let value = match &c.field {
-        Some(f) => row.and_then(|r| at_path(r, f)),
+        Some(f) => row.and_then(|r| value_at(r, JsonPath::parse(f).ok().as_ref())),
         None => row,
     };
     let place = match &c.field {
@@ -285,7 +300,8 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
         }
         let parsed: Option<Value> = serde_json::from_str(text).ok();
         for j in &o.json {
-            let v = parsed.as_ref().and_then(|p| at_path(p, &j.path));
+            let path = JsonPath::parse(&j.path).ok();
+            let v = parsed.as_ref().and_then(|p| value_at(p, path.as_ref()));
             let actual = v.cloned().unwrap_or(Value::Null);
             let a = match (&j.equals, &j.contains, &j.exists) {
                 (Some(e), ..) => check(
