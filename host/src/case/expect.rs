@@ -3,6 +3,7 @@
 //! calls attempted or not, and the output.
 
 use crate::path::JsonPath;
+use crate::world::{self, World};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -94,6 +95,57 @@ pub struct JsonCheck {
     pub contains: Option<Value>,
     #[serde(default)]
     pub exists: Option<bool>,
+}
+
+/// The statuses a run can end with.
+const STATUSES: &[&str] = &[
+    "completed",
+    "errored",
+    "trapped",
+    "out_of_fuel",
+    "memory_limit",
+    "timeout",
+    "exited",
+];
+
+impl Expect {
+    /// Check every assertion is well formed and names what `world` has.
+    pub fn check(&self, world: &World) -> Result<(), String> {
+        let tables: Vec<&String> = world.initial.tables.keys().collect();
+        for s in &self.state {
+            s.check(&tables)?;
+        }
+        for c in &self.calls {
+            c.check()?;
+            if !world::names_a_tool(&c.tool, &world.tools) {
+                return Err(format!(
+                    "calls: tool `{}` names no tool of {}",
+                    c.tool,
+                    world.reference()
+                ));
+            }
+        }
+        if let Some(o) = &self.output {
+            o.check()?;
+        }
+        for u in &self.unchanged {
+            let table = u.split('/').next().unwrap_or("");
+            if !world.initial.tables.contains_key(table) {
+                return Err(format!(
+                    "unchanged: unknown table `{table}` (tables: {tables:?})"
+                ));
+            }
+        }
+        if let Some(status) = &self.status
+            && !STATUSES.contains(&status.as_str())
+        {
+            return Err(format!(
+                "status `{status}` is not one of {}",
+                STATUSES.join(", ")
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl StateCheck {
