@@ -328,7 +328,10 @@ mod tests {
         assert_eq!(c2.retries, 0);
         let bad = parse_overrides(&["provider=openai".into()]).unwrap();
         assert!(c.with_overrides(&bad).unwrap_err().contains("base_url"));
-        assert!(parse_overrides(&["nokey".into()]).is_err());
+        assert_eq!(
+            parse_overrides(&["nokey".into()]).unwrap_err(),
+            "--model-set `nokey`: expected KEY=VALUE, e.g. --model-set provider=openai"
+        );
         let unknown = parse_overrides(&["colour=blue".into()]).unwrap();
         assert!(c.with_overrides(&unknown).unwrap_err().contains("colour"));
     }
