@@ -94,7 +94,11 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
     assert!((1_772_366_400.0..1_772_366_401.0).contains(&wall), "{out}");
     // Exactly the virtual 0.25 s plus three host calls at the case's tick
     // (1 ms): a real sleep would never land on this value.
-    assert_eq!(out["slept"].as_f64(), Some(0.253), "sleep is virtual: {out}");
+    assert_eq!(
+        out["slept"].as_f64(),
+        Some(0.253),
+        "sleep is virtual: {out}"
+    );
     let r = out["random"].as_f64().unwrap();
     assert!((0.0..1.0).contains(&r), "{out}");
     assert_eq!(out["uuid"].as_str().unwrap().len(), 36, "{out}");
