@@ -5,7 +5,7 @@
 use super::Common;
 use crate::canon;
 use crate::error::{ExitCode, InputError};
-use crate::grade::{diff, replay_writes};
+use crate::grade::{diff, final_state};
 use crate::log::{Event, bundle};
 use crate::replay;
 use crate::store::StoreDir;
@@ -222,7 +222,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         )
         .into());
     };
-    let state = replay_writes(
+    let state = final_state(
         &rec.case.world.initial,
         &rec.bundle.events[..=args.at as usize],
     );
@@ -275,8 +275,8 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let side = |e: Option<&Event>| {
         e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response}))
     };
-    let fa = replay_writes(&a.case.world.initial, ea);
-    let fb = replay_writes(&b.case.world.initial, eb);
+    let fa = final_state(&a.case.world.initial, ea);
+    let fb = final_state(&b.case.world.initial, eb);
     let state = diff::diff(&fa, &fb);
     if args.common.json {
         let doc = json!({

@@ -9,7 +9,6 @@ mod fuzz_cmd;
 mod grade_cmd;
 mod inspect_cmd;
 mod replay_cmd;
-mod report;
 mod repro_cmd;
 mod rerun_cmd;
 mod run_cmd;

@@ -12,24 +12,28 @@ pub mod agent_api;
 pub mod bindings;
 pub mod clock;
 pub mod entropy;
+pub mod faults;
 pub mod model;
 pub mod script;
 pub mod stdio;
 pub mod wasi;
 mod wasi_never;
 
+use crate::case::Case;
 use crate::case::inject::{Action, Inject};
-use crate::case::{Case, time};
 use crate::log::{Edit, Effect, Event, Recorder};
+use crate::path::JsonPath;
+use crate::time;
 use crate::world::World;
 use crate::world::state::{State, Write};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 
-/// A stop the host imposes on the guest; it travels as the trap's error.
+/// How the host stopped the guest (not an injected tool fault); it
+/// travels as the trap's error.
 #[derive(Debug, thiserror::Error)]
-pub enum Fault {
+pub enum Stop {
     #[error("the guest made more than {0} host calls (limits.max_events)")]
     EventLimit(u64),
     #[error("the guest called exit({0})")]
@@ -46,6 +50,10 @@ pub enum Fault {
     ModelMiss,
     #[error("reached the end of an incomplete recording")]
     ReplayEnd,
+    #[error(
+        "a model call used the case's whole time budget (limits.timeout_ms); this outcome is not replayable"
+    )]
+    Timeout,
 }
 
 /// An answer from a service, before it is recorded.
@@ -87,7 +95,7 @@ pub struct WorldSession {
     /// How many calls each rule's tool and `when` have matched so far.
     pub inject_seen: Vec<u64>,
     /// A fuzz run's faults (they apply where no case rule does).
-    pub faults: Option<crate::fuzz::faults::Faults>,
+    pub faults: Option<faults::Faults>,
 }
 
 impl WorldSession {
@@ -119,14 +127,14 @@ impl WorldSession {
         }
     }
 
-    /// A fork's state edit: `table/key` replaces the row, `table/key.a.b`
-    /// sets a field inside it. Returns the write (not yet applied).
+    /// A fork's state edit (see [`parse_patch`]). Returns the write (not
+    /// yet applied), or `None` when the table is not in the world or the
+    /// path does not fit the row.
     pub fn patch(&self, path: &str, value: Value) -> Option<Write> {
-        let (table, rest) = path.split_once('/')?;
-        let (key, field) = match rest.split_once('.') {
-            Some((k, f)) => (k, Some(f)),
-            None => (rest, None),
-        };
+        let (table, key, field) = parse_patch(path).ok()?;
+        if !self.state.tables.contains_key(table) {
+            return None;
+        }
         let row = match field {
             None => value,
             Some(field) => {
@@ -135,21 +143,11 @@ impl WorldSession {
                     .row(table, key)
                     .cloned()
                     .unwrap_or_else(|| json!({}));
-                let mut at = &mut row;
-                for part in field.split('.') {
-                    if !at.is_object() {
-                        *at = json!({});
-                    }
-                    at = at
-                        .as_object_mut()?
-                        .entry(part.to_string())
-                        .or_insert(Value::Null);
-                }
-                *at = value;
+                field.set(&mut row, value).ok()?;
                 row
             }
         };
-        self.state.tables.contains_key(table).then(|| Write::Put {
+        Some(Write::Put {
             table: table.into(),
             key: key.into(),
             row,
@@ -161,7 +159,23 @@ impl WorldSession {
         self.case_permissions
             .decide(name)
             .or_else(|| self.world.permissions.decide(name))
-            .unwrap_or(self.world.permissions.default == crate::world::Default_::Allow)
+            .unwrap_or(self.world.permissions.default == crate::world::Access::Allow)
+    }
+}
+
+/// Split a fork's `--set` path: `table/key` names a row, and
+/// `table/key.field` a value inside it (the part after the first dot is a
+/// path into the row, docs/formats.md "Paths").
+pub fn parse_patch(path: &str) -> Result<(&str, &str, Option<JsonPath>), String> {
+    let (table, rest) = path
+        .split_once('/')
+        .ok_or_else(|| format!("`{path}` is not table/key or table/key.field"))?;
+    match rest.find('.') {
+        None => Ok((table, rest, None)),
+        Some(dot) => {
+            let field = JsonPath::parse(&rest[dot..]).map_err(|m| format!("`{path}`: {m}"))?;
+            Ok((table, &rest[..dot], Some(field)))
+        }
     }
 }
 
@@ -188,10 +202,6 @@ pub struct Mediator {
     pub recorder: Recorder,
     /// A recording to follow (replay, or the prefix of a fork).
     pub script: Option<script::Script>,
-    /// A deliberately broken host for tests of the replay checker: changes
-    /// a response *after* it is recorded, so the guest sees a value the log
-    /// does not have. Never set outside tests.
-    pub unrecorded: Option<fn(&str, &mut Value)>,
     /// Fuel used when the guest entered the host (set by the store's call
     /// hook before any host function runs).
     pub fuel_used: u64,
@@ -226,7 +236,6 @@ impl Mediator {
             },
             recorder,
             script: None,
-            unrecorded: None,
             fuel_used: 0,
             max_events: case.limits.max_events,
         }
@@ -239,10 +248,33 @@ impl Mediator {
         call: &str,
         request: Value,
         serve: impl FnOnce(&mut Services) -> Answer,
-    ) -> Result<Value, Fault> {
+    ) -> Result<Value, Stop> {
+        self.answer(call, request, false, serve)
+    }
+
+    /// [`mediate`](Self::mediate) for a service whose answers come from
+    /// outside the run (a live model endpoint): while a recording is
+    /// followed, the recorded answer is used and the service is not asked,
+    /// so a replay never calls out.
+    pub fn mediate_live(
+        &mut self,
+        call: &str,
+        request: Value,
+        serve: impl FnOnce(&mut Services) -> Answer,
+    ) -> Result<Value, Stop> {
+        self.answer(call, request, true, serve)
+    }
+
+    fn answer(
+        &mut self,
+        call: &str,
+        request: Value,
+        live: bool,
+        serve: impl FnOnce(&mut Services) -> Answer,
+    ) -> Result<Value, Stop> {
         let seq = self.recorder.len();
         if seq >= self.max_events {
-            return Err(Fault::EventLimit(self.max_events));
+            return Err(Stop::EventLimit(self.max_events));
         }
         let following = self.follow(seq, call, &request)?;
         let (override_response, edit_writes) = self.apply_edits(seq);
@@ -252,6 +284,7 @@ impl Mediator {
                 injected: Some(json!({"action": "fork-respond"})),
                 ..Answer::read(response)
             },
+            None if following && live => self.logged_answer(seq),
             None => serve(&mut self.services),
         };
         self.services.clock.advance(answer.latency_ns);
@@ -287,36 +320,33 @@ impl Mediator {
                 expected,
                 actual,
             });
-            return Err(Fault::Diverged);
+            return Err(Stop::Diverged);
         }
-        let mut response = event.response.clone();
+        let response = event.response.clone();
         self.recorder
             .append(event)
-            .map_err(|e| Fault::Bundle(e.to_string()))?;
-        if let Some(tamper) = self.unrecorded {
-            tamper(call, &mut response);
-        }
+            .map_err(|e| Stop::Bundle(e.to_string()))?;
         Ok(response)
     }
 
-    /// While following a recording: the recorded event the next call is
-    /// checked against, when it is this call.
-    pub fn recorded_event(&self, call: &str, request: &Value) -> Option<&Event> {
-        let script = self.script.as_ref()?;
-        let seq = self.recorder.len();
-        if seq >= script.follow_until {
-            return None;
+    /// The answer recorded for event `seq` of the recording being followed
+    /// (which [`follow`](Self::follow) has checked is this call), with the
+    /// virtual latency that brings the clock to the recorded time.
+    fn logged_answer(&self, seq: u64) -> Answer {
+        let rec = &self.script.as_ref().expect("following a recording").events[seq as usize];
+        Answer {
+            response: rec.response.clone(),
+            effect: rec.effect,
+            writes: rec.writes.clone(),
+            latency_ns: rec.vtime_ns.saturating_sub(self.services.clock.mono_ns()),
+            injected: rec.injected.clone(),
         }
-        script
-            .events
-            .get(seq as usize)
-            .filter(|e| e.call == call && e.request == *request)
     }
 
     /// While following a recording: whether this call is the recorded
     /// event `seq` (whose answer it must then match), or the divergence that
     /// stops the guest.
-    fn follow(&mut self, seq: u64, call: &str, request: &Value) -> Result<bool, Fault> {
+    fn follow(&mut self, seq: u64, call: &str, request: &Value) -> Result<bool, Stop> {
         let Some(script) = self.script.as_mut() else {
             return Ok(false);
         };
@@ -327,7 +357,7 @@ impl Mediator {
         match script.events.get(seq as usize) {
             None if !script.complete => {
                 script.reached_end = true;
-                Err(Fault::ReplayEnd)
+                Err(Stop::ReplayEnd)
             }
             None => {
                 script.diverge(script::Divergence {
@@ -337,7 +367,7 @@ impl Mediator {
                     expected: Value::Null,
                     actual: actual(),
                 });
-                Err(Fault::Diverged)
+                Err(Stop::Diverged)
             }
             Some(rec) if rec.call != call || rec.request != *request => {
                 let expected = script::Script::call_of(&rec.call, &rec.request);
@@ -348,7 +378,7 @@ impl Mediator {
                     expected,
                     actual: actual(),
                 });
-                Err(Fault::Diverged)
+                Err(Stop::Diverged)
             }
             Some(_) => Ok(true),
         }
@@ -392,7 +422,34 @@ pub struct RunState {
     pub limiter: MemoryLimiter,
 }
 
-/// Caps linear memory; going past the cap traps with [`Fault::MemoryLimit`].
+impl RunState {
+    /// Mediate one call of a binding; a host-imposed stop becomes a trap.
+    pub(crate) fn mediated(
+        &mut self,
+        call: &str,
+        request: Value,
+        serve: impl FnOnce(&mut Services) -> Answer,
+    ) -> wasmtime::Result<Value> {
+        self.med
+            .mediate(call, request, serve)
+            .map_err(wasmtime::Error::new)
+    }
+
+    /// [`mediated`](Self::mediated) for a live service
+    /// ([`Mediator::mediate_live`]).
+    pub(crate) fn mediated_live(
+        &mut self,
+        call: &str,
+        request: Value,
+        serve: impl FnOnce(&mut Services) -> Answer,
+    ) -> wasmtime::Result<Value> {
+        self.med
+            .mediate_live(call, request, serve)
+            .map_err(wasmtime::Error::new)
+    }
+}
+
+/// Caps linear memory; going past the cap traps with [`Stop::MemoryLimit`].
 pub struct MemoryLimiter {
     pub max_bytes: usize,
 }
@@ -406,7 +463,7 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
     ) -> wasmtime::Result<bool> {
         if desired > self.max_bytes {
             return Err(wasmtime::Error::from_anyhow(
-                Fault::MemoryLimit {
+                Stop::MemoryLimit {
                     asked: desired,
                     limit: self.max_bytes,
                 }
@@ -423,5 +480,88 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         Ok(desired <= 1_000_000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::state::Table;
+    use std::collections::BTreeMap;
+
+    fn session() -> WorldSession {
+        let mut state = State::default();
+        let row = json!({"id": "T-1", "status": "open", "tags": ["a"]});
+        state.tables.insert(
+            "tickets".into(),
+            Table {
+                key: "id".into(),
+                rows: BTreeMap::from([("T-1".to_string(), row)]),
+            },
+        );
+        let world = World {
+            name: "w".into(),
+            version: 1,
+            description: String::new(),
+            dir: Default::default(),
+            hash: String::new(),
+            manifest: BTreeMap::new(),
+            tools: Vec::new(),
+            permissions: Default::default(),
+            initial: state.clone(),
+        };
+        WorldSession {
+            world: Arc::new(world),
+            state,
+            case_permissions: Default::default(),
+            inject: Vec::new(),
+            inject_seen: Vec::new(),
+            faults: None,
+        }
+    }
+
+    fn row_of(w: Option<Write>) -> Value {
+        match w {
+            Some(Write::Put { row, .. }) => row,
+            other => panic!("expected a row write, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn patches_replace_rows_or_set_values_inside_them() {
+        let s = session();
+        assert_eq!(
+            row_of(s.patch("tickets/T-1.status", json!("closed"))),
+            json!({"id": "T-1", "status": "closed", "tags": ["a"]})
+        );
+        assert_eq!(
+            row_of(s.patch("tickets/T-1.tags[-1]", json!("b"))),
+            json!({"id": "T-1", "status": "open", "tags": ["b"]})
+        );
+        assert_eq!(
+            row_of(s.patch("tickets/T-1.meta.owner", json!("ana"))),
+            json!({"id": "T-1", "status": "open", "tags": ["a"], "meta": {"owner": "ana"}})
+        );
+        assert_eq!(
+            row_of(s.patch("tickets/T-9", json!({"id": "T-9"}))),
+            json!({"id": "T-9"})
+        );
+        assert_eq!(s.patch("nope/T-1", json!(1)), None);
+        assert_eq!(s.patch("tickets/T-1.tags[3]", json!(1)), None);
+    }
+
+    #[test]
+    fn patch_paths_name_table_key_and_field() {
+        let (table, key, field) = parse_patch("tickets/T-1.meta.tags[0]").unwrap();
+        assert_eq!((table, key), ("tickets", "T-1"));
+        assert_eq!(field.unwrap().to_string(), "$.meta.tags[0]");
+        assert_eq!(
+            parse_patch("tickets").unwrap_err(),
+            "`tickets` is not table/key or table/key.field"
+        );
+        assert_eq!(
+            parse_patch("tickets/T-1..x").unwrap_err(),
+            "`tickets/T-1..x`: empty field name"
+        );
     }
 }
