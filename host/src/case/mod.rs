@@ -28,6 +28,8 @@ pub struct Case {
     pub source: String,
     pub name: String,
     pub description: String,
+    /// `tags = [...]`: labels `test --filter tag:T` selects by.
+    pub tags: Vec<String>,
     /// Shared, so a fuzz campaign's many runs of one case copy no world.
     pub world: Arc<World>,
     pub task: Value,
@@ -94,6 +96,8 @@ struct CaseToml {
     world: toml::Spanned<String>,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    tags: Vec<String>,
     task: toml::Value,
     #[serde(default)]
     seed: u64,
@@ -179,6 +183,7 @@ pub fn parse(
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().to_string()),
         description: doc.description,
+        tags: doc.tags,
         world: Arc::new(world),
         task,
         seed: doc.seed,
