@@ -9,7 +9,16 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first; modules in one entry share a layer. Keep in
 /// step with "Layers" in docs/architecture.md.
 const LAYERS: &[&[&str]] = &[
-    &["canon", "error", "error_kind", "path", "time", "parallel", "durable", "file_identity"],
+    &[
+        "canon",
+        "error",
+        "error_kind",
+        "path",
+        "time",
+        "parallel",
+        "durable",
+        "file_identity",
+    ],
     &["world"],
     &["case"],
     &["log"],

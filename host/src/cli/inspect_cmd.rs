@@ -350,13 +350,13 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
         println!(
-            "{:<24} {:<28} {:<12} {:<12} {:<7} {:>6}  parent",
+            "{:<25} {:<28} {:<12} {:<12} {:<7} {:>6}  parent",
             "run", "case", "agent", "status", "grade", "events"
         );
         for r in &rows {
             let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
             println!(
-                "{:<24} {:<28} {:<12} {:<12} {:<7} {:>6}  {}",
+                "{:<25} {:<28} {:<12} {:<12} {:<7} {:>6}  {}",
                 s("run_id"),
                 s("case"),
                 s("agent"),

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 /// One assertion's result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Assertion {
     pub what: String,
     pub passed: bool,
