@@ -45,8 +45,17 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<File> {
     let made = (|| {
         let mut file = File::options().append(true).create_new(true).open(&tmp)?;
         file.write_all(bytes)?;
-        std::fs::hard_link(&tmp, path)?;
-        Ok(file)
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(file),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+            // A filesystem without hard links: still exclusive, the bytes
+            // written with one call right after.
+            Err(_) => {
+                let mut file = File::options().append(true).create_new(true).open(path)?;
+                file.write_all(bytes)?;
+                Ok(file)
+            }
+        }
     })();
     let _ = std::fs::remove_file(&tmp);
     made

@@ -12,7 +12,6 @@
 //! write has touched the file) the entry is trusted without reading it. A
 //! damaged entry is removed with one warning and compiled again.
 
-use crate::canon;
 use crate::file_identity;
 use std::path::{Path, PathBuf};
 
@@ -47,13 +46,14 @@ impl CompileCache {
     }
 
     fn sum(&self, sha256: &str, compiled: &[u8]) -> String {
-        let mut keyed = Vec::with_capacity(compiled.len() + 130);
-        keyed.extend_from_slice(self.engine_hash.as_bytes());
-        keyed.push(b'\n');
-        keyed.extend_from_slice(sha256.as_bytes());
-        keyed.push(b'\n');
-        keyed.extend_from_slice(compiled);
-        canon::sha256_hex(&keyed)
+        use sha2::{Digest as _, Sha256};
+        let mut h = Sha256::new();
+        h.update(self.engine_hash.as_bytes());
+        h.update(b"\n");
+        h.update(sha256.as_bytes());
+        h.update(b"\n");
+        h.update(compiled);
+        hex::encode(h.finalize())
     }
 
     fn read_check(&self, sha256: &str) -> Option<Check> {
