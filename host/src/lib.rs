@@ -20,6 +20,7 @@ pub mod grade;
 pub mod log;
 pub mod mediate;
 pub mod parallel;
+pub mod partition;
 pub mod path;
 pub mod replay;
 pub mod report;
