@@ -24,10 +24,13 @@ impl Drop for Held {
     }
 }
 
+/// Every endpoint's slots, by URL and limit.
+type Registry = Mutex<BTreeMap<(String, u32), Arc<Slots>>>;
+
 /// The slots of `url` with `max` of them, shared by every run of the
 /// process that names the same endpoint and limit.
 pub fn of(url: &str, max: u32) -> Arc<Slots> {
-    static ALL: OnceLock<Mutex<BTreeMap<(String, u32), Arc<Slots>>>> = OnceLock::new();
+    static ALL: OnceLock<Registry> = OnceLock::new();
     ALL.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner())
