@@ -8,8 +8,8 @@
 use super::Common;
 use crate::error::{ExitCode, InputError};
 use crate::fuzz::campaign::{self, par_map};
-use crate::fuzz::signature;
 use crate::fuzz::stats::{Z95, wilson};
+use crate::grade::signature;
 use crate::replay::{self, recorded_agent};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;

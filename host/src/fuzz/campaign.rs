@@ -4,10 +4,10 @@
 //! bundle unless asked. Trials come back in seed order whatever the
 //! number of jobs, so everything computed from them is independent of it.
 
-use super::signature;
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, PlannedFault, Schedule};
 use crate::fuzz::faults::Faults;
+use crate::grade::signature;
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;

@@ -5,13 +5,12 @@
 //! fewest, smallest faults that still fail the same way.
 //!
 //! `faults` (what a run meets) → `campaign` (many runs in parallel) →
-//! `signature`, `report`, `stats` (what they add up to) → `shrink`,
-//! `describe` (the smallest reproducer, in words).
+//! `report`, `stats` (what they add up to, by `grade::signature`) →
+//! `shrink`, `describe` (the smallest reproducer, in words).
 
 pub mod campaign;
 pub mod describe;
 pub mod faults;
 pub mod report;
 pub mod shrink;
-pub mod signature;
 pub mod stats;

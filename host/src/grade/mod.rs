@@ -4,6 +4,7 @@
 //! re-running the agent.
 
 pub mod diff;
+pub mod signature;
 
 use crate::case::expect::{CallCheck, Expect, StateCheck, at_path};
 use crate::log::{Effect, Event, Status};
