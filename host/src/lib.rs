@@ -8,7 +8,8 @@
 //! [`fork`], [`fuzz`] → [`cli`]. Beside them, [`store`] and [`index`]
 //! (the store's catalogue of runs, which [`run`] updates as it writes
 //! bundles), [`retention`] (what `gc` keeps), [`redact`] (what a reader
-//! is shown) and [`otel`] (runs as OpenTelemetry traces).
+//! is shown) and [`otel`] (runs as OpenTelemetry traces). The layers, in
+//! order, are in docs/architecture.md.
 
 pub mod agent_file;
 pub mod canon;
@@ -23,11 +24,15 @@ pub mod index;
 pub mod log;
 pub mod mediate;
 pub mod otel;
+pub mod parallel;
 pub mod redact;
 pub mod replay;
+pub mod report;
 pub mod retention;
 pub mod run;
 pub mod sandbox;
 pub mod store;
+pub mod suite;
+pub mod time;
 pub mod traceback;
 pub mod world;

@@ -175,7 +175,7 @@ fn report(rec: &Recorded, o: &RunOutcome, complete: bool) -> ReplayReport {
 }
 
 /// Where a rerun's model answers come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModelMode {
     /// From the recording while the requests match, then the case's provider.
     Recorded,
@@ -183,6 +183,15 @@ pub enum ModelMode {
     Live,
     /// From the recording; stop with an error at the first request that differs.
     Fail,
+}
+
+impl ModelMode {
+    /// The modes by the names the CLI takes.
+    pub const NAMES: [(&str, ModelMode); 3] = [
+        ("recorded", ModelMode::Recorded),
+        ("live", ModelMode::Live),
+        ("fail", ModelMode::Fail),
+    ];
 }
 
 /// The recorded run's case against another agent build: tools are simulated
@@ -199,7 +208,7 @@ pub fn rerun(
         .bundle
         .events
         .iter()
-        .filter(|e| e.call == "worldline:agent/model.complete")
+        .filter(|e| e.call == crate::mediate::model::CALL)
         .map(|e| (e.request["request"].clone(), e.response.clone()))
         .collect();
     let cassette = (mode != ModelMode::Live).then(|| crate::mediate::model::Cassette {

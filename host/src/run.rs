@@ -4,13 +4,13 @@
 
 use crate::case::Case;
 use crate::case::fuzz::FaultSource;
-use crate::fuzz::faults::Faults;
 use crate::grade::{Evidence, Grade, grade};
 use crate::log::bundle::Parent;
 use crate::log::bundle::{self, Footer, Header, Status};
 use crate::log::{Event, Recorder};
+use crate::mediate::faults::Faults;
 use crate::mediate::script::{Divergence, Script};
-use crate::mediate::{Fault, Mediator, MemoryLimiter, RunState};
+use crate::mediate::{Mediator, MemoryLimiter, RunState, Stop};
 use crate::sandbox::{Agent, EPOCH_TICK, Sandbox};
 use crate::store::StoreDir;
 use crate::world::state::State;
@@ -90,9 +90,6 @@ pub struct RunOptions<'a> {
     /// Seed of the scripted model's weighted alternatives (default: the
     /// case seed). Recorded in the header.
     pub model_seed: Option<u64>,
-    /// Test support: see [`Mediator::unrecorded`].
-    #[doc(hidden)]
-    pub unrecorded: Option<fn(&str, &mut serde_json::Value)>,
 }
 
 /// [`run`] with every option.
@@ -119,7 +116,6 @@ pub fn run_with(
 
     let mut med = Mediator::new(case, recorder);
     med.script = opts.script;
-    med.unrecorded = opts.unrecorded;
     med.services.model.cassette = opts.cassette;
     if let Some(seed) = opts.model_seed {
         med.services.model.set_seed(seed);
@@ -264,13 +260,14 @@ fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
                 .collect()
         })
         .unwrap_or_default();
-    let (status, message) = if let Some(fault) = err.downcast_ref::<Fault>() {
+    let (status, message) = if let Some(fault) = err.downcast_ref::<Stop>() {
         match fault {
-            Fault::MemoryLimit { .. } => (Status::MemoryLimit, fault.to_string()),
-            Fault::Exit(_) => (Status::Exited, fault.to_string()),
-            Fault::EventLimit(_) => (Status::Trapped, fault.to_string()),
-            Fault::Bundle(_) => anyhow::bail!("{fault}"),
-            Fault::Diverged | Fault::ReplayEnd | Fault::ModelMiss => {
+            Stop::MemoryLimit { .. } => (Status::MemoryLimit, fault.to_string()),
+            Stop::Exit(_) => (Status::Exited, fault.to_string()),
+            Stop::EventLimit(_) => (Status::Trapped, fault.to_string()),
+            Stop::Timeout => (Status::Timeout, fault.to_string()),
+            Stop::Bundle(_) => anyhow::bail!("{fault}"),
+            Stop::Diverged | Stop::ReplayEnd | Stop::ModelMiss => {
                 (Status::Trapped, fault.to_string())
             }
         }

@@ -165,7 +165,7 @@ impl StoreDir {
             std::process::id(),
             self.root.display()
         ));
-        let stamp = crate::case::time::rfc3339(now.as_secs() as i128 * 1_000_000_000);
+        let stamp = crate::time::rfc3339(now.as_secs() as i128 * 1_000_000_000);
         let compact: String = stamp
             .chars()
             .filter(|c| c.is_ascii_digit() || *c == 'T')

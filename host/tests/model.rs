@@ -472,8 +472,16 @@ fn a_silent_endpoint_is_bounded_by_the_case_timeout() {
     );
     let e = &model_events(&out.bundle())[0];
     assert_eq!(e["response"]["error"]["kind"], "timeout", "{e}");
+    // The call used the run's whole real-time budget: the run ends
+    // `timeout` (not replayable) right after the recorded answer.
+    out.expect_code(3);
+    assert_eq!(out.json()["run_status"], "timeout", "{out}");
+    assert_eq!(out.json()["replayable"], false, "{out}");
     assert!(
-        out.code == 0 || out.json()["run_status"] == "timeout",
+        out.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("a model call used the case's whole time budget"),
         "{out}"
     );
 }

@@ -92,8 +92,11 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
     // 2026-03-01T12:00:00Z is the case clock; time starts there.
     let wall = out["wall_before"].as_f64().unwrap();
     assert!((1_772_366_400.0..1_772_366_401.0).contains(&wall), "{out}");
-    assert!(
-        out["slept"].as_f64().unwrap() >= 0.25,
+    // Exactly the virtual 0.25 s plus three host calls at the case's tick
+    // (1 ms): a real sleep would never land on this value.
+    assert_eq!(
+        out["slept"].as_f64(),
+        Some(0.253),
         "sleep is virtual: {out}"
     );
     let r = out["random"].as_f64().unwrap();

@@ -131,14 +131,26 @@ fn every_example_suite_run_replays_identical() {
 
 // --- 2. host nondeterminism is caught at the right event --------------------
 
-/// A broken host: the guest is told the first deploy is `T-1`, while the
-/// log keeps what the world answered.
-fn tamper_first_deploy(call: &str, response: &mut Value) {
-    if call == TOOL_CALL
-        && let Some(id) = response.pointer_mut("/ok/deploys/0/id")
-    {
-        *id = json!("T-1");
+/// What a broken host would leave behind: the guest was told the first
+/// deploy is `T-1` (and asked for it in call `at`), while the log keeps
+/// what the world answered (`D-2`). The honest bundle is rewritten that
+/// way with a valid hash chain and footer, so only replay can tell.
+fn rewrite_as_broken_host(path: &Path, at: u64) {
+    use worldline::log::{Recorder, bundle};
+    let b = bundle::read(path).unwrap();
+    std::fs::remove_file(path).unwrap();
+    let mut rec = Recorder::to_file(bundle::create(path, &b.header).unwrap());
+    for mut e in b.events {
+        if e.seq == at {
+            e.request["args"]["id"] = json!("T-1");
+        }
+        rec.append(e).unwrap();
     }
+    let (file, _, head) = rec.finish();
+    let mut footer = b.footer.unwrap();
+    footer.chain_hash = head;
+    footer.hash = bundle::footer_hash(&footer);
+    bundle::finish(file.unwrap(), &footer).unwrap();
 }
 
 #[test]
@@ -173,14 +185,13 @@ task = { calls = [
     let case = worldline::case::load(&case_path, Some(worlds.as_path())).unwrap();
     store.put_world(&case.world).unwrap();
 
-    let record = |unrecorded: Option<fn(&str, &mut Value)>| {
+    let record = || {
         run_with(
             &sandbox,
             &agent,
             &case,
             RunOptions {
                 store: Some(&store),
-                unrecorded,
                 ..RunOptions::default()
             },
         )
@@ -188,28 +199,29 @@ task = { calls = [
     };
 
     // Control: the honest host replays identical.
-    let honest = record(None);
+    let honest = record();
     let honest_id = honest.run_id.clone().unwrap();
     let rec = replay::open(&store, &honest_id).unwrap();
     let r = replay::replay(&sandbox, &store, &rec).unwrap();
     assert_eq!(r.verdict, Verdict::Identical, "{r:?}");
 
-    // The broken host: the guest saw T-1 and asked for it.
-    let broken = record(Some(tamper_first_deploy));
-    let answers: Value = serde_json::from_str(broken.footer.output.as_deref().unwrap()).unwrap();
-    assert_eq!(answers[1]["ok"]["id"], "T-1", "guest answers: {answers}");
+    // The broken host's log: the guest saw T-1 and asked for it.
+    let broken = record();
     let id = broken.run_id.clone().unwrap();
-    let bundle = read_bundle(broken.bundle.as_ref().unwrap());
-    let first = index_of(&bundle.events, |e| e["call"] == TOOL_CALL);
-    assert_eq!(
-        bundle.events[first]["response"]["ok"]["deploys"][0]["id"], "D-2",
-        "the log keeps what the world answered"
-    );
+    let path = broken.bundle.clone().unwrap();
+    let bundle = read_bundle(&path);
     let tool_calls: Vec<usize> = (0..bundle.events.len())
         .filter(|&i| bundle.events[i]["call"] == TOOL_CALL)
         .collect();
     assert_eq!(tool_calls.len(), 2, "{:?}", bundle.events);
-    let at = tool_calls[1];
+    let (first, at) = (tool_calls[0], tool_calls[1]);
+    assert_eq!(bundle.events[at]["request"]["args"]["id"], "D-2");
+    rewrite_as_broken_host(&path, at as u64);
+    let bundle = read_bundle(&path);
+    assert_eq!(
+        bundle.events[first]["response"]["ok"]["deploys"][0]["id"], "D-2",
+        "the log keeps what the world answered"
+    );
     assert_eq!(bundle.events[at]["request"]["args"]["id"], "T-1");
 
     let rec = replay::open(&store, &id).unwrap();

@@ -5,7 +5,7 @@
 //! stale data (with an age range), each error kind, an empty result, a
 //! partial write, and added latency (a distribution); plus a clock-skew
 //! range for the agent's wall clock. A fuzz run draws from it with a seeded
-//! stream (`fuzz::faults`). A schedule names the faults outright: the n-th
+//! stream (`mediate::faults`). A schedule names the faults outright: the n-th
 //! call of a tool gets this fault. The header of a fuzz run records which
 //! of the two it ran with, so a replay re-creates the same faults.
 

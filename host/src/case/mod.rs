@@ -2,14 +2,15 @@
 //! version, the task, the clock, the seed, limits, environment, permissions,
 //! the model script, injected responses and the expectations.
 
+pub mod discover;
 pub mod expect;
 pub mod fuzz;
 pub mod inject;
 pub mod model;
-pub mod time;
 
 use crate::canon;
 use crate::error::InputError;
+use crate::time;
 use crate::world::{self, Permissions, World};
 use serde::Deserialize;
 use serde_json::Value;

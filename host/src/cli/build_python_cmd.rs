@@ -10,6 +10,7 @@
 use super::Common;
 use crate::canon;
 use crate::error::{ExitCode, InputError};
+use crate::sandbox::wit;
 use anyhow::{Context as _, Result};
 use clap::Args;
 use serde_json::json;
@@ -23,29 +24,6 @@ pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
 fn install_hint() -> String {
     format!("install it with `pip install componentize-py=={COMPONENTIZE_PY_VERSION}`")
 }
-
-/// The WIT files, by path under the build folder's `wit/`.
-const WIT: &[(&str, &str)] = &[
-    ("agent.wit", include_str!("../../../wit/agent.wit")),
-    ("deps/cli.wit", include_str!("../../../wit/deps/cli.wit")),
-    (
-        "deps/clocks.wit",
-        include_str!("../../../wit/deps/clocks.wit"),
-    ),
-    (
-        "deps/filesystem.wit",
-        include_str!("../../../wit/deps/filesystem.wit"),
-    ),
-    ("deps/io.wit", include_str!("../../../wit/deps/io.wit")),
-    (
-        "deps/random.wit",
-        include_str!("../../../wit/deps/random.wit"),
-    ),
-    (
-        "deps/sockets.wit",
-        include_str!("../../../wit/deps/sockets.wit"),
-    ),
-];
 
 /// The Python guest SDK, by path under the build folder's `sdk/`.
 const SDK: &[(&str, &str)] = &[
@@ -115,7 +93,7 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         .prefix("worldline-build-python-")
         .tempdir()
         .context("creating a temporary build folder")?;
-    write_tree(&work.path().join("wit"), WIT)?;
+    write_tree(&work.path().join("wit"), wit::FILES)?;
     write_tree(&work.path().join("sdk"), SDK)?;
 
     let out = Command::new(&args.componentize_py)
@@ -281,7 +259,7 @@ mod tests {
     #[test]
     fn every_wit_and_sdk_file_is_embedded() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        assert_eq!(embedded(WIT), files(&root.join("wit"), "wit"));
+        assert_eq!(embedded(wit::FILES), files(&root.join("wit"), "wit"));
         assert_eq!(
             embedded(SDK),
             files(&root.join("guest-sdk/python"), "py"),
@@ -298,9 +276,17 @@ mod tests {
             p
         };
         assert_eq!(module_name(&write("my_agent.py")).unwrap(), "my_agent");
-        for bad in ["my-agent.py", "1agent.py", "wit_world.py", "agent.txt"] {
-            assert!(module_name(&write(bad)).is_err(), "{bad} is refused");
+        let refused = |p: &Path| module_name(p).unwrap_err().to_string();
+        for (bad, why) in [
+            ("my-agent.py", "`my-agent` is not a Python module name"),
+            ("1agent.py", "`1agent` is not a Python module name"),
+            ("wit_world.py", "`wit_world` is a module the build provides"),
+            ("agent.txt", "is not a .py file"),
+        ] {
+            let err = refused(&write(bad));
+            assert!(err.contains(why), "{bad}: {err}");
         }
-        assert!(module_name(&dir.path().join("absent.py")).is_err());
+        let err = refused(&dir.path().join("absent.py"));
+        assert!(err.contains("no such file"), "{err}");
     }
 }

@@ -1,11 +1,17 @@
 //! `worldline fork RUN --at N [--respond JSON] [--deny T] [--allow T]
 //! [--set PATH=JSON] [--agent NEW.wasm]`.
 
-use super::{Common, report, run_cmd};
+use super::Common;
 use crate::error::{ExitCode, InputError};
 use crate::fork;
+use crate::grade::verdict;
 use crate::log::bundle::Edit;
 use crate::replay;
+use crate::report::{
+    self,
+    rerun::{ForkParent, ForkSummary},
+    run::RunSummary,
+};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
@@ -82,14 +88,18 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     };
     let outcome = fork::fork(&sandbox, &store, &rec, args.at, edits, agent)?;
     if args.common.json {
-        let mut doc = run_cmd::summary_json(&outcome);
-        doc["parent"] = serde_json::json!({"run": rec.id, "event": args.at});
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        report::print_json(&ForkSummary {
+            run: RunSummary::of(&outcome),
+            parent: ForkParent {
+                event: args.at,
+                run: &rec.id,
+            },
+        })?;
     } else {
         println!("fork of {} at event {}", rec.id, args.at);
-        run_cmd::print_summary(&outcome);
+        report::run::print(&outcome);
     }
-    Ok(report::exit_code(
+    Ok(verdict::exit_code(
         outcome.footer.status,
         outcome.grade.as_ref(),
     ))

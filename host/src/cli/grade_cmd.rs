@@ -2,15 +2,16 @@
 //! same or a newer case, without re-running the agent. The final state is
 //! rebuilt from the world's initial state and the writes in the bundle.
 
-use super::{Common, report};
+use super::Common;
 use crate::case::{self, Case};
 use crate::error::{ExitCode, InputError};
-use crate::grade::{Evidence, grade, replay_writes};
+use crate::grade::regrade::regrade;
+use crate::grade::verdict;
 use crate::log::bundle;
+use crate::report::{self, grade::RegradeSummary};
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -30,7 +31,7 @@ pub struct GradeArgs {
 
 /// The case file under `dir` whose bytes hash to `hash`.
 fn find_case(dir: &Path, hash: &str) -> Option<PathBuf> {
-    let files = super::test_cmd::expand(&[dir.to_path_buf()]).ok()?;
+    let files = crate::case::discover::expand(&[dir.to_path_buf()]).ok()?;
     files
         .into_iter()
         .find(|f| std::fs::read(f).is_ok_and(|b| crate::canon::sha256_hex(b) == hash))
@@ -59,50 +60,28 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
         )
         .into());
     };
-    let mut warnings = Vec::new();
-    if case.world.hash != b.header.world_hash {
-        warnings.push(format!(
-            "the world {} changed since the run; its writes are applied to the current version",
-            case.world.reference()
-        ));
-    }
-    let final_state = replay_writes(&case.world.initial, &b.events);
-    if final_state.hash() != footer.final_state_hash && warnings.is_empty() {
-        warnings
-            .push("the rebuilt final state does not match the recorded final-state hash".into());
-    }
-    let g = grade(
-        expect,
-        &Evidence {
-            status: footer.status,
-            output: footer.output.as_deref(),
-            events: &b.events,
-            initial: &case.world.initial,
-            final_state: &final_state,
-        },
-    );
+    let (g, warnings) = regrade(expect, &case.world, &b, footer);
     if args.common.json {
-        let doc = json!({
-            "bundle": path.display().to_string(),
-            "case": case_path.display().to_string(),
-            "status": report::shown_status(footer.status, Some(&g)),
-            "run_status": footer.status.as_str(),
-            "recorded_grade": footer.verdict(),
-            "grade": g,
-            "warnings": warnings,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        report::print_json(&RegradeSummary {
+            bundle: path.display().to_string(),
+            case: case_path.display().to_string(),
+            grade: &g,
+            recorded_grade: footer.verdict(),
+            run_status: footer.status.as_str(),
+            status: verdict::shown_status(footer.status, Some(&g)),
+            warnings: &warnings,
+        })?;
     } else {
         println!(
             "grade {}  {}  (against {})",
             path.display(),
-            report::shown_status(footer.status, Some(&g)),
+            verdict::shown_status(footer.status, Some(&g)),
             case_path.display()
         );
         for w in &warnings {
             println!("  warning: {w}");
         }
-        report::print_grade(&g, "  ");
+        report::grade::print(&g, "  ");
     }
-    Ok(report::exit_code(footer.status, Some(&g)))
+    Ok(verdict::exit_code(footer.status, Some(&g)))
 }

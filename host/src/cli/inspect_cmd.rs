@@ -6,7 +6,7 @@ use super::Common;
 use super::redact_opts::RedactArgs;
 use crate::canon;
 use crate::error::{ExitCode, InputError};
-use crate::grade::{diff, replay_writes};
+use crate::grade::{diff, final_state};
 use crate::log::{Event, bundle};
 use crate::replay;
 use crate::store::StoreDir;
@@ -242,7 +242,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         )
         .into());
     };
-    let mut state = replay_writes(
+    let mut state = final_state(
         &rec.case.world.initial,
         &rec.bundle.events[..=args.at as usize],
     );
@@ -296,8 +296,8 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let a = replay::open(&store, &args.run_a)?;
     let b = replay::open(&store, &args.run_b)?;
     let mut redactor = args.redaction.redactor(&store)?;
-    let mut fa = replay_writes(&a.case.world.initial, &a.bundle.events);
-    let mut fb = replay_writes(&b.case.world.initial, &b.bundle.events);
+    let mut fa = final_state(&a.case.world.initial, &a.bundle.events);
+    let mut fb = final_state(&b.case.world.initial, &b.bundle.events);
     let (mut ea, mut eb) = (a.bundle.events.clone(), b.bundle.events.clone());
     let mut outputs = [&a, &b].map(|r| r.bundle.footer.as_ref().and_then(|f| f.output.clone()));
     if let Some(r) = redactor.as_mut() {

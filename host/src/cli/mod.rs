@@ -12,7 +12,6 @@ mod inspect_cmd;
 mod otel_cmd;
 mod redact_opts;
 mod replay_cmd;
-mod report;
 mod repro_cmd;
 mod rerun_cmd;
 mod run_cmd;

@@ -44,7 +44,7 @@ fn start_ns(store: &StoreDir, run_id: &str, b: &bundle::Bundle) -> u64 {
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
         .and_then(|t| t.get("clock").and_then(|c| c.as_datetime()).cloned())
-        .and_then(|dt| crate::case::time::datetime_to_unix_ns(&dt).ok());
+        .and_then(|dt| crate::time::datetime_to_unix_ns(&dt).ok());
     let ns = clock.unwrap_or_else(|| {
         i128::from(crate::index::row::created_of_id(run_id).unwrap_or(0)) * 1_000_000_000
     });

@@ -7,16 +7,14 @@
 
 use super::Common;
 use crate::error::{ExitCode, InputError};
-use crate::fuzz::campaign::{self, par_map};
-use crate::fuzz::stats::{Z95, wilson};
+use crate::fuzz::repro::repro;
 use crate::grade::signature;
 use crate::replay::{self, recorded_agent};
+use crate::report;
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
-use std::collections::BTreeMap;
 
 #[derive(Args)]
 pub struct ReproArgs {
@@ -57,71 +55,15 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
     };
     let want = signature::of_footer(footer);
     let agent = recorded_agent(&sandbox, &store, &rec)?;
-    let header = &rec.bundle.header;
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    // Repetition i gets model seed i + 1 of the run's seed (0 is the run's own).
-    let ends = par_map(args.times as usize, jobs, |i| {
-        let o = campaign::execute(
-            &sandbox,
-            &agent,
-            &rec.case,
-            header.seed,
-            header.fuzz.as_ref(),
-            campaign::model_seed(header.seed, i as u64 + 1),
-            None,
-        )?;
-        Ok((
-            signature::of(o.footer.status, o.grade.as_ref()),
-            o.footer.chain_hash,
-        ))
-    })?;
-    let reproduced = ends.iter().filter(|(s, _)| *s == want).count() as u64;
-    let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
-    for (s, _) in &ends {
-        *outcomes
-            .entry(s.clone().unwrap_or_else(|| "passed".into()))
-            .or_insert(0) += 1;
-    }
-    let distinct = ends
-        .iter()
-        .map(|(_, h)| h)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    let (lo, hi) = wilson(reproduced, args.times, Z95);
-    let rate = reproduced as f64 / args.times as f64;
-    let shown = want.clone().unwrap_or_else(|| "passed".into());
+    let r = repro(&sandbox, &agent, &rec, want, args.times, jobs)?;
     if args.common.json {
-        let doc = json!({
-            "run": rec.id,
-            "outcome": shown,
-            "times": args.times,
-            "reproduced": reproduced,
-            "rate": rate,
-            "interval": [lo, hi],
-            "outcomes": outcomes,
-            "distinct_runs": distinct,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        report::print_json(&r)?;
     } else {
-        println!("repro {}: {shown}", rec.id);
-        println!(
-            "  reproduced {reproduced}/{} = {:.1}% (95% interval {:.1}% – {:.1}%)",
-            args.times,
-            rate * 100.0,
-            lo * 100.0,
-            hi * 100.0
-        );
-        for (outcome, n) in &outcomes {
-            println!("  {n:>6}  {outcome}");
-        }
-        if distinct == 1 {
-            println!(
-                "  every repetition was the same run: nothing in this case draws from the model seed"
-            );
-        }
+        report::repro::print(&r);
     }
     Ok(ExitCode::Ok)
 }

@@ -105,7 +105,7 @@ fn row_json(r: &Row, pinned: bool) -> Value {
     json!({
         "pinned": pinned,
         "run_id": r.run_id,
-        "created": crate::case::time::rfc3339(i128::from(r.created) * 1_000_000_000),
+        "created": crate::time::rfc3339(i128::from(r.created) * 1_000_000_000),
         "case": r.case,
         "world": r.world,
         "agent": r.agent,
@@ -158,7 +158,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
         }
     };
     for r in &rows {
-        let created = crate::case::time::rfc3339(i128::from(r.created) * 1_000_000_000);
+        let created = crate::time::rfc3339(i128::from(r.created) * 1_000_000_000);
         println!(
             "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  {}{}",
             r.run_id,

@@ -1,19 +1,16 @@
 //! `worldline test CASES... --agent A.wasm`: run a suite in parallel, one
 //! line per case and a summary; exit 1 when any case fails; JUnit XML for CI.
 
-use super::{Common, ModelArgs, report};
-use crate::case::{self, Case};
+use super::{Common, ModelArgs};
+use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
-use crate::run::{RunOptions, RunOutcome, run_with};
+use crate::report::{self, suite::SuiteSummary};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
+use crate::suite::Suite;
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct TestArgs {
@@ -38,300 +35,46 @@ pub struct TestArgs {
     pub common: Common,
 }
 
-/// Case files named by the arguments, folders expanded, in sorted order.
-pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-        for e in std::fs::read_dir(dir)? {
-            let p = e?.path();
-            if p.is_dir() {
-                walk(&p, out)?;
-            } else if p.extension().is_some_and(|x| x == "toml") {
-                out.push(p);
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut found = Vec::new();
-            walk(p, &mut found)
-                .map_err(|e| InputError::new(p, format!("cannot read folder: {e}")))?;
-            if found.is_empty() {
-                return Err(InputError::new(p, "no .toml case files in this folder"));
-            }
-            found.sort();
-            out.extend(found);
-        } else if p.is_file() {
-            out.push(p.clone());
-        } else {
-            return Err(InputError::new(p, "no such case file or folder"));
-        }
-    }
-    Ok(out)
-}
-
-/// `incident/stale-deploy` for `.../cases/incident/stale-deploy.toml`.
-pub fn display_name(path: &Path) -> String {
-    let stem = path.with_extension("");
-    let parts: Vec<String> = stem
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().to_string())
-        .collect();
-    match parts.iter().rposition(|p| p == "cases") {
-        Some(i) if i + 1 < parts.len() => parts[i + 1..].join("/"),
-        _ => parts.last().cloned().unwrap_or_default(),
-    }
-}
-
-struct Done {
-    name: String,
-    path: PathBuf,
-    outcome: Result<RunOutcome, String>,
-    elapsed: Duration,
-}
-
-impl Done {
-    fn passed(&self) -> bool {
-        self.outcome
-            .as_ref()
-            .is_ok_and(|o| report::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok)
-    }
-
-    fn status(&self) -> &str {
-        match &self.outcome {
-            Ok(o) => report::shown_status(o.footer.status, o.grade.as_ref()),
-            Err(_) => "error",
-        }
-    }
-
-    fn reason(&self) -> Option<String> {
-        match &self.outcome {
-            Err(e) => Some(e.clone()),
-            Ok(_) if self.passed() => None,
-            // A fault says more than the grade it spoiled (a Python
-            // exception, a panic, fuel).
-            Ok(o) if o.footer.status.is_fault() => o.footer.error.clone(),
-            Ok(o) => o
-                .grade
-                .as_ref()
-                .and_then(report::first_failure)
-                .or_else(|| o.footer.error.clone()),
-        }
-    }
-}
-
 pub fn exec(args: TestArgs) -> Result<ExitCode> {
-    let files = expand(&args.cases)?;
-    let mut cases: Vec<Case> = files
-        .iter()
-        .map(|f| case::load(f, args.worlds.as_deref()))
-        .collect::<Result<_, _>>()?;
-    for c in &mut cases {
-        args.model.apply(c)?;
+    let files = discover::expand(&args.cases)?;
+    let mut cases = Vec::with_capacity(files.len());
+    for f in files {
+        let mut c = case::load(&f, args.worlds.as_deref())?;
+        args.model.apply(&mut c)?;
+        cases.push((discover::display_name(&f), f, c));
     }
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
-    for c in &cases {
+    for (_, _, c) in &cases {
         store.put_case(c)?;
     }
-
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Done>>> = Mutex::new((0..cases.len()).map(|_| None).collect());
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.min(cases.len()) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(case) = cases.get(i) else { break };
-                    let t0 = Instant::now();
-                    let options = RunOptions {
-                        store: Some(&store),
-                        model_seed: args.model.model_seed,
-                        ..RunOptions::default()
-                    };
-                    let outcome =
-                        run_with(&sandbox, &agent, case, options).map_err(|e| format!("{e:#}"));
-                    let done = Done {
-                        name: display_name(&files[i]),
-                        path: files[i].clone(),
-                        outcome,
-                        elapsed: t0.elapsed(),
-                    };
-                    results.lock().expect("results lock")[i] = Some(done);
-                }
-            });
-        }
-    });
-    let total = started.elapsed();
-    let done: Vec<Done> = results
-        .into_inner()
-        .expect("results lock")
-        .into_iter()
-        .flatten()
-        .collect();
-    let passed = done.iter().filter(|d| d.passed()).count();
-    let failed = done.len() - passed;
+    let done = Suite {
+        sandbox: &sandbox,
+        agent: &agent,
+        cases: &cases,
+        store: &store,
+        model_seed: args.model.model_seed,
+        jobs,
+    }
+    .run();
 
     if let Some(path) = &args.junit {
-        std::fs::write(path, junit(&done, total))
+        std::fs::write(path, report::junit::render(&done)?)
             .map_err(|e| InputError::new(path, format!("cannot write JUnit report: {e}")))?;
     }
     if args.common.json {
-        let cases: Vec<serde_json::Value> = done
-            .iter()
-            .map(|d| {
-                let o = d.outcome.as_ref().ok();
-                json!({
-                    "case": d.name,
-                    "path": d.path.display().to_string(),
-                    "passed": d.passed(),
-                    "status": d.status(),
-                    "run_status": o.map(|o| o.footer.status.as_str()),
-                    "run_id": o.and_then(|o| o.run_id.clone()),
-                    "bundle": o.and_then(|o| o.bundle.as_ref().map(|b| b.display().to_string())),
-                    "events": o.map(|o| o.footer.events),
-                    "fuel": o.map(|o| o.footer.fuel),
-                    "chain_hash": o.map(|o| o.footer.chain_hash.clone()),
-                    "reason": d.reason(),
-                    "failures": o.and_then(|o| o.grade.as_ref()).map(|g| g.failures().cloned().collect::<Vec<_>>()),
-                    "elapsed_ms": d.elapsed.as_secs_f64() * 1000.0,
-                })
-            })
-            .collect();
-        let doc = json!({"passed": passed, "failed": failed, "total": done.len(), "elapsed_ms": total.as_secs_f64() * 1000.0, "cases": cases});
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        report::print_json(&SuiteSummary::of(&done))?;
     } else {
-        let width = done.iter().map(|d| d.name.len()).max().unwrap_or(0);
-        for d in &done {
-            let mark = if d.passed() { "PASS" } else { "FAIL" };
-            let events = d.outcome.as_ref().map_or(0, |o| o.footer.events);
-            let line = format!(
-                "{mark}  {:width$}  {:>6} events  {:>7.1} ms",
-                d.name,
-                events,
-                d.elapsed.as_secs_f64() * 1000.0
-            );
-            match d.reason() {
-                Some(r) => println!("{line}  {} — {r}", d.status()),
-                None => println!("{line}"),
-            }
-        }
-        println!("{passed} passed, {failed} failed");
+        report::suite::print(&done);
     }
-    Ok(if failed == 0 {
+    Ok(if done.failed() == 0 {
         ExitCode::Ok
     } else {
         ExitCode::Failed
     })
-}
-
-fn xml_escape(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '<' => "&lt;".to_string(),
-            '>' => "&gt;".to_string(),
-            '&' => "&amp;".to_string(),
-            '"' => "&quot;".to_string(),
-            '\'' => "&apos;".to_string(),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => " ".to_string(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
-/// JUnit XML: one testsuite, one testcase per case.
-fn junit(done: &[Done], total: Duration) -> String {
-    let failed = done.iter().filter(|d| !d.passed()).count();
-    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    x.push_str(&format!(
-        "<testsuites tests=\"{}\" failures=\"{failed}\" time=\"{:.3}\">\n  <testsuite name=\"worldline\" tests=\"{}\" failures=\"{failed}\" time=\"{:.3}\">\n",
-        done.len(),
-        total.as_secs_f64(),
-        done.len(),
-        total.as_secs_f64()
-    ));
-    for d in done {
-        let class = d
-            .outcome
-            .as_ref()
-            .map(|o| o.header.world.clone())
-            .unwrap_or_default();
-        x.push_str(&format!(
-            "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3}\"",
-            xml_escape(&d.name),
-            xml_escape(&class),
-            d.elapsed.as_secs_f64()
-        ));
-        let bundle = d
-            .outcome
-            .as_ref()
-            .ok()
-            .and_then(|o| o.bundle.as_ref())
-            .map(|b| b.display().to_string());
-        if d.passed() && bundle.is_none() {
-            x.push_str("/>\n");
-            continue;
-        }
-        x.push_str(">\n");
-        if !d.passed() {
-            let mut body = String::new();
-            if let Ok(o) = &d.outcome {
-                if let Some(g) = &o.grade {
-                    for a in g.failures() {
-                        body.push_str(&format!(
-                            "{}: expected {}, got {}\n",
-                            a.what, a.expected, a.actual
-                        ));
-                    }
-                    for l in g.diff.lines() {
-                        body.push_str(&format!("{l}\n"));
-                    }
-                }
-                if let Some(e) = &o.footer.error {
-                    body.push_str(&format!("{e}\n"));
-                }
-            }
-            x.push_str(&format!(
-                "      <failure message=\"{}\" type=\"{}\">{}</failure>\n",
-                xml_escape(&d.reason().unwrap_or_default()),
-                xml_escape(d.status()),
-                xml_escape(&body)
-            ));
-        }
-        if let Some(b) = bundle {
-            x.push_str(&format!(
-                "      <system-out>bundle: {}</system-out>\n",
-                xml_escape(&b)
-            ));
-        }
-        x.push_str("    </testcase>\n");
-    }
-    x.push_str("  </testsuite>\n</testsuites>\n");
-    x
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_relative_to_the_cases_folder() {
-        assert_eq!(
-            display_name(Path::new("/x/cases/incident/stale.toml")),
-            "incident/stale"
-        );
-        assert_eq!(display_name(Path::new("elsewhere/one.toml")), "one");
-    }
-
-    #[test]
-    fn xml_is_escaped() {
-        assert_eq!(xml_escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
-    }
 }

@@ -6,28 +6,14 @@
 
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, PlannedFault, Schedule};
-use crate::fuzz::faults::Faults;
 use crate::grade::signature;
+use crate::mediate::entropy::derive;
+use crate::mediate::faults::Faults;
+use crate::parallel::par_map;
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
-use sha2::{Digest, Sha256};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// A number derived from `seed`, a purpose and an index (SHA-256, first
-/// eight bytes): run seeds from the campaign seed, model seeds from a run
-/// seed.
-pub fn derive(seed: u64, purpose: &str, index: u64) -> u64 {
-    let mut h = Sha256::new();
-    h.update(b"worldline/");
-    h.update(purpose.as_bytes());
-    h.update(seed.to_le_bytes());
-    h.update(index.to_le_bytes());
-    let d = h.finalize();
-    u64::from_le_bytes(d[..8].try_into().expect("eight bytes"))
-}
 
 /// The seed of the campaign's `i`-th variation.
 pub fn run_seed(campaign_seed: u64, i: u64) -> u64 {
@@ -147,47 +133,6 @@ impl Campaign<'_> {
     }
 }
 
-/// `f(0) .. f(total - 1)` on `jobs` threads, results in index order; the
-/// first error stops the rest.
-pub fn par_map<T: Send>(
-    total: usize,
-    jobs: usize,
-    f: impl Fn(usize) -> Result<T> + Sync,
-) -> Result<Vec<T>> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<T>>> = Mutex::new((0..total).map(|_| None).collect());
-    let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, total.max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= total {
-                        break;
-                    }
-                    match f(i) {
-                        Ok(t) => results.lock().expect("results lock")[i] = Some(t),
-                        Err(e) => {
-                            error.lock().expect("error lock").get_or_insert(e);
-                            next.store(total, Ordering::Relaxed);
-                            break;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = error.into_inner().expect("error lock") {
-        return Err(e);
-    }
-    Ok(results
-        .into_inner()
-        .expect("results lock")
-        .into_iter()
-        .flatten()
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,19 +144,5 @@ mod tests {
         assert_ne!(run_seed(1, 0), run_seed(2, 0));
         assert_eq!(model_seed(5, 0), None);
         assert_ne!(model_seed(5, 1), model_seed(5, 2));
-    }
-
-    #[test]
-    fn par_map_keeps_order_and_stops_at_an_error() {
-        let doubled = par_map(100, 3, |i| Ok(i * 2)).unwrap();
-        assert_eq!(doubled, (0..100).map(|i| i * 2).collect::<Vec<_>>());
-        let err = par_map(100, 2, |i| {
-            if i == 40 {
-                anyhow::bail!("boom at {i}")
-            }
-            Ok(i)
-        })
-        .unwrap_err();
-        assert_eq!(err.to_string(), "boom at 40");
     }
 }

@@ -4,13 +4,17 @@
 //! failures by signature, and shrinks each group's reproducer to the
 //! fewest, smallest faults that still fail the same way.
 //!
-//! `faults` (what a run meets) → `campaign` (many runs in parallel) →
-//! `report`, `stats` (what they add up to, by `grade::signature`) →
-//! `shrink`, `describe` (the smallest reproducer, in words).
+//! A run's faults are mediation-time state (`mediate::faults`);
+//! `campaign` (many runs in parallel) →
+//! `summary`, `stats` (what they add up to, by `grade::signature`) → `shrink`,
+//! `describe` (the smallest reproducer, in words) → `reproducer` (one kept
+//! run per failure group, checked to fail the same way). `repro` runs a
+//! recorded run again N times and reports how often it ends the same way.
 
 pub mod campaign;
 pub mod describe;
-pub mod faults;
-pub mod report;
+pub mod repro;
+pub mod reproducer;
 pub mod shrink;
 pub mod stats;
+pub mod summary;

@@ -4,7 +4,9 @@
 //! re-running the agent.
 
 pub mod diff;
+pub mod regrade;
 pub mod signature;
+pub mod verdict;
 
 use crate::case::expect::{CallCheck, Expect, StateCheck, at_path};
 use crate::log::{Effect, Event, Status};
@@ -216,7 +218,7 @@ fn calls_check(c: &CallCheck, events: &[Event]) -> Assertion {
 
 /// The final state of a recorded run: its writes applied to the initial
 /// state, in order.
-pub fn replay_writes(initial: &State, events: &[Event]) -> State {
+pub fn final_state(initial: &State, events: &[Event]) -> State {
     let mut state = initial.clone();
     for e in events {
         for w in &e.writes {

@@ -54,7 +54,7 @@ pub fn created_of_id(id: &str) -> Option<i64> {
         &id[11..13],
         &id[13..15]
     );
-    crate::case::time::parse_rfc3339(&text).map(|ns| ns.div_euclid(1_000_000_000) as i64)
+    crate::time::parse_rfc3339(&text).map(|ns| ns.div_euclid(1_000_000_000) as i64)
 }
 
 /// When a run was created: from its id, else its bundle's modification

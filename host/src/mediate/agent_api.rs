@@ -10,8 +10,8 @@ use super::bindings::worldline::agent::{files, tools, trace, types};
 use super::{Answer, RunState, Services};
 use crate::canon;
 use crate::case::inject::Action;
-use crate::case::time;
 use crate::log::Effect;
+use crate::time;
 use crate::world::state::{FileData, Write};
 use crate::world::tools::{AsOf, Tool, execute};
 use serde_json::{Value, json};
@@ -249,7 +249,7 @@ impl types::Host for RunState {}
 
 impl tools::Host for RunState {
     fn specs(&mut self) -> wasmtime::Result<Vec<types::ToolSpec>> {
-        let r = self.call("worldline:agent/tools.specs", json!({}), |s| {
+        let r = self.mediated("worldline:agent/tools.specs", json!({}), |s| {
             let specs: Vec<Value> = s
                 .world
                 .world
@@ -281,8 +281,7 @@ impl tools::Host for RunState {
         let args: Result<Value, String> =
             serde_json::from_str(&args_json).map_err(|e| e.to_string());
         let shown_args = args.clone().unwrap_or(Value::String(args_json));
-        let r = RunState::call(
-            self,
+        let r = self.mediated(
             "worldline:agent/tools.call",
             json!({"name": name, "args": shown_args}),
             |s| serve_tool(s, &name, args),
@@ -293,7 +292,7 @@ impl tools::Host for RunState {
 
 impl files::Host for RunState {
     fn read(&mut self, path: String) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
-        let r = self.call("worldline:agent/files.read", json!({"path": path}), |s| {
+        let r = self.mediated("worldline:agent/files.read", json!({"path": path}), |s| {
             if !s.world.allowed("files.read") {
                 return error_answer("denied", "files.read is not permitted in this case");
             }
@@ -311,7 +310,7 @@ impl files::Host for RunState {
 
     fn write(&mut self, path: String, data: Vec<u8>) -> wasmtime::Result<Result<(), ToolError>> {
         let data = FileData::from_bytes(data);
-        let r = self.call(
+        let r = self.mediated(
             "worldline:agent/files.write",
             json!({"path": path, "data": data}),
             |s| {
@@ -335,7 +334,7 @@ impl files::Host for RunState {
     }
 
     fn paths(&mut self, prefix: String) -> wasmtime::Result<Result<Vec<String>, ToolError>> {
-        let r = self.call(
+        let r = self.mediated(
             "worldline:agent/files.paths",
             json!({"prefix": prefix}),
             |s| {
@@ -366,7 +365,7 @@ impl files::Host for RunState {
 
 impl trace::Host for RunState {
     fn note(&mut self, kind: String, text: String) -> wasmtime::Result<()> {
-        self.call(
+        self.mediated(
             "worldline:agent/trace.note",
             json!({"kind": kind, "text": text}),
             |_| Answer::with_effect(Value::Null, Effect::Note),

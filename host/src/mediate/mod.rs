@@ -12,24 +12,27 @@ pub mod agent_api;
 pub mod bindings;
 pub mod clock;
 pub mod entropy;
+pub mod faults;
 pub mod model;
 pub mod script;
 pub mod stdio;
 pub mod wasi;
 mod wasi_never;
 
+use crate::case::Case;
 use crate::case::inject::{Action, Inject};
-use crate::case::{Case, time};
 use crate::log::{Edit, Effect, Event, Recorder};
+use crate::time;
 use crate::world::World;
 use crate::world::state::{State, Write};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 
-/// A stop the host imposes on the guest; it travels as the trap's error.
+/// How the host stopped the guest (not an injected tool fault); it
+/// travels as the trap's error.
 #[derive(Debug, thiserror::Error)]
-pub enum Fault {
+pub enum Stop {
     #[error("the guest made more than {0} host calls (limits.max_events)")]
     EventLimit(u64),
     #[error("the guest called exit({0})")]
@@ -46,6 +49,10 @@ pub enum Fault {
     ModelMiss,
     #[error("reached the end of an incomplete recording")]
     ReplayEnd,
+    #[error(
+        "a model call used the case's whole time budget (limits.timeout_ms); this outcome is not replayable"
+    )]
+    Timeout,
 }
 
 /// An answer from a service, before it is recorded.
@@ -87,7 +94,7 @@ pub struct WorldSession {
     /// How many calls each rule's tool and `when` have matched so far.
     pub inject_seen: Vec<u64>,
     /// A fuzz run's faults (they apply where no case rule does).
-    pub faults: Option<crate::fuzz::faults::Faults>,
+    pub faults: Option<faults::Faults>,
 }
 
 impl WorldSession {
@@ -161,7 +168,7 @@ impl WorldSession {
         self.case_permissions
             .decide(name)
             .or_else(|| self.world.permissions.decide(name))
-            .unwrap_or(self.world.permissions.default == crate::world::Default_::Allow)
+            .unwrap_or(self.world.permissions.default == crate::world::Access::Allow)
     }
 }
 
@@ -188,10 +195,6 @@ pub struct Mediator {
     pub recorder: Recorder,
     /// A recording to follow (replay, or the prefix of a fork).
     pub script: Option<script::Script>,
-    /// A deliberately broken host for tests of the replay checker: changes
-    /// a response *after* it is recorded, so the guest sees a value the log
-    /// does not have. Never set outside tests.
-    pub unrecorded: Option<fn(&str, &mut Value)>,
     /// Fuel used when the guest entered the host (set by the store's call
     /// hook before any host function runs).
     pub fuel_used: u64,
@@ -226,7 +229,6 @@ impl Mediator {
             },
             recorder,
             script: None,
-            unrecorded: None,
             fuel_used: 0,
             max_events: case.limits.max_events,
         }
@@ -239,10 +241,33 @@ impl Mediator {
         call: &str,
         request: Value,
         serve: impl FnOnce(&mut Services) -> Answer,
-    ) -> Result<Value, Fault> {
+    ) -> Result<Value, Stop> {
+        self.answer(call, request, false, serve)
+    }
+
+    /// [`mediate`](Self::mediate) for a service whose answers come from
+    /// outside the run (a live model endpoint): while a recording is
+    /// followed, the recorded answer is used and the service is not asked,
+    /// so a replay never calls out.
+    pub fn mediate_live(
+        &mut self,
+        call: &str,
+        request: Value,
+        serve: impl FnOnce(&mut Services) -> Answer,
+    ) -> Result<Value, Stop> {
+        self.answer(call, request, true, serve)
+    }
+
+    fn answer(
+        &mut self,
+        call: &str,
+        request: Value,
+        live: bool,
+        serve: impl FnOnce(&mut Services) -> Answer,
+    ) -> Result<Value, Stop> {
         let seq = self.recorder.len();
         if seq >= self.max_events {
-            return Err(Fault::EventLimit(self.max_events));
+            return Err(Stop::EventLimit(self.max_events));
         }
         let following = self.follow(seq, call, &request)?;
         let (override_response, edit_writes) = self.apply_edits(seq);
@@ -252,6 +277,7 @@ impl Mediator {
                 injected: Some(json!({"action": "fork-respond"})),
                 ..Answer::read(response)
             },
+            None if following && live => self.logged_answer(seq),
             None => serve(&mut self.services),
         };
         self.services.clock.advance(answer.latency_ns);
@@ -287,36 +313,33 @@ impl Mediator {
                 expected,
                 actual,
             });
-            return Err(Fault::Diverged);
+            return Err(Stop::Diverged);
         }
-        let mut response = event.response.clone();
+        let response = event.response.clone();
         self.recorder
             .append(event)
-            .map_err(|e| Fault::Bundle(e.to_string()))?;
-        if let Some(tamper) = self.unrecorded {
-            tamper(call, &mut response);
-        }
+            .map_err(|e| Stop::Bundle(e.to_string()))?;
         Ok(response)
     }
 
-    /// While following a recording: the recorded event the next call is
-    /// checked against, when it is this call.
-    pub fn recorded_event(&self, call: &str, request: &Value) -> Option<&Event> {
-        let script = self.script.as_ref()?;
-        let seq = self.recorder.len();
-        if seq >= script.follow_until {
-            return None;
+    /// The answer recorded for event `seq` of the recording being followed
+    /// (which [`follow`](Self::follow) has checked is this call), with the
+    /// virtual latency that brings the clock to the recorded time.
+    fn logged_answer(&self, seq: u64) -> Answer {
+        let rec = &self.script.as_ref().expect("following a recording").events[seq as usize];
+        Answer {
+            response: rec.response.clone(),
+            effect: rec.effect,
+            writes: rec.writes.clone(),
+            latency_ns: rec.vtime_ns.saturating_sub(self.services.clock.mono_ns()),
+            injected: rec.injected.clone(),
         }
-        script
-            .events
-            .get(seq as usize)
-            .filter(|e| e.call == call && e.request == *request)
     }
 
     /// While following a recording: whether this call is the recorded
     /// event `seq` (whose answer it must then match), or the divergence that
     /// stops the guest.
-    fn follow(&mut self, seq: u64, call: &str, request: &Value) -> Result<bool, Fault> {
+    fn follow(&mut self, seq: u64, call: &str, request: &Value) -> Result<bool, Stop> {
         let Some(script) = self.script.as_mut() else {
             return Ok(false);
         };
@@ -327,7 +350,7 @@ impl Mediator {
         match script.events.get(seq as usize) {
             None if !script.complete => {
                 script.reached_end = true;
-                Err(Fault::ReplayEnd)
+                Err(Stop::ReplayEnd)
             }
             None => {
                 script.diverge(script::Divergence {
@@ -337,7 +360,7 @@ impl Mediator {
                     expected: Value::Null,
                     actual: actual(),
                 });
-                Err(Fault::Diverged)
+                Err(Stop::Diverged)
             }
             Some(rec) if rec.call != call || rec.request != *request => {
                 let expected = script::Script::call_of(&rec.call, &rec.request);
@@ -348,7 +371,7 @@ impl Mediator {
                     expected,
                     actual: actual(),
                 });
-                Err(Fault::Diverged)
+                Err(Stop::Diverged)
             }
             Some(_) => Ok(true),
         }
@@ -392,7 +415,34 @@ pub struct RunState {
     pub limiter: MemoryLimiter,
 }
 
-/// Caps linear memory; going past the cap traps with [`Fault::MemoryLimit`].
+impl RunState {
+    /// Mediate one call of a binding; a host-imposed stop becomes a trap.
+    pub(crate) fn mediated(
+        &mut self,
+        call: &str,
+        request: Value,
+        serve: impl FnOnce(&mut Services) -> Answer,
+    ) -> wasmtime::Result<Value> {
+        self.med
+            .mediate(call, request, serve)
+            .map_err(wasmtime::Error::new)
+    }
+
+    /// [`mediated`](Self::mediated) for a live service
+    /// ([`Mediator::mediate_live`]).
+    pub(crate) fn mediated_live(
+        &mut self,
+        call: &str,
+        request: Value,
+        serve: impl FnOnce(&mut Services) -> Answer,
+    ) -> wasmtime::Result<Value> {
+        self.med
+            .mediate_live(call, request, serve)
+            .map_err(wasmtime::Error::new)
+    }
+}
+
+/// Caps linear memory; going past the cap traps with [`Stop::MemoryLimit`].
 pub struct MemoryLimiter {
     pub max_bytes: usize,
 }
@@ -406,7 +456,7 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
     ) -> wasmtime::Result<bool> {
         if desired > self.max_bytes {
             return Err(wasmtime::Error::from_anyhow(
-                Fault::MemoryLimit {
+                Stop::MemoryLimit {
                     asked: desired,
                     limit: self.max_bytes,
                 }

@@ -9,94 +9,15 @@
 //! - sockets: a network handle exists, but creating a socket or resolving a
 //!   name is denied.
 
-use super::bindings::wasi;
-use super::{Answer, RunState, Services};
+use super::bindings::{
+    FsError, InputStream, IoError, Network, Never, OutputStream, Pollable, SocketError,
+    StreamError, Terminal, wasi,
+};
+use super::{Answer, RunState};
 use crate::log::Effect;
 use rand_core::RngCore;
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
-
-/// `wasi:io/error.error`.
-pub struct IoError {
-    pub message: String,
-}
-
-/// `wasi:io/poll.pollable`: ready once virtual monotonic time reaches
-/// `deadline` (0 for always ready, as stream pollables are).
-pub struct Pollable {
-    pub deadline: u64,
-}
-
-/// `wasi:io/streams.input-stream`: only stdin, which is empty.
-pub struct InputStream;
-
-/// `wasi:io/streams.output-stream`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum OutputStream {
-    Stdout,
-    Stderr,
-}
-
-impl OutputStream {
-    fn name(self) -> &'static str {
-        match self {
-            OutputStream::Stdout => "stdout",
-            OutputStream::Stderr => "stderr",
-        }
-    }
-}
-
-/// Terminal handles are never handed out (nothing is a terminal).
-pub struct Terminal;
-
-/// `wasi:sockets/network.network`: exists, grants nothing.
-pub struct Network;
-
-/// Resources that can never exist in a worldline run (descriptors without
-/// preopens, sockets that are never created).
-pub enum Never {}
-
-/// Errors of `wasi:io/streams`.
-pub enum StreamError {
-    Closed,
-    Trap(wasmtime::Error),
-}
-
-impl From<wasmtime::Error> for StreamError {
-    fn from(e: wasmtime::Error) -> Self {
-        StreamError::Trap(e)
-    }
-}
-
-impl From<wasmtime::component::ResourceTableError> for StreamError {
-    fn from(e: wasmtime::component::ResourceTableError) -> Self {
-        StreamError::Trap(wasmtime::Error::new(e))
-    }
-}
-
-/// Errors of `wasi:filesystem`.
-pub enum FsError {
-    Code(wasi::filesystem::types::ErrorCode),
-    Trap(wasmtime::Error),
-}
-
-impl From<wasmtime::Error> for FsError {
-    fn from(e: wasmtime::Error) -> Self {
-        FsError::Trap(e)
-    }
-}
-
-/// Errors of `wasi:sockets`.
-pub enum SocketError {
-    Code(wasi::sockets::network::ErrorCode),
-    Trap(wasmtime::Error),
-}
-
-impl From<wasmtime::Error> for SocketError {
-    fn from(e: wasmtime::Error) -> Self {
-        SocketError::Trap(e)
-    }
-}
 
 fn family_name(family: wasi::sockets::network::IpAddressFamily) -> &'static str {
     match family {
@@ -121,18 +42,6 @@ fn hex_bytes(v: &Value) -> Vec<u8> {
 }
 
 impl RunState {
-    /// Mediate one call; a host-imposed stop becomes a trap.
-    pub(crate) fn call(
-        &mut self,
-        call: &str,
-        request: Value,
-        serve: impl FnOnce(&mut Services) -> Answer,
-    ) -> wasmtime::Result<Value> {
-        self.med
-            .mediate(call, request, serve)
-            .map_err(wasmtime::Error::new)
-    }
-
     /// Mediate a call whose answer is fixed (plumbing such as handles).
     fn call_fixed(
         &mut self,
@@ -140,11 +49,11 @@ impl RunState {
         request: Value,
         response: Value,
     ) -> wasmtime::Result<Value> {
-        self.call(call, request, |_| Answer::read(response))
+        self.mediated(call, request, |_| Answer::read(response))
     }
 
     fn denied(&mut self, call: &str, request: Value, why: &str) -> wasmtime::Result<()> {
-        self.call(call, request, |_| {
+        self.mediated(call, request, |_| {
             Answer::with_effect(json!({"error": why}), Effect::Denied)
         })?;
         Ok(())
@@ -158,7 +67,7 @@ impl RunState {
     ) -> Result<(), StreamError> {
         let text = String::from_utf8_lossy(data).into_owned();
         let request = json!({"stream": stream.name(), "text": text});
-        let response = self.call(call, request, |s| {
+        let response = self.mediated(call, request, |s| {
             let cap = match stream {
                 OutputStream::Stdout => &mut s.stdio.stdout,
                 OutputStream::Stderr => &mut s.stdio.stderr,
@@ -185,7 +94,7 @@ impl RunState {
 
 impl wasi::clocks::wall_clock::Host for RunState {
     fn now(&mut self) -> wasmtime::Result<wasi::clocks::wall_clock::Datetime> {
-        let r = self.call("wasi:clocks/wall-clock.now", json!({}), |s| {
+        let r = self.mediated("wasi:clocks/wall-clock.now", json!({}), |s| {
             let ns = s.clock.guest_wall_ns();
             Answer::read(json!({"seconds": ns.div_euclid(1_000_000_000) as u64, "nanoseconds": ns.rem_euclid(1_000_000_000) as u32}))
         })?;
@@ -210,7 +119,7 @@ impl wasi::clocks::wall_clock::Host for RunState {
 
 impl wasi::clocks::monotonic_clock::Host for RunState {
     fn now(&mut self) -> wasmtime::Result<u64> {
-        let r = self.call("wasi:clocks/monotonic-clock.now", json!({}), |s| {
+        let r = self.mediated("wasi:clocks/monotonic-clock.now", json!({}), |s| {
             Answer::read(json!(s.clock.mono_ns()))
         })?;
         Ok(u64_of(&r))
@@ -235,7 +144,7 @@ impl wasi::clocks::monotonic_clock::Host for RunState {
     }
 
     fn subscribe_duration(&mut self, duration: u64) -> wasmtime::Result<Resource<Pollable>> {
-        let r = self.call(
+        let r = self.mediated(
             "wasi:clocks/monotonic-clock.subscribe-duration",
             json!({"duration": duration}),
             |s| Answer::read(json!({"deadline": s.clock.mono_ns().saturating_add(duration)})),
@@ -306,7 +215,7 @@ impl wasi::io::poll::Host for RunState {
         for p in &list {
             deadlines.push(self.table.get(p)?.deadline);
         }
-        let r = self.call("wasi:io/poll.poll", json!({"deadlines": deadlines}), |s| {
+        let r = self.mediated("wasi:io/poll.poll", json!({"deadlines": deadlines}), |s| {
             // Nothing external can become ready: time jumps to the earliest
             // deadline not yet passed, and everything due by then is ready.
             let now = s.clock.mono_ns();
@@ -327,7 +236,7 @@ impl wasi::io::poll::Host for RunState {
 impl wasi::io::poll::HostPollable for RunState {
     fn ready(&mut self, p: Resource<Pollable>) -> wasmtime::Result<bool> {
         let deadline = self.table.get(&p)?.deadline;
-        let r = self.call(
+        let r = self.mediated(
             "wasi:io/poll.pollable.ready",
             json!({"deadline": deadline}),
             |s| Answer::read(json!(s.clock.mono_ns() >= deadline)),
@@ -337,7 +246,7 @@ impl wasi::io::poll::HostPollable for RunState {
 
     fn block(&mut self, p: Resource<Pollable>) -> wasmtime::Result<()> {
         let deadline = self.table.get(&p)?.deadline;
-        self.call(
+        self.mediated(
             "wasi:io/poll.pollable.block",
             json!({"deadline": deadline}),
             |s| {
@@ -435,7 +344,7 @@ impl wasi::io::streams::HostInputStream for RunState {
 impl wasi::io::streams::HostOutputStream for RunState {
     fn check_write(&mut self, s: Resource<OutputStream>) -> Result<u64, StreamError> {
         let stream = *self.table.get(&s)?;
-        let r = self.call(
+        let r = self.mediated(
             "wasi:io/streams.output-stream.check-write",
             json!({"stream": stream.name()}),
             |sv| {
@@ -575,7 +484,7 @@ impl wasi::random::random::Host for RunState {
                 "get-random-bytes asked for {len} bytes; at most {MAX_RANDOM_BYTES} per call"
             );
         }
-        let r = self.call(
+        let r = self.mediated(
             "wasi:random/random.get-random-bytes",
             json!({"len": len}),
             |s| {
@@ -588,7 +497,7 @@ impl wasi::random::random::Host for RunState {
     }
 
     fn get_random_u64(&mut self) -> wasmtime::Result<u64> {
-        let r = self.call("wasi:random/random.get-random-u64", json!({}), |s| {
+        let r = self.mediated("wasi:random/random.get-random-u64", json!({}), |s| {
             Answer::read(json!(s.entropy.secure.next_u64()))
         })?;
         Ok(u64_of(&r))
@@ -602,7 +511,7 @@ impl wasi::random::insecure::Host for RunState {
                 "get-insecure-random-bytes asked for {len} bytes; at most {MAX_RANDOM_BYTES} per call"
             );
         }
-        let r = self.call(
+        let r = self.mediated(
             "wasi:random/insecure.get-insecure-random-bytes",
             json!({"len": len}),
             |s| {
@@ -615,7 +524,7 @@ impl wasi::random::insecure::Host for RunState {
     }
 
     fn get_insecure_random_u64(&mut self) -> wasmtime::Result<u64> {
-        let r = self.call(
+        let r = self.mediated(
             "wasi:random/insecure.get-insecure-random-u64",
             json!({}),
             |s| Answer::read(json!(s.entropy.insecure.next_u64())),
@@ -626,7 +535,7 @@ impl wasi::random::insecure::Host for RunState {
 
 impl wasi::random::insecure_seed::Host for RunState {
     fn insecure_seed(&mut self) -> wasmtime::Result<(u64, u64)> {
-        let r = self.call("wasi:random/insecure-seed.insecure-seed", json!({}), |s| {
+        let r = self.mediated("wasi:random/insecure-seed.insecure-seed", json!({}), |s| {
             Answer::read(json!([
                 s.entropy.insecure_seed.0,
                 s.entropy.insecure_seed.1
@@ -640,7 +549,7 @@ impl wasi::random::insecure_seed::Host for RunState {
 
 impl wasi::cli::environment::Host for RunState {
     fn get_environment(&mut self) -> wasmtime::Result<Vec<(String, String)>> {
-        let r = self.call("wasi:cli/environment.get-environment", json!({}), |s| {
+        let r = self.mediated("wasi:cli/environment.get-environment", json!({}), |s| {
             Answer::read(json!(
                 s.env.vars.iter().map(|(k, v)| [k, v]).collect::<Vec<_>>()
             ))
@@ -660,7 +569,7 @@ impl wasi::cli::environment::Host for RunState {
     }
 
     fn get_arguments(&mut self) -> wasmtime::Result<Vec<String>> {
-        let r = self.call("wasi:cli/environment.get-arguments", json!({}), |s| {
+        let r = self.mediated("wasi:cli/environment.get-arguments", json!({}), |s| {
             Answer::read(json!(s.env.args))
         })?;
         Ok(r.as_array()
@@ -682,7 +591,7 @@ impl wasi::cli::exit::Host for RunState {
     fn exit(&mut self, status: Result<(), ()>) -> wasmtime::Result<()> {
         let code = if status.is_ok() { 0 } else { 1 };
         self.call_fixed("wasi:cli/exit.exit", json!({"code": code}), Value::Null)?;
-        Err(wasmtime::Error::new(super::Fault::Exit(code)))
+        Err(wasmtime::Error::new(super::Stop::Exit(code)))
     }
 
     fn exit_with_code(&mut self, code: u8) -> wasmtime::Result<()> {
@@ -691,7 +600,7 @@ impl wasi::cli::exit::Host for RunState {
             json!({"code": code}),
             Value::Null,
         )?;
-        Err(wasmtime::Error::new(super::Fault::Exit(code as i32)))
+        Err(wasmtime::Error::new(super::Stop::Exit(code as i32)))
     }
 }
 

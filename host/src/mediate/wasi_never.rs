@@ -11,7 +11,7 @@ use super::bindings::wasi::sockets::ip_name_lookup::IpAddress;
 use super::bindings::wasi::sockets::network::{IpAddressFamily, IpSocketAddress};
 use super::bindings::wasi::sockets::tcp::ShutdownType;
 use super::bindings::wasi::sockets::udp;
-use super::wasi::{FsError, InputStream, Network, Never, OutputStream, Pollable, SocketError};
+use super::bindings::{FsError, InputStream, Network, Never, OutputStream, Pollable, SocketError};
 use wasmtime::component::Resource;
 
 fn never<T, E: From<wasmtime::Error>>() -> Result<T, E> {

@@ -2,46 +2,22 @@
 //! provide is refused before it runs, with the whole list of what is
 //! missing (not just the first).
 
+use super::wit;
 use crate::error::InputError;
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::OnceLock;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Every interface the linker defines (the `agent-host` world of `wit/`).
-pub const PROVIDED: &[&str] = &[
-    "worldline:agent/types@0.1.0",
-    "worldline:agent/tools@0.1.0",
-    "worldline:agent/model@0.1.0",
-    "worldline:agent/files@0.1.0",
-    "worldline:agent/trace@0.1.0",
-    "wasi:cli/environment@0.2.12",
-    "wasi:cli/exit@0.2.12",
-    "wasi:cli/stdin@0.2.12",
-    "wasi:cli/stdout@0.2.12",
-    "wasi:cli/stderr@0.2.12",
-    "wasi:cli/terminal-input@0.2.12",
-    "wasi:cli/terminal-output@0.2.12",
-    "wasi:cli/terminal-stdin@0.2.12",
-    "wasi:cli/terminal-stdout@0.2.12",
-    "wasi:cli/terminal-stderr@0.2.12",
-    "wasi:io/error@0.2.12",
-    "wasi:io/poll@0.2.12",
-    "wasi:io/streams@0.2.12",
-    "wasi:clocks/monotonic-clock@0.2.12",
-    "wasi:clocks/wall-clock@0.2.12",
-    "wasi:filesystem/types@0.2.12",
-    "wasi:filesystem/preopens@0.2.12",
-    "wasi:sockets/network@0.2.12",
-    "wasi:sockets/instance-network@0.2.12",
-    "wasi:sockets/udp@0.2.12",
-    "wasi:sockets/udp-create-socket@0.2.12",
-    "wasi:sockets/tcp@0.2.12",
-    "wasi:sockets/tcp-create-socket@0.2.12",
-    "wasi:sockets/ip-name-lookup@0.2.12",
-    "wasi:random/random@0.2.12",
-    "wasi:random/insecure@0.2.12",
-    "wasi:random/insecure-seed@0.2.12",
-];
+/// The world the host links: `worldline:agent` plus WASI 0.2.
+pub const HOST_WORLD: &str = "worldline:agent/agent-host@0.1.0";
+
+/// Every interface the host links, read from the embedded WIT once.
+pub fn provided_interfaces() -> &'static BTreeSet<String> {
+    static PROVIDED: OnceLock<BTreeSet<String>> = OnceLock::new();
+    PROVIDED.get_or_init(|| wit::world_imports(HOST_WORLD))
+}
 
 /// `(name, version)` of `ns:pkg/iface@version`.
 fn split(name: &str) -> (&str, Option<&str>) {
@@ -70,7 +46,7 @@ fn compatible(a: &str, b: &str) -> bool {
 /// Whether the host provides an imported interface.
 pub fn provided(import: &str) -> bool {
     let (name, version) = split(import);
-    PROVIDED.iter().any(|p| {
+    provided_interfaces().iter().any(|p| {
         let (pn, pv) = split(p);
         pn == name && matches!((version, pv), (Some(v), Some(pv)) if compatible(v, pv))
     })
@@ -100,6 +76,48 @@ pub fn check(engine: &Engine, component: &Component, origin: &Path) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The host world's imports as read from the WIT: what the linker
+    /// links (`@unstable` timezone left out, `types` in through `use`).
+    #[test]
+    fn the_host_world_is_read_from_the_wit() {
+        let expected = [
+            "wasi:cli/environment@0.2.12",
+            "wasi:cli/exit@0.2.12",
+            "wasi:cli/stderr@0.2.12",
+            "wasi:cli/stdin@0.2.12",
+            "wasi:cli/stdout@0.2.12",
+            "wasi:cli/terminal-input@0.2.12",
+            "wasi:cli/terminal-output@0.2.12",
+            "wasi:cli/terminal-stderr@0.2.12",
+            "wasi:cli/terminal-stdin@0.2.12",
+            "wasi:cli/terminal-stdout@0.2.12",
+            "wasi:clocks/monotonic-clock@0.2.12",
+            "wasi:clocks/wall-clock@0.2.12",
+            "wasi:filesystem/preopens@0.2.12",
+            "wasi:filesystem/types@0.2.12",
+            "wasi:io/error@0.2.12",
+            "wasi:io/poll@0.2.12",
+            "wasi:io/streams@0.2.12",
+            "wasi:random/insecure-seed@0.2.12",
+            "wasi:random/insecure@0.2.12",
+            "wasi:random/random@0.2.12",
+            "wasi:sockets/instance-network@0.2.12",
+            "wasi:sockets/ip-name-lookup@0.2.12",
+            "wasi:sockets/network@0.2.12",
+            "wasi:sockets/tcp-create-socket@0.2.12",
+            "wasi:sockets/tcp@0.2.12",
+            "wasi:sockets/udp-create-socket@0.2.12",
+            "wasi:sockets/udp@0.2.12",
+            "worldline:agent/files@0.1.0",
+            "worldline:agent/model@0.1.0",
+            "worldline:agent/tools@0.1.0",
+            "worldline:agent/trace@0.1.0",
+            "worldline:agent/types@0.1.0",
+        ];
+        let got: Vec<&str> = provided_interfaces().iter().map(String::as_str).collect();
+        assert_eq!(got, expected);
+    }
 
     #[test]
     fn older_wasi_patch_versions_are_provided() {

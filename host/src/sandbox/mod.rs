@@ -3,6 +3,7 @@
 //! pre-instantiation).
 
 pub mod imports;
+pub mod wit;
 
 use crate::canon;
 use crate::error::InputError;
@@ -19,18 +20,39 @@ use wasmtime::{Config, Engine};
 /// How often the watchdog's epoch advances.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// Engine settings that decide what compiled code does; their text is
-/// hashed into the engine-config hash every bundle records.
-const ENGINE_SETTINGS: &[&str] = &[
-    "component-model",
-    "consume-fuel",
-    "epoch-interruption",
-    "nan-canonicalization",
-    "relaxed-simd-deterministic",
-    "no-threads",
-    "no-shared-memory",
-    "max-wasm-stack=1MiB",
-    "opt-level=speed",
+/// How one engine setting is applied to the config.
+type SetOption = fn(&mut Config);
+
+/// Engine settings that decide what compiled code does: each one's name
+/// (hashed, in this order, into the engine hash every bundle records) and
+/// how it is set. The engine is configured from this table alone, so the
+/// hash cannot drift from the settings. `no-threads` and
+/// `no-shared-memory` are set by the build: wasmtime is compiled without
+/// its `threads` feature.
+const ENGINE_SETTINGS: &[(&str, SetOption)] = &[
+    ("component-model", |c| {
+        c.wasm_component_model(true);
+    }),
+    ("consume-fuel", |c| {
+        c.consume_fuel(true);
+    }),
+    ("epoch-interruption", |c| {
+        c.epoch_interruption(true);
+    }),
+    ("nan-canonicalization", |c| {
+        c.cranelift_nan_canonicalization(true);
+    }),
+    ("relaxed-simd-deterministic", |c| {
+        c.relaxed_simd_deterministic(true);
+    }),
+    ("no-threads", |_| {}),
+    ("no-shared-memory", |_| {}),
+    ("max-wasm-stack=1MiB", |c| {
+        c.max_wasm_stack(1 << 20);
+    }),
+    ("opt-level=speed", |c| {
+        c.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    }),
 ];
 
 /// A compiled, pre-instantiated agent.
@@ -53,14 +75,9 @@ impl Sandbox {
     /// `cache_dir` (by engine hash and component SHA-256) when given.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
         let mut config = Config::new();
-        config
-            .wasm_component_model(true)
-            .consume_fuel(true)
-            .epoch_interruption(true)
-            .cranelift_nan_canonicalization(true)
-            .relaxed_simd_deterministic(true)
-            .max_wasm_stack(1 << 20)
-            .cranelift_opt_level(wasmtime::OptLevel::Speed);
+        for (_, set) in ENGINE_SETTINGS {
+            set(&mut config);
+        }
         let engine = Engine::new(&config)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("creating the wasm engine")?;
@@ -72,10 +89,11 @@ impl Sandbox {
         )
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("linking the host interfaces")?;
+        let names: Vec<&str> = ENGINE_SETTINGS.iter().map(|(name, _)| *name).collect();
         let engine_hash = canon::sha256_hex(format!(
             "wasmtime {}\n{}",
             wasmtime_version(),
-            ENGINE_SETTINGS.join("\n")
+            names.join("\n")
         ));
         let watchdog = engine.weak();
         std::thread::Builder::new()
@@ -210,7 +228,7 @@ impl Sandbox {
     }
 }
 
-/// The wasmtime version this build links.
+/// The wasmtime version this build links (a test holds it to Cargo.lock).
 pub fn wasmtime_version() -> &'static str {
     "48.0.8"
 }
@@ -230,4 +248,35 @@ fn check_header(bytes: &[u8], origin: &Path) -> Result<(), InputError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recorded version is the one Cargo.lock resolves.
+    #[test]
+    fn the_wasmtime_version_is_the_locked_one() {
+        let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock"))
+            .expect("the workspace's Cargo.lock");
+        let locked = lock
+            .split("[[package]]")
+            .find(|p| p.contains("\nname = \"wasmtime\"\n"))
+            .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = ")))
+            .expect("wasmtime in Cargo.lock");
+        assert_eq!(locked.trim_matches('"'), wasmtime_version());
+    }
+
+    /// Bundles recorded before the settings table was introduced carry this
+    /// engine hash; the same settings must give the same hash.
+    #[test]
+    fn the_engine_hash_is_stable() {
+        let sandbox = Sandbox::new(None).unwrap();
+        assert_eq!(
+            sandbox.engine_hash(),
+            canon::sha256_hex(
+                "wasmtime 48.0.8\ncomponent-model\nconsume-fuel\nepoch-interruption\nnan-canonicalization\nrelaxed-simd-deterministic\nno-threads\nno-shared-memory\nmax-wasm-stack=1MiB\nopt-level=speed"
+            )
+        );
+    }
 }

@@ -55,16 +55,17 @@ impl World {
 #[serde(deny_unknown_fields)]
 pub struct Permissions {
     #[serde(default)]
-    pub default: Default_,
+    pub default: Access,
     #[serde(default)]
     pub allow: Vec<String>,
     #[serde(default)]
     pub deny: Vec<String>,
 }
 
+/// What a permission table grants a call no rule names.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Default_ {
+pub enum Access {
     #[default]
     Allow,
     Deny,

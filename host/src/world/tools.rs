@@ -330,7 +330,7 @@ pub fn render(template: &Value, args: &Value, now: &str) -> Option<Value> {
 /// Timestamps compare as times: RFC 3339 text of different precision
 /// (`…00Z` vs `…00.002Z`) does not sort as text. Other text sorts as text.
 fn compare_text(x: &str, y: &str) -> std::cmp::Ordering {
-    use crate::case::time::parse_rfc3339;
+    use crate::time::parse_rfc3339;
     match (parse_rfc3339(x), parse_rfc3339(y)) {
         (Some(a), Some(b)) => a.cmp(&b),
         _ => x.cmp(y),

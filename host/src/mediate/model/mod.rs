@@ -24,7 +24,7 @@ use super::entropy;
 use super::{Answer, RunState};
 use crate::canon;
 use crate::case::model::{CassetteMode, ModelConfig, Provider};
-use crate::log::{Effect, Event};
+use crate::log::Effect;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,6 +42,8 @@ pub struct ModelService {
     pub cassette: Option<Cassette>,
     /// Model calls answered so far (numbers ids in scripted completions).
     calls: u64,
+    /// The last call failed after using the case's whole time budget.
+    budget_spent: bool,
 }
 
 fn model_stream(seed: u64) -> rand_chacha::ChaCha20Rng {
@@ -64,6 +66,7 @@ impl ModelService {
             config: config.clone(),
             cassette: None,
             calls: 0,
+            budget_spent: false,
         }
     }
 
@@ -151,6 +154,7 @@ impl ModelService {
             return (r.response, latency);
         };
         let outcome = endpoint.complete(request);
+        self.budget_spent = outcome.budget_spent;
         let mut record = outcome.record;
         record["virtual_latency_ms"] = json!(latency);
         if let Some(c) = cassette {
@@ -194,18 +198,6 @@ impl ModelService {
     }
 }
 
-/// A live answer replayed from its recorded event.
-fn from_log(event: Event) -> Answer {
-    let ms = event.response["model_call"]["virtual_latency_ms"]
-        .as_u64()
-        .unwrap_or(0);
-    Answer {
-        latency_ns: ms * 1_000_000,
-        injected: event.injected,
-        ..Answer::with_effect(event.response, event.effect)
-    }
-}
-
 /// Model answers from an earlier run, used in order while the agent's
 /// requests equal the recorded ones (a rerun).
 pub struct Cassette {
@@ -221,19 +213,23 @@ pub struct Cassette {
 
 impl Cassette {
     /// The recorded answer for this request, if the recording still holds.
-    fn answer(&mut self, request: &Value) -> Option<Value> {
-        if self.missed {
-            return None;
-        }
+    fn peek(&self, request: &Value) -> Option<&Value> {
         match self.calls.get(self.next) {
-            Some((req, resp)) if req == request => {
-                self.next += 1;
-                Some(resp.clone())
-            }
-            _ => {
-                self.missed = true;
-                None
-            }
+            Some((req, resp)) if !self.missed && req == request => Some(resp),
+            _ => None,
+        }
+    }
+
+    /// After a call went through: move past its answer, or stop using the
+    /// recording once a request differed.
+    fn advance(&mut self, hit: bool) {
+        if self.missed {
+            return;
+        }
+        if hit {
+            self.next += 1;
+        } else {
+            self.missed = true;
         }
     }
 }
@@ -242,27 +238,22 @@ impl model::Host for RunState {
     fn complete(&mut self, request_json: String) -> wasmtime::Result<Result<String, ToolError>> {
         let request: Value =
             serde_json::from_str(&request_json).unwrap_or(Value::String(request_json));
-        let service = &mut self.med.services.model;
-        let recorded = service
+        let service = &self.med.services.model;
+        let rerun = service
             .cassette
-            .as_mut()
-            .map(|c| (c.answer(&request), c.fail_on_miss));
-        let label = match &recorded {
+            .as_ref()
+            .map(|c| (c.peek(&request).cloned(), c.fail_on_miss));
+        let label = match &rerun {
             Some((Some(_), _)) => "recording",
             Some((None, true)) => "none",
             _ => service.config.provider.as_str(),
         };
-        let miss = matches!(recorded, Some((None, true)));
+        let miss = matches!(rerun, Some((None, true)));
         let call_request = json!({"provider": label, "request": request});
-        let logged = ModelService::is_live(label)
-            .then(|| self.med.recorded_event(CALL, &call_request).cloned())
-            .flatten();
         let message = "the agent's model request differs from the recording and the rerun was asked to stop there (--model fail)";
-        let r = self.call(CALL, call_request, |s| {
-            if let Some(event) = logged {
-                return from_log(event);
-            }
-            if let Some((Some(response), _)) = recorded {
+        let hit = matches!(rerun, Some((Some(_), _)));
+        let serve = |s: &mut super::Services| {
+            if let Some((Some(response), _)) = rerun {
                 return Answer::read(response);
             }
             if miss {
@@ -270,9 +261,21 @@ impl model::Host for RunState {
             }
             let now = s.clock.wall_ns();
             s.model.serve(&request, now)
-        })?;
+        };
+        let r = if ModelService::is_live(label) {
+            self.mediated_live(CALL, call_request, serve)?
+        } else {
+            self.mediated(CALL, call_request, serve)?
+        };
+        let service = &mut self.med.services.model;
+        if let Some(cassette) = service.cassette.as_mut() {
+            cassette.advance(hit);
+        }
+        if std::mem::take(&mut service.budget_spent) {
+            return Err(wasmtime::Error::new(super::Stop::Timeout));
+        }
         if miss {
-            return Err(wasmtime::Error::new(super::Fault::ModelMiss));
+            return Err(wasmtime::Error::new(super::Stop::ModelMiss));
         }
         Ok(decode(&r, canon::to_string))
     }

@@ -30,6 +30,9 @@ pub struct Outcome {
     /// `Ok(completion)` or `Err((kind, message))`.
     pub answer: Result<Value, (String, String)>,
     pub record: Value,
+    /// The call failed after using the case's whole time budget
+    /// (`limits.timeout_ms`): the run is out of real time.
+    pub budget_spent: bool,
 }
 
 fn runtime() -> &'static tokio::runtime::Runtime {
@@ -130,6 +133,7 @@ impl Endpoint {
             return Outcome {
                 answer: Err(("failed".into(), problem.clone())),
                 record,
+                budget_spent: false,
             };
         }
         if rendered.get("model").is_none() {
@@ -137,6 +141,7 @@ impl Endpoint {
             return Outcome {
                 answer: Err(("failed".into(), message)),
                 record,
+                budget_spent: false,
             };
         }
         let body = serde_json::to_vec(&rendered).expect("JSON serializes");
@@ -205,7 +210,11 @@ impl Endpoint {
             }
             Attempt::Failed(kind, message, _) => Err((kind.to_string(), message)),
         };
-        Outcome { answer, record }
+        Outcome {
+            budget_spent: answer.is_err() && started.elapsed() >= self.budget,
+            answer,
+            record,
+        }
     }
 
     /// One HTTP attempt within `limit`: how it ended, the status, the

@@ -1,8 +1,8 @@
-//! How runs and grades are shown: the status users script against, exit
-//! codes, and the text report of assertions and the state diff.
+//! What a run counts as: the status users script against (the grade's
+//! verdict, or how the run ended), its exit code, and its first failure.
 
+use super::Grade;
 use crate::error::ExitCode;
-use crate::grade::Grade;
 use crate::log::{Footer, Status};
 
 /// The status a run is reported with: the grade's verdict (`passed`,
@@ -33,30 +33,6 @@ pub fn exit_code(status: Status, grade: Option<&Grade>) -> ExitCode {
         Some(_) => ExitCode::Failed,
         None if status == Status::Completed => ExitCode::Ok,
         None => ExitCode::Failed,
-    }
-}
-
-/// Every assertion with expected vs actual, then the state diff.
-pub fn print_grade(grade: &Grade, indent: &str) {
-    for a in &grade.assertions {
-        let mark = if a.passed { "ok  " } else { "FAIL" };
-        if a.passed {
-            println!("{indent}{mark} {}", a.what);
-        } else {
-            println!(
-                "{indent}{mark} {}: expected {}, got {}",
-                a.what, a.expected, a.actual
-            );
-        }
-    }
-    let lines = grade.diff.lines();
-    if lines.is_empty() {
-        println!("{indent}state: unchanged");
-    } else {
-        println!("{indent}state diff:");
-        for l in lines {
-            println!("{indent}  {l}");
-        }
     }
 }
 

@@ -1,0 +1,65 @@
+//! Finding cases: the case files that paths name (folders searched for
+//! `*.toml`, in sorted order), and the short name a case is shown by.
+
+use crate::error::InputError;
+use std::path::{Path, PathBuf};
+
+/// Case files named by the arguments, folders expanded, in sorted order.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(dir)? {
+            let p = e?.path();
+            if p.is_dir() {
+                walk(&p, out)?;
+            } else if p.extension().is_some_and(|x| x == "toml") {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found = Vec::new();
+            walk(p, &mut found)
+                .map_err(|e| InputError::new(p, format!("cannot read folder: {e}")))?;
+            if found.is_empty() {
+                return Err(InputError::new(p, "no .toml case files in this folder"));
+            }
+            found.sort();
+            out.extend(found);
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            return Err(InputError::new(p, "no such case file or folder"));
+        }
+    }
+    Ok(out)
+}
+
+/// `incident/stale-deploy` for `.../cases/incident/stale-deploy.toml`.
+pub fn display_name(path: &Path) -> String {
+    let stem = path.with_extension("");
+    let parts: Vec<String> = stem
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .collect();
+    match parts.iter().rposition(|p| p == "cases") {
+        Some(i) if i + 1 < parts.len() => parts[i + 1..].join("/"),
+        _ => parts.last().cloned().unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_relative_to_the_cases_folder() {
+        assert_eq!(
+            display_name(Path::new("/x/cases/incident/stale.toml")),
+            "incident/stale"
+        );
+        assert_eq!(display_name(Path::new("elsewhere/one.toml")), "one");
+    }
+}

@@ -1,0 +1,79 @@
+//! Reproduction rate: a recorded run's case, seed and faults run again N
+//! times, each with another model seed, and how often it ends the way the
+//! recording did (its failure signature, or passing) — a rate with its 95%
+//! Wilson interval, not a yes or no.
+
+use super::campaign;
+use super::stats::{Z95, wilson};
+use crate::grade::signature;
+use crate::parallel::par_map;
+use crate::replay::Recorded;
+use crate::sandbox::{Agent, Sandbox};
+use anyhow::Result;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How the repetitions ended.
+#[derive(Serialize)]
+pub struct Repro {
+    /// Repetitions that were distinct runs (by chain hash); 1 when nothing
+    /// in the case draws from the model seed.
+    pub distinct_runs: usize,
+    pub interval: [f64; 2],
+    /// The recorded outcome: its failure signature, or `passed`.
+    pub outcome: String,
+    /// How many repetitions ended each way.
+    pub outcomes: BTreeMap<String, u64>,
+    pub rate: f64,
+    pub reproduced: u64,
+    pub run: String,
+    pub times: u64,
+}
+
+/// Run `rec` again `times` times on `jobs` threads; repetition `i` gets
+/// model seed `i + 1` of the run's seed (0 is the run's own). `want` is the
+/// recorded signature (`None`: it passed).
+pub fn repro(
+    sandbox: &Sandbox,
+    agent: &Agent,
+    rec: &Recorded,
+    want: Option<String>,
+    times: u64,
+    jobs: usize,
+) -> Result<Repro> {
+    let header = &rec.bundle.header;
+    let ends = par_map(times as usize, jobs, |i| {
+        let o = campaign::execute(
+            sandbox,
+            agent,
+            &rec.case,
+            header.seed,
+            header.fuzz.as_ref(),
+            campaign::model_seed(header.seed, i as u64 + 1),
+            None,
+        )?;
+        Ok((
+            signature::of(o.footer.status, o.grade.as_ref()),
+            o.footer.chain_hash,
+        ))
+    })?;
+    let reproduced = ends.iter().filter(|(s, _)| *s == want).count() as u64;
+    let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
+    for (s, _) in &ends {
+        *outcomes
+            .entry(s.clone().unwrap_or_else(|| "passed".into()))
+            .or_insert(0) += 1;
+    }
+    let distinct_runs = ends.iter().map(|(_, h)| h).collect::<BTreeSet<_>>().len();
+    let (lo, hi) = wilson(reproduced, times, Z95);
+    Ok(Repro {
+        distinct_runs,
+        interval: [lo, hi],
+        outcome: want.unwrap_or_else(|| "passed".into()),
+        outcomes,
+        rate: reproduced as f64 / times as f64,
+        reproduced,
+        run: rec.id.clone(),
+        times,
+    })
+}

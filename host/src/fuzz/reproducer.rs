@@ -1,0 +1,103 @@
+//! A failure group's reproducer: its lowest-index run, shrunk when asked
+//! to the fewest, smallest faults that still fail the same way, then
+//! written to the store and checked to fail the same way again (a run that
+//! does not is an internal error, never a silent skip).
+
+use super::campaign::{self, Trial};
+use super::shrink::{self, Shrunk};
+use super::summary::Group;
+use crate::case::Case;
+use crate::case::fuzz::{FaultSource, Schedule};
+use crate::grade::signature;
+use crate::run::RunOutcome;
+use crate::sandbox::{Agent, Sandbox};
+use crate::store::StoreDir;
+use anyhow::Result;
+
+/// A group's kept reproducer.
+pub struct Kept {
+    pub group: Group,
+    pub trial: Trial,
+    /// The run as written to the store.
+    pub outcome: RunOutcome,
+    /// The shrink result and how many faults it started from.
+    pub shrunk: Option<(Shrunk, usize)>,
+}
+
+impl Kept {
+    /// The faults the reproducer runs with.
+    pub fn faults(&self) -> &Schedule {
+        match &self.shrunk {
+            Some((s, _)) => &s.schedule,
+            None => &self.trial.faults,
+        }
+    }
+}
+
+/// What reproducers are made from and where they go.
+pub struct Reproducers<'a> {
+    pub sandbox: &'a Sandbox,
+    pub agent: &'a Agent,
+    pub case: &'a Case,
+    pub store: &'a StoreDir,
+    /// The campaign's faults (drawn from its profile).
+    pub faults: &'a FaultSource,
+    /// Shrink with at most this many runs per group; `None`: do not shrink.
+    pub shrink_budget: Option<u64>,
+}
+
+impl Reproducers<'_> {
+    /// Keep one reproducer for `group`, whose first run is `trial`.
+    pub fn keep(&self, group: Group, trial: Trial) -> Result<Kept> {
+        let run = |source: &FaultSource, store: Option<&StoreDir>| {
+            campaign::execute(
+                self.sandbox,
+                self.agent,
+                self.case,
+                trial.seed,
+                Some(source),
+                trial.model_seed,
+                store,
+            )
+        };
+        let mut source = self.faults.clone();
+        let mut shrunk = None;
+        if let Some(budget) = self.shrink_budget {
+            let same = |s: &Schedule| -> Result<Option<Schedule>> {
+                let source = FaultSource::Schedule(s.clone());
+                let o = run(&source, None)?;
+                Ok((signature::of(o.footer.status, o.grade.as_ref()).as_ref()
+                    == Some(&group.signature))
+                .then(|| campaign::realized(&o, &source, trial.seed)))
+            };
+            // The drawn faults, named outright, must fail the same way first.
+            let Some(start) = same(&trial.faults)? else {
+                anyhow::bail!(
+                    "internal: the faults of seed {} run as a schedule did not fail with `{}`; the schedule does not re-create the drawn run",
+                    trial.seed,
+                    group.signature
+                );
+            };
+            let before = start.len();
+            let s = shrink::shrink(start, budget, same)?;
+            source = FaultSource::Schedule(s.schedule.clone());
+            shrunk = Some((s, before));
+        }
+        let outcome = run(&source, Some(self.store))?;
+        let got = signature::of(outcome.footer.status, outcome.grade.as_ref());
+        if got.as_ref() != Some(&group.signature) {
+            anyhow::bail!(
+                "internal: the reproducer of `{}` (seed {}) ended as {:?} when written; the run is not deterministic",
+                group.signature,
+                trial.seed,
+                got
+            );
+        }
+        Ok(Kept {
+            group,
+            trial,
+            outcome,
+            shrunk,
+        })
+    }
+}

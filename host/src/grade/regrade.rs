@@ -1,0 +1,41 @@
+//! Re-grading a recorded run without re-running the agent: its final state
+//! is rebuilt from the world's initial state and the recorded writes.
+
+use super::{Evidence, Grade, final_state, grade};
+use crate::case::expect::Expect;
+use crate::log::{Bundle, Footer};
+use crate::world::World;
+
+/// `bundle` (whose `footer` is given) graded against `expect` on `world`,
+/// with warnings when the world changed since the run or the rebuilt state
+/// is not the recorded one.
+pub fn regrade(
+    expect: &Expect,
+    world: &World,
+    bundle: &Bundle,
+    footer: &Footer,
+) -> (Grade, Vec<String>) {
+    let mut warnings = Vec::new();
+    if world.hash != bundle.header.world_hash {
+        warnings.push(format!(
+            "the world {} changed since the run; its writes are applied to the current version",
+            world.reference()
+        ));
+    }
+    let final_state = final_state(&world.initial, &bundle.events);
+    if final_state.hash() != footer.final_state_hash && warnings.is_empty() {
+        warnings
+            .push("the rebuilt final state does not match the recorded final-state hash".into());
+    }
+    let g = grade(
+        expect,
+        &Evidence {
+            status: footer.status,
+            output: footer.output.as_deref(),
+            events: &bundle.events,
+            initial: &world.initial,
+            final_state: &final_state,
+        },
+    );
+    (g, warnings)
+}

@@ -1,0 +1,167 @@
+//! A fuzz campaign: the `fuzz --json` document and the text report (the
+//! pass rate with its interval, pass^k, and each failure group with its
+//! fault mix, shrink result in words and reproducer).
+
+use crate::case::fuzz::{Profile, Schedule};
+use crate::fuzz::describe;
+use crate::fuzz::reproducer::Kept;
+use crate::fuzz::summary::{MixEntry, Summary};
+use serde::Serialize;
+
+/// Where the campaign's faults came from, and the profile itself.
+#[derive(Serialize)]
+pub struct Faults<'a> {
+    pub from: &'a str,
+    pub profile: &'a Profile,
+}
+
+/// A group's reproducer run.
+#[derive(Serialize)]
+pub struct Reproducer<'a> {
+    pub bundle: Option<String>,
+    pub chain_hash: &'a str,
+    pub faults: &'a Schedule,
+    pub model_seed: Option<u64>,
+    pub run_id: Option<&'a str>,
+    pub seed: u64,
+}
+
+/// What shrinking a group's reproducer found.
+#[derive(Serialize)]
+pub struct ShrinkReport {
+    pub complete: bool,
+    pub faults_after: usize,
+    pub faults_before: usize,
+    pub tries: u64,
+    pub words: String,
+}
+
+/// Failures that share a signature.
+#[derive(Serialize)]
+pub struct GroupReport<'a> {
+    pub count: u64,
+    pub fault_mix: &'a [MixEntry],
+    pub rate: f64,
+    pub reproducer: Reproducer<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shrunk: Option<ShrinkReport>,
+    pub signature: &'a str,
+}
+
+/// Real time the campaign took (the one part that differs between two
+/// runs of the same campaign).
+#[derive(Serialize)]
+pub struct Timing {
+    pub elapsed_ms: f64,
+    pub runs_per_s: f64,
+}
+
+/// The `fuzz --json` document.
+#[derive(Serialize)]
+pub struct FuzzReport<'a> {
+    pub agent_sha256: &'a str,
+    pub case: &'a str,
+    pub faults: Faults<'a>,
+    pub groups: Vec<GroupReport<'a>>,
+    pub repeat: u64,
+    pub seed: u64,
+    pub seeds: u64,
+    pub summary: &'a Summary,
+    pub timing: Timing,
+    pub world: String,
+}
+
+impl<'a> GroupReport<'a> {
+    pub fn of(k: &'a Kept) -> Self {
+        GroupReport {
+            count: k.group.count,
+            fault_mix: &k.group.fault_mix,
+            rate: k.group.rate,
+            reproducer: Reproducer {
+                bundle: k.outcome.bundle.as_ref().map(|b| b.display().to_string()),
+                chain_hash: &k.outcome.footer.chain_hash,
+                faults: k.faults(),
+                model_seed: k.trial.model_seed,
+                run_id: k.outcome.run_id.as_deref(),
+                seed: k.trial.seed,
+            },
+            shrunk: k.shrunk.as_ref().map(|(s, before)| ShrinkReport {
+                complete: s.complete,
+                faults_after: s.schedule.len(),
+                faults_before: *before,
+                tries: s.tries,
+                words: describe::schedule(s),
+            }),
+            signature: &k.group.signature,
+        }
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// The text report.
+pub fn print(r: &FuzzReport) {
+    let s = r.summary;
+    println!(
+        "fuzz {} on {}: {} runs, campaign seed {}, faults from {}",
+        r.case, r.world, s.runs, r.seed, r.faults.from
+    );
+    println!(
+        "  passed {}/{} = {} (95% interval {} – {})",
+        s.passed,
+        s.runs,
+        pct(s.pass_rate),
+        pct(s.interval[0]),
+        pct(s.interval[1])
+    );
+    if !s.pass_k.is_empty() {
+        let ks: Vec<String> = s
+            .pass_k
+            .iter()
+            .map(|p| format!("pass^{} {}", p.k, pct(p.value)))
+            .collect();
+        println!("  {}", ks.join(", "));
+    }
+    if r.groups.is_empty() {
+        println!("  no failures");
+    }
+    for g in &r.groups {
+        println!(
+            "  {} run{} ({}) {}",
+            g.count,
+            if g.count == 1 { "" } else { "s" },
+            pct(g.rate),
+            g.signature
+        );
+        let mix: Vec<String> = g
+            .fault_mix
+            .iter()
+            .map(|m| format!("{} ×{}", m.fault, m.runs))
+            .collect();
+        if !mix.is_empty() {
+            println!("      fault mix: {}", mix.join(", "));
+        }
+        if let Some(sh) = &g.shrunk {
+            println!(
+                "      shrunk from {} to {} fault(s) in {} runs{}: {}",
+                sh.faults_before,
+                sh.faults_after,
+                sh.tries,
+                if sh.complete { "" } else { " (budget spent)" },
+                sh.words
+            );
+        }
+        if let Some(id) = g.reproducer.run_id {
+            println!(
+                "      reproducer: {id} (seed {}); worldline replay {id}",
+                g.reproducer.seed
+            );
+        }
+    }
+    println!(
+        "  {:.0} ms, {:.0} runs/s",
+        r.timing.elapsed_ms, r.timing.runs_per_s
+    );
+}

@@ -1,0 +1,24 @@
+//! Reporters: how results are shown. Runners (`run`, `suite`, `fuzz`,
+//! `replay`) return typed results; each reporter turns one of them into one
+//! form: text for people, a JSON document (one `Serialize` type per
+//! command, fields in alphabetical order so the output is canonical), or
+//! JUnit XML for CI. Reporters never run anything.
+
+pub mod fuzz;
+pub mod grade;
+pub mod junit;
+pub mod repro;
+pub mod rerun;
+pub mod run;
+pub mod suite;
+
+use serde::Serialize;
+
+/// Print a JSON document with its keys in sorted order (through
+/// `serde_json::Value`, whose maps are sorted), whatever order its type
+/// declares them in.
+pub fn print_json(doc: &impl Serialize) -> anyhow::Result<()> {
+    let value = serde_json::to_value(doc)?;
+    println!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(())
+}
