@@ -3,6 +3,7 @@
 use super::Common;
 use super::runs_cmd::{now_s, run_id_of};
 use crate::error::ExitCode;
+use crate::report;
 use crate::retention::policy::Policy;
 use crate::retention::{pins, sweep};
 use crate::store::StoreDir;
@@ -53,14 +54,6 @@ pub struct UnpinArgs {
     pub common: Common,
 }
 
-fn human(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1 << 20)),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / f64::from(1 << 10)),
-        b => format!("{b} B"),
-    }
-}
-
 pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let mut policy = Policy::load(&store.root)?;
@@ -76,36 +69,10 @@ pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
     set(args.cache_days, &mut policy.cache.unused_days);
     let report = sweep::gc(&store, &policy, now_s(), args.dry_run)?;
     if args.common.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(ExitCode::Ok);
-    }
-    let verb = if args.dry_run {
-        "would remove"
+        report::print_json(&report)?;
     } else {
-        "removed"
-    };
-    for (what, r) in [
-        ("runs", &report.runs),
-        ("objects", &report.objects),
-        ("extracted worlds", &report.worlds),
-        ("compile-cache entries", &report.cache),
-    ] {
-        println!("{verb} {} {what} ({})", r.count, human(r.bytes));
-        for item in &r.items {
-            println!("  {item}");
-        }
+        report::gc::print(&report);
     }
-    if let Some(why) = &report.objects_skipped {
-        println!("objects: {why}");
-    }
-    println!(
-        "kept {} runs ({} as parents of kept forks, {} pinned); {} {}",
-        report.kept,
-        report.kept_as_parents.len(),
-        report.kept_pinned.len(),
-        if args.dry_run { "would free" } else { "freed" },
-        human(report.bytes_freed)
-    );
     Ok(ExitCode::Ok)
 }
 

@@ -7,10 +7,10 @@ use super::runs_cmd::run_id_of;
 use crate::error::{ExitCode, InputError};
 use crate::log::bundle;
 use crate::otel::{self, Options, RunView, send};
+use crate::report::{self, otel::OtelSummary};
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -86,23 +86,22 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         }
         (None, None) => unreachable!("clap requires --endpoint or --output"),
     };
-    let traces: Vec<String> = views
-        .iter()
-        .map(|v| hex::encode(otel::ids_of(&v.bundle).0))
-        .collect();
+    let summary = OtelSummary {
+        http_status: status,
+        redacted: redactor.is_some(),
+        run_ids: views.iter().map(|v| v.run_id.clone()).collect(),
+        runs: views.len(),
+        spans,
+        to,
+        trace_ids: views
+            .iter()
+            .map(|v| hex::encode(otel::ids_of(&v.bundle).0))
+            .collect(),
+    };
     if args.common.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "runs": views.len(), "spans": spans, "to": to, "http_status": status,
-                "trace_ids": traces, "redacted": redactor.is_some(),
-            }))?
-        );
+        report::print_json(&summary)?;
     } else {
-        println!("exported {spans} spans of {} runs to {to}", views.len());
-        for (v, t) in views.iter().zip(&traces) {
-            println!("  {}  trace {t}", v.run_id);
-        }
+        report::otel::print(&summary);
     }
     Ok(ExitCode::Ok)
 }

@@ -3,13 +3,12 @@
 
 use super::Common;
 use crate::error::{ExitCode, InputError};
+use crate::index::Index;
 use crate::index::query::{Filter, parse_time};
-use crate::index::row::Row;
-use crate::index::{Index, Sync};
+use crate::report;
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
-use serde_json::{Value, json};
 
 #[derive(Args)]
 pub struct RunsArgs {
@@ -101,79 +100,17 @@ pub fn run_id_of(path: &std::path::Path) -> String {
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
-fn row_json(r: &Row, pinned: bool) -> Value {
-    json!({
-        "pinned": pinned,
-        "run_id": r.run_id,
-        "created": crate::time::rfc3339(i128::from(r.created) * 1_000_000_000),
-        "case": r.case,
-        "world": r.world,
-        "agent": r.agent,
-        "seed": r.seed,
-        "status": r.status,
-        "grade": r.grade,
-        "outcome": r.outcome,
-        "signature": r.signature,
-        "events": r.events,
-        "parent": r.parent.as_ref().map(|p| format!("{p}@{}", r.fork_event.unwrap_or(0))),
-        "tags": r.tags,
-        "size": r.size,
-    })
-}
-
-/// A note on stderr when the index had to be repaired.
-fn say_sync(s: &Sync) {
-    if s.rebuilt {
-        eprintln!(
-            "note: the run index was missing or unreadable; rebuilt it from {} bundles",
-            s.read
-        );
-    }
-}
-
 pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let filter = filter_of(&args, &store)?;
     let (index, sync) = Index::open(&store)?;
-    say_sync(&sync);
+    report::runs::note_rebuilt(&sync);
     let rows = index.query(&filter)?;
     let pinned = crate::retention::pins::list(&store)?;
     if args.common.json {
-        let doc: Vec<Value> = rows
-            .iter()
-            .map(|r| row_json(r, pinned.contains(&r.run_id)))
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(ExitCode::Ok);
-    }
-    println!(
-        "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  parent",
-        "run", "created", "case", "agent", "status", "grade", "events"
-    );
-    let pin = |id: &str| {
-        if pinned.contains(id) {
-            "  (pinned)"
-        } else {
-            ""
-        }
-    };
-    for r in &rows {
-        let created = crate::time::rfc3339(i128::from(r.created) * 1_000_000_000);
-        println!(
-            "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  {}{}",
-            r.run_id,
-            created,
-            r.case,
-            r.agent.get(..12).unwrap_or(&r.agent),
-            r.status,
-            r.grade.as_deref().unwrap_or("-"),
-            r.events,
-            r.parent.as_ref().map_or("-".to_string(), |p| format!(
-                "{p}@{}",
-                r.fork_event.unwrap_or(0)
-            )),
-            pin(&r.run_id),
-        );
+        report::print_json(&report::runs::rows(&rows, &pinned))?;
+    } else {
+        report::runs::print(&rows, &pinned);
     }
     Ok(ExitCode::Ok)
 }
@@ -183,16 +120,9 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
     if args.check {
         let check = Index::connect(&store)?.check()?;
         if args.common.json {
-            println!("{}", serde_json::to_string_pretty(&check)?);
+            report::print_json(&check)?;
         } else {
-            println!(
-                "{} rows, {} bundles: {} missing, {} orphaned, {} stale",
-                check.indexed,
-                check.bundles,
-                check.missing.len(),
-                check.orphaned.len(),
-                check.stale.len()
-            );
+            report::runs::print_check(&check);
         }
         return Ok(if check.consistent() {
             ExitCode::Ok
@@ -207,14 +137,9 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
     };
     let rows = index.query(&Filter::default())?.len();
     if args.common.json {
-        println!("{}", json!({"rows": rows, "sync": sync}));
+        report::print_json(&report::runs::IndexSummary { rows, sync: &sync })?;
     } else {
-        println!(
-            "index: {rows} runs ({} read from bundles, {} dropped{})",
-            sync.read,
-            sync.dropped,
-            if sync.rebuilt { ", rebuilt" } else { "" }
-        );
+        report::runs::print_index(rows, &sync);
     }
     Ok(ExitCode::Ok)
 }
