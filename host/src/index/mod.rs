@@ -21,6 +21,7 @@ use row::Row;
 use rusqlite::{Connection, ErrorCode, OptionalExtension as _, TransactionBehavior, params};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The index file inside a store.
@@ -401,10 +402,30 @@ pub fn record_file(store: &StoreDir, run_id: &str) {
     save(store, run_id, Row::read(run_id, &store.bundle_path(run_id)));
 }
 
+/// Upsert one row through this process's connection to the store's index,
+/// opened on first use and kept: opening and closing SQLite for every
+/// run (the close checkpoints the log) costs ~15 ms, the upsert well under
+/// one.
+pub fn save_row(store: &StoreDir, row: &Row) -> Result<()> {
+    static WRITERS: Mutex<BTreeMap<PathBuf, Index>> = Mutex::new(BTreeMap::new());
+    let mut writers = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
+    let key = index_path(store);
+    let index = match writers.entry(key) {
+        std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::btree_map::Entry::Vacant(v) => v.insert(Index::connect(store)?),
+    };
+    let saved = index.upsert_all(std::slice::from_ref(row));
+    if saved.is_err() {
+        // Maybe the file was replaced (a rebuild): open it afresh next time.
+        writers.remove(&index_path(store));
+    }
+    saved
+}
+
 fn save(store: &StoreDir, run_id: &str, row: std::io::Result<Row>) {
     let result = row
         .map_err(anyhow::Error::from)
-        .and_then(|r| Index::connect(store)?.upsert_all(&[r]));
+        .and_then(|r| save_row(store, &r));
     if let Err(e) = result {
         eprintln!(
             "warning: the run index was not updated for {run_id} ({e:#}); the next `worldline runs` repairs it"
