@@ -33,6 +33,22 @@ use std::fmt;
 
 pub use bindings::worldline::agent::types::ErrorKind;
 
+impl ErrorKind {
+    /// The kind as the WIT names it (`denied`, `not-found`, ...); the host
+    /// spells the same names (a host test checks them against the WIT).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Denied => "denied",
+            ErrorKind::NotFound => "not-found",
+            ErrorKind::InvalidArgs => "invalid-args",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Failed => "failed",
+        }
+    }
+}
+
 /// A failed host call (or agent-level failure), carrying the host's error kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
@@ -55,15 +71,7 @@ impl Error {
 
     /// The kind as the host names it (`denied`, `not-found`, ...).
     pub fn kind_name(&self) -> &'static str {
-        match self.kind {
-            ErrorKind::Denied => "denied",
-            ErrorKind::NotFound => "not-found",
-            ErrorKind::InvalidArgs => "invalid-args",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::Unavailable => "unavailable",
-            ErrorKind::Conflict => "conflict",
-            ErrorKind::Failed => "failed",
-        }
+        self.kind.as_str()
     }
 }
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first; modules in one entry share a layer. Keep in
 /// step with "Layers" in docs/architecture.md.
 const LAYERS: &[&[&str]] = &[
-    &["canon", "error", "time", "parallel"],
+    &["canon", "error", "error_kind", "path", "time", "parallel"],
     &["world"],
     &["case"],
     &["log"],

@@ -2,6 +2,8 @@
 //! assertions, tables or rows that must stay unchanged (collateral damage),
 //! calls attempted or not, and the output.
 
+use crate::path::JsonPath;
+use crate::world::{self, World};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -30,10 +32,10 @@ pub struct StateCheck {
     pub table: Option<String>,
     #[serde(default)]
     pub key: Option<String>,
-    /// Dotted path inside the row.
+    /// Path inside the row (`status`, `meta.owner`; syntax: `crate::path`).
     #[serde(default)]
     pub field: Option<String>,
-    /// Row filter for `count` (field = value).
+    /// Row filter for `count` (path = value).
     #[serde(default, rename = "where")]
     pub where_: Map<String, Value>,
     #[serde(default)]
@@ -82,7 +84,7 @@ pub struct OutputCheck {
     pub json: Vec<JsonCheck>,
 }
 
-/// A value at a dotted path of the output parsed as JSON.
+/// A value at a path of the output parsed as JSON.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonCheck {
@@ -93,6 +95,57 @@ pub struct JsonCheck {
     pub contains: Option<Value>,
     #[serde(default)]
     pub exists: Option<bool>,
+}
+
+/// The statuses a run can end with.
+const STATUSES: &[&str] = &[
+    "completed",
+    "errored",
+    "trapped",
+    "out_of_fuel",
+    "memory_limit",
+    "timeout",
+    "exited",
+];
+
+impl Expect {
+    /// Check every assertion is well formed and names what `world` has.
+    pub fn check(&self, world: &World) -> Result<(), String> {
+        let tables: Vec<&String> = world.initial.tables.keys().collect();
+        for s in &self.state {
+            s.check(&tables)?;
+        }
+        for c in &self.calls {
+            c.check()?;
+            if !world::names_a_tool(&c.tool, &world.tools) {
+                return Err(format!(
+                    "calls: tool `{}` names no tool of {}",
+                    c.tool,
+                    world.reference()
+                ));
+            }
+        }
+        if let Some(o) = &self.output {
+            o.check()?;
+        }
+        for u in &self.unchanged {
+            let table = u.split('/').next().unwrap_or("");
+            if !world.initial.tables.contains_key(table) {
+                return Err(format!(
+                    "unchanged: unknown table `{table}` (tables: {tables:?})"
+                ));
+            }
+        }
+        if let Some(status) = &self.status
+            && !STATUSES.contains(&status.as_str())
+        {
+            return Err(format!(
+                "status `{status}` is not one of {}",
+                STATUSES.join(", ")
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl StateCheck {
@@ -110,6 +163,12 @@ impl StateCheck {
                 "a state assertion needs exactly one of equals, contains, exists, absent, count"
                     .into(),
             );
+        }
+        if let Some(f) = &self.field {
+            check_path("field", f)?;
+        }
+        for k in self.where_.keys() {
+            check_path("where", k)?;
         }
         match (&self.table, &self.file) {
             (Some(t), None) => {
@@ -149,15 +208,48 @@ impl CallCheck {
     }
 }
 
-/// The value at a dotted path (`a.b.0.c`) of a JSON value.
-pub fn at_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
-    if path.is_empty() || path == "$" {
-        return Some(value);
+impl OutputCheck {
+    pub fn check(&self) -> Result<(), String> {
+        for j in &self.json {
+            check_path("output.json path", &j.path)?;
+        }
+        Ok(())
     }
-    let path = path.strip_prefix("$.").unwrap_or(path);
-    path.split('.').try_fold(value, |v, part| match v {
-        Value::Object(m) => m.get(part),
-        Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get(i)),
-        _ => None,
-    })
+}
+
+fn check_path(what: &str, path: &str) -> Result<(), String> {
+    JsonPath::parse(path)
+        .map(drop)
+        .map_err(|m| format!("{what} `{path}`: {m}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state_check(src: &str) -> StateCheck {
+        toml::from_str(src).unwrap()
+    }
+
+    #[test]
+    fn paths_are_checked_with_the_assertion() {
+        let tables = [&"tickets".to_string()];
+        let ok = state_check("table='tickets'\nkey='T-1'\nfield='meta.tags[-1]'\nexists=true");
+        assert_eq!(ok.check(&tables), Ok(()));
+        let bad = state_check("table='tickets'\nkey='T-1'\nfield='meta..x'\nexists=true");
+        assert_eq!(
+            bad.check(&tables).unwrap_err(),
+            "field `meta..x`: empty field name"
+        );
+        let bad = state_check("table='tickets'\ncount=1\nwhere={'a[x]'=1}");
+        assert_eq!(
+            bad.check(&tables).unwrap_err(),
+            "where `a[x]`: `[x]` is not an index"
+        );
+        let out: OutputCheck = toml::from_str("json=[{path='$.a[', exists=true}]").unwrap();
+        assert_eq!(
+            out.check().unwrap_err(),
+            "output.json path `$.a[`: `[` without `]`"
+        );
+    }
 }

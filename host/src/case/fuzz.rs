@@ -9,8 +9,9 @@
 //! call of a tool gets this fault. The header of a fuzz run records which
 //! of the two it ran with, so a replay re-creates the same faults.
 
-use super::inject::{Action, ERROR_KINDS};
+use super::inject::Action;
 use crate::error::InputError;
+use crate::error_kind::ErrorKind;
 use crate::world::{self, World};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -245,12 +246,8 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
     };
     let mut total = prob("deny", t.deny)? + prob("empty", t.empty)?;
     for (kind, p) in &t.error {
-        if !ERROR_KINDS.contains(&kind.as_str()) {
-            return Err(format!(
-                "`{name}`: error.{kind} is not an error kind; use one of {}",
-                ERROR_KINDS.join(", ")
-            ));
-        }
+        kind.parse::<ErrorKind>()
+            .map_err(|why| format!("`{name}`: error.{kind} {why}"))?;
         total += prob(&format!("error.{kind}"), *p)?;
     }
     if let Some(s) = &t.stale {
@@ -259,13 +256,9 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
     }
     if let Some(p) = &t.partial {
         total += prob("partial.p", p.p)?;
-        if let Some(e) = &p.error
-            && !ERROR_KINDS.contains(&e.as_str())
-        {
-            return Err(format!(
-                "`{name}`: partial.error = \"{e}\" is not an error kind; use one of {}",
-                ERROR_KINDS.join(", ")
-            ));
+        if let Some(e) = &p.error {
+            e.parse::<ErrorKind>()
+                .map_err(|why| format!("`{name}`: partial.error = \"{e}\" {why}"))?;
         }
     }
     let mut latency = 0.0;
@@ -318,7 +311,7 @@ mod tests {
         let s = FaultSource::Schedule(Schedule {
             clock_skew_s: Some(-30),
             faults: vec![PlannedFault {
-                action: Action::Error("timeout".into()),
+                action: Action::Error(ErrorKind::Timeout),
                 latency_ms: Some(5),
                 nth: 2,
                 tool: "get_alert".into(),

@@ -3,19 +3,10 @@
 //! data, a denial, an error kind, added latency, an empty result, a partial
 //! write, or a fixed response.
 
+use crate::error_kind::ErrorKind;
 use crate::world::glob_match;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-
-pub const ERROR_KINDS: &[&str] = &[
-    "denied",
-    "not-found",
-    "invalid-args",
-    "timeout",
-    "unavailable",
-    "conflict",
-    "failed",
-];
 
 /// One rule as written in the case.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -39,7 +30,7 @@ pub struct Inject {
     #[serde(default)]
     pub empty: bool,
     #[serde(default)]
-    pub partial: Option<Partial>,
+    pub partial: Option<PartialToml>,
     #[serde(default)]
     pub response: Option<Value>,
 }
@@ -54,13 +45,23 @@ pub struct Stale {
     pub field: Option<String>,
 }
 
-/// Write only some fields, then fail.
+/// `partial = { fields, error }` as written (the kind is checked by
+/// [`Inject::action`], so the message can name the rule's key).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartialToml {
+    pub fields: Vec<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// Write only some fields, then fail (with `failed` unless `error` says).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Partial {
     pub fields: Vec<String>,
     #[serde(default)]
-    pub error: Option<String>,
+    pub error: Option<ErrorKind>,
 }
 
 /// What a rule (or a fuzz fault) does, once checked.
@@ -69,7 +70,7 @@ pub struct Partial {
 pub enum Action {
     Stale(Stale),
     Deny,
-    Error(String),
+    Error(ErrorKind),
     Empty,
     Partial(Partial),
     Respond(Value),
@@ -89,27 +90,25 @@ impl Inject {
             actions.push(Action::Deny);
         }
         if let Some(e) = &self.error {
-            if !ERROR_KINDS.contains(&e.as_str()) {
-                return Err(format!(
-                    "error = \"{e}\" is not an error kind; use one of {}",
-                    ERROR_KINDS.join(", ")
-                ));
-            }
-            actions.push(Action::Error(e.clone()));
+            let kind = e.parse().map_err(|why| format!("error = \"{e}\" {why}"))?;
+            actions.push(Action::Error(kind));
         }
         if self.empty {
             actions.push(Action::Empty);
         }
         if let Some(p) = &self.partial {
-            if let Some(e) = &p.error
-                && !ERROR_KINDS.contains(&e.as_str())
-            {
-                return Err(format!(
-                    "partial.error = \"{e}\" is not an error kind; use one of {}",
-                    ERROR_KINDS.join(", ")
-                ));
-            }
-            actions.push(Action::Partial(p.clone()));
+            let error = p
+                .error
+                .as_ref()
+                .map(|e| {
+                    e.parse()
+                        .map_err(|why| format!("partial.error = \"{e}\" {why}"))
+                })
+                .transpose()?;
+            actions.push(Action::Partial(Partial {
+                fields: p.fields.clone(),
+                error,
+            }));
         }
         if let Some(r) = &self.response {
             actions.push(Action::Respond(r.clone()));

@@ -28,6 +28,8 @@ pub struct Case {
     pub source: String,
     pub name: String,
     pub description: String,
+    /// `tags = [...]`: labels `test --filter tag:T` selects by.
+    pub tags: Vec<String>,
     /// Shared, so a fuzz campaign's many runs of one case copy no world.
     pub world: Arc<World>,
     pub task: Value,
@@ -94,6 +96,8 @@ struct CaseToml {
     world: toml::Spanned<String>,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    tags: Vec<String>,
     task: toml::Value,
     #[serde(default)]
     seed: u64,
@@ -141,123 +145,45 @@ pub fn parse(
     bytes: Vec<u8>,
     resolve: impl FnOnce(&str) -> Result<World, InputError>,
 ) -> Result<Case, InputError> {
-    let source = String::from_utf8(bytes)
+    let text = String::from_utf8(bytes)
         .map_err(|_| InputError::new(path, "case file is not UTF-8 text"))?;
-    let doc: CaseToml = toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
+    let src = Source { path, text: &text };
+    let doc: CaseToml = toml::from_str(&text).map_err(|e| InputError::toml(path, &text, &e))?;
     let world = resolve(doc.world.get_ref()).map_err(|e| {
         if e.file == path && e.line.is_none() {
-            InputError::at(path, &source, doc.world.span().start, e.message)
+            src.at(doc.world.span().start, e.message)
         } else {
             e
         }
     })?;
-
     let task =
         serde_json::to_value(&doc.task).map_err(|e| InputError::new(path, format!("task: {e}")))?;
-    let clock_ns = time::datetime_to_unix_ns(doc.clock.get_ref()).map_err(|m| {
-        InputError::at(path, &source, doc.clock.span().start, format!("clock: {m}"))
-    })?;
-    let permissions = doc
-        .permissions
-        .as_ref()
-        .map(|p| p.get_ref().clone())
-        .unwrap_or_default();
-    let permissions_at = doc.permissions.as_ref().map_or(0, |p| p.span().start);
-    if let Some(rule) = permissions.rule_naming_nothing(&world.tools) {
-        return Err(InputError::at(
-            path,
-            &source,
-            permissions_at,
-            format!(
-                "[permissions] rule `{rule}` names no tool of {}",
-                world.reference()
-            ),
-        ));
-    }
-    if doc.limits.fuel == 0 || doc.limits.memory_mb == 0 || doc.limits.timeout_ms == 0 {
-        return Err(InputError::new(
-            path,
-            "[limits] fuel, memory_mb and timeout_ms must be above zero",
-        ));
-    }
-    let at = |offset: usize, m: String| InputError::at(path, &source, offset, m);
-    let mut rules = Vec::with_capacity(doc.inject.len());
-    for rule in &doc.inject {
-        let action = rule
-            .get_ref()
-            .action()
-            .map_err(|m| at(rule.span().start, format!("[[inject]]: {m}")))?;
-        rules.push((rule.get_ref().clone(), action));
-        let tool = &rule.get_ref().tool;
-        if !world::names_a_tool(tool, &world.tools) {
-            return Err(at(
-                rule.span().start,
-                format!(
-                    "[[inject]]: tool `{tool}` names no tool of {}",
-                    world.reference()
-                ),
-            ));
-        }
-    }
+    let clock_ns = time::datetime_to_unix_ns(doc.clock.get_ref())
+        .map_err(|m| src.at(doc.clock.span().start, format!("clock: {m}")))?;
+    let permissions = check_permissions(&src, doc.permissions.as_ref(), &world)?;
+    check_limits(path, &doc.limits)?;
+    let inject = check_inject(&src, &doc.inject, &world)?;
     if let Some(m) = &doc.model {
-        m.get_ref().check().map_err(|e| at(m.span().start, e))?;
+        m.get_ref().check().map_err(|e| src.at(m.span().start, e))?;
     }
-    if let Some(expect) = &doc.expect {
-        let e = expect.get_ref();
-        let tables: Vec<&String> = world.initial.tables.keys().collect();
-        let bad = |m: String| at(expect.span().start, format!("[expect]: {m}"));
-        for s in &e.state {
-            s.check(&tables).map_err(bad)?;
-        }
-        for c in &e.calls {
-            c.check().map_err(bad)?;
-            if !world::names_a_tool(&c.tool, &world.tools) {
-                return Err(bad(format!(
-                    "calls: tool `{}` names no tool of {}",
-                    c.tool,
-                    world.reference()
-                )));
-            }
-        }
-        for u in &e.unchanged {
-            let table = u.split('/').next().unwrap_or("");
-            if !world.initial.tables.contains_key(table) {
-                return Err(bad(format!(
-                    "unchanged: unknown table `{table}` (tables: {tables:?})"
-                )));
-            }
-        }
-        if let Some(status) = &e.status {
-            const STATUSES: &[&str] = &[
-                "completed",
-                "errored",
-                "trapped",
-                "out_of_fuel",
-                "memory_limit",
-                "timeout",
-                "exited",
-            ];
-            if !STATUSES.contains(&status.as_str()) {
-                return Err(bad(format!(
-                    "status `{status}` is not one of {}",
-                    STATUSES.join(", ")
-                )));
-            }
-        }
+    if let Some(e) = &doc.expect {
+        e.get_ref()
+            .check(&world)
+            .map_err(|m| src.at(e.span().start, format!("[expect]: {m}")))?;
     }
     let fuzz = doc
         .fuzz
         .as_ref()
-        .map(|f| fuzz::check(path, &source, f, &world, "[fuzz]"))
+        .map(|f| fuzz::check(path, &text, f, &world, "[fuzz]"))
         .transpose()?;
     Ok(Case {
         path: path.to_path_buf(),
-        hash: canon::sha256_hex(source.as_bytes()),
-        source: source.clone(),
+        hash: canon::sha256_hex(text.as_bytes()),
         name: path
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().to_string()),
         description: doc.description,
+        tags: doc.tags,
         world: Arc::new(world),
         task,
         seed: doc.seed,
@@ -267,10 +193,78 @@ pub fn parse(
         permissions,
         model: doc.model.map(|m| m.into_inner()).unwrap_or_default(),
         model_overrides: BTreeMap::new(),
-        inject: rules,
+        inject,
         expect: doc.expect.map(|e| e.into_inner()),
         fuzz,
+        source: text,
     })
+}
+
+/// The case file's text, for errors that point into it.
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn at(&self, offset: usize, message: impl Into<String>) -> InputError {
+        InputError::at(self.path, self.text, offset, message)
+    }
+}
+
+/// `[permissions]`, whose every rule must name a tool of the world.
+fn check_permissions(
+    src: &Source,
+    permissions: Option<&toml::Spanned<Permissions>>,
+    world: &World,
+) -> Result<Permissions, InputError> {
+    let Some(spanned) = permissions else {
+        return Ok(Permissions::default());
+    };
+    let p = spanned.get_ref();
+    match p.rule_naming_nothing(&world.tools) {
+        Some(rule) => Err(src.at(
+            spanned.span().start,
+            format!(
+                "[permissions] rule `{rule}` names no tool of {}",
+                world.reference()
+            ),
+        )),
+        None => Ok(p.clone()),
+    }
+}
+
+fn check_limits(path: &Path, limits: &Limits) -> Result<(), InputError> {
+    if limits.fuel == 0 || limits.memory_mb == 0 || limits.timeout_ms == 0 {
+        return Err(InputError::new(
+            path,
+            "[limits] fuel, memory_mb and timeout_ms must be above zero",
+        ));
+    }
+    Ok(())
+}
+
+/// `[[inject]]` rules in order, each with its checked action.
+fn check_inject(
+    src: &Source,
+    rules: &[toml::Spanned<inject::Inject>],
+    world: &World,
+) -> Result<Vec<(inject::Inject, inject::Action)>, InputError> {
+    let mut checked = Vec::with_capacity(rules.len());
+    for spanned in rules {
+        let rule = spanned.get_ref();
+        let at = |m: String| src.at(spanned.span().start, format!("[[inject]]: {m}"));
+        let action = rule.action().map_err(at)?;
+        if !world::names_a_tool(&rule.tool, &world.tools) {
+            return Err(at(format!(
+                "tool `{}` names no tool of {}",
+                rule.tool,
+                world.reference()
+            )));
+        }
+        checked.push((rule.clone(), action));
+    }
+    Ok(checked)
 }
 
 impl Case {

@@ -3,6 +3,8 @@
 //! OpenAI-compatible endpoint (`openai`), or earlier runs (`recorded`) —
 //! and `--model-set KEY=VALUE` overrides from the command line.
 
+use crate::error_kind::ErrorKind;
+use crate::path::JsonPath;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -128,8 +130,8 @@ pub struct ScriptedToolCall {
 pub struct Rule {
     /// Substring of the last user/tool message's content.
     pub contains: Option<String>,
-    /// JSON path into the last user/tool message (its `content` parsed when
-    /// it is JSON text), e.g. `$.content.deploys[0].id`.
+    /// Path into the last user/tool message (its `content` parsed when it
+    /// is JSON text), e.g. `$.content.deploys[0].id` (syntax: `crate::path`).
     pub path: Option<String>,
     /// With `path`: the value there must equal this.
     pub equals: Option<Value>,
@@ -149,7 +151,12 @@ fn one() -> u32 {
     1
 }
 
-const ERROR_KINDS: &[&str] = &["timeout", "unavailable", "failed"];
+/// The kinds a scripted reply may fail with (what a model endpoint can do).
+const MODEL_ERRORS: [ErrorKind; 3] = [
+    ErrorKind::Timeout,
+    ErrorKind::Unavailable,
+    ErrorKind::Failed,
+];
 
 impl ModelConfig {
     /// Check what serde cannot: each rule replies one way, paths parse,
@@ -168,7 +175,7 @@ impl ModelConfig {
                 return Err(format!("{at}: every alternative has weight 0"));
             }
             if let Some(p) = &rule.path {
-                parse_path(p).map_err(|m| format!("{at}: path `{p}`: {m}"))?;
+                JsonPath::parse(p).map_err(|m| format!("{at}: path `{p}`: {m}"))?;
             } else if rule.equals.is_some() {
                 return Err(format!("{at}: `equals` needs a `path`"));
             }
@@ -269,12 +276,10 @@ impl Reply {
     fn check(&self) -> Result<(), String> {
         if let Reply::Full(t) = self {
             if let Some(kind) = &t.error
-                && !ERROR_KINDS.contains(&kind.as_str())
+                && !MODEL_ERRORS.iter().any(|k| k.as_str() == kind)
             {
-                return Err(format!(
-                    "error `{kind}` is not one of {}",
-                    ERROR_KINDS.join(", ")
-                ));
+                let names: Vec<&str> = MODEL_ERRORS.iter().map(|k| k.as_str()).collect();
+                return Err(format!("error `{kind}` is not one of {}", names.join(", ")));
             }
             if t.error.is_none() && t.content.is_none() && t.tool_calls.is_empty() {
                 return Err("a reply needs `content`, `tool_calls` or `error`".into());
@@ -284,77 +289,29 @@ impl Reply {
     }
 }
 
-/// One step of a JSON path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
-    Field(String),
-    Index(i64),
-}
-
-/// Parse `$.a.b[0].c[-1]` (the leading `$` is optional).
-pub fn parse_path(path: &str) -> Result<Vec<Step>, String> {
-    let owned;
-    let mut rest = match path.strip_prefix('$') {
-        Some(r) => r,
-        None => {
-            owned = format!(".{path}");
-            &owned
-        }
-    };
-    let mut steps = Vec::new();
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            if end == 0 {
-                return Err("empty field name".into());
-            }
-            steps.push(Step::Field(r[..end].to_string()));
-            rest = &r[end..];
-        } else if let Some(r) = rest.strip_prefix('[') {
-            let end = r.find(']').ok_or("`[` without `]`")?;
-            let index = r[..end]
-                .trim()
-                .parse::<i64>()
-                .map_err(|_| format!("`[{}]` is not an index", &r[..end]))?;
-            steps.push(Step::Index(index));
-            rest = &r[end + 1..];
-        } else {
-            return Err(format!("unexpected `{rest}`"));
-        }
-    }
-    Ok(steps)
-}
-
-/// The value at `steps` in `v`; negative indexes count from the end.
-pub fn at_path<'a>(v: &'a Value, steps: &[Step]) -> Option<&'a Value> {
-    steps.iter().try_fold(v, |v, step| match step {
-        Step::Field(f) => v.get(f),
-        Step::Index(i) => {
-            let a = v.as_array()?;
-            let i = if *i < 0 { a.len() as i64 + i } else { *i };
-            a.get(usize::try_from(i).ok()?)
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn paths_parse_and_index_from_either_end() {
-        let v = json!({"content": {"deploys": [{"id": "D-41"}, {"id": "D-42"}]}});
-        let p = parse_path("$.content.deploys[-1].id").unwrap();
-        assert_eq!(at_path(&v, &p), Some(&json!("D-42")));
-        let p = parse_path("content.deploys[0].id").unwrap();
-        assert_eq!(at_path(&v, &p), Some(&json!("D-41")));
+    fn rule_paths_are_checked_when_the_case_loads() {
+        let config = |path: &str| ModelConfig {
+            rules: vec![Rule {
+                path: Some(path.into()),
+                reply: Some(Reply::Text("ok".into())),
+                ..Rule::default()
+            }],
+            ..ModelConfig::default()
+        };
+        assert_eq!(config("$.content.deploys[-1].id").check(), Ok(()));
         assert_eq!(
-            at_path(&v, &parse_path("$.content.deploys[5]").unwrap()),
-            None
+            config("$.a[x]").check().unwrap_err(),
+            "[[model.rules]] #1: path `$.a[x]`: `[x]` is not an index"
         );
-        assert!(parse_path("$.a[x]").is_err());
-        assert!(parse_path("$..a").is_err());
+        assert_eq!(
+            config("$..a").check().unwrap_err(),
+            "[[model.rules]] #1: path `$..a`: empty field name"
+        );
     }
 
     #[test]
@@ -371,7 +328,10 @@ mod tests {
         assert_eq!(c2.retries, 0);
         let bad = parse_overrides(&["provider=openai".into()]).unwrap();
         assert!(c.with_overrides(&bad).unwrap_err().contains("base_url"));
-        assert!(parse_overrides(&["nokey".into()]).is_err());
+        assert_eq!(
+            parse_overrides(&["nokey".into()]).unwrap_err(),
+            "--model-set `nokey`: expected KEY=VALUE, e.g. --model-set provider=openai"
+        );
         let unknown = parse_overrides(&["colour=blue".into()]).unwrap();
         assert!(c.with_overrides(&unknown).unwrap_err().contains("colour"));
     }

@@ -70,13 +70,7 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
                 format!("`{s}` is not PATH=JSON (for example tickets/T-1.status=\"open\")"),
             )
         })?;
-        if !path.contains('/') {
-            return Err(InputError::new(
-                "--set",
-                format!("`{path}` is not table/key or table/key.field"),
-            )
-            .into());
-        }
+        crate::mediate::parse_patch(path).map_err(|m| InputError::new("--set", m))?;
         edits.push(Edit::Set {
             path: path.to_string(),
             value: json_arg("--set", value)?,

@@ -9,6 +9,7 @@ mod fuzz_cmd;
 mod gc_cmd;
 mod grade_cmd;
 mod inspect_cmd;
+mod merge_cmd;
 mod otel_cmd;
 mod redact_opts;
 mod replay_cmd;
@@ -93,6 +94,8 @@ enum Command {
     Fuzz(fuzz_cmd::FuzzArgs),
     /// Run a recorded run's case and seed again N times; how often it ends the same way.
     Repro(repro_cmd::ReproArgs),
+    /// Combine the --json reports of a partitioned `test` into one.
+    Merge(merge_cmd::MergeArgs),
     /// Replay every run in the store (or those named); report the drift rate.
     Verify(replay_cmd::VerifyArgs),
     /// A new run: replay a recorded one up to event N, change something there, run on live.
@@ -145,6 +148,7 @@ pub fn main() -> i32 {
         Command::Verify(args) => replay_cmd::exec_verify(args),
         Command::Fuzz(args) => fuzz_cmd::exec(args),
         Command::Repro(args) => repro_cmd::exec(args),
+        Command::Merge(args) => merge_cmd::exec(args),
         Command::Rerun(args) => rerun_cmd::exec(args),
         Command::Fork(args) => fork_cmd::exec(args),
         Command::History(args) => inspect_cmd::exec_history(args),

@@ -43,7 +43,7 @@ pub fn fault(f: &PlannedFault, passes_at: Option<u64>) -> String {
         Action::Partial(p) => format!(
             "writes only {} and fails with {}",
             p.fields.join(", "),
-            p.error.as_deref().unwrap_or("failed")
+            p.error.unwrap_or(crate::error_kind::ErrorKind::Failed)
         ),
         Action::Respond(_) => "gets a fixed answer".into(),
         Action::Delay => {

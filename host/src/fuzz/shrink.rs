@@ -226,7 +226,11 @@ mod tests {
             faults: vec![
                 fault("get_alert", Action::Delay, Some(3000)),
                 fault("list_deploys", stale(1500), Some(800)),
-                fault("close_ticket", Action::Error("timeout".into()), None),
+                fault(
+                    "close_ticket",
+                    Action::Error(crate::error_kind::ErrorKind::Timeout),
+                    None,
+                ),
             ],
         };
         let s = shrink(start, 500, model).unwrap();

@@ -32,7 +32,7 @@ pub struct MixEntry {
 }
 
 /// One pass^k figure.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct PassK {
     pub k: u64,
     pub value: f64,

@@ -8,8 +8,9 @@ pub mod regrade;
 pub mod signature;
 pub mod verdict;
 
-use crate::case::expect::{CallCheck, Expect, StateCheck, at_path};
+use crate::case::expect::{CallCheck, Expect, StateCheck};
 use crate::log::{Effect, Event, Status};
+use crate::path::JsonPath;
 use crate::world::glob_match;
 use crate::world::state::State;
 use diff::StateDiff;
@@ -17,7 +18,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 /// One assertion's result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Assertion {
     pub what: String,
     pub passed: bool,
@@ -71,99 +72,115 @@ fn contains(haystack: &Value, needle: &Value) -> bool {
     }
 }
 
+/// The value at a path the case checked when it loaded (so it parses).
+fn value_at<'a>(value: &'a Value, path: Option<&JsonPath>) -> Option<&'a Value> {
+    path?.get(value)
+}
+
+/// What an assertion asks of the value at a place (a file, a row or a
+/// field of it, a path into the output).
+enum Test<'a> {
+    Exists(bool),
+    Absent(bool),
+    Equals(&'a Value),
+    Contains(&'a Value),
+}
+
+/// Judge the value at `place` (`None`: there is none) by `test`.
+fn value_check(place: &str, value: Option<&Value>, test: Option<Test>) -> Assertion {
+    let actual = value.cloned().unwrap_or(Value::Null);
+    match test {
+        Some(Test::Exists(e)) => check(
+            format!("{place} exists"),
+            json!(e),
+            json!(value.is_some()),
+            value.is_some() == e,
+        ),
+        Some(Test::Absent(a)) => check(
+            format!("{place} absent"),
+            json!(a),
+            json!(value.is_none()),
+            value.is_none() == a,
+        ),
+        Some(Test::Equals(v)) => check(
+            format!("{place} equals"),
+            v.clone(),
+            actual,
+            value == Some(v),
+        ),
+        Some(Test::Contains(v)) => check(
+            format!("{place} contains"),
+            v.clone(),
+            actual,
+            value.is_some_and(|x| contains(x, v)),
+        ),
+        None => check(place.to_string(), Value::Null, actual, false),
+    }
+}
+
+impl StateCheck {
+    /// The test of a file or row assertion (`count` is judged apart).
+    fn test(&self) -> Option<Test<'_>> {
+        self.exists
+            .map(Test::Exists)
+            .or(self.absent.map(Test::Absent))
+            .or(self.equals.as_ref().map(Test::Equals))
+            .or(self.contains.as_ref().map(Test::Contains))
+    }
+}
+
 fn state_check(c: &StateCheck, state: &State) -> Assertion {
     if let Some(path) = &c.file {
         let data = state
             .files
             .get(path)
             .map(|d| Value::String(String::from_utf8_lossy(&d.to_bytes()).into_owned()));
-        let what = format!("file {path}");
-        return match (&c.exists, &c.absent, &c.equals, &c.contains) {
-            (Some(e), ..) => check(
-                format!("{what} exists"),
-                json!(e),
-                json!(data.is_some()),
-                data.is_some() == *e,
-            ),
-            (_, Some(a), ..) => check(
-                format!("{what} absent"),
-                json!(a),
-                json!(data.is_none()),
-                data.is_none() == *a,
-            ),
-            (_, _, Some(v), _) => check(
-                format!("{what} equals"),
-                v.clone(),
-                data.clone().unwrap_or(Value::Null),
-                data.as_ref() == Some(v),
-            ),
-            (_, _, _, Some(v)) => check(
-                format!("{what} contains"),
-                v.clone(),
-                data.clone().unwrap_or(Value::Null),
-                data.as_ref().is_some_and(|d| contains(d, v)),
-            ),
-            _ => check(what, Value::Null, Value::Null, false),
-        };
+        return value_check(&format!("file {path}"), data.as_ref(), c.test());
     }
     let table = c.table.as_deref().unwrap_or("");
     if let Some(n) = c.count {
-        let count = state.tables.get(table).map_or(0, |t| {
-            t.rows
-                .values()
-                .filter(|r| c.where_.iter().all(|(k, v)| at_path(r, k) == Some(v)))
-                .count() as u64
-        });
-        let filter = if c.where_.is_empty() {
-            String::new()
-        } else {
-            format!(" where {}", crate::canon::to_string(&c.where_))
-        };
-        return check(
-            format!("count {table}{filter}"),
-            json!(n),
-            json!(count),
-            count == n,
-        );
+        return count_check(c, table, n, state);
     }
     let key = c.key.as_deref().unwrap_or("");
     let row = state.row(table, key);
-    let value = match &c.field {
-        Some(f) => row.and_then(|r| at_path(r, f)),
-        None => row,
+    let (place, value) = match &c.field {
+        Some(f) => (
+            format!("{table}/{key}.{f}"),
+            row.and_then(|r| value_at(r, JsonPath::parse(f).ok().as_ref())),
+        ),
+        None => (format!("{table}/{key}"), row),
     };
-    let place = match &c.field {
-        Some(f) => format!("{table}/{key}.{f}"),
-        None => format!("{table}/{key}"),
+    value_check(&place, value, c.test())
+}
+
+/// How many rows of `table` match the check's `where`, against `n`.
+fn count_check(c: &StateCheck, table: &str, n: u64, state: &State) -> Assertion {
+    let filters: Vec<(Option<JsonPath>, &Value)> = c
+        .where_
+        .iter()
+        .map(|(k, v)| (JsonPath::parse(k).ok(), v))
+        .collect();
+    let count = state.tables.get(table).map_or(0, |t| {
+        t.rows
+            .values()
+            .filter(|r| {
+                filters
+                    .iter()
+                    .all(|(p, v)| value_at(r, p.as_ref()) == Some(v))
+            })
+            .count() as u64
+    });
+    let filter = if c.where_.is_empty() {
+        String::new()
+    } else {
+        format!(" where {}", crate::canon::to_string(&c.where_))
     };
-    let actual = value.cloned().unwrap_or(Value::Null);
-    match (&c.exists, &c.absent, &c.equals, &c.contains) {
-        (Some(e), ..) => check(
-            format!("{place} exists"),
-            json!(e),
-            json!(value.is_some()),
-            value.is_some() == *e,
-        ),
-        (_, Some(a), ..) => check(
-            format!("{place} absent"),
-            json!(a),
-            json!(value.is_none()),
-            value.is_none() == *a,
-        ),
-        (_, _, Some(v), _) => check(
-            format!("{place} equals"),
-            v.clone(),
-            actual,
-            value == Some(v),
-        ),
-        (_, _, _, Some(v)) => check(
-            format!("{place} contains"),
-            v.clone(),
-            actual,
-            value.is_some_and(|x| contains(x, v)),
-        ),
-        _ => check(place, Value::Null, actual, false),
-    }
+    check(
+        format!("count {table}{filter}"),
+        json!(n),
+        json!(count),
+        count == n,
+    )
 }
 
 /// The tool-call events that a calls check counts.
@@ -288,30 +305,15 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
         }
         let parsed: Option<Value> = serde_json::from_str(text).ok();
         for j in &o.json {
-            let v = parsed.as_ref().and_then(|p| at_path(p, &j.path));
-            let actual = v.cloned().unwrap_or(Value::Null);
-            let a = match (&j.equals, &j.contains, &j.exists) {
-                (Some(e), ..) => check(
-                    format!("output {} equals", j.path),
-                    e.clone(),
-                    actual,
-                    v == Some(e),
-                ),
-                (_, Some(c), _) => check(
-                    format!("output {} contains", j.path),
-                    c.clone(),
-                    actual,
-                    v.is_some_and(|x| contains(x, c)),
-                ),
-                (_, _, Some(e)) => check(
-                    format!("output {} exists", j.path),
-                    json!(e),
-                    json!(v.is_some()),
-                    v.is_some() == *e,
-                ),
-                _ => check(format!("output {}", j.path), Value::Null, actual, false),
-            };
-            out.push(a);
+            let path = JsonPath::parse(&j.path).ok();
+            let v = parsed.as_ref().and_then(|p| value_at(p, path.as_ref()));
+            let test = j
+                .equals
+                .as_ref()
+                .map(Test::Equals)
+                .or(j.contains.as_ref().map(Test::Contains))
+                .or(j.exists.map(Test::Exists));
+            out.push(value_check(&format!("output {}", j.path), v, test));
         }
     }
     Grade {

@@ -10,28 +10,32 @@ use super::bindings::worldline::agent::{files, tools, trace, types};
 use super::{Answer, RunState, Services};
 use crate::canon;
 use crate::case::inject::Action;
+use crate::error_kind::ErrorKind;
 use crate::log::Effect;
 use crate::time;
 use crate::world::state::{FileData, Write};
 use crate::world::tools::{AsOf, Tool, execute};
 use serde_json::{Value, json};
-use types::{ErrorKind, ToolError};
+use types::ToolError;
 
-fn kind_of(name: &str) -> ErrorKind {
-    match name {
-        "denied" => ErrorKind::Denied,
-        "not-found" => ErrorKind::NotFound,
-        "invalid-args" => ErrorKind::InvalidArgs,
-        "timeout" => ErrorKind::Timeout,
-        "unavailable" => ErrorKind::Unavailable,
-        "conflict" => ErrorKind::Conflict,
-        _ => ErrorKind::Failed,
+/// The one conversion from the host's error kinds to the generated WIT enum.
+impl From<ErrorKind> for types::ErrorKind {
+    fn from(kind: ErrorKind) -> Self {
+        match kind {
+            ErrorKind::Denied => types::ErrorKind::Denied,
+            ErrorKind::NotFound => types::ErrorKind::NotFound,
+            ErrorKind::InvalidArgs => types::ErrorKind::InvalidArgs,
+            ErrorKind::Timeout => types::ErrorKind::Timeout,
+            ErrorKind::Unavailable => types::ErrorKind::Unavailable,
+            ErrorKind::Conflict => types::ErrorKind::Conflict,
+            ErrorKind::Failed => types::ErrorKind::Failed,
+        }
     }
 }
 
 /// An error answer: `{"error": {"kind": ..., "message": ...}}`.
-pub fn error_answer(kind: &str, message: impl Into<String>) -> Answer {
-    let effect = if kind == "denied" {
+pub fn error_answer(kind: ErrorKind, message: impl Into<String>) -> Answer {
+    let effect = if kind == ErrorKind::Denied {
         Effect::Denied
     } else {
         Effect::Failed
@@ -47,7 +51,7 @@ pub fn error_answer(kind: &str, message: impl Into<String>) -> Answer {
 pub(super) fn decode<T>(response: &Value, f: impl FnOnce(&Value) -> T) -> Result<T, ToolError> {
     match response.get("error") {
         Some(e) => Err(ToolError {
-            kind: kind_of(e["kind"].as_str().unwrap_or("failed")),
+            kind: ErrorKind::named(e["kind"].as_str().unwrap_or_default()).into(),
             message: e["message"].as_str().unwrap_or("").to_string(),
         }),
         None => Ok(f(response.get("ok").unwrap_or(&Value::Null))),
@@ -67,18 +71,6 @@ fn plain(s: &Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Answer {
             ..Answer::read(json!({"ok": out}))
         },
         Err(f) => error_answer(f.kind, f.message),
-    }
-}
-
-fn default_message(kind: &str) -> String {
-    match kind {
-        "denied" => "permission denied".into(),
-        "timeout" => "the call timed out".into(),
-        "unavailable" => "the service is unavailable".into(),
-        "not-found" => "not found".into(),
-        "conflict" => "conflict".into(),
-        "invalid-args" => "invalid arguments".into(),
-        _ => "the call failed".into(),
     }
 }
 
@@ -139,13 +131,15 @@ fn injected(
     let (mut answer, detail) = match action {
         Action::Delay => (plain(s, tool, args, &now), json!({"action": "latency"})),
         Action::Deny => (
-            error_answer("denied", default_message("denied")),
+            error_answer(ErrorKind::Denied, ErrorKind::Denied.default_message()),
             json!({"action": "deny"}),
         ),
         Action::Error(kind) => {
-            let message = source.message.unwrap_or_else(|| default_message(kind));
+            let message = source
+                .message
+                .unwrap_or_else(|| kind.default_message().into());
             (
-                error_answer(kind, message),
+                error_answer(*kind, message),
                 json!({"action": "error", "kind": kind}),
             )
         }
@@ -175,11 +169,11 @@ fn injected(
             )
         }
         Action::Partial(p) => {
-            let kind = p.error.clone().unwrap_or_else(|| "failed".into());
+            let kind = p.error.unwrap_or(ErrorKind::Failed);
             let mark = json!({"action": "partial", "fields": p.fields, "kind": kind});
             match execute(tool, args, &s.world.state, &now) {
                 Ok((_, writes)) => {
-                    let mut a = error_answer(&kind, default_message(&kind));
+                    let mut a = error_answer(kind, kind.default_message());
                     a.effect = Effect::Failed;
                     a.writes = partial_writes(s, writes, &p.fields);
                     (a, mark)
@@ -202,19 +196,27 @@ fn injected(
 fn serve_tool(s: &mut Services, name: &str, args: Result<Value, String>) -> Answer {
     let args = match args {
         Ok(a) => a,
-        Err(e) => return error_answer("invalid-args", format!("arguments are not JSON: {e}")),
+        Err(e) => {
+            return error_answer(
+                ErrorKind::InvalidArgs,
+                format!("arguments are not JSON: {e}"),
+            );
+        }
     };
     // The world is shared (`Arc`); holding it keeps the tool borrowable
     // while the session is updated, without copying the tool per call.
     let world = s.world.world.clone();
     let Some(tool) = world.tool(name) else {
         return error_answer(
-            "not-found",
+            ErrorKind::NotFound,
             format!("no tool `{name}` in {}", s.world.world.reference()),
         );
     };
     if !s.world.allowed(name) {
-        return error_answer("denied", format!("`{name}` is not permitted in this case"));
+        return error_answer(
+            ErrorKind::Denied,
+            format!("`{name}` is not permitted in this case"),
+        );
     }
     let now = AsOf::now(s.now_text());
     let rule = s.world.match_rule(name, &args);
@@ -294,11 +296,14 @@ impl files::Host for RunState {
     fn read(&mut self, path: String) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
         let r = self.mediated("worldline:agent/files.read", json!({"path": path}), |s| {
             if !s.world.allowed("files.read") {
-                return error_answer("denied", "files.read is not permitted in this case");
+                return error_answer(
+                    ErrorKind::Denied,
+                    "files.read is not permitted in this case",
+                );
             }
             match s.world.state.files.get(&path) {
                 Some(data) => Answer::read(json!({"ok": data})),
-                None => error_answer("not-found", format!("no world file `{path}`")),
+                None => error_answer(ErrorKind::NotFound, format!("no world file `{path}`")),
             }
         })?;
         Ok(decode(&r, |v| {
@@ -315,10 +320,13 @@ impl files::Host for RunState {
             json!({"path": path, "data": data}),
             |s| {
                 if !s.world.allowed("files.write") {
-                    return error_answer("denied", "files.write is not permitted in this case");
+                    return error_answer(
+                        ErrorKind::Denied,
+                        "files.write is not permitted in this case",
+                    );
                 }
                 if path.is_empty() {
-                    return error_answer("invalid-args", "empty path");
+                    return error_answer(ErrorKind::InvalidArgs, "empty path");
                 }
                 Answer {
                     effect: Effect::Write,
@@ -339,7 +347,10 @@ impl files::Host for RunState {
             json!({"prefix": prefix}),
             |s| {
                 if !s.world.allowed("files.paths") {
-                    return error_answer("denied", "files.paths is not permitted in this case");
+                    return error_answer(
+                        ErrorKind::Denied,
+                        "files.paths is not permitted in this case",
+                    );
                 }
                 let paths: Vec<&String> = s
                     .world

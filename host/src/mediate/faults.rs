@@ -11,6 +11,7 @@
 
 use crate::case::fuzz::{Dist, FaultSource, PlannedFault, Range, ToolFaults};
 use crate::case::inject::{Action, Partial, Stale};
+use crate::error_kind::ErrorKind;
 use crate::mediate::entropy;
 use crate::world::glob_match;
 use rand_chacha::ChaCha20Rng;
@@ -82,7 +83,7 @@ fn draw(t: &ToolFaults, rng: &mut ChaCha20Rng) -> Option<(Action, Option<u64>)> 
             field: s.field.clone(),
         }))
     } else if let Some(kind) = t.error.iter().find(|(_, p)| hit(**p)).map(|(k, _)| k) {
-        Some(Action::Error(kind.clone()))
+        Some(Action::Error(ErrorKind::named(kind)))
     } else if hit(t.empty) {
         Some(Action::Empty)
     } else if let Some(p) = &t.partial
@@ -90,7 +91,7 @@ fn draw(t: &ToolFaults, rng: &mut ChaCha20Rng) -> Option<(Action, Option<u64>)> 
     {
         Some(Action::Partial(Partial {
             fields: p.fields.clone(),
-            error: p.error.clone(),
+            error: p.error.as_deref().map(ErrorKind::named),
         }))
     } else {
         None

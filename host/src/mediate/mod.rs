@@ -22,6 +22,7 @@ mod wasi_never;
 use crate::case::Case;
 use crate::case::inject::{Action, Inject};
 use crate::log::{Edit, Effect, Event, Recorder};
+use crate::path::JsonPath;
 use crate::time;
 use crate::world::World;
 use crate::world::state::{State, Write};
@@ -126,14 +127,14 @@ impl WorldSession {
         }
     }
 
-    /// A fork's state edit: `table/key` replaces the row, `table/key.a.b`
-    /// sets a field inside it. Returns the write (not yet applied).
+    /// A fork's state edit (see [`parse_patch`]). Returns the write (not
+    /// yet applied), or `None` when the table is not in the world or the
+    /// path does not fit the row.
     pub fn patch(&self, path: &str, value: Value) -> Option<Write> {
-        let (table, rest) = path.split_once('/')?;
-        let (key, field) = match rest.split_once('.') {
-            Some((k, f)) => (k, Some(f)),
-            None => (rest, None),
-        };
+        let (table, key, field) = parse_patch(path).ok()?;
+        if !self.state.tables.contains_key(table) {
+            return None;
+        }
         let row = match field {
             None => value,
             Some(field) => {
@@ -142,21 +143,11 @@ impl WorldSession {
                     .row(table, key)
                     .cloned()
                     .unwrap_or_else(|| json!({}));
-                let mut at = &mut row;
-                for part in field.split('.') {
-                    if !at.is_object() {
-                        *at = json!({});
-                    }
-                    at = at
-                        .as_object_mut()?
-                        .entry(part.to_string())
-                        .or_insert(Value::Null);
-                }
-                *at = value;
+                field.set(&mut row, value).ok()?;
                 row
             }
         };
-        self.state.tables.contains_key(table).then(|| Write::Put {
+        Some(Write::Put {
             table: table.into(),
             key: key.into(),
             row,
@@ -169,6 +160,22 @@ impl WorldSession {
             .decide(name)
             .or_else(|| self.world.permissions.decide(name))
             .unwrap_or(self.world.permissions.default == crate::world::Access::Allow)
+    }
+}
+
+/// Split a fork's `--set` path: `table/key` names a row, and
+/// `table/key.field` a value inside it (the part after the first dot is a
+/// path into the row, docs/formats.md "Paths").
+pub fn parse_patch(path: &str) -> Result<(&str, &str, Option<JsonPath>), String> {
+    let (table, rest) = path
+        .split_once('/')
+        .ok_or_else(|| format!("`{path}` is not table/key or table/key.field"))?;
+    match rest.find('.') {
+        None => Ok((table, rest, None)),
+        Some(dot) => {
+            let field = JsonPath::parse(&rest[dot..]).map_err(|m| format!("`{path}`: {m}"))?;
+            Ok((table, &rest[..dot], Some(field)))
+        }
     }
 }
 
@@ -473,5 +480,88 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         Ok(desired <= 1_000_000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::state::Table;
+    use std::collections::BTreeMap;
+
+    fn session() -> WorldSession {
+        let mut state = State::default();
+        let row = json!({"id": "T-1", "status": "open", "tags": ["a"]});
+        state.tables.insert(
+            "tickets".into(),
+            Table {
+                key: "id".into(),
+                rows: BTreeMap::from([("T-1".to_string(), row)]),
+            },
+        );
+        let world = World {
+            name: "w".into(),
+            version: 1,
+            description: String::new(),
+            dir: Default::default(),
+            hash: String::new(),
+            manifest: BTreeMap::new(),
+            tools: Vec::new(),
+            permissions: Default::default(),
+            initial: state.clone(),
+        };
+        WorldSession {
+            world: Arc::new(world),
+            state,
+            case_permissions: Default::default(),
+            inject: Vec::new(),
+            inject_seen: Vec::new(),
+            faults: None,
+        }
+    }
+
+    fn row_of(w: Option<Write>) -> Value {
+        match w {
+            Some(Write::Put { row, .. }) => row,
+            other => panic!("expected a row write, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn patches_replace_rows_or_set_values_inside_them() {
+        let s = session();
+        assert_eq!(
+            row_of(s.patch("tickets/T-1.status", json!("closed"))),
+            json!({"id": "T-1", "status": "closed", "tags": ["a"]})
+        );
+        assert_eq!(
+            row_of(s.patch("tickets/T-1.tags[-1]", json!("b"))),
+            json!({"id": "T-1", "status": "open", "tags": ["b"]})
+        );
+        assert_eq!(
+            row_of(s.patch("tickets/T-1.meta.owner", json!("ana"))),
+            json!({"id": "T-1", "status": "open", "tags": ["a"], "meta": {"owner": "ana"}})
+        );
+        assert_eq!(
+            row_of(s.patch("tickets/T-9", json!({"id": "T-9"}))),
+            json!({"id": "T-9"})
+        );
+        assert_eq!(s.patch("nope/T-1", json!(1)), None);
+        assert_eq!(s.patch("tickets/T-1.tags[3]", json!(1)), None);
+    }
+
+    #[test]
+    fn patch_paths_name_table_key_and_field() {
+        let (table, key, field) = parse_patch("tickets/T-1.meta.tags[0]").unwrap();
+        assert_eq!((table, key), ("tickets", "T-1"));
+        assert_eq!(field.unwrap().to_string(), "$.meta.tags[0]");
+        assert_eq!(
+            parse_patch("tickets").unwrap_err(),
+            "`tickets` is not table/key or table/key.field"
+        );
+        assert_eq!(
+            parse_patch("tickets/T-1..x").unwrap_err(),
+            "`tickets/T-1..x`: empty field name"
+        );
     }
 }

@@ -1,60 +1,98 @@
 //! A suite as JUnit XML for CI, written with `quick-junit` (the writer
 //! cargo-nextest uses): one testsuite, one testcase per case, a graded
 //! failure as `<failure>`, an agent fault or a case that could not run as
-//! `<error>`, the bundle's path in `<system-out>`.
+//! `<error>`, a case `--fail-fast` never started as `<skipped>`; the seed,
+//! world, agent and (with `--repeat`) the pass rate as properties; the
+//! bundle's path in `<system-out>`.
 
-use crate::suite::{CaseRun, SuiteRun};
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use crate::suite::{Attempt, CaseRun, SuiteRun};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+/// The machine's name, for the report's `hostname`.
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    if ok {
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".into()
+    }
+}
 
 /// The `--junit` document.
 pub fn render(s: &SuiteRun) -> anyhow::Result<String> {
+    let started = chrono::DateTime::<chrono::Utc>::from(s.started);
     let mut suite = TestSuite::new("worldline");
-    suite
-        .set_timestamp(chrono::DateTime::<chrono::Utc>::from(s.started))
-        .set_time(s.elapsed);
+    suite.set_timestamp(started).set_time(s.elapsed);
+    suite.extra.insert("hostname".into(), hostname().into());
     for c in &s.cases {
-        suite.add_test_case(test_case(c));
+        suite.add_test_case(test_case(c, s.repeat));
     }
     let mut report = Report::new("worldline");
     report
-        .set_timestamp(chrono::DateTime::<chrono::Utc>::from(s.started))
+        .set_timestamp(started)
         .set_time(s.elapsed)
         .add_test_suite(suite);
     Ok(report.to_string()?)
 }
 
-fn test_case(c: &CaseRun) -> TestCase {
+fn test_case(c: &CaseRun, repeat: u64) -> TestCase {
+    let Some(shown) = c.shown() else {
+        let mut status = TestCaseStatus::skipped();
+        status.set_message("not run: --fail-fast stopped the suite after a failure");
+        return TestCase::new(c.name.as_str(), status);
+    };
     let status = if c.passed() {
         TestCaseStatus::success()
     } else {
-        let kind = if c.errored() {
+        let kind = if shown.errored() {
             NonSuccessKind::Error
         } else {
             NonSuccessKind::Failure
         };
         let mut status = TestCaseStatus::non_success(kind);
         status
-            .set_message(c.reason().unwrap_or_default())
-            .set_type(c.status())
-            .set_description(details(c));
+            .set_message(shown.reason().unwrap_or_default())
+            .set_type(shown.status())
+            .set_description(details(shown));
         status
     };
     let mut case = TestCase::new(c.name.as_str(), status);
-    case.set_time(c.elapsed);
-    if let Ok(o) = &c.outcome {
+    case.set_time(c.elapsed());
+    if let Ok(o) = &shown.outcome {
         case.set_classname(o.header.world.as_str());
+        case.add_property(Property::new("seed", o.header.seed.to_string()));
+        case.add_property(Property::new("world", o.header.world.as_str()));
+        case.add_property(Property::new(
+            "agent_sha256",
+            o.header.agent_sha256.as_str(),
+        ));
+        if let Some(id) = &o.run_id {
+            case.add_property(Property::new("run_id", id.as_str()));
+        }
         if let Some(b) = &o.bundle {
             case.set_system_out(format!("bundle: {}", b.display()));
         }
+    }
+    if repeat > 1 {
+        let runs = c.attempts.len() as u64;
+        case.add_property(Property::new("runs", runs.to_string()));
+        case.add_property(Property::new("passes", c.passes().to_string()));
+        case.add_property(Property::new(
+            "pass_rate",
+            format!("{:.4}", c.passes() as f64 / runs as f64),
+        ));
     }
     case
 }
 
 /// Every failed assertion with expected vs actual, the state diff, and the
 /// run's error.
-fn details(c: &CaseRun) -> String {
+fn details(a: &Attempt) -> String {
     let mut body = String::new();
-    let Ok(o) = &c.outcome else {
+    let Ok(o) = &a.outcome else {
         return body;
     };
     if let Some(g) = &o.grade {

@@ -1,89 +1,218 @@
 //! A suite: the `test --json` document and the text report (a line per
-//! case, then `N passed, N failed`).
+//! case with its run id, then `N passed, N failed`).
 
+use crate::fuzz::stats::{Z95, pass_hat_k, wilson};
+use crate::fuzz::summary::PassK;
 use crate::suite::{CaseRun, SuiteRun};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// One case of the `test --json` document.
-#[derive(Serialize)]
-pub struct CaseSummary<'a> {
+/// One case of the `test --json` document. Run-level fields describe the
+/// run that speaks for the case (the first that did not pass, else the
+/// first); `run_ids` lists every run.
+#[derive(Serialize, Deserialize)]
+pub struct CaseSummary {
     pub bundle: Option<String>,
-    pub case: &'a str,
-    pub chain_hash: Option<&'a str>,
+    pub case: String,
+    pub chain_hash: Option<String>,
     pub elapsed_ms: f64,
     pub events: Option<u64>,
-    pub failures: Option<Vec<&'a crate::grade::Assertion>>,
+    pub failures: Option<Vec<crate::grade::Assertion>>,
     pub fuel: Option<u64>,
+    /// Position in the whole suite (before filters and partitions).
+    pub index: usize,
+    /// With `--repeat`: the pass rate's 95% Wilson interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 2]>,
     pub passed: bool,
+    /// Runs that passed (of `runs`).
+    pub passes: u64,
     pub path: String,
     pub reason: Option<String>,
-    pub run_id: Option<&'a str>,
-    pub run_status: Option<&'static str>,
-    pub status: &'static str,
+    pub run_id: Option<String>,
+    pub run_ids: Vec<String>,
+    pub run_status: Option<String>,
+    pub runs: u64,
+    pub skipped: bool,
+    pub status: String,
 }
 
 /// The `test --json` document.
-#[derive(Serialize)]
-pub struct SuiteSummary<'a> {
-    pub cases: Vec<CaseSummary<'a>>,
+#[derive(Serialize, Deserialize)]
+pub struct SuiteSummary {
+    pub cases: Vec<CaseSummary>,
     pub elapsed_ms: f64,
     pub failed: usize,
+    /// With `--repeat`: pass^k over the cases, k = 1..repeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_k: Vec<PassK>,
     pub passed: usize,
+    pub repeat: u64,
+    pub skipped: usize,
     pub total: usize,
 }
 
-impl<'a> CaseSummary<'a> {
-    fn of(c: &'a CaseRun) -> Self {
-        let o = c.outcome.as_ref().ok();
+impl CaseSummary {
+    fn of(c: &CaseRun) -> Self {
+        let shown = c.shown();
+        let o = shown.and_then(|a| a.outcome.as_ref().ok());
+        let runs = c.attempts.len() as u64;
+        let interval = (runs > 1).then(|| {
+            let (lo, hi) = wilson(c.passes(), runs, Z95);
+            [lo, hi]
+        });
         CaseSummary {
             bundle: o.and_then(|o| o.bundle.as_ref().map(|b| b.display().to_string())),
-            case: &c.name,
-            chain_hash: o.map(|o| o.footer.chain_hash.as_str()),
-            elapsed_ms: c.elapsed.as_secs_f64() * 1000.0,
+            case: c.name.clone(),
+            chain_hash: o.map(|o| o.footer.chain_hash.clone()),
+            elapsed_ms: c.elapsed().as_secs_f64() * 1000.0,
             events: o.map(|o| o.footer.events),
             failures: o
                 .and_then(|o| o.grade.as_ref())
-                .map(|g| g.failures().collect()),
+                .map(|g| g.failures().cloned().collect()),
             fuel: o.map(|o| o.footer.fuel),
+            index: c.index,
+            interval,
             passed: c.passed(),
+            passes: c.passes(),
             path: c.path.display().to_string(),
-            reason: c.reason(),
-            run_id: o.and_then(|o| o.run_id.as_deref()),
-            run_status: o.map(|o| o.footer.status.as_str()),
-            status: c.status(),
+            reason: shown.and_then(|a| a.reason()),
+            run_id: shown.and_then(|a| a.run_id()).map(str::to_string),
+            run_ids: c
+                .attempts
+                .iter()
+                .filter_map(|a| a.run_id())
+                .map(str::to_string)
+                .collect(),
+            run_status: o.map(|o| o.footer.status.as_str().to_string()),
+            runs,
+            skipped: c.skipped(),
+            status: shown.map_or("skipped", |a| a.status()).to_string(),
         }
     }
 }
 
-impl<'a> SuiteSummary<'a> {
-    pub fn of(s: &'a SuiteRun) -> Self {
+/// pass^k, k = 1..repeat, over the cases' pass counts (each of `repeat` runs).
+fn pass_k(per_case: &[u64], repeat: u64) -> Vec<PassK> {
+    if repeat <= 1 || per_case.is_empty() {
+        return Vec::new();
+    }
+    (1..=repeat)
+        .map(|k| PassK {
+            k,
+            value: pass_hat_k(per_case, repeat, k),
+        })
+        .collect()
+}
+
+impl SuiteSummary {
+    pub fn of(s: &SuiteRun) -> Self {
+        let per_case: Vec<u64> = s
+            .cases
+            .iter()
+            .filter(|c| !c.skipped())
+            .map(|c| c.passes())
+            .collect();
         SuiteSummary {
             cases: s.cases.iter().map(CaseSummary::of).collect(),
             elapsed_ms: s.elapsed.as_secs_f64() * 1000.0,
             failed: s.failed(),
+            pass_k: pass_k(&per_case, s.repeat),
             passed: s.passed(),
+            repeat: s.repeat,
+            skipped: s.skipped(),
             total: s.cases.len(),
         }
     }
+
+    /// Shard reports of one suite (`test --partition i/n --json`) as the
+    /// report one machine would have printed: cases in suite order, counts
+    /// and pass^k recomputed; `elapsed_ms` is the slowest shard's.
+    pub fn merge(shards: Vec<SuiteSummary>) -> Result<SuiteSummary, String> {
+        let repeat = shards.first().map_or(1, |s| s.repeat);
+        if let Some(s) = shards.iter().find(|s| s.repeat != repeat) {
+            return Err(format!(
+                "the shards ran cases a different number of times ({repeat} and {}); merge shards of one `test --repeat` setting",
+                s.repeat
+            ));
+        }
+        let elapsed_ms = shards.iter().map(|s| s.elapsed_ms).fold(0.0, f64::max);
+        let mut cases: Vec<CaseSummary> = shards.into_iter().flat_map(|s| s.cases).collect();
+        cases.sort_by_key(|c| c.index);
+        if let Some(w) = cases.windows(2).find(|w| w[0].index == w[1].index) {
+            return Err(format!(
+                "case {} (index {}) is in two shards; merge the shards of one partitioned suite, each once",
+                w[0].case, w[0].index
+            ));
+        }
+        let per_case: Vec<u64> = cases
+            .iter()
+            .filter(|c| !c.skipped)
+            .map(|c| c.passes)
+            .collect();
+        let passed = cases.iter().filter(|c| c.passed).count();
+        let skipped = cases.iter().filter(|c| c.skipped).count();
+        Ok(SuiteSummary {
+            elapsed_ms,
+            failed: cases.len() - passed - skipped,
+            pass_k: pass_k(&per_case, repeat),
+            passed,
+            repeat,
+            skipped,
+            total: cases.len(),
+            cases,
+        })
+    }
 }
 
-/// A line per case (mark, name, events, time, and why it did not pass),
-/// then the counts.
+/// The line of one case: mark, name, events, time, run id (or how many
+/// runs passed), and why it did not pass.
+pub fn line(c: &CaseRun, width: usize) -> String {
+    let Some(shown) = c.shown() else {
+        return format!("SKIP  {:width$}  (--fail-fast: not run)", c.name);
+    };
+    let mark = if c.passed() { "PASS" } else { "FAIL" };
+    let events = shown.outcome.as_ref().map_or(0, |o| o.footer.events);
+    let runs = c.attempts.len();
+    let which = if runs > 1 {
+        format!("{}/{runs} passed", c.passes())
+    } else {
+        shown.run_id().unwrap_or("-").to_string()
+    };
+    let line = format!(
+        "{mark}  {:width$}  {:>6} events  {:>7.1} ms  {which}",
+        c.name,
+        events,
+        c.elapsed().as_secs_f64() * 1000.0
+    );
+    match shown.reason() {
+        Some(r) if runs > 1 => format!(
+            "{line}  {} — {r} (run {})",
+            shown.status(),
+            shown.run_id().unwrap_or("-")
+        ),
+        Some(r) => format!("{line}  {} — {r}", shown.status()),
+        None => line,
+    }
+}
+
+/// A line per case, then the counts (and pass^k with `--repeat`).
 pub fn print(s: &SuiteRun) {
     let width = s.cases.iter().map(|c| c.name.len()).max().unwrap_or(0);
     for c in &s.cases {
-        let mark = if c.passed() { "PASS" } else { "FAIL" };
-        let events = c.outcome.as_ref().map_or(0, |o| o.footer.events);
-        let line = format!(
-            "{mark}  {:width$}  {:>6} events  {:>7.1} ms",
-            c.name,
-            events,
-            c.elapsed.as_secs_f64() * 1000.0
-        );
-        match c.reason() {
-            Some(r) => println!("{line}  {} — {r}", c.status()),
-            None => println!("{line}"),
-        }
+        println!("{}", line(c, width));
     }
-    println!("{} passed, {} failed", s.passed(), s.failed());
+    let summary = SuiteSummary::of(s);
+    if !summary.pass_k.is_empty() {
+        let ks: Vec<String> = summary
+            .pass_k
+            .iter()
+            .map(|p| format!("pass^{} {:.1}%", p.k, p.value * 100.0))
+            .collect();
+        println!("{} runs of each case: {}", s.repeat, ks.join(", "));
+    }
+    let skipped = match s.skipped() {
+        0 => String::new(),
+        n => format!(", {n} skipped"),
+    };
+    println!("{} passed, {} failed{skipped}", s.passed(), s.failed());
 }

@@ -202,87 +202,20 @@ pub fn load(worlds_root: &Path, reference: &str, referrer: &Path) -> Result<Worl
 /// Load the world in one folder.
 pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
     let toml_path = world_dir.join("world.toml");
-    let dir = Dir::open_ambient_dir(world_dir, ambient_authority())
-        .map_err(|e| InputError::new(world_dir, format!("cannot open world folder: {e}")))?;
-    let mut hashed: BTreeMap<String, String> = BTreeMap::new();
-    let source = read_text(&dir, world_dir, "world.toml", &mut hashed)?;
+    let mut folder = Folder::open(world_dir)?;
+    let source = folder.read_text("world.toml")?;
     let doc: WorldToml =
         toml::from_str(&source).map_err(|e| InputError::toml(&toml_path, &source, &e))?;
-
     let mut initial = State::default();
-    for (table_name, spanned) in &doc.tables {
-        let at = spanned.span().start;
-        let t = spanned.get_ref();
-        let mut rows = BTreeMap::new();
-        if let Some(rel) = &t.rows {
-            let file = world_dir.join(rel);
-            let text = read_text(&dir, world_dir, rel, &mut hashed).map_err(|e| InputError {
-                line: e.line.or(Some(crate::error::line_col(&source, at))),
-                ..e
-            })?;
-            for (line, row) in parse_rows(&file, rel, &text)? {
-                let key = match row.get(&t.key) {
-                    Some(k) if !k.is_null() => canon::key_of(k),
-                    _ => {
-                        return Err(InputError {
-                            line: Some((line, 1)),
-                            ..InputError::new(
-                                &file,
-                                format!("row has no key field `{}` (table `{table_name}`)", t.key),
-                            )
-                        });
-                    }
-                };
-                if rows.insert(key.clone(), row).is_some() {
-                    return Err(InputError {
-                        line: Some((line, 1)),
-                        ..InputError::new(
-                            &file,
-                            format!("duplicate key `{key}` in table `{table_name}`"),
-                        )
-                    });
-                }
-            }
-        }
-        initial.tables.insert(
-            table_name.clone(),
-            Table {
-                key: t.key.clone(),
-                rows,
-            },
-        );
+    for (name, spanned) in &doc.tables {
+        let table = load_table(&mut folder, &source, name, spanned)?;
+        initial.tables.insert(name.clone(), table);
     }
     if let Some(files) = &doc.files {
-        check_relative(&files.dir)
-            .map_err(|m| InputError::new(&toml_path, format!("[files] dir: {m}")))?;
-        let sub = dir.open_dir(&files.dir).map_err(|e| {
-            InputError::new(&toml_path, format!("[files] dir `{}`: {e}", files.dir))
-        })?;
-        let mut found = Vec::new();
-        walk(&sub, "", &mut found)
-            .map_err(|e| InputError::new(world_dir.join(&files.dir), e.to_string()))?;
-        for (path, bytes) in found {
-            hashed.insert(format!("{}/{path}", files.dir), canon::sha256_hex(&bytes));
-            initial.files.insert(path, FileData::from_bytes(bytes));
-        }
+        initial.files = folder.read_files(&toml_path, &files.dir)?;
     }
-
-    let mut tool_list: Vec<Tool> = Vec::new();
-    for spanned in &doc.tools {
-        let at = spanned.span().start;
-        let tool = tools::resolve(spanned.get_ref(), &initial)
-            .map_err(|m| InputError::at(&toml_path, &source, at, m))?;
-        if tool_list.iter().any(|t| t.name == tool.name) {
-            return Err(InputError::at(
-                &toml_path,
-                &source,
-                at,
-                format!("tool `{}` is declared twice", tool.name),
-            ));
-        }
-        tool_list.push(tool);
-    }
-    if let Some(rule) = doc.permissions.rule_naming_nothing(&tool_list) {
+    let tools = load_tools(&toml_path, &source, &doc.tools, &initial)?;
+    if let Some(rule) = doc.permissions.rule_naming_nothing(&tools) {
         return Err(InputError::new(
             &toml_path,
             format!("[permissions] rule `{rule}` names no tool of this world"),
@@ -291,18 +224,76 @@ pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
     if doc.name.is_empty() {
         return Err(InputError::new(&toml_path, "`name` is empty"));
     }
-
     Ok(World {
         name: doc.name,
         version: doc.version,
         description: doc.description,
         dir: world_dir.to_path_buf(),
-        hash: canon::hash_json(&hashed),
-        manifest: hashed,
-        tools: tool_list,
+        hash: canon::hash_json(&folder.manifest),
+        manifest: folder.manifest,
+        tools,
         permissions: doc.permissions,
         initial,
     })
+}
+
+/// A table and its rows; a missing rows file is reported at the table's
+/// place in `world.toml`.
+fn load_table(
+    folder: &mut Folder,
+    source: &str,
+    name: &str,
+    spanned: &toml::Spanned<TableToml>,
+) -> Result<Table, InputError> {
+    let t = spanned.get_ref();
+    let mut rows = BTreeMap::new();
+    if let Some(rel) = &t.rows {
+        let text = folder.read_text(rel).map_err(|e| InputError {
+            line: e
+                .line
+                .or(Some(crate::error::line_col(source, spanned.span().start))),
+            ..e
+        })?;
+        let file = folder.path.join(rel);
+        for (line, row) in parse_rows(&file, rel, &text)? {
+            let at_line = |m: String| InputError::new(&file, m).with_line(line);
+            let key = match row.get(&t.key) {
+                Some(k) if !k.is_null() => canon::key_of(k),
+                _ => {
+                    return Err(at_line(format!(
+                        "row has no key field `{}` (table `{name}`)",
+                        t.key
+                    )));
+                }
+            };
+            if rows.insert(key.clone(), row).is_some() {
+                return Err(at_line(format!("duplicate key `{key}` in table `{name}`")));
+            }
+        }
+    }
+    Ok(Table {
+        key: t.key.clone(),
+        rows,
+    })
+}
+
+/// The declared tools in order, each checked against the tables.
+fn load_tools(
+    toml_path: &Path,
+    source: &str,
+    declared: &[toml::Spanned<tools::ToolToml>],
+    initial: &State,
+) -> Result<Vec<Tool>, InputError> {
+    let mut list: Vec<Tool> = Vec::with_capacity(declared.len());
+    for spanned in declared {
+        let at = |m: String| InputError::at(toml_path, source, spanned.span().start, m);
+        let tool = tools::resolve(spanned.get_ref(), initial).map_err(at)?;
+        if list.iter().any(|t| t.name == tool.name) {
+            return Err(at(format!("tool `{}` is declared twice", tool.name)));
+        }
+        list.push(tool);
+    }
+    Ok(list)
 }
 
 /// Refuse paths that could leave the folder before even trying them.
@@ -321,26 +312,65 @@ pub fn check_relative(rel: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn read_text(
-    dir: &Dir,
-    base: &Path,
-    rel: &str,
-    hashed: &mut BTreeMap<String, String>,
-) -> Result<String, InputError> {
-    let file = base.join(rel);
-    check_relative(rel).map_err(|m| InputError::new(&file, m))?;
-    let bytes = dir.read(rel).map_err(|e| {
-        let why = if e.kind() == std::io::ErrorKind::PermissionDenied
-            || e.to_string().contains("outside")
-        {
-            "it resolves outside the folder (a symlink out?)".to_string()
-        } else {
-            e.to_string()
-        };
-        InputError::new(&file, format!("cannot read: {why}"))
-    })?;
-    hashed.insert(rel.to_string(), canon::sha256_hex(&bytes));
-    String::from_utf8(bytes).map_err(|_| InputError::new(&file, "not UTF-8 text"))
+/// One world folder, read through a capability handle on it; every file
+/// read goes into the manifest with its SHA-256.
+struct Folder<'a> {
+    dir: Dir,
+    path: &'a Path,
+    manifest: BTreeMap<String, String>,
+}
+
+impl<'a> Folder<'a> {
+    fn open(path: &'a Path) -> Result<Self, InputError> {
+        let dir = Dir::open_ambient_dir(path, ambient_authority())
+            .map_err(|e| InputError::new(path, format!("cannot open world folder: {e}")))?;
+        Ok(Folder {
+            dir,
+            path,
+            manifest: BTreeMap::new(),
+        })
+    }
+
+    fn read_text(&mut self, rel: &str) -> Result<String, InputError> {
+        let file = self.path.join(rel);
+        check_relative(rel).map_err(|m| InputError::new(&file, m))?;
+        let bytes = self.dir.read(rel).map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::PermissionDenied
+                || e.to_string().contains("outside")
+            {
+                "it resolves outside the folder (a symlink out?)".to_string()
+            } else {
+                e.to_string()
+            };
+            InputError::new(&file, format!("cannot read: {why}"))
+        })?;
+        self.manifest
+            .insert(rel.to_string(), canon::sha256_hex(&bytes));
+        String::from_utf8(bytes).map_err(|_| InputError::new(&file, "not UTF-8 text"))
+    }
+
+    /// Every file under `[files] dir`, named by its path inside it.
+    fn read_files(
+        &mut self,
+        toml_path: &Path,
+        sub: &str,
+    ) -> Result<BTreeMap<String, FileData>, InputError> {
+        check_relative(sub).map_err(|m| InputError::new(toml_path, format!("[files] dir: {m}")))?;
+        let handle = self
+            .dir
+            .open_dir(sub)
+            .map_err(|e| InputError::new(toml_path, format!("[files] dir `{sub}`: {e}")))?;
+        let mut found = Vec::new();
+        walk(&handle, "", &mut found)
+            .map_err(|e| InputError::new(self.path.join(sub), e.to_string()))?;
+        let mut files = BTreeMap::new();
+        for (path, bytes) in found {
+            self.manifest
+                .insert(format!("{sub}/{path}"), canon::sha256_hex(&bytes));
+            files.insert(path, FileData::from_bytes(bytes));
+        }
+        Ok(files)
+    }
 }
 
 /// Rows of a `.json` array or `.jsonl` file, each with its line number.
@@ -430,9 +460,27 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_mistake_names_the_line_of_that_tool() {
+        let dir = tempfile::tempdir().unwrap();
+        let world = "name = \"w\"\nversion = 1\n[tables.t]\nkey = \"id\"\n\n\
+            [[tools]]\nname = \"g\"\nop = \"get\"\ntable = \"t\"\n\n\
+            [[tools]]\nname = \"u\"\nop = \"update\"\ntable = \"t\"\n";
+        std::fs::write(dir.path().join("world.toml"), world).unwrap();
+        let err = load_dir(dir.path()).unwrap_err();
+        assert_eq!(err.line, Some((11, 1)), "{err}");
+        assert_eq!(err.message, "tool `u`: op `update` needs `set`");
+    }
+
+    #[test]
     fn relative_paths_must_stay_inside() {
         assert!(check_relative("data/rows.jsonl").is_ok());
-        assert!(check_relative("../secret").is_err());
-        assert!(check_relative("/etc/passwd").is_err());
+        assert_eq!(
+            check_relative("../secret").unwrap_err(),
+            "`../secret` leaves the folder (`..`); use a path inside it"
+        );
+        assert_eq!(
+            check_relative("/etc/passwd").unwrap_err(),
+            "`/etc/passwd` is absolute; use a path inside the folder"
+        );
     }
 }

@@ -10,18 +10,19 @@
 use super::schema;
 use super::state::{FileData, State, Write};
 use crate::canon;
+use crate::error_kind::ErrorKind;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-/// Why a tool call failed, as the guest sees it (`error-kind` names).
+/// Why a tool call failed, as the guest sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolFailure {
-    pub kind: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 impl ToolFailure {
-    pub fn new(kind: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         ToolFailure {
             kind,
             message: message.into(),
@@ -76,31 +77,22 @@ impl AsOf {
     }
 }
 
+/// A tool's operation, with the keys it takes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    Get {
-        table: String,
-        key_arg: String,
-    },
-    Query {
-        table: String,
-        filters: Vec<Filter>,
-        sort: Option<(String, bool)>,
-        limit: Option<Limit>,
-    },
+    Get(RowOp),
+    Query(Query),
     Insert {
         table: String,
+        /// Template of the new row (default `"$args"`).
         row: Value,
     },
     Update {
-        table: String,
-        key_arg: String,
+        row: RowOp,
+        /// Template of the fields to set (a table).
         set: Value,
     },
-    Delete {
-        table: String,
-        key_arg: String,
-    },
+    Delete(RowOp),
     FileRead {
         path_arg: String,
     },
@@ -114,6 +106,24 @@ pub enum Op {
     Respond {
         response: Value,
     },
+}
+
+/// An op on one row: the argument holding its key (default: the table's
+/// key field).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowOp {
+    pub table: String,
+    pub key_arg: Option<String>,
+}
+
+/// A `query` op.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub table: String,
+    pub filters: Vec<Filter>,
+    /// The field to sort by, and whether descending (`sort = "-at"`).
+    pub sort: Option<(String, bool)>,
+    pub limit: Option<Limit>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -144,7 +154,33 @@ pub struct Filter {
     pub contains: Option<Value>,
 }
 
-/// `[[tools]]` as written.
+impl Op {
+    /// The table the op works on, if it works on one.
+    fn table(&self) -> Option<&str> {
+        match self {
+            Op::Get(r) | Op::Delete(r) | Op::Update { row: r, .. } => Some(&r.table),
+            Op::Query(q) => Some(&q.table),
+            Op::Insert { table, .. } => Some(table),
+            Op::FileRead { .. }
+            | Op::FileWrite { .. }
+            | Op::FileList { .. }
+            | Op::Respond { .. } => None,
+        }
+    }
+
+    /// Whether the op writes to the state.
+    fn writes(&self) -> bool {
+        matches!(
+            self,
+            Op::Insert { .. } | Op::Update { .. } | Op::Delete(_) | Op::FileWrite { .. }
+        )
+    }
+}
+
+/// `[[tools]]` as written: the keys of every op, so that serde refuses
+/// unknown keys at their place and checks their types. [`resolve`] keeps
+/// the keys the named op takes (in a typed [`Op`]), and reports a missing
+/// one at the tool's place.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolToml {
@@ -180,129 +216,108 @@ pub struct ToolToml {
     content_arg: Option<String>,
     #[serde(default)]
     prefix_arg: Option<String>,
+    /// `respond`: the answer; other ops: a wrapper around their result.
     #[serde(default)]
     response: Option<Value>,
 }
 
-/// Check a declared tool against the world's tables and build it.
+const OPS: &str = "get, query, insert, update, delete, file_read, file_write, file_list or respond";
+
+impl ToolToml {
+    /// The op the tool names, with the keys it takes.
+    fn op(&self) -> Result<Op, String> {
+        let name = self.op.as_str();
+        let need = |value: &Option<String>, key: &str| {
+            value
+                .clone()
+                .ok_or_else(|| format!("op `{name}` needs `{key}`"))
+        };
+        let row_op = || -> Result<RowOp, String> {
+            Ok(RowOp {
+                table: need(&self.table, "table")?,
+                key_arg: self.key_arg.clone(),
+            })
+        };
+        Ok(match name {
+            "get" => Op::Get(row_op()?),
+            "query" => Op::Query(Query {
+                table: need(&self.table, "table")?,
+                filters: self.filters.clone(),
+                sort: self.sort.as_ref().map(|s| match s.strip_prefix('-') {
+                    Some(f) => (f.to_string(), true),
+                    None => (s.clone(), false),
+                }),
+                limit: match (self.limit, &self.limit_arg) {
+                    (_, Some(a)) => Some(Limit::Arg(a.clone())),
+                    (Some(n), None) => Some(Limit::Fixed(n)),
+                    (None, None) => None,
+                },
+            }),
+            "insert" => Op::Insert {
+                table: need(&self.table, "table")?,
+                row: self.row.clone().unwrap_or_else(|| json!("$args")),
+            },
+            "update" => {
+                let row = row_op()?;
+                let set = self.set.clone().ok_or("op `update` needs `set`")?;
+                if !set.is_object() {
+                    return Err("`set` must be a table of field = value".into());
+                }
+                Op::Update { row, set }
+            }
+            "delete" => Op::Delete(row_op()?),
+            "file_read" => Op::FileRead {
+                path_arg: need(&self.path_arg, "path_arg")?,
+            },
+            "file_write" => Op::FileWrite {
+                path_arg: need(&self.path_arg, "path_arg")?,
+                content_arg: need(&self.content_arg, "content_arg")?,
+            },
+            "file_list" => Op::FileList {
+                prefix_arg: self.prefix_arg.clone().unwrap_or_else(|| "prefix".into()),
+            },
+            "respond" => Op::Respond {
+                response: self
+                    .response
+                    .clone()
+                    .ok_or("op `respond` needs `response`")?,
+            },
+            other => return Err(format!("unknown op `{other}` (use {OPS})")),
+        })
+    }
+}
+
+/// Check a declared tool (its op's keys, its tables, its parameter schema)
+/// and build it.
 pub fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
     let name = &t.name;
     if name.is_empty() {
         return Err("tool `name` is empty".into());
     }
-    let table = |what: &str| -> Result<String, String> {
-        let table = t
-            .table
-            .clone()
-            .ok_or_else(|| format!("tool `{name}`: op `{what}` needs `table`"))?;
-        if !state.tables.contains_key(&table) {
-            let known: Vec<&String> = state.tables.keys().collect();
-            return Err(format!(
-                "tool `{name}`: unknown table `{table}` (tables: {known:?})"
-            ));
-        }
-        Ok(table)
-    };
-    let key_arg = |table: &str| {
-        t.key_arg
-            .clone()
-            .unwrap_or_else(|| state.tables[table].key.clone())
-    };
-    let need = |v: &Option<String>, field: &str| {
-        v.clone()
-            .ok_or_else(|| format!("tool `{name}`: op `{}` needs `{field}`", t.op))
-    };
-    let op = match t.op.as_str() {
-        "get" => {
-            let table = table("get")?;
-            Op::Get {
-                key_arg: key_arg(&table),
-                table,
-            }
-        }
-        "query" => Op::Query {
-            table: table("query")?,
-            filters: t.filters.clone(),
-            sort: t.sort.as_ref().map(|s| match s.strip_prefix('-') {
-                Some(f) => (f.to_string(), true),
-                None => (s.clone(), false),
-            }),
-            limit: match (t.limit, &t.limit_arg) {
-                (_, Some(a)) => Some(Limit::Arg(a.clone())),
-                (Some(n), None) => Some(Limit::Fixed(n)),
-                (None, None) => None,
-            },
-        },
-        "insert" => Op::Insert {
-            table: table("insert")?,
-            row: t.row.clone().unwrap_or_else(|| json!("$args")),
-        },
-        "update" => {
-            let table = table("update")?;
-            let set = t
-                .set
-                .clone()
-                .ok_or_else(|| format!("tool `{name}`: op `update` needs `set`"))?;
-            if !set.is_object() {
-                return Err(format!(
-                    "tool `{name}`: `set` must be a table of field = value"
-                ));
-            }
-            Op::Update {
-                key_arg: key_arg(&table),
-                table,
-                set,
-            }
-        }
-        "delete" => {
-            let table = table("delete")?;
-            Op::Delete {
-                key_arg: key_arg(&table),
-                table,
-            }
-        }
-        "file_read" => Op::FileRead {
-            path_arg: need(&t.path_arg, "path_arg")?,
-        },
-        "file_write" => Op::FileWrite {
-            path_arg: need(&t.path_arg, "path_arg")?,
-            content_arg: need(&t.content_arg, "content_arg")?,
-        },
-        "file_list" => Op::FileList {
-            prefix_arg: t.prefix_arg.clone().unwrap_or_else(|| "prefix".into()),
-        },
-        "respond" => Op::Respond {
-            response: t
-                .response
-                .clone()
-                .ok_or_else(|| format!("tool `{name}`: op `respond` needs `response`"))?,
-        },
-        other => {
-            return Err(format!(
-                "tool `{name}`: unknown op `{other}` (use get, query, insert, update, delete, file_read, file_write, file_list or respond)"
-            ));
-        }
-    };
+    let op = t.op().map_err(|m| format!("tool `{name}`: {m}"))?;
+    if let Some(table) = op.table()
+        && !state.tables.contains_key(table)
+    {
+        let known: Vec<&String> = state.tables.keys().collect();
+        return Err(format!(
+            "tool `{name}`: unknown table `{table}` (tables: {known:?})"
+        ));
+    }
     let params = t
         .params
         .clone()
         .unwrap_or_else(|| json!({"type": "object"}));
     schema::check_schema(&params)
         .map_err(|e| format!("tool `{name}`: params is not a supported JSON Schema: {e}"))?;
-    let writes = matches!(
-        op,
-        Op::Insert { .. } | Op::Update { .. } | Op::Delete { .. } | Op::FileWrite { .. }
-    );
     Ok(Tool {
         name: name.clone(),
         description: t.description.clone(),
         version: t.version.clone().unwrap_or_else(|| "1".into()),
-        mutates: t.mutates.unwrap_or(writes),
+        mutates: t.mutates.unwrap_or(op.writes()),
         params,
-        response: if matches!(op, Op::Respond { .. }) {
-            None
-        } else {
-            t.response.clone()
+        response: match op {
+            Op::Respond { .. } => None,
+            _ => t.response.clone(),
         },
         op,
     })
@@ -379,7 +394,7 @@ fn arg_str(args: &Value, name: &str) -> Result<String, ToolFailure> {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(v) if !v.is_null() => Ok(canon::key_of(v)),
         _ => Err(ToolFailure::new(
-            "invalid-args",
+            ErrorKind::InvalidArgs,
             format!("missing argument `{name}`"),
         )),
     }
@@ -393,8 +408,9 @@ pub fn execute(
     state: &State,
     as_of: &AsOf,
 ) -> Result<(Value, Vec<Write>), ToolFailure> {
-    schema::validate(&tool.params, args).map_err(|e| ToolFailure::new("invalid-args", e))?;
-    let (mut result, writes) = run_op(tool, args, state, as_of)?;
+    schema::validate(&tool.params, args)
+        .map_err(|e| ToolFailure::new(ErrorKind::InvalidArgs, e))?;
+    let (mut result, writes) = run_op(&tool.op, args, state, as_of)?;
     if as_of.empty {
         result = match result {
             Value::Array(_) => json!([]),
@@ -415,161 +431,22 @@ pub fn execute(
     }
 }
 
-fn run_op(
-    tool: &Tool,
-    args: &Value,
-    state: &State,
-    as_of: &AsOf,
-) -> Result<(Value, Vec<Write>), ToolFailure> {
+/// An op's result and the writes it asks for.
+type Outcome = Result<(Value, Vec<Write>), ToolFailure>;
+
+fn run_op(op: &Op, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
     let now = as_of.now.as_str();
-    match &tool.op {
-        Op::Get { table, key_arg } => {
-            let key = arg_str(args, key_arg)?;
-            match state.row(table, &key) {
-                Some(row) if !as_of.hides(row) => Ok((row.clone(), vec![])),
-                _ => Err(ToolFailure::new(
-                    "not-found",
-                    format!("no {table} row `{key}`"),
-                )),
-            }
-        }
-        Op::Query {
-            table,
-            filters,
-            sort,
-            limit,
-        } => {
-            let mut rows: Vec<&Value> = state.tables[table]
-                .rows
-                .values()
-                .filter(|r| {
-                    !as_of.hides(r) && filters.iter().all(|f| filter_holds(f, r, args, now))
-                })
-                .collect();
-            if let Some((field, desc)) = sort {
-                rows.sort_by(|a, b| {
-                    let o = compare(
-                        a.get(field).unwrap_or(&Value::Null),
-                        b.get(field).unwrap_or(&Value::Null),
-                    )
-                    .unwrap_or(std::cmp::Ordering::Equal);
-                    if *desc { o.reverse() } else { o }
-                });
-            }
-            let n = match limit {
-                Some(Limit::Fixed(n)) => *n,
-                Some(Limit::Arg(a)) => args
-                    .get(a)
-                    .and_then(Value::as_u64)
-                    .map_or(usize::MAX, |n| n as usize),
-                None => usize::MAX,
-            };
-            Ok((
-                Value::Array(rows.into_iter().take(n).cloned().collect()),
-                vec![],
-            ))
-        }
-        Op::Insert { table, row } => {
-            let t = &state.tables[table];
-            let mut row = render(row, args, now).unwrap_or(Value::Null);
-            let Value::Object(fields) = &mut row else {
-                return Err(ToolFailure::new(
-                    "invalid-args",
-                    "the new row must be an object",
-                ));
-            };
-            let key = match fields.get(&t.key) {
-                Some(k) if !k.is_null() => canon::key_of(k),
-                _ => {
-                    let key = format!("{table}-{}", t.rows.len() + 1);
-                    fields.insert(t.key.clone(), Value::String(key.clone()));
-                    key
-                }
-            };
-            if t.rows.contains_key(&key) {
-                return Err(ToolFailure::new(
-                    "conflict",
-                    format!("{table} row `{key}` already exists"),
-                ));
-            }
-            let write = Write::Put {
-                table: table.clone(),
-                key,
-                row: row.clone(),
-            };
-            Ok((row, vec![write]))
-        }
-        Op::Update {
-            table,
-            key_arg,
-            set,
-        } => {
-            let key = arg_str(args, key_arg)?;
-            let Some(Value::Object(before)) = state.row(table, &key) else {
-                return Err(ToolFailure::new(
-                    "not-found",
-                    format!("no {table} row `{key}`"),
-                ));
-            };
-            let mut row: Map<String, Value> = before.clone();
-            if let Some(Value::Object(fields)) = render(set, args, now) {
-                row.extend(fields);
-            }
-            let row = Value::Object(row);
-            Ok((
-                row.clone(),
-                vec![Write::Put {
-                    table: table.clone(),
-                    key,
-                    row,
-                }],
-            ))
-        }
-        Op::Delete { table, key_arg } => {
-            let key = arg_str(args, key_arg)?;
-            match state.row(table, &key) {
-                Some(row) => Ok((
-                    row.clone(),
-                    vec![Write::Delete {
-                        table: table.clone(),
-                        key,
-                    }],
-                )),
-                None => Err(ToolFailure::new(
-                    "not-found",
-                    format!("no {table} row `{key}`"),
-                )),
-            }
-        }
-        Op::FileRead { path_arg } => {
-            let path = arg_str(args, path_arg)?;
-            match state.files.get(&path) {
-                Some(FileData::Text(s)) => Ok((json!({"path": path, "content": s}), vec![])),
-                Some(FileData::Bytes { hex }) => Ok((json!({"path": path, "hex": hex}), vec![])),
-                None => Err(ToolFailure::new("not-found", format!("no file `{path}`"))),
-            }
-        }
+    match op {
+        Op::Get(r) => get(r, args, state, as_of),
+        Op::Query(q) => Ok((query(q, args, state, as_of), vec![])),
+        Op::Insert { table, row } => insert(table, row, args, state, now),
+        Op::Update { row, set } => update(row, set, args, state, now),
+        Op::Delete(r) => delete(r, args, state),
+        Op::FileRead { path_arg } => file_read(path_arg, args, state),
         Op::FileWrite {
             path_arg,
             content_arg,
-        } => {
-            let path = arg_str(args, path_arg)?;
-            let content = match args.get(content_arg) {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => canon::to_string(other),
-                None => {
-                    return Err(ToolFailure::new(
-                        "invalid-args",
-                        format!("missing argument `{content_arg}`"),
-                    ));
-                }
-            };
-            let write = Write::File {
-                path: path.clone(),
-                data: FileData::Text(content),
-            };
-            Ok((json!({"path": path, "written": true}), vec![write]))
-        }
+        } => file_write(path_arg, content_arg, args),
         Op::FileList { prefix_arg } => {
             let prefix = args.get(prefix_arg).and_then(Value::as_str).unwrap_or("");
             let paths: Vec<&String> = state
@@ -583,6 +460,157 @@ fn run_op(
             Ok((render(response, args, now).unwrap_or(Value::Null), vec![]))
         }
     }
+}
+
+impl RowOp {
+    /// The row's key from the call's arguments.
+    fn key(&self, args: &Value, state: &State) -> Result<String, ToolFailure> {
+        let key_arg = match &self.key_arg {
+            Some(a) => a.as_str(),
+            None => state
+                .tables
+                .get(&self.table)
+                .map_or("id", |t| t.key.as_str()),
+        };
+        arg_str(args, key_arg)
+    }
+
+    fn not_found(&self, key: &str) -> ToolFailure {
+        ToolFailure::new(
+            ErrorKind::NotFound,
+            format!("no {} row `{key}`", self.table),
+        )
+    }
+}
+
+fn get(r: &RowOp, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
+    let key = r.key(args, state)?;
+    match state.row(&r.table, &key) {
+        Some(row) if !as_of.hides(row) => Ok((row.clone(), vec![])),
+        _ => Err(r.not_found(&key)),
+    }
+}
+
+fn query(q: &Query, args: &Value, state: &State, as_of: &AsOf) -> Value {
+    let now = as_of.now.as_str();
+    let mut rows: Vec<&Value> = state.tables[&q.table]
+        .rows
+        .values()
+        .filter(|r| !as_of.hides(r) && q.filters.iter().all(|f| filter_holds(f, r, args, now)))
+        .collect();
+    if let Some((field, desc)) = &q.sort {
+        rows.sort_by(|a, b| {
+            let o = compare(
+                a.get(field).unwrap_or(&Value::Null),
+                b.get(field).unwrap_or(&Value::Null),
+            )
+            .unwrap_or(std::cmp::Ordering::Equal);
+            if *desc { o.reverse() } else { o }
+        });
+    }
+    let n = match &q.limit {
+        Some(Limit::Fixed(n)) => *n,
+        Some(Limit::Arg(a)) => args
+            .get(a)
+            .and_then(Value::as_u64)
+            .map_or(usize::MAX, |n| n as usize),
+        None => usize::MAX,
+    };
+    Value::Array(rows.into_iter().take(n).cloned().collect())
+}
+
+fn insert(table: &str, template: &Value, args: &Value, state: &State, now: &str) -> Outcome {
+    let t = &state.tables[table];
+    let mut row = render(template, args, now).unwrap_or(Value::Null);
+    let Value::Object(fields) = &mut row else {
+        return Err(ToolFailure::new(
+            ErrorKind::InvalidArgs,
+            "the new row must be an object",
+        ));
+    };
+    let key = match fields.get(&t.key) {
+        Some(k) if !k.is_null() => canon::key_of(k),
+        _ => {
+            let key = format!("{table}-{}", t.rows.len() + 1);
+            fields.insert(t.key.clone(), Value::String(key.clone()));
+            key
+        }
+    };
+    if t.rows.contains_key(&key) {
+        return Err(ToolFailure::new(
+            ErrorKind::Conflict,
+            format!("{table} row `{key}` already exists"),
+        ));
+    }
+    let write = Write::Put {
+        table: table.to_string(),
+        key,
+        row: row.clone(),
+    };
+    Ok((row, vec![write]))
+}
+
+fn update(r: &RowOp, set: &Value, args: &Value, state: &State, now: &str) -> Outcome {
+    let key = r.key(args, state)?;
+    let Some(Value::Object(before)) = state.row(&r.table, &key) else {
+        return Err(r.not_found(&key));
+    };
+    let mut row: Map<String, Value> = before.clone();
+    if let Some(Value::Object(fields)) = render(set, args, now) {
+        row.extend(fields);
+    }
+    let row = Value::Object(row);
+    let write = Write::Put {
+        table: r.table.clone(),
+        key,
+        row: row.clone(),
+    };
+    Ok((row, vec![write]))
+}
+
+fn delete(r: &RowOp, args: &Value, state: &State) -> Outcome {
+    let key = r.key(args, state)?;
+    match state.row(&r.table, &key) {
+        Some(row) => Ok((
+            row.clone(),
+            vec![Write::Delete {
+                table: r.table.clone(),
+                key,
+            }],
+        )),
+        None => Err(r.not_found(&key)),
+    }
+}
+
+fn file_read(path_arg: &str, args: &Value, state: &State) -> Outcome {
+    let path = arg_str(args, path_arg)?;
+    match state.files.get(&path) {
+        Some(FileData::Text(s)) => Ok((json!({"path": path, "content": s}), vec![])),
+        Some(FileData::Bytes { hex }) => Ok((json!({"path": path, "hex": hex}), vec![])),
+        None => Err(ToolFailure::new(
+            ErrorKind::NotFound,
+            format!("no file `{path}`"),
+        )),
+    }
+}
+
+fn file_write(path_arg: &str, content_arg: &str, args: &Value) -> Outcome {
+    let path = arg_str(args, path_arg)?;
+    let content = match args.get(content_arg) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => canon::to_string(other),
+        None => {
+            return Err(ToolFailure::new(
+                ErrorKind::InvalidArgs,
+                format!("missing argument `{content_arg}`"),
+            ));
+        }
+    };
+    let write = Write::File {
+        path: path.clone(),
+        data: FileData::Text(content),
+    };
+    Ok((json!({"path": path, "written": true}), vec![write]))
 }
 
 #[cfg(test)]
@@ -649,7 +677,7 @@ mod tests {
         assert_eq!(s.row("deploys", "D1").unwrap().get("status"), None);
         assert!(t.mutates);
         let missing = execute(&t, &json!({"id": "nope"}), &s, &at("")).unwrap_err();
-        assert_eq!(missing.kind, "not-found");
+        assert_eq!(missing.kind, ErrorKind::NotFound);
     }
 
     #[test]
@@ -671,7 +699,7 @@ mod tests {
             execute(&dup, &json!({"id": "D1"}), &state(), &at(""))
                 .unwrap_err()
                 .kind,
-            "conflict"
+            ErrorKind::Conflict
         );
     }
 
@@ -740,5 +768,53 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown op `explode`")
         );
+    }
+
+    #[test]
+    fn each_op_is_checked_for_the_keys_it_needs() {
+        let err = |src: &str| {
+            let t: ToolToml = toml::from_str(src).unwrap();
+            resolve(&t, &state()).unwrap_err()
+        };
+        assert_eq!(
+            err("name='g'\nop='get'"),
+            "tool `g`: op `get` needs `table`"
+        );
+        assert_eq!(
+            err("name='u'\nop='update'\ntable='deploys'"),
+            "tool `u`: op `update` needs `set`"
+        );
+        assert_eq!(
+            err("name='u'\nop='update'\ntable='deploys'\nset=1"),
+            "tool `u`: `set` must be a table of field = value"
+        );
+        assert_eq!(
+            err("name='w'\nop='file_write'\npath_arg='p'"),
+            "tool `w`: op `file_write` needs `content_arg`"
+        );
+        assert_eq!(
+            err("name='r'\nop='respond'"),
+            "tool `r`: op `respond` needs `response`"
+        );
+        assert_eq!(err("name=''\nop='respond'"), "tool `name` is empty");
+        let unknown = toml::from_str::<ToolToml>("name='g'\nop='get'\ntable='t'\ncolour='red'");
+        assert!(
+            unknown
+                .unwrap_err()
+                .message()
+                .contains("unknown field `colour`")
+        );
+    }
+
+    #[test]
+    fn a_respond_tool_answers_its_response_and_other_ops_wrap_theirs() {
+        let t = tool("name='r'\nop='respond'\nresponse={ok='$x'}");
+        assert_eq!(t.response, None);
+        assert!(!t.mutates);
+        let (out, _) = execute(&t, &json!({"x": 1}), &state(), &at("")).unwrap();
+        assert_eq!(out, json!({"ok": 1}));
+        let t = tool("name='g'\nop='get'\ntable='deploys'\nresponse={row='$result'}");
+        let (out, _) = execute(&t, &json!({"id": "D1"}), &state(), &at("")).unwrap();
+        assert_eq!(out["row"]["service"], "api");
     }
 }

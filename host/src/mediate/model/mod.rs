@@ -24,6 +24,7 @@ use super::entropy;
 use super::{Answer, RunState};
 use crate::canon;
 use crate::case::model::{CassetteMode, ModelConfig, Provider};
+use crate::error_kind::ErrorKind;
 use crate::log::Effect;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -119,7 +120,7 @@ impl ModelService {
         let chosen = match self.scripted.choose(request) {
             Ok(c) => c,
             Err(message) => {
-                let mut r = error_answer("unavailable", message).response;
+                let mut r = error_answer(ErrorKind::Unavailable, message).response;
                 r["model_call"] = json!({"provider": "scripted"});
                 return (r, self.config.latency_ms);
             }
@@ -133,8 +134,8 @@ impl ModelService {
             "virtual_latency_ms": latency,
         });
         if let Some(kind) = &reply.error {
-            let mut r =
-                error_answer(kind, format!("the scripted model answered `{kind}`")).response;
+            let message = format!("the scripted model answered `{kind}`");
+            let mut r = error_answer(ErrorKind::named(kind), message).response;
             r["model_call"] = record;
             return (r, latency);
         }
@@ -150,7 +151,10 @@ impl ModelService {
     fn endpoint_answer(&mut self, request: &Value, cassette: Option<&str>) -> (Value, u64) {
         let latency = self.config.latency_ms;
         let Some(endpoint) = &self.endpoint else {
-            let r = error_answer("failed", "no endpoint is configured ([model] base_url)");
+            let r = error_answer(
+                ErrorKind::Failed,
+                "no endpoint is configured ([model] base_url)",
+            );
             return (r.response, latency);
         };
         let outcome = endpoint.complete(request);
@@ -162,7 +166,7 @@ impl ModelService {
         }
         let mut response = match outcome.answer {
             Ok(v) => json!({"ok": v}),
-            Err((kind, message)) => error_answer(&kind, message).response,
+            Err((kind, message)) => error_answer(kind, message).response,
         };
         response["model_call"] = record;
         (response, latency)
@@ -175,7 +179,7 @@ impl ModelService {
         }
         let Some(recording) = self.recording.as_mut() else {
             let r = error_answer(
-                "failed",
+                ErrorKind::Failed,
                 "the recorded provider has no recording: set [model] recording or run with a store",
             );
             return (r.response, latency);
@@ -192,7 +196,7 @@ impl ModelService {
             recorded::key(request),
             recording.source().display()
         );
-        let mut r = error_answer("unavailable", message).response;
+        let mut r = error_answer(ErrorKind::Unavailable, message).response;
         r["model_call"] = json!({"provider": "recorded", "key": recorded::key(request)});
         (r, latency)
     }
@@ -257,7 +261,7 @@ impl model::Host for RunState {
                 return Answer::read(response);
             }
             if miss {
-                return error_answer("unavailable", message);
+                return error_answer(ErrorKind::Unavailable, message);
             }
             let now = s.clock.wall_ns();
             s.model.serve(&request, now)

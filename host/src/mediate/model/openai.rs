@@ -7,6 +7,7 @@
 
 use super::chat;
 use crate::case::model::ModelConfig;
+use crate::error_kind::ErrorKind;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -28,7 +29,7 @@ pub struct Endpoint {
 /// What one call produced: the guest's answer and the record of the call.
 pub struct Outcome {
     /// `Ok(completion)` or `Err((kind, message))`.
-    pub answer: Result<Value, (String, String)>,
+    pub answer: Result<Value, (ErrorKind, String)>,
     pub record: Value,
     /// The call failed after using the case's whole time budget
     /// (`limits.timeout_ms`): the run is out of real time.
@@ -61,7 +62,7 @@ fn client() -> &'static reqwest::Client {
 enum Attempt {
     Done(Value),
     /// `(kind, message, retry?)`.
-    Failed(&'static str, String, bool),
+    Failed(ErrorKind, String, bool),
 }
 
 impl Endpoint {
@@ -131,7 +132,7 @@ impl Endpoint {
         });
         if let Some(problem) = &self.key_problem {
             return Outcome {
-                answer: Err(("failed".into(), problem.clone())),
+                answer: Err((ErrorKind::Failed, problem.clone())),
                 record,
                 budget_spent: false,
             };
@@ -139,7 +140,7 @@ impl Endpoint {
         if rendered.get("model").is_none() {
             let message = "no model named: set `model` in the agent's request or the case's [model] model (or --model model=NAME)".to_string();
             return Outcome {
-                answer: Err(("failed".into(), message)),
+                answer: Err((ErrorKind::Failed, message)),
                 record,
                 budget_spent: false,
             };
@@ -148,12 +149,12 @@ impl Endpoint {
         let started = Instant::now();
         let mut attempts = Vec::new();
         let mut raw = None;
-        let mut last = Attempt::Failed("timeout", "no attempt was made".into(), false);
+        let mut last = Attempt::Failed(ErrorKind::Timeout, "no attempt was made".into(), false);
         for n in 0..=self.retries {
             let left = self.budget.saturating_sub(started.elapsed());
             if left.is_zero() {
                 last = Attempt::Failed(
-                    "timeout",
+                    ErrorKind::Timeout,
                     format!(
                         "the model call used the case's whole time budget ({} ms, limits.timeout_ms)",
                         self.budget.as_millis()
@@ -208,7 +209,7 @@ impl Endpoint {
                 record["finish_reason"] = chat::finish_reason(&v);
                 Ok(v)
             }
-            Attempt::Failed(kind, message, _) => Err((kind.to_string(), message)),
+            Attempt::Failed(kind, message, _) => Err((kind, message)),
         };
         Outcome {
             budget_spent: answer.is_err() && started.elapsed() >= self.budget,
@@ -249,7 +250,7 @@ impl Endpoint {
         match sent {
             Err(_) => (
                 Attempt::Failed(
-                    "timeout",
+                    ErrorKind::Timeout,
                     format!(
                         "no complete answer from the endpoint within {} ms",
                         limit.as_millis()
@@ -262,9 +263,9 @@ impl Endpoint {
             ),
             Ok(Err(e)) => {
                 let kind = if e.is_timeout() {
-                    "timeout"
+                    ErrorKind::Timeout
                 } else {
-                    "unavailable"
+                    ErrorKind::Unavailable
                 };
                 let message =
                     self.redact(&format!("cannot reach {}: {}", self.url, error_chain(&e)));
@@ -285,30 +286,30 @@ impl Endpoint {
             200..=299 => match serde_json::from_str::<Value>(&text) {
                 Ok(v) if chat::is_completion(&v) => Attempt::Done(v),
                 Ok(_) => Attempt::Failed(
-                    "failed",
+                    ErrorKind::Failed,
                     format!(
                         "the endpoint's answer is not a chat completion (no `choices`): {brief}"
                     ),
                     false,
                 ),
                 Err(e) => Attempt::Failed(
-                    "failed",
+                    ErrorKind::Failed,
                     format!("the endpoint's answer is not JSON ({e}): {brief}"),
                     false,
                 ),
             },
             429 => Attempt::Failed(
-                "unavailable",
+                ErrorKind::Unavailable,
                 format!("rate limited (HTTP 429): {brief}"),
                 true,
             ),
             500..=599 => Attempt::Failed(
-                "unavailable",
+                ErrorKind::Unavailable,
                 format!("the endpoint failed (HTTP {status}): {brief}"),
                 true,
             ),
             _ => Attempt::Failed(
-                "failed",
+                ErrorKind::Failed,
                 format!("the endpoint refused the request (HTTP {status}): {brief}"),
                 false,
             ),

@@ -4,13 +4,14 @@
 //! seed gives another trajectory and the same seed the same one.
 
 use super::chat;
-use crate::case::model::{ModelConfig, Reply, Rule, Step, at_path, parse_path};
+use crate::case::model::{ModelConfig, Reply, Rule};
+use crate::path::JsonPath;
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use serde_json::{Value, json};
 
 pub struct Scripted {
-    rules: Vec<(Rule, Option<Vec<Step>>)>,
+    rules: Vec<(Rule, Option<JsonPath>)>,
     responses: Vec<Reply>,
     next: usize,
     rng: ChaCha20Rng,
@@ -31,7 +32,7 @@ impl Scripted {
                 .map(|r| {
                     (
                         r.clone(),
-                        r.path.as_deref().and_then(|p| parse_path(p).ok()),
+                        r.path.as_deref().and_then(|p| JsonPath::parse(p).ok()),
                     )
                 })
                 .collect(),
@@ -52,7 +53,7 @@ impl Scripted {
         let hit = self
             .rules
             .iter()
-            .position(|(rule, path)| matches(rule, path.as_deref(), input.as_ref()));
+            .position(|(rule, path)| matches(rule, path.as_ref(), input.as_ref()));
         if let Some(i) = hit {
             let rule = &self.rules[i].0;
             if let Some(reply) = &rule.reply {
@@ -98,7 +99,7 @@ impl Scripted {
     }
 }
 
-fn matches(rule: &Rule, path: Option<&[Step]>, input: Option<&(String, Value)>) -> bool {
+fn matches(rule: &Rule, path: Option<&JsonPath>, input: Option<&(String, Value)>) -> bool {
     if rule.contains.is_none() && path.is_none() {
         return true;
     }
@@ -110,8 +111,8 @@ fn matches(rule: &Rule, path: Option<&[Step]>, input: Option<&(String, Value)>) 
     {
         return false;
     }
-    if let Some(steps) = path {
-        let Some(found) = at_path(message, steps) else {
+    if let Some(path) = path {
+        let Some(found) = path.get(message) else {
             return false;
         };
         if let Some(want) = &rule.equals

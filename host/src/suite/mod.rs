@@ -1,0 +1,214 @@
+//! A suite: many cases against one agent on one engine, run in parallel
+//! (`--jobs`), each result in the slot of its case, so the report is in the
+//! order the cases were given whatever the number of jobs. A case that
+//! cannot run (an internal error) is a result too; the suite goes on.
+//! `select` decides which cases run; `last` remembers which failed.
+
+pub mod last;
+pub mod select;
+
+use crate::case::Case;
+use crate::error::ExitCode;
+use crate::fuzz::campaign::model_seed;
+use crate::grade::verdict;
+use crate::parallel::par_map;
+use crate::run::{RunOptions, RunOutcome, run_with};
+use crate::sandbox::{Agent, Sandbox};
+use crate::store::StoreDir;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+/// A case of the suite, with where it came from.
+pub struct Entry {
+    /// Its position in the whole suite (before filters and partitions), so
+    /// shard reports can be merged back into one order.
+    pub index: usize,
+    /// The case's short name (`incident/stale-deploys`).
+    pub name: String,
+    pub path: PathBuf,
+    pub case: Case,
+}
+
+/// One run of a case and how it went.
+pub struct Attempt {
+    /// The run, or why it could not run.
+    pub outcome: Result<RunOutcome, String>,
+    /// Real time the run took (reported, never recorded).
+    pub elapsed: Duration,
+}
+
+/// One case of a suite and how its runs went (one per `--repeat`).
+pub struct CaseRun {
+    pub index: usize,
+    pub name: String,
+    pub path: PathBuf,
+    /// Empty when `--fail-fast` stopped the suite before this case.
+    pub attempts: Vec<Attempt>,
+}
+
+impl Attempt {
+    pub fn passed(&self) -> bool {
+        self.outcome
+            .as_ref()
+            .is_ok_and(|o| verdict::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok)
+    }
+
+    /// An agent fault (trap, fuel, memory, timeout) or a run that could not
+    /// run: an error rather than a graded failure.
+    pub fn errored(&self) -> bool {
+        match &self.outcome {
+            Ok(o) => o.footer.status.is_fault(),
+            Err(_) => true,
+        }
+    }
+
+    pub fn status(&self) -> &'static str {
+        match &self.outcome {
+            Ok(o) => verdict::shown_status(o.footer.status, o.grade.as_ref()),
+            Err(_) => "error",
+        }
+    }
+
+    /// Why it did not pass, in one line.
+    pub fn reason(&self) -> Option<String> {
+        match &self.outcome {
+            Err(e) => Some(e.clone()),
+            Ok(_) if self.passed() => None,
+            // A fault says more than the grade it spoiled (a Python
+            // exception, a panic, fuel).
+            Ok(o) if o.footer.status.is_fault() => o.footer.error.clone(),
+            Ok(o) => o
+                .grade
+                .as_ref()
+                .and_then(verdict::first_failure)
+                .or_else(|| o.footer.error.clone()),
+        }
+    }
+
+    pub fn run_id(&self) -> Option<&str> {
+        self.outcome.as_ref().ok().and_then(|o| o.run_id.as_deref())
+    }
+}
+
+impl CaseRun {
+    /// Not run: `--fail-fast` stopped the suite first.
+    pub fn skipped(&self) -> bool {
+        self.attempts.is_empty()
+    }
+
+    /// Every run passed.
+    pub fn passed(&self) -> bool {
+        !self.skipped() && self.attempts.iter().all(Attempt::passed)
+    }
+
+    /// How many runs passed.
+    pub fn passes(&self) -> u64 {
+        self.attempts.iter().filter(|a| a.passed()).count() as u64
+    }
+
+    /// The run that speaks for the case: the first that did not pass, else
+    /// the first.
+    pub fn shown(&self) -> Option<&Attempt> {
+        self.attempts
+            .iter()
+            .find(|a| !a.passed())
+            .or(self.attempts.first())
+    }
+
+    /// Real time of all its runs.
+    pub fn elapsed(&self) -> Duration {
+        self.attempts.iter().map(|a| a.elapsed).sum()
+    }
+}
+
+/// A finished suite.
+pub struct SuiteRun {
+    pub cases: Vec<CaseRun>,
+    /// Runs of each case.
+    pub repeat: u64,
+    /// When it started and how long it took (real time, for reports).
+    pub started: SystemTime,
+    pub elapsed: Duration,
+}
+
+impl SuiteRun {
+    pub fn passed(&self) -> usize {
+        self.cases.iter().filter(|c| c.passed()).count()
+    }
+
+    pub fn skipped(&self) -> usize {
+        self.cases.iter().filter(|c| c.skipped()).count()
+    }
+
+    pub fn failed(&self) -> usize {
+        self.cases.len() - self.passed() - self.skipped()
+    }
+}
+
+/// What a suite runs: the cases, the agent, where runs go.
+pub struct Suite<'a> {
+    pub sandbox: &'a Sandbox,
+    pub agent: &'a Agent,
+    pub cases: &'a [Entry],
+    pub store: &'a StoreDir,
+    /// `--model-seed`: the first repetition's model seed.
+    pub model_seed: Option<u64>,
+    /// Runs of each case; repetition `r > 0` draws its own model seed.
+    pub repeat: u64,
+    pub jobs: usize,
+    /// Stop starting cases after the first that does not pass.
+    pub fail_fast: bool,
+}
+
+impl Suite<'_> {
+    /// Run every case on `jobs` threads; `done(case)` is called as each
+    /// case finishes.
+    pub fn run(&self, done: &(dyn Fn(&CaseRun) + Sync)) -> SuiteRun {
+        let started = SystemTime::now();
+        let t0 = Instant::now();
+        let stop = AtomicBool::new(false);
+        let repeat = self.repeat.max(1);
+        let cases = par_map(self.cases.len(), self.jobs, |i| {
+            let e = &self.cases[i];
+            let mut attempts = Vec::new();
+            if !(self.fail_fast && stop.load(Ordering::Relaxed)) {
+                for rep in 0..repeat {
+                    let t = Instant::now();
+                    let options = RunOptions {
+                        store: Some(self.store),
+                        model_seed: match rep {
+                            0 => self.model_seed,
+                            _ => model_seed(e.case.seed, rep),
+                        },
+                        ..RunOptions::default()
+                    };
+                    let outcome = run_with(self.sandbox, self.agent, &e.case, options)
+                        .map_err(|err| format!("{err:#}"));
+                    attempts.push(Attempt {
+                        outcome,
+                        elapsed: t.elapsed(),
+                    });
+                }
+            }
+            let run = CaseRun {
+                index: e.index,
+                name: e.name.clone(),
+                path: e.path.clone(),
+                attempts,
+            };
+            if !run.skipped() && !run.passed() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            done(&run);
+            Ok(run)
+        })
+        .expect("a case's error is its result, never the suite's");
+        SuiteRun {
+            cases,
+            repeat,
+            started,
+            elapsed: t0.elapsed(),
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! Which cases a suite runs: a filter expression over name, path, world
+//! and tags (`-k` in pytest's spirit), a partition of the selection for one
+//! machine of several (`count:i/n` or `hash:i/n`, as cargo-nextest names
+//! them), and a limit.
+//!
+//! Filter grammar: `and`, `or`, `not` and parentheses over terms. A term
+//! is `tag:T`, `world:W`, `path:P` or `name:N`, where the value may use `*`
+//! and `?` globs; a bare word matches when it is a substring of the case's
+//! name. Words are separated by spaces; `and` binds tighter than `or`.
+
+use std::fmt;
+
+/// What a filter term looks at.
+#[derive(Debug, Clone, PartialEq)]
+enum Field {
+    Name,
+    Path,
+    World,
+    Tag,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Expr {
+    /// A bare word: substring of the name.
+    Word(String),
+    /// `field:glob`.
+    Term(Field, String),
+    Not(Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+}
+
+/// A parsed `--filter` expression.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter(Expr);
+
+/// What a filter sees of a case.
+pub struct Candidate<'a> {
+    pub name: &'a str,
+    pub path: &'a str,
+    pub world: &'a str,
+    pub tags: &'a [String],
+}
+
+/// `*` and `?` globs over characters, matched in linear time (no
+/// backtracking blow-up whatever the pattern).
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+impl Expr {
+    fn matches(&self, c: &Candidate) -> bool {
+        match self {
+            Expr::Word(w) => c.name.contains(w.as_str()),
+            Expr::Term(Field::Name, g) => glob(g, c.name),
+            Expr::Term(Field::Path, g) => glob(g, c.path),
+            Expr::Term(Field::World, g) => glob(g, c.world),
+            Expr::Term(Field::Tag, g) => c.tags.iter().any(|t| glob(g, t)),
+            Expr::Not(e) => !e.matches(c),
+            Expr::And(a, b) => a.matches(c) && b.matches(c),
+            Expr::Or(a, b) => a.matches(c) || b.matches(c),
+        }
+    }
+}
+
+impl Filter {
+    pub fn matches(&self, c: &Candidate) -> bool {
+        self.0.matches(c)
+    }
+
+    /// Parse an expression; the error says what was expected where.
+    pub fn parse(text: &str) -> Result<Filter, String> {
+        let tokens = tokenize(text);
+        if tokens.is_empty() {
+            return Err("the filter is empty".into());
+        }
+        let mut p = Parser { tokens, at: 0 };
+        let e = p.or()?;
+        match p.tokens.get(p.at) {
+            None => Ok(Filter(e)),
+            Some(t) => Err(format!("unexpected `{t}` (word {})", p.at + 1)),
+        }
+    }
+}
+
+fn tokenize(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for ch in text.chars() {
+        if ch == '(' || ch == ')' || ch.is_whitespace() {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            if !ch.is_whitespace() {
+                out.push(ch.to_string());
+            }
+        } else {
+            word.push(ch);
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+struct Parser {
+    tokens: Vec<String>,
+    at: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&str> {
+        self.tokens.get(self.at).map(String::as_str)
+    }
+
+    fn or(&mut self) -> Result<Expr, String> {
+        let mut e = self.and()?;
+        while self.peek() == Some("or") {
+            self.at += 1;
+            e = Expr::Or(Box::new(e), Box::new(self.and()?));
+        }
+        Ok(e)
+    }
+
+    fn and(&mut self) -> Result<Expr, String> {
+        let mut e = self.not()?;
+        while self.peek() == Some("and") {
+            self.at += 1;
+            e = Expr::And(Box::new(e), Box::new(self.not()?));
+        }
+        Ok(e)
+    }
+
+    fn not(&mut self) -> Result<Expr, String> {
+        if self.peek() == Some("not") {
+            self.at += 1;
+            return Ok(Expr::Not(Box::new(self.not()?)));
+        }
+        self.atom()
+    }
+
+    fn atom(&mut self) -> Result<Expr, String> {
+        let at = self.at + 1;
+        let Some(t) = self.tokens.get(self.at).cloned() else {
+            return Err("the filter ends where a term was expected".into());
+        };
+        self.at += 1;
+        match t.as_str() {
+            "(" => {
+                let e = self.or()?;
+                if self.peek() != Some(")") {
+                    return Err(format!("`(` at word {at} is not closed"));
+                }
+                self.at += 1;
+                Ok(e)
+            }
+            ")" | "and" | "or" => Err(format!("unexpected `{t}` (word {at}); a term was expected")),
+            _ => match t.split_once(':') {
+                Some((field, value)) => {
+                    let field = match field {
+                        "name" => Field::Name,
+                        "path" => Field::Path,
+                        "world" => Field::World,
+                        "tag" => Field::Tag,
+                        other => {
+                            return Err(format!(
+                                "`{other}:` is not a filter field; use name:, path:, world: or tag:"
+                            ));
+                        }
+                    };
+                    if value.is_empty() {
+                        return Err(format!("`{t}` has no value"));
+                    }
+                    Ok(Expr::Term(field, value.to_string()))
+                }
+                None => Ok(Expr::Word(t)),
+            },
+        }
+    }
+}
+
+/// Which share of the selection this machine runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partition {
+    /// The k-th case (0-based) goes to shard `k % total + 1`.
+    Count { shard: u64, total: u64 },
+    /// A case goes to shard `hash(name) % total + 1` (stable as cases are
+    /// added or removed).
+    Hash { shard: u64, total: u64 },
+}
+
+impl Partition {
+    /// `count:i/n`, `hash:i/n`, or `i/n` (count), with 1 ≤ i ≤ n.
+    pub fn parse(text: &str) -> Result<Partition, String> {
+        let (kind, rest) = match text.split_once(':') {
+            Some((k, r)) => (k, r),
+            None => ("count", text),
+        };
+        let (i, n) = rest
+            .split_once('/')
+            .ok_or_else(|| format!("`{text}` is not i/n (for example 1/3 or hash:2/4)"))?;
+        let number = |s: &str| {
+            s.parse::<u64>()
+                .map_err(|_| format!("`{s}` in `{text}` is not a whole number"))
+        };
+        let (shard, total) = (number(i)?, number(n)?);
+        if total == 0 || shard == 0 || shard > total {
+            return Err(format!("`{text}`: the shard must be between 1 and {total}"));
+        }
+        match kind {
+            "count" => Ok(Partition::Count { shard, total }),
+            "hash" => Ok(Partition::Hash { shard, total }),
+            other => Err(format!(
+                "`{other}:` is not a partition kind; use count: or hash:"
+            )),
+        }
+    }
+
+    /// Whether the `index`-th item (named `name`) of the selection is in
+    /// this shard.
+    pub fn contains(&self, index: usize, name: &str) -> bool {
+        match *self {
+            Partition::Count { shard, total } => index as u64 % total == shard - 1,
+            Partition::Hash { shard, total } => {
+                let d = crate::canon::sha256_hex(name);
+                let h = u64::from_str_radix(&d[..16], 16).expect("hex digits");
+                h % total == shard - 1
+            }
+        }
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Partition::Count { shard, total } => write!(f, "count:{shard}/{total}"),
+            Partition::Hash { shard, total } => write!(f, "hash:{shard}/{total}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case<'a>(name: &'a str, tags: &'a [String]) -> Candidate<'a> {
+        Candidate {
+            name,
+            path: "cases/incident/x.toml",
+            world: "incident@v4",
+            tags,
+        }
+    }
+
+    #[test]
+    fn filters_combine_words_fields_and_operators() {
+        let tags = vec!["slow".to_string(), "model".to_string()];
+        let c = case("incident/stale-deploys", &tags);
+        let yes = |f: &str| Filter::parse(f).unwrap().matches(&c);
+        assert!(yes("stale"));
+        assert!(!yes("fresh"));
+        assert!(yes("tag:slow and world:incident@*"));
+        assert!(yes("not tag:fast"));
+        assert!(yes("fresh or (stale and not tag:fast)"));
+        assert!(!yes("stale and not tag:model"));
+        assert!(yes("name:incident/* and path:cases/*"));
+        assert!(!yes("not stale or tag:fast"), "not binds tighter than or");
+    }
+
+    #[test]
+    fn bad_filters_say_what_is_wrong() {
+        let err = |f: &str| Filter::parse(f).unwrap_err();
+        assert_eq!(err(""), "the filter is empty");
+        assert_eq!(err("a and"), "the filter ends where a term was expected");
+        assert_eq!(err("(a or b"), "`(` at word 1 is not closed");
+        assert_eq!(err("a b"), "unexpected `b` (word 2)");
+        assert_eq!(
+            err("colour:red"),
+            "`colour:` is not a filter field; use name:, path:, world: or tag:"
+        );
+        assert_eq!(err("or a"), "unexpected `or` (word 1); a term was expected");
+    }
+
+    #[test]
+    fn globs_are_linear() {
+        assert!(glob("a*c", "abc"));
+        assert!(glob("*", ""));
+        assert!(!glob("a?c", "ac"));
+        let long = "a".repeat(60);
+        assert!(!glob("*a*a*a*a*a*a*a*a*b", &long));
+    }
+
+    #[test]
+    fn partitions_cover_the_whole_exactly_once() {
+        for text in ["count:1/3", "hash:1/3"] {
+            let kind = text.split(':').next().unwrap();
+            let mut seen = vec![0; 40];
+            for shard in 1..=3 {
+                let p = Partition::parse(&format!("{kind}:{shard}/3")).unwrap();
+                for (i, n) in seen.iter_mut().enumerate() {
+                    if p.contains(i, &format!("case-{i}")) {
+                        *n += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|n| *n == 1), "{text}: {seen:?}");
+        }
+        assert_eq!(
+            Partition::parse("2/3").unwrap(),
+            Partition::Count { shard: 2, total: 3 }
+        );
+        assert_eq!(
+            Partition::parse("4/3").unwrap_err(),
+            "`4/3`: the shard must be between 1 and 3"
+        );
+        assert_eq!(
+            Partition::parse("x/3").unwrap_err(),
+            "`x` in `x/3` is not a whole number"
+        );
+    }
+}

@@ -1,0 +1,307 @@
+//! `worldline test` as a runner people use every day, on the real binary
+//! and real guests: selection by filter and tags, `--list`, `--limit`,
+//! `--fail-fast`, `--rerun-failed`, run ids in the text report,
+//! `--repeat` with pass rates, and partitions whose merged reports equal
+//! the unpartitioned one.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn caller() -> PathBuf {
+    guest("caller-agent")
+}
+
+/// A demo-world case: get (or close) ticket T-1, expecting it open, with
+/// these tags.
+fn case_in(dir: &Path, name: &str, close: bool, tags: &[&str]) -> PathBuf {
+    let tool = if close { "close_ticket" } else { "get_ticket" };
+    let tags: Vec<String> = tags.iter().map(|t| format!("\"{t}\"")).collect();
+    write_case(
+        dir,
+        name,
+        &format!(
+            r#"world = "demo@v1"
+seed = 3
+clock = 2026-03-01T12:00:00Z
+tags = [{}]
+task = {{ calls = [{{ tool = "{tool}", args = {{ id = "T-1" }} }}] }}
+
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "open"
+"#,
+            tags.join(", ")
+        ),
+    )
+}
+
+/// Four cases in `dir/cases`: a, b (slow), c (fails, slow), d (fails).
+fn suite(dir: &Path) -> PathBuf {
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    case_in(&cases, "a", false, &[]);
+    case_in(&cases, "b", false, &["slow"]);
+    case_in(&cases, "c", true, &["slow", "closes"]);
+    case_in(&cases, "d", true, &["closes"]);
+    cases
+}
+
+fn test_cmd(store: &Path, cases: &Path, extra: &[&str]) -> CliOutput {
+    let agent = caller();
+    let worlds = worlds_dir();
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--agent".as_ref(),
+        agent.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ];
+    if !extra.contains(&"--jobs") {
+        args.extend([std::ffi::OsStr::new("--jobs"), std::ffi::OsStr::new("2")]);
+    }
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    worldline(store, args)
+}
+
+fn names(doc: &Value) -> Vec<String> {
+    doc["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["case"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn filters_tags_list_and_limit_select_cases() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let store = dir.path().join("store");
+
+    let out = test_cmd(&store, &cases, &["--list", "-k", "tag:slow"]);
+    out.expect_code(0);
+    assert_eq!(
+        out.stdout.lines().collect::<Vec<_>>(),
+        [
+            "b  demo@v1  [slow]",
+            "c  demo@v1  [slow, closes]",
+            "2 case(s)"
+        ],
+        "{out}"
+    );
+    assert!(
+        !store.join("runs").exists() || std::fs::read_dir(store.join("runs")).unwrap().count() == 0,
+        "--list runs nothing"
+    );
+
+    let list = |filter: &str| {
+        let out = test_cmd(&store, &cases, &["--list", "--json", "-k", filter]);
+        out.expect_code(0);
+        out.json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(list("tag:closes and not tag:slow"), ["d"]);
+    assert_eq!(list("a or (tag:slow and not c)"), ["a", "b"]);
+    assert_eq!(list("world:demo@* and name:?"), ["a", "b", "c", "d"]);
+
+    let out = test_cmd(&store, &cases, &["--list", "--json", "--limit", "3"]);
+    assert_eq!(out.json().as_array().unwrap().len(), 3);
+
+    let bad = test_cmd(&store, &cases, &["--list", "-k", "colour:red"]);
+    bad.expect_code(2);
+    assert!(
+        bad.stderr.contains("`colour:` is not a filter field"),
+        "{bad}"
+    );
+}
+
+#[test]
+fn text_lines_name_run_ids_and_rerun_failed_runs_only_the_failures() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let store = dir.path().join("store");
+
+    let first = test_cmd(&store, &cases, &[]);
+    first.expect_code(1);
+    let lines: Vec<&str> = first.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{first}");
+    for l in &lines[..4] {
+        let id = l
+            .split_whitespace()
+            .find(|w| w.len() == 22 && w.as_bytes()[8] == b'-')
+            .unwrap_or_else(|| panic!("no run id in `{l}`"));
+        assert!(
+            store.join("runs").join(format!("{id}.jsonl")).is_file(),
+            "{l}"
+        );
+    }
+    assert_eq!(lines[4], "2 passed, 2 failed");
+
+    let again = test_cmd(&store, &cases, &["--rerun-failed", "--json"]);
+    again.expect_code(1);
+    assert_eq!(names(again.json()), ["c", "d"]);
+
+    let fresh = dir.path().join("fresh-store");
+    let none = test_cmd(&fresh, &cases, &["--rerun-failed"]);
+    none.expect_code(2);
+    assert!(
+        none.stderr.contains("no earlier `worldline test` session"),
+        "{none}"
+    );
+}
+
+#[test]
+fn fail_fast_skips_what_it_never_started() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    case_in(&cases, "a-fails", true, &[]);
+    for n in ["b", "c", "d"] {
+        case_in(&cases, n, false, &[]);
+    }
+    let store = dir.path().join("store");
+    let junit = dir.path().join("junit.xml");
+    let out = test_cmd(
+        &store,
+        &cases,
+        &[
+            "--fail-fast",
+            "--jobs",
+            "1",
+            "--json",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    );
+    out.expect_code(1);
+    let doc = out.json();
+    assert_eq!(doc["failed"], 1, "{out}");
+    assert_eq!(doc["skipped"], 3, "{out}");
+    assert_eq!(doc["cases"][1]["status"], "skipped");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<skipped").count(), 3, "{xml}");
+    assert!(xml.contains("hostname=\""), "{xml}");
+    assert!(xml.contains("<property name=\"seed\" value=\"3\""), "{xml}");
+}
+
+/// The fields a partitioned run may change: real time and where runs went.
+fn without_run_specifics(mut doc: Value) -> Value {
+    doc["elapsed_ms"] = Value::Null;
+    for c in doc["cases"].as_array_mut().unwrap() {
+        for f in ["elapsed_ms", "run_id", "run_ids", "bundle"] {
+            c[f] = Value::Null;
+        }
+    }
+    doc
+}
+
+#[test]
+fn merged_partitions_equal_the_whole_suite() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let store = dir.path().join("store");
+    let whole = test_cmd(&store, &cases, &["--json"]);
+    whole.expect_code(1);
+    for kind in ["count", "hash"] {
+        let mut files = Vec::new();
+        let mut seen = 0;
+        for shard in 1..=3 {
+            let p = format!("{kind}:{shard}/3");
+            let out = test_cmd(&store, &cases, &["--json", "--partition", &p]);
+            seen += out.json()["total"].as_u64().unwrap();
+            let f = dir.path().join(format!("{kind}-{shard}.json"));
+            std::fs::write(&f, &out.stdout).unwrap();
+            files.push(f);
+        }
+        assert_eq!(seen, 4, "{kind}: every case in exactly one shard");
+        let mut args: Vec<&std::ffi::OsStr> = vec!["merge".as_ref(), "--json".as_ref()];
+        args.extend(files.iter().map(|f| f.as_os_str()));
+        let merged = worldline(&store, args);
+        merged.expect_code(1);
+        assert_eq!(
+            without_run_specifics(merged.json().clone()),
+            without_run_specifics(whole.json().clone()),
+            "{kind}"
+        );
+    }
+    let twice = worldline(
+        &store,
+        [
+            "merge".as_ref(),
+            dir.path().join("count-1.json").as_os_str(),
+            dir.path().join("count-1.json").as_os_str(),
+        ],
+    );
+    twice.expect_code(2);
+    assert!(twice.stderr.contains("is in two shards"), "{twice}");
+}
+
+#[test]
+fn repeats_report_each_cases_pass_rate_and_pass_k() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = guest("model-agent");
+    let case = workspace_root().join("cases/model/rollback-weighted.toml");
+    let junit = dir.path().join("junit.xml");
+    let out = worldline(
+        &store,
+        [
+            "test".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--repeat".as_ref(),
+            "8".as_ref(),
+            "--json".as_ref(),
+            "--junit".as_ref(),
+            junit.as_os_str(),
+        ],
+    );
+    let doc = out.json();
+    let c = &doc["cases"][0];
+    assert_eq!(c["runs"], 8, "{out}");
+    assert_eq!(c["run_ids"].as_array().unwrap().len(), 8);
+    let passes = c["passes"].as_u64().unwrap();
+    assert!(
+        0 < passes && passes < 8,
+        "weighted alternatives give both: {out}"
+    );
+    let [lo, hi] = [
+        c["interval"][0].as_f64().unwrap(),
+        c["interval"][1].as_f64().unwrap(),
+    ];
+    let rate = passes as f64 / 8.0;
+    assert!(lo < rate && rate < hi, "{out}");
+    assert_eq!(doc["pass_k"].as_array().unwrap().len(), 8);
+    assert_eq!(doc["pass_k"][0]["value"].as_f64(), Some(rate));
+    out.expect_code(1);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(&format!("<property name=\"passes\" value=\"{passes}\"")),
+        "{xml}"
+    );
+    // The same repeats give the same runs: repetition seeds are derived.
+    let again = worldline(
+        &store,
+        [
+            "test".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--repeat".as_ref(),
+            "8".as_ref(),
+            "--json".as_ref(),
+        ],
+    );
+    assert_eq!(again.json()["cases"][0]["passes"], passes);
+}
