@@ -26,6 +26,7 @@ pub mod log;
 pub mod mediate;
 pub mod otel;
 pub mod parallel;
+pub mod partition;
 pub mod path;
 pub mod redact;
 pub mod replay;

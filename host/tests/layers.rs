@@ -9,7 +9,15 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first; modules in one entry share a layer. Keep in
 /// step with "Layers" in docs/architecture.md.
 const LAYERS: &[&[&str]] = &[
-    &["canon", "error", "error_kind", "path", "time", "parallel"],
+    &[
+        "canon",
+        "error",
+        "error_kind",
+        "path",
+        "time",
+        "parallel",
+        "partition",
+    ],
     &["world"],
     &["case"],
     &["log"],
