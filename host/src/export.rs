@@ -2,6 +2,11 @@
 //! every object it needs (agent, case, world manifest and files); `import`
 //! brings such a file into another store, where the run replays.
 //!
+//! `export --redacted` writes a redacted copy instead (see
+//! [`crate::redact::copy`]) under the id `<run>-redacted`, with the agent
+//! only: the case and the world hold the data the run read, so they stay
+//! behind. The file and the bundle header both say it is redacted.
+//!
 //! Import treats the file as hostile: the run id and object names must be
 //! plain names, every object must hash to its name, the bundle's hash chain
 //! must hold, and everything is written through a capability handle on the
@@ -29,6 +34,9 @@ struct Export {
     bundle: String,
     /// SHA-256 → base64 bytes.
     objects: BTreeMap<String, String>,
+    /// A redacted copy (its bundle header says of what).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    redacted: bool,
 }
 
 /// The objects a run needs: agent, case, world manifest and world files.
@@ -47,22 +55,50 @@ fn needed(store: &StoreDir, header: &bundle::Header) -> Result<Vec<String>> {
     Ok(shas)
 }
 
-/// Write a run and its objects to one file.
-pub fn export(store: &StoreDir, run: &str, out: &Path) -> Result<String> {
+/// Write a run and its objects to one file; with a redactor, a redacted
+/// copy and the agent. Returns the exported run id.
+pub fn export(
+    store: &StoreDir,
+    run: &str,
+    out: &Path,
+    redactor: Option<&mut crate::redact::Redactor>,
+) -> Result<String> {
     let path = store.resolve_run(run)?;
     let b = bundle::read(&path).map_err(InputError::from)?;
     let id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string());
+    if b.header.redacted.is_some() {
+        return Err(
+            InputError::new(&path, "is already a redacted copy; export it as it is").into(),
+        );
+    }
     let mut objects = BTreeMap::new();
-    for sha in needed(store, &b.header)? {
+    let redacted = redactor.is_some();
+    let (id, text, shas) = match redactor {
+        Some(r) => {
+            let copy = crate::redact::copy::of(&id, &b, r);
+            (
+                format!("{id}-redacted"),
+                bundle::to_text(&copy),
+                vec![b.header.agent_sha256.clone()],
+            )
+        }
+        None => (
+            id,
+            std::fs::read_to_string(&path)?,
+            needed(store, &b.header)?,
+        ),
+    };
+    for sha in shas {
         objects.insert(sha.clone(), B64.encode(store.get_object(&sha)?));
     }
     let doc = Export {
         format: FORMAT.into(),
         run: id.clone(),
-        bundle: std::fs::read_to_string(&path)?,
+        bundle: text,
         objects,
+        redacted,
     };
     std::fs::write(out, serde_json::to_vec(&doc)?)
         .map_err(|e| InputError::new(out, format!("cannot write: {e}")))?;
@@ -76,8 +112,9 @@ fn plain_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// Bring an exported run into a store; returns its run id.
-pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
+/// Bring an exported run into a store; returns its run id, and what it is
+/// a copy of when it is a redacted copy.
+pub fn import(store: &StoreDir, file: &Path) -> Result<(String, Option<bundle::Redacted>)> {
     let bad = |m: String| InputError::new(file, m);
     let bytes = std::fs::read(file).map_err(|e| bad(format!("cannot read: {e}")))?;
     let doc: Export =
@@ -112,13 +149,20 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
     // Check the bundle before anything is written.
     let b = bundle::parse(doc.bundle.as_bytes(), file)
         .map_err(|e| bad(format!("bundle: line {}: {}", e.line, e.message)))?;
+    if doc.redacted != b.header.redacted.is_some() {
+        return Err(bad(
+            "the file and its bundle header disagree on whether the run is redacted".into(),
+        )
+        .into());
+    }
     let root =
         Dir::open_ambient_dir(&store.root, ambient_authority()).context("opening the store")?;
-    for sha in [
-        &b.header.agent_sha256,
-        &b.header.case_hash,
-        &b.header.world_hash,
-    ] {
+    // A redacted copy brings its agent only (see the module comment).
+    let mut required = vec![&b.header.agent_sha256];
+    if !doc.redacted {
+        required.extend([&b.header.case_hash, &b.header.world_hash]);
+    }
+    for sha in required {
         if !decoded.contains_key(sha) && !store.object_path(sha).exists() {
             return Err(bad(format!("the export lacks object {sha} that the run needs")).into());
         }
@@ -144,5 +188,6 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
         root.write(&run_name, doc.bundle.as_bytes())
             .with_context(|| format!("writing {run_name}"))?;
     }
-    Ok(doc.run)
+    crate::index::record_file(store, &doc.run);
+    Ok((doc.run, b.header.redacted))
 }

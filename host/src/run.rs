@@ -48,6 +48,7 @@ pub fn header_for(sandbox: &Sandbox, agent: &Agent, case: &Case) -> Header {
         model_overrides: case.model_overrides.clone(),
         model_seed: None,
         parent: None,
+        redacted: None,
         seed: case.seed,
         world: case.world.reference(),
         world_hash: case.world.hash.clone(),
@@ -192,6 +193,9 @@ pub fn run_with(
     footer.hash = bundle::footer_hash(&footer);
     if let Some(file) = file {
         bundle::finish(file, &footer).context("writing the bundle footer")?;
+    }
+    if let (Some(store), Some(id)) = (opts.store, &run_id) {
+        crate::index::record(store, id, &header, &footer, events.len());
     }
     Ok(RunOutcome {
         run_id,

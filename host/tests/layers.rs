@@ -26,6 +26,8 @@ const LAYERS: &[&[&str]] = &[
     &["sandbox"],
     &["agent_file"],
     &["grade"],
+    &["index"],
+    &["redact"],
     &["traceback"],
     &["run"],
     &["replay"],
@@ -33,6 +35,8 @@ const LAYERS: &[&[&str]] = &[
     &["fuzz"],
     &["suite"],
     &["export"],
+    &["retention"],
+    &["otel"],
     &["report"],
     &["cli"],
 ];

@@ -4,9 +4,9 @@
 //! bundle unless asked. Trials come back in seed order whatever the
 //! number of jobs, so everything computed from them is independent of it.
 
-use super::signature;
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, PlannedFault, Schedule};
+use crate::grade::signature;
 use crate::mediate::entropy::derive;
 use crate::mediate::faults::Faults;
 use crate::parallel::par_map;
