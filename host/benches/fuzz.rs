@@ -106,6 +106,7 @@ impl Fixture {
             repeat: 1,
             jobs,
             keep_all: None,
+            partition: None,
         }
     }
 }

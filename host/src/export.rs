@@ -2,6 +2,11 @@
 //! every object it needs (agent, case, world manifest and files); `import`
 //! brings such a file into another store, where the run replays.
 //!
+//! `export --redacted` writes a redacted copy instead (see
+//! [`crate::redact::copy`]) under the id `<run>-redacted`, with the agent
+//! only: the case and the world hold the data the run read, so they stay
+//! behind. The file and the bundle header both say it is redacted.
+//!
 //! Import treats the file as hostile: the run id and object names must be
 //! plain names, every object must hash to its name, the bundle's hash chain
 //! must hold, and everything is written through a capability handle on the
@@ -29,6 +34,9 @@ struct Export {
     bundle: String,
     /// SHA-256 → base64 bytes.
     objects: BTreeMap<String, String>,
+    /// A redacted copy (its bundle header says of what).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    redacted: bool,
 }
 
 /// The objects a run needs: agent, case, world manifest and world files.
@@ -47,22 +55,50 @@ fn needed(store: &StoreDir, header: &bundle::Header) -> Result<Vec<String>> {
     Ok(shas)
 }
 
-/// Write a run and its objects to one file.
-pub fn export(store: &StoreDir, run: &str, out: &Path) -> Result<String> {
+/// Write a run and its objects to one file; with a redactor, a redacted
+/// copy and the agent. Returns the exported run id.
+pub fn export(
+    store: &StoreDir,
+    run: &str,
+    out: &Path,
+    redactor: Option<&mut crate::redact::Redactor>,
+) -> Result<String> {
     let path = store.resolve_run(run)?;
     let b = bundle::read(&path).map_err(InputError::from)?;
     let id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string());
+    if b.header.redacted.is_some() {
+        return Err(
+            InputError::new(&path, "is already a redacted copy; export it as it is").into(),
+        );
+    }
     let mut objects = BTreeMap::new();
-    for sha in needed(store, &b.header)? {
+    let redacted = redactor.is_some();
+    let (id, text, shas) = match redactor {
+        Some(r) => {
+            let copy = crate::redact::copy::of(&id, &b, r);
+            (
+                format!("{id}-redacted"),
+                bundle::to_text(&copy),
+                vec![b.header.agent_sha256.clone()],
+            )
+        }
+        None => (
+            id,
+            std::fs::read_to_string(&path)?,
+            needed(store, &b.header)?,
+        ),
+    };
+    for sha in shas {
         objects.insert(sha.clone(), B64.encode(store.get_object(&sha)?));
     }
     let doc = Export {
         format: FORMAT.into(),
         run: id.clone(),
-        bundle: std::fs::read_to_string(&path)?,
+        bundle: text,
         objects,
+        redacted,
     };
     std::fs::write(out, serde_json::to_vec(&doc)?)
         .map_err(|e| InputError::new(out, format!("cannot write: {e}")))?;
@@ -76,8 +112,9 @@ fn plain_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// Bring an exported run into a store; returns its run id.
-pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
+/// Bring an exported run into a store; returns its run id, and what it is
+/// a copy of when it is a redacted copy.
+pub fn import(store: &StoreDir, file: &Path) -> Result<(String, Option<bundle::Redacted>)> {
     let bytes =
         std::fs::read(file).map_err(|e| InputError::new(file, format!("cannot read: {e}")))?;
     let doc: Export = serde_json::from_slice(&bytes).map_err(|e| InputError {
@@ -111,18 +148,14 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
     }
     let mut decoded = BTreeMap::new();
     for (sha, data) in &doc.objects {
+        let named = format!("\"{sha}\"");
         if sha.len() != 64
             || !sha
                 .chars()
                 .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
         {
-            return Err(bad_at(
-                &format!("\"{sha}\""),
-                format!("object name `{sha}` is not a SHA-256"),
-            )
-            .into());
+            return Err(bad_at(&named, format!("object name `{sha}` is not a SHA-256")).into());
         }
-        let named = format!("\"{sha}\"");
         let data = B64
             .decode(data)
             .map_err(|e| bad_at(&named, format!("object {sha}: {e}")))?;
@@ -131,17 +164,26 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
         }
         decoded.insert(sha.clone(), data);
     }
-    // Check the bundle, and that the run can be replayed from what the
+    // Check the bundle, and that the run could be replayed from what the
     // export and the store hold, before anything is written.
     let b = bundle::parse(doc.bundle.as_bytes(), file)
         .map_err(|e| bad(format!("bundle: line {}: {}", e.line, e.message)))?;
+    if doc.redacted != b.header.redacted.is_some() {
+        return Err(bad(
+            "the file and its bundle header disagree on whether the run is redacted".into(),
+        )
+        .into());
+    }
     let object = |sha: &str| -> Result<Vec<u8>> {
         match decoded.get(sha) {
             Some(bytes) => Ok(bytes.clone()),
             None => store.get_object(sha).map_err(|_| {
-                bad_at("\"objects\"", format!(
-                    "the export lacks object {sha} that the run needs (and this store does not hold it)"
-                ))
+                bad_at(
+                    "\"objects\"",
+                    format!(
+                        "the export lacks object {sha} that the run needs (and this store does not hold it)"
+                    ),
+                )
                 .into()
             }),
         }
@@ -153,21 +195,24 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
             b.header.agent_sha256, e.message
         ))
     })?;
-    object(&b.header.case_hash)?;
-    let manifest: BTreeMap<String, String> = serde_json::from_slice(&object(&b.header.world_hash)?)
-        .map_err(|e| {
-            bad(format!(
-                "object {} is not the world manifest the run names: {e}",
-                b.header.world_hash
-            ))
-        })?;
-    for (rel, sha) in &manifest {
-        crate::world::check_relative(rel).map_err(|m| {
-            bad(format!(
-                "the world manifest names a file outside the world: {m}"
-            ))
-        })?;
-        object(sha)?;
+    // A redacted copy brings its agent only (see the module comment).
+    if !doc.redacted {
+        object(&b.header.case_hash)?;
+        let manifest: BTreeMap<String, String> =
+            serde_json::from_slice(&object(&b.header.world_hash)?).map_err(|e| {
+                bad(format!(
+                    "object {} is not the world manifest the run names: {e}",
+                    b.header.world_hash
+                ))
+            })?;
+        for (rel, sha) in &manifest {
+            crate::world::check_relative(rel).map_err(|m| {
+                bad(format!(
+                    "the world manifest names a file outside the world: {m}"
+                ))
+            })?;
+            object(sha)?;
+        }
     }
 
     // Every file appears whole or not at all (a temporary file renamed
@@ -210,5 +255,6 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<String> {
     } else {
         put(&run_name, doc.bundle.as_bytes())?;
     }
-    Ok(doc.run)
+    crate::index::record_file(store, &doc.run);
+    Ok((doc.run, b.header.redacted))
 }

@@ -5,7 +5,11 @@
 //! [`case`]/[`world`] (load, validate) → [`sandbox`] (engine, linker, limits)
 //! → [`mediate`] (the one place host calls pass) → [`log`] (bundle write and
 //! read) → [`run`] (one run, start to footer) → [`grade`], [`replay`],
-//! [`fork`], [`fuzz`] → [`cli`].
+//! [`fork`], [`fuzz`] → [`cli`]. Beside them, [`store`] and [`index`]
+//! (the store's catalogue of runs, which [`run`] updates as it writes
+//! bundles), [`retention`] (what `gc` keeps), [`redact`] (what a reader
+//! is shown) and [`otel`] (runs as OpenTelemetry traces). The layers, in
+//! order, are in docs/architecture.md.
 
 pub mod agent_file;
 pub mod canon;
@@ -19,12 +23,17 @@ pub mod file_identity;
 pub mod fork;
 pub mod fuzz;
 pub mod grade;
+pub mod index;
 pub mod log;
 pub mod mediate;
+pub mod otel;
 pub mod parallel;
+pub mod partition;
 pub mod path;
+pub mod redact;
 pub mod replay;
 pub mod report;
+pub mod retention;
 pub mod run;
 pub mod sandbox;
 pub mod store;

@@ -30,6 +30,16 @@ pub struct Recorded {
 pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
     let path = store.resolve_run(run)?;
     let bundle = bundle::read(&path).map_err(InputError::from)?;
+    if let Some(r) = &bundle.header.redacted {
+        return Err(InputError::new(
+            &path,
+            format!(
+                "is a redacted copy of run {}: its answers are redacted and its case and world were not exported, so it cannot be re-executed (`worldline history` shows it; `worldline replay` checks its integrity)",
+                r.original_run
+            ),
+        )
+        .into());
+    }
     let case_bytes = store.get_object(&bundle.header.case_hash)?;
     let case_path = store.object_path(&bundle.header.case_hash);
     let mut case = case::parse(&case_path, case_bytes, |reference| {

@@ -48,6 +48,7 @@ pub fn header_for(sandbox: &Sandbox, agent: &Agent, case: &Case) -> Header {
         model_overrides: case.model_overrides.clone(),
         model_seed: None,
         parent: None,
+        redacted: None,
         seed: case.seed,
         world: case.world.reference(),
         world_hash: case.world.hash.clone(),
@@ -200,6 +201,9 @@ pub fn run_with(
             (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
             _ => anyhow::Error::new(e).context("writing the bundle footer"),
         })?;
+    }
+    if let (Some(store), Some(id)) = (opts.store, &run_id) {
+        crate::index::record(store, id, &header, &footer, events.len());
     }
     Ok(RunOutcome {
         run_id,

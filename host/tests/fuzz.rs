@@ -433,3 +433,47 @@ fn model_alternatives_give_pass_k_below_pass_1_and_repro_a_true_rate() {
         "a 1-in-4 choice reproduces about a quarter of the time: {rr}"
     );
 }
+
+#[test]
+fn merged_shards_equal_the_single_machine_report() {
+    let naive = guest("naive-agent");
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let args = ["--runs", "30", "--repeat", "2", "--seed", "77", "--shrink"];
+    let whole = fuzz(&store, &fuzz_case(), &naive, &args);
+    whole.expect_code(1);
+    for kind in ["count", "hash"] {
+        let mut files = Vec::new();
+        let mut runs = 0;
+        for shard in 1..=3 {
+            let p = format!("{kind}:{shard}/3");
+            let mut a = args.to_vec();
+            a.extend(["--partition", &p]);
+            let out = fuzz(&store, &fuzz_case(), &naive, &a);
+            let trials = out.json()["trials"].as_array().unwrap().len();
+            assert_eq!(out.json()["summary"]["runs"].as_u64(), Some(trials as u64));
+            runs += trials;
+            let f = dir.path().join(format!("{kind}-{shard}.json"));
+            std::fs::write(&f, &out.stdout).unwrap();
+            files.push(f.display().to_string());
+        }
+        assert_eq!(runs, 60, "{kind}: every run in exactly one shard");
+        let mut m = vec!["merge".to_string(), "--json".to_string()];
+        m.extend(files.iter().cloned());
+        let merged = worldline(&store, m);
+        merged.expect_code(1);
+        assert_eq!(stable(merged.json()), stable(whole.json()), "{kind}");
+    }
+    let short = worldline(
+        &store,
+        [
+            "merge".to_string(),
+            dir.path().join("count-1.json").display().to_string(),
+        ],
+    );
+    short.expect_code(2);
+    assert!(
+        short.stderr.contains("hold 20 of the campaign's 60 runs"),
+        "{short}"
+    );
+}

@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    CliOutput, guest, read_bundle, temp_dir, workspace_root, worldline, worldline_env, worlds_dir,
-    write_case,
+    CliOutput, files_with_suffix, guest, read_bundle, temp_dir, workspace_root, worldline,
+    worldline_env, worlds_dir, write_case,
 };
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, VecDeque};
@@ -17,7 +17,7 @@ use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -39,6 +39,8 @@ enum Reply {
     Silent,
     /// A 401 whose body repeats the Authorization header it got.
     EchoAuth,
+    /// A completion with this content after this long.
+    Slow(String, Duration),
 }
 
 fn completion(content: &str) -> Reply {
@@ -65,6 +67,8 @@ struct Seen {
 struct Server {
     addr: SocketAddr,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// `Slow` answers pending now, and the most there ever were at once.
+    in_flight: Arc<(AtomicUsize, AtomicUsize)>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -77,7 +81,8 @@ impl Server {
         let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (r, s, st) = (replies, seen.clone(), stop.clone());
+        let in_flight = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
+        let (r, s, st, fl) = (replies, seen.clone(), stop.clone(), in_flight.clone());
         let thread = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if st.load(Ordering::SeqCst) {
@@ -89,13 +94,14 @@ impl Server {
                     .unwrap()
                     .pop_front()
                     .unwrap_or_else(|| completion("default"));
-                let (s, st) = (s.clone(), st.clone());
-                std::thread::spawn(move || serve(conn, reply, &s, &st));
+                let (s, st, fl) = (s.clone(), st.clone(), fl.clone());
+                std::thread::spawn(move || serve(conn, reply, &s, &st, &fl));
             }
         });
         Server {
             addr,
             seen,
+            in_flight,
             stop,
             thread: Some(thread),
         }
@@ -107,6 +113,11 @@ impl Server {
 
     fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
+    }
+
+    /// The most `Slow` answers that were pending at once.
+    fn peak(&self) -> usize {
+        self.in_flight.1.load(Ordering::SeqCst)
     }
 
     /// Close the listening socket: later connections are refused.
@@ -125,7 +136,13 @@ impl Drop for Server {
     }
 }
 
-fn serve(mut conn: TcpStream, reply: Reply, seen: &Mutex<Vec<Seen>>, stop: &AtomicBool) {
+fn serve(
+    mut conn: TcpStream,
+    reply: Reply,
+    seen: &Mutex<Vec<Seen>>,
+    stop: &AtomicBool,
+    in_flight: &(AtomicUsize, AtomicUsize),
+) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let head_end = loop {
@@ -175,6 +192,18 @@ fn serve(mut conn: TcpStream, reply: Reply, seen: &Mutex<Vec<Seen>>, stop: &Atom
     };
     match reply {
         Reply::Http(status, body, extra) => respond(&mut conn, status, &body, &extra),
+        Reply::Slow(content, after) => {
+            // Counted while the answer is pending (not while it is
+            // written), so a client that sends its next request as soon as
+            // it has an answer is not counted twice.
+            let now = in_flight.0.fetch_add(1, Ordering::SeqCst) + 1;
+            in_flight.1.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(after);
+            in_flight.0.fetch_sub(1, Ordering::SeqCst);
+            if let Reply::Http(status, body, extra) = completion(&content) {
+                respond(&mut conn, status, &body, &extra);
+            }
+        }
         Reply::EchoAuth => {
             let body = json!({"error": {"message": format!("bad key: {}", authorization.unwrap_or_default())}});
             respond(&mut conn, 401, &body.to_string(), &[]);
@@ -682,4 +711,63 @@ fn bad_model_settings_are_refused_with_where_and_what_to_do() {
     let out = run(&store, &case, &asker(), &[]);
     out.expect_code(2);
     assert!(out.stderr.contains("WORLDLINE_TEST_UNSET_KEY"), "{out}");
+}
+
+#[test]
+fn max_connections_bounds_the_calls_in_flight_whatever_the_jobs() {
+    let slow = || Reply::Slow("ok".into(), Duration::from_millis(150));
+    let suite = |limit: &str| {
+        let dir = temp_dir();
+        let server = Server::start((0..8).map(|_| slow()).collect());
+        let model = openai_model(&server, limit);
+        for i in 0..8 {
+            asker_case(dir.path(), &format!("c{i}"), &[ask("hello?")], &model, "");
+        }
+        let store = dir.path().join("store");
+        let worlds = worlds_dir();
+        let agent = asker();
+        let out = worldline_env(
+            [
+                OsStr::new("test"),
+                dir.path().as_os_str(),
+                OsStr::new("--agent"),
+                agent.as_os_str(),
+                OsStr::new("--worlds"),
+                worlds.as_os_str(),
+                OsStr::new("--jobs"),
+                OsStr::new("8"),
+                OsStr::new("--json"),
+                OsStr::new("--store"),
+                store.as_os_str(),
+            ],
+            &[(KEY_VAR, KEY)],
+        );
+        out.expect_code(0);
+        assert_eq!(out.json()["passed"], 8, "{out}");
+        let peak = server.peak();
+        let runs = files_with_suffix(&store.join("runs"), ".jsonl");
+        (peak, runs, dir)
+    };
+    // Without a limit, 8 jobs have more than two calls in flight.
+    let (free, _, _) = suite("");
+    assert!(free > 2, "{free} calls at once without a limit");
+    let (limited, runs, _dir) = suite("max_connections = 2");
+    assert_eq!(limited, 2, "at most two calls at once");
+    // The wait for a slot is metadata of the attempt, and a run with a
+    // wait still replays identical.
+    let waited: u64 = runs
+        .iter()
+        .map(|b| {
+            let e = &model_events(b)[0];
+            e["response"]["model_call"]["attempts"][0]["queued_ms"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum();
+    assert!(waited > 0, "some calls waited for a slot");
+    let id = runs[0].file_stem().unwrap().to_string_lossy().to_string();
+    let store = runs[0].parent().unwrap().parent().unwrap();
+    let replay = worldline(store, ["replay", id.as_str(), "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }

@@ -203,6 +203,7 @@ fn valid_bundle(n: u64) -> Vec<u8> {
         model_overrides: Default::default(),
         model_seed: None,
         parent: None,
+        redacted: None,
         seed: 7,
         world: "demo@v1".into(),
         world_hash: "d".repeat(64),

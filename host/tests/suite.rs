@@ -284,6 +284,15 @@ fn repeats_report_each_cases_pass_rate_and_pass_k() {
     assert!(lo < rate && rate < hi, "{out}");
     assert_eq!(doc["pass_k"].as_array().unwrap().len(), 8);
     assert_eq!(doc["pass_k"][0]["value"].as_f64(), Some(rate));
+    // Every run asks the scripted model several times; the totals count
+    // each call and the tokens its completions reported.
+    let model = &doc["model"];
+    assert!(model["calls"].as_u64().unwrap() >= 16, "{out}");
+    assert!(model["total_tokens"].as_u64().unwrap() > 0, "{out}");
+    assert_eq!(
+        model["total_tokens"].as_u64().unwrap(),
+        model["prompt_tokens"].as_u64().unwrap() + model["completion_tokens"].as_u64().unwrap()
+    );
     out.expect_code(1);
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(

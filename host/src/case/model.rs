@@ -68,6 +68,9 @@ pub struct ModelConfig {
     /// `openai`: attempts after the first on 429, 5xx, timeouts and
     /// connection errors.
     pub retries: u32,
+    /// `openai`: most calls in flight to this endpoint from one process
+    /// (all runs of a suite or campaign together); `None`: no limit.
+    pub max_connections: Option<u32>,
     /// `recorded`: a bundle or a folder of bundles (relative to the case
     /// file); default: the store's runs.
     pub recording: Option<String>,
@@ -86,6 +89,7 @@ impl Default for ModelConfig {
             api_key_env: None,
             timeout_ms: 30_000,
             retries: 2,
+            max_connections: None,
             recording: None,
             cassette: CassetteMode::None,
         }

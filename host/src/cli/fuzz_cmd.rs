@@ -11,6 +11,7 @@ use crate::error::{ExitCode, InputError};
 use crate::fuzz::campaign::Campaign;
 use crate::fuzz::reproducer::Reproducers;
 use crate::fuzz::summary;
+use crate::partition::Partition;
 use crate::report::{
     self,
     fuzz::{Faults, FuzzReport, GroupReport, Timing},
@@ -62,6 +63,10 @@ pub struct FuzzArgs {
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
+    /// Run one shard of the campaign's seeds (`count:i/n`, `hash:i/n` or
+    /// `i/n`); `worldline merge` combines the shards' `--json` reports.
+    #[arg(long, value_name = "i/n")]
+    pub partition: Option<String>,
     /// Override a key of the case's [model] for every run, e.g.
     /// `--model-set provider=openai` (repeatable).
     #[arg(long = "model-set", value_name = "KEY=VALUE")]
@@ -96,6 +101,12 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     if args.runs == 0 || args.repeat == 0 {
         return Err(InputError::new(&args.case, "--runs and --repeat must be at least 1").into());
     }
+    let partition = args
+        .partition
+        .as_deref()
+        .map(Partition::parse)
+        .transpose()
+        .map_err(|m| InputError::new("--partition", m))?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
@@ -117,8 +128,9 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         repeat: args.repeat,
         jobs,
         keep_all: args.keep_all.then_some(&store),
+        partition,
     };
-    let total = args.runs * args.repeat;
+    let total = c.indexes().len() as u64;
     let bar = progress(total);
     let failures = AtomicU64::new(0);
     let started = Instant::now();
@@ -166,6 +178,8 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
             runs_per_s: total as f64 / elapsed.as_secs_f64().max(1e-9),
         },
         world: case.world.reference(),
+        partition: partition.map(|p| p.to_string()),
+        trials: partition.map(|_| trials.as_slice()),
     };
     if args.common.json {
         report::print_json(&doc)?;

@@ -1,8 +1,9 @@
 //! Looking at recorded runs: `history` (the timeline), `show --at N` (one
-//! event in full and the world after it), `diff` (two runs side by side)
-//! and `runs` (the store's list).
+//! event in full and the world after it) and `diff` (two runs side by
+//! side).
 
 use super::Common;
+use super::redact_opts::RedactArgs;
 use crate::canon;
 use crate::error::{ExitCode, InputError};
 use crate::grade::{diff, final_state};
@@ -21,6 +22,8 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub only: Option<String>,
     #[command(flatten)]
+    pub redaction: RedactArgs,
+    #[command(flatten)]
     pub common: Common,
 }
 
@@ -31,6 +34,8 @@ pub struct ShowArgs {
     #[arg(long)]
     pub at: u64,
     #[command(flatten)]
+    pub redaction: RedactArgs,
+    #[command(flatten)]
     pub common: Common,
 }
 
@@ -39,11 +44,7 @@ pub struct DiffArgs {
     pub run_a: String,
     pub run_b: String,
     #[command(flatten)]
-    pub common: Common,
-}
-
-#[derive(Args)]
-pub struct RunsArgs {
+    pub redaction: RedactArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -139,7 +140,15 @@ fn vtime(ns: u64) -> String {
 pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
-    let b = bundle::read(&path).map_err(InputError::from)?;
+    let mut b = bundle::read(&path).map_err(InputError::from)?;
+    let mut redactor = args.redaction.redactor(&store)?;
+    if let Some(r) = redactor.as_mut() {
+        b.events.iter_mut().for_each(|e| r.event(e));
+        if let Some(f) = b.footer.as_mut() {
+            r.footer(f);
+        }
+    }
+    let hidden = redactor.as_ref().map(|r| r.hidden());
     let events: Vec<&Event> = b
         .events
         .iter()
@@ -161,7 +170,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"run": path.display().to_string(), "status": status, "header": b.header, "events": rows})
+                &json!({"run": path.display().to_string(), "status": status, "header": b.header, "redacted_view": hidden.is_some(), "events": rows})
             )?
         );
         return Ok(ExitCode::Ok);
@@ -176,6 +185,17 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     );
     if let Some(p) = &b.header.parent {
         println!("fork of {} at event {}", p.run, p.event);
+    }
+    if let Some(r) = &b.header.redacted {
+        println!(
+            "REDACTED copy of run {} (its chain hash {}); {} values hidden; not the original",
+            r.original_run,
+            &r.original_chain_hash[..16.min(r.original_chain_hash.len())],
+            r.hidden
+        );
+    }
+    if let Some(n) = hidden {
+        println!("redacted view: {n} distinct values hidden (--unredacted shows them)");
     }
     for e in events {
         let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
@@ -222,11 +242,22 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         )
         .into());
     };
-    let state = final_state(
+    let mut state = final_state(
         &rec.case.world.initial,
         &rec.bundle.events[..=args.at as usize],
     );
-    let doc = json!({"run": rec.id, "event": event, "state_after": state, "state_hash_after": state.hash()});
+    let state_hash = state.hash();
+    let mut event = event.clone();
+    let redacted = match args.redaction.redactor(&store)? {
+        Some(mut r) => {
+            r.event(&mut event);
+            r.state(&mut state);
+            true
+        }
+        None => false,
+    };
+    let event = &event;
+    let doc = json!({"run": rec.id, "event": event, "state_after": state, "state_hash_after": state_hash, "redacted_view": redacted});
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -264,7 +295,20 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let a = replay::open(&store, &args.run_a)?;
     let b = replay::open(&store, &args.run_b)?;
-    let (ea, eb) = (&a.bundle.events, &b.bundle.events);
+    let mut redactor = args.redaction.redactor(&store)?;
+    let mut fa = final_state(&a.case.world.initial, &a.bundle.events);
+    let mut fb = final_state(&b.case.world.initial, &b.bundle.events);
+    let (mut ea, mut eb) = (a.bundle.events.clone(), b.bundle.events.clone());
+    let mut outputs = [&a, &b].map(|r| r.bundle.footer.as_ref().and_then(|f| f.output.clone()));
+    if let Some(r) = redactor.as_mut() {
+        ea.iter_mut().chain(eb.iter_mut()).for_each(|e| r.event(e));
+        r.state(&mut fa);
+        r.state(&mut fb);
+        for o in outputs.iter_mut().flatten() {
+            *o = r.output(o);
+        }
+    }
+    let (ea, eb) = (&ea, &eb);
     let first = (0..ea.len().max(eb.len())).find(|&i| match (ea.get(i), eb.get(i)) {
         (Some(x), Some(y)) => {
             (&x.call, &x.request, &x.response, &x.writes)
@@ -275,15 +319,14 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let side = |e: Option<&Event>| {
         e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response}))
     };
-    let fa = final_state(&a.case.world.initial, ea);
-    let fb = final_state(&b.case.world.initial, eb);
     let state = diff::diff(&fa, &fb);
     if args.common.json {
         let doc = json!({
             "a": a.id, "b": b.id,
             "first_divergence": first.map(|i| json!({"index": i, "a": side(ea.get(i)), "b": side(eb.get(i))})),
             "final_state_diff": state,
-            "outputs": [a.bundle.footer.as_ref().and_then(|f| f.output.clone()), b.bundle.footer.as_ref().and_then(|f| f.output.clone())],
+            "outputs": outputs,
+            "redacted_view": redactor.is_some(),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -322,50 +365,4 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
 /// hostile header gives a shorter one).
 fn short_hash(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
-}
-
-pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
-    let mut rows = Vec::new();
-    for id in store.run_ids()? {
-        let row = match bundle::read(&store.bundle_path(&id)) {
-            Ok(b) => {
-                let grade = b.footer.as_ref().and_then(|f| f.verdict());
-                json!({
-                    "run_id": id,
-                    "case": b.header.case,
-                    "world": b.header.world,
-                    "agent": short_hash(&b.header.agent_sha256),
-                    "status": b.footer.as_ref().map_or("incomplete", |f| f.status.as_str()),
-                    "grade": grade,
-                    "events": b.events.len(),
-                    "parent": b.header.parent.as_ref().map(|p| format!("{}@{}", p.run, p.event)),
-                })
-            }
-            Err(e) => json!({"run_id": id, "status": "broken", "error": e.to_string()}),
-        };
-        rows.push(row);
-    }
-    if args.common.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        println!(
-            "{:<25} {:<28} {:<12} {:<12} {:<7} {:>6}  parent",
-            "run", "case", "agent", "status", "grade", "events"
-        );
-        for r in &rows {
-            let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
-            println!(
-                "{:<25} {:<28} {:<12} {:<12} {:<7} {:>6}  {}",
-                s("run_id"),
-                s("case"),
-                s("agent"),
-                s("status"),
-                s("grade"),
-                r["events"],
-                s("parent")
-            );
-        }
-    }
-    Ok(ExitCode::Ok)
 }

@@ -1,17 +1,19 @@
 //! `worldline merge REPORT...`: the `--json` reports of a partitioned
-//! `test` (one per shard, e.g. from a CI matrix or a Kubernetes Indexed
-//! Job) combined into the report one machine would have printed.
+//! `test` or `fuzz` (one per shard, e.g. from a CI matrix or a Kubernetes
+//! Indexed Job) combined into the report one machine would have printed.
 
 use super::Common;
 use crate::error::{ExitCode, InputError};
 use crate::report::{self, suite::SuiteSummary};
 use anyhow::Result;
 use clap::Args;
+use serde_json::Value;
 use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// Shard reports: the output of `worldline test --partition i/n --json`.
+    /// Shard reports: the output of `worldline test --partition i/n --json`
+    /// or `worldline fuzz --partition i/n --json`.
     #[arg(required = true)]
     pub reports: Vec<PathBuf>,
     #[command(flatten)]
@@ -19,16 +21,47 @@ pub struct MergeArgs {
 }
 
 pub fn exec(args: MergeArgs) -> Result<ExitCode> {
-    let mut shards = Vec::new();
+    let mut docs = Vec::new();
     for path in &args.reports {
         let text = std::fs::read_to_string(path)
             .map_err(|e| InputError::new(path, format!("cannot read report: {e}")))?;
-        let shard: SuiteSummary = serde_json::from_str(&text).map_err(|e| {
+        let doc: Value = serde_json::from_str(&text).map_err(|e| {
+            InputError::new(path, format!("is not a JSON report: {e}")).with_line(e.line())
+        })?;
+        docs.push((path, doc));
+    }
+    if docs.iter().all(|(_, d)| d.get("groups").is_some()) {
+        let shards: Vec<Value> = docs.into_iter().map(|(_, d)| d).collect();
+        let merged = report::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
+        let failed = merged["summary"]["failed"].as_u64().unwrap_or(0);
+        if args.common.json {
+            report::print_json(&merged)?;
+        } else {
+            let s = &merged["summary"];
+            println!(
+                "fuzz {} on {}: passed {}/{} (95% interval {:.1}% – {:.1}%), {} failure group(s)",
+                merged["case"].as_str().unwrap_or(""),
+                merged["world"].as_str().unwrap_or(""),
+                s["passed"],
+                s["runs"],
+                s["interval"][0].as_f64().unwrap_or(0.0) * 100.0,
+                s["interval"][1].as_f64().unwrap_or(0.0) * 100.0,
+                merged["groups"].as_array().map_or(0, Vec::len)
+            );
+        }
+        return Ok(if failed == 0 {
+            ExitCode::Ok
+        } else {
+            ExitCode::Failed
+        });
+    }
+    let mut shards = Vec::new();
+    for (path, doc) in docs {
+        let shard: SuiteSummary = serde_json::from_value(doc).map_err(|e| {
             InputError::new(
                 path,
-                format!("is not a `worldline test --json` report: {e}"),
+                format!("is neither a `worldline test --json` nor a `fuzz --json` report: {e}"),
             )
-            .with_line(e.line())
         })?;
         shards.push(shard);
     }

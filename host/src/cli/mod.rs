@@ -6,13 +6,17 @@ mod build_python_cmd;
 mod export_cmd;
 mod fork_cmd;
 mod fuzz_cmd;
+mod gc_cmd;
 mod grade_cmd;
 mod inspect_cmd;
 mod merge_cmd;
+mod otel_cmd;
+mod redact_opts;
 mod replay_cmd;
 mod repro_cmd;
 mod rerun_cmd;
 mod run_cmd;
+mod runs_cmd;
 mod test_cmd;
 
 use crate::error::{ExitCode, exit_code_of};
@@ -102,8 +106,18 @@ enum Command {
     Show(inspect_cmd::ShowArgs),
     /// Two runs side by side: the first difference and the final-state diff.
     Diff(inspect_cmd::DiffArgs),
-    /// The runs in the store.
-    Runs(inspect_cmd::RunsArgs),
+    /// The runs in the store, newest first, from the run index (filters: --status, --case, --since, ...).
+    Runs(runs_cmd::RunsArgs),
+    /// Bring the run index up to date, rebuild it (--rebuild) or compare it with the bundles (--check).
+    Index(runs_cmd::IndexArgs),
+    /// Remove runs past their retention (policy.toml or flags), then what no kept run needs.
+    Gc(gc_cmd::GcArgs),
+    /// Keep a run whatever its age, until unpinned.
+    Pin(gc_cmd::PinArgs),
+    /// Let gc treat a pinned run by its age again.
+    Unpin(gc_cmd::UnpinArgs),
+    /// Runs as OpenTelemetry traces (GenAI conventions) to an OTLP/HTTP endpoint or a file.
+    Otel(otel_cmd::OtelArgs),
     /// Write a run with its agent, case and world to one portable file.
     Export(export_cmd::ExportArgs),
     /// Bring an exported run into this store.
@@ -161,7 +175,12 @@ pub fn main() -> i32 {
         Command::History(args) => inspect_cmd::exec_history(args),
         Command::Show(args) => inspect_cmd::exec_show(args),
         Command::Diff(args) => inspect_cmd::exec_diff(args),
-        Command::Runs(args) => inspect_cmd::exec_runs(args),
+        Command::Runs(args) => runs_cmd::exec_runs(args),
+        Command::Index(args) => runs_cmd::exec_index(args),
+        Command::Gc(args) => gc_cmd::exec_gc(args),
+        Command::Pin(args) => gc_cmd::exec_pin(args),
+        Command::Unpin(args) => gc_cmd::exec_unpin(args),
+        Command::Otel(args) => otel_cmd::exec(args),
         Command::Export(args) => export_cmd::exec_export(args),
         Command::Import(args) => export_cmd::exec_import(args),
         Command::BuildPython(args) => build_python_cmd::exec(args),

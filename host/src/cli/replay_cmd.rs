@@ -2,8 +2,8 @@
 //! `worldline verify [RUN...]` (replay many and report the drift rate).
 
 use super::Common;
-use crate::error::ExitCode;
-use crate::log::bundle;
+use crate::error::{ExitCode, InputError};
+use crate::log::bundle::{self, Bundle, Redacted};
 use crate::replay::{self, ReplayReport, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
@@ -59,8 +59,56 @@ fn print_report(r: &ReplayReport) {
     }
 }
 
+/// A redacted copy cannot be re-executed: say what reading it checked
+/// and what no one can check from it.
+fn report_redacted_copy(
+    path: &std::path::Path,
+    b: &Bundle,
+    r: &Redacted,
+    json: bool,
+) -> Result<()> {
+    let checked = [
+        "the copy's hash chain (every event, in order)",
+        "the copy's footer hash (its outcome)",
+    ];
+    let not_checked = [
+        "that the agent makes these calls: the copy's answers are redacted, and its case and world were not exported, so it is not re-executed",
+        "that the copy matches the original run: only the original's chain hash is known",
+    ];
+    if json {
+        let doc = json!({
+            "run": path.display().to_string(), "verdict": "redacted_copy",
+            "events": b.events.len(), "original_run": r.original_run,
+            "original_chain_hash": r.original_chain_hash, "hidden": r.hidden,
+            "checked": checked, "not_checked": not_checked,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "{}  redacted copy of {} ({} events, {} values hidden)",
+            path.display(),
+            r.original_run,
+            b.events.len(),
+            r.hidden
+        );
+        for c in checked {
+            println!("  checked: {c}");
+        }
+        for c in not_checked {
+            println!("  cannot check: {c}");
+        }
+    }
+    Ok(())
+}
+
 pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    let path = store.resolve_run(&args.run)?;
+    let b = bundle::read(&path).map_err(InputError::from)?;
+    if let Some(r) = &b.header.redacted {
+        report_redacted_copy(&path, &b, r, args.common.json)?;
+        return Ok(ExitCode::Ok);
+    }
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let rec = replay::open(&store, &args.run)?;
     let r = replay::replay(&sandbox, &store, &rec)?;

@@ -7,10 +7,11 @@
 use super::{Common, ModelArgs};
 use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
+use crate::partition::Partition;
 use crate::report::{self, suite::SuiteSummary};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
-use crate::suite::select::{Candidate, Filter, Partition};
+use crate::suite::select::{Candidate, Filter};
 use crate::suite::{Entry, Suite, last};
 use anyhow::Result;
 use clap::Args;

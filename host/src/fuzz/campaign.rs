@@ -4,16 +4,18 @@
 //! bundle unless asked. Trials come back in seed order whatever the
 //! number of jobs, so everything computed from them is independent of it.
 
-use super::signature;
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, PlannedFault, Schedule};
+use crate::grade::signature;
 use crate::mediate::entropy::derive;
 use crate::mediate::faults::Faults;
 use crate::parallel::par_map;
+use crate::partition::Partition;
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 /// The seed of the campaign's `i`-th variation.
 pub fn run_seed(campaign_seed: u64, i: u64) -> u64 {
@@ -67,8 +69,11 @@ pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedu
 }
 
 /// What a campaign keeps of one run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trial {
+    /// The variation's place in the whole campaign (seed index × repeat +
+    /// repetition), so shards can be merged back in order.
+    pub index: u64,
     pub seed: u64,
     pub model_seed: Option<u64>,
     /// `None` when the run passed.
@@ -91,6 +96,9 @@ pub struct Campaign<'a> {
     pub jobs: usize,
     /// Write every run's bundle here (else runs stay in memory).
     pub keep_all: Option<&'a StoreDir>,
+    /// Run only this shard's seeds (all repetitions of a seed stay in one
+    /// shard, so pass^k can be computed from merged shards).
+    pub partition: Option<Partition>,
 }
 
 impl Campaign<'_> {
@@ -114,6 +122,7 @@ impl Campaign<'_> {
             Schedule::default()
         };
         Ok(Trial {
+            index: i,
             seed,
             model_seed,
             signature,
@@ -121,12 +130,24 @@ impl Campaign<'_> {
         })
     }
 
-    /// Run every trial on `jobs` threads; `done(failed)` is called after
-    /// each. Trials come back in order.
+    /// The variations this machine runs, in order: every one, or the
+    /// repetitions of this shard's seeds.
+    pub fn indexes(&self) -> Vec<u64> {
+        (0..self.runs)
+            .filter(|s| {
+                self.partition
+                    .is_none_or(|p| p.contains(*s as usize, &s.to_string()))
+            })
+            .flat_map(|s| s * self.repeat..(s + 1) * self.repeat)
+            .collect()
+    }
+
+    /// Run this machine's trials on `jobs` threads; `done(failed)` is
+    /// called after each. Trials come back in order.
     pub fn run(&self, done: &(dyn Fn(bool) + Sync)) -> Result<Vec<Trial>> {
-        let total = (self.runs * self.repeat) as usize;
-        par_map(total, self.jobs, |i| {
-            let t = self.trial(i as u64)?;
+        let indexes = self.indexes();
+        par_map(indexes.len(), self.jobs, |k| {
+            let t = self.trial(indexes[k])?;
             done(t.signature.is_some());
             Ok(t)
         })

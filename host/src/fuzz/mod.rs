@@ -6,7 +6,7 @@
 //!
 //! A run's faults are mediation-time state (`mediate::faults`);
 //! `campaign` (many runs in parallel) →
-//! `signature`, `summary`, `stats` (what they add up to) → `shrink`,
+//! `summary`, `stats` (what they add up to, by `grade::signature`) → `shrink`,
 //! `describe` (the smallest reproducer, in words) → `reproducer` (one kept
 //! run per failure group, checked to fail the same way). `repro` runs a
 //! recorded run again N times and reports how often it ends the same way.
@@ -16,6 +16,5 @@ pub mod describe;
 pub mod repro;
 pub mod reproducer;
 pub mod shrink;
-pub mod signature;
 pub mod stats;
 pub mod summary;

@@ -4,8 +4,8 @@
 //! Wilson interval, not a yes or no.
 
 use super::campaign;
-use super::signature;
 use super::stats::{Z95, wilson};
+use crate::grade::signature;
 use crate::parallel::par_map;
 use crate::replay::Recorded;
 use crate::sandbox::{Agent, Sandbox};

@@ -5,10 +5,10 @@
 
 use super::campaign::{self, Trial};
 use super::shrink::{self, Shrunk};
-use super::signature;
 use super::summary::Group;
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, Schedule};
+use crate::grade::signature;
 use crate::run::RunOutcome;
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;

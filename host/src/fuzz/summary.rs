@@ -159,6 +159,7 @@ mod tests {
 
     fn trial(sig: Option<&str>, faults: Vec<PlannedFault>) -> Trial {
         Trial {
+            index: 0,
             seed: 0,
             model_seed: None,
             signature: sig.map(String::from),

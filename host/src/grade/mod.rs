@@ -5,6 +5,7 @@
 
 pub mod diff;
 pub mod regrade;
+pub mod signature;
 pub mod verdict;
 
 use crate::case::expect::{CallCheck, Expect, StateCheck};

@@ -84,9 +84,26 @@ pub struct Header {
     pub model_seed: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<Parent>,
+    /// Set in a redacted copy (`export --redacted`): never the original.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<Redacted>,
     pub seed: u64,
     pub world: String,
     pub world_hash: String,
+}
+
+/// What a redacted copy of a run is a copy of. Its events carry
+/// placeholders and are chained anew, so the copy verifies by itself; the
+/// original's chain hash says which run it was made from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Redacted {
+    /// Values hidden (distinct ones).
+    pub hidden: u64,
+    /// The original run's id and chain hash.
+    pub original_run: String,
+    pub original_chain_hash: String,
+    /// SHA-256 of the redaction policy's text.
+    pub policy_sha256: String,
 }
 
 /// How a run ended.
@@ -197,6 +214,18 @@ pub fn header_line(header: &Header) -> String {
     line
 }
 
+/// The footer line of a bundle.
+fn footer_line(footer: &Footer) -> String {
+    let mut line = canon::to_string(
+        &serde_json::to_value(FooterLine {
+            footer: footer.clone(),
+        })
+        .expect("footers serialize"),
+    );
+    line.push('\n');
+    line
+}
+
 /// Whether the bundle at `path` has a whole header line. A bundle without
 /// one was cut off before anything of its run was recorded (the process
 /// was killed as it created the file, or the disk was full): an
@@ -206,6 +235,20 @@ pub fn has_header(path: &Path) -> std::io::Result<bool> {
     let mut first = Vec::new();
     std::io::BufReader::new(File::open(path)?).read_until(b'\n', &mut first)?;
     Ok(first.ends_with(b"\n"))
+}
+
+/// A whole bundle as the text a run writes (events as they are, hashes
+/// included).
+pub fn to_text(b: &Bundle) -> String {
+    let mut text = header_line(&b.header);
+    for e in &b.events {
+        text.push_str(&serde_json::to_string(e).expect("events serialize"));
+        text.push('\n');
+    }
+    if let Some(f) = &b.footer {
+        text.push_str(&footer_line(f));
+    }
+    text
 }
 
 /// The footer's own hash (over the chain hash and its other fields).
@@ -218,10 +261,7 @@ pub fn footer_hash(footer: &Footer) -> String {
 
 /// Append the footer (with its hash set): the run is complete.
 pub fn finish(mut file: File, footer: &Footer) -> std::io::Result<()> {
-    let footer = footer.clone();
-    let mut line = canon::to_string(&serde_json::to_value(FooterLine { footer })?);
-    line.push('\n');
-    file.write_all(line.as_bytes())?;
+    file.write_all(footer_line(footer).as_bytes())?;
     file.sync_all()
 }
 

@@ -3,10 +3,12 @@
 //! fault mix, shrink result in words and reproducer).
 
 use crate::case::fuzz::{Profile, Schedule};
+use crate::fuzz::campaign::Trial;
 use crate::fuzz::describe;
 use crate::fuzz::reproducer::Kept;
-use crate::fuzz::summary::{MixEntry, Summary};
+use crate::fuzz::summary::{self, MixEntry, Summary};
 use serde::Serialize;
+use serde_json::Value;
 
 /// Where the campaign's faults came from, and the profile itself.
 #[derive(Serialize)]
@@ -69,6 +71,12 @@ pub struct FuzzReport<'a> {
     pub summary: &'a Summary,
     pub timing: Timing,
     pub world: String,
+    /// A shard's report (`--partition`): which shard, and every trial it
+    /// ran, for `worldline merge`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trials: Option<&'a [Trial]>,
 }
 
 impl<'a> GroupReport<'a> {
@@ -164,4 +172,108 @@ pub fn print(r: &FuzzReport) {
         "  {:.0} ms, {:.0} runs/s",
         r.timing.elapsed_ms, r.timing.runs_per_s
     );
+}
+
+/// Shard reports of one campaign (`fuzz --partition i/n --json`) as the
+/// report one machine would have printed for the same campaign seed: the
+/// trials of every shard together, the summary and groups computed again,
+/// each group's reproducer taken from the shard that ran its first run.
+/// Only `timing` and the reproducers' run ids and bundle paths differ.
+pub fn merge(shards: &[Value]) -> Result<Value, String> {
+    let first = shards.first().ok_or("no reports to merge")?;
+    for key in [
+        "agent_sha256",
+        "case",
+        "faults",
+        "repeat",
+        "seed",
+        "seeds",
+        "world",
+    ] {
+        if let Some(other) = shards.iter().find(|s| s[key] != first[key]) {
+            return Err(format!(
+                "the reports are not shards of one campaign: `{key}` is {} in one and {} in another",
+                first[key], other[key]
+            ));
+        }
+    }
+    let mut trials: Vec<Trial> = Vec::new();
+    for s in shards {
+        let Some(t) = s.get("trials") else {
+            return Err(
+                "a report has no `trials`: merge the --json reports of `fuzz --partition i/n`"
+                    .into(),
+            );
+        };
+        let t: Vec<Trial> = serde_json::from_value(t.clone())
+            .map_err(|e| format!("a report's `trials` do not read: {e}"))?;
+        trials.extend(t);
+    }
+    trials.sort_by_key(|t| t.index);
+    if let Some(w) = trials.windows(2).find(|w| w[0].index == w[1].index) {
+        return Err(format!(
+            "run {} is in two reports; merge each shard once",
+            w[0].index
+        ));
+    }
+    let repeat = first["repeat"].as_u64().unwrap_or(1).max(1);
+    let expected = first["seeds"].as_u64().unwrap_or(0) * repeat;
+    if trials.len() as u64 != expected {
+        return Err(format!(
+            "the reports hold {} of the campaign's {expected} runs; merge every shard",
+            trials.len()
+        ));
+    }
+    let summary = summary::summarize(&trials, repeat);
+    let mut groups = Vec::new();
+    for g in summary::groups(&trials) {
+        let t = &trials[g.first];
+        let kept = shards
+            .iter()
+            .flat_map(|s| s["groups"].as_array().into_iter().flatten())
+            .find(|k| {
+                k["signature"] == g.signature.as_str()
+                    && k["reproducer"]["seed"] == t.seed
+                    && k["reproducer"]["model_seed"] == serde_json::json!(t.model_seed)
+            })
+            .ok_or_else(|| {
+                format!(
+                    "no shard kept the reproducer of `{}` (seed {}); the reports are not of one campaign",
+                    g.signature, t.seed
+                )
+            })?;
+        let mut group = serde_json::json!({
+            "count": g.count,
+            "fault_mix": g.fault_mix,
+            "rate": g.rate,
+            "reproducer": kept["reproducer"],
+            "signature": g.signature,
+        });
+        if let Some(shrunk) = kept.get("shrunk") {
+            group["shrunk"] = shrunk.clone();
+        }
+        groups.push(group);
+    }
+    let elapsed_ms = shards
+        .iter()
+        .filter_map(|s| s["timing"]["elapsed_ms"].as_f64())
+        .fold(0.0, f64::max);
+    let mut doc = first.clone();
+    let obj = doc.as_object_mut().ok_or("a report is not a JSON object")?;
+    obj.remove("partition");
+    obj.remove("trials");
+    obj.insert(
+        "summary".into(),
+        serde_json::to_value(&summary).expect("serializes"),
+    );
+    obj.insert("groups".into(), Value::Array(groups));
+    obj.insert(
+        "timing".into(),
+        serde_json::to_value(Timing {
+            elapsed_ms,
+            runs_per_s: trials.len() as f64 / (elapsed_ms / 1000.0).max(1e-9),
+        })
+        .expect("serializes"),
+    );
+    Ok(doc)
 }

@@ -5,11 +5,14 @@
 //! JUnit XML for CI. Reporters never run anything.
 
 pub mod fuzz;
+pub mod gc;
 pub mod grade;
 pub mod junit;
+pub mod otel;
 pub mod repro;
 pub mod rerun;
 pub mod run;
+pub mod runs;
 pub mod suite;
 
 use serde::Serialize;

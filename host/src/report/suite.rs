@@ -36,12 +36,53 @@ pub struct CaseSummary {
     pub status: String,
 }
 
+/// Model calls of a suite's runs: how many, the tokens the providers
+/// reported, and the real time the live ones took (metadata, never seen by
+/// an agent).
+#[derive(Serialize, Deserialize, Default, PartialEq, Debug)]
+pub struct ModelTotals {
+    pub calls: u64,
+    pub completion_tokens: u64,
+    pub prompt_tokens: u64,
+    pub real_latency_ms: u64,
+    pub total_tokens: u64,
+}
+
+impl ModelTotals {
+    fn add_run(&mut self, events: &[crate::log::Event]) {
+        for e in events
+            .iter()
+            .filter(|e| e.call == crate::mediate::model::CALL)
+        {
+            let record = &e.response["model_call"];
+            let usage = &record["usage"];
+            let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+            self.calls += 1;
+            self.prompt_tokens += n(&usage["prompt_tokens"]);
+            self.completion_tokens += n(&usage["completion_tokens"]);
+            self.total_tokens += n(&usage["total_tokens"]);
+            self.real_latency_ms += n(&record["real_latency_ms"]);
+        }
+    }
+
+    fn add(&mut self, other: &ModelTotals) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+        self.real_latency_ms += other.real_latency_ms;
+    }
+}
+
 /// The `test --json` document.
 #[derive(Serialize, Deserialize)]
 pub struct SuiteSummary {
     pub cases: Vec<CaseSummary>,
     pub elapsed_ms: f64,
     pub failed: usize,
+    /// Model calls of every run of the suite (absent when there were none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelTotals>,
     /// With `--repeat`: pass^k over the cases, k = 1..repeat.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_k: Vec<PassK>,
@@ -112,10 +153,17 @@ impl SuiteSummary {
             .filter(|c| !c.skipped())
             .map(|c| c.passes())
             .collect();
+        let mut model = ModelTotals::default();
+        for a in s.cases.iter().flat_map(|c| &c.attempts) {
+            if let Ok(o) = &a.outcome {
+                model.add_run(&o.events);
+            }
+        }
         SuiteSummary {
             cases: s.cases.iter().map(CaseSummary::of).collect(),
             elapsed_ms: s.elapsed.as_secs_f64() * 1000.0,
             failed: s.failed(),
+            model: (model.calls > 0).then_some(model),
             pass_k: pass_k(&per_case, s.repeat),
             passed: s.passed(),
             repeat: s.repeat,
@@ -136,6 +184,10 @@ impl SuiteSummary {
             ));
         }
         let elapsed_ms = shards.iter().map(|s| s.elapsed_ms).fold(0.0, f64::max);
+        let mut model = ModelTotals::default();
+        for m in shards.iter().filter_map(|s| s.model.as_ref()) {
+            model.add(m);
+        }
         let mut cases: Vec<CaseSummary> = shards.into_iter().flat_map(|s| s.cases).collect();
         cases.sort_by_key(|c| c.index);
         if let Some(w) = cases.windows(2).find(|w| w[0].index == w[1].index) {
@@ -153,6 +205,7 @@ impl SuiteSummary {
         let skipped = cases.iter().filter(|c| c.skipped).count();
         Ok(SuiteSummary {
             elapsed_ms,
+            model: (model.calls > 0).then_some(model),
             failed: cases.len() - passed - skipped,
             pass_k: pass_k(&per_case, repeat),
             passed,
@@ -214,5 +267,15 @@ pub fn print(s: &SuiteRun) {
         0 => String::new(),
         n => format!(", {n} skipped"),
     };
+    if let Some(m) = &summary.model {
+        println!(
+            "model: {} calls, {} tokens ({} prompt, {} completion), {:.1} s waiting on live endpoints",
+            m.calls,
+            m.total_tokens,
+            m.prompt_tokens,
+            m.completion_tokens,
+            m.real_latency_ms as f64 / 1000.0
+        );
+    }
     println!("{} passed, {} failed{skipped}", s.passed(), s.failed());
 }

@@ -16,6 +16,7 @@ pub mod chat;
 pub mod openai;
 pub mod recorded;
 pub mod scripted;
+pub mod slots;
 
 use super::agent_api::{decode, error_answer};
 use super::bindings::worldline::agent::model;

@@ -24,6 +24,8 @@ pub struct Endpoint {
     /// Real-time bound of one model call, all attempts together (the
     /// case's `limits.timeout_ms`), so the host never hangs.
     budget: Duration,
+    /// `[model] max_connections`: the endpoint's shared slots.
+    slots: Option<std::sync::Arc<super::slots::Slots>>,
 }
 
 /// What one call produced: the guest's answer and the record of the call.
@@ -56,6 +58,17 @@ fn client() -> &'static reqwest::Client {
             .build()
             .expect("an HTTP client builds")
     })
+}
+
+/// An exponential backoff step spread over its upper half, so runs that
+/// met the same rate limit together do not all come back together. The
+/// spread comes from a per-process call counter (no clock, no entropy);
+/// the wait is real time, recorded only as metadata.
+fn jittered(step: Duration) -> Duration {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let spread = (n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as u32; // 0..1024
+    step / 2 + step / 2 * spread / 1024
 }
 
 /// How one attempt ended.
@@ -94,6 +107,9 @@ impl Endpoint {
             attempt_timeout: Duration::from_millis(config.timeout_ms),
             retries: config.retries,
             budget,
+            slots: config
+                .max_connections
+                .map(|max| super::slots::of(config.base_url.as_deref().unwrap_or(""), max.max(1))),
         }
     }
 
@@ -163,13 +179,37 @@ impl Endpoint {
                 );
                 break;
             }
+            let queued = Instant::now();
+            let held = match &self.slots {
+                Some(slots) => match slots.acquire(started + self.budget) {
+                    Some(held) => Some(held),
+                    None => {
+                        last = Attempt::Failed(
+                            ErrorKind::Timeout,
+                            format!(
+                                "no connection slot came free within the case's time budget ({} ms; [model] max_connections)",
+                                self.budget.as_millis()
+                            ),
+                            false,
+                        );
+                        break;
+                    }
+                },
+                None => None,
+            };
+            let queued_ms = queued.elapsed().as_millis() as u64;
+            let left = self.budget.saturating_sub(started.elapsed());
             let limit = self.attempt_timeout.min(left);
             let t0 = Instant::now();
             let (attempt, status, retry_after, bytes) = self.attempt(&body, limit);
+            drop(held);
             let mut entry = json!({
                 "attempt": n + 1,
                 "real_latency_ms": t0.elapsed().as_millis() as u64,
             });
+            if self.slots.is_some() {
+                entry["queued_ms"] = json!(queued_ms);
+            }
             if let Some(s) = status {
                 entry["status"] = json!(s);
             }
@@ -184,7 +224,7 @@ impl Endpoint {
                 break;
             }
             let backoff = retry_after
-                .unwrap_or(Duration::from_millis(200 << n.min(5)))
+                .unwrap_or_else(|| jittered(Duration::from_millis(200 << n.min(5))))
                 .min(Duration::from_secs(10))
                 .min(self.budget.saturating_sub(started.elapsed()));
             std::thread::sleep(backoff);

@@ -1,0 +1,106 @@
+//! `worldline gc` (retention), `worldline pin` and `worldline unpin`.
+
+use super::Common;
+use super::runs_cmd::{now_s, run_id_of};
+use crate::error::ExitCode;
+use crate::report;
+use crate::retention::policy::Policy;
+use crate::retention::{pins, sweep};
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+#[derive(Args)]
+pub struct GcArgs {
+    /// Say what would be removed, remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Days to keep passed runs (default: policy.toml's [keep] passed, else 7).
+    #[arg(long, value_name = "DAYS")]
+    pub keep_passed: Option<u64>,
+    /// Days to keep failed runs (default 90).
+    #[arg(long, value_name = "DAYS")]
+    pub keep_failed: Option<u64>,
+    /// Days to keep runs the agent faulted in (default 90).
+    #[arg(long, value_name = "DAYS")]
+    pub keep_faulted: Option<u64>,
+    /// Days to keep incomplete or unreadable runs (default 90).
+    #[arg(long, value_name = "DAYS")]
+    pub keep_incomplete: Option<u64>,
+    /// Remove compiled agents not used for this many days (default 30).
+    #[arg(long, value_name = "DAYS")]
+    pub cache_days: Option<u64>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct PinArgs {
+    /// Run id (or a unique prefix).
+    pub run: String,
+    /// Why it is pinned (kept in the pin).
+    #[arg(long, default_value = "")]
+    pub note: String,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct UnpinArgs {
+    /// Run id (or a unique prefix; a pin of a run already removed by id).
+    pub run: String,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let mut policy = Policy::load(&store.root)?;
+    let set = |v: Option<u64>, into: &mut u64| {
+        if let Some(v) = v {
+            *into = v;
+        }
+    };
+    set(args.keep_passed, &mut policy.keep.passed);
+    set(args.keep_failed, &mut policy.keep.failed);
+    set(args.keep_faulted, &mut policy.keep.faulted);
+    set(args.keep_incomplete, &mut policy.keep.incomplete);
+    set(args.cache_days, &mut policy.cache.unused_days);
+    let report = sweep::gc(&store, &policy, now_s(), args.dry_run)?;
+    if args.common.json {
+        report::print_json(&report)?;
+    } else {
+        report::gc::print(&report);
+    }
+    Ok(ExitCode::Ok)
+}
+
+pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let id = run_id_of(&store.resolve_run(&args.run)?);
+    pins::pin(&store, &id, &args.note)?;
+    if args.common.json {
+        println!("{}", json!({"run_id": id, "pinned": true}));
+    } else {
+        println!("pinned {id}");
+    }
+    Ok(ExitCode::Ok)
+}
+
+pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let id = match store.resolve_run(&args.run) {
+        Ok(path) => run_id_of(&path),
+        Err(_) => args.run.clone(),
+    };
+    let was = pins::unpin(&store, &id)?;
+    if args.common.json {
+        println!("{}", json!({"run_id": id, "was_pinned": was}));
+    } else if was {
+        println!("unpinned {id}");
+    } else {
+        println!("{id} was not pinned");
+    }
+    Ok(ExitCode::Ok)
+}

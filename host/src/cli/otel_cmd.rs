@@ -1,0 +1,107 @@
+//! `worldline otel RUN... [--endpoint URL | -o FILE]`: runs as OpenTelemetry
+//! traces (GenAI semantic conventions), over OTLP/HTTP or to a file.
+
+use super::Common;
+use super::redact_opts::RedactArgs;
+use super::runs_cmd::run_id_of;
+use crate::error::{ExitCode, InputError};
+use crate::log::bundle;
+use crate::otel::{self, Options, RunView, send};
+use crate::report::{self, otel::OtelSummary};
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct OtelArgs {
+    /// Runs (ids, unique prefixes, or bundle paths).
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318 (spans go to /v1/traces).
+    #[arg(long, required_unless_present = "output", conflicts_with = "output")]
+    pub endpoint: Option<String>,
+    /// Write the OTLP protobuf request to this file instead.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Include tool arguments and results, and model messages (redacted
+    /// like any view).
+    #[arg(long)]
+    pub content: bool,
+    #[command(flatten)]
+    pub redaction: RedactArgs,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Unix nanoseconds of the run's virtual time 0: its case's clock, or for
+/// a run whose case is not in the store (a redacted copy), when the run
+/// was created.
+fn start_ns(store: &StoreDir, run_id: &str, b: &bundle::Bundle) -> u64 {
+    let clock = store
+        .get_object(&b.header.case_hash)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
+        .and_then(|t| t.get("clock").and_then(|c| c.as_datetime()).cloned())
+        .and_then(|dt| crate::time::datetime_to_unix_ns(&dt).ok());
+    let ns = clock.unwrap_or_else(|| {
+        i128::from(crate::index::row::created_of_id(run_id).unwrap_or(0)) * 1_000_000_000
+    });
+    u64::try_from(ns).unwrap_or(0)
+}
+
+pub fn exec(args: OtelArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let mut views = Vec::new();
+    for run in &args.runs {
+        let path = store.resolve_run(run)?;
+        let bundle = bundle::read(&path).map_err(InputError::from)?;
+        let run_id = run_id_of(&path);
+        views.push(RunView {
+            start_ns: start_ns(&store, &run_id, &bundle),
+            run_id,
+            bundle,
+        });
+    }
+    let mut redactor = args.redaction.redactor(&store)?;
+    let opts = Options {
+        content: args.content,
+    };
+    let req = otel::request(&views, redactor.as_mut(), &opts);
+    let spans: usize = req
+        .resource_spans
+        .iter()
+        .flat_map(|r| &r.scope_spans)
+        .map(|s| s.spans.len())
+        .sum();
+    let (to, status) = match (&args.endpoint, &args.output) {
+        (Some(endpoint), _) => (
+            send::traces_url(endpoint),
+            Some(send::post(endpoint, &req)?),
+        ),
+        (None, Some(file)) => {
+            send::write(file, &req)?;
+            (file.display().to_string(), None)
+        }
+        (None, None) => unreachable!("clap requires --endpoint or --output"),
+    };
+    let summary = OtelSummary {
+        http_status: status,
+        redacted: redactor.is_some(),
+        run_ids: views.iter().map(|v| v.run_id.clone()).collect(),
+        runs: views.len(),
+        spans,
+        to,
+        trace_ids: views
+            .iter()
+            .map(|v| hex::encode(otel::ids_of(&v.bundle).0))
+            .collect(),
+    };
+    if args.common.json {
+        report::print_json(&summary)?;
+    } else {
+        report::otel::print(&summary);
+    }
+    Ok(ExitCode::Ok)
+}

@@ -1,0 +1,145 @@
+//! `worldline runs` (the store's runs from the index, filtered, newest
+//! first) and `worldline index` (rebuild or check the index).
+
+use super::Common;
+use crate::error::{ExitCode, InputError};
+use crate::index::Index;
+use crate::index::query::{Filter, parse_time};
+use crate::report;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+
+#[derive(Args)]
+pub struct RunsArgs {
+    /// Run status (completed, errored, trapped, out_of_fuel, memory_limit,
+    /// timeout, exited, incomplete, broken), `faulted` for any agent fault,
+    /// or the outcome `passed`/`failed`; repeat or separate with commas.
+    #[arg(long, value_delimiter = ',')]
+    pub status: Vec<String>,
+    /// The grade: passed, failed, or none (not graded).
+    #[arg(long, value_parser = ["passed", "failed", "none"])]
+    pub grade: Option<String>,
+    /// Case name (`*` and `?` are wildcards).
+    #[arg(long)]
+    pub case: Option<String>,
+    /// World reference, e.g. `incident@v4` (wildcards as for --case).
+    #[arg(long)]
+    pub world: Option<String>,
+    /// A prefix of the agent's SHA-256.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Text the first failure's signature contains, e.g. `deploys/D-42`.
+    #[arg(long)]
+    pub signature: Option<String>,
+    /// Created at or after: 2026-11-20, 2026-11-20T08:00:00Z, or an age (7d, 12h, 30m).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Created before (same forms as --since).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Forks of this run (id or unique prefix).
+    #[arg(long)]
+    pub parent: Option<String>,
+    /// At most this many runs (the newest).
+    #[arg(long)]
+    pub limit: Option<u64>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct IndexArgs {
+    /// Read every bundle again and rewrite the index.
+    #[arg(long, conflicts_with = "check")]
+    pub rebuild: bool,
+    /// Compare the index with the bundles without repairing it; exit 1
+    /// when they differ.
+    #[arg(long)]
+    pub check: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Real time now, in Unix seconds (for ages; it only selects what is shown).
+pub fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
+    let now = now_s();
+    let time = |v: &Option<String>, flag: &str| -> Result<Option<i64>> {
+        v.as_deref()
+            .map(|t| parse_time(t, now))
+            .transpose()
+            .map_err(|m| InputError::new(&store.root, format!("{flag}: {m}")).into())
+    };
+    let parent = match &args.parent {
+        Some(p) => Some(run_id_of(&store.resolve_run(p)?)),
+        None => None,
+    };
+    Ok(Filter {
+        status: args.status.clone(),
+        grade: args.grade.clone(),
+        case: args.case.clone(),
+        world: args.world.clone(),
+        agent: args.agent.clone(),
+        signature: args.signature.clone(),
+        since: time(&args.since, "--since")?,
+        until: time(&args.until, "--until")?,
+        parent,
+        limit: args.limit,
+    })
+}
+
+/// The run id a bundle path names.
+pub fn run_id_of(path: &std::path::Path) -> String {
+    path.file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
+
+pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let filter = filter_of(&args, &store)?;
+    let (index, sync) = Index::open(&store)?;
+    report::runs::note_rebuilt(&sync);
+    let rows = index.query(&filter)?;
+    let pinned = crate::retention::pins::list(&store)?;
+    if args.common.json {
+        report::print_json(&report::runs::rows(&rows, &pinned))?;
+    } else {
+        report::runs::print(&rows, &pinned);
+    }
+    Ok(ExitCode::Ok)
+}
+
+pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    if args.check {
+        let check = Index::connect(&store)?.check()?;
+        if args.common.json {
+            report::print_json(&check)?;
+        } else {
+            report::runs::print_check(&check);
+        }
+        return Ok(if check.consistent() {
+            ExitCode::Ok
+        } else {
+            ExitCode::Failed
+        });
+    }
+    let (index, sync) = if args.rebuild {
+        Index::rebuild(&store)?
+    } else {
+        Index::open(&store)?
+    };
+    let rows = index.query(&Filter::default())?.len();
+    if args.common.json {
+        report::print_json(&report::runs::IndexSummary { rows, sync: &sync })?;
+    } else {
+        report::runs::print_index(rows, &sync);
+    }
+    Ok(ExitCode::Ok)
+}

@@ -1,0 +1,173 @@
+//! One index row: what `runs` shows and filters on, read from a bundle
+//! (header and footer) and from the run id (its creation time).
+
+use crate::log::bundle::{self, Bundle, Footer, Header};
+use serde::Serialize;
+use std::path::Path;
+
+/// A run as the index knows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub run_id: String,
+    /// Unix seconds: when the run was created, from its id (real time is
+    /// store metadata only; it never enters a bundle).
+    pub created: i64,
+    pub case: String,
+    pub world: String,
+    pub agent: String,
+    pub case_hash: String,
+    pub world_hash: String,
+    pub seed: u64,
+    /// How the run ended (`completed`, `errored`, `trapped`, ...), or
+    /// `incomplete` (no footer) or `broken` (unreadable bundle).
+    pub status: String,
+    /// `passed`/`failed` when the run was graded.
+    pub grade: Option<String>,
+    /// What retention keys on: `passed`, `failed`, `faulted`,
+    /// `incomplete` or `broken`.
+    pub outcome: String,
+    /// The first failure's signature (as `fuzz` groups them).
+    pub signature: Option<String>,
+    pub events: u64,
+    /// For a fork: the parent run and the event it forks at.
+    pub parent: Option<String>,
+    pub fork_event: Option<u64>,
+    /// Labels from the header: `fork`, `fuzz`, `redacted`.
+    pub tags: Vec<String>,
+    /// Bytes of the bundle file.
+    pub size: u64,
+    pub chain_hash: Option<String>,
+}
+
+/// Unix seconds of a run id `YYYYMMDD-HHMMSS-xxxxxx`, if it is one.
+pub fn created_of_id(id: &str) -> Option<i64> {
+    let b = id.as_bytes();
+    if b.len() < 15 || b[8] != b'-' || !b[..8].iter().chain(&b[9..15]).all(u8::is_ascii_digit) {
+        return None;
+    }
+    let text = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &id[..4],
+        &id[4..6],
+        &id[6..8],
+        &id[9..11],
+        &id[11..13],
+        &id[13..15]
+    );
+    crate::time::parse_rfc3339(&text).map(|ns| ns.div_euclid(1_000_000_000) as i64)
+}
+
+/// When a run was created: from its id, else its bundle's modification
+/// time (an id given by hand).
+pub fn created_of(run_id: &str, meta: &std::fs::Metadata) -> i64 {
+    created_of_id(run_id).unwrap_or_else(|| {
+        meta.modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs() as i64)
+    })
+}
+
+impl Row {
+    /// The row of the bundle at `path` (named `run_id`): a `broken` row
+    /// when the bundle cannot be read, so `runs` still lists it.
+    pub fn read(run_id: &str, path: &Path) -> std::io::Result<Row> {
+        let meta = std::fs::metadata(path)?;
+        let created = created_of(run_id, &meta);
+        Ok(match bundle::read(path) {
+            Ok(b) => Row::of_bundle(run_id, created, meta.len(), &b),
+            Err(e) => Row {
+                run_id: run_id.to_string(),
+                created,
+                case: String::new(),
+                world: String::new(),
+                agent: String::new(),
+                case_hash: String::new(),
+                world_hash: String::new(),
+                seed: 0,
+                status: "broken".into(),
+                grade: None,
+                outcome: "broken".into(),
+                signature: Some(format!("broken: {}", e.message)),
+                events: 0,
+                parent: None,
+                fork_event: None,
+                tags: Vec::new(),
+                size: meta.len(),
+                chain_hash: None,
+            },
+        })
+    }
+
+    /// The row of a bundle read back.
+    pub fn of_bundle(run_id: &str, created: i64, size: u64, b: &Bundle) -> Row {
+        Row::of_parts(
+            run_id,
+            created,
+            size,
+            &b.header,
+            b.footer.as_ref(),
+            b.events.len(),
+        )
+    }
+
+    /// The row of a run from its header, footer and event count.
+    pub fn of_parts(
+        run_id: &str,
+        created: i64,
+        size: u64,
+        h: &Header,
+        f: Option<&Footer>,
+        events: usize,
+    ) -> Row {
+        let signature = f.and_then(crate::grade::signature::of_footer);
+        let outcome = match f {
+            None => "incomplete",
+            Some(f) if f.status.is_fault() => "faulted",
+            Some(_) if signature.is_some() => "failed",
+            Some(_) => "passed",
+        };
+        let mut tags = Vec::new();
+        if h.parent.is_some() {
+            tags.push("fork".to_string());
+        }
+        if h.fuzz.is_some() {
+            tags.push("fuzz".to_string());
+        }
+        if h.redacted.is_some() {
+            tags.push("redacted".to_string());
+        }
+        Row {
+            run_id: run_id.to_string(),
+            created,
+            case: h.case.clone(),
+            world: h.world.clone(),
+            agent: h.agent_sha256.clone(),
+            case_hash: h.case_hash.clone(),
+            world_hash: h.world_hash.clone(),
+            seed: h.seed,
+            status: f.map_or("incomplete", |f| f.status.as_str()).to_string(),
+            grade: f.and_then(|f| f.verdict()).map(String::from),
+            outcome: outcome.to_string(),
+            signature,
+            events: events as u64,
+            parent: h.parent.as_ref().map(|p| p.run.clone()),
+            fork_event: h.parent.as_ref().map(|p| p.event),
+            tags,
+            size,
+            chain_hash: f.map(|f| f.chain_hash.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_id_carries_its_creation_time() {
+        assert_eq!(created_of_id("20261121-093712-fc11fe"), Some(1_795_253_832));
+        assert_eq!(created_of_id("imported-run"), None);
+        assert_eq!(created_of_id("2026112x-093712-fc11fe"), None);
+    }
+}

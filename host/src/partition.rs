@@ -1,0 +1,101 @@
+//! Sharding work across machines: which share of a suite's cases or a
+//! campaign's seeds this machine runs (`--partition count:i/n` or
+//! `hash:i/n`, as cargo-nextest names them). Every item lands in exactly
+//! one shard, so the shards together do the whole work once.
+
+use std::fmt;
+
+/// Which share of the selection this machine runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partition {
+    /// The k-th case (0-based) goes to shard `k % total + 1`.
+    Count { shard: u64, total: u64 },
+    /// A case goes to shard `hash(name) % total + 1` (stable as cases are
+    /// added or removed).
+    Hash { shard: u64, total: u64 },
+}
+
+impl Partition {
+    /// `count:i/n`, `hash:i/n`, or `i/n` (count), with 1 ≤ i ≤ n.
+    pub fn parse(text: &str) -> Result<Partition, String> {
+        let (kind, rest) = match text.split_once(':') {
+            Some((k, r)) => (k, r),
+            None => ("count", text),
+        };
+        let (i, n) = rest
+            .split_once('/')
+            .ok_or_else(|| format!("`{text}` is not i/n (for example 1/3 or hash:2/4)"))?;
+        let number = |s: &str| {
+            s.parse::<u64>()
+                .map_err(|_| format!("`{s}` in `{text}` is not a whole number"))
+        };
+        let (shard, total) = (number(i)?, number(n)?);
+        if total == 0 || shard == 0 || shard > total {
+            return Err(format!("`{text}`: the shard must be between 1 and {total}"));
+        }
+        match kind {
+            "count" => Ok(Partition::Count { shard, total }),
+            "hash" => Ok(Partition::Hash { shard, total }),
+            other => Err(format!(
+                "`{other}:` is not a partition kind; use count: or hash:"
+            )),
+        }
+    }
+
+    /// Whether the `index`-th item (named `name`: a case name, or a seed
+    /// as text) of the work is in this shard.
+    pub fn contains(&self, index: usize, name: &str) -> bool {
+        match *self {
+            Partition::Count { shard, total } => index as u64 % total == shard - 1,
+            Partition::Hash { shard, total } => {
+                use sha2::{Digest, Sha256};
+                let d = Sha256::digest(name.as_bytes());
+                let h = u64::from_be_bytes(d[..8].try_into().expect("eight bytes"));
+                h % total == shard - 1
+            }
+        }
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Partition::Count { shard, total } => write!(f, "count:{shard}/{total}"),
+            Partition::Hash { shard, total } => write!(f, "hash:{shard}/{total}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_cover_the_whole_exactly_once() {
+        for text in ["count:1/3", "hash:1/3"] {
+            let kind = text.split(':').next().unwrap();
+            let mut seen = vec![0; 40];
+            for shard in 1..=3 {
+                let p = Partition::parse(&format!("{kind}:{shard}/3")).unwrap();
+                for (i, n) in seen.iter_mut().enumerate() {
+                    if p.contains(i, &format!("case-{i}")) {
+                        *n += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|n| *n == 1), "{text}: {seen:?}");
+        }
+        assert_eq!(
+            Partition::parse("2/3").unwrap(),
+            Partition::Count { shard: 2, total: 3 }
+        );
+        assert_eq!(
+            Partition::parse("4/3").unwrap_err(),
+            "`4/3`: the shard must be between 1 and 3"
+        );
+        assert_eq!(
+            Partition::parse("x/3").unwrap_err(),
+            "`x` in `x/3` is not a whole number"
+        );
+    }
+}

@@ -1,0 +1,451 @@
+//! Redaction at read time. Bundles keep everything (an on-call engineer
+//! can see the real input); what is shown or exported for others passes
+//! through a [`Redactor`] built from a policy (`<store>/redact.toml` or
+//! `--redact FILE`):
+//!
+//! ```toml
+//! # Whole values to hide: dotted paths under request, response, writes,
+//! # state (table.key.field) or output; `*` is any key or index.
+//! paths = ["request.args.email", "state.customers.*.address"]
+//! # Built-in detectors run on every string (default: all of them).
+//! detectors = ["email", "phone", "card", "iban", "api_key"]
+//! [[custom]]
+//! name = "customer"
+//! pattern = "CUST-[0-9]{6}"
+//! ```
+//!
+//! A found value becomes `<kind:xxxx>`, `xxxx` the start of the SHA-256 of
+//! the store's secret salt (`<store>/redact.key`), the kind and the value:
+//! equal values get equal placeholders, so a redacted timeline still shows
+//! two calls used the same customer, and no one without the salt can test
+//! a guess. Within one view, two values never share a placeholder (it
+//! grows when their prefixes collide).
+
+pub mod copy;
+pub mod detect;
+
+use crate::canon;
+use crate::error::InputError;
+use crate::log::{Event, Footer};
+use crate::world::state::State;
+use detect::Detector;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The policy file inside a store, and its salt.
+pub const FILE: &str = "redact.toml";
+const SALT_FILE: &str = "redact.key";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    #[serde(default)]
+    paths: Vec<String>,
+    detectors: Option<Vec<toml::Spanned<String>>>,
+    #[serde(default)]
+    custom: Vec<Custom>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Custom {
+    name: String,
+    pattern: toml::Spanned<String>,
+}
+
+/// A parsed policy.
+pub struct Policy {
+    paths: Vec<Vec<String>>,
+    detectors: Vec<Detector>,
+    /// SHA-256 of the policy text (named in a redacted export).
+    pub hash: String,
+}
+
+impl Policy {
+    /// Parse a policy file's text (`path` names it in errors).
+    pub fn parse(path: &Path, source: &str) -> Result<Policy, InputError> {
+        let doc: PolicyFile =
+            toml::from_str(source).map_err(|e| InputError::toml(path, source, &e))?;
+        let mut detectors = Vec::new();
+        match &doc.detectors {
+            None => detectors.extend(
+                detect::BUILT_IN
+                    .iter()
+                    .filter_map(|n| Detector::built_in(n)),
+            ),
+            Some(names) => {
+                for n in names {
+                    let d = Detector::built_in(n.get_ref()).ok_or_else(|| {
+                        InputError::at(
+                            path,
+                            source,
+                            n.span().start,
+                            format!(
+                                "unknown detector `{}` (use {})",
+                                n.get_ref(),
+                                detect::BUILT_IN.join(", ")
+                            ),
+                        )
+                    })?;
+                    detectors.push(d);
+                }
+            }
+        }
+        for c in &doc.custom {
+            let d = Detector::custom(&c.name, c.pattern.get_ref()).map_err(|m| {
+                InputError::at(
+                    path,
+                    source,
+                    c.pattern.span().start,
+                    format!("custom `{}`: not a regular expression: {m}", c.name),
+                )
+            })?;
+            detectors.push(d);
+        }
+        let paths = doc
+            .paths
+            .iter()
+            .map(|p| p.split('.').map(String::from).collect())
+            .collect();
+        Ok(Policy {
+            paths,
+            detectors,
+            hash: canon::sha256_hex(source),
+        })
+    }
+
+    /// Read a policy file.
+    pub fn load(path: &Path) -> Result<Policy, InputError> {
+        let source = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(path, format!("cannot read the redaction policy: {e}")))?;
+        Policy::parse(path, &source)
+    }
+}
+
+/// The redactor of one view: a policy, a salt, and the placeholders given
+/// so far.
+pub struct Redactor {
+    policy: Policy,
+    salt: String,
+    /// `kind \0 value` → placeholder.
+    given: BTreeMap<String, String>,
+    /// placeholder → `kind \0 value`.
+    taken: BTreeMap<String, String>,
+}
+
+/// The redactor for a command: `--unredacted` gives none; else the policy
+/// `explicit` names, or the store's `redact.toml` when there is one.
+pub fn for_store(
+    store_root: &Path,
+    explicit: Option<&Path>,
+    unredacted: bool,
+) -> anyhow::Result<Option<Redactor>> {
+    if unredacted {
+        return Ok(None);
+    }
+    let in_store = store_root.join(FILE);
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None if in_store.is_file() => in_store,
+        None => return Ok(None),
+    };
+    let policy = Policy::load(&path)?;
+    Ok(Some(Redactor::new(policy, salt(store_root)?)))
+}
+
+/// The store's secret salt, made from the system's randomness on first use.
+fn salt(store_root: &Path) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    let path = store_root.join(SALT_FILE);
+    if let Ok(s) = std::fs::read_to_string(&path)
+        && s.len() == 64
+    {
+        return Ok(s);
+    }
+    let mut bytes = [0u8; 32];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open("/dev/urandom").context("opening /dev/urandom")?,
+        &mut bytes,
+    )?;
+    let fresh = hex::encode(bytes);
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, &fresh).with_context(|| format!("writing {}", tmp.display()))?;
+    // Two processes may race: the first name wins, and both use it.
+    if std::fs::hard_link(&tmp, &path).is_err() && !path.is_file() {
+        anyhow::bail!("cannot create {}", path.display());
+    }
+    let _ = std::fs::remove_file(&tmp);
+    Ok(std::fs::read_to_string(&path)?)
+}
+
+impl Redactor {
+    pub fn new(policy: Policy, salt: String) -> Redactor {
+        Redactor {
+            policy,
+            salt,
+            given: BTreeMap::new(),
+            taken: BTreeMap::new(),
+        }
+    }
+
+    pub fn policy_hash(&self) -> &str {
+        &self.policy.hash
+    }
+
+    /// How many distinct values this view has hidden.
+    pub fn hidden(&self) -> usize {
+        self.given.len()
+    }
+
+    /// The placeholder of a value of a kind.
+    fn placeholder(&mut self, kind: &str, value: &str) -> String {
+        let id = format!("{kind}\0{value}");
+        if let Some(p) = self.given.get(&id) {
+            return p.clone();
+        }
+        let digest = canon::sha256_hex(format!("{}\0{id}", self.salt));
+        let mut n = 4;
+        let p = loop {
+            let p = format!("<{kind}:{}>", &digest[..n]);
+            if !self.taken.contains_key(&p) || n == digest.len() {
+                break p;
+            }
+            n += 2;
+        };
+        self.taken.insert(p.clone(), id.clone());
+        self.given.insert(id, p.clone());
+        p
+    }
+
+    /// Text with everything the detectors find replaced.
+    pub fn text(&mut self, text: &str) -> String {
+        let mut out = text.to_string();
+        for i in 0..self.policy.detectors.len() {
+            let spans = self.policy.detectors[i].find(&out);
+            if spans.is_empty() {
+                continue;
+            }
+            let kind = self.policy.detectors[i].kind.clone();
+            let mut next = String::with_capacity(out.len());
+            let mut at = 0;
+            for (a, b) in spans {
+                next.push_str(&out[at..a]);
+                let p = self.placeholder(&kind, &out[a..b]);
+                next.push_str(&p);
+                at = b;
+            }
+            next.push_str(&out[at..]);
+            out = next;
+        }
+        out
+    }
+
+    /// A JSON value found under `root` (`request`, `response`, `writes`,
+    /// `state`, `output`): the policy's paths first, then the detectors on
+    /// every string and object key.
+    pub fn value(&mut self, root: &str, v: &mut Value) {
+        let paths: Vec<Vec<String>> = self
+            .policy
+            .paths
+            .iter()
+            .filter(|p| p.first().is_some_and(|r| r == root))
+            .map(|p| p[1..].to_vec())
+            .collect();
+        for p in &paths {
+            self.at_path(v, p);
+        }
+        self.strings(v);
+    }
+
+    fn at_path(&mut self, v: &mut Value, path: &[String]) {
+        let Some((head, rest)) = path.split_first() else {
+            if !is_placeholder(v) {
+                let text = match &*v {
+                    Value::String(s) => s.clone(),
+                    other => canon::to_string(other),
+                };
+                *v = Value::String(self.placeholder("redacted", &text));
+            }
+            return;
+        };
+        match v {
+            Value::Object(m) => {
+                for (k, child) in m.iter_mut() {
+                    if head == "*" || head == k {
+                        self.at_path(child, rest);
+                    }
+                }
+            }
+            Value::Array(a) => {
+                for (i, child) in a.iter_mut().enumerate() {
+                    if head == "*" || *head == i.to_string() {
+                        self.at_path(child, rest);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn strings(&mut self, v: &mut Value) {
+        match v {
+            Value::String(s) => {
+                let r = self.text(s);
+                if r != *s {
+                    *s = r;
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| self.strings(x)),
+            Value::Object(m) => {
+                let old = std::mem::take(m);
+                for (k, mut x) in old {
+                    self.strings(&mut x);
+                    m.insert(self.text(&k), x);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// An event's request, response and writes.
+    pub fn event(&mut self, e: &mut Event) {
+        self.value("request", &mut e.request);
+        self.value("response", &mut e.response);
+        if let Some(i) = e.injected.as_mut() {
+            self.strings(i);
+        }
+        if !e.writes.is_empty() {
+            let mut w = serde_json::to_value(&e.writes).expect("writes serialize");
+            self.value("writes", &mut w);
+            if let Ok(back) = serde_json::from_value(w) {
+                e.writes = back;
+            }
+        }
+    }
+
+    /// A world state: tables as `table.key.field` under `state`, and files.
+    pub fn state(&mut self, s: &mut State) {
+        let mut view = serde_json::Map::new();
+        for (name, t) in &s.tables {
+            let rows: serde_json::Map<String, Value> =
+                t.rows.iter().map(|(k, r)| (k.clone(), r.clone())).collect();
+            view.insert(name.clone(), Value::Object(rows));
+        }
+        let mut view = Value::Object(view);
+        self.value("state", &mut view);
+        for (name, t) in s.tables.iter_mut() {
+            if let Some(Value::Object(rows)) = view.get_mut(name) {
+                t.rows = std::mem::take(rows).into_iter().collect();
+            }
+        }
+        for data in s.files.values_mut() {
+            if let crate::world::state::FileData::Text(text) = data {
+                *text = self.text(text);
+            }
+        }
+    }
+
+    /// A footer's output (paths under `output` when it is JSON), streams,
+    /// error and grade.
+    pub fn footer(&mut self, f: &mut Footer) {
+        if let Some(out) = f.output.as_mut() {
+            *out = self.output(out);
+        }
+        f.stdout = self.text(&f.stdout);
+        f.stderr = self.text(&f.stderr);
+        if let Some(e) = f.error.as_mut() {
+            *e = self.text(e);
+        }
+        if let Some(g) = f.grade.as_mut() {
+            self.strings(g);
+        }
+    }
+
+    /// A run's output text.
+    pub fn output(&mut self, text: &str) -> String {
+        match serde_json::from_str::<Value>(text) {
+            Ok(mut v) => {
+                self.value("output", &mut v);
+                canon::to_string(&v)
+            }
+            Err(_) => self.text(text),
+        }
+    }
+}
+
+fn is_placeholder(v: &Value) -> bool {
+    v.as_str()
+        .is_some_and(|s| s.starts_with('<') && s.ends_with('>') && s.contains(':'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn redactor(policy: &str) -> Redactor {
+        Redactor::new(
+            Policy::parse(Path::new("redact.toml"), policy).unwrap(),
+            "salt".into(),
+        )
+    }
+
+    #[test]
+    fn equal_values_share_a_placeholder_and_different_ones_do_not() {
+        let mut r = redactor("");
+        let a = r.text("from ana@example.com to bo@example.com");
+        let b = r.text("again ana@example.com");
+        let ana = &b["again ".len()..];
+        assert!(
+            ana.starts_with("<email:") && ana.len() == "<email:1234>".len(),
+            "{b}"
+        );
+        assert!(a.starts_with(&format!("from {ana} to <email:")), "{a}");
+        assert!(!a.ends_with(ana), "{a}");
+        assert_eq!(r.hidden(), 2);
+    }
+
+    #[test]
+    fn paths_hide_whole_values_and_detectors_every_string() {
+        let mut r = redactor(
+            "paths = [\"request.args.name\", \"request.args.items.*.sku\"]\ndetectors = [\"email\"]\n[[custom]]\nname = \"customer\"\npattern = \"CUST-[0-9]{6}\"\n",
+        );
+        let mut v = json!({"args": {"name": "Ana Lopez", "items": [{"sku": 12}], "note": "CUST-004211 wrote ana@example.com", "phone": "+44 20 7946 0958"}});
+        r.value("request", &mut v);
+        let args = &v["args"];
+        assert!(args["name"].as_str().unwrap().starts_with("<redacted:"));
+        assert!(
+            args["items"][0]["sku"]
+                .as_str()
+                .unwrap()
+                .starts_with("<redacted:")
+        );
+        let note = args["note"].as_str().unwrap();
+        assert!(
+            note.starts_with("<customer:") && note.contains(" wrote <email:"),
+            "{note}"
+        );
+        assert_eq!(
+            args["phone"], "+44 20 7946 0958",
+            "only the detectors named run"
+        );
+    }
+
+    #[test]
+    fn a_bad_policy_names_its_line() {
+        let e = Policy::parse(Path::new("r.toml"), "detectors = [\"email\", \"ssn\"]\n")
+            .err()
+            .unwrap();
+        assert!(e.to_string().starts_with("r.toml:1:"), "{e}");
+        assert!(e.to_string().contains("unknown detector `ssn`"), "{e}");
+        let e = Policy::parse(
+            Path::new("r.toml"),
+            "[[custom]]\nname = \"x\"\npattern = \"(\"\n",
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().starts_with("r.toml:3:"), "{e}");
+    }
+}

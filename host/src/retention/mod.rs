@@ -1,0 +1,127 @@
+//! Retention (`worldline gc`): which runs the store keeps, and what no kept
+//! run needs any more.
+//!
+//! `plan` decides from the index alone: a run is kept while it is younger
+//! than its outcome's limit (`policy`), when it is pinned (`pins`), or
+//! when a kept run forks from it (however far up). `sweep` then deletes
+//! the other bundles, the objects no kept run references, the extracted
+//! worlds no kept run uses, and compile-cache entries unused for the
+//! policy's number of days. A run's age is its creation time from its id:
+//! real time is store metadata, never part of a bundle.
+
+pub mod pins;
+pub mod policy;
+pub mod sweep;
+
+use crate::index::row::Row;
+use policy::Policy;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What to remove and why the rest stays.
+#[derive(Debug, Default)]
+pub struct Plan<'a> {
+    /// Runs to delete, oldest first.
+    pub remove: Vec<&'a Row>,
+    /// Runs kept.
+    pub keep: Vec<&'a Row>,
+    /// Kept only because a kept run forks from them.
+    pub kept_as_parents: BTreeSet<String>,
+    /// Kept only because they are pinned.
+    pub kept_pinned: BTreeSet<String>,
+}
+
+/// Decide which of `rows` stay at time `now` (Unix seconds).
+pub fn plan<'a>(rows: &'a [Row], pins: &BTreeSet<String>, policy: &Policy, now: i64) -> Plan<'a> {
+    let young = |r: &Row| now.saturating_sub(r.created) < days_s(policy.days(&r.outcome));
+    let mut keep: BTreeSet<&str> = BTreeSet::new();
+    let mut p = Plan::default();
+    for r in rows {
+        if young(r) {
+            keep.insert(&r.run_id);
+        } else if pins.contains(&r.run_id) {
+            keep.insert(&r.run_id);
+            p.kept_pinned.insert(r.run_id.clone());
+        }
+    }
+    let parents: BTreeMap<&str, &str> = rows
+        .iter()
+        .filter_map(|r| r.parent.as_deref().map(|p| (r.run_id.as_str(), p)))
+        .collect();
+    let kept: Vec<&str> = keep.iter().copied().collect();
+    for id in kept {
+        let mut at = id;
+        while let Some(&parent) = parents.get(at) {
+            if !keep.insert(parent) {
+                break;
+            }
+            p.kept_as_parents.insert(parent.to_string());
+            at = parent;
+        }
+    }
+    for r in rows {
+        if keep.contains(r.run_id.as_str()) {
+            p.keep.push(r);
+        } else {
+            p.remove.push(r);
+        }
+    }
+    p
+}
+
+fn days_s(days: u64) -> i64 {
+    i64::try_from(days.saturating_mul(86_400)).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, created: i64, outcome: &str, parent: Option<&str>) -> Row {
+        Row {
+            run_id: id.into(),
+            created,
+            case: "c".into(),
+            world: "w@v1".into(),
+            agent: "a".into(),
+            case_hash: String::new(),
+            world_hash: String::new(),
+            seed: 0,
+            status: "completed".into(),
+            grade: None,
+            outcome: outcome.into(),
+            signature: None,
+            events: 0,
+            parent: parent.map(String::from),
+            fork_event: parent.map(|_| 3),
+            tags: Vec::new(),
+            size: 0,
+            chain_hash: None,
+        }
+    }
+
+    #[test]
+    fn outcome_age_pins_and_fork_ancestry_decide() {
+        let day = 86_400;
+        let now = 1_000 * day;
+        let rows = vec![
+            row("old-pass", now - 8 * day, "passed", None),
+            row("new-pass", now - 6 * day, "passed", None),
+            row("old-fail", now - 91 * day, "failed", None),
+            row("mid-fail", now - 30 * day, "faulted", None),
+            row("grandparent", now - 200 * day, "passed", None),
+            row("parent", now - 100 * day, "passed", Some("grandparent")),
+            row("fork", now - day, "failed", Some("parent")),
+            row("pinned", now - 300 * day, "passed", None),
+        ];
+        let pins = BTreeSet::from(["pinned".to_string()]);
+        let p = plan(&rows, &pins, &Policy::default(), now);
+        let removed: Vec<&str> = p.remove.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(removed, ["old-pass", "old-fail"]);
+        assert_eq!(
+            p.kept_as_parents,
+            BTreeSet::from(["grandparent".to_string(), "parent".to_string()])
+        );
+        assert_eq!(p.kept_pinned, pins);
+        assert_eq!(p.keep.len(), 6);
+    }
+}

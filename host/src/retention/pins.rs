@@ -1,0 +1,60 @@
+//! Pins: runs under investigation, kept by `gc` whatever their age. A pin
+//! is a file `<store>/pins/<run-id>` (holding an optional note), so pins
+//! survive an index rebuild and two processes never fight over one file.
+
+use crate::store::StoreDir;
+use anyhow::{Context as _, Result};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+fn dir(store: &StoreDir) -> PathBuf {
+    store.root.join("pins")
+}
+
+/// A run id that can name a file in `pins/`.
+fn plain(run_id: &str) -> Result<()> {
+    anyhow::ensure!(
+        !run_id.is_empty()
+            && run_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+        crate::error::InputError::new(
+            run_id,
+            "not a run id (letters, digits, - and _); list runs with `worldline runs`"
+        )
+    );
+    Ok(())
+}
+
+/// Pin a run (by id), with a note.
+pub fn pin(store: &StoreDir, run_id: &str, note: &str) -> Result<()> {
+    plain(run_id)?;
+    let d = dir(store);
+    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    let path = d.join(run_id);
+    std::fs::write(&path, note).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Unpin a run; whether it was pinned.
+pub fn unpin(store: &StoreDir, run_id: &str) -> Result<bool> {
+    plain(run_id)?;
+    let path = dir(store).join(run_id);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("removing {}", path.display())),
+    }
+}
+
+/// The pinned run ids.
+pub fn list(store: &StoreDir) -> Result<BTreeSet<String>> {
+    let d = dir(store);
+    match std::fs::read_dir(&d) {
+        Ok(rd) => Ok(rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str().map(String::from))
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeSet::new()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", d.display())),
+    }
+}

@@ -1,0 +1,224 @@
+//! Carrying out a retention plan: delete bundles (and their index rows),
+//! then objects no kept run references, extracted worlds no kept run uses,
+//! and compile-cache entries unused for the policy's days. With `dry_run`
+//! nothing is deleted and the report says what would be.
+
+use super::policy::Policy;
+use super::{pins, plan};
+use crate::index::Index;
+use crate::store::StoreDir;
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// Objects and worlds younger than this stay whatever references them: a
+/// run stores its agent, case and world before its bundle exists.
+const GRACE_S: i64 = 3600;
+
+/// One kind of thing removed.
+#[derive(Debug, Default, Serialize)]
+pub struct Removed {
+    pub count: usize,
+    pub bytes: u64,
+    /// What was removed (run ids, object hashes, paths in the store).
+    pub items: Vec<String>,
+}
+
+impl Removed {
+    fn add(&mut self, item: String, bytes: u64) {
+        self.count += 1;
+        self.bytes += bytes;
+        self.items.push(item);
+    }
+}
+
+/// What `gc` did (or, with `dry_run`, would do).
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub dry_run: bool,
+    pub policy: Policy,
+    pub kept: usize,
+    /// Runs kept only because a kept run forks from them.
+    pub kept_as_parents: Vec<String>,
+    /// Runs kept only because they are pinned.
+    pub kept_pinned: Vec<String>,
+    pub runs: Removed,
+    pub objects: Removed,
+    pub worlds: Removed,
+    pub cache: Removed,
+    pub bytes_freed: u64,
+    /// Why objects were left alone, when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub objects_skipped: Option<String>,
+}
+
+/// Apply `policy` to the store at time `now` (Unix seconds).
+pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<Report> {
+    let (mut index, _) = Index::open(store)?;
+    let rows = index.all()?;
+    let pinned = pins::list(store)?;
+    let p = plan(&rows, &pinned, policy, now);
+    let mut report = Report {
+        dry_run,
+        policy: policy.clone(),
+        kept: p.keep.len(),
+        kept_as_parents: p.kept_as_parents.iter().cloned().collect(),
+        kept_pinned: p.kept_pinned.iter().cloned().collect(),
+        ..Report::default()
+    };
+    let mut gone = Vec::new();
+    for r in &p.remove {
+        let path = store.bundle_path(&r.run_id);
+        let bytes = std::fs::metadata(&path).map_or(r.size, |m| m.len());
+        if !dry_run {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+            }
+        }
+        gone.push(r.run_id.clone());
+        report.runs.add(r.run_id.clone(), bytes);
+    }
+    if !dry_run {
+        index.remove(&gone)?;
+    }
+
+    match p.keep.iter().find(|r| r.outcome == "broken") {
+        Some(r) => {
+            report.objects_skipped = Some(format!(
+                "run {} is unreadable, so the objects it needs are unknown; objects and worlds are left alone",
+                r.run_id
+            ));
+        }
+        None => {
+            let worlds: BTreeSet<&str> = p.keep.iter().map(|r| r.world_hash.as_str()).collect();
+            let mut needed: BTreeSet<String> = worlds.iter().map(|w| w.to_string()).collect();
+            for r in &p.keep {
+                needed.insert(r.agent.clone());
+                needed.insert(r.case_hash.clone());
+            }
+            for w in &worlds {
+                if let Ok(bytes) = store.get_object(w)
+                    && let Ok(manifest) = serde_json::from_slice::<BTreeMap<String, String>>(&bytes)
+                {
+                    needed.extend(manifest.into_values());
+                }
+            }
+            sweep_dir(
+                &store.root.join("objects"),
+                |name| !needed.contains(name),
+                now - GRACE_S,
+                dry_run,
+                &mut report.objects,
+            )?;
+            sweep_dir(
+                &store.root.join("worlds"),
+                |name| !worlds.contains(name),
+                now - GRACE_S,
+                dry_run,
+                &mut report.worlds,
+            )?;
+        }
+    }
+
+    let unused_since = now - super::days_s(policy.cache.unused_days);
+    for sub in sorted_entries(&store.cache_dir())? {
+        if sub.is_dir() {
+            sweep_dir(&sub, |_| true, unused_since, dry_run, &mut report.cache)?;
+        }
+    }
+    let rel = |items: &mut Vec<String>| {
+        for i in items.iter_mut() {
+            if let Some(r) = Path::new(i.as_str())
+                .strip_prefix(&store.root)
+                .ok()
+                .map(|p| p.display().to_string())
+            {
+                *i = r;
+            }
+        }
+    };
+    rel(&mut report.cache.items);
+    report.bytes_freed =
+        report.runs.bytes + report.objects.bytes + report.worlds.bytes + report.cache.bytes;
+    Ok(report)
+}
+
+/// The entries of a folder, sorted (none when it does not exist).
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut all: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.path()).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    all.sort();
+    Ok(all)
+}
+
+/// Remove the entries of `dir` that `unwanted` names and that were last
+/// used (accessed or modified) before `before` (Unix seconds).
+fn sweep_dir(
+    dir: &Path,
+    unwanted: impl Fn(&str) -> bool,
+    before: i64,
+    dry_run: bool,
+    out: &mut Removed,
+) -> Result<()> {
+    for path in sorted_entries(dir)? {
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        if !unwanted(&name) {
+            continue;
+        }
+        let (used, bytes) = usage(&path)?;
+        if used >= before {
+            continue;
+        }
+        if !dry_run {
+            let removed = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            match removed {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+            }
+        }
+        let item = if dir.ends_with("objects") || dir.ends_with("worlds") {
+            name
+        } else {
+            path.display().to_string()
+        };
+        out.add(item, bytes);
+    }
+    Ok(())
+}
+
+/// When an entry was last used (latest access or modification of it or,
+/// for a folder, of anything in it; Unix seconds) and its size in bytes.
+fn usage(path: &Path) -> Result<(i64, u64)> {
+    let m =
+        std::fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    let secs = |t: std::io::Result<std::time::SystemTime>| {
+        t.ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs() as i64)
+    };
+    let mut used = secs(m.accessed()).max(secs(m.modified()));
+    let mut bytes = m.len();
+    if m.is_dir() {
+        bytes = 0;
+        for child in sorted_entries(path)? {
+            let (u, b) = usage(&child)?;
+            used = used.max(u);
+            bytes += b;
+        }
+    }
+    Ok((used, bytes))
+}

@@ -1,0 +1,320 @@
+//! End-to-end test of `worldline otel`: runs exported over OTLP/HTTP to a
+//! real receiver on loopback (`tests/otel/receiver.py`, which decodes with
+//! the `opentelemetry-proto` package from PyPI; `tests/run` installs it),
+//! checked against the GenAI semantic conventions and the bundles.
+
+mod common;
+
+use common::{guest, temp_dir, workspace_root, worldline, worlds_dir, write_case};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// The receiver, stopped when dropped.
+struct Receiver {
+    child: Child,
+    port: u16,
+    out: PathBuf,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Receiver {
+    fn start(dir: &Path) -> Receiver {
+        let probe = Command::new("python3")
+            .args([
+                "-c",
+                "import opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+            ])
+            .output()
+            .expect("python3 runs");
+        assert!(
+            probe.status.success(),
+            "the OTLP receiver needs the `opentelemetry-proto` Python package: \
+             `python3 -m pip install opentelemetry-proto` (tests/run installs it)\n{}",
+            String::from_utf8_lossy(&probe.stderr)
+        );
+        let port_file = dir.join("port");
+        let out = dir.join("received.jsonl");
+        let child = Command::new("python3")
+            .arg(workspace_root().join("tests/otel/receiver.py"))
+            .arg(&port_file)
+            .arg(&out)
+            .spawn()
+            .expect("start the receiver");
+        let started = Instant::now();
+        let mut r = Receiver {
+            child,
+            port: 0,
+            out,
+        };
+        while r.port == 0 {
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                r.port = text.trim().parse().unwrap();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the receiver did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        r
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The requests received so far, decoded.
+    fn received(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn attr(span: &Value, key: &str) -> Option<Value> {
+    span["attributes"]
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| {
+            let v = &a["value"];
+            v.get("stringValue")
+                .or(v.get("intValue"))
+                .cloned()
+                .unwrap_or(Value::Null)
+        })
+}
+
+fn spans(doc: &Value) -> Vec<Value> {
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn bundle_events(path: &str) -> Vec<Value> {
+    common::read_bundle(Path::new(path)).events
+}
+
+/// A demo case whose first get_ticket answer is an injected timeout.
+const INJECTED: &str = r#"world = "demo@v1"
+seed = 3
+clock = 2026-03-01T12:00:00Z
+task = { calls = [{ tool = "get_ticket", args = { id = "T-1" } }, { tool = "get_ticket", args = { id = "T-2" } }] }
+[[inject]]
+tool = "get_ticket"
+when = { id = "T-1" }
+error = "timeout"
+"#;
+
+#[test]
+fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let receiver = Receiver::start(dir.path());
+
+    let model_case = workspace_root().join("cases/model/model-timeout.toml");
+    let model_run = worldline(
+        &store,
+        [
+            "run",
+            s(&model_case),
+            "--agent",
+            s(&guest("model-agent")),
+            "--worlds",
+            s(&workspace_root().join("worlds")),
+            "--json",
+        ],
+    );
+    model_run.expect_code(0);
+    let injected = write_case(dir.path(), "injected", INJECTED);
+    let tool_run = worldline(
+        &store,
+        [
+            "run",
+            s(&injected),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+            "--json",
+        ],
+    );
+    let (a, b) = (model_run.json().clone(), tool_run.json().clone());
+    let (a_id, b_id) = (a["run_id"].as_str().unwrap(), b["run_id"].as_str().unwrap());
+
+    let out = worldline(
+        &store,
+        [
+            "otel",
+            a_id,
+            b_id,
+            "--endpoint",
+            receiver.endpoint().as_str(),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["http_status"], 200, "{out}");
+    let got = receiver.received();
+    assert_eq!(got.len(), 1);
+    let all = spans(&got[0]);
+    assert_eq!(out.json()["spans"], all.len());
+    assert_eq!(
+        got[0]["resourceSpans"][0]["resource"]["attributes"][0]["value"]["stringValue"],
+        "worldline"
+    );
+
+    for (run, id) in [(&a, a_id), (&b, b_id)] {
+        let events = bundle_events(run["bundle"].as_str().unwrap());
+        let root = all
+            .iter()
+            .find(|s| {
+                attr(s, "worldline.run_id") == Some(id.into()) && s.get("parentSpanId").is_none()
+            })
+            .unwrap_or_else(|| panic!("no root span for {id}"));
+        assert!(
+            root["name"].as_str().unwrap().starts_with("invoke_agent "),
+            "{root}"
+        );
+        assert_eq!(
+            attr(root, "gen_ai.operation.name"),
+            Some("invoke_agent".into())
+        );
+        assert_eq!(
+            attr(root, "worldline.chain_hash"),
+            Some(run["chain_hash"].clone())
+        );
+        let children: Vec<&Value> = all
+            .iter()
+            .filter(|s| s["parentSpanId"] == root["spanId"])
+            .collect();
+        assert!(children.iter().all(|c| c["traceId"] == root["traceId"]));
+        for (call, op) in [
+            ("worldline:agent/tools.call", "execute_tool"),
+            ("worldline:agent/model.complete", "chat"),
+        ] {
+            let recorded: Vec<&Value> = events.iter().filter(|e| e["call"] == call).collect();
+            let exported: Vec<&&Value> = children
+                .iter()
+                .filter(|c| attr(c, "gen_ai.operation.name") == Some(op.into()))
+                .collect();
+            assert_eq!(exported.len(), recorded.len(), "{op} spans of {id}");
+            for (e, span) in recorded.iter().zip(&exported) {
+                assert_eq!(
+                    attr(span, "worldline.seq"),
+                    Some(e["seq"].to_string().into())
+                );
+                assert_eq!(attr(span, "worldline.event_hash"), Some(e["hash"].clone()));
+                if op == "execute_tool" {
+                    assert_eq!(
+                        attr(span, "gen_ai.tool.name"),
+                        Some(e["request"]["name"].clone())
+                    );
+                    assert_eq!(
+                        attr(span, "gen_ai.tool.call.arguments"),
+                        None,
+                        "content is opt-in"
+                    );
+                }
+            }
+        }
+    }
+
+    // The model run: scripted chats with token usage, the first one a timeout.
+    let chats: Vec<&Value> = all
+        .iter()
+        .filter(|s| attr(s, "gen_ai.operation.name") == Some("chat".into()))
+        .collect();
+    assert!(chats.len() >= 3, "{chats:?}");
+    assert_eq!(
+        attr(chats[0], "gen_ai.provider.name"),
+        Some("scripted".into())
+    );
+    assert_eq!(chats[0]["status"]["code"], "STATUS_CODE_ERROR");
+    assert_eq!(attr(chats[0], "error.type"), Some("timeout".into()));
+    assert!(
+        attr(chats[1], "gen_ai.usage.input_tokens").is_some(),
+        "{}",
+        chats[1]
+    );
+    // Virtual time: the run starts at the case clock (2026-03-01T12:05:00Z).
+    let root_a = all
+        .iter()
+        .find(|s| attr(s, "worldline.run_id") == Some(a_id.into()))
+        .unwrap();
+    assert_eq!(root_a["startTimeUnixNano"], "1772366700000000000");
+
+    // The tool run: the injected timeout is a span event.
+    let faulted = all
+        .iter()
+        .find(|s| {
+            attr(s, "gen_ai.tool.name") == Some("get_ticket".into()) && s.get("events").is_some()
+        })
+        .expect("a span with the injected fault");
+    assert_eq!(faulted["events"][0]["name"], "worldline.fault.inject");
+    assert_eq!(attr(faulted, "error.type"), Some("timeout".into()));
+
+    // Exporting again sends the same trace: ids come from the chain hash.
+    worldline(
+        &store,
+        [
+            "otel",
+            a_id,
+            b_id,
+            "--endpoint",
+            receiver.endpoint().as_str(),
+        ],
+    )
+    .expect_code(0);
+    let got = receiver.received();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0], got[1], "idempotent");
+
+    // Content is opt-in and redacted like any view.
+    std::fs::write(store.join("redact.toml"), "paths = [\"request.args.id\"]\n").unwrap();
+    worldline(
+        &store,
+        [
+            "otel",
+            b_id,
+            "--content",
+            "--endpoint",
+            receiver.endpoint().as_str(),
+        ],
+    )
+    .expect_code(0);
+    let got = receiver.received();
+    let tools: Vec<Value> = spans(&got[2])
+        .into_iter()
+        .filter(|s| attr(s, "gen_ai.tool.name").is_some())
+        .collect();
+    let args = attr(&tools[0], "gen_ai.tool.call.arguments").unwrap();
+    assert!(
+        args.as_str().unwrap().starts_with("{\"id\":\"<redacted:"),
+        "{args}"
+    );
+    assert!(attr(&tools[1], "gen_ai.tool.call.result").is_some());
+
+    // To a file, and to an endpoint nobody listens on.
+    let file = dir.path().join("trace.pb");
+    worldline(&store, ["otel", b_id, "-o", s(&file)]).expect_code(0);
+    assert!(std::fs::metadata(&file).unwrap().len() > 100);
+    let down = worldline(&store, ["otel", b_id, "--endpoint", "http://127.0.0.1:9"]);
+    down.expect_code(2);
+    assert!(down.stderr.contains("cannot send spans"), "{down}");
+}

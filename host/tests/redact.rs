@@ -1,0 +1,316 @@
+//! End-to-end tests of redaction at read time: `history`, `show`, `diff`
+//! and `export --redacted` hide what the store's policy names (each
+//! detector, custom patterns, JSON paths) unless `--unredacted`; the
+//! bundle on disk keeps everything; a redacted export imports labelled as
+//! such and replay says what it can and cannot check. The real binary on
+//! the `caller-agent` guest in a small CRM world written by the test.
+
+mod common;
+
+use common::{guest, temp_dir, worldline, write_case};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Every kind of thing the detectors find, twice over.
+const CUSTOMERS: &str = r#"{"id": "C-1", "name": "Ana Lopez", "email": "ana.lopez@example.com", "phone": "+44 20 7946 0958", "card": "4111 1111 1111 1111", "iban": "DE89 3704 0044 0532 0130 00", "api_key": "sk-proj-abcdefghijklmnop1234", "ref": "CUST-004211"}
+{"id": "C-2", "name": "Bo Chen", "email": "bo@example.org", "phone": "(415) 555-0132", "card": "5500-0000-0000-0004", "iban": "GB82WEST12345698765432", "api_key": "AKIAIOSFODNN7EXAMPLE", "ref": "CUST-000007", "note": "card 4111 1111 1111 1112 fails its checksum"}
+"#;
+
+const WORLD: &str = r#"name = "crm"
+version = 1
+description = "Customers with personal data"
+
+[tables.customers]
+key = "id"
+rows = "data/customers.jsonl"
+
+[permissions]
+default = "allow"
+
+[[tools]]
+name = "get_customer"
+description = "Fetch one customer by id"
+params = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
+op = "get"
+table = "customers"
+"#;
+
+const CASE: &str = r#"world = "crm@v1"
+seed = 5
+clock = 2026-03-01T12:00:00Z
+task = { calls = [
+  { tool = "get_customer", args = { id = "C-1" } },
+  { tool = "get_customer", args = { id = "C-2" } },
+  { tool = "get_customer", args = { id = "C-1" } },
+] }
+"#;
+
+const POLICY: &str = r#"paths = ["state.customers.*.name", "response.ok.name"]
+[[custom]]
+name = "customer"
+pattern = "CUST-[0-9]{6}"
+"#;
+
+/// The raw values the views must hide, with the detector that hides each.
+const SECRETS: [(&str, &str); 11] = [
+    ("ana.lopez@example.com", "email"),
+    ("bo@example.org", "email"),
+    ("+44 20 7946 0958", "phone"),
+    ("(415) 555-0132", "phone"),
+    ("4111 1111 1111 1111", "card"),
+    ("5500-0000-0000-0004", "card"),
+    ("DE89 3704 0044 0532 0130 00", "iban"),
+    ("GB82WEST12345698765432", "iban"),
+    ("sk-proj-abcdefghijklmnop1234", "api_key"),
+    ("AKIAIOSFODNN7EXAMPLE", "api_key"),
+    ("CUST-004211", "customer"),
+];
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    store: PathBuf,
+    run: String,
+}
+
+fn setup() -> Setup {
+    let dir = temp_dir();
+    let root = dir.path().to_path_buf();
+    let world = root.join("worlds/crm/v1");
+    std::fs::create_dir_all(world.join("data")).unwrap();
+    std::fs::write(world.join("world.toml"), WORLD).unwrap();
+    std::fs::write(world.join("data/customers.jsonl"), CUSTOMERS).unwrap();
+    let case = write_case(&root, "crm", CASE);
+    let store = root.join("store");
+    let agent = guest("caller-agent");
+    let out = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&root.join("worlds")),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    std::fs::write(store.join("redact.toml"), POLICY).unwrap();
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    Setup {
+        _dir: dir,
+        root,
+        store,
+        run,
+    }
+}
+
+/// The seqs of the tool calls, from the (unredacted) history.
+fn tool_calls(st: &Setup) -> Vec<u64> {
+    let h = worldline(
+        &st.store,
+        ["history", st.run.as_str(), "--json", "--only", "tools"],
+    );
+    h.expect_code(0);
+    h.json()["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect()
+}
+
+fn show(st: &Setup, at: u64, extra: &[&str]) -> Value {
+    let at = at.to_string();
+    let mut args = vec!["show", st.run.as_str(), "--at", at.as_str(), "--json"];
+    args.extend_from_slice(extra);
+    let out = worldline(&st.store, &args);
+    out.expect_code(0);
+    out.json().clone()
+}
+
+#[test]
+fn each_detector_hides_its_kind_with_stable_placeholders_unless_unredacted() {
+    let st = setup();
+    let calls = tool_calls(&st);
+    assert_eq!(calls.len(), 3);
+    let [c1, c2, c1_again] = [calls[0], calls[1], calls[2]].map(|at| show(&st, at, &[]));
+    let text = format!("{c1}{c2}{c1_again}");
+    for (secret, kind) in SECRETS {
+        assert!(!text.contains(secret), "{secret} ({kind}) shown:\n{text}");
+    }
+    let ok = |v: &Value, f: &str| {
+        v["event"]["response"]["ok"][f]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for (field, kind) in [
+        ("email", "email"),
+        ("phone", "phone"),
+        ("card", "card"),
+        ("iban", "iban"),
+        ("api_key", "api_key"),
+        ("ref", "customer"),
+        ("name", "redacted"),
+    ] {
+        let (a, b, again) = (ok(&c1, field), ok(&c2, field), ok(&c1_again, field));
+        assert!(
+            a.starts_with(&format!("<{kind}:")) && a.ends_with('>'),
+            "{field}: {a}"
+        );
+        assert_ne!(a, b, "{field}: different values, different placeholders");
+        assert!(b.starts_with(&format!("<{kind}:")), "{field}: {b}");
+        assert_eq!(
+            a, again,
+            "{field}: the same customer twice, one placeholder"
+        );
+    }
+    assert_eq!(
+        ok(&c2, "note"),
+        "card 4111 1111 1111 1112 fails its checksum",
+        "a number failing the Luhn check is not a card"
+    );
+    // The state after the call is redacted too, the same way.
+    let row = &c1["state_after"]["tables"]["customers"]["rows"]["C-1"];
+    assert_eq!(row["email"].as_str().unwrap(), ok(&c1, "email"));
+    assert_eq!(row["name"].as_str().unwrap(), ok(&c1, "name"));
+
+    let raw = show(&st, calls[0], &["--unredacted"]);
+    assert_eq!(
+        raw["event"]["response"]["ok"]["email"],
+        "ana.lopez@example.com"
+    );
+    assert_eq!(raw["redacted_view"], false);
+    let h = worldline(&st.store, ["history", st.run.as_str()]);
+    h.expect_code(0);
+    assert!(h.stdout.contains("redacted view"), "{h}");
+    assert!(!h.stdout.contains("sk-proj-abcdefghijklmnop1234"), "{h}");
+    assert!(h.stdout.contains("<api_key:"), "{h}");
+    let h = worldline(&st.store, ["history", st.run.as_str(), "--unredacted"]);
+    assert!(h.stdout.contains("sk-proj-abcdefghijklmnop1234"), "{h}");
+
+    // The bundle keeps everything and still replays.
+    let bundle =
+        std::fs::read_to_string(st.store.join("runs").join(format!("{}.jsonl", st.run))).unwrap();
+    assert!(bundle.contains("ana.lopez@example.com"));
+    worldline(&st.store, ["replay", st.run.as_str()]).expect_code(0);
+
+    // Another policy file, named on the command line, wins.
+    let only_email = st.root.join("only-email.toml");
+    std::fs::write(&only_email, "detectors = [\"email\"]\n").unwrap();
+    let v = show(&st, calls[0], &["--redact", s(&only_email)]);
+    assert!(ok(&v, "email").starts_with("<email:"));
+    assert_eq!(ok(&v, "phone"), "+44 20 7946 0958");
+}
+
+#[test]
+fn diff_is_redacted_with_one_placeholder_per_value_across_both_runs() {
+    let st = setup();
+    let fork = worldline(
+        &st.store,
+        [
+            "fork",
+            st.run.as_str(),
+            "--at",
+            "0",
+            "--deny",
+            "get_customer",
+            "--json",
+        ],
+    );
+    let fork_id = fork.json()["run_id"].as_str().unwrap().to_string();
+    let d = worldline(
+        &st.store,
+        ["diff", st.run.as_str(), fork_id.as_str(), "--json"],
+    );
+    let text = d.stdout.clone();
+    for (secret, _) in SECRETS {
+        assert!(!text.contains(secret), "{secret} in diff:\n{text}");
+    }
+    assert_eq!(d.json()["redacted_view"], true);
+    let raw = worldline(
+        &st.store,
+        ["diff", st.run.as_str(), fork_id.as_str(), "--unredacted"],
+    );
+    assert!(raw.stdout.contains("sk-proj-abcdefghijklmnop1234"), "{raw}");
+    let redacted = worldline(&st.store, ["diff", st.run.as_str(), fork_id.as_str()]);
+    assert!(redacted.stdout.contains("<api_key:"), "{redacted}");
+}
+
+#[test]
+fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
+    let st = setup();
+    let file = st.root.join("run.export.json");
+    let out = worldline(
+        &st.store,
+        [
+            "export",
+            st.run.as_str(),
+            "-o",
+            s(&file),
+            "--redacted",
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let exported = std::fs::read_to_string(&file).unwrap();
+    for (secret, _) in SECRETS {
+        assert!(!exported.contains(secret), "{secret} exported");
+    }
+    let doc: Value = serde_json::from_str(&exported).unwrap();
+    assert_eq!(doc["redacted"], true);
+    assert_eq!(
+        doc["objects"].as_object().unwrap().len(),
+        1,
+        "the agent only"
+    );
+
+    let other = st.root.join("other");
+    let imp = worldline(&other, ["import", s(&file), "--json"]);
+    imp.expect_code(0);
+    let id = imp.json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(id, format!("{}-redacted", st.run));
+    assert_eq!(imp.json()["redacted"]["original_run"], st.run.as_str());
+
+    let rows = worldline(&other, ["runs", "--json"]);
+    let row = &rows.json()[0];
+    assert!(
+        row["tags"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("redacted")),
+        "{row}"
+    );
+
+    let h = worldline(&other, ["history", id.as_str()]);
+    h.expect_code(0);
+    assert!(h.stdout.contains("REDACTED copy of run"), "{h}");
+    let r = worldline(&other, ["replay", id.as_str(), "--json"]);
+    r.expect_code(0);
+    assert_eq!(r.json()["verdict"], "redacted_copy");
+    assert!(!r.json()["not_checked"].as_array().unwrap().is_empty());
+    let show = worldline(&other, ["show", id.as_str(), "--at", "0"]);
+    show.expect_code(2);
+    assert!(show.stderr.contains("redacted copy"), "{show}");
+
+    // A tampered copy does not import.
+    let tampered = exported.replacen("<email:", "<emall:", 1);
+    std::fs::write(&file, tampered).unwrap();
+    let bad = worldline(&st.root.join("third"), ["import", s(&file)]);
+    bad.expect_code(2);
+
+    // Without a policy there is nothing to redact with.
+    std::fs::remove_file(st.store.join("redact.toml")).unwrap();
+    let none = worldline(
+        &st.store,
+        ["export", st.run.as_str(), "-o", s(&file), "--redacted"],
+    );
+    none.expect_code(2);
+    assert!(none.stderr.contains("redact.toml"), "{none}");
+}

@@ -1,0 +1,392 @@
+//! End-to-end tests of the store over time: the run index (kept by every
+//! command that writes a run, shared by parallel writers, rebuilt when
+//! deleted or corrupted), `runs` filters, and retention (`gc`, `pin`).
+//! The real binary on the `caller-agent` guest and the demo world.
+
+mod common;
+
+use common::{guest, temp_dir, worldline, worlds_dir, write_case};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// A case that passes (it only reads ticket T-1).
+const GOOD: &str = r#"world = "demo@v1"
+seed = 3
+clock = 2026-03-01T12:00:00Z
+task = { calls = [{ tool = "get_ticket", args = { id = "T-1" } }] }
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "open"
+"#;
+
+/// A case that fails (the agent closes T-1, which should stay open).
+const BAD: &str = r#"world = "demo@v1"
+seed = 3
+clock = 2026-03-01T12:00:00Z
+task = { calls = [{ tool = "close_ticket", args = { id = "T-1" } }] }
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "open"
+"#;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn run(store: &Path, case: &Path) -> Value {
+    let agent = guest("caller-agent");
+    let out = worldline(
+        store,
+        [
+            "run",
+            s(case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds_dir()),
+            "--json",
+        ],
+    );
+    assert!(out.code == 0 || out.code == 1, "{out}");
+    out.json().clone()
+}
+
+fn runs(store: &Path, filters: &[&str]) -> Vec<Value> {
+    let mut args = vec!["runs", "--json"];
+    args.extend_from_slice(filters);
+    let out = worldline(store, &args);
+    out.expect_code(0);
+    out.json().as_array().unwrap().clone()
+}
+
+fn ids(rows: &[Value]) -> Vec<String> {
+    let mut v: Vec<String> = rows
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+fn id_of(doc: &Value) -> String {
+    doc["run_id"].as_str().unwrap().to_string()
+}
+
+fn check(store: &Path) -> Value {
+    let out = worldline(store, ["index", "--check", "--json"]);
+    out.expect_code(0);
+    out.json().clone()
+}
+
+#[test]
+fn runs_filters_by_grade_case_status_time_and_parent_newest_first() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let good = write_case(dir.path(), "good", GOOD);
+    let bad = write_case(dir.path(), "bad", BAD);
+    let g1 = id_of(&run(&store, &good));
+    let b1 = id_of(&run(&store, &bad));
+    let g2 = id_of(&run(&store, &good));
+    let fork = worldline(
+        &store,
+        [
+            "fork",
+            b1.as_str(),
+            "--at",
+            "0",
+            "--deny",
+            "close_ticket",
+            "--json",
+        ],
+    );
+    let f1 = id_of(fork.json());
+
+    let all = runs(&store, &[]);
+    assert_eq!(
+        ids(&all),
+        sorted(vec![g1.clone(), b1.clone(), g2.clone(), f1.clone()])
+    );
+    let created: Vec<&str> = all.iter().map(|r| r["created"].as_str().unwrap()).collect();
+    assert!(
+        created.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {created:?}"
+    );
+
+    assert_eq!(
+        ids(&runs(&store, &["--grade", "failed", "--case", "bad"])),
+        vec![b1.clone()]
+    );
+    assert_eq!(
+        ids(&runs(&store, &["--case", "goo*"])),
+        sorted(vec![g1.clone(), g2.clone()])
+    );
+    assert_eq!(
+        ids(&runs(&store, &["--parent", b1.as_str()])),
+        vec![f1.clone()]
+    );
+    let failed = &runs(&store, &["--case", "bad", "--status", "failed"]);
+    assert_eq!(failed[0]["signature"], "failed: tickets/T-1.status equals");
+    assert_eq!(
+        ids(&runs(&store, &["--signature", "T-1.status"])).len(),
+        failed.len()
+    );
+    assert_eq!(runs(&store, &["--limit", "1"]).len(), 1);
+    assert_eq!(
+        runs(&store, &["--since", "1h", "--world", "demo@*"]).len(),
+        4
+    );
+    assert!(runs(&store, &["--until", "2000-01-01"]).is_empty());
+    let agent = all[0]["agent"].as_str().unwrap()[..10].to_string();
+    assert_eq!(runs(&store, &["--agent", agent.as_str()]).len(), 4);
+
+    let bad_time = worldline(&store, ["runs", "--since", "yesterday"]);
+    bad_time.expect_code(2);
+    assert!(bad_time.stderr.contains("--since"), "{bad_time}");
+    assert_eq!(check(&store)["missing"], serde_json::json!([]));
+}
+
+#[test]
+fn parallel_test_processes_lose_no_index_rows() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for i in 0..6 {
+        write_case(&cases, &format!("good-{i}"), GOOD);
+        write_case(&cases, &format!("bad-{i}"), BAD);
+    }
+    let agent = guest("caller-agent");
+    // Compile once, so the parallel processes spend their time writing.
+    run(&store, &cases.join("good-0.toml"));
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+                .args(["test", s(&cases), "--agent", s(&agent), "--worlds"])
+                .arg(worlds_dir())
+                .args(["--jobs", "3", "--store"])
+                .arg(&store)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "half the cases fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("warning"), "{err}");
+    }
+    let c = check(&store);
+    assert_eq!(c["bundles"], 1 + 4 * 12, "{c}");
+    assert_eq!(c["indexed"], c["bundles"], "{c}");
+    assert_eq!(runs(&store, &["--grade", "failed"]).len(), 4 * 6);
+}
+
+#[test]
+fn a_deleted_corrupt_or_stale_index_is_rebuilt_from_the_bundles() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let good = write_case(dir.path(), "good", GOOD);
+    let first = run(&store, &good);
+    let second = run(&store, &good);
+    let index = store.join("index.sqlite");
+    assert!(index.is_file());
+
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", index.display()));
+    }
+    assert_eq!(runs(&store, &[]).len(), 2, "a deleted index is rebuilt");
+
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", index.display()));
+    }
+    std::fs::write(
+        &index,
+        b"this is not an SQLite database, it was overwritten",
+    )
+    .unwrap();
+    let out = worldline(&store, ["runs", "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json().as_array().unwrap().len(), 2, "{out}");
+    assert!(out.stderr.contains("rebuilt"), "{out}");
+
+    // A bundle removed by hand leaves the list; one copied in joins it.
+    std::fs::remove_file(first["bundle"].as_str().unwrap()).unwrap();
+    assert_eq!(ids(&runs(&store, &[])), [id_of(&second)]);
+    let other = dir.path().join("other");
+    let third = run(&other, &good);
+    let copied = store.join("runs").join(format!("{}.jsonl", id_of(&third)));
+    std::fs::copy(third["bundle"].as_str().unwrap(), &copied).unwrap();
+    assert_eq!(
+        ids(&runs(&store, &[])),
+        sorted(vec![id_of(&second), id_of(&third)])
+    );
+
+    let rebuilt = worldline(&store, ["index", "--rebuild", "--json"]);
+    rebuilt.expect_code(0);
+    assert_eq!(rebuilt.json()["rows"], 2, "{rebuilt}");
+    assert_eq!(check(&store)["stale"], serde_json::json!([]));
+}
+
+/// Set a file's (or a folder's and its files') access and modification
+/// times back by `age`.
+fn age(path: &Path, by: Duration) {
+    let t = SystemTime::now() - by;
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).unwrap() {
+            age(&e.unwrap().path(), by);
+        }
+    }
+    let f = std::fs::File::open(path).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_accessed(t).set_modified(t))
+        .unwrap();
+}
+
+fn gc(store: &Path, flags: &[&str]) -> Value {
+    let mut args = vec!["gc", "--json"];
+    args.extend_from_slice(flags);
+    let out = worldline(store, &args);
+    out.expect_code(0);
+    out.json().clone()
+}
+
+fn items(v: &Value) -> Vec<String> {
+    sorted(
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_str().unwrap().to_string())
+            .collect(),
+    )
+}
+
+fn case_hash(bundle: &Value) -> String {
+    let text = std::fs::read_to_string(bundle["bundle"].as_str().unwrap()).unwrap();
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    header["header"]["case_hash"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn gc_keeps_pins_parents_of_kept_forks_and_shared_objects() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let good = write_case(dir.path(), "good", GOOD);
+    let bad = write_case(dir.path(), "bad", BAD);
+    let other = write_case(dir.path(), "other", &GOOD.replace("seed = 3", "seed = 4"));
+    let parent = run(&store, &good);
+    let failed = run(&store, &bad);
+    let lone = run(&store, &other);
+    let again = run(&store, &good);
+    let fork = worldline(
+        &store,
+        [
+            "fork",
+            id_of(&parent).as_str(),
+            "--at",
+            "0",
+            "--deny",
+            "get_ticket",
+            "--json",
+        ],
+    );
+    let fork = fork.json().clone();
+    let pin = worldline(
+        &store,
+        ["pin", id_of(&fork).as_str(), "--note", "investigating"],
+    );
+    pin.expect_code(0);
+    // What the runs stored, and what they compiled, is old now.
+    age(&store.join("objects"), Duration::from_secs(2 * 3600));
+    age(&store.join("worlds"), Duration::from_secs(2 * 3600));
+    age(&store.join("cache"), Duration::from_secs(40 * 86_400));
+
+    let lone_case = case_hash(&lone);
+    let bundles = |store: &Path| common::files_with_suffix(&store.join("runs"), ".jsonl").len();
+    let dry = gc(&store, &["--dry-run", "--keep-passed", "0"]);
+    assert_eq!(bundles(&store), 5, "a dry run removes nothing");
+    let real = gc(&store, &["--keep-passed", "0"]);
+    for r in [&dry, &real] {
+        // The fork is pinned, its parent kept for it; the failed run is young.
+        assert_eq!(
+            items(&r["runs"]),
+            sorted(vec![id_of(&lone), id_of(&again)]),
+            "{r}"
+        );
+        assert_eq!(
+            r["kept_as_parents"],
+            serde_json::json!([id_of(&parent)]),
+            "{r}"
+        );
+        // Pinned is what keeps the fork only when its own age would not.
+        let by_pin: Vec<String> = if fork["status"] == "passed" {
+            vec![id_of(&fork)]
+        } else {
+            vec![]
+        };
+        assert_eq!(r["kept_pinned"], serde_json::json!(by_pin), "{r}");
+        // Only the lone run's case is unreferenced: the agent and the world are shared.
+        assert_eq!(items(&r["objects"]), vec![lone_case.clone()], "{r}");
+        assert!(
+            items(&r["cache"]).iter().any(|i| i.ends_with(".cwasm")),
+            "the compiled agent: {r}"
+        );
+        let total: u64 = ["runs", "objects", "worlds", "cache"]
+            .iter()
+            .map(|k| r[k]["bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(r["bytes_freed"], total);
+    }
+    assert!(real["runs"]["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(dry["bytes_freed"], real["bytes_freed"]);
+    assert_eq!(bundles(&store), 3);
+    assert_eq!(
+        ids(&runs(&store, &[])),
+        sorted(vec![id_of(&parent), id_of(&failed), id_of(&fork)])
+    );
+    assert_eq!(check(&store)["indexed"], 3);
+    // The kept runs still replay: nothing they need was removed.
+    for kept in [&parent, &fork] {
+        let out = worldline(&store, ["replay", id_of(kept).as_str(), "--json"]);
+        out.expect_code(0);
+    }
+
+    // Unpinned and past every limit, everything goes, objects included.
+    worldline(&store, ["unpin", id_of(&fork).as_str()]).expect_code(0);
+    age(&store.join("objects"), Duration::from_secs(2 * 3600));
+    age(&store.join("worlds"), Duration::from_secs(2 * 3600));
+    std::fs::write(
+        store.join("policy.toml"),
+        "[keep]\npassed = 0\nfailed = 0\nfaulted = 0\nincomplete = 0\n",
+    )
+    .unwrap();
+    let all = gc(&store, &[]);
+    assert_eq!(all["runs"]["count"], 3, "{all}");
+    assert_eq!(bundles(&store), 0);
+    assert_eq!(std::fs::read_dir(store.join("objects")).unwrap().count(), 0);
+    assert!(runs(&store, &[]).is_empty());
+}
+
+#[test]
+fn a_bad_policy_file_is_named_with_its_line() {
+    let dir = temp_dir();
+    let store: PathBuf = dir.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(store.join("policy.toml"), "[keep]\npased = 3\n").unwrap();
+    let out = worldline(&store, ["gc"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("policy.toml:2"), "{out}");
+    let out = worldline(&store, ["pin", "../escape"]);
+    out.expect_code(2);
+}
