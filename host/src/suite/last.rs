@@ -1,6 +1,7 @@
 //! The last `test` session on a store: which cases did not pass, so
 //! `test --rerun-failed` can run just those (pytest's `--lf`). Kept in
-//! `<store>/last-test.json`, written atomically after each session.
+//! `<store>/last-test.json`, written atomically after each session (the
+//! last of two sessions ending at once wins, whole).
 
 use super::SuiteRun;
 use crate::error::InputError;
@@ -36,10 +37,8 @@ pub fn record(store: &StoreDir, run: &SuiteRun) -> Result<()> {
             .collect(),
     };
     let path = file(store);
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&last)?)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+    crate::durable::write(&path, &serde_json::to_vec_pretty(&last)?)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The cases that did not pass in the last session on `store`.
