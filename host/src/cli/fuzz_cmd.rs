@@ -11,7 +11,6 @@ use crate::error::{ExitCode, InputError};
 use crate::fuzz::campaign::Campaign;
 use crate::fuzz::reproducer::Reproducers;
 use crate::fuzz::summary;
-use crate::partition::Partition;
 use crate::report::{
     self,
     fuzz::{Faults, FuzzReport, GroupReport, Timing},
@@ -101,12 +100,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     if args.runs == 0 || args.repeat == 0 {
         return Err(InputError::new(&args.case, "--runs and --repeat must be at least 1").into());
     }
-    let partition = args
-        .partition
-        .as_deref()
-        .map(Partition::parse)
-        .transpose()
-        .map_err(|m| InputError::new("--partition", m))?;
+    let partition = super::partition_arg(args.partition.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;

@@ -67,6 +67,15 @@ impl ModelArgs {
     }
 }
 
+/// `--partition i/n`, parsed (`None` when not given).
+pub fn partition_arg(
+    text: Option<&str>,
+) -> Result<Option<crate::partition::Partition>, crate::error::InputError> {
+    text.map(crate::partition::Partition::parse)
+        .transpose()
+        .map_err(|m| crate::error::InputError::new("--partition", m))
+}
+
 /// Options every command takes.
 #[derive(Args, Clone)]
 pub struct Common {

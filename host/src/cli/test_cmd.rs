@@ -7,7 +7,6 @@
 use super::{Common, ModelArgs};
 use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
-use crate::partition::Partition;
 use crate::report::{self, suite::SuiteSummary};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
@@ -90,12 +89,7 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<Vec<Entry>> {
         .map(Filter::parse)
         .transpose()
         .map_err(|m| InputError::new("--filter", m))?;
-    let partition = args
-        .partition
-        .as_deref()
-        .map(Partition::parse)
-        .transpose()
-        .map_err(|m| InputError::new("--partition", m))?;
+    let partition = super::partition_arg(args.partition.as_deref())?;
     let failed: Option<BTreeSet<PathBuf>> = match args.rerun_failed {
         true => Some(last::failed(store)?.into_iter().collect()),
         false => None,

@@ -434,19 +434,6 @@ impl RunState {
             .mediate(call, request, serve)
             .map_err(wasmtime::Error::new)
     }
-
-    /// [`mediated`](Self::mediated) for a live service
-    /// ([`Mediator::mediate_live`]).
-    pub(crate) fn mediated_live(
-        &mut self,
-        call: &str,
-        request: Value,
-        serve: impl FnOnce(&mut Services) -> Answer,
-    ) -> wasmtime::Result<Value> {
-        self.med
-            .mediate_live(call, request, serve)
-            .map_err(wasmtime::Error::new)
-    }
 }
 
 /// Caps linear memory; going past the cap traps with [`Stop::MemoryLimit`].

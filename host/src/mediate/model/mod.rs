@@ -268,10 +268,11 @@ impl model::Host for RunState {
             s.model.serve(&request, now)
         };
         let r = if ModelService::is_live(label) {
-            self.mediated_live(CALL, call_request, serve)?
+            self.med.mediate_live(CALL, call_request, serve)
         } else {
-            self.mediated(CALL, call_request, serve)?
-        };
+            self.med.mediate(CALL, call_request, serve)
+        }
+        .map_err(wasmtime::Error::new)?;
         let service = &mut self.med.services.model;
         if let Some(cassette) = service.cassette.as_mut() {
             cassette.advance(hit);
