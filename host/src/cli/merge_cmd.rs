@@ -37,17 +37,7 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
         if args.common.json {
             report::print_json(&merged)?;
         } else {
-            let s = &merged["summary"];
-            println!(
-                "fuzz {} on {}: passed {}/{} (95% interval {:.1}% – {:.1}%), {} failure group(s)",
-                merged["case"].as_str().unwrap_or(""),
-                merged["world"].as_str().unwrap_or(""),
-                s["passed"],
-                s["runs"],
-                s["interval"][0].as_f64().unwrap_or(0.0) * 100.0,
-                s["interval"][1].as_f64().unwrap_or(0.0) * 100.0,
-                merged["groups"].as_array().map_or(0, Vec::len)
-            );
+            report::fuzz::print_merged(&merged);
         }
         return Ok(if failed == 0 {
             ExitCode::Ok
@@ -69,30 +59,7 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     if args.common.json {
         report::print_json(&merged)?;
     } else {
-        let width = merged.cases.iter().map(|c| c.case.len()).max().unwrap_or(0);
-        for c in &merged.cases {
-            let mark = match (c.skipped, c.passed) {
-                (true, _) => "SKIP",
-                (_, true) => "PASS",
-                _ => "FAIL",
-            };
-            let reason = c.reason.as_deref().map(|r| format!("  {} — {r}", c.status));
-            println!(
-                "{mark}  {:width$}  {}{}",
-                c.case,
-                c.run_id.as_deref().unwrap_or("-"),
-                reason.unwrap_or_default()
-            );
-        }
-        println!(
-            "{} passed, {} failed{}",
-            merged.passed,
-            merged.failed,
-            match merged.skipped {
-                0 => String::new(),
-                n => format!(", {n} skipped"),
-            }
-        );
+        report::suite::print_merged(&merged);
     }
     Ok(if merged.failed == 0 {
         ExitCode::Ok

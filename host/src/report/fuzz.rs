@@ -277,3 +277,18 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
     );
     Ok(doc)
 }
+
+/// A merged campaign report as one line of text (`--json` gives it all).
+pub fn print_merged(r: &Value) {
+    let s = &r["summary"];
+    println!(
+        "fuzz {} on {}: passed {}/{} (95% interval {:.1}% – {:.1}%), {} failure group(s)",
+        r["case"].as_str().unwrap_or(""),
+        r["world"].as_str().unwrap_or(""),
+        s["passed"],
+        s["runs"],
+        s["interval"][0].as_f64().unwrap_or(0.0) * 100.0,
+        s["interval"][1].as_f64().unwrap_or(0.0) * 100.0,
+        r["groups"].as_array().map_or(0, Vec::len)
+    );
+}

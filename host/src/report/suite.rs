@@ -248,26 +248,48 @@ pub fn line(c: &CaseRun, width: usize) -> String {
     }
 }
 
-/// A line per case, then the counts (and pass^k with `--repeat`).
+/// A line per case, then the totals.
 pub fn print(s: &SuiteRun) {
     let width = s.cases.iter().map(|c| c.name.len()).max().unwrap_or(0);
     for c in &s.cases {
         println!("{}", line(c, width));
     }
-    let summary = SuiteSummary::of(s);
-    if !summary.pass_k.is_empty() {
-        let ks: Vec<String> = summary
+    print_totals(&SuiteSummary::of(s));
+}
+
+/// A merged report (`worldline merge`): a line per case with its run id
+/// and why it did not pass, then the totals.
+pub fn print_merged(s: &SuiteSummary) {
+    let width = s.cases.iter().map(|c| c.case.len()).max().unwrap_or(0);
+    for c in &s.cases {
+        let mark = match (c.skipped, c.passed) {
+            (true, _) => "SKIP",
+            (_, true) => "PASS",
+            _ => "FAIL",
+        };
+        let reason = c.reason.as_deref().map(|r| format!("  {} — {r}", c.status));
+        println!(
+            "{mark}  {:width$}  {}{}",
+            c.case,
+            c.run_id.as_deref().unwrap_or("-"),
+            reason.unwrap_or_default()
+        );
+    }
+    print_totals(s);
+}
+
+/// pass^k with `--repeat`, the model totals when there were model calls,
+/// and `N passed, N failed[, N skipped]`.
+fn print_totals(s: &SuiteSummary) {
+    if !s.pass_k.is_empty() {
+        let ks: Vec<String> = s
             .pass_k
             .iter()
             .map(|p| format!("pass^{} {:.1}%", p.k, p.value * 100.0))
             .collect();
         println!("{} runs of each case: {}", s.repeat, ks.join(", "));
     }
-    let skipped = match s.skipped() {
-        0 => String::new(),
-        n => format!(", {n} skipped"),
-    };
-    if let Some(m) = &summary.model {
+    if let Some(m) = &s.model {
         println!(
             "model: {} calls, {} tokens ({} prompt, {} completion), {:.1} s waiting on live endpoints",
             m.calls,
@@ -277,5 +299,9 @@ pub fn print(s: &SuiteRun) {
             m.real_latency_ms as f64 / 1000.0
         );
     }
-    println!("{} passed, {} failed{skipped}", s.passed(), s.failed());
+    let skipped = match s.skipped {
+        0 => String::new(),
+        n => format!(", {n} skipped"),
+    };
+    println!("{} passed, {} failed{skipped}", s.passed, s.failed);
 }
