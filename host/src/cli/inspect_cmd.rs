@@ -6,6 +6,7 @@ use super::Common;
 use super::redact_opts::RedactArgs;
 use crate::canon;
 use crate::error::{ExitCode, InputError};
+use crate::fork::check::describe;
 use crate::grade::{diff, final_state};
 use crate::log::{Event, bundle};
 use crate::replay;
@@ -183,8 +184,19 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         b.header.world,
         short_hash(&b.header.agent_sha256)
     );
+    let points = b
+        .header
+        .parent
+        .as_ref()
+        .map(|p| p.fork_points())
+        .unwrap_or_default();
     if let Some(p) = &b.header.parent {
         println!("fork of {} at event {}", p.run, p.event);
+    }
+    for fp in &points {
+        for edit in &fp.edits {
+            println!("  edit at event {}: {}", fp.event, describe(edit));
+        }
     }
     if let Some(r) = &b.header.redacted {
         println!(
@@ -209,6 +221,10 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
                 format!("  [{by}: {}]", i["action"].as_str().unwrap_or("?"))
             }
             None => String::new(),
+        };
+        let mark = match points.iter().any(|fp| fp.event == e.seq) {
+            true => format!("{mark}  [fork point: edits above]"),
+            false => mark,
         };
         println!(
             "{:>5}  {:>9}  {:<7} {:<40} {}{mark}",
