@@ -10,6 +10,7 @@ use crate::fork::check::describe;
 use crate::grade::{diff, final_state};
 use crate::log::{Event, bundle};
 use crate::replay;
+use crate::report::timeline::{first_difference, summary};
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
@@ -48,90 +49,6 @@ pub struct DiffArgs {
     pub redaction: RedactArgs,
     #[command(flatten)]
     pub common: Common,
-}
-
-fn short(v: &Value, max: usize) -> String {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        other => canon::to_string(other),
-    };
-    if text.chars().count() > max {
-        format!("{}…", text.chars().take(max).collect::<String>())
-    } else {
-        text
-    }
-}
-
-/// One line of what an event asked and got.
-pub fn summary(e: &Event) -> String {
-    if e.call == "worldline:agent/tools.call" {
-        let answer = match (e.response.get("ok"), e.response.get("error")) {
-            (_, Some(err)) => format!(
-                "{}: {}",
-                err["kind"].as_str().unwrap_or("?"),
-                short(&err["message"], 50)
-            ),
-            (Some(ok), _) => short(ok, 60),
-            _ => short(&e.response, 60),
-        };
-        return format!(
-            "{}({}) -> {answer}",
-            e.request["name"].as_str().unwrap_or("?"),
-            short(&e.request["args"], 50)
-        );
-    }
-    if e.call == crate::mediate::model::CALL {
-        // The last message the model answered, and what it chose.
-        let asked = e.request["request"]["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .map_or_else(String::new, |m| {
-                format!(
-                    "{}: {}",
-                    m["role"].as_str().unwrap_or("?"),
-                    short(&m["content"], 40)
-                )
-            });
-        let message = &e.response["ok"]["choices"][0]["message"];
-        let answer = match (e.response.get("error"), message["tool_calls"].as_array()) {
-            (Some(err), _) => format!(
-                "{}: {}",
-                err["kind"].as_str().unwrap_or("?"),
-                short(&err["message"], 50)
-            ),
-            (None, Some(calls)) if !calls.is_empty() => calls
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}({})",
-                        c["function"]["name"].as_str().unwrap_or("?"),
-                        short(&c["function"]["arguments"], 40)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-            _ => short(&message["content"], 60),
-        };
-        return format!(
-            "[{}] {asked} -> {answer}",
-            e.request["provider"].as_str().unwrap_or("?")
-        );
-    }
-    if e.call == "worldline:agent/trace.note" {
-        return format!(
-            "[{}] {}",
-            e.request["kind"].as_str().unwrap_or(""),
-            short(&e.request["text"], 100)
-        );
-    }
-    if e.request.get("text").is_some() {
-        return format!(
-            "{} {}",
-            e.request["stream"].as_str().unwrap_or(""),
-            short(&e.request["text"], 80)
-        );
-    }
-    format!("{} -> {}", short(&e.request, 40), short(&e.response, 50))
 }
 
 fn vtime(ns: u64) -> String {
@@ -325,13 +242,7 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
         }
     }
     let (ea, eb) = (&ea, &eb);
-    let first = (0..ea.len().max(eb.len())).find(|&i| match (ea.get(i), eb.get(i)) {
-        (Some(x), Some(y)) => {
-            (&x.call, &x.request, &x.response, &x.writes)
-                != (&y.call, &y.request, &y.response, &y.writes)
-        }
-        _ => true,
-    });
+    let first = first_difference(ea, eb);
     let side = |e: Option<&Event>| {
         e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response}))
     };
