@@ -105,7 +105,7 @@ fn bench(c: &mut Criterion) {
         dir.path(),
         "many",
         &format!(
-            "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = '{{\"mode\": \"calls\", \"n\": {EVENTS}}}'\n[limits]\nmax_events = {}\n",
+            "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = {{ mode = \"calls\", n = {EVENTS} }}\n[limits]\nmax_events = {}\n",
             EVENTS * 2
         ),
     );
@@ -126,7 +126,7 @@ fn bench(c: &mut Criterion) {
         .unwrap_or_else(|| panic!("{out}"))
         .to_string();
     let events = out.json()["events"].as_u64().unwrap();
-    assert!(events >= EVENTS, "{events} events");
+    assert!(events >= EVENTS, "{events} events:\n{out}");
     let events_app = Arc::new(App::new(StoreDir::open(&store_path).unwrap(), 8484, false).unwrap());
     let run_page = format!("/run/{run_id}");
     let bytes = render(&rt, &events_app, &run_page);
@@ -145,6 +145,11 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("run_page_10000_events_last_page", |b| {
         b.iter(|| render(&rt, &events_app, &format!("{run_page}?page=50")))
+    });
+    // The floor under the run page: reading and checking the bundle.
+    let bundle = out.bundle();
+    g.bench_function("bundle_read_10000_events", |b| {
+        b.iter(|| worldline::log::bundle::read(&bundle).unwrap().events.len())
     });
     g.bench_function("event_page_of_10000", |b| {
         b.iter(|| render(&rt, &events_app, &format!("/run/{run_id}/event/9000")))

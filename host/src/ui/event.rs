@@ -112,6 +112,16 @@ pub fn page(app: &App, run: &str, n: u64, refused: Option<Refused>) -> Result<Re
             json(&serde_json::to_value(&e.writes)?)
         );
     }
+    let status = match &refused {
+        Some(r) => {
+            o.push_str(&fork_form(app, &id, n, &e.response, Some(r)));
+            StatusCode::BAD_REQUEST
+        }
+        None => {
+            o.push_str(&fork_form(app, &id, n, &e.response, None));
+            StatusCode::OK
+        }
+    };
     let changes = diff::diff(&before, &after);
     let _ = write!(o, "<h2>World after event {n}</h2>");
     if changes.is_empty() {
@@ -172,16 +182,6 @@ pub fn page(app: &App, run: &str, n: u64, refused: Option<Refused>) -> Result<Re
         );
     }
     o.push_str("</div>");
-    let status = match &refused {
-        Some(r) => {
-            o.push_str(&fork_form(app, &id, n, &e.response, Some(r)));
-            StatusCode::BAD_REQUEST
-        }
-        None => {
-            o.push_str(&fork_form(app, &id, n, &e.response, None));
-            StatusCode::OK
-        }
-    };
     let html = frame(&format!("event {n} of {id}"), &o);
     Ok(if status == StatusCode::OK {
         Reply::Page(html)

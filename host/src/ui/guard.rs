@@ -115,7 +115,7 @@ pub async fn guard(State(s): State<Arc<Secrets>>, req: Request, next: Next) -> R
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     resp
 }

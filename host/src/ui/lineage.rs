@@ -4,28 +4,28 @@
 
 use super::html::{badge, esc, url};
 use crate::index::{Index, query::Filter};
-use crate::log::bundle;
+use crate::log::bundle::{self, Parent};
 use crate::store::StoreDir;
 use std::fmt::Write as _;
 
 /// How far up and down the tree goes.
 const DEPTH: usize = 8;
 
-/// The tree as nested lists, `id` marked as the current run.
-pub fn tree(store: &StoreDir, index: &Index, id: &str) -> String {
+/// The tree as nested lists, `id` (whose header names `parent`) marked as
+/// the current run.
+pub fn tree(store: &StoreDir, index: &Index, id: &str, parent: Option<&Parent>) -> String {
     // Ancestors, nearest first: (run, event the next one down forks at).
     let mut chain: Vec<(String, Option<u64>)> = Vec::new();
-    let mut cur = id.to_string();
+    let mut parent = parent.cloned();
     for _ in 0..DEPTH {
-        let parent = store
-            .resolve_run(&cur)
-            .ok()
-            .and_then(|p| bundle::read(&p).ok())
-            .and_then(|b| b.header.parent);
         match parent {
             Some(p) => {
                 chain.push((p.run.clone(), Some(p.event)));
-                cur = p.run;
+                parent = store
+                    .resolve_run(&p.run)
+                    .ok()
+                    .and_then(|path| bundle::read(&path).ok())
+                    .and_then(|b| b.header.parent);
             }
             None => break,
         }

@@ -376,7 +376,7 @@ pub fn body(app: &App, run: &str, q: &BTreeMap<String, String>, extra: &str) -> 
     let _ = write!(
         o,
         "<h2>Lineage</h2>{}",
-        super::lineage::tree(&app.store, &index, &id)
+        super::lineage::tree(&app.store, &index, &id, h.parent.as_ref())
     );
     let n = b.events.len();
     let pages = n.div_ceil(PER_PAGE).max(1);

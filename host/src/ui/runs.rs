@@ -66,11 +66,7 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
         .unwrap_or(1)
         .clamp(1, pages);
     let mut b = String::new();
-    let _ = write!(
-        b,
-        "<h1>Runs <small>({} shown of the store)</small></h1>",
-        rows.len()
-    );
+    let _ = write!(b, "<h1>Runs <small>({} matching)</small></h1>", rows.len());
     b.push_str("<form class=\"filters\" method=\"get\" action=\"/\">");
     for (key, label) in FIELDS {
         let value = q.get(key).map_or("", String::as_str);

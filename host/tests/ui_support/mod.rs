@@ -119,10 +119,37 @@ pub fn request(
         body.len()
     ));
     s.write_all(req.as_bytes()).unwrap();
+    // Read until the body is complete: by Content-Length, by the last
+    // chunk, or by the end of the connection (chromedriver keeps it open).
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw)
-        .unwrap_or_else(|e| panic!("{method} {path}: {e} (read {} bytes)", raw.len()));
+    let mut buf = [0u8; 65536];
+    loop {
+        if complete(&raw) {
+            break;
+        }
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("{method} {path}: {e} (read {} bytes)", raw.len()),
+        }
+    }
     parse(&raw)
+}
+
+fn complete(raw: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(raw);
+    let Some((head, rest)) = text.split_once("\r\n\r\n") else {
+        return false;
+    };
+    let head = head.to_ascii_lowercase();
+    if let Some(len) = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return raw.len() >= text.find("\r\n\r\n").unwrap() + 4 + len;
+    }
+    head.contains("transfer-encoding: chunked") && rest.ends_with("0\r\n\r\n")
 }
 
 fn parse(raw: &[u8]) -> Response {

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecb";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// A chromedriver process and one browser session; both end when dropped.
 pub struct Browser {
@@ -121,7 +121,10 @@ impl Browser {
             );
             if r.status == 200 {
                 let v: Value = serde_json::from_str(&r.body).unwrap();
-                return v["value"][ELEMENT].as_str().unwrap().to_string();
+                return v["value"][ELEMENT]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("find `{css}`: {v}"))
+                    .to_string();
             }
             assert!(
                 Instant::now() < deadline,
