@@ -3,6 +3,7 @@
 //! the states, so an old run can be re-graded against a newer case without
 //! re-running the agent.
 
+pub mod conversation;
 pub mod diff;
 pub mod regrade;
 pub mod signature;
@@ -315,6 +316,9 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
                 .or(j.exists.map(Test::Exists));
             out.push(value_check(&format!("output {}", j.path), v, test));
         }
+    }
+    if let Some(c) = &expect.conversation {
+        out.extend(conversation::checks(c, ev.events));
     }
     Grade {
         passed: out.iter().all(|a| a.passed),
