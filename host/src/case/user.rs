@@ -191,6 +191,11 @@ impl UserConfig {
                 if self.satisfied_marker.is_empty() || self.end_marker.is_empty() {
                     return Err("[user] satisfied_marker and end_marker must not be empty".into());
                 }
+                if m.calls_out() && m.model.is_none() {
+                    return Err(
+                        "[user.model] needs `model`: the model name the endpoint plays the user with".into(),
+                    );
+                }
                 m.check().map_err(|e| format!("[user.model]: {e}"))
             }
             (PlayedBy::Scripted, Some(_)) => {
