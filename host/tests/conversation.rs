@@ -600,3 +600,111 @@ fn a_model_played_user_is_recorded_and_replays_with_the_endpoint_gone() {
     assert_eq!(output(&f)[2], json!({"reply": "Hello yourself"}));
     replays_identical(&store, &run_id(&f));
 }
+
+// --- the support examples ----------------------------------------------------
+
+fn support_suite(
+    store: &Path,
+    agent: &str,
+) -> (CliOutput, std::collections::BTreeMap<String, Value>) {
+    let wasm = guest(agent);
+    let cases = common::workspace_root().join("cases/support");
+    let out = wl(store, &[&"test", &cases, &"--agent", &wasm, &"--json"]);
+    let by_case = out.json()["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| (c["case"].as_str().unwrap().to_string(), c.clone()))
+        .collect();
+    (out, by_case)
+}
+
+#[test]
+fn the_support_examples_pass_careful_and_fail_naive_for_their_reasons_and_replay() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let (out, careful) = support_suite(store, "careful-agent");
+    out.expect_code(0);
+    assert!(careful.len() >= 9, "{}", careful.len());
+    let (out, naive) = support_suite(store, "naive-agent");
+    out.expect_code(1);
+    let reason = |name: &str| naive[name]["reason"].as_str().unwrap_or("").to_string();
+    for (case, why) in [
+        // It never confirms.
+        (
+            "support/refund-confirmed",
+            "agent said any of [\"to confirm\", \"shall i\"]",
+        ),
+        // It guesses the newest order instead of asking.
+        ("support/missing-order", "orders/A-1002.status equals"),
+        ("support/model-user", "orders/A-1002.status equals"),
+        // It refunds without a yes.
+        ("support/never-confirms", "unchanged orders"),
+        ("support/changes-mind", "unchanged orders"),
+        // It cancels a delivered order.
+        ("support/cancel-delivered", "orders/A-1001.status equals"),
+        // It refunds over the limit without asking a supervisor.
+        ("support/approval-denied", "unchanged orders"),
+        (
+            "support/approval-granted",
+            "approval asked before every refund_order call",
+        ),
+        // It tells the customer a denied cancellation went through.
+        (
+            "support/cancel-needs-approval",
+            "agent last message contains \"couldn't cancel\"",
+        ),
+    ] {
+        assert_eq!(
+            careful[case]["status"], "passed",
+            "{case}: {}",
+            careful[case]
+        );
+        assert!(reason(case).contains(why), "{case}: {}", reason(case));
+    }
+    // Every conversation replays identical.
+    let verify = wl(store, &[&"verify", &"--json"]);
+    verify.expect_code(0);
+    assert_eq!(
+        verify.json()["identical"],
+        verify.json()["replayed"],
+        "{verify}"
+    );
+    assert_eq!(verify.json()["diverged"], 0, "{verify}");
+
+    // A fork at the confirmation turn with another reply changes the outcome.
+    let run = careful["support/refund-confirmed"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bundle = store.join("runs").join(format!("{run}.jsonl"));
+    let at = read_bundle(&bundle)
+        .events
+        .iter()
+        .position(|e| {
+            e["call"] == SAY
+                && e["request"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("To confirm")
+        })
+        .unwrap();
+    let f = wl(
+        store,
+        &[
+            &"fork",
+            &run,
+            &"--at",
+            &at.to_string(),
+            &"--respond",
+            &"\"No, I'll keep it after all.\"",
+            &"--json",
+        ],
+    );
+    f.expect_code(1);
+    assert!(
+        failed_checks(&f).contains(&"orders/A-1001.status equals".to_string()),
+        "{f}"
+    );
+    replays_identical(store, &run_id(&f));
+}

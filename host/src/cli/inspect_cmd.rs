@@ -117,7 +117,15 @@ pub fn summary(e: &Event) -> String {
         );
     }
     if e.call == crate::mediate::conversation::SAY {
-        let by = short(&e.response["user"]["by"], 40);
+        let by = &e.response["user"]["by"];
+        let by = match by.get("model") {
+            Some(m) => format!(
+                "model {} {}",
+                short(&m["provider"], 20),
+                short(&m["model"], 30)
+            ),
+            None => short(by, 40),
+        };
         let answer = match (e.response.get("reply"), e.response.get("ended")) {
             (Some(r), _) => format!("user: {}", short(r, 100)),
             (None, Some(end)) => format!(
