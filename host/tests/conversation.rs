@@ -216,7 +216,7 @@ fn weighted_alternatives_follow_the_seed_and_replay() {
 contains = "confirm"
 alternatives = [{weight = 1, reply = "yes"}, {weight = 1, reply = "no"}]
 "#;
-    let steps = vec![r#"{say = "Please confirm"}"#; 12].join(", ");
+    let steps = [r#"{say = "Please confirm"}"#; 12].join(", ");
     let picks = |seed: u64| {
         let case = write_case(
             dir.path(),
