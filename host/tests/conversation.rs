@@ -708,3 +708,99 @@ fn the_support_examples_pass_careful_and_fail_naive_for_their_reasons_and_replay
     );
     replays_identical(store, &run_id(&f));
 }
+
+// --- fuzzing the user's side ------------------------------------------------
+
+#[test]
+fn user_side_faults_are_drawn_shrunk_and_reproduced() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = talk_case(
+        dir.path(),
+        "fuzz-user",
+        r#"{say = "Hello, which ticket?"}, {approve = "close", details = {id = "T-1"}}, {say = "Shall I close T-1?"}, {say = "Goodbye!"}"#,
+        false,
+        r#"
+[user]
+default = "Sorry?"
+[[user.rules]]
+contains = "goodbye"
+end = "all sorted"
+satisfied = true
+
+[[approve]]
+decision = "approve"
+
+[expect.conversation]
+satisfied = true
+
+[fuzz.user]
+silent = 0.2
+reply = { p = 0.3, with = ["No.", "What?"] }
+deny_approvals = 0.5
+latency_ms = { p = 0.5, ms = [100, 60000] }
+"#,
+    );
+    let worlds = worlds_dir();
+    let agent = talker();
+    let out = wl(
+        &store,
+        &[
+            &"fuzz",
+            &case,
+            &"--agent",
+            &agent,
+            &"--worlds",
+            &worlds,
+            &"--runs",
+            &"40",
+            &"--shrink",
+            &"--json",
+        ],
+    );
+    out.expect_code(1);
+    let r = out.json();
+    let failed = r["summary"]["failed"].as_u64().unwrap();
+    assert!((10..40).contains(&failed), "{failed} of 40 failed\n{out}");
+    let g = &r["groups"][0];
+    assert_eq!(g["signature"], "failed: user ended satisfied");
+    let mix = g["fault_mix"].to_string();
+    for fault in [
+        "user.say latency",
+        "user.say empty",
+        "user.say response",
+        "approval.request deny",
+    ] {
+        assert!(mix.contains(fault), "{fault} in {mix}");
+    }
+    // One user fault is enough; the latencies and denials are not needed.
+    let faults = g["reproducer"]["faults"]["faults"].as_array().unwrap();
+    assert_eq!(faults.len(), 1, "{g}");
+    assert_eq!(faults[0]["tool"], "user.say");
+    assert!(
+        faults[0]["action"] == "empty" || faults[0]["action"].get("respond").is_some(),
+        "{g}"
+    );
+    let words = g["shrunk"]["words"].as_str().unwrap();
+    assert!(
+        words.contains("goes silent") || words.contains("instead"),
+        "{words}"
+    );
+    // The reproducer replays, and `repro` re-runs the shrunk schedule.
+    let id = g["reproducer"]["run_id"].as_str().unwrap();
+    replays_identical(&store, id);
+    let events = read_bundle(Path::new(g["reproducer"]["bundle"].as_str().unwrap())).events;
+    assert!(
+        events
+            .iter()
+            .any(|e| e["call"] == SAY && e["injected"]["fuzz"]["tool"] == "user.say"),
+        "the user fault is marked on its turn"
+    );
+    let repro = wl(&store, &[&"repro", &id, &"--times", &"5", &"--json"]);
+    assert_eq!(
+        repro.json()["outcome"],
+        "failed: user ended satisfied",
+        "{repro}"
+    );
+    assert_eq!(repro.json()["reproduced"], 5, "{repro}");
+}

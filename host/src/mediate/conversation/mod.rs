@@ -21,6 +21,9 @@ use super::model::ModelService;
 use super::{Answer, RunState, Services, Stop, entropy};
 use crate::case::Case;
 use crate::case::approve::ApproveRule;
+use crate::case::fuzz::PlannedFault;
+use crate::case::fuzz_user;
+use crate::case::inject::Action;
 use crate::case::model::Provider;
 use crate::case::user::{Line, PlayedBy, UserConfig};
 use crate::log::Effect;
@@ -87,8 +90,9 @@ impl Conversation {
         matches!(&self.player, Player::Model(m) if m.provider() != Provider::Scripted)
     }
 
-    /// Answer the agent's message. `wall_ns` is virtual now.
-    fn serve_say(&mut self, message: &str, wall_ns: i128) -> Answer {
+    /// Answer the agent's message. `wall_ns` is virtual now; `fault` is
+    /// a fuzz run's fault for this turn.
+    fn serve_say(&mut self, message: &str, wall_ns: i128, fault: Option<PlannedFault>) -> Answer {
         let turn = self.turns + 1;
         let turn_of = |by: Value| json!({"turn": turn, "by": by});
         if let Some(ended) = &self.ended {
@@ -107,6 +111,36 @@ impl Conversation {
                 0,
             );
         }
+        let Some(fault) = fault else {
+            return self.played(message, turn_of, wall_ns);
+        };
+        let (mut answer, action) = match &fault.action {
+            Action::Empty => {
+                let line = Line {
+                    end: Some("the user went silent".into()),
+                    ..Line::default()
+                };
+                (said(line, turn_of(json!({"fuzz": "silent"})), 0), "silent")
+            }
+            Action::Respond(Value::String(r)) => {
+                let line = Line {
+                    reply: Some(r.clone()),
+                    ..Line::default()
+                };
+                (said(line, turn_of(json!({"fuzz": "reply"})), 0), "reply")
+            }
+            _ => (self.played(message, turn_of, wall_ns), "latency"),
+        };
+        if let Some(ms) = fault.latency_ms {
+            answer.latency_ns += ms * 1_000_000;
+        }
+        answer.injected = Some(json!({"fuzz": fault, "action": action}));
+        answer
+    }
+
+    /// The line of whoever plays the user.
+    fn played(&mut self, message: &str, turn_of: impl Fn(Value) -> Value, wall_ns: i128) -> Answer {
+        let turn = self.turns + 1;
         match &mut self.player {
             Player::Nobody => {
                 let line = Line {
@@ -215,6 +249,21 @@ impl RunState {
             request["by"] = json!("host");
         }
         self.mediated(APPROVAL, request, |s: &mut Services| {
+            let fault = s
+                .world
+                .faults
+                .as_mut()
+                .and_then(|f| f.next(fuzz_user::APPROVAL, true))
+                .filter(|f| f.action == Action::Deny);
+            if let Some(f) = fault {
+                return Answer {
+                    injected: Some(json!({"fuzz": f, "action": "deny"})),
+                    ..Answer::with_effect(
+                        json!({"denied": "denied (a fuzzed approver said no)", "approver": {"fuzz": true}}),
+                        Effect::Denied,
+                    )
+                };
+            }
             let (response, ms) = approvals::answer(&s.conversation.approve, kind, &details);
             let effect = if approvals::denial(&response).is_some() {
                 Effect::Denied
@@ -232,9 +281,18 @@ impl RunState {
 impl user::Host for RunState {
     fn say(&mut self, message: String) -> wasmtime::Result<user::Turn> {
         let request = json!({"message": message});
+        // Drawn before the call, so a user whose answers come from the log
+        // (a replay of a live model) draws the same faults.
+        let fault = self
+            .med
+            .services
+            .world
+            .faults
+            .as_mut()
+            .and_then(|f| f.next(fuzz_user::USER_TURN, true));
         let serve = |s: &mut Services| {
             let now = s.clock.wall_ns();
-            s.conversation.serve_say(&message, now)
+            s.conversation.serve_say(&message, now, fault)
         };
         let r = if self.med.services.conversation.live() {
             self.med.mediate_live(SAY, request, serve)
