@@ -23,6 +23,10 @@ pub struct Expect {
     pub calls: Vec<CallCheck>,
     #[serde(default)]
     pub output: Option<OutputCheck>,
+    /// `[expect.conversation]`: what the agent said to the user, turns,
+    /// approvals, the user's satisfaction.
+    #[serde(default)]
+    pub conversation: Option<super::expect_conversation::ConversationCheck>,
 }
 
 /// An assertion on the final state: a row, a field, a row count, a file.
@@ -148,6 +152,9 @@ impl Expect {
         }
         if let Some(o) = &self.output {
             o.check()?;
+        }
+        if let Some(c) = &self.conversation {
+            c.check(world)?;
         }
         for u in &self.unchanged {
             let table = u.split('/').next().unwrap_or("");

@@ -3,6 +3,7 @@
 //! the states, so an old run can be re-graded against a newer case without
 //! re-running the agent.
 
+pub mod conversation;
 pub mod diff;
 pub mod regrade;
 pub mod signature;
@@ -403,6 +404,9 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
     }
     if let Some(o) = &expect.output {
         output_checks(o, ev.output, &mut out);
+    }
+    if let Some(c) = &expect.conversation {
+        out.extend(conversation::checks(c, ev.events));
     }
     Grade {
         passed: out.iter().all(|a| a.passed),

@@ -62,6 +62,10 @@ pub struct Permissions {
     pub allow: Vec<String>,
     #[serde(default)]
     pub deny: Vec<String>,
+    /// Tools allowed only after the case's `[[approve]]` rules approve the
+    /// call (the host asks them before the call runs).
+    #[serde(default)]
+    pub ask: Vec<String>,
 }
 
 /// What a permission table grants a call no rule names.
@@ -98,9 +102,13 @@ impl Permissions {
     /// The first rule that names neither a tool nor a world-file permission
     /// (a typo that would otherwise silently never match).
     pub fn rule_naming_nothing(&self, tools: &[Tool]) -> Option<&String> {
-        self.allow.iter().chain(&self.deny).find(|rule| {
-            !names_a_tool(rule, tools) && !FILE_PERMISSIONS.iter().any(|f| glob_match(rule, f))
-        })
+        self.allow
+            .iter()
+            .chain(&self.deny)
+            .chain(&self.ask)
+            .find(|rule| {
+                !names_a_tool(rule, tools) && !FILE_PERMISSIONS.iter().any(|f| glob_match(rule, f))
+            })
     }
 }
 
