@@ -6,6 +6,7 @@
 //! independent of the number of jobs.
 
 use super::summary::Tally;
+use super::trial::Trial;
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, PlannedFault, Schedule};
 use crate::grade::signature;
@@ -17,7 +18,6 @@ use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
 /// The seed of the campaign's `i`-th variation.
@@ -69,20 +69,6 @@ pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedu
             .filter_map(|f| serde_json::from_value::<PlannedFault>(f.clone()).ok())
             .collect(),
     }
-}
-
-/// What a campaign keeps of one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trial {
-    /// The variation's place in the whole campaign (seed index × repeat +
-    /// repetition), so shards can be merged back in order.
-    pub index: u64,
-    pub seed: u64,
-    pub model_seed: Option<u64>,
-    /// `None` when the run passed.
-    pub signature: Option<String>,
-    /// The faults the run met (kept for failures only).
-    pub faults: Schedule,
 }
 
 /// The campaign's settings.

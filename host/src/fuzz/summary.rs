@@ -5,8 +5,8 @@
 //! signature; the mix by count, then label — never by a hash map's order —
 //! so the same trials give the same report.
 
-use super::campaign::Trial;
 use super::stats::{Z95, pass_hat_k_of_counts, wilson};
+use super::trial::Trial;
 use crate::case::fuzz::PlannedFault;
 use crate::case::inject::Action;
 use serde::{Deserialize, Serialize};
