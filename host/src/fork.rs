@@ -29,7 +29,7 @@ pub fn fork(
     let mut edits = edits;
     for e in &mut edits {
         if let (Edit::Respond { response }, Some(event)) = (e, rec.bundle.events.get(at as usize)) {
-            *response = check::shape_response(&event.response, response.clone());
+            *response = check::shape_response(&event.call, &event.response, response.clone());
         }
     }
     let agent = match agent {

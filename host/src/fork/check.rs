@@ -94,7 +94,7 @@ pub fn check(rec: &Recorded, at: u64, edits: &[Edit]) -> Result<Vec<String>, Inp
                         ),
                     ));
                 };
-                let response = shape_response(&event.response, response.clone());
+                let response = shape_response(&event.call, &event.response, response.clone());
                 fits(&event.call, &event.response, &response).map_err(|m| {
                     InputError::new("--respond", format!("event {at} is `{}`: {m}", event.call))
                 })?;
@@ -140,6 +140,18 @@ fn kind(v: &Value) -> &'static str {
 
 /// Whether `new` can stand for the recorded response `old` of `call`.
 fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
+    use crate::mediate::conversation::{APPROVAL, SAY};
+    let has = |keys: &[&str]| keys.iter().any(|k| new.get(k).is_some());
+    if call == SAY {
+        return has(&["reply", "ended"])
+            .then_some(())
+            .ok_or_else(|| "a user turn's response is the reply as text, or {\"reply\": ...} or {\"ended\": ...}".into());
+    }
+    if call == APPROVAL {
+        return has(&["approved", "denied"])
+            .then_some(())
+            .ok_or_else(|| "an approval's response is \"approved\" or \"denied\" (or {\"approved\": true} / {\"denied\": reason})".into());
+    }
     if is_result(old) {
         let Value::Object(m) = new else {
             return Err(format!(
@@ -182,7 +194,11 @@ fn is_result(v: &Value) -> bool {
 /// A tool or model call's response is `{"ok": ...}` or `{"error": ...}`;
 /// a bare value given for one (`recorded` is the response it replaces) is
 /// taken as the `ok` value.
-pub fn shape_response(recorded: &Value, response: Value) -> Value {
+pub fn shape_response(call: &str, recorded: &Value, response: Value) -> Value {
+    let response = match crate::mediate::conversation::shape_response(call, response) {
+        Ok(shaped) => return shaped,
+        Err(response) => response,
+    };
     let wrapped = is_result(recorded)
         && !matches!(&response, Value::Object(m) if m.contains_key("ok") || m.contains_key("error"));
     if wrapped {
