@@ -144,6 +144,17 @@ fn forms_that_change_the_store_need_the_csrf_token_and_read_only_has_none() {
     );
     assert_eq!(runs_in(store), before);
 
+    // An agent that is not there is named on the form.
+    let bad = form(&[("agent", "/nowhere/agent.wasm"), ("csrf", &csrf)]);
+    let r = request(s.port, "POST", &fork_path, &[("Host", &host), ct], &bad);
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.body.contains("/nowhere/agent.wasm") && r.body.contains("cannot read agent"),
+        "{}",
+        r.body
+    );
+    assert_eq!(runs_in(store), before);
+
     // The right form runs the fork and sends the browser to it.
     let origin = format!("http://{host}");
     let r = request(
@@ -302,4 +313,33 @@ fn last_failed_opens_the_newest_failed_run() {
     let out = worldline(empty.path(), ["ui", "--port", "0", "--last-failed"]);
     out.expect_code(2);
     assert!(out.stderr.contains("no failed run"), "{out}");
+}
+
+#[test]
+fn a_model_driven_run_reads_as_a_conversation() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let out = common::run_json(
+        store,
+        &workspace_root().join("cases/model/rollback.toml"),
+        &guest("model-agent"),
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let s = Server::start(store, &[]);
+    let run = s.get(&format!("/run/{id}"));
+    assert_eq!(run.status, 200);
+    let conv = &run.body[run
+        .body
+        .find("id=\"conversation\"")
+        .expect("a conversation")..];
+    // The model's tool calls, in order, and the tool results it was given.
+    let lists = conv
+        .find("→ list_deploys(")
+        .expect("the model lists deploys");
+    let rolls = conv.find("→ rollback_deploy(").expect("then rolls back");
+    assert!(lists < rolls, "{conv}");
+    assert!(
+        conv.contains("class=\"msg tool\""),
+        "tool results are messages: {conv}"
+    );
 }

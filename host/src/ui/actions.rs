@@ -78,16 +78,29 @@ pub fn fork(app: &App, run: &str, at: u64, form: &BTreeMap<String, String>) -> R
         Ok(e) => e,
         Err(e) => return refuse(e),
     };
-    if edits.is_empty() {
+    let agent_path = form
+        .get("agent")
+        .map(|a| a.trim())
+        .filter(|a| !a.is_empty());
+    if edits.is_empty() && agent_path.is_none() {
         return refuse(crate::error::InputError::new(
             "fork",
-            "give at least one edit (a response, a patch, or a tool to deny or allow)",
+            "give at least one edit (a response, a patch, a tool to deny or allow, or another agent)",
         ));
     }
     if let Err(e) = check::check(&rec, at, &edits) {
         return refuse(e);
     }
-    let outcome = fork::fork(app.sandbox()?, &app.store, &rec, at, edits, None)?;
+    let agent = match agent_path {
+        None => None,
+        Some(p) => {
+            match crate::agent_file::load(app.sandbox()?, &app.store, std::path::Path::new(p)) {
+                Ok(a) => Some(a),
+                Err(e) => return refuse(crate::error::InputError::new("agent", format!("{e:#}"))),
+            }
+        }
+    };
+    let outcome = fork::fork(app.sandbox()?, &app.store, &rec, at, edits, agent)?;
     let id = outcome.run_id.clone().unwrap_or_default();
     Ok(Reply::Redirect(format!("/run/{}", super::html::url(&id))))
 }

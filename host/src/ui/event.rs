@@ -218,6 +218,7 @@ fn fork_form(
 <label>set (one <code>table/key=JSON</code> or <code>table/key.field=JSON</code> a line; applied as event {n}'s first writes, seen from event {} on)<textarea name=\"set\" id=\"set\" rows=\"2\">{}</textarea></label>\
 <label>deny tools (names or globs, space separated) <input name=\"deny\" id=\"deny\" value=\"{}\"></label> \
 <label>allow tools <input name=\"allow\" id=\"allow\" value=\"{}\"></label> \
+<label>agent (path of another build on this machine; empty keeps the recorded one) <input name=\"agent\" id=\"agent\" value=\"{}\" size=\"40\"></label> \
 <button type=\"submit\" id=\"fork\">fork and run</button></form>",
         url(id),
         esc(&app.secrets.csrf),
@@ -227,6 +228,7 @@ fn fork_form(
         esc(&field("set", String::new())),
         esc(&field("deny", String::new())),
         esc(&field("allow", String::new())),
+        esc(&field("agent", String::new())),
     );
     o
 }
