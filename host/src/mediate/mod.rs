@@ -495,6 +495,7 @@ mod tests {
             Table {
                 key: "id".into(),
                 rows: BTreeMap::from([("T-1".to_string(), row)]),
+                ..Default::default()
             },
         );
         let world = World {
