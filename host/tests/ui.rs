@@ -343,3 +343,35 @@ fn a_model_driven_run_reads_as_a_conversation() {
         "tool results are messages: {conv}"
     );
 }
+
+#[test]
+fn a_python_run_folds_the_interpreter_start_up() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let agent = common::python_guest("examples/python-agent/agent.py");
+    let out = common::run_json(
+        store,
+        &workspace_root().join("cases/incident/baseline.toml"),
+        &agent,
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = common::read_bundle(&out.bundle()).events;
+    let first_own = events
+        .iter()
+        .position(|e| e["call"].as_str().unwrap().starts_with("worldline:"))
+        .unwrap();
+    assert!(
+        first_own > 0,
+        "CPython makes host calls before the agent's first"
+    );
+    let s = Server::start(store, &[]);
+    let run = s.get(&format!("/run/{id}"));
+    let folded = format!(
+        "<details id=\"startup\"><summary>{first_own} interpreter start-up events (0–{})</summary>",
+        first_own - 1
+    );
+    assert!(run.body.contains(&folded), "{}", run.body);
+    // Folded (no `open`), and the agent's own first call is in the timeline.
+    let timeline = &run.body[run.body.find("id=\"timeline\"").unwrap()..];
+    assert!(timeline.contains(&format!("id=\"e{first_own}\"")));
+}
