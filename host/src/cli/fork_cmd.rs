@@ -53,7 +53,7 @@ fn json_arg(flag: &str, text: &str) -> Result<Value, InputError> {
 
 pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
     let mut edits = Vec::new();
     if let Some(r) = &args.respond {

@@ -2,6 +2,7 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+mod build_js_cmd;
 mod build_python_cmd;
 mod export_cmd;
 mod fork_cmd;
@@ -133,6 +134,20 @@ enum Command {
     Import(export_cmd::ImportArgs),
     /// Build a Python agent (AGENT.py) into a component with componentize-py.
     BuildPython(build_python_cmd::BuildPythonArgs),
+    /// Build a JavaScript or TypeScript agent (AGENT.js, AGENT.ts) into a component with ComponentizeJS.
+    BuildJs(build_js_cmd::BuildJsArgs),
+}
+
+/// Report an agent's first compile on stderr, so a first run that takes
+/// seconds (an interpreter inside the component) is not silent.
+fn compile_notice() -> crate::sandbox::CompileNotice {
+    Box::new(|origin, bytes| {
+        eprintln!(
+            "compiling {} ({:.1} MB) for this machine; later runs load it from the store's cache",
+            origin.display(),
+            bytes as f64 / 1e6
+        );
+    })
 }
 
 /// An error as the one JSON document `--json` promises on stdout.
@@ -193,6 +208,7 @@ pub fn main() -> i32 {
         Command::Export(args) => export_cmd::exec_export(args),
         Command::Import(args) => export_cmd::exec_import(args),
         Command::BuildPython(args) => build_python_cmd::exec(args),
+        Command::BuildJs(args) => build_js_cmd::exec(args),
     };
     match result {
         Ok(code) => code as i32,

@@ -440,3 +440,41 @@ fn build_python_guest(agent_py: &str) -> PathBuf {
     }
     wasm
 }
+
+/// Build the JavaScript or TypeScript agent at `agent` (relative to the
+/// workspace root) with `worldline build-js`, at most once per test
+/// process, and return the `.wasm`. Fails, saying how to install them, when
+/// Node.js or the pinned npm packages are missing: the JS tests never pass
+/// without running.
+pub fn js_guest(agent: &str) -> PathBuf {
+    static BUILDS: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
+    let cell = BUILDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(agent.to_string())
+        .or_default()
+        .clone();
+    cell.get_or_init(|| build_js_guest(agent)).clone()
+}
+
+fn build_js_guest(agent: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("js-guests");
+    std::fs::create_dir_all(&dir).expect("creating the JS guest folder");
+    let wasm = dir.join(format!("{}.wasm", agent.replace(['/', '.'], "-")));
+    let out = worldline_raw([
+        OsStr::new("build-js"),
+        workspace_root().join(agent).as_os_str(),
+        OsStr::new("-o"),
+        wasm.as_os_str(),
+    ]);
+    if out.code != 0 {
+        if out.stderr.contains("npm install") || out.stderr.contains("Node.js") {
+            panic!(
+                "Node.js or the pinned npm packages are missing, and the JS tests build real JavaScript agents with them.\n\
+                 Run the install command below (tests/run does) and test again.\n{out}"
+            );
+        }
+        panic!("building the JS agent {agent} failed:\n{out}");
+    }
+    wasm
+}
