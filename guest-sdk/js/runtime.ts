@@ -21,10 +21,32 @@ function failWith(message: string): never {
   throw { payload: message };
 }
 
+/** Written into the bundle by `worldline build-js`: its source map, by generated line. */
+interface LineTable {
+  file: string;
+  sources: string[];
+  lines: Array<Array<[number, number, number, number]>>;
+}
+
+/** A stack frame's `bundle.js:line:column` as the agent's `file.ts:line:column`. */
+function mapFrame(frame: string): string {
+  const table = (globalThis as { __worldlineSourceMap?: LineTable }).__worldlineSourceMap;
+  const at = /^(.*@)(.*?):(\d+):(\d+)$/.exec(frame);
+  if (!table || !at || !at[2].endsWith(table.file)) return frame;
+  const row = table.lines[Number(at[3]) - 1] ?? [];
+  const column = Number(at[4]) - 1;
+  let best: [number, number, number, number] | undefined;
+  for (const seg of row) {
+    if (seg[0] <= column) best = seg;
+  }
+  best ??= row[0];
+  return best ? `${at[1]}${table.sources[best[1]]}:${best[2]}:${best[3]}` : frame;
+}
+
 function describe(e: unknown): string {
   if (e instanceof Error) {
     const head = `${e.name}: ${e.message}`;
-    const stack = (e.stack ?? "").trimEnd();
+    const stack = (e.stack ?? "").trimEnd().split("\n").map(mapFrame).join("\n");
     return stack ? `${head}\n${stack}` : head;
   }
   try {

@@ -138,10 +138,18 @@ enum Command {
     BuildJs(build_js_cmd::BuildJsArgs),
 }
 
-/// Report an agent's first compile on stderr, so a first run that takes
-/// seconds (an interpreter inside the component) is not silent.
+/// Components from this size up carry an interpreter (CPython, a JS
+/// engine) and take seconds to compile; smaller ones compile in well under
+/// a second and are loaded quietly.
+const COMPILE_NOTICE_BYTES: usize = 4_000_000;
+
+/// Report a large agent's first compile on stderr, so a first run that
+/// takes seconds is not silent.
 fn compile_notice() -> crate::sandbox::CompileNotice {
     Box::new(|origin, bytes| {
+        if bytes < COMPILE_NOTICE_BYTES {
+            return;
+        }
         eprintln!(
             "compiling {} ({:.1} MB) for this machine; later runs load it from the store's cache",
             origin.display(),

@@ -409,14 +409,20 @@ pub fn write_case(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// the `.wasm`. Fails, saying how to install it, when componentize-py is
 /// missing: the Python tests never pass without running.
 pub fn python_guest(agent_py: &str) -> PathBuf {
+    built_once(agent_py, build_python_guest)
+}
+
+/// `build(agent)`, at most once per test process and agent; tests asking
+/// for it meanwhile wait for that build.
+fn built_once(agent: &str, build: fn(&str) -> PathBuf) -> PathBuf {
     static BUILDS: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
     let cell = BUILDS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .entry(agent_py.to_string())
+        .entry(agent.to_string())
         .or_default()
         .clone();
-    cell.get_or_init(|| build_python_guest(agent_py)).clone()
+    cell.get_or_init(|| build(agent)).clone()
 }
 
 fn build_python_guest(agent_py: &str) -> PathBuf {
@@ -447,14 +453,7 @@ fn build_python_guest(agent_py: &str) -> PathBuf {
 /// Node.js or the pinned npm packages are missing: the JS tests never pass
 /// without running.
 pub fn js_guest(agent: &str) -> PathBuf {
-    static BUILDS: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
-    let cell = BUILDS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(agent.to_string())
-        .or_default()
-        .clone();
-    cell.get_or_init(|| build_js_guest(agent)).clone()
+    built_once(agent, build_js_guest)
 }
 
 fn build_js_guest(agent: &str) -> PathBuf {

@@ -3,8 +3,8 @@
 // build the component with ComponentizeJS. Progress goes to stderr; the one
 // line on stdout is the result as JSON: {"ok":true,...} or {"errors":[...]}.
 import { createRequire } from "node:module";
-import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const cfg = JSON.parse(process.argv[2]);
@@ -74,9 +74,64 @@ writeFileSync(
 );
 const bundle = join(cfg.work, cfg.bundleName);
 try {
-  await esbuild.build({ ...common, entryPoints: [entry], outfile: bundle });
+  await esbuild.build({
+    ...common,
+    entryPoints: [entry],
+    outfile: bundle,
+    sourcemap: "external",
+    sourcesContent: false,
+  });
 } catch (e) {
   finish({ errors: messages(e.errors ?? [{ text: String(e) }]) });
+}
+appendFileSync(bundle, lineTable(`${bundle}.map`));
+
+// The bundle's source map as a table the SDK reads when it prints a stack:
+// for each generated line, [column, source, line, column] segments (all
+// 1-based but the generated column), sources named as the user knows them
+// (relative to the agent's folder; the SDK as `worldline/...`).
+function lineTable(mapPath) {
+  const map = JSON.parse(readFileSync(mapPath, "utf8"));
+  const sources = map.sources.map((s) => {
+    const full = resolve(dirname(mapPath), s);
+    return full.startsWith(cfg.sdk) ? `worldline/${relative(cfg.sdk, full)}` : relative(cfg.agentDir, full);
+  });
+  const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const vlq = (text) => {
+    const out = [];
+    let value = 0;
+    let shift = 0;
+    for (const ch of text) {
+      const digit = B64.indexOf(ch);
+      value += (digit & 31) << shift;
+      if (digit & 32) {
+        shift += 5;
+      } else {
+        out.push(value & 1 ? -(value >>> 1) : value >>> 1);
+        value = 0;
+        shift = 0;
+      }
+    }
+    return out;
+  };
+  let [src, line, col] = [0, 0, 0];
+  const lines = map.mappings.split(";").map((segments) => {
+    let gen = 0;
+    const row = [];
+    for (const seg of segments.split(",")) {
+      if (!seg) continue;
+      const f = vlq(seg);
+      gen += f[0];
+      if (f.length >= 4) {
+        src += f[1];
+        line += f[2];
+        col += f[3];
+        row.push([gen, src, line + 1, col + 1]);
+      }
+    }
+    return row;
+  });
+  return `\nglobalThis.__worldlineSourceMap = ${JSON.stringify({ file: cfg.bundleName, sources, lines })};\n`;
 }
 
 const componentizeJs = pathToFileURL(

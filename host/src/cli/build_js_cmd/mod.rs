@@ -13,6 +13,7 @@ mod toolchain;
 mod types;
 
 use super::Common;
+use super::build_python_cmd::write_tree;
 use crate::canon;
 use crate::error::{ExitCode, InputError};
 use crate::sandbox::wit;
@@ -233,19 +234,6 @@ fn build_error(agent: &Path, agent_dir: &Path, errors: &[Value]) -> InputError {
             lines.join("\n")
         ),
     }
-}
-
-/// Write embedded files under `dir`.
-fn write_tree(dir: &Path, files: &[(&str, &str)]) -> Result<()> {
-    for (rel, text) in files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
