@@ -11,6 +11,7 @@
 pub mod agent_api;
 pub mod bindings;
 pub mod clock;
+pub mod conversation;
 pub mod entropy;
 pub mod faults;
 pub mod model;
@@ -155,6 +156,14 @@ impl WorldSession {
         })
     }
 
+    /// Whether a call of `name` needs approval first (`ask` in the case's
+    /// or the world's permissions).
+    pub fn asks(&self, name: &str) -> bool {
+        let p = [&self.case_permissions, &self.world.permissions];
+        p.iter()
+            .any(|p| p.ask.iter().any(|g| crate::world::glob_match(g, name)))
+    }
+
     /// Case rules first, then the world's, then the world's default.
     pub fn allowed(&self, name: &str) -> bool {
         self.case_permissions
@@ -188,6 +197,7 @@ pub struct Services {
     pub stdio: stdio::Stdio,
     pub env: crate::case::Env,
     pub model: model::ModelService,
+    pub conversation: conversation::Conversation,
 }
 
 impl Services {
@@ -234,6 +244,7 @@ impl Mediator {
                     std::time::Duration::from_millis(case.limits.timeout_ms),
                     case.path.parent().unwrap_or(std::path::Path::new(".")),
                 ),
+                conversation: conversation::Conversation::new(case),
             },
             recorder,
             script: None,
@@ -485,6 +496,7 @@ mod tests {
             Table {
                 key: "id".into(),
                 rows: BTreeMap::from([("T-1".to_string(), row)]),
+                ..Default::default()
             },
         );
         let world = World {
