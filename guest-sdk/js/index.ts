@@ -30,6 +30,8 @@ export * as tools from "./tools";
 export * as model from "./model";
 export * as files from "./files";
 export * as trace from "./trace";
+export * as user from "./user";
+export * as approval from "./approval";
 export {
   WorldlineError,
   Denied,
@@ -43,3 +45,5 @@ export {
 export type { ErrorKind } from "./errors";
 export type { Spec } from "./tools";
 export type { Message, ToolDef } from "./model";
+export type { Turn } from "./user";
+export type { Decision } from "./approval";

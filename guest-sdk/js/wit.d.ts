@@ -1,7 +1,8 @@
-// Generated from wit/agent.wit by the test in host/src/cli/build_js_cmd/types.rs; do not edit.
+// Generated from wit/ by the test in host/src/cli/build_js_cmd/types.rs; do not edit.
 // Rewrite it after a WIT change: WORLDLINE_BLESS=1 cargo test -p worldline --lib build_js_cmd
 // The `worldline:agent` imports as ComponentizeJS binds them: names in camelCase, a WIT
-// `result` returned as its `ok` value and thrown as `{ payload: err }`.
+// `result` returned as its `ok` value and thrown as `{ payload: err }`, a `variant` as
+// `{ tag, val }`.
 
 declare module "worldline:agent/types@0.1.0" {
   /**
@@ -93,4 +94,47 @@ declare module "worldline:agent/files@0.1.0" {
 
 declare module "worldline:agent/trace@0.1.0" {
   export function note(kind: string, text: string): void;
+}
+
+declare module "worldline:agent/user@0.1.0" {
+  /**
+   * The user left the conversation.
+   */
+  export interface Ended {
+    /**
+     * Why, in the user's words or the case's (`turn limit`, `silent`, ...).
+     */
+    reason: string;
+    /**
+     * Whether the user left satisfied (a case rule or the model's marker).
+     */
+    satisfied: boolean;
+  }
+  /**
+   * What came back from the user.
+   */
+  export type Turn =
+    /**
+     * The user's reply.
+     */
+    | { tag: "reply"; val: string }
+    /**
+     * The user ended the conversation; further `say` calls end again.
+     */
+    | { tag: "ended"; val: Ended };
+  export function say(message: string): Turn;
+}
+
+declare module "worldline:agent/approval@0.1.0" {
+  export type Decision =
+    | { tag: "approved" }
+    /**
+     * Denied, with the approver's reason.
+     */
+    | { tag: "denied"; val: string };
+  /**
+   * Ask for approval of an action of `kind` (e.g. `refund`) with details
+   * as a JSON object.
+   */
+  export function request(kind: string, detailsJson: string): Decision;
 }

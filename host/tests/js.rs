@@ -262,50 +262,7 @@ fn fetch_is_denied_recorded_and_catchable() {
 
 #[test]
 fn js_runs_replay_identical_and_fork() {
-    let store = shared_store();
-    let baseline = workspace_root().join("cases/incident/baseline.toml");
-    let run = run_json(store, &baseline, &example());
-    run.expect_code(0);
-    let id = run.json()["run_id"].as_str().unwrap().to_string();
-
-    let replay = wl(store, &[&"replay", &id, &"--json"]);
-    replay.expect_code(0);
-    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
-
-    // Fork where the agent closes the ticket, and deny it from there on.
-    let events = read_bundle(&run.bundle()).events;
-    let at = events
-        .iter()
-        .position(|e| e["call"] == TOOL_CALL && e["request"]["name"] == "close_ticket")
-        .expect("the run closes the ticket");
-    let fork = wl(
-        store,
-        &[
-            &"fork",
-            &id,
-            &"--at",
-            &at.to_string(),
-            &"--deny",
-            &"close_ticket",
-            &"--json",
-        ],
-    );
-    fork.expect_code(1); // the case expects the ticket closed
-    let doc = fork.json();
-    assert_eq!(doc["run_status"], "completed", "{fork}");
-    assert_eq!(output(&fork)["ticket_status"], "open", "{fork}");
-    let forked = read_bundle(&fork.bundle());
-    assert_eq!(
-        forked.events[..at],
-        events[..at],
-        "the prefix is the parent's"
-    );
-    assert_eq!(forked.events[at]["effect"], "denied");
-
-    let fork_id = doc["run_id"].as_str().unwrap();
-    let again = wl(store, &[&"replay", &fork_id, &"--json"]);
-    again.expect_code(0);
-    assert_eq!(again.json()["verdict"], "identical", "{again}");
+    common::replays_and_forks_at_the_close(shared_store(), &example());
 }
 
 #[test]
@@ -323,8 +280,14 @@ fn an_uncaught_exception_exits_3_with_the_javascript_stack() {
     assert!(stack.starts_with("TypeError: no ticket T-404"), "{stack}");
     // Frames name the agent's own file and lines (the bundle's source map
     // is carried into the component), not the bundle's.
-    for needed in ["lookUp@agent.ts:11:", "run@agent.ts:82:"] {
-        assert!(stack.contains(needed), "`{needed}` in the stack:\n{stack}");
+    let source =
+        std::fs::read_to_string(workspace_root().join("tests/guests/js-probe/agent.ts")).unwrap();
+    let line_of = |text: &str| 1 + source.lines().position(|l| l.contains(text)).unwrap();
+    for needed in [
+        format!("lookUp@agent.ts:{}:", line_of("throw new TypeError")),
+        format!("run@agent.ts:{}:", line_of("lookUp(\"T-404\")")),
+    ] {
+        assert!(stack.contains(&needed), "`{needed}` in the stack:\n{stack}");
     }
 
     let text = worldline(
@@ -490,4 +453,41 @@ fn later_runs_load_the_compiled_engine_quietly() {
     // `probe()` compiled it (and checked the notice); this run loads it.
     let run = run_json(shared_store(), &case("js-error"), &probe());
     assert!(!run.stderr.contains("compiling"), "{run}");
+}
+
+#[test]
+fn the_user_and_approval_channels_reach_a_js_agent_recorded_and_replayed() {
+    let run = run_json(shared_store(), &case("js-talk"), &probe());
+    run.expect_code(0);
+    assert_eq!(
+        output(&run),
+        serde_json::json!({
+            "first": {"kind": "reply", "text": "T-1 please"},
+            "small": {"approved": true},
+            "large": {"approved": false, "reason": "over the refund limit"},
+            "bye": {"kind": "ended", "reason": "all sorted", "satisfied": true},
+        }),
+        "{run}"
+    );
+    let calls: Vec<String> = read_bundle(&run.bundle())
+        .events
+        .iter()
+        .map(|e| e["call"].as_str().unwrap().to_string())
+        .filter(|c| {
+            c.starts_with("worldline:agent/user") || c.starts_with("worldline:agent/approval")
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "worldline:agent/user.say",
+            "worldline:agent/approval.request",
+            "worldline:agent/approval.request",
+            "worldline:agent/user.say",
+        ]
+    );
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let replay = wl(shared_store(), &[&"replay", &id, &"--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }

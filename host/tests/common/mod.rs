@@ -477,3 +477,53 @@ fn build_js_guest(agent: &str) -> PathBuf {
     }
     wasm
 }
+
+/// The replay-and-fork scenario every agent language must pass: run the
+/// careful example `agent` on `cases/incident/baseline.toml`, replay it
+/// (identical), fork it where it closes the ticket with `close_ticket`
+/// denied from there on (the fork keeps the parent's prefix, completes with
+/// the ticket open, and replays identical too).
+pub fn replays_and_forks_at_the_close(store: &Path, agent: &Path) {
+    const TOOL_CALL: &str = "worldline:agent/tools.call";
+    let wl = |args: &[&str]| worldline(store, args.iter().map(OsStr::new));
+    let baseline = workspace_root().join("cases/incident/baseline.toml");
+    let run = run_json(store, &baseline, agent);
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+
+    let replay = wl(&["replay", &id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+
+    let events = read_bundle(&run.bundle()).events;
+    let at = events
+        .iter()
+        .position(|e| e["call"] == TOOL_CALL && e["request"]["name"] == "close_ticket")
+        .expect("the run closes the ticket");
+    let fork = wl(&[
+        "fork",
+        &id,
+        "--at",
+        &at.to_string(),
+        "--deny",
+        "close_ticket",
+        "--json",
+    ]);
+    fork.expect_code(1); // the case expects the ticket closed
+    let doc = fork.json();
+    assert_eq!(doc["run_status"], "completed", "{fork}");
+    let output: Value = serde_json::from_str(doc["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output["ticket_status"], "open", "{fork}");
+    let forked = read_bundle(&fork.bundle());
+    assert_eq!(
+        forked.events[..at],
+        events[..at],
+        "the prefix is the parent's"
+    );
+    assert_eq!(forked.events[at]["effect"], "denied");
+
+    let fork_id = doc["run_id"].as_str().unwrap();
+    let again = wl(&["replay", fork_id, "--json"]);
+    again.expect_code(0);
+    assert_eq!(again.json()["verdict"], "identical", "{again}");
+}

@@ -1,10 +1,11 @@
 // The JavaScript probe: everything a hidden determinism check would read
 // (Date, performance.now, Math.random, crypto, timers, iteration order),
 // a denied fetch, and the whole SDK (tools, files, the scripted model).
-// `task.mode` picks a fault instead: "throw" (an uncaught TypeError from a
-// nested function), "error" (a worldline error escaping run).
+// `task.mode` picks something else: "throw" (an uncaught TypeError from a
+// nested function), "error" (a worldline error escaping run), "talk" (the
+// user and approval channels).
 
-import { Denied, NotFound, files, model, tools, trace } from "worldline";
+import { Denied, NotFound, approval, files, model, tools, trace, user } from "worldline";
 
 function lookUp(id: string): never {
   const table: Record<string, string> = {};
@@ -81,5 +82,13 @@ async function probe(task: { ticket: string }) {
 export async function run(task: { ticket: string; mode?: string }) {
   if (task.mode === "throw") lookUp("T-404");
   if (task.mode === "error") throw new Denied("the probe was told to give up");
+  if (task.mode === "talk") {
+    return {
+      first: user.say("Hello, which ticket?"),
+      small: approval.request("refund", { amount: 20 }),
+      large: approval.request("refund", { amount: 90 }),
+      bye: user.say("Goodbye then!"),
+    };
+  }
   return probe(task);
 }

@@ -26,6 +26,10 @@ use std::process::{Command, Stdio};
 /// The JS/TS guest SDK, by path under the build folder's `sdk/`.
 const SDK: &[(&str, &str)] = &[
     (
+        "approval.ts",
+        include_str!("../../../../guest-sdk/js/approval.ts"),
+    ),
+    (
         "errors.ts",
         include_str!("../../../../guest-sdk/js/errors.ts"),
     ),
@@ -54,6 +58,7 @@ const SDK: &[(&str, &str)] = &[
         "trace.ts",
         include_str!("../../../../guest-sdk/js/trace.ts"),
     ),
+    ("user.ts", include_str!("../../../../guest-sdk/js/user.ts")),
     (
         "wit.d.ts",
         include_str!("../../../../guest-sdk/js/wit.d.ts"),

@@ -129,29 +129,39 @@ fn function(out: &mut String, name: &str, sig: &str, docs: &[String]) {
     .unwrap();
 }
 
-/// The text of `wit.d.ts` for the interfaces of `agent.wit` (the ones the
-/// `agent` world imports, and the types they share).
+/// The text of `wit.d.ts` for the interfaces of the `worldline:agent`
+/// package's files (the ones the `agent` world imports, and the types they
+/// share), in file order.
 ///
 /// A deliberately small reader, like `sandbox::wit`'s: the file's own
 /// layout (`interface`/`world` at column 0, one item per line, `enum` and
 /// `record` bodies closed by `  }`); anything else it meets is a panic
 /// naming what to add, so the test cannot pass on a WIT it misreads.
-pub fn generate(agent_wit: &str) -> String {
+pub fn generate(files: &[&str]) -> String {
+    let mut out = String::from(
+        "// Generated from wit/ by the test in host/src/cli/build_js_cmd/types.rs; do not edit.\n\
+         // Rewrite it after a WIT change: WORLDLINE_BLESS=1 cargo test -p worldline --lib build_js_cmd\n\
+         // The `worldline:agent` imports as ComponentizeJS binds them: names in camelCase, a WIT\n\
+         // `result` returned as its `ok` value and thrown as `{ payload: err }`, a `variant` as\n\
+         // `{ tag, val }`.\n",
+    );
+    for text in files {
+        interfaces(&mut out, text);
+    }
+    out
+}
+
+/// The `declare module` blocks of one WIT file's interfaces.
+fn interfaces(out: &mut String, agent_wit: &str) {
     let package = agent_wit
         .lines()
         .find_map(|l| l.strip_prefix("package "))
         .expect("a package line")
         .trim_end_matches(';');
     let (pkg, version) = package.split_once('@').expect("a versioned package");
-    let mut out = String::from(
-        "// Generated from wit/agent.wit by the test in host/src/cli/build_js_cmd/types.rs; do not edit.\n\
-         // Rewrite it after a WIT change: WORLDLINE_BLESS=1 cargo test -p worldline --lib build_js_cmd\n\
-         // The `worldline:agent` imports as ComponentizeJS binds them: names in camelCase, a WIT\n\
-         // `result` returned as its `ok` value and thrown as `{ payload: err }`.\n",
-    );
     let mut docs: Vec<String> = Vec::new();
     let mut in_interface = false;
-    // `enum` or `record` while reading one's body.
+    // `enum`, `variant` or `record` while reading one's body.
     let mut body: Option<&str> = None;
     for line in agent_wit.lines() {
         let t = line.trim();
@@ -173,20 +183,33 @@ pub fn generate(agent_wit: &str) -> String {
         } else if !in_interface || t.is_empty() {
         } else if let Some(kind) = body {
             if t == "}" {
-                if kind == "enum" {
+                if kind != "record" {
                     // Close the union (its last case carries the `;`).
-                    let trimmed = out.trim_end().to_string();
-                    out = trimmed + ";\n";
+                    let trimmed = out.trim_end().len();
+                    out.truncate(trimmed);
+                    out.push_str(";\n");
                 } else {
                     writeln!(out, "  }}").unwrap();
                 }
                 body = None;
             } else if kind == "enum" {
-                doc(&mut out, &docs, "    ");
+                doc(out, &docs, "    ");
                 writeln!(out, "    | \"{}\"", t.trim_end_matches(',')).unwrap();
+            } else if kind == "variant" {
+                doc(out, &docs, "    ");
+                let case = t.trim_end_matches(',');
+                match case.split_once('(') {
+                    Some((name, ty)) => writeln!(
+                        out,
+                        "    | {{ tag: \"{name}\"; val: {} }}",
+                        ts(ty.trim_end_matches(')'))
+                    ),
+                    None => writeln!(out, "    | {{ tag: \"{case}\" }}"),
+                }
+                .unwrap();
             } else {
                 let (n, ty) = t.trim_end_matches(',').split_once(':').expect("a field");
-                doc(&mut out, &docs, "    ");
+                doc(out, &docs, "    ");
                 writeln!(out, "    {}: {};", camel(n.trim()), ts(ty)).unwrap();
             }
         } else if let Some(rest) = t.strip_prefix("use ") {
@@ -206,28 +229,35 @@ pub fn generate(agent_wit: &str) -> String {
             .unwrap();
         } else if let Some(name) = t.strip_prefix("enum ") {
             let name = name.trim_end_matches('{').trim();
-            doc(&mut out, &docs, "  ");
+            doc(out, &docs, "  ");
             writeln!(out, "  export type {} =", pascal(name)).unwrap();
             body = Some("enum");
+        } else if let Some(name) = t.strip_prefix("variant ") {
+            let name = name.trim_end_matches('{').trim();
+            doc(out, &docs, "  ");
+            writeln!(out, "  export type {} =", pascal(name)).unwrap();
+            body = Some("variant");
         } else if let Some(name) = t.strip_prefix("record ") {
             let name = name.trim_end_matches('{').trim();
-            doc(&mut out, &docs, "  ");
+            doc(out, &docs, "  ");
             writeln!(out, "  export interface {} {{", pascal(name)).unwrap();
             body = Some("record");
         } else if let Some((name, sig)) = t.split_once(": func(") {
-            function(&mut out, name, &format!("func({sig}"), &docs);
+            function(out, name, &format!("func({sig}"), &docs);
         } else {
             panic!("wit.d.ts: add a mapping for the WIT line `{t}`");
         }
         docs.clear();
     }
-    out
 }
 
 #[test]
 fn wit_d_ts_is_generated_from_the_wit() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let generated = generate(include_str!("../../../../wit/agent.wit"));
+    let generated = generate(&[
+        include_str!("../../../../wit/agent.wit"),
+        include_str!("../../../../wit/conversation.wit"),
+    ]);
     let path = root.join("guest-sdk/js/wit.d.ts");
     if std::env::var_os("WORLDLINE_BLESS").is_some() {
         std::fs::write(&path, &generated).unwrap();
