@@ -1,6 +1,7 @@
 //! The guest's own account of a fault, found in the stderr the host
-//! captured: a Python traceback (componentize-py prints it, then traps) or
-//! a Rust panic message. The run's error names it in one line; the run
+//! captured: a Python traceback (componentize-py prints it, then traps), a
+//! JavaScript exception with its stack (the JS SDK prints it, then traps)
+//! or a Rust panic message. The run's error names it in one line; the run
 //! report shows it in full.
 
 /// How a guest described its fault.
@@ -8,6 +9,8 @@
 pub enum Account {
     /// An uncaught Python exception: the traceback as Python printed it.
     Python(String),
+    /// An uncaught JavaScript exception: `Name: message` and its stack.
+    JavaScript(String),
     /// A Rust panic: the `panicked at` line and the message.
     Panic(String),
 }
@@ -16,7 +19,7 @@ impl Account {
     /// The full text, as the guest wrote it.
     pub fn text(&self) -> &str {
         match self {
-            Account::Python(t) | Account::Panic(t) => t,
+            Account::Python(t) | Account::JavaScript(t) | Account::Panic(t) => t,
         }
     }
 
@@ -27,6 +30,11 @@ impl Account {
             Account::Python(t) => format!(
                 "uncaught Python exception {}",
                 t.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
+            ),
+            // The first line is the exception (`TypeError: boom`).
+            Account::JavaScript(t) => format!(
+                "uncaught JavaScript exception {}",
+                t.lines().next().unwrap_or("")
             ),
             Account::Panic(t) => {
                 let brief: String = t.chars().take(600).collect();
@@ -46,6 +54,10 @@ const CHAINS: &[&str] = &[
 ];
 /// What componentize-py's runtime panics with after printing a traceback.
 const PYTHON_PANIC: &str = "Python function threw an unexpected exception";
+/// What the JS SDK prints before and after an uncaught exception
+/// (`guest-sdk/js/runtime.ts`).
+const JS_START: &str = "Uncaught JavaScript exception:";
+const JS_END: &str = "(end of JavaScript exception)";
 /// The hint Rust's panic handler adds, which says nothing about the fault.
 const RUST_HINT: &str = "note: run with `RUST_BACKTRACE=1`";
 
@@ -53,6 +65,13 @@ const RUST_HINT: &str = "note: run with `RUST_BACKTRACE=1`";
 /// ended on one, else the last Rust panic.
 pub fn find(stderr: &str) -> Option<Account> {
     let lines: Vec<&str> = stderr.lines().collect();
+    if let Some(start) = lines.iter().rposition(|l| *l == JS_START) {
+        let end = lines[start..]
+            .iter()
+            .position(|l| *l == JS_END)
+            .map_or(lines.len(), |e| start + e);
+        return Some(Account::JavaScript(clip(&lines[start + 1..end])));
+    }
     let panic = lines.iter().rposition(|l| l.contains("panicked at"));
     if let Some(start) = lines.iter().rposition(|l| l.starts_with(TRACEBACK)) {
         let python_ended_it = match panic {
@@ -159,6 +178,21 @@ thread '<unnamed>' (1) panicked at runtime/src/lib.rs:1:1:\nPython function thre
     fn a_printed_traceback_followed_by_a_rust_panic_is_the_panic() {
         let stderr = "Traceback (most recent call last):\nKeyError: 1\nthread 'x' panicked at a.rs:1:1:\nother\n";
         assert!(matches!(find(stderr), Some(Account::Panic(_))));
+    }
+
+    #[test]
+    fn finds_a_javascript_exception_and_its_stack() {
+        let stderr = "working\nUncaught JavaScript exception:\nTypeError: boom\ninner@agent.js:4:9\nrun@agent.js:9:10\n(end of JavaScript exception)\n\
+expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n";
+        let account = find(stderr).unwrap();
+        assert_eq!(
+            account,
+            Account::JavaScript("TypeError: boom\ninner@agent.js:4:9\nrun@agent.js:9:10".into())
+        );
+        assert_eq!(
+            account.summary(),
+            "uncaught JavaScript exception TypeError: boom"
+        );
     }
 
     #[test]

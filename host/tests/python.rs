@@ -219,51 +219,7 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
 
 #[test]
 fn python_runs_replay_identical_and_fork() {
-    let store = shared_store();
-    let baseline = workspace_root().join("cases/incident/baseline.toml");
-    let run = run_json(store, &baseline, &example());
-    run.expect_code(0);
-    let id = run.json()["run_id"].as_str().unwrap().to_string();
-
-    let replay = wl(store, &[&"replay", &id, &"--json"]);
-    replay.expect_code(0);
-    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
-
-    // Fork where the agent closes the ticket, and deny it from there on.
-    let events = read_bundle(&run.bundle()).events;
-    let at = events
-        .iter()
-        .position(|e| e["call"] == TOOL_CALL && e["request"]["name"] == "close_ticket")
-        .expect("the run closes the ticket");
-    let fork = wl(
-        store,
-        &[
-            &"fork",
-            &id,
-            &"--at",
-            &at.to_string(),
-            &"--deny",
-            &"close_ticket",
-            &"--json",
-        ],
-    );
-    fork.expect_code(1); // the case expects the ticket closed
-    let doc = fork.json();
-    assert_eq!(doc["run_status"], "completed", "{fork}");
-    assert_eq!(output(&fork)["ticket_status"], "open", "{fork}");
-    let forked = read_bundle(&fork.bundle());
-    assert_eq!(
-        forked.events[..at],
-        events[..at],
-        "the prefix is the parent's"
-    );
-    assert_eq!(forked.events[at]["effect"], "denied");
-
-    // The fork replays strictly too.
-    let fork_id = doc["run_id"].as_str().unwrap();
-    let again = wl(store, &[&"replay", &fork_id, &"--json"]);
-    again.expect_code(0);
-    assert_eq!(again.json()["verdict"], "identical", "{again}");
+    common::replays_and_forks_at_the_close(shared_store(), &example());
 }
 
 #[test]

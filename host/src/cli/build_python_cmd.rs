@@ -245,8 +245,8 @@ fn componentize_py_version(exe: &Path) -> Result<String> {
     Ok(version)
 }
 
-/// Write embedded files under `dir`.
-fn write_tree(dir: &Path, files: &[(&str, &str)]) -> Result<()> {
+/// Write embedded files under `dir` (also `build-js`'s).
+pub(super) fn write_tree(dir: &Path, files: &[(&str, &str)]) -> Result<()> {
     for (rel, text) in files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {

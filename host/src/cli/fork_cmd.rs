@@ -48,7 +48,7 @@ pub struct ForkArgs {
 
 pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
     let edits = fork::check::EditText {
         respond: args.respond.clone(),

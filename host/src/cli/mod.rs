@@ -2,6 +2,7 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+mod build_js_cmd;
 mod build_python_cmd;
 mod export_cmd;
 mod fork_cmd;
@@ -136,6 +137,28 @@ enum Command {
     BuildPython(build_python_cmd::BuildPythonArgs),
     /// A local web app over the store: runs, timelines, state at any event, fork, diff, replay, campaigns.
     Ui(ui_cmd::UiArgs),
+    /// Build a JavaScript or TypeScript agent (AGENT.js, AGENT.ts) into a component with ComponentizeJS.
+    BuildJs(build_js_cmd::BuildJsArgs),
+}
+
+/// Components from this size up carry an interpreter (CPython, a JS
+/// engine) and take seconds to compile; smaller ones compile in well under
+/// a second and are loaded quietly.
+const COMPILE_NOTICE_BYTES: usize = 4_000_000;
+
+/// Report a large agent's first compile on stderr, so a first run that
+/// takes seconds is not silent.
+fn compile_notice() -> crate::sandbox::CompileNotice {
+    Box::new(|origin, bytes| {
+        if bytes < COMPILE_NOTICE_BYTES {
+            return;
+        }
+        eprintln!(
+            "compiling {} ({:.1} MB) for this machine; later runs load it from the store's cache",
+            origin.display(),
+            bytes as f64 / 1e6
+        );
+    })
 }
 
 /// An error as the one JSON document `--json` promises on stdout.
@@ -197,6 +220,7 @@ pub fn main() -> i32 {
         Command::Import(args) => export_cmd::exec_import(args),
         Command::BuildPython(args) => build_python_cmd::exec(args),
         Command::Ui(args) => ui_cmd::exec(args),
+        Command::BuildJs(args) => build_js_cmd::exec(args),
     };
     match result {
         Ok(code) => code as i32,

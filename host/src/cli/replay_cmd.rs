@@ -109,7 +109,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
         report_redacted_copy(&path, &b, r, args.common.json)?;
         return Ok(ExitCode::Ok);
     }
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
     let r = replay::replay(&sandbox, &store, &rec)?;
     if args.common.json {
@@ -126,7 +126,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let runs = if args.runs.is_empty() {
         store.run_ids()?
     } else {

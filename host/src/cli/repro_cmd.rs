@@ -39,7 +39,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         return Err(InputError::new(&args.run, "--times must be at least 1").into());
     }
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let mut rec = replay::open(&store, &args.run)?;
     super::ModelArgs {
         set: args.model_set.clone(),

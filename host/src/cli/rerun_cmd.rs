@@ -46,7 +46,7 @@ fn model_mode() -> impl clap::builder::TypedValueParser<Value = ModelMode> {
 
 pub fn exec(args: RerunArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
     let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     let outcome = replay::rerun(&sandbox, &store, &rec, &agent, args.model)?;

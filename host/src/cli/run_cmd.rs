@@ -32,7 +32,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     store.put_case(&case)?;
     let outcome = run_with(

@@ -1,7 +1,7 @@
 //! Host bindings generated from `wit/` (the one source of truth): the
 //! `worldline:agent` interfaces plus WASI 0.2, and the mediator's own types
 //! their resources and errors map to (implemented in `wasi.rs`,
-//! `wasi_never.rs` and `agent_api.rs`).
+//! `wasi_never.rs`, `wasi_http.rs` and `agent_api.rs`).
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -27,6 +27,17 @@ wasmtime::component::bindgen!({
         "wasi:sockets/udp.incoming-datagram-stream": crate::mediate::bindings::Never,
         "wasi:sockets/udp.outgoing-datagram-stream": crate::mediate::bindings::Never,
         "wasi:sockets/ip-name-lookup.resolve-address-stream": crate::mediate::bindings::Never,
+        "wasi:http/types.fields": crate::mediate::bindings::HttpFields,
+        "wasi:http/types.outgoing-request": crate::mediate::bindings::HttpRequest,
+        "wasi:http/types.request-options": crate::mediate::bindings::HttpOptions,
+        "wasi:http/types.outgoing-body": crate::mediate::bindings::HttpBody,
+        "wasi:http/types.incoming-request": crate::mediate::bindings::Never,
+        "wasi:http/types.response-outparam": crate::mediate::bindings::Never,
+        "wasi:http/types.incoming-response": crate::mediate::bindings::Never,
+        "wasi:http/types.incoming-body": crate::mediate::bindings::Never,
+        "wasi:http/types.future-trailers": crate::mediate::bindings::Never,
+        "wasi:http/types.outgoing-response": crate::mediate::bindings::Never,
+        "wasi:http/types.future-incoming-response": crate::mediate::bindings::Never,
     },
 });
 
@@ -49,6 +60,8 @@ pub struct InputStream;
 pub enum OutputStream {
     Stdout,
     Stderr,
+    /// The body of an outgoing HTTP request (which is never sent).
+    HttpBody,
 }
 
 impl OutputStream {
@@ -56,9 +69,54 @@ impl OutputStream {
         match self {
             OutputStream::Stdout => "stdout",
             OutputStream::Stderr => "stderr",
+            OutputStream::HttpBody => "http-body",
         }
     }
 }
+
+/// `wasi:http/types.fields`: header or trailer fields, in order.
+#[derive(Default)]
+pub struct HttpFields {
+    pub entries: Vec<(String, Vec<u8>)>,
+    /// Fields handed out as a request's headers cannot be changed.
+    pub immutable: bool,
+}
+
+impl HttpFields {
+    /// The values of `name` (field names are case-insensitive).
+    pub fn values(&self, name: &str) -> Vec<Vec<u8>> {
+        self.entries
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    pub fn remove(&mut self, name: &str) {
+        self.entries.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+    }
+}
+
+/// `wasi:http/types.outgoing-request`: built by the agent, never sent.
+pub struct HttpRequest {
+    pub method: wasi::http::types::Method,
+    pub path: Option<String>,
+    pub scheme: Option<wasi::http::types::Scheme>,
+    pub authority: Option<String>,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body_taken: bool,
+}
+
+/// `wasi:http/types.request-options`: timeouts in nanoseconds.
+#[derive(Default)]
+pub struct HttpOptions {
+    pub connect: Option<u64>,
+    pub first_byte: Option<u64>,
+    pub between_bytes: Option<u64>,
+}
+
+/// `wasi:http/types.outgoing-body`: what is written to it goes nowhere.
+pub struct HttpBody;
 
 /// Terminal handles are never handed out (nothing is a terminal).
 pub struct Terminal;

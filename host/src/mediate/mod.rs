@@ -18,6 +18,7 @@ pub mod model;
 pub mod script;
 pub mod stdio;
 pub mod wasi;
+mod wasi_http;
 mod wasi_never;
 
 use crate::case::Case;

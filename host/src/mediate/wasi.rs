@@ -43,7 +43,7 @@ fn hex_bytes(v: &Value) -> Vec<u8> {
 
 impl RunState {
     /// Mediate a call whose answer is fixed (plumbing such as handles).
-    fn call_fixed(
+    pub(super) fn call_fixed(
         &mut self,
         call: &str,
         request: Value,
@@ -52,7 +52,7 @@ impl RunState {
         self.mediated(call, request, |_| Answer::read(response))
     }
 
-    fn denied(&mut self, call: &str, request: Value, why: &str) -> wasmtime::Result<()> {
+    pub(super) fn denied(&mut self, call: &str, request: Value, why: &str) -> wasmtime::Result<()> {
         self.mediated(call, request, |_| {
             Answer::with_effect(json!({"error": why}), Effect::Denied)
         })?;
@@ -72,7 +72,17 @@ impl RunState {
             match stream {
                 OutputStream::Stdout => &mut s.stdio.stdout,
                 OutputStream::Stderr => &mut s.stdio.stderr,
+                OutputStream::HttpBody => unreachable!("request bodies are not captured"),
             }
+        }
+        if stream == OutputStream::HttpBody {
+            // A request body is never sent: its size is recorded, not kept.
+            self.call_fixed(
+                call,
+                json!({"stream": stream.name(), "bytes": data.len()}),
+                json!({"ok": true}),
+            )?;
+            return Ok(());
         }
         let keep = capture(&mut self.med.services, stream)
             .room()

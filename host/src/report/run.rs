@@ -89,10 +89,10 @@ pub fn print(o: &RunOutcome) {
             println!("    {line}");
         }
     }
-    // A Python traceback says where the agent failed; the wasm frames
-    // would only show CPython's runtime.
-    let python = matches!(account, Some(Account::Python(_)));
-    if !f.backtrace.is_empty() && !python {
+    // A Python traceback or a JavaScript stack says where the agent
+    // failed; the wasm frames would only show the interpreter's runtime.
+    let interpreted = matches!(account, Some(Account::Python(_) | Account::JavaScript(_)));
+    if !f.backtrace.is_empty() && !interpreted {
         println!("  guest backtrace:");
         for frame in f.backtrace.iter().take(12) {
             println!("    {frame}");

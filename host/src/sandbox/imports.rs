@@ -66,7 +66,7 @@ pub fn check(engine: &Engine, component: &Component, origin: &Path) -> Result<()
         Err(InputError::new(
             origin,
             format!(
-                "imports what worldline does not provide: {} (an agent may import worldline:agent and WASI 0.2 cli, clocks, io, random, filesystem and sockets)",
+                "imports what worldline does not provide: {} (an agent may import worldline:agent and WASI 0.2 cli, clocks, io, random, filesystem, sockets and http)",
                 missing.join(", ")
             ),
         ))
@@ -96,6 +96,8 @@ mod tests {
             "wasi:clocks/wall-clock@0.2.12",
             "wasi:filesystem/preopens@0.2.12",
             "wasi:filesystem/types@0.2.12",
+            "wasi:http/outgoing-handler@0.2.12",
+            "wasi:http/types@0.2.12",
             "wasi:io/error@0.2.12",
             "wasi:io/poll@0.2.12",
             "wasi:io/streams@0.2.12",
@@ -130,7 +132,7 @@ mod tests {
 
     #[test]
     fn other_interfaces_and_versions_are_missing() {
-        assert!(!provided("wasi:http/types@0.2.0"));
+        assert!(!provided("wasi:http/incoming-handler@0.2.0"));
         assert!(!provided("wasi:cli/environment@0.3.0"));
         assert!(!provided("worldline:agent/tools"));
         assert!(!provided("acme:evil/backdoor@1.0.0"));

@@ -63,6 +63,10 @@ pub struct Agent {
     pub pre: AgentHostPre<RunState>,
 }
 
+/// Told when an agent is compiled (not found in the cache): its origin
+/// and size in bytes. A command sets it to report the compile as progress.
+pub type CompileNotice = Box<dyn Fn(&Path, usize) + Send + Sync>;
+
 /// The engine, the linker and the agents loaded so far.
 pub struct Sandbox {
     pub engine: Engine,
@@ -70,6 +74,7 @@ pub struct Sandbox {
     engine_hash: String,
     cache: Option<CompileCache>,
     loaded: Mutex<BTreeMap<String, Arc<Agent>>>,
+    on_compile: Option<CompileNotice>,
 }
 
 impl Sandbox {
@@ -117,7 +122,14 @@ impl Sandbox {
             cache: cache_dir.map(|dir| CompileCache::new(&dir, &engine_hash)),
             engine_hash,
             loaded: Mutex::new(BTreeMap::new()),
+            on_compile: None,
         })
+    }
+
+    /// Call `notice` before compiling an agent the cache does not hold.
+    pub fn on_compile(mut self, notice: CompileNotice) -> Self {
+        self.on_compile = Some(notice);
+        self
     }
 
     /// SHA-256 of the engine settings and wasmtime version.
@@ -202,6 +214,9 @@ impl Sandbox {
     fn compile(&self, bytes: &[u8], sha256: &str, origin: &Path) -> Result<Component> {
         if let Some(component) = self.deserialize_cached(sha256) {
             return Ok(component);
+        }
+        if let Some(notice) = &self.on_compile {
+            notice(origin, bytes.len());
         }
         let component = Component::new(&self.engine, bytes).map_err(|e| {
             InputError::new(origin, format!("is not a valid WebAssembly component: {e}"))

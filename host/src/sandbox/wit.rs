@@ -26,6 +26,7 @@ pub const FILES: &[(&str, &str)] = &[
         "deps/filesystem.wit",
         include_str!("../../../wit/deps/filesystem.wit"),
     ),
+    ("deps/http.wit", include_str!("../../../wit/deps/http.wit")),
     ("deps/io.wit", include_str!("../../../wit/deps/io.wit")),
     (
         "deps/random.wit",

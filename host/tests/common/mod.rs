@@ -409,14 +409,20 @@ pub fn write_case(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// the `.wasm`. Fails, saying how to install it, when componentize-py is
 /// missing: the Python tests never pass without running.
 pub fn python_guest(agent_py: &str) -> PathBuf {
+    built_once(agent_py, build_python_guest)
+}
+
+/// `build(agent)`, at most once per test process and agent; tests asking
+/// for it meanwhile wait for that build.
+fn built_once(agent: &str, build: fn(&str) -> PathBuf) -> PathBuf {
     static BUILDS: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
     let cell = BUILDS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .entry(agent_py.to_string())
+        .entry(agent.to_string())
         .or_default()
         .clone();
-    cell.get_or_init(|| build_python_guest(agent_py)).clone()
+    cell.get_or_init(|| build(agent)).clone()
 }
 
 fn build_python_guest(agent_py: &str) -> PathBuf {
@@ -439,4 +445,85 @@ fn build_python_guest(agent_py: &str) -> PathBuf {
         panic!("building the Python agent {agent_py} failed:\n{out}");
     }
     wasm
+}
+
+/// Build the JavaScript or TypeScript agent at `agent` (relative to the
+/// workspace root) with `worldline build-js`, at most once per test
+/// process, and return the `.wasm`. Fails, saying how to install them, when
+/// Node.js or the pinned npm packages are missing: the JS tests never pass
+/// without running.
+pub fn js_guest(agent: &str) -> PathBuf {
+    built_once(agent, build_js_guest)
+}
+
+fn build_js_guest(agent: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("js-guests");
+    std::fs::create_dir_all(&dir).expect("creating the JS guest folder");
+    let wasm = dir.join(format!("{}.wasm", agent.replace(['/', '.'], "-")));
+    let out = worldline_raw([
+        OsStr::new("build-js"),
+        workspace_root().join(agent).as_os_str(),
+        OsStr::new("-o"),
+        wasm.as_os_str(),
+    ]);
+    if out.code != 0 {
+        if out.stderr.contains("npm install") || out.stderr.contains("Node.js") {
+            panic!(
+                "Node.js or the pinned npm packages are missing, and the JS tests build real JavaScript agents with them.\n\
+                 Run the install command below (tests/run does) and test again.\n{out}"
+            );
+        }
+        panic!("building the JS agent {agent} failed:\n{out}");
+    }
+    wasm
+}
+
+/// The replay-and-fork scenario every agent language must pass: run the
+/// careful example `agent` on `cases/incident/baseline.toml`, replay it
+/// (identical), fork it where it closes the ticket with `close_ticket`
+/// denied from there on (the fork keeps the parent's prefix, completes with
+/// the ticket open, and replays identical too).
+pub fn replays_and_forks_at_the_close(store: &Path, agent: &Path) {
+    const TOOL_CALL: &str = "worldline:agent/tools.call";
+    let wl = |args: &[&str]| worldline(store, args.iter().map(OsStr::new));
+    let baseline = workspace_root().join("cases/incident/baseline.toml");
+    let run = run_json(store, &baseline, agent);
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+
+    let replay = wl(&["replay", &id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+
+    let events = read_bundle(&run.bundle()).events;
+    let at = events
+        .iter()
+        .position(|e| e["call"] == TOOL_CALL && e["request"]["name"] == "close_ticket")
+        .expect("the run closes the ticket");
+    let fork = wl(&[
+        "fork",
+        &id,
+        "--at",
+        &at.to_string(),
+        "--deny",
+        "close_ticket",
+        "--json",
+    ]);
+    fork.expect_code(1); // the case expects the ticket closed
+    let doc = fork.json();
+    assert_eq!(doc["run_status"], "completed", "{fork}");
+    let output: Value = serde_json::from_str(doc["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output["ticket_status"], "open", "{fork}");
+    let forked = read_bundle(&fork.bundle());
+    assert_eq!(
+        forked.events[..at],
+        events[..at],
+        "the prefix is the parent's"
+    );
+    assert_eq!(forked.events[at]["effect"], "denied");
+
+    let fork_id = doc["run_id"].as_str().unwrap();
+    let again = wl(&["replay", fork_id, "--json"]);
+    again.expect_code(0);
+    assert_eq!(again.json()["verdict"], "identical", "{again}");
 }

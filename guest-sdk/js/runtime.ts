@@ -1,0 +1,105 @@
+/**
+ * The export `worldline build-js` wraps around the agent's `run`: the task
+ * parsed from JSON, the output written as canonical JSON, a
+ * {@link WorldlineError} turned into the run's error (`errored`), and any
+ * other exception printed with its stack and then trapped, so the run
+ * report shows where it came from.
+ */
+
+import { WorldlineError } from "./errors";
+import { canonical } from "./json";
+
+/** The line the host looks for to find the stack in the guest's stderr. */
+export const UNCAUGHT = "Uncaught JavaScript exception:";
+/** Ends the account (the engine prints its own lines after it). */
+export const END = "(end of JavaScript exception)";
+
+type Run = (task: any) => unknown;
+
+/** ComponentizeJS makes a thrown `{ payload }` the `err` of `result<string, string>`. */
+function failWith(message: string): never {
+  throw { payload: message };
+}
+
+/** Written into the bundle by `worldline build-js`: its source map, by generated line. */
+interface LineTable {
+  file: string;
+  sources: string[];
+  lines: Array<Array<[number, number, number, number]>>;
+}
+
+/** A stack frame's `bundle.js:line:column` as the agent's `file.ts:line:column`. */
+function mapFrame(frame: string): string {
+  const table = (globalThis as { __worldlineSourceMap?: LineTable }).__worldlineSourceMap;
+  const at = /^(.*@)(.*?):(\d+):(\d+)$/.exec(frame);
+  if (!table || !at || !at[2].endsWith(table.file)) return frame;
+  const row = table.lines[Number(at[3]) - 1] ?? [];
+  const column = Number(at[4]) - 1;
+  let best: [number, number, number, number] | undefined;
+  for (const seg of row) {
+    if (seg[0] <= column) best = seg;
+  }
+  best ??= row[0];
+  return best ? `${at[1]}${table.sources[best[1]]}:${best[2]}:${best[3]}` : frame;
+}
+
+function describe(e: unknown): string {
+  if (e instanceof Error) {
+    const head = `${e.name}: ${e.message}`;
+    const stack = (e.stack ?? "").trimEnd().split("\n").map(mapFrame).join("\n");
+    return stack ? `${head}\n${stack}` : head;
+  }
+  try {
+    return `uncaught value: ${typeof e === "string" ? e : JSON.stringify(e)}`;
+  } catch {
+    return `uncaught value: ${String(e)}`;
+  }
+}
+
+/** Print the exception for the host, then trap (a non-string error cannot be lowered). */
+function fault(e: unknown): never {
+  console.error(`${UNCAUGHT}\n${describe(e)}\n${END}`);
+  throw new Error("trap");
+}
+
+function finish(out: unknown): string {
+  let text: string | undefined;
+  try {
+    text = canonical(out ?? null);
+  } catch (e) {
+    failWith(`bad output: ${(e as Error).message}`);
+  }
+  return text ?? "null";
+}
+
+function settle(e: unknown): never {
+  if (e instanceof WorldlineError) failWith(e.message);
+  fault(e);
+}
+
+/** The `run` export for an agent's `run(task)`. */
+export function wrap(run: Run | undefined): (taskJson: string) => string | Promise<string> {
+  if (typeof run !== "function") {
+    return () => fault(new TypeError("the agent module exports no `run(task)` function"));
+  }
+  // A Promise returned by the export is run to completion by the engine's
+  // event loop (timers jump virtual time), so `run` may be `async`.
+  return (taskJson: string): any => {
+    let task: unknown;
+    try {
+      task = JSON.parse(taskJson);
+    } catch (e) {
+      failWith(`bad task: ${(e as Error).message}`);
+    }
+    let out: unknown;
+    try {
+      out = run(task);
+    } catch (e) {
+      settle(e);
+    }
+    if (out instanceof Promise) {
+      return out.then(finish, settle);
+    }
+    return finish(out);
+  };
+}

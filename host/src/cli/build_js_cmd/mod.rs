@@ -1,0 +1,301 @@
+//! `worldline build-js AGENT.{js,ts} [-o agent.wasm]`: build a JavaScript or
+//! TypeScript agent into a WebAssembly component, in one command.
+//!
+//! The binary carries the WIT package (`wit/`) and the JS/TS guest SDK
+//! (`guest-sdk/js`, imported as `worldline`); both are written into a
+//! temporary folder, and a small Node driver bundles the agent with esbuild
+//! (TypeScript, and the agent's pure-JavaScript npm dependencies) and builds
+//! the bundle with ComponentizeJS against the `agent` world. Node.js and the
+//! pinned npm packages come from the user's cache ([`toolchain`]).
+
+mod toolchain;
+#[cfg(test)]
+mod types;
+
+use super::Common;
+use super::build_python_cmd::write_tree;
+use crate::canon;
+use crate::error::{ExitCode, InputError};
+use crate::sandbox::wit;
+use anyhow::{Context as _, Result};
+use clap::Args;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The JS/TS guest SDK, by path under the build folder's `sdk/`.
+const SDK: &[(&str, &str)] = &[
+    (
+        "approval.ts",
+        include_str!("../../../../guest-sdk/js/approval.ts"),
+    ),
+    (
+        "errors.ts",
+        include_str!("../../../../guest-sdk/js/errors.ts"),
+    ),
+    (
+        "files.ts",
+        include_str!("../../../../guest-sdk/js/files.ts"),
+    ),
+    (
+        "index.ts",
+        include_str!("../../../../guest-sdk/js/index.ts"),
+    ),
+    ("json.ts", include_str!("../../../../guest-sdk/js/json.ts")),
+    (
+        "model.ts",
+        include_str!("../../../../guest-sdk/js/model.ts"),
+    ),
+    (
+        "runtime.ts",
+        include_str!("../../../../guest-sdk/js/runtime.ts"),
+    ),
+    (
+        "tools.ts",
+        include_str!("../../../../guest-sdk/js/tools.ts"),
+    ),
+    (
+        "trace.ts",
+        include_str!("../../../../guest-sdk/js/trace.ts"),
+    ),
+    ("user.ts", include_str!("../../../../guest-sdk/js/user.ts")),
+    (
+        "wit.d.ts",
+        include_str!("../../../../guest-sdk/js/wit.d.ts"),
+    ),
+];
+
+/// The Node program that bundles and componentizes.
+const DRIVER: &str = include_str!("driver.mjs");
+
+/// Extensions of agent files esbuild reads as JavaScript or TypeScript.
+const EXTENSIONS: &[&str] = &["js", "mjs", "ts", "mts"];
+
+#[derive(Args)]
+pub struct BuildJsArgs {
+    /// The agent's JavaScript or TypeScript file; it exports `run(task)`.
+    pub agent: PathBuf,
+    /// Where to write the component (default: AGENT with a `.wasm` extension).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// The Node.js executable.
+    #[arg(long, default_value = "node")]
+    pub node: PathBuf,
+    /// The folder holding the pinned npm packages (default: $WORLDLINE_JS_TOOLCHAIN, else worldline/js in the user's cache).
+    #[arg(long)]
+    pub toolchain: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
+    check_agent_file(&args.agent)?;
+    let agent = std::path::absolute(&args.agent).context("resolving the agent's path")?;
+    let agent_dir = agent.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| args.agent.with_extension("wasm"));
+    let node_version = toolchain::node_version(&args.node)?;
+    let tools = toolchain::folder(args.toolchain.as_deref());
+    toolchain::check_packages(&tools)?;
+
+    let work = tempfile::Builder::new()
+        .prefix("worldline-build-js-")
+        .tempdir()
+        .context("creating a temporary build folder")?;
+    write_tree(&work.path().join("wit"), wit::FILES)?;
+    write_tree(&work.path().join("sdk"), SDK)?;
+    write_tree(work.path(), &[("driver.mjs", DRIVER)])?;
+    let built = work.path().join("agent.wasm");
+    let stem = agent
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("agent");
+    let config = json!({
+        "toolchain": std::path::absolute(&tools)?,
+        "agent": agent,
+        "agentDir": agent_dir,
+        "sdk": work.path().join("sdk"),
+        "wit": work.path().join("wit"),
+        "work": work.path(),
+        "bundleName": format!("{stem}.js"),
+        "out": built,
+    });
+    let out = Command::new(&args.node)
+        .arg(work.path().join("driver.mjs"))
+        .arg(config.to_string())
+        .stdin(Stdio::null())
+        .stderr(if args.common.json {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        })
+        .output()
+        .with_context(|| format!("running {}", args.node.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Option<Value> = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok());
+    let result = match result {
+        Some(r) if out.status.success() => r,
+        _ => {
+            anyhow::bail!(
+                "the build driver failed ({}):\n{}{}",
+                out.status,
+                stdout.trim_end(),
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            )
+        }
+    };
+    if let Some(errors) = result.get("errors").and_then(Value::as_array) {
+        return Err(build_error(&args.agent, &agent_dir, errors).into());
+    }
+    let bytes = std::fs::read(&built).context("reading the built component")?;
+    std::fs::write(&output, &bytes)
+        .with_context(|| format!("writing the component to {}", output.display()))?;
+    let sha256 = canon::sha256_hex(&bytes);
+    let componentize_js = result["componentize_js"].as_str().unwrap_or("");
+    let esbuild = result["esbuild"].as_str().unwrap_or("");
+    if args.common.json {
+        let doc = json!({
+            "agent": output.display().to_string(),
+            "bytes": bytes.len(),
+            "sha256": sha256,
+            "node": node_version,
+            "componentize_js": componentize_js,
+            "esbuild": esbuild,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "built {} ({:.1} MB, sha256 {}) with ComponentizeJS {componentize_js}, esbuild {esbuild}, Node {node_version}",
+            output.display(),
+            bytes.len() as f64 / 1e6,
+            &sha256[..16]
+        );
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Refuse what is not an existing `.js`/`.mjs`/`.ts`/`.mts` file.
+fn check_agent_file(agent: &Path) -> Result<(), InputError> {
+    if !agent.is_file() {
+        return Err(InputError::new(
+            agent,
+            "no such file; pass the agent's .js or .ts file",
+        ));
+    }
+    let ext = agent.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if !EXTENSIONS.contains(&ext) {
+        return Err(InputError::new(
+            agent,
+            "is not a .js, .mjs, .ts or .mts file",
+        ));
+    }
+    Ok(())
+}
+
+/// The bundler's or ComponentizeJS's errors as one input error at the first
+/// error's file and line, listing every error as `file:line:column: text`.
+fn build_error(agent: &Path, agent_dir: &Path, errors: &[Value]) -> InputError {
+    let place = |e: &Value| -> (PathBuf, Option<(usize, usize)>) {
+        let file = e["file"]
+            .as_str()
+            .map(|f| {
+                let p = Path::new(f);
+                let full = agent_dir.join(p);
+                // Shown as the user named the agent's folder, when it is under it.
+                match (full.strip_prefix(agent_dir), agent.parent()) {
+                    (Ok(rel), Some(dir)) => dir.join(rel),
+                    _ => full,
+                }
+            })
+            .unwrap_or_else(|| agent.to_path_buf());
+        let line = e["line"]
+            .as_u64()
+            .map(|l| (l as usize, e["column"].as_u64().unwrap_or(1) as usize));
+        (file, line)
+    };
+    let lines: Vec<String> = errors
+        .iter()
+        .map(|e| {
+            let (file, line) = place(e);
+            let at = line.map_or(String::new(), |(l, c)| format!(":{l}:{c}"));
+            format!(
+                "  {}{at}: {}",
+                file.display(),
+                e["text"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let (file, line) = errors.first().map_or((agent.to_path_buf(), None), place);
+    InputError {
+        file,
+        line,
+        message: format!(
+            "the agent does not build (fix what is named):\n{}",
+            lines.join("\n")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sdk_file_is_embedded() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let mut on_disk: Vec<String> = std::fs::read_dir(root.join("guest-sdk/js"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".ts"))
+            .collect();
+        on_disk.sort();
+        let embedded: Vec<&str> = SDK.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            embedded, on_disk,
+            "add the new SDK file to SDK in build_js_cmd/mod.rs"
+        );
+    }
+
+    #[test]
+    fn agent_files_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let py = dir.path().join("agent.py");
+        std::fs::write(&py, "").unwrap();
+        let err = check_agent_file(&py).unwrap_err().to_string();
+        assert!(err.contains("is not a .js"), "{err}");
+        let err = check_agent_file(&dir.path().join("absent.ts"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no such file"), "{err}");
+        let ts = dir.path().join("agent.ts");
+        std::fs::write(&ts, "").unwrap();
+        assert!(check_agent_file(&ts).is_ok());
+    }
+
+    #[test]
+    fn build_errors_name_the_first_file_and_line() {
+        let errors = vec![
+            json!({"file": "lib/util.ts", "line": 3, "column": 7, "text": "Expected \";\""}),
+            json!({"file": null, "line": null, "column": null, "text": "second"}),
+        ];
+        let err = build_error(Path::new("agents/a.ts"), Path::new("/w/agents"), &errors);
+        assert_eq!(err.file, Path::new("agents/lib/util.ts"));
+        assert_eq!(err.line, Some((3, 7)));
+        assert!(
+            err.message
+                .contains("agents/lib/util.ts:3:7: Expected \";\""),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message.contains("agents/a.ts: second"),
+            "{}",
+            err.message
+        );
+    }
+}

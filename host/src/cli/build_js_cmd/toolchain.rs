@@ -1,0 +1,154 @@
+//! What `build-js` needs besides the binary: Node.js and the pinned npm
+//! packages (esbuild, ComponentizeJS), installed in one folder of the
+//! user's cache that `build-js` finds by itself. Anything missing or of
+//! another version is an input error naming the command that installs it.
+
+use crate::error::InputError;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The npm packages `build-js` runs, at the versions worldline is tested with.
+pub const PACKAGES: &[(&str, &str)] = &[
+    ("@bytecodealliance/componentize-js", "0.23.0"),
+    ("esbuild", "0.28.2"),
+];
+
+/// Oldest Node.js major version ComponentizeJS runs on.
+const NODE_MAJOR: u64 = 20;
+
+/// The folder holding the packages: `--toolchain`, else
+/// `$WORLDLINE_JS_TOOLCHAIN`, else `worldline/js` under the user's cache
+/// (`$XDG_CACHE_HOME`, or `~/.cache`).
+pub fn folder(explicit: Option<&Path>) -> PathBuf {
+    if let Some(dir) = explicit {
+        return dir.to_path_buf();
+    }
+    if let Some(dir) = std::env::var_os("WORLDLINE_JS_TOOLCHAIN").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"));
+    cache.join("worldline").join("js")
+}
+
+/// The command that installs the pinned packages into `dir`.
+pub fn install_command(dir: &Path) -> String {
+    let pkgs: Vec<String> = PACKAGES.iter().map(|(n, v)| format!("{n}@{v}")).collect();
+    format!(
+        "npm install --prefix {} {}",
+        shell_word(&dir.display().to_string()),
+        pkgs.join(" ")
+    )
+}
+
+fn shell_word(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-~+".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The installed versions of [`PACKAGES`] in `dir`, or an error naming the
+/// install command when one is missing or of another version.
+pub fn check_packages(dir: &Path) -> Result<(), InputError> {
+    for (name, want) in PACKAGES {
+        let manifest = dir.join("node_modules").join(name).join("package.json");
+        let version = std::fs::read_to_string(&manifest).ok().and_then(|t| {
+            serde_json::from_str::<serde_json::Value>(&t)
+                .ok()?
+                .get("version")?
+                .as_str()
+                .map(str::to_string)
+        });
+        let problem = match version {
+            None => format!("{name} is not installed there"),
+            Some(v) if v != *want => format!("{name} there is {v}, not the tested {want}"),
+            Some(_) => continue,
+        };
+        return Err(InputError::new(
+            dir,
+            format!(
+                "{problem}; build-js needs it: install with `{}`",
+                install_command(dir)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `node --version` (`v20.20.2`), or an error saying how to install Node.js.
+pub fn node_version(node: &Path) -> Result<String, InputError> {
+    let hint = format!(
+        "build-js runs Node.js {NODE_MAJOR} or later: install it (`apt-get install nodejs npm`, or from https://nodejs.org) or pass --node"
+    );
+    let out = Command::new(node)
+        .arg("--version")
+        .output()
+        .map_err(|e| InputError::new(node, format!("cannot run node ({e}); {hint}")))?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let major = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u64>().ok());
+    match major {
+        Some(m) if out.status.success() && m >= NODE_MAJOR => Ok(version),
+        _ => Err(InputError::new(
+            node,
+            format!("is Node.js `{version}`; {hint}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_install_command_names_the_pinned_versions_and_the_folder() {
+        let cmd = install_command(Path::new("/home/a b/.cache/worldline/js"));
+        assert_eq!(
+            cmd,
+            "npm install --prefix '/home/a b/.cache/worldline/js' @bytecodealliance/componentize-js@0.23.0 esbuild@0.28.2"
+        );
+    }
+
+    #[test]
+    fn missing_and_other_versions_are_refused_with_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = check_packages(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("componentize-js is not installed"), "{err}");
+        assert!(err.contains("npm install --prefix"), "{err}");
+        for (name, version) in [
+            ("@bytecodealliance/componentize-js", "0.23.0"),
+            ("esbuild", "0.1.0"),
+        ] {
+            let d = dir.path().join("node_modules").join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("package.json"),
+                format!("{{\"version\":\"{version}\"}}"),
+            )
+            .unwrap();
+        }
+        let err = check_packages(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("esbuild there is 0.1.0, not the tested 0.28.2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_missing_node_names_the_install() {
+        let err = node_version(Path::new("/nonexistent/node"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("install it"), "{err}");
+    }
+}

@@ -1,0 +1,493 @@
+//! End-to-end tests of JavaScript and TypeScript agents: real components
+//! built from `examples/ts-agent/agent.ts` and
+//! `tests/guests/js-probe/agent.ts` with `worldline build-js` (esbuild, then
+//! ComponentizeJS with the StarlingMonkey engine inside), run by the real
+//! `worldline` binary. They fail, saying how to install them, when Node.js
+//! or the pinned npm packages are missing.
+
+mod common;
+
+use common::{
+    CliOutput, case, guest, js_guest, read_bundle, run_json, shared_store, temp_dir,
+    workspace_root, worldline, worldline_raw,
+};
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+const TOOL_CALL: &str = "worldline:agent/tools.call";
+
+fn example() -> PathBuf {
+    static PRIMED: OnceLock<PathBuf> = OnceLock::new();
+    PRIMED
+        .get_or_init(|| primed(js_guest("examples/ts-agent/agent.ts")))
+        .clone()
+}
+
+fn probe() -> PathBuf {
+    static PRIMED: OnceLock<PathBuf> = OnceLock::new();
+    PRIMED
+        .get_or_init(|| primed(js_guest("tests/guests/js-probe/agent.ts")))
+        .clone()
+}
+
+/// Load the agent once into the shared store, so its compile cache holds
+/// it before tests that run at the same time ask for it (compiling the JS
+/// engine takes seconds; each test would otherwise compile it again).
+fn primed(wasm: PathBuf) -> PathBuf {
+    let first = run_json(shared_store(), &case("js-error"), &wasm);
+    // The first run of a build compiles the engine, and says so.
+    assert!(
+        first.stderr.contains("compiling") && first.stderr.contains("store's cache"),
+        "{first}"
+    );
+    wasm
+}
+
+fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
+    worldline(store, args.iter().map(|a| a.as_ref().to_owned()))
+}
+
+fn output(run: &CliOutput) -> Value {
+    let text = run.json()["output"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the run has no output:\n{run}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("output is not JSON ({e}): {text}"))
+}
+
+/// The tool calls of a run, as (name, arguments) in order.
+fn tool_calls(bundle: &Path) -> Vec<(String, Value)> {
+    read_bundle(bundle)
+        .events
+        .iter()
+        .filter(|e| e["call"] == TOOL_CALL)
+        .map(|e| {
+            let args = e["request"]["args"].clone();
+            let args = match args.as_str() {
+                Some(text) => serde_json::from_str(text).unwrap_or(args),
+                None => args,
+            };
+            (e["request"]["name"].as_str().unwrap().to_string(), args)
+        })
+        .collect()
+}
+
+fn incident_cases() -> Vec<PathBuf> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(workspace_root().join("cases/incident"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    cases.sort();
+    cases
+}
+
+#[test]
+fn the_ts_example_passes_the_incident_cases_with_the_rust_agents_tool_calls() {
+    let cases = workspace_root().join("cases").join("incident");
+    let out = wl(
+        shared_store(),
+        &[&"test", &cases, &"--agent", &example(), &"--json"],
+    );
+    out.expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["failed"], 0, "{out}");
+    assert!(incident_cases().len() >= 7);
+    assert_eq!(
+        doc["passed"],
+        incident_cases().len(),
+        "every incident case: {out}"
+    );
+
+    let rust = guest("careful-agent");
+    for case in incident_cases() {
+        let ts = run_json(shared_store(), &case, &example());
+        let rs = run_json(shared_store(), &case, &rust);
+        let calls = tool_calls(&ts.bundle());
+        assert!(calls.len() >= 3, "{}: {calls:?}", case.display());
+        assert_eq!(
+            calls,
+            tool_calls(&rs.bundle()),
+            "{}: the TypeScript agent makes the Rust agent's tool calls",
+            case.display()
+        );
+    }
+}
+
+#[test]
+fn two_runs_are_byte_identical_and_another_seed_changes_only_the_draws() {
+    let agent = probe();
+    let first = run_json(shared_store(), &case("js-probe"), &agent);
+    let second = run_json(shared_store(), &case("js-probe"), &agent);
+    first.expect_code(0);
+    second.expect_code(0);
+    assert_ne!(first.bundle(), second.bundle());
+    assert_eq!(
+        std::fs::read(first.bundle()).unwrap(),
+        std::fs::read(second.bundle()).unwrap(),
+        "two runs of the same JS agent on the same case give the same bundle"
+    );
+
+    let out = output(&first);
+    // 2026-03-01T12:00:00Z is the case clock; time starts there.
+    let wall = out["wall_before"].as_f64().unwrap();
+    assert!(
+        (1_772_366_400_000.0..1_772_366_401_000.0).contains(&wall),
+        "{out}"
+    );
+    // setTimeout(1500) jumps virtual time: 1.5 s plus a few host calls at
+    // the case's tick (1 ms), never a real wait's jitter.
+    let slept = out["slept"].as_f64().unwrap();
+    assert!((1500.0..1600.0).contains(&slept), "{out}");
+    assert!(out["perf_after"].as_f64().unwrap() - out["perf_before"].as_f64().unwrap() >= 1500.0);
+    for r in out["random"].as_array().unwrap() {
+        assert!((0.0..1.0).contains(&r.as_f64().unwrap()), "{out}");
+    }
+    assert_eq!(out["bytes"].as_str().unwrap().len(), 32, "{out}");
+    assert_eq!(out["uuid"].as_str().unwrap().len(), 36, "{out}");
+    // The language's orders: integer keys ascending, then insertion order.
+    assert_eq!(
+        out["object_keys"],
+        serde_json::json!(["2", "10", "zeta", "alpha", "mid"])
+    );
+    assert_eq!(
+        out["map_keys"],
+        serde_json::json!(["zeta", "alpha", "mid", "beta"])
+    );
+    assert_eq!(out["set_values"], serde_json::json!(["c", "a", "b"]));
+    // The rest of the SDK: tools, typed errors, world files, the scripted model.
+    assert_eq!(out["ticket"]["id"], "T-1");
+    assert!(
+        out["missing"].as_str().unwrap().starts_with("not-found:"),
+        "a host error reaches JS as NotFound: {out}"
+    );
+    assert_eq!(out["tools"][0], "get_ticket", "{out}");
+    assert_eq!(out["runbooks"], serde_json::json!(["runbooks/db.md"]));
+    assert!(
+        out["runbook_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Database runbook")
+    );
+    assert_eq!(out["model"]["said"], "hi from the script", "{out}");
+    assert_eq!(
+        out["model"]["asked"],
+        serde_json::json!([["get_ticket", {"id": "T-1"}]]),
+        "the scripted model's tool call, parsed: {out}"
+    );
+
+    // Every source of nondeterminism crossed the host and was recorded.
+    let bundle = read_bundle(&first.bundle());
+    let calls: Vec<&str> = bundle
+        .events
+        .iter()
+        .map(|e| e["call"].as_str().unwrap())
+        .collect();
+    for needed in [
+        "wasi:clocks/wall-clock.now",
+        "wasi:clocks/monotonic-clock.now",
+        "wasi:io/poll.poll",
+        TOOL_CALL,
+    ] {
+        assert!(calls.contains(&needed), "{needed} is recorded: {calls:?}");
+    }
+    assert!(
+        calls.iter().any(|c| c.starts_with("wasi:random/")),
+        "randomness is recorded: {calls:?}"
+    );
+    let footer = bundle.footer.unwrap();
+    assert!(
+        footer["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("js probe says hello"),
+        "console.log goes to the captured stdout"
+    );
+
+    // Another seed changes the draws and nothing else.
+    let dir = temp_dir();
+    let reseeded = common::write_case(
+        dir.path(),
+        "reseeded",
+        &std::fs::read_to_string(case("js-probe"))
+            .unwrap()
+            .replace("seed = 7", "seed = 8"),
+    );
+    let other = worldline(
+        shared_store(),
+        [
+            OsStr::new("run"),
+            reseeded.as_os_str(),
+            OsStr::new("--agent"),
+            agent.as_os_str(),
+            OsStr::new("--worlds"),
+            common::worlds_dir().as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    other.expect_code(0);
+    let mut other = output(&other);
+    let mut same = out.clone();
+    for draw in ["random", "bytes", "uuid"] {
+        assert_ne!(other[draw], out[draw], "the seed drives {draw}");
+        other[draw] = Value::Null;
+        same[draw] = Value::Null;
+    }
+    assert_eq!(other, same, "only the draws differ with another seed");
+}
+
+#[test]
+fn fetch_is_denied_recorded_and_catchable() {
+    let run = run_json(shared_store(), &case("js-probe"), &probe());
+    run.expect_code(0);
+    let out = output(&run);
+    assert!(
+        out["fetch"].as_str().unwrap().contains("Error"),
+        "fetch rejects with an error the agent catches: {out}"
+    );
+    let events = read_bundle(&run.bundle()).events;
+    let denied: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["call"] == "wasi:http/outgoing-handler.handle")
+        .collect();
+    assert_eq!(denied.len(), 1, "one request, one event");
+    assert_eq!(denied[0]["effect"], "denied");
+    assert_eq!(denied[0]["request"]["method"], "POST");
+    assert_eq!(
+        denied[0]["request"]["url"],
+        "https://api.example.com/v1/chat"
+    );
+}
+
+#[test]
+fn js_runs_replay_identical_and_fork() {
+    common::replays_and_forks_at_the_close(shared_store(), &example());
+}
+
+#[test]
+fn an_uncaught_exception_exits_3_with_the_javascript_stack() {
+    let run = run_json(shared_store(), &case("js-raise"), &probe());
+    run.expect_code(3);
+    let doc = run.json();
+    assert_eq!(doc["run_status"], "trapped", "{run}");
+    let err = doc["error"].as_str().unwrap();
+    assert!(
+        err.contains("uncaught JavaScript exception TypeError: no ticket T-404"),
+        "{err}"
+    );
+    let stack = doc["traceback"].as_str().unwrap_or_else(|| panic!("{run}"));
+    assert!(stack.starts_with("TypeError: no ticket T-404"), "{stack}");
+    // Frames name the agent's own file and lines (the bundle's source map
+    // is carried into the component), not the bundle's.
+    let source =
+        std::fs::read_to_string(workspace_root().join("tests/guests/js-probe/agent.ts")).unwrap();
+    let line_of = |text: &str| 1 + source.lines().position(|l| l.contains(text)).unwrap();
+    for needed in [
+        format!("lookUp@agent.ts:{}:", line_of("throw new TypeError")),
+        format!("run@agent.ts:{}:", line_of("lookUp(\"T-404\")")),
+    ] {
+        assert!(stack.contains(&needed), "`{needed}` in the stack:\n{stack}");
+    }
+
+    let text = worldline(
+        shared_store(),
+        [
+            OsStr::new("run"),
+            case("js-raise").as_os_str(),
+            OsStr::new("--agent"),
+            probe().as_os_str(),
+        ],
+    );
+    text.expect_code(3);
+    assert!(
+        text.stdout.contains("    TypeError: no ticket T-404"),
+        "{text}"
+    );
+    assert!(!text.stdout.contains("guest backtrace"), "{text}");
+}
+
+#[test]
+fn a_worldline_error_escaping_run_ends_the_run_errored() {
+    let run = run_json(shared_store(), &case("js-error"), &probe());
+    run.expect_code(1);
+    let doc = run.json();
+    assert_eq!(doc["run_status"], "errored", "{run}");
+    assert_eq!(
+        doc["error"], "denied: the probe was told to give up",
+        "{run}"
+    );
+
+    // The example knows the incident world only.
+    let run = run_json(shared_store(), &case("probe"), &example());
+    run.expect_code(1);
+    assert_eq!(run.json()["run_status"], "errored", "{run}");
+    assert!(
+        run.json()["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed: task names no `alert`"),
+        "{run}"
+    );
+}
+
+fn build_js(agent: &Path, out: &Path, extra: &[&OsStr]) -> CliOutput {
+    let mut args = vec![
+        OsStr::new("build-js"),
+        agent.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ];
+    args.extend_from_slice(extra);
+    worldline_raw(args)
+}
+
+#[test]
+fn build_js_names_what_to_install_and_what_to_fix() {
+    let dir = temp_dir();
+    let agent = workspace_root().join("tests/guests/js-probe/agent.ts");
+    let out = dir.path().join("x.wasm");
+
+    let no_node = build_js(
+        &agent,
+        &out,
+        &[OsStr::new("--node"), dir.path().join("no-node").as_os_str()],
+    );
+    no_node.expect_code(2);
+    assert!(no_node.stderr.contains("install it"), "{no_node}");
+    let no_packages = build_js(
+        &agent,
+        &out,
+        &[OsStr::new("--toolchain"), dir.path().as_os_str()],
+    );
+    no_packages.expect_code(2);
+    assert!(
+        no_packages
+            .stderr
+            .contains("@bytecodealliance/componentize-js@0.23.0 esbuild@0.28.2"),
+        "{no_packages}"
+    );
+
+    probe(); // the packages are there (or this fails saying how to get them)
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let broken = write(
+        "broken.ts",
+        "import { tools } from \"worldline\";\n\nexport function run(task: any) {\n  return tools.call(\"x\", {);\n}\n",
+    );
+    let syntax = build_js(&broken, &out, &[]);
+    syntax.expect_code(2);
+    assert!(syntax.stderr.contains("broken.ts:4:"), "{syntax}");
+    assert!(!out.exists(), "nothing is written for a broken agent");
+
+    let missing = write(
+        "missing.ts",
+        "import { helper } from \"./helpers\";\nexport function run() { return helper(); }\n",
+    );
+    let unresolved = build_js(&missing, &out, &[]);
+    unresolved.expect_code(2);
+    assert!(unresolved.stderr.contains("missing.ts:1:"), "{unresolved}");
+    assert!(unresolved.stderr.contains("./helpers"), "{unresolved}");
+
+    let no_run = write("no_run.js", "export function go() { return 1; }\n");
+    let refused = build_js(&no_run, &out, &[]);
+    refused.expect_code(2);
+    assert!(refused.stderr.contains("exports no `run`"), "{refused}");
+}
+
+/// The SDK, the example and the probe type-check against `wit.d.ts`
+/// (which a unit test holds to `wit/`): a WIT change the SDK does not
+/// follow fails here.
+#[test]
+fn the_sdk_and_the_agents_type_check_against_the_wit_types() {
+    probe(); // the toolchain is there (or this fails saying how to get it)
+    let toolchain = std::env::var_os("WORLDLINE_JS_TOOLCHAIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+            cache.join("worldline/js")
+        });
+    let tsc = toolchain.join("node_modules/typescript/bin/tsc");
+    assert!(
+        tsc.is_file(),
+        "TypeScript is missing from {}: npm install --prefix {} typescript@7.0.2",
+        toolchain.display(),
+        toolchain.display()
+    );
+    let root = workspace_root();
+    let dir = temp_dir();
+    let config = serde_json::json!({
+        "extends": root.join("guest-sdk/js/tsconfig.json"),
+        "compilerOptions": {"paths": {"worldline": [root.join("guest-sdk/js/index.ts")]}},
+        "files": [
+            root.join("guest-sdk/js/wit.d.ts"),
+            root.join("guest-sdk/js/index.ts"),
+            root.join("guest-sdk/js/runtime.ts"),
+            root.join("examples/ts-agent/agent.ts"),
+            root.join("tests/guests/js-probe/agent.ts"),
+        ],
+    });
+    let path = dir.path().join("tsconfig.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let out = std::process::Command::new("node")
+        .arg(&tsc)
+        .arg("-p")
+        .arg(&path)
+        .output()
+        .expect("running tsc");
+    assert!(
+        out.status.success(),
+        "tsc:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn later_runs_load_the_compiled_engine_quietly() {
+    // `probe()` compiled it (and checked the notice); this run loads it.
+    let run = run_json(shared_store(), &case("js-error"), &probe());
+    assert!(!run.stderr.contains("compiling"), "{run}");
+}
+
+#[test]
+fn the_user_and_approval_channels_reach_a_js_agent_recorded_and_replayed() {
+    let run = run_json(shared_store(), &case("js-talk"), &probe());
+    run.expect_code(0);
+    assert_eq!(
+        output(&run),
+        serde_json::json!({
+            "first": {"kind": "reply", "text": "T-1 please"},
+            "small": {"approved": true},
+            "large": {"approved": false, "reason": "over the refund limit"},
+            "bye": {"kind": "ended", "reason": "all sorted", "satisfied": true},
+        }),
+        "{run}"
+    );
+    let calls: Vec<String> = read_bundle(&run.bundle())
+        .events
+        .iter()
+        .map(|e| e["call"].as_str().unwrap().to_string())
+        .filter(|c| {
+            c.starts_with("worldline:agent/user") || c.starts_with("worldline:agent/approval")
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "worldline:agent/user.say",
+            "worldline:agent/approval.request",
+            "worldline:agent/approval.request",
+            "worldline:agent/user.say",
+        ]
+    );
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let replay = wl(shared_store(), &[&"replay", &id, &"--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}

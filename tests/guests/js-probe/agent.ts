@@ -1,0 +1,94 @@
+// The JavaScript probe: everything a hidden determinism check would read
+// (Date, performance.now, Math.random, crypto, timers, iteration order),
+// a denied fetch, and the whole SDK (tools, files, the scripted model).
+// `task.mode` picks something else: "throw" (an uncaught TypeError from a
+// nested function), "error" (a worldline error escaping run), "talk" (the
+// user and approval channels).
+
+import { Denied, NotFound, approval, files, model, tools, trace, user } from "worldline";
+
+function lookUp(id: string): never {
+  const table: Record<string, string> = {};
+  throw new TypeError(`no ticket ${id} in ${JSON.stringify(table)}`);
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function probe(task: { ticket: string }) {
+  const wallBefore = Date.now();
+  const perfBefore = performance.now();
+  const random = [Math.random(), Math.random(), Math.random()];
+  const bytes = hex(crypto.getRandomValues(new Uint8Array(16)));
+  const uuid = crypto.randomUUID();
+
+  // Timers: 1.5 s of virtual time passes at once.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const slept = Date.now() - wallBefore;
+
+  // Iteration order is the language's, not a hash's.
+  const obj: Record<string, number> = { zeta: 1, 10: 2, alpha: 3, 2: 4, mid: 5 };
+  const map = new Map<string, number>([["zeta", 1], ["alpha", 2], ["mid", 3]]);
+  map.set("beta", 4);
+  const set = new Set(["c", "a", "b"]);
+
+  let fetched: string;
+  try {
+    const r = await fetch("https://api.example.com/v1/chat", { method: "POST", body: "{}" });
+    fetched = `answered ${r.status}`;
+  } catch (e) {
+    fetched = `${(e as Error).name}: ${(e as Error).message}`;
+  }
+
+  const ticket = tools.call("get_ticket", { id: task.ticket });
+  let missing = "";
+  try {
+    tools.call("get_ticket", { id: "T-404" });
+  } catch (e) {
+    missing = e instanceof NotFound ? e.message : `other: ${e}`;
+  }
+  const runbooks = files.paths("runbooks");
+  const said = model.chat([model.system("You are a probe."), model.user("hello")]).content;
+  const asked = model.chat([model.user("tools please")], {
+    tools: model.toolDefs(tools.specs()),
+  });
+  console.log("js probe says hello");
+  trace.note("probe", "done");
+  return {
+    wall_before: wallBefore,
+    perf_before: perfBefore,
+    perf_after: performance.now(),
+    slept,
+    random,
+    bytes,
+    uuid,
+    object_keys: Object.keys(obj),
+    map_keys: [...map.keys()],
+    set_values: [...set],
+    fetch: fetched,
+    ticket,
+    missing,
+    tools: tools.specs().map((s) => s.name),
+    runbooks,
+    runbook_text: runbooks.length ? files.readText(runbooks[0]).slice(0, 40) : null,
+    model: {
+      said,
+      asked: asked.toolCalls.map((c) => [c.name, c.arguments()]),
+    },
+  };
+}
+
+export async function run(task: { ticket: string; mode?: string }) {
+  if (task.mode === "throw") lookUp("T-404");
+  if (task.mode === "error") throw new Denied("the probe was told to give up");
+  if (task.mode === "talk") {
+    return {
+      first: user.say("Hello, which ticket?"),
+      small: approval.request("refund", { amount: 20 }),
+      large: approval.request("refund", { amount: 90 }),
+      bye: user.say("Goodbye then!"),
+    };
+  }
+  return probe(task);
+}
