@@ -114,6 +114,10 @@ pub fn run_with(
     };
 
     let mut med = Mediator::new(case, recorder);
+    if let Some(source) = &case.world.service {
+        let service = sandbox.service(source)?;
+        med.services.service = Some(crate::mediate::service::Runtime::new(service, case));
+    }
     med.script = opts.script;
     med.services.model.cassette = opts.cassette;
     if let Some(seed) = opts.model_seed {

@@ -1,4 +1,5 @@
-//! A careful agent for the `incident` and `accounts` example worlds.
+//! A careful agent for the `incident`, `accounts` and `payments` example
+//! worlds.
 //!
 //! What "careful" means here:
 //! - a list that says it is old (`as_of` more than two minutes before the
@@ -13,6 +14,7 @@
 mod accounts;
 mod common;
 mod incident;
+mod payments;
 
 use serde_json::Value;
 use worldline_guest::Error;
@@ -22,9 +24,14 @@ fn run(task: Value) -> Result<Value, Error> {
         incident::run(&task)
     } else if task.get("customer").is_some() {
         accounts::run(&task)
+    } else if ["pay", "schedule", "cancel"]
+        .iter()
+        .any(|k| task.get(k).is_some())
+    {
+        payments::run(&task)
     } else {
         Err(Error::failed(
-            "task names neither an `alert` (incident) nor a `customer` (accounts)",
+            "task names no `alert` (incident), `customer` (accounts) or `pay`/`schedule`/`cancel` (payments)",
         ))
     }
 }

@@ -1,4 +1,5 @@
-//! A naive agent for the `incident` and `accounts` example worlds.
+//! A naive agent for the `incident`, `accounts` and `payments` example
+//! worlds.
 //!
 //! It does the obvious thing and trusts the first answer it gets: it
 //! believes whatever list it is handed (however old), closes an account on
@@ -26,8 +27,10 @@ fn write_retrying(name: &str, args: Value) -> Result<Value, Error> {
 fn run(task: Value) -> Result<Value, Error> {
     if task.get("alert").is_some() {
         incident(&task)
-    } else {
+    } else if task.get("customer").is_some() {
         accounts(&task)
+    } else {
+        payments(&task)
     }
 }
 
@@ -93,6 +96,23 @@ fn accounts(task: &Value) -> Result<Value, Error> {
         "world": "accounts", "customer": id,
         "latest_payment": latest["id"], "latest_status": latest["status"],
         "action": action, "note": noted,
+    }))
+}
+
+/// Pays, schedules or cancels straight away: no look at what is already
+/// paid, and every failure is simply tried again.
+fn payments(task: &Value) -> Result<Value, Error> {
+    let (tool, args) = if let Some(pay) = task.get("pay") {
+        ("transfer", pay.clone())
+    } else if let Some(s) = task.get("schedule") {
+        ("schedule_payment", s.clone())
+    } else {
+        ("cancel_scheduled", json!({"id": task["cancel"]}))
+    };
+    let done = write_retrying(tool, args);
+    Ok(json!({
+        "world": "payments", "tool": tool,
+        "action": if done.is_ok() { "done" } else { "failed" },
     }))
 }
 

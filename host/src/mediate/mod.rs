@@ -15,6 +15,7 @@ pub mod entropy;
 pub mod faults;
 pub mod model;
 pub mod script;
+pub mod service;
 pub mod stdio;
 pub mod wasi;
 mod wasi_never;
@@ -187,6 +188,8 @@ pub struct Services {
     pub stdio: stdio::Stdio,
     pub env: crate::case::Env,
     pub model: model::ModelService,
+    /// The world's service, when it has one (set by the run).
+    pub service: Option<service::Runtime>,
 }
 
 impl Services {
@@ -233,6 +236,7 @@ impl Mediator {
                     std::time::Duration::from_millis(case.limits.timeout_ms),
                     case.path.parent().unwrap_or(std::path::Path::new(".")),
                 ),
+                service: None,
             },
             recorder,
             script: None,

@@ -4,6 +4,7 @@
 
 mod cache;
 pub mod imports;
+mod service;
 pub mod wit;
 
 use crate::canon;
@@ -70,6 +71,9 @@ pub struct Sandbox {
     engine_hash: String,
     cache: Option<CompileCache>,
     loaded: Mutex<BTreeMap<String, Arc<Agent>>>,
+    /// World services (`service.rs`): their linker and those loaded so far.
+    service_linker: Linker<crate::mediate::service::ServiceData>,
+    services: Mutex<BTreeMap<String, Arc<crate::mediate::service::LoadedService>>>,
 }
 
 impl Sandbox {
@@ -111,7 +115,10 @@ impl Sandbox {
                 }
             })
             .context("starting the watchdog thread")?;
+        let service_linker = service::linker(&engine).context("linking the service interfaces")?;
         Ok(Sandbox {
+            service_linker,
+            services: Mutex::new(BTreeMap::new()),
             engine,
             linker,
             cache: cache_dir.map(|dir| CompileCache::new(&dir, &engine_hash)),
