@@ -4,11 +4,27 @@
 //! before it is tried again; a refusal (funds, limit, permission, a bad
 //! day) is never retried or worked around but left in a note.
 
-use crate::common::{call, is_stale, read, text};
+use crate::common::{call, is_stale, parse_ts, read, text};
 use serde_json::{Value, json};
 use worldline_guest::{Error, ErrorKind, trace};
 
 const AUTHOR: &str = "careful-agent";
+
+/// Milliseconds since the Unix epoch of an RFC 3339 UTC time (lists are
+/// read milliseconds apart in virtual time).
+fn ms(text: &str) -> i64 {
+    let frac: String = text
+        .split_once('.')
+        .map(|(_, f)| {
+            f.trim_end_matches('Z')
+                .chars()
+                .chain("000".chars())
+                .take(3)
+                .collect()
+        })
+        .unwrap_or_else(|| "000".into());
+    parse_ts(text).unwrap_or(0) * 1000 + frac.parse::<i64>().unwrap_or(0)
+}
 
 pub fn run(task: &Value) -> Result<Value, Error> {
     if let Some(pay) = task.get("pay") {
@@ -20,8 +36,9 @@ pub fn run(task: &Value) -> Result<Value, Error> {
     }
 }
 
-/// Transfers sent from `account`, re-read once when the list is old.
-fn transfers(account: &str) -> Result<Vec<Value>, Error> {
+/// Transfers sent from `account` and the (world) time of the list,
+/// re-read once when the list is old.
+fn transfers(account: &str) -> Result<(Vec<Value>, i64), Error> {
     let mut list = read("list_transfers", json!({"account": account}))?;
     if is_stale(&list) {
         trace::note(
@@ -33,11 +50,33 @@ fn transfers(account: &str) -> Result<Vec<Value>, Error> {
         );
         list = read("list_transfers", json!({"account": account}))?;
     }
-    Ok(list["transfers"].as_array().cloned().unwrap_or_default())
+    let as_of = ms(list["as_of"].as_str().unwrap_or(""));
+    Ok((
+        list["transfers"].as_array().cloned().unwrap_or_default(),
+        as_of,
+    ))
 }
 
-fn paid(account: &str, memo: &str) -> Result<Option<Value>, Error> {
-    Ok(transfers(account)?.into_iter().find(|t| t["memo"] == memo))
+/// After a transfer whose answer was lost: whether it landed, from a list
+/// read later than `since`, the world time of the list read before it (a
+/// list that is merely "recent" can still predate the transfer; the
+/// agent's own clock may be skewed). `None` when three reads are all older.
+fn landed_since(account: &str, memo: &str, since: i64) -> Result<Option<bool>, Error> {
+    for _ in 0..3 {
+        let list = read("list_transfers", json!({"account": account}))?;
+        if ms(list["as_of"].as_str().unwrap_or("")) > since && !is_stale(&list) {
+            let rows = list["transfers"].as_array().cloned().unwrap_or_default();
+            return Ok(Some(rows.iter().any(|t| t["memo"] == memo)));
+        }
+        trace::note(
+            "stale",
+            &format!(
+                "transfer list is as of {}, before the transfer; reading again",
+                list["as_of"]
+            ),
+        );
+    }
+    Ok(None)
 }
 
 /// Whether an error is a refusal (the world said no; asking again will
@@ -61,7 +100,8 @@ fn note(account: &str, text: String) -> Result<(), Error> {
 fn pay_once(pay: &Value) -> Result<Value, Error> {
     let (from, memo) = (text(&pay["from"]), text(&pay["memo"]));
     read("get_account", json!({"id": from}))?;
-    if let Some(t) = paid(from, memo)? {
+    let (sent, checked_at) = transfers(from)?;
+    if let Some(t) = sent.iter().find(|t| t["memo"] == memo) {
         trace::note(
             "decision",
             &format!(
@@ -95,11 +135,21 @@ fn pay_once(pay: &Value) -> Result<Value, Error> {
                     "check",
                     &format!("transfer failed ({e}); checking whether it landed"),
                 );
-                if let Some(t) = paid(from, memo)? {
-                    trace::note("check", "it landed despite the error; not repeating it");
-                    return Ok(
-                        json!({"world": "payments", "memo": memo, "action": "paid", "transfer": t["id"]}),
-                    );
+                match landed_since(from, memo, checked_at)? {
+                    Some(true) => {
+                        trace::note("check", "it landed despite the error; not repeating it");
+                        return Ok(json!({"world": "payments", "memo": memo, "action": "paid"}));
+                    }
+                    None => {
+                        note(
+                            from,
+                            format!(
+                                "Payment of {memo} failed ({e}) and no fresh list shows whether it landed; not retried, please check."
+                            ),
+                        )?;
+                        return Ok(json!({"world": "payments", "memo": memo, "action": "unknown"}));
+                    }
+                    Some(false) => {}
                 }
                 if attempt == 2 {
                     note(

@@ -500,6 +500,7 @@ mod tests {
             tools: Vec::new(),
             permissions: Default::default(),
             initial: state.clone(),
+            service: None,
         };
         WorldSession {
             world: Arc::new(world),

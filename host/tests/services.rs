@@ -1,0 +1,400 @@
+//! World services end to end: tools implemented by a WebAssembly component
+//! (tests/guests/counter-service, examples/payments-service) answered,
+//! recorded, replayed, forked and graded through the real binary; a
+//! service that traps or runs out of fuel is a recorded `failed` tool
+//! error and the run goes on; a component that is not a service is
+//! refused naming its file.
+
+mod common;
+
+use common::{guest, read_bundle, temp_dir, workspace_root, worldline};
+use serde_json::{Value, json};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+/// Copy a world folder (`from`, holding `world.toml`) to
+/// `<root>/worlds/<name>/v1/` with `service` as its `service.wasm`.
+fn world_with_service(root: &Path, from: &Path, name: &str, service: &Path) -> PathBuf {
+    let dest = root.join("worlds").join(name).join("v1");
+    copy_dir(from, &dest);
+    std::fs::copy(service, dest.join("service.wasm")).unwrap();
+    root.join("worlds")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else if e.file_name() != "service.wasm" {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn counters(root: &Path) -> PathBuf {
+    world_with_service(
+        root,
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &guest("counter-service"),
+    )
+}
+
+/// A case on the counters world that makes `calls` (the caller agent's task).
+fn counters_case(root: &Path, calls: Value, extra: &str) -> PathBuf {
+    let path = root.join("case.toml");
+    let task = format!("task = {}", toml_inline(&json!({"calls": calls})));
+    std::fs::write(
+        &path,
+        format!("world = \"counters@v1\"\nseed = 7\nclock = 2026-03-02T12:00:00Z\n{task}\n{extra}"),
+    )
+    .unwrap();
+    path
+}
+
+/// A JSON value as a TOML inline value.
+fn toml_inline(v: &Value) -> String {
+    match v {
+        Value::Object(m) => format!(
+            "{{ {} }}",
+            m.iter()
+                .map(|(k, v)| format!("{k} = {}", toml_inline(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn run(store: &Path, case: &Path, worlds: &Path, agent: &Path) -> common::CliOutput {
+    worldline(
+        store,
+        [
+            OsStr::new("run"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            agent.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    )
+}
+
+/// The tool-call events of a bundle, by tool name, in order.
+fn tool_events(bundle: &str) -> Vec<(String, Value)> {
+    read_bundle(Path::new(bundle))
+        .events
+        .into_iter()
+        .filter(|e| e["call"] == "worldline:agent/tools.call")
+        .map(|e| (e["request"]["name"].as_str().unwrap().to_string(), e))
+        .collect()
+}
+
+#[test]
+fn a_service_trap_or_running_out_of_fuel_is_a_recorded_failed_tool_error_and_the_run_goes_on() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let calls = json!([
+        {"tool": "panic", "args": {}},
+        {"tool": "spin", "args": {}},
+        {"tool": "bump", "args": {"id": "c"}},
+    ]);
+    let case = counters_case(dir.path(), calls, "");
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(report["status"], "completed", "{report}");
+    let answers: Value = serde_json::from_str(report["output"].as_str().unwrap()).unwrap();
+    let panic = &answers[0]["error"];
+    assert_eq!(panic["kind"], "failed");
+    let message = panic["message"].as_str().unwrap();
+    assert!(
+        message.contains("service service.wasm failed in `panic`")
+            && message.contains("the ledger is corrupt"),
+        "{message}"
+    );
+    assert_eq!(answers[1]["error"]["kind"], "failed");
+    assert!(
+        answers[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ran out of fuel ([service] fuel = 50000000)"),
+        "{answers}"
+    );
+    assert_eq!(
+        answers[2]["ok"],
+        json!({"id": "c", "n": 1}),
+        "the run went on"
+    );
+
+    let events = tool_events(report["bundle"].as_str().unwrap());
+    let (_, panic_event) = &events[0];
+    assert_eq!(panic_event["effect"], "failed");
+    let service = &panic_event["response"]["service"];
+    assert_eq!(service["component"], "service.wasm");
+    assert!(
+        service["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("the ledger is corrupt")
+    );
+    let backtrace: Vec<&str> = service["backtrace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        backtrace.iter().any(|f| f.contains("counter_service")),
+        "{backtrace:?}"
+    );
+    assert!(panic_event.get("writes").is_none_or(|w| w == &json!([])));
+    let (_, bump) = &events[2];
+    assert_eq!(bump["effect"], "write");
+    assert_eq!(bump["writes"][0]["row"], json!({"id": "c", "n": 1}));
+    assert_eq!(
+        bump["response"]["service"]["reads"],
+        json!([["get", "counters", "c"]])
+    );
+}
+
+#[test]
+fn service_calls_see_virtual_time_seeded_randomness_and_write_only_when_they_succeed() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let calls = json!([
+        {"tool": "clock", "args": {}},
+        {"tool": "clock", "args": {}},
+        {"tool": "refuse", "args": {"id": "c"}},
+        {"tool": "log", "args": {}},
+        {"tool": "bump", "args": {"id": "zz"}},
+        {"tool": "bump", "args": {"id": 7}},
+    ]);
+    let inject = "[[inject]]\ntool = \"clock\"\nnth = 2\nstale = { age_s = 600 }\n";
+    let case = counters_case(dir.path(), calls, inject);
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(0);
+    let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let fresh = answers[0]["ok"]["now"].as_str().unwrap();
+    let stale = answers[1]["ok"]["now"].as_str().unwrap();
+    assert!(fresh.starts_with("2026-03-02T12:00:00."), "{fresh}");
+    assert!(stale.starts_with("2026-03-02T11:50:00."), "{stale}");
+    assert_ne!(answers[0]["ok"]["random"], answers[1]["ok"]["random"]);
+    assert_eq!(
+        answers[2]["error"],
+        json!({"kind": "conflict", "message": "counter is locked"})
+    );
+    assert_eq!(
+        answers[3]["ok"],
+        json!({"event": "events-1", "files": ["log.txt"]})
+    );
+    assert_eq!(answers[4]["error"]["kind"], "not-found");
+    assert_eq!(
+        answers[5]["error"]["kind"], "invalid-args",
+        "params are checked"
+    );
+    let events = tool_events(out.json()["bundle"].as_str().unwrap());
+    assert!(
+        events[2].1.get("writes").is_none_or(|w| w == &json!([])),
+        "a refused call writes nothing"
+    );
+    assert_eq!(events[3].1["writes"].as_array().unwrap().len(), 2);
+
+    // The same seed gives the same random numbers; another seed others.
+    let again = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let again: Value = serde_json::from_str(again.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(again, answers);
+    let reseeded = std::fs::read_to_string(&case)
+        .unwrap()
+        .replace("seed = 7", "seed = 8");
+    std::fs::write(&case, reseeded).unwrap();
+    let other = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let other: Value = serde_json::from_str(other.json()["output"].as_str().unwrap()).unwrap();
+    assert_ne!(other[0]["ok"]["random"], answers[0]["ok"]["random"]);
+}
+
+#[test]
+fn a_component_that_is_not_a_service_is_refused_naming_the_file() {
+    let dir = temp_dir();
+    // An agent is a component, but not a service.
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &guest("caller-agent"),
+    );
+    let case = counters_case(
+        dir.path(),
+        json!([{"tool": "bump", "args": {"id": "c"}}]),
+        "",
+    );
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("counters/v1/service.wasm")
+            && out.stderr.contains("is not a worldline service")
+            && out.stderr.contains("worldline:agent/"),
+        "{out}"
+    );
+
+    // A file that is no component at all.
+    std::fs::write(
+        dir.path().join("worlds/counters/v1/service.wasm"),
+        b"not wasm",
+    )
+    .unwrap();
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("service.wasm") && out.stderr.contains("no \\0asm header"),
+        "{out}"
+    );
+
+    // Service tools without a [service] are refused where the world loads.
+    let toml = dir.path().join("worlds/counters/v1/world.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let without = text.replace(
+        "[service]\ncomponent = \"service.wasm\"\nfuel = 50_000_000\n",
+        "",
+    );
+    std::fs::write(&toml, without).unwrap();
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("world.toml")
+            && out
+                .stderr
+                .contains("has op = \"service\" but the world has no [service]"),
+        "{out}"
+    );
+}
+
+/// `worlds/payments/v1` with the payments service built from source.
+fn payments(root: &Path) -> PathBuf {
+    world_with_service(
+        root,
+        &workspace_root().join("worlds/payments/v1"),
+        "payments",
+        &guest("payments-service"),
+    )
+}
+
+fn payments_suite(store: &Path, worlds: &Path, agent: &str) -> (common::CliOutput, Vec<Value>) {
+    let cases = workspace_root().join("cases/payments");
+    let out = worldline(
+        store,
+        [
+            OsStr::new("test"),
+            cases.as_os_str(),
+            OsStr::new("--agent"),
+            guest(agent).as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    let cases = out.json()["cases"].as_array().unwrap().clone();
+    (out, cases)
+}
+
+#[test]
+fn the_payments_world_passes_the_careful_agent_fails_the_naive_one_and_replays_identical() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let (out, cases) = payments_suite(dir.path(), &worlds, "careful-agent");
+    out.expect_code(0);
+    assert!(cases.len() >= 10, "{}", cases.len());
+    for c in &cases {
+        assert_eq!(c["status"], "passed", "{c}");
+    }
+    let (out, naive) = payments_suite(dir.path(), &worlds, "naive-agent");
+    out.expect_code(1);
+    let reason = |name: &str| {
+        naive
+            .iter()
+            .find(|c| c["case"] == format!("payments/{name}"))
+            .map(|c| c["reason"].as_str().unwrap_or("").to_string())
+            .unwrap()
+    };
+    assert!(reason("pay-already-paid").contains("expected 1, got 2"));
+    assert!(reason("pay-reply-lost").contains("expected 1, got 2"));
+    assert!(reason("pay-stale-list").contains("unchanged accounts"));
+    assert!(reason("pay-over-limit").contains("notes"));
+    // Every run of a service world replays identical (the service answers
+    // again) from the bytes kept in the store, even when the world folder
+    // no longer has them.
+    std::fs::remove_file(worlds.join("payments/v1/service.wasm")).unwrap();
+    let verify = worldline(dir.path(), ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["diverged"], 0, "{verify}");
+    assert_eq!(
+        verify.json()["identical"].as_u64().unwrap(),
+        (cases.len() + naive.len()) as u64,
+        "{verify}"
+    );
+}
+
+#[test]
+fn a_payments_run_forks_and_regrades_from_its_recorded_writes() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let case = workspace_root().join("cases/payments/pay-reply-lost.toml");
+    let out = run(dir.path(), &case, &worlds, &guest("careful-agent"));
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = tool_events(out.json()["bundle"].as_str().unwrap());
+    // A fork's `--set` lands with the event it is made at: patch at the
+    // call before the transfer.
+    let at = events
+        .iter()
+        .position(|(name, _)| name == "transfer")
+        .map(|i| events[i - 1].1["seq"].as_u64().unwrap())
+        .unwrap();
+
+    // At the transfer, A-1 has only 10.00 EUR: the service refuses it.
+    let fork = worldline(
+        dir.path(),
+        [
+            "fork",
+            &id,
+            "--at",
+            &at.to_string(),
+            "--set",
+            "accounts/A-1.balance=1000",
+            "--json",
+        ],
+    );
+    // The forked run pays nothing, so it fails the case (exit 1).
+    fork.expect_code(1);
+    let forked = tool_events(fork.json()["bundle"].as_str().unwrap());
+    let transfer = &forked.iter().find(|(n, _)| n == "transfer").unwrap().1;
+    assert_eq!(
+        transfer["response"]["error"]["kind"], "conflict",
+        "{transfer}"
+    );
+    assert!(
+        transfer["response"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("insufficient funds")
+    );
+    let grade = worldline(
+        dir.path(),
+        [
+            OsStr::new("grade"),
+            OsStr::new(&id),
+            OsStr::new("--case"),
+            case.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    grade.expect_code(0);
+    assert_eq!(grade.json()["grade"]["passed"], true, "{grade}");
+}
