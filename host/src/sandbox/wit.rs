@@ -13,6 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The WIT files, by path under `wit/`.
 pub const FILES: &[(&str, &str)] = &[
     ("agent.wit", include_str!("../../../wit/agent.wit")),
+    (
+        "service/service.wit",
+        include_str!("../../../wit/service/service.wit"),
+    ),
     ("deps/cli.wit", include_str!("../../../wit/deps/cli.wit")),
     (
         "deps/clocks.wit",
