@@ -116,7 +116,11 @@ pub fn run_with(
     let mut med = Mediator::new(case, recorder);
     if let Some(source) = &case.world.service {
         let service = sandbox.service(source)?;
-        med.services.service = Some(crate::mediate::service::Runtime::new(service, case));
+        med.services.service = Some(crate::mediate::service::Runtime::new(
+            service,
+            case,
+            timeout_ticks(case),
+        ));
     }
     med.script = opts.script;
     med.services.model.cassette = opts.cassette;
@@ -239,12 +243,7 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
     store
         .set_fuel(fuel_budget)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    store.set_epoch_deadline(
-        case.limits
-            .timeout_ms
-            .div_ceil(EPOCH_TICK.as_millis() as u64)
-            .max(1),
-    );
+    store.set_epoch_deadline(timeout_ticks(case));
     store.epoch_deadline_trap();
     store.call_hook(move |mut ctx, hook| {
         if matches!(hook, CallHook::CallingHost) {
@@ -254,6 +253,14 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
         Ok(())
     });
     Ok(store)
+}
+
+/// The case's time budget in watchdog epochs.
+fn timeout_ticks(case: &Case) -> u64 {
+    case.limits
+        .timeout_ms
+        .div_ceil(EPOCH_TICK.as_millis() as u64)
+        .max(1)
 }
 
 /// Status, output, message and backtrace of how a run ended.

@@ -61,8 +61,9 @@ pub struct Runtime {
 const STDERR_QUOTED: usize = 2_000;
 
 impl Runtime {
-    /// The service of `case`'s world for one run.
-    pub fn new(service: Arc<LoadedService>, case: &Case) -> Self {
+    /// The service of `case`'s world for one run; a call is interrupted
+    /// after `timeout_ticks` epochs of the watchdog (as the agent is).
+    pub fn new(service: Arc<LoadedService>, case: &Case, timeout_ticks: u64) -> Self {
         let source = case
             .world
             .service
@@ -83,11 +84,7 @@ impl Runtime {
         Runtime {
             service,
             fuel: source.fuel,
-            timeout_ticks: case
-                .limits
-                .timeout_ms
-                .div_ceil(crate::sandbox::EPOCH_TICK.as_millis() as u64)
-                .max(1),
+            timeout_ticks,
             run: Some(run),
             rng: Some(entropy::stream(case.seed, "service")),
         }
