@@ -11,7 +11,7 @@ use crate::log::{Event, Recorder};
 use crate::mediate::faults::Faults;
 use crate::mediate::script::{Divergence, Script};
 use crate::mediate::{Mediator, MemoryLimiter, RunState, Stop};
-use crate::sandbox::{Agent, EPOCH_TICK, Sandbox};
+use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use crate::world::state::State;
 use anyhow::Result;
@@ -119,7 +119,7 @@ pub fn run_with(
         med.services.service = Some(crate::mediate::service::Runtime::new(
             service,
             case,
-            timeout_ticks(case),
+            crate::sandbox::timeout_ticks(case.limits.timeout_ms),
         ));
     }
     med.script = opts.script;
@@ -172,6 +172,11 @@ pub fn run_with(
     let services = state.med.services;
     let (file, events, chain_hash) = state.med.recorder.finish();
     let final_state = services.world.state;
+    let gold = case
+        .expect
+        .as_ref()
+        .filter(|e| !e.gold.is_empty())
+        .map(|_| crate::grade::gold::gold_state(sandbox, case));
     let graded = case.expect.as_ref().map(|expect| {
         grade(
             expect,
@@ -181,6 +186,7 @@ pub fn run_with(
                 events: &events,
                 initial: &case.world.initial,
                 final_state: &final_state,
+                gold: gold.as_deref(),
             },
         )
     });
@@ -243,7 +249,7 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
     store
         .set_fuel(fuel_budget)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    store.set_epoch_deadline(timeout_ticks(case));
+    store.set_epoch_deadline(crate::sandbox::timeout_ticks(case.limits.timeout_ms));
     store.epoch_deadline_trap();
     store.call_hook(move |mut ctx, hook| {
         if matches!(hook, CallHook::CallingHost) {
@@ -253,14 +259,6 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
         Ok(())
     });
     Ok(store)
-}
-
-/// The case's time budget in watchdog epochs.
-fn timeout_ticks(case: &Case) -> u64 {
-    case.limits
-        .timeout_ms
-        .div_ceil(EPOCH_TICK.as_millis() as u64)
-        .max(1)
 }
 
 /// Status, output, message and backtrace of how a run ended.

@@ -398,3 +398,97 @@ fn a_payments_run_forks_and_regrades_from_its_recorded_writes() {
     grade.expect_code(0);
     assert_eq!(grade.json()["grade"]["passed"], true, "{grade}");
 }
+
+/// The gold assertion of a run's JSON report (`run --json`).
+fn gold_assertion(report: &Value) -> Value {
+    report["grade"]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["what"] == "final state equals the gold state")
+        .cloned()
+        .unwrap_or_else(|| panic!("no gold assertion in {report}"))
+}
+
+#[test]
+fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let case = workspace_root().join("cases/payments/pay-reply-lost.toml");
+    let careful = run(dir.path(), &case, &worlds, &guest("careful-agent"));
+    careful.expect_code(0);
+    assert_eq!(gold_assertion(careful.json())["passed"], true);
+
+    let naive = run(dir.path(), &case, &worlds, &guest("naive-agent"));
+    naive.expect_code(1);
+    let gold = gold_assertion(naive.json());
+    assert_eq!(gold["passed"], false);
+    let lines: Vec<&str> = gold["actual"]["gold -> agent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        lines.contains(&"~ accounts/A-1.balance: 492500 -> 485000"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("+ transfers/TR-0005 ")),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("\"at\"")),
+        "ignored fields stay out: {lines:?}"
+    );
+
+    // Re-grading the recorded run needs no agent (the gold calls run
+    // through the world's service again).
+    let id = naive.json()["run_id"].as_str().unwrap();
+    let regrade = worldline(
+        dir.path(),
+        [
+            OsStr::new("grade"),
+            OsStr::new(id),
+            OsStr::new("--case"),
+            case.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    regrade.expect_code(1);
+    assert_eq!(gold_assertion(regrade.json())["actual"], gold["actual"]);
+
+    // A gold call the world refuses makes the gold check fail, saying why.
+    let broken = dir.path().join("broken-gold.toml");
+    let text = std::fs::read_to_string(&case).unwrap().replace(
+        "amount = 75.0, memo = \"INV-111\" }\n",
+        "amount = 99999.0, memo = \"INV-111\" }\n",
+    );
+    std::fs::write(&broken, text).unwrap();
+    let out = run(dir.path(), &broken, &worlds, &guest("careful-agent"));
+    out.expect_code(1);
+    let why = gold_assertion(out.json())["actual"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        why.starts_with("gold call 1 (transfer ") && why.contains("conflict: insufficient funds"),
+        "{why}"
+    );
+
+    // A gold call naming no tool is refused where the case loads.
+    let typo = dir.path().join("typo-gold.toml");
+    let text = std::fs::read_to_string(&case).unwrap().replace(
+        "[[expect.gold]]\ntool = \"transfer\"",
+        "[[expect.gold]]\ntool = \"transfre\"",
+    );
+    std::fs::write(&typo, text).unwrap();
+    let out = run(dir.path(), &typo, &worlds, &guest("careful-agent"));
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("gold call 1: no tool `transfre`"),
+        "{out}"
+    );
+}

@@ -22,6 +22,13 @@ pub struct Expect {
     pub calls: Vec<CallCheck>,
     #[serde(default)]
     pub output: Option<OutputCheck>,
+    /// `[[expect.gold]]`: the calls that solve the case (`case/gold.rs`).
+    #[serde(default)]
+    pub gold: Vec<super::gold::GoldCall>,
+    /// What the gold comparison leaves out: tables (`notes`) and fields
+    /// (`transfers.at`, `*.created_at`).
+    #[serde(default)]
+    pub gold_ignore: Vec<String>,
 }
 
 /// An assertion on the final state: a row, a field, a row count, a file.
@@ -128,6 +135,7 @@ impl Expect {
         if let Some(o) = &self.output {
             o.check()?;
         }
+        super::gold::check(&self.gold, &self.gold_ignore, world)?;
         for u in &self.unchanged {
             let table = u.split('/').next().unwrap_or("");
             if !world.initial.tables.contains_key(table) {

@@ -5,6 +5,7 @@
 pub mod discover;
 pub mod expect;
 pub mod fuzz;
+pub mod gold;
 pub mod inject;
 pub mod limits;
 pub mod model;

@@ -23,6 +23,11 @@ use wasmtime::{Config, Engine};
 /// How often the watchdog's epoch advances.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+/// A time budget (`limits.timeout_ms`) in watchdog epochs.
+pub fn timeout_ticks(timeout_ms: u64) -> u64 {
+    timeout_ms.div_ceil(EPOCH_TICK.as_millis() as u64).max(1)
+}
+
 /// How one engine setting is applied to the config.
 type SetOption = fn(&mut Config);
 
