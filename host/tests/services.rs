@@ -492,3 +492,64 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
         "{out}"
     );
 }
+
+#[test]
+fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let plain = run(
+        dir.path(),
+        &workspace_root().join("cases/payments/pay-insufficient.toml"),
+        &worlds,
+        &guest("careful-agent"),
+    );
+    plain.expect_code(0);
+    let case = workspace_root().join("cases/payments/pay-overlay-topped-up.toml");
+    let out = run(dir.path(), &case, &worlds, &guest("careful-agent"));
+    out.expect_code(0);
+    let header = |report: &Value| read_bundle(Path::new(report["bundle"].as_str().unwrap())).header;
+    let (a, b) = (header(plain.json()), header(out.json()));
+    assert_eq!(a["world"], b["world"]);
+    assert_ne!(
+        a["world_hash"], b["world_hash"],
+        "the overlay is in the world hash"
+    );
+    assert_eq!(gold_assertion(out.json())["passed"], true);
+
+    // An overlay naming what the world lacks is refused at its line.
+    let bad = dir.path().join("bad-overlay.toml");
+    let text = std::fs::read_to_string(&case)
+        .unwrap()
+        .replace("remove = [\"SP-0001\"]", "remove = [\"SP-0099\"]");
+    std::fs::write(&bad, text).unwrap();
+    let refused = run(dir.path(), &bad, &worlds, &guest("careful-agent"));
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("bad-overlay.toml:15:")
+            && refused
+                .stderr
+                .contains("[[overlay]] 2: no scheduled row `SP-0099` to remove"),
+        "{refused}"
+    );
+
+    // Exported and imported into another store, the run replays identical
+    // from the base world and the overlay kept there.
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("run.wlexport");
+    worldline(
+        dir.path(),
+        [
+            OsStr::new("export"),
+            OsStr::new(&id),
+            OsStr::new("-o"),
+            file.as_os_str(),
+        ],
+    )
+    .expect_code(0);
+    let other = temp_dir();
+    worldline(other.path(), [OsStr::new("import"), file.as_os_str()]).expect_code(0);
+    std::fs::remove_file(worlds.join("payments/v1/service.wasm")).unwrap();
+    let replay = worldline(other.path(), ["replay", &id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}

@@ -88,6 +88,8 @@ struct CaseToml {
     expect: Option<toml::Spanned<expect::Expect>>,
     #[serde(default)]
     fuzz: Option<fuzz::ProfileToml>,
+    #[serde(default)]
+    overlay: Vec<toml::Spanned<world::overlay::Overlay>>,
 }
 
 /// Load a case, and the world it names from `worlds_root` (or from the
@@ -126,6 +128,16 @@ pub fn parse(
         } else {
             e
         }
+    })?;
+    let overlay: Vec<world::overlay::Overlay> =
+        doc.overlay.iter().map(|o| o.get_ref().clone()).collect();
+    let world = world::overlay::apply(world, &overlay).map_err(|m| {
+        let at = m
+            .strip_prefix("[[overlay]] ")
+            .and_then(|rest| rest.split(':').next()?.parse::<usize>().ok())
+            .and_then(|n| doc.overlay.get(n - 1))
+            .map_or(0, |o| o.span().start);
+        src.at(at, m)
     })?;
     let task =
         serde_json::to_value(&doc.task).map_err(|e| InputError::new(path, format!("task: {e}")))?;

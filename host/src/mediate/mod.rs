@@ -501,6 +501,7 @@ mod tests {
             permissions: Default::default(),
             initial: state.clone(),
             service: None,
+            overlaid: None,
         };
         WorldSession {
             world: Arc::new(world),

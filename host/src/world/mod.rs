@@ -5,6 +5,7 @@
 //! the world's own folder, so a world cannot read outside it (`../`,
 //! absolute paths and symlinks that leave the folder are refused).
 
+pub mod overlay;
 pub mod schema;
 pub mod service;
 pub mod state;
@@ -40,6 +41,9 @@ pub struct World {
     pub initial: State,
     /// The component implementing its `op = "service"` tools, if any.
     pub service: Option<service::ServiceSource>,
+    /// For a case's overlaid copy: the base world's hash and the overlay
+    /// (`hash` is then the overlaid world's).
+    pub overlaid: Option<overlay::Record>,
 }
 
 impl World {
@@ -262,6 +266,7 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
         permissions: doc.permissions,
         initial,
         service,
+        overlaid: None,
     })
 }
 
