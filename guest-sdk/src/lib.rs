@@ -160,6 +160,74 @@ pub mod files {
     }
 }
 
+/// The user the agent works for (the case's `[user]` plays them). Each
+/// `say` is one recorded turn.
+pub mod user {
+    use crate::bindings::worldline::agent::user as raw;
+
+    /// What came back from the user.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Turn {
+        /// The user's reply.
+        Reply(String),
+        /// The user left the conversation (and said why); every later
+        /// `say` ends the same way.
+        Ended { reason: String, satisfied: bool },
+    }
+
+    impl Turn {
+        /// The reply, or `None` when the user has ended the conversation.
+        pub fn reply(&self) -> Option<&str> {
+            match self {
+                Turn::Reply(r) => Some(r),
+                Turn::Ended { .. } => None,
+            }
+        }
+    }
+
+    /// Send the user a message and wait for their next line.
+    pub fn say(message: &str) -> Turn {
+        match raw::say(message) {
+            raw::Turn::Reply(r) => Turn::Reply(r),
+            raw::Turn::Ended(e) => Turn::Ended {
+                reason: e.reason,
+                satisfied: e.satisfied,
+            },
+        }
+    }
+}
+
+/// Human approval of an action before the agent takes it (the case's
+/// `[[approve]]` rules answer). Each request is one recorded event.
+pub mod approval {
+    use super::*;
+    use crate::bindings::worldline::agent::approval as raw;
+
+    /// The approver's answer.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Decision {
+        Approved,
+        /// Denied, with the approver's reason.
+        Denied(String),
+    }
+
+    impl Decision {
+        pub fn is_approved(&self) -> bool {
+            matches!(self, Decision::Approved)
+        }
+    }
+
+    /// Ask for approval of an action of `kind` (e.g. `refund`) with
+    /// `details` (any serializable value, sent as JSON).
+    pub fn request(kind: &str, details: &impl Serialize) -> Result<Decision, Error> {
+        let details = serde_json::to_string(details)?;
+        Ok(match raw::request(kind, &details) {
+            raw::Decision::Approved => Decision::Approved,
+            raw::Decision::Denied(reason) => Decision::Denied(reason),
+        })
+    }
+}
+
 /// Notes for the person debugging the run (shown next to the events).
 pub mod trace {
     pub fn note(kind: &str, text: &str) {

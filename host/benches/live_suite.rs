@@ -121,38 +121,8 @@ fn main() {
         LATENCY.as_millis()
     );
     for jobs in [1usize, 8, 32, 64, 128] {
-        let mut times = Vec::new();
         let samples = if jobs == 1 { 1 } else { SAMPLES };
-        for _ in 0..samples {
-            let t = Instant::now();
-            let done = Suite {
-                sandbox: &sandbox,
-                agent: &agent,
-                cases: &entries,
-                store: &store,
-                model_seed: None,
-                repeat: 1,
-                jobs,
-                fail_fast: false,
-            }
-            .run(&|_| {})
-            .expect("the store can be written");
-            times.push(t.elapsed());
-            let completed =
-                done.cases
-                    .iter()
-                    .filter(|c| {
-                        c.attempts[0].outcome.as_ref().is_ok_and(|o| {
-                            o.footer.status.as_str() == "completed" || o.grade.is_some()
-                        })
-                    })
-                    .count();
-            assert_eq!(completed, CASES, "every run reached the end");
-            let _ = std::fs::remove_dir_all(store.runs_dir());
-            std::fs::create_dir_all(store.runs_dir()).unwrap();
-        }
-        times.sort();
-        let median = times[times.len() / 2];
+        let median = median_suite(&sandbox, &agent, &store, &entries, jobs, samples);
         let waves = CASES.div_ceil(jobs) as u32;
         let ideal = LATENCY * CALLS_PER_RUN * waves;
         println!(
@@ -162,4 +132,73 @@ fn main() {
             100.0 * ideal.as_secs_f64() / median.as_secs_f64()
         );
     }
+
+    // The same suite with the case's scripted model: CPU-bound runs, which
+    // a large --jobs must not slow down.
+    let scripted: Vec<Entry> = (0..CASES)
+        .map(|i| {
+            let mut case = worldline::case::load(&path, None).unwrap();
+            case.seed = i as u64;
+            Entry {
+                index: i,
+                name: format!("rollback-{i}"),
+                path: path.clone(),
+                case,
+            }
+        })
+        .collect();
+    println!("the same {CASES} runs with the scripted model (CPU-bound), median of {SAMPLES}");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let base = median_suite(&sandbox, &agent, &store, &scripted, cores, SAMPLES);
+    for jobs in [cores, 64] {
+        let median = median_suite(&sandbox, &agent, &store, &scripted, jobs, SAMPLES);
+        println!(
+            "--jobs {jobs:>3}: median {:>7.1} ms, {:.2}x the time at --jobs {cores}",
+            median.as_secs_f64() * 1000.0,
+            median.as_secs_f64() / base.as_secs_f64()
+        );
+    }
+}
+
+/// The median wall time of `samples` runs of the suite at `jobs`.
+fn median_suite(
+    sandbox: &worldline::sandbox::Sandbox,
+    agent: &worldline::sandbox::Agent,
+    store: &StoreDir,
+    entries: &[Entry],
+    jobs: usize,
+    samples: usize,
+) -> Duration {
+    let mut times = Vec::new();
+    for _ in 0..samples {
+        let t = Instant::now();
+        let done = Suite {
+            sandbox,
+            agent,
+            cases: entries,
+            store,
+            model_seed: None,
+            repeat: 1,
+            jobs,
+            fail_fast: false,
+        }
+        .run(&|_| {})
+        .expect("the store can be written");
+        times.push(t.elapsed());
+        let completed = done
+            .cases
+            .iter()
+            .filter(|c| {
+                c.attempts[0]
+                    .outcome
+                    .as_ref()
+                    .is_ok_and(|o| o.footer.status.as_str() == "completed" || o.grade.is_some())
+            })
+            .count();
+        assert_eq!(completed, entries.len(), "every run reached the end");
+        let _ = std::fs::remove_dir_all(store.runs_dir());
+        std::fs::create_dir_all(store.runs_dir()).unwrap();
+    }
+    times.sort();
+    times[times.len() / 2]
 }

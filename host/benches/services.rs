@@ -14,7 +14,6 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;
 use std::path::Path;
-use std::time::Duration;
 use worldline::case::{self, Case};
 use worldline::log::{Effect, Recorder};
 use worldline::mediate::service::{Runtime, run_tool};

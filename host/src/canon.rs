@@ -31,6 +31,30 @@ pub fn key_of(value: &Value) -> String {
     }
 }
 
+/// Whether two JSON values are equal with numbers compared by value
+/// (`1100 == 1100.0`), inside arrays and objects too. JSON has one number
+/// type; `1100` and `1100.0` differ only in how a tool happened to write it.
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => same_number(x, y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn same_number(x: &serde_json::Number, y: &serde_json::Number) -> bool {
+    match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+        (Some(a), Some(b), _, _) => a == b,
+        (_, _, Some(a), Some(b)) => a == b,
+        _ => x.as_f64() == y.as_f64(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +74,19 @@ mod tests {
             hash_json(&json!({"y": 2, "x": 1}))
         );
         assert_ne!(hash_json(&json!({"x": 1})), hash_json(&json!({"x": 2})));
+    }
+
+    #[test]
+    fn numbers_are_the_same_by_value_at_any_depth() {
+        assert!(same(&json!(1100), &json!(1100.0)));
+        assert!(same(
+            &json!({"a": [1, {"b": 2.0}]}),
+            &json!({"a": [1.0, {"b": 2}]})
+        ));
+        assert!(!same(&json!(1100), &json!(1100.5)));
+        assert!(!same(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!same(&json!("1"), &json!(1)));
+        assert!(same(&json!(u64::MAX), &json!(u64::MAX)));
+        assert!(!same(&json!(-1), &json!(u64::MAX)));
     }
 }

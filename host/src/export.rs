@@ -1,6 +1,8 @@
 //! Portable runs: `export` writes one JSON file holding a run's bundle and
 //! every object it needs (agent, case, world manifest and files); `import`
-//! brings such a file into another store, where the run replays.
+//! brings such a file into another store, where the run replays, and can
+//! gather every run of a second store (the shards of a fanned-out suite)
+//! by the same checks.
 //!
 //! `export --redacted` writes a redacted copy instead (see
 //! [`crate::redact::copy`]) under the id `<run>-redacted`, with the agent
@@ -70,44 +72,105 @@ pub fn export(
 ) -> Result<String> {
     let path = store.resolve_run(run)?;
     let b = bundle::read(&path).map_err(InputError::from)?;
-    let id = path
-        .file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().to_string());
     if b.header.redacted.is_some() {
         return Err(
             InputError::new(&path, "is already a redacted copy; export it as it is").into(),
         );
     }
-    let mut objects = BTreeMap::new();
-    let redacted = redactor.is_some();
-    let (id, text, shas) = match redactor {
+    let doc = document(store, &path, &b, redactor)?;
+    std::fs::write(out, serde_json::to_vec(&doc)?)
+        .map_err(|e| InputError::new(out, format!("cannot write: {e}")))?;
+    Ok(doc.run)
+}
+
+/// The export of the run in bundle `path` (read as `b`): the run as it is
+/// with every object it needs, a redacted copy (with a redactor) with its
+/// agent, or a run that is itself a redacted copy with its agent.
+fn document(
+    store: &StoreDir,
+    path: &Path,
+    b: &bundle::Bundle,
+    redactor: Option<&mut crate::redact::Redactor>,
+) -> Result<Export> {
+    let id = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().to_string());
+    let agent_only = vec![b.header.agent_sha256.clone()];
+    let (id, text, shas, redacted) = match redactor {
         Some(r) => {
-            let copy = crate::redact::copy::of(&id, &b, r);
+            let copy = crate::redact::copy::of(&id, b, r);
             (
                 format!("{id}-redacted"),
                 bundle::to_text(&copy),
-                vec![b.header.agent_sha256.clone()],
+                agent_only,
+                true,
             )
+        }
+        None if b.header.redacted.is_some() => {
+            (id, std::fs::read_to_string(path)?, agent_only, true)
         }
         None => (
             id,
-            std::fs::read_to_string(&path)?,
+            std::fs::read_to_string(path)?,
             needed(store, &b.header)?,
+            false,
         ),
     };
+    let mut objects = BTreeMap::new();
     for sha in shas {
         objects.insert(sha.clone(), B64.encode(store.get_object(&sha)?));
     }
-    let doc = Export {
+    Ok(Export {
         format: FORMAT.into(),
-        run: id.clone(),
+        run: id,
         bundle: text,
         objects,
         redacted,
-    };
-    std::fs::write(out, serde_json::to_vec(&doc)?)
-        .map_err(|e| InputError::new(out, format!("cannot write: {e}")))?;
-    Ok(id)
+    })
+}
+
+/// What importing one run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Imported {
+    pub run_id: String,
+    /// What it is a copy of, when it is a redacted copy.
+    #[serde(skip)]
+    pub redacted: Option<bundle::Redacted>,
+    /// False when the store held the same run already.
+    pub new: bool,
+}
+
+/// Why a run of another store was not imported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub run_id: String,
+    pub reason: String,
+}
+
+/// Bring every run of store `from` into `store`, as if each were exported
+/// and imported: objects are checked against their hashes and bundles
+/// against their chains, so a damaged run of the other store is skipped
+/// (and named), never copied. Runs already here are left as they are.
+pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>, Vec<Skipped>)> {
+    let (mut done, mut skipped) = (Vec::new(), Vec::new());
+    for id in from.run_ids()? {
+        let path = from.bundle_path(&id);
+        let outcome = bundle::read(&path)
+            .map_err(|e| anyhow::Error::from(InputError::from(e)))
+            .and_then(|b| document(from, &path, &b, None))
+            .and_then(|doc| {
+                let text = serde_json::to_string(&doc)?;
+                import_doc(store, doc, &text, &path)
+            });
+        match outcome {
+            Ok(i) => done.push(i),
+            Err(e) => skipped.push(Skipped {
+                run_id: id,
+                reason: format!("{e:#}"),
+            }),
+        }
+    }
+    Ok((done, skipped))
 }
 
 fn plain_name(s: &str) -> bool {
@@ -117,20 +180,24 @@ fn plain_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// Bring an exported run into a store; returns its run id, and what it is
-/// a copy of when it is a redacted copy.
-pub fn import(store: &StoreDir, file: &Path) -> Result<(String, Option<bundle::Redacted>)> {
+/// Bring an exported run into a store.
+pub fn import(store: &StoreDir, file: &Path) -> Result<Imported> {
     let bytes =
         std::fs::read(file).map_err(|e| InputError::new(file, format!("cannot read: {e}")))?;
     let doc: Export = serde_json::from_slice(&bytes).map_err(|e| InputError {
         line: (e.line() > 0).then_some((e.line(), e.column().max(1))),
         ..InputError::new(file, format!("not a worldline export: {e}"))
     })?;
+    import_doc(store, doc, &String::from_utf8_lossy(&bytes), file)
+}
+
+/// Check an export (`text` is what it was read from, for error places) and
+/// write its run and objects into the store.
+fn import_doc(store: &StoreDir, doc: Export, text: &str, file: &Path) -> Result<Imported> {
     // Errors point at the first place the export mentions what they are
     // about (its key, or an object's name).
-    let text = String::from_utf8_lossy(&bytes);
     let bad_at = |needle: &str, m: String| match text.find(needle) {
-        Some(at) => InputError::at(file, &text, at, m),
+        Some(at) => InputError::at(file, text, at, m),
         None => InputError::new(file, m),
     };
     let bad = |m: String| bad_at("\"bundle\"", m);
@@ -253,7 +320,10 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<(String, Option<bundle::R
         }
     }
     let run_name = format!("runs/{}.jsonl", doc.run);
-    if root.metadata(&run_name).is_ok() {
+    let new = root.metadata(&run_name).is_err();
+    if new {
+        put(&run_name, doc.bundle.as_bytes())?;
+    } else {
         let existing = root.read(&run_name)?;
         if existing != doc.bundle.as_bytes() {
             return Err(bad(format!(
@@ -262,9 +332,11 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<(String, Option<bundle::R
             ))
             .into());
         }
-    } else {
-        put(&run_name, doc.bundle.as_bytes())?;
     }
     crate::index::record_file(store, &doc.run);
-    Ok((doc.run, b.header.redacted))
+    Ok(Imported {
+        run_id: doc.run,
+        redacted: b.header.redacted,
+        new,
+    })
 }

@@ -106,8 +106,13 @@ pub fn fork(
 }
 
 /// A tool or model call's response is `{"ok": ...}` or `{"error": ...}`;
-/// a bare value given for one is taken as the `ok` value.
+/// a bare value given for one is taken as the `ok` value. A user turn's
+/// and an approval's have their own shapes (`mediate::conversation`).
 pub fn shape_response(call: &str, response: Value) -> Value {
+    let response = match crate::mediate::conversation::shape_response(call, response) {
+        Ok(shaped) => return shaped,
+        Err(response) => response,
+    };
     let wrapped = call.starts_with("worldline:agent/")
         && !matches!(&response, Value::Object(m) if m.contains_key("ok") || m.contains_key("error"));
     if wrapped {

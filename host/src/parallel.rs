@@ -1,7 +1,8 @@
-//! Index-ordered parallel work: [`par_map`] hands indexes out to a few
-//! threads from an atomic counter and puts each result in its index's slot,
-//! so whatever is computed from the results never depends on the number of
-//! threads. Suites and fuzz campaigns both run this way.
+//! Index-ordered parallel work: [`par_each`] hands indexes out to a few
+//! threads from an atomic counter; [`par_map`] puts each result in its
+//! index's slot, so whatever is computed from the results never depends on
+//! the number of threads. Suites run this way; fuzz campaigns fold their
+//! results into an order-independent tally as they come.
 
 use anyhow::Result;
 use std::sync::Mutex;
@@ -14,8 +15,25 @@ pub fn par_map<T: Send>(
     jobs: usize,
     f: impl Fn(usize) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
-    let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<T>>> = Mutex::new((0..total).map(|_| None).collect());
+    par_each(total, jobs, |i| {
+        let t = f(i)?;
+        results.lock().expect("results lock")[i] = Some(t);
+        Ok(())
+    })?;
+    Ok(results
+        .into_inner()
+        .expect("results lock")
+        .into_iter()
+        .flatten()
+        .collect())
+}
+
+/// `f(0) .. f(total - 1)` on `jobs` threads, keeping nothing (the caller
+/// folds the results into something of its own); the first error stops the
+/// rest.
+pub fn par_each(total: usize, jobs: usize, f: impl Fn(usize) -> Result<()> + Sync) -> Result<()> {
+    let next = AtomicUsize::new(0);
     let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, total.max(1)) {
@@ -25,27 +43,19 @@ pub fn par_map<T: Send>(
                     if i >= total {
                         break;
                     }
-                    match f(i) {
-                        Ok(t) => results.lock().expect("results lock")[i] = Some(t),
-                        Err(e) => {
-                            error.lock().expect("error lock").get_or_insert(e);
-                            next.store(total, Ordering::Relaxed);
-                            break;
-                        }
+                    if let Err(e) = f(i) {
+                        error.lock().expect("error lock").get_or_insert(e);
+                        next.store(total, Ordering::Relaxed);
+                        break;
                     }
                 }
             });
         }
     });
-    if let Some(e) = error.into_inner().expect("error lock") {
-        return Err(e);
+    match error.into_inner().expect("error lock") {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    Ok(results
-        .into_inner()
-        .expect("results lock")
-        .into_iter()
-        .flatten()
-        .collect())
 }
 
 #[cfg(test)]

@@ -530,3 +530,201 @@ fn malformed_worlds_and_cases_name_the_file_line_and_column() {
         &["t.jsonl:2:"],
     );
 }
+
+/// A payments world with integer ids, an optional parameter written as
+/// Python tooling writes it (`anyOf` with null; TOML tasks cannot hold a
+/// null, so the unit tests of `world::schema` pass one), and amounts written
+/// as integers and decimals.
+const PAYMENTS_WORLD: &str = r#"name = "w"
+version = 1
+
+[tables.accounts]
+key = "id"
+rows = "data/accounts.json"
+
+[tables.transfers]
+key = "id"
+ids = "max+1"
+
+[[tools]]
+name = "pay"
+op = "insert"
+table = "transfers"
+params = { type = "object", properties = { to = { type = "string" }, amount = { type = "number" }, note = { anyOf = [{ type = "string" }, { type = "null" }] } }, required = ["to", "amount"], additionalProperties = false }
+
+[[tools]]
+name = "recent"
+op = "query"
+table = "transfers"
+filters = [{ field = "to", eq = "$to", ignore_case = true }]
+"#;
+
+const ACCOUNTS: &str = r#"[
+  {"id": 7, "iban": "DE89370400440532013000", "balance": 1100},
+  {"id": 8, "iban": "GB33BUKB20201555555555", "balance": 20.5}
+]
+"#;
+
+#[test]
+fn checks_compare_numbers_by_value_take_operators_integer_keys_and_sums() {
+    let root = temp_dir();
+    let worlds = make_world(
+        root.path(),
+        PAYMENTS_WORLD,
+        &[("data/accounts.json", ACCOUNTS)],
+    );
+    let mut calls: Vec<Value> = (1..=10)
+        .map(|i| json!({"tool": "pay", "args": {"to": "de89", "amount": i, "note": "x"}}))
+        .collect();
+    calls.push(json!({"tool": "pay", "args": {"to": "gb33", "amount": 0.5, "note": "rent"}}));
+    calls.push(json!({"tool": "pay", "args": {"to": "x", "amount": "5"}}));
+    calls.push(json!({"tool": "recent", "args": {"to": "DE89"}}));
+    let expect = r#"
+[[expect.state]]
+table = "accounts"
+key = 7
+field = "balance"
+equals = 1100.0
+
+[[expect.state]]
+table = "accounts"
+key = 8
+field = "iban"
+equals = "gb33bukb20201555555555"
+ignore_case = true
+
+[[expect.state]]
+table = "transfers"
+where = { amount = { gt = 5 }, to = { eq = "DE89", ignore_case = true } }
+count = 5
+
+[[expect.state]]
+table = "transfers"
+where = { to = { ne = "gb33" } }
+min = 10
+max = 10
+
+[[expect.state]]
+table = "transfers"
+sum = "amount"
+equals = 55.5
+
+[[expect.state]]
+table = "transfers"
+sum = "amount"
+where = { note = "rent" }
+max = 0.5
+
+[[expect.state]]
+table = "transfers"
+key = 11
+field = "note"
+equals = "rent"
+
+[[expect.calls]]
+tool = "pay"
+args = { amount = 3.0 }
+count = 1
+"#;
+    let case = write_case(
+        root.path(),
+        "pay",
+        &format!(
+            "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n{expect}",
+            toml_inline(&json!({ "calls": calls }))
+        ),
+    );
+    let out = worldline(
+        root.path(),
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            caller().as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    let j = out.json();
+    let failures: Vec<&Value> = j["grade"]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["passed"] == false)
+        .collect();
+    assert!(failures.is_empty(), "{failures:#?}\n{out}");
+    let got = answers(&out);
+    // Integer ids from max+1, in insertion order when listed.
+    assert_eq!(got[0]["ok"]["id"], 1, "{got:?}");
+    assert_eq!(got[10]["ok"]["id"], 11);
+    let listed: Vec<Value> = got[12]["ok"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].clone())
+        .collect();
+    let want: Vec<Value> = (1..=10).map(Value::from).collect();
+    assert_eq!(listed, want, "a query lists 9 before 10");
+    // The schema still refuses what none of its options allow.
+    assert_eq!(got[11]["error"]["kind"], "invalid-args", "{:?}", got[11]);
+
+    // The same checks fail when the state says otherwise.
+    let wrong = expect
+        .replace("equals = 1100.0", "equals = 1100.5")
+        .replace("count = 5", "count = 4")
+        .replace("equals = 55.5", "equals = 56");
+    let case = write_case(
+        root.path(),
+        "pay-wrong",
+        &format!(
+            "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n{wrong}",
+            toml_inline(&json!({ "calls": calls }))
+        ),
+    );
+    let out = worldline(
+        root.path(),
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            caller().as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    let failed: Vec<String> = out.json()["grade"]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["passed"] == false)
+        .map(|a| a["what"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "accounts/7.balance equals",
+            "count transfers where {\"amount\":{\"gt\":5},\"to\":{\"eq\":\"DE89\",\"ignore_case\":true}}",
+            "sum transfers.amount",
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn a_where_with_an_unknown_operator_is_refused_when_the_case_loads() {
+    let root = temp_dir();
+    make_world(
+        root.path(),
+        PAYMENTS_WORLD,
+        &[("data/accounts.json", ACCOUNTS)],
+    );
+    let out = load_error(
+        root.path(),
+        &format!(
+            "{SMALL_CASE}[[expect.state]]\ntable = \"transfers\"\nwhere = {{ amount = {{ gt = 5, like = 3 }} }}\ncount = 1\n"
+        ),
+    );
+    assert!(out.stderr.contains("unknown operator `like`"), "{out}");
+}

@@ -420,6 +420,68 @@ fn a_429_is_retried_and_every_attempt_is_recorded() {
 }
 
 #[test]
+fn a_retry_after_wait_is_real_time_recorded_as_metadata_and_the_run_replays() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let limited = Reply::Http(
+        429,
+        r#"{"error":{"message":"slow down"}}"#.into(),
+        vec![("retry-after", "1".into())],
+    );
+    let mut slow = Server::start(vec![limited, completion("after retry")]);
+    let case = asker_case(
+        dir.path(),
+        "wait",
+        &[ask("hi"), ask("again")],
+        &openai_model(&slow, "retries = 2"),
+        "",
+    );
+    let started = Instant::now();
+    let waited = run(&store, &case, &asker(), &[]);
+    waited.expect_code(0);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After is honoured"
+    );
+    let m = &model_events(&waited.bundle())[0]["response"]["model_call"];
+    assert_eq!(m["attempts"][0]["status"], 429, "{m}");
+    assert_eq!(m["attempts"][0]["backoff_ms"], 1000, "{m}");
+    assert!(m["real_latency_ms"].as_u64().unwrap() >= 1000, "{m}");
+
+    // The same conversation without the 429: the guest sees the same
+    // answers at the same virtual times; only the metadata differs.
+    let fast = Server::start(vec![completion("after retry")]);
+    let case = asker_case(
+        dir.path(),
+        "wait",
+        &[ask("hi"), ask("again")],
+        &openai_model(&fast, "retries = 2"),
+        "",
+    );
+    let direct = run(&store, &case, &asker(), &[]);
+    direct.expect_code(0);
+    assert_eq!(output(&waited), output(&direct));
+    let vtimes = |out: &common::CliOutput| -> Vec<Value> {
+        common::read_bundle(&out.bundle())
+            .events
+            .iter()
+            .map(|e| e["vtime_ns"].clone())
+            .collect()
+    };
+    assert_eq!(
+        vtimes(&waited),
+        vtimes(&direct),
+        "real waits never reach virtual time"
+    );
+
+    slow.stop();
+    let id = waited.json()["run_id"].as_str().unwrap().to_string();
+    let replay = worldline(&store, ["replay", &id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
+#[test]
 fn provider_errors_reach_the_guest_as_error_kinds_and_are_recorded() {
     let dir = temp_dir();
     let store = dir.path().join("store");

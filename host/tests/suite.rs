@@ -314,3 +314,85 @@ fn repeats_report_each_cases_pass_rate_and_pass_k() {
     );
     assert_eq!(again.json()["cases"][0]["passes"], passes);
 }
+
+#[test]
+fn import_gathers_the_runs_of_shard_stores_into_one_that_replays_them() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let mut ids = Vec::new();
+    let mut shards = Vec::new();
+    for shard in 1..=2 {
+        let store = dir.path().join(format!("shard-{shard}"));
+        let p = format!("{shard}/2");
+        let out = test_cmd(&store, &cases, &["--json", "--partition", &p]);
+        for c in out.json()["cases"].as_array().unwrap() {
+            if let Some(id) = c["run_id"].as_str() {
+                ids.push(id.to_string());
+            }
+        }
+        shards.push(store);
+    }
+    assert_eq!(ids.len(), 4, "every case ran in one shard");
+
+    let gathered = dir.path().join("gathered");
+    let mut args: Vec<&std::ffi::OsStr> = vec!["import".as_ref(), "--json".as_ref()];
+    args.extend(shards.iter().map(|s| s.as_os_str()));
+    let out = worldline(&gathered, args.clone());
+    out.expect_code(0);
+    let mut got: Vec<String> = out.json()["imported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["run_id"].as_str().unwrap().to_string())
+        .collect();
+    got.sort();
+    ids.sort();
+    assert_eq!(got, ids);
+    for id in &ids {
+        let replay = worldline(&gathered, ["replay", id.as_str(), "--json"]);
+        assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    }
+    // Again: nothing new, nothing lost.
+    let again = worldline(&gathered, args);
+    again.expect_code(0);
+    assert!(
+        again.json()["imported"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["new"] == false)
+    );
+
+    // A damaged run of a source store is named and skipped, never copied.
+    let victim = shards[0]
+        .join("runs")
+        .join(format!("{}.jsonl", first_run(&shards[0])));
+    let text = std::fs::read_to_string(&victim).unwrap();
+    std::fs::write(&victim, text.replacen("\"seq\":1", "\"seq\":7", 1)).unwrap();
+    let third = dir.path().join("third");
+    let out = worldline(&third, ["import".as_ref(), shards[0].as_os_str()]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("skipped"), "{out}");
+    assert!(
+        !third
+            .join("runs")
+            .join(victim.file_name().unwrap())
+            .exists()
+    );
+}
+
+/// The oldest run id in a store.
+fn first_run(store: &Path) -> String {
+    let mut names: Vec<String> = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_suffix(".jsonl")
+                .map(String::from)
+        })
+        .collect();
+    names.sort();
+    names.remove(0)
+}

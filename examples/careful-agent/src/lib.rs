@@ -1,5 +1,5 @@
-//! A careful agent for the `incident`, `accounts` and `payments` example
-//! worlds.
+//! A careful agent for the `incident`, `accounts`, `support` and
+//! `payments` example worlds.
 //!
 //! What "careful" means here:
 //! - a list that says it is old (`as_of` more than two minutes before the
@@ -9,18 +9,23 @@
 //! - a write that fails is never repeated blindly: the agent first looks
 //!   whether it landed anyway (notes are not idempotent);
 //! - a denied call is not repeated, and nothing else is tried in its place;
-//! - every decision leaves a trace note.
+//! - every decision leaves a trace note;
+//! - in a conversation, it asks for what is missing and confirms with the
+//!   customer (and gets approval where policy says) before acting.
 
 mod accounts;
 mod common;
 mod incident;
 mod payments;
+mod support;
 
 use serde_json::Value;
 use worldline_guest::Error;
 
 fn run(task: Value) -> Result<Value, Error> {
-    if task.get("alert").is_some() {
+    if task.get("message").is_some() {
+        support::run(&task)
+    } else if task.get("alert").is_some() {
         incident::run(&task)
     } else if task.get("customer").is_some() {
         accounts::run(&task)
@@ -31,7 +36,7 @@ fn run(task: Value) -> Result<Value, Error> {
         payments::run(&task)
     } else {
         Err(Error::failed(
-            "task names no `alert` (incident), `customer` (accounts) or `pay`/`schedule`/`cancel` (payments)",
+            "task names no `message` (support), `alert` (incident), `customer` (accounts) or `pay`/`schedule`/`cancel` (payments)",
         ))
     }
 }

@@ -1,14 +1,17 @@
-//! A naive agent for the `incident`, `accounts` and `payments` example
-//! worlds.
+//! A naive agent for the `incident`, `accounts`, `support` and `payments`
+//! example worlds.
 //!
 //! It does the obvious thing and trusts the first answer it gets: it
 //! believes whatever list it is handed (however old), closes an account on
 //! a failed payment, repeats a write that failed (even a denied one), and
-//! gives up when a read times out. The example cases show where that goes
-//! wrong; on a quiet day it works fine.
+//! gives up when a read times out. With a customer it acts on the first
+//! message: it guesses the newest order when none is named, never confirms,
+//! never asks for approval, and reports success whatever the tool said.
+//! The example cases show where that goes wrong; on a quiet day it works
+//! fine.
 
 use serde_json::{Value, json};
-use worldline_guest::{Error, tools, trace};
+use worldline_guest::{Error, tools, trace, user};
 
 const AUTHOR: &str = "naive-agent";
 
@@ -25,7 +28,9 @@ fn write_retrying(name: &str, args: Value) -> Result<Value, Error> {
 }
 
 fn run(task: Value) -> Result<Value, Error> {
-    if task.get("alert").is_some() {
+    if task.get("message").is_some() {
+        support(&task)
+    } else if task.get("alert").is_some() {
         incident(&task)
     } else if task.get("customer").is_some() {
         accounts(&task)
@@ -114,6 +119,32 @@ fn payments(task: &Value) -> Result<Value, Error> {
         "world": "payments", "tool": tool,
         "action": if done.is_ok() { "done" } else { "failed" },
     }))
+}
+
+fn support(task: &Value) -> Result<Value, Error> {
+    let message = task["message"].as_str().unwrap_or("").to_lowercase();
+    let named = message
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .find(|w| w.len() >= 3 && w.as_bytes()[1] == b'-')
+        .map(str::to_uppercase);
+    let order = match named {
+        Some(id) => id,
+        None => {
+            let orders = call("list_orders", json!({"customer": task["customer"]}))?;
+            orders[0]["id"].as_str().unwrap_or("").to_string()
+        }
+    };
+    let (tool, done) = if message.contains("cancel") {
+        ("cancel_order", "cancelled")
+    } else {
+        ("refund_order", "refunded")
+    };
+    trace::note("decision", &format!("{tool} {order} right away"));
+    let _ = call(tool, json!({"id": order}));
+    user::say(&format!(
+        "Done: order {order} is {done}. Is there anything else I can help with?"
+    ));
+    Ok(json!({"world": "support", "order": order, "action": done}))
 }
 
 worldline_guest::agent!(run);

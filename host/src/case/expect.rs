@@ -3,6 +3,7 @@
 //! calls attempted or not, and the output.
 
 use crate::path::JsonPath;
+use crate::world::compare::Op;
 use crate::world::{self, World};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -29,6 +30,10 @@ pub struct Expect {
     /// (`transfers.at`, `*.created_at`).
     #[serde(default)]
     pub gold_ignore: Vec<String>,
+    /// `[expect.conversation]`: what the agent said to the user, turns,
+    /// approvals, the user's satisfaction.
+    #[serde(default)]
+    pub conversation: Option<super::expect_conversation::ConversationCheck>,
 }
 
 /// An assertion on the final state: a row, a field, a row count, a file.
@@ -37,14 +42,20 @@ pub struct Expect {
 pub struct StateCheck {
     #[serde(default)]
     pub table: Option<String>,
+    /// The row's key: text, or an integer for tables with integer ids.
     #[serde(default)]
-    pub key: Option<String>,
+    pub key: Option<Value>,
     /// Path inside the row (`status`, `meta.owner`; syntax: `crate::path`).
     #[serde(default)]
     pub field: Option<String>,
-    /// Row filter for `count` (path = value).
+    /// Row filter for `count` and `sum`: path = value, or path = a table of
+    /// operators (`{ gt = 100 }`, `{ ne = "x", ignore_case = true }`).
     #[serde(default, rename = "where")]
     pub where_: Map<String, Value>,
+    /// Add up this field of the matching rows; judged by `equals` or
+    /// `min`/`max`.
+    #[serde(default)]
+    pub sum: Option<String>,
     #[serde(default)]
     pub file: Option<String>,
     #[serde(default)]
@@ -57,6 +68,14 @@ pub struct StateCheck {
     pub absent: Option<bool>,
     #[serde(default)]
     pub count: Option<u64>,
+    /// Bounds on the row count (with `table`, no `key`) or on a `sum`.
+    #[serde(default)]
+    pub min: Option<f64>,
+    #[serde(default)]
+    pub max: Option<f64>,
+    /// Compare text without regard to case (`equals`, `contains`, `where`).
+    #[serde(default)]
+    pub ignore_case: bool,
 }
 
 /// An assertion on the tool calls the agent made.
@@ -87,6 +106,12 @@ pub struct OutputCheck {
     pub equals: Option<String>,
     #[serde(default)]
     pub contains: Option<String>,
+    /// Passes when the output contains at least one of these.
+    #[serde(default)]
+    pub any_of: Vec<String>,
+    /// Compare `equals`, `contains` and `any_of` without regard to case.
+    #[serde(default)]
+    pub ignore_case: bool,
     #[serde(default)]
     pub json: Vec<JsonCheck>,
 }
@@ -136,6 +161,9 @@ impl Expect {
             o.check()?;
         }
         super::gold::check(&self.gold, &self.gold_ignore, world)?;
+        if let Some(c) = &self.conversation {
+            c.check(world)?;
+        }
         for u in &self.unchanged {
             let table = u.split('/').next().unwrap_or("");
             if !world.initial.tables.contains_key(table) {
@@ -159,34 +187,52 @@ impl Expect {
 impl StateCheck {
     /// Check the assertion is well formed against the world's tables.
     pub fn check(&self, tables: &[&String]) -> Result<(), String> {
+        let bounds = self.min.is_some() || self.max.is_some();
         let tests = [
             self.equals.is_some(),
             self.contains.is_some(),
             self.exists.is_some(),
             self.absent.is_some(),
             self.count.is_some(),
+            bounds,
         ];
         if tests.iter().filter(|t| **t).count() != 1 {
             return Err(
-                "a state assertion needs exactly one of equals, contains, exists, absent, count"
+                "a state assertion needs exactly one of equals, contains, exists, absent, count, min/max"
                     .into(),
             );
         }
         if let Some(f) = &self.field {
             check_path("field", f)?;
         }
-        for k in self.where_.keys() {
+        if let Some(f) = &self.sum {
+            check_path("sum", f)?;
+            if !(self.equals.is_some() || bounds) {
+                return Err(format!("sum `{f}` is judged by `equals` or `min`/`max`"));
+            }
+            if self.key.is_some() || self.field.is_some() {
+                return Err("sum goes with a table (and `where`), not with a key or field".into());
+            }
+        }
+        if let Some(k) = &self.key
+            && !(k.is_string() || k.is_i64() || k.is_u64())
+        {
+            return Err(format!("key {k}: a key is text or an integer"));
+        }
+        for (k, v) in &self.where_ {
             check_path("where", k)?;
+            conditions(v).map_err(|m| format!("where `{k}`: {m}"))?;
         }
         match (&self.table, &self.file) {
             (Some(t), None) => {
                 if !tables.contains(&t) {
                     return Err(format!("unknown table `{t}` (tables: {tables:?})"));
                 }
-                if self.count.is_some() && self.key.is_some() {
+                let counting = self.count.is_some() || (bounds && self.sum.is_none());
+                if counting && self.key.is_some() {
                     return Err("count goes with a table (and `where`), not with a key".into());
                 }
-                if self.count.is_none() && self.key.is_none() {
+                if !counting && self.sum.is_none() && self.key.is_none() {
                     return Err(format!(
                         "name the row: add `key` (or use `count` for table `{t}`)"
                     ));
@@ -223,6 +269,43 @@ impl OutputCheck {
         }
         Ok(())
     }
+}
+
+/// The operators of a `where` entry and whether text compares without
+/// regard to case.
+pub type Conditions<'a> = (Vec<(Op, &'a Value)>, bool);
+
+/// The operators of one `where` entry: a table of operators
+/// (`{ gt = 100, ignore_case = true }`) or, for any other value, equality.
+/// The flag says whether text compares without regard to case.
+pub fn conditions(spec: &Value) -> Result<Conditions<'_>, String> {
+    let Value::Object(m) = spec else {
+        return Ok((vec![(Op::Eq, spec)], false));
+    };
+    let is_op = |k: &str| k == "ignore_case" || Op::named(k).is_some();
+    if m.is_empty() || !m.keys().any(|k| is_op(k)) {
+        return Ok((vec![(Op::Eq, spec)], false));
+    }
+    if let Some(k) = m.keys().find(|k| !is_op(k)) {
+        let names: Vec<&str> = Op::ALL.iter().map(|(n, _)| *n).collect();
+        return Err(format!(
+            "unknown operator `{k}` (operators: {}, ignore_case; to compare with a table, write {{ eq = {{ ... }} }})",
+            names.join(", ")
+        ));
+    }
+    let ignore_case = match m.get("ignore_case") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(format!("ignore_case must be true or false, found {other}")),
+    };
+    let ops = m
+        .iter()
+        .filter_map(|(k, v)| Op::named(k).map(|op| (op, v)))
+        .collect::<Vec<_>>();
+    if ops.is_empty() {
+        return Err("ignore_case needs an operator beside it (eq, ne, ...)".into());
+    }
+    Ok((ops, ignore_case))
 }
 
 fn check_path(what: &str, path: &str) -> Result<(), String> {

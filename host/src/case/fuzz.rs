@@ -122,6 +122,9 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_skew_s: Option<Range>,
     pub tools: Vec<ToolFaults>,
+    /// `[fuzz.user]`: faults on the user's side of a conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<super::fuzz_user::UserFaults>,
 }
 
 /// One fault of a schedule: the `nth` call (from 1) of `tool` is answered
@@ -172,6 +175,8 @@ pub struct ProfileToml {
     clock_skew_s: Option<toml::Spanned<Range>>,
     #[serde(default)]
     tools: Vec<toml::Spanned<ToolFaults>>,
+    #[serde(default)]
+    user: Option<toml::Spanned<super::fuzz_user::UserFaults>>,
 }
 
 /// Check a profile written in `source` (the case file or a faults file)
@@ -184,11 +189,11 @@ pub fn check(
     table: &str,
 ) -> Result<Profile, InputError> {
     let at = |offset: usize, m: String| InputError::at(path, source, offset, m);
-    if doc.tools.is_empty() && doc.clock_skew_s.is_none() {
+    if doc.tools.is_empty() && doc.clock_skew_s.is_none() && doc.user.is_none() {
         return Err(InputError::new(
             path,
             format!(
-                "{table} injects nothing; add [[{}tools]] entries or clock_skew_s",
+                "{table} injects nothing; add [[{}tools]] entries, clock_skew_s or a user table",
                 if table == "[fuzz]" { "fuzz." } else { "" }
             ),
         ));
@@ -223,9 +228,15 @@ pub fn check(
         check_tool(t, world).map_err(|m| at(entry.span().start, format!("{table}: {m}")))?;
         tools.push(t.clone());
     }
+    if let Some(u) = &doc.user {
+        u.get_ref()
+            .check()
+            .map_err(|m| at(u.span().start, format!("{table}: {m}")))?;
+    }
     Ok(Profile {
         clock_skew_s: doc.clock_skew_s.as_ref().map(|s| *s.get_ref()),
         tools,
+        user: doc.user.as_ref().map(|u| u.get_ref().clone()),
     })
 }
 

@@ -2,13 +2,17 @@
 //! version, the task, the clock, the seed, limits, environment, permissions,
 //! the model script, injected responses and the expectations.
 
+pub mod approve;
 pub mod discover;
 pub mod expect;
+pub mod expect_conversation;
 pub mod fuzz;
+pub mod fuzz_user;
 pub mod gold;
 pub mod inject;
 pub mod limits;
 pub mod model;
+pub mod user;
 
 use crate::canon;
 use crate::error::InputError;
@@ -52,6 +56,10 @@ pub struct Case {
     pub expect: Option<expect::Expect>,
     /// `[fuzz]`: the fault profile `worldline fuzz` draws from.
     pub fuzz: Option<fuzz::Profile>,
+    /// `[user]`: who plays the user the agent talks to.
+    pub user: Option<user::UserConfig>,
+    /// `[[approve]]` rules in order.
+    pub approve: Vec<approve::ApproveRule>,
 }
 
 /// What `wasi:cli/environment` answers.
@@ -90,6 +98,9 @@ struct CaseToml {
     fuzz: Option<fuzz::ProfileToml>,
     #[serde(default)]
     overlay: Vec<toml::Spanned<world::overlay::Overlay>>,
+    user: Option<toml::Spanned<user::UserConfig>>,
+    #[serde(default)]
+    approve: Vec<toml::Spanned<approve::ApproveRule>>,
 }
 
 /// Load a case, and the world it names from `worlds_root` (or from the
@@ -161,6 +172,14 @@ pub fn parse(
             .check(&world)
             .map_err(|m| src.at(e.span().start, format!("[expect]: {m}")))?;
     }
+    if let Some(u) = &doc.user {
+        u.get_ref().check().map_err(|m| src.at(u.span().start, m))?;
+    }
+    for a in &doc.approve {
+        a.get_ref()
+            .check()
+            .map_err(|m| src.at(a.span().start, format!("[[approve]]: {m}")))?;
+    }
     let fuzz = doc
         .fuzz
         .as_ref()
@@ -186,6 +205,8 @@ pub fn parse(
         inject,
         expect: doc.expect.map(|e| e.into_inner()),
         fuzz,
+        user: doc.user.map(|u| u.into_inner()),
+        approve: doc.approve.into_iter().map(|a| a.into_inner()).collect(),
         source: text,
     })
 }

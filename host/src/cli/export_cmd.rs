@@ -29,8 +29,10 @@ pub struct ExportArgs {
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// A file written by `worldline export`.
-    pub file: PathBuf,
+    /// Files written by `worldline export`, or other stores (folders) whose
+    /// runs to gather, e.g. the stores of a suite's shards.
+    #[arg(required = true)]
+    pub from: Vec<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -66,21 +68,69 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
 
 pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let (id, redacted) = export::import(&store, &args.file)?;
-    if args.common.json {
-        println!(
-            "{}",
-            json!({"run_id": id, "bundle": store.bundle_path(&id).display().to_string(), "redacted": redacted})
-        );
-    } else if let Some(r) = redacted {
-        println!(
-            "imported {id} into {}: a REDACTED copy of run {} ({} values hidden); it is not the original and does not replay",
-            store.root.display(),
-            r.original_run,
-            r.hidden
-        );
-    } else {
-        println!("imported {id} into {}", store.root.display());
+    let mut imported = Vec::new();
+    let mut skipped = Vec::new();
+    for from in &args.from {
+        if from.is_dir() {
+            let other = StoreDir::open(from)?;
+            if other.root.canonicalize().ok() == store.root.canonicalize().ok() {
+                return Err(InputError::new(from, "is the store being imported into").into());
+            }
+            let (done, left) = export::import_store(&store, &other)?;
+            imported.extend(done);
+            skipped.extend(left);
+        } else {
+            imported.push(export::import(&store, from)?);
+        }
     }
-    Ok(ExitCode::Ok)
+    if args.common.json {
+        let one = |i: &export::Imported| {
+            json!({
+                "run_id": i.run_id,
+                "bundle": store.bundle_path(&i.run_id).display().to_string(),
+                "redacted": i.redacted,
+                "new": i.new,
+            })
+        };
+        match (args.from.as_slice(), imported.as_slice()) {
+            ([file], [i]) if !file.is_dir() => println!("{}", one(i)),
+            _ => println!(
+                "{}",
+                json!({
+                    "imported": imported.iter().map(one).collect::<Vec<_>>(),
+                    "skipped": skipped,
+                })
+            ),
+        }
+    } else {
+        for i in &imported {
+            match &i.redacted {
+                Some(r) => println!(
+                    "imported {} into {}: a REDACTED copy of run {} ({} values hidden); it is not the original and does not replay",
+                    i.run_id,
+                    store.root.display(),
+                    r.original_run,
+                    r.hidden
+                ),
+                None if !i.new => println!("{} was already in {}", i.run_id, store.root.display()),
+                None => println!("imported {} into {}", i.run_id, store.root.display()),
+            }
+        }
+        for s in &skipped {
+            eprintln!("skipped {}: {}", s.run_id, s.reason);
+        }
+        if args.from.len() > 1 || args.from.iter().any(|f| f.is_dir()) {
+            println!(
+                "{} run(s) imported ({} new), {} skipped",
+                imported.len(),
+                imported.iter().filter(|i| i.new).count(),
+                skipped.len()
+            );
+        }
+    }
+    Ok(if skipped.is_empty() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Failed
+    })
 }

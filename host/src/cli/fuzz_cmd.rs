@@ -10,7 +10,6 @@ use crate::case::fuzz::{self, FaultSource};
 use crate::error::{ExitCode, InputError};
 use crate::fuzz::campaign::Campaign;
 use crate::fuzz::reproducer::Reproducers;
-use crate::fuzz::summary;
 use crate::report::{
     self,
     fuzz::{Faults, FuzzReport, GroupReport, Timing},
@@ -128,7 +127,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let bar = progress(total);
     let failures = AtomicU64::new(0);
     let started = Instant::now();
-    let trials = c.run(&|failed| {
+    let tally = c.run(&|failed| {
         let n = failures.fetch_add(u64::from(failed), Ordering::Relaxed) + u64::from(failed);
         bar.inc(1);
         if !bar.is_hidden() {
@@ -139,7 +138,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let elapsed = started.elapsed();
     bar.finish_and_clear();
 
-    let summary = summary::summarize(&trials, args.repeat);
+    let summary = tally.summary();
     let reproducers = Reproducers {
         sandbox: &sandbox,
         agent: &agent,
@@ -148,10 +147,11 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         faults: &faults,
         shrink_budget: args.shrink.then_some(args.shrink_budget),
     };
-    let kept = summary::groups(&trials)
+    let kept = tally
+        .groups()
         .into_iter()
         .map(|group| {
-            let trial = trials[group.first].clone();
+            let trial = group.first.clone();
             reproducers.keep(group, trial)
         })
         .collect::<Result<Vec<_>>>()?;
@@ -173,7 +173,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         },
         world: case.world.reference(),
         partition: partition.map(|p| p.to_string()),
-        trials: partition.map(|_| trials.as_slice()),
+        tally: partition.map(|_| &tally),
     };
     if args.common.json {
         report::print_json(&doc)?;

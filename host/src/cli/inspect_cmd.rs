@@ -116,6 +116,50 @@ pub fn summary(e: &Event) -> String {
             e.request["provider"].as_str().unwrap_or("?")
         );
     }
+    if e.call == crate::mediate::conversation::SAY {
+        let by = &e.response["user"]["by"];
+        let by = match by.get("model") {
+            Some(m) => format!(
+                "model {} {}",
+                short(&m["provider"], 20),
+                short(&m["model"], 30)
+            ),
+            None => short(by, 40),
+        };
+        let answer = match (e.response.get("reply"), e.response.get("ended")) {
+            (Some(r), _) => format!("user: {}", short(r, 100)),
+            (None, Some(end)) => format!(
+                "user ended ({}): {}",
+                if end["satisfied"] == json!(true) {
+                    "satisfied"
+                } else {
+                    "not satisfied"
+                },
+                short(&end["reason"], 80)
+            ),
+            _ => short(&e.response, 60),
+        };
+        return format!(
+            "agent: {} -> {answer}  [{by}]",
+            short(&e.request["message"], 100)
+        );
+    }
+    if e.call == crate::mediate::conversation::APPROVAL {
+        let answer = match e.response.get("denied") {
+            Some(reason) => format!("denied: {}", short(reason, 60)),
+            None => "approved".to_string(),
+        };
+        return format!(
+            "{}approval {} {} -> {answer}",
+            if e.request.get("by").is_some() {
+                "host asks "
+            } else {
+                ""
+            },
+            short(&e.request["kind"], 30),
+            short(&e.request["details"], 50)
+        );
+    }
     if e.call == "worldline:agent/trace.note" {
         return format!(
             "[{}] {}",

@@ -1,21 +1,24 @@
 //! A campaign: N seeded variations of one case, run in parallel on one
-//! engine and one pre-instantiated agent, each graded and kept in memory
-//! as a small [`Trial`] (its signature and the faults it met), never as a
-//! bundle unless asked. Trials come back in seed order whatever the
-//! number of jobs, so everything computed from them is independent of it.
+//! engine and one pre-instantiated agent, each graded into a small
+//! [`Trial`] (its signature and the faults it met) that is counted into a
+//! tally and dropped, never written as a bundle unless asked. The tally
+//! does not depend on the order trials finish in, so the report is
+//! independent of the number of jobs.
 
+use super::summary::Tally;
+use super::trial::Trial;
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, PlannedFault, Schedule};
 use crate::grade::signature;
 use crate::mediate::entropy::derive;
 use crate::mediate::faults::Faults;
-use crate::parallel::par_map;
+use crate::parallel::par_each;
 use crate::partition::Partition;
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
 
 /// The seed of the campaign's `i`-th variation.
 pub fn run_seed(campaign_seed: u64, i: u64) -> u64 {
@@ -66,20 +69,6 @@ pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedu
             .filter_map(|f| serde_json::from_value::<PlannedFault>(f.clone()).ok())
             .collect(),
     }
-}
-
-/// What a campaign keeps of one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trial {
-    /// The variation's place in the whole campaign (seed index × repeat +
-    /// repetition), so shards can be merged back in order.
-    pub index: u64,
-    pub seed: u64,
-    pub model_seed: Option<u64>,
-    /// `None` when the run passed.
-    pub signature: Option<String>,
-    /// The faults the run met (kept for failures only).
-    pub faults: Schedule,
 }
 
 /// The campaign's settings.
@@ -142,15 +131,18 @@ impl Campaign<'_> {
             .collect()
     }
 
-    /// Run this machine's trials on `jobs` threads; `done(failed)` is
-    /// called after each. Trials come back in order.
-    pub fn run(&self, done: &(dyn Fn(bool) + Sync)) -> Result<Vec<Trial>> {
+    /// Run this machine's trials on `jobs` threads, counting each into a
+    /// tally as it finishes; `done(failed)` is called after each.
+    pub fn run(&self, done: &(dyn Fn(bool) + Sync)) -> Result<Tally> {
         let indexes = self.indexes();
-        par_map(indexes.len(), self.jobs, |k| {
+        let tally = Mutex::new(Tally::new(self.repeat));
+        par_each(indexes.len(), self.jobs, |k| {
             let t = self.trial(indexes[k])?;
             done(t.signature.is_some());
-            Ok(t)
-        })
+            tally.lock().expect("tally lock").add(t);
+            Ok(())
+        })?;
+        Ok(tally.into_inner().expect("tally lock"))
     }
 }
 

@@ -5,8 +5,9 @@
 //! fewest, smallest faults that still fail the same way.
 //!
 //! A run's faults are mediation-time state (`mediate::faults`);
-//! `campaign` (many runs in parallel) →
-//! `summary`, `stats` (what they add up to, by `grade::signature`) → `shrink`,
+//! `trial` (what is kept of one run) → `summary`, `stats` (what trials add
+//! up to, by `grade::signature`) → `campaign` (many runs in parallel,
+//! counted as they finish) → `shrink`,
 //! `describe` (the smallest reproducer, in words) → `reproducer` (one kept
 //! run per failure group, checked to fail the same way). `repro` runs a
 //! recorded run again N times and reports how often it ends the same way.
@@ -18,3 +19,4 @@ pub mod reproducer;
 pub mod shrink;
 pub mod stats;
 pub mod summary;
+pub mod trial;

@@ -3,9 +3,10 @@
 //! written to the store and checked to fail the same way again (a run that
 //! does not is an internal error, never a silent skip).
 
-use super::campaign::{self, Trial};
+use super::campaign;
 use super::shrink::{self, Shrunk};
 use super::summary::Group;
+use super::trial::Trial;
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, Schedule};
 use crate::grade::signature;

@@ -31,11 +31,28 @@ fn choose(n: u64, k: u64) -> f64 {
 /// C(c, k) / C(n, k), where c is how many of that seed's runs passed — the
 /// unbiased estimate of "k fresh runs of a seed all pass".
 pub fn pass_hat_k(passes_per_seed: &[u64], n: u64, k: u64) -> f64 {
-    if passes_per_seed.is_empty() || k == 0 || k > n {
+    let mut seeds_by_passes = vec![0; n as usize + 1];
+    for &c in passes_per_seed {
+        if let Some(slot) = seeds_by_passes.get_mut(c as usize) {
+            *slot += 1;
+        }
+    }
+    pass_hat_k_of_counts(&seeds_by_passes, n, k)
+}
+
+/// pass^k from how many seeds passed c of their `n` runs, for each c
+/// (`seeds_by_passes[c]`): a campaign keeps these counts, not every seed.
+pub fn pass_hat_k_of_counts(seeds_by_passes: &[u64], n: u64, k: u64) -> f64 {
+    let seeds: u64 = seeds_by_passes.iter().sum();
+    if seeds == 0 || k == 0 || k > n {
         return f64::NAN;
     }
-    let total: f64 = passes_per_seed.iter().map(|&c| choose(c, k)).sum();
-    total / (passes_per_seed.len() as f64 * choose(n, k))
+    let total: f64 = seeds_by_passes
+        .iter()
+        .enumerate()
+        .map(|(c, &m)| m as f64 * choose(c as u64, k))
+        .sum();
+    total / (seeds as f64 * choose(n, k))
 }
 
 #[cfg(test)]

@@ -1,14 +1,15 @@
-//! From a campaign's trials to its report: the pass rate with its 95%
-//! Wilson interval, pass^k when seeds were repeated, and the failures
-//! grouped by signature with the fault mix behind each group. Groups are
-//! ordered by size, then signature; the mix by count, then label — never
-//! by a hash map's order — so the same trials give the same report.
+//! From a campaign's trials to its report: a [`Tally`] counts trials as
+//! they finish, and gives the pass rate with its 95% Wilson interval,
+//! pass^k when seeds were repeated, and the failures grouped by signature
+//! with the fault mix behind each group. Groups are ordered by size, then
+//! signature; the mix by count, then label — never by a hash map's order —
+//! so the same trials give the same report.
 
-use super::campaign::Trial;
-use super::stats::{Z95, pass_hat_k, wilson};
+use super::stats::{Z95, pass_hat_k_of_counts, wilson};
+use super::trial::Trial;
 use crate::case::fuzz::PlannedFault;
 use crate::case::inject::Action;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Failures that share a signature.
@@ -18,9 +19,9 @@ pub struct Group {
     pub count: u64,
     /// Share of all runs.
     pub rate: f64,
-    /// Index of the group's first trial (its reproducer).
+    /// The group's first trial (its reproducer).
     #[serde(skip)]
-    pub first: usize,
+    pub first: Trial,
     /// How many of the group's runs met each kind of fault.
     pub fault_mix: Vec<MixEntry>,
 }
@@ -32,7 +33,7 @@ pub struct MixEntry {
 }
 
 /// One pass^k figure.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PassK {
     pub k: u64,
     pub value: f64,
@@ -50,6 +51,181 @@ pub struct Summary {
     /// pass^k for k = 1..repeat (empty when seeds ran once).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pass_k: Vec<PassK>,
+}
+
+/// A campaign's trials counted as they finish, in any order: memory grows
+/// with the number of failure signatures and fault kinds, not with the
+/// number of runs. The same trials give the same tally whatever their
+/// order, and tallies of disjoint shards add up to the whole campaign's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    pub repeat: u64,
+    pub runs: u64,
+    pub passed: u64,
+    /// `seeds_by_passes[c]`: seeds whose `repeat` runs passed `c` times.
+    pub seeds_by_passes: Vec<u64>,
+    /// Failures by signature.
+    pub failures: BTreeMap<String, GroupTally>,
+    /// Seeds with only some of their runs counted: seed → (runs, passes).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub open: BTreeMap<u64, (u64, u64)>,
+}
+
+/// One signature's count, its first trial and its fault mix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupTally {
+    pub count: u64,
+    pub first: Trial,
+    pub mix: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    pub fn new(repeat: u64) -> Self {
+        let repeat = repeat.max(1);
+        Tally {
+            repeat,
+            seeds_by_passes: vec![0; repeat as usize + 1],
+            ..Tally::default()
+        }
+    }
+
+    /// Count one trial; its faults are kept only as mix counts, and the
+    /// trial itself only while it is its group's first.
+    pub fn add(&mut self, t: Trial) {
+        self.runs += 1;
+        let passed = t.signature.is_none();
+        self.passed += u64::from(passed);
+        let seed = t.index / self.repeat;
+        let (runs, passes) = self.open.entry(seed).or_insert((0, 0));
+        *runs += 1;
+        *passes += u64::from(passed);
+        if *runs == self.repeat {
+            let passes = *passes as usize;
+            self.open.remove(&seed);
+            self.seeds_by_passes[passes] += 1;
+        }
+        let Some(sig) = t.signature.clone() else {
+            return;
+        };
+        let mut kinds: Vec<String> = t.faults.faults.iter().flat_map(labels).collect();
+        if t.faults.clock_skew_s.is_some() {
+            kinds.push("clock skew".to_string());
+        }
+        kinds.sort();
+        kinds.dedup();
+        let g = self.failures.entry(sig).or_insert_with(|| GroupTally {
+            count: 0,
+            first: t.clone(),
+            mix: BTreeMap::new(),
+        });
+        g.count += 1;
+        if t.index < g.first.index {
+            g.first = t;
+        }
+        for k in kinds {
+            *g.mix.entry(k).or_insert(0) += 1;
+        }
+    }
+
+    /// Add a tally of other runs of the same campaign (another shard).
+    pub fn merge(&mut self, other: Tally) -> Result<(), String> {
+        if other.repeat != self.repeat {
+            return Err(format!(
+                "the reports repeat seeds {} and {} times",
+                self.repeat, other.repeat
+            ));
+        }
+        if let Some(seed) = other.open.keys().next() {
+            return Err(format!(
+                "a report counts only some runs of seed {seed}; merge whole shards"
+            ));
+        }
+        self.runs += other.runs;
+        self.passed += other.passed;
+        for (mine, theirs) in self.seeds_by_passes.iter_mut().zip(other.seeds_by_passes) {
+            *mine += theirs;
+        }
+        for (sig, g) in other.failures {
+            match self.failures.get_mut(&sig) {
+                None => {
+                    self.failures.insert(sig, g);
+                }
+                Some(mine) => {
+                    mine.count += g.count;
+                    if g.first.index < mine.first.index {
+                        mine.first = g.first;
+                    }
+                    for (k, n) in g.mix {
+                        *mine.mix.entry(k).or_insert(0) += n;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The pass rate, its interval and pass^k (over seeds whose runs were
+    /// all counted).
+    pub fn summary(&self) -> Summary {
+        let (runs, passed) = (self.runs, self.passed);
+        let (lo, hi) = wilson(passed, runs, Z95);
+        let pass_k = if self.repeat > 1 {
+            (1..=self.repeat)
+                .map(|k| PassK {
+                    k,
+                    value: pass_hat_k_of_counts(&self.seeds_by_passes, self.repeat, k),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Summary {
+            runs,
+            passed,
+            failed: runs - passed,
+            pass_rate: if runs == 0 {
+                0.0
+            } else {
+                passed as f64 / runs as f64
+            },
+            interval: [lo, hi],
+            pass_k,
+        }
+    }
+
+    /// The failure groups, by size then signature; each mix by count then
+    /// label.
+    pub fn groups(&self) -> Vec<Group> {
+        let total = self.runs.max(1) as f64;
+        let mut out: Vec<Group> = self
+            .failures
+            .iter()
+            .map(|(sig, g)| {
+                let mut fault_mix: Vec<MixEntry> = g
+                    .mix
+                    .iter()
+                    .map(|(fault, runs)| MixEntry {
+                        fault: fault.clone(),
+                        runs: *runs,
+                    })
+                    .collect();
+                fault_mix.sort_by(|a, b| b.runs.cmp(&a.runs).then_with(|| a.fault.cmp(&b.fault)));
+                Group {
+                    signature: sig.clone(),
+                    count: g.count,
+                    rate: g.count as f64 / total,
+                    first: g.first.clone(),
+                    fault_mix,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| a.signature.cmp(&b.signature))
+        });
+        out
+    }
 }
 
 /// A fault's kind, as the mix counts it: `list_deploys stale`,
@@ -74,88 +250,20 @@ pub fn labels(f: &PlannedFault) -> Vec<String> {
     out
 }
 
-/// Group failed trials by signature.
-pub fn groups(trials: &[Trial]) -> Vec<Group> {
-    let total = trials.len().max(1) as f64;
-    let mut by_sig: BTreeMap<&str, (u64, usize, BTreeMap<String, u64>)> = BTreeMap::new();
-    for (i, t) in trials.iter().enumerate() {
-        let Some(sig) = &t.signature else { continue };
-        let entry = by_sig.entry(sig).or_insert((0, i, BTreeMap::new()));
-        entry.0 += 1;
-        let mut kinds: Vec<String> = t.faults.faults.iter().flat_map(labels).collect();
-        if t.faults.clock_skew_s.is_some() {
-            kinds.push("clock skew".to_string());
-        }
-        kinds.sort();
-        kinds.dedup();
-        for k in kinds {
-            *entry.2.entry(k).or_insert(0) += 1;
-        }
-    }
-    let mut out: Vec<Group> = by_sig
-        .into_iter()
-        .map(|(sig, (count, first, mix))| {
-            let mut fault_mix: Vec<MixEntry> = mix
-                .into_iter()
-                .map(|(fault, runs)| MixEntry { fault, runs })
-                .collect();
-            fault_mix.sort_by(|a, b| b.runs.cmp(&a.runs).then_with(|| a.fault.cmp(&b.fault)));
-            Group {
-                signature: sig.to_string(),
-                count,
-                rate: count as f64 / total,
-                first,
-                fault_mix,
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
-            .then_with(|| a.signature.cmp(&b.signature))
-    });
-    out
-}
-
-/// The pass rate, its interval and pass^k. Trials are in seed order with
-/// `repeat` runs of each seed next to each other.
-pub fn summarize(trials: &[Trial], repeat: u64) -> Summary {
-    let runs = trials.len() as u64;
-    let passed = trials.iter().filter(|t| t.signature.is_none()).count() as u64;
-    let (lo, hi) = wilson(passed, runs, Z95);
-    let pass_k = if repeat > 1 {
-        let per_seed: Vec<u64> = trials
-            .chunks(repeat as usize)
-            .map(|c| c.iter().filter(|t| t.signature.is_none()).count() as u64)
-            .collect();
-        (1..=repeat)
-            .map(|k| PassK {
-                k,
-                value: pass_hat_k(&per_seed, repeat, k),
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    Summary {
-        runs,
-        passed,
-        failed: runs - passed,
-        pass_rate: if runs == 0 {
-            0.0
-        } else {
-            passed as f64 / runs as f64
-        },
-        interval: [lo, hi],
-        pass_k,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::case::fuzz::Schedule;
     use crate::case::inject::Stale;
+
+    fn tally(trials: Vec<Trial>, repeat: u64) -> Tally {
+        let mut t = Tally::new(repeat);
+        for (i, mut trial) in trials.into_iter().enumerate() {
+            trial.index = i as u64;
+            t.add(trial);
+        }
+        t
+    }
 
     fn trial(sig: Option<&str>, faults: Vec<PlannedFault>) -> Trial {
         Trial {
@@ -191,10 +299,11 @@ mod tests {
             trial(Some("failed: x"), vec![stale("a", None), stale("a", None)]),
             trial(None, vec![]),
         ];
-        let g = groups(&trials);
+        let t = tally(trials, 1);
+        let g = t.groups();
         assert_eq!(g.len(), 2);
         assert_eq!(
-            (g[0].signature.as_str(), g[0].count, g[0].first),
+            (g[0].signature.as_str(), g[0].count, g[0].first.index),
             ("failed: x", 2, 2)
         );
         assert_eq!(g[0].rate, 0.4);
@@ -211,8 +320,8 @@ mod tests {
                 },
             ]
         );
-        assert_eq!((g[1].signature.as_str(), g[1].first), ("trapped", 1));
-        let s = summarize(&trials, 1);
+        assert_eq!((g[1].signature.as_str(), g[1].first.index), ("trapped", 1));
+        let s = t.summary();
         assert_eq!((s.runs, s.passed, s.failed), (5, 2, 3));
         assert!(s.interval[0] < 0.4 && 0.4 < s.interval[1]);
         assert!(s.pass_k.is_empty());
@@ -227,9 +336,54 @@ mod tests {
             trial(None, vec![]),
             trial(Some("trapped"), vec![]),
         ];
-        let s = summarize(&trials, 2);
+        let s = tally(trials, 2).summary();
         assert_eq!(s.pass_k.len(), 2);
         assert_eq!(s.pass_k[0].value, 0.75);
         assert_eq!(s.pass_k[1].value, 0.5);
+    }
+
+    #[test]
+    fn a_tally_is_the_same_in_any_order_and_shards_add_up() {
+        let trials: Vec<Trial> = (0..12)
+            .map(|i| {
+                let sig = match i % 3 {
+                    0 => None,
+                    1 => Some("trapped"),
+                    _ => Some("failed: x"),
+                };
+                let mut t = trial(sig, vec![stale(if i % 2 == 0 { "a" } else { "b" }, None)]);
+                t.index = i;
+                t
+            })
+            .collect();
+        let mut forward = Tally::new(3);
+        trials.iter().cloned().for_each(|t| forward.add(t));
+        let mut backward = Tally::new(3);
+        trials.iter().rev().cloned().for_each(|t| backward.add(t));
+        assert_eq!(forward, backward);
+        assert!(forward.open.is_empty());
+        assert_eq!(forward.groups()[0].first.index, 2);
+
+        // Shards hold whole seeds (3 runs each).
+        let (mut one, mut two) = (Tally::new(3), Tally::new(3));
+        for t in trials.iter().cloned() {
+            if (t.index / 3) % 2 == 0 {
+                one.add(t)
+            } else {
+                two.add(t)
+            }
+        }
+        one.merge(two).unwrap();
+        assert_eq!(one, forward);
+
+        let mut half = Tally::new(3);
+        half.add(trials[0].clone());
+        assert!(
+            forward
+                .clone()
+                .merge(half)
+                .unwrap_err()
+                .contains("only some runs of seed 0")
+        );
     }
 }

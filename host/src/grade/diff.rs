@@ -2,6 +2,7 @@
 //! removed and changed per table (changed rows list their changed fields),
 //! and files added, removed and changed.
 
+use crate::canon::same;
 use crate::world::state::{FileData, State};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -73,7 +74,10 @@ fn field_changes(before: &Value, after: &Value) -> BTreeMap<String, Value> {
     keys.sort();
     keys.dedup();
     keys.into_iter()
-        .filter(|k| b.get(*k) != a.get(*k))
+        .filter(|k| match (b.get(*k), a.get(*k)) {
+            (Some(x), Some(y)) => !same(x, y),
+            (x, y) => x != y,
+        })
         .map(|k| (k.clone(), json!({"before": b.get(k), "after": a.get(k)})))
         .collect()
 }
@@ -89,7 +93,7 @@ pub fn diff(before: &State, after: &State) -> StateDiff {
                 None => {
                     d.added.insert(k.clone(), row.clone());
                 }
-                Some(prev) if prev != row => {
+                Some(prev) if !same(prev, row) => {
                     d.changed.insert(k.clone(), field_changes(prev, row));
                 }
                 Some(_) => {}
@@ -144,6 +148,7 @@ mod tests {
             Table {
                 key: "id".into(),
                 rows,
+                ..Default::default()
             },
         );
         let mut after = before.clone();

@@ -149,6 +149,7 @@ mod tests {
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.clone()))
                     .collect(),
+                ids: Default::default(),
             },
         );
         s.tables.insert(
@@ -156,6 +157,7 @@ mod tests {
             Table {
                 key: "id".into(),
                 rows: BTreeMap::new(),
+                ids: Default::default(),
             },
         );
         s

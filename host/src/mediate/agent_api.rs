@@ -298,10 +298,20 @@ impl tools::Host for RunState {
         let args: Result<Value, String> =
             serde_json::from_str(&args_json).map_err(|e| e.to_string());
         let shown_args = args.clone().unwrap_or(Value::String(args_json));
+        let refused = match &args {
+            Ok(a) => self.approve_tool_call(&name, a)?,
+            Err(_) => None,
+        };
         let r = self.mediated(
             "worldline:agent/tools.call",
             json!({"name": name, "args": shown_args}),
-            |s| serve_tool(s, &name, args),
+            |s| match refused {
+                Some(reason) => error_answer(
+                    ErrorKind::Denied,
+                    format!("`{name}` needs approval, and it was denied: {reason}"),
+                ),
+                None => serve_tool(s, &name, args),
+            },
         )?;
         Ok(decode(&r, canon::to_string))
     }

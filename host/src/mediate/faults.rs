@@ -4,12 +4,16 @@
 //! from an explicit schedule. Either way the same seed and the same calls
 //! give the same faults, so a fuzz run replays like any other run.
 //!
+//! User turns and approval requests are counted and faulted under the
+//! pseudo-tools `user.say` and `approval.request` (`[fuzz.user]`).
+//!
 //! Calls are counted per tool once they pass the permission check (as
 //! `[[inject]]` counts them); a call a case rule already answers gets no
 //! fuzz fault but still counts, so a schedule's `nth` means the same thing
 //! whichever way the faults came.
 
 use crate::case::fuzz::{Dist, FaultSource, PlannedFault, Range, ToolFaults};
+use crate::case::fuzz_user::{self, UserFaults};
 use crate::case::inject::{Action, Partial, Stale};
 use crate::error_kind::ErrorKind;
 use crate::mediate::entropy;
@@ -22,6 +26,7 @@ use std::collections::BTreeMap;
 enum Plan {
     Drawn {
         tools: Vec<ToolFaults>,
+        user: Option<UserFaults>,
         rng: Box<ChaCha20Rng>,
     },
     Scheduled(Vec<PlannedFault>),
@@ -107,6 +112,37 @@ fn draw(t: &ToolFaults, rng: &mut ChaCha20Rng) -> Option<(Action, Option<u64>)> 
     }
 }
 
+/// Draw one user turn's or approval's fault from `[fuzz.user]`: silence,
+/// another line, or a denial; a user turn's latency is drawn on its own.
+fn draw_user(u: &UserFaults, call: &str, rng: &mut ChaCha20Rng) -> Option<(Action, Option<u64>)> {
+    if call == fuzz_user::APPROVAL {
+        return (u.deny_approvals > 0.0 && unit(rng) < u.deny_approvals)
+            .then_some((Action::Deny, None));
+    }
+    let roll = unit(rng);
+    let action = if roll < u.silent {
+        Some(Action::Empty)
+    } else if let Some(r) = &u.reply
+        && roll < u.silent + r.p
+    {
+        let i = uniform(rng, 0, r.with.len() as i64 - 1) as usize;
+        Some(Action::Respond(serde_json::Value::String(
+            r.with[i].clone(),
+        )))
+    } else {
+        None
+    };
+    let latency = u
+        .latency_ms
+        .as_ref()
+        .and_then(|l| (unit(rng) < l.p).then(|| sample(rng, l.ms, l.dist) as u64));
+    match (action, latency) {
+        (None, None) => None,
+        (None, Some(ms)) => Some((Action::Delay, Some(ms))),
+        (Some(a), ms) => Some((a, ms)),
+    }
+}
+
 impl Faults {
     /// The faults of a run with this seed.
     pub fn new(source: &FaultSource, seed: u64) -> Self {
@@ -117,6 +153,7 @@ impl Faults {
                 Faults {
                     plan: Plan::Drawn {
                         tools: p.tools.clone(),
+                        user: p.user.clone(),
                         rng: Box::new(rng),
                     },
                     seen: BTreeMap::new(),
@@ -148,9 +185,14 @@ impl Faults {
             return None;
         }
         match &mut self.plan {
-            Plan::Drawn { tools, rng } => {
-                let entry = tools.iter().find(|t| glob_match(&t.tool, tool))?;
-                let (action, latency_ms) = draw(entry, rng)?;
+            Plan::Drawn { tools, user, rng } => {
+                let (action, latency_ms) =
+                    if tool == fuzz_user::USER_TURN || tool == fuzz_user::APPROVAL {
+                        draw_user(user.as_ref()?, tool, rng)?
+                    } else {
+                        let entry = tools.iter().find(|t| glob_match(&t.tool, tool))?;
+                        draw(entry, rng)?
+                    };
                 Some(PlannedFault {
                     action,
                     latency_ms,
@@ -191,6 +233,7 @@ mod tests {
                 }),
                 tool: "list_*".into(),
             }],
+            user: None,
         })
     }
 

@@ -11,6 +11,7 @@
 pub mod agent_api;
 pub mod bindings;
 pub mod clock;
+pub mod conversation;
 pub mod entropy;
 pub mod faults;
 pub mod model;
@@ -155,6 +156,14 @@ impl WorldSession {
         })
     }
 
+    /// Whether a call of `name` needs approval first (`ask` in the case's
+    /// or the world's permissions).
+    pub fn asks(&self, name: &str) -> bool {
+        let p = [&self.case_permissions, &self.world.permissions];
+        p.iter()
+            .any(|p| p.ask.iter().any(|g| crate::world::glob_match(g, name)))
+    }
+
     /// Case rules first, then the world's, then the world's default.
     pub fn allowed(&self, name: &str) -> bool {
         self.case_permissions
@@ -190,6 +199,7 @@ pub struct Services {
     pub model: model::ModelService,
     /// The world's service, when it has one (set by the run).
     pub service: Option<service::Runtime>,
+    pub conversation: conversation::Conversation,
 }
 
 impl Services {
@@ -237,6 +247,7 @@ impl Mediator {
                     case.path.parent().unwrap_or(std::path::Path::new(".")),
                 ),
                 service: None,
+                conversation: conversation::Conversation::new(case),
             },
             recorder,
             script: None,
@@ -488,6 +499,7 @@ mod tests {
             Table {
                 key: "id".into(),
                 rows: BTreeMap::from([("T-1".to_string(), row)]),
+                ..Default::default()
             },
         );
         let world = World {

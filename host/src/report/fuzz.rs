@@ -3,10 +3,10 @@
 //! fault mix, shrink result in words and reproducer).
 
 use crate::case::fuzz::{Profile, Schedule};
-use crate::fuzz::campaign::Trial;
+
 use crate::fuzz::describe;
 use crate::fuzz::reproducer::Kept;
-use crate::fuzz::summary::{self, MixEntry, Summary};
+use crate::fuzz::summary::{MixEntry, Summary, Tally};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -71,12 +71,12 @@ pub struct FuzzReport<'a> {
     pub summary: &'a Summary,
     pub timing: Timing,
     pub world: String,
-    /// A shard's report (`--partition`): which shard, and every trial it
-    /// ran, for `worldline merge`.
+    /// A shard's report (`--partition`): which shard, and its tally (counts,
+    /// not every run), for `worldline merge`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub trials: Option<&'a [Trial]>,
+    pub tally: Option<&'a Tally>,
 }
 
 impl<'a> GroupReport<'a> {
@@ -176,7 +176,7 @@ pub fn print(r: &FuzzReport) {
 
 /// Shard reports of one campaign (`fuzz --partition i/n --json`) as the
 /// report one machine would have printed for the same campaign seed: the
-/// trials of every shard together, the summary and groups computed again,
+/// tallies of every shard added up, the summary and groups computed again,
 /// each group's reproducer taken from the shard that ran its first run.
 /// Only `timing` and the reproducers' run ids and bundle paths differ.
 pub fn merge(shards: &[Value]) -> Result<Value, String> {
@@ -197,37 +197,37 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
             ));
         }
     }
-    let mut trials: Vec<Trial> = Vec::new();
+    let repeat = first["repeat"].as_u64().unwrap_or(1).max(1);
+    let mut tally = Tally::new(repeat);
+    let mut seen: Vec<&str> = Vec::new();
     for s in shards {
-        let Some(t) = s.get("trials") else {
+        let (Some(t), Some(p)) = (s.get("tally"), s["partition"].as_str()) else {
             return Err(
-                "a report has no `trials`: merge the --json reports of `fuzz --partition i/n`"
+                "a report has no `tally`: merge the --json reports of `fuzz --partition i/n`"
                     .into(),
             );
         };
-        let t: Vec<Trial> = serde_json::from_value(t.clone())
-            .map_err(|e| format!("a report's `trials` do not read: {e}"))?;
-        trials.extend(t);
+        if seen.contains(&p) {
+            return Err(format!(
+                "shard {p} is in two reports; merge each shard once"
+            ));
+        }
+        seen.push(p);
+        let t: Tally = serde_json::from_value(t.clone())
+            .map_err(|e| format!("a report's `tally` does not read: {e}"))?;
+        tally.merge(t)?;
     }
-    trials.sort_by_key(|t| t.index);
-    if let Some(w) = trials.windows(2).find(|w| w[0].index == w[1].index) {
-        return Err(format!(
-            "run {} is in two reports; merge each shard once",
-            w[0].index
-        ));
-    }
-    let repeat = first["repeat"].as_u64().unwrap_or(1).max(1);
     let expected = first["seeds"].as_u64().unwrap_or(0) * repeat;
-    if trials.len() as u64 != expected {
+    if tally.runs != expected {
         return Err(format!(
             "the reports hold {} of the campaign's {expected} runs; merge every shard",
-            trials.len()
+            tally.runs
         ));
     }
-    let summary = summary::summarize(&trials, repeat);
+    let summary = tally.summary();
     let mut groups = Vec::new();
-    for g in summary::groups(&trials) {
-        let t = &trials[g.first];
+    for g in tally.groups() {
+        let t = &g.first;
         let kept = shards
             .iter()
             .flat_map(|s| s["groups"].as_array().into_iter().flatten())
@@ -261,7 +261,7 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
     let mut doc = first.clone();
     let obj = doc.as_object_mut().ok_or("a report is not a JSON object")?;
     obj.remove("partition");
-    obj.remove("trials");
+    obj.remove("tally");
     obj.insert(
         "summary".into(),
         serde_json::to_value(&summary).expect("serializes"),
@@ -271,7 +271,7 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
         "timing".into(),
         serde_json::to_value(Timing {
             elapsed_ms,
-            runs_per_s: trials.len() as f64 / (elapsed_ms / 1000.0).max(1e-9),
+            runs_per_s: tally.runs as f64 / (elapsed_ms / 1000.0).max(1e-9),
         })
         .expect("serializes"),
     );

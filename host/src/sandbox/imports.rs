@@ -109,11 +109,13 @@ mod tests {
             "wasi:sockets/tcp@0.2.12",
             "wasi:sockets/udp-create-socket@0.2.12",
             "wasi:sockets/udp@0.2.12",
+            "worldline:agent/approval@0.1.0",
             "worldline:agent/files@0.1.0",
             "worldline:agent/model@0.1.0",
             "worldline:agent/tools@0.1.0",
             "worldline:agent/trace@0.1.0",
             "worldline:agent/types@0.1.0",
+            "worldline:agent/user@0.1.0",
         ];
         let got: Vec<&str> = provided_interfaces().iter().map(String::as_str).collect();
         assert_eq!(got, expected);

@@ -17,6 +17,10 @@ pub const FILES: &[(&str, &str)] = &[
         "service/service.wit",
         include_str!("../../../wit/service/service.wit"),
     ),
+    (
+        "conversation.wit",
+        include_str!("../../../wit/conversation.wit"),
+    ),
     ("deps/cli.wit", include_str!("../../../wit/deps/cli.wit")),
     (
         "deps/clocks.wit",

@@ -5,6 +5,8 @@
 //! the world's own folder, so a world cannot read outside it (`../`,
 //! absolute paths and symlinks that leave the folder are refused).
 
+pub mod compare;
+pub mod ids;
 pub mod overlay;
 pub mod schema;
 pub mod service;
@@ -67,6 +69,10 @@ pub struct Permissions {
     pub allow: Vec<String>,
     #[serde(default)]
     pub deny: Vec<String>,
+    /// Tools allowed only after the case's `[[approve]]` rules approve the
+    /// call (the host asks them before the call runs).
+    #[serde(default)]
+    pub ask: Vec<String>,
 }
 
 /// What a permission table grants a call no rule names.
@@ -103,9 +109,13 @@ impl Permissions {
     /// The first rule that names neither a tool nor a world-file permission
     /// (a typo that would otherwise silently never match).
     pub fn rule_naming_nothing(&self, tools: &[Tool]) -> Option<&String> {
-        self.allow.iter().chain(&self.deny).find(|rule| {
-            !names_a_tool(rule, tools) && !FILE_PERMISSIONS.iter().any(|f| glob_match(rule, f))
-        })
+        self.allow
+            .iter()
+            .chain(&self.deny)
+            .chain(&self.ask)
+            .find(|rule| {
+                !names_a_tool(rule, tools) && !FILE_PERMISSIONS.iter().any(|f| glob_match(rule, f))
+            })
     }
 }
 
@@ -142,6 +152,9 @@ struct TableToml {
     /// A `.json` file holding an array of rows, or a `.jsonl` file of rows.
     #[serde(default)]
     rows: Option<String>,
+    /// The key scheme of inserted rows (`world::ids`).
+    #[serde(default)]
+    ids: ids::Ids,
 }
 
 #[derive(Deserialize)]
@@ -353,6 +366,7 @@ fn load_table(
     Ok(Table {
         key: t.key.clone(),
         rows,
+        ids: t.ids.clone(),
     })
 }
 
@@ -454,6 +468,48 @@ impl<'a> Folder<'a> {
     }
 }
 
+/// The line on which each element of the top-level JSON array in `text`
+/// starts (`text` has already parsed). serde_json reports no positions for
+/// values that parse, so errors about a row (a duplicate key) count lines
+/// here.
+fn element_lines(text: &str) -> Vec<usize> {
+    let (mut line, mut depth) = (1, 0usize);
+    let (mut in_string, mut escaped, mut expecting) = (false, false, false);
+    let mut out = Vec::new();
+    for c in text.chars() {
+        if c == '\n' {
+            line += 1;
+        }
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        if c.is_whitespace() {
+            continue;
+        }
+        if depth == 1 && expecting && c != ']' {
+            out.push(line);
+            expecting = false;
+        }
+        match c {
+            '"' => in_string = true,
+            '[' | '{' => {
+                depth += 1;
+                expecting = depth == 1;
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 1 => expecting = true,
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Rows of a `.json` array or `.jsonl` file, each with its line number.
 fn parse_rows(file: &Path, rel: &str, text: &str) -> Result<Vec<(usize, Value)>, InputError> {
     let bad = |line: usize, col: usize, m: String| InputError {
@@ -480,12 +536,15 @@ fn parse_rows(file: &Path, rel: &str, text: &str) -> Result<Vec<(usize, Value)>,
         let rows = v
             .as_array()
             .ok_or_else(|| bad(1, 1, "expected a JSON array of rows".into()))?;
+        let lines = element_lines(text);
         rows.iter()
-            .map(|r| {
+            .enumerate()
+            .map(|(i, r)| {
+                let line = lines.get(i).copied().unwrap_or(1);
                 if r.is_object() {
-                    Ok((1, r.clone()))
+                    Ok((line, r.clone()))
                 } else {
-                    Err(bad(1, 1, "every row must be a JSON object".into()))
+                    Err(bad(line, 1, "every row must be a JSON object".into()))
                 }
             })
             .collect()
@@ -573,5 +632,24 @@ mod tests {
             check_relative("/etc/passwd").unwrap_err(),
             "`/etc/passwd` is absolute; use a path inside the folder"
         );
+    }
+
+    #[test]
+    fn each_row_of_a_json_array_knows_its_line() {
+        let text = "[\n  {\"id\": \"a,[\\\"\"},\n\n  {\"id\": {\"x\": [1, 2]}}, 3,\n  \"s\"\n]";
+        assert_eq!(element_lines(text), [2, 4, 4, 5]);
+        assert_eq!(element_lines("[]"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_duplicate_key_in_a_json_rows_file_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let world = "name = \"w\"\nversion = 1\n\n[tables.t]\nkey = \"id\"\nrows = \"t.json\"\n";
+        std::fs::write(dir.path().join("world.toml"), world).unwrap();
+        let rows = "[\n  {\"id\": 1},\n  {\"id\": 2},\n  {\"id\": 1}\n]\n";
+        std::fs::write(dir.path().join("t.json"), rows).unwrap();
+        let err = load_dir(dir.path()).unwrap_err();
+        assert_eq!(err.line.map(|l| l.0), Some(4), "{err}");
+        assert_eq!(err.message, "duplicate key `1` in table `t`");
     }
 }

@@ -1,7 +1,9 @@
 //! The JSON Schema subset worldline checks tool arguments against: `type`,
 //! `properties`, `required`, `additionalProperties`, `items`, `enum`,
 //! `const`, `minimum`, `maximum`, `minLength`, `maxLength`, `minItems`,
-//! `maxItems`, plus `description`/`title`/`default`/`examples` as notes.
+//! `maxItems`, `anyOf`, `oneOf` (what Python tooling emits for an optional
+//! parameter: `anyOf: [{type: string}, {type: null}]`), plus
+//! `description`/`title`/`default`/`examples` as notes.
 //! A schema using any other keyword is refused when the world loads, so a
 //! world never silently skips a check it seems to make.
 
@@ -58,6 +60,15 @@ fn check_at(schema: &Value, at: &str) -> Result<(), String> {
                 }
             }
             "additionalProperties" | "items" => check_at(v, &format!("{at}/{k}"))?,
+            "anyOf" | "oneOf" => {
+                let options = v
+                    .as_array()
+                    .filter(|a| !a.is_empty())
+                    .ok_or_else(|| format!("{at}/{k}: must be a non-empty array of schemas"))?;
+                for (i, sub) in options.iter().enumerate() {
+                    check_at(sub, &format!("{at}/{k}/{i}"))?;
+                }
+            }
             "enum" => {
                 if !v.is_array() {
                     return Err(format!("{at}/enum: must be an array"));
@@ -117,6 +128,29 @@ fn validate_at(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
         };
         if !ok {
             return Err(format!("{at}: expected {t}, found {value}"));
+        }
+    }
+    if let Some(Value::Array(options)) = s.get("anyOf") {
+        let errors: Vec<String> = options
+            .iter()
+            .filter_map(|o| validate_at(o, value, at).err())
+            .collect();
+        if errors.len() == options.len() {
+            return Err(format!(
+                "{at}: {value} matches none of anyOf ({})",
+                errors.join("; ")
+            ));
+        }
+    }
+    if let Some(Value::Array(options)) = s.get("oneOf") {
+        let passing = options
+            .iter()
+            .filter(|o| validate_at(o, value, at).is_ok())
+            .count();
+        if passing != 1 {
+            return Err(format!(
+                "{at}: {value} matches {passing} of the oneOf schemas; it must match exactly one"
+            ));
         }
     }
     if let Some(Value::Array(options)) = s.get("enum")
@@ -245,6 +279,24 @@ mod tests {
     }
 
     #[test]
+    fn optional_parameters_as_python_tooling_writes_them_validate() {
+        let s = json!({
+            "type": "object",
+            "properties": {
+                "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null},
+                "amount": {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 3}]}
+            }
+        });
+        check_schema(&s).unwrap();
+        validate(&s, &json!({"note": null, "amount": 5})).unwrap();
+        validate(&s, &json!({"note": "hi", "amount": "abc"})).unwrap();
+        let e = validate(&s, &json!({"note": 3})).unwrap_err();
+        assert!(e.starts_with("$.note: 3 matches none of anyOf"), "{e}");
+        let e = validate(&s, &json!({"amount": "abcd"})).unwrap_err();
+        assert!(e.contains("matches 0 of the oneOf schemas"), "{e}");
+    }
+
+    #[test]
     fn schemas_outside_the_subset_are_refused() {
         check_schema(&ticket_schema()).unwrap();
         assert!(
@@ -253,9 +305,19 @@ mod tests {
                 .contains("unknown type")
         );
         assert!(
+            check_schema(&json!({"not": {}}))
+                .unwrap_err()
+                .contains("unsupported JSON Schema keyword `not`")
+        );
+        assert!(
             check_schema(&json!({"oneOf": []}))
                 .unwrap_err()
-                .contains("unsupported JSON Schema keyword `oneOf`")
+                .contains("oneOf: must be a non-empty array")
+        );
+        assert!(
+            check_schema(&json!({"anyOf": [{"type": "strin"}]}))
+                .unwrap_err()
+                .contains("#/anyOf/0/type: unknown type")
         );
         assert_eq!(
             check_schema(&json!(5)).unwrap_err(),

@@ -2,6 +2,7 @@
 //! files. Every change is a [`Write`], recorded in the event that made it, so
 //! the state at any event can be rebuilt from the initial state and the log.
 
+use super::ids::Ids;
 use crate::canon;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -9,10 +10,14 @@ use std::collections::BTreeMap;
 
 /// One table: its key field and its rows by key (sorted, so iteration is
 /// deterministic).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Table {
     pub key: String,
     pub rows: BTreeMap<String, Value>,
+    /// How inserted rows without a key get one (left out when `count`, so
+    /// states of worlds that never set it hash as they always did).
+    #[serde(default, skip_serializing_if = "Ids::is_count")]
+    pub ids: Ids,
 }
 
 /// The whole state of a world at one moment.

@@ -7,6 +7,7 @@
 //! time (RFC 3339), and in a tool's `response` wrapper `"$result"` for the
 //! operation's result. `"$$x"` is the literal string `"$x"`.
 
+use super::compare::{self, Op as Cmp};
 use super::schema;
 use super::state::{FileData, State, Write};
 use crate::canon;
@@ -72,7 +73,9 @@ impl AsOf {
             return false;
         };
         match row.get(field) {
-            Some(Value::String(at)) => compare_text(at, cutoff) == std::cmp::Ordering::Greater,
+            Some(Value::String(at)) => {
+                compare::compare_text(at, cutoff) == std::cmp::Ordering::Greater
+            }
             _ => false,
         }
     }
@@ -155,6 +158,9 @@ pub struct Filter {
     pub lte: Option<Value>,
     #[serde(default)]
     pub contains: Option<Value>,
+    /// Compare text without regard to case.
+    #[serde(default)]
+    pub ignore_case: bool,
 }
 
 impl Op {
@@ -353,49 +359,22 @@ pub fn render(template: &Value, args: &Value, now: &str) -> Option<Value> {
     }
 }
 
-/// Timestamps compare as times: RFC 3339 text of different precision
-/// (`…00Z` vs `…00.002Z`) does not sort as text. Other text sorts as text.
-fn compare_text(x: &str, y: &str) -> std::cmp::Ordering {
-    use crate::time::parse_rfc3339;
-    match (parse_rfc3339(x), parse_rfc3339(y)) {
-        (Some(a), Some(b)) => a.cmp(&b),
-        _ => x.cmp(y),
-    }
-}
-
-fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64()?.partial_cmp(&y.as_f64()?),
-        (Value::String(x), Value::String(y)) => Some(compare_text(x, y)),
-        (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
-        _ => None,
-    }
-}
-
 fn filter_holds(f: &Filter, row: &Value, args: &Value, now: &str) -> bool {
-    use std::cmp::Ordering::*;
     let field = row.get(&f.field).unwrap_or(&Value::Null);
-    type Test<'a> = &'a dyn Fn(&Value) -> bool;
-    let conds: [(&Option<Value>, Test); 7] = [
-        (&f.eq, &|v| field == v),
-        (&f.ne, &|v| field != v),
-        (&f.gt, &|v| compare(field, v) == Some(Greater)),
-        (&f.gte, &|v| {
-            matches!(compare(field, v), Some(Greater | Equal))
-        }),
-        (&f.lt, &|v| compare(field, v) == Some(Less)),
-        (&f.lte, &|v| matches!(compare(field, v), Some(Less | Equal))),
-        (&f.contains, &|v| match (field, v) {
-            (Value::String(s), Value::String(sub)) => s.contains(sub.as_str()),
-            (Value::Array(items), one) => items.contains(one),
-            _ => false,
-        }),
+    let conds = [
+        (&f.eq, Cmp::Eq),
+        (&f.ne, Cmp::Ne),
+        (&f.gt, Cmp::Gt),
+        (&f.gte, Cmp::Gte),
+        (&f.lt, Cmp::Lt),
+        (&f.lte, Cmp::Lte),
+        (&f.contains, Cmp::Contains),
     ];
-    conds.iter().all(|(template, test)| match template {
+    conds.iter().all(|(template, op)| match template {
         None => true,
         Some(t) => match render(t, args, now) {
             None => true,
-            Some(v) => test(&v),
+            Some(v) => op.holds(field, &v, f.ignore_case),
         },
     })
 }
@@ -515,21 +494,28 @@ fn get(r: &RowOp, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
 
 fn query(q: &Query, args: &Value, state: &State, as_of: &AsOf) -> Value {
     let now = as_of.now.as_str();
-    let mut rows: Vec<&Value> = state.tables[&q.table]
+    let mut keyed: Vec<(&String, &Value)> = state.tables[&q.table]
         .rows
-        .values()
-        .filter(|r| !as_of.hides(r) && q.filters.iter().all(|f| filter_holds(f, r, args, now)))
+        .iter()
+        .filter(|(_, r)| !as_of.hides(r) && q.filters.iter().all(|f| filter_holds(f, r, args, now)))
         .collect();
+    keyed.sort_by(|(a, _), (b, _)| compare::key_order(a, b));
     if let Some((field, desc)) = &q.sort {
-        rows.sort_by(|a, b| {
-            let o = compare(
-                a.get(field).unwrap_or(&Value::Null),
-                b.get(field).unwrap_or(&Value::Null),
-            )
-            .unwrap_or(std::cmp::Ordering::Equal);
+        let by_key = *field == state.tables[&q.table].key;
+        keyed.sort_by(|(ka, a), (kb, b)| {
+            let o = if by_key {
+                compare::key_order(ka, kb)
+            } else {
+                compare::compare(
+                    a.get(field).unwrap_or(&Value::Null),
+                    b.get(field).unwrap_or(&Value::Null),
+                )
+                .unwrap_or(std::cmp::Ordering::Equal)
+            };
             if *desc { o.reverse() } else { o }
         });
     }
+    let rows: Vec<&Value> = keyed.into_iter().map(|(_, r)| r).collect();
     let n = match &q.limit {
         Some(Limit::Fixed(n)) => *n,
         Some(Limit::Arg(a)) => args
@@ -553,8 +539,9 @@ fn insert(table: &str, template: &Value, args: &Value, state: &State, now: &str)
     let key = match fields.get(&t.key) {
         Some(k) if !k.is_null() => canon::key_of(k),
         _ => {
-            let key = format!("{table}-{}", t.rows.len() + 1);
-            fields.insert(t.key.clone(), Value::String(key.clone()));
+            let value = t.ids.next(table, &t.rows);
+            let key = canon::key_of(&value);
+            fields.insert(t.key.clone(), value);
             key
         }
     };
@@ -651,6 +638,7 @@ mod tests {
             Table {
                 key: "id".into(),
                 rows,
+                ..Default::default()
             },
         );
         s
@@ -740,6 +728,7 @@ mod tests {
             Table {
                 key: "id".into(),
                 rows,
+                ..Default::default()
             },
         );
         let t: ToolToml = toml::from_str(
@@ -756,24 +745,6 @@ mod tests {
         assert_eq!(out["as_of"], "2026-03-01T11:45:00Z");
         assert_eq!(out["deploys"].as_array().unwrap().len(), 1);
         assert_eq!(out["deploys"][0]["id"], "D1");
-    }
-
-    #[test]
-    fn timestamps_compare_as_times_whatever_their_precision() {
-        let a = json!("2026-03-01T11:50:00Z");
-        let b = json!("2026-03-01T11:50:00.002Z");
-        assert_eq!(compare(&a, &b), Some(std::cmp::Ordering::Less));
-        assert_eq!(
-            compare(
-                &json!("2026-03-01T11:50:00.5Z"),
-                &json!("2026-03-01T11:50:00Z")
-            ),
-            Some(std::cmp::Ordering::Greater)
-        );
-        assert_eq!(
-            compare(&json!("apple"), &json!("banana")),
-            Some(std::cmp::Ordering::Less)
-        );
     }
 
     #[test]

@@ -98,8 +98,18 @@ impl ModelService {
         label == Provider::Openai.as_str() || label == Provider::Recorded.as_str()
     }
 
+    /// The provider that answers.
+    pub fn provider(&self) -> Provider {
+        self.config.provider
+    }
+
+    /// Whether the last call used the case's whole time budget (and reset).
+    pub(in crate::mediate) fn take_budget_spent(&mut self) -> bool {
+        std::mem::take(&mut self.budget_spent)
+    }
+
     /// Answer `request` with the case's provider. `wall_ns` is virtual now.
-    fn serve(&mut self, request: &Value, wall_ns: i128) -> Answer {
+    pub(in crate::mediate) fn serve(&mut self, request: &Value, wall_ns: i128) -> Answer {
         self.calls += 1;
         let (response, latency_ms) = match self.config.provider {
             Provider::Scripted => self.scripted_answer(request, wall_ns),

@@ -216,17 +216,19 @@ impl Endpoint {
             if let Attempt::Failed(kind, message, _) = &attempt {
                 entry["error"] = json!({"kind": kind, "message": message});
             }
-            attempts.push(entry);
             raw = bytes;
             let retry = matches!(attempt, Attempt::Failed(_, _, true)) && n < self.retries;
             last = attempt;
             if !retry {
+                attempts.push(entry);
                 break;
             }
             let backoff = retry_after
                 .unwrap_or_else(|| jittered(Duration::from_millis(200 << n.min(5))))
                 .min(Duration::from_secs(10))
                 .min(self.budget.saturating_sub(started.elapsed()));
+            entry["backoff_ms"] = json!(backoff.as_millis() as u64);
+            attempts.push(entry);
             std::thread::sleep(backoff);
         }
         record["attempts"] = json!(attempts);

@@ -1,0 +1,304 @@
+//! The case's `[user]` table: who plays the user the agent talks to — a
+//! script of rules (`scripted`: match on the agent's message text, a JSON
+//! path into it, or the turn number; weighted alternatives drawn from the
+//! seed; a default reply; a turn limit) or a model (`model`: a persona
+//! played through the same providers as the agent's model calls).
+
+use super::model::ModelConfig;
+use crate::path::JsonPath;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who answers `worldline:agent/user.say`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlayedBy {
+    #[default]
+    Scripted,
+    Model,
+}
+
+/// The `[user]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UserConfig {
+    pub played_by: PlayedBy,
+    /// `scripted`: rules tried in order; the first that matches answers.
+    pub rules: Vec<UserRule>,
+    /// `scripted`: the reply when no rule matches (without one, the user
+    /// ends the conversation).
+    pub default: Option<String>,
+    /// The agent's messages the user answers; the next one ends the
+    /// conversation with reason `turn limit`.
+    pub max_turns: Option<u32>,
+    /// Virtual time the user takes to answer, in milliseconds.
+    pub latency_ms: u64,
+    /// `model`: who the user is and what they want (the model's system
+    /// message).
+    pub persona: String,
+    /// `model`: the provider that plays the user (`[user.model]`, the same
+    /// keys as `[model]`).
+    pub model: Option<ModelConfig>,
+    /// `model`: a reply containing this ends the conversation satisfied.
+    pub satisfied_marker: String,
+    /// `model`: a reply containing this ends it unsatisfied.
+    pub end_marker: String,
+}
+
+impl Default for UserConfig {
+    fn default() -> Self {
+        UserConfig {
+            played_by: PlayedBy::Scripted,
+            rules: Vec::new(),
+            default: None,
+            max_turns: None,
+            latency_ms: 0,
+            persona: String::new(),
+            model: None,
+            satisfied_marker: "[SATISFIED]".into(),
+            end_marker: "[END]".into(),
+        }
+    }
+}
+
+/// What the user says on a turn: a reply, or the end of the conversation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Line {
+    pub reply: Option<String>,
+    /// End the conversation with this reason.
+    pub end: Option<String>,
+    /// With `end`: whether the user leaves satisfied.
+    pub satisfied: bool,
+}
+
+/// A weighted alternative of a rule: a reply, or an end (with whether the
+/// user leaves satisfied).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserAlternative {
+    #[serde(default = "one")]
+    pub weight: u32,
+    #[serde(default)]
+    pub reply: Option<String>,
+    #[serde(default)]
+    pub end: Option<String>,
+    #[serde(default)]
+    pub satisfied: bool,
+}
+
+impl UserAlternative {
+    pub fn line(&self) -> Line {
+        Line {
+            reply: self.reply.clone(),
+            end: self.end.clone(),
+            satisfied: self.satisfied,
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A scripted user's rule: every condition given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UserRule {
+    /// Substring of the agent's message, compared case-insensitively.
+    pub contains: Option<String>,
+    /// Any of these substrings (case-insensitive).
+    pub any_of: Vec<String>,
+    /// A regular expression the message must match.
+    pub regex: Option<String>,
+    /// Path into the message parsed as JSON (syntax: `crate::path`).
+    pub path: Option<String>,
+    /// With `path`: the value there must equal this.
+    pub equals: Option<Value>,
+    /// The agent's n-th message (from 1).
+    pub turn: Option<u32>,
+    /// The user's reply ...
+    pub reply: Option<String>,
+    /// ... or the end of the conversation, with this reason ...
+    pub end: Option<String>,
+    /// ... and whether the user leaves satisfied.
+    pub satisfied: bool,
+    pub alternatives: Vec<UserAlternative>,
+    /// Virtual time this answer takes (default: `[user] latency_ms`).
+    pub latency_ms: Option<u64>,
+}
+
+impl Line {
+    fn given(&self) -> bool {
+        self.reply.is_some() || self.end.is_some()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        match (&self.reply, &self.end) {
+            (Some(_), Some(_)) => Err("give `reply` or `end`, not both".into()),
+            (None, None) => Err("needs `reply` or `end`".into()),
+            (Some(_), None) if self.satisfied => Err("`satisfied` goes with `end`".into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl UserConfig {
+    /// Check what serde cannot: each rule answers one way, paths and
+    /// patterns parse, a model user has a provider.
+    pub fn check(&self) -> Result<(), String> {
+        for (i, rule) in self.rules.iter().enumerate() {
+            let at = format!("[[user.rules]] #{}", i + 1);
+            let line = rule.line();
+            match (line.given() || rule.satisfied, rule.alternatives.is_empty()) {
+                (true, false) => {
+                    return Err(format!(
+                        "{at}: give `reply`/`end` or `alternatives`, not both"
+                    ));
+                }
+                (false, true) => {
+                    return Err(format!("{at}: needs `reply`, `end` or `alternatives`"));
+                }
+                (true, true) => line.check().map_err(|m| format!("{at}: {m}"))?,
+                (false, false) => {
+                    for (j, a) in rule.alternatives.iter().enumerate() {
+                        a.line()
+                            .check()
+                            .map_err(|m| format!("{at} alternative #{}: {m}", j + 1))?;
+                    }
+                    if rule.alternatives.iter().all(|a| a.weight == 0) {
+                        return Err(format!("{at}: every alternative has weight 0"));
+                    }
+                }
+            }
+            if let Some(p) = &rule.path {
+                JsonPath::parse(p).map_err(|m| format!("{at}: path `{p}`: {m}"))?;
+            } else if rule.equals.is_some() {
+                return Err(format!("{at}: `equals` needs a `path`"));
+            }
+            if let Some(r) = &rule.regex {
+                regex::Regex::new(r).map_err(|e| format!("{at}: regex `{r}`: {e}"))?;
+            }
+            if rule.turn == Some(0) {
+                return Err(format!("{at}: turns count from 1"));
+            }
+        }
+        match (self.played_by, &self.model) {
+            (PlayedBy::Model, None) => Err(
+                "[user] played_by = \"model\" needs a [user.model] table (provider, and its replies or base_url)".into(),
+            ),
+            (PlayedBy::Model, Some(m)) => {
+                if self.satisfied_marker.is_empty() || self.end_marker.is_empty() {
+                    return Err("[user] satisfied_marker and end_marker must not be empty".into());
+                }
+                if m.calls_out() && m.model.is_none() {
+                    return Err(
+                        "[user.model] needs `model`: the model name the endpoint plays the user with".into(),
+                    );
+                }
+                m.check().map_err(|e| format!("[user.model]: {e}"))
+            }
+            (PlayedBy::Scripted, Some(_)) => {
+                Err("[user.model] is for played_by = \"model\"; this user is scripted".into())
+            }
+            (PlayedBy::Scripted, None) => Ok(()),
+        }
+    }
+}
+
+impl UserRule {
+    /// The rule's own line (when it has no alternatives).
+    pub fn line(&self) -> Line {
+        Line {
+            reply: self.reply.clone(),
+            end: self.end.clone(),
+            satisfied: self.satisfied,
+        }
+    }
+
+    /// Whether the rule answers the agent's `turn`-th message `text`.
+    pub fn matches(&self, text: &str, turn: u32) -> bool {
+        if self.turn.is_some_and(|t| t != turn) {
+            return false;
+        }
+        let lower = text.to_lowercase();
+        if let Some(c) = &self.contains
+            && !lower.contains(&c.to_lowercase())
+        {
+            return false;
+        }
+        if !self.any_of.is_empty()
+            && !self
+                .any_of
+                .iter()
+                .any(|c| lower.contains(&c.to_lowercase()))
+        {
+            return false;
+        }
+        if let Some(r) = &self.regex
+            && !regex::Regex::new(r).is_ok_and(|re| re.is_match(text))
+        {
+            return false;
+        }
+        if let Some(p) = &self.path {
+            let parsed: Option<Value> = serde_json::from_str(text).ok();
+            let found = JsonPath::parse(p)
+                .ok()
+                .and_then(|p| parsed.as_ref().and_then(|v| p.get(v).cloned()));
+            match (&found, &self.equals) {
+                (None, _) => return false,
+                (Some(f), Some(want)) if f != want => return false,
+                _ => {}
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(src: &str) -> UserConfig {
+        toml::from_str(src).unwrap()
+    }
+
+    #[test]
+    fn rules_are_checked_when_the_case_loads() {
+        let ok = user("default = 'hm'\n[[rules]]\ncontains = 'order'\nreply = 'A-1'");
+        assert_eq!(ok.check(), Ok(()));
+        let both = user("[[rules]]\nreply = 'a'\nend = 'b'");
+        assert_eq!(
+            both.check().unwrap_err(),
+            "[[user.rules]] #1: give `reply` or `end`, not both"
+        );
+        let none = user("[[rules]]\ncontains = 'x'");
+        assert_eq!(
+            none.check().unwrap_err(),
+            "[[user.rules]] #1: needs `reply`, `end` or `alternatives`"
+        );
+        let bad = user("[[rules]]\nregex = '('\nreply = 'a'");
+        assert!(
+            bad.check()
+                .unwrap_err()
+                .starts_with("[[user.rules]] #1: regex `(`")
+        );
+        let model = user("played_by = 'model'");
+        assert!(model.check().unwrap_err().contains("[user.model]"));
+    }
+
+    #[test]
+    fn rules_match_text_case_insensitively_paths_and_turns() {
+        let r: UserRule = toml::from_str("contains = 'Order Number'\nreply = 'x'").unwrap();
+        assert!(r.matches("What is your order number?", 1));
+        assert!(!r.matches("What is your name?", 1));
+        let r: UserRule = toml::from_str("path = '$.ask'\nequals = 'id'\nreply = 'x'").unwrap();
+        assert!(r.matches(r#"{"ask": "id"}"#, 1));
+        assert!(!r.matches(r#"{"ask": "name"}"#, 1));
+        assert!(!r.matches("not json", 1));
+        let r: UserRule = toml::from_str("turn = 2\nregex = '^Shall'\nreply = 'x'").unwrap();
+        assert!(r.matches("Shall I?", 2));
+        assert!(!r.matches("Shall I?", 1));
+        assert!(!r.matches("I shall", 2));
+    }
+}

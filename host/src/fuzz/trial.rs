@@ -1,0 +1,19 @@
+//! What a campaign keeps of one run while it counts it: its place in the
+//! campaign, its seeds, its failure signature and the faults it met.
+
+use crate::case::fuzz::Schedule;
+use serde::{Deserialize, Serialize};
+
+/// What a campaign keeps of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// The variation's place in the whole campaign (seed index × repeat +
+    /// repetition), so shards can be merged back in order.
+    pub index: u64,
+    pub seed: u64,
+    pub model_seed: Option<u64>,
+    /// `None` when the run passed.
+    pub signature: Option<String>,
+    /// The faults the run met (kept for failures only).
+    pub faults: Schedule,
+}

@@ -1,0 +1,325 @@
+//! `worldline:agent/user` and `worldline:agent/approval`: the user the
+//! agent talks to and the humans who approve its actions, played by the
+//! case and recorded like every other host call.
+//!
+//! A user turn is one event: the request is the agent's message, the
+//! response the user's `reply` or `ended` (reason, satisfied) plus `user`:
+//! the turn number and what answered (a rule and alternative, the default,
+//! the turn limit, or the model call that played the user). A scripted
+//! user is re-computed on replay (its draws stay in step); a user played by
+//! a live model is answered from the log while a recording is followed, so
+//! a replay never calls out. An approval is one event too, asked by the
+//! agent or — for a tool whose permission is `ask` — by the host right
+//! before the tool call.
+
+pub mod approvals;
+pub mod model_user;
+pub mod scripted_user;
+
+use super::bindings::worldline::agent::{approval, user};
+use super::model::ModelService;
+use super::{Answer, RunState, Services, Stop, entropy};
+use crate::case::Case;
+use crate::case::approve::ApproveRule;
+use crate::case::fuzz::PlannedFault;
+use crate::case::fuzz_user;
+use crate::case::inject::Action;
+use crate::case::model::Provider;
+use crate::case::user::{Line, PlayedBy, UserConfig};
+use crate::log::Effect;
+use serde_json::{Value, json};
+
+/// The call name of user turns.
+pub const SAY: &str = "worldline:agent/user.say";
+/// The call name of approval requests.
+pub const APPROVAL: &str = "worldline:agent/approval.request";
+
+/// Who plays the user in this run.
+enum Player {
+    /// The case has no `[user]`: every turn ends the conversation.
+    Nobody,
+    Scripted(Box<scripted_user::ScriptedUser>),
+    Model(Box<ModelService>),
+}
+
+/// The conversation so far and who answers it.
+pub struct Conversation {
+    config: UserConfig,
+    player: Player,
+    approve: Vec<ApproveRule>,
+    /// `(agent message, user reply)` of each answered turn.
+    transcript: Vec<(String, String)>,
+    /// The agent's messages so far.
+    turns: u32,
+    /// The recorded `ended` once the user has left.
+    ended: Option<Value>,
+    /// The model playing the user spent the case's whole time budget.
+    budget_spent: bool,
+}
+
+impl Conversation {
+    pub fn new(case: &Case) -> Self {
+        let config = case.user.clone().unwrap_or_default();
+        let player = match (&case.user, config.played_by, &config.model) {
+            (None, _, _) => Player::Nobody,
+            (Some(_), PlayedBy::Model, Some(model)) => Player::Model(Box::new(ModelService::new(
+                model,
+                entropy::derive(case.seed, "user-model", 0),
+                std::time::Duration::from_millis(case.limits.timeout_ms),
+                case.path.parent().unwrap_or(std::path::Path::new(".")),
+            ))),
+            _ => Player::Scripted(Box::new(scripted_user::ScriptedUser::new(
+                &config,
+                entropy::stream(case.seed, "user"),
+            ))),
+        };
+        Conversation {
+            config,
+            player,
+            approve: case.approve.clone(),
+            transcript: Vec::new(),
+            turns: 0,
+            ended: None,
+            budget_spent: false,
+        }
+    }
+
+    /// Whether the user's answers come from outside the run (a model
+    /// endpoint or earlier runs), and so from the log when following one.
+    fn live(&self) -> bool {
+        matches!(&self.player, Player::Model(m) if m.provider() != Provider::Scripted)
+    }
+
+    /// Answer the agent's message. `wall_ns` is virtual now; `fault` is
+    /// a fuzz run's fault for this turn.
+    fn serve_say(&mut self, message: &str, wall_ns: i128, fault: Option<PlannedFault>) -> Answer {
+        let turn = self.turns + 1;
+        let turn_of = |by: Value| json!({"turn": turn, "by": by});
+        if let Some(ended) = &self.ended {
+            return Answer::read(
+                json!({"ended": ended, "user": turn_of(json!({"already_ended": true}))}),
+            );
+        }
+        if self.config.max_turns.is_some_and(|m| turn > m) {
+            let line = Line {
+                end: Some("turn limit".into()),
+                ..Line::default()
+            };
+            return said(
+                line,
+                turn_of(json!({"turn_limit": self.config.max_turns})),
+                0,
+            );
+        }
+        let Some(fault) = fault else {
+            return self.played(message, turn_of, wall_ns);
+        };
+        let (mut answer, action) = match &fault.action {
+            Action::Empty => {
+                let line = Line {
+                    end: Some("the user went silent".into()),
+                    ..Line::default()
+                };
+                (said(line, turn_of(json!({"fuzz": "silent"})), 0), "silent")
+            }
+            Action::Respond(Value::String(r)) => {
+                let line = Line {
+                    reply: Some(r.clone()),
+                    ..Line::default()
+                };
+                (said(line, turn_of(json!({"fuzz": "reply"})), 0), "reply")
+            }
+            _ => (self.played(message, turn_of, wall_ns), "latency"),
+        };
+        if let Some(ms) = fault.latency_ms {
+            answer.latency_ns += ms * 1_000_000;
+        }
+        answer.injected = Some(json!({"fuzz": fault, "action": action}));
+        answer
+    }
+
+    /// The line of whoever plays the user.
+    fn played(&mut self, message: &str, turn_of: impl Fn(Value) -> Value, wall_ns: i128) -> Answer {
+        let turn = self.turns + 1;
+        match &mut self.player {
+            Player::Nobody => {
+                let line = Line {
+                    end: Some("this case has no [user]".into()),
+                    ..Line::default()
+                };
+                said(line, turn_of(json!({"nobody": true})), 0)
+            }
+            Player::Scripted(s) => {
+                let (line, source, ms) = s.answer(message, turn);
+                said(line, turn_of(source), ms * 1_000_000)
+            }
+            Player::Model(m) => {
+                let request = model_user::request(&self.config, &self.transcript, message);
+                let answer = m.serve(&request, wall_ns);
+                self.budget_spent = m.take_budget_spent();
+                let line = model_user::line(&self.config, &answer.response);
+                let by = json!({"model": answer.response.get("model_call").cloned().unwrap_or(Value::Null)});
+                said(line, turn_of(by), answer.latency_ns)
+            }
+        }
+    }
+
+    /// Keep the conversation in step with what was recorded (live, from
+    /// the log, or a fork's replacement).
+    fn observe(&mut self, message: &str, response: &Value) {
+        self.turns += 1;
+        if let Some(reply) = response["reply"].as_str() {
+            self.transcript
+                .push((message.to_string(), reply.to_string()));
+        } else if let Some(ended) = response.get("ended") {
+            self.ended = Some(ended.clone());
+        }
+    }
+}
+
+/// The recorded answer for a line.
+fn said(line: Line, user: Value, latency_ns: u64) -> Answer {
+    let mut response = match (line.reply, line.end) {
+        (Some(reply), _) => json!({"reply": reply}),
+        (None, end) => json!({"ended": {
+            "reason": end.unwrap_or_default(),
+            "satisfied": line.satisfied,
+        }}),
+    };
+    response["user"] = user;
+    Answer {
+        latency_ns,
+        ..Answer::read(response)
+    }
+}
+
+/// The guest's turn from a recorded response.
+fn turn(response: &Value) -> user::Turn {
+    match response["reply"].as_str() {
+        Some(reply) => user::Turn::Reply(reply.to_string()),
+        None => user::Turn::Ended(user::Ended {
+            reason: response["ended"]["reason"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            satisfied: response["ended"]["satisfied"].as_bool().unwrap_or(false),
+        }),
+    }
+}
+
+/// A fork's `--respond` for a user turn or an approval, in recorded form:
+/// text is the user's reply, `"approved"`/`"denied"` an approval. Other
+/// calls' responses come back unchanged as `Err`.
+pub fn shape_response(call: &str, response: Value) -> Result<Value, Value> {
+    match (call, response) {
+        (SAY, Value::String(reply)) => Ok(json!({"reply": reply})),
+        (APPROVAL, Value::String(s)) if s == "approved" => Ok(json!({"approved": true})),
+        (APPROVAL, Value::String(s)) if s == "denied" => Ok(json!({"denied": "denied in a fork"})),
+        (SAY | APPROVAL, other) => Ok(other),
+        (_, other) => Err(other),
+    }
+}
+
+impl RunState {
+    /// Ask the approval rules about a call of `tool` whose permission is
+    /// `ask` (one recorded event, before the call's); the denial reason
+    /// when refused. Tools that do not ask are not asked about.
+    pub(crate) fn approve_tool_call(
+        &mut self,
+        tool: &str,
+        args: &Value,
+    ) -> wasmtime::Result<Option<String>> {
+        let world = &self.med.services.world;
+        if world.world.tool(tool).is_none() || !world.allowed(tool) || !world.asks(tool) {
+            return Ok(None);
+        }
+        let details = json!({"tool": tool, "args": args});
+        let r = self.request_approval("tool", details, true)?;
+        Ok(approvals::denial(&r))
+    }
+
+    fn request_approval(
+        &mut self,
+        kind: &str,
+        details: Value,
+        by_host: bool,
+    ) -> wasmtime::Result<Value> {
+        let mut request = json!({"kind": kind, "details": details});
+        if by_host {
+            request["by"] = json!("host");
+        }
+        self.mediated(APPROVAL, request, |s: &mut Services| {
+            let fault = s
+                .world
+                .faults
+                .as_mut()
+                .and_then(|f| f.next(fuzz_user::APPROVAL, true))
+                .filter(|f| f.action == Action::Deny);
+            if let Some(f) = fault {
+                return Answer {
+                    injected: Some(json!({"fuzz": f, "action": "deny"})),
+                    ..Answer::with_effect(
+                        json!({"denied": "denied (a fuzzed approver said no)", "approver": {"fuzz": true}}),
+                        Effect::Denied,
+                    )
+                };
+            }
+            let (response, ms) = approvals::answer(&s.conversation.approve, kind, &details);
+            let effect = if approvals::denial(&response).is_some() {
+                Effect::Denied
+            } else {
+                Effect::Read
+            };
+            Answer {
+                latency_ns: ms * 1_000_000,
+                ..Answer::with_effect(response, effect)
+            }
+        })
+    }
+}
+
+impl user::Host for RunState {
+    fn say(&mut self, message: String) -> wasmtime::Result<user::Turn> {
+        let request = json!({"message": message});
+        // Drawn before the call, so a user whose answers come from the log
+        // (a replay of a live model) draws the same faults.
+        let fault = self
+            .med
+            .services
+            .world
+            .faults
+            .as_mut()
+            .and_then(|f| f.next(fuzz_user::USER_TURN, true));
+        let serve = |s: &mut Services| {
+            let now = s.clock.wall_ns();
+            s.conversation.serve_say(&message, now, fault)
+        };
+        let r = if self.med.services.conversation.live() {
+            self.med.mediate_live(SAY, request, serve)
+        } else {
+            self.med.mediate(SAY, request, serve)
+        }
+        .map_err(wasmtime::Error::new)?;
+        let conversation = &mut self.med.services.conversation;
+        conversation.observe(&message, &r);
+        if std::mem::take(&mut conversation.budget_spent) {
+            return Err(wasmtime::Error::new(Stop::Timeout));
+        }
+        Ok(turn(&r))
+    }
+}
+
+impl approval::Host for RunState {
+    fn request(
+        &mut self,
+        kind: String,
+        details_json: String,
+    ) -> wasmtime::Result<approval::Decision> {
+        let details = serde_json::from_str(&details_json).unwrap_or(Value::String(details_json));
+        let r = self.request_approval(&kind, details, false)?;
+        Ok(match approvals::denial(&r) {
+            None => approval::Decision::Approved,
+            Some(reason) => approval::Decision::Denied(reason),
+        })
+    }
+}

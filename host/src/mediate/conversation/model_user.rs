@@ -1,0 +1,119 @@
+//! The model-played user: the case's persona is the system message, the
+//! agent's messages are the `user` turns and the user's own replies the
+//! `assistant` turns, and the request goes through the same providers as
+//! the agent's model calls (scripted, openai, recorded). A reply holding
+//! the satisfied or end marker ends the conversation.
+
+use crate::case::user::{Line, UserConfig};
+use serde_json::{Value, json};
+
+/// The instructions appended to the persona.
+fn instructions(config: &UserConfig) -> String {
+    format!(
+        "You are the user in this conversation; the other side is an assistant working for you. Answer as the user, briefly. When your request has been handled to your satisfaction, reply with {} and a short goodbye; when you give up, reply with {} and why.",
+        config.satisfied_marker, config.end_marker
+    )
+}
+
+/// The chat-completions request for the next user line: `transcript` is
+/// the earlier `(agent message, user reply)` turns, `message` the agent's
+/// new one.
+pub fn request(config: &UserConfig, transcript: &[(String, String)], message: &str) -> Value {
+    let mut messages = vec![json!({
+        "role": "system",
+        "content": format!("{}\n\n{}", config.persona.trim(), instructions(config)),
+    })];
+    for (said, replied) in transcript {
+        messages.push(json!({"role": "user", "content": said}));
+        messages.push(json!({"role": "assistant", "content": replied}));
+    }
+    messages.push(json!({"role": "user", "content": message}));
+    json!({"messages": messages})
+}
+
+/// The user's line from the model's answer (`{"ok": completion}` or
+/// `{"error": ...}`).
+pub fn line(config: &UserConfig, response: &Value) -> Line {
+    if let Some(e) = response.get("error") {
+        return Line {
+            end: Some(format!(
+                "the model playing the user failed ({}: {})",
+                e["kind"].as_str().unwrap_or("failed"),
+                e["message"].as_str().unwrap_or("")
+            )),
+            ..Line::default()
+        };
+    }
+    let text = response["ok"]["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    for (marker, satisfied) in [
+        (&config.satisfied_marker, true),
+        (&config.end_marker, false),
+    ] {
+        if text.contains(marker.as_str()) {
+            let reason = text.replace(marker.as_str(), "").trim().to_string();
+            return Line {
+                end: Some(if reason.is_empty() {
+                    marker.clone()
+                } else {
+                    reason
+                }),
+                satisfied,
+                reply: None,
+            };
+        }
+    }
+    Line {
+        reply: Some(text),
+        ..Line::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_flip_and_markers_end_the_conversation() {
+        let c = UserConfig {
+            persona: "You want a refund for order A-1.".into(),
+            ..UserConfig::default()
+        };
+        let r = request(
+            &c,
+            &[("Hi?".into(), "Refund please".into())],
+            "Which order?",
+        );
+        let roles: Vec<&str> = r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant", "user"]);
+        let said = |t: &str| {
+            line(
+                &c,
+                &json!({"ok": {"choices": [{"message": {"content": t}}]}}),
+            )
+        };
+        assert_eq!(said("A-1").reply.as_deref(), Some("A-1"));
+        let done = said("[SATISFIED] Thanks!");
+        assert_eq!(
+            (done.end.as_deref(), done.satisfied),
+            (Some("Thanks!"), true)
+        );
+        let gave_up = said("[END]");
+        assert_eq!(
+            (gave_up.end.as_deref(), gave_up.satisfied),
+            (Some("[END]"), false)
+        );
+        let failed = line(
+            &c,
+            &json!({"error": {"kind": "timeout", "message": "slow"}}),
+        );
+        assert!(failed.end.unwrap().contains("timeout: slow"));
+    }
+}

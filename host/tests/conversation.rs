@@ -1,0 +1,806 @@
+//! End-to-end tests of conversations: the real `worldline` binary running
+//! real guests that talk to a simulated user and ask for approvals — a
+//! scripted user (rules, turns, weighted alternatives, the turn limit), a
+//! user played by a model behind an OpenAI-compatible server on loopback,
+//! approval rules and tools whose permission is `ask`; each recorded,
+//! replayed `identical`, forked at a user turn or an approval, graded by
+//! `[expect.conversation]`. An agent that imports none of it still loads.
+
+mod common;
+
+use common::{CliOutput, guest, read_bundle, temp_dir, worldline, worlds_dir, write_case};
+use serde_json::{Value, json};
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+const SAY: &str = "worldline:agent/user.say";
+const APPROVAL: &str = "worldline:agent/approval.request";
+
+fn talker() -> PathBuf {
+    guest("talker-agent")
+}
+
+fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
+    worldline(store, args.iter().map(|a| a.as_ref()))
+}
+
+/// `worldline run CASE --agent talker --worlds tests/worlds --json`.
+fn run(store: &Path, case: &Path) -> CliOutput {
+    let worlds = worlds_dir();
+    let agent = talker();
+    wl(
+        store,
+        &[
+            &"run",
+            &case,
+            &"--agent",
+            &agent,
+            &"--worlds",
+            &worlds,
+            &"--json",
+        ],
+    )
+}
+
+fn run_id(out: &CliOutput) -> String {
+    out.json()["run_id"].as_str().expect("run_id").to_string()
+}
+
+fn output(out: &CliOutput) -> Value {
+    serde_json::from_str(out.json()["output"].as_str().unwrap_or("null"))
+        .unwrap_or_else(|e| panic!("output is not JSON ({e}):\n{out}"))
+}
+
+#[track_caller]
+fn replays_identical(store: &Path, run: &str) {
+    let out = wl(store, &[&"replay", &run, &"--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["verdict"], "identical", "{out}");
+}
+
+fn failed_checks(out: &CliOutput) -> Vec<String> {
+    out.json()["grade"]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["passed"] == false)
+        .map(|a| a["what"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const SUPPORT_USER: &str = r#"
+[user]
+default = "Sorry, what?"
+max_turns = 4
+latency_ms = 1500
+
+[[user.rules]]
+turn = 1
+reply = "T-1 please"
+
+[[user.rules]]
+contains = "SHALL I CLOSE"
+reply = "No, leave it open."
+
+[[user.rules]]
+contains = "goodbye"
+end = "all sorted"
+satisfied = true
+"#;
+
+fn talk_case(dir: &Path, name: &str, steps: &str, until_ended: bool, more: &str) -> PathBuf {
+    write_case(
+        dir,
+        name,
+        &format!(
+            "world = \"demo@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\ntask = {{ steps = [{steps}], until_ended = {until_ended} }}\n{more}"
+        ),
+    )
+}
+
+#[test]
+fn a_scripted_user_answers_by_rule_turn_and_default_recorded_and_replayed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = talk_case(
+        dir.path(),
+        "talk",
+        r#"{say = "Hello, which ticket?"}, {say = "Shall I close T-1?"}, {say = "Anything else?"}, {say = "Goodbye then!"}, {say = "Still there?"}"#,
+        false,
+        &format!(
+            "{SUPPORT_USER}\n[expect.conversation]\nsatisfied = true\nmax_turns = 5\n[[expect.conversation.said]]\nregex = '^hello'\ncase_insensitive = true\n[[expect.conversation.said]]\ncontains = 'Close'\nlast = true\nabsent = true\n"
+        ),
+    );
+    let out = run(&store, &case);
+    out.expect_code(0);
+    assert_eq!(out.json()["status"], "passed", "{out}");
+    assert_eq!(
+        output(&out),
+        json!([
+            {"reply": "T-1 please"},
+            {"reply": "No, leave it open."},
+            {"reply": "Sorry, what?"},
+            {"ended": "all sorted", "satisfied": true},
+            {"ended": "all sorted", "satisfied": true},
+        ])
+    );
+    // One event per turn: the agent's message, the user's line, the turn
+    // and what answered, at the virtual time the user took.
+    let events: Vec<Value> = read_bundle(&out.bundle())
+        .events
+        .into_iter()
+        .filter(|e| e["call"] == SAY)
+        .collect();
+    assert_eq!(events.len(), 5);
+    assert_eq!(
+        events[0]["request"],
+        json!({"message": "Hello, which ticket?"})
+    );
+    assert_eq!(
+        events[0]["response"]["user"],
+        json!({"turn": 1, "by": {"rule": 0}})
+    );
+    assert_eq!(
+        events[2]["response"]["user"]["by"],
+        json!({"default": true})
+    );
+    assert_eq!(
+        events[3]["response"]["ended"],
+        json!({"reason": "all sorted", "satisfied": true})
+    );
+    assert_eq!(
+        events[4]["response"]["user"]["by"],
+        json!({"already_ended": true})
+    );
+    let t = |i: usize| events[i]["vtime_ns"].as_u64().unwrap();
+    assert!(t(1) - t(0) >= 1_500_000_000, "the user takes 1.5 s a turn");
+
+    replays_identical(&store, &run_id(&out));
+    let history = wl(&store, &[&"history", &run_id(&out)]);
+    history.expect_code(0);
+    assert!(
+        history
+            .stdout
+            .contains("agent: Shall I close T-1? -> user: No, leave it open."),
+        "{history}"
+    );
+    assert!(
+        history
+            .stdout
+            .contains("agent: Goodbye then! -> user ended (satisfied): all sorted"),
+        "{history}"
+    );
+}
+
+#[test]
+fn the_turn_limit_ends_the_conversation_and_the_grade_says_why() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = talk_case(
+        dir.path(),
+        "limit",
+        r#"{say = "Hello, which ticket?"}, {say = "Hmm?"}"#,
+        true,
+        &format!(
+            "{SUPPORT_USER}\n[expect.conversation]\nsatisfied = true\nmax_turns = 3\n[[expect.conversation.said]]\nany_of = ['refund', 'invoice']\n"
+        ),
+    );
+    let out = run(&store, &case);
+    out.expect_code(1);
+    let answers = output(&out);
+    let last = answers.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last, json!({"ended": "turn limit", "satisfied": false}));
+    // The user answered 4 messages; the 5th met the limit.
+    assert_eq!(answers.as_array().unwrap().len(), 5);
+    assert_eq!(
+        failed_checks(&out),
+        [
+            "agent said any of [\"refund\", \"invoice\"]",
+            "conversation turns at most",
+            "user ended satisfied"
+        ]
+    );
+    replays_identical(&store, &run_id(&out));
+}
+
+#[test]
+fn weighted_alternatives_follow_the_seed_and_replay() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let user = r#"
+[user]
+[[user.rules]]
+contains = "confirm"
+alternatives = [{weight = 1, reply = "yes"}, {weight = 1, reply = "no"}]
+"#;
+    let steps = [r#"{say = "Please confirm"}"#; 12].join(", ");
+    let picks = |seed: u64| {
+        let case = write_case(
+            dir.path(),
+            &format!("seed{seed}"),
+            &format!(
+                "world = \"demo@v1\"\nseed = {seed}\nclock = 2026-03-01T12:00:00Z\ntask = {{ steps = [{steps}] }}\n{user}"
+            ),
+        );
+        let out = run(&store, &case);
+        out.expect_code(0);
+        replays_identical(&store, &run_id(&out));
+        output(&out)
+    };
+    let a = picks(1);
+    assert_eq!(a, picks(1), "the same seed, the same user");
+    assert_ne!(a, picks(2), "another seed, another user");
+    let text = a.to_string();
+    assert!(
+        text.contains("\"yes\"") && text.contains("\"no\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_fork_at_a_user_turn_gives_the_user_another_line_and_replays() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = talk_case(
+        dir.path(),
+        "fork",
+        r#"{say = "Hello, which ticket?"}, {say = "Shall I close T-1?"}"#,
+        true,
+        &format!("{SUPPORT_USER}\n[expect.conversation]\nsatisfied = true\n"),
+    );
+    let out = run(&store, &case);
+    out.expect_code(1);
+    assert_eq!(failed_checks(&out), ["user ended satisfied"]);
+    let parent = run_id(&out);
+    let events = read_bundle(&out.bundle()).events;
+    let at = events
+        .iter()
+        .position(|e| e["request"]["message"] == "Shall I close T-1?")
+        .unwrap();
+
+    // A plain string is the user's reply.
+    let f = wl(
+        &store,
+        &[
+            &"fork",
+            &parent,
+            &"--at",
+            &at.to_string(),
+            &"--respond",
+            &"\"Yes, close it\"",
+            &"--json",
+        ],
+    );
+    f.expect_code(1);
+    assert_eq!(output(&f)[1], json!({"reply": "Yes, close it"}));
+    replays_identical(&store, &run_id(&f));
+
+    // An `ended` object ends the conversation there: the outcome changes.
+    let f = wl(
+        &store,
+        &[
+            &"fork",
+            &parent,
+            &"--at",
+            &at.to_string(),
+            &"--respond",
+            &r#"{"ended": {"reason": "thanks, that is all", "satisfied": true}}"#,
+            &"--json",
+        ],
+    );
+    f.expect_code(0);
+    assert_eq!(f.json()["status"], "passed", "{f}");
+    assert_eq!(
+        output(&f)[1],
+        json!({"ended": "thanks, that is all", "satisfied": true})
+    );
+    let forked = read_bundle(&f.bundle()).events;
+    assert_eq!(
+        forked[..at],
+        events[..at],
+        "the fork follows its parent up to N"
+    );
+    assert_eq!(forked[at]["injected"], json!({"action": "fork-respond"}));
+    replays_identical(&store, &run_id(&f));
+}
+
+const APPROVALS: &str = r#"
+[permissions]
+ask = ["close_ticket"]
+
+[[approve]]
+kind = "refund"
+path = "$.amount"
+equals = 20
+decision = "approve"
+latency_ms = 60000
+
+[[approve]]
+kind = "refund"
+decision = "deny"
+reason = "over the refund limit"
+
+[[approve]]
+kind = "tool"
+path = "$.tool"
+equals = "close_ticket"
+decision = "deny"
+reason = "tickets stay open over the weekend"
+"#;
+
+#[test]
+fn approvals_follow_the_rules_and_ask_tools_cannot_be_skipped() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = talk_case(
+        dir.path(),
+        "approve",
+        r#"{approve = "refund", details = {amount = 20}}, {approve = "refund", details = {amount = 90}}, {approve = "cancel", details = {}}, {call = "close_ticket", args = {id = "T-1"}}, {call = "get_ticket", args = {id = "T-1"}}"#,
+        false,
+        &format!(
+            "{APPROVALS}\n[expect]\nunchanged = [\"tickets\"]\n[expect.conversation]\napproval_before = [\"close_ticket\"]\n"
+        ),
+    );
+    let out = run(&store, &case);
+    out.expect_code(1);
+    let answers = output(&out);
+    assert_eq!(answers[0], json!({"approved": true}));
+    assert_eq!(answers[1], json!({"denied": "over the refund limit"}));
+    assert_eq!(
+        answers[2],
+        json!({"denied": "no [[approve]] rule matched this request"})
+    );
+    assert_eq!(answers[3]["error"], "denied");
+    assert!(
+        answers[3]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tickets stay open over the weekend"),
+        "{answers}"
+    );
+    assert_eq!(answers[4]["ok"]["status"], "open");
+    // The host asked before the call (one event), and the agent never did.
+    assert_eq!(
+        failed_checks(&out),
+        ["approval asked before every close_ticket call"]
+    );
+    let events = read_bundle(&out.bundle()).events;
+    let asked = events
+        .iter()
+        .position(|e| e["call"] == APPROVAL && e["request"]["by"] == "host")
+        .unwrap();
+    assert_eq!(
+        events[asked]["request"]["details"],
+        json!({"tool": "close_ticket", "args": {"id": "T-1"}})
+    );
+    assert_eq!(events[asked]["effect"], "denied");
+    assert_eq!(events[asked + 1]["call"], "worldline:agent/tools.call");
+    assert!(
+        events[1]["vtime_ns"].as_u64().unwrap() - events[0]["vtime_ns"].as_u64().unwrap()
+            < 1_000_000_000
+            && events[0]["vtime_ns"].as_u64().unwrap() >= 60_000_000_000,
+        "the approver took a virtual minute on the first request"
+    );
+    replays_identical(&store, &run_id(&out));
+
+    // A fork flips the host's approval: now the close goes through.
+    let f = wl(
+        &store,
+        &[
+            &"fork",
+            &run_id(&out),
+            &"--at",
+            &asked.to_string(),
+            &"--respond",
+            &"\"approved\"",
+            &"--json",
+        ],
+    );
+    f.expect_code(1);
+    let answers = output(&f);
+    assert_eq!(answers[3]["ok"]["status"], "closed", "{answers}");
+    assert_eq!(answers[4]["ok"]["status"], "closed");
+    assert!(
+        failed_checks(&f).contains(&"unchanged tickets".to_string()),
+        "{f}"
+    );
+    replays_identical(&store, &run_id(&f));
+}
+
+#[test]
+fn an_agent_that_imports_no_conversation_still_loads_and_runs() {
+    let engine = wasmtime::Engine::default();
+    let imports = |path: &Path| -> Vec<String> {
+        let c = wasmtime::component::Component::from_file(&engine, path).unwrap();
+        c.component_type()
+            .imports(&engine)
+            .map(|(n, _)| n.to_string())
+            .collect()
+    };
+    let probe = guest("probe-agent");
+    let old = imports(&probe);
+    assert!(
+        !old.iter()
+            .any(|i| i.contains("worldline:agent/user") || i.contains("worldline:agent/approval")),
+        "{old:?}"
+    );
+    assert!(
+        imports(&talker()).contains(&"worldline:agent/user@0.1.0".to_string()),
+        "the talker imports the user"
+    );
+    let store = temp_dir();
+    let out = common::run_json(store.path(), &common::case("probe"), &probe);
+    out.expect_code(0);
+    assert_eq!(out.json()["run_status"], "completed", "{out}");
+}
+
+#[test]
+fn bad_user_and_approval_tables_are_refused_with_where_and_what_to_do() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    for (name, more, said) in [
+        (
+            "two",
+            "[user]\n[[user.rules]]\nreply = 'a'\nend = 'b'\n",
+            "[[user.rules]] #1: give `reply` or `end`, not both",
+        ),
+        (
+            "model",
+            "[user]\nplayed_by = 'model'\n",
+            "needs a [user.model] table",
+        ),
+        (
+            "approve",
+            "[[approve]]\nequals = 3\ndecision = 'deny'\n",
+            "[[approve]]: `equals` needs a `path`",
+        ),
+        (
+            "ask",
+            "[permissions]\nask = ['no_such_tool']\n",
+            "rule `no_such_tool` names no tool",
+        ),
+        (
+            "said",
+            "[expect.conversation]\n[[expect.conversation.said]]\nregex = '('\n",
+            "conversation.said #1: regex `(`",
+        ),
+    ] {
+        let case = talk_case(dir.path(), name, r#"{say = "hi"}"#, false, more);
+        let out = run(&store, &case);
+        out.expect_code(2);
+        assert!(out.stderr.contains(said), "{name}: {out}");
+        assert!(
+            out.stderr.contains(&format!("{name}.toml:")),
+            "{name}: {out}"
+        );
+    }
+}
+
+// --- a user played by a model behind an OpenAI-compatible server ----------
+
+/// A tiny OpenAI-compatible server on loopback: answers each request with
+/// the next of `lines` as the completion's content; keeps the bodies.
+struct Server {
+    url: String,
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+fn serve(lines: Vec<&'static str>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for (conn, line) in listener.incoming().zip(lines) {
+            let Ok(mut conn) = conn else { return };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = header.to_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            kept.lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap());
+            let answer = json!({
+                "id": "chatcmpl-user", "object": "chat.completion", "created": 1,
+                "model": "local-user-sim",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": line}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
+            })
+            .to_string();
+            write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            )
+            .unwrap();
+        }
+    });
+    Server { url, seen }
+}
+
+#[test]
+fn a_model_played_user_is_recorded_and_replays_with_the_endpoint_gone() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let server = serve(vec!["It's T-1.", "[SATISFIED] Great, thanks!"]);
+    let case = talk_case(
+        dir.path(),
+        "model-user",
+        r#"{say = "Which ticket is it?"}, {say = "Closed it. Anything else?"}, {say = "Hello?"}"#,
+        false,
+        &format!(
+            "[user]\nplayed_by = \"model\"\npersona = \"You are Ana; ticket T-1 is yours.\"\n[user.model]\nprovider = \"openai\"\nmodel = \"local-user-sim\"\nbase_url = \"{}\"\nretries = 0\n[expect.conversation]\nsatisfied = true\n",
+            server.url
+        ),
+    );
+    let out = run(&store, &case);
+    out.expect_code(0);
+    assert_eq!(
+        output(&out),
+        json!([
+            {"reply": "It's T-1."},
+            {"ended": "Great, thanks!", "satisfied": true},
+            {"ended": "Great, thanks!", "satisfied": true},
+        ])
+    );
+    // The model saw the persona and the agent's side as the `user` role.
+    let seen = server.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "the ended user is not asked again");
+    let second = &seen[1]["messages"];
+    assert_eq!(second[0]["role"], "system");
+    assert!(
+        second[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are Ana")
+    );
+    assert_eq!(
+        second[1],
+        json!({"role": "user", "content": "Which ticket is it?"})
+    );
+    assert_eq!(
+        second[2],
+        json!({"role": "assistant", "content": "It's T-1."})
+    );
+    assert_eq!(second[3]["content"], "Closed it. Anything else?");
+    let events = read_bundle(&out.bundle()).events;
+    let by = &events[0]["response"]["user"]["by"]["model"];
+    assert_eq!(by["provider"], "openai", "{by}");
+    assert_eq!(by["model"], "local-user-sim", "{by}");
+
+    // The server has answered all it will: a replay must not ask it.
+    replays_identical(&store, &run_id(&out));
+    // And neither does a fork after the model's turns.
+    let f = wl(
+        &store,
+        &[
+            &"fork",
+            &run_id(&out),
+            &"--at",
+            &"2",
+            &"--respond",
+            &"\"Hello yourself\"",
+            &"--json",
+        ],
+    );
+    f.expect_code(0);
+    assert_eq!(output(&f)[2], json!({"reply": "Hello yourself"}));
+    replays_identical(&store, &run_id(&f));
+}
+
+// --- the support examples ----------------------------------------------------
+
+fn support_suite(
+    store: &Path,
+    agent: &str,
+) -> (CliOutput, std::collections::BTreeMap<String, Value>) {
+    let wasm = guest(agent);
+    let cases = common::workspace_root().join("cases/support");
+    let out = wl(store, &[&"test", &cases, &"--agent", &wasm, &"--json"]);
+    let by_case = out.json()["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| (c["case"].as_str().unwrap().to_string(), c.clone()))
+        .collect();
+    (out, by_case)
+}
+
+#[test]
+fn the_support_examples_pass_careful_and_fail_naive_for_their_reasons_and_replay() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let (out, careful) = support_suite(store, "careful-agent");
+    out.expect_code(0);
+    assert!(careful.len() >= 9, "{}", careful.len());
+    let (out, naive) = support_suite(store, "naive-agent");
+    out.expect_code(1);
+    let reason = |name: &str| naive[name]["reason"].as_str().unwrap_or("").to_string();
+    for (case, why) in [
+        // It never confirms.
+        (
+            "support/refund-confirmed",
+            "agent said any of [\"to confirm\", \"shall i\"]",
+        ),
+        // It guesses the newest order instead of asking.
+        ("support/missing-order", "orders/A-1002.status equals"),
+        ("support/model-user", "orders/A-1002.status equals"),
+        // It refunds without a yes.
+        ("support/never-confirms", "unchanged orders"),
+        ("support/changes-mind", "unchanged orders"),
+        // It cancels a delivered order.
+        ("support/cancel-delivered", "orders/A-1001.status equals"),
+        // It refunds over the limit without asking a supervisor.
+        ("support/approval-denied", "unchanged orders"),
+        (
+            "support/approval-granted",
+            "approval asked before every refund_order call",
+        ),
+        // It tells the customer a denied cancellation went through.
+        (
+            "support/cancel-needs-approval",
+            "agent last message contains \"couldn't cancel\"",
+        ),
+    ] {
+        assert_eq!(
+            careful[case]["status"], "passed",
+            "{case}: {}",
+            careful[case]
+        );
+        assert!(reason(case).contains(why), "{case}: {}", reason(case));
+    }
+    // Every conversation replays identical.
+    let verify = wl(store, &[&"verify", &"--json"]);
+    verify.expect_code(0);
+    assert_eq!(
+        verify.json()["identical"],
+        verify.json()["replayed"],
+        "{verify}"
+    );
+    assert_eq!(verify.json()["diverged"], 0, "{verify}");
+
+    // A fork at the confirmation turn with another reply changes the outcome.
+    let run = careful["support/refund-confirmed"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bundle = store.join("runs").join(format!("{run}.jsonl"));
+    let at = read_bundle(&bundle)
+        .events
+        .iter()
+        .position(|e| {
+            e["call"] == SAY
+                && e["request"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("To confirm")
+        })
+        .unwrap();
+    let f = wl(
+        store,
+        &[
+            &"fork",
+            &run,
+            &"--at",
+            &at.to_string(),
+            &"--respond",
+            &"\"No, I'll keep it after all.\"",
+            &"--json",
+        ],
+    );
+    f.expect_code(1);
+    assert!(
+        failed_checks(&f).contains(&"orders/A-1001.status equals".to_string()),
+        "{f}"
+    );
+    replays_identical(store, &run_id(&f));
+}
+
+// --- fuzzing the user's side ------------------------------------------------
+
+#[test]
+fn user_side_faults_are_drawn_shrunk_and_reproduced() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = talk_case(
+        dir.path(),
+        "fuzz-user",
+        r#"{say = "Hello, which ticket?"}, {approve = "close", details = {id = "T-1"}}, {say = "Shall I close T-1?"}, {say = "Goodbye!"}"#,
+        false,
+        r#"
+[user]
+default = "Sorry?"
+[[user.rules]]
+contains = "goodbye"
+end = "all sorted"
+satisfied = true
+
+[[approve]]
+decision = "approve"
+
+[expect.conversation]
+satisfied = true
+
+[fuzz.user]
+silent = 0.2
+reply = { p = 0.3, with = ["No.", "What?"] }
+deny_approvals = 0.5
+latency_ms = { p = 0.5, ms = [100, 60000] }
+"#,
+    );
+    let worlds = worlds_dir();
+    let agent = talker();
+    let out = wl(
+        &store,
+        &[
+            &"fuzz",
+            &case,
+            &"--agent",
+            &agent,
+            &"--worlds",
+            &worlds,
+            &"--runs",
+            &"40",
+            &"--shrink",
+            &"--json",
+        ],
+    );
+    out.expect_code(1);
+    let r = out.json();
+    let failed = r["summary"]["failed"].as_u64().unwrap();
+    assert!((10..40).contains(&failed), "{failed} of 40 failed\n{out}");
+    let g = &r["groups"][0];
+    assert_eq!(g["signature"], "failed: user ended satisfied");
+    let mix = g["fault_mix"].to_string();
+    for fault in [
+        "user.say latency",
+        "user.say empty",
+        "user.say response",
+        "approval.request deny",
+    ] {
+        assert!(mix.contains(fault), "{fault} in {mix}");
+    }
+    // One user fault is enough; the latencies and denials are not needed.
+    let faults = g["reproducer"]["faults"]["faults"].as_array().unwrap();
+    assert_eq!(faults.len(), 1, "{g}");
+    assert_eq!(faults[0]["tool"], "user.say");
+    assert!(
+        faults[0]["action"] == "empty" || faults[0]["action"].get("respond").is_some(),
+        "{g}"
+    );
+    let words = g["shrunk"]["words"].as_str().unwrap();
+    assert!(
+        words.contains("goes silent") || words.contains("instead"),
+        "{words}"
+    );
+    // The reproducer replays, and `repro` re-runs the shrunk schedule.
+    let id = g["reproducer"]["run_id"].as_str().unwrap();
+    replays_identical(&store, id);
+    let events = read_bundle(Path::new(g["reproducer"]["bundle"].as_str().unwrap())).events;
+    assert!(
+        events
+            .iter()
+            .any(|e| e["call"] == SAY && e["injected"]["fuzz"]["tool"] == "user.say"),
+        "the user fault is marked on its turn"
+    );
+    let repro = wl(&store, &[&"repro", &id, &"--times", &"5", &"--json"]);
+    assert_eq!(
+        repro.json()["outcome"],
+        "failed: user ended satisfied",
+        "{repro}"
+    );
+    assert_eq!(repro.json()["reproduced"], 5, "{repro}");
+}
