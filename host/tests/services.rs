@@ -553,3 +553,72 @@ fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
     replay.expect_code(0);
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }
+
+/// `tests/guests/python-service/counters.py` built with
+/// `worldline build-python --service`.
+fn python_service() -> PathBuf {
+    let wasm = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-counters-service.wasm");
+    let out = common::worldline_raw([
+        OsStr::new("build-python"),
+        OsStr::new("--service"),
+        workspace_root()
+            .join("tests/guests/python-service/counters.py")
+            .as_os_str(),
+        OsStr::new("-o"),
+        wasm.as_os_str(),
+    ]);
+    assert_eq!(
+        out.code, 0,
+        "build-python --service (needs componentize-py==0.25.1):\n{out}"
+    );
+    wasm
+}
+
+#[test]
+fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool_error() {
+    let dir = temp_dir();
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &python_service(),
+    );
+    let calls = json!([
+        {"tool": "bump", "args": {"id": "c"}},
+        {"tool": "panic", "args": {}},
+        {"tool": "spin", "args": {}},
+        {"tool": "refuse", "args": {"id": "c"}},
+        {"tool": "log", "args": {}},
+        {"tool": "bump", "args": {"id": "c"}},
+    ]);
+    let case = counters_case(dir.path(), calls, "");
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(0);
+    let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(answers[0]["ok"], json!({"id": "c", "n": 1}));
+    let message = answers[1]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("service service.wasm failed in `panic`")
+            && message.contains("RuntimeError: the ledger is corrupt"),
+        "{message}"
+    );
+    assert!(
+        answers[2]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ran out of fuel")
+    );
+    assert_eq!(
+        answers[3]["error"],
+        json!({"kind": "conflict", "message": "counter is locked"})
+    );
+    assert_eq!(
+        answers[4]["ok"],
+        json!({"event": "events-1", "files": ["log.txt"]})
+    );
+    assert_eq!(answers[5]["ok"], json!({"id": "c", "n": 2}));
+    let id = out.json()["run_id"].as_str().unwrap();
+    let replay = worldline(dir.path(), ["replay", id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
