@@ -557,13 +557,18 @@ fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
 /// `tests/guests/python-service/counters.py` built with
 /// `worldline build-python --service`.
 fn python_service() -> PathBuf {
-    let wasm = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-counters-service.wasm");
+    build_python_service("tests/guests/python-service/counters.py")
+}
+
+/// A Python service (`source`, relative to the workspace) built with
+/// `worldline build-python --service`.
+fn build_python_service(source: &str) -> PathBuf {
+    let wasm = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{}.wasm", source.replace(['/', '.'], "-")));
     let out = common::worldline_raw([
         OsStr::new("build-python"),
         OsStr::new("--service"),
-        workspace_root()
-            .join("tests/guests/python-service/counters.py")
-            .as_os_str(),
+        workspace_root().join(source).as_os_str(),
         OsStr::new("-o"),
         wasm.as_os_str(),
     ]);
@@ -621,4 +626,65 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
     let replay = worldline(dir.path(), ["replay", id, "--json"]);
     replay.expect_code(0);
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
+#[test]
+fn the_booking_world_in_python_passes_the_careful_agent_and_its_gold_fails_the_naive_one() {
+    let dir = temp_dir();
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("worlds/booking/v1"),
+        "booking",
+        &build_python_service("examples/booking-service/booking.py"),
+    );
+    let suite = |agent: &str| {
+        let cases = workspace_root().join("cases/booking");
+        let out = worldline(
+            dir.path(),
+            [
+                OsStr::new("test"),
+                cases.as_os_str(),
+                OsStr::new("--agent"),
+                guest(agent).as_os_str(),
+                OsStr::new("--worlds"),
+                worlds.as_os_str(),
+                OsStr::new("--json"),
+            ],
+        );
+        let cases = out.json()["cases"].as_array().unwrap().clone();
+        (out, cases)
+    };
+    let (out, careful) = suite("careful-agent");
+    out.expect_code(0);
+    assert!(careful.len() >= 10, "{}", careful.len());
+    assert!(
+        careful.iter().all(|c| c["status"] == "passed"),
+        "{careful:?}"
+    );
+
+    let (out, naive) = suite("naive-agent");
+    out.expect_code(1);
+    let reason = |name: &str| {
+        naive
+            .iter()
+            .find(|c| c["case"] == format!("booking/{name}"))
+            .map(|c| c["reason"].as_str().unwrap_or("").to_string())
+            .unwrap()
+    };
+    // Booking twice after a lost reply: the gold state shows the extra
+    // booking, charge and seat.
+    let lost = reason("book-reply-lost");
+    assert!(
+        lost.contains("final state equals the gold state")
+            && lost.contains("+ bookings/BK-0005")
+            && lost.contains("~ customers/C-3.balance: 41100 -> 32200"),
+        "{lost}"
+    );
+    assert!(reason("book-already-booked-stale").contains("unchanged bookings"));
+    assert!(reason("book-two-passengers").contains("calls book"));
+
+    // Every run replays identical: the Python service answers again.
+    let verify = worldline(dir.path(), ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["diverged"], 0, "{verify}");
 }

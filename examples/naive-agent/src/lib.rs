@@ -1,5 +1,5 @@
-//! A naive agent for the `incident`, `accounts`, `support` and `payments`
-//! example worlds.
+//! A naive agent for the `incident`, `accounts`, `support`, `payments`
+//! and `booking` example worlds.
 //!
 //! It does the obvious thing and trusts the first answer it gets: it
 //! believes whatever list it is handed (however old), closes an account on
@@ -34,6 +34,11 @@ fn run(task: Value) -> Result<Value, Error> {
         incident(&task)
     } else if task.get("customer").is_some() {
         accounts(&task)
+    } else if ["book", "cancel_booking", "change"]
+        .iter()
+        .any(|k| task.get(k).is_some())
+    {
+        booking(&task)
     } else {
         payments(&task)
     }
@@ -119,6 +124,43 @@ fn payments(task: &Value) -> Result<Value, Error> {
         "world": "payments", "tool": tool,
         "action": if done.is_ok() { "done" } else { "failed" },
     }))
+}
+
+/// Books the first flight the search lists (whatever its seats), without
+/// looking at what the customer already holds; any failure is tried again.
+fn booking(task: &Value) -> Result<Value, Error> {
+    if let Some(b) = task.get("book") {
+        let mut search =
+            json!({"origin": b["origin"], "destination": b["destination"], "day": b["day"]});
+        if let Some(flex) = b.get("flex_days") {
+            search["flex_days"] = flex.clone();
+        }
+        let flights = call("search_flights", search)?;
+        let flight = flights[0]["id"].clone();
+        let done = write_retrying(
+            "book",
+            json!({"customer": b["customer"], "flight": flight, "passengers": b["passengers"]}),
+        );
+        return Ok(
+            json!({"world": "booking", "flight": flight, "action": if done.is_ok() { "booked" } else { "failed" }}),
+        );
+    }
+    if let Some(c) = task.get("cancel_booking") {
+        let done = write_retrying("cancel_booking", json!({"booking": c["booking"]}));
+        return Ok(
+            json!({"world": "booking", "action": if done.is_ok() { "cancelled" } else { "failed" }}),
+        );
+    }
+    let c = &task["change"];
+    let flights = call(
+        "search_flights",
+        json!({"origin": c["origin"], "destination": c["destination"], "day": c["day"]}),
+    )?;
+    let done = write_retrying(
+        "change_booking",
+        json!({"booking": c["booking"], "flight": flights[0]["id"]}),
+    );
+    Ok(json!({"world": "booking", "action": if done.is_ok() { "changed" } else { "failed" }}))
 }
 
 fn support(task: &Value) -> Result<Value, Error> {
