@@ -106,8 +106,12 @@ fn book(b: &Value) -> Result<Value, Error> {
                     "check",
                     &format!("book failed ({e}); checking whether it landed"),
                 );
-                let now_held = bookings(customer)?;
-                if now_held.len() > held.len() {
+                // Landed: a booking on the chosen flight (the customer held
+                // none on this trip before, so any is this one).
+                let landed = bookings(customer)?
+                    .iter()
+                    .any(|h| h["flight"] == flight["id"] && h["status"] == "confirmed");
+                if landed {
                     trace::note(
                         "check",
                         "the booking landed despite the error; not repeating it",
