@@ -688,3 +688,46 @@ fn the_booking_world_in_python_passes_the_careful_agent_and_its_gold_fails_the_n
     verify.expect_code(0);
     assert_eq!(verify.json()["diverged"], 0, "{verify}");
 }
+
+#[test]
+fn fuzzing_the_payments_world_finds_the_naive_double_payment_and_its_reproducer_replays() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let case = workspace_root().join("cases/payments/fuzz-transfer.toml");
+    let fuzz = |agent: &str| {
+        worldline(
+            dir.path(),
+            [
+                OsStr::new("fuzz"),
+                case.as_os_str(),
+                OsStr::new("--agent"),
+                guest(agent).as_os_str(),
+                OsStr::new("--worlds"),
+                worlds.as_os_str(),
+                OsStr::new("--runs"),
+                OsStr::new("40"),
+                OsStr::new("--json"),
+            ],
+        )
+    };
+    let naive = fuzz("naive-agent");
+    let summary = &naive.json()["summary"];
+    assert!(summary["failed"].as_u64().unwrap() > 0, "{naive}");
+    let group = &naive.json()["groups"][0];
+    assert!(
+        group["signature"]
+            .as_str()
+            .unwrap()
+            .contains("count transfers"),
+        "{group}"
+    );
+    let id = group["reproducer"]["run_id"].as_str().unwrap();
+    let replay = worldline(dir.path(), ["replay", id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    let careful = fuzz("careful-agent");
+    assert!(
+        careful.json()["summary"]["failed"].as_u64().unwrap() < summary["failed"].as_u64().unwrap(),
+        "{careful}"
+    );
+}
