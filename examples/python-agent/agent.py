@@ -1,4 +1,4 @@
-"""A careful agent for the `incident` world, in Python.
+"""A careful agent for the `incident` and `support` worlds, in Python.
 
 It does what the Rust careful agent (examples/careful-agent) does there:
 find the deploy behind an alert, roll it back, close the incident ticket,
@@ -10,17 +10,22 @@ and leave exactly one incident note. What "careful" means:
 - a write that fails is never repeated blindly: the agent first looks
   whether it landed anyway (notes are not idempotent);
 - a denied call is not repeated, and nothing else is tried in its place;
-- every decision leaves a trace note.
+- every decision leaves a trace note;
+- with a customer (`support`): it asks for the order when none is named,
+  confirms the exact action before any refund or cancellation (and follows
+  the customer when they change their mind), asks a supervisor before a
+  refund over the limit, and tells the customer what really happened.
 
 Build: `worldline build-python examples/python-agent/agent.py`.
 """
 
 import json
+import re
 import time
 from datetime import datetime, timezone
 
 import worldline_guest as wl
-from worldline_guest import tools, trace
+from worldline_guest import approval, tools, trace, user
 
 AUTHOR = "careful-agent"
 MAX_AGE_S = 120
@@ -258,8 +263,128 @@ def incident(task):
     }
 
 
+# --- support: a conversation with a customer --------------------------------
+
+APPROVAL_LIMIT = 100
+ASKS = 3
+DONE = {"refund": "refunded", "cancel": "cancelled"}
+
+
+def intent_of(text):
+    t = text.lower()
+    if "cancel" in t:
+        return "cancel"
+    if any(w in t for w in ("refund", "money back", "return")):
+        return "refund"
+    return None
+
+
+def order_in(text):
+    """An order number in a message (`A-1001`: a capital, a dash, digits)."""
+    for word in re.split(r"[^A-Za-z0-9-]", text):
+        if re.fullmatch(r"[A-Z]-[0-9]+", word):
+            return word
+    return None
+
+
+def answer_of(reply):
+    t = " " + re.sub(r"[,.!]", " ", reply.lower()) + " "
+    if any(w in t for w in (" no ", " don't ", " do not ", " keep ", "changed my mind", " not ")):
+        return "no"
+    if any(w in t for w in (" yes ", " sure ", " go ahead ", " please do ", " ok ", " okay ", " yep ")):
+        return "yes"
+    return "unclear"
+
+
+def say(message):
+    """Say something; the reply, or None when the customer has left."""
+    turn = user.say(message)
+    if isinstance(turn, user.Ended):
+        trace.note("conversation", f"the customer left: {turn.reason}")
+        return None
+    return turn.text
+
+
+def support(task):
+    customer = task.get("customer")
+    first = task.get("message") or ""
+    intent, order_id = intent_of(first), order_in(first)
+
+    def outcome(action):
+        return {"world": "support", "order": order_id or "", "action": action}
+
+    for _ in range(ASKS):
+        if order_id:
+            break
+        reply = say("Which order is it about? Please give me the order number (it looks like A-1001).")
+        if reply is None:
+            return outcome("none")
+        order_id, intent = order_in(reply), intent or intent_of(reply)
+    if not order_id:
+        say("Without an order number I can't look it up; nothing was changed.")
+        return outcome("none")
+    if intent is None:
+        say("I'm sorry, I can only help with refunds and cancellations; nothing was changed.")
+        return outcome("none")
+    try:
+        order = read("get_order", id=order_id)
+    except wl.Error:
+        order = {}
+    if order.get("customer") != customer:
+        say(f"I can't find order {order_id} on your account; nothing was changed.")
+        return outcome("none")
+    amount, item = order.get("amount", 0), order.get("item", "?")
+
+    confirmed, preface = False, ""
+    for _ in range(ASKS):
+        if intent == "cancel" and order.get("status") != "processing":
+            preface = (
+                f"Order {order_id} has already been {order.get('status')}, so it can't be cancelled;"
+                " I can refund it instead. "
+            )
+            intent = "refund"
+        reply = say(
+            f"{preface}To confirm: shall I {intent} order {order_id} ({item}, {amount})? Please answer yes or no."
+        )
+        preface = ""
+        if reply is None:
+            return outcome("none")
+        other = intent_of(reply)
+        if other is not None and other != intent:
+            trace.note("conversation", f"the customer changed their mind: {other} instead")
+            intent = other
+            continue
+        answer = answer_of(reply)
+        if answer == "yes":
+            confirmed = True
+            break
+        if answer == "no":
+            say(f"Alright, I won't {intent} order {order_id}. Nothing was changed.")
+            return outcome("none")
+    if not confirmed:
+        say("I'll leave the order as it is until you confirm. Nothing was changed.")
+        return outcome("none")
+    if intent == "refund" and amount > APPROVAL_LIMIT:
+        decision = approval.request("refund", order=order_id, amount=amount)
+        if not decision:
+            say(
+                f"I'm sorry: a supervisor declined the refund of order {order_id} ({decision.reason})."
+                " Nothing was changed."
+            )
+            return outcome("approval_denied")
+    try:
+        tools.call(f"{intent}_order", id=order_id)
+    except wl.Error as e:
+        say(f"I couldn't {intent} order {order_id}: {e.message}. Nothing was changed.")
+        return outcome("failed")
+    say(f"Done: order {order_id} is {DONE[intent]}. Is there anything else I can help with?")
+    return outcome(DONE[intent])
+
+
 @wl.agent
 def run(task):
+    if "message" in task:
+        return support(task)
     if "alert" in task:
         return incident(task)
-    raise wl.Failed("task names no `alert`: this agent knows the incident world only")
+    raise wl.Failed("task names no `alert` (incident) or `message` (support)")

@@ -767,8 +767,8 @@ latency_ms = { p = 0.5, ms = [100, 60000] }
     let mix = g["fault_mix"].to_string();
     for fault in [
         "user.say latency",
-        "user.say empty",
-        "user.say response",
+        "user.say silent",
+        "user.say reply",
         "approval.request deny",
     ] {
         assert!(mix.contains(fault), "{fault} in {mix}");

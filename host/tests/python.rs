@@ -75,6 +75,34 @@ fn the_python_example_passes_the_incident_cases() {
 }
 
 #[test]
+fn the_python_example_holds_the_support_conversations_and_they_replay() {
+    let cases = workspace_root().join("cases").join("support");
+    let out = wl(
+        shared_store(),
+        &[&"test", &cases, &"--agent", &example(), &"--json"],
+    );
+    out.expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["failed"], 0, "{out}");
+    assert!(doc["passed"].as_u64().unwrap() >= 9, "{out}");
+    // It asked the supervisor before the large refund, through user.say and
+    // approval.request like the Rust agent.
+    let granted = doc["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == "support/approval-granted")
+        .unwrap();
+    let run = granted["run_id"].as_str().unwrap();
+    let replay = wl(shared_store(), &[&"replay", &run, &"--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    let history = wl(shared_store(), &[&"history", &run]);
+    assert!(history.stdout.contains("approval refund"), "{history}");
+    assert!(history.stdout.contains("-> user: Yes."), "{history}");
+}
+
+#[test]
 fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set() {
     let agent = probe();
     let first = run_json(shared_store(), &case("python-probe"), &agent);

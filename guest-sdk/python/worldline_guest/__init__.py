@@ -29,7 +29,7 @@ from typing import Any, Callable
 import wit_world
 from componentize_py_types import Err
 
-from . import files, model, tools, trace
+from . import approval, files, model, tools, trace, user
 from .errors import (
     Conflict,
     Denied,
@@ -44,10 +44,12 @@ from .errors import (
 
 __all__ = [
     "agent",
+    "approval",
     "files",
     "model",
     "tools",
     "trace",
+    "user",
     "Error",
     "ErrorKind",
     "Denied",

@@ -7,7 +7,6 @@ pub mod discover;
 pub mod expect;
 pub mod expect_conversation;
 pub mod fuzz;
-pub mod fuzz_user;
 pub mod gold;
 pub mod inject;
 pub mod limits;

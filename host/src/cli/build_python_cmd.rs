@@ -32,6 +32,10 @@ const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/worldline_guest/__init__.py"),
     ),
     (
+        "worldline_guest/approval.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/approval.py"),
+    ),
+    (
         "worldline_guest/errors.py",
         include_str!("../../../guest-sdk/python/worldline_guest/errors.py"),
     ),
@@ -54,6 +58,10 @@ const SDK: &[(&str, &str)] = &[
     (
         "worldline_guest/trace.py",
         include_str!("../../../guest-sdk/python/worldline_guest/trace.py"),
+    ),
+    (
+        "worldline_guest/user.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/user.py"),
     ),
     (
         "worldline_service/__init__.py",

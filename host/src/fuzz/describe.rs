@@ -35,7 +35,7 @@ pub fn fault(f: &PlannedFault, passes_at: Option<u64>) -> String {
         None => unit(fails),
     };
     let ms = |v: u64| format!("{v} ms");
-    let user_turn = f.tool == crate::case::fuzz_user::USER_TURN;
+    let user_turn = f.tool == crate::case::fuzz::USER_TURN;
     let what = match &f.action {
         Action::Empty if user_turn => "goes silent (the user ends the conversation)".into(),
         Action::Respond(v) if user_turn => format!("is answered {v} instead"),

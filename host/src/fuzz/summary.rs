@@ -229,9 +229,12 @@ impl Tally {
 }
 
 /// A fault's kind, as the mix counts it: `list_deploys stale`,
-/// `get_alert error timeout`, `list_deploys latency`.
+/// `get_alert error timeout`, `list_deploys latency`, `user.say silent`.
 pub fn labels(f: &PlannedFault) -> Vec<String> {
+    let user_turn = f.tool == crate::case::fuzz::USER_TURN;
     let action = match &f.action {
+        Action::Empty if user_turn => Some("silent".to_string()),
+        Action::Respond(_) if user_turn => Some("reply".to_string()),
         Action::Stale(_) => Some("stale".to_string()),
         Action::Deny => Some("deny".to_string()),
         Action::Error(kind) => Some(format!("error {kind}")),

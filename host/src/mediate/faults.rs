@@ -12,8 +12,7 @@
 //! fuzz fault but still counts, so a schedule's `nth` means the same thing
 //! whichever way the faults came.
 
-use crate::case::fuzz::{Dist, FaultSource, PlannedFault, Range, ToolFaults};
-use crate::case::fuzz_user::{self, UserFaults};
+use crate::case::fuzz::{self, Dist, FaultSource, PlannedFault, Range, ToolFaults, UserFaults};
 use crate::case::inject::{Action, Partial, Stale};
 use crate::error_kind::ErrorKind;
 use crate::mediate::entropy;
@@ -115,7 +114,7 @@ fn draw(t: &ToolFaults, rng: &mut ChaCha20Rng) -> Option<(Action, Option<u64>)> 
 /// Draw one user turn's or approval's fault from `[fuzz.user]`: silence,
 /// another line, or a denial; a user turn's latency is drawn on its own.
 fn draw_user(u: &UserFaults, call: &str, rng: &mut ChaCha20Rng) -> Option<(Action, Option<u64>)> {
-    if call == fuzz_user::APPROVAL {
+    if call == fuzz::APPROVAL {
         return (u.deny_approvals > 0.0 && unit(rng) < u.deny_approvals)
             .then_some((Action::Deny, None));
     }
@@ -186,13 +185,12 @@ impl Faults {
         }
         match &mut self.plan {
             Plan::Drawn { tools, user, rng } => {
-                let (action, latency_ms) =
-                    if tool == fuzz_user::USER_TURN || tool == fuzz_user::APPROVAL {
-                        draw_user(user.as_ref()?, tool, rng)?
-                    } else {
-                        let entry = tools.iter().find(|t| glob_match(&t.tool, tool))?;
-                        draw(entry, rng)?
-                    };
+                let (action, latency_ms) = if tool == fuzz::USER_TURN || tool == fuzz::APPROVAL {
+                    draw_user(user.as_ref()?, tool, rng)?
+                } else {
+                    let entry = tools.iter().find(|t| glob_match(&t.tool, tool))?;
+                    draw(entry, rng)?
+                };
                 Some(PlannedFault {
                     action,
                     latency_ms,

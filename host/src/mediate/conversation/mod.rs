@@ -21,8 +21,7 @@ use super::model::ModelService;
 use super::{Answer, RunState, Services, Stop, entropy};
 use crate::case::Case;
 use crate::case::approve::ApproveRule;
-use crate::case::fuzz::PlannedFault;
-use crate::case::fuzz_user;
+use crate::case::fuzz::{self, PlannedFault};
 use crate::case::inject::Action;
 use crate::case::model::Provider;
 use crate::case::user::{Line, PlayedBy, UserConfig};
@@ -253,7 +252,7 @@ impl RunState {
                 .world
                 .faults
                 .as_mut()
-                .and_then(|f| f.next(fuzz_user::APPROVAL, true))
+                .and_then(|f| f.next(fuzz::APPROVAL, true))
                 .filter(|f| f.action == Action::Deny);
             if let Some(f) = fault {
                 return Answer {
@@ -289,7 +288,7 @@ impl user::Host for RunState {
             .world
             .faults
             .as_mut()
-            .and_then(|f| f.next(fuzz_user::USER_TURN, true));
+            .and_then(|f| f.next(fuzz::USER_TURN, true));
         let serve = |s: &mut Services| {
             let now = s.clock.wall_ns();
             s.conversation.serve_say(&message, now, fault)
