@@ -1,9 +1,11 @@
 //! Forks: a new run that follows a recorded run up to event N, applies
 //! edits at N (a different response, a permission, a state patch, or a
 //! different agent), and runs live from there. The fork records its parent
-//! and N; the parent is never modified.
+//! and N; the parent is never modified. Edits are checked against the run
+//! first ([`check`]).
 
-use crate::error::InputError;
+pub mod check;
+
 use crate::log::bundle::{Edit, ForkPoint, Parent};
 use crate::mediate::script::Script;
 use crate::replay::{Recorded, recorded_agent};
@@ -11,7 +13,6 @@ use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// Fork `rec` at event `at` with `edits`, optionally with another agent.
@@ -24,28 +25,11 @@ pub fn fork(
     edits: Vec<Edit>,
     agent: Option<Arc<Agent>>,
 ) -> Result<RunOutcome> {
-    let recorded = rec.bundle.events.len() as u64;
-    if at > recorded {
-        return Err(InputError::new(
-            &rec.path,
-            format!(
-                "--at {at} is past the run's last event ({} events, numbered from 0)",
-                recorded
-            ),
-        )
-        .into());
-    }
+    check::check(rec, at, &edits)?;
     let mut edits = edits;
-    if let Some(pos) = edits.iter().position(|e| matches!(e, Edit::Respond { .. })) {
-        let Some(event) = rec.bundle.events.get(at as usize) else {
-            return Err(InputError::new(
-                &rec.path,
-                format!("--respond needs a recorded event {at} to replace"),
-            )
-            .into());
-        };
-        if let Edit::Respond { response } = &mut edits[pos] {
-            *response = shape_response(&event.call, response.clone());
+    for e in &mut edits {
+        if let (Edit::Respond { response }, Some(event)) = (e, rec.bundle.events.get(at as usize)) {
+            *response = check::shape_response(&event.call, &event.response, response.clone());
         }
     }
     let agent = match agent {
@@ -103,21 +87,4 @@ pub fn fork(
         );
     }
     Ok(outcome)
-}
-
-/// A tool or model call's response is `{"ok": ...}` or `{"error": ...}`;
-/// a bare value given for one is taken as the `ok` value. A user turn's
-/// and an approval's have their own shapes (`mediate::conversation`).
-pub fn shape_response(call: &str, response: Value) -> Value {
-    let response = match crate::mediate::conversation::shape_response(call, response) {
-        Ok(shaped) => return shaped,
-        Err(response) => response,
-    };
-    let wrapped = call.starts_with("worldline:agent/")
-        && !matches!(&response, Value::Object(m) if m.contains_key("ok") || m.contains_key("error"));
-    if wrapped {
-        serde_json::json!({ "ok": response })
-    } else {
-        response
-    }
 }

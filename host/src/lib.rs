@@ -40,4 +40,5 @@ pub mod store;
 pub mod suite;
 pub mod time;
 pub mod traceback;
+pub mod ui;
 pub mod world;

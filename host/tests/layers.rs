@@ -40,6 +40,7 @@ const LAYERS: &[&[&str]] = &[
     &["retention"],
     &["otel"],
     &["report"],
+    &["ui"],
     &["cli"],
 ];
 

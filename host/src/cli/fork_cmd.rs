@@ -2,10 +2,9 @@
 //! [--set PATH=JSON] [--agent NEW.wasm]`.
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::error::ExitCode;
 use crate::fork;
 use crate::grade::verdict;
-use crate::log::bundle::Edit;
 use crate::replay;
 use crate::report::{
     self,
@@ -16,7 +15,6 @@ use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
-use serde_json::Value;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -37,6 +35,8 @@ pub struct ForkArgs {
     #[arg(long)]
     pub allow: Vec<String>,
     /// Patch the world at N: `table/key=JSON` (a row) or `table/key.field=JSON`.
+    /// The patch is recorded as the first writes of event N: event N itself
+    /// is answered from the world before the patch; event N+1 on see it.
     #[arg(long)]
     pub set: Vec<String>,
     /// Continue with another agent build.
@@ -46,35 +46,19 @@ pub struct ForkArgs {
     pub common: Common,
 }
 
-fn json_arg(flag: &str, text: &str) -> Result<Value, InputError> {
-    serde_json::from_str(text)
-        .map_err(|e| InputError::new(flag, format!("`{text}` is not JSON: {e}")))
-}
-
 pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?;
     let rec = replay::open(&store, &args.run)?;
-    let mut edits = Vec::new();
-    if let Some(r) = &args.respond {
-        edits.push(Edit::Respond {
-            response: json_arg("--respond", r)?,
-        });
+    let edits = fork::check::EditText {
+        respond: args.respond.clone(),
+        allow: args.allow.clone(),
+        deny: args.deny.clone(),
+        set: args.set.clone(),
     }
-    edits.extend(args.allow.iter().map(|t| Edit::Allow { tool: t.clone() }));
-    edits.extend(args.deny.iter().map(|t| Edit::Deny { tool: t.clone() }));
-    for s in &args.set {
-        let (path, value) = s.split_once('=').ok_or_else(|| {
-            InputError::new(
-                "--set",
-                format!("`{s}` is not PATH=JSON (for example tickets/T-1.status=\"open\")"),
-            )
-        })?;
-        crate::mediate::parse_patch(path).map_err(|m| InputError::new("--set", m))?;
-        edits.push(Edit::Set {
-            path: path.to_string(),
-            value: json_arg("--set", value)?,
-        });
+    .parse()?;
+    for note in fork::check::check(&rec, args.at, &edits)? {
+        eprintln!("note: {note}");
     }
     let agent = match &args.agent {
         Some(path) => Some(crate::agent_file::load(&sandbox, &store, path)?),

@@ -175,11 +175,13 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         partition: partition.map(|p| p.to_string()),
         tally: partition.map(|_| &tally),
     };
+    let campaign = crate::fuzz::saved::save(&store, &serde_json::to_value(&doc)?)?;
     if args.common.json {
         report::print_json(&doc)?;
     } else {
         report::fuzz::print(&doc);
     }
+    eprintln!("campaign {campaign} kept in the store (worldline ui shows it)");
     Ok(if summary.failed == 0 {
         ExitCode::Ok
     } else {

@@ -6,9 +6,11 @@ use super::Common;
 use super::redact_opts::RedactArgs;
 use crate::canon;
 use crate::error::{ExitCode, InputError};
+use crate::fork::check::describe;
 use crate::grade::{diff, final_state};
 use crate::log::{Event, bundle};
 use crate::replay;
+use crate::report::timeline::{first_difference, summary};
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
@@ -47,134 +49,6 @@ pub struct DiffArgs {
     pub redaction: RedactArgs,
     #[command(flatten)]
     pub common: Common,
-}
-
-fn short(v: &Value, max: usize) -> String {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        other => canon::to_string(other),
-    };
-    if text.chars().count() > max {
-        format!("{}…", text.chars().take(max).collect::<String>())
-    } else {
-        text
-    }
-}
-
-/// One line of what an event asked and got.
-pub fn summary(e: &Event) -> String {
-    if e.call == "worldline:agent/tools.call" {
-        let answer = match (e.response.get("ok"), e.response.get("error")) {
-            (_, Some(err)) => format!(
-                "{}: {}",
-                err["kind"].as_str().unwrap_or("?"),
-                short(&err["message"], 50)
-            ),
-            (Some(ok), _) => short(ok, 60),
-            _ => short(&e.response, 60),
-        };
-        return format!(
-            "{}({}) -> {answer}",
-            e.request["name"].as_str().unwrap_or("?"),
-            short(&e.request["args"], 50)
-        );
-    }
-    if e.call == crate::mediate::model::CALL {
-        // The last message the model answered, and what it chose.
-        let asked = e.request["request"]["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .map_or_else(String::new, |m| {
-                format!(
-                    "{}: {}",
-                    m["role"].as_str().unwrap_or("?"),
-                    short(&m["content"], 40)
-                )
-            });
-        let message = &e.response["ok"]["choices"][0]["message"];
-        let answer = match (e.response.get("error"), message["tool_calls"].as_array()) {
-            (Some(err), _) => format!(
-                "{}: {}",
-                err["kind"].as_str().unwrap_or("?"),
-                short(&err["message"], 50)
-            ),
-            (None, Some(calls)) if !calls.is_empty() => calls
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}({})",
-                        c["function"]["name"].as_str().unwrap_or("?"),
-                        short(&c["function"]["arguments"], 40)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-            _ => short(&message["content"], 60),
-        };
-        return format!(
-            "[{}] {asked} -> {answer}",
-            e.request["provider"].as_str().unwrap_or("?")
-        );
-    }
-    if e.call == crate::mediate::conversation::SAY {
-        let by = &e.response["user"]["by"];
-        let by = match by.get("model") {
-            Some(m) => format!(
-                "model {} {}",
-                short(&m["provider"], 20),
-                short(&m["model"], 30)
-            ),
-            None => short(by, 40),
-        };
-        let answer = match (e.response.get("reply"), e.response.get("ended")) {
-            (Some(r), _) => format!("user: {}", short(r, 100)),
-            (None, Some(end)) => format!(
-                "user ended ({}): {}",
-                if end["satisfied"] == json!(true) {
-                    "satisfied"
-                } else {
-                    "not satisfied"
-                },
-                short(&end["reason"], 80)
-            ),
-            _ => short(&e.response, 60),
-        };
-        return format!(
-            "agent: {} -> {answer}  [{by}]",
-            short(&e.request["message"], 100)
-        );
-    }
-    if e.call == crate::mediate::conversation::APPROVAL {
-        let answer = match e.response.get("denied") {
-            Some(reason) => format!("denied: {}", short(reason, 60)),
-            None => "approved".to_string(),
-        };
-        return format!(
-            "{}approval {} {} -> {answer}",
-            if e.request.get("by").is_some() {
-                "host asks "
-            } else {
-                ""
-            },
-            short(&e.request["kind"], 30),
-            short(&e.request["details"], 50)
-        );
-    }
-    if e.call == "worldline:agent/trace.note" {
-        return format!(
-            "[{}] {}",
-            e.request["kind"].as_str().unwrap_or(""),
-            short(&e.request["text"], 100)
-        );
-    }
-    if e.request.get("text").is_some() {
-        return format!(
-            "{} {}",
-            e.request["stream"].as_str().unwrap_or(""),
-            short(&e.request["text"], 80)
-        );
-    }
-    format!("{} -> {}", short(&e.request, 40), short(&e.response, 50))
 }
 
 fn vtime(ns: u64) -> String {
@@ -227,8 +101,19 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         b.header.world,
         short_hash(&b.header.agent_sha256)
     );
+    let points = b
+        .header
+        .parent
+        .as_ref()
+        .map(|p| p.fork_points())
+        .unwrap_or_default();
     if let Some(p) = &b.header.parent {
         println!("fork of {} at event {}", p.run, p.event);
+    }
+    for fp in &points {
+        for edit in &fp.edits {
+            println!("  edit at event {}: {}", fp.event, describe(edit));
+        }
     }
     if let Some(r) = &b.header.redacted {
         println!(
@@ -253,6 +138,10 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
                 format!("  [{by}: {}]", i["action"].as_str().unwrap_or("?"))
             }
             None => String::new(),
+        };
+        let mark = match points.iter().any(|fp| fp.event == e.seq) {
+            true => format!("{mark}  [fork point: edits above]"),
+            false => mark,
         };
         println!(
             "{:>5}  {:>9}  {:<7} {:<40} {}{mark}",
@@ -353,13 +242,7 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
         }
     }
     let (ea, eb) = (&ea, &eb);
-    let first = (0..ea.len().max(eb.len())).find(|&i| match (ea.get(i), eb.get(i)) {
-        (Some(x), Some(y)) => {
-            (&x.call, &x.request, &x.response, &x.writes)
-                != (&y.call, &y.request, &y.response, &y.writes)
-        }
-        _ => true,
-    });
+    let first = first_difference(ea, eb);
     let side = |e: Option<&Event>| {
         e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response}))
     };

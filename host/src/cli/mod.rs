@@ -18,6 +18,7 @@ mod rerun_cmd;
 mod run_cmd;
 mod runs_cmd;
 mod test_cmd;
+mod ui_cmd;
 
 use crate::error::{ExitCode, exit_code_of};
 use clap::{Args, Parser, Subcommand};
@@ -133,6 +134,8 @@ enum Command {
     Import(export_cmd::ImportArgs),
     /// Build a Python agent (AGENT.py) into a component with componentize-py.
     BuildPython(build_python_cmd::BuildPythonArgs),
+    /// A local web app over the store: runs, timelines, state at any event, fork, diff, replay, campaigns.
+    Ui(ui_cmd::UiArgs),
 }
 
 /// An error as the one JSON document `--json` promises on stdout.
@@ -193,6 +196,7 @@ pub fn main() -> i32 {
         Command::Export(args) => export_cmd::exec_export(args),
         Command::Import(args) => export_cmd::exec_import(args),
         Command::BuildPython(args) => build_python_cmd::exec(args),
+        Command::Ui(args) => ui_cmd::exec(args),
     };
     match result {
         Ok(code) => code as i32,

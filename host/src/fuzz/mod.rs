@@ -16,6 +16,7 @@ pub mod campaign;
 pub mod describe;
 pub mod repro;
 pub mod reproducer;
+pub mod saved;
 pub mod shrink;
 pub mod stats;
 pub mod summary;

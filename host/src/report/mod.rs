@@ -14,6 +14,7 @@ pub mod rerun;
 pub mod run;
 pub mod runs;
 pub mod suite;
+pub mod timeline;
 
 use serde::Serialize;
 

@@ -1,0 +1,344 @@
+//! Checks of a fork's edits against the run they apply to, before anything
+//! runs: a response must fit the call it replaces, a state patch must name
+//! a table, row and field of the world as it is before the fork point, and
+//! a permission edit must match a tool of the world. The CLI (`fork`) and
+//! the browser UI's fork form both build their edits here.
+
+use crate::error::InputError;
+use crate::error_kind::ErrorKind;
+use crate::grade::final_state;
+use crate::log::bundle::Edit;
+use crate::replay::Recorded;
+use crate::world::glob_match;
+use serde_json::Value;
+
+/// A fork's edits as typed by a user: JSON text and `PATH=JSON` patches.
+#[derive(Debug, Clone, Default)]
+pub struct EditText {
+    pub respond: Option<String>,
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+    pub set: Vec<String>,
+}
+
+fn json_arg(flag: &str, text: &str) -> Result<Value, InputError> {
+    serde_json::from_str(text)
+        .map_err(|e| InputError::new(flag, format!("`{text}` is not JSON: {e}")))
+}
+
+impl EditText {
+    /// Parse the edits (syntax only; [`check`] checks them against a run).
+    pub fn parse(&self) -> Result<Vec<Edit>, InputError> {
+        let mut edits = Vec::new();
+        if let Some(r) = &self.respond {
+            edits.push(Edit::Respond {
+                response: json_arg("--respond", r)?,
+            });
+        }
+        edits.extend(self.allow.iter().map(|t| Edit::Allow { tool: t.clone() }));
+        edits.extend(self.deny.iter().map(|t| Edit::Deny { tool: t.clone() }));
+        for s in &self.set {
+            let (path, value) = s.split_once('=').ok_or_else(|| {
+                InputError::new(
+                    "--set",
+                    format!("`{s}` is not PATH=JSON (for example tickets/T-1.status=\"open\")"),
+                )
+            })?;
+            crate::mediate::parse_patch(path).map_err(|m| InputError::new("--set", m))?;
+            edits.push(Edit::Set {
+                path: path.to_string(),
+                value: json_arg("--set", value)?,
+            });
+        }
+        Ok(edits)
+    }
+}
+
+/// One edit as the flag that makes it (`--set tickets/T-1.status="open"`).
+pub fn describe(edit: &Edit) -> String {
+    let c = crate::canon::to_string;
+    match edit {
+        Edit::Respond { response } => format!("--respond {}", c(response)),
+        Edit::Allow { tool } => format!("--allow {tool}"),
+        Edit::Deny { tool } => format!("--deny {tool}"),
+        Edit::Set { path, value } => format!("--set {path}={}", c(value)),
+    }
+}
+
+/// Check `edits` for a fork of `rec` at event `at`. Returns notes worth
+/// telling the user (a patch that creates a row), or the first edit that
+/// does not fit, naming its flag.
+pub fn check(rec: &Recorded, at: u64, edits: &[Edit]) -> Result<Vec<String>, InputError> {
+    let events = &rec.bundle.events;
+    if at > events.len() as u64 {
+        return Err(InputError::new(
+            "--at",
+            format!(
+                "{at} is past the run's last event ({} events, numbered from 0)",
+                events.len()
+            ),
+        ));
+    }
+    let world = &rec.case.world;
+    let before = final_state(&world.initial, &events[..at as usize]);
+    let mut notes = Vec::new();
+    for edit in edits {
+        match edit {
+            Edit::Respond { response } => {
+                let Some(event) = events.get(at as usize) else {
+                    return Err(InputError::new(
+                        "--respond",
+                        format!(
+                            "needs a recorded event {at} to replace (the run has {} events)",
+                            events.len()
+                        ),
+                    ));
+                };
+                let response = shape_response(&event.call, &event.response, response.clone());
+                fits(&event.call, &event.response, &response).map_err(|m| {
+                    InputError::new("--respond", format!("event {at} is `{}`: {m}", event.call))
+                })?;
+            }
+            Edit::Allow { tool } => tool_exists("--allow", tool, world)?,
+            Edit::Deny { tool } => tool_exists("--deny", tool, world)?,
+            Edit::Set { path, value } => {
+                if let Some(note) = patch_fits(&before, path, value, at)? {
+                    notes.push(note);
+                }
+            }
+        }
+    }
+    Ok(notes)
+}
+
+fn tool_exists(flag: &str, tool: &str, world: &crate::world::World) -> Result<(), InputError> {
+    if world.tools.iter().any(|t| glob_match(tool, &t.name)) {
+        return Ok(());
+    }
+    let names: Vec<&str> = world.tools.iter().map(|t| t.name.as_str()).collect();
+    Err(InputError::new(
+        flag,
+        format!(
+            "`{tool}` matches no tool of world {} (its tools: {})",
+            world.reference(),
+            names.join(", ")
+        ),
+    ))
+}
+
+/// The JSON type of a value, as a word.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Whether `new` can stand for the recorded response `old` of `call`.
+fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
+    use crate::mediate::conversation::{APPROVAL, SAY};
+    let has = |keys: &[&str]| keys.iter().any(|k| new.get(k).is_some());
+    if call == SAY {
+        return has(&["reply", "ended"])
+            .then_some(())
+            .ok_or_else(|| "a user turn's response is the reply as text, or {\"reply\": ...} or {\"ended\": ...}".into());
+    }
+    if call == APPROVAL {
+        return has(&["approved", "denied"])
+            .then_some(())
+            .ok_or_else(|| "an approval's response is \"approved\" or \"denied\" (or {\"approved\": true} / {\"denied\": reason})".into());
+    }
+    if is_result(old) {
+        let Value::Object(m) = new else {
+            return Err(format!(
+                "its response is {{\"ok\": ...}} or {{\"error\": {{\"kind\", \"message\"}}}}, not {}",
+                kind(new)
+            ));
+        };
+        if m.len() != 1 {
+            return Err("a response has exactly one of `ok` and `error`".into());
+        }
+        if let Some(err) = m.get("error") {
+            let k = err.get("kind").and_then(Value::as_str);
+            if k.is_none_or(|k| k.parse::<ErrorKind>().is_err()) || !err["message"].is_string() {
+                let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+                return Err(format!(
+                    "an error is {{\"kind\": one of {}, \"message\": text}}",
+                    kinds.join(", ")
+                ));
+            }
+            return Ok(());
+        }
+        return match old.get("ok") {
+            Some(was) if kind(was) != kind(&new["ok"]) => Err(format!(
+                "the recorded `ok` value is {}, the new one is {}",
+                kind(was),
+                kind(&new["ok"])
+            )),
+            _ => Ok(()),
+        };
+    }
+    same_shape(old, new, "")
+        .map_err(|m| format!("{m} (a `{call}` response has the shape of the recorded one)"))
+}
+
+/// A tool or model call's response: `{"ok": ...}` or `{"error": ...}`.
+fn is_result(v: &Value) -> bool {
+    matches!(v, Value::Object(m) if m.len() == 1 && (m.contains_key("ok") || m.contains_key("error")))
+}
+
+/// A tool or model call's response is `{"ok": ...}` or `{"error": ...}`;
+/// a bare value given for one (`recorded` is the response it replaces) is
+/// taken as the `ok` value.
+pub fn shape_response(call: &str, recorded: &Value, response: Value) -> Value {
+    let response = match crate::mediate::conversation::shape_response(call, response) {
+        Ok(shaped) => return shaped,
+        Err(response) => response,
+    };
+    let wrapped = is_result(recorded)
+        && !matches!(&response, Value::Object(m) if m.contains_key("ok") || m.contains_key("error"));
+    if wrapped {
+        serde_json::json!({ "ok": response })
+    } else {
+        response
+    }
+}
+
+/// Same JSON types and object keys, all the way down (array elements
+/// against the recorded first element).
+fn same_shape(old: &Value, new: &Value, at: &str) -> Result<(), String> {
+    let here = if at.is_empty() { "the response" } else { at };
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            let (ka, kb): (Vec<&String>, Vec<&String>) = (a.keys().collect(), b.keys().collect());
+            if ka != kb {
+                return Err(format!(
+                    "{here} has keys {:?}, the recorded one {:?}",
+                    kb, ka
+                ));
+            }
+            for (k, v) in a {
+                same_shape(v, &b[k], &format!("{at}.{k}"))?;
+            }
+            Ok(())
+        }
+        (Value::Array(a), Value::Array(b)) => match (a.first(), b.first()) {
+            (Some(x), Some(_)) => b
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, y)| same_shape(x, y, &format!("{at}[{i}]"))),
+            _ => Ok(()),
+        },
+        _ if kind(old) == kind(new) => Ok(()),
+        _ => Err(format!(
+            "{here} is {}, the recorded one {}",
+            kind(new),
+            kind(old)
+        )),
+    }
+}
+
+/// Check a `table/key[.field]` patch against the state before event `at`;
+/// a note when it creates a row.
+fn patch_fits(
+    before: &crate::world::state::State,
+    path: &str,
+    value: &Value,
+    at: u64,
+) -> Result<Option<String>, InputError> {
+    let err = |m: String| InputError::new("--set", format!("`{path}`: {m}"));
+    let (table, key, field) =
+        crate::mediate::parse_patch(path).map_err(|m| InputError::new("--set", m))?;
+    let Some(t) = before.tables.get(table) else {
+        let names: Vec<&str> = before.tables.keys().map(String::as_str).collect();
+        return Err(err(format!(
+            "the world has no table `{table}` (its tables: {})",
+            names.join(", ")
+        )));
+    };
+    let row = t.rows.get(key);
+    match field {
+        None => {
+            let Value::Object(m) = value else {
+                return Err(err(format!("a row is a JSON object, not {}", kind(value))));
+            };
+            if let Some(k) = m.get(&t.key)
+                && k.as_str().map_or_else(|| k.to_string(), str::to_string) != key
+            {
+                return Err(err(format!(
+                    "the row's key field `{}` is {k}, not `{key}`",
+                    t.key
+                )));
+            }
+            Ok(row
+                .is_none()
+                .then(|| format!("--set {path}: creates row `{key}` in table `{table}` (it does not exist before event {at})")))
+        }
+        Some(field) => {
+            let Some(row) = row else {
+                return Err(err(format!(
+                    "table `{table}` has no row `{key}` before event {at}; set the whole row (`{table}/{key}={{...}}`) to create it"
+                )));
+            };
+            if field.get(row).is_none() {
+                let fields: Vec<&str> = row
+                    .as_object()
+                    .map(|m| m.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                return Err(err(format!(
+                    "row `{key}` of `{table}` has no such field (its fields: {})",
+                    fields.join(", ")
+                )));
+            }
+            Ok(None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_keep_ok_or_error_and_the_ok_type() {
+        let call = "worldline:agent/tools.call";
+        let old = json!({"ok": {"deploys": []}});
+        assert!(fits(call, &old, &json!({"ok": {"deploys": [1]}})).is_ok());
+        assert!(
+            fits(
+                call,
+                &old,
+                &json!({"error": {"kind": "timeout", "message": "x"}})
+            )
+            .is_ok()
+        );
+        let e = fits(
+            call,
+            &old,
+            &json!({"error": {"kind": "late", "message": "x"}}),
+        )
+        .unwrap_err();
+        assert!(e.contains("not-found"), "{e}");
+        let e = fits(call, &old, &json!({"ok": [1]})).unwrap_err();
+        assert!(e.contains("an object") && e.contains("an array"), "{e}");
+        assert!(fits(call, &old, &json!({"ok": 1, "error": 2})).is_err());
+    }
+
+    #[test]
+    fn other_calls_keep_the_recorded_shape() {
+        let call = "wasi:clocks/wall-clock.now";
+        let old = json!({"seconds": 1, "nanoseconds": 2});
+        assert!(fits(call, &old, &json!({"seconds": 5, "nanoseconds": 0})).is_ok());
+        let e = fits(call, &old, &json!({"ok": {"deploys": []}})).unwrap_err();
+        assert!(e.contains("keys") && e.contains(call), "{e}");
+        let e = fits(call, &old, &json!({"seconds": "5", "nanoseconds": 0})).unwrap_err();
+        assert!(e.contains(".seconds is a string"), "{e}");
+        assert!(fits("x", &json!([[1]]), &json!([[2], [3]])).is_ok());
+        assert!(fits("x", &json!([[1]]), &json!([[2], ["a"]])).is_err());
+    }
+}

@@ -1,0 +1,185 @@
+//! End-to-end tests of fork-edit checks: the real `worldline fork` refuses
+//! edits that do not fit the run (exit 2, saying what was wrong) before
+//! anything runs, says when a patch creates a row, and `history` shows a
+//! fork's edits.
+
+mod common;
+
+use common::{CliOutput, guest, read_bundle, run_json, temp_dir, workspace_root, worldline};
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::Path;
+
+fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
+    worldline(store, args.iter().map(|a| a.as_ref().to_owned()))
+}
+
+/// A failed naive run of `incident/stale-deploys`: (id, events).
+fn failed_run(store: &Path) -> (String, Vec<Value>) {
+    let case = workspace_root().join("cases/incident/stale-deploys.toml");
+    let out = run_json(store, &case, &guest("naive-agent"));
+    out.expect_code(1);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    (id, read_bundle(&out.bundle()).events)
+}
+
+fn runs_in(store: &Path) -> usize {
+    std::fs::read_dir(store.join("runs")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn edits_that_do_not_fit_the_run_are_refused_before_anything_runs() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let (id, events) = failed_run(store);
+    let note = events
+        .iter()
+        .position(|e| e["call"] == "worldline:agent/trace.note")
+        .expect("the run notes a decision");
+    let tool = events
+        .iter()
+        .position(|e| e["request"]["name"] == "list_deploys")
+        .unwrap();
+    let before = runs_in(store);
+    let deploys = r#"{"deploys": []}"#;
+    let refused: [(Vec<String>, &[&str]); 7] = [
+        // A deploy list is no answer to a trace note.
+        (
+            vec![
+                "--at".into(),
+                note.to_string(),
+                "--respond".into(),
+                deploys.into(),
+            ],
+            &["--respond", "trace.note", "recorded"],
+        ),
+        // A tool's `ok` keeps its JSON type; an error names a known kind.
+        (
+            vec![
+                "--at".into(),
+                tool.to_string(),
+                "--respond".into(),
+                "[1, 2]".into(),
+            ],
+            &["--respond", "an array", "an object"],
+        ),
+        (
+            vec![
+                "--at".into(),
+                tool.to_string(),
+                "--respond".into(),
+                r#"{"error": {"kind": "late", "message": "x"}}"#.into(),
+            ],
+            &["--respond", "not-found"],
+        ),
+        (
+            vec![
+                "--at".into(),
+                tool.to_string(),
+                "--set".into(),
+                r#"pagers/P-1.status="open""#.into(),
+            ],
+            &["--set", "no table `pagers`", "deploys"],
+        ),
+        (
+            vec![
+                "--at".into(),
+                tool.to_string(),
+                "--set".into(),
+                r#"deploys/D-42.colour="red""#.into(),
+            ],
+            &["--set", "no such field", "status"],
+        ),
+        (
+            vec![
+                "--at".into(),
+                tool.to_string(),
+                "--set".into(),
+                r#"deploys/D-99.status="live""#.into(),
+            ],
+            &["--set", "no row `D-99`", "whole row"],
+        ),
+        (
+            vec![
+                "--at".into(),
+                tool.to_string(),
+                "--deny".into(),
+                "delete_everything".into(),
+            ],
+            &["--deny", "matches no tool", "list_deploys"],
+        ),
+    ];
+    for (args, said) in refused {
+        let mut full: Vec<&dyn AsRef<OsStr>> = vec![&"fork", &id];
+        full.extend(args.iter().map(|a| a as &dyn AsRef<OsStr>));
+        let out = wl(store, &full);
+        out.expect_code(2);
+        for s in said {
+            assert!(
+                out.stderr.contains(s),
+                "`{s}` not said for {args:?}:\n{out}"
+            );
+        }
+    }
+    assert_eq!(runs_in(store), before, "a refused fork writes no run");
+}
+
+#[test]
+fn a_patch_that_creates_a_row_says_so_and_history_shows_the_edits() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let (id, events) = failed_run(store);
+    let at = events
+        .iter()
+        .position(|e| e["request"]["name"] == "list_deploys")
+        .unwrap();
+    let row = r#"deploys/D-50={"id": "D-50", "service": "search", "version": "1.0.0", "at": "2026-03-01T11:00:00Z", "author": "ann", "change": "x", "status": "live"}"#;
+    let out = wl(
+        store,
+        &[
+            &"fork",
+            &id,
+            &"--at",
+            &at.to_string(),
+            &"--set",
+            &row,
+            &"--deny",
+            &"rollback_*",
+            &"--json",
+        ],
+    );
+    assert!(out.code == 0 || out.code == 1, "{out}");
+    assert!(
+        out.stderr.contains("creates row `D-50` in table `deploys`"),
+        "{out}"
+    );
+    let fork = out.json()["run_id"].as_str().unwrap().to_string();
+    let forked = read_bundle(&out.bundle()).events;
+    assert_eq!(
+        forked[at]["writes"][0]["key"], "D-50",
+        "the patch is event {at}'s first write"
+    );
+
+    let h = wl(store, &[&"history", &fork]);
+    h.expect_code(0);
+    assert!(
+        h.stdout
+            .contains(&format!("edit at event {at}: --set deploys/D-50=")),
+        "{h}"
+    );
+    assert!(
+        h.stdout
+            .contains(&format!("edit at event {at}: --deny rollback_*")),
+        "{h}"
+    );
+    assert!(h.stdout.contains("[fork point: edits above]"), "{h}");
+
+    // A key field that contradicts the key is refused.
+    let bad = r#"deploys/D-51={"id": "D-52"}"#;
+    let out = wl(
+        store,
+        &[&"fork", &id, &"--at", &at.to_string(), &"--set", &bad],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains("key field `id`"), "{out}");
+}

@@ -1,0 +1,377 @@
+//! `worldline ui` over plain HTTP: the token, Host and CSRF checks a user
+//! relies on to keep other pages and sites out, `--read-only`, and the
+//! pages themselves (runs filtered, a run, an event, a refused and an
+//! accepted fork, a diff, a campaign) on real runs of real guests.
+
+mod common;
+mod ui_support;
+
+use common::{guest, temp_dir, workspace_root, worldline};
+use ui_support::{Server, fixture, form, input_value, request};
+
+fn runs_in(store: &std::path::Path) -> usize {
+    std::fs::read_dir(store.join("runs")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn every_request_needs_the_token_and_a_loopback_host() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let fx = fixture(store);
+    let s = Server::start(store, &[]);
+    let host = s.host();
+    let path = format!("/run/{}", fx.failed);
+
+    // No token, a wrong token: refused, and nothing of the store shown.
+    for p in [
+        path.clone(),
+        format!("{path}?token=0000"),
+        format!("{path}?token={}x", s.token),
+    ] {
+        let r = request(s.port, "GET", &p, &[("Host", &host)], "");
+        assert_eq!(r.status, 403, "{p}: {r:?}");
+        assert!(!r.body.contains("stale-deploys"), "{r:?}");
+    }
+    // The printed URL's token lets in and sets a cookie that lets in after.
+    let r = request(
+        s.port,
+        "GET",
+        &format!("{path}?token={}", s.token),
+        &[("Host", &host)],
+        "",
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("stale-deploys"));
+    let cookie = r.header("set-cookie").expect("a cookie").to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap();
+    let r = request(
+        s.port,
+        "GET",
+        &path,
+        &[("Host", &host), ("Cookie", pair)],
+        "",
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.header("content-security-policy")
+            .unwrap()
+            .contains("default-src 'none'")
+    );
+    let r = request(
+        s.port,
+        "GET",
+        &path,
+        &[("Host", &host), ("Cookie", "worldline_token=nope")],
+        "",
+    );
+    assert_eq!(r.status, 403);
+
+    // DNS rebinding: the right token under another name is refused.
+    for h in [
+        format!("evil.example:{}", s.port),
+        "127.0.0.1".to_string(),
+        format!("127.0.0.1:{}", s.port + 1),
+    ] {
+        let r = request(
+            s.port,
+            "GET",
+            &format!("{path}?token={}", s.token),
+            &[("Host", &h)],
+            "",
+        );
+        assert_eq!(r.status, 403, "Host {h}: {r:?}");
+    }
+    let r = request(
+        s.port,
+        "GET",
+        &format!("/?token={}", s.token),
+        &[("Host", &format!("localhost:{}", s.port))],
+        "",
+    );
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn forms_that_change_the_store_need_the_csrf_token_and_read_only_has_none() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let fx = fixture(store);
+    let fresh = fx.fresh.to_string();
+    let s = Server::start(store, &[]);
+    let host = s.host();
+    let event = s.get(&format!("/run/{}/event/{}", fx.failed, fx.stale));
+    assert_eq!(event.status, 200, "{event:?}");
+    let csrf = input_value(&event.body, "csrf").expect("the fork form carries the CSRF token");
+    assert_ne!(csrf, s.token);
+    let fork_path = format!(
+        "/run/{}/event/{}/fork?token={}",
+        fx.failed, fx.stale, s.token
+    );
+    let ct = ("Content-Type", "application/x-www-form-urlencoded");
+    let before = runs_in(store);
+    for body in [
+        form(&[("respond", &fresh)]),
+        form(&[("respond", &fresh), ("csrf", "0123")]),
+    ] {
+        let r = request(s.port, "POST", &fork_path, &[("Host", &host), ct], &body);
+        assert_eq!(r.status, 403, "{r:?}");
+        assert!(r.body.contains("CSRF"), "{r:?}");
+    }
+    // Another site's page posting the right form is refused by its Origin.
+    let good = form(&[("respond", &fresh), ("csrf", &csrf)]);
+    let r = request(
+        s.port,
+        "POST",
+        &fork_path,
+        &[("Host", &host), ct, ("Origin", "http://evil.example")],
+        &good,
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    assert_eq!(runs_in(store), before, "no refused form wrote a run");
+
+    // An edit that does not fit: the form again, with what was wrong.
+    let bad = form(&[("set", "pagers/P-1.status=\"x\""), ("csrf", &csrf)]);
+    let r = request(s.port, "POST", &fork_path, &[("Host", &host), ct], &bad);
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.body.contains("no table `pagers`") && r.body.contains("fork-form"),
+        "{}",
+        r.body
+    );
+    assert_eq!(runs_in(store), before);
+
+    // An agent that is not there is named on the form.
+    let bad = form(&[("agent", "/nowhere/agent.wasm"), ("csrf", &csrf)]);
+    let r = request(s.port, "POST", &fork_path, &[("Host", &host), ct], &bad);
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.body.contains("/nowhere/agent.wasm") && r.body.contains("cannot read agent"),
+        "{}",
+        r.body
+    );
+    assert_eq!(runs_in(store), before);
+
+    // The right form runs the fork and sends the browser to it.
+    let origin = format!("http://{host}");
+    let r = request(
+        s.port,
+        "POST",
+        &fork_path,
+        &[("Host", &host), ct, ("Origin", &origin)],
+        &good,
+    );
+    assert_eq!(r.status, 303, "{r:?}");
+    let to = r.header("location").unwrap().to_string();
+    assert_eq!(runs_in(store), before + 1);
+    let fork = s.get(&to);
+    assert_eq!(fork.status, 200);
+    assert!(
+        fork.body.contains("badge ok\">passed"),
+        "the fork passes: {}",
+        fork.body
+    );
+    assert!(fork.body.contains(&format!(
+        "href=\"/run/{}\" class=\"mono\" id=\"parent\"",
+        fx.failed
+    )));
+
+    // Replay from the page: identical.
+    let r = request(
+        s.port,
+        "POST",
+        &format!("{to}/replay?token={}", s.token),
+        &[("Host", &host), ct],
+        &form(&[("csrf", &csrf)]),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.body.contains("id=\"verdict\"") && r.body.contains(">identical<"),
+        "{}",
+        r.body
+    );
+    drop(s);
+
+    // Read-only: no forms, and their requests refused whatever they carry.
+    let ro = Server::start(store, &["--read-only"]);
+    let event = ro.get(&format!("/run/{}/event/{}", fx.failed, fx.stale));
+    assert_eq!(event.status, 200);
+    assert!(!event.body.contains("fork-form") && !event.body.contains("name=\"csrf\""));
+    let run = ro.get(&format!("/run/{}", fx.failed));
+    assert!(!run.body.contains("id=\"replay\""));
+    let r = request(
+        ro.port,
+        "POST",
+        &format!(
+            "/run/{}/event/{}/fork?token={}",
+            fx.failed, fx.stale, ro.token
+        ),
+        &[("Host", &ro.host()), ct],
+        &good,
+    );
+    assert_eq!(r.status, 403);
+    assert!(r.body.contains("read-only"));
+    assert_eq!(runs_in(store), before + 1);
+}
+
+#[test]
+fn pages_show_the_runs_a_run_an_event_a_diff_and_a_campaign() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let fx = fixture(store);
+    let fuzz = worldline(
+        store,
+        [
+            "fuzz".as_ref(),
+            workspace_root()
+                .join("cases/incident/fuzz-stale-deploys.toml")
+                .as_os_str(),
+            "--agent".as_ref(),
+            guest("naive-agent").as_os_str(),
+            "--runs".as_ref(),
+            "20".as_ref(),
+        ],
+    );
+    assert!(fuzz.stderr.contains("kept in the store"), "{fuzz}");
+    let s = Server::start(store, &[]);
+
+    let all = s.get("/");
+    assert_eq!(all.status, 200);
+    assert!(all.body.contains(&fx.failed) && all.body.contains(&fx.passed));
+    let failed = s.get("/?status=failed");
+    assert!(
+        failed.body.contains(&fx.failed) && !failed.body.contains(&fx.passed),
+        "{}",
+        failed.body
+    );
+    let text = s.get("/?q=baseline");
+    assert!(text.body.contains(&fx.passed) && !text.body.contains(&fx.failed));
+
+    let run = s.get(&format!("/run/{}", fx.failed));
+    assert!(run.body.contains("id=\"grade\"") && run.body.contains("badge bad\">failed"));
+    assert!(
+        run.body.contains("injected: stale"),
+        "the stale event is marked"
+    );
+    assert!(
+        run.body
+            .contains(&format!("/run/{}/event/{}", fx.failed, fx.stale))
+    );
+
+    let ev = s.get(&format!("/run/{}/event/{}", fx.failed, fx.stale));
+    assert!(ev.body.contains("id=\"request\"") && ev.body.contains("list_deploys"));
+    assert!(ev.body.contains("id=\"next-tool\"") && ev.body.contains("id=\"prev\""));
+    let write = s.get(&format!("/run/{}/event/{}", fx.failed, fx.stale + 2));
+    assert!(
+        write.body.contains("<tr class=\"changed\""),
+        "a write's row is highlighted: {}",
+        write.body
+    );
+    let missing = s.get(&format!("/run/{}/event/99999", fx.failed));
+    assert_eq!(missing.status, 400);
+    assert!(missing.body.contains("no event 99999"));
+
+    let diff = s.get(&format!("/diff?a={}&b={}", fx.failed, fx.passed));
+    assert!(
+        diff.body.contains("First difference: event"),
+        "{}",
+        diff.body
+    );
+
+    let list = s.get("/campaigns");
+    let id = list
+        .body
+        .split("href=\"/campaign/")
+        .nth(1)
+        .expect("the campaign is listed");
+    let id = &id[..id.find('"').unwrap()];
+    let c = s.get(&format!("/campaign/{id}"));
+    assert!(
+        c.body.contains("id=\"pass-rate\"") && c.body.contains("95% interval"),
+        "{}",
+        c.body
+    );
+    assert!(c.body.contains("<svg id=\"plot\""), "{}", c.body);
+    assert!(c.body.contains("list_deploys stale"), "{}", c.body);
+}
+
+#[test]
+fn last_failed_opens_the_newest_failed_run() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let fx = fixture(store);
+    let s = Server::start(store, &["--last-failed"]);
+    assert!(
+        s.url.contains(&format!("/run/{}?token=", fx.failed)),
+        "{}",
+        s.url
+    );
+    let empty = temp_dir();
+    let out = worldline(empty.path(), ["ui", "--port", "0", "--last-failed"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("no failed run"), "{out}");
+}
+
+#[test]
+fn a_model_driven_run_reads_as_a_conversation() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let out = common::run_json(
+        store,
+        &workspace_root().join("cases/model/rollback.toml"),
+        &guest("model-agent"),
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let s = Server::start(store, &[]);
+    let run = s.get(&format!("/run/{id}"));
+    assert_eq!(run.status, 200);
+    let conv = &run.body[run
+        .body
+        .find("id=\"conversation\"")
+        .expect("a conversation")..];
+    // The model's tool calls, in order, and the tool results it was given.
+    let lists = conv
+        .find("→ list_deploys(")
+        .expect("the model lists deploys");
+    let rolls = conv.find("→ rollback_deploy(").expect("then rolls back");
+    assert!(lists < rolls, "{conv}");
+    assert!(
+        conv.contains("class=\"msg tool\""),
+        "tool results are messages: {conv}"
+    );
+}
+
+#[test]
+fn a_python_run_folds_the_interpreter_start_up() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let agent = common::python_guest("examples/python-agent/agent.py");
+    let out = common::run_json(
+        store,
+        &workspace_root().join("cases/incident/baseline.toml"),
+        &agent,
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = common::read_bundle(&out.bundle()).events;
+    let first_own = events
+        .iter()
+        .position(|e| e["call"].as_str().unwrap().starts_with("worldline:"))
+        .unwrap();
+    assert!(
+        first_own > 0,
+        "CPython makes host calls before the agent's first"
+    );
+    let s = Server::start(store, &[]);
+    let run = s.get(&format!("/run/{id}"));
+    let folded = format!(
+        "<details id=\"startup\"><summary>{first_own} interpreter start-up events (0–{})</summary>",
+        first_own - 1
+    );
+    assert!(run.body.contains(&folded), "{}", run.body);
+    // Folded (no `open`), and the agent's own first call is in the timeline.
+    let timeline = &run.body[run.body.find("id=\"timeline\"").unwrap()..];
+    assert!(timeline.contains(&format!("id=\"e{first_own}\"")));
+}

@@ -1,0 +1,233 @@
+//! A small W3C WebDriver client over plain HTTP, driving Debian's
+//! `chromium` headless through `chromedriver` (both from apt; tests/run
+//! installs them). Enough for the UI tests: navigate, find, click, type,
+//! press keys, read text, take screenshots.
+
+use super::request;
+use base64::Engine as _;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// A chromedriver process and one browser session; both end when dropped.
+pub struct Browser {
+    driver: Child,
+    port: u16,
+    session: String,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn find_program(names: &[&str]) -> Option<String> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    names.iter().find_map(|n| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(n))
+            .find(|p| p.is_file())
+            .map(|p| p.display().to_string())
+    })
+}
+
+impl Browser {
+    pub fn start() -> Browser {
+        let driver = find_program(&["chromedriver"]).unwrap_or_else(|| {
+            panic!("chromedriver is not installed; run `apt-get install -y chromium chromium-driver` (tests/run does)")
+        });
+        let chromium = find_program(&["chromium", "chromium-browser"])
+            .expect("chromium is installed with chromium-driver");
+        let port = free_port();
+        let child = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let mut b = Browser {
+            driver: child,
+            port,
+            session: String::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let caps = json!({"capabilities": {"alwaysMatch": {"goog:chromeOptions": {
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"]
+        }}}});
+        let v = b.call("POST", "/session", Some(caps));
+        b.session = v["sessionId"].as_str().expect("a session").to_string();
+        b
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let body = body.map_or_else(String::new, |b| b.to_string());
+        let host = format!("127.0.0.1:{}", self.port);
+        let r = request(
+            self.port,
+            method,
+            path,
+            &[("Host", &host), ("Content-Type", "application/json")],
+            &body,
+        );
+        let v: Value =
+            serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("{path}: {e}: {}", r.body));
+        assert!(
+            r.status == 200,
+            "WebDriver {method} {path} -> {}: {}",
+            r.status,
+            v
+        );
+        v["value"].clone()
+    }
+
+    fn s(&self, rest: &str) -> String {
+        format!("/session/{}{rest}", self.session)
+    }
+
+    pub fn goto(&self, url: &str) {
+        self.call("POST", &self.s("/url"), Some(json!({"url": url})));
+    }
+
+    pub fn url(&self) -> String {
+        self.call("GET", &self.s("/url"), None)
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// The first element matching a CSS selector (waiting up to 10 s).
+    pub fn find(&self, css: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let body = json!({"using": "css selector", "value": css}).to_string();
+            let host = format!("127.0.0.1:{}", self.port);
+            let r = request(
+                self.port,
+                "POST",
+                &self.s("/element"),
+                &[("Host", &host), ("Content-Type", "application/json")],
+                &body,
+            );
+            if r.status == 200 {
+                let v: Value = serde_json::from_str(&r.body).unwrap();
+                return v["value"][ELEMENT]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("find `{css}`: {v}"))
+                    .to_string();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no element `{css}` on {}",
+                self.url()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn click(&self, css: &str) {
+        let el = self.find(css);
+        self.call(
+            "POST",
+            &self.s(&format!("/element/{el}/click")),
+            Some(json!({})),
+        );
+    }
+
+    pub fn text(&self, css: &str) -> String {
+        let el = self.find(css);
+        self.call("GET", &self.s(&format!("/element/{el}/text")), None)
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Replace a text box's contents.
+    pub fn fill(&self, css: &str, text: &str) {
+        let el = self.find(css);
+        self.call(
+            "POST",
+            &self.s(&format!("/element/{el}/clear")),
+            Some(json!({})),
+        );
+        self.call(
+            "POST",
+            &self.s(&format!("/element/{el}/value")),
+            Some(json!({"text": text})),
+        );
+    }
+
+    /// Press keys on whatever has the focus (WebDriver key names: `\u{E007}`
+    /// is Enter; `ctrl` holds Control down meanwhile).
+    pub fn keys(&self, keys: &str, ctrl: bool) {
+        let mut actions = Vec::new();
+        if ctrl {
+            actions.push(json!({"type": "keyDown", "value": "\u{E009}"}));
+        }
+        for c in keys.chars() {
+            actions.push(json!({"type": "keyDown", "value": c.to_string()}));
+            actions.push(json!({"type": "keyUp", "value": c.to_string()}));
+        }
+        if ctrl {
+            actions.push(json!({"type": "keyUp", "value": "\u{E009}"}));
+        }
+        self.call(
+            "POST",
+            &self.s("/actions"),
+            Some(json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
+        );
+    }
+
+    /// Wait until the page's URL contains `part`.
+    pub fn wait_url(&self, part: &str) -> String {
+        self.wait_until(&format!("a URL with {part}"), |u| u.contains(part))
+    }
+
+    /// Wait until the page's URL satisfies `ok` (2 minutes at most: a
+    /// fork runs an agent before its page comes).
+    pub fn wait_until(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let u = self.url();
+            if ok(&u) {
+                return u;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the browser stayed on {u}, expected {what}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Save a PNG of the window.
+    pub fn screenshot(&self, path: &Path) {
+        let b64 = self.call("GET", &self.s("/screenshot"), None);
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(b64.as_str().unwrap())
+            .unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let host = format!("127.0.0.1:{}", self.port);
+            let _ = request(self.port, "DELETE", &self.s(""), &[("Host", &host)], "");
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
