@@ -48,9 +48,14 @@ fn needed(store: &StoreDir, header: &bundle::Header) -> Result<Vec<String>> {
         header.case_hash.clone(),
         header.world_hash.clone(),
     ];
+    let mut world = store.get_object(&header.world_hash)?;
+    // An overlaid world: its record, and the base world's manifest.
+    if let Some(record) = crate::world::overlay::Record::parse(&world) {
+        shas.push(record.world.clone());
+        world = store.get_object(&record.world)?;
+    }
     let manifest: BTreeMap<String, String> =
-        serde_json::from_slice(&store.get_object(&header.world_hash)?)
-            .context("reading the world manifest")?;
+        serde_json::from_slice(&world).context("reading the world manifest")?;
     shas.extend(manifest.into_values());
     shas.sort();
     shas.dedup();
@@ -265,13 +270,18 @@ fn import_doc(store: &StoreDir, doc: Export, text: &str, file: &Path) -> Result<
     // A redacted copy brings its agent only (see the module comment).
     if !doc.redacted {
         object(&b.header.case_hash)?;
-        let manifest: BTreeMap<String, String> =
-            serde_json::from_slice(&object(&b.header.world_hash)?).map_err(|e| {
-                bad(format!(
-                    "object {} is not the world manifest the run names: {e}",
-                    b.header.world_hash
-                ))
-            })?;
+        let mut world_hash = b.header.world_hash.clone();
+        let mut world = object(&world_hash)?;
+        // An overlaid world: its record names the base world.
+        if let Some(record) = crate::world::overlay::Record::parse(&world) {
+            world_hash = record.world;
+            world = object(&world_hash)?;
+        }
+        let manifest: BTreeMap<String, String> = serde_json::from_slice(&world).map_err(|e| {
+            bad(format!(
+                "object {world_hash} is not the world manifest the run names: {e}"
+            ))
+        })?;
         for (rel, sha) in &manifest {
             crate::world::check_relative(rel).map_err(|m| {
                 bad(format!(

@@ -11,7 +11,7 @@ use crate::log::{Event, Recorder};
 use crate::mediate::faults::Faults;
 use crate::mediate::script::{Divergence, Script};
 use crate::mediate::{Mediator, MemoryLimiter, RunState, Stop};
-use crate::sandbox::{Agent, EPOCH_TICK, Sandbox};
+use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use crate::world::state::State;
 use anyhow::Result;
@@ -114,6 +114,14 @@ pub fn run_with(
     };
 
     let mut med = Mediator::new(case, recorder);
+    if let Some(source) = &case.world.service {
+        let service = sandbox.service(source)?;
+        med.services.service = Some(crate::mediate::service::Runtime::new(
+            service,
+            case,
+            crate::sandbox::timeout_ticks(case.limits.timeout_ms),
+        ));
+    }
     med.script = opts.script;
     med.services.model.cassette = opts.cassette;
     if let Some(seed) = opts.model_seed {
@@ -164,6 +172,11 @@ pub fn run_with(
     let services = state.med.services;
     let (file, events, chain_hash) = state.med.recorder.finish();
     let final_state = services.world.state;
+    let gold = case
+        .expect
+        .as_ref()
+        .filter(|e| !e.gold.is_empty())
+        .map(|_| crate::grade::gold::gold_state(sandbox, case));
     let graded = case.expect.as_ref().map(|expect| {
         grade(
             expect,
@@ -173,6 +186,7 @@ pub fn run_with(
                 events: &events,
                 initial: &case.world.initial,
                 final_state: &final_state,
+                gold: gold.as_deref(),
             },
         )
     });
@@ -235,12 +249,7 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
     store
         .set_fuel(fuel_budget)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    store.set_epoch_deadline(
-        case.limits
-            .timeout_ms
-            .div_ceil(EPOCH_TICK.as_millis() as u64)
-            .max(1),
-    );
+    store.set_epoch_deadline(crate::sandbox::timeout_ticks(case.limits.timeout_ms));
     store.epoch_deadline_trap();
     store.call_hook(move |mut ctx, hook| {
         if matches!(hook, CallHook::CallingHost) {

@@ -69,6 +69,24 @@ impl StoreDir {
         if self.object_path(&world.hash).exists() {
             return Ok(());
         }
+        // An overlaid world: its base world, then the overlay record
+        // (whose bytes hash to the overlaid world's hash).
+        if let Some(record) = &world.overlaid {
+            if !self.object_path(&record.world).exists() {
+                self.put_manifest(world)?;
+            }
+            let bytes = record.bytes();
+            anyhow::ensure!(
+                canon::sha256_hex(&bytes) == world.hash,
+                "overlay record does not hash to the world hash"
+            );
+            return self.put_object(bytes.as_bytes()).map(|_| ());
+        }
+        self.put_manifest(world)
+    }
+
+    /// Keep a world's files and its manifest (under the manifest hash).
+    fn put_manifest(&self, world: &crate::world::World) -> Result<()> {
         for (rel, sha) in &world.manifest {
             if !self.object_path(sha).exists() {
                 let bytes = std::fs::read(world.dir.join(rel))
@@ -83,7 +101,7 @@ impl StoreDir {
         }
         let manifest = canon::to_string(&world.manifest);
         anyhow::ensure!(
-            canon::sha256_hex(&manifest) == world.hash,
+            canon::sha256_hex(&manifest) == world.manifest_hash(),
             "world manifest does not hash to the world hash"
         );
         self.put_object(manifest.as_bytes())?;
@@ -118,6 +136,11 @@ impl StoreDir {
         world_hash: &str,
     ) -> Result<crate::world::World, crate::error::InputError> {
         let manifest_bytes = self.get_object(world_hash)?;
+        // An overlaid world's record: the case that names it applies the
+        // overlay again to the base world.
+        if let Some(record) = crate::world::overlay::Record::parse(&manifest_bytes) {
+            return self.load_world(&record.world);
+        }
         let manifest: std::collections::BTreeMap<String, String> =
             serde_json::from_slice(&manifest_bytes).map_err(|e| {
                 crate::error::InputError::new(

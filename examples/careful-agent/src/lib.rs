@@ -1,5 +1,5 @@
-//! A careful agent for the `incident`, `accounts` and `support` example
-//! worlds.
+//! A careful agent for the `incident`, `accounts`, `support`, `payments`
+//! and `booking` example worlds.
 //!
 //! What "careful" means here:
 //! - a list that says it is old (`as_of` more than two minutes before the
@@ -14,8 +14,10 @@
 //!   customer (and gets approval where policy says) before acting.
 
 mod accounts;
+mod booking;
 mod common;
 mod incident;
+mod payments;
 mod support;
 
 use serde_json::Value;
@@ -28,9 +30,19 @@ fn run(task: Value) -> Result<Value, Error> {
         incident::run(&task)
     } else if task.get("customer").is_some() {
         accounts::run(&task)
+    } else if ["book", "cancel_booking", "change"]
+        .iter()
+        .any(|k| task.get(k).is_some())
+    {
+        booking::run(&task)
+    } else if ["pay", "schedule", "cancel"]
+        .iter()
+        .any(|k| task.get(k).is_some())
+    {
+        payments::run(&task)
     } else {
         Err(Error::failed(
-            "task names no `message` (support), `alert` (incident) or `customer` (accounts)",
+            "task names no `message` (support), `alert` (incident), `customer` (accounts) or `pay`/`schedule`/`cancel` (payments)",
         ))
     }
 }

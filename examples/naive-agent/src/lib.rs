@@ -1,5 +1,5 @@
-//! A naive agent for the `incident`, `accounts` and `support` example
-//! worlds.
+//! A naive agent for the `incident`, `accounts`, `support`, `payments`
+//! and `booking` example worlds.
 //!
 //! It does the obvious thing and trusts the first answer it gets: it
 //! believes whatever list it is handed (however old), closes an account on
@@ -32,8 +32,15 @@ fn run(task: Value) -> Result<Value, Error> {
         support(&task)
     } else if task.get("alert").is_some() {
         incident(&task)
-    } else {
+    } else if task.get("customer").is_some() {
         accounts(&task)
+    } else if ["book", "cancel_booking", "change"]
+        .iter()
+        .any(|k| task.get(k).is_some())
+    {
+        booking(&task)
+    } else {
+        payments(&task)
     }
 }
 
@@ -100,6 +107,60 @@ fn accounts(task: &Value) -> Result<Value, Error> {
         "latest_payment": latest["id"], "latest_status": latest["status"],
         "action": action, "note": noted,
     }))
+}
+
+/// Pays, schedules or cancels straight away: no look at what is already
+/// paid, and every failure is simply tried again.
+fn payments(task: &Value) -> Result<Value, Error> {
+    let (tool, args) = if let Some(pay) = task.get("pay") {
+        ("transfer", pay.clone())
+    } else if let Some(s) = task.get("schedule") {
+        ("schedule_payment", s.clone())
+    } else {
+        ("cancel_scheduled", json!({"id": task["cancel"]}))
+    };
+    let done = write_retrying(tool, args);
+    Ok(json!({
+        "world": "payments", "tool": tool,
+        "action": if done.is_ok() { "done" } else { "failed" },
+    }))
+}
+
+/// Books the first flight the search lists (whatever its seats), without
+/// looking at what the customer already holds; any failure is tried again.
+fn booking(task: &Value) -> Result<Value, Error> {
+    if let Some(b) = task.get("book") {
+        let mut search =
+            json!({"origin": b["origin"], "destination": b["destination"], "day": b["day"]});
+        if let Some(flex) = b.get("flex_days") {
+            search["flex_days"] = flex.clone();
+        }
+        let flights = call("search_flights", search)?;
+        let flight = flights[0]["id"].clone();
+        let done = write_retrying(
+            "book",
+            json!({"customer": b["customer"], "flight": flight, "passengers": b["passengers"]}),
+        );
+        return Ok(
+            json!({"world": "booking", "flight": flight, "action": if done.is_ok() { "booked" } else { "failed" }}),
+        );
+    }
+    if let Some(c) = task.get("cancel_booking") {
+        let done = write_retrying("cancel_booking", json!({"booking": c["booking"]}));
+        return Ok(
+            json!({"world": "booking", "action": if done.is_ok() { "cancelled" } else { "failed" }}),
+        );
+    }
+    let c = &task["change"];
+    let flights = call(
+        "search_flights",
+        json!({"origin": c["origin"], "destination": c["destination"], "day": c["day"]}),
+    )?;
+    let done = write_retrying(
+        "change_booking",
+        json!({"booking": c["booking"], "flight": flights[0]["id"]}),
+    );
+    Ok(json!({"world": "booking", "action": if done.is_ok() { "changed" } else { "failed" }}))
 }
 
 fn support(task: &Value) -> Result<Value, Error> {

@@ -23,6 +23,13 @@ pub struct Expect {
     pub calls: Vec<CallCheck>,
     #[serde(default)]
     pub output: Option<OutputCheck>,
+    /// `[[expect.gold]]`: the calls that solve the case (`case/gold.rs`).
+    #[serde(default)]
+    pub gold: Vec<super::gold::GoldCall>,
+    /// What the gold comparison leaves out: tables (`notes`) and fields
+    /// (`transfers.at`, `*.created_at`).
+    #[serde(default)]
+    pub gold_ignore: Vec<String>,
     /// `[expect.conversation]`: what the agent said to the user, turns,
     /// approvals, the user's satisfaction.
     #[serde(default)]
@@ -153,6 +160,7 @@ impl Expect {
         if let Some(o) = &self.output {
             o.check()?;
         }
+        super::gold::check(&self.gold, &self.gold_ignore, world)?;
         if let Some(c) = &self.conversation {
             c.check(world)?;
         }

@@ -7,6 +7,7 @@ pub mod discover;
 pub mod expect;
 pub mod expect_conversation;
 pub mod fuzz;
+pub mod gold;
 pub mod inject;
 pub mod limits;
 pub mod model;
@@ -95,6 +96,7 @@ struct CaseToml {
     #[serde(default)]
     fuzz: Option<fuzz::ProfileToml>,
     #[serde(default)]
+    overlay: Vec<toml::Spanned<world::overlay::Overlay>>,
     user: Option<toml::Spanned<user::UserConfig>>,
     #[serde(default)]
     approve: Vec<toml::Spanned<approve::ApproveRule>>,
@@ -136,6 +138,16 @@ pub fn parse(
         } else {
             e
         }
+    })?;
+    let overlay: Vec<world::overlay::Overlay> =
+        doc.overlay.iter().map(|o| o.get_ref().clone()).collect();
+    let world = world::overlay::apply(world, &overlay).map_err(|m| {
+        let at = m
+            .strip_prefix("[[overlay]] ")
+            .and_then(|rest| rest.split(':').next()?.parse::<usize>().ok())
+            .and_then(|n| doc.overlay.get(n - 1))
+            .map_or(0, |o| o.span().start);
+        src.at(at, m)
     })?;
     let task =
         serde_json::to_value(&doc.task).map_err(|e| InputError::new(path, format!("task: {e}")))?;

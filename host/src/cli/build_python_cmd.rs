@@ -63,6 +63,10 @@ const SDK: &[(&str, &str)] = &[
         "worldline_guest/user.py",
         include_str!("../../../guest-sdk/python/worldline_guest/user.py"),
     ),
+    (
+        "worldline_service/__init__.py",
+        include_str!("../../../guest-sdk/python/worldline_service/__init__.py"),
+    ),
 ];
 
 /// The module componentize-py is asked to build: it imports the agent's
@@ -70,7 +74,15 @@ const SDK: &[(&str, &str)] = &[
 /// and takes the `WitWorld` that `@wl.agent` defined there.
 const MAIN: &str = "worldline_main";
 
-fn main_module(agent_module: &str) -> String {
+fn main_module(agent_module: &str, service: bool) -> String {
+    if service {
+        // A service imports nothing of the agent world (no network to
+        // switch off either: it never had sockets).
+        return format!(
+            "\"\"\"Written by `worldline build-python --service`: the service module.\"\"\"\n\n\
+             from {agent_module} import WitWorld  # noqa: F401\n"
+        );
+    }
     format!(
         "\"\"\"Written by `worldline build-python`: the agent module, imported offline.\"\"\"\n\n\
          from worldline_guest.snapshot import offline\n\n\
@@ -83,6 +95,7 @@ const RESERVED: &[&str] = &[
     MAIN,
     "wit_world",
     "worldline_guest",
+    "worldline_service",
     "componentize_py_types",
     "componentize_py_runtime",
     "componentize_py_async_support",
@@ -91,8 +104,12 @@ const RESERVED: &[&str] = &[
 
 #[derive(Args)]
 pub struct BuildPythonArgs {
-    /// The agent's Python file; it defines its `run(task)` with `@worldline_guest.agent`.
+    /// The agent's Python file; it defines its `run(task)` with `@worldline_guest.agent`
+    /// (with --service: a world service's file, its tools marked `@worldline_service.tool`).
     pub agent: PathBuf,
+    /// Build a world service (`worldline:service/service`) instead of an agent.
+    #[arg(long)]
+    pub service: bool,
     /// Where to write the component (default: AGENT with a `.wasm` extension).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -121,7 +138,7 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         .context("creating a temporary build folder")?;
     write_tree(&work.path().join("wit"), wit::FILES)?;
     write_tree(&work.path().join("sdk"), SDK)?;
-    let main = main_module(&module);
+    let main = main_module(&module, args.service);
     write_tree(
         &work.path().join("sdk"),
         &[(&format!("{MAIN}.py"), main.as_str())],
@@ -129,8 +146,13 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
 
     let out = Command::new(&args.componentize_py)
         .arg("-d")
-        .arg(work.path().join("wit"))
-        .args(["-w", "agent", "componentize", MAIN, "-p"])
+        .arg(if args.service {
+            work.path().join("wit").join("service")
+        } else {
+            work.path().join("wit")
+        })
+        .args(["-w", if args.service { "service" } else { "agent" }])
+        .args(["componentize", MAIN, "-p"])
         .arg(&agent_dir)
         .arg("-p")
         .arg(work.path().join("sdk"))

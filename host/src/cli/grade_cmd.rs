@@ -60,7 +60,13 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
         )
         .into());
     };
-    let (g, warnings) = regrade(expect, &case.world, &b, footer);
+    let gold = if expect.gold.is_empty() {
+        None
+    } else {
+        let sandbox = crate::sandbox::Sandbox::new(Some(store.cache_dir()))?;
+        Some(crate::grade::gold::gold_state(&sandbox, &case))
+    };
+    let (g, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref());
     if args.common.json {
         report::print_json(&RegradeSummary {
             bundle: path.display().to_string(),

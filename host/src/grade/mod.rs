@@ -5,6 +5,7 @@
 
 pub mod conversation;
 pub mod diff;
+pub mod gold;
 pub mod regrade;
 pub mod signature;
 pub mod verdict;
@@ -55,6 +56,8 @@ pub struct Evidence<'a> {
     pub events: &'a [Event],
     pub initial: &'a State,
     pub final_state: &'a State,
+    /// The case's gold state, when it has `[[expect.gold]]` calls.
+    pub gold: Option<&'a gold::GoldState>,
 }
 
 fn check(what: String, expected: Value, actual: Value, passed: bool) -> Assertion {
@@ -401,6 +404,9 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
     }
     for c in &expect.calls {
         out.push(calls_check(c, ev.events));
+    }
+    if !expect.gold.is_empty() {
+        out.push(gold::assertion(expect, ev.gold, ev.final_state));
     }
     if let Some(o) = &expect.output {
         output_checks(o, ev.output, &mut out);

@@ -1,6 +1,7 @@
 //! Re-grading a recorded run without re-running the agent: its final state
 //! is rebuilt from the world's initial state and the recorded writes.
 
+use super::gold::GoldState;
 use super::{Evidence, Grade, final_state, grade};
 use crate::case::expect::Expect;
 use crate::log::{Bundle, Footer};
@@ -8,12 +9,14 @@ use crate::world::World;
 
 /// `bundle` (whose `footer` is given) graded against `expect` on `world`,
 /// with warnings when the world changed since the run or the rebuilt state
-/// is not the recorded one.
+/// is not the recorded one. `gold` is the case's gold state when it has
+/// gold calls.
 pub fn regrade(
     expect: &Expect,
     world: &World,
     bundle: &Bundle,
     footer: &Footer,
+    gold: Option<&GoldState>,
 ) -> (Grade, Vec<String>) {
     let mut warnings = Vec::new();
     if world.hash != bundle.header.world_hash {
@@ -35,6 +38,7 @@ pub fn regrade(
             events: &bundle.events,
             initial: &world.initial,
             final_state: &final_state,
+            gold,
         },
     );
     (g, warnings)

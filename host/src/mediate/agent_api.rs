@@ -7,6 +7,7 @@
 //! `[[inject]]` rules, then the tool's operation over the state.
 
 use super::bindings::worldline::agent::{files, tools, trace, types};
+use super::service::{Ran, run_tool};
 use super::{Answer, RunState, Services};
 use crate::canon;
 use crate::case::inject::Action;
@@ -14,7 +15,7 @@ use crate::error_kind::ErrorKind;
 use crate::log::Effect;
 use crate::time;
 use crate::world::state::{FileData, Write};
-use crate::world::tools::{AsOf, Tool, execute};
+use crate::world::tools::{AsOf, Tool};
 use serde_json::{Value, json};
 use types::ToolError;
 
@@ -58,9 +59,19 @@ pub(super) fn decode<T>(response: &Value, f: impl FnOnce(&Value) -> T) -> Result
     }
 }
 
+/// Record what a service said about its call beside the answer
+/// (`"service"`: reads, fuel, or the trap and backtrace).
+fn noting(mut answer: Answer, service: Option<Value>) -> Answer {
+    if let (Some(detail), Value::Object(response)) = (service, &mut answer.response) {
+        response.insert("service".into(), detail);
+    }
+    answer
+}
+
 /// Run the tool as the world defines it.
-fn plain(s: &Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Answer {
-    match execute(tool, args, &s.world.state, as_of) {
+fn plain(s: &mut Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Answer {
+    let Ran { result, service } = run_tool(s, tool, args, as_of);
+    let answer = match result {
         Ok((out, writes)) => Answer {
             effect: if writes.is_empty() {
                 Effect::Read
@@ -71,7 +82,8 @@ fn plain(s: &Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Answer {
             ..Answer::read(json!({"ok": out}))
         },
         Err(f) => error_answer(f.kind, f.message),
-    }
+    };
+    noting(answer, service)
 }
 
 /// Keep only `fields` of each row write (the rest of the row stays as it
@@ -121,7 +133,7 @@ struct Source {
 
 /// Answer through an injected action.
 fn injected(
-    s: &Services,
+    s: &mut Services,
     tool: &Tool,
     args: &Value,
     action: &Action,
@@ -149,11 +161,12 @@ fn injected(
         ),
         Action::Empty => {
             let as_of = AsOf { empty: true, ..now };
-            let answer = match execute(tool, args, &s.world.state, &as_of) {
+            let Ran { result, service } = run_tool(s, tool, args, &as_of);
+            let answer = match result {
                 Ok((out, _)) => Answer::read(json!({"ok": out})),
                 Err(f) => error_answer(f.kind, f.message),
             };
-            (answer, json!({"action": "empty"}))
+            (noting(answer, service), json!({"action": "empty"}))
         }
         Action::Stale(st) => {
             let wall = time::parse_rfc3339(&now.now).unwrap_or(0);
@@ -171,15 +184,17 @@ fn injected(
         Action::Partial(p) => {
             let kind = p.error.unwrap_or(ErrorKind::Failed);
             let mark = json!({"action": "partial", "fields": p.fields, "kind": kind});
-            match execute(tool, args, &s.world.state, &now) {
+            let Ran { result, service } = run_tool(s, tool, args, &now);
+            let answer = match result {
                 Ok((_, writes)) => {
                     let mut a = error_answer(kind, kind.default_message());
                     a.effect = Effect::Failed;
                     a.writes = partial_writes(s, writes, &p.fields);
-                    (a, mark)
+                    a
                 }
-                Err(f) => (error_answer(f.kind, f.message), mark),
-            }
+                Err(f) => error_answer(f.kind, f.message),
+            };
+            (noting(answer, service), mark)
         }
     };
     if let Some(ms) = source.latency_ms {

@@ -16,6 +16,7 @@ pub mod entropy;
 pub mod faults;
 pub mod model;
 pub mod script;
+pub mod service;
 pub mod stdio;
 pub mod wasi;
 mod wasi_http;
@@ -197,6 +198,8 @@ pub struct Services {
     pub stdio: stdio::Stdio,
     pub env: crate::case::Env,
     pub model: model::ModelService,
+    /// The world's service, when it has one (set by the run).
+    pub service: Option<service::Runtime>,
     pub conversation: conversation::Conversation,
 }
 
@@ -244,6 +247,7 @@ impl Mediator {
                     std::time::Duration::from_millis(case.limits.timeout_ms),
                     case.path.parent().unwrap_or(std::path::Path::new(".")),
                 ),
+                service: None,
                 conversation: conversation::Conversation::new(case),
             },
             recorder,
@@ -509,6 +513,8 @@ mod tests {
             tools: Vec::new(),
             permissions: Default::default(),
             initial: state.clone(),
+            service: None,
+            overlaid: None,
         };
         WorldSession {
             world: Arc::new(world),

@@ -4,6 +4,7 @@
 
 mod cache;
 pub mod imports;
+mod service;
 pub mod wit;
 
 use crate::canon;
@@ -21,6 +22,11 @@ use wasmtime::{Config, Engine};
 
 /// How often the watchdog's epoch advances.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// A time budget (`limits.timeout_ms`) in watchdog epochs.
+pub fn timeout_ticks(timeout_ms: u64) -> u64 {
+    timeout_ms.div_ceil(EPOCH_TICK.as_millis() as u64).max(1)
+}
 
 /// How one engine setting is applied to the config.
 type SetOption = fn(&mut Config);
@@ -75,6 +81,9 @@ pub struct Sandbox {
     cache: Option<CompileCache>,
     loaded: Mutex<BTreeMap<String, Arc<Agent>>>,
     on_compile: Option<CompileNotice>,
+    /// World services (`service.rs`): their linker and those loaded so far.
+    service_linker: Linker<crate::mediate::service::ServiceData>,
+    services: Mutex<BTreeMap<String, Arc<crate::mediate::service::LoadedService>>>,
 }
 
 impl Sandbox {
@@ -116,7 +125,10 @@ impl Sandbox {
                 }
             })
             .context("starting the watchdog thread")?;
+        let service_linker = service::linker(&engine).context("linking the service interfaces")?;
         Ok(Sandbox {
+            service_linker,
+            services: Mutex::new(BTreeMap::new()),
             engine,
             linker,
             cache: cache_dir.map(|dir| CompileCache::new(&dir, &engine_hash)),

@@ -14,6 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const FILES: &[(&str, &str)] = &[
     ("agent.wit", include_str!("../../../wit/agent.wit")),
     (
+        "service/service.wit",
+        include_str!("../../../wit/service/service.wit"),
+    ),
+    (
         "conversation.wit",
         include_str!("../../../wit/conversation.wit"),
     ),

@@ -7,7 +7,9 @@
 
 pub mod compare;
 pub mod ids;
+pub mod overlay;
 pub mod schema;
+pub mod service;
 pub mod state;
 pub mod tools;
 
@@ -39,6 +41,11 @@ pub struct World {
     pub tools: Vec<Tool>,
     pub permissions: Permissions,
     pub initial: State,
+    /// The component implementing its `op = "service"` tools, if any.
+    pub service: Option<service::ServiceSource>,
+    /// For a case's overlaid copy: the base world's hash and the overlay
+    /// (`hash` is then the overlaid world's).
+    pub overlaid: Option<overlay::Record>,
 }
 
 impl World {
@@ -134,6 +141,8 @@ struct WorldToml {
     permissions: Permissions,
     #[serde(default)]
     tools: Vec<toml::Spanned<tools::ToolToml>>,
+    #[serde(default)]
+    service: Option<toml::Spanned<service::ServiceToml>>,
 }
 
 #[derive(Deserialize)]
@@ -249,6 +258,7 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
             .map_err(|m| at(files.span().start, m))?;
     }
     let tools = load_tools(&toml_path, &source, &doc.tools, &initial)?;
+    let service = load_service(&mut folder, &source, doc.service.as_ref(), &tools)?;
     if let Some(rule) = doc.permissions.rule_naming_nothing(&tools) {
         return Err(at(
             source.find("[permissions]").unwrap_or(0),
@@ -268,7 +278,49 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
         tools,
         permissions: doc.permissions,
         initial,
+        service,
+        overlaid: None,
     })
+}
+
+/// The `[service]` component's bytes, when the world has service tools;
+/// service tools without `[service]` (or the reverse) are refused.
+fn load_service(
+    folder: &mut Folder,
+    source: &str,
+    declared: Option<&toml::Spanned<service::ServiceToml>>,
+    tools: &[Tool],
+) -> Result<Option<service::ServiceSource>, InputError> {
+    let toml_path = folder.path.join("world.toml");
+    let first_service_tool = tools.iter().find(|t| matches!(t.op, Op::Service));
+    match (declared, first_service_tool) {
+        (None, None) => Ok(None),
+        (None, Some(tool)) => Err(InputError::new(
+            &toml_path,
+            format!(
+                "tool `{}` has op = \"service\" but the world has no [service]; add [service] component = \"<file>.wasm\"",
+                tool.name
+            ),
+        )),
+        (Some(spanned), None) => Err(InputError::at(
+            &toml_path,
+            source,
+            spanned.span().start,
+            "[service] is declared but no tool has op = \"service\"",
+        )),
+        (Some(spanned), Some(_)) => {
+            let t = spanned.get_ref();
+            let bytes = folder.read_bytes(&t.component).map_err(|e| {
+                InputError::at(
+                    &toml_path,
+                    source,
+                    spanned.span().start,
+                    format!("[service] component `{}`: {}", t.component, e.message),
+                )
+            })?;
+            Ok(Some(t.resolve(folder.path.join(&t.component), bytes)))
+        }
+    }
 }
 
 /// A table and its rows. A rows file that cannot be read (or is of no
@@ -374,6 +426,12 @@ impl<'a> Folder<'a> {
 
     fn read_text(&mut self, rel: &str) -> Result<String, InputError> {
         let file = self.path.join(rel);
+        let bytes = self.read_bytes(rel)?;
+        InputError::utf8(&file, bytes)
+    }
+
+    fn read_bytes(&mut self, rel: &str) -> Result<Vec<u8>, InputError> {
+        let file = self.path.join(rel);
         check_relative(rel).map_err(|m| InputError::new(&file, m))?;
         let bytes = self.dir.read(rel).map_err(|e| {
             let why = if e.kind() == std::io::ErrorKind::PermissionDenied
@@ -387,7 +445,7 @@ impl<'a> Folder<'a> {
         })?;
         self.manifest
             .insert(rel.to_string(), canon::sha256_hex(&bytes));
-        InputError::utf8(&file, bytes)
+        Ok(bytes)
     }
 
     /// Every file under `[files] dir`, named by its path inside it; what

@@ -67,7 +67,8 @@ impl AsOf {
         }
     }
 
-    fn hides(&self, row: &Value) -> bool {
+    /// Whether a stale answer treats `row` as not there yet.
+    pub fn hides(&self, row: &Value) -> bool {
         let Some((field, cutoff)) = &self.hide_after else {
             return false;
         };
@@ -109,6 +110,8 @@ pub enum Op {
     Respond {
         response: Value,
     },
+    /// Answered by the world's service component (`[service]`).
+    Service,
 }
 
 /// An op on one row: the argument holding its key (default: the table's
@@ -170,15 +173,21 @@ impl Op {
             Op::FileRead { .. }
             | Op::FileWrite { .. }
             | Op::FileList { .. }
-            | Op::Respond { .. } => None,
+            | Op::Respond { .. }
+            | Op::Service => None,
         }
     }
 
-    /// Whether the op writes to the state.
+    /// Whether the op writes to the state (a service tool may: it says
+    /// `mutates = false` when it does not).
     fn writes(&self) -> bool {
         matches!(
             self,
-            Op::Insert { .. } | Op::Update { .. } | Op::Delete(_) | Op::FileWrite { .. }
+            Op::Insert { .. }
+                | Op::Update { .. }
+                | Op::Delete(_)
+                | Op::FileWrite { .. }
+                | Op::Service
         )
     }
 }
@@ -227,7 +236,8 @@ pub struct ToolToml {
     response: Option<Value>,
 }
 
-const OPS: &str = "get, query, insert, update, delete, file_read, file_write, file_list or respond";
+const OPS: &str =
+    "get, query, insert, update, delete, file_read, file_write, file_list, respond or service";
 
 impl ToolToml {
     /// The op the tool names, with the keys it takes.
@@ -288,6 +298,7 @@ impl ToolToml {
                     .clone()
                     .ok_or("op `respond` needs `response`")?,
             },
+            "service" => Op::Service,
             other => return Err(format!("unknown op `{other}` (use {OPS})")),
         })
     }
@@ -387,9 +398,19 @@ pub fn execute(
     state: &State,
     as_of: &AsOf,
 ) -> Result<(Value, Vec<Write>), ToolFailure> {
-    schema::validate(&tool.params, args)
-        .map_err(|e| ToolFailure::new(ErrorKind::InvalidArgs, e))?;
-    let (mut result, writes) = run_op(&tool.op, args, state, as_of)?;
+    check_args(tool, args)?;
+    let (result, writes) = run_op(&tool.op, args, state, as_of)?;
+    Ok((shape(tool, args, as_of, result), writes))
+}
+
+/// Refuse arguments that do not fit the tool's `params`.
+pub fn check_args(tool: &Tool, args: &Value) -> Result<(), ToolFailure> {
+    schema::validate(&tool.params, args).map_err(|e| ToolFailure::new(ErrorKind::InvalidArgs, e))
+}
+
+/// What the caller gets from an op's result: an empty result of its shape
+/// for an `empty` answer, wrapped in the tool's `response` when it has one.
+pub fn shape(tool: &Tool, args: &Value, as_of: &AsOf, mut result: Value) -> Value {
     if as_of.empty {
         result = match result {
             Value::Array(_) => json!([]),
@@ -401,12 +422,9 @@ pub fn execute(
         Some(wrapper) => {
             let mut with_result = args.as_object().cloned().unwrap_or_default();
             with_result.insert("result".into(), result);
-            Ok((
-                render(wrapper, &Value::Object(with_result), &as_of.now).unwrap_or(Value::Null),
-                writes,
-            ))
+            render(wrapper, &Value::Object(with_result), &as_of.now).unwrap_or(Value::Null)
         }
-        None => Ok((result, writes)),
+        None => result,
     }
 }
 
@@ -438,6 +456,10 @@ fn run_op(op: &Op, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
         Op::Respond { response } => {
             Ok((render(response, args, now).unwrap_or(Value::Null), vec![]))
         }
+        Op::Service => Err(ToolFailure::new(
+            ErrorKind::Failed,
+            "a service tool is answered by the world's service (mediate::service)",
+        )),
     }
 }
 

@@ -1,0 +1,119 @@
+//! World-service benchmark: one service tool call that does one `get` and
+//! one `update` (tests/guests/counter-service, tool `bump`), mediated and
+//! recorded in memory, against the same world's declarative `get`; and a
+//! run's start on a service world against the same world without its
+//! service.
+//!
+//! `cargo bench --profile dev -p worldline --bench services -- --warm-up-time 1
+//! --measurement-time 3`. Results are written up in docs/benchmarks.md.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use std::hint::black_box;
+use std::path::Path;
+use worldline::case::{self, Case};
+use worldline::log::{Effect, Recorder};
+use worldline::mediate::service::{Runtime, run_tool};
+use worldline::mediate::{Answer, Mediator};
+use worldline::run::run;
+use worldline::sandbox::{Sandbox, timeout_ticks};
+use worldline::world::tools::AsOf;
+
+/// `tests/worlds/counters` with the service built from source, and a
+/// `plain` copy without its service tools.
+fn worlds(root: &Path) {
+    let src = common::workspace_root().join("tests/worlds/counters/v1");
+    let toml = std::fs::read_to_string(src.join("world.toml")).unwrap();
+    let rows = std::fs::read(src.join("counters.jsonl")).unwrap();
+    let counters = root.join("counters/v1");
+    std::fs::create_dir_all(&counters).unwrap();
+    std::fs::write(counters.join("world.toml"), &toml).unwrap();
+    std::fs::write(counters.join("counters.jsonl"), &rows).unwrap();
+    std::fs::copy(
+        common::guest("counter-service"),
+        counters.join("service.wasm"),
+    )
+    .unwrap();
+    let plain = root.join("plain/v1");
+    std::fs::create_dir_all(&plain).unwrap();
+    let declarative: String = toml
+        .split("\n\n")
+        .filter(|block| !block.contains("op = \"service\"") && !block.starts_with("[service]"))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+        .replace("name = \"counters\"", "name = \"plain\"");
+    std::fs::write(plain.join("world.toml"), declarative).unwrap();
+    std::fs::write(plain.join("counters.jsonl"), &rows).unwrap();
+}
+
+fn case_on(dir: &Path, world: &str) -> Case {
+    let text = format!(
+        "world = \"{world}@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [] }}\n"
+    );
+    let path = common::write_case(dir, world, &text);
+    case::load(&path, Some(&dir.join("worlds"))).expect("bench case loads")
+}
+
+/// One tool call through the mediator, as `tools.call` answers it.
+fn call(med: &mut Mediator, tool: &str, args: &Value) -> Value {
+    let world = med.services.world.world.clone();
+    let t = world.tool(tool).unwrap();
+    med.mediate(
+        "worldline:agent/tools.call",
+        json!({"name": tool, "args": args}),
+        |s| {
+            let as_of = AsOf::now(s.now_text());
+            let (out, writes) = run_tool(s, t, args, &as_of).result.unwrap();
+            Answer {
+                effect: Effect::Write,
+                writes,
+                ..Answer::read(json!({"ok": out}))
+            }
+        },
+    )
+    .unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = common::temp_dir();
+    worlds(&dir.path().join("worlds"));
+    let svc = case_on(dir.path(), "counters");
+    let plain = case_on(dir.path(), "plain");
+    let sandbox = Sandbox::new(None).unwrap();
+    let service = sandbox
+        .service(svc.world.service.as_ref().unwrap())
+        .unwrap();
+    let agent = sandbox.load_file(&common::guest("caller-agent")).unwrap();
+
+    let mut g = c.benchmark_group("service");
+    g.sample_size(20);
+    // A mediator with the service attached; its in-memory log grows by
+    // one event per iteration (as a run's does).
+    let mut med = Mediator::new(&svc, Recorder::in_memory());
+    med.services.service = Some(Runtime::new(
+        service.clone(),
+        &svc,
+        timeout_ticks(svc.limits.timeout_ms),
+    ));
+    let args = json!({"id": "c"});
+    assert_eq!(call(&mut med, "bump", &args)["ok"]["n"], 1);
+    g.bench_function("rust_service_call_get_update", |b| {
+        b.iter(|| black_box(call(&mut med, "bump", &args)))
+    });
+    g.bench_function("declarative_get_call", |b| {
+        b.iter(|| black_box(call(&mut med, "get_counter", &args)))
+    });
+    g.bench_function("run_start_service_world", |b| {
+        b.iter(|| black_box(run(&sandbox, &agent, &svc, None).unwrap()))
+    });
+    g.bench_function("run_start_declarative_world", |b| {
+        b.iter(|| black_box(run(&sandbox, &agent, &plain, None).unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,59 @@
+//! `[[expect.gold]]`: the tool calls that solve a case, and `gold_ignore`,
+//! what the comparison of the agent's final state with the gold state
+//! leaves out (graded in `grade/gold.rs`).
+
+use crate::world::World;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// One gold tool call.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoldCall {
+    pub tool: String,
+    #[serde(default)]
+    pub args: Map<String, Value>,
+}
+
+/// One `gold_ignore` entry: a whole table, or a field of every row of a
+/// table (`*` for every table).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ignore<'a> {
+    Table(&'a str),
+    Field { table: &'a str, field: &'a str },
+}
+
+/// `notes` → a table; `transfers.at` / `*.created_at` → a field.
+pub fn ignore_of(entry: &str) -> Ignore<'_> {
+    match entry.split_once('.') {
+        Some((table, field)) => Ignore::Field { table, field },
+        None => Ignore::Table(entry),
+    }
+}
+
+/// Every gold call names a tool of the world, and every ignored table is
+/// one of its tables.
+pub fn check(gold: &[GoldCall], ignore: &[String], world: &World) -> Result<(), String> {
+    for (i, g) in gold.iter().enumerate() {
+        if world.tool(&g.tool).is_none() {
+            return Err(format!(
+                "gold call {}: no tool `{}` in {}",
+                i + 1,
+                g.tool,
+                world.reference()
+            ));
+        }
+    }
+    if !ignore.is_empty() && gold.is_empty() {
+        return Err("gold_ignore without [[expect.gold]] calls".into());
+    }
+    for entry in ignore {
+        let table = match ignore_of(entry) {
+            Ignore::Table(t) | Ignore::Field { table: t, .. } => t,
+        };
+        if table != "*" && !world.initial.tables.contains_key(table) {
+            return Err(format!("gold_ignore `{entry}`: unknown table `{table}`"));
+        }
+    }
+    Ok(())
+}

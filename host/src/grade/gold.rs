@@ -1,0 +1,205 @@
+//! Gold-state grading: a case's `[[expect.gold]]` calls applied, through
+//! the same tools and services the agent used, to a fresh copy of the
+//! case's initial world; the run passes this check when its final state
+//! equals that gold state, leaving out `gold_ignore` (generated ids,
+//! timestamps, notes). A failure shows the state diff from the gold state
+//! to the agent's.
+//!
+//! Gold calls skip permissions, `[[inject]]` rules and fuzz faults (they
+//! are the intended trajectory on a quiet world). The gold state depends
+//! only on the case and its world, so it is computed once per case and
+//! process (a fuzz campaign grades hundreds of runs against one), and
+//! re-grading a recorded run needs the world's service but no agent.
+
+use super::{Assertion, check, diff};
+use crate::case::Case;
+use crate::case::expect::Expect;
+use crate::case::gold::{Ignore, ignore_of};
+use crate::log::Recorder;
+use crate::mediate::Mediator;
+use crate::mediate::service::{Runtime, run_tool};
+use crate::sandbox::{Sandbox, timeout_ticks};
+use crate::world::state::State;
+use crate::world::tools::AsOf;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// The gold state of a case, or why its gold calls could not be applied.
+pub type GoldState = Result<State, String>;
+
+/// The gold state of `case` (which has gold calls), computed once per
+/// process for each case and world.
+pub fn gold_state(sandbox: &Sandbox, case: &Case) -> Arc<GoldState> {
+    static CACHE: Mutex<BTreeMap<String, Arc<GoldState>>> = Mutex::new(BTreeMap::new());
+    let key = format!("{}/{}", case.hash, case.world.hash);
+    if let Some(g) = CACHE.lock().expect("gold cache lock").get(&key) {
+        return g.clone();
+    }
+    let g = Arc::new(apply(sandbox, case));
+    CACHE
+        .lock()
+        .expect("gold cache lock")
+        .insert(key, g.clone());
+    g
+}
+
+/// Apply the gold calls in order, each at the next tick of the case clock.
+fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
+    let gold = case.expect.as_ref().map_or(&[][..], |e| &e.gold[..]);
+    let mut med = Mediator::new(case, Recorder::in_memory());
+    if let Some(source) = &case.world.service {
+        let service = sandbox.service(source).map_err(|e| format!("{e:#}"))?;
+        med.services.service = Some(Runtime::new(
+            service,
+            case,
+            timeout_ticks(case.limits.timeout_ms),
+        ));
+    }
+    let world = case.world.clone();
+    for (i, g) in gold.iter().enumerate() {
+        let tool = world
+            .tool(&g.tool)
+            .ok_or_else(|| format!("gold call {}: no tool `{}`", i + 1, g.tool))?;
+        let s = &mut med.services;
+        s.clock.tick();
+        let as_of = AsOf::now(s.now_text());
+        let args = Value::Object(g.args.clone());
+        match run_tool(s, tool, &args, &as_of).result {
+            Ok((_, writes)) => writes.iter().for_each(|w| s.world.state.apply(w)),
+            Err(f) => {
+                return Err(format!(
+                    "gold call {} ({} {}) failed: {}: {}",
+                    i + 1,
+                    g.tool,
+                    crate::canon::to_string(&args),
+                    f.kind,
+                    f.message
+                ));
+            }
+        }
+    }
+    Ok(med.services.world.state)
+}
+
+/// `state` without what `ignore` names.
+fn without(state: &State, ignore: &[String]) -> State {
+    let mut s = state.clone();
+    for entry in ignore {
+        match ignore_of(entry) {
+            Ignore::Table(t) => {
+                s.tables.remove(t);
+            }
+            Ignore::Field { table, field } => {
+                for (name, t) in s.tables.iter_mut() {
+                    if table == "*" || table == name {
+                        for row in t.rows.values_mut() {
+                            if let Value::Object(m) = row {
+                                m.remove(field);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    s
+}
+
+/// The gold check of a run whose final state is `final_state`.
+pub fn assertion(expect: &Expect, gold: Option<&GoldState>, final_state: &State) -> Assertion {
+    let what = "final state equals the gold state".to_string();
+    let gold = match gold {
+        Some(Ok(g)) => g,
+        Some(Err(why)) => return check(what, json!("the gold state"), json!(why), false),
+        None => {
+            return check(
+                what,
+                json!("the gold state"),
+                json!("the gold state was not computed for this grade"),
+                false,
+            );
+        }
+    };
+    let d = diff::diff(
+        &without(gold, &expect.gold_ignore),
+        &without(final_state, &expect.gold_ignore),
+    );
+    let passed = d.is_empty();
+    let actual = if passed {
+        json!("equal")
+    } else {
+        json!({"gold -> agent": d.lines()})
+    };
+    check(what, json!("equal"), actual, passed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::state::Table;
+
+    fn state(rows: &[(&str, Value)]) -> State {
+        let mut s = State::default();
+        s.tables.insert(
+            "t".into(),
+            Table {
+                key: "id".into(),
+                rows: rows
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect(),
+                ids: Default::default(),
+            },
+        );
+        s.tables.insert(
+            "notes".into(),
+            Table {
+                key: "id".into(),
+                rows: BTreeMap::new(),
+                ids: Default::default(),
+            },
+        );
+        s
+    }
+
+    fn expect(ignore: &[&str]) -> Expect {
+        Expect {
+            gold_ignore: ignore.iter().map(|s| s.to_string()).collect(),
+            ..Expect::default()
+        }
+    }
+
+    #[test]
+    fn equal_states_pass_and_ignored_fields_and_tables_do_not_count() {
+        let gold = state(&[("a", json!({"id": "a", "n": 1, "at": "x"}))]);
+        let mut agent = state(&[("a", json!({"id": "a", "n": 1, "at": "y"}))]);
+        agent
+            .tables
+            .get_mut("notes")
+            .unwrap()
+            .rows
+            .insert("n1".into(), json!({"id": "n1"}));
+        let ok = Ok(gold.clone());
+        assert!(!assertion(&expect(&[]), Some(&ok), &agent).passed);
+        assert!(assertion(&expect(&["t.at", "notes"]), Some(&ok), &agent).passed);
+        assert!(assertion(&expect(&["*.at", "notes"]), Some(&ok), &agent).passed);
+    }
+
+    #[test]
+    fn a_difference_is_shown_from_gold_to_agent() {
+        let gold = Ok(state(&[("a", json!({"id": "a", "n": 1}))]));
+        let agent = state(&[("a", json!({"id": "a", "n": 2})), ("b", json!({"id": "b"}))]);
+        let a = assertion(&expect(&[]), Some(&gold), &agent);
+        assert!(!a.passed);
+        assert_eq!(
+            a.actual,
+            json!({"gold -> agent": ["+ t/b {\"id\":\"b\"}", "~ t/a.n: 1 -> 2"]})
+        );
+        let broken: GoldState = Err("gold call 1 (x) failed".into());
+        assert_eq!(
+            assertion(&expect(&[]), Some(&broken), &agent).actual,
+            json!("gold call 1 (x) failed")
+        );
+    }
+}

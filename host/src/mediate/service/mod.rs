@@ -1,0 +1,237 @@
+//! World services: tools answered by a WebAssembly component of the world
+//! (`[service]` in `world.toml`, `op = "service"` tools) instead of a
+//! declared operation.
+//!
+//! A service call happens inside the agent's tool call, in a store of its
+//! own: a fresh instance of the pre-instantiated component per call (no
+//! memory carries from one call to the next), its own fuel and memory
+//! limits, and WASI answered by a mediator of its own (virtual clock,
+//! seeded random streams, captured stderr — never the host's). The world
+//! state is lent to the call ([`frame::Frame`]); its reads and writes come
+//! back for the agent's mediator to record as that one tool call's event.
+//! A trap or running out of fuel is the service's failure, not the
+//! agent's: the call answers a `failed` tool error naming the service,
+//! with the trap message, stderr and backtrace recorded in the event.
+
+pub mod bindings;
+mod frame;
+
+use super::{Mediator, MemoryLimiter, RunState, Services, Stop, entropy};
+use crate::case::Case;
+use crate::error_kind::ErrorKind;
+use crate::log::Recorder;
+use crate::world::state::{State, Write};
+use crate::world::tools::{AsOf, Op, Tool, ToolFailure, check_args, execute, shape};
+use bindings::ServicePre;
+use frame::Frame;
+use rand_chacha::ChaCha20Rng;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, Trap, WasmBacktrace};
+
+/// A compiled, checked, pre-instantiated service (the sandbox loads and
+/// caches these by SHA-256, like agents).
+pub struct LoadedService {
+    /// The component's path inside the world folder (names it in errors).
+    pub component: String,
+    pub sha256: String,
+    pub pre: ServicePre<ServiceData>,
+}
+
+/// A service store's data: the WASI side (a mediator of the service's
+/// own) and the call's view of the world.
+pub struct ServiceData {
+    pub run: Box<RunState>,
+    frame: Frame,
+    rng: ChaCha20Rng,
+}
+
+/// One run's service: the loaded component, its limits, and the state
+/// that lives from call to call (WASI services, the random stream).
+pub struct Runtime {
+    service: Arc<LoadedService>,
+    fuel: u64,
+    timeout_ticks: u64,
+    run: Option<Box<RunState>>,
+    rng: Option<ChaCha20Rng>,
+}
+
+/// How much of a service's stderr an error message quotes.
+const STDERR_QUOTED: usize = 2_000;
+
+impl Runtime {
+    /// The service of `case`'s world for one run; a call is interrupted
+    /// after `timeout_ticks` epochs of the watchdog (as the agent is).
+    pub fn new(service: Arc<LoadedService>, case: &Case, timeout_ticks: u64) -> Self {
+        let source = case
+            .world
+            .service
+            .as_ref()
+            .expect("a runtime is made for a world with a service");
+        let mut med = Mediator::new(case, Recorder::in_memory());
+        med.services.world.state = State::default();
+        med.services.world.inject.clear();
+        med.services.world.inject_seen.clear();
+        med.services.entropy = entropy::Entropy::new(entropy::derive(case.seed, "service-wasi", 0));
+        let run = Box::new(RunState {
+            med,
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter {
+                max_bytes: (source.memory_mb as usize) << 20,
+            },
+        });
+        Runtime {
+            service,
+            fuel: source.fuel,
+            timeout_ticks,
+            run: Some(run),
+            rng: Some(entropy::stream(case.seed, "service")),
+        }
+    }
+
+    /// Answer `tool` with `args` from `state` as of `as_of`; `state` is
+    /// as it was when the call returns. Also returns what the event
+    /// records about the call (`reads`, `fuel`, or the failure).
+    fn call(
+        &mut self,
+        state: &mut State,
+        tool: &str,
+        args: &Value,
+        as_of: &AsOf,
+    ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
+        let mut run = self.run.take().expect("the service's WASI state is back");
+        run.table = ResourceTable::new();
+        run.med.recorder = Recorder::in_memory();
+        run.med.services.stdio = super::stdio::Stdio::new(64 << 10);
+        let data = ServiceData {
+            run,
+            frame: Frame::new(std::mem::take(state), as_of.clone()),
+            rng: self
+                .rng
+                .take()
+                .expect("the service's random stream is back"),
+        };
+        let mut store = Store::new(self.service.pre.engine(), data);
+        store.limiter(|d| &mut d.run.limiter);
+        store.set_fuel(self.fuel).expect("fuel is enabled");
+        store.set_epoch_deadline(self.timeout_ticks);
+        store.epoch_deadline_trap();
+        let args_json = crate::canon::to_string(args);
+        let outcome = self
+            .service
+            .pre
+            .instantiate(&mut store)
+            .and_then(|s| s.call_call(&mut store, tool, &args_json));
+        let fuel = self.fuel - store.get_fuel().unwrap_or(0);
+        let data = store.into_data();
+        let stderr = data.run.med.services.stdio.stderr.text();
+        self.run = Some(data.run);
+        self.rng = Some(data.rng);
+        let (reads, writes) = (data.frame.reads.clone(), data.frame.writes.clone());
+        *state = data.frame.restore();
+        let name = &self.service.component;
+        match outcome {
+            Ok(Ok(out)) => match serde_json::from_str::<Value>(&out) {
+                Ok(v) => (
+                    Ok((v, writes)),
+                    json!({"component": name, "reads": reads, "fuel": fuel}),
+                ),
+                Err(e) => (
+                    Err(ToolFailure::new(
+                        ErrorKind::Failed,
+                        format!("service {name} answered `{tool}` with text that is not JSON: {e}"),
+                    )),
+                    json!({"component": name, "reads": reads, "fuel": fuel}),
+                ),
+            },
+            Ok(Err(e)) => (
+                Err(ToolFailure::new(e.kind.into(), e.message)),
+                json!({"component": name, "reads": reads, "fuel": fuel}),
+            ),
+            Err(err) => {
+                let why = trap_message(&err, self.fuel);
+                let backtrace: Vec<String> = err
+                    .downcast_ref::<WasmBacktrace>()
+                    .map(|bt| {
+                        bt.frames()
+                            .iter()
+                            .map(|f| f.func_name().unwrap_or("<unnamed>").to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let quoted: String = stderr.trim().chars().take(STDERR_QUOTED).collect();
+                let message = if quoted.is_empty() {
+                    format!("service {name} failed in `{tool}`: {why}")
+                } else {
+                    format!("service {name} failed in `{tool}`: {why}; stderr: {quoted}")
+                };
+                (
+                    Err(ToolFailure::new(ErrorKind::Failed, message)),
+                    json!({
+                        "component": name, "reads": reads, "fuel": fuel,
+                        "trap": why, "stderr": stderr, "backtrace": backtrace,
+                    }),
+                )
+            }
+        }
+    }
+}
+
+/// What stopped a service call, in words.
+fn trap_message(err: &wasmtime::Error, fuel: u64) -> String {
+    if let Some(Trap::OutOfFuel) = err.downcast_ref::<Trap>() {
+        format!("ran out of fuel ([service] fuel = {fuel})")
+    } else if let Some(Trap::Interrupt) = err.downcast_ref::<Trap>() {
+        "the wall-clock watchdog stopped it (limits.timeout_ms)".to_string()
+    } else if let Some(stop) = err.downcast_ref::<Stop>() {
+        stop.to_string()
+    } else if let Some(trap) = err.downcast_ref::<Trap>() {
+        trap.to_string()
+    } else {
+        format!("{err:#}")
+    }
+}
+
+/// What running a tool gave: its result and writes, or why it failed, and
+/// for a service tool what the event records about the service call.
+pub struct Ran {
+    pub result: Result<(Value, Vec<Write>), ToolFailure>,
+    pub service: Option<Value>,
+}
+
+/// Run a tool — declared or service — against the session's state as of
+/// `as_of`. The state is not changed: the writes come back for the
+/// mediator to record and apply.
+pub fn run_tool(s: &mut Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Ran {
+    if !matches!(tool.op, Op::Service) {
+        return Ran {
+            result: execute(tool, args, &s.world.state, as_of),
+            service: None,
+        };
+    }
+    if let Err(f) = check_args(tool, args) {
+        return Ran {
+            result: Err(f),
+            service: None,
+        };
+    }
+    let Some(runtime) = s.service.as_mut() else {
+        return Ran {
+            result: Err(ToolFailure::new(
+                ErrorKind::Failed,
+                "the world's service is not loaded in this run",
+            )),
+            service: None,
+        };
+    };
+    let (result, detail) = runtime.call(&mut s.world.state, &tool.name, args, as_of);
+    let result = result.map(|(out, writes)| {
+        let writes = if as_of.empty { Vec::new() } else { writes };
+        (shape(tool, args, as_of, out), writes)
+    });
+    Ran {
+        result,
+        service: Some(detail),
+    }
+}

@@ -1,0 +1,111 @@
+//! Loading world services: compile (through the compile cache), check the
+//! imports (the service world and WASI only, never the agent's tools),
+//! check the `call` export, pre-instantiate, and keep the result by
+//! SHA-256 so every run of the process shares it.
+
+use super::Sandbox;
+use crate::error::InputError;
+use crate::mediate::RunState;
+use crate::mediate::bindings::{AgentHost, LinkOptions};
+use crate::mediate::service::bindings::{Service, ServicePre};
+use crate::mediate::service::{LoadedService, ServiceData};
+use crate::world::service::ServiceSource;
+use anyhow::Result;
+use std::sync::Arc;
+use wasmtime::Engine;
+use wasmtime::component::{Component, HasSelf, Linker};
+
+/// The package of the service world's own interfaces.
+const SERVICE_PACKAGE: &str = "worldline:service/";
+
+/// The linker of service stores: the service world, and WASI answered by
+/// the service's own mediator.
+pub(super) fn linker(engine: &Engine) -> Result<Linker<ServiceData>> {
+    let mut linker = Linker::new(engine);
+    // The agent host world is linked too (it carries WASI); `check`
+    // refuses a service that imports `worldline:agent`, so only WASI of it
+    // is reachable.
+    AgentHost::add_to_linker::<ServiceData, HasSelf<RunState>>(
+        &mut linker,
+        &LinkOptions::default(),
+        |d| &mut d.run,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Service::add_to_linker::<ServiceData, HasSelf<ServiceData>>(&mut linker, |d| d)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(linker)
+}
+
+impl Sandbox {
+    /// The world service `source`, loaded once per process (and compiled
+    /// once per machine with a compile cache).
+    pub fn service(&self, source: &ServiceSource) -> Result<Arc<LoadedService>> {
+        if let Some(s) = self
+            .services
+            .lock()
+            .expect("service cache lock")
+            .get(&source.sha256)
+        {
+            return Ok(s.clone());
+        }
+        let origin = source.file.as_path();
+        super::check_header(&source.bytes, origin)?;
+        let component = self.compile(&source.bytes, &source.sha256, origin)?;
+        check(&self.engine, &component, origin)?;
+        let pre = self
+            .service_linker
+            .instantiate_pre(&component)
+            .map_err(|e| {
+                InputError::new(
+                    origin,
+                    format!("is not a worldline service (worldline:service/service): {e}"),
+                )
+            })?;
+        let pre = ServicePre::new(pre).map_err(|e| {
+            InputError::new(
+                origin,
+                format!(
+                    "is not a worldline service: it does not export `call` as worldline:service/service expects ({e}); build it with the worldline-service crate's `service!` macro"
+                ),
+            )
+        })?;
+        let loaded = Arc::new(LoadedService {
+            component: source.component.clone(),
+            sha256: source.sha256.clone(),
+            pre,
+        });
+        self.services
+            .lock()
+            .expect("service cache lock")
+            .insert(source.sha256.clone(), loaded.clone());
+        Ok(loaded)
+    }
+}
+
+/// Refuse a service that imports anything but the service world and WASI.
+fn check(
+    engine: &Engine,
+    component: &Component,
+    origin: &std::path::Path,
+) -> Result<(), InputError> {
+    let refused: Vec<String> = component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .filter(|name| {
+            !(name.starts_with(SERVICE_PACKAGE)
+                || (name.starts_with("wasi:") && super::imports::provided(name)))
+        })
+        .collect();
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(InputError::new(
+            origin,
+            format!(
+                "is not a worldline service: it imports {} (a service may import worldline:service/state, worldline:service/env and WASI 0.2)",
+                refused.join(", ")
+            ),
+        ))
+    }
+}

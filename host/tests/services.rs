@@ -1,0 +1,733 @@
+//! World services end to end: tools implemented by a WebAssembly component
+//! (tests/guests/counter-service, examples/payments-service) answered,
+//! recorded, replayed, forked and graded through the real binary; a
+//! service that traps or runs out of fuel is a recorded `failed` tool
+//! error and the run goes on; a component that is not a service is
+//! refused naming its file.
+
+mod common;
+
+use common::{guest, read_bundle, temp_dir, workspace_root, worldline};
+use serde_json::{Value, json};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+/// Copy a world folder (`from`, holding `world.toml`) to
+/// `<root>/worlds/<name>/v1/` with `service` as its `service.wasm`.
+fn world_with_service(root: &Path, from: &Path, name: &str, service: &Path) -> PathBuf {
+    let dest = root.join("worlds").join(name).join("v1");
+    copy_dir(from, &dest);
+    std::fs::copy(service, dest.join("service.wasm")).unwrap();
+    root.join("worlds")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else if e.file_name() != "service.wasm" {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn counters(root: &Path) -> PathBuf {
+    world_with_service(
+        root,
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &guest("counter-service"),
+    )
+}
+
+/// A case on the counters world that makes `calls` (the caller agent's task).
+fn counters_case(root: &Path, calls: Value, extra: &str) -> PathBuf {
+    let path = root.join("case.toml");
+    let task = format!("task = {}", toml_inline(&json!({"calls": calls})));
+    std::fs::write(
+        &path,
+        format!("world = \"counters@v1\"\nseed = 7\nclock = 2026-03-02T12:00:00Z\n{task}\n{extra}"),
+    )
+    .unwrap();
+    path
+}
+
+/// A JSON value as a TOML inline value.
+fn toml_inline(v: &Value) -> String {
+    match v {
+        Value::Object(m) => format!(
+            "{{ {} }}",
+            m.iter()
+                .map(|(k, v)| format!("{k} = {}", toml_inline(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn run(store: &Path, case: &Path, worlds: &Path, agent: &Path) -> common::CliOutput {
+    worldline(
+        store,
+        [
+            OsStr::new("run"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            agent.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    )
+}
+
+/// The tool-call events of a bundle, by tool name, in order.
+fn tool_events(bundle: &str) -> Vec<(String, Value)> {
+    read_bundle(Path::new(bundle))
+        .events
+        .into_iter()
+        .filter(|e| e["call"] == "worldline:agent/tools.call")
+        .map(|e| (e["request"]["name"].as_str().unwrap().to_string(), e))
+        .collect()
+}
+
+#[test]
+fn a_service_trap_or_running_out_of_fuel_is_a_recorded_failed_tool_error_and_the_run_goes_on() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let calls = json!([
+        {"tool": "panic", "args": {}},
+        {"tool": "spin", "args": {}},
+        {"tool": "bump", "args": {"id": "c"}},
+    ]);
+    let case = counters_case(dir.path(), calls, "");
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(0);
+    let report = out.json();
+    assert_eq!(report["status"], "completed", "{report}");
+    let answers: Value = serde_json::from_str(report["output"].as_str().unwrap()).unwrap();
+    let panic = &answers[0]["error"];
+    assert_eq!(panic["kind"], "failed");
+    let message = panic["message"].as_str().unwrap();
+    assert!(
+        message.contains("service service.wasm failed in `panic`")
+            && message.contains("the ledger is corrupt"),
+        "{message}"
+    );
+    assert_eq!(answers[1]["error"]["kind"], "failed");
+    assert!(
+        answers[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ran out of fuel ([service] fuel = 50000000)"),
+        "{answers}"
+    );
+    assert_eq!(
+        answers[2]["ok"],
+        json!({"id": "c", "n": 1}),
+        "the run went on"
+    );
+
+    let events = tool_events(report["bundle"].as_str().unwrap());
+    let (_, panic_event) = &events[0];
+    assert_eq!(panic_event["effect"], "failed");
+    let service = &panic_event["response"]["service"];
+    assert_eq!(service["component"], "service.wasm");
+    assert!(
+        service["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("the ledger is corrupt")
+    );
+    let backtrace: Vec<&str> = service["backtrace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        backtrace.iter().any(|f| f.contains("counter_service")),
+        "{backtrace:?}"
+    );
+    assert!(panic_event.get("writes").is_none_or(|w| w == &json!([])));
+    let (_, bump) = &events[2];
+    assert_eq!(bump["effect"], "write");
+    assert_eq!(bump["writes"][0]["row"], json!({"id": "c", "n": 1}));
+    assert_eq!(
+        bump["response"]["service"]["reads"],
+        json!([["get", "counters", "c"]])
+    );
+}
+
+#[test]
+fn service_calls_see_virtual_time_seeded_randomness_and_write_only_when_they_succeed() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let calls = json!([
+        {"tool": "clock", "args": {}},
+        {"tool": "clock", "args": {}},
+        {"tool": "refuse", "args": {"id": "c"}},
+        {"tool": "log", "args": {}},
+        {"tool": "bump", "args": {"id": "zz"}},
+        {"tool": "bump", "args": {"id": 7}},
+    ]);
+    let inject = "[[inject]]\ntool = \"clock\"\nnth = 2\nstale = { age_s = 600 }\n";
+    let case = counters_case(dir.path(), calls, inject);
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(0);
+    let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let fresh = answers[0]["ok"]["now"].as_str().unwrap();
+    let stale = answers[1]["ok"]["now"].as_str().unwrap();
+    assert!(fresh.starts_with("2026-03-02T12:00:00."), "{fresh}");
+    assert!(stale.starts_with("2026-03-02T11:50:00."), "{stale}");
+    assert_ne!(answers[0]["ok"]["random"], answers[1]["ok"]["random"]);
+    assert_eq!(
+        answers[2]["error"],
+        json!({"kind": "conflict", "message": "counter is locked"})
+    );
+    assert_eq!(
+        answers[3]["ok"],
+        json!({"event": "events-1", "files": ["log.txt"]})
+    );
+    assert_eq!(answers[4]["error"]["kind"], "not-found");
+    assert_eq!(
+        answers[5]["error"]["kind"], "invalid-args",
+        "params are checked"
+    );
+    let events = tool_events(out.json()["bundle"].as_str().unwrap());
+    assert!(
+        events[2].1.get("writes").is_none_or(|w| w == &json!([])),
+        "a refused call writes nothing"
+    );
+    assert_eq!(events[3].1["writes"].as_array().unwrap().len(), 2);
+
+    // The same seed gives the same random numbers; another seed others.
+    let again = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let again: Value = serde_json::from_str(again.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(again, answers);
+    let reseeded = std::fs::read_to_string(&case)
+        .unwrap()
+        .replace("seed = 7", "seed = 8");
+    std::fs::write(&case, reseeded).unwrap();
+    let other = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let other: Value = serde_json::from_str(other.json()["output"].as_str().unwrap()).unwrap();
+    assert_ne!(other[0]["ok"]["random"], answers[0]["ok"]["random"]);
+}
+
+#[test]
+fn a_component_that_is_not_a_service_is_refused_naming_the_file() {
+    let dir = temp_dir();
+    // An agent is a component, but not a service.
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &guest("caller-agent"),
+    );
+    let case = counters_case(
+        dir.path(),
+        json!([{"tool": "bump", "args": {"id": "c"}}]),
+        "",
+    );
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("counters/v1/service.wasm")
+            && out.stderr.contains("is not a worldline service")
+            && out.stderr.contains("worldline:agent/"),
+        "{out}"
+    );
+
+    // A file that is no component at all.
+    std::fs::write(
+        dir.path().join("worlds/counters/v1/service.wasm"),
+        b"not wasm",
+    )
+    .unwrap();
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("service.wasm") && out.stderr.contains("no \\0asm header"),
+        "{out}"
+    );
+
+    // Service tools without a [service] are refused where the world loads.
+    let toml = dir.path().join("worlds/counters/v1/world.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let without = text.replace(
+        "[service]\ncomponent = \"service.wasm\"\nfuel = 50_000_000\n",
+        "",
+    );
+    std::fs::write(&toml, without).unwrap();
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("world.toml")
+            && out
+                .stderr
+                .contains("has op = \"service\" but the world has no [service]"),
+        "{out}"
+    );
+}
+
+/// `worlds/payments/v1` with the payments service built from source.
+fn payments(root: &Path) -> PathBuf {
+    world_with_service(
+        root,
+        &workspace_root().join("worlds/payments/v1"),
+        "payments",
+        &guest("payments-service"),
+    )
+}
+
+fn payments_suite(store: &Path, worlds: &Path, agent: &str) -> (common::CliOutput, Vec<Value>) {
+    let cases = workspace_root().join("cases/payments");
+    let out = worldline(
+        store,
+        [
+            OsStr::new("test"),
+            cases.as_os_str(),
+            OsStr::new("--agent"),
+            guest(agent).as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    let cases = out.json()["cases"].as_array().unwrap().clone();
+    (out, cases)
+}
+
+#[test]
+fn the_payments_world_passes_the_careful_agent_fails_the_naive_one_and_replays_identical() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let (out, cases) = payments_suite(dir.path(), &worlds, "careful-agent");
+    out.expect_code(0);
+    assert!(cases.len() >= 10, "{}", cases.len());
+    for c in &cases {
+        assert_eq!(c["status"], "passed", "{c}");
+    }
+    let (out, naive) = payments_suite(dir.path(), &worlds, "naive-agent");
+    out.expect_code(1);
+    let reason = |name: &str| {
+        naive
+            .iter()
+            .find(|c| c["case"] == format!("payments/{name}"))
+            .map(|c| c["reason"].as_str().unwrap_or("").to_string())
+            .unwrap()
+    };
+    assert!(reason("pay-already-paid").contains("expected 1, got 2"));
+    assert!(reason("pay-reply-lost").contains("expected 1, got 2"));
+    assert!(reason("pay-stale-list").contains("unchanged accounts"));
+    assert!(reason("pay-over-limit").contains("notes"));
+    // Every run of a service world replays identical (the service answers
+    // again) from the bytes kept in the store, even when the world folder
+    // no longer has them.
+    std::fs::remove_file(worlds.join("payments/v1/service.wasm")).unwrap();
+    let verify = worldline(dir.path(), ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["diverged"], 0, "{verify}");
+    assert_eq!(
+        verify.json()["identical"].as_u64().unwrap(),
+        (cases.len() + naive.len()) as u64,
+        "{verify}"
+    );
+}
+
+#[test]
+fn a_payments_run_forks_and_regrades_from_its_recorded_writes() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let case = workspace_root().join("cases/payments/pay-reply-lost.toml");
+    let out = run(dir.path(), &case, &worlds, &guest("careful-agent"));
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = tool_events(out.json()["bundle"].as_str().unwrap());
+    // A fork's `--set` lands with the event it is made at: patch at the
+    // call before the transfer.
+    let at = events
+        .iter()
+        .position(|(name, _)| name == "transfer")
+        .map(|i| events[i - 1].1["seq"].as_u64().unwrap())
+        .unwrap();
+
+    // At the transfer, A-1 has only 10.00 EUR: the service refuses it.
+    let fork = worldline(
+        dir.path(),
+        [
+            "fork",
+            &id,
+            "--at",
+            &at.to_string(),
+            "--set",
+            "accounts/A-1.balance=1000",
+            "--json",
+        ],
+    );
+    // The forked run pays nothing, so it fails the case (exit 1).
+    fork.expect_code(1);
+    let forked = tool_events(fork.json()["bundle"].as_str().unwrap());
+    let transfer = &forked.iter().find(|(n, _)| n == "transfer").unwrap().1;
+    assert_eq!(
+        transfer["response"]["error"]["kind"], "conflict",
+        "{transfer}"
+    );
+    assert!(
+        transfer["response"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("insufficient funds")
+    );
+    let grade = worldline(
+        dir.path(),
+        [
+            OsStr::new("grade"),
+            OsStr::new(&id),
+            OsStr::new("--case"),
+            case.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    grade.expect_code(0);
+    assert_eq!(grade.json()["grade"]["passed"], true, "{grade}");
+}
+
+/// The gold assertion of a run's JSON report (`run --json`).
+fn gold_assertion(report: &Value) -> Value {
+    report["grade"]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["what"] == "final state equals the gold state")
+        .cloned()
+        .unwrap_or_else(|| panic!("no gold assertion in {report}"))
+}
+
+#[test]
+fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let case = workspace_root().join("cases/payments/pay-reply-lost.toml");
+    let careful = run(dir.path(), &case, &worlds, &guest("careful-agent"));
+    careful.expect_code(0);
+    assert_eq!(gold_assertion(careful.json())["passed"], true);
+
+    let naive = run(dir.path(), &case, &worlds, &guest("naive-agent"));
+    naive.expect_code(1);
+    let gold = gold_assertion(naive.json());
+    assert_eq!(gold["passed"], false);
+    let lines: Vec<&str> = gold["actual"]["gold -> agent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        lines.contains(&"~ accounts/A-1.balance: 492500 -> 485000"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("+ transfers/TR-0005 ")),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("\"at\"")),
+        "ignored fields stay out: {lines:?}"
+    );
+
+    // Re-grading the recorded run needs no agent (the gold calls run
+    // through the world's service again).
+    let id = naive.json()["run_id"].as_str().unwrap();
+    let regrade = worldline(
+        dir.path(),
+        [
+            OsStr::new("grade"),
+            OsStr::new(id),
+            OsStr::new("--case"),
+            case.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    regrade.expect_code(1);
+    assert_eq!(gold_assertion(regrade.json())["actual"], gold["actual"]);
+
+    // A gold call the world refuses makes the gold check fail, saying why.
+    let broken = dir.path().join("broken-gold.toml");
+    let text = std::fs::read_to_string(&case).unwrap().replace(
+        "amount = 75.0, memo = \"INV-111\" }\n",
+        "amount = 99999.0, memo = \"INV-111\" }\n",
+    );
+    std::fs::write(&broken, text).unwrap();
+    let out = run(dir.path(), &broken, &worlds, &guest("careful-agent"));
+    out.expect_code(1);
+    let why = gold_assertion(out.json())["actual"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        why.starts_with("gold call 1 (transfer ") && why.contains("conflict: insufficient funds"),
+        "{why}"
+    );
+
+    // A gold call naming no tool is refused where the case loads.
+    let typo = dir.path().join("typo-gold.toml");
+    let text = std::fs::read_to_string(&case).unwrap().replace(
+        "[[expect.gold]]\ntool = \"transfer\"",
+        "[[expect.gold]]\ntool = \"transfre\"",
+    );
+    std::fs::write(&typo, text).unwrap();
+    let out = run(dir.path(), &typo, &worlds, &guest("careful-agent"));
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("gold call 1: no tool `transfre`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let plain = run(
+        dir.path(),
+        &workspace_root().join("cases/payments/pay-insufficient.toml"),
+        &worlds,
+        &guest("careful-agent"),
+    );
+    plain.expect_code(0);
+    let case = workspace_root().join("cases/payments/pay-overlay-topped-up.toml");
+    let out = run(dir.path(), &case, &worlds, &guest("careful-agent"));
+    out.expect_code(0);
+    let header = |report: &Value| read_bundle(Path::new(report["bundle"].as_str().unwrap())).header;
+    let (a, b) = (header(plain.json()), header(out.json()));
+    assert_eq!(a["world"], b["world"]);
+    assert_ne!(
+        a["world_hash"], b["world_hash"],
+        "the overlay is in the world hash"
+    );
+    assert_eq!(gold_assertion(out.json())["passed"], true);
+
+    // An overlay naming what the world lacks is refused at its line.
+    let bad = dir.path().join("bad-overlay.toml");
+    let text = std::fs::read_to_string(&case)
+        .unwrap()
+        .replace("remove = [\"SP-0001\"]", "remove = [\"SP-0099\"]");
+    std::fs::write(&bad, text).unwrap();
+    let refused = run(dir.path(), &bad, &worlds, &guest("careful-agent"));
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("bad-overlay.toml:15:")
+            && refused
+                .stderr
+                .contains("[[overlay]] 2: no scheduled row `SP-0099` to remove"),
+        "{refused}"
+    );
+
+    // Exported and imported into another store, the run replays identical
+    // from the base world and the overlay kept there.
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("run.wlexport");
+    worldline(
+        dir.path(),
+        [
+            OsStr::new("export"),
+            OsStr::new(&id),
+            OsStr::new("-o"),
+            file.as_os_str(),
+        ],
+    )
+    .expect_code(0);
+    let other = temp_dir();
+    worldline(other.path(), [OsStr::new("import"), file.as_os_str()]).expect_code(0);
+    std::fs::remove_file(worlds.join("payments/v1/service.wasm")).unwrap();
+    let replay = worldline(other.path(), ["replay", &id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
+/// `tests/guests/python-service/counters.py` built with
+/// `worldline build-python --service`.
+fn python_service() -> PathBuf {
+    build_python_service("tests/guests/python-service/counters.py")
+}
+
+/// A Python service (`source`, relative to the workspace) built with
+/// `worldline build-python --service`.
+fn build_python_service(source: &str) -> PathBuf {
+    let wasm = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{}.wasm", source.replace(['/', '.'], "-")));
+    let out = common::worldline_raw([
+        OsStr::new("build-python"),
+        OsStr::new("--service"),
+        workspace_root().join(source).as_os_str(),
+        OsStr::new("-o"),
+        wasm.as_os_str(),
+    ]);
+    assert_eq!(
+        out.code, 0,
+        "build-python --service (needs componentize-py==0.25.1):\n{out}"
+    );
+    wasm
+}
+
+#[test]
+fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool_error() {
+    let dir = temp_dir();
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &python_service(),
+    );
+    let calls = json!([
+        {"tool": "bump", "args": {"id": "c"}},
+        {"tool": "panic", "args": {}},
+        {"tool": "spin", "args": {}},
+        {"tool": "refuse", "args": {"id": "c"}},
+        {"tool": "log", "args": {}},
+        {"tool": "bump", "args": {"id": "c"}},
+    ]);
+    let case = counters_case(dir.path(), calls, "");
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(0);
+    let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(answers[0]["ok"], json!({"id": "c", "n": 1}));
+    let message = answers[1]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("service service.wasm failed in `panic`")
+            && message.contains("RuntimeError: the ledger is corrupt"),
+        "{message}"
+    );
+    assert!(
+        answers[2]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ran out of fuel")
+    );
+    assert_eq!(
+        answers[3]["error"],
+        json!({"kind": "conflict", "message": "counter is locked"})
+    );
+    assert_eq!(
+        answers[4]["ok"],
+        json!({"event": "events-1", "files": ["log.txt"]})
+    );
+    assert_eq!(answers[5]["ok"], json!({"id": "c", "n": 2}));
+    let id = out.json()["run_id"].as_str().unwrap();
+    let replay = worldline(dir.path(), ["replay", id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
+#[test]
+fn the_booking_world_in_python_passes_the_careful_agent_and_its_gold_fails_the_naive_one() {
+    let dir = temp_dir();
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("worlds/booking/v1"),
+        "booking",
+        &build_python_service("examples/booking-service/booking.py"),
+    );
+    let suite = |agent: &str| {
+        let cases = workspace_root().join("cases/booking");
+        let out = worldline(
+            dir.path(),
+            [
+                OsStr::new("test"),
+                cases.as_os_str(),
+                OsStr::new("--agent"),
+                guest(agent).as_os_str(),
+                OsStr::new("--worlds"),
+                worlds.as_os_str(),
+                OsStr::new("--json"),
+            ],
+        );
+        let cases = out.json()["cases"].as_array().unwrap().clone();
+        (out, cases)
+    };
+    let (out, careful) = suite("careful-agent");
+    out.expect_code(0);
+    assert!(careful.len() >= 10, "{}", careful.len());
+    assert!(
+        careful.iter().all(|c| c["status"] == "passed"),
+        "{careful:?}"
+    );
+
+    let (out, naive) = suite("naive-agent");
+    out.expect_code(1);
+    let reason = |name: &str| {
+        naive
+            .iter()
+            .find(|c| c["case"] == format!("booking/{name}"))
+            .map(|c| c["reason"].as_str().unwrap_or("").to_string())
+            .unwrap()
+    };
+    // Booking twice after a lost reply: the gold state shows the extra
+    // booking, charge and seat.
+    let lost = reason("book-reply-lost");
+    assert!(
+        lost.contains("final state equals the gold state")
+            && lost.contains("+ bookings/BK-0005")
+            && lost.contains("~ customers/C-3.balance: 41100 -> 32200"),
+        "{lost}"
+    );
+    assert!(reason("book-already-booked-stale").contains("unchanged bookings"));
+    assert!(reason("book-two-passengers").contains("calls book"));
+
+    // Every run replays identical: the Python service answers again.
+    let verify = worldline(dir.path(), ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["diverged"], 0, "{verify}");
+}
+
+#[test]
+fn fuzzing_the_payments_world_finds_the_naive_double_payment_and_its_reproducer_replays() {
+    let dir = temp_dir();
+    let worlds = payments(dir.path());
+    let case = workspace_root().join("cases/payments/fuzz-transfer.toml");
+    let fuzz = |agent: &str| {
+        worldline(
+            dir.path(),
+            [
+                OsStr::new("fuzz"),
+                case.as_os_str(),
+                OsStr::new("--agent"),
+                guest(agent).as_os_str(),
+                OsStr::new("--worlds"),
+                worlds.as_os_str(),
+                OsStr::new("--runs"),
+                OsStr::new("40"),
+                OsStr::new("--json"),
+            ],
+        )
+    };
+    let naive = fuzz("naive-agent");
+    let summary = &naive.json()["summary"];
+    assert!(summary["failed"].as_u64().unwrap() > 0, "{naive}");
+    let group = &naive.json()["groups"][0];
+    assert!(
+        group["signature"]
+            .as_str()
+            .unwrap()
+            .contains("count transfers"),
+        "{group}"
+    );
+    let id = group["reproducer"]["run_id"].as_str().unwrap();
+    let replay = worldline(dir.path(), ["replay", id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    let careful = fuzz("careful-agent");
+    assert!(
+        careful.json()["summary"]["failed"].as_u64().unwrap() < summary["failed"].as_u64().unwrap(),
+        "{careful}"
+    );
+}
