@@ -392,6 +392,8 @@ fn a_payments_run_forks_and_regrades_from_its_recorded_writes() {
             OsStr::new(&id),
             OsStr::new("--case"),
             case.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
             OsStr::new("--json"),
         ],
     );
