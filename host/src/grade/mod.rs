@@ -11,7 +11,7 @@ pub mod signature;
 pub mod verdict;
 
 use crate::canon::same;
-use crate::case::expect::{CallCheck, Expect, OutputCheck, StateCheck, conditions};
+use crate::case::expect::{CallCheck, Conditions, Expect, OutputCheck, StateCheck, conditions};
 use crate::log::{Effect, Event, Status};
 use crate::path::JsonPath;
 use crate::world::compare::Op;
@@ -167,22 +167,24 @@ fn state_check(c: &StateCheck, state: &State) -> Assertion {
 
 /// The rows of `table` that match the check's `where`.
 fn matching_rows<'a>(c: &StateCheck, table: &str, state: &'a State) -> Vec<&'a Value> {
-    let filters: Vec<(Option<JsonPath>, &Value)> = c
+    // Paths and operators are read once, not per row. Both were checked
+    // when the case loaded; one that does not read matches no row.
+    let filters: Vec<(Option<JsonPath>, Option<Conditions>)> = c
         .where_
         .iter()
-        .map(|(k, v)| (JsonPath::parse(k).ok(), v))
+        .map(|(k, v)| (JsonPath::parse(k).ok(), conditions(v).ok()))
         .collect();
-    let holds = |row: &Value, path: Option<&JsonPath>, spec: &Value| {
+    let holds = |row: &Value, path: Option<&JsonPath>, conds: &Option<Conditions>| {
         let field = value_at(row, path).unwrap_or(&Value::Null);
-        conditions(spec).is_ok_and(|(ops, own_case)| {
+        conds.as_ref().is_some_and(|(ops, own_case)| {
             ops.iter()
-                .all(|(op, v)| op.holds(field, v, own_case || c.ignore_case))
+                .all(|(op, v)| op.holds(field, v, *own_case || c.ignore_case))
         })
     };
     state.tables.get(table).map_or(Vec::new(), |t| {
         t.rows
             .values()
-            .filter(|r| filters.iter().all(|(p, v)| holds(r, p.as_ref(), v)))
+            .filter(|r| filters.iter().all(|(p, cs)| holds(r, p.as_ref(), cs)))
             .collect()
     })
 }

@@ -37,25 +37,28 @@ impl Op {
 
     /// Whether `field <op> value` holds.
     pub fn holds(self, field: &Value, value: &Value, ignore_case: bool) -> bool {
+        // Lowercased copies only when asked: a query runs this per row.
+        let folded;
         let (field, value) = if ignore_case {
-            (lowercase(field), lowercase(value))
+            folded = (lowercase(field), lowercase(value));
+            (&folded.0, &folded.1)
         } else {
-            (field.clone(), value.clone())
+            (field, value)
         };
         match self {
-            Op::Eq => canon::same(&field, &value),
-            Op::Ne => !canon::same(&field, &value),
-            Op::Gt => compare(&field, &value) == Some(Ordering::Greater),
+            Op::Eq => canon::same(field, value),
+            Op::Ne => !canon::same(field, value),
+            Op::Gt => compare(field, value) == Some(Ordering::Greater),
             Op::Gte => matches!(
-                compare(&field, &value),
+                compare(field, value),
                 Some(Ordering::Greater | Ordering::Equal)
             ),
-            Op::Lt => compare(&field, &value) == Some(Ordering::Less),
+            Op::Lt => compare(field, value) == Some(Ordering::Less),
             Op::Lte => matches!(
-                compare(&field, &value),
+                compare(field, value),
                 Some(Ordering::Less | Ordering::Equal)
             ),
-            Op::Contains => contains(&field, &value),
+            Op::Contains => contains(field, value),
         }
     }
 }
