@@ -158,10 +158,7 @@ pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>,
         let outcome = bundle::read(&path)
             .map_err(|e| anyhow::Error::from(InputError::from(e)))
             .and_then(|b| document(from, &path, &b, None))
-            .and_then(|doc| {
-                let text = serde_json::to_string(&doc)?;
-                import_doc(store, doc, &text, &path)
-            });
+            .and_then(|doc| import_doc(store, doc, None, &path));
         match outcome {
             Ok(i) => done.push(i),
             Err(e) => skipped.push(Skipped {
@@ -188,16 +185,17 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<Imported> {
         line: (e.line() > 0).then_some((e.line(), e.column().max(1))),
         ..InputError::new(file, format!("not a worldline export: {e}"))
     })?;
-    import_doc(store, doc, &String::from_utf8_lossy(&bytes), file)
+    import_doc(store, doc, Some(&String::from_utf8_lossy(&bytes)), file)
 }
 
-/// Check an export (`text` is what it was read from, for error places) and
-/// write its run and objects into the store.
-fn import_doc(store: &StoreDir, doc: Export, text: &str, file: &Path) -> Result<Imported> {
+/// Check an export and write its run and objects into the store. `text` is
+/// the file it was read from, to place errors in; a run gathered from
+/// another store has none (its errors name the bundle).
+fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) -> Result<Imported> {
     // Errors point at the first place the export mentions what they are
     // about (its key, or an object's name).
-    let bad_at = |needle: &str, m: String| match text.find(needle) {
-        Some(at) => InputError::at(file, text, at, m),
+    let bad_at = |needle: &str, m: String| match text.and_then(|t| Some((t, t.find(needle)?))) {
+        Some((t, at)) => InputError::at(file, t, at, m),
         None => InputError::new(file, m),
     };
     let bad = |m: String| bad_at("\"bundle\"", m);
