@@ -44,6 +44,11 @@ fn demo_case(dir: &Path, name: &str, calls: Value, extra: &str) -> PathBuf {
 }
 
 fn run_case(store: &Path, case: &Path, agent: &Path) -> common::CliOutput {
+    run_in(store, case, agent, &worlds_dir())
+}
+
+/// `run --json` of a case against the worlds in `worlds`.
+fn run_in(store: &Path, case: &Path, agent: &Path, worlds: &Path) -> common::CliOutput {
     worldline(
         store,
         [
@@ -52,7 +57,7 @@ fn run_case(store: &Path, case: &Path, agent: &Path) -> common::CliOutput {
             "--agent".as_ref(),
             agent.as_os_str(),
             "--worlds".as_ref(),
-            worlds_dir().as_os_str(),
+            worlds.as_os_str(),
             "--json".as_ref(),
         ],
     )
@@ -626,26 +631,19 @@ tool = "pay"
 args = { amount = 3.0 }
 count = 1
 "#;
-    let case = write_case(
-        root.path(),
-        "pay",
-        &format!(
-            "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n{expect}",
-            toml_inline(&json!({ "calls": calls }))
-        ),
-    );
-    let out = worldline(
-        root.path(),
-        [
-            "run".as_ref(),
-            case.as_os_str(),
-            "--agent".as_ref(),
-            caller().as_os_str(),
-            "--worlds".as_ref(),
-            worlds.as_os_str(),
-            "--json".as_ref(),
-        ],
-    );
+    // The calls above against a case with these expectations.
+    let run_with = |name: &str, expect: &str| {
+        let case = write_case(
+            root.path(),
+            name,
+            &format!(
+                "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n{expect}",
+                toml_inline(&json!({ "calls": calls }))
+            ),
+        );
+        run_in(root.path(), &case, &caller(), &worlds)
+    };
+    let out = run_with("pay", expect);
     let j = out.json();
     let failures: Vec<&Value> = j["grade"]["assertions"]
         .as_array()
@@ -674,26 +672,7 @@ count = 1
         .replace("equals = 1100.0", "equals = 1100.5")
         .replace("count = 5", "count = 4")
         .replace("equals = 55.5", "equals = 56");
-    let case = write_case(
-        root.path(),
-        "pay-wrong",
-        &format!(
-            "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n{wrong}",
-            toml_inline(&json!({ "calls": calls }))
-        ),
-    );
-    let out = worldline(
-        root.path(),
-        [
-            "run".as_ref(),
-            case.as_os_str(),
-            "--agent".as_ref(),
-            caller().as_os_str(),
-            "--worlds".as_ref(),
-            worlds.as_os_str(),
-            "--json".as_ref(),
-        ],
-    );
+    let out = run_with("pay-wrong", &wrong);
     let failed: Vec<String> = out.json()["grade"]["assertions"]
         .as_array()
         .unwrap()
