@@ -10,6 +10,7 @@
 //! the median wall time of the suite (in process, as `worldline test` runs
 //! it) and its throughput as a share of the ideal. Target: `--jobs 64`
 //! reaches ≥ 85% of the ideal. Results are in docs/benchmarks.md.
+//! `WORLDLINE_BENCH_JOBS=64` measures only the `--jobs` values listed.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -120,7 +121,19 @@ fn main() {
         "{CASES} runs x {CALLS_PER_RUN} model calls, endpoint latency {} ms, median of {SAMPLES}",
         LATENCY.as_millis()
     );
-    for jobs in [1usize, 8, 32, 64, 128] {
+    // `WORLDLINE_BENCH_JOBS=64,128` measures only those (for profiling).
+    let all_jobs: Vec<usize> = match std::env::var("WORLDLINE_BENCH_JOBS") {
+        Ok(list) => list
+            .split(',')
+            .map(|j| {
+                j.trim()
+                    .parse()
+                    .expect("WORLDLINE_BENCH_JOBS is a list of numbers")
+            })
+            .collect(),
+        Err(_) => vec![1, 8, 32, 64, 128],
+    };
+    for jobs in all_jobs {
         let samples = if jobs == 1 { 1 } else { SAMPLES };
         let median = median_suite(&sandbox, &agent, &store, &entries, jobs, samples);
         let waves = CASES.div_ceil(jobs) as u32;

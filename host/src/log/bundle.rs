@@ -259,10 +259,11 @@ pub fn footer_hash(footer: &Footer) -> String {
     canon::sha256_hex(format!("{}\n{text}", footer.chain_hash))
 }
 
-/// Append the footer (with its hash set): the run is complete.
+/// Append the footer (with its hash set): the run is complete. The disk
+/// flush is a real-time wait, made without the run's CPU slot.
 pub fn finish(mut file: File, footer: &Footer) -> std::io::Result<()> {
     file.write_all(footer_line(footer).as_bytes())?;
-    file.sync_all()
+    crate::parallel::waiting(|| file.sync_all())
 }
 
 /// A bundle as read back.

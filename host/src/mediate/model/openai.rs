@@ -166,71 +166,75 @@ impl Endpoint {
         let mut attempts = Vec::new();
         let mut raw = None;
         let mut last = Attempt::Failed(ErrorKind::Timeout, "no attempt was made".into(), false);
-        for n in 0..=self.retries {
-            let left = self.budget.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                last = Attempt::Failed(
-                    ErrorKind::Timeout,
-                    format!(
-                        "the model call used the case's whole time budget ({} ms, limits.timeout_ms)",
-                        self.budget.as_millis()
-                    ),
-                    false,
-                );
-                break;
-            }
-            let queued = Instant::now();
-            let held = match &self.slots {
-                Some(slots) => match slots.acquire(started + self.budget) {
-                    Some(held) => Some(held),
-                    None => {
-                        last = Attempt::Failed(
-                            ErrorKind::Timeout,
-                            format!(
-                                "no connection slot came free within the case's time budget ({} ms; [model] max_connections)",
-                                self.budget.as_millis()
-                            ),
-                            false,
-                        );
-                        break;
-                    }
-                },
-                None => None,
-            };
-            let queued_ms = queued.elapsed().as_millis() as u64;
-            let left = self.budget.saturating_sub(started.elapsed());
-            let limit = self.attempt_timeout.min(left);
-            let t0 = Instant::now();
-            let (attempt, status, retry_after, bytes) = self.attempt(&body, limit);
-            drop(held);
-            let mut entry = json!({
-                "attempt": n + 1,
-                "real_latency_ms": t0.elapsed().as_millis() as u64,
-            });
-            if self.slots.is_some() {
-                entry["queued_ms"] = json!(queued_ms);
-            }
-            if let Some(s) = status {
-                entry["status"] = json!(s);
-            }
-            if let Attempt::Failed(kind, message, _) = &attempt {
-                entry["error"] = json!({"kind": kind, "message": message});
-            }
-            raw = bytes;
-            let retry = matches!(attempt, Attempt::Failed(_, _, true)) && n < self.retries;
-            last = attempt;
-            if !retry {
+        // The attempts wait in real time: this run gives up its CPU slot
+        // meanwhile (`--jobs` beyond the cores).
+        crate::parallel::waiting(|| {
+            for n in 0..=self.retries {
+                let left = self.budget.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    last = Attempt::Failed(
+                        ErrorKind::Timeout,
+                        format!(
+                            "the model call used the case's whole time budget ({} ms, limits.timeout_ms)",
+                            self.budget.as_millis()
+                        ),
+                        false,
+                    );
+                    break;
+                }
+                let queued = Instant::now();
+                let held = match &self.slots {
+                    Some(slots) => match slots.acquire(started + self.budget) {
+                        Some(held) => Some(held),
+                        None => {
+                            last = Attempt::Failed(
+                                ErrorKind::Timeout,
+                                format!(
+                                    "no connection slot came free within the case's time budget ({} ms; [model] max_connections)",
+                                    self.budget.as_millis()
+                                ),
+                                false,
+                            );
+                            break;
+                        }
+                    },
+                    None => None,
+                };
+                let queued_ms = queued.elapsed().as_millis() as u64;
+                let left = self.budget.saturating_sub(started.elapsed());
+                let limit = self.attempt_timeout.min(left);
+                let t0 = Instant::now();
+                let (attempt, status, retry_after, bytes) = self.attempt(&body, limit);
+                drop(held);
+                let mut entry = json!({
+                    "attempt": n + 1,
+                    "real_latency_ms": t0.elapsed().as_millis() as u64,
+                });
+                if self.slots.is_some() {
+                    entry["queued_ms"] = json!(queued_ms);
+                }
+                if let Some(s) = status {
+                    entry["status"] = json!(s);
+                }
+                if let Attempt::Failed(kind, message, _) = &attempt {
+                    entry["error"] = json!({"kind": kind, "message": message});
+                }
+                raw = bytes;
+                let retry = matches!(attempt, Attempt::Failed(_, _, true)) && n < self.retries;
+                last = attempt;
+                if !retry {
+                    attempts.push(entry);
+                    break;
+                }
+                let backoff = retry_after
+                    .unwrap_or_else(|| jittered(Duration::from_millis(200 << n.min(5))))
+                    .min(Duration::from_secs(10))
+                    .min(self.budget.saturating_sub(started.elapsed()));
+                entry["backoff_ms"] = json!(backoff.as_millis() as u64);
                 attempts.push(entry);
-                break;
+                std::thread::sleep(backoff);
             }
-            let backoff = retry_after
-                .unwrap_or_else(|| jittered(Duration::from_millis(200 << n.min(5))))
-                .min(Duration::from_secs(10))
-                .min(self.budget.saturating_sub(started.elapsed()));
-            entry["backoff_ms"] = json!(backoff.as_millis() as u64);
-            attempts.push(entry);
-            std::thread::sleep(backoff);
-        }
+        });
         record["attempts"] = json!(attempts);
         record["real_latency_ms"] = json!(started.elapsed().as_millis() as u64);
         if let Some(bytes) = &raw {
