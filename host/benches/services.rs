@@ -1,10 +1,13 @@
 //! World-service benchmark: one service tool call that does one `get` and
-//! one `update` (tests/guests/counter-service, tool `bump`), mediated and
-//! recorded in memory, against the same world's declarative `get`; and a
-//! run's start on a service world against the same world without its
-//! service.
+//! one `update` (tool `bump`), mediated and recorded in memory, in the Rust
+//! service (tests/guests/counter-service) and in the Python one
+//! (tests/guests/python-service, built with `worldline build-python
+//! --service`; componentize-py must be installed, or set
+//! `WORLDLINE_BENCH_PYTHON_SERVICE` to a built .wasm), against the same
+//! world's declarative `get`; and a run's start on a service world against
+//! the same world without its service.
 //!
-//! `cargo bench --profile dev -p worldline --bench services -- --warm-up-time 1
+//! `cargo bench -p worldline --bench services -- --warm-up-time 1
 //! --measurement-time 3`. Results are written up in docs/benchmarks.md.
 
 #[path = "../tests/common/mod.rs"]
@@ -24,7 +27,7 @@ use worldline::world::tools::AsOf;
 
 /// `tests/worlds/counters` with the service built from source, and a
 /// `plain` copy without its service tools.
-fn worlds(root: &Path) {
+fn worlds(root: &Path, python_service: &Path) {
     let src = common::workspace_root().join("tests/worlds/counters/v1");
     let toml = std::fs::read_to_string(src.join("world.toml")).unwrap();
     let rows = std::fs::read(src.join("counters.jsonl")).unwrap();
@@ -37,6 +40,15 @@ fn worlds(root: &Path) {
         counters.join("service.wasm"),
     )
     .unwrap();
+    let python = root.join("pycounters/v1");
+    std::fs::create_dir_all(&python).unwrap();
+    std::fs::write(
+        python.join("world.toml"),
+        toml.replace("name = \"counters\"", "name = \"pycounters\""),
+    )
+    .unwrap();
+    std::fs::write(python.join("counters.jsonl"), &rows).unwrap();
+    std::fs::copy(python_service, python.join("service.wasm")).unwrap();
     let plain = root.join("plain/v1");
     std::fs::create_dir_all(&plain).unwrap();
     let declarative: String = toml
@@ -79,13 +91,21 @@ fn call(med: &mut Mediator, tool: &str, args: &Value) -> Value {
 
 fn bench(c: &mut Criterion) {
     let dir = common::temp_dir();
-    worlds(&dir.path().join("worlds"));
+    let python_wasm = match std::env::var_os("WORLDLINE_BENCH_PYTHON_SERVICE") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => common::python_service("tests/guests/python-service/counters.py"),
+    };
+    worlds(&dir.path().join("worlds"), &python_wasm);
     let mut svc = case_on(dir.path(), "counters");
     // One mediator answers every iteration: an optimized build makes more
     // calls in a measurement than a case's default event limit allows.
     svc.limits.max_events = 5_000_000;
     let plain = case_on(dir.path(), "plain");
-    let sandbox = Sandbox::new(None).unwrap();
+    let mut py = case_on(dir.path(), "pycounters");
+    py.limits.max_events = 5_000_000;
+    // The compile cache outlives the bench, so CPython compiles once.
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-compile-cache");
+    let sandbox = Sandbox::new(Some(cache)).unwrap();
     let service = sandbox
         .service(svc.world.service.as_ref().unwrap())
         .unwrap();
@@ -105,6 +125,17 @@ fn bench(c: &mut Criterion) {
     assert_eq!(call(&mut med, "bump", &args)["ok"]["n"], 1);
     g.bench_function("rust_service_call_get_update", |b| {
         b.iter(|| black_box(call(&mut med, "bump", &args)))
+    });
+    let py_service = sandbox.service(py.world.service.as_ref().unwrap()).unwrap();
+    let mut py_med = Mediator::new(&py, Recorder::in_memory());
+    py_med.services.service = Some(Runtime::new(
+        py_service,
+        &py,
+        timeout_ticks(py.limits.timeout_ms),
+    ));
+    assert_eq!(call(&mut py_med, "bump", &args)["ok"]["n"], 1);
+    g.bench_function("python_service_call_get_update", |b| {
+        b.iter(|| black_box(call(&mut py_med, "bump", &args)))
     });
     g.bench_function("declarative_get_call", |b| {
         b.iter(|| black_box(call(&mut med, "get_counter", &args)))

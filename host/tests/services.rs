@@ -220,6 +220,35 @@ fn service_calls_see_virtual_time_seeded_randomness_and_write_only_when_they_suc
     assert_ne!(other[0]["ok"]["random"], answers[0]["ok"]["random"]);
 }
 
+/// Every call is a fresh instance: nothing a call left in memory (a
+/// static, the heap, a panic's wreckage) is seen by the next one, though
+/// the pool reuses the same memory for it.
+#[test]
+fn each_service_call_starts_from_a_fresh_instance() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let calls = json!([
+        {"tool": "fresh", "args": {}},
+        {"tool": "fresh", "args": {}},
+        {"tool": "panic", "args": {}},
+        {"tool": "fresh", "args": {}},
+        {"tool": "bump", "args": {"id": "c"}},
+        {"tool": "fresh", "args": {}},
+    ]);
+    let case = counters_case(dir.path(), calls, "");
+    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    out.expect_code(0);
+    let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    for i in [0, 1, 3, 5] {
+        assert_eq!(
+            answers[i]["ok"],
+            json!({"calls": 1, "heap": 1}),
+            "call {i}: {answers}"
+        );
+    }
+    assert_eq!(answers[4]["ok"], json!({"id": "c", "n": 1}));
+}
+
 #[test]
 fn a_component_that_is_not_a_service_is_refused_naming_the_file() {
     let dir = temp_dir();
@@ -559,26 +588,7 @@ fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
 /// `tests/guests/python-service/counters.py` built with
 /// `worldline build-python --service`.
 fn python_service() -> PathBuf {
-    build_python_service("tests/guests/python-service/counters.py")
-}
-
-/// A Python service (`source`, relative to the workspace) built with
-/// `worldline build-python --service`.
-fn build_python_service(source: &str) -> PathBuf {
-    let wasm = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("{}.wasm", source.replace(['/', '.'], "-")));
-    let out = common::worldline_raw([
-        OsStr::new("build-python"),
-        OsStr::new("--service"),
-        workspace_root().join(source).as_os_str(),
-        OsStr::new("-o"),
-        wasm.as_os_str(),
-    ]);
-    assert_eq!(
-        out.code, 0,
-        "build-python --service (needs componentize-py==0.25.1):\n{out}"
-    );
-    wasm
+    common::python_service("tests/guests/python-service/counters.py")
 }
 
 #[test]
@@ -637,7 +647,7 @@ fn the_booking_world_in_python_passes_the_careful_agent_and_its_gold_fails_the_n
         dir.path(),
         &workspace_root().join("worlds/booking/v1"),
         "booking",
-        &build_python_service("examples/booking-service/booking.py"),
+        &common::python_service("examples/booking-service/booking.py"),
     );
     let suite = |agent: &str| {
         let cases = workspace_root().join("cases/booking");

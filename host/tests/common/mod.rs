@@ -447,6 +447,30 @@ fn build_python_guest(agent_py: &str) -> PathBuf {
     wasm
 }
 
+/// Build the Python world service at `source` (relative to the workspace
+/// root) with `worldline build-python --service`, at most once per test
+/// process, and return the `.wasm`.
+pub fn python_service(source: &str) -> PathBuf {
+    built_once(&format!("service:{source}"), |key| {
+        let source = key.trim_start_matches("service:");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-guests");
+        std::fs::create_dir_all(&dir).expect("creating the Python guest folder");
+        let wasm = dir.join(format!("{}.wasm", source.replace(['/', '.'], "-")));
+        let out = worldline_raw([
+            OsStr::new("build-python"),
+            OsStr::new("--service"),
+            workspace_root().join(source).as_os_str(),
+            OsStr::new("-o"),
+            wasm.as_os_str(),
+        ]);
+        assert_eq!(
+            out.code, 0,
+            "build-python --service (needs componentize-py==0.25.1):\n{out}"
+        );
+        wasm
+    })
+}
+
 /// Build the JavaScript or TypeScript agent at `agent` (relative to the
 /// workspace root) with `worldline build-js`, at most once per test
 /// process, and return the `.wasm`. Fails, saying how to install them, when

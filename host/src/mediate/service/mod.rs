@@ -4,7 +4,8 @@
 //!
 //! A service call happens inside the agent's tool call, in a store of its
 //! own: a fresh instance of the pre-instantiated component per call (no
-//! memory carries from one call to the next), its own fuel and memory
+//! memory carries from one call to the next; the sandbox's pool makes a
+//! fresh instance cheap), its own fuel and memory
 //! limits, and WASI answered by a mediator of its own (virtual clock,
 //! seeded random streams, captured stderr — never the host's). The world
 //! state is lent to the call ([`frame::Frame`]); its reads and writes come
@@ -37,6 +38,9 @@ pub struct LoadedService {
     pub component: String,
     pub sha256: String,
     pub pre: ServicePre<ServiceData>,
+    /// The instance pool's free places, shared by every service of the
+    /// sandbox.
+    pub instances: Arc<super::model::slots::Slots>,
 }
 
 /// A service store's data: the WASI side (a mediator of the service's
@@ -53,6 +57,9 @@ pub struct Runtime {
     service: Arc<LoadedService>,
     fuel: u64,
     timeout_ticks: u64,
+    /// How long a call may wait for a free instance (the case's time
+    /// budget, `limits.timeout_ms`).
+    patience: std::time::Duration,
     run: Option<Box<RunState>>,
     rng: Option<ChaCha20Rng>,
 }
@@ -85,6 +92,7 @@ impl Runtime {
             service,
             fuel: source.fuel,
             timeout_ticks,
+            patience: std::time::Duration::from_millis(case.limits.timeout_ms),
             run: Some(run),
             rng: Some(entropy::stream(case.seed, "service")),
         }
@@ -100,6 +108,19 @@ impl Runtime {
         args: &Value,
         as_of: &AsOf,
     ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
+        let name = &self.service.component;
+        let deadline = std::time::Instant::now() + self.patience;
+        let Some(_instance) = self.service.instances.acquire(deadline) else {
+            return (
+                Err(ToolFailure::new(
+                    ErrorKind::Failed,
+                    format!(
+                        "service {name} found no free instance in time (too many calls at once in this process)"
+                    ),
+                )),
+                json!({"component": name}),
+            );
+        };
         let mut run = self.run.take().expect("the service's WASI state is back");
         run.table = ResourceTable::new();
         run.med.recorder = Recorder::in_memory();
@@ -130,7 +151,6 @@ impl Runtime {
         self.rng = Some(data.rng);
         let (reads, writes) = (data.frame.reads.clone(), data.frame.writes.clone());
         *state = data.frame.restore();
-        let name = &self.service.component;
         match outcome {
             Ok(Ok(out)) => match serde_json::from_str::<Value>(&out) {
                 Ok(v) => (

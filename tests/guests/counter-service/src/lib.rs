@@ -2,7 +2,9 @@
 //! and one `update` (the benchmark's call), `panic` panics, `spin` never
 //! ends (out of fuel), `clock` answers the call's time and two random
 //! numbers, `refuse` answers a typed tool error after a write (which must
-//! not land), and `log` writes a world file and inserts a row.
+//! not land), `log` writes a world file and inserts a row, and `fresh`
+//! counts its calls in a static and on the heap (every call must see a
+//! fresh instance: 1 and 1).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -15,6 +17,11 @@ struct Counter {
 }
 
 const COUNTERS: Table<Counter> = Table::new("counters");
+
+/// Calls this instance has answered (a fresh instance has answered none).
+static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The same, on the heap.
+static HEAP: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
 const EVENTS: Table<Value> = Table::new("events");
 
 fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
@@ -41,6 +48,12 @@ fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
             files::write("log.txt", format!("bumped at {}", now()))?;
             let key = EVENTS.insert(&json!({"what": "log"}))?;
             Ok(json!({"event": key, "files": files::list("")}))
+        }
+        "fresh" => {
+            let calls = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let mut heap = HEAP.lock().unwrap();
+            heap.extend_from_slice(&[0; 100_000]);
+            Ok(json!({"calls": calls, "heap": heap.len() / 100_000}))
         }
         other => Err(ToolError::not_found(format!("no tool `{other}`"))),
     }
