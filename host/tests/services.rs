@@ -220,11 +220,13 @@ fn service_calls_see_virtual_time_seeded_randomness_and_write_only_when_they_suc
     assert_ne!(other[0]["ok"]["random"], answers[0]["ok"]["random"]);
 }
 
-/// Every call is a fresh instance: nothing a call left in memory (a
-/// static, the heap, a panic's wreckage) is seen by the next one, though
-/// the pool reuses the same memory for it.
+/// A run keeps one instance of its service: what a call leaves in memory
+/// (a static, the heap) the next call sees, until a call traps and the
+/// next starts afresh. That memory is part of the run, so a replay and a
+/// fork (which re-execute the service calls before the fork point) see it
+/// the same.
 #[test]
-fn each_service_call_starts_from_a_fresh_instance() {
+fn a_run_keeps_its_service_instance_until_a_trap_and_replays_and_forks_see_the_same_memory() {
     let dir = temp_dir();
     let worlds = counters(dir.path());
     let calls = json!([
@@ -239,14 +241,52 @@ fn each_service_call_starts_from_a_fresh_instance() {
     let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
     out.expect_code(0);
     let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
-    for i in [0, 1, 3, 5] {
-        assert_eq!(
-            answers[i]["ok"],
-            json!({"calls": 1, "heap": 1}),
-            "call {i}: {answers}"
-        );
-    }
+    let fresh: Vec<&Value> = [0, 1, 3, 5].iter().map(|&i| &answers[i]["ok"]).collect();
+    assert_eq!(
+        fresh,
+        [
+            &json!({"calls": 1, "heap": 1}),
+            &json!({"calls": 2, "heap": 2}),
+            &json!({"calls": 1, "heap": 1}),
+            &json!({"calls": 2, "heap": 2}),
+        ],
+        "{answers}"
+    );
+    assert_eq!(answers[2]["error"]["kind"], "failed");
     assert_eq!(answers[4]["ok"], json!({"id": "c", "n": 1}));
+
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let replay = worldline(dir.path(), ["replay", &id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+
+    // Fork at the `bump` and deny it: the last `fresh` still sees the one
+    // call after the panic, because the fork ran the prefix's calls again.
+    let at = read_bundle(Path::new(out.json()["bundle"].as_str().unwrap()))
+        .events
+        .iter()
+        .position(|e| e["request"]["name"] == "bump")
+        .unwrap();
+    let fork = worldline(
+        dir.path(),
+        [
+            "fork",
+            &id,
+            "--at",
+            &at.to_string(),
+            "--deny",
+            "bump",
+            "--json",
+        ],
+    );
+    fork.expect_code(0);
+    let forked: Value = serde_json::from_str(fork.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(forked[4]["error"]["kind"], "denied", "{forked}");
+    assert_eq!(forked[5]["ok"], json!({"calls": 2, "heap": 2}), "{forked}");
+    let fork_id = fork.json()["run_id"].as_str().unwrap().to_string();
+    let again = worldline(dir.path(), ["replay", &fork_id, "--json"]);
+    again.expect_code(0);
+    assert_eq!(again.json()["verdict"], "identical", "{again}");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use anyhow::{Context as _, Result};
 use cache::CompileCache;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
@@ -63,36 +63,6 @@ const ENGINE_SETTINGS: &[(&str, SetOption)] = &[
     }),
 ];
 
-/// A wasmtime configuration with the engine settings (the allocation
-/// strategy, which compiled code does not depend on, is the caller's).
-fn config() -> Config {
-    let mut config = Config::new();
-    for (_, set) in ENGINE_SETTINGS {
-        set(&mut config);
-    }
-    config
-}
-
-/// Advance `engine`'s epoch every [`EPOCH_TICK`] on a thread of its own,
-/// until the engine is dropped.
-fn watch(engine: &Engine) -> Result<()> {
-    let watchdog = engine.weak();
-    std::thread::Builder::new()
-        .name("worldline-watchdog".into())
-        .spawn(move || {
-            // Ends once the engine is gone (the weak handle no longer upgrades).
-            loop {
-                std::thread::sleep(EPOCH_TICK);
-                match watchdog.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => break,
-                }
-            }
-        })
-        .context("starting the watchdog thread")?;
-    Ok(())
-}
-
 /// A compiled, pre-instantiated agent.
 pub struct Agent {
     pub sha256: String,
@@ -111,9 +81,8 @@ pub struct Sandbox {
     cache: Option<CompileCache>,
     loaded: Mutex<BTreeMap<String, Arc<Agent>>>,
     on_compile: Option<CompileNotice>,
-    /// World services (`service.rs`): their engine (made when the first
-    /// service loads) and those loaded so far.
-    service_engine: OnceLock<Result<service::ServiceEngine, String>>,
+    /// World services (`service.rs`): their linker and those loaded so far.
+    service_linker: Linker<crate::mediate::service::ServiceData>,
     services: Mutex<BTreeMap<String, Arc<crate::mediate::service::LoadedService>>>,
 }
 
@@ -121,7 +90,11 @@ impl Sandbox {
     /// Build the engine and linker. Compiled components are cached under
     /// `cache_dir` (by engine hash and component SHA-256) when given.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
-        let engine = Engine::new(&config())
+        let mut config = Config::new();
+        for (_, set) in ENGINE_SETTINGS {
+            set(&mut config);
+        }
+        let engine = Engine::new(&config)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("creating the wasm engine")?;
         let mut linker = Linker::new(&engine);
@@ -138,9 +111,23 @@ impl Sandbox {
             wasmtime_version(),
             names.join("\n")
         ));
-        watch(&engine)?;
+        let watchdog = engine.weak();
+        std::thread::Builder::new()
+            .name("worldline-watchdog".into())
+            .spawn(move || {
+                // Ends once the engine is gone (the weak handle no longer upgrades).
+                loop {
+                    std::thread::sleep(EPOCH_TICK);
+                    match watchdog.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .context("starting the watchdog thread")?;
+        let service_linker = service::linker(&engine).context("linking the service interfaces")?;
         Ok(Sandbox {
-            service_engine: OnceLock::new(),
+            service_linker,
             services: Mutex::new(BTreeMap::new()),
             engine,
             linker,
@@ -183,7 +170,7 @@ impl Sandbox {
             return Ok(agent.clone());
         }
         check_header(bytes, origin)?;
-        let component = self.compile(&self.engine, bytes, &sha256, origin)?;
+        let component = self.compile(bytes, &sha256, origin)?;
         self.prepare(&component, sha256, origin)
     }
 
@@ -193,7 +180,7 @@ impl Sandbox {
         if let Some(agent) = self.loaded.lock().expect("agent cache lock").get(sha256) {
             return Ok(Some(agent.clone()));
         }
-        match self.deserialize_cached(&self.engine, sha256) {
+        match self.deserialize_cached(sha256) {
             Some(component) => Ok(Some(self.prepare(
                 &component,
                 sha256.to_string(),
@@ -225,7 +212,7 @@ impl Sandbox {
 
     /// The compiled component from the cache, if it is there, intact and
     /// loads.
-    fn deserialize_cached(&self, engine: &Engine, sha256: &str) -> Option<Component> {
+    fn deserialize_cached(&self, sha256: &str) -> Option<Component> {
         let path = self.cache.as_ref()?.verified(sha256)?;
         // SAFETY: the file was written by `Component::serialize` of an
         // engine with the same settings (the folder is keyed by the engine
@@ -233,25 +220,17 @@ impl Sandbox {
         // checksum written with it (or has not been written to since it
         // last did). It is memory-mapped, and CPython's initial heap is
         // mapped copy-on-write from it.
-        unsafe { Component::deserialize_file(engine, &path) }.ok()
+        unsafe { Component::deserialize_file(&self.engine, &path) }.ok()
     }
 
-    /// Compile `bytes` for `engine` (the agents' or the services'; they
-    /// share settings, so compiled code, and the cache, serves both).
-    fn compile(
-        &self,
-        engine: &Engine,
-        bytes: &[u8],
-        sha256: &str,
-        origin: &Path,
-    ) -> Result<Component> {
-        if let Some(component) = self.deserialize_cached(engine, sha256) {
+    fn compile(&self, bytes: &[u8], sha256: &str, origin: &Path) -> Result<Component> {
+        if let Some(component) = self.deserialize_cached(sha256) {
             return Ok(component);
         }
         if let Some(notice) = &self.on_compile {
             notice(origin, bytes.len());
         }
-        let component = Component::new(engine, bytes).map_err(|e| {
+        let component = Component::new(&self.engine, bytes).map_err(|e| {
             InputError::new(origin, format!("is not a valid WebAssembly component: {e}"))
         })?;
         if let Some(cache) = &self.cache {

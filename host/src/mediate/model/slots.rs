@@ -35,19 +35,16 @@ pub fn of(url: &str, max: u32) -> Arc<Slots> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .entry((url.to_string(), max))
-        .or_insert_with(|| Slots::new(max))
+        .or_insert_with(|| {
+            Arc::new(Slots {
+                free: Mutex::new(max),
+                freed: Condvar::new(),
+            })
+        })
         .clone()
 }
 
 impl Slots {
-    /// `max` free slots of something else than an endpoint.
-    pub fn new(max: u32) -> Arc<Slots> {
-        Arc::new(Slots {
-            free: Mutex::new(max),
-            freed: Condvar::new(),
-        })
-    }
-
     /// Wait for a slot until `deadline`; `None` when none came free.
     pub fn acquire(self: &Arc<Self>, deadline: Instant) -> Option<Held> {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());

@@ -3,10 +3,11 @@
 //! declared operation.
 //!
 //! A service call happens inside the agent's tool call, in a store of its
-//! own: a fresh instance of the pre-instantiated component per call (no
-//! memory carries from one call to the next; the sandbox's pool makes a
-//! fresh instance cheap), its own fuel and memory
-//! limits, and WASI answered by a mediator of its own (virtual clock,
+//! own: one instance of the pre-instantiated component per run, made on
+//! the run's first call to it and kept while its calls succeed or answer
+//! a typed error (a trap discards it; the next call starts a fresh one),
+//! fuel and a watchdog deadline per call, a memory cap for the instance,
+//! and WASI answered by a mediator of its own (virtual clock,
 //! seeded random streams, captured stderr — never the host's). The world
 //! state is lent to the call ([`frame::Frame`]); its reads and writes come
 //! back for the agent's mediator to record as that one tool call's event.
@@ -23,7 +24,7 @@ use crate::error_kind::ErrorKind;
 use crate::log::Recorder;
 use crate::world::state::{State, Write};
 use crate::world::tools::{AsOf, Op, Tool, ToolFailure, check_args, execute, shape};
-use bindings::ServicePre;
+use bindings::{Service, ServicePre};
 use frame::Frame;
 use rand_chacha::ChaCha20Rng;
 use serde_json::{Value, json};
@@ -38,9 +39,6 @@ pub struct LoadedService {
     pub component: String,
     pub sha256: String,
     pub pre: ServicePre<ServiceData>,
-    /// The instance pool's free places, shared by every service of the
-    /// sandbox.
-    pub instances: Arc<super::model::slots::Slots>,
 }
 
 /// A service store's data: the WASI side (a mediator of the service's
@@ -51,17 +49,17 @@ pub struct ServiceData {
     rng: ChaCha20Rng,
 }
 
-/// One run's service: the loaded component, its limits, and the state
-/// that lives from call to call (WASI services, the random stream).
+/// One run's service: the loaded component, its limits, and what lives
+/// from call to call (the instance, its WASI services, the random stream).
 pub struct Runtime {
     service: Arc<LoadedService>,
     fuel: u64,
     timeout_ticks: u64,
-    /// How long a call may wait for a free instance (the case's time
-    /// budget, `limits.timeout_ms`).
-    patience: std::time::Duration,
-    run: Option<Box<RunState>>,
-    rng: Option<ChaCha20Rng>,
+    /// The instance and its store, from the run's first call until a call
+    /// traps.
+    live: Option<(Store<ServiceData>, Service)>,
+    /// The store's data while no instance is live.
+    idle: Option<ServiceData>,
 }
 
 /// How much of a service's stderr an error message quotes.
@@ -92,9 +90,54 @@ impl Runtime {
             service,
             fuel: source.fuel,
             timeout_ticks,
-            patience: std::time::Duration::from_millis(case.limits.timeout_ms),
-            run: Some(run),
-            rng: Some(entropy::stream(case.seed, "service")),
+            live: None,
+            idle: Some(ServiceData {
+                run,
+                frame: idle_frame(),
+                rng: entropy::stream(case.seed, "service"),
+            }),
+        }
+    }
+
+    /// The live instance, made now if there is none, set up for one call
+    /// on `frame`: fresh fuel, deadline and output capture. Making the
+    /// instance is part of the call (its fuel, its deadline); when that
+    /// fails there is no instance, and the error comes back with the fuel
+    /// used and the frame.
+    #[allow(clippy::result_large_err)]
+    fn live(
+        &mut self,
+        frame: Frame,
+    ) -> Result<(Store<ServiceData>, Service), (wasmtime::Error, u64, Frame)> {
+        let (mut store, bindings) = match self.live.take() {
+            Some((store, bindings)) => (store, Some(bindings)),
+            None => {
+                let mut data = self.idle.take().expect("the service's store data is back");
+                data.run.table = ResourceTable::new();
+                let mut store = Store::new(self.service.pre.engine(), data);
+                store.limiter(|d| &mut d.run.limiter);
+                store.epoch_deadline_trap();
+                (store, None)
+            }
+        };
+        let d = store.data_mut();
+        d.frame = frame;
+        d.run.med.recorder = Recorder::in_memory();
+        d.run.med.services.stdio = super::stdio::Stdio::new(64 << 10);
+        store.set_fuel(self.fuel).expect("fuel is enabled");
+        store.set_epoch_deadline(self.timeout_ticks);
+        if let Some(bindings) = bindings {
+            return Ok((store, bindings));
+        }
+        match self.service.pre.instantiate(&mut store) {
+            Ok(bindings) => Ok((store, bindings)),
+            Err(e) => {
+                let fuel = self.fuel - store.get_fuel().unwrap_or(0);
+                let mut data = store.into_data();
+                let frame = std::mem::replace(&mut data.frame, idle_frame());
+                self.idle = Some(data);
+                Err((e, fuel, frame))
+            }
         }
     }
 
@@ -108,49 +151,54 @@ impl Runtime {
         args: &Value,
         as_of: &AsOf,
     ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
-        let name = &self.service.component;
-        let deadline = std::time::Instant::now() + self.patience;
-        let Some(_instance) = self.service.instances.acquire(deadline) else {
-            return (
-                Err(ToolFailure::new(
-                    ErrorKind::Failed,
-                    format!(
-                        "service {name} found no free instance in time (too many calls at once in this process)"
-                    ),
-                )),
-                json!({"component": name}),
-            );
-        };
-        let mut run = self.run.take().expect("the service's WASI state is back");
-        run.table = ResourceTable::new();
-        run.med.recorder = Recorder::in_memory();
-        run.med.services.stdio = super::stdio::Stdio::new(64 << 10);
-        let data = ServiceData {
-            run,
-            frame: Frame::new(std::mem::take(state), as_of.clone()),
-            rng: self
-                .rng
-                .take()
-                .expect("the service's random stream is back"),
-        };
-        let mut store = Store::new(self.service.pre.engine(), data);
-        store.limiter(|d| &mut d.run.limiter);
-        store.set_fuel(self.fuel).expect("fuel is enabled");
-        store.set_epoch_deadline(self.timeout_ticks);
-        store.epoch_deadline_trap();
+        let frame = Frame::new(std::mem::take(state), as_of.clone());
         let args_json = crate::canon::to_string(args);
-        let outcome = self
-            .service
-            .pre
-            .instantiate(&mut store)
-            .and_then(|s| s.call_call(&mut store, tool, &args_json));
-        let fuel = self.fuel - store.get_fuel().unwrap_or(0);
-        let data = store.into_data();
-        let stderr = data.run.med.services.stdio.stderr.text();
-        self.run = Some(data.run);
-        self.rng = Some(data.rng);
-        let (reads, writes) = (data.frame.reads.clone(), data.frame.writes.clone());
-        *state = data.frame.restore();
+        let (outcome, fuel, frame, stderr) = match self.live(frame) {
+            Err((err, fuel, frame)) => {
+                let data = self
+                    .idle
+                    .as_ref()
+                    .expect("the service's store data is back");
+                (
+                    Err(err),
+                    fuel,
+                    frame,
+                    data.run.med.services.stdio.stderr.text(),
+                )
+            }
+            Ok((mut store, bindings)) => {
+                let outcome = bindings.call_call(&mut store, tool, &args_json);
+                let fuel = self.fuel - store.get_fuel().unwrap_or(0);
+                let d = store.data_mut();
+                let frame = std::mem::replace(&mut d.frame, idle_frame());
+                let stderr = d.run.med.services.stdio.stderr.text();
+                if outcome.is_ok() {
+                    self.live = Some((store, bindings));
+                } else {
+                    // A trap: this instance is not called again.
+                    self.idle = Some(store.into_data());
+                }
+                (outcome, fuel, frame, stderr)
+            }
+        };
+        self.answer(state, frame, outcome, fuel, &stderr, tool)
+    }
+
+    /// Put `state` back from the call's frame and say what the call answered.
+    fn answer(
+        &self,
+        state: &mut State,
+        frame: Frame,
+        outcome: wasmtime::Result<Result<String, bindings::worldline::service::types::ToolError>>,
+        fuel: u64,
+        stderr: &str,
+        tool: &str,
+    ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
+        let mut frame = frame;
+        let reads = std::mem::take(&mut frame.reads);
+        let writes = std::mem::take(&mut frame.writes);
+        *state = frame.restore();
+        let name = &self.service.component;
         match outcome {
             Ok(Ok(out)) => match serde_json::from_str::<Value>(&out) {
                 Ok(v) => (
@@ -196,6 +244,11 @@ impl Runtime {
             }
         }
     }
+}
+
+/// The frame a store holds between calls: an empty world, no time.
+fn idle_frame() -> Frame {
+    Frame::new(State::default(), AsOf::now(String::new()))
 }
 
 /// What stopped a service call, in words.
