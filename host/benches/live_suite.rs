@@ -10,7 +10,8 @@
 //! the median wall time of the suite (in process, as `worldline test` runs
 //! it) and its throughput as a share of the ideal. Target: `--jobs 64`
 //! reaches ≥ 85% of the ideal. Results are in docs/benchmarks.md.
-//! `WORLDLINE_BENCH_JOBS=64` measures only the `--jobs` values listed.
+//! `WORLDLINE_BENCH_JOBS=64` measures only the `--jobs` values listed
+//! (`WORLDLINE_BENCH_JOBS=` none: only the CPU-bound comparison).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -125,6 +126,7 @@ fn main() {
     let all_jobs: Vec<usize> = match std::env::var("WORLDLINE_BENCH_JOBS") {
         Ok(list) => list
             .split(',')
+            .filter(|j| !j.trim().is_empty())
             .map(|j| {
                 j.trim()
                     .parse()

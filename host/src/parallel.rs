@@ -50,15 +50,26 @@ pub fn par_each(total: usize, jobs: usize, f: impl Fn(usize) -> Result<()> + Syn
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, total.max(1)) {
             scope.spawn(|| {
+                // A thread keeps its slot from one item to the next (no
+                // hand-over between threads for CPU-bound work) unless a
+                // thread coming back from a wait needs it; it takes an
+                // index only once it holds a slot, so no item waits on a
+                // thread that has none.
+                let mut slot: Option<CpuSlot> = None;
                 loop {
+                    if gated {
+                        if slot.is_some() && gate().anyone_returning() {
+                            slot = None;
+                        }
+                        if slot.is_none() {
+                            slot = Some(CpuSlot::take());
+                        }
+                    }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= total {
                         break;
                     }
-                    let slot = gated.then(CpuSlot::take);
-                    let done = f(i);
-                    drop(slot);
-                    if let Err(e) = done {
+                    if let Err(e) = f(i) {
                         error.lock().expect("error lock").get_or_insert(e);
                         next.store(total, Ordering::Relaxed);
                         break;
@@ -128,6 +139,15 @@ impl Gate {
         let mut s = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         s.free += 1;
         self.wake(&s);
+    }
+
+    /// Whether a thread coming back from a wait is waiting for a slot.
+    fn anyone_returning(&self) -> bool {
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .returning
+            > 0
     }
 
     /// Hand a free slot on: to a returning thread first.
