@@ -12,7 +12,9 @@
 //! fuzz fault but still counts, so a schedule's `nth` means the same thing
 //! whichever way the faults came.
 
-use crate::case::fuzz::{self, Dist, FaultSource, PlannedFault, Range, ToolFaults, UserFaults};
+use crate::case::fuzz::{
+    self, Dist, FaultSource, LatencyFault, PlannedFault, Range, ToolFaults, UserFaults,
+};
 use crate::case::inject::{Action, Partial, Stale};
 use crate::error_kind::ErrorKind;
 use crate::mediate::entropy;
@@ -100,10 +102,17 @@ fn draw(t: &ToolFaults, rng: &mut ChaCha20Rng) -> Option<(Action, Option<u64>)> 
     } else {
         None
     };
-    let latency = t
-        .latency_ms
-        .as_ref()
-        .and_then(|l| (unit(rng) < l.p).then(|| sample(rng, l.ms, l.dist) as u64));
+    with_latency(action, t.latency_ms.as_ref(), rng)
+}
+
+/// `action` with a latency drawn after it from `latency` (its own draw);
+/// a latency alone delays the answer.
+fn with_latency(
+    action: Option<Action>,
+    latency: Option<&LatencyFault>,
+    rng: &mut ChaCha20Rng,
+) -> Option<(Action, Option<u64>)> {
+    let latency = latency.and_then(|l| (unit(rng) < l.p).then(|| sample(rng, l.ms, l.dist) as u64));
     match (action, latency) {
         (None, None) => None,
         (None, Some(ms)) => Some((Action::Delay, Some(ms))),
@@ -131,15 +140,7 @@ fn draw_user(u: &UserFaults, call: &str, rng: &mut ChaCha20Rng) -> Option<(Actio
     } else {
         None
     };
-    let latency = u
-        .latency_ms
-        .as_ref()
-        .and_then(|l| (unit(rng) < l.p).then(|| sample(rng, l.ms, l.dist) as u64));
-    match (action, latency) {
-        (None, None) => None,
-        (None, Some(ms)) => Some((Action::Delay, Some(ms))),
-        (Some(a), ms) => Some((a, ms)),
-    }
+    with_latency(action, u.latency_ms.as_ref(), rng)
 }
 
 impl Faults {
