@@ -102,13 +102,12 @@ impl Runtime {
     /// The live instance, made now if there is none, set up for one call
     /// on `frame`: fresh fuel, deadline and output capture. Making the
     /// instance is part of the call (its fuel, its deadline); when that
-    /// fails there is no instance, and the error comes back with the fuel
-    /// used and the frame.
-    #[allow(clippy::result_large_err)]
+    /// fails there is no instance (the store's data, frame included, is
+    /// back in `idle`), and the error comes back with the fuel used.
     fn live(
         &mut self,
         frame: Frame,
-    ) -> Result<(Store<ServiceData>, Service), (wasmtime::Error, u64, Frame)> {
+    ) -> Result<(Store<ServiceData>, Service), (wasmtime::Error, u64)> {
         let (mut store, bindings) = match self.live.take() {
             Some((store, bindings)) => (store, Some(bindings)),
             None => {
@@ -133,10 +132,8 @@ impl Runtime {
             Ok(bindings) => Ok((store, bindings)),
             Err(e) => {
                 let fuel = self.fuel - store.get_fuel().unwrap_or(0);
-                let mut data = store.into_data();
-                let frame = std::mem::replace(&mut data.frame, idle_frame());
-                self.idle = Some(data);
-                Err((e, fuel, frame))
+                self.idle = Some(store.into_data());
+                Err((e, fuel))
             }
         }
     }
@@ -154,24 +151,18 @@ impl Runtime {
         let frame = Frame::new(std::mem::take(state), as_of.clone());
         let args_json = crate::canon::to_string(args);
         let (outcome, fuel, frame, stderr) = match self.live(frame) {
-            Err((err, fuel, frame)) => {
-                let data = self
+            Err((err, fuel)) => {
+                let (frame, stderr) = self
                     .idle
-                    .as_ref()
-                    .expect("the service's store data is back");
-                (
-                    Err(err),
-                    fuel,
-                    frame,
-                    data.run.med.services.stdio.stderr.text(),
-                )
+                    .as_mut()
+                    .expect("the service's store data is back")
+                    .end_call();
+                (Err(err), fuel, frame, stderr)
             }
             Ok((mut store, bindings)) => {
                 let outcome = bindings.call_call(&mut store, tool, &args_json);
                 let fuel = self.fuel - store.get_fuel().unwrap_or(0);
-                let d = store.data_mut();
-                let frame = std::mem::replace(&mut d.frame, idle_frame());
-                let stderr = d.run.med.services.stdio.stderr.text();
+                let (frame, stderr) = store.data_mut().end_call();
                 if outcome.is_ok() {
                     self.live = Some((store, bindings));
                 } else {
@@ -188,13 +179,12 @@ impl Runtime {
     fn answer(
         &self,
         state: &mut State,
-        frame: Frame,
+        mut frame: Frame,
         outcome: wasmtime::Result<Result<String, bindings::worldline::service::types::ToolError>>,
         fuel: u64,
         stderr: &str,
         tool: &str,
     ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
-        let mut frame = frame;
         let reads = std::mem::take(&mut frame.reads);
         let writes = std::mem::take(&mut frame.writes);
         *state = frame.restore();
@@ -249,6 +239,14 @@ impl Runtime {
 /// The frame a store holds between calls: an empty world, no time.
 fn idle_frame() -> Frame {
     Frame::new(State::default(), AsOf::now(String::new()))
+}
+
+impl ServiceData {
+    /// The call's frame (an idle one left in its place) and its stderr.
+    fn end_call(&mut self) -> (Frame, String) {
+        let frame = std::mem::replace(&mut self.frame, idle_frame());
+        (frame, self.run.med.services.stdio.stderr.text())
+    }
 }
 
 /// What stopped a service call, in words.
