@@ -16,9 +16,10 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use worldline::case::model::parse_overrides;
 use worldline::store::StoreDir;
@@ -104,19 +105,7 @@ fn main() {
         "retries=0".into(),
     ])
     .unwrap();
-    let entries: Vec<Entry> = (0..CASES)
-        .map(|i| {
-            let mut case = worldline::case::load(&path, None).unwrap();
-            case.seed = i as u64;
-            case.override_model(overrides.clone()).unwrap();
-            Entry {
-                index: i,
-                name: format!("rollback-{i}"),
-                path: path.clone(),
-                case,
-            }
-        })
-        .collect();
+    let entries = copies(&path, Some(&overrides));
     store.put_case(&entries[0].case).unwrap();
     println!(
         "{CASES} runs x {CALLS_PER_RUN} model calls, endpoint latency {} ms, median of {SAMPLES}",
@@ -150,18 +139,7 @@ fn main() {
 
     // The same suite with the case's scripted model: CPU-bound runs, which
     // a large --jobs must not slow down.
-    let scripted: Vec<Entry> = (0..CASES)
-        .map(|i| {
-            let mut case = worldline::case::load(&path, None).unwrap();
-            case.seed = i as u64;
-            Entry {
-                index: i,
-                name: format!("rollback-{i}"),
-                path: path.clone(),
-                case,
-            }
-        })
-        .collect();
+    let scripted = copies(&path, None);
     // The two settings take turns, sample by sample, so a change in the
     // machine's load meanwhile falls on both alike.
     const CPU_SAMPLES: usize = 15;
@@ -186,6 +164,26 @@ fn main() {
         many.as_secs_f64() * 1000.0,
         many.as_secs_f64() / few.as_secs_f64()
     );
+}
+
+/// `CASES` copies of the case at `path`, seeds 0.., with `overrides` of
+/// its `[model]` when given.
+fn copies(path: &Path, overrides: Option<&BTreeMap<String, String>>) -> Vec<Entry> {
+    (0..CASES)
+        .map(|i| {
+            let mut case = worldline::case::load(path, None).unwrap();
+            case.seed = i as u64;
+            if let Some(o) = overrides {
+                case.override_model(o.clone()).unwrap();
+            }
+            Entry {
+                index: i,
+                name: format!("rollback-{i}"),
+                path: path.to_path_buf(),
+                case,
+            }
+        })
+        .collect()
 }
 
 /// The median wall time of `samples` runs of the suite at `jobs`.

@@ -25,40 +25,46 @@ use worldline::run::run;
 use worldline::sandbox::{Sandbox, timeout_ticks};
 use worldline::world::tools::AsOf;
 
-/// `tests/worlds/counters` with the service built from source, and a
-/// `plain` copy without its service tools.
+/// `tests/worlds/counters` as `counters` with the Rust service built from
+/// source, as `pycounters` with `python_service`, and as `plain` without
+/// its service tools.
 fn worlds(root: &Path, python_service: &Path) {
     let src = common::workspace_root().join("tests/worlds/counters/v1");
     let toml = std::fs::read_to_string(src.join("world.toml")).unwrap();
     let rows = std::fs::read(src.join("counters.jsonl")).unwrap();
-    let counters = root.join("counters/v1");
-    std::fs::create_dir_all(&counters).unwrap();
-    std::fs::write(counters.join("world.toml"), &toml).unwrap();
-    std::fs::write(counters.join("counters.jsonl"), &rows).unwrap();
-    std::fs::copy(
-        common::guest("counter-service"),
-        counters.join("service.wasm"),
-    )
-    .unwrap();
-    let python = root.join("pycounters/v1");
-    std::fs::create_dir_all(&python).unwrap();
-    std::fs::write(
-        python.join("world.toml"),
-        toml.replace("name = \"counters\"", "name = \"pycounters\""),
-    )
-    .unwrap();
-    std::fs::write(python.join("counters.jsonl"), &rows).unwrap();
-    std::fs::copy(python_service, python.join("service.wasm")).unwrap();
-    let plain = root.join("plain/v1");
-    std::fs::create_dir_all(&plain).unwrap();
+    let world = |name: &str, toml: &str, service: Option<&Path>| {
+        let folder = root.join(name).join("v1");
+        std::fs::create_dir_all(&folder).unwrap();
+        let toml = toml.replace("name = \"counters\"", &format!("name = \"{name}\""));
+        std::fs::write(folder.join("world.toml"), toml).unwrap();
+        std::fs::write(folder.join("counters.jsonl"), &rows).unwrap();
+        if let Some(service) = service {
+            std::fs::copy(service, folder.join("service.wasm")).unwrap();
+        }
+    };
+    world("counters", &toml, Some(&common::guest("counter-service")));
+    world("pycounters", &toml, Some(python_service));
     let declarative: String = toml
         .split("\n\n")
         .filter(|block| !block.contains("op = \"service\"") && !block.starts_with("[service]"))
         .collect::<Vec<_>>()
-        .join("\n\n")
-        .replace("name = \"counters\"", "name = \"plain\"");
-    std::fs::write(plain.join("world.toml"), declarative).unwrap();
-    std::fs::write(plain.join("counters.jsonl"), &rows).unwrap();
+        .join("\n\n");
+    world("plain", &declarative, None);
+}
+
+/// A mediator for `case` with its world's service attached; its in-memory
+/// log grows by one event per call (as a run's does).
+fn mediator_with_service(sandbox: &Sandbox, case: &Case) -> Mediator {
+    let service = sandbox
+        .service(case.world.service.as_ref().unwrap())
+        .unwrap();
+    let mut med = Mediator::new(case, Recorder::in_memory());
+    med.services.service = Some(Runtime::new(
+        service,
+        case,
+        timeout_ticks(case.limits.timeout_ms),
+    ));
+    med
 }
 
 fn case_on(dir: &Path, world: &str) -> Case {
@@ -106,33 +112,17 @@ fn bench(c: &mut Criterion) {
     // The compile cache outlives the bench, so CPython compiles once.
     let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-compile-cache");
     let sandbox = Sandbox::new(Some(cache)).unwrap();
-    let service = sandbox
-        .service(svc.world.service.as_ref().unwrap())
-        .unwrap();
     let agent = sandbox.load_file(&common::guest("caller-agent")).unwrap();
 
     let mut g = c.benchmark_group("service");
     g.sample_size(20);
-    // A mediator with the service attached; its in-memory log grows by
-    // one event per iteration (as a run's does).
-    let mut med = Mediator::new(&svc, Recorder::in_memory());
-    med.services.service = Some(Runtime::new(
-        service.clone(),
-        &svc,
-        timeout_ticks(svc.limits.timeout_ms),
-    ));
+    let mut med = mediator_with_service(&sandbox, &svc);
     let args = json!({"id": "c"});
     assert_eq!(call(&mut med, "bump", &args)["ok"]["n"], 1);
     g.bench_function("rust_service_call_get_update", |b| {
         b.iter(|| black_box(call(&mut med, "bump", &args)))
     });
-    let py_service = sandbox.service(py.world.service.as_ref().unwrap()).unwrap();
-    let mut py_med = Mediator::new(&py, Recorder::in_memory());
-    py_med.services.service = Some(Runtime::new(
-        py_service,
-        &py,
-        timeout_ticks(py.limits.timeout_ms),
-    ));
+    let mut py_med = mediator_with_service(&sandbox, &py);
     assert_eq!(call(&mut py_med, "bump", &args)["ok"]["n"], 1);
     g.bench_function("python_service_call_get_update", |b| {
         b.iter(|| black_box(call(&mut py_med, "bump", &args)))

@@ -54,13 +54,6 @@ fn output(out: &CliOutput) -> Value {
         .unwrap_or_else(|e| panic!("output is not JSON ({e}):\n{out}"))
 }
 
-#[track_caller]
-fn replays_identical(store: &Path, run: &str) {
-    let out = wl(store, &[&"replay", &run, &"--json"]);
-    out.expect_code(0);
-    assert_eq!(out.json()["verdict"], "identical", "{out}");
-}
-
 fn failed_checks(out: &CliOutput) -> Vec<String> {
     out.json()["grade"]["assertions"]
         .as_array()
@@ -158,7 +151,7 @@ fn a_scripted_user_answers_by_rule_turn_and_default_recorded_and_replayed() {
     let t = |i: usize| events[i]["vtime_ns"].as_u64().unwrap();
     assert!(t(1) - t(0) >= 1_500_000_000, "the user takes 1.5 s a turn");
 
-    replays_identical(&store, &run_id(&out));
+    common::replays_identical(&store, &run_id(&out));
     let history = wl(&store, &[&"history", &run_id(&out)]);
     history.expect_code(0);
     assert!(
@@ -203,7 +196,7 @@ fn the_turn_limit_ends_the_conversation_and_the_grade_says_why() {
             "user ended satisfied"
         ]
     );
-    replays_identical(&store, &run_id(&out));
+    common::replays_identical(&store, &run_id(&out));
 }
 
 #[test]
@@ -227,7 +220,7 @@ alternatives = [{weight = 1, reply = "yes"}, {weight = 1, reply = "no"}]
         );
         let out = run(&store, &case);
         out.expect_code(0);
-        replays_identical(&store, &run_id(&out));
+        common::replays_identical(&store, &run_id(&out));
         output(&out)
     };
     let a = picks(1);
@@ -276,7 +269,7 @@ fn a_fork_at_a_user_turn_gives_the_user_another_line_and_replays() {
     );
     f.expect_code(1);
     assert_eq!(output(&f)[1], json!({"reply": "Yes, close it"}));
-    replays_identical(&store, &run_id(&f));
+    common::replays_identical(&store, &run_id(&f));
 
     // An `ended` object ends the conversation there: the outcome changes.
     let f = wl(
@@ -304,7 +297,7 @@ fn a_fork_at_a_user_turn_gives_the_user_another_line_and_replays() {
         "the fork follows its parent up to N"
     );
     assert_eq!(forked[at]["injected"], json!({"action": "fork-respond"}));
-    replays_identical(&store, &run_id(&f));
+    common::replays_identical(&store, &run_id(&f));
 }
 
 const APPROVALS: &str = r#"
@@ -384,7 +377,7 @@ fn approvals_follow_the_rules_and_ask_tools_cannot_be_skipped() {
             && events[0]["vtime_ns"].as_u64().unwrap() >= 60_000_000_000,
         "the approver took a virtual minute on the first request"
     );
-    replays_identical(&store, &run_id(&out));
+    common::replays_identical(&store, &run_id(&out));
 
     // A fork flips the host's approval: now the close goes through.
     let f = wl(
@@ -407,7 +400,7 @@ fn approvals_follow_the_rules_and_ask_tools_cannot_be_skipped() {
         failed_checks(&f).contains(&"unchanged tickets".to_string()),
         "{f}"
     );
-    replays_identical(&store, &run_id(&f));
+    common::replays_identical(&store, &run_id(&f));
 }
 
 #[test]
@@ -582,7 +575,7 @@ fn a_model_played_user_is_recorded_and_replays_with_the_endpoint_gone() {
     assert_eq!(by["model"], "local-user-sim", "{by}");
 
     // The server has answered all it will: a replay must not ask it.
-    replays_identical(&store, &run_id(&out));
+    common::replays_identical(&store, &run_id(&out));
     // And neither does a fork after the model's turns.
     let f = wl(
         &store,
@@ -598,7 +591,7 @@ fn a_model_played_user_is_recorded_and_replays_with_the_endpoint_gone() {
     );
     f.expect_code(0);
     assert_eq!(output(&f)[2], json!({"reply": "Hello yourself"}));
-    replays_identical(&store, &run_id(&f));
+    common::replays_identical(&store, &run_id(&f));
 }
 
 // --- the support examples ----------------------------------------------------
@@ -706,7 +699,7 @@ fn the_support_examples_pass_careful_and_fail_naive_for_their_reasons_and_replay
         failed_checks(&f).contains(&"orders/A-1001.status equals".to_string()),
         "{f}"
     );
-    replays_identical(store, &run_id(&f));
+    common::replays_identical(store, &run_id(&f));
 }
 
 // --- fuzzing the user's side ------------------------------------------------
@@ -788,7 +781,7 @@ latency_ms = { p = 0.5, ms = [100, 60000] }
     );
     // The reproducer replays, and `repro` re-runs the shrunk schedule.
     let id = g["reproducer"]["run_id"].as_str().unwrap();
-    replays_identical(&store, id);
+    common::replays_identical(&store, id);
     let events = read_bundle(Path::new(g["reproducer"]["bundle"].as_str().unwrap())).events;
     assert!(
         events

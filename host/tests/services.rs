@@ -256,9 +256,7 @@ fn a_run_keeps_its_service_instance_until_a_trap_and_replays_and_forks_see_the_s
     assert_eq!(answers[4]["ok"], json!({"id": "c", "n": 1}));
 
     let id = out.json()["run_id"].as_str().unwrap().to_string();
-    let replay = worldline(dir.path(), ["replay", &id, "--json"]);
-    replay.expect_code(0);
-    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    common::replays_identical(dir.path(), &id);
 
     // Fork at the `bump` and deny it: the last `fresh` still sees the one
     // call after the panic, because the fork ran the prefix's calls again.
@@ -284,9 +282,7 @@ fn a_run_keeps_its_service_instance_until_a_trap_and_replays_and_forks_see_the_s
     assert_eq!(forked[4]["error"]["kind"], "denied", "{forked}");
     assert_eq!(forked[5]["ok"], json!({"calls": 2, "heap": 2}), "{forked}");
     let fork_id = fork.json()["run_id"].as_str().unwrap().to_string();
-    let again = worldline(dir.path(), ["replay", &fork_id, "--json"]);
-    again.expect_code(0);
-    assert_eq!(again.json()["verdict"], "identical", "{again}");
+    common::replays_identical(dir.path(), &fork_id);
 }
 
 #[test]
@@ -620,9 +616,7 @@ fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
     let other = temp_dir();
     worldline(other.path(), [OsStr::new("import"), file.as_os_str()]).expect_code(0);
     std::fs::remove_file(worlds.join("payments/v1/service.wasm")).unwrap();
-    let replay = worldline(other.path(), ["replay", &id, "--json"]);
-    replay.expect_code(0);
-    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    common::replays_identical(other.path(), &id);
 }
 
 /// `tests/guests/python-service/counters.py` built with
@@ -675,9 +669,7 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
     );
     assert_eq!(answers[5]["ok"], json!({"id": "c", "n": 2}));
     let id = out.json()["run_id"].as_str().unwrap();
-    let replay = worldline(dir.path(), ["replay", id, "--json"]);
-    replay.expect_code(0);
-    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    common::replays_identical(dir.path(), id);
 }
 
 #[test]
@@ -774,9 +766,7 @@ fn fuzzing_the_payments_world_finds_the_naive_double_payment_and_its_reproducer_
         "{group}"
     );
     let id = group["reproducer"]["run_id"].as_str().unwrap();
-    let replay = worldline(dir.path(), ["replay", id, "--json"]);
-    replay.expect_code(0);
-    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    common::replays_identical(dir.path(), id);
     let careful = fuzz("careful-agent");
     assert!(
         careful.json()["summary"]["failed"].as_u64().unwrap() < summary["failed"].as_u64().unwrap(),

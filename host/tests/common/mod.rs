@@ -288,6 +288,15 @@ where
     )
 }
 
+/// `worldline replay RUN --json` on `store` exits 0 with verdict
+/// `identical`.
+#[track_caller]
+pub fn replays_identical(store: &Path, run: &str) {
+    let out = worldline(store, ["replay", run, "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["verdict"], "identical", "{out}");
+}
+
 /// Run the `worldline` binary with `args` and `--store <store>`.
 pub fn worldline<I, S>(store: &Path, args: I) -> CliOutput
 where
@@ -409,66 +418,55 @@ pub fn write_case(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// the `.wasm`. Fails, saying how to install it, when componentize-py is
 /// missing: the Python tests never pass without running.
 pub fn python_guest(agent_py: &str) -> PathBuf {
-    built_once(agent_py, build_python_guest)
-}
-
-/// `build(agent)`, at most once per test process and agent; tests asking
-/// for it meanwhile wait for that build.
-fn built_once(agent: &str, build: fn(&str) -> PathBuf) -> PathBuf {
-    static BUILDS: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
-    let cell = BUILDS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(agent.to_string())
-        .or_default()
-        .clone();
-    cell.get_or_init(|| build(agent)).clone()
-}
-
-fn build_python_guest(agent_py: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-guests");
-    std::fs::create_dir_all(&dir).expect("creating the Python guest folder");
-    let wasm = dir.join(format!("{}.wasm", agent_py.replace(['/', '.'], "-")));
-    let out = worldline_raw([
-        OsStr::new("build-python"),
-        workspace_root().join(agent_py).as_os_str(),
-        OsStr::new("-o"),
-        wasm.as_os_str(),
-    ]);
-    if out.code != 0 {
-        if out.stderr.contains("pip install componentize-py") {
-            panic!(
-                "componentize-py is not installed, and the Python tests build real Python agents with it.\n\
-                 Run `pip install componentize-py==0.25.1` (Python 3.9 or later; tested with 3.11) and test again.\n{out}"
-            );
-        }
-        panic!("building the Python agent {agent_py} failed:\n{out}");
-    }
-    wasm
+    built_once(agent_py, || build_python(agent_py, false))
 }
 
 /// Build the Python world service at `source` (relative to the workspace
 /// root) with `worldline build-python --service`, at most once per test
 /// process, and return the `.wasm`.
 pub fn python_service(source: &str) -> PathBuf {
-    built_once(&format!("service:{source}"), |key| {
-        let source = key.trim_start_matches("service:");
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-guests");
-        std::fs::create_dir_all(&dir).expect("creating the Python guest folder");
-        let wasm = dir.join(format!("{}.wasm", source.replace(['/', '.'], "-")));
-        let out = worldline_raw([
-            OsStr::new("build-python"),
-            OsStr::new("--service"),
-            workspace_root().join(source).as_os_str(),
-            OsStr::new("-o"),
-            wasm.as_os_str(),
-        ]);
-        assert_eq!(
-            out.code, 0,
-            "build-python --service (needs componentize-py==0.25.1):\n{out}"
-        );
-        wasm
+    built_once(&format!("{source} --service"), || {
+        build_python(source, true)
     })
+}
+
+/// `build()`, at most once per test process and `key`; tests asking for
+/// it meanwhile wait for that build.
+fn built_once(key: &str, build: impl FnOnce() -> PathBuf) -> PathBuf {
+    static BUILDS: Mutex<BTreeMap<String, Arc<OnceLock<PathBuf>>>> = Mutex::new(BTreeMap::new());
+    let cell = BUILDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key.to_string())
+        .or_default()
+        .clone();
+    cell.get_or_init(build).clone()
+}
+
+/// `worldline build-python` of `source`: an agent, or with `service` a
+/// world service (`--service`).
+fn build_python(source: &str, service: bool) -> PathBuf {
+    let what = if service { "service" } else { "agent" };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-guests");
+    std::fs::create_dir_all(&dir).expect("creating the Python guest folder");
+    let wasm = dir.join(format!("{}.wasm", source.replace(['/', '.'], "-")));
+    let mut args = vec![OsStr::new("build-python")];
+    if service {
+        args.push(OsStr::new("--service"));
+    }
+    let path = workspace_root().join(source);
+    args.extend([path.as_os_str(), OsStr::new("-o"), wasm.as_os_str()]);
+    let out = worldline_raw(args);
+    if out.code != 0 {
+        if out.stderr.contains("pip install componentize-py") {
+            panic!(
+                "componentize-py is not installed, and the Python tests build real Python {what}s with it.\n\
+                 Run `pip install componentize-py==0.25.1` (Python 3.9 or later; tested with 3.11) and test again.\n{out}"
+            );
+        }
+        panic!("building the Python {what} {source} failed:\n{out}");
+    }
+    wasm
 }
 
 /// Build the JavaScript or TypeScript agent at `agent` (relative to the
@@ -477,7 +475,7 @@ pub fn python_service(source: &str) -> PathBuf {
 /// Node.js or the pinned npm packages are missing: the JS tests never pass
 /// without running.
 pub fn js_guest(agent: &str) -> PathBuf {
-    built_once(agent, build_js_guest)
+    built_once(agent, || build_js_guest(agent))
 }
 
 fn build_js_guest(agent: &str) -> PathBuf {
