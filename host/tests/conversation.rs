@@ -29,20 +29,7 @@ fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
 
 /// `worldline run CASE --agent talker --worlds tests/worlds --json`.
 fn run(store: &Path, case: &Path) -> CliOutput {
-    let worlds = worlds_dir();
-    let agent = talker();
-    wl(
-        store,
-        &[
-            &"run",
-            &case,
-            &"--agent",
-            &agent,
-            &"--worlds",
-            &worlds,
-            &"--json",
-        ],
-    )
+    common::run_in(store, case, &talker(), &worlds_dir())
 }
 
 fn run_id(out: &CliOutput) -> String {

@@ -44,25 +44,10 @@ fn demo_case(dir: &Path, name: &str, calls: Value, extra: &str) -> PathBuf {
 }
 
 fn run_case(store: &Path, case: &Path, agent: &Path) -> common::CliOutput {
-    run_in(store, case, agent, &worlds_dir())
+    common::run_in(store, case, agent, &worlds_dir())
 }
 
 /// `run --json` of a case against the worlds in `worlds`.
-fn run_in(store: &Path, case: &Path, agent: &Path, worlds: &Path) -> common::CliOutput {
-    worldline(
-        store,
-        [
-            "run".as_ref(),
-            case.as_os_str(),
-            "--agent".as_ref(),
-            agent.as_os_str(),
-            "--worlds".as_ref(),
-            worlds.as_os_str(),
-            "--json".as_ref(),
-        ],
-    )
-}
-
 fn answers(out: &common::CliOutput) -> Vec<Value> {
     serde_json::from_str(out.json()["output"].as_str().expect("an output")).unwrap()
 }
@@ -641,7 +626,7 @@ count = 1
                 toml_inline(&json!({ "calls": calls }))
             ),
         );
-        run_in(root.path(), &case, &caller(), &worlds)
+        common::run_in(root.path(), &case, &caller(), &worlds)
     };
     let out = run_with("pay", expect);
     let j = out.json();

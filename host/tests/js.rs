@@ -214,18 +214,7 @@ fn two_runs_are_byte_identical_and_another_seed_changes_only_the_draws() {
             .unwrap()
             .replace("seed = 7", "seed = 8"),
     );
-    let other = worldline(
-        shared_store(),
-        [
-            OsStr::new("run"),
-            reseeded.as_os_str(),
-            OsStr::new("--agent"),
-            agent.as_os_str(),
-            OsStr::new("--worlds"),
-            common::worlds_dir().as_os_str(),
-            OsStr::new("--json"),
-        ],
-    );
+    let other = common::run_in(shared_store(), &reseeded, &agent, &common::worlds_dir());
     other.expect_code(0);
     let mut other = output(&other);
     let mut same = out.clone();

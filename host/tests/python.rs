@@ -199,18 +199,7 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
             .unwrap()
             .replace("seed = 7", "seed = 8"),
     );
-    let other = worldline(
-        shared_store(),
-        [
-            OsStr::new("run"),
-            reseeded.as_os_str(),
-            OsStr::new("--agent"),
-            agent.as_os_str(),
-            OsStr::new("--worlds"),
-            common::worlds_dir().as_os_str(),
-            OsStr::new("--json"),
-        ],
-    );
+    let other = common::run_in(shared_store(), &reseeded, &agent, &common::worlds_dir());
     other.expect_code(0);
     let other = output(&other);
     assert_ne!(other["random"], out["random"], "the seed drives random()");
@@ -287,18 +276,7 @@ fn an_error_escaping_run_ends_the_run_errored() {
         "bad-output",
         "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { ticket = \"T-1\", bad_output = true }\n",
     );
-    let run = worldline(
-        shared_store(),
-        [
-            OsStr::new("run"),
-            bad.as_os_str(),
-            OsStr::new("--agent"),
-            probe().as_os_str(),
-            OsStr::new("--worlds"),
-            common::worlds_dir().as_os_str(),
-            OsStr::new("--json"),
-        ],
-    );
+    let run = common::run_in(shared_store(), &bad, &probe(), &common::worlds_dir());
     run.expect_code(1);
     assert_eq!(run.json()["run_status"], "errored", "{run}");
     assert!(

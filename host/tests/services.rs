@@ -72,21 +72,6 @@ fn toml_inline(v: &Value) -> String {
     }
 }
 
-fn run(store: &Path, case: &Path, worlds: &Path, agent: &Path) -> common::CliOutput {
-    worldline(
-        store,
-        [
-            OsStr::new("run"),
-            case.as_os_str(),
-            OsStr::new("--agent"),
-            agent.as_os_str(),
-            OsStr::new("--worlds"),
-            worlds.as_os_str(),
-            OsStr::new("--json"),
-        ],
-    )
-}
-
 /// The tool-call events of a bundle, by tool name, in order.
 fn tool_events(bundle: &str) -> Vec<(String, Value)> {
     read_bundle(Path::new(bundle))
@@ -107,7 +92,7 @@ fn a_service_trap_or_running_out_of_fuel_is_a_recorded_failed_tool_error_and_the
         {"tool": "bump", "args": {"id": "c"}},
     ]);
     let case = counters_case(dir.path(), calls, "");
-    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     out.expect_code(0);
     let report = out.json();
     assert_eq!(report["status"], "completed", "{report}");
@@ -179,7 +164,7 @@ fn service_calls_see_virtual_time_seeded_randomness_and_write_only_when_they_suc
     ]);
     let inject = "[[inject]]\ntool = \"clock\"\nnth = 2\nstale = { age_s = 600 }\n";
     let case = counters_case(dir.path(), calls, inject);
-    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     out.expect_code(0);
     let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
     let fresh = answers[0]["ok"]["now"].as_str().unwrap();
@@ -208,14 +193,14 @@ fn service_calls_see_virtual_time_seeded_randomness_and_write_only_when_they_suc
     assert_eq!(events[3].1["writes"].as_array().unwrap().len(), 2);
 
     // The same seed gives the same random numbers; another seed others.
-    let again = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let again = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     let again: Value = serde_json::from_str(again.json()["output"].as_str().unwrap()).unwrap();
     assert_eq!(again, answers);
     let reseeded = std::fs::read_to_string(&case)
         .unwrap()
         .replace("seed = 7", "seed = 8");
     std::fs::write(&case, reseeded).unwrap();
-    let other = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let other = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     let other: Value = serde_json::from_str(other.json()["output"].as_str().unwrap()).unwrap();
     assert_ne!(other[0]["ok"]["random"], answers[0]["ok"]["random"]);
 }
@@ -238,7 +223,7 @@ fn a_run_keeps_its_service_instance_until_a_trap_and_replays_and_forks_see_the_s
         {"tool": "fresh", "args": {}},
     ]);
     let case = counters_case(dir.path(), calls, "");
-    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     out.expect_code(0);
     let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
     let fresh: Vec<&Value> = [0, 1, 3, 5].iter().map(|&i| &answers[i]["ok"]).collect();
@@ -300,7 +285,7 @@ fn a_component_that_is_not_a_service_is_refused_naming_the_file() {
         json!([{"tool": "bump", "args": {"id": "c"}}]),
         "",
     );
-    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     out.expect_code(2);
     assert!(
         out.stderr.contains("counters/v1/service.wasm")
@@ -315,7 +300,7 @@ fn a_component_that_is_not_a_service_is_refused_naming_the_file() {
         b"not wasm",
     )
     .unwrap();
-    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     out.expect_code(2);
     assert!(
         out.stderr.contains("service.wasm") && out.stderr.contains("no \\0asm header"),
@@ -330,7 +315,7 @@ fn a_component_that_is_not_a_service_is_refused_naming_the_file() {
         "",
     );
     std::fs::write(&toml, without).unwrap();
-    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     out.expect_code(2);
     assert!(
         out.stderr.contains("world.toml")
@@ -411,7 +396,7 @@ fn a_payments_run_forks_and_regrades_from_its_recorded_writes() {
     let dir = temp_dir();
     let worlds = payments(dir.path());
     let case = workspace_root().join("cases/payments/pay-reply-lost.toml");
-    let out = run(dir.path(), &case, &worlds, &guest("careful-agent"));
+    let out = common::run_in(dir.path(), &case, &guest("careful-agent"), &worlds);
     out.expect_code(0);
     let id = out.json()["run_id"].as_str().unwrap().to_string();
     let events = tool_events(out.json()["bundle"].as_str().unwrap());
@@ -482,11 +467,11 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
     let dir = temp_dir();
     let worlds = payments(dir.path());
     let case = workspace_root().join("cases/payments/pay-reply-lost.toml");
-    let careful = run(dir.path(), &case, &worlds, &guest("careful-agent"));
+    let careful = common::run_in(dir.path(), &case, &guest("careful-agent"), &worlds);
     careful.expect_code(0);
     assert_eq!(gold_assertion(careful.json())["passed"], true);
 
-    let naive = run(dir.path(), &case, &worlds, &guest("naive-agent"));
+    let naive = common::run_in(dir.path(), &case, &guest("naive-agent"), &worlds);
     naive.expect_code(1);
     let gold = gold_assertion(naive.json());
     assert_eq!(gold["passed"], false);
@@ -534,7 +519,7 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
         "amount = 99999.0, memo = \"INV-111\" }\n",
     );
     std::fs::write(&broken, text).unwrap();
-    let out = run(dir.path(), &broken, &worlds, &guest("careful-agent"));
+    let out = common::run_in(dir.path(), &broken, &guest("careful-agent"), &worlds);
     out.expect_code(1);
     let why = gold_assertion(out.json())["actual"]
         .as_str()
@@ -552,7 +537,7 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
         "[[expect.gold]]\ntool = \"transfre\"",
     );
     std::fs::write(&typo, text).unwrap();
-    let out = run(dir.path(), &typo, &worlds, &guest("careful-agent"));
+    let out = common::run_in(dir.path(), &typo, &guest("careful-agent"), &worlds);
     out.expect_code(2);
     assert!(
         out.stderr.contains("gold call 1: no tool `transfre`"),
@@ -564,15 +549,15 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
 fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
     let dir = temp_dir();
     let worlds = payments(dir.path());
-    let plain = run(
+    let plain = common::run_in(
         dir.path(),
         &workspace_root().join("cases/payments/pay-insufficient.toml"),
-        &worlds,
         &guest("careful-agent"),
+        &worlds,
     );
     plain.expect_code(0);
     let case = workspace_root().join("cases/payments/pay-overlay-topped-up.toml");
-    let out = run(dir.path(), &case, &worlds, &guest("careful-agent"));
+    let out = common::run_in(dir.path(), &case, &guest("careful-agent"), &worlds);
     out.expect_code(0);
     let header = |report: &Value| read_bundle(Path::new(report["bundle"].as_str().unwrap())).header;
     let (a, b) = (header(plain.json()), header(out.json()));
@@ -589,7 +574,7 @@ fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
         .unwrap()
         .replace("remove = [\"SP-0001\"]", "remove = [\"SP-0099\"]");
     std::fs::write(&bad, text).unwrap();
-    let refused = run(dir.path(), &bad, &worlds, &guest("careful-agent"));
+    let refused = common::run_in(dir.path(), &bad, &guest("careful-agent"), &worlds);
     refused.expect_code(2);
     assert!(
         refused.stderr.contains("bad-overlay.toml:15:")
@@ -643,7 +628,7 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
         {"tool": "bump", "args": {"id": "c"}},
     ]);
     let case = counters_case(dir.path(), calls, "");
-    let out = run(dir.path(), &case, &worlds, &guest("caller-agent"));
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     out.expect_code(0);
     let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
     assert_eq!(answers[0]["ok"], json!({"id": "c", "n": 1}));

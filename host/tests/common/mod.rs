@@ -340,6 +340,22 @@ pub fn run_json(store: &Path, case: &Path, agent: &Path) -> CliOutput {
     )
 }
 
+/// `worldline run CASE --agent A --worlds W --json` on `store`.
+pub fn run_in(store: &Path, case: &Path, agent: &Path, worlds: &Path) -> CliOutput {
+    worldline(
+        store,
+        [
+            OsStr::new("run"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            agent.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    )
+}
+
 /// A bundle's lines, parsed: header, events, and footer (if written).
 #[derive(Debug)]
 pub struct BundleLines {
