@@ -207,6 +207,7 @@ fn median_suite(
             repeat: 1,
             jobs,
             fail_fast: false,
+            collection_errors: &[],
         }
         .run(&|_| {})
         .expect("the store can be written");

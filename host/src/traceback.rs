@@ -2,7 +2,61 @@
 //! captured: a Python traceback (componentize-py prints it, then traps), a
 //! JavaScript exception with its stack (the JS SDK prints it, then traps)
 //! or a Rust panic message. The run's error names it in one line; the run
-//! report shows it in full.
+//! report shows it in full. [`agent_error`] is the agent's own error as
+//! every report shows it (`test`, `history`, `grade`, JUnit, `--json`).
+
+use crate::log::{Footer, Status};
+use serde::{Deserialize, Serialize};
+
+/// The agent's own error: the reason it gave when it returned `err`, or
+/// what it died of (the exception or panic it wrote to stderr, else the
+/// fault the host saw).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentError {
+    /// The run's status (`errored`, `trapped`, `out_of_fuel`, ...).
+    pub status: String,
+    /// One line: the agent's reason, the exception (`KeyError: 'x'`), or
+    /// the fault.
+    pub message: String,
+    /// Where an exception was raised: the innermost Python frame or the
+    /// top of a JavaScript stack.
+    pub at: Option<String>,
+    /// The guest's account in full (traceback, stack, panic message).
+    pub traceback: Option<String>,
+}
+
+impl AgentError {
+    /// `agent errored: reason` and, indented below, where it was raised.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!("agent {}: {}", self.status, self.message)];
+        if let Some(at) = &self.at {
+            out.push(format!("  at {at}"));
+        }
+        out
+    }
+}
+
+/// The agent's own error in a run that did not complete (`None` when it
+/// completed, or stopped without a word).
+pub fn agent_error(f: &Footer) -> Option<AgentError> {
+    if f.status == Status::Completed {
+        return None;
+    }
+    let account = match f.status {
+        Status::Trapped => find(&f.stderr),
+        _ => None,
+    };
+    let message = match &account {
+        Some(a) => a.exception(),
+        None => f.error.clone()?,
+    };
+    Some(AgentError {
+        status: f.status.as_str().to_string(),
+        message,
+        at: account.as_ref().and_then(Account::location),
+        traceback: account.map(|a| a.text().to_string()),
+    })
+}
 
 /// How a guest described its fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,14 +77,49 @@ impl Account {
         }
     }
 
+    /// The exception itself (`KeyError: 'x'`, `TypeError: boom`), or the
+    /// panic's message.
+    pub fn exception(&self) -> String {
+        match self {
+            Account::Python(t) => last_line(t).to_string(),
+            Account::JavaScript(t) => t.lines().next().unwrap_or("").to_string(),
+            Account::Panic(t) => {
+                let mut lines = t.lines();
+                let first = lines.next().unwrap_or("");
+                let rest: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).collect();
+                match rest.is_empty() {
+                    true => first.to_string(),
+                    false => format!("panic: {}", rest.join(" | ")),
+                }
+            }
+        }
+    }
+
+    /// Where it was raised: the innermost `File "...", line N, in f` of a
+    /// Python traceback, the first frame of a JavaScript stack, the
+    /// `panicked at` place of a panic.
+    pub fn location(&self) -> Option<String> {
+        let t = self.text();
+        match self {
+            Account::Python(_) => t
+                .lines()
+                .rev()
+                .find(|l| l.trim_start().starts_with("File "))
+                .map(|l| l.trim().to_string()),
+            Account::JavaScript(_) => t.lines().nth(1).map(|l| l.trim().to_string()),
+            Account::Panic(_) => t
+                .lines()
+                .next()
+                .and_then(|l| l.split_once("panicked at "))
+                .map(|(_, at)| at.trim_end_matches(':').to_string()),
+        }
+    }
+
     /// One line for the run's error message.
     pub fn summary(&self) -> String {
         match self {
             // The exception line (`KeyError: 'x'`) closes a traceback.
-            Account::Python(t) => format!(
-                "uncaught Python exception {}",
-                t.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
-            ),
+            Account::Python(t) => format!("uncaught Python exception {}", last_line(t)),
             // The first line is the exception (`TypeError: boom`).
             Account::JavaScript(t) => format!(
                 "uncaught JavaScript exception {}",
@@ -42,6 +131,14 @@ impl Account {
             }
         }
     }
+}
+
+/// The last line that is not blank.
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
 }
 
 /// Longest text kept (the end of it: the exception is last).
@@ -144,6 +241,11 @@ note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
             account.summary(),
             "uncaught Python exception KeyError: 'nope'"
         );
+        assert_eq!(account.exception(), "KeyError: 'nope'");
+        assert_eq!(
+            account.location().as_deref(),
+            Some("File \"/0/agent.py\", line 3, in helper")
+        );
     }
 
     #[test]
@@ -172,6 +274,8 @@ thread '<unnamed>' (1) panicked at runtime/src/lib.rs:1:1:\nPython function thre
             account.summary(),
             "guest stderr: thread '<unnamed>' panicked at src/lib.rs:9:5: | boom-42"
         );
+        assert_eq!(account.exception(), "panic: boom-42");
+        assert_eq!(account.location().as_deref(), Some("src/lib.rs:9:5"));
     }
 
     #[test]
@@ -193,6 +297,8 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
             account.summary(),
             "uncaught JavaScript exception TypeError: boom"
         );
+        assert_eq!(account.exception(), "TypeError: boom");
+        assert_eq!(account.location().as_deref(), Some("inner@agent.js:4:9"));
     }
 
     #[test]

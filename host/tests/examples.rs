@@ -1,7 +1,9 @@
 //! The example suites: the careful agent passes every example case, the
 //! naive agent fails the cases built to catch it, each for the reason the
 //! case is about, and a rerun of a naive failure with the careful agent
-//! turns it into a pass.
+//! turns it into a pass. `examples/run` and `tests/run` install
+//! componentize-py into a virtual environment under the build folder when
+//! it is not on PATH.
 
 mod common;
 
@@ -132,5 +134,58 @@ fn rerunning_a_naive_failure_with_the_careful_agent_turns_it_into_a_pass() {
         doc["run_id"],
         first.json()["run_id"],
         "the rerun is a new run"
+    );
+}
+
+/// The install `examples/run` and `tests/run` share: with no
+/// componentize-py on PATH, it goes into a virtual environment under the
+/// build folder (not the system's Python, which Debian refuses), and a
+/// second run finds it there without installing again.
+#[test]
+fn componentize_py_goes_into_a_virtual_environment_when_missing() {
+    let build = temp_dir();
+    // PATH with python3 and the system's tools, without componentize-py.
+    let bin = temp_dir();
+    let python = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    let python = String::from_utf8_lossy(&python.stdout).trim().to_string();
+    std::os::unix::fs::symlink(&python, bin.path().join("python3")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let script = format!(
+        ". '{}' && ensure_componentize_py '{}' && command -v componentize-py && componentize-py --version",
+        workspace_root().join("tests/componentize-py.sh").display(),
+        build.path().display()
+    );
+    let run = || {
+        std::process::Command::new("bash")
+            .args(["-c", &script])
+            .env("PATH", &path)
+            .output()
+            .expect("bash runs")
+    };
+    let first = run();
+    let said = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert!(first.status.success(), "{}", said(&first));
+    let venv = build.path().join("componentize-py-0.25.1");
+    assert!(
+        said(&first).contains(&format!("{}/bin/componentize-py", venv.display()))
+            && said(&first).contains("componentize-py 0.25.1"),
+        "{}",
+        said(&first)
+    );
+    let second = run();
+    assert!(second.status.success(), "{}", said(&second));
+    assert!(
+        !said(&second).contains("installing"),
+        "cached: {}",
+        said(&second)
     );
 }

@@ -387,6 +387,46 @@ fn build_js_names_what_to_install_and_what_to_fix() {
     assert!(refused.stderr.contains("exports no `run`"), "{refused}");
 }
 
+/// `build-js` leaves the `worldline` module's types in the agent's folder
+/// (the SDK in `.worldline-sdk/`, a `tsconfig.json` mapping to it when
+/// there is none), and `--typecheck` reports tsc's errors as
+/// file:line:column before building anything.
+#[test]
+fn build_js_writes_types_for_editors_and_typecheck_reports_places() {
+    probe(); // the toolchain is there (or this fails saying how to get it)
+    let dir = temp_dir();
+    let agent = dir.path().join("typed.ts");
+    std::fs::write(
+        &agent,
+        "import { tools } from \"worldline\";\n\nexport function run(task: { id: string }) {\n  const n: number = tools.call<string>(\"get_ticket\", { id: task.id });\n  return n;\n}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("typed.wasm");
+    let checked = build_js(&agent, &out, &[OsStr::new("--typecheck")]);
+    checked.expect_code(2);
+    assert!(checked.stderr.contains("typed.ts:4:9"), "{checked}");
+    assert!(checked.stderr.contains("TS2322"), "{checked}");
+    assert!(
+        !out.exists(),
+        "nothing is built when it does not type-check"
+    );
+    assert!(dir.path().join(".worldline-sdk/index.ts").is_file());
+    let config = std::fs::read_to_string(dir.path().join("tsconfig.json")).unwrap();
+    assert!(config.contains("./.worldline-sdk/index.ts"), "{config}");
+
+    // A folder with its own tsconfig.json keeps it.
+    std::fs::write(
+        dir.path().join("tsconfig.json"),
+        "{\"compilerOptions\": {}}\n",
+    )
+    .unwrap();
+    let _ = build_js(&agent, &out, &[OsStr::new("--typecheck")]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("tsconfig.json")).unwrap(),
+        "{\"compilerOptions\": {}}\n"
+    );
+}
+
 /// The SDK, the example and the probe type-check against `wit.d.ts`
 /// (which a unit test holds to `wit/`): a WIT change the SDK does not
 /// follow fails here.

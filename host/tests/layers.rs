@@ -20,8 +20,10 @@ const LAYERS: &[&[&str]] = &[
         "durable",
         "file_identity",
     ],
+    &["project"],
     &["world"],
     &["case"],
+    &["check"],
     &["log"],
     &["store"],
     &["mediate"],
@@ -41,6 +43,7 @@ const LAYERS: &[&[&str]] = &[
     &["otel"],
     &["report"],
     &["ui"],
+    &["scaffold"],
     &["cli"],
 ];
 

@@ -124,20 +124,33 @@ pub fn load(path: &Path, worlds_root: Option<&Path>) -> Result<Case, InputError>
 
 /// Parse a case from its bytes; `resolve` finds the world it names (from a
 /// `worlds/` folder, or from a store's snapshot of the recorded world).
+/// The error is the first problem (see [`parse_all`]).
 pub fn parse(
     path: &Path,
     bytes: Vec<u8>,
     resolve: impl FnOnce(&str) -> Result<World, InputError>,
 ) -> Result<Case, InputError> {
-    let text = InputError::utf8(path, bytes)?;
+    parse_all(path, bytes, resolve).map_err(|mut all| all.swap_remove(0))
+}
+
+/// [`parse`], with every problem the case has (in file order) when it has
+/// any: one for a file that is not TOML or names no loadable world, else
+/// one for each section that is wrong (`worldline check` lists them all).
+pub fn parse_all(
+    path: &Path,
+    bytes: Vec<u8>,
+    resolve: impl FnOnce(&str) -> Result<World, InputError>,
+) -> Result<Case, Vec<InputError>> {
+    let text = InputError::utf8(path, bytes).map_err(|e| vec![e])?;
     let src = Source { path, text: &text };
-    let doc: CaseToml = toml::from_str(&text).map_err(|e| InputError::toml(path, &text, &e))?;
+    let doc: CaseToml =
+        toml::from_str(&text).map_err(|e| vec![InputError::toml(path, &text, &e)])?;
     let world = resolve(doc.world.get_ref()).map_err(|e| {
-        if e.file == path && e.line.is_none() {
+        vec![if e.file == path && e.line.is_none() {
             src.at(doc.world.span().start, e.message)
         } else {
             e
-        }
+        }]
     })?;
     let overlay: Vec<world::overlay::Overlay> =
         doc.overlay.iter().map(|o| o.get_ref().clone()).collect();
@@ -147,10 +160,18 @@ pub fn parse(
             .and_then(|rest| rest.split(':').next()?.parse::<usize>().ok())
             .and_then(|n| doc.overlay.get(n - 1))
             .map_or(0, |o| o.span().start);
-        src.at(at, m)
+        vec![src.at(at, m)]
     })?;
+    // The checks below are independent: each problem is kept, and the
+    // case is built only when there are none.
+    let mut problems: Vec<InputError> = Vec::new();
+    fn keep<T>(problems: &mut Vec<InputError>, r: Result<T, InputError>) {
+        if let Err(e) = r {
+            problems.push(e);
+        }
+    }
     let task =
-        serde_json::to_value(&doc.task).map_err(|e| InputError::new(path, format!("task: {e}")))?;
+        serde_json::to_value(&doc.task).map_err(|e| InputError::new(path, format!("task: {e}")));
     let clock_ns = time::datetime_to_unix_ns(doc.clock.get_ref())
         .and_then(|ns| {
             if ns < 0 {
@@ -159,31 +180,56 @@ pub fn parse(
                 Ok(ns)
             }
         })
-        .map_err(|m| src.at(doc.clock.span().start, format!("clock: {m}")))?;
-    let permissions = check_permissions(&src, doc.permissions.as_ref(), &world)?;
-    let limits = doc.limits.check(path, &text)?;
-    let inject = check_inject(&src, &doc.inject, &world)?;
+        .map_err(|m| src.at(doc.clock.span().start, format!("clock: {m}")));
+    let permissions = check_permissions(&src, doc.permissions.as_ref(), &world);
+    let limits = doc.limits.check(path, &text);
+    let inject = check_inject(&src, &doc.inject, &world);
     if let Some(m) = &doc.model {
-        m.get_ref().check().map_err(|e| src.at(m.span().start, e))?;
+        keep(
+            &mut problems,
+            m.get_ref().check().map_err(|e| src.at(m.span().start, e)),
+        );
     }
     if let Some(e) = &doc.expect {
-        e.get_ref()
-            .check(&world)
-            .map_err(|m| src.at(e.span().start, format!("[expect]: {m}")))?;
+        keep(
+            &mut problems,
+            e.get_ref()
+                .check(&world)
+                .map_err(|m| src.at(e.span().start, format!("[expect]: {m}"))),
+        );
     }
     if let Some(u) = &doc.user {
-        u.get_ref().check().map_err(|m| src.at(u.span().start, m))?;
+        keep(
+            &mut problems,
+            u.get_ref().check().map_err(|m| src.at(u.span().start, m)),
+        );
     }
     for a in &doc.approve {
-        a.get_ref()
-            .check()
-            .map_err(|m| src.at(a.span().start, format!("[[approve]]: {m}")))?;
+        keep(
+            &mut problems,
+            a.get_ref()
+                .check()
+                .map_err(|m| src.at(a.span().start, format!("[[approve]]: {m}"))),
+        );
     }
     let fuzz = doc
         .fuzz
         .as_ref()
         .map(|f| fuzz::check(path, &text, f, &world, "[fuzz]"))
-        .transpose()?;
+        .transpose();
+    let (task, clock_ns, permissions, limits, inject, fuzz) =
+        match (task, clock_ns, permissions, limits, inject, fuzz) {
+            (Ok(t), Ok(c), Ok(p), Ok(l), Ok(i), Ok(f)) if problems.is_empty() => (t, c, p, l, i, f),
+            (t, c, p, l, i, f) => {
+                problems.extend(
+                    [t.err(), c.err(), p.err(), l.err(), i.err(), f.err()]
+                        .into_iter()
+                        .flatten(),
+                );
+                problems.sort_by_key(|e| e.line);
+                return Err(problems);
+            }
+        };
     Ok(Case {
         path: path.to_path_buf(),
         hash: canon::sha256_hex(text.as_bytes()),

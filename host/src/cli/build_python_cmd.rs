@@ -26,7 +26,7 @@ fn install_hint() -> String {
 }
 
 /// The Python guest SDK, by path under the build folder's `sdk/`.
-const SDK: &[(&str, &str)] = &[
+pub(super) const SDK: &[(&str, &str)] = &[
     (
         "worldline_guest/__init__.py",
         include_str!("../../../guest-sdk/python/worldline_guest/__init__.py"),

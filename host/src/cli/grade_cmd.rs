@@ -67,8 +67,10 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
         Some(crate::grade::gold::gold_state(&sandbox, &case))
     };
     let (g, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref());
+    let agent_error = crate::traceback::agent_error(footer);
     if args.common.json {
         report::print_json(&RegradeSummary {
+            agent_error,
             bundle: path.display().to_string(),
             case: case_path.display().to_string(),
             grade: &g,
@@ -87,6 +89,7 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
         for w in &warnings {
             println!("  warning: {w}");
         }
+        report::run::print_agent_error(agent_error.as_ref(), "  ");
         report::grade::print(&g, "  ");
     }
     Ok(verdict::exit_code(footer.status, Some(&g)))

@@ -10,7 +10,7 @@ use crate::fork::check::describe;
 use crate::grade::{diff, final_state};
 use crate::log::{Event, bundle};
 use crate::replay;
-use crate::report::timeline::{first_difference, summary};
+use crate::report::timeline::{Cut, first_difference, summary_cut};
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
@@ -23,6 +23,10 @@ pub struct HistoryArgs {
     /// Only events whose call contains this text (e.g. `tools`, `clocks`).
     #[arg(long)]
     pub only: Option<String>,
+    /// Show every value whole (by default values are cut to fit the
+    /// terminal's width, or about 120 columns when it is not one).
+    #[arg(long)]
+    pub full: bool,
     #[command(flatten)]
     pub redaction: RedactArgs,
     #[command(flatten)]
@@ -45,6 +49,10 @@ pub struct ShowArgs {
 pub struct DiffArgs {
     pub run_a: String,
     pub run_b: String,
+    /// Show the differing events whole (by default values are cut to fit
+    /// the terminal's width).
+    #[arg(long)]
+    pub full: bool,
     #[command(flatten)]
     pub redaction: RedactArgs,
     #[command(flatten)]
@@ -80,15 +88,18 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         .footer
         .as_ref()
         .map_or("incomplete", |f| f.status.as_str());
+    let agent_error = b.footer.as_ref().and_then(crate::traceback::agent_error);
     if args.common.json {
+        // The document does not depend on the terminal.
+        let cut = if args.full { Cut::Full } else { Cut::Standard };
         let rows: Vec<Value> = events
             .iter()
-            .map(|e| json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary(e), "injected": e.injected}))
+            .map(|e| json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary_cut(e, cut), "injected": e.injected}))
             .collect();
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"run": path.display().to_string(), "status": status, "header": b.header, "redacted_view": hidden.is_some(), "events": rows})
+                &json!({"run": path.display().to_string(), "status": status, "agent_error": agent_error, "header": b.header, "redacted_view": hidden.is_some(), "events": rows})
             )?
         );
         return Ok(ExitCode::Ok);
@@ -107,6 +118,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|p| p.fork_points())
         .unwrap_or_default();
+    crate::report::run::print_agent_error(agent_error.as_ref(), "");
     if let Some(p) = &b.header.parent {
         println!("fork of {} at event {}", p.run, p.event);
     }
@@ -126,6 +138,8 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     if let Some(n) = hidden {
         println!("redacted view: {n} distinct values hidden (--unredacted shows them)");
     }
+    // Sequence, virtual time, effect and call take 67 columns.
+    let cut = Cut::for_terminal(args.full, 67);
     for e in events {
         let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
         let mark = match &e.injected {
@@ -149,7 +163,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
             vtime(e.vtime_ns),
             format!("{:?}", e.effect).to_lowercase(),
             call,
-            summary(e)
+            summary_cut(e, cut)
         );
     }
     if b.footer.is_none() {
@@ -267,9 +281,11 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
         match first {
             None => println!("same events"),
             Some(i) => {
+                let cut = Cut::for_terminal(args.full, 5);
+                let line = |e: Option<&Event>| e.map_or("(none)".into(), |e| summary_cut(e, cut));
                 println!("first difference at event {i}:");
-                println!("  a: {}", ea.get(i).map_or("(none)".into(), summary));
-                println!("  b: {}", eb.get(i).map_or("(none)".into(), summary));
+                println!("  a: {}", line(ea.get(i)));
+                println!("  b: {}", line(eb.get(i)));
             }
         }
         if state.is_empty() {

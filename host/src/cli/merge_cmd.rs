@@ -61,7 +61,9 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     } else {
         report::suite::print_merged(&merged);
     }
-    Ok(if merged.failed == 0 {
+    Ok(if !merged.collection_errors.is_empty() {
+        ExitCode::Input
+    } else if merged.failed == 0 {
         ExitCode::Ok
     } else {
         ExitCode::Failed

@@ -4,14 +4,18 @@
 
 mod build_js_cmd;
 mod build_python_cmd;
+mod check_cmd;
 mod export_cmd;
 mod fork_cmd;
 mod fuzz_cmd;
 mod gc_cmd;
 mod grade_cmd;
+mod init_cmd;
 mod inspect_cmd;
 mod merge_cmd;
 mod otel_cmd;
+mod preload;
+mod project_args;
 mod redact_opts;
 mod replay_cmd;
 mod repro_cmd;
@@ -22,7 +26,7 @@ mod test_cmd;
 mod ui_cmd;
 
 use crate::error::{ExitCode, exit_code_of};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -81,7 +85,8 @@ pub fn partition_arg(
 /// Options every command takes.
 #[derive(Args, Clone)]
 pub struct Common {
-    /// Store directory for bundles, objects and the compile cache.
+    /// Store directory for bundles, objects and the compile cache (default:
+    /// `store` in worldline.toml, else `.worldline`).
     #[arg(long, global = true, default_value = ".worldline")]
     pub store: PathBuf,
     /// Print one JSON document on stdout instead of text.
@@ -91,6 +96,10 @@ pub struct Common {
 
 #[derive(Subcommand)]
 enum Command {
+    /// A new project: a world, two cases, an agent in Rust, Python or TypeScript.
+    Init(init_cmd::InitArgs),
+    /// Validate cases, worlds, fault profiles and worldline.toml without running anything.
+    Check(check_cmd::CheckArgs),
     /// Run an agent on one case and record the run.
     Run(run_cmd::RunArgs),
     /// Run an agent on a suite of cases; exit 1 when any fails.
@@ -161,6 +170,26 @@ fn compile_notice() -> crate::sandbox::CompileNotice {
     })
 }
 
+/// Print a `--json` document, with what the project file supplied under
+/// `settings` when there is one.
+fn print_json_with_settings(doc: &impl serde::Serialize) -> anyhow::Result<()> {
+    print_json_supplied(doc, project_args::supplied())
+}
+
+/// [`print_json_with_settings`] for settings a command completed itself.
+fn print_json_supplied(
+    doc: &impl serde::Serialize,
+    supplied: project_args::Supplied,
+) -> anyhow::Result<()> {
+    let mut value = serde_json::to_value(doc)?;
+    if supplied.file.is_some()
+        && let Some(map) = value.as_object_mut()
+    {
+        map.insert("settings".into(), serde_json::to_value(&supplied)?);
+    }
+    crate::report::print_json(&value)
+}
+
 /// An error as the one JSON document `--json` promises on stdout.
 fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
     let input = err
@@ -180,7 +209,22 @@ fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
 pub fn main() -> i32 {
     // Known before parsing, so that even a usage error answers in JSON.
     let json = std::env::args_os().any(|a| a == "--json");
-    let cli = match Cli::try_parse() {
+    let commands: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let argv = match project_args::apply(std::env::args_os().collect(), &commands) {
+        Ok(argv) => argv,
+        Err(e) => {
+            let err = anyhow::Error::from(e);
+            eprintln!("error: {err:#}");
+            if json {
+                println!("{}", error_json(ExitCode::Input, &err));
+            }
+            return ExitCode::Input as i32;
+        }
+    };
+    let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -197,6 +241,8 @@ pub fn main() -> i32 {
         }
     };
     let result = match cli.command {
+        Command::Init(args) => init_cmd::exec(args),
+        Command::Check(args) => check_cmd::exec(args),
         Command::Run(args) => run_cmd::exec(args),
         Command::Test(args) => test_cmd::exec(args),
         Command::Grade(args) => grade_cmd::exec(args),

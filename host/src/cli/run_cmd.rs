@@ -16,7 +16,8 @@ use std::path::PathBuf;
 pub struct RunArgs {
     /// The case file (TOML).
     pub case: PathBuf,
-    /// The agent component (.wasm built for wasm32-wasip2).
+    /// The agent component (.wasm built for wasm32-wasip2; default: `agent`
+    /// in worldline.toml).
     #[arg(long)]
     pub agent: PathBuf,
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
@@ -46,7 +47,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
         },
     )?;
     if args.common.json {
-        report::print_json(&RunSummary::of(&outcome))?;
+        super::print_json_with_settings(&RunSummary::of(&outcome))?;
     } else {
         report::run::print(&outcome);
     }

@@ -8,7 +8,6 @@ use super::{Common, ModelArgs};
 use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
 use crate::report::{self, suite::SuiteSummary};
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use crate::suite::select::{Candidate, Filter};
 use crate::suite::{Entry, Suite, last};
@@ -24,10 +23,10 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct TestArgs {
-    /// Case files, or folders searched for `*.toml` cases.
-    #[arg(required = true)]
+    /// Case files, or folders searched for `*.toml` cases (default: `cases`
+    /// in worldline.toml).
     pub cases: Vec<PathBuf>,
-    /// The agent component (.wasm).
+    /// The agent component (.wasm; default: `agent` in worldline.toml).
     #[arg(long)]
     pub agent: PathBuf,
     /// Folder holding the worlds (default: the nearest `worlds/` above each case).
@@ -81,8 +80,10 @@ struct Listed<'a> {
     world: String,
 }
 
-/// The cases the arguments select, in suite order.
-fn select(args: &TestArgs, store: &StoreDir) -> Result<Vec<Entry>> {
+/// The cases the arguments select, in suite order, and the case files
+/// that could not be loaded (collection errors: reported, and the suite
+/// exits 2 at the end, but the other cases still run).
+fn select(args: &TestArgs, store: &StoreDir) -> Result<(Vec<Entry>, Vec<InputError>)> {
     let filter = args
         .filter
         .as_deref()
@@ -95,9 +96,19 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<Vec<Entry>> {
         false => None,
     };
     let mut entries = Vec::new();
+    let mut broken = Vec::new();
+    // Every case's name, path, world and tags, for the near names of a
+    // filter that selects none.
+    let mut seen: Vec<(String, String, String, Vec<String>)> = Vec::new();
     for (index, path) in discover::expand(&args.cases)?.into_iter().enumerate() {
         let name = discover::display_name(&path);
-        let mut case = case::load(&path, args.worlds.as_deref())?;
+        let mut case = match case::load(&path, args.worlds.as_deref()) {
+            Ok(case) => case,
+            Err(e) => {
+                broken.push(e);
+                continue;
+            }
+        };
         if failed
             .as_ref()
             .is_some_and(|f| !f.contains(&last::key(&path)))
@@ -115,6 +126,7 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<Vec<Entry>> {
             })
         });
         if !selected {
+            seen.push((name, shown, world, case.tags.clone()));
             continue;
         }
         args.model.apply(&mut case)?;
@@ -124,6 +136,9 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<Vec<Entry>> {
             path,
             case,
         });
+    }
+    if let (Some(f), true, false) = (&filter, entries.is_empty(), seen.is_empty()) {
+        return Err(nothing_selected(args.filter.as_deref().unwrap_or(""), f, &seen).into());
     }
     if let Some(p) = partition {
         entries = entries
@@ -136,7 +151,43 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<Vec<Entry>> {
     if let Some(n) = args.limit {
         entries.truncate(n);
     }
-    Ok(entries)
+    Ok((entries, broken))
+}
+
+/// `-k` that selects none of the cases: a usage error (exit 2, as a typo
+/// should not pass as `0 passed`) naming what the filter may have meant.
+fn nothing_selected(
+    text: &str,
+    filter: &Filter,
+    seen: &[(String, String, String, Vec<String>)],
+) -> InputError {
+    let candidates: Vec<Candidate> = seen
+        .iter()
+        .map(|(name, path, world, tags)| Candidate {
+            name,
+            path,
+            world,
+            tags,
+        })
+        .collect();
+    let near = filter.near(&candidates, 5);
+    let hint = match near.is_empty() {
+        false => format!("near names: {}", near.join(", ")),
+        true => {
+            let some: Vec<&str> = seen.iter().take(5).map(|s| s.0.as_str()).collect();
+            format!(
+                "nothing is near it; the cases include {} (see `worldline test CASES --list`)",
+                some.join(", ")
+            )
+        }
+    };
+    InputError::new(
+        "--filter",
+        format!(
+            "`{text}` selects none of the {} case(s); {hint}",
+            seen.len()
+        ),
+    )
 }
 
 fn print_list(entries: &[Entry], json: bool) -> Result<()> {
@@ -177,24 +228,45 @@ fn progress(total: u64) -> ProgressBar {
     bar
 }
 
-pub fn exec(args: TestArgs) -> Result<ExitCode> {
+pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
+    let mut supplied = super::project_args::supplied();
+    if args.cases.is_empty() {
+        match super::project_args::project() {
+            Some(p) if !p.cases.is_empty() => {
+                args.cases = p.cases.clone();
+                let shown: Vec<String> = p.cases.iter().map(|c| c.display().to_string()).collect();
+                supplied = super::project_args::note("cases", shown.join(", "));
+            }
+            _ => {
+                return Err(InputError::new(
+                    "test",
+                    "no cases given: name case files or folders, or set `cases` in worldline.toml",
+                )
+                .into());
+            }
+        }
+    }
     if args.repeat == 0 {
         return Err(InputError::new("--repeat", "must be at least 1").into());
     }
     let store = StoreDir::open(&args.common.store)?;
-    let entries = select(&args, &store)?;
+    let (entries, broken) = select(&args, &store)?;
     if args.list {
         print_list(&entries, args.common.json)?;
-        return Ok(ExitCode::Ok);
+        for e in &broken {
+            eprintln!("error collecting {e}");
+        }
+        return Ok(if broken.is_empty() {
+            ExitCode::Ok
+        } else {
+            ExitCode::Input
+        });
     }
     let bar = progress(entries.len() as u64);
-    bar.set_message(format!(
-        "loading {} (compiled on the first run of a build)",
-        args.agent.display()
-    ));
+    bar.set_message(format!("loading {}", args.agent.display()));
     bar.enable_steady_tick(Duration::from_millis(200));
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
-    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
+    let loaded = super::preload::load(&store, &args.agent, &entries, &bar)?;
+    let (sandbox, agent) = (&loaded.sandbox, &loaded.agent);
     for e in &entries {
         store.put_case(&e.case)?;
     }
@@ -205,14 +277,15 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
     bar.set_message("0 failed");
     let failures = AtomicU64::new(0);
     let done = Suite {
-        sandbox: &sandbox,
-        agent: &agent,
+        sandbox,
+        agent,
         cases: &entries,
         store: &store,
         model_seed: args.model.model_seed,
         repeat: args.repeat,
         jobs,
         fail_fast: args.fail_fast,
+        collection_errors: &broken,
     }
     .run(&|c| {
         let failed = !c.skipped() && !c.passed();
@@ -221,7 +294,8 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
         bar.set_message(format!("{n} failed"));
     });
     bar.finish_and_clear();
-    let done = done?;
+    let mut done = done?;
+    done.compiles = loaded.compiles;
     last::record(&store, &done)?;
 
     if let Some(path) = &args.junit {
@@ -229,11 +303,13 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
             .map_err(|e| InputError::new(path, format!("cannot write JUnit report: {e}")))?;
     }
     if args.common.json {
-        report::print_json(&SuiteSummary::of(&done))?;
+        super::print_json_supplied(&SuiteSummary::of(&done), supplied)?;
     } else {
         report::suite::print(&done);
     }
-    Ok(if done.failed() == 0 {
+    Ok(if !done.collection_errors.is_empty() {
+        ExitCode::Input
+    } else if done.failed() == 0 {
         ExitCode::Ok
     } else {
         ExitCode::Failed

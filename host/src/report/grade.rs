@@ -7,6 +7,8 @@ use serde::Serialize;
 /// The `grade --json` document.
 #[derive(Serialize)]
 pub struct RegradeSummary<'a> {
+    /// The agent's own error when the recorded run did not complete.
+    pub agent_error: Option<crate::traceback::AgentError>,
     pub bundle: String,
     pub case: String,
     pub grade: &'a Grade,

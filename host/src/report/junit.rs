@@ -1,7 +1,8 @@
 //! A suite as JUnit XML for CI, written with `quick-junit` (the writer
 //! cargo-nextest uses): one testsuite, one testcase per case, a graded
 //! failure as `<failure>`, an agent fault or a case that could not run as
-//! `<error>`, a case `--fail-fast` never started as `<skipped>`; the seed,
+//! `<error>`, a case file that could not be loaded as an `<error>` of its
+//! own, a case `--fail-fast` never started as `<skipped>`; the seed,
 //! world, agent and (with `--repeat`) the pass rate as properties; the
 //! bundle's path in `<system-out>`.
 
@@ -30,6 +31,14 @@ pub fn render(s: &SuiteRun) -> anyhow::Result<String> {
     for c in &s.cases {
         suite.add_test_case(test_case(c, s.repeat));
     }
+    for e in &s.collection_errors {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        status
+            .set_message(e.to_string())
+            .set_type("collection error");
+        let name = crate::case::discover::display_name(&e.file);
+        suite.add_test_case(TestCase::new(name.as_str(), status));
+    }
     let mut report = Report::new("worldline");
     report
         .set_timestamp(started)
@@ -41,7 +50,9 @@ pub fn render(s: &SuiteRun) -> anyhow::Result<String> {
 fn test_case(c: &CaseRun, repeat: u64) -> TestCase {
     let Some(shown) = c.shown() else {
         let mut status = TestCaseStatus::skipped();
-        status.set_message("not run: --fail-fast stopped the suite after a failure");
+        status.set_message(
+            "not run: --fail-fast stopped the suite after a failure or a collection error",
+        );
         return TestCase::new(c.name.as_str(), status);
     };
     let status = if c.passed() {
@@ -108,6 +119,12 @@ fn details(a: &Attempt) -> String {
     }
     if let Some(e) = &o.footer.error {
         body.push_str(&format!("{e}\n"));
+    }
+    if let Some(e) = crate::traceback::agent_error(&o.footer) {
+        body.push_str(&format!("agent error ({}): {}\n", e.status, e.message));
+        if let Some(t) = &e.traceback {
+            body.push_str(&format!("{t}\n"));
+        }
     }
     body
 }

@@ -4,12 +4,14 @@ use crate::grade::Grade;
 use crate::grade::verdict;
 use crate::log::{Footer, Status};
 use crate::run::RunOutcome;
-use crate::traceback::{self, Account};
+use crate::traceback::{self, Account, AgentError};
 use serde::Serialize;
 
 /// The `run --json` document. Scripts rely on these names.
 #[derive(Serialize)]
 pub struct RunSummary<'a> {
+    /// The agent's own error when it did not complete.
+    pub agent_error: Option<AgentError>,
     pub agent_sha256: &'a str,
     pub backtrace: &'a [String],
     pub bundle: Option<String>,
@@ -35,6 +37,7 @@ impl<'a> RunSummary<'a> {
     pub fn of(o: &'a RunOutcome) -> Self {
         let f = &o.footer;
         RunSummary {
+            agent_error: traceback::agent_error(f),
             agent_sha256: &o.header.agent_sha256,
             backtrace: &f.backtrace,
             bundle: o.bundle.as_ref().map(|p| p.display().to_string()),
@@ -65,6 +68,13 @@ fn account(f: &Footer) -> Option<Account> {
         traceback::find(&f.stderr)
     } else {
         None
+    }
+}
+
+/// The agent's own error, when it has one, as lines under a run.
+pub fn print_agent_error(e: Option<&AgentError>, indent: &str) {
+    for l in e.iter().flat_map(|e| e.lines()) {
+        println!("{indent}{l}");
     }
 }
 

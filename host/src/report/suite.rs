@@ -1,9 +1,10 @@
 //! A suite: the `test --json` document and the text report (a line per
 //! case with its run id, then `N passed, N failed`).
 
+use super::check::Problem;
 use crate::fuzz::stats::{Z95, pass_hat_k, wilson};
 use crate::fuzz::summary::PassK;
-use crate::suite::{CaseRun, SuiteRun};
+use crate::suite::{CaseRun, Compile, SuiteRun};
 use serde::{Deserialize, Serialize};
 
 /// One case of the `test --json` document. Run-level fields describe the
@@ -11,6 +12,10 @@ use serde::{Deserialize, Serialize};
 /// first); `run_ids` lists every run.
 #[derive(Serialize, Deserialize)]
 pub struct CaseSummary {
+    /// The agent's own error (its `err` reason, exception, panic) in the
+    /// run that speaks for the case.
+    #[serde(default)]
+    pub agent_error: Option<crate::traceback::AgentError>,
     pub bundle: Option<String>,
     pub case: String,
     pub chain_hash: Option<String>,
@@ -78,6 +83,14 @@ impl ModelTotals {
 #[derive(Serialize, Deserialize)]
 pub struct SuiteSummary {
     pub cases: Vec<CaseSummary>,
+    /// Case files that could not be loaded; the suite exits 2 when there
+    /// are any.
+    #[serde(default)]
+    pub collection_errors: Vec<Problem>,
+    /// Components compiled before the first case (absent when the compile
+    /// cache held them all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compiles: Vec<Compile>,
     pub elapsed_ms: f64,
     pub failed: usize,
     /// Model calls of every run of the suite (absent when there were none).
@@ -102,6 +115,7 @@ impl CaseSummary {
             [lo, hi]
         });
         CaseSummary {
+            agent_error: o.and_then(|o| crate::traceback::agent_error(&o.footer)),
             bundle: o.and_then(|o| o.bundle.as_ref().map(|b| b.display().to_string())),
             case: c.name.clone(),
             chain_hash: o.map(|o| o.footer.chain_hash.clone()),
@@ -161,6 +175,8 @@ impl SuiteSummary {
         }
         SuiteSummary {
             cases: s.cases.iter().map(CaseSummary::of).collect(),
+            collection_errors: s.collection_errors.iter().map(Problem::of).collect(),
+            compiles: s.compiles.clone(),
             elapsed_ms: s.elapsed.as_secs_f64() * 1000.0,
             failed: s.failed(),
             model: (model.calls > 0).then_some(model),
@@ -188,6 +204,14 @@ impl SuiteSummary {
         for m in shards.iter().filter_map(|s| s.model.as_ref()) {
             model.add(m);
         }
+        let collection_errors: Vec<Problem> = shards
+            .iter()
+            .flat_map(|s| s.collection_errors.iter().cloned())
+            .collect();
+        let compiles: Vec<Compile> = shards
+            .iter()
+            .flat_map(|s| s.compiles.iter().cloned())
+            .collect();
         let mut cases: Vec<CaseSummary> = shards.into_iter().flat_map(|s| s.cases).collect();
         cases.sort_by_key(|c| c.index);
         if let Some(w) = cases.windows(2).find(|w| w[0].index == w[1].index) {
@@ -204,6 +228,8 @@ impl SuiteSummary {
         let passed = cases.iter().filter(|c| c.passed).count();
         let skipped = cases.iter().filter(|c| c.skipped).count();
         Ok(SuiteSummary {
+            collection_errors,
+            compiles,
             elapsed_ms,
             model: (model.calls > 0).then_some(model),
             failed: cases.len() - passed - skipped,
@@ -237,13 +263,28 @@ pub fn line(c: &CaseRun, width: usize) -> String {
         events,
         c.elapsed().as_secs_f64() * 1000.0
     );
-    match shown.reason() {
+    let reason = shown.reason();
+    let line = match &reason {
         Some(r) if runs > 1 => format!(
             "{line}  {} — {r} (run {})",
             shown.status(),
             shown.run_id().unwrap_or("-")
         ),
         Some(r) => format!("{line}  {} — {r}", shown.status()),
+        None => line,
+    };
+    // The agent's own error, under the case, unless the reason said it.
+    let own = shown
+        .outcome
+        .as_ref()
+        .ok()
+        .and_then(|o| crate::traceback::agent_error(&o.footer))
+        .filter(|e| reason.as_deref() != Some(e.message.as_str()) || e.at.is_some());
+    match own {
+        Some(e) => {
+            let lines: Vec<String> = e.lines().iter().map(|l| format!("      {l}")).collect();
+            format!("{line}\n{}", lines.join("\n"))
+        }
         None => line,
     }
 }
@@ -278,9 +319,28 @@ pub fn print_merged(s: &SuiteSummary) {
     print_totals(s);
 }
 
-/// pass^k with `--repeat`, the model totals when there were model calls,
-/// and `N passed, N failed[, N skipped]`.
+/// The collection errors, what was compiled before the first case (on
+/// stderr), pass^k
+/// with `--repeat`, the model totals when there were model calls, and
+/// `N passed, N failed[, N skipped][, N error(s) collecting cases]`.
 fn print_totals(s: &SuiteSummary) {
+    for e in &s.collection_errors {
+        println!("ERROR collecting {}", e.text());
+    }
+    if !s.compiles.is_empty() {
+        let each: Vec<String> = s
+            .compiles
+            .iter()
+            .map(|c| format!("{} {:.1} s", c.component, c.ms / 1000.0))
+            .collect();
+        let total: f64 = s.compiles.iter().map(|c| c.ms).sum();
+        // Metadata of this machine, beside the report (as the progress is).
+        eprintln!(
+            "compiled before the first case in {:.1} s, not in the case times: {}",
+            total / 1000.0,
+            each.join(", ")
+        );
+    }
     if !s.pass_k.is_empty() {
         let ks: Vec<String> = s
             .pass_k
@@ -303,5 +363,9 @@ fn print_totals(s: &SuiteSummary) {
         0 => String::new(),
         n => format!(", {n} skipped"),
     };
-    println!("{} passed, {} failed{skipped}", s.passed, s.failed);
+    let errors = match s.collection_errors.len() {
+        0 => String::new(),
+        n => format!(", {n} error(s) collecting cases"),
+    };
+    println!("{} passed, {} failed{skipped}{errors}", s.passed, s.failed);
 }

@@ -5,7 +5,56 @@ use crate::canon;
 use crate::log::Event;
 use serde_json::{Value, json};
 
-fn short(v: &Value, max: usize) -> String {
+/// How much of each value an event's summary keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// The limits as written: a line of about 120 characters (the UI,
+    /// `--json`, output that is not a terminal).
+    Standard,
+    /// The limits scaled to a terminal this many columns wide.
+    Columns(usize),
+    /// Nothing cut (`--full`).
+    Full,
+}
+
+/// The columns the standard limits are written for, and the narrowest
+/// they shrink to.
+const STANDARD_COLUMNS: usize = 120;
+const NARROWEST: usize = 48;
+
+impl Cut {
+    /// `--full`, else the width of the terminal: `COLUMNS` when set (as
+    /// shells and `ls` do), else stdout's size when it is a terminal, else
+    /// the standard limits. `taken` columns of the line go before the
+    /// summary.
+    pub fn for_terminal(full: bool, taken: usize) -> Cut {
+        if full {
+            return Cut::Full;
+        }
+        let columns = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .or_else(|| {
+                console::Term::stdout()
+                    .size_checked()
+                    .map(|(_, c)| c as usize)
+            });
+        match columns {
+            Some(c) => Cut::Columns(c.saturating_sub(taken).max(NARROWEST)),
+            None => Cut::Standard,
+        }
+    }
+
+    fn limit(self, max: usize) -> usize {
+        match self {
+            Cut::Standard => max,
+            Cut::Columns(c) => (max * c / STANDARD_COLUMNS).max(8),
+            Cut::Full => usize::MAX,
+        }
+    }
+}
+
+fn cut(v: &Value, max: usize) -> String {
     let text = match v {
         Value::String(s) => s.clone(),
         other => canon::to_string(other),
@@ -17,8 +66,14 @@ fn short(v: &Value, max: usize) -> String {
     }
 }
 
-/// One line of what an event asked and got.
+/// One line of what an event asked and got, with the standard limits.
 pub fn summary(e: &Event) -> String {
+    summary_cut(e, Cut::Standard)
+}
+
+/// One line of what an event asked and got, its values cut to `how`.
+pub fn summary_cut(e: &Event, how: Cut) -> String {
+    let short = |v: &Value, max: usize| cut(v, how.limit(max));
     if e.call == "worldline:agent/tools.call" {
         let answer = match (e.response.get("ok"), e.response.get("error")) {
             (_, Some(err)) => format!(

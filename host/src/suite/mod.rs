@@ -4,14 +4,15 @@
 //! cannot run (an internal error) is a result too; the suite goes on,
 //! unless the store cannot be written (a full disk, a read-only folder):
 //! that is an error of the machine, which stops the suite instead of
-//! failing every case.
+//! failing every case. A case file that cannot be loaded is a collection
+//! error: carried in the result, it stops nothing but `--fail-fast`.
 //! `select` decides which cases run; `last` remembers which failed.
 
 pub mod last;
 pub mod select;
 
 use crate::case::Case;
-use crate::error::{ExitCode, exit_code_of};
+use crate::error::{ExitCode, InputError, exit_code_of};
 use crate::fuzz::campaign::model_seed;
 use crate::grade::verdict;
 use crate::parallel::par_map;
@@ -125,6 +126,17 @@ impl CaseRun {
     }
 }
 
+/// A component compiled before the suite's first case (not in any case's
+/// time).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct Compile {
+    pub bytes: u64,
+    /// The file, and for a service, whose service it is.
+    pub component: String,
+    /// Real time the compile took.
+    pub ms: f64,
+}
+
 /// A finished suite.
 pub struct SuiteRun {
     pub cases: Vec<CaseRun>,
@@ -133,6 +145,10 @@ pub struct SuiteRun {
     /// When it started and how long it took (real time, for reports).
     pub started: SystemTime,
     pub elapsed: Duration,
+    /// Case files that could not be loaded (reported; the suite exits 2).
+    pub collection_errors: Vec<InputError>,
+    /// Components compiled before the first case (the caller's to fill).
+    pub compiles: Vec<Compile>,
 }
 
 impl SuiteRun {
@@ -160,8 +176,12 @@ pub struct Suite<'a> {
     /// Runs of each case; repetition `r > 0` draws its own model seed.
     pub repeat: u64,
     pub jobs: usize,
-    /// Stop starting cases after the first that does not pass.
+    /// Stop starting cases after the first that does not pass, or before
+    /// the first when a case file could not be loaded.
     pub fail_fast: bool,
+    /// Case files that could not be loaded: the other cases run (as in
+    /// pytest and nextest), unless `fail_fast`.
+    pub collection_errors: &'a [InputError],
 }
 
 impl Suite<'_> {
@@ -170,7 +190,7 @@ impl Suite<'_> {
     pub fn run(&self, done: &(dyn Fn(&CaseRun) + Sync)) -> anyhow::Result<SuiteRun> {
         let started = SystemTime::now();
         let t0 = Instant::now();
-        let stop = AtomicBool::new(false);
+        let stop = AtomicBool::new(!self.collection_errors.is_empty());
         let repeat = self.repeat.max(1);
         let cases = par_map(self.cases.len(), self.jobs, |i| {
             let e = &self.cases[i];
@@ -218,6 +238,8 @@ impl Suite<'_> {
             repeat,
             started,
             elapsed: t0.elapsed(),
+            collection_errors: self.collection_errors.to_vec(),
+            compiles: Vec::new(),
         })
     }
 }

@@ -41,7 +41,44 @@ pub struct Candidate<'a> {
     pub tags: &'a [String],
 }
 
+/// The fewest edits that turn `word` into some stretch of `text` (of its
+/// length, one more or one less), when that is few enough to be a typo:
+/// at most a third of the word, and at least one.
+fn typo_distance(word: &str, text: &str) -> Option<usize> {
+    let w: Vec<char> = word.to_lowercase().chars().collect();
+    let t: Vec<char> = text.to_lowercase().chars().collect();
+    if w.is_empty() {
+        return None;
+    }
+    let allowed = (w.len() / 3).max(1);
+    let mut best = usize::MAX;
+    for len in w.len().saturating_sub(1).max(1)..=w.len() + 1 {
+        if len > t.len() {
+            best = best.min(strsim::generic_damerau_levenshtein(&w, &t));
+            break;
+        }
+        for window in t.windows(len) {
+            best = best.min(strsim::generic_damerau_levenshtein(&w, window));
+        }
+    }
+    (best <= allowed).then_some(best)
+}
+
 impl Expr {
+    /// The terms a case must match to be selected: every term not under a
+    /// `not` (`None` for a bare word).
+    fn wanted<'a>(&'a self, out: &mut Vec<(Option<&'a Field>, &'a str)>) {
+        match self {
+            Expr::Word(w) => out.push((None, w)),
+            Expr::Term(f, g) => out.push((Some(f), g)),
+            Expr::Not(_) => {}
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                a.wanted(out);
+                b.wanted(out);
+            }
+        }
+    }
+
     fn matches(&self, c: &Candidate) -> bool {
         match self {
             Expr::Word(w) => c.name.contains(w.as_str()),
@@ -59,6 +96,52 @@ impl Expr {
 impl Filter {
     pub fn matches(&self, c: &Candidate) -> bool {
         self.0.matches(c)
+    }
+
+    /// When the filter selects nothing: what its terms may have meant,
+    /// written as filter terms (`incident/stale-deploys`, `tag:slow`),
+    /// nearest first, at most `max`. A term is near a value when it is
+    /// a few edits from some part of it (a typo of a substring).
+    pub fn near(&self, cases: &[Candidate], max: usize) -> Vec<String> {
+        let mut wanted = Vec::new();
+        self.0.wanted(&mut wanted);
+        let mut scored: Vec<(usize, String)> = Vec::new();
+        for (field, value) in wanted {
+            let plain: String = value.chars().filter(|c| !matches!(c, '*' | '?')).collect();
+            let mut pool = std::collections::BTreeSet::new();
+            for c in cases {
+                match field {
+                    None | Some(Field::Name) => pool.insert(c.name.to_string()),
+                    Some(Field::Path) => pool.insert(c.path.to_string()),
+                    Some(Field::World) => pool.insert(c.world.to_string()),
+                    Some(Field::Tag) => {
+                        c.tags.iter().for_each(|t| {
+                            pool.insert(t.clone());
+                        });
+                        false
+                    }
+                };
+            }
+            let prefix = match field {
+                None | Some(Field::Name) => "",
+                Some(Field::Path) => "path:",
+                Some(Field::World) => "world:",
+                Some(Field::Tag) => "tag:",
+            };
+            for v in pool {
+                if let Some(d) = typo_distance(&plain, &v) {
+                    scored.push((d, format!("{prefix}{v}")));
+                }
+            }
+        }
+        scored.sort();
+        let mut out: Vec<String> = Vec::new();
+        for (_, s) in scored {
+            if !out.contains(&s) && out.len() < max {
+                out.push(s);
+            }
+        }
+        out
     }
 
     /// Parse an expression; the error says what was expected where.
@@ -199,6 +282,26 @@ mod tests {
         assert!(!yes("stale and not tag:model"));
         assert!(yes("name:incident/* and path:cases/*"));
         assert!(!yes("not stale or tag:fast"), "not binds tighter than or");
+    }
+
+    #[test]
+    fn a_filter_that_selects_nothing_names_what_it_may_have_meant() {
+        let tags = vec!["slow".to_string()];
+        let none: Vec<String> = Vec::new();
+        let cases = [
+            case("incident/stale-deploys", &tags),
+            case("incident/fresh-deploys", &none),
+            case("billing/refund", &none),
+        ];
+        let near = |f: &str| Filter::parse(f).unwrap().near(&cases, 5);
+        assert_eq!(near("stlae"), ["incident/stale-deploys"]);
+        assert_eq!(near("refnud and not tag:x"), ["billing/refund"]);
+        assert_eq!(near("tag:slwo"), ["tag:slow"]);
+        assert_eq!(
+            near("deplyos"),
+            ["incident/fresh-deploys", "incident/stale-deploys"]
+        );
+        assert!(near("zzzzzzzz").is_empty());
     }
 
     #[test]

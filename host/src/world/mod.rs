@@ -176,9 +176,29 @@ pub fn parse_reference(reference: &str) -> Option<(&str, u32)> {
     valid_name.then_some((name, version))
 }
 
+/// Whether a world's `[service]` component must be there to load it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Component {
+    /// It must (a world that will run).
+    Required,
+    /// It may be missing, not built yet (`worldline check`, which runs
+    /// nothing); the world then has no `service`.
+    MayBeUnbuilt,
+}
+
 /// Load `name@vN` from a `worlds/` folder. `referrer` is the file that named
 /// the world (for error messages).
 pub fn load(worlds_root: &Path, reference: &str, referrer: &Path) -> Result<World, InputError> {
+    load_with(worlds_root, reference, referrer, Component::Required)
+}
+
+/// [`load`], the service component as `component` says.
+pub fn load_with(
+    worlds_root: &Path,
+    reference: &str,
+    referrer: &Path,
+    component: Component,
+) -> Result<World, InputError> {
     let (name, version) = parse_reference(reference).ok_or_else(|| {
         InputError::new(
             referrer,
@@ -209,27 +229,52 @@ pub fn load(worlds_root: &Path, reference: &str, referrer: &Path) -> Result<Worl
             ),
         ));
     }
-    load_checked(&world_dir, Some((name, version)))
+    load_checked(&world_dir, Some((name, version)), component).map_err(|mut all| all.swap_remove(0))
 }
 
 /// Load the world in one folder.
 pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
-    load_checked(world_dir, None)
+    load_checked(world_dir, None, Component::Required).map_err(|mut all| all.swap_remove(0))
+}
+
+/// Every problem of the world in one folder (none when it loads), its
+/// `[service]` component allowed to be unbuilt; a folder named
+/// `worlds/<name>/v<N>/` must hold that name and version.
+pub fn problems(world_dir: &Path) -> Vec<InputError> {
+    let version = world_dir
+        .file_name()
+        .and_then(|v| v.to_str()?.strip_prefix('v')?.parse::<u32>().ok());
+    let name = world_dir
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str());
+    let expected = name.zip(version);
+    load_checked(world_dir, expected, Component::MayBeUnbuilt)
+        .err()
+        .unwrap_or_default()
 }
 
 /// Load the world in one folder; with `expected`, its `name` and `version`
 /// must be the ones its folder (`worlds/<name>/v<N>/`) says, or its runs
-/// could not be found again by the reference they record.
-fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World, InputError> {
+/// could not be found again by the reference they record. The error is
+/// every problem found, in the order of the file: one when `world.toml`
+/// is not valid TOML, else one for each table, tool or section that is
+/// wrong.
+fn load_checked(
+    world_dir: &Path,
+    expected: Option<(&str, u32)>,
+    component: Component,
+) -> Result<World, Vec<InputError>> {
     let toml_path = world_dir.join("world.toml");
-    let mut folder = Folder::open(world_dir)?;
-    let source = folder.read_text("world.toml")?;
+    let mut folder = Folder::open(world_dir).map_err(|e| vec![e])?;
+    let source = folder.read_text("world.toml").map_err(|e| vec![e])?;
     let doc: WorldToml =
-        toml::from_str(&source).map_err(|e| InputError::toml(&toml_path, &source, &e))?;
+        toml::from_str(&source).map_err(|e| vec![InputError::toml(&toml_path, &source, &e)])?;
     let at = |offset: usize, m: String| InputError::at(&toml_path, &source, offset, m);
+    let mut problems = Vec::new();
     if let Some((name, version)) = expected {
         if doc.name.get_ref() != name {
-            return Err(at(
+            problems.push(at(
                 doc.name.span().start,
                 format!(
                     "name `{}` disagrees with the folder, which says `{name}`; name the world after its folder",
@@ -238,7 +283,7 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
             ));
         }
         if *doc.version.get_ref() != version {
-            return Err(at(
+            problems.push(at(
                 doc.version.span().start,
                 format!(
                     "version {} disagrees with the folder, which says v{version}; give the folder's version",
@@ -249,24 +294,53 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
     }
     let mut initial = State::default();
     for (name, spanned) in &doc.tables {
-        let table = load_table(&mut folder, &source, name, spanned)?;
-        initial.tables.insert(name.clone(), table);
+        match load_table(&mut folder, &source, name, spanned) {
+            Ok(table) => {
+                initial.tables.insert(name.clone(), table);
+            }
+            Err(e) => problems.push(e),
+        }
     }
     if let Some(files) = &doc.files {
-        initial.files = folder
-            .read_files(&files.get_ref().dir)
-            .map_err(|m| at(files.span().start, m))?;
+        match folder.read_files(&files.get_ref().dir) {
+            Ok(f) => initial.files = f,
+            Err(m) => problems.push(at(files.span().start, m)),
+        }
     }
-    let tools = load_tools(&toml_path, &source, &doc.tools, &initial)?;
-    let service = load_service(&mut folder, &source, doc.service.as_ref(), &tools)?;
+    // A tool naming a table that failed to load would only repeat that
+    // table's problem.
+    let tables_ok = problems.is_empty();
+    let tools = load_tools(
+        &toml_path,
+        &source,
+        &doc.tools,
+        &initial,
+        tables_ok,
+        &mut problems,
+    );
+    let service = load_service(
+        &mut folder,
+        &source,
+        doc.service.as_ref(),
+        &tools,
+        component,
+    )
+    .unwrap_or_else(|e| {
+        problems.push(e);
+        None
+    });
     if let Some(rule) = doc.permissions.rule_naming_nothing(&tools) {
-        return Err(at(
+        problems.push(at(
             source.find("[permissions]").unwrap_or(0),
             format!("[permissions] rule `{rule}` names no tool of this world"),
         ));
     }
     if doc.name.get_ref().is_empty() {
-        return Err(at(doc.name.span().start, "`name` is empty".into()));
+        problems.push(at(doc.name.span().start, "`name` is empty".into()));
+    }
+    if !problems.is_empty() {
+        problems.sort_by_key(|e| (e.file != toml_path, e.line));
+        return Err(problems);
     }
     Ok(World {
         name: doc.name.into_inner(),
@@ -290,6 +364,7 @@ fn load_service(
     source: &str,
     declared: Option<&toml::Spanned<service::ServiceToml>>,
     tools: &[Tool],
+    component: Component,
 ) -> Result<Option<service::ServiceSource>, InputError> {
     let toml_path = folder.path.join("world.toml");
     let first_service_tool = tools.iter().find(|t| matches!(t.op, Op::Service));
@@ -310,6 +385,12 @@ fn load_service(
         )),
         (Some(spanned), Some(_)) => {
             let t = spanned.get_ref();
+            if component == Component::MayBeUnbuilt
+                && check_relative(&t.component).is_ok()
+                && !folder.path.join(&t.component).exists()
+            {
+                return Ok(None);
+            }
             let bytes = folder.read_bytes(&t.component).map_err(|e| {
                 InputError::at(
                     &toml_path,
@@ -370,23 +451,29 @@ fn load_table(
     })
 }
 
-/// The declared tools in order, each checked against the tables.
+/// The declared tools in order, each checked against the tables (when
+/// they loaded); a tool that is wrong is a problem and left out.
 fn load_tools(
     toml_path: &Path,
     source: &str,
     declared: &[toml::Spanned<tools::ToolToml>],
     initial: &State,
-) -> Result<Vec<Tool>, InputError> {
+    tables_ok: bool,
+    problems: &mut Vec<InputError>,
+) -> Vec<Tool> {
     let mut list: Vec<Tool> = Vec::with_capacity(declared.len());
     for spanned in declared {
         let at = |m: String| InputError::at(toml_path, source, spanned.span().start, m);
-        let tool = tools::resolve(spanned.get_ref(), initial).map_err(at)?;
-        if list.iter().any(|t| t.name == tool.name) {
-            return Err(at(format!("tool `{}` is declared twice", tool.name)));
+        match tools::resolve(spanned.get_ref(), initial) {
+            Ok(tool) if list.iter().any(|t| t.name == tool.name) => {
+                problems.push(at(format!("tool `{}` is declared twice", tool.name)));
+            }
+            Ok(tool) => list.push(tool),
+            Err(m) if tables_ok => problems.push(at(m)),
+            Err(_) => {}
         }
-        list.push(tool);
     }
-    Ok(list)
+    list
 }
 
 /// Refuse paths that could leave the folder before even trying them.

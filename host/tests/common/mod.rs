@@ -288,6 +288,23 @@ where
     )
 }
 
+/// Run the `worldline` binary with `args` in the folder `dir` (where it
+/// finds a project's `worldline.toml`), with extra environment variables.
+pub fn worldline_at<I, S>(dir: &Path, args: I, env: &[(&str, &str)]) -> CliOutput
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    CliOutput::of(
+        Command::new(env!("CARGO_BIN_EXE_worldline"))
+            .args(args)
+            .envs(env.iter().copied())
+            .current_dir(dir)
+            .output()
+            .expect("cannot start the worldline binary"),
+    )
+}
+
 /// `worldline replay RUN --json` on `store` exits 0 with verdict
 /// `identical`.
 #[track_caller]

@@ -8,6 +8,7 @@
 //! the bundle with ComponentizeJS against the `agent` world. Node.js and the
 //! pinned npm packages come from the user's cache ([`toolchain`]).
 
+pub(super) mod editor;
 mod toolchain;
 #[cfg(test)]
 mod types;
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The JS/TS guest SDK, by path under the build folder's `sdk/`.
-const SDK: &[(&str, &str)] = &[
+pub(super) const SDK: &[(&str, &str)] = &[
     (
         "approval.ts",
         include_str!("../../../../guest-sdk/js/approval.ts"),
@@ -84,6 +85,10 @@ pub struct BuildJsArgs {
     /// The folder holding the pinned npm packages (default: $WORLDLINE_JS_TOOLCHAIN, else worldline/js in the user's cache).
     #[arg(long)]
     pub toolchain: Option<PathBuf>,
+    /// Type-check the agent first with `tsc --noEmit` (TypeScript 7.0.2 in
+    /// the toolchain folder); its errors are exit 2, as `file:line:column`.
+    #[arg(long)]
+    pub typecheck: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -99,6 +104,11 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
     let node_version = toolchain::node_version(&args.node)?;
     let tools = toolchain::folder(args.toolchain.as_deref());
     toolchain::check_packages(&tools)?;
+    // The `worldline` module's types, for tsc and editors in the agent's folder.
+    editor::write_types(&agent_dir)?;
+    if args.typecheck {
+        editor::typecheck(&args.node, &tools, &agent_dir)?;
+    }
 
     let work = tempfile::Builder::new()
         .prefix("worldline-build-js-")

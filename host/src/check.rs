@@ -1,0 +1,200 @@
+//! `worldline check`: every case, world, fault profile and project file
+//! under some paths parsed and validated (a world's tables, tools,
+//! `[service]` and permissions; a case against its world), nothing run,
+//! and every problem found with its file, line and column. A world's
+//! service component that is not built yet is a note, not a problem: a
+//! new project is checked before its first build.
+
+use crate::case;
+use crate::error::InputError;
+use crate::world::{self, Component};
+use std::path::{Path, PathBuf};
+
+/// What a checked file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Case,
+    World,
+    Profile,
+    Project,
+}
+
+/// The outcome of a check.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// Every file checked, in the order found, with what it is.
+    pub files: Vec<(PathBuf, Kind)>,
+    /// Every problem, each once, in the order found.
+    pub problems: Vec<InputError>,
+    /// What is fine for now but will stop a run (an unbuilt service).
+    pub notes: Vec<String>,
+}
+
+impl Checked {
+    pub fn count(&self, kind: Kind) -> usize {
+        self.files.iter().filter(|(_, k)| *k == kind).count()
+    }
+
+    fn problem(&mut self, e: InputError) {
+        if !self.problems.contains(&e) {
+            self.problems.push(e);
+        }
+    }
+}
+
+/// Files a walk leaves alone: other tools' manifests.
+const NOT_OURS: &[&str] = &[
+    "Cargo.toml",
+    "pyproject.toml",
+    "rust-toolchain.toml",
+    "rustfmt.toml",
+    "clippy.toml",
+    "deny.toml",
+];
+
+/// Check everything under `paths` (files, or folders searched for `.toml`
+/// files); cases find their worlds in `worlds_root`, else in the nearest
+/// `worlds/` above them.
+pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>) -> Checked {
+    let mut out = Checked::default();
+    for p in paths {
+        if p.is_dir() {
+            let mut found = Vec::new();
+            if let Err(e) = walk(p, &mut found) {
+                out.problem(InputError::new(p, format!("cannot read folder: {e}")));
+            }
+            found.sort();
+            for f in found {
+                check_file(&f, false, worlds_root, &mut out);
+            }
+        } else if p.is_file() {
+            check_file(p, true, worlds_root, &mut out);
+        } else {
+            out.problem(InputError::new(p, "no such file or folder"));
+        }
+    }
+    out
+}
+
+/// The `.toml` files under `dir`, passing over hidden folders, build
+/// output, dependencies and stores.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if p.is_dir() {
+            let skip = name.starts_with('.')
+                || matches!(name.as_str(), "target" | "node_modules" | "__pycache__")
+                || (p.join("runs").is_dir() && p.join("objects").is_dir());
+            if !skip {
+                walk(&p, out)?;
+            }
+        } else if name.ends_with(".toml") && !NOT_OURS.contains(&name.as_str()) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Checked) {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name == crate::project::FILE {
+        out.files.push((file.to_path_buf(), Kind::Project));
+        if let Err(e) = crate::project::load(file) {
+            out.problem(e);
+        }
+        return;
+    }
+    if name == "world.toml" {
+        let dir = file.parent().unwrap_or(Path::new("."));
+        out.files.push((file.to_path_buf(), Kind::World));
+        for e in world::problems(dir) {
+            out.problem(e);
+        }
+        if let Some(note) = unbuilt_service(dir) {
+            out.notes.push(note);
+        }
+        return;
+    }
+    // Inside a world folder, a `.toml` is the world's data, not a case.
+    if !named
+        && file
+            .ancestors()
+            .skip(1)
+            .any(|d| d.join("world.toml").is_file())
+    {
+        return;
+    }
+    let text = match std::fs::read(file) {
+        Ok(b) => match InputError::utf8(file, b) {
+            Ok(t) => t,
+            Err(e) => return out.problem(e),
+        },
+        Err(e) => return out.problem(InputError::new(file, format!("cannot read: {e}"))),
+    };
+    let table: toml::Table = match toml::from_str(&text) {
+        Ok(t) => t,
+        Err(e) => return out.problem(InputError::toml(file, &text, &e)),
+    };
+    if table.contains_key("world") {
+        out.files.push((file.to_path_buf(), Kind::Case));
+        check_case(file, text, worlds_root, out);
+    } else if ["tools", "clock_skew_s", "user"]
+        .iter()
+        .any(|k| table.contains_key(*k))
+    {
+        out.files.push((file.to_path_buf(), Kind::Profile));
+        if let Err(e) = toml::from_str::<case::fuzz::ProfileToml>(&text) {
+            out.problem(InputError::toml(file, &text, &e));
+        }
+    } else if named || in_cases_folder(file) {
+        out.problem(InputError::new(
+            file,
+            "not a case (no `world = \"name@vN\"`), world, fault profile or worldline.toml",
+        ));
+    }
+}
+
+fn in_cases_folder(file: &Path) -> bool {
+    file.components().any(|c| c.as_os_str() == "cases")
+}
+
+fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut Checked) {
+    let root = worlds_root
+        .map(Path::to_path_buf)
+        .or_else(|| case::find_worlds_root(file));
+    let parsed = case::parse_all(file, text.into_bytes(), |reference| {
+        let root = root.as_ref().ok_or_else(|| {
+            InputError::new(
+                file,
+                "no `worlds/` folder found above the case; pass --worlds DIR",
+            )
+        })?;
+        world::load_with(root, reference, file, Component::MayBeUnbuilt)
+    });
+    if let Err(all) = parsed {
+        all.into_iter().for_each(|e| out.problem(e));
+    }
+}
+
+/// A note when the world declares a `[service]` whose component is not
+/// there yet.
+fn unbuilt_service(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("world.toml")).ok()?;
+    let doc: toml::Table = toml::from_str(&text).ok()?;
+    let component = doc.get("service")?.get("component")?.as_str()?;
+    let file = dir.join(component);
+    (world::check_relative(component).is_ok() && !file.exists()).then(|| {
+        format!(
+            "{}: the [service] component is not built yet; build it before a run",
+            file.display()
+        )
+    })
+}

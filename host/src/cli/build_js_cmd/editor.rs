@@ -1,0 +1,156 @@
+//! The `worldline` module for tsc and editors in an agent's folder: the
+//! SDK's sources in `.worldline-sdk/` (refreshed when they differ from the
+//! binary's) and, when the folder has none, a `tsconfig.json` that maps
+//! `worldline` to them; and `build-js --typecheck`, which runs the pinned
+//! TypeScript's `tsc --noEmit` on that configuration and reports every
+//! error as `file:line:column`.
+
+use crate::error::InputError;
+use anyhow::{Context as _, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The SDK's folder inside the agent's.
+pub const SDK_DIR: &str = ".worldline-sdk";
+
+/// The TypeScript `--typecheck` runs, at the version worldline is tested with.
+pub const TYPESCRIPT: (&str, &str) = ("typescript", "7.0.2");
+
+/// The configuration written when the agent's folder has none: the SDK's
+/// compiler options, `worldline` mapped to the SDK, the agent's files.
+const TSCONFIG: &str = r#"{
+  "//": "Written by worldline build-js: `worldline` resolves to the SDK in .worldline-sdk/ (refreshed by every build).",
+  "compilerOptions": {
+    "target": "es2022",
+    "module": "esnext",
+    "moduleResolution": "bundler",
+    "lib": ["es2022", "dom"],
+    "strict": true,
+    "noEmit": true,
+    "types": [],
+    "paths": { "worldline": ["./.worldline-sdk/index.ts"] }
+  },
+  "include": ["*.ts", "*.mts", ".worldline-sdk/wit.d.ts"]
+}
+"#;
+
+/// Write the SDK's sources into `agent_dir/.worldline-sdk/` (only the files
+/// that differ) and a `tsconfig.json` when there is none.
+pub fn write_types(agent_dir: &Path) -> Result<()> {
+    let dir = agent_dir.join(SDK_DIR);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, text) in super::SDK {
+        let path = dir.join(name);
+        if std::fs::read_to_string(&path).is_ok_and(|t| t == *text) {
+            continue;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let config = agent_dir.join("tsconfig.json");
+    if !config.exists() {
+        std::fs::write(&config, TSCONFIG)
+            .with_context(|| format!("writing {}", config.display()))?;
+    }
+    Ok(())
+}
+
+/// `tsc --noEmit -p agent_dir` with the toolchain's TypeScript; every
+/// error as `file:line:column: message` in one input error.
+pub fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Result<()> {
+    let (name, version) = TYPESCRIPT;
+    let tsc = toolchain.join("node_modules").join(name).join("bin/tsc");
+    let installed = std::fs::read_to_string(
+        toolchain
+            .join("node_modules")
+            .join(name)
+            .join("package.json"),
+    )
+    .ok()
+    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    .and_then(|v| v["version"].as_str().map(str::to_string));
+    if installed.as_deref() != Some(version) || !tsc.is_file() {
+        return Err(InputError::new(
+            toolchain,
+            format!(
+                "--typecheck needs TypeScript {version} there; install it with `npm install --prefix {} {name}@{version}`",
+                toolchain.display()
+            ),
+        )
+        .into());
+    }
+    let out = Command::new(node)
+        .arg(&tsc)
+        .args(["--noEmit", "--pretty", "false", "-p"])
+        .arg(agent_dir)
+        .current_dir(agent_dir)
+        .output()
+        .with_context(|| format!("running {} {}", node.display(), tsc.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<(PathBuf, Option<(usize, usize)>, String)> =
+        text.lines().filter_map(|l| parse(l, agent_dir)).collect();
+    let Some((file, line, _)) = errors.first().cloned() else {
+        anyhow::bail!("tsc failed ({}):\n{}", out.status, text.trim_end());
+    };
+    let listed: Vec<String> = errors
+        .iter()
+        .map(|(f, at, m)| {
+            let at = at.map_or(String::new(), |(l, c)| format!(":{l}:{c}"));
+            format!("  {}{at}: {m}", f.display())
+        })
+        .collect();
+    Err(InputError {
+        file,
+        line,
+        message: format!(
+            "the agent does not type-check ({} error(s)):\n{}",
+            errors.len(),
+            listed.join("\n")
+        ),
+    }
+    .into())
+}
+
+/// One line of tsc's plain output: `file(line,col): error TS2322: text`
+/// (the file relative to `dir`).
+fn parse(line: &str, dir: &Path) -> Option<(PathBuf, Option<(usize, usize)>, String)> {
+    let (head, message) = line.split_once(": error ")?;
+    let message = message.to_string();
+    match head.rsplit_once('(') {
+        Some((file, place)) => {
+            let place = place.strip_suffix(')')?;
+            let (l, c) = place.split_once(',')?;
+            Some((
+                dir.join(file),
+                Some((l.parse().ok()?, c.parse().ok()?)),
+                message,
+            ))
+        }
+        None => Some((dir.join(head), None, message)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tsc_lines_become_places() {
+        let dir = Path::new("/a");
+        assert_eq!(
+            parse(
+                "agent.ts(4,7): error TS2322: Type 'number' is not assignable to type 'string'.",
+                dir
+            ),
+            Some((
+                PathBuf::from("/a/agent.ts"),
+                Some((4, 7)),
+                "TS2322: Type 'number' is not assignable to type 'string'.".to_string()
+            ))
+        );
+        assert_eq!(parse("  the next line of a message", dir), None);
+    }
+}

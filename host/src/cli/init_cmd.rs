@@ -1,0 +1,129 @@
+//! `worldline init [DIR] --lang rust|python|ts`: a new project (see
+//! `scaffold`), with the SDK's sources where editors and `tsc` find them
+//! (`.sdk/python` for `worldline_guest`; `agent/.worldline-sdk` and
+//! `agent/tsconfig.json`, as `build-js` writes them, for `worldline`).
+//! Refuses to write over a file that exists.
+
+use super::Common;
+use crate::error::{ExitCode, InputError};
+use crate::scaffold::{self, Lang};
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LangArg {
+    Rust,
+    Python,
+    Ts,
+}
+
+#[derive(Args)]
+pub struct InitArgs {
+    /// The project's folder (default: the working folder); created when missing.
+    pub dir: Option<PathBuf>,
+    /// The agent's language.
+    #[arg(long, value_enum)]
+    pub lang: LangArg,
+    /// With --lang rust: the worldline source folder whose `guest-sdk` and
+    /// `service-sdk` the project depends on (default: the sources this
+    /// binary was built from).
+    #[arg(long)]
+    pub sdk: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// The sources this binary was built from, when they are still there.
+fn default_sdk() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    root.join("guest-sdk/Cargo.toml")
+        .is_file()
+        .then(|| root.to_path_buf())
+}
+
+pub fn exec(args: InitArgs) -> Result<ExitCode> {
+    let lang = match args.lang {
+        LangArg::Rust => Lang::Rust,
+        LangArg::Python => Lang::Python,
+        LangArg::Ts => Lang::Ts,
+    };
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let sdk = match (lang, &args.sdk) {
+        (Lang::Rust, Some(s)) if !s.join("guest-sdk/Cargo.toml").is_file() => {
+            return Err(InputError::new(s, "has no guest-sdk/Cargo.toml; pass a worldline source folder").into());
+        }
+        (Lang::Rust, Some(s)) => std::path::absolute(s)?,
+        (Lang::Rust, None) => default_sdk().ok_or_else(|| {
+            InputError::new(
+                "--sdk",
+                "the worldline sources this binary was built from are gone; pass --sdk DIR (a worldline source folder)",
+            )
+        })?,
+        _ => PathBuf::new(),
+    };
+    let name = std::path::absolute(&dir)?.file_name().map_or_else(
+        || "worldline-project".to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let mut files: Vec<(PathBuf, String, bool)> =
+        scaffold::files(lang, &name, &sdk.display().to_string())
+            .into_iter()
+            .map(|f| (PathBuf::from(f.path), f.text, f.executable))
+            .collect();
+    // The Python SDK's sources, for editors (build-python carries its
+    // own); a TypeScript agent's folder gets the JS SDK as build-js
+    // writes it, below.
+    if lang == Lang::Python {
+        for (path, text) in super::build_python_cmd::SDK {
+            files.push((Path::new(".sdk/python").join(path), text.to_string(), false));
+        }
+    }
+    if let Some((p, _, _)) = files.iter().find(|(p, _, _)| dir.join(p).exists()) {
+        return Err(InputError::new(
+            dir.join(p),
+            "exists already; `init` writes a new project and overwrites nothing (choose an empty folder)",
+        )
+        .into());
+    }
+    for (path, text, executable) in &files {
+        let full = dir.join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&full, text).with_context(|| format!("writing {}", full.display()))?;
+        if *executable {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("making {} executable", full.display()))?;
+        }
+    }
+    if lang == Lang::Ts {
+        super::build_js_cmd::editor::write_types(&dir.join("agent"))?;
+    }
+    let written: Vec<String> = files
+        .iter()
+        .filter(|(p, _, _)| !p.starts_with(".sdk"))
+        .map(|(p, _, _)| p.display().to_string())
+        .collect();
+    if args.common.json {
+        crate::report::print_json(&json!({
+            "dir": dir.display().to_string(),
+            "lang": lang.name(),
+            "files": written,
+            "agent": lang.agent_wasm(),
+        }))?;
+    } else {
+        println!("created a {} project in {}:", lang.name(), dir.display());
+        for f in &written {
+            println!("  {f}");
+        }
+        println!(
+            "next: cd {} && worldline check && ./build.sh && worldline test (see README.md)",
+            dir.display()
+        );
+    }
+    Ok(ExitCode::Ok)
+}

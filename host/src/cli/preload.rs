@@ -1,0 +1,80 @@
+//! Loading what a suite runs before its first case: the agent, and the
+//! service of each world its cases use. What the compile cache does not
+//! hold is compiled here, shown as progress on a terminal, so that no
+//! case's time includes a compile; the compiles are reported once.
+
+use crate::sandbox::{Agent, Sandbox};
+use crate::store::StoreDir;
+use crate::suite::{Compile, Entry};
+use anyhow::Result;
+use indicatif::ProgressBar;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The sandbox, the agent, and what had to be compiled.
+pub struct Loaded {
+    pub sandbox: Sandbox,
+    pub agent: Arc<Agent>,
+    pub compiles: Vec<Compile>,
+}
+
+/// Load the agent at `agent` and the services of `entries`' worlds. A
+/// service that does not load is left to the runs that call it, which
+/// report it as their own error.
+pub fn load(
+    store: &StoreDir,
+    agent: &Path,
+    entries: &[Entry],
+    bar: &ProgressBar,
+) -> Result<Loaded> {
+    let compiled: Arc<Mutex<Vec<(PathBuf, usize)>>> = Arc::default();
+    let seen = compiled.clone();
+    let shown = bar.clone();
+    let sandbox =
+        Sandbox::new(Some(store.cache_dir()))?.on_compile(Box::new(move |origin, bytes| {
+            shown.set_message(format!(
+            "compiling {} ({:.1} MB) for this machine; later runs load it from the store's cache",
+            origin.display(),
+            bytes as f64 / 1e6
+        ));
+            seen.lock()
+                .expect("compile list lock")
+                .push((origin.to_path_buf(), bytes));
+        }));
+    let mut compiles = Vec::new();
+    let mut timed = |what: &str, load: &mut dyn FnMut() -> Result<()>| -> Result<()> {
+        let before = compiled.lock().expect("compile list lock").len();
+        let t = Instant::now();
+        let result = load();
+        let list = compiled.lock().expect("compile list lock");
+        if let Some((_, bytes)) = list.get(before) {
+            compiles.push(Compile {
+                bytes: *bytes as u64,
+                component: what.to_string(),
+                ms: t.elapsed().as_secs_f64() * 1000.0,
+            });
+        }
+        result
+    };
+    let mut loaded_agent = None;
+    timed(&agent.display().to_string(), &mut || {
+        loaded_agent = Some(crate::agent_file::load(&sandbox, store, agent)?);
+        Ok(())
+    })?;
+    let services: BTreeMap<String, _> = entries
+        .iter()
+        .filter_map(|e| Some((e.case.world.reference(), e.case.world.service.clone()?)))
+        .collect();
+    for (world, source) in &services {
+        let what = format!("{} (service of {world})", source.file.display());
+        // Its error is the runs' to report.
+        let _ = timed(&what, &mut || sandbox.service(source).map(|_| ()));
+    }
+    Ok(Loaded {
+        agent: loaded_agent.expect("the agent was loaded"),
+        sandbox,
+        compiles,
+    })
+}

@@ -1,0 +1,215 @@
+//! The project file's defaults as flags: before parsing, each default the
+//! command takes and the command line does not give is added to the
+//! arguments (so a flag always overrides the file, and every command sees
+//! one set of arguments); what was added is remembered for `--json`
+//! documents, which say which file supplied what.
+
+use crate::project::{self, Project};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Which commands take which default (`store` is global: every command).
+const TAKES: &[(&str, &[&str])] = &[
+    ("agent", &["run", "test", "fuzz", "rerun"]),
+    ("worlds", &["run", "test", "fuzz", "grade", "check"]),
+    ("jobs", &["test", "fuzz", "repro"]),
+    ("model-set", &["run", "test", "fuzz", "repro"]),
+];
+
+/// What the project file supplied to this command.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Supplied {
+    /// The project file (absent when there is none).
+    pub file: Option<PathBuf>,
+    /// Setting → the value the file supplied (`model.KEY` for `[model]`).
+    pub supplied: BTreeMap<String, String>,
+    /// Settings the file has that the command line overrode.
+    pub overridden: Vec<String>,
+}
+
+static PROJECT: OnceLock<Option<Project>> = OnceLock::new();
+static SUPPLIED: OnceLock<Supplied> = OnceLock::new();
+
+/// The project file found for this process, if any (loaded by [`apply`]).
+pub fn project() -> Option<&'static Project> {
+    PROJECT.get().and_then(Option::as_ref)
+}
+
+/// What the project file supplied, for `--json` documents.
+pub fn supplied() -> Supplied {
+    SUPPLIED.get().cloned().unwrap_or_default()
+}
+
+/// Note a default a command applied itself (the cases of `test`).
+pub fn note(setting: &str, value: String) -> Supplied {
+    let mut s = supplied();
+    s.supplied.insert(setting.to_string(), value);
+    s
+}
+
+/// The arguments with the project's defaults added. `commands` are the
+/// subcommand names, to find which one runs. A project file that cannot
+/// be read is an error, except for `init` and `check` (which report it).
+pub fn apply(
+    argv: Vec<OsString>,
+    commands: &[String],
+) -> Result<Vec<OsString>, crate::error::InputError> {
+    let command = find_command(&argv, commands);
+    let lenient = matches!(command.as_deref(), Some("init" | "check"));
+    let file = std::env::current_dir().ok().and_then(|d| project::find(&d));
+    let loaded = match &file {
+        None => None,
+        Some(f) => match project::load(f) {
+            Ok(p) => Some(p),
+            Err(_) if lenient => None,
+            Err(e) => return Err(e),
+        },
+    };
+    let (argv, supplied) = match (&loaded, command) {
+        (Some(p), Some(c)) => with_defaults(argv, p, &c),
+        _ => (argv, Supplied::default()),
+    };
+    let _ = PROJECT.set(loaded);
+    let _ = SUPPLIED.set(Supplied { file, ..supplied });
+    Ok(argv)
+}
+
+/// The first argument naming a subcommand (the global `--store` takes a
+/// value, which is skipped).
+fn find_command(argv: &[OsString], commands: &[String]) -> Option<String> {
+    let mut skip = false;
+    for a in argv.iter().skip(1) {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        let a = a.to_string_lossy();
+        if a == "--store" {
+            skip = true;
+        } else if commands.iter().any(|c| *c == a) {
+            return Some(a.into_owned());
+        }
+    }
+    None
+}
+
+fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsString>, Supplied) {
+    let given = |flag: &str| {
+        argv.iter().any(|a| {
+            let a = a.to_string_lossy();
+            a == format!("--{flag}") || a.starts_with(&format!("--{flag}="))
+        })
+    };
+    let takes = |flag: &str| {
+        TAKES
+            .iter()
+            .any(|(f, cmds)| *f == flag && cmds.contains(&command))
+    };
+    let mut added: Vec<OsString> = Vec::new();
+    let mut s = Supplied::default();
+    let mut offer = |flag: &str, value: Option<String>, s: &mut Supplied| {
+        let Some(value) = value else { return };
+        if given(flag) {
+            s.overridden.push(flag.to_string());
+        } else {
+            added.push(format!("--{flag}").into());
+            added.push(value.clone().into());
+            s.supplied.insert(flag.to_string(), value);
+        }
+    };
+    let shown = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    offer("store", shown(&p.store), &mut s);
+    if takes("agent") {
+        offer("agent", shown(&p.agent), &mut s);
+    }
+    if takes("worlds") {
+        offer("worlds", shown(&p.worlds), &mut s);
+    }
+    if takes("jobs") {
+        offer("jobs", p.jobs.map(|j| j.to_string()), &mut s);
+    }
+    if takes("model-set") {
+        // A key the command line sets itself is overridden; the others
+        // are added before it, so later (command-line) values win.
+        let set_on_line: Vec<String> = argv
+            .windows(2)
+            .filter(|w| w[0] == "--model-set")
+            .filter_map(|w| Some(w[1].to_string_lossy().split_once('=')?.0.to_string()))
+            .collect();
+        for (key, value) in &p.model {
+            let setting = format!("model.{key}");
+            if set_on_line.contains(key) {
+                s.overridden.push(setting);
+            } else {
+                added.push("--model-set".into());
+                added.push(format!("{key}={value}").into());
+                s.supplied.insert(setting, value.clone());
+            }
+        }
+    }
+    // Added where flags are still read: before a `--`, if there is one.
+    let at = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+    let mut out = argv;
+    out.splice(at..at, added);
+    (out, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project() -> Project {
+        Project {
+            file: "/p/worldline.toml".into(),
+            store: Some("/p/.worldline".into()),
+            agent: Some("/p/agent.wasm".into()),
+            worlds: None,
+            cases: Vec::new(),
+            jobs: Some(2),
+            model: [("provider".to_string(), "openai".to_string())].into(),
+        }
+    }
+
+    fn args(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn defaults_fill_what_the_command_line_leaves_out() {
+        let (out, s) = with_defaults(
+            args(&["wl", "test", "c", "--jobs", "4"]),
+            &project(),
+            "test",
+        );
+        assert_eq!(
+            out,
+            args(&[
+                "wl",
+                "test",
+                "c",
+                "--jobs",
+                "4",
+                "--store",
+                "/p/.worldline",
+                "--agent",
+                "/p/agent.wasm",
+                "--model-set",
+                "provider=openai"
+            ])
+        );
+        assert_eq!(s.overridden, ["jobs"]);
+        assert_eq!(s.supplied["agent"], "/p/agent.wasm");
+        // `runs --agent` filters by hash: it takes no agent default.
+        let (out, _) = with_defaults(args(&["wl", "runs"]), &project(), "runs");
+        assert_eq!(out, args(&["wl", "runs", "--store", "/p/.worldline"]));
+        assert_eq!(
+            find_command(
+                &args(&["wl", "--store", "test", "run"]),
+                &["test".into(), "run".into()]
+            ),
+            Some("run".into())
+        );
+    }
+}

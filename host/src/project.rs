@@ -1,0 +1,132 @@
+//! The project file, `worldline.toml`: defaults for the flags a project
+//! would otherwise type on every command (store, agent, worlds, cases,
+//! jobs, model settings), found in the working folder or the nearest
+//! folder above it, as Cargo finds `Cargo.toml`. Paths in it are relative
+//! to its folder. Flags given on the command line override it.
+
+use crate::error::InputError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The file's name.
+pub const FILE: &str = "worldline.toml";
+
+/// `worldline.toml` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProjectToml {
+    store: Option<String>,
+    agent: Option<String>,
+    worlds: Option<String>,
+    #[serde(default)]
+    cases: Vec<String>,
+    jobs: Option<toml::Spanned<usize>>,
+    #[serde(default)]
+    model: BTreeMap<String, toml::Spanned<toml::Value>>,
+}
+
+/// A loaded project file, its paths made absolute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Project {
+    /// The file itself.
+    pub file: PathBuf,
+    pub store: Option<PathBuf>,
+    pub agent: Option<PathBuf>,
+    pub worlds: Option<PathBuf>,
+    /// Case files or folders `test` and `check` take when given none.
+    pub cases: Vec<PathBuf>,
+    pub jobs: Option<usize>,
+    /// `[model]` keys, applied as `--model-set KEY=VALUE`.
+    pub model: BTreeMap<String, String>,
+}
+
+/// The nearest `worldline.toml` in `from` or a folder above it.
+pub fn find(from: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(from).ok()?;
+    abs.ancestors().map(|d| d.join(FILE)).find(|f| f.is_file())
+}
+
+/// Read and check a project file.
+pub fn load(file: &Path) -> Result<Project, InputError> {
+    let bytes = std::fs::read(file)
+        .map_err(|e| InputError::new(file, format!("cannot read the project file: {e}")))?;
+    let text = InputError::utf8(file, bytes)?;
+    let doc: ProjectToml = toml::from_str(&text).map_err(|e| InputError::toml(file, &text, &e))?;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let path = |p: &String| dir.join(p);
+    if let Some(j) = &doc.jobs
+        && *j.get_ref() == 0
+    {
+        return Err(InputError::at(
+            file,
+            &text,
+            j.span().start,
+            "jobs must be at least 1",
+        ));
+    }
+    let mut model = BTreeMap::new();
+    for (key, value) in &doc.model {
+        let shown = match value.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            _ => {
+                return Err(InputError::at(
+                    file,
+                    &text,
+                    value.span().start,
+                    format!(
+                        "[model] {key}: give a string, number or boolean (as --model-set takes)"
+                    ),
+                ));
+            }
+        };
+        model.insert(key.clone(), shown);
+    }
+    Ok(Project {
+        file: file.to_path_buf(),
+        store: doc.store.as_ref().map(path),
+        agent: doc.agent.as_ref().map(path),
+        worlds: doc.worlds.as_ref().map(path),
+        cases: doc.cases.iter().map(path).collect(),
+        jobs: doc.jobs.map(|j| j.into_inner()),
+        model,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_relative_to_the_file_and_mistakes_are_placed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE);
+        std::fs::write(
+            &file,
+            "agent = \"build/agent.wasm\"\ncases = [\"cases\"]\njobs = 3\n[model]\nprovider = \"openai\"\nmax_connections = 2\n",
+        )
+        .unwrap();
+        let p = load(&file).unwrap();
+        assert_eq!(p.agent, Some(dir.path().join("build/agent.wasm")));
+        assert_eq!(p.cases, [dir.path().join("cases")]);
+        assert_eq!(p.jobs, Some(3));
+        assert_eq!(p.model["max_connections"], "2");
+        let below = dir.path().join("a/b");
+        std::fs::create_dir_all(&below).unwrap();
+        assert_eq!(find(&below), Some(file.clone()));
+
+        std::fs::write(&file, "agent = \"a.wasm\"\njobz = 2\n").unwrap();
+        let e = load(&file).unwrap_err();
+        assert_eq!(e.line, Some((2, 1)), "{e}");
+        std::fs::write(&file, "jobs = 0\n").unwrap();
+        assert!(
+            load(&file)
+                .unwrap_err()
+                .to_string()
+                .contains(":1:8: jobs must be at least 1")
+        );
+    }
+}

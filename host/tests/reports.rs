@@ -1,0 +1,330 @@
+//! `worldline test` collecting cases as pytest and nextest do, and the
+//! agent's own error shown wherever a run is reported, on the real binary
+//! and real guests: a `-k` that selects nothing is a usage error naming
+//! near names; a malformed case is a collection error reported at the end
+//! (exit 2) while the other cases run, and `--fail-fast` stops on it; an
+//! agent's `err` reason and a panic's message appear under the failing
+//! case, in `history`, `grade`, JUnit and every `--json`; `history` and
+//! `diff` cut values to the terminal's width, and `--full` cuts nothing.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// A probe case: look up ticket `ticket` in the demo world, expecting T-1
+/// to be `status` afterwards.
+fn probe_case(dir: &Path, name: &str, ticket: &str, status: &str) -> PathBuf {
+    write_case(
+        dir,
+        name,
+        &format!(
+            r#"world = "demo@v1"
+seed = 7
+clock = 2026-03-01T12:00:00Z
+task = {{ ticket = "{ticket}" }}
+
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "{status}"
+"#
+        ),
+    )
+}
+
+fn test_cmd(store: &Path, cases: &Path, extra: &[&str]) -> CliOutput {
+    let agent = guest("probe-agent");
+    let worlds = worlds_dir();
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--agent".as_ref(),
+        agent.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--jobs".as_ref(),
+        "1".as_ref(),
+    ];
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    worldline(store, args)
+}
+
+#[test]
+fn a_filter_that_selects_nothing_exits_2_naming_near_names() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    probe_case(&cases, "stale-deploys", "T-1", "open");
+    probe_case(&cases, "fresh-tickets", "T-1", "open");
+    let store = dir.path().join("store");
+
+    let out = test_cmd(&store, &cases, &["-k", "stlae"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("`stlae` selects none of the 2 case(s); near names: stale-deploys"),
+        "{out}"
+    );
+    assert!(
+        !store.join("runs").exists() || std::fs::read_dir(store.join("runs")).unwrap().count() == 0,
+        "nothing ran"
+    );
+
+    let out = test_cmd(&store, &cases, &["-k", "zzzzzzzz", "--json"]);
+    out.expect_code(2);
+    let message = out.json()["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("nothing is near it; the cases include fresh-tickets, stale-deploys"),
+        "{out}"
+    );
+
+    // A filter that selects something still runs it.
+    test_cmd(&store, &cases, &["-k", "stale"]).expect_code(0);
+}
+
+#[test]
+fn a_malformed_case_is_a_collection_error_while_the_others_run() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    probe_case(&cases, "a-good", "T-1", "open");
+    let broken = write_case(
+        &cases,
+        "b-broken",
+        "world = \"demo@v1\"\nseed = 7\ntask = { ticket = \n",
+    );
+    probe_case(&cases, "c-good", "T-1", "open");
+    let store = dir.path().join("store");
+    let junit = dir.path().join("junit.xml");
+
+    let out = test_cmd(&store, &cases, &["--junit", junit.to_str().unwrap()]);
+    out.expect_code(2);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("PASS  a-good"), "{out}");
+    assert!(lines[1].starts_with("PASS  c-good"), "{out}");
+    let collecting = format!("ERROR collecting {}:3:", broken.display());
+    assert!(lines[2].starts_with(&collecting), "{out}");
+    assert_eq!(
+        lines.last().copied(),
+        Some("2 passed, 0 failed, 1 error(s) collecting cases"),
+        "{out}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("name=\"b-broken\"") && xml.contains("type=\"collection error\""),
+        "{xml}"
+    );
+
+    let out = test_cmd(&store, &cases, &["--json"]);
+    out.expect_code(2);
+    let doc = out.json();
+    assert_eq!(doc["passed"], 2, "{out}");
+    let errors = doc["collection_errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{out}");
+    assert_eq!(errors[0]["file"], broken.display().to_string());
+    assert_eq!(errors[0]["line"], 3, "{out}");
+    assert!(errors[0]["column"].as_u64().is_some(), "{out}");
+
+    // --fail-fast: the collection error stops the suite before any case.
+    let out = test_cmd(&store, &cases, &["--json", "--fail-fast"]);
+    out.expect_code(2);
+    assert_eq!(out.json()["skipped"], 2, "{out}");
+    assert_eq!(out.json()["passed"], 0, "{out}");
+
+    // --list lists what it could load, and says what it could not.
+    let out = test_cmd(&store, &cases, &["--list"]);
+    out.expect_code(2);
+    assert!(out.stdout.contains("2 case(s)"), "{out}");
+    assert!(out.stderr.contains("b-broken.toml:3:"), "{out}");
+}
+
+#[test]
+fn the_agents_own_error_is_shown_by_test_history_grade_and_junit() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    // The probe returns the tool's error for a ticket that does not exist;
+    // the grade fails too, so the reason shown first is the grade's.
+    let case = probe_case(&cases, "missing-ticket", "T-404", "closed");
+    let store = dir.path().join("store");
+    let junit = dir.path().join("junit.xml");
+
+    let out = test_cmd(&store, &cases, &["--junit", junit.to_str().unwrap()]);
+    out.expect_code(1);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("FAIL  missing-ticket"), "{out}");
+    assert!(
+        lines[1].starts_with("      agent errored: ") && lines[1].contains("T-404"),
+        "the agent's reason is under the case: {out}"
+    );
+    let reason = lines[1].trim_start().trim_start_matches("agent errored: ");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("agent error (errored)"), "{xml}");
+
+    let out = test_cmd(&store, &cases, &["--json"]);
+    let c = &out.json()["cases"][0];
+    assert_eq!(c["agent_error"]["status"], "errored", "{out}");
+    assert_eq!(c["agent_error"]["message"], reason, "{out}");
+    let run = c["run_id"].as_str().unwrap().to_string();
+
+    let history = worldline(&store, ["history", &run]);
+    history.expect_code(0);
+    assert!(
+        history.stdout.contains(&format!("agent errored: {reason}")),
+        "{history}"
+    );
+    let history = worldline(&store, ["history", &run, "--json"]);
+    assert_eq!(
+        history.json()["agent_error"]["message"],
+        reason,
+        "{history}"
+    );
+
+    let case_arg = case.to_str().unwrap();
+    let worlds = worlds_dir();
+    let worlds_arg = worlds.to_str().unwrap();
+    let grade = worldline(
+        &store,
+        ["grade", &run, "--case", case_arg, "--worlds", worlds_arg],
+    );
+    assert!(
+        grade.stdout.contains(&format!("agent errored: {reason}")),
+        "{grade}"
+    );
+    let grade = worldline(
+        &store,
+        [
+            "grade", &run, "--case", case_arg, "--worlds", worlds_arg, "--json",
+        ],
+    );
+    assert_eq!(grade.json()["agent_error"]["message"], reason, "{grade}");
+}
+
+#[test]
+fn a_panic_is_shown_with_its_message_and_place() {
+    let store = temp_dir();
+    let agent = guest("hostile-agent");
+    let case = case("hostile-panic");
+    let out = worldline(
+        store.path(),
+        [
+            "test".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+        ],
+    );
+    out.expect_code(1);
+    assert!(
+        out.stdout
+            .contains("agent trapped: panic: hostile guest panics on purpose: boom-42"),
+        "{out}"
+    );
+    assert!(
+        out.stdout
+            .contains("\n        at tests/guests/hostile/src/lib.rs:"),
+        "{out}"
+    );
+    let out = run_json(store.path(), &case, &agent);
+    let e = &out.json()["agent_error"];
+    assert_eq!(e["status"], "trapped", "{out}");
+    assert!(
+        e["traceback"].as_str().unwrap().contains("boom-42"),
+        "{out}"
+    );
+}
+
+#[test]
+fn history_and_diff_fit_the_terminal_and_full_cuts_nothing() {
+    let store = temp_dir();
+    let store = store.path();
+    let agent = guest("probe-agent");
+    let a = run_json(store, &case("probe"), &agent);
+    let a = a.json()["run_id"].as_str().unwrap().to_string();
+    let dir = temp_dir();
+    let other = write_case(
+        dir.path(),
+        "probe-t2",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = { ticket = \"T-2\" }\n",
+    );
+    let b = run_in(store, &other, &agent, &worlds_dir());
+    let b = b.json()["run_id"].as_str().unwrap().to_string();
+    let with = |columns: &str, args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--store", store.to_str().unwrap()]);
+        let out = worldline_env(all, &[("COLUMNS", columns)]);
+        out.expect_code(if args[0] == "diff" { 1 } else { 0 });
+        out
+    };
+    let tool_line = |out: &CliOutput| -> String {
+        out.stdout
+            .lines()
+            .find(|l| l.contains("get_ticket("))
+            .unwrap_or_else(|| panic!("no tool call line:\n{out}"))
+            .to_string()
+    };
+    let narrow = tool_line(&with("80", &["history", &a]));
+    let wide = tool_line(&with("400", &["history", &a]));
+    let full = tool_line(&with("80", &["history", &a, "--full"]));
+    assert!(
+        narrow.contains('…') && wide.len() > narrow.len(),
+        "{narrow}\n{wide}"
+    );
+    assert!(!full.contains('…'), "{full}");
+    assert!(full.len() >= wide.len(), "{full}\n{wide}");
+    let json = worldline(store, ["history", &a, "--json", "--full"]);
+    let summaries: Vec<&str> = json.json()["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["summary"].as_str().unwrap())
+        .collect();
+    assert!(summaries.iter().all(|s| !s.contains('…')), "{json}");
+
+    let diff_line = |out: &CliOutput| -> String {
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with("  a: "))
+            .unwrap_or_else(|| panic!("no first difference:\n{out}"))
+            .to_string()
+    };
+    let cut = diff_line(&with("60", &["diff", &a, &b]));
+    let whole = diff_line(&with("60", &["diff", &a, &b, "--full"]));
+    assert!(cut.contains('…') && !whole.contains('…'), "{cut}\n{whole}");
+}
+
+#[test]
+fn compiles_happen_before_the_first_case_and_are_reported_once() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    probe_case(&cases, "one", "T-1", "open");
+    // A store of its own: nothing compiled yet.
+    let store = dir.path().join("store");
+    let agent = guest("probe-agent");
+    let out = test_cmd(&store, &cases, &["--json"]);
+    out.expect_code(0);
+    let compiles = out.json()["compiles"].as_array().unwrap();
+    assert_eq!(compiles.len(), 1, "{out}");
+    assert_eq!(compiles[0]["component"], agent.display().to_string());
+    assert!(compiles[0]["ms"].as_f64().unwrap() > 0.0, "{out}");
+    let text = test_cmd(&store, &cases, &[]);
+    text.expect_code(0);
+    assert!(
+        !text.stderr.contains("compiled before the first case"),
+        "the cache holds it now: {text}"
+    );
+    let again = test_cmd(&store, &cases, &["--json"]);
+    assert!(again.json().get("compiles").is_none(), "{again}");
+
+    let fresh = dir.path().join("fresh-store");
+    let text = test_cmd(&fresh, &cases, &[]);
+    assert!(
+        text.stderr.contains("compiled before the first case in ")
+            && text.stderr.contains("not in the case times")
+            && text.stdout.lines().last() == Some("1 passed, 0 failed"),
+        "{text}"
+    );
+}

@@ -1,0 +1,231 @@
+//! A new user's first commands, on the real binary: `init` for each
+//! language, then `check`, `./build.sh` and `test` from the new project's
+//! folder (the project file supplies the agent, cases, worlds and store);
+//! `check` listing every problem of broken cases and worlds with its
+//! place; the project file's defaults, overridden by flags and reported by
+//! `--json`.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// `./build.sh` in `project`, with this build's `worldline` and a target
+/// folder shared with the other guest builds.
+fn build(project: &Path) {
+    let out = std::process::Command::new("sh")
+        .arg("build.sh")
+        .current_dir(project)
+        .env("WORLDLINE", env!("CARGO_BIN_EXE_worldline"))
+        .env("CARGO_TARGET_DIR", guest_target_dir())
+        .output()
+        .expect("running build.sh");
+    assert!(
+        out.status.success(),
+        "build.sh failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `init`, `check`, build, `test`: the first case passes, the second fails
+/// on T-3 for the reason the agent's source states.
+fn first_hour(lang: &str) {
+    let dir = temp_dir();
+    let project = dir.path().join(format!("tasks-{lang}"));
+    let init = worldline_raw([
+        "init".as_ref(),
+        project.as_os_str(),
+        "--lang".as_ref(),
+        lang.as_ref(),
+    ]);
+    init.expect_code(0);
+    assert!(project.join("README.md").is_file(), "{init}");
+    let again = worldline_raw([
+        "init".as_ref(),
+        project.as_os_str(),
+        "--lang".as_ref(),
+        lang.as_ref(),
+    ]);
+    again.expect_code(2);
+    assert!(again.stderr.contains("overwrites nothing"), "{again}");
+
+    let check = worldline_at(&project, ["check", "--json"], &[]);
+    check.expect_code(0);
+    let doc = check.json();
+    assert_eq!(doc["cases"], 2, "{check}");
+    assert_eq!(doc["worlds"], 1, "{check}");
+    assert_eq!(doc["projects"], 1, "{check}");
+    assert!(
+        doc["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("service.wasm: the [service] component is not built yet"),
+        "{check}"
+    );
+
+    if lang == "rust" {
+        // The workspace's lock file: the same dependency versions as the
+        // other guests, so their compiled dependencies are reused.
+        std::fs::copy(
+            workspace_root().join("Cargo.lock"),
+            project.join("Cargo.lock"),
+        )
+        .unwrap();
+    }
+    build(&project);
+    let mut args = vec!["test".to_string(), "--json".to_string()];
+    if lang == "rust" {
+        let agent = guest_target_dir().join("wasm32-wasip2/release/agent.wasm");
+        args.extend(["--agent".to_string(), agent.display().to_string()]);
+    }
+    let test = worldline_at(&project, &args, &[]);
+    test.expect_code(1);
+    let doc = test.json();
+    assert_eq!(doc["passed"], 1, "{test}");
+    assert_eq!(doc["cases"][0]["case"], "complete-one", "{test}");
+    assert_eq!(doc["cases"][0]["passed"], true, "{test}");
+    let failure = &doc["cases"][1];
+    assert_eq!(failure["case"], "complete-overdue", "{test}");
+    assert!(
+        failure["reason"].as_str().unwrap().contains("T-3"),
+        "fails on the task it left open: {test}"
+    );
+    let settings = &doc["settings"];
+    assert_eq!(
+        settings["file"],
+        project.join("worldline.toml").display().to_string(),
+        "{test}"
+    );
+    assert!(settings["supplied"]["cases"].is_string(), "{test}");
+    assert!(settings["supplied"]["store"].is_string(), "{test}");
+    if lang == "rust" {
+        assert_eq!(settings["overridden"][0], "agent", "{test}");
+    } else {
+        assert!(settings["supplied"]["agent"].is_string(), "{test}");
+    }
+    assert!(
+        project.join(".worldline/runs").is_dir(),
+        "the project's store"
+    );
+}
+
+#[test]
+fn init_check_build_test_in_rust() {
+    first_hour("rust");
+}
+
+#[test]
+fn init_check_build_test_in_python() {
+    first_hour("python");
+}
+
+#[test]
+fn init_check_build_test_in_typescript() {
+    first_hour("ts");
+}
+
+#[test]
+fn check_lists_every_problem_with_its_place() {
+    let dir = temp_dir();
+    let root = dir.path();
+    let init = worldline_raw([
+        "init".as_ref(),
+        root.join("p").as_os_str(),
+        "--lang".as_ref(),
+        "python".as_ref(),
+    ]);
+    init.expect_code(0);
+    let p = root.join("p");
+    // A world with two bad tools, a case with two bad sections, a case
+    // that is not TOML, and a project file with an unknown key.
+    let world = p.join("worlds/tasks/v1/world.toml");
+    let text = std::fs::read_to_string(&world).unwrap();
+    let text = text.replace("table = \"tasks\"\nfilters", "table = \"taskz\"\nfilters")
+        + "\n[[tools]]\nname = \"complete_task\"\nop = \"get\"\ntable = \"tasks\"\n";
+    std::fs::write(&world, text).unwrap();
+    std::fs::write(
+        p.join("cases/two-problems.toml"),
+        "world = \"tasks@v1\"\nseed = 1\nclock = 1960-01-01T00:00:00Z\ntask = {}\n\n[[inject]]\ntool = \"nope\"\ndeny = true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("cases/broken.toml"),
+        "world = \"tasks@v1\"\nseed = \n",
+    )
+    .unwrap();
+    std::fs::write(p.join("worldline.toml"), "agent = \"a.wasm\"\njobz = 2\n").unwrap();
+
+    let out = worldline_at(&p, ["check"], &[]);
+    out.expect_code(2);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let has = |file: &str, place: &str, text: &str| {
+        let wanted = format!("{}:{place}: ", p.join(file).display());
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&wanted) && l.contains(text)),
+            "no `{wanted}...{text}` in:\n{out}"
+        );
+    };
+    has("worlds/tasks/v1/world.toml", "19:1", "taskz");
+    has("worlds/tasks/v1/world.toml", "36:1", "declared twice");
+    has("cases/two-problems.toml", "3:9", "clock");
+    has("cases/two-problems.toml", "6:1", "nope");
+    has("cases/broken.toml", "2:8", "");
+    has("worldline.toml", "2:1", "jobz");
+    let json = worldline_at(&p, ["check", "--json"], &[]);
+    json.expect_code(2);
+    assert_eq!(json.json()["ok"], false);
+    let problems = json.json()["problems"].as_array().unwrap();
+    assert!(problems.len() >= 6, "{json}");
+    assert!(problems.iter().all(|p| p["file"].is_string()), "{json}");
+    // A broken project file stops other commands, at its place.
+    let test = worldline_at(&p, ["test"], &[]);
+    test.expect_code(2);
+    assert!(test.stderr.contains("worldline.toml:2:1"), "{test}");
+}
+
+#[test]
+fn the_project_file_supplies_defaults_and_flags_override_it() {
+    let dir = temp_dir();
+    let p = dir.path();
+    let agent = guest("probe-agent");
+    std::fs::create_dir_all(p.join("cases/sub")).unwrap();
+    std::fs::copy(case("probe"), p.join("cases/probe.toml")).unwrap();
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "store = \"runs-here\"\nagent = \"{}\"\nworlds = \"{}\"\ncases = [\"cases\"]\njobs = 1\n",
+            agent.display(),
+            worlds_dir().display()
+        ),
+    )
+    .unwrap();
+    // Found from a folder below the project, as Cargo finds Cargo.toml.
+    let below = p.join("cases/sub");
+    let out = worldline_at(&below, ["test", "--json"], &[]);
+    out.expect_code(0);
+    let s = &out.json()["settings"];
+    assert_eq!(s["file"], p.join("worldline.toml").display().to_string());
+    assert_eq!(s["supplied"]["agent"], agent.display().to_string());
+    assert_eq!(s["supplied"]["jobs"], "1");
+    assert!(p.join("runs-here/runs").is_dir(), "the project's store");
+
+    let other = dir.path().join("other-store");
+    let out = worldline_at(
+        &below,
+        ["test", "--json", "--store", other.to_str().unwrap()],
+        &[],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["settings"]["overridden"][0], "store", "{out}");
+    assert!(other.join("runs").is_dir(), "the flag's store");
+
+    let run = worldline_at(p, ["run", "cases/probe.toml", "--json"], &[]);
+    run.expect_code(0);
+    assert_eq!(
+        run.json()["settings"]["supplied"]["agent"],
+        agent.display().to_string()
+    );
+}
