@@ -25,7 +25,7 @@ pub enum Kind {
 pub struct Checked {
     /// Every file checked, in the order found, with what it is.
     pub files: Vec<(PathBuf, Kind)>,
-    /// Every problem, each once, in the order found.
+    /// Every problem, each once, by file and line.
     pub problems: Vec<InputError>,
     /// What is fine for now but will stop a run (an unbuilt service).
     pub notes: Vec<String>,
@@ -74,6 +74,10 @@ pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>) -> Checked {
             out.problem(InputError::new(p, "no such file or folder"));
         }
     }
+    // By file and place: a world's problems found through a case that
+    // names it sit with the world's own.
+    out.problems
+        .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     out
 }
 

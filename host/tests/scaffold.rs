@@ -41,6 +41,11 @@ fn first_hour(lang: &str) {
     ]);
     init.expect_code(0);
     assert!(project.join("README.md").is_file(), "{init}");
+    if lang == "ts" {
+        // tsc and editors in the agent's folder resolve `worldline`.
+        assert!(project.join("agent/tsconfig.json").is_file());
+        assert!(project.join("agent/.worldline-sdk/index.ts").is_file());
+    }
     let again = worldline_raw([
         "init".as_ref(),
         project.as_os_str(),
@@ -139,14 +144,30 @@ fn check_lists_every_problem_with_its_place() {
     let p = root.join("p");
     // A world with two bad tools, a case with two bad sections, a case
     // that is not TOML, and a project file with an unknown key.
+    // The case with two problems names a copy of the world that has none
+    // (a case is checked against its world only when the world loads).
+    let v2 = p.join("worlds/tasks/v2");
+    std::fs::create_dir_all(v2.join("data")).unwrap();
     let world = p.join("worlds/tasks/v1/world.toml");
     let text = std::fs::read_to_string(&world).unwrap();
+    std::fs::write(
+        v2.join("world.toml"),
+        text.replace("version = 1", "version = 2")
+            .replace("[service]\n# Built by ./build.sh; its bytes are part of the world's hash.\ncomponent = \"service.wasm\"\n", "")
+            .replace("op = \"service\"", "op = \"update\"\ntable = \"tasks\"\nset = { status = \"done\" }"),
+    )
+    .unwrap();
+    std::fs::copy(
+        p.join("worlds/tasks/v1/data/tasks.jsonl"),
+        v2.join("data/tasks.jsonl"),
+    )
+    .unwrap();
     let text = text.replace("table = \"tasks\"\nfilters", "table = \"taskz\"\nfilters")
         + "\n[[tools]]\nname = \"complete_task\"\nop = \"get\"\ntable = \"tasks\"\n";
     std::fs::write(&world, text).unwrap();
     std::fs::write(
         p.join("cases/two-problems.toml"),
-        "world = \"tasks@v1\"\nseed = 1\nclock = 1960-01-01T00:00:00Z\ntask = {}\n\n[[inject]]\ntool = \"nope\"\ndeny = true\n",
+        "world = \"tasks@v2\"\nseed = 1\nclock = 1960-01-01T00:00:00Z\ntask = {}\n\n[[inject]]\ntool = \"nope\"\ndeny = true\n",
     )
     .unwrap();
     std::fs::write(
@@ -169,7 +190,7 @@ fn check_lists_every_problem_with_its_place() {
         );
     };
     has("worlds/tasks/v1/world.toml", "19:1", "taskz");
-    has("worlds/tasks/v1/world.toml", "36:1", "declared twice");
+    has("worlds/tasks/v1/world.toml", "35:1", "declared twice");
     has("cases/two-problems.toml", "3:9", "clock");
     has("cases/two-problems.toml", "6:1", "nope");
     has("cases/broken.toml", "2:8", "");

@@ -7,7 +7,7 @@
 
 use crate::error::InputError;
 use anyhow::{Context as _, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// The SDK's folder inside the agent's.
@@ -90,21 +90,14 @@ pub fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Result<()> 
     }
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let errors: Vec<(PathBuf, Option<(usize, usize)>, String)> =
-        text.lines().filter_map(|l| parse(l, agent_dir)).collect();
-    let Some((file, line, _)) = errors.first().cloned() else {
+    let errors: Vec<InputError> = text.lines().filter_map(|l| parse(l, agent_dir)).collect();
+    let Some(first) = errors.first() else {
         anyhow::bail!("tsc failed ({}):\n{}", out.status, text.trim_end());
     };
-    let listed: Vec<String> = errors
-        .iter()
-        .map(|(f, at, m)| {
-            let at = at.map_or(String::new(), |(l, c)| format!(":{l}:{c}"));
-            format!("  {}{at}: {m}", f.display())
-        })
-        .collect();
+    let listed: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
     Err(InputError {
-        file,
-        line,
+        file: first.file.clone(),
+        line: first.line,
         message: format!(
             "the agent does not type-check ({} error(s)):\n{}",
             errors.len(),
@@ -114,23 +107,22 @@ pub fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Result<()> 
     .into())
 }
 
-/// One line of tsc's plain output: `file(line,col): error TS2322: text`
-/// (the file relative to `dir`).
-fn parse(line: &str, dir: &Path) -> Option<(PathBuf, Option<(usize, usize)>, String)> {
+/// One line of tsc's plain output, `file(line,col): error TS2322: text`,
+/// as an error at its place (the file relative to `dir`).
+fn parse(line: &str, dir: &Path) -> Option<InputError> {
     let (head, message) = line.split_once(": error ")?;
-    let message = message.to_string();
-    match head.rsplit_once('(') {
+    let (file, at) = match head.rsplit_once('(') {
         Some((file, place)) => {
-            let place = place.strip_suffix(')')?;
-            let (l, c) = place.split_once(',')?;
-            Some((
-                dir.join(file),
-                Some((l.parse().ok()?, c.parse().ok()?)),
-                message,
-            ))
+            let (l, c) = place.strip_suffix(')')?.split_once(',')?;
+            (file, Some((l.parse().ok()?, c.parse().ok()?)))
         }
-        None => Some((dir.join(head), None, message)),
-    }
+        None => (head, None),
+    };
+    Some(InputError {
+        file: dir.join(file),
+        line: at,
+        message: message.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -140,16 +132,14 @@ mod tests {
     #[test]
     fn tsc_lines_become_places() {
         let dir = Path::new("/a");
+        let e = parse(
+            "agent.ts(4,7): error TS2322: Type 'number' is not assignable to type 'string'.",
+            dir,
+        )
+        .unwrap();
         assert_eq!(
-            parse(
-                "agent.ts(4,7): error TS2322: Type 'number' is not assignable to type 'string'.",
-                dir
-            ),
-            Some((
-                PathBuf::from("/a/agent.ts"),
-                Some((4, 7)),
-                "TS2322: Type 'number' is not assignable to type 'string'.".to_string()
-            ))
+            e.to_string(),
+            "/a/agent.ts:4:7: TS2322: Type 'number' is not assignable to type 'string'."
         );
         assert_eq!(parse("  the next line of a message", dir), None);
     }
