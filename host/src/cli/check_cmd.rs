@@ -31,8 +31,9 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
             let here = std::env::current_dir()?;
             let root = crate::project::find(&here)
                 .and_then(|f| f.parent().map(PathBuf::from))
-                .unwrap_or(here);
-            vec![root]
+                .filter(|root| *root != here);
+            // Shown as `./cases/...` when the project is here.
+            vec![root.unwrap_or_else(|| PathBuf::from("."))]
         }
     };
     let checked = crate::check::check(&paths, args.worlds.as_deref());
