@@ -34,21 +34,11 @@ equals = "{status}"
     )
 }
 
+/// One case at a time, so that the text report's lines are in case order.
 fn test_cmd(store: &Path, cases: &Path, extra: &[&str]) -> CliOutput {
-    let agent = guest("probe-agent");
-    let worlds = worlds_dir();
-    let mut args: Vec<&std::ffi::OsStr> = vec![
-        "test".as_ref(),
-        cases.as_os_str(),
-        "--agent".as_ref(),
-        agent.as_os_str(),
-        "--worlds".as_ref(),
-        worlds.as_os_str(),
-        "--jobs".as_ref(),
-        "1".as_ref(),
-    ];
-    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
-    worldline(store, args)
+    let mut extra = extra.to_vec();
+    extra.extend(["--jobs", "1"]);
+    test_suite(store, cases, &guest("probe-agent"), &extra)
 }
 
 #[test]

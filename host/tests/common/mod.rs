@@ -278,14 +278,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    CliOutput::of(
-        Command::new(env!("CARGO_BIN_EXE_worldline"))
-            .args(args)
-            .envs(env.iter().copied())
-            .current_dir(env!("CARGO_TARGET_TMPDIR"))
-            .output()
-            .expect("cannot start the worldline binary"),
-    )
+    worldline_at(Path::new(env!("CARGO_TARGET_TMPDIR")), args, env)
 }
 
 /// Run the `worldline` binary with `args` in the folder `dir` (where it
@@ -303,6 +296,25 @@ where
             .output()
             .expect("cannot start the worldline binary"),
     )
+}
+
+/// `worldline test CASES --agent AGENT --worlds tests/worlds` in `store`,
+/// with `extra` arguments (`--jobs 2` unless they give `--jobs`).
+pub fn test_suite(store: &Path, cases: &Path, agent: &Path, extra: &[&str]) -> CliOutput {
+    let worlds = worlds_dir();
+    let mut args: Vec<&OsStr> = vec![
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--agent".as_ref(),
+        agent.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ];
+    if !extra.contains(&"--jobs") {
+        args.extend([OsStr::new("--jobs"), OsStr::new("2")]);
+    }
+    args.extend(extra.iter().map(OsStr::new));
+    worldline(store, args)
 }
 
 /// `worldline replay RUN --json` on `store` exits 0 with verdict
