@@ -177,7 +177,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     };
     let campaign = crate::fuzz::saved::save(&store, &serde_json::to_value(&doc)?)?;
     if args.common.json {
-        report::print_json(&doc)?;
+        super::print_json_with_settings(&doc)?;
     } else {
         report::fuzz::print(&doc);
     }

@@ -69,7 +69,7 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
     let (g, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref());
     let agent_error = crate::traceback::agent_error(footer);
     if args.common.json {
-        report::print_json(&RegradeSummary {
+        super::print_json_with_settings(&RegradeSummary {
             agent_error,
             bundle: path.display().to_string(),
             case: case_path.display().to_string(),

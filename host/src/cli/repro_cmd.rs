@@ -61,7 +61,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         .max(1);
     let r = repro(&sandbox, &agent, &rec, want, args.times, jobs)?;
     if args.common.json {
-        report::print_json(&r)?;
+        super::print_json_with_settings(&r)?;
     } else {
         report::repro::print(&r);
     }

@@ -59,7 +59,7 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
     let original_status = original.map_or("incomplete", verdict::recorded_status);
     let new_status = verdict::shown_status(outcome.footer.status, outcome.grade.as_ref());
     if args.common.json {
-        report::print_json(&RerunSummary {
+        super::print_json_with_settings(&RerunSummary {
             run: RunSummary::of(&outcome),
             changed_assertions: &changed,
             original: Original {
