@@ -77,8 +77,9 @@ pub fn apply(
     Ok(argv)
 }
 
-/// The first argument naming a subcommand (the global `--store` takes a
-/// value, which is skipped).
+/// The subcommand: the first argument that is not a flag (the global
+/// `--store` takes a value, which is skipped), when it names one (not
+/// `help`, which would read the next word as a subcommand).
 fn find_command(argv: &[OsString], commands: &[String]) -> Option<String> {
     let mut skip = false;
     for a in argv.iter().skip(1) {
@@ -88,8 +89,8 @@ fn find_command(argv: &[OsString], commands: &[String]) -> Option<String> {
         let a = a.to_string_lossy();
         if a == "--store" {
             skip = true;
-        } else if commands.iter().any(|c| *c == a) {
-            return Some(a.into_owned());
+        } else if !a.starts_with('-') {
+            return commands.iter().find(|c| **c == a).cloned();
         }
     }
     None
@@ -204,12 +205,14 @@ mod tests {
         // `runs --agent` filters by hash: it takes no agent default.
         let (out, _) = with_defaults(args(&["wl", "runs"]), &project(), "runs");
         assert_eq!(out, args(&["wl", "runs", "--store", "/p/.worldline"]));
+        let commands = ["test".to_string(), "run".to_string()];
         assert_eq!(
-            find_command(
-                &args(&["wl", "--store", "test", "run"]),
-                &["test".into(), "run".into()]
-            ),
+            find_command(&args(&["wl", "--store", "test", "run"]), &commands),
             Some("run".into())
+        );
+        assert_eq!(
+            find_command(&args(&["wl", "help", "test"]), &commands),
+            None
         );
     }
 }
