@@ -170,6 +170,12 @@ fn check_lists_every_problem_with_its_place() {
         "world = \"tasks@v2\"\nseed = 1\nclock = 1960-01-01T00:00:00Z\ntask = {}\n\n[[inject]]\ntool = \"nope\"\ndeny = true\n",
     )
     .unwrap();
+    // A case naming the broken world still has its own problems listed.
+    std::fs::write(
+        p.join("cases/late.toml"),
+        "world = \"tasks@v1\"\nseed = 1\nclock = 1960-01-01T00:00:00Z\ntask = {}\n",
+    )
+    .unwrap();
     std::fs::write(
         p.join("cases/broken.toml"),
         "world = \"tasks@v1\"\nseed = \n",
@@ -195,6 +201,7 @@ fn check_lists_every_problem_with_its_place() {
     has("cases/two-problems.toml", "3:9", "clock");
     has("cases/two-problems.toml", "6:1", "nope");
     has("cases/broken.toml", "2:8", "");
+    has("cases/late.toml", "3:9", "clock");
     has("worldline.toml", "2:1", "jobz");
     let json = worldline_at(&p, ["check", "--json"], &[]);
     json.expect_code(2);

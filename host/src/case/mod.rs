@@ -134,8 +134,9 @@ pub fn parse(
 }
 
 /// [`parse`], with every problem the case has (in file order) when it has
-/// any: one for a file that is not TOML or names no loadable world, else
-/// one for each section that is wrong (`worldline check` lists them all).
+/// any: one for a file that is not TOML, else one for each section that is
+/// wrong (`worldline check` lists them all); when the world it names does
+/// not load, that and the problems of the sections that do not need it.
 pub fn parse_all(
     path: &Path,
     bytes: Vec<u8>,
@@ -145,25 +146,9 @@ pub fn parse_all(
     let src = Source { path, text: &text };
     let doc: CaseToml =
         toml::from_str(&text).map_err(|e| vec![InputError::toml(path, &text, &e)])?;
-    let world = resolve(doc.world.get_ref()).map_err(|e| {
-        vec![if e.file == path && e.line.is_none() {
-            src.at(doc.world.span().start, e.message)
-        } else {
-            e
-        }]
-    })?;
-    let overlay: Vec<world::overlay::Overlay> =
-        doc.overlay.iter().map(|o| o.get_ref().clone()).collect();
-    let world = world::overlay::apply(world, &overlay).map_err(|m| {
-        let at = m
-            .strip_prefix("[[overlay]] ")
-            .and_then(|rest| rest.split(':').next()?.parse::<usize>().ok())
-            .and_then(|n| doc.overlay.get(n - 1))
-            .map_or(0, |o| o.span().start);
-        vec![src.at(at, m)]
-    })?;
-    // The checks below are independent: each problem is kept, and the
-    // case is built only when there are none.
+    // Each check is independent: each problem is kept, and the case is
+    // built only when there are none. Those that need the world wait for
+    // it; the others are made even when it does not load.
     let mut problems: Vec<InputError> = Vec::new();
     fn keep<T>(problems: &mut Vec<InputError>, r: Result<T, InputError>) {
         if let Err(e) = r {
@@ -181,21 +166,11 @@ pub fn parse_all(
             }
         })
         .map_err(|m| src.at(doc.clock.span().start, format!("clock: {m}")));
-    let permissions = check_permissions(&src, doc.permissions.as_ref(), &world);
     let limits = doc.limits.check(path, &text);
-    let inject = check_inject(&src, &doc.inject, &world);
     if let Some(m) = &doc.model {
         keep(
             &mut problems,
             m.get_ref().check().map_err(|e| src.at(m.span().start, e)),
-        );
-    }
-    if let Some(e) = &doc.expect {
-        keep(
-            &mut problems,
-            e.get_ref()
-                .check(&world)
-                .map_err(|m| src.at(e.span().start, format!("[expect]: {m}"))),
         );
     }
     if let Some(u) = &doc.user {
@@ -212,6 +187,47 @@ pub fn parse_all(
                 .map_err(|m| src.at(a.span().start, format!("[[approve]]: {m}"))),
         );
     }
+    let world = resolve(doc.world.get_ref())
+        .map_err(|e| {
+            if e.file == path && e.line.is_none() {
+                src.at(doc.world.span().start, e.message)
+            } else {
+                e
+            }
+        })
+        .and_then(|world| {
+            let overlay: Vec<world::overlay::Overlay> =
+                doc.overlay.iter().map(|o| o.get_ref().clone()).collect();
+            world::overlay::apply(world, &overlay).map_err(|m| {
+                let at = m
+                    .strip_prefix("[[overlay]] ")
+                    .and_then(|rest| rest.split(':').next()?.parse::<usize>().ok())
+                    .and_then(|n| doc.overlay.get(n - 1))
+                    .map_or(0, |o| o.span().start);
+                src.at(at, m)
+            })
+        });
+    let world = match world {
+        Ok(w) => w,
+        Err(e) => {
+            problems.push(e);
+            keep(&mut problems, task);
+            keep(&mut problems, clock_ns);
+            keep(&mut problems, limits);
+            problems.sort_by_key(|e| (e.file != path, e.line));
+            return Err(problems);
+        }
+    };
+    let permissions = check_permissions(&src, doc.permissions.as_ref(), &world);
+    let inject = check_inject(&src, &doc.inject, &world);
+    if let Some(e) = &doc.expect {
+        keep(
+            &mut problems,
+            e.get_ref()
+                .check(&world)
+                .map_err(|m| src.at(e.span().start, format!("[expect]: {m}"))),
+        );
+    }
     let fuzz = doc
         .fuzz
         .as_ref()
@@ -226,7 +242,7 @@ pub fn parse_all(
                         .into_iter()
                         .flatten(),
                 );
-                problems.sort_by_key(|e| e.line);
+                problems.sort_by_key(|e| (e.file != path, e.line));
                 return Err(problems);
             }
         };
