@@ -136,12 +136,9 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
     {
         return;
     }
-    let text = match std::fs::read(file) {
-        Ok(b) => match InputError::utf8(file, b) {
-            Ok(t) => t,
-            Err(e) => return out.problem(e),
-        },
-        Err(e) => return out.problem(InputError::new(file, format!("cannot read: {e}"))),
+    let text = match crate::project::read_toml_bytes(file).and_then(|b| InputError::utf8(file, b)) {
+        Ok(t) => t,
+        Err(e) => return out.problem(e),
     };
     let table: toml::Table = match toml::from_str(&text) {
         Ok(t) => t,
@@ -191,7 +188,8 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
 /// A note when the world declares a `[service]` whose component is not
 /// there yet.
 fn unbuilt_service(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("world.toml")).ok()?;
+    let bytes = crate::project::read_toml_bytes(&dir.join("world.toml")).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     let doc: toml::Table = toml::from_str(&text).ok()?;
     let component = doc.get("service")?.get("component")?.as_str()?;
     let file = dir.join(component);

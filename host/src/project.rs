@@ -41,6 +41,30 @@ pub struct Project {
     pub model: BTreeMap<String, String>,
 }
 
+/// The most a project's own TOML file (the project file, a case, a fault
+/// profile) may hold: far above any real one, and a bound on what a
+/// misnamed file (a symlink to a device, a log) makes `check` read.
+pub const MAX_TOML_BYTES: u64 = 16 << 20;
+
+/// A TOML file's bytes, refused past [`MAX_TOML_BYTES`].
+pub fn read_toml_bytes(file: &Path) -> Result<Vec<u8>, InputError> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_TOML_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| InputError::new(file, format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > MAX_TOML_BYTES {
+        return Err(InputError::new(
+            file,
+            format!(
+                "is larger than {} MiB, which no project file, case or profile is; is it the file you meant?",
+                MAX_TOML_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// The nearest `worldline.toml` in `from` or a folder above it.
 pub fn find(from: &Path) -> Option<PathBuf> {
     let abs = std::path::absolute(from).ok()?;
@@ -49,9 +73,7 @@ pub fn find(from: &Path) -> Option<PathBuf> {
 
 /// Read and check a project file.
 pub fn load(file: &Path) -> Result<Project, InputError> {
-    let bytes = std::fs::read(file)
-        .map_err(|e| InputError::new(file, format!("cannot read the project file: {e}")))?;
-    let text = InputError::utf8(file, bytes)?;
+    let text = InputError::utf8(file, read_toml_bytes(file)?)?;
     let doc: ProjectToml = toml::from_str(&text).map_err(|e| InputError::toml(file, &text, &e))?;
     let dir = file.parent().unwrap_or(Path::new("."));
     let path = |p: &String| dir.join(p);
@@ -122,6 +144,14 @@ mod tests {
         let e = load(&file).unwrap_err();
         assert_eq!(e.line, Some((2, 1)), "{e}");
         std::fs::write(&file, "jobs = 0\n").unwrap();
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, vec![b'#'; (MAX_TOML_BYTES + 1) as usize]).unwrap();
+        assert!(
+            read_toml_bytes(&big)
+                .unwrap_err()
+                .message
+                .contains("larger than 16 MiB")
+        );
         assert!(
             load(&file)
                 .unwrap_err()
