@@ -82,14 +82,19 @@ pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>) -> Checked {
 }
 
 /// The `.toml` files under `dir`, passing over hidden folders, build
-/// output, dependencies and stores.
+/// output, dependencies and stores. Symbolic links to folders are not
+/// followed (a link to a folder above would never end).
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for e in std::fs::read_dir(dir)? {
-        let p = e?.path();
+        let e = e?;
+        let p = e.path();
         let name = p
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if e.file_type()?.is_symlink() && p.is_dir() {
+            continue;
+        }
         if p.is_dir() {
             let skip = name.starts_with('.')
                 || matches!(name.as_str(), "target" | "node_modules" | "__pycache__")
@@ -199,4 +204,21 @@ fn unbuilt_service(dir: &Path) -> Option<String> {
             file.display()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_to_a_folder_above_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = dir.path().join("cases");
+        std::fs::create_dir_all(&cases).unwrap();
+        std::os::unix::fs::symlink(dir.path(), cases.join("loop")).unwrap();
+        std::fs::write(cases.join("bad.toml"), "world = \n").unwrap();
+        let checked = check(&[dir.path().to_path_buf()], None);
+        assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
+        assert_eq!(checked.problems[0].line, Some((1, 9)));
+    }
 }
