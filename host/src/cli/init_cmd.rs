@@ -7,7 +7,7 @@
 use super::Common;
 use crate::error::{ExitCode, InputError};
 use crate::scaffold::{self, Lang};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -50,6 +50,9 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
         LangArg::Ts => Lang::Ts,
     };
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    if dir.exists() && !dir.is_dir() {
+        return Err(InputError::new(&dir, "is not a folder; name a new or empty folder").into());
+    }
     let sdk = match (lang, &args.sdk) {
         (Lang::Rust, Some(s)) if !s.join("guest-sdk/Cargo.toml").is_file() => {
             return Err(InputError::new(s, "has no guest-sdk/Cargo.toml; pass a worldline source folder").into());
@@ -91,13 +94,14 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
         let full = dir.join(path);
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
+                .map_err(|e| InputError::new(parent, format!("cannot create the folder: {e}")))?;
         }
-        std::fs::write(&full, text).with_context(|| format!("writing {}", full.display()))?;
+        std::fs::write(&full, text)
+            .map_err(|e| InputError::new(&full, format!("cannot write: {e}")))?;
         if *executable {
             use std::os::unix::fs::PermissionsExt as _;
             std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755))
-                .with_context(|| format!("making {} executable", full.display()))?;
+                .map_err(|e| InputError::new(&full, format!("cannot make it executable: {e}")))?;
         }
     }
     if lang == Lang::Ts {
