@@ -101,7 +101,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     }
     let partition = super::partition_arg(args.partition.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
     store.put_case(&case)?;
 

@@ -63,7 +63,8 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
     let gold = if expect.gold.is_empty() {
         None
     } else {
-        let sandbox = crate::sandbox::Sandbox::new(Some(store.cache_dir()))?;
+        let sandbox = crate::sandbox::Sandbox::new(Some(store.cache_dir()))?
+            .on_compile(super::compile_notice());
         Some(crate::grade::gold::gold_state(&sandbox, &case))
     };
     let (g, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref());
