@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{CliOutput, guest, read_bundle, run_json, temp_dir, wl, workspace_root};
+use common::{guest, read_bundle, run_json, temp_dir, wl, workspace_root};
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::Path;

@@ -12,7 +12,7 @@ use common::{
 };
 use serde_json::Value;
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 const TOOL_CALL: &str = "worldline:agent/tools.call";
