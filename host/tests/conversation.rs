@@ -8,9 +8,8 @@
 
 mod common;
 
-use common::{CliOutput, guest, read_bundle, temp_dir, worldline, worlds_dir, write_case};
+use common::{CliOutput, guest, read_bundle, temp_dir, wl, worlds_dir, write_case};
 use serde_json::{Value, json};
-use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -21,10 +20,6 @@ const APPROVAL: &str = "worldline:agent/approval.request";
 
 fn talker() -> PathBuf {
     guest("talker-agent")
-}
-
-fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
-    worldline(store, args.iter().map(|a| a.as_ref()))
 }
 
 /// `worldline run CASE --agent talker --worlds tests/worlds --json`.

@@ -5,14 +5,10 @@
 
 mod common;
 
-use common::{CliOutput, guest, read_bundle, run_json, temp_dir, workspace_root, worldline};
+use common::{guest, read_bundle, run_json, temp_dir, wl, workspace_root};
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::Path;
-
-fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
-    worldline(store, args.iter().map(|a| a.as_ref().to_owned()))
-}
 
 /// A failed naive run of `incident/stale-deploys`: (id, events).
 fn failed_run(store: &Path) -> (String, Vec<Value>) {

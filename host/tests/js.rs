@@ -8,7 +8,7 @@
 mod common;
 
 use common::{
-    CliOutput, case, guest, js_guest, read_bundle, run_json, shared_store, temp_dir,
+    CliOutput, case, guest, js_guest, read_bundle, run_json, shared_store, temp_dir, wl,
     workspace_root, worldline, worldline_raw,
 };
 use serde_json::Value;
@@ -43,10 +43,6 @@ fn primed(wasm: PathBuf) -> PathBuf {
         "{first}"
     );
     wasm
-}
-
-fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
-    worldline(store, args.iter().map(|a| a.as_ref().to_owned()))
 }
 
 fn output(run: &CliOutput) -> Value {

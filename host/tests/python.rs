@@ -7,12 +7,12 @@
 mod common;
 
 use common::{
-    CliOutput, case, python_guest, read_bundle, run_json, shared_store, temp_dir, workspace_root,
-    worldline, worldline_raw,
+    CliOutput, case, python_guest, read_bundle, run_json, shared_store, temp_dir, wl,
+    workspace_root, worldline, worldline_raw,
 };
 use serde_json::Value;
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 const TOOL_CALL: &str = "worldline:agent/tools.call";
@@ -37,10 +37,6 @@ fn probe() -> PathBuf {
 fn primed(wasm: PathBuf) -> PathBuf {
     run_json(shared_store(), &case("probe"), &wasm);
     wasm
-}
-
-fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
-    worldline(store, args.iter().map(|a| a.as_ref().to_owned()))
 }
 
 fn output(run: &CliOutput) -> Value {

@@ -6,8 +6,7 @@
 mod common;
 
 use common::{
-    CliOutput, guest, read_bundle, run_json, temp_dir, workspace_root, worldline, worlds_dir,
-    write_case,
+    CliOutput, guest, read_bundle, run_json, temp_dir, wl, workspace_root, worlds_dir, write_case,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -43,10 +42,6 @@ fn example_case(name: &str) -> PathBuf {
 }
 
 /// `worldline <args...> --store <store>` with paths and strings mixed.
-fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
-    worldline(store, args.iter().map(|a| a.as_ref().to_owned()))
-}
-
 /// Run `agent` on `case` and return the run summary (any exit code).
 fn run(store: &Path, case: &Path, agent: &Path) -> CliOutput {
     let out = run_json(store, case, agent);

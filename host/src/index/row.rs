@@ -39,7 +39,7 @@ pub struct Row {
     pub chain_hash: Option<String>,
 }
 
-/// Unix seconds of a run id `YYYYMMDD-HHMMSS-xxxxxx`, if it is one.
+/// Unix seconds of a run id `YYYYMMDD-HHMMSS-xxxxxxxx`, if it is one.
 pub fn created_of_id(id: &str) -> Option<i64> {
     let b = id.as_bytes();
     if b.len() < 15 || b[8] != b'-' || !b[..8].iter().chain(&b[9..15]).all(u8::is_ascii_digit) {

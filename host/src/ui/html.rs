@@ -1,4 +1,4 @@
-//! HTML building blocks of the UI's pages: escaping, the page frame (with
+//! HTML building blocks of the UI's pages: escaping, the page layout (with
 //! the stylesheet and script embedded in the binary), pretty JSON with long
 //! strings folded, and links that keep the page's query.
 

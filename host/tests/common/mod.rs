@@ -339,6 +339,12 @@ where
     worldline_raw(all)
 }
 
+/// [`worldline`] with arguments of mixed types (`&"fork"`, a `String`
+/// id, a `PathBuf`): `wl(store, &[&"fork", &id, &"--at", &"3"])`.
+pub fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
+    worldline(store, args.iter().map(|a| a.as_ref()))
+}
+
 /// A fresh, empty temporary folder (removed when dropped).
 pub fn temp_dir() -> tempfile::TempDir {
     tempfile::Builder::new()

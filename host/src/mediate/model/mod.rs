@@ -213,8 +213,8 @@ impl ModelService {
     }
 }
 
-/// Model answers from an earlier run, used in order while the agent's
-/// requests equal the recorded ones (a rerun).
+/// A rerun's cassette: the model answers of the recording it reruns, used
+/// in order while the agent's requests equal the recorded ones.
 pub struct Cassette {
     /// `(request, response)` of each recorded model call.
     pub calls: Vec<(Value, Value)>,

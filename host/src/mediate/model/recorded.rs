@@ -1,7 +1,7 @@
 //! The `recorded` provider: model answers from earlier runs, keyed by the
-//! SHA-256 of the canonical request. Recordings are bundles — one file or
-//! a folder of them (the store's runs by default) — read in file-name
-//! order when the first model call comes, so a run that never calls the
+//! SHA-256 of the canonical request. Its cassette is recordings (bundles) —
+//! one file or a folder of them (the store's runs by default) — read in
+//! file-name order when the first model call comes, so a run that never calls the
 //! model never reads them. The n-th identical request of a run gets the
 //! n-th recorded answer (the last one once they run out).
 
@@ -12,17 +12,19 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// One recorded answer and where it came from.
-struct Recorded {
+struct RecordedAnswer {
     run: String,
     seq: u64,
     response: Value,
 }
 
+/// The `recorded` provider's cassette: the recordings it answers from,
+/// indexed by request hash once the first model call needs them.
 pub struct Recording {
     source: PathBuf,
     /// Bundle this run is writing (not a recording to answer from).
     own: Option<PathBuf>,
-    answers: Option<BTreeMap<String, Vec<Recorded>>>,
+    answers: Option<BTreeMap<String, Vec<RecordedAnswer>>>,
     asked: BTreeMap<String, usize>,
 }
 
@@ -50,7 +52,7 @@ impl Recording {
         self.own = Some(path);
     }
 
-    fn load(&self) -> BTreeMap<String, Vec<Recorded>> {
+    fn load(&self) -> BTreeMap<String, Vec<RecordedAnswer>> {
         let mut files: Vec<PathBuf> = if self.source.is_dir() {
             std::fs::read_dir(&self.source)
                 .map(|d| {
@@ -63,7 +65,7 @@ impl Recording {
             vec![self.source.clone()]
         };
         files.sort();
-        let mut answers: BTreeMap<String, Vec<Recorded>> = BTreeMap::new();
+        let mut answers: BTreeMap<String, Vec<RecordedAnswer>> = BTreeMap::new();
         for file in files {
             if self.own.as_ref() == Some(&file) {
                 continue;
@@ -78,7 +80,7 @@ impl Recording {
                     answers
                         .entry(key(&e.request["request"]))
                         .or_default()
-                        .push(Recorded {
+                        .push(RecordedAnswer {
                             run: run.clone(),
                             seq: e.seq,
                             response: e.response,
