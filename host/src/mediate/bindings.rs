@@ -1,7 +1,7 @@
 //! Host bindings generated from `wit/` (the one source of truth): the
 //! `worldline:agent` interfaces plus WASI 0.2, and the mediator's own types
-//! their resources and errors map to (implemented in `wasi.rs`,
-//! `wasi_never.rs`, `wasi_http.rs` and `agent_api.rs`).
+//! their resources and errors map to (implemented in `wasi/`
+//! and `agent_api.rs`).
 
 wasmtime::component::bindgen!({
     path: "../wit",

@@ -5,10 +5,10 @@
 //! arrives from outside, so the incoming and response resources can never
 //! exist ([`Never`]). A model is reached through `worldline:agent/model`.
 
-use super::RunState;
-use super::bindings::wasi::http::types::{ErrorCode, HeaderError, Method, Scheme};
-use super::bindings::{HttpBody, HttpFields, HttpOptions, HttpRequest, IoError, Never};
-use super::bindings::{OutputStream, Pollable, wasi};
+use super::super::RunState;
+use super::super::bindings::wasi::http::types::{ErrorCode, HeaderError, Method, Scheme};
+use super::super::bindings::{HttpBody, HttpFields, HttpOptions, HttpRequest, IoError, Never};
+use super::super::bindings::{OutputStream, Pollable, wasi};
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
 
@@ -482,7 +482,7 @@ impl wasi::http::types::HostIncomingBody for RunState {
     fn stream(
         &mut self,
         n: Resource<Never>,
-    ) -> wasmtime::Result<Result<Resource<super::bindings::InputStream>, ()>> {
+    ) -> wasmtime::Result<Result<Resource<super::super::bindings::InputStream>, ()>> {
         never(&n)
     }
     fn finish(&mut self, n: Resource<Never>) -> wasmtime::Result<Resource<Never>> {
