@@ -30,6 +30,7 @@ pub mod otel;
 pub mod parallel;
 pub mod partition;
 pub mod path;
+pub mod protocol;
 pub mod redact;
 pub mod replay;
 pub mod report;

@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["case"],
     &["log"],
     &["store"],
+    &["protocol"],
     &["mediate"],
     &["sandbox"],
     &["agent_file"],
