@@ -70,7 +70,7 @@ impl wasi::cli::exit::Host for RunState {
 impl wasi::cli::stdin::Host for RunState {
     fn get_stdin(&mut self) -> wasmtime::Result<Resource<InputStream>> {
         self.call_fixed("wasi:cli/stdin.get-stdin", json!({}), json!("stdin"))?;
-        Ok(self.table.push(InputStream)?)
+        Ok(self.table.push(InputStream::Stdin)?)
     }
 }
 

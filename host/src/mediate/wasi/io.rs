@@ -1,9 +1,12 @@
 //! `wasi:io`: errors, pollables and streams.
 //!
 //! - virtual: pollables are ready once virtual time reaches their deadline
-//!   (polling jumps time to the earliest one); stdin is empty;
+//!   (polling jumps time to the earliest one); stdin is empty; a response
+//!   body is the bytes the world answered (wasi/http/);
 //! - recorded: every call; what is written to stdout/stderr (bounded by
-//!   `limits.stdout_bytes`, the rest counted), the size of a request body;
+//!   `limits.stdout_bytes`, the rest counted), the sizes of request body
+//!   writes and response body reads (their bytes travel with the model or
+//!   tool call they carry);
 //! - denied: nothing (streams only reach the captures above).
 
 use super::super::bindings::{InputStream, IoError, OutputStream, Pollable, StreamError, wasi};
@@ -12,8 +15,11 @@ use super::u64_of;
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
 
-/// How much a stream accepts per `check-write`.
+/// How much a stream accepts per `check-write`, and gives per `read`.
 const WRITE_BUDGET: u64 = 64 * 1024;
+/// The most of an outgoing request body that is kept (the rest is
+/// dropped and counted).
+const MAX_REQUEST_BODY: usize = 16 << 20;
 
 impl RunState {
     /// Capture a write. Bytes past `limits.stdout_bytes` are dropped and
@@ -25,23 +31,33 @@ impl RunState {
         call: &str,
         data: &[u8],
     ) -> Result<(), StreamError> {
-        fn capture(s: &mut Services, stream: OutputStream) -> &mut super::super::stdio::Capture {
+        fn capture<'a>(
+            s: &'a mut Services,
+            stream: &OutputStream,
+        ) -> &'a mut super::super::stdio::Capture {
             match stream {
                 OutputStream::Stdout => &mut s.stdio.stdout,
                 OutputStream::Stderr => &mut s.stdio.stderr,
-                OutputStream::HttpBody => unreachable!("request bodies are not captured"),
+                OutputStream::HttpBody(_) => unreachable!("request bodies are not captured"),
             }
         }
-        if stream == OutputStream::HttpBody {
-            // A request body is never sent: its size is recorded, not kept.
+        if let OutputStream::HttpBody(body) = &stream {
+            // A request body is kept for the world to answer (up to
+            // MAX_REQUEST_BODY); only its size is recorded: what a routed
+            // request carries is recorded with its model or tool call.
+            let dropped = body.push(data, MAX_REQUEST_BODY);
+            let mut response = json!({"ok": true});
+            if dropped > 0 {
+                response["dropped"] = json!(dropped);
+            }
             self.call_fixed(
                 call,
                 json!({"stream": stream.name(), "bytes": data.len()}),
-                json!({"ok": true}),
+                response,
             )?;
             return Ok(());
         }
-        let keep = capture(&mut self.med.services, stream)
+        let keep = capture(&mut self.med.services, &stream)
             .room()
             .min(data.len());
         let mut request = json!({
@@ -52,7 +68,7 @@ impl RunState {
             request["dropped"] = json!(data.len() - keep);
         }
         self.mediated(call, request, |s| {
-            let dropped = capture(s, stream).push(data);
+            let dropped = capture(s, &stream).push(data);
             Answer::read(if dropped == 0 {
                 json!({"ok": true})
             } else {
@@ -161,60 +177,74 @@ impl wasi::io::streams::Host for RunState {
     }
 }
 
+impl RunState {
+    /// Read up to `len` bytes (a skip reads and drops them): stdin is
+    /// empty, a response body gives what is left of it. Sizes are
+    /// recorded, not bytes: a body is built from an answer the log holds.
+    fn read_stream(
+        &mut self,
+        s: &Resource<InputStream>,
+        call: &str,
+        len: u64,
+    ) -> Result<Vec<u8>, StreamError> {
+        let stream = self.table.get_mut(s)?;
+        let name = stream.name();
+        let out = match stream {
+            InputStream::HttpBody { data, pos } if *pos < data.len() => {
+                let n = (len.min(WRITE_BUDGET) as usize).min(data.len() - *pos);
+                let out = data[*pos..*pos + n].to_vec();
+                *pos += n;
+                Some(out)
+            }
+            _ => None,
+        };
+        let response = match &out {
+            Some(b) => json!({"bytes": b.len()}),
+            None => json!({"closed": true}),
+        };
+        self.call_fixed(call, json!({"stream": name, "len": len}), response)?;
+        out.ok_or(StreamError::Closed)
+    }
+}
+
 impl wasi::io::streams::HostInputStream for RunState {
-    fn read(&mut self, _s: Resource<InputStream>, len: u64) -> Result<Vec<u8>, StreamError> {
-        self.call_fixed(
-            "wasi:io/streams.input-stream.read",
-            json!({"stream": "stdin", "len": len}),
-            json!({"closed": true}),
-        )?;
-        Err(StreamError::Closed)
+    fn read(&mut self, s: Resource<InputStream>, len: u64) -> Result<Vec<u8>, StreamError> {
+        self.read_stream(&s, "wasi:io/streams.input-stream.read", len)
     }
 
     fn blocking_read(
         &mut self,
-        _s: Resource<InputStream>,
+        s: Resource<InputStream>,
         len: u64,
     ) -> Result<Vec<u8>, StreamError> {
-        self.call_fixed(
-            "wasi:io/streams.input-stream.blocking-read",
-            json!({"stream": "stdin", "len": len}),
-            json!({"closed": true}),
-        )?;
-        Err(StreamError::Closed)
+        self.read_stream(&s, "wasi:io/streams.input-stream.blocking-read", len)
     }
 
-    fn skip(&mut self, _s: Resource<InputStream>, len: u64) -> Result<u64, StreamError> {
-        self.call_fixed(
-            "wasi:io/streams.input-stream.skip",
-            json!({"stream": "stdin", "len": len}),
-            json!({"closed": true}),
-        )?;
-        Err(StreamError::Closed)
+    fn skip(&mut self, s: Resource<InputStream>, len: u64) -> Result<u64, StreamError> {
+        self.read_stream(&s, "wasi:io/streams.input-stream.skip", len)
+            .map(|b| b.len() as u64)
     }
 
-    fn blocking_skip(&mut self, _s: Resource<InputStream>, len: u64) -> Result<u64, StreamError> {
-        self.call_fixed(
-            "wasi:io/streams.input-stream.blocking-skip",
-            json!({"stream": "stdin", "len": len}),
-            json!({"closed": true}),
-        )?;
-        Err(StreamError::Closed)
+    fn blocking_skip(&mut self, s: Resource<InputStream>, len: u64) -> Result<u64, StreamError> {
+        self.read_stream(&s, "wasi:io/streams.input-stream.blocking-skip", len)
+            .map(|b| b.len() as u64)
     }
 
-    fn subscribe(&mut self, _s: Resource<InputStream>) -> wasmtime::Result<Resource<Pollable>> {
+    fn subscribe(&mut self, s: Resource<InputStream>) -> wasmtime::Result<Resource<Pollable>> {
+        let name = self.table.get(&s)?.name();
         self.call_fixed(
             "wasi:io/streams.input-stream.subscribe",
-            json!({"stream": "stdin"}),
+            json!({"stream": name}),
             Value::Null,
         )?;
         Ok(self.table.push(Pollable { deadline: 0 })?)
     }
 
     fn drop(&mut self, s: Resource<InputStream>) -> wasmtime::Result<()> {
+        let name = self.table.get(&s)?.name();
         self.call_fixed(
             "wasi:io/streams.input-stream.drop",
-            json!({"stream": "stdin"}),
+            json!({"stream": name}),
             Value::Null,
         )?;
         self.table.delete(s)?;
@@ -224,7 +254,7 @@ impl wasi::io::streams::HostInputStream for RunState {
 
 impl wasi::io::streams::HostOutputStream for RunState {
     fn check_write(&mut self, s: Resource<OutputStream>) -> Result<u64, StreamError> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         self.call_fixed(
             "wasi:io/streams.output-stream.check-write",
             json!({"stream": stream.name()}),
@@ -234,7 +264,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
     }
 
     fn write(&mut self, s: Resource<OutputStream>, contents: Vec<u8>) -> Result<(), StreamError> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         self.write_stream(stream, "wasi:io/streams.output-stream.write", &contents)
     }
 
@@ -243,7 +273,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
         s: Resource<OutputStream>,
         contents: Vec<u8>,
     ) -> Result<(), StreamError> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         self.write_stream(
             stream,
             "wasi:io/streams.output-stream.blocking-write-and-flush",
@@ -252,7 +282,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
     }
 
     fn flush(&mut self, s: Resource<OutputStream>) -> Result<(), StreamError> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         self.call_fixed(
             "wasi:io/streams.output-stream.flush",
             json!({"stream": stream.name()}),
@@ -262,7 +292,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
     }
 
     fn blocking_flush(&mut self, s: Resource<OutputStream>) -> Result<(), StreamError> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         self.call_fixed(
             "wasi:io/streams.output-stream.blocking-flush",
             json!({"stream": stream.name()}),
@@ -272,7 +302,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
     }
 
     fn subscribe(&mut self, s: Resource<OutputStream>) -> wasmtime::Result<Resource<Pollable>> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         self.call_fixed(
             "wasi:io/streams.output-stream.subscribe",
             json!({"stream": stream.name()}),
@@ -282,7 +312,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
     }
 
     fn write_zeroes(&mut self, s: Resource<OutputStream>, len: u64) -> Result<(), StreamError> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         let zeros = vec![0u8; len.min(WRITE_BUDGET) as usize];
         self.write_stream(stream, "wasi:io/streams.output-stream.write-zeroes", &zeros)
     }
@@ -292,7 +322,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
         s: Resource<OutputStream>,
         len: u64,
     ) -> Result<(), StreamError> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         let zeros = vec![0u8; len.min(WRITE_BUDGET) as usize];
         self.write_stream(
             stream,
@@ -307,7 +337,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
         _src: Resource<InputStream>,
         len: u64,
     ) -> Result<u64, StreamError> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         self.call_fixed(
             "wasi:io/streams.output-stream.splice",
             json!({"stream": stream.name(), "len": len}),
@@ -322,7 +352,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
         _src: Resource<InputStream>,
         len: u64,
     ) -> Result<u64, StreamError> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         self.call_fixed(
             "wasi:io/streams.output-stream.blocking-splice",
             json!({"stream": stream.name(), "len": len}),
@@ -332,7 +362,7 @@ impl wasi::io::streams::HostOutputStream for RunState {
     }
 
     fn drop(&mut self, s: Resource<OutputStream>) -> wasmtime::Result<()> {
-        let stream = *self.table.get(&s)?;
+        let stream = self.table.get(&s)?.clone();
         self.call_fixed(
             "wasi:io/streams.output-stream.drop",
             json!({"stream": stream.name()}),
