@@ -164,6 +164,7 @@ fn an_mcp_tool_error_is_an_is_error_result_carrying_the_kind() {
     let tools = calls(&bundle, TOOL_CALL);
     assert_eq!(tools[1]["request"]["name"], "list_deploys");
     assert_eq!(tools[1]["response"]["error"]["kind"], "unavailable");
+    assert_eq!(tools[2]["request"]["name"], "list_deploys", "the model asked again");
     // What the model saw next is the MCP result's text: the error kind.
     let model = calls(&bundle, MODEL_CALL);
     let messages = model[2]["request"]["request"]["messages"]
@@ -180,6 +181,7 @@ fn an_unknown_url_is_denied_recorded_and_the_run_carries_on() {
     let store = temp_dir();
     let out = run_json(store.path(), &http_case("denied-url"), &agent());
     out.expect_code(0);
+    assert_eq!(output(&out)["probe"]["error"], "HttpRequestDenied", "{out}");
     let handles = calls(&out.bundle(), HANDLE);
     let denied: Vec<&Value> = handles.iter().filter(|e| e["effect"] == "denied").collect();
     assert_eq!(denied.len(), 1, "{handles:?}");
