@@ -164,7 +164,10 @@ fn an_mcp_tool_error_is_an_is_error_result_carrying_the_kind() {
     let tools = calls(&bundle, TOOL_CALL);
     assert_eq!(tools[1]["request"]["name"], "list_deploys");
     assert_eq!(tools[1]["response"]["error"]["kind"], "unavailable");
-    assert_eq!(tools[2]["request"]["name"], "list_deploys", "the model asked again");
+    assert_eq!(
+        tools[2]["request"]["name"], "list_deploys",
+        "the model asked again"
+    );
     // What the model saw next is the MCP result's text: the error kind.
     let model = calls(&bundle, MODEL_CALL);
     let messages = model[2]["request"]["request"]["messages"]
@@ -248,5 +251,32 @@ fn a_streamed_completion_arrives_as_server_sent_events_and_replays() {
     let reads = calls(&bundle, "wasi:io/streams.input-stream.blocking-read");
     assert!(reads.iter().any(|e| e["request"]["stream"] == "http-body"));
     assert_eq!(output(&out)["cause_deploy"], "D-42");
+    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+}
+
+#[test]
+fn anthropic_messages_are_the_same_model_calls_and_replay() {
+    let store = temp_dir();
+    let out = run_json(store.path(), &http_case("anthropic"), &agent());
+    out.expect_code(0);
+    assert_eq!(output(&out)["stop_reason"], "end_turn", "{out}");
+    let bundle = out.bundle();
+    let model = calls(&bundle, MODEL_CALL);
+    assert_eq!(model.len(), 6);
+    let http = &model[0]["request"]["transport"]["http"];
+    assert_eq!(http["api"], "anthropic.messages");
+    assert_eq!(http["url"], "https://api.anthropic.com/v1/messages");
+    // The provider saw chat completions: the system prompt first, and the
+    // tool results as tool messages the scripted rules read.
+    let messages = model[1]["request"]["request"]["messages"]
+        .as_array()
+        .unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages.last().unwrap()["role"], "tool");
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    assert!(
+        !text.contains("sk-ant-agent-secret"),
+        "the guest's key is in the bundle"
+    );
     replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
 }

@@ -7,13 +7,16 @@
 //!
 //! Task keys besides the case's own: `probe_url` (a URL fetched once at
 //! the start, whose outcome is noted in the output), `stream` (ask for
-//! server-sent events and put the completion together from its chunks).
+//! server-sent events and put the completion together from its chunks),
+//! `api = "anthropic"` (ask through Anthropic Messages, `POST
+//! https://api.anthropic.com/v1/messages`, instead).
 
 mod http;
 
 use serde_json::{Value, json};
 
 const MODEL_URL: &str = "https://api.openai.com/v1/chat/completions";
+const MESSAGES_URL: &str = "https://api.anthropic.com/v1/messages";
 const MCP_URL: &str = "http://world/mcp";
 /// Most model turns before the agent gives up.
 const MAX_TURNS: usize = 16;
@@ -44,6 +47,9 @@ fn agent(task: Value) -> Result<Value, String> {
     )?;
     mcp.notify("notifications/initialized")?;
     let listed = mcp.rpc("tools/list", json!({}))?;
+    if task["api"] == "anthropic" {
+        return messages_loop(&task, &mut mcp, &listed, probe);
+    }
     let tools: Vec<Value> = listed["tools"]
         .as_array()
         .into_iter()
@@ -107,17 +113,22 @@ fn agent(task: Value) -> Result<Value, String> {
     Err(format!("no answer after {MAX_TURNS} model turns"))
 }
 
-/// One chat completion, retried on 429, 5xx and timeouts; the completion
-/// and how many retries it took.
+/// One chat completion (see [`ask`]).
 fn complete(request: &Value) -> Result<(Value, usize), String> {
+    ask(
+        MODEL_URL,
+        ("authorization", "Bearer sk-agent-secret"),
+        request,
+    )
+}
+
+/// One model request to `url`, retried on 429, 5xx and timeouts; the
+/// answer and how many retries it took.
+fn ask(url: &str, key: (&str, &str), request: &Value) -> Result<(Value, usize), String> {
     let body = request.to_string();
     let mut last = String::new();
     for attempt in 0..ATTEMPTS {
-        match http::post_json(
-            MODEL_URL,
-            &body,
-            &[("authorization", "Bearer sk-agent-secret")],
-        ) {
+        match http::post_json(url, &body, &[key]) {
             Ok(r)
                 if r.status == 200
                     && r.header("content-type").as_deref() == Some("text/event-stream") =>
@@ -149,6 +160,62 @@ fn complete(request: &Value) -> Result<(Value, usize), String> {
         }
     }
     Err(format!("the model failed {ATTEMPTS} times; last: {last}"))
+}
+
+/// The same tool loop through Anthropic Messages: `tool_use` blocks are
+/// run over MCP and answered with `tool_result` blocks.
+fn messages_loop(
+    task: &Value,
+    mcp: &mut Mcp,
+    listed: &Value,
+    probe: Option<Value>,
+) -> Result<Value, String> {
+    let tools: Vec<Value> = listed["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| json!({"name": t["name"], "description": t["description"], "input_schema": t["inputSchema"]}))
+        .collect();
+    let mut messages = vec![json!({"role": "user", "content": task.to_string()})];
+    let mut retries = 0;
+    for turn in 1..=MAX_TURNS {
+        let request = json!({
+            "model": "claude-sonnet-4-5", "max_tokens": 1024, "system": SYSTEM,
+            "messages": messages, "tools": tools, "temperature": 0,
+        });
+        let (message, tries) = ask(MESSAGES_URL, ("x-api-key", "sk-ant-agent-secret"), &request)?;
+        retries += tries;
+        let content = message["content"].as_array().cloned().unwrap_or_default();
+        messages.push(json!({"role": "assistant", "content": content}));
+        let uses: Vec<&Value> = content.iter().filter(|b| b["type"] == "tool_use").collect();
+        if uses.is_empty() {
+            let text: String = content.iter().filter_map(|b| b["text"].as_str()).collect();
+            let mut out = serde_json::from_str::<Value>(&text)
+                .ok()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({"answer": text}));
+            out["turns"] = json!(turn);
+            out["model_retries"] = json!(retries);
+            out["stop_reason"] = message["stop_reason"].clone();
+            if let Some(p) = probe {
+                out["probe"] = p;
+            }
+            return Ok(out);
+        }
+        let mut results = Vec::new();
+        for u in uses {
+            let result = mcp.rpc(
+                "tools/call",
+                json!({"name": u["name"], "arguments": u["input"]}),
+            )?;
+            results.push(json!({
+                "type": "tool_result", "tool_use_id": u["id"],
+                "content": result["content"][0]["text"], "is_error": result["isError"],
+            }));
+        }
+        messages.push(json!({"role": "user", "content": results}));
+    }
+    Err(format!("no answer after {MAX_TURNS} model turns"))
 }
 
 /// A completion put together from `chat.completion.chunk` events: the

@@ -1,13 +1,15 @@
 //! The HTTP protocols agents already speak, independent of any transport:
 //! an HTTP request (method, URL, body bytes) becomes a typed model call or
 //! tool call ([`routes`]), and a mediated answer becomes the bytes and
-//! status the vendor would send back ([`openai_chat`], [`mcp`], [`sse`]).
+//! status the vendor would send back ([`openai_chat`], [`anthropic`],
+//! [`mcp`], [`sse`]).
 //!
 //! Nothing here knows about WebAssembly or sockets: `mediate/wasi/http.rs`
 //! puts it behind `wasi:http`, and a loopback server can put it behind TCP.
 //! Header values never enter this layer, so a guest's `Authorization` or
 //! `x-api-key` can be neither recorded nor forwarded from here.
 
+pub mod anthropic;
 pub mod mcp;
 pub mod openai_chat;
 pub mod routes;

@@ -3,6 +3,8 @@
 
 /// The vendors' public base URLs, answered as model APIs.
 pub const OPENAI_BASE: &str = "https://api.openai.com/v1";
+/// Anthropic's public base URL.
+pub const ANTHROPIC_BASE: &str = "https://api.anthropic.com";
 /// The world's MCP endpoint (Streamable HTTP).
 pub const MCP_URL: &str = "http://world/mcp";
 
@@ -11,6 +13,8 @@ pub const MCP_URL: &str = "http://world/mcp";
 pub enum Route {
     /// `POST {base}/chat/completions` (OpenAI Chat Completions).
     OpenaiChat,
+    /// `POST {base}/v1/messages` (Anthropic Messages).
+    AnthropicMessages,
     /// A request to the world's MCP endpoint (any method; the MCP layer
     /// answers the ones the transport does not serve).
     Mcp,
@@ -23,6 +27,7 @@ impl Route {
     pub fn api(&self) -> &'static str {
         match self {
             Route::OpenaiChat => "openai.chat",
+            Route::AnthropicMessages => "anthropic.messages",
             Route::Mcp => "mcp",
             Route::Unknown => "unknown",
         }
@@ -44,11 +49,18 @@ pub fn route(method: &str, url: &str, bases: &[String]) -> Route {
         return Route::Mcp;
     }
     if method.eq_ignore_ascii_case("POST") {
-        let known = std::iter::once(OPENAI_BASE).chain(bases.iter().map(String::as_str));
-        for base in known {
+        let known = [OPENAI_BASE, ANTHROPIC_BASE];
+        for base in known.into_iter().chain(bases.iter().map(String::as_str)) {
             let base = bare(base).to_ascii_lowercase();
-            if lower.strip_prefix(&base) == Some("/chat/completions") {
-                return Route::OpenaiChat;
+            match lower.strip_prefix(&base) {
+                Some("/chat/completions") if base != ANTHROPIC_BASE => return Route::OpenaiChat,
+                // The Anthropic SDKs append /v1/messages to their base URL;
+                // a declared base that already ends in /v1 takes /messages.
+                Some("/v1/messages") if base != OPENAI_BASE => return Route::AnthropicMessages,
+                Some("/messages") if base.ends_with("/v1") && base != OPENAI_BASE => {
+                    return Route::AnthropicMessages;
+                }
+                _ => {}
             }
         }
     }
@@ -73,6 +85,14 @@ mod tests {
         assert_eq!(route("POST", local, &none), Route::Unknown);
         let bases = vec!["http://localhost:8000/v1/".to_string()];
         assert_eq!(route("POST", local, &bases), Route::OpenaiChat);
+        let claude = "https://api.anthropic.com/v1/messages";
+        assert_eq!(route("POST", claude, &none), Route::AnthropicMessages);
+        assert_eq!(
+            route("POST", "https://api.openai.com/v1/messages", &none),
+            Route::Unknown
+        );
+        let local = "http://localhost:8000/v1/messages";
+        assert_eq!(route("POST", local, &bases), Route::AnthropicMessages);
     }
 
     #[test]

@@ -27,6 +27,23 @@ pub fn response(events: &[Value], tail: &str) -> HttpResponse {
     }
 }
 
+/// A 200 `text/event-stream` response of named events (`event:` then
+/// `data:`), as Anthropic streams.
+pub fn named_response(events: &[(String, Value)]) -> HttpResponse {
+    let mut body = String::new();
+    for (name, data) in events {
+        body.push_str(&format!("event: {name}\n{}", event(data)));
+    }
+    HttpResponse {
+        status: 200,
+        headers: vec![
+            ("content-type".into(), "text/event-stream".into()),
+            ("cache-control".into(), "no-cache".into()),
+        ],
+        body: body.into_bytes(),
+    }
+}
+
 /// `text` cut into pieces of at most `size` characters (never inside a
 /// character), the deterministic chunking of streamed text.
 pub fn pieces(text: &str, size: usize) -> Vec<String> {

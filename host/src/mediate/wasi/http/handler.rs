@@ -12,6 +12,7 @@ use crate::mediate::bindings::wasi::http::types::ErrorCode;
 use crate::mediate::bindings::{
     HttpFuture, HttpOptions, HttpOutcome, HttpRequest, HttpResponse, Pollable, wasi,
 };
+use crate::protocol::anthropic;
 use crate::protocol::mcp::{self, McpTool, Step};
 use crate::protocol::openai_chat::{self, Reply};
 use crate::protocol::routes::{self, Route};
@@ -51,6 +52,9 @@ impl RunState {
         let transport = |api: &str| json!({"http": {"api": api, "method": method, "url": url}});
         let response = match routes::route(&method, &url, &self.model_bases()) {
             Route::OpenaiChat => self.chat(&body, transport(Route::OpenaiChat.api()))?,
+            Route::AnthropicMessages => {
+                self.messages(&body, transport(Route::AnthropicMessages.api()))?
+            }
             Route::Mcp => Some(self.mcp(&method, &body, transport(Route::Mcp.api()))?),
             Route::Unknown => unreachable!("unrouted requests are denied when handed over"),
         };
@@ -93,6 +97,28 @@ impl RunState {
         transport["http"]["stream"] = json!(chat.stream);
         let response = self.model_call(chat.request.clone(), Some(transport))?;
         Ok(match openai_chat::reply(&chat, &response) {
+            Reply::Http(r) => Some(r),
+            Reply::Stall => None,
+        })
+    }
+
+    /// An Anthropic Messages request: the model call (as chat
+    /// completions), or `None` for a stall.
+    fn messages(
+        &mut self,
+        body: &[u8],
+        mut transport: Value,
+    ) -> wasmtime::Result<Option<crate::protocol::HttpResponse>> {
+        let req = match anthropic::parse(body) {
+            Ok(r) => r,
+            Err(r) => {
+                let detail = json!({"error": "not a Messages request"});
+                return self.protocol_answer(transport, detail, r).map(Some);
+            }
+        };
+        transport["http"]["stream"] = json!(req.stream);
+        let response = self.model_call(req.request.clone(), Some(transport))?;
+        Ok(match anthropic::reply(&req, &response) {
             Reply::Http(r) => Some(r),
             Reply::Stall => None,
         })
