@@ -280,3 +280,44 @@ fn anthropic_messages_are_the_same_model_calls_and_replay() {
     );
     replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
 }
+
+#[test]
+fn a_fork_responds_at_a_model_call_that_came_over_http() {
+    let store = temp_dir();
+    let case = workspace_root().join("cases/model/rollback.toml");
+    let run = run_json(store.path(), &case, &agent());
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let events = events(&run);
+    let at = events.iter().position(|e| e["call"] == MODEL_CALL).unwrap();
+    // The model's first answer, edited: another alert to look at.
+    let mut respond = events[at]["response"].clone();
+    let call = &mut respond["ok"]["choices"][0]["message"]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "get_alert");
+    call["arguments"] = Value::String("{\"id\":\"ALERT-404\"}".into());
+    let respond = respond.to_string();
+    let fork = worldline(
+        store.path(),
+        [
+            "fork",
+            &id,
+            "--at",
+            &at.to_string(),
+            "--respond",
+            &respond,
+            "--json",
+        ],
+    );
+    let forked = read_bundle(&fork.bundle()).events;
+    assert_eq!(forked[..at], events[..at], "the prefix is the parent's");
+    assert_eq!(forked[at]["injected"]["action"], "fork-respond", "{fork}");
+    // The edited answer reached the agent as OpenAI's bytes: it asked the
+    // world (over MCP) for the alert the fork named.
+    let tool = forked[at..]
+        .iter()
+        .find(|e| e["call"] == TOOL_CALL)
+        .expect("the agent calls a tool after the edited answer");
+    assert_eq!(tool["request"]["args"]["id"], "ALERT-404", "{fork}");
+    assert_eq!(tool["request"]["transport"]["http"]["api"], "mcp");
+    replays_identical(store.path(), fork.json()["run_id"].as_str().unwrap());
+}
