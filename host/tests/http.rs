@@ -321,3 +321,28 @@ fn a_fork_responds_at_a_model_call_that_came_over_http() {
     assert_eq!(tool["request"]["transport"]["http"]["api"], "mcp");
     replays_identical(store.path(), fork.json()["run_id"].as_str().unwrap());
 }
+
+#[test]
+fn openai_responses_are_the_same_model_calls_and_replay() {
+    let store = temp_dir();
+    let out = run_json(store.path(), &http_case("responses"), &agent());
+    out.expect_code(0);
+    assert_eq!(output(&out)["response_status"], "completed", "{out}");
+    let model = calls(&out.bundle(), MODEL_CALL);
+    assert_eq!(model.len(), 6);
+    let http = &model[0]["request"]["transport"]["http"];
+    assert_eq!(http["api"], "openai.responses");
+    assert_eq!(http["url"], "https://api.openai.com/v1/responses");
+    // The provider saw chat completions: instructions as the system
+    // message, function_call_output items as tool messages.
+    let messages = model[1]["request"]["request"]["messages"]
+        .as_array()
+        .unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(
+        messages[2]["tool_calls"][0]["function"]["name"],
+        "get_alert"
+    );
+    assert_eq!(messages.last().unwrap()["role"], "tool");
+    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+}

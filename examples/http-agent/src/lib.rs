@@ -9,7 +9,8 @@
 //! the start, whose outcome is noted in the output), `stream` (ask for
 //! server-sent events and put the completion together from its chunks),
 //! `api = "anthropic"` (ask through Anthropic Messages, `POST
-//! https://api.anthropic.com/v1/messages`, instead).
+//! https://api.anthropic.com/v1/messages`, instead), `api = "responses"`
+//! (through OpenAI Responses, `POST https://api.openai.com/v1/responses`).
 
 mod http;
 
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 
 const MODEL_URL: &str = "https://api.openai.com/v1/chat/completions";
 const MESSAGES_URL: &str = "https://api.anthropic.com/v1/messages";
+const RESPONSES_URL: &str = "https://api.openai.com/v1/responses";
 const MCP_URL: &str = "http://world/mcp";
 /// Most model turns before the agent gives up.
 const MAX_TURNS: usize = 16;
@@ -49,6 +51,9 @@ fn agent(task: Value) -> Result<Value, String> {
     let listed = mcp.rpc("tools/list", json!({}))?;
     if task["api"] == "anthropic" {
         return messages_loop(&task, &mut mcp, &listed, probe);
+    }
+    if task["api"] == "responses" {
+        return responses_loop(&task, &mut mcp, &listed, probe);
     }
     let tools: Vec<Value> = listed["tools"]
         .as_array()
@@ -214,6 +219,69 @@ fn messages_loop(
             }));
         }
         messages.push(json!({"role": "user", "content": results}));
+    }
+    Err(format!("no answer after {MAX_TURNS} model turns"))
+}
+
+/// The same tool loop through OpenAI Responses: `function_call` output
+/// items are run over MCP and sent back as `function_call_output` items
+/// (the whole conversation each time: nothing is stored server-side).
+fn responses_loop(
+    task: &Value,
+    mcp: &mut Mcp,
+    listed: &Value,
+    probe: Option<Value>,
+) -> Result<Value, String> {
+    let tools: Vec<Value> = listed["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| json!({"type": "function", "name": t["name"], "description": t["description"], "parameters": t["inputSchema"]}))
+        .collect();
+    let mut input = vec![json!({"role": "user", "content": task.to_string()})];
+    let mut retries = 0;
+    for turn in 1..=MAX_TURNS {
+        let request = json!({
+            "model": "gpt-4.1-mini", "instructions": SYSTEM, "input": input, "tools": tools,
+            "temperature": 0, "store": false,
+        });
+        let (response, tries) = ask(
+            RESPONSES_URL,
+            ("authorization", "Bearer sk-agent-secret"),
+            &request,
+        )?;
+        retries += tries;
+        let output = response["output"].as_array().cloned().unwrap_or_default();
+        let calls: Vec<&Value> = output
+            .iter()
+            .filter(|i| i["type"] == "function_call")
+            .collect();
+        if calls.is_empty() {
+            let text: String = output
+                .iter()
+                .filter(|i| i["type"] == "message")
+                .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
+                .filter_map(|c| c["text"].as_str().map(String::from))
+                .collect();
+            let mut out = serde_json::from_str::<Value>(&text)
+                .ok()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({"answer": text}));
+            out["turns"] = json!(turn);
+            out["model_retries"] = json!(retries);
+            out["response_status"] = response["status"].clone();
+            if let Some(p) = probe {
+                out["probe"] = p;
+            }
+            return Ok(out);
+        }
+        for c in calls {
+            input.push(json!({"type": "function_call", "call_id": c["call_id"], "name": c["name"], "arguments": c["arguments"]}));
+            let args: Value = serde_json::from_str(c["arguments"].as_str().unwrap_or("{}"))
+                .map_err(|e| format!("the model's arguments are not JSON: {e}"))?;
+            let result = mcp.rpc("tools/call", json!({"name": c["name"], "arguments": args}))?;
+            input.push(json!({"type": "function_call_output", "call_id": c["call_id"], "output": result["content"][0]["text"]}));
+        }
     }
     Err(format!("no answer after {MAX_TURNS} model turns"))
 }

@@ -1,7 +1,8 @@
 //! The HTTP protocols agents already speak, independent of any transport:
 //! an HTTP request (method, URL, body bytes) becomes a typed model call or
 //! tool call ([`routes`]), and a mediated answer becomes the bytes and
-//! status the vendor would send back ([`openai_chat`], [`anthropic`],
+//! status the vendor would send back ([`openai_chat`], [`openai_responses`],
+//! [`anthropic`],
 //! [`mcp`], [`sse`]).
 //!
 //! Nothing here knows about WebAssembly or sockets: `mediate/wasi/http.rs`
@@ -12,6 +13,7 @@
 pub mod anthropic;
 pub mod mcp;
 pub mod openai_chat;
+pub mod openai_responses;
 pub mod routes;
 pub mod sse;
 

@@ -13,6 +13,8 @@ pub const MCP_URL: &str = "http://world/mcp";
 pub enum Route {
     /// `POST {base}/chat/completions` (OpenAI Chat Completions).
     OpenaiChat,
+    /// `POST {base}/responses` (OpenAI Responses).
+    OpenaiResponses,
     /// `POST {base}/v1/messages` (Anthropic Messages).
     AnthropicMessages,
     /// A request to the world's MCP endpoint (any method; the MCP layer
@@ -27,6 +29,7 @@ impl Route {
     pub fn api(&self) -> &'static str {
         match self {
             Route::OpenaiChat => "openai.chat",
+            Route::OpenaiResponses => "openai.responses",
             Route::AnthropicMessages => "anthropic.messages",
             Route::Mcp => "mcp",
             Route::Unknown => "unknown",
@@ -54,6 +57,7 @@ pub fn route(method: &str, url: &str, bases: &[String]) -> Route {
             let base = bare(base).to_ascii_lowercase();
             match lower.strip_prefix(&base) {
                 Some("/chat/completions") if base != ANTHROPIC_BASE => return Route::OpenaiChat,
+                Some("/responses") if base != ANTHROPIC_BASE => return Route::OpenaiResponses,
                 // The Anthropic SDKs append /v1/messages to their base URL;
                 // a declared base that already ends in /v1 takes /messages.
                 Some("/v1/messages") if base != OPENAI_BASE => return Route::AnthropicMessages,
@@ -85,6 +89,8 @@ mod tests {
         assert_eq!(route("POST", local, &none), Route::Unknown);
         let bases = vec!["http://localhost:8000/v1/".to_string()];
         assert_eq!(route("POST", local, &bases), Route::OpenaiChat);
+        let responses = "https://api.openai.com/v1/responses";
+        assert_eq!(route("POST", responses, &none), Route::OpenaiResponses);
         let claude = "https://api.anthropic.com/v1/messages";
         assert_eq!(route("POST", claude, &none), Route::AnthropicMessages);
         assert_eq!(

@@ -15,6 +15,7 @@ use crate::mediate::bindings::{
 use crate::protocol::anthropic;
 use crate::protocol::mcp::{self, McpTool, Step};
 use crate::protocol::openai_chat::{self, Reply};
+use crate::protocol::openai_responses;
 use crate::protocol::routes::{self, Route};
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
@@ -51,10 +52,24 @@ impl RunState {
         let stall = future.first_byte_timeout.unwrap_or(DEFAULT_STALL_NS);
         let transport = |api: &str| json!({"http": {"api": api, "method": method, "url": url}});
         let response = match routes::route(&method, &url, &self.model_bases()) {
-            Route::OpenaiChat => self.chat(&body, transport(Route::OpenaiChat.api()))?,
-            Route::AnthropicMessages => {
-                self.messages(&body, transport(Route::AnthropicMessages.api()))?
-            }
+            Route::OpenaiChat => self.model_request(
+                transport(Route::OpenaiChat.api()),
+                openai_chat::parse(&body),
+                |r| (r.request.clone(), r.stream),
+                openai_chat::reply,
+            )?,
+            Route::OpenaiResponses => self.model_request(
+                transport(Route::OpenaiResponses.api()),
+                openai_responses::parse(&body),
+                |r| (r.request.clone(), r.stream),
+                openai_responses::reply,
+            )?,
+            Route::AnthropicMessages => self.model_request(
+                transport(Route::AnthropicMessages.api()),
+                anthropic::parse(&body),
+                |r| (r.request.clone(), r.stream),
+                anthropic::reply,
+            )?,
             Route::Mcp => Some(self.mcp(&method, &body, transport(Route::Mcp.api()))?),
             Route::Unknown => unreachable!("unrouted requests are denied when handed over"),
         };
@@ -81,44 +96,28 @@ impl RunState {
         Ok(r)
     }
 
-    /// A Chat Completions request: the model call, or `None` for a stall.
-    fn chat(
+    /// A model API request: one model call for the request `parsed` into
+    /// (`parts` gives the chat-completions request and whether it streams),
+    /// answered by `reply`; `None` for a stall. A body the API refuses is
+    /// answered by the protocol alone.
+    fn model_request<T>(
         &mut self,
-        body: &[u8],
         mut transport: Value,
+        parsed: Result<T, crate::protocol::HttpResponse>,
+        parts: impl FnOnce(&T) -> (Value, bool),
+        reply: impl FnOnce(&T, &Value) -> Reply,
     ) -> wasmtime::Result<Option<crate::protocol::HttpResponse>> {
-        let chat = match openai_chat::parse(body) {
-            Ok(c) => c,
-            Err(r) => {
-                let detail = json!({"error": "the body is not a JSON object"});
-                return self.protocol_answer(transport, detail, r).map(Some);
-            }
-        };
-        transport["http"]["stream"] = json!(chat.stream);
-        let response = self.model_call(chat.request.clone(), Some(transport))?;
-        Ok(match openai_chat::reply(&chat, &response) {
-            Reply::Http(r) => Some(r),
-            Reply::Stall => None,
-        })
-    }
-
-    /// An Anthropic Messages request: the model call (as chat
-    /// completions), or `None` for a stall.
-    fn messages(
-        &mut self,
-        body: &[u8],
-        mut transport: Value,
-    ) -> wasmtime::Result<Option<crate::protocol::HttpResponse>> {
-        let req = match anthropic::parse(body) {
+        let req = match parsed {
             Ok(r) => r,
             Err(r) => {
-                let detail = json!({"error": "not a Messages request"});
+                let detail = json!({"error": "the API refused the body"});
                 return self.protocol_answer(transport, detail, r).map(Some);
             }
         };
-        transport["http"]["stream"] = json!(req.stream);
-        let response = self.model_call(req.request.clone(), Some(transport))?;
-        Ok(match anthropic::reply(&req, &response) {
+        let (request, stream) = parts(&req);
+        transport["http"]["stream"] = json!(stream);
+        let response = self.model_call(request, Some(transport))?;
+        Ok(match reply(&req, &response) {
             Reply::Http(r) => Some(r),
             Reply::Stall => None,
         })

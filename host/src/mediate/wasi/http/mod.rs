@@ -1,9 +1,9 @@
 //! `wasi:http`, answered by the world (protocol/ says how):
 //!
-//! - virtual: requests to a model API (`POST {base}/chat/completions` at
-//!   `https://api.openai.com/v1` or the case's `[model] base_url`, and
-//!   `POST {base}/v1/messages` at `https://api.anthropic.com` or it) are the
-//!   case's model calls, requests to `http://world/mcp` the world's tools
+//! - virtual: requests to a model API (`POST {base}/chat/completions` and
+//!   `{base}/responses` at `https://api.openai.com/v1` or the case's
+//!   `[model] base_url`, `POST {base}/v1/messages` at
+//!   `https://api.anthropic.com` or it) are the case's model calls, requests to `http://world/mcp` the world's tools
 //!   over MCP, each answered with the bytes and status the vendor would
 //!   send; a timeout stalls the request in virtual time (`handler.rs`);
 //! - recorded: every call on fields, requests, bodies and responses (header
