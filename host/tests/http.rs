@@ -346,3 +346,51 @@ fn openai_responses_are_the_same_model_calls_and_replay() {
     assert_eq!(messages.last().unwrap()["role"], "tool");
     replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
 }
+
+#[test]
+fn a_worlds_own_routes_answer_with_its_tools_and_their_statuses() {
+    let store = temp_dir();
+    // The case drives the agent by a list of requests, so it lives with
+    // the tests' cases rather than in the example suites.
+    let worlds = workspace_root().join("worlds");
+    let out = run_in(store.path(), &case("http-rest-api"), &agent(), &worlds);
+    out.expect_code(0);
+    let responses = output(&out)["responses"].clone();
+    // Stale is an ordinary 200: the list as of 15 minutes ago, without D-42.
+    let ids: Vec<&str> = responses[0]["body"]["deploys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert!(!ids.is_empty() && !ids.contains(&"D-42"), "{ids:?}");
+    assert_eq!(responses[1]["body"]["error"]["kind"], "denied");
+    assert_eq!(responses[2]["body"]["error"]["kind"], "not-found");
+    assert_eq!(responses[4]["body"]["status"], "rolled_back");
+    let tools = calls(&out.bundle(), TOOL_CALL);
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|e| e["request"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "list_deploys",
+            "close_ticket",
+            "get_ticket",
+            "get_alert",
+            "rollback_deploy"
+        ]
+    );
+    assert_eq!(tools[0]["injected"]["action"], "stale");
+    assert_eq!(
+        tools[0]["request"]["args"],
+        serde_json::json!({"service": "checkout"})
+    );
+    assert_eq!(
+        tools[4]["request"]["args"],
+        serde_json::json!({"id": "D-42", "reason": "ALERT-7"})
+    );
+    assert_eq!(tools[4]["request"]["transport"]["http"]["api"], "rest");
+    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+}

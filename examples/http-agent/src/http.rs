@@ -37,6 +37,24 @@ pub fn post_json(url: &str, body: &str, headers: &[(&str, &str)]) -> Result<Resp
     send(Method::Post, url, Some(body.as_bytes()), &all)
 }
 
+/// `method url` with an optional JSON body.
+pub fn request(method: &str, url: &str, body: Option<&str>) -> Result<Response, String> {
+    let m = match method {
+        "GET" => Method::Get,
+        "POST" => Method::Post,
+        "PUT" => Method::Put,
+        "PATCH" => Method::Patch,
+        "DELETE" => Method::Delete,
+        other => Method::Other(other.to_string()),
+    };
+    let headers: &[(&str, &str)] = if body.is_some() {
+        &[("content-type", "application/json")]
+    } else {
+        &[]
+    };
+    send(m, url, body.map(str::as_bytes), headers)
+}
+
 /// Sleep in the run's (virtual) time.
 pub fn sleep_seconds(s: u64) {
     wasip2::clocks::monotonic_clock::subscribe_duration(s * 1_000_000_000).block();

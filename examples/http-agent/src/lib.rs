@@ -10,7 +10,10 @@
 //! server-sent events and put the completion together from its chunks),
 //! `api = "anthropic"` (ask through Anthropic Messages, `POST
 //! https://api.anthropic.com/v1/messages`, instead), `api = "responses"`
-//! (through OpenAI Responses, `POST https://api.openai.com/v1/responses`).
+//! (through OpenAI Responses, `POST https://api.openai.com/v1/responses`),
+//! `requests` (`[{method, url, body?}]`: no model, the agent sends these
+//! requests in order, e.g. to the world's own APIs, and answers with each
+//! status and body).
 
 mod http;
 
@@ -34,6 +37,9 @@ fn run(task: Value) -> Result<Value, worldline_guest::Error> {
 }
 
 fn agent(task: Value) -> Result<Value, String> {
+    if let Some(list) = task["requests"].as_array() {
+        return Ok(send_all(list));
+    }
     let probe = task["probe_url"].as_str().map(|url| match http::get(url) {
         Ok(r) => json!({"status": r.status}),
         Err(e) => json!({"error": e}),
@@ -284,6 +290,25 @@ fn responses_loop(
         }
     }
     Err(format!("no answer after {MAX_TURNS} model turns"))
+}
+
+/// Send each `{method, url, body?}` and note what came back.
+fn send_all(list: &[Value]) -> Value {
+    let answers: Vec<Value> = list
+        .iter()
+        .map(|r| {
+            let body = r.get("body").map(Value::to_string);
+            let method = r["method"].as_str().unwrap_or("GET");
+            match http::request(method, r["url"].as_str().unwrap_or_default(), body.as_deref()) {
+                Ok(resp) => json!({
+                    "status": resp.status,
+                    "body": serde_json::from_slice::<Value>(&resp.body).unwrap_or_else(|_| json!(String::from_utf8_lossy(&resp.body))),
+                }),
+                Err(e) => json!({"error": e}),
+            }
+        })
+        .collect();
+    json!({"responses": answers})
 }
 
 /// A completion put together from `chat.completion.chunk` events: the

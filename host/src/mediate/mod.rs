@@ -512,6 +512,7 @@ mod tests {
             permissions: Default::default(),
             initial: state.clone(),
             service: None,
+            routes: Vec::new(),
             overlaid: None,
         };
         WorldSession {

@@ -2,7 +2,7 @@
 //! an HTTP request (method, URL, body bytes) becomes a typed model call or
 //! tool call ([`routes`]), and a mediated answer becomes the bytes and
 //! status the vendor would send back ([`openai_chat`], [`openai_responses`],
-//! [`anthropic`],
+//! [`anthropic`], [`rest`] for a world's own routes,
 //! [`mcp`], [`sse`]).
 //!
 //! Nothing here knows about WebAssembly or sockets: `mediate/wasi/http.rs`
@@ -14,6 +14,7 @@ pub mod anthropic;
 pub mod mcp;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod rest;
 pub mod routes;
 pub mod sse;
 

@@ -8,6 +8,7 @@
 pub mod compare;
 pub mod ids;
 pub mod overlay;
+pub mod routes;
 pub mod schema;
 pub mod service;
 pub mod state;
@@ -43,6 +44,8 @@ pub struct World {
     pub initial: State,
     /// The component implementing its `op = "service"` tools, if any.
     pub service: Option<service::ServiceSource>,
+    /// Its own HTTP API (`[[routes]]`), answered by its tools.
+    pub routes: Vec<routes::Route>,
     /// For a case's overlaid copy: the base world's hash and the overlay
     /// (`hash` is then the overlaid world's).
     pub overlaid: Option<overlay::Record>,
@@ -143,6 +146,8 @@ struct WorldToml {
     tools: Vec<toml::Spanned<tools::ToolToml>>,
     #[serde(default)]
     service: Option<toml::Spanned<service::ServiceToml>>,
+    #[serde(default)]
+    routes: Vec<toml::Spanned<routes::RouteToml>>,
 }
 
 #[derive(Deserialize)]
@@ -259,6 +264,11 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
     }
     let tools = load_tools(&toml_path, &source, &doc.tools, &initial)?;
     let service = load_service(&mut folder, &source, doc.service.as_ref(), &tools)?;
+    let routes = doc
+        .routes
+        .iter()
+        .map(|r| routes::resolve(r.get_ref(), &tools).map_err(|m| at(r.span().start, m)))
+        .collect::<Result<Vec<_>, _>>()?;
     if let Some(rule) = doc.permissions.rule_naming_nothing(&tools) {
         return Err(at(
             source.find("[permissions]").unwrap_or(0),
@@ -279,6 +289,7 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
         permissions: doc.permissions,
         initial,
         service,
+        routes,
         overlaid: None,
     })
 }

@@ -16,6 +16,7 @@ use crate::protocol::anthropic;
 use crate::protocol::mcp::{self, McpTool, Step};
 use crate::protocol::openai_chat::{self, Reply};
 use crate::protocol::openai_responses;
+use crate::protocol::rest;
 use crate::protocol::routes::{self, Route};
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
@@ -71,7 +72,7 @@ impl RunState {
                 anthropic::reply,
             )?,
             Route::Mcp => Some(self.mcp(&method, &body, transport(Route::Mcp.api()))?),
-            Route::Unknown => unreachable!("unrouted requests are denied when handed over"),
+            Route::Unknown => self.world_route(&method, &url, &body, transport("rest"))?,
         };
         let now = self.med.services.clock.mono_ns();
         let ready_at = match response {
@@ -121,6 +122,33 @@ impl RunState {
             Reply::Http(r) => Some(r),
             Reply::Stall => None,
         })
+    }
+
+    /// A request to one of the world's own routes: its tool's call, or
+    /// `None` for a stall (a timeout).
+    fn world_route(
+        &mut self,
+        method: &str,
+        url: &str,
+        body: &[u8],
+        transport: Value,
+    ) -> wasmtime::Result<Option<crate::protocol::HttpResponse>> {
+        let world = self.med.services.world.world.clone();
+        let Some((route, from_url)) = rest::find(&world.routes, method, url) else {
+            unreachable!("unrouted requests are denied when handed over")
+        };
+        let params = world
+            .tool(&route.tool)
+            .map_or(Value::Null, |t| t.params.clone());
+        let args = match rest::arguments(from_url, &params, body) {
+            Ok(a) => a,
+            Err(r) => {
+                let detail = json!({"error": "the body is not a JSON object"});
+                return self.protocol_answer(transport, detail, r).map(Some);
+            }
+        };
+        let r = self.tool_call(&route.tool, Ok(args.clone()), args, Some(transport))?;
+        Ok(rest::reply(&r))
     }
 
     /// A request to the world's MCP endpoint.
@@ -176,14 +204,16 @@ impl wasi::http::outgoing_handler::Host for RunState {
         let method = method_name(&req.method);
         let request = json!({"method": method, "url": url});
         let route = routes::route(&method, &url, &self.model_bases());
-        if route == Route::Unknown {
+        let world_route =
+            rest::find(&self.med.services.world.world.routes, &method, &url).is_some();
+        if route == Route::Unknown && !world_route {
             self.denied("wasi:http/outgoing-handler.handle", request, DENIED)?;
             return Ok(Err(ErrorCode::HttpRequestDenied));
         }
         self.call_fixed(
             "wasi:http/outgoing-handler.handle",
             request,
-            json!({"route": route.api()}),
+            json!({"route": if world_route && route == Route::Unknown { "rest" } else { route.api() }}),
         )?;
         Ok(Ok(self.table.push(HttpFuture {
             method,
