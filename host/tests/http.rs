@@ -38,6 +38,19 @@ fn calls(bundle: &Path, call: &str) -> Vec<Value> {
         .collect()
 }
 
+/// `run CASE --agent http-agent --json` in `store`, which must pass.
+fn passes(store: &Path, case: &Path) -> CliOutput {
+    let out = run_json(store, case, &agent());
+    out.expect_code(0);
+    out
+}
+
+/// The run of `out` replays identical.
+#[track_caller]
+fn replays(store: &Path, out: &CliOutput) {
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}
+
 /// A run's events without what differs between two runs of one case
 /// (nothing should: the check is that they are equal).
 fn events(out: &CliOutput) -> Vec<Value> {
@@ -69,8 +82,7 @@ fn the_http_agent_passes_the_model_cases_through_chat_completions_and_mcp() {
 fn model_and_tool_calls_over_http_are_the_same_events_with_their_transport() {
     let store = temp_dir();
     let case = workspace_root().join("cases/model/rollback.toml");
-    let first = run_json(store.path(), &case, &agent());
-    first.expect_code(0);
+    let first = passes(store.path(), &case);
     let bundle = first.bundle();
     let model = calls(&bundle, MODEL_CALL);
     assert_eq!(model.len(), 6, "one model call per turn");
@@ -107,17 +119,15 @@ fn model_and_tool_calls_over_http_are_the_same_events_with_their_transport() {
         "the guest's key is in the bundle"
     );
     // Two runs are the same run, and it replays identical.
-    let second = run_json(store.path(), &case, &agent());
-    second.expect_code(0);
+    let second = passes(store.path(), &case);
     assert_eq!(events(&first), events(&second));
-    replays_identical(store.path(), first.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &first);
 }
 
 #[test]
 fn a_429_reaches_the_agent_with_retry_after_and_the_retry_is_its_own_call() {
     let store = temp_dir();
-    let out = run_json(store.path(), &http_case("rate-limited"), &agent());
-    out.expect_code(0);
+    let out = passes(store.path(), &http_case("rate-limited"));
     assert_eq!(output(&out)["model_retries"], 1, "{out}");
     let model = calls(&out.bundle(), MODEL_CALL);
     assert_eq!(model[0]["response"]["error"]["status"], 429);
@@ -128,15 +138,14 @@ fn a_429_reaches_the_agent_with_retry_after_and_the_retry_is_its_own_call() {
     // The agent waited the second `retry-after` asked for, in virtual time.
     let waited = model[1]["vtime_ns"].as_u64().unwrap() - model[0]["vtime_ns"].as_u64().unwrap();
     assert!(waited >= 1_000_000_000, "{waited}");
-    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &out);
 }
 
 #[test]
 fn a_model_timeout_stalls_the_request_in_virtual_time_until_the_agent_gives_up_on_it() {
     let store = temp_dir();
     let case = workspace_root().join("cases/model/model-timeout.toml");
-    let out = run_json(store.path(), &case, &agent());
-    out.expect_code(0);
+    let out = passes(store.path(), &case);
     let events = events(&out);
     let timed_out = events
         .iter()
@@ -152,14 +161,13 @@ fn a_model_timeout_stalls_the_request_in_virtual_time_until_the_agent_gives_up_o
         gave_up["vtime_ns"].as_u64().unwrap() - events[timed_out]["vtime_ns"].as_u64().unwrap();
     assert!(stalled >= 60_000_000_000, "{stalled}");
     assert_eq!(output(&out)["model_retries"], 1, "{out}");
-    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &out);
 }
 
 #[test]
 fn an_mcp_tool_error_is_an_is_error_result_carrying_the_kind() {
     let store = temp_dir();
-    let out = run_json(store.path(), &http_case("tool-error"), &agent());
-    out.expect_code(0);
+    let out = passes(store.path(), &http_case("tool-error"));
     let bundle = out.bundle();
     let tools = calls(&bundle, TOOL_CALL);
     assert_eq!(tools[1]["request"]["name"], "list_deploys");
@@ -176,14 +184,13 @@ fn an_mcp_tool_error_is_an_is_error_result_carrying_the_kind() {
     let seen: Value =
         serde_json::from_str(messages.last().unwrap()["content"].as_str().unwrap()).unwrap();
     assert_eq!(seen["error"]["kind"], "unavailable");
-    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &out);
 }
 
 #[test]
 fn an_unknown_url_is_denied_recorded_and_the_run_carries_on() {
     let store = temp_dir();
-    let out = run_json(store.path(), &http_case("denied-url"), &agent());
-    out.expect_code(0);
+    let out = passes(store.path(), &http_case("denied-url"));
     assert_eq!(output(&out)["probe"]["error"], "HttpRequestDenied", "{out}");
     let handles = calls(&out.bundle(), HANDLE);
     let denied: Vec<&Value> = handles.iter().filter(|e| e["effect"] == "denied").collect();
@@ -203,8 +210,7 @@ fn an_unknown_url_is_denied_recorded_and_the_run_carries_on() {
 fn a_run_forks_at_a_tool_call_that_came_over_mcp() {
     let store = temp_dir();
     let case = workspace_root().join("cases/model/rollback.toml");
-    let run = run_json(store.path(), &case, &agent());
-    run.expect_code(0);
+    let run = passes(store.path(), &case);
     let id = run.json()["run_id"].as_str().unwrap().to_string();
     let events = events(&run);
     let at = events
@@ -228,14 +234,13 @@ fn a_run_forks_at_a_tool_call_that_came_over_mcp() {
     assert_eq!(forked[..at], events[..at], "the prefix is the parent's");
     assert_eq!(forked[at]["response"]["error"]["kind"], "denied");
     assert_eq!(forked[at]["request"]["transport"]["http"]["api"], "mcp");
-    replays_identical(store.path(), fork.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &fork);
 }
 
 #[test]
 fn a_streamed_completion_arrives_as_server_sent_events_and_replays() {
     let store = temp_dir();
-    let out = run_json(store.path(), &http_case("streamed"), &agent());
-    out.expect_code(0);
+    let out = passes(store.path(), &http_case("streamed"));
     let bundle = out.bundle();
     let model = calls(&bundle, MODEL_CALL);
     assert_eq!(model.len(), 6);
@@ -251,14 +256,13 @@ fn a_streamed_completion_arrives_as_server_sent_events_and_replays() {
     let reads = calls(&bundle, "wasi:io/streams.input-stream.blocking-read");
     assert!(reads.iter().any(|e| e["request"]["stream"] == "http-body"));
     assert_eq!(output(&out)["cause_deploy"], "D-42");
-    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &out);
 }
 
 #[test]
 fn anthropic_messages_are_the_same_model_calls_and_replay() {
     let store = temp_dir();
-    let out = run_json(store.path(), &http_case("anthropic"), &agent());
-    out.expect_code(0);
+    let out = passes(store.path(), &http_case("anthropic"));
     assert_eq!(output(&out)["stop_reason"], "end_turn", "{out}");
     let bundle = out.bundle();
     let model = calls(&bundle, MODEL_CALL);
@@ -278,15 +282,14 @@ fn anthropic_messages_are_the_same_model_calls_and_replay() {
         !text.contains("sk-ant-agent-secret"),
         "the guest's key is in the bundle"
     );
-    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &out);
 }
 
 #[test]
 fn a_fork_responds_at_a_model_call_that_came_over_http() {
     let store = temp_dir();
     let case = workspace_root().join("cases/model/rollback.toml");
-    let run = run_json(store.path(), &case, &agent());
-    run.expect_code(0);
+    let run = passes(store.path(), &case);
     let id = run.json()["run_id"].as_str().unwrap().to_string();
     let events = events(&run);
     let at = events.iter().position(|e| e["call"] == MODEL_CALL).unwrap();
@@ -319,14 +322,13 @@ fn a_fork_responds_at_a_model_call_that_came_over_http() {
         .expect("the agent calls a tool after the edited answer");
     assert_eq!(tool["request"]["args"]["id"], "ALERT-404", "{fork}");
     assert_eq!(tool["request"]["transport"]["http"]["api"], "mcp");
-    replays_identical(store.path(), fork.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &fork);
 }
 
 #[test]
 fn openai_responses_are_the_same_model_calls_and_replay() {
     let store = temp_dir();
-    let out = run_json(store.path(), &http_case("responses"), &agent());
-    out.expect_code(0);
+    let out = passes(store.path(), &http_case("responses"));
     assert_eq!(output(&out)["response_status"], "completed", "{out}");
     let model = calls(&out.bundle(), MODEL_CALL);
     assert_eq!(model.len(), 6);
@@ -344,7 +346,7 @@ fn openai_responses_are_the_same_model_calls_and_replay() {
         "get_alert"
     );
     assert_eq!(messages.last().unwrap()["role"], "tool");
-    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &out);
 }
 
 #[test]
@@ -392,5 +394,5 @@ fn a_worlds_own_routes_answer_with_its_tools_and_their_statuses() {
         serde_json::json!({"id": "D-42", "reason": "ALERT-7"})
     );
     assert_eq!(tools[4]["request"]["transport"]["http"]["api"], "rest");
-    replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
+    replays(store.path(), &out);
 }

@@ -95,16 +95,7 @@ fn agent(task: Value) -> Result<Value, String> {
             .unwrap_or_default();
         if calls.is_empty() {
             let text = message["content"].as_str().unwrap_or_default();
-            let mut out = serde_json::from_str::<Value>(text)
-                .ok()
-                .filter(Value::is_object)
-                .unwrap_or_else(|| json!({"answer": text}));
-            out["turns"] = json!(turn);
-            out["model_retries"] = json!(retries);
-            if let Some(p) = probe {
-                out["probe"] = p;
-            }
-            return Ok(out);
+            return Ok(answer(text, turn, retries, probe));
         }
         for call in calls {
             let args: Value =
@@ -122,6 +113,21 @@ fn agent(task: Value) -> Result<Value, String> {
         }
     }
     Err(format!("no answer after {MAX_TURNS} model turns"))
+}
+
+/// The agent's output: the model's final text (its JSON object, or the
+/// text as `answer`), with the turns taken, the model retries and the probe.
+fn answer(text: &str, turn: usize, retries: usize, probe: Option<Value>) -> Value {
+    let mut out = serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({"answer": text}));
+    out["turns"] = json!(turn);
+    out["model_retries"] = json!(retries);
+    if let Some(p) = probe {
+        out["probe"] = p;
+    }
+    out
 }
 
 /// One chat completion (see [`ask`]).
@@ -201,16 +207,8 @@ fn messages_loop(
         let uses: Vec<&Value> = content.iter().filter(|b| b["type"] == "tool_use").collect();
         if uses.is_empty() {
             let text: String = content.iter().filter_map(|b| b["text"].as_str()).collect();
-            let mut out = serde_json::from_str::<Value>(&text)
-                .ok()
-                .filter(Value::is_object)
-                .unwrap_or_else(|| json!({"answer": text}));
-            out["turns"] = json!(turn);
-            out["model_retries"] = json!(retries);
+            let mut out = answer(&text, turn, retries, probe);
             out["stop_reason"] = message["stop_reason"].clone();
-            if let Some(p) = probe {
-                out["probe"] = p;
-            }
             return Ok(out);
         }
         let mut results = Vec::new();
@@ -269,16 +267,8 @@ fn responses_loop(
                 .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
                 .filter_map(|c| c["text"].as_str().map(String::from))
                 .collect();
-            let mut out = serde_json::from_str::<Value>(&text)
-                .ok()
-                .filter(Value::is_object)
-                .unwrap_or_else(|| json!({"answer": text}));
-            out["turns"] = json!(turn);
-            out["model_retries"] = json!(retries);
+            let mut out = answer(&text, turn, retries, probe);
             out["response_status"] = response["status"].clone();
-            if let Some(p) = probe {
-                out["probe"] = p;
-            }
             return Ok(out);
         }
         for c in calls {

@@ -12,11 +12,13 @@ pub fn event(data: &Value) -> String {
 /// A 200 `text/event-stream` response of `events`, then `tail` (the
 /// stream's terminator, such as `data: [DONE]\n\n`).
 pub fn response(events: &[Value], tail: &str) -> HttpResponse {
-    let mut body = String::new();
-    for e in events {
-        body.push_str(&event(e));
-    }
+    let mut body: String = events.iter().map(event).collect();
     body.push_str(tail);
+    stream(body)
+}
+
+/// A 200 `text/event-stream` response carrying `body`.
+fn stream(body: String) -> HttpResponse {
     HttpResponse {
         status: 200,
         headers: vec![
@@ -30,18 +32,12 @@ pub fn response(events: &[Value], tail: &str) -> HttpResponse {
 /// A 200 `text/event-stream` response of named events (`event:` then
 /// `data:`), as Anthropic streams.
 pub fn named_response(events: &[(String, Value)]) -> HttpResponse {
-    let mut body = String::new();
-    for (name, data) in events {
-        body.push_str(&format!("event: {name}\n{}", event(data)));
-    }
-    HttpResponse {
-        status: 200,
-        headers: vec![
-            ("content-type".into(), "text/event-stream".into()),
-            ("cache-control".into(), "no-cache".into()),
-        ],
-        body: body.into_bytes(),
-    }
+    stream(
+        events
+            .iter()
+            .map(|(name, data)| format!("event: {name}\n{}", event(data)))
+            .collect(),
+    )
 }
 
 /// `text` cut into pieces of at most `size` characters (never inside a
