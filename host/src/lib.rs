@@ -32,6 +32,7 @@ pub mod parallel;
 pub mod partition;
 pub mod path;
 pub mod project;
+pub mod protocol;
 pub mod redact;
 pub mod replay;
 pub mod report;

@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["check"],
     &["log"],
     &["store"],
+    &["protocol"],
     &["mediate"],
     &["sandbox"],
     &["agent_file"],

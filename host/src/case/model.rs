@@ -116,6 +116,9 @@ pub struct ReplyTable {
     pub error: Option<String>,
     /// Virtual latency of this reply (default: `[model] latency_ms`).
     pub latency_ms: Option<u64>,
+    /// With `error`: the HTTP status an agent that reaches the model over
+    /// HTTP receives (e.g. 429); default: the status of the error kind.
+    pub status: Option<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -284,6 +287,16 @@ impl Reply {
             {
                 let names: Vec<&str> = MODEL_ERRORS.iter().map(|k| k.as_str()).collect();
                 return Err(format!("error `{kind}` is not one of {}", names.join(", ")));
+            }
+            if let Some(status) = t.status {
+                if t.error.is_none() {
+                    return Err(format!("`status = {status}` needs an `error` kind"));
+                }
+                if !(400..=599).contains(&status) {
+                    return Err(format!(
+                        "`status = {status}` is not an HTTP error status (400-599)"
+                    ));
+                }
             }
             if t.error.is_none() && t.content.is_none() && t.tool_calls.is_empty() {
                 return Err("a reply needs `content`, `tool_calls` or `error`".into());

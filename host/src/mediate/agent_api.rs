@@ -298,22 +298,60 @@ impl tools::Host for RunState {
         let args: Result<Value, String> =
             serde_json::from_str(&args_json).map_err(|e| e.to_string());
         let shown_args = args.clone().unwrap_or(Value::String(args_json));
+        let r = self.tool_call(&name, args, shown_args, None)?;
+        Ok(decode(&r, canon::to_string))
+    }
+}
+
+impl RunState {
+    /// One tool call, however it arrived: `transport` says how when not
+    /// through `tools.call` (recorded beside it; `None` keeps the event as
+    /// it always was). Returns the recorded response (`{"ok"}`/`{"error"}`).
+    pub(in crate::mediate) fn tool_call(
+        &mut self,
+        name: &str,
+        args: Result<Value, String>,
+        shown_args: Value,
+        transport: Option<Value>,
+    ) -> wasmtime::Result<Value> {
         let refused = match &args {
-            Ok(a) => self.approve_tool_call(&name, a)?,
+            Ok(a) => self.approve_tool_call(name, a)?,
             Err(_) => None,
         };
-        let r = self.mediated(
-            "worldline:agent/tools.call",
-            json!({"name": name, "args": shown_args}),
-            |s| match refused {
-                Some(reason) => error_answer(
-                    ErrorKind::Denied,
-                    format!("`{name}` needs approval, and it was denied: {reason}"),
-                ),
-                None => serve_tool(s, &name, args),
+        let mut request = json!({"name": name, "args": shown_args});
+        if let Some(t) = transport {
+            request["transport"] = t;
+        }
+        self.mediated("worldline:agent/tools.call", request, |s| match refused {
+            Some(reason) => error_answer(
+                ErrorKind::Denied,
+                format!("`{name}` needs approval, and it was denied: {reason}"),
+            ),
+            None => serve_tool(s, name, args),
+        })
+    }
+
+    /// The tools the case permits, with their descriptions and argument
+    /// schemas (for `tools/list` over MCP), recorded as `tools.specs`.
+    pub(in crate::mediate) fn permitted_tools(
+        &mut self,
+        transport: Value,
+    ) -> wasmtime::Result<Value> {
+        self.mediated(
+            "worldline:agent/tools.specs",
+            json!({"transport": transport}),
+            |s| {
+                let specs: Vec<Value> = s
+                    .world
+                    .world
+                    .tools
+                    .iter()
+                    .filter(|t| s.world.allowed(&t.name))
+                    .map(|t| json!({"name": t.name, "description": t.description, "params": t.params, "mutates": t.mutates}))
+                    .collect();
+                Answer::read(json!(specs))
             },
-        )?;
-        Ok(decode(&r, canon::to_string))
+        )
     }
 }
 

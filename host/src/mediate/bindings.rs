@@ -1,7 +1,7 @@
 //! Host bindings generated from `wit/` (the one source of truth): the
 //! `worldline:agent` interfaces plus WASI 0.2, and the mediator's own types
-//! their resources and errors map to (implemented in `wasi.rs`,
-//! `wasi_never.rs`, `wasi_http.rs` and `agent_api.rs`).
+//! their resources and errors map to (implemented in `wasi/`
+//! and `agent_api.rs`).
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -33,11 +33,11 @@ wasmtime::component::bindgen!({
         "wasi:http/types.outgoing-body": crate::mediate::bindings::HttpBody,
         "wasi:http/types.incoming-request": crate::mediate::bindings::Never,
         "wasi:http/types.response-outparam": crate::mediate::bindings::Never,
-        "wasi:http/types.incoming-response": crate::mediate::bindings::Never,
-        "wasi:http/types.incoming-body": crate::mediate::bindings::Never,
-        "wasi:http/types.future-trailers": crate::mediate::bindings::Never,
+        "wasi:http/types.incoming-response": crate::mediate::bindings::HttpResponse,
+        "wasi:http/types.incoming-body": crate::mediate::bindings::HttpResponseBody,
+        "wasi:http/types.future-trailers": crate::mediate::bindings::HttpTrailers,
         "wasi:http/types.outgoing-response": crate::mediate::bindings::Never,
-        "wasi:http/types.future-incoming-response": crate::mediate::bindings::Never,
+        "wasi:http/types.future-incoming-response": crate::mediate::bindings::HttpFuture,
     },
 });
 
@@ -52,24 +52,57 @@ pub struct Pollable {
     pub deadline: u64,
 }
 
-/// `wasi:io/streams.input-stream`: only stdin, which is empty.
-pub struct InputStream;
+/// `wasi:io/streams.input-stream`: stdin, which is empty, or the body of
+/// a response the world answered.
+pub enum InputStream {
+    Stdin,
+    HttpBody { data: Vec<u8>, pos: usize },
+}
+
+impl InputStream {
+    pub fn name(&self) -> &'static str {
+        match self {
+            InputStream::Stdin => "stdin",
+            InputStream::HttpBody { .. } => "http-body",
+        }
+    }
+}
+
+/// The bytes written to an outgoing request's body, shared by the request,
+/// its body, the body's stream and the request's future response.
+#[derive(Clone, Default)]
+pub struct SharedBody(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl SharedBody {
+    /// A copy of the bytes written so far.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Append `data`, keeping at most `cap` bytes; how many were dropped.
+    pub fn push(&self, data: &[u8], cap: usize) -> usize {
+        let mut b = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let keep = cap.saturating_sub(b.len()).min(data.len());
+        b.extend_from_slice(&data[..keep]);
+        data.len() - keep
+    }
+}
 
 /// `wasi:io/streams.output-stream`.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum OutputStream {
     Stdout,
     Stderr,
-    /// The body of an outgoing HTTP request (which is never sent).
-    HttpBody,
+    /// The body of an outgoing HTTP request.
+    HttpBody(SharedBody),
 }
 
 impl OutputStream {
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             OutputStream::Stdout => "stdout",
             OutputStream::Stderr => "stderr",
-            OutputStream::HttpBody => "http-body",
+            OutputStream::HttpBody(_) => "http-body",
         }
     }
 }
@@ -97,13 +130,15 @@ impl HttpFields {
     }
 }
 
-/// `wasi:http/types.outgoing-request`: built by the agent, never sent.
+/// `wasi:http/types.outgoing-request`: built by the agent; answered by
+/// the world when it routes somewhere (protocol/routes.rs), else denied.
 pub struct HttpRequest {
     pub method: wasi::http::types::Method,
     pub path: Option<String>,
     pub scheme: Option<wasi::http::types::Scheme>,
     pub authority: Option<String>,
     pub headers: Vec<(String, Vec<u8>)>,
+    pub body: SharedBody,
     pub body_taken: bool,
 }
 
@@ -115,8 +150,49 @@ pub struct HttpOptions {
     pub between_bytes: Option<u64>,
 }
 
-/// `wasi:http/types.outgoing-body`: what is written to it goes nowhere.
-pub struct HttpBody;
+/// `wasi:http/types.outgoing-body`.
+pub struct HttpBody {
+    pub data: SharedBody,
+}
+
+/// `wasi:http/types.future-incoming-response`: a routed request, answered
+/// (mediated) the first time the agent waits for it or asks for it.
+pub struct HttpFuture {
+    pub method: String,
+    pub url: String,
+    pub body: SharedBody,
+    /// The request options' first-byte timeout: how long a stalled
+    /// request waits (virtual time) before it fails.
+    pub first_byte_timeout: Option<u64>,
+    pub outcome: Option<HttpOutcome>,
+    /// `get` already handed the outcome out.
+    pub taken: bool,
+}
+
+/// How a routed request ended, and from when (virtual monotonic time).
+pub struct HttpOutcome {
+    pub ready_at: u64,
+    /// The response, or a stall that ended in a read timeout.
+    pub response: Option<crate::protocol::HttpResponse>,
+}
+
+/// `wasi:http/types.incoming-response`.
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body until `consume` takes it.
+    pub body: Option<Vec<u8>>,
+}
+
+/// `wasi:http/types.incoming-body`: its bytes until `stream` takes them.
+pub struct HttpResponseBody {
+    pub data: Option<Vec<u8>>,
+}
+
+/// `wasi:http/types.future-trailers`: always ready, never any trailers.
+pub struct HttpTrailers {
+    pub taken: bool,
+}
 
 /// Terminal handles are never handed out (nothing is a terminal).
 pub struct Terminal;

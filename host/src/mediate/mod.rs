@@ -3,7 +3,7 @@
 //! Each call is answered by [`Mediator::mediate`], which advances the
 //! virtual clock, lets the right service answer, applies the world writes
 //! and appends the event to the run log. The WASI and `worldline:agent`
-//! bindings (`wasi.rs`, `agent_api.rs`) are thin: they turn typed arguments
+//! bindings (`wasi/`, `agent_api.rs`) are thin: they turn typed arguments
 //! into a canonical request, call `mediate`, and turn the recorded response
 //! back into typed results — so what the guest sees is always what the log
 //! says it saw.
@@ -19,8 +19,6 @@ pub mod script;
 pub mod service;
 pub mod stdio;
 pub mod wasi;
-mod wasi_http;
-mod wasi_never;
 
 use crate::case::Case;
 use crate::case::inject::{Action, Inject};
@@ -514,6 +512,7 @@ mod tests {
             permissions: Default::default(),
             initial: state.clone(),
             service: None,
+            routes: Vec::new(),
             overlaid: None,
         };
         WorldSession {

@@ -8,6 +8,7 @@
 pub mod compare;
 pub mod ids;
 pub mod overlay;
+pub mod routes;
 pub mod schema;
 pub mod service;
 pub mod state;
@@ -43,6 +44,8 @@ pub struct World {
     pub initial: State,
     /// The component implementing its `op = "service"` tools, if any.
     pub service: Option<service::ServiceSource>,
+    /// Its own HTTP API (`[[routes]]`), answered by its tools.
+    pub routes: Vec<routes::Route>,
     /// For a case's overlaid copy: the base world's hash and the overlay
     /// (`hash` is then the overlaid world's).
     pub overlaid: Option<overlay::Record>,
@@ -143,6 +146,8 @@ struct WorldToml {
     tools: Vec<toml::Spanned<tools::ToolToml>>,
     #[serde(default)]
     service: Option<toml::Spanned<service::ServiceToml>>,
+    #[serde(default)]
+    routes: Vec<toml::Spanned<routes::RouteToml>>,
 }
 
 #[derive(Deserialize)]
@@ -329,6 +334,17 @@ fn load_checked(
         problems.push(e);
         None
     });
+    let routes = doc
+        .routes
+        .iter()
+        .filter_map(|r| match routes::resolve(r.get_ref(), &tools) {
+            Ok(route) => Some(route),
+            Err(m) => {
+                problems.push(at(r.span().start, m));
+                None
+            }
+        })
+        .collect();
     if let Some(rule) = doc.permissions.rule_naming_nothing(&tools) {
         problems.push(at(
             source.find("[permissions]").unwrap_or(0),
@@ -353,6 +369,7 @@ fn load_checked(
         permissions: doc.permissions,
         initial,
         service,
+        routes,
         overlaid: None,
     })
 }

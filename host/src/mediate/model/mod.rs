@@ -103,6 +103,12 @@ impl ModelService {
         self.config.provider
     }
 
+    /// The base URL the case declares for its endpoint, if any (an agent
+    /// reaching it over `wasi:http` is answered like the vendor's URL).
+    pub fn base_url(&self) -> Option<&str> {
+        self.config.base_url.as_deref()
+    }
+
     /// Whether the last call used the case's whole time budget (and reset).
     pub(in crate::mediate) fn take_budget_spent(&mut self) -> bool {
         std::mem::take(&mut self.budget_spent)
@@ -147,6 +153,9 @@ impl ModelService {
         if let Some(kind) = &reply.error {
             let message = format!("the scripted model answered `{kind}`");
             let mut r = error_answer(ErrorKind::named(kind), message).response;
+            if let Some(status) = reply.status {
+                r["error"]["status"] = json!(status);
+            }
             r["model_call"] = record;
             return (r, latency);
         }
@@ -249,10 +258,16 @@ impl Cassette {
     }
 }
 
-impl model::Host for RunState {
-    fn complete(&mut self, request_json: String) -> wasmtime::Result<Result<String, ToolError>> {
-        let request: Value =
-            serde_json::from_str(&request_json).unwrap_or(Value::String(request_json));
+impl RunState {
+    /// One model call, however it arrived: `request` is the agent's
+    /// chat-completions JSON, `transport` how it came when not through
+    /// `model.complete` (recorded beside it; `None` keeps the event as it
+    /// always was). Returns the recorded response (`{"ok"}`/`{"error"}`).
+    pub(in crate::mediate) fn model_call(
+        &mut self,
+        request: Value,
+        transport: Option<Value>,
+    ) -> wasmtime::Result<Value> {
         let service = &self.med.services.model;
         let rerun = service
             .cassette
@@ -264,7 +279,10 @@ impl model::Host for RunState {
             _ => service.config.provider.as_str(),
         };
         let miss = matches!(rerun, Some((None, true)));
-        let call_request = json!({"provider": label, "request": request});
+        let mut call_request = json!({"provider": label, "request": request});
+        if let Some(t) = transport {
+            call_request["transport"] = t;
+        }
         let message = "the agent's model request differs from the recording and the rerun was asked to stop there (--model fail)";
         let hit = matches!(rerun, Some((Some(_), _)));
         let serve = |s: &mut super::Services| {
@@ -293,6 +311,15 @@ impl model::Host for RunState {
         if miss {
             return Err(wasmtime::Error::new(super::Stop::ModelMiss));
         }
+        Ok(r)
+    }
+}
+
+impl model::Host for RunState {
+    fn complete(&mut self, request_json: String) -> wasmtime::Result<Result<String, ToolError>> {
+        let request: Value =
+            serde_json::from_str(&request_json).unwrap_or(Value::String(request_json));
+        let r = self.model_call(request, None)?;
         Ok(decode(&r, canon::to_string))
     }
 }

@@ -1,197 +1,121 @@
-//! WASI resources a worldline guest can never hold: file descriptors (no
-//! directory is preopened), sockets (creating one is denied) and name
-//! lookups (denied). The component model only lets a guest pass handles
-//! it was given, so these methods are unreachable; each traps if it is
-//! ever called.
+//! `wasi:sockets`: a network handle exists and grants nothing.
+//!
+//! - virtual: the instance network handle;
+//! - recorded: every call, denied ones with their family or name;
+//! - denied: creating a TCP or UDP socket and resolving a name (the guest
+//!   sees `access-denied`), so no socket or lookup stream can ever exist;
+//!   their methods are unreachable and trap if ever called.
 
-use super::RunState;
-use super::bindings::wasi;
-use super::bindings::wasi::filesystem::types as fst;
-use super::bindings::wasi::sockets::ip_name_lookup::IpAddress;
-use super::bindings::wasi::sockets::network::{IpAddressFamily, IpSocketAddress};
-use super::bindings::wasi::sockets::tcp::ShutdownType;
-use super::bindings::wasi::sockets::udp;
-use super::bindings::{FsError, InputStream, Network, Never, OutputStream, Pollable, SocketError};
+use super::super::RunState;
+use super::super::bindings::wasi::sockets::ip_name_lookup::IpAddress;
+use super::super::bindings::wasi::sockets::network::{IpAddressFamily, IpSocketAddress};
+use super::super::bindings::wasi::sockets::tcp::ShutdownType;
+use super::super::bindings::wasi::sockets::udp;
+use super::super::bindings::{
+    InputStream, IoError, Network, Never, OutputStream, Pollable, SocketError, wasi,
+};
+use super::never;
+use serde_json::{Value, json};
 use wasmtime::component::Resource;
 
-fn never<T, E: From<wasmtime::Error>>() -> Result<T, E> {
-    Err(wasmtime::Error::msg("this resource cannot exist in a worldline run").into())
-}
-
-impl wasi::filesystem::types::HostDescriptor for RunState {
-    fn advise(
-        &mut self,
-        _fd: Resource<Never>,
-        _offset: fst::Filesize,
-        _len: fst::Filesize,
-        _advice: fst::Advice,
-    ) -> Result<(), FsError> {
-        never()
-    }
-    fn sync_data(&mut self, _fd: Resource<Never>) -> Result<(), FsError> {
-        never()
-    }
-    fn get_flags(&mut self, _fd: Resource<Never>) -> Result<fst::DescriptorFlags, FsError> {
-        never()
-    }
-    fn get_type(&mut self, _fd: Resource<Never>) -> Result<fst::DescriptorType, FsError> {
-        never()
-    }
-    fn set_size(&mut self, _fd: Resource<Never>, _size: fst::Filesize) -> Result<(), FsError> {
-        never()
-    }
-    fn set_times(
-        &mut self,
-        _fd: Resource<Never>,
-        _atim: fst::NewTimestamp,
-        _mtim: fst::NewTimestamp,
-    ) -> Result<(), FsError> {
-        never()
-    }
-    fn read(
-        &mut self,
-        _fd: Resource<Never>,
-        _len: fst::Filesize,
-        _offset: fst::Filesize,
-    ) -> Result<(Vec<u8>, bool), FsError> {
-        never()
-    }
-    fn write(
-        &mut self,
-        _fd: Resource<Never>,
-        _buf: Vec<u8>,
-        _offset: fst::Filesize,
-    ) -> Result<fst::Filesize, FsError> {
-        never()
-    }
-    fn read_directory(&mut self, _fd: Resource<Never>) -> Result<Resource<Never>, FsError> {
-        never()
-    }
-    fn sync(&mut self, _fd: Resource<Never>) -> Result<(), FsError> {
-        never()
-    }
-    fn create_directory_at(&mut self, _fd: Resource<Never>, _path: String) -> Result<(), FsError> {
-        never()
-    }
-    fn stat(&mut self, _fd: Resource<Never>) -> Result<fst::DescriptorStat, FsError> {
-        never()
-    }
-    fn stat_at(
-        &mut self,
-        _fd: Resource<Never>,
-        _path_flags: fst::PathFlags,
-        _path: String,
-    ) -> Result<fst::DescriptorStat, FsError> {
-        never()
-    }
-    fn set_times_at(
-        &mut self,
-        _fd: Resource<Never>,
-        _path_flags: fst::PathFlags,
-        _path: String,
-        _atim: fst::NewTimestamp,
-        _mtim: fst::NewTimestamp,
-    ) -> Result<(), FsError> {
-        never()
-    }
-    fn link_at(
-        &mut self,
-        _fd: Resource<Never>,
-        _old_path_flags: fst::PathFlags,
-        _old_path: String,
-        _new_descriptor: Resource<Never>,
-        _new_path: String,
-    ) -> Result<(), FsError> {
-        never()
-    }
-    fn open_at(
-        &mut self,
-        _fd: Resource<Never>,
-        _path_flags: fst::PathFlags,
-        _path: String,
-        _oflags: fst::OpenFlags,
-        _flags: fst::DescriptorFlags,
-    ) -> Result<Resource<Never>, FsError> {
-        never()
-    }
-    fn drop(&mut self, _fd: Resource<Never>) -> wasmtime::Result<()> {
-        never()
-    }
-    fn readlink_at(&mut self, _fd: Resource<Never>, _path: String) -> Result<String, FsError> {
-        never()
-    }
-    fn remove_directory_at(&mut self, _fd: Resource<Never>, _path: String) -> Result<(), FsError> {
-        never()
-    }
-    fn rename_at(
-        &mut self,
-        _fd: Resource<Never>,
-        _old_path: String,
-        _new_fd: Resource<Never>,
-        _new_path: String,
-    ) -> Result<(), FsError> {
-        never()
-    }
-    fn symlink_at(
-        &mut self,
-        _fd: Resource<Never>,
-        _src_path: String,
-        _dest_path: String,
-    ) -> Result<(), FsError> {
-        never()
-    }
-    fn unlink_file_at(&mut self, _fd: Resource<Never>, _path: String) -> Result<(), FsError> {
-        never()
-    }
-    fn read_via_stream(
-        &mut self,
-        _fd: Resource<Never>,
-        _offset: fst::Filesize,
-    ) -> Result<Resource<InputStream>, FsError> {
-        never()
-    }
-    fn write_via_stream(
-        &mut self,
-        _fd: Resource<Never>,
-        _offset: fst::Filesize,
-    ) -> Result<Resource<OutputStream>, FsError> {
-        never()
-    }
-    fn append_via_stream(
-        &mut self,
-        _fd: Resource<Never>,
-    ) -> Result<Resource<OutputStream>, FsError> {
-        never()
-    }
-    fn is_same_object(
-        &mut self,
-        _a: Resource<Never>,
-        _b: Resource<Never>,
-    ) -> wasmtime::Result<bool> {
-        never()
-    }
-    fn metadata_hash(&mut self, _fd: Resource<Never>) -> Result<fst::MetadataHashValue, FsError> {
-        never()
-    }
-    fn metadata_hash_at(
-        &mut self,
-        _fd: Resource<Never>,
-        _path_flags: fst::PathFlags,
-        _path: String,
-    ) -> Result<fst::MetadataHashValue, FsError> {
-        never()
+fn family_name(family: wasi::sockets::network::IpAddressFamily) -> &'static str {
+    match family {
+        wasi::sockets::network::IpAddressFamily::Ipv4 => "ipv4",
+        wasi::sockets::network::IpAddressFamily::Ipv6 => "ipv6",
     }
 }
 
-impl wasi::filesystem::types::HostDirectoryEntryStream for RunState {
-    fn read_directory_entry(
+impl wasi::sockets::network::Host for RunState {
+    fn convert_error_code(
         &mut self,
-        _stream: Resource<Never>,
-    ) -> Result<Option<fst::DirectoryEntry>, FsError> {
-        never()
+        err: SocketError,
+    ) -> wasmtime::Result<wasi::sockets::network::ErrorCode> {
+        match err {
+            SocketError::Code(c) => Ok(c),
+            SocketError::Trap(e) => Err(e),
+        }
     }
-    fn drop(&mut self, _stream: Resource<Never>) -> wasmtime::Result<()> {
-        never()
+
+    fn network_error_code(
+        &mut self,
+        err: Resource<IoError>,
+    ) -> wasmtime::Result<Option<wasi::sockets::network::ErrorCode>> {
+        self.call_fixed(
+            "wasi:sockets/network.network-error-code",
+            json!({"handle": err.rep()}),
+            Value::Null,
+        )?;
+        Ok(None)
+    }
+}
+
+impl wasi::sockets::network::HostNetwork for RunState {
+    fn drop(&mut self, n: Resource<Network>) -> wasmtime::Result<()> {
+        self.call_fixed("wasi:sockets/network.network.drop", json!({}), Value::Null)?;
+        self.table.delete(n)?;
+        Ok(())
+    }
+}
+
+impl wasi::sockets::instance_network::Host for RunState {
+    fn instance_network(&mut self) -> wasmtime::Result<Resource<Network>> {
+        self.call_fixed(
+            "wasi:sockets/instance-network.instance-network",
+            json!({}),
+            json!("network"),
+        )?;
+        Ok(self.table.push(Network)?)
+    }
+}
+
+impl wasi::sockets::tcp_create_socket::Host for RunState {
+    fn create_tcp_socket(
+        &mut self,
+        family: wasi::sockets::network::IpAddressFamily,
+    ) -> Result<Resource<Never>, SocketError> {
+        let family = family_name(family);
+        self.denied(
+            "wasi:sockets/tcp-create-socket.create-tcp-socket",
+            json!({"family": family}),
+            "network access is not part of a worldline world",
+        )?;
+        Err(SocketError::Code(
+            wasi::sockets::network::ErrorCode::AccessDenied,
+        ))
+    }
+}
+
+impl wasi::sockets::udp_create_socket::Host for RunState {
+    fn create_udp_socket(
+        &mut self,
+        family: wasi::sockets::network::IpAddressFamily,
+    ) -> Result<Resource<Never>, SocketError> {
+        let family = family_name(family);
+        self.denied(
+            "wasi:sockets/udp-create-socket.create-udp-socket",
+            json!({"family": family}),
+            "network access is not part of a worldline world",
+        )?;
+        Err(SocketError::Code(
+            wasi::sockets::network::ErrorCode::AccessDenied,
+        ))
+    }
+}
+
+impl wasi::sockets::ip_name_lookup::Host for RunState {
+    fn resolve_addresses(
+        &mut self,
+        _network: Resource<Network>,
+        name: String,
+    ) -> Result<Resource<Never>, SocketError> {
+        self.denied(
+            "wasi:sockets/ip-name-lookup.resolve-addresses",
+            json!({"name": name}),
+            "name lookup is not part of a worldline world",
+        )?;
+        Err(SocketError::Code(
+            wasi::sockets::network::ErrorCode::AccessDenied,
+        ))
     }
 }
 

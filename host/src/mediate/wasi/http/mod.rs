@@ -1,14 +1,29 @@
-//! `wasi:http`, linked and denied like sockets: a component that imports
-//! it (every ComponentizeJS build, any agent that uses `fetch`) loads and
-//! may build requests, but `outgoing-handler.handle` refuses every one with
-//! `HTTP-request-denied`, recorded as a denied network event. Nothing ever
-//! arrives from outside, so the incoming and response resources can never
-//! exist ([`Never`]). A model is reached through `worldline:agent/model`.
+//! `wasi:http`, answered by the world (protocol/ says how):
+//!
+//! - virtual: requests to a model API (`POST {base}/chat/completions` and
+//!   `{base}/responses` at `https://api.openai.com/v1` or the case's
+//!   `[model] base_url`, `POST {base}/v1/messages` at
+//!   `https://api.anthropic.com` or it) are the case's model calls, requests to `http://world/mcp` the world's tools
+//!   over MCP, each answered with the bytes and status the vendor would
+//!   send; a timeout stalls the request in virtual time (`handler.rs`);
+//! - recorded: every call on fields, requests, bodies and responses (header
+//!   names, never their values: a guest's `Authorization` or `x-api-key`
+//!   is neither recorded nor forwarded), the size of each body write, and
+//!   each routed request as the same model or tool call event that
+//!   `model.complete` or `tools.call` makes, with its `transport` noted;
+//! - denied: every other request (`HTTP-request-denied`, recorded with its
+//!   method and URL), and serving HTTP: the incoming-request,
+//!   response-outparam and outgoing-response resources never exist.
 
-use super::RunState;
-use super::bindings::wasi::http::types::{ErrorCode, HeaderError, Method, Scheme};
-use super::bindings::{HttpBody, HttpFields, HttpOptions, HttpRequest, IoError, Never};
-use super::bindings::{OutputStream, Pollable, wasi};
+mod handler;
+mod response;
+
+use super::super::RunState;
+use super::super::bindings::wasi::http::types::{ErrorCode, HeaderError, Method, Scheme};
+use super::super::bindings::{
+    HttpBody, HttpFields, HttpOptions, HttpRequest, IoError, Never, SharedBody,
+};
+use super::super::bindings::{HttpResponseBody, OutputStream, wasi};
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
 
@@ -189,6 +204,7 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
             scheme: None,
             authority: None,
             headers,
+            body: SharedBody::default(),
             body_taken: false,
         })?)
     }
@@ -203,7 +219,8 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
             return Ok(Err(()));
         }
         req.body_taken = true;
-        Ok(Ok(self.table.push(HttpBody)?))
+        let data = req.body.clone();
+        Ok(Ok(self.table.push(HttpBody { data })?))
     }
 
     fn method(&mut self, r: Resource<HttpRequest>) -> wasmtime::Result<Method> {
@@ -367,8 +384,8 @@ impl wasi::http::types::HostOutgoingBody for RunState {
         b: Resource<HttpBody>,
     ) -> wasmtime::Result<Result<Resource<OutputStream>, ()>> {
         self.http("outgoing-body.write", json!({}))?;
-        self.table.get(&b)?;
-        Ok(Ok(self.table.push(OutputStream::HttpBody)?))
+        let data = self.table.get(&b)?.data.clone();
+        Ok(Ok(self.table.push(OutputStream::HttpBody(data))?))
     }
 
     fn finish(
@@ -391,32 +408,7 @@ impl wasi::http::types::HostOutgoingBody for RunState {
     }
 }
 
-impl wasi::http::outgoing_handler::Host for RunState {
-    fn handle(
-        &mut self,
-        r: Resource<HttpRequest>,
-        options: Option<Resource<HttpOptions>>,
-    ) -> wasmtime::Result<Result<Resource<Never>, ErrorCode>> {
-        let req = self.table.delete(r)?;
-        if let Some(o) = options {
-            self.table.delete(o)?;
-        }
-        let url = format!(
-            "{}://{}{}",
-            req.scheme.as_ref().map_or("https".into(), scheme_name),
-            req.authority.as_deref().unwrap_or(""),
-            req.path.as_deref().unwrap_or("/")
-        );
-        self.denied(
-            "wasi:http/outgoing-handler.handle",
-            json!({"method": method_name(&req.method), "url": url}),
-            DENIED,
-        )?;
-        Ok(Err(ErrorCode::HttpRequestDenied))
-    }
-}
-
-// Resources only a response or a server could hand out: never created.
+// Resources only a server could hand out: never created.
 
 impl wasi::http::types::HostIncomingRequest for RunState {
     fn method(&mut self, n: Resource<Never>) -> wasmtime::Result<Method> {
@@ -434,7 +426,10 @@ impl wasi::http::types::HostIncomingRequest for RunState {
     fn headers(&mut self, n: Resource<Never>) -> wasmtime::Result<Resource<HttpFields>> {
         never(&n)
     }
-    fn consume(&mut self, n: Resource<Never>) -> wasmtime::Result<Result<Resource<Never>, ()>> {
+    fn consume(
+        &mut self,
+        n: Resource<Never>,
+    ) -> wasmtime::Result<Result<Resource<HttpResponseBody>, ()>> {
         never(&n)
     }
     fn drop(&mut self, n: Resource<Never>) -> wasmtime::Result<()> {
@@ -463,51 +458,6 @@ impl wasi::http::types::HostResponseOutparam for RunState {
     }
 }
 
-impl wasi::http::types::HostIncomingResponse for RunState {
-    fn status(&mut self, n: Resource<Never>) -> wasmtime::Result<u16> {
-        never(&n)
-    }
-    fn headers(&mut self, n: Resource<Never>) -> wasmtime::Result<Resource<HttpFields>> {
-        never(&n)
-    }
-    fn consume(&mut self, n: Resource<Never>) -> wasmtime::Result<Result<Resource<Never>, ()>> {
-        never(&n)
-    }
-    fn drop(&mut self, n: Resource<Never>) -> wasmtime::Result<()> {
-        never(&n)
-    }
-}
-
-impl wasi::http::types::HostIncomingBody for RunState {
-    fn stream(
-        &mut self,
-        n: Resource<Never>,
-    ) -> wasmtime::Result<Result<Resource<super::bindings::InputStream>, ()>> {
-        never(&n)
-    }
-    fn finish(&mut self, n: Resource<Never>) -> wasmtime::Result<Resource<Never>> {
-        never(&n)
-    }
-    fn drop(&mut self, n: Resource<Never>) -> wasmtime::Result<()> {
-        never(&n)
-    }
-}
-
-impl wasi::http::types::HostFutureTrailers for RunState {
-    fn subscribe(&mut self, n: Resource<Never>) -> wasmtime::Result<Resource<Pollable>> {
-        never(&n)
-    }
-    fn get(
-        &mut self,
-        n: Resource<Never>,
-    ) -> wasmtime::Result<Option<Result<Result<Option<Resource<HttpFields>>, ErrorCode>, ()>>> {
-        never(&n)
-    }
-    fn drop(&mut self, n: Resource<Never>) -> wasmtime::Result<()> {
-        never(&n)
-    }
-}
-
 impl wasi::http::types::HostOutgoingResponse for RunState {
     fn new(&mut self, headers: Resource<HttpFields>) -> wasmtime::Result<Resource<Never>> {
         self.table.delete(headers)?;
@@ -529,21 +479,6 @@ impl wasi::http::types::HostOutgoingResponse for RunState {
         never(&n)
     }
     fn body(&mut self, n: Resource<Never>) -> wasmtime::Result<Result<Resource<HttpBody>, ()>> {
-        never(&n)
-    }
-    fn drop(&mut self, n: Resource<Never>) -> wasmtime::Result<()> {
-        never(&n)
-    }
-}
-
-impl wasi::http::types::HostFutureIncomingResponse for RunState {
-    fn subscribe(&mut self, n: Resource<Never>) -> wasmtime::Result<Resource<Pollable>> {
-        never(&n)
-    }
-    fn get(
-        &mut self,
-        n: Resource<Never>,
-    ) -> wasmtime::Result<Option<Result<Result<Resource<Never>, ErrorCode>, ()>>> {
         never(&n)
     }
     fn drop(&mut self, n: Resource<Never>) -> wasmtime::Result<()> {

@@ -1,0 +1,296 @@
+//! OpenAI Responses over HTTP (`POST {base}/responses`): the request's
+//! `instructions` and `input` items (messages, `function_call`,
+//! `function_call_output`) become the chat-completions call every
+//! provider answers, and the answer a `response` object (`message` and
+//! `function_call` output items), its event stream, or OpenAI's error.
+//! The API's server-side state (`previous_response_id`, `store`d
+//! conversations) does not exist in a world: such a request is a 400.
+
+use super::openai_chat::{self, Reply};
+use super::{HttpResponse, sse};
+use serde_json::{Map, Value, json};
+
+/// A Responses request as the model call it becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponsesRequest {
+    pub request: Value,
+    pub stream: bool,
+}
+
+const CHUNK_CHARS: usize = 16;
+
+fn invalid(message: &str) -> HttpResponse {
+    openai_chat::error(400, "invalid_request_error", None, message)
+}
+
+/// The text of a message item's `content`: a string or its text parts.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Read a request body.
+pub fn parse(body: &[u8]) -> Result<ResponsesRequest, HttpResponse> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        invalid(&format!(
+            "We could not parse the JSON body of your request. ({e})"
+        ))
+    })?;
+    if !v.is_object() {
+        return Err(invalid("The request body must be a JSON object."));
+    }
+    if !v["previous_response_id"].is_null() {
+        return Err(invalid(
+            "previous_response_id is not supported in a worldline world (nothing is stored between requests): send the whole conversation as `input`",
+        ));
+    }
+    let mut messages: Vec<Value> = Vec::new();
+    if let Some(i) = v["instructions"].as_str() {
+        messages.push(json!({"role": "system", "content": i}));
+    }
+    let items = match &v["input"] {
+        Value::String(s) => vec![json!({"role": "user", "content": s})],
+        Value::Array(a) => a.clone(),
+        _ => return Err(invalid("Missing required parameter: 'input'.")),
+    };
+    for item in &items {
+        match item["type"].as_str().unwrap_or("message") {
+            "message" => {
+                let role = match item["role"].as_str() {
+                    Some("developer" | "system") => "system",
+                    Some(r @ ("user" | "assistant")) => r,
+                    _ => return Err(invalid("input: a message needs a role")),
+                };
+                messages.push(json!({"role": role, "content": text_of(&item["content"])}));
+            }
+            "function_call" => {
+                let call = json!({"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item["arguments"]}});
+                match messages.last_mut() {
+                    Some(m) if m["role"] == "assistant" && m.get("tool_calls").is_some() => {
+                        m["tool_calls"].as_array_mut().unwrap().push(call);
+                    }
+                    _ => messages
+                        .push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
+                }
+            }
+            "function_call_output" => {
+                let output = match &item["output"] {
+                    Value::String(s) => s.clone(),
+                    other => text_of(other),
+                };
+                messages.push(
+                    json!({"role": "tool", "tool_call_id": item["call_id"], "content": output}),
+                );
+            }
+            other => {
+                return Err(invalid(&format!(
+                    "input: items of type `{other}` are not supported"
+                )));
+            }
+        }
+    }
+    let mut request = Map::new();
+    request.insert("messages".into(), json!(messages));
+    for (from, to) in [
+        ("model", "model"),
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("max_output_tokens", "max_tokens"),
+    ] {
+        if let Some(x) = v.get(from) {
+            request.insert(to.into(), x.clone());
+        }
+    }
+    if let Some(tools) = v["tools"].as_array() {
+        let tools: Vec<Value> = tools
+            .iter()
+            .filter(|t| t["type"] == "function")
+            .map(|t| json!({"type": "function", "function": {
+                "name": t["name"], "description": t["description"], "parameters": t["parameters"],
+            }}))
+            .collect();
+        request.insert("tools".into(), json!(tools));
+    }
+    if let Some(choice) = v.get("tool_choice") {
+        let c = match choice {
+            Value::Object(_) => json!({"type": "function", "function": {"name": choice["name"]}}),
+            other => other.clone(),
+        };
+        request.insert("tool_choice".into(), c);
+    }
+    Ok(ResponsesRequest {
+        request: Value::Object(request),
+        stream: v["stream"] == true,
+    })
+}
+
+/// A chat completion as a `response` object.
+pub fn response(completion: &Value) -> Value {
+    let id = completion["id"].as_str().unwrap_or("worldline");
+    let msg = &completion["choices"][0]["message"];
+    let mut output = Vec::new();
+    if let Some(text) = msg["content"].as_str().filter(|t| !t.is_empty()) {
+        output.push(json!({
+            "type": "message", "id": format!("msg_{id}"), "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }));
+    }
+    for c in msg["tool_calls"].as_array().into_iter().flatten() {
+        output.push(json!({
+            "type": "function_call", "id": format!("fc_{}", c["id"].as_str().unwrap_or_default()),
+            "call_id": c["id"], "name": c["function"]["name"],
+            "arguments": c["function"]["arguments"], "status": "completed",
+        }));
+    }
+    let usage = &completion["usage"];
+    json!({
+        "id": format!("resp_{id}"),
+        "object": "response",
+        "created_at": completion["created"],
+        "status": "completed",
+        "model": completion["model"],
+        "output": output,
+        "error": null,
+        "incomplete_details": null,
+        "usage": {
+            "input_tokens": usage["prompt_tokens"].as_u64().unwrap_or(0),
+            "output_tokens": usage["completion_tokens"].as_u64().unwrap_or(0),
+            "total_tokens": usage["total_tokens"].as_u64().unwrap_or(0),
+        },
+    })
+}
+
+/// A `response` as the Responses API's event stream.
+pub fn events(resp: &Value) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    let mut push = |kind: &str, mut data: Value| {
+        data["type"] = json!(kind);
+        data["sequence_number"] = json!(out.len());
+        out.push((kind.to_string(), data));
+    };
+    let mut pending = resp.clone();
+    pending["status"] = json!("in_progress");
+    pending["output"] = json!([]);
+    push("response.created", json!({"response": pending}));
+    for (i, item) in resp["output"].as_array().into_iter().flatten().enumerate() {
+        let mut started = item.clone();
+        started["status"] = json!("in_progress");
+        if item["type"] == "message" {
+            started["content"] = json!([]);
+            push(
+                "response.output_item.added",
+                json!({"output_index": i, "item": started}),
+            );
+            let text = item["content"][0]["text"].as_str().unwrap_or_default();
+            for piece in sse::pieces(text, CHUNK_CHARS) {
+                push(
+                    "response.output_text.delta",
+                    json!({"output_index": i, "content_index": 0, "item_id": item["id"], "delta": piece}),
+                );
+            }
+            push(
+                "response.output_text.done",
+                json!({"output_index": i, "content_index": 0, "item_id": item["id"], "text": text}),
+            );
+        } else {
+            started["arguments"] = json!("");
+            push(
+                "response.output_item.added",
+                json!({"output_index": i, "item": started}),
+            );
+            push(
+                "response.function_call_arguments.delta",
+                json!({"output_index": i, "item_id": item["id"], "delta": item["arguments"]}),
+            );
+            push(
+                "response.function_call_arguments.done",
+                json!({"output_index": i, "item_id": item["id"], "arguments": item["arguments"]}),
+            );
+        }
+        push(
+            "response.output_item.done",
+            json!({"output_index": i, "item": item}),
+        );
+    }
+    push("response.completed", json!({"response": resp}));
+    out
+}
+
+/// The answer to `req` for the mediated model call's `response`: errors as
+/// Chat Completions sends them (the same API family), else the response.
+pub fn reply(req: &ResponsesRequest, answer: &Value) -> Reply {
+    if answer.get("error").is_some() {
+        let as_chat = openai_chat::ChatRequest {
+            request: Value::Null,
+            stream: false,
+            include_usage: false,
+        };
+        return openai_chat::reply(&as_chat, answer);
+    }
+    let r = response(answer.get("ok").unwrap_or(&Value::Null));
+    Reply::Http(if req.stream {
+        sse::named_response(&events(&r))
+    } else {
+        HttpResponse::json(200, &r)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_items_become_chat_messages() {
+        let body = json!({
+            "model": "gpt-4.1", "instructions": "be brief", "max_output_tokens": 100,
+            "tools": [{"type": "function", "name": "get_alert", "parameters": {"type": "object"}}],
+            "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "ALERT-7"}]},
+                {"type": "function_call", "call_id": "c1", "name": "get_alert", "arguments": "{}"},
+                {"type": "function_call", "call_id": "c2", "name": "get_alert", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "{\"kind\":\"latency\"}"},
+            ],
+        });
+        let r = parse(body.to_string().as_bytes()).unwrap();
+        let m = r.request["messages"].as_array().unwrap();
+        assert_eq!(m[0], json!({"role": "system", "content": "be brief"}));
+        assert_eq!(m[1], json!({"role": "user", "content": "ALERT-7"}));
+        assert_eq!(m[2]["tool_calls"].as_array().unwrap().len(), 2);
+        assert_eq!(m[3]["role"], "tool");
+        assert_eq!(r.request["max_tokens"], 100);
+        assert_eq!(r.request["tools"][0]["function"]["name"], "get_alert");
+        let stateful = br#"{"input":"hi","previous_response_id":"resp_1"}"#;
+        assert_eq!(parse(stateful).unwrap_err().status, 400);
+        assert_eq!(parse(b"{}").unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn answers_are_response_objects_and_streams() {
+        let completion = json!({"id": "chatcmpl-scripted-2", "created": 9, "model": "scripted",
+            "choices": [{"finish_reason": "tool_calls", "message": {"content": null,
+            "tool_calls": [{"id": "call_2_0", "function": {"name": "list_deploys", "arguments": "{}"}}]}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}});
+        let r = response(&completion);
+        assert_eq!(r["output"][0]["type"], "function_call");
+        assert_eq!(r["output"][0]["call_id"], "call_2_0");
+        assert_eq!(r["usage"]["total_tokens"], 8);
+        let req = parse(br#"{"input":"x","stream":true}"#).unwrap();
+        let Reply::Http(h) = reply(&req, &json!({"ok": completion})) else {
+            panic!()
+        };
+        let text = String::from_utf8(h.body).unwrap();
+        assert!(text.starts_with("event: response.created\n"));
+        assert!(text.contains("event: response.function_call_arguments.done\n"));
+        assert!(text.trim_end().ends_with("}") && text.contains("event: response.completed\n"));
+        let limited = json!({"error": {"kind": "unavailable", "message": "x", "status": 429}});
+        assert!(matches!(reply(&req, &limited), Reply::Http(h) if h.status == 429));
+    }
+}

@@ -1,0 +1,254 @@
+//! A world's own HTTP API: `[[routes]]` in world.toml map a method and a
+//! URL template (`https://tickets.internal/api/tickets/{id}`) onto one of
+//! the world's tools, so an agent that calls the API its tools wrap is
+//! answered by the same mediated tool call.
+
+use super::tools::Tool;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// Methods a route may declare.
+const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+
+/// `[[routes]]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteToml {
+    pub method: String,
+    pub url: String,
+    pub tool: String,
+}
+
+/// One segment of a route's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Literal(String),
+    /// `{name}`: one path segment, the tool argument `name`.
+    Param(String),
+}
+
+/// A declared route, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub method: String,
+    /// `scheme://host[:port]`, in lower case.
+    pub origin: String,
+    pub path: Vec<Segment>,
+    pub tool: String,
+}
+
+/// Check a declared route against the world's tools.
+pub fn resolve(r: &RouteToml, tools: &[Tool]) -> Result<Route, String> {
+    let method = r.method.to_ascii_uppercase();
+    if !METHODS.contains(&method.as_str()) {
+        return Err(format!(
+            "route method `{}` is not one of {}",
+            r.method,
+            METHODS.join(", ")
+        ));
+    }
+    if !tools.iter().any(|t| t.name == r.tool) {
+        return Err(format!(
+            "route {} {} names no tool `{}` of this world",
+            r.method, r.url, r.tool
+        ));
+    }
+    let (origin, path) = split_url(&r.url).ok_or_else(|| {
+        format!(
+            "route url `{}` is not of the form http(s)://host/path (e.g. https://tickets.internal/api/tickets/{{id}})",
+            r.url
+        )
+    })?;
+    if path.contains(['?', '#']) {
+        return Err(format!(
+            "route url `{}`: declare the path only; query arguments arrive by name",
+            r.url
+        ));
+    }
+    let mut segments = Vec::new();
+    for s in path.split('/').filter(|s| !s.is_empty()) {
+        segments.push(
+            match s.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                Some(name)
+                    if !name.is_empty()
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                {
+                    Segment::Param(name.to_string())
+                }
+                Some(_) => {
+                    return Err(format!(
+                        "route url `{}`: `{s}` is not a parameter name",
+                        r.url
+                    ));
+                }
+                None if s.contains(['{', '}']) => {
+                    return Err(format!(
+                        "route url `{}`: a parameter takes a whole segment (`{s}`)",
+                        r.url
+                    ));
+                }
+                None => Segment::Literal(s.to_string()),
+            },
+        );
+    }
+    Ok(Route {
+        method,
+        origin: origin.to_ascii_lowercase(),
+        path: segments,
+        tool: r.tool.clone(),
+    })
+}
+
+/// `scheme://authority` and the path of a URL (http or https only).
+fn split_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))?;
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    if host_end == 0 {
+        return None;
+    }
+    let cut = url.len() - rest.len() + host_end;
+    Some((&url[..cut], &url[cut..]))
+}
+
+/// Percent-decoding (`+` as a space in queries); a `%` not followed by
+/// two hex digits stays as it is.
+fn decode(s: &str, plus: bool) -> String {
+    fn hex(b: u8) -> Option<u8> {
+        (b as char).to_digit(16).map(|d| d as u8)
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = match bytes.get(i..i + 3) {
+            Some([b'%', h, l]) => hex(*h).zip(hex(*l)).map(|(h, l)| h * 16 + l),
+            _ => None,
+        };
+        match (escaped, bytes[i]) {
+            (Some(b), _) => {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+            (None, b'+') if plus => out.push(b' '),
+            (None, b) => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Route {
+    /// The path parameters and query arguments of `method url` when this
+    /// route answers it.
+    pub fn matches(&self, method: &str, url: &str) -> Option<Map<String, Value>> {
+        if !method.eq_ignore_ascii_case(&self.method) {
+            return None;
+        }
+        let (origin, rest) = split_url(url)?;
+        if !origin.eq_ignore_ascii_case(&self.origin) {
+            return None;
+        }
+        let (path, query) = match rest.split_once('?') {
+            Some((p, q)) => (p, q.split('#').next().unwrap_or("")),
+            None => (rest.split('#').next().unwrap_or(""), ""),
+        };
+        let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        if parts.len() != self.path.len() {
+            return None;
+        }
+        let mut args = Map::new();
+        for (seg, part) in self.path.iter().zip(parts) {
+            match seg {
+                Segment::Literal(l) if l == part => {}
+                Segment::Literal(_) => return None,
+                Segment::Param(name) => {
+                    args.insert(name.clone(), Value::String(decode(part, false)));
+                }
+            }
+        }
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            args.entry(decode(k, true))
+                .or_insert_with(|| Value::String(decode(v, true)));
+        }
+        Some(args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str) -> Tool {
+        Tool {
+            name: name.into(),
+            description: String::new(),
+            version: String::new(),
+            mutates: false,
+            params: json!({}),
+            op: super::super::tools::Op::Service,
+            response: None,
+        }
+    }
+
+    fn route(method: &str, url: &str) -> Route {
+        let t = RouteToml {
+            method: method.into(),
+            url: url.into(),
+            tool: "get_ticket".into(),
+        };
+        resolve(&t, &[tool("get_ticket")]).unwrap()
+    }
+
+    #[test]
+    fn templates_match_paths_and_queries() {
+        let r = route("get", "https://Tickets.internal/api/tickets/{id}");
+        let args = r
+            .matches(
+                "GET",
+                "https://tickets.internal/api/tickets/T%2D100?verbose=yes+please",
+            )
+            .unwrap();
+        assert_eq!(
+            Value::Object(args),
+            json!({"id": "T-100", "verbose": "yes please"})
+        );
+        assert!(
+            r.matches("POST", "https://tickets.internal/api/tickets/T-100")
+                .is_none()
+        );
+        assert!(
+            r.matches("GET", "https://tickets.internal/api/tickets")
+                .is_none()
+        );
+        assert!(
+            r.matches("GET", "https://other.internal/api/tickets/T-1")
+                .is_none()
+        );
+        assert!(
+            r.matches("GET", "http://tickets.internal/api/tickets/T-1")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn bad_declarations_say_what_is_wrong() {
+        let bad = |method: &str, url: &str, tool_name: &str| {
+            let t = RouteToml {
+                method: method.into(),
+                url: url.into(),
+                tool: tool_name.into(),
+            };
+            resolve(&t, &[tool("get_ticket")]).unwrap_err()
+        };
+        assert!(bad("FETCH", "https://a/b", "get_ticket").contains("not one of"));
+        assert!(bad("GET", "https://a/b", "nope").contains("names no tool"));
+        assert!(bad("GET", "ftp://a/b", "get_ticket").contains("http(s)://"));
+        assert!(bad("GET", "https://a/b/{x}y", "get_ticket").contains("whole segment"));
+        assert!(bad("GET", "https://a/b?x=1", "get_ticket").contains("path only"));
+    }
+}
