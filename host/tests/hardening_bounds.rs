@@ -11,7 +11,7 @@ mod ui_support;
 
 use common::{
     case, guest, read_bundle, replays_identical, run_in, run_json, temp_dir, workspace_root,
-    worldline_within, worlds_dir, write_case,
+    worldline_within, worlds_dir, write_case, write_world,
 };
 use serde_json::Value;
 use std::io::{Read as _, Write as _};
@@ -141,33 +141,28 @@ fn a_world_whose_service_component_is_a_fifo_is_refused_naming_it() {
 /// A world whose service (tests/guests/counter-service) rereads a 100 KB
 /// row and floods the world with rows and files.
 fn flood_world(root: &Path) -> PathBuf {
-    let world = root.join("worlds/floods/v1");
-    std::fs::create_dir_all(&world).unwrap();
-    std::fs::copy(guest("counter-service"), world.join("service.wasm")).unwrap();
     let big = "y".repeat(100 * 1024);
-    std::fs::write(
-        world.join("blobs.jsonl"),
-        format!(
-            "{{\"id\": \"big\", \"data\": \"{big}\"}}\n{{\"id\": \"small\", \"data\": \"z\"}}\n"
-        ),
-    )
-    .unwrap();
+    let rows = format!(
+        "{{\"id\": \"big\", \"data\": \"{big}\"}}\n{{\"id\": \"small\", \"data\": \"z\"}}\n"
+    );
     let tool = |name: &str| {
         format!(
             "[[tools]]\nname = \"{name}\"\nparams = {{ type = \"object\" }}\nop = \"service\"\n\n"
         )
     };
-    std::fs::write(
-        world.join("world.toml"),
-        format!(
-            "name = \"floods\"\nversion = 1\ndescription = \"A service that reads and writes too much\"\n\n[service]\ncomponent = \"service.wasm\"\nfuel = 4_000_000_000\n\n[tables.blobs]\nkey = \"id\"\nrows = \"blobs.jsonl\"\n\n{}{}{}",
-            tool("reread"),
-            tool("flood_rows"),
-            tool("flood_files")
-        ),
+    let toml = format!(
+        "name = \"floods\"\nversion = 1\ndescription = \"A service that reads and writes too much\"\n\n[service]\ncomponent = \"service.wasm\"\nfuel = 4_000_000_000\n\n[tables.blobs]\nkey = \"id\"\nrows = \"blobs.jsonl\"\n\n{}{}{}",
+        tool("reread"),
+        tool("flood_rows"),
+        tool("flood_files")
+    );
+    let worlds = write_world(root, "floods", &toml, &[("blobs.jsonl", &rows)]);
+    std::fs::copy(
+        guest("counter-service"),
+        worlds.join("floods/v1/service.wasm"),
     )
     .unwrap();
-    root.join("worlds")
+    worlds
 }
 
 /// Run the caller agent making `calls` on the flood world; its bundle's

@@ -8,7 +8,7 @@
 mod common;
 mod ui_support;
 
-use common::{guest, temp_dir, worldline, write_case};
+use common::{CRM_WORLD, guest, temp_dir, worldline, write_case, write_world};
 use std::path::{Path, PathBuf};
 use ui_support::{Server, form, input_value, request};
 
@@ -16,24 +16,8 @@ const ROWS: &str = r#"{"id": "CUST-004211", "email": "ana.lopez@example.com", "n
 {"id": "CUST-000007", "email": "bo@example.org", "note": "none"}
 "#;
 
-const WORLD: &str = r#"name = "crm"
-version = 1
-description = "Customers with personal data"
-
-[tables.customers]
-key = "id"
-rows = "data/customers.jsonl"
-
-[permissions]
-default = "allow"
-
-[[tools]]
-name = "get_customer"
-description = "Fetch one customer by id"
-params = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
-op = "get"
-table = "customers"
-
+/// The shared CRM world and a tool that changes an address.
+const SET_EMAIL: &str = r#"
 [[tools]]
 name = "set_email"
 description = "Change a customer's e-mail"
@@ -100,14 +84,11 @@ struct Crm {
 fn crm() -> Crm {
     let dir = temp_dir();
     let root = dir.path().to_path_buf();
-    let world = root.join("worlds/crm/v1");
-    std::fs::create_dir_all(world.join("data")).unwrap();
-    std::fs::write(world.join("world.toml"), WORLD).unwrap();
-    std::fs::write(world.join("data/customers.jsonl"), ROWS).unwrap();
+    let world = format!("{CRM_WORLD}{SET_EMAIL}");
+    let worlds = write_world(&root, "crm", &world, &[("data/customers.jsonl", ROWS)]);
     let case = write_case(&root, "crm", CASE);
     let store = root.join("store");
     let agent = guest("caller-agent");
-    let worlds = root.join("worlds");
     let out = worldline(
         &store,
         [

@@ -52,6 +52,26 @@ impl std::fmt::Display for Limit {
 
 impl std::error::Error for Limit {}
 
+/// Whether one more of `count` so far and `bytes` in all stay within the
+/// caps; else the limit, in words (`more than 10000 reads of the world`).
+fn within(
+    (count, max_count): (usize, usize),
+    (bytes, max_bytes): (u64, u64),
+    (of, participle): (&str, &str),
+    advice: &str,
+) -> Result<(), Limit> {
+    let past = if count >= max_count {
+        format!("{max_count} {of}")
+    } else if bytes > max_bytes {
+        format!("{} {participle}", crate::bounded::size(max_bytes))
+    } else {
+        return Ok(());
+    };
+    Err(Limit(format!(
+        "more than {past} the world in one call; {advice}"
+    )))
+}
+
 /// How to take one write back.
 enum Undo {
     Row {
@@ -82,17 +102,12 @@ impl Frame {
     /// it, or stop the call past a cap (the read is not noted then).
     fn read(&mut self, record: Value, size: usize) -> Result<(), Limit> {
         self.read_bytes += size as u64;
-        if self.reads.len() >= MAX_READS {
-            return Err(Limit(format!(
-                "more than {MAX_READS} reads of the world in one call; read less per call (one query instead of a get per row)"
-            )));
-        }
-        if self.read_bytes > MAX_READ_BYTES {
-            return Err(Limit(format!(
-                "more than {} read from the world in one call; read less per call (a narrower query)",
-                crate::bounded::size(MAX_READ_BYTES)
-            )));
-        }
+        within(
+            (self.reads.len(), MAX_READS),
+            (self.read_bytes, MAX_READ_BYTES),
+            ("reads of", "read from"),
+            "read less per call (one query instead of a get per row, a narrower query)",
+        )?;
         self.reads.push(record);
         Ok(())
     }
@@ -124,17 +139,12 @@ impl Frame {
     /// is written then).
     fn write(&mut self, w: Write, size: usize) -> Result<(), Limit> {
         self.write_bytes += size as u64;
-        if self.writes.len() >= MAX_WRITES {
-            return Err(Limit(format!(
-                "more than {MAX_WRITES} writes to the world in one call; write less per call"
-            )));
-        }
-        if self.write_bytes > MAX_WRITE_BYTES {
-            return Err(Limit(format!(
-                "more than {} written to the world in one call; write less per call",
-                crate::bounded::size(MAX_WRITE_BYTES)
-            )));
-        }
+        within(
+            (self.writes.len(), MAX_WRITES),
+            (self.write_bytes, MAX_WRITE_BYTES),
+            ("writes to", "written to"),
+            "write less per call",
+        )?;
         self.apply(w);
         Ok(())
     }
