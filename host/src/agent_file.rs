@@ -15,7 +15,6 @@
 //! file is not read at all.
 
 use crate::canon;
-use crate::error::InputError;
 use crate::file_identity;
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
@@ -35,8 +34,7 @@ pub fn load(sandbox: &Sandbox, store: &StoreDir, path: &Path) -> Result<Arc<Agen
     {
         return Ok(agent);
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| InputError::new(path, format!("cannot read agent: {e}")))?;
+    let bytes = crate::sandbox::read_agent(path)?;
     let agent = sandbox.load_bytes(&bytes, path)?;
     store.put_hashed(&bytes, &agent.sha256)?;
     if let Some(record) = record

@@ -106,12 +106,10 @@ fn document(
                 true,
             )
         }
-        None if b.header.redacted.is_some() => {
-            (id, std::fs::read_to_string(path)?, agent_only, true)
-        }
+        None if b.header.redacted.is_some() => (id, read_bundle_text(path)?, agent_only, true),
         None => (
             id,
-            std::fs::read_to_string(path)?,
+            read_bundle_text(path)?,
             needed(store, &b.header)?,
             false,
         ),
@@ -170,17 +168,20 @@ pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>,
     Ok((done, skipped))
 }
 
-fn plain_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 128
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+/// A bundle's text, as bounded as reading it was.
+fn read_bundle_text(path: &Path) -> Result<String, InputError> {
+    crate::bounded::read_text(path, crate::bounded::BUNDLE)
+        .map_err(|e| InputError::new(path, format!("cannot read bundle: {e}")))
 }
 
 /// Bring an exported run into a store.
 pub fn import(store: &StoreDir, file: &Path) -> Result<Imported> {
-    let bytes =
-        std::fs::read(file).map_err(|e| InputError::new(file, format!("cannot read: {e}")))?;
+    let bytes = crate::bounded::read(file, crate::bounded::EXPORT).map_err(|e| {
+        InputError::new(
+            file,
+            format!("cannot read: {e}; pass a file written by `worldline export`"),
+        )
+    })?;
     let doc: Export = serde_json::from_slice(&bytes).map_err(|e| InputError {
         line: (e.line() > 0).then_some((e.line(), e.column().max(1))),
         ..InputError::new(file, format!("not a worldline export: {e}"))
@@ -209,7 +210,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         )
         .into());
     }
-    if !plain_name(&doc.run) {
+    if !crate::store::is_run_id(&doc.run) {
         return Err(bad_at(
             "\"run\"",
             format!("run id `{}` is not a plain name", doc.run),

@@ -12,6 +12,7 @@
 //! order, are in docs/architecture.md.
 
 pub mod agent_file;
+pub mod bounded;
 pub mod canon;
 pub mod case;
 pub mod check;

@@ -28,7 +28,11 @@ pub struct Recorded {
 /// Read a run's bundle (checking its hash chain) and its case and world
 /// from the store.
 pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
-    let path = store.resolve_run(run)?;
+    open_at(store, store.resolve_run(run)?)
+}
+
+/// [`open`] for a bundle already found.
+pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<Recorded> {
     let bundle = bundle::read(&path).map_err(InputError::from)?;
     if let Some(r) = &bundle.header.redacted {
         return Err(InputError::new(

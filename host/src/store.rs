@@ -89,7 +89,7 @@ impl StoreDir {
     fn put_manifest(&self, world: &crate::world::World) -> Result<()> {
         for (rel, sha) in &world.manifest {
             if !self.object_path(sha).exists() {
-                let bytes = std::fs::read(world.dir.join(rel))
+                let bytes = crate::bounded::read(&world.dir.join(rel), crate::bounded::COMPONENT)
                     .with_context(|| format!("reading {}/{rel}", world.dir.display()))?;
                 anyhow::ensure!(
                     canon::sha256_hex(&bytes) == *sha,
@@ -117,8 +117,14 @@ impl StoreDir {
     /// Read an object and check it still hashes to its name.
     pub fn get_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
         let path = self.object_path(sha);
-        let bytes = std::fs::read(&path).map_err(|e| {
-            crate::error::InputError::new(&path, format!("object missing from the store: {e}"))
+        let bytes = crate::bounded::read(&path, crate::bounded::OBJECT).map_err(|e| {
+            let what = match &e {
+                crate::bounded::Refused::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
+                    "object missing from the store"
+                }
+                _ => "cannot read this object of the store",
+            };
+            crate::error::InputError::new(&path, format!("{what}: {e}"))
         })?;
         if canon::sha256_hex(&bytes) != sha {
             return Err(crate::error::InputError::new(
@@ -296,7 +302,25 @@ impl StoreDir {
         if as_path.is_file() {
             return Ok(as_path.to_path_buf());
         }
-        let exact = self.bundle_path(arg);
+        self.resolve_run_id(arg)
+    }
+
+    /// A run of this store named by its id or a unique prefix of it, and
+    /// nothing else: never a path (what a web page or another run's header
+    /// names is resolved here).
+    pub fn resolve_run_id(&self, id: &str) -> Result<PathBuf, crate::error::InputError> {
+        let none = || {
+            crate::error::InputError::new(
+                &self.root,
+                format!(
+                    "no run `{id}` in this store (list them with `worldline runs`, or pass a bundle path)"
+                ),
+            )
+        };
+        if !is_run_id(id) {
+            return Err(none());
+        }
+        let exact = self.bundle_path(id);
         if exact.is_file() {
             return Ok(exact);
         }
@@ -305,8 +329,11 @@ impl StoreDir {
                 rd.filter_map(|e| e.ok())
                     .map(|e| e.path())
                     .filter(|p| {
-                        p.file_name()
-                            .is_some_and(|n| n.to_string_lossy().starts_with(arg))
+                        p.file_name().is_some_and(|n| {
+                            n.to_string_lossy()
+                                .strip_suffix(".jsonl")
+                                .is_some_and(|stem| stem.starts_with(id))
+                        })
                     })
                     .collect()
             })
@@ -314,16 +341,20 @@ impl StoreDir {
         found.sort();
         match found.len() {
             1 => Ok(found.remove(0)),
-            0 => Err(crate::error::InputError::new(
-                &self.root,
-                format!(
-                    "no run `{arg}` in this store (list them with `worldline runs`, or pass a bundle path)"
-                ),
-            )),
+            0 => Err(none()),
             n => Err(crate::error::InputError::new(
                 &self.root,
-                format!("`{arg}` matches {n} runs; give more of the id"),
+                format!("`{id}` matches {n} runs; give more of the id"),
             )),
         }
     }
+}
+
+/// Whether `s` can be a run id: letters, digits, `-` and `_`, at most 128
+/// (no path separator, no dot: it names a file in `runs/` and nothing else).
+pub fn is_run_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }

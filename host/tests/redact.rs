@@ -7,32 +7,13 @@
 
 mod common;
 
-use common::{guest, temp_dir, worldline, write_case};
+use common::{CRM_WORLD, guest, temp_dir, worldline, write_case, write_world};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Every kind of thing the detectors find, twice over.
 const CUSTOMERS: &str = r#"{"id": "C-1", "name": "Ana Lopez", "email": "ana.lopez@example.com", "phone": "+44 20 7946 0958", "card": "4111 1111 1111 1111", "iban": "DE89 3704 0044 0532 0130 00", "api_key": "sk-proj-abcdefghijklmnop1234", "ref": "CUST-004211"}
 {"id": "C-2", "name": "Bo Chen", "email": "bo@example.org", "phone": "(415) 555-0132", "card": "5500-0000-0000-0004", "iban": "GB82WEST12345698765432", "api_key": "AKIAIOSFODNN7EXAMPLE", "ref": "CUST-000007", "note": "card 4111 1111 1111 1112 fails its checksum"}
-"#;
-
-const WORLD: &str = r#"name = "crm"
-version = 1
-description = "Customers with personal data"
-
-[tables.customers]
-key = "id"
-rows = "data/customers.jsonl"
-
-[permissions]
-default = "allow"
-
-[[tools]]
-name = "get_customer"
-description = "Fetch one customer by id"
-params = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
-op = "get"
-table = "customers"
 "#;
 
 const CASE: &str = r#"world = "crm@v1"
@@ -80,10 +61,12 @@ struct Setup {
 fn setup() -> Setup {
     let dir = temp_dir();
     let root = dir.path().to_path_buf();
-    let world = root.join("worlds/crm/v1");
-    std::fs::create_dir_all(world.join("data")).unwrap();
-    std::fs::write(world.join("world.toml"), WORLD).unwrap();
-    std::fs::write(world.join("data/customers.jsonl"), CUSTOMERS).unwrap();
+    write_world(
+        &root,
+        "crm",
+        CRM_WORLD,
+        &[("data/customers.jsonl", CUSTOMERS)],
+    );
     let case = write_case(&root, "crm", CASE);
     let store = root.join("store");
     let agent = guest("caller-agent");

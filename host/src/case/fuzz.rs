@@ -383,7 +383,7 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
 /// Load a faults file (`--faults FILE`): the body of a `[fuzz]` table,
 /// checked against `world`.
 pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
-    let bytes = std::fs::read(path)
+    let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
         .map_err(|e| InputError::new(path, format!("cannot read the faults file: {e}")))?;
     let source = InputError::utf8(path, bytes)?;
     let doc: ProfileToml =

@@ -105,8 +105,8 @@ struct CaseToml {
 /// Load a case, and the world it names from `worlds_root` (or from the
 /// nearest `worlds/` folder above the case file when `None`).
 pub fn load(path: &Path, worlds_root: Option<&Path>) -> Result<Case, InputError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
+    let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
+        .map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
     let root = match worlds_root {
         Some(r) => Some(r.to_path_buf()),
         None => find_worlds_root(path),

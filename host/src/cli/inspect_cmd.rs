@@ -69,10 +69,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let mut b = bundle::read(&path).map_err(InputError::from)?;
     let mut redactor = args.redaction.redactor(&store)?;
     if let Some(r) = redactor.as_mut() {
-        b.events.iter_mut().for_each(|e| r.event(e));
-        if let Some(f) = b.footer.as_mut() {
-            r.footer(f);
-        }
+        r.bundle(&mut b);
     }
     let hidden = redactor.as_ref().map(|r| r.hidden());
     let events: Vec<&Event> = b

@@ -1,5 +1,5 @@
 //! The redaction options of the commands that show or export run content
-//! (`history`, `show`, `diff`, `export --redacted`).
+//! (`history`, `show`, `diff`, `export --redacted`, `otel`, `ui`).
 
 use crate::redact::{self, Redactor};
 use crate::store::StoreDir;

@@ -1,6 +1,8 @@
-//! `worldline ui [--store DIR] [--port P] [--open] [--read-only] [RUN | --last-failed]`.
+//! `worldline ui [--store DIR] [--port P] [--open] [--read-only]
+//! [--redact FILE | --unredacted] [RUN | --last-failed]`.
 
 use super::Common;
+use super::redact_opts::RedactArgs;
 use crate::error::{ExitCode, InputError};
 use crate::ui::{self, Start};
 use anyhow::Result;
@@ -23,6 +25,8 @@ pub struct UiArgs {
     #[arg(long)]
     pub read_only: bool,
     #[command(flatten)]
+    pub redaction: RedactArgs,
+    #[command(flatten)]
     pub common: Common,
 }
 
@@ -41,6 +45,8 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
         open: args.open,
         read_only: args.read_only,
         start,
+        redact: args.redaction.redact,
+        unredacted: args.redaction.unredacted,
     })?;
     Ok(ExitCode::Ok)
 }

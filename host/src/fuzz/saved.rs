@@ -44,7 +44,8 @@ pub fn load(store: &StoreDir, id: &str) -> Result<Value> {
     if !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') || !path.is_file() {
         return Err(crate::error::InputError::new(&path, "no such campaign in the store").into());
     }
-    let text = std::fs::read_to_string(&path)?;
+    let text = crate::bounded::read_text(&path, crate::bounded::DOCUMENT)
+        .map_err(|e| crate::error::InputError::new(&path, format!("cannot read: {e}")))?;
     serde_json::from_str(&text).map_err(|e| {
         crate::error::InputError::new(&path, format!("not a campaign report: {e}")).into()
     })

@@ -232,8 +232,10 @@ fn footer_line(footer: &Footer) -> String {
 /// incomplete run, not a damaged one.
 pub fn has_header(path: &Path) -> std::io::Result<bool> {
     use std::io::BufRead as _;
+    use std::io::Read as _;
     let mut first = Vec::new();
-    std::io::BufReader::new(File::open(path)?).read_until(b'\n', &mut first)?;
+    let file = crate::bounded::open(path).map_err(std::io::Error::other)?;
+    std::io::BufReader::new(file.take(crate::bounded::BUNDLE)).read_until(b'\n', &mut first)?;
     Ok(first.ends_with(b"\n"))
 }
 
@@ -293,7 +295,7 @@ impl From<BundleError> for crate::error::InputError {
 /// Read a bundle and check its hash chain; the first broken link is an
 /// error naming the event.
 pub fn read(path: &Path) -> Result<Bundle, BundleError> {
-    let bytes = std::fs::read(path).map_err(|e| BundleError {
+    let bytes = crate::bounded::read(path, crate::bounded::BUNDLE).map_err(|e| BundleError {
         path: path.display().to_string(),
         line: 0,
         message: format!("cannot read bundle: {e}"),

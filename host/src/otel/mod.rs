@@ -131,6 +131,10 @@ pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options)
             }) as i32,
             message: footer
                 .and_then(crate::grade::signature::of_footer)
+                .map(|s| match redactor.as_deref_mut() {
+                    Some(r) => r.text(&s),
+                    None => s,
+                })
                 .unwrap_or_default(),
         }),
         ..Span::default()

@@ -43,7 +43,16 @@ pub fn post(endpoint: &str, req: &ExportTraceServiceRequest) -> Result<u16> {
                 .send()
                 .await?;
             let status = resp.status().as_u16();
-            let text = resp.text().await.unwrap_or_default();
+            // Only the status and the start of the answer are used; an
+            // answer past the cap is not read further.
+            let text = match crate::bounded::body(resp, crate::bounded::COLLECTOR_ANSWER).await {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(crate::bounded::BodyError::TooLarge(cap)) => format!(
+                    "(an answer larger than the cap on a collector's answer, {}, not read)",
+                    crate::bounded::size(cap)
+                ),
+                Err(crate::bounded::BodyError::Http(e)) => format!("(the answer broke off: {e})"),
+            };
             Ok::<_, reqwest::Error>((status, text))
         })
         .await

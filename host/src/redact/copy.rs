@@ -26,6 +26,7 @@ pub fn of(run_id: &str, b: &Bundle, r: &mut Redactor) -> Bundle {
         f
     });
     let mut header = b.header.clone();
+    r.header(&mut header);
     header.redacted = Some(Redacted {
         hidden: r.hidden() as u64,
         original_run: run_id.to_string(),

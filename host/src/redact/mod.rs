@@ -26,6 +26,7 @@ pub mod detect;
 
 use crate::canon;
 use crate::error::InputError;
+use crate::log::bundle::{Bundle, Edit, Header};
 use crate::log::{Event, Footer};
 use crate::world::state::State;
 use detect::Detector;
@@ -118,7 +119,7 @@ impl Policy {
 
     /// Read a policy file.
     pub fn load(path: &Path) -> Result<Policy, InputError> {
-        let source = std::fs::read_to_string(path)
+        let source = crate::bounded::read_text(path, crate::bounded::DOCUMENT)
             .map_err(|e| InputError::new(path, format!("cannot read the redaction policy: {e}")))?;
         Policy::parse(path, &source)
     }
@@ -246,6 +247,12 @@ impl Redactor {
     /// `state`, `output`): the policy's paths first, then the detectors on
     /// every string and object key.
     pub fn value(&mut self, root: &str, v: &mut Value) {
+        self.paths(root, v);
+        self.strings(v);
+    }
+
+    /// Only the policy's paths under `root`.
+    fn paths(&mut self, root: &str, v: &mut Value) {
         let paths: Vec<Vec<String>> = self
             .policy
             .paths
@@ -256,7 +263,6 @@ impl Redactor {
         for p in &paths {
             self.at_path(v, p);
         }
-        self.strings(v);
     }
 
     fn at_path(&mut self, v: &mut Value, path: &[String]) {
@@ -361,6 +367,59 @@ impl Redactor {
         if let Some(g) = f.grade.as_mut() {
             self.strings(g);
         }
+    }
+
+    /// A header's fork edits: an answer as a `response`, a patch as the
+    /// state it sets (`state.table.key[.field]`), tool names as text.
+    pub fn header(&mut self, h: &mut Header) {
+        let Some(p) = h.parent.as_mut() else {
+            return;
+        };
+        let mut edits: Vec<&mut Edit> = p.edits.iter_mut().collect();
+        edits.extend(p.earlier.iter_mut().flat_map(|fp| fp.edits.iter_mut()));
+        for edit in edits {
+            match edit {
+                Edit::Respond { response } => self.value("response", response),
+                Edit::Allow { tool } | Edit::Deny { tool } => *tool = self.text(tool),
+                Edit::Set { path, value } => {
+                    // `table/key` or `table/key.field`, seen as the state
+                    // it writes so that `state.*` paths apply.
+                    let (table, rest) = path.split_once('/').unwrap_or((path.as_str(), ""));
+                    let (key, field) = match rest.split_once('.') {
+                        Some((k, f)) => (k, Some(f)),
+                        None => (rest, None),
+                    };
+                    let mut inner = value.take();
+                    if let Some(f) = field {
+                        inner = serde_json::json!({ f: inner });
+                    }
+                    let mut view = serde_json::json!({ table: { key: inner } });
+                    self.paths("state", &mut view);
+                    let mut back = view[table][key].take();
+                    if let Some(f) = field {
+                        back = back[f].take();
+                    }
+                    self.strings(&mut back);
+                    *value = back;
+                    *path = self.text(path);
+                }
+            }
+        }
+    }
+
+    /// A whole run: its header's edits, every event and the footer.
+    pub fn bundle(&mut self, b: &mut Bundle) {
+        self.header(&mut b.header);
+        b.events.iter_mut().for_each(|e| self.event(e));
+        if let Some(f) = b.footer.as_mut() {
+            self.footer(f);
+        }
+    }
+
+    /// Any other JSON a view shows (a campaign report, a replay's
+    /// divergence): the detectors on every string and object key.
+    pub fn json(&mut self, v: &mut Value) {
+        self.strings(v);
     }
 
     /// A run's output text.

@@ -86,6 +86,18 @@ pub struct Sandbox {
     services: Mutex<BTreeMap<String, Arc<crate::mediate::service::LoadedService>>>,
 }
 
+/// An agent file's bytes: a regular file of at most
+/// [`bounded::COMPONENT`](crate::bounded::COMPONENT) bytes (a FIFO or a
+/// device is refused, never read).
+pub fn read_agent(path: &Path) -> Result<Vec<u8>, InputError> {
+    crate::bounded::read(path, crate::bounded::COMPONENT).map_err(|e| {
+        InputError::new(
+            path,
+            format!("cannot read agent: {e}; pass the path of a built .wasm component"),
+        )
+    })
+}
+
 impl Sandbox {
     /// Build the engine and linker. Compiled components are cached under
     /// `cache_dir` (by engine hash and component SHA-256) when given.
@@ -151,8 +163,7 @@ impl Sandbox {
 
     /// Load an agent from a file.
     pub fn load_file(&self, path: &Path) -> Result<Arc<Agent>> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| InputError::new(path, format!("cannot read agent: {e}")))?;
+        let bytes = read_agent(path)?;
         self.load_bytes(&bytes, path)
     }
 

@@ -44,7 +44,7 @@ pub fn fork(app: &App, run: &str, at: u64, form: &BTreeMap<String, String>) -> R
     if let Some(no) = allowed(app, form) {
         return Ok(no);
     }
-    let rec = replay::open(&app.store, run)?;
+    let rec = app.recorded(run)?;
     let text = check::EditText {
         respond: form
             .get("respond")
@@ -109,7 +109,7 @@ pub fn replay(app: &App, run: &str, form: &BTreeMap<String, String>) -> Result<R
     if let Some(no) = allowed(app, form) {
         return Ok(no);
     }
-    let rec = replay::open(&app.store, run)?;
+    let rec = app.recorded(run)?;
     let r = replay::replay(app.sandbox()?, &app.store, &rec)?;
     let verdict = serde_json::to_value(r.verdict)?;
     let mut o = format!(
@@ -119,6 +119,11 @@ pub fn replay(app: &App, run: &str, form: &BTreeMap<String, String>) -> Result<R
         r.recorded
     );
     if let Some(d) = &r.divergence {
+        let (mut expected, mut actual) = (d.expected.clone(), d.actual.clone());
+        if let Some(red) = app.redactor()?.as_mut() {
+            red.json(&mut expected);
+            red.json(&mut actual);
+        }
         let _ = write!(
             o,
             "<p>diverged at <a href=\"/run/{}/event/{}\">event {}</a> ({:?}{}): expected <code>{}</code>, actual <code>{}</code></p>",
@@ -129,8 +134,8 @@ pub fn replay(app: &App, run: &str, form: &BTreeMap<String, String>) -> Result<R
             d.field
                 .as_ref()
                 .map_or(String::new(), |f| format!(", field {f}")),
-            super::html::esc(&crate::canon::to_string(&d.expected)),
-            super::html::esc(&crate::canon::to_string(&d.actual))
+            super::html::esc(&crate::canon::to_string(&expected)),
+            super::html::esc(&crate::canon::to_string(&actual))
         );
     }
     o.push_str("</div>");

@@ -23,10 +23,14 @@ pub fn list(app: &App) -> Result<Reply> {
         o.push_str("<p>No campaign in the store yet: <code>worldline fuzz CASE --agent A.wasm</code> keeps its report here.</p>");
     }
     o.push_str("<table id=\"campaigns\"><thead><tr><th>campaign</th><th>case</th><th>world</th><th>runs</th><th>pass rate</th><th>95% interval</th><th>groups</th></tr></thead><tbody>");
+    let mut redactor = app.redactor()?;
     for id in ids {
-        let Ok(r) = saved::load(&app.store, &id) else {
+        let Ok(mut r) = saved::load(&app.store, &id) else {
             continue;
         };
+        if let Some(red) = redactor.as_mut() {
+            red.json(&mut r);
+        }
         let s = &r["summary"];
         let _ = write!(
             o,
@@ -118,7 +122,10 @@ fn plot(groups: &[Value]) -> String {
 }
 
 pub fn page(app: &App, id: &str) -> Result<Reply> {
-    let r = saved::load(&app.store, id)?;
+    let mut r = saved::load(&app.store, id).map_err(|e| super::NotFound(format!("{e:#}")))?;
+    if let Some(red) = app.redactor()?.as_mut() {
+        red.json(&mut r);
+    }
     let s = &r["summary"];
     let mut o = format!(
         "<h1>Campaign <span class=\"mono\">{}</span></h1><dl class=\"kv\" id=\"summary\"><dt>case</dt><dd>{}</dd><dt>world</dt><dd>{}</dd><dt>faults from</dt><dd>{}</dd><dt>seed</dt><dd>{}</dd><dt>runs</dt><dd>{} ({} passed, {} failed)</dd><dt>pass rate</dt><dd id=\"pass-rate\"><b>{}</b> (95% interval {}–{})</dd>",

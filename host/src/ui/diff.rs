@@ -5,7 +5,6 @@ use super::html::{esc, json, page as frame, url};
 use super::run::id_of;
 use super::{App, Reply};
 use crate::grade::{diff, final_state};
-use crate::replay;
 use crate::report::timeline::{first_difference, summary};
 use anyhow::Result;
 use serde_json::json;
@@ -22,9 +21,27 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
     let (Some(a), Some(b)) = (get("a"), get("b")) else {
         return Ok(Reply::Page(frame("diff", &o)));
     };
-    let (a, b) = (replay::open(&app.store, a)?, replay::open(&app.store, b)?);
+    let (a, b) = (app.recorded(a)?, app.recorded(b)?);
     let (ida, idb) = (id_of(&a.path), id_of(&b.path));
-    let (ea, eb) = (&a.bundle.events, &b.bundle.events);
+    let mut fa = final_state(&a.case.world.initial, &a.bundle.events);
+    let mut fb = final_state(&b.case.world.initial, &b.bundle.events);
+    let (mut ea, mut eb) = (a.bundle.events.clone(), b.bundle.events.clone());
+    let mut outputs = [&a, &b].map(|r| {
+        r.bundle
+            .footer
+            .as_ref()
+            .and_then(|f| f.output.clone())
+            .unwrap_or_default()
+    });
+    if let Some(r) = app.redactor()?.as_mut() {
+        ea.iter_mut().chain(eb.iter_mut()).for_each(|e| r.event(e));
+        r.state(&mut fa);
+        r.state(&mut fb);
+        for o in &mut outputs {
+            *o = r.output(o);
+        }
+    }
+    let (ea, eb) = (&ea, &eb);
     let link = |id: &str| {
         format!(
             "<a href=\"/run/{}\" class=\"mono\">{}</a>",
@@ -63,8 +80,6 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
             );
         }
     }
-    let fa = final_state(&a.case.world.initial, ea);
-    let fb = final_state(&b.case.world.initial, eb);
     let d = diff::diff(&fa, &fb);
     o.push_str("<h2>Final state, a → b</h2>");
     if d.is_empty() {
@@ -76,13 +91,6 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
         }
         o.push_str("</ul>");
     }
-    let outputs = [&a, &b].map(|r| {
-        r.bundle
-            .footer
-            .as_ref()
-            .and_then(|f| f.output.clone())
-            .unwrap_or_default()
-    });
     if outputs[0] != outputs[1] {
         let _ = write!(
             o,

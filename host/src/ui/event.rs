@@ -8,7 +8,6 @@ use super::run::{id_of, marks};
 use super::{App, Reply};
 use crate::canon;
 use crate::grade::{diff, final_state};
-use crate::replay;
 use anyhow::Result;
 use axum::http::StatusCode;
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,7 +22,7 @@ pub struct Refused<'a> {
 }
 
 pub fn page(app: &App, run: &str, n: u64, refused: Option<Refused>) -> Result<Reply> {
-    let rec = replay::open(&app.store, run)?;
+    let rec = app.recorded(run)?;
     let id = id_of(&rec.path);
     let events = &rec.bundle.events;
     let Some(e) = events.get(n as usize) else {
@@ -36,11 +35,24 @@ pub fn page(app: &App, run: &str, n: u64, refused: Option<Refused>) -> Result<Re
         )
         .into());
     };
-    let before = final_state(&rec.case.world.initial, &events[..n as usize]);
+    let mut before = final_state(&rec.case.world.initial, &events[..n as usize]);
     let mut after = before.clone();
     for w in &e.writes {
         after.apply(w);
     }
+    // What the page shows passes through the store's redaction policy
+    // (one redactor, so a value has one placeholder on the page).
+    let mut e = e.clone();
+    let mut refused = refused;
+    if let Some(r) = app.redactor()?.as_mut() {
+        r.event(&mut e);
+        r.state(&mut before);
+        r.state(&mut after);
+        if let Some(x) = refused.as_mut() {
+            x.error = r.text(&x.error);
+        }
+    }
+    let e = &e;
     let fork_points: Vec<u64> = rec
         .bundle
         .header

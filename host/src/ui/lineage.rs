@@ -22,7 +22,7 @@ pub fn tree(store: &StoreDir, index: &Index, id: &str, parent: Option<&Parent>) 
             Some(p) => {
                 chain.push((p.run.clone(), Some(p.event)));
                 parent = store
-                    .resolve_run(&p.run)
+                    .resolve_run_id(&p.run)
                     .ok()
                     .and_then(|path| bundle::read(&path).ok())
                     .and_then(|b| b.header.parent);

@@ -15,6 +15,7 @@ mod lineage;
 mod run;
 mod runs;
 
+use crate::redact::Redactor;
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::{Context, Result};
@@ -41,6 +42,10 @@ pub struct Config {
     pub open: bool,
     pub read_only: bool,
     pub start: Start,
+    /// The redaction policy pages apply (default: the store's redact.toml).
+    pub redact: Option<std::path::PathBuf>,
+    /// Show everything, whatever the store's policy.
+    pub unredacted: bool,
 }
 
 /// What every page handler sees.
@@ -49,7 +54,22 @@ pub struct App {
     pub secrets: Arc<guard::Secrets>,
     pub read_only: bool,
     sandbox: OnceLock<Sandbox>,
+    redact: Option<std::path::PathBuf>,
+    unredacted: bool,
 }
+
+/// A run a page names that is not in the store (404): a page takes run
+/// ids and their prefixes, never paths.
+#[derive(Debug)]
+struct NotFound(String);
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotFound {}
 
 impl App {
     /// The app for `store`, served on `port` (the Host header must name
@@ -64,7 +84,37 @@ impl App {
             }),
             read_only,
             sandbox: OnceLock::new(),
+            redact: None,
+            unredacted: false,
         })
+    }
+
+    /// Redact with `policy` instead of the store's redact.toml, or not at
+    /// all (`unredacted`).
+    pub fn redacting(self, policy: Option<std::path::PathBuf>, unredacted: bool) -> App {
+        App {
+            redact: policy,
+            unredacted,
+            ..self
+        }
+    }
+
+    /// A fresh redactor for one page (none without a policy or with
+    /// `--unredacted`): every page shows runs through it.
+    pub fn redactor(&self) -> Result<Option<Redactor>> {
+        crate::redact::for_store(&self.store.root, self.redact.as_deref(), self.unredacted)
+    }
+
+    /// The bundle of run `id` (an id or a unique prefix, inside the store).
+    pub fn run_path(&self, id: &str) -> Result<std::path::PathBuf> {
+        self.store
+            .resolve_run_id(id)
+            .map_err(|e| anyhow::Error::from(NotFound(e.message)))
+    }
+
+    /// Run `id` with its case, for the pages that need its world.
+    pub fn recorded(&self, id: &str) -> Result<crate::replay::Recorded> {
+        crate::replay::open_at(&self.store, self.run_path(id)?)
     }
 
     /// The sandbox forks and replays run in, made on first use.
@@ -89,7 +139,9 @@ pub enum Reply {
 impl Reply {
     /// A 404/400 page for an error; an input error names what was wrong.
     fn of_error(e: anyhow::Error) -> Reply {
-        let status = if crate::error::exit_code_of(&e) == crate::error::ExitCode::Input {
+        let status = if e.downcast_ref::<NotFound>().is_some() {
+            StatusCode::NOT_FOUND
+        } else if crate::error::exit_code_of(&e) == crate::error::ExitCode::Input {
             StatusCode::BAD_REQUEST
         } else {
             StatusCode::INTERNAL_SERVER_ERROR
@@ -232,7 +284,10 @@ pub fn serve(cfg: Config) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", cfg.port))?;
         let port = listener.local_addr()?.port();
-        let app = Arc::new(App::new(store, port, cfg.read_only)?);
+        let app =
+            Arc::new(App::new(store, port, cfg.read_only)?.redacting(cfg.redact, cfg.unredacted));
+        // A policy that does not parse stops the server before any page.
+        app.redactor()?;
         let sep = if path.contains('?') { '&' } else { '?' };
         let url = format!(
             "http://127.0.0.1:{port}{path}{sep}token={}",

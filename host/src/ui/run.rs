@@ -248,8 +248,11 @@ fn grade(g: &Value) -> String {
 
 /// The page; `extra` (a replay verdict) goes under the header.
 pub fn body(app: &App, run: &str, q: &BTreeMap<String, String>, extra: &str) -> Result<Reply> {
-    let path = app.store.resolve_run(run)?;
-    let b = bundle::read(&path).map_err(crate::error::InputError::from)?;
+    let path = app.run_path(run)?;
+    let mut b = bundle::read(&path).map_err(crate::error::InputError::from)?;
+    if let Some(r) = app.redactor()?.as_mut() {
+        r.bundle(&mut b);
+    }
     let id = id_of(&path);
     let h = &b.header;
     let fork_points: Vec<u64> = h

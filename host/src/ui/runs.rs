@@ -55,7 +55,23 @@ fn has_text(r: &Row, text: &str) -> bool {
 
 pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
     let (index, _) = Index::open(&app.store)?;
-    let mut rows = index.query(&filter_of(q))?;
+    let mut filter = filter_of(q);
+    // Under a redaction policy, signatures are shown redacted and matched
+    // as shown: a filter must not tell whether a hidden value is there.
+    let mut redactor = app.redactor()?;
+    let signature = match redactor {
+        Some(_) => filter.signature.take(),
+        None => None,
+    };
+    let mut rows = index.query(&filter)?;
+    if let Some(red) = redactor.as_mut() {
+        for r in &mut rows {
+            r.signature = r.signature.as_deref().map(|s| red.text(s));
+        }
+    }
+    if let Some(s) = signature {
+        rows.retain(|r| r.signature.as_ref().is_some_and(|x| x.contains(&s)));
+    }
     if let Some(t) = q.get("q").filter(|t| !t.trim().is_empty()) {
         rows.retain(|r| has_text(r, t.trim()));
     }

@@ -408,7 +408,7 @@ fn load_service(
             {
                 return Ok(None);
             }
-            let bytes = folder.read_bytes(&t.component).map_err(|e| {
+            let bytes = folder.read_bytes(&t.component, crate::bounded::COMPONENT).map_err(|e| {
                 InputError::at(
                     &toml_path,
                     source,
@@ -509,6 +509,19 @@ pub fn check_relative(rel: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `rel` inside `dir`, through the capability handle, without blocking
+/// on a FIFO, regular files only, at most `cap` bytes.
+fn read_in(dir: &Dir, rel: &str, cap: u64) -> Result<Vec<u8>, crate::bounded::Refused> {
+    use cap_std::fs::OpenOptionsExt as _;
+    let file = dir.open_with(
+        rel,
+        cap_std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK),
+    )?;
+    crate::bounded::read_open(file.into_std(), cap)
+}
+
 /// One world folder, read through a capability handle on it; every file
 /// read goes into the manifest with its SHA-256.
 struct Folder<'a> {
@@ -530,20 +543,24 @@ impl<'a> Folder<'a> {
 
     fn read_text(&mut self, rel: &str) -> Result<String, InputError> {
         let file = self.path.join(rel);
-        let bytes = self.read_bytes(rel)?;
+        let bytes = self.read_bytes(rel, crate::bounded::DOCUMENT)?;
         InputError::utf8(&file, bytes)
     }
 
-    fn read_bytes(&mut self, rel: &str) -> Result<Vec<u8>, InputError> {
+    /// A file of the folder, at most `cap` bytes, regular files only.
+    fn read_bytes(&mut self, rel: &str, cap: u64) -> Result<Vec<u8>, InputError> {
         let file = self.path.join(rel);
         check_relative(rel).map_err(|m| InputError::new(&file, m))?;
-        let bytes = self.dir.read(rel).map_err(|e| {
-            let why = if e.kind() == std::io::ErrorKind::PermissionDenied
-                || e.to_string().contains("outside")
-            {
-                "it resolves outside the folder (a symlink out?)".to_string()
-            } else {
-                e.to_string()
+        let bytes = read_in(&self.dir, rel, cap).map_err(|e| {
+            let why = match e {
+                crate::bounded::Refused::Io(e)
+                    if e.kind() == std::io::ErrorKind::PermissionDenied
+                        || e.to_string().contains("outside") =>
+                {
+                    "it resolves outside the folder (a symlink out?)".to_string()
+                }
+                crate::bounded::Refused::Io(e) => e.to_string(),
+                other => format!("it {other}; world files must be plain files"),
             };
             InputError::new(&file, format!("cannot read: {why}"))
         })?;
@@ -674,7 +691,9 @@ fn walk(dir: &Dir, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) -> std::io::R
         if ft.is_dir() {
             walk(&e.open_dir()?, &path, out)?;
         } else if ft.is_file() {
-            out.push((path, dir.read(&name)?));
+            let bytes = read_in(dir, &name, crate::bounded::DOCUMENT)
+                .map_err(|e| std::io::Error::other(format!("`{path}` {e}")))?;
+            out.push((path, bytes));
         } else {
             return Err(std::io::Error::other(format!(
                 "`{path}` is a symlink or special file; world files must be plain files"

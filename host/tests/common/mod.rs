@@ -457,6 +457,39 @@ pub fn mtime(path: &Path) -> SystemTime {
         .unwrap_or_else(|e| panic!("cannot stat {}: {e}", path.display()))
 }
 
+/// A world `crm` of customers (`data/customers.jsonl`, keyed by `id`)
+/// with a `get_customer` tool: the redaction tests' data.
+pub const CRM_WORLD: &str = r#"name = "crm"
+version = 1
+description = "Customers with personal data"
+
+[tables.customers]
+key = "id"
+rows = "data/customers.jsonl"
+
+[permissions]
+default = "allow"
+
+[[tools]]
+name = "get_customer"
+description = "Fetch one customer by id"
+params = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
+op = "get"
+table = "customers"
+"#;
+
+/// Write world `name` version 1 under `<root>/worlds/` (its `world.toml`
+/// and `files`, paths relative to its folder) and return `<root>/worlds`.
+pub fn write_world(root: &Path, name: &str, toml: &str, files: &[(&str, &str)]) -> PathBuf {
+    let world = root.join("worlds").join(name).join("v1");
+    for (path, text) in std::iter::once(&("world.toml", toml)).chain(files) {
+        let path = world.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+    root.join("worlds")
+}
+
 /// Write a case file into `dir` from `text` and return its path.
 pub fn write_case(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(format!("{name}.toml"));

@@ -6,6 +6,7 @@
 //! is scrubbed from anything the endpoint sends back.
 
 use super::chat;
+use crate::bounded::BodyError;
 use crate::case::model::ModelConfig;
 use crate::error_kind::ErrorKind;
 use serde_json::{Value, json};
@@ -288,8 +289,8 @@ impl Endpoint {
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .map(Duration::from_secs);
-                let bytes = resp.bytes().await?;
-                Ok::<_, reqwest::Error>((status, retry_after, bytes.to_vec()))
+                let bytes = crate::bounded::body(resp, crate::bounded::MODEL_ANSWER).await;
+                Ok::<_, reqwest::Error>((status, retry_after, bytes))
             })
             .await
         });
@@ -317,7 +318,38 @@ impl Endpoint {
                     self.redact(&format!("cannot reach {}: {}", self.url, error_chain(&e)));
                 (Attempt::Failed(kind, message, true), None, None, None)
             }
-            Ok(Ok((status, retry_after, bytes))) => {
+            Ok(Ok((status, retry_after, Err(BodyError::TooLarge(cap))))) => (
+                Attempt::Failed(
+                    ErrorKind::Failed,
+                    format!(
+                        "the endpoint's answer is larger than the cap on a model answer ({}); it was not read further (ask for a shorter answer: max_tokens)",
+                        crate::bounded::size(cap)
+                    ),
+                    false,
+                ),
+                Some(status),
+                retry_after,
+                None,
+            ),
+            Ok(Ok((_, _, Err(BodyError::Http(e))))) => (
+                Attempt::Failed(
+                    if e.is_timeout() {
+                        ErrorKind::Timeout
+                    } else {
+                        ErrorKind::Unavailable
+                    },
+                    self.redact(&format!(
+                        "the answer from {} broke off: {}",
+                        self.url,
+                        error_chain(&e)
+                    )),
+                    true,
+                ),
+                None,
+                None,
+                None,
+            ),
+            Ok(Ok((status, retry_after, Ok(bytes)))) => {
                 let attempt = self.judge(status, &bytes);
                 (attempt, Some(status), retry_after, Some(bytes))
             }

@@ -23,6 +23,53 @@ pub struct Frame {
     /// What the call read, in order (`["get", table, key]`, ...).
     pub reads: Vec<Value>,
     undo: Vec<Undo>,
+    /// Bytes read and written so far (requests and answers), against the
+    /// per-call caps.
+    read_bytes: u64,
+    write_bytes: u64,
+}
+
+/// How much one service call may read: calls to `state` that read, and
+/// the bytes they asked with and were answered (docs/formats.md,
+/// "Services").
+pub const MAX_READS: usize = 10_000;
+pub const MAX_READ_BYTES: u64 = 64 << 20;
+/// How much one service call may write: row and file writes, and their
+/// bytes.
+pub const MAX_WRITES: usize = 10_000;
+pub const MAX_WRITE_BYTES: u64 = 16 << 20;
+
+/// A service call that went past a per-call cap: the call traps there and
+/// answers `failed` (the trap's message names the cap).
+#[derive(Debug)]
+pub struct Limit(String);
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "limit: {}", self.0)
+    }
+}
+
+impl std::error::Error for Limit {}
+
+/// Whether one more of `count` so far and `bytes` in all stay within the
+/// caps; else the limit, in words (`more than 10000 reads of the world`).
+fn within(
+    (count, max_count): (usize, usize),
+    (bytes, max_bytes): (u64, u64),
+    (of, participle): (&str, &str),
+    advice: &str,
+) -> Result<(), Limit> {
+    let past = if count >= max_count {
+        format!("{max_count} {of}")
+    } else if bytes > max_bytes {
+        format!("{} {participle}", crate::bounded::size(max_bytes))
+    } else {
+        return Ok(());
+    };
+    Err(Limit(format!(
+        "more than {past} the world in one call; {advice}"
+    )))
 }
 
 /// How to take one write back.
@@ -46,7 +93,23 @@ impl Frame {
             writes: Vec::new(),
             reads: Vec::new(),
             undo: Vec::new(),
+            read_bytes: 0,
+            write_bytes: 0,
         }
+    }
+
+    /// Count a read of `size` bytes (what was asked and answered) and note
+    /// it, or stop the call past a cap (the read is not noted then).
+    fn read(&mut self, record: Value, size: usize) -> Result<(), Limit> {
+        self.read_bytes += size as u64;
+        within(
+            (self.reads.len(), MAX_READS),
+            (self.read_bytes, MAX_READ_BYTES),
+            ("reads of", "read from"),
+            "read less per call (one query instead of a get per row, a narrower query)",
+        )?;
+        self.reads.push(record);
+        Ok(())
     }
 
     /// The state as it was before the call.
@@ -72,7 +135,21 @@ impl Frame {
         self.state
     }
 
-    fn write(&mut self, w: Write) {
+    /// Make a write of `size` bytes, or stop the call past a cap (nothing
+    /// is written then).
+    fn write(&mut self, w: Write, size: usize) -> Result<(), Limit> {
+        self.write_bytes += size as u64;
+        within(
+            (self.writes.len(), MAX_WRITES),
+            (self.write_bytes, MAX_WRITE_BYTES),
+            ("writes to", "written to"),
+            "write less per call",
+        )?;
+        self.apply(w);
+        Ok(())
+    }
+
+    fn apply(&mut self, w: Write) {
         self.undo.push(match &w {
             Write::Put { table, key, .. } | Write::Delete { table, key } => Undo::Row {
                 table: table.clone(),
@@ -159,34 +236,61 @@ impl From<types::ErrorKind> for ErrorKind {
 
 impl types::Host for ServiceData {}
 
+/// A host function's answer: a trap (past a [`Limit`]) or the service's
+/// typed result.
+type Answer<T> = wasmtime::Result<Result<T, ToolError>>;
+
 impl state::Host for ServiceData {
-    fn get(&mut self, table: String, key: String) -> Result<Option<String>, ToolError> {
+    fn get(&mut self, table: String, key: String) -> Answer<Option<String>> {
         let f = &mut self.frame;
-        f.reads.push(json!(["get", table, key]));
-        Ok(f.visible(&table, &key)?.map(canon::to_string))
+        let row = f.visible(&table, &key).map(|r| r.map(canon::to_string));
+        let size = table.len()
+            + key.len()
+            + row
+                .as_ref()
+                .map_or(0, |r| r.as_ref().map_or(0, String::len));
+        f.read(json!(["get", table, key]), size)?;
+        Ok(row)
     }
 
-    fn query(&mut self, table: String, where_json: String) -> Result<Vec<String>, ToolError> {
+    fn query(&mut self, table: String, where_json: String) -> Answer<Vec<String>> {
         let f = &mut self.frame;
-        let filter = object(&where_json, "the query's `where`")?;
-        f.reads.push(json!(["query", table, filter]));
-        let rows = &f.table(&table)?.rows;
-        Ok(rows
-            .values()
-            .filter(|r| {
-                !f.as_of.hides(r)
-                    && filter
-                        .iter()
-                        .all(|(k, v)| r.get(k).is_some_and(|have| canon::same(have, v)))
-            })
-            .map(canon::to_string)
-            .collect())
+        let filter = match object(&where_json, "the query's `where`") {
+            Ok(filter) => filter,
+            Err(e) => return Ok(Err(e)),
+        };
+        let rows = match f.table(&table) {
+            Ok(t) => t
+                .rows
+                .values()
+                .filter(|r| {
+                    !f.as_of.hides(r)
+                        && filter
+                            .iter()
+                            .all(|(k, v)| r.get(k).is_some_and(|have| canon::same(have, v)))
+                })
+                .map(canon::to_string)
+                .collect::<Vec<_>>(),
+            Err(e) => {
+                f.read(json!(["query", table, filter]), where_json.len())?;
+                return Ok(Err(e));
+            }
+        };
+        let size = table.len() + where_json.len() + rows.iter().map(String::len).sum::<usize>();
+        f.read(json!(["query", table, filter]), size)?;
+        Ok(Ok(rows))
     }
 
-    fn insert(&mut self, table: String, row_json: String) -> Result<String, ToolError> {
+    fn insert(&mut self, table: String, row_json: String) -> Answer<String> {
         let f = &mut self.frame;
-        let mut row = object(&row_json, "the new row")?;
-        let t = f.table(&table)?;
+        let mut row = match object(&row_json, "the new row") {
+            Ok(row) => row,
+            Err(e) => return Ok(Err(e)),
+        };
+        let t = match f.table(&table) {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
+        };
         let key = match row.get(&t.key) {
             Some(k) if !k.is_null() => canon::key_of(k),
             _ => {
@@ -197,80 +301,95 @@ impl state::Host for ServiceData {
             }
         };
         if t.rows.contains_key(&key) {
-            return Err(error(
+            return Ok(Err(error(
                 ErrorKind::Conflict,
                 format!("{table} row `{key}` already exists"),
-            ));
+            )));
         }
-        f.write(Write::Put {
-            table,
-            key: key.clone(),
-            row: Value::Object(row),
-        });
-        Ok(key)
+        let size = table.len() + key.len() + row_json.len();
+        f.write(
+            Write::Put {
+                table,
+                key: key.clone(),
+                row: Value::Object(row),
+            },
+            size,
+        )?;
+        Ok(Ok(key))
     }
 
-    fn update(
-        &mut self,
-        table: String,
-        key: String,
-        fields_json: String,
-    ) -> Result<String, ToolError> {
+    fn update(&mut self, table: String, key: String, fields_json: String) -> Answer<String> {
         let f = &mut self.frame;
-        let fields = object(&fields_json, "the fields to set")?;
-        let Some(Value::Object(before)) = f.visible(&table, &key)? else {
-            return Err(error(
-                ErrorKind::NotFound,
-                format!("no {table} row `{key}`"),
-            ));
+        let fields = match object(&fields_json, "the fields to set") {
+            Ok(fields) => fields,
+            Err(e) => return Ok(Err(e)),
+        };
+        let before = match f.visible(&table, &key) {
+            Ok(Some(Value::Object(before))) => before,
+            Ok(_) => {
+                return Ok(Err(error(
+                    ErrorKind::NotFound,
+                    format!("no {table} row `{key}`"),
+                )));
+            }
+            Err(e) => return Ok(Err(e)),
         };
         let mut row = before.clone();
         row.extend(fields);
         let row = Value::Object(row);
         let text = canon::to_string(&row);
-        f.write(Write::Put { table, key, row });
-        Ok(text)
+        let size = table.len() + key.len() + text.len();
+        f.write(Write::Put { table, key, row }, size)?;
+        Ok(Ok(text))
     }
 
-    fn delete(&mut self, table: String, key: String) -> Result<bool, ToolError> {
+    fn delete(&mut self, table: String, key: String) -> Answer<bool> {
         let f = &mut self.frame;
-        if f.visible(&table, &key)?.is_none() {
-            return Ok(false);
+        match f.visible(&table, &key) {
+            Ok(Some(_)) => {}
+            Ok(None) => return Ok(Ok(false)),
+            Err(e) => return Ok(Err(e)),
         }
-        f.write(Write::Delete { table, key });
-        Ok(true)
+        let size = table.len() + key.len();
+        f.write(Write::Delete { table, key }, size)?;
+        Ok(Ok(true))
     }
 
-    fn read_file(&mut self, path: String) -> Result<Vec<u8>, ToolError> {
+    fn read_file(&mut self, path: String) -> Answer<Vec<u8>> {
         let f = &mut self.frame;
-        f.reads.push(json!(["read-file", path]));
-        f.state
-            .files
-            .get(&path)
-            .map(FileData::to_bytes)
-            .ok_or_else(|| error(ErrorKind::NotFound, format!("no world file `{path}`")))
+        let data = f.state.files.get(&path).map(FileData::to_bytes);
+        let size = path.len() + data.as_ref().map_or(0, Vec::len);
+        f.read(json!(["read-file", path]), size)?;
+        Ok(data.ok_or_else(|| error(ErrorKind::NotFound, format!("no world file `{path}`"))))
     }
 
-    fn write_file(&mut self, path: String, data: Vec<u8>) -> Result<(), ToolError> {
+    fn write_file(&mut self, path: String, data: Vec<u8>) -> Answer<()> {
         if path.is_empty() {
-            return Err(error(ErrorKind::InvalidArgs, "empty path"));
+            return Ok(Err(error(ErrorKind::InvalidArgs, "empty path")));
         }
-        self.frame.write(Write::File {
-            path,
-            data: FileData::from_bytes(data),
-        });
-        Ok(())
+        let size = path.len() + data.len();
+        self.frame.write(
+            Write::File {
+                path,
+                data: FileData::from_bytes(data),
+            },
+            size,
+        )?;
+        Ok(Ok(()))
     }
 
-    fn list_files(&mut self, prefix: String) -> Vec<String> {
+    fn list_files(&mut self, prefix: String) -> wasmtime::Result<Vec<String>> {
         let f = &mut self.frame;
-        f.reads.push(json!(["list-files", prefix]));
-        f.state
+        let names: Vec<String> = f
+            .state
             .files
             .keys()
             .filter(|p| p.starts_with(&prefix))
             .cloned()
-            .collect()
+            .collect();
+        let size = prefix.len() + names.iter().map(String::len).sum::<usize>();
+        f.read(json!(["list-files", prefix]), size)?;
+        Ok(names)
     }
 }
 
@@ -301,21 +420,21 @@ mod tests {
         );
         let before = state.clone();
         let mut f = Frame::new(state, AsOf::now("2026-01-01T00:00:00Z".into()));
-        f.write(Write::Put {
+        f.apply(Write::Put {
             table: "t".into(),
             key: "a".into(),
             row: json!({"id": "a", "n": 2}),
         });
-        f.write(Write::Put {
+        f.apply(Write::Put {
             table: "t".into(),
             key: "b".into(),
             row: json!({"id": "b"}),
         });
-        f.write(Write::Delete {
+        f.apply(Write::Delete {
             table: "t".into(),
             key: "a".into(),
         });
-        f.write(Write::File {
+        f.apply(Write::File {
             path: "x.txt".into(),
             data: FileData::Text("x".into()),
         });

@@ -62,6 +62,9 @@ pub struct Runtime {
     idle: Option<ServiceData>,
 }
 
+/// The largest answer one service call may give (its text).
+const MAX_ANSWER: usize = 16 << 20;
+
 /// How much of a service's stderr an error message quotes.
 const STDERR_QUOTED: usize = 2_000;
 
@@ -190,6 +193,16 @@ impl Runtime {
         *state = frame.restore();
         let name = &self.service.component;
         match outcome {
+            Ok(Ok(out)) if out.len() > MAX_ANSWER => (
+                Err(ToolFailure::new(
+                    ErrorKind::Failed,
+                    format!(
+                        "service {name} failed in `{tool}`: limit: an answer larger than {} (the cap on one answer); answer less per call",
+                        crate::bounded::size(MAX_ANSWER as u64)
+                    ),
+                )),
+                json!({"component": name, "reads": reads, "fuel": fuel}),
+            ),
             Ok(Ok(out)) => match serde_json::from_str::<Value>(&out) {
                 Ok(v) => (
                     Ok((v, writes)),
@@ -255,6 +268,8 @@ fn trap_message(err: &wasmtime::Error, fuel: u64) -> String {
         format!("ran out of fuel ([service] fuel = {fuel})")
     } else if let Some(Trap::Interrupt) = err.downcast_ref::<Trap>() {
         "the wall-clock watchdog stopped it (limits.timeout_ms)".to_string()
+    } else if let Some(limit) = err.downcast_ref::<frame::Limit>() {
+        limit.to_string()
     } else if let Some(stop) = err.downcast_ref::<Stop>() {
         stop.to_string()
     } else if let Some(trap) = err.downcast_ref::<Trap>() {

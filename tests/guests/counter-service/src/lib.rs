@@ -4,6 +4,10 @@
 //! numbers, `refuse` answers a typed tool error after a write (which must
 //! not land), `log` writes a world file and inserts a row, and `fresh`
 //! counts the calls this instance answered, in a static and on the heap.
+//! Three tools go past the caps on what one call may read and write:
+//! `reread` gets row `key` (default `big`) of `blobs` `times` times (forever
+//! without it),
+//! `flood_rows` and `flood_files` write `count` rows or files of `kb` KB.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -22,6 +26,7 @@ static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0
 /// The same, on the heap.
 static HEAP: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
 const EVENTS: Table<Value> = Table::new("events");
+const BLOBS: Table<Value> = Table::new("blobs");
 
 fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
     let id = args["id"].as_str().unwrap_or("c").to_string();
@@ -53,6 +58,27 @@ fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
             let mut heap = HEAP.lock().unwrap();
             heap.extend_from_slice(&[0; 100_000]);
             Ok(json!({"calls": calls, "heap": heap.len() / 100_000}))
+        }
+        "reread" => {
+            let times = args["times"].as_u64().unwrap_or(u64::MAX);
+            let key = args["key"].as_str().unwrap_or("big");
+            let mut seen = 0;
+            for _ in 0..times {
+                seen += BLOBS.get(key)?.map_or(0, |row| row.to_string().len());
+            }
+            Ok(json!({"bytes": seen}))
+        }
+        "flood_rows" | "flood_files" => {
+            let count = args["count"].as_u64().unwrap_or(1);
+            let blob = "x".repeat(args["kb"].as_u64().unwrap_or(1) as usize * 1024);
+            for i in 0..count {
+                if tool == "flood_rows" {
+                    BLOBS.insert(&json!({"id": format!("r{i}"), "data": blob}))?;
+                } else {
+                    files::write(&format!("flood/{i}.txt"), &blob)?;
+                }
+            }
+            Ok(json!({"written": count}))
         }
         other => Err(ToolError::not_found(format!("no tool `{other}`"))),
     }
