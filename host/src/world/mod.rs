@@ -408,14 +408,16 @@ fn load_service(
             {
                 return Ok(None);
             }
-            let bytes = folder.read_bytes(&t.component, crate::bounded::COMPONENT).map_err(|e| {
-                InputError::at(
-                    &toml_path,
-                    source,
-                    spanned.span().start,
-                    format!("[service] component `{}`: {}", t.component, e.message),
-                )
-            })?;
+            let bytes = folder
+                .read_bytes(&t.component, crate::bounded::COMPONENT)
+                .map_err(|e| {
+                    InputError::at(
+                        &toml_path,
+                        source,
+                        spanned.span().start,
+                        format!("[service] component `{}`: {}", t.component, e.message),
+                    )
+                })?;
             Ok(Some(t.resolve(folder.path.join(&t.component), bytes)))
         }
     }
