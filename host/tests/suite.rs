@@ -384,3 +384,36 @@ fn first_run(store: &Path) -> String {
     names.sort();
     names.remove(0)
 }
+
+#[test]
+fn a_link_to_a_folder_above_is_not_followed() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    case_in(&cases, "a", false, &[]);
+    std::os::unix::fs::symlink(&cases, cases.join("loop")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), cases.join("up")).unwrap();
+    let store = dir.path().join("store");
+    let (worlds, agent) = (worlds_dir(), caller());
+    let args: [&std::ffi::OsStr; 8] = [
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--agent".as_ref(),
+        agent.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--list".as_ref(),
+        "--json".as_ref(),
+    ];
+    let out = worldline_within(std::time::Duration::from_secs(60), &store, args)
+        .expect("case discovery never ended under a link loop");
+    out.expect_code(0);
+    let listed: Vec<&str> = out
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["a"], "{out}");
+}
