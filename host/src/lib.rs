@@ -33,6 +33,7 @@ pub mod partition;
 pub mod path;
 pub mod project;
 pub mod redact;
+pub mod regress;
 pub mod replay;
 pub mod report;
 pub mod retention;

@@ -41,6 +41,7 @@ const LAYERS: &[&[&str]] = &[
     &["export"],
     &["retention"],
     &["otel"],
+    &["regress"],
     &["report"],
     &["ui"],
     &["scaffold"],

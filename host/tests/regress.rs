@@ -1,0 +1,226 @@
+//! From an incident to a regression case, on the real binary and the real
+//! example agents: a shrunk fuzz reproducer made a case with `case
+//! from-run` fails with the reproducer's signature for the naive agent and
+//! passes for the careful one, twice identically; the case names its
+//! origin, which `history` shows and `check` and `run` hold it to.
+
+mod common;
+
+use common::{guest, read_bundle, temp_dir, workspace_root, worldline, write_case};
+use serde_json::Value;
+use std::path::Path;
+
+/// The naive agent on the quiet-day incident where every call meets a
+/// fault and only the deploy list stale past 15 minutes makes it fail
+/// (as in tests/fuzz.rs, whose shrink test pins that).
+const ONE_FAULT_MATTERS: &str = r#"
+world = "incident@v4"
+seed = 9
+clock = 2026-03-01T12:05:00Z
+task = { alert = "ALERT-7", ticket = "T-100" }
+
+[fuzz]
+
+[[fuzz.tools]]
+tool = "list_deploys"
+stale = { p = 1.0, age_s = [1000, 3000], field = "at" }
+latency_ms = { p = 1.0, ms = [100, 9000] }
+
+[[fuzz.tools]]
+tool = "*"
+latency_ms = { p = 1.0, ms = [100, 9000] }
+
+[[expect.state]]
+table = "deploys"
+key = "D-42"
+field = "status"
+equals = "rolled_back"
+"#;
+
+/// The first failed assertion of a run, as fuzz groups failures.
+fn signature(bundle: &Path) -> Option<String> {
+    let b = read_bundle(bundle);
+    let footer = b.footer?;
+    let a = footer["grade"]["assertions"]
+        .as_array()?
+        .iter()
+        .find(|a| a["passed"] == false)?
+        .clone();
+    Some(format!("failed: {}", a["what"].as_str()?))
+}
+
+/// `worldline test CASES --agent AGENT --json` with the repository's worlds.
+fn test_json(store: &Path, cases: &Path, agent: &str) -> common::CliOutput {
+    let worlds = workspace_root().join("worlds");
+    worldline(
+        store,
+        [
+            "test".as_ref(),
+            cases.as_os_str(),
+            "--agent".as_ref(),
+            guest(agent).as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+        ],
+    )
+}
+
+/// The suite document without what differs between invocations.
+fn stable(doc: &Value) -> Value {
+    let mut doc = doc.clone();
+    doc["elapsed_ms"] = Value::Null;
+    doc.as_object_mut().unwrap().remove("compiles");
+    for c in doc["cases"].as_array_mut().unwrap() {
+        for f in ["elapsed_ms", "run_id", "run_ids", "bundle"] {
+            c[f] = Value::Null;
+        }
+    }
+    doc
+}
+
+#[test]
+fn a_shrunk_reproducer_becomes_a_case_that_fails_the_old_agent_and_passes_the_fixed_one() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "one-fault", ONE_FAULT_MATTERS);
+    let worlds = workspace_root().join("worlds");
+    let naive = guest("naive-agent");
+    let fuzz = worldline(
+        &store,
+        [
+            "fuzz".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            naive.as_os_str(),
+            "--runs".as_ref(),
+            "2".as_ref(),
+            "--shrink".as_ref(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    fuzz.expect_code(1);
+    let group = &fuzz.json()["groups"][0];
+    let want = group["signature"].as_str().unwrap().to_string();
+    assert_eq!(want, "failed: deploys/D-42.status equals", "{fuzz}");
+    assert_eq!(group["shrunk"]["faults_after"], 1, "{fuzz}");
+    let run = group["reproducer"]["run_id"].as_str().unwrap();
+
+    let cases = dir.path().join("cases/regress");
+    std::fs::create_dir_all(&cases).unwrap();
+    let out_case = cases.join("stale-deploy-list.toml");
+    let made = worldline(
+        &store,
+        [
+            "case".as_ref(),
+            "from-run".as_ref(),
+            run.as_ref(),
+            "-o".as_ref(),
+            out_case.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["injects"], 1, "{made}");
+    let text = std::fs::read_to_string(&out_case).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    assert!(doc.get("fuzz").is_none(), "{text}");
+    let rule = &doc["inject"].as_array().unwrap()[0];
+    assert_eq!(rule["tool"].as_str(), Some("list_deploys"), "{text}");
+    assert_eq!(rule["nth"].as_integer(), Some(1), "{text}");
+    assert_eq!(rule["stale"]["age_s"].as_integer(), Some(901), "{text}");
+    assert_eq!(doc["origin"]["run"].as_str(), Some(run), "{text}");
+    assert_eq!(doc["origin"]["created_from"].as_str(), Some("run"));
+    assert!(cases.join("stale-deploy-list.run.jsonl").is_file());
+
+    // The old agent fails with the reproducer's signature, the fixed one
+    // passes, each twice with the same report.
+    let mut first: Option<(Value, Value)> = None;
+    let mut old_run = String::new();
+    for _ in 0..2 {
+        let old = test_json(&store, &cases, "naive-agent");
+        old.expect_code(1);
+        old_run = old.json()["cases"][0]["run_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let bundle = old.json()["cases"][0]["bundle"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            signature(Path::new(&bundle)).as_deref(),
+            Some(want.as_str())
+        );
+        let b = read_bundle(Path::new(&bundle));
+        assert_eq!(b.header["origin"]["run"].as_str(), Some(run));
+        // The run's own seed, even past TOML's largest integer.
+        assert_eq!(b.header["seed"], group["reproducer"]["seed"]);
+        let fixed = test_json(&store, &cases, "careful-agent");
+        fixed.expect_code(0);
+        let pair = (stable(old.json()), stable(fixed.json()));
+        match &first {
+            None => first = Some(pair),
+            Some(f) => assert_eq!(*f, pair, "a second test of the case differs"),
+        }
+    }
+
+    // history shows where the case came from.
+    let history = worldline(&store, ["history", &old_run]);
+    assert!(
+        history
+            .stdout
+            .contains(&format!("case made from run {run}")),
+        "{history}"
+    );
+
+    // check holds the case to its origin.
+    let fine = worldline(
+        &store,
+        [
+            "check".as_ref(),
+            out_case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ],
+    );
+    fine.expect_code(0);
+    assert!(!fine.stdout.contains("[origin]"), "{fine}");
+    std::fs::remove_file(cases.join("stale-deploy-list.run.jsonl")).unwrap();
+    let gone = worldline(
+        &store,
+        [
+            "check".as_ref(),
+            out_case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ],
+    );
+    assert!(
+        gone.stdout.contains("[origin] bundle") && gone.stdout.contains("is gone"),
+        "{gone}"
+    );
+}
+
+#[test]
+fn from_run_of_a_missing_run_is_exit_2_and_writes_nothing() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = dir.path().join("x.toml");
+    std::fs::write(&out, "keep").unwrap();
+    let missing = worldline(
+        &store,
+        [
+            "case".as_ref(),
+            "from-run".as_ref(),
+            "nope".as_ref(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    missing.expect_code(2);
+    assert!(missing.stderr.contains("nope"), "{missing}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
+}
