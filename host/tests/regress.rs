@@ -224,3 +224,164 @@ fn from_run_of_a_missing_run_is_exit_2_and_writes_nothing() {
     assert!(missing.stderr.contains("nope"), "{missing}");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
 }
+
+/// Tool calls as (request, response), and the model's answers (content and
+/// tool calls), of a run.
+fn answers(bundle: &Path) -> (Vec<Value>, Vec<Value>) {
+    let b = read_bundle(bundle);
+    let tools = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/tools.call")
+        .map(|e| serde_json::json!([e["request"], e["response"]]))
+        .collect();
+    let model = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .map(|e| {
+            let m = &e["response"]["ok"]["choices"][0]["message"];
+            let calls: Vec<Value> = m["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| serde_json::json!([c["function"]["name"], c["function"]["arguments"]]))
+                .collect();
+            serde_json::json!({"content": m["content"], "calls": calls})
+        })
+        .collect();
+    (tools, model)
+}
+
+fn from_trace(store: &Path, args: &[&std::ffi::OsStr]) -> common::CliOutput {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["case".as_ref(), "from-trace".as_ref()];
+    all.extend(args);
+    worldline(store, all)
+}
+
+#[test]
+fn an_exported_trace_of_a_model_agent_run_becomes_a_case_with_the_same_answers() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = guest("model-agent");
+    let case = workspace_root().join("cases/model/rollback.toml");
+    let run = worldline(
+        &store,
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let trace = dir.path().join("trace.pb");
+    worldline(
+        &store,
+        [
+            "otel".as_ref(),
+            id.as_ref(),
+            "--content".as_ref(),
+            "-o".as_ref(),
+            trace.as_os_str(),
+        ],
+    )
+    .expect_code(0);
+
+    let listed = from_trace(
+        &store,
+        &[trace.as_os_str(), "--list".as_ref(), "--json".as_ref()],
+    );
+    listed.expect_code(0);
+    assert_eq!(listed.json().as_array().unwrap().len(), 1, "{listed}");
+
+    let out = dir.path().join("regress");
+    let made = from_trace(
+        &store,
+        &[
+            trace.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    made.expect_code(0);
+    let case_file = made.json()["case"].as_str().unwrap().to_string();
+    assert!(out.join("README.md").is_file());
+    let text = std::fs::read_to_string(&case_file).unwrap();
+    assert!(text.contains("created_from = \"trace\""), "{text}");
+
+    let cases = out.join("cases");
+    let test = worldline(
+        &store,
+        [
+            "test".as_ref(),
+            cases.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    test.expect_code(0);
+    let again = test.json()["cases"][0]["bundle"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (tools_a, model_a) = answers(&run.bundle());
+    let (tools_b, model_b) = answers(Path::new(&again));
+    assert!(!tools_a.is_empty() && !model_a.is_empty());
+    let strip = |v: &Vec<Value>| -> Vec<Value> {
+        v.iter().map(|t| serde_json::json!([t[0], t[1]])).collect()
+    };
+    assert_eq!(strip(&tools_a), strip(&tools_b), "the same tool answers");
+    assert_eq!(model_a, model_b, "the same model answers");
+
+    // A second conversion into a folder that exists is refused.
+    let twice = from_trace(&store, &[trace.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    twice.expect_code(2);
+}
+
+#[test]
+fn bad_trace_files_are_exit_2_and_write_nothing() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let check = |name: &str, bytes: &[u8], says: &str| {
+        let trace = dir.path().join(name);
+        std::fs::write(&trace, bytes).unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let r = from_trace(&store, &[trace.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+        r.expect_code(2);
+        assert!(r.stderr.contains(name) && r.stderr.contains(says), "{r}");
+        assert!(!out.exists(), "{name}: wrote {}", out.display());
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".from-trace"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    };
+    check(
+        "garbage.pb",
+        b"\xff\xff\xff\xff not a trace",
+        "neither OTLP JSON nor",
+    );
+    check(
+        "cut.json",
+        b"{\"resourceSpans\": [{\"scopeSpans\": [",
+        "not OTLP JSON",
+    );
+    let no_content = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+        "name": "chat gpt-4o", "startTimeUnixNano": "1772366400000000000",
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]
+    }]}]}]});
+    check(
+        "no-content.json",
+        no_content.to_string().as_bytes(),
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+    );
+    let huge = vec![b' '; (64 << 20) + 1];
+    check("huge.json", &huge, "64 MiB");
+}

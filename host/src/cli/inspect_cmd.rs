@@ -61,12 +61,14 @@ pub struct DiffArgs {
 
 /// Where the run's case came from, in one line.
 fn origin_line(o: &crate::case::origin::Origin) -> String {
-    format!(
-        "case made from run {} (chain {}, copy {})",
-        o.run,
-        short_hash(&o.chain_hash),
-        o.bundle
-    )
+    match &o.chain_hash {
+        Some(chain) => format!(
+            "case made from {} (chain {})",
+            o.source(),
+            short_hash(chain)
+        ),
+        None => format!("case made from {}", o.source()),
+    }
 }
 
 fn vtime(ns: u64) -> String {

@@ -140,10 +140,12 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     }
     let origin = Origin {
         created_from: CreatedFrom::Run,
-        run: rec.id.clone(),
-        chain_hash: footer.chain_hash.clone(),
-        bundle: recording,
-        world_hash: rec.bundle.header.world_hash.clone(),
+        run: Some(rec.id.clone()),
+        chain_hash: Some(footer.chain_hash.clone()),
+        bundle: Some(recording),
+        world_hash: Some(rec.bundle.header.world_hash.clone()),
+        trace_id: None,
+        trace_sha256: None,
     };
     table.insert("origin".into(), from_json(&serde_json::to_value(&origin)?)?);
     let description = format!(

@@ -4,6 +4,7 @@
 //! it finds is the one the run met).
 
 pub mod from_run;
+pub mod from_trace;
 
 use crate::case::Case;
 use crate::log::bundle;
@@ -15,40 +16,41 @@ pub fn origin_warnings(case: &Case) -> Vec<String> {
         return Vec::new();
     };
     let mut out = Vec::new();
+    let source = o.source();
     let dir = case.path.parent().unwrap_or(std::path::Path::new("."));
-    let copy = dir.join(&o.bundle);
-    if !copy.is_file() {
-        out.push(format!(
-            "[origin] bundle {} is gone: the recorded model answers and the link to run {} are lost",
-            copy.display(),
-            o.run
-        ));
-    } else {
-        match bundle::read(&copy) {
-            Err(e) => out.push(format!(
-                "[origin] bundle {} no longer verifies: {e}",
+    if let Some(copy) = &o.bundle {
+        let copy = dir.join(copy);
+        if !copy.is_file() {
+            out.push(format!(
+                "[origin] bundle {} is gone: the recorded model answers and the link to {source} are lost",
                 copy.display()
-            )),
-            Ok(b) => {
-                let chain = b.footer.map(|f| f.chain_hash).unwrap_or_default();
-                if chain != o.chain_hash {
-                    out.push(format!(
-                        "[origin] bundle {} is not run {} any more: its chain hash is {chain}, the case names {}",
-                        copy.display(),
-                        o.run,
-                        o.chain_hash
-                    ));
+            ));
+        } else {
+            match bundle::read(&copy) {
+                Err(e) => out.push(format!(
+                    "[origin] bundle {} no longer verifies: {e}",
+                    copy.display()
+                )),
+                Ok(b) => {
+                    let chain = b.footer.map(|f| f.chain_hash).unwrap_or_default();
+                    if Some(&chain) != o.chain_hash.as_ref() {
+                        out.push(format!(
+                            "[origin] bundle {} is not {source} any more: its chain hash is {chain}, the case names {}",
+                            copy.display(),
+                            o.chain_hash.as_deref().unwrap_or("none")
+                        ));
+                    }
                 }
             }
         }
     }
-    if case.world.hash != o.world_hash {
+    if let Some(hash) = &o.world_hash
+        && case.world.hash != *hash
+    {
         out.push(format!(
-            "world {} has changed since run {} (content hash {}, the run met {})",
+            "world {} has changed since {source} (content hash {}, the run met {hash})",
             case.world.reference(),
-            o.run,
             case.world.hash,
-            o.world_hash
         ));
     }
     out
