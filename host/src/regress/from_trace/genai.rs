@@ -89,7 +89,46 @@ fn text_of(m: &Value) -> Option<String> {
 }
 
 fn message(m: &Value) -> Value {
-    json!({"role": m["role"].as_str().unwrap_or("user"), "content": text_of(m)})
+    let response = m["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["type"] == "tool_call_response")
+        .map(|p| match &p["response"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+    json!({"role": m["role"].as_str().unwrap_or("user"), "content": response.or_else(|| text_of(m))})
+}
+
+/// Tool calls when the trace has no tool spans (the openai instrumentations
+/// trace model calls only): each answer's calls, with the results the next
+/// model call sent back as `tool` messages, in order.
+fn calls_from_messages(calls: &[ModelCall]) -> Vec<ToolCall> {
+    let mut out = Vec::new();
+    for (i, c) in calls.iter().enumerate() {
+        let Some(answer) = &c.output else { continue };
+        let results: Vec<Value> = calls.get(i + 1).map_or_else(Vec::new, |next| {
+            let after = next
+                .input
+                .iter()
+                .rposition(|m| m["role"] == "assistant")
+                .map_or(0, |p| p + 1);
+            next.input[after..]
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| parsed(&m["content"]))
+                .collect()
+        });
+        for (k, (name, args)) in answer.tool_calls.iter().enumerate() {
+            out.push(ToolCall {
+                name: name.clone(),
+                arguments: serde_json::from_str(args).ok(),
+                result: results.get(k).cloned(),
+            });
+        }
+    }
+    out
 }
 
 /// Tool calls of an answer: OpenAI's `tool_calls` or GenAI `tool_call` parts.
@@ -304,6 +343,9 @@ pub fn run_of(spans: &[Span]) -> Run {
         }
     }
     run.forms.dedup();
+    if run.tool_calls.is_empty() {
+        run.tool_calls = calls_from_messages(&run.model_calls);
+    }
     run
 }
 
@@ -371,6 +413,30 @@ mod tests {
         assert_eq!(
             a.model_calls[0].output.as_ref().unwrap().tool_calls,
             [("get".to_string(), "{\"id\":\"A\"}".to_string())]
+        );
+    }
+
+    #[test]
+    fn without_tool_spans_results_come_from_the_next_calls_tool_messages() {
+        let first = span(&[
+            ("gen_ai.operation.name", json!("chat")),
+            ("gen_ai.input.messages", json!(r#"[{"role":"user","content":"hi"}]"#)),
+            ("gen_ai.output.messages", json!(r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"get","arguments":{"id":"A"}}]}]"#)),
+        ]);
+        let mut second = span(&[
+            ("gen_ai.operation.name", json!("chat")),
+            ("gen_ai.input.messages", json!(r#"[{"role":"user","content":"hi"},{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"get","arguments":{"id":"A"}}]},{"role":"tool","parts":[{"type":"tool_call_response","id":"c1","response":{"status":"open"}}]}]"#)),
+            ("gen_ai.output.messages", json!(r#"[{"role":"assistant","parts":[{"type":"text","content":"done"}]}]"#)),
+        ]);
+        second.start_ns = 2;
+        let r = run_of(&[first, second]);
+        assert_eq!(
+            r.tool_calls,
+            [ToolCall {
+                name: "get".into(),
+                arguments: Some(json!({"id": "A"})),
+                result: Some(json!({"status": "open"})),
+            }]
         );
     }
 
