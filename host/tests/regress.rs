@@ -385,3 +385,184 @@ fn bad_trace_files_are_exit_2_and_write_nothing() {
     let huge = vec![b' '; (64 << 20) + 1];
     check("huge.json", &huge, "64 MiB");
 }
+
+/// The pinned third-party packages the instrumented Python agent runs on.
+const TRACE_REQUIREMENTS: &[&str] = &[
+    "openai==3.51.0",
+    "httpx==0.28.1",
+    "opentelemetry-api==1.45.2",
+    "opentelemetry-sdk==1.45.2",
+    "opentelemetry-proto==1.45.2",
+    "opentelemetry-exporter-otlp-proto-common==1.45.2",
+    "opentelemetry-instrumentation==0.66b2",
+    "opentelemetry-semantic-conventions==0.66b2",
+    "opentelemetry-instrumentation-openai-v2==2.4b0",
+    "opentelemetry-util-genai==0.4b0",
+    "openinference-instrumentation==0.1.72",
+    "openinference-instrumentation-openai==0.1.66",
+    "openinference-semantic-conventions==0.1.42",
+];
+
+/// A virtual environment under the target folder with the pinned packages,
+/// made once and kept while the pins are the same.
+fn trace_venv() -> std::path::PathBuf {
+    use std::process::Command;
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-venv");
+    let stamp = venv.join("worldline-pins.txt");
+    let pins = TRACE_REQUIREMENTS.join("\n");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(pins.as_str()) {
+        return venv.join("bin/python");
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let made = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .expect("python3 is needed for the instrumentation test");
+    assert!(made.success(), "python3 -m venv failed");
+    let pip = Command::new(venv.join("bin/pip"))
+        .args(["install", "-q", "--no-deps"])
+        .args(TRACE_REQUIREMENTS)
+        .output()
+        .expect("running pip");
+    // The pinned packages' own dependencies (pydantic, typing-extensions,
+    // ...) at versions pip chooses; the pins above are kept.
+    let deps = Command::new(venv.join("bin/pip"))
+        .args(["install", "-q"])
+        .args(TRACE_REQUIREMENTS)
+        .output()
+        .expect("running pip");
+    assert!(
+        pip.status.success() && deps.status.success(),
+        "installing the pinned instrumentations failed:\n{}{}",
+        String::from_utf8_lossy(&pip.stderr),
+        String::from_utf8_lossy(&deps.stderr)
+    );
+    std::fs::write(&stamp, pins).unwrap();
+    venv.join("bin/python")
+}
+
+#[test]
+fn traces_of_the_official_and_openinference_instrumentations_become_cases() {
+    let python = trace_venv();
+    let agent = common::workspace_root().join("host/tests/trace_support/agent.py");
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    for flavour in ["openai-v2", "openinference"] {
+        let trace = dir.path().join(format!("{flavour}.pb"));
+        let log = dir.path().join(format!("{flavour}.stub.json"));
+        let ran = std::process::Command::new(&python)
+            .arg(&agent)
+            .args([flavour.as_ref(), trace.as_os_str(), log.as_os_str()])
+            .env(
+                "OTEL_SEMCONV_STABILITY_OPT_IN",
+                "gen_ai_latest_experimental",
+            )
+            .env(
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                "SPAN_ONLY",
+            )
+            .output()
+            .unwrap();
+        assert!(
+            ran.status.success(),
+            "{flavour}: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        let out = dir.path().join(flavour);
+        let made = from_trace(
+            &store,
+            &[
+                trace.as_os_str(),
+                "-o".as_ref(),
+                out.as_os_str(),
+                "--json".as_ref(),
+            ],
+        );
+        made.expect_code(0);
+
+        // The model's answers are exactly the ones the stub gave, in order.
+        let case: toml::Table = toml::from_str(
+            &std::fs::read_to_string(made.json()["case"].as_str().unwrap()).unwrap(),
+        )
+        .unwrap();
+        let responses: Vec<Value> = case["model"]["responses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let calls: Vec<Value> = r
+                    .get("tool_calls")
+                    .and_then(|c| c.as_array())
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let args: Value =
+                            serde_json::from_str(c["arguments"].as_str().unwrap()).unwrap();
+                        serde_json::json!([c["name"].as_str().unwrap(), args])
+                    })
+                    .collect();
+                serde_json::json!({"content": r.get("content").and_then(|c| c.as_str()), "calls": calls})
+            })
+            .collect();
+        let stub: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+        let answered: Vec<Value> = stub
+            .iter()
+            .map(|a| {
+                let m = &a["answer"];
+                let calls: Vec<Value> = m["tool_calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let args: Value =
+                            serde_json::from_str(c["function"]["arguments"].as_str().unwrap())
+                                .unwrap();
+                        serde_json::json!([c["function"]["name"], args])
+                    })
+                    .collect();
+                serde_json::json!({"content": m["content"], "calls": calls})
+            })
+            .collect();
+        assert_eq!(responses, answered, "{flavour}");
+        assert_eq!(case["task"]["alert"].as_str(), Some("ALERT-7"), "{flavour}");
+
+        // The world's tools are the ones the agent declared.
+        let world: toml::Table = toml::from_str(
+            &std::fs::read_to_string(out.join("worlds/traced/v1/world.toml")).unwrap(),
+        )
+        .unwrap();
+        let tools = world["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), 1, "{flavour}");
+        assert_eq!(tools[0]["name"].as_str(), Some("get_alert"));
+        // OpenInference records the definitions (llm.tools); the official
+        // instrumentation (2.4b0) does not record gen_ai.tool.definitions,
+        // so the tool is known by name and its schema is left to write.
+        let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+        if flavour == "openinference" {
+            assert_eq!(
+                tools[0]["description"].as_str(),
+                Some("Fetch one alert by id")
+            );
+            assert_eq!(
+                tools[0]["params"]["properties"]["id"]["type"].as_str(),
+                Some("string")
+            );
+            assert!(!readme.contains("no definition in the trace"), "{readme}");
+        } else {
+            assert!(
+                readme.contains("no definition in the trace: get_alert"),
+                "{readme}"
+            );
+        }
+        // The tool result the agent sent back is pinned at its call.
+        let pinned = &case["inject"].as_array().unwrap()[0];
+        assert_eq!(pinned["nth"].as_integer(), Some(1));
+        assert_eq!(
+            pinned["response"]["kind"].as_str(),
+            Some("latency"),
+            "{flavour}"
+        );
+    }
+}

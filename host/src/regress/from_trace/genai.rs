@@ -420,13 +420,29 @@ mod tests {
     fn without_tool_spans_results_come_from_the_next_calls_tool_messages() {
         let first = span(&[
             ("gen_ai.operation.name", json!("chat")),
-            ("gen_ai.input.messages", json!(r#"[{"role":"user","content":"hi"}]"#)),
-            ("gen_ai.output.messages", json!(r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"get","arguments":{"id":"A"}}]}]"#)),
+            (
+                "gen_ai.input.messages",
+                json!(r#"[{"role":"user","content":"hi"}]"#),
+            ),
+            (
+                "gen_ai.output.messages",
+                json!(
+                    r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"get","arguments":{"id":"A"}}]}]"#
+                ),
+            ),
         ]);
         let mut second = span(&[
             ("gen_ai.operation.name", json!("chat")),
-            ("gen_ai.input.messages", json!(r#"[{"role":"user","content":"hi"},{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"get","arguments":{"id":"A"}}]},{"role":"tool","parts":[{"type":"tool_call_response","id":"c1","response":{"status":"open"}}]}]"#)),
-            ("gen_ai.output.messages", json!(r#"[{"role":"assistant","parts":[{"type":"text","content":"done"}]}]"#)),
+            (
+                "gen_ai.input.messages",
+                json!(
+                    r#"[{"role":"user","content":"hi"},{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"get","arguments":{"id":"A"}}]},{"role":"tool","parts":[{"type":"tool_call_response","id":"c1","response":{"status":"open"}}]}]"#
+                ),
+            ),
+            (
+                "gen_ai.output.messages",
+                json!(r#"[{"role":"assistant","parts":[{"type":"text","content":"done"}]}]"#),
+            ),
         ]);
         second.start_ns = 2;
         let r = run_of(&[first, second]);

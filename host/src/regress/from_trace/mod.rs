@@ -375,11 +375,28 @@ Made by `worldline case from-trace {}`.\n\n\
 ## Left to write\n\n\
 - Expectations: `[expect]` (the case passes whenever the agent completes).\n\
 - State: the world has no tables. Calls the trace never made are answered with a `not-found` error whose message starts `not_recorded`; give the world tables and rows (or a `[service]`) and remove the `not_recorded` rule of a tool to have the world answer it.\n\
-- Values the trace held as null are left out (TOML has no null).\n",
+- Values the trace held as null are left out (TOML has no null).\n{}",
         source.display(),
         run.model_calls.len(),
         tools.join(", "),
         run.tool_calls.len(),
         run.forms.join(", "),
+        undefined(run, tools),
+    )
+}
+
+/// The README line for tools the trace names but does not define.
+fn undefined(run: &Run, tools: &[String]) -> String {
+    let names: Vec<&str> = tools
+        .iter()
+        .filter(|t| !run.tools.contains_key(*t))
+        .map(String::as_str)
+        .collect();
+    if names.is_empty() {
+        return String::new();
+    }
+    format!(
+        "- Parameters of the tools with no definition in the trace: {} (their `params` are `{{ type = \"object\" }}`; the instrumentation did not record `gen_ai.tool.definitions`).\n",
+        names.join(", ")
     )
 }
