@@ -6,36 +6,12 @@
 
 mod common;
 
-use common::{guest, read_bundle, temp_dir, workspace_root, worldline, write_case};
+use common::{
+    ONE_FAULT_MATTERS, guest, read_bundle, suite_without_run_specifics, temp_dir, workspace_root,
+    worldline, write_case,
+};
 use serde_json::Value;
 use std::path::Path;
-
-/// The naive agent on the quiet-day incident where every call meets a
-/// fault and only the deploy list stale past 15 minutes makes it fail
-/// (as in tests/fuzz.rs, whose shrink test pins that).
-const ONE_FAULT_MATTERS: &str = r#"
-world = "incident@v4"
-seed = 9
-clock = 2026-03-01T12:05:00Z
-task = { alert = "ALERT-7", ticket = "T-100" }
-
-[fuzz]
-
-[[fuzz.tools]]
-tool = "list_deploys"
-stale = { p = 1.0, age_s = [1000, 3000], field = "at" }
-latency_ms = { p = 1.0, ms = [100, 9000] }
-
-[[fuzz.tools]]
-tool = "*"
-latency_ms = { p = 1.0, ms = [100, 9000] }
-
-[[expect.state]]
-table = "deploys"
-key = "D-42"
-field = "status"
-equals = "rolled_back"
-"#;
 
 /// The first failed assertion of a run, as fuzz groups failures.
 fn signature(bundle: &Path) -> Option<String> {
@@ -64,19 +40,6 @@ fn test_json(store: &Path, cases: &Path, agent: &str) -> common::CliOutput {
             "--json".as_ref(),
         ],
     )
-}
-
-/// The suite document without what differs between invocations.
-fn stable(doc: &Value) -> Value {
-    let mut doc = doc.clone();
-    doc["elapsed_ms"] = Value::Null;
-    doc.as_object_mut().unwrap().remove("compiles");
-    for c in doc["cases"].as_array_mut().unwrap() {
-        for f in ["elapsed_ms", "run_id", "run_ids", "bundle"] {
-            c[f] = Value::Null;
-        }
-    }
-    doc
 }
 
 #[test]
@@ -160,7 +123,10 @@ fn a_shrunk_reproducer_becomes_a_case_that_fails_the_old_agent_and_passes_the_fi
         assert_eq!(b.header["seed"], group["reproducer"]["seed"]);
         let fixed = test_json(&store, &cases, "careful-agent");
         fixed.expect_code(0);
-        let pair = (stable(old.json()), stable(fixed.json()));
+        let pair = (
+            suite_without_run_specifics(old.json().clone()),
+            suite_without_run_specifics(fixed.json().clone()),
+        );
         match &first {
             None => first = Some(pair),
             Some(f) => assert_eq!(*f, pair, "a second test of the case differs"),
@@ -239,16 +205,7 @@ fn answers(bundle: &Path) -> (Vec<Value>, Vec<Value>) {
         .events
         .iter()
         .filter(|e| e["call"] == "worldline:agent/model.complete")
-        .map(|e| {
-            let m = &e["response"]["ok"]["choices"][0]["message"];
-            let calls: Vec<Value> = m["tool_calls"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|c| serde_json::json!([c["function"]["name"], c["function"]["arguments"]]))
-                .collect();
-            serde_json::json!({"content": m["content"], "calls": calls})
-        })
+        .map(|e| answer_shape(&e["response"]["ok"]["choices"][0]["message"]))
         .collect();
     (tools, model)
 }
@@ -442,6 +399,26 @@ fn trace_venv() -> std::path::PathBuf {
     venv.join("bin/python")
 }
 
+/// A model answer as its text and `[name, arguments]` of each tool call,
+/// from an OpenAI message or a scripted reply.
+fn answer_shape(m: &Value) -> Value {
+    let calls: Vec<Value> = m["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let f = if c.get("function").is_some() {
+                &c["function"]
+            } else {
+                c
+            };
+            let args: Value = serde_json::from_str(f["arguments"].as_str().unwrap()).unwrap();
+            serde_json::json!([f["name"], args])
+        })
+        .collect();
+    serde_json::json!({"content": m["content"], "calls": calls})
+}
+
 #[test]
 fn traces_of_the_official_and_openinference_instrumentations_become_cases() {
     let python = trace_venv();
@@ -490,41 +467,11 @@ fn traces_of_the_official_and_openinference_instrumentations_become_cases() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| {
-                let calls: Vec<Value> = r
-                    .get("tool_calls")
-                    .and_then(|c| c.as_array())
-                    .into_iter()
-                    .flatten()
-                    .map(|c| {
-                        let args: Value =
-                            serde_json::from_str(c["arguments"].as_str().unwrap()).unwrap();
-                        serde_json::json!([c["name"].as_str().unwrap(), args])
-                    })
-                    .collect();
-                serde_json::json!({"content": r.get("content").and_then(|c| c.as_str()), "calls": calls})
-            })
+            .map(|r| answer_shape(&serde_json::to_value(r).unwrap()))
             .collect();
         let stub: Vec<Value> =
             serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
-        let answered: Vec<Value> = stub
-            .iter()
-            .map(|a| {
-                let m = &a["answer"];
-                let calls: Vec<Value> = m["tool_calls"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| {
-                        let args: Value =
-                            serde_json::from_str(c["function"]["arguments"].as_str().unwrap())
-                                .unwrap();
-                        serde_json::json!([c["function"]["name"], args])
-                    })
-                    .collect();
-                serde_json::json!({"content": m["content"], "calls": calls})
-            })
-            .collect();
+        let answered: Vec<Value> = stub.iter().map(|a| answer_shape(&a["answer"])).collect();
         assert_eq!(responses, answered, "{flavour}");
         assert_eq!(case["task"]["alert"].as_str(), Some("ALERT-7"), "{flavour}");
 

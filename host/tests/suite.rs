@@ -180,19 +180,6 @@ fn fail_fast_skips_what_it_never_started() {
     assert!(xml.contains("<property name=\"seed\" value=\"3\""), "{xml}");
 }
 
-/// The fields a partitioned run may change: real time and where runs went.
-fn without_run_specifics(mut doc: Value) -> Value {
-    doc["elapsed_ms"] = Value::Null;
-    // What this machine compiled first depends on what its cache held.
-    doc.as_object_mut().unwrap().remove("compiles");
-    for c in doc["cases"].as_array_mut().unwrap() {
-        for f in ["elapsed_ms", "run_id", "run_ids", "bundle"] {
-            c[f] = Value::Null;
-        }
-    }
-    doc
-}
-
 #[test]
 fn merged_partitions_equal_the_whole_suite() {
     let dir = temp_dir();
@@ -217,8 +204,8 @@ fn merged_partitions_equal_the_whole_suite() {
         let merged = worldline(&store, args);
         merged.expect_code(1);
         assert_eq!(
-            without_run_specifics(merged.json().clone()),
-            without_run_specifics(whole.json().clone()),
+            suite_without_run_specifics(merged.json().clone()),
+            suite_without_run_specifics(whole.json().clone()),
             "{kind}"
         );
     }
