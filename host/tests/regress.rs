@@ -255,16 +255,20 @@ fn an_exported_trace_of_a_model_agent_run_becomes_a_case_with_the_same_answers()
     assert_eq!(listed.json().as_array().unwrap().len(), 1, "{listed}");
 
     let out = dir.path().join("regress");
+    let id = listed.json()[0]["trace_id"].as_str().unwrap().to_string();
     let made = from_trace(
         &store,
         &[
             trace.as_os_str(),
+            "--trace-id".as_ref(),
+            id[..8].as_ref(),
             "-o".as_ref(),
             out.as_os_str(),
             "--json".as_ref(),
         ],
     );
     made.expect_code(0);
+    assert_eq!(made.json()["trace_id"].as_str(), Some(id.as_str()));
     let case_file = made.json()["case"].as_str().unwrap().to_string();
     assert!(out.join("README.md").is_file());
     let text = std::fs::read_to_string(&case_file).unwrap();

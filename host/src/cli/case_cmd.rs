@@ -36,7 +36,8 @@ pub struct FromTraceArgs {
     /// The folder to write (must not exist): cases/, worlds/, README.md.
     #[arg(short, long, required_unless_present = "list")]
     pub output: Option<PathBuf>,
-    /// The agent run to take, when the file holds several.
+    /// The agent run to take (its trace id, or a unique prefix), when the
+    /// file holds several.
     #[arg(long)]
     pub trace_id: Option<String>,
     /// List the agent runs in the file and write nothing.

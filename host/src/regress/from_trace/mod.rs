@@ -113,17 +113,21 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
     let id = match trace_id {
         Some(want) => {
             let want = want.to_lowercase();
-            if !runs.contains_key(&want) {
-                return Err(InputError::new(
-                    path,
-                    format!(
-                        "has no agent run with trace id {want}; it has {}",
-                        runs.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                )
-                .into());
+            let matching: Vec<&String> = runs.keys().filter(|k| k.starts_with(&want)).collect();
+            match matching.as_slice() {
+                [one] => (*one).clone(),
+                _ => {
+                    return Err(InputError::new(
+                        path,
+                        format!(
+                            "has {} agent run(s) whose trace id starts with {want}; it has {}",
+                            matching.len(),
+                            runs.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                    .into());
+                }
             }
-            want
         }
         None if runs.len() == 1 => runs.keys().next().cloned().unwrap_or_default(),
         None => {
