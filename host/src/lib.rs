@@ -35,6 +35,7 @@ pub mod path;
 pub mod project;
 pub mod protocol;
 pub mod redact;
+pub mod regress;
 pub mod replay;
 pub mod report;
 pub mod retention;

@@ -47,6 +47,7 @@ pub fn header_for(sandbox: &Sandbox, agent: &Agent, case: &Case) -> Header {
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
         model_overrides: case.model_overrides.clone(),
         model_seed: None,
+        origin: case.origin.clone(),
         parent: None,
         redacted: None,
         seed: case.seed,

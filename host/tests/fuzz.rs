@@ -7,7 +7,8 @@
 mod common;
 
 use common::{
-    files_with_suffix, guest, read_bundle, temp_dir, workspace_root, worldline, write_case,
+    ONE_FAULT_MATTERS, files_with_suffix, guest, read_bundle, temp_dir, workspace_root, worldline,
+    write_case,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -112,35 +113,6 @@ fn the_naive_agent_fails_stale_deploys_at_a_rate_and_every_reproducer_replays() 
     let verify = worldline(store.path(), ["verify", "--json"]);
     verify.expect_code(0);
 }
-
-/// The naive agent on the quiet-day incident where every call meets a
-/// fault but only one of them can make it fail: the deploy list stale by
-/// more than 15 minutes (it then hides D-42). The rest (latencies, clock
-/// skew) change nothing the naive agent looks at.
-const ONE_FAULT_MATTERS: &str = r#"
-world = "incident@v4"
-seed = 9
-clock = 2026-03-01T12:05:00Z
-task = { alert = "ALERT-7", ticket = "T-100" }
-
-[fuzz]
-clock_skew_s = [-600, 600]
-
-[[fuzz.tools]]
-tool = "list_deploys"
-stale = { p = 1.0, age_s = [1000, 3000], field = "at" }
-latency_ms = { p = 1.0, ms = [100, 9000] }
-
-[[fuzz.tools]]
-tool = "*"
-latency_ms = { p = 1.0, ms = [100, 9000] }
-
-[[expect.state]]
-table = "deploys"
-key = "D-42"
-field = "status"
-equals = "rolled_back"
-"#;
 
 #[test]
 fn shrinking_ends_at_the_single_fault_that_matters() {

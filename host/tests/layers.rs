@@ -43,6 +43,7 @@ const LAYERS: &[&[&str]] = &[
     &["export"],
     &["retention"],
     &["otel"],
+    &["regress"],
     &["report"],
     &["ui"],
     &["scaffold"],

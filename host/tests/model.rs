@@ -833,3 +833,55 @@ fn max_connections_bounds_the_calls_in_flight_whatever_the_jobs() {
     replay.expect_code(0);
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }
+
+#[test]
+fn a_case_made_from_an_openai_run_answers_from_its_bundle_copy_with_the_server_gone() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let mut server = Server::start(vec![completion("live answer")]);
+    let case = asker_case(
+        dir.path(),
+        "incident",
+        &[ask("q1")],
+        &openai_model(&server, ""),
+        "",
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    server.stop();
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let made_case = dir.path().join("regress/from-incident.toml");
+    std::fs::create_dir_all(made_case.parent().unwrap()).unwrap();
+    let made = worldline(
+        &store,
+        [
+            "case".as_ref(),
+            "from-run".as_ref(),
+            id.as_ref(),
+            "-o".as_ref(),
+            made_case.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["model_calls"], 1, "{made}");
+    let text = std::fs::read_to_string(&made_case).unwrap();
+    assert!(text.contains("provider = \"recorded\""), "{text}");
+    assert!(
+        text.contains("recording = \"from-incident.run.jsonl\""),
+        "{text}"
+    );
+
+    // A store that never saw the run: the answer comes from the copy.
+    let again = run(&dir.path().join("other-store"), &made_case, &asker(), &[]);
+    again.expect_code(0);
+    assert_eq!(output(&again)[0]["content"], "live answer", "{again}");
+    let m = &model_events(&again.bundle())[0]["response"]["model_call"];
+    assert_eq!(m["provider"], "recorded");
+
+    // A request the run never made gets the case's fallback: an error here.
+    let changed = text.replace("\"q1\"", "\"q2\"");
+    std::fs::write(&made_case, changed).unwrap();
+    let missed = run(&dir.path().join("other-store"), &made_case, &asker(), &[]);
+    assert_eq!(output(&missed)[0]["error"], "unavailable", "{missed}");
+}

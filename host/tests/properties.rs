@@ -202,6 +202,7 @@ fn valid_bundle(n: u64) -> Vec<u8> {
         harness_version: "0.1.0".into(),
         model_overrides: Default::default(),
         model_seed: None,
+        origin: None,
         parent: None,
         redacted: None,
         seed: 7,

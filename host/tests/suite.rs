@@ -180,19 +180,6 @@ fn fail_fast_skips_what_it_never_started() {
     assert!(xml.contains("<property name=\"seed\" value=\"3\""), "{xml}");
 }
 
-/// The fields a partitioned run may change: real time and where runs went.
-fn without_run_specifics(mut doc: Value) -> Value {
-    doc["elapsed_ms"] = Value::Null;
-    // What this machine compiled first depends on what its cache held.
-    doc.as_object_mut().unwrap().remove("compiles");
-    for c in doc["cases"].as_array_mut().unwrap() {
-        for f in ["elapsed_ms", "run_id", "run_ids", "bundle"] {
-            c[f] = Value::Null;
-        }
-    }
-    doc
-}
-
 #[test]
 fn merged_partitions_equal_the_whole_suite() {
     let dir = temp_dir();
@@ -217,8 +204,8 @@ fn merged_partitions_equal_the_whole_suite() {
         let merged = worldline(&store, args);
         merged.expect_code(1);
         assert_eq!(
-            without_run_specifics(merged.json().clone()),
-            without_run_specifics(whole.json().clone()),
+            suite_without_run_specifics(merged.json().clone()),
+            suite_without_run_specifics(whole.json().clone()),
             "{kind}"
         );
     }
@@ -383,4 +370,37 @@ fn first_run(store: &Path) -> String {
         .collect();
     names.sort();
     names.remove(0)
+}
+
+#[test]
+fn a_link_to_a_folder_above_is_not_followed() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    case_in(&cases, "a", false, &[]);
+    std::os::unix::fs::symlink(&cases, cases.join("loop")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), cases.join("up")).unwrap();
+    let store = dir.path().join("store");
+    let (worlds, agent) = (worlds_dir(), caller());
+    let args: [&std::ffi::OsStr; 8] = [
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--agent".as_ref(),
+        agent.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--list".as_ref(),
+        "--json".as_ref(),
+    ];
+    let out = worldline_within(std::time::Duration::from_secs(60), &store, args)
+        .expect("case discovery never ended under a link loop");
+    out.expect_code(0);
+    let listed: Vec<&str> = out
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["a"], "{out}");
 }

@@ -15,10 +15,16 @@ fn not_cases(dir: &Path) -> bool {
 }
 
 /// Case files named by the arguments, folders expanded, in sorted order.
+/// A symbolic link to a folder met inside a folder is not followed (a link
+/// to a folder above would never end); a folder named as an argument is.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         for e in std::fs::read_dir(dir)? {
-            let p = e?.path();
+            let e = e?;
+            let p = e.path();
+            if e.file_type()?.is_symlink() && p.is_dir() {
+                continue;
+            }
             if p.is_dir() {
                 if !not_cases(&p) {
                     walk(&p, out)?;

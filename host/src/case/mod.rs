@@ -11,6 +11,7 @@ pub mod gold;
 pub mod inject;
 pub mod limits;
 pub mod model;
+pub mod origin;
 pub mod user;
 
 use crate::canon;
@@ -59,6 +60,8 @@ pub struct Case {
     pub user: Option<user::UserConfig>,
     /// `[[approve]]` rules in order.
     pub approve: Vec<approve::ApproveRule>,
+    /// `[origin]`: the run the case was made from.
+    pub origin: Option<origin::Origin>,
 }
 
 /// What `wasi:cli/environment` answers.
@@ -79,7 +82,7 @@ struct CaseToml {
     tags: Vec<String>,
     task: toml::Value,
     #[serde(default)]
-    seed: u64,
+    seed: Seed,
     clock: toml::Spanned<toml::value::Datetime>,
     #[serde(default)]
     limits: limits::LimitsToml,
@@ -100,6 +103,35 @@ struct CaseToml {
     user: Option<toml::Spanned<user::UserConfig>>,
     #[serde(default)]
     approve: Vec<toml::Spanned<approve::ApproveRule>>,
+    #[serde(default)]
+    origin: Option<origin::Origin>,
+}
+
+/// `seed`: an integer, or (past TOML's largest integer, 2^63 - 1) its
+/// decimal digits as a string, as `case from-run` writes a fuzz run's seed.
+#[derive(Default)]
+struct Seed(u64);
+
+impl<'de> Deserialize<'de> for Seed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Number(u64),
+            Text(String),
+        }
+        match Either::deserialize(d) {
+            Ok(Either::Number(n)) => Ok(Seed(n)),
+            Ok(Either::Text(t)) => t.parse().map(Seed).map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "seed \"{t}\" is not a whole number from 0 to 18446744073709551615"
+                ))
+            }),
+            Err(_) => Err(serde::de::Error::custom(
+                "seed must be a whole number from 0 (or its digits as a string past 2^63 - 1)",
+            )),
+        }
+    }
 }
 
 /// Load a case, and the world it names from `worlds_root` (or from the
@@ -256,7 +288,7 @@ pub fn parse_all(
         tags: doc.tags,
         world: Arc::new(world),
         task,
-        seed: doc.seed,
+        seed: doc.seed.0,
         clock_ns,
         limits,
         env: doc.env,
@@ -268,6 +300,7 @@ pub fn parse_all(
         fuzz,
         user: doc.user.map(|u| u.into_inner()),
         approve: doc.approve.into_iter().map(|a| a.into_inner()).collect(),
+        origin: doc.origin,
         source: text,
     })
 }
@@ -353,4 +386,28 @@ pub fn find_worlds_root(case_path: &Path) -> Option<PathBuf> {
         .skip(1)
         .map(|d| d.join("worlds"))
         .find(|w| w.is_dir())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct OnlySeed {
+        seed: Seed,
+    }
+
+    fn seed(text: &str) -> Result<u64, String> {
+        toml::from_str::<OnlySeed>(text)
+            .map(|s| s.seed.0)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_seed_past_toml_integers_is_written_as_its_digits() {
+        assert_eq!(seed("seed = 7"), Ok(7));
+        assert_eq!(seed("seed = \"18446744073709551615\""), Ok(u64::MAX));
+        assert!(seed("seed = -1").unwrap_err().contains("whole number"));
+        assert!(seed("seed = \"x\"").unwrap_err().contains("\"x\""));
+    }
 }

@@ -3,11 +3,12 @@
 //! problem with its file, line and column.
 
 use super::Common;
+use crate::check::Kind;
 use crate::error::ExitCode;
 use crate::report::check::{self, CheckSummary};
 use anyhow::Result;
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct CheckArgs {
@@ -36,7 +37,10 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
             vec![root.unwrap_or_else(|| PathBuf::from("."))]
         }
     };
-    let checked = crate::check::check(&paths, args.worlds.as_deref());
+    let mut checked = crate::check::check(&paths, args.worlds.as_deref());
+    checked
+        .notes
+        .extend(origin_warnings(&checked, args.worlds.as_deref()));
     if args.common.json {
         super::print_json_with_settings(&CheckSummary::of(&checked))?;
     } else {
@@ -47,4 +51,26 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
     } else {
         ExitCode::Input
     })
+}
+
+/// The `[origin]` warnings of the cases that loaded and carry one: a case
+/// made from a run whose bundle copy is gone or no longer that run, or
+/// whose world changed since.
+fn origin_warnings(checked: &crate::check::Checked, worlds: Option<&Path>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, kind) in &checked.files {
+        let has_origin = *kind == Kind::Case
+            && std::fs::read_to_string(path).is_ok_and(|t| t.contains("[origin]"));
+        if !has_origin || checked.problems.iter().any(|p| p.file == *path) {
+            continue;
+        }
+        if let Ok(case) = crate::case::load(path, worlds) {
+            out.extend(
+                crate::regress::origin_warnings(&case)
+                    .into_iter()
+                    .map(|w| format!("{}: {w}", path.display())),
+            );
+        }
+    }
+    out
 }

@@ -59,6 +59,18 @@ pub struct DiffArgs {
     pub common: Common,
 }
 
+/// Where the run's case came from, in one line.
+fn origin_line(o: &crate::case::origin::Origin) -> String {
+    match &o.chain_hash {
+        Some(chain) => format!(
+            "case made from {} (chain {})",
+            o.source(),
+            short_hash(chain)
+        ),
+        None => format!("case made from {}", o.source()),
+    }
+}
+
 fn vtime(ns: u64) -> String {
     format!("{}.{:03}s", ns / 1_000_000_000, ns / 1_000_000 % 1000)
 }
@@ -118,6 +130,9 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     crate::report::run::print_agent_error(agent_error.as_ref(), "");
     if let Some(p) = &b.header.parent {
         println!("fork of {} at event {}", p.run, p.event);
+    }
+    if let Some(o) = &b.header.origin {
+        println!("{}", origin_line(o));
     }
     for fp in &points {
         for edit in &fp.edits {
@@ -201,11 +216,15 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         None => false,
     };
     let event = &event;
-    let doc = json!({"run": rec.id, "event": event, "state_after": state, "state_hash_after": state_hash, "redacted_view": redacted});
+    let origin = &rec.bundle.header.origin;
+    let doc = json!({"run": rec.id, "event": event, "state_after": state, "state_hash_after": state_hash, "redacted_view": redacted, "origin": origin});
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!("event {} of {}: {}", event.seq, rec.id, event.call);
+        if let Some(o) = origin {
+            println!("{}", origin_line(o));
+        }
         println!(
             "request:  {}",
             serde_json::to_string_pretty(&event.request)?

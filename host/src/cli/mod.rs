@@ -4,6 +4,7 @@
 
 mod build_js_cmd;
 mod build_python_cmd;
+mod case_cmd;
 mod check_cmd;
 mod export_cmd;
 mod fork_cmd;
@@ -138,6 +139,8 @@ enum Command {
     Unpin(gc_cmd::UnpinArgs),
     /// Runs as OpenTelemetry traces (GenAI conventions) to an OTLP/HTTP endpoint or a file.
     Otel(otel_cmd::OtelArgs),
+    /// Make cases from what happened: `case from-run RUN -o FILE`.
+    Case(case_cmd::CaseArgs),
     /// Write a run with its agent, case and world to one portable file.
     Export(export_cmd::ExportArgs),
     /// Bring an exported run into this store.
@@ -262,6 +265,7 @@ pub fn main() -> i32 {
         Command::Pin(args) => gc_cmd::exec_pin(args),
         Command::Unpin(args) => gc_cmd::exec_unpin(args),
         Command::Otel(args) => otel_cmd::exec(args),
+        Command::Case(args) => case_cmd::exec(args),
         Command::Export(args) => export_cmd::exec_export(args),
         Command::Import(args) => export_cmd::exec_import(args),
         Command::BuildPython(args) => build_python_cmd::exec(args),

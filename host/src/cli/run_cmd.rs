@@ -31,6 +31,9 @@ pub struct RunArgs {
 
 pub fn exec(args: RunArgs) -> Result<ExitCode> {
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
+    for w in crate::regress::origin_warnings(&case) {
+        eprintln!("warning: {}: {w}", case.path.display());
+    }
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());

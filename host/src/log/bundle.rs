@@ -82,6 +82,9 @@ pub struct Header {
     /// The model's seed when it is not derived from `seed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_seed: Option<u64>,
+    /// The case's `[origin]`: the run it was made from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::case::origin::Origin>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<Parent>,
     /// Set in a redacted copy (`export --redacted`): never the original.

@@ -633,3 +633,45 @@ pub fn replays_and_forks_at_the_close(store: &Path, agent: &Path) {
     again.expect_code(0);
     assert_eq!(again.json()["verdict"], "identical", "{again}");
 }
+
+/// The naive agent on the quiet-day incident where every call meets a
+/// fault but only one of them can make it fail: the deploy list stale by
+/// more than 15 minutes (it then hides D-42). The rest (latencies, clock
+/// skew) change nothing the naive agent looks at.
+pub const ONE_FAULT_MATTERS: &str = r#"
+world = "incident@v4"
+seed = 9
+clock = 2026-03-01T12:05:00Z
+task = { alert = "ALERT-7", ticket = "T-100" }
+
+[fuzz]
+clock_skew_s = [-600, 600]
+
+[[fuzz.tools]]
+tool = "list_deploys"
+stale = { p = 1.0, age_s = [1000, 3000], field = "at" }
+latency_ms = { p = 1.0, ms = [100, 9000] }
+
+[[fuzz.tools]]
+tool = "*"
+latency_ms = { p = 1.0, ms = [100, 9000] }
+
+[[expect.state]]
+table = "deploys"
+key = "D-42"
+field = "status"
+equals = "rolled_back"
+"#;
+
+/// A `test --json` document without what differs between invocations:
+/// timings, what this machine compiled first, run ids and bundle paths.
+pub fn suite_without_run_specifics(mut doc: Value) -> Value {
+    doc["elapsed_ms"] = Value::Null;
+    doc.as_object_mut().unwrap().remove("compiles");
+    for c in doc["cases"].as_array_mut().unwrap() {
+        for f in ["elapsed_ms", "run_id", "run_ids", "bundle"] {
+            c[f] = Value::Null;
+        }
+    }
+    doc
+}

@@ -1,0 +1,155 @@
+//! `worldline case from-run RUN -o FILE` (a recorded run made a case) and
+//! `worldline case from-trace TRACE -o DIR` (an OpenTelemetry trace made a
+//! case folder).
+
+use super::Common;
+use crate::case::model::CassetteMode;
+use crate::error::ExitCode;
+use crate::regress::from_run::{self, Options};
+use crate::regress::from_trace;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct CaseArgs {
+    #[command(subcommand)]
+    pub command: CaseCommand,
+}
+
+#[derive(Subcommand)]
+pub enum CaseCommand {
+    /// Write a case that summons a recorded run's world again: its seed,
+    /// clock, task, faults (as [[inject]] rules) and model answers.
+    FromRun(FromRunArgs),
+    /// Write a case folder from an OpenTelemetry trace of an agent run
+    /// (OTLP protobuf or JSON; GenAI attributes or events, OpenInference).
+    FromTrace(FromTraceArgs),
+}
+
+#[derive(Args)]
+pub struct FromTraceArgs {
+    /// The trace file: OTLP protobuf (`otel -o`, OTLP/HTTP bodies) or OTLP
+    /// JSON (the Collector's file exporter), at most 64 MiB.
+    pub trace: PathBuf,
+    /// The folder to write (must not exist): cases/, worlds/, README.md.
+    #[arg(short, long, required_unless_present = "list")]
+    pub output: Option<PathBuf>,
+    /// The agent run to take (its trace id, or a unique prefix), when the
+    /// file holds several.
+    #[arg(long)]
+    pub trace_id: Option<String>,
+    /// List the agent runs in the file and write nothing.
+    #[arg(long)]
+    pub list: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct FromRunArgs {
+    /// Run id (or a unique prefix), or a bundle path.
+    pub run: String,
+    /// The case file to write (`.toml`); the bundle's copy goes beside it
+    /// as `NAME.run.jsonl`.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Take `[expect]` from this case file instead of the run's case.
+    #[arg(long, value_name = "CASE")]
+    pub expect_from: Option<PathBuf>,
+    /// What the `recorded` provider does with a model request the run never
+    /// made: `none` (an error the agent sees), `once` or `all` (ask the
+    /// case's endpoint).
+    #[arg(long, value_enum, default_value = "none")]
+    pub model_fallback: Fallback,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Fallback {
+    None,
+    Once,
+    All,
+}
+
+pub fn exec(args: CaseArgs) -> Result<ExitCode> {
+    match args.command {
+        CaseCommand::FromRun(a) => exec_from_run(a),
+        CaseCommand::FromTrace(a) => exec_from_trace(a),
+    }
+}
+
+fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let fallback = match args.model_fallback {
+        Fallback::None => CassetteMode::None,
+        Fallback::Once => CassetteMode::Once,
+        Fallback::All => CassetteMode::All,
+    };
+    let made = from_run::from_run(
+        &store,
+        &Options {
+            run: &args.run,
+            output: &args.output,
+            expect_from: args.expect_from.as_deref(),
+            fallback,
+        },
+    )?;
+    if args.common.json {
+        println!("{}", serde_json::to_value(&made)?);
+        return Ok(ExitCode::Ok);
+    }
+    println!(
+        "wrote {} from run {} ({} [[inject]] rule(s), {} recorded model call(s); bundle copy {})",
+        made.case.display(),
+        made.run_id,
+        made.injects,
+        made.model_calls,
+        made.bundle_copy.display()
+    );
+    for n in &made.not_carried {
+        println!("  not carried: {n}");
+    }
+    Ok(ExitCode::Ok)
+}
+
+fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
+    if args.list {
+        let runs = from_trace::list(&args.trace)?;
+        if args.common.json {
+            println!("{}", serde_json::to_value(&runs)?);
+        } else {
+            for r in &runs {
+                println!(
+                    "{}  {} model call(s), {} tool call(s)  tools: {}",
+                    r.trace_id,
+                    r.model_calls,
+                    r.tool_calls,
+                    r.tools.join(", ")
+                );
+            }
+            println!("{} agent run(s)", runs.len());
+        }
+        return Ok(ExitCode::Ok);
+    }
+    let Some(out) = &args.output else {
+        unreachable!("clap requires -o without --list")
+    };
+    let made = from_trace::from_trace(&args.trace, out, args.trace_id.as_deref())?;
+    if args.common.json {
+        println!("{}", serde_json::to_value(&made)?);
+    } else {
+        println!(
+            "wrote {} from trace {} ({} model call(s), {} tool result(s), tools: {}); read {}",
+            made.case.display(),
+            made.trace_id,
+            made.model_calls,
+            made.tool_calls,
+            made.tools.join(", "),
+            made.dir.join("README.md").display()
+        );
+    }
+    Ok(ExitCode::Ok)
+}

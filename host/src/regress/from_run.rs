@@ -1,0 +1,328 @@
+//! `worldline case from-run`: a recorded run turned into a case that
+//! summons its world again. The source case's text is the start (world,
+//! clock, task, permissions, overlays, user and approvals); the run's own
+//! seed replaces the case's; every fault the run met, whether a case rule
+//! or a fuzz fault (a shrunk reproducer's schedule included), becomes an
+//! explicit `[[inject]]` rule at the same call; the model's answers are
+//! served from a copy of the bundle kept beside the case; and `[origin]`
+//! names the run by id and chain hash.
+
+use crate::case::inject::Action;
+use crate::case::model::{CassetteMode, Provider};
+use crate::case::origin::{CreatedFrom, Origin};
+use crate::case::user::PlayedBy;
+use crate::case::{self, fuzz::PlannedFault};
+use crate::error::InputError;
+use crate::log::event::{Effect, Event};
+use crate::store::StoreDir;
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const TOOL_CALL: &str = "worldline:agent/tools.call";
+const MODEL_CALL: &str = "worldline:agent/model.complete";
+const USER_SAY: &str = "worldline:agent/user.say";
+
+/// What `case from-run` wrote.
+#[derive(Debug, Serialize)]
+pub struct FromRun {
+    pub run_id: String,
+    pub chain_hash: String,
+    pub case: PathBuf,
+    /// The copy of the run's bundle (the recording and the provenance).
+    pub bundle_copy: PathBuf,
+    /// `[[inject]]` rules written, one per fault the run met.
+    pub injects: usize,
+    /// Model calls the recording answers (0: the case keeps its provider).
+    pub model_calls: usize,
+    /// What the run had that the case cannot carry.
+    pub not_carried: Vec<String>,
+}
+
+/// The options of `case from-run`.
+pub struct Options<'a> {
+    pub run: &'a str,
+    pub output: &'a Path,
+    /// Take `[expect]` from this case file instead of the run's case.
+    pub expect_from: Option<&'a Path>,
+    /// What the `recorded` provider does past the recording.
+    pub fallback: CassetteMode,
+}
+
+/// Write the case (and the bundle copy beside it); nothing is written when
+/// any step fails, and an existing file is never overwritten.
+pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
+    let rec = crate::replay::open(store, opts.run)?;
+    let out = opts.output;
+    if out.extension().is_none_or(|x| x != "toml") {
+        return Err(InputError::new(out, "the case to write must end in .toml").into());
+    }
+    let copy = out.with_extension("run.jsonl");
+    for p in [out, copy.as_path()] {
+        if p.exists() {
+            return Err(
+                InputError::new(p, "already exists; remove it or choose another -o").into(),
+            );
+        }
+    }
+    let Some(footer) = &rec.bundle.footer else {
+        return Err(InputError::new(
+            &rec.path,
+            "the run has no footer (it was cut off), so it has no chain hash to name it by",
+        )
+        .into());
+    };
+    let source_case = store.object_path(&rec.bundle.header.case_hash);
+    let mut table: toml::Table = toml::from_str(&rec.case.source)
+        .map_err(|e| InputError::toml(&source_case, &rec.case.source, &e))?;
+    let mut not_carried = Vec::new();
+
+    let source_rules: Vec<Value> = match table.remove("inject") {
+        Some(toml::Value::Array(a)) => a.iter().map(to_json).collect(),
+        _ => Vec::new(),
+    };
+    let injects = inject_rules(&rec.bundle.events, &source_rules)?;
+    table.remove("fuzz");
+    table.remove("origin");
+    if let Some(source) = &rec.bundle.header.fuzz {
+        let faults = crate::mediate::faults::Faults::new(source, rec.bundle.header.seed);
+        if let Some(skew) = faults.skew_s() {
+            not_carried.push(format!(
+                "the agent's clock was skewed by {skew} s (a fuzz fault no case key sets)"
+            ));
+        }
+    }
+    if rec.bundle.events.iter().any(|e| {
+        e.call != TOOL_CALL && e.injected.as_ref().is_some_and(|i| i.get("fuzz").is_some())
+    }) {
+        not_carried.push(
+            "fuzz faults on the user's side (user turns, approvals) have no [[inject]] rule".into(),
+        );
+    }
+    let seed = rec.bundle.header.seed;
+    table.insert(
+        "seed".into(),
+        i64::try_from(seed).map_or_else(|_| seed.to_string().into(), toml::Value::Integer),
+    );
+    if !injects.is_empty() {
+        table.insert("inject".into(), from_json(&Value::Array(injects.clone()))?);
+    }
+    if let Some(path) = opts.expect_from {
+        take_expect(&mut table, path)?;
+    }
+    let model_calls = rec
+        .bundle
+        .events
+        .iter()
+        .filter(|e| e.call == MODEL_CALL)
+        .count();
+    let recording = file_name(&copy);
+    if model_calls > 0 && rec.case.model.provider != Provider::Scripted {
+        let model = table
+            .entry("model")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let toml::Value::Table(m) = model {
+            m.insert("provider".into(), "recorded".into());
+            m.insert("recording".into(), recording.clone().into());
+            m.insert("cassette".into(), cassette_name(opts.fallback).into());
+        }
+    }
+    if rec
+        .case
+        .user
+        .as_ref()
+        .is_some_and(|u| u.played_by == PlayedBy::Model)
+        && let Some(toml::Value::Table(user)) = table.get_mut("user")
+    {
+        script_user(user, &rec.bundle.events)?;
+    }
+    let origin = Origin {
+        created_from: CreatedFrom::Run,
+        run: Some(rec.id.clone()),
+        chain_hash: Some(footer.chain_hash.clone()),
+        bundle: Some(recording),
+        world_hash: Some(rec.bundle.header.world_hash.clone()),
+        trace_id: None,
+        trace_sha256: None,
+    };
+    table.insert("origin".into(), from_json(&serde_json::to_value(&origin)?)?);
+    let description = format!(
+        "Made from run {} (`worldline case from-run`).{}",
+        rec.id,
+        table
+            .get("description")
+            .and_then(|d| d.as_str())
+            .map(|d| format!("\n{d}"))
+            .unwrap_or_default()
+    );
+    table.insert("description".into(), description.into());
+
+    let text = format!(
+        "# Made by `worldline case from-run {}`: the run's world, seed, clock and\n# task, its faults as [[inject]] rules, its model answers from the copy\n# of its bundle beside this file. Edit the expectations as the fix needs.\n{}",
+        rec.id,
+        toml::to_string(&table)?
+    );
+    // The new case must load as it stands (its world from the store's
+    // snapshot of the one the run met) before anything is written.
+    case::parse(out, text.clone().into_bytes(), |_| {
+        store.load_world(&rec.bundle.header.world_hash)
+    })
+    .map_err(|e| anyhow::anyhow!("the case made from the run does not load: {e}"))?;
+    let bundle_bytes = std::fs::read(&rec.path)
+        .map_err(|e| InputError::new(&rec.path, format!("cannot read: {e}")))?;
+    crate::durable::write(&copy, &bundle_bytes)
+        .map_err(|e| InputError::new(&copy, format!("cannot write: {e}")))?;
+    if let Err(e) = crate::durable::write(out, text.as_bytes()) {
+        let _ = std::fs::remove_file(&copy);
+        return Err(InputError::new(out, format!("cannot write: {e}")).into());
+    }
+    Ok(FromRun {
+        run_id: rec.id,
+        chain_hash: footer.chain_hash.clone(),
+        case: out.to_path_buf(),
+        bundle_copy: copy,
+        injects: injects.len(),
+        model_calls,
+        not_carried,
+    })
+}
+
+/// One explicit rule per injected tool answer: the case rule it came from
+/// (its tool made exact, its conditions replaced by the call's number) or
+/// the fuzz fault written out. Calls are numbered per tool among those past
+/// the permission check, as both rules and fuzz faults count them.
+fn inject_rules(events: &[Event], source_rules: &[Value]) -> Result<Vec<Value>> {
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut rules = Vec::new();
+    for e in events.iter().filter(|e| e.call == TOOL_CALL) {
+        let Some(tool) = e.request.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        if e.effect == Effect::Denied && e.injected.is_none() {
+            continue;
+        }
+        let nth = seen.entry(tool.to_string()).or_default();
+        *nth += 1;
+        let Some(mark) = &e.injected else { continue };
+        let mut rule = if let Some(i) = mark.get("rule").and_then(Value::as_u64) {
+            let mut r = source_rules.get(i as usize).cloned().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "event {} names case rule {i}, which the case does not have",
+                    e.seq
+                )
+            })?;
+            if let Value::Object(o) = &mut r {
+                o.remove("when");
+            }
+            r
+        } else if let Some(f) = mark.get("fuzz") {
+            let f: PlannedFault = serde_json::from_value(f.clone())?;
+            fault_rule(&f)
+        } else {
+            // A fork's replaced answer is not a fault of the run's world.
+            continue;
+        };
+        rule["tool"] = Value::from(tool);
+        rule["nth"] = Value::from(*nth);
+        rules.push(rule);
+    }
+    Ok(rules)
+}
+
+/// A model-played user made scripted: its recorded lines, one rule per
+/// turn, in place of the persona and its model.
+fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
+    let mut rules = Vec::new();
+    for e in events.iter().filter(|e| e.call == USER_SAY) {
+        let Some(turn) = e.response["user"]["turn"].as_u64() else {
+            continue;
+        };
+        let mut rule = serde_json::json!({"turn": turn});
+        if let Some(reply) = e.response["reply"].as_str() {
+            rule["reply"] = reply.into();
+        } else if let Some(end) = e.response.get("ended") {
+            rule["end"] = end["reason"].clone();
+            rule["satisfied"] = end["satisfied"].clone();
+        } else {
+            continue;
+        }
+        rules.push(rule);
+    }
+    for key in ["persona", "model", "satisfied_marker", "end_marker"] {
+        user.remove(key);
+    }
+    user.insert("played_by".into(), "scripted".into());
+    user.insert("rules".into(), from_json(&Value::Array(rules))?);
+    Ok(())
+}
+
+/// A fuzz fault as the `[[inject]]` rule that does the same.
+fn fault_rule(f: &PlannedFault) -> Value {
+    let mut r = serde_json::Map::new();
+    match &f.action {
+        Action::Stale(s) => {
+            r.insert("stale".into(), serde_json::to_value(s).unwrap_or_default());
+        }
+        Action::Deny => {
+            r.insert("deny".into(), true.into());
+        }
+        Action::Error(kind) => {
+            r.insert("error".into(), kind.as_str().into());
+        }
+        Action::Empty => {
+            r.insert("empty".into(), true.into());
+        }
+        Action::Partial(p) => {
+            let mut t = serde_json::Map::new();
+            t.insert("fields".into(), p.fields.clone().into());
+            if let Some(k) = p.error {
+                t.insert("error".into(), k.as_str().into());
+            }
+            r.insert("partial".into(), t.into());
+        }
+        Action::Respond(v) => {
+            r.insert("response".into(), v.clone());
+        }
+        Action::Delay => {}
+    }
+    if let Some(ms) = f.latency_ms {
+        r.insert("latency_ms".into(), ms.into());
+    }
+    Value::Object(r)
+}
+
+/// Replace the case's `[expect]` with the one in `path`.
+fn take_expect(table: &mut toml::Table, path: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
+    let other: toml::Table =
+        toml::from_str(&text).map_err(|e| InputError::toml(path, &text, &e))?;
+    let expect = other
+        .get("expect")
+        .ok_or_else(|| InputError::new(path, "has no [expect] to take"))?;
+    table.insert("expect".into(), expect.clone());
+    Ok(())
+}
+
+fn cassette_name(mode: CassetteMode) -> &'static str {
+    match mode {
+        CassetteMode::None => "none",
+        CassetteMode::Once => "once",
+        CassetteMode::All => "all",
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+}
+
+fn to_json(v: &toml::Value) -> Value {
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+fn from_json(v: &Value) -> Result<toml::Value> {
+    Ok(toml::Value::try_from(v)?)
+}

@@ -1,0 +1,406 @@
+//! `worldline case from-trace TRACE -o DIR`: an OpenTelemetry trace of an
+//! agent run (outside worldline or exported by `otel --content`) made a
+//! case folder: a world whose tools are the ones the trace shows, a case
+//! whose task is the first model call's user message, the model's answers
+//! in order, the recorded tool results pinned in order (`[[inject]]` rules
+//! by call number) and a `not_recorded` error for any other call, and a
+//! README saying what was taken and what is left to write.
+//!
+//! The model's answers are a scripted, in-order `[model] responses` list
+//! rather than a `recorded` provider's recording: a trace keeps the
+//! messages but not the whole request the recorded provider keys on
+//! (decision 0213).
+
+pub mod genai;
+pub mod otlp;
+
+use crate::case::origin::{CreatedFrom, Origin};
+use crate::error::InputError;
+use anyhow::Result;
+use genai::Run;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The world every trace case gets (under `DIR/worlds/`).
+const WORLD: &str = "traced";
+
+/// Which setting turns message capture on, per instrumentation.
+const CONTENT_SETTINGS: &str = "OpenTelemetry's openai-v2 / genai instrumentations: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (SPAN_ONLY or SPAN_AND_EVENT for the latest); OpenInference: leave OPENINFERENCE_HIDE_INPUTS and OPENINFERENCE_HIDE_OUTPUTS unset (or false); OpenLLMetry (Traceloop): TRACELOOP_TRACE_CONTENT=true; worldline: `worldline otel --content`";
+
+/// One agent run in a trace file, as `--list` shows it.
+#[derive(Debug, Serialize)]
+pub struct Listed {
+    pub trace_id: String,
+    pub model_calls: usize,
+    pub tool_calls: usize,
+    pub tools: Vec<String>,
+}
+
+/// What `case from-trace` wrote.
+#[derive(Debug, Serialize)]
+pub struct FromTrace {
+    pub trace_id: String,
+    pub dir: PathBuf,
+    pub case: PathBuf,
+    pub world: PathBuf,
+    pub model_calls: usize,
+    pub tool_calls: usize,
+    pub tools: Vec<String>,
+    /// The forms the model calls were read in.
+    pub forms: Vec<&'static str>,
+}
+
+/// The agent runs of a trace file: its traces that hold a model call.
+fn runs_in(path: &Path) -> Result<BTreeMap<String, Run>, InputError> {
+    let spans = otlp::read(path).map_err(|m| InputError::new(path, m))?;
+    let mut by_trace: BTreeMap<String, Vec<otlp::Span>> = BTreeMap::new();
+    for s in spans {
+        by_trace.entry(s.trace_id.clone()).or_default().push(s);
+    }
+    let runs: BTreeMap<String, Run> = by_trace
+        .into_iter()
+        .map(|(id, spans)| (id, genai::run_of(&spans)))
+        .filter(|(_, r)| !r.model_calls.is_empty())
+        .collect();
+    if runs.is_empty() {
+        return Err(InputError::new(
+            path,
+            "has no model call: no span with gen_ai.operation.name = \"chat\" and no OpenInference LLM span",
+        ));
+    }
+    Ok(runs)
+}
+
+/// `--list`: every agent run in the file.
+pub fn list(path: &Path) -> Result<Vec<Listed>> {
+    Ok(runs_in(path)?
+        .into_iter()
+        .map(|(trace_id, r)| Listed {
+            trace_id,
+            model_calls: r.model_calls.len(),
+            tool_calls: r.tool_calls.len(),
+            tools: tool_names(&r),
+        })
+        .collect())
+}
+
+fn tool_names(r: &Run) -> Vec<String> {
+    let mut names: Vec<String> = r.tools.keys().cloned().collect();
+    for t in &r.tool_calls {
+        names.push(t.name.clone());
+    }
+    for c in &r.model_calls {
+        for (n, _) in c.output.iter().flat_map(|o| &o.tool_calls) {
+            names.push(n.clone());
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Write the case folder `out` (which must not exist) from the run in
+/// `path` (the one named by `trace_id`, or the only one). Everything is
+/// written to a sibling folder first and renamed into place, so a failure
+/// leaves nothing.
+pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<FromTrace> {
+    if out.exists() {
+        return Err(InputError::new(out, "already exists; choose a new folder for -o").into());
+    }
+    let mut runs = runs_in(path)?;
+    let id = match trace_id {
+        Some(want) => {
+            let want = want.to_lowercase();
+            let matching: Vec<&String> = runs.keys().filter(|k| k.starts_with(&want)).collect();
+            match matching.as_slice() {
+                [one] => (*one).clone(),
+                _ => {
+                    return Err(InputError::new(
+                        path,
+                        format!(
+                            "has {} agent run(s) whose trace id starts with {want}; it has {}",
+                            matching.len(),
+                            runs.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                    .into());
+                }
+            }
+        }
+        None if runs.len() == 1 => runs.keys().next().cloned().unwrap_or_default(),
+        None => {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "holds {} agent runs ({}); pick one with --trace-id (--list shows them)",
+                    runs.len(),
+                    runs.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .into());
+        }
+    };
+    let run = runs.remove(&id).unwrap_or_default();
+    let missing = run.without_content();
+    if missing > 0 {
+        return Err(InputError::new(
+            path,
+            format!(
+                "was recorded without message content ({missing} of {} model calls have no messages), so there is no task or answer to take; record it again with content capture on. {CONTENT_SETTINGS}",
+                run.model_calls.len()
+            ),
+        )
+        .into());
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+    let origin = Origin {
+        created_from: CreatedFrom::Trace,
+        run: None,
+        chain_hash: None,
+        bundle: None,
+        world_hash: None,
+        trace_id: Some(id.clone()),
+        trace_sha256: Some(crate::canon::sha256_hex(&bytes)),
+    };
+    let name = format!("trace-{}", &id[..8.min(id.len())]);
+    let tools = tool_names(&run);
+    let world_text = world_toml(&run, &tools)?;
+    let case_text = case_toml(&run, &tools, &origin, path)?;
+    let readme = readme(&run, &id, &name, path, &tools);
+
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .map_err(|e| InputError::new(parent, format!("cannot create: {e}")))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".from-trace-")
+        .tempdir_in(parent)
+        .map_err(|e| InputError::new(parent, format!("cannot write here: {e}")))?;
+    let world_file = Path::new("worlds").join(WORLD).join("v1/world.toml");
+    let case_file = Path::new("cases").join(format!("{name}.toml"));
+    for (rel, text) in [
+        (world_file.as_path(), world_text.as_str()),
+        (case_file.as_path(), case_text.as_str()),
+        (Path::new("README.md"), readme.as_str()),
+    ] {
+        let p = tmp.path().join(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d)
+                .map_err(|e| InputError::new(d, format!("cannot create: {e}")))?;
+        }
+        std::fs::write(&p, text).map_err(|e| InputError::new(&p, format!("cannot write: {e}")))?;
+    }
+    // The case must load against its world before the folder appears.
+    crate::case::load(&tmp.path().join(&case_file), None)
+        .map_err(|e| anyhow::anyhow!("the case made from the trace does not load: {e}"))?;
+    let kept = tmp.keep();
+    std::fs::rename(&kept, out).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&kept);
+        InputError::new(out, format!("cannot create: {e}"))
+    })?;
+    Ok(FromTrace {
+        trace_id: id,
+        dir: out.to_path_buf(),
+        case: out.join(case_file),
+        world: out.join(world_file),
+        model_calls: run.model_calls.len(),
+        tool_calls: run.tool_calls.len(),
+        tools,
+        forms: run.forms,
+    })
+}
+
+/// JSON as TOML; TOML has no null, so null fields and items are left out.
+fn toml_of(v: &Value) -> Result<toml::Value> {
+    fn strip(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), strip(v)))
+                    .collect(),
+            ),
+            Value::Array(a) => a.iter().filter(|v| !v.is_null()).map(strip).collect(),
+            other => other.clone(),
+        }
+    }
+    Ok(toml::Value::try_from(strip(v))?)
+}
+
+fn world_toml(run: &Run, tools: &[String]) -> Result<String> {
+    let mut list = Vec::new();
+    for name in tools {
+        let (description, params) = match run.tools.get(name) {
+            Some(d) => (d.description.clone(), d.params.clone()),
+            None => (String::new(), json!({"type": "object"})),
+        };
+        list.push(json!({
+            "name": name,
+            "description": description,
+            "params": params,
+            // Never reached while the case's not_recorded rule stands.
+            "op": "respond",
+            "response": {},
+        }));
+    }
+    let doc = json!({
+        "name": WORLD,
+        "version": 1,
+        "description": "The tools an agent declared or called in an OpenTelemetry trace (worldline case from-trace). Add tables and rows (or a [service]) so that calls the trace never made get answers.",
+        "permissions": {"default": "allow"},
+        "tools": list,
+    });
+    Ok(toml::to_string(&toml_of(&doc)?)?)
+}
+
+/// The first user message: the task (JSON when it parses as JSON).
+fn task_of(run: &Run) -> Value {
+    let text = run.model_calls[0]
+        .input
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    serde_json::from_str(text).unwrap_or_else(|_| Value::from(text))
+}
+
+fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Result<String> {
+    let responses: Vec<Value> = run
+        .model_calls
+        .iter()
+        .filter_map(|c| c.output.as_ref())
+        .map(|a| {
+            let mut r = json!({});
+            if let Some(c) = &a.content {
+                r["content"] = c.clone().into();
+            }
+            if !a.tool_calls.is_empty() {
+                r["tool_calls"] = a
+                    .tool_calls
+                    .iter()
+                    .map(|(name, args)| json!({"name": name, "arguments": args}))
+                    .collect();
+            }
+            if r.as_object().is_some_and(|o| o.is_empty()) {
+                r["content"] = "".into();
+            }
+            r
+        })
+        .collect();
+    let mut inject = Vec::new();
+    let mut nth: BTreeMap<&str, u64> = BTreeMap::new();
+    for t in &run.tool_calls {
+        let n = nth.entry(&t.name).or_default();
+        *n += 1;
+        let mut rule = json!({"tool": t.name, "nth": *n});
+        match &t.result {
+            Some(Value::Object(o)) if o.len() == 1 && o["error"]["kind"].is_string() => {
+                rule["error"] = o["error"]["kind"].clone();
+                if let Some(m) = o["error"]["message"].as_str() {
+                    rule["message"] = m.into();
+                }
+            }
+            Some(v) => rule["response"] = v.clone(),
+            None => continue,
+        }
+        inject.push(rule);
+    }
+    for name in tools {
+        inject.push(json!({
+            "tool": name,
+            "error": "not-found",
+            "message": format!("not_recorded: the trace never made this call of `{name}`; give the world rows or a service for it and remove this rule"),
+        }));
+    }
+    let clock = crate::time::rfc3339(run.start_ns as i128);
+    let system: Vec<&str> = run.model_calls[0]
+        .input
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    let mut description = format!(
+        "Made from trace {} in {} (`worldline case from-trace`).",
+        origin.trace_id.as_deref().unwrap_or(""),
+        source
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    );
+    if !system.is_empty() {
+        description.push_str(&format!(
+            "\nThe agent's system prompt:\n{}",
+            system.join("\n")
+        ));
+    }
+    let doc = json!({
+        "world": format!("{WORLD}@v1"),
+        "description": description,
+        "seed": 0,
+        "task": task_of(run),
+        "model": {"provider": "scripted", "responses": responses},
+        "inject": inject,
+        "origin": origin,
+    });
+    let mut table = match toml_of(&doc)? {
+        toml::Value::Table(t) => t,
+        _ => unreachable!("an object is a table"),
+    };
+    table.insert(
+        "clock".into(),
+        toml::Value::Datetime(
+            clock
+                .parse()
+                .map_err(|e| anyhow::anyhow!("clock {clock}: {e}"))?,
+        ),
+    );
+    Ok(format!(
+        "# Made by `worldline case from-trace`: see README.md beside cases/ for what\n# was taken from the trace and what is left to write.\n{}",
+        toml::to_string(&table)?
+    ))
+}
+
+fn readme(run: &Run, id: &str, name: &str, source: &Path, tools: &[String]) -> String {
+    format!(
+        "# Case {name}, from trace {id}\n\n\
+Made by `worldline case from-trace {}`.\n\n\
+## Taken from the trace\n\n\
+- The task: the first model call's user message (`task` in `cases/{name}.toml`).\n\
+- The model's answers, in order ({} calls), as `[model] responses`.\n\
+- The tools ({}), with the parameters the agent declared where the trace has them, in `worlds/{WORLD}/v1/world.toml`.\n\
+- The tool results the trace recorded ({} calls), pinned in order as `[[inject]]` rules (`tool`, `nth`, `response`).\n\
+- The clock: the trace's first span.\n\
+- `[origin]`: the trace id and the SHA-256 of the trace file.\n\
+- Read as: {}.\n\n\
+## Left to write\n\n\
+- Expectations: `[expect]` (the case passes whenever the agent completes).\n\
+- State: the world has no tables. Calls the trace never made are answered with a `not-found` error whose message starts `not_recorded`; give the world tables and rows (or a `[service]`) and remove the `not_recorded` rule of a tool to have the world answer it.\n\
+- Values the trace held as null are left out (TOML has no null).\n{}",
+        source.display(),
+        run.model_calls.len(),
+        tools.join(", "),
+        run.tool_calls.len(),
+        run.forms.join(", "),
+        undefined(run, tools),
+    )
+}
+
+/// The README line for tools the trace names but does not define.
+fn undefined(run: &Run, tools: &[String]) -> String {
+    let names: Vec<&str> = tools
+        .iter()
+        .filter(|t| !run.tools.contains_key(*t))
+        .map(String::as_str)
+        .collect();
+    if names.is_empty() {
+        return String::new();
+    }
+    format!(
+        "- Parameters of the tools with no definition in the trace: {} (their `params` are `{{ type = \"object\" }}`; the instrumentation did not record `gen_ai.tool.definitions`).\n",
+        names.join(", ")
+    )
+}

@@ -1,0 +1,519 @@
+//! From an incident to a regression case, on the real binary and the real
+//! example agents: a shrunk fuzz reproducer made a case with `case
+//! from-run` fails with the reproducer's signature for the naive agent and
+//! passes for the careful one, twice identically; the case names its
+//! origin, which `history` shows and `check` and `run` hold it to.
+
+mod common;
+
+use common::{
+    ONE_FAULT_MATTERS, guest, read_bundle, suite_without_run_specifics, temp_dir, workspace_root,
+    worldline, write_case,
+};
+use serde_json::Value;
+use std::path::Path;
+
+/// The first failed assertion of a run, as fuzz groups failures.
+fn signature(bundle: &Path) -> Option<String> {
+    let b = read_bundle(bundle);
+    let footer = b.footer?;
+    let a = footer["grade"]["assertions"]
+        .as_array()?
+        .iter()
+        .find(|a| a["passed"] == false)?
+        .clone();
+    Some(format!("failed: {}", a["what"].as_str()?))
+}
+
+/// `worldline test CASES --agent AGENT --json` with the repository's worlds.
+fn test_json(store: &Path, cases: &Path, agent: &str) -> common::CliOutput {
+    let worlds = workspace_root().join("worlds");
+    worldline(
+        store,
+        [
+            "test".as_ref(),
+            cases.as_os_str(),
+            "--agent".as_ref(),
+            guest(agent).as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+        ],
+    )
+}
+
+#[test]
+fn a_shrunk_reproducer_becomes_a_case_that_fails_the_old_agent_and_passes_the_fixed_one() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "one-fault", ONE_FAULT_MATTERS);
+    let worlds = workspace_root().join("worlds");
+    let naive = guest("naive-agent");
+    let fuzz = worldline(
+        &store,
+        [
+            "fuzz".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            naive.as_os_str(),
+            "--runs".as_ref(),
+            "2".as_ref(),
+            "--shrink".as_ref(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    fuzz.expect_code(1);
+    let group = &fuzz.json()["groups"][0];
+    let want = group["signature"].as_str().unwrap().to_string();
+    assert_eq!(want, "failed: deploys/D-42.status equals", "{fuzz}");
+    assert_eq!(group["shrunk"]["faults_after"], 1, "{fuzz}");
+    let run = group["reproducer"]["run_id"].as_str().unwrap();
+
+    let cases = dir.path().join("cases/regress");
+    std::fs::create_dir_all(&cases).unwrap();
+    let out_case = cases.join("stale-deploy-list.toml");
+    let made = worldline(
+        &store,
+        [
+            "case".as_ref(),
+            "from-run".as_ref(),
+            run.as_ref(),
+            "-o".as_ref(),
+            out_case.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["injects"], 1, "{made}");
+    let text = std::fs::read_to_string(&out_case).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    assert!(doc.get("fuzz").is_none(), "{text}");
+    let rule = &doc["inject"].as_array().unwrap()[0];
+    assert_eq!(rule["tool"].as_str(), Some("list_deploys"), "{text}");
+    assert_eq!(rule["nth"].as_integer(), Some(1), "{text}");
+    assert_eq!(rule["stale"]["age_s"].as_integer(), Some(901), "{text}");
+    assert_eq!(doc["origin"]["run"].as_str(), Some(run), "{text}");
+    assert_eq!(doc["origin"]["created_from"].as_str(), Some("run"));
+    assert!(cases.join("stale-deploy-list.run.jsonl").is_file());
+
+    // The old agent fails with the reproducer's signature, the fixed one
+    // passes, each twice with the same report.
+    let mut first: Option<(Value, Value)> = None;
+    let mut old_run = String::new();
+    for _ in 0..2 {
+        let old = test_json(&store, &cases, "naive-agent");
+        old.expect_code(1);
+        old_run = old.json()["cases"][0]["run_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let bundle = old.json()["cases"][0]["bundle"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            signature(Path::new(&bundle)).as_deref(),
+            Some(want.as_str())
+        );
+        let b = read_bundle(Path::new(&bundle));
+        assert_eq!(b.header["origin"]["run"].as_str(), Some(run));
+        // The run's own seed, even past TOML's largest integer.
+        assert_eq!(b.header["seed"], group["reproducer"]["seed"]);
+        let fixed = test_json(&store, &cases, "careful-agent");
+        fixed.expect_code(0);
+        let pair = (
+            suite_without_run_specifics(old.json().clone()),
+            suite_without_run_specifics(fixed.json().clone()),
+        );
+        match &first {
+            None => first = Some(pair),
+            Some(f) => assert_eq!(*f, pair, "a second test of the case differs"),
+        }
+    }
+
+    // history shows where the case came from.
+    let history = worldline(&store, ["history", &old_run]);
+    assert!(
+        history
+            .stdout
+            .contains(&format!("case made from run {run}")),
+        "{history}"
+    );
+
+    // check holds the case to its origin.
+    let fine = worldline(
+        &store,
+        [
+            "check".as_ref(),
+            out_case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ],
+    );
+    fine.expect_code(0);
+    assert!(!fine.stdout.contains("[origin]"), "{fine}");
+    std::fs::remove_file(cases.join("stale-deploy-list.run.jsonl")).unwrap();
+    let gone = worldline(
+        &store,
+        [
+            "check".as_ref(),
+            out_case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ],
+    );
+    assert!(
+        gone.stdout.contains("[origin] bundle") && gone.stdout.contains("is gone"),
+        "{gone}"
+    );
+}
+
+#[test]
+fn from_run_of_a_missing_run_is_exit_2_and_writes_nothing() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = dir.path().join("x.toml");
+    std::fs::write(&out, "keep").unwrap();
+    let missing = worldline(
+        &store,
+        [
+            "case".as_ref(),
+            "from-run".as_ref(),
+            "nope".as_ref(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    missing.expect_code(2);
+    assert!(missing.stderr.contains("nope"), "{missing}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
+}
+
+/// Tool calls as (request, response), and the model's answers (content and
+/// tool calls), of a run.
+fn answers(bundle: &Path) -> (Vec<Value>, Vec<Value>) {
+    let b = read_bundle(bundle);
+    let tools = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/tools.call")
+        .map(|e| serde_json::json!([e["request"], e["response"]]))
+        .collect();
+    let model = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .map(|e| answer_shape(&e["response"]["ok"]["choices"][0]["message"]))
+        .collect();
+    (tools, model)
+}
+
+fn from_trace(store: &Path, args: &[&std::ffi::OsStr]) -> common::CliOutput {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["case".as_ref(), "from-trace".as_ref()];
+    all.extend(args);
+    worldline(store, all)
+}
+
+#[test]
+fn an_exported_trace_of_a_model_agent_run_becomes_a_case_with_the_same_answers() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = guest("model-agent");
+    let case = workspace_root().join("cases/model/rollback.toml");
+    let run = worldline(
+        &store,
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let trace = dir.path().join("trace.pb");
+    worldline(
+        &store,
+        [
+            "otel".as_ref(),
+            id.as_ref(),
+            "--content".as_ref(),
+            "-o".as_ref(),
+            trace.as_os_str(),
+        ],
+    )
+    .expect_code(0);
+
+    let listed = from_trace(
+        &store,
+        &[trace.as_os_str(), "--list".as_ref(), "--json".as_ref()],
+    );
+    listed.expect_code(0);
+    assert_eq!(listed.json().as_array().unwrap().len(), 1, "{listed}");
+
+    let out = dir.path().join("regress");
+    let id = listed.json()[0]["trace_id"].as_str().unwrap().to_string();
+    let made = from_trace(
+        &store,
+        &[
+            trace.as_os_str(),
+            "--trace-id".as_ref(),
+            id[..8].as_ref(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["trace_id"].as_str(), Some(id.as_str()));
+    let case_file = made.json()["case"].as_str().unwrap().to_string();
+    assert!(out.join("README.md").is_file());
+    let text = std::fs::read_to_string(&case_file).unwrap();
+    assert!(text.contains("created_from = \"trace\""), "{text}");
+
+    let cases = out.join("cases");
+    let test = worldline(
+        &store,
+        [
+            "test".as_ref(),
+            cases.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    test.expect_code(0);
+    let again = test.json()["cases"][0]["bundle"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (tools_a, model_a) = answers(&run.bundle());
+    let (tools_b, model_b) = answers(Path::new(&again));
+    assert!(!tools_a.is_empty() && !model_a.is_empty());
+    let strip = |v: &Vec<Value>| -> Vec<Value> {
+        v.iter().map(|t| serde_json::json!([t[0], t[1]])).collect()
+    };
+    assert_eq!(strip(&tools_a), strip(&tools_b), "the same tool answers");
+    assert_eq!(model_a, model_b, "the same model answers");
+
+    // A second conversion into a folder that exists is refused.
+    let twice = from_trace(&store, &[trace.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    twice.expect_code(2);
+}
+
+#[test]
+fn bad_trace_files_are_exit_2_and_write_nothing() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let check = |name: &str, bytes: &[u8], says: &str| {
+        let trace = dir.path().join(name);
+        std::fs::write(&trace, bytes).unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let r = from_trace(&store, &[trace.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+        r.expect_code(2);
+        assert!(r.stderr.contains(name) && r.stderr.contains(says), "{r}");
+        assert!(!out.exists(), "{name}: wrote {}", out.display());
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".from-trace"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    };
+    check(
+        "garbage.pb",
+        b"\xff\xff\xff\xff not a trace",
+        "neither OTLP JSON nor",
+    );
+    check(
+        "cut.json",
+        b"{\"resourceSpans\": [{\"scopeSpans\": [",
+        "not OTLP JSON",
+    );
+    let no_content = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+        "name": "chat gpt-4o", "startTimeUnixNano": "1772366400000000000",
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]
+    }]}]}]});
+    check(
+        "no-content.json",
+        no_content.to_string().as_bytes(),
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+    );
+    let huge = vec![b' '; (64 << 20) + 1];
+    check("huge.json", &huge, "64 MiB");
+}
+
+/// The pinned third-party packages the instrumented Python agent runs on.
+const TRACE_REQUIREMENTS: &[&str] = &[
+    "openai==3.51.0",
+    "httpx==0.28.1",
+    "opentelemetry-api==1.45.2",
+    "opentelemetry-sdk==1.45.2",
+    "opentelemetry-proto==1.45.2",
+    "opentelemetry-exporter-otlp-proto-common==1.45.2",
+    "opentelemetry-instrumentation==0.66b2",
+    "opentelemetry-semantic-conventions==0.66b2",
+    "opentelemetry-instrumentation-openai-v2==2.4b0",
+    "opentelemetry-util-genai==0.4b0",
+    "openinference-instrumentation==0.1.72",
+    "openinference-instrumentation-openai==0.1.66",
+    "openinference-semantic-conventions==0.1.42",
+];
+
+/// A virtual environment under the target folder with the pinned packages,
+/// made once and kept while the pins are the same.
+fn trace_venv() -> std::path::PathBuf {
+    use std::process::Command;
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-venv");
+    let stamp = venv.join("worldline-pins.txt");
+    let pins = TRACE_REQUIREMENTS.join("\n");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(pins.as_str()) {
+        return venv.join("bin/python");
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let made = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .expect("python3 is needed for the instrumentation test");
+    assert!(made.success(), "python3 -m venv failed");
+    let pip = Command::new(venv.join("bin/pip"))
+        .args(["install", "-q", "--no-deps"])
+        .args(TRACE_REQUIREMENTS)
+        .output()
+        .expect("running pip");
+    // The pinned packages' own dependencies (pydantic, typing-extensions,
+    // ...) at versions pip chooses; the pins above are kept.
+    let deps = Command::new(venv.join("bin/pip"))
+        .args(["install", "-q"])
+        .args(TRACE_REQUIREMENTS)
+        .output()
+        .expect("running pip");
+    assert!(
+        pip.status.success() && deps.status.success(),
+        "installing the pinned instrumentations failed:\n{}{}",
+        String::from_utf8_lossy(&pip.stderr),
+        String::from_utf8_lossy(&deps.stderr)
+    );
+    std::fs::write(&stamp, pins).unwrap();
+    venv.join("bin/python")
+}
+
+/// A model answer as its text and `[name, arguments]` of each tool call,
+/// from an OpenAI message or a scripted reply.
+fn answer_shape(m: &Value) -> Value {
+    let calls: Vec<Value> = m["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let f = if c.get("function").is_some() {
+                &c["function"]
+            } else {
+                c
+            };
+            let args: Value = serde_json::from_str(f["arguments"].as_str().unwrap()).unwrap();
+            serde_json::json!([f["name"], args])
+        })
+        .collect();
+    serde_json::json!({"content": m["content"], "calls": calls})
+}
+
+#[test]
+fn traces_of_the_official_and_openinference_instrumentations_become_cases() {
+    let python = trace_venv();
+    let agent = common::workspace_root().join("host/tests/trace_support/agent.py");
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    for flavour in ["openai-v2", "openinference"] {
+        let trace = dir.path().join(format!("{flavour}.pb"));
+        let log = dir.path().join(format!("{flavour}.stub.json"));
+        let ran = std::process::Command::new(&python)
+            .arg(&agent)
+            .args([flavour.as_ref(), trace.as_os_str(), log.as_os_str()])
+            .env(
+                "OTEL_SEMCONV_STABILITY_OPT_IN",
+                "gen_ai_latest_experimental",
+            )
+            .env(
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                "SPAN_ONLY",
+            )
+            .output()
+            .unwrap();
+        assert!(
+            ran.status.success(),
+            "{flavour}: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        let out = dir.path().join(flavour);
+        let made = from_trace(
+            &store,
+            &[
+                trace.as_os_str(),
+                "-o".as_ref(),
+                out.as_os_str(),
+                "--json".as_ref(),
+            ],
+        );
+        made.expect_code(0);
+
+        // The model's answers are exactly the ones the stub gave, in order.
+        let case: toml::Table = toml::from_str(
+            &std::fs::read_to_string(made.json()["case"].as_str().unwrap()).unwrap(),
+        )
+        .unwrap();
+        let responses: Vec<Value> = case["model"]["responses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| answer_shape(&serde_json::to_value(r).unwrap()))
+            .collect();
+        let stub: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+        let answered: Vec<Value> = stub.iter().map(|a| answer_shape(&a["answer"])).collect();
+        assert_eq!(responses, answered, "{flavour}");
+        assert_eq!(case["task"]["alert"].as_str(), Some("ALERT-7"), "{flavour}");
+
+        // The world's tools are the ones the agent declared.
+        let world: toml::Table = toml::from_str(
+            &std::fs::read_to_string(out.join("worlds/traced/v1/world.toml")).unwrap(),
+        )
+        .unwrap();
+        let tools = world["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), 1, "{flavour}");
+        assert_eq!(tools[0]["name"].as_str(), Some("get_alert"));
+        // OpenInference records the definitions (llm.tools); the official
+        // instrumentation (2.4b0) does not record gen_ai.tool.definitions,
+        // so the tool is known by name and its schema is left to write.
+        let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+        if flavour == "openinference" {
+            assert_eq!(
+                tools[0]["description"].as_str(),
+                Some("Fetch one alert by id")
+            );
+            assert_eq!(
+                tools[0]["params"]["properties"]["id"]["type"].as_str(),
+                Some("string")
+            );
+            assert!(!readme.contains("no definition in the trace"), "{readme}");
+        } else {
+            assert!(
+                readme.contains("no definition in the trace: get_alert"),
+                "{readme}"
+            );
+        }
+        // The tool result the agent sent back is pinned at its call.
+        let pinned = &case["inject"].as_array().unwrap()[0];
+        assert_eq!(pinned["nth"].as_integer(), Some(1));
+        assert_eq!(
+            pinned["response"]["kind"].as_str(),
+            Some("latency"),
+            "{flavour}"
+        );
+    }
+}

@@ -1,0 +1,101 @@
+"""A small production-style agent on the `openai` package, traced by a real
+third-party instrumentation, talking to a loopback OpenAI-compatible stub.
+
+usage: agent.py openai-v2|openinference TRACE_OUT STUB_LOG
+
+The stub answers two chat completions: a call of `get_alert`, then a final
+text. The agent runs the tool itself. The finished spans are written as one
+OTLP protobuf ExportTraceServiceRequest (TRACE_OUT); the requests the stub
+answered go to STUB_LOG as JSON.
+"""
+
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+FLAVOUR, TRACE_OUT, STUB_LOG = sys.argv[1], sys.argv[2], sys.argv[3]
+
+ANSWERS = [
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_alert", "arguments": "{\"id\": \"ALERT-7\"}"}}]},
+    {"role": "assistant", "content": "ALERT-7 is checkout latency; roll back D-42."},
+]
+ANSWERED = []
+
+
+class Stub(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        message = ANSWERS[len(ANSWERED)]
+        ANSWERED.append({"messages": body["messages"], "answer": message})
+        reply = {
+            "id": f"chatcmpl-{len(ANSWERED)}",
+            "object": "chat.completion",
+            "created": 1772366400,
+            "model": "stub-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+
+if FLAVOUR == "openai-v2":
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+else:
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+
+import openai
+
+TOOLS = [{"type": "function", "function": {"name": "get_alert", "description": "Fetch one alert by id", "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}}]
+
+
+def get_alert(id):
+    return {"id": id, "service": "checkout", "kind": "latency"}
+
+
+client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="stub")
+messages = [
+    {"role": "system", "content": "You are the on-call assistant."},
+    {"role": "user", "content": json.dumps({"alert": "ALERT-7"})},
+]
+with trace.get_tracer("agent").start_as_current_span("invoke_agent on-call"):
+    for _ in range(4):
+        r = client.chat.completions.create(model="stub-model", messages=messages, tools=TOOLS)
+        m = r.choices[0].message
+        if not m.tool_calls:
+            break
+        messages.append(m.model_dump(exclude_none=True))
+        for c in m.tool_calls:
+            result = get_alert(**json.loads(c.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": c.id, "content": json.dumps(result)})
+
+provider.force_flush()
+with open(TRACE_OUT, "wb") as f:
+    f.write(encode_spans(exporter.get_finished_spans()).SerializeToString())
+with open(STUB_LOG, "w") as f:
+    json.dump(ANSWERED, f)
+server.shutdown()
