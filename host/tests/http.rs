@@ -397,7 +397,7 @@ fn a_worlds_own_routes_answer_with_its_tools_and_their_statuses() {
     replays(store.path(), &out);
 }
 
-/// tests/guests/js-openai, with its pinned `openai` package installed by
+/// tests/guests/js-openai, with its pinned `openai` and MCP SDK packages installed by
 /// npm into a scratch copy, built with `worldline build-js`.
 fn js_openai_agent(dir: &Path) -> PathBuf {
     let src = workspace_root().join("tests/guests/js-openai");
@@ -426,7 +426,7 @@ fn js_openai_agent(dir: &Path) -> PathBuf {
 }
 
 #[test]
-fn the_official_openai_package_runs_unchanged_and_replays() {
+fn the_official_openai_package_and_mcp_client_run_unchanged_and_replay() {
     let build = temp_dir();
     let agent = js_openai_agent(build.path());
     let store = temp_dir();
