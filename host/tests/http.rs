@@ -396,3 +396,56 @@ fn a_worlds_own_routes_answer_with_its_tools_and_their_statuses() {
     assert_eq!(tools[4]["request"]["transport"]["http"]["api"], "rest");
     replays(store.path(), &out);
 }
+
+/// tests/guests/js-openai, with its pinned `openai` and MCP SDK packages installed by
+/// npm into a scratch copy, built with `worldline build-js`.
+fn js_openai_agent(dir: &Path) -> PathBuf {
+    let src = workspace_root().join("tests/guests/js-openai");
+    for f in ["agent.ts", "package.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let npm = std::process::Command::new("npm")
+        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+        .arg(dir)
+        .output()
+        .expect("npm is needed for the JavaScript tests (tests/run installs Node.js)");
+    assert!(
+        npm.status.success(),
+        "npm install: {}",
+        String::from_utf8_lossy(&npm.stderr)
+    );
+    let wasm = dir.join("agent.wasm");
+    let out = worldline_raw([
+        OsStr::new("build-js"),
+        dir.join("agent.ts").as_os_str(),
+        OsStr::new("-o"),
+        wasm.as_os_str(),
+    ]);
+    out.expect_code(0);
+    wasm
+}
+
+#[test]
+fn the_official_openai_package_and_mcp_client_run_unchanged_and_replay() {
+    let build = temp_dir();
+    let agent = js_openai_agent(build.path());
+    let store = temp_dir();
+    let case = workspace_root().join("cases/model/rollback.toml");
+    let out = run_json(store.path(), &case, &agent);
+    out.expect_code(0);
+    assert_eq!(output(&out)["cause_deploy"], "D-42", "{out}");
+    let bundle = out.bundle();
+    let model = calls(&bundle, MODEL_CALL);
+    assert_eq!(model.len(), 6);
+    assert_eq!(
+        model[0]["request"]["transport"]["http"]["api"],
+        "openai.chat"
+    );
+    assert_eq!(calls(&bundle, TOOL_CALL).len(), 5);
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    assert!(
+        !text.contains("sk-js-agent-secret"),
+        "the guest's key is in the bundle"
+    );
+    replays(store.path(), &out);
+}

@@ -35,6 +35,11 @@ const common = {
   external: ["worldline:*", "wasi:*"],
   alias: { worldline: join(cfg.sdk, "index.ts") },
   keepNames: true,
+  // The engine rejects, at load time, regular expressions with Unicode
+  // property escapes (`/\P{ASCII}/u` in fast-uri, which the MCP SDK pulls
+  // in through ajv); esbuild turns such literals into `new RegExp(...)`
+  // calls, so a bundle loads and only a code path that uses one fails.
+  supported: { "regexp-unicode-property-escapes": false },
   logLevel: "silent",
   absWorkingDir: cfg.agentDir,
 };
