@@ -100,6 +100,8 @@ pub fn run_with(
     opts: RunOptions,
 ) -> Result<RunOutcome> {
     let store_dir = opts.store;
+    // Before the agent runs: a gold call that fails is the case's error.
+    let gold = crate::grade::gold::for_case(sandbox, case)?;
     let mut header = header_for(sandbox, agent, case);
     header.parent = opts.parent;
     header.fuzz = opts.faults;
@@ -172,11 +174,6 @@ pub fn run_with(
     let services = state.med.services;
     let (file, events, chain_hash) = state.med.recorder.finish();
     let final_state = services.world.state;
-    let gold = case
-        .expect
-        .as_ref()
-        .filter(|e| !e.gold.is_empty())
-        .map(|_| crate::grade::gold::gold_state(sandbox, case));
     let graded = case.expect.as_ref().map(|expect| {
         grade(
             expect,
@@ -282,6 +279,8 @@ fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             Stop::MemoryLimit { .. } => (Status::MemoryLimit, fault.to_string()),
             Stop::Exit(_) => (Status::Exited, fault.to_string()),
             Stop::EventLimit(_) => (Status::Trapped, fault.to_string()),
+            Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
+            Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
             Stop::Timeout => (Status::Timeout, fault.to_string()),
             Stop::Bundle(_) => anyhow::bail!("{fault}"),
             Stop::Diverged | Stop::ReplayEnd | Stop::ModelMiss => {

@@ -64,7 +64,7 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
         None
     } else {
         let sandbox = crate::sandbox::Sandbox::new(Some(store.cache_dir()))?;
-        Some(crate::grade::gold::gold_state(&sandbox, &case))
+        crate::grade::gold::for_case(&sandbox, &case)?
     };
     let (g, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref());
     if args.common.json {

@@ -10,11 +10,11 @@ pub mod regrade;
 pub mod signature;
 pub mod verdict;
 
-use crate::canon::same;
-use crate::case::expect::{CallCheck, Conditions, Expect, OutputCheck, StateCheck, conditions};
+use crate::case::conditions::{Conditions, conditions};
+use crate::case::expect::{AnyOf, CallCheck, Expect, OutputCheck, Pick, Reward, StateCheck};
 use crate::log::{Effect, Event, Status};
 use crate::path::JsonPath;
-use crate::world::compare::Op;
+use crate::world::compare::{self, Numbers, Op};
 use crate::world::glob_match;
 use crate::world::state::State;
 use diff::StateDiff;
@@ -34,6 +34,9 @@ pub struct Assertion {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Grade {
     pub passed: bool,
+    /// 1 or 0 as `passed` says, or with `[expect] reward = "weighted"` the
+    /// passing assertions' share of the weights.
+    pub reward: f64,
     pub assertions: Vec<Assertion>,
     /// The world from initial to final state.
     pub diff: StateDiff,
@@ -84,12 +87,13 @@ enum Test<'a> {
 }
 
 /// Judge the value at `place` (`None`: there is none) by `test`; numbers
-/// compare by value, text without regard to case when `ignore_case`.
+/// compare as `numbers` says, text without regard to case when `ignore_case`.
 fn value_check(
     place: &str,
     value: Option<&Value>,
     test: Option<Test>,
     ignore_case: bool,
+    numbers: Numbers,
 ) -> Assertion {
     let case = if ignore_case { " (ignoring case)" } else { "" };
     let actual = value.cloned().unwrap_or(Value::Null);
@@ -110,13 +114,13 @@ fn value_check(
             format!("{place} equals{case}"),
             v.clone(),
             actual,
-            value.is_some_and(|x| Op::Eq.holds(x, v, ignore_case)),
+            value.is_some_and(|x| Op::Eq.holds_with(x, v, ignore_case, numbers)),
         ),
         Some(Test::Contains(v)) => check(
             format!("{place} contains{case}"),
             v.clone(),
             actual,
-            value.is_some_and(|x| Op::Contains.holds(x, v, ignore_case)),
+            value.is_some_and(|x| Op::Contains.holds_with(x, v, ignore_case, numbers)),
         ),
         None => check(place.to_string(), Value::Null, actual, false),
     }
@@ -133,7 +137,8 @@ impl StateCheck {
     }
 }
 
-fn state_check(c: &StateCheck, state: &State) -> Assertion {
+fn state_check(c: &StateCheck, state: &State, numbers: Numbers) -> Assertion {
+    let numbers = c.numbers.unwrap_or(numbers);
     if let Some(path) = &c.file {
         let data = state
             .files
@@ -144,14 +149,18 @@ fn state_check(c: &StateCheck, state: &State) -> Assertion {
             data.as_ref(),
             c.test(),
             c.ignore_case,
+            numbers,
         );
     }
     let table = c.table.as_deref().unwrap_or("");
     if let Some(field) = &c.sum {
-        return sum_check(c, table, field, state);
+        return sum_check(c, table, field, state, numbers);
+    }
+    if let Some(pick) = c.row {
+        return picked_row_check(c, table, pick, state, numbers);
     }
     if c.count.is_some() || c.key.is_none() {
-        return count_check(c, table, state);
+        return count_check(c, table, state, numbers);
     }
     let key = c.key.as_ref().map(crate::canon::key_of).unwrap_or_default();
     let row = state.row(table, &key);
@@ -162,11 +171,17 @@ fn state_check(c: &StateCheck, state: &State) -> Assertion {
         ),
         None => (format!("{table}/{key}"), row),
     };
-    value_check(&place, value, c.test(), c.ignore_case)
+    value_check(&place, value, c.test(), c.ignore_case, numbers)
 }
 
-/// The rows of `table` that match the check's `where`.
-fn matching_rows<'a>(c: &StateCheck, table: &str, state: &'a State) -> Vec<&'a Value> {
+/// The rows of `table` that match the check's `where`, with their keys,
+/// in key order.
+fn matching_rows<'a>(
+    c: &StateCheck,
+    table: &str,
+    state: &'a State,
+    numbers: Numbers,
+) -> Vec<(&'a String, &'a Value)> {
     // Paths and operators are read once, not per row. Both were checked
     // when the case loaded; one that does not read matches no row.
     let filters: Vec<(Option<JsonPath>, Option<Conditions>)> = c
@@ -176,17 +191,86 @@ fn matching_rows<'a>(c: &StateCheck, table: &str, state: &'a State) -> Vec<&'a V
         .collect();
     let holds = |row: &Value, path: Option<&JsonPath>, conds: &Option<Conditions>| {
         let field = value_at(row, path).unwrap_or(&Value::Null);
-        conds.as_ref().is_some_and(|(ops, own_case)| {
-            ops.iter()
-                .all(|(op, v)| op.holds(field, v, *own_case || c.ignore_case))
-        })
+        conds
+            .as_ref()
+            .is_some_and(|cs| cs.hold(field, c.ignore_case, numbers))
     };
     state.tables.get(table).map_or(Vec::new(), |t| {
-        t.rows
-            .values()
-            .filter(|r| filters.iter().all(|(p, cs)| holds(r, p.as_ref(), cs)))
+        t.in_key_order()
+            .into_iter()
+            .filter(|(_, r)| filters.iter().all(|(p, cs)| holds(r, p.as_ref(), cs)))
             .collect()
     })
+}
+
+/// The first or last row matching the check's `where` (in key order, or
+/// by `order_by`), judged like a row named by key; none is an absent row.
+fn picked_row_check(
+    c: &StateCheck,
+    table: &str,
+    pick: Pick,
+    state: &State,
+    numbers: Numbers,
+) -> Assertion {
+    let mut rows = matching_rows(c, table, state, numbers);
+    if let Some(by) = &c.order_by {
+        let path = JsonPath::parse(by).ok();
+        let at = |r: &Value| value_at(r, path.as_ref()).cloned().unwrap_or(Value::Null);
+        // Stable: rows equal in `by` stay in key order.
+        rows.sort_by(|(_, a), (_, b)| {
+            compare::compare(&at(a), &at(b)).unwrap_or(std::cmp::Ordering::Equal)
+        });
+    }
+    let picked = match pick {
+        Pick::First => rows.first(),
+        Pick::Last => rows.last(),
+    };
+    let which = match pick {
+        Pick::First => "first",
+        Pick::Last => "last",
+    };
+    let order = c
+        .order_by
+        .as_ref()
+        .map_or(String::new(), |by| format!(" by {by}"));
+    let key = picked.map_or("none".to_string(), |(k, _)| k.to_string());
+    let mut place = format!("{table} {which}{order}{} ({key})", where_text(c));
+    let row = picked.map(|(_, r)| *r);
+    let value = match &c.field {
+        Some(f) => {
+            place.push_str(&format!(".{f}"));
+            row.and_then(|r| value_at(r, JsonPath::parse(f).ok().as_ref()))
+        }
+        None => row,
+    };
+    value_check(&place, value, c.test(), c.ignore_case, numbers)
+}
+
+/// An `[[expect.any_of]]` group: passes when one of its assertions does;
+/// shows each with whether it passed.
+fn any_of_check(group: &AnyOf, ev: &Evidence, numbers: Numbers) -> Assertion {
+    let each: Vec<Assertion> = group
+        .state
+        .iter()
+        .map(|c| state_check(c, ev.final_state, numbers))
+        .chain(
+            group
+                .calls
+                .iter()
+                .map(|c| calls_check(c, ev.events, numbers)),
+        )
+        .collect();
+    let names: Vec<&str> = each.iter().map(|a| a.what.as_str()).collect();
+    check(
+        format!("any of: {}", names.join(" | ")),
+        json!(names),
+        Value::Array(
+            each.iter()
+                .map(|a| json!({"what": a.what, "passed": a.passed, "expected": a.expected, "actual": a.actual}))
+                .collect(),
+        ),
+        each.iter().any(|a| a.passed),
+    )
 }
 
 /// ` where {...}`, or nothing.
@@ -206,8 +290,8 @@ fn in_bounds(c: &StateCheck, n: f64) -> (Value, bool) {
 
 /// How many rows of `table` match the check's `where`, against `count` or
 /// `min`/`max`.
-fn count_check(c: &StateCheck, table: &str, state: &State) -> Assertion {
-    let count = matching_rows(c, table, state).len() as u64;
+fn count_check(c: &StateCheck, table: &str, state: &State, numbers: Numbers) -> Assertion {
+    let count = matching_rows(c, table, state, numbers).len() as u64;
     let what = format!("count {table}{}", where_text(c));
     match c.count {
         Some(n) => check(what, json!(n), json!(count), count == n),
@@ -221,11 +305,17 @@ fn count_check(c: &StateCheck, table: &str, state: &State) -> Assertion {
 /// The sum of a field over the matching rows, against `equals` or
 /// `min`/`max`. Sums of decimals are compared to one part in 10^9, so
 /// `0.1 + 0.2` equals `0.3`.
-fn sum_check(c: &StateCheck, table: &str, field: &str, state: &State) -> Assertion {
+fn sum_check(
+    c: &StateCheck,
+    table: &str,
+    field: &str,
+    state: &State,
+    numbers: Numbers,
+) -> Assertion {
     let path = JsonPath::parse(field).ok();
-    let sum: f64 = matching_rows(c, table, state)
+    let sum: f64 = matching_rows(c, table, state, numbers)
         .into_iter()
-        .filter_map(|r| value_at(r, path.as_ref())?.as_f64())
+        .filter_map(|(_, r)| value_at(r, path.as_ref())?.as_f64())
         .sum();
     let what = format!("sum {table}.{field}{}", where_text(c));
     match c.equals.as_ref() {
@@ -243,7 +333,7 @@ fn sum_check(c: &StateCheck, table: &str, field: &str, state: &State) -> Asserti
 }
 
 /// The tool-call events that a calls check counts.
-fn matching_calls<'a>(c: &CallCheck, events: &'a [Event]) -> Vec<&'a Event> {
+fn matching_calls<'a>(c: &CallCheck, events: &'a [Event], numbers: Numbers) -> Vec<&'a Event> {
     events
         .iter()
         .filter(|e| e.call == "worldline:agent/tools.call")
@@ -255,14 +345,14 @@ fn matching_calls<'a>(c: &CallCheck, events: &'a [Event]) -> Vec<&'a Event> {
         .filter(|e| {
             c.args
                 .iter()
-                .all(|(k, v)| e.request["args"].get(k).is_some_and(|a| same(a, v)))
+                .all(|(k, v)| e.request["args"].get(k).is_some_and(|a| numbers.same(a, v)))
         })
         .filter(|e| c.denied.is_none_or(|d| (e.effect == Effect::Denied) == d))
         .collect()
 }
 
-fn calls_check(c: &CallCheck, events: &[Event]) -> Assertion {
-    let n = matching_calls(c, events).len() as u64;
+fn calls_check(c: &CallCheck, events: &[Event], numbers: Numbers) -> Assertion {
+    let n = matching_calls(c, events, numbers).len() as u64;
     let mut what = format!("calls {}", c.tool);
     if !c.args.is_empty() {
         what.push_str(&format!(" {}", crate::canon::to_string(&c.args)));
@@ -294,7 +384,12 @@ fn calls_check(c: &CallCheck, events: &[Event]) -> Assertion {
 
 /// The output assertions. Text assertions match the output as written or,
 /// when it is JSON, as decoded (`"\u00a3"` contains `£`).
-fn output_checks(o: &OutputCheck, output: Option<&str>, out: &mut Vec<Assertion>) {
+fn output_checks(
+    o: &OutputCheck,
+    output: Option<&str>,
+    numbers: Numbers,
+    out: &mut Vec<Assertion>,
+) {
     let text = output.unwrap_or("");
     let parsed: Option<Value> = serde_json::from_str(text).ok();
     let decoded = parsed.as_ref().map(crate::canon::to_string);
@@ -348,7 +443,13 @@ fn output_checks(o: &OutputCheck, output: Option<&str>, out: &mut Vec<Assertion>
             .map(Test::Equals)
             .or(j.contains.as_ref().map(Test::Contains))
             .or(j.exists.map(Test::Exists));
-        out.push(value_check(&format!("output {}", j.path), v, test, false));
+        out.push(value_check(
+            &format!("output {}", j.path),
+            v,
+            test,
+            false,
+            numbers,
+        ));
     }
 }
 
@@ -364,9 +465,26 @@ pub fn final_state(initial: &State, events: &[Event]) -> State {
     state
 }
 
+/// The reward of a grade: 1/0, or the passing assertions' share of the
+/// weights (1 for an assertion that declares none; no weight at all is 0).
+fn reward(how: Reward, passed: bool, out: &[Assertion], weights: &[(usize, f64)]) -> f64 {
+    match how {
+        Reward::Binary => f64::from(u8::from(passed)),
+        Reward::Weighted => {
+            let weight = |i: usize| weights.iter().find(|(j, _)| *j == i).map_or(1.0, |w| w.1);
+            let total: f64 = (0..out.len()).map(weight).sum();
+            let got: f64 = (0..out.len()).filter(|i| out[*i].passed).map(weight).sum();
+            if total > 0.0 { got / total } else { 0.0 }
+        }
+    }
+}
+
 /// Grade a run against expectations.
 pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
     let mut out = Vec::new();
+    // Weight of each assertion in `out` that declares one.
+    let mut weights: Vec<(usize, f64)> = Vec::new();
+    let numbers = expect.numbers.unwrap_or_default();
     let want_status = expect.status.clone().unwrap_or_else(|| "completed".into());
     out.push(check(
         "status".into(),
@@ -375,7 +493,8 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
         ev.status.as_str() == want_status,
     ));
     for c in &expect.state {
-        out.push(state_check(c, ev.final_state));
+        weights.extend(c.weight.map(|w| (out.len(), w)));
+        out.push(state_check(c, ev.final_state, numbers));
     }
     for u in &expect.unchanged {
         let (before, after) = match u.split_once('/') {
@@ -389,7 +508,7 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
             ),
         };
         let kept = match (&before, &after) {
-            (Some(b), Some(a)) => same(b, a),
+            (Some(b), Some(a)) => numbers.same(b, a),
             (b, a) => b == a,
         };
         let actual = if kept {
@@ -405,21 +524,28 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
         ));
     }
     for c in &expect.calls {
-        out.push(calls_check(c, ev.events));
+        weights.extend(c.weight.map(|w| (out.len(), w)));
+        out.push(calls_check(c, ev.events, numbers));
+    }
+    for group in &expect.any_of {
+        weights.extend(group.weight.map(|w| (out.len(), w)));
+        out.push(any_of_check(group, ev, numbers));
     }
     if !expect.gold.is_empty() {
         out.push(gold::assertion(expect, ev.gold, ev.final_state));
     }
     if let Some(o) = &expect.output {
-        output_checks(o, ev.output, &mut out);
+        output_checks(o, ev.output, numbers, &mut out);
     }
     if let Some(c) = &expect.conversation {
         out.extend(conversation::checks(c, ev.events));
     }
+    let passed = out.iter().all(|a| a.passed);
     Grade {
-        passed: out.iter().all(|a| a.passed),
+        passed,
+        reward: reward(expect.reward, passed, &out, &weights),
         assertions: out,
-        diff: diff::diff(ev.initial, ev.final_state),
+        diff: diff::diff_with(ev.initial, ev.final_state, numbers),
     }
 }
 
@@ -430,7 +556,7 @@ mod tests {
     fn judge(check: &str, output: &str) -> Vec<(String, bool)> {
         let o: OutputCheck = toml::from_str(check).unwrap();
         let mut out = Vec::new();
-        output_checks(&o, Some(output), &mut out);
+        output_checks(&o, Some(output), Numbers::ByValue, &mut out);
         out.into_iter().map(|a| (a.what, a.passed)).collect()
     }
 

@@ -15,6 +15,7 @@ pub mod run;
 pub mod runs;
 pub mod suite;
 pub mod timeline;
+pub mod trajectory;
 
 use serde::Serialize;
 

@@ -1,7 +1,8 @@
 //! A suite: the `test --json` document and the text report (a line per
-//! case with its run id, then `N passed, N failed`).
+//! case with its run id, then `N passed, N failed`); with `--repeat k`,
+//! pass@k and pass^k per case and for the suite.
 
-use crate::fuzz::stats::{Z95, pass_hat_k, wilson};
+use crate::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
 use crate::fuzz::summary::PassK;
 use crate::suite::{CaseRun, SuiteRun};
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,12 @@ pub struct CaseSummary {
     /// With `--repeat`: the pass rate's 95% Wilson interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 2]>,
+    /// With `--repeat`: pass@k of this case, k = 1..runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_at_k: Vec<PassK>,
+    /// With `--repeat`: pass^k of this case, k = 1..runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_hat_k: Vec<PassK>,
     pub passed: bool,
     /// Runs that passed (of `runs`).
     pub passes: u64,
@@ -86,6 +93,9 @@ pub struct SuiteSummary {
     /// With `--repeat`: pass^k over the cases, k = 1..repeat.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_k: Vec<PassK>,
+    /// With `--repeat`: pass@k over the cases (their mean), k = 1..repeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_at_k: Vec<PassK>,
     pub passed: usize,
     pub repeat: u64,
     pub skipped: usize,
@@ -113,6 +123,8 @@ impl CaseSummary {
             fuel: o.map(|o| o.footer.fuel),
             index: c.index,
             interval,
+            pass_at_k: per_k(runs, |k| pass_at_k(c.passes(), runs, k)),
+            pass_hat_k: per_k(runs, |k| pass_hat_k(&[c.passes()], runs, k)),
             passed: c.passed(),
             passes: c.passes(),
             path: c.path.display().to_string(),
@@ -132,17 +144,34 @@ impl CaseSummary {
     }
 }
 
-/// pass^k, k = 1..repeat, over the cases' pass counts (each of `repeat` runs).
-fn pass_k(per_case: &[u64], repeat: u64) -> Vec<PassK> {
-    if repeat <= 1 || per_case.is_empty() {
+/// `value(k)` for k = 1..runs, when there was more than one run.
+fn per_k(runs: u64, value: impl Fn(u64) -> f64) -> Vec<PassK> {
+    if runs <= 1 {
         return Vec::new();
     }
-    (1..=repeat)
-        .map(|k| PassK {
-            k,
-            value: pass_hat_k(per_case, repeat, k),
-        })
-        .collect()
+    (1..=runs).map(|k| PassK { k, value: value(k) }).collect()
+}
+
+/// pass^k, k = 1..repeat, over the cases' pass counts (each of `repeat` runs).
+fn pass_k(per_case: &[u64], repeat: u64) -> Vec<PassK> {
+    if per_case.is_empty() {
+        return Vec::new();
+    }
+    per_k(repeat, |k| pass_hat_k(per_case, repeat, k))
+}
+
+/// pass@k, k = 1..repeat: the mean over the cases of each one's pass@k.
+fn pass_at_k_of_suite(per_case: &[u64], repeat: u64) -> Vec<PassK> {
+    if per_case.is_empty() {
+        return Vec::new();
+    }
+    per_k(repeat, |k| {
+        per_case
+            .iter()
+            .map(|&c| pass_at_k(c, repeat, k))
+            .sum::<f64>()
+            / per_case.len() as f64
+    })
 }
 
 impl SuiteSummary {
@@ -165,6 +194,7 @@ impl SuiteSummary {
             failed: s.failed(),
             model: (model.calls > 0).then_some(model),
             pass_k: pass_k(&per_case, s.repeat),
+            pass_at_k: pass_at_k_of_suite(&per_case, s.repeat),
             passed: s.passed(),
             repeat: s.repeat,
             skipped: s.skipped(),
@@ -208,6 +238,7 @@ impl SuiteSummary {
             model: (model.calls > 0).then_some(model),
             failed: cases.len() - passed - skipped,
             pass_k: pass_k(&per_case, repeat),
+            pass_at_k: pass_at_k_of_suite(&per_case, repeat),
             passed,
             repeat,
             skipped,
@@ -227,7 +258,13 @@ pub fn line(c: &CaseRun, width: usize) -> String {
     let events = shown.outcome.as_ref().map_or(0, |o| o.footer.events);
     let runs = c.attempts.len();
     let which = if runs > 1 {
-        format!("{}/{runs} passed", c.passes())
+        let n = runs as u64;
+        format!(
+            "{}/{runs} passed, pass@{runs} {:.1}%, pass^{runs} {:.1}%",
+            c.passes(),
+            pass_at_k(c.passes(), n, n) * 100.0,
+            pass_hat_k(&[c.passes()], n, n) * 100.0
+        )
     } else {
         shown.run_id().unwrap_or("-").to_string()
     };
@@ -286,6 +323,12 @@ fn print_totals(s: &SuiteSummary) {
             .pass_k
             .iter()
             .map(|p| format!("pass^{} {:.1}%", p.k, p.value * 100.0))
+            .collect();
+        println!("{} runs of each case: {}", s.repeat, ks.join(", "));
+        let ks: Vec<String> = s
+            .pass_at_k
+            .iter()
+            .map(|p| format!("pass@{} {:.1}%", p.k, p.value * 100.0))
             .collect();
         println!("{} runs of each case: {}", s.repeat, ks.join(", "));
     }

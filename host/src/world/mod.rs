@@ -46,6 +46,9 @@ pub struct World {
     /// For a case's overlaid copy: the base world's hash and the overlay
     /// (`hash` is then the overlaid world's).
     pub overlaid: Option<overlay::Record>,
+    /// How its cases' checks, gold comparison and diff compare numbers
+    /// (`numbers = "strict"`; a case's `[expect] numbers` overrides it).
+    pub numbers: compare::Numbers,
 }
 
 impl World {
@@ -143,6 +146,8 @@ struct WorldToml {
     tools: Vec<toml::Spanned<tools::ToolToml>>,
     #[serde(default)]
     service: Option<toml::Spanned<service::ServiceToml>>,
+    #[serde(default)]
+    numbers: compare::Numbers,
 }
 
 #[derive(Deserialize)]
@@ -280,6 +285,7 @@ fn load_checked(world_dir: &Path, expected: Option<(&str, u32)>) -> Result<World
         initial,
         service,
         overlaid: None,
+        numbers: doc.numbers,
     })
 }
 

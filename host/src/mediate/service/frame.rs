@@ -170,9 +170,10 @@ impl state::Host for ServiceData {
         let f = &mut self.frame;
         let filter = object(&where_json, "the query's `where`")?;
         f.reads.push(json!(["query", table, filter]));
-        let rows = &f.table(&table)?.rows;
+        let rows = f.table(&table)?.in_key_order();
         Ok(rows
-            .values()
+            .into_iter()
+            .map(|(_, r)| r)
             .filter(|r| {
                 !f.as_of.hides(r)
                     && filter

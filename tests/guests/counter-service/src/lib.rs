@@ -3,7 +3,8 @@
 //! ends (out of fuel), `clock` answers the call's time and two random
 //! numbers, `refuse` answers a typed tool error after a write (which must
 //! not land), `log` writes a world file and inserts a row, and `fresh`
-//! counts the calls this instance answered, in a static and on the heap.
+//! counts the calls this instance answered, in a static and on the heap;
+//! `keys` lists the counters' ids as `Table::all` orders them.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -22,6 +23,8 @@ static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0
 /// The same, on the heap.
 static HEAP: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
 const EVENTS: Table<Value> = Table::new("events");
+/// The counters as plain JSON (whatever their ids' type).
+const COUNTER_ROWS: Table<Value> = Table::new("counters");
 
 fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
     let id = args["id"].as_str().unwrap_or("c").to_string();
@@ -54,6 +57,11 @@ fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
             heap.extend_from_slice(&[0; 100_000]);
             Ok(json!({"calls": calls, "heap": heap.len() / 100_000}))
         }
+        "keys" => Ok(COUNTER_ROWS
+            .all()?
+            .into_iter()
+            .map(|r| r["id"].clone())
+            .collect()),
         other => Err(ToolError::not_found(format!("no tool `{other}`"))),
     }
 }
