@@ -4,7 +4,8 @@
 
 use crate::case::Case;
 use crate::case::fuzz::FaultSource;
-use crate::grade::{Evidence, Grade, grade};
+use crate::grade::judge::Judging;
+use crate::grade::{Evidence, Grade, grade_judged};
 use crate::log::bundle::Parent;
 use crate::log::bundle::{self, Footer, Header, Status};
 use crate::log::{Event, Recorder};
@@ -90,6 +91,9 @@ pub struct RunOptions<'a> {
     /// Seed of the scripted model's weighted alternatives (default: the
     /// case seed). Recorded in the header.
     pub model_seed: Option<u64>,
+    /// A replay: the recorded grade, whose judges' answers are reused
+    /// (a replay never calls a model).
+    pub recorded_grade: Option<serde_json::Value>,
 }
 
 /// [`run`] with every option.
@@ -174,8 +178,15 @@ pub fn run_with(
     let services = state.med.services;
     let (file, events, chain_hash) = state.med.recorder.finish();
     let final_state = services.world.state;
+    let judging = match &opts.recorded_grade {
+        Some(g) => Judging::Recorded(g),
+        None => Judging::Live {
+            case_dir: case.path.parent().unwrap_or(std::path::Path::new(".")),
+            seed: case.seed,
+        },
+    };
     let graded = case.expect.as_ref().map(|expect| {
-        grade(
+        grade_judged(
             expect,
             &Evidence {
                 status,
@@ -185,6 +196,7 @@ pub fn run_with(
                 final_state: &final_state,
                 gold: gold.as_deref(),
             },
+            &judging,
         )
     });
     let footer = Footer {

@@ -592,3 +592,85 @@ fn trajectories_export_as_json_lines_and_repeats_report_pass_at_k_and_pass_hat_k
         "{xml}"
     );
 }
+
+#[test]
+fn a_scripted_judge_grades_and_its_recorded_answer_regrades_without_the_model() {
+    let root = temp_dir();
+    let worlds = airline(root.path(), "");
+    let calls = json!([{"tool": "set_bags", "args": {"id": "U-1", "bags": 2}}]);
+    let judge = |verdict: &str| {
+        format!(
+            "[expect]\njudge_seed = 11\n[expect.judge_model]\nprovider = \"scripted\"\n\
+             responses = ['{{\"verdict\": \"{verdict}\", \"reason\": \"the agent set {verdict} bags\"}}']\n\
+             [[expect.judge]]\nname = \"bags\"\nrubric = \"The agent set the user's bags to 2.\"\nsees = [\"calls\", \"state:users/U-1\"]\n"
+        )
+    };
+    let case = airline_case(root.path(), calls.clone(), &judge("pass"));
+    let out = run(root.path(), &case, &worlds);
+    out.expect_code(0);
+    let judged = assertions(&out)
+        .into_iter()
+        .find(|a| a["what"] == "judge: bags")
+        .unwrap();
+    assert_eq!(judged["actual"]["reason"], "the agent set pass bags");
+    let request = &judged["judge"]["request"];
+    assert_eq!(request["seed"], 11);
+    let shown = request["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        shown.contains("set_bags {\"bags\":2,\"id\":\"U-1\"}") && shown.contains("\"bags\":2"),
+        "{shown}"
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(root.path(), &id);
+
+    // The judge model now answers `fail`: re-grading uses the recorded
+    // answer and keeps the verdict; --rejudge asks again and keeps a new
+    // record, which later re-grades use.
+    std::fs::write(
+        &case,
+        std::fs::read_to_string(&case)
+            .unwrap()
+            .replace(&judge("pass"), &judge("fail")),
+    )
+    .unwrap();
+    let grade = |extra: &[&str]| {
+        let mut args = vec![
+            OsStr::new("grade"),
+            OsStr::new(&id),
+            OsStr::new("--case"),
+            case.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        worldline(root.path(), args)
+    };
+    let again = grade(&[]);
+    again.expect_code(0);
+    let rejudged = grade(&["--rejudge"]);
+    rejudged.expect_code(1);
+    assert!(
+        rejudged.stdout.contains("the agent set fail bags"),
+        "{rejudged}"
+    );
+    assert!(
+        root.path()
+            .join("grades")
+            .join(&id)
+            .join("1.json")
+            .is_file()
+    );
+    grade(&[]).expect_code(1);
+    // A changed rubric has no recorded answer: it is not judged silently.
+    std::fs::write(
+        &case,
+        std::fs::read_to_string(&case)
+            .unwrap()
+            .replace("to 2.", "to two."),
+    )
+    .unwrap();
+    let changed = grade(&[]);
+    changed.expect_code(1);
+    assert!(changed.stdout.contains("--rejudge"), "{changed}");
+}

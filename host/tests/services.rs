@@ -494,7 +494,8 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
     regrade.expect_code(1);
     assert_eq!(gold_assertion(regrade.json())["actual"], gold["actual"]);
 
-    // A gold call the world refuses makes the gold check fail, saying why.
+    // A gold call the world's service refuses is the case's error (exit
+    // 2, at the gold call, with the service's answer), not the agent's.
     let broken = dir.path().join("broken-gold.toml");
     let text = std::fs::read_to_string(&case).unwrap().replace(
         "amount = 75.0, memo = \"INV-111\" }\n",
@@ -502,14 +503,12 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
     );
     std::fs::write(&broken, text).unwrap();
     let out = common::run_in(dir.path(), &broken, &guest("careful-agent"), &worlds);
-    out.expect_code(1);
-    let why = gold_assertion(out.json())["actual"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    out.expect_code(2);
     assert!(
-        why.starts_with("gold call 1 (transfer ") && why.contains("conflict: insufficient funds"),
-        "{why}"
+        out.stderr.contains("broken-gold.toml:")
+            && out.stderr.contains("gold call 1 (transfer ")
+            && out.stderr.contains("conflict: insufficient funds"),
+        "{out}"
     );
 
     // A gold call naming no tool is refused where the case loads.

@@ -49,6 +49,39 @@ pub struct Expect {
     /// 0) or `weighted` (the passing assertions' share of the weights).
     #[serde(default)]
     pub reward: Reward,
+    /// `[[expect.judge]]`: checks a model judges against a rubric.
+    #[serde(default)]
+    pub judge: Vec<JudgeCheck>,
+    /// `[expect.judge_model]`: the provider that judges (the keys of `[model]`).
+    #[serde(default)]
+    pub judge_model: Option<super::model::ModelConfig>,
+    /// The judge's own seed (sent with each request; scripted alternatives
+    /// draw from it). Default: the case seed.
+    #[serde(default)]
+    pub judge_seed: Option<u64>,
+}
+
+/// A judged check: a rubric, and what the judge is shown.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeCheck {
+    /// A short name for reports (default: the rubric).
+    #[serde(default)]
+    pub name: Option<String>,
+    pub rubric: String,
+    /// What the judge sees: `conversation` (the agent's messages to the
+    /// user and the replies), `output`, `calls` (tool calls and answers),
+    /// `state:TABLE` or `state:TABLE/KEY` (final rows). Default:
+    /// conversation and output.
+    #[serde(default = "default_sees")]
+    pub sees: Vec<String>,
+    /// Weight in a `weighted` reward (default 1).
+    #[serde(default)]
+    pub weight: Option<f64>,
+}
+
+fn default_sees() -> Vec<String> {
+    vec!["conversation".into(), "output".into()]
 }
 
 /// How a grade's reward is computed.
@@ -216,7 +249,9 @@ impl Expect {
         let weights = self.state.iter().map(|s| s.weight);
         let weights = weights
             .chain(self.calls.iter().map(|c| c.weight))
-            .chain(self.any_of.iter().map(|g| g.weight));
+            .chain(self.any_of.iter().map(|g| g.weight))
+            .chain(self.judge.iter().map(|j| j.weight));
+        self.check_judges(world)?;
         for w in weights.flatten() {
             if !(w.is_finite() && w >= 0.0) {
                 return Err(format!("weight {w}: a weight is a number of 0 or more"));
@@ -264,6 +299,46 @@ impl Expect {
                 "status `{status}` is not one of {}",
                 STATUSES.join(", ")
             ));
+        }
+        Ok(())
+    }
+}
+
+impl Expect {
+    /// Judged checks have a rubric, a judge model, and show what exists.
+    fn check_judges(&self, world: &World) -> Result<(), String> {
+        if self.judge.is_empty() {
+            return match self.judge_model {
+                Some(_) => Err("[expect.judge_model] without [[expect.judge]] checks".into()),
+                None => Ok(()),
+            };
+        }
+        let Some(model) = &self.judge_model else {
+            return Err("[[expect.judge]] needs [expect.judge_model]: the provider that judges (the keys of [model])".into());
+        };
+        model
+            .check()
+            .map_err(|e| format!("[expect.judge_model]: {e}"))?;
+        for (i, j) in self.judge.iter().enumerate() {
+            let at = |m: String| format!("[[expect.judge]] #{}: {m}", i + 1);
+            if j.rubric.trim().is_empty() {
+                return Err(at("`rubric` is empty".into()));
+            }
+            for seen in &j.sees {
+                let ok = match seen.strip_prefix("state:") {
+                    Some(place) => {
+                        let table = place.split('/').next().unwrap_or("");
+                        world.initial.tables.contains_key(table)
+                    }
+                    None => ["conversation", "output", "calls"].contains(&seen.as_str()),
+                };
+                if !ok {
+                    return Err(at(format!(
+                        "sees `{seen}`: use conversation, output, calls, state:TABLE or state:TABLE/KEY (a table of {})",
+                        world.reference()
+                    )));
+                }
+            }
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 pub mod conversation;
 pub mod diff;
 pub mod gold;
+pub mod judge;
 pub mod regrade;
 pub mod signature;
 pub mod verdict;
@@ -28,6 +29,9 @@ pub struct Assertion {
     pub passed: bool,
     pub expected: Value,
     pub actual: Value,
+    /// A judged check's request and answer (`grade/judge.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Value>,
 }
 
 /// The grade of one run.
@@ -63,12 +67,19 @@ pub struct Evidence<'a> {
     pub gold: Option<&'a gold::GoldState>,
 }
 
+/// Grade a run, its judged checks answered as `judging` says.
+pub fn grade_judged(expect: &Expect, ev: &Evidence, judging: &judge::Judging) -> Grade {
+    let judged = judge::checks(expect, ev, judging);
+    grade_with(expect, ev, judged)
+}
+
 fn check(what: String, expected: Value, actual: Value, passed: bool) -> Assertion {
     Assertion {
         what,
         passed,
         expected,
         actual,
+        judge: None,
     }
 }
 
@@ -479,8 +490,13 @@ fn reward(how: Reward, passed: bool, out: &[Assertion], weights: &[(usize, f64)]
     }
 }
 
-/// Grade a run against expectations.
+/// Grade a run against expectations (without judged checks).
 pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
+    grade_with(expect, ev, Vec::new())
+}
+
+/// Grade a run, with the assertions of its judged checks.
+fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>) -> Grade {
     let mut out = Vec::new();
     // Weight of each assertion in `out` that declares one.
     let mut weights: Vec<(usize, f64)> = Vec::new();
@@ -539,6 +555,10 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
     }
     if let Some(c) = &expect.conversation {
         out.extend(conversation::checks(c, ev.events));
+    }
+    for (j, a) in expect.judge.iter().zip(judged) {
+        weights.extend(j.weight.map(|w| (out.len(), w)));
+        out.push(a);
     }
     let passed = out.iter().all(|a| a.passed);
     Grade {
