@@ -315,20 +315,16 @@ pub fn print_merged(s: &SuiteSummary) {
     print_totals(s);
 }
 
-/// pass^k with `--repeat`, the model totals when there were model calls,
-/// and `N passed, N failed[, N skipped]`.
+/// pass^k and pass@k with `--repeat`, the model totals when there were
+/// model calls, and `N passed, N failed[, N skipped]`.
 fn print_totals(s: &SuiteSummary) {
-    if !s.pass_k.is_empty() {
-        let ks: Vec<String> = s
-            .pass_k
+    for (mark, figures) in [("^", &s.pass_k), ("@", &s.pass_at_k)] {
+        if figures.is_empty() {
+            continue;
+        }
+        let ks: Vec<String> = figures
             .iter()
-            .map(|p| format!("pass^{} {:.1}%", p.k, p.value * 100.0))
-            .collect();
-        println!("{} runs of each case: {}", s.repeat, ks.join(", "));
-        let ks: Vec<String> = s
-            .pass_at_k
-            .iter()
-            .map(|p| format!("pass@{} {:.1}%", p.k, p.value * 100.0))
+            .map(|p| format!("pass{mark}{} {:.1}%", p.k, p.value * 100.0))
             .collect();
         println!("{} runs of each case: {}", s.repeat, ks.join(", "));
     }
