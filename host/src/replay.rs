@@ -125,6 +125,7 @@ pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<Rep
             script: Some(script),
             faults: rec.bundle.header.fuzz.clone(),
             model_seed: rec.bundle.header.model_seed,
+            recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.clone()),
             ..RunOptions::default()
         },
     )?;

@@ -4,7 +4,8 @@
 
 use crate::case::Case;
 use crate::case::fuzz::FaultSource;
-use crate::grade::{Evidence, Grade, grade};
+use crate::grade::judge::Judging;
+use crate::grade::{Evidence, Grade, grade_judged};
 use crate::log::bundle::Parent;
 use crate::log::bundle::{self, Footer, Header, Status};
 use crate::log::{Event, Recorder};
@@ -91,6 +92,9 @@ pub struct RunOptions<'a> {
     /// Seed of the scripted model's weighted alternatives (default: the
     /// case seed). Recorded in the header.
     pub model_seed: Option<u64>,
+    /// A replay: the recorded grade, whose judges' answers are reused
+    /// (a replay never calls a model).
+    pub recorded_grade: Option<serde_json::Value>,
 }
 
 /// [`run`] with every option.
@@ -101,6 +105,8 @@ pub fn run_with(
     opts: RunOptions,
 ) -> Result<RunOutcome> {
     let store_dir = opts.store;
+    // Before the agent runs: a gold call that fails is the case's error.
+    let gold = crate::grade::gold::for_case(sandbox, case)?;
     let mut header = header_for(sandbox, agent, case);
     header.parent = opts.parent;
     header.fuzz = opts.faults;
@@ -173,13 +179,15 @@ pub fn run_with(
     let services = state.med.services;
     let (file, events, chain_hash) = state.med.recorder.finish();
     let final_state = services.world.state;
-    let gold = case
-        .expect
-        .as_ref()
-        .filter(|e| !e.gold.is_empty())
-        .map(|_| crate::grade::gold::gold_state(sandbox, case));
+    let judging = match &opts.recorded_grade {
+        Some(g) => Judging::Recorded(g),
+        None => Judging::Live {
+            case_dir: case.path.parent().unwrap_or(std::path::Path::new(".")),
+            seed: case.seed,
+        },
+    };
     let graded = case.expect.as_ref().map(|expect| {
-        grade(
+        grade_judged(
             expect,
             &Evidence {
                 status,
@@ -189,6 +197,7 @@ pub fn run_with(
                 final_state: &final_state,
                 gold: gold.as_deref(),
             },
+            &judging,
         )
     });
     let footer = Footer {
@@ -283,6 +292,8 @@ fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             Stop::MemoryLimit { .. } => (Status::MemoryLimit, fault.to_string()),
             Stop::Exit(_) => (Status::Exited, fault.to_string()),
             Stop::EventLimit(_) => (Status::Trapped, fault.to_string()),
+            Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
+            Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
             Stop::Timeout => (Status::Timeout, fault.to_string()),
             Stop::Bundle(_) => anyhow::bail!("{fault}"),
             Stop::Diverged | Stop::ReplayEnd | Stop::ModelMiss => {

@@ -4,30 +4,14 @@
 
 mod common;
 
-use common::{guest, temp_dir, worldline, worlds_dir, write_case};
+use common::{
+    guest, load_error, make_world, temp_dir, toml_inline, worldline, worlds_dir, write_case,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 fn caller() -> PathBuf {
     guest("caller-agent")
-}
-
-/// A JSON value as a TOML inline value.
-fn toml_inline(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let fields: Vec<String> = m
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", toml_inline(v)))
-                .collect();
-            format!("{{ {} }}", fields.join(", "))
-        }
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
-        ),
-        other => other.to_string(),
-    }
 }
 
 /// A demo-world case whose task is the given calls, plus extra TOML.
@@ -359,40 +343,9 @@ fn test_command_prints_a_line_per_case_and_writes_junit() {
     assert!(xml.contains("<failure message=\"tickets/T-1.status equals: expected &quot;open&quot;, got &quot;closed&quot;\""), "{xml}");
 }
 
-/// Write a world `w@v1` under `root/worlds` with the given world.toml and files.
-fn make_world(root: &Path, toml_text: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = root.join("worlds/w/v1");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("world.toml"), toml_text).unwrap();
-    for (rel, text) in files {
-        let p = dir.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    root.join("worlds")
-}
-
 const SMALL_WORLD: &str =
     "name = \"w\"\nversion = 1\n[tables.t]\nkey = \"id\"\nrows = \"data/t.jsonl\"\n";
 const SMALL_CASE: &str = "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n";
-
-/// Load the world through a run (no agent needed: input errors come first).
-fn load_error(root: &Path, case_text: &str) -> common::CliOutput {
-    let case = write_case(root, "case", case_text);
-    let agent = root.join("missing.wasm");
-    let out = worldline(
-        root,
-        [
-            "run".as_ref(),
-            case.as_os_str(),
-            "--agent".as_ref(),
-            agent.as_os_str(),
-        ],
-    );
-    out.expect_code(2);
-    assert_eq!(out.stderr.lines().count(), 1, "one line of cause: {out}");
-    out
-}
 
 #[test]
 fn worlds_cannot_read_outside_their_folder() {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{guest, read_bundle, temp_dir, workspace_root, worldline};
+use common::{guest, read_bundle, temp_dir, toml_inline, workspace_root, worldline};
 use serde_json::{Value, json};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -52,24 +52,6 @@ fn counters_case(root: &Path, calls: Value, extra: &str) -> PathBuf {
     )
     .unwrap();
     path
-}
-
-/// A JSON value as a TOML inline value.
-fn toml_inline(v: &Value) -> String {
-    match v {
-        Value::Object(m) => format!(
-            "{{ {} }}",
-            m.iter()
-                .map(|(k, v)| format!("{k} = {}", toml_inline(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
-        ),
-        other => other.to_string(),
-    }
 }
 
 /// The tool-call events of a bundle, by tool name, in order.
@@ -512,7 +494,8 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
     regrade.expect_code(1);
     assert_eq!(gold_assertion(regrade.json())["actual"], gold["actual"]);
 
-    // A gold call the world refuses makes the gold check fail, saying why.
+    // A gold call the world's service refuses is the case's error (exit
+    // 2, at the gold call, with the service's answer), not the agent's.
     let broken = dir.path().join("broken-gold.toml");
     let text = std::fs::read_to_string(&case).unwrap().replace(
         "amount = 75.0, memo = \"INV-111\" }\n",
@@ -520,14 +503,12 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
     );
     std::fs::write(&broken, text).unwrap();
     let out = common::run_in(dir.path(), &broken, &guest("careful-agent"), &worlds);
-    out.expect_code(1);
-    let why = gold_assertion(out.json())["actual"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    out.expect_code(2);
     assert!(
-        why.starts_with("gold call 1 (transfer ") && why.contains("conflict: insufficient funds"),
-        "{why}"
+        out.stderr.contains("broken-gold.toml:")
+            && out.stderr.contains("gold call 1 (transfer ")
+            && out.stderr.contains("conflict: insufficient funds"),
+        "{out}"
     );
 
     // A gold call naming no tool is refused where the case loads.
@@ -757,4 +738,72 @@ fn fuzzing_the_payments_world_finds_the_naive_double_payment_and_its_reproducer_
         careful.json()["summary"]["failed"].as_u64().unwrap() < summary["failed"].as_u64().unwrap(),
         "{careful}"
     );
+}
+
+/// The counters world with twelve counters keyed `1` … `12` whose `n`
+/// only adds up to 0 when folded in key order (`1e16 + 1` is `1e16` in
+/// floating point), a `list_counters` query tool and the service's `keys`.
+fn twelve_counters(root: &Path, service: &Path) -> PathBuf {
+    let worlds = world_with_service(
+        root,
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        service,
+    );
+    let world = worlds.join("counters/v1");
+    let rows: String = (1..=12)
+        .map(|k| {
+            let n = match k {
+                1 => json!(1e16),
+                10 => json!(-1e16),
+                11 | 12 => json!(0),
+                _ => json!(1.0),
+            };
+            format!("{}\n", json!({"id": k, "n": n}))
+        })
+        .collect();
+    std::fs::write(world.join("counters.jsonl"), rows).unwrap();
+    let mut toml = std::fs::read_to_string(world.join("world.toml")).unwrap();
+    toml.push_str(
+        "\n[[tools]]\nname = \"keys\"\nop = \"service\"\nmutates = false\n\
+         \n[[tools]]\nname = \"list_counters\"\nop = \"query\"\ntable = \"counters\"\n",
+    );
+    std::fs::write(world.join("world.toml"), toml).unwrap();
+    worlds
+}
+
+/// One row order everywhere: a service's `Table::all` / `Table.query()`,
+/// a declarative query and the grader's `sum` take rows in key order
+/// (numeric keys numerically: 1, 2, …, 10, 11, 12), not in the text order
+/// of their keys (1, 10, 11, 12, 2, …).
+#[test]
+fn services_queries_and_the_graders_sum_take_rows_in_key_order() {
+    let key_order: Vec<Value> = (1..=12).map(|k| json!(k)).collect();
+    for service in [guest("counter-service"), python_service()] {
+        let dir = temp_dir();
+        let worlds = twelve_counters(dir.path(), &service);
+        let calls = json!([
+            {"tool": "keys", "args": {}},
+            {"tool": "list_counters", "args": {}},
+        ]);
+        let expect = "[[expect.state]]\ntable = \"counters\"\nsum = \"n\"\nequals = 0\n";
+        let case = counters_case(dir.path(), calls, &format!("[expect]\n{expect}"));
+        let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
+        let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            answers[0]["ok"],
+            json!(key_order),
+            "{}: {answers}",
+            service.display()
+        );
+        let listed: Vec<Value> = answers[1]["ok"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].clone())
+            .collect();
+        assert_eq!(listed, key_order);
+        // Folded in text order the sum would be 8.
+        out.expect_code(0);
+    }
 }

@@ -2,8 +2,9 @@
 //! assertions, tables or rows that must stay unchanged (collateral damage),
 //! calls attempted or not, and the output.
 
+use super::conditions::conditions;
 use crate::path::JsonPath;
-use crate::world::compare::Op;
+use crate::world::compare::Numbers;
 use crate::world::{self, World};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -23,9 +24,10 @@ pub struct Expect {
     pub calls: Vec<CallCheck>,
     #[serde(default)]
     pub output: Option<OutputCheck>,
-    /// `[[expect.gold]]`: the calls that solve the case (`case/gold.rs`).
-    #[serde(default)]
-    pub gold: Vec<super::gold::GoldCall>,
+    /// `[[expect.gold]]`: the calls that solve the case (`case/gold.rs`),
+    /// each with its place in the file; an empty list is refused.
+    #[serde(default, deserialize_with = "super::gold::non_empty")]
+    pub gold: Vec<toml::Spanned<super::gold::GoldCall>>,
     /// What the gold comparison leaves out: tables (`notes`) and fields
     /// (`transfers.at`, `*.created_at`).
     #[serde(default)]
@@ -34,6 +36,82 @@ pub struct Expect {
     /// approvals, the user's satisfaction.
     #[serde(default)]
     pub conversation: Option<super::expect_conversation::ConversationCheck>,
+    /// How numbers compare in every check, the gold comparison and the
+    /// diff: `by_value` (`2` equals `2.0`) or `strict`. Default: the
+    /// world's `numbers` (filled in when the case loads).
+    #[serde(default)]
+    pub numbers: Option<Numbers>,
+    /// `[[expect.any_of]]`: groups of assertions, each passing when at
+    /// least one of its assertions passes.
+    #[serde(default)]
+    pub any_of: Vec<AnyOf>,
+    /// The grade's reward: `binary` (1 when every assertion passes, else
+    /// 0) or `weighted` (the passing assertions' share of the weights).
+    #[serde(default)]
+    pub reward: Reward,
+    /// `[[expect.judge]]`: checks a model judges against a rubric.
+    #[serde(default)]
+    pub judge: Vec<JudgeCheck>,
+    /// `[expect.judge_model]`: the provider that judges (the keys of `[model]`).
+    #[serde(default)]
+    pub judge_model: Option<super::model::ModelConfig>,
+    /// The judge's own seed (sent with each request; scripted alternatives
+    /// draw from it). Default: the case seed.
+    #[serde(default)]
+    pub judge_seed: Option<u64>,
+}
+
+/// A judged check: a rubric, and what the judge is shown.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeCheck {
+    /// A short name for reports (default: the rubric).
+    #[serde(default)]
+    pub name: Option<String>,
+    pub rubric: String,
+    /// What the judge sees: `conversation` (the agent's messages to the
+    /// user and the replies), `output`, `calls` (tool calls and answers),
+    /// `state:TABLE` or `state:TABLE/KEY` (final rows). Default:
+    /// conversation and output.
+    #[serde(default = "default_sees")]
+    pub sees: Vec<String>,
+    /// Weight in a `weighted` reward (default 1).
+    #[serde(default)]
+    pub weight: Option<f64>,
+}
+
+fn default_sees() -> Vec<String> {
+    vec!["conversation".into(), "output".into()]
+}
+
+/// How a grade's reward is computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reward {
+    #[default]
+    Binary,
+    Weighted,
+}
+
+/// An OR group: `state` and `calls` assertions of which one must pass.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnyOf {
+    #[serde(default)]
+    pub state: Vec<StateCheck>,
+    #[serde(default)]
+    pub calls: Vec<CallCheck>,
+    /// Weight in a `weighted` reward (default 1).
+    #[serde(default)]
+    pub weight: Option<f64>,
+}
+
+/// Which of the rows matching a `where` a check judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pick {
+    First,
+    Last,
 }
 
 /// An assertion on the final state: a row, a field, a row count, a file.
@@ -76,6 +154,19 @@ pub struct StateCheck {
     /// Compare text without regard to case (`equals`, `contains`, `where`).
     #[serde(default)]
     pub ignore_case: bool,
+    /// This check's number comparison (default: the case's).
+    #[serde(default)]
+    pub numbers: Option<Numbers>,
+    /// With `where` instead of `key`: judge the first or the last matching
+    /// row, in key order or by `order_by`.
+    #[serde(default)]
+    pub row: Option<Pick>,
+    /// The field (path) `row` orders the matching rows by (default: key).
+    #[serde(default)]
+    pub order_by: Option<String>,
+    /// Weight in a `weighted` reward (default 1).
+    #[serde(default)]
+    pub weight: Option<f64>,
 }
 
 /// An assertion on the tool calls the agent made.
@@ -96,6 +187,9 @@ pub struct CallCheck {
     /// Count only denied calls (`true`) or only allowed ones (`false`).
     #[serde(default)]
     pub denied: Option<bool>,
+    /// Weight in a `weighted` reward (default 1).
+    #[serde(default)]
+    pub weight: Option<f64>,
 }
 
 /// An assertion on the agent's output.
@@ -138,6 +232,8 @@ const STATUSES: &[&str] = &[
     "memory_limit",
     "timeout",
     "exited",
+    "step_limit",
+    "error_limit",
 ];
 
 impl Expect {
@@ -148,13 +244,37 @@ impl Expect {
             s.check(&tables)?;
         }
         for c in &self.calls {
-            c.check()?;
-            if !world::names_a_tool(&c.tool, &world.tools) {
-                return Err(format!(
-                    "calls: tool `{}` names no tool of {}",
-                    c.tool,
-                    world.reference()
+            c.check_against(world)?;
+        }
+        let weights = self.state.iter().map(|s| s.weight);
+        let weights = weights
+            .chain(self.calls.iter().map(|c| c.weight))
+            .chain(self.any_of.iter().map(|g| g.weight))
+            .chain(self.judge.iter().map(|j| j.weight));
+        self.check_judges(world)?;
+        for w in weights.flatten() {
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(format!("weight {w}: a weight is a number of 0 or more"));
+            }
+            if self.reward != Reward::Weighted {
+                return Err(
+                    "`weight` counts in a weighted reward: add `reward = \"weighted\"` to [expect]"
+                        .into(),
+                );
+            }
+        }
+        for (i, group) in self.any_of.iter().enumerate() {
+            let at = |m: String| format!("[[expect.any_of]] #{}: {m}", i + 1);
+            if group.state.len() + group.calls.len() < 2 {
+                return Err(at(
+                    "an any_of group needs two or more assertions ([[expect.any_of.state]], [[expect.any_of.calls]])".into(),
                 ));
+            }
+            for s in &group.state {
+                s.check(&tables).map_err(at)?;
+            }
+            for c in &group.calls {
+                c.check_against(world).map_err(at)?;
             }
         }
         if let Some(o) = &self.output {
@@ -179,6 +299,46 @@ impl Expect {
                 "status `{status}` is not one of {}",
                 STATUSES.join(", ")
             ));
+        }
+        Ok(())
+    }
+}
+
+impl Expect {
+    /// Judged checks have a rubric, a judge model, and show what exists.
+    fn check_judges(&self, world: &World) -> Result<(), String> {
+        if self.judge.is_empty() {
+            return match self.judge_model {
+                Some(_) => Err("[expect.judge_model] without [[expect.judge]] checks".into()),
+                None => Ok(()),
+            };
+        }
+        let Some(model) = &self.judge_model else {
+            return Err("[[expect.judge]] needs [expect.judge_model]: the provider that judges (the keys of [model])".into());
+        };
+        model
+            .check()
+            .map_err(|e| format!("[expect.judge_model]: {e}"))?;
+        for (i, j) in self.judge.iter().enumerate() {
+            let at = |m: String| format!("[[expect.judge]] #{}: {m}", i + 1);
+            if j.rubric.trim().is_empty() {
+                return Err(at("`rubric` is empty".into()));
+            }
+            for seen in &j.sees {
+                let ok = match seen.strip_prefix("state:") {
+                    Some(place) => {
+                        let table = place.split('/').next().unwrap_or("");
+                        world.initial.tables.contains_key(table)
+                    }
+                    None => ["conversation", "output", "calls"].contains(&seen.as_str()),
+                };
+                if !ok {
+                    return Err(at(format!(
+                        "sees `{seen}`: use conversation, output, calls, state:TABLE or state:TABLE/KEY (a table of {})",
+                        world.reference()
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -223,6 +383,21 @@ impl StateCheck {
             check_path("where", k)?;
             conditions(v).map_err(|m| format!("where `{k}`: {m}"))?;
         }
+        if let Some(f) = &self.order_by {
+            check_path("order_by", f)?;
+            if self.row.is_none() {
+                return Err(format!(
+                    "order_by `{f}` goes with `row = \"first\"` or `\"last\"`"
+                ));
+            }
+        }
+        if self.row.is_some()
+            && (self.key.is_some() || self.sum.is_some() || self.count.is_some() || bounds)
+        {
+            return Err(
+                "row = \"first\"/\"last\" picks a row among those matching `where`: give it no key, sum, count or min/max, and one of equals, contains, exists, absent".into(),
+            );
+        }
         match (&self.table, &self.file) {
             (Some(t), None) => {
                 if !tables.contains(&t) {
@@ -232,9 +407,9 @@ impl StateCheck {
                 if counting && self.key.is_some() {
                     return Err("count goes with a table (and `where`), not with a key".into());
                 }
-                if !counting && self.sum.is_none() && self.key.is_none() {
+                if !counting && self.sum.is_none() && self.key.is_none() && self.row.is_none() {
                     return Err(format!(
-                        "name the row: add `key` (or use `count` for table `{t}`)"
+                        "name the row: add `key`, or `where` with `row = \"first\"`/`\"last\"` (or use `count` for table `{t}`)"
                     ));
                 }
                 Ok(())
@@ -246,6 +421,19 @@ impl StateCheck {
 }
 
 impl CallCheck {
+    /// [`check`](Self::check), and the tool (or glob) names a tool of `world`.
+    pub fn check_against(&self, world: &World) -> Result<(), String> {
+        self.check()?;
+        if !world::names_a_tool(&self.tool, &world.tools) {
+            return Err(format!(
+                "calls: tool `{}` names no tool of {}",
+                self.tool,
+                world.reference()
+            ));
+        }
+        Ok(())
+    }
+
     pub fn check(&self) -> Result<(), String> {
         let tests = [
             self.attempted.is_some(),
@@ -269,43 +457,6 @@ impl OutputCheck {
         }
         Ok(())
     }
-}
-
-/// The operators of a `where` entry and whether text compares without
-/// regard to case.
-pub type Conditions<'a> = (Vec<(Op, &'a Value)>, bool);
-
-/// The operators of one `where` entry: a table of operators
-/// (`{ gt = 100, ignore_case = true }`) or, for any other value, equality.
-/// The flag says whether text compares without regard to case.
-pub fn conditions(spec: &Value) -> Result<Conditions<'_>, String> {
-    let Value::Object(m) = spec else {
-        return Ok((vec![(Op::Eq, spec)], false));
-    };
-    let is_op = |k: &str| k == "ignore_case" || Op::named(k).is_some();
-    if m.is_empty() || !m.keys().any(|k| is_op(k)) {
-        return Ok((vec![(Op::Eq, spec)], false));
-    }
-    if let Some(k) = m.keys().find(|k| !is_op(k)) {
-        let names: Vec<&str> = Op::ALL.iter().map(|(n, _)| *n).collect();
-        return Err(format!(
-            "unknown operator `{k}` (operators: {}, ignore_case; to compare with a table, write {{ eq = {{ ... }} }})",
-            names.join(", ")
-        ));
-    }
-    let ignore_case = match m.get("ignore_case") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(format!("ignore_case must be true or false, found {other}")),
-    };
-    let ops = m
-        .iter()
-        .filter_map(|(k, v)| Op::named(k).map(|op| (op, v)))
-        .collect::<Vec<_>>();
-    if ops.is_empty() {
-        return Err("ignore_case needs an operator beside it (eq, ne, ...)".into());
-    }
-    Ok((ops, ignore_case))
 }
 
 fn check_path(what: &str, path: &str) -> Result<(), String> {

@@ -3,7 +3,7 @@
 //! leaves out (graded in `grade/gold.rs`).
 
 use crate::world::World;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 /// One gold tool call.
@@ -13,6 +13,22 @@ pub struct GoldCall {
     pub tool: String,
     #[serde(default)]
     pub args: Map<String, Value>,
+}
+
+/// The gold calls of `[[expect.gold]]`; `gold = []` checks nothing, so it
+/// is an input error that says how to assert "nothing changed".
+pub fn non_empty<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<toml::Spanned<GoldCall>>, D::Error> {
+    let calls = Vec::<toml::Spanned<GoldCall>>::deserialize(d)?;
+    if calls.is_empty() {
+        return Err(serde::de::Error::custom(
+            "`gold = []` lists no gold calls, so it checks nothing; to assert that the agent \
+             changed nothing, name the tables (or rows, `table/key`) in \
+             `unchanged = [...]`, or drop `gold`",
+        ));
+    }
+    Ok(calls)
 }
 
 /// One `gold_ignore` entry: a whole table, or a field of every row of a
@@ -33,8 +49,12 @@ pub fn ignore_of(entry: &str) -> Ignore<'_> {
 
 /// Every gold call names a tool of the world, and every ignored table is
 /// one of its tables.
-pub fn check(gold: &[GoldCall], ignore: &[String], world: &World) -> Result<(), String> {
-    for (i, g) in gold.iter().enumerate() {
+pub fn check(
+    gold: &[toml::Spanned<GoldCall>],
+    ignore: &[String],
+    world: &World,
+) -> Result<(), String> {
+    for (i, g) in gold.iter().map(toml::Spanned::get_ref).enumerate() {
         if world.tool(&g.tool).is_none() {
             return Err(format!(
                 "gold call {}: no tool `{}` in {}",

@@ -1,7 +1,9 @@
 //! `[limits]`: the resources one run may use, each checked against the
 //! range worldline can honour (a zero timeout, a clock tick that would run
 //! time past the year 9999, an output cap that would hold gigabytes in
-//! memory), with the line and column of a value out of range.
+//! memory), with the line and column of a value out of range; and the
+//! step and tool-error limits benchmarks end their runs at (`max_steps`
+//! over the kinds of call `steps` names, `max_errors`).
 
 use crate::error::InputError;
 use serde::Deserialize;
@@ -25,6 +27,37 @@ pub struct Limits {
     pub max_events: u64,
     /// Virtual time each host call takes, in microseconds.
     pub tick_us: u64,
+    /// Most steps (the calls `steps` counts) a run may take; the next one
+    /// ends it with status `step_limit`.
+    pub max_steps: Option<u64>,
+    /// Which calls are steps.
+    pub steps: Steps,
+    /// Most tool errors a run may get; the next one ends it with status
+    /// `error_limit`.
+    pub max_errors: Option<u64>,
+}
+
+/// Which calls count towards `max_steps`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Steps {
+    /// Model calls (`model.complete`).
+    Model,
+    /// Tool calls (`tools.call`).
+    Tools,
+    /// Both (the default).
+    #[default]
+    Both,
+}
+
+impl Steps {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Steps::Model => "model",
+            Steps::Tools => "tools",
+            Steps::Both => "both",
+        }
+    }
 }
 
 impl Default for Limits {
@@ -36,6 +69,9 @@ impl Default for Limits {
             stdout_bytes: 64 * 1024,
             max_events: 200_000,
             tick_us: 1_000,
+            max_steps: None,
+            steps: Steps::Both,
+            max_errors: None,
         }
     }
 }
@@ -50,6 +86,10 @@ pub struct LimitsToml {
     stdout_bytes: Option<Spanned<u64>>,
     max_events: Option<Spanned<u64>>,
     tick_us: Option<Spanned<u64>>,
+    max_steps: Option<Spanned<u64>>,
+    #[serde(default)]
+    steps: Option<Steps>,
+    max_errors: Option<Spanned<u64>>,
 }
 
 /// The ranges each limit must be in (inclusive), and why.
@@ -62,6 +102,8 @@ const TIMEOUT_MS: (u64, u64) = (1, 86_400_000);
 pub const MAX_STDOUT_BYTES: u64 = 16 << 20;
 /// Every event is held in memory until the footer.
 const MAX_EVENTS: (u64, u64) = (1, 5_000_000);
+/// A step or error limit is a count of events (at least one step).
+const MAX_STEPS: (u64, u64) = (1, MAX_EVENTS.1);
 /// An hour per call: at most events keep virtual time far inside 9999.
 const TICK_US: (u64, u64) = (0, 3_600_000_000);
 
@@ -100,6 +142,17 @@ impl LimitsToml {
             )? as usize,
             max_events: pick(&self.max_events, "max_events", d.max_events, MAX_EVENTS)?,
             tick_us: pick(&self.tick_us, "tick_us", d.tick_us, TICK_US)?,
+            max_steps: self
+                .max_steps
+                .as_ref()
+                .map(|_| pick(&self.max_steps, "max_steps", 0, MAX_STEPS))
+                .transpose()?,
+            steps: self.steps.unwrap_or_default(),
+            max_errors: self
+                .max_errors
+                .as_ref()
+                .map(|_| pick(&self.max_errors, "max_errors", 0, (0, MAX_STEPS.1)))
+                .transpose()?,
         })
     }
 }
@@ -122,6 +175,8 @@ mod tests {
             ("stdout_bytes = 2_000_000_000", "stdout_bytes"),
             ("tick_us = 9223372036854775807", "tick_us"),
             ("max_events = 0", "max_events"),
+            ("max_steps = 0", "max_steps"),
+            ("max_errors = 5_000_001", "max_errors"),
         ] {
             let e = check(text).unwrap_err();
             assert!(e.message.contains(name), "{e}");

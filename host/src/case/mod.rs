@@ -3,6 +3,7 @@
 //! the model script, injected responses and the expectations.
 
 pub mod approve;
+pub mod conditions;
 pub mod discover;
 pub mod expect;
 pub mod expect_conversation;
@@ -278,6 +279,7 @@ pub fn parse_all(
                 return Err(problems);
             }
         };
+    let world_numbers = world.numbers;
     Ok(Case {
         path: path.to_path_buf(),
         hash: canon::sha256_hex(text.as_bytes()),
@@ -296,7 +298,11 @@ pub fn parse_all(
         model: doc.model.map(|m| m.into_inner()).unwrap_or_default(),
         model_overrides: BTreeMap::new(),
         inject,
-        expect: doc.expect.map(|e| e.into_inner()),
+        expect: doc.expect.map(|e| {
+            let mut e = e.into_inner();
+            e.numbers = e.numbers.or(Some(world_numbers));
+            e
+        }),
         fuzz,
         user: doc.user.map(|u| u.into_inner()),
         approve: doc.approve.into_iter().map(|a| a.into_inner()).collect(),

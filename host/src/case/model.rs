@@ -97,11 +97,25 @@ impl Default for ModelConfig {
 }
 
 /// One scripted reply: a text, or a table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Reply {
     Text(String),
     Full(ReplyTable),
+}
+
+/// Text, or a table read as [`ReplyTable`], so that an unknown key is
+/// refused by name with the keys allowed (an untagged enum would only say
+/// that nothing matched).
+impl<'de> Deserialize<'de> for Reply {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(text) => Ok(Reply::Text(text)),
+            other => ReplyTable::deserialize(other)
+                .map(Reply::Full)
+                .map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 /// A scripted reply with tool calls, or a scripted provider error.

@@ -147,6 +147,7 @@ impl UserConfig {
     /// Check what serde cannot: each rule answers one way, paths and
     /// patterns parse, a model user has a provider.
     pub fn check(&self) -> Result<(), String> {
+        self.only_keys_of_its_player()?;
         for (i, rule) in self.rules.iter().enumerate() {
             let at = format!("[[user.rules]] #{}", i + 1);
             let line = rule.line();
@@ -202,6 +203,42 @@ impl UserConfig {
                 Err("[user.model] is for played_by = \"model\"; this user is scripted".into())
             }
             (PlayedBy::Scripted, None) => Ok(()),
+        }
+    }
+}
+
+impl UserConfig {
+    /// Refuse the keys of the other kind of user (a scripted user with a
+    /// `persona` would silently ignore it), naming the keys this one takes.
+    fn only_keys_of_its_player(&self) -> Result<(), String> {
+        let d = UserConfig::default();
+        let (given, takes, what) = match self.played_by {
+            PlayedBy::Scripted => (
+                vec![
+                    ("persona", !self.persona.is_empty()),
+                    (
+                        "satisfied_marker",
+                        self.satisfied_marker != d.satisfied_marker,
+                    ),
+                    ("end_marker", self.end_marker != d.end_marker),
+                ],
+                "played_by, rules, default, max_turns, latency_ms",
+                "played_by = \"model\"",
+            ),
+            PlayedBy::Model => (
+                vec![
+                    ("rules", !self.rules.is_empty()),
+                    ("default", self.default.is_some()),
+                ],
+                "played_by, persona, model, satisfied_marker, end_marker, max_turns, latency_ms",
+                "a scripted user (played_by = \"scripted\", the default)",
+            ),
+        };
+        match given.iter().find(|(_, g)| *g) {
+            Some((key, _)) => Err(format!(
+                "[user] `{key}` is for {what}; this user takes: {takes}"
+            )),
+            None => Ok(()),
         }
     }
 }
@@ -285,6 +322,18 @@ mod tests {
         );
         let model = user("played_by = 'model'");
         assert!(model.check().unwrap_err().contains("[user.model]"));
+        let persona = user("persona = 'a frequent flyer'\ndefault = 'ok'");
+        assert_eq!(
+            persona.check().unwrap_err(),
+            "[user] `persona` is for played_by = \"model\"; this user takes: played_by, rules, default, max_turns, latency_ms"
+        );
+        let rules = user("played_by = 'model'\n[[rules]]\nreply = 'a'");
+        assert!(
+            rules
+                .check()
+                .unwrap_err()
+                .starts_with("[user] `rules` is for a scripted user")
+        );
     }
 
     #[test]

@@ -1,22 +1,40 @@
-//! `worldline export RUN -o FILE` and `worldline import FILE`.
+//! `worldline export RUN -o FILE` (a portable run, or with `--format
+//! trajectories` the runs as JSON Lines of training data) and
+//! `worldline import FILE`.
 
 use super::Common;
 use super::redact_opts::RedactArgs;
 use crate::error::{ExitCode, InputError};
 use crate::export;
+use crate::log::bundle;
+use crate::report::trajectory::Trajectory;
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
 
+/// What `export` writes.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One run and every object it needs, for `import` elsewhere.
+    Worldline,
+    /// JSON Lines, one run a line: case, seed, task, chat messages with
+    /// tool calls and results, verdict, checks and reward.
+    Trajectories,
+}
+
 #[derive(Args)]
 pub struct ExportArgs {
-    /// Run id (or a unique prefix), or a bundle path.
-    pub run: String,
+    /// Run id (or a unique prefix), or a bundle path; with `--format
+    /// trajectories`, one or more.
+    #[arg(required = true)]
+    pub run: Vec<String>,
     /// The file to write.
     #[arg(short, long)]
     pub output: PathBuf,
+    #[arg(long, value_enum, default_value = "worldline")]
+    pub format: Format,
     /// Export a redacted copy (the store's redact.toml, or --redact FILE),
     /// labelled as such, with the agent but not the case and world.
     #[arg(long)]
@@ -39,6 +57,26 @@ pub struct ImportArgs {
 
 pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    if args.format == Format::Trajectories {
+        if args.redacted {
+            return Err(InputError::new(
+                &args.output,
+                "--redacted exports a portable run; trajectories of a redacted copy: export it, import it, and export its trajectory",
+            )
+            .into());
+        }
+        return export_trajectories(&store, &args);
+    }
+    let [run] = args.run.as_slice() else {
+        return Err(InputError::new(
+            &args.output,
+            format!(
+                "a portable export holds one run ({} given); export each to its own file, or use --format trajectories",
+                args.run.len()
+            ),
+        )
+        .into());
+    };
     let mut redactor = if args.redacted {
         let r = args.redaction.redactor(&store)?;
         if r.is_none() {
@@ -52,7 +90,7 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let id = export::export(&store, &args.run, &args.output, redactor.as_mut())?;
+    let id = export::export(&store, run, &args.output, redactor.as_mut())?;
     if args.common.json {
         println!(
             "{}",
@@ -62,6 +100,46 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
         println!("exported a redacted copy {id} to {}", args.output.display());
     } else {
         println!("exported {id} to {}", args.output.display());
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// `export --format trajectories`: a JSON line per run, in the order given.
+fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> {
+    let mut text = String::new();
+    let mut ids = Vec::new();
+    for run in &args.run {
+        let path = store.resolve_run(run)?;
+        let b = bundle::read(&path).map_err(InputError::from)?;
+        let id = path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        // The task from the recorded case file (absent when collected).
+        let task = store
+            .get_object(&b.header.case_hash)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
+            .and_then(|t| serde_json::to_value(t.get("task")?).ok())
+            .unwrap_or(serde_json::Value::Null);
+        let line = serde_json::to_value(Trajectory::of(&id, &b, task))?;
+        text.push_str(&serde_json::to_string(&line)?);
+        text.push('\n');
+        ids.push(id);
+    }
+    crate::durable::write(&args.output, text.as_bytes())
+        .map_err(|e| InputError::new(&args.output, format!("cannot write: {e}")))?;
+    if args.common.json {
+        println!(
+            "{}",
+            json!({"runs": ids, "file": args.output.display().to_string(), "format": "trajectories"})
+        );
+    } else {
+        println!(
+            "exported {} trajectories to {}",
+            ids.len(),
+            args.output.display()
+        );
     }
     Ok(ExitCode::Ok)
 }

@@ -5,6 +5,7 @@
 use super::Common;
 use crate::case::{self, Case};
 use crate::error::{ExitCode, InputError};
+use crate::grade::judge::Judging;
 use crate::grade::regrade::regrade;
 use crate::grade::verdict;
 use crate::log::bundle;
@@ -25,6 +26,11 @@ pub struct GradeArgs {
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
+    /// Ask the judge model again for `[[expect.judge]]` checks (without it,
+    /// their recorded answers are used); the new grade is kept in the
+    /// store beside the recorded one.
+    #[arg(long)]
+    pub rejudge: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -35,6 +41,34 @@ fn find_case(dir: &Path, hash: &str) -> Option<PathBuf> {
     files
         .into_iter()
         .find(|f| std::fs::read(f).is_ok_and(|b| crate::canon::sha256_hex(b) == hash))
+}
+
+/// `grades/<run>/`: the grades `--rejudge` made of a run, `1.json`, `2.json`, …
+fn regrades_dir(store: &StoreDir, run_id: &str) -> PathBuf {
+    store.root.join("grades").join(run_id)
+}
+
+/// The newest grade `--rejudge` kept for a run.
+fn latest_regrade(store: &StoreDir, run_id: &str) -> Option<serde_json::Value> {
+    let dir = regrades_dir(store, run_id);
+    let n = (1..)
+        .take_while(|n| dir.join(format!("{n}.json")).is_file())
+        .last()?;
+    let bytes = std::fs::read(dir.join(format!("{n}.json"))).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Keep a re-judged grade as the next record (the recorded one stays in
+/// the bundle; earlier re-judged ones stay too).
+fn keep_regrade(store: &StoreDir, run_id: &str, g: &crate::grade::Grade) -> Result<()> {
+    let dir = regrades_dir(store, run_id);
+    std::fs::create_dir_all(&dir)?;
+    let n = (1..)
+        .find(|n| !dir.join(format!("{n}.json")).exists())
+        .unwrap_or(1);
+    let text = crate::canon::to_string(&serde_json::to_value(g)?);
+    crate::durable::create_new(&dir.join(format!("{n}.json")), text.as_bytes())?;
+    Ok(())
 }
 
 pub fn exec(args: GradeArgs) -> Result<ExitCode> {
@@ -65,9 +99,25 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
     } else {
         let sandbox = crate::sandbox::Sandbox::new(Some(store.cache_dir()))?
             .on_compile(super::compile_notice());
-        Some(crate::grade::gold::gold_state(&sandbox, &case))
+        crate::grade::gold::for_case(&sandbox, &case)?
     };
-    let (g, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref());
+    let run_id = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let latest = latest_regrade(&store, &run_id).or_else(|| footer.grade.clone());
+    let recorded = latest.unwrap_or(serde_json::Value::Null);
+    let judging = if args.rejudge {
+        Judging::Live {
+            case_dir: case_path.parent().unwrap_or(Path::new(".")),
+            seed: b.header.seed,
+        }
+    } else {
+        Judging::Recorded(&recorded)
+    };
+    let (g, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref(), &judging);
+    if args.rejudge {
+        keep_regrade(&store, &run_id, &g)?;
+    }
     let agent_error = crate::traceback::agent_error(footer);
     if args.common.json {
         super::print_json_with_settings(&RegradeSummary {

@@ -1,5 +1,6 @@
-//! The numbers a campaign reports: the pass rate's 95% Wilson score
-//! interval, and pass^k (the chance that k runs of the same seed all pass).
+//! The numbers a campaign (and `test --repeat`) reports: the pass rate's
+//! 95% Wilson score interval, pass^k (the chance that k runs of the same
+//! seed all pass) and pass@k (the chance that at least one of k does).
 
 /// z for a two-sided 95% interval.
 pub const Z95: f64 = 1.959_963_984_540_054;
@@ -55,9 +56,29 @@ pub fn pass_hat_k_of_counts(seeds_by_passes: &[u64], n: u64, k: u64) -> f64 {
     total / (seeds as f64 * choose(n, k))
 }
 
+/// pass@k of one case that passed `c` of its `n` runs:
+/// 1 − C(n − c, k) / C(n, k), the unbiased estimate of "at least one of k
+/// fresh runs passes" (Chen et al. 2021, the HumanEval estimator).
+pub fn pass_at_k(c: u64, n: u64, k: u64) -> f64 {
+    if k == 0 || k > n || c > n {
+        return f64::NAN;
+    }
+    1.0 - choose(n - c, k) / choose(n, k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pass_at_k_is_one_minus_the_chance_that_k_draws_all_fail() {
+        assert_eq!(pass_at_k(0, 3, 1), 0.0);
+        assert!(close(pass_at_k(1, 3, 1), 1.0 / 3.0));
+        // 1 of 3 passed: two draws miss it with chance C(2,2)/C(3,2) = 1/3.
+        assert!(close(pass_at_k(1, 3, 2), 2.0 / 3.0));
+        assert_eq!(pass_at_k(1, 3, 3), 1.0);
+        assert!(pass_at_k(1, 3, 4).is_nan());
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 5e-4

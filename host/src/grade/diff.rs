@@ -1,8 +1,12 @@
 //! The structured difference between two world states: rows added,
-//! removed and changed per table (changed rows list their changed fields),
-//! and files added, removed and changed.
+//! removed and changed per table, and files added, removed and changed. A
+//! changed row lists each changed value by its path inside the row, nested
+//! objects and arrays followed (`passengers[1].dob`, the syntax of
+//! `crate::path`), so a wrong passenger inside a reservation is named as
+//! such; under strict numbers a value whose type alone changed (`2` →
+//! `2.0`) says so.
 
-use crate::canon::same;
+use crate::world::compare::{Numbers, key_order, type_name};
 use crate::world::state::{FileData, State};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -14,7 +18,8 @@ pub struct TableDiff {
     pub added: BTreeMap<String, Value>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub removed: BTreeMap<String, Value>,
-    /// Row key → field → `{"before", "after"}`.
+    /// Row key → path in the row → `{"before", "after"}` (an absent side is
+    /// `null`), plus `"types": "integer -> float"` when only the type differs.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub changed: BTreeMap<String, BTreeMap<String, Value>>,
 }
@@ -44,9 +49,16 @@ impl StateDiff {
                 out.push(format!("- {table}/{k}"));
             }
             for (k, fields) in &d.changed {
+                // `[2]` before `[10]`, as rows list.
+                let mut fields: Vec<_> = fields.iter().collect();
+                fields.sort_by(|(a, _), (b, _)| key_order(a, b));
                 for (f, c) in fields {
+                    let types = c
+                        .get("types")
+                        .and_then(Value::as_str)
+                        .map_or(String::new(), |t| format!(" ({t})"));
                     out.push(format!(
-                        "~ {table}/{k}.{f}: {} -> {}",
+                        "~ {table}/{k}.{f}: {} -> {}{types}",
                         c["before"], c["after"]
                     ));
                 }
@@ -66,24 +78,58 @@ impl StateDiff {
     }
 }
 
-fn field_changes(before: &Value, after: &Value) -> BTreeMap<String, Value> {
-    let empty = serde_json::Map::new();
-    let b = before.as_object().unwrap_or(&empty);
-    let a = after.as_object().unwrap_or(&empty);
-    let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    keys.into_iter()
-        .filter(|k| match (b.get(*k), a.get(*k)) {
-            (Some(x), Some(y)) => !same(x, y),
-            (x, y) => x != y,
-        })
-        .map(|k| (k.clone(), json!({"before": b.get(k), "after": a.get(k)})))
-        .collect()
+/// A path one step deeper: `.field` (no dot at the top) or `[i]`.
+fn step(path: &str, field: &str) -> String {
+    if path.is_empty() {
+        field.to_string()
+    } else {
+        format!("{path}.{field}")
+    }
 }
 
-/// What changed from `before` to `after`.
+/// Every difference between `before` and `after` (values at `path`) into
+/// `out`: objects by key and arrays by index are followed down; anything
+/// else that differs is one change.
+fn changes(
+    path: &str,
+    before: Option<&Value>,
+    after: Option<&Value>,
+    numbers: Numbers,
+    out: &mut BTreeMap<String, Value>,
+) {
+    match (before, after) {
+        (Some(Value::Object(b)), Some(Value::Object(a))) => {
+            let keys: std::collections::BTreeSet<&String> = b.keys().chain(a.keys()).collect();
+            for k in keys {
+                changes(&step(path, k), b.get(k), a.get(k), numbers, out);
+            }
+        }
+        (Some(Value::Array(b)), Some(Value::Array(a))) if !path.is_empty() => {
+            for i in 0..b.len().max(a.len()) {
+                changes(&format!("{path}[{i}]"), b.get(i), a.get(i), numbers, out);
+            }
+        }
+        (Some(b), Some(a)) if numbers.same(b, a) => {}
+        (None, None) => {}
+        (b, a) => {
+            let mut change = json!({"before": b, "after": a});
+            if let (Some(b), Some(a)) = (b, a)
+                && Numbers::ByValue.same(b, a)
+            {
+                change["types"] = json!(format!("{} -> {}", type_name(b), type_name(a)));
+            }
+            out.insert(path.to_string(), change);
+        }
+    }
+}
+
+/// What changed from `before` to `after`, numbers compared by value.
 pub fn diff(before: &State, after: &State) -> StateDiff {
+    diff_with(before, after, Numbers::ByValue)
+}
+
+/// What changed from `before` to `after`, numbers compared as `numbers` says.
+pub fn diff_with(before: &State, after: &State, numbers: Numbers) -> StateDiff {
     let mut out = StateDiff::default();
     for (name, table) in &after.tables {
         let old = before.tables.get(name);
@@ -93,8 +139,10 @@ pub fn diff(before: &State, after: &State) -> StateDiff {
                 None => {
                     d.added.insert(k.clone(), row.clone());
                 }
-                Some(prev) if !same(prev, row) => {
-                    d.changed.insert(k.clone(), field_changes(prev, row));
+                Some(prev) if !numbers.same(prev, row) => {
+                    let mut fields = BTreeMap::new();
+                    changes("", Some(prev), Some(row), numbers, &mut fields);
+                    d.changed.insert(k.clone(), fields);
                 }
                 Some(_) => {}
             }
@@ -181,5 +229,41 @@ mod tests {
         assert_eq!(d.files["n.md"], "added");
         assert_eq!(d.lines().len(), 4);
         assert!(diff(&before, &before).is_empty());
+    }
+
+    #[test]
+    fn changes_deep_in_a_row_are_named_by_their_path_and_a_type_change_by_its_types() {
+        let mut before = State::default();
+        let row = json!({"id": "R-1", "bags": 2, "passengers": [{"name": "Ana", "dob": "1990-01-01"}, {"name": "Ben"}]});
+        before.tables.insert(
+            "reservations".into(),
+            Table {
+                key: "id".into(),
+                rows: [("R-1".to_string(), row)].into_iter().collect(),
+                ..Default::default()
+            },
+        );
+        let mut after = before.clone();
+        after.apply(&Write::Put {
+            table: "reservations".into(),
+            key: "R-1".into(),
+            row: json!({"id": "R-1", "bags": 2.0, "passengers": [{"name": "Ana", "dob": "1991-01-01"}, {"name": "Ben"}, {"name": "Cy"}]}),
+        });
+        assert_eq!(
+            diff(&before, &after).lines(),
+            [
+                "~ reservations/R-1.passengers[0].dob: \"1990-01-01\" -> \"1991-01-01\"",
+                "~ reservations/R-1.passengers[2]: null -> {\"name\":\"Cy\"}",
+            ]
+        );
+        let strict = diff_with(&before, &after, Numbers::Strict);
+        assert_eq!(
+            strict.lines()[0],
+            "~ reservations/R-1.bags: 2 -> 2.0 (integer -> float)"
+        );
+        assert_eq!(
+            strict.tables["reservations"].changed["R-1"]["bags"]["types"],
+            "integer -> float"
+        );
     }
 }

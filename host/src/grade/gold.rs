@@ -15,6 +15,7 @@ use super::{Assertion, check, diff};
 use crate::case::Case;
 use crate::case::expect::Expect;
 use crate::case::gold::{Ignore, ignore_of};
+use crate::error::InputError;
 use crate::log::Recorder;
 use crate::mediate::Mediator;
 use crate::mediate::service::{Runtime, run_tool};
@@ -26,7 +27,42 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// The gold state of a case, or why its gold calls could not be applied.
-pub type GoldState = Result<State, String>;
+pub type GoldState = Result<State, GoldFailure>;
+
+/// Why the gold state could not be made: the failing gold call (1-based)
+/// and what went wrong, or the world's service that would not load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoldFailure {
+    pub step: Option<usize>,
+    pub message: String,
+}
+
+impl std::fmt::Display for GoldFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The gold state of `case` when it has gold calls. A gold call that fails
+/// is the case's error, not the agent's: an input error (exit 2) at the
+/// failing `[[expect.gold]]` naming the call and the tool's error.
+pub fn for_case(sandbox: &Sandbox, case: &Case) -> Result<Option<Arc<GoldState>>, InputError> {
+    let Some(expect) = case.expect.as_ref().filter(|e| !e.gold.is_empty()) else {
+        return Ok(None);
+    };
+    let g = gold_state(sandbox, case);
+    let Err(failure) = g.as_ref() else {
+        return Ok(Some(g));
+    };
+    let message = format!(
+        "[[expect.gold]]: {failure}; the gold calls must succeed on the case's world \
+         (the agent was not graded against them)"
+    );
+    Err(match failure.step.and_then(|n| expect.gold.get(n - 1)) {
+        Some(call) => InputError::at(&case.path, &case.source, call.span().start, message),
+        None => InputError::new(&case.path, message),
+    })
+}
 
 /// The gold state of `case` (which has gold calls), computed once per
 /// process for each case and world.
@@ -49,7 +85,10 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
     let gold = case.expect.as_ref().map_or(&[][..], |e| &e.gold[..]);
     let mut med = Mediator::new(case, Recorder::in_memory());
     if let Some(source) = &case.world.service {
-        let service = sandbox.service(source).map_err(|e| format!("{e:#}"))?;
+        let service = sandbox.service(source).map_err(|e| GoldFailure {
+            step: None,
+            message: format!("{e:#}"),
+        })?;
         med.services.service = Some(Runtime::new(
             service,
             case,
@@ -57,10 +96,11 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
         ));
     }
     let world = case.world.clone();
-    for (i, g) in gold.iter().enumerate() {
-        let tool = world
-            .tool(&g.tool)
-            .ok_or_else(|| format!("gold call {}: no tool `{}`", i + 1, g.tool))?;
+    for (i, g) in gold.iter().map(toml::Spanned::get_ref).enumerate() {
+        let tool = world.tool(&g.tool).ok_or_else(|| GoldFailure {
+            step: Some(i + 1),
+            message: format!("gold call {}: no tool `{}`", i + 1, g.tool),
+        })?;
         let s = &mut med.services;
         s.clock.tick();
         let as_of = AsOf::now(s.now_text());
@@ -68,14 +108,17 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
         match run_tool(s, tool, &args, &as_of).result {
             Ok((_, writes)) => writes.iter().for_each(|w| s.world.state.apply(w)),
             Err(f) => {
-                return Err(format!(
-                    "gold call {} ({} {}) failed: {}: {}",
-                    i + 1,
-                    g.tool,
-                    crate::canon::to_string(&args),
-                    f.kind,
-                    f.message
-                ));
+                return Err(GoldFailure {
+                    step: Some(i + 1),
+                    message: format!(
+                        "gold call {} ({} {}) failed: {}: {}",
+                        i + 1,
+                        g.tool,
+                        crate::canon::to_string(&args),
+                        f.kind,
+                        f.message
+                    ),
+                });
             }
         }
     }
@@ -111,7 +154,9 @@ pub fn assertion(expect: &Expect, gold: Option<&GoldState>, final_state: &State)
     let what = "final state equals the gold state".to_string();
     let gold = match gold {
         Some(Ok(g)) => g,
-        Some(Err(why)) => return check(what, json!("the gold state"), json!(why), false),
+        Some(Err(why)) => {
+            return check(what, json!("the gold state"), json!(why.message), false);
+        }
         None => {
             return check(
                 what,
@@ -121,9 +166,10 @@ pub fn assertion(expect: &Expect, gold: Option<&GoldState>, final_state: &State)
             );
         }
     };
-    let d = diff::diff(
+    let d = diff::diff_with(
         &without(gold, &expect.gold_ignore),
         &without(final_state, &expect.gold_ignore),
+        expect.numbers.unwrap_or_default(),
     );
     let passed = d.is_empty();
     let actual = if passed {
@@ -196,7 +242,10 @@ mod tests {
             a.actual,
             json!({"gold -> agent": ["+ t/b {\"id\":\"b\"}", "~ t/a.n: 1 -> 2"]})
         );
-        let broken: GoldState = Err("gold call 1 (x) failed".into());
+        let broken: GoldState = Err(GoldFailure {
+            step: Some(1),
+            message: "gold call 1 (x) failed".into(),
+        });
         assert_eq!(
             assertion(&expect(&[]), Some(&broken), &agent).actual,
             json!("gold call 1 (x) failed")

@@ -6,15 +6,16 @@
 pub mod conversation;
 pub mod diff;
 pub mod gold;
+pub mod judge;
 pub mod regrade;
 pub mod signature;
+mod state_checks;
 pub mod verdict;
 
-use crate::canon::same;
-use crate::case::expect::{CallCheck, Conditions, Expect, OutputCheck, StateCheck, conditions};
+use crate::case::expect::{AnyOf, CallCheck, Expect, OutputCheck, Reward};
 use crate::log::{Effect, Event, Status};
 use crate::path::JsonPath;
-use crate::world::compare::Op;
+use crate::world::compare::{Numbers, Op};
 use crate::world::glob_match;
 use crate::world::state::State;
 use diff::StateDiff;
@@ -28,12 +29,18 @@ pub struct Assertion {
     pub passed: bool,
     pub expected: Value,
     pub actual: Value,
+    /// A judged check's request and answer (`grade/judge.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Value>,
 }
 
 /// The grade of one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Grade {
     pub passed: bool,
+    /// 1 or 0 as `passed` says, or with `[expect] reward = "weighted"` the
+    /// passing assertions' share of the weights.
+    pub reward: f64,
     pub assertions: Vec<Assertion>,
     /// The world from initial to final state.
     pub diff: StateDiff,
@@ -60,12 +67,19 @@ pub struct Evidence<'a> {
     pub gold: Option<&'a gold::GoldState>,
 }
 
+/// Grade a run, its judged checks answered as `judging` says.
+pub fn grade_judged(expect: &Expect, ev: &Evidence, judging: &judge::Judging) -> Grade {
+    let judged = judge::checks(expect, ev, judging);
+    grade_with(expect, ev, judged)
+}
+
 fn check(what: String, expected: Value, actual: Value, passed: bool) -> Assertion {
     Assertion {
         what,
         passed,
         expected,
         actual,
+        judge: None,
     }
 }
 
@@ -84,12 +98,13 @@ enum Test<'a> {
 }
 
 /// Judge the value at `place` (`None`: there is none) by `test`; numbers
-/// compare by value, text without regard to case when `ignore_case`.
+/// compare as `numbers` says, text without regard to case when `ignore_case`.
 fn value_check(
     place: &str,
     value: Option<&Value>,
     test: Option<Test>,
     ignore_case: bool,
+    numbers: Numbers,
 ) -> Assertion {
     let case = if ignore_case { " (ignoring case)" } else { "" };
     let actual = value.cloned().unwrap_or(Value::Null);
@@ -110,140 +125,47 @@ fn value_check(
             format!("{place} equals{case}"),
             v.clone(),
             actual,
-            value.is_some_and(|x| Op::Eq.holds(x, v, ignore_case)),
+            value.is_some_and(|x| Op::Eq.holds_with(x, v, ignore_case, numbers)),
         ),
         Some(Test::Contains(v)) => check(
             format!("{place} contains{case}"),
             v.clone(),
             actual,
-            value.is_some_and(|x| Op::Contains.holds(x, v, ignore_case)),
+            value.is_some_and(|x| Op::Contains.holds_with(x, v, ignore_case, numbers)),
         ),
         None => check(place.to_string(), Value::Null, actual, false),
     }
 }
 
-impl StateCheck {
-    /// The test of a file or row assertion (`count` is judged apart).
-    fn test(&self) -> Option<Test<'_>> {
-        self.exists
-            .map(Test::Exists)
-            .or(self.absent.map(Test::Absent))
-            .or(self.equals.as_ref().map(Test::Equals))
-            .or(self.contains.as_ref().map(Test::Contains))
-    }
-}
-
-fn state_check(c: &StateCheck, state: &State) -> Assertion {
-    if let Some(path) = &c.file {
-        let data = state
-            .files
-            .get(path)
-            .map(|d| Value::String(String::from_utf8_lossy(&d.to_bytes()).into_owned()));
-        return value_check(
-            &format!("file {path}"),
-            data.as_ref(),
-            c.test(),
-            c.ignore_case,
-        );
-    }
-    let table = c.table.as_deref().unwrap_or("");
-    if let Some(field) = &c.sum {
-        return sum_check(c, table, field, state);
-    }
-    if c.count.is_some() || c.key.is_none() {
-        return count_check(c, table, state);
-    }
-    let key = c.key.as_ref().map(crate::canon::key_of).unwrap_or_default();
-    let row = state.row(table, &key);
-    let (place, value) = match &c.field {
-        Some(f) => (
-            format!("{table}/{key}.{f}"),
-            row.and_then(|r| value_at(r, JsonPath::parse(f).ok().as_ref())),
-        ),
-        None => (format!("{table}/{key}"), row),
-    };
-    value_check(&place, value, c.test(), c.ignore_case)
-}
-
-/// The rows of `table` that match the check's `where`.
-fn matching_rows<'a>(c: &StateCheck, table: &str, state: &'a State) -> Vec<&'a Value> {
-    // Paths and operators are read once, not per row. Both were checked
-    // when the case loaded; one that does not read matches no row.
-    let filters: Vec<(Option<JsonPath>, Option<Conditions>)> = c
-        .where_
+/// An `[[expect.any_of]]` group: passes when one of its assertions does;
+/// shows each with whether it passed.
+fn any_of_check(group: &AnyOf, ev: &Evidence, numbers: Numbers) -> Assertion {
+    let each: Vec<Assertion> = group
+        .state
         .iter()
-        .map(|(k, v)| (JsonPath::parse(k).ok(), conditions(v).ok()))
+        .map(|c| state_checks::state_check(c, ev.final_state, numbers))
+        .chain(
+            group
+                .calls
+                .iter()
+                .map(|c| calls_check(c, ev.events, numbers)),
+        )
         .collect();
-    let holds = |row: &Value, path: Option<&JsonPath>, conds: &Option<Conditions>| {
-        let field = value_at(row, path).unwrap_or(&Value::Null);
-        conds.as_ref().is_some_and(|(ops, own_case)| {
-            ops.iter()
-                .all(|(op, v)| op.holds(field, v, *own_case || c.ignore_case))
-        })
-    };
-    state.tables.get(table).map_or(Vec::new(), |t| {
-        t.rows
-            .values()
-            .filter(|r| filters.iter().all(|(p, cs)| holds(r, p.as_ref(), cs)))
-            .collect()
-    })
-}
-
-/// ` where {...}`, or nothing.
-fn where_text(c: &StateCheck) -> String {
-    if c.where_.is_empty() {
-        String::new()
-    } else {
-        format!(" where {}", crate::canon::to_string(&c.where_))
-    }
-}
-
-/// `n` within the check's `min`/`max`, with what was expected.
-fn in_bounds(c: &StateCheck, n: f64) -> (Value, bool) {
-    let ok = c.min.is_none_or(|m| n >= m) && c.max.is_none_or(|m| n <= m);
-    (json!({"min": c.min, "max": c.max}), ok)
-}
-
-/// How many rows of `table` match the check's `where`, against `count` or
-/// `min`/`max`.
-fn count_check(c: &StateCheck, table: &str, state: &State) -> Assertion {
-    let count = matching_rows(c, table, state).len() as u64;
-    let what = format!("count {table}{}", where_text(c));
-    match c.count {
-        Some(n) => check(what, json!(n), json!(count), count == n),
-        None => {
-            let (expected, ok) = in_bounds(c, count as f64);
-            check(format!("{what} in range"), expected, json!(count), ok)
-        }
-    }
-}
-
-/// The sum of a field over the matching rows, against `equals` or
-/// `min`/`max`. Sums of decimals are compared to one part in 10^9, so
-/// `0.1 + 0.2` equals `0.3`.
-fn sum_check(c: &StateCheck, table: &str, field: &str, state: &State) -> Assertion {
-    let path = JsonPath::parse(field).ok();
-    let sum: f64 = matching_rows(c, table, state)
-        .into_iter()
-        .filter_map(|r| value_at(r, path.as_ref())?.as_f64())
-        .sum();
-    let what = format!("sum {table}.{field}{}", where_text(c));
-    match c.equals.as_ref() {
-        Some(want) => {
-            let ok = want
-                .as_f64()
-                .is_some_and(|w| (sum - w).abs() <= 1e-9 * w.abs().max(1.0));
-            check(what, want.clone(), json!(sum), ok)
-        }
-        None => {
-            let (expected, ok) = in_bounds(c, sum);
-            check(format!("{what} in range"), expected, json!(sum), ok)
-        }
-    }
+    let names: Vec<&str> = each.iter().map(|a| a.what.as_str()).collect();
+    check(
+        format!("any of: {}", names.join(" | ")),
+        json!(names),
+        Value::Array(
+            each.iter()
+                .map(|a| json!({"what": a.what, "passed": a.passed, "expected": a.expected, "actual": a.actual}))
+                .collect(),
+        ),
+        each.iter().any(|a| a.passed),
+    )
 }
 
 /// The tool-call events that a calls check counts.
-fn matching_calls<'a>(c: &CallCheck, events: &'a [Event]) -> Vec<&'a Event> {
+fn matching_calls<'a>(c: &CallCheck, events: &'a [Event], numbers: Numbers) -> Vec<&'a Event> {
     events
         .iter()
         .filter(|e| e.call == "worldline:agent/tools.call")
@@ -255,14 +177,14 @@ fn matching_calls<'a>(c: &CallCheck, events: &'a [Event]) -> Vec<&'a Event> {
         .filter(|e| {
             c.args
                 .iter()
-                .all(|(k, v)| e.request["args"].get(k).is_some_and(|a| same(a, v)))
+                .all(|(k, v)| e.request["args"].get(k).is_some_and(|a| numbers.same(a, v)))
         })
         .filter(|e| c.denied.is_none_or(|d| (e.effect == Effect::Denied) == d))
         .collect()
 }
 
-fn calls_check(c: &CallCheck, events: &[Event]) -> Assertion {
-    let n = matching_calls(c, events).len() as u64;
+fn calls_check(c: &CallCheck, events: &[Event], numbers: Numbers) -> Assertion {
+    let n = matching_calls(c, events, numbers).len() as u64;
     let mut what = format!("calls {}", c.tool);
     if !c.args.is_empty() {
         what.push_str(&format!(" {}", crate::canon::to_string(&c.args)));
@@ -294,7 +216,12 @@ fn calls_check(c: &CallCheck, events: &[Event]) -> Assertion {
 
 /// The output assertions. Text assertions match the output as written or,
 /// when it is JSON, as decoded (`"\u00a3"` contains `£`).
-fn output_checks(o: &OutputCheck, output: Option<&str>, out: &mut Vec<Assertion>) {
+fn output_checks(
+    o: &OutputCheck,
+    output: Option<&str>,
+    numbers: Numbers,
+    out: &mut Vec<Assertion>,
+) {
     let text = output.unwrap_or("");
     let parsed: Option<Value> = serde_json::from_str(text).ok();
     let decoded = parsed.as_ref().map(crate::canon::to_string);
@@ -348,7 +275,13 @@ fn output_checks(o: &OutputCheck, output: Option<&str>, out: &mut Vec<Assertion>
             .map(Test::Equals)
             .or(j.contains.as_ref().map(Test::Contains))
             .or(j.exists.map(Test::Exists));
-        out.push(value_check(&format!("output {}", j.path), v, test, false));
+        out.push(value_check(
+            &format!("output {}", j.path),
+            v,
+            test,
+            false,
+            numbers,
+        ));
     }
 }
 
@@ -364,9 +297,31 @@ pub fn final_state(initial: &State, events: &[Event]) -> State {
     state
 }
 
-/// Grade a run against expectations.
+/// The reward of a grade: 1/0, or the passing assertions' share of the
+/// weights (1 for an assertion that declares none; no weight at all is 0).
+fn reward(how: Reward, passed: bool, out: &[Assertion], weights: &[(usize, f64)]) -> f64 {
+    match how {
+        Reward::Binary => f64::from(u8::from(passed)),
+        Reward::Weighted => {
+            let weight = |i: usize| weights.iter().find(|(j, _)| *j == i).map_or(1.0, |w| w.1);
+            let total: f64 = (0..out.len()).map(weight).sum();
+            let got: f64 = (0..out.len()).filter(|i| out[*i].passed).map(weight).sum();
+            if total > 0.0 { got / total } else { 0.0 }
+        }
+    }
+}
+
+/// Grade a run against expectations (without judged checks).
 pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
+    grade_with(expect, ev, Vec::new())
+}
+
+/// Grade a run, with the assertions of its judged checks.
+fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>) -> Grade {
     let mut out = Vec::new();
+    // Weight of each assertion in `out` that declares one.
+    let mut weights: Vec<(usize, f64)> = Vec::new();
+    let numbers = expect.numbers.unwrap_or_default();
     let want_status = expect.status.clone().unwrap_or_else(|| "completed".into());
     out.push(check(
         "status".into(),
@@ -375,7 +330,8 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
         ev.status.as_str() == want_status,
     ));
     for c in &expect.state {
-        out.push(state_check(c, ev.final_state));
+        weights.extend(c.weight.map(|w| (out.len(), w)));
+        out.push(state_checks::state_check(c, ev.final_state, numbers));
     }
     for u in &expect.unchanged {
         let (before, after) = match u.split_once('/') {
@@ -389,7 +345,7 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
             ),
         };
         let kept = match (&before, &after) {
-            (Some(b), Some(a)) => same(b, a),
+            (Some(b), Some(a)) => numbers.same(b, a),
             (b, a) => b == a,
         };
         let actual = if kept {
@@ -405,21 +361,32 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
         ));
     }
     for c in &expect.calls {
-        out.push(calls_check(c, ev.events));
+        weights.extend(c.weight.map(|w| (out.len(), w)));
+        out.push(calls_check(c, ev.events, numbers));
+    }
+    for group in &expect.any_of {
+        weights.extend(group.weight.map(|w| (out.len(), w)));
+        out.push(any_of_check(group, ev, numbers));
     }
     if !expect.gold.is_empty() {
         out.push(gold::assertion(expect, ev.gold, ev.final_state));
     }
     if let Some(o) = &expect.output {
-        output_checks(o, ev.output, &mut out);
+        output_checks(o, ev.output, numbers, &mut out);
     }
     if let Some(c) = &expect.conversation {
         out.extend(conversation::checks(c, ev.events));
     }
+    for (j, a) in expect.judge.iter().zip(judged) {
+        weights.extend(j.weight.map(|w| (out.len(), w)));
+        out.push(a);
+    }
+    let passed = out.iter().all(|a| a.passed);
     Grade {
-        passed: out.iter().all(|a| a.passed),
+        passed,
+        reward: reward(expect.reward, passed, &out, &weights),
         assertions: out,
-        diff: diff::diff(ev.initial, ev.final_state),
+        diff: diff::diff_with(ev.initial, ev.final_state, numbers),
     }
 }
 
@@ -430,7 +397,7 @@ mod tests {
     fn judge(check: &str, output: &str) -> Vec<(String, bool)> {
         let o: OutputCheck = toml::from_str(check).unwrap();
         let mut out = Vec::new();
-        output_checks(&o, Some(output), &mut out);
+        output_checks(&o, Some(output), Numbers::ByValue, &mut out);
         out.into_iter().map(|a| (a.what, a.passed)).collect()
     }
 

@@ -2,7 +2,8 @@
 //! is rebuilt from the world's initial state and the recorded writes.
 
 use super::gold::GoldState;
-use super::{Evidence, Grade, final_state, grade};
+use super::judge::Judging;
+use super::{Evidence, Grade, final_state, grade_judged};
 use crate::case::expect::Expect;
 use crate::log::{Bundle, Footer};
 use crate::world::World;
@@ -17,6 +18,7 @@ pub fn regrade(
     bundle: &Bundle,
     footer: &Footer,
     gold: Option<&GoldState>,
+    judging: &Judging,
 ) -> (Grade, Vec<String>) {
     let mut warnings = Vec::new();
     if world.hash != bundle.header.world_hash {
@@ -30,7 +32,7 @@ pub fn regrade(
         warnings
             .push("the rebuilt final state does not match the recorded final-state hash".into());
     }
-    let g = grade(
+    let g = grade_judged(
         expect,
         &Evidence {
             status: footer.status,
@@ -40,6 +42,7 @@ pub fn regrade(
             final_state: &final_state,
             gold,
         },
+        judging,
     );
     (g, warnings)
 }

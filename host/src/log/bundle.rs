@@ -125,6 +125,10 @@ pub enum Status {
     Timeout,
     /// The guest called `exit`.
     Exited,
+    /// The run took `[limits] max_steps` steps and tried one more.
+    StepLimit,
+    /// The run got more than `[limits] max_errors` tool errors.
+    ErrorLimit,
 }
 
 impl Status {
@@ -137,6 +141,8 @@ impl Status {
             Status::MemoryLimit => "memory_limit",
             Status::Timeout => "timeout",
             Status::Exited => "exited",
+            Status::StepLimit => "step_limit",
+            Status::ErrorLimit => "error_limit",
         }
     }
 

@@ -10,6 +10,7 @@
 
 pub mod agent_api;
 pub mod bindings;
+pub mod budget;
 pub mod clock;
 pub mod conversation;
 pub mod entropy;
@@ -37,6 +38,12 @@ use wasmtime::component::ResourceTable;
 pub enum Stop {
     #[error("the guest made more than {0} host calls (limits.max_events)")]
     EventLimit(u64),
+    #[error(
+        "step limit: the run took its {max} steps ([limits] max_steps = {max}, steps = \"{steps}\"); the next one ended it"
+    )]
+    StepLimit { max: u64, steps: &'static str },
+    #[error("error limit: the run got more than {0} tool errors ([limits] max_errors = {0})")]
+    ErrorLimit(u64),
     #[error("the guest called exit({0})")]
     Exit(i32),
     #[error(
@@ -218,6 +225,8 @@ pub struct Mediator {
     /// hook before any host function runs).
     pub fuel_used: u64,
     max_events: u64,
+    /// `[limits] max_steps` and `max_errors`, counted.
+    budget: budget::Budget,
 }
 
 impl Mediator {
@@ -252,6 +261,7 @@ impl Mediator {
             script: None,
             fuel_used: 0,
             max_events: case.limits.max_events,
+            budget: budget::Budget::new(&case.limits),
         }
     }
 
@@ -290,6 +300,7 @@ impl Mediator {
         if seq >= self.max_events {
             return Err(Stop::EventLimit(self.max_events));
         }
+        self.budget.admit(call)?;
         let following = self.follow(seq, call, &request)?;
         let (override_response, edit_writes) = self.apply_edits(seq);
         self.services.clock.tick();
@@ -340,6 +351,7 @@ impl Mediator {
         self.recorder
             .append(event)
             .map_err(|e| Stop::Bundle(e.to_string()))?;
+        self.budget.count(call, &response)?;
         Ok(response)
     }
 
@@ -514,6 +526,7 @@ mod tests {
             service: None,
             routes: Vec::new(),
             overlaid: None,
+            numbers: Default::default(),
         };
         WorldSession {
             world: Arc::new(world),

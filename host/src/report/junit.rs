@@ -3,9 +3,11 @@
 //! failure as `<failure>`, an agent fault or a case that could not run as
 //! `<error>`, a case file that could not be loaded as an `<error>` of its
 //! own, a case `--fail-fast` never started as `<skipped>`; the seed,
-//! world, agent and (with `--repeat`) the pass rate as properties; the
+//! world, agent and (with `--repeat`) the pass rate, pass@k and pass^k as
+//! properties (the suite's pass@k and pass^k on the testsuite); the
 //! bundle's path in `<system-out>`.
 
+use crate::fuzz::stats::{pass_at_k, pass_hat_k};
 use crate::suite::{Attempt, CaseRun, SuiteRun};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -38,6 +40,19 @@ pub fn render(s: &SuiteRun) -> anyhow::Result<String> {
             .set_type("collection error");
         let name = crate::case::discover::display_name(&e.file);
         suite.add_test_case(TestCase::new(name.as_str(), status));
+    }
+    let summary = super::suite::SuiteSummary::of(s);
+    for p in &summary.pass_at_k {
+        suite.add_property(Property::new(
+            format!("pass@{}", p.k),
+            format!("{:.4}", p.value),
+        ));
+    }
+    for p in &summary.pass_k {
+        suite.add_property(Property::new(
+            format!("pass^{}", p.k),
+            format!("{:.4}", p.value),
+        ));
     }
     let mut report = Report::new("worldline");
     report
@@ -94,6 +109,15 @@ fn test_case(c: &CaseRun, repeat: u64) -> TestCase {
         case.add_property(Property::new(
             "pass_rate",
             format!("{:.4}", c.passes() as f64 / runs as f64),
+        ));
+        let passes = c.passes();
+        case.add_property(Property::new(
+            format!("pass@{runs}"),
+            format!("{:.4}", pass_at_k(passes, runs, runs)),
+        ));
+        case.add_property(Property::new(
+            format!("pass^{runs}"),
+            format!("{:.4}", pass_hat_k(&[passes], runs, runs)),
         ));
     }
     case

@@ -16,6 +16,7 @@ pub mod run;
 pub mod runs;
 pub mod suite;
 pub mod timeline;
+pub mod trajectory;
 
 use serde::Serialize;
 

@@ -1,8 +1,9 @@
 //! A suite: the `test --json` document and the text report (a line per
-//! case with its run id, then `N passed, N failed`).
+//! case with its run id, then `N passed, N failed`); with `--repeat k`,
+//! pass@k and pass^k per case and for the suite.
 
 use super::check::Problem;
-use crate::fuzz::stats::{Z95, pass_hat_k, wilson};
+use crate::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
 use crate::fuzz::summary::PassK;
 use crate::suite::{CaseRun, Compile, SuiteRun};
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,12 @@ pub struct CaseSummary {
     /// With `--repeat`: the pass rate's 95% Wilson interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 2]>,
+    /// With `--repeat`: pass@k of this case, k = 1..runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_at_k: Vec<PassK>,
+    /// With `--repeat`: pass^k of this case, k = 1..runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_hat_k: Vec<PassK>,
     pub passed: bool,
     /// Runs that passed (of `runs`).
     pub passes: u64,
@@ -99,6 +106,9 @@ pub struct SuiteSummary {
     /// With `--repeat`: pass^k over the cases, k = 1..repeat.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_k: Vec<PassK>,
+    /// With `--repeat`: pass@k over the cases (their mean), k = 1..repeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_at_k: Vec<PassK>,
     pub passed: usize,
     pub repeat: u64,
     pub skipped: usize,
@@ -127,6 +137,8 @@ impl CaseSummary {
             fuel: o.map(|o| o.footer.fuel),
             index: c.index,
             interval,
+            pass_at_k: per_k(runs, |k| pass_at_k(c.passes(), runs, k)),
+            pass_hat_k: per_k(runs, |k| pass_hat_k(&[c.passes()], runs, k)),
             passed: c.passed(),
             passes: c.passes(),
             path: c.path.display().to_string(),
@@ -146,17 +158,34 @@ impl CaseSummary {
     }
 }
 
-/// pass^k, k = 1..repeat, over the cases' pass counts (each of `repeat` runs).
-fn pass_k(per_case: &[u64], repeat: u64) -> Vec<PassK> {
-    if repeat <= 1 || per_case.is_empty() {
+/// `value(k)` for k = 1..runs, when there was more than one run.
+fn per_k(runs: u64, value: impl Fn(u64) -> f64) -> Vec<PassK> {
+    if runs <= 1 {
         return Vec::new();
     }
-    (1..=repeat)
-        .map(|k| PassK {
-            k,
-            value: pass_hat_k(per_case, repeat, k),
-        })
-        .collect()
+    (1..=runs).map(|k| PassK { k, value: value(k) }).collect()
+}
+
+/// pass^k, k = 1..repeat, over the cases' pass counts (each of `repeat` runs).
+fn pass_k(per_case: &[u64], repeat: u64) -> Vec<PassK> {
+    if per_case.is_empty() {
+        return Vec::new();
+    }
+    per_k(repeat, |k| pass_hat_k(per_case, repeat, k))
+}
+
+/// pass@k, k = 1..repeat: the mean over the cases of each one's pass@k.
+fn pass_at_k_of_suite(per_case: &[u64], repeat: u64) -> Vec<PassK> {
+    if per_case.is_empty() {
+        return Vec::new();
+    }
+    per_k(repeat, |k| {
+        per_case
+            .iter()
+            .map(|&c| pass_at_k(c, repeat, k))
+            .sum::<f64>()
+            / per_case.len() as f64
+    })
 }
 
 impl SuiteSummary {
@@ -181,6 +210,7 @@ impl SuiteSummary {
             failed: s.failed(),
             model: (model.calls > 0).then_some(model),
             pass_k: pass_k(&per_case, s.repeat),
+            pass_at_k: pass_at_k_of_suite(&per_case, s.repeat),
             passed: s.passed(),
             repeat: s.repeat,
             skipped: s.skipped(),
@@ -234,6 +264,7 @@ impl SuiteSummary {
             model: (model.calls > 0).then_some(model),
             failed: cases.len() - passed - skipped,
             pass_k: pass_k(&per_case, repeat),
+            pass_at_k: pass_at_k_of_suite(&per_case, repeat),
             passed,
             repeat,
             skipped,
@@ -253,7 +284,13 @@ pub fn line(c: &CaseRun, width: usize) -> String {
     let events = shown.outcome.as_ref().map_or(0, |o| o.footer.events);
     let runs = c.attempts.len();
     let which = if runs > 1 {
-        format!("{}/{runs} passed", c.passes())
+        let n = runs as u64;
+        format!(
+            "{}/{runs} passed, pass@{runs} {:.1}%, pass^{runs} {:.1}%",
+            c.passes(),
+            pass_at_k(c.passes(), n, n) * 100.0,
+            pass_hat_k(&[c.passes()], n, n) * 100.0
+        )
     } else {
         shown.run_id().unwrap_or("-").to_string()
     };
@@ -320,8 +357,8 @@ pub fn print_merged(s: &SuiteSummary) {
 }
 
 /// The collection errors, what was compiled before the first case (on
-/// stderr), pass^k
-/// with `--repeat`, the model totals when there were model calls, and
+/// stderr), pass^k and pass@k with `--repeat`, the model totals when there
+/// were model calls, and
 /// `N passed, N failed[, N skipped][, N error(s) collecting cases]`.
 fn print_totals(s: &SuiteSummary) {
     for e in &s.collection_errors {
@@ -341,11 +378,13 @@ fn print_totals(s: &SuiteSummary) {
             each.join(", ")
         );
     }
-    if !s.pass_k.is_empty() {
-        let ks: Vec<String> = s
-            .pass_k
+    for (mark, figures) in [("^", &s.pass_k), ("@", &s.pass_at_k)] {
+        if figures.is_empty() {
+            continue;
+        }
+        let ks: Vec<String> = figures
             .iter()
-            .map(|p| format!("pass^{} {:.1}%", p.k, p.value * 100.0))
+            .map(|p| format!("pass{mark}{} {:.1}%", p.k, p.value * 100.0))
             .collect();
         println!("{} runs of each case: {}", s.repeat, ks.join(", "));
     }

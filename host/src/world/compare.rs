@@ -1,11 +1,65 @@
 //! The comparison operators of query filters and of the grader's `where`:
-//! `eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `contains`, with numbers compared by
-//! value, timestamps as times, and text optionally without regard to case.
+//! `eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `contains`, and (in checks) `word`,
+//! with numbers compared by value (or strictly), timestamps as times, and
+//! text optionally without regard to case.
 //! One implementation, so a tool's query and a case's check agree.
 
 use crate::canon;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::cmp::Ordering;
+
+/// How numbers compare: by value (`2` equals `2.0`, the default), or
+/// strictly, where an integer and a float differ as they do in a benchmark
+/// that hashes its database. Set per world (`numbers` in world.toml), per
+/// case (`[expect] numbers`) or per state check.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Numbers {
+    #[default]
+    ByValue,
+    Strict,
+}
+
+impl Numbers {
+    /// Whether two values are the same under this comparison.
+    pub fn same(self, a: &Value, b: &Value) -> bool {
+        match self {
+            Numbers::ByValue => canon::same(a, b),
+            Numbers::Strict => strictly_same(a, b),
+        }
+    }
+}
+
+/// Equal values of equal JSON types: `2` (an integer) is not `2.0` (a float).
+fn strictly_same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.is_f64() == y.is_f64() && canon::same(a, b),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| strictly_same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| strictly_same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// The JSON type of a value as a diff names it (`integer` and `float`
+/// apart, since that is what strict comparison tells apart).
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
 
 /// One operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,11 +71,14 @@ pub enum Op {
     Lt,
     Lte,
     Contains,
+    /// Text holds the words of the value as whole words, in order
+    /// (`"pizza" in subject.lower().split()`).
+    Word,
 }
 
 impl Op {
     /// Every operator with its name in files.
-    pub const ALL: [(&'static str, Op); 7] = [
+    pub const ALL: [(&'static str, Op); 8] = [
         ("eq", Op::Eq),
         ("ne", Op::Ne),
         ("gt", Op::Gt),
@@ -29,14 +86,27 @@ impl Op {
         ("lt", Op::Lt),
         ("lte", Op::Lte),
         ("contains", Op::Contains),
+        ("word", Op::Word),
     ];
 
     pub fn named(name: &str) -> Option<Op> {
         Op::ALL.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)
     }
 
-    /// Whether `field <op> value` holds.
+    /// Whether `field <op> value` holds, numbers compared by value.
     pub fn holds(self, field: &Value, value: &Value, ignore_case: bool) -> bool {
+        self.holds_with(field, value, ignore_case, Numbers::ByValue)
+    }
+
+    /// Whether `field <op> value` holds, equality (`eq`, `ne`, an array's
+    /// `contains`) under `numbers`.
+    pub fn holds_with(
+        self,
+        field: &Value,
+        value: &Value,
+        ignore_case: bool,
+        numbers: Numbers,
+    ) -> bool {
         // Lowercased copies only when asked: a query runs this per row.
         let folded;
         let (field, value) = if ignore_case {
@@ -46,8 +116,8 @@ impl Op {
             (field, value)
         };
         match self {
-            Op::Eq => canon::same(field, value),
-            Op::Ne => !canon::same(field, value),
+            Op::Eq => numbers.same(field, value),
+            Op::Ne => !numbers.same(field, value),
             Op::Gt => compare(field, value) == Some(Ordering::Greater),
             Op::Gte => matches!(
                 compare(field, value),
@@ -58,7 +128,11 @@ impl Op {
                 compare(field, value),
                 Some(Ordering::Less | Ordering::Equal)
             ),
-            Op::Contains => contains(field, value),
+            Op::Contains => contains(field, value, numbers),
+            Op::Word => match (field, value) {
+                (Value::String(text), Value::String(w)) => has_words(text, w),
+                _ => false,
+            },
         }
     }
 }
@@ -77,13 +151,27 @@ pub fn lowercase(value: &Value) -> Value {
 
 /// Text contains text, an array contains an element (by value), an object
 /// contains a key.
-pub fn contains(haystack: &Value, needle: &Value) -> bool {
+pub fn contains(haystack: &Value, needle: &Value, numbers: Numbers) -> bool {
     match (haystack, needle) {
         (Value::String(h), Value::String(n)) => h.contains(n.as_str()),
-        (Value::Array(items), n) => items.iter().any(|i| canon::same(i, n)),
+        (Value::Array(items), n) => items.iter().any(|i| numbers.same(i, n)),
         (Value::Object(m), Value::String(k)) => m.contains_key(k),
         _ => false,
     }
+}
+
+/// The words of a text: runs of letters and digits.
+fn words(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Whether `text` holds the words of `phrase` as whole words, one after
+/// another (`"pizza"` is in `"Pizza party!"` but not in `"pizzas"`).
+fn has_words(text: &str, phrase: &str) -> bool {
+    let (text, phrase) = (words(text), words(phrase));
+    !phrase.is_empty() && text.windows(phrase.len()).any(|w| w == phrase.as_slice())
 }
 
 /// Timestamps compare as times: RFC 3339 text of different precision
@@ -161,8 +249,25 @@ mod tests {
         assert!(Op::Contains.holds(&json!("Refund for Anna"), &json!("anna"), true));
         assert!(Op::Contains.holds(&json!([1, 2.0]), &json!(2), false));
         assert!(!Op::Gt.holds(&json!("3"), &json!(2), false));
+        assert!(Op::Word.holds(&json!("Pizza party, April!"), &json!("pizza"), true));
+        assert!(Op::Word.holds(&json!("New York pizza"), &json!("York pizza"), false));
+        assert!(!Op::Word.holds(&json!("pizzas for all"), &json!("pizza"), false));
+        assert!(!Op::Word.holds(&json!("Pizza"), &json!("pizza"), false));
         assert_eq!(Op::named("gte"), Some(Op::Gte));
         assert_eq!(Op::named("like"), None);
+    }
+
+    #[test]
+    fn strict_numbers_tell_an_integer_from_a_float_of_the_same_value() {
+        let strict = Numbers::Strict;
+        assert!(!strict.same(&json!(2), &json!(2.0)));
+        assert!(strict.same(&json!(2.0), &json!(2.0)));
+        assert!(strict.same(&json!({"a": [1, 2.5]}), &json!({"a": [1, 2.5]})));
+        assert!(!strict.same(&json!({"a": [1, 2]}), &json!({"a": [1, 2.0]})));
+        assert!(Numbers::ByValue.same(&json!({"a": [2]}), &json!({"a": [2.0]})));
+        assert!(!Op::Eq.holds_with(&json!(2), &json!(2.0), false, strict));
+        assert!(!Op::Contains.holds_with(&json!([2]), &json!(2.0), false, strict));
+        assert_eq!(type_name(&json!(2.0)), "float");
     }
 
     #[test]

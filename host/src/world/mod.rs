@@ -49,6 +49,9 @@ pub struct World {
     /// For a case's overlaid copy: the base world's hash and the overlay
     /// (`hash` is then the overlaid world's).
     pub overlaid: Option<overlay::Record>,
+    /// How its cases' checks, gold comparison and diff compare numbers
+    /// (`numbers = "strict"`; a case's `[expect] numbers` overrides it).
+    pub numbers: compare::Numbers,
 }
 
 impl World {
@@ -148,6 +151,7 @@ struct WorldToml {
     service: Option<toml::Spanned<service::ServiceToml>>,
     #[serde(default)]
     routes: Vec<toml::Spanned<routes::RouteToml>>,
+    numbers: compare::Numbers,
 }
 
 #[derive(Deserialize)]
@@ -371,6 +375,7 @@ fn load_checked(
         service,
         routes,
         overlaid: None,
+        numbers: doc.numbers,
     })
 }
 

@@ -97,6 +97,92 @@ pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
     validate_at(schema, value, "$")
 }
 
+/// `value` with text converted where the schema asks for a number, an
+/// integer or a boolean and not for text (`"12"` → `12`, `"2.5"` → `2.5`,
+/// `"true"` → `true`), as pydantic's lax mode does, inside objects
+/// (`properties`, `additionalProperties`) and arrays (`items`) too. What
+/// does not convert is left as it is, for [`validate`] to refuse.
+pub fn coerce(schema: &Value, value: &Value) -> Value {
+    let Value::Object(s) = schema else {
+        return value.clone();
+    };
+    match value {
+        Value::String(text) => {
+            let types = accepted_types(s);
+            if types.iter().any(|t| t == "string") {
+                return value.clone();
+            }
+            let has = |t: &str| types.iter().any(|x| x == t);
+            let t = text.trim();
+            let int = || t.parse::<i64>().ok().map(Value::from);
+            let num = || {
+                int().or_else(|| {
+                    t.parse::<f64>()
+                        .ok()
+                        .filter(|f| f.is_finite())
+                        .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+                })
+            };
+            let boolean = || match t.to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => Some(Value::Bool(true)),
+                "false" | "0" | "no" | "off" => Some(Value::Bool(false)),
+                _ => None,
+            };
+            let converted = if has("integer") {
+                int()
+            } else if has("number") {
+                num()
+            } else {
+                None
+            };
+            converted
+                .or_else(|| has("boolean").then(boolean).flatten())
+                .unwrap_or_else(|| value.clone())
+        }
+        Value::Object(obj) => {
+            let props = s.get("properties").and_then(Value::as_object);
+            let extra = s.get("additionalProperties");
+            Value::Object(
+                obj.iter()
+                    .map(|(k, v)| {
+                        let sub = props.and_then(|p| p.get(k)).or(extra);
+                        (
+                            k.clone(),
+                            sub.map_or_else(|| v.clone(), |sub| coerce(sub, v)),
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        Value::Array(items) => match s.get("items") {
+            Some(sub) => Value::Array(items.iter().map(|i| coerce(sub, i)).collect()),
+            None => value.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
+/// The `type`s a schema accepts, its `anyOf`/`oneOf` options' included.
+fn accepted_types(s: &Map<String, Value>) -> Vec<String> {
+    let mut out: Vec<String> = match s.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
+        _ => Vec::new(),
+    };
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(options)) = s.get(key) {
+            for o in options.iter().filter_map(Value::as_object) {
+                out.extend(accepted_types(o));
+            }
+        }
+    }
+    out
+}
+
 fn type_ok(t: &str, v: &Value) -> bool {
     match t {
         "object" => v.is_object(),
@@ -238,6 +324,28 @@ fn validate_at(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn lax_coercion_turns_text_into_the_numbers_and_booleans_the_schema_asks_for() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer"},
+                "amount": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+                "ok": {"type": "boolean"},
+                "id": {"type": "string"},
+                "ids": {"type": "array", "items": {"type": "integer"}}
+            }
+        });
+        let sent = json!({"n": "12", "amount": "2.5", "ok": "true", "id": "7", "ids": ["1", "x"]});
+        assert_eq!(
+            coerce(&schema, &sent),
+            json!({"n": 12, "amount": 2.5, "ok": true, "id": "7", "ids": [1, "x"]})
+        );
+        // What does not convert stays, for validation to refuse.
+        assert_eq!(coerce(&schema, &json!({"n": "1.5"})), json!({"n": "1.5"}));
+        assert!(validate(&schema, &coerce(&schema, &json!({"n": "1.5"}))).is_err());
+    }
 
     fn ticket_schema() -> Value {
         json!({

@@ -2,6 +2,7 @@
 //! files. Every change is a [`Write`], recorded in the event that made it, so
 //! the state at any event can be rebuilt from the initial state and the log.
 
+use super::compare;
 use super::ids::Ids;
 use crate::canon;
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,17 @@ pub struct Table {
     /// states of worlds that never set it hash as they always did).
     #[serde(default, skip_serializing_if = "Ids::is_count")]
     pub ids: Ids,
+}
+
+impl Table {
+    /// The rows in key order ([`compare::key_order`]: numeric runs compare
+    /// as numbers, so `2` comes before `10`), the one row order of
+    /// declarative queries, service queries and the grader's aggregates.
+    pub fn in_key_order(&self) -> Vec<(&String, &Value)> {
+        let mut rows: Vec<(&String, &Value)> = self.rows.iter().collect();
+        rows.sort_by(|(a, _), (b, _)| compare::key_order(a, b));
+        rows
+    }
 }
 
 /// The whole state of a world at one moment.

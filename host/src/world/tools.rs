@@ -43,6 +43,25 @@ pub struct Tool {
     pub op: Op,
     /// Optional wrapper around the op's result (`"$result"` inside it).
     pub response: Option<Value>,
+    /// How a call's arguments are checked against `params`.
+    pub validate: Validate,
+}
+
+/// `validate` of a `[[tools]]`: how a call's arguments meet `params`
+/// (which the agent is shown whatever this says).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Validate {
+    /// Arguments must fit the schema as sent (the default).
+    #[default]
+    Strict,
+    /// Text where the schema asks for a number, an integer or a boolean is
+    /// converted first (`"12"` → `12`), as pydantic's lax mode does; the
+    /// tool (or service) sees the converted arguments, the log what was sent.
+    Lax,
+    /// Not checked at all: a service tool whose service validates for
+    /// itself (as benchmarks that pass arguments through unvalidated do).
+    Off,
 }
 
 /// When a call is answered: the virtual time, and for stale answers the
@@ -234,7 +253,12 @@ pub struct ToolToml {
     /// `respond`: the answer; other ops: a wrapper around their result.
     #[serde(default)]
     response: Option<Value>,
+    #[serde(default)]
+    validate: Validate,
 }
+
+/// The keys every op takes, beside its own.
+const COMMON_KEYS: &str = "name, description, version, mutates, params, op, response, validate";
 
 const OPS: &str =
     "get, query, insert, update, delete, file_read, file_write, file_list, respond or service";
@@ -243,6 +267,7 @@ impl ToolToml {
     /// The op the tool names, with the keys it takes.
     fn op(&self) -> Result<Op, String> {
         let name = self.op.as_str();
+        self.only_keys_of(name)?;
         let need = |value: &Option<String>, key: &str| {
             value
                 .clone()
@@ -304,6 +329,53 @@ impl ToolToml {
     }
 }
 
+impl ToolToml {
+    /// Refuse a key the op does not take (a `get` with `filters` would be
+    /// silently ignored otherwise), naming the keys it takes.
+    fn only_keys_of(&self, op: &str) -> Result<(), String> {
+        let takes: &[&str] = match op {
+            "get" | "delete" => &["table", "key_arg"],
+            "query" => &["table", "filters", "sort", "limit", "limit_arg"],
+            "insert" => &["table", "row"],
+            "update" => &["table", "key_arg", "set"],
+            "file_read" => &["path_arg"],
+            "file_write" => &["path_arg", "content_arg"],
+            "file_list" => &["prefix_arg"],
+            _ => &[],
+        };
+        let given = [
+            ("table", self.table.is_some()),
+            ("key_arg", self.key_arg.is_some()),
+            ("filters", !self.filters.is_empty()),
+            ("sort", self.sort.is_some()),
+            ("limit", self.limit.is_some()),
+            ("limit_arg", self.limit_arg.is_some()),
+            ("row", self.row.is_some()),
+            ("set", self.set.is_some()),
+            ("path_arg", self.path_arg.is_some()),
+            ("content_arg", self.content_arg.is_some()),
+            ("prefix_arg", self.prefix_arg.is_some()),
+        ];
+        match given.iter().find(|(k, g)| *g && !takes.contains(k)) {
+            Some((key, _)) => {
+                let own = if takes.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}, ", takes.join(", "))
+                };
+                Err(format!(
+                    "op `{op}` does not take `{key}` (keys: {own}{COMMON_KEYS})"
+                ))
+            }
+            None if self.validate == Validate::Off && op != "service" => Err(format!(
+                "validate = \"off\" is for op = \"service\" tools, whose service checks its own \
+                 arguments; op `{op}` needs them checked (use \"strict\" or \"lax\")"
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Check a declared tool (its op's keys, its tables, its parameter schema)
 /// and build it.
 pub fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
@@ -337,6 +409,7 @@ pub fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
             _ => t.response.clone(),
         },
         op,
+        validate: t.validate,
     })
 }
 
@@ -398,14 +471,22 @@ pub fn execute(
     state: &State,
     as_of: &AsOf,
 ) -> Result<(Value, Vec<Write>), ToolFailure> {
-    check_args(tool, args)?;
+    let args = &checked_args(tool, args)?;
     let (result, writes) = run_op(&tool.op, args, state, as_of)?;
     Ok((shape(tool, args, as_of, result), writes))
 }
 
-/// Refuse arguments that do not fit the tool's `params`.
-pub fn check_args(tool: &Tool, args: &Value) -> Result<(), ToolFailure> {
-    schema::validate(&tool.params, args).map_err(|e| ToolFailure::new(ErrorKind::InvalidArgs, e))
+/// The arguments the tool runs with: refused when they do not fit its
+/// `params`, converted first when it validates `lax`, as sent when `off`.
+pub fn checked_args(tool: &Tool, args: &Value) -> Result<Value, ToolFailure> {
+    let args = match tool.validate {
+        Validate::Off => return Ok(args.clone()),
+        Validate::Lax => schema::coerce(&tool.params, args),
+        Validate::Strict => args.clone(),
+    };
+    schema::validate(&tool.params, &args)
+        .map_err(|e| ToolFailure::new(ErrorKind::InvalidArgs, e))?;
+    Ok(args)
 }
 
 /// What the caller gets from an op's result: an empty result of its shape
@@ -495,11 +576,10 @@ fn get(r: &RowOp, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
 fn query(q: &Query, args: &Value, state: &State, as_of: &AsOf) -> Value {
     let now = as_of.now.as_str();
     let mut keyed: Vec<(&String, &Value)> = state.tables[&q.table]
-        .rows
-        .iter()
+        .in_key_order()
+        .into_iter()
         .filter(|(_, r)| !as_of.hides(r) && q.filters.iter().all(|f| filter_holds(f, r, args, now)))
         .collect();
-    keyed.sort_by(|(a, _), (b, _)| compare::key_order(a, b));
     if let Some((field, desc)) = &q.sort {
         let by_key = *field == state.tables[&q.table].key;
         keyed.sort_by(|(ka, a), (kb, b)| {

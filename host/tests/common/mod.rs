@@ -674,4 +674,54 @@ pub fn suite_without_run_specifics(mut doc: Value) -> Value {
         }
     }
     doc
+/// A JSON value as a TOML inline value (for tasks and arguments in cases
+/// written by tests).
+pub fn toml_inline(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let fields: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", toml_inline(v)))
+                .collect();
+            format!("{{ {} }}", fields.join(", "))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Write a world `w@v1` under `root/worlds` with the given world.toml and
+/// files; the `worlds` folder.
+pub fn make_world(root: &Path, toml_text: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = root.join("worlds/w/v1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("world.toml"), toml_text).unwrap();
+    for (rel, text) in files {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    root.join("worlds")
+}
+
+/// Write `case_text` as `root/case.toml` and run it, expecting an input
+/// error of one line before any agent is needed (exit 2).
+pub fn load_error(root: &Path, case_text: &str) -> CliOutput {
+    let case = write_case(root, "case", case_text);
+    let agent = root.join("missing.wasm");
+    let out = worldline(
+        root,
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+        ],
+    );
+    out.expect_code(2);
+    assert_eq!(out.stderr.lines().count(), 1, "one line of cause: {out}");
+    out
 }

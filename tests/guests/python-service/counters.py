@@ -2,7 +2,8 @@
 counter-service's tools): `bump` does one get and one update, `panic`
 raises, `spin` never ends, `clock` answers the time and two random
 numbers, `refuse` answers a typed error after a write, `log` writes a file
-and inserts a row."""
+and inserts a row, `keys` lists the counters' ids as `Table.query()`
+orders them."""
 
 import worldline_service as ws
 
@@ -45,3 +46,8 @@ def log():
     ws.files.write("log.txt", "bumped at " + ws.now())
     key = EVENTS.insert({"what": "log"})
     return {"event": key, "files": ws.files.list("")}
+
+
+@ws.tool
+def keys():
+    return [c["id"] for c in COUNTERS.query()]

@@ -115,7 +115,7 @@ impl ModelService {
     }
 
     /// Answer `request` with the case's provider. `wall_ns` is virtual now.
-    pub(in crate::mediate) fn serve(&mut self, request: &Value, wall_ns: i128) -> Answer {
+    pub fn serve(&mut self, request: &Value, wall_ns: i128) -> Answer {
         self.calls += 1;
         let (response, latency_ms) = match self.config.provider {
             Provider::Scripted => self.scripted_answer(request, wall_ns),

@@ -261,8 +261,9 @@ impl state::Host for ServiceData {
         };
         let rows = match f.table(&table) {
             Ok(t) => t
-                .rows
-                .values()
+                .in_key_order()
+                .into_iter()
+                .map(|(_, r)| r)
                 .filter(|r| {
                     !f.as_of.hides(r)
                         && filter

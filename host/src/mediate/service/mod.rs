@@ -23,7 +23,7 @@ use crate::case::Case;
 use crate::error_kind::ErrorKind;
 use crate::log::Recorder;
 use crate::world::state::{State, Write};
-use crate::world::tools::{AsOf, Op, Tool, ToolFailure, check_args, execute, shape};
+use crate::world::tools::{AsOf, Op, Tool, ToolFailure, checked_args, execute, shape};
 use bindings::{Service, ServicePre};
 use frame::Frame;
 use rand_chacha::ChaCha20Rng;
@@ -296,12 +296,15 @@ pub fn run_tool(s: &mut Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Ra
             service: None,
         };
     }
-    if let Err(f) = check_args(tool, args) {
-        return Ran {
-            result: Err(f),
-            service: None,
-        };
-    }
+    let args = &match checked_args(tool, args) {
+        Ok(args) => args,
+        Err(f) => {
+            return Ran {
+                result: Err(f),
+                service: None,
+            };
+        }
+    };
     let Some(runtime) = s.service.as_mut() else {
         return Ran {
             result: Err(ToolFailure::new(

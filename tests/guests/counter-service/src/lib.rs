@@ -3,7 +3,8 @@
 //! ends (out of fuel), `clock` answers the call's time and two random
 //! numbers, `refuse` answers a typed tool error after a write (which must
 //! not land), `log` writes a world file and inserts a row, and `fresh`
-//! counts the calls this instance answered, in a static and on the heap.
+//! counts the calls this instance answered, in a static and on the heap;
+//! `keys` lists the counters' ids as `Table::all` orders them.
 //! Three tools go past the caps on what one call may read and write:
 //! `reread` gets row `key` (default `big`) of `blobs` `times` times (forever
 //! without it),
@@ -27,6 +28,8 @@ static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0
 static HEAP: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
 const EVENTS: Table<Value> = Table::new("events");
 const BLOBS: Table<Value> = Table::new("blobs");
+/// The counters as plain JSON (whatever their ids' type).
+const COUNTER_ROWS: Table<Value> = Table::new("counters");
 
 fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
     let id = args["id"].as_str().unwrap_or("c").to_string();
@@ -80,6 +83,11 @@ fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
             }
             Ok(json!({"written": count}))
         }
+        "keys" => Ok(COUNTER_ROWS
+            .all()?
+            .into_iter()
+            .map(|r| r["id"].clone())
+            .collect()),
         other => Err(ToolError::not_found(format!("no tool `{other}`"))),
     }
 }

@@ -1,0 +1,134 @@
+//! The conditions of one `where` entry of a check: a value (equality), or
+//! a table of operators (`{ gt = 100, lt = 200, ignore_case = true }`),
+//! where `all_of` / `any_of` hold lists of such conditions, so one field
+//! can take the same operator several times
+//! (`{ all_of = [{ contains = "rent" }, { contains = "april" }] }`) or
+//! alternatives (`{ any_of = [{ word = "iphone" }, { word = "spotify" }] }`).
+
+use crate::world::compare::{Numbers, Op};
+use serde_json::Value;
+
+/// One condition on a field's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cond<'a> {
+    Op(Op, &'a Value),
+    /// Every one of these holds.
+    All(Vec<Conditions<'a>>),
+    /// At least one of these holds.
+    Any(Vec<Conditions<'a>>),
+}
+
+/// The conditions of a `where` entry (all must hold), and whether text
+/// compares without regard to case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conditions<'a> {
+    pub conds: Vec<Cond<'a>>,
+    pub ignore_case: bool,
+}
+
+const GROUPS: [&str; 2] = ["all_of", "any_of"];
+
+/// The conditions of one `where` entry: a table of operators (and
+/// `all_of`/`any_of` lists of conditions) or, for any other value, equality.
+pub fn conditions(spec: &Value) -> Result<Conditions<'_>, String> {
+    let equal = |spec| {
+        Ok(Conditions {
+            conds: vec![Cond::Op(Op::Eq, spec)],
+            ignore_case: false,
+        })
+    };
+    let Value::Object(m) = spec else {
+        return equal(spec);
+    };
+    let is_key = |k: &str| k == "ignore_case" || GROUPS.contains(&k) || Op::named(k).is_some();
+    if m.is_empty() || !m.keys().any(|k| is_key(k)) {
+        return equal(spec);
+    }
+    if let Some(k) = m.keys().find(|k| !is_key(k)) {
+        let names: Vec<&str> = Op::ALL.iter().map(|(n, _)| *n).collect();
+        return Err(format!(
+            "unknown operator `{k}` (operators: {}, all_of, any_of, ignore_case; to compare with a table, write {{ eq = {{ ... }} }})",
+            names.join(", ")
+        ));
+    }
+    let ignore_case = match m.get("ignore_case") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(format!("ignore_case must be true or false, found {other}")),
+    };
+    let mut conds = Vec::new();
+    for (k, v) in m {
+        if let Some(op) = Op::named(k) {
+            conds.push(Cond::Op(op, v));
+        } else if GROUPS.contains(&k.as_str()) {
+            let Value::Array(items) = v else {
+                return Err(format!("{k} takes a list of conditions, found {v}"));
+            };
+            if items.is_empty() {
+                return Err(format!("{k} = [] holds no condition"));
+            }
+            let group = items
+                .iter()
+                .map(conditions)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|m| format!("{k}: {m}"))?;
+            conds.push(if k == "all_of" {
+                Cond::All(group)
+            } else {
+                Cond::Any(group)
+            });
+        }
+    }
+    if conds.is_empty() {
+        return Err("ignore_case needs an operator beside it (eq, ne, ...)".into());
+    }
+    Ok(Conditions { conds, ignore_case })
+}
+
+impl Conditions<'_> {
+    /// Whether `field` meets every condition (`ignore_case` from outside,
+    /// the check's, adds to the entry's own).
+    pub fn hold(&self, field: &Value, ignore_case: bool, numbers: Numbers) -> bool {
+        let ignore_case = ignore_case || self.ignore_case;
+        self.conds.iter().all(|c| match c {
+            Cond::Op(op, v) => op.holds_with(field, v, ignore_case, numbers),
+            Cond::All(group) => group.iter().all(|g| g.hold(field, ignore_case, numbers)),
+            Cond::Any(group) => group.iter().any(|g| g.hold(field, ignore_case, numbers)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn holds(spec: Value, field: Value) -> bool {
+        conditions(&spec)
+            .unwrap()
+            .hold(&field, false, Numbers::ByValue)
+    }
+
+    #[test]
+    fn one_field_takes_an_operator_several_times_and_alternatives() {
+        let both =
+            json!({"all_of": [{"contains": "rent"}, {"contains": "april"}], "ignore_case": true});
+        assert!(holds(both.clone(), json!("Rent for April")));
+        assert!(!holds(both, json!("Rent for May")));
+        let any = json!({"any_of": [{"word": "iphone"}, {"word": "spotify"}, "Netflix"]});
+        assert!(holds(any.clone(), json!("spotify premium")));
+        assert!(holds(any.clone(), json!("Netflix")));
+        assert!(!holds(any, json!("iphones")));
+        assert!(holds(json!({"gt": 1, "lt": 3}), json!(2)));
+        assert!(holds(json!({"a": 1}), json!({"a": 1.0})));
+        assert_eq!(
+            conditions(&json!({"any_of": []})).unwrap_err(),
+            "any_of = [] holds no condition"
+        );
+        assert!(
+            conditions(&json!({"all_of": [{"gt": 1, "like": 1}]}))
+                .unwrap_err()
+                .starts_with("all_of: unknown operator `like`")
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! Judged checks (`[[expect.judge]]`): a model, through the case's
+//! `[expect.judge_model]` provider and with its own seed, reads a rubric and
+//! what the check shows it (the conversation, the output, the tool calls,
+//! named rows of the final state) and answers a verdict with a reason.
+//!
+//! The judge's request and answer are recorded in the assertion (`judge`),
+//! so the grade in the footer holds them: re-grading a recorded run uses
+//! the recorded answer when the request is the same (no model call, the
+//! same verdict), and `grade --rejudge` asks again.
+
+use super::{Assertion, Evidence, check};
+use crate::case::expect::{Expect, JudgeCheck};
+use crate::mediate::conversation::SAY;
+use crate::mediate::model::ModelService;
+use serde_json::{Value, json};
+use std::path::Path;
+
+const TOOL_CALL: &str = "worldline:agent/tools.call";
+
+/// The judge's instructions: the verdict's form.
+const SYSTEM: &str = "You grade an AI agent's run against a rubric. Read the rubric and the \
+evidence, then answer with one JSON object and nothing else: \
+{\"verdict\": \"pass\" or \"fail\", \"reason\": \"one or two sentences\"}.";
+
+/// Where a judge's answer comes from.
+pub enum Judging<'a> {
+    /// Ask the provider (a run, or `grade --rejudge`).
+    Live { case_dir: &'a Path, seed: u64 },
+    /// Reuse the answers recorded in this grade (`grade`, a replay).
+    Recorded(&'a Value),
+}
+
+/// The request for one judged check.
+fn request(j: &JudgeCheck, ev: &Evidence, seed: u64) -> Value {
+    let mut evidence = String::new();
+    for seen in &j.sees {
+        let body = match seen.as_str() {
+            "conversation" => conversation(ev),
+            "output" => ev.output.unwrap_or("(no output)").to_string(),
+            "calls" => calls(ev),
+            other => {
+                let place = other.strip_prefix("state:").unwrap_or(other);
+                let value = match place.split_once('/') {
+                    Some((t, k)) => json!(ev.final_state.row(t, k)),
+                    None => json!(ev.final_state.tables.get(place).map(|t| &t.rows)),
+                };
+                crate::canon::to_string(&value)
+            }
+        };
+        evidence.push_str(&format!("## {seen}\n{body}\n\n"));
+    }
+    json!({
+        "model": "judge",
+        "seed": seed,
+        "temperature": 0,
+        "messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": format!("# Rubric\n{}\n\n# Evidence\n{evidence}", j.rubric)},
+        ],
+    })
+}
+
+/// The agent's messages to the user and what came back, in order.
+fn conversation(ev: &Evidence) -> String {
+    let lines: Vec<String> = ev
+        .events
+        .iter()
+        .filter(|e| e.call == SAY)
+        .map(|e| {
+            let said = e.request["message"].as_str().unwrap_or("");
+            let reply = e.response["reply"]
+                .as_str()
+                .map_or_else(|| crate::canon::to_string(&e.response), str::to_string);
+            format!("agent: {said}\nuser: {reply}")
+        })
+        .collect();
+    if lines.is_empty() {
+        "(no conversation)".into()
+    } else {
+        lines.join("\n")
+    }
+}
+
+/// The tool calls and their answers, one a line.
+fn calls(ev: &Evidence) -> String {
+    ev.events
+        .iter()
+        .filter(|e| e.call == TOOL_CALL)
+        .map(|e| {
+            format!(
+                "{} {} -> {}",
+                e.request["name"].as_str().unwrap_or(""),
+                crate::canon::to_string(&e.request["args"]),
+                crate::canon::to_string(&e.response.get("ok").or(e.response.get("error")))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The verdict and reason in a judge's answer (`{"ok": completion}`).
+fn verdict(response: &Value) -> Result<(bool, String), String> {
+    if let Some(e) = response.get("error") {
+        return Err(format!(
+            "the judge's provider failed: {}",
+            crate::canon::to_string(e)
+        ));
+    }
+    let content = response["ok"]["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or("");
+    let parsed: Value = serde_json::from_str(content.trim())
+        .map_err(|_| format!("the judge's answer is not a JSON verdict: {content:?}"))?;
+    let reason = parsed["reason"].as_str().unwrap_or("").to_string();
+    match parsed["verdict"].as_str() {
+        Some("pass") => Ok((true, reason)),
+        Some("fail") => Ok((false, reason)),
+        _ => Err(format!(
+            "the judge's verdict is not \"pass\" or \"fail\": {content:?}"
+        )),
+    }
+}
+
+/// The recorded judge answer of `grade` for this request, if any.
+fn recorded_answer<'a>(grade: &'a Value, request: &Value) -> Option<&'a Value> {
+    grade["assertions"]
+        .as_array()?
+        .iter()
+        .filter_map(|a| a.get("judge"))
+        .find(|j| j["request"] == *request)
+        .map(|j| &j["response"])
+}
+
+/// The assertions of every judged check.
+pub fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<Assertion> {
+    let Some(config) = &expect.judge_model else {
+        return Vec::new();
+    };
+    let seed = match judging {
+        Judging::Live { seed, .. } => expect.judge_seed.unwrap_or(*seed),
+        Judging::Recorded(_) => expect.judge_seed.unwrap_or(0),
+    };
+    let mut live = match judging {
+        Judging::Live { case_dir, .. } => Some(ModelService::new(
+            config,
+            seed,
+            std::time::Duration::from_millis(config.timeout_ms),
+            case_dir,
+        )),
+        Judging::Recorded(_) => None,
+    };
+    expect
+        .judge
+        .iter()
+        .map(|j| {
+            let what = format!("judge: {}", j.name.as_deref().unwrap_or(&j.rubric));
+            let (request, response) = match (&mut live, judging) {
+                (Some(service), _) => {
+                    let request = request(j, ev, seed);
+                    let answer = service.serve(&request, 0);
+                    (request, answer.response)
+                }
+                (None, Judging::Recorded(grade)) => {
+                    // The recorded request was made with the recorded seed.
+                    let seed = recorded_seed(grade).unwrap_or(seed);
+                    let request = request(j, ev, seed);
+                    match recorded_answer(grade, &request) {
+                        Some(r) => (request, r.clone()),
+                        None => {
+                            return check(
+                                what,
+                                json!("pass"),
+                                json!("not judged: no recorded answer for this request (the rubric or the evidence changed); run `grade --rejudge`"),
+                                false,
+                            );
+                        }
+                    }
+                }
+                (None, Judging::Live { .. }) => unreachable!("a live judge has a service"),
+            };
+            let mut a = match verdict(&response) {
+                Ok((passed, reason)) => check(
+                    what,
+                    json!("pass"),
+                    json!({"verdict": if passed { "pass" } else { "fail" }, "reason": reason}),
+                    passed,
+                ),
+                Err(why) => check(what, json!("pass"), json!(why), false),
+            };
+            a.judge = Some(json!({"request": request, "response": response}));
+            a
+        })
+        .collect()
+}
+
+/// The seed a recorded grade's judge requests carried.
+fn recorded_seed(grade: &Value) -> Option<u64> {
+    grade["assertions"]
+        .as_array()?
+        .iter()
+        .find_map(|a| a.get("judge")?["request"]["seed"].as_u64())
+}
