@@ -674,6 +674,8 @@ pub fn suite_without_run_specifics(mut doc: Value) -> Value {
         }
     }
     doc
+}
+
 /// A JSON value as a TOML inline value (for tasks and arguments in cases
 /// written by tests).
 pub fn toml_inline(v: &Value) -> String {
