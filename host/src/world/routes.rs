@@ -192,6 +192,7 @@ mod tests {
             params: json!({}),
             op: super::super::tools::Op::Service,
             response: None,
+            validate: Default::default(),
         }
     }
 
