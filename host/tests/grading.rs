@@ -4,30 +4,12 @@
 
 mod common;
 
-use common::{guest, temp_dir, worldline, worlds_dir, write_case};
+use common::{guest, temp_dir, toml_inline, worldline, worlds_dir, write_case};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 fn caller() -> PathBuf {
     guest("caller-agent")
-}
-
-/// A JSON value as a TOML inline value.
-fn toml_inline(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let fields: Vec<String> = m
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", toml_inline(v)))
-                .collect();
-            format!("{{ {} }}", fields.join(", "))
-        }
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
-        ),
-        other => other.to_string(),
-    }
 }
 
 /// A demo-world case whose task is the given calls, plus extra TOML.

@@ -6,7 +6,7 @@
 //! of the helpers, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -310,6 +310,25 @@ where
     worldline_raw(all)
 }
 
+/// Start the `worldline` binary with `args` and `--store <store>` in the
+/// background, its output piped; read it with [`CliOutput::of`] on
+/// `wait_with_output`.
+pub fn worldline_spawn<I, S>(store: &Path, args: I) -> std::process::Child
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot start the worldline binary")
+}
+
 /// A fresh, empty temporary folder (removed when dropped).
 pub fn temp_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -564,4 +583,81 @@ pub fn replays_and_forks_at_the_close(store: &Path, agent: &Path) {
     let again = wl(&["replay", fork_id, "--json"]);
     again.expect_code(0);
     assert_eq!(again.json()["verdict"], "identical", "{again}");
+}
+
+/// Copy a world folder (`from`, holding `world.toml`) to
+/// `<root>/worlds/<name>/v1/` with `service` as its `service.wasm`.
+pub fn world_with_service(root: &Path, from: &Path, name: &str, service: &Path) -> PathBuf {
+    let dest = root.join("worlds").join(name).join("v1");
+    copy_dir(from, &dest);
+    std::fs::copy(service, dest.join("service.wasm")).unwrap();
+    root.join("worlds")
+}
+
+/// Copy a folder recursively, leaving out any `service.wasm`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else if e.file_name() != "service.wasm" {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// `<root>/worlds/counters/v1` (tests/worlds/counters) with the
+/// counter-service guest as its service; returns `<root>/worlds`.
+pub fn counters(root: &Path) -> PathBuf {
+    world_with_service(
+        root,
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &guest("counter-service"),
+    )
+}
+
+/// A case on the counters world that makes `calls` (the caller agent's task).
+pub fn counters_case(root: &Path, calls: Value, extra: &str) -> PathBuf {
+    let path = root.join("case.toml");
+    let task = format!("task = {}", toml_inline(&json!({"calls": calls})));
+    std::fs::write(
+        &path,
+        format!("world = \"counters@v1\"\nseed = 7\nclock = 2026-03-02T12:00:00Z\n{task}\n{extra}"),
+    )
+    .unwrap();
+    path
+}
+
+/// A JSON value as a TOML inline value.
+pub fn toml_inline(v: &Value) -> String {
+    match v {
+        Value::Object(m) => format!(
+            "{{ {} }}",
+            m.iter()
+                .map(|(k, v)| format!("{k} = {}", toml_inline(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Set a file's (or a folder's and its files') access and modification
+/// times back by `by`.
+pub fn age(path: &Path, by: std::time::Duration) {
+    let t = SystemTime::now() - by;
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).unwrap() {
+            age(&e.unwrap().path(), by);
+        }
+    }
+    let f = std::fs::File::open(path).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_accessed(t).set_modified(t))
+        .unwrap();
 }
