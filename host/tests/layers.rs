@@ -19,6 +19,7 @@ const LAYERS: &[&[&str]] = &[
         "partition",
         "durable",
         "file_identity",
+        "lease",
     ],
     &["world"],
     &["case"],
