@@ -7,7 +7,10 @@
 use super::{Common, ModelArgs};
 use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
-use crate::report::{self, suite::SuiteSummary};
+use crate::report::{
+    self,
+    suite::{Shard, SuiteSummary},
+};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use crate::suite::select::{Candidate, Filter};
@@ -82,7 +85,9 @@ struct Listed<'a> {
 }
 
 /// The cases the arguments select, in suite order.
-fn select(args: &TestArgs, store: &StoreDir) -> Result<Vec<Entry>> {
+/// The cases to run, and with `--partition` which shard of which
+/// selection they are.
+fn select(args: &TestArgs, store: &StoreDir) -> Result<(Vec<Entry>, Option<Shard>)> {
     let filter = args
         .filter
         .as_deref()
@@ -125,6 +130,12 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<Vec<Entry>> {
             case,
         });
     }
+    let shard = partition.map(|p| {
+        Shard::of(
+            p.to_string(),
+            entries.iter().map(|e| (e.index, e.name.as_str())),
+        )
+    });
     if let Some(p) = partition {
         entries = entries
             .into_iter()
@@ -136,7 +147,7 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<Vec<Entry>> {
     if let Some(n) = args.limit {
         entries.truncate(n);
     }
-    Ok(entries)
+    Ok((entries, shard))
 }
 
 fn print_list(entries: &[Entry], json: bool) -> Result<()> {
@@ -182,7 +193,7 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
         return Err(InputError::new("--repeat", "must be at least 1").into());
     }
     let store = StoreDir::open(&args.common.store)?;
-    let entries = select(&args, &store)?;
+    let (entries, shard) = select(&args, &store)?;
     if args.list {
         print_list(&entries, args.common.json)?;
         return Ok(ExitCode::Ok);
@@ -229,7 +240,9 @@ pub fn exec(args: TestArgs) -> Result<ExitCode> {
             .map_err(|e| InputError::new(path, format!("cannot write JUnit report: {e}")))?;
     }
     if args.common.json {
-        report::print_json(&SuiteSummary::of(&done))?;
+        let mut summary = SuiteSummary::of(&done);
+        summary.shard = shard;
+        report::print_json(&summary)?;
     } else {
         report::suite::print(&done);
     }

@@ -127,6 +127,74 @@ impl Tally {
         }
     }
 
+    /// Check a shard's tally (read from a report, so maybe edited) against
+    /// itself and against the seeds the shard ran: `own` of the campaign's
+    /// `seeds`, `mine(seed index)` saying which. Names what does not add
+    /// up.
+    pub fn check_shard(
+        &self,
+        seeds: u64,
+        own: u64,
+        mine: impl Fn(u64) -> bool,
+    ) -> Result<(), String> {
+        let repeat = self.repeat.max(1);
+        if self.seeds_by_passes.len() as u64 != repeat + 1 {
+            return Err(format!(
+                "`seeds_by_passes` has {} entries, not {} (repeat {repeat} + 1)",
+                self.seeds_by_passes.len(),
+                repeat + 1
+            ));
+        }
+        let counted: u64 = self.seeds_by_passes.iter().sum();
+        let passes: u64 = (0..).zip(&self.seeds_by_passes).map(|(c, n)| c * n).sum();
+        let failures: u64 = self.failures.values().map(|g| g.count).sum();
+        let checks = [
+            (
+                self.runs == own * repeat,
+                format!(
+                    "runs is {}, but the shard has {own} seed(s) × repeat {repeat}",
+                    self.runs
+                ),
+            ),
+            (
+                self.passed <= self.runs,
+                format!("passed {} > runs {}", self.passed, self.runs),
+            ),
+            (
+                counted == own,
+                format!("`seeds_by_passes` counts {counted} seed(s), the shard has {own}"),
+            ),
+            (
+                passes == self.passed,
+                format!(
+                    "`seeds_by_passes` adds up to {passes} passes, `passed` is {}",
+                    self.passed
+                ),
+            ),
+            (
+                failures == self.runs.saturating_sub(self.passed),
+                format!(
+                    "the failure groups count {failures} runs, runs − passed is {}",
+                    self.runs.saturating_sub(self.passed)
+                ),
+            ),
+        ];
+        if let Some((_, why)) = checks.into_iter().find(|(ok, _)| !ok) {
+            return Err(why);
+        }
+        for (sig, g) in &self.failures {
+            let seed = g.first.index / repeat;
+            if g.count == 0 || seed >= seeds || !mine(seed) || g.mix.values().any(|n| *n > g.count)
+            {
+                return Err(format!(
+                    "failure group `{sig}` does not fit the shard (count {}, first run {} of seed {seed})",
+                    g.count, g.first.index
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Add a tally of other runs of the same campaign (another shard).
     pub fn merge(&mut self, other: Tally) -> Result<(), String> {
         if other.repeat != self.repeat {
