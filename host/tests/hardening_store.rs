@@ -75,7 +75,7 @@ fn gc_beside_a_running_suite_removes_nothing_it_uses_and_never_fails() {
     args.extend(["--repeat", "40", "--jobs", "2"]);
     let child = worldline_spawn(&store, &args);
     let done = AtomicBool::new(false);
-    let passes = std::thread::scope(|scope| {
+    let (suite_out, passes) = std::thread::scope(|scope| {
         let waiter = scope.spawn(|| {
             let out = common::CliOutput::of(child.wait_with_output().unwrap());
             done.store(true, Ordering::SeqCst);
@@ -101,17 +101,33 @@ fn gc_beside_a_running_suite_removes_nothing_it_uses_and_never_fails() {
                 ],
             ));
         }
-        let out = waiter.join().unwrap();
-        out.expect_code(0);
-        passes
+        (waiter.join().unwrap(), passes)
     });
-    assert!(!passes.is_empty());
-    for pass in &passes {
+    suite_out.expect_code(0);
+    let written: std::collections::BTreeSet<&str> = suite_out.json()["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["run_ids"].as_array().unwrap())
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    assert_eq!(written.len(), 160);
+    assert!(passes.len() > 1, "gc ran beside the suite");
+    for (i, pass) in passes.iter().enumerate() {
         // Never exit 4 on a writer's temporary file or a vanished entry.
         pass.expect_code(0);
+        // Only the last pass may have started once the suite had ended.
+        if i + 1 < passes.len() {
+            let removed = pass.json()["runs"]["items"].as_array().unwrap();
+            assert!(
+                !removed
+                    .iter()
+                    .any(|r| written.contains(r.as_str().unwrap())),
+                "pass {i} removed a run of the live suite: {pass}"
+            );
+        }
     }
     let left = bundles(&store);
-    assert!(left > 0, "the suite's runs stay while it runs");
     let verify = worldline(&store, ["verify", "--json"]);
     assert_eq!(verify.json()["unreadable"], 0, "{verify}");
     assert_eq!(verify.json()["diverged"], 0, "{verify}");
@@ -212,4 +228,76 @@ fn verify_reports_a_run_the_watchdog_stopped_as_a_timeout_not_as_drift() {
             .contains("timeout  (stopped by the watchdog, so not replayable;"),
         "{text}"
     );
+}
+
+/// `runs --json` as (run id, case, status, outcome), sorted by id.
+fn listed(out: &common::CliOutput) -> Vec<(String, String, String, String)> {
+    let mut rows: Vec<_> = out
+        .json()
+        .as_array()
+        .unwrap_or_else(|| panic!("{out}"))
+        .iter()
+        .map(|r| {
+            let f = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (f("run_id"), f("case"), f("status"), f("outcome"))
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn a_damaged_index_is_rebuilt_from_the_bundles_and_lists_every_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for seed in 1..=4 {
+        write_case(&cases, &format!("c{seed}"), &demo_case(seed));
+    }
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    worldline(
+        &store,
+        [
+            "test",
+            s(&cases),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--repeat",
+            "24",
+            "--json",
+        ],
+    )
+    .expect_code(0);
+    let whole = worldline(&store, ["runs", "--json"]);
+    whole.expect_code(0);
+    let expected = listed(&whole);
+    assert_eq!(expected.len(), 96);
+    let index = store.join("index.sqlite");
+    assert!(
+        !Path::new(&format!("{}-wal", index.display())).exists(),
+        "the last reader checkpointed the log"
+    );
+    let pristine = std::fs::read(&index).unwrap();
+    let size = pristine.len();
+    let mut offsets: Vec<usize> = vec![20, 28, 100, 108, 1000];
+    offsets.extend((1..24).map(|k| k * size / 24 + 37 * k));
+    let mut rebuilt = 0;
+    for at in offsets.into_iter().filter(|at| at + 4 <= size) {
+        let mut damaged = pristine.clone();
+        damaged[at..at + 4].copy_from_slice(&[0xff, 0xfe, 0xff, 0xfe]);
+        std::fs::write(&index, &damaged).unwrap();
+        let out = worldline(&store, ["runs", "--json"]);
+        out.expect_code(0);
+        assert_eq!(
+            listed(&out),
+            expected,
+            "damage at byte {at}:\n{}",
+            out.stderr
+        );
+        rebuilt += usize::from(out.stderr.contains("rebuil"));
+    }
+    assert!(rebuilt > 0, "some damage was found and repaired");
 }

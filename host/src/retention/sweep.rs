@@ -61,8 +61,8 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
     let pass = crate::lease::begin_pass(&store.root)
         .with_context(|| format!("reading the leases of {}", store.root.display()))?;
     let held = &pass.held;
-    let (mut index, _) = Index::open(store)?;
-    let rows = index.all()?;
+    let (rows, _) = Index::read(store, Index::all)?;
+    let mut index = Index::connect(store)?;
     let pinned = pins::list(store)?;
     let p = plan(&rows, &pinned, held, policy, now);
     let mut report = Report {

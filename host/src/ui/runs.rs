@@ -54,8 +54,8 @@ fn has_text(r: &Row, text: &str) -> bool {
 }
 
 pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
-    let (index, _) = Index::open(&app.store)?;
-    let mut rows = index.query(&filter_of(q))?;
+    let filter = filter_of(q);
+    let (mut rows, _) = Index::read(&app.store, |index| index.query(&filter))?;
     if let Some(t) = q.get("q").filter(|t| !t.trim().is_empty()) {
         rows.retain(|r| has_text(r, t.trim()));
     }
