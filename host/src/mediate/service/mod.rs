@@ -23,7 +23,7 @@ use crate::case::Case;
 use crate::error_kind::ErrorKind;
 use crate::log::Recorder;
 use crate::world::state::{State, Write};
-use crate::world::tools::{AsOf, Op, Tool, ToolFailure, check_args, execute, shape};
+use crate::world::tools::{AsOf, Tool, ToolFailure, execute, shape};
 use bindings::{Service, ServicePre};
 use frame::Frame;
 use rand_chacha::ChaCha20Rng;
@@ -275,15 +275,9 @@ pub struct Ran {
 /// `as_of`. The state is not changed: the writes come back for the
 /// mediator to record and apply.
 pub fn run_tool(s: &mut Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Ran {
-    if !matches!(tool.op, Op::Service) {
+    if let Some(result) = execute(tool, args, &s.world.state, as_of) {
         return Ran {
-            result: execute(tool, args, &s.world.state, as_of),
-            service: None,
-        };
-    }
-    if let Err(f) = check_args(tool, args) {
-        return Ran {
-            result: Err(f),
+            result,
             service: None,
         };
     }
