@@ -137,20 +137,24 @@ impl Tally {
         own: u64,
         mine: impl Fn(u64) -> bool,
     ) -> Result<(), String> {
+        // Read numbers may be anything: add them up without overflow.
         let repeat = self.repeat.max(1);
-        if self.seeds_by_passes.len() as u64 != repeat + 1 {
+        if self.seeds_by_passes.len() as u128 != u128::from(repeat) + 1 {
             return Err(format!(
-                "`seeds_by_passes` has {} entries, not {} (repeat {repeat} + 1)",
+                "`seeds_by_passes` has {} entries, not repeat {repeat} + 1",
                 self.seeds_by_passes.len(),
-                repeat + 1
             ));
         }
-        let counted: u64 = self.seeds_by_passes.iter().sum();
-        let passes: u64 = (0..).zip(&self.seeds_by_passes).map(|(c, n)| c * n).sum();
-        let failures: u64 = self.failures.values().map(|g| g.count).sum();
+        let counted: u128 = self.seeds_by_passes.iter().map(|n| u128::from(*n)).sum();
+        let passes: u128 = (0u128..)
+            .zip(&self.seeds_by_passes)
+            .map(|(c, n)| c * u128::from(*n))
+            .sum();
+        let failures: u128 = self.failures.values().map(|g| u128::from(g.count)).sum();
+        let (runs, passed) = (u128::from(self.runs), u128::from(self.passed));
         let checks = [
             (
-                self.runs == own * repeat,
+                runs == u128::from(own) * u128::from(repeat),
                 format!(
                     "runs is {}, but the shard has {own} seed(s) × repeat {repeat}",
                     self.runs
@@ -161,18 +165,18 @@ impl Tally {
                 format!("passed {} > runs {}", self.passed, self.runs),
             ),
             (
-                counted == own,
+                counted == u128::from(own),
                 format!("`seeds_by_passes` counts {counted} seed(s), the shard has {own}"),
             ),
             (
-                passes == self.passed,
+                passes == passed,
                 format!(
                     "`seeds_by_passes` adds up to {passes} passes, `passed` is {}",
                     self.passed
                 ),
             ),
             (
-                failures == self.runs.saturating_sub(self.passed),
+                failures == runs.saturating_sub(passed),
                 format!(
                     "the failure groups count {failures} runs, runs − passed is {}",
                     self.runs.saturating_sub(self.passed)

@@ -200,7 +200,11 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
     }
     let repeat = first["repeat"].as_u64().unwrap_or(1).max(1);
     let seeds = first["seeds"].as_u64().unwrap_or(0);
-    let mut tally = Tally::new(repeat);
+    let expected = seeds.checked_mul(repeat).ok_or_else(|| {
+        format!(
+            "the reports say {seeds} seeds repeated {repeat} times: more runs than can be counted"
+        )
+    })?;
     let mut parts = Vec::new();
     for s in shards {
         let (Some(_), Some(p)) = (s.get("tally"), s["partition"].as_str()) else {
@@ -212,6 +216,7 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
         parts.push(p);
     }
     let parts = Partition::whole_set(&parts)?;
+    let mut tallies = Vec::new();
     for (s, p) in shards.iter().zip(parts) {
         let t: Tally = serde_json::from_value(s["tally"].clone())
             .map_err(|e| format!("shard {p}: its `tally` does not read: {e}"))?;
@@ -225,9 +230,13 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
             p.contains(seed as usize, &seed.to_string())
         })
         .map_err(|why| format!("shard {p}: its tally does not add up: {why}"))?;
+        tallies.push(t);
+    }
+    // Checked first: `repeat` sizes the tally's table.
+    let mut tally = Tally::new(repeat);
+    for t in tallies {
         tally.merge(t)?;
     }
-    let expected = first["seeds"].as_u64().unwrap_or(0) * repeat;
     if tally.runs != expected {
         return Err(format!(
             "the reports hold {} of the campaign's {expected} runs; merge every shard",
