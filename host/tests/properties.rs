@@ -312,7 +312,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let copy = dir.path().join("demo").join("v1");
         copy_tree(&demo_dir(), &copy);
-        let file = copy.join("data").join(&name);
+        let file = copy.join("data").join(name);
         let original = std::fs::read(&file).unwrap_or_default();
         std::fs::write(&file, mutate(&original, &ops)).unwrap();
         if let Err(e) = world::load(dir.path(), "demo@v1", Path::new("/case.toml")) {
