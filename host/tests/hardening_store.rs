@@ -36,6 +36,16 @@ equals = "open"
     )
 }
 
+/// `<dir>/cases/` holding four passing demo cases.
+fn demo_cases(dir: &Path) -> std::path::PathBuf {
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for seed in 1..=4 {
+        write_case(&cases, &format!("c{seed}"), &demo_case(seed));
+    }
+    cases
+}
+
 /// The bundles in the store.
 fn bundles(store: &Path) -> usize {
     std::fs::read_dir(store.join("runs"))
@@ -51,11 +61,7 @@ fn bundles(store: &Path) -> usize {
 fn gc_beside_a_running_suite_removes_nothing_it_uses_and_never_fails() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let cases = dir.path().join("cases");
-    std::fs::create_dir_all(&cases).unwrap();
-    for seed in 1..=4 {
-        write_case(&cases, &format!("c{seed}"), &demo_case(seed));
-    }
+    let cases = demo_cases(dir.path());
     let agent = guest("caller-agent");
     let worlds = worlds_dir();
     let suite = [
@@ -250,11 +256,7 @@ fn listed(out: &common::CliOutput) -> Vec<(String, String, String, String)> {
 fn a_damaged_index_is_rebuilt_from_the_bundles_and_lists_every_run() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let cases = dir.path().join("cases");
-    std::fs::create_dir_all(&cases).unwrap();
-    for seed in 1..=4 {
-        write_case(&cases, &format!("c{seed}"), &demo_case(seed));
-    }
+    let cases = demo_cases(dir.path());
     let (agent, worlds) = (guest("caller-agent"), worlds_dir());
     worldline(
         &store,

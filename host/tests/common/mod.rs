@@ -224,15 +224,7 @@ where
     S: AsRef<OsStr>,
 {
     use std::io::Read as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("cannot start the worldline binary");
+    let mut child = worldline_spawn(store, args);
     let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
