@@ -29,6 +29,8 @@ pub fn load(sandbox: &Sandbox, store: &StoreDir, path: &Path) -> Result<Arc<Agen
     if let Some(record) = &record
         && let Ok(sha) = std::fs::read_to_string(record)
         && is_sha256(&sha)
+        // Held before it is looked for: gc leaves it from now on.
+        && store.hold(&[&sha]).is_ok()
         && store.object_path(&sha).is_file()
         && let Some(agent) = sandbox.load_compiled(&sha, path)?
     {

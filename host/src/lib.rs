@@ -26,6 +26,7 @@ pub mod fork;
 pub mod fuzz;
 pub mod grade;
 pub mod index;
+pub mod lease;
 pub mod log;
 pub mod mediate;
 pub mod otel;

@@ -57,6 +57,73 @@ impl Partition {
     }
 }
 
+impl Partition {
+    /// This shard's number and the shard count.
+    pub fn shard_of(&self) -> (u64, u64) {
+        match *self {
+            Partition::Count { shard, total } | Partition::Hash { shard, total } => (shard, total),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Partition::Count { .. } => "count",
+            Partition::Hash { .. } => "hash",
+        }
+    }
+
+    /// The partitions of a set of shard reports, checked to be every shard
+    /// of one partitioning, each once (for `worldline merge`).
+    pub fn whole_set(texts: &[&str]) -> Result<Vec<Partition>, String> {
+        let parts = texts
+            .iter()
+            .map(|t| {
+                Partition::parse(t).map_err(|m| format!("a report's partition is impossible: {m}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let Some(first) = parts.first() else {
+            return Err("no reports to merge".into());
+        };
+        let (_, total) = first.shard_of();
+        if let Some(other) = parts
+            .iter()
+            .find(|p| p.kind() != first.kind() || p.shard_of().1 != total)
+        {
+            return Err(format!(
+                "the reports are shards of different partitionings ({first} and {other}); merge the shards of one `--partition KIND:i/n`"
+            ));
+        }
+        let mut seen = vec![false; total as usize];
+        for p in &parts {
+            let i = p.shard_of().0 as usize - 1;
+            if std::mem::replace(&mut seen[i], true) {
+                return Err(format!(
+                    "shard {p} is in two reports; merge each shard once"
+                ));
+            }
+        }
+        let missing: Vec<String> = (1..=total)
+            .filter(|i| !seen[*i as usize - 1])
+            .map(|i| format!("{}:{i}/{total}", first.kind()))
+            .collect();
+        match missing.as_slice() {
+            [] => {}
+            [one] => {
+                return Err(format!(
+                    "shard {one} is missing; merge the reports of every shard"
+                ));
+            }
+            many => {
+                return Err(format!(
+                    "shards {} are missing; merge the reports of every shard",
+                    many.join(", ")
+                ));
+            }
+        }
+        Ok(parts)
+    }
+}
+
 impl fmt::Display for Partition {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
@@ -92,6 +159,26 @@ mod tests {
         assert_eq!(
             Partition::parse("4/3").unwrap_err(),
             "`4/3`: the shard must be between 1 and 3"
+        );
+        assert_eq!(
+            Partition::whole_set(&["count:1/2"]).unwrap_err(),
+            "shard count:2/2 is missing; merge the reports of every shard"
+        );
+        assert_eq!(
+            Partition::whole_set(&["hash:1/2", "hash:1/3"]).unwrap_err(),
+            "the reports are shards of different partitionings (hash:1/2 and hash:1/3); merge the shards of one `--partition KIND:i/n`"
+        );
+        assert_eq!(
+            Partition::whole_set(&["hash:2/2", "hash:1/2", "hash:2/2"]).unwrap_err(),
+            "shard hash:2/2 is in two reports; merge each shard once"
+        );
+        assert_eq!(
+            Partition::whole_set(&["hash:3/2"]).unwrap_err(),
+            "a report's partition is impossible: `hash:3/2`: the shard must be between 1 and 2"
+        );
+        assert_eq!(
+            Partition::whole_set(&["2/2", "count:1/2"]).unwrap().len(),
+            2
         );
         assert_eq!(
             Partition::parse("x/3").unwrap_err(),

@@ -87,9 +87,13 @@ pub fn recorded_agent(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Re
 pub enum Verdict {
     /// Same events, chain hash, output and final state.
     Identical,
-    /// Every recorded event of an incomplete (or watchdog-stopped) run
-    /// matched; there is no footer to compare.
+    /// Every recorded event of an incomplete run matched; there is no
+    /// footer to compare.
     VerifiedPrefix,
+    /// The recorded run was stopped by the watchdog (wall clock, so not
+    /// replayable): every event the replay made matched, up to the end of
+    /// the recording or until the replay's own watchdog stopped it.
+    Timeout,
     Diverged,
 }
 
@@ -135,7 +139,6 @@ pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<Rep
 fn report(rec: &Recorded, o: &RunOutcome, complete: bool) -> ReplayReport {
     let recorded = rec.bundle.events.len() as u64;
     let mut divergence = o.divergence.clone();
-    let matched = divergence.as_ref().map_or(o.footer.events, |d| d.index);
     if divergence.is_none()
         && complete
         && let Some(f) = &rec.bundle.footer
@@ -164,8 +167,26 @@ fn report(rec: &Recorded, o: &RunOutcome, complete: bool) -> ReplayReport {
             });
         }
     }
+    // A watchdog-stopped run replays until the recording ends or the
+    // replay's own watchdog fires, which is wall-clock and may come sooner:
+    // events it did not reach are not drift.
+    let watchdog = rec
+        .bundle
+        .footer
+        .as_ref()
+        .is_some_and(|f| f.status == crate::log::Status::Timeout);
+    if watchdog
+        && o.footer.status == crate::log::Status::Timeout
+        && divergence
+            .as_ref()
+            .is_some_and(|d| d.class == Class::Missing && d.index == o.footer.events)
+    {
+        divergence = None;
+    }
+    let matched = divergence.as_ref().map_or(o.footer.events, |d| d.index);
     let verdict = match (&divergence, complete) {
         (Some(_), _) => Verdict::Diverged,
+        (None, _) if watchdog => Verdict::Timeout,
         (None, true) => Verdict::Identical,
         (None, false) => Verdict::VerifiedPrefix,
     };

@@ -111,8 +111,15 @@ pub fn run_with(
     header.parent = opts.parent;
     header.fuzz = opts.faults;
     header.model_seed = opts.model_seed;
+    // A service the world refuses (not WebAssembly, not a service) is an
+    // input error before the bundle exists: no header-only run is left.
+    let service = match &case.world.service {
+        Some(source) => Some(sandbox.service(source)?),
+        None => None,
+    };
     let (recorder, run_id, bundle_path) = match opts.store {
         Some(store) => {
+            store.hold_run(&header)?;
             let line = bundle::header_line(&header);
             let (run_id, path, file) = store.create_bundle(&agent.sha256, line.as_bytes())?;
             (Recorder::to_file(file), Some(run_id), Some(path))
@@ -121,8 +128,7 @@ pub fn run_with(
     };
 
     let mut med = Mediator::new(case, recorder);
-    if let Some(source) = &case.world.service {
-        let service = sandbox.service(source)?;
+    if let Some(service) = service {
         med.services.service = Some(crate::mediate::service::Runtime::new(
             service,
             case,

@@ -1,6 +1,7 @@
 //! The store directory (default `.worldline/`): `runs/` holds one bundle per
 //! run, `objects/` holds agents and case files by SHA-256, `cache/` holds
-//! compiled components by engine hash and agent SHA-256.
+//! compiled components by engine hash and agent SHA-256. What a process
+//! stores or reads is held in its lease (`lease.rs`) so `gc` leaves it.
 
 use crate::canon;
 use anyhow::{Context as _, Result};
@@ -9,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct StoreDir {
     pub root: PathBuf,
+    leases: crate::lease::Leases,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -31,6 +33,7 @@ impl StoreDir {
         }
         Ok(StoreDir {
             root: root.to_path_buf(),
+            leases: crate::lease::Leases::new(root),
         })
     }
 
@@ -53,6 +56,7 @@ impl StoreDir {
     /// just computed (hashing an 18 MB Python agent twice costs ~10 ms).
     pub fn put_hashed(&self, bytes: &[u8], sha: &str) -> Result<()> {
         let path = self.object_path(sha);
+        self.hold(&[sha])?;
         if !path.exists() {
             // A new object is rare (a new agent, case or world): the time
             // to sweep what killed writers left here.
@@ -66,7 +70,15 @@ impl StoreDir {
     /// be replayed after the world folder changes. The manifest's own hash
     /// is the world hash.
     pub fn put_world(&self, world: &crate::world::World) -> Result<()> {
-        if self.object_path(&world.hash).exists() {
+        let mut names: Vec<&str> = vec![world.hash.as_str(), world.manifest_hash()];
+        names.extend(world.manifest.values().map(String::as_str));
+        self.hold(&names)?;
+        if self.object_path(&world.hash).exists()
+            && world
+                .manifest
+                .values()
+                .all(|sha| self.object_path(sha).exists())
+        {
             return Ok(());
         }
         // An overlaid world: its base world, then the overlay record
@@ -114,8 +126,49 @@ impl StoreDir {
         self.put_world(&case.world)
     }
 
-    /// Read an object and check it still hashes to its name.
+    /// Hold `names` (objects, worlds, run ids) in this process's lease, so
+    /// no `gc` pass starting from now removes them (see `lease.rs`).
+    pub fn hold(&self, names: &[&str]) -> Result<(), crate::error::InputError> {
+        self.leases
+            .hold(names)
+            .map_err(|e| self.write_error(&self.root.join("leases"), e))
+    }
+
+    /// Before a run's bundle is created: hold what its header names and
+    /// check it is all in the store, so no run is written pointing at a
+    /// missing object.
+    pub fn hold_run(&self, header: &crate::log::Header) -> Result<(), crate::error::InputError> {
+        let names = [
+            header.agent_sha256.as_str(),
+            header.case_hash.as_str(),
+            header.world_hash.as_str(),
+        ];
+        self.hold(&names)?;
+        for sha in names {
+            let path = self.object_path(sha);
+            if !path.is_file() {
+                return Err(crate::error::InputError::new(
+                    &path,
+                    "object missing from the store before the run started (removed by hand?); run it again",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Read an object (held in this process's lease first, so what a
+    /// replay or fork reads stays while it writes its run) and check it
+    /// still hashes to its name.
     pub fn get_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
+        // A store this process cannot write is still readable; gc cannot
+        // remove anything from it either.
+        let _ = self.leases.hold(&[sha]);
+        self.read_object(sha)
+    }
+
+    /// [`get_object`](Self::get_object) without holding it (for gc, which
+    /// holds the store's gate itself).
+    pub fn read_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
         let path = self.object_path(sha);
         let bytes = crate::bounded::read(&path, crate::bounded::OBJECT).map_err(|e| {
             let what = match &e {
@@ -252,6 +305,7 @@ impl StoreDir {
         loop {
             let run_id = self.new_run_id(salt);
             let path = self.bundle_path(&run_id);
+            self.hold(&[&run_id])?;
             match crate::durable::create_new(&path, header_line) {
                 Ok(file) => return Ok((run_id, path, file)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => {

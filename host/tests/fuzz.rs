@@ -445,7 +445,9 @@ fn merged_shards_equal_the_single_machine_report() {
     );
     short.expect_code(2);
     assert!(
-        short.stderr.contains("hold 20 of the campaign's 60 runs"),
+        short
+            .stderr
+            .contains("shards count:2/3, count:3/3 are missing"),
         "{short}"
     );
 }

@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
         "durable",
         "file_identity",
         "bounded",
+        "lease",
     ],
     &["project"],
     &["world"],

@@ -187,8 +187,10 @@ fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
                 attr(s, "worldline.run_id") == Some(id.into()) && s.get("parentSpanId").is_none()
             })
             .unwrap_or_else(|| panic!("no root span for {id}"));
-        assert!(
-            root["name"].as_str().unwrap().starts_with("invoke_agent "),
+        let header = common::read_bundle(Path::new(run["bundle"].as_str().unwrap())).header;
+        assert_eq!(
+            root["name"],
+            format!("invoke_agent {}", header["case"].as_str().unwrap()),
             "{root}"
         );
         assert_eq!(
@@ -203,7 +205,19 @@ fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
             .iter()
             .filter(|s| s["parentSpanId"] == root["spanId"])
             .collect();
-        assert!(children.iter().all(|c| c["traceId"] == root["traceId"]));
+        // One child span per tool or model call, all in the root's trace.
+        let calls = events
+            .iter()
+            .filter(|e| {
+                e["call"] == "worldline:agent/tools.call"
+                    || e["call"] == "worldline:agent/model.complete"
+            })
+            .count();
+        assert!(calls > 0, "{id} made no tool or model call");
+        assert_eq!(children.len(), calls, "child spans of {id}");
+        for c in &children {
+            assert_eq!(c["traceId"], root["traceId"], "{c}");
+        }
         for (call, op) in [
             ("worldline:agent/tools.call", "execute_tool"),
             ("worldline:agent/model.complete", "chat"),

@@ -1,5 +1,5 @@
-//! Property tests of every reader of user input: the case, world and
-//! fault-profile parsers, the bundle reader and the export reader. Inputs
+//! Property tests of every reader of user input: the case, world (and its
+//! rows files) and fault-profile parsers, the bundle reader and the export reader. Inputs
 //! are arbitrary bytes and random mutations of valid documents (flipped
 //! bytes, cut ranges, spliced tokens, duplicated lines). Each reader must
 //! return its value or an input error naming the file (with a line when
@@ -303,6 +303,21 @@ proptest! {
             {
                 prop_assert!(e.line.is_some(), "a TOML error without a place: {e}");
             }
+        }
+    }
+
+    #[test]
+    fn the_world_loader_never_panics_on_mutated_rows_files(ops in mutations(), which: bool) {
+        // The demo world's rows: JSON Lines and a JSON array.
+        let name = if which { "tickets.jsonl" } else { "deploys.json" };
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("demo").join("v1");
+        copy_tree(&demo_dir(), &copy);
+        let file = copy.join("data").join(name);
+        let original = std::fs::read(&file).unwrap_or_default();
+        std::fs::write(&file, mutate(&original, &ops)).unwrap();
+        if let Err(e) = world::load(dir.path(), "demo@v1", Path::new("/case.toml")) {
+            prop_assert!(e.file.starts_with(&copy), "the error names {}", e.file.display());
         }
     }
 

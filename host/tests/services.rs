@@ -7,52 +7,13 @@
 
 mod common;
 
-use common::{guest, read_bundle, temp_dir, toml_inline, workspace_root, worldline};
+use common::{
+    counters, counters_case, guest, read_bundle, temp_dir, toml_inline, workspace_root,
+    world_with_service, worldline,
+};
 use serde_json::{Value, json};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-
-/// Copy a world folder (`from`, holding `world.toml`) to
-/// `<root>/worlds/<name>/v1/` with `service` as its `service.wasm`.
-fn world_with_service(root: &Path, from: &Path, name: &str, service: &Path) -> PathBuf {
-    let dest = root.join("worlds").join(name).join("v1");
-    copy_dir(from, &dest);
-    std::fs::copy(service, dest.join("service.wasm")).unwrap();
-    root.join("worlds")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else if e.file_name() != "service.wasm" {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
-fn counters(root: &Path) -> PathBuf {
-    world_with_service(
-        root,
-        &workspace_root().join("tests/worlds/counters/v1"),
-        "counters",
-        &guest("counter-service"),
-    )
-}
-
-/// A case on the counters world that makes `calls` (the caller agent's task).
-fn counters_case(root: &Path, calls: Value, extra: &str) -> PathBuf {
-    let path = root.join("case.toml");
-    let task = format!("task = {}", toml_inline(&json!({"calls": calls})));
-    std::fs::write(
-        &path,
-        format!("world = \"counters@v1\"\nseed = 7\nclock = 2026-03-02T12:00:00Z\n{task}\n{extra}"),
-    )
-    .unwrap();
-    path
-}
 
 /// The tool-call events of a bundle, by tool name, in order.
 fn tool_events(bundle: &str) -> Vec<(String, Value)> {

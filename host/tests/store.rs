@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::{guest, temp_dir, worldline, worlds_dir, write_case};
+use common::{age, guest, temp_dir, worldline, worlds_dir, write_case};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// A case that passes (it only reads ticket T-1).
 const GOOD: &str = r#"world = "demo@v1"
@@ -237,20 +237,6 @@ fn a_deleted_corrupt_or_stale_index_is_rebuilt_from_the_bundles() {
     rebuilt.expect_code(0);
     assert_eq!(rebuilt.json()["rows"], 2, "{rebuilt}");
     assert_eq!(check(&store)["stale"], serde_json::json!([]));
-}
-
-/// Set a file's (or a folder's and its files') access and modification
-/// times back by `age`.
-fn age(path: &Path, by: Duration) {
-    let t = SystemTime::now() - by;
-    if path.is_dir() {
-        for e in std::fs::read_dir(path).unwrap() {
-            age(&e.unwrap().path(), by);
-        }
-    }
-    let f = std::fs::File::open(path).unwrap();
-    f.set_times(std::fs::FileTimes::new().set_accessed(t).set_modified(t))
-        .unwrap();
 }
 
 fn gc(store: &Path, flags: &[&str]) -> Value {

@@ -218,7 +218,10 @@ fn merged_partitions_equal_the_whole_suite() {
         ],
     );
     twice.expect_code(2);
-    assert!(twice.stderr.contains("is in two shards"), "{twice}");
+    assert!(
+        twice.stderr.contains("shard count:1/3 is in two reports"),
+        "{twice}"
+    );
 }
 
 #[test]

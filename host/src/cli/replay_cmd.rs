@@ -39,6 +39,10 @@ fn print_report(r: &ReplayReport) {
             "{}  verified  ({} of {} recorded events match; the recorded run is incomplete, so there is no outcome to compare)",
             r.run, r.matched, r.recorded
         ),
+        Verdict::Timeout => println!(
+            "{}  timeout  (stopped by the watchdog, so not replayable; {} of {} recorded events replayed and match)",
+            r.run, r.matched, r.recorded
+        ),
         Verdict::Diverged => {
             let d = r
                 .divergence
@@ -167,6 +171,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
             "replayed": reports.len(),
             "identical": reports.iter().filter(|r| r.verdict == Verdict::Identical).count(),
             "verified_prefix": reports.iter().filter(|r| r.verdict == Verdict::VerifiedPrefix).count(),
+            "timeout": reports.iter().filter(|r| r.verdict == Verdict::Timeout).count(),
             "diverged": diverged,
             "unreadable": errors.len(),
             "incomplete": headless.len(),

@@ -103,9 +103,8 @@ pub fn run_id_of(path: &std::path::Path) -> String {
 pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let filter = filter_of(&args, &store)?;
-    let (index, sync) = Index::open(&store)?;
+    let (rows, sync) = Index::read(&store, |index| index.query(&filter))?;
     report::runs::note_rebuilt(&sync);
-    let rows = index.query(&filter)?;
     let pinned = crate::retention::pins::list(&store)?;
     if args.common.json {
         report::print_json(&report::runs::rows(&rows, &pinned))?;
@@ -130,12 +129,12 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
             ExitCode::Failed
         });
     }
-    let (index, sync) = if args.rebuild {
-        Index::rebuild(&store)?
+    let (rows, sync) = if args.rebuild {
+        let (index, sync) = Index::rebuild(&store)?;
+        (index.query(&Filter::default())?.len(), sync)
     } else {
-        Index::open(&store)?
+        Index::read(&store, |index| Ok(index.query(&Filter::default())?.len()))?
     };
-    let rows = index.query(&Filter::default())?.len();
     if args.common.json {
         report::print_json(&report::runs::IndexSummary { rows, sync: &sync })?;
     } else {

@@ -7,7 +7,10 @@
 use super::{Common, ModelArgs};
 use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
-use crate::report::{self, suite::SuiteSummary};
+use crate::report::{
+    self,
+    suite::{Shard, SuiteSummary},
+};
 use crate::store::StoreDir;
 use crate::suite::select::{Candidate, Filter};
 use crate::suite::{Entry, Suite, last};
@@ -80,10 +83,20 @@ struct Listed<'a> {
     world: String,
 }
 
-/// The cases the arguments select, in suite order, and the case files
-/// that could not be loaded (collection errors: reported, and the suite
-/// exits 2 at the end, but the other cases still run).
-fn select(args: &TestArgs, store: &StoreDir) -> Result<(Vec<Entry>, Vec<InputError>)> {
+/// What the arguments select.
+struct Selected {
+    /// The cases to run, in suite order.
+    entries: Vec<Entry>,
+    /// The case files that could not be loaded (collection errors:
+    /// reported, and the suite exits 2 at the end, but the other cases
+    /// still run).
+    broken: Vec<InputError>,
+    /// With `--partition`, which shard of which selection this is.
+    shard: Option<Shard>,
+}
+
+/// The cases the arguments select, the collection errors, and the shard.
+fn select(args: &TestArgs, store: &StoreDir) -> Result<Selected> {
     let filter = args
         .filter
         .as_deref()
@@ -140,6 +153,12 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<(Vec<Entry>, Vec<InputErr
     if let (Some(f), true, false) = (&filter, entries.is_empty(), seen.is_empty()) {
         return Err(nothing_selected(args.filter.as_deref().unwrap_or(""), f, &seen).into());
     }
+    let shard = partition.map(|p| {
+        Shard::of(
+            p.to_string(),
+            entries.iter().map(|e| (e.index, e.name.as_str())),
+        )
+    });
     if let Some(p) = partition {
         entries = entries
             .into_iter()
@@ -151,7 +170,11 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<(Vec<Entry>, Vec<InputErr
     if let Some(n) = args.limit {
         entries.truncate(n);
     }
-    Ok((entries, broken))
+    Ok(Selected {
+        entries,
+        broken,
+        shard,
+    })
 }
 
 /// `-k` that selects none of the cases: a usage error (exit 2, as a typo
@@ -250,7 +273,11 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         return Err(InputError::new("--repeat", "must be at least 1").into());
     }
     let store = StoreDir::open(&args.common.store)?;
-    let (entries, broken) = select(&args, &store)?;
+    let Selected {
+        entries,
+        broken,
+        shard,
+    } = select(&args, &store)?;
     if args.list {
         print_list(&entries, args.common.json)?;
         for e in &broken {
@@ -303,7 +330,9 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             .map_err(|e| InputError::new(path, format!("cannot write JUnit report: {e}")))?;
     }
     if args.common.json {
-        super::print_json_supplied(&SuiteSummary::of(&done), supplied)?;
+        let mut summary = SuiteSummary::of(&done);
+        summary.shard = shard;
+        super::print_json_supplied(&summary, supplied)?;
     } else {
         report::suite::print(&done);
     }

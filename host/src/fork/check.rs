@@ -159,8 +159,8 @@ fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
                 kind(new)
             ));
         };
-        if m.len() != 1 {
-            return Err("a response has exactly one of `ok` and `error`".into());
+        if m.len() != 1 || !(m.contains_key("ok") || m.contains_key("error")) {
+            return Err("a response has exactly one of `ok` and `error`, and nothing else".into());
         }
         if let Some(err) = m.get("error") {
             let k = err.get("kind").and_then(Value::as_str);
@@ -186,9 +186,18 @@ fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
         .map_err(|m| format!("{m} (a `{call}` response has the shape of the recorded one)"))
 }
 
-/// A tool or model call's response: `{"ok": ...}` or `{"error": ...}`.
+/// What the host records beside a result about how it was answered: a
+/// world service's reads and fuel (`service`), a model call's provider and
+/// usage (`model_call`). A fork's response is answered by the fork, so it
+/// carries none of them.
+const NOTES: [&str; 2] = ["service", "model_call"];
+
+/// A tool or model call's response: `{"ok": ...}` or `{"error": ...}`, and
+/// what the host noted beside it.
 fn is_result(v: &Value) -> bool {
-    matches!(v, Value::Object(m) if m.len() == 1 && (m.contains_key("ok") || m.contains_key("error")))
+    matches!(v, Value::Object(m)
+        if (m.contains_key("ok") != m.contains_key("error"))
+            && m.keys().all(|k| k == "ok" || k == "error" || NOTES.contains(&k.as_str())))
 }
 
 /// A tool or model call's response is `{"ok": ...}` or `{"error": ...}`;
@@ -327,6 +336,24 @@ mod tests {
         let e = fits(call, &old, &json!({"ok": [1]})).unwrap_err();
         assert!(e.contains("an object") && e.contains("an array"), "{e}");
         assert!(fits(call, &old, &json!({"ok": 1, "error": 2})).is_err());
+        // A service tool's or a model call's notes are not asked for.
+        for note in NOTES {
+            let old = json!({"ok": {"n": 1}, note: {"fuel": 3}});
+            assert!(fits(call, &old, &json!({"ok": {"n": 2}})).is_ok(), "{note}");
+            assert!(
+                fits(
+                    call,
+                    &old,
+                    &json!({"error": {"kind": "failed", "message": "x"}})
+                )
+                .is_ok()
+            );
+            assert_eq!(
+                shape_response(call, &old, json!({"n": 5})),
+                json!({"ok": {"n": 5}})
+            );
+            assert!(fits(call, &old, &json!({"ok": {"n": 2}, note: {}})).is_err());
+        }
     }
 
     #[test]

@@ -127,6 +127,78 @@ impl Tally {
         }
     }
 
+    /// Check a shard's tally (read from a report, so maybe edited) against
+    /// itself and against the seeds the shard ran: `own` of the campaign's
+    /// `seeds`, `mine(seed index)` saying which. Names what does not add
+    /// up.
+    pub fn check_shard(
+        &self,
+        seeds: u64,
+        own: u64,
+        mine: impl Fn(u64) -> bool,
+    ) -> Result<(), String> {
+        // Read numbers may be anything: add them up without overflow.
+        let repeat = self.repeat.max(1);
+        if self.seeds_by_passes.len() as u128 != u128::from(repeat) + 1 {
+            return Err(format!(
+                "`seeds_by_passes` has {} entries, not repeat {repeat} + 1",
+                self.seeds_by_passes.len(),
+            ));
+        }
+        let counted: u128 = self.seeds_by_passes.iter().map(|n| u128::from(*n)).sum();
+        let passes: u128 = (0u128..)
+            .zip(&self.seeds_by_passes)
+            .map(|(c, n)| c * u128::from(*n))
+            .sum();
+        let failures: u128 = self.failures.values().map(|g| u128::from(g.count)).sum();
+        let (runs, passed) = (u128::from(self.runs), u128::from(self.passed));
+        let checks = [
+            (
+                runs == u128::from(own) * u128::from(repeat),
+                format!(
+                    "runs is {}, but the shard has {own} seed(s) × repeat {repeat}",
+                    self.runs
+                ),
+            ),
+            (
+                self.passed <= self.runs,
+                format!("passed {} > runs {}", self.passed, self.runs),
+            ),
+            (
+                counted == u128::from(own),
+                format!("`seeds_by_passes` counts {counted} seed(s), the shard has {own}"),
+            ),
+            (
+                passes == passed,
+                format!(
+                    "`seeds_by_passes` adds up to {passes} passes, `passed` is {}",
+                    self.passed
+                ),
+            ),
+            (
+                failures == runs.saturating_sub(passed),
+                format!(
+                    "the failure groups count {failures} runs, runs − passed is {}",
+                    self.runs.saturating_sub(self.passed)
+                ),
+            ),
+        ];
+        if let Some((_, why)) = checks.into_iter().find(|(ok, _)| !ok) {
+            return Err(why);
+        }
+        for (sig, g) in &self.failures {
+            let seed = g.first.index / repeat;
+            if g.count == 0 || seed >= seeds || !mine(seed) || g.mix.values().any(|n| *n > g.count)
+            {
+                return Err(format!(
+                    "failure group `{sig}` does not fit the shard (count {}, first run {} of seed {seed})",
+                    g.count, g.first.index
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Add a tally of other runs of the same campaign (another shard).
     pub fn merge(&mut self, other: Tally) -> Result<(), String> {
         if other.repeat != self.repeat {

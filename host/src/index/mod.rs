@@ -9,7 +9,11 @@
 //! listed and the index reconciled (new bundles read, vanished ones
 //! dropped); rows of runs that had not finished are re-read when their
 //! file grew. Several processes share it through SQLite's write-ahead log
-//! and a busy timeout.
+//! and a busy timeout. Damage is looked for: SQLite's integrity check runs
+//! whenever the file changed since it last passed (`index.checked` keeps
+//! the sizes and times it passed at), and a read that finds a value it
+//! cannot decode or a malformed page makes [`Index::read`] rebuild the
+//! index from the bundles and read again, saying so on stderr.
 
 pub mod query;
 pub mod row;
@@ -104,16 +108,49 @@ fn index_path(store: &StoreDir) -> PathBuf {
     store.root.join(FILE)
 }
 
-/// Whether an error means the file is not a usable index.
+/// Whether an error means the file is not a usable index: SQLite finds
+/// it malformed, or a value in it does not decode as the schema says.
 fn is_unusable(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<rusqlite::Error>()
-            .and_then(|e| e.sqlite_error_code())
-            .is_some_and(|code| {
+        let damaged = c.downcast_ref::<rusqlite::Error>().is_some_and(|e| {
+            matches!(
+                e,
+                rusqlite::Error::FromSqlConversionFailure(..)
+                    | rusqlite::Error::IntegralValueOutOfRange(..)
+                    | rusqlite::Error::Utf8Error(..)
+                    | rusqlite::Error::InvalidColumnType(..)
+            ) || e.sqlite_error_code().is_some_and(|code| {
                 matches!(code, ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
             })
-            || c.downcast_ref::<Unusable>().is_some()
+        });
+        damaged || c.downcast_ref::<Unusable>().is_some()
     })
+}
+
+/// Where the sizes and times of the index files are kept when they last
+/// passed SQLite's integrity check.
+const CHECKED: &str = "index.checked";
+
+/// The index file's and its log's sizes and modification times.
+fn file_signature(store: &StoreDir) -> String {
+    let path = index_path(store);
+    ["", "-wal"]
+        .iter()
+        .map(|suffix| {
+            std::fs::metadata(format!("{}{suffix}", path.display())).map_or_else(
+                |_| "-".to_string(),
+                |m| {
+                    let t = m
+                        .modified()
+                        .ok()
+                        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                        .map_or(0, |d| d.as_nanos());
+                    format!("{}:{t}", m.len())
+                },
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The file is an SQLite database, but not this index.
@@ -165,11 +202,13 @@ impl Index {
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
-    /// Open the index for reading: rebuilt when unusable, and brought up
-    /// to date with the bundle folder (see the module comment).
+    /// Open the index for reading: rebuilt when unusable (or when the
+    /// integrity check fails), and brought up to date with the bundle folder
+    /// (see the module comment).
     pub fn open(store: &StoreDir) -> Result<(Index, Sync)> {
         let attempt = Index::connect(store).and_then(|mut i| {
             let s = i.sync()?;
+            i.integrity_check(store)?;
             Ok((i, s))
         });
         match attempt {
@@ -182,6 +221,46 @@ impl Index {
             }
             other => other,
         }
+    }
+
+    /// Open the index and read from it with `f`. An index that a read finds
+    /// damaged is rebuilt from the bundles (a note on stderr says so) and
+    /// read again.
+    pub fn read<T>(store: &StoreDir, f: impl Fn(&Index) -> Result<T>) -> Result<(T, Sync)> {
+        let (index, sync) = Index::open(store)?;
+        let e = match f(&index) {
+            Err(e) if is_unusable(&e) => e,
+            other => return other.map(|t| (t, sync)),
+        };
+        drop(index);
+        eprintln!("note: the run index is damaged ({e:#}); rebuilding it from the bundles");
+        discard(store)?;
+        let (index, mut sync) = Index::open(store)?;
+        sync.rebuilt = true;
+        Ok((f(&index)?, sync))
+    }
+
+    /// SQLite's integrity check (tables against their indexes too) of the file, when it changed since it last
+    /// passed one; a failure is [`Unusable`].
+    fn integrity_check(&self, store: &StoreDir) -> Result<()> {
+        let checked = store.root.join(CHECKED);
+        let signature = file_signature(store);
+        if std::fs::read_to_string(&checked).is_ok_and(|s| s == signature) {
+            return Ok(());
+        }
+        let verdict: String = self
+            .conn
+            .query_row("PRAGMA integrity_check(1)", [], |r| r.get(0))?;
+        if verdict != "ok" {
+            return Err(Unusable(format!(
+                "{} fails SQLite's integrity check: {verdict}",
+                index_path(store).display()
+            ))
+            .into());
+        }
+        // Best effort: without it the next reader checks again.
+        let _ = crate::durable::write(&checked, signature.as_bytes());
+        Ok(())
     }
 
     /// Drop every row and read every bundle again (`index --rebuild`).

@@ -7,6 +7,7 @@ use crate::case::fuzz::{Profile, Schedule};
 use crate::fuzz::describe;
 use crate::fuzz::reproducer::Kept;
 use crate::fuzz::summary::{MixEntry, Summary, Tally};
+use crate::partition::Partition;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -198,26 +199,44 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
         }
     }
     let repeat = first["repeat"].as_u64().unwrap_or(1).max(1);
-    let mut tally = Tally::new(repeat);
-    let mut seen: Vec<&str> = Vec::new();
+    let seeds = first["seeds"].as_u64().unwrap_or(0);
+    let expected = seeds.checked_mul(repeat).ok_or_else(|| {
+        format!(
+            "the reports say {seeds} seeds repeated {repeat} times: more runs than can be counted"
+        )
+    })?;
+    let mut parts = Vec::new();
     for s in shards {
-        let (Some(t), Some(p)) = (s.get("tally"), s["partition"].as_str()) else {
+        let (Some(_), Some(p)) = (s.get("tally"), s["partition"].as_str()) else {
             return Err(
                 "a report has no `tally`: merge the --json reports of `fuzz --partition i/n`"
                     .into(),
             );
         };
-        if seen.contains(&p) {
+        parts.push(p);
+    }
+    let parts = Partition::whole_set(&parts)?;
+    let mut tallies = Vec::new();
+    for (s, p) in shards.iter().zip(parts) {
+        let t: Tally = serde_json::from_value(s["tally"].clone())
+            .map_err(|e| format!("shard {p}: its `tally` does not read: {e}"))?;
+        if t.repeat != repeat {
             return Err(format!(
-                "shard {p} is in two reports; merge each shard once"
+                "shard {p}: its tally repeats seeds {} times, the report {repeat}",
+                t.repeat
             ));
         }
-        seen.push(p);
-        let t: Tally = serde_json::from_value(t.clone())
-            .map_err(|e| format!("a report's `tally` does not read: {e}"))?;
+        t.check_shard(seeds, seeds_of(&p, seeds)?, |seed| {
+            p.contains(seed as usize, &seed.to_string())
+        })
+        .map_err(|why| format!("shard {p}: its tally does not add up: {why}"))?;
+        tallies.push(t);
+    }
+    // Checked first: `repeat` sizes the tally's table.
+    let mut tally = Tally::new(repeat);
+    for t in tallies {
         tally.merge(t)?;
     }
-    let expected = first["seeds"].as_u64().unwrap_or(0) * repeat;
     if tally.runs != expected {
         return Err(format!(
             "the reports hold {} of the campaign's {expected} runs; merge every shard",
@@ -276,6 +295,23 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
         .expect("serializes"),
     );
     Ok(doc)
+}
+
+/// Most seeds a `hash:` shard's seeds are counted for (one by one).
+const MAX_HASHED_SEEDS: u64 = 10_000_000;
+
+/// How many of a campaign's `seeds` shard `p` runs.
+fn seeds_of(p: &Partition, seeds: u64) -> Result<u64, String> {
+    let (shard, total) = p.shard_of();
+    match p {
+        Partition::Count { .. } => Ok(seeds / total + u64::from(shard - 1 < seeds % total)),
+        Partition::Hash { .. } if seeds > MAX_HASHED_SEEDS => Err(format!(
+            "the reports say {seeds} seeds; merge checks `hash:` shards of at most {MAX_HASHED_SEEDS}"
+        )),
+        Partition::Hash { .. } => Ok((0..seeds)
+            .filter(|s| p.contains(*s as usize, &s.to_string()))
+            .count() as u64),
+    }
 }
 
 /// A merged campaign report as one line of text (`--json` gives it all).

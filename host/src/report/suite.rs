@@ -86,6 +86,35 @@ impl ModelTotals {
     }
 }
 
+/// A shard's report (`test --partition`): which shard, and the whole
+/// selection it is a share of, for `worldline merge`.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]
+pub struct Shard {
+    pub partition: String,
+    /// Cases selected in the whole suite (every shard's together).
+    pub selected: usize,
+    /// SHA-256 of the whole selection (each case's index and name, a line
+    /// each): the same in every shard of one suite.
+    pub selection: String,
+}
+
+impl Shard {
+    /// The shard `partition` of the selected cases, given as (index, name).
+    pub fn of<'a>(partition: String, selected: impl Iterator<Item = (usize, &'a str)>) -> Shard {
+        let mut text = String::new();
+        let mut n = 0;
+        for (index, name) in selected {
+            text.push_str(&format!("{index}\t{name}\n"));
+            n += 1;
+        }
+        Shard {
+            partition,
+            selected: n,
+            selection: crate::canon::sha256_hex(text),
+        }
+    }
+}
+
 /// The `test --json` document.
 #[derive(Serialize, Deserialize)]
 pub struct SuiteSummary {
@@ -111,6 +140,9 @@ pub struct SuiteSummary {
     pub pass_at_k: Vec<PassK>,
     pub passed: usize,
     pub repeat: u64,
+    /// With `--partition`: which shard of which selection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
     pub skipped: usize,
     pub total: usize,
 }
@@ -213,6 +245,7 @@ impl SuiteSummary {
             pass_at_k: pass_at_k_of_suite(&per_case, s.repeat),
             passed: s.passed(),
             repeat: s.repeat,
+            shard: None,
             skipped: s.skipped(),
             total: s.cases.len(),
         }
@@ -222,6 +255,7 @@ impl SuiteSummary {
     /// report one machine would have printed: cases in suite order, counts
     /// and pass^k recomputed; `elapsed_ms` is the slowest shard's.
     pub fn merge(shards: Vec<SuiteSummary>) -> Result<SuiteSummary, String> {
+        let selected = check_shards(&shards)?;
         let repeat = shards.first().map_or(1, |s| s.repeat);
         if let Some(s) = shards.iter().find(|s| s.repeat != repeat) {
             return Err(format!(
@@ -250,6 +284,14 @@ impl SuiteSummary {
                 w[0].case, w[0].index
             ));
         }
+        if let Some(selected) = selected
+            && cases.len() != selected
+        {
+            return Err(format!(
+                "the shards hold {} of the suite's {selected} cases; merge whole shards (without --limit)",
+                cases.len()
+            ));
+        }
         let per_case: Vec<u64> = cases
             .iter()
             .filter(|c| !c.skipped)
@@ -267,11 +309,104 @@ impl SuiteSummary {
             pass_at_k: pass_at_k_of_suite(&per_case, repeat),
             passed,
             repeat,
+            shard: None,
             skipped,
             total: cases.len(),
             cases,
         })
     }
+}
+
+/// Check reports (read from files, so maybe edited) before merging: one
+/// whole-suite report, or every shard of one selection once, each adding
+/// up. Returns the selection's case count when they are shards.
+fn check_shards(shards: &[SuiteSummary]) -> Result<Option<usize>, String> {
+    let [one] = shards else {
+        return check_partitioned(shards).map(Some);
+    };
+    match &one.shard {
+        Some(_) => check_partitioned(shards).map(Some),
+        None => check_tallies(one, "the report", None).map(|()| None),
+    }
+}
+
+fn check_partitioned(shards: &[SuiteSummary]) -> Result<usize, String> {
+    let infos = shards
+        .iter()
+        .map(|s| {
+            s.shard.as_ref().ok_or(
+                "a report has no `shard`: merge the --json reports of `test --partition i/n`",
+            )
+        })
+        .collect::<Result<Vec<&Shard>, _>>()?;
+    let texts: Vec<&str> = infos.iter().map(|i| i.partition.as_str()).collect();
+    let parts = crate::partition::Partition::whole_set(&texts)?;
+    let first = infos[0];
+    for (s, (info, p)) in shards.iter().zip(infos.iter().zip(&parts)) {
+        if (info.selected, &info.selection) != (first.selected, &first.selection) {
+            return Err(format!(
+                "shard {p} is of another suite ({} cases selected, selection {}) than shard {} ({} cases, selection {}); merge the shards of one suite",
+                info.selected,
+                &info.selection[..info.selection.len().min(12)],
+                parts[0],
+                first.selected,
+                &first.selection[..first.selection.len().min(12)]
+            ));
+        }
+        check_tallies(s, &format!("shard {p}"), Some(p))?;
+    }
+    Ok(first.selected)
+}
+
+/// A report's counts against its cases, and each case's against itself.
+fn check_tallies(
+    s: &SuiteSummary,
+    what: &str,
+    p: Option<&crate::partition::Partition>,
+) -> Result<(), String> {
+    for c in &s.cases {
+        let wrong = if c.passes > c.runs || c.runs > s.repeat {
+            Some(format!(
+                "{} passes of {} runs with --repeat {}",
+                c.passes, c.runs, s.repeat
+            ))
+        } else if c.skipped != (c.runs == 0) {
+            Some(format!("skipped is {} with {} runs", c.skipped, c.runs))
+        } else if c.passed != (!c.skipped && c.passes == c.runs) {
+            Some(format!(
+                "passed is {} with {} of {} runs passing",
+                c.passed, c.passes, c.runs
+            ))
+        } else if c.run_ids.len() as u64 > c.runs {
+            Some(format!("{} run ids for {} runs", c.run_ids.len(), c.runs))
+        } else if let Some(p @ crate::partition::Partition::Hash { .. }) = p
+            && !p.contains(c.index, &c.case)
+        {
+            Some(format!("it is not in shard {p}"))
+        } else {
+            None
+        };
+        if let Some(wrong) = wrong {
+            return Err(format!(
+                "{what}: case {} (index {}) does not add up: {wrong}",
+                c.case, c.index
+            ));
+        }
+    }
+    let passed = s.cases.iter().filter(|c| c.passed).count();
+    let skipped = s.cases.iter().filter(|c| c.skipped).count();
+    let counts = [
+        ("total", s.total, s.cases.len()),
+        ("passed", s.passed, passed),
+        ("skipped", s.skipped, skipped),
+        ("failed", s.failed, s.cases.len() - passed - skipped),
+    ];
+    if let Some((key, said, is)) = counts.into_iter().find(|(_, a, b)| a != b) {
+        return Err(format!(
+            "{what}: `{key}` is {said}, but its cases count {is}"
+        ));
+    }
+    Ok(())
 }
 
 /// The line of one case: mark, name, events, time, run id (or how many

@@ -7,7 +7,9 @@
 //! the other bundles, the objects no kept run references, the extracted
 //! worlds no kept run uses, and compile-cache entries unused for the
 //! policy's number of days. A run's age is its creation time from its id:
-//! real time is store metadata, never part of a bundle.
+//! real time is store metadata, never part of a bundle. Whatever a live
+//! process holds in its lease (`lease.rs`: the runs it writes, the objects
+//! and worlds it stored or read) stays too.
 
 pub mod pins;
 pub mod policy;
@@ -30,9 +32,18 @@ pub struct Plan<'a> {
     pub kept_pinned: BTreeSet<String>,
 }
 
-/// Decide which of `rows` stay at time `now` (Unix seconds).
-pub fn plan<'a>(rows: &'a [Row], pins: &BTreeSet<String>, policy: &Policy, now: i64) -> Plan<'a> {
-    let young = |r: &Row| now.saturating_sub(r.created) < days_s(policy.days(&r.outcome));
+/// Decide which of `rows` stay at time `now` (Unix seconds). Runs a live
+/// process holds (`held`, from the leases) stay as young runs do.
+pub fn plan<'a>(
+    rows: &'a [Row],
+    pins: &BTreeSet<String>,
+    held: &BTreeSet<String>,
+    policy: &Policy,
+    now: i64,
+) -> Plan<'a> {
+    let young = |r: &Row| {
+        now.saturating_sub(r.created) < days_s(policy.days(&r.outcome)) || held.contains(&r.run_id)
+    };
     let mut keep: BTreeSet<&str> = BTreeSet::new();
     let mut p = Plan::default();
     for r in rows {
@@ -112,9 +123,11 @@ mod tests {
             row("parent", now - 100 * day, "passed", Some("grandparent")),
             row("fork", now - day, "failed", Some("parent")),
             row("pinned", now - 300 * day, "passed", None),
+            row("held", now - 300 * day, "passed", None),
         ];
         let pins = BTreeSet::from(["pinned".to_string()]);
-        let p = plan(&rows, &pins, &Policy::default(), now);
+        let held = BTreeSet::from(["held".to_string()]);
+        let p = plan(&rows, &pins, &held, &Policy::default(), now);
         let removed: Vec<&str> = p.remove.iter().map(|r| r.run_id.as_str()).collect();
         assert_eq!(removed, ["old-pass", "old-fail"]);
         assert_eq!(
@@ -122,6 +135,6 @@ mod tests {
             BTreeSet::from(["grandparent".to_string(), "parent".to_string()])
         );
         assert_eq!(p.kept_pinned, pins);
-        assert_eq!(p.keep.len(), 6);
+        assert_eq!(p.keep.len(), 7);
     }
 }

@@ -56,10 +56,15 @@ pub struct Report {
 
 /// Apply `policy` to the store at time `now` (Unix seconds).
 pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<Report> {
-    let (mut index, _) = Index::open(store)?;
-    let rows = index.all()?;
+    // The whole pass holds the store's gate: no process adds to its lease
+    // meanwhile, and what the live leases hold stays.
+    let pass = crate::lease::begin_pass(&store.root)
+        .with_context(|| format!("reading the leases of {}", store.root.display()))?;
+    let held = &pass.held;
+    let (rows, _) = Index::read(store, Index::all)?;
+    let mut index = Index::connect(store)?;
     let pinned = pins::list(store)?;
-    let p = plan(&rows, &pinned, policy, now);
+    let p = plan(&rows, &pinned, held, policy, now);
     let mut report = Report {
         dry_run,
         policy: policy.clone(),
@@ -94,14 +99,15 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
             ));
         }
         None => {
-            let worlds: BTreeSet<&str> = p.keep.iter().map(|r| r.world_hash.as_str()).collect();
+            let mut worlds: BTreeSet<&str> = p.keep.iter().map(|r| r.world_hash.as_str()).collect();
+            worlds.extend(held.iter().map(String::as_str));
             let mut needed: BTreeSet<String> = worlds.iter().map(|w| w.to_string()).collect();
             for r in &p.keep {
                 needed.insert(r.agent.clone());
                 needed.insert(r.case_hash.clone());
             }
             for w in &worlds {
-                if let Ok(bytes) = store.get_object(w)
+                if let Ok(bytes) = store.read_object(w)
                     && let Ok(manifest) = serde_json::from_slice::<BTreeMap<String, String>>(&bytes)
                 {
                     needed.extend(manifest.into_values());
@@ -171,10 +177,15 @@ fn sweep_dir(
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        if !unwanted(&name) {
+        // A writer's temporary file (a dead writer's are swept by the
+        // writers themselves, see `durable.rs`).
+        if !unwanted(&name) || name.contains(".tmp") {
             continue;
         }
-        let (used, bytes) = usage(&path)?;
+        // Gone meanwhile (another pass, or a writer's rename).
+        let Some((used, bytes)) = usage(&path)? else {
+            continue;
+        };
         if used >= before {
             continue;
         }
@@ -201,10 +212,14 @@ fn sweep_dir(
 }
 
 /// When an entry was last used (latest access or modification of it or,
-/// for a folder, of anything in it; Unix seconds) and its size in bytes.
-fn usage(path: &Path) -> Result<(i64, u64)> {
-    let m =
-        std::fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
+/// for a folder, of anything in it; Unix seconds) and its size in bytes;
+/// `None` when it is gone.
+fn usage(path: &Path) -> Result<Option<(i64, u64)>> {
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
     let secs = |t: std::io::Result<std::time::SystemTime>| {
         t.ok()
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
@@ -215,10 +230,11 @@ fn usage(path: &Path) -> Result<(i64, u64)> {
     if m.is_dir() {
         bytes = 0;
         for child in sorted_entries(path)? {
-            let (u, b) = usage(&child)?;
-            used = used.max(u);
-            bytes += b;
+            if let Some((u, b)) = usage(&child)? {
+                used = used.max(u);
+                bytes += b;
+            }
         }
     }
-    Ok((used, bytes))
+    Ok(Some((used, bytes)))
 }

@@ -247,12 +247,12 @@ fn start_path(store: &StoreDir, start: &Start) -> Result<String> {
             format!("/run/{}", html::url(&id))
         }
         Start::LastFailed => {
-            let (index, _) = crate::index::Index::open(store)?;
-            let rows = index.query(&crate::index::query::Filter {
+            let filter = crate::index::query::Filter {
                 status: vec!["failed".into(), "faulted".into()],
                 limit: Some(1),
                 ..Default::default()
-            })?;
+            };
+            let (rows, _) = crate::index::Index::read(store, |index| index.query(&filter))?;
             let Some(row) = rows.first() else {
                 return Err(crate::error::InputError::new(
                     store.runs_dir(),

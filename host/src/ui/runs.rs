@@ -54,7 +54,6 @@ fn has_text(r: &Row, text: &str) -> bool {
 }
 
 pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
-    let (index, _) = Index::open(&app.store)?;
     let mut filter = filter_of(q);
     // Under a redaction policy, signatures are shown redacted and matched
     // as shown: a filter must not tell whether a hidden value is there.
@@ -63,7 +62,7 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
         Some(_) => filter.signature.take(),
         None => None,
     };
-    let mut rows = index.query(&filter)?;
+    let (mut rows, _) = Index::read(&app.store, |index| index.query(&filter))?;
     if let Some(red) = redactor.as_mut() {
         for r in &mut rows {
             r.signature = r.signature.as_deref().map(|s| red.text(s));

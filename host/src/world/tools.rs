@@ -464,16 +464,20 @@ fn arg_str(args: &Value, name: &str) -> Result<String, ToolFailure> {
 }
 
 /// Run a tool against the state. The state is not changed here: the writes
-/// come back for the mediator to record and apply.
-pub fn execute(
-    tool: &Tool,
-    args: &Value,
-    state: &State,
-    as_of: &AsOf,
-) -> Result<(Value, Vec<Write>), ToolFailure> {
-    let args = &checked_args(tool, args)?;
-    let (result, writes) = run_op(&tool.op, args, state, as_of)?;
-    Ok((shape(tool, args, as_of, result), writes))
+/// come back for the mediator to record and apply. `None` for a service
+/// tool whose arguments fit: the world's service answers it
+/// (`mediate::service`).
+pub fn execute(tool: &Tool, args: &Value, state: &State, as_of: &AsOf) -> Option<Outcome> {
+    match checked_args(tool, args) {
+        Ok(args) => run_checked(tool, &args, state, as_of),
+        Err(f) => Some(Err(f)),
+    }
+}
+
+/// [`execute`] with arguments [`checked_args`] already gave.
+pub fn run_checked(tool: &Tool, args: &Value, state: &State, as_of: &AsOf) -> Option<Outcome> {
+    let outcome = run_op(&tool.op, args, state, as_of)?;
+    Some(outcome.map(|(result, writes)| (shape(tool, args, as_of, result), writes)))
 }
 
 /// The arguments the tool runs with: refused when they do not fit its
@@ -510,11 +514,12 @@ pub fn shape(tool: &Tool, args: &Value, as_of: &AsOf, mut result: Value) -> Valu
 }
 
 /// An op's result and the writes it asks for.
-type Outcome = Result<(Value, Vec<Write>), ToolFailure>;
+pub type Outcome = Result<(Value, Vec<Write>), ToolFailure>;
 
-fn run_op(op: &Op, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
+/// `None` for [`Op::Service`], which no declaration answers.
+fn run_op(op: &Op, args: &Value, state: &State, as_of: &AsOf) -> Option<Outcome> {
     let now = as_of.now.as_str();
-    match op {
+    Some(match op {
         Op::Get(r) => get(r, args, state, as_of),
         Op::Query(q) => Ok((query(q, args, state, as_of), vec![])),
         Op::Insert { table, row } => insert(table, row, args, state, now),
@@ -537,11 +542,8 @@ fn run_op(op: &Op, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
         Op::Respond { response } => {
             Ok((render(response, args, now).unwrap_or(Value::Null), vec![]))
         }
-        Op::Service => Err(ToolFailure::new(
-            ErrorKind::Failed,
-            "a service tool is answered by the world's service (mediate::service)",
-        )),
-    }
+        Op::Service => return None,
+    })
 }
 
 impl RowOp {
@@ -707,6 +709,11 @@ mod tests {
     use super::*;
     use crate::world::state::Table;
 
+    /// [`execute`] on a declared tool.
+    fn exec(tool: &Tool, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
+        execute(tool, args, state, as_of).expect("a declared tool")
+    }
+
     fn state() -> State {
         let mut s = State::default();
         let rows = [("D1", "api", 100), ("D2", "api", 300), ("D3", "db", 200)]
@@ -738,7 +745,7 @@ mod tests {
         let t = tool(
             "name='q'\nop='query'\ntable='deploys'\nsort='-at'\nlimit_arg='limit'\nfilters=[{field='service', eq='$service'}]",
         );
-        let (out, writes) = execute(
+        let (out, writes) = exec(
             &t,
             &json!({"service": "api", "limit": 1}),
             &state(),
@@ -747,7 +754,7 @@ mod tests {
         .unwrap();
         assert_eq!(out, json!([{"id": "D2", "service": "api", "at": 300}]));
         assert!(writes.is_empty());
-        let (all, _) = execute(&t, &json!({}), &state(), &at("")).unwrap();
+        let (all, _) = exec(&t, &json!({}), &state(), &at("")).unwrap();
         assert_eq!(
             all.as_array().unwrap().len(),
             3,
@@ -760,20 +767,20 @@ mod tests {
         let t =
             tool("name='u'\nop='update'\ntable='deploys'\nset={status='rolled_back', by='$who'}");
         let s = state();
-        let (row, writes) = execute(&t, &json!({"id": "D1", "who": "bot"}), &s, &at("")).unwrap();
+        let (row, writes) = exec(&t, &json!({"id": "D1", "who": "bot"}), &s, &at("")).unwrap();
         assert_eq!(row["status"], "rolled_back");
         assert_eq!(row["by"], "bot");
         assert_eq!(writes.len(), 1);
         assert_eq!(s.row("deploys", "D1").unwrap().get("status"), None);
         assert!(t.mutates);
-        let missing = execute(&t, &json!({"id": "nope"}), &s, &at("")).unwrap_err();
+        let missing = exec(&t, &json!({"id": "nope"}), &s, &at("")).unwrap_err();
         assert_eq!(missing.kind, ErrorKind::NotFound);
     }
 
     #[test]
     fn insert_generates_keys_and_refuses_duplicates() {
         let t = tool("name='i'\nop='insert'\ntable='deploys'\nrow={service='$service', at='$now'}");
-        let (row, _) = execute(
+        let (row, _) = exec(
             &t,
             &json!({"service": "web"}),
             &state(),
@@ -786,7 +793,7 @@ mod tests {
         );
         let dup = tool("name='i'\nop='insert'\ntable='deploys'");
         assert_eq!(
-            execute(&dup, &json!({"id": "D1"}), &state(), &at(""))
+            exec(&dup, &json!({"id": "D1"}), &state(), &at(""))
                 .unwrap_err()
                 .kind,
             ErrorKind::Conflict
@@ -821,7 +828,7 @@ mod tests {
             hide_after: Some(("at".into(), "2026-03-01T11:45:00Z".into())),
             empty: false,
         };
-        let (out, _) = execute(&t, &json!({}), &s, &stale).unwrap();
+        let (out, _) = exec(&t, &json!({}), &s, &stale).unwrap();
         assert_eq!(out["as_of"], "2026-03-01T11:45:00Z");
         assert_eq!(out["deploys"].as_array().unwrap().len(), 1);
         assert_eq!(out["deploys"][0]["id"], "D1");
@@ -884,10 +891,10 @@ mod tests {
         let t = tool("name='r'\nop='respond'\nresponse={ok='$x'}");
         assert_eq!(t.response, None);
         assert!(!t.mutates);
-        let (out, _) = execute(&t, &json!({"x": 1}), &state(), &at("")).unwrap();
+        let (out, _) = exec(&t, &json!({"x": 1}), &state(), &at("")).unwrap();
         assert_eq!(out, json!({"ok": 1}));
         let t = tool("name='g'\nop='get'\ntable='deploys'\nresponse={row='$result'}");
-        let (out, _) = execute(&t, &json!({"id": "D1"}), &state(), &at("")).unwrap();
+        let (out, _) = exec(&t, &json!({"id": "D1"}), &state(), &at("")).unwrap();
         assert_eq!(out["row"]["service"], "api");
     }
 }

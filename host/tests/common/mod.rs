@@ -6,7 +6,7 @@
 //! of the helpers, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -224,15 +224,7 @@ where
     S: AsRef<OsStr>,
 {
     use std::io::Read as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("cannot start the worldline binary");
+    let mut child = worldline_spawn(store, args);
     let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -343,6 +335,25 @@ where
 /// id, a `PathBuf`): `wl(store, &[&"fork", &id, &"--at", &"3"])`.
 pub fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {
     worldline(store, args.iter().map(|a| a.as_ref()))
+}
+
+/// Start the `worldline` binary with `args` and `--store <store>` in the
+/// background, its output piped; read it with [`CliOutput::of`] on
+/// `wait_with_output`.
+pub fn worldline_spawn<I, S>(store: &Path, args: I) -> std::process::Child
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot start the worldline binary")
 }
 
 /// A fresh, empty temporary folder (removed when dropped).
@@ -676,6 +687,51 @@ pub fn suite_without_run_specifics(mut doc: Value) -> Value {
     doc
 }
 
+/// Copy a world folder (`from`, holding `world.toml`) to
+/// `<root>/worlds/<name>/v1/` with `service` as its `service.wasm`.
+pub fn world_with_service(root: &Path, from: &Path, name: &str, service: &Path) -> PathBuf {
+    let dest = root.join("worlds").join(name).join("v1");
+    copy_dir(from, &dest);
+    std::fs::copy(service, dest.join("service.wasm")).unwrap();
+    root.join("worlds")
+}
+
+/// Copy a folder recursively, leaving out any `service.wasm`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else if e.file_name() != "service.wasm" {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// `<root>/worlds/counters/v1` (tests/worlds/counters) with the
+/// counter-service guest as its service; returns `<root>/worlds`.
+pub fn counters(root: &Path) -> PathBuf {
+    world_with_service(
+        root,
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &guest("counter-service"),
+    )
+}
+
+/// A case on the counters world that makes `calls` (the caller agent's task).
+pub fn counters_case(root: &Path, calls: Value, extra: &str) -> PathBuf {
+    let path = root.join("case.toml");
+    let task = format!("task = {}", toml_inline(&json!({"calls": calls})));
+    std::fs::write(
+        &path,
+        format!("world = \"counters@v1\"\nseed = 7\nclock = 2026-03-02T12:00:00Z\n{task}\n{extra}"),
+    )
+    .unwrap();
+    path
+}
+
 /// A JSON value as a TOML inline value (for tasks and arguments in cases
 /// written by tests).
 pub fn toml_inline(v: &Value) -> String {
@@ -726,4 +782,18 @@ pub fn load_error(root: &Path, case_text: &str) -> CliOutput {
     out.expect_code(2);
     assert_eq!(out.stderr.lines().count(), 1, "one line of cause: {out}");
     out
+}
+
+/// Set a file's (or a folder's and its files') access and modification
+/// times back by `by`.
+pub fn age(path: &Path, by: std::time::Duration) {
+    let t = SystemTime::now() - by;
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).unwrap() {
+            age(&e.unwrap().path(), by);
+        }
+    }
+    let f = std::fs::File::open(path).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_accessed(t).set_modified(t))
+        .unwrap();
 }

@@ -23,7 +23,7 @@ use crate::case::Case;
 use crate::error_kind::ErrorKind;
 use crate::log::Recorder;
 use crate::world::state::{State, Write};
-use crate::world::tools::{AsOf, Op, Tool, ToolFailure, checked_args, execute, shape};
+use crate::world::tools::{AsOf, Tool, ToolFailure, checked_args, run_checked, shape};
 use bindings::{Service, ServicePre};
 use frame::Frame;
 use rand_chacha::ChaCha20Rng;
@@ -290,12 +290,6 @@ pub struct Ran {
 /// `as_of`. The state is not changed: the writes come back for the
 /// mediator to record and apply.
 pub fn run_tool(s: &mut Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Ran {
-    if !matches!(tool.op, Op::Service) {
-        return Ran {
-            result: execute(tool, args, &s.world.state, as_of),
-            service: None,
-        };
-    }
     let args = &match checked_args(tool, args) {
         Ok(args) => args,
         Err(f) => {
@@ -305,6 +299,12 @@ pub fn run_tool(s: &mut Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Ra
             };
         }
     };
+    if let Some(result) = run_checked(tool, args, &s.world.state, as_of) {
+        return Ran {
+            result,
+            service: None,
+        };
+    }
     let Some(runtime) = s.service.as_mut() else {
         return Ran {
             result: Err(ToolFailure::new(

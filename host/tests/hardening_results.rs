@@ -1,0 +1,403 @@
+//! Hardening: results that can be trusted. `merge` takes only every shard
+//! of one suite or campaign, once, each adding up, and names what is wrong
+//! otherwise (exit 2); `fork --respond` answers every kind of call with one
+//! shape. The real binary on the caller-agent and hostile guests.
+
+mod common;
+
+use common::{guest, temp_dir, worldline, worlds_dir, write_case};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A passing demo case with `seed`.
+fn demo_case(seed: u32) -> String {
+    format!(
+        "world = \"demo@v1\"\nseed = {seed}\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{{ tool = \"get_ticket\", args = {{ id = \"T-1\" }} }}] }}\n"
+    )
+}
+
+/// `n` demo cases in `dir`.
+fn suite(dir: &Path, n: u32) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    for seed in 1..=n {
+        write_case(dir, &format!("c{seed}"), &demo_case(seed));
+    }
+    dir.to_path_buf()
+}
+
+/// Write `doc` to `<dir>/<name>.json`.
+fn report(dir: &Path, name: &str, doc: &Value) -> String {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_string(doc).unwrap()).unwrap();
+    path.display().to_string()
+}
+
+/// `merge FILES...` exits 2 saying `said`.
+#[track_caller]
+fn refused(store: &Path, files: &[&str], said: &str) {
+    let mut args = vec!["merge"];
+    args.extend_from_slice(files);
+    let out = worldline(store, &args);
+    out.expect_code(2);
+    assert!(out.stderr.contains(said), "expected `{said}`:\n{out}");
+}
+
+#[test]
+fn merge_refuses_test_shards_that_are_not_one_whole_suite_or_do_not_add_up() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = guest("caller-agent");
+    let shard = |cases: &Path, p: &str| {
+        let out = worldline(
+            &store,
+            [
+                "test",
+                s(cases),
+                "--agent",
+                s(&agent),
+                "--worlds",
+                s(&worlds_dir()),
+                "--partition",
+                p,
+                "--json",
+            ],
+        );
+        out.expect_code(0);
+        out.json().clone()
+    };
+    let cases = suite(&dir.path().join("cases"), 4);
+    let t1 = shard(&cases, "count:1/2");
+    let t2 = shard(&cases, "count:2/2");
+    assert_eq!(t1["shard"]["partition"], "count:1/2");
+    assert_eq!(t1["shard"]["selected"], 4);
+    assert_eq!(t1["shard"]["selection"], t2["shard"]["selection"]);
+    let (f1, f2) = (report(dir.path(), "t1", &t1), report(dir.path(), "t2", &t2));
+    let merged = worldline(&store, ["merge", &f1, &f2, "--json"]);
+    merged.expect_code(0);
+    assert_eq!(merged.json()["total"], 4, "{merged}");
+    assert_eq!(merged.json()["passed"], 4, "{merged}");
+
+    refused(&store, &[&f1], "shard count:2/2 is missing");
+    refused(&store, &[&f1, &f1], "shard count:1/2 is in two reports");
+    // A shard of another suite (three cases), with the right partition.
+    let other = shard(&suite(&dir.path().join("other"), 3), "count:2/2");
+    let fo = report(dir.path(), "other", &other);
+    refused(&store, &[&f1, &fo], "shard count:2/2 is of another suite");
+
+    // Partitions that cannot be, or of different partitionings.
+    for (partition, said) in [
+        ("hash:3/2", "`hash:3/2`: the shard must be between 1 and 2"),
+        ("hash:0/2", "`hash:0/2`: the shard must be between 1 and 2"),
+        ("x:y/z", "`y` in `x:y/z` is not a whole number"),
+        (
+            "count:2/3",
+            "shards of different partitionings (count:1/2 and count:2/3)",
+        ),
+        (
+            "hash:2/2",
+            "shards of different partitionings (count:1/2 and hash:2/2)",
+        ),
+    ] {
+        let mut forged = t2.clone();
+        forged["shard"]["partition"] = partition.into();
+        let f = report(dir.path(), "forged", &forged);
+        refused(&store, &[&f1, &f], said);
+    }
+    // Forged tallies: more passes than runs, counts that are not the cases'.
+    let mut forged = t2.clone();
+    forged["cases"][0]["passes"] = 1028.into();
+    let f = report(dir.path(), "forged", &forged);
+    refused(&store, &[&f1, &f], "does not add up: 1028 passes of 1 runs");
+    let mut forged = t2.clone();
+    forged["passed"] = 1028.into();
+    let f = report(dir.path(), "forged", &forged);
+    refused(
+        &store,
+        &[&f1, &f],
+        "shard count:2/2: `passed` is 1028, but its cases count 2",
+    );
+    let mut forged = t2.clone();
+    forged["cases"].as_array_mut().unwrap().pop();
+    forged["total"] = 1.into();
+    forged["passed"] = 1.into();
+    let f = report(dir.path(), "forged", &forged);
+    refused(
+        &store,
+        &[&f1, &f],
+        "the shards hold 3 of the suite's 4 cases",
+    );
+    // A report without its shard is not a shard.
+    let mut bare = t2.clone();
+    bare.as_object_mut().unwrap().remove("shard");
+    let f = report(dir.path(), "bare", &bare);
+    refused(&store, &[&f1, &f], "a report has no `shard`");
+}
+
+#[test]
+fn merge_refuses_fuzz_shards_that_are_not_one_whole_campaign_or_do_not_add_up() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "fz",
+        "world = \"demo@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"calls\", n = 2 }\n\n[[fuzz.tools]]\ntool = \"*\"\nerror = { timeout = 0.3 }\n",
+    );
+    let agent = guest("hostile-agent");
+    let shard = |p: &str| {
+        let out = worldline(
+            &store,
+            [
+                "fuzz",
+                s(&case),
+                "--agent",
+                s(&agent),
+                "--worlds",
+                s(&worlds_dir()),
+                "--runs",
+                "12",
+                "--partition",
+                p,
+                "--json",
+            ],
+        );
+        assert!(out.code == 0 || out.code == 1, "{out}");
+        out.json().clone()
+    };
+    let h1 = shard("hash:1/2");
+    let h2 = shard("hash:2/2");
+    let (f1, f2) = (report(dir.path(), "h1", &h1), report(dir.path(), "h2", &h2));
+    let merged = worldline(&store, ["merge", &f1, &f2, "--json"]);
+    assert!(merged.code == 0 || merged.code == 1, "{merged}");
+    assert_eq!(merged.json()["summary"]["runs"], 12, "{merged}");
+
+    refused(&store, &[&f1], "shard hash:2/2 is missing");
+    for (partition, said) in [
+        ("hash:3/2", "`hash:3/2`: the shard must be between 1 and 2"),
+        ("hash:0/2", "`hash:0/2`: the shard must be between 1 and 2"),
+        ("x:y/z", "`y` in `x:y/z` is not a whole number"),
+        (
+            "hash:2/3",
+            "shards of different partitionings (hash:1/2 and hash:2/3)",
+        ),
+    ] {
+        let mut forged = h2.clone();
+        forged["partition"] = partition.into();
+        let f = report(dir.path(), "forged", &forged);
+        refused(&store, &[&f1, &f], said);
+    }
+    let runs = h2["tally"]["runs"].as_u64().unwrap();
+    let mut forged = h2.clone();
+    forged["tally"]["passed"] = 1028.into();
+    let f = report(dir.path(), "forged", &forged);
+    refused(
+        &store,
+        &[&f1, &f],
+        &format!("shard hash:2/2: its tally does not add up: passed 1028 > runs {runs}"),
+    );
+    // Runs and passes raised together: the seeds by passes disagree.
+    let mut forged = h2.clone();
+    forged["tally"]["runs"] = (runs + 1000).into();
+    let f = report(dir.path(), "forged", &forged);
+    refused(
+        &store,
+        &[&f1, &f],
+        "shard hash:2/2: its tally does not add up: runs is",
+    );
+}
+
+/// `fork RUN --at N --respond RESPONSE --json` where N is the first event
+/// of `call`; checks the fork answered the agent with `recorded` there
+/// (marked as the fork's), replays identical, and returns the fork's output.
+#[track_caller]
+fn fork_responds(
+    store: &Path,
+    run: &common::CliOutput,
+    call: &str,
+    response: &str,
+    recorded: &Value,
+) -> Value {
+    let events = common::read_bundle(&run.bundle()).events;
+    let at = events
+        .iter()
+        .position(|e| e["call"] == call)
+        .unwrap_or_else(|| panic!("no `{call}` event in the run:\n{run}"));
+    let id = run.json()["run_id"].as_str().unwrap();
+    let fork = worldline(
+        store,
+        [
+            "fork",
+            id,
+            "--at",
+            &at.to_string(),
+            "--respond",
+            response,
+            "--json",
+        ],
+    );
+    assert!(fork.code == 0 || fork.code == 1, "{fork}");
+    let forked = common::read_bundle(&fork.bundle()).events;
+    assert_eq!(forked[at]["response"], *recorded, "{fork}");
+    assert_eq!(
+        forked[at]["injected"],
+        serde_json::json!({"action": "fork-respond"})
+    );
+    common::replays_identical(store, fork.json()["run_id"].as_str().unwrap());
+    serde_json::from_str(fork.json()["output"].as_str().unwrap()).unwrap()
+}
+
+const TOOL: &str = "worldline:agent/tools.call";
+
+#[test]
+fn fork_respond_answers_every_kind_of_call_in_one_shape() {
+    use serde_json::json;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+
+    // A declared tool: {"ok": value}, a bare value (taken as `ok`), or an error.
+    let caller = guest("caller-agent");
+    let declared = write_case(dir.path(), "declared", &demo_case(1));
+    let run = common::run_in(&store, &declared, &caller, &worlds_dir());
+    run.expect_code(0);
+    let ticket = json!({"id": "T-1", "status": "forked"});
+    let out = fork_responds(
+        &store,
+        &run,
+        TOOL,
+        &json!({"ok": ticket}).to_string(),
+        &json!({"ok": ticket}),
+    );
+    assert_eq!(out[0], json!({"ok": ticket}));
+    let out = fork_responds(
+        &store,
+        &run,
+        TOOL,
+        &ticket.to_string(),
+        &json!({"ok": ticket}),
+    );
+    assert_eq!(out[0], json!({"ok": ticket}));
+    let error = json!({"error": {"kind": "timeout", "message": "forked"}});
+    let out = fork_responds(&store, &run, TOOL, &error.to_string(), &error);
+    assert_eq!(out[0], error);
+
+    // A service tool: the same shapes (the recorded `service` note is the
+    // original call's, not asked for).
+    let services = dir.path().join("services");
+    std::fs::create_dir_all(&services).unwrap();
+    let worlds = common::counters(&services);
+    let case = common::counters_case(
+        &services,
+        json!([{"tool": "bump", "args": {"id": "c"}}]),
+        "",
+    );
+    let run = common::run_in(&store, &case, &caller, &worlds);
+    run.expect_code(0);
+    let recorded = &common::read_bundle(&run.bundle()).events;
+    assert!(
+        recorded
+            .iter()
+            .any(|e| e["response"].get("service").is_some()),
+        "{run}"
+    );
+    let value = json!({"id": "c", "n": 41});
+    let out = fork_responds(
+        &store,
+        &run,
+        TOOL,
+        &json!({"ok": value}).to_string(),
+        &json!({"ok": value}),
+    );
+    assert_eq!(out[0], json!({"ok": value}));
+    let out = fork_responds(
+        &store,
+        &run,
+        TOOL,
+        &value.to_string(),
+        &json!({"ok": value}),
+    );
+    assert_eq!(out[0], json!({"ok": value}));
+    let out = fork_responds(&store, &run, TOOL, &error.to_string(), &error);
+    assert_eq!(out[0], error);
+
+    // A model call: the completion as `ok` (the recorded `model_call` note
+    // is the provider's), or an error.
+    let asker = guest("asker-agent");
+    let model_case = write_case(
+        dir.path(),
+        "model",
+        "world = \"demo@v1\"\nclock = 2026-03-01T12:00:00Z\nseed = 11\ntask = { requests = [{ messages = [{ role = \"user\", content = \"hi\" }] }] }\n\n[model]\n\n[[model.rules]]\nreply = \"scripted\"\n",
+    );
+    let run = common::run_in(&store, &model_case, &asker, &worlds_dir());
+    run.expect_code(0);
+    let model = "worldline:agent/model.complete";
+    let recorded = common::read_bundle(&run.bundle()).events;
+    let chat = recorded.iter().find(|e| e["call"] == model).unwrap();
+    assert!(chat["response"].get("model_call").is_some(), "{chat}");
+    let mut completion = chat["response"]["ok"].clone();
+    completion["choices"][0]["message"]["content"] = json!("forked");
+    let out = fork_responds(
+        &store,
+        &run,
+        model,
+        &json!({"ok": completion}).to_string(),
+        &json!({"ok": completion}),
+    );
+    assert_eq!(out[0]["content"], "forked", "{out}");
+    let out = fork_responds(
+        &store,
+        &run,
+        model,
+        &completion.to_string(),
+        &json!({"ok": completion}),
+    );
+    assert_eq!(out[0]["content"], "forked", "{out}");
+    let out = fork_responds(&store, &run, model, &error.to_string(), &error);
+    assert_eq!(out[0]["error"], "timeout", "{out}");
+
+    // A user turn and an approval: text, or the recorded object form.
+    let talker = guest("talker-agent");
+    let talk = write_case(
+        dir.path(),
+        "talk",
+        "world = \"demo@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\ntask = { steps = [{ say = \"Which ticket?\" }, { approve = \"refund\", details = { amount = 20 } }] }\n\n[user]\ndefault = \"T-1\"\n\n[[approve]]\nkind = \"refund\"\ndecision = \"approve\"\n",
+    );
+    let run = common::run_in(&store, &talk, &talker, &worlds_dir());
+    run.expect_code(0);
+    let say = "worldline:agent/user.say";
+    let out = fork_responds(
+        &store,
+        &run,
+        say,
+        "\"T-2 please\"",
+        &json!({"reply": "T-2 please"}),
+    );
+    assert_eq!(out[0], json!({"reply": "T-2 please"}));
+    let out = fork_responds(
+        &store,
+        &run,
+        say,
+        r#"{"reply": "T-3"}"#,
+        &json!({"reply": "T-3"}),
+    );
+    assert_eq!(out[0], json!({"reply": "T-3"}));
+    let approval = "worldline:agent/approval.request";
+    let out = fork_responds(
+        &store,
+        &run,
+        approval,
+        "\"denied\"",
+        &json!({"denied": "denied in a fork"}),
+    );
+    assert_eq!(out[1], json!({"denied": "denied in a fork"}));
+    let out = fork_responds(
+        &store,
+        &run,
+        approval,
+        r#"{"denied": "no"}"#,
+        &json!({"denied": "no"}),
+    );
+    assert_eq!(out[1], json!({"denied": "no"}));
+}

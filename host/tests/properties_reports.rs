@@ -1,0 +1,192 @@
+//! Property tests of the readers of results and of the small languages a
+//! user types: `merge` over shard reports whose numbers and partitions were
+//! edited (real shards of a suite and of a campaign, written by the binary
+//! once), `--partition`, `test --filter`, `runs --since`, and a fork's
+//! `--respond`/`--set` text. Each must give a value or an error, never
+//! panic, and a merge it accepts never shows impossible figures.
+
+mod common;
+
+use common::{guest, temp_dir, worldline, worlds_dir, write_case};
+use proptest::prelude::*;
+use serde_json::Value;
+use std::sync::OnceLock;
+use worldline::report::suite::SuiteSummary;
+
+fn s(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Two `test --partition count:i/2 --json` shards of four cases, and two
+/// `fuzz --partition hash:i/2 --json` shards of a 12-run campaign.
+fn shards() -> &'static (Vec<Value>, Vec<Value>) {
+    static SHARDS: OnceLock<(Vec<Value>, Vec<Value>)> = OnceLock::new();
+    SHARDS.get_or_init(|| {
+        let dir = temp_dir();
+        let store = dir.path().join("store");
+        let cases = dir.path().join("cases");
+        std::fs::create_dir_all(&cases).unwrap();
+        for seed in 1..=4 {
+            let verb = if seed % 2 == 0 { "close_ticket" } else { "get_ticket" };
+            write_case(
+                &cases,
+                &format!("c{seed}"),
+                &format!("world = \"demo@v1\"\nseed = {seed}\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{{ tool = \"{verb}\", args = {{ id = \"T-1\" }} }}] }}\n[[expect.state]]\ntable = \"tickets\"\nkey = \"T-1\"\nfield = \"status\"\nequals = \"open\"\n"),
+            );
+        }
+        let (caller, worlds) = (guest("caller-agent"), worlds_dir());
+        let tests = (1..=2)
+            .map(|i| {
+                let p = format!("count:{i}/2");
+                let args = ["test", s(&cases), "--agent", s(&caller), "--worlds", s(&worlds)];
+                let mut args = args.to_vec();
+                args.extend(["--repeat", "2", "--partition", &p, "--json"]);
+                worldline(&store, args).json().clone()
+            })
+            .collect();
+        let case = write_case(
+            dir.path(),
+            "fz",
+            "world = \"demo@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"calls\", n = 2 }\n\n[[fuzz.tools]]\ntool = \"*\"\nerror = { timeout = 0.3 }\n",
+        );
+        let hostile = guest("hostile-agent");
+        let fuzz = (1..=2)
+            .map(|i| {
+                let p = format!("hash:{i}/2");
+                let args = ["fuzz", s(&case), "--agent", s(&hostile), "--worlds", s(&worlds)];
+                let mut args = args.to_vec();
+                args.extend(["--runs", "6", "--repeat", "2", "--partition", &p, "--json"]);
+                worldline(&store, args).json().clone()
+            })
+            .collect();
+        (tests, fuzz)
+    })
+}
+
+/// Every number in a JSON value, by JSON pointer.
+fn numbers(v: &Value, at: String, out: &mut Vec<String>) {
+    match v {
+        Value::Number(_) => out.push(at),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                numbers(x, format!("{at}/{i}"), out);
+            }
+        }
+        Value::Object(m) => {
+            for (k, x) in m {
+                numbers(
+                    x,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Edits: (which shard, which number, its new value).
+type Edits = Vec<(usize, usize, u64)>;
+
+fn edits() -> impl Strategy<Value = Edits> {
+    let value = prop_oneof![0u64..5, any::<u64>()];
+    prop::collection::vec((0usize..2, any::<usize>(), value), 1..4)
+}
+
+/// The shards with `edits` applied to their numbers and `partition` (when
+/// given) written over the second shard's.
+fn edited(shards: &[Value], edits: &Edits, partition: Option<(&str, &str)>) -> Vec<Value> {
+    let mut docs = shards.to_vec();
+    for &(shard, which, value) in edits {
+        let mut paths = Vec::new();
+        numbers(&docs[shard], String::new(), &mut paths);
+        let path = &paths[which % paths.len()];
+        *docs[shard].pointer_mut(path).unwrap() = value.into();
+    }
+    if let Some((pointer, text)) = partition {
+        *docs[1].pointer_mut(pointer).unwrap() = text.into();
+    }
+    docs
+}
+
+const PARTITIONS: &[&str] = &[
+    "count:2/2",
+    "count:1/2",
+    "hash:2/2",
+    "count:3/2",
+    "count:0/2",
+    "count:2/3",
+    "x:y/z",
+    "2/2",
+    "count:2/0",
+    "",
+    "count:/",
+    "count:18446744073709551616/2",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_merged_suite_never_shows_impossible_figures(e in edits(), p in 0..PARTITIONS.len(), edit_partition: bool) {
+        let (tests, _) = shards();
+        let partition = edit_partition.then_some(("/shard/partition", PARTITIONS[p]));
+        let docs = edited(tests, &e, partition);
+        let Ok(parsed) = docs.into_iter().map(serde_json::from_value::<SuiteSummary>).collect::<Result<Vec<_>, _>>() else {
+            return Ok(());
+        };
+        if let Ok(m) = SuiteSummary::merge(parsed) {
+            prop_assert_eq!(m.total, 4);
+            prop_assert_eq!(m.passed + m.failed + m.skipped, m.total);
+            for c in &m.cases {
+                prop_assert!(c.passes <= c.runs && c.runs <= m.repeat, "{} {} {}", c.passes, c.runs, m.repeat);
+            }
+            for pk in &m.pass_k {
+                prop_assert!((0.0..=1.0).contains(&pk.value), "{}", pk.value);
+            }
+        }
+    }
+
+    #[test]
+    fn a_merged_campaign_never_shows_impossible_figures(e in edits(), p in 0..PARTITIONS.len(), edit_partition: bool) {
+        let (_, fuzz) = shards();
+        let text = PARTITIONS[p].replace("count", "hash");
+        let partition = edit_partition.then_some(("/partition", text.as_str()));
+        let docs = edited(fuzz, &e, partition);
+        if let Ok(m) = worldline::report::fuzz::merge(&docs) {
+            let s = &m["summary"];
+            let (runs, passed) = (s["runs"].as_u64().unwrap(), s["passed"].as_u64().unwrap());
+            prop_assert_eq!(runs, m["seeds"].as_u64().unwrap() * m["repeat"].as_u64().unwrap());
+            prop_assert!(passed <= runs, "{} > {}", passed, runs);
+            let rate = s["pass_rate"].as_f64().unwrap();
+            prop_assert!((0.0..=1.0).contains(&rate), "{}", rate);
+            let grouped: u64 = m["groups"].as_array().unwrap().iter().map(|g| g["count"].as_u64().unwrap()).sum();
+            prop_assert_eq!(grouped, runs - passed);
+        }
+    }
+
+    #[test]
+    fn partitions_parse_or_say_why(text in "[a-z:/0-9]{0,12}") {
+        match worldline::partition::Partition::parse(&text) {
+            Ok(p) => {
+                let (shard, total) = p.shard_of();
+                prop_assert!(1 <= shard && shard <= total);
+                prop_assert_eq!(worldline::partition::Partition::parse(&p.to_string()), Ok(p));
+            }
+            Err(m) => prop_assert!(m.contains('`'), "{}", m),
+        }
+    }
+
+    #[test]
+    fn typed_inputs_give_a_value_or_an_error(text in "[a-z0-9_*?()!&|=:.,/\\[\\]{}\" -]{0,24}") {
+        let _ = worldline::suite::select::Filter::parse(&text);
+        let _ = worldline::index::query::parse_time(&text, 1_700_000_000);
+        let _ = worldline::mediate::parse_patch(&text);
+        let edits = worldline::fork::check::EditText {
+            respond: Some(text.clone()),
+            set: vec![text.clone()],
+            ..Default::default()
+        };
+        let _ = edits.parse();
+    }
+}
