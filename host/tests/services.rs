@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    counters, counters_case, guest, read_bundle, temp_dir, toml_inline, workspace_root,
-    world_with_service, worldline,
+    counters, counters_case, guest, read_bundle, temp_dir, workspace_root, world_with_service,
+    worldline,
 };
 use serde_json::{Value, json};
 use std::ffi::OsStr;
