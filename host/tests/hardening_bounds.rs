@@ -430,3 +430,137 @@ fn import_refuses_fifos_and_devices_in_a_store_folder_and_as_a_file() {
         );
     }
 }
+
+/// Globs of many stars and floods of output stay within their bounds.
+mod globs_and_floods {
+    use crate::common::*;
+    use std::time::Duration;
+
+    #[test]
+    fn globs_of_many_stars_neither_hang_a_case_nor_a_fork() {
+        let dir = temp_dir();
+        let store = dir.path().join("store");
+        let stars = format!("{}x", "*".repeat(30));
+        let text = format!(
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{ mode = \"calls\", n = 3 }}\n\n[permissions]\ndeny = [\"{stars}\"]\n"
+        );
+        let bad = write_case(dir.path(), "stars", &text);
+        let run = within(
+            Duration::from_secs(20),
+            &store,
+            &[
+                os("run"),
+                bad.as_os_str(),
+                os("--agent"),
+                hostile().as_os_str(),
+                os("--worlds"),
+                worlds_dir().as_os_str(),
+            ],
+        );
+        run.expect_code(2);
+        assert!(run.stderr.contains("names no tool"), "{run}");
+
+        let ok = write_case(
+            dir.path(),
+            "calls",
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"calls\", n = 3 }\n",
+        );
+        let parent = within(
+            Duration::from_secs(60),
+            &store,
+            &[
+                os("run"),
+                ok.as_os_str(),
+                os("--agent"),
+                hostile().as_os_str(),
+                os("--worlds"),
+                worlds_dir().as_os_str(),
+                os("--json"),
+            ],
+        );
+        parent.expect_code(0);
+        let id = parent.json()["run_id"].as_str().unwrap().to_string();
+        let alternating = format!("{}b", "*a".repeat(20));
+        let fork = within(
+            Duration::from_secs(20),
+            &store,
+            &[
+                os("fork"),
+                os(&id),
+                os("--at"),
+                os("0"),
+                os("--deny"),
+                os(&stars),
+                os("--deny"),
+                os(&alternating),
+                os("--json"),
+            ],
+        );
+        // Neither glob names a tool of the demo world: refused, quickly.
+        fork.expect_code(2);
+        assert_eq!(
+            fork.stderr.trim(),
+            format!(
+                "error: --deny: `{stars}` matches no tool of world demo@v1 (its tools: {})",
+                DEMO_TOOLS
+            ),
+            "{fork}"
+        );
+    }
+
+    /// The demo world's tools, as errors list them.
+    const DEMO_TOOLS: &str = "get_ticket, close_ticket, list_deploys, add_note, status_page";
+
+    #[test]
+    fn println_past_the_output_cap_keeps_the_guest_running() {
+        let dir = temp_dir();
+        let c = write_case(
+            dir.path(),
+            "println",
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"println\", n = 2000 }\n",
+        );
+        let run = run_in_demo(&c, &hostile());
+        run.expect_code(0);
+        assert_eq!(run.json()["status"], "completed", "{run}");
+        // 2000 lines of 100 bytes, 64 KiB kept by default.
+        assert_eq!(run.json()["truncated_bytes"], 200_000 - 65_536, "{run}");
+    }
+
+    #[test]
+    fn python_print_past_the_output_cap_keeps_the_agent_running() {
+        let agent = python_guest("tests/guests/python-hostile/agent.py");
+        let dir = temp_dir();
+        let c = write_case(
+            dir.path(),
+            "py-flood",
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"flood\", n = 3000 }\n\n[limits]\nstdout_bytes = 10_000\n",
+        );
+        let run = run_in_demo(&c, &agent);
+        run.expect_code(0);
+        assert_eq!(run.json()["status"], "completed", "{run}");
+        assert_eq!(run.json()["truncated_bytes"], 300_000 - 10_000, "{run}");
+    }
+
+    #[test]
+    fn an_output_cap_that_would_hold_gigabytes_is_refused_at_its_line() {
+        let dir = temp_dir();
+        let c = write_case(
+            dir.path(),
+            "big",
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n[limits]\nstdout_bytes = 2_000_000_000\n",
+        );
+        let out = worldline(
+            &dir.path().join("store"),
+            [
+                os("run"),
+                c.as_os_str(),
+                os("--agent"),
+                hostile().as_os_str(),
+                os("--worlds"),
+                worlds_dir().as_os_str(),
+            ],
+        );
+        out.expect_code(2);
+        assert!(out.stderr.contains("big.toml:7:16"), "{out}");
+    }
+}

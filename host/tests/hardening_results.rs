@@ -401,3 +401,115 @@ fn fork_respond_answers_every_kind_of_call_in_one_shape() {
     );
     assert_eq!(out[1], json!({"denied": "no"}));
 }
+
+/// Run ids, world identities and input errors that can be trusted.
+mod ids_worlds_and_errors {
+    use crate::common::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_keep_all_campaign_keeps_every_run_under_its_own_id() {
+        let dir = temp_dir();
+        let store = dir.path().join("store");
+        let text = "world = \"demo@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"calls\", n = 2 }\n\n[[fuzz.tools]]\ntool = \"*\"\nerror = { timeout = 0.3 }\n";
+        let c = write_case(dir.path(), "fz", text);
+        let fuzz = within(
+            Duration::from_secs(300),
+            &store,
+            &[
+                os("fuzz"),
+                c.as_os_str(),
+                os("--agent"),
+                hostile().as_os_str(),
+                os("--worlds"),
+                worlds_dir().as_os_str(),
+                os("--runs"),
+                os("400"),
+                os("--keep-all"),
+                os("--json"),
+            ],
+        );
+        // Each tool call times out with probability 0.3, drawn from the
+        // campaign seed: the same 202 of 400 runs pass every time, and the
+        // failure groups hold the other 198.
+        fuzz.expect_code(1);
+        let summary = &fuzz.json()["summary"];
+        assert_eq!(
+            (&summary["runs"], &summary["passed"]),
+            (&400.into(), &202.into()),
+            "{fuzz}"
+        );
+        let failed: u64 = fuzz.json()["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(failed, 198, "{fuzz}");
+        let bundles = files_with_suffix(&store.join("runs"), ".jsonl");
+        // A bundle for each run, and one for each failure group's shrunk
+        // reproducer, each under its own id.
+        let groups = fuzz.json()["groups"].as_array().unwrap();
+        assert_eq!(bundles.len(), 400 + groups.len(), "{fuzz}");
+        for g in groups {
+            let id = g["reproducer"]["run_id"].as_str().unwrap();
+            assert!(
+                store.join("runs").join(format!("{id}.jsonl")).is_file(),
+                "{g}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_world_named_unlike_its_folder_is_refused_at_its_line() {
+        let dir = temp_dir();
+        let world = dir.path().join("worlds").join("shop").join("v2");
+        std::fs::create_dir_all(&world).unwrap();
+        let toml = "name = \"shop\"\nversion = 3\n\n[[tools]]\nname = \"noop\"\ndescription = \"x\"\nparams = { type = \"object\" }\nop = \"respond\"\nresponse = { ok = true }\n";
+        std::fs::write(world.join("world.toml"), toml).unwrap();
+        let c = write_case(
+            dir.path(),
+            "shop",
+            "world = \"shop@v2\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n",
+        );
+        let out = worldline(
+            &dir.path().join("store"),
+            [
+                os("run"),
+                c.as_os_str(),
+                os("--agent"),
+                hostile().as_os_str(),
+            ],
+        );
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("world.toml:2:11"),
+            "the version's place:\n{out}"
+        );
+        assert!(out.stderr.contains("disagrees with the folder"), "{out}");
+    }
+
+    #[test]
+    fn input_errors_under_json_are_json() {
+        let dir = temp_dir();
+        let c = write_case(dir.path(), "broken", "world = \"demo@v1\"\nseed = \n");
+        let out = worldline(
+            &dir.path().join("store"),
+            [
+                os("run"),
+                c.as_os_str(),
+                os("--agent"),
+                hostile().as_os_str(),
+                os("--json"),
+            ],
+        );
+        out.expect_code(2);
+        let e = &out.json()["error"];
+        assert_eq!(e["kind"], "input", "{out}");
+        assert_eq!(e["line"], 2, "{out}");
+        assert!(
+            e["file"].as_str().unwrap().ends_with("broken.toml"),
+            "{out}"
+        );
+    }
+}

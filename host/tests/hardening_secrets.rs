@@ -343,3 +343,64 @@ fn ui_routes_take_run_ids_of_the_store_and_nothing_else() {
         assert_eq!(r.status, 200, "{id}: {r:?}");
     }
 }
+
+/// The network is not part of a world: every call is denied and recorded.
+mod network {
+    use crate::common::*;
+    use serde_json::Value;
+
+    #[test]
+    fn a_rust_name_lookup_is_denied_and_recorded() {
+        let dir = temp_dir();
+        let c = write_case(
+            dir.path(),
+            "resolve",
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"resolve\" }\n",
+        );
+        let run = run_in_demo(&c, &hostile());
+        run.expect_code(0);
+        let out: Value = serde_json::from_str(run.json()["output"].as_str().unwrap()).unwrap();
+        assert!(out["resolve_error"].is_string(), "{out}");
+        let bundle = read_bundle(&run.bundle());
+        assert!(
+            bundle.events.iter().any(|e| e["call"]
+                == "wasi:sockets/ip-name-lookup.resolve-addresses"
+                && e["effect"] == "denied"),
+            "the lookup is a denied event"
+        );
+    }
+
+    #[test]
+    fn python_network_calls_are_denied_and_catchable() {
+        let agent = python_guest("tests/guests/python-hostile/agent.py");
+        let dir = temp_dir();
+        let c = write_case(
+            dir.path(),
+            "py-net",
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"network\" }\n",
+        );
+        let run = run_in_demo(&c, &agent);
+        run.expect_code(0);
+        assert_eq!(run.json()["status"], "completed", "{run}");
+        let out: Value = serde_json::from_str(run.json()["output"].as_str().unwrap()).unwrap();
+        for attempt in [
+            "getaddrinfo",
+            "gethostbyname",
+            "create_connection",
+            "urlopen",
+        ] {
+            assert!(
+                out[attempt]["error"].is_string(),
+                "{attempt} raised an exception the agent caught: {out}"
+            );
+        }
+        let bundle = read_bundle(&run.bundle());
+        assert!(
+            bundle
+                .events
+                .iter()
+                .any(|e| e["effect"] == "denied" && e["call"].as_str().unwrap().contains("sockets")),
+            "the attempts are denied events"
+        );
+    }
+}

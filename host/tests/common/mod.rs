@@ -797,3 +797,35 @@ pub fn age(path: &Path, by: std::time::Duration) {
     f.set_times(std::fs::FileTimes::new().set_accessed(t).set_modified(t))
         .unwrap();
 }
+
+/// The hostile test agent (`tests/guests/hostile-agent`).
+pub fn hostile() -> PathBuf {
+    guest("hostile-agent")
+}
+
+/// Run the binary, failing if it takes longer than `limit` (a hang).
+pub fn within(limit: std::time::Duration, store: &Path, args: &[&OsStr]) -> CliOutput {
+    worldline_within(limit, store, args)
+        .unwrap_or_else(|| panic!("worldline {args:?} still ran after {limit:?} (a hang)"))
+}
+
+/// `run CASE --agent AGENT --worlds tests/worlds --json` in the shared store.
+pub fn run_in_demo(case: &Path, agent: &Path) -> CliOutput {
+    worldline(
+        shared_store(),
+        [
+            os("run"),
+            case.as_os_str(),
+            os("--agent"),
+            agent.as_os_str(),
+            os("--worlds"),
+            worlds_dir().as_os_str(),
+            os("--json"),
+        ],
+    )
+}
+
+/// A `&str` as an `OsStr`, for argument lists of mixed types.
+pub fn os(s: &str) -> &OsStr {
+    OsStr::new(s)
+}
