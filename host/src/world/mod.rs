@@ -151,6 +151,7 @@ struct WorldToml {
     service: Option<toml::Spanned<service::ServiceToml>>,
     #[serde(default)]
     routes: Vec<toml::Spanned<routes::RouteToml>>,
+    #[serde(default)]
     numbers: compare::Numbers,
 }
 
