@@ -431,6 +431,44 @@ fn import_refuses_fifos_and_devices_in_a_store_folder_and_as_a_file() {
     }
 }
 
+#[test]
+fn merge_reports_policies_and_trace_files_that_are_fifos_or_devices_are_refused() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let fifo = mkfifo(&dir.path().join("shard.json"));
+    let zero = symlink_to_zero(&dir.path().join("zero.json"));
+    for file in [&fifo, &zero] {
+        let out = prompt(&store, &["merge", s(file)]);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains(s(file)) && out.stderr.contains("not a regular file"),
+            "{out}"
+        );
+        let out = prompt(
+            &store,
+            &[
+                "case",
+                "from-trace",
+                s(file),
+                "-o",
+                s(&dir.path().join("out")),
+            ],
+        );
+        out.expect_code(2);
+        assert!(out.stderr.contains("not a regular file"), "{out}");
+        assert!(!dir.path().join("out").exists(), "nothing written half");
+    }
+    // The store's retention policy, read by gc.
+    std::fs::create_dir_all(&store).unwrap();
+    mkfifo(&store.join("policy.toml"));
+    let out = prompt(&store, &["gc", "--dry-run"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("policy.toml") && out.stderr.contains("FIFO"),
+        "{out}"
+    );
+}
+
 /// Globs of many stars and floods of output stay within their bounds.
 mod globs_and_floods {
     use crate::common::*;

@@ -23,7 +23,7 @@ pub struct MergeArgs {
 pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     let mut docs = Vec::new();
     for path in &args.reports {
-        let text = std::fs::read_to_string(path)
+        let text = crate::bounded::read_text(path, crate::bounded::DOCUMENT)
             .map_err(|e| InputError::new(path, format!("cannot read report: {e}")))?;
         let doc: Value = serde_json::from_str(&text).map_err(|e| {
             InputError::new(path, format!("is not a JSON report: {e}")).with_line(e.line())

@@ -295,7 +295,7 @@ fn fault_rule(f: &PlannedFault) -> Value {
 
 /// Replace the case's `[expect]` with the one in `path`.
 fn take_expect(table: &mut toml::Table, path: &Path) -> Result<()> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::bounded::read_text(path, crate::bounded::DOCUMENT)
         .map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
     let other: toml::Table =
         toml::from_str(&text).map_err(|e| InputError::toml(path, &text, &e))?;

@@ -61,9 +61,11 @@ impl Policy {
     /// The store's policy file, or the defaults when there is none.
     pub fn load(store_root: &Path) -> Result<Policy, InputError> {
         let path = store_root.join(FILE);
-        let source = match std::fs::read_to_string(&path) {
+        let source = match crate::bounded::read_text(&path, crate::bounded::DOCUMENT) {
             Ok(s) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Policy::default()),
+            Err(crate::bounded::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Policy::default());
+            }
             Err(e) => return Err(InputError::new(&path, format!("cannot read: {e}"))),
         };
         toml::from_str(&source).map_err(|e| InputError::toml(&path, &source, &e))

@@ -44,7 +44,7 @@ pub fn record(store: &StoreDir, run: &SuiteRun) -> Result<()> {
 /// The cases that did not pass in the last session on `store`.
 pub fn failed(store: &StoreDir) -> Result<Vec<PathBuf>, InputError> {
     let path = file(store);
-    let text = std::fs::read_to_string(&path).map_err(|_| {
+    let text = crate::bounded::read_text(&path, crate::bounded::DOCUMENT).map_err(|_| {
         InputError::new(
             &store.root,
             "no earlier `worldline test` session on this store to take failed cases from; run the suite once without --rerun-failed",

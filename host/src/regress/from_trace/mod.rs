@@ -154,8 +154,8 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
         )
         .into());
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+    let bytes = crate::bounded::read(path, otlp::MAX_BYTES)
+        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
     let origin = Origin {
         created_from: CreatedFrom::Trace,
         run: None,

@@ -41,7 +41,9 @@ impl Span {
 /// The spans of the file at `path`, in file order. The error says what is
 /// wrong in words (the caller names the file).
 pub fn read(path: &Path) -> Result<Vec<Span>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    // Opened without blocking and refused unless a regular file: a FIFO
+    // or a device is never read.
+    let file = crate::bounded::open(path).map_err(|e| format!("cannot read: {e}"))?;
     let mut bytes = Vec::new();
     file.take(MAX_BYTES + 1)
         .read_to_end(&mut bytes)
