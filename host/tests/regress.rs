@@ -5,6 +5,7 @@
 //! origin, which `history` shows and `check` and `run` hold it to.
 
 mod common;
+mod ui_support;
 
 use common::{
     ONE_FAULT_MATTERS, guest, read_bundle, suite_without_run_specifics, temp_dir, workspace_root,
@@ -141,6 +142,17 @@ fn a_shrunk_reproducer_becomes_a_case_that_fails_the_old_agent_and_passes_the_fi
             .contains(&format!("case made from run {run}")),
         "{history}"
     );
+
+    // So does the UI's run page.
+    let ui = ui_support::Server::start(&store, &[]);
+    let page = ui.get(&format!("/run/{old_run}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains(&format!("case made from run {run}")),
+        "{}",
+        page.body
+    );
+    drop(ui);
 
     // check holds the case to its origin.
     let fine = worldline(

@@ -314,6 +314,20 @@ pub fn body(app: &App, run: &str, q: &BTreeMap<String, String>, extra: &str) -> 
             ),
         );
     }
+    if let Some(origin) = &h.origin {
+        let chain = origin
+            .chain_hash
+            .as_deref()
+            .map_or_else(String::new, |c| format!(" (chain {})", short(c)));
+        kv(
+            "origin",
+            format!(
+                "<span id=\"origin\">case made from {}{}</span>",
+                esc(&origin.source()),
+                esc(&chain)
+            ),
+        );
+    }
     if let Some(p) = &h.parent {
         let edits: Vec<String> = p.edits.iter().map(describe).collect();
         kv(
