@@ -2,10 +2,12 @@
 //! user types: `merge` over shard reports whose numbers and partitions were
 //! edited (real shards of a suite and of a campaign, written by the binary
 //! once), `--partition`, `test --filter`, `runs --since`, and a fork's
-//! `--respond`/`--set` text. Each must give a value or an error, never
-//! panic, and a merge it accepts never shows impossible figures.
+//! `--respond`/`--set` text, and the UI's routes and query strings. Each
+//! must give a value or an error, never panic, and a merge it accepts never
+//! shows impossible figures.
 
 mod common;
+mod ui_support;
 
 use common::{guest, temp_dir, worldline, worlds_dir, write_case};
 use proptest::prelude::*;
@@ -189,4 +191,87 @@ proptest! {
         };
         let _ = edits.parse();
     }
+}
+
+/// `s` with every byte but letters and digits percent-encoded.
+fn encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The UI's GET routes with query strings of its own keys and any values
+/// (and paths with any id or event number): always a page or a 4xx, never
+/// a server error, and the server still answers afterwards.
+#[test]
+fn ui_routes_and_query_strings_answer_a_page_or_a_client_error() {
+    use proptest::test_runner::{Config, TestRunner};
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let fixture = ui_support::fixture(&store);
+    let ui = ui_support::Server::start(&store, &[]);
+    let keys = [
+        "status",
+        "grade",
+        "case",
+        "world",
+        "agent",
+        "signature",
+        "q",
+        "page",
+        "a",
+        "b",
+        "since",
+        "until",
+        "parent",
+        "limit",
+        "only",
+        "at",
+    ];
+    let routes = prop_oneof![
+        Just("/".to_string()),
+        Just("/diff".to_string()),
+        Just("/campaigns".to_string()),
+        Just(format!("/run/{}", fixture.failed)),
+        any::<u32>().prop_map({
+            let id = fixture.failed.clone();
+            move |n| format!("/run/{id}/event/{}", n % 64)
+        }),
+        "[ -~]{0,40}".prop_map(|id| format!("/run/{}", encoded(&id))),
+        "[ -~]{0,40}".prop_map(|id| format!("/campaign/{}", encoded(&id))),
+        ("[ -~]{0,20}", "[ -~]{0,12}").prop_map(|(id, n)| format!(
+            "/run/{}/event/{}",
+            encoded(&id),
+            encoded(&n)
+        )),
+    ];
+    let query = proptest::collection::vec((0..keys.len(), "\\PC{0,30}"), 0..5);
+    let mut runner = TestRunner::new(Config {
+        cases: 150,
+        ..Config::default()
+    });
+    runner
+        .run(&(routes, query), |(route, pairs)| {
+            let q: Vec<String> = pairs
+                .iter()
+                .map(|(k, v)| format!("{}={}", keys[*k], encoded(v)))
+                .collect();
+            let path = match q.is_empty() {
+                true => route.clone(),
+                false => format!("{route}?{}", q.join("&")),
+            };
+            let r = ui.get(&path);
+            prop_assert!(
+                r.status == 200 || (400..500).contains(&r.status),
+                "GET {path}: {} {}",
+                r.status,
+                r.body
+            );
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(ui.get("/").status, 200, "the server still answers");
 }
