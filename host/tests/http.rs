@@ -293,8 +293,9 @@ fn a_fork_responds_at_a_model_call_that_came_over_http() {
     let id = run.json()["run_id"].as_str().unwrap().to_string();
     let events = events(&run);
     let at = events.iter().position(|e| e["call"] == MODEL_CALL).unwrap();
-    // The model's first answer, edited: another alert to look at.
-    let mut respond = events[at]["response"].clone();
+    // The model's first answer, edited: another alert to look at (in the
+    // one shape `--respond` takes everywhere: `{"ok": …}`).
+    let mut respond = serde_json::json!({"ok": events[at]["response"]["ok"].clone()});
     let call = &mut respond["ok"]["choices"][0]["message"]["tool_calls"][0]["function"];
     assert_eq!(call["name"], "get_alert");
     call["arguments"] = Value::String("{\"id\":\"ALERT-404\"}".into());
