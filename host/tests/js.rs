@@ -421,6 +421,16 @@ fn build_js_writes_types_for_editors_and_typecheck_reports_places() {
         std::fs::read_to_string(dir.path().join("tsconfig.json")).unwrap(),
         "{\"compilerOptions\": {}}\n"
     );
+
+    // Fixed, it builds into a folder that does not exist yet.
+    std::fs::write(
+        &agent,
+        "import { tools } from \"worldline\";\n\nexport function run(task: { id: string }) {\n  return tools.call<string>(\"get_ticket\", { id: task.id });\n}\n",
+    )
+    .unwrap();
+    let nested = dir.path().join("build/nested/typed.wasm");
+    build_js(&agent, &nested, &[]).expect_code(0);
+    assert!(nested.is_file(), "the component is in the new folder");
 }
 
 /// The SDK, the example and the probe type-check against `wit.d.ts`

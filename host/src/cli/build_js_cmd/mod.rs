@@ -101,6 +101,12 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| args.agent.with_extension("wasm"));
+    // `-o build/agent.wasm` in a fresh project: make the folder now, not
+    // fail after the whole build.
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| InputError::new(dir, format!("cannot create the output folder: {e}")))?;
+    }
     let node_version = toolchain::node_version(&args.node)?;
     let tools = toolchain::folder(args.toolchain.as_deref());
     toolchain::check_packages(&tools)?;
