@@ -46,23 +46,19 @@ pub struct Project {
 /// misnamed file (a symlink to a device, a log) makes `check` read.
 pub const MAX_TOML_BYTES: u64 = 16 << 20;
 
-/// A TOML file's bytes, refused past [`MAX_TOML_BYTES`].
+/// A TOML file's bytes, refused past [`MAX_TOML_BYTES`] (read through
+/// [`crate::bounded`]: a FIFO or a device is refused, never opened to wait).
 pub fn read_toml_bytes(file: &Path) -> Result<Vec<u8>, InputError> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(MAX_TOML_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| InputError::new(file, format!("cannot read: {e}")))?;
-    if bytes.len() as u64 > MAX_TOML_BYTES {
-        return Err(InputError::new(
+    crate::bounded::read(file, MAX_TOML_BYTES).map_err(|e| match e {
+        crate::bounded::Refused::TooLarge(_) => InputError::new(
             file,
             format!(
                 "is larger than {} MiB, which no project file, case or profile is; is it the file you meant?",
                 MAX_TOML_BYTES >> 20
             ),
-        ));
-    }
-    Ok(bytes)
+        ),
+        e => InputError::new(file, format!("cannot read: {e}")),
+    })
 }
 
 /// The nearest `worldline.toml` in `from` or a folder above it.

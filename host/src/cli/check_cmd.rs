@@ -60,7 +60,8 @@ fn origin_warnings(checked: &crate::check::Checked, worlds: Option<&Path>) -> Ve
     let mut out = Vec::new();
     for (path, kind) in &checked.files {
         let has_origin = *kind == Kind::Case
-            && std::fs::read_to_string(path).is_ok_and(|t| t.contains("[origin]"));
+            && crate::project::read_toml_bytes(path)
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains("[origin]"));
         if !has_origin || checked.problems.iter().any(|p| p.file == *path) {
             continue;
         }
