@@ -1,51 +1,29 @@
 //! worldline: run AI agents as WebAssembly components inside a
 //! deterministic, simulated world.
 //!
-//! The pipeline a run flows through, one module each:
-//! [`case`]/[`world`] (load, validate) → [`sandbox`] (engine, linker, limits)
-//! → [`mediate`] (the one place host calls pass) → [`log`] (bundle write and
-//! read) → [`run`] (one run, start to footer) → [`grade`], [`replay`],
-//! [`fork`], [`fuzz`] → [`cli`]. Beside them, [`store`] and [`index`]
-//! (the store's catalogue of runs, which [`run`] updates as it writes
-//! bundles), [`retention`] (what `gc` keeps), [`redact`] (what a reader
-//! is shown) and [`otel`] (runs as OpenTelemetry traces). The layers, in
-//! order, are in docs/architecture.md.
+//! This is the `worldline` binary's crate: the CLI ([`cli`]) and `init`'s
+//! scaffold ([`scaffold`]). The pipeline lives in the workspace's crates,
+//! lowest first: `worldline-case` (the ground, the world, the case) →
+//! `worldline-protocol` (model APIs and MCP as messages) →
+//! `worldline-engine` (sandbox → mediate → log → store → grade, replay,
+//! fork, fuzz) → `worldline-otel`, `worldline-report` → `worldline-ui` → this
+//! crate. Every module of those crates is re-exported here under one name,
+//! so the CLI, the tests and the benchmarks write `worldline::world` (or
+//! `crate::log`) whichever crate holds it. The layers, in order, are in
+//! docs/architecture.md.
 
-pub mod agent_file;
-pub mod bounded;
-pub mod canon;
-pub mod case;
-pub mod check;
 pub mod cli;
-pub mod durable;
-pub mod error;
-pub mod error_kind;
-pub mod export;
-pub mod file_identity;
-pub mod fork;
-pub mod fuzz;
-pub mod grade;
-pub mod index;
-pub mod lease;
-pub mod log;
-pub mod mediate;
-pub mod otel;
-pub mod parallel;
-pub mod partition;
-pub mod path;
-pub mod project;
-pub mod protocol;
-pub mod redact;
-pub mod regress;
-pub mod replay;
-pub mod report;
-pub mod retention;
-pub mod run;
-pub mod sandbox;
 pub mod scaffold;
-pub mod store;
-pub mod suite;
-pub mod time;
-pub mod traceback;
-pub mod ui;
-pub mod world;
+
+pub use worldline_case::{
+    bounded, canon, case, check, durable, error, error_kind, file_identity, lease, parallel,
+    partition, path, project, time, world,
+};
+pub use worldline_engine::{
+    agent_file, export, fork, fuzz, grade, index, log, mediate, redact, regress, replay, retention,
+    run, sandbox, store, suite, traceback,
+};
+pub use worldline_otel as otel;
+pub use worldline_protocol as protocol;
+pub use worldline_report as report;
+pub use worldline_ui as ui;

@@ -1,7 +1,9 @@
-//! The layering rules of docs/architecture.md, checked on the source: a
-//! module imports only from layers below its own (never up the pipeline,
-//! never a module beside it in the same layer), and no two files of one
-//! folder import each other.
+//! The layering rules of docs/architecture.md, checked on the source of
+//! every crate of the workspace: a module imports only from layers below
+//! its own (never up the pipeline, never a module beside it in the same
+//! layer), no two files of one folder import each other, and each crate
+//! holds a run of consecutive layers, in the order the crates depend on
+//! each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -26,9 +28,9 @@ const LAYERS: &[&[&str]] = &[
     &["world"],
     &["case"],
     &["check"],
+    &["protocol"],
     &["log"],
     &["store"],
-    &["protocol"],
     &["mediate"],
     &["sandbox"],
     &["agent_file"],
@@ -43,8 +45,8 @@ const LAYERS: &[&[&str]] = &[
     &["suite"],
     &["export"],
     &["retention"],
-    &["otel"],
     &["regress"],
+    &["otel"],
     &["report"],
     &["ui"],
     &["scaffold"],
@@ -58,6 +60,55 @@ fn layer_of(module: &str) -> usize {
         .unwrap_or_else(|| {
             panic!("module `{module}` is in no layer: add it to LAYERS and docs/architecture.md")
         })
+}
+
+/// The workspace's crates, lowest first, each with its source folder and
+/// the module it is when the whole crate is one module (its files sit at
+/// `src/`); the others hold their modules as folders and files of `src/`.
+const CRATES: &[(&str, Option<&str>)] = &[
+    ("crates/case", None),
+    ("crates/protocol", Some("protocol")),
+    ("crates/engine", None),
+    ("crates/otel", Some("otel")),
+    ("crates/report", Some("report")),
+    ("crates/ui", Some("ui")),
+    ("host", None),
+];
+
+/// One source file: where it is, and where it would be in a single crate
+/// holding every module (`crates/ui/src/run.rs` → `ui/run.rs`).
+struct Source {
+    file: PathBuf,
+    rel: PathBuf,
+    krate: usize,
+}
+
+fn sources() -> Vec<Source> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut out = Vec::new();
+    for (krate, (dir, single)) in CRATES.iter().enumerate() {
+        let src = root.join(dir).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for file in files {
+            let inner = file.strip_prefix(&src).unwrap().to_path_buf();
+            let rel = match single {
+                Some(module) if inner == Path::new("lib.rs") => Path::new(module).join("mod.rs"),
+                Some(module) => Path::new(module).join(inner),
+                None => inner,
+            };
+            out.push(Source { file, rel, krate });
+        }
+    }
+    out
+}
+
+/// The module a file belongs to (`world/tools.rs` → `world`), or `None`
+/// for a crate's root file.
+fn module_of(rel: &Path) -> Option<String> {
+    let first = rel.components().next()?.as_os_str().to_string_lossy();
+    let module = first.trim_end_matches(".rs").to_string();
+    (module != "lib" && module != "main").then_some(module)
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -103,26 +154,33 @@ fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The modules a file's code names: `crate::world::x` and
+/// `worldline_case::world::x` → `world`; `worldline_report::x` → `report`
+/// (a crate that is one module).
+fn imported_modules(code: &str) -> BTreeSet<String> {
+    let mut used = names_after(code, "crate::");
+    for (dir, single) in CRATES {
+        let name = format!("worldline_{}::", dir.trim_start_matches("crates/"));
+        match single {
+            Some(module) if code.contains(&name) => {
+                used.insert(module.to_string());
+            }
+            Some(_) => {}
+            None => used.extend(names_after(code, &name)),
+        }
+    }
+    used
+}
+
 #[test]
 fn no_import_runs_up_a_layer() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     let mut wrong = Vec::new();
-    for f in &files {
-        let rel = f.strip_prefix(&src).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        let module = first.trim_end_matches(".rs").to_string();
-        if module == "lib" || module == "main" {
+    for source in sources() {
+        let Some(module) = module_of(&source.rel) else {
             continue;
-        }
+        };
         let own = layer_of(&module);
-        for used in names_after(&code(&std::fs::read_to_string(f).unwrap()), "crate::") {
+        for used in imported_modules(&code(&std::fs::read_to_string(&source.file).unwrap())) {
             if used == module {
                 continue;
             }
@@ -130,7 +188,7 @@ fn no_import_runs_up_a_layer() {
             if theirs >= own {
                 wrong.push(format!(
                     "{} imports crate::{used} (layer {theirs}), but `{module}` is in layer {own}",
-                    rel.display()
+                    source.file.display()
                 ));
             }
         }
@@ -143,28 +201,61 @@ fn no_import_runs_up_a_layer() {
 }
 
 #[test]
+fn each_crate_holds_consecutive_layers_in_crate_order() {
+    // layer → the crates holding a module of it.
+    let mut crates_of: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    for source in sources() {
+        if let Some(module) = module_of(&source.rel) {
+            crates_of
+                .entry(layer_of(&module))
+                .or_default()
+                .insert(source.krate);
+        }
+    }
+    let mut last = 0;
+    for (layer, crates) in &crates_of {
+        assert_eq!(
+            crates.len(),
+            1,
+            "layer {layer} ({:?}) is split over crates {crates:?}",
+            LAYERS[*layer]
+        );
+        let krate = *crates.first().unwrap();
+        assert!(
+            krate >= last,
+            "layer {layer} ({:?}) is in {}, below a lower layer's crate {}",
+            LAYERS[*layer],
+            CRATES[krate].0,
+            CRATES[last].0
+        );
+        last = krate;
+    }
+}
+
+#[test]
 fn no_two_files_of_a_folder_import_each_other() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     // folder → file stem → the siblings it imports.
     let mut edges: BTreeMap<PathBuf, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
-    for f in &files {
-        let rel = f.strip_prefix(&src).unwrap();
-        let folder = rel.parent().unwrap().to_path_buf();
-        let stem = rel.file_stem().unwrap().to_string_lossy().to_string();
+    for source in sources() {
+        let folder = source.rel.parent().unwrap().to_path_buf();
+        let stem = source
+            .rel
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         if folder.as_os_str().is_empty() || stem == "mod" {
             continue;
         }
-        let siblings: BTreeSet<String> = std::fs::read_dir(src.join(&folder))
+        let siblings: BTreeSet<String> = std::fs::read_dir(source.file.parent().unwrap())
             .unwrap()
             .map(|e| {
                 let p = e.unwrap().path();
                 p.file_stem().unwrap().to_string_lossy().to_string()
             })
-            .filter(|s| s != "mod" && *s != stem)
+            .filter(|s| s != "mod" && s != "lib" && *s != stem)
             .collect();
-        let text = code(&std::fs::read_to_string(f).unwrap());
+        let text = code(&std::fs::read_to_string(&source.file).unwrap());
         let crate_prefix = format!("crate::{}::", folder.to_string_lossy().replace('/', "::"));
         let used: BTreeSet<String> = names_after(&text, "super::")
             .into_iter()

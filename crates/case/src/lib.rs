@@ -1,0 +1,22 @@
+//! What a run is made of: the ground every layer stands on (canonical
+//! bytes, bounded reads, errors and their kinds, virtual time, parallel
+//! maps, partitions, durable writes, file identity, leases), the project
+//! file, the world, the case, and `check`, which validates them without
+//! running anything. The lowest crate of the workspace: it knows nothing of
+//! the sandbox, the log or the store.
+
+pub mod bounded;
+pub mod canon;
+pub mod case;
+pub mod check;
+pub mod durable;
+pub mod error;
+pub mod error_kind;
+pub mod file_identity;
+pub mod lease;
+pub mod parallel;
+pub mod partition;
+pub mod path;
+pub mod project;
+pub mod time;
+pub mod world;

@@ -1,0 +1,307 @@
+//! The sandbox: a deterministic wasmtime engine, the linker that exposes
+//! only the mediated interfaces, and agent loading (checks, compile cache,
+//! pre-instantiation).
+
+mod cache;
+pub mod imports;
+mod service;
+pub mod wit;
+
+use crate::canon;
+use crate::error::InputError;
+use crate::mediate::RunState;
+use crate::mediate::bindings::{AgentHost, AgentHostPre, LinkOptions};
+use anyhow::{Context as _, Result};
+use cache::CompileCache;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine};
+
+/// How often the watchdog's epoch advances.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// A time budget (`limits.timeout_ms`) in watchdog epochs.
+pub fn timeout_ticks(timeout_ms: u64) -> u64 {
+    timeout_ms.div_ceil(EPOCH_TICK.as_millis() as u64).max(1)
+}
+
+/// How one engine setting is applied to the config.
+type SetOption = fn(&mut Config);
+
+/// Engine settings that decide what compiled code does: each one's name
+/// (hashed, in this order, into the engine hash every bundle records) and
+/// how it is set. The engine is configured from this table alone, so the
+/// hash cannot drift from the settings. `no-threads` and
+/// `no-shared-memory` are set by the build: wasmtime is compiled without
+/// its `threads` feature.
+const ENGINE_SETTINGS: &[(&str, SetOption)] = &[
+    ("component-model", |c| {
+        c.wasm_component_model(true);
+    }),
+    ("consume-fuel", |c| {
+        c.consume_fuel(true);
+    }),
+    ("epoch-interruption", |c| {
+        c.epoch_interruption(true);
+    }),
+    ("nan-canonicalization", |c| {
+        c.cranelift_nan_canonicalization(true);
+    }),
+    ("relaxed-simd-deterministic", |c| {
+        c.relaxed_simd_deterministic(true);
+    }),
+    ("no-threads", |_| {}),
+    ("no-shared-memory", |_| {}),
+    ("max-wasm-stack=1MiB", |c| {
+        c.max_wasm_stack(1 << 20);
+    }),
+    ("opt-level=speed", |c| {
+        c.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    }),
+];
+
+/// A compiled, pre-instantiated agent.
+pub struct Agent {
+    pub sha256: String,
+    pub pre: AgentHostPre<RunState>,
+}
+
+/// Told when an agent is compiled (not found in the cache): its origin
+/// and size in bytes. A command sets it to report the compile as progress.
+pub type CompileNotice = Box<dyn Fn(&Path, usize) + Send + Sync>;
+
+/// The engine, the linker and the agents loaded so far.
+pub struct Sandbox {
+    pub engine: Engine,
+    linker: Linker<RunState>,
+    engine_hash: String,
+    cache: Option<CompileCache>,
+    loaded: Mutex<BTreeMap<String, Arc<Agent>>>,
+    on_compile: Option<CompileNotice>,
+    /// World services (`service.rs`): their linker and those loaded so far.
+    service_linker: Linker<crate::mediate::service::ServiceData>,
+    services: Mutex<BTreeMap<String, Arc<crate::mediate::service::LoadedService>>>,
+}
+
+/// An agent file's bytes: a regular file of at most
+/// [`bounded::COMPONENT`](crate::bounded::COMPONENT) bytes (a FIFO or a
+/// device is refused, never read).
+pub fn read_agent(path: &Path) -> Result<Vec<u8>, InputError> {
+    crate::bounded::read(path, crate::bounded::COMPONENT).map_err(|e| {
+        InputError::new(
+            path,
+            format!("cannot read agent: {e}; pass the path of a built .wasm component"),
+        )
+    })
+}
+
+impl Sandbox {
+    /// Build the engine and linker. Compiled components are cached under
+    /// `cache_dir` (by engine hash and component SHA-256) when given.
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
+        let mut config = Config::new();
+        for (_, set) in ENGINE_SETTINGS {
+            set(&mut config);
+        }
+        let engine = Engine::new(&config)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("creating the wasm engine")?;
+        let mut linker = Linker::new(&engine);
+        AgentHost::add_to_linker::<RunState, HasSelf<RunState>>(
+            &mut linker,
+            &LinkOptions::default(),
+            |s| s,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .context("linking the host interfaces")?;
+        let names: Vec<&str> = ENGINE_SETTINGS.iter().map(|(name, _)| *name).collect();
+        let engine_hash = canon::sha256_hex(format!(
+            "wasmtime {}\n{}",
+            wasmtime_version(),
+            names.join("\n")
+        ));
+        let watchdog = engine.weak();
+        std::thread::Builder::new()
+            .name("worldline-watchdog".into())
+            .spawn(move || {
+                // Ends once the engine is gone (the weak handle no longer upgrades).
+                loop {
+                    std::thread::sleep(EPOCH_TICK);
+                    match watchdog.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .context("starting the watchdog thread")?;
+        let service_linker = service::linker(&engine).context("linking the service interfaces")?;
+        Ok(Sandbox {
+            service_linker,
+            services: Mutex::new(BTreeMap::new()),
+            engine,
+            linker,
+            cache: cache_dir.map(|dir| CompileCache::new(&dir, &engine_hash)),
+            engine_hash,
+            loaded: Mutex::new(BTreeMap::new()),
+            on_compile: None,
+        })
+    }
+
+    /// Call `notice` before compiling an agent the cache does not hold.
+    pub fn on_compile(mut self, notice: CompileNotice) -> Self {
+        self.on_compile = Some(notice);
+        self
+    }
+
+    /// SHA-256 of the engine settings and wasmtime version.
+    pub fn engine_hash(&self) -> &str {
+        &self.engine_hash
+    }
+
+    /// Load an agent from a file.
+    pub fn load_file(&self, path: &Path) -> Result<Arc<Agent>> {
+        let bytes = read_agent(path)?;
+        self.load_bytes(&bytes, path)
+    }
+
+    /// Load an agent from its bytes (`origin` names it in errors). The same
+    /// bytes are compiled at most once per process, and once per machine
+    /// when a cache folder is set.
+    pub fn load_bytes(&self, bytes: &[u8], origin: &Path) -> Result<Arc<Agent>> {
+        self.load_hashed(bytes, canon::sha256_hex(bytes), origin)
+    }
+
+    /// [`load_bytes`](Self::load_bytes) for bytes already checked against
+    /// their SHA-256 (objects read from the store).
+    pub fn load_hashed(&self, bytes: &[u8], sha256: String, origin: &Path) -> Result<Arc<Agent>> {
+        if let Some(agent) = self.loaded.lock().expect("agent cache lock").get(&sha256) {
+            return Ok(agent.clone());
+        }
+        check_header(bytes, origin)?;
+        let component = self.compile(bytes, &sha256, origin)?;
+        self.prepare(&component, sha256, origin)
+    }
+
+    /// The agent with SHA-256 `sha256` when this process has loaded it or
+    /// the compile cache holds it, without its bytes; `None` otherwise.
+    pub fn load_compiled(&self, sha256: &str, origin: &Path) -> Result<Option<Arc<Agent>>> {
+        if let Some(agent) = self.loaded.lock().expect("agent cache lock").get(sha256) {
+            return Ok(Some(agent.clone()));
+        }
+        match self.deserialize_cached(sha256) {
+            Some(component) => Ok(Some(self.prepare(
+                &component,
+                sha256.to_string(),
+                origin,
+            )?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Check a compiled component's imports and pre-instantiate it.
+    fn prepare(&self, component: &Component, sha256: String, origin: &Path) -> Result<Arc<Agent>> {
+        imports::check(&self.engine, component, origin)?;
+        let pre = self.linker.instantiate_pre(component).map_err(|e| {
+            InputError::new(origin, format!("does not fit the worldline:agent ABI: {e}"))
+        })?;
+        let pre = AgentHostPre::new(pre).map_err(|e| {
+            InputError::new(origin, format!("does not export `run` as worldline:agent/agent expects (built for another world?): {e}"))
+        })?;
+        let agent = Arc::new(Agent {
+            sha256: sha256.clone(),
+            pre,
+        });
+        self.loaded
+            .lock()
+            .expect("agent cache lock")
+            .insert(sha256, agent.clone());
+        Ok(agent)
+    }
+
+    /// The compiled component from the cache, if it is there, intact and
+    /// loads.
+    fn deserialize_cached(&self, sha256: &str) -> Option<Component> {
+        let path = self.cache.as_ref()?.verified(sha256)?;
+        // SAFETY: the file was written by `Component::serialize` of an
+        // engine with the same settings (the folder is keyed by the engine
+        // hash), lives in the user's own store, and matches the keyed
+        // checksum written with it (or has not been written to since it
+        // last did). It is memory-mapped, and CPython's initial heap is
+        // mapped copy-on-write from it.
+        unsafe { Component::deserialize_file(&self.engine, &path) }.ok()
+    }
+
+    fn compile(&self, bytes: &[u8], sha256: &str, origin: &Path) -> Result<Component> {
+        if let Some(component) = self.deserialize_cached(sha256) {
+            return Ok(component);
+        }
+        if let Some(notice) = &self.on_compile {
+            notice(origin, bytes.len());
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| {
+            InputError::new(origin, format!("is not a valid WebAssembly component: {e}"))
+        })?;
+        if let Some(cache) = &self.cache {
+            let serialized = component.serialize().map_err(|e| anyhow::anyhow!("{e}"))?;
+            cache.store(sha256, &serialized);
+        }
+        Ok(component)
+    }
+}
+
+/// The wasmtime version this build links (a test holds it to Cargo.lock).
+pub fn wasmtime_version() -> &'static str {
+    "48.0.8"
+}
+
+/// Refuse files that are not WebAssembly components before compiling them.
+pub fn check_header(bytes: &[u8], origin: &Path) -> Result<(), InputError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(InputError::new(
+            origin,
+            "is not a WebAssembly file (no \\0asm header); pass the .wasm an agent build produced",
+        ));
+    }
+    if bytes[4..8] == [1, 0, 0, 0] {
+        return Err(InputError::new(
+            origin,
+            "is a core WebAssembly module, not a component; build the agent with `cargo build --target wasm32-wasip2`",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recorded version is the one Cargo.lock resolves.
+    #[test]
+    fn the_wasmtime_version_is_the_locked_one() {
+        let lock =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock"))
+                .expect("the workspace's Cargo.lock");
+        let locked = lock
+            .split("[[package]]")
+            .find(|p| p.contains("\nname = \"wasmtime\"\n"))
+            .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = ")))
+            .expect("wasmtime in Cargo.lock");
+        assert_eq!(locked.trim_matches('"'), wasmtime_version());
+    }
+
+    /// Bundles recorded before the settings table was introduced carry this
+    /// engine hash; the same settings must give the same hash.
+    #[test]
+    fn the_engine_hash_is_stable() {
+        let sandbox = Sandbox::new(None).unwrap();
+        assert_eq!(
+            sandbox.engine_hash(),
+            canon::sha256_hex(
+                "wasmtime 48.0.8\ncomponent-model\nconsume-fuel\nepoch-interruption\nnan-canonicalization\nrelaxed-simd-deterministic\nno-threads\nno-shared-memory\nmax-wasm-stack=1MiB\nopt-level=speed"
+            )
+        );
+    }
+}

@@ -1,0 +1,328 @@
+//! OpenTelemetry export of recorded runs (`worldline otel`), following the
+//! GenAI semantic conventions: one `invoke_agent` span per run, a child
+//! `execute_tool` span per tool call and a `chat` span per model call, span
+//! events for injected and fuzz faults, and `worldline.*` attributes (run
+//! id, seq, effect, event and chain hashes, grade).
+//!
+//! Times are virtual: a run starts at its case's clock and each event ends
+//! at its recorded virtual time (real latency, recorded for live model
+//! calls only, is an attribute). Trace and span ids are derived from the
+//! run's chain hash, so exporting a run twice sends the same spans. Tool
+//! arguments and results are opt-in (`--content`), and pass through the
+//! view's redactor. The wire format is `opentelemetry-proto`'s messages;
+//! [`send`] posts them as OTLP/HTTP protobuf or writes them to a file.
+
+pub mod send;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{
+    ResourceSpans, ScopeSpans, Span, Status, span, status,
+};
+use serde_json::Value;
+use worldline_case::canon;
+use worldline_engine::log::{Bundle, Event};
+use worldline_engine::redact::Redactor;
+
+/// One run to export.
+pub struct RunView {
+    pub run_id: String,
+    pub bundle: Bundle,
+    /// Unix nanoseconds virtual time 0 stands for (the case clock).
+    pub start_ns: u64,
+}
+
+/// What goes into the spans beyond the defaults.
+#[derive(Default)]
+pub struct Options {
+    /// Tool arguments and results, model messages (`gen_ai.tool.call.*`).
+    pub content: bool,
+}
+
+fn text(key: &str, v: impl Into<String>) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.into())),
+        }),
+        ..KeyValue::default()
+    }
+}
+
+fn int(key: &str, v: i64) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::IntValue(v)),
+        }),
+        ..KeyValue::default()
+    }
+}
+
+/// The first `n` bytes of SHA-256 of the parts (ids: 16 for a trace, 8
+/// for a span).
+fn id(n: usize, parts: &[&str]) -> Vec<u8> {
+    let digest = canon::sha256_hex(parts.join("\0"));
+    hex::decode(&digest[..2 * n]).expect("hex digest")
+}
+
+/// The hash a run's ids derive from: its chain hash, or the last event's
+/// for a run without a footer.
+fn chain_of(b: &Bundle) -> String {
+    b.footer.as_ref().map_or_else(
+        || b.events.last().map_or_else(String::new, |e| e.hash.clone()),
+        |f| f.chain_hash.clone(),
+    )
+}
+
+/// The trace and root span ids of a run.
+pub fn ids_of(b: &Bundle) -> (Vec<u8>, Vec<u8>) {
+    let chain = chain_of(b);
+    (id(16, &["trace", &chain]), id(8, &["span", &chain, "run"]))
+}
+
+/// The spans of one run.
+pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options) -> Vec<Span> {
+    let b = &run.bundle;
+    let chain = chain_of(b);
+    let (trace_id, root_id) = ids_of(b);
+    let at = |vtime: u64| run.start_ns.saturating_add(vtime);
+    let end = b.events.last().map_or(0, |e| e.vtime_ns);
+    let footer = b.footer.as_ref();
+    let status = footer.map_or("incomplete", |f| f.status.as_str());
+    let grade = footer.and_then(|f| f.verdict());
+    let failed = footer.is_none_or(|f| f.status.is_fault() || grade == Some("failed"));
+    let mut attrs = vec![
+        text("gen_ai.operation.name", "invoke_agent"),
+        text("gen_ai.agent.name", b.header.case.clone()),
+        text("gen_ai.agent.id", b.header.agent_sha256.clone()),
+        text("gen_ai.conversation.id", run.run_id.clone()),
+        text("worldline.run_id", run.run_id.clone()),
+        text("worldline.case", b.header.case.clone()),
+        text("worldline.world", b.header.world.clone()),
+        text("worldline.seed", b.header.seed.to_string()),
+        text("worldline.status", status),
+        text("worldline.chain_hash", chain.clone()),
+        int("worldline.events", b.events.len() as i64),
+    ];
+    if let Some(g) = grade {
+        attrs.push(text("worldline.grade", g));
+    }
+    if let Some(p) = &b.header.parent {
+        attrs.push(text("worldline.parent", format!("{}@{}", p.run, p.event)));
+    }
+    if b.header.redacted.is_some() {
+        attrs.push(text("worldline.redacted_copy", "true"));
+    }
+    let mut out = vec![Span {
+        trace_id: trace_id.clone(),
+        span_id: root_id.clone(),
+        name: format!("invoke_agent {}", b.header.case),
+        kind: span::SpanKind::Internal as i32,
+        start_time_unix_nano: at(0),
+        end_time_unix_nano: at(end),
+        attributes: attrs,
+        status: Some(Status {
+            code: (if failed {
+                status::StatusCode::Error
+            } else {
+                status::StatusCode::Ok
+            }) as i32,
+            message: footer
+                .and_then(worldline_engine::grade::signature::of_footer)
+                .map(|s| match redactor.as_deref_mut() {
+                    Some(r) => r.text(&s),
+                    None => s,
+                })
+                .unwrap_or_default(),
+        }),
+        ..Span::default()
+    }];
+    let mut prev = 0;
+    for e in &b.events {
+        let start = prev;
+        prev = e.vtime_ns;
+        let mut e = e.clone();
+        if let Some(r) = redactor.as_deref_mut() {
+            r.event(&mut e);
+        }
+        let Some((name, mut attrs)) = describe(&e, opts) else {
+            continue;
+        };
+        attrs.extend([
+            text("worldline.run_id", run.run_id.clone()),
+            int("worldline.seq", e.seq as i64),
+            text("worldline.effect", format!("{:?}", e.effect).to_lowercase()),
+            text("worldline.event_hash", e.hash.clone()),
+        ]);
+        let error = e.response.get("error");
+        out.push(Span {
+            trace_id: trace_id.clone(),
+            span_id: id(8, &["span", &chain, &e.seq.to_string()]),
+            parent_span_id: root_id.clone(),
+            name,
+            kind: span::SpanKind::Client as i32,
+            start_time_unix_nano: at(start),
+            end_time_unix_nano: at(e.vtime_ns),
+            attributes: attrs,
+            events: fault_events(&e, at(e.vtime_ns)),
+            status: error.map(|err| Status {
+                code: status::StatusCode::Error as i32,
+                message: format!(
+                    "{}: {}",
+                    err["kind"].as_str().unwrap_or("error"),
+                    err["message"].as_str().unwrap_or("")
+                ),
+            }),
+            ..Span::default()
+        });
+    }
+    out
+}
+
+/// A tool or model call's span name and GenAI attributes; `None` for
+/// other host calls (clocks, randomness, streams), which stay in the log.
+fn describe(e: &Event, opts: &Options) -> Option<(String, Vec<KeyValue>)> {
+    if e.call == "worldline:agent/tools.call" {
+        let tool = e.request["name"].as_str().unwrap_or("?").to_string();
+        let mut attrs = vec![
+            text("gen_ai.operation.name", "execute_tool"),
+            text("gen_ai.tool.name", tool.clone()),
+            text("gen_ai.tool.type", "function"),
+            text("gen_ai.tool.call.id", format!("call-{}", e.seq)),
+        ];
+        if let Some(kind) = e.response["error"]["kind"].as_str() {
+            attrs.push(text("error.type", kind));
+        }
+        if opts.content {
+            attrs.push(text(
+                "gen_ai.tool.call.arguments",
+                canon::to_string(&e.request["args"]),
+            ));
+            let result = e.response.get("ok").unwrap_or(&e.response);
+            attrs.push(text("gen_ai.tool.call.result", canon::to_string(result)));
+        }
+        return Some((format!("execute_tool {tool}"), attrs));
+    }
+    if e.call == worldline_engine::mediate::model::CALL {
+        let call = &e.response["model_call"];
+        let requested = e.request["request"]["model"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let mut attrs = vec![
+            text("gen_ai.operation.name", "chat"),
+            text(
+                "gen_ai.provider.name",
+                e.request["provider"].as_str().unwrap_or("?"),
+            ),
+            text("gen_ai.request.model", requested.clone()),
+        ];
+        let answered = e.response["ok"]["model"]
+            .as_str()
+            .or(call["model"].as_str());
+        if let Some(m) = answered {
+            attrs.push(text("gen_ai.response.model", m));
+        }
+        let usage = &e.response["ok"]["usage"];
+        for (key, field) in [
+            ("gen_ai.usage.input_tokens", "prompt_tokens"),
+            ("gen_ai.usage.output_tokens", "completion_tokens"),
+        ] {
+            if let Some(n) = usage[field].as_i64() {
+                attrs.push(int(key, n));
+            }
+        }
+        if let Some(r) = e.response["ok"]["choices"][0]["finish_reason"].as_str() {
+            attrs.push(text("gen_ai.response.finish_reasons", r));
+        }
+        if let Some(ms) = call["real_latency_ms"].as_i64() {
+            attrs.push(int("worldline.real_latency_ms", ms));
+        }
+        if let Some(ms) = call["virtual_latency_ms"].as_i64() {
+            attrs.push(int("worldline.virtual_latency_ms", ms));
+        }
+        if let Some(kind) = e.response["error"]["kind"].as_str() {
+            attrs.push(text("error.type", kind));
+        }
+        if opts.content {
+            attrs.push(text(
+                "gen_ai.input.messages",
+                canon::to_string(&e.request["request"]["messages"]),
+            ));
+            attrs.push(text(
+                "gen_ai.output.messages",
+                canon::to_string(&e.response["ok"]["choices"]),
+            ));
+        }
+        let name = if requested.is_empty() {
+            "chat".to_string()
+        } else {
+            format!("chat {requested}")
+        };
+        return Some((name, attrs));
+    }
+    None
+}
+
+/// A span event for a fault a case rule (`inject`) or a fuzz profile
+/// (`fuzz`) put into the answer.
+fn fault_events(e: &Event, at: u64) -> Vec<span::Event> {
+    let Some(i) = &e.injected else {
+        return Vec::new();
+    };
+    let source = if i.get("fuzz").is_some() {
+        "fuzz"
+    } else {
+        "inject"
+    };
+    let mut attrs = vec![text("worldline.fault.source", source)];
+    if let Some(action) = i.get("action") {
+        let action = match action {
+            Value::String(s) => s.clone(),
+            other => canon::to_string(other),
+        };
+        attrs.push(text("worldline.fault.action", action));
+    }
+    attrs.push(text("worldline.fault", canon::to_string(i)));
+    vec![span::Event {
+        time_unix_nano: at,
+        name: format!("worldline.fault.{source}"),
+        attributes: attrs,
+        ..span::Event::default()
+    }]
+}
+
+/// The OTLP request carrying the spans of `runs`.
+pub fn request(
+    runs: &[RunView],
+    mut redactor: Option<&mut Redactor>,
+    opts: &Options,
+) -> ExportTraceServiceRequest {
+    let spans = runs
+        .iter()
+        .flat_map(|r| spans(r, redactor.as_deref_mut(), opts))
+        .collect();
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![
+                    text("service.name", "worldline"),
+                    text("service.version", env!("CARGO_PKG_VERSION")),
+                ],
+                ..Resource::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                scope: Some(InstrumentationScope {
+                    name: "worldline".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    ..InstrumentationScope::default()
+                }),
+                spans,
+                ..ScopeSpans::default()
+            }],
+            ..ResourceSpans::default()
+        }],
+    }
+}

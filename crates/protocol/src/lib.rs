@@ -1,0 +1,56 @@
+//! The HTTP protocols agents already speak, independent of any transport:
+//! an HTTP request (method, URL, body bytes) becomes a typed model call or
+//! tool call ([`routes`]), and a mediated answer becomes the bytes and
+//! status the vendor would send back ([`openai_chat`], [`openai_responses`],
+//! [`anthropic`], [`rest`] for a world's own routes,
+//! [`mcp`], [`sse`]).
+//!
+//! Nothing here knows about WebAssembly or sockets: `mediate/wasi/http.rs`
+//! puts it behind `wasi:http`, and a loopback server can put it behind TCP.
+//! Header values never enter this layer, so a guest's `Authorization` or
+//! `x-api-key` can be neither recorded nor forwarded from here.
+
+pub mod anthropic;
+pub mod mcp;
+pub mod openai_chat;
+pub mod openai_responses;
+pub mod rest;
+pub mod routes;
+pub mod sse;
+
+use serde_json::Value;
+
+/// A response as the vendor's server would send it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    pub status: u16,
+    /// In the order they are sent; names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// A JSON body (canonical JSON: sorted keys, so the bytes are stable).
+    pub fn json(status: u16, body: &Value) -> Self {
+        HttpResponse {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: worldline_case::canon::to_string(body).into_bytes(),
+        }
+    }
+
+    /// A status without a body.
+    pub fn empty(status: u16) -> Self {
+        HttpResponse {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// Add a header.
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}

@@ -1,0 +1,227 @@
+//! OpenAI Chat Completions over HTTP: the request body becomes the model
+//! call `model.complete` makes (the transport's own keys, `stream` and
+//! `stream_options`, set aside), and the call's answer becomes what
+//! api.openai.com would send: the completion, a `chat.completion.chunk`
+//! event stream, or an error body with the status OpenAI uses for it.
+
+use super::{HttpResponse, sse};
+use serde_json::{Value, json};
+use worldline_case::error_kind::ErrorKind;
+
+/// A Chat Completions request, split into the model call and how the
+/// answer travels back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The body as the provider sees it (without `stream`, `stream_options`).
+    pub request: Value,
+    pub stream: bool,
+    /// `stream_options.include_usage`: a last chunk carries the usage.
+    pub include_usage: bool,
+}
+
+/// How the answer reaches the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Http(HttpResponse),
+    /// A timeout: the request stalls (in virtual time) and never answers.
+    Stall,
+}
+
+/// Characters per streamed content chunk.
+const CHUNK_CHARS: usize = 16;
+
+/// An OpenAI error body.
+pub fn error(status: u16, kind: &str, code: Option<&str>, message: &str) -> HttpResponse {
+    HttpResponse::json(
+        status,
+        &json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
+    )
+}
+
+/// Read a request body; a body that is not a JSON object is answered with
+/// OpenAI's 400.
+pub fn parse(body: &[u8]) -> Result<ChatRequest, HttpResponse> {
+    let mut request: Value = serde_json::from_slice(body).map_err(|e| {
+        error(
+            400,
+            "invalid_request_error",
+            None,
+            &format!("We could not parse the JSON body of your request. ({e})"),
+        )
+    })?;
+    let Some(fields) = request.as_object_mut() else {
+        return Err(error(
+            400,
+            "invalid_request_error",
+            None,
+            "The request body must be a JSON object.",
+        ));
+    };
+    let stream = fields.remove("stream").and_then(|v| v.as_bool()) == Some(true);
+    let options = fields.remove("stream_options");
+    let include_usage = options
+        .as_ref()
+        .and_then(|o| o["include_usage"].as_bool())
+        .unwrap_or(false);
+    Ok(ChatRequest {
+        request,
+        stream,
+        include_usage,
+    })
+}
+
+/// The status, error type and code OpenAI answers a failure of `kind`
+/// with; a recorded `status` (an upstream's 429, a scripted one) wins.
+fn status_of(kind: ErrorKind, status: Option<u16>) -> (u16, &'static str, Option<&'static str>) {
+    match (status, kind) {
+        (Some(429), _) => (429, "requests", Some("rate_limit_exceeded")),
+        (Some(s), _) if s >= 500 => (s, "server_error", None),
+        (Some(s), _) if s >= 400 => (s, "invalid_request_error", None),
+        (_, ErrorKind::InvalidArgs) => (400, "invalid_request_error", None),
+        (_, ErrorKind::Denied) => (403, "permission_error", None),
+        (_, ErrorKind::NotFound) => (404, "invalid_request_error", Some("model_not_found")),
+        (_, ErrorKind::Conflict) => (409, "invalid_request_error", None),
+        (_, ErrorKind::Unavailable) => (503, "server_error", None),
+        (_, ErrorKind::Failed | ErrorKind::Timeout) => (500, "server_error", None),
+    }
+}
+
+/// The answer to `chat` for the mediated model call's `response`
+/// (`{"ok": completion}` or `{"error": {kind, message, status?}}`).
+pub fn reply(chat: &ChatRequest, response: &Value) -> Reply {
+    if let Some(e) = response.get("error") {
+        let kind = ErrorKind::named(e["kind"].as_str().unwrap_or_default());
+        if kind == ErrorKind::Timeout && e.get("status").is_none() {
+            return Reply::Stall;
+        }
+        let recorded = e["status"].as_u64().and_then(|s| u16::try_from(s).ok());
+        let (status, kind, code) = status_of(kind, recorded);
+        let message = e["message"].as_str().unwrap_or("the model call failed");
+        let mut r = error(status, kind, code, message);
+        if status == 429 || status == 503 {
+            r = r.with_header("retry-after", "1");
+        }
+        return Reply::Http(r);
+    }
+    let completion = response.get("ok").unwrap_or(&Value::Null);
+    Reply::Http(if chat.stream {
+        sse::response(&chunks(completion, chat.include_usage), "data: [DONE]\n\n")
+    } else {
+        HttpResponse::json(200, completion)
+    })
+}
+
+/// A completion as the `chat.completion.chunk` events OpenAI streams: the
+/// role, the content in pieces, each tool call whole, the finish reason,
+/// and the usage when asked for.
+pub fn chunks(completion: &Value, include_usage: bool) -> Vec<Value> {
+    let chunk = |choices: Value| {
+        json!({
+            "id": completion["id"],
+            "object": "chat.completion.chunk",
+            "created": completion["created"],
+            "model": completion["model"],
+            "choices": choices,
+        })
+    };
+    let delta = |d: Value| chunk(json!([{"index": 0, "delta": d, "finish_reason": null}]));
+    let choice = &completion["choices"][0];
+    let message = &choice["message"];
+    let mut out = vec![delta(json!({"role": "assistant", "content": ""}))];
+    if let Some(text) = message["content"].as_str() {
+        for piece in sse::pieces(text, CHUNK_CHARS) {
+            out.push(delta(json!({"content": piece})));
+        }
+    }
+    if let Some(calls) = message["tool_calls"].as_array() {
+        for (i, c) in calls.iter().enumerate() {
+            let mut call = c.clone();
+            call["index"] = json!(i);
+            out.push(delta(json!({"tool_calls": [call]})));
+        }
+    }
+    out.push(chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]),
+    ));
+    if include_usage {
+        let mut last = chunk(json!([]));
+        last["usage"] = completion["usage"].clone();
+        out.push(last);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn completion() -> Value {
+        json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 7, "model": "scripted",
+               "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+               "content": null, "tool_calls": [{"id": "call_1_0", "type": "function",
+               "function": {"name": "get_alert", "arguments": "{}"}}]}}],
+               "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}})
+    }
+
+    #[test]
+    fn the_transport_keys_are_set_aside() {
+        let body = br#"{"model":"gpt-4o","messages":[],"stream":true,"stream_options":{"include_usage":true},"temperature":0}"#;
+        let chat = parse(body).unwrap();
+        assert!(chat.stream && chat.include_usage);
+        assert_eq!(
+            chat.request,
+            json!({"model": "gpt-4o", "messages": [], "temperature": 0})
+        );
+        assert_eq!(parse(b"[1]").unwrap_err().status, 400);
+        assert_eq!(parse(b"{").unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn answers_and_errors_are_what_openai_sends() {
+        let chat = parse(br#"{"messages":[]}"#).unwrap();
+        let Reply::Http(ok) = reply(&chat, &json!({"ok": completion()})) else {
+            panic!()
+        };
+        assert_eq!(ok.status, 200);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&ok.body).unwrap(),
+            completion()
+        );
+        let limited =
+            json!({"error": {"kind": "unavailable", "message": "slow down", "status": 429}});
+        let Reply::Http(r) = reply(&chat, &limited) else {
+            panic!()
+        };
+        assert_eq!(r.status, 429);
+        assert!(r.headers.contains(&("retry-after".into(), "1".into())));
+        let body: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(body["error"]["code"], "rate_limit_exceeded");
+        assert_eq!(body["error"]["message"], "slow down");
+        let down = json!({"error": {"kind": "unavailable", "message": "down"}});
+        assert!(matches!(reply(&chat, &down), Reply::Http(r) if r.status == 503));
+        let failed = json!({"error": {"kind": "failed", "message": "x"}});
+        assert!(matches!(reply(&chat, &failed), Reply::Http(r) if r.status == 500));
+        let timeout = json!({"error": {"kind": "timeout", "message": "x"}});
+        assert_eq!(reply(&chat, &timeout), Reply::Stall);
+    }
+
+    #[test]
+    fn a_stream_is_chunks_then_done() {
+        let chat = parse(br#"{"messages":[],"stream":true}"#).unwrap();
+        let mut c = completion();
+        c["choices"][0]["message"]["content"] = json!("abcdefghijklmnopqrstuvwxyz");
+        let Reply::Http(r) = reply(&chat, &json!({"ok": c})) else {
+            panic!()
+        };
+        let text = String::from_utf8(r.body).unwrap();
+        let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+        // role, two content pieces, one tool call, the finish, [DONE].
+        assert_eq!(events.len(), 6);
+        assert_eq!(events[5], "data: [DONE]");
+        let finish: Value = serde_json::from_str(&events[4]["data: ".len()..]).unwrap();
+        assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
+        let call: Value = serde_json::from_str(&events[3]["data: ".len()..]).unwrap();
+        assert_eq!(call["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+        assert_eq!(r.headers[0].1, "text/event-stream");
+    }
+}

@@ -1,0 +1,141 @@
+//! A world's own HTTP API (`[[routes]]` in world.toml): a request that a
+//! route answers becomes a call of the route's tool, with arguments from
+//! the path, the query and a JSON object body (the body's fields win, then
+//! the path's, then the query's), typed by the tool's schema; the tool's
+//! answer becomes the JSON body, its failures the statuses such an API
+//! would send.
+
+use super::HttpResponse;
+use serde_json::{Map, Value, json};
+use worldline_case::error_kind::ErrorKind;
+use worldline_case::world::routes::Route;
+
+/// The tool call a request makes, if one of `routes` answers it.
+pub fn find<'r>(
+    routes: &'r [Route],
+    method: &str,
+    url: &str,
+) -> Option<(&'r Route, Map<String, Value>)> {
+    routes
+        .iter()
+        .find_map(|r| r.matches(method, url).map(|args| (r, args)))
+}
+
+/// A text argument as the type the tool's schema gives it (`integer`,
+/// `number`, `boolean`); left as text when it does not parse.
+fn typed(text: Value, schema: &Value) -> Value {
+    let Value::String(s) = &text else { return text };
+    let parsed = match schema["type"].as_str() {
+        Some("integer") => s.parse::<i64>().ok().map(Value::from),
+        Some("number") => s
+            .parse::<f64>()
+            .ok()
+            .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
+        Some("boolean") => s.parse::<bool>().ok().map(Value::Bool),
+        _ => None,
+    };
+    parsed.unwrap_or(text)
+}
+
+/// The tool's arguments: `from_url` (path and query, typed by `params`,
+/// the tool's schema) under the fields of a JSON object `body`. A body
+/// that is not a JSON object is a 422.
+pub fn arguments(
+    from_url: Map<String, Value>,
+    params: &Value,
+    body: &[u8],
+) -> Result<Value, HttpResponse> {
+    let mut args: Map<String, Value> = from_url
+        .into_iter()
+        .map(|(k, v)| {
+            let v = typed(v, &params["properties"][&k]);
+            (k, v)
+        })
+        .collect();
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(fields)) => args.extend(fields),
+            _ => {
+                let e = json!({"error": {"kind": "invalid-args", "message": "the body is not a JSON object"}});
+                return Err(HttpResponse::json(422, &e));
+            }
+        }
+    }
+    Ok(Value::Object(args))
+}
+
+/// The status an API answers a failure of `kind` with.
+fn status_of(kind: ErrorKind) -> u16 {
+    match kind {
+        ErrorKind::Denied => 403,
+        ErrorKind::NotFound => 404,
+        ErrorKind::InvalidArgs => 422,
+        ErrorKind::Conflict => 409,
+        ErrorKind::Unavailable => 503,
+        ErrorKind::Timeout => 504,
+        ErrorKind::Failed => 500,
+    }
+}
+
+/// The answer to the mediated tool call's `response`: the value with 200,
+/// an error as `{"error": {kind, message}}` with its status, or `None` for
+/// a timeout (the request stalls).
+pub fn reply(response: &Value) -> Option<HttpResponse> {
+    match response.get("error") {
+        Some(e) => {
+            let kind = ErrorKind::named(e["kind"].as_str().unwrap_or_default());
+            if kind == ErrorKind::Timeout {
+                return None;
+            }
+            let body = json!({"error": {"kind": kind, "message": e["message"]}});
+            let r = HttpResponse::json(status_of(kind), &body);
+            Some(if kind == ErrorKind::Unavailable {
+                r.with_header("retry-after", "1")
+            } else {
+                r
+            })
+        }
+        None => Some(HttpResponse::json(
+            200,
+            response.get("ok").unwrap_or(&Value::Null),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_come_from_path_query_and_body_typed_by_the_schema() {
+        let params = json!({"properties": {"id": {"type": "string"}, "limit": {"type": "integer"}, "all": {"type": "boolean"}}});
+        let url = Map::from_iter([
+            ("id".to_string(), json!("7")),
+            ("limit".to_string(), json!("20")),
+            ("all".to_string(), json!("true")),
+        ]);
+        let args = arguments(url.clone(), &params, b"").unwrap();
+        assert_eq!(args, json!({"id": "7", "limit": 20, "all": true}));
+        let args = arguments(url.clone(), &params, br#"{"limit": 5, "reason": "r"}"#).unwrap();
+        assert_eq!(args["limit"], 5);
+        assert_eq!(args["reason"], "r");
+        assert_eq!(arguments(url, &params, b"[1]").unwrap_err().status, 422);
+    }
+
+    #[test]
+    fn answers_and_failures_are_statuses() {
+        let ok = reply(&json!({"ok": {"id": "T-1"}})).unwrap();
+        assert_eq!((ok.status, ok.body), (200, br#"{"id":"T-1"}"#.to_vec()));
+        for (kind, status) in [
+            ("denied", 403),
+            ("not-found", 404),
+            ("invalid-args", 422),
+            ("unavailable", 503),
+            ("failed", 500),
+        ] {
+            let r = reply(&json!({"error": {"kind": kind, "message": "m"}})).unwrap();
+            assert_eq!(r.status, status, "{kind}");
+        }
+        assert!(reply(&json!({"error": {"kind": "timeout", "message": "m"}})).is_none());
+    }
+}

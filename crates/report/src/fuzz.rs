@@ -1,0 +1,330 @@
+//! A fuzz campaign: the `fuzz --json` document and the text report (the
+//! pass rate with its interval, pass^k, and each failure group with its
+//! fault mix, shrink result in words and reproducer).
+
+use worldline_case::case::fuzz::{Profile, Schedule};
+
+use serde::Serialize;
+use serde_json::Value;
+use worldline_case::partition::Partition;
+use worldline_engine::fuzz::describe;
+use worldline_engine::fuzz::reproducer::Kept;
+use worldline_engine::fuzz::summary::{MixEntry, Summary, Tally};
+
+/// Where the campaign's faults came from, and the profile itself.
+#[derive(Serialize)]
+pub struct Faults<'a> {
+    pub from: &'a str,
+    pub profile: &'a Profile,
+}
+
+/// A group's reproducer run.
+#[derive(Serialize)]
+pub struct Reproducer<'a> {
+    pub bundle: Option<String>,
+    pub chain_hash: &'a str,
+    pub faults: &'a Schedule,
+    pub model_seed: Option<u64>,
+    pub run_id: Option<&'a str>,
+    pub seed: u64,
+}
+
+/// What shrinking a group's reproducer found.
+#[derive(Serialize)]
+pub struct ShrinkReport {
+    pub complete: bool,
+    pub faults_after: usize,
+    pub faults_before: usize,
+    pub tries: u64,
+    pub words: String,
+}
+
+/// Failures that share a signature.
+#[derive(Serialize)]
+pub struct GroupReport<'a> {
+    pub count: u64,
+    pub fault_mix: &'a [MixEntry],
+    pub rate: f64,
+    pub reproducer: Reproducer<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shrunk: Option<ShrinkReport>,
+    pub signature: &'a str,
+}
+
+/// Real time the campaign took (the one part that differs between two
+/// runs of the same campaign).
+#[derive(Serialize)]
+pub struct Timing {
+    pub elapsed_ms: f64,
+    pub runs_per_s: f64,
+}
+
+/// The `fuzz --json` document.
+#[derive(Serialize)]
+pub struct FuzzReport<'a> {
+    pub agent_sha256: &'a str,
+    pub case: &'a str,
+    pub faults: Faults<'a>,
+    pub groups: Vec<GroupReport<'a>>,
+    pub repeat: u64,
+    pub seed: u64,
+    pub seeds: u64,
+    pub summary: &'a Summary,
+    pub timing: Timing,
+    pub world: String,
+    /// A shard's report (`--partition`): which shard, and its tally (counts,
+    /// not every run), for `worldline merge`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tally: Option<&'a Tally>,
+}
+
+impl<'a> GroupReport<'a> {
+    pub fn of(k: &'a Kept) -> Self {
+        GroupReport {
+            count: k.group.count,
+            fault_mix: &k.group.fault_mix,
+            rate: k.group.rate,
+            reproducer: Reproducer {
+                bundle: k.outcome.bundle.as_ref().map(|b| b.display().to_string()),
+                chain_hash: &k.outcome.footer.chain_hash,
+                faults: k.faults(),
+                model_seed: k.trial.model_seed,
+                run_id: k.outcome.run_id.as_deref(),
+                seed: k.trial.seed,
+            },
+            shrunk: k.shrunk.as_ref().map(|(s, before)| ShrinkReport {
+                complete: s.complete,
+                faults_after: s.schedule.len(),
+                faults_before: *before,
+                tries: s.tries,
+                words: describe::schedule(s),
+            }),
+            signature: &k.group.signature,
+        }
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// The text report.
+pub fn print(r: &FuzzReport) {
+    let s = r.summary;
+    println!(
+        "fuzz {} on {}: {} runs, campaign seed {}, faults from {}",
+        r.case, r.world, s.runs, r.seed, r.faults.from
+    );
+    println!(
+        "  passed {}/{} = {} (95% interval {} – {})",
+        s.passed,
+        s.runs,
+        pct(s.pass_rate),
+        pct(s.interval[0]),
+        pct(s.interval[1])
+    );
+    if !s.pass_k.is_empty() {
+        let ks: Vec<String> = s
+            .pass_k
+            .iter()
+            .map(|p| format!("pass^{} {}", p.k, pct(p.value)))
+            .collect();
+        println!("  {}", ks.join(", "));
+    }
+    if r.groups.is_empty() {
+        println!("  no failures");
+    }
+    for g in &r.groups {
+        println!(
+            "  {} run{} ({}) {}",
+            g.count,
+            if g.count == 1 { "" } else { "s" },
+            pct(g.rate),
+            g.signature
+        );
+        let mix: Vec<String> = g
+            .fault_mix
+            .iter()
+            .map(|m| format!("{} ×{}", m.fault, m.runs))
+            .collect();
+        if !mix.is_empty() {
+            println!("      fault mix: {}", mix.join(", "));
+        }
+        if let Some(sh) = &g.shrunk {
+            println!(
+                "      shrunk from {} to {} fault(s) in {} runs{}: {}",
+                sh.faults_before,
+                sh.faults_after,
+                sh.tries,
+                if sh.complete { "" } else { " (budget spent)" },
+                sh.words
+            );
+        }
+        if let Some(id) = g.reproducer.run_id {
+            println!(
+                "      reproducer: {id} (seed {}); worldline replay {id}",
+                g.reproducer.seed
+            );
+        }
+    }
+    println!(
+        "  {:.0} ms, {:.0} runs/s",
+        r.timing.elapsed_ms, r.timing.runs_per_s
+    );
+}
+
+/// Shard reports of one campaign (`fuzz --partition i/n --json`) as the
+/// report one machine would have printed for the same campaign seed: the
+/// tallies of every shard added up, the summary and groups computed again,
+/// each group's reproducer taken from the shard that ran its first run.
+/// Only `timing` and the reproducers' run ids and bundle paths differ.
+pub fn merge(shards: &[Value]) -> Result<Value, String> {
+    let first = shards.first().ok_or("no reports to merge")?;
+    for key in [
+        "agent_sha256",
+        "case",
+        "faults",
+        "repeat",
+        "seed",
+        "seeds",
+        "world",
+    ] {
+        if let Some(other) = shards.iter().find(|s| s[key] != first[key]) {
+            return Err(format!(
+                "the reports are not shards of one campaign: `{key}` is {} in one and {} in another",
+                first[key], other[key]
+            ));
+        }
+    }
+    let repeat = first["repeat"].as_u64().unwrap_or(1).max(1);
+    let seeds = first["seeds"].as_u64().unwrap_or(0);
+    let expected = seeds.checked_mul(repeat).ok_or_else(|| {
+        format!(
+            "the reports say {seeds} seeds repeated {repeat} times: more runs than can be counted"
+        )
+    })?;
+    let mut parts = Vec::new();
+    for s in shards {
+        let (Some(_), Some(p)) = (s.get("tally"), s["partition"].as_str()) else {
+            return Err(
+                "a report has no `tally`: merge the --json reports of `fuzz --partition i/n`"
+                    .into(),
+            );
+        };
+        parts.push(p);
+    }
+    let parts = Partition::whole_set(&parts)?;
+    let mut tallies = Vec::new();
+    for (s, p) in shards.iter().zip(parts) {
+        let t: Tally = serde_json::from_value(s["tally"].clone())
+            .map_err(|e| format!("shard {p}: its `tally` does not read: {e}"))?;
+        if t.repeat != repeat {
+            return Err(format!(
+                "shard {p}: its tally repeats seeds {} times, the report {repeat}",
+                t.repeat
+            ));
+        }
+        t.check_shard(seeds, seeds_of(&p, seeds)?, |seed| {
+            p.contains(seed as usize, &seed.to_string())
+        })
+        .map_err(|why| format!("shard {p}: its tally does not add up: {why}"))?;
+        tallies.push(t);
+    }
+    // Checked first: `repeat` sizes the tally's table.
+    let mut tally = Tally::new(repeat);
+    for t in tallies {
+        tally.merge(t)?;
+    }
+    if tally.runs != expected {
+        return Err(format!(
+            "the reports hold {} of the campaign's {expected} runs; merge every shard",
+            tally.runs
+        ));
+    }
+    let summary = tally.summary();
+    let mut groups = Vec::new();
+    for g in tally.groups() {
+        let t = &g.first;
+        let kept = shards
+            .iter()
+            .flat_map(|s| s["groups"].as_array().into_iter().flatten())
+            .find(|k| {
+                k["signature"] == g.signature.as_str()
+                    && k["reproducer"]["seed"] == t.seed
+                    && k["reproducer"]["model_seed"] == serde_json::json!(t.model_seed)
+            })
+            .ok_or_else(|| {
+                format!(
+                    "no shard kept the reproducer of `{}` (seed {}); the reports are not of one campaign",
+                    g.signature, t.seed
+                )
+            })?;
+        let mut group = serde_json::json!({
+            "count": g.count,
+            "fault_mix": g.fault_mix,
+            "rate": g.rate,
+            "reproducer": kept["reproducer"],
+            "signature": g.signature,
+        });
+        if let Some(shrunk) = kept.get("shrunk") {
+            group["shrunk"] = shrunk.clone();
+        }
+        groups.push(group);
+    }
+    let elapsed_ms = shards
+        .iter()
+        .filter_map(|s| s["timing"]["elapsed_ms"].as_f64())
+        .fold(0.0, f64::max);
+    let mut doc = first.clone();
+    let obj = doc.as_object_mut().ok_or("a report is not a JSON object")?;
+    obj.remove("partition");
+    obj.remove("tally");
+    obj.insert(
+        "summary".into(),
+        serde_json::to_value(&summary).expect("serializes"),
+    );
+    obj.insert("groups".into(), Value::Array(groups));
+    obj.insert(
+        "timing".into(),
+        serde_json::to_value(Timing {
+            elapsed_ms,
+            runs_per_s: tally.runs as f64 / (elapsed_ms / 1000.0).max(1e-9),
+        })
+        .expect("serializes"),
+    );
+    Ok(doc)
+}
+
+/// Most seeds a `hash:` shard's seeds are counted for (one by one).
+const MAX_HASHED_SEEDS: u64 = 10_000_000;
+
+/// How many of a campaign's `seeds` shard `p` runs.
+fn seeds_of(p: &Partition, seeds: u64) -> Result<u64, String> {
+    let (shard, total) = p.shard_of();
+    match p {
+        Partition::Count { .. } => Ok(seeds / total + u64::from(shard - 1 < seeds % total)),
+        Partition::Hash { .. } if seeds > MAX_HASHED_SEEDS => Err(format!(
+            "the reports say {seeds} seeds; merge checks `hash:` shards of at most {MAX_HASHED_SEEDS}"
+        )),
+        Partition::Hash { .. } => Ok((0..seeds)
+            .filter(|s| p.contains(*s as usize, &s.to_string()))
+            .count() as u64),
+    }
+}
+
+/// A merged campaign report as one line of text (`--json` gives it all).
+pub fn print_merged(r: &Value) {
+    let s = &r["summary"];
+    println!(
+        "fuzz {} on {}: passed {}/{} (95% interval {:.1}% – {:.1}%), {} failure group(s)",
+        r["case"].as_str().unwrap_or(""),
+        r["world"].as_str().unwrap_or(""),
+        s["passed"],
+        s["runs"],
+        s["interval"][0].as_f64().unwrap_or(0.0) * 100.0,
+        s["interval"][1].as_f64().unwrap_or(0.0) * 100.0,
+        r["groups"].as_array().map_or(0, Vec::len)
+    );
+}

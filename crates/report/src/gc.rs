@@ -1,0 +1,46 @@
+//! `gc`: what retention removed (or would remove) and what it kept.
+
+use worldline_engine::retention::sweep::Report;
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1 << 20)),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / f64::from(1 << 10)),
+        b => format!("{b} B"),
+    }
+}
+
+/// `gc` in words (`--json` prints the [`Report`] itself).
+pub fn print(report: &Report) {
+    let verb = if report.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    for (what, r) in [
+        ("runs", &report.runs),
+        ("objects", &report.objects),
+        ("extracted worlds", &report.worlds),
+        ("compile-cache entries", &report.cache),
+    ] {
+        println!("{verb} {} {what} ({})", r.count, human(r.bytes));
+        for item in &r.items {
+            println!("  {item}");
+        }
+    }
+    if let Some(why) = &report.objects_skipped {
+        println!("objects: {why}");
+    }
+    println!(
+        "kept {} runs ({} as parents of kept forks, {} pinned); {} {}",
+        report.kept,
+        report.kept_as_parents.len(),
+        report.kept_pinned.len(),
+        if report.dry_run {
+            "would free"
+        } else {
+            "freed"
+        },
+        human(report.bytes_freed)
+    );
+}

@@ -1,0 +1,154 @@
+//! A suite as JUnit XML for CI, written with `quick-junit` (the writer
+//! cargo-nextest uses): one testsuite, one testcase per case, a graded
+//! failure as `<failure>`, an agent fault or a case that could not run as
+//! `<error>`, a case file that could not be loaded as an `<error>` of its
+//! own, a case `--fail-fast` never started as `<skipped>`; the seed,
+//! world, agent and (with `--repeat`) the pass rate, pass@k and pass^k as
+//! properties (the suite's pass@k and pass^k on the testsuite); the
+//! bundle's path in `<system-out>`.
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use worldline_engine::fuzz::stats::{pass_at_k, pass_hat_k};
+use worldline_engine::suite::{Attempt, CaseRun, SuiteRun};
+
+/// The machine's name, for the report's `hostname`.
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    if ok {
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".into()
+    }
+}
+
+/// The `--junit` document.
+pub fn render(s: &SuiteRun) -> anyhow::Result<String> {
+    let started = chrono::DateTime::<chrono::Utc>::from(s.started);
+    let mut suite = TestSuite::new("worldline");
+    suite.set_timestamp(started).set_time(s.elapsed);
+    suite.extra.insert("hostname".into(), hostname().into());
+    for c in &s.cases {
+        suite.add_test_case(test_case(c, s.repeat));
+    }
+    for e in &s.collection_errors {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        status
+            .set_message(e.to_string())
+            .set_type("collection error");
+        let name = worldline_case::case::discover::display_name(&e.file);
+        suite.add_test_case(TestCase::new(name.as_str(), status));
+    }
+    let summary = super::suite::SuiteSummary::of(s);
+    for p in &summary.pass_at_k {
+        suite.add_property(Property::new(
+            format!("pass@{}", p.k),
+            format!("{:.4}", p.value),
+        ));
+    }
+    for p in &summary.pass_k {
+        suite.add_property(Property::new(
+            format!("pass^{}", p.k),
+            format!("{:.4}", p.value),
+        ));
+    }
+    let mut report = Report::new("worldline");
+    report
+        .set_timestamp(started)
+        .set_time(s.elapsed)
+        .add_test_suite(suite);
+    Ok(report.to_string()?)
+}
+
+fn test_case(c: &CaseRun, repeat: u64) -> TestCase {
+    let Some(shown) = c.shown() else {
+        let mut status = TestCaseStatus::skipped();
+        status.set_message(
+            "not run: --fail-fast stopped the suite after a failure or a collection error",
+        );
+        return TestCase::new(c.name.as_str(), status);
+    };
+    let status = if c.passed() {
+        TestCaseStatus::success()
+    } else {
+        let kind = if shown.errored() {
+            NonSuccessKind::Error
+        } else {
+            NonSuccessKind::Failure
+        };
+        let mut status = TestCaseStatus::non_success(kind);
+        status
+            .set_message(shown.reason().unwrap_or_default())
+            .set_type(shown.status())
+            .set_description(details(shown));
+        status
+    };
+    let mut case = TestCase::new(c.name.as_str(), status);
+    case.set_time(c.elapsed());
+    if let Ok(o) = &shown.outcome {
+        case.set_classname(o.header.world.as_str());
+        case.add_property(Property::new("seed", o.header.seed.to_string()));
+        case.add_property(Property::new("world", o.header.world.as_str()));
+        case.add_property(Property::new(
+            "agent_sha256",
+            o.header.agent_sha256.as_str(),
+        ));
+        if let Some(id) = &o.run_id {
+            case.add_property(Property::new("run_id", id.as_str()));
+        }
+        if let Some(b) = &o.bundle {
+            case.set_system_out(format!("bundle: {}", b.display()));
+        }
+    }
+    if repeat > 1 {
+        let runs = c.attempts.len() as u64;
+        case.add_property(Property::new("runs", runs.to_string()));
+        case.add_property(Property::new("passes", c.passes().to_string()));
+        case.add_property(Property::new(
+            "pass_rate",
+            format!("{:.4}", c.passes() as f64 / runs as f64),
+        ));
+        let passes = c.passes();
+        case.add_property(Property::new(
+            format!("pass@{runs}"),
+            format!("{:.4}", pass_at_k(passes, runs, runs)),
+        ));
+        case.add_property(Property::new(
+            format!("pass^{runs}"),
+            format!("{:.4}", pass_hat_k(&[passes], runs, runs)),
+        ));
+    }
+    case
+}
+
+/// Every failed assertion with expected vs actual, the state diff, and the
+/// run's error.
+fn details(a: &Attempt) -> String {
+    let mut body = String::new();
+    let Ok(o) = &a.outcome else {
+        return body;
+    };
+    if let Some(g) = &o.grade {
+        for a in g.failures() {
+            body.push_str(&format!(
+                "{}: expected {}, got {}\n",
+                a.what, a.expected, a.actual
+            ));
+        }
+        for l in g.diff.lines() {
+            body.push_str(&format!("{l}\n"));
+        }
+    }
+    if let Some(e) = &o.footer.error {
+        body.push_str(&format!("{e}\n"));
+    }
+    if let Some(e) = worldline_engine::traceback::agent_error(&o.footer) {
+        body.push_str(&format!("agent error ({}): {}\n", e.status, e.message));
+        if let Some(t) = &e.traceback {
+            body.push_str(&format!("{t}\n"));
+        }
+    }
+    body
+}

@@ -1,0 +1,133 @@
+//! One run: the `run --json` document and the text summary.
+
+use serde::Serialize;
+use worldline_engine::grade::Grade;
+use worldline_engine::grade::verdict;
+use worldline_engine::log::{Footer, Status};
+use worldline_engine::run::RunOutcome;
+use worldline_engine::traceback::{self, Account, AgentError};
+
+/// The `run --json` document. Scripts rely on these names.
+#[derive(Serialize)]
+pub struct RunSummary<'a> {
+    /// The agent's own error when it did not complete.
+    pub agent_error: Option<AgentError>,
+    pub agent_sha256: &'a str,
+    pub backtrace: &'a [String],
+    pub bundle: Option<String>,
+    pub case: &'a str,
+    pub chain_hash: &'a str,
+    pub error: Option<&'a str>,
+    pub events: u64,
+    pub final_state_hash: &'a str,
+    pub fuel: u64,
+    pub grade: Option<&'a Grade>,
+    pub output: Option<&'a str>,
+    pub replayable: bool,
+    pub run_id: Option<&'a str>,
+    pub run_status: &'static str,
+    pub seed: u64,
+    pub status: &'static str,
+    pub traceback: Option<String>,
+    pub truncated_bytes: u64,
+    pub world: &'a str,
+}
+
+impl<'a> RunSummary<'a> {
+    pub fn of(o: &'a RunOutcome) -> Self {
+        let f = &o.footer;
+        RunSummary {
+            agent_error: traceback::agent_error(f),
+            agent_sha256: &o.header.agent_sha256,
+            backtrace: &f.backtrace,
+            bundle: o.bundle.as_ref().map(|p| p.display().to_string()),
+            case: &o.header.case,
+            chain_hash: &f.chain_hash,
+            error: f.error.as_deref(),
+            events: f.events,
+            final_state_hash: &f.final_state_hash,
+            fuel: f.fuel,
+            grade: o.grade.as_ref(),
+            output: f.output.as_deref(),
+            replayable: f.replayable,
+            run_id: o.run_id.as_deref(),
+            run_status: f.status.as_str(),
+            seed: o.header.seed,
+            status: verdict::shown_status(f.status, o.grade.as_ref()),
+            traceback: account(f).map(|a| a.text().to_string()),
+            truncated_bytes: f.truncated_bytes,
+            world: &o.header.world,
+        }
+    }
+}
+
+/// The guest's account of its fault (a Python traceback, a Rust panic)
+/// when it trapped.
+fn account(f: &Footer) -> Option<Account> {
+    if f.status == Status::Trapped {
+        traceback::find(&f.stderr)
+    } else {
+        None
+    }
+}
+
+/// The agent's own error, when it has one, as lines under a run.
+pub fn print_agent_error(e: Option<&AgentError>, indent: &str) {
+    for l in e.iter().flat_map(|e| e.lines()) {
+        println!("{indent}{l}");
+    }
+}
+
+/// The text summary of one run.
+pub fn print(o: &RunOutcome) {
+    let f = &o.footer;
+    println!(
+        "run {}  {}",
+        o.run_id.as_deref().unwrap_or("-"),
+        verdict::shown_status(f.status, o.grade.as_ref())
+    );
+    if let Some(out) = &f.output {
+        println!("  output: {out}");
+    }
+    if let Some(err) = &f.error {
+        println!("  error:  {err}");
+    }
+    let account = account(f);
+    if let Some(account) = &account {
+        println!("  traceback (from the guest's stderr):");
+        for line in account.text().lines() {
+            println!("    {line}");
+        }
+    }
+    // A Python traceback or a JavaScript stack says where the agent
+    // failed; the wasm frames would only show the interpreter's runtime.
+    let interpreted = matches!(account, Some(Account::Python(_) | Account::JavaScript(_)));
+    if !f.backtrace.is_empty() && !interpreted {
+        println!("  guest backtrace:");
+        for frame in f.backtrace.iter().take(12) {
+            println!("    {frame}");
+        }
+    }
+    println!(
+        "  events: {}  fuel: {}  chain: {}",
+        f.events,
+        f.fuel,
+        &f.chain_hash[..16]
+    );
+    if f.truncated_bytes > 0 {
+        println!(
+            "  note:   {} bytes of stdout/stderr were past limits.stdout_bytes and dropped",
+            f.truncated_bytes
+        );
+    }
+    if !f.replayable {
+        println!("  note:   stopped by the wall-clock watchdog; not replayable");
+    }
+    if let Some(b) = &o.bundle {
+        println!("  bundle: {}", b.display());
+    }
+    if let Some(g) = &o.grade {
+        println!("  grade:  {}", g.verdict());
+        super::grade::print(g, "    ");
+    }
+}

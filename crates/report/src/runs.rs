@@ -1,0 +1,136 @@
+//! `runs` (index rows, newest first) and `index` (what bringing the index
+//! up to date did, or how it differs from the bundles).
+
+use serde::Serialize;
+use std::collections::BTreeSet;
+use worldline_engine::index::row::Row;
+use worldline_engine::index::{Check, Sync};
+
+/// One run of the `runs --json` array.
+#[derive(Serialize)]
+pub struct RunRow<'a> {
+    pub agent: &'a str,
+    pub case: &'a str,
+    /// RFC 3339, from the run id.
+    pub created: String,
+    pub events: u64,
+    pub grade: Option<&'a str>,
+    pub outcome: &'a str,
+    /// `<parent id>@<fork event>`.
+    pub parent: Option<String>,
+    pub pinned: bool,
+    pub run_id: &'a str,
+    pub seed: u64,
+    pub signature: Option<&'a str>,
+    pub size: u64,
+    pub status: &'a str,
+    pub tags: &'a [String],
+    pub world: &'a str,
+}
+
+fn parent(r: &Row) -> Option<String> {
+    r.parent
+        .as_ref()
+        .map(|p| format!("{p}@{}", r.fork_event.unwrap_or(0)))
+}
+
+fn created(r: &Row) -> String {
+    worldline_case::time::rfc3339(i128::from(r.created) * 1_000_000_000)
+}
+
+/// The `runs --json` document.
+pub fn rows<'a>(rows: &'a [Row], pinned: &BTreeSet<String>) -> Vec<RunRow<'a>> {
+    rows.iter()
+        .map(|r| RunRow {
+            agent: &r.agent,
+            case: &r.case,
+            created: created(r),
+            events: r.events,
+            grade: r.grade.as_deref(),
+            outcome: &r.outcome,
+            parent: parent(r),
+            pinned: pinned.contains(&r.run_id),
+            run_id: &r.run_id,
+            seed: r.seed,
+            signature: r.signature.as_deref(),
+            size: r.size,
+            status: &r.status,
+            tags: &r.tags,
+            world: &r.world,
+        })
+        .collect()
+}
+
+/// The `runs` table.
+pub fn print(rows: &[Row], pinned: &BTreeSet<String>) {
+    println!(
+        "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  parent",
+        "run", "created", "case", "agent", "status", "grade", "events"
+    );
+    for r in rows {
+        println!(
+            "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  {}{}",
+            r.run_id,
+            created(r),
+            r.case,
+            r.agent.get(..12).unwrap_or(&r.agent),
+            r.status,
+            r.grade.as_deref().unwrap_or("-"),
+            r.events,
+            parent(r).unwrap_or_else(|| "-".into()),
+            if pinned.contains(&r.run_id) {
+                "  (pinned)"
+            } else {
+                ""
+            },
+        );
+    }
+}
+
+/// A note on stderr when the index had to be built anew.
+pub fn note_rebuilt(s: &Sync) {
+    if s.rebuilt {
+        eprintln!(
+            "note: the run index was missing or unreadable; rebuilt it from {} bundles",
+            s.read
+        );
+    }
+}
+
+/// The `index --json` document.
+#[derive(Serialize)]
+pub struct IndexSummary<'a> {
+    pub rows: usize,
+    pub sync: &'a Sync,
+}
+
+/// `index` in words.
+pub fn print_index(rows: usize, s: &Sync) {
+    println!(
+        "index: {rows} runs ({} read from bundles, {} dropped{})",
+        s.read,
+        s.dropped,
+        if s.rebuilt { ", rebuilt" } else { "" }
+    );
+}
+
+/// `index --check` in words.
+pub fn print_check(c: &Check) {
+    println!(
+        "{} rows, {} bundles: {} missing, {} orphaned, {} stale",
+        c.indexed,
+        c.bundles,
+        c.missing.len(),
+        c.orphaned.len(),
+        c.stale.len()
+    );
+    for (what, ids) in [
+        ("missing", &c.missing),
+        ("orphaned", &c.orphaned),
+        ("stale", &c.stale),
+    ] {
+        for id in ids {
+            println!("  {what}: {id}");
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! A suite: the `test --json` document and the text report (a line per
+//! case with its run id, then `N passed, N failed`); with `--repeat k`,
+//! pass@k and pass^k per case and for the suite.
+
+use super::check::Problem;
+use serde::{Deserialize, Serialize};
+use worldline_engine::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
+use worldline_engine::fuzz::summary::PassK;
+use worldline_engine::suite::{CaseRun, Compile, SuiteRun};
+
+/// One case of the `test --json` document. Run-level fields describe the
+/// run that speaks for the case (the first that did not pass, else the
+/// first); `run_ids` lists every run.
+#[derive(Serialize, Deserialize)]
+pub struct CaseSummary {
+    /// The agent's own error (its `err` reason, exception, panic) in the
+    /// run that speaks for the case.
+    #[serde(default)]
+    pub agent_error: Option<worldline_engine::traceback::AgentError>,
+    pub bundle: Option<String>,
+    pub case: String,
+    pub chain_hash: Option<String>,
+    pub elapsed_ms: f64,
+    pub events: Option<u64>,
+    pub failures: Option<Vec<worldline_engine::grade::Assertion>>,
+    pub fuel: Option<u64>,
+    /// Position in the whole suite (before filters and partitions).
+    pub index: usize,
+    /// With `--repeat`: the pass rate's 95% Wilson interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 2]>,
+    /// With `--repeat`: pass@k of this case, k = 1..runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_at_k: Vec<PassK>,
+    /// With `--repeat`: pass^k of this case, k = 1..runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_hat_k: Vec<PassK>,
+    pub passed: bool,
+    /// Runs that passed (of `runs`).
+    pub passes: u64,
+    pub path: String,
+    pub reason: Option<String>,
+    pub run_id: Option<String>,
+    pub run_ids: Vec<String>,
+    pub run_status: Option<String>,
+    pub runs: u64,
+    pub skipped: bool,
+    pub status: String,
+}
+
+/// Model calls of a suite's runs: how many, the tokens the providers
+/// reported, and the real time the live ones took (metadata, never seen by
+/// an agent).
+#[derive(Serialize, Deserialize, Default, PartialEq, Debug)]
+pub struct ModelTotals {
+    pub calls: u64,
+    pub completion_tokens: u64,
+    pub prompt_tokens: u64,
+    pub real_latency_ms: u64,
+    pub total_tokens: u64,
+}
+
+impl ModelTotals {
+    fn add_run(&mut self, events: &[worldline_engine::log::Event]) {
+        for e in events
+            .iter()
+            .filter(|e| e.call == worldline_engine::mediate::model::CALL)
+        {
+            let record = &e.response["model_call"];
+            let usage = &record["usage"];
+            let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+            self.calls += 1;
+            self.prompt_tokens += n(&usage["prompt_tokens"]);
+            self.completion_tokens += n(&usage["completion_tokens"]);
+            self.total_tokens += n(&usage["total_tokens"]);
+            self.real_latency_ms += n(&record["real_latency_ms"]);
+        }
+    }
+
+    fn add(&mut self, other: &ModelTotals) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+        self.real_latency_ms += other.real_latency_ms;
+    }
+}
+
+/// A shard's report (`test --partition`): which shard, and the whole
+/// selection it is a share of, for `worldline merge`.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]
+pub struct Shard {
+    pub partition: String,
+    /// Cases selected in the whole suite (every shard's together).
+    pub selected: usize,
+    /// SHA-256 of the whole selection (each case's index and name, a line
+    /// each): the same in every shard of one suite.
+    pub selection: String,
+}
+
+impl Shard {
+    /// The shard `partition` of the selected cases, given as (index, name).
+    pub fn of<'a>(partition: String, selected: impl Iterator<Item = (usize, &'a str)>) -> Shard {
+        let mut text = String::new();
+        let mut n = 0;
+        for (index, name) in selected {
+            text.push_str(&format!("{index}\t{name}\n"));
+            n += 1;
+        }
+        Shard {
+            partition,
+            selected: n,
+            selection: worldline_case::canon::sha256_hex(text),
+        }
+    }
+}
+
+/// The `test --json` document.
+#[derive(Serialize, Deserialize)]
+pub struct SuiteSummary {
+    pub cases: Vec<CaseSummary>,
+    /// Case files that could not be loaded; the suite exits 2 when there
+    /// are any.
+    #[serde(default)]
+    pub collection_errors: Vec<Problem>,
+    /// Components compiled before the first case (absent when the compile
+    /// cache held them all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compiles: Vec<Compile>,
+    pub elapsed_ms: f64,
+    pub failed: usize,
+    /// Model calls of every run of the suite (absent when there were none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelTotals>,
+    /// With `--repeat`: pass^k over the cases, k = 1..repeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_k: Vec<PassK>,
+    /// With `--repeat`: pass@k over the cases (their mean), k = 1..repeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_at_k: Vec<PassK>,
+    pub passed: usize,
+    pub repeat: u64,
+    /// With `--partition`: which shard of which selection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    pub skipped: usize,
+    pub total: usize,
+}
+
+impl CaseSummary {
+    fn of(c: &CaseRun) -> Self {
+        let shown = c.shown();
+        let o = shown.and_then(|a| a.outcome.as_ref().ok());
+        let runs = c.attempts.len() as u64;
+        let interval = (runs > 1).then(|| {
+            let (lo, hi) = wilson(c.passes(), runs, Z95);
+            [lo, hi]
+        });
+        CaseSummary {
+            agent_error: o.and_then(|o| worldline_engine::traceback::agent_error(&o.footer)),
+            bundle: o.and_then(|o| o.bundle.as_ref().map(|b| b.display().to_string())),
+            case: c.name.clone(),
+            chain_hash: o.map(|o| o.footer.chain_hash.clone()),
+            elapsed_ms: c.elapsed().as_secs_f64() * 1000.0,
+            events: o.map(|o| o.footer.events),
+            failures: o
+                .and_then(|o| o.grade.as_ref())
+                .map(|g| g.failures().cloned().collect()),
+            fuel: o.map(|o| o.footer.fuel),
+            index: c.index,
+            interval,
+            pass_at_k: per_k(runs, |k| pass_at_k(c.passes(), runs, k)),
+            pass_hat_k: per_k(runs, |k| pass_hat_k(&[c.passes()], runs, k)),
+            passed: c.passed(),
+            passes: c.passes(),
+            path: c.path.display().to_string(),
+            reason: shown.and_then(|a| a.reason()),
+            run_id: shown.and_then(|a| a.run_id()).map(str::to_string),
+            run_ids: c
+                .attempts
+                .iter()
+                .filter_map(|a| a.run_id())
+                .map(str::to_string)
+                .collect(),
+            run_status: o.map(|o| o.footer.status.as_str().to_string()),
+            runs,
+            skipped: c.skipped(),
+            status: shown.map_or("skipped", |a| a.status()).to_string(),
+        }
+    }
+}
+
+/// `value(k)` for k = 1..runs, when there was more than one run.
+fn per_k(runs: u64, value: impl Fn(u64) -> f64) -> Vec<PassK> {
+    if runs <= 1 {
+        return Vec::new();
+    }
+    (1..=runs).map(|k| PassK { k, value: value(k) }).collect()
+}
+
+/// pass^k, k = 1..repeat, over the cases' pass counts (each of `repeat` runs).
+fn pass_k(per_case: &[u64], repeat: u64) -> Vec<PassK> {
+    if per_case.is_empty() {
+        return Vec::new();
+    }
+    per_k(repeat, |k| pass_hat_k(per_case, repeat, k))
+}
+
+/// pass@k, k = 1..repeat: the mean over the cases of each one's pass@k.
+fn pass_at_k_of_suite(per_case: &[u64], repeat: u64) -> Vec<PassK> {
+    if per_case.is_empty() {
+        return Vec::new();
+    }
+    per_k(repeat, |k| {
+        per_case
+            .iter()
+            .map(|&c| pass_at_k(c, repeat, k))
+            .sum::<f64>()
+            / per_case.len() as f64
+    })
+}
+
+impl SuiteSummary {
+    pub fn of(s: &SuiteRun) -> Self {
+        let per_case: Vec<u64> = s
+            .cases
+            .iter()
+            .filter(|c| !c.skipped())
+            .map(|c| c.passes())
+            .collect();
+        let mut model = ModelTotals::default();
+        for a in s.cases.iter().flat_map(|c| &c.attempts) {
+            if let Ok(o) = &a.outcome {
+                model.add_run(&o.events);
+            }
+        }
+        SuiteSummary {
+            cases: s.cases.iter().map(CaseSummary::of).collect(),
+            collection_errors: s.collection_errors.iter().map(Problem::of).collect(),
+            compiles: s.compiles.clone(),
+            elapsed_ms: s.elapsed.as_secs_f64() * 1000.0,
+            failed: s.failed(),
+            model: (model.calls > 0).then_some(model),
+            pass_k: pass_k(&per_case, s.repeat),
+            pass_at_k: pass_at_k_of_suite(&per_case, s.repeat),
+            passed: s.passed(),
+            repeat: s.repeat,
+            shard: None,
+            skipped: s.skipped(),
+            total: s.cases.len(),
+        }
+    }
+
+    /// Shard reports of one suite (`test --partition i/n --json`) as the
+    /// report one machine would have printed: cases in suite order, counts
+    /// and pass^k recomputed; `elapsed_ms` is the slowest shard's.
+    pub fn merge(shards: Vec<SuiteSummary>) -> Result<SuiteSummary, String> {
+        let selected = check_shards(&shards)?;
+        let repeat = shards.first().map_or(1, |s| s.repeat);
+        if let Some(s) = shards.iter().find(|s| s.repeat != repeat) {
+            return Err(format!(
+                "the shards ran cases a different number of times ({repeat} and {}); merge shards of one `test --repeat` setting",
+                s.repeat
+            ));
+        }
+        let elapsed_ms = shards.iter().map(|s| s.elapsed_ms).fold(0.0, f64::max);
+        let mut model = ModelTotals::default();
+        for m in shards.iter().filter_map(|s| s.model.as_ref()) {
+            model.add(m);
+        }
+        let collection_errors: Vec<Problem> = shards
+            .iter()
+            .flat_map(|s| s.collection_errors.iter().cloned())
+            .collect();
+        let compiles: Vec<Compile> = shards
+            .iter()
+            .flat_map(|s| s.compiles.iter().cloned())
+            .collect();
+        let mut cases: Vec<CaseSummary> = shards.into_iter().flat_map(|s| s.cases).collect();
+        cases.sort_by_key(|c| c.index);
+        if let Some(w) = cases.windows(2).find(|w| w[0].index == w[1].index) {
+            return Err(format!(
+                "case {} (index {}) is in two shards; merge the shards of one partitioned suite, each once",
+                w[0].case, w[0].index
+            ));
+        }
+        if let Some(selected) = selected
+            && cases.len() != selected
+        {
+            return Err(format!(
+                "the shards hold {} of the suite's {selected} cases; merge whole shards (without --limit)",
+                cases.len()
+            ));
+        }
+        let per_case: Vec<u64> = cases
+            .iter()
+            .filter(|c| !c.skipped)
+            .map(|c| c.passes)
+            .collect();
+        let passed = cases.iter().filter(|c| c.passed).count();
+        let skipped = cases.iter().filter(|c| c.skipped).count();
+        Ok(SuiteSummary {
+            collection_errors,
+            compiles,
+            elapsed_ms,
+            model: (model.calls > 0).then_some(model),
+            failed: cases.len() - passed - skipped,
+            pass_k: pass_k(&per_case, repeat),
+            pass_at_k: pass_at_k_of_suite(&per_case, repeat),
+            passed,
+            repeat,
+            shard: None,
+            skipped,
+            total: cases.len(),
+            cases,
+        })
+    }
+}
+
+/// Check reports (read from files, so maybe edited) before merging: one
+/// whole-suite report, or every shard of one selection once, each adding
+/// up. Returns the selection's case count when they are shards.
+fn check_shards(shards: &[SuiteSummary]) -> Result<Option<usize>, String> {
+    let [one] = shards else {
+        return check_partitioned(shards).map(Some);
+    };
+    match &one.shard {
+        Some(_) => check_partitioned(shards).map(Some),
+        None => check_tallies(one, "the report", None).map(|()| None),
+    }
+}
+
+fn check_partitioned(shards: &[SuiteSummary]) -> Result<usize, String> {
+    let infos = shards
+        .iter()
+        .map(|s| {
+            s.shard.as_ref().ok_or(
+                "a report has no `shard`: merge the --json reports of `test --partition i/n`",
+            )
+        })
+        .collect::<Result<Vec<&Shard>, _>>()?;
+    let texts: Vec<&str> = infos.iter().map(|i| i.partition.as_str()).collect();
+    let parts = worldline_case::partition::Partition::whole_set(&texts)?;
+    let first = infos[0];
+    for (s, (info, p)) in shards.iter().zip(infos.iter().zip(&parts)) {
+        if (info.selected, &info.selection) != (first.selected, &first.selection) {
+            return Err(format!(
+                "shard {p} is of another suite ({} cases selected, selection {}) than shard {} ({} cases, selection {}); merge the shards of one suite",
+                info.selected,
+                &info.selection[..info.selection.len().min(12)],
+                parts[0],
+                first.selected,
+                &first.selection[..first.selection.len().min(12)]
+            ));
+        }
+        check_tallies(s, &format!("shard {p}"), Some(p))?;
+    }
+    Ok(first.selected)
+}
+
+/// A report's counts against its cases, and each case's against itself.
+fn check_tallies(
+    s: &SuiteSummary,
+    what: &str,
+    p: Option<&worldline_case::partition::Partition>,
+) -> Result<(), String> {
+    for c in &s.cases {
+        let wrong = if c.passes > c.runs || c.runs > s.repeat {
+            Some(format!(
+                "{} passes of {} runs with --repeat {}",
+                c.passes, c.runs, s.repeat
+            ))
+        } else if c.skipped != (c.runs == 0) {
+            Some(format!("skipped is {} with {} runs", c.skipped, c.runs))
+        } else if c.passed != (!c.skipped && c.passes == c.runs) {
+            Some(format!(
+                "passed is {} with {} of {} runs passing",
+                c.passed, c.passes, c.runs
+            ))
+        } else if c.run_ids.len() as u64 > c.runs {
+            Some(format!("{} run ids for {} runs", c.run_ids.len(), c.runs))
+        } else if let Some(p @ worldline_case::partition::Partition::Hash { .. }) = p
+            && !p.contains(c.index, &c.case)
+        {
+            Some(format!("it is not in shard {p}"))
+        } else {
+            None
+        };
+        if let Some(wrong) = wrong {
+            return Err(format!(
+                "{what}: case {} (index {}) does not add up: {wrong}",
+                c.case, c.index
+            ));
+        }
+    }
+    let passed = s.cases.iter().filter(|c| c.passed).count();
+    let skipped = s.cases.iter().filter(|c| c.skipped).count();
+    let counts = [
+        ("total", s.total, s.cases.len()),
+        ("passed", s.passed, passed),
+        ("skipped", s.skipped, skipped),
+        ("failed", s.failed, s.cases.len() - passed - skipped),
+    ];
+    if let Some((key, said, is)) = counts.into_iter().find(|(_, a, b)| a != b) {
+        return Err(format!(
+            "{what}: `{key}` is {said}, but its cases count {is}"
+        ));
+    }
+    Ok(())
+}
+
+/// The line of one case: mark, name, events, time, run id (or how many
+/// runs passed), and why it did not pass.
+pub fn line(c: &CaseRun, width: usize) -> String {
+    let Some(shown) = c.shown() else {
+        return format!("SKIP  {:width$}  (--fail-fast: not run)", c.name);
+    };
+    let mark = if c.passed() { "PASS" } else { "FAIL" };
+    let events = shown.outcome.as_ref().map_or(0, |o| o.footer.events);
+    let runs = c.attempts.len();
+    let which = if runs > 1 {
+        let n = runs as u64;
+        format!(
+            "{}/{runs} passed, pass@{runs} {:.1}%, pass^{runs} {:.1}%",
+            c.passes(),
+            pass_at_k(c.passes(), n, n) * 100.0,
+            pass_hat_k(&[c.passes()], n, n) * 100.0
+        )
+    } else {
+        shown.run_id().unwrap_or("-").to_string()
+    };
+    let line = format!(
+        "{mark}  {:width$}  {:>6} events  {:>7.1} ms  {which}",
+        c.name,
+        events,
+        c.elapsed().as_secs_f64() * 1000.0
+    );
+    let reason = shown.reason();
+    let line = match &reason {
+        Some(r) if runs > 1 => format!(
+            "{line}  {} — {r} (run {})",
+            shown.status(),
+            shown.run_id().unwrap_or("-")
+        ),
+        Some(r) => format!("{line}  {} — {r}", shown.status()),
+        None => line,
+    };
+    // The agent's own error, under the case, unless the reason said it.
+    let own = shown
+        .outcome
+        .as_ref()
+        .ok()
+        .and_then(|o| worldline_engine::traceback::agent_error(&o.footer))
+        .filter(|e| reason.as_deref() != Some(e.message.as_str()) || e.at.is_some());
+    match own {
+        Some(e) => {
+            let lines: Vec<String> = e.lines().iter().map(|l| format!("      {l}")).collect();
+            format!("{line}\n{}", lines.join("\n"))
+        }
+        None => line,
+    }
+}
+
+/// A line per case, then the totals.
+pub fn print(s: &SuiteRun) {
+    let width = s.cases.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in &s.cases {
+        println!("{}", line(c, width));
+    }
+    print_totals(&SuiteSummary::of(s));
+}
+
+/// A merged report (`worldline merge`): a line per case with its run id
+/// and why it did not pass, then the totals.
+pub fn print_merged(s: &SuiteSummary) {
+    let width = s.cases.iter().map(|c| c.case.len()).max().unwrap_or(0);
+    for c in &s.cases {
+        let mark = match (c.skipped, c.passed) {
+            (true, _) => "SKIP",
+            (_, true) => "PASS",
+            _ => "FAIL",
+        };
+        let reason = c.reason.as_deref().map(|r| format!("  {} — {r}", c.status));
+        println!(
+            "{mark}  {:width$}  {}{}",
+            c.case,
+            c.run_id.as_deref().unwrap_or("-"),
+            reason.unwrap_or_default()
+        );
+    }
+    print_totals(s);
+}
+
+/// The collection errors, what was compiled before the first case (on
+/// stderr), pass^k and pass@k with `--repeat`, the model totals when there
+/// were model calls, and
+/// `N passed, N failed[, N skipped][, N error(s) collecting cases]`.
+fn print_totals(s: &SuiteSummary) {
+    for e in &s.collection_errors {
+        println!("ERROR collecting {}", e.text());
+    }
+    if !s.compiles.is_empty() {
+        let each: Vec<String> = s
+            .compiles
+            .iter()
+            .map(|c| format!("{} {:.1} s", c.component, c.ms / 1000.0))
+            .collect();
+        let total: f64 = s.compiles.iter().map(|c| c.ms).sum();
+        // Metadata of this machine, beside the report (as the progress is).
+        eprintln!(
+            "compiled before the first case in {:.1} s, not in the case times: {}",
+            total / 1000.0,
+            each.join(", ")
+        );
+    }
+    for (mark, figures) in [("^", &s.pass_k), ("@", &s.pass_at_k)] {
+        if figures.is_empty() {
+            continue;
+        }
+        let ks: Vec<String> = figures
+            .iter()
+            .map(|p| format!("pass{mark}{} {:.1}%", p.k, p.value * 100.0))
+            .collect();
+        println!("{} runs of each case: {}", s.repeat, ks.join(", "));
+    }
+    if let Some(m) = &s.model {
+        println!(
+            "model: {} calls, {} tokens ({} prompt, {} completion), {:.1} s waiting on live endpoints",
+            m.calls,
+            m.total_tokens,
+            m.prompt_tokens,
+            m.completion_tokens,
+            m.real_latency_ms as f64 / 1000.0
+        );
+    }
+    let skipped = match s.skipped {
+        0 => String::new(),
+        n => format!(", {n} skipped"),
+    };
+    let errors = match s.collection_errors.len() {
+        0 => String::new(),
+        n => format!(", {n} error(s) collecting cases"),
+    };
+    println!("{} passed, {} failed{skipped}{errors}", s.passed, s.failed);
+}

@@ -1,0 +1,333 @@
+//! `worldline ui`: a local web app over one store: the runs, a run's
+//! timeline, the state at any event, forks, diffs, replays and fuzz
+//! campaigns. Pages are rendered on the server from the store (HTML with
+//! the stylesheet and a few lines of script compiled into the binary;
+//! nothing is fetched from anywhere else). The server binds 127.0.0.1 and
+//! lets in only requests that pass [`guard`].
+
+mod actions;
+mod campaigns;
+mod diff;
+mod event;
+pub mod guard;
+mod html;
+mod lineage;
+mod run;
+mod runs;
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::sync::{Arc, OnceLock};
+use worldline_engine::redact::Redactor;
+use worldline_engine::sandbox::Sandbox;
+use worldline_engine::store::StoreDir;
+
+/// Which page the printed URL opens.
+pub enum Start {
+    Runs,
+    Run(String),
+    /// The newest failed (or faulted) run.
+    LastFailed,
+}
+
+pub struct Config {
+    pub store: std::path::PathBuf,
+    pub port: u16,
+    pub open: bool,
+    pub read_only: bool,
+    pub start: Start,
+    /// The redaction policy pages apply (default: the store's redact.toml).
+    pub redact: Option<std::path::PathBuf>,
+    /// Show everything, whatever the store's policy.
+    pub unredacted: bool,
+}
+
+/// What every page handler sees.
+pub struct App {
+    pub store: StoreDir,
+    pub secrets: Arc<guard::Secrets>,
+    pub read_only: bool,
+    sandbox: OnceLock<Sandbox>,
+    redact: Option<std::path::PathBuf>,
+    unredacted: bool,
+}
+
+/// A run a page names that is not in the store (404): a page takes run
+/// ids and their prefixes, never paths.
+#[derive(Debug)]
+struct NotFound(String);
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotFound {}
+
+impl App {
+    /// The app for `store`, served on `port` (the Host header must name
+    /// it), with fresh tokens.
+    pub fn new(store: StoreDir, port: u16, read_only: bool) -> Result<App> {
+        Ok(App {
+            store,
+            secrets: Arc::new(guard::Secrets {
+                token: guard::random_token()?,
+                csrf: guard::random_token()?,
+                port,
+            }),
+            read_only,
+            sandbox: OnceLock::new(),
+            redact: None,
+            unredacted: false,
+        })
+    }
+
+    /// Redact with `policy` instead of the store's redact.toml, or not at
+    /// all (`unredacted`).
+    pub fn redacting(self, policy: Option<std::path::PathBuf>, unredacted: bool) -> App {
+        App {
+            redact: policy,
+            unredacted,
+            ..self
+        }
+    }
+
+    /// A fresh redactor for one page (none without a policy or with
+    /// `--unredacted`): every page shows runs through it.
+    pub fn redactor(&self) -> Result<Option<Redactor>> {
+        worldline_engine::redact::for_store(
+            &self.store.root,
+            self.redact.as_deref(),
+            self.unredacted,
+        )
+    }
+
+    /// The bundle of run `id` (an id or a unique prefix, inside the store).
+    pub fn run_path(&self, id: &str) -> Result<std::path::PathBuf> {
+        self.store
+            .resolve_run_id(id)
+            .map_err(|e| anyhow::Error::from(NotFound(e.message)))
+    }
+
+    /// Run `id` with its case, for the pages that need its world.
+    pub fn recorded(&self, id: &str) -> Result<worldline_engine::replay::Recorded> {
+        worldline_engine::replay::open_at(&self.store, self.run_path(id)?)
+    }
+
+    /// The sandbox forks and replays run in, made on first use.
+    fn sandbox(&self) -> Result<&Sandbox> {
+        if let Some(s) = self.sandbox.get() {
+            return Ok(s);
+        }
+        let s = Sandbox::new(Some(self.store.cache_dir()))?;
+        Ok(self.sandbox.get_or_init(|| s))
+    }
+}
+
+/// What a page handler answers.
+pub enum Reply {
+    Page(String),
+    /// 303 to another page (after a form that changed the store).
+    Redirect(String),
+    /// A page with an error status (bad input, a missing run).
+    Problem(StatusCode, String),
+}
+
+impl Reply {
+    /// A 404/400 page for an error; an input error names what was wrong.
+    fn of_error(e: anyhow::Error) -> Reply {
+        let status = if e.downcast_ref::<NotFound>().is_some() {
+            StatusCode::NOT_FOUND
+        } else if worldline_case::error::exit_code_of(&e) == worldline_case::error::ExitCode::Input
+        {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        Reply::Problem(
+            status,
+            html::page("error", &html::error_box(&format!("{e:#}"))),
+        )
+    }
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        match self {
+            Reply::Page(body) => Html(body).into_response(),
+            Reply::Redirect(to) => {
+                (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response()
+            }
+            Reply::Problem(status, body) => (status, Html(body)).into_response(),
+        }
+    }
+}
+
+/// Run a page on a blocking thread (pages read files; forks run agents).
+async fn blocking(f: impl FnOnce() -> Result<Reply> + Send + 'static) -> Reply {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Reply::of_error(e),
+        Err(e) => Reply::of_error(anyhow::anyhow!("the page failed: {e}")),
+    }
+}
+
+type Q = Query<BTreeMap<String, String>>;
+type F = Form<BTreeMap<String, String>>;
+
+/// The app's routes behind the guard.
+pub fn router(app: Arc<App>) -> Router {
+    let secrets = app.secrets.clone();
+    Router::new()
+        .route(
+            "/",
+            get(|State(a): State<Arc<App>>, Query(q): Q| blocking(move || runs::page(&a, &q))),
+        )
+        .route(
+            "/run/{id}",
+            get(
+                |State(a): State<Arc<App>>, Path(id): Path<String>, Query(q): Q| {
+                    blocking(move || run::page(&a, &id, &q))
+                },
+            ),
+        )
+        .route(
+            "/run/{id}/event/{n}",
+            get(
+                |State(a): State<Arc<App>>, Path((id, n)): Path<(String, u64)>| {
+                    blocking(move || event::page(&a, &id, n, None))
+                },
+            ),
+        )
+        .route(
+            "/run/{id}/event/{n}/fork",
+            post(
+                |State(a): State<Arc<App>>, Path((id, n)): Path<(String, u64)>, Form(f): F| {
+                    blocking(move || actions::fork(&a, &id, n, &f))
+                },
+            ),
+        )
+        .route(
+            "/run/{id}/replay",
+            post(
+                |State(a): State<Arc<App>>, Path(id): Path<String>, Form(f): F| {
+                    blocking(move || actions::replay(&a, &id, &f))
+                },
+            ),
+        )
+        .route(
+            "/diff",
+            get(|State(a): State<Arc<App>>, Query(q): Q| blocking(move || diff::page(&a, &q))),
+        )
+        .route(
+            "/campaigns",
+            get(|State(a): State<Arc<App>>| blocking(move || campaigns::list(&a))),
+        )
+        .route(
+            "/campaign/{id}",
+            get(|State(a): State<Arc<App>>, Path(id): Path<String>| {
+                blocking(move || campaigns::page(&a, &id))
+            }),
+        )
+        .with_state(app)
+        .layer(axum::middleware::from_fn_with_state(secrets, guard::guard))
+}
+
+/// The page the printed URL opens.
+fn start_path(store: &StoreDir, start: &Start) -> Result<String> {
+    Ok(match start {
+        Start::Runs => "/".into(),
+        Start::Run(r) => {
+            let path = store.resolve_run(r)?;
+            let id = path
+                .file_stem()
+                .map_or_else(String::new, |s| s.to_string_lossy().to_string());
+            format!("/run/{}", html::url(&id))
+        }
+        Start::LastFailed => {
+            let filter = worldline_engine::index::query::Filter {
+                status: vec!["failed".into(), "faulted".into()],
+                limit: Some(1),
+                ..Default::default()
+            };
+            let (rows, _) =
+                worldline_engine::index::Index::read(store, |index| index.query(&filter))?;
+            let Some(row) = rows.first() else {
+                return Err(worldline_case::error::InputError::new(
+                    store.runs_dir(),
+                    "no failed run in the store (--last-failed opens the newest one)",
+                )
+                .into());
+            };
+            format!("/run/{}", html::url(&row.run_id))
+        }
+    })
+}
+
+/// Serve until the process is stopped.
+pub fn serve(cfg: Config) -> Result<()> {
+    let store = StoreDir::open(&cfg.store)?;
+    let path = start_path(&store, &cfg.start)?;
+    // SAFETY: no other thread runs yet. A server must outlive a reader of
+    // its stdout (or a browser) that goes away: writes then fail instead of
+    // killing the process (main restores SIGPIPE's default for `| head`).
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_io()
+        .enable_time()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", cfg.port))
+            .await
+            .with_context(|| format!("cannot listen on 127.0.0.1:{}", cfg.port))?;
+        let port = listener.local_addr()?.port();
+        let app =
+            Arc::new(App::new(store, port, cfg.read_only)?.redacting(cfg.redact, cfg.unredacted));
+        // A policy that does not parse stops the server before any page.
+        app.redactor()?;
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let url = format!(
+            "http://127.0.0.1:{port}{path}{sep}token={}",
+            app.secrets.token
+        );
+        // One write; whoever reads stdout may stop reading after it.
+        let mut out = std::io::stdout().lock();
+        let _ = write!(
+            out,
+            "worldline ui on {url}\n(the token in the URL is required; Ctrl-C stops the server)\n"
+        );
+        let _ = out.flush();
+        drop(out);
+        if cfg.open {
+            open_browser(&url);
+        }
+        axum::serve(listener, router(app)).await?;
+        Ok(())
+    })
+}
+
+/// Ask the desktop to open `url`; say so when it cannot.
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    if let Err(e) = std::process::Command::new(opener)
+        .arg(url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        eprintln!("could not open a browser ({opener}: {e}); open the URL above");
+    }
+}
