@@ -207,6 +207,24 @@ fn every_ui_page_and_form_answer_applies_the_stores_redaction_policy() {
         assert_eq!(r.status, 200, "{path}: {r:?}");
         hides_everything(&format!("GET {path}"), &r.body);
     }
+    // The views added to these pages were among what was checked: the
+    // task (its calls name customers), the output, the calls on the
+    // virtual clock, the campaign against its baseline run.
+    let run_page = server.get(&format!("/run/{}", c.run)).body;
+    for view in [
+        "id=\"task\"",
+        "id=\"output\"",
+        "id=\"calls\"",
+        "id=\"timeline\"",
+    ] {
+        assert!(run_page.contains(view), "the run page has {view}");
+    }
+    let campaign = server.get(&format!("/campaign/{}", c.campaign)).body;
+    assert!(
+        campaign.contains("id=\"baseline-run\"")
+            && campaign.contains(&format!("href=\"/run/{}\"", c.run)),
+        "the campaign's baseline is the first run: {campaign}"
+    );
 
     // The forms: a replay's verdict page, a fork refused (its page shows
     // the recorded answer and the error again), and a fork accepted.
@@ -258,6 +276,11 @@ fn every_ui_page_and_form_answer_applies_the_stores_redaction_policy() {
     let open = Server::start(&c.store, &["--unredacted"]);
     let r = open.get(&format!("/run/{}", c.run));
     assert!(r.body.contains("CUST-004211"), "{r:?}");
+    let task = &r.body[r.body.find("id=\"task\"").unwrap()..];
+    assert!(
+        task[..task.find("</div>").unwrap()].contains("CUST-004211"),
+        "the task view had a customer to hide: {task}"
+    );
 }
 
 #[test]
