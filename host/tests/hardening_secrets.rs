@@ -427,3 +427,53 @@ mod network {
         );
     }
 }
+
+/// The views of a model-driven run (the conversation with its tool
+/// results as tables, the usage, the calls on the virtual clock, the
+/// model's rows of the timeline, the output) show it through the policy.
+#[test]
+fn a_model_driven_runs_views_apply_the_policy_too() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = common::run_json(
+        &store,
+        &common::workspace_root().join("cases/model/rollback.toml"),
+        &guest("model-agent"),
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    std::fs::write(
+        store.join("redact.toml"),
+        "[[custom]]\nname = \"deploy\"\npattern = \"D-4[0-9]\"\n",
+    )
+    .unwrap();
+    let server = Server::start(&store, &[]);
+    let page = server.get(&format!("/run/{run}"));
+    assert_eq!(page.status, 200);
+    for view in [
+        "id=\"conversation\"",
+        "class=\"rows\"",
+        "id=\"usage\"",
+        "id=\"calls\"",
+        "id=\"output\"",
+    ] {
+        assert!(page.body.contains(view), "the page has {view}");
+    }
+    assert!(
+        !page.body.contains("D-4"),
+        "a deploy id shows:\n{}",
+        page.body
+    );
+    for n in seqs(&store, &run, false) {
+        let ev = server.get(&format!("/run/{run}/event/{n}"));
+        assert!(!ev.body.contains("D-4"), "event {n} shows a deploy id");
+    }
+    drop(server);
+    let open = Server::start(&store, &["--unredacted"]);
+    let page = open.get(&format!("/run/{run}")).body;
+    let conversation = &page[page.find("id=\"conversation\"").unwrap()..];
+    assert!(
+        conversation.contains("D-42"),
+        "the conversation had one to hide"
+    );
+}
