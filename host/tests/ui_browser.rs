@@ -260,6 +260,12 @@ fn a_model_driven_run_shows_its_task_output_usage_cost_and_calls() {
             .map_or(0, |p| events[p]["vtime_ns"].as_u64().unwrap());
     let lane = b.text(&format!("#calls .lane[data-seq=\"{first}\"] .dur"));
     assert_eq!(lane, format!("{:.1} ms", ns as f64 / 1e6));
+    let asked = model[0]["seq"].as_u64().unwrap();
+    let label = b.text(&format!("#calls .lane[data-seq=\"{asked}\"]"));
+    assert!(
+        label.contains("model scripted"),
+        "the lane names the model that answered: {label}"
+    );
 
     // Each tool call once: its arguments in the conversation's answer and
     // on the call's own row, not again in the model's row or message.
@@ -345,6 +351,7 @@ fn the_runtimes_own_events_are_hidden_until_asked_for() {
     let row = |i: usize| format!("#e{i}");
     assert!(!b.displayed(&row(noise[0])), "hidden by default");
     assert!(b.displayed(&row(own)), "the agent's own call shows");
+    b.scroll_to("#show-noise");
     doc_shot(&b, "noise", "timeline.png");
     b.click("#show-noise");
     assert!(b.displayed(&row(noise[0])), "shown when asked for");

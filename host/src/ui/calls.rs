@@ -39,7 +39,15 @@ fn label(e: &Event, kind: &str) -> String {
     let s = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
     match kind {
         "tool" => s(&e.request["name"]),
-        "model" => s(&e.request["request"]["model"]),
+        "model" => [
+            &e.response["ok"]["model"],
+            &e.response["model_call"]["model"],
+            &e.request["request"]["model"],
+        ]
+        .into_iter()
+        .find_map(|v| v.as_str())
+        .unwrap_or("model")
+        .to_string(),
         "approval" => s(&e.request["kind"]),
         _ => "turn".into(),
     }
