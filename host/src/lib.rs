@@ -17,10 +17,10 @@ pub mod scaffold;
 
 pub use worldline_case::{
     bounded, canon, case, check, durable, error, error_kind, file_identity, lease, parallel,
-    partition, path, project, time, world,
+    partition, path, prices, project, time, world,
 };
 pub use worldline_engine::{
-    agent_file, export, fork, fuzz, grade, index, log, mediate, redact, regress, replay, retention,
+    agent_file, export, fork, fuzz, grade, index, log, mediate, ops, redact, regress, replay, retention,
     run, sandbox, store, suite, traceback,
 };
 pub use worldline_otel as otel;

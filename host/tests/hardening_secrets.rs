@@ -207,6 +207,24 @@ fn every_ui_page_and_form_answer_applies_the_stores_redaction_policy() {
         assert_eq!(r.status, 200, "{path}: {r:?}");
         hides_everything(&format!("GET {path}"), &r.body);
     }
+    // The views added to these pages were among what was checked: the
+    // task (its calls name customers), the output, the calls on the
+    // virtual clock, the campaign against its baseline run.
+    let run_page = server.get(&format!("/run/{}", c.run)).body;
+    for view in [
+        "id=\"task\"",
+        "id=\"output\"",
+        "id=\"calls\"",
+        "id=\"timeline\"",
+    ] {
+        assert!(run_page.contains(view), "the run page has {view}");
+    }
+    let campaign = server.get(&format!("/campaign/{}", c.campaign)).body;
+    assert!(
+        campaign.contains("id=\"baseline-run\"")
+            && campaign.contains(&format!("href=\"/run/{}\"", c.run)),
+        "the campaign's baseline is the first run: {campaign}"
+    );
 
     // The forms: a replay's verdict page, a fork refused (its page shows
     // the recorded answer and the error again), and a fork accepted.
@@ -258,6 +276,11 @@ fn every_ui_page_and_form_answer_applies_the_stores_redaction_policy() {
     let open = Server::start(&c.store, &["--unredacted"]);
     let r = open.get(&format!("/run/{}", c.run));
     assert!(r.body.contains("CUST-004211"), "{r:?}");
+    let task = &r.body[r.body.find("id=\"task\"").unwrap()..];
+    assert!(
+        task[..task.find("</div>").unwrap()].contains("CUST-004211"),
+        "the task view had a customer to hide: {task}"
+    );
 }
 
 #[test]
@@ -403,4 +426,54 @@ mod network {
             "the attempts are denied events"
         );
     }
+}
+
+/// The views of a model-driven run (the conversation with its tool
+/// results as tables, the usage, the calls on the virtual clock, the
+/// model's rows of the timeline, the output) show it through the policy.
+#[test]
+fn a_model_driven_runs_views_apply_the_policy_too() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = common::run_json(
+        &store,
+        &common::workspace_root().join("cases/model/rollback.toml"),
+        &guest("model-agent"),
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    std::fs::write(
+        store.join("redact.toml"),
+        "[[custom]]\nname = \"deploy\"\npattern = \"D-4[0-9]\"\n",
+    )
+    .unwrap();
+    let server = Server::start(&store, &[]);
+    let page = server.get(&format!("/run/{run}"));
+    assert_eq!(page.status, 200);
+    for view in [
+        "id=\"conversation\"",
+        "class=\"rows\"",
+        "id=\"usage\"",
+        "id=\"calls\"",
+        "id=\"output\"",
+    ] {
+        assert!(page.body.contains(view), "the page has {view}");
+    }
+    assert!(
+        !page.body.contains("D-4"),
+        "a deploy id shows:\n{}",
+        page.body
+    );
+    for n in seqs(&store, &run, false) {
+        let ev = server.get(&format!("/run/{run}/event/{n}"));
+        assert!(!ev.body.contains("D-4"), "event {n} shows a deploy id");
+    }
+    drop(server);
+    let open = Server::start(&store, &["--unredacted"]);
+    let page = open.get(&format!("/run/{run}")).body;
+    let conversation = &page[page.find("id=\"conversation\"").unwrap()..];
+    assert!(
+        conversation.contains("D-42"),
+        "the conversation had one to hide"
+    );
 }

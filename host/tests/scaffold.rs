@@ -170,10 +170,11 @@ fn check_lists_every_problem_with_its_place() {
         "world = \"tasks@v2\"\nseed = 1\nclock = 1960-01-01T00:00:00Z\ntask = {}\n\n[[inject]]\ntool = \"nope\"\ndeny = true\n",
     )
     .unwrap();
-    // A case naming the broken world still has its own problems listed.
+    // A case naming the broken world still has its own problems listed
+    // (a price that is no price among them).
     std::fs::write(
         p.join("cases/late.toml"),
-        "world = \"tasks@v1\"\nseed = 1\nclock = 1960-01-01T00:00:00Z\ntask = {}\n",
+        "world = \"tasks@v1\"\nseed = 1\nclock = 1960-01-01T00:00:00Z\ntask = {}\n\n[prices.\"gpt-4o\"]\ninput_per_mtok = -1\noutput_per_mtok = 10\n",
     )
     .unwrap();
     std::fs::write(
@@ -202,6 +203,11 @@ fn check_lists_every_problem_with_its_place() {
     has("cases/two-problems.toml", "6:1", "nope");
     has("cases/broken.toml", "2:8", "");
     has("cases/late.toml", "3:9", "clock");
+    assert!(
+        lines.iter().any(|l| l.starts_with("./cases/late.toml:6:")
+            && l.contains("[prices.\"gpt-4o\"] input_per_mtok = -1")),
+        "{out}"
+    );
     has("worldline.toml", "2:1", "jobz");
     let json = worldline_at(&p, ["check", "--json"], &[]);
     json.expect_code(2);

@@ -375,3 +375,71 @@ fn a_python_run_folds_the_interpreter_start_up() {
     let timeline = &run.body[run.body.find("id=\"timeline\"").unwrap()..];
     assert!(timeline.contains(&format!("id=\"e{first_own}\"")));
 }
+
+/// The README shows the UI's screenshots, which the browser tests take:
+/// every one it names is a PNG in docs/screenshots/, and every PNG there
+/// is shown.
+#[test]
+fn the_readme_shows_every_screenshot_the_browser_tests_take() {
+    let root = workspace_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let named: std::collections::BTreeSet<String> = readme
+        .split("(docs/screenshots/")
+        .skip(1)
+        .map(|rest| rest[..rest.find(')').unwrap()].to_string())
+        .collect();
+    let on_disk: std::collections::BTreeSet<String> =
+        std::fs::read_dir(root.join("docs/screenshots"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+    assert_eq!(named, on_disk);
+    let taken = std::fs::read_to_string(root.join("host/tests/ui_browser.rs")).unwrap();
+    for name in &named {
+        let bytes = std::fs::read(root.join("docs/screenshots").join(name)).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{name} is a PNG");
+        assert!(
+            taken.contains(&format!("\"{name}\")")),
+            "{name} is taken by a browser test"
+        );
+    }
+}
+
+/// The run page shows the agent's own error (the `errored` reason) with
+/// the task it was given and its output.
+#[test]
+fn the_run_page_shows_the_task_the_output_and_the_agents_own_error() {
+    let dir = temp_dir();
+    let case = common::write_case(
+        dir.path(),
+        "missing-ticket",
+        "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = { ticket = \"T-404\" }\n",
+    );
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &guest("probe-agent"), &common::worlds_dir());
+    assert_eq!(out.json()["run_status"], "errored", "{out}");
+    let reason = out.json()["agent_error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let s = Server::start(&store, &[]);
+    let page = s.get(&format!("/run/{id}")).body;
+    let error = &page[page.find("id=\"agent-error\"").expect("the agent's error")..];
+    let error = &error[..error.find("</p>").unwrap()];
+    let escaped = reason
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    assert!(
+        error.contains(&format!("agent errored: {escaped}")),
+        "{error}"
+    );
+    let task = &page[page.find("id=\"task\"").expect("the task")..];
+    assert!(
+        task[..task.find("</div>").unwrap()].contains("T-404"),
+        "{task}"
+    );
+    assert!(page.contains("id=\"output\""), "{page}");
+}

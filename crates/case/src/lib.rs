@@ -17,6 +17,7 @@ pub mod lease;
 pub mod parallel;
 pub mod partition;
 pub mod path;
+pub mod prices;
 pub mod project;
 pub mod time;
 pub mod world;

@@ -24,6 +24,7 @@ struct ProjectToml {
     jobs: Option<toml::Spanned<usize>>,
     #[serde(default)]
     model: BTreeMap<String, toml::Spanned<toml::Value>>,
+    prices: Option<toml::Spanned<crate::prices::Prices>>,
 }
 
 /// A loaded project file, its paths made absolute.
@@ -39,6 +40,8 @@ pub struct Project {
     pub jobs: Option<usize>,
     /// `[model]` keys, applied as `--model-set KEY=VALUE`.
     pub model: BTreeMap<String, String>,
+    /// `[prices]`: what model calls cost, for the views that show it.
+    pub prices: crate::prices::Prices,
 }
 
 /// The most a project's own TOML file (the project file, a case, a fault
@@ -83,6 +86,11 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
             "jobs must be at least 1",
         ));
     }
+    if let Some(p) = &doc.prices
+        && let Err(m) = p.get_ref().check()
+    {
+        return Err(InputError::at(file, &text, p.span().start, m));
+    }
     let mut model = BTreeMap::new();
     for (key, value) in &doc.model {
         let shown = match value.get_ref() {
@@ -111,6 +119,7 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         cases: doc.cases.iter().map(path).collect(),
         jobs: doc.jobs.map(|j| j.into_inner()),
         model,
+        prices: doc.prices.map(|p| p.into_inner()).unwrap_or_default(),
     })
 }
 

@@ -13,6 +13,7 @@ pub mod grade;
 pub mod index;
 pub mod log;
 pub mod mediate;
+pub mod ops;
 pub mod redact;
 pub mod regress;
 pub mod replay;

@@ -135,6 +135,11 @@ pub fn summary_cut(e: &Event, how: Cut) -> String {
                 short(&m["provider"], 20),
                 short(&m["model"], 30)
             ),
+            // A turn a fork answered has no player: the fork said it.
+            None if by.is_null() => match &e.injected {
+                Some(i) if i["action"] == "fork-respond" => "fork".to_string(),
+                _ => "?".to_string(),
+            },
             None => short(by, 40),
         };
         let answer = match (e.response.get("reply"), e.response.get("ended")) {
@@ -198,4 +203,30 @@ pub fn first_difference(a: &[Event], b: &[Event]) -> Option<usize> {
         }
         _ => true,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::Effect;
+
+    #[test]
+    fn a_user_turn_a_fork_answered_says_so_not_null() {
+        let e = Event {
+            call: crate::mediate::conversation::SAY.into(),
+            effect: Effect::Read,
+            fuel: 0,
+            hash: String::new(),
+            injected: Some(json!({"action": "fork-respond"})),
+            request: json!({"message": "Shall I close T-1?"}),
+            response: json!({"reply": "Yes, close it"}),
+            seq: 4,
+            vtime_ns: 0,
+            writes: Vec::new(),
+        };
+        assert_eq!(
+            summary(&e),
+            "agent: Shall I close T-1? -> user: Yes, close it  [fork]"
+        );
+    }
 }

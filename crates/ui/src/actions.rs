@@ -1,19 +1,25 @@
-//! The forms that change the store: fork from an event (edits checked by
-//! `fork::check` first, like the CLI's), and replay a run. Each needs the
-//! CSRF token and is gone in `--read-only` mode.
+//! The forms that change the store: fork from an event and replay a run.
+//! Each parses its form, calls the operation in `ops/` the CLI calls too,
+//! and renders the result (a refused fork shows its form again with the
+//! reason). Each needs the CSRF token and is gone in `--read-only` mode.
 
 use super::event::Refused;
-use super::run::id_of;
+use super::html::{badge, json_against, url};
 use super::{App, Reply};
+use worldline_case::error::InputError;
+use worldline_engine::fork::check::EditText;
+use worldline_engine::ops;
+use worldline_engine::ops::fork::ForkError;
+use worldline_engine::replay::ReplayReport;
 use anyhow::Result;
 use axum::http::StatusCode;
+use maud::{Markup, html};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use worldline_engine::fork::{self, check};
-use worldline_engine::replay;
+
+type FormData = BTreeMap<String, String>;
 
 /// Refuse a request that may not change the store.
-fn allowed(app: &App, form: &BTreeMap<String, String>) -> Option<Reply> {
+fn allowed(app: &App, form: &FormData) -> Option<Reply> {
     if app.read_only {
         return Some(Reply::Problem(
             StatusCode::FORBIDDEN,
@@ -40,113 +46,94 @@ fn words(text: Option<&String>) -> Vec<String> {
     .unwrap_or_default()
 }
 
-pub fn fork(app: &App, run: &str, at: u64, form: &BTreeMap<String, String>) -> Result<Reply> {
+/// The fork form as the operation's arguments.
+fn fork_args(at: u64, form: &FormData) -> ops::fork::ForkArgs {
+    let text = |k: &str| form.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+    ops::fork::ForkArgs {
+        at,
+        edits: EditText {
+            respond: text("respond").map(str::to_string),
+            allow: words(form.get("allow")),
+            deny: words(form.get("deny")),
+            set: form
+                .get("set")
+                .map(|s| {
+                    s.lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        },
+        agent: text("agent").map(std::path::PathBuf::from),
+    }
+}
+
+pub fn fork(app: &App, run: &str, at: u64, form: &FormData) -> Result<Reply> {
     if let Some(no) = allowed(app, form) {
         return Ok(no);
     }
+    let refuse = |error: String| super::event::page(app, run, at, Some(Refused { error, form }));
+    let args = fork_args(at, form);
+    let e = &args.edits;
+    if e.respond.is_none()
+        && e.allow.is_empty()
+        && e.deny.is_empty()
+        && e.set.is_empty()
+        && args.agent.is_none()
+    {
+        return refuse("fork: give at least one edit (a response, a patch, a tool to deny or allow, or another agent)".into());
+    }
     let rec = app.recorded(run)?;
-    let text = check::EditText {
-        respond: form
-            .get("respond")
-            .map(|r| r.trim().to_string())
-            .filter(|r| !r.is_empty()),
-        allow: words(form.get("allow")),
-        deny: words(form.get("deny")),
-        set: form
-            .get("set")
-            .map(|s| {
-                s.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
-    let refuse = |e: worldline_case::error::InputError| {
-        super::event::page(
-            app,
-            run,
-            at,
-            Some(Refused {
-                error: e.to_string(),
-                form,
-            }),
-        )
-    };
-    let edits = match text.parse() {
-        Ok(e) => e,
-        Err(e) => return refuse(e),
-    };
-    let agent_path = form
-        .get("agent")
-        .map(|a| a.trim())
-        .filter(|a| !a.is_empty());
-    if edits.is_empty() && agent_path.is_none() {
-        return refuse(worldline_case::error::InputError::new(
-            "fork",
-            "give at least one edit (a response, a patch, a tool to deny or allow, or another agent)",
-        ));
+    match ops::fork::fork(app.sandbox()?, &app.store, &rec, args) {
+        Ok(forked) => {
+            let id = forked.outcome.run_id.unwrap_or_default();
+            Ok(Reply::Redirect(format!("/run/{}", url(&id))))
+        }
+        Err(ForkError::Edits(e)) => refuse(e.to_string()),
+        Err(ForkError::Agent(e)) => refuse(InputError::new("agent", format!("{e:#}")).to_string()),
+        Err(e) => Err(e.into()),
     }
-    if let Err(e) = check::check(&rec, at, &edits) {
-        return refuse(e);
-    }
-    let agent = match agent_path {
+}
+
+/// A replay's verdict, the divergence's two sides marked.
+fn verdict(app: &App, id: &str, r: &ReplayReport) -> Result<Markup> {
+    let name = serde_json::to_value(r.verdict)?;
+    let divergence = match &r.divergence {
         None => None,
-        Some(p) => {
-            match worldline_engine::agent_file::load(
-                app.sandbox()?,
-                &app.store,
-                std::path::Path::new(p),
-            ) {
-                Ok(a) => Some(a),
-                Err(e) => {
-                    return refuse(worldline_case::error::InputError::new(
-                        "agent",
-                        format!("{e:#}"),
-                    ));
+        Some(d) => {
+            let (mut expected, mut actual) = (d.expected.clone(), d.actual.clone());
+            if let Some(red) = app.redactor()?.as_mut() {
+                red.json(&mut expected);
+                red.json(&mut actual);
+            }
+            Some((d, expected, actual))
+        }
+    };
+    Ok(html! {
+        div.note #verdict {
+            "replay: " (badge(name.as_str().unwrap_or("?"))) " — " (r.matched) " of " (r.recorded) " events matched"
+            @if let Some((d, expected, actual)) = divergence {
+                p {
+                    "diverged at " a href={ "/run/" (url(id)) "/event/" (d.index) } { "event " (d.index) }
+                    " (" (format!("{:?}", d.class)) @if let Some(f) = &d.field { ", field " (f) } ")"
+                }
+                div.grid {
+                    div { "expected" (json_against(&expected, Some(&actual), "del")) }
+                    div { "actual" (json_against(&actual, Some(&expected), "ins")) }
                 }
             }
         }
-    };
-    let outcome = fork::fork(app.sandbox()?, &app.store, &rec, at, edits, agent)?;
-    let id = outcome.run_id.clone().unwrap_or_default();
-    Ok(Reply::Redirect(format!("/run/{}", super::html::url(&id))))
+    })
 }
 
-pub fn replay(app: &App, run: &str, form: &BTreeMap<String, String>) -> Result<Reply> {
+pub fn replay(app: &App, run: &str, form: &FormData) -> Result<Reply> {
     if let Some(no) = allowed(app, form) {
         return Ok(no);
     }
     let rec = app.recorded(run)?;
-    let r = replay::replay(app.sandbox()?, &app.store, &rec)?;
-    let verdict = serde_json::to_value(r.verdict)?;
-    let mut o = format!(
-        "<div class=\"note\" id=\"verdict\">replay: {} — {} of {} events matched",
-        super::html::badge(verdict.as_str().unwrap_or("?")),
-        r.matched,
-        r.recorded
-    );
-    if let Some(d) = &r.divergence {
-        let (mut expected, mut actual) = (d.expected.clone(), d.actual.clone());
-        if let Some(red) = app.redactor()?.as_mut() {
-            red.json(&mut expected);
-            red.json(&mut actual);
-        }
-        let _ = write!(
-            o,
-            "<p>diverged at <a href=\"/run/{}/event/{}\">event {}</a> ({:?}{}): expected <code>{}</code>, actual <code>{}</code></p>",
-            super::html::url(&id_of(&rec.path)),
-            d.index,
-            d.index,
-            d.class,
-            d.field
-                .as_ref()
-                .map_or(String::new(), |f| format!(", field {f}")),
-            super::html::esc(&worldline_case::canon::to_string(&expected)),
-            super::html::esc(&worldline_case::canon::to_string(&actual))
-        );
-    }
-    o.push_str("</div>");
-    super::run::body(app, run, &BTreeMap::new(), &o)
+    let r = ops::replay::replay(app.sandbox()?, &app.store, &rec)?;
+    let shown = verdict(app, &super::run::id_of(&rec.path), &r)?;
+    super::run::body(app, run, &BTreeMap::new(), shown)
 }

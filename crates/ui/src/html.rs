@@ -1,30 +1,16 @@
-//! HTML building blocks of the UI's pages: escaping, the page layout (with
-//! the stylesheet and script embedded in the binary), pretty JSON with long
-//! strings folded, and links that keep the page's query.
+//! The building blocks of the UI's pages, as maud templates: the page
+//! frame (stylesheet, script and key help compiled into the binary),
+//! badges, pretty JSON with long strings folded (and, for a diff, the
+//! values that differ from the other side marked), and URL escaping.
 
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde_json::Value;
 use std::fmt::Write as _;
 
 const STYLE: &str = include_str!("assets/style.css");
 const SCRIPT: &str = include_str!("assets/keys.js");
 
-/// Text made safe for HTML content and attribute values.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Text made safe for a URL query value.
+/// Text made safe for a URL path segment or query value.
 pub fn url(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
@@ -37,17 +23,32 @@ pub fn url(text: &str) -> String {
     out
 }
 
-/// A whole page: title, navigation and body.
-pub fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<title>{} · worldline</title><style>{STYLE}</style></head>\
-<body><nav><a href=\"/\" class=\"brand\">worldline</a> <a href=\"/\">runs</a> \
-<a href=\"/campaigns\">campaigns</a> <a href=\"/diff\">diff</a></nav>\
-<main>{body}</main><script>{SCRIPT}</script></body></html>",
-        esc(title)
-    )
+/// A whole page: title, navigation, body, the key help (`?`) and script.
+pub fn page(title: &str, body: Markup) -> String {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · worldline" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                nav {
+                    a.brand href="/" { "worldline" } " "
+                    a href="/" { "runs" } " "
+                    a href="/campaigns" { "campaigns" } " "
+                    a href="/diff" { "diff" }
+                    span.navhelp { "press " kbd { "?" } " for keys" }
+                }
+                main { (body) }
+                (super::keys::help())
+                script { (PreEscaped(SCRIPT)) }
+            }
+        }
+    }
+    .into_string()
 }
 
 /// The first 12 characters of a hash.
@@ -55,63 +56,8 @@ pub fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 
-/// Strings longer than this are folded in JSON views.
-const FOLD: usize = 160;
-
-/// Pretty JSON as HTML, strings longer than [`FOLD`] characters folded
-/// into a `<details>` that shows the whole text.
-pub fn json(v: &Value) -> String {
-    let mut out = String::from("<pre class=\"json\">");
-    write_json(&mut out, v, 0);
-    out.push_str("</pre>");
-    out
-}
-
-fn write_json(out: &mut String, v: &Value, depth: usize) {
-    let pad = |n: usize| "  ".repeat(n);
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            out.push_str("{\n");
-            for (i, (k, x)) in m.iter().enumerate() {
-                let _ = write!(
-                    out,
-                    "{}<span class=\"k\">{}</span>: ",
-                    pad(depth + 1),
-                    esc(&Value::String(k.clone()).to_string())
-                );
-                write_json(out, x, depth + 1);
-                out.push_str(if i + 1 < m.len() { ",\n" } else { "\n" });
-            }
-            let _ = write!(out, "{}}}", pad(depth));
-        }
-        Value::Array(a) if !a.is_empty() => {
-            out.push_str("[\n");
-            for (i, x) in a.iter().enumerate() {
-                out.push_str(&pad(depth + 1));
-                write_json(out, x, depth + 1);
-                out.push_str(if i + 1 < a.len() { ",\n" } else { "\n" });
-            }
-            let _ = write!(out, "{}]", pad(depth));
-        }
-        Value::String(s) if s.chars().count() > FOLD => {
-            let head: String = s.chars().take(FOLD).collect();
-            let _ = write!(
-                out,
-                "<details class=\"fold\"><summary><span class=\"s\">{}…</span> ({} chars)</summary><span class=\"s\">{}</span></details>",
-                esc(&Value::String(head).to_string()),
-                s.chars().count(),
-                esc(&v.to_string())
-            );
-        }
-        Value::String(_) => {
-            let _ = write!(out, "<span class=\"s\">{}</span>", esc(&v.to_string()));
-        }
-        other => out.push_str(&esc(&other.to_string())),
-    }
-}
-
 /// A status or grade as a coloured badge.
-pub fn badge(text: &str) -> String {
+pub fn badge(text: &str) -> Markup {
     let class = match text {
         "passed" | "completed" | "identical" | "verified_prefix" => "ok",
         "failed" | "diverged" => "bad",
@@ -119,7 +65,7 @@ pub fn badge(text: &str) -> String {
         | "broken" => "fault",
         _ => "plain",
     };
-    format!("<span class=\"badge {class}\">{}</span>", esc(text))
+    html! { span class={ "badge " (class) } { (text) } }
 }
 
 /// Virtual time as seconds with milliseconds.
@@ -128,6 +74,130 @@ pub fn vtime(ns: u64) -> String {
 }
 
 /// The page's error: a message in a box.
-pub fn error_box(message: &str) -> String {
-    format!("<p class=\"error\" role=\"alert\">{}</p>", esc(message))
+pub fn error_box(message: &str) -> Markup {
+    html! { p.error role="alert" { (message) } }
+}
+
+/// Strings longer than this are folded in JSON views.
+const FOLD: usize = 160;
+
+/// Pretty JSON, strings longer than [`FOLD`] characters folded into a
+/// `<details>` that shows the whole text.
+pub fn json(v: &Value) -> Markup {
+    json_against(v, None, "")
+}
+
+/// Pretty JSON of `v` with every value that differs from `other` (or is
+/// missing there) marked with `<mark class="{class}">`.
+pub fn json_against(v: &Value, other: Option<&Value>, class: &str) -> Markup {
+    let mut out = String::new();
+    Json {
+        out: &mut out,
+        class,
+    }
+    .value(v, other.map(Some), 0);
+    html! { pre.json { (PreEscaped(out)) } }
+}
+
+/// The JSON printer: `other` is `None` when there is nothing to compare
+/// with, `Some(None)` when the other side lacks the value.
+struct Json<'a> {
+    out: &'a mut String,
+    class: &'a str,
+}
+
+impl Json<'_> {
+    fn value(&mut self, v: &Value, other: Option<Option<&Value>>, depth: usize) {
+        let differs = match other {
+            None => false,
+            Some(None) => true,
+            Some(Some(o)) => {
+                !matches!(
+                    (v, o),
+                    (Value::Object(_), Value::Object(_)) | (Value::Array(_), Value::Array(_))
+                ) && v != o
+            }
+        };
+        if differs {
+            let _ = write!(self.out, "<mark class=\"{}\">", self.class);
+            self.plain(v, None, depth);
+            self.out.push_str("</mark>");
+        } else {
+            self.plain(v, other.flatten(), depth);
+        }
+    }
+
+    fn plain(&mut self, v: &Value, other: Option<&Value>, depth: usize) {
+        let pad = |n: usize| "  ".repeat(n);
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                self.out.push_str("{\n");
+                for (i, (k, x)) in m.iter().enumerate() {
+                    let key = Value::String(k.clone()).to_string();
+                    let _ = write!(
+                        self.out,
+                        "{}<span class=\"k\">{}</span>: ",
+                        pad(depth + 1),
+                        esc(&key)
+                    );
+                    self.value(x, other.map(|o| o.get(k)), depth + 1);
+                    self.out
+                        .push_str(if i + 1 < m.len() { ",\n" } else { "\n" });
+                }
+                let _ = write!(self.out, "{}}}", pad(depth));
+            }
+            Value::Array(a) if !a.is_empty() => {
+                self.out.push_str("[\n");
+                for (i, x) in a.iter().enumerate() {
+                    self.out.push_str(&pad(depth + 1));
+                    self.value(x, other.map(|o| o.get(i)), depth + 1);
+                    self.out
+                        .push_str(if i + 1 < a.len() { ",\n" } else { "\n" });
+                }
+                let _ = write!(self.out, "{}]", pad(depth));
+            }
+            Value::String(s) if s.chars().count() > FOLD => {
+                let head: String = s.chars().take(FOLD).collect();
+                let fold = html! {
+                    details.fold {
+                        summary { span.s { (Value::String(head).to_string()) "…" } " (" (s.chars().count()) " chars)" }
+                        span.s { (v.to_string()) }
+                    }
+                };
+                self.out.push_str(&fold.into_string());
+            }
+            Value::String(_) => {
+                let _ = write!(self.out, "<span class=\"s\">{}</span>", esc(&v.to_string()));
+            }
+            other => self.out.push_str(&esc(&other.to_string())),
+        }
+    }
+}
+
+/// Text made safe for HTML (the JSON printer writes text, not templates).
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let _ = maud::Escaper::new(&mut out).write_str(text);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_the_values_that_differ_are_marked() {
+        let a = json!({"ok": [{"id": "D-42"}, {"id": "D-41"}], "same": 1});
+        let b = json!({"ok": [{"id": "D-41"}], "same": 1});
+        let shown = json_against(&a, Some(&b), "del").into_string();
+        assert!(
+            shown.contains("<mark class=\"del\"><span class=\"s\">&quot;D-42&quot;</span></mark>"),
+            "{shown}"
+        );
+        // The second deploy is missing on b: marked whole.
+        assert!(shown.contains("<mark class=\"del\">{"), "{shown}");
+        assert!(!shown.contains("<mark class=\"del\">1</mark>"), "{shown}");
+        assert!(!json(&a).into_string().contains("<mark"));
+    }
 }

@@ -1,19 +1,26 @@
 //! `worldline ui`: a local web app over one store: the runs, a run's
 //! timeline, the state at any event, forks, diffs, replays and fuzz
-//! campaigns. Pages are rendered on the server from the store (HTML with
-//! the stylesheet and a few lines of script compiled into the binary;
-//! nothing is fetched from anywhere else). The server binds 127.0.0.1 and
-//! lets in only requests that pass [`guard`].
+//! campaigns. Pages are rendered on the server from the store with maud
+//! templates (the stylesheet and a few lines of script compiled into the
+//! binary; nothing is fetched from anywhere else); the forms call the
+//! operations of `ops/`. The server binds 127.0.0.1 and lets in only
+//! requests that pass [`guard`].
 
 mod actions;
+mod calls;
 mod campaigns;
+mod conversation;
 mod diff;
 mod event;
 pub mod guard;
 mod html;
+mod keys;
 mod lineage;
 mod run;
 mod runs;
+mod table;
+mod timeline;
+mod usage;
 
 use anyhow::{Context, Result};
 use axum::Router;
@@ -46,6 +53,8 @@ pub struct Config {
     pub redact: Option<std::path::PathBuf>,
     /// Show everything, whatever the store's policy.
     pub unredacted: bool,
+    /// The project's `[prices]` (a case's own override them).
+    pub prices: worldline_case::prices::Prices,
 }
 
 /// What every page handler sees.
@@ -56,6 +65,8 @@ pub struct App {
     sandbox: OnceLock<Sandbox>,
     redact: Option<std::path::PathBuf>,
     unredacted: bool,
+    /// What model calls cost, where the case has no price of its own.
+    pub prices: worldline_case::prices::Prices,
 }
 
 /// A run a page names that is not in the store (404): a page takes run
@@ -86,7 +97,13 @@ impl App {
             sandbox: OnceLock::new(),
             redact: None,
             unredacted: false,
+            prices: worldline_case::prices::Prices::default(),
         })
+    }
+
+    /// Price model calls with `prices` where the case has none.
+    pub fn pricing(self, prices: worldline_case::prices::Prices) -> App {
+        App { prices, ..self }
     }
 
     /// Redact with `policy` instead of the store's redact.toml, or not at
@@ -153,7 +170,7 @@ impl Reply {
         };
         Reply::Problem(
             status,
-            html::page("error", &html::error_box(&format!("{e:#}"))),
+            html::page("error", html::error_box(&format!("{e:#}"))),
         )
     }
 }
@@ -290,8 +307,11 @@ pub fn serve(cfg: Config) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", cfg.port))?;
         let port = listener.local_addr()?.port();
-        let app =
-            Arc::new(App::new(store, port, cfg.read_only)?.redacting(cfg.redact, cfg.unredacted));
+        let app = Arc::new(
+            App::new(store, port, cfg.read_only)?
+                .redacting(cfg.redact, cfg.unredacted)
+                .pricing(cfg.prices),
+        );
         // A policy that does not parse stops the server before any page.
         app.redactor()?;
         let sep = if path.contains('?') { '&' } else { '?' };

@@ -2,70 +2,62 @@
 //! (from bundle headers) and its forks below it, with their fork points
 //! (from the run index).
 
-use super::html::{badge, esc, url};
-use std::fmt::Write as _;
-use worldline_engine::index::{Index, query::Filter};
+use super::html::{badge, url};
+use worldline_engine::index::{Index, query::Filter, row::Row};
 use worldline_engine::log::bundle::{self, Parent};
 use worldline_engine::store::StoreDir;
+use maud::{Markup, html};
 
 /// How far up and down the tree goes.
 const DEPTH: usize = 8;
 
-/// The tree as nested lists, `id` (whose header names `parent`) marked as
-/// the current run.
-pub fn tree(store: &StoreDir, index: &Index, id: &str, parent: Option<&Parent>) -> String {
-    // Ancestors, nearest first: (run, event the next one down forks at).
-    let mut chain: Vec<(String, Option<u64>)> = Vec::new();
+/// Ancestors, nearest first: (run, event the next one down forks at).
+fn ancestors(store: &StoreDir, parent: Option<&Parent>) -> Vec<(String, u64)> {
+    let mut chain = Vec::new();
     let mut parent = parent.cloned();
-    for _ in 0..DEPTH {
-        match parent {
-            Some(p) => {
-                chain.push((p.run.clone(), Some(p.event)));
-                parent = store
-                    .resolve_run_id(&p.run)
-                    .ok()
-                    .and_then(|path| bundle::read(&path).ok())
-                    .and_then(|b| b.header.parent);
-            }
-            None => break,
-        }
+    while let Some(p) = parent.take().filter(|_| chain.len() < DEPTH) {
+        chain.push((p.run.clone(), p.event));
+        parent = store
+            .resolve_run_id(&p.run)
+            .ok()
+            .and_then(|path| bundle::read(&path).ok())
+            .and_then(|b| b.header.parent);
     }
-    let mut inner = format!("<li><b class=\"mono\">{}</b> (this run)", esc(id));
-    children(index, id, 0, &mut inner);
-    inner.push_str("</li>");
-    for (run, at) in &chain {
-        inner = format!(
-            "<li><a href=\"/run/{}\" class=\"mono\">{}</a>{}<ul class=\"tree\">{inner}</ul></li>",
-            url(run),
-            esc(run),
-            at.map_or(String::new(), |e| format!(" — forked at event {e}:"))
-        );
-    }
-    format!("<ul class=\"tree\" id=\"lineage\">{inner}</ul>")
+    chain
 }
 
-fn children(index: &Index, id: &str, depth: usize, out: &mut String) {
-    let Ok(rows) = index.query(&Filter {
-        parent: Some(id.to_string()),
-        ..Filter::default()
-    }) else {
-        return;
-    };
+/// The tree as nested lists, `id` (whose header names `parent`) marked as
+/// the current run.
+pub fn tree(store: &StoreDir, index: &Index, id: &str, parent: Option<&Parent>) -> Markup {
+    let mut inner = html! { li { b.mono { (id) } " (this run)" (children(index, id, 0)) } };
+    for (run, at) in ancestors(store, parent) {
+        inner = html! {
+            li { a.mono href={ "/run/" (url(&run)) } { (run) } " — forked at event " (at) ":" ul.tree { (inner) } }
+        };
+    }
+    html! { ul.tree #lineage { (inner) } }
+}
+
+fn child(index: &Index, r: &Row, depth: usize) -> Markup {
+    html! {
+        li {
+            "fork at event " (r.fork_event.map_or("?".into(), |e| e.to_string())) ": "
+            a.mono href={ "/run/" (url(&r.run_id)) } { (r.run_id) } " "
+            (badge(r.grade.as_deref().unwrap_or(&r.status)))
+            (children(index, &r.run_id, depth + 1))
+        }
+    }
+}
+
+fn children(index: &Index, id: &str, depth: usize) -> Markup {
+    let rows = index
+        .query(&Filter {
+            parent: Some(id.to_string()),
+            ..Filter::default()
+        })
+        .unwrap_or_default();
     if rows.is_empty() || depth >= DEPTH {
-        return;
+        return html! {};
     }
-    out.push_str("<ul class=\"tree\">");
-    for r in rows.iter().rev() {
-        let _ = write!(
-            out,
-            "<li>fork at event {}: <a href=\"/run/{}\" class=\"mono\">{}</a> {}",
-            r.fork_event.map_or("?".into(), |e| e.to_string()),
-            url(&r.run_id),
-            esc(&r.run_id),
-            badge(r.grade.as_deref().unwrap_or(&r.status))
-        );
-        children(index, &r.run_id, depth + 1, out);
-        out.push_str("</li>");
-    }
-    out.push_str("</ul>");
+    html! { ul.tree { @for r in rows.iter().rev() { (child(index, r, depth)) } } }
 }

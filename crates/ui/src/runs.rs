@@ -2,12 +2,12 @@
 //! filtered by status, grade, case, agent, world, signature or text, a page
 //! of [`PER_PAGE`] at a time.
 
-use super::html::{badge, esc, page as frame, short, url};
+use super::html::{badge, page as frame, short, url};
 use super::{App, Reply};
-use anyhow::Result;
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use worldline_engine::index::{Index, query::Filter, row::Row};
+use anyhow::Result;
+use maud::{Markup, html};
+use std::collections::BTreeMap;
 
 const PER_PAGE: usize = 100;
 
@@ -53,7 +53,81 @@ fn has_text(r: &Row, text: &str) -> bool {
     .any(|f| f.to_lowercase().contains(&t))
 }
 
-pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
+/// The options of a select filter (`None` for a text field).
+fn options(key: &str) -> Option<&'static [&'static str]> {
+    match key {
+        "status" => Some(
+            &[
+                "",
+                "passed",
+                "failed",
+                "faulted",
+                "completed",
+                "errored",
+                "trapped",
+                "incomplete",
+                "broken",
+            ][..],
+        ),
+        "grade" => Some(&["", "passed", "failed", "none"][..]),
+        _ => None,
+    }
+}
+
+fn filters(q: &BTreeMap<String, String>) -> Markup {
+    html! {
+        form.filters method="get" action="/" {
+            @for (key, label) in FIELDS {
+                @let value = q.get(key).map_or("", String::as_str);
+                label {
+                    (label)
+                    @match options(key) {
+                        Some(opts) => {
+                            select name=(key) id={ "f-" (key) } {
+                                @for o in opts { option value=(o) selected[*o == value] { (if o.is_empty() { "any" } else { *o }) } }
+                            }
+                        }
+                        None => { input name=(key) id={ "f-" (key) } value=(value) size="14"; }
+                    }
+                }
+            }
+            button #filter type="submit" { "filter" } " " a href="/" { "clear" }
+        }
+    }
+}
+
+fn row(r: &Row) -> Markup {
+    let id = url(&r.run_id);
+    html! {
+        tr data-href={ "/run/" (id) } {
+            td.mono { a href={ "/run/" (id) } { (r.run_id) } @for t in &r.tags { " " span.mark.fork { (t) } } }
+            td { (r.case) } td { (r.world) } td.mono { (short(&r.agent)) }
+            td { (badge(&r.status)) }
+            td { @if let Some(g) = &r.grade { (badge(g)) } }
+            td { (r.signature.as_deref().unwrap_or("")) }
+            td { (r.events) }
+            td.mono {
+                @if let Some(p) = &r.parent {
+                    a href={ "/run/" (url(p)) } { (p) } @if let Some(e) = r.fork_event { " @" (e) }
+                }
+            }
+        }
+    }
+}
+
+/// The link to page `p` of the same filter.
+fn page_link(q: &BTreeMap<String, String>, p: usize) -> String {
+    let mut query: Vec<String> = q
+        .iter()
+        .filter(|(k, v)| *k != "page" && *k != "token" && !v.is_empty())
+        .map(|(k, v)| format!("{}={}", url(k), url(v)))
+        .collect();
+    query.push(format!("page={p}"));
+    format!("/?{}", query.join("&"))
+}
+
+/// The index rows the filter selects, signatures redacted.
+fn select(app: &App, q: &BTreeMap<String, String>) -> Result<Vec<Row>> {
     let mut filter = filter_of(q);
     // Under a redaction policy, signatures are shown redacted and matched
     // as shown: a filter must not tell whether a hidden value is there.
@@ -74,110 +148,30 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
     if let Some(t) = q.get("q").filter(|t| !t.trim().is_empty()) {
         rows.retain(|r| has_text(r, t.trim()));
     }
+    Ok(rows)
+}
+
+pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
+    let rows = select(app, q)?;
     let pages = rows.len().div_ceil(PER_PAGE).max(1);
     let at = q
         .get("page")
         .and_then(|p| p.parse::<usize>().ok())
         .unwrap_or(1)
         .clamp(1, pages);
-    let mut b = String::new();
-    let _ = write!(b, "<h1>Runs <small>({} matching)</small></h1>", rows.len());
-    b.push_str("<form class=\"filters\" method=\"get\" action=\"/\">");
-    for (key, label) in FIELDS {
-        let value = q.get(key).map_or("", String::as_str);
-        if key == "status" || key == "grade" {
-            let options: &[&str] = if key == "status" {
-                &[
-                    "",
-                    "passed",
-                    "failed",
-                    "faulted",
-                    "completed",
-                    "errored",
-                    "trapped",
-                    "incomplete",
-                    "broken",
-                ]
-            } else {
-                &["", "passed", "failed", "none"]
-            };
-            let _ = write!(b, "<label>{label}<select name=\"{key}\" id=\"f-{key}\">");
-            for o in options {
-                let sel = if *o == value { " selected" } else { "" };
-                let _ = write!(
-                    b,
-                    "<option value=\"{o}\"{sel}>{}</option>",
-                    if o.is_empty() { "any" } else { o }
-                );
-            }
-            b.push_str("</select></label>");
-        } else {
-            let _ = write!(
-                b,
-                "<label>{label}<input name=\"{key}\" id=\"f-{key}\" value=\"{}\" size=\"14\"></label>",
-                esc(value)
-            );
+    let b = html! {
+        h1 { "Runs " small { "(" (rows.len()) " matching)" } }
+        (filters(q))
+        table #runs {
+            thead { tr { th { "run" } th { "case" } th { "world" } th { "agent" } th { "status" } th { "grade" } th { "failure / signature" } th { "events" } th { "parent" } } }
+            tbody { @for r in rows.iter().skip((at - 1) * PER_PAGE).take(PER_PAGE) { (row(r)) } }
         }
-    }
-    b.push_str(
-        "<button type=\"submit\" id=\"filter\">filter</button> <a href=\"/\">clear</a></form>",
-    );
-    b.push_str("<table id=\"runs\"><thead><tr><th>run</th><th>case</th><th>world</th><th>agent</th><th>status</th><th>grade</th><th>failure / signature</th><th>events</th><th>parent</th></tr></thead><tbody>");
-    for r in rows.iter().skip((at - 1) * PER_PAGE).take(PER_PAGE) {
-        let tags: String = r
-            .tags
-            .iter()
-            .map(|t| format!(" <span class=\"mark fork\">{}</span>", esc(t)))
-            .collect();
-        let parent = match (&r.parent, r.fork_event) {
-            (Some(p), e) => format!(
-                "<a href=\"/run/{}\">{}</a>{}",
-                url(p),
-                esc(p),
-                e.map_or(String::new(), |e| format!(" @{e}"))
-            ),
-            _ => String::new(),
-        };
-        let _ = write!(
-            b,
-            "<tr data-href=\"/run/{id}\"><td class=\"mono\"><a href=\"/run/{id}\">{}</a>{tags}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"mono\">{parent}</td></tr>",
-            esc(&r.run_id),
-            esc(&r.case),
-            esc(&r.world),
-            esc(short(&r.agent)),
-            badge(&r.status),
-            r.grade.as_deref().map_or_else(String::new, badge),
-            esc(r.signature.as_deref().unwrap_or("")),
-            r.events,
-            id = url(&r.run_id),
-        );
-    }
-    b.push_str("</tbody></table>");
-    let link = |p: usize| {
-        let mut query: Vec<String> = q
-            .iter()
-            .filter(|(k, v)| *k != "page" && *k != "token" && !v.is_empty())
-            .map(|(k, v)| format!("{}={}", url(k), url(v)))
-            .collect();
-        query.push(format!("page={p}"));
-        format!("/?{}", query.join("&"))
+        p.pager {
+            @if at > 1 { a #prev-page href=(page_link(q, at - 1)) { "← newer" } }
+            "page " (at) " of " (pages)
+            @if at < pages { " " a #next-page href=(page_link(q, at + 1)) { "older →" } }
+        }
+        p.keys { "keys: / text filter · j/k move · Enter open · ? help" }
     };
-    b.push_str("<p class=\"pager\">");
-    if at > 1 {
-        let _ = write!(
-            b,
-            "<a id=\"prev-page\" href=\"{}\">← newer</a>",
-            esc(&link(at - 1))
-        );
-    }
-    let _ = write!(b, "page {at} of {pages}");
-    if at < pages {
-        let _ = write!(
-            b,
-            " <a id=\"next-page\" href=\"{}\">older →</a>",
-            esc(&link(at + 1))
-        );
-    }
-    b.push_str("</p><p class=\"keys\">keys: / text filter · j/k move · Enter open</p>");
-    Ok(Reply::Page(frame("runs", &b)))
+    Ok(Reply::Page(frame("runs", b)))
 }

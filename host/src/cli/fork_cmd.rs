@@ -5,6 +5,7 @@ use super::Common;
 use crate::error::ExitCode;
 use crate::fork;
 use crate::grade::verdict;
+use crate::ops;
 use crate::replay;
 use crate::report::{
     self,
@@ -50,24 +51,28 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
-    let edits = fork::check::EditText {
-        respond: args.respond.clone(),
-        allow: args.allow.clone(),
-        deny: args.deny.clone(),
-        set: args.set.clone(),
-    }
-    .parse()?;
-    for note in fork::check::check(&rec, args.at, &edits)? {
+    let forked = ops::fork::fork(
+        &sandbox,
+        &store,
+        &rec,
+        ops::fork::ForkArgs {
+            at: args.at,
+            edits: fork::check::EditText {
+                respond: args.respond,
+                allow: args.allow,
+                deny: args.deny,
+                set: args.set,
+            },
+            agent: args.agent,
+        },
+    )?;
+    for note in &forked.notes {
         eprintln!("note: {note}");
     }
-    let agent = match &args.agent {
-        Some(path) => Some(crate::agent_file::load(&sandbox, &store, path)?),
-        None => None,
-    };
-    let outcome = fork::fork(&sandbox, &store, &rec, args.at, edits, agent)?;
+    let outcome = &forked.outcome;
     if args.common.json {
         report::print_json(&ForkSummary {
-            run: RunSummary::of(&outcome),
+            run: RunSummary::of(outcome),
             parent: ForkParent {
                 event: args.at,
                 run: &rec.id,
@@ -75,7 +80,7 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
         })?;
     } else {
         println!("fork of {} at event {}", rec.id, args.at);
-        report::run::print(&outcome);
+        report::run::print(outcome);
     }
     Ok(verdict::exit_code(
         outcome.footer.status,

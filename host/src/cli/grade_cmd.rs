@@ -3,17 +3,15 @@
 //! rebuilt from the world's initial state and the writes in the bundle.
 
 use super::Common;
-use crate::case::{self, Case};
-use crate::error::{ExitCode, InputError};
-use crate::grade::judge::Judging;
-use crate::grade::regrade::regrade;
+use crate::error::ExitCode;
 use crate::grade::verdict;
-use crate::log::bundle;
+use crate::ops;
 use crate::report::{self, grade::RegradeSummary};
+use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct GradeArgs {
@@ -35,113 +33,45 @@ pub struct GradeArgs {
     pub common: Common,
 }
 
-/// The case file under `dir` whose bytes hash to `hash`.
-fn find_case(dir: &Path, hash: &str) -> Option<PathBuf> {
-    let files = crate::case::discover::expand(&[dir.to_path_buf()]).ok()?;
-    files
-        .into_iter()
-        .find(|f| std::fs::read(f).is_ok_and(|b| crate::canon::sha256_hex(b) == hash))
-}
-
-/// `grades/<run>/`: the grades `--rejudge` made of a run, `1.json`, `2.json`, …
-fn regrades_dir(store: &StoreDir, run_id: &str) -> PathBuf {
-    store.root.join("grades").join(run_id)
-}
-
-/// The newest grade `--rejudge` kept for a run.
-fn latest_regrade(store: &StoreDir, run_id: &str) -> Option<serde_json::Value> {
-    let dir = regrades_dir(store, run_id);
-    let n = (1..)
-        .take_while(|n| dir.join(format!("{n}.json")).is_file())
-        .last()?;
-    let bytes = std::fs::read(dir.join(format!("{n}.json"))).ok()?;
-    serde_json::from_slice(&bytes).ok()
-}
-
-/// Keep a re-judged grade as the next record (the recorded one stays in
-/// the bundle; earlier re-judged ones stay too).
-fn keep_regrade(store: &StoreDir, run_id: &str, g: &crate::grade::Grade) -> Result<()> {
-    let dir = regrades_dir(store, run_id);
-    std::fs::create_dir_all(&dir)?;
-    let n = (1..)
-        .find(|n| !dir.join(format!("{n}.json")).exists())
-        .unwrap_or(1);
-    let text = crate::canon::to_string(&serde_json::to_value(g)?);
-    crate::durable::create_new(&dir.join(format!("{n}.json")), text.as_bytes())?;
-    Ok(())
-}
-
 pub fn exec(args: GradeArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
-    let b = bundle::read(&path).map_err(InputError::from)?;
-    let case_path = match &args.case {
-        Some(c) => c.clone(),
-        None => find_case(Path::new("cases"), &b.header.case_hash).ok_or_else(|| {
-            InputError::new(&path, "the recorded case is not under ./cases (it changed or lives elsewhere); pass --case FILE")
-        })?,
-    };
-    let case: Case = case::load(&case_path, args.worlds.as_deref())?;
-    let Some(expect) = &case.expect else {
-        return Err(
-            InputError::new(&case_path, "this case has no [expect] to grade against").into(),
-        );
-    };
-    let Some(footer) = &b.footer else {
-        return Err(InputError::new(
-            &path,
-            "the run is incomplete (no footer); there is no outcome to grade",
-        )
-        .into());
-    };
-    let gold = if expect.gold.is_empty() {
-        None
-    } else {
-        let sandbox = crate::sandbox::Sandbox::new(Some(store.cache_dir()))?
-            .on_compile(super::compile_notice());
-        crate::grade::gold::for_case(&sandbox, &case)?
-    };
-    let run_id = path
-        .file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-    let latest = latest_regrade(&store, &run_id).or_else(|| footer.grade.clone());
-    let recorded = latest.unwrap_or(serde_json::Value::Null);
-    let judging = if args.rejudge {
-        Judging::Live {
-            case_dir: case_path.parent().unwrap_or(Path::new(".")),
-            seed: b.header.seed,
-        }
-    } else {
-        Judging::Recorded(&recorded)
-    };
-    let (g, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref(), &judging);
-    if args.rejudge {
-        keep_regrade(&store, &run_id, &g)?;
-    }
+    let graded = ops::grade::grade(
+        &store,
+        &ops::grade::GradeArgs {
+            bundle: path.clone(),
+            case: args.case,
+            cases_dir: PathBuf::from("cases"),
+            worlds: args.worlds,
+            rejudge: args.rejudge,
+        },
+        || Ok(Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice())),
+    )?;
+    let (g, footer) = (&graded.grade, &graded.footer);
     let agent_error = crate::traceback::agent_error(footer);
     if args.common.json {
         super::print_json_with_settings(&RegradeSummary {
             agent_error,
             bundle: path.display().to_string(),
-            case: case_path.display().to_string(),
-            grade: &g,
+            case: graded.case.display().to_string(),
+            grade: g,
             recorded_grade: footer.verdict(),
             run_status: footer.status.as_str(),
-            status: verdict::shown_status(footer.status, Some(&g)),
-            warnings: &warnings,
+            status: verdict::shown_status(footer.status, Some(g)),
+            warnings: &graded.warnings,
         })?;
     } else {
         println!(
             "grade {}  {}  (against {})",
             path.display(),
-            verdict::shown_status(footer.status, Some(&g)),
-            case_path.display()
+            verdict::shown_status(footer.status, Some(g)),
+            graded.case.display()
         );
-        for w in &warnings {
+        for w in &graded.warnings {
             println!("  warning: {w}");
         }
         report::run::print_agent_error(agent_error.as_ref(), "  ");
-        report::grade::print(&g, "  ");
+        report::grade::print(g, "  ");
     }
-    Ok(verdict::exit_code(footer.status, Some(&g)))
+    Ok(verdict::exit_code(footer.status, Some(g)))
 }

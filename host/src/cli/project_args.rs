@@ -170,6 +170,7 @@ mod tests {
             cases: Vec::new(),
             jobs: Some(2),
             model: [("provider".to_string(), "openai".to_string())].into(),
+            prices: Default::default(),
         }
     }
 

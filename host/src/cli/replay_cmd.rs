@@ -4,6 +4,7 @@
 use super::Common;
 use crate::error::{ExitCode, InputError};
 use crate::log::bundle::{self, Bundle, Redacted};
+use crate::ops;
 use crate::replay::{self, ReplayReport, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
@@ -115,7 +116,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     }
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
-    let r = replay::replay(&sandbox, &store, &rec)?;
+    let r = ops::replay::replay(&sandbox, &store, &rec)?;
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
@@ -131,41 +132,19 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let runs = if args.runs.is_empty() {
-        store.run_ids()?
-    } else {
-        args.runs.clone()
-    };
-    // Bundles being created are hard-linked from a temporary file; one a
-    // killed writer left is not a run.
-    crate::durable::sweep(&store.runs_dir());
-    let mut reports = Vec::new();
-    let mut errors = Vec::new();
-    // Bundles cut off before their header (killed as the run started, or
-    // a full disk): incomplete runs with nothing to replay, not drift.
-    let mut headless = Vec::new();
-    for run in &runs {
-        if let Ok(path) = store.resolve_run(run)
-            && bundle::has_header(&path).is_ok_and(|has| !has)
-        {
-            headless.push(run.clone());
-            continue;
-        }
-        match replay::open(&store, run).and_then(|rec| replay::replay(&sandbox, &store, &rec)) {
-            Ok(r) => reports.push(r),
-            Err(e) => errors.push(json!({"run": run, "error": format!("{e:#}")})),
-        }
-    }
-    let diverged = reports
+    let v = ops::replay::verify(&sandbox, &store, &args.runs)?;
+    let (reports, headless, diverged, drift) = (
+        &v.reports,
+        &v.headless,
+        v.count(Verdict::Diverged),
+        v.drift_rate(),
+    );
+    let errors: Vec<serde_json::Value> = v
+        .unreadable
         .iter()
-        .filter(|r| r.verdict == Verdict::Diverged)
-        .count();
+        .map(|u| json!({"run": u.run, "error": u.error}))
+        .collect();
     let total = reports.len() + errors.len();
-    let drift = if total == 0 {
-        0.0
-    } else {
-        (diverged + errors.len()) as f64 / total as f64
-    };
     if args.common.json {
         let doc = json!({
             "replayed": reports.len(),
@@ -182,10 +161,10 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        for r in &reports {
+        for r in reports {
             print_report(r);
         }
-        for run in &headless {
+        for run in headless {
             println!(
                 "{run}  incomplete: cut off before its header was written (killed as it started, or the disk was full); nothing to replay"
             );

@@ -5,6 +5,7 @@
 use super::Common;
 use crate::error::ExitCode;
 use crate::grade::verdict;
+use crate::ops;
 use crate::replay::{self, ModelMode};
 use crate::report::{
     self,
@@ -48,9 +49,16 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
-    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
-    let outcome = replay::rerun(&sandbox, &store, &rec, &agent, args.model)?;
-
+    let reran = ops::rerun::rerun(
+        &sandbox,
+        &store,
+        &rec,
+        ops::rerun::RerunArgs {
+            agent: args.agent,
+            model: args.model,
+        },
+    )?;
+    let outcome = &reran.outcome;
     let original = rec.bundle.footer.as_ref();
     let changed = rerun::changed_assertions(
         original.and_then(|f| f.grade.as_ref()),
@@ -60,7 +68,7 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
     let new_status = verdict::shown_status(outcome.footer.status, outcome.grade.as_ref());
     if args.common.json {
         super::print_json_with_settings(&RerunSummary {
-            run: RunSummary::of(&outcome),
+            run: RunSummary::of(outcome),
             changed_assertions: &changed,
             original: Original {
                 output: original.and_then(|f| f.output.as_deref()),
@@ -69,8 +77,12 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
             },
         })?;
     } else {
-        println!("rerun of {} with agent {}", rec.id, &agent.sha256[..12]);
-        report::run::print(&outcome);
+        println!(
+            "rerun of {} with agent {}",
+            rec.id,
+            &reran.agent_sha256[..12]
+        );
+        report::run::print(outcome);
         println!("  original: {original_status}  ->  rerun: {new_status}");
         for c in &changed {
             let before = c.before.map_or("null".to_string(), |b| b.to_string());

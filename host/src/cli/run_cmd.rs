@@ -4,8 +4,8 @@ use super::{Common, ModelArgs};
 use crate::case;
 use crate::error::ExitCode;
 use crate::grade::verdict;
+use crate::ops;
 use crate::report::{self, run::RunSummary};
-use crate::run::{RunOptions, run_with};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
@@ -31,28 +31,26 @@ pub struct RunArgs {
 
 pub fn exec(args: RunArgs) -> Result<ExitCode> {
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
-    for w in crate::regress::origin_warnings(&case) {
-        eprintln!("warning: {}: {w}", case.path.display());
-    }
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
-    store.put_case(&case)?;
-    let outcome = run_with(
+    let ran = ops::run::run(
         &sandbox,
-        &agent,
+        &store,
         &case,
-        RunOptions {
-            store: Some(&store),
+        ops::run::RunArgs {
+            agent: args.agent,
             model_seed: args.model.model_seed,
-            ..RunOptions::default()
         },
     )?;
+    for w in &ran.warnings {
+        eprintln!("warning: {}: {w}", case.path.display());
+    }
+    let outcome = &ran.outcome;
     if args.common.json {
-        super::print_json_with_settings(&RunSummary::of(&outcome))?;
+        super::print_json_with_settings(&RunSummary::of(outcome))?;
     } else {
-        report::run::print(&outcome);
+        report::run::print(outcome);
     }
     Ok(verdict::exit_code(
         outcome.footer.status,

@@ -47,6 +47,15 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
         start,
         redact: args.redaction.redact,
         unredacted: args.redaction.unredacted,
+        prices: project_prices()?,
     })?;
     Ok(ExitCode::Ok)
+}
+
+/// The `[prices]` of the project file found from the working folder.
+fn project_prices() -> Result<crate::prices::Prices> {
+    Ok(match crate::project::find(std::path::Path::new(".")) {
+        Some(file) => crate::project::load(&file)?.prices,
+        None => crate::prices::Prices::default(),
+    })
 }

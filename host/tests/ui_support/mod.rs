@@ -35,7 +35,13 @@ impl Drop for Server {
 impl Server {
     /// `worldline ui --store STORE --port 0 ARGS...`, once it listens.
     pub fn start(store: &Path, args: &[&str]) -> Server {
+        Server::start_in(Path::new("."), store, args)
+    }
+
+    /// The same, run in `dir` (whose `worldline.toml` it reads).
+    pub fn start_in(dir: &Path, store: &Path, args: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+            .current_dir(dir)
             .args(["ui", "--port", "0", "--store"])
             .arg(store)
             .args(args)

@@ -135,6 +135,75 @@ impl Browser {
         }
     }
 
+    /// How many elements match a CSS selector (after the first shows up,
+    /// or 0 when none does within a second).
+    pub fn count(&self, css: &str) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let v = self.call(
+                "POST",
+                &self.s("/elements"),
+                Some(json!({"using": "css selector", "value": css})),
+            );
+            let n = v.as_array().map_or(0, Vec::len);
+            if n > 0 || Instant::now() > deadline {
+                return n;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Whether the first element matching `css` is shown (not hidden by
+    /// CSS or the `hidden` attribute).
+    pub fn displayed(&self, css: &str) -> bool {
+        let el = self.find(css);
+        self.call("GET", &self.s(&format!("/element/{el}/displayed")), None)
+            .as_bool()
+            .unwrap()
+    }
+
+    /// The texts of every element matching `css`.
+    pub fn texts(&self, css: &str) -> Vec<String> {
+        let v = self.call(
+            "POST",
+            &self.s("/elements"),
+            Some(json!({"using": "css selector", "value": css})),
+        );
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                let el = e[ELEMENT].as_str().unwrap();
+                self.call("GET", &self.s(&format!("/element/{el}/text")), None)
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// The value of an attribute of the first element matching `css`.
+    pub fn attr(&self, css: &str, name: &str) -> Option<String> {
+        let el = self.find(css);
+        self.call(
+            "GET",
+            &self.s(&format!("/element/{el}/attribute/{name}")),
+            None,
+        )
+        .as_str()
+        .map(str::to_string)
+    }
+
+    /// Scroll the first element matching `css` to the top of the window.
+    pub fn scroll_to(&self, css: &str) {
+        self.find(css);
+        self.call(
+            "POST",
+            &self.s("/execute/sync"),
+            Some(json!({"script": "document.querySelector(arguments[0]).scrollIntoView()", "args": [css]})),
+        );
+    }
+
     pub fn click(&self, css: &str) {
         let el = self.find(css);
         self.call(

@@ -63,6 +63,8 @@ pub struct Case {
     pub approve: Vec<approve::ApproveRule>,
     /// `[origin]`: the run the case was made from.
     pub origin: Option<origin::Origin>,
+    /// `[prices]`: what its model calls cost (shown, never recorded).
+    pub prices: crate::prices::Prices,
 }
 
 /// What `wasi:cli/environment` answers.
@@ -106,6 +108,7 @@ struct CaseToml {
     approve: Vec<toml::Spanned<approve::ApproveRule>>,
     #[serde(default)]
     origin: Option<origin::Origin>,
+    prices: Option<toml::Spanned<crate::prices::Prices>>,
 }
 
 /// `seed`: an integer, or (past TOML's largest integer, 2^63 - 1) its
@@ -204,6 +207,12 @@ pub fn parse_all(
         keep(
             &mut problems,
             m.get_ref().check().map_err(|e| src.at(m.span().start, e)),
+        );
+    }
+    if let Some(p) = &doc.prices {
+        keep(
+            &mut problems,
+            p.get_ref().check().map_err(|m| src.at(p.span().start, m)),
         );
     }
     if let Some(u) = &doc.user {
@@ -307,6 +316,7 @@ pub fn parse_all(
         user: doc.user.map(|u| u.into_inner()),
         approve: doc.approve.into_iter().map(|a| a.into_inner()).collect(),
         origin: doc.origin,
+        prices: doc.prices.map(|p| p.into_inner()).unwrap_or_default(),
         source: text,
     })
 }

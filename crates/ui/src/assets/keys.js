@@ -1,8 +1,26 @@
 // Keys. Lists (runs, a run's timeline): j/↓ and k/↑ move a cursor over the
 // rows, Enter or o opens the row. Event page: j/→ next event, k/← previous,
 // n next tool call, p previous tool call, f the fork form. Anywhere: "/"
-// the text filter, d the diff form; Ctrl+Enter in a text box submits it.
+// the text filter, d the diff form, ? the key help (Esc closes it), r
+// shows or hides the runtime's own events; Ctrl+Enter in a text box
+// submits it.
 (function () {
+  function noise(show) {
+    var t = document.getElementById('timeline'), box = document.getElementById('show-noise');
+    if (!t || !box) return false;
+    if (show === undefined) show = !box.checked;
+    box.checked = show;
+    t.classList.toggle('hide-noise', !show);
+    return true;
+  }
+  var box = document.getElementById('show-noise');
+  if (box) box.addEventListener('change', function () { noise(box.checked); });
+  function help(show) {
+    var h = document.getElementById('help');
+    if (!h) return false;
+    h.hidden = show === undefined ? !h.hidden : !show;
+    return true;
+  }
   var cur = -1;
   function rows() {
     return Array.prototype.filter.call(document.querySelectorAll('tr[data-href]'), function (r) { return r.offsetParent !== null; });
@@ -23,10 +41,14 @@
     if (e.key === 'Enter' && e.ctrlKey && t === 'TEXTAREA' && e.target.form) {
       e.preventDefault(); e.target.form.requestSubmit(); return;
     }
-    if (t === 'INPUT' || t === 'TEXTAREA' || t === 'SELECT' || e.ctrlKey || e.metaKey || e.altKey) return;
+    var typing = (t === 'INPUT' && e.target.type !== 'checkbox') || t === 'TEXTAREA' || t === 'SELECT';
+    if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
     var stepping = !!document.getElementById('next') || !!document.getElementById('prev');
     var handled = true;
-    if (e.key === '/') { var q = document.getElementById('f-q'); if (q) q.focus(); else handled = false; }
+    if (e.key === '?') { help(); }
+    else if (e.key === 'Escape') { handled = help(false); }
+    else if (e.key === 'r' && !stepping) { handled = noise(); }
+    else if (e.key === '/') { var q = document.getElementById('f-q'); if (q) q.focus(); else handled = false; }
     else if (e.key === 'f' && document.getElementById('respond')) { document.getElementById('respond').focus(); }
     else if (e.key === 'd' && document.getElementById('diff')) { document.getElementById('diff').click(); }
     else if (stepping && (e.key === 'j' || e.key === 'ArrowRight')) { handled = go('next'); }

@@ -1,0 +1,133 @@
+//! Re-grade a recorded run against the same or a newer case, without
+//! re-running the agent: the final state is rebuilt from the world's
+//! initial state and the writes in the bundle. A re-judged grade
+//! (`rejudge`) is kept in the store beside the recorded one.
+
+use crate::case::{self, Case};
+use crate::error::InputError;
+use crate::grade::Grade;
+use crate::grade::judge::Judging;
+use crate::grade::regrade::regrade;
+use crate::log::bundle::{self, Footer};
+use crate::sandbox::Sandbox;
+use crate::store::StoreDir;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+/// What to grade against.
+pub struct GradeArgs {
+    /// The run's bundle (resolved by the caller).
+    pub bundle: PathBuf,
+    /// The case to grade against (default: the file under `cases_dir`
+    /// whose content is the recorded case's).
+    pub case: Option<PathBuf>,
+    pub cases_dir: PathBuf,
+    /// Folder holding the worlds (default: the nearest `worlds/` above the case).
+    pub worlds: Option<PathBuf>,
+    /// Ask the judge model again instead of using its recorded answers.
+    pub rejudge: bool,
+}
+
+/// A run graded.
+pub struct Graded {
+    pub case: PathBuf,
+    pub grade: Grade,
+    pub warnings: Vec<String>,
+    /// The recorded run's footer (its status, its recorded grade).
+    pub footer: Footer,
+}
+
+/// The case file under `dir` whose bytes hash to `hash`.
+fn find_case(dir: &Path, hash: &str) -> Option<PathBuf> {
+    let files = crate::case::discover::expand(&[dir.to_path_buf()]).ok()?;
+    files
+        .into_iter()
+        .find(|f| std::fs::read(f).is_ok_and(|b| crate::canon::sha256_hex(b) == hash))
+}
+
+/// `grades/<run>/`: the grades `rejudge` made of a run, `1.json`, `2.json`, …
+fn regrades_dir(store: &StoreDir, run_id: &str) -> PathBuf {
+    store.root.join("grades").join(run_id)
+}
+
+/// The newest grade `rejudge` kept for a run.
+fn latest_regrade(store: &StoreDir, run_id: &str) -> Option<serde_json::Value> {
+    let dir = regrades_dir(store, run_id);
+    let n = (1..)
+        .take_while(|n| dir.join(format!("{n}.json")).is_file())
+        .last()?;
+    let bytes = std::fs::read(dir.join(format!("{n}.json"))).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Keep a re-judged grade as the next record (the recorded one stays in
+/// the bundle; earlier re-judged ones stay too).
+fn keep_regrade(store: &StoreDir, run_id: &str, g: &Grade) -> Result<()> {
+    let dir = regrades_dir(store, run_id);
+    std::fs::create_dir_all(&dir)?;
+    let n = (1..)
+        .find(|n| !dir.join(format!("{n}.json")).exists())
+        .unwrap_or(1);
+    let text = crate::canon::to_string(&serde_json::to_value(g)?);
+    crate::durable::create_new(&dir.join(format!("{n}.json")), text.as_bytes())?;
+    Ok(())
+}
+
+/// Grade the run as `args` say; `sandbox` is made only when the case has
+/// gold calls to run.
+pub fn grade(
+    store: &StoreDir,
+    args: &GradeArgs,
+    sandbox: impl FnOnce() -> Result<Sandbox>,
+) -> Result<Graded> {
+    let path = &args.bundle;
+    let b = bundle::read(path).map_err(InputError::from)?;
+    let case_path = match &args.case {
+        Some(c) => c.clone(),
+        None => find_case(&args.cases_dir, &b.header.case_hash).ok_or_else(|| {
+            InputError::new(path, "the recorded case is not under ./cases (it changed or lives elsewhere); pass --case FILE")
+        })?,
+    };
+    let case: Case = case::load(&case_path, args.worlds.as_deref())?;
+    let Some(expect) = &case.expect else {
+        return Err(
+            InputError::new(&case_path, "this case has no [expect] to grade against").into(),
+        );
+    };
+    let Some(footer) = &b.footer else {
+        return Err(InputError::new(
+            path,
+            "the run is incomplete (no footer); there is no outcome to grade",
+        )
+        .into());
+    };
+    let gold = if expect.gold.is_empty() {
+        None
+    } else {
+        crate::grade::gold::for_case(&sandbox()?, &case)?
+    };
+    let run_id = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let recorded = latest_regrade(store, &run_id)
+        .or_else(|| footer.grade.clone())
+        .unwrap_or(serde_json::Value::Null);
+    let judging = if args.rejudge {
+        Judging::Live {
+            case_dir: case_path.parent().unwrap_or(Path::new(".")),
+            seed: b.header.seed,
+        }
+    } else {
+        Judging::Recorded(&recorded)
+    };
+    let (grade, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref(), &judging);
+    if args.rejudge {
+        keep_regrade(store, &run_id, &grade)?;
+    }
+    Ok(Graded {
+        case: case_path,
+        grade,
+        warnings,
+        footer: footer.clone(),
+    })
+}

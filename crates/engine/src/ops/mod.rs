@@ -1,0 +1,12 @@
+//! The operations both the CLI and the UI offer — run, fork, replay,
+//! rerun, grade — as functions over a store with typed arguments and
+//! typed results. A caller parses its input (flags, a form), opens the
+//! run it names (the CLI takes ids and bundle paths, the UI ids only),
+//! calls one operation and renders what it returns: nothing here prints,
+//! writes markup or knows which of the two called.
+
+pub mod fork;
+pub mod grade;
+pub mod replay;
+pub mod rerun;
+pub mod run;

@@ -1,0 +1,110 @@
+//! The run's calls on the virtual clock: every tool call, model call, user
+//! turn and approval as a bar from the moment the agent made it (the
+//! previous event's time) to the moment it was answered, so where the
+//! run's time went shows at a glance. Times are virtual: the same on every
+//! replay.
+
+use super::html::{url, vtime};
+use worldline_engine::log::Event;
+use worldline_engine::mediate::conversation::{APPROVAL, SAY};
+use worldline_engine::mediate::model::CALL as MODEL_CALL;
+use maud::{Markup, html};
+
+/// The tool-call event name.
+pub const TOOL_CALL: &str = "worldline:agent/tools.call";
+
+/// One call's place on the clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    pub seq: u64,
+    /// `tool`, `model`, `user` or `approval`.
+    pub kind: &'static str,
+    pub label: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// What kind of call an event is, if it is one the chart shows.
+pub fn kind_of(e: &Event) -> Option<&'static str> {
+    match e.call.as_str() {
+        TOOL_CALL => Some("tool"),
+        MODEL_CALL => Some("model"),
+        SAY => Some("user"),
+        APPROVAL => Some("approval"),
+        _ => None,
+    }
+}
+
+fn label(e: &Event, kind: &str) -> String {
+    let s = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+    match kind {
+        "tool" => s(&e.request["name"]),
+        "model" => [
+            &e.response["ok"]["model"],
+            &e.response["model_call"]["model"],
+            &e.request["request"]["model"],
+        ]
+        .into_iter()
+        .find_map(|v| v.as_str())
+        .unwrap_or("model")
+        .to_string(),
+        "approval" => s(&e.request["kind"]),
+        _ => "turn".into(),
+    }
+}
+
+/// The calls of `events` with their spans.
+pub fn spans(events: &[Event]) -> Vec<Span> {
+    events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let kind = kind_of(e)?;
+            let start_ns = i.checked_sub(1).map_or(0, |p| events[p].vtime_ns);
+            Some(Span {
+                seq: e.seq,
+                kind,
+                label: label(e, kind),
+                start_ns,
+                end_ns: e.vtime_ns.max(start_ns),
+            })
+        })
+        .collect()
+}
+
+fn pct(ns: u64, total: u64) -> String {
+    format!("{:.3}%", ns as f64 * 100.0 / total.max(1) as f64)
+}
+
+/// The chart (nothing for a run without such calls).
+pub fn chart(id: &str, events: &[Event]) -> Markup {
+    let spans = spans(events);
+    let total = events.last().map_or(0, |e| e.vtime_ns).max(1);
+    if spans.is_empty() {
+        return html! {};
+    }
+    html! {
+        h2 { "Calls on the virtual clock " small { "(" (spans.len()) " calls, " (vtime(total)) " in all)" } }
+        div #calls {
+            @for s in &spans {
+                div class={ "lane k-" (s.kind) } data-seq=(s.seq) {
+                    a href={ "/run/" (url(id)) "/event/" (s.seq) } { "event " (s.seq) }
+                    span { span class={ "kind k-" (s.kind) } { (s.kind) } " " span.mono { (s.label) } }
+                    div.track title={ (vtime(s.start_ns)) " – " (vtime(s.end_ns)) } {
+                        span.span style={ "left:" (pct(s.start_ns, total)) ";width:" (pct(s.end_ns - s.start_ns, total)) } {}
+                    }
+                    span.num.dur { (duration(s.end_ns - s.start_ns)) }
+                }
+            }
+        }
+    }
+}
+
+/// A virtual duration in ms (µs when under one).
+pub fn duration(ns: u64) -> String {
+    if ns >= 1_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{} µs", ns / 1000)
+    }
+}

@@ -1,0 +1,100 @@
+//! Rows shown as tables: a JSON array of objects (a tool's answer, a
+//! task's list) as a table with one column per field, and a world table
+//! with the rows an event changed highlighted. Anything else stays JSON.
+
+use super::html::json;
+use worldline_case::canon;
+use maud::{Markup, html};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The columns of `rows`: every field of any row, in first-seen order.
+fn columns<'a>(rows: impl Iterator<Item = &'a Map<String, Value>>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for r in rows {
+        for k in r.keys() {
+            if seen.insert(k.clone()) {
+                out.push(k.clone());
+            }
+        }
+    }
+    out
+}
+
+/// A cell: strings as they are, anything else as canonical JSON.
+fn cell(v: Option<&Value>) -> String {
+    match v {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => canon::to_string(other),
+    }
+}
+
+/// The rows in `v`: `v` itself (or its `ok`) when it is an array of
+/// objects, or the one field of an object that is (`{"deploys": [...]}`).
+fn rows_in(v: &Value) -> Option<&Vec<Value>> {
+    match v.get("ok").unwrap_or(v) {
+        Value::Array(list) => Some(list),
+        Value::Object(m) => {
+            let mut lists = m
+                .values()
+                .filter_map(Value::as_array)
+                .filter(|l| l.iter().all(Value::is_object));
+            let one = lists.next()?;
+            lists.next().is_none().then_some(one)
+        }
+        _ => None,
+    }
+}
+
+/// `v` as a table when it holds a non-empty array of objects.
+pub fn rows(v: &Value) -> Option<Markup> {
+    let list = rows_in(v)?;
+    let objects: Vec<&Map<String, Value>> =
+        list.iter().map(Value::as_object).collect::<Option<_>>()?;
+    if objects.is_empty() {
+        return None;
+    }
+    let cols = columns(objects.iter().copied());
+    Some(html! {
+        table.rows {
+            thead { tr { @for c in &cols { th { (c) } } } }
+            tbody {
+                @for o in &objects {
+                    tr { @for c in &cols { td { (cell(o.get(c))) } } }
+                }
+            }
+        }
+    })
+}
+
+/// `v` as a table when it is rows (its JSON a click away), else as JSON.
+pub fn rows_or_json(v: &Value) -> Markup {
+    match rows(v) {
+        Some(t) => html! { (t) details { summary { "JSON" } (json(v)) } },
+        None => json(v),
+    }
+}
+
+/// A world table: its rows by key, `changed` keys highlighted.
+pub fn state(name: &str, rows: &BTreeMap<String, Value>, changed: &BTreeSet<String>) -> Markup {
+    let cols = columns(rows.values().filter_map(Value::as_object));
+    html! {
+        h3 { (name) " " small { "(" (rows.len()) " rows)" } }
+        table.state.rows {
+            thead { tr { th { "key" } @for c in &cols { th { (c) } } } }
+            tbody {
+                @for (k, row) in rows {
+                    tr class=[changed.contains(k).then_some("changed")] id={ "row-" (name) "-" (k) } {
+                        td { (k) }
+                        @match row.as_object() {
+                            Some(o) => { @for c in &cols { td { (cell(o.get(c))) } } }
+                            None => { td colspan=(cols.len().max(1)) { (cell(Some(row))) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! The run page's event table, a page of events at a time: a row per
+//! event with its marks (injected and fuzz faults, a fork's answer, a
+//! fork point), the interpreter's start-up events folded, stdout/stderr
+//! runs folded, and the runtime's own plumbing (clock and randomness
+//! reads, polls, environment and preopen look-ups) hidden until asked
+//! for. A model call's row names the tool calls it asked for and links
+//! them: their arguments show once, on the call's own row.
+
+use super::calls::TOOL_CALL;
+use super::html::{url, vtime};
+use worldline_engine::log::Event;
+use worldline_engine::mediate::model::CALL as MODEL_CALL;
+use worldline_report::timeline::summary;
+use maud::{Markup, html};
+use std::ops::Range;
+
+/// Calls the runtime (CPython, the JS engine, the Rust std) makes for
+/// itself rather than for the agent's logic.
+const RUNTIME: &[&str] = &[
+    "wasi:clocks/monotonic-clock.",
+    "wasi:random/",
+    "wasi:io/",
+    "wasi:cli/environment.",
+    "wasi:cli/stdin.",
+    "wasi:cli/stdout.get-",
+    "wasi:cli/stderr.get-",
+    "wasi:cli/terminal-",
+    "wasi:filesystem/preopens.",
+];
+
+/// Whether `e` is the runtime's own plumbing (never when a fault or a fork
+/// shaped it: those always show).
+pub fn is_noise(e: &Event) -> bool {
+    e.injected.is_none() && RUNTIME.iter().any(|p| e.call.starts_with(p))
+}
+
+fn is_stdio(e: &Event) -> bool {
+    e.request.get("text").is_some() && e.request.get("stream").is_some()
+}
+
+/// How many events the interpreter made before the agent's first own call
+/// (host calls of `wasi:` only, before any `worldline:` call).
+pub fn startup_len(events: &[Event]) -> usize {
+    match events.iter().position(|e| e.call.starts_with("worldline:")) {
+        Some(n) if events[..n].iter().all(|e| e.call.starts_with("wasi:")) => n,
+        _ => 0,
+    }
+}
+
+/// An event's marks: injected or fuzz faults, a fork's answer, a fork point.
+pub fn marks(e: &Event, fork_points: &[u64]) -> Markup {
+    let injected = e.injected.as_ref().map(|i| {
+        let action = i["action"].as_str().unwrap_or("?");
+        let class = if i.get("fuzz").is_some() {
+            "fuzz"
+        } else if action == "fork-respond" {
+            "fork"
+        } else {
+            "injected"
+        };
+        (class, action, worldline_case::canon::to_string(i))
+    });
+    html! {
+        @if let Some((class, action, all)) = injected {
+            span class={ "mark " (class) } title=(all) { (class) ": " (action) }
+        }
+        @if fork_points.contains(&e.seq) { span.mark.fork { "fork point" } }
+    }
+}
+
+/// What a model call's row says: the last message and the calls it asked
+/// for, by name, each linked to its own row.
+fn model_what(id: &str, events: &[Event], e: &Event) -> Markup {
+    let asked = e.request["request"]["messages"]
+        .as_array()
+        .and_then(|m| m.last());
+    let calls = e.response["ok"]["choices"][0]["message"]["tool_calls"].as_array();
+    let Some(calls) = calls.filter(|c| !c.is_empty()) else {
+        return html! { (summary(e)) };
+    };
+    let mut after = events
+        .iter()
+        .skip(e.seq as usize + 1)
+        .filter(|x| x.call == TOOL_CALL);
+    html! {
+        "[" (e.request["provider"].as_str().unwrap_or("?")) "] "
+        @if let Some(m) = asked { (m["role"].as_str().unwrap_or("?")) " → " }
+        "asks for "
+        @for c in calls {
+            @let name = c["function"]["name"].as_str().unwrap_or("?");
+            @match after.find(|x| x.request["name"] == name) {
+                Some(x) => { a.call href={ "/run/" (url(id)) "/event/" (x.seq) } { (name) " (event " (x.seq) ")" } " " }
+                None => { (name) " " }
+            }
+        }
+    }
+}
+
+fn row(id: &str, events: &[Event], e: &Event, fork_points: &[u64]) -> Markup {
+    let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
+    let href = format!("/run/{}/event/{}", url(id), e.seq);
+    html! {
+        tr id={ "e" (e.seq) } class=[is_noise(e).then_some("noise")] data-href=(href) {
+            td.mono { a href=(href) { (e.seq) } }
+            td.mono { (vtime(e.vtime_ns)) }
+            td { (format!("{:?}", e.effect).to_lowercase()) }
+            td.mono title=(e.call) { (call) }
+            td.mono {
+                @if e.call == MODEL_CALL { (model_what(id, events, e)) } @else { (summary(e)) }
+                (marks(e, fork_points))
+            }
+        }
+    }
+}
+
+fn head() -> Markup {
+    html! { thead { tr { th { "#" } th { "vtime" } th { "effect" } th { "call" } th { "what" } } } }
+}
+
+/// The folded interpreter start-up rows of `range`.
+fn startup(id: &str, events: &[Event], range: &Range<usize>, fork_points: &[u64]) -> Markup {
+    let end = startup_len(events).min(range.end);
+    if range.start >= end {
+        return html! {};
+    }
+    html! {
+        details #startup {
+            summary { (end - range.start) " interpreter start-up events (" (range.start) "–" (end - 1) ")" }
+            table { (head()) tbody { @for e in &events[range.start..end] { (row(id, events, e, fork_points)) } } }
+        }
+    }
+}
+
+/// The rows of `range` after the start-up: runs of stdio folded into one.
+fn body(id: &str, events: &[Event], from: usize, to: usize, fork_points: &[u64]) -> Markup {
+    let mut parts = Vec::new();
+    let mut i = from;
+    while i < to {
+        if !is_stdio(&events[i]) {
+            parts.push(row(id, events, &events[i], fork_points));
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < to && is_stdio(&events[i]) {
+            i += 1;
+        }
+        let text: String = events[start..i]
+            .iter()
+            .map(|e| e.request["text"].as_str().unwrap_or(""))
+            .collect();
+        parts.push(html! {
+            tr.stdio { td colspan="5" { details {
+                summary { (i - start) " stdout/stderr events (" (start) "–" (i - 1) ")" }
+                pre { (text) }
+            } } }
+        });
+    }
+    html! { @for p in parts { (p) } }
+}
+
+/// The table of `range`, with the runtime-events toggle.
+pub fn table(id: &str, events: &[Event], range: Range<usize>, fork_points: &[u64]) -> Markup {
+    let from = startup_len(events).clamp(range.start, range.end);
+    let noise = events[from..range.end]
+        .iter()
+        .filter(|e| is_noise(e))
+        .count();
+    html! {
+        (startup(id, events, &range, fork_points))
+        label.toggle for="show-noise" {
+            input #show-noise type="checkbox";
+            " show the runtime's own events (" (noise) " on this page: clock and randomness reads, polls, environment) — key r"
+        }
+        table #timeline.hide-noise { (head()) tbody { (body(id, events, from, range.end, fork_points)) } }
+    }
+}

@@ -1,0 +1,137 @@
+//! What a run's model calls used: per call and per run, the tokens the
+//! provider reported, the cost from the price table (the case's
+//! `[prices]` over the project's), the virtual latency the run's clock
+//! advanced by, and — labelled as such — the real latency a live
+//! provider took (metadata: never seen by the agent, never replayed).
+
+use super::html::url;
+use worldline_engine::log::Event;
+use worldline_engine::mediate::model::CALL as MODEL_CALL;
+use worldline_case::prices::Prices;
+use maud::{Markup, html};
+use serde_json::Value;
+
+/// One model call's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallUsage {
+    pub seq: u64,
+    pub model: String,
+    pub input: u64,
+    pub output: u64,
+    /// US dollars; none when the price table has no price for the model.
+    pub cost: Option<f64>,
+    pub virtual_ms: u64,
+    pub real_ms: Option<u64>,
+}
+
+/// The figures of every model call of a run, and their sums.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunUsage {
+    pub calls: Vec<CallUsage>,
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+impl CallUsage {
+    fn of(e: &Event, prices: &Prices) -> CallUsage {
+        let record = &e.response["model_call"];
+        let usage = match &record["usage"] {
+            Value::Null => &e.response["ok"]["usage"],
+            u => u,
+        };
+        let model = [
+            &e.response["ok"]["model"],
+            &record["model"],
+            &e.request["request"]["model"],
+        ]
+        .into_iter()
+        .find_map(Value::as_str)
+        .unwrap_or("?")
+        .to_string();
+        let input = n(&usage["prompt_tokens"]).max(n(&usage["input_tokens"]));
+        let output = n(&usage["completion_tokens"]).max(n(&usage["output_tokens"]));
+        CallUsage {
+            seq: e.seq,
+            cost: prices.cost(&model, input, output),
+            model,
+            input,
+            output,
+            virtual_ms: n(&record["virtual_latency_ms"]),
+            real_ms: record["real_latency_ms"].as_u64(),
+        }
+    }
+}
+
+impl RunUsage {
+    pub fn of(events: &[Event], prices: &Prices) -> RunUsage {
+        RunUsage {
+            calls: events
+                .iter()
+                .filter(|e| e.call == MODEL_CALL)
+                .map(|e| CallUsage::of(e, prices))
+                .collect(),
+        }
+    }
+
+    /// The sums as one line's figures (cost only when every call is priced).
+    pub fn total(&self) -> CallUsage {
+        let sum = |f: fn(&CallUsage) -> u64| self.calls.iter().map(f).sum::<u64>();
+        let real: Vec<u64> = self.calls.iter().filter_map(|c| c.real_ms).collect();
+        CallUsage {
+            seq: 0,
+            model: String::new(),
+            input: sum(|c| c.input),
+            output: sum(|c| c.output),
+            cost: self.calls.iter().map(|c| c.cost).sum(),
+            virtual_ms: sum(|c| c.virtual_ms),
+            real_ms: (!real.is_empty()).then(|| real.iter().sum()),
+        }
+    }
+}
+
+/// US dollars, to the cent for large sums and finer for small ones.
+pub fn dollars(cost: Option<f64>) -> String {
+    match cost {
+        None => "no price".into(),
+        Some(c) if c >= 1.0 => format!("${c:.2}"),
+        Some(c) => format!("${c:.6}"),
+    }
+}
+
+fn ms(v: Option<u64>) -> String {
+    v.map_or_else(|| "—".into(), |v| format!("{v} ms"))
+}
+
+/// The section: the run's totals, then a row per call.
+pub fn section(id: &str, u: &RunUsage) -> Markup {
+    if u.calls.is_empty() {
+        return html! {};
+    }
+    let t = u.total();
+    html! {
+        h2 { "Model usage" }
+        p #usage-total {
+            b { (u.calls.len()) " model calls" } " · tokens " (t.input) " in, " (t.output) " out · cost "
+            span #run-cost { (dollars(t.cost)) } " · virtual latency " (ms(Some(t.virtual_ms)))
+            " · " span.real { "real latency (wall clock, not replayed) " (ms(t.real_ms)) }
+        }
+        table #usage {
+            thead { tr { th { "event" } th { "model" } th.num { "tokens in" } th.num { "tokens out" } th.num { "cost" } th.num { "virtual latency" } th.num { "real latency (wall clock)" } } }
+            tbody {
+                @for c in &u.calls {
+                    tr {
+                        td { a href={ "/run/" (url(id)) "/event/" (c.seq) } { (c.seq) } }
+                        td.mono { (c.model) }
+                        td.num { (c.input) } td.num { (c.output) } td.num { (dollars(c.cost)) }
+                        td.num { (ms(Some(c.virtual_ms))) } td.num { (ms(c.real_ms)) }
+                    }
+                }
+            }
+        }
+        @if t.cost.is_none() {
+            p.keys { "Costs come from a " code { "[prices]" } " table in the case or in worldline.toml (docs/formats.md)." }
+        }
+    }
+}
