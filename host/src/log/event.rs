@@ -1,5 +1,6 @@
 //! One event: one mediated host call, in the order the guest made it.
 
+use super::call::Call;
 use crate::world::state::Write;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,7 +28,8 @@ pub enum Effect {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// `interface.function`, e.g. `worldline:agent/tools.call` or
-    /// `wasi:clocks/wall-clock.now`.
+    /// `wasi:clocks/wall-clock.now`: a [`super::Kind`]'s name, or a WASI
+    /// call's. [`Event::typed`] reads it with the request and response.
     pub call: String,
     pub effect: Effect,
     /// Fuel the guest had used when it made the call.
@@ -55,6 +57,13 @@ pub struct Event {
     pub writes: Vec<Write>,
 }
 
+impl Event {
+    /// The call, request and response as the log's typed vocabulary.
+    pub fn typed(&self) -> Call {
+        Call::read(&self.call, &self.request, &self.response)
+    }
+}
+
 /// Writes are an internally tagged enum, whose tag serde puts first; going
 /// through `Value` sorts their keys like everything else in an event.
 fn sorted_keys<S: serde::Serializer>(writes: &[Write], s: S) -> Result<S::Ok, S::Error> {
@@ -72,7 +81,7 @@ mod tests {
     #[test]
     fn serialized_events_are_canonical() {
         let e = Event {
-            call: "worldline:agent/tools.call".into(),
+            call: crate::log::Kind::ToolsCall.name().into(),
             effect: Effect::Write,
             fuel: 10,
             hash: "ab".into(),
