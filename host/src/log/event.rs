@@ -62,6 +62,46 @@ impl Event {
     pub fn typed(&self) -> Call {
         Call::read(&self.call, &self.request, &self.response)
     }
+
+    /// What shaped the answer, when something did (`injected`).
+    pub fn mark(&self) -> Option<Mark<'_>> {
+        let raw = self.injected.as_ref()?;
+        let action = raw.get("action");
+        let by = match (raw.get("fuzz"), raw.get("rule").and_then(Value::as_u64)) {
+            (Some(fault), _) => By::Fuzz(fault),
+            (None, Some(i)) => By::Rule(i),
+            _ if action.and_then(Value::as_str) == Some(FORK_RESPOND) => By::Fork,
+            _ => By::Other,
+        };
+        Some(Mark { by, action, raw })
+    }
+}
+
+/// The `action` of a fork's `--respond` mark.
+pub const FORK_RESPOND: &str = "fork-respond";
+
+/// An injected answer's mark, read: `{"rule": i, "action": ...}` for a
+/// case rule, `{"fuzz": {tool, nth, action, latency_ms?}, "action": ...}`
+/// for a fuzz fault, `{"action": "fork-respond"}` for a fork's answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mark<'a> {
+    pub by: By<'a>,
+    pub action: Option<&'a Value>,
+    /// The mark as recorded.
+    pub raw: &'a Value,
+}
+
+/// Who shaped an injected answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum By<'a> {
+    /// The case's `[[inject]]` rule with this index.
+    Rule(u64),
+    /// A fuzz fault, as planned.
+    Fuzz(&'a Value),
+    /// A fork's `--respond`.
+    Fork,
+    /// A mark this host does not know.
+    Other,
 }
 
 /// Writes are an internally tagged enum, whose tag serde puts first; going

@@ -263,7 +263,7 @@ impl Mediator {
         self.services.clock.tick();
         let mut answer = match override_response {
             Some(response) => Answer {
-                injected: Some(json!({"action": "fork-respond"})),
+                injected: Some(json!({"action": crate::log::event::FORK_RESPOND})),
                 ..Answer::read(response)
             },
             None if following && live => self.logged_answer(seq),

@@ -16,6 +16,7 @@ pub mod send;
 
 use crate::canon;
 use crate::log::call::{Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest};
+use crate::log::event::By;
 use crate::log::{Bundle, Event};
 use crate::redact::Redactor;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -289,23 +290,23 @@ fn model_span(
 /// A span event for a fault a case rule (`inject`) or a fuzz profile
 /// (`fuzz`) put into the answer.
 fn fault_events(e: &Event, at: u64) -> Vec<span::Event> {
-    let Some(i) = &e.injected else {
+    let Some(mark) = e.mark() else {
         return Vec::new();
     };
-    let source = if i.get("fuzz").is_some() {
+    let source = if matches!(mark.by, By::Fuzz(_)) {
         "fuzz"
     } else {
         "inject"
     };
     let mut attrs = vec![text("worldline.fault.source", source)];
-    if let Some(action) = i.get("action") {
+    if let Some(action) = mark.action {
         let action = match action {
             Value::String(s) => s.clone(),
             other => canon::to_string(other),
         };
         attrs.push(text("worldline.fault.action", action));
     }
-    attrs.push(text("worldline.fault", canon::to_string(i)));
+    attrs.push(text("worldline.fault", canon::to_string(mark.raw)));
     vec![span::Event {
         time_unix_nano: at,
         name: format!("worldline.fault.{source}"),

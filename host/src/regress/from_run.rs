@@ -13,7 +13,7 @@ use crate::case::origin::{CreatedFrom, Origin};
 use crate::case::user::PlayedBy;
 use crate::case::{self, fuzz::PlannedFault};
 use crate::error::InputError;
-use crate::log::event::{Effect, Event};
+use crate::log::event::{By, Effect, Event};
 use crate::log::{Call, Kind};
 use crate::store::StoreDir;
 use anyhow::Result;
@@ -93,7 +93,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     }
     if rec.bundle.events.iter().any(|e| {
         Kind::of(&e.call) != Some(Kind::ToolsCall)
-            && e.injected.as_ref().is_some_and(|i| i.get("fuzz").is_some())
+            && e.mark().is_some_and(|m| matches!(m.by, By::Fuzz(_)))
     }) {
         not_carried.push(
             "fuzz faults on the user's side (user turns, approvals) have no [[inject]] rule".into(),
@@ -204,8 +204,8 @@ fn inject_rules(events: &[Event], source_rules: &[Value]) -> Result<Vec<Value>> 
         }
         let nth = seen.entry(tool.to_string()).or_default();
         *nth += 1;
-        let Some(mark) = &e.injected else { continue };
-        let mut rule = if let Some(i) = mark.get("rule").and_then(Value::as_u64) {
+        let Some(mark) = e.mark() else { continue };
+        let mut rule = if let By::Rule(i) = mark.by {
             let mut r = source_rules.get(i as usize).cloned().ok_or_else(|| {
                 anyhow::anyhow!(
                     "event {} names case rule {i}, which the case does not have",
@@ -216,7 +216,7 @@ fn inject_rules(events: &[Event], source_rules: &[Value]) -> Result<Vec<Value>> 
                 o.remove("when");
             }
             r
-        } else if let Some(f) = mark.get("fuzz") {
+        } else if let By::Fuzz(f) = mark.by {
             let f: PlannedFault = serde_json::from_value(f.clone())?;
             fault_rule(&f)
         } else {
