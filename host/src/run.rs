@@ -128,14 +128,7 @@ pub fn run_with(
     let guest = execute(sandbox, agent, case, med, &log.target)?;
 
     let mut med = guest.med;
-    let made = med.recorder.len();
-    if let Some(script) = med.script.as_mut() {
-        script.finish(made);
-    }
-    let (divergence, reached_end) = med
-        .script
-        .take()
-        .map_or((None, false), |s| (s.divergence, s.reached_end));
+    let (divergence, reached_end) = settle(&mut med);
     let (file, events, chain_hash) = med.recorder.finish();
     let left = med.services.finish();
     let graded = grade_run(
@@ -330,6 +323,18 @@ fn execute(
         fuel,
         med: store.into_data().med,
     })
+}
+
+/// The recording the run followed, if any, told how many events the run
+/// made: where it departed from it, and whether the run reached the end
+/// of an incomplete one.
+fn settle(med: &mut Mediator) -> (Option<Divergence>, bool) {
+    let made = med.recorder.len();
+    let Some(mut script) = med.script.take() else {
+        return (None, false);
+    };
+    script.finish(made);
+    (script.divergence, script.reached_end)
 }
 
 /// The grade, when the case has `[expect]`; a replay reuses the recorded
