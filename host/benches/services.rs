@@ -59,7 +59,7 @@ fn mediator_with_service(sandbox: &Sandbox, case: &Case) -> Mediator {
         .service(case.world.service.as_ref().unwrap())
         .unwrap();
     let mut med = Mediator::new(case, Recorder::in_memory());
-    med.services.service = Some(Runtime::new(
+    med.services.attach_service(Runtime::new(
         service,
         case,
         timeout_ticks(case.limits.timeout_ms),
@@ -77,7 +77,7 @@ fn case_on(dir: &Path, world: &str) -> Case {
 
 /// One tool call through the mediator, as `tools.call` answers it.
 fn call(med: &mut Mediator, tool: &str, args: &Value) -> Value {
-    let world = med.services.world.world.clone();
+    let world = med.services.world().clone();
     let t = world.tool(tool).unwrap();
     med.mediate(
         "worldline:agent/tools.call",

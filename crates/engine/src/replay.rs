@@ -5,6 +5,7 @@
 
 use crate::case::{self, Case};
 use crate::error::InputError;
+use crate::log::Call;
 use crate::log::bundle::{self, Bundle};
 use crate::mediate::script::{Class, Divergence, Script};
 use crate::run::{RunOptions, RunOutcome, run_with};
@@ -234,8 +235,10 @@ pub fn rerun(
         .bundle
         .events
         .iter()
-        .filter(|e| e.call == crate::mediate::model::CALL)
-        .map(|e| (e.request["request"].clone(), e.response.clone()))
+        .filter_map(|e| match e.typed() {
+            Call::ModelComplete { request, .. } => Some((request.request, e.response.clone())),
+            _ => None,
+        })
         .collect();
     let cassette = (mode != ModelMode::Live).then(|| crate::mediate::model::Cassette {
         calls,

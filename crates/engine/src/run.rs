@@ -4,19 +4,24 @@
 
 use crate::case::Case;
 use crate::case::fuzz::FaultSource;
+use crate::grade::gold::GoldState;
 use crate::grade::judge::Judging;
 use crate::grade::{Evidence, Grade, grade_judged};
 use crate::log::bundle::Parent;
 use crate::log::bundle::{self, Footer, Header, Status};
 use crate::log::{Event, Recorder};
 use crate::mediate::faults::Faults;
+use crate::mediate::model::Cassette;
 use crate::mediate::script::{Divergence, Script};
-use crate::mediate::{Mediator, MemoryLimiter, RunState, Stop};
+use crate::mediate::service::{LoadedService, Runtime};
+use crate::mediate::services::Leftover;
+use crate::mediate::{Mediator, MemoryLimiter, RunState, Services, Stop};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use crate::world::state::State;
 use anyhow::Result;
 use std::path::PathBuf;
+use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime::{CallHook, Store, Trap, WasmBacktrace};
 
@@ -86,7 +91,7 @@ pub struct RunOptions<'a> {
     /// For a fork: its parent and edits, recorded in the header.
     pub parent: Option<Parent>,
     /// Model answers from an earlier run (a rerun).
-    pub cassette: Option<crate::mediate::model::Cassette>,
+    pub cassette: Option<Cassette>,
     /// A fuzz run's faults (recorded in the header).
     pub faults: Option<FaultSource>,
     /// Seed of the scripted model's weighted alternatives (default: the
@@ -97,155 +102,301 @@ pub struct RunOptions<'a> {
     pub recorded_grade: Option<serde_json::Value>,
 }
 
-/// [`run`] with every option.
+/// [`run`] with every option: check the inputs, open the log, set up the
+/// services, run the guest, settle the recording it followed, grade, close
+/// the log, index the run.
 pub fn run_with(
     sandbox: &Sandbox,
     agent: &Agent,
     case: &Case,
     opts: RunOptions,
 ) -> Result<RunOutcome> {
-    let store_dir = opts.store;
-    // Before the agent runs: a gold call that fails is the case's error.
-    let gold = crate::grade::gold::for_case(sandbox, case)?;
-    let mut header = header_for(sandbox, agent, case);
-    header.parent = opts.parent;
-    header.fuzz = opts.faults;
-    header.model_seed = opts.model_seed;
-    // A service the world refuses (not WebAssembly, not a service) is an
-    // input error before the bundle exists: no header-only run is left.
-    let service = match &case.world.service {
-        Some(source) => Some(sandbox.service(source)?),
-        None => None,
-    };
-    let (recorder, run_id, bundle_path) = match opts.store {
-        Some(store) => {
-            store.hold_run(&header)?;
-            let line = bundle::header_line(&header);
-            let (run_id, path, file) = store.create_bundle(&agent.sha256, line.as_bytes())?;
-            (Recorder::to_file(file), Some(run_id), Some(path))
-        }
-        None => (Recorder::in_memory(), None, None),
-    };
+    let RunOptions {
+        store,
+        script,
+        parent,
+        cassette,
+        faults,
+        model_seed,
+        recorded_grade,
+    } = opts;
+    let inputs = Inputs::check(sandbox, agent, case, parent, faults, model_seed)?;
+    let log = Log::open(store, &inputs.header, agent)?;
+    let mut med = Mediator::new(case, log.recorder);
+    set_up(&mut med.services, case, &inputs, cassette, store, &log.path);
+    med.script = script;
+    let guest = execute(sandbox, agent, case, med, &log.target)?;
 
-    let mut med = Mediator::new(case, recorder);
-    if let Some(service) = service {
-        med.services.service = Some(crate::mediate::service::Runtime::new(
+    let mut med = guest.med;
+    let (divergence, reached_end) = settle(&mut med);
+    let (file, events, chain_hash) = med.recorder.finish();
+    let left = med.services.finish();
+    let graded = grade_run(
+        case,
+        recorded_grade.as_ref(),
+        &guest.ended,
+        &events,
+        &left.state,
+        &inputs,
+    );
+    let footer = footer(
+        guest.ended,
+        guest.fuel,
+        chain_hash,
+        &events,
+        &left,
+        graded.as_ref(),
+    );
+    if let Some(file) = file {
+        bundle::finish(file, &footer).map_err(|e| log.target.footer_error(e))?;
+    }
+    if let (Some(store), Some(id)) = (store, &log.run_id) {
+        crate::index::record(store, id, &inputs.header, &footer, events.len());
+    }
+    Ok(RunOutcome {
+        run_id: log.run_id,
+        divergence,
+        reached_end,
+        grade: graded,
+        bundle: log.path,
+        header: inputs.header,
+        footer,
+        events,
+        final_state: left.state,
+    })
+}
+
+/// What a run needs before its bundle exists; a failure here is the
+/// case's input error and leaves no header-only run.
+struct Inputs {
+    header: Header,
+    /// The gold state of `[[expect.gold]]` (a gold call that fails is the
+    /// case's error).
+    gold: Option<Arc<GoldState>>,
+    /// The world's service component (one that is not WebAssembly, or not
+    /// a service, is refused here).
+    service: Option<Arc<LoadedService>>,
+}
+
+impl Inputs {
+    fn check(
+        sandbox: &Sandbox,
+        agent: &Agent,
+        case: &Case,
+        parent: Option<Parent>,
+        faults: Option<FaultSource>,
+        model_seed: Option<u64>,
+    ) -> Result<Inputs> {
+        let gold = crate::grade::gold::for_case(sandbox, case)?;
+        let mut header = header_for(sandbox, agent, case);
+        header.parent = parent;
+        header.fuzz = faults;
+        header.model_seed = model_seed;
+        let service = match &case.world.service {
+            Some(source) => Some(sandbox.service(source)?),
+            None => None,
+        };
+        Ok(Inputs {
+            header,
+            gold,
             service,
+        })
+    }
+}
+
+/// Where the run's events go: a bundle in the store, written as the run
+/// goes, or memory.
+struct Log<'a> {
+    recorder: Recorder,
+    run_id: Option<String>,
+    path: Option<PathBuf>,
+    target: Target<'a>,
+}
+
+impl<'a> Log<'a> {
+    fn open(store: Option<&'a StoreDir>, header: &Header, agent: &Agent) -> Result<Log<'a>> {
+        let Some(store) = store else {
+            return Ok(Log {
+                recorder: Recorder::in_memory(),
+                run_id: None,
+                path: None,
+                target: Target(None),
+            });
+        };
+        store.hold_run(header)?;
+        let line = bundle::header_line(header);
+        let (run_id, path, file) = store.create_bundle(&agent.sha256, line.as_bytes())?;
+        Ok(Log {
+            recorder: Recorder::to_file(file),
+            run_id: Some(run_id),
+            target: Target(Some((store, path.clone()))),
+            path: Some(path),
+        })
+    }
+}
+
+/// The bundle a write error names (none for a run in memory).
+struct Target<'a>(Option<(&'a StoreDir, PathBuf)>);
+
+impl Target<'_> {
+    fn error(&self, e: anyhow::Error) -> anyhow::Error {
+        match &self.0 {
+            Some((dir, path)) => anyhow::Error::new(dir.write_error(path, e)),
+            None => e,
+        }
+    }
+
+    fn footer_error(&self, e: std::io::Error) -> anyhow::Error {
+        match &self.0 {
+            Some((dir, path)) => anyhow::Error::new(dir.write_error(path, e)),
+            None => anyhow::Error::new(e).context("writing the bundle footer"),
+        }
+    }
+}
+
+/// The services as the options ask: the world's service, a rerun's
+/// cassette, the model seed, the store's recordings, a fuzz run's faults.
+fn set_up(
+    services: &mut Services,
+    case: &Case,
+    inputs: &Inputs,
+    cassette: Option<Cassette>,
+    store: Option<&StoreDir>,
+    bundle_path: &Option<PathBuf>,
+) {
+    if let Some(service) = &inputs.service {
+        services.attach_service(Runtime::new(
+            service.clone(),
             case,
             crate::sandbox::timeout_ticks(case.limits.timeout_ms),
         ));
     }
-    med.script = opts.script;
-    med.services.model.cassette = opts.cassette;
-    if let Some(seed) = opts.model_seed {
-        med.services.model.set_seed(seed);
+    if let Some(cassette) = cassette {
+        services.follow_cassette(cassette);
     }
-    if let Some(store) = opts.store {
-        med.services
-            .model
-            .use_store(store.runs_dir(), bundle_path.clone());
+    if let Some(seed) = inputs.header.model_seed {
+        services.seed_model(seed);
     }
-    if let Some(source) = &header.fuzz {
-        let faults = Faults::new(source, case.seed);
-        med.services.clock.skew_ns = i128::from(faults.skew_s().unwrap_or(0)) * 1_000_000_000;
-        med.services.world.faults = Some(faults);
+    if let Some(store) = store {
+        services.find_recordings_in(store.runs_dir(), bundle_path.clone());
     }
+    if let Some(source) = &inputs.header.fuzz {
+        services.inject_faults(Faults::new(source, case.seed));
+    }
+}
+
+/// The guest run to its end: how it ended, the fuel it used, and the
+/// mediator with everything it recorded.
+struct Guest {
+    ended: Ending,
+    fuel: u64,
+    med: Mediator,
+}
+
+/// Instantiate the agent and call its `run` with the case's task.
+/// Internal failures (the bundle could not be written) are errors naming
+/// `target`.
+fn execute(
+    sandbox: &Sandbox,
+    agent: &Agent,
+    case: &Case,
+    med: Mediator,
+    target: &Target,
+) -> Result<Guest> {
     let fuel_budget = case.limits.fuel;
     let mut store = new_store(sandbox, case, med)?;
-
     let task_json = crate::canon::to_string(&case.task);
     let result = agent
         .pre
         .instantiate(&mut store)
         .and_then(|bindings| bindings.call_run(&mut store, &task_json));
     let fuel = fuel_budget - store.get_fuel().unwrap_or(0);
+    let ended = match result {
+        Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
+        Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
+        Err(err) => {
+            classify(&err, &store.data().med.services.stderr()).map_err(|e| target.error(e))?
+        }
+    };
+    Ok(Guest {
+        ended,
+        fuel,
+        med: store.into_data().med,
+    })
+}
 
-    let (status, output, error, backtrace) =
-        match result {
-            Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
-            Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
-            Err(err) => classify(&err, &store.data().med.services.stdio.stderr.text()).map_err(
-                |e| match (store_dir, &bundle_path) {
-                    (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
-                    _ => e,
-                },
-            )?,
-        };
+/// The recording the run followed, if any, told how many events the run
+/// made: where it departed from it, and whether the run reached the end
+/// of an incomplete one.
+fn settle(med: &mut Mediator) -> (Option<Divergence>, bool) {
+    let made = med.recorder.len();
+    let Some(mut script) = med.script.take() else {
+        return (None, false);
+    };
+    script.finish(made);
+    (script.divergence, script.reached_end)
+}
 
-    let mut state = store.into_data();
-    let made = state.med.recorder.len();
-    if let Some(script) = state.med.script.as_mut() {
-        script.finish(made);
-    }
-    let (divergence, reached_end) = state
-        .med
-        .script
-        .take()
-        .map_or((None, false), |s| (s.divergence, s.reached_end));
-    let services = state.med.services;
-    let (file, events, chain_hash) = state.med.recorder.finish();
-    let final_state = services.world.state;
-    let judging = match &opts.recorded_grade {
+/// The grade, when the case has `[expect]`; a replay reuses the recorded
+/// grade's judge answers.
+fn grade_run(
+    case: &Case,
+    recorded_grade: Option<&serde_json::Value>,
+    ended: &Ending,
+    events: &[Event],
+    final_state: &State,
+    inputs: &Inputs,
+) -> Option<Grade> {
+    let judging = match recorded_grade {
         Some(g) => Judging::Recorded(g),
         None => Judging::Live {
             case_dir: case.path.parent().unwrap_or(std::path::Path::new(".")),
             seed: case.seed,
         },
     };
-    let graded = case.expect.as_ref().map(|expect| {
-        grade_judged(
-            expect,
-            &Evidence {
-                status,
-                output: output.as_deref(),
-                events: &events,
-                initial: &case.world.initial,
-                final_state: &final_state,
-                gold: gold.as_deref(),
-            },
-            &judging,
-        )
-    });
-    let footer = Footer {
+    let expect = case.expect.as_ref()?;
+    Some(grade_judged(
+        expect,
+        &Evidence {
+            status: ended.0,
+            output: ended.1.as_deref(),
+            events,
+            initial: &case.world.initial,
+            final_state,
+            gold: inputs.gold.as_deref(),
+        },
+        &judging,
+    ))
+}
+
+/// The footer of a finished run, hashed.
+fn footer(
+    ended: Ending,
+    fuel: u64,
+    chain_hash: String,
+    events: &[Event],
+    left: &Leftover,
+    graded: Option<&Grade>,
+) -> Footer {
+    let (status, output, error, backtrace) = ended;
+    let mut footer = Footer {
         backtrace,
         chain_hash,
         error,
         events: events.len() as u64,
-        final_state_hash: final_state.hash(),
+        final_state_hash: left.state.hash(),
         fuel,
-        grade: graded
-            .as_ref()
-            .map(|g| serde_json::to_value(g).expect("grades serialize")),
+        grade: graded.map(|g| serde_json::to_value(g).expect("grades serialize")),
         hash: String::new(),
         output,
         replayable: status != Status::Timeout,
         status,
-        stderr: services.stdio.stderr.text(),
-        stdout: services.stdio.stdout.text(),
-        truncated_bytes: services.stdio.stdout.dropped + services.stdio.stderr.dropped,
+        stderr: left.stderr.clone(),
+        stdout: left.stdout.clone(),
+        truncated_bytes: left.truncated_bytes,
     };
-    let mut footer = footer;
     footer.hash = bundle::footer_hash(&footer);
-    if let Some(file) = file {
-        bundle::finish(file, &footer).map_err(|e| match (store_dir, &bundle_path) {
-            (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
-            _ => anyhow::Error::new(e).context("writing the bundle footer"),
-        })?;
-    }
-    if let (Some(store), Some(id)) = (opts.store, &run_id) {
-        crate::index::record(store, id, &header, &footer, events.len());
-    }
-    Ok(RunOutcome {
-        run_id,
-        divergence,
-        reached_end,
-        grade: graded,
-        bundle: bundle_path,
-        header,
-        footer,
-        events,
-        final_state,
-    })
+    footer
 }
 
 /// The store one run of `case` executes in: the mediator as its data, the

@@ -14,6 +14,11 @@
 
 pub mod send;
 
+use worldline_case::canon;
+use worldline_engine::log::call::{Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest};
+use worldline_engine::log::event::By;
+use worldline_engine::log::{Bundle, Event};
+use worldline_engine::redact::Redactor;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -21,9 +26,6 @@ use opentelemetry_proto::tonic::trace::v1::{
     ResourceSpans, ScopeSpans, Span, Status, span, status,
 };
 use serde_json::Value;
-use worldline_case::canon;
-use worldline_engine::log::{Bundle, Event};
-use worldline_engine::redact::Redactor;
 
 /// One run to export.
 pub struct RunView {
@@ -147,7 +149,12 @@ pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options)
         if let Some(r) = redactor.as_deref_mut() {
             r.event(&mut e);
         }
-        let Some((name, mut attrs)) = describe(&e, opts) else {
+        let Some(Described {
+            name,
+            mut attrs,
+            error,
+        }) = describe(&e, opts)
+        else {
             continue;
         };
         attrs.extend([
@@ -156,7 +163,6 @@ pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options)
             text("worldline.effect", format!("{:?}", e.effect).to_lowercase()),
             text("worldline.event_hash", e.hash.clone()),
         ]);
-        let error = e.response.get("error");
         out.push(Span {
             trace_id: trace_id.clone(),
             span_id: id(8, &["span", &chain, &e.seq.to_string()]),
@@ -169,11 +175,7 @@ pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options)
             events: fault_events(&e, at(e.vtime_ns)),
             status: error.map(|err| Status {
                 code: status::StatusCode::Error as i32,
-                message: format!(
-                    "{}: {}",
-                    err["kind"].as_str().unwrap_or("error"),
-                    err["message"].as_str().unwrap_or("")
-                ),
+                message: format!("{}: {}", err.kind, err.message().as_str().unwrap_or("")),
             }),
             ..Span::default()
         });
@@ -181,111 +183,130 @@ pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options)
     out
 }
 
-/// A tool or model call's span name and GenAI attributes; `None` for
-/// other host calls (clocks, randomness, streams), which stay in the log.
-fn describe(e: &Event, opts: &Options) -> Option<(String, Vec<KeyValue>)> {
-    if e.call == "worldline:agent/tools.call" {
-        let tool = e.request["name"].as_str().unwrap_or("?").to_string();
-        let mut attrs = vec![
-            text("gen_ai.operation.name", "execute_tool"),
-            text("gen_ai.tool.name", tool.clone()),
-            text("gen_ai.tool.type", "function"),
-            text("gen_ai.tool.call.id", format!("call-{}", e.seq)),
-        ];
-        if let Some(kind) = e.response["error"]["kind"].as_str() {
-            attrs.push(text("error.type", kind));
+/// A tool or model call's span: its name, GenAI attributes and error.
+struct Described {
+    name: String,
+    attrs: Vec<KeyValue>,
+    error: Option<CallError>,
+}
+
+/// `None` for other host calls (clocks, randomness, streams), which stay
+/// in the log.
+fn describe(e: &Event, opts: &Options) -> Option<Described> {
+    let ((name, attrs), error) = match e.typed() {
+        Call::ToolsCall { request, response } => (
+            tool_span(e.seq, &request, &response, &e.response, opts),
+            response.error,
+        ),
+        Call::ModelComplete { request, response } => {
+            (model_span(&request, &response, opts), response.error)
         }
-        if opts.content {
-            attrs.push(text(
-                "gen_ai.tool.call.arguments",
-                canon::to_string(&e.request["args"]),
-            ));
-            let result = e.response.get("ok").unwrap_or(&e.response);
-            attrs.push(text("gen_ai.tool.call.result", canon::to_string(result)));
-        }
-        return Some((format!("execute_tool {tool}"), attrs));
+        _ => return None,
+    };
+    Some(Described { name, attrs, error })
+}
+
+fn tool_span(
+    seq: u64,
+    request: &ToolRequest,
+    answer: &Answer,
+    response: &Value,
+    opts: &Options,
+) -> (String, Vec<KeyValue>) {
+    let tool = request.name.clone();
+    let mut attrs = vec![
+        text("gen_ai.operation.name", "execute_tool"),
+        text("gen_ai.tool.name", tool.clone()),
+        text("gen_ai.tool.type", "function"),
+        text("gen_ai.tool.call.id", format!("call-{seq}")),
+    ];
+    if let Some(err) = &answer.error {
+        attrs.push(text("error.type", err.kind.clone()));
     }
-    if e.call == worldline_engine::mediate::model::CALL {
-        let call = &e.response["model_call"];
-        let requested = e.request["request"]["model"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        let mut attrs = vec![
-            text("gen_ai.operation.name", "chat"),
-            text(
-                "gen_ai.provider.name",
-                e.request["provider"].as_str().unwrap_or("?"),
-            ),
-            text("gen_ai.request.model", requested.clone()),
-        ];
-        let answered = e.response["ok"]["model"]
-            .as_str()
-            .or(call["model"].as_str());
-        if let Some(m) = answered {
-            attrs.push(text("gen_ai.response.model", m));
+    if opts.content {
+        attrs.push(text(
+            "gen_ai.tool.call.arguments",
+            canon::to_string(request.args()),
+        ));
+        let result = answer.ok.as_ref().unwrap_or(response);
+        attrs.push(text("gen_ai.tool.call.result", canon::to_string(result)));
+    }
+    (format!("execute_tool {tool}"), attrs)
+}
+
+fn model_span(
+    request: &ModelRequest,
+    answer: &ModelAnswer,
+    opts: &Options,
+) -> (String, Vec<KeyValue>) {
+    let requested = request.model().unwrap_or("").to_string();
+    let mut attrs = vec![
+        text("gen_ai.operation.name", "chat"),
+        text("gen_ai.provider.name", request.provider.clone()),
+        text("gen_ai.request.model", requested.clone()),
+    ];
+    if let Some(m) = answer.model() {
+        attrs.push(text("gen_ai.response.model", m));
+    }
+    let usage = answer.usage().unwrap_or(&Value::Null);
+    for (key, field) in [
+        ("gen_ai.usage.input_tokens", "prompt_tokens"),
+        ("gen_ai.usage.output_tokens", "completion_tokens"),
+    ] {
+        if let Some(n) = usage[field].as_i64() {
+            attrs.push(int(key, n));
         }
-        let usage = &e.response["ok"]["usage"];
-        for (key, field) in [
-            ("gen_ai.usage.input_tokens", "prompt_tokens"),
-            ("gen_ai.usage.output_tokens", "completion_tokens"),
+    }
+    if let Some(r) = answer.finish_reason() {
+        attrs.push(text("gen_ai.response.finish_reasons", r));
+    }
+    if let Some(call) = &answer.model_call {
+        for (key, ms) in [
+            ("worldline.real_latency_ms", &call.real_latency_ms),
+            ("worldline.virtual_latency_ms", &call.virtual_latency_ms),
         ] {
-            if let Some(n) = usage[field].as_i64() {
-                attrs.push(int(key, n));
+            if let Some(ms) = ms.as_ref().and_then(Value::as_i64) {
+                attrs.push(int(key, ms));
             }
         }
-        if let Some(r) = e.response["ok"]["choices"][0]["finish_reason"].as_str() {
-            attrs.push(text("gen_ai.response.finish_reasons", r));
-        }
-        if let Some(ms) = call["real_latency_ms"].as_i64() {
-            attrs.push(int("worldline.real_latency_ms", ms));
-        }
-        if let Some(ms) = call["virtual_latency_ms"].as_i64() {
-            attrs.push(int("worldline.virtual_latency_ms", ms));
-        }
-        if let Some(kind) = e.response["error"]["kind"].as_str() {
-            attrs.push(text("error.type", kind));
-        }
-        if opts.content {
-            attrs.push(text(
-                "gen_ai.input.messages",
-                canon::to_string(&e.request["request"]["messages"]),
-            ));
-            attrs.push(text(
-                "gen_ai.output.messages",
-                canon::to_string(&e.response["ok"]["choices"]),
-            ));
-        }
-        let name = if requested.is_empty() {
-            "chat".to_string()
-        } else {
-            format!("chat {requested}")
-        };
-        return Some((name, attrs));
     }
-    None
+    if let Some(err) = &answer.error {
+        attrs.push(text("error.type", err.kind.clone()));
+    }
+    if opts.content {
+        let messages = request.request.get("messages").unwrap_or(&Value::Null);
+        attrs.push(text("gen_ai.input.messages", canon::to_string(messages)));
+        let choices = answer.choices().unwrap_or(&Value::Null);
+        attrs.push(text("gen_ai.output.messages", canon::to_string(choices)));
+    }
+    let name = if requested.is_empty() {
+        "chat".to_string()
+    } else {
+        format!("chat {requested}")
+    };
+    (name, attrs)
 }
 
 /// A span event for a fault a case rule (`inject`) or a fuzz profile
 /// (`fuzz`) put into the answer.
 fn fault_events(e: &Event, at: u64) -> Vec<span::Event> {
-    let Some(i) = &e.injected else {
+    let Some(mark) = e.mark() else {
         return Vec::new();
     };
-    let source = if i.get("fuzz").is_some() {
+    let source = if matches!(mark.by, By::Fuzz(_)) {
         "fuzz"
     } else {
         "inject"
     };
     let mut attrs = vec![text("worldline.fault.source", source)];
-    if let Some(action) = i.get("action") {
+    if let Some(action) = mark.action {
         let action = match action {
             Value::String(s) => s.clone(),
             other => canon::to_string(other),
         };
         attrs.push(text("worldline.fault.action", action));
     }
-    attrs.push(text("worldline.fault", canon::to_string(i)));
+    attrs.push(text("worldline.fault", canon::to_string(mark.raw)));
     vec![span::Event {
         time_unix_nano: at,
         name: format!("worldline.fault.{source}"),

@@ -3,10 +3,11 @@
 //! pass@k and pass^k per case and for the suite.
 
 use super::check::Problem;
-use serde::{Deserialize, Serialize};
 use worldline_engine::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
 use worldline_engine::fuzz::summary::PassK;
+use worldline_engine::log::Call;
 use worldline_engine::suite::{CaseRun, Compile, SuiteRun};
+use serde::{Deserialize, Serialize};
 
 /// One case of the `test --json` document. Run-level fields describe the
 /// run that speaks for the case (the first that did not pass, else the
@@ -62,18 +63,19 @@ pub struct ModelTotals {
 
 impl ModelTotals {
     fn add_run(&mut self, events: &[worldline_engine::log::Event]) {
-        for e in events
-            .iter()
-            .filter(|e| e.call == worldline_engine::mediate::model::CALL)
-        {
-            let record = &e.response["model_call"];
-            let usage = &record["usage"];
-            let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        for e in events {
+            let Call::ModelComplete { response, .. } = e.typed() else {
+                continue;
+            };
+            let record = response.model_call;
+            let usage = record.as_ref().and_then(|r| r.usage.as_ref());
+            let n = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_u64()).unwrap_or(0);
+            let count = |field: &str| n(usage.and_then(|u| u.get(field)));
             self.calls += 1;
-            self.prompt_tokens += n(&usage["prompt_tokens"]);
-            self.completion_tokens += n(&usage["completion_tokens"]);
-            self.total_tokens += n(&usage["total_tokens"]);
-            self.real_latency_ms += n(&record["real_latency_ms"]);
+            self.prompt_tokens += count("prompt_tokens");
+            self.completion_tokens += count("completion_tokens");
+            self.total_tokens += count("total_tokens");
+            self.real_latency_ms += n(record.as_ref().and_then(|r| r.real_latency_ms.as_ref()));
         }
     }
 

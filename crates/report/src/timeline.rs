@@ -1,9 +1,10 @@
 //! A timeline's events in words: the one-line summary `history` and the
 //! UI show for an event, and where two timelines first differ (`diff`).
 
-use serde_json::{Value, json};
 use worldline_case::canon;
 use worldline_engine::log::Event;
+use worldline_engine::log::call::{Call, CallError};
+use serde_json::Value;
 
 /// How much of each value an event's summary keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,123 +75,112 @@ pub fn summary(e: &Event) -> String {
 /// One line of what an event asked and got, its values cut to `how`.
 pub fn summary_cut(e: &Event, how: Cut) -> String {
     let short = |v: &Value, max: usize| cut(v, how.limit(max));
-    if e.call == "worldline:agent/tools.call" {
-        let answer = match (e.response.get("ok"), e.response.get("error")) {
-            (_, Some(err)) => format!(
-                "{}: {}",
-                err["kind"].as_str().unwrap_or("?"),
-                short(&err["message"], 50)
-            ),
-            (Some(ok), _) => short(ok, 60),
-            _ => short(&e.response, 60),
-        };
-        return format!(
-            "{}({}) -> {answer}",
-            e.request["name"].as_str().unwrap_or("?"),
-            short(&e.request["args"], 50)
-        );
-    }
-    if e.call == worldline_engine::mediate::model::CALL {
-        // The last message the model answered, and what it chose.
-        let asked = e.request["request"]["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .map_or_else(String::new, |m| {
-                format!(
-                    "{}: {}",
-                    m["role"].as_str().unwrap_or("?"),
-                    short(&m["content"], 40)
-                )
-            });
-        let message = &e.response["ok"]["choices"][0]["message"];
-        let answer = match (e.response.get("error"), message["tool_calls"].as_array()) {
-            (Some(err), _) => format!(
-                "{}: {}",
-                err["kind"].as_str().unwrap_or("?"),
-                short(&err["message"], 50)
-            ),
-            (None, Some(calls)) if !calls.is_empty() => calls
-                .iter()
-                .map(|c| {
+    let failed = |err: &CallError| format!("{}: {}", err.kind, short(err.message(), 50));
+    match e.typed() {
+        Call::ToolsCall { request, response } => {
+            let answer = match (&response.ok, &response.error) {
+                (_, Some(err)) => failed(err),
+                (Some(ok), _) => short(ok, 60),
+                _ => short(&e.response, 60),
+            };
+            format!(
+                "{}({}) -> {answer}",
+                request.name,
+                short(request.args(), 50)
+            )
+        }
+        Call::ModelComplete { request, response } => {
+            // The last message the model answered, and what it chose.
+            let asked = request
+                .messages()
+                .and_then(|m| m.last())
+                .map_or_else(String::new, |m| {
                     format!(
-                        "{}({})",
-                        c["function"]["name"].as_str().unwrap_or("?"),
-                        short(&c["function"]["arguments"], 40)
+                        "{}: {}",
+                        m["role"].as_str().unwrap_or("?"),
+                        short(&m["content"], 40)
                     )
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-            _ => short(&message["content"], 60),
-        };
-        return format!(
-            "[{}] {asked} -> {answer}",
-            e.request["provider"].as_str().unwrap_or("?")
-        );
-    }
-    if e.call == worldline_engine::mediate::conversation::SAY {
-        let by = &e.response["user"]["by"];
-        let by = match by.get("model") {
-            Some(m) => format!(
-                "model {} {}",
-                short(&m["provider"], 20),
-                short(&m["model"], 30)
-            ),
-            // A turn a fork answered has no player: the fork said it.
-            None if by.is_null() => match &e.injected {
-                Some(i) if i["action"] == "fork-respond" => "fork".to_string(),
-                _ => "?".to_string(),
-            },
-            None => short(by, 40),
-        };
-        let answer = match (e.response.get("reply"), e.response.get("ended")) {
-            (Some(r), _) => format!("user: {}", short(r, 100)),
-            (None, Some(end)) => format!(
-                "user ended ({}): {}",
-                if end["satisfied"] == json!(true) {
-                    "satisfied"
-                } else {
-                    "not satisfied"
+                });
+            let message = response.message().unwrap_or(&Value::Null);
+            let answer = match (&response.error, message["tool_calls"].as_array()) {
+                (Some(err), _) => failed(err),
+                (None, Some(calls)) if !calls.is_empty() => calls
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{}({})",
+                            c["function"]["name"].as_str().unwrap_or("?"),
+                            short(&c["function"]["arguments"], 40)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => short(&message["content"], 60),
+            };
+            format!("[{}] {asked} -> {answer}", request.provider)
+        }
+        Call::UserSay { request, response } => {
+            let by = response.user.and_then(|u| u.by).unwrap_or(Value::Null);
+            let by = match by.get("model") {
+                Some(m) => format!(
+                    "model {} {}",
+                    short(&m["provider"], 20),
+                    short(&m["model"], 30)
+                ),
+                // A turn a fork answered has no player: the fork said it.
+                None if by.is_null() => match &e.injected {
+                    Some(i) if i["action"] == "fork-respond" => "fork".to_string(),
+                    _ => "?".to_string(),
                 },
-                short(&end["reason"], 80)
-            ),
-            _ => short(&e.response, 60),
-        };
-        return format!(
-            "agent: {} -> {answer}  [{by}]",
-            short(&e.request["message"], 100)
-        );
-    }
-    if e.call == worldline_engine::mediate::conversation::APPROVAL {
-        let answer = match e.response.get("denied") {
-            Some(reason) => format!("denied: {}", short(reason, 60)),
-            None => "approved".to_string(),
-        };
-        return format!(
-            "{}approval {} {} -> {answer}",
-            if e.request.get("by").is_some() {
-                "host asks "
-            } else {
-                ""
-            },
-            short(&e.request["kind"], 30),
-            short(&e.request["details"], 50)
-        );
-    }
-    if e.call == "worldline:agent/trace.note" {
-        return format!(
+                None => short(&by, 40),
+            };
+            let answer = match (response.reply, response.ended) {
+                (Some(r), _) => format!("user: {}", short(&Value::String(r), 100)),
+                (None, Some(end)) => format!(
+                    "user ended ({}): {}",
+                    if end.satisfied() {
+                        "satisfied"
+                    } else {
+                        "not satisfied"
+                    },
+                    short(end.reason(), 80)
+                ),
+                _ => short(&e.response, 60),
+            };
+            format!(
+                "agent: {} -> {answer}  [{by}]",
+                short(&Value::String(request.message), 100)
+            )
+        }
+        Call::ApprovalRequest { request, response } => {
+            let answer = match &response.denied {
+                Some(reason) => format!("denied: {}", short(reason, 60)),
+                None => "approved".to_string(),
+            };
+            format!(
+                "{}approval {} {} -> {answer}",
+                if request.by.is_some() {
+                    "host asks "
+                } else {
+                    ""
+                },
+                short(&request.kind, 30),
+                short(&request.details, 50)
+            )
+        }
+        Call::TraceNote { request, .. } => format!(
             "[{}] {}",
-            e.request["kind"].as_str().unwrap_or(""),
-            short(&e.request["text"], 100)
-        );
-    }
-    if e.request.get("text").is_some() {
-        return format!(
+            request.kind,
+            short(&Value::String(request.text), 100)
+        ),
+        // Output the guest wrote (a WASI stream), and any other call.
+        _ if e.request.get("text").is_some() => format!(
             "{} {}",
             e.request["stream"].as_str().unwrap_or(""),
             short(&e.request["text"], 80)
-        );
+        ),
+        _ => format!("{} -> {}", short(&e.request, 40), short(&e.response, 50)),
     }
-    format!("{} -> {}", short(&e.request, 40), short(&e.response, 50))
 }
 
 /// The index of the first event where two timelines differ in call,
@@ -208,12 +198,13 @@ pub fn first_difference(a: &[Event], b: &[Event]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::Effect;
+    use worldline_engine::log::Effect;
+    use serde_json::json;
 
     #[test]
     fn a_user_turn_a_fork_answered_says_so_not_null() {
         let e = Event {
-            call: crate::mediate::conversation::SAY.into(),
+            call: worldline_engine::mediate::conversation::SAY.into(),
             effect: Effect::Read,
             fuel: 0,
             hash: String::new(),

@@ -11,12 +11,10 @@
 //! conversation: each call an assistant message with one `tool_calls`
 //! entry, each answer a `tool` message.
 
+use worldline_engine::log::bundle::Bundle;
+use worldline_engine::log::{Call, Event};
 use serde::Serialize;
 use serde_json::{Value, json};
-use worldline_engine::log::Event;
-use worldline_engine::log::bundle::Bundle;
-
-const TOOL_CALL: &str = "worldline:agent/tools.call";
 
 /// One line of the trajectories file.
 #[derive(Serialize)]
@@ -69,24 +67,23 @@ impl Trajectory {
 
 /// The chat messages of a run (see the module comment).
 pub fn messages(events: &[Event]) -> Vec<Value> {
-    let last_model = events.iter().rev().find(|e| {
-        e.call == worldline_engine::mediate::model::CALL
-            && e.request["request"]["messages"].is_array()
-    });
-    if let Some(e) = last_model {
-        let mut out = e.request["request"]["messages"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        if let Some(m) = e.response["ok"]["choices"][0].get("message") {
-            out.push(m.clone());
+    let last_model = events.iter().rev().find_map(|e| match e.typed() {
+        Call::ModelComplete { request, response } => {
+            let mut out = request.messages()?.clone();
+            out.extend(response.message().cloned());
+            Some(out)
         }
+        _ => None,
+    });
+    if let Some(out) = last_model {
         return out;
     }
     let mut out = Vec::new();
-    for e in events.iter().filter(|e| e.call == TOOL_CALL) {
+    for e in events {
+        let Call::ToolsCall { request, response } = e.typed() else {
+            continue;
+        };
         let id = format!("call_{}", e.seq);
-        let args = &e.request["args"];
         out.push(json!({
             "role": "assistant",
             "content": null,
@@ -94,14 +91,14 @@ pub fn messages(events: &[Event]) -> Vec<Value> {
                 "id": id,
                 "type": "function",
                 "function": {
-                    "name": e.request["name"],
-                    "arguments": worldline_case::canon::to_string(args),
+                    "name": request.name,
+                    "arguments": worldline_case::canon::to_string(request.args()),
                 },
             }],
         }));
-        let answer = match e.response.get("error") {
-            Some(err) => json!({"error": err}),
-            None => e.response.get("ok").cloned().unwrap_or(Value::Null),
+        let answer = match (response.error, response.ok) {
+            (Some(err), _) => json!({"error": err}),
+            (None, ok) => ok.unwrap_or(Value::Null),
         };
         out.push(json!({
             "role": "tool",

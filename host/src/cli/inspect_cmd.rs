@@ -8,6 +8,7 @@ use crate::canon;
 use crate::error::{ExitCode, InputError};
 use crate::fork::check::describe;
 use crate::grade::{diff, final_state};
+use crate::log::event::By;
 use crate::log::{Event, bundle};
 use crate::replay;
 use crate::report::timeline::{Cut, first_difference, summary_cut};
@@ -154,14 +155,17 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let cut = Cut::for_terminal(args.full, 67);
     for e in events {
         let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
-        let mark = match &e.injected {
-            Some(i) => {
-                let by = if i.get("fuzz").is_some() {
+        let mark = match e.mark() {
+            Some(m) => {
+                let by = if matches!(m.by, By::Fuzz(_)) {
                     "fuzz"
                 } else {
                     "injected"
                 };
-                format!("  [{by}: {}]", i["action"].as_str().unwrap_or("?"))
+                format!(
+                    "  [{by}: {}]",
+                    m.action.and_then(Value::as_str).unwrap_or("?")
+                )
             }
             None => String::new(),
         };

@@ -7,6 +7,7 @@
 use crate::error::InputError;
 use crate::error_kind::ErrorKind;
 use crate::grade::final_state;
+use crate::log::Kind;
 use crate::log::bundle::Edit;
 use crate::replay::Recorded;
 use crate::world::glob_match;
@@ -140,17 +141,19 @@ fn kind(v: &Value) -> &'static str {
 
 /// Whether `new` can stand for the recorded response `old` of `call`.
 fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
-    use crate::mediate::conversation::{APPROVAL, SAY};
     let has = |keys: &[&str]| keys.iter().any(|k| new.get(k).is_some());
-    if call == SAY {
-        return has(&["reply", "ended"])
-            .then_some(())
-            .ok_or_else(|| "a user turn's response is the reply as text, or {\"reply\": ...} or {\"ended\": ...}".into());
-    }
-    if call == APPROVAL {
-        return has(&["approved", "denied"])
-            .then_some(())
-            .ok_or_else(|| "an approval's response is \"approved\" or \"denied\" (or {\"approved\": true} / {\"denied\": reason})".into());
+    match Kind::of(call) {
+        Some(Kind::UserSay) => {
+            return has(&["reply", "ended"])
+                .then_some(())
+                .ok_or_else(|| "a user turn's response is the reply as text, or {\"reply\": ...} or {\"ended\": ...}".into());
+        }
+        Some(Kind::ApprovalRequest) => {
+            return has(&["approved", "denied"])
+                .then_some(())
+                .ok_or_else(|| "an approval's response is \"approved\" or \"denied\" (or {\"approved\": true} / {\"denied\": reason})".into());
+        }
+        _ => {}
     }
     if is_result(old) {
         let Value::Object(m) = new else {
@@ -315,7 +318,7 @@ mod tests {
 
     #[test]
     fn results_keep_ok_or_error_and_the_ok_type() {
-        let call = "worldline:agent/tools.call";
+        let call = Kind::ToolsCall.name();
         let old = json!({"ok": {"deploys": []}});
         assert!(fits(call, &old, &json!({"ok": {"deploys": [1]}})).is_ok());
         assert!(

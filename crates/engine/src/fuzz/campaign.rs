@@ -10,6 +10,7 @@ use super::trial::Trial;
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, PlannedFault, Schedule};
 use crate::grade::signature;
+use crate::log::event::By;
 use crate::mediate::entropy::derive;
 use crate::mediate::faults::Faults;
 use crate::parallel::par_each;
@@ -65,7 +66,10 @@ pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedu
         faults: outcome
             .events
             .iter()
-            .filter_map(|e| e.injected.as_ref()?.get("fuzz"))
+            .filter_map(|e| match e.mark()?.by {
+                By::Fuzz(fault) => Some(fault),
+                _ => None,
+            })
             .filter_map(|f| serde_json::from_value::<PlannedFault>(f.clone()).ok())
             .collect(),
     }

@@ -5,25 +5,27 @@
 
 use super::{Assertion, check};
 use crate::case::expect_conversation::{ConversationCheck, SaidCheck};
-use crate::log::Event;
-use crate::mediate::conversation::{APPROVAL, SAY};
+use crate::log::call::Ending;
+use crate::log::{Call, Event};
 use crate::world::glob_match;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The agent's messages to the user, in order.
-fn messages(events: &[Event]) -> Vec<&str> {
+fn messages(events: &[Event]) -> Vec<String> {
     events
         .iter()
-        .filter(|e| e.call == SAY)
-        .filter_map(|e| e.request["message"].as_str())
+        .filter_map(|e| match e.typed() {
+            Call::UserSay { request, .. } => Some(request.message),
+            _ => None,
+        })
         .collect()
 }
 
-fn said_check(s: &SaidCheck, messages: &[&str]) -> Assertion {
+fn said_check(s: &SaidCheck, messages: &[String]) -> Assertion {
     let looked_at: Vec<&str> = if s.last {
-        messages.last().copied().into_iter().collect()
+        messages.last().map(String::as_str).into_iter().collect()
     } else {
-        messages.to_vec()
+        messages.iter().map(String::as_str).collect()
     };
     let hit = looked_at.iter().find(|m| s.says(m));
     let actual = match (hit, s.last) {
@@ -39,12 +41,12 @@ fn said_check(s: &SaidCheck, messages: &[&str]) -> Assertion {
     )
 }
 
-/// How the user left: `Some(satisfied)` once a turn ended the conversation.
-fn ending(events: &[Event]) -> Option<&Value> {
-    events
-        .iter()
-        .filter(|e| e.call == SAY)
-        .find_map(|e| e.response.get("ended"))
+/// How the user left, once a turn ended the conversation.
+fn ending(events: &[Event]) -> Option<Ending> {
+    events.iter().find_map(|e| match e.typed() {
+        Call::UserSay { response, .. } => response.ended,
+        _ => None,
+    })
 }
 
 /// Calls of `tool` not preceded by an approval the agent asked for and
@@ -53,17 +55,17 @@ fn unapproved_calls(tool: &str, events: &[Event]) -> Vec<u64> {
     let mut approved = false;
     let mut out = Vec::new();
     for e in events {
-        if e.call == APPROVAL && e.request.get("by").is_none() {
-            approved = e.response.get("approved").and_then(Value::as_bool) == Some(true);
-        } else if e.call == "worldline:agent/tools.call"
-            && e.request["name"]
-                .as_str()
-                .is_some_and(|n| glob_match(tool, n))
-        {
-            if !approved {
-                out.push(e.seq);
+        match e.typed() {
+            Call::ApprovalRequest { request, response } if request.by.is_none() => {
+                approved = response.approved == Some(true);
             }
-            approved = false;
+            Call::ToolsCall { request, .. } if glob_match(tool, &request.name) => {
+                if !approved {
+                    out.push(e.seq);
+                }
+                approved = false;
+            }
+            _ => {}
         }
     }
     out
@@ -84,13 +86,11 @@ pub fn checks(c: &ConversationCheck, events: &[Event]) -> Vec<Assertion> {
     }
     if let Some(want) = c.satisfied {
         let ended = ending(events);
-        let got = ended.is_some_and(|e| e["satisfied"] == json!(true));
+        let got = ended.as_ref().is_some_and(Ending::satisfied);
         out.push(check(
             "user ended satisfied".into(),
             json!(want),
-            ended
-                .cloned()
-                .unwrap_or(json!("the user never ended the conversation")),
+            ended.map_or(json!("the user never ended the conversation"), |e| json!(e)),
             got == want,
         ));
     }
@@ -110,6 +110,8 @@ pub fn checks(c: &ConversationCheck, events: &[Event]) -> Vec<Assertion> {
 mod tests {
     use super::*;
     use crate::log::Effect;
+    use crate::mediate::conversation::APPROVAL;
+    use serde_json::Value;
 
     fn event(seq: u64, call: &str, request: Value, response: Value) -> Event {
         Event {
@@ -131,7 +133,7 @@ mod tests {
         let tool = |seq| {
             event(
                 seq,
-                "worldline:agent/tools.call",
+                crate::log::Kind::ToolsCall.name(),
                 json!({"name": "refund"}),
                 json!({}),
             )

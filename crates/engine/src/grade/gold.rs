@@ -16,12 +16,10 @@ use crate::case::Case;
 use crate::case::expect::Expect;
 use crate::case::gold::{Ignore, ignore_of};
 use crate::error::InputError;
-use crate::log::Recorder;
-use crate::mediate::Mediator;
-use crate::mediate::service::{Runtime, run_tool};
+use crate::mediate::Services;
+use crate::mediate::service::Runtime;
 use crate::sandbox::{Sandbox, timeout_ticks};
 use crate::world::state::State;
-use crate::world::tools::AsOf;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -83,13 +81,13 @@ pub fn gold_state(sandbox: &Sandbox, case: &Case) -> Arc<GoldState> {
 /// Apply the gold calls in order, each at the next tick of the case clock.
 fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
     let gold = case.expect.as_ref().map_or(&[][..], |e| &e.gold[..]);
-    let mut med = Mediator::new(case, Recorder::in_memory());
+    let mut services = Services::new(case);
     if let Some(source) = &case.world.service {
         let service = sandbox.service(source).map_err(|e| GoldFailure {
             step: None,
             message: format!("{e:#}"),
         })?;
-        med.services.service = Some(Runtime::new(
+        services.attach_service(Runtime::new(
             service,
             case,
             timeout_ticks(case.limits.timeout_ms),
@@ -101,28 +99,22 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
             step: Some(i + 1),
             message: format!("gold call {}: no tool `{}`", i + 1, g.tool),
         })?;
-        let s = &mut med.services;
-        s.clock.tick();
-        let as_of = AsOf::now(s.now_text());
         let args = Value::Object(g.args.clone());
-        match run_tool(s, tool, &args, &as_of).result {
-            Ok((_, writes)) => writes.iter().for_each(|w| s.world.state.apply(w)),
-            Err(f) => {
-                return Err(GoldFailure {
-                    step: Some(i + 1),
-                    message: format!(
-                        "gold call {} ({} {}) failed: {}: {}",
-                        i + 1,
-                        g.tool,
-                        crate::canon::to_string(&args),
-                        f.kind,
-                        f.message
-                    ),
-                });
-            }
+        if let Err(f) = services.call_unrecorded(tool, &args) {
+            return Err(GoldFailure {
+                step: Some(i + 1),
+                message: format!(
+                    "gold call {} ({} {}) failed: {}: {}",
+                    i + 1,
+                    g.tool,
+                    crate::canon::to_string(&args),
+                    f.kind,
+                    f.message
+                ),
+            });
         }
     }
-    Ok(med.services.world.state)
+    Ok(services.finish().state)
 }
 
 /// `state` without what `ignore` names.

@@ -10,12 +10,10 @@
 
 use super::{Assertion, Evidence, check};
 use crate::case::expect::{Expect, JudgeCheck};
-use crate::mediate::conversation::SAY;
+use crate::log::Call;
 use crate::mediate::model::ModelService;
 use serde_json::{Value, json};
 use std::path::Path;
-
-const TOOL_CALL: &str = "worldline:agent/tools.call";
 
 /// The judge's instructions: the verdict's form.
 const SYSTEM: &str = "You grade an AI agent's run against a rubric. Read the rubric and the \
@@ -65,13 +63,14 @@ fn conversation(ev: &Evidence) -> String {
     let lines: Vec<String> = ev
         .events
         .iter()
-        .filter(|e| e.call == SAY)
-        .map(|e| {
-            let said = e.request["message"].as_str().unwrap_or("");
-            let reply = e.response["reply"]
-                .as_str()
-                .map_or_else(|| crate::canon::to_string(&e.response), str::to_string);
-            format!("agent: {said}\nuser: {reply}")
+        .filter_map(|e| match e.typed() {
+            Call::UserSay { request, response } => {
+                let reply = response
+                    .reply
+                    .unwrap_or_else(|| crate::canon::to_string(&e.response));
+                Some(format!("agent: {}\nuser: {reply}", request.message))
+            }
+            _ => None,
         })
         .collect();
     if lines.is_empty() {
@@ -85,14 +84,21 @@ fn conversation(ev: &Evidence) -> String {
 fn calls(ev: &Evidence) -> String {
     ev.events
         .iter()
-        .filter(|e| e.call == TOOL_CALL)
-        .map(|e| {
-            format!(
-                "{} {} -> {}",
-                e.request["name"].as_str().unwrap_or(""),
-                crate::canon::to_string(&e.request["args"]),
-                crate::canon::to_string(&e.response.get("ok").or(e.response.get("error")))
-            )
+        .filter_map(|e| match e.typed() {
+            Call::ToolsCall { request, response } => {
+                let answer = match (response.ok, response.error) {
+                    (Some(ok), _) => ok,
+                    (None, Some(err)) => json!(err),
+                    (None, None) => Value::Null,
+                };
+                Some(format!(
+                    "{} {} -> {}",
+                    request.name,
+                    crate::canon::to_string(request.args()),
+                    crate::canon::to_string(&answer)
+                ))
+            }
+            _ => None,
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -13,7 +13,7 @@ mod state_checks;
 pub mod verdict;
 
 use crate::case::expect::{AnyOf, CallCheck, Expect, OutputCheck, Reward};
-use crate::log::{Effect, Event, Status};
+use crate::log::{Call, Effect, Event, Status};
 use crate::path::JsonPath;
 use crate::world::compare::{Numbers, Op};
 use crate::world::glob_match;
@@ -168,16 +168,14 @@ fn any_of_check(group: &AnyOf, ev: &Evidence, numbers: Numbers) -> Assertion {
 fn matching_calls<'a>(c: &CallCheck, events: &'a [Event], numbers: Numbers) -> Vec<&'a Event> {
     events
         .iter()
-        .filter(|e| e.call == "worldline:agent/tools.call")
         .filter(|e| {
-            e.request["name"]
-                .as_str()
-                .is_some_and(|n| glob_match(&c.tool, n))
-        })
-        .filter(|e| {
-            c.args
-                .iter()
-                .all(|(k, v)| e.request["args"].get(k).is_some_and(|a| numbers.same(a, v)))
+            let Call::ToolsCall { request, .. } = e.typed() else {
+                return false;
+            };
+            glob_match(&c.tool, &request.name)
+                && c.args
+                    .iter()
+                    .all(|(k, v)| request.args().get(k).is_some_and(|a| numbers.same(a, v)))
         })
         .filter(|e| c.denied.is_none_or(|d| (e.effect == Effect::Denied) == d))
         .collect()

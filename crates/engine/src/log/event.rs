@@ -1,5 +1,6 @@
 //! One event: one mediated host call, in the order the guest made it.
 
+use super::call::Call;
 use crate::world::state::Write;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,7 +28,8 @@ pub enum Effect {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// `interface.function`, e.g. `worldline:agent/tools.call` or
-    /// `wasi:clocks/wall-clock.now`.
+    /// `wasi:clocks/wall-clock.now`: a [`super::Kind`]'s name, or a WASI
+    /// call's. [`Event::typed`] reads it with the request and response.
     pub call: String,
     pub effect: Effect,
     /// Fuel the guest had used when it made the call.
@@ -55,6 +57,53 @@ pub struct Event {
     pub writes: Vec<Write>,
 }
 
+impl Event {
+    /// The call, request and response as the log's typed vocabulary.
+    pub fn typed(&self) -> Call {
+        Call::read(&self.call, &self.request, &self.response)
+    }
+
+    /// What shaped the answer, when something did (`injected`).
+    pub fn mark(&self) -> Option<Mark<'_>> {
+        let raw = self.injected.as_ref()?;
+        let action = raw.get("action");
+        let by = match (raw.get("fuzz"), raw.get("rule").and_then(Value::as_u64)) {
+            (Some(fault), _) => By::Fuzz(fault),
+            (None, Some(i)) => By::Rule(i),
+            _ if action.and_then(Value::as_str) == Some(FORK_RESPOND) => By::Fork,
+            _ => By::Other,
+        };
+        Some(Mark { by, action, raw })
+    }
+}
+
+/// The `action` of a fork's `--respond` mark.
+pub const FORK_RESPOND: &str = "fork-respond";
+
+/// An injected answer's mark, read: `{"rule": i, "action": ...}` for a
+/// case rule, `{"fuzz": {tool, nth, action, latency_ms?}, "action": ...}`
+/// for a fuzz fault, `{"action": "fork-respond"}` for a fork's answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mark<'a> {
+    pub by: By<'a>,
+    pub action: Option<&'a Value>,
+    /// The mark as recorded.
+    pub raw: &'a Value,
+}
+
+/// Who shaped an injected answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum By<'a> {
+    /// The case's `[[inject]]` rule with this index.
+    Rule(u64),
+    /// A fuzz fault, as planned.
+    Fuzz(&'a Value),
+    /// A fork's `--respond`.
+    Fork,
+    /// A mark this host does not know.
+    Other,
+}
+
 /// Writes are an internally tagged enum, whose tag serde puts first; going
 /// through `Value` sorts their keys like everything else in an event.
 fn sorted_keys<S: serde::Serializer>(writes: &[Write], s: S) -> Result<S::Ok, S::Error> {
@@ -72,7 +121,7 @@ mod tests {
     #[test]
     fn serialized_events_are_canonical() {
         let e = Event {
-            call: "worldline:agent/tools.call".into(),
+            call: crate::log::Kind::ToolsCall.name().into(),
             effect: Effect::Write,
             fuel: 10,
             hash: "ab".into(),

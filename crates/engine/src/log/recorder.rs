@@ -105,7 +105,7 @@ mod tests {
     #[test]
     fn the_spliced_line_is_the_canonical_event() {
         let mut e = Event {
-            call: "worldline:agent/tools.call".into(),
+            call: crate::log::Kind::ToolsCall.name().into(),
             effect: Effect::Read,
             fuel: 1234,
             hash: String::new(),

@@ -12,7 +12,7 @@ use super::{Answer, RunState, Services};
 use crate::canon;
 use crate::case::inject::Action;
 use crate::error_kind::ErrorKind;
-use crate::log::Effect;
+use crate::log::{Effect, Kind};
 use crate::time;
 use crate::world::state::{FileData, Write};
 use crate::world::tools::{AsOf, Tool};
@@ -266,7 +266,7 @@ impl types::Host for RunState {}
 
 impl tools::Host for RunState {
     fn specs(&mut self) -> wasmtime::Result<Vec<types::ToolSpec>> {
-        let r = self.mediated("worldline:agent/tools.specs", json!({}), |s| {
+        let r = self.mediated(Kind::ToolsSpecs.name(), json!({}), |s| {
             let specs: Vec<Value> = s
                 .world
                 .world
@@ -322,7 +322,7 @@ impl RunState {
         if let Some(t) = transport {
             request["transport"] = t;
         }
-        self.mediated("worldline:agent/tools.call", request, |s| match refused {
+        self.mediated(Kind::ToolsCall.name(), request, |s| match refused {
             Some(reason) => error_answer(
                 ErrorKind::Denied,
                 format!("`{name}` needs approval, and it was denied: {reason}"),
@@ -338,7 +338,7 @@ impl RunState {
         transport: Value,
     ) -> wasmtime::Result<Value> {
         self.mediated(
-            "worldline:agent/tools.specs",
+            Kind::ToolsSpecs.name(),
             json!({"transport": transport}),
             |s| {
                 let specs: Vec<Value> = s
@@ -357,7 +357,7 @@ impl RunState {
 
 impl files::Host for RunState {
     fn read(&mut self, path: String) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
-        let r = self.mediated("worldline:agent/files.read", json!({"path": path}), |s| {
+        let r = self.mediated(Kind::FilesRead.name(), json!({"path": path}), |s| {
             if !s.world.allowed("files.read") {
                 return error_answer(
                     ErrorKind::Denied,
@@ -379,7 +379,7 @@ impl files::Host for RunState {
     fn write(&mut self, path: String, data: Vec<u8>) -> wasmtime::Result<Result<(), ToolError>> {
         let data = FileData::from_bytes(data);
         let r = self.mediated(
-            "worldline:agent/files.write",
+            Kind::FilesWrite.name(),
             json!({"path": path, "data": data}),
             |s| {
                 if !s.world.allowed("files.write") {
@@ -405,26 +405,22 @@ impl files::Host for RunState {
     }
 
     fn paths(&mut self, prefix: String) -> wasmtime::Result<Result<Vec<String>, ToolError>> {
-        let r = self.mediated(
-            "worldline:agent/files.paths",
-            json!({"prefix": prefix}),
-            |s| {
-                if !s.world.allowed("files.paths") {
-                    return error_answer(
-                        ErrorKind::Denied,
-                        "files.paths is not permitted in this case",
-                    );
-                }
-                let paths: Vec<&String> = s
-                    .world
-                    .state
-                    .files
-                    .keys()
-                    .filter(|p| p.starts_with(&prefix))
-                    .collect();
-                Answer::read(json!({"ok": paths}))
-            },
-        )?;
+        let r = self.mediated(Kind::FilesPaths.name(), json!({"prefix": prefix}), |s| {
+            if !s.world.allowed("files.paths") {
+                return error_answer(
+                    ErrorKind::Denied,
+                    "files.paths is not permitted in this case",
+                );
+            }
+            let paths: Vec<&String> = s
+                .world
+                .state
+                .files
+                .keys()
+                .filter(|p| p.starts_with(&prefix))
+                .collect();
+            Answer::read(json!({"ok": paths}))
+        })?;
         Ok(decode(&r, |v| {
             v.as_array()
                 .map(|a| {
@@ -440,7 +436,7 @@ impl files::Host for RunState {
 impl trace::Host for RunState {
     fn note(&mut self, kind: String, text: String) -> wasmtime::Result<()> {
         self.mediated(
-            "worldline:agent/trace.note",
+            Kind::TraceNote.name(),
             json!({"kind": kind, "text": text}),
             |_| Answer::with_effect(Value::Null, Effect::Note),
         )?;

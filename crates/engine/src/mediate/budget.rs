@@ -5,12 +5,9 @@
 //! the limit is recorded (the agent made it) and then ends the run.
 
 use super::Stop;
-use super::model;
 use crate::case::limits::{Limits, Steps};
+use crate::log::Kind;
 use serde_json::Value;
-
-/// The tool-call interface function.
-const TOOL_CALL: &str = "worldline:agent/tools.call";
 
 /// Steps taken and tool errors got so far, against the limits.
 #[derive(Debug, Clone, Default)]
@@ -33,10 +30,11 @@ impl Budget {
     }
 
     fn is_step(&self, call: &str) -> bool {
+        let kind = Kind::of(call);
         match self.steps_are {
-            Steps::Model => call == model::CALL,
-            Steps::Tools => call == TOOL_CALL,
-            Steps::Both => call == model::CALL || call == TOOL_CALL,
+            Steps::Model => kind == Some(Kind::ModelComplete),
+            Steps::Tools => kind == Some(Kind::ToolsCall),
+            Steps::Both => matches!(kind, Some(Kind::ModelComplete | Kind::ToolsCall)),
         }
     }
 
@@ -60,7 +58,7 @@ impl Budget {
     /// After `call` was answered with `response` and recorded: the tool
     /// error past `max_errors` ends the run.
     pub fn count(&mut self, call: &str, response: &Value) -> Result<(), Stop> {
-        if call != TOOL_CALL || response.get("error").is_none() {
+        if Kind::of(call) != Some(Kind::ToolsCall) || response.get("error").is_none() {
             return Ok(());
         }
         self.errors += 1;

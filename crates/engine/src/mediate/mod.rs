@@ -18,6 +18,7 @@ pub mod faults;
 pub mod model;
 pub mod script;
 pub mod service;
+pub mod services;
 pub mod stdio;
 pub mod wasi;
 
@@ -25,10 +26,10 @@ use crate::case::Case;
 use crate::case::inject::{Action, Inject};
 use crate::log::{Edit, Effect, Event, Recorder};
 use crate::path::JsonPath;
-use crate::time;
 use crate::world::World;
 use crate::world::state::{State, Write};
 use serde_json::{Value, json};
+pub use services::Services;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 
@@ -195,26 +196,6 @@ pub fn parse_patch(path: &str) -> Result<(&str, &str, Option<JsonPath>), String>
     }
 }
 
-/// Everything that answers host calls.
-pub struct Services {
-    pub world: WorldSession,
-    pub clock: clock::VirtualClock,
-    pub entropy: entropy::Entropy,
-    pub stdio: stdio::Stdio,
-    pub env: crate::case::Env,
-    pub model: model::ModelService,
-    /// The world's service, when it has one (set by the run).
-    pub service: Option<service::Runtime>,
-    pub conversation: conversation::Conversation,
-}
-
-impl Services {
-    /// The virtual wall-clock time as RFC 3339 text.
-    pub fn now_text(&self) -> String {
-        time::rfc3339(self.clock.wall_ns())
-    }
-}
-
 /// The services plus the log they are recorded in.
 pub struct Mediator {
     pub services: Services,
@@ -231,32 +212,8 @@ pub struct Mediator {
 
 impl Mediator {
     pub fn new(case: &Case, recorder: Recorder) -> Self {
-        let world = case.world.clone();
-        let state = world.initial.clone();
-        let inject = case.inject.clone();
         Mediator {
-            services: Services {
-                world: WorldSession {
-                    world,
-                    state,
-                    case_permissions: case.permissions.clone(),
-                    inject_seen: vec![0; inject.len()],
-                    inject,
-                    faults: None,
-                },
-                clock: clock::VirtualClock::new(case.clock_ns, case.limits.tick_us * 1_000),
-                entropy: entropy::Entropy::new(case.seed),
-                stdio: stdio::Stdio::new(case.limits.stdout_bytes),
-                env: case.env.clone(),
-                model: model::ModelService::new(
-                    &case.model,
-                    case.seed,
-                    std::time::Duration::from_millis(case.limits.timeout_ms),
-                    case.path.parent().unwrap_or(std::path::Path::new(".")),
-                ),
-                service: None,
-                conversation: conversation::Conversation::new(case),
-            },
+            services: Services::new(case),
             recorder,
             script: None,
             fuel_used: 0,
@@ -306,7 +263,7 @@ impl Mediator {
         self.services.clock.tick();
         let mut answer = match override_response {
             Some(response) => Answer {
-                injected: Some(json!({"action": "fork-respond"})),
+                injected: Some(json!({"action": crate::log::event::FORK_RESPOND})),
                 ..Answer::read(response)
             },
             None if following && live => self.logged_answer(seq),

@@ -138,7 +138,7 @@ mod tests {
 
     fn event() -> Event {
         Event {
-            call: "worldline:agent/tools.call".into(),
+            call: crate::log::Kind::ToolsCall.name().into(),
             effect: Effect::Write,
             fuel: 10,
             hash: String::new(),

@@ -13,17 +13,14 @@ use crate::case::origin::{CreatedFrom, Origin};
 use crate::case::user::PlayedBy;
 use crate::case::{self, fuzz::PlannedFault};
 use crate::error::InputError;
-use crate::log::event::{Effect, Event};
+use crate::log::event::{By, Effect, Event};
+use crate::log::{Call, Kind};
 use crate::store::StoreDir;
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-const TOOL_CALL: &str = "worldline:agent/tools.call";
-const MODEL_CALL: &str = "worldline:agent/model.complete";
-const USER_SAY: &str = "worldline:agent/user.say";
 
 /// What `case from-run` wrote.
 #[derive(Debug, Serialize)]
@@ -95,7 +92,8 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         }
     }
     if rec.bundle.events.iter().any(|e| {
-        e.call != TOOL_CALL && e.injected.as_ref().is_some_and(|i| i.get("fuzz").is_some())
+        Kind::of(&e.call) != Some(Kind::ToolsCall)
+            && e.mark().is_some_and(|m| matches!(m.by, By::Fuzz(_)))
     }) {
         not_carried.push(
             "fuzz faults on the user's side (user turns, approvals) have no [[inject]] rule".into(),
@@ -116,7 +114,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         .bundle
         .events
         .iter()
-        .filter(|e| e.call == MODEL_CALL)
+        .filter(|e| Kind::of(&e.call) == Some(Kind::ModelComplete))
         .count();
     let recording = file_name(&copy);
     if model_calls > 0 && rec.case.model.provider != Provider::Scripted {
@@ -196,17 +194,18 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
 fn inject_rules(events: &[Event], source_rules: &[Value]) -> Result<Vec<Value>> {
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     let mut rules = Vec::new();
-    for e in events.iter().filter(|e| e.call == TOOL_CALL) {
-        let Some(tool) = e.request.get("name").and_then(Value::as_str) else {
+    for e in events {
+        let Call::ToolsCall { request, .. } = e.typed() else {
             continue;
         };
+        let tool = request.name.as_str();
         if e.effect == Effect::Denied && e.injected.is_none() {
             continue;
         }
         let nth = seen.entry(tool.to_string()).or_default();
         *nth += 1;
-        let Some(mark) = &e.injected else { continue };
-        let mut rule = if let Some(i) = mark.get("rule").and_then(Value::as_u64) {
+        let Some(mark) = e.mark() else { continue };
+        let mut rule = if let By::Rule(i) = mark.by {
             let mut r = source_rules.get(i as usize).cloned().ok_or_else(|| {
                 anyhow::anyhow!(
                     "event {} names case rule {i}, which the case does not have",
@@ -217,7 +216,7 @@ fn inject_rules(events: &[Event], source_rules: &[Value]) -> Result<Vec<Value>> 
                 o.remove("when");
             }
             r
-        } else if let Some(f) = mark.get("fuzz") {
+        } else if let By::Fuzz(f) = mark.by {
             let f: PlannedFault = serde_json::from_value(f.clone())?;
             fault_rule(&f)
         } else {
@@ -235,16 +234,19 @@ fn inject_rules(events: &[Event], source_rules: &[Value]) -> Result<Vec<Value>> 
 /// turn, in place of the persona and its model.
 fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
     let mut rules = Vec::new();
-    for e in events.iter().filter(|e| e.call == USER_SAY) {
-        let Some(turn) = e.response["user"]["turn"].as_u64() else {
+    for e in events {
+        let Call::UserSay { response, .. } = e.typed() else {
+            continue;
+        };
+        let Some(turn) = response.user.and_then(|u| u.turn) else {
             continue;
         };
         let mut rule = serde_json::json!({"turn": turn});
-        if let Some(reply) = e.response["reply"].as_str() {
+        if let Some(reply) = response.reply {
             rule["reply"] = reply.into();
-        } else if let Some(end) = e.response.get("ended") {
-            rule["end"] = end["reason"].clone();
-            rule["satisfied"] = end["satisfied"].clone();
+        } else if let Some(end) = response.ended {
+            rule["end"] = end.reason().clone();
+            rule["satisfied"] = end.satisfied.unwrap_or(Value::Null);
         } else {
             continue;
         }

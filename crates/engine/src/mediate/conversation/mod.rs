@@ -25,13 +25,13 @@ use crate::case::fuzz::{self, PlannedFault};
 use crate::case::inject::Action;
 use crate::case::model::Provider;
 use crate::case::user::{Line, PlayedBy, UserConfig};
-use crate::log::Effect;
+use crate::log::{Effect, Kind};
 use serde_json::{Value, json};
 
 /// The call name of user turns.
-pub const SAY: &str = "worldline:agent/user.say";
+pub const SAY: &str = Kind::UserSay.name();
 /// The call name of approval requests.
-pub const APPROVAL: &str = "worldline:agent/approval.request";
+pub const APPROVAL: &str = Kind::ApprovalRequest.name();
 
 /// Who plays the user in this run.
 enum Player {

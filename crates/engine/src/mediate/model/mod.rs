@@ -26,13 +26,13 @@ use super::{Answer, RunState};
 use crate::canon;
 use crate::case::model::{CassetteMode, ModelConfig, Provider};
 use crate::error_kind::ErrorKind;
-use crate::log::Effect;
+use crate::log::{Effect, Kind};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The call name of model events.
-pub const CALL: &str = "worldline:agent/model.complete";
+pub const CALL: &str = Kind::ModelComplete.name();
 
 /// Answers the agent's model calls as the case's `[model]` says.
 pub struct ModelService {

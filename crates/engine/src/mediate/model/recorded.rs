@@ -6,7 +6,7 @@
 //! n-th recorded answer (the last one once they run out).
 
 use crate::canon;
-use crate::log::bundle;
+use crate::log::{Call, bundle};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,9 +76,12 @@ impl Recording {
                 .file_stem()
                 .map_or_else(String::new, |s| s.to_string_lossy().to_string());
             for e in b.events {
-                if e.call == super::CALL && e.response.get("ok").is_some() {
+                let Call::ModelComplete { request, response } = e.typed() else {
+                    continue;
+                };
+                if response.ok.is_some() {
                     answers
-                        .entry(key(&e.request["request"]))
+                        .entry(key(&request.request))
                         .or_default()
                         .push(RecordedAnswer {
                             run: run.clone(),

@@ -28,7 +28,7 @@ const DEFAULT_STALL_NS: u64 = 600 * 1_000_000_000;
 
 /// The call that records answers the protocol gives by itself (MCP
 /// `initialize`, notifications, a body that is not JSON, ...).
-const PROTOCOL_CALL: &str = "wasi:http/protocol.answer";
+const PROTOCOL_CALL: &str = crate::log::Kind::ProtocolAnswer.name();
 
 impl RunState {
     /// The base URLs answered as model APIs besides the vendors' own.

@@ -1,0 +1,368 @@
+//! The requests and responses of the log's kinds of event, typed (see
+//! `call.rs`). Each keeps the keys it does not name (`detail`) and keeps
+//! `null` values present, so a typed call writes back the JSON it was
+//! read from.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// `Some` whenever the key is present, `null` included (a plain
+/// `Option<Value>` would read `null` as absent and lose it on the way back).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// How a call arrived when not through its WIT function. Today that is
+/// an HTTP request the host answered, from a sandboxed guest's `wasi:http`
+/// or (next) a native process over loopback: `{"http": {api, method, url,
+/// ...}}`. Another way in is another variant, under its own key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Http(HttpRequest),
+}
+
+impl Transport {
+    /// Which API answered the call (`openai.chat`, `mcp`, `rest`, ...).
+    pub fn api(&self) -> &str {
+        match self {
+            Transport::Http(h) => &h.api,
+        }
+    }
+}
+
+/// The HTTP request a call came in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HttpRequest {
+    /// Which API answered it: `openai.chat`, `openai.responses`,
+    /// `anthropic.messages`, `mcp`, `rest`.
+    pub api: String,
+    pub method: String,
+    pub url: String,
+    /// The rest: whether the answer streamed, the JSON-RPC method, ...
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// A request that only says how it arrived (`tools.specs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Via {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// One tool as `tools.specs` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    pub name: String,
+    pub description: String,
+    /// The arguments' JSON Schema.
+    pub params: Value,
+    pub mutates: bool,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// A call's error: its kind (see `error_kind.rs`) and message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallError {
+    pub kind: String,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub message: Option<Value>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+impl CallError {
+    /// The message (`null` when the error has none).
+    pub fn message(&self) -> &Value {
+        self.message.as_ref().unwrap_or(&Value::Null)
+    }
+}
+
+/// An answer the guest got: `{"ok": …}` or `{"error": {kind, message}}`,
+/// with what else the host recorded beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ok: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CallError>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// `tools.call`'s request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRequest {
+    pub name: String,
+    /// The arguments, or the text the agent sent when it was not JSON.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub args: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+impl ToolRequest {
+    /// The arguments (`null` when the event has none).
+    pub fn args(&self) -> &Value {
+        self.args.as_ref().unwrap_or(&Value::Null)
+    }
+}
+
+/// `model.complete`'s request: who answered and the agent's
+/// chat-completions JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// `scripted`, `openai`, `recorded`, `recording` (a rerun's cassette)
+    /// or `none`.
+    pub provider: String,
+    pub request: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+impl ModelRequest {
+    /// The model the agent asked for, if it named one.
+    pub fn model(&self) -> Option<&str> {
+        self.request["model"].as_str()
+    }
+
+    /// The chat messages the agent sent.
+    pub fn messages(&self) -> Option<&Vec<Value>> {
+        self.request["messages"].as_array()
+    }
+}
+
+/// `model.complete`'s response: the completion or the error the guest got,
+/// and what the provider did (`model_call`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelAnswer {
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ok: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CallError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_call: Option<ProviderRecord>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+impl ModelAnswer {
+    /// The completion's first choice's message.
+    pub fn message(&self) -> Option<&Value> {
+        self.ok.as_ref()?.get("choices")?.get(0)?.get("message")
+    }
+
+    /// The completion's choices.
+    pub fn choices(&self) -> Option<&Value> {
+        self.ok.as_ref()?.get("choices")
+    }
+
+    /// The first choice's finish reason.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.ok.as_ref()?["choices"][0]["finish_reason"].as_str()
+    }
+
+    /// The model that answered, as the completion or else the provider says.
+    pub fn model(&self) -> Option<&str> {
+        let ok = self.ok.as_ref().and_then(|o| o["model"].as_str());
+        ok.or(self.model_call.as_ref()?.model.as_deref())
+    }
+
+    /// The completion's token counts.
+    pub fn usage(&self) -> Option<&Value> {
+        self.ok.as_ref()?.get("usage")
+    }
+}
+
+/// What the provider did for one model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider's token counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+    /// Real wall time the provider took: labelled metadata, never replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_latency_ms: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_latency_ms: Option<Value>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// `files.*`'s request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// `trace.note`'s request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    pub kind: String,
+    pub text: String,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// `user.say`'s request: what the agent told the user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Said {
+    pub message: String,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// `user.say`'s response: the user's reply, or how they left, and who
+/// played them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Ending>,
+    /// The turn's number and who played the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<Player>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// How the user ended the conversation (a fork's `--respond` may leave
+/// out either key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ending {
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub satisfied: Option<Value>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reason: Option<Value>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+impl Ending {
+    /// Whether the user left satisfied (`satisfied: true`).
+    pub fn satisfied(&self) -> bool {
+        self.satisfied == Some(Value::Bool(true))
+    }
+
+    /// Why the user left (`null` when not said).
+    pub fn reason(&self) -> &Value {
+        self.reason.as_ref().unwrap_or(&Value::Null)
+    }
+}
+
+/// Who played the user at one turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Player {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u64>,
+    /// `"script"`, or `{"model": {provider, model, ...}}`.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub by: Option<Value>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// `approval.request`'s request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalAsk {
+    pub kind: Value,
+    pub details: Value,
+    /// Set when the host asked (before an `ask` tool), not the agent.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub by: Option<Value>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// `approval.request`'s response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub denied: Option<Value>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// An HTTP status the host sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HttpStatus {
+    pub status: u16,
+}
+
+/// A native process's start: what ran, where, with which environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spawn {
+    pub argv: Vec<String>,
+    /// The names of the environment variables passed through (never their
+    /// values: a token or key would land in the log).
+    pub env: Vec<String>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// A native process's end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exited {
+    /// The exit code, when it exited rather than being killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// The signal that killed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}

@@ -1,0 +1,141 @@
+//! [`Services`]: everything that answers host calls in one run (the world
+//! session, the virtual clock, the seeded entropy, the bounded stdio, the
+//! model, the world's service component, the conversation). The mediator
+//! and the interface modules under `mediate/` reach the parts; from
+//! outside, a run configures them through the few methods here and takes
+//! what they leave with [`Services::finish`].
+
+use super::faults::Faults;
+use super::service::{Runtime, run_tool};
+use super::{WorldSession, clock, conversation, entropy, model, stdio};
+use crate::case::Case;
+use crate::time;
+use crate::world::World;
+use crate::world::state::State;
+use crate::world::tools::{AsOf, Tool, ToolFailure};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Everything that answers host calls.
+pub struct Services {
+    pub(in crate::mediate) world: WorldSession,
+    pub(in crate::mediate) clock: clock::VirtualClock,
+    pub(in crate::mediate) entropy: entropy::Entropy,
+    pub(in crate::mediate) stdio: stdio::Stdio,
+    pub(in crate::mediate) env: crate::case::Env,
+    pub(in crate::mediate) model: model::ModelService,
+    /// The world's service, when it has one (see [`Services::attach_service`]).
+    pub(in crate::mediate) service: Option<Runtime>,
+    pub(in crate::mediate) conversation: conversation::Conversation,
+}
+
+/// What a run's services leave when it ends.
+pub struct Leftover {
+    /// The world's final state.
+    pub state: State,
+    pub stdout: String,
+    pub stderr: String,
+    /// Output bytes past the case's limit, dropped.
+    pub truncated_bytes: u64,
+}
+
+impl Services {
+    /// The services of a run of `case`, each at its start.
+    pub fn new(case: &Case) -> Self {
+        let world = case.world.clone();
+        let state = world.initial.clone();
+        let inject = case.inject.clone();
+        Services {
+            world: WorldSession {
+                world,
+                state,
+                case_permissions: case.permissions.clone(),
+                inject_seen: vec![0; inject.len()],
+                inject,
+                faults: None,
+            },
+            clock: clock::VirtualClock::new(case.clock_ns, case.limits.tick_us * 1_000),
+            entropy: entropy::Entropy::new(case.seed),
+            stdio: stdio::Stdio::new(case.limits.stdout_bytes),
+            env: case.env.clone(),
+            model: model::ModelService::new(
+                &case.model,
+                case.seed,
+                std::time::Duration::from_millis(case.limits.timeout_ms),
+                case.path.parent().unwrap_or(Path::new(".")),
+            ),
+            service: None,
+            conversation: conversation::Conversation::new(case),
+        }
+    }
+
+    /// The virtual wall-clock time as RFC 3339 text.
+    pub fn now_text(&self) -> String {
+        time::rfc3339(self.clock.wall_ns())
+    }
+
+    /// The world the run is in.
+    pub fn world(&self) -> &Arc<World> {
+        &self.world.world
+    }
+
+    /// The world's state as the calls so far left it.
+    pub fn state(&self) -> &State {
+        &self.world.state
+    }
+
+    /// Answer the world's `op = "service"` tools with its component.
+    pub fn attach_service(&mut self, runtime: Runtime) {
+        self.service = Some(runtime);
+    }
+
+    /// Answer model calls from an earlier run's answers first (a rerun).
+    pub fn follow_cassette(&mut self, cassette: model::Cassette) {
+        self.model.cassette = Some(cassette);
+    }
+
+    /// Seed the scripted model's weighted alternatives (default: the case
+    /// seed).
+    pub fn seed_model(&mut self, seed: u64) {
+        self.model.set_seed(seed);
+    }
+
+    /// Let a `recorded` model provider find answers in the store's runs
+    /// (`own`: this run's bundle, which holds none).
+    pub fn find_recordings_in(&mut self, runs: PathBuf, own: Option<PathBuf>) {
+        self.model.use_store(runs, own);
+    }
+
+    /// A fuzz run's faults: the world's tools get theirs at each call, and
+    /// the agent's clock its skew.
+    pub fn inject_faults(&mut self, faults: Faults) {
+        self.clock.skew_ns = i128::from(faults.skew_s().unwrap_or(0)) * 1_000_000_000;
+        self.world.faults = Some(faults);
+    }
+
+    /// What the guest wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stdio.stderr.text()
+    }
+
+    /// Run `tool` outside the log (a gold call): at the next tick, its
+    /// writes applied to the state.
+    pub fn call_unrecorded(&mut self, tool: &Tool, args: &Value) -> Result<(), ToolFailure> {
+        self.clock.tick();
+        let as_of = AsOf::now(self.now_text());
+        let (_, writes) = run_tool(self, tool, args, &as_of).result?;
+        writes.iter().for_each(|w| self.world.state.apply(w));
+        Ok(())
+    }
+
+    /// The final state and the guest's output.
+    pub fn finish(self) -> Leftover {
+        Leftover {
+            stdout: self.stdio.stdout.text(),
+            stderr: self.stdio.stderr.text(),
+            truncated_bytes: self.stdio.stdout.dropped + self.stdio.stderr.dropped,
+            state: self.world.state,
+        }
+    }
+}

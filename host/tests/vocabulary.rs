@@ -1,0 +1,169 @@
+//! The log's typed vocabulary (`log/call.rs`) against runs recorded before
+//! it existed. `tests/recorded/<name>/run.json` is a `worldline export` of
+//! a run made by the host of main a311351 (2026-11-25); beside it is what
+//! that host printed for the run: `history.json` (`history --json
+//! --full`), `otel.pb` (`otel -o FILE --content`, OTLP protobuf), `trajectories.jsonl`
+//! (`export --format trajectories`) and `from-run.toml` (`case from-run`).
+//! `tests/recorded/README.md` says how they were made.
+//!
+//! Each run must import, replay `identical`, and print the same things
+//! now; each of its events must read as its kind and write back the JSON
+//! it was read from.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use worldline::log::{Call, Kind, bundle};
+
+/// The recorded runs' folders.
+fn recorded() -> Vec<PathBuf> {
+    let dirs: Vec<PathBuf> = files_with_suffix(&tests_dir().join("recorded"), "run.json")
+        .into_iter()
+        .map(|p| p.parent().unwrap().to_path_buf())
+        .collect();
+    assert!(dirs.len() >= 3, "recorded runs are missing: {dirs:?}");
+    dirs
+}
+
+/// The run's bundle, from its export file (its chain checked).
+fn bundle_of(dir: &Path) -> bundle::Bundle {
+    let export: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    let text = export["bundle"]
+        .as_str()
+        .expect("an export holds its bundle");
+    bundle::parse(text.as_bytes(), &dir.join("run.json"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+}
+
+#[test]
+fn recorded_events_read_as_their_kinds_and_write_back_the_same_json() {
+    let mut kinds = BTreeSet::new();
+    let mut transports = BTreeSet::new();
+    for dir in recorded() {
+        for e in bundle_of(&dir).events {
+            let typed = e.typed();
+            let at = format!("{} event {}", dir.display(), e.seq);
+            match Kind::of(&e.call) {
+                Some(kind) => {
+                    assert_eq!(typed.kind(), Some(kind), "{at}: read as {typed:?}");
+                    kinds.insert(kind);
+                }
+                None => assert!(
+                    matches!(typed, Call::Wasi { .. }),
+                    "{at}: `{}` is neither a kind of the vocabulary nor a WASI call",
+                    e.call
+                ),
+            }
+            if let Some(t) = typed.transport() {
+                transports.insert(t.api().to_string());
+            }
+            assert_eq!(
+                serde_json::to_value(&typed).unwrap(),
+                json!({"call": e.call, "request": e.request, "response": e.response}),
+                "{at}"
+            );
+        }
+    }
+    for kind in [
+        Kind::ToolsCall,
+        Kind::ToolsSpecs,
+        Kind::ModelComplete,
+        Kind::UserSay,
+        Kind::ApprovalRequest,
+        Kind::TraceNote,
+    ] {
+        assert!(
+            kinds.contains(&kind),
+            "no recorded run has a {kind:?} event"
+        );
+    }
+    assert!(
+        transports.contains("mcp") && transports.contains("openai.chat"),
+        "{transports:?}"
+    );
+}
+
+/// `now` and `before` are equal; else the first event where they differ.
+#[track_caller]
+fn same(now: &Value, before: &Value, what: &str) {
+    if now == before {
+        return;
+    }
+    let (a, b) = (&now["events"], &before["events"]);
+    let first = (0..a.as_array().map_or(0, Vec::len))
+        .find(|&i| a[i] != b[i])
+        .map_or_else(
+            || "outside the events".to_string(),
+            |i| format!("now {}\nbefore {}", a[i], b[i]),
+        );
+    panic!("{what} differs: {first}");
+}
+
+/// `worldline ARGS` on `store`, which must succeed.
+fn ok(store: &Path, args: &[&dyn AsRef<std::ffi::OsStr>]) -> CliOutput {
+    let out = wl(store, args);
+    out.expect_code(0);
+    out
+}
+
+fn text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn recorded_runs_replay_identical_and_read_as_they_did() {
+    for dir in recorded() {
+        let store = temp_dir();
+        let s = store.path();
+        let imported = ok(s, &[&"import", &dir.join("run.json"), &"--json"]);
+        let run = imported.json()["run_id"].as_str().unwrap().to_string();
+        replays_identical(s, &run);
+
+        // `run` is the bundle's path, which names the store.
+        let mut history = ok(s, &[&"history", &run, &"--full", &"--json"])
+            .json()
+            .clone();
+        let mut before: Value = serde_json::from_str(&text(&dir.join("history.json"))).unwrap();
+        history["run"] = Value::Null;
+        before["run"] = Value::Null;
+        same(&history, &before, &format!("{}: history", dir.display()));
+
+        let otel = s.join("otel.pb");
+        ok(s, &[&"otel", &run, &"-o", &otel, &"--content"]);
+        assert!(
+            std::fs::read(&otel).unwrap() == std::fs::read(dir.join("otel.pb")).unwrap(),
+            "{}: otel differs",
+            dir.display()
+        );
+
+        let trajectories = s.join("trajectories.jsonl");
+        let args: [&dyn AsRef<std::ffi::OsStr>; 6] = [
+            &"export",
+            &run,
+            &"--format",
+            &"trajectories",
+            &"-o",
+            &trajectories,
+        ];
+        ok(s, &args);
+        assert_eq!(
+            text(&trajectories),
+            text(&dir.join("trajectories.jsonl")),
+            "{}: trajectories",
+            dir.display()
+        );
+
+        let case = s.join("from-run.toml");
+        ok(s, &[&"case", &"from-run", &run, &"-o", &case]);
+        assert_eq!(
+            text(&case),
+            text(&dir.join("from-run.toml")),
+            "{}: case from-run",
+            dir.display()
+        );
+    }
+}
