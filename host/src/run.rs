@@ -95,6 +95,9 @@ pub struct RunOptions<'a> {
     /// A replay: the recorded grade, whose judges' answers are reused
     /// (a replay never calls a model).
     pub recorded_grade: Option<serde_json::Value>,
+    /// Made durable with this batch's flush (a suite's) instead of an
+    /// `fsync` of its own.
+    pub batch: Option<&'a crate::durable::SyncBatch>,
 }
 
 /// [`run`] with every option.
@@ -227,12 +230,17 @@ pub fn run_with(
     let mut footer = footer;
     footer.hash = bundle::footer_hash(&footer);
     if let Some(file) = file {
-        bundle::finish(file, &footer).map_err(|e| match (store_dir, &bundle_path) {
-            (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
-            _ => anyhow::Error::new(e).context("writing the bundle footer"),
+        bundle::finish(file, &footer, opts.batch.is_none()).map_err(|e| {
+            match (store_dir, &bundle_path) {
+                (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
+                _ => anyhow::Error::new(e).context("writing the bundle footer"),
+            }
         })?;
     }
     if let (Some(store), Some(id)) = (opts.store, &run_id) {
+        if let Some(batch) = opts.batch {
+            batch.ran();
+        }
         crate::index::record(store, id, &header, &footer, events.len());
     }
     Ok(RunOutcome {

@@ -7,6 +7,7 @@ use crate::log::bundle::{self, Bundle, Redacted};
 use crate::replay::{self, ReplayReport, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
+use crate::verify::{self, Checked};
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
@@ -23,6 +24,17 @@ pub struct ReplayArgs {
 pub struct VerifyArgs {
     /// Runs to replay (default: every run in the store).
     pub runs: Vec<String>,
+    /// Replay N of them drawn at random (a nightly check of a large store);
+    /// the sample and its seed are printed.
+    #[arg(long, value_name = "N")]
+    pub sample: Option<usize>,
+    /// The seed of `--sample` (default: a fresh one, printed): the same seed
+    /// on the same runs draws the same sample.
+    #[arg(long, requires = "sample")]
+    pub seed: Option<u64>,
+    /// Runs replayed at once (default: the number of cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -131,29 +143,48 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let runs = if args.runs.is_empty() {
+    let all = if args.runs.is_empty() {
         store.run_ids()?
     } else {
         args.runs.clone()
     };
-    // Bundles being created are hard-linked from a temporary file; one a
-    // killed writer left is not a run.
-    crate::durable::sweep(&store.runs_dir());
+    let (runs, sample) = match args.sample {
+        Some(n) => {
+            let seed = args.seed.unwrap_or_else(verify::fresh_seed);
+            let runs = verify::sample(&all, n, seed);
+            let doc = json!({"size": runs.len(), "of": all.len(), "seed": seed, "runs": runs});
+            (runs, Some(doc))
+        }
+        None => (all, None),
+    };
+    if let Some(s) = &sample
+        && !args.common.json
+    {
+        println!(
+            "sample of {} of {} runs, seed {} (`--sample {} --seed {}` draws it again): {}",
+            s["size"],
+            s["of"],
+            s["seed"],
+            args.sample.unwrap_or(0),
+            s["seed"],
+            runs.join(" ")
+        );
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
     let mut reports = Vec::new();
     let mut errors = Vec::new();
-    // Bundles cut off before their header (killed as the run started, or
-    // a full disk): incomplete runs with nothing to replay, not drift.
     let mut headless = Vec::new();
-    for run in &runs {
-        if let Ok(path) = store.resolve_run(run)
-            && bundle::has_header(&path).is_ok_and(|has| !has)
-        {
-            headless.push(run.clone());
-            continue;
-        }
-        match replay::open(&store, run).and_then(|rec| replay::replay(&sandbox, &store, &rec)) {
-            Ok(r) => reports.push(r),
-            Err(e) => errors.push(json!({"run": run, "error": format!("{e:#}")})),
+    for (run, checked) in runs
+        .iter()
+        .zip(verify::verify(&sandbox, &store, &runs, jobs)?)
+    {
+        match checked {
+            Checked::Replayed(r) => reports.push(r),
+            Checked::Unreadable(error) => errors.push(json!({"run": run, "error": error})),
+            Checked::Headless => headless.push(run.clone()),
         }
     }
     let diverged = reports
@@ -179,6 +210,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
             "runs": reports,
             "errors": errors,
             "incomplete_runs": headless,
+            "sample": sample,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
