@@ -245,7 +245,7 @@ fn valid_bundle(n: u64) -> Vec<u8> {
         truncated_bytes: 0,
     };
     footer.hash = bundle::footer_hash(&footer);
-    bundle::finish(file.unwrap(), &footer).unwrap();
+    bundle::finish(file.unwrap(), &footer, true).unwrap();
     std::fs::read(&path).unwrap()
 }
 

@@ -138,6 +138,58 @@ fn every_example_suite_run_replays_identical() {
         assert_eq!(r["matched"], r["recorded"], "{r}");
         assert!(r["recorded"].as_u64().unwrap() > 0, "{r}");
     }
+    // In parallel (the default is the cores), reported in run id order.
+    let ids: Vec<&str> = runs.iter().map(|r| r["run"].as_str().unwrap()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted);
+
+    // A seeded sample: printed, the same runs again from the same seed.
+    let sampled = |seed: &str| {
+        let out = wl(
+            store,
+            &[
+                &"verify",
+                &"--sample",
+                &"5",
+                &"--seed",
+                &seed,
+                &"--jobs",
+                &"2",
+                &"--json",
+            ],
+        );
+        out.expect_code(0);
+        let doc = out.json();
+        assert_eq!(doc["replayed"], 5, "{out}");
+        assert_eq!(doc["identical"], 5, "{out}");
+        assert_eq!(doc["sample"]["of"], total, "{out}");
+        assert_eq!(doc["sample"]["seed"].to_string(), seed, "{out}");
+        let picked: Vec<Value> = doc["sample"]["runs"].as_array().unwrap().clone();
+        let replayed: Vec<Value> = doc["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run"].clone())
+            .collect();
+        assert_eq!(picked, replayed, "{out}");
+        picked
+    };
+    let first = sampled("42");
+    assert_eq!(first, sampled("42"));
+    assert_ne!(first, sampled("43"));
+    let text = wl(store, &[&"verify", &"--sample", &"3", &"--seed", &"42"]);
+    text.expect_code(0);
+    assert!(
+        text.stdout.starts_with(&format!(
+            "sample of 3 of {total} runs, seed 42 (`--sample 3 --seed 42` draws it again): "
+        )),
+        "{text}"
+    );
+    assert!(
+        text.stdout.contains("3 runs: 3 identical or verified"),
+        "{text}"
+    );
 }
 
 // --- 2. host nondeterminism is caught at the right event --------------------
@@ -163,7 +215,7 @@ fn rewrite_as_broken_host(path: &Path, at: u64) {
     let mut footer = b.footer.unwrap();
     footer.chain_hash = head;
     footer.hash = bundle::footer_hash(&footer);
-    bundle::finish(file.unwrap(), &footer).unwrap();
+    bundle::finish(file.unwrap(), &footer, true).unwrap();
 }
 
 #[test]
@@ -728,6 +780,85 @@ fn an_exported_run_replays_in_another_store_and_hostile_exports_are_refused() {
 }
 
 // --- 7. diff and show ------------------------------------------------------
+
+/// Objects are kept as zstd frames in the store and in exports; a store
+/// or an export written before that (raw bytes, `worldline-export/1`) is
+/// still read, replayed and imported.
+#[test]
+fn compressed_objects_and_stores_and_exports_from_before_them() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+    let dir = temp_dir();
+    let store_a = dir.path().join("a");
+    let out = run(&store_a, &example_case("incident/baseline"), &careful());
+    out.expect_code(0);
+    let id = run_id(&out);
+    let agent_sha = read_bundle(&out.bundle()).header["agent_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let kept = std::fs::read(store_a.join("objects").join(&agent_sha)).unwrap();
+    let agent = std::fs::read(careful()).unwrap();
+    assert!(kept.starts_with(&MAGIC), "the agent is kept compressed");
+    assert!(
+        kept.len() < agent.len() / 2,
+        "{} of {}",
+        kept.len(),
+        agent.len()
+    );
+
+    // An export carries the objects compressed.
+    let file = dir.path().join("run.export.json");
+    wl(&store_a, &[&"export", &id, &"-o", &file]).expect_code(0);
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(doc["format"], "worldline-export/2");
+    let carried = b64
+        .decode(doc["objects"][&agent_sha].as_str().unwrap())
+        .unwrap();
+    assert!(carried.starts_with(&MAGIC) && carried.len() < agent.len() / 2);
+
+    // The store as an older worldline left it: every object raw, no world
+    // rebuilt yet. Every run still verifies.
+    for e in std::fs::read_dir(store_a.join("objects")).unwrap() {
+        let path = e.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        if bytes.starts_with(&MAGIC) {
+            std::fs::write(&path, zstd::decode_all(&bytes[..]).unwrap()).unwrap();
+        }
+    }
+    assert_eq!(
+        std::fs::read(store_a.join("objects").join(&agent_sha)).unwrap(),
+        agent
+    );
+    let _ = std::fs::remove_dir_all(store_a.join("worlds"));
+    let v = wl(&store_a, &[&"verify", &"--json"]);
+    v.expect_code(0);
+    assert_eq!(v.json()["identical"], 1, "{v}");
+
+    // An export as an older worldline wrote it: objects as base64 of their
+    // bytes. It imports, the objects land compressed, and the run replays.
+    doc["format"] = json!("worldline-export/1");
+    for (sha, data) in doc["objects"].as_object_mut().unwrap() {
+        let carried = b64.decode(data.as_str().unwrap()).unwrap();
+        let raw = if carried.starts_with(&MAGIC) {
+            zstd::decode_all(&carried[..]).unwrap()
+        } else {
+            carried
+        };
+        assert_eq!(worldline::canon::sha256_hex(&raw), *sha);
+        *data = json!(b64.encode(raw));
+    }
+    let old = dir.path().join("old.export.json");
+    std::fs::write(&old, serde_json::to_vec(&doc).unwrap()).unwrap();
+    assert!(std::fs::metadata(&old).unwrap().len() > std::fs::metadata(&file).unwrap().len());
+    let store_b = dir.path().join("b");
+    wl(&store_b, &[&"import", &old]).expect_code(0);
+    let landed = std::fs::read(store_b.join("objects").join(&agent_sha)).unwrap();
+    assert!(landed.starts_with(&MAGIC));
+    let doc = replay_json(&store_b, &id, 0);
+    assert_eq!(doc["verdict"], "identical", "{doc}");
+}
 
 #[test]
 fn diff_names_the_fork_point_and_show_gives_the_state_after_an_event() {

@@ -3,12 +3,17 @@
 //! is then renamed (replace) or hard-linked (create-only) into place.
 //! Temporary names carry the writer's process id, so the ones a killed
 //! writer left behind can be told apart from live ones and swept.
+//!
+//! Flushing to disk: a lone run syncs its own bundle; many runs (a suite)
+//! share one flush of the store's filesystem per [`SyncBatch`] interval
+//! instead of one `fsync` each (decision 0263).
 
 use std::fs::File;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What marks a temporary name: `<target>.tmp<pid>-<n>`.
 const TMP_MARK: &str = ".tmp";
@@ -112,6 +117,140 @@ pub fn sweep(dir: &Path) -> usize {
     removed
 }
 
+/// Flush everything written to the filesystem holding `dir` to disk: one
+/// call for every file of a batch (`syncfs`), where an `fsync` per file
+/// waits for one journal commit each.
+pub fn sync_filesystem(dir: &Path) -> io::Result<()> {
+    let folder = File::open(dir)?;
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: the descriptor is open for the duration of the call.
+        if unsafe { libc::syncfs(folder.as_raw_fd()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // SAFETY: sync takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+        folder.sync_all()
+    }
+}
+
+/// Runs written without a flush each, made durable together by a thread
+/// of their own: every `interval` while runs finish ([`SyncBatch::ran`])
+/// and once at the end ([`SyncBatch::finish`]), so no run waits on the
+/// disk. What a crash of the machine (not of the process: the kernel holds
+/// what was written) can lose is the runs that finished since the last
+/// flush, at most one interval's worth.
+pub struct SyncBatch {
+    shared: std::sync::Arc<Batch>,
+    flusher: Option<std::thread::JoinHandle<()>>,
+}
+
+struct Batch {
+    dir: PathBuf,
+    state: Mutex<BatchState>,
+    wake: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct BatchState {
+    /// Runs written since the last flush.
+    pending: usize,
+    done: bool,
+    /// The first flush that failed, reported by [`SyncBatch::finish`].
+    failed: Option<io::Error>,
+}
+
+impl Batch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BatchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Flush when runs are pending (outside the lock: runs keep finishing).
+    fn flush_pending(&self) {
+        let pending = std::mem::take(&mut self.lock().pending);
+        if pending > 0
+            && let Err(e) = sync_filesystem(&self.dir)
+        {
+            self.lock().failed.get_or_insert(e);
+        }
+    }
+}
+
+impl SyncBatch {
+    /// The interval suites flush at.
+    pub const INTERVAL: Duration = Duration::from_millis(250);
+
+    /// Start flushing the filesystem of `dir` every `interval` while runs
+    /// are pending.
+    pub fn start(dir: &Path, interval: Duration) -> SyncBatch {
+        let shared = std::sync::Arc::new(Batch {
+            dir: dir.to_path_buf(),
+            state: Mutex::new(BatchState::default()),
+            wake: std::sync::Condvar::new(),
+        });
+        let batch = shared.clone();
+        let flusher = std::thread::Builder::new()
+            .name("worldline-flush".into())
+            .spawn(move || {
+                let mut next = Instant::now() + interval;
+                loop {
+                    let state = batch.lock();
+                    let wait = next.saturating_duration_since(Instant::now());
+                    let (state, _) = batch
+                        .wake
+                        .wait_timeout_while(state, wait, |s| !s.done)
+                        .unwrap_or_else(|e| e.into_inner());
+                    if state.done {
+                        return;
+                    }
+                    drop(state);
+                    batch.flush_pending();
+                    next = Instant::now() + interval;
+                }
+            })
+            .ok();
+        SyncBatch { shared, flusher }
+    }
+
+    /// One more run written, to be flushed with the next batch.
+    pub fn ran(&self) {
+        self.shared.lock().pending += 1;
+    }
+
+    /// Flush what is left; the first flush that failed is the error.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.stop();
+        self.shared.flush_pending();
+        match self.shared.lock().failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn stop(&mut self) {
+        self.shared.lock().done = true;
+        self.shared.wake.notify_all();
+        if let Some(flusher) = self.flusher.take() {
+            let _ = flusher.join();
+        }
+    }
+}
+
+impl Drop for SyncBatch {
+    /// A suite that stopped on an error still flushes what it wrote.
+    fn drop(&mut self) {
+        if self.flusher.is_some() {
+            self.stop();
+            self.shared.flush_pending();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +297,22 @@ mod tests {
         left.sort();
         assert_eq!(left.len(), 2, "{left:?}");
         assert!(left.contains(&"ab.cwasm".to_string()));
+    }
+
+    #[test]
+    fn a_batch_flushes_while_runs_finish_and_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = SyncBatch::start(dir.path(), Duration::from_millis(5));
+        for _ in 0..3 {
+            std::fs::write(dir.path().join("run"), b"x").unwrap();
+            batch.ran();
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(batch.shared.lock().pending, 0, "flushed by its thread");
+        batch.ran();
+        batch.finish().unwrap();
+        let gone = SyncBatch::start(&dir.path().join("missing"), Duration::from_secs(60));
+        gone.ran();
+        assert_eq!(gone.finish().unwrap_err().kind(), io::ErrorKind::NotFound);
     }
 }

@@ -14,7 +14,6 @@
 //! must hold, and everything is written through a capability handle on the
 //! store folder, so nothing can land outside it.
 
-use crate::canon;
 use crate::error::InputError;
 use crate::log::bundle;
 use crate::store::StoreDir;
@@ -27,14 +26,20 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const FORMAT: &str = "worldline-export/1";
+/// The format this worldline writes: objects as base64 of the form
+/// `object_codec` keeps them in (a zstd frame, or the bytes themselves).
+pub const FORMAT: &str = "worldline-export/2";
+
+/// The formats it reads: `/1` (objects as base64 of their bytes) is read
+/// by the same rule, since raw bytes are a kept form too.
+const READS: [&str; 2] = ["worldline-export/1", FORMAT];
 
 #[derive(Serialize, Deserialize)]
 struct Export {
     format: String,
     run: String,
     bundle: String,
-    /// SHA-256 → base64 bytes.
+    /// SHA-256 → base64 of the object as kept (see `object_codec.rs`).
     objects: BTreeMap<String, String>,
     /// A redacted copy (its bundle header says of what).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -116,7 +121,8 @@ fn document(
     };
     let mut objects = BTreeMap::new();
     for sha in shas {
-        objects.insert(sha.clone(), B64.encode(store.get_object(&sha)?));
+        let bytes = store.get_object(&sha)?;
+        objects.insert(sha, B64.encode(export_form(&bytes)));
     }
     Ok(Export {
         format: FORMAT.into(),
@@ -125,6 +131,17 @@ fn document(
         objects,
         redacted,
     })
+}
+
+/// An object as an export carries it: compressed harder than the store
+/// keeps it (an export is written once and carried away).
+fn export_form(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    crate::object_codec::encode(bytes, crate::object_codec::EXPORT_LEVEL)
+}
+
+/// An object of an export from the form it carries it in.
+fn import_form(kept: Vec<u8>, sha: &str) -> Result<Vec<u8>, crate::object_codec::Undecodable> {
+    crate::object_codec::decode(kept, sha, crate::bounded::OBJECT)
 }
 
 /// What importing one run did.
@@ -200,12 +217,13 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         None => InputError::new(file, m),
     };
     let bad = |m: String| bad_at("\"bundle\"", m);
-    if doc.format != FORMAT {
+    if !READS.contains(&doc.format.as_str()) {
         return Err(bad_at(
             "\"format\"",
             format!(
-                "unknown export format `{}` (this worldline reads {FORMAT})",
-                doc.format
+                "unknown export format `{}` (this worldline reads {})",
+                doc.format,
+                READS.join(" and ")
             ),
         )
         .into());
@@ -227,12 +245,11 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         {
             return Err(bad_at(&named, format!("object name `{sha}` is not a SHA-256")).into());
         }
-        let data = B64
+        let kept = B64
             .decode(data)
             .map_err(|e| bad_at(&named, format!("object {sha}: {e}")))?;
-        if canon::sha256_hex(&data) != *sha {
-            return Err(bad_at(&named, format!("object {sha} does not match its hash")).into());
-        }
+        let data =
+            import_form(kept, sha).map_err(|e| bad_at(&named, format!("object {sha} {e}")))?;
         decoded.insert(sha.clone(), data);
     }
     // Check the bundle, and that the run could be replayed from what the
@@ -311,11 +328,14 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
     };
     for (sha, data) in &decoded {
         let name = format!("objects/{sha}");
-        let intact = root
-            .read(&name)
-            .is_ok_and(|have| canon::sha256_hex(&have) == *sha);
+        let intact = root.read(&name).is_ok_and(|have| {
+            crate::object_codec::decode(have, sha, crate::bounded::OBJECT).is_ok()
+        });
         if !intact {
-            put(&name, data)?;
+            put(
+                &name,
+                &crate::object_codec::encode(data, crate::object_codec::STORE_LEVEL),
+            )?;
         }
     }
     let run_name = format!("runs/{}.jsonl", doc.run);

@@ -13,6 +13,7 @@ pub mod grade;
 pub mod index;
 pub mod log;
 pub mod mediate;
+pub mod object_codec;
 pub mod ops;
 pub mod redact;
 pub mod regress;
@@ -23,6 +24,7 @@ pub mod sandbox;
 pub mod store;
 pub mod suite;
 pub mod traceback;
+pub mod verify;
 
 use worldline_case::{
     bounded, canon, case, durable, error, error_kind, file_identity, lease, parallel, partition,

@@ -14,8 +14,9 @@ use crate::store::StoreDir;
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A run as recorded, with what it needs to run again.
 pub struct Recorded {
@@ -34,6 +35,20 @@ pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
 
 /// [`open`] for a bundle already found.
 pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<Recorded> {
+    open_in(store, path, &Opened::default())
+}
+
+/// What a process that replays many runs has opened already: recorded
+/// cases (parsed against their worlds) and agents (read and checked
+/// against their hashes once), shared by the runs that name them.
+#[derive(Default)]
+pub struct Opened {
+    cases: Mutex<BTreeMap<[String; 3], Case>>,
+    agents: Mutex<BTreeMap<String, Arc<Agent>>>,
+}
+
+/// [`open_at`], taking the case from `opened` when it was opened before.
+pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<Recorded> {
     let bundle = bundle::read(&path).map_err(InputError::from)?;
     if let Some(r) = &bundle.header.redacted {
         return Err(InputError::new(
@@ -45,20 +60,21 @@ pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<Recorded> {
         )
         .into());
     }
-    let case_bytes = store.get_object(&bundle.header.case_hash)?;
-    let case_path = store.object_path(&bundle.header.case_hash);
-    let mut case = case::parse(&case_path, case_bytes, |reference| {
-        if reference != bundle.header.world {
-            return Err(InputError::new(
-                &case_path,
-                format!(
-                    "names world {reference}, the run recorded {}",
-                    bundle.header.world
-                ),
-            ));
+    let h = &bundle.header;
+    let key = [h.case_hash.clone(), h.world_hash.clone(), h.world.clone()];
+    let known = opened.cases.lock().expect("cases lock").get(&key).cloned();
+    let mut case = match known {
+        Some(case) => case,
+        None => {
+            let case = recorded_case(store, h)?;
+            opened
+                .cases
+                .lock()
+                .expect("cases lock")
+                .insert(key, case.clone());
+            case
         }
-        store.load_world(&bundle.header.world_hash)
-    })?;
+    };
     case.name.clone_from(&bundle.header.case);
     // A fuzz run's seed is its own, not the case file's.
     case.seed = bundle.header.seed;
@@ -74,12 +90,47 @@ pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<Recorded> {
     })
 }
 
+/// The case a run recorded, parsed against the world it recorded.
+fn recorded_case(store: &StoreDir, header: &bundle::Header) -> Result<Case, InputError> {
+    let case_bytes = store.get_object(&header.case_hash)?;
+    let case_path = store.object_path(&header.case_hash);
+    case::parse(&case_path, case_bytes, |reference| {
+        if reference != header.world {
+            return Err(InputError::new(
+                &case_path,
+                format!("names world {reference}, the run recorded {}", header.world),
+            ));
+        }
+        store.load_world(&header.world_hash)
+    })
+}
+
 /// Load the recorded agent (checked against its hash).
 pub fn recorded_agent(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<Arc<Agent>> {
     let sha = &rec.bundle.header.agent_sha256;
     let bytes = store.get_object(sha)?;
     // `get_object` has checked the bytes against their hash.
     sandbox.load_hashed(&bytes, sha.clone(), &store.object_path(sha))
+}
+
+/// [`recorded_agent`], read from the store once per process.
+fn opened_agent(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &Recorded,
+    opened: &Opened,
+) -> Result<Arc<Agent>> {
+    let sha = &rec.bundle.header.agent_sha256;
+    if let Some(agent) = opened.agents.lock().expect("agents lock").get(sha) {
+        return Ok(agent.clone());
+    }
+    let agent = recorded_agent(sandbox, store, rec)?;
+    opened
+        .agents
+        .lock()
+        .expect("agents lock")
+        .insert(sha.clone(), agent.clone());
+    Ok(agent)
 }
 
 /// How a replay ended.
@@ -112,7 +163,17 @@ pub struct ReplayReport {
 
 /// Replay a recorded run strictly.
 pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<ReplayReport> {
-    let agent = recorded_agent(sandbox, store, rec)?;
+    replay_in(sandbox, store, rec, &Opened::default())
+}
+
+/// [`replay`], taking the agent from `opened` when it was opened before.
+pub fn replay_in(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &Recorded,
+    opened: &Opened,
+) -> Result<ReplayReport> {
+    let agent = opened_agent(sandbox, store, rec, opened)?;
     let complete = rec.bundle.footer.as_ref().is_some_and(|f| f.replayable);
     let points = rec
         .bundle

@@ -100,6 +100,9 @@ pub struct RunOptions<'a> {
     /// A replay: the recorded grade, whose judges' answers are reused
     /// (a replay never calls a model).
     pub recorded_grade: Option<serde_json::Value>,
+    /// Made durable with this batch's flush (a suite's) instead of an
+    /// `fsync` of its own.
+    pub batch: Option<&'a crate::durable::SyncBatch>,
 }
 
 /// [`run`] with every option: check the inputs, open the log, set up the
@@ -119,6 +122,7 @@ pub fn run_with(
         faults,
         model_seed,
         recorded_grade,
+        batch,
     } = opts;
     let inputs = Inputs::check(sandbox, agent, case, parent, faults, model_seed)?;
     let log = Log::open(store, &inputs.header, agent)?;
@@ -148,9 +152,13 @@ pub fn run_with(
         graded.as_ref(),
     );
     if let Some(file) = file {
-        bundle::finish(file, &footer).map_err(|e| log.target.footer_error(e))?;
+        bundle::finish(file, &footer, batch.is_none())
+            .map_err(|e| log.target.footer_error(e))?;
     }
     if let (Some(store), Some(id)) = (store, &log.run_id) {
+        if let Some(batch) = batch {
+            batch.ran();
+        }
         crate::index::record(store, id, &inputs.header, &footer, events.len());
     }
     Ok(RunOutcome {

@@ -1,5 +1,6 @@
 //! The store directory (default `.worldline/`): `runs/` holds one bundle per
-//! run, `objects/` holds agents and case files by SHA-256, `cache/` holds
+//! run, `objects/` holds agents and case files by SHA-256 (zstd-compressed,
+//! see `object_codec.rs`), `cache/` holds
 //! compiled components by engine hash and agent SHA-256. What a process
 //! stores or reads is held in its lease (`lease.rs`) so `gc` leaves it.
 
@@ -61,9 +62,16 @@ impl StoreDir {
             // A new object is rare (a new agent, case or world): the time
             // to sweep what killed writers left here.
             crate::durable::sweep(&self.root.join("objects"));
-            crate::durable::write(&path, bytes).map_err(|e| self.write_error(&path, e))?;
+            self.write_object(&path, bytes)?;
         }
         Ok(())
+    }
+
+    /// Write an object's bytes to `path` in the form it is kept in (see
+    /// `object_codec.rs`): whole or not at all.
+    fn write_object(&self, path: &Path, bytes: &[u8]) -> Result<(), crate::error::InputError> {
+        let kept = crate::object_codec::encode(bytes, crate::object_codec::STORE_LEVEL);
+        crate::durable::write(path, &kept).map_err(|e| self.write_error(path, e))
     }
 
     /// Keep a world's files and its manifest (path → hash), so a run can
@@ -170,7 +178,7 @@ impl StoreDir {
     /// holds the store's gate itself).
     pub fn read_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
         let path = self.object_path(sha);
-        let bytes = crate::bounded::read(&path, crate::bounded::OBJECT).map_err(|e| {
+        let kept = crate::bounded::read(&path, crate::bounded::OBJECT).map_err(|e| {
             let what = match &e {
                 crate::bounded::Refused::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
                     "object missing from the store"
@@ -179,13 +187,9 @@ impl StoreDir {
             };
             crate::error::InputError::new(&path, format!("{what}: {e}"))
         })?;
-        if canon::sha256_hex(&bytes) != sha {
-            return Err(crate::error::InputError::new(
-                &path,
-                "object does not match its hash (the store was modified)",
-            ));
-        }
-        Ok(bytes)
+        crate::object_codec::decode(kept, sha, crate::bounded::OBJECT).map_err(|e| {
+            crate::error::InputError::new(&path, format!("object {e} (the store was modified)"))
+        })
     }
 
     /// The recorded world `world_hash`, rebuilt from the store into

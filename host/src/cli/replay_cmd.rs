@@ -8,6 +8,7 @@ use crate::ops;
 use crate::replay::{self, ReplayReport, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
+use crate::verify;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
@@ -24,6 +25,17 @@ pub struct ReplayArgs {
 pub struct VerifyArgs {
     /// Runs to replay (default: every run in the store).
     pub runs: Vec<String>,
+    /// Replay N of them drawn at random (a nightly check of a large store);
+    /// the sample and its seed are printed.
+    #[arg(long, value_name = "N")]
+    pub sample: Option<usize>,
+    /// The seed of `--sample` (default: a fresh one, printed): the same seed
+    /// on the same runs draws the same sample.
+    #[arg(long, requires = "sample")]
+    pub seed: Option<u64>,
+    /// Runs replayed at once (default: the number of cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -132,7 +144,31 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let v = ops::replay::verify(&sandbox, &store, &args.runs)?;
+    let sample = args.sample.map(|size| ops::replay::Sample {
+        size,
+        seed: args.seed.unwrap_or_else(verify::fresh_seed),
+    });
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let v = ops::replay::verify(&sandbox, &store, &args.runs, sample, jobs)?;
+    let sample = v.sample.as_ref().map(|s| {
+        json!({"size": s.runs.len(), "of": s.of, "seed": s.seed, "runs": s.runs})
+    });
+    if let Some(s) = &v.sample
+        && !args.common.json
+    {
+        println!(
+            "sample of {} of {} runs, seed {} (`--sample {} --seed {}` draws it again): {}",
+            s.runs.len(),
+            s.of,
+            s.seed,
+            args.sample.unwrap_or(0),
+            s.seed,
+            s.runs.join(" ")
+        );
+    }
     let (reports, headless, diverged, drift) = (
         &v.reports,
         &v.headless,
@@ -158,6 +194,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
             "runs": reports,
             "errors": errors,
             "incomplete_runs": headless,
+            "sample": sample,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {

@@ -270,11 +270,16 @@ pub fn footer_hash(footer: &Footer) -> String {
     canon::sha256_hex(format!("{}\n{text}", footer.chain_hash))
 }
 
-/// Append the footer (with its hash set): the run is complete. The disk
-/// flush is a real-time wait, made without the run's CPU slot.
-pub fn finish(mut file: File, footer: &Footer) -> std::io::Result<()> {
+/// Append the footer (with its hash set): the run is complete. With
+/// `sync`, flushed to disk at once (a real-time wait, made without the
+/// run's CPU slot); without, the caller flushes many runs at once
+/// (`durable::SyncBatch`).
+pub fn finish(mut file: File, footer: &Footer, sync: bool) -> std::io::Result<()> {
     file.write_all(footer_line(footer).as_bytes())?;
-    crate::parallel::waiting(|| file.sync_all())
+    if sync {
+        crate::parallel::waiting(|| file.sync_all())?;
+    }
+    Ok(())
 }
 
 /// A bundle as read back.

@@ -1,10 +1,10 @@
 //! Replay recorded runs strictly against their logs: one run, or many
 //! (`verify`) with the drift rate over them.
 
-use crate::log::bundle;
 use crate::replay::{self, Recorded, ReplayReport, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
+use crate::verify::Checked;
 use anyhow::Result;
 
 /// Replay `rec` with its recorded agent: identical, or where it diverged.
@@ -25,6 +25,8 @@ pub struct Verified {
     /// Bundles cut off before their header (killed as the run started, or
     /// a full disk): incomplete runs with nothing to replay, not drift.
     pub headless: Vec<String>,
+    /// The sample checked, when one was asked for.
+    pub sample: Option<Drawn>,
 }
 
 impl Verified {
@@ -42,34 +44,62 @@ impl Verified {
     }
 }
 
-/// Replay `runs` (every run of the store when empty).
-pub fn verify(sandbox: &Sandbox, store: &StoreDir, runs: &[String]) -> Result<Verified> {
-    let runs = if runs.is_empty() {
+/// Which runs `verify` checks: a seeded sample of `size`, when asked.
+pub struct Sample {
+    pub size: usize,
+    pub seed: u64,
+}
+
+/// The sample that was checked: its seed draws it again.
+pub struct Drawn {
+    pub of: usize,
+    pub seed: u64,
+    pub runs: Vec<String>,
+}
+
+/// Replay `runs` (every run of the store when empty), or a seeded sample
+/// of them, on `jobs` threads.
+pub fn verify(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    runs: &[String],
+    sample: Option<Sample>,
+    jobs: usize,
+) -> Result<Verified> {
+    let all = if runs.is_empty() {
         store.run_ids()?
     } else {
         runs.to_vec()
     };
-    // Bundles being created are hard-linked from a temporary file; one a
-    // killed writer left is not a run.
-    crate::durable::sweep(&store.runs_dir());
+    let (runs, drawn) = match sample {
+        Some(Sample { size, seed }) => {
+            let runs = crate::verify::sample(&all, size, seed);
+            let drawn = Drawn {
+                of: all.len(),
+                seed,
+                runs: runs.clone(),
+            };
+            (runs, Some(drawn))
+        }
+        None => (all, None),
+    };
     let mut out = Verified {
         reports: Vec::new(),
         unreadable: Vec::new(),
         headless: Vec::new(),
+        sample: drawn,
     };
-    for run in runs {
-        if let Ok(path) = store.resolve_run(&run)
-            && bundle::has_header(&path).is_ok_and(|has| !has)
-        {
-            out.headless.push(run);
-            continue;
-        }
-        match replay::open(store, &run).and_then(|rec| replay::replay(sandbox, store, &rec)) {
-            Ok(r) => out.reports.push(r),
-            Err(e) => out.unreadable.push(Unreadable {
-                run,
-                error: format!("{e:#}"),
+    for (run, checked) in runs
+        .iter()
+        .zip(crate::verify::verify(sandbox, store, &runs, jobs)?)
+    {
+        match checked {
+            Checked::Replayed(r) => out.reports.push(r),
+            Checked::Unreadable(error) => out.unreadable.push(Unreadable {
+                run: run.clone(),
+                error,
             }),
+            Checked::Headless => out.headless.push(run.clone()),
         }
     }
     Ok(out)

@@ -192,6 +192,11 @@ impl Suite<'_> {
         let t0 = Instant::now();
         let stop = AtomicBool::new(!self.collection_errors.is_empty());
         let repeat = self.repeat.max(1);
+        // The runs are flushed to disk together, not one `fsync` each.
+        let batch = crate::durable::SyncBatch::start(
+            &self.store.runs_dir(),
+            crate::durable::SyncBatch::INTERVAL,
+        );
         let cases = par_map(self.cases.len(), self.jobs, |i| {
             let e = &self.cases[i];
             let mut attempts = Vec::new();
@@ -200,6 +205,7 @@ impl Suite<'_> {
                     let t = Instant::now();
                     let options = RunOptions {
                         store: Some(self.store),
+                        batch: Some(&batch),
                         model_seed: match rep {
                             0 => self.model_seed,
                             _ => model_seed(e.case.seed, rep),
@@ -233,6 +239,9 @@ impl Suite<'_> {
             done(&run);
             Ok(run)
         })?;
+        batch
+            .finish()
+            .map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;
         Ok(SuiteRun {
             cases,
             repeat,

@@ -1,0 +1,106 @@
+//! `verify`'s runner: many recorded runs replayed strictly, in parallel,
+//! each ending as a report, an error, or a bundle cut off before its
+//! header; optionally a seeded random sample of them (a nightly check of a
+//! large store that covers it all over the nights, any night's sample
+//! repeatable from its seed).
+
+use crate::log::bundle;
+use crate::replay::{self, ReplayReport};
+use crate::sandbox::Sandbox;
+use crate::store::StoreDir;
+use anyhow::Result;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore as _, SeedableRng as _};
+
+/// How one run's check ended.
+pub enum Checked {
+    Replayed(ReplayReport),
+    /// It could not be opened or replayed (why).
+    Unreadable(String),
+    /// Cut off before its header (killed as it started, or a full disk):
+    /// nothing to replay, and not drift.
+    Headless,
+}
+
+/// `n` of `runs` drawn without replacement from `seed`, in the order of
+/// `runs` (all of them when `n` is as many or more).
+pub fn sample(runs: &[String], n: usize, seed: u64) -> Vec<String> {
+    if n >= runs.len() {
+        return runs.to_vec();
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    // A partial Fisher-Yates shuffle: the first `n` places are the sample.
+    for i in 0..n {
+        let left = (runs.len() - i) as u64;
+        let j = i + (rng.next_u64() % left) as usize;
+        order.swap(i, j);
+    }
+    let mut picked = order[..n].to_vec();
+    picked.sort_unstable();
+    picked.into_iter().map(|i| runs[i].clone()).collect()
+}
+
+/// A seed for a sample when none is given (printed with the sample, so
+/// the same runs can be checked again).
+pub fn fresh_seed() -> u64 {
+    let mut bytes = [0u8; 8];
+    // Without the system's randomness, the time still varies the sample.
+    if getrandom::fill(&mut bytes).is_err() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        bytes = (now.as_nanos() as u64).to_le_bytes();
+    }
+    // Short enough to type back.
+    u64::from_le_bytes(bytes) % 1_000_000_000
+}
+
+/// Replay each of `runs` on `jobs` threads; results in the order of `runs`.
+pub fn verify(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    runs: &[String],
+    jobs: usize,
+) -> Result<Vec<Checked>> {
+    // Bundles being created are hard-linked from a temporary file; one a
+    // killed writer left is not a run.
+    crate::durable::sweep(&store.runs_dir());
+    // A store's runs share a few cases and agents: each is read once.
+    let opened = replay::Opened::default();
+    crate::parallel::par_map(runs.len(), jobs, |i| {
+        Ok(check(sandbox, store, &runs[i], &opened))
+    })
+}
+
+fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened) -> Checked {
+    let path = match store.resolve_run(run) {
+        Ok(path) => path,
+        Err(e) => return Checked::Unreadable(format!("{:#}", anyhow::Error::from(e))),
+    };
+    if bundle::has_header(&path).is_ok_and(|has| !has) {
+        return Checked::Headless;
+    }
+    match replay::open_in(store, path, opened)
+        .and_then(|rec| replay::replay_in(sandbox, store, &rec, opened))
+    {
+        Ok(r) => Checked::Replayed(r),
+        Err(e) => Checked::Unreadable(format!("{e:#}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_is_its_seeds_and_keeps_the_runs_order() {
+        let runs: Vec<String> = (0..1000).map(|i| format!("r{i:04}")).collect();
+        let a = sample(&runs, 100, 7);
+        assert_eq!(a.len(), 100);
+        assert_eq!(a, sample(&runs, 100, 7), "the same seed, the same runs");
+        assert_ne!(a, sample(&runs, 100, 8));
+        assert!(a.windows(2).all(|w| w[0] < w[1]), "in order, no repeats");
+        assert_eq!(sample(&runs[..5], 100, 7), runs[..5].to_vec());
+    }
+}
