@@ -407,3 +407,115 @@ fn a_link_to_a_folder_above_is_not_followed() {
         .collect();
     assert_eq!(listed, ["a"], "{out}");
 }
+
+/// Cases of one world share one loaded copy of it (issue 29), and with
+/// `--jobs 2` each still sees only its own writes: the bumpers' service
+/// writes and the closers' declarative ones never reach the readers,
+/// whichever ran first.
+#[test]
+fn cases_sharing_a_world_never_see_each_others_writes() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for i in 0..4 {
+        let write = |name: &str, tool: &str, n: u32| {
+            let text = format!(
+                "world = \"counters@v1\"\nseed = {i}\nclock = 2026-03-02T12:00:00Z\n\
+                 task = {{ calls = [{{ tool = \"{tool}\", args = {{ id = \"c\" }} }}] }}\n\n\
+                 [[expect.state]]\ntable = \"counters\"\nkey = \"c\"\nfield = \"n\"\nequals = {n}\n"
+            );
+            write_case(&cases, &format!("{i}-{name}"), &text);
+        };
+        write("bump", "bump", 1);
+        write("read", "get_counter", 0);
+    }
+    let store = dir.path().join("store");
+    let out = worldline(
+        &store,
+        [
+            "test".as_ref(),
+            cases.as_os_str(),
+            "--agent".as_ref(),
+            caller().as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--jobs".as_ref(),
+            "2".as_ref(),
+            "--json".as_ref(),
+        ],
+    );
+    out.expect_code(0);
+    let doc = out.json();
+    let statuses: Vec<&str> = doc["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["passed"; 8], "{out}");
+}
+
+/// `--list` reads the case files and each world's `world.toml` only: it
+/// needs no agent, and lists cases whose world's rows and service are not
+/// even there; a case naming a world that is not there is a collection
+/// error (exit 2).
+#[test]
+fn list_needs_no_agent_and_reads_no_rows() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let world = worlds.join("counters/v1");
+    std::fs::remove_file(world.join("counters.jsonl")).unwrap();
+    std::fs::remove_file(world.join("service.wasm")).unwrap();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let case = |name: &str, world: &str| {
+        let text = format!(
+            "world = \"{world}\"\nseed = 1\nclock = 2026-03-02T12:00:00Z\ntags = [\"t\"]\ntask = {{ calls = [] }}\n"
+        );
+        write_case(&cases, name, &text);
+    };
+    case("one", "counters@v1");
+    case("two", "counters@v1");
+    let list = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "test".as_ref(),
+            cases.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--list".as_ref(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        worldline(&dir.path().join("store"), args)
+    };
+    let out = list(&[]);
+    out.expect_code(0);
+    assert_eq!(
+        out.stdout.lines().collect::<Vec<_>>(),
+        [
+            "one  counters@v1  [t]",
+            "two  counters@v1  [t]",
+            "2 case(s)"
+        ],
+        "{out}"
+    );
+    case("three", "counters@v9");
+    let out = list(&["--json"]);
+    out.expect_code(2);
+    assert_eq!(out.json().as_array().unwrap().len(), 2, "{out}");
+    assert!(
+        out.stderr.contains("three.toml") && out.stderr.contains("world `counters@v9` not found"),
+        "{out}"
+    );
+    let run = worldline(
+        &dir.path().join("store"),
+        [
+            "test".as_ref(),
+            cases.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ],
+    );
+    run.expect_code(2);
+    assert!(run.stderr.contains("pass --agent"), "{run}");
+}

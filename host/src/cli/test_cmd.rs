@@ -29,9 +29,10 @@ pub struct TestArgs {
     /// Case files, or folders searched for `*.toml` cases (default: `cases`
     /// in worldline.toml).
     pub cases: Vec<PathBuf>,
-    /// The agent component (.wasm; default: `agent` in worldline.toml).
+    /// The agent component (.wasm; default: `agent` in worldline.toml);
+    /// `--list` needs none.
     #[arg(long)]
-    pub agent: PathBuf,
+    pub agent: Option<PathBuf>,
     /// Folder holding the worlds (default: the nearest `worlds/` above each case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
@@ -83,10 +84,21 @@ struct Listed<'a> {
     world: String,
 }
 
+/// A selected case file: its place in the suite, its name, its world and
+/// tags, and what was read of it (`T`).
+struct Picked<T> {
+    index: usize,
+    name: String,
+    path: PathBuf,
+    world: String,
+    tags: Vec<String>,
+    read: T,
+}
+
 /// What the arguments select.
-struct Selected {
+struct Selected<T> {
     /// The cases to run, in suite order.
-    entries: Vec<Entry>,
+    entries: Vec<Picked<T>>,
     /// The case files that could not be loaded (collection errors:
     /// reported, and the suite exits 2 at the end, but the other cases
     /// still run).
@@ -95,8 +107,14 @@ struct Selected {
     shard: Option<Shard>,
 }
 
-/// The cases the arguments select, the collection errors, and the shard.
-fn select(args: &TestArgs, store: &StoreDir) -> Result<Selected> {
+/// The cases the arguments select, the collection errors, and the shard;
+/// `read` reads a case file (its world's reference and tags beside what it
+/// gives).
+fn select<T>(
+    args: &TestArgs,
+    store: &StoreDir,
+    read: impl Fn(&std::path::Path) -> Result<(T, String, Vec<String>), InputError>,
+) -> Result<Selected<T>> {
     let filter = args
         .filter
         .as_deref()
@@ -115,8 +133,8 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<Selected> {
     let mut seen: Vec<(String, String, String, Vec<String>)> = Vec::new();
     for (index, path) in discover::expand(&args.cases)?.into_iter().enumerate() {
         let name = discover::display_name(&path);
-        let mut case = match case::load(&path, args.worlds.as_deref()) {
-            Ok(case) => case,
+        let (read, world, tags) = match read(&path) {
+            Ok(read) => read,
             Err(e) => {
                 broken.push(e);
                 continue;
@@ -129,25 +147,25 @@ fn select(args: &TestArgs, store: &StoreDir) -> Result<Selected> {
             continue;
         }
         let shown = path.display().to_string();
-        let world = case.world.reference();
         let selected = filter.as_ref().is_none_or(|f| {
             f.matches(&Candidate {
                 name: &name,
                 path: &shown,
                 world: &world,
-                tags: &case.tags,
+                tags: &tags,
             })
         });
         if !selected {
-            seen.push((name, shown, world, case.tags.clone()));
+            seen.push((name, shown, world, tags));
             continue;
         }
-        args.model.apply(&mut case)?;
-        entries.push(Entry {
+        entries.push(Picked {
             index,
             name,
             path,
-            case,
+            world,
+            tags,
+            read,
         });
     }
     if let (Some(f), true, false) = (&filter, entries.is_empty(), seen.is_empty()) {
@@ -213,15 +231,15 @@ fn nothing_selected(
     )
 }
 
-fn print_list(entries: &[Entry], json: bool) -> Result<()> {
+fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
     let listed: Vec<Listed> = entries
         .iter()
         .map(|e| Listed {
             index: e.index,
             name: &e.name,
             path: e.path.display().to_string(),
-            tags: &e.case.tags,
-            world: e.case.world.reference(),
+            tags: &e.tags,
+            world: e.world.clone(),
         })
         .collect();
     if json {
@@ -273,26 +291,57 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         return Err(InputError::new("--repeat", "must be at least 1").into());
     }
     let store = StoreDir::open(&args.common.store)?;
-    let Selected {
-        entries,
-        broken,
-        shard,
-    } = select(&args, &store)?;
+    let worlds = args.worlds.as_deref();
     if args.list {
-        print_list(&entries, args.common.json)?;
-        for e in &broken {
+        // Listing reads the case files and each world's world.toml only.
+        let selected = select(&args, &store, |path| {
+            let h = case::header(path, worlds)?;
+            Ok(((), h.world, h.tags))
+        })?;
+        print_list(&selected.entries, args.common.json)?;
+        for e in &selected.broken {
             eprintln!("error collecting {e}");
         }
-        return Ok(if broken.is_empty() {
+        return Ok(if selected.broken.is_empty() {
             ExitCode::Ok
         } else {
             ExitCode::Input
         });
     }
+    let Some(agent_path) = args.agent.clone() else {
+        return Err(InputError::new(
+            "--agent",
+            "`test` runs the cases against an agent: pass --agent A.wasm, or set `agent` in \
+             worldline.toml (`test --list` needs none)",
+        )
+        .into());
+    };
+    let Selected {
+        entries,
+        broken,
+        shard,
+    } = select(&args, &store, |path| {
+        let case = case::load(path, worlds)?;
+        let (world, tags) = (case.world.reference(), case.tags.clone());
+        Ok((case, world, tags))
+    })?;
+    let entries = entries
+        .into_iter()
+        .map(|p| {
+            let mut case = p.read;
+            args.model.apply(&mut case)?;
+            Ok(Entry {
+                index: p.index,
+                name: p.name,
+                path: p.path,
+                case,
+            })
+        })
+        .collect::<Result<Vec<Entry>>>()?;
     let bar = progress(entries.len() as u64);
-    bar.set_message(format!("loading {}", args.agent.display()));
+    bar.set_message(format!("loading {}", agent_path.display()));
     bar.enable_steady_tick(Duration::from_millis(200));
-    let loaded = super::preload::load(&store, &args.agent, &entries, &bar)?;
+    let loaded = super::preload::load(&store, &agent_path, &entries, &bar)?;
     let (sandbox, agent) = (&loaded.sandbox, &loaded.agent);
     for e in &entries {
         store.put_case(&e.case)?;

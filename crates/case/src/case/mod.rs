@@ -158,6 +158,46 @@ pub fn load(path: &Path, worlds_root: Option<&Path>) -> Result<Case, InputError>
     })
 }
 
+/// What `test --list` shows of a case, read without loading its world.
+#[derive(Debug, Clone)]
+pub struct Header {
+    /// The world it names (`name@vN`).
+    pub world: String,
+    pub tags: Vec<String>,
+}
+
+/// A case's [`Header`]: the case file is read and checked as TOML of a
+/// case (every key known, every type right), and the world it names must
+/// have a `world.toml` of that name and version; no rows, no service and
+/// nothing that needs them is read or checked (a full load does that).
+pub fn header(path: &Path, worlds_root: Option<&Path>) -> Result<Header, InputError> {
+    let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
+        .map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
+    let text = InputError::utf8(path, bytes)?;
+    let doc: CaseToml = toml::from_str(&text).map_err(|e| InputError::toml(path, &text, &e))?;
+    let root = match worlds_root {
+        Some(r) => r.to_path_buf(),
+        None => find_worlds_root(path).ok_or_else(|| {
+            InputError::new(
+                path,
+                "no `worlds/` folder found above the case; pass --worlds DIR",
+            )
+        })?,
+    };
+    let reference = doc.world.get_ref();
+    world::check_header(&root, reference, path).map_err(|e| {
+        if e.file == path && e.line.is_none() {
+            InputError::at(path, &text, doc.world.span().start, e.message)
+        } else {
+            e
+        }
+    })?;
+    Ok(Header {
+        world: reference.clone(),
+        tags: doc.tags,
+    })
+}
+
 /// Parse a case from its bytes; `resolve` finds the world it names (from a
 /// `worlds/` folder, or from a store's snapshot of the recorded world).
 /// The error is the first problem (see [`parse_all`]).
@@ -297,7 +337,7 @@ pub fn parse_all(
             .map_or_else(String::new, |s| s.to_string_lossy().to_string()),
         description: doc.description,
         tags: doc.tags,
-        world: Arc::new(world),
+        world: world::cache::share(world),
         task,
         seed: doc.seed.0,
         clock_ns,

@@ -8,7 +8,6 @@
 use super::compare;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub enum Ids {
@@ -61,7 +60,7 @@ impl Ids {
     }
 
     /// The key value for a new row of `table` holding `rows`.
-    pub fn next(&self, table: &str, rows: &BTreeMap<String, Value>) -> Value {
+    pub fn next(&self, table: &str, rows: &imbl::OrdMap<String, Value>) -> Value {
         match self {
             Ids::Count => Value::String(format!("{table}-{}", rows.len() + 1)),
             Ids::MaxPlusOne => {
@@ -125,7 +124,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn rows(keys: &[&str]) -> BTreeMap<String, Value> {
+    fn rows(keys: &[&str]) -> imbl::OrdMap<String, Value> {
         keys.iter().map(|k| (k.to_string(), json!({}))).collect()
     }
 

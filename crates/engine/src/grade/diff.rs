@@ -7,7 +7,8 @@
 //! `2.0`) says so.
 
 use crate::world::compare::{Numbers, key_order, type_name};
-use crate::world::state::{FileData, State};
+use crate::world::state::{Rows, State};
+use imbl::ordmap::DiffItem;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -129,28 +130,32 @@ pub fn diff(before: &State, after: &State) -> StateDiff {
 }
 
 /// What changed from `before` to `after`, numbers compared as `numbers` says.
+/// Rows are compared through the maps' shared structure: a run's final
+/// state shares every row it did not write with the initial state, so
+/// this costs the rows that changed, not the world's size.
 pub fn diff_with(before: &State, after: &State, numbers: Numbers) -> StateDiff {
     let mut out = StateDiff::default();
+    let none = Rows::new();
     for (name, table) in &after.tables {
-        let old = before.tables.get(name);
+        let old = before.tables.get(name).map_or(&none, |t| &t.rows);
         let mut d = TableDiff::default();
-        for (k, row) in &table.rows {
-            match old.and_then(|t| t.rows.get(k)) {
-                None => {
+        for item in old.diff(&table.rows) {
+            match item {
+                DiffItem::Add(k, row) => {
                     d.added.insert(k.clone(), row.clone());
                 }
-                Some(prev) if !numbers.same(prev, row) => {
-                    let mut fields = BTreeMap::new();
-                    changes("", Some(prev), Some(row), numbers, &mut fields);
-                    d.changed.insert(k.clone(), fields);
-                }
-                Some(_) => {}
-            }
-        }
-        if let Some(old) = old {
-            for (k, row) in &old.rows {
-                if !table.rows.contains_key(k) {
+                DiffItem::Remove(k, row) => {
                     d.removed.insert(k.clone(), row.clone());
+                }
+                DiffItem::Update {
+                    old: (k, prev),
+                    new: (_, row),
+                } => {
+                    if !numbers.same(prev, row) {
+                        let mut fields = BTreeMap::new();
+                        changes("", Some(prev), Some(row), numbers, &mut fields);
+                        d.changed.insert(k.clone(), fields);
+                    }
                 }
             }
         }
@@ -158,18 +163,11 @@ pub fn diff_with(before: &State, after: &State, numbers: Numbers) -> StateDiff {
             out.tables.insert(name.clone(), d);
         }
     }
-    let files: BTreeMap<&String, (Option<&FileData>, Option<&FileData>)> = before
-        .files
-        .keys()
-        .chain(after.files.keys())
-        .map(|p| (p, (before.files.get(p), after.files.get(p))))
-        .collect();
-    for (path, (b, a)) in files {
-        let what = match (b, a) {
-            (None, Some(_)) => "added",
-            (Some(_), None) => "removed",
-            (Some(x), Some(y)) if x != y => "changed",
-            _ => continue,
+    for item in before.files.diff(&after.files) {
+        let (path, what) = match item {
+            DiffItem::Add(p, _) => (p, "added"),
+            DiffItem::Remove(p, _) => (p, "removed"),
+            DiffItem::Update { old: (p, _), .. } => (p, "changed"),
         };
         out.files.insert(path.clone(), what);
     }
@@ -179,7 +177,7 @@ pub fn diff_with(before: &State, after: &State, numbers: Numbers) -> StateDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::state::{Table, Write};
+    use crate::world::state::{FileData, Table, Write};
 
     #[test]
     fn diff_lists_added_removed_and_changed_fields() {

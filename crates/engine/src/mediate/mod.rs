@@ -466,7 +466,7 @@ mod tests {
             "tickets".into(),
             Table {
                 key: "id".into(),
-                rows: BTreeMap::from([("T-1".to_string(), row)]),
+                rows: [("T-1".to_string(), row)].into_iter().collect(),
                 ..Default::default()
             },
         );

@@ -346,8 +346,9 @@ impl Redactor {
                 t.rows = std::mem::take(rows).into_iter().collect();
             }
         }
-        for data in s.files.values_mut() {
-            if let crate::world::state::FileData::Text(text) = data {
+        let paths: Vec<String> = s.files.keys().cloned().collect();
+        for path in paths {
+            if let Some(crate::world::state::FileData::Text(text)) = s.files.get_mut(&path) {
                 *text = self.text(text);
             }
         }

@@ -415,7 +415,9 @@ mod tests {
             "t".into(),
             crate::world::state::Table {
                 key: "id".into(),
-                rows: [("a".to_string(), json!({"id": "a", "n": 1}))].into(),
+                rows: [("a".to_string(), json!({"id": "a", "n": 1}))]
+                    .into_iter()
+                    .collect(),
                 ids: Default::default(),
             },
         );

@@ -1,0 +1,157 @@
+//! Each world loaded once per process: a load is kept by its folder for as
+//! long as every file it read (and the folders holding them) keeps its
+//! identity (`file_identity`: trusted only once settled, else read
+//! again), and each (world, overlay) that cases use is one shared copy
+//! whose initial state is sealed for hashing once. Every case and job of
+//! the process then reads the same rows; a run copies only what it writes
+//! ([0253](../../../docs/decisions/0253-world-loaded-once-per-process.md)).
+
+use super::World;
+use crate::error::InputError;
+use crate::file_identity;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+
+/// A kept load: the identity of each file and folder it read, and the world.
+struct Kept {
+    identities: Vec<(PathBuf, String)>,
+    world: Arc<World>,
+}
+
+/// Loads by folder and how it was loaded (what was checked).
+static LOADED: Mutex<BTreeMap<(PathBuf, String), Kept>> = Mutex::new(BTreeMap::new());
+
+/// Shared worlds by (folder, hash): the hash covers the overlay.
+static SHARED: Mutex<BTreeMap<(PathBuf, String), Weak<World>>> = Mutex::new(BTreeMap::new());
+
+/// The world in `dir`, kept from an earlier `load` of it the same way
+/// (`mode`) when its files are unchanged, else loaded by `load` (its
+/// initial state sealed, and kept when its files have settled).
+pub fn load(
+    dir: &Path,
+    mode: &str,
+    load: impl FnOnce() -> Result<World, Vec<InputError>>,
+) -> Result<World, Vec<InputError>> {
+    let key = (
+        dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
+        mode.to_string(),
+    );
+    if let Some(kept) = LOADED.lock().expect("world cache lock").get(&key)
+        && kept
+            .identities
+            .iter()
+            .all(|(p, id)| identity(p).as_ref() == Some(id))
+    {
+        return Ok((*kept.world).clone());
+    }
+    let mut world = load()?;
+    world.initial.seal();
+    if let Some(identities) = settled_identities(&world) {
+        let world = Arc::new(world.clone());
+        LOADED
+            .lock()
+            .expect("world cache lock")
+            .insert(key, Kept { identities, world });
+    }
+    Ok(world)
+}
+
+/// The one shared copy of `world` (same folder, same hash), its initial
+/// state sealed; a copy no case holds any more is dropped.
+pub fn share(mut world: World) -> Arc<World> {
+    let key = (world.dir.clone(), world.hash.clone());
+    if let Some(w) = SHARED
+        .lock()
+        .expect("world cache lock")
+        .get(&key)
+        .and_then(Weak::upgrade)
+    {
+        return w;
+    }
+    world.initial.seal();
+    let world = Arc::new(world);
+    let mut shared = SHARED.lock().expect("world cache lock");
+    shared.retain(|_, w| w.strong_count() > 0);
+    shared.insert(key, Arc::downgrade(&world));
+    world
+}
+
+fn identity(path: &Path) -> Option<String> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| file_identity::of(&m))
+}
+
+/// The identity of the world's folder, its `world.toml`, every file in
+/// its manifest and each folder between; `None` when one has not
+/// settled (or is gone).
+fn settled_identities(world: &World) -> Option<Vec<(PathBuf, String)>> {
+    let mut paths: BTreeSet<PathBuf> =
+        BTreeSet::from([world.dir.clone(), world.dir.join("world.toml")]);
+    for rel in world.manifest.keys() {
+        let mut p = world.dir.join(rel);
+        while p.starts_with(&world.dir) && paths.insert(p.clone()) {
+            p.pop();
+        }
+    }
+    paths
+        .into_iter()
+        .map(|p| {
+            let m = std::fs::symlink_metadata(&p).ok()?;
+            file_identity::settled(&m).then(|| (p, file_identity::of(&m)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn world_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("world.toml"),
+            "name = \"w\"\nversion = 1\n[tables.t]\nkey = \"id\"\nrows = \"t.jsonl\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("t.jsonl"), "{\"id\": \"a\"}\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_settled_world_is_read_once_and_a_changed_one_again() {
+        let dir = world_dir();
+        let fresh = crate::world::load_dir(dir.path()).unwrap();
+        let again = crate::world::load_dir(dir.path()).unwrap();
+        assert!(
+            !again.initial.tables["t"].shares(&fresh.initial.tables["t"]),
+            "files just written are read again"
+        );
+        std::thread::sleep(file_identity::SETTLED + std::time::Duration::from_millis(100));
+        let first = crate::world::load_dir(dir.path()).unwrap();
+        let kept = crate::world::load_dir(dir.path()).unwrap();
+        assert!(kept.initial.tables["t"].shares(&first.initial.tables["t"]));
+        std::fs::write(dir.path().join("t.jsonl"), "{\"id\": \"b\"}\n").unwrap();
+        let changed = crate::world::load_dir(dir.path()).unwrap();
+        assert!(changed.initial.row("t", "b").is_some());
+        assert_ne!(changed.hash, first.hash);
+    }
+
+    #[test]
+    fn cases_of_one_world_and_overlay_share_one_copy() {
+        let dir = world_dir();
+        let a = share(crate::world::load_dir(dir.path()).unwrap());
+        let b = share(crate::world::load_dir(dir.path()).unwrap());
+        assert!(Arc::ptr_eq(&a, &b));
+        let overlay: Vec<crate::world::overlay::Overlay> =
+            vec![serde_json::from_str(r#"{"table": "t", "remove": ["a"]}"#).unwrap()];
+        let c = share(
+            crate::world::overlay::apply(crate::world::load_dir(dir.path()).unwrap(), &overlay)
+                .unwrap(),
+        );
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert!(c.initial.tables["t"].rows.is_empty());
+        assert!(a.initial.row("t", "a").is_some());
+    }
+}

@@ -1,0 +1,408 @@
+//! A `[[tools]]` entry of `world.toml` as written, checked (its op's keys,
+//! its tables, its parameter schema) and resolved into a [`Tool`].
+
+use super::schema;
+use super::state::State;
+use super::tools::{Filter, Limit, Op, Query, RowOp, Tool, Validate};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// `[[tools]]` as written: the keys of every op, so that serde refuses
+/// unknown keys at their place and checks their types. [`resolve`] keeps
+/// the keys the named op takes (in a typed [`Op`]), and reports a missing
+/// one at the tool's place.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolToml {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    version: Option<String>,
+    #[serde(default)]
+    mutates: Option<bool>,
+    #[serde(default)]
+    params: Option<Value>,
+    op: String,
+    #[serde(default)]
+    table: Option<String>,
+    #[serde(default)]
+    key_arg: Option<String>,
+    #[serde(default)]
+    filters: Vec<Filter>,
+    #[serde(default)]
+    sort: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    limit_arg: Option<String>,
+    #[serde(default)]
+    row: Option<Value>,
+    #[serde(default)]
+    set: Option<Value>,
+    #[serde(default)]
+    path_arg: Option<String>,
+    #[serde(default)]
+    content_arg: Option<String>,
+    #[serde(default)]
+    prefix_arg: Option<String>,
+    /// `respond`: the answer; other ops: a wrapper around their result.
+    #[serde(default)]
+    response: Option<Value>,
+    #[serde(default)]
+    validate: Validate,
+}
+
+/// The keys every op takes, beside its own.
+const COMMON_KEYS: &str = "name, description, version, mutates, params, op, response, validate";
+
+const OPS: &str =
+    "get, query, insert, update, delete, file_read, file_write, file_list, respond or service";
+
+impl ToolToml {
+    /// The op the tool names, with the keys it takes.
+    fn op(&self) -> Result<Op, String> {
+        let name = self.op.as_str();
+        self.only_keys_of(name)?;
+        let need = |value: &Option<String>, key: &str| {
+            value
+                .clone()
+                .ok_or_else(|| format!("op `{name}` needs `{key}`"))
+        };
+        let row_op = || -> Result<RowOp, String> {
+            Ok(RowOp {
+                table: need(&self.table, "table")?,
+                key_arg: self.key_arg.clone(),
+            })
+        };
+        Ok(match name {
+            "get" => Op::Get(row_op()?),
+            "query" => Op::Query(Query {
+                table: need(&self.table, "table")?,
+                filters: self.filters.clone(),
+                sort: self.sort.as_ref().map(|s| match s.strip_prefix('-') {
+                    Some(f) => (f.to_string(), true),
+                    None => (s.clone(), false),
+                }),
+                limit: match (self.limit, &self.limit_arg) {
+                    (_, Some(a)) => Some(Limit::Arg(a.clone())),
+                    (Some(n), None) => Some(Limit::Fixed(n)),
+                    (None, None) => None,
+                },
+            }),
+            "insert" => Op::Insert {
+                table: need(&self.table, "table")?,
+                row: self.row.clone().unwrap_or_else(|| json!("$args")),
+            },
+            "update" => {
+                let row = row_op()?;
+                let set = self.set.clone().ok_or("op `update` needs `set`")?;
+                if !set.is_object() {
+                    return Err("`set` must be a table of field = value".into());
+                }
+                Op::Update { row, set }
+            }
+            "delete" => Op::Delete(row_op()?),
+            "file_read" => Op::FileRead {
+                path_arg: need(&self.path_arg, "path_arg")?,
+            },
+            "file_write" => Op::FileWrite {
+                path_arg: need(&self.path_arg, "path_arg")?,
+                content_arg: need(&self.content_arg, "content_arg")?,
+            },
+            "file_list" => Op::FileList {
+                prefix_arg: self.prefix_arg.clone().unwrap_or_else(|| "prefix".into()),
+            },
+            "respond" => Op::Respond {
+                response: self
+                    .response
+                    .clone()
+                    .ok_or("op `respond` needs `response`")?,
+            },
+            "service" => Op::Service,
+            other => return Err(format!("unknown op `{other}` (use {OPS})")),
+        })
+    }
+}
+
+impl ToolToml {
+    /// Refuse a key the op does not take (a `get` with `filters` would be
+    /// silently ignored otherwise), naming the keys it takes.
+    fn only_keys_of(&self, op: &str) -> Result<(), String> {
+        let takes: &[&str] = match op {
+            "get" | "delete" => &["table", "key_arg"],
+            "query" => &["table", "filters", "sort", "limit", "limit_arg"],
+            "insert" => &["table", "row"],
+            "update" => &["table", "key_arg", "set"],
+            "file_read" => &["path_arg"],
+            "file_write" => &["path_arg", "content_arg"],
+            "file_list" => &["prefix_arg"],
+            _ => &[],
+        };
+        let given = [
+            ("table", self.table.is_some()),
+            ("key_arg", self.key_arg.is_some()),
+            ("filters", !self.filters.is_empty()),
+            ("sort", self.sort.is_some()),
+            ("limit", self.limit.is_some()),
+            ("limit_arg", self.limit_arg.is_some()),
+            ("row", self.row.is_some()),
+            ("set", self.set.is_some()),
+            ("path_arg", self.path_arg.is_some()),
+            ("content_arg", self.content_arg.is_some()),
+            ("prefix_arg", self.prefix_arg.is_some()),
+        ];
+        match given.iter().find(|(k, g)| *g && !takes.contains(k)) {
+            Some((key, _)) => {
+                let own = if takes.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}, ", takes.join(", "))
+                };
+                Err(format!(
+                    "op `{op}` does not take `{key}` (keys: {own}{COMMON_KEYS})"
+                ))
+            }
+            None if self.validate == Validate::Off && op != "service" => Err(format!(
+                "validate = \"off\" is for op = \"service\" tools, whose service checks its own \
+                 arguments; op `{op}` needs them checked (use \"strict\" or \"lax\")"
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Check a declared tool (its op's keys, its tables, its parameter schema)
+/// and build it.
+pub fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
+    let name = &t.name;
+    if name.is_empty() {
+        return Err("tool `name` is empty".into());
+    }
+    let op = t.op().map_err(|m| format!("tool `{name}`: {m}"))?;
+    if let Some(table) = op.table()
+        && !state.tables.contains_key(table)
+    {
+        let known: Vec<&String> = state.tables.keys().collect();
+        return Err(format!(
+            "tool `{name}`: unknown table `{table}` (tables: {known:?})"
+        ));
+    }
+    let params = t
+        .params
+        .clone()
+        .unwrap_or_else(|| json!({"type": "object"}));
+    schema::check_schema(&params)
+        .map_err(|e| format!("tool `{name}`: params is not a supported JSON Schema: {e}"))?;
+    Ok(Tool {
+        name: name.clone(),
+        description: t.description.clone(),
+        version: t.version.clone().unwrap_or_else(|| "1".into()),
+        mutates: t.mutates.unwrap_or(op.writes()),
+        params,
+        response: match op {
+            Op::Respond { .. } => None,
+            _ => t.response.clone(),
+        },
+        op,
+        validate: t.validate,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error_kind::ErrorKind;
+    use crate::world::state::Table;
+    use crate::world::tools::{AsOf, Outcome, execute};
+    use serde_json::Value;
+
+    /// [`execute`] on a declared tool.
+    fn exec(tool: &Tool, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
+        execute(tool, args, state, as_of).expect("a declared tool")
+    }
+
+    fn state() -> State {
+        let mut s = State::default();
+        let rows = [("D1", "api", 100), ("D2", "api", 300), ("D3", "db", 200)]
+            .iter()
+            .map(|(id, svc, at)| (id.to_string(), json!({"id": id, "service": svc, "at": at})))
+            .collect();
+        s.tables.insert(
+            "deploys".into(),
+            Table {
+                key: "id".into(),
+                rows,
+                ..Default::default()
+            },
+        );
+        s
+    }
+
+    fn at(now: &str) -> AsOf {
+        AsOf::now(now.to_string())
+    }
+
+    fn tool(toml_src: &str) -> Tool {
+        let t: ToolToml = toml::from_str(toml_src).unwrap();
+        resolve(&t, &state()).unwrap()
+    }
+
+    #[test]
+    fn query_filters_sorts_and_limits() {
+        let t = tool(
+            "name='q'\nop='query'\ntable='deploys'\nsort='-at'\nlimit_arg='limit'\nfilters=[{field='service', eq='$service'}]",
+        );
+        let (out, writes) = exec(
+            &t,
+            &json!({"service": "api", "limit": 1}),
+            &state(),
+            &at(""),
+        )
+        .unwrap();
+        assert_eq!(out, json!([{"id": "D2", "service": "api", "at": 300}]));
+        assert!(writes.is_empty());
+        let (all, _) = exec(&t, &json!({}), &state(), &at("")).unwrap();
+        assert_eq!(
+            all.as_array().unwrap().len(),
+            3,
+            "a filter on a missing argument is skipped"
+        );
+    }
+
+    #[test]
+    fn update_returns_a_write_and_leaves_state_alone() {
+        let t =
+            tool("name='u'\nop='update'\ntable='deploys'\nset={status='rolled_back', by='$who'}");
+        let s = state();
+        let (row, writes) = exec(&t, &json!({"id": "D1", "who": "bot"}), &s, &at("")).unwrap();
+        assert_eq!(row["status"], "rolled_back");
+        assert_eq!(row["by"], "bot");
+        assert_eq!(writes.len(), 1);
+        assert_eq!(s.row("deploys", "D1").unwrap().get("status"), None);
+        assert!(t.mutates);
+        let missing = exec(&t, &json!({"id": "nope"}), &s, &at("")).unwrap_err();
+        assert_eq!(missing.kind, ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn insert_generates_keys_and_refuses_duplicates() {
+        let t = tool("name='i'\nop='insert'\ntable='deploys'\nrow={service='$service', at='$now'}");
+        let (row, _) = exec(
+            &t,
+            &json!({"service": "web"}),
+            &state(),
+            &at("2026-01-01T00:00:00Z"),
+        )
+        .unwrap();
+        assert_eq!(
+            row,
+            json!({"id": "deploys-4", "service": "web", "at": "2026-01-01T00:00:00Z"})
+        );
+        let dup = tool("name='i'\nop='insert'\ntable='deploys'");
+        assert_eq!(
+            exec(&dup, &json!({"id": "D1"}), &state(), &at(""))
+                .unwrap_err()
+                .kind,
+            ErrorKind::Conflict
+        );
+    }
+
+    #[test]
+    fn stale_answers_hide_newer_rows_and_shift_now() {
+        let mut s = State::default();
+        let rows = [
+            ("D1", "2026-03-01T11:00:00Z"),
+            ("D2", "2026-03-01T11:50:00Z"),
+        ]
+        .iter()
+        .map(|(id, at)| (id.to_string(), json!({"id": id, "at": at})))
+        .collect();
+        s.tables.insert(
+            "deploys".into(),
+            Table {
+                key: "id".into(),
+                rows,
+                ..Default::default()
+            },
+        );
+        let t: ToolToml = toml::from_str(
+            "name='q'\nop='query'\ntable='deploys'\nresponse={deploys='$result', as_of='$now'}",
+        )
+        .unwrap();
+        let t = resolve(&t, &s).unwrap();
+        let stale = AsOf {
+            now: "2026-03-01T11:45:00Z".into(),
+            hide_after: Some(("at".into(), "2026-03-01T11:45:00Z".into())),
+            empty: false,
+        };
+        let (out, _) = exec(&t, &json!({}), &s, &stale).unwrap();
+        assert_eq!(out["as_of"], "2026-03-01T11:45:00Z");
+        assert_eq!(out["deploys"].as_array().unwrap().len(), 1);
+        assert_eq!(out["deploys"][0]["id"], "D1");
+    }
+
+    #[test]
+    fn unknown_tables_and_ops_are_named() {
+        let t: ToolToml = toml::from_str("name='x'\nop='get'\ntable='nope'").unwrap();
+        assert!(
+            resolve(&t, &state())
+                .unwrap_err()
+                .contains("unknown table `nope`")
+        );
+        let t: ToolToml = toml::from_str("name='x'\nop='explode'").unwrap();
+        assert!(
+            resolve(&t, &state())
+                .unwrap_err()
+                .contains("unknown op `explode`")
+        );
+    }
+
+    #[test]
+    fn each_op_is_checked_for_the_keys_it_needs() {
+        let err = |src: &str| {
+            let t: ToolToml = toml::from_str(src).unwrap();
+            resolve(&t, &state()).unwrap_err()
+        };
+        assert_eq!(
+            err("name='g'\nop='get'"),
+            "tool `g`: op `get` needs `table`"
+        );
+        assert_eq!(
+            err("name='u'\nop='update'\ntable='deploys'"),
+            "tool `u`: op `update` needs `set`"
+        );
+        assert_eq!(
+            err("name='u'\nop='update'\ntable='deploys'\nset=1"),
+            "tool `u`: `set` must be a table of field = value"
+        );
+        assert_eq!(
+            err("name='w'\nop='file_write'\npath_arg='p'"),
+            "tool `w`: op `file_write` needs `content_arg`"
+        );
+        assert_eq!(
+            err("name='r'\nop='respond'"),
+            "tool `r`: op `respond` needs `response`"
+        );
+        assert_eq!(err("name=''\nop='respond'"), "tool `name` is empty");
+        let unknown = toml::from_str::<ToolToml>("name='g'\nop='get'\ntable='t'\ncolour='red'");
+        assert!(
+            unknown
+                .unwrap_err()
+                .message()
+                .contains("unknown field `colour`")
+        );
+    }
+
+    #[test]
+    fn a_respond_tool_answers_its_response_and_other_ops_wrap_theirs() {
+        let t = tool("name='r'\nop='respond'\nresponse={ok='$x'}");
+        assert_eq!(t.response, None);
+        assert!(!t.mutates);
+        let (out, _) = exec(&t, &json!({"x": 1}), &state(), &at("")).unwrap();
+        assert_eq!(out, json!({"ok": 1}));
+        let t = tool("name='g'\nop='get'\ntable='deploys'\nresponse={row='$result'}");
+        let (out, _) = exec(&t, &json!({"id": "D1"}), &state(), &at("")).unwrap();
+        assert_eq!(out["row"]["service"], "api");
+    }
+}

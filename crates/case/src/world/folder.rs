@@ -1,0 +1,152 @@
+//! Reading a world folder: every file through a capability-based handle
+//! opened on the folder, so a world cannot read outside it (`../`,
+//! absolute paths and symlinks that leave the folder are refused), each
+//! file read noted in the manifest with its SHA-256.
+
+use super::state::{FileData, Files};
+use crate::canon;
+use crate::error::InputError;
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Refuse paths that could leave the folder before even trying them.
+pub fn check_relative(rel: &str) -> Result<(), String> {
+    let p = Path::new(rel);
+    if p.is_absolute() || rel.starts_with('/') || rel.starts_with('\\') {
+        return Err(format!("`{rel}` is absolute; use a path inside the folder"));
+    }
+    if p.components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(format!(
+            "`{rel}` leaves the folder (`..`); use a path inside it"
+        ));
+    }
+    Ok(())
+}
+
+/// `rel` inside `dir`, through the capability handle, without blocking
+/// on a FIFO, regular files only, at most `cap` bytes.
+fn read_in(dir: &Dir, rel: &str, cap: u64) -> Result<Vec<u8>, crate::bounded::Refused> {
+    use cap_std::fs::OpenOptionsExt as _;
+    let file = dir.open_with(
+        rel,
+        cap_std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK),
+    )?;
+    crate::bounded::read_open(file.into_std(), cap)
+}
+
+/// One world folder, read through a capability handle on it; every file
+/// read goes into the manifest with its SHA-256.
+pub struct Folder<'a> {
+    dir: Dir,
+    pub path: &'a Path,
+    pub manifest: BTreeMap<String, String>,
+}
+
+impl<'a> Folder<'a> {
+    pub fn open(path: &'a Path) -> Result<Self, InputError> {
+        let dir = Dir::open_ambient_dir(path, ambient_authority())
+            .map_err(|e| InputError::new(path, format!("cannot open world folder: {e}")))?;
+        Ok(Folder {
+            dir,
+            path,
+            manifest: BTreeMap::new(),
+        })
+    }
+
+    pub fn read_text(&mut self, rel: &str) -> Result<String, InputError> {
+        let file = self.path.join(rel);
+        let bytes = self.read_bytes(rel, crate::bounded::DOCUMENT)?;
+        InputError::utf8(&file, bytes)
+    }
+
+    /// A file of the folder, at most `cap` bytes, regular files only.
+    pub fn read_bytes(&mut self, rel: &str, cap: u64) -> Result<Vec<u8>, InputError> {
+        let file = self.path.join(rel);
+        check_relative(rel).map_err(|m| InputError::new(&file, m))?;
+        let bytes = read_in(&self.dir, rel, cap).map_err(|e| {
+            let why = match e {
+                crate::bounded::Refused::Io(e)
+                    if e.kind() == std::io::ErrorKind::PermissionDenied
+                        || e.to_string().contains("outside") =>
+                {
+                    "it resolves outside the folder (a symlink out?)".to_string()
+                }
+                crate::bounded::Refused::Io(e) => e.to_string(),
+                other => format!("it {other}; world files must be plain files"),
+            };
+            InputError::new(&file, format!("cannot read: {why}"))
+        })?;
+        self.manifest
+            .insert(rel.to_string(), canon::sha256_hex(&bytes));
+        Ok(bytes)
+    }
+
+    /// Every file under `[files] dir`, named by its path inside it; what
+    /// is wrong with the folder, as a message for `[files]`'s place.
+    pub fn read_files(&mut self, sub: &str) -> Result<Files, String> {
+        check_relative(sub).map_err(|m| format!("[files] dir: {m}"))?;
+        let handle = self
+            .dir
+            .open_dir(sub)
+            .map_err(|e| format!("[files] dir `{sub}`: {e}"))?;
+        let mut found = Vec::new();
+        walk(&handle, "", &mut found).map_err(|e| format!("[files] dir `{sub}`: {e}"))?;
+        let mut files = Files::new();
+        for (path, bytes) in found {
+            self.manifest
+                .insert(format!("{sub}/{path}"), canon::sha256_hex(&bytes));
+            files.insert(path, FileData::from_bytes(bytes));
+        }
+        Ok(files)
+    }
+}
+
+fn walk(dir: &Dir, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = dir.entries()?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().to_string();
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let ft = e.file_type()?;
+        if ft.is_dir() {
+            walk(&e.open_dir()?, &path, out)?;
+        } else if ft.is_file() {
+            let bytes = read_in(dir, &name, crate::bounded::DOCUMENT)
+                .map_err(|e| std::io::Error::other(format!("`{path}` {e}")))?;
+            out.push((path, bytes));
+        } else {
+            return Err(std::io::Error::other(format!(
+                "`{path}` is a symlink or special file; world files must be plain files"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_must_stay_inside() {
+        assert!(check_relative("data/rows.jsonl").is_ok());
+        assert_eq!(
+            check_relative("../secret").unwrap_err(),
+            "`../secret` leaves the folder (`..`); use a path inside it"
+        );
+        assert_eq!(
+            check_relative("/etc/passwd").unwrap_err(),
+            "`/etc/passwd` is absolute; use a path inside the folder"
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! A table's rows file: a `.json` array or `.jsonl` lines, each row with
+//! the line it starts on (for errors that name it).
+
+use crate::error::InputError;
+use serde_json::Value;
+use std::path::Path;
+
+/// The line on which each element of the top-level JSON array in `text`
+/// starts (`text` has already parsed). serde_json reports no positions for
+/// values that parse, so errors about a row (a duplicate key) count lines
+/// here.
+fn element_lines(text: &str) -> Vec<usize> {
+    let (mut line, mut depth) = (1, 0usize);
+    let (mut in_string, mut escaped, mut expecting) = (false, false, false);
+    let mut out = Vec::new();
+    for c in text.chars() {
+        if c == '\n' {
+            line += 1;
+        }
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        if c.is_whitespace() {
+            continue;
+        }
+        if depth == 1 && expecting && c != ']' {
+            out.push(line);
+            expecting = false;
+        }
+        match c {
+            '"' => in_string = true,
+            '[' | '{' => {
+                depth += 1;
+                expecting = depth == 1;
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 1 => expecting = true,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Rows of a `.json` array or `.jsonl` file, each with its line number.
+pub fn parse_rows(file: &Path, rel: &str, text: &str) -> Result<Vec<(usize, Value)>, InputError> {
+    let bad = |line: usize, col: usize, m: String| InputError {
+        line: Some((line, col)),
+        ..InputError::new(file, m)
+    };
+    if rel.ends_with(".jsonl") {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: Value =
+                serde_json::from_str(line).map_err(|e| bad(i + 1, e.column(), e.to_string()))?;
+            if !v.is_object() {
+                return Err(bad(i + 1, 1, "each line must be a JSON object".into()));
+            }
+            out.push((i + 1, v));
+        }
+        Ok(out)
+    } else if rel.ends_with(".json") {
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| bad(e.line(), e.column(), e.to_string()))?;
+        let rows = v
+            .as_array()
+            .ok_or_else(|| bad(1, 1, "expected a JSON array of rows".into()))?;
+        let lines = element_lines(text);
+        rows.iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let line = lines.get(i).copied().unwrap_or(1);
+                if r.is_object() {
+                    Ok((line, r.clone()))
+                } else {
+                    Err(bad(line, 1, "every row must be a JSON object".into()))
+                }
+            })
+            .collect()
+    } else {
+        Err(InputError::new(
+            file,
+            "rows must be a .json (array) or .jsonl file",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_row_of_a_json_array_knows_its_line() {
+        let text = "[\n  {\"id\": \"a,[\\\"\"},\n\n  {\"id\": {\"x\": [1, 2]}}, 3,\n  \"s\"\n]";
+        assert_eq!(element_lines(text), [2, 4, 4, 5]);
+        assert_eq!(element_lines("[]"), Vec::<usize>::new());
+    }
+}
