@@ -33,6 +33,7 @@ pub mod otel;
 pub mod parallel;
 pub mod partition;
 pub mod path;
+pub mod pgstore;
 pub mod project;
 pub mod protocol;
 pub mod redact;

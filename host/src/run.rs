@@ -233,6 +233,7 @@ pub fn run_with(
         })?;
     }
     if let (Some(store), Some(id)) = (opts.store, &run_id) {
+        store.publish(id)?;
         crate::index::record(store, id, &header, &footer, events.len());
     }
     Ok(RunOutcome {

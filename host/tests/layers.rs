@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
         "bounded",
         "lease",
     ],
+    &["pgstore"],
     &["project"],
     &["world"],
     &["case"],

@@ -38,6 +38,7 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
             .args(["ui", "--port", "0", "--store"])
             .arg(store)
+            .env("WORLDLINE_STORE_CACHE", crate::common::store_cache())
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
