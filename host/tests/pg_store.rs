@@ -148,3 +148,28 @@ fn credentials_reach_no_bundle_export_or_report() {
         assert!(!t.contains(PASSWORD), "a password in {t}");
     }
 }
+
+#[test]
+fn an_older_schema_is_refused_until_migrate_upgrades_it() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    worldline(&store, ["runs", "--json"]).expect_code(0);
+    // The schema as the first version left it.
+    pg.psql(&format!(
+        "ALTER TABLE {schema}.runs DROP COLUMN writer_user, DROP COLUMN writer_host, DROP COLUMN ci_job, DROP COLUMN job_index;
+         DELETE FROM {schema}.schema_version WHERE version = 2"
+    ));
+    let out = worldline(&store, ["runs", "--json"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("version 1, older"), "{out}");
+    assert!(out.stderr.contains("worldline migrate"), "{out}");
+    let migrated = worldline(&store, ["migrate", "--json"]);
+    migrated.expect_code(0);
+    assert_eq!(migrated.json()["schema_version"], 2, "{migrated}");
+    assert!(!migrated.stdout.contains(PASSWORD), "{migrated}");
+    worldline(&store, ["runs", "--json"]).expect_code(0);
+    let folder = worldline(Path::new("/tmp/not-a-database"), ["migrate"]);
+    folder.expect_code(2);
+    assert!(folder.stderr.contains("not a postgres:// store"), "{folder}");
+}

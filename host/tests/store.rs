@@ -178,14 +178,18 @@ fn parallel_test_processes_lose_no_index_rows(kind: StoreKind) {
     let agent = guest("caller-agent");
     // Compile once, so the parallel processes spend their time writing.
     run(&store, &cases.join("good-0.toml"));
+    // Four machines: a working folder, a host name and a Kubernetes job
+    // index of their own.
     let children: Vec<_> = (0..4)
-        .map(|_| {
+        .map(|i| {
             std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
                 .args(["test", s(&cases), "--agent", s(&agent), "--worlds"])
                 .arg(worlds_dir())
                 .args(["--jobs", "3", "--store"])
                 .arg(&store)
-                .env("WORLDLINE_STORE_CACHE", common::store_cache())
+                .env("WORLDLINE_STORE_CACHE", dir.path().join(format!("machine-{i}")))
+                .env("HOSTNAME", format!("machine-{i}"))
+                .env("JOB_COMPLETION_INDEX", i.to_string())
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -198,10 +202,30 @@ fn parallel_test_processes_lose_no_index_rows(kind: StoreKind) {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("warning"), "{err}");
     }
+    // Listing brings a database store's working folder and index here up
+    // to date with what the four machines stored.
+    assert_eq!(runs(&store, &[]).len(), 1 + 4 * 12);
     let c = check(&store);
     assert_eq!(c["bundles"], 1 + 4 * 12, "{c}");
     assert_eq!(c["indexed"], c["bundles"], "{c}");
     assert_eq!(runs(&store, &["--grade", "failed"]).len(), 4 * 6);
+    match kind {
+        StoreKind::Postgres => {
+            let mine = runs(&store, &["--writer", "machine-2"]);
+            assert_eq!(mine.len(), 12);
+            for r in &mine {
+                assert_eq!(r["writer"]["host"], "machine-2", "{r}");
+                assert_eq!(r["writer"]["job_index"], "2", "{r}");
+            }
+            let newest = runs(&store, &["--writer", "machine-2", "--limit", "5", "--grade", "failed"]);
+            assert_eq!(newest.len(), 5);
+        }
+        StoreKind::Folder => {
+            let out = worldline(&store, ["runs", "--writer", "machine-2"]);
+            out.expect_code(2);
+            assert!(out.stderr.contains("--writer"), "{out}");
+        }
+    }
 }
 
 #[test]
@@ -411,10 +435,15 @@ fn every_command_writes_and_reads_the_store(kind: StoreKind) {
     let g = id_of(&run(&store, &good));
     let b = id_of(&run(&store, &bad));
     common::test_suite(&store, &cases, &agent, &["--json"]).expect_code(1);
+    let fuzzed = write_case(
+        dir.path(),
+        "fuzzed",
+        &format!("{GOOD}[fuzz]\n[[fuzz.tools]]\ntool = \"get_*\"\ndeny = 0.5\n"),
+    );
     let fuzz = worldline(
         &store,
         [
-            "fuzz", s(&good), "--agent", s(&agent), "--worlds", s(&worlds), "--runs", "3",
+            "fuzz", s(&fuzzed), "--agent", s(&agent), "--worlds", s(&worlds), "--runs", "3",
             "--keep-all", "--json",
         ],
     );
@@ -442,7 +471,7 @@ fn every_command_writes_and_reads_the_store(kind: StoreKind) {
     read(&["rerun", &b, "--agent", s(&agent), "--json"], &[0, 1]);
     let fork = read(&["fork", &b, "--at", "0", "--deny", "close_ticket", "--json"], &[0, 1]);
     let f = id_of(fork.json());
-    read(&["grade", &f, "--json"], &[0, 1]);
+    read(&["grade", &f, "--case", s(&bad), "--worlds", s(&worlds), "--json"], &[0, 1]);
     read(&["verify", &g, &b, "--json"], &[0]);
     let trace = dir.path().join("trace.json");
     read(&["otel", &g, "-o", s(&trace), "--json"], &[0]);

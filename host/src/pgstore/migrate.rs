@@ -7,7 +7,10 @@
 use postgres::Transaction;
 
 /// The migrations, oldest first; the schema's version is how many ran.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001-store.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001-store.sql"),
+    include_str!("migrations/0002-writers.sql"),
+];
 
 /// The schema version this worldline reads and writes.
 pub const VERSION: i32 = MIGRATIONS.len() as i32;

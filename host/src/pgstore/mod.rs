@@ -7,12 +7,14 @@
 
 mod migrate;
 pub mod url;
+pub mod writer;
 
 pub use migrate::VERSION;
 use postgres::{Client, NoTls};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use url::StoreUrl;
+use writer::Writer;
 
 /// A connection to one store's schema.
 pub struct Database {
@@ -36,6 +38,7 @@ pub struct RunRow<'a> {
     pub case_hash: &'a str,
     pub world_hash: &'a str,
     pub chain_hash: &'a str,
+    pub writer: &'a Writer,
 }
 
 impl Database {
@@ -132,8 +135,9 @@ impl Database {
                 )?;
             }
             let inserted = tx.execute(
-                "INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames)
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
+                                   writer_user, writer_host, ci_job, job_index)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING",
                 &[
                     &run.id,
                     &run.agent_sha256,
@@ -141,6 +145,10 @@ impl Database {
                     &run.world_hash,
                     &run.chain_hash,
                     &(lines.len() as i32),
+                    &run.writer.user,
+                    &run.writer.host,
+                    &run.writer.ci_job,
+                    &run.writer.job_index,
                 ],
             )?;
             if inserted == 0 {
@@ -167,6 +175,41 @@ impl Database {
                 message: format!("holds another run under the id {}", run.id),
             }),
         }
+    }
+
+    /// The writers of `ids` (those the database holds).
+    pub fn writers_of(&self, ids: &[String]) -> Result<BTreeMap<String, Writer>, DbError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT id, writer_user, writer_host, ci_job, job_index FROM runs WHERE id = ANY($1)",
+                &[&ids],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| {
+                    let w = Writer {
+                        user: r.get(1),
+                        host: r.get(2),
+                        ci_job: r.get(3),
+                        job_index: r.get(4),
+                    };
+                    (r.get(0), w)
+                })
+                .collect())
+        })
+    }
+
+    /// The runs whose writer's user, host, CI job or job index contains
+    /// `text`.
+    pub fn runs_written_by(&self, text: &str) -> Result<BTreeSet<String>, DbError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT id FROM runs WHERE strpos(writer_user, $1) > 0 OR strpos(writer_host, $1) > 0
+                    OR strpos(coalesce(ci_job, ''), $1) > 0 OR strpos(coalesce(job_index, ''), $1) > 0",
+                &[&text],
+            )?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
     }
 
     /// Runs written after `seq` (the last one a reader pulled), in order.

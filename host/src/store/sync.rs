@@ -7,6 +7,7 @@ use super::{StoreDir, is_run_id};
 use crate::error::InputError;
 use crate::log::bundle;
 use crate::pgstore::RunRow;
+use crate::pgstore::writer::Writer;
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -25,6 +26,12 @@ pub fn working_folder(shown: &str) -> PathBuf {
         })
         .unwrap_or_else(|| std::env::temp_dir().join("worldline-stores"));
     base.join(format!("pg-{}", &crate::canon::sha256_hex(shown)[..16]))
+}
+
+/// The writer this process is (read from its environment once).
+fn this_writer() -> &'static Writer {
+    static WRITER: std::sync::OnceLock<Writer> = std::sync::OnceLock::new();
+    WRITER.get_or_init(|| Writer::from_env(|k| std::env::var(k).ok()))
 }
 
 /// The working folder's note of how far it is up to date.
@@ -96,6 +103,7 @@ impl StoreDir {
                 case_hash: &b.header.case_hash,
                 world_hash: &b.header.world_hash,
                 chain_hash: &footer.chain_hash,
+                writer: this_writer(),
             };
             db.put_run(&row, &lines, &objects).map_err(InputError::from)?;
             Ok(())

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 const PER_PAGE: usize = 100;
 
 /// The filter fields, as query keys and labels.
-const FIELDS: [(&str, &str); 7] = [
+const FIELDS: [(&str, &str); 8] = [
     ("status", "status"),
     ("grade", "grade"),
     ("case", "case (glob)"),
@@ -20,6 +20,7 @@ const FIELDS: [(&str, &str); 7] = [
     ("world", "world (glob)"),
     ("signature", "signature contains"),
     ("q", "text"),
+    ("writer", "writer (user, host, CI job)"),
 ];
 
 fn filter_of(q: &BTreeMap<String, String>) -> Filter {
@@ -73,6 +74,15 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
     }
     if let Some(t) = q.get("q").filter(|t| !t.trim().is_empty()) {
         rows.retain(|r| has_text(r, t.trim()));
+    }
+    // Who wrote a run is known to a database store only.
+    if let Some(w) = q.get("writer").filter(|w| !w.trim().is_empty())
+        && let Some(db) = app.store.database()
+    {
+        let ids = db
+            .runs_written_by(w.trim())
+            .map_err(crate::error::InputError::from)?;
+        rows.retain(|r| ids.contains(&r.run_id));
     }
     let pages = rows.len().div_ceil(PER_PAGE).max(1);
     let at = q
