@@ -40,7 +40,10 @@ impl StoreDir {
     /// Open (and create) a store. A path that cannot hold one (a file, a
     /// folder that cannot be created) is an input error naming it.
     pub fn open(root: &Path) -> Result<Self> {
-        if let Some(address) = root.to_str().filter(|s| crate::pgstore::url::is_postgres(s)) {
+        if let Some(address) = root
+            .to_str()
+            .filter(|s| crate::pgstore::url::is_postgres(s))
+        {
             return Self::open_database(address, false);
         }
         Self::open_folder(root)

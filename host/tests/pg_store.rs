@@ -36,7 +36,11 @@ fn cases(dir: &Path, n: usize) -> PathBuf {
     let cases = dir.join("cases");
     std::fs::create_dir_all(&cases).unwrap();
     for i in 0..n {
-        write_case(&cases, &format!("c{i:03}"), &GOOD.replace("seed = 3", &format!("seed = {i}")));
+        write_case(
+            &cases,
+            &format!("c{i:03}"),
+            &GOOD.replace("seed = 3", &format!("seed = {i}")),
+        );
     }
     cases
 }
@@ -55,10 +59,21 @@ fn a_suite_that_loses_its_database_stops_naming_it_and_a_rerun_continues() {
     let child = common::worldline_spawn(
         &store,
         [
-            "test", s(&cases), "--agent", s(&agent), "--worlds", s(&worlds_dir()), "--jobs", "1",
+            "test",
+            s(&cases),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds_dir()),
+            "--jobs",
+            "1",
         ],
     );
-    let stored = || pg.psql(&format!("SELECT count(*) FROM {schema}.runs")).parse::<u32>().unwrap();
+    let stored = || {
+        pg.psql(&format!("SELECT count(*) FROM {schema}.runs"))
+            .parse::<u32>()
+            .unwrap()
+    };
     let t0 = std::time::Instant::now();
     while stored() < 4 {
         assert!(t0.elapsed().as_secs() < 60, "the suite stored no runs");
@@ -69,8 +84,14 @@ fn a_suite_that_loses_its_database_stops_naming_it_and_a_rerun_continues() {
     out.expect_code(2);
     let server = format!("127.0.0.1:{}", pg.port);
     assert!(out.stderr.contains(&server), "names the server: {out}");
-    assert!(out.stderr.contains("run it again"), "says what to do: {out}");
-    assert!(!out.stderr.contains(PASSWORD) && !out.stdout.contains(PASSWORD), "{out}");
+    assert!(
+        out.stderr.contains("run it again"),
+        "says what to do: {out}"
+    );
+    assert!(
+        !out.stderr.contains(PASSWORD) && !out.stdout.contains(PASSWORD),
+        "{out}"
+    );
 
     // Back up: every stored run is whole (its row's frame count, a footer
     // last), and the suite run again stores every case.
@@ -95,13 +116,21 @@ fn a_newer_schema_is_refused_with_what_to_do() {
     let schema = fresh_schema();
     let store = PathBuf::from(pg.store_in(&schema));
     worldline(&store, ["runs", "--json"]).expect_code(0);
-    pg.psql(&format!("INSERT INTO {schema}.schema_version (version) VALUES (99)"));
+    pg.psql(&format!(
+        "INSERT INTO {schema}.schema_version (version) VALUES (99)"
+    ));
     let out = worldline(&store, ["runs", "--json"]);
     out.expect_code(2);
     assert!(out.stderr.contains("version 99"), "{out}");
     assert!(out.stderr.contains("upgrade worldline"), "{out}");
-    assert!(out.stdout.contains("postgres://worldline@"), "the --json error names the server: {out}");
-    assert!(!out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD), "{out}");
+    assert!(
+        out.stdout.contains("postgres://worldline@"),
+        "the --json error names the server: {out}"
+    );
+    assert!(
+        !out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD),
+        "{out}"
+    );
 }
 
 #[test]
@@ -110,17 +139,23 @@ fn an_unreachable_server_is_named_without_its_password() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
-    let store = PathBuf::from(format!("postgres://worldline:{PASSWORD}@127.0.0.1:{port}/postgres"));
+    let store = PathBuf::from(format!(
+        "postgres://worldline:{PASSWORD}@127.0.0.1:{port}/postgres"
+    ));
     let case = write_case(dir.path(), "good", GOOD);
     let agent = guest("caller-agent");
-    let out = worldline(
-        &store,
-        ["run", s(&case), "--agent", s(&agent), "--worlds", s(&worlds_dir()), "--json"],
-    );
+    let out = common::run_in(&store, &case, &agent, &worlds_dir());
     out.expect_code(2);
-    assert!(out.stderr.contains(&format!("postgres://worldline@127.0.0.1:{port}/postgres")), "{out}");
+    assert!(
+        out.stderr
+            .contains(&format!("postgres://worldline@127.0.0.1:{port}/postgres")),
+        "{out}"
+    );
     assert!(out.stderr.contains("cannot connect"), "{out}");
-    assert!(!out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD), "{out}");
+    assert!(
+        !out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD),
+        "{out}"
+    );
     let bad = worldline(Path::new("postgres://u:pw@h/db?schema=Bad-Name"), ["runs"]);
     bad.expect_code(2);
     assert!(bad.stderr.contains("schema `Bad-Name`"), "{bad}");
@@ -171,5 +206,8 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     worldline(&store, ["runs", "--json"]).expect_code(0);
     let folder = worldline(Path::new("/tmp/not-a-database"), ["migrate"]);
     folder.expect_code(2);
-    assert!(folder.stderr.contains("not a postgres:// store"), "{folder}");
+    assert!(
+        folder.stderr.contains("not a postgres:// store"),
+        "{folder}"
+    );
 }

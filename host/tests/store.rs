@@ -187,7 +187,10 @@ fn parallel_test_processes_lose_no_index_rows(kind: StoreKind) {
                 .arg(worlds_dir())
                 .args(["--jobs", "3", "--store"])
                 .arg(&store)
-                .env("WORLDLINE_STORE_CACHE", dir.path().join(format!("machine-{i}")))
+                .env(
+                    "WORLDLINE_STORE_CACHE",
+                    dir.path().join(format!("machine-{i}")),
+                )
                 .env("HOSTNAME", format!("machine-{i}"))
                 .env("JOB_COMPLETION_INDEX", i.to_string())
                 .stdout(std::process::Stdio::null())
@@ -217,7 +220,10 @@ fn parallel_test_processes_lose_no_index_rows(kind: StoreKind) {
                 assert_eq!(r["writer"]["host"], "machine-2", "{r}");
                 assert_eq!(r["writer"]["job_index"], "2", "{r}");
             }
-            let newest = runs(&store, &["--writer", "machine-2", "--limit", "5", "--grade", "failed"]);
+            let newest = runs(
+                &store,
+                &["--writer", "machine-2", "--limit", "5", "--grade", "failed"],
+            );
             assert_eq!(newest.len(), 5);
         }
         StoreKind::Folder => {
@@ -395,7 +401,10 @@ fn gc_keeps_pins_parents_of_kept_forks_and_shared_objects(kind: StoreKind) {
     let all = gc(&store, &[]);
     assert_eq!(all["runs"]["count"], 3, "{all}");
     assert_eq!(bundles(&folder), 0);
-    assert_eq!(std::fs::read_dir(folder.join("objects")).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_dir(folder.join("objects")).unwrap().count(),
+        0
+    );
     assert!(runs(&store, &[]).is_empty());
 }
 
@@ -443,8 +452,16 @@ fn every_command_writes_and_reads_the_store(kind: StoreKind) {
     let fuzz = worldline(
         &store,
         [
-            "fuzz", s(&fuzzed), "--agent", s(&agent), "--worlds", s(&worlds), "--runs", "3",
-            "--keep-all", "--json",
+            "fuzz",
+            s(&fuzzed),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--runs",
+            "3",
+            "--keep-all",
+            "--json",
         ],
     );
     assert!(fuzz.code == 0 || fuzz.code == 1, "{fuzz}");
@@ -467,18 +484,49 @@ fn every_command_writes_and_reads_the_store(kind: StoreKind) {
     read(&["show", &g, "--at", "0", "--json"], &[0]);
     read(&["history", &b, "--json"], &[0]);
     read(&["diff", &g, &b, "--json"], &[0, 1]);
-    assert_eq!(read(&["replay", &g, "--json"], &[0]).json()["verdict"], "identical");
+    assert_eq!(
+        read(&["replay", &g, "--json"], &[0]).json()["verdict"],
+        "identical"
+    );
     read(&["rerun", &b, "--agent", s(&agent), "--json"], &[0, 1]);
-    let fork = read(&["fork", &b, "--at", "0", "--deny", "close_ticket", "--json"], &[0, 1]);
+    let fork = read(
+        &["fork", &b, "--at", "0", "--deny", "close_ticket", "--json"],
+        &[0, 1],
+    );
     let f = id_of(fork.json());
-    read(&["grade", &f, "--case", s(&bad), "--worlds", s(&worlds), "--json"], &[0, 1]);
+    read(
+        &[
+            "grade",
+            &f,
+            "--case",
+            s(&bad),
+            "--worlds",
+            s(&worlds),
+            "--json",
+        ],
+        &[0, 1],
+    );
     read(&["verify", &g, &b, "--json"], &[0]);
     let trace = dir.path().join("trace.json");
     read(&["otel", &g, "-o", s(&trace), "--json"], &[0]);
     assert!(trace.is_file());
     read(&["pin", &b, "--note", "kept"], &[0]);
-    let dry = read(&["gc", "--dry-run", "--keep-passed", "0", "--keep-failed", "0", "--json"], &[0]);
-    assert!(!common::pg::PASSWORD.is_empty() && dry.json()["kept_pinned"].to_string().contains(&b), "{dry}");
+    let dry = read(
+        &[
+            "gc",
+            "--dry-run",
+            "--keep-passed",
+            "0",
+            "--keep-failed",
+            "0",
+            "--json",
+        ],
+        &[0],
+    );
+    assert!(
+        !common::pg::PASSWORD.is_empty() && dry.json()["kept_pinned"].to_string().contains(&b),
+        "{dry}"
+    );
     read(&["unpin", &b], &[0]);
 
     // The writer sees what the reader wrote (its fork).

@@ -91,7 +91,10 @@ impl Database {
         }
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, DbError> {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, DbError> {
         let mut client = self.client.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut client).map_err(|e| self.fail(e))
     }
@@ -111,8 +114,10 @@ impl Database {
     /// An object's bytes, if the database holds it.
     pub fn get_object(&self, sha: &str) -> Result<Option<Vec<u8>>, DbError> {
         self.with(|c| {
-            Ok(c.query_opt("SELECT bytes FROM objects WHERE sha256 = $1", &[&sha])?
-                .map(|r| r.get(0)))
+            Ok(
+                c.query_opt("SELECT bytes FROM objects WHERE sha256 = $1", &[&sha])?
+                    .map(|r| r.get(0)),
+            )
         })
     }
 
@@ -215,7 +220,10 @@ impl Database {
     /// Runs written after `seq` (the last one a reader pulled), in order.
     pub fn runs_after(&self, seq: i64) -> Result<Vec<(i64, String)>, DbError> {
         self.with(|c| {
-            let rows = c.query("SELECT seq, id FROM runs WHERE seq > $1 ORDER BY seq", &[&seq])?;
+            let rows = c.query(
+                "SELECT seq, id FROM runs WHERE seq > $1 ORDER BY seq",
+                &[&seq],
+            )?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })
     }

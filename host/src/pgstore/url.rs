@@ -44,7 +44,11 @@ pub fn parse(s: &str) -> Result<StoreUrl, String> {
     let schema_pair;
     let mut kept = Vec::new();
     let mut shown_kept = Vec::new();
-    for pair in query.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key {
             "schema" => schema = value.to_string(),
@@ -102,8 +106,14 @@ mod tests {
         let u = parse("postgres://ci:s3cret@db.example:5432/evals?schema=team_a&sslmode=disable")
             .unwrap();
         assert_eq!(u.schema, "team_a");
-        assert_eq!(u.connect, "postgres://ci:s3cret@db.example:5432/evals?sslmode=disable");
-        assert_eq!(u.shown, "postgres://ci@db.example:5432/evals?sslmode=disable&schema=team_a");
+        assert_eq!(
+            u.connect,
+            "postgres://ci:s3cret@db.example:5432/evals?sslmode=disable"
+        );
+        assert_eq!(
+            u.shown,
+            "postgres://ci@db.example:5432/evals?sslmode=disable&schema=team_a"
+        );
         let u = parse("postgresql://db/evals?password=s3cret").unwrap();
         assert_eq!(u.schema, DEFAULT_SCHEMA);
         assert!(!u.shown.contains("s3cret"), "{}", u.shown);

@@ -33,7 +33,10 @@ impl Writer {
             .filter(|h| !h.is_empty())
             .unwrap_or_else(|| "unknown".into());
         let ci_job = if let Some(run) = get("GITHUB_RUN_ID") {
-            Some(format!("github:{run}/{}", get("GITHUB_JOB").unwrap_or_default()))
+            Some(format!(
+                "github:{run}/{}",
+                get("GITHUB_JOB").unwrap_or_default()
+            ))
         } else if get("GITLAB_CI").is_some() {
             get("CI_JOB_ID").map(|j| format!("gitlab:{j}"))
         } else if let Some(j) = get("BUILDKITE_JOB_ID") {
@@ -53,10 +56,15 @@ impl Writer {
 
     /// Whether `text` is a substring of any of the writer's fields.
     pub fn matches(&self, text: &str) -> bool {
-        [Some(&self.user), Some(&self.host), self.ci_job.as_ref(), self.job_index.as_ref()]
-            .into_iter()
-            .flatten()
-            .any(|f| f.contains(text))
+        [
+            Some(&self.user),
+            Some(&self.host),
+            self.ci_job.as_ref(),
+            self.job_index.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|f| f.contains(text))
     }
 }
 
@@ -65,9 +73,16 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        move |k| pairs.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone())
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        }
     }
 
     #[test]
@@ -80,7 +95,10 @@ mod tests {
         ]));
         assert_eq!(w.ci_job.as_deref(), Some("github:991/suite"));
         assert_eq!((w.user.as_str(), w.host.as_str()), ("ci", "runner-7"));
-        let k = Writer::from_env(env(&[("JOB_COMPLETION_INDEX", "3"), ("HOSTNAME", "suite-3-x")]));
+        let k = Writer::from_env(env(&[
+            ("JOB_COMPLETION_INDEX", "3"),
+            ("HOSTNAME", "suite-3-x"),
+        ]));
         assert_eq!(k.job_index.as_deref(), Some("3"));
         assert_eq!(k.ci_job, None);
         assert!(k.matches("suite-3"));

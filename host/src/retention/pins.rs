@@ -31,7 +31,9 @@ fn plain(run_id: &str) -> Result<()> {
 pub fn pin(store: &StoreDir, run_id: &str, note: &str) -> Result<()> {
     plain(run_id)?;
     if let Some(db) = store.database() {
-        return Ok(db.pin(run_id, note).map_err(crate::error::InputError::from)?);
+        return Ok(db
+            .pin(run_id, note)
+            .map_err(crate::error::InputError::from)?);
     }
     let d = dir(store);
     std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;

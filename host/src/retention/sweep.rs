@@ -89,7 +89,8 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
     }
     if !dry_run {
         if let Some(db) = store.database() {
-            db.remove_runs(&gone).map_err(crate::error::InputError::from)?;
+            db.remove_runs(&gone)
+                .map_err(crate::error::InputError::from)?;
         }
         index.remove(&gone)?;
     }

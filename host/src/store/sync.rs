@@ -82,9 +82,16 @@ impl StoreDir {
             let text = crate::bounded::read_text(&path, crate::bounded::BUNDLE)
                 .map_err(|e| InputError::new(&path, format!("cannot read the run: {e}")))?;
             let b = bundle::parse(text.as_bytes(), &path).map_err(InputError::from)?;
-            let footer = b.footer.as_ref().filter(|_| text.ends_with('\n')).ok_or_else(|| {
-                InputError::new(&path, "the run has no footer: an unfinished run is not stored")
-            })?;
+            let footer = b
+                .footer
+                .as_ref()
+                .filter(|_| text.ends_with('\n'))
+                .ok_or_else(|| {
+                    InputError::new(
+                        &path,
+                        "the run has no footer: an unfinished run is not stored",
+                    )
+                })?;
             // A redacted copy brings its agent only (see `export.rs`).
             let shas = match b.header.redacted {
                 Some(_) => vec![b.header.agent_sha256.clone()],
@@ -105,7 +112,8 @@ impl StoreDir {
                 chain_hash: &footer.chain_hash,
                 writer: this_writer(),
             };
-            db.put_run(&row, &lines, &objects).map_err(InputError::from)?;
+            db.put_run(&row, &lines, &objects)
+                .map_err(InputError::from)?;
             Ok(())
         })();
         let Err(e) = stored else {

@@ -81,9 +81,18 @@ fn ensure_user() {
     if !exists() {
         // Another test process may be making it at the same moment.
         let _ = Command::new("useradd")
-            .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER])
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                USER,
+            ])
             .output();
-        assert!(exists(), "cannot create the system user {USER} to run PostgreSQL as");
+        assert!(
+            exists(),
+            "cannot create the system user {USER} to run PostgreSQL as"
+        );
     }
 }
 
@@ -124,9 +133,15 @@ fn start() -> Cluster {
     }
     let data = dir.join("data");
     let mut init = as_user(&bin.join("initdb"));
-    init.arg("-D")
-        .arg(&data)
-        .args(["-U", "worldline", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
+    init.arg("-D").arg(&data).args([
+        "-U",
+        "worldline",
+        "--auth=trust",
+        "-E",
+        "UTF8",
+        "--no-sync",
+        "--no-instructions",
+    ]);
     run(init, "initdb");
     let mut last = String::new();
     for _ in 0..5 {
@@ -153,18 +168,25 @@ fn watch(bin: &Path, dir: &Path) {
     let stop = format!(
         "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {user}{pg_ctl} -D {data} -m immediate stop >/dev/null 2>&1; rm -rf {dir}",
         pid = std::process::id(),
-        user = if is_root() { format!("runuser -u {USER} -- ") } else { String::new() },
+        user = if is_root() {
+            format!("runuser -u {USER} -- ")
+        } else {
+            String::new()
+        },
         pg_ctl = bin.join("pg_ctl").display(),
         data = dir.join("data").display(),
         dir = dir.display(),
     );
-    Command::new("setsid")
-        .args(["sh", "-c", &stop])
+    // `setsid --fork` leaves the watcher running in a session of its own
+    // and returns at once.
+    let started = Command::new("setsid")
+        .args(["--fork", "sh", "-c", &stop])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn()
+        .status()
         .expect("starting the cluster's watcher");
+    assert!(started.success(), "starting the cluster's watcher");
 }
 
 impl Cluster {
@@ -186,7 +208,16 @@ impl Cluster {
     /// Run SQL with psql as the cluster's superuser; its output.
     pub fn psql(&self, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
-            .args(["-h", "127.0.0.1", "-U", "worldline", "-d", "postgres", "-At", "-v"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "worldline",
+                "-d",
+                "postgres",
+                "-At",
+                "-v",
+            ])
             .arg("ON_ERROR_STOP=1")
             .arg("-p")
             .arg(self.port.to_string())
@@ -228,14 +259,17 @@ impl Cluster {
 
     /// Start the server again on its port (after [`Cluster::stop`]).
     pub fn start(&self) {
-        self.try_start().unwrap_or_else(|e| panic!("restarting the cluster: {e}"));
+        self.try_start()
+            .unwrap_or_else(|e| panic!("restarting the cluster: {e}"));
     }
 
     /// Stop the server now (a test of the database going away); `start`
     /// brings it back on the same port.
     pub fn stop(&self) {
         let mut c = as_user(&self.bin.join("pg_ctl"));
-        c.arg("-D").arg(self.dir.join("data")).args(["-m", "immediate", "-w", "stop"]);
+        c.arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "-w", "stop"]);
         run(c, "pg_ctl stop");
     }
 }
@@ -246,5 +280,9 @@ pub const PASSWORD: &str = "pw-never-shown-0x5eed";
 /// A schema name no other test of any process uses.
 pub fn fresh_schema() -> String {
     static N: AtomicU32 = AtomicU32::new(0);
-    format!("t{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "t{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
