@@ -24,6 +24,7 @@ pub use worldline_engine::{
     run, sandbox, store, suite, traceback, verify,
 };
 pub use worldline_otel as otel;
+pub use worldline_pgstore as pgstore;
 pub use worldline_protocol as protocol;
 pub use worldline_report as report;
 pub use worldline_ui as ui;

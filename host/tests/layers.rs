@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first; modules in one entry share a layer. Keep in
 /// step with "Layers" in docs/architecture.md.
 const LAYERS: &[&[&str]] = &[
+    &["pgstore"],
     &[
         "canon",
         "error",
@@ -70,6 +71,7 @@ fn layer_of(module: &str) -> usize {
 /// the module it is when the whole crate is one module (its files sit at
 /// `src/`); the others hold their modules as folders and files of `src/`.
 const CRATES: &[(&str, Option<&str>)] = &[
+    ("crates/pgstore", Some("pgstore")),
     ("crates/case", None),
     ("crates/protocol", Some("protocol")),
     ("crates/engine", None),

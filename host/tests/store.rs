@@ -1,11 +1,16 @@
 //! End-to-end tests of the store over time: the run index (kept by every
 //! command that writes a run, shared by parallel writers, rebuilt when
 //! deleted or corrupted), `runs` filters, and retention (`gc`, `pin`).
-//! The real binary on the `caller-agent` guest and the demo world.
+//! The real binary on the `caller-agent` guest and the demo world. The
+//! tests named in `on_both_stores!` run twice: on a folder store and on a
+//! PostgreSQL store (a throwaway cluster, see `common/pg.rs`).
 
 mod common;
+mod ui_support;
 
-use common::{age, guest, temp_dir, worldline, worlds_dir, write_case};
+use common::{
+    StoreKind, age, fresh_store, guest, store_folder, temp_dir, worldline, worlds_dir, write_case,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -88,10 +93,16 @@ fn check(store: &Path) -> Value {
     out.json().clone()
 }
 
-#[test]
-fn runs_filters_by_grade_case_status_time_and_parent_newest_first() {
+on_both_stores!(
+    runs_filters_by_grade_case_status_time_and_parent_newest_first,
+    parallel_test_processes_lose_no_index_rows,
+    gc_keeps_pins_parents_of_kept_forks_and_shared_objects,
+    every_command_writes_and_reads_the_store,
+);
+
+fn runs_filters_by_grade_case_status_time_and_parent_newest_first(kind: StoreKind) {
     let dir = temp_dir();
-    let store = dir.path().join("store");
+    let store = fresh_store(kind, dir.path());
     let good = write_case(dir.path(), "good", GOOD);
     let bad = write_case(dir.path(), "bad", BAD);
     let g1 = id_of(&run(&store, &good));
@@ -155,10 +166,9 @@ fn runs_filters_by_grade_case_status_time_and_parent_newest_first() {
     assert_eq!(check(&store)["missing"], serde_json::json!([]));
 }
 
-#[test]
-fn parallel_test_processes_lose_no_index_rows() {
+fn parallel_test_processes_lose_no_index_rows(kind: StoreKind) {
     let dir = temp_dir();
-    let store = dir.path().join("store");
+    let store = fresh_store(kind, dir.path());
     let cases = dir.path().join("cases");
     std::fs::create_dir_all(&cases).unwrap();
     for i in 0..6 {
@@ -168,13 +178,21 @@ fn parallel_test_processes_lose_no_index_rows() {
     let agent = guest("caller-agent");
     // Compile once, so the parallel processes spend their time writing.
     run(&store, &cases.join("good-0.toml"));
+    // Four machines: a working folder, a host name and a Kubernetes job
+    // index of their own.
     let children: Vec<_> = (0..4)
-        .map(|_| {
+        .map(|i| {
             std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
                 .args(["test", s(&cases), "--agent", s(&agent), "--worlds"])
                 .arg(worlds_dir())
                 .args(["--jobs", "3", "--store"])
                 .arg(&store)
+                .env(
+                    "WORLDLINE_STORE_CACHE",
+                    dir.path().join(format!("machine-{i}")),
+                )
+                .env("HOSTNAME", format!("machine-{i}"))
+                .env("JOB_COMPLETION_INDEX", i.to_string())
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -187,10 +205,33 @@ fn parallel_test_processes_lose_no_index_rows() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("warning"), "{err}");
     }
+    // Listing brings a database store's working folder and index here up
+    // to date with what the four machines stored.
+    assert_eq!(runs(&store, &[]).len(), 1 + 4 * 12);
     let c = check(&store);
     assert_eq!(c["bundles"], 1 + 4 * 12, "{c}");
     assert_eq!(c["indexed"], c["bundles"], "{c}");
     assert_eq!(runs(&store, &["--grade", "failed"]).len(), 4 * 6);
+    match kind {
+        StoreKind::Postgres => {
+            let mine = runs(&store, &["--writer", "machine-2"]);
+            assert_eq!(mine.len(), 12);
+            for r in &mine {
+                assert_eq!(r["writer"]["host"], "machine-2", "{r}");
+                assert_eq!(r["writer"]["job_index"], "2", "{r}");
+            }
+            let newest = runs(
+                &store,
+                &["--writer", "machine-2", "--limit", "5", "--grade", "failed"],
+            );
+            assert_eq!(newest.len(), 5);
+        }
+        StoreKind::Folder => {
+            let out = worldline(&store, ["runs", "--writer", "machine-2"]);
+            out.expect_code(2);
+            assert!(out.stderr.contains("--writer"), "{out}");
+        }
+    }
 }
 
 #[test]
@@ -264,10 +305,10 @@ fn case_hash(bundle: &Value) -> String {
     header["header"]["case_hash"].as_str().unwrap().to_string()
 }
 
-#[test]
-fn gc_keeps_pins_parents_of_kept_forks_and_shared_objects() {
+fn gc_keeps_pins_parents_of_kept_forks_and_shared_objects(kind: StoreKind) {
     let dir = temp_dir();
-    let store = dir.path().join("store");
+    let store = fresh_store(kind, dir.path());
+    let folder = store_folder(&store);
     let good = write_case(dir.path(), "good", GOOD);
     let bad = write_case(dir.path(), "bad", BAD);
     let other = write_case(dir.path(), "other", &GOOD.replace("seed = 3", "seed = 4"));
@@ -294,14 +335,14 @@ fn gc_keeps_pins_parents_of_kept_forks_and_shared_objects() {
     );
     pin.expect_code(0);
     // What the runs stored, and what they compiled, is old now.
-    age(&store.join("objects"), Duration::from_secs(2 * 3600));
-    age(&store.join("worlds"), Duration::from_secs(2 * 3600));
-    age(&store.join("cache"), Duration::from_secs(40 * 86_400));
+    age(&folder.join("objects"), Duration::from_secs(2 * 3600));
+    age(&folder.join("worlds"), Duration::from_secs(2 * 3600));
+    age(&folder.join("cache"), Duration::from_secs(40 * 86_400));
 
     let lone_case = case_hash(&lone);
-    let bundles = |store: &Path| common::files_with_suffix(&store.join("runs"), ".jsonl").len();
+    let bundles = |folder: &Path| common::files_with_suffix(&folder.join("runs"), ".jsonl").len();
     let dry = gc(&store, &["--dry-run", "--keep-passed", "0"]);
-    assert_eq!(bundles(&store), 5, "a dry run removes nothing");
+    assert_eq!(bundles(&folder), 5, "a dry run removes nothing");
     let real = gc(&store, &["--keep-passed", "0"]);
     for r in [&dry, &real] {
         // The fork is pinned, its parent kept for it; the failed run is young.
@@ -336,7 +377,7 @@ fn gc_keeps_pins_parents_of_kept_forks_and_shared_objects() {
     }
     assert!(real["runs"]["bytes"].as_u64().unwrap() > 0);
     assert_eq!(dry["bytes_freed"], real["bytes_freed"]);
-    assert_eq!(bundles(&store), 3);
+    assert_eq!(bundles(&folder), 3);
     assert_eq!(
         ids(&runs(&store, &[])),
         sorted(vec![id_of(&parent), id_of(&failed), id_of(&fork)])
@@ -350,17 +391,20 @@ fn gc_keeps_pins_parents_of_kept_forks_and_shared_objects() {
 
     // Unpinned and past every limit, everything goes, objects included.
     worldline(&store, ["unpin", id_of(&fork).as_str()]).expect_code(0);
-    age(&store.join("objects"), Duration::from_secs(2 * 3600));
-    age(&store.join("worlds"), Duration::from_secs(2 * 3600));
+    age(&folder.join("objects"), Duration::from_secs(2 * 3600));
+    age(&folder.join("worlds"), Duration::from_secs(2 * 3600));
     std::fs::write(
-        store.join("policy.toml"),
+        folder.join("policy.toml"),
         "[keep]\npassed = 0\nfailed = 0\nfaulted = 0\nincomplete = 0\n",
     )
     .unwrap();
     let all = gc(&store, &[]);
     assert_eq!(all["runs"]["count"], 3, "{all}");
-    assert_eq!(bundles(&store), 0);
-    assert_eq!(std::fs::read_dir(store.join("objects")).unwrap().count(), 0);
+    assert_eq!(bundles(&folder), 0);
+    assert_eq!(
+        std::fs::read_dir(folder.join("objects")).unwrap().count(),
+        0
+    );
     assert!(runs(&store, &[]).is_empty());
 }
 
@@ -375,4 +419,137 @@ fn a_bad_policy_file_is_named_with_its_line() {
     assert!(out.stderr.contains("policy.toml:2"), "{out}");
     let out = worldline(&store, ["pin", "../escape"]);
     out.expect_code(2);
+}
+
+/// `worldline ARGS --store STORE` as a reader on another machine: with a
+/// working folder of its own (a database store's reader then has only the
+/// database to read from; a folder store is the same folder).
+fn elsewhere(store: &Path, cache: &Path, args: &[&str]) -> common::CliOutput {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--store", s(store)]);
+    common::worldline_env(&all, &[("WORLDLINE_STORE_CACHE", s(cache))])
+}
+
+fn every_command_writes_and_reads_the_store(kind: StoreKind) {
+    let dir = temp_dir();
+    let store = fresh_store(kind, dir.path());
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let good = write_case(&cases, "good", GOOD);
+    let bad = write_case(&cases, "bad", BAD);
+    let agent = guest("caller-agent");
+    let worlds = worlds_dir();
+
+    // Writers: run, test, fuzz (keeping every run), repro.
+    let g = id_of(&run(&store, &good));
+    let b = id_of(&run(&store, &bad));
+    common::test_suite(&store, &cases, &agent, &["--json"]).expect_code(1);
+    let fuzzed = write_case(
+        dir.path(),
+        "fuzzed",
+        &format!("{GOOD}[fuzz]\n[[fuzz.tools]]\ntool = \"get_*\"\ndeny = 0.5\n"),
+    );
+    let fuzz = worldline(
+        &store,
+        [
+            "fuzz",
+            s(&fuzzed),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--runs",
+            "3",
+            "--keep-all",
+            "--json",
+        ],
+    );
+    assert!(fuzz.code == 0 || fuzz.code == 1, "{fuzz}");
+    let repro = worldline(&store, ["repro", g.as_str(), "--times", "2", "--json"]);
+    assert!(repro.code == 0 || repro.code == 1, "{repro}");
+    let written = runs(&store, &[]).len();
+    assert!(written >= 2 + 2 + 3, "{written} runs");
+
+    // Readers, each with a working folder of its own.
+    let cache = dir.path().join("reader-cache");
+    let read = |args: &[&str], codes: &[i32]| {
+        let out = elsewhere(&store, &cache, args);
+        assert!(codes.contains(&out.code), "{args:?}: {out}");
+        assert!(!out.stdout.contains(common::pg::PASSWORD), "{out}");
+        assert!(!out.stderr.contains(common::pg::PASSWORD), "{out}");
+        out
+    };
+    let listed = read(&["runs", "--json"], &[0]);
+    assert_eq!(listed.json().as_array().unwrap().len(), written, "{listed}");
+    read(&["show", &g, "--at", "0", "--json"], &[0]);
+    read(&["history", &b, "--json"], &[0]);
+    read(&["diff", &g, &b, "--json"], &[0, 1]);
+    assert_eq!(
+        read(&["replay", &g, "--json"], &[0]).json()["verdict"],
+        "identical"
+    );
+    read(&["rerun", &b, "--agent", s(&agent), "--json"], &[0, 1]);
+    let fork = read(
+        &["fork", &b, "--at", "0", "--deny", "close_ticket", "--json"],
+        &[0, 1],
+    );
+    let f = id_of(fork.json());
+    read(
+        &[
+            "grade",
+            &f,
+            "--case",
+            s(&bad),
+            "--worlds",
+            s(&worlds),
+            "--json",
+        ],
+        &[0, 1],
+    );
+    read(&["verify", &g, &b, "--json"], &[0]);
+    let trace = dir.path().join("trace.json");
+    read(&["otel", &g, "-o", s(&trace), "--json"], &[0]);
+    assert!(trace.is_file());
+    read(&["pin", &b, "--note", "kept"], &[0]);
+    let dry = read(
+        &[
+            "gc",
+            "--dry-run",
+            "--keep-passed",
+            "0",
+            "--keep-failed",
+            "0",
+            "--json",
+        ],
+        &[0],
+    );
+    assert!(
+        !common::pg::PASSWORD.is_empty() && dry.json()["kept_pinned"].to_string().contains(&b),
+        "{dry}"
+    );
+    read(&["unpin", &b], &[0]);
+
+    // The writer sees what the reader wrote (its fork).
+    assert!(ids(&runs(&store, &[])).contains(&f));
+
+    // export, and import into a folder store and back into a fresh store
+    // of this kind, where the run replays.
+    let file = dir.path().join("g.json");
+    read(&["export", &g, "-o", s(&file)], &[0]);
+    let folder = dir.path().join("copied");
+    worldline(&folder, ["import", s(&file)]).expect_code(0);
+    let again = fresh_store(kind, &dir.path().join("again"));
+    worldline(&again, ["import", s(&folder), "--json"]).expect_code(0);
+    let back = dir.path().join("back");
+    let gathered = elsewhere(&back, &cache, &["import", s(&again), "--json"]);
+    gathered.expect_code(0);
+    assert_eq!(ids(&runs(&back, &[])), vec![g.clone()], "{gathered}");
+    common::replays_identical(&again, &g);
+
+    // The UI lists the runs and shows one.
+    let server = ui_support::Server::start(&store, &[]);
+    let page = server.get("/");
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains(&g), "the run list names {g}");
+    assert_eq!(server.get(&format!("/run/{b}")).status, 200);
 }

@@ -113,7 +113,14 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
     }
     Ok(Project {
         file: file.to_path_buf(),
-        store: doc.store.as_ref().map(path),
+        // A database address is taken as it is, not as a folder here.
+        store: doc.store.as_ref().map(|s| {
+            if worldline_pgstore::url::is_postgres(s) {
+                PathBuf::from(s)
+            } else {
+                path(s)
+            }
+        }),
         agent: doc.agent.as_ref().map(path),
         worlds: doc.worlds.as_ref().map(path),
         cases: doc.cases.iter().map(path).collect(),

@@ -46,27 +46,6 @@ struct Export {
     redacted: bool,
 }
 
-/// The objects a run needs: agent, case, world manifest and world files.
-fn needed(store: &StoreDir, header: &bundle::Header) -> Result<Vec<String>> {
-    let mut shas = vec![
-        header.agent_sha256.clone(),
-        header.case_hash.clone(),
-        header.world_hash.clone(),
-    ];
-    let mut world = store.get_object(&header.world_hash)?;
-    // An overlaid world: its record, and the base world's manifest.
-    if let Some(record) = crate::world::overlay::Record::parse(&world) {
-        shas.push(record.world.clone());
-        world = store.get_object(&record.world)?;
-    }
-    let manifest: BTreeMap<String, String> =
-        serde_json::from_slice(&world).context("reading the world manifest")?;
-    shas.extend(manifest.into_values());
-    shas.sort();
-    shas.dedup();
-    Ok(shas)
-}
-
 /// Write a run and its objects to one file; with a redactor, a redacted
 /// copy and the agent. Returns the exported run id.
 pub fn export(
@@ -115,7 +94,7 @@ fn document(
         None => (
             id,
             read_bundle_text(path)?,
-            needed(store, &b.header)?,
+            store.run_objects(&b.header)?,
             false,
         ),
     };
@@ -308,6 +287,8 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         }
     }
 
+    // A database store's working folder knows the runs stored so far.
+    store.pull()?;
     // Every file appears whole or not at all (a temporary file renamed
     // into place), so a killed import leaves nothing torn, and an object a
     // torn write of an older worldline left is replaced.
@@ -352,6 +333,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
             .into());
         }
     }
+    store.publish(&doc.run)?;
     crate::index::record_file(store, &doc.run);
     Ok(Imported {
         run_id: doc.run,

@@ -30,4 +30,5 @@ use worldline_case::{
     bounded, canon, case, durable, error, error_kind, file_identity, lease, parallel, partition,
     path, time, world,
 };
+use worldline_pgstore as pgstore;
 use worldline_protocol as protocol;

@@ -156,6 +156,7 @@ pub fn run_with(
             .map_err(|e| log.target.footer_error(e))?;
     }
     if let (Some(store), Some(id)) = (store, &log.run_id) {
+        store.publish(id)?;
         if let Some(batch) = batch {
             batch.ran();
         }

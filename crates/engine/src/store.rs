@@ -3,15 +3,36 @@
 //! see `object_codec.rs`), `cache/` holds
 //! compiled components by engine hash and agent SHA-256. What a process
 //! stores or reads is held in its lease (`lease.rs`) so `gc` leaves it.
+//!
+//! A `postgres://` store (see `pgstore/`) keeps the same folder as its
+//! working copy: runs are written there as they go, then stored whole in
+//! the database ([`StoreDir::publish`]); readers first bring the folder up
+//! to date from it ([`StoreDir::pull`]), and objects missing from the
+//! folder are read from it. Commands see one `StoreDir` either way.
+
+mod sync;
 
 use crate::canon;
+use crate::pgstore::{Database, DbError};
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct StoreDir {
     pub root: PathBuf,
     leases: crate::lease::Leases,
+    /// The database a `postgres://` store is kept in (none: the folder is
+    /// the store).
+    db: Option<Database>,
+    /// When this process last brought the working folder up to date.
+    pulled: Mutex<Option<std::time::Instant>>,
+}
+
+impl From<DbError> for crate::error::InputError {
+    fn from(e: DbError) -> Self {
+        crate::error::InputError::new(&e.shown, e.message)
+    }
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -20,6 +41,28 @@ impl StoreDir {
     /// Open (and create) a store. A path that cannot hold one (a file, a
     /// folder that cannot be created) is an input error naming it.
     pub fn open(root: &Path) -> Result<Self> {
+        if let Some(address) = root
+            .to_str()
+            .filter(|s| crate::pgstore::url::is_postgres(s))
+        {
+            return Self::open_database(address, false);
+        }
+        Self::open_folder(root)
+    }
+
+    /// Open a `postgres://` store: connect, bring an empty schema to this
+    /// worldline's version (an older one too when `upgrade`), and open its
+    /// working folder.
+    pub fn open_database(address: &str, upgrade: bool) -> Result<Self> {
+        let url = crate::pgstore::url::parse(address)
+            .map_err(|m| crate::error::InputError::new("--store", m))?;
+        let db = Database::connect(&url, upgrade).map_err(crate::error::InputError::from)?;
+        let mut store = Self::open_folder(&sync::working_folder(&url.shown))?;
+        store.db = Some(db);
+        Ok(store)
+    }
+
+    fn open_folder(root: &Path) -> Result<Self> {
         for sub in ["runs", "objects", "cache"] {
             let dir = root.join(sub);
             std::fs::create_dir_all(&dir).map_err(|e| {
@@ -35,7 +78,23 @@ impl StoreDir {
         Ok(StoreDir {
             root: root.to_path_buf(),
             leases: crate::lease::Leases::new(root),
+            db: None,
+            pulled: Mutex::new(None),
         })
+    }
+
+    /// The store as a user names it: its folder, or its database address
+    /// without the password.
+    pub fn name(&self) -> String {
+        match &self.db {
+            Some(db) => db.url.shown.clone(),
+            None => self.root.display().to_string(),
+        }
+    }
+
+    /// The database the store is kept in, when it is not the folder.
+    pub fn database(&self) -> Option<&Database> {
+        self.db.as_ref()
     }
 
     pub fn cache_dir(&self) -> PathBuf {
@@ -178,6 +237,19 @@ impl StoreDir {
     /// holds the store's gate itself).
     pub fn read_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
         let path = self.object_path(sha);
+        if let Some(db) = &self.db
+            && !path.is_file()
+            && let Some(bytes) = db.get_object(sha)?
+        {
+            if canon::sha256_hex(&bytes) != sha {
+                return Err(crate::error::InputError::new(
+                    &db.url.shown,
+                    format!("object {sha} does not match its hash (the database was modified)"),
+                ));
+            }
+            self.write_object(&path, &bytes)?;
+            return Ok(bytes);
+        }
         let kept = crate::bounded::read(&path, crate::bounded::OBJECT).map_err(|e| {
             let what = match &e {
                 crate::bounded::Refused::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
@@ -339,6 +411,7 @@ impl StoreDir {
 
     /// Every run id in the store, oldest first.
     pub fn run_ids(&self) -> Result<Vec<String>> {
+        self.pull()?;
         let mut ids: Vec<String> = std::fs::read_dir(self.runs_dir())
             .with_context(|| format!("reading {}", self.runs_dir().display()))?
             .filter_map(|e| e.ok())
@@ -378,6 +451,7 @@ impl StoreDir {
         if !is_run_id(id) {
             return Err(none());
         }
+        self.pull()?;
         let exact = self.bundle_path(id);
         if exact.is_file() {
             return Ok(exact);

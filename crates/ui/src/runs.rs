@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 const PER_PAGE: usize = 100;
 
 /// The filter fields, as query keys and labels.
-const FIELDS: [(&str, &str); 7] = [
+const FIELDS: [(&str, &str); 8] = [
     ("status", "status"),
     ("grade", "grade"),
     ("case", "case (glob)"),
@@ -20,6 +20,7 @@ const FIELDS: [(&str, &str); 7] = [
     ("world", "world (glob)"),
     ("signature", "signature contains"),
     ("q", "text"),
+    ("writer", "writer (user, host, CI job)"),
 ];
 
 fn filter_of(q: &BTreeMap<String, String>) -> Filter {
@@ -147,6 +148,15 @@ fn select(app: &App, q: &BTreeMap<String, String>) -> Result<Vec<Row>> {
     }
     if let Some(t) = q.get("q").filter(|t| !t.trim().is_empty()) {
         rows.retain(|r| has_text(r, t.trim()));
+    }
+    // Who wrote a run is known to a database store only.
+    if let Some(w) = q.get("writer").filter(|w| !w.trim().is_empty())
+        && let Some(db) = app.store.database()
+    {
+        let ids = db
+            .runs_written_by(w.trim())
+            .map_err(worldline_case::error::InputError::from)?;
+        rows.retain(|r| ids.contains(&r.run_id));
     }
     Ok(rows)
 }

@@ -148,8 +148,12 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let mut imported = Vec::new();
     let mut skipped = Vec::new();
+    // Another store: a folder, or a database store's address.
+    let is_store = |from: &std::path::Path| {
+        from.is_dir() || from.to_str().is_some_and(crate::pgstore::url::is_postgres)
+    };
     for from in &args.from {
-        if from.is_dir() {
+        if is_store(from) {
             let other = StoreDir::open(from)?;
             if other.root.canonicalize().ok() == store.root.canonicalize().ok() {
                 return Err(InputError::new(from, "is the store being imported into").into());
@@ -171,7 +175,7 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
             })
         };
         match (args.from.as_slice(), imported.as_slice()) {
-            ([file], [i]) if !file.is_dir() => println!("{}", one(i)),
+            ([file], [i]) if !is_store(file) => println!("{}", one(i)),
             _ => println!(
                 "{}",
                 json!({
@@ -186,18 +190,18 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
                 Some(r) => println!(
                     "imported {} into {}: a REDACTED copy of run {} ({} values hidden); it is not the original and does not replay",
                     i.run_id,
-                    store.root.display(),
+                    store.name(),
                     r.original_run,
                     r.hidden
                 ),
-                None if !i.new => println!("{} was already in {}", i.run_id, store.root.display()),
-                None => println!("imported {} into {}", i.run_id, store.root.display()),
+                None if !i.new => println!("{} was already in {}", i.run_id, store.name()),
+                None => println!("imported {} into {}", i.run_id, store.name()),
             }
         }
         for s in &skipped {
             eprintln!("skipped {}: {}", s.run_id, s.reason);
         }
-        if args.from.len() > 1 || args.from.iter().any(|f| f.is_dir()) {
+        if args.from.len() > 1 || args.from.iter().any(|f| is_store(f)) {
             println!(
                 "{} run(s) imported ({} new), {} skipped",
                 imported.len(),

@@ -14,6 +14,7 @@ mod grade_cmd;
 mod init_cmd;
 mod inspect_cmd;
 mod merge_cmd;
+mod migrate_cmd;
 mod otel_cmd;
 mod preload;
 mod project_args;
@@ -86,8 +87,9 @@ pub fn partition_arg(
 /// Options every command takes.
 #[derive(Args, Clone)]
 pub struct Common {
-    /// Store directory for bundles, objects and the compile cache (default:
-    /// `store` in worldline.toml, else `.worldline`).
+    /// Store: a folder for bundles, objects and the compile cache, or a
+    /// `postgres://user@host/db[?schema=NAME]` address of a shared one
+    /// (default: `store` in worldline.toml, else `.worldline`).
     #[arg(long, global = true, default_value = ".worldline")]
     pub store: PathBuf,
     /// Print one JSON document on stdout instead of text.
@@ -145,6 +147,8 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Bring an exported run into this store.
     Import(export_cmd::ImportArgs),
+    /// Bring a PostgreSQL store's schema up to this worldline's version.
+    Migrate(migrate_cmd::MigrateArgs),
     /// Build a Python agent (AGENT.py) into a component with componentize-py.
     BuildPython(build_python_cmd::BuildPythonArgs),
     /// A local web app over the store: runs, timelines, state at any event, fork, diff, replay, campaigns.
@@ -268,6 +272,7 @@ pub fn main() -> i32 {
         Command::Case(args) => case_cmd::exec(args),
         Command::Export(args) => export_cmd::exec_export(args),
         Command::Import(args) => export_cmd::exec_import(args),
+        Command::Migrate(args) => migrate_cmd::exec(args),
         Command::BuildPython(args) => build_python_cmd::exec(args),
         Command::Ui(args) => ui_cmd::exec(args),
         Command::BuildJs(args) => build_js_cmd::exec(args),

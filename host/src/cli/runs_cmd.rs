@@ -44,6 +44,10 @@ pub struct RunsArgs {
     /// At most this many runs (the newest).
     #[arg(long)]
     pub limit: Option<u64>,
+    /// Runs whose writer's user, host, CI job or job index contains this
+    /// (a database store records who wrote each run).
+    #[arg(long)]
+    pub writer: Option<String>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -102,12 +106,40 @@ pub fn run_id_of(path: &std::path::Path) -> String {
 
 pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let filter = filter_of(&args, &store)?;
-    let (rows, sync) = Index::read(&store, |index| index.query(&filter))?;
+    let mut filter = filter_of(&args, &store)?;
+    let written_by = match (&args.writer, store.database()) {
+        (None, _) => None,
+        (Some(w), Some(db)) => Some(db.runs_written_by(w).map_err(InputError::from)?),
+        (Some(_), None) => {
+            return Err(InputError::new(
+                &store.root,
+                "--writer: a folder store records no writers (one machine writes it); it filters a postgres:// store",
+            )
+            .into());
+        }
+    };
+    // The limit applies to what the writer filter keeps.
+    let limit = match written_by {
+        Some(_) => filter.limit.take(),
+        None => None,
+    };
+    let (mut rows, sync) = Index::read(&store, |index| index.query(&filter))?;
+    if let Some(ids) = &written_by {
+        rows.retain(|r| ids.contains(&r.run_id));
+        rows.truncate(limit.map_or(usize::MAX, |l| l as usize));
+    }
     report::runs::note_rebuilt(&sync);
     let pinned = crate::retention::pins::list(&store)?;
     if args.common.json {
-        report::print_json(&report::runs::rows(&rows, &pinned))?;
+        let mut doc = serde_json::to_value(report::runs::rows(&rows, &pinned))?;
+        if let Some(db) = store.database() {
+            let ids: Vec<String> = rows.iter().map(|r| r.run_id.clone()).collect();
+            let writers = db.writers_of(&ids).map_err(InputError::from)?;
+            for (row, r) in doc.as_array_mut().into_iter().flatten().zip(&rows) {
+                row["writer"] = serde_json::json!(writers.get(&r.run_id));
+            }
+        }
+        report::print_json(&doc)?;
     } else {
         report::runs::print(&rows, &pinned);
     }
@@ -117,6 +149,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
 pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     if args.check {
+        store.pull()?;
         let check = Index::connect(&store)?.check()?;
         if args.common.json {
             report::print_json(&check)?;

@@ -6,6 +6,8 @@
 //! of the helpers, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod pg;
+
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -283,6 +285,7 @@ where
     CliOutput::of(
         Command::new(env!("CARGO_BIN_EXE_worldline"))
             .args(args)
+            .env("WORLDLINE_STORE_CACHE", store_cache())
             .envs(env.iter().copied())
             .current_dir(dir)
             .output()
@@ -349,11 +352,65 @@ where
         .args(args)
         .arg("--store")
         .arg(store)
+        .env("WORLDLINE_STORE_CACHE", store_cache())
         .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("cannot start the worldline binary")
+}
+
+/// Where the `worldline` processes of the tests keep the working folders
+/// of database stores (one per store address, so per test).
+pub fn store_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("store-cache")
+}
+
+/// The kinds of store a parameterised test runs on.
+#[derive(Clone, Copy, Debug)]
+pub enum StoreKind {
+    Folder,
+    Postgres,
+}
+
+/// A fresh store of `kind`: the folder `dir/store`, or a fresh schema of
+/// the test cluster (as a `--store` value).
+pub fn fresh_store(kind: StoreKind, dir: &Path) -> PathBuf {
+    match kind {
+        StoreKind::Folder => dir.join("store"),
+        StoreKind::Postgres => pg::cluster().fresh_store(),
+    }
+}
+
+/// The folder of store `store`: itself, or a database store's working
+/// folder (as `store/sync.rs` names it: by the hash of the address
+/// without its password).
+pub fn store_folder(store: &Path) -> PathBuf {
+    let text = store.to_string_lossy();
+    if !text.starts_with("postgres://") {
+        return store.to_path_buf();
+    }
+    let shown = text.replace(&format!(":{}@", pg::PASSWORD), "@");
+    let hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(shown.as_bytes()));
+    store_cache().join(format!("pg-{}", &hash[..16]))
+}
+
+/// `#[test]`s `NAME::folder` and `NAME::postgres`, each calling the
+/// function `NAME(kind)` on a store of that kind: one suite, two stores.
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn folder() {
+                super::$name(super::common::StoreKind::Folder)
+            }
+            #[test]
+            fn postgres() {
+                super::$name(super::common::StoreKind::Postgres)
+            }
+        }
+    )*};
 }
 
 /// A fresh, empty temporary folder (removed when dropped).

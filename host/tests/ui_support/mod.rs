@@ -44,6 +44,7 @@ impl Server {
             .current_dir(dir)
             .args(["ui", "--port", "0", "--store"])
             .arg(store)
+            .env("WORLDLINE_STORE_CACHE", crate::common::store_cache())
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

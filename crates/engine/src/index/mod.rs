@@ -206,6 +206,7 @@ impl Index {
     /// integrity check fails), and brought up to date with the bundle folder
     /// (see the module comment).
     pub fn open(store: &StoreDir) -> Result<(Index, Sync)> {
+        store.pull()?;
         let attempt = Index::connect(store).and_then(|mut i| {
             let s = i.sync()?;
             i.integrity_check(store)?;

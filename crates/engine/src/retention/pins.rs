@@ -1,6 +1,7 @@
 //! Pins: runs under investigation, kept by `gc` whatever their age. A pin
 //! is a file `<store>/pins/<run-id>` (holding an optional note), so pins
 //! survive an index rebuild and two processes never fight over one file.
+//! A database-kept store keeps them in its `pins` table instead.
 
 use crate::store::StoreDir;
 use anyhow::{Context as _, Result};
@@ -29,6 +30,11 @@ fn plain(run_id: &str) -> Result<()> {
 /// Pin a run (by id), with a note.
 pub fn pin(store: &StoreDir, run_id: &str, note: &str) -> Result<()> {
     plain(run_id)?;
+    if let Some(db) = store.database() {
+        return Ok(db
+            .pin(run_id, note)
+            .map_err(crate::error::InputError::from)?);
+    }
     let d = dir(store);
     std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     let path = d.join(run_id);
@@ -38,6 +44,9 @@ pub fn pin(store: &StoreDir, run_id: &str, note: &str) -> Result<()> {
 /// Unpin a run; whether it was pinned.
 pub fn unpin(store: &StoreDir, run_id: &str) -> Result<bool> {
     plain(run_id)?;
+    if let Some(db) = store.database() {
+        return Ok(db.unpin(run_id).map_err(crate::error::InputError::from)?);
+    }
     let path = dir(store).join(run_id);
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(true),
@@ -48,6 +57,9 @@ pub fn unpin(store: &StoreDir, run_id: &str) -> Result<bool> {
 
 /// The pinned run ids.
 pub fn list(store: &StoreDir) -> Result<BTreeSet<String>> {
+    if let Some(db) = store.database() {
+        return Ok(db.pins().map_err(crate::error::InputError::from)?);
+    }
     let d = dir(store);
     match std::fs::read_dir(&d) {
         Ok(rd) => Ok(rd

@@ -88,6 +88,10 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
         report.runs.add(r.run_id.clone(), bytes);
     }
     if !dry_run {
+        if let Some(db) = store.database() {
+            db.remove_runs(&gone)
+                .map_err(crate::error::InputError::from)?;
+        }
         index.remove(&gone)?;
     }
 
@@ -127,6 +131,23 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
                 dry_run,
                 &mut report.worlds,
             )?;
+            if let Some(db) = store.database() {
+                let unneeded: Vec<String> = db
+                    .objects_older_than(GRACE_S)
+                    .map_err(crate::error::InputError::from)?
+                    .into_iter()
+                    .filter(|n| !needed.contains(n))
+                    .collect();
+                if !dry_run {
+                    db.remove_objects(&unneeded)
+                        .map_err(crate::error::InputError::from)?;
+                }
+                for n in unneeded {
+                    if !report.objects.items.contains(&n) {
+                        report.objects.add(n, 0);
+                    }
+                }
+            }
         }
     }
 

@@ -1,0 +1,183 @@
+//! A database-kept store's working folder and the database: a finished
+//! run is stored whole (objects, row and lines in one transaction), and a
+//! reader brings the folder up to date (runs written or removed since it
+//! last looked) before it lists or resolves runs.
+
+use super::{StoreDir, is_run_id};
+use crate::error::InputError;
+use crate::log::bundle;
+use crate::pgstore::RunRow;
+use crate::pgstore::writer::Writer;
+use anyhow::{Context as _, Result};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The working folder of the database store shown as `shown`:
+/// `$WORLDLINE_STORE_CACHE` (else the user's cache folder)
+/// `/worldline/stores/pg-<hash of the address>`.
+pub fn working_folder(shown: &str) -> PathBuf {
+    let base = std::env::var_os("WORLDLINE_STORE_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .map(|c| c.join("worldline").join("stores"))
+        })
+        .unwrap_or_else(|| std::env::temp_dir().join("worldline-stores"));
+    base.join(format!("pg-{}", &crate::canon::sha256_hex(shown)[..16]))
+}
+
+/// The writer this process is (read from its environment once).
+fn this_writer() -> &'static Writer {
+    static WRITER: std::sync::OnceLock<Writer> = std::sync::OnceLock::new();
+    WRITER.get_or_init(|| Writer::from_env(|k| std::env::var(k).ok()))
+}
+
+/// The working folder's note of how far it is up to date.
+const PULLED: &str = "pulled.json";
+
+/// Where runs that could not be stored in the database are kept.
+const UNSTORED: &str = "unstored";
+
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct Pulled {
+    runs: i64,
+    removed: i64,
+}
+
+impl StoreDir {
+    /// The objects a run needs: agent, case, world manifest (and an
+    /// overlaid world's record) and world files, sorted.
+    pub fn run_objects(&self, header: &bundle::Header) -> Result<Vec<String>> {
+        let mut shas = vec![
+            header.agent_sha256.clone(),
+            header.case_hash.clone(),
+            header.world_hash.clone(),
+        ];
+        let mut world = self.get_object(&header.world_hash)?;
+        // An overlaid world: its record, and the base world's manifest.
+        if let Some(record) = crate::world::overlay::Record::parse(&world) {
+            shas.push(record.world.clone());
+            world = self.get_object(&record.world)?;
+        }
+        let manifest: BTreeMap<String, String> =
+            serde_json::from_slice(&world).context("reading the world manifest")?;
+        shas.extend(manifest.into_values());
+        shas.sort();
+        shas.dedup();
+        Ok(shas)
+    }
+
+    /// Store the finished run `run_id` of the working folder in the
+    /// database, whole or not at all (nothing to do for a folder store).
+    /// A run the database did not take is moved out of `runs/` (to
+    /// `unstored/`), so no reader takes it for a stored run.
+    pub fn publish(&self, run_id: &str) -> Result<(), InputError> {
+        let Some(db) = &self.db else {
+            return Ok(());
+        };
+        let path = self.bundle_path(run_id);
+        let stored = (|| -> Result<()> {
+            let text = crate::bounded::read_text(&path, crate::bounded::BUNDLE)
+                .map_err(|e| InputError::new(&path, format!("cannot read the run: {e}")))?;
+            let b = bundle::parse(text.as_bytes(), &path).map_err(InputError::from)?;
+            let footer = b
+                .footer
+                .as_ref()
+                .filter(|_| text.ends_with('\n'))
+                .ok_or_else(|| {
+                    InputError::new(
+                        &path,
+                        "the run has no footer: an unfinished run is not stored",
+                    )
+                })?;
+            // A redacted copy brings its agent only (see `export.rs`).
+            let shas = match b.header.redacted {
+                Some(_) => vec![b.header.agent_sha256.clone()],
+                None => self.run_objects(&b.header)?,
+            };
+            let objects = db
+                .missing_objects(&shas)
+                .map_err(InputError::from)?
+                .into_iter()
+                .map(|sha| Ok((sha.clone(), self.read_object(&sha)?)))
+                .collect::<Result<Vec<_>, InputError>>()?;
+            let lines: Vec<&str> = text.lines().collect();
+            let row = RunRow {
+                id: run_id,
+                agent_sha256: &b.header.agent_sha256,
+                case_hash: &b.header.case_hash,
+                world_hash: &b.header.world_hash,
+                chain_hash: &footer.chain_hash,
+                writer: this_writer(),
+            };
+            db.put_run(&row, &lines, &objects)
+                .map_err(InputError::from)?;
+            Ok(())
+        })();
+        let Err(e) = stored else {
+            return Ok(());
+        };
+        let aside = self.root.join(UNSTORED).join(format!("{run_id}.jsonl"));
+        let kept = std::fs::create_dir_all(aside.parent().unwrap_or(&self.root))
+            .and_then(|()| std::fs::rename(&path, &aside))
+            .is_ok();
+        let mut message = format!("{e:#}");
+        if kept {
+            message.push_str(&format!(
+                "; the run was not stored (its bundle is kept at {}); run it again when the server is back",
+                aside.display()
+            ));
+        }
+        Err(InputError::new(&db.url.shown, message))
+    }
+
+    /// Bring the working folder up to date with the database (at most once
+    /// a second: a command resolving many runs asks once, a long-lived UI
+    /// sees what writers add): bundles of runs stored since the last pull are written,
+    /// bundles of runs removed since are deleted (the index follows the
+    /// folder). Nothing to do for a folder store.
+    pub fn pull(&self) -> Result<(), InputError> {
+        let Some(db) = &self.db else {
+            return Ok(());
+        };
+        let mut last = self.pulled.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1)) {
+            return Ok(());
+        }
+        let mark_path = self.root.join(PULLED);
+        let mut mark: Pulled = std::fs::read(&mark_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let fresh = db.runs_after(mark.runs)?;
+        let wanted: Vec<String> = fresh
+            .iter()
+            .map(|(_, id)| id.clone())
+            .filter(|id| is_run_id(id) && !self.bundle_path(id).is_file())
+            .collect();
+        for chunk in wanted.chunks(500) {
+            for (id, lines) in db.lines_of(chunk)? {
+                let mut text = lines.join("\n");
+                text.push('\n');
+                let path = self.bundle_path(&id);
+                crate::durable::write(&path, text.as_bytes())
+                    .map_err(|e| self.write_error(&path, e))?;
+            }
+        }
+        if let Some((seq, _)) = fresh.last() {
+            mark.runs = *seq;
+        }
+        for (seq, id) in db.removed_after(mark.removed)? {
+            if is_run_id(&id) && !fresh.iter().any(|(_, f)| *f == id) {
+                let _ = std::fs::remove_file(self.bundle_path(&id));
+            }
+            mark.removed = seq;
+        }
+        let bytes = serde_json::to_vec(&mark).expect("marks serialize");
+        crate::durable::write(&mark_path, &bytes).map_err(|e| self.write_error(&mark_path, e))?;
+        *last = Some(std::time::Instant::now());
+        Ok(())
+    }
+}

@@ -1,0 +1,313 @@
+//! A store kept in PostgreSQL, in a schema of its own (default
+//! `worldline`): objects by SHA-256, each run's bundle lines (header,
+//! hash-chained events, footer) written in one transaction with its row,
+//! pins, and the runs gc removed. `store.rs` keeps a working folder beside
+//! it and decides what goes where; this module only speaks SQL, and every
+//! error it gives names the server without its password.
+
+mod migrate;
+pub mod url;
+pub mod writer;
+
+pub use migrate::VERSION;
+use postgres::{Client, NoTls};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use url::StoreUrl;
+use writer::Writer;
+
+/// A connection to one store's schema.
+pub struct Database {
+    client: Mutex<Client>,
+    pub url: StoreUrl,
+}
+
+/// A failure talking to the store's database: the server (without its
+/// password) and what went wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct DbError {
+    pub shown: String,
+    pub message: String,
+}
+
+/// A run as its row records it (the columns readers filter and gc follows).
+pub struct RunRow<'a> {
+    pub id: &'a str,
+    pub agent_sha256: &'a str,
+    pub case_hash: &'a str,
+    pub world_hash: &'a str,
+    pub chain_hash: &'a str,
+    pub writer: &'a Writer,
+}
+
+impl Database {
+    /// Connect and bring the schema to this worldline's version (created
+    /// when new; refused when newer, or older unless `upgrade`).
+    pub fn connect(url: &StoreUrl, upgrade: bool) -> Result<Database, DbError> {
+        let fail = |message: String| DbError {
+            shown: url.shown.clone(),
+            message,
+        };
+        let mut config: postgres::Config = url
+            .connect
+            .parse()
+            .map_err(|e| fail(format!("not a usable address: {e}")))?;
+        if config.get_password().is_none()
+            && let Some(pw) = std::env::var_os("PGPASSWORD")
+        {
+            config.password(pw.to_string_lossy().as_bytes());
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(std::time::Duration::from_secs(10));
+        }
+        config.application_name("worldline");
+        let mut client = config.connect(NoTls).map_err(|e| {
+            fail(format!(
+                "cannot connect ({e}); start the server or pass --store with one that runs"
+            ))
+        })?;
+        let mut tx = client.transaction().map_err(|e| fail(e.to_string()))?;
+        migrate::migrate(&mut tx, &url.schema, upgrade).map_err(|e| fail(e.to_string()))?;
+        tx.commit().map_err(|e| fail(e.to_string()))?;
+        client
+            .batch_execute(&format!("SET search_path TO {}", url.schema))
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Database {
+            client: Mutex::new(client),
+            url: url.clone(),
+        })
+    }
+
+    fn fail(&self, e: postgres::Error) -> DbError {
+        let message = if e.is_closed() {
+            format!("the connection was lost ({e})")
+        } else {
+            e.to_string()
+        };
+        DbError {
+            shown: self.url.shown.clone(),
+            message,
+        }
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, DbError> {
+        let mut client = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut client).map_err(|e| self.fail(e))
+    }
+
+    /// Which of `shas` the database does not hold.
+    pub fn missing_objects(&self, shas: &[String]) -> Result<Vec<String>, DbError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT s FROM unnest($1::text[]) AS s
+                 WHERE NOT EXISTS (SELECT 1 FROM objects WHERE sha256 = s) ORDER BY s",
+                &[&shas],
+            )?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
+    /// An object's bytes, if the database holds it.
+    pub fn get_object(&self, sha: &str) -> Result<Option<Vec<u8>>, DbError> {
+        self.with(|c| {
+            Ok(
+                c.query_opt("SELECT bytes FROM objects WHERE sha256 = $1", &[&sha])?
+                    .map(|r| r.get(0)),
+            )
+        })
+    }
+
+    /// Write a run whole: the objects it needs that are missing, its row
+    /// and its lines, in one transaction. A run id already there with the
+    /// same chain hash is the same run (`false`: nothing new); with another
+    /// it is refused.
+    pub fn put_run(
+        &self,
+        run: &RunRow,
+        lines: &[&str],
+        objects: &[(String, Vec<u8>)],
+    ) -> Result<bool, DbError> {
+        let taken = self.with(|c| {
+            let mut tx = c.transaction()?;
+            for (sha, bytes) in objects {
+                tx.execute(
+                    "INSERT INTO objects (sha256, bytes) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                    &[sha, bytes],
+                )?;
+            }
+            let inserted = tx.execute(
+                "INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
+                                   writer_user, writer_host, ci_job, job_index)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING",
+                &[
+                    &run.id,
+                    &run.agent_sha256,
+                    &run.case_hash,
+                    &run.world_hash,
+                    &run.chain_hash,
+                    &(lines.len() as i32),
+                    &run.writer.user,
+                    &run.writer.host,
+                    &run.writer.ci_job,
+                    &run.writer.job_index,
+                ],
+            )?;
+            if inserted == 0 {
+                let there: String = tx
+                    .query_one("SELECT chain_hash FROM runs WHERE id = $1", &[&run.id])?
+                    .get(0);
+                tx.rollback()?;
+                return Ok(Some(there));
+            }
+            let ns: Vec<i32> = (0..lines.len() as i32).collect();
+            tx.execute(
+                "INSERT INTO frames (run_id, n, line)
+                 SELECT $1, n, line FROM unnest($2::integer[], $3::text[]) AS t (n, line)",
+                &[&run.id, &ns, &lines],
+            )?;
+            tx.commit()?;
+            Ok(None)
+        })?;
+        match taken {
+            None => Ok(true),
+            Some(chain) if chain == run.chain_hash => Ok(false),
+            Some(_) => Err(DbError {
+                shown: self.url.shown.clone(),
+                message: format!("holds another run under the id {}", run.id),
+            }),
+        }
+    }
+
+    /// The writers of `ids` (those the database holds).
+    pub fn writers_of(&self, ids: &[String]) -> Result<BTreeMap<String, Writer>, DbError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT id, writer_user, writer_host, ci_job, job_index FROM runs WHERE id = ANY($1)",
+                &[&ids],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| {
+                    let w = Writer {
+                        user: r.get(1),
+                        host: r.get(2),
+                        ci_job: r.get(3),
+                        job_index: r.get(4),
+                    };
+                    (r.get(0), w)
+                })
+                .collect())
+        })
+    }
+
+    /// The runs whose writer's user, host, CI job or job index contains
+    /// `text`.
+    pub fn runs_written_by(&self, text: &str) -> Result<BTreeSet<String>, DbError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT id FROM runs WHERE strpos(writer_user, $1) > 0 OR strpos(writer_host, $1) > 0
+                    OR strpos(coalesce(ci_job, ''), $1) > 0 OR strpos(coalesce(job_index, ''), $1) > 0",
+                &[&text],
+            )?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
+    /// Runs written after `seq` (the last one a reader pulled), in order.
+    pub fn runs_after(&self, seq: i64) -> Result<Vec<(i64, String)>, DbError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT seq, id FROM runs WHERE seq > $1 ORDER BY seq",
+                &[&seq],
+            )?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+
+    /// Runs removed after `seq`, in order.
+    pub fn removed_after(&self, seq: i64) -> Result<Vec<(i64, String)>, DbError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT seq, run_id FROM removed WHERE seq > $1 ORDER BY seq",
+                &[&seq],
+            )?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+
+    /// The lines of each of `ids` that the database holds.
+    pub fn lines_of(&self, ids: &[String]) -> Result<BTreeMap<String, Vec<String>>, DbError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT run_id, line FROM frames WHERE run_id = ANY($1) ORDER BY run_id, n",
+                &[&ids],
+            )?;
+            let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for r in &rows {
+                out.entry(r.get(0)).or_default().push(r.get(1));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Remove runs (their frames go with them) and note them as removed.
+    pub fn remove_runs(&self, ids: &[String]) -> Result<(), DbError> {
+        self.with(|c| {
+            let mut tx = c.transaction()?;
+            tx.execute(
+                "INSERT INTO removed (run_id) SELECT id FROM runs WHERE id = ANY($1) ORDER BY id",
+                &[&ids],
+            )?;
+            tx.execute("DELETE FROM runs WHERE id = ANY($1)", &[&ids])?;
+            tx.commit()
+        })
+    }
+
+    /// Remove objects no run needs any more (gc's sweep decides which).
+    pub fn remove_objects(&self, shas: &[String]) -> Result<(), DbError> {
+        self.with(|c| {
+            c.execute("DELETE FROM objects WHERE sha256 = ANY($1)", &[&shas])
+                .map(|_| ())
+        })
+    }
+
+    /// The SHA-256 of every object stored more than `grace_s` seconds ago.
+    pub fn objects_older_than(&self, grace_s: i64) -> Result<BTreeSet<String>, DbError> {
+        self.with(|c| {
+            let rows = c.query(
+                "SELECT sha256 FROM objects WHERE stored_at < now() - make_interval(secs => $1)",
+                &[&(grace_s as f64)],
+            )?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
+    /// Pin a run (with a note); a pin already there gets the new note.
+    pub fn pin(&self, run_id: &str, note: &str) -> Result<(), DbError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO pins (run_id, note) VALUES ($1, $2)
+                 ON CONFLICT (run_id) DO UPDATE SET note = excluded.note",
+                &[&run_id, &note],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Unpin a run; whether it was pinned.
+    pub fn unpin(&self, run_id: &str) -> Result<bool, DbError> {
+        self.with(|c| Ok(c.execute("DELETE FROM pins WHERE run_id = $1", &[&run_id])? > 0))
+    }
+
+    /// The pinned runs.
+    pub fn pins(&self) -> Result<BTreeSet<String>, DbError> {
+        self.with(|c| {
+            let rows = c.query("SELECT run_id FROM pins", &[])?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+}

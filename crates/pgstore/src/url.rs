@@ -1,0 +1,131 @@
+//! A `postgres://` store address: recognised, split into what the client
+//! connects with and the schema the store lives in, and shown without its
+//! password (the only form that reaches a message, a log or `--json`).
+
+/// The schema a store lives in when the address names none.
+pub const DEFAULT_SCHEMA: &str = "worldline";
+
+/// A parsed store address.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreUrl {
+    /// What the client connects with (the `schema` key taken out).
+    pub connect: String,
+    /// The schema holding the store's tables.
+    pub schema: String,
+    /// The address without its password.
+    pub shown: String,
+}
+
+/// Whether `s` names a PostgreSQL store rather than a folder.
+pub fn is_postgres(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
+/// Split `s` (which [`is_postgres`]) into a [`StoreUrl`]; the error says
+/// what is wrong with it, without repeating the password.
+pub fn parse(s: &str) -> Result<StoreUrl, String> {
+    let (scheme, rest) = s.split_once("://").ok_or("not a postgres:// address")?;
+    let (before_query, query) = match rest.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (rest, None),
+    };
+    let (authority, path) = match before_query.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (before_query, None),
+    };
+    let shown_authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{user}@{host}")
+        }
+        None => authority.to_string(),
+    };
+    let mut schema = DEFAULT_SCHEMA.to_string();
+    let schema_pair;
+    let mut kept = Vec::new();
+    let mut shown_kept = Vec::new();
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "schema" => schema = value.to_string(),
+            "password" => kept.push(pair),
+            _ => {
+                kept.push(pair);
+                shown_kept.push(pair);
+            }
+        }
+    }
+    if !is_schema_name(&schema) {
+        return Err(format!(
+            "schema `{schema}`: give a lower-case name of letters, digits and `_` (at most 63, not starting with a digit)"
+        ));
+    }
+    let with = |authority: &str, pairs: &[&str]| {
+        let mut out = format!("{scheme}://{authority}");
+        if let Some(p) = path {
+            out.push('/');
+            out.push_str(p);
+        }
+        if !pairs.is_empty() {
+            out.push('?');
+            out.push_str(&pairs.join("&"));
+        }
+        out
+    };
+    let mut shown_pairs = shown_kept;
+    if schema != DEFAULT_SCHEMA {
+        schema_pair = format!("schema={schema}");
+        shown_pairs.push(schema_pair.as_str());
+    }
+    Ok(StoreUrl {
+        connect: with(authority, &kept),
+        schema: schema.clone(),
+        shown: with(&shown_authority, &shown_pairs),
+    })
+}
+
+/// A schema name that needs no quoting and cannot inject SQL.
+fn is_schema_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_is_never_shown_and_the_schema_is_taken_out() {
+        let u = parse("postgres://ci:s3cret@db.example:5432/evals?schema=team_a&sslmode=disable")
+            .unwrap();
+        assert_eq!(u.schema, "team_a");
+        assert_eq!(
+            u.connect,
+            "postgres://ci:s3cret@db.example:5432/evals?sslmode=disable"
+        );
+        assert_eq!(
+            u.shown,
+            "postgres://ci@db.example:5432/evals?sslmode=disable&schema=team_a"
+        );
+        let u = parse("postgresql://db/evals?password=s3cret").unwrap();
+        assert_eq!(u.schema, DEFAULT_SCHEMA);
+        assert!(!u.shown.contains("s3cret"), "{}", u.shown);
+        assert!(u.connect.contains("s3cret"));
+    }
+
+    #[test]
+    fn a_schema_that_would_need_quoting_is_refused() {
+        for bad in ["", "Team", "a-b", "x;drop", "1abc"] {
+            let e = parse(&format!("postgres://u:pw@h/db?schema={bad}")).unwrap_err();
+            assert!(e.contains("schema"), "{e}");
+            assert!(!e.contains("pw"), "{e}");
+        }
+    }
+}

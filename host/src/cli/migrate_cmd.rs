@@ -1,0 +1,40 @@
+//! `worldline migrate`: bring a PostgreSQL store's schema up to this
+//! worldline's version (an empty schema is created on first use by any
+//! command; an older one only by this, once every writer is upgraded).
+
+use super::Common;
+use crate::error::{ExitCode, InputError};
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+
+#[derive(Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn exec(args: MigrateArgs) -> Result<ExitCode> {
+    let address = args
+        .common
+        .store
+        .to_str()
+        .filter(|s| crate::pgstore::url::is_postgres(s))
+        .ok_or_else(|| {
+            InputError::new(
+                &args.common.store,
+                "not a postgres:// store: a folder store has no schema to migrate",
+            )
+        })?;
+    let store = StoreDir::open_database(address, true)?;
+    let version = crate::pgstore::VERSION;
+    if args.common.json {
+        println!(
+            "{}",
+            serde_json::json!({"store": store.name(), "schema_version": version})
+        );
+    } else {
+        println!("{} is at schema version {version}", store.name());
+    }
+    Ok(ExitCode::Ok)
+}

@@ -1,0 +1,213 @@
+//! What only a PostgreSQL store has to get right (the commands themselves
+//! run on both kinds of store in `store.rs`): the server going away in the
+//! middle of a suite, schema versions, and credentials, which never reach
+//! an output, a bundle or an export. Each test uses a schema of its own on
+//! a throwaway cluster (`common/pg.rs`), or a cluster of its own when it
+//! stops the server.
+
+mod common;
+
+use common::pg::{PASSWORD, cluster, fresh_schema, own_cluster};
+use common::{guest, store_folder, temp_dir, worldline, worlds_dir, write_case};
+use std::path::{Path, PathBuf};
+
+const GOOD: &str = r#"world = "demo@v1"
+seed = 3
+clock = 2026-03-01T12:00:00Z
+task = { calls = [{ tool = "get_ticket", args = { id = "T-1" } }] }
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "open"
+"#;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn suite(store: &Path, cases: &Path) -> common::CliOutput {
+    let agent = guest("caller-agent");
+    common::test_suite(store, cases, &agent, &["--jobs", "1", "--json"])
+}
+
+/// `n` passing cases in `dir/cases`.
+fn cases(dir: &Path, n: usize) -> PathBuf {
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for i in 0..n {
+        write_case(
+            &cases,
+            &format!("c{i:03}"),
+            &GOOD.replace("seed = 3", &format!("seed = {i}")),
+        );
+    }
+    cases
+}
+
+#[test]
+fn a_suite_that_loses_its_database_stops_naming_it_and_a_rerun_continues() {
+    let pg = own_cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    let dir = temp_dir();
+    let cases = cases(dir.path(), 60);
+    // Compiled once, so the suite's runs are quick and steady.
+    suite(&store, &cases.join("c000.toml")).expect_code(0);
+
+    let agent = guest("caller-agent");
+    let child = common::worldline_spawn(
+        &store,
+        [
+            "test",
+            s(&cases),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds_dir()),
+            "--jobs",
+            "1",
+        ],
+    );
+    let stored = || {
+        pg.psql(&format!("SELECT count(*) FROM {schema}.runs"))
+            .parse::<u32>()
+            .unwrap()
+    };
+    let t0 = std::time::Instant::now();
+    while stored() < 4 {
+        assert!(t0.elapsed().as_secs() < 60, "the suite stored no runs");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    pg.stop();
+    let out = common::CliOutput::of(child.wait_with_output().unwrap());
+    out.expect_code(2);
+    let server = format!("127.0.0.1:{}", pg.port);
+    assert!(out.stderr.contains(&server), "names the server: {out}");
+    assert!(
+        out.stderr.contains("run it again"),
+        "says what to do: {out}"
+    );
+    assert!(
+        !out.stderr.contains(PASSWORD) && !out.stdout.contains(PASSWORD),
+        "{out}"
+    );
+
+    // Back up: every stored run is whole (its row's frame count, a footer
+    // last), and the suite run again stores every case.
+    pg.start();
+    let before = stored();
+    assert!(before < 61, "the suite was stopped: {before}");
+    let torn = pg.psql(&format!(
+        "SELECT count(*) FROM {schema}.runs r WHERE r.frames <> (SELECT count(*) FROM {schema}.frames f WHERE f.run_id = r.id)
+            OR NOT EXISTS (SELECT 1 FROM {schema}.frames f WHERE f.run_id = r.id AND f.n = r.frames - 1 AND f.line LIKE '{{\"footer\"%')"
+    ));
+    assert_eq!(torn, "0");
+    suite(&store, &cases).expect_code(0);
+    assert_eq!(stored(), before + 60);
+    let listed = worldline(&store, ["runs", "--json"]);
+    listed.expect_code(0);
+    assert_eq!(listed.json().as_array().unwrap().len() as u32, before + 60);
+}
+
+#[test]
+fn a_newer_schema_is_refused_with_what_to_do() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    worldline(&store, ["runs", "--json"]).expect_code(0);
+    pg.psql(&format!(
+        "INSERT INTO {schema}.schema_version (version) VALUES (99)"
+    ));
+    let out = worldline(&store, ["runs", "--json"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("version 99"), "{out}");
+    assert!(out.stderr.contains("upgrade worldline"), "{out}");
+    assert!(
+        out.stdout.contains("postgres://worldline@"),
+        "the --json error names the server: {out}"
+    );
+    assert!(
+        !out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_unreachable_server_is_named_without_its_password() {
+    let dir = temp_dir();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let store = PathBuf::from(format!(
+        "postgres://worldline:{PASSWORD}@127.0.0.1:{port}/postgres"
+    ));
+    let case = write_case(dir.path(), "good", GOOD);
+    let agent = guest("caller-agent");
+    let out = common::run_in(&store, &case, &agent, &worlds_dir());
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains(&format!("postgres://worldline@127.0.0.1:{port}/postgres")),
+        "{out}"
+    );
+    assert!(out.stderr.contains("cannot connect"), "{out}");
+    assert!(
+        !out.stdout.contains(PASSWORD) && !out.stderr.contains(PASSWORD),
+        "{out}"
+    );
+    let bad = worldline(Path::new("postgres://u:pw@h/db?schema=Bad-Name"), ["runs"]);
+    bad.expect_code(2);
+    assert!(bad.stderr.contains("schema `Bad-Name`"), "{bad}");
+}
+
+#[test]
+fn credentials_reach_no_bundle_export_or_report() {
+    let pg = cluster();
+    let store = pg.fresh_store();
+    let dir = temp_dir();
+    let cases = cases(dir.path(), 2);
+    let out = suite(&store, &cases);
+    out.expect_code(0);
+    let listed = worldline(&store, ["runs", "--json"]);
+    let id = listed.json()[0]["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("run.json");
+    worldline(&store, ["export", &id, "-o", s(&file)]).expect_code(0);
+    let mut texts = vec![out.stdout.clone(), out.stderr.clone()];
+    texts.push(std::fs::read_to_string(&file).unwrap());
+    for f in common::files_with_suffix(&store_folder(&store).join("runs"), ".jsonl") {
+        texts.push(std::fs::read_to_string(f).unwrap());
+    }
+    assert!(texts.len() >= 5);
+    for t in texts {
+        assert!(!t.contains(PASSWORD), "a password in {t}");
+    }
+}
+
+#[test]
+fn an_older_schema_is_refused_until_migrate_upgrades_it() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    worldline(&store, ["runs", "--json"]).expect_code(0);
+    // The schema as the first version left it.
+    pg.psql(&format!(
+        "ALTER TABLE {schema}.runs DROP COLUMN writer_user, DROP COLUMN writer_host, DROP COLUMN ci_job, DROP COLUMN job_index;
+         DELETE FROM {schema}.schema_version WHERE version = 2"
+    ));
+    let out = worldline(&store, ["runs", "--json"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("version 1, older"), "{out}");
+    assert!(out.stderr.contains("worldline migrate"), "{out}");
+    let migrated = worldline(&store, ["migrate", "--json"]);
+    migrated.expect_code(0);
+    assert_eq!(migrated.json()["schema_version"], 2, "{migrated}");
+    assert!(!migrated.stdout.contains(PASSWORD), "{migrated}");
+    worldline(&store, ["runs", "--json"]).expect_code(0);
+    let folder = worldline(Path::new("/tmp/not-a-database"), ["migrate"]);
+    folder.expect_code(2);
+    assert!(
+        folder.stderr.contains("not a postgres:// store"),
+        "{folder}"
+    );
+}
