@@ -34,8 +34,8 @@ const esbuild = require("esbuild");
 // - `TextDecoderStream` / `TextEncoderStream` (the AI SDK parses server-sent
 //   events with them), built on the engine's TransformStream;
 // - `fetch` failing as Node's does (`TypeError: fetch failed`, the
-//   engine's error as its `cause`), which is what the SDKs' retry logic
-//   recognises (the AI SDK retries only that).
+//   engine's error as its `cause`; aborts stay aborts), which is what the
+//   SDKs' retry logic recognises (the AI SDK retries only that).
 const GLOBALS = `
 if (typeof globalThis.process === "undefined") {
   globalThis.process = {
@@ -70,7 +70,10 @@ if (typeof globalThis.TextEncoderStream === "undefined") {
     try {
       return await engineFetch(input, init);
     } catch (e) {
-      if (!(e instanceof TypeError)) throw e;
+      // An abort stays an abort; any other failure (the engine throws a
+      // plain Error for a denied request, a TypeError for a timeout) is
+      // Node's.
+      if (e?.name === "AbortError" || e?.name === "TimeoutError") throw e;
       throw new TypeError("fetch failed", { cause: e });
     }
   };
