@@ -472,3 +472,35 @@ fn runs_recorded_with_the_http_plumbing_replay_identical() {
     );
     replays(store.path(), &fork);
 }
+
+/// A request body past its cap (16 MiB) traps the run with an error naming
+/// the cap, and the run still leaves its bundle.
+#[test]
+fn a_request_body_past_its_cap_ends_the_run_naming_the_cap() {
+    let dir = temp_dir();
+    let big = "x".repeat((16 << 20) + 1);
+    let case = format!(
+        r#"world = "incident@v5"
+seed = 1
+clock = 2026-03-01T12:05:00Z
+
+[task]
+requests = [{{ method = "POST", url = "https://deploys.internal/api/deploys/D-42/rollback", body = {{ reason = "{big}" }} }}]
+"#
+    );
+    let path = write_case(dir.path(), "big-body", &case);
+    let store = temp_dir();
+    let out = run_in(
+        store.path(),
+        &path,
+        &agent(),
+        &workspace_root().join("worlds"),
+    );
+    assert_eq!(out.json()["run_status"], "trapped", "{out}");
+    let text = out.json().to_string();
+    assert!(
+        text.contains("passed 16 MiB, the cap on one request body"),
+        "{out}"
+    );
+    assert!(out.bundle().exists());
+}

@@ -309,3 +309,30 @@ impl From<wasmtime::Error> for SocketError {
         SocketError::Trap(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_bodies_count_against_the_run_until_answered_or_dropped() {
+        let run = BufferedBodies::default();
+        let a = SharedBody::new(&run);
+        let b = SharedBody::new(&run);
+        assert_eq!(a.push(b"12345", 8, 12), Ok(()));
+        // Past the per-request cap: nothing of the write is kept.
+        assert_eq!(a.push(b"6789", 8, 12), Err(BodyCap::Request));
+        assert_eq!(b.push(b"abcdef", 8, 12), Ok(()));
+        assert_eq!(run.get(), 11);
+        // Past the per-run cap, though this body is under its own.
+        assert_eq!(b.push(b"gh", 8, 12), Err(BodyCap::Run));
+        // An answered body no longer counts; a dropped one neither.
+        assert_eq!(a.take(), b"12345");
+        assert_eq!(run.get(), 6);
+        let shared = b.clone();
+        drop(b);
+        assert_eq!(run.get(), 6, "a clone still holds it");
+        drop(shared);
+        assert_eq!(run.get(), 0);
+    }
+}
