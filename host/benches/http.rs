@@ -9,7 +9,12 @@
 //!   calls and 5 tool calls) by `examples/model-agent` (the SDK path) and
 //!   `examples/http-agent` (the same loop over `wasi:http`); their
 //!   difference over 11 calls is the cost of a call over HTTP, guest-side
-//!   HTTP client and the extra recorded `wasi:http` plumbing included.
+//!   HTTP client included;
+//! - `sdk_agent/openai_mcp`: a whole run of the same case by
+//!   `examples/js-openai-agent` (the official `openai` package and the MCP
+//!   client, bundled with `worldline build-js`; compiled once before the
+//!   measure, as a cached run is). Set `WORLDLINE_BENCH_SDK_AGENT` to a
+//!   built .wasm to skip the build (Node.js and the pinned packages).
 //!
 //! Results are written up in docs/benchmarks.md.
 
@@ -76,5 +81,39 @@ fn runs(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(http, protocol, runs);
+fn sdk_agent(c: &mut Criterion) {
+    let path = match std::env::var_os("WORLDLINE_BENCH_SDK_AGENT") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => common::js_guest("examples/js-openai-agent/agent.ts"),
+    };
+    let case_path = common::workspace_root().join("cases/model/rollback.toml");
+    let the_case = case::load(&case_path, None).expect("rollback.toml loads");
+    let sandbox = Sandbox::new(None).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let t = std::time::Instant::now();
+    let agent = sandbox.load_bytes(&bytes, &path).unwrap();
+    eprintln!("first compile: {:.1} s", t.elapsed().as_secs_f64());
+    let check = run(&sandbox, &agent, &the_case, None).unwrap();
+    assert_eq!(check.footer.status.as_str(), "completed");
+    let clock_reads = check
+        .events
+        .iter()
+        .filter(|e| e.call == "wasi:clocks/monotonic-clock.now")
+        .count();
+    eprintln!(
+        "openai + MCP agent: {} events per run ({clock_reads} monotonic-clock reads), {} fuel",
+        check.events.len(),
+        check.footer.fuel
+    );
+    let mut g = c.benchmark_group("sdk_agent");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(6));
+    g.bench_function("openai_mcp", |b| {
+        b.iter(|| black_box(run(&sandbox, &agent, &the_case, None).unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(http, protocol, runs, sdk_agent);
 criterion_main!(http);

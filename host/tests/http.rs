@@ -153,10 +153,10 @@ fn a_model_timeout_stalls_the_request_in_virtual_time_until_the_agent_gives_up_o
         .expect("the first model call times out");
     // The agent's future stays pending until its first-byte timeout (60 s
     // of virtual time), then reads a connection timeout and asks again.
-    let gave_up = events[timed_out..]
+    let gave_up = events[timed_out + 1..]
         .iter()
-        .find(|e| e["response"]["error"] == "connection-read-timeout")
-        .expect("the agent sees a read timeout");
+        .find(|e| e["call"] == MODEL_CALL)
+        .expect("the agent asks again");
     let stalled =
         gave_up["vtime_ns"].as_u64().unwrap() - events[timed_out]["vtime_ns"].as_u64().unwrap();
     assert!(stalled >= 60_000_000_000, "{stalled}");
@@ -197,12 +197,13 @@ fn an_unknown_url_is_denied_recorded_and_the_run_carries_on() {
     assert_eq!(denied.len(), 1, "{handles:?}");
     assert_eq!(denied[0]["request"]["url"], "https://example.com/status");
     assert_eq!(denied[0]["request"]["method"], "GET");
-    // Routed requests are recorded with the route they took.
-    assert!(handles.iter().any(|e| e["response"]["route"] == "mcp"));
-    assert!(
-        handles
-            .iter()
-            .any(|e| e["response"]["route"] == "openai.chat")
+    // Routed requests are recorded once, as the call they are (with their
+    // transport), not as a handle event.
+    assert_eq!(handles.len(), 1, "{handles:?}");
+    let model = calls(&out.bundle(), MODEL_CALL);
+    assert_eq!(
+        model[0]["request"]["transport"]["http"]["api"],
+        "openai.chat"
     );
 }
 
@@ -252,9 +253,10 @@ fn a_streamed_completion_arrives_as_server_sent_events_and_replays() {
             .get("stream_options")
             .is_none()
     );
-    // The last answer (text, in 16-character pieces) was read as a stream.
+    // The answers (in 16-character pieces) were put together from the
+    // stream; reading it is plumbing, not recorded call by call.
     let reads = calls(&bundle, "wasi:io/streams.input-stream.blocking-read");
-    assert!(reads.iter().any(|e| e["request"]["stream"] == "http-body"));
+    assert!(reads.iter().all(|e| e["request"]["stream"] != "http-body"));
     assert_eq!(output(&out)["cause_deploy"], "D-42");
     replays(store.path(), &out);
 }
@@ -398,55 +400,107 @@ fn a_worlds_own_routes_answer_with_its_tools_and_their_statuses() {
     replays(store.path(), &out);
 }
 
-/// tests/guests/js-openai, with its pinned `openai` and MCP SDK packages installed by
-/// npm into a scratch copy, built with `worldline build-js`.
-fn js_openai_agent(dir: &Path) -> PathBuf {
-    let src = workspace_root().join("tests/guests/js-openai");
-    for f in ["agent.ts", "package.json"] {
-        std::fs::copy(src.join(f), dir.join(f)).unwrap();
-    }
-    let npm = std::process::Command::new("npm")
-        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
-        .arg(dir)
-        .output()
-        .expect("npm is needed for the JavaScript tests (tests/run installs Node.js)");
-    assert!(
-        npm.status.success(),
-        "npm install: {}",
-        String::from_utf8_lossy(&npm.stderr)
-    );
-    let wasm = dir.join("agent.wasm");
-    let out = worldline_raw([
-        OsStr::new("build-js"),
-        dir.join("agent.ts").as_os_str(),
-        OsStr::new("-o"),
-        wasm.as_os_str(),
-    ]);
-    out.expect_code(0);
-    wasm
-}
-
+/// Every event of a run over HTTP, by call: the plumbing of `wasi:http`
+/// (fields, requests, bodies, futures, responses, the streams of their
+/// bodies) is folded into the call events (decision 0276).
 #[test]
-fn the_official_openai_package_and_mcp_client_run_unchanged_and_replay() {
-    let build = temp_dir();
-    let agent = js_openai_agent(build.path());
+fn the_http_plumbing_is_folded_into_the_call_events() {
     let store = temp_dir();
     let case = workspace_root().join("cases/model/rollback.toml");
-    let out = run_json(store.path(), &case, &agent);
-    out.expect_code(0);
-    assert_eq!(output(&out)["cause_deploy"], "D-42", "{out}");
-    let bundle = out.bundle();
-    let model = calls(&bundle, MODEL_CALL);
-    assert_eq!(model.len(), 6);
-    assert_eq!(
-        model[0]["request"]["transport"]["http"]["api"],
-        "openai.chat"
+    let out = passes(store.path(), &case);
+    let events = events(&out);
+    let plumbing: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            let call = e["call"].as_str().unwrap_or("");
+            call.starts_with("wasi:http/")
+                && call != "wasi:http/protocol.answer"
+                && e["effect"] != "denied"
+                || e["request"]["stream"] == "http-body"
+        })
+        .collect();
+    assert!(plumbing.is_empty(), "{plumbing:?}");
+    // 6 model calls and 5 tool calls, each one event, plus MCP's
+    // initialize and notification (protocol answers) and tools/list.
+    assert_eq!(calls(&out.bundle(), MODEL_CALL).len(), 6);
+    assert_eq!(calls(&out.bundle(), TOOL_CALL).len(), 5);
+    assert_eq!(calls(&out.bundle(), "wasi:http/protocol.answer").len(), 2);
+    assert!(events.len() < 60, "{} events", events.len());
+}
+
+/// Runs recorded before the fold (tests/bundles/http-plumbing: a store made
+/// by worldline at a311351, the plumbing an event per call) replay
+/// `identical`, and a fork of one keeps recording the plumbing.
+#[test]
+fn runs_recorded_with_the_http_plumbing_replay_identical() {
+    let store = temp_dir();
+    let old = workspace_root().join("tests/bundles/http-plumbing");
+    worldline(store.path(), [OsStr::new("import"), old.as_os_str()]).expect_code(0);
+    let mut runs: Vec<String> = std::fs::read_dir(old.join("runs"))
+        .unwrap()
+        .map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.trim_end_matches(".jsonl").to_string()
+        })
+        .collect();
+    runs.sort();
+    assert_eq!(runs.len(), 3);
+    for run in &runs {
+        replays_identical(store.path(), run);
+    }
+    // A fork at the last model call keeps the parent's plumbing events
+    // before it, and records them after it the same way.
+    let run = &runs[0];
+    let bundle = store.path().join("runs").join(format!("{run}.jsonl"));
+    let parent = read_bundle(&bundle).events;
+    let at = parent
+        .iter()
+        .rposition(|e| e["call"] == MODEL_CALL)
+        .expect("the denied-url run asks its model");
+    let fork = worldline(
+        store.path(),
+        ["fork", run, "--at", &at.to_string(), "--json"],
     );
-    assert_eq!(calls(&bundle, TOOL_CALL).len(), 5);
-    let text = std::fs::read_to_string(&bundle).unwrap();
+    let forked = read_bundle(&fork.bundle()).events;
+    assert_eq!(forked[..at], parent[..at]);
     assert!(
-        !text.contains("sk-js-agent-secret"),
-        "the guest's key is in the bundle"
+        forked[at..].iter().any(|e| e["call"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("wasi:http/types.")),
+        "the fork records the plumbing as its parent did"
     );
-    replays(store.path(), &out);
+    replays(store.path(), &fork);
+}
+
+/// A request body past its cap (16 MiB) traps the run with an error naming
+/// the cap, and the run still leaves its bundle.
+#[test]
+fn a_request_body_past_its_cap_ends_the_run_naming_the_cap() {
+    let dir = temp_dir();
+    let big = "x".repeat((16 << 20) + 1);
+    let case = format!(
+        r#"world = "incident@v5"
+seed = 1
+clock = 2026-03-01T12:05:00Z
+
+[task]
+requests = [{{ method = "POST", url = "https://deploys.internal/api/deploys/D-42/rollback", body = {{ reason = "{big}" }} }}]
+"#
+    );
+    let path = write_case(dir.path(), "big-body", &case);
+    let store = temp_dir();
+    let out = run_in(
+        store.path(),
+        &path,
+        &agent(),
+        &workspace_root().join("worlds"),
+    );
+    assert_eq!(out.json()["run_status"], "trapped", "{out}");
+    let text = out.json().to_string();
+    assert!(
+        text.contains("passed 16 MiB, the cap on one request body"),
+        "{out}"
+    );
+    assert!(out.bundle().exists());
 }

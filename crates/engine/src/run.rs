@@ -418,6 +418,7 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
         limiter: MemoryLimiter {
             max_bytes: (case.limits.memory_mb as usize) << 20,
         },
+        http_bodies: Default::default(),
     };
     let fuel_budget = case.limits.fuel;
     let mut store = Store::new(&sandbox.engine, state);

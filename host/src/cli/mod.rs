@@ -6,6 +6,7 @@ mod build_js_cmd;
 mod build_python_cmd;
 mod case_cmd;
 mod check_cmd;
+mod compile_progress;
 mod export_cmd;
 mod fork_cmd;
 mod fuzz_cmd;
@@ -163,17 +164,19 @@ enum Command {
 const COMPILE_NOTICE_BYTES: usize = 4_000_000;
 
 /// Report a large agent's first compile on stderr, so a first run that
-/// takes seconds is not silent.
+/// takes seconds is not silent: on a terminal a spinner with the time
+/// so far, then how long it took.
 fn compile_notice() -> crate::sandbox::CompileNotice {
     Box::new(|origin, bytes| {
         if bytes < COMPILE_NOTICE_BYTES {
-            return;
+            return None;
         }
-        eprintln!(
+        let text = format!(
             "compiling {} ({:.1} MB) for this machine; later runs load it from the store's cache",
             origin.display(),
             bytes as f64 / 1e6
         );
+        Some(Box::new(compile_progress::CompileProgress::start(text)))
     })
 }
 

@@ -42,6 +42,7 @@ pub fn load(
             seen.lock()
                 .expect("compile list lock")
                 .push((origin.to_path_buf(), bytes));
+            None
         }));
     let mut compiles = Vec::new();
     let mut timed = |what: &str, load: &mut dyn FnMut() -> Result<()>| -> Result<()> {

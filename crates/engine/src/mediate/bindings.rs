@@ -69,22 +69,86 @@ impl InputStream {
 }
 
 /// The bytes written to an outgoing request's body, shared by the request,
-/// its body, the body's stream and the request's future response.
-#[derive(Clone, Default)]
-pub struct SharedBody(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+/// its body, the body's stream and the request's future response. Every
+/// body of a run counts against the run's [`BufferedBodies`] until it is
+/// answered or dropped.
+#[derive(Clone)]
+pub struct SharedBody(std::sync::Arc<std::sync::Mutex<BodyBytes>>);
 
-impl SharedBody {
-    /// A copy of the bytes written so far.
-    pub fn bytes(&self) -> Vec<u8> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+/// One body's bytes, and the run's count they are part of.
+struct BodyBytes {
+    data: Vec<u8>,
+    buffered: BufferedBodies,
+}
+
+impl Drop for BodyBytes {
+    fn drop(&mut self) {
+        self.buffered.release(self.data.len());
+    }
+}
+
+/// How many bytes of request bodies a run holds (written, not yet
+/// answered nor dropped): the per-run cap's count.
+#[derive(Clone, Default)]
+pub struct BufferedBodies(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl BufferedBodies {
+    pub fn get(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Append `data`, keeping at most `cap` bytes; how many were dropped.
-    pub fn push(&self, data: &[u8], cap: usize) -> usize {
-        let mut b = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let keep = cap.saturating_sub(b.len()).min(data.len());
-        b.extend_from_slice(&data[..keep]);
-        data.len() - keep
+    fn add(&self, n: usize) {
+        self.0.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn release(&self, n: usize) {
+        self.0.fetch_sub(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A request body past one of its caps: nothing of the write is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyCap {
+    /// This body would grow past the per-request cap.
+    Request,
+    /// The run's buffered bodies would grow past the per-run cap.
+    Run,
+}
+
+impl SharedBody {
+    pub fn new(buffered: &BufferedBodies) -> Self {
+        SharedBody(std::sync::Arc::new(std::sync::Mutex::new(BodyBytes {
+            data: Vec::new(),
+            buffered: buffered.clone(),
+        })))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BodyBytes> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The bytes written so far, taken out: the body no longer counts
+    /// against the run's cap (its request is being answered).
+    pub fn take(&self) -> Vec<u8> {
+        let mut b = self.lock();
+        let data = std::mem::take(&mut b.data);
+        b.buffered.release(data.len());
+        data
+    }
+
+    /// Append `data`, unless this body would pass `per_request` bytes or
+    /// the run's buffered bodies `per_run` bytes.
+    pub fn push(&self, data: &[u8], per_request: usize, per_run: usize) -> Result<(), BodyCap> {
+        let mut b = self.lock();
+        if b.data.len().saturating_add(data.len()) > per_request {
+            return Err(BodyCap::Request);
+        }
+        if b.buffered.get().saturating_add(data.len()) > per_run {
+            return Err(BodyCap::Run);
+        }
+        b.data.extend_from_slice(data);
+        b.buffered.add(data.len());
+        Ok(())
     }
 }
 
@@ -243,5 +307,32 @@ pub enum SocketError {
 impl From<wasmtime::Error> for SocketError {
     fn from(e: wasmtime::Error) -> Self {
         SocketError::Trap(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_bodies_count_against_the_run_until_answered_or_dropped() {
+        let run = BufferedBodies::default();
+        let a = SharedBody::new(&run);
+        let b = SharedBody::new(&run);
+        assert_eq!(a.push(b"12345", 8, 12), Ok(()));
+        // Past the per-request cap: nothing of the write is kept.
+        assert_eq!(a.push(b"6789", 8, 12), Err(BodyCap::Request));
+        assert_eq!(b.push(b"abcdef", 8, 12), Ok(()));
+        assert_eq!(run.get(), 11);
+        // Past the per-run cap, though this body is under its own.
+        assert_eq!(b.push(b"gh", 8, 12), Err(BodyCap::Run));
+        // An answered body no longer counts; a dropped one neither.
+        assert_eq!(a.take(), b"12345");
+        assert_eq!(run.get(), 6);
+        let shared = b.clone();
+        drop(b);
+        assert_eq!(run.get(), 6, "a clone still holds it");
+        drop(shared);
+        assert_eq!(run.get(), 0);
     }
 }

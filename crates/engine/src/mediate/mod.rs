@@ -403,6 +403,8 @@ pub struct RunState {
     pub med: Mediator,
     pub table: ResourceTable,
     pub limiter: MemoryLimiter,
+    /// The bytes of HTTP request bodies the guest holds (the per-run cap).
+    pub http_bodies: bindings::BufferedBodies,
 }
 
 impl RunState {

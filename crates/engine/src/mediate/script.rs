@@ -46,12 +46,25 @@ pub struct Script {
     pub divergence: Option<Divergence>,
     /// Set when the guest was stopped at the end of an incomplete recording.
     pub reached_end: bool,
+    /// The recording has the `wasi:http` plumbing calls as events of their
+    /// own (made before they were folded into the call events, decision
+    /// 0276): following it records them again.
+    pub http_plumbing: bool,
+}
+
+/// Whether `events` record `wasi:http` plumbing calls (every request made
+/// before the fold recorded at least its `outgoing-request.new`).
+fn has_http_plumbing(events: &[Event]) -> bool {
+    events
+        .iter()
+        .any(|e| e.call.starts_with("wasi:http/types."))
 }
 
 impl Script {
     /// Follow every event of a recording (strict replay).
     pub fn replay(events: Vec<Event>, complete: bool, fork_points: Vec<ForkPoint>) -> Self {
         Script {
+            http_plumbing: has_http_plumbing(&events),
             events,
             complete,
             follow_until: u64::MAX,
@@ -65,6 +78,7 @@ impl Script {
     /// the last fork point's edits at `at`, then run live.
     pub fn fork(events: Vec<Event>, at: u64, fork_points: Vec<ForkPoint>) -> Self {
         Script {
+            http_plumbing: has_http_plumbing(&events),
             events,
             complete: true,
             follow_until: at,

@@ -71,7 +71,11 @@ pub struct Agent {
 
 /// Told when an agent is compiled (not found in the cache): its origin
 /// and size in bytes. A command sets it to report the compile as progress.
-pub type CompileNotice = Box<dyn Fn(&Path, usize) + Send + Sync>;
+pub type CompileNotice = Box<dyn Fn(&Path, usize) -> CompileProgress + Send + Sync>;
+
+/// What a [`CompileNotice`] keeps while the compile runs (a progress
+/// display, finished when it is dropped after the compile), if anything.
+pub type CompileProgress = Option<Box<dyn std::any::Any + Send>>;
 
 /// The engine, the linker and the agents loaded so far.
 pub struct Sandbox {
@@ -150,7 +154,8 @@ impl Sandbox {
         })
     }
 
-    /// Call `notice` before compiling an agent the cache does not hold.
+    /// Call `notice` before compiling an agent the cache does not hold
+    /// (what it returns is dropped once the compile is done).
     pub fn on_compile(mut self, notice: CompileNotice) -> Self {
         self.on_compile = Some(notice);
         self
@@ -238,9 +243,10 @@ impl Sandbox {
         if let Some(component) = self.deserialize_cached(sha256) {
             return Ok(component);
         }
-        if let Some(notice) = &self.on_compile {
-            notice(origin, bytes.len());
-        }
+        let _progress = self
+            .on_compile
+            .as_ref()
+            .and_then(|n| n(origin, bytes.len()));
         let component = Component::new(&self.engine, bytes).map_err(|e| {
             InputError::new(origin, format!("is not a valid WebAssembly component: {e}"))
         })?;

@@ -2,7 +2,7 @@
 // bundle the agent (TypeScript and its npm dependencies) with esbuild, then
 // build the component with ComponentizeJS. Progress goes to stderr; the one
 // line on stdout is the result as JSON: {"ok":true,...} or {"errors":[...]}.
-import { createRequire } from "node:module";
+import { builtinModules, createRequire } from "node:module";
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -17,7 +17,7 @@ const finish = (doc) => {
 
 // esbuild's messages as {file, line, column, text}.
 function messages(list) {
-  return (list ?? []).map((m) => ({
+  return (list ?? []).map((m) => explainBuiltin({
     file: m.location?.file ?? null,
     line: m.location?.line ?? null,
     column: m.location ? m.location.column + 1 : null,
@@ -26,6 +26,117 @@ function messages(list) {
 }
 
 const esbuild = require("esbuild");
+
+// What the engine lacks of Node and of the web platform, where a small
+// deterministic stand-in is harmless (decision 0273). Imported before the
+// agent, so its modules see them when they load:
+// - `process` with an empty `env` (no host variable reaches a guest);
+// - `TextDecoderStream` / `TextEncoderStream` (the AI SDK parses server-sent
+//   events with them), built on the engine's TransformStream;
+// - `fetch` failing as Node's does (`TypeError: fetch failed`, the
+//   engine's error as its `cause`; aborts stay aborts), which is what the
+//   SDKs' retry logic recognises (the AI SDK retries only that).
+const GLOBALS = `
+if (typeof globalThis.process === "undefined") {
+  globalThis.process = {
+    env: {}, argv: [], versions: {}, platform: "wasi",
+    nextTick: (f, ...args) => queueMicrotask(() => f(...args)),
+  };
+}
+if (typeof globalThis.TextDecoderStream === "undefined") {
+  globalThis.TextDecoderStream = class TextDecoderStream extends TransformStream {
+    constructor(label = "utf-8", options = {}) {
+      const decoder = new TextDecoder(label, options);
+      super({
+        transform(chunk, out) { const t = decoder.decode(chunk, { stream: true }); if (t) out.enqueue(t); },
+        flush(out) { const t = decoder.decode(); if (t) out.enqueue(t); },
+      });
+      this.encoding = decoder.encoding;
+    }
+  };
+}
+if (typeof globalThis.TextEncoderStream === "undefined") {
+  globalThis.TextEncoderStream = class TextEncoderStream extends TransformStream {
+    constructor() {
+      const encoder = new TextEncoder();
+      super({ transform(chunk, out) { out.enqueue(encoder.encode(chunk)); } });
+      this.encoding = "utf-8";
+    }
+  };
+}
+{
+  const engineFetch = globalThis.fetch;
+  globalThis.fetch = async function fetch(input, init) {
+    try {
+      return await engineFetch(input, init);
+    } catch (e) {
+      // An abort stays an abort; any other failure (the engine throws a
+      // plain Error for a denied request, a TypeError for a timeout) is
+      // Node's.
+      if (e?.name === "AbortError" || e?.name === "TimeoutError") throw e;
+      throw new TypeError("fetch failed", { cause: e });
+    }
+  };
+}
+`;
+
+// The Node built-ins a package may import that have a harmless stand-in:
+// randomness from the engine's crypto (the run's seeded stream), and the
+// process object above. Any other built-in is a build error naming the
+// package that imports it.
+const NODE_SHIMS = {
+  crypto: `const c = globalThis.crypto;
+export const webcrypto = c;
+export const randomUUID = () => c.randomUUID();
+export const getRandomValues = (a) => c.getRandomValues(a);
+export default { webcrypto, randomUUID, getRandomValues };`,
+  process: `const p = globalThis.process;
+export const env = p.env;
+export const nextTick = p.nextTick;
+export default p;`,
+};
+const builtins = new Set(builtinModules);
+const isBuiltin = (name) => name.startsWith("node:") || builtins.has(name.split("/")[0]);
+const builtinName = (name) => (name.startsWith("node:") ? name.slice(5) : name);
+
+const shims = {
+  name: "worldline-shims",
+  setup(build) {
+    build.onResolve({ filter: /^worldline-shims:globals$/ }, () => ({ path: "globals", namespace: "worldline-shims" }));
+    build.onResolve({ filter: /^(node:)?(crypto|process)$/ }, (args) => ({
+      path: builtinName(args.path),
+      namespace: "worldline-shims",
+    }));
+    build.onLoad({ filter: /.*/, namespace: "worldline-shims" }, (args) => ({
+      contents: args.path === "globals" ? GLOBALS : NODE_SHIMS[args.path],
+      loader: "js",
+    }));
+  },
+};
+
+/** The npm package a bundled file belongs to (`@scope/name` or `name`), or null for the agent's own. */
+function packageOf(file) {
+  const parts = (file ?? "").split(/[\\/]/);
+  const at = parts.lastIndexOf("node_modules");
+  if (at < 0 || at + 1 >= parts.length) return null;
+  return parts[at + 1].startsWith("@") ? `${parts[at + 1]}/${parts[at + 2]}` : parts[at + 1];
+}
+
+/** esbuild's "Could not resolve" of a Node built-in, said as what it is. */
+function explainBuiltin(m) {
+  const miss = /^Could not resolve "([^"]+)"/.exec(m.text);
+  if (!miss || !isBuiltin(miss[1])) return m;
+  const who = packageOf(m.file);
+  const name = `node:${builtinName(miss[1])}`;
+  return {
+    ...m,
+    text:
+      `${who ? `the package \`${who}\`` : "the agent"} imports the Node built-in \`${name}\`, which the sandbox does not have ` +
+      `(only node:crypto's randomUUID/getRandomValues and node:process's empty env are stood in for): ` +
+      (who ? `use a version of ${who} for browsers or edge runtimes, or a package without it` : `remove the import`),
+  };
+}
+
 const common = {
   bundle: true,
   format: "esm",
@@ -35,13 +146,25 @@ const common = {
   external: ["worldline:*", "wasi:*"],
   alias: { worldline: join(cfg.sdk, "index.ts") },
   keepNames: true,
+  // --minify: whitespace, syntax and local names (function and class
+  // names are kept by keepNames), for bundles too large for the engine to
+  // load as written.
+  minify: cfg.minify === true,
   // The engine rejects, at load time, regular expressions with Unicode
   // property escapes (`/\P{ASCII}/u` in fast-uri, which the MCP SDK pulls
   // in through ajv); esbuild turns such literals into `new RegExp(...)`
   // calls, so a bundle loads and only a code path that uses one fails.
-  supported: { "regexp-unicode-property-escapes": false },
+  // `regexp-sticky-and-unicode-flags` too: esbuild leaves a property
+  // escape inside a class (`/[\p{L}\p{N}]+/u` in the AI SDK) as a literal
+  // unless every `u` literal moves to run time.
+  supported: { "regexp-unicode-property-escapes": false, "regexp-sticky-and-unicode-flags": false },
   logLevel: "silent",
   absWorkingDir: cfg.agentDir,
+  // A package the agent's folder lacks is looked up among the pinned agent
+  // SDKs cached beside the toolchain (openai, the MCP SDK, ...), as Node
+  // looks in NODE_PATH.
+  nodePaths: cfg.agentPackages ? [cfg.agentPackages] : [],
+  plugins: [shims],
 };
 
 say(`bundling ${cfg.agent} with esbuild ${esbuild.version}`);
@@ -73,7 +196,8 @@ if (!agentExports.includes("run") && !agentExports.includes("default")) {
 const entry = join(cfg.work, "entry.ts");
 writeFileSync(
   entry,
-  `import * as agent from ${JSON.stringify(resolve(cfg.agent))};\n` +
+  `import "worldline-shims:globals";\n` +
+    `import * as agent from ${JSON.stringify(resolve(cfg.agent))};\n` +
     `import { wrap } from ${JSON.stringify(join(cfg.sdk, "runtime.ts"))};\n` +
     `export const run = wrap((agent as any).run ?? (agent as any).default);\n`,
 );
@@ -152,7 +276,11 @@ try {
     worldName: "agent",
   }));
 } catch (e) {
-  finish({ errors: [{ file: cfg.agent, line: null, column: null, text: String(e?.message ?? e) }] });
+  let text = String(e?.message ?? e);
+  if (/out of memory/.test(text) && !cfg.minify) {
+    text += "\n(the engine ran out of memory loading the bundle: build with --minify, which makes the source it keeps smaller)";
+  }
+  finish({ errors: [{ file: cfg.agent, line: null, column: null, text }] });
 }
 writeFileSync(cfg.out, component);
 finish({ ok: true, esbuild: esbuild.version, componentize_js: version });

@@ -89,6 +89,10 @@ pub struct BuildJsArgs {
     /// the toolchain folder); its errors are exit 2, as `file:line:column`.
     #[arg(long)]
     pub typecheck: bool,
+    /// Minify the bundle (names kept): for SDKs whose source is too large
+    /// for the engine to load unminified (the OpenAI Agents SDK).
+    #[arg(long)]
+    pub minify: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -137,6 +141,8 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         "work": work.path(),
         "bundleName": format!("{stem}.js"),
         "out": built,
+        "agentPackages": toolchain::agent_packages(&std::path::absolute(&tools)?),
+        "minify": args.minify,
     });
     let out = Command::new(&args.node)
         .arg(work.path().join("driver.mjs"))
@@ -166,7 +172,18 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         }
     };
     if let Some(errors) = result.get("errors").and_then(Value::as_array) {
-        return Err(build_error(&args.agent, &agent_dir, errors).into());
+        let errors: Vec<Value> = errors
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                let text = e["text"].as_str().unwrap_or("");
+                if let Some(hint) = toolchain::agent_package_hint(text, &tools) {
+                    e["text"] = Value::String(format!("{text}: {hint}"));
+                }
+                e
+            })
+            .collect();
+        return Err(build_error(&args.agent, &agent_dir, &errors).into());
     }
     let bytes = std::fs::read(&built).context("reading the built component")?;
     std::fs::write(&output, &bytes)

@@ -2,6 +2,11 @@
 //! packages (esbuild, ComponentizeJS), installed in one folder of the
 //! user's cache that `build-js` finds by itself. Anything missing or of
 //! another version is an input error naming the command that installs it.
+//!
+//! Beside them, in `agent-packages/`, the agent SDKs worldline is tested
+//! with ([`AGENT_PACKAGES`]): a package an agent imports and its own folder
+//! lacks is looked up there, so the examples and tests build without an
+//! `npm install` of their own (`tests/js-packages.sh` installs both sets).
 
 use crate::error::InputError;
 use std::path::{Path, PathBuf};
@@ -11,6 +16,18 @@ use std::process::Command;
 pub const PACKAGES: &[(&str, &str)] = &[
     ("@bytecodealliance/componentize-js", "0.23.0"),
     ("esbuild", "0.28.2"),
+];
+
+/// The agent SDKs worldline is tested with, installed under
+/// [`agent_packages`] (the examples in `examples/js-*` use them).
+pub const AGENT_PACKAGES: &[(&str, &str)] = &[
+    ("@ai-sdk/openai", "4.0.118"),
+    ("@anthropic-ai/sdk", "1.10.0"),
+    ("@modelcontextprotocol/sdk", "1.32.2"),
+    ("@openai/agents", "0.20.0"),
+    ("ai", "7.0.173"),
+    ("openai", "5.23.2"),
+    ("zod", "4.6.7"),
 ];
 
 /// Oldest Node.js major version ComponentizeJS runs on.
@@ -32,6 +49,39 @@ pub fn folder(explicit: Option<&Path>) -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(|| PathBuf::from(".cache"));
     cache.join("worldline").join("js")
+}
+
+/// Where the pinned agent SDKs of the toolchain folder `dir` live: its
+/// `agent-packages/node_modules`, when it exists.
+pub fn agent_packages(dir: &Path) -> Option<PathBuf> {
+    let modules = dir.join("agent-packages").join("node_modules");
+    modules.is_dir().then_some(modules)
+}
+
+/// For an esbuild error that an import of one of [`AGENT_PACKAGES`] did
+/// not resolve: where build-js looks for it and the command that puts it
+/// there (toolchain folder `dir`).
+pub fn agent_package_hint(error: &str, dir: &Path) -> Option<String> {
+    let name = error
+        .strip_prefix("Could not resolve \"")?
+        .split('"')
+        .next()?;
+    let package = match name.split('/').collect::<Vec<_>>().as_slice() {
+        [scope, pkg, ..] if scope.starts_with('@') => format!("{scope}/{pkg}"),
+        [pkg, ..] => pkg.to_string(),
+        [] => return None,
+    };
+    let (_, version) = AGENT_PACKAGES.iter().find(|(n, _)| *n == package)?;
+    let prefix = dir.join("agent-packages");
+    Some(format!(
+        "install it next to the agent (`npm install {package}@{version}`), or the pinned agent SDKs where build-js finds them with `npm install --prefix {} {}`",
+        shell_word(&prefix.display().to_string()),
+        AGENT_PACKAGES
+            .iter()
+            .map(|(n, v)| format!("{n}@{v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ))
 }
 
 /// The command that installs the pinned packages into `dir`.
@@ -142,6 +192,63 @@ mod tests {
             err.contains("esbuild there is 0.1.0, not the tested 0.28.2"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_install_script_pins_the_same_versions() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let script = std::fs::read_to_string(root.join("tests/js-packages.sh")).unwrap();
+        let list = |var: &str| -> Vec<String> {
+            let line = script
+                .lines()
+                .find(|l| l.starts_with(&format!("{var}=")))
+                .unwrap_or_else(|| panic!("{var} is not in tests/js-packages.sh"));
+            let mut pkgs: Vec<String> = line[var.len() + 1..]
+                .trim_matches('"')
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+            pkgs.sort();
+            pkgs
+        };
+        let pinned = |pkgs: &[(&str, &str)]| -> Vec<String> {
+            let mut v: Vec<String> = pkgs.iter().map(|(n, v)| format!("{n}@{v}")).collect();
+            v.sort();
+            v
+        };
+        let mut toolchain = PACKAGES.to_vec();
+        toolchain.push(super::super::editor::TYPESCRIPT);
+        assert_eq!(list("JS_TOOLCHAIN_PACKAGES"), pinned(&toolchain));
+        assert_eq!(list("JS_AGENT_PACKAGES"), pinned(AGENT_PACKAGES));
+    }
+
+    #[test]
+    fn an_unresolved_agent_sdk_names_where_to_install_it() {
+        let dir = Path::new("/c/js");
+        let hint = agent_package_hint(
+            "Could not resolve \"@modelcontextprotocol/sdk/client/index.js\"",
+            dir,
+        )
+        .unwrap();
+        assert!(
+            hint.contains("npm install @modelcontextprotocol/sdk@1.32.2"),
+            "{hint}"
+        );
+        assert!(hint.contains("--prefix /c/js/agent-packages"), "{hint}");
+        assert_eq!(
+            agent_package_hint("Could not resolve \"left-pad\"", dir),
+            None
+        );
+        assert_eq!(agent_package_hint("Expected \";\"", dir), None);
+    }
+
+    #[test]
+    fn agent_packages_are_found_beside_the_toolchain_when_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(agent_packages(dir.path()), None);
+        let modules = dir.path().join("agent-packages/node_modules");
+        std::fs::create_dir_all(&modules).unwrap();
+        assert_eq!(agent_packages(dir.path()), Some(modules));
     }
 
     #[test]

@@ -88,6 +88,7 @@ impl Runtime {
             limiter: MemoryLimiter {
                 max_bytes: (source.memory_mb as usize) << 20,
             },
+            http_bodies: Default::default(),
         });
         Runtime {
             service,

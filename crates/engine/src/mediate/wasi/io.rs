@@ -9,17 +9,17 @@
 //!   tool call they carry);
 //! - denied: nothing (streams only reach the captures above).
 
-use super::super::bindings::{InputStream, IoError, OutputStream, Pollable, StreamError, wasi};
+use super::super::bindings::{
+    BodyCap, InputStream, IoError, OutputStream, Pollable, StreamError, wasi,
+};
 use super::super::{Answer, RunState, Services};
+use super::http::{MAX_BUFFERED_BODIES, MAX_REQUEST_BODY};
 use super::u64_of;
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
 
 /// How much a stream accepts per `check-write`, and gives per `read`.
 const WRITE_BUDGET: u64 = 64 * 1024;
-/// The most of an outgoing request body that is kept (the rest is
-/// dropped and counted).
-const MAX_REQUEST_BODY: usize = 16 << 20;
 
 impl RunState {
     /// Capture a write. Bytes past `limits.stdout_bytes` are dropped and
@@ -42,18 +42,17 @@ impl RunState {
             }
         }
         if let OutputStream::HttpBody(body) = &stream {
-            // A request body is kept for the world to answer (up to
-            // MAX_REQUEST_BODY); only its size is recorded: what a routed
-            // request carries is recorded with its model or tool call.
-            let dropped = body.push(data, MAX_REQUEST_BODY);
-            let mut response = json!({"ok": true});
-            if dropped > 0 {
-                response["dropped"] = json!(dropped);
+            // A request body is kept for the world to answer, within its
+            // caps; what a routed request carries is recorded with its
+            // model or tool call, so a write is plumbing (its size only).
+            if let Err(cap) = body.push(data, MAX_REQUEST_BODY, MAX_BUFFERED_BODIES) {
+                return Err(StreamError::Trap(wasmtime::Error::msg(body_cap_error(cap))));
             }
-            self.call_fixed(
+            self.stream_call(
+                stream.name(),
                 call,
                 json!({"stream": stream.name(), "bytes": data.len()}),
-                response,
+                json!({"ok": true}),
             )?;
             return Ok(());
         }
@@ -76,6 +75,20 @@ impl RunState {
             })
         })?;
         Ok(())
+    }
+}
+
+/// Why a request body write was refused, naming the cap.
+fn body_cap_error(cap: BodyCap) -> String {
+    match cap {
+        BodyCap::Request => format!(
+            "an HTTP request body passed {} MiB, the cap on one request body (docs/architecture.md, \"Inputs and their caps\"); send a smaller request",
+            MAX_REQUEST_BODY >> 20
+        ),
+        BodyCap::Run => format!(
+            "the HTTP request bodies the agent holds (written, not yet answered) passed {} MiB together, the cap per run (docs/architecture.md, \"Inputs and their caps\"); send or drop requests before writing more",
+            MAX_BUFFERED_BODIES >> 20
+        ),
     }
 }
 
@@ -202,7 +215,7 @@ impl RunState {
             Some(b) => json!({"bytes": b.len()}),
             None => json!({"closed": true}),
         };
-        self.call_fixed(call, json!({"stream": name, "len": len}), response)?;
+        self.stream_call(name, call, json!({"stream": name, "len": len}), response)?;
         out.ok_or(StreamError::Closed)
     }
 }
@@ -232,7 +245,8 @@ impl wasi::io::streams::HostInputStream for RunState {
 
     fn subscribe(&mut self, s: Resource<InputStream>) -> wasmtime::Result<Resource<Pollable>> {
         let name = self.table.get(&s)?.name();
-        self.call_fixed(
+        self.stream_call(
+            name,
             "wasi:io/streams.input-stream.subscribe",
             json!({"stream": name}),
             Value::Null,
@@ -242,7 +256,8 @@ impl wasi::io::streams::HostInputStream for RunState {
 
     fn drop(&mut self, s: Resource<InputStream>) -> wasmtime::Result<()> {
         let name = self.table.get(&s)?.name();
-        self.call_fixed(
+        self.stream_call(
+            name,
             "wasi:io/streams.input-stream.drop",
             json!({"stream": name}),
             Value::Null,
@@ -255,7 +270,8 @@ impl wasi::io::streams::HostInputStream for RunState {
 impl wasi::io::streams::HostOutputStream for RunState {
     fn check_write(&mut self, s: Resource<OutputStream>) -> Result<u64, StreamError> {
         let stream = self.table.get(&s)?.clone();
-        self.call_fixed(
+        self.stream_call(
+            stream.name(),
             "wasi:io/streams.output-stream.check-write",
             json!({"stream": stream.name()}),
             json!({"budget": WRITE_BUDGET}),
@@ -283,7 +299,8 @@ impl wasi::io::streams::HostOutputStream for RunState {
 
     fn flush(&mut self, s: Resource<OutputStream>) -> Result<(), StreamError> {
         let stream = self.table.get(&s)?.clone();
-        self.call_fixed(
+        self.stream_call(
+            stream.name(),
             "wasi:io/streams.output-stream.flush",
             json!({"stream": stream.name()}),
             Value::Null,
@@ -293,7 +310,8 @@ impl wasi::io::streams::HostOutputStream for RunState {
 
     fn blocking_flush(&mut self, s: Resource<OutputStream>) -> Result<(), StreamError> {
         let stream = self.table.get(&s)?.clone();
-        self.call_fixed(
+        self.stream_call(
+            stream.name(),
             "wasi:io/streams.output-stream.blocking-flush",
             json!({"stream": stream.name()}),
             Value::Null,
@@ -303,7 +321,8 @@ impl wasi::io::streams::HostOutputStream for RunState {
 
     fn subscribe(&mut self, s: Resource<OutputStream>) -> wasmtime::Result<Resource<Pollable>> {
         let stream = self.table.get(&s)?.clone();
-        self.call_fixed(
+        self.stream_call(
+            stream.name(),
             "wasi:io/streams.output-stream.subscribe",
             json!({"stream": stream.name()}),
             Value::Null,
@@ -338,7 +357,8 @@ impl wasi::io::streams::HostOutputStream for RunState {
         len: u64,
     ) -> Result<u64, StreamError> {
         let stream = self.table.get(&s)?.clone();
-        self.call_fixed(
+        self.stream_call(
+            stream.name(),
             "wasi:io/streams.output-stream.splice",
             json!({"stream": stream.name(), "len": len}),
             json!({"closed": true}),
@@ -353,7 +373,8 @@ impl wasi::io::streams::HostOutputStream for RunState {
         len: u64,
     ) -> Result<u64, StreamError> {
         let stream = self.table.get(&s)?.clone();
-        self.call_fixed(
+        self.stream_call(
+            stream.name(),
             "wasi:io/streams.output-stream.blocking-splice",
             json!({"stream": stream.name(), "len": len}),
             json!({"closed": true}),
@@ -363,7 +384,8 @@ impl wasi::io::streams::HostOutputStream for RunState {
 
     fn drop(&mut self, s: Resource<OutputStream>) -> wasmtime::Result<()> {
         let stream = self.table.get(&s)?.clone();
-        self.call_fixed(
+        self.stream_call(
+            stream.name(),
             "wasi:io/streams.output-stream.drop",
             json!({"stream": stream.name()}),
             Value::Null,

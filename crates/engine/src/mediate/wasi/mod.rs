@@ -39,6 +39,48 @@ impl RunState {
         self.mediated(call, request, |_| Answer::read(response))
     }
 
+    /// Whether the `wasi:http` plumbing (fields, requests, bodies, futures,
+    /// responses and the streams of their bodies) is recorded call by
+    /// call: only while following a recording made when it was, so such a
+    /// run replays and forks identical (decision 0276). Otherwise each
+    /// routed request is recorded once, as its model, tool or protocol call
+    /// event, and the plumbing answers as before without an event of its own.
+    fn http_plumbing(&self) -> bool {
+        self.med.script.as_ref().is_some_and(|s| s.http_plumbing)
+    }
+
+    /// A plumbing call of `wasi:http` (see [`http_plumbing`](Self::http_plumbing)):
+    /// recorded as [`call_fixed`](Self::call_fixed) only for a recording
+    /// that has them; `request` is built only then.
+    fn plumbing(
+        &mut self,
+        call: &str,
+        request: impl FnOnce() -> Value,
+        response: impl FnOnce() -> Value,
+    ) -> wasmtime::Result<()> {
+        if self.http_plumbing() {
+            self.call_fixed(call, request(), response())?;
+        }
+        Ok(())
+    }
+
+    /// A call on a stream: one of an HTTP body is plumbing, any other is
+    /// recorded.
+    fn stream_call(
+        &mut self,
+        stream: &str,
+        call: &str,
+        request: Value,
+        response: Value,
+    ) -> wasmtime::Result<()> {
+        if stream == "http-body" {
+            self.plumbing(call, || request, || response)
+        } else {
+            self.call_fixed(call, request, response)?;
+            Ok(())
+        }
+    }
+
     pub(super) fn denied(&mut self, call: &str, request: Value, why: &str) -> wasmtime::Result<()> {
         self.mediated(call, request, |_| {
             Answer::with_effect(json!({"error": why}), Effect::Denied)

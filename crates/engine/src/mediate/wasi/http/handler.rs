@@ -49,7 +49,8 @@ impl RunState {
             return Ok(());
         }
         let (method, url) = (future.method.clone(), future.url.clone());
-        let body = future.body.bytes();
+        // Taken out: an answered body no longer counts against the run's cap.
+        let body = future.body.take();
         let stall = future.first_byte_timeout.unwrap_or(DEFAULT_STALL_NS);
         let transport = |api: &str| json!({"http": {"api": api, "method": method, "url": url}});
         let response = match routes::route(&method, &url, &self.model_bases()) {
@@ -210,10 +211,15 @@ impl wasi::http::outgoing_handler::Host for RunState {
             self.denied("wasi:http/outgoing-handler.handle", request, DENIED)?;
             return Ok(Err(ErrorCode::HttpRequestDenied));
         }
-        self.call_fixed(
+        let api = if world_route && route == Route::Unknown {
+            "rest"
+        } else {
+            route.api()
+        };
+        self.plumbing(
             "wasi:http/outgoing-handler.handle",
-            request,
-            json!({"route": if world_route && route == Route::Unknown { "rest" } else { route.api() }}),
+            || request,
+            || json!({"route": api}),
         )?;
         Ok(Ok(self.table.push(HttpFuture {
             method,
@@ -235,10 +241,10 @@ impl wasi::http::types::HostFutureIncomingResponse for RunState {
             .outcome
             .as_ref()
             .map_or(0, |o| o.ready_at);
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.future-incoming-response.subscribe",
-            json!({"deadline": deadline}),
-            Value::Null,
+            || json!({"deadline": deadline}),
+            || Value::Null,
         )?;
         Ok(self.table.push(Pollable { deadline })?)
     }
@@ -280,10 +286,10 @@ impl wasi::http::types::HostFutureIncomingResponse for RunState {
                 ),
             }
         };
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.future-incoming-response.get",
-            json!({}),
-            shown,
+            || json!({}),
+            || shown,
         )?;
         Ok(match answer {
             None => None,
@@ -294,10 +300,10 @@ impl wasi::http::types::HostFutureIncomingResponse for RunState {
     }
 
     fn drop(&mut self, f: Resource<HttpFuture>) -> wasmtime::Result<()> {
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.future-incoming-response.drop",
-            json!({}),
-            Value::Null,
+            || json!({}),
+            || Value::Null,
         )?;
         self.table.delete(f)?;
         Ok(())

@@ -6,11 +6,18 @@
 //!   `https://api.anthropic.com` or it) are the case's model calls, requests to `http://world/mcp` the world's tools
 //!   over MCP, each answered with the bytes and status the vendor would
 //!   send; a timeout stalls the request in virtual time (`handler.rs`);
-//! - recorded: every call on fields, requests, bodies and responses (header
-//!   names, never their values: a guest's `Authorization` or `x-api-key`
-//!   is neither recorded nor forwarded), the size of each body write, and
-//!   each routed request as the same model or tool call event that
-//!   `model.complete` or `tools.call` makes, with its `transport` noted;
+//! - recorded: each routed request as the same model or tool call event
+//!   that `model.complete` or `tools.call` makes, with its `transport`
+//!   noted (or a `wasi:http/protocol.answer` event for what the protocol
+//!   answers alone); a guest's `Authorization` or `x-api-key` is neither
+//!   recorded nor forwarded. The plumbing around it (fields, requests,
+//!   bodies, futures, responses, their streams) answers without an event
+//!   of its own, except while following a recording made when each of
+//!   those calls was an event (decision 0276: then they are recorded as
+//!   before, header names only);
+//! - capped: a request body at 16 MiB, and the bodies a run holds (written,
+//!   not yet answered) at 64 MiB together; a write past either traps the
+//!   run with an error naming the cap;
 //! - denied: every other request (`HTTP-request-denied`, recorded with its
 //!   method and URL), and serving HTTP: the incoming-request,
 //!   response-outparam and outgoing-response resources never exist.
@@ -26,6 +33,12 @@ use super::super::bindings::{
 use super::super::bindings::{HttpResponseBody, OutputStream, wasi};
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
+
+/// The most one request body may hold.
+pub(super) const MAX_REQUEST_BODY: usize = 16 << 20;
+/// The most the request bodies a run holds (written, not yet answered or
+/// dropped) may hold together.
+pub(super) const MAX_BUFFERED_BODIES: usize = 64 << 20;
 
 const DENIED: &str =
     "HTTP requests are not part of a worldline world; reach a model through worldline:agent/model";
@@ -84,8 +97,12 @@ fn never<T>(n: &Resource<Never>) -> wasmtime::Result<T> {
 }
 
 impl RunState {
-    fn http(&mut self, call: &str, request: Value) -> wasmtime::Result<()> {
-        self.call_fixed(&format!("wasi:http/types.{call}"), request, Value::Null)?;
+    /// A plumbing call of `wasi:http/types` (recorded only for a recording
+    /// that has them, see `wasi/mod.rs`).
+    fn http(&mut self, call: &str, request: impl FnOnce() -> Value) -> wasmtime::Result<()> {
+        if self.http_plumbing() {
+            self.call_fixed(&format!("wasi:http/types.{call}"), request(), Value::Null)?;
+        }
         Ok(())
     }
 
@@ -104,14 +121,14 @@ impl RunState {
 
 impl wasi::http::types::Host for RunState {
     fn http_error_code(&mut self, err: Resource<IoError>) -> wasmtime::Result<Option<ErrorCode>> {
-        self.http("http-error-code", json!({"handle": err.rep()}))?;
+        self.http("http-error-code", || json!({"handle": err.rep()}))?;
         Ok(None)
     }
 }
 
 impl wasi::http::types::HostFields for RunState {
     fn new(&mut self) -> wasmtime::Result<Resource<HttpFields>> {
-        self.http("fields.new", json!({}))?;
+        self.http("fields.new", || json!({}))?;
         Ok(self.table.push(HttpFields::default())?)
     }
 
@@ -119,8 +136,10 @@ impl wasi::http::types::HostFields for RunState {
         &mut self,
         entries: Vec<(String, Vec<u8>)>,
     ) -> wasmtime::Result<Result<Resource<HttpFields>, HeaderError>> {
-        let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
-        self.http("fields.from-list", json!({"names": names}))?;
+        self.http("fields.from-list", || {
+            let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+            json!({"names": names})
+        })?;
         Ok(Ok(self.table.push(HttpFields {
             entries,
             immutable: false,
@@ -128,12 +147,12 @@ impl wasi::http::types::HostFields for RunState {
     }
 
     fn get(&mut self, f: Resource<HttpFields>, name: String) -> wasmtime::Result<Vec<Vec<u8>>> {
-        self.http("fields.get", json!({"name": name}))?;
+        self.http("fields.get", || json!({"name": name}))?;
         Ok(self.table.get(&f)?.values(&name))
     }
 
     fn has(&mut self, f: Resource<HttpFields>, name: String) -> wasmtime::Result<bool> {
-        self.http("fields.has", json!({"name": name}))?;
+        self.http("fields.has", || json!({"name": name}))?;
         Ok(!self.table.get(&f)?.values(&name).is_empty())
     }
 
@@ -143,7 +162,7 @@ impl wasi::http::types::HostFields for RunState {
         name: String,
         values: Vec<Vec<u8>>,
     ) -> wasmtime::Result<Result<(), HeaderError>> {
-        self.http("fields.set", json!({"name": name}))?;
+        self.http("fields.set", || json!({"name": name}))?;
         Ok(self.fields_mut(&f)?.map(|fields| {
             fields.remove(&name);
             fields
@@ -157,7 +176,7 @@ impl wasi::http::types::HostFields for RunState {
         f: Resource<HttpFields>,
         name: String,
     ) -> wasmtime::Result<Result<(), HeaderError>> {
-        self.http("fields.delete", json!({"name": name}))?;
+        self.http("fields.delete", || json!({"name": name}))?;
         Ok(self.fields_mut(&f)?.map(|fields| fields.remove(&name)))
     }
 
@@ -167,19 +186,19 @@ impl wasi::http::types::HostFields for RunState {
         name: String,
         value: Vec<u8>,
     ) -> wasmtime::Result<Result<(), HeaderError>> {
-        self.http("fields.append", json!({"name": name}))?;
+        self.http("fields.append", || json!({"name": name}))?;
         Ok(self
             .fields_mut(&f)?
             .map(|fields| fields.entries.push((name, value))))
     }
 
     fn entries(&mut self, f: Resource<HttpFields>) -> wasmtime::Result<Vec<(String, Vec<u8>)>> {
-        self.http("fields.entries", json!({}))?;
+        self.http("fields.entries", || json!({}))?;
         Ok(self.table.get(&f)?.entries.clone())
     }
 
     fn clone(&mut self, f: Resource<HttpFields>) -> wasmtime::Result<Resource<HttpFields>> {
-        self.http("fields.clone", json!({}))?;
+        self.http("fields.clone", || json!({}))?;
         let entries = self.table.get(&f)?.entries.clone();
         Ok(self.table.push(HttpFields {
             entries,
@@ -188,7 +207,7 @@ impl wasi::http::types::HostFields for RunState {
     }
 
     fn drop(&mut self, f: Resource<HttpFields>) -> wasmtime::Result<()> {
-        self.http("fields.drop", json!({}))?;
+        self.http("fields.drop", || json!({}))?;
         self.table.delete(f)?;
         Ok(())
     }
@@ -196,7 +215,7 @@ impl wasi::http::types::HostFields for RunState {
 
 impl wasi::http::types::HostOutgoingRequest for RunState {
     fn new(&mut self, headers: Resource<HttpFields>) -> wasmtime::Result<Resource<HttpRequest>> {
-        self.http("outgoing-request.new", json!({}))?;
+        self.http("outgoing-request.new", || json!({}))?;
         let headers = self.table.delete(headers)?.entries;
         Ok(self.table.push(HttpRequest {
             method: Method::Get,
@@ -204,7 +223,7 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
             scheme: None,
             authority: None,
             headers,
-            body: SharedBody::default(),
+            body: SharedBody::new(&self.http_bodies),
             body_taken: false,
         })?)
     }
@@ -213,7 +232,7 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
         &mut self,
         r: Resource<HttpRequest>,
     ) -> wasmtime::Result<Result<Resource<HttpBody>, ()>> {
-        self.http("outgoing-request.body", json!({}))?;
+        self.http("outgoing-request.body", || json!({}))?;
         let req = self.table.get_mut(&r)?;
         if req.body_taken {
             return Ok(Err(()));
@@ -224,7 +243,7 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
     }
 
     fn method(&mut self, r: Resource<HttpRequest>) -> wasmtime::Result<Method> {
-        self.http("outgoing-request.method", json!({}))?;
+        self.http("outgoing-request.method", || json!({}))?;
         Ok(clone_method(&self.table.get(&r)?.method))
     }
 
@@ -235,14 +254,14 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
     ) -> wasmtime::Result<Result<(), ()>> {
         self.http(
             "outgoing-request.set-method",
-            json!({"method": method_name(&method)}),
+            || json!({"method": method_name(&method)}),
         )?;
         self.table.get_mut(&r)?.method = method;
         Ok(Ok(()))
     }
 
     fn path_with_query(&mut self, r: Resource<HttpRequest>) -> wasmtime::Result<Option<String>> {
-        self.http("outgoing-request.path-with-query", json!({}))?;
+        self.http("outgoing-request.path-with-query", || json!({}))?;
         Ok(self.table.get(&r)?.path.clone())
     }
 
@@ -253,14 +272,14 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
     ) -> wasmtime::Result<Result<(), ()>> {
         self.http(
             "outgoing-request.set-path-with-query",
-            json!({"path": path}),
+            || json!({"path": path}),
         )?;
         self.table.get_mut(&r)?.path = path;
         Ok(Ok(()))
     }
 
     fn scheme(&mut self, r: Resource<HttpRequest>) -> wasmtime::Result<Option<Scheme>> {
-        self.http("outgoing-request.scheme", json!({}))?;
+        self.http("outgoing-request.scheme", || json!({}))?;
         Ok(self.table.get(&r)?.scheme.as_ref().map(clone_scheme))
     }
 
@@ -271,14 +290,14 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
     ) -> wasmtime::Result<Result<(), ()>> {
         self.http(
             "outgoing-request.set-scheme",
-            json!({"scheme": scheme.as_ref().map(scheme_name)}),
+            || json!({"scheme": scheme.as_ref().map(scheme_name)}),
         )?;
         self.table.get_mut(&r)?.scheme = scheme;
         Ok(Ok(()))
     }
 
     fn authority(&mut self, r: Resource<HttpRequest>) -> wasmtime::Result<Option<String>> {
-        self.http("outgoing-request.authority", json!({}))?;
+        self.http("outgoing-request.authority", || json!({}))?;
         Ok(self.table.get(&r)?.authority.clone())
     }
 
@@ -289,14 +308,14 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
     ) -> wasmtime::Result<Result<(), ()>> {
         self.http(
             "outgoing-request.set-authority",
-            json!({"authority": authority}),
+            || json!({"authority": authority}),
         )?;
         self.table.get_mut(&r)?.authority = authority;
         Ok(Ok(()))
     }
 
     fn headers(&mut self, r: Resource<HttpRequest>) -> wasmtime::Result<Resource<HttpFields>> {
-        self.http("outgoing-request.headers", json!({}))?;
+        self.http("outgoing-request.headers", || json!({}))?;
         let entries = self.table.get(&r)?.headers.clone();
         Ok(self.table.push(HttpFields {
             entries,
@@ -305,7 +324,7 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
     }
 
     fn drop(&mut self, r: Resource<HttpRequest>) -> wasmtime::Result<()> {
-        self.http("outgoing-request.drop", json!({}))?;
+        self.http("outgoing-request.drop", || json!({}))?;
         self.table.delete(r)?;
         Ok(())
     }
@@ -313,12 +332,12 @@ impl wasi::http::types::HostOutgoingRequest for RunState {
 
 impl wasi::http::types::HostRequestOptions for RunState {
     fn new(&mut self) -> wasmtime::Result<Resource<HttpOptions>> {
-        self.http("request-options.new", json!({}))?;
+        self.http("request-options.new", || json!({}))?;
         Ok(self.table.push(HttpOptions::default())?)
     }
 
     fn connect_timeout(&mut self, o: Resource<HttpOptions>) -> wasmtime::Result<Option<u64>> {
-        self.http("request-options.connect-timeout", json!({}))?;
+        self.http("request-options.connect-timeout", || json!({}))?;
         Ok(self.table.get(&o)?.connect)
     }
 
@@ -329,14 +348,14 @@ impl wasi::http::types::HostRequestOptions for RunState {
     ) -> wasmtime::Result<Result<(), ()>> {
         self.http(
             "request-options.set-connect-timeout",
-            json!({"duration": d}),
+            || json!({"duration": d}),
         )?;
         self.table.get_mut(&o)?.connect = d;
         Ok(Ok(()))
     }
 
     fn first_byte_timeout(&mut self, o: Resource<HttpOptions>) -> wasmtime::Result<Option<u64>> {
-        self.http("request-options.first-byte-timeout", json!({}))?;
+        self.http("request-options.first-byte-timeout", || json!({}))?;
         Ok(self.table.get(&o)?.first_byte)
     }
 
@@ -347,14 +366,14 @@ impl wasi::http::types::HostRequestOptions for RunState {
     ) -> wasmtime::Result<Result<(), ()>> {
         self.http(
             "request-options.set-first-byte-timeout",
-            json!({"duration": d}),
+            || json!({"duration": d}),
         )?;
         self.table.get_mut(&o)?.first_byte = d;
         Ok(Ok(()))
     }
 
     fn between_bytes_timeout(&mut self, o: Resource<HttpOptions>) -> wasmtime::Result<Option<u64>> {
-        self.http("request-options.between-bytes-timeout", json!({}))?;
+        self.http("request-options.between-bytes-timeout", || json!({}))?;
         Ok(self.table.get(&o)?.between_bytes)
     }
 
@@ -365,14 +384,14 @@ impl wasi::http::types::HostRequestOptions for RunState {
     ) -> wasmtime::Result<Result<(), ()>> {
         self.http(
             "request-options.set-between-bytes-timeout",
-            json!({"duration": d}),
+            || json!({"duration": d}),
         )?;
         self.table.get_mut(&o)?.between_bytes = d;
         Ok(Ok(()))
     }
 
     fn drop(&mut self, o: Resource<HttpOptions>) -> wasmtime::Result<()> {
-        self.http("request-options.drop", json!({}))?;
+        self.http("request-options.drop", || json!({}))?;
         self.table.delete(o)?;
         Ok(())
     }
@@ -383,7 +402,7 @@ impl wasi::http::types::HostOutgoingBody for RunState {
         &mut self,
         b: Resource<HttpBody>,
     ) -> wasmtime::Result<Result<Resource<OutputStream>, ()>> {
-        self.http("outgoing-body.write", json!({}))?;
+        self.http("outgoing-body.write", || json!({}))?;
         let data = self.table.get(&b)?.data.clone();
         Ok(Ok(self.table.push(OutputStream::HttpBody(data))?))
     }
@@ -393,7 +412,7 @@ impl wasi::http::types::HostOutgoingBody for RunState {
         b: Resource<HttpBody>,
         trailers: Option<Resource<HttpFields>>,
     ) -> wasmtime::Result<Result<(), ErrorCode>> {
-        self.http("outgoing-body.finish", json!({}))?;
+        self.http("outgoing-body.finish", || json!({}))?;
         self.table.delete(b)?;
         if let Some(t) = trailers {
             self.table.delete(t)?;
@@ -402,7 +421,7 @@ impl wasi::http::types::HostOutgoingBody for RunState {
     }
 
     fn drop(&mut self, b: Resource<HttpBody>) -> wasmtime::Result<()> {
-        self.http("outgoing-body.drop", json!({}))?;
+        self.http("outgoing-body.drop", || json!({}))?;
         self.table.delete(b)?;
         Ok(())
     }

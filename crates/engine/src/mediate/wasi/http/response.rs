@@ -1,7 +1,8 @@
 //! The response to a routed request as the agent reads it: status,
 //! headers (immutable fields), the body as an input stream, and trailers
 //! that are always ready and always empty. Bodies are bytes the world
-//! built from a recorded answer, so only their sizes are recorded.
+//! built from a recorded answer; all of this is plumbing (recorded only
+//! for a recording that has it, `wasi/mod.rs`).
 
 use crate::mediate::RunState;
 use crate::mediate::bindings::wasi::http::types::ErrorCode;
@@ -14,21 +15,23 @@ use wasmtime::component::Resource;
 impl wasi::http::types::HostIncomingResponse for RunState {
     fn status(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<u16> {
         let status = self.table.get(&r)?.status;
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.incoming-response.status",
-            json!({}),
-            json!(status),
+            || json!({}),
+            || json!(status),
         )?;
         Ok(status)
     }
 
     fn headers(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<Resource<HttpFields>> {
         let entries = self.table.get(&r)?.headers.clone();
-        let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.incoming-response.headers",
-            json!({}),
-            json!({"names": names}),
+            || json!({}),
+            || {
+                let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+                json!({"names": names})
+            },
         )?;
         Ok(self.table.push(HttpFields {
             entries,
@@ -41,10 +44,10 @@ impl wasi::http::types::HostIncomingResponse for RunState {
         r: Resource<HttpResponse>,
     ) -> wasmtime::Result<Result<Resource<HttpResponseBody>, ()>> {
         let body = self.table.get_mut(&r)?.body.take();
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.incoming-response.consume",
-            json!({}),
-            json!({"ok": body.is_some()}),
+            || json!({}),
+            || json!({"ok": body.is_some()}),
         )?;
         Ok(match body {
             Some(data) => Ok(self.table.push(HttpResponseBody { data: Some(data) })?),
@@ -53,10 +56,10 @@ impl wasi::http::types::HostIncomingResponse for RunState {
     }
 
     fn drop(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<()> {
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.incoming-response.drop",
-            json!({}),
-            Value::Null,
+            || json!({}),
+            || Value::Null,
         )?;
         self.table.delete(r)?;
         Ok(())
@@ -69,10 +72,10 @@ impl wasi::http::types::HostIncomingBody for RunState {
         b: Resource<HttpResponseBody>,
     ) -> wasmtime::Result<Result<Resource<InputStream>, ()>> {
         let data = self.table.get_mut(&b)?.data.take();
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.incoming-body.stream",
-            json!({}),
-            json!({"ok": data.is_some()}),
+            || json!({}),
+            || json!({"ok": data.is_some()}),
         )?;
         Ok(match data {
             Some(data) => Ok(self.table.push(InputStream::HttpBody { data, pos: 0 })?),
@@ -84,17 +87,21 @@ impl wasi::http::types::HostIncomingBody for RunState {
         &mut self,
         b: Resource<HttpResponseBody>,
     ) -> wasmtime::Result<Resource<HttpTrailers>> {
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.incoming-body.finish",
-            json!({}),
-            Value::Null,
+            || json!({}),
+            || Value::Null,
         )?;
         self.table.delete(b)?;
         Ok(self.table.push(HttpTrailers { taken: false })?)
     }
 
     fn drop(&mut self, b: Resource<HttpResponseBody>) -> wasmtime::Result<()> {
-        self.call_fixed("wasi:http/types.incoming-body.drop", json!({}), Value::Null)?;
+        self.plumbing(
+            "wasi:http/types.incoming-body.drop",
+            || json!({}),
+            || Value::Null,
+        )?;
         self.table.delete(b)?;
         Ok(())
     }
@@ -103,10 +110,10 @@ impl wasi::http::types::HostIncomingBody for RunState {
 impl wasi::http::types::HostFutureTrailers for RunState {
     fn subscribe(&mut self, t: Resource<HttpTrailers>) -> wasmtime::Result<Resource<Pollable>> {
         self.table.get(&t)?;
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.future-trailers.subscribe",
-            json!({}),
-            Value::Null,
+            || json!({}),
+            || Value::Null,
         )?;
         Ok(self.table.push(Pollable { deadline: 0 })?)
     }
@@ -118,19 +125,19 @@ impl wasi::http::types::HostFutureTrailers for RunState {
     ) -> wasmtime::Result<Option<Result<Result<Option<Resource<HttpFields>>, ErrorCode>, ()>>> {
         let trailers = self.table.get_mut(&t)?;
         let taken = std::mem::replace(&mut trailers.taken, true);
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.future-trailers.get",
-            json!({}),
-            json!({"taken": taken}),
+            || json!({}),
+            || json!({"taken": taken}),
         )?;
         Ok(Some(if taken { Err(()) } else { Ok(Ok(None)) }))
     }
 
     fn drop(&mut self, t: Resource<HttpTrailers>) -> wasmtime::Result<()> {
-        self.call_fixed(
+        self.plumbing(
             "wasi:http/types.future-trailers.drop",
-            json!({}),
-            Value::Null,
+            || json!({}),
+            || Value::Null,
         )?;
         self.table.delete(t)?;
         Ok(())

@@ -1,0 +1,42 @@
+//! The first compile of a large agent (an interpreter inside: CPython, a
+//! JS engine with a bundled SDK) takes tens of seconds: on a terminal a
+//! spinner shows it with the time so far; anywhere, a line says when it
+//! starts and one how long it took.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+/// Shown from [`start`](Self::start) until dropped (the compile is done).
+pub struct CompileProgress {
+    bar: ProgressBar,
+    started: Instant,
+}
+
+impl CompileProgress {
+    pub fn start(text: String) -> Self {
+        let bar = if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+                bar.set_style(style);
+            }
+            bar.set_message(text);
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        } else {
+            eprintln!("{text}");
+            ProgressBar::hidden()
+        };
+        CompileProgress {
+            bar,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Drop for CompileProgress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+        eprintln!("compiled in {:.1} s", self.started.elapsed().as_secs_f64());
+    }
+}
