@@ -222,11 +222,12 @@ mod tests {
         execute(tool, args, state, as_of).expect("a declared tool")
     }
 
-    fn state() -> State {
+    /// A state with one table, `deploys`, of these rows (keyed by `id`).
+    fn deploys(rows: impl IntoIterator<Item = Value>) -> State {
         let mut s = State::default();
-        let rows = [("D1", "api", 100), ("D2", "api", 300), ("D3", "db", 200)]
-            .iter()
-            .map(|(id, svc, at)| (id.to_string(), json!({"id": id, "service": svc, "at": at})))
+        let rows = rows
+            .into_iter()
+            .map(|r| (r["id"].as_str().unwrap().to_string(), r))
             .collect();
         s.tables.insert(
             "deploys".into(),
@@ -237,6 +238,13 @@ mod tests {
             },
         );
         s
+    }
+
+    fn state() -> State {
+        deploys(
+            [("D1", "api", 100), ("D2", "api", 300), ("D3", "db", 200)]
+                .map(|(id, svc, at)| json!({"id": id, "service": svc, "at": at})),
+        )
     }
 
     fn at(now: &str) -> AsOf {
@@ -310,21 +318,12 @@ mod tests {
 
     #[test]
     fn stale_answers_hide_newer_rows_and_shift_now() {
-        let mut s = State::default();
-        let rows = [
-            ("D1", "2026-03-01T11:00:00Z"),
-            ("D2", "2026-03-01T11:50:00Z"),
-        ]
-        .iter()
-        .map(|(id, at)| (id.to_string(), json!({"id": id, "at": at})))
-        .collect();
-        s.tables.insert(
-            "deploys".into(),
-            Table {
-                key: "id".into(),
-                rows,
-                ..Default::default()
-            },
+        let s = deploys(
+            [
+                ("D1", "2026-03-01T11:00:00Z"),
+                ("D2", "2026-03-01T11:50:00Z"),
+            ]
+            .map(|(id, at)| json!({"id": id, "at": at})),
         );
         let t: ToolToml = toml::from_str(
             "name='q'\nop='query'\ntable='deploys'\nresponse={deploys='$result', as_of='$now'}",
