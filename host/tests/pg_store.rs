@@ -11,16 +11,7 @@ use common::pg::{PASSWORD, cluster, fresh_schema, own_cluster};
 use common::{guest, store_folder, temp_dir, worldline, worlds_dir, write_case};
 use std::path::{Path, PathBuf};
 
-const GOOD: &str = r#"world = "demo@v1"
-seed = 3
-clock = 2026-03-01T12:00:00Z
-task = { calls = [{ tool = "get_ticket", args = { id = "T-1" } }] }
-[[expect.state]]
-table = "tickets"
-key = "T-1"
-field = "status"
-equals = "open"
-"#;
+const GOOD: &str = common::DEMO_PASSES;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

@@ -16,16 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A case that passes (it only reads ticket T-1).
-const GOOD: &str = r#"world = "demo@v1"
-seed = 3
-clock = 2026-03-01T12:00:00Z
-task = { calls = [{ tool = "get_ticket", args = { id = "T-1" } }] }
-[[expect.state]]
-table = "tickets"
-key = "T-1"
-field = "status"
-equals = "open"
-"#;
+const GOOD: &str = common::DEMO_PASSES;
 
 /// A case that fails (the agent closes T-1, which should stay open).
 const BAD: &str = r#"world = "demo@v1"

@@ -20,6 +20,9 @@ use writer::Writer;
 pub struct Database {
     client: Mutex<Client>,
     pub url: StoreUrl,
+    /// Objects this process stored or saw stored (a suite's runs share
+    /// their agent and world: asked about once).
+    known: Mutex<BTreeSet<String>>,
 }
 
 /// A failure talking to the store's database: the server (without its
@@ -76,6 +79,7 @@ impl Database {
         Ok(Database {
             client: Mutex::new(client),
             url: url.clone(),
+            known: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -101,14 +105,27 @@ impl Database {
 
     /// Which of `shas` the database does not hold.
     pub fn missing_objects(&self, shas: &[String]) -> Result<Vec<String>, DbError> {
-        self.with(|c| {
+        let unknown: Vec<String> = {
+            let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+            shas.iter()
+                .filter(|s| !known.contains(*s))
+                .cloned()
+                .collect()
+        };
+        if unknown.is_empty() {
+            return Ok(Vec::new());
+        }
+        let missing: Vec<String> = self.with(|c| {
             let rows = c.query(
                 "SELECT s FROM unnest($1::text[]) AS s
                  WHERE NOT EXISTS (SELECT 1 FROM objects WHERE sha256 = s) ORDER BY s",
-                &[&shas],
+                &[&unknown],
             )?;
             Ok(rows.iter().map(|r| r.get(0)).collect())
-        })
+        })?;
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        known.extend(unknown.into_iter().filter(|s| !missing.contains(s)));
+        Ok(missing)
     }
 
     /// An object's bytes, if the database holds it.
@@ -131,7 +148,12 @@ impl Database {
         lines: &[&str],
         objects: &[(String, Vec<u8>)],
     ) -> Result<bool, DbError> {
+        // Without objects to add, the run is one statement (atomic by
+        // itself): no transaction to open and close.
         let taken = self.with(|c| {
+            if objects.is_empty() {
+                return insert_run(c, run, lines);
+            }
             let mut tx = c.transaction()?;
             for (sha, bytes) in objects {
                 tx.execute(
@@ -139,39 +161,14 @@ impl Database {
                     &[sha, bytes],
                 )?;
             }
-            let inserted = tx.execute(
-                "INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
-                                   writer_user, writer_host, ci_job, job_index)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING",
-                &[
-                    &run.id,
-                    &run.agent_sha256,
-                    &run.case_hash,
-                    &run.world_hash,
-                    &run.chain_hash,
-                    &(lines.len() as i32),
-                    &run.writer.user,
-                    &run.writer.host,
-                    &run.writer.ci_job,
-                    &run.writer.job_index,
-                ],
-            )?;
-            if inserted == 0 {
-                let there: String = tx
-                    .query_one("SELECT chain_hash FROM runs WHERE id = $1", &[&run.id])?
-                    .get(0);
-                tx.rollback()?;
-                return Ok(Some(there));
-            }
-            let ns: Vec<i32> = (0..lines.len() as i32).collect();
-            tx.execute(
-                "INSERT INTO frames (run_id, n, line)
-                 SELECT $1, n, line FROM unnest($2::integer[], $3::text[]) AS t (n, line)",
-                &[&run.id, &ns, &lines],
-            )?;
+            let taken = insert_run(&mut tx, run, lines)?;
             tx.commit()?;
-            Ok(None)
+            Ok(taken)
         })?;
+        self.known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(objects.iter().map(|(sha, _)| sha.clone()));
         match taken {
             None => Ok(true),
             Some(chain) if chain == run.chain_hash => Ok(false),
@@ -310,4 +307,45 @@ impl Database {
             Ok(rows.iter().map(|r| r.get(0)).collect())
         })
     }
+}
+
+/// Insert a run's row and lines in one statement; the chain hash of the
+/// run already stored under its id, when there is one.
+fn insert_run(
+    c: &mut impl postgres::GenericClient,
+    run: &RunRow,
+    lines: &[&str],
+) -> Result<Option<String>, postgres::Error> {
+    let ns: Vec<i32> = (0..lines.len() as i32).collect();
+    let inserted = c.execute(
+        "WITH r AS (
+             INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
+                               writer_user, writer_host, ci_job, job_index)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING
+             RETURNING id
+         )
+         INSERT INTO frames (run_id, n, line)
+         SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)",
+        &[
+            &run.id,
+            &run.agent_sha256,
+            &run.case_hash,
+            &run.world_hash,
+            &run.chain_hash,
+            &(lines.len() as i32),
+            &run.writer.user,
+            &run.writer.host,
+            &run.writer.ci_job,
+            &run.writer.job_index,
+            &ns,
+            &lines,
+        ],
+    )?;
+    if inserted > 0 {
+        return Ok(None);
+    }
+    Ok(Some(
+        c.query_one("SELECT chain_hash FROM runs WHERE id = $1", &[&run.id])?
+            .get(0),
+    ))
 }

@@ -366,6 +366,18 @@ pub fn store_cache() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("store-cache")
 }
 
+/// A demo-world case that passes (it only reads ticket T-1).
+pub const DEMO_PASSES: &str = r#"world = "demo@v1"
+seed = 3
+clock = 2026-03-01T12:00:00Z
+task = { calls = [{ tool = "get_ticket", args = { id = "T-1" } }] }
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "open"
+"#;
+
 /// The kinds of store a parameterised test runs on.
 #[derive(Clone, Copy, Debug)]
 pub enum StoreKind {
