@@ -355,20 +355,64 @@ impl RunState {
     }
 }
 
-impl files::Host for RunState {
-    fn read(&mut self, path: String) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
-        let r = self.mediated("worldline:agent/files.read", json!({"path": path}), |s| {
+impl RunState {
+    /// `files.read` of `path`, however it arrived (`transport` as for
+    /// [`RunState::tool_call`]): the recorded response.
+    pub(in crate::mediate) fn file_read(
+        &mut self,
+        path: &str,
+        transport: Option<Value>,
+    ) -> wasmtime::Result<Value> {
+        let mut request = json!({"path": path});
+        if let Some(t) = transport {
+            request["transport"] = t;
+        }
+        self.mediated("worldline:agent/files.read", request, |s| {
             if !s.world.allowed("files.read") {
                 return error_answer(
                     ErrorKind::Denied,
                     "files.read is not permitted in this case",
                 );
             }
-            match s.world.state.files.get(&path) {
+            match s.world.state.files.get(path) {
                 Some(data) => Answer::read(json!({"ok": data})),
                 None => error_answer(ErrorKind::NotFound, format!("no world file `{path}`")),
             }
-        })?;
+        })
+    }
+
+    /// `files.paths` under `prefix`, however it arrived: the recorded response.
+    pub(in crate::mediate) fn file_paths(
+        &mut self,
+        prefix: &str,
+        transport: Option<Value>,
+    ) -> wasmtime::Result<Value> {
+        let mut request = json!({"prefix": prefix});
+        if let Some(t) = transport {
+            request["transport"] = t;
+        }
+        self.mediated("worldline:agent/files.paths", request, |s| {
+            if !s.world.allowed("files.paths") {
+                return error_answer(
+                    ErrorKind::Denied,
+                    "files.paths is not permitted in this case",
+                );
+            }
+            let paths: Vec<&String> = s
+                .world
+                .state
+                .files
+                .keys()
+                .filter(|p| p.starts_with(prefix))
+                .collect();
+            Answer::read(json!({"ok": paths}))
+        })
+    }
+}
+
+impl files::Host for RunState {
+    fn read(&mut self, path: String) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
+        let r = self.file_read(&path, None)?;
         Ok(decode(&r, |v| {
             serde_json::from_value::<FileData>(v.clone())
                 .map(|d| d.to_bytes())
@@ -405,26 +449,7 @@ impl files::Host for RunState {
     }
 
     fn paths(&mut self, prefix: String) -> wasmtime::Result<Result<Vec<String>, ToolError>> {
-        let r = self.mediated(
-            "worldline:agent/files.paths",
-            json!({"prefix": prefix}),
-            |s| {
-                if !s.world.allowed("files.paths") {
-                    return error_answer(
-                        ErrorKind::Denied,
-                        "files.paths is not permitted in this case",
-                    );
-                }
-                let paths: Vec<&String> = s
-                    .world
-                    .state
-                    .files
-                    .keys()
-                    .filter(|p| p.starts_with(&prefix))
-                    .collect();
-                Answer::read(json!({"ok": paths}))
-            },
-        )?;
+        let r = self.file_paths(&prefix, None)?;
         Ok(decode(&r, |v| {
             v.as_array()
                 .map(|a| {
