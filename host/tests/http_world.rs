@@ -7,24 +7,11 @@
 mod common;
 
 use common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::ffi::OsStr;
 use std::path::Path;
 
 const TOOL_CALL: &str = "worldline:agent/tools.call";
-
-fn output(out: &CliOutput) -> Value {
-    serde_json::from_str(out.json()["output"].as_str().unwrap_or("null"))
-        .unwrap_or_else(|e| panic!("output is not JSON ({e}):\n{out}"))
-}
-
-fn calls(bundle: &Path, call: &str) -> Vec<Value> {
-    read_bundle(bundle)
-        .events
-        .into_iter()
-        .filter(|e| e["call"] == call)
-        .collect()
-}
 
 const DEPLOYS_API: &str = r##"
 openapi: 3.0.3
@@ -111,7 +98,7 @@ equals = "rolled_back"
     let store = temp_dir();
     let out = run_in(store.path(), &case, &guest("http-agent"), &worlds);
     out.expect_code(0);
-    let r = output(&out)["responses"].clone();
+    let r = out.output()["responses"].clone();
     assert_eq!(r[0]["status"], 200, "{r}");
     let ids: Vec<&str> = r[0]["body"]["deploys"]
         .as_array()
@@ -129,7 +116,7 @@ equals = "rolled_back"
         "{}",
         r[3]
     );
-    let tools = calls(&out.bundle(), TOOL_CALL);
+    let tools = calls_of(&out.bundle(), TOOL_CALL);
     assert_eq!(tools[0]["request"]["name"], "list_deploys");
     assert_eq!(tools[0]["request"]["args"], json!({"service": "checkout"}));
     assert_eq!(
@@ -189,7 +176,7 @@ fn the_worlds_files_are_mcp_resources_read_as_mediated_file_reads() {
     let case = workspace_root().join("tests/cases/http-mcp-resources.toml");
     let out = run_in(store.path(), &case, &guest("http-agent"), &worlds_dir());
     out.expect_code(0);
-    let r = output(&out)["responses"].clone();
+    let r = out.output()["responses"].clone();
     assert_eq!(
         r[0]["body"]["result"]["capabilities"]["resources"],
         json!({"listChanged": false, "subscribe": false})
@@ -204,11 +191,11 @@ fn the_worlds_files_are_mcp_resources_read_as_mediated_file_reads() {
     assert!(text.starts_with("# Database runbook"), "{text}");
     assert_eq!(r[3]["body"]["error"]["code"], -32002);
     let bundle = out.bundle();
-    let reads = calls(&bundle, "worldline:agent/files.read");
+    let reads = calls_of(&bundle, "worldline:agent/files.read");
     assert_eq!(reads.len(), 2);
     assert_eq!(reads[0]["request"]["path"], "runbooks/db.md");
     assert_eq!(reads[0]["request"]["transport"]["http"]["api"], "mcp");
-    assert_eq!(calls(&bundle, "worldline:agent/files.paths").len(), 1);
+    assert_eq!(calls_of(&bundle, "worldline:agent/files.paths").len(), 1);
     replays_identical(store.path(), out.json()["run_id"].as_str().unwrap());
 
     // A case that does not permit reading files: the read is an MCP error
@@ -232,7 +219,7 @@ fn the_worlds_files_are_mcp_resources_read_as_mediated_file_reads() {
         &worlds_dir(),
     );
     out.expect_code(0);
-    let r = output(&out)["responses"].clone();
+    let r = out.output()["responses"].clone();
     assert_eq!(r[2]["body"]["error"]["data"]["kind"], "denied", "{r}");
     assert_eq!(r[2]["body"]["error"]["code"], -32603);
 }

@@ -9,7 +9,6 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,19 +32,6 @@ fn example() -> PathBuf {
 fn primed(wasm: PathBuf) -> PathBuf {
     run_json(shared_store(), &model_case("model/rollback"), &wasm).expect_code(0);
     wasm
-}
-
-fn output(out: &CliOutput) -> Value {
-    serde_json::from_str(out.json()["output"].as_str().unwrap_or("null"))
-        .unwrap_or_else(|e| panic!("output is not JSON ({e}):\n{out}"))
-}
-
-fn calls(bundle: &Path, call: &str) -> Vec<Value> {
-    read_bundle(bundle)
-        .events
-        .into_iter()
-        .filter(|e| e["call"] == call)
-        .collect()
 }
 
 fn model_case(name: &str) -> PathBuf {
@@ -171,15 +157,15 @@ fn urllib_calls_are_the_same_model_and_tool_events_and_the_key_is_not_recorded()
     let store = shared_store();
     let out = run_json(store, &model_case("model/rollback"), &example());
     out.expect_code(0);
-    assert_eq!(output(&out)["cause_deploy"], "D-42");
+    assert_eq!(out.output()["cause_deploy"], "D-42");
     let bundle = out.bundle();
-    let model = calls(&bundle, MODEL_CALL);
+    let model = calls_of(&bundle, MODEL_CALL);
     assert_eq!(model.len(), 6, "one model call per turn");
     let http = &model[0]["request"]["transport"]["http"];
     assert_eq!(http["api"], "openai.chat");
     assert_eq!(http["url"], "https://api.openai.com/v1/chat/completions");
     assert_eq!(model[0]["request"]["request"]["model"], "gpt-4o-mini");
-    let tools = calls(&bundle, TOOL_CALL);
+    let tools = calls_of(&bundle, TOOL_CALL);
     assert_eq!(tools.len(), 5);
     assert_eq!(tools[0]["request"]["transport"]["http"]["api"], "mcp");
     let text = std::fs::read_to_string(&bundle).unwrap();
@@ -200,7 +186,7 @@ fn urllib_meets_a_denied_url_a_429_and_a_timeout_as_python_network_code_does() {
     let store = shared_store();
     let denied = run_json(store, &model_case("http/denied-url"), &example());
     denied.expect_code(0);
-    let probe = output(&denied)["probe"]["error"]
+    let probe = denied.output()["probe"]["error"]
         .as_str()
         .unwrap()
         .to_string();
@@ -208,7 +194,7 @@ fn urllib_meets_a_denied_url_a_429_and_a_timeout_as_python_network_code_does() {
         probe.starts_with("URLError") && probe.contains("HTTP-request-denied"),
         "{probe}"
     );
-    let handles = calls(&denied.bundle(), HANDLE);
+    let handles = calls_of(&denied.bundle(), HANDLE);
     assert_eq!(handles[0]["request"]["url"], "https://example.com/status");
     assert!(
         handles[0]["response"]["error"]
@@ -220,16 +206,16 @@ fn urllib_meets_a_denied_url_a_429_and_a_timeout_as_python_network_code_does() {
 
     let limited = run_json(store, &model_case("http/rate-limited"), &example());
     limited.expect_code(0);
-    assert_eq!(output(&limited)["model_retries"], 1);
+    assert_eq!(limited.output()["model_retries"], 1);
     assert_eq!(
-        calls(&limited.bundle(), MODEL_CALL).len(),
+        calls_of(&limited.bundle(), MODEL_CALL).len(),
         7,
         "the retry is its own call"
     );
 
     let timeout = run_json(store, &model_case("model/model-timeout"), &example());
     timeout.expect_code(0);
-    assert_eq!(output(&timeout)["model_retries"], 1);
+    assert_eq!(timeout.output()["model_retries"], 1);
     replays_identical(store, timeout.json()["run_id"].as_str().unwrap());
 }
 
@@ -239,10 +225,10 @@ fn httpx_from_a_requirements_file_runs_unchanged_and_replays() {
     let agent = httpx_agent();
     let out = run_json(store, &model_case("model/rollback"), &agent);
     out.expect_code(0);
-    let o = output(&out);
+    let o = out.output();
     assert_eq!(o["cause_deploy"], "D-42", "{out}");
     assert_eq!(o["httpx"], "0.28.1", "the pinned httpx is the one bundled");
-    let model = calls(&out.bundle(), MODEL_CALL);
+    let model = calls_of(&out.bundle(), MODEL_CALL);
     assert_eq!(model.len(), 6);
     assert_eq!(
         model[0]["request"]["transport"]["http"]["api"],
@@ -257,7 +243,7 @@ fn httpx_from_a_requirements_file_runs_unchanged_and_replays() {
     // A denied URL is httpx's own ConnectError.
     let denied = run_json(store, &model_case("http/denied-url"), &agent);
     denied.expect_code(0);
-    assert_eq!(output(&denied)["probe"]["error"], "ConnectError");
+    assert_eq!(denied.output()["probe"]["error"], "ConnectError");
 }
 
 #[test]
@@ -275,7 +261,7 @@ fn a_virtual_environment_is_bundled_and_one_with_native_extensions_is_refused_by
     let store = shared_store();
     let out = run_json(store, &model_case("model/rollback"), &wasm);
     out.expect_code(0);
-    assert_eq!(output(&out)["httpx"], "0.28.1", "{out}");
+    assert_eq!(out.output()["httpx"], "0.28.1", "{out}");
 
     // PyYAML's wheel for this platform carries a C extension.
     let native = dir.path().join("native.txt");

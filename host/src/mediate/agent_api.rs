@@ -262,6 +262,15 @@ fn serve_tool(s: &mut Services, name: &str, args: Result<Value, String>) -> Answ
     }
 }
 
+/// A call's request with how it arrived (`transport`) when not through
+/// its own interface; without one it is recorded as it always was.
+fn with_transport(mut request: Value, transport: Option<Value>) -> Value {
+    if let Some(t) = transport {
+        request["transport"] = t;
+    }
+    request
+}
+
 impl types::Host for RunState {}
 
 impl tools::Host for RunState {
@@ -318,10 +327,7 @@ impl RunState {
             Ok(a) => self.approve_tool_call(name, a)?,
             Err(_) => None,
         };
-        let mut request = json!({"name": name, "args": shown_args});
-        if let Some(t) = transport {
-            request["transport"] = t;
-        }
+        let request = with_transport(json!({"name": name, "args": shown_args}), transport);
         self.mediated("worldline:agent/tools.call", request, |s| match refused {
             Some(reason) => error_answer(
                 ErrorKind::Denied,
@@ -363,10 +369,7 @@ impl RunState {
         path: &str,
         transport: Option<Value>,
     ) -> wasmtime::Result<Value> {
-        let mut request = json!({"path": path});
-        if let Some(t) = transport {
-            request["transport"] = t;
-        }
+        let request = with_transport(json!({"path": path}), transport);
         self.mediated("worldline:agent/files.read", request, |s| {
             if !s.world.allowed("files.read") {
                 return error_answer(
@@ -387,10 +390,7 @@ impl RunState {
         prefix: &str,
         transport: Option<Value>,
     ) -> wasmtime::Result<Value> {
-        let mut request = json!({"prefix": prefix});
-        if let Some(t) = transport {
-            request["transport"] = t;
-        }
+        let request = with_transport(json!({"prefix": prefix}), transport);
         self.mediated("worldline:agent/files.paths", request, |s| {
             if !s.world.allowed("files.paths") {
                 return error_answer(
