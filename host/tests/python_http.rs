@@ -333,4 +333,15 @@ fn a_requirement_without_a_pure_python_wheel_is_refused_at_its_line() {
         missing.stderr.contains("is not a virtual environment"),
         "{missing}"
     );
+
+    // A module with neither `@worldline_guest.agent` nor a `run`.
+    let nothing = dir.path().join("nothing.py");
+    std::fs::write(&nothing, "def main(task):\n    return task\n").unwrap();
+    let out = build(&nothing, &dir.path().join("nothing.wasm"), &[]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("defines no agent: define `def run(task)`"),
+        "{out}"
+    );
 }

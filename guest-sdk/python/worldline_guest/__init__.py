@@ -107,7 +107,7 @@ def exported(module: Any) -> type:
     run = getattr(module, "run", None)
     if not callable(run):
         raise TypeError(
-            f"{module.__file__} defines no agent: define `def run(task)` "
+            f"{module.__name__}.py defines no agent: define `def run(task)` "
             "(or mark another function with @worldline_guest.agent)"
         )
     return _world(run)

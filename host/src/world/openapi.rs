@@ -375,4 +375,19 @@ paths:
                 .contains("not valid YAML")
         );
     }
+
+    #[test]
+    fn an_alias_bomb_is_refused_not_expanded() {
+        // Ten levels of ten aliases each: 10^10 strings if expanded.
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            let p = format!("*a{}", i - 1);
+            text.push_str(&format!("a{i}: &a{i} [{}]\n", [p.as_str(); 10].join(", ")));
+        }
+        assert!(
+            parse("api.yaml", &text)
+                .unwrap_err()
+                .contains("not valid YAML")
+        );
+    }
 }
