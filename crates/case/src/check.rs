@@ -124,9 +124,15 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
     if name == "world.toml" {
         let dir = file.parent().unwrap_or(Path::new("."));
         out.files.push((file.to_path_buf(), Kind::World));
-        for e in world::problems(dir) {
+        let (problems, notes) = world::problems(dir);
+        for e in problems {
             out.problem(e);
         }
+        out.notes.extend(
+            notes
+                .into_iter()
+                .map(|n| format!("{}: [openapi] {n}", file.display())),
+        );
         if let Some(note) = unbuilt_service(dir) {
             out.notes.push(note);
         }

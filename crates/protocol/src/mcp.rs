@@ -1,12 +1,16 @@
 //! The world's tools as an MCP server (Streamable HTTP transport, JSON-RPC
 //! 2.0, protocol revisions 2024-11-05 to 2025-11-25): `initialize`,
-//! `ping`, `tools/list` and `tools/call`. A `tools/call` is handed back to
-//! the caller as a [`Step::CallTool`] so it becomes the same mediated tool
-//! call as `tools.call`; its answer comes back here as a `CallToolResult`
-//! (a tool error is `isError: true` carrying the error kind). Protocol
-//! errors are JSON-RPC errors, as the spec says.
+//! `ping`, `tools/list` and `tools/call`, and the world's files as
+//! resources (`resources/list`, `resources/read`, `file:///<path>` URIs).
+//! A `tools/call` is handed back to the caller as a [`Step::CallTool`] so
+//! it becomes the same mediated tool call as `tools.call`; its answer comes
+//! back here as a `CallToolResult` (a tool error is `isError: true`
+//! carrying the error kind). Resources are handed back the same way, as
+//! the mediated `files.paths` and `files.read`. Protocol errors are
+//! JSON-RPC errors, as the spec says.
 
 use super::HttpResponse;
+use crate::world::state::FileData;
 use serde_json::{Value, json};
 
 /// Protocol revisions answered, newest first.
@@ -16,6 +20,11 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+/// The spec's code for a resource that does not exist.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+/// The URI prefix of a world file.
+const FILE_URI: &str = "file:///";
 
 /// A tool as `tools/list` shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +53,10 @@ pub enum Step {
         name: String,
         args: Value,
     },
+    /// `resources/list`: answer with [`resources_list`].
+    ListResources { id: Value },
+    /// `resources/read` of the world file `path`: answer with [`resource_read`].
+    ReadResource { id: Value, path: String },
 }
 
 fn rpc(id: &Value, result: Value) -> HttpResponse {
@@ -55,6 +68,13 @@ fn rpc_error(id: &Value, code: i64, message: &str) -> HttpResponse {
     HttpResponse::json(
         status,
         &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+    )
+}
+
+fn rpc_error_data(id: &Value, code: i64, message: &str, data: Value) -> HttpResponse {
+    HttpResponse::json(
+        200,
+        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}}),
     )
 }
 
@@ -104,7 +124,10 @@ pub fn request(method: &str, body: &[u8]) -> Step {
                     &id,
                     json!({
                         "protocolVersion": version,
-                        "capabilities": {"tools": {"listChanged": false}},
+                        "capabilities": {
+                            "tools": {"listChanged": false},
+                            "resources": {"listChanged": false, "subscribe": false},
+                        },
                         "serverInfo": {"name": "worldline", "version": env!("CARGO_PKG_VERSION")},
                     }),
                 ),
@@ -124,6 +147,25 @@ pub fn request(method: &str, body: &[u8]) -> Step {
             None => reply(
                 Some(name),
                 rpc_error(&id, INVALID_PARAMS, "tools/call needs params.name"),
+            ),
+        },
+        "resources/list" => Step::ListResources { id },
+        // World files are listed one by one: there are no templates.
+        "resources/templates/list" => reply(Some(name), rpc(&id, json!({"resourceTemplates": []}))),
+        "resources/read" => match params["uri"].as_str().map(file_path) {
+            Some(Some(path)) => Step::ReadResource { id, path },
+            Some(None) => reply(
+                Some(name),
+                rpc_error_data(
+                    &id,
+                    RESOURCE_NOT_FOUND,
+                    "Resource not found: world files are file:///<path>",
+                    json!({"uri": params["uri"]}),
+                ),
+            ),
+            None => reply(
+                Some(name),
+                rpc_error(&id, INVALID_PARAMS, "resources/read needs params.uri"),
             ),
         },
         other => reply(
@@ -166,6 +208,130 @@ pub fn tool_result(id: &Value, response: &Value) -> HttpResponse {
         result["structuredContent"] = ok.clone();
     }
     rpc(id, result)
+}
+
+/// Bytes kept as they are in a URI path (RFC 3986 unreserved, and `/`).
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/')
+}
+
+/// The URI of the world file `path`.
+fn file_uri(path: &str) -> String {
+    let mut uri = String::from(FILE_URI);
+    for b in path.bytes() {
+        if unreserved(b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
+}
+
+/// The world file a `file:///` URI names; `None` for any other URI.
+fn file_path(uri: &str) -> Option<String> {
+    let rest = uri.strip_prefix(FILE_URI)?.as_bytes();
+    let mut out = Vec::with_capacity(rest.len());
+    let mut i = 0;
+    while i < rest.len() {
+        if rest[i] == b'%' {
+            let hex = std::str::from_utf8(rest.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(rest[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok().filter(|p| !p.is_empty())
+}
+
+/// The media type of a world file, by its extension.
+fn mime_type(path: &str) -> Option<&'static str> {
+    let ext = path.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "md" | "markdown" => "text/markdown",
+        "txt" | "log" => "text/plain",
+        "json" => "application/json",
+        "jsonl" => "application/jsonl",
+        "csv" => "text/csv",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        "html" | "htm" => "text/html",
+        "xml" => "application/xml",
+        "pdf" => "application/pdf",
+        "png" => "image/png",
+        _ => return None,
+    })
+}
+
+/// A failed mediated call as a JSON-RPC error: not found as the spec's
+/// -32002, anything else (denied, a fault) as an internal error carrying
+/// the kind.
+fn file_error(id: &Value, uri: &str, e: &Value) -> HttpResponse {
+    let kind = e["kind"].as_str().unwrap_or("failed");
+    let message = e["message"].as_str().unwrap_or_default();
+    let code = if kind == "not-found" {
+        RESOURCE_NOT_FOUND
+    } else {
+        INTERNAL_ERROR
+    };
+    rpc_error_data(
+        id,
+        code,
+        &format!("{kind}: {message}"),
+        json!({"uri": uri, "kind": kind}),
+    )
+}
+
+/// The `resources/list` result for the mediated `files.paths` `response`
+/// (`{"ok": [paths]}` or `{"error"}`): every world file, in path order.
+pub fn resources_list(id: &Value, response: &Value) -> HttpResponse {
+    if let Some(e) = response.get("error") {
+        return file_error(id, "", e);
+    }
+    let resources: Vec<Value> = response["ok"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|path| {
+            let mut r = json!({"uri": file_uri(path), "name": path});
+            if let Some(m) = mime_type(path) {
+                r["mimeType"] = json!(m);
+            }
+            r
+        })
+        .collect();
+    rpc(id, json!({"resources": resources}))
+}
+
+/// The `resources/read` result for the mediated `files.read` `response` of
+/// `path` (`{"ok": file data}` or `{"error"}`): UTF-8 text as `text`, other
+/// bytes as base64 `blob`.
+pub fn resource_read(id: &Value, path: &str, response: &Value) -> HttpResponse {
+    let uri = file_uri(path);
+    if let Some(e) = response.get("error") {
+        return file_error(id, &uri, e);
+    }
+    let data =
+        serde_json::from_value(response["ok"].clone()).unwrap_or(FileData::Text(String::new()));
+    let mut content = json!({"uri": uri});
+    if let Some(m) = mime_type(path) {
+        content["mimeType"] = json!(m);
+    }
+    match data {
+        FileData::Text(text) => content["text"] = json!(text),
+        bytes => {
+            use base64::Engine as _;
+            let encoded = base64::engine::general_purpose::STANDARD.encode(bytes.to_bytes());
+            content["blob"] = json!(encoded);
+            if content.get("mimeType").is_none() {
+                content["mimeType"] = json!("application/octet-stream");
+            }
+        }
+    }
+    rpc(id, json!({"contents": [content]}))
 }
 
 #[cfg(test)]
@@ -217,7 +383,7 @@ mod tests {
             (response.status, body(&response)["error"]["code"].clone()),
             (400, json!(-32700))
         );
-        let unknown = br#"{"jsonrpc":"2.0","id":4,"method":"resources/list"}"#;
+        let unknown = br#"{"jsonrpc":"2.0","id":4,"method":"prompts/list"}"#;
         let Step::Reply { response, .. } = request("POST", unknown) else {
             panic!()
         };
@@ -259,6 +425,59 @@ mod tests {
         assert_eq!(
             body(&list)["result"]["tools"][0]["inputSchema"]["type"],
             "object"
+        );
+    }
+
+    #[test]
+    fn world_files_are_resources() {
+        let list = br#"{"jsonrpc":"2.0","id":7,"method":"resources/list","params":{}}"#;
+        assert_eq!(request("POST", list), Step::ListResources { id: json!(7) });
+        let read = br#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"file:///runbooks/check%20out.md"}}"#;
+        assert_eq!(
+            request("POST", read),
+            Step::ReadResource {
+                id: json!(8),
+                path: "runbooks/check out.md".into()
+            }
+        );
+        let other =
+            br#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"https://x/y"}}"#;
+        let Step::Reply { response, .. } = request("POST", other) else {
+            panic!()
+        };
+        assert_eq!(body(&response)["error"]["code"], -32002);
+        let listed = resources_list(
+            &json!(7),
+            &json!({"ok": ["runbooks/check out.md", "data/blob.bin"]}),
+        );
+        let v = body(&listed);
+        assert_eq!(
+            v["result"]["resources"][0],
+            json!({"uri": "file:///runbooks/check%20out.md", "name": "runbooks/check out.md", "mimeType": "text/markdown"})
+        );
+        assert!(v["result"]["resources"][1].get("mimeType").is_none());
+        let text = resource_read(&json!(8), "a.md", &json!({"ok": "# hi"}));
+        assert_eq!(body(&text)["result"]["contents"][0]["text"], "# hi");
+        let blob = resource_read(&json!(8), "b.bin", &json!({"ok": {"hex": "00ff"}}));
+        let c = &body(&blob)["result"]["contents"][0];
+        assert_eq!(
+            (c["blob"].as_str(), c["mimeType"].as_str()),
+            (Some("AP8="), Some("application/octet-stream"))
+        );
+        let missing = resource_read(
+            &json!(8),
+            "nope.md",
+            &json!({"error": {"kind": "not-found", "message": "no world file `nope.md`"}}),
+        );
+        assert_eq!(body(&missing)["error"]["code"], -32002);
+        let denied = resources_list(
+            &json!(7),
+            &json!({"error": {"kind": "denied", "message": "files.paths is not permitted"}}),
+        );
+        let e = &body(&denied)["error"];
+        assert_eq!(
+            (e["code"].clone(), e["data"]["kind"].clone()),
+            (json!(-32603), json!("denied"))
         );
     }
 }

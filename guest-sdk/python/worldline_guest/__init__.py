@@ -62,15 +62,9 @@ __all__ = [
 ]
 
 
-def agent(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Export ``run(task) -> output`` as the agent's ``run``.
+def _world(run: Callable[[Any], Any]) -> type:
+    """The ``WitWorld`` class that exports ``run`` (see :func:`agent`)."""
 
-    Defines ``WitWorld`` (the class componentize-py looks for) in the module
-    that defines ``run``, and returns ``run`` unchanged. An :class:`Error`
-    escaping ``run`` ends the run ``errored`` with its text, as does a task
-    that is not JSON or an output ``json.dumps`` refuses; any other
-    exception traps the agent and the run report shows its traceback.
-    """
     class WitWorld(wit_world.WitWorld):
         def run(self, task_json: str) -> str:
             try:
@@ -86,5 +80,34 @@ def agent(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
             except (TypeError, ValueError) as e:
                 raise Err(f"bad output: {e}") from None
 
-    setattr(sys.modules[run.__module__], "WitWorld", WitWorld)
+    return WitWorld
+
+
+def agent(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Export ``run(task) -> output`` as the agent's ``run``.
+
+    Defines ``WitWorld`` (the class componentize-py looks for) in the module
+    that defines ``run``, and returns ``run`` unchanged. An :class:`Error`
+    escaping ``run`` ends the run ``errored`` with its text, as does a task
+    that is not JSON or an output ``json.dumps`` refuses; any other
+    exception traps the agent and the run report shows its traceback.
+    """
+    setattr(sys.modules[run.__module__], "WitWorld", _world(run))
     return run
+
+
+def exported(module: Any) -> type:
+    """What ``worldline build-python`` exports from the agent's module: the
+    ``run`` marked with :func:`agent`, or else a plain top-level
+    ``def run(task)`` (an agent with no worldline import), exported the
+    same way."""
+    world = getattr(module, "WitWorld", None)
+    if world is not None:
+        return world
+    run = getattr(module, "run", None)
+    if not callable(run):
+        raise TypeError(
+            f"{module.__name__}.py defines no agent: define `def run(task)` "
+            "(or mark another function with @worldline_guest.agent)"
+        )
+    return _world(run)

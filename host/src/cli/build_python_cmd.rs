@@ -4,8 +4,11 @@
 //! The binary carries the WIT package (`wit/`) and the Python guest SDK
 //! (`guest-sdk/python/worldline_guest`), so a Python user needs only
 //! componentize-py: both are written into a temporary folder, and
-//! componentize-py builds the agent's module against the `agent` world
-//! with CPython inside.
+//! componentize-py builds the agent's module against the `agent-host` world
+//! with CPython inside. `--venv` and `--requirements` bundle the agent's
+//! pure-Python dependencies ([`deps`]).
+
+mod deps;
 
 use super::Common;
 use crate::canon;
@@ -56,6 +59,18 @@ pub(super) const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/worldline_guest/snapshot.py"),
     ),
     (
+        "worldline_guest/stdlib_http.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/stdlib_http.py"),
+    ),
+    (
+        "worldline_guest/httpx_transport.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/httpx_transport.py"),
+    ),
+    (
+        "worldline_guest/wasi_http.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/wasi_http.py"),
+    ),
+    (
         "worldline_guest/trace.py",
         include_str!("../../../guest-sdk/python/worldline_guest/trace.py"),
     ),
@@ -69,9 +84,10 @@ pub(super) const SDK: &[(&str, &str)] = &[
     ),
 ];
 
-/// The module componentize-py is asked to build: it imports the agent's
-/// module with the network switched off (see `worldline_guest/snapshot.py`)
-/// and takes the `WitWorld` that `@wl.agent` defined there.
+/// The module componentize-py is asked to build: it makes `http.client`,
+/// `urllib` and httpx speak `wasi:http`, imports the agent's module with the
+/// network switched off (see `worldline_guest/snapshot.py`), and takes the
+/// `WitWorld` that `@wl.agent` defined there, or exports its plain `run`.
 const MAIN: &str = "worldline_main";
 
 fn main_module(agent_module: &str, service: bool) -> String {
@@ -84,9 +100,16 @@ fn main_module(agent_module: &str, service: bool) -> String {
         );
     }
     format!(
-        "\"\"\"Written by `worldline build-python`: the agent module, imported offline.\"\"\"\n\n\
+        "\"\"\"Written by `worldline build-python`: the agent module, imported offline,\n\
+         with http.client, urllib and httpx or httpx2 (when bundled) speaking wasi:http.\"\"\"\n\n\
+         import worldline_guest\n\
+         from worldline_guest import httpx_transport, stdlib_http\n\
          from worldline_guest.snapshot import offline\n\n\
-         with offline():\n    from {agent_module} import WitWorld  # noqa: F401\n"
+         with offline():\n    \
+             stdlib_http.install()\n    \
+             httpx_transport.install()\n    \
+             import {agent_module} as _agent\n\n\
+         WitWorld = worldline_guest.exported(_agent)\n"
     )
 }
 
@@ -116,6 +139,18 @@ pub struct BuildPythonArgs {
     /// The componentize-py executable.
     #[arg(long, default_value = "componentize-py")]
     pub componentize_py: PathBuf,
+    /// Bundle the pure-Python packages of this virtual environment (its
+    /// site-packages, less pip and setuptools).
+    #[arg(long, value_name = "DIR")]
+    pub venv: Option<PathBuf>,
+    /// Bundle these pure-Python requirements, installed with pip for the
+    /// sandbox's Python (pure-Python wheels only).
+    #[arg(short = 'r', long, value_name = "FILE")]
+    pub requirements: Option<PathBuf>,
+    /// The Python whose pip installs `--requirements` (default: the one
+    /// beside componentize-py, else `python3`).
+    #[arg(long, value_name = "PYTHON")]
+    pub python: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -144,16 +179,46 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         &[(&format!("{MAIN}.py"), main.as_str())],
     )?;
 
-    let out = Command::new(&args.componentize_py)
-        .arg("-d")
-        .arg(if args.service {
-            work.path().join("wit").join("service")
-        } else {
-            work.path().join("wit")
-        })
-        .args(["-w", if args.service { "service" } else { "agent" }])
+    let deps = work.path().join("deps");
+    std::fs::create_dir_all(&deps).context("creating the dependency folder")?;
+    if let Some(venv) = &args.venv {
+        deps::from_venv(venv, &deps)?;
+    }
+    if let Some(file) = &args.requirements {
+        let python = args
+            .python
+            .clone()
+            .unwrap_or_else(|| deps::python_beside(&args.componentize_py));
+        deps::from_requirements(file, &python, &deps)?;
+    }
+
+    let mut componentize = Command::new(&args.componentize_py);
+    if args.service {
+        componentize
+            .arg("-d")
+            .arg(work.path().join("wit").join("service"))
+            .args(["-w", "service"]);
+    } else {
+        // The host's world: the agent's interfaces and WASI with
+        // `wasi:http`, its two `types` interfaces told apart by name.
+        componentize
+            .arg("-d")
+            .arg(work.path().join("wit"))
+            .args(["-w", "agent-host"])
+            .args([
+                "--import-interface-name",
+                "worldline:agent/types@0.1.0=types",
+            ])
+            .args([
+                "--import-interface-name",
+                "wasi:http/types@0.2.12=http_types",
+            ]);
+    }
+    let out = componentize
         .args(["componentize", MAIN, "-p"])
         .arg(&agent_dir)
+        .arg("-p")
+        .arg(&deps)
         .arg("-p")
         .arg(work.path().join("sdk"))
         .arg("-o")

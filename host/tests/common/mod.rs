@@ -180,6 +180,12 @@ impl CliOutput {
         self
     }
 
+    /// The run's output, parsed as JSON (panics with the output otherwise).
+    pub fn output(&self) -> Value {
+        serde_json::from_str(self.json()["output"].as_str().unwrap_or("null"))
+            .unwrap_or_else(|e| panic!("output is not JSON ({e}):\n{self}"))
+    }
+
     /// The bundle the run wrote, from the `--json` document.
     pub fn bundle(&self) -> PathBuf {
         PathBuf::from(
@@ -477,6 +483,15 @@ pub struct BundleLines {
     pub header: Value,
     pub events: Vec<Value>,
     pub footer: Option<Value>,
+}
+
+/// The events of `bundle` that are calls of `call`, in order.
+pub fn calls_of(bundle: &Path, call: &str) -> Vec<Value> {
+    read_bundle(bundle)
+        .events
+        .into_iter()
+        .filter(|e| e["call"] == call)
+        .collect()
 }
 
 /// Read a bundle file line by line (no chain check; the library does that).

@@ -8,6 +8,7 @@ pub mod declared;
 pub mod digest;
 pub mod folder;
 pub mod ids;
+pub mod openapi;
 pub mod overlay;
 pub mod permissions;
 pub mod routes;
@@ -47,8 +48,10 @@ pub struct World {
     pub initial: State,
     /// The component implementing its `op = "service"` tools, if any.
     pub service: Option<service::ServiceSource>,
-    /// Its own HTTP API (`[[routes]]`), answered by its tools.
+    /// Its own HTTP API (`[[routes]]`, then `[openapi]`'s), answered by its tools.
     pub routes: Vec<routes::Route>,
+    /// What `[openapi]`'s document declares that the routes ignore.
+    pub openapi_notes: Vec<String>,
     /// For a case's overlaid copy: the base world's hash and the overlay
     /// (`hash` is then the overlaid world's).
     pub overlaid: Option<overlay::Record>,
@@ -87,6 +90,8 @@ struct WorldToml {
     service: Option<toml::Spanned<service::ServiceToml>>,
     #[serde(default)]
     routes: Vec<toml::Spanned<routes::RouteToml>>,
+    #[serde(default)]
+    openapi: Option<toml::Spanned<openapi::OpenApiToml>>,
     #[serde(default)]
     numbers: compare::Numbers,
 }
@@ -228,8 +233,9 @@ fn load_kept(
 
 /// Every problem of the world in one folder (none when it loads), its
 /// `[service]` component allowed to be unbuilt; a folder named
-/// `worlds/<name>/v<N>/` must hold that name and version.
-pub fn problems(world_dir: &Path) -> Vec<InputError> {
+/// `worlds/<name>/v<N>/` must hold that name and version. When it loads,
+/// the notes of what its `[openapi]` document declares and is ignored.
+pub fn problems(world_dir: &Path) -> (Vec<InputError>, Vec<String>) {
     let version = world_dir
         .file_name()
         .and_then(|v| v.to_str()?.strip_prefix('v')?.parse::<u32>().ok());
@@ -238,9 +244,10 @@ pub fn problems(world_dir: &Path) -> Vec<InputError> {
         .and_then(|p| p.file_name())
         .and_then(|n| n.to_str());
     let expected = name.zip(version);
-    load_checked(world_dir, expected, Component::MayBeUnbuilt)
-        .err()
-        .unwrap_or_default()
+    match load_checked(world_dir, expected, Component::MayBeUnbuilt) {
+        Ok(world) => (Vec::new(), world.openapi_notes),
+        Err(problems) => (problems, Vec::new()),
+    }
 }
 
 /// The folder's `world.toml`: its text and what it says.
@@ -337,7 +344,7 @@ fn load_checked(
         problems.push(e);
         None
     });
-    let routes = doc
+    let mut routes = doc
         .routes
         .iter()
         .filter_map(|r| match routes::resolve(r.get_ref(), &tools) {
@@ -347,7 +354,17 @@ fn load_checked(
                 None
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut openapi_notes = Vec::new();
+    if let Some(spanned) = &doc.openapi {
+        match load_openapi(&mut folder, spanned.get_ref(), &tools) {
+            Ok(imported) => {
+                routes.extend(imported.routes);
+                openapi_notes = imported.notes;
+            }
+            Err(m) => problems.push(at(spanned.span().start, m)),
+        }
+    }
     if let Some(rule) = doc.permissions.rule_naming_nothing(&tools) {
         problems.push(at(
             source.find("[permissions]").unwrap_or(0),
@@ -373,9 +390,23 @@ fn load_checked(
         initial,
         service,
         routes,
+        openapi_notes,
         overlaid: None,
         numbers: doc.numbers,
     })
+}
+
+/// The routes of `[openapi]`'s document (read into the manifest, so the
+/// world's hash covers it); the error names the document.
+fn load_openapi(
+    folder: &mut Folder,
+    decl: &openapi::OpenApiToml,
+    tools: &[Tool],
+) -> Result<openapi::Imported, String> {
+    let text = folder.read_text(&decl.file).map_err(|e| e.message)?;
+    openapi::parse(&decl.file, &text)
+        .and_then(|doc| openapi::import(&doc, decl, tools))
+        .map_err(|m| format!("[openapi] {} {m}", decl.file))
 }
 
 /// The `[service]` component's bytes, when the world has service tools;

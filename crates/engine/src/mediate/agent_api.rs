@@ -262,6 +262,15 @@ fn serve_tool(s: &mut Services, name: &str, args: Result<Value, String>) -> Answ
     }
 }
 
+/// A call's request with how it arrived (`transport`) when not through
+/// its own interface; without one it is recorded as it always was.
+fn with_transport(mut request: Value, transport: Option<Value>) -> Value {
+    if let Some(t) = transport {
+        request["transport"] = t;
+    }
+    request
+}
+
 impl types::Host for RunState {}
 
 impl tools::Host for RunState {
@@ -318,10 +327,7 @@ impl RunState {
             Ok(a) => self.approve_tool_call(name, a)?,
             Err(_) => None,
         };
-        let mut request = json!({"name": name, "args": shown_args});
-        if let Some(t) = transport {
-            request["transport"] = t;
-        }
+        let request = with_transport(json!({"name": name, "args": shown_args}), transport);
         self.mediated(Kind::ToolsCall.name(), request, |s| match refused {
             Some(reason) => error_answer(
                 ErrorKind::Denied,
@@ -355,20 +361,58 @@ impl RunState {
     }
 }
 
-impl files::Host for RunState {
-    fn read(&mut self, path: String) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
-        let r = self.mediated(Kind::FilesRead.name(), json!({"path": path}), |s| {
+impl RunState {
+    /// `files.read` of `path`, however it arrived (`transport` as for
+    /// [`RunState::tool_call`]): the recorded response.
+    pub(in crate::mediate) fn file_read(
+        &mut self,
+        path: &str,
+        transport: Option<Value>,
+    ) -> wasmtime::Result<Value> {
+        let request = with_transport(json!({"path": path}), transport);
+        self.mediated(Kind::FilesRead.name(), request, |s| {
             if !s.world.allowed("files.read") {
                 return error_answer(
                     ErrorKind::Denied,
                     "files.read is not permitted in this case",
                 );
             }
-            match s.world.state.files.get(&path) {
+            match s.world.state.files.get(path) {
                 Some(data) => Answer::read(json!({"ok": data})),
                 None => error_answer(ErrorKind::NotFound, format!("no world file `{path}`")),
             }
-        })?;
+        })
+    }
+
+    /// `files.paths` under `prefix`, however it arrived: the recorded response.
+    pub(in crate::mediate) fn file_paths(
+        &mut self,
+        prefix: &str,
+        transport: Option<Value>,
+    ) -> wasmtime::Result<Value> {
+        let request = with_transport(json!({"prefix": prefix}), transport);
+        self.mediated(Kind::FilesPaths.name(), request, |s| {
+            if !s.world.allowed("files.paths") {
+                return error_answer(
+                    ErrorKind::Denied,
+                    "files.paths is not permitted in this case",
+                );
+            }
+            let paths: Vec<&String> = s
+                .world
+                .state
+                .files
+                .keys()
+                .filter(|p| p.starts_with(prefix))
+                .collect();
+            Answer::read(json!({"ok": paths}))
+        })
+    }
+}
+
+impl files::Host for RunState {
+    fn read(&mut self, path: String) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
+        let r = self.file_read(&path, None)?;
         Ok(decode(&r, |v| {
             serde_json::from_value::<FileData>(v.clone())
                 .map(|d| d.to_bytes())
@@ -405,22 +449,7 @@ impl files::Host for RunState {
     }
 
     fn paths(&mut self, prefix: String) -> wasmtime::Result<Result<Vec<String>, ToolError>> {
-        let r = self.mediated(Kind::FilesPaths.name(), json!({"prefix": prefix}), |s| {
-            if !s.world.allowed("files.paths") {
-                return error_answer(
-                    ErrorKind::Denied,
-                    "files.paths is not permitted in this case",
-                );
-            }
-            let paths: Vec<&String> = s
-                .world
-                .state
-                .files
-                .keys()
-                .filter(|p| p.starts_with(&prefix))
-                .collect();
-            Answer::read(json!({"ok": paths}))
-        })?;
+        let r = self.file_paths(&prefix, None)?;
         Ok(decode(&r, |v| {
             v.as_array()
                 .map(|a| {

@@ -484,6 +484,7 @@ mod tests {
             initial: state.clone(),
             service: None,
             routes: Vec::new(),
+            openapi_notes: Vec::new(),
             overlaid: None,
             numbers: Default::default(),
         };

@@ -181,6 +181,14 @@ impl RunState {
                 let r = self.tool_call(&name, Ok(args.clone()), args, Some(transport))?;
                 Ok(mcp::tool_result(&id, &r))
             }
+            Step::ListResources { id } => {
+                let r = self.file_paths("", Some(transport))?;
+                Ok(mcp::resources_list(&id, &r))
+            }
+            Step::ReadResource { id, path } => {
+                let r = self.file_read(&path, Some(transport))?;
+                Ok(mcp::resource_read(&id, &path, &r))
+            }
         }
     }
 }

@@ -1,0 +1,425 @@
+//! The agent's pure-Python dependencies, staged in one folder that
+//! componentize-py bundles: a virtual environment's site-packages (less
+//! the installers), or a requirements file installed by pip for the
+//! sandbox's Python with pure-Python wheels only. A package with native
+//! extensions is refused by name: CPython for WASI cannot load them.
+
+use crate::bounded;
+use crate::error::InputError;
+use anyhow::{Context as _, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The Python inside componentize-py's components (`COMPONENTIZE_PY_VERSION`).
+pub const SANDBOX_PYTHON: &str = "3.14";
+
+/// Top-level entries of a site-packages that install packages rather than
+/// being used by one.
+const INSTALLERS: &[&str] = &[
+    "pip",
+    "setuptools",
+    "pkg_resources",
+    "wheel",
+    "_distutils_hack",
+    "distutils-precedence.pth",
+    "_virtualenv.py",
+    "_virtualenv.pth",
+];
+
+/// A distribution's name as PEP 503 compares it (`PyYAML` → `pyyaml`).
+fn normalized(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.trim().chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// `name-1.0.dist-info` → (`name`, `1.0`).
+fn dist_info(entry: &str) -> Option<(&str, &str)> {
+    entry.strip_suffix(".dist-info")?.split_once('-')
+}
+
+fn is_native(file: &str) -> bool {
+    [".so", ".pyd", ".dylib"].iter().any(|e| file.ends_with(e)) || file.contains(".so.")
+}
+
+/// The site-packages folder of the virtual environment `venv`.
+fn site_packages(venv: &Path) -> Result<PathBuf> {
+    let not_a_venv = || {
+        InputError::new(
+            venv,
+            "is not a virtual environment (no lib/pythonX.Y/site-packages in it); make one with \
+             `python3 -m venv DIR` and install the agent's packages with `DIR/bin/pip install ...`",
+        )
+    };
+    let windows = venv.join("Lib").join("site-packages");
+    if windows.is_dir() {
+        return Ok(windows);
+    }
+    let lib = std::fs::read_dir(venv.join("lib")).map_err(|_| not_a_venv())?;
+    let mut found: Vec<PathBuf> = lib
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("python"))
+        .map(|e| e.path().join("site-packages"))
+        .filter(|p| p.is_dir())
+        .collect();
+    found.sort();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(not_a_venv().into()),
+        _ => Err(InputError::new(
+            venv,
+            format!(
+                "has more than one site-packages ({}); pass a virtual environment of one Python",
+                found
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .into()),
+    }
+}
+
+/// Which distribution installed each file (relative to `site`), from the
+/// `RECORD` of every `*.dist-info`: `name version` by path.
+fn owners(site: &Path) -> Result<BTreeMap<String, String>> {
+    let mut owner = BTreeMap::new();
+    for entry in std::fs::read_dir(site).with_context(|| format!("listing {}", site.display()))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some((dist, version)) = dist_info(&name) else {
+            continue;
+        };
+        let Ok(record) = bounded::read_text(&entry.path().join("RECORD"), bounded::DOCUMENT) else {
+            continue;
+        };
+        for line in record.lines() {
+            let path = match line.strip_prefix('"') {
+                Some(quoted) => quoted.split('"').next().unwrap_or_default(),
+                None => line.split(',').next().unwrap_or_default(),
+            };
+            owner.insert(path.to_string(), format!("{dist} {version}"));
+        }
+    }
+    Ok(owner)
+}
+
+/// Copy `from` (a site-packages) into `into`, leaving out the installers,
+/// caches and byte code; the native files found, by path.
+fn copy_tree(from: &Path, into: &Path, rel: &str, native: &mut Vec<String>) -> Result<()> {
+    for entry in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let top_level_installer = rel.is_empty()
+            && (INSTALLERS.contains(&name.as_str())
+                || dist_info(&name)
+                    .is_some_and(|(d, _)| INSTALLERS.contains(&normalized(d).as_str())));
+        if top_level_installer || name == "__pycache__" || name.ends_with(".pyc") {
+            continue;
+        }
+        let target = into.join(&name);
+        let meta = std::fs::metadata(entry.path())
+            .with_context(|| format!("reading {}", entry.path().display()))?;
+        if meta.is_dir() {
+            if entry.file_type()?.is_symlink() {
+                continue;
+            }
+            std::fs::create_dir_all(&target)
+                .with_context(|| format!("creating {}", target.display()))?;
+            copy_tree(&entry.path(), &target, &path, native)?;
+        } else if is_native(&name) {
+            native.push(path);
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .with_context(|| format!("copying {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Stage the packages of the virtual environment `venv` in `into`.
+pub fn from_venv(venv: &Path, into: &Path) -> Result<()> {
+    if !venv.is_dir() {
+        return Err(InputError::new(venv, "no such folder; pass a virtual environment").into());
+    }
+    let site = site_packages(venv)?;
+    for entry in std::fs::read_dir(&site)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name.starts_with("__editable__") || name.ends_with(".egg-link") {
+            return Err(InputError::new(
+                venv,
+                format!(
+                    "`{name}`: a package is installed in editable mode (`pip install -e`), so its \
+                     code is not in the environment; install it without -e"
+                ),
+            )
+            .into());
+        }
+    }
+    let mut native = Vec::new();
+    copy_tree(&site, into, "", &mut native)?;
+    if native.is_empty() {
+        return Ok(());
+    }
+    let owner = owners(&site)?;
+    let mut by_dist: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for file in native {
+        let dist = owner.get(&file).cloned().unwrap_or_else(|| {
+            let top = file.split('/').next().unwrap_or(&file);
+            format!("the package in `{top}`")
+        });
+        by_dist.entry(dist).or_default().push(file);
+    }
+    let list: Vec<String> = by_dist
+        .iter()
+        .map(|(dist, files)| format!("  {dist}: {}", files.join(", ")))
+        .collect();
+    let names: Vec<&str> = by_dist
+        .keys()
+        .map(|d| d.split(' ').next().unwrap_or(d))
+        .collect();
+    Err(InputError::new(
+        venv,
+        format!(
+            "{} native extensions, which the sandbox's Python (CPython {SANDBOX_PYTHON} for WASI) \
+             cannot load:\n{}\nuninstall {} from the environment (`pip uninstall {}`), or use \
+             pure-Python alternatives",
+            if by_dist.len() == 1 {
+                "a package has"
+            } else {
+                "packages have"
+            },
+            list.join("\n"),
+            if names.len() == 1 { "it" } else { "them" },
+            names.join(" ")
+        ),
+    )
+    .into())
+}
+
+/// The Python installed beside `componentize_py` (found on PATH when it is
+/// a bare name): the one of its virtual environment, which has pip; else
+/// `python3`.
+pub fn python_beside(componentize_py: &Path) -> PathBuf {
+    let exe = if componentize_py.components().count() > 1 {
+        Some(componentize_py.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(componentize_py))
+                .find(|p| p.is_file())
+        })
+    };
+    exe.and_then(|e| Some(e.parent()?.join("python3")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+/// The line (1-based) of `requirements` that names one of `names`.
+fn line_naming(requirements: &str, names: &[String]) -> usize {
+    requirements
+        .lines()
+        .position(|l| {
+            let l = l.trim();
+            let end = l
+                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+                .unwrap_or(l.len());
+            !l.starts_with('#') && names.contains(&normalized(&l[..end]))
+        })
+        .map_or(0, |i| i + 1)
+}
+
+/// The package pip could not find a pure-Python wheel for, and the
+/// package that needed it, from pip's output.
+fn unavailable(said: &str) -> Option<(String, Option<String>)> {
+    let line = said
+        .lines()
+        .find(|l| l.contains("Could not find a version that satisfies the requirement"))?;
+    let rest = line.split("satisfies the requirement ").nth(1)?;
+    let wanted = rest.split(" (").next()?.trim().to_string();
+    let parent = rest
+        .split("(from ")
+        .nth(1)
+        .and_then(|p| p.split(')').next())
+        .filter(|p| !p.starts_with("versions") && !p.starts_with('-'))
+        .map(|p| {
+            p.split([' ', '[', '=', '<', '>', '!', '~'])
+                .next()
+                .unwrap_or(p)
+                .to_string()
+        });
+    Some((wanted, parent))
+}
+
+/// The lines of pip's "The conflict is caused by:" block, if it printed one.
+fn conflict(said: &str) -> Option<Vec<String>> {
+    let block = said.split("The conflict is caused by:").nth(1)?;
+    let lines: Vec<String> = block
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+        .collect();
+    (!lines.is_empty()).then_some(lines)
+}
+
+/// Install the requirements `file` into `into` with `python`'s pip, for
+/// the sandbox's Python, pure-Python wheels only.
+pub fn from_requirements(file: &Path, python: &Path, into: &Path) -> Result<()> {
+    let text = bounded::read_text(file, bounded::DOCUMENT)
+        .map_err(|e| InputError::new(file, format!("cannot read the requirements: {e}")))?;
+    let out = Command::new(python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+        ])
+        .args([
+            "--no-warn-script-location",
+            "--no-compile",
+            "--only-binary=:all:",
+        ])
+        .args([
+            "--platform",
+            "any",
+            "--implementation",
+            "py",
+            "--abi",
+            "none",
+        ])
+        .args(["--python-version", SANDBOX_PYTHON, "--target"])
+        .arg(into)
+        .arg("-r")
+        .arg(file)
+        .output()
+        .map_err(|e| {
+            InputError::new(
+                python,
+                format!("cannot run it ({e}); pass --python with a Python that has pip"),
+            )
+        })?;
+    if out.status.success() {
+        // Console scripts are of no use inside the sandbox.
+        let _ = std::fs::remove_dir_all(into.join("bin"));
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    if said.contains("No module named pip") {
+        return Err(InputError::new(
+            python,
+            "has no pip; pass --python with a Python that has it (a virtual environment's bin/python)",
+        )
+        .into());
+    }
+    let tail: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+    let pip_said = tail[tail.len().saturating_sub(6)..].join("\n");
+    if let Some(lines) = conflict(&said) {
+        let shown = lines.len().min(3);
+        let more = match lines.len() - shown {
+            0 => String::new(),
+            n => format!("\n  (and {n} more)"),
+        };
+        return Err(InputError::new(
+            file,
+            format!(
+                "pip found no set of pure-Python wheels (py3-none-any) for the sandbox's Python \
+                 {SANDBOX_PYTHON} that fits; the conflict it found:\n  {}{more}\na package named \
+                 there without such a wheel has native extensions, which CPython for WASI cannot \
+                 load: remove what needs it, or use a pure-Python alternative",
+                lines[..shown].join("\n  ")
+            ),
+        )
+        .into());
+    }
+    let Some((wanted, parent)) = unavailable(&said) else {
+        return Err(InputError::new(
+            file,
+            format!("pip could not install the requirements:\n{pip_said}"),
+        )
+        .into());
+    };
+    let name = wanted
+        .split(['=', '<', '>', '!', '~', ';', ' ', '['])
+        .next()
+        .unwrap_or(&wanted)
+        .to_string();
+    let mut names = vec![normalized(&name)];
+    names.extend(parent.as_deref().map(normalized));
+    let needed_by = parent.map_or(String::new(), |p| format!(" (needed by {p})"));
+    Err(InputError::new(
+        file,
+        format!(
+            "`{wanted}`{needed_by} has no pure-Python wheel (py3-none-any) for the sandbox's \
+             Python {SANDBOX_PYTHON}: it has native extensions, which CPython for WASI cannot \
+             load, or is published only as source. Remove it, or use a pure-Python alternative.\n\
+             pip said:\n{pip_said}"
+        ),
+    )
+    .with_line(line_naming(&text, &names))
+    .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_compare_as_pep_503_says() {
+        assert_eq!(normalized("PyYAML"), "pyyaml");
+        assert_eq!(normalized("pydantic_core"), "pydantic-core");
+        assert_eq!(normalized("zope.interface"), "zope-interface");
+        assert_eq!(
+            dist_info("PyYAML-6.0.2.dist-info"),
+            Some(("PyYAML", "6.0.2"))
+        );
+        assert!(is_native("yaml/_yaml.cpython-311-x86_64-linux-gnu.so"));
+        assert!(is_native("libfoo.so.1"));
+        assert!(!is_native("yaml/__init__.py"));
+    }
+
+    #[test]
+    fn pips_refusal_names_the_package_and_its_line() {
+        let said = "ERROR: Could not find a version that satisfies the requirement \
+                    pydantic-core==2.41.5 (from pydantic) (from versions: none)\n\
+                    ERROR: No matching distribution found for pydantic-core==2.41.5\n";
+        let (wanted, parent) = unavailable(said).unwrap();
+        assert_eq!(wanted, "pydantic-core==2.41.5");
+        assert_eq!(parent.as_deref(), Some("pydantic"));
+        let direct = "ERROR: Could not find a version that satisfies the requirement \
+                      PyYAML==6.0.2 (from -r r.txt (line 2)) (from versions: none)";
+        let requirements = "# tools\nhttpx==0.28.1\npydantic>=2\n";
+        assert_eq!(
+            line_naming(requirements, &["pydantic-core".into(), "pydantic".into()]),
+            3
+        );
+        assert_eq!(unavailable(direct).unwrap(), ("PyYAML==6.0.2".into(), None));
+        let conflicted = "ERROR: Cannot install mcp because these package versions have conflicting dependencies.\n\n\
+                          The conflict is caused by:\n    jsonschema 4.26.0 depends on rpds-py>=0.25.0\n    \
+                          jsonschema 4.25.1 depends on rpds-py>=0.7.1\n\nTo fix this you could try to:\n";
+        assert_eq!(
+            conflict(conflicted).unwrap(),
+            [
+                "jsonschema 4.26.0 depends on rpds-py>=0.25.0",
+                "jsonschema 4.25.1 depends on rpds-py>=0.7.1"
+            ]
+        );
+        assert!(conflict(direct).is_none());
+    }
+}
