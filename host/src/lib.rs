@@ -29,6 +29,7 @@ pub mod index;
 pub mod lease;
 pub mod log;
 pub mod mediate;
+pub mod native;
 pub mod otel;
 pub mod parallel;
 pub mod partition;

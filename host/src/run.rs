@@ -38,16 +38,24 @@ pub struct RunOutcome {
 
 /// The header a run of `agent` on `case` gets.
 pub fn header_for(sandbox: &Sandbox, agent: &Agent, case: &Case) -> Header {
+    header_of(sandbox, &agent.sha256, case)
+}
+
+/// The header a run on `case` of the agent whose identity is
+/// `agent_sha256` gets.
+pub fn header_of(sandbox: &Sandbox, agent_sha256: &str, case: &Case) -> Header {
     Header {
-        agent_sha256: agent.sha256.clone(),
+        agent_sha256: agent_sha256.to_string(),
         case: case.name.clone(),
         case_hash: case.hash.clone(),
         engine_hash: sandbox.engine_hash().to_string(),
         format: bundle::FORMAT.to_string(),
         fuzz: None,
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        isolation: None,
         model_overrides: case.model_overrides.clone(),
         model_seed: None,
+        native: None,
         origin: case.origin.clone(),
         parent: None,
         redacted: None,
@@ -76,6 +84,24 @@ pub fn run(
     )
 }
 
+/// What a run starts: a WebAssembly [`Agent`], or (from a layer above)
+/// a native process. Suites, campaigns and repro take either.
+pub trait Runner: Sync {
+    fn run(&self, sandbox: &Sandbox, case: &Case, opts: RunOptions) -> Result<RunOutcome>;
+    /// The agent's identity, as its runs' headers record it.
+    fn sha256(&self) -> String;
+}
+
+impl Runner for Agent {
+    fn run(&self, sandbox: &Sandbox, case: &Case, opts: RunOptions) -> Result<RunOutcome> {
+        run_with(sandbox, self, case, opts)
+    }
+
+    fn sha256(&self) -> String {
+        self.sha256.clone()
+    }
+}
+
 /// How a run is carried out beyond agent and case.
 #[derive(Default)]
 pub struct RunOptions<'a> {
@@ -102,14 +128,71 @@ pub fn run_with(
     sandbox: &Sandbox,
     agent: &Agent,
     case: &Case,
-    opts: RunOptions,
+    mut opts: RunOptions,
 ) -> Result<RunOutcome> {
-    let store_dir = opts.store;
+    let header = header_for(sandbox, agent, case);
+    let begun = begin(sandbox, header, case, &mut opts)?;
+    let fuel_budget = case.limits.fuel;
+    let mut store = new_store(sandbox, case, begun.med)?;
+
+    let task_json = crate::canon::to_string(&case.task);
+    let result = agent
+        .pre
+        .instantiate(&mut store)
+        .and_then(|bindings| bindings.call_run(&mut store, &task_json));
+    let fuel = fuel_budget - store.get_fuel().unwrap_or(0);
+
+    let ending = match result {
+        Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
+        Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
+        Err(err) => classify(&err, &store.data().med.services.stdio.stderr.text())
+            .map_err(|e| begun.opened.write_error(opts.store, e))?,
+    };
+    let state = store.into_data();
+    finish(case, begun.opened, state.med, ending, fuel, &opts)
+}
+
+/// A run begun: its header, its bundle (when it has a store) and the
+/// gold state its grade needs.
+pub struct Opened {
+    pub header: Header,
+    pub run_id: Option<String>,
+    pub bundle_path: Option<PathBuf>,
+    gold: Option<std::sync::Arc<crate::grade::gold::GoldState>>,
+}
+
+impl Opened {
+    /// An internal error while the run was under way, naming the bundle
+    /// it left (when it has one).
+    pub fn write_error(&self, store: Option<&StoreDir>, e: anyhow::Error) -> anyhow::Error {
+        match (store, &self.bundle_path) {
+            (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
+            _ => e,
+        }
+    }
+}
+
+/// What [`begin`] sets up: the open run and the mediator the agent's
+/// calls go through.
+pub struct Begun {
+    pub opened: Opened,
+    pub med: Mediator,
+}
+
+/// Begin a run of `case` with `header` (the agent's identity): check its
+/// gold calls and its world's service, open the bundle, and set up the
+/// mediator with the options' recording, cassette, seed and faults (taken
+/// out of `opts`).
+pub fn begin(
+    sandbox: &Sandbox,
+    mut header: Header,
+    case: &Case,
+    opts: &mut RunOptions,
+) -> Result<Begun> {
     // Before the agent runs: a gold call that fails is the case's error.
     let gold = crate::grade::gold::for_case(sandbox, case)?;
-    let mut header = header_for(sandbox, agent, case);
-    header.parent = opts.parent;
-    header.fuzz = opts.faults;
+    header.parent = opts.parent.take();
+    header.fuzz = opts.faults.take();
     header.model_seed = opts.model_seed;
     // A service the world refuses (not WebAssembly, not a service) is an
     // input error before the bundle exists: no header-only run is left.
@@ -121,7 +204,8 @@ pub fn run_with(
         Some(store) => {
             store.hold_run(&header)?;
             let line = bundle::header_line(&header);
-            let (run_id, path, file) = store.create_bundle(&agent.sha256, line.as_bytes())?;
+            let (run_id, path, file) =
+                store.create_bundle(&header.agent_sha256, line.as_bytes())?;
             (Recorder::to_file(file), Some(run_id), Some(path))
         }
         None => (Recorder::in_memory(), None, None),
@@ -135,8 +219,8 @@ pub fn run_with(
             crate::sandbox::timeout_ticks(case.limits.timeout_ms),
         ));
     }
-    med.script = opts.script;
-    med.services.model.cassette = opts.cassette;
+    med.script = opts.script.take();
+    med.services.model.cassette = opts.cassette.take();
     if let Some(seed) = opts.model_seed {
         med.services.model.set_seed(seed);
     }
@@ -150,40 +234,38 @@ pub fn run_with(
         med.services.clock.skew_ns = i128::from(faults.skew_s().unwrap_or(0)) * 1_000_000_000;
         med.services.world.faults = Some(faults);
     }
-    let fuel_budget = case.limits.fuel;
-    let mut store = new_store(sandbox, case, med)?;
+    Ok(Begun {
+        opened: Opened {
+            header,
+            run_id,
+            bundle_path,
+            gold,
+        },
+        med,
+    })
+}
 
-    let task_json = crate::canon::to_string(&case.task);
-    let result = agent
-        .pre
-        .instantiate(&mut store)
-        .and_then(|bindings| bindings.call_run(&mut store, &task_json));
-    let fuel = fuel_budget - store.get_fuel().unwrap_or(0);
-
-    let (status, output, error, backtrace) =
-        match result {
-            Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
-            Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
-            Err(err) => classify(&err, &store.data().med.services.stdio.stderr.text()).map_err(
-                |e| match (store_dir, &bundle_path) {
-                    (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
-                    _ => e,
-                },
-            )?,
-        };
-
-    let mut state = store.into_data();
-    let made = state.med.recorder.len();
-    if let Some(script) = state.med.script.as_mut() {
+/// End a run that ended as `ending` having used `fuel`: grade it, write
+/// the footer and the index row.
+pub fn finish(
+    case: &Case,
+    opened: Opened,
+    mut med: Mediator,
+    ending: Ending,
+    fuel: u64,
+    opts: &RunOptions,
+) -> Result<RunOutcome> {
+    let (status, output, error, backtrace) = ending;
+    let made = med.recorder.len();
+    if let Some(script) = med.script.as_mut() {
         script.finish(made);
     }
-    let (divergence, reached_end) = state
-        .med
+    let (divergence, reached_end) = med
         .script
         .take()
         .map_or((None, false), |s| (s.divergence, s.reached_end));
-    let services = state.med.services;
-    let (file, events, chain_hash) = state.med.recorder.finish();
+    let services = med.services;
+    let (file, events, chain_hash) = med.recorder.finish();
     let final_state = services.world.state;
     let judging = match &opts.recorded_grade {
         Some(g) => Judging::Recorded(g),
@@ -201,7 +283,7 @@ pub fn run_with(
                 events: &events,
                 initial: &case.world.initial,
                 final_state: &final_state,
-                gold: gold.as_deref(),
+                gold: opened.gold.as_deref(),
             },
             &judging,
         )
@@ -227,21 +309,21 @@ pub fn run_with(
     let mut footer = footer;
     footer.hash = bundle::footer_hash(&footer);
     if let Some(file) = file {
-        bundle::finish(file, &footer).map_err(|e| match (store_dir, &bundle_path) {
+        bundle::finish(file, &footer).map_err(|e| match (opts.store, &opened.bundle_path) {
             (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
             _ => anyhow::Error::new(e).context("writing the bundle footer"),
         })?;
     }
-    if let (Some(store), Some(id)) = (opts.store, &run_id) {
-        crate::index::record(store, id, &header, &footer, events.len());
+    if let (Some(store), Some(id)) = (opts.store, &opened.run_id) {
+        crate::index::record(store, id, &opened.header, &footer, events.len());
     }
     Ok(RunOutcome {
-        run_id,
+        run_id: opened.run_id,
         divergence,
         reached_end,
         grade: graded,
-        bundle: bundle_path,
-        header,
+        bundle: opened.bundle_path,
+        header: opened.header,
         footer,
         events,
         final_state,
@@ -278,12 +360,12 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
 }
 
 /// Status, output, message and backtrace of how a run ended.
-type Ending = (Status, Option<String>, Option<String>, Vec<String>);
+pub type Ending = (Status, Option<String>, Option<String>, Vec<String>);
 
 /// How a run that ended in an error ended.
 /// Internal failures (the bundle could not be written) are returned as
 /// errors instead.
-fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
+pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
     let backtrace: Vec<String> = err
         .downcast_ref::<WasmBacktrace>()
         .map(|bt| {

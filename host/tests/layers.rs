@@ -37,6 +37,7 @@ const LAYERS: &[&[&str]] = &[
     &["redact"],
     &["traceback"],
     &["run"],
+    &["native"],
     &["replay"],
     &["fork"],
     &["fuzz"],

@@ -4,7 +4,7 @@
 use super::Common;
 use crate::error::{ExitCode, InputError};
 use crate::log::bundle::{self, Bundle, Redacted};
-use crate::replay::{self, ReplayReport, Verdict};
+use crate::replay::{self, ReplayReport, Scope, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
@@ -29,6 +29,12 @@ pub struct VerifyArgs {
 
 fn print_report(r: &ReplayReport) {
     match r.verdict {
+        Verdict::Identical if r.scope == Scope::Boundary => println!(
+            "{}  identical at the boundary  (boundary replay of a native agent: {} events, chain {})",
+            r.run,
+            r.matched,
+            &r.chain_hash[..16]
+        ),
         Verdict::Identical => println!(
             "{}  identical  ({} events, chain {})",
             r.run,
@@ -59,6 +65,9 @@ fn print_report(r: &ReplayReport) {
             );
             println!("    expected: {}", crate::canon::to_string(&d.expected));
             println!("    actual:   {}", crate::canon::to_string(&d.actual));
+            for line in &r.diff {
+                println!("    {line}");
+            }
         }
     }
 }
@@ -144,11 +153,25 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     // Bundles cut off before their header (killed as the run started, or
     // a full disk): incomplete runs with nothing to replay, not drift.
     let mut headless = Vec::new();
+    // MCP sessions have no process to run again: read (chain checked),
+    // not replayed.
+    let mut sessions = Vec::new();
     for run in &runs {
         if let Ok(path) = store.resolve_run(run)
             && bundle::has_header(&path).is_ok_and(|has| !has)
         {
             headless.push(run.clone());
+            continue;
+        }
+        if let Ok(rec) = replay::open(&store, run)
+            && rec
+                .bundle
+                .header
+                .native
+                .as_ref()
+                .is_some_and(|n| n.transport != "exec")
+        {
+            sessions.push(run.clone());
             continue;
         }
         match replay::open(&store, run).and_then(|rec| replay::replay(&sandbox, &store, &rec)) {
@@ -169,7 +192,9 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     if args.common.json {
         let doc = json!({
             "replayed": reports.len(),
-            "identical": reports.iter().filter(|r| r.verdict == Verdict::Identical).count(),
+            "identical": reports.iter().filter(|r| r.verdict == Verdict::Identical && r.scope == Scope::BitForBit).count(),
+            "boundary_replay": reports.iter().filter(|r| r.verdict == Verdict::Identical && r.scope == Scope::Boundary).count(),
+            "mcp_sessions": sessions.len(),
             "verified_prefix": reports.iter().filter(|r| r.verdict == Verdict::VerifiedPrefix).count(),
             "timeout": reports.iter().filter(|r| r.verdict == Verdict::Timeout).count(),
             "diverged": diverged,
@@ -179,6 +204,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
             "runs": reports,
             "errors": errors,
             "incomplete_runs": headless,
+            "mcp_session_runs": sessions,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -190,6 +216,11 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
                 "{run}  incomplete: cut off before its header was written (killed as it started, or the disk was full); nothing to replay"
             );
         }
+        for run in &sessions {
+            println!(
+                "{run}  MCP session: its hash chain is intact; there is no process to run again"
+            );
+        }
         for e in &errors {
             println!(
                 "{}  unreadable: {}",
@@ -197,13 +228,18 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
                 e["error"].as_str().unwrap_or("")
             );
         }
+        let boundary = reports
+            .iter()
+            .filter(|r| r.scope == Scope::Boundary && r.verdict != Verdict::Diverged)
+            .count();
         println!(
-            "{} runs: {} identical or verified, {} diverged, {} unreadable, {} incomplete without a header; drift rate {:.1}%",
-            total + headless.len(),
+            "{} runs: {} identical or verified ({boundary} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read; drift rate {:.1}%",
+            total + headless.len() + sessions.len(),
             reports.len() - diverged,
             diverged,
             errors.len(),
             headless.len(),
+            sessions.len(),
             drift * 100.0
         );
     }

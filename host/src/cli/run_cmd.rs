@@ -1,6 +1,7 @@
-//! `worldline run CASE --agent A.wasm`: one run, a summary, a bundle.
+//! `worldline run CASE --agent A.wasm` (or `--exec -- CMD ARGS...`): one
+//! run, a summary, a bundle.
 
-use super::{Common, ModelArgs};
+use super::{Common, ExecArgs, ModelArgs};
 use crate::case;
 use crate::error::ExitCode;
 use crate::grade::verdict;
@@ -8,7 +9,7 @@ use crate::report::{self, run::RunSummary};
 use crate::run::{RunOptions, run_with};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -18,13 +19,15 @@ pub struct RunArgs {
     pub case: PathBuf,
     /// The agent component (.wasm built for wasm32-wasip2; default: `agent`
     /// in worldline.toml).
-    #[arg(long)]
-    pub agent: PathBuf,
+    #[arg(long, required_unless_present = "exec")]
+    pub agent: Option<PathBuf>,
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub exec: ExecArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -37,18 +40,23 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
+    let native = args.exec.native(args.agent.as_deref())?;
     store.put_case(&case)?;
-    let outcome = run_with(
-        &sandbox,
-        &agent,
-        &case,
-        RunOptions {
-            store: Some(&store),
-            model_seed: args.model.model_seed,
-            ..RunOptions::default()
-        },
-    )?;
+    let opts = RunOptions {
+        store: Some(&store),
+        model_seed: args.model.model_seed,
+        ..RunOptions::default()
+    };
+    let outcome = match (&native, &args.agent) {
+        (Some(exec), _) => crate::native::exec::run(&sandbox, &case, opts, exec)?,
+        (None, agent) => {
+            let path = agent
+                .as_deref()
+                .context("--agent is required without --exec")?;
+            let agent = crate::agent_file::load(&sandbox, &store, path)?;
+            run_with(&sandbox, &agent, &case, opts)?
+        }
+    };
     if args.common.json {
         super::print_json_with_settings(&RunSummary::of(&outcome))?;
     } else {

@@ -1,10 +1,10 @@
-//! `worldline test CASES... --agent A.wasm`: run a suite in parallel, one
+//! `worldline test CASES... --agent A.wasm` (or `--exec -- CMD ARGS...`): run a suite in parallel, one
 //! line per case (with its run id) and a summary; exit 1 when any case
 //! fails; JUnit XML for CI. Selection (`--filter`, `--rerun-failed`,
 //! `--partition`, `--limit`, `--list`), repeats and `--fail-fast` as in
 //! pytest and cargo-nextest.
 
-use super::{Common, ModelArgs};
+use super::{Common, ExecArgs, ModelArgs};
 use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
 use crate::report::{
@@ -30,8 +30,8 @@ pub struct TestArgs {
     /// in worldline.toml).
     pub cases: Vec<PathBuf>,
     /// The agent component (.wasm; default: `agent` in worldline.toml).
-    #[arg(long)]
-    pub agent: PathBuf,
+    #[arg(long, required_unless_present = "exec")]
+    pub agent: Option<PathBuf>,
     /// Folder holding the worlds (default: the nearest `worlds/` above each case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
@@ -69,6 +69,8 @@ pub struct TestArgs {
     pub repeat: u64,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub exec: ExecArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -289,11 +291,20 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             ExitCode::Input
         });
     }
+    let native = args.exec.native(args.agent.as_deref())?;
+    let component = args.agent.as_deref().filter(|_| native.is_none());
     let bar = progress(entries.len() as u64);
-    bar.set_message(format!("loading {}", args.agent.display()));
+    if let Some(agent) = component {
+        bar.set_message(format!("loading {}", agent.display()));
+    }
     bar.enable_steady_tick(Duration::from_millis(200));
-    let loaded = super::preload::load(&store, &args.agent, &entries, &bar)?;
-    let (sandbox, agent) = (&loaded.sandbox, &loaded.agent);
+    let loaded = super::preload::load(&store, component, &entries, &bar)?;
+    let sandbox = &loaded.sandbox;
+    let agent: &dyn crate::run::Runner = match (&native, &loaded.agent) {
+        (Some(exec), _) => exec,
+        (None, Some(agent)) => agent.as_ref(),
+        (None, None) => anyhow::bail!("--agent is required without --exec"),
+    };
     for e in &entries {
         store.put_case(&e.case)?;
     }
