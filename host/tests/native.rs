@@ -594,3 +594,51 @@ fn isolate_net_leaves_only_the_run_s_server_reachable() {
     assert_eq!(output["server"], 404, "{output}");
     assert_eq!(out.json()["isolation"]["network"], "isolated", "{out}");
 }
+
+#[test]
+fn a_suite_of_native_runs_passes_and_a_fork_at_a_tool_call_runs_the_process_again() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let python = native_python();
+    let cases = workspace_root().join("cases/model");
+    let agent = openai_agent();
+    // model-timeout.toml times out the first model call: a 408 the SDK
+    // retries at once.
+    let out = wl(
+        &store,
+        &[
+            &"test", &cases, &"--json", &"--jobs", &"2", &"--exec", &"--", &python, &agent,
+        ],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["passed"], 3, "{out}");
+    let out = exec_run(&store, &model_case("rollback"), &agent, &[], &[]);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let b = read_bundle(&out.bundle());
+    let close = b
+        .events
+        .iter()
+        .position(|e| e["request"]["name"] == "close_ticket")
+        .unwrap();
+    let denied = r#"{"error": {"kind": "denied", "message": "change freeze"}}"#;
+    let fork = wl(
+        &store,
+        &[
+            &"fork",
+            &run,
+            &"--at",
+            &close.to_string(),
+            &"--respond",
+            &denied,
+            &"--json",
+        ],
+    );
+    // The ticket stays open: the fork fails its grade.
+    fork.expect_code(1);
+    let doc = fork.json();
+    assert_eq!(doc["parent"]["event"], close as u64, "{fork}");
+    let forked = read_bundle(Path::new(doc["bundle"].as_str().unwrap()));
+    assert_eq!(forked.header["native"]["transport"], "exec");
+    assert_eq!(forked.events[close]["response"]["error"]["kind"], "denied");
+    assert_eq!(forked.events[..close], b.events[..close]);
+}

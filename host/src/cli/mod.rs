@@ -121,11 +121,24 @@ impl ExecArgs {
             .into());
         }
         Ok(Some(crate::native::exec::Exec {
-            command: self.command.clone(),
+            command: self.command.iter().map(|a| absolute_if_here(a)).collect(),
             pass_env: self.pass_env.clone(),
             output_file: self.output_file.clone(),
             isolate_net: self.isolate_net,
         }))
+    }
+}
+
+/// `arg` as an absolute path when it names a file or folder here: a
+/// native process starts in a fresh working directory, so `python
+/// agent.py` must name the script by where it is.
+fn absolute_if_here(arg: &str) -> String {
+    let path = std::path::Path::new(arg);
+    match path.is_relative() && path.exists() {
+        true => {
+            std::path::absolute(path).map_or_else(|_| arg.to_string(), |p| p.display().to_string())
+        }
+        false => arg.to_string(),
     }
 }
 

@@ -319,10 +319,19 @@ fn exit_of(
         }
         (None, Some(s)) => {
             exit.status = Status::Errored;
-            exit.error = Some(match (s.code(), s.signal()) {
+            let how = match (s.code(), s.signal()) {
                 (Some(code), _) => format!("the process exited with status {code}"),
                 (None, Some(sig)) => format!("the process was killed by signal {sig}"),
                 _ => "the process ended abnormally".to_string(),
+            };
+            let last = String::from_utf8_lossy(&exit.stderr)
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_string());
+            exit.error = Some(match last {
+                Some(line) => format!("{how}; its stderr ends: {line}"),
+                None => how,
             });
         }
         (None, None) => {
