@@ -111,7 +111,7 @@ fn over_http(handle: &Handle, addr: SocketAddr, listening: impl FnOnce(SocketAdd
 }
 
 /// Resolves once `done` holds (polled).
-pub async fn until(done: impl Fn() -> bool) {
+async fn until(done: impl Fn() -> bool) {
     while !done() {
         tokio::time::sleep(POLL).await;
     }
