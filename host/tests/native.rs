@@ -642,3 +642,32 @@ fn a_suite_of_native_runs_passes_and_a_fork_at_a_tool_call_runs_the_process_agai
     assert_eq!(forked.events[close]["response"]["error"]["kind"], "denied");
     assert_eq!(forked.events[..close], b.events[..close]);
 }
+
+#[test]
+fn the_official_client_streams_and_speaks_responses_over_the_loopback() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let probe = tests_dir().join("native/stream_probe.py");
+    let out = exec_run(&store, &model_case("rollback"), &probe, &[], &[]);
+    let output: Value = serde_json::from_str(
+        out.json()["output"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no output:\n{out}")),
+    )
+    .unwrap();
+    assert_eq!(output["chat_stream"][0], "get_alert", "{output}");
+    assert_eq!(output["responses"][0], "get_alert", "{output}");
+    assert_eq!(output["responses_stream"][0], "get_alert", "{output}");
+    let b = read_bundle(&out.bundle());
+    let apis: Vec<&Value> = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .map(|e| &e["request"]["transport"]["loopback"])
+        .collect();
+    assert_eq!(apis.len(), 3);
+    assert_eq!(apis[0]["api"], "openai.chat");
+    assert_eq!(apis[0]["stream"], true);
+    assert_eq!(apis[2]["api"], "openai.responses");
+    assert_eq!(apis[2]["stream"], true);
+}
