@@ -353,6 +353,7 @@ fn the_process_gets_a_scrubbed_environment_and_its_token_is_required() {
     assert_eq!(output["task"]["alert"], "ALERT-7");
     assert_eq!(output["without_token"], 401);
     assert_eq!(output["unserved"], 404);
+    assert_eq!(output["huge"], 413);
     let b = read_bundle(&out.bundle());
     assert!(
         b.events

@@ -1,7 +1,7 @@
 """A native agent that reports what it was given: the names of its
 environment variables, its working directory, the task on stdin, and what
-the run's server answers a model request without the run's token (and a
-request to a path nothing serves, with it)."""
+the run's server answers a model request without the run's token (and,
+with it, a request to a path nothing serves and one with a 17 MiB body)."""
 
 import json
 import os
@@ -10,8 +10,8 @@ import urllib.error
 import urllib.request
 
 
-def status(url, headers):
-    req = urllib.request.Request(url, data=b"{}", headers=headers, method="POST")
+def status(url, headers, data=b"{}"):
+    req = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req) as r:
             return r.status
@@ -28,4 +28,5 @@ print(json.dumps({
     "task": json.loads(sys.stdin.read()),
     "without_token": status(base + "/chat/completions", {"content-type": "application/json"}),
     "unserved": status(base + "/files", {"authorization": "Bearer " + token}),
+    "huge": status(base + "/chat/completions", {"authorization": "Bearer " + token}, b"x" * (17 << 20)),
 }))

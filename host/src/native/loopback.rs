@@ -22,15 +22,20 @@ use crate::protocol::HttpResponse;
 use crate::protocol::rest;
 use crate::protocol::routes::{self, Route};
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 /// The largest request body read (a long conversation fits; more is 413).
 pub const MAX_BODY: usize = 16 << 20;
+
+/// Requests read at once: with [`MAX_BODY`], what a flood can hold in
+/// memory (the mediator answers one at a time anyway).
+const AT_ONCE: usize = 8;
 
 /// The base URL requests are routed under (never on the wire).
 const BASE: &str = "http://loopback";
@@ -49,6 +54,8 @@ pub struct Loopback {
     mcp_session: Mutex<Option<String>>,
     /// Notified when the MCP client ends its session (DELETE).
     pub closed: Notify,
+    /// One per request being read and answered ([`AT_ONCE`]).
+    permits: Semaphore,
 }
 
 impl Loopback {
@@ -59,6 +66,7 @@ impl Loopback {
             token,
             mcp_session: Mutex::new(None),
             closed: Notify::new(),
+            permits: Semaphore::new(AT_ONCE),
         })
     }
 }
@@ -68,7 +76,18 @@ pub fn router(lb: Arc<Loopback>) -> axum::Router {
     axum::Router::new()
         .fallback(handle)
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(
+            lb.clone(),
+            few_at_once,
+        ))
         .with_state(lb)
+}
+
+/// Read and answer at most [`AT_ONCE`] requests at a time; the others
+/// wait their turn before their bodies are read.
+async fn few_at_once(State(lb): State<Arc<Loopback>>, req: Request, next: Next) -> Response {
+    let _permit = lb.permits.acquire().await;
+    next.run(req).await
 }
 
 fn error(status: StatusCode, message: &str) -> Response {
