@@ -605,12 +605,19 @@ fn a_suite_of_native_runs_passes_and_a_fork_at_a_tool_call_runs_the_process_agai
     let agent = openai_agent();
     // model-timeout.toml times out the first model call: a 408 the SDK
     // retries at once.
-    let out = wl(
-        &store,
-        &[
-            &"test", &cases, &"--json", &"--jobs", &"2", &"--exec", &"--", &python, &agent,
-        ],
-    );
+    let out = worldline_raw([
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--json".as_ref(),
+        "--jobs".as_ref(),
+        "2".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        python.as_os_str(),
+        agent.as_os_str(),
+    ]);
     out.expect_code(0);
     assert_eq!(out.json()["passed"], 3, "{out}");
     let out = exec_run(&store, &model_case("rollback"), &agent, &[], &[]);
@@ -671,4 +678,40 @@ fn the_official_client_streams_and_speaks_responses_over_the_loopback() {
     assert_eq!(apis[0]["stream"], true);
     assert_eq!(apis[2]["api"], "openai.responses");
     assert_eq!(apis[2]["stream"], true);
+}
+
+#[test]
+fn a_langgraph_agent_passes_the_model_cases_and_replays_identical_at_the_boundary() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let python = native_python();
+    // LangGraph takes seconds to import (over 20 on a loaded machine): the
+    // cases as they are, with a wall-clock limit such a machine cannot miss.
+    let cases = dir.path().join("cases");
+    std::fs::create_dir(&cases).unwrap();
+    for name in ["rollback", "rollback-weighted", "model-timeout"] {
+        let text = std::fs::read_to_string(model_case(name)).unwrap();
+        let limits = "\n[limits]\ntimeout_ms = 600000\n";
+        std::fs::write(cases.join(format!("{name}.toml")), text + limits).unwrap();
+    }
+    let worlds = worlds();
+    let agent = workspace_root().join("examples/native-agents/langgraph_agent.py");
+    let out = worldline_raw([
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--json".as_ref(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        python.as_os_str(),
+        agent.as_os_str(),
+    ]);
+    out.expect_code(0);
+    assert_eq!(out.json()["passed"], 3, "{out}");
+    let verify = worldline(&store, ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["boundary_replay"], 3, "{verify}");
 }
