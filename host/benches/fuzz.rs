@@ -98,7 +98,7 @@ impl Fixture {
     fn campaign(&self, jobs: usize) -> Campaign<'_> {
         Campaign {
             sandbox: &self.sandbox,
-            agent: &self.agent,
+            agent: self.agent.as_ref(),
             case: &self.case,
             faults: self.faults.clone(),
             seed: 1,
@@ -120,7 +120,7 @@ fn bench(c: &mut Criterion) {
     let f = Fixture::new();
     let probe = execute(
         &f.sandbox,
-        &f.agent,
+        f.agent.as_ref(),
         &f.case,
         3,
         Some(&f.faults),
@@ -148,7 +148,7 @@ fn bench(c: &mut Criterion) {
                 black_box(
                     execute(
                         &f.sandbox,
-                        &f.agent,
+                        f.agent.as_ref(),
                         &f.case,
                         seed,
                         Some(&f.faults),
@@ -168,7 +168,9 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let t = Instant::now();
             for _ in 0..iters {
-                black_box(execute(&f.sandbox, &f.agent, &f.case, 1, None, None, None).unwrap());
+                black_box(
+                    execute(&f.sandbox, f.agent.as_ref(), &f.case, 1, None, None, None).unwrap(),
+                );
             }
             let d = t.elapsed();
             plain.push(d.as_secs_f64() / iters as f64);

@@ -20,7 +20,7 @@ pub use worldline_case::{
     partition, path, prices, project, time, world,
 };
 pub use worldline_engine::{
-    agent_file, export, fork, fuzz, grade, index, log, mediate, object_codec, ops, redact, regress, replay, retention,
+    agent_file, export, fork, fuzz, grade, index, log, mediate, native, object_codec, ops, redact, regress, replay, retention,
     run, sandbox, store, suite, traceback, verify,
 };
 pub use worldline_otel as otel;

@@ -42,6 +42,7 @@ const LAYERS: &[&[&str]] = &[
     &["redact"],
     &["traceback"],
     &["run"],
+    &["native"],
     &["replay"],
     &["verify"],
     &["fork"],

@@ -1,13 +1,16 @@
 //! Forks: a new run that follows a recorded run up to event N, applies
 //! edits at N (a different response, a permission, a state patch, or a
-//! different agent), and runs live from there. The fork records its parent
+//! different agent), and runs live from there. A native process is run
+//! again with the recorded answers up to N, then live. The fork records its parent
 //! and N; the parent is never modified. Edits are checked against the run
 //! first ([`check`]).
 
 pub mod check;
 
+use crate::error::InputError;
 use crate::log::bundle::{Edit, ForkPoint, Parent};
 use crate::mediate::script::Script;
+use crate::native::exec::Exec;
 use crate::replay::{Recorded, recorded_agent};
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
@@ -32,10 +35,22 @@ pub fn fork(
             *response = check::shape_response(&event.call, &event.response, response.clone());
         }
     }
-    let agent = match agent {
-        Some(a) => a,
-        None => recorded_agent(sandbox, store, rec)?,
+    let native = match &rec.bundle.header.native {
+        Some(n) => Some(Exec::recorded(n).ok_or_else(|| {
+            InputError::new(
+                &rec.path,
+                "was an MCP session: there is no process to run again up to the fork point",
+            )
+        })?),
+        None => None,
     };
+    if native.is_some() && agent.is_some() {
+        return Err(InputError::new(
+            "--agent",
+            "a native run forks with its own command; --agent names a WebAssembly agent",
+        )
+        .into());
+    }
     let chain_hash = rec.bundle.footer.as_ref().map_or_else(
         || {
             rec.bundle
@@ -65,19 +80,22 @@ pub fn fork(
         earlier,
     };
     let script = Script::fork(rec.bundle.events.clone(), at, parent.fork_points());
-    let outcome = run_with(
-        sandbox,
-        &agent,
-        &rec.case,
-        RunOptions {
-            store: Some(store),
-            script: Some(script),
-            parent: Some(parent),
-            faults: rec.bundle.header.fuzz.clone(),
-            model_seed: rec.bundle.header.model_seed,
-            ..RunOptions::default()
-        },
-    )?;
+    let opts = RunOptions {
+        store: Some(store),
+        script: Some(script),
+        parent: Some(parent),
+        faults: rec.bundle.header.fuzz.clone(),
+        model_seed: rec.bundle.header.model_seed,
+        ..RunOptions::default()
+    };
+    let outcome = match (&native, agent) {
+        (Some(exec), _) => crate::native::exec::run(sandbox, &rec.case, opts, exec)?,
+        (None, Some(agent)) => run_with(sandbox, &agent, &rec.case, opts)?,
+        (None, None) => {
+            let agent = recorded_agent(sandbox, store, rec)?;
+            run_with(sandbox, &agent, &rec.case, opts)?
+        }
+    };
     if let Some(d) = &outcome.divergence {
         anyhow::bail!(
             "the fork's agent departed from the recording at event {} before the fork point {at} ({:?}); fork at or before {} instead",

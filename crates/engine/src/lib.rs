@@ -13,6 +13,7 @@ pub mod grade;
 pub mod index;
 pub mod log;
 pub mod mediate;
+pub mod native;
 pub mod object_codec;
 pub mod ops;
 pub mod redact;

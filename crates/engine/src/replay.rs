@@ -8,6 +8,7 @@ use crate::error::InputError;
 use crate::log::Call;
 use crate::log::bundle::{self, Bundle};
 use crate::mediate::script::{Class, Divergence, Script};
+use crate::native::exec::Exec;
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
@@ -149,19 +150,40 @@ pub enum Verdict {
     Diverged,
 }
 
+/// What a replay re-executed, and so what `identical` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// A WebAssembly agent: every host call, bit for bit.
+    BitForBit,
+    /// A native agent (`isolation = "native"`): the requests it sent
+    /// across the boundary and the answers it got, not what it did between.
+    Boundary,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplayReport {
     pub run: String,
     pub verdict: Verdict,
+    pub scope: Scope,
     /// Events that matched the recording.
     pub matched: u64,
     pub recorded: u64,
     pub chain_hash: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub divergence: Option<Divergence>,
+    /// Where the diverging request differs from the recorded one
+    /// (`$.path: recorded → replayed`), at most [`DIFF_LINES`] lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diff: Vec<String>,
 }
 
-/// Replay a recorded run strictly.
+/// The most lines a divergence's diff shows.
+pub const DIFF_LINES: usize = 20;
+
+/// Replay a recorded run strictly: a WebAssembly agent bit for bit, a
+/// native process at its boundary (re-run with the recorded answers; the
+/// first request that differs ends it).
 pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<ReplayReport> {
     replay_in(sandbox, store, rec, &Opened::default())
 }
@@ -173,7 +195,18 @@ pub fn replay_in(
     rec: &Recorded,
     opened: &Opened,
 ) -> Result<ReplayReport> {
-    let agent = opened_agent(sandbox, store, rec, opened)?;
+    let native = match &rec.bundle.header.native {
+        Some(agent) => Some(Exec::recorded(agent).ok_or_else(|| {
+            InputError::new(
+                &rec.path,
+                format!(
+                    "was an MCP session ({}): there is no process to run again; its hash chain was checked when it was read",
+                    agent.transport
+                ),
+            )
+        })?),
+        None => None,
+    };
     let complete = rec.bundle.footer.as_ref().is_some_and(|f| f.replayable);
     let points = rec
         .bundle
@@ -183,22 +216,66 @@ pub fn replay_in(
         .map(|p| p.fork_points())
         .unwrap_or_default();
     let script = Script::replay(rec.bundle.events.clone(), complete, points);
-    let outcome = run_with(
-        sandbox,
-        &agent,
-        &rec.case,
-        RunOptions {
-            script: Some(script),
-            faults: rec.bundle.header.fuzz.clone(),
-            model_seed: rec.bundle.header.model_seed,
-            recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.clone()),
-            ..RunOptions::default()
-        },
-    )?;
-    Ok(report(rec, &outcome, complete))
+    let opts = RunOptions {
+        script: Some(script),
+        faults: rec.bundle.header.fuzz.clone(),
+        model_seed: rec.bundle.header.model_seed,
+        recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.clone()),
+        ..RunOptions::default()
+    };
+    let (outcome, scope) = match &native {
+        Some(exec) => (
+            crate::native::exec::run(sandbox, &rec.case, opts, exec)?,
+            Scope::Boundary,
+        ),
+        None => {
+            let agent = opened_agent(sandbox, store, rec, opened)?;
+            (
+                run_with(sandbox, &agent, &rec.case, opts)?,
+                Scope::BitForBit,
+            )
+        }
+    };
+    Ok(report(rec, &outcome, complete, scope))
 }
 
-fn report(rec: &Recorded, o: &RunOutcome, complete: bool) -> ReplayReport {
+/// Where `actual` differs from `expected`, as `$.path: expected → actual`
+/// lines (leaves only; at most [`DIFF_LINES`]).
+pub fn json_diff(expected: &serde_json::Value, actual: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value;
+    fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+        if out.len() >= DIFF_LINES || a == b {
+            return;
+        }
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+                for k in keys {
+                    let none = Value::Null;
+                    let (va, vb) = (x.get(k).unwrap_or(&none), y.get(k).unwrap_or(&none));
+                    walk(&format!("{path}.{k}"), va, vb, out);
+                }
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                for i in 0..x.len().max(y.len()) {
+                    let none = Value::Null;
+                    let (va, vb) = (x.get(i).unwrap_or(&none), y.get(i).unwrap_or(&none));
+                    walk(&format!("{path}[{i}]"), va, vb, out);
+                }
+            }
+            _ => out.push(format!(
+                "{path}: {} → {}",
+                crate::canon::to_string(a),
+                crate::canon::to_string(b)
+            )),
+        }
+    }
+    let mut out = Vec::new();
+    walk("$", expected, actual, &mut out);
+    out
+}
+
+fn report(rec: &Recorded, o: &RunOutcome, complete: bool, scope: Scope) -> ReplayReport {
     let recorded = rec.bundle.events.len() as u64;
     let mut divergence = o.divergence.clone();
     if divergence.is_none()
@@ -252,13 +329,19 @@ fn report(rec: &Recorded, o: &RunOutcome, complete: bool) -> ReplayReport {
         (None, true) => Verdict::Identical,
         (None, false) => Verdict::VerifiedPrefix,
     };
+    let diff = divergence
+        .as_ref()
+        .map(|d| json_diff(&d.expected, &d.actual))
+        .unwrap_or_default();
     ReplayReport {
         run: rec.id.clone(),
         verdict,
+        scope,
         matched,
         recorded,
         chain_hash: o.footer.chain_hash.clone(),
         divergence,
+        diff,
     }
 }
 

@@ -43,16 +43,24 @@ pub struct RunOutcome {
 
 /// The header a run of `agent` on `case` gets.
 pub fn header_for(sandbox: &Sandbox, agent: &Agent, case: &Case) -> Header {
+    header_of(sandbox, &agent.sha256, case)
+}
+
+/// The header a run on `case` of the agent whose identity is
+/// `agent_sha256` gets.
+pub fn header_of(sandbox: &Sandbox, agent_sha256: &str, case: &Case) -> Header {
     Header {
-        agent_sha256: agent.sha256.clone(),
+        agent_sha256: agent_sha256.to_string(),
         case: case.name.clone(),
         case_hash: case.hash.clone(),
         engine_hash: sandbox.engine_hash().to_string(),
         format: bundle::FORMAT.to_string(),
         fuzz: None,
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        isolation: None,
         model_overrides: case.model_overrides.clone(),
         model_seed: None,
+        native: None,
         origin: case.origin.clone(),
         parent: None,
         redacted: None,
@@ -81,6 +89,24 @@ pub fn run(
     )
 }
 
+/// What a run starts: a WebAssembly [`Agent`], or (from a layer above)
+/// a native process. Suites, campaigns and repro take either.
+pub trait Runner: Sync {
+    fn run(&self, sandbox: &Sandbox, case: &Case, opts: RunOptions) -> Result<RunOutcome>;
+    /// The agent's identity, as its runs' headers record it.
+    fn sha256(&self) -> String;
+}
+
+impl Runner for Agent {
+    fn run(&self, sandbox: &Sandbox, case: &Case, opts: RunOptions) -> Result<RunOutcome> {
+        run_with(sandbox, self, case, opts)
+    }
+
+    fn sha256(&self) -> String {
+        self.sha256.clone()
+    }
+}
+
 /// How a run is carried out beyond agent and case.
 #[derive(Default)]
 pub struct RunOptions<'a> {
@@ -105,70 +131,137 @@ pub struct RunOptions<'a> {
     pub batch: Option<&'a crate::durable::SyncBatch>,
 }
 
-/// [`run`] with every option: check the inputs, open the log, set up the
-/// services, run the guest, settle the recording it followed, grade, close
-/// the log, index the run.
+/// [`run`] with every option: begin (check the inputs, open the log, set
+/// up the services), run the guest, finish (settle the recording it
+/// followed, grade, close the log, index the run).
 pub fn run_with(
     sandbox: &Sandbox,
     agent: &Agent,
     case: &Case,
-    opts: RunOptions,
+    mut opts: RunOptions,
 ) -> Result<RunOutcome> {
-    let RunOptions {
-        store,
-        script,
-        parent,
-        cassette,
-        faults,
-        model_seed,
-        recorded_grade,
-        batch,
-    } = opts;
-    let inputs = Inputs::check(sandbox, agent, case, parent, faults, model_seed)?;
-    let log = Log::open(store, &inputs.header, agent)?;
-    let mut med = Mediator::new(case, log.recorder);
-    set_up(&mut med.services, case, &inputs, cassette, store, &log.path);
-    med.script = script;
-    let guest = execute(sandbox, agent, case, med, &log.target)?;
+    let header = header_for(sandbox, agent, case);
+    let begun = begin(sandbox, header, case, &mut opts)?;
+    let guest = execute(sandbox, agent, case, begun.med, |e| {
+        begun.opened.write_error(opts.store, e)
+    })?;
+    finish(case, begun.opened, guest.med, guest.ended, guest.fuel, &opts)
+}
 
-    let mut med = guest.med;
+/// A run begun: its header, its bundle (when it has a store) and the
+/// gold state its grade needs.
+pub struct Opened {
+    pub header: Header,
+    pub run_id: Option<String>,
+    pub bundle_path: Option<PathBuf>,
+    gold: Option<Arc<GoldState>>,
+}
+
+impl Opened {
+    /// An internal error while the run was under way, naming the bundle
+    /// it left (when it has one).
+    pub fn write_error(&self, store: Option<&StoreDir>, e: anyhow::Error) -> anyhow::Error {
+        match (store, &self.bundle_path) {
+            (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
+            _ => e,
+        }
+    }
+
+    fn footer_error(&self, store: Option<&StoreDir>, e: std::io::Error) -> anyhow::Error {
+        match (store, &self.bundle_path) {
+            (Some(dir), Some(path)) => anyhow::Error::new(dir.write_error(path, e)),
+            _ => anyhow::Error::new(e).context("writing the bundle footer"),
+        }
+    }
+}
+
+/// What [`begin`] sets up: the open run and the mediator the agent's
+/// calls go through.
+pub struct Begun {
+    pub opened: Opened,
+    pub med: Mediator,
+}
+
+/// Begin a run of `case` with `header` (the agent's identity): check its
+/// gold calls and its world's service, open the bundle, and set up the
+/// mediator with the options' recording, cassette, seed and faults (taken
+/// out of `opts`).
+pub fn begin(
+    sandbox: &Sandbox,
+    header: Header,
+    case: &Case,
+    opts: &mut RunOptions,
+) -> Result<Begun> {
+    let inputs = Inputs::check(
+        sandbox,
+        header,
+        case,
+        opts.parent.take(),
+        opts.faults.take(),
+        opts.model_seed,
+    )?;
+    let log = Log::open(opts.store, &inputs.header)?;
+    let mut med = Mediator::new(case, log.recorder);
+    set_up(
+        &mut med.services,
+        case,
+        &inputs,
+        opts.cassette.take(),
+        opts.store,
+        &log.path,
+    );
+    med.script = opts.script.take();
+    Ok(Begun {
+        opened: Opened {
+            header: inputs.header,
+            run_id: log.run_id,
+            bundle_path: log.path,
+            gold: inputs.gold,
+        },
+        med,
+    })
+}
+
+/// End a run that ended as `ended` having used `fuel`: settle the
+/// recording it followed, grade it, write the footer and the index row.
+pub fn finish(
+    case: &Case,
+    opened: Opened,
+    mut med: Mediator,
+    ended: Ending,
+    fuel: u64,
+    opts: &RunOptions,
+) -> Result<RunOutcome> {
     let (divergence, reached_end) = settle(&mut med);
     let (file, events, chain_hash) = med.recorder.finish();
     let left = med.services.finish();
     let graded = grade_run(
         case,
-        recorded_grade.as_ref(),
-        &guest.ended,
+        opts.recorded_grade.as_ref(),
+        &ended,
         &events,
         &left.state,
-        &inputs,
+        opened.gold.as_deref(),
     );
-    let footer = footer(
-        guest.ended,
-        guest.fuel,
-        chain_hash,
-        &events,
-        &left,
-        graded.as_ref(),
-    );
+    let footer = footer(ended, fuel, chain_hash, &events, &left, graded.as_ref());
     if let Some(file) = file {
-        bundle::finish(file, &footer, batch.is_none())
-            .map_err(|e| log.target.footer_error(e))?;
+        bundle::finish(file, &footer, opts.batch.is_none())
+            .map_err(|e| opened.footer_error(opts.store, e))?;
     }
-    if let (Some(store), Some(id)) = (store, &log.run_id) {
+    if let (Some(store), Some(id)) = (opts.store, &opened.run_id) {
         store.publish(id)?;
-        if let Some(batch) = batch {
+        if let Some(batch) = opts.batch {
             batch.ran();
         }
-        crate::index::record(store, id, &inputs.header, &footer, events.len());
+        crate::index::record(store, id, &opened.header, &footer, events.len());
     }
     Ok(RunOutcome {
-        run_id: log.run_id,
+        run_id: opened.run_id,
         divergence,
         reached_end,
         grade: graded,
-        bundle: log.path,
-        header: inputs.header,
+        bundle: opened.bundle_path,
+        header: opened.header,
         footer,
         events,
         final_state: left.state,
@@ -190,14 +283,13 @@ struct Inputs {
 impl Inputs {
     fn check(
         sandbox: &Sandbox,
-        agent: &Agent,
+        mut header: Header,
         case: &Case,
         parent: Option<Parent>,
         faults: Option<FaultSource>,
         model_seed: Option<u64>,
     ) -> Result<Inputs> {
         let gold = crate::grade::gold::for_case(sandbox, case)?;
-        let mut header = header_for(sandbox, agent, case);
         header.parent = parent;
         header.fuzz = faults;
         header.model_seed = model_seed;
@@ -215,51 +307,29 @@ impl Inputs {
 
 /// Where the run's events go: a bundle in the store, written as the run
 /// goes, or memory.
-struct Log<'a> {
+struct Log {
     recorder: Recorder,
     run_id: Option<String>,
     path: Option<PathBuf>,
-    target: Target<'a>,
 }
 
-impl<'a> Log<'a> {
-    fn open(store: Option<&'a StoreDir>, header: &Header, agent: &Agent) -> Result<Log<'a>> {
+impl Log {
+    fn open(store: Option<&StoreDir>, header: &Header) -> Result<Log> {
         let Some(store) = store else {
             return Ok(Log {
                 recorder: Recorder::in_memory(),
                 run_id: None,
                 path: None,
-                target: Target(None),
             });
         };
         store.hold_run(header)?;
         let line = bundle::header_line(header);
-        let (run_id, path, file) = store.create_bundle(&agent.sha256, line.as_bytes())?;
+        let (run_id, path, file) = store.create_bundle(&header.agent_sha256, line.as_bytes())?;
         Ok(Log {
             recorder: Recorder::to_file(file),
             run_id: Some(run_id),
-            target: Target(Some((store, path.clone()))),
             path: Some(path),
         })
-    }
-}
-
-/// The bundle a write error names (none for a run in memory).
-struct Target<'a>(Option<(&'a StoreDir, PathBuf)>);
-
-impl Target<'_> {
-    fn error(&self, e: anyhow::Error) -> anyhow::Error {
-        match &self.0 {
-            Some((dir, path)) => anyhow::Error::new(dir.write_error(path, e)),
-            None => e,
-        }
-    }
-
-    fn footer_error(&self, e: std::io::Error) -> anyhow::Error {
-        match &self.0 {
-            Some((dir, path)) => anyhow::Error::new(dir.write_error(path, e)),
-            None => anyhow::Error::new(e).context("writing the bundle footer"),
-        }
     }
 }
 
@@ -303,14 +373,14 @@ struct Guest {
 }
 
 /// Instantiate the agent and call its `run` with the case's task.
-/// Internal failures (the bundle could not be written) are errors naming
-/// `target`.
+/// Internal failures (the bundle could not be written) are errors,
+/// passed through `internal` (which names the bundle).
 fn execute(
     sandbox: &Sandbox,
     agent: &Agent,
     case: &Case,
     med: Mediator,
-    target: &Target,
+    internal: impl FnOnce(anyhow::Error) -> anyhow::Error,
 ) -> Result<Guest> {
     let fuel_budget = case.limits.fuel;
     let mut store = new_store(sandbox, case, med)?;
@@ -324,7 +394,7 @@ fn execute(
         Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
         Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
         Err(err) => {
-            classify(&err, &store.data().med.services.stderr()).map_err(|e| target.error(e))?
+            classify(&err, &store.data().med.services.stderr()).map_err(internal)?
         }
     };
     Ok(Guest {
@@ -354,7 +424,7 @@ fn grade_run(
     ended: &Ending,
     events: &[Event],
     final_state: &State,
-    inputs: &Inputs,
+    gold: Option<&GoldState>,
 ) -> Option<Grade> {
     let judging = match recorded_grade {
         Some(g) => Judging::Recorded(g),
@@ -372,7 +442,7 @@ fn grade_run(
             events,
             initial: &case.world.initial,
             final_state,
-            gold: inputs.gold.as_deref(),
+            gold,
         },
         &judging,
     ))
@@ -439,12 +509,12 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
 }
 
 /// Status, output, message and backtrace of how a run ended.
-type Ending = (Status, Option<String>, Option<String>, Vec<String>);
+pub type Ending = (Status, Option<String>, Option<String>, Vec<String>);
 
 /// How a run that ended in an error ended.
 /// Internal failures (the bundle could not be written) are returned as
 /// errors instead.
-fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
+pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
     let backtrace: Vec<String> = err
         .downcast_ref::<WasmBacktrace>()
         .map(|bt| {

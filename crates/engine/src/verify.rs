@@ -20,6 +20,9 @@ pub enum Checked {
     /// Cut off before its header (killed as it started, or a full disk):
     /// nothing to replay, and not drift.
     Headless,
+    /// An MCP session: no process to run again; its hash chain was checked
+    /// when it was read.
+    Session,
 }
 
 /// `n` of `runs` drawn without replacement from `seed`, in the order of
@@ -81,9 +84,15 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
     if bundle::has_header(&path).is_ok_and(|has| !has) {
         return Checked::Headless;
     }
-    match replay::open_in(store, path, opened)
-        .and_then(|rec| replay::replay_in(sandbox, store, &rec, opened))
-    {
+    let rec = match replay::open_in(store, path, opened) {
+        Ok(rec) => rec,
+        Err(e) => return Checked::Unreadable(format!("{e:#}")),
+    };
+    let native = rec.bundle.header.native.as_ref();
+    if native.is_some_and(|n| n.transport != "exec") {
+        return Checked::Session;
+    }
+    match replay::replay_in(sandbox, store, &rec, opened) {
         Ok(r) => Checked::Replayed(r),
         Err(e) => Checked::Unreadable(format!("{e:#}")),
     }

@@ -22,6 +22,10 @@ pub struct RunSummary<'a> {
     pub final_state_hash: &'a str,
     pub fuel: u64,
     pub grade: Option<&'a Grade>,
+    /// `"native"` for an agent outside the sandbox, with what the sandbox
+    /// would have guaranteed that its run does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
     pub output: Option<&'a str>,
     pub replayable: bool,
     pub run_id: Option<&'a str>,
@@ -31,6 +35,31 @@ pub struct RunSummary<'a> {
     pub traceback: Option<String>,
     pub truncated_bytes: u64,
     pub world: &'a str,
+}
+
+/// A native run's isolation, as `run --json` shows it.
+#[derive(Serialize)]
+pub struct Isolation {
+    pub kind: &'static str,
+    /// What kept a process's network to the world: `proxy` (the proxy
+    /// variables alone) or `isolated` (a network namespace of its own);
+    /// absent for an MCP session.
+    pub network: Option<String>,
+    /// What the WebAssembly sandbox guarantees and this run does not.
+    pub not_guaranteed: Vec<&'static str>,
+}
+
+impl Isolation {
+    fn of(o: &RunOutcome) -> Option<Self> {
+        (o.header.isolation.as_deref() == Some("native")).then(|| Isolation {
+            kind: "native",
+            network: o.header.native.as_ref().and_then(|n| n.network.clone()),
+            not_guaranteed: crate::native::NOT_GUARANTEED
+                .iter()
+                .map(|(what, _)| *what)
+                .collect(),
+        })
+    }
 }
 
 impl<'a> RunSummary<'a> {
@@ -48,6 +77,7 @@ impl<'a> RunSummary<'a> {
             final_state_hash: &f.final_state_hash,
             fuel: f.fuel,
             grade: o.grade.as_ref(),
+            isolation: Isolation::of(o),
             output: f.output.as_deref(),
             replayable: f.replayable,
             run_id: o.run_id.as_deref(),
@@ -122,6 +152,22 @@ pub fn print(o: &RunOutcome) {
     }
     if !f.replayable {
         println!("  note:   stopped by the wall-clock watchdog; not replayable");
+    }
+    if let Some(isolation) = Isolation::of(o) {
+        println!("  isolation: native (the boundary is recorded and replayed, not the process)");
+        match isolation.network.as_deref() {
+            Some("isolated") => {
+                println!("  network:  a namespace of its own: only the run's server was reachable")
+            }
+            Some(_) => println!(
+                "  network:  the proxy variables only: a request that ignored them could reach the network"
+            ),
+            None => {}
+        }
+        println!("  not guaranteed:");
+        for (what, why) in crate::native::NOT_GUARANTEED {
+            println!("    {what}: {why}");
+        }
     }
     if let Some(b) = &o.bundle {
         println!("  bundle: {}", b.display());

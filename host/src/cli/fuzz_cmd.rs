@@ -16,7 +16,7 @@ use crate::report::{
 };
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal as _;
@@ -30,8 +30,8 @@ pub struct FuzzArgs {
     /// unless --faults names another.
     pub case: PathBuf,
     /// The agent component (.wasm).
-    #[arg(long)]
-    pub agent: PathBuf,
+    #[arg(long, required_unless_present = "exec")]
+    pub agent: Option<PathBuf>,
     /// Seeded variations to run.
     #[arg(long, default_value_t = 100)]
     pub runs: u64,
@@ -70,6 +70,8 @@ pub struct FuzzArgs {
     #[arg(long = "model-set", value_name = "KEY=VALUE")]
     pub model_set: Vec<String>,
     #[command(flatten)]
+    pub exec: super::ExecArgs,
+    #[command(flatten)]
     pub common: Common,
 }
 
@@ -102,7 +104,18 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let partition = super::partition_arg(args.partition.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let agent = crate::agent_file::load(&sandbox, &store, &args.agent)?;
+    let native = args.exec.native(args.agent.as_deref())?;
+    let component;
+    let agent: &dyn crate::run::Runner = match (&native, &args.agent) {
+        (Some(exec), _) => exec,
+        (None, path) => {
+            let path = path
+                .as_deref()
+                .context("--agent is required without --exec")?;
+            component = crate::agent_file::load(&sandbox, &store, path)?;
+            component.as_ref()
+        }
+    };
     store.put_case(&case)?;
 
     let jobs = args
@@ -113,7 +126,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let faults = FaultSource::Profile(profile.clone());
     let c = Campaign {
         sandbox: &sandbox,
-        agent: &agent,
+        agent,
         case: &case,
         faults: faults.clone(),
         seed,
@@ -141,7 +154,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let summary = tally.summary();
     let reproducers = Reproducers {
         sandbox: &sandbox,
-        agent: &agent,
+        agent,
         case: &case,
         store: &store,
         faults: &faults,
@@ -156,7 +169,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         })
         .collect::<Result<Vec<_>>>()?;
     let doc = FuzzReport {
-        agent_sha256: &agent.sha256,
+        agent_sha256: &agent.sha256(),
         case: &case.name,
         faults: Faults {
             from: &from,

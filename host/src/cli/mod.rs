@@ -14,6 +14,7 @@ mod gc_cmd;
 mod grade_cmd;
 mod init_cmd;
 mod inspect_cmd;
+mod mcp_cmd;
 mod merge_cmd;
 mod migrate_cmd;
 mod otel_cmd;
@@ -76,6 +77,73 @@ impl ModelArgs {
     }
 }
 
+/// A native agent instead of a WebAssembly one: `--exec -- CMD ARGS...`.
+#[derive(Args, Clone, Default)]
+pub struct ExecArgs {
+    /// Run a native process as the agent, outside the sandbox: `--exec --
+    /// CMD ARGS...` (the model APIs and the world's tools reach it over a
+    /// loopback server; see docs/native.md).
+    #[arg(long, requires = "command")]
+    pub exec: bool,
+    /// The native agent's command and arguments, after `--`.
+    #[arg(last = true, value_name = "CMD", requires = "exec")]
+    pub command: Vec<String>,
+    /// Pass this variable of worldline's environment through to the
+    /// process (repeatable; PATH, LANG, LC_ALL, LC_CTYPE, TERM and TZ
+    /// always are).
+    #[arg(long = "pass-env", value_name = "NAME", requires = "exec")]
+    pub pass_env: Vec<String>,
+    /// Read the output from this file in the process's working directory
+    /// instead of the last JSON line of its stdout.
+    #[arg(long = "output-file", value_name = "FILE", requires = "exec")]
+    pub output_file: Option<PathBuf>,
+    /// Run the process in a network namespace of its own, where only the
+    /// run's server is reachable (Linux, CAP_SYS_ADMIN; exit 2 saying why
+    /// when it cannot be made).
+    #[arg(long = "isolate-net", requires = "exec")]
+    pub isolate_net: bool,
+}
+
+impl ExecArgs {
+    /// The process to run, when `--exec` was given. `agent` is the
+    /// `--agent` the command line gave: naming both is an error (the
+    /// project file's default agent gives way to `--exec`).
+    pub fn native(
+        &self,
+        agent: Option<&std::path::Path>,
+    ) -> anyhow::Result<Option<crate::native::exec::Exec>> {
+        if !self.exec {
+            return Ok(None);
+        }
+        if agent.is_some() && !project_args::supplied().supplied.contains_key("agent") {
+            return Err(crate::error::InputError::new(
+                "--exec",
+                "--agent and --exec both name the agent; give one",
+            )
+            .into());
+        }
+        Ok(Some(crate::native::exec::Exec {
+            command: self.command.iter().map(|a| absolute_if_here(a)).collect(),
+            pass_env: self.pass_env.clone(),
+            output_file: self.output_file.clone(),
+            isolate_net: self.isolate_net,
+        }))
+    }
+}
+
+/// `arg` as an absolute path when it names a file or folder here: a
+/// native process starts in a fresh working directory, so `python
+/// agent.py` must name the script by where it is.
+fn absolute_if_here(arg: &str) -> String {
+    let path = std::path::Path::new(arg);
+    match path.is_relative() && path.exists() {
+        true => {
+            std::path::absolute(path).map_or_else(|_| arg.to_string(), |p| p.display().to_string())
+        }
+        false => arg.to_string(),
+    }
+}
+
 /// `--partition i/n`, parsed (`None` when not given).
 pub fn partition_arg(
     text: Option<&str>,
@@ -118,6 +186,8 @@ enum Command {
     Fuzz(fuzz_cmd::FuzzArgs),
     /// Run a recorded run's case and seed again N times; how often it ends the same way.
     Repro(repro_cmd::ReproArgs),
+    /// Serve a case's world to one MCP client (stdio, or --http ADDR); record and grade the run.
+    Mcp(mcp_cmd::McpArgs),
     /// Combine the --json reports of a partitioned `test` into one.
     Merge(merge_cmd::MergeArgs),
     /// Replay every run in the store (or those named); report the drift rate.
@@ -260,6 +330,7 @@ pub fn main() -> i32 {
         Command::Verify(args) => replay_cmd::exec_verify(args),
         Command::Fuzz(args) => fuzz_cmd::exec(args),
         Command::Repro(args) => repro_cmd::exec(args),
+        Command::Mcp(args) => mcp_cmd::exec(args),
         Command::Merge(args) => merge_cmd::exec(args),
         Command::Rerun(args) => rerun_cmd::exec(args),
         Command::Fork(args) => fork_cmd::exec(args),

@@ -13,19 +13,21 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// The sandbox, the agent, and what had to be compiled.
+/// The sandbox, the agent (none for a native one), and what had to be
+/// compiled.
 pub struct Loaded {
     pub sandbox: Sandbox,
-    pub agent: Arc<Agent>,
+    pub agent: Option<Arc<Agent>>,
     pub compiles: Vec<Compile>,
 }
 
-/// Load the agent at `agent` and the services of `entries`' worlds. A
+/// Load the agent at `agent` (when it is a component) and the services of
+/// `entries`' worlds. A
 /// service that does not load is left to the runs that call it, which
 /// report it as their own error.
 pub fn load(
     store: &StoreDir,
-    agent: &Path,
+    agent: Option<&Path>,
     entries: &[Entry],
     bar: &ProgressBar,
 ) -> Result<Loaded> {
@@ -60,10 +62,12 @@ pub fn load(
         result
     };
     let mut loaded_agent = None;
-    timed(&agent.display().to_string(), &mut || {
-        loaded_agent = Some(crate::agent_file::load(&sandbox, store, agent)?);
-        Ok(())
-    })?;
+    if let Some(agent) = agent {
+        timed(&agent.display().to_string(), &mut || {
+            loaded_agent = Some(crate::agent_file::load(&sandbox, store, agent)?);
+            Ok(())
+        })?;
+    }
     let services: BTreeMap<String, _> = entries
         .iter()
         .filter_map(|e| Some((e.case.world.reference(), e.case.world.service.clone()?)))
@@ -74,7 +78,7 @@ pub fn load(
         let _ = timed(&what, &mut || sandbox.service(source).map(|_| ()));
     }
     Ok(Loaded {
-        agent: loaded_agent.expect("the agent was loaded"),
+        agent: loaded_agent,
         sandbox,
         compiles,
     })

@@ -5,7 +5,7 @@ use super::Common;
 use crate::error::{ExitCode, InputError};
 use crate::log::bundle::{self, Bundle, Redacted};
 use crate::ops;
-use crate::replay::{self, ReplayReport, Verdict};
+use crate::replay::{self, ReplayReport, Scope, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use crate::verify;
@@ -42,6 +42,12 @@ pub struct VerifyArgs {
 
 fn print_report(r: &ReplayReport) {
     match r.verdict {
+        Verdict::Identical if r.scope == Scope::Boundary => println!(
+            "{}  identical at the boundary  (boundary replay of a native agent: {} events, chain {})",
+            r.run,
+            r.matched,
+            &r.chain_hash[..16]
+        ),
         Verdict::Identical => println!(
             "{}  identical  ({} events, chain {})",
             r.run,
@@ -72,6 +78,9 @@ fn print_report(r: &ReplayReport) {
             );
             println!("    expected: {}", crate::canon::to_string(&d.expected));
             println!("    actual:   {}", crate::canon::to_string(&d.actual));
+            for line in &r.diff {
+                println!("    {line}");
+            }
         }
     }
 }
@@ -169,6 +178,8 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
             s.runs.join(" ")
         );
     }
+    let sessions = &v.sessions;
+    }
     let (reports, headless, diverged, drift) = (
         &v.reports,
         &v.headless,
@@ -184,7 +195,9 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     if args.common.json {
         let doc = json!({
             "replayed": reports.len(),
-            "identical": reports.iter().filter(|r| r.verdict == Verdict::Identical).count(),
+            "identical": reports.iter().filter(|r| r.verdict == Verdict::Identical && r.scope == Scope::BitForBit).count(),
+            "boundary_replay": reports.iter().filter(|r| r.verdict == Verdict::Identical && r.scope == Scope::Boundary).count(),
+            "mcp_sessions": sessions.len(),
             "verified_prefix": reports.iter().filter(|r| r.verdict == Verdict::VerifiedPrefix).count(),
             "timeout": reports.iter().filter(|r| r.verdict == Verdict::Timeout).count(),
             "diverged": diverged,
@@ -195,6 +208,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
             "errors": errors,
             "incomplete_runs": headless,
             "sample": sample,
+            "mcp_session_runs": sessions,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -206,6 +220,11 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
                 "{run}  incomplete: cut off before its header was written (killed as it started, or the disk was full); nothing to replay"
             );
         }
+        for run in &sessions {
+            println!(
+                "{run}  MCP session: its hash chain is intact; there is no process to run again"
+            );
+        }
         for e in &errors {
             println!(
                 "{}  unreadable: {}",
@@ -213,13 +232,18 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
                 e["error"].as_str().unwrap_or("")
             );
         }
+        let boundary = reports
+            .iter()
+            .filter(|r| r.scope == Scope::Boundary && r.verdict != Verdict::Diverged)
+            .count();
         println!(
-            "{} runs: {} identical or verified, {} diverged, {} unreadable, {} incomplete without a header; drift rate {:.1}%",
-            total + headless.len(),
+            "{} runs: {} identical or verified ({boundary} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read; drift rate {:.1}%",
+            total + headless.len() + sessions.len(),
             reports.len() - diverged,
             diverged,
             errors.len(),
             headless.len(),
+            sessions.len(),
             drift * 100.0
         );
     }

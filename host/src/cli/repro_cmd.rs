@@ -9,6 +9,7 @@ use super::Common;
 use crate::error::{ExitCode, InputError};
 use crate::fuzz::repro::repro;
 use crate::grade::signature;
+use crate::native::exec::Exec;
 use crate::replay::{self, recorded_agent};
 use crate::report;
 use crate::sandbox::Sandbox;
@@ -54,12 +55,34 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         .into());
     };
     let want = signature::of_footer(footer);
-    let agent = recorded_agent(&sandbox, &store, &rec)?;
+    // A native run repeats its recorded command.
+    let native = rec
+        .bundle
+        .header
+        .native
+        .as_ref()
+        .map(|n| {
+            Exec::recorded(n).ok_or_else(|| {
+                InputError::new(
+                    &rec.path,
+                    "was an MCP session: there is no process to run again",
+                )
+            })
+        })
+        .transpose()?;
+    let component;
+    let agent: &dyn crate::run::Runner = match &native {
+        Some(exec) => exec,
+        None => {
+            component = recorded_agent(&sandbox, &store, &rec)?;
+            component.as_ref()
+        }
+    };
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let r = repro(&sandbox, &agent, &rec, want, args.times, jobs)?;
+    let r = repro(&sandbox, agent, &rec, want, args.times, jobs)?;
     if args.common.json {
         super::print_json_with_settings(&r)?;
     } else {

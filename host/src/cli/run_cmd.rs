@@ -1,6 +1,7 @@
-//! `worldline run CASE --agent A.wasm`: one run, a summary, a bundle.
+//! `worldline run CASE --agent A.wasm` (or `--exec -- CMD ARGS...`): one
+//! run, a summary, a bundle.
 
-use super::{Common, ModelArgs};
+use super::{Common, ExecArgs, ModelArgs};
 use crate::case;
 use crate::error::ExitCode;
 use crate::grade::verdict;
@@ -18,13 +19,15 @@ pub struct RunArgs {
     pub case: PathBuf,
     /// The agent component (.wasm built for wasm32-wasip2; default: `agent`
     /// in worldline.toml).
-    #[arg(long)]
-    pub agent: PathBuf,
+    #[arg(long, required_unless_present = "exec")]
+    pub agent: Option<PathBuf>,
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub exec: ExecArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -34,12 +37,18 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let native = args.exec.native(args.agent.as_deref())?;
+    let who = match (&native, args.agent) {
+        (Some(exec), _) => ops::run::Who::Native(exec),
+        (None, Some(path)) => ops::run::Who::Component(path),
+        (None, None) => anyhow::bail!("--agent is required without --exec"),
+    };
     let ran = ops::run::run(
         &sandbox,
         &store,
         &case,
         ops::run::RunArgs {
-            agent: args.agent,
+            who,
             model_seed: args.model.model_seed,
         },
     )?;

@@ -1,10 +1,10 @@
-//! `worldline test CASES... --agent A.wasm`: run a suite in parallel, one
+//! `worldline test CASES... --agent A.wasm` (or `--exec -- CMD ARGS...`): run a suite in parallel, one
 //! line per case (with its run id) and a summary; exit 1 when any case
 //! fails; JUnit XML for CI. Selection (`--filter`, `--rerun-failed`,
 //! `--partition`, `--limit`, `--list`), repeats and `--fail-fast` as in
 //! pytest and cargo-nextest.
 
-use super::{Common, ModelArgs};
+use super::{Common, ExecArgs, ModelArgs};
 use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
 use crate::report::{
@@ -70,6 +70,8 @@ pub struct TestArgs {
     pub repeat: u64,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub exec: ExecArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -308,14 +310,16 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             ExitCode::Input
         });
     }
-    let Some(agent_path) = args.agent.clone() else {
+    let native = args.exec.native(args.agent.as_deref())?;
+    let component = args.agent.as_deref().filter(|_| native.is_none());
+    if native.is_none() && component.is_none() {
         return Err(InputError::new(
             "--agent",
-            "`test` runs the cases against an agent: pass --agent A.wasm, or set `agent` in \
-             worldline.toml (`test --list` needs none)",
+            "`test` runs the cases against an agent: pass --agent A.wasm or --exec -- CMD, or set \
+             `agent` in worldline.toml (`test --list` needs none)",
         )
         .into());
-    };
+    }
     let Selected {
         entries,
         broken,
@@ -339,10 +343,17 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         })
         .collect::<Result<Vec<Entry>>>()?;
     let bar = progress(entries.len() as u64);
-    bar.set_message(format!("loading {}", agent_path.display()));
+    if let Some(agent) = component {
+        bar.set_message(format!("loading {}", agent.display()));
+    }
     bar.enable_steady_tick(Duration::from_millis(200));
-    let loaded = super::preload::load(&store, &agent_path, &entries, &bar)?;
-    let (sandbox, agent) = (&loaded.sandbox, &loaded.agent);
+    let loaded = super::preload::load(&store, component, &entries, &bar)?;
+    let sandbox = &loaded.sandbox;
+    let agent: &dyn crate::run::Runner = match (&native, &loaded.agent) {
+        (Some(exec), _) => exec,
+        (None, Some(agent)) => agent.as_ref(),
+        (None, None) => anyhow::bail!("--agent is required without --exec"),
+    };
     for e in &entries {
         store.put_case(&e.case)?;
     }

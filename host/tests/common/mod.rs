@@ -922,3 +922,21 @@ pub fn run_in_demo(case: &Path, agent: &Path) -> CliOutput {
 pub fn os(s: &str) -> &OsStr {
     OsStr::new(s)
 }
+
+/// The Python interpreter of the virtual environment holding the pinned
+/// `mcp` and `openai` packages native agents are tested with
+/// (`WORLDLINE_NATIVE_PYTHON`, which tests/run sets, else
+/// `target/native-python`). Fails, saying how to install it, when it is
+/// missing: the native tests never pass without running.
+pub fn native_python() -> PathBuf {
+    let python = std::env::var_os("WORLDLINE_NATIVE_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/native-python/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: the native-agent tests drive real Python clients.\n\
+         Run `. tests/native-python.sh && ensure_native_python target` (tests/run does) and test again.",
+        python.display()
+    );
+    python
+}

@@ -15,8 +15,8 @@ use crate::mediate::entropy::derive;
 use crate::mediate::faults::Faults;
 use crate::parallel::par_each;
 use crate::partition::Partition;
-use crate::run::{RunOptions, RunOutcome, run_with};
-use crate::sandbox::{Agent, Sandbox};
+use crate::run::{RunOptions, RunOutcome, Runner};
+use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use std::sync::Mutex;
@@ -36,7 +36,7 @@ pub fn model_seed(seed: u64, rep: u64) -> Option<u64> {
 /// and model seed; written to `store` when given, else kept in memory.
 pub fn execute(
     sandbox: &Sandbox,
-    agent: &Agent,
+    agent: &dyn Runner,
     case: &Case,
     seed: u64,
     faults: Option<&FaultSource>,
@@ -45,9 +45,8 @@ pub fn execute(
 ) -> Result<RunOutcome> {
     let mut case = case.clone();
     case.seed = seed;
-    run_with(
+    agent.run(
         sandbox,
-        agent,
         &case,
         RunOptions {
             store,
@@ -78,7 +77,7 @@ pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedu
 /// The campaign's settings.
 pub struct Campaign<'a> {
     pub sandbox: &'a Sandbox,
-    pub agent: &'a Agent,
+    pub agent: &'a dyn Runner,
     pub case: &'a Case,
     pub faults: FaultSource,
     pub seed: u64,

@@ -8,7 +8,8 @@ use super::stats::{Z95, wilson};
 use crate::grade::signature;
 use crate::parallel::par_map;
 use crate::replay::Recorded;
-use crate::sandbox::{Agent, Sandbox};
+use crate::run::Runner;
+use crate::sandbox::Sandbox;
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,7 +36,7 @@ pub struct Repro {
 /// recorded signature (`None`: it passed).
 pub fn repro(
     sandbox: &Sandbox,
-    agent: &Agent,
+    agent: &dyn Runner,
     rec: &Recorded,
     want: Option<String>,
     times: u64,

@@ -10,8 +10,8 @@ use super::trial::Trial;
 use crate::case::Case;
 use crate::case::fuzz::{FaultSource, Schedule};
 use crate::grade::signature;
-use crate::run::RunOutcome;
-use crate::sandbox::{Agent, Sandbox};
+use crate::run::{RunOutcome, Runner};
+use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 
@@ -38,7 +38,7 @@ impl Kept {
 /// What reproducers are made from and where they go.
 pub struct Reproducers<'a> {
     pub sandbox: &'a Sandbox,
-    pub agent: &'a Agent,
+    pub agent: &'a dyn Runner,
     pub case: &'a Case,
     pub store: &'a StoreDir,
     /// The campaign's faults (drawn from its profile).

@@ -76,12 +76,20 @@ pub struct Header {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuzz: Option<crate::case::fuzz::FaultSource>,
     pub harness_version: String,
+    /// `"native"` for an agent outside the sandbox (`worldline mcp`,
+    /// `--exec`): its boundary is recorded and replayed, not its inside.
+    /// Absent for a WebAssembly agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
     /// `--model-set KEY=VALUE` overrides of the case's `[model]`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub model_overrides: BTreeMap<String, String>,
     /// The model's seed when it is not derived from `seed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_seed: Option<u64>,
+    /// A native agent: how it reached the world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<NativeAgent>,
     /// The case's `[origin]`: the run it was made from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<crate::case::origin::Origin>,
@@ -93,6 +101,28 @@ pub struct Header {
     pub seed: u64,
     pub world: String,
     pub world_hash: String,
+}
+
+/// How a native agent reached the world (`isolation = "native"`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NativeAgent {
+    /// `"exec"` (a process worldline started), `"mcp-stdio"` or
+    /// `"mcp-http"` (an MCP client that connected).
+    pub transport: String,
+    /// The process's command and arguments (`exec`; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Variables passed through besides the fixed ones (`--pass-env`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
+    /// Where the output was read from instead of stdout (`--output-file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_file: Option<std::path::PathBuf>,
+    /// What kept a process's network to the world (`exec`): `"proxy"`
+    /// (the proxy variables alone) or `"isolated"` (`--isolate-net`: a
+    /// network namespace of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 /// What a redacted copy of a run is a copy of. Its events carry

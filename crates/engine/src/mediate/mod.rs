@@ -10,6 +10,7 @@
 
 pub mod agent_api;
 pub mod bindings;
+pub mod boundary;
 pub mod budget;
 pub mod clock;
 pub mod conversation;

@@ -25,6 +25,9 @@ pub struct Verified {
     /// Bundles cut off before their header (killed as the run started, or
     /// a full disk): incomplete runs with nothing to replay, not drift.
     pub headless: Vec<String>,
+    /// MCP sessions: read (their hash chain checked), not replayed; there
+    /// is no process to run again.
+    pub sessions: Vec<String>,
     /// The sample checked, when one was asked for.
     pub sample: Option<Drawn>,
 }
@@ -87,6 +90,7 @@ pub fn verify(
         reports: Vec::new(),
         unreadable: Vec::new(),
         headless: Vec::new(),
+        sessions: Vec::new(),
         sample: drawn,
     };
     for (run, checked) in runs
@@ -100,6 +104,7 @@ pub fn verify(
                 error,
             }),
             Checked::Headless => out.headless.push(run.clone()),
+            Checked::Session => out.sessions.push(run.clone()),
         }
     }
     Ok(out)

@@ -1,16 +1,25 @@
-//! Run a case once against an agent and keep the run in the store.
+//! Run a case once against an agent (a WebAssembly component, or a native
+//! process under `--exec`) and keep the run in the store.
 
 use crate::case::Case;
+use crate::native::exec::Exec;
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// Who runs the case.
+pub enum Who<'a> {
+    /// A WebAssembly component, from this file.
+    Component(PathBuf),
+    /// A native process (`--exec`), at its boundary.
+    Native(&'a Exec),
+}
+
 /// What to run.
-pub struct RunArgs {
-    /// The agent component.
-    pub agent: PathBuf,
+pub struct RunArgs<'a> {
+    pub who: Who<'a>,
     /// The scripted model's seed, when not the case's.
     pub model_seed: Option<u64>,
 }
@@ -22,20 +31,24 @@ pub struct Ran {
     pub outcome: RunOutcome,
 }
 
-/// Run `case` (loaded, its model overrides applied) with `args.agent`.
+/// Run `case` (loaded, its model overrides applied) with `args.who`.
 pub fn run(sandbox: &Sandbox, store: &StoreDir, case: &Case, args: RunArgs) -> Result<Ran> {
     let warnings = crate::regress::origin_warnings(case);
-    let agent = crate::agent_file::load(sandbox, store, &args.agent)?;
-    store.put_case(case)?;
-    let outcome = run_with(
-        sandbox,
-        &agent,
-        case,
-        RunOptions {
-            store: Some(store),
-            model_seed: args.model_seed,
-            ..RunOptions::default()
-        },
-    )?;
+    let opts = RunOptions {
+        store: Some(store),
+        model_seed: args.model_seed,
+        ..RunOptions::default()
+    };
+    let outcome = match args.who {
+        Who::Native(exec) => {
+            store.put_case(case)?;
+            crate::native::exec::run(sandbox, case, opts, exec)?
+        }
+        Who::Component(path) => {
+            let agent = crate::agent_file::load(sandbox, store, &path)?;
+            store.put_case(case)?;
+            run_with(sandbox, &agent, case, opts)?
+        }
+    };
     Ok(Ran { warnings, outcome })
 }

@@ -16,8 +16,8 @@ use crate::error::{ExitCode, InputError, exit_code_of};
 use crate::fuzz::campaign::model_seed;
 use crate::grade::verdict;
 use crate::parallel::par_map;
-use crate::run::{RunOptions, RunOutcome, run_with};
-use crate::sandbox::{Agent, Sandbox};
+use crate::run::{RunOptions, RunOutcome, Runner};
+use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -168,7 +168,7 @@ impl SuiteRun {
 /// What a suite runs: the cases, the agent, where runs go.
 pub struct Suite<'a> {
     pub sandbox: &'a Sandbox,
-    pub agent: &'a Agent,
+    pub agent: &'a dyn Runner,
     pub cases: &'a [Entry],
     pub store: &'a StoreDir,
     /// `--model-seed`: the first repetition's model seed.
@@ -212,7 +212,7 @@ impl Suite<'_> {
                         },
                         ..RunOptions::default()
                     };
-                    let outcome = match run_with(self.sandbox, self.agent, &e.case, options) {
+                    let outcome = match self.agent.run(self.sandbox, &e.case, options) {
                         Ok(o) => Ok(o),
                         // The run's only input errors are the store's
                         // write errors.

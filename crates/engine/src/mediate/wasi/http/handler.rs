@@ -12,10 +12,7 @@ use crate::mediate::bindings::wasi::http::types::ErrorCode;
 use crate::mediate::bindings::{
     HttpFuture, HttpOptions, HttpOutcome, HttpRequest, HttpResponse, Pollable, wasi,
 };
-use crate::protocol::anthropic;
-use crate::protocol::mcp::{self, McpTool, Step};
-use crate::protocol::openai_chat::{self, Reply};
-use crate::protocol::openai_responses;
+use crate::mediate::boundary::Via;
 use crate::protocol::rest;
 use crate::protocol::routes::{self, Route};
 use serde_json::{Value, json};
@@ -31,17 +28,6 @@ const DEFAULT_STALL_NS: u64 = 600 * 1_000_000_000;
 const PROTOCOL_CALL: &str = crate::log::Kind::ProtocolAnswer.name();
 
 impl RunState {
-    /// The base URLs answered as model APIs besides the vendors' own.
-    fn model_bases(&self) -> Vec<String> {
-        self.med
-            .services
-            .model
-            .base_url()
-            .map(String::from)
-            .into_iter()
-            .collect()
-    }
-
     /// Answer the routed request of `f` if it is not answered yet.
     fn resolve(&mut self, f: &Resource<HttpFuture>) -> wasmtime::Result<()> {
         let future = self.table.get(f)?;
@@ -52,29 +38,13 @@ impl RunState {
         // Taken out: an answered body no longer counts against the run's cap.
         let body = future.body.take();
         let stall = future.first_byte_timeout.unwrap_or(DEFAULT_STALL_NS);
-        let transport = |api: &str| json!({"http": {"api": api, "method": method, "url": url}});
-        let response = match routes::route(&method, &url, &self.model_bases()) {
-            Route::OpenaiChat => self.model_request(
-                transport(Route::OpenaiChat.api()),
-                openai_chat::parse(&body),
-                |r| (r.request.clone(), r.stream),
-                openai_chat::reply,
-            )?,
-            Route::OpenaiResponses => self.model_request(
-                transport(Route::OpenaiResponses.api()),
-                openai_responses::parse(&body),
-                |r| (r.request.clone(), r.stream),
-                openai_responses::reply,
-            )?,
-            Route::AnthropicMessages => self.model_request(
-                transport(Route::AnthropicMessages.api()),
-                anthropic::parse(&body),
-                |r| (r.request.clone(), r.stream),
-                anthropic::reply,
-            )?,
-            Route::Mcp => Some(self.mcp(&method, &body, transport(Route::Mcp.api()))?),
-            Route::Unknown => self.world_route(&method, &url, &body, transport("rest"))?,
+        let via = Via {
+            name: "http",
+            shown: json!({"method": method, "url": url}),
+            protocol_call: PROTOCOL_CALL,
         };
+        let route = routes::route(&method, &url, &self.model_bases());
+        let response = self.answer_http(&route, &method, &url, &body, &via)?;
         let now = self.med.services.clock.mono_ns();
         let ready_at = match response {
             Some(_) => now,
@@ -82,114 +52,6 @@ impl RunState {
         };
         self.table.get_mut(f)?.outcome = Some(HttpOutcome { ready_at, response });
         Ok(())
-    }
-
-    /// Record an answer the protocol gave without a model or tool call.
-    fn protocol_answer(
-        &mut self,
-        mut transport: Value,
-        detail: Value,
-        r: crate::protocol::HttpResponse,
-    ) -> wasmtime::Result<crate::protocol::HttpResponse> {
-        if let (Value::Object(t), Value::Object(d)) = (&mut transport["http"], detail) {
-            t.extend(d);
-        }
-        self.call_fixed(PROTOCOL_CALL, transport, json!({"status": r.status}))?;
-        Ok(r)
-    }
-
-    /// A model API request: one model call for the request `parsed` into
-    /// (`parts` gives the chat-completions request and whether it streams),
-    /// answered by `reply`; `None` for a stall. A body the API refuses is
-    /// answered by the protocol alone.
-    fn model_request<T>(
-        &mut self,
-        mut transport: Value,
-        parsed: Result<T, crate::protocol::HttpResponse>,
-        parts: impl FnOnce(&T) -> (Value, bool),
-        reply: impl FnOnce(&T, &Value) -> Reply,
-    ) -> wasmtime::Result<Option<crate::protocol::HttpResponse>> {
-        let req = match parsed {
-            Ok(r) => r,
-            Err(r) => {
-                let detail = json!({"error": "the API refused the body"});
-                return self.protocol_answer(transport, detail, r).map(Some);
-            }
-        };
-        let (request, stream) = parts(&req);
-        transport["http"]["stream"] = json!(stream);
-        let response = self.model_call(request, Some(transport))?;
-        Ok(match reply(&req, &response) {
-            Reply::Http(r) => Some(r),
-            Reply::Stall => None,
-        })
-    }
-
-    /// A request to one of the world's own routes: its tool's call, or
-    /// `None` for a stall (a timeout).
-    fn world_route(
-        &mut self,
-        method: &str,
-        url: &str,
-        body: &[u8],
-        transport: Value,
-    ) -> wasmtime::Result<Option<crate::protocol::HttpResponse>> {
-        let world = self.med.services.world.world.clone();
-        let Some((route, from_url)) = rest::find(&world.routes, method, url) else {
-            unreachable!("unrouted requests are denied when handed over")
-        };
-        let params = world
-            .tool(&route.tool)
-            .map_or(Value::Null, |t| t.params.clone());
-        let args = match rest::arguments(from_url, &params, body) {
-            Ok(a) => a,
-            Err(r) => {
-                let detail = json!({"error": "the body is not a JSON object"});
-                return self.protocol_answer(transport, detail, r).map(Some);
-            }
-        };
-        let r = self.tool_call(&route.tool, Ok(args.clone()), args, Some(transport))?;
-        Ok(rest::reply(&r))
-    }
-
-    /// A request to the world's MCP endpoint.
-    fn mcp(
-        &mut self,
-        method: &str,
-        body: &[u8],
-        transport: Value,
-    ) -> wasmtime::Result<crate::protocol::HttpResponse> {
-        match mcp::request(method, body) {
-            Step::Reply { method, response } => {
-                self.protocol_answer(transport, json!({"rpc": method}), response)
-            }
-            Step::ListTools { id } => {
-                let specs = self.permitted_tools(transport)?;
-                let tools: Vec<McpTool> = specs
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|t| McpTool {
-                        name: t["name"].as_str().unwrap_or_default().to_string(),
-                        description: t["description"].as_str().unwrap_or_default().to_string(),
-                        input_schema: t["params"].clone(),
-                    })
-                    .collect();
-                Ok(mcp::tools_list(&id, &tools))
-            }
-            Step::CallTool { id, name, args } => {
-                let r = self.tool_call(&name, Ok(args.clone()), args, Some(transport))?;
-                Ok(mcp::tool_result(&id, &r))
-            }
-            Step::ListResources { id } => {
-                let r = self.file_paths("", Some(transport))?;
-                Ok(mcp::resources_list(&id, &r))
-            }
-            Step::ReadResource { id, path } => {
-                let r = self.file_read(&path, Some(transport))?;
-                Ok(mcp::resource_read(&id, &path, &r))
-            }
-        }
     }
 }
 

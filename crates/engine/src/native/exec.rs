@@ -1,0 +1,360 @@
+//! `--exec -- CMD ARGS...`: one run of a native process. A loopback server
+//! for the run (model APIs and MCP, [`super::loopback`]) is started, then
+//! CMD in a process group of its own, in a fresh working directory, with a
+//! scrubbed environment ([`PASSED`] and what `--pass-env` names, plus the
+//! run's [`variables`]), the task as JSON on stdin and in
+//! `WORLDLINE_TASK`. Its stdout and stderr are captured under the case's
+//! `stdout_bytes`; its output is the last JSON line of stdout (or a
+//! declared file). The case's `timeout_ms` (wall clock) kills the process
+//! group, as does a stop by the mediator; every process left in the group
+//! is killed when the run ends. With `--isolate-net` the process runs in
+//! a network namespace of its own, where only the run's server is
+//! reachable ([`super::netns`]).
+
+use super::capture::{self, Captured};
+use super::loopback::{self, Loopback};
+use super::session::{self, Exit, Handle};
+use super::signals;
+use crate::bounded;
+use crate::case::Case;
+use crate::log::Status;
+use crate::log::bundle::NativeAgent;
+use crate::run::{RunOptions, RunOutcome};
+use crate::sandbox::Sandbox;
+use anyhow::{Context, Result};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Variables passed through from worldline's own environment (when set).
+pub const PASSED: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"];
+
+/// How often the run looks at the process, the clock and the signal flag.
+const POLL: Duration = Duration::from_millis(2);
+
+/// The process to run and how.
+#[derive(Debug, Clone, Default)]
+pub struct Exec {
+    /// CMD and its arguments.
+    pub command: Vec<String>,
+    /// Further variables to pass through from worldline's environment.
+    pub pass_env: Vec<String>,
+    /// Read the output from this file (relative to the working directory)
+    /// instead of the last JSON line of stdout.
+    pub output_file: Option<PathBuf>,
+    /// Run the process in a network namespace of its own ([`super::netns`]).
+    pub isolate_net: bool,
+}
+
+impl Exec {
+    /// How the run's header records this process.
+    pub fn agent(&self) -> NativeAgent {
+        NativeAgent {
+            transport: "exec".into(),
+            command: self.command.clone(),
+            pass_env: self.pass_env.clone(),
+            output_file: self.output_file.clone(),
+            network: Some(
+                if self.isolate_net {
+                    "isolated"
+                } else {
+                    "proxy"
+                }
+                .into(),
+            ),
+        }
+    }
+
+    /// The process a native run recorded (`None` for an MCP session,
+    /// which has no process to start again).
+    pub fn recorded(agent: &NativeAgent) -> Option<Self> {
+        (agent.transport == "exec").then(|| Exec {
+            command: agent.command.clone(),
+            pass_env: agent.pass_env.clone(),
+            output_file: agent.output_file.clone(),
+            isolate_net: agent.network.as_deref() == Some("isolated"),
+        })
+    }
+}
+
+/// The variables a run's process gets besides the passed-through ones.
+pub fn variables(port: u16, token: &str, task_json: &str, home: &Path) -> Vec<(String, String)> {
+    let base = format!("http://127.0.0.1:{port}");
+    let proxy = format!("http://worldline:{token}@127.0.0.1:{port}");
+    [
+        ("OPENAI_BASE_URL", format!("{base}/v1")),
+        ("OPENAI_API_KEY", token.to_string()),
+        ("ANTHROPIC_BASE_URL", base.clone()),
+        ("ANTHROPIC_API_KEY", token.to_string()),
+        ("WORLDLINE_MCP_URL", format!("{base}/k/{token}/mcp")),
+        ("WORLDLINE_TASK", task_json.to_string()),
+        ("HOME", home.display().to_string()),
+        ("PYTHONHASHSEED", "0".to_string()),
+        ("NO_PROXY", "127.0.0.1,localhost".to_string()),
+        ("no_proxy", "127.0.0.1,localhost".to_string()),
+        ("HTTP_PROXY", proxy.clone()),
+        ("HTTPS_PROXY", proxy.clone()),
+        ("ALL_PROXY", proxy.clone()),
+        ("http_proxy", proxy.clone()),
+        ("https_proxy", proxy.clone()),
+        ("all_proxy", proxy),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// Run `exec` on `case` and return the run.
+pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Result<RunOutcome> {
+    if exec.isolate_net {
+        // Tried on a thread that then ends, so a machine that cannot is an
+        // input error before the run (and its bundle) begins.
+        std::thread::spawn(super::netns::isolate_this_thread)
+            .join()
+            .map_err(|_| anyhow::anyhow!("the namespace check panicked"))?
+            .map_err(|m| crate::error::InputError::new("--isolate-net", m))?;
+    }
+    let header = super::header(sandbox, case, exec.agent());
+    let (handle, receiver) = session::channel();
+    signals::catch();
+    std::thread::scope(|s| {
+        let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
+        let exit = serve_and_run(&handle, case, exec);
+        let exit = match exit {
+            Ok(exit) => exit,
+            Err(e) => {
+                handle.end(Exit::disconnected());
+                let _ = mediator.join();
+                return Err(e);
+            }
+        };
+        handle.end(exit);
+        mediator
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")))
+    })
+}
+
+/// Start the loopback server, run the process under it, and say how it
+/// ended. The socket is bound, and the process started, on a thread of
+/// their own, which `--isolate-net` first moves into a network namespace.
+fn serve_and_run(handle: &Handle, case: &Case, exec: &Exec) -> Result<Exit> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_io()
+        .enable_time()
+        .build()?;
+    let token = super::random_token()?;
+    let workdir = tempfile::Builder::new()
+        .prefix("worldline-run-")
+        .tempdir()
+        .context("creating the run's working directory")?;
+    let (dir, key) = (workdir.path(), token.as_str());
+    let exit = std::thread::scope(|s| {
+        let (bound, listener) = std::sync::mpsc::channel();
+        let worker = s.spawn(move || -> Result<Exit> {
+            if exec.isolate_net {
+                super::netns::isolate_this_thread()
+                    .map_err(|m| crate::error::InputError::new("--isolate-net", m))?;
+            }
+            let socket = std::net::TcpListener::bind(("127.0.0.1", 0))
+                .context("cannot listen on 127.0.0.1")?;
+            let port = socket.local_addr()?.port();
+            bound
+                .send(socket)
+                .map_err(|_| anyhow::anyhow!("the server did not start"))?;
+            run_process(handle, case, exec, port, key, dir)
+        });
+        if let Ok(socket) = listener.recv() {
+            let served = socket.set_nonblocking(true).and_then(|()| {
+                let port = socket.local_addr()?.port();
+                let _entered = rt.enter();
+                let listener = tokio::net::TcpListener::from_std(socket)?;
+                let lb = Loopback::new(handle.clone(), port, Some(token.clone()));
+                rt.spawn(async move { axum::serve(listener, loopback::router(lb)).await });
+                Ok(())
+            });
+            if let Err(e) = served {
+                // The process then finds no server and fails as it would.
+                eprintln!("warning: the run's server did not start: {e}");
+            }
+        }
+        worker
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the process thread panicked")))
+    });
+    rt.shutdown_background();
+    exit
+}
+
+fn run_process(
+    handle: &Handle,
+    case: &Case,
+    exec: &Exec,
+    port: u16,
+    token: &str,
+    workdir: &Path,
+) -> Result<Exit> {
+    let task_json = crate::canon::to_string(&case.task);
+    let (program, args) = exec
+        .command
+        .split_first()
+        .context("--exec needs a command")?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .current_dir(workdir)
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for name in PASSED
+        .iter()
+        .copied()
+        .chain(exec.pass_env.iter().map(String::as_str))
+    {
+        if let Some(v) = std::env::var_os(name) {
+            cmd.env(name, v);
+        }
+    }
+    cmd.envs(variables(port, token, &task_json, workdir));
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| {
+        crate::error::InputError::new("--exec", format!("cannot start `{program}`: {e}"))
+    })?;
+    let group = child.id() as i32;
+    let limit = case.limits.stdout_bytes;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let out = std::thread::spawn(move || capture::read(stdout, limit));
+    let err = std::thread::spawn(move || capture::read(stderr, limit));
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(task_json.as_bytes());
+    });
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait());
+    });
+    let deadline = Duration::from_millis(case.limits.timeout_ms);
+    let mut ended_by: Option<Status> = None;
+    let status = loop {
+        match waited.recv_timeout(POLL) {
+            Ok(status) => break Some(status.context("waiting for the process")?),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let why = if started.elapsed() > deadline {
+            Some(Status::Timeout)
+        } else if handle.stopped() || signals::received() {
+            Some(Status::Trapped)
+        } else {
+            None
+        };
+        if let Some(why) = why
+            && ended_by.is_none()
+        {
+            ended_by = Some(why);
+            kill_group(group);
+        }
+    };
+    // Whatever the process left running in its group ends with the run.
+    kill_group(group);
+    let out = out.join().unwrap_or_default();
+    let err = err.join().unwrap_or_default();
+    Ok(exit_of(case, exec, workdir, status, ended_by, out, err))
+}
+
+fn kill_group(group: i32) {
+    // SAFETY: signalling the process group this run created.
+    unsafe {
+        libc::kill(-group, libc::SIGKILL);
+    }
+}
+
+/// How the run ended, from how the process did.
+fn exit_of(
+    case: &Case,
+    exec: &Exec,
+    workdir: &Path,
+    status: Option<std::process::ExitStatus>,
+    ended_by: Option<Status>,
+    out: Captured,
+    err: Captured,
+) -> Exit {
+    let mut exit = Exit {
+        status: Status::Completed,
+        output: None,
+        error: None,
+        stdout: out.kept,
+        stderr: err.kept,
+        dropped: out.dropped + err.dropped,
+    };
+    match (ended_by, status) {
+        (Some(Status::Timeout), _) => {
+            exit.status = Status::Timeout;
+            exit.error = Some(format!(
+                "the process ran past limits.timeout_ms ({} ms of wall-clock time); its process group was killed",
+                case.limits.timeout_ms
+            ));
+        }
+        (Some(_), _) => {
+            exit.status = Status::Trapped;
+            exit.error = Some("the run was stopped; the process group was killed".into());
+        }
+        (None, Some(s)) if s.success() => {
+            let output = match &exec.output_file {
+                Some(file) => read_output(&workdir.join(file), case.limits.stdout_bytes),
+                None => Ok(out.last_json),
+            };
+            match output {
+                Ok(o) => exit.output = o,
+                Err(e) => {
+                    exit.status = Status::Errored;
+                    exit.error = Some(e);
+                }
+            }
+        }
+        (None, Some(s)) => {
+            exit.status = Status::Errored;
+            let how = match (s.code(), s.signal()) {
+                (Some(code), _) => format!("the process exited with status {code}"),
+                (None, Some(sig)) => format!("the process was killed by signal {sig}"),
+                _ => "the process ended abnormally".to_string(),
+            };
+            let last = String::from_utf8_lossy(&exit.stderr)
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_string());
+            exit.error = Some(match last {
+                Some(line) => format!("{how}; its stderr ends: {line}"),
+                None => how,
+            });
+        }
+        (None, None) => {
+            exit.status = Status::Trapped;
+            exit.error = Some("the process could not be waited for".into());
+        }
+    }
+    exit
+}
+
+/// The declared output file, bounded.
+fn read_output(path: &Path, limit: usize) -> Result<Option<String>, String> {
+    bounded::read_text(path, limit as u64)
+        .map(|text| Some(text.trim().to_string()))
+        .map_err(|e| format!("the declared output file {}: {e}", path.display()))
+}
+
+impl crate::run::Runner for Exec {
+    fn run(&self, sandbox: &Sandbox, case: &Case, opts: RunOptions) -> Result<RunOutcome> {
+        run(sandbox, case, opts, self)
+    }
+
+    fn sha256(&self) -> String {
+        crate::canon::hash_json(&self.agent())
+    }
+}

@@ -1,0 +1,408 @@
+//! The loopback HTTP server of a native run: the model APIs (OpenAI Chat
+//! Completions and Responses, Anthropic Messages, streamed or not) and the
+//! world's MCP endpoint (Streamable HTTP), each request handed to the
+//! session's mediator as the same call `wasi:http` makes inside the
+//! sandbox, recorded with `{"loopback": {api, method, path}}` as its
+//! transport (the path, never the port or the token, so two runs record
+//! the same). It listens on loopback only and answers only requests that
+//! name it by a loopback Host; with a token (`--exec`), only requests
+//! carrying it (`Authorization: Bearer`, `x-api-key`, or a `/k/TOKEN`
+//! path prefix). One MCP client at a time: a second `initialize` while a
+//! session is open is refused (409); a session ends with its DELETE.
+//! Sent as a proxy (`HTTP_PROXY`), a request is answered when the world
+//! answers its URL and recorded and refused otherwise, tunnels included.
+//! A timeout reaches the agent at once, as a 408 from a model API or a
+//! 504 from a world route, so its retries cost no real time.
+
+use super::session::{Handle, Job, Reply};
+use crate::log::Effect;
+use crate::mediate::Answer;
+use crate::mediate::boundary::Via;
+use crate::protocol::HttpResponse;
+use crate::protocol::rest;
+use crate::protocol::routes::{self, Route};
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{Notify, Semaphore};
+
+/// The largest request body read (a long conversation fits; more is 413).
+pub const MAX_BODY: usize = 16 << 20;
+
+/// Requests read at once: with [`MAX_BODY`], what a flood can hold in
+/// memory (the mediator answers one at a time anyway).
+const AT_ONCE: usize = 8;
+
+/// The base URL requests are routed under (never on the wire).
+const BASE: &str = "http://loopback";
+
+/// The call recording answers the protocol gives by itself.
+const PROTOCOL_CALL: &str = "native:loopback/protocol.answer";
+/// The call recording a request the world does not answer.
+const DENIED_CALL: &str = "native:loopback/denied";
+
+/// One run's server.
+pub struct Loopback {
+    session: Handle,
+    port: u16,
+    token: Option<String>,
+    /// The MCP session id handed to the one client, once it initialized.
+    mcp_session: Mutex<Option<String>>,
+    /// Notified when the MCP client ends its session (DELETE).
+    pub closed: Notify,
+    /// One per request being read and answered ([`AT_ONCE`]).
+    permits: Semaphore,
+}
+
+impl Loopback {
+    pub fn new(session: Handle, port: u16, token: Option<String>) -> Arc<Self> {
+        Arc::new(Loopback {
+            session,
+            port,
+            token,
+            mcp_session: Mutex::new(None),
+            closed: Notify::new(),
+            permits: Semaphore::new(AT_ONCE),
+        })
+    }
+}
+
+/// The server's routes: everything goes through [`handle`].
+pub fn router(lb: Arc<Loopback>) -> axum::Router {
+    axum::Router::new()
+        .fallback(handle)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(
+            lb.clone(),
+            few_at_once,
+        ))
+        .with_state(lb)
+}
+
+/// Read and answer at most [`AT_ONCE`] requests at a time; the others
+/// wait their turn before their bodies are read.
+async fn few_at_once(State(lb): State<Arc<Loopback>>, req: Request, next: Next) -> Response {
+    let _permit = lb.permits.acquire().await;
+    next.run(req).await
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    let body = json!({"error": {"message": message, "type": "worldline", "code": null}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::canon::to_string(&body),
+    )
+        .into_response()
+}
+
+/// A mediated answer as sent. An answer the SDKs retry (408, 429, 5xx)
+/// says `retry-after-ms: 1`, which the OpenAI and Anthropic SDKs prefer to
+/// their own backoff: a native process waits in real time, and the wait
+/// the vendor asked for is in the log as virtual time already.
+fn response(r: HttpResponse) -> Response {
+    let retried = matches!(r.status, 408 | 429) || r.status >= 500;
+    let mut out = Response::new(Body::from(r.body));
+    *out.status_mut() = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    if retried {
+        out.headers_mut()
+            .insert("retry-after-ms", header::HeaderValue::from_static("1"));
+    }
+    for (name, value) in r.headers {
+        if let (Ok(n), Ok(v)) = (
+            header::HeaderName::try_from(name),
+            header::HeaderValue::try_from(value),
+        ) {
+            out.headers_mut().append(n, v);
+        }
+    }
+    out
+}
+
+/// Equal without an early exit on the first differing byte.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl Loopback {
+    /// Whether the request names this server by a loopback Host.
+    fn host_ok(&self, headers: &HeaderMap) -> bool {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        host.is_some_and(|h| {
+            ["127.0.0.1", "localhost", "[::1]"]
+                .iter()
+                .any(|n| h == format!("{n}:{}", self.port))
+        })
+    }
+
+    /// The path the request asks for, once its token is checked (`None`:
+    /// refused).
+    fn authorized<'p>(&self, path: &'p str, headers: &HeaderMap) -> Option<&'p str> {
+        let Some(token) = &self.token else {
+            return Some(path);
+        };
+        if let Some(rest) = path
+            .strip_prefix("/k/")
+            .and_then(|p| p.strip_prefix(token.as_str()))
+            .filter(|r| r.is_empty() || r.starts_with('/'))
+        {
+            return Some(rest);
+        }
+        let presented = |name: header::HeaderName, scheme: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix(scheme))
+                .is_some_and(|v| same(v.trim().as_bytes(), token.as_bytes()))
+        };
+        (presented(header::AUTHORIZATION, "Bearer ")
+            || presented(header::HeaderName::from_static("x-api-key"), ""))
+        .then_some(path)
+    }
+
+    /// Whether a proxied request carries the run's token as its proxy
+    /// password (`Proxy-Authorization: Basic`).
+    fn proxy_authorized(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        use base64::Engine as _;
+        headers
+            .get(header::PROXY_AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Basic "))
+            .and_then(|b| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(b.trim())
+                    .ok()
+            })
+            .and_then(|d| String::from_utf8(d).ok())
+            .and_then(|d| d.split_once(':').map(|(_, p)| p.to_string()))
+            .is_some_and(|p| same(p.as_bytes(), token.as_bytes()))
+    }
+
+    async fn call(&self, job: Job) -> Result<Option<HttpResponse>, Response> {
+        match self.session.call(job).await {
+            Reply::Answered(r) => Ok(r),
+            Reply::Stopped(why) => Err(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("the run has ended: {why}"),
+            )),
+        }
+    }
+}
+
+/// Every request: guard, route, mediate.
+async fn handle(
+    State(lb): State<Arc<Loopback>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if method == Method::CONNECT || uri.scheme().is_some() {
+        return proxied(&lb, method.as_str(), &uri, &headers, body).await;
+    }
+    if !lb.host_ok(&headers) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "this server answers only requests to its loopback address",
+        );
+    }
+    let Some(path) = lb.authorized(uri.path(), &headers) else {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "this run's token is missing or wrong (use the OPENAI_API_KEY/ANTHROPIC_API_KEY worldline set)",
+        );
+    };
+    let path = path.trim_end_matches('/').to_string();
+    let method = method.as_str().to_string();
+    if path == "/mcp" {
+        return mcp(&lb, &method, &headers, body).await;
+    }
+    let url = format!("{BASE}{path}");
+    let bases = [format!("{BASE}/v1"), BASE.to_string()];
+    let route = routes::route(&method, &url, &bases);
+    let via = Via {
+        name: "loopback",
+        shown: json!({"method": method, "path": path}),
+        protocol_call: PROTOCOL_CALL,
+    };
+    if route == Route::Unknown {
+        let request = json!({"method": method, "path": path});
+        let job: Job = Box::new(move |st| {
+            st.med
+                .mediate(DENIED_CALL, request, |_| {
+                    Answer::with_effect(
+                        json!({"error": "not a model API or the MCP endpoint"}),
+                        Effect::Denied,
+                    )
+                })
+                .map_err(wasmtime::Error::new)?;
+            Ok(None)
+        });
+        return match lb.call(job).await {
+            Ok(_) => error(
+                StatusCode::NOT_FOUND,
+                &format!(
+                    "{method} {path} is not served: the model APIs are under /v1, the world's tools at /mcp"
+                ),
+            ),
+            Err(r) => r,
+        };
+    }
+    let job: Job = Box::new(move |st| st.answer_http(&route, &method, &url, &body, &via));
+    match lb.call(job).await {
+        Ok(Some(r)) => response(r),
+        Ok(None) => timed_out(StatusCode::REQUEST_TIMEOUT),
+        Err(r) => r,
+    }
+}
+
+/// A timeout, at once.
+fn timed_out(status: StatusCode) -> Response {
+    let mut out = error(
+        status,
+        "Request timed out (an injected timeout; its virtual duration is in the run's log).",
+    );
+    out.headers_mut()
+        .insert("retry-after-ms", header::HeaderValue::from_static("1"));
+    out
+}
+
+/// A request sent to this server as a proxy (`HTTP_PROXY`): a URL the
+/// world answers (a model API at its vendor's or the case's base URL, one
+/// of the world's `[[routes]]`) is the same mediated call as over
+/// `wasi:http`; everything else, a `CONNECT` tunnel included, is recorded
+/// and refused (403). The proxy credentials carry the run's token.
+async fn proxied(
+    lb: &Arc<Loopback>,
+    method: &str,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !lb.proxy_authorized(headers) {
+        let mut r = error(
+            StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+            "this run's proxy needs the run's token (HTTP_PROXY as worldline set it)",
+        );
+        r.headers_mut().insert(
+            header::PROXY_AUTHENTICATE,
+            header::HeaderValue::from_static("Basic realm=\"worldline\""),
+        );
+        return r;
+    }
+    let (method, url) = (method.to_string(), uri.to_string());
+    let via = Via {
+        name: "proxy",
+        shown: json!({"method": method, "url": url}),
+        protocol_call: PROTOCOL_CALL,
+    };
+    let tunnel = method == "CONNECT";
+    let job: Job = Box::new(move |st| {
+        let route = routes::route(&method, &url, &st.model_bases());
+        let world = st.med.services.world.world.clone();
+        // An https route is answered over plain http too: the proxy cannot
+        // see into a tunnel.
+        let url = match url.strip_prefix("http://") {
+            Some(rest) if rest::find(&world.routes, &method, &url).is_none() => {
+                let secure = format!("https://{rest}");
+                match rest::find(&world.routes, &method, &secure) {
+                    Some(_) => secure,
+                    None => url,
+                }
+            }
+            _ => url,
+        };
+        let served = route != Route::Unknown || rest::find(&world.routes, &method, &url).is_some();
+        if tunnel || !served {
+            let request = json!({"method": method, "url": url});
+            st.med
+                .mediate(DENIED_CALL, request, |_| {
+                    Answer::with_effect(json!({"error": REFUSED}), Effect::Denied)
+                })
+                .map_err(wasmtime::Error::new)?;
+            let body = json!({"error": {"message": REFUSED, "type": "worldline", "code": null}});
+            return Ok(Some(HttpResponse::json(403, &body)));
+        }
+        st.answer_http(&route, &method, &url, &body, &via)
+    });
+    match lb.call(job).await {
+        Ok(Some(r)) => response(r),
+        Ok(None) => timed_out(StatusCode::GATEWAY_TIMEOUT),
+        Err(r) => r,
+    }
+}
+
+/// Why the proxy refuses a request.
+const REFUSED: &str =
+    "not part of this world: the proxy answers the model APIs and the world's declared routes only";
+
+/// The MCP endpoint: POST carries JSON-RPC to the mediator; the session
+/// is this transport's (one client, ended by DELETE); GET (a stream of
+/// server messages) is not offered.
+async fn mcp(lb: &Arc<Loopback>, method: &str, headers: &HeaderMap, body: Bytes) -> Response {
+    let presented = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let current = lb.mcp_session.lock().expect("session lock").clone();
+    if let (Some(p), Some(c)) = (&presented, &current)
+        && !same(p.as_bytes(), c.as_bytes())
+    {
+        return error(StatusCode::NOT_FOUND, "unknown MCP session");
+    }
+    match method {
+        "POST" => {}
+        "DELETE" if presented.is_some() => {
+            // The session is over: a later client may connect.
+            *lb.mcp_session.lock().expect("session lock") = None;
+            lb.closed.notify_one();
+            return StatusCode::OK.into_response();
+        }
+        _ => return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
+    }
+    let initialize = serde_json::from_slice::<Value>(&body)
+        .is_ok_and(|m| m["method"] == "initialize" && m.get("id").is_some());
+    let new_session = if initialize {
+        let mut slot = lb.mcp_session.lock().expect("session lock");
+        if slot.is_some() {
+            return error(
+                StatusCode::CONFLICT,
+                "another MCP client is already connected to this run (one client per run)",
+            );
+        }
+        let id = match crate::native::random_token() {
+            Ok(id) => id,
+            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        };
+        *slot = Some(id.clone());
+        Some(id)
+    } else {
+        None
+    };
+    let via = Via {
+        name: "loopback",
+        shown: json!({"method": "POST", "path": "/mcp"}),
+        protocol_call: PROTOCOL_CALL,
+    };
+    let job: Job = Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &body, &via));
+    match lb.call(job).await {
+        Ok(Some(r)) => {
+            let mut out = response(r);
+            if let Some(id) = new_session
+                && let Ok(v) = header::HeaderValue::try_from(id)
+            {
+                out.headers_mut().insert("mcp-session-id", v);
+            }
+            out
+        }
+        Ok(None) => timed_out(StatusCode::GATEWAY_TIMEOUT),
+        Err(r) => r,
+    }
+}

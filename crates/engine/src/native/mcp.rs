@@ -1,0 +1,118 @@
+//! `worldline mcp CASE`: the case's world served to one MCP client, over
+//! stdio or Streamable HTTP on a loopback address. The run begins when the
+//! server starts and ends when the client disconnects (end of stdin, or
+//! DELETE of its HTTP session), on SIGINT or SIGTERM, or when the
+//! mediator stops it (a step or error limit); then it is graded.
+
+use super::loopback::{self, Loopback};
+use super::session::{self, Exit, Handle};
+use super::{signals, stdio};
+use crate::case::Case;
+use crate::log::bundle::NativeAgent;
+use crate::run::{RunOptions, RunOutcome};
+use crate::sandbox::Sandbox;
+use anyhow::{Context, Result};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How often a waiting session looks at the signal flag.
+const POLL: Duration = Duration::from_millis(25);
+
+/// Where the client connects.
+pub enum Transport {
+    Stdio,
+    /// A loopback address (port 0: one is picked).
+    Http(SocketAddr),
+}
+
+/// Serve `case` to one MCP client over `transport` and return the run.
+/// `listening` is told the HTTP address once the server accepts.
+pub fn serve(
+    sandbox: &Sandbox,
+    case: &Case,
+    opts: RunOptions,
+    transport: Transport,
+    listening: impl FnOnce(SocketAddr),
+) -> Result<RunOutcome> {
+    let name = match transport {
+        Transport::Stdio => "mcp-stdio",
+        Transport::Http(_) => "mcp-http",
+    };
+    let agent = NativeAgent {
+        transport: name.into(),
+        command: Vec::new(),
+        pass_env: Vec::new(),
+        output_file: None,
+        network: None,
+    };
+    let header = super::header(sandbox, case, agent);
+    let (handle, receiver) = session::channel();
+    signals::catch();
+    std::thread::scope(|s| {
+        let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
+        let served = match transport {
+            Transport::Stdio => {
+                over_stdio(&handle);
+                Ok(())
+            }
+            Transport::Http(addr) => over_http(&handle, addr, listening),
+        };
+        handle.end(Exit::disconnected());
+        let outcome = mediator
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")));
+        served.and(outcome)
+    })
+}
+
+/// Serve stdin/stdout on a thread of its own (a read of stdin cannot be
+/// interrupted) until input ends, a signal arrives, or the run stops.
+fn over_stdio(handle: &Handle) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let h = handle.clone();
+    std::thread::spawn(move || {
+        let _ = stdio::serve(&h, std::io::stdin().lock(), std::io::stdout().lock());
+        let _ = done.send(());
+    });
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(POLL) {
+        if signals::received() || handle.stopped() {
+            break;
+        }
+    }
+}
+
+/// Serve Streamable HTTP on `addr` until the client ends its session, a
+/// signal arrives, or the run stops.
+fn over_http(handle: &Handle, addr: SocketAddr, listening: impl FnOnce(SocketAddr)) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_io()
+        .enable_time()
+        .build()?;
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        let lb = Loopback::new(handle.clone(), bound.port(), None);
+        listening(bound);
+        let ended = lb.clone();
+        let h = handle.clone();
+        axum::serve(listener, loopback::router(lb))
+            .with_graceful_shutdown(async move {
+                tokio::select! {
+                    _ = ended.closed.notified() => {}
+                    _ = until(move || signals::received() || h.stopped()) => {}
+                }
+            })
+            .await?;
+        Ok(())
+    })
+}
+
+/// Resolves once `done` holds (polled).
+async fn until(done: impl Fn() -> bool) {
+    while !done() {
+        tokio::time::sleep(POLL).await;
+    }
+}

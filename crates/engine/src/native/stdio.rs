@@ -1,0 +1,84 @@
+//! MCP over stdio: newline-delimited JSON-RPC messages on stdin, answers
+//! on stdout (one line each; notifications get none), each message handed
+//! to the session's mediator as a POST to the MCP endpoint would be,
+//! recorded with `{"stdio": {"api": "mcp"}}` as its transport. A line
+//! longer than [`MAX_LINE`] is answered with a parse error and skipped,
+//! so memory stays bounded. End of input is the client disconnecting.
+
+use super::session::{Handle, Job, Reply};
+use crate::mediate::boundary::Via;
+use crate::protocol::routes::Route;
+use serde_json::json;
+use std::io::{BufRead, Read, Write};
+
+/// The longest message read.
+pub const MAX_LINE: usize = 16 << 20;
+
+const PROTOCOL_CALL: &str = "native:stdio/protocol.answer";
+
+/// Serve `input` until it ends (or the run stops), answering on `output`.
+pub fn serve(
+    session: &Handle,
+    mut input: impl BufRead,
+    mut output: impl Write,
+) -> std::io::Result<()> {
+    loop {
+        let mut line = Vec::new();
+        let read = input
+            .by_ref()
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)?;
+        if read == 0 {
+            return Ok(());
+        }
+        if line.len() > MAX_LINE && line.last() != Some(&b'\n') {
+            skip_line(&mut input)?;
+            let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("Parse error: message longer than {MAX_LINE} bytes")}});
+            writeln!(output, "{}", crate::canon::to_string(&error))?;
+            output.flush()?;
+            continue;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let via = Via {
+            name: "stdio",
+            shown: json!({}),
+            protocol_call: PROTOCOL_CALL,
+        };
+        let job: Job = Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &line, &via));
+        let body = match session.call_blocking(job) {
+            Reply::Answered(Some(r)) => r.body,
+            Reply::Answered(None) => Vec::new(),
+            Reply::Stopped(_) => return Ok(()),
+        };
+        if !body.is_empty() {
+            output.write_all(&body)?;
+            output.write_all(b"\n")?;
+            output.flush()?;
+        }
+        if session.stopped() {
+            return Ok(());
+        }
+    }
+}
+
+/// Read past the rest of an over-long line.
+fn skip_line(input: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                input.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len();
+                input.consume(n);
+            }
+        }
+    }
+}

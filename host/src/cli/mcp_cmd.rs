@@ -1,0 +1,101 @@
+//! `worldline mcp CASE [--http ADDR]`: serve the case's world to one MCP
+//! client (stdio by default), record the run, and report it when the
+//! client disconnects or on SIGINT/SIGTERM. Over stdio, stdout is the MCP
+//! channel, so the report goes to stderr.
+
+use super::Common;
+use crate::case;
+use crate::error::{ExitCode, InputError};
+use crate::grade::verdict;
+use crate::native::mcp::{self, Transport};
+use crate::report::{self, run::RunSummary};
+use crate::run::RunOptions;
+use crate::sandbox::Sandbox;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct McpArgs {
+    /// The case file (TOML) whose world is served.
+    pub case: PathBuf,
+    /// Serve MCP over Streamable HTTP at this loopback address (e.g.
+    /// 127.0.0.1:8765; port 0 picks a free one) instead of stdio. The
+    /// endpoint is http://ADDR/mcp.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Folder holding the worlds (default: the nearest `worlds/` above the case).
+    #[arg(long)]
+    pub worlds: Option<PathBuf>,
+    /// Draw fuzz faults for the session's tool calls from this fault
+    /// profile (the body of a `[fuzz]` table; `case` for the case's own).
+    #[arg(long, value_name = "FILE|case")]
+    pub faults: Option<PathBuf>,
+    /// The run's seed (default: the case's), which the faults are drawn from.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn exec(args: McpArgs) -> Result<ExitCode> {
+    let transport = match args.http {
+        None => Transport::Stdio,
+        Some(addr) if addr.ip().is_loopback() => Transport::Http(addr),
+        Some(addr) => {
+            return Err(InputError::new(
+                "--http",
+                format!("{addr} is not a loopback address; the world is served to this machine only (use 127.0.0.1:PORT)"),
+            )
+            .into());
+        }
+    };
+    let stdio = matches!(transport, Transport::Stdio);
+    let mut case = case::load(&args.case, args.worlds.as_deref())?;
+    if let Some(seed) = args.seed {
+        case.seed = seed;
+    }
+    let faults = match &args.faults {
+        None => None,
+        Some(p) if p.as_os_str() == "case" => Some(case.fuzz.clone().ok_or_else(|| {
+            InputError::new(
+                &args.case,
+                "the case has no [fuzz] fault profile for --faults case",
+            )
+        })?),
+        Some(path) => Some(crate::case::fuzz::load_file(path, &case.world)?),
+    };
+    let store = StoreDir::open(&args.common.store)?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    store.put_case(&case)?;
+    let opts = RunOptions {
+        store: Some(&store),
+        faults: faults.map(crate::case::fuzz::FaultSource::Profile),
+        ..RunOptions::default()
+    };
+    let outcome = mcp::serve(&sandbox, &case, opts, transport, |addr| {
+        eprintln!(
+            "worldline mcp: {} served at http://{addr}/mcp (the run ends when the client ends its session, or on Ctrl-C)",
+            case.name
+        );
+    })?;
+    if stdio {
+        // The report's printers write to stdout, which was the MCP
+        // channel; the client is gone, so stdout becomes stderr.
+        // SAFETY: duplicating a descriptor this process owns.
+        unsafe {
+            libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO);
+        }
+    }
+    if args.common.json {
+        super::print_json_with_settings(&RunSummary::of(&outcome))?;
+    } else {
+        report::run::print(&outcome);
+    }
+    Ok(verdict::exit_code(
+        outcome.footer.status,
+        outcome.grade.as_ref(),
+    ))
+}

@@ -1,0 +1,717 @@
+//! Agents outside the sandbox: `worldline mcp` serves a case's world to a
+//! real MCP client (the official `mcp` Python package) over stdio and over
+//! Streamable HTTP. Each `tools/call` is the same mediated, recorded tool
+//! call a WebAssembly agent makes, with its transport noted; the run ends
+//! and is graded when the client disconnects or on SIGTERM.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const TOOL_CALL: &str = "worldline:agent/tools.call";
+
+/// The incident case without an output check (an MCP client returns none).
+const ROLLBACK: &str = r#"world = "incident@v4"
+seed = 7
+clock = 2026-03-01T12:05:00Z
+task = { alert = "ALERT-7", ticket = "T-100" }
+
+[expect]
+unchanged = ["alerts", "services", "deploys/D-41", "tickets/T-99"]
+
+[[expect.state]]
+table = "deploys"
+key = "D-42"
+field = "status"
+equals = "rolled_back"
+
+[[expect.state]]
+table = "tickets"
+key = "T-100"
+field = "status"
+equals = "closed"
+"#;
+
+fn client() -> PathBuf {
+    tests_dir().join("native/mcp_client.py")
+}
+
+fn rollback_case(dir: &Path) -> PathBuf {
+    write_case(dir, "rollback", ROLLBACK)
+}
+
+fn worlds() -> PathBuf {
+    workspace_root().join("worlds")
+}
+
+/// The one JSON line the client printed.
+fn client_report(out: &std::process::Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| {
+        panic!(
+            "the client printed no report ({e}):\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The single bundle in `store`.
+fn only_bundle(store: &Path) -> PathBuf {
+    let bundles = files_with_suffix(&store.join("runs"), ".jsonl");
+    assert_eq!(bundles.len(), 1, "expected one bundle: {bundles:?}");
+    bundles[0].clone()
+}
+
+/// What every MCP session must have done to the world and the log.
+fn check_session(report: &Value, bundle: &Path, transport: &str) {
+    assert!(
+        report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "rollback_deploy"),
+        "{report}"
+    );
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results[2]["isError"], false, "{report}");
+    assert!(
+        results[2]["text"].as_str().unwrap().contains("rolled_back"),
+        "{report}"
+    );
+    let unknown = &results[5];
+    assert_eq!(unknown["isError"], true, "{report}");
+    let b = read_bundle(bundle);
+    assert_eq!(b.header["isolation"], "native");
+    assert_eq!(b.header["native"]["transport"], transport);
+    let calls: Vec<&Value> = b.events.iter().filter(|e| e["call"] == TOOL_CALL).collect();
+    assert_eq!(calls.len(), 6, "one recorded tool call per tools/call");
+    assert_eq!(calls[2]["request"]["name"], "rollback_deploy");
+    assert!(
+        calls[2]["request"]["transport"]
+            .get(if transport == "mcp-stdio" {
+                "stdio"
+            } else {
+                "loopback"
+            })
+            .is_some(),
+        "the transport is noted: {}",
+        calls[2]["request"]
+    );
+    let footer = b.footer.as_ref().expect("the run was finished");
+    assert_eq!(footer["status"], "completed");
+    assert_eq!(footer["grade"]["passed"], true, "{footer}");
+}
+
+#[test]
+fn a_real_mcp_client_over_stdio_works_the_case_and_the_run_is_graded_on_disconnect() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = rollback_case(dir.path());
+    let out = Command::new(native_python())
+        .arg(client())
+        .arg("stdio")
+        .arg(env!("CARGO_BIN_EXE_worldline"))
+        .args(["mcp".as_ref(), case.as_os_str()])
+        .args(["--worlds".as_ref(), worlds().as_os_str()])
+        .args(["--store".as_ref(), store.as_os_str(), "--json".as_ref()])
+        .output()
+        .expect("starting the MCP client");
+    assert!(out.status.success(), "{out:?}");
+    let report = client_report(&out);
+    check_session(&report, &only_bundle(&store), "mcp-stdio");
+    // The server's --json report went to stderr (stdout was the channel),
+    // which the client passed through.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("\"run_status\": \"completed\""), "{stderr}");
+}
+
+/// `worldline mcp CASE --http 127.0.0.1:0 --json` started, with the URL
+/// it serves (read from its stderr).
+fn http_server(store: &Path, case: &Path) -> (std::process::Child, String) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["mcp".as_ref(), case.as_os_str()])
+        .args(["--http", "127.0.0.1:0", "--json"])
+        .args(["--worlds".as_ref(), worlds().as_os_str()])
+        .args(["--store".as_ref(), store.as_os_str()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting worldline mcp");
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let first = lines.next().expect("a first line").expect("stderr");
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_string();
+    std::thread::spawn(move || lines.for_each(drop));
+    (server, url)
+}
+
+#[test]
+fn a_real_mcp_client_over_http_works_the_case_a_second_client_is_refused() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = rollback_case(dir.path());
+    let (server, url) = http_server(&store, &case);
+    let out = Command::new(native_python())
+        .arg(client())
+        .args(["http", &url, "--second", &url])
+        .output()
+        .expect("starting the MCP client");
+    let server = server.wait_with_output().expect("worldline mcp ended");
+    assert!(out.status.success(), "{out:?}");
+    let report = client_report(&out);
+    assert!(
+        report["second"].as_str().unwrap().starts_with("refused"),
+        "{report}"
+    );
+    check_session(&report, &only_bundle(&store), "mcp-http");
+    // The client's DELETE ended the run; the report is on stdout.
+    assert_eq!(server.status.code(), Some(0), "{server:?}");
+    let summary: Value = serde_json::from_slice(&server.stdout).expect("one JSON report");
+    assert_eq!(summary["status"], "passed", "{summary}");
+}
+
+#[test]
+fn sigterm_ends_an_http_session_with_a_graded_bundle() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = rollback_case(dir.path());
+    let (server, _url) = http_server(&store, &case);
+    // SAFETY: signalling the child this test started.
+    unsafe {
+        libc::kill(server.id() as i32, libc::SIGTERM);
+    }
+    let server = server.wait_with_output().expect("worldline mcp ended");
+    // Nothing was done: the run is graded, and fails.
+    assert_eq!(server.status.code(), Some(1), "{server:?}");
+    let summary: Value = serde_json::from_slice(&server.stdout).expect("one JSON report");
+    assert_eq!(summary["run_status"], "completed", "{summary}");
+    assert_eq!(summary["status"], "failed", "{summary}");
+    assert!(read_bundle(&only_bundle(&store)).footer.is_some());
+}
+
+#[test]
+fn a_non_loopback_address_is_refused() {
+    let dir = temp_dir();
+    let case = rollback_case(dir.path());
+    let store = dir.path().join("store");
+    let out = worldline(
+        &store,
+        [
+            "mcp".as_ref(),
+            case.as_os_str(),
+            "--http".as_ref(),
+            "0.0.0.0:8765".as_ref(),
+        ],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains("not a loopback address"), "{out}");
+}
+
+/// `run CASE --exec -- python SCRIPT --json --worlds worlds/` in `store`,
+/// with `extra` arguments before `--exec` and `env` added to worldline's
+/// environment.
+fn exec_run(
+    store: &Path,
+    case: &Path,
+    script: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> CliOutput {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["run".as_ref(), case.as_os_str(), "--json".as_ref()];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    let worlds = worlds();
+    args.extend(["--worlds".as_ref(), worlds.as_os_str()]);
+    args.extend([
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+    ]);
+    let python = native_python();
+    args.extend([python.as_os_str(), script.as_os_str()]);
+    worldline_env(args, env)
+}
+
+fn openai_agent() -> PathBuf {
+    workspace_root().join("examples/native-agents/openai_mcp_agent.py")
+}
+
+fn model_case(name: &str) -> PathBuf {
+    workspace_root().join(format!("cases/model/{name}.toml"))
+}
+
+#[test]
+fn an_openai_and_mcp_agent_passes_and_replays_identical_at_the_boundary() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = exec_run(&store, &model_case("rollback"), &openai_agent(), &[], &[]);
+    out.expect_code(0);
+    let doc = out.json();
+    assert_eq!(doc["status"], "passed", "{out}");
+    assert_eq!(doc["isolation"]["kind"], "native", "{out}");
+    assert!(doc["output"].as_str().unwrap().contains("D-42"), "{out}");
+    let b = read_bundle(&out.bundle());
+    assert_eq!(b.header["isolation"], "native");
+    assert_eq!(b.header["native"]["transport"], "exec");
+    let model: Vec<&Value> = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .collect();
+    assert_eq!(model.len(), 6, "one model call per turn");
+    assert_eq!(
+        model[0]["request"]["transport"]["loopback"]["path"],
+        "/v1/chat/completions"
+    );
+    // The port and the token are not recorded.
+    let text = std::fs::read_to_string(out.bundle()).unwrap();
+    assert!(!text.contains("127.0.0.1"), "the port leaked into the log");
+    let run = doc["run_id"].as_str().unwrap();
+    let replay = worldline(&store, ["replay", run, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    assert_eq!(replay.json()["scope"], "boundary", "{replay}");
+    let text = worldline(&store, ["replay", run]);
+    assert!(text.stdout.contains("identical at the boundary"), "{text}");
+    let verify = worldline(&store, ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["boundary_replay"], 1, "{verify}");
+    assert_eq!(verify.json()["identical"], 0, "{verify}");
+}
+
+#[test]
+fn a_changed_agent_diverges_at_the_request_it_changed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = dir.path().join("agent.py");
+    std::fs::copy(openai_agent(), &agent).unwrap();
+    let out = exec_run(&store, &model_case("rollback"), &agent, &[], &[]);
+    out.expect_code(0);
+    let b = read_bundle(&out.bundle());
+    let first_model = b
+        .events
+        .iter()
+        .position(|e| e["call"] == "worldline:agent/model.complete")
+        .unwrap();
+    // The same agent asking another model.
+    let text = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(&agent, text.replace("gpt-4.1-mini", "gpt-5-nano")).unwrap();
+    let run = out.json()["run_id"].as_str().unwrap();
+    let replay = worldline(&store, ["replay", run, "--json"]);
+    replay.expect_code(1);
+    let r = replay.json();
+    assert_eq!(r["verdict"], "diverged", "{replay}");
+    assert_eq!(r["divergence"]["index"], first_model as u64, "{replay}");
+    let diff: Vec<&str> = r["diff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        diff,
+        ["$.request.request.model: \"gpt-4.1-mini\" → \"gpt-5-nano\""],
+        "{replay}"
+    );
+}
+
+#[test]
+fn the_process_gets_a_scrubbed_environment_and_its_token_is_required() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let probe = tests_dir().join("native/env_probe.py");
+    let secret = [("WORLDLINE_TEST_SECRET", "s3cret")];
+    let out = exec_run(&store, &model_case("rollback"), &probe, &[], &secret);
+    out.expect_code(1); // graded on the incident: the probe does nothing
+    let output: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let env: Vec<&str> = output["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for name in [
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "WORLDLINE_MCP_URL",
+        "WORLDLINE_TASK",
+        "PATH",
+    ] {
+        assert!(env.contains(&name), "{name} missing: {env:?}");
+    }
+    assert!(!env.contains(&"WORLDLINE_TEST_SECRET"), "{env:?}");
+    assert_eq!(output["cwd_is_home"], true);
+    assert_eq!(output["task"]["alert"], "ALERT-7");
+    assert_eq!(output["without_token"], 401);
+    assert_eq!(output["unserved"], 404);
+    assert_eq!(output["huge"], 413);
+    let b = read_bundle(&out.bundle());
+    assert!(
+        b.events
+            .iter()
+            .any(|e| e["call"] == "native:loopback/denied" && e["request"]["path"] == "/v1/files"),
+        "the unserved request is recorded"
+    );
+    // Passed through when named.
+    let out = exec_run(
+        &store,
+        &model_case("rollback"),
+        &probe,
+        &["--pass-env", "WORLDLINE_TEST_SECRET"],
+        &secret,
+    );
+    let output: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    assert!(
+        output["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v == "WORLDLINE_TEST_SECRET")
+    );
+}
+
+#[test]
+fn malformed_and_huge_messages_over_stdio_get_errors_and_the_session_goes_on() {
+    use std::io::Write;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = rollback_case(dir.path());
+    let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["mcp".as_ref(), case.as_os_str()])
+        .args(["--worlds".as_ref(), worlds().as_os_str()])
+        .args(["--store".as_ref(), store.as_os_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting worldline mcp");
+    let mut stdin = server.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let huge = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"pad\":\"{}\"}}\n",
+            "x".repeat(17 << 20)
+        );
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#.to_string() + "\n",
+            "{nope\n".to_string(),
+            huge,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"ALERT-7"}}}"#.to_string() + "\n",
+        ];
+        for l in lines {
+            stdin.write_all(l.as_bytes()).unwrap();
+        }
+        // Dropping stdin is the client disconnecting.
+    });
+    let out = server.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "worldline");
+    assert_eq!(answers[1]["error"]["code"], -32700);
+    assert_eq!(answers[2]["error"]["code"], -32700);
+    assert!(
+        answers[2]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than")
+    );
+    assert_eq!(answers[3]["result"]["isError"], false, "{}", answers[3]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("run "),
+        "the report went to stderr: {stderr}"
+    );
+    let b = read_bundle(&only_bundle(&store));
+    assert!(b.footer.is_some());
+}
+
+/// A case of the incident world with `limits` added.
+fn limited_case(dir: &Path, limits: &str) -> PathBuf {
+    write_case(dir, "limited", &format!("{ROLLBACK}\n[limits]\n{limits}\n"))
+}
+
+/// A native agent written inline (Python).
+fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const ONE_CALL_THEN: &str = r#"
+import asyncio, json, os, signal, sys, time
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+async def main():
+    async with streamable_http_client(os.environ["WORLDLINE_MCP_URL"]) as (r, w, *_):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            await s.call_tool("rollback_deploy", {"id": "D-42", "reason": "r"})
+            THEN
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn kill_9_mid_run_leaves_a_readable_graded_bundle() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = script(
+        dir.path(),
+        "killed.py",
+        &ONE_CALL_THEN.replace("THEN", "os.kill(os.getpid(), signal.SIGKILL)"),
+    );
+    let out = exec_run(&store, &rollback_case(dir.path()), &agent, &[], &[]);
+    out.expect_code(1);
+    let doc = out.json();
+    assert_eq!(doc["run_status"], "errored", "{out}");
+    assert!(doc["error"].as_str().unwrap().contains("signal 9"), "{out}");
+    let b = read_bundle(&out.bundle());
+    let grade = &b.footer.as_ref().expect("a footer")["grade"];
+    // The rollback happened before the kill; the ticket was never closed.
+    assert_eq!(grade["passed"], false);
+    assert!(
+        b.events
+            .iter()
+            .any(|e| e["request"]["name"] == "rollback_deploy")
+    );
+}
+
+#[test]
+fn an_agent_that_never_connects_is_stopped_at_the_time_limit() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = script(dir.path(), "idle.py", "import time\ntime.sleep(60)\n");
+    let case = limited_case(dir.path(), "timeout_ms = 1500");
+    let started = std::time::Instant::now();
+    let out = exec_run(&store, &case, &agent, &[], &[]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    out.expect_code(3);
+    assert_eq!(out.json()["run_status"], "timeout", "{out}");
+    assert!(
+        out.json()["error"].as_str().unwrap().contains("timeout_ms"),
+        "{out}"
+    );
+    assert!(read_bundle(&out.bundle()).footer.is_some());
+}
+
+#[test]
+fn a_flood_of_calls_is_stopped_at_the_event_limit() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let flood =
+        "for _ in range(10000):\n                await s.call_tool('get_alert', {'id': 'ALERT-7'})";
+    let agent = script(
+        dir.path(),
+        "flood.py",
+        &ONE_CALL_THEN.replace("THEN", flood),
+    );
+    let case = limited_case(dir.path(), "max_events = 200");
+    let out = exec_run(&store, &case, &agent, &[], &[]);
+    out.expect_code(3);
+    assert_eq!(out.json()["run_status"], "trapped", "{out}");
+    assert!(
+        out.json()["error"].as_str().unwrap().contains("max_events"),
+        "{out}"
+    );
+    assert_eq!(read_bundle(&out.bundle()).events.len(), 200);
+}
+
+#[test]
+fn the_proxy_answers_declared_routes_and_refuses_the_rest_tunnels_included() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "routes",
+        "world = \"incident@v5\"\nseed = 3\nclock = 2026-03-01T12:05:00Z\ntask = {}\n",
+    );
+    let probe = tests_dir().join("native/proxy_probe.py");
+    let out = exec_run(&store, &case, &probe, &[], &[]);
+    out.expect_code(0);
+    let output: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output["route"]["status"], 200, "{output}");
+    assert_eq!(output["route"]["body"]["id"], "ALERT-7", "{output}");
+    assert_eq!(output["other"]["status"], 403, "{output}");
+    assert!(output["tunnel"]["error"].is_string(), "{output}");
+    let b = read_bundle(&out.bundle());
+    let call = b
+        .events
+        .iter()
+        .find(|e| e["call"] == TOOL_CALL)
+        .expect("the route's tool call");
+    assert_eq!(call["request"]["name"], "get_alert");
+    assert_eq!(
+        call["request"]["transport"]["proxy"]["url"],
+        "http://alerts.internal/api/alerts/ALERT-7"
+    );
+    let denied: Vec<&Value> = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "native:loopback/denied")
+        .map(|e| &e["request"])
+        .collect();
+    assert!(
+        denied.iter().any(|r| r["url"] == "http://example.com/"),
+        "{denied:?}"
+    );
+    assert!(
+        denied.iter().any(|r| r["method"] == "CONNECT"),
+        "{denied:?}"
+    );
+}
+
+#[test]
+fn isolate_net_leaves_only_the_run_s_server_reachable() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let probe = tests_dir().join("native/net_probe.py");
+    let out = exec_run(
+        &store,
+        &rollback_case(dir.path()),
+        &probe,
+        &["--isolate-net"],
+        &[],
+    );
+    if out.code == 2 {
+        // No network namespaces here: the reason is said, nothing ran.
+        assert!(out.stderr.contains("unshare(CLONE_NEWNET)"), "{out}");
+        return;
+    }
+    let output: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output["direct"], libc::ENETUNREACH, "{output}");
+    assert_eq!(output["server"], 404, "{output}");
+    assert_eq!(out.json()["isolation"]["network"], "isolated", "{out}");
+}
+
+#[test]
+fn a_suite_of_native_runs_passes_and_a_fork_at_a_tool_call_runs_the_process_again() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let python = native_python();
+    let cases = workspace_root().join("cases/model");
+    let agent = openai_agent();
+    // model-timeout.toml times out the first model call: a 408 the SDK
+    // retries at once.
+    let out = worldline_raw([
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--json".as_ref(),
+        "--jobs".as_ref(),
+        "2".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        python.as_os_str(),
+        agent.as_os_str(),
+    ]);
+    out.expect_code(0);
+    assert_eq!(out.json()["passed"], 3, "{out}");
+    let out = exec_run(&store, &model_case("rollback"), &agent, &[], &[]);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let b = read_bundle(&out.bundle());
+    let close = b
+        .events
+        .iter()
+        .position(|e| e["request"]["name"] == "close_ticket")
+        .unwrap();
+    let denied = r#"{"error": {"kind": "denied", "message": "change freeze"}}"#;
+    let fork = wl(
+        &store,
+        &[
+            &"fork",
+            &run,
+            &"--at",
+            &close.to_string(),
+            &"--respond",
+            &denied,
+            &"--json",
+        ],
+    );
+    // The ticket stays open: the fork fails its grade.
+    fork.expect_code(1);
+    let doc = fork.json();
+    assert_eq!(doc["parent"]["event"], close as u64, "{fork}");
+    let forked = read_bundle(Path::new(doc["bundle"].as_str().unwrap()));
+    assert_eq!(forked.header["native"]["transport"], "exec");
+    assert_eq!(forked.events[close]["response"]["error"]["kind"], "denied");
+    assert_eq!(forked.events[..close], b.events[..close]);
+}
+
+#[test]
+fn the_official_client_streams_and_speaks_responses_over_the_loopback() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let probe = tests_dir().join("native/stream_probe.py");
+    let out = exec_run(&store, &model_case("rollback"), &probe, &[], &[]);
+    let output: Value = serde_json::from_str(
+        out.json()["output"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no output:\n{out}")),
+    )
+    .unwrap();
+    assert_eq!(output["chat_stream"][0], "get_alert", "{output}");
+    assert_eq!(output["responses"][0], "get_alert", "{output}");
+    assert_eq!(output["responses_stream"][0], "get_alert", "{output}");
+    let b = read_bundle(&out.bundle());
+    let apis: Vec<&Value> = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .map(|e| &e["request"]["transport"]["loopback"])
+        .collect();
+    assert_eq!(apis.len(), 3);
+    assert_eq!(apis[0]["api"], "openai.chat");
+    assert_eq!(apis[0]["stream"], true);
+    assert_eq!(apis[2]["api"], "openai.responses");
+    assert_eq!(apis[2]["stream"], true);
+}
+
+#[test]
+fn a_langgraph_agent_passes_the_model_cases_and_replays_identical_at_the_boundary() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let python = native_python();
+    // LangGraph takes seconds to import (over 20 on a loaded machine): the
+    // cases as they are, with a wall-clock limit such a machine cannot miss.
+    let cases = dir.path().join("cases");
+    std::fs::create_dir(&cases).unwrap();
+    for name in ["rollback", "rollback-weighted", "model-timeout"] {
+        let text = std::fs::read_to_string(model_case(name)).unwrap();
+        let limits = "\n[limits]\ntimeout_ms = 600000\n";
+        std::fs::write(cases.join(format!("{name}.toml")), text + limits).unwrap();
+    }
+    let worlds = worlds();
+    let agent = workspace_root().join("examples/native-agents/langgraph_agent.py");
+    let out = worldline_raw([
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--json".as_ref(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        python.as_os_str(),
+        agent.as_os_str(),
+    ]);
+    out.expect_code(0);
+    assert_eq!(out.json()["passed"], 3, "{out}");
+    let verify = worldline(&store, ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["boundary_replay"], 3, "{verify}");
+}
