@@ -20,8 +20,8 @@ pub use worldline_case::{
     partition, path, prices, project, time, world,
 };
 pub use worldline_engine::{
-    agent_file, export, fork, fuzz, grade, index, log, mediate, native, object_codec, ops, redact, regress, replay, retention,
-    run, sandbox, store, suite, traceback, verify,
+    agent_file, export, fork, fuzz, grade, index, log, mediate, native, object_codec, ops, redact,
+    regress, replay, retention, run, sandbox, store, suite, traceback, verify,
 };
 pub use worldline_otel as otel;
 pub use worldline_pgstore as pgstore;

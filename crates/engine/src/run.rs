@@ -145,7 +145,14 @@ pub fn run_with(
     let guest = execute(sandbox, agent, case, begun.med, |e| {
         begun.opened.write_error(opts.store, e)
     })?;
-    finish(case, begun.opened, guest.med, guest.ended, guest.fuel, &opts)
+    finish(
+        case,
+        begun.opened,
+        guest.med,
+        guest.ended,
+        guest.fuel,
+        &opts,
+    )
 }
 
 /// A run begun: its header, its bundle (when it has a store) and the
@@ -393,9 +400,7 @@ fn execute(
     let ended = match result {
         Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
         Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
-        Err(err) => {
-            classify(&err, &store.data().med.services.stderr()).map_err(internal)?
-        }
+        Err(err) => classify(&err, &store.data().med.services.stderr()).map_err(internal)?,
     };
     Ok(Guest {
         ended,

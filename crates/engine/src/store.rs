@@ -13,7 +13,7 @@
 mod sync;
 
 use crate::canon;
-use crate::pgstore::{Database, DbError};
+use crate::pgstore::Database;
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -27,12 +27,6 @@ pub struct StoreDir {
     db: Option<Database>,
     /// When this process last brought the working folder up to date.
     pulled: Mutex<Option<std::time::Instant>>,
-}
-
-impl From<DbError> for crate::error::InputError {
-    fn from(e: DbError) -> Self {
-        crate::error::InputError::new(&e.shown, e.message)
-    }
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -14,11 +14,6 @@
 
 pub mod send;
 
-use worldline_case::canon;
-use worldline_engine::log::call::{Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest};
-use worldline_engine::log::event::By;
-use worldline_engine::log::{Bundle, Event};
-use worldline_engine::redact::Redactor;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -26,6 +21,13 @@ use opentelemetry_proto::tonic::trace::v1::{
     ResourceSpans, ScopeSpans, Span, Status, span, status,
 };
 use serde_json::Value;
+use worldline_case::canon;
+use worldline_engine::log::call::{
+    Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest,
+};
+use worldline_engine::log::event::By;
+use worldline_engine::log::{Bundle, Event};
+use worldline_engine::redact::Redactor;
 
 /// One run to export.
 pub struct RunView {

@@ -10,8 +10,8 @@
 //! JSON-RPC errors, as the spec says.
 
 use super::HttpResponse;
-use crate::world::state::FileData;
 use serde_json::{Value, json};
+use worldline_case::world::state::FileData;
 
 /// Protocol revisions answered, newest first.
 pub const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];

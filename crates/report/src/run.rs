@@ -54,7 +54,7 @@ impl Isolation {
         (o.header.isolation.as_deref() == Some("native")).then(|| Isolation {
             kind: "native",
             network: o.header.native.as_ref().and_then(|n| n.network.clone()),
-            not_guaranteed: crate::native::NOT_GUARANTEED
+            not_guaranteed: worldline_engine::native::NOT_GUARANTEED
                 .iter()
                 .map(|(what, _)| *what)
                 .collect(),
@@ -165,7 +165,7 @@ pub fn print(o: &RunOutcome) {
             None => {}
         }
         println!("  not guaranteed:");
-        for (what, why) in crate::native::NOT_GUARANTEED {
+        for (what, why) in worldline_engine::native::NOT_GUARANTEED {
             println!("    {what}: {why}");
         }
     }

@@ -3,11 +3,11 @@
 //! pass@k and pass^k per case and for the suite.
 
 use super::check::Problem;
+use serde::{Deserialize, Serialize};
 use worldline_engine::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
 use worldline_engine::fuzz::summary::PassK;
 use worldline_engine::log::Call;
 use worldline_engine::suite::{CaseRun, Compile, SuiteRun};
-use serde::{Deserialize, Serialize};
 
 /// One case of the `test --json` document. Run-level fields describe the
 /// run that speaks for the case (the first that did not pass, else the

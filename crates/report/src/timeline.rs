@@ -1,10 +1,10 @@
 //! A timeline's events in words: the one-line summary `history` and the
 //! UI show for an event, and where two timelines first differ (`diff`).
 
+use serde_json::Value;
 use worldline_case::canon;
 use worldline_engine::log::Event;
 use worldline_engine::log::call::{Call, CallError};
-use serde_json::Value;
 
 /// How much of each value an event's summary keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,8 +198,8 @@ pub fn first_difference(a: &[Event], b: &[Event]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use worldline_engine::log::Effect;
     use serde_json::json;
+    use worldline_engine::log::Effect;
 
     #[test]
     fn a_user_turn_a_fork_answered_says_so_not_null() {

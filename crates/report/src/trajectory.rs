@@ -11,10 +11,10 @@
 //! conversation: each call an assistant message with one `tool_calls`
 //! entry, each answer a `tool` message.
 
-use worldline_engine::log::bundle::Bundle;
-use worldline_engine::log::{Call, Event};
 use serde::Serialize;
 use serde_json::{Value, json};
+use worldline_engine::log::bundle::Bundle;
+use worldline_engine::log::{Call, Event};
 
 /// One line of the trajectories file.
 #[derive(Serialize)]

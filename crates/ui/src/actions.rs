@@ -6,15 +6,15 @@
 use super::event::Refused;
 use super::html::{badge, json_against, url};
 use super::{App, Reply};
+use anyhow::Result;
+use axum::http::StatusCode;
+use maud::{Markup, html};
+use std::collections::BTreeMap;
 use worldline_case::error::InputError;
 use worldline_engine::fork::check::EditText;
 use worldline_engine::ops;
 use worldline_engine::ops::fork::ForkError;
 use worldline_engine::replay::ReplayReport;
-use anyhow::Result;
-use axum::http::StatusCode;
-use maud::{Markup, html};
-use std::collections::BTreeMap;
 
 type FormData = BTreeMap<String, String>;
 

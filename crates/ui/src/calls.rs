@@ -5,10 +5,10 @@
 //! replay.
 
 use super::html::{url, vtime};
+use maud::{Markup, html};
 use worldline_engine::log::Event;
 use worldline_engine::mediate::conversation::{APPROVAL, SAY};
 use worldline_engine::mediate::model::CALL as MODEL_CALL;
-use maud::{Markup, html};
 
 /// The tool-call event name.
 pub const TOOL_CALL: &str = "worldline:agent/tools.call";

@@ -6,12 +6,12 @@
 
 use super::html::{badge, page as frame, url};
 use super::{App, Reply};
-use worldline_engine::fuzz::saved;
-use worldline_engine::index::{Index, query::Filter, row::Row};
 use anyhow::Result;
 use maud::{Markup, html};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use worldline_engine::fuzz::saved;
+use worldline_engine::index::{Index, query::Filter, row::Row};
 
 fn pct(x: &Value) -> String {
     x.as_f64()

@@ -7,13 +7,13 @@
 use super::calls::TOOL_CALL;
 use super::html::url;
 use super::table::rows_or_json;
+use maud::{Markup, html};
+use serde_json::Value;
+use std::ops::Range;
 use worldline_case::canon;
 use worldline_engine::log::Event;
 use worldline_engine::mediate::conversation::{APPROVAL, SAY};
 use worldline_engine::mediate::model::CALL as MODEL_CALL;
-use maud::{Markup, html};
-use serde_json::Value;
-use std::ops::Range;
 
 fn text_of(content: &Value) -> String {
     match content {

@@ -6,13 +6,13 @@ use super::event::diff_lines;
 use super::html::{json_against, page as frame, url};
 use super::run::id_of;
 use super::{App, Reply};
-use worldline_engine::grade::{diff, final_state};
-use worldline_engine::log::Event;
-use worldline_report::timeline::{first_difference, summary};
 use anyhow::Result;
 use maud::{Markup, html};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use worldline_engine::grade::{diff, final_state};
+use worldline_engine::log::Event;
+use worldline_report::timeline::{first_difference, summary};
 
 fn form(a: &str, b: &str) -> Markup {
     html! {

@@ -9,15 +9,15 @@ use super::run::{fork_points, id_of};
 use super::table::rows_or_json;
 use super::timeline::marks;
 use super::{App, Reply};
-use worldline_case::canon;
-use worldline_engine::grade::diff::{self, StateDiff};
-use worldline_engine::grade::final_state;
-use worldline_engine::log::Event;
-use worldline_case::world::state::State;
 use anyhow::Result;
 use axum::http::StatusCode;
 use maud::{Markup, html};
 use std::collections::{BTreeMap, BTreeSet};
+use worldline_case::canon;
+use worldline_case::world::state::State;
+use worldline_engine::grade::diff::{self, StateDiff};
+use worldline_engine::grade::final_state;
+use worldline_engine::log::Event;
 
 /// What the fork form shows again after a refused fork.
 pub struct Refused<'a> {

@@ -3,10 +3,10 @@
 //! (from the run index).
 
 use super::html::{badge, url};
+use maud::{Markup, html};
 use worldline_engine::index::{Index, query::Filter, row::Row};
 use worldline_engine::log::bundle::{self, Parent};
 use worldline_engine::store::StoreDir;
-use maud::{Markup, html};
 
 /// How far up and down the tree goes.
 const DEPTH: usize = 8;

@@ -6,15 +6,15 @@
 
 use super::html::{badge, page as frame, short, url};
 use super::{App, Reply};
+use anyhow::Result;
+use maud::{Markup, html};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use worldline_case::canon;
 use worldline_engine::fork::check::describe;
 use worldline_engine::index::Index;
 use worldline_engine::log::bundle::{self, Bundle, Footer, Header};
 use worldline_engine::mediate::model::CALL as MODEL_CALL;
-use anyhow::Result;
-use maud::{Markup, html};
-use serde_json::Value;
-use std::collections::BTreeMap;
 
 pub const PER_PAGE: usize = 200;
 
@@ -207,7 +207,15 @@ fn events(id: &str, b: &Bundle, q: &BTreeMap<String, String>) -> (Markup, std::o
 
 /// The run's bundle and its case's task, redacted, and its prices (a
 /// redacted copy has no case in the store: its bundle alone).
-fn load(app: &App, run: &str) -> Result<(String, Bundle, Option<Value>, worldline_case::prices::Prices)> {
+fn load(
+    app: &App,
+    run: &str,
+) -> Result<(
+    String,
+    Bundle,
+    Option<Value>,
+    worldline_case::prices::Prices,
+)> {
     let path = app.run_path(run)?;
     let (mut b, case) = match app.recorded(run) {
         Ok(rec) => (rec.bundle, Some(rec.case)),

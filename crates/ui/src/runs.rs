@@ -4,10 +4,10 @@
 
 use super::html::{badge, page as frame, short, url};
 use super::{App, Reply};
-use worldline_engine::index::{Index, query::Filter, row::Row};
 use anyhow::Result;
 use maud::{Markup, html};
 use std::collections::BTreeMap;
+use worldline_engine::index::{Index, query::Filter, row::Row};
 
 const PER_PAGE: usize = 100;
 

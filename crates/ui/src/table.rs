@@ -3,10 +3,11 @@
 //! with the rows an event changed highlighted. Anything else stays JSON.
 
 use super::html::json;
-use worldline_case::canon;
 use maud::{Markup, html};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+use worldline_case::canon;
+use worldline_case::world::state::Rows;
 
 /// The columns of `rows`: every field of any row, in first-seen order.
 fn columns<'a>(rows: impl Iterator<Item = &'a Map<String, Value>>) -> Vec<String> {
@@ -78,7 +79,7 @@ pub fn rows_or_json(v: &Value) -> Markup {
 }
 
 /// A world table: its rows by key, `changed` keys highlighted.
-pub fn state(name: &str, rows: &BTreeMap<String, Value>, changed: &BTreeSet<String>) -> Markup {
+pub fn state(name: &str, rows: &Rows, changed: &BTreeSet<String>) -> Markup {
     let cols = columns(rows.values().filter_map(Value::as_object));
     html! {
         h3 { (name) " " small { "(" (rows.len()) " rows)" } }

@@ -8,11 +8,11 @@
 
 use super::calls::TOOL_CALL;
 use super::html::{url, vtime};
+use maud::{Markup, html};
+use std::ops::Range;
 use worldline_engine::log::Event;
 use worldline_engine::mediate::model::CALL as MODEL_CALL;
 use worldline_report::timeline::summary;
-use maud::{Markup, html};
-use std::ops::Range;
 
 /// Calls the runtime (CPython, the JS engine, the Rust std) makes for
 /// itself rather than for the agent's logic.

@@ -5,11 +5,11 @@
 //! provider took (metadata: never seen by the agent, never replayed).
 
 use super::html::url;
-use worldline_engine::log::Event;
-use worldline_engine::mediate::model::CALL as MODEL_CALL;
-use worldline_case::prices::Prices;
 use maud::{Markup, html};
 use serde_json::Value;
+use worldline_case::prices::Prices;
+use worldline_engine::log::Event;
+use worldline_engine::mediate::model::CALL as MODEL_CALL;
 
 /// One model call's figures.
 #[derive(Debug, Clone, PartialEq)]

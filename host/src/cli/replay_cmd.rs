@@ -162,9 +162,10 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let v = ops::replay::verify(&sandbox, &store, &args.runs, sample, jobs)?;
-    let sample = v.sample.as_ref().map(|s| {
-        json!({"size": s.runs.len(), "of": s.of, "seed": s.seed, "runs": s.runs})
-    });
+    let sample = v
+        .sample
+        .as_ref()
+        .map(|s| json!({"size": s.runs.len(), "of": s.of, "seed": s.seed, "runs": s.runs}));
     if let Some(s) = &v.sample
         && !args.common.json
     {
@@ -179,7 +180,6 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         );
     }
     let sessions = &v.sessions;
-    }
     let (reports, headless, diverged, drift) = (
         &v.reports,
         &v.headless,
@@ -220,7 +220,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
                 "{run}  incomplete: cut off before its header was written (killed as it started, or the disk was full); nothing to replay"
             );
         }
-        for run in &sessions {
+        for run in sessions {
             println!(
                 "{run}  MCP session: its hash chain is intact; there is no process to run again"
             );

@@ -119,6 +119,15 @@ impl Services {
         self.stdio.stderr.text()
     }
 
+    /// Keep what a native process wrote (captured outside the sandbox, at
+    /// most the case's cap; `dropped` bytes past it) as a guest's output
+    /// is kept.
+    pub fn keep_output(&mut self, stdout: &[u8], stderr: &[u8], dropped: u64) {
+        self.stdio.stdout.push(stdout);
+        self.stdio.stderr.push(stderr);
+        self.stdio.stdout.dropped += dropped;
+    }
+
     /// Run `tool` outside the log (a gold call): at the next tick, its
     /// writes applied to the state.
     pub fn call_unrecorded(&mut self, tool: &Tool, args: &Value) -> Result<(), ToolFailure> {

@@ -306,7 +306,7 @@ async fn proxied(
     let tunnel = method == "CONNECT";
     let job: Job = Box::new(move |st| {
         let route = routes::route(&method, &url, &st.model_bases());
-        let world = st.med.services.world.world.clone();
+        let world = st.med.services.world().clone();
         // An https route is answered over plain http too: the proxy cannot
         // see into a tunnel.
         let url = match url.strip_prefix("http://") {

@@ -146,6 +146,7 @@ pub fn mediate(
         med: begun.med,
         table: ResourceTable::new(),
         limiter: MemoryLimiter { max_bytes: 0 },
+        http_bodies: Default::default(),
     };
     let mut stop: Option<Ending> = None;
     let exit = loop {
@@ -172,10 +173,10 @@ pub fn mediate(
             Err(_) => break Exit::disconnected(),
         }
     };
-    let stdio = &mut state.med.services.stdio;
-    stdio.stdout.push(&exit.stdout);
-    stdio.stderr.push(&exit.stderr);
-    stdio.stdout.dropped += exit.dropped;
+    state
+        .med
+        .services
+        .keep_output(&exit.stdout, &exit.stderr, exit.dropped);
     let ending = stop.unwrap_or((exit.status, exit.output, exit.error, Vec::new()));
     run::finish(case, begun.opened, state.med, ending, 0, &opts)
 }
