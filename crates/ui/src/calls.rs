@@ -6,12 +6,25 @@
 
 use super::html::{url, vtime};
 use maud::{Markup, html};
-use worldline_engine::log::Event;
-use worldline_engine::mediate::conversation::{APPROVAL, SAY};
-use worldline_engine::mediate::model::CALL as MODEL_CALL;
+use worldline_engine::log::{Call, Event, Kind};
 
-/// The tool-call event name.
-pub const TOOL_CALL: &str = "worldline:agent/tools.call";
+/// Whether `e` is a tool call.
+pub fn is_tool_call(e: &Event) -> bool {
+    Kind::of(&e.call) == Some(Kind::ToolsCall)
+}
+
+/// The tool a tool-call event called.
+pub fn tool_name(e: &Event) -> Option<String> {
+    match e.typed() {
+        Call::ToolsCall { request, .. } => Some(request.name),
+        _ => None,
+    }
+}
+
+/// Whether `e` is a model call.
+pub fn is_model_call(e: &Event) -> bool {
+    Kind::of(&e.call) == Some(Kind::ModelComplete)
+}
 
 /// One call's place on the clock.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,30 +39,26 @@ pub struct Span {
 
 /// What kind of call an event is, if it is one the chart shows.
 pub fn kind_of(e: &Event) -> Option<&'static str> {
-    match e.call.as_str() {
-        TOOL_CALL => Some("tool"),
-        MODEL_CALL => Some("model"),
-        SAY => Some("user"),
-        APPROVAL => Some("approval"),
+    match Kind::of(&e.call)? {
+        Kind::ToolsCall => Some("tool"),
+        Kind::ModelComplete => Some("model"),
+        Kind::UserSay => Some("user"),
+        Kind::ApprovalRequest => Some("approval"),
         _ => None,
     }
 }
 
-fn label(e: &Event, kind: &str) -> String {
-    let s = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
-    match kind {
-        "tool" => s(&e.request["name"]),
-        "model" => [
-            &e.response["ok"]["model"],
-            &e.response["model_call"]["model"],
-            &e.request["request"]["model"],
-        ]
-        .into_iter()
-        .find_map(|v| v.as_str())
-        .unwrap_or("model")
-        .to_string(),
-        "approval" => s(&e.request["kind"]),
-        _ => "turn".into(),
+fn label(e: &Event) -> String {
+    match e.typed() {
+        Call::ToolsCall { request, .. } => request.name,
+        Call::ModelComplete { request, response } => response
+            .model()
+            .or(request.model())
+            .unwrap_or("model")
+            .to_string(),
+        Call::ApprovalRequest { request, .. } => request.kind.as_str().unwrap_or("?").to_string(),
+        Call::UserSay { .. } => "turn".into(),
+        _ => "?".into(),
     }
 }
 
@@ -64,7 +73,7 @@ pub fn spans(events: &[Event]) -> Vec<Span> {
             Some(Span {
                 seq: e.seq,
                 kind,
-                label: label(e, kind),
+                label: label(e),
                 start_ns,
                 end_ns: e.vtime_ns.max(start_ns),
             })

@@ -4,16 +4,18 @@
 //! asked for it (linked to its event), its result below as a tool message;
 //! the answer is not repeated when the next request carries it back.
 
-use super::calls::TOOL_CALL;
+use super::calls::{is_tool_call, tool_name};
 use super::html::url;
 use super::table::rows_or_json;
 use maud::{Markup, html};
 use serde_json::Value;
 use std::ops::Range;
 use worldline_case::canon;
-use worldline_engine::log::Event;
-use worldline_engine::mediate::conversation::{APPROVAL, SAY};
-use worldline_engine::mediate::model::CALL as MODEL_CALL;
+use worldline_engine::log::event::By;
+use worldline_engine::log::payload::{
+    ApprovalAsk, Decision, ModelAnswer, ModelRequest, Said, Turn,
+};
+use worldline_engine::log::{Call, Event};
 
 fn text_of(content: &Value) -> String {
     match content {
@@ -32,13 +34,14 @@ fn tool_calls(id: &str, events: &[Event], after: usize, calls: &Value) -> Markup
     let mut later = events
         .iter()
         .skip(after + 1)
-        .filter(|x| x.call == TOOL_CALL);
+        .filter(|x| is_tool_call(x))
+        .map(|x| (x.seq, tool_name(x)));
     html! {
         @for c in calls.as_array().into_iter().flatten() {
             @let name = c["function"]["name"].as_str().unwrap_or("?");
             div.mono.call {
                 "→ " (name) "(" (text_of(&c["function"]["arguments"])) ")"
-                @if let Some(x) = later.find(|x| x.request["name"] == name) { " " (link(id, x.seq)) }
+                @if let Some((seq, _)) = later.find(|(_, n)| n.as_deref() == Some(name)) { " " (link(id, seq)) }
             }
         }
     }
@@ -69,19 +72,18 @@ fn message(m: &Value, previous: Option<&Value>) -> Option<Markup> {
     })
 }
 
-/// One model call: the new messages, then the answer.
+/// One model call (the `i`th event, `request` answered by `response`):
+/// the new messages, then the answer.
 fn model_call(
     id: &str,
     events: &[Event],
     i: usize,
+    (request, response): (&ModelRequest, &ModelAnswer),
     seen: &mut usize,
     previous: &mut Option<Value>,
 ) -> Markup {
     let e = &events[i];
-    let messages = e.request["request"]["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let messages = request.messages().cloned().unwrap_or_default();
     let new: Vec<Markup> = messages
         .get((*seen).min(messages.len())..)
         .unwrap_or(&[])
@@ -89,14 +91,14 @@ fn model_call(
         .filter_map(|m| message(m, previous.as_ref()))
         .collect();
     *seen = messages.len();
-    let answer = &e.response["ok"]["choices"][0]["message"];
+    let answer = response.message().cloned().unwrap_or(Value::Null);
     *previous = Some(answer.clone());
     html! {
         @for m in new { (m) }
         div.msg.assistant {
             b { "model" } " " (link(id, e.seq)) " "
-            @match e.response.get("error") {
-                Some(err) => { span.badge.bad { (err["kind"].as_str().unwrap_or("?")) } " " (text_of(&err["message"])) }
+            @match &response.error {
+                Some(err) => { span.badge.bad { (err.kind) } " " (text_of(err.message())) }
                 None => { (text_of(&answer["content"])) (tool_calls(id, events, i, &answer["tool_calls"])) }
             }
         }
@@ -104,36 +106,44 @@ fn model_call(
 }
 
 /// Who answered a user turn: the player's rule or model, or a fork.
-fn by(e: &Event) -> String {
-    match (&e.response["user"]["by"], &e.injected) {
-        (Value::Null, Some(i)) if i["action"] == "fork-respond" => "answered by a fork".into(),
-        (Value::Null, _) => String::new(),
-        (b, _) => canon::to_string(b),
+fn by(e: &Event, turn: &Turn) -> String {
+    match turn.user.as_ref().and_then(|u| u.by.as_ref()) {
+        Some(b) => canon::to_string(b),
+        None if e.mark().is_some_and(|m| matches!(m.by, By::Fork)) => "answered by a fork".into(),
+        None => String::new(),
     }
 }
 
 /// A user turn: the agent's message and the user's reply (or leaving).
-fn user_turn(id: &str, e: &Event) -> Markup {
-    let r = &e.response;
+fn user_turn(id: &str, e: &Event, said: &Said, turn: &Turn) -> Markup {
     html! {
-        div.msg.agent { b { "agent → user" } " " (link(id, e.seq)) " " (text_of(&e.request["message"])) }
+        div.msg.agent { b { "agent → user" } " " (link(id, e.seq)) " " (said.message) }
         div.msg.user {
             b { "user" } " "
-            @if let Some(reply) = r.get("reply") { (text_of(reply)) }
-            @else if let Some(end) = r.get("ended") {
-                "ended (" (if end["satisfied"] == true { "satisfied" } else { "not satisfied" }) "): " (text_of(&end["reason"]))
-            } @else { span.mono { (canon::to_string(r)) } }
-            " " span.keys { (by(e)) }
+            @if let Some(reply) = &turn.reply { (reply) }
+            @else if let Some(end) = &turn.ended {
+                "ended (" (if end.satisfied() { "satisfied" } else { "not satisfied" }) "): " (text_of(end.reason()))
+            } @else { span.mono { (canon::to_string(&e.response)) } }
+            " " span.keys { (by(e, turn)) }
         }
     }
 }
 
-fn approval(id: &str, e: &Event) -> Markup {
+fn approval(id: &str, e: &Event, ask: &ApprovalAsk, decision: &Decision) -> Markup {
     html! {
         div.msg.approval {
-            b { "approval" } " " (link(id, e.seq)) " " (text_of(&e.request["kind"])) " "
-            span.mono { (text_of(&e.request["details"])) } " → "
-            @match e.response.get("denied") { Some(r) => { span.badge.bad { "denied" } " " (text_of(r)) } None => { span.badge.ok { "approved" } } }
+            b { "approval" } " " (link(id, e.seq)) " " (text_of(&ask.kind)) " "
+            span.mono { (text_of(&ask.details)) } " → "
+            @match &decision.denied { Some(r) => { span.badge.bad { "denied" } " " (text_of(r)) } None => { span.badge.ok { "approved" } } }
+        }
+    }
+}
+
+fn raw(id: &str, e: &Event) -> Markup {
+    html! {
+        div.msg {
+            b { (e.call) } " " (link(id, e.seq)) " "
+            span.mono { (canon::to_string(&e.request)) " → " (canon::to_string(&e.response)) }
         }
     }
 }
@@ -143,10 +153,20 @@ pub fn section(id: &str, events: &[Event], range: Range<usize>) -> Markup {
     let (mut seen, mut previous) = (0, None);
     let mut parts = Vec::new();
     for (i, e) in events.iter().enumerate().take(range.end) {
-        let part = match e.call.as_str() {
-            MODEL_CALL => model_call(id, events, i, &mut seen, &mut previous),
-            SAY => user_turn(id, e),
-            APPROVAL => approval(id, e),
+        let part = match e.typed() {
+            Call::ModelComplete { request, response } => model_call(
+                id,
+                events,
+                i,
+                (&request, &response),
+                &mut seen,
+                &mut previous,
+            ),
+            Call::UserSay { request, response } => user_turn(id, e, &request, &response),
+            Call::ApprovalRequest { request, response } => approval(id, e, &request, &response),
+            // A model call, turn or approval whose shape this host does not
+            // know (a newer host's, or a hand-edited bundle): shown raw.
+            _ if super::calls::kind_of(e).is_some_and(|k| k != "tool") => raw(id, e),
             _ => continue,
         };
         if i >= range.start {

@@ -3,7 +3,7 @@
 //! tables with the rows it changed highlighted, links (and keys) to the
 //! previous/next event and tool call, and the fork-from-here form.
 
-use super::calls::TOOL_CALL;
+use super::calls::is_tool_call;
 use super::html::{badge, error_box, json, page as frame, url, vtime};
 use super::run::{fork_points, id_of};
 use super::table::rows_or_json;
@@ -27,11 +27,11 @@ pub struct Refused<'a> {
 
 /// The step links: previous/next event and tool call.
 fn steps(id: &str, events: &[Event], n: usize) -> Markup {
-    let prev_tool = events[..n].iter().rposition(|x| x.call == TOOL_CALL);
+    let prev_tool = events[..n].iter().rposition(is_tool_call);
     let next_tool = events
         .iter()
         .skip(n + 1)
-        .position(|x| x.call == TOOL_CALL)
+        .position(is_tool_call)
         .map(|i| i + n + 1);
     let link = |anchor: &str, label: &str, to: Option<usize>| match to {
         Some(i) => {

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use worldline_case::canon;
 use worldline_engine::fork::check::describe;
 use worldline_engine::index::Index;
+use worldline_engine::log::Call;
 use worldline_engine::log::bundle::{self, Bundle, Footer, Header};
-use worldline_engine::mediate::model::CALL as MODEL_CALL;
 
 pub const PER_PAGE: usize = 200;
 
@@ -65,15 +65,18 @@ fn model_line(b: &Bundle) -> Option<String> {
     let provider = b
         .events
         .iter()
-        .find(|e| e.call == MODEL_CALL)
-        .and_then(|e| e.request["provider"].as_str());
+        .filter(|e| super::calls::is_model_call(e))
+        .find_map(|e| match e.typed() {
+            Call::ModelComplete { request, .. } => Some(request.provider),
+            _ => None,
+        });
     (provider.is_some() || !h.model_overrides.is_empty()).then(|| {
         let over: Vec<String> = h
             .model_overrides
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        format!("{} {}", provider.unwrap_or("?"), over.join(" "))
+        format!("{} {}", provider.as_deref().unwrap_or("?"), over.join(" "))
     })
 }
 

@@ -6,12 +6,13 @@
 //! for. A model call's row names the tool calls it asked for and links
 //! them: their arguments show once, on the call's own row.
 
-use super::calls::TOOL_CALL;
+use super::calls::{is_tool_call, tool_name};
 use super::html::{url, vtime};
 use maud::{Markup, html};
 use std::ops::Range;
-use worldline_engine::log::Event;
-use worldline_engine::mediate::model::CALL as MODEL_CALL;
+use worldline_engine::log::event::By;
+use worldline_engine::log::payload::{ModelAnswer, ModelRequest};
+use worldline_engine::log::{Call, Event};
 use worldline_report::timeline::summary;
 
 /// Calls the runtime (CPython, the JS engine, the Rust std) makes for
@@ -49,16 +50,14 @@ pub fn startup_len(events: &[Event]) -> usize {
 
 /// An event's marks: injected or fuzz faults, a fork's answer, a fork point.
 pub fn marks(e: &Event, fork_points: &[u64]) -> Markup {
-    let injected = e.injected.as_ref().map(|i| {
-        let action = i["action"].as_str().unwrap_or("?");
-        let class = if i.get("fuzz").is_some() {
-            "fuzz"
-        } else if action == "fork-respond" {
-            "fork"
-        } else {
-            "injected"
+    let injected = e.mark().map(|m| {
+        let action = m.action.and_then(|a| a.as_str()).unwrap_or("?");
+        let class = match m.by {
+            By::Fuzz(_) => "fuzz",
+            By::Fork => "fork",
+            _ => "injected",
         };
-        (class, action, worldline_case::canon::to_string(i))
+        (class, action, worldline_case::canon::to_string(m.raw))
     });
     html! {
         @if let Some((class, action, all)) = injected {
@@ -70,26 +69,30 @@ pub fn marks(e: &Event, fork_points: &[u64]) -> Markup {
 
 /// What a model call's row says: the last message and the calls it asked
 /// for, by name, each linked to its own row.
-fn model_what(id: &str, events: &[Event], e: &Event) -> Markup {
-    let asked = e.request["request"]["messages"]
-        .as_array()
-        .and_then(|m| m.last());
-    let calls = e.response["ok"]["choices"][0]["message"]["tool_calls"].as_array();
+fn model_what(
+    id: &str,
+    events: &[Event],
+    e: &Event,
+    (request, response): (&ModelRequest, &ModelAnswer),
+) -> Markup {
+    let asked = request.messages().and_then(|m| m.last());
+    let calls = response.message().and_then(|m| m["tool_calls"].as_array());
     let Some(calls) = calls.filter(|c| !c.is_empty()) else {
         return html! { (summary(e)) };
     };
     let mut after = events
         .iter()
         .skip(e.seq as usize + 1)
-        .filter(|x| x.call == TOOL_CALL);
+        .filter(|x| is_tool_call(x))
+        .map(|x| (x.seq, tool_name(x)));
     html! {
-        "[" (e.request["provider"].as_str().unwrap_or("?")) "] "
+        "[" (request.provider) "] "
         @if let Some(m) = asked { (m["role"].as_str().unwrap_or("?")) " → " }
         "asks for "
         @for c in calls {
             @let name = c["function"]["name"].as_str().unwrap_or("?");
-            @match after.find(|x| x.request["name"] == name) {
-                Some(x) => { a.call href={ "/run/" (url(id)) "/event/" (x.seq) } { (name) " (event " (x.seq) ")" } " " }
+            @match after.find(|(_, n)| n.as_deref() == Some(name)) {
+                Some((seq, _)) => { a.call href={ "/run/" (url(id)) "/event/" (seq) } { (name) " (event " (seq) ")" } " " }
                 None => { (name) " " }
             }
         }
@@ -106,7 +109,10 @@ fn row(id: &str, events: &[Event], e: &Event, fork_points: &[u64]) -> Markup {
             td { (format!("{:?}", e.effect).to_lowercase()) }
             td.mono title=(e.call) { (call) }
             td.mono {
-                @if e.call == MODEL_CALL { (model_what(id, events, e)) } @else { (summary(e)) }
+                @match e.typed() {
+                    Call::ModelComplete { request, response } => { (model_what(id, events, e, (&request, &response))) }
+                    _ => { (summary(e)) }
+                }
                 (marks(e, fork_points))
             }
         }

@@ -8,8 +8,8 @@ use super::html::url;
 use maud::{Markup, html};
 use serde_json::Value;
 use worldline_case::prices::Prices;
-use worldline_engine::log::Event;
-use worldline_engine::mediate::model::CALL as MODEL_CALL;
+use worldline_engine::log::payload::{ModelAnswer, ModelRequest};
+use worldline_engine::log::{Call, Event};
 
 /// One model call's figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,31 +35,31 @@ fn n(v: &Value) -> u64 {
 }
 
 impl CallUsage {
-    fn of(e: &Event, prices: &Prices) -> CallUsage {
-        let record = &e.response["model_call"];
-        let usage = match &record["usage"] {
-            Value::Null => &e.response["ok"]["usage"],
-            u => u,
-        };
-        let model = [
-            &e.response["ok"]["model"],
-            &record["model"],
-            &e.request["request"]["model"],
-        ]
-        .into_iter()
-        .find_map(Value::as_str)
-        .unwrap_or("?")
-        .to_string();
+    fn of(seq: u64, request: &ModelRequest, response: &ModelAnswer, prices: &Prices) -> CallUsage {
+        let record = response.model_call.as_ref();
+        let null = Value::Null;
+        let usage = record
+            .and_then(|r| r.usage.as_ref())
+            .or(response.usage())
+            .unwrap_or(&null);
+        let model = response
+            .model()
+            .or(request.model())
+            .unwrap_or("?")
+            .to_string();
         let input = n(&usage["prompt_tokens"]).max(n(&usage["input_tokens"]));
         let output = n(&usage["completion_tokens"]).max(n(&usage["output_tokens"]));
+        let latency = |f: fn(&worldline_engine::log::payload::ProviderRecord) -> &Option<Value>| {
+            record.and_then(|r| f(r).as_ref()).and_then(Value::as_u64)
+        };
         CallUsage {
-            seq: e.seq,
+            seq,
             cost: prices.cost(&model, input, output),
             model,
             input,
             output,
-            virtual_ms: n(&record["virtual_latency_ms"]),
-            real_ms: record["real_latency_ms"].as_u64(),
+            virtual_ms: latency(|r| &r.virtual_latency_ms).unwrap_or(0),
+            real_ms: latency(|r| &r.real_latency_ms),
         }
     }
 }
@@ -69,8 +69,12 @@ impl RunUsage {
         RunUsage {
             calls: events
                 .iter()
-                .filter(|e| e.call == MODEL_CALL)
-                .map(|e| CallUsage::of(e, prices))
+                .filter_map(|e| match e.typed() {
+                    Call::ModelComplete { request, response } => {
+                        Some(CallUsage::of(e.seq, &request, &response, prices))
+                    }
+                    _ => None,
+                })
                 .collect(),
         }
     }
