@@ -78,6 +78,15 @@ fn rpc_error_data(id: &Value, code: i64, message: &str, data: Value) -> HttpResp
     )
 }
 
+/// What the server offers: the tools, and the world's files when it has any.
+fn capabilities(files: bool) -> Value {
+    let mut offered = json!({"tools": {"listChanged": false}});
+    if files {
+        offered["resources"] = json!({"listChanged": false, "subscribe": false});
+    }
+    offered
+}
+
 fn reply(method: Option<&str>, response: HttpResponse) -> Step {
     Step::Reply {
         method: method.map(String::from),
@@ -87,7 +96,11 @@ fn reply(method: Option<&str>, response: HttpResponse) -> Step {
 
 /// Read one request to the endpoint. Only POST carries JSON-RPC; the
 /// server offers no event stream (GET) and no sessions to end (DELETE).
-pub fn request(method: &str, body: &[u8]) -> Step {
+/// `files`: whether the world has files to offer as resources. A world
+/// without files advertises no `resources` capability, so `initialize`
+/// answers exactly as it did before resources existed and runs recorded
+/// then replay `identical`.
+pub fn request(method: &str, body: &[u8], files: bool) -> Step {
     if !method.eq_ignore_ascii_case("POST") {
         return reply(None, HttpResponse::empty(405).with_header("allow", "POST"));
     }
@@ -124,10 +137,7 @@ pub fn request(method: &str, body: &[u8]) -> Step {
                     &id,
                     json!({
                         "protocolVersion": version,
-                        "capabilities": {
-                            "tools": {"listChanged": false},
-                            "resources": {"listChanged": false, "subscribe": false},
-                        },
+                        "capabilities": capabilities(files),
                         "serverInfo": {"name": "worldline", "version": env!("CARGO_PKG_VERSION")},
                     }),
                 ),
@@ -345,7 +355,7 @@ mod tests {
     #[test]
     fn initialize_echoes_a_known_revision() {
         let msg = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
-        let Step::Reply { method, response } = request("POST", msg) else {
+        let Step::Reply { method, response } = request("POST", msg, true) else {
             panic!()
         };
         assert_eq!(method.as_deref(), Some("initialize"));
@@ -353,17 +363,35 @@ mod tests {
         assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
         assert_eq!(v["id"], 1);
         let newer = br#"{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2099-01-01"}}"#;
-        let Step::Reply { response, .. } = request("POST", newer) else {
+        let Step::Reply { response, .. } = request("POST", newer, true) else {
             panic!()
         };
         assert_eq!(body(&response)["result"]["protocolVersion"], VERSIONS[0]);
+    }
+
+    /// A world without files offers no resources: `initialize` answers
+    /// byte for byte as before resources existed (recorded runs replay).
+    #[test]
+    fn resources_are_offered_only_by_a_world_with_files() {
+        let msg = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#;
+        let offered = |files| {
+            let Step::Reply { response, .. } = request("POST", msg, files) else {
+                panic!()
+            };
+            body(&response)["result"]["capabilities"].clone()
+        };
+        assert_eq!(offered(false), json!({"tools": {"listChanged": false}}));
+        assert_eq!(
+            offered(true)["resources"],
+            json!({"listChanged": false, "subscribe": false})
+        );
     }
 
     #[test]
     fn calls_lists_notifications_and_protocol_errors() {
         let call = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"A"}}}"#;
         assert_eq!(
-            request("POST", call),
+            request("POST", call, true),
             Step::CallTool {
                 id: json!(3),
                 name: "get_alert".into(),
@@ -371,12 +399,15 @@ mod tests {
             }
         );
         let list = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-        assert_eq!(request("POST", list), Step::ListTools { id: json!(2) });
+        assert_eq!(
+            request("POST", list, true),
+            Step::ListTools { id: json!(2) }
+        );
         let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         assert!(
-            matches!(request("POST", note), Step::Reply { response, .. } if response.status == 202)
+            matches!(request("POST", note, true), Step::Reply { response, .. } if response.status == 202)
         );
-        let Step::Reply { response, .. } = request("POST", b"{nope") else {
+        let Step::Reply { response, .. } = request("POST", b"{nope", true) else {
             panic!()
         };
         assert_eq!(
@@ -384,17 +415,17 @@ mod tests {
             (400, json!(-32700))
         );
         let unknown = br#"{"jsonrpc":"2.0","id":4,"method":"prompts/list"}"#;
-        let Step::Reply { response, .. } = request("POST", unknown) else {
+        let Step::Reply { response, .. } = request("POST", unknown, true) else {
             panic!()
         };
         assert_eq!(body(&response)["error"]["code"], -32601);
         let nameless = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}"#;
-        let Step::Reply { response, .. } = request("POST", nameless) else {
+        let Step::Reply { response, .. } = request("POST", nameless, true) else {
             panic!()
         };
         assert_eq!(body(&response)["error"]["code"], -32602);
         assert!(
-            matches!(request("GET", b""), Step::Reply { response, .. } if response.status == 405)
+            matches!(request("GET", b"", true), Step::Reply { response, .. } if response.status == 405)
         );
     }
 
@@ -431,10 +462,13 @@ mod tests {
     #[test]
     fn world_files_are_resources() {
         let list = br#"{"jsonrpc":"2.0","id":7,"method":"resources/list","params":{}}"#;
-        assert_eq!(request("POST", list), Step::ListResources { id: json!(7) });
+        assert_eq!(
+            request("POST", list, true),
+            Step::ListResources { id: json!(7) }
+        );
         let read = br#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"file:///runbooks/check%20out.md"}}"#;
         assert_eq!(
-            request("POST", read),
+            request("POST", read, true),
             Step::ReadResource {
                 id: json!(8),
                 path: "runbooks/check out.md".into()
@@ -442,7 +476,7 @@ mod tests {
         );
         let other =
             br#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"https://x/y"}}"#;
-        let Step::Reply { response, .. } = request("POST", other) else {
+        let Step::Reply { response, .. } = request("POST", other, true) else {
             panic!()
         };
         assert_eq!(body(&response)["error"]["code"], -32002);

@@ -159,7 +159,8 @@ impl RunState {
     /// A request to the world's MCP endpoint.
     fn mcp(&mut self, method: &str, body: &[u8], via: &Via) -> wasmtime::Result<HttpResponse> {
         let transport = via.transport(Route::Mcp.api());
-        match mcp::request(method, body) {
+        let files = !self.med.services.world().initial.files.is_empty();
+        match mcp::request(method, body, files) {
             Step::Reply { method, response } => {
                 self.protocol_answer(via, transport, json!({"rpc": method}), response)
             }
