@@ -40,9 +40,10 @@ pub struct Graded {
 /// The case file under `dir` whose bytes hash to `hash`.
 fn find_case(dir: &Path, hash: &str) -> Option<PathBuf> {
     let files = crate::case::discover::expand(&[dir.to_path_buf()]).ok()?;
-    files
-        .into_iter()
-        .find(|f| std::fs::read(f).is_ok_and(|b| crate::canon::sha256_hex(b) == hash))
+    files.into_iter().find(|f| {
+        crate::bounded::read(f, crate::bounded::DOCUMENT)
+            .is_ok_and(|b| crate::canon::sha256_hex(b) == hash)
+    })
 }
 
 /// `grades/<run>/`: the grades `rejudge` made of a run, `1.json`, `2.json`, …
@@ -56,7 +57,8 @@ fn latest_regrade(store: &StoreDir, run_id: &str) -> Option<serde_json::Value> {
     let n = (1..)
         .take_while(|n| dir.join(format!("{n}.json")).is_file())
         .last()?;
-    let bytes = std::fs::read(dir.join(format!("{n}.json"))).ok()?;
+    let bytes =
+        crate::bounded::read(&dir.join(format!("{n}.json")), crate::bounded::DOCUMENT).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

@@ -147,7 +147,7 @@ impl StoreDir {
             return Ok(());
         }
         let mark_path = self.root.join(PULLED);
-        let mut mark: Pulled = std::fs::read(&mark_path)
+        let mut mark: Pulled = crate::bounded::read(&mark_path, crate::bounded::DOCUMENT)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
