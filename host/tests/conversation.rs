@@ -6,7 +6,7 @@
 //! replayed `identical`, forked at a user turn or an approval, graded by
 //! `[expect.conversation]`. An agent that imports none of it still loads.
 
-mod common;
+use crate::common;
 
 use common::{CliOutput, guest, read_bundle, temp_dir, wl, worlds_dir, write_case};
 use serde_json::{Value, json};

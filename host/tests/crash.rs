@@ -7,7 +7,7 @@
 //! The seed is fixed so a failure reproduces; set WORLDLINE_CRASH_SEED to
 //! explore others.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

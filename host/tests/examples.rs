@@ -5,7 +5,7 @@
 //! componentize-py into a virtual environment under the build folder when
 //! it is not on PATH.
 
-mod common;
+use crate::common;
 
 use common::{guest, temp_dir, workspace_root, worldline};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! anything runs, says when a patch creates a row, and `history` shows a
 //! fork's edits.
 
-mod common;
+use crate::common;
 
 use common::{guest, read_bundle, run_json, temp_dir, wl, workspace_root};
 use serde_json::Value;

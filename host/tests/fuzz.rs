@@ -4,7 +4,7 @@
 //! shrinking to the one fault that matters, reports independent of
 //! `--jobs`, repro rates, and clear errors for bad profiles.
 
-mod common;
+use crate::common;
 
 use common::{
     ONE_FAULT_MATTERS, files_with_suffix, guest, read_bundle, temp_dir, workspace_root, worldline,

@@ -2,7 +2,7 @@
 //! binary on the `caller-agent` guest, which makes the tool calls its task
 //! lists and returns every answer.
 
-mod common;
+use crate::common;
 
 use common::{
     guest, load_error, make_world, temp_dir, toml_inline, worldline, worlds_dir, write_case,

@@ -6,8 +6,8 @@
 //! OTLP collector's answer, and `import` of another store's folder; the
 //! real binary each time, with a time limit that a hang would pass.
 
-mod common;
-mod ui_support;
+use crate::common;
+use crate::ui_support;
 
 use common::{
     case, guest, read_bundle, replays_identical, run_in, run_json, temp_dir, workspace_root,

@@ -3,7 +3,7 @@
 //! otherwise (exit 2); `fork --respond` answers every kind of call with one
 //! shape. The real binary on the caller-agent and hostile guests.
 
-mod common;
+use crate::common;
 
 use common::{guest, temp_dir, worldline, worlds_dir, write_case};
 use serde_json::Value;

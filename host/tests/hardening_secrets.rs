@@ -5,8 +5,8 @@
 //! The real binary on the `caller-agent` guest in a small CRM world whose
 //! rows carry e-mail addresses and customer references.
 
-mod common;
-mod ui_support;
+use crate::common;
+use crate::ui_support;
 
 use common::{CRM_WORLD, guest, temp_dir, worldline, write_case, write_world};
 use std::path::{Path, PathBuf};

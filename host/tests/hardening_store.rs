@@ -5,7 +5,7 @@
 //! stopped from drift. The real binary on the caller-agent and hostile
 //! guests.
 
-mod common;
+use crate::common;
 
 use common::{
     age, counters_case, guest, temp_dir, workspace_root, world_with_service, worldline,

@@ -6,7 +6,7 @@
 //!
 //! Add a file to the right folder and it is run; see tests/hostile/README.md.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::ffi::OsString;

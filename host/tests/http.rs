@@ -4,7 +4,7 @@
 //! both: the same model and tool call events as `model.complete` and
 //! `tools.call` (with their transport), replayed bit for bit.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! `requests` task key (a list of requests it sends and answers with each
 //! status and body), on the real binary.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

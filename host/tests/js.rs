@@ -5,7 +5,7 @@
 //! `worldline` binary. They fail, saying how to install them, when Node.js
 //! or the pinned npm packages are missing.
 
-mod common;
+use crate::common;
 
 use common::{
     CliOutput, case, guest, js_guest, read_bundle, run_json, shared_store, temp_dir, wl,

@@ -8,7 +8,7 @@
 //! binary. The sandbox answers their HTTP requests: model APIs, the world's
 //! tools over MCP, the world's own REST routes.
 
-mod common;
+use crate::common;
 
 use common::{
     CliOutput, js_guest_with, read_bundle, run_json, shared_store, temp_dir, workspace_root,

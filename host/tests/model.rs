@@ -5,7 +5,7 @@
 //! and the scripted provider's weighted alternatives. Nothing leaves the
 //! machine.
 
-mod common;
+use crate::common;
 
 use common::{
     CliOutput, files_with_suffix, guest, read_bundle, temp_dir, workspace_root, worldline,

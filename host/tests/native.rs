@@ -4,7 +4,7 @@
 //! call a WebAssembly agent makes, with its transport noted; the run ends
 //! and is graded when the client disconnects or on SIGTERM.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

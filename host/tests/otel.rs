@@ -3,7 +3,7 @@
 //! the `opentelemetry-proto` package from PyPI; `tests/run` installs it),
 //! checked against the GenAI semantic conventions and the bundles.
 
-mod common;
+use crate::common;
 
 use common::{guest, temp_dir, workspace_root, worldline, worlds_dir, write_case};
 use serde_json::Value;

@@ -5,7 +5,7 @@
 //! a throwaway cluster (`common/pg.rs`), or a cluster of its own when it
 //! stops the server.
 
-mod common;
+use crate::common;
 
 use common::pg::{PASSWORD, cluster, fresh_schema, own_cluster};
 use common::{guest, store_folder, temp_dir, worldline, worlds_dir, write_case};

@@ -5,7 +5,7 @@
 //! return its value or an input error naming the file (with a line when
 //! the input is text that fails to parse), and never panic.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};

@@ -6,8 +6,8 @@
 //! must give a value or an error, never panic, and a merge it accepts never
 //! shows impossible figures.
 
-mod common;
-mod ui_support;
+use crate::common;
+use crate::ui_support;
 
 use common::{guest, temp_dir, worldline, worlds_dir, write_case};
 use proptest::prelude::*;

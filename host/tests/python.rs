@@ -4,7 +4,7 @@
 //! by the real `worldline` binary. They fail, saying how to install it,
 //! when componentize-py is missing.
 
-mod common;
+use crate::common;
 
 use common::{
     CliOutput, case, python_guest, read_bundle, run_json, shared_store, temp_dir, wl,

@@ -6,7 +6,7 @@
 //! APIs and MCP; every run replays bit for bit. And what `build-python`
 //! refuses: packages with native extensions, by name.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::ffi::OsStr;

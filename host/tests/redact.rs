@@ -5,7 +5,7 @@
 //! such and replay says what it can and cannot check. The real binary on
 //! the `caller-agent` guest in a small CRM world written by the test.
 
-mod common;
+use crate::common;
 
 use common::{CRM_WORLD, guest, temp_dir, worldline, write_case, write_world};
 use serde_json::Value;

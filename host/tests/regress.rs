@@ -4,8 +4,8 @@
 //! passes for the careful one, twice identically; the case names its
 //! origin, which `history` shows and `check` and `run` hold it to.
 
-mod common;
-mod ui_support;
+use crate::common;
+use crate::ui_support;
 
 use common::{
     ONE_FAULT_MATTERS, guest, read_bundle, suite_without_run_specifics, temp_dir, workspace_root,

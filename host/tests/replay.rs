@@ -3,7 +3,7 @@
 //! broken host is needed, the library) on real guests. Each test shows one
 //! thing a user relies on when they debug a run after the fact.
 
-mod common;
+use crate::common;
 
 use common::{
     CliOutput, guest, read_bundle, run_json, temp_dir, wl, workspace_root, worlds_dir, write_case,

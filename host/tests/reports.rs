@@ -7,7 +7,7 @@
 //! case, in `history`, `grade`, JUnit and every `--json`; `history` and
 //! `diff` cut values to the terminal's width, and `--full` cuts nothing.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

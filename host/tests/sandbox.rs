@@ -9,7 +9,7 @@
 //!   file;
 //! - the compile cache in the store is reused.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -5,7 +5,7 @@
 //! place; the project file's defaults, overridden by flags and reported by
 //! `--json`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! error and the run goes on; a component that is not a service is
 //! refused naming its file.
 
-mod common;
+use crate::common;
 
 use common::{
     counters, counters_case, guest, read_bundle, temp_dir, workspace_root, world_with_service,

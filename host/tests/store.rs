@@ -5,8 +5,8 @@
 //! tests named in `on_both_stores!` run twice: on a folder store and on a
 //! PostgreSQL store (a throwaway cluster, see `common/pg.rs`).
 
-mod common;
-mod ui_support;
+use crate::common;
+use crate::ui_support;
 
 use common::{
     StoreKind, age, fresh_store, guest, store_folder, temp_dir, worldline, worlds_dir, write_case,

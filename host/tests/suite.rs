@@ -4,7 +4,7 @@
 //! `--repeat` with pass rates, and partitions whose merged reports equal
 //! the unpartitioned one.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

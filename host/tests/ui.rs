@@ -3,8 +3,8 @@
 //! pages themselves (runs filtered, a run, an event, a refused and an
 //! accepted fork, a diff, a campaign) on real runs of real guests.
 
-mod common;
-mod ui_support;
+use crate::common;
+use crate::ui_support;
 
 use common::{guest, temp_dir, workspace_root, worldline};
 use ui_support::{Server, fixture, form, input_value, request};

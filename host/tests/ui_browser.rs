@@ -10,8 +10,8 @@
 //! `WORLDLINE_UPDATE_SCREENSHOTS=1` the ones the README shows are written
 //! to `docs/screenshots/` too.
 
-mod common;
-mod ui_support;
+use crate::common;
+use crate::ui_support;
 
 use common::{guest, read_bundle, run_json, temp_dir, workspace_root, worldline};
 use serde_json::Value;

@@ -10,7 +10,7 @@
 //! now; each of its events must read as its kind and write back the JSON
 //! it was read from.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -1,0 +1,79 @@
+//! The end-to-end tests, as one test binary: each file beside this one is
+//! a module of it (`store.rs` is `store::`), sharing `common/` and
+//! `ui_support/`. One binary links the `worldline` crate once instead of
+//! once per file, and builds each guest (Rust, Python, JavaScript) once
+//! per `cargo test` instead of once per file that uses it (decision 0302).
+//! Run one file's tests with `cargo test --test end_to_end store::`.
+
+#[macro_use]
+mod common;
+mod ui_support;
+
+mod conversation;
+mod crash;
+mod examples;
+mod fork_check;
+mod fuzz;
+mod grading;
+mod hardening_bounds;
+mod hardening_results;
+mod hardening_secrets;
+mod hardening_store;
+mod hostile;
+mod http;
+mod http_world;
+mod js;
+mod js_sdks;
+mod layers;
+mod model;
+mod native;
+mod otel;
+mod pg_store;
+mod porting;
+mod properties;
+mod properties_reports;
+mod python;
+mod python_http;
+mod redact;
+mod regress;
+mod replay;
+mod reports;
+mod sandbox;
+mod scaffold;
+mod services;
+mod store;
+mod suite;
+mod ui;
+mod ui_browser;
+mod vocabulary;
+
+/// Every `.rs` file beside this one is declared above: with `autotests =
+/// false` a file not declared here would compile into nothing and its
+/// tests would silently never run.
+#[test]
+fn every_test_file_is_a_module_of_this_binary() {
+    let dir = common::workspace_root().join("host/tests");
+    let root = std::fs::read_to_string(dir.join("end_to_end.rs")).expect("reading end_to_end.rs");
+    let declared: std::collections::BTreeSet<String> = root
+        .lines()
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .map(str::to_string)
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("listing host/tests") {
+        let path = entry.expect("a host/tests entry").path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        let is_module =
+            path.extension().is_some_and(|e| e == "rs") || path.join("mod.rs").is_file();
+        if is_module && stem != "end_to_end" && !declared.contains(stem) {
+            missing.push(stem.to_string());
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "host/tests files not declared in host/tests/end_to_end.rs (add `mod NAME;` there): {missing:?}"
+    );
+}
