@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use worldline::case::{self, Case};
 use worldline::fork::fork;
 use worldline::log::bundle::Edit;
-use worldline::mediate::script::Script;
+use worldline::mediate::follow::Following;
 use worldline::replay::{self, Verdict};
 use worldline::run::{RunOptions, run, run_with};
 use worldline::sandbox::{Agent, Sandbox};
@@ -269,7 +269,7 @@ fn replay_and_fork(c: &mut Criterion, f: &Fixture, label: &str, store: &StoreDir
     });
     // What strict replay is made of: fetching the recorded agent from the
     // store (read + hash check + in-process cache lookup), and following
-    // the script with the agent already loaded.
+    // the recording with the agent already loaded.
     g.bench_function("replay_part_recorded_agent", |b| {
         b.iter_custom(|iters| {
             timed(&mut t_agent, iters, || {
@@ -279,17 +279,17 @@ fn replay_and_fork(c: &mut Criterion, f: &Fixture, label: &str, store: &StoreDir
             })
         })
     });
-    g.bench_function("replay_part_follow_script", |b| {
+    g.bench_function("replay_part_follow_recording", |b| {
         b.iter_custom(|iters| {
             timed(&mut t_follow, iters, || {
                 let t = Instant::now();
-                let script = Script::replay(rec.bundle.events.clone(), true, Vec::new());
+                let following = Following::replay(rec.bundle.events.clone(), true, Vec::new());
                 let o = run_with(
                     &f.sandbox,
                     &f.hostile,
                     &rec.case,
                     RunOptions {
-                        script: Some(script),
+                        following: Some(following),
                         ..RunOptions::default()
                     },
                 )
@@ -334,7 +334,7 @@ fn replay_and_fork(c: &mut Criterion, f: &Fixture, label: &str, store: &StoreDir
         ms(forked)
     );
     eprintln!(
-        "replay: RESULT [{label}] replay parts: recorded agent {:.3} ms, following the script {:.3} ms",
+        "replay: RESULT [{label}] replay parts: recorded agent {:.3} ms, following the recording {:.3} ms",
         ms(agent),
         ms(follow)
     );

@@ -220,7 +220,7 @@ fn rewrite_as_broken_host(path: &Path, at: u64) {
 
 #[test]
 fn an_unrecorded_response_change_diverges_at_the_call_it_influenced() {
-    use worldline::mediate::script::Class;
+    use worldline::mediate::follow::Class;
     use worldline::replay::{self, Verdict};
     use worldline::run::{RunOptions, run_with};
 

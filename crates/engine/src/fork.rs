@@ -9,9 +9,9 @@ pub mod check;
 
 use crate::error::InputError;
 use crate::log::bundle::{Edit, ForkPoint, Parent};
-use crate::mediate::script::Script;
+use crate::mediate::follow::Following;
 use crate::native::exec::Exec;
-use crate::replay::{Recorded, recorded_agent};
+use crate::replay::{RecordedRun, recorded_agent};
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
@@ -23,7 +23,7 @@ use std::sync::Arc;
 pub fn fork(
     sandbox: &Sandbox,
     store: &StoreDir,
-    rec: &Recorded,
+    rec: &RecordedRun,
     at: u64,
     edits: Vec<Edit>,
     agent: Option<Arc<Agent>>,
@@ -79,10 +79,10 @@ pub fn fork(
         edits,
         earlier,
     };
-    let script = Script::fork(rec.bundle.events.clone(), at, parent.fork_points());
+    let following = Following::fork(rec.bundle.events.clone(), at, parent.fork_points());
     let opts = RunOptions {
         store: Some(store),
-        script: Some(script),
+        following: Some(following),
         parent: Some(parent),
         faults: rec.bundle.header.fuzz.clone(),
         model_seed: rec.bundle.header.model_seed,

@@ -7,7 +7,7 @@ use crate::case::{self, Case};
 use crate::error::InputError;
 use crate::log::Call;
 use crate::log::bundle::{self, Bundle};
-use crate::mediate::script::{Class, Divergence, Script};
+use crate::mediate::follow::{Class, Divergence, Following};
 use crate::native::exec::Exec;
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// A run as recorded, with what it needs to run again.
-pub struct Recorded {
+pub struct RecordedRun {
     pub id: String,
     pub path: PathBuf,
     pub bundle: Bundle,
@@ -30,12 +30,12 @@ pub struct Recorded {
 
 /// Read a run's bundle (checking its hash chain) and its case and world
 /// from the store.
-pub fn open(store: &StoreDir, run: &str) -> Result<Recorded> {
+pub fn open(store: &StoreDir, run: &str) -> Result<RecordedRun> {
     open_at(store, store.resolve_run(run)?)
 }
 
 /// [`open`] for a bundle already found.
-pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<Recorded> {
+pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
     open_in(store, path, &Opened::default())
 }
 
@@ -49,7 +49,7 @@ pub struct Opened {
 }
 
 /// [`open_at`], taking the case from `opened` when it was opened before.
-pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<Recorded> {
+pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<RecordedRun> {
     let bundle = bundle::read(&path).map_err(InputError::from)?;
     if let Some(r) = &bundle.header.redacted {
         return Err(InputError::new(
@@ -83,7 +83,7 @@ pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<Recor
     let id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string());
-    Ok(Recorded {
+    Ok(RecordedRun {
         id,
         path,
         bundle,
@@ -107,7 +107,11 @@ fn recorded_case(store: &StoreDir, header: &bundle::Header) -> Result<Case, Inpu
 }
 
 /// Load the recorded agent (checked against its hash).
-pub fn recorded_agent(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<Arc<Agent>> {
+pub fn recorded_agent(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &RecordedRun,
+) -> Result<Arc<Agent>> {
     let sha = &rec.bundle.header.agent_sha256;
     let bytes = store.get_object(sha)?;
     // `get_object` has checked the bytes against their hash.
@@ -118,7 +122,7 @@ pub fn recorded_agent(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Re
 fn opened_agent(
     sandbox: &Sandbox,
     store: &StoreDir,
-    rec: &Recorded,
+    rec: &RecordedRun,
     opened: &Opened,
 ) -> Result<Arc<Agent>> {
     let sha = &rec.bundle.header.agent_sha256;
@@ -184,7 +188,7 @@ pub const DIFF_LINES: usize = 20;
 /// Replay a recorded run strictly: a WebAssembly agent bit for bit, a
 /// native process at its boundary (re-run with the recorded answers; the
 /// first request that differs ends it).
-pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<ReplayReport> {
+pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &RecordedRun) -> Result<ReplayReport> {
     replay_in(sandbox, store, rec, &Opened::default())
 }
 
@@ -192,7 +196,7 @@ pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<Rep
 pub fn replay_in(
     sandbox: &Sandbox,
     store: &StoreDir,
-    rec: &Recorded,
+    rec: &RecordedRun,
     opened: &Opened,
 ) -> Result<ReplayReport> {
     let native = match &rec.bundle.header.native {
@@ -215,9 +219,9 @@ pub fn replay_in(
         .as_ref()
         .map(|p| p.fork_points())
         .unwrap_or_default();
-    let script = Script::replay(rec.bundle.events.clone(), complete, points);
+    let following = Following::replay(rec.bundle.events.clone(), complete, points);
     let opts = RunOptions {
-        script: Some(script),
+        following: Some(following),
         faults: rec.bundle.header.fuzz.clone(),
         model_seed: rec.bundle.header.model_seed,
         recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.clone()),
@@ -275,7 +279,7 @@ pub fn json_diff(expected: &serde_json::Value, actual: &serde_json::Value) -> Ve
     out
 }
 
-fn report(rec: &Recorded, o: &RunOutcome, complete: bool, scope: Scope) -> ReplayReport {
+fn report(rec: &RecordedRun, o: &RunOutcome, complete: bool, scope: Scope) -> ReplayReport {
     let recorded = rec.bundle.events.len() as u64;
     let mut divergence = o.divergence.clone();
     if divergence.is_none()
@@ -371,7 +375,7 @@ impl ModelMode {
 pub fn rerun(
     sandbox: &Sandbox,
     store: &StoreDir,
-    rec: &Recorded,
+    rec: &RecordedRun,
     agent: &Agent,
     mode: ModelMode,
 ) -> Result<RunOutcome> {
@@ -384,7 +388,7 @@ pub fn rerun(
             _ => None,
         })
         .collect();
-    let cassette = (mode != ModelMode::Live).then(|| crate::mediate::model::Cassette {
+    let cassette = (mode != ModelMode::Live).then(|| crate::mediate::model::RerunCassette {
         calls,
         next: 0,
         fail_on_miss: mode == ModelMode::Fail,

@@ -11,11 +11,11 @@ use crate::log::bundle::Parent;
 use crate::log::bundle::{self, Footer, Header, Status};
 use crate::log::{Event, Recorder};
 use crate::mediate::faults::Faults;
-use crate::mediate::model::Cassette;
-use crate::mediate::script::{Divergence, Script};
+use crate::mediate::follow::{Divergence, Following};
+use crate::mediate::model::RerunCassette;
 use crate::mediate::service::{LoadedService, Runtime};
 use crate::mediate::services::Leftover;
-use crate::mediate::{Mediator, MemoryLimiter, RunState, Services, Stop};
+use crate::mediate::{HostServices, Mediator, MemoryLimiter, RunState, Stop};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use crate::world::state::State;
@@ -113,11 +113,11 @@ pub struct RunOptions<'a> {
     /// Write the bundle into this store as the run goes (else in memory).
     pub store: Option<&'a StoreDir>,
     /// A recording to follow (replay, or a fork's prefix).
-    pub script: Option<Script>,
+    pub following: Option<Following>,
     /// For a fork: its parent and edits, recorded in the header.
     pub parent: Option<Parent>,
     /// Model answers from an earlier run (a rerun).
-    pub cassette: Option<Cassette>,
+    pub cassette: Option<RerunCassette>,
     /// A fuzz run's faults (recorded in the header).
     pub faults: Option<FaultSource>,
     /// Seed of the scripted model's weighted alternatives (default: the
@@ -217,7 +217,7 @@ pub fn begin(
         opts.store,
         &log.path,
     );
-    med.script = opts.script.take();
+    med.following = opts.following.take();
     Ok(Begun {
         opened: Opened {
             header: inputs.header,
@@ -343,10 +343,10 @@ impl Log {
 /// The services as the options ask: the world's service, a rerun's
 /// cassette, the model seed, the store's recordings, a fuzz run's faults.
 fn set_up(
-    services: &mut Services,
+    services: &mut HostServices,
     case: &Case,
     inputs: &Inputs,
-    cassette: Option<Cassette>,
+    cassette: Option<RerunCassette>,
     store: Option<&StoreDir>,
     bundle_path: &Option<PathBuf>,
 ) {
@@ -414,11 +414,11 @@ fn execute(
 /// of an incomplete one.
 fn settle(med: &mut Mediator) -> (Option<Divergence>, bool) {
     let made = med.recorder.len();
-    let Some(mut script) = med.script.take() else {
+    let Some(mut following) = med.following.take() else {
         return (None, false);
     };
-    script.finish(made);
-    (script.divergence, script.reached_end)
+    following.finish(made);
+    (following.divergence, following.reached_end)
 }
 
 /// The grade, when the case has `[expect]`; a replay reuses the recorded

@@ -4,7 +4,7 @@
 //! fault mix as bars, the shrink result in words, reproducer links, and an
 //! SVG plot of the failing runs by fault kind.
 
-use super::html::{badge, page as frame, url};
+use super::html::{badge, layout, url};
 use super::{App, Reply};
 use anyhow::Result;
 use maud::{Markup, html};
@@ -52,7 +52,7 @@ pub fn list(app: &App) -> Result<Reply> {
             tbody { @for r in rows { (r) } }
         }
     };
-    Ok(Reply::Page(frame("campaigns", o)))
+    Ok(Reply::Page(layout("campaigns", o)))
 }
 
 /// The baseline of a campaign: the newest run of its case, world and agent
@@ -245,5 +245,5 @@ pub fn page(app: &App, id: &str) -> Result<Reply> {
         @for (g, x) in groups.iter().enumerate() { (group(g, x)) }
         (plot(&groups))
     };
-    Ok(Reply::Page(frame(&format!("campaign {id}"), o)))
+    Ok(Reply::Page(layout(&format!("campaign {id}"), o)))
 }

@@ -3,7 +3,7 @@
 //! difference of their final states and outputs, coloured by kind.
 
 use super::event::diff_lines;
-use super::html::{json_against, page as frame, url};
+use super::html::{json_against, layout, url};
 use super::run::id_of;
 use super::{App, Reply};
 use anyhow::Result;
@@ -57,14 +57,14 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
     let get = |k: &str| q.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
     let (Some(a), Some(b)) = (get("a"), get("b")) else {
         let o = form(get("a").unwrap_or(""), get("b").unwrap_or(""));
-        return Ok(Reply::Page(frame("diff", o)));
+        return Ok(Reply::Page(layout("diff", o)));
     };
     let (a, b) = (app.recorded(a)?, app.recorded(b)?);
     let (ida, idb) = (id_of(&a.path), id_of(&b.path));
     let mut fa = final_state(&a.case.world.initial, &a.bundle.events);
     let mut fb = final_state(&b.case.world.initial, &b.bundle.events);
     let (mut ea, mut eb) = (a.bundle.events.clone(), b.bundle.events.clone());
-    let output = |r: &worldline_engine::replay::Recorded| {
+    let output = |r: &worldline_engine::replay::RecordedRun| {
         r.bundle
             .footer
             .as_ref()
@@ -99,5 +99,5 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
         @if d.is_empty() { p #state-diff { "identical" } } @else { (diff_lines("state-diff", &d)) }
         (outputs(&outs))
     };
-    Ok(Reply::Page(frame("diff", o)))
+    Ok(Reply::Page(layout("diff", o)))
 }

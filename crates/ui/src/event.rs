@@ -4,7 +4,7 @@
 //! previous/next event and tool call, and the fork-from-here form.
 
 use super::calls::is_tool_call;
-use super::html::{badge, error_box, json, page as frame, url, vtime};
+use super::html::{badge, error_box, json, layout, url, vtime};
 use super::run::{fork_points, id_of};
 use super::table::rows_or_json;
 use super::timeline::marks;
@@ -143,7 +143,7 @@ pub fn page(app: &App, run: &str, n: u64, refused: Option<Refused>) -> Result<Re
         (fork_form(app, &id, n, &e.response, refused.as_ref()))
         (world(n, &after, &diff::diff(&before, &after)))
     };
-    let html = frame(&format!("event {n} of {id}"), o);
+    let html = layout(&format!("event {n} of {id}"), o);
     Ok(if status == StatusCode::OK {
         Reply::Page(html)
     } else {

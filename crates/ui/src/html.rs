@@ -1,5 +1,5 @@
 //! The building blocks of the UI's pages, as maud templates: the page
-//! frame (stylesheet, script and key help compiled into the binary),
+//! layout (stylesheet, script and key help compiled into the binary),
 //! badges, pretty JSON with long strings folded (and, for a diff, the
 //! values that differ from the other side marked), and URL escaping.
 
@@ -23,8 +23,9 @@ pub fn url(text: &str) -> String {
     out
 }
 
-/// A whole page: title, navigation, body, the key help (`?`) and script.
-pub fn page(title: &str, body: Markup) -> String {
+/// The layout of a whole page: title, navigation, body, the key help
+/// (`?`) and script.
+pub fn layout(title: &str, body: Markup) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {

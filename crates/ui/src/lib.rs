@@ -134,7 +134,7 @@ impl App {
     }
 
     /// Run `id` with its case, for the pages that need its world.
-    pub fn recorded(&self, id: &str) -> Result<worldline_engine::replay::Recorded> {
+    pub fn recorded(&self, id: &str) -> Result<worldline_engine::replay::RecordedRun> {
         worldline_engine::replay::open_at(&self.store, self.run_path(id)?)
     }
 
@@ -170,7 +170,7 @@ impl Reply {
         };
         Reply::Problem(
             status,
-            html::page("error", html::error_box(&format!("{e:#}"))),
+            html::layout("error", html::error_box(&format!("{e:#}"))),
         )
     }
 }

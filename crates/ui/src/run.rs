@@ -4,7 +4,7 @@
 //! lineage, replay and diff forms, the event table a page of [`PER_PAGE`]
 //! events at a time, the conversation, and a trapped run's traceback.
 
-use super::html::{badge, page as frame, short, url};
+use super::html::{badge, layout, short, url};
 use super::{App, Reply};
 use anyhow::Result;
 use maud::{Markup, html};
@@ -262,7 +262,7 @@ pub fn body(app: &App, run: &str, q: &BTreeMap<String, String>, extra: Markup) -
             details { summary { "stderr (" (f.stderr.len()) " bytes)" } pre { (f.stderr) } }
         }
     };
-    Ok(Reply::Page(frame(&format!("run {id}"), o)))
+    Ok(Reply::Page(layout(&format!("run {id}"), o)))
 }
 
 pub fn page(app: &App, run: &str, q: &BTreeMap<String, String>) -> Result<Reply> {

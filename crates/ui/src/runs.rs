@@ -2,7 +2,7 @@
 //! filtered by status, grade, case, agent, world, signature or text, a page
 //! of [`PER_PAGE`] at a time.
 
-use super::html::{badge, page as frame, short, url};
+use super::html::{badge, layout, short, url};
 use super::{App, Reply};
 use anyhow::Result;
 use maud::{Markup, html};
@@ -183,5 +183,5 @@ pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
         }
         p.keys { "keys: / text filter · j/k move · Enter open · ? help" }
     };
-    Ok(Reply::Page(frame("runs", b)))
+    Ok(Reply::Page(layout("runs", b)))
 }

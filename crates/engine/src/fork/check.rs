@@ -9,7 +9,7 @@ use crate::error_kind::ErrorKind;
 use crate::grade::final_state;
 use crate::log::Kind;
 use crate::log::bundle::Edit;
-use crate::replay::Recorded;
+use crate::replay::RecordedRun;
 use crate::world::glob_match;
 use serde_json::Value;
 
@@ -69,7 +69,7 @@ pub fn describe(edit: &Edit) -> String {
 /// Check `edits` for a fork of `rec` at event `at`. Returns notes worth
 /// telling the user (a patch that creates a row), or the first edit that
 /// does not fit, naming its flag.
-pub fn check(rec: &Recorded, at: u64, edits: &[Edit]) -> Result<Vec<String>, InputError> {
+pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, InputError> {
     let events = &rec.bundle.events;
     if at > events.len() as u64 {
         return Err(InputError::new(

@@ -7,7 +7,7 @@ use super::campaign;
 use super::stats::{Z95, wilson};
 use crate::grade::signature;
 use crate::parallel::par_map;
-use crate::replay::Recorded;
+use crate::replay::RecordedRun;
 use crate::run::Runner;
 use crate::sandbox::Sandbox;
 use anyhow::Result;
@@ -37,7 +37,7 @@ pub struct Repro {
 pub fn repro(
     sandbox: &Sandbox,
     agent: &dyn Runner,
-    rec: &Recorded,
+    rec: &RecordedRun,
     want: Option<String>,
     times: u64,
     jobs: usize,

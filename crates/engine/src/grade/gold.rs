@@ -16,7 +16,7 @@ use crate::case::Case;
 use crate::case::expect::Expect;
 use crate::case::gold::{Ignore, ignore_of};
 use crate::error::InputError;
-use crate::mediate::Services;
+use crate::mediate::HostServices;
 use crate::mediate::service::Runtime;
 use crate::sandbox::{Sandbox, timeout_ticks};
 use crate::world::state::State;
@@ -81,7 +81,7 @@ pub fn gold_state(sandbox: &Sandbox, case: &Case) -> Arc<GoldState> {
 /// Apply the gold calls in order, each at the next tick of the case clock.
 fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
     let gold = case.expect.as_ref().map_or(&[][..], |e| &e.gold[..]);
-    let mut services = Services::new(case);
+    let mut services = HostServices::new(case);
     if let Some(source) = &case.world.service {
         let service = sandbox.service(source).map_err(|e| GoldFailure {
             step: None,

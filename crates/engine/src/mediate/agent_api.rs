@@ -8,7 +8,7 @@
 
 use super::bindings::worldline::agent::{files, tools, trace, types};
 use super::service::{Ran, run_tool};
-use super::{Answer, RunState, Services};
+use super::{Answer, HostServices, RunState};
 use crate::canon;
 use crate::case::inject::Action;
 use crate::error_kind::ErrorKind;
@@ -69,7 +69,7 @@ fn noting(mut answer: Answer, service: Option<Value>) -> Answer {
 }
 
 /// Run the tool as the world defines it.
-fn plain(s: &mut Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Answer {
+fn plain(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -> Answer {
     let Ran { result, service } = run_tool(s, tool, args, as_of);
     let answer = match result {
         Ok((out, writes)) => Answer {
@@ -88,7 +88,7 @@ fn plain(s: &mut Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Answer {
 
 /// Keep only `fields` of each row write (the rest of the row stays as it
 /// was, or absent for a new row); other writes are dropped.
-fn partial_writes(s: &Services, writes: Vec<Write>, fields: &[String]) -> Vec<Write> {
+fn partial_writes(s: &HostServices, writes: Vec<Write>, fields: &[String]) -> Vec<Write> {
     writes
         .into_iter()
         .filter_map(|w| match w {
@@ -133,7 +133,7 @@ struct Source {
 
 /// Answer through an injected action.
 fn injected(
-    s: &mut Services,
+    s: &mut HostServices,
     tool: &Tool,
     args: &Value,
     action: &Action,
@@ -208,7 +208,7 @@ fn injected(
     answer
 }
 
-fn serve_tool(s: &mut Services, name: &str, args: Result<Value, String>) -> Answer {
+fn serve_tool(s: &mut HostServices, name: &str, args: Result<Value, String>) -> Answer {
     let args = match args {
         Ok(a) => a,
         Err(e) => {

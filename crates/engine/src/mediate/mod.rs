@@ -16,8 +16,8 @@ pub mod clock;
 pub mod conversation;
 pub mod entropy;
 pub mod faults;
+pub mod follow;
 pub mod model;
-pub mod script;
 pub mod service;
 pub mod services;
 pub mod stdio;
@@ -30,7 +30,7 @@ use crate::path::JsonPath;
 use crate::world::World;
 use crate::world::state::{State, Write};
 use serde_json::{Value, json};
-pub use services::Services;
+pub use services::HostServices;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 
@@ -199,10 +199,10 @@ pub fn parse_patch(path: &str) -> Result<(&str, &str, Option<JsonPath>), String>
 
 /// The services plus the log they are recorded in.
 pub struct Mediator {
-    pub services: Services,
+    pub services: HostServices,
     pub recorder: Recorder,
     /// A recording to follow (replay, or the prefix of a fork).
-    pub script: Option<script::Script>,
+    pub following: Option<follow::Following>,
     /// Fuel used when the guest entered the host (set by the store's call
     /// hook before any host function runs).
     pub fuel_used: u64,
@@ -214,9 +214,9 @@ pub struct Mediator {
 impl Mediator {
     pub fn new(case: &Case, recorder: Recorder) -> Self {
         Mediator {
-            services: Services::new(case),
+            services: HostServices::new(case),
             recorder,
-            script: None,
+            following: None,
             fuel_used: 0,
             max_events: case.limits.max_events,
             budget: budget::Budget::new(&case.limits),
@@ -229,7 +229,7 @@ impl Mediator {
         &mut self,
         call: &str,
         request: Value,
-        serve: impl FnOnce(&mut Services) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> Answer,
     ) -> Result<Value, Stop> {
         self.answer(call, request, false, serve)
     }
@@ -242,7 +242,7 @@ impl Mediator {
         &mut self,
         call: &str,
         request: Value,
-        serve: impl FnOnce(&mut Services) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> Answer,
     ) -> Result<Value, Stop> {
         self.answer(call, request, true, serve)
     }
@@ -252,7 +252,7 @@ impl Mediator {
         call: &str,
         request: Value,
         live: bool,
-        serve: impl FnOnce(&mut Services) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> Answer,
     ) -> Result<Value, Stop> {
         let seq = self.recorder.len();
         if seq >= self.max_events {
@@ -290,15 +290,15 @@ impl Mediator {
             writes: answer.writes,
         };
         if following
-            && let Some(script) = self.script.as_mut()
-            && let Some((field, expected, actual)) = script
+            && let Some(following) = self.following.as_mut()
+            && let Some((field, expected, actual)) = following
                 .events
                 .get(seq as usize)
-                .and_then(|rec| script::first_difference(rec, &event))
+                .and_then(|rec| follow::first_difference(rec, &event))
         {
-            script.diverge(script::Divergence {
+            following.diverge(follow::Divergence {
                 index: seq,
-                class: script::Class::Mismatch,
+                class: follow::Class::Mismatch,
                 field: Some(field.into()),
                 expected,
                 actual,
@@ -317,7 +317,11 @@ impl Mediator {
     /// (which [`follow`](Self::follow) has checked is this call), with the
     /// virtual latency that brings the clock to the recorded time.
     fn logged_answer(&self, seq: u64) -> Answer {
-        let rec = &self.script.as_ref().expect("following a recording").events[seq as usize];
+        let rec = &self
+            .following
+            .as_ref()
+            .expect("following a recording")
+            .events[seq as usize];
         Answer {
             response: rec.response.clone(),
             effect: rec.effect,
@@ -331,22 +335,22 @@ impl Mediator {
     /// event `seq` (whose answer it must then match), or the divergence that
     /// stops the guest.
     fn follow(&mut self, seq: u64, call: &str, request: &Value) -> Result<bool, Stop> {
-        let Some(script) = self.script.as_mut() else {
+        let Some(following) = self.following.as_mut() else {
             return Ok(false);
         };
-        if seq >= script.follow_until {
+        if seq >= following.follow_until {
             return Ok(false);
         }
-        let actual = || script::Script::call_of(call, request);
-        match script.events.get(seq as usize) {
-            None if !script.complete => {
-                script.reached_end = true;
+        let actual = || follow::Following::call_of(call, request);
+        match following.events.get(seq as usize) {
+            None if !following.complete => {
+                following.reached_end = true;
                 Err(Stop::ReplayEnd)
             }
             None => {
-                script.diverge(script::Divergence {
+                following.diverge(follow::Divergence {
                     index: seq,
-                    class: script::Class::Extra,
+                    class: follow::Class::Extra,
                     field: None,
                     expected: Value::Null,
                     actual: actual(),
@@ -354,10 +358,10 @@ impl Mediator {
                 Err(Stop::Diverged)
             }
             Some(rec) if rec.call != call || rec.request != *request => {
-                let expected = script::Script::call_of(&rec.call, &rec.request);
-                script.diverge(script::Divergence {
+                let expected = follow::Following::call_of(&rec.call, &rec.request);
+                following.diverge(follow::Divergence {
                     index: seq,
-                    class: script::Class::Mismatch,
+                    class: follow::Class::Mismatch,
                     field: None,
                     expected,
                     actual: actual(),
@@ -371,8 +375,8 @@ impl Mediator {
     /// At a fork point: apply the edits; return a replacement response and
     /// the state writes the edits made.
     fn apply_edits(&mut self, seq: u64) -> (Option<Value>, Vec<Write>) {
-        let edits: Vec<Edit> = match self.script.as_ref() {
-            Some(script) => script
+        let edits: Vec<Edit> = match self.following.as_ref() {
+            Some(following) => following
                 .fork_points
                 .iter()
                 .filter(|p| p.event == seq)
@@ -414,7 +418,7 @@ impl RunState {
         &mut self,
         call: &str,
         request: Value,
-        serve: impl FnOnce(&mut Services) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> Answer,
     ) -> wasmtime::Result<Value> {
         self.med
             .mediate(call, request, serve)

@@ -1,9 +1,9 @@
-//! [`Services`]: everything that answers host calls in one run (the world
+//! [`HostServices`]: everything that answers host calls in one run (the world
 //! session, the virtual clock, the seeded entropy, the bounded stdio, the
 //! model, the world's service component, the conversation). The mediator
 //! and the interface modules under `mediate/` reach the parts; from
 //! outside, a run configures them through the few methods here and takes
-//! what they leave with [`Services::finish`].
+//! what they leave with [`HostServices::finish`].
 
 use super::faults::Faults;
 use super::service::{Runtime, run_tool};
@@ -18,14 +18,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Everything that answers host calls.
-pub struct Services {
+pub struct HostServices {
     pub(in crate::mediate) world: WorldSession,
     pub(in crate::mediate) clock: clock::VirtualClock,
     pub(in crate::mediate) entropy: entropy::Entropy,
     pub(in crate::mediate) stdio: stdio::Stdio,
     pub(in crate::mediate) env: crate::case::Env,
     pub(in crate::mediate) model: model::ModelService,
-    /// The world's service, when it has one (see [`Services::attach_service`]).
+    /// The world's service, when it has one (see [`HostServices::attach_service`]).
     pub(in crate::mediate) service: Option<Runtime>,
     pub(in crate::mediate) conversation: conversation::Conversation,
 }
@@ -40,13 +40,13 @@ pub struct Leftover {
     pub truncated_bytes: u64,
 }
 
-impl Services {
+impl HostServices {
     /// The services of a run of `case`, each at its start.
     pub fn new(case: &Case) -> Self {
         let world = case.world.clone();
         let state = world.initial.clone();
         let inject = case.inject.clone();
-        Services {
+        HostServices {
             world: WorldSession {
                 world,
                 state,
@@ -91,7 +91,7 @@ impl Services {
     }
 
     /// Answer model calls from an earlier run's answers first (a rerun).
-    pub fn follow_cassette(&mut self, cassette: model::Cassette) {
+    pub fn follow_cassette(&mut self, cassette: model::RerunCassette) {
         self.model.cassette = Some(cassette);
     }
 

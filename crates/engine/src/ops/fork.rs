@@ -4,7 +4,7 @@
 
 use crate::error::InputError;
 use crate::fork::{self, check::EditText};
-use crate::replay::Recorded;
+use crate::replay::RecordedRun;
 use crate::run::RunOutcome;
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
@@ -60,7 +60,7 @@ impl From<ForkError> for anyhow::Error {
 pub fn fork(
     sandbox: &Sandbox,
     store: &StoreDir,
-    rec: &Recorded,
+    rec: &RecordedRun,
     args: ForkArgs,
 ) -> Result<Forked, ForkError> {
     let edits = args.edits.parse().map_err(ForkError::Edits)?;

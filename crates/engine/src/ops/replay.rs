@@ -1,14 +1,14 @@
 //! Replay recorded runs strictly against their logs: one run, or many
 //! (`verify`) with the drift rate over them.
 
-use crate::replay::{self, Recorded, ReplayReport, Verdict};
+use crate::replay::{self, RecordedRun, ReplayReport, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use crate::verify::Checked;
 use anyhow::Result;
 
 /// Replay `rec` with its recorded agent: identical, or where it diverged.
-pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &Recorded) -> Result<ReplayReport> {
+pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &RecordedRun) -> Result<ReplayReport> {
     replay::replay(sandbox, store, rec)
 }
 

@@ -1,6 +1,6 @@
 //! Rerun a recorded incident against another agent build.
 
-use crate::replay::{self, ModelMode, Recorded};
+use crate::replay::{self, ModelMode, RecordedRun};
 use crate::run::RunOutcome;
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
@@ -26,7 +26,7 @@ pub struct Reran {
 pub fn rerun(
     sandbox: &Sandbox,
     store: &StoreDir,
-    rec: &Recorded,
+    rec: &RecordedRun,
     args: RerunArgs,
 ) -> Result<Reran> {
     let agent = crate::agent_file::load(sandbox, store, &args.agent)?;

@@ -18,7 +18,7 @@ pub mod scripted_user;
 
 use super::bindings::worldline::agent::{approval, user};
 use super::model::ModelService;
-use super::{Answer, RunState, Services, Stop, entropy};
+use super::{Answer, HostServices, RunState, Stop, entropy};
 use crate::case::Case;
 use crate::case::approve::ApproveRule;
 use crate::case::fuzz::{self, PlannedFault};
@@ -247,7 +247,7 @@ impl RunState {
         if by_host {
             request["by"] = json!("host");
         }
-        self.mediated(APPROVAL, request, |s: &mut Services| {
+        self.mediated(APPROVAL, request, |s: &mut HostServices| {
             let fault = s
                 .world
                 .faults
@@ -289,7 +289,7 @@ impl user::Host for RunState {
             .faults
             .as_mut()
             .and_then(|f| f.next(fuzz::USER_TURN, true));
-        let serve = |s: &mut Services| {
+        let serve = |s: &mut HostServices| {
             let now = s.clock.wall_ns();
             s.conversation.serve_say(&message, now, fault)
         };

@@ -39,9 +39,9 @@ pub struct ModelService {
     config: ModelConfig,
     scripted: scripted::Scripted,
     endpoint: Option<openai::Endpoint>,
-    recording: Option<recorded::Recording>,
+    recording: Option<recorded::HashCassette>,
     /// A rerun's recording, consulted before the provider.
-    pub cassette: Option<Cassette>,
+    pub cassette: Option<RerunCassette>,
     /// Model calls answered so far (numbers ids in scripted completions).
     calls: u64,
     /// The last call failed after using the case's whole time budget.
@@ -64,7 +64,7 @@ impl ModelService {
             recording: config
                 .recording
                 .as_ref()
-                .map(|r| recorded::Recording::new(case_dir.join(r))),
+                .map(|r| recorded::HashCassette::new(case_dir.join(r))),
             config: config.clone(),
             cassette: None,
             calls: 0,
@@ -86,7 +86,7 @@ impl ModelService {
         }
         let recording = self
             .recording
-            .get_or_insert_with(|| recorded::Recording::new(runs));
+            .get_or_insert_with(|| recorded::HashCassette::new(runs));
         if let Some(own) = own {
             recording.skip(own);
         }
@@ -224,7 +224,7 @@ impl ModelService {
 
 /// A rerun's cassette: the model answers of the recording it reruns, used
 /// in order while the agent's requests equal the recorded ones.
-pub struct Cassette {
+pub struct RerunCassette {
     /// `(request, response)` of each recorded model call.
     pub calls: Vec<(Value, Value)>,
     pub next: usize,
@@ -235,7 +235,7 @@ pub struct Cassette {
     pub missed: bool,
 }
 
-impl Cassette {
+impl RerunCassette {
     /// The recorded answer for this request, if the recording still holds.
     fn peek(&self, request: &Value) -> Option<&Value> {
         match self.calls.get(self.next) {
@@ -285,7 +285,7 @@ impl RunState {
         }
         let message = "the agent's model request differs from the recording and the rerun was asked to stop there (--model fail)";
         let hit = matches!(rerun, Some((Some(_), _)));
-        let serve = |s: &mut super::Services| {
+        let serve = |s: &mut super::HostServices| {
             if let Some((Some(response), _)) = rerun {
                 return Answer::read(response);
             }

@@ -20,7 +20,7 @@ struct RecordedAnswer {
 
 /// The `recorded` provider's cassette: the recordings it answers from,
 /// indexed by request hash once the first model call needs them.
-pub struct Recording {
+pub struct HashCassette {
     source: PathBuf,
     /// Bundle this run is writing (not a recording to answer from).
     own: Option<PathBuf>,
@@ -33,9 +33,9 @@ pub fn key(request: &Value) -> String {
     canon::sha256_hex(canon::to_string(request).as_bytes())
 }
 
-impl Recording {
+impl HashCassette {
     pub fn new(source: PathBuf) -> Self {
-        Recording {
+        HashCassette {
             source,
             own: None,
             answers: None,

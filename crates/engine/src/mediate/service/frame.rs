@@ -31,7 +31,7 @@ pub struct Frame {
 
 /// How much one service call may read: calls to `state` that read, and
 /// the bytes they asked with and were answered (docs/formats.md,
-/// "Services").
+/// "HostServices").
 pub const MAX_READS: usize = 10_000;
 pub const MAX_READ_BYTES: u64 = 64 << 20;
 /// How much one service call may write: row and file writes, and their

@@ -18,7 +18,7 @@
 pub mod bindings;
 mod frame;
 
-use super::{Mediator, MemoryLimiter, RunState, Services, Stop, entropy};
+use super::{HostServices, Mediator, MemoryLimiter, RunState, Stop, entropy};
 use crate::case::Case;
 use crate::error_kind::ErrorKind;
 use crate::log::Recorder;
@@ -290,7 +290,7 @@ pub struct Ran {
 /// Run a tool — declared or service — against the session's state as of
 /// `as_of`. The state is not changed: the writes come back for the
 /// mediator to record and apply.
-pub fn run_tool(s: &mut Services, tool: &Tool, args: &Value, as_of: &AsOf) -> Ran {
+pub fn run_tool(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -> Ran {
     let args = &match checked_args(tool, args) {
         Ok(args) => args,
         Err(f) => {

@@ -12,7 +12,7 @@
 use super::super::bindings::{
     BodyCap, InputStream, IoError, OutputStream, Pollable, StreamError, wasi,
 };
-use super::super::{Answer, RunState, Services};
+use super::super::{Answer, HostServices, RunState};
 use super::http::{MAX_BUFFERED_BODIES, MAX_REQUEST_BODY};
 use super::u64_of;
 use serde_json::{Value, json};
@@ -32,7 +32,7 @@ impl RunState {
         data: &[u8],
     ) -> Result<(), StreamError> {
         fn capture<'a>(
-            s: &'a mut Services,
+            s: &'a mut HostServices,
             stream: &OutputStream,
         ) -> &'a mut super::super::stdio::Capture {
             match stream {

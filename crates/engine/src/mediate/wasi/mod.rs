@@ -46,7 +46,7 @@ impl RunState {
     /// routed request is recorded once, as its model, tool or protocol call
     /// event, and the plumbing answers as before without an event of its own.
     fn http_plumbing(&self) -> bool {
-        self.med.script.as_ref().is_some_and(|s| s.http_plumbing)
+        self.med.following.as_ref().is_some_and(|s| s.http_plumbing)
     }
 
     /// A plumbing call of `wasi:http` (see [`http_plumbing`](Self::http_plumbing)):

@@ -35,7 +35,7 @@ pub struct Divergence {
 }
 
 /// A recorded run to follow.
-pub struct Script {
+pub struct Following {
     pub events: Vec<Event>,
     /// Whether the recording has a footer (else it ends where it was killed).
     pub complete: bool,
@@ -60,10 +60,10 @@ fn has_http_plumbing(events: &[Event]) -> bool {
         .any(|e| e.call.starts_with("wasi:http/types."))
 }
 
-impl Script {
+impl Following {
     /// Follow every event of a recording (strict replay).
     pub fn replay(events: Vec<Event>, complete: bool, fork_points: Vec<ForkPoint>) -> Self {
-        Script {
+        Following {
             http_plumbing: has_http_plumbing(&events),
             events,
             complete,
@@ -77,7 +77,7 @@ impl Script {
     /// Follow events before `at` (re-applying earlier fork points), apply
     /// the last fork point's edits at `at`, then run live.
     pub fn fork(events: Vec<Event>, at: u64, fork_points: Vec<ForkPoint>) -> Self {
-        Script {
+        Following {
             http_plumbing: has_http_plumbing(&events),
             events,
             complete: true,
@@ -107,7 +107,7 @@ impl Script {
             && self.follow_until == u64::MAX
             && let Some(next) = self.events.get(made as usize)
         {
-            let expected = Script::call_of(&next.call, &next.request);
+            let expected = Following::call_of(&next.call, &next.request);
             self.diverge(Divergence {
                 index: made,
                 class: Class::Missing,
