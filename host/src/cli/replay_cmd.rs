@@ -180,12 +180,9 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         );
     }
     let sessions = &v.sessions;
-    let (reports, headless, diverged, drift) = (
-        &v.reports,
-        &v.headless,
-        v.count(Verdict::Diverged),
-        v.drift_rate(),
-    );
+    let tally = v.tally();
+    let (reports, headless, diverged, drift) =
+        (&v.reports, &v.headless, tally.diverged, v.drift_rate());
     let errors: Vec<serde_json::Value> = v
         .unreadable
         .iter()
@@ -195,11 +192,11 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     if args.common.json {
         let doc = json!({
             "replayed": reports.len(),
-            "identical": reports.iter().filter(|r| r.verdict == Verdict::Identical && r.scope == Scope::BitForBit).count(),
-            "boundary_replay": reports.iter().filter(|r| r.verdict == Verdict::Identical && r.scope == Scope::Boundary).count(),
+            "identical": tally.identical,
+            "boundary_replay": tally.boundary_replay,
             "mcp_sessions": sessions.len(),
-            "verified_prefix": reports.iter().filter(|r| r.verdict == Verdict::VerifiedPrefix).count(),
-            "timeout": reports.iter().filter(|r| r.verdict == Verdict::Timeout).count(),
+            "verified_prefix": tally.verified_prefix,
+            "timeout": tally.timeout,
             "diverged": diverged,
             "unreadable": errors.len(),
             "incomplete": headless.len(),
@@ -232,14 +229,11 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
                 e["error"].as_str().unwrap_or("")
             );
         }
-        let boundary = reports
-            .iter()
-            .filter(|r| r.scope == Scope::Boundary && r.verdict != Verdict::Diverged)
-            .count();
         println!(
-            "{} runs: {} identical or verified ({boundary} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read; drift rate {:.1}%",
+            "{} runs: {} identical or verified ({} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read; drift rate {:.1}%",
             total + headless.len() + sessions.len(),
             reports.len() - diverged,
+            tally.boundary_agreed,
             diverged,
             errors.len(),
             headless.len(),

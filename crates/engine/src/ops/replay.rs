@@ -1,7 +1,7 @@
 //! Replay recorded runs strictly against their logs: one run, or many
 //! (`verify`) with the drift rate over them.
 
-use crate::replay::{self, RecordedRun, ReplayReport, Verdict};
+use crate::replay::{self, RecordedRun, ReplayReport, Scope, Verdict};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use crate::verify::Checked;
@@ -32,9 +32,44 @@ pub struct Verified {
     pub sample: Option<Drawn>,
 }
 
+/// The replayed runs counted by verdict, as `verify` reports them.
+pub struct Tally {
+    /// WebAssembly runs replayed bit for bit.
+    pub identical: usize,
+    /// Native runs whose boundary replayed identical.
+    pub boundary_replay: usize,
+    pub verified_prefix: usize,
+    pub timeout: usize,
+    pub diverged: usize,
+    /// Native runs that did not diverge (whatever else their verdict).
+    pub boundary_agreed: usize,
+}
+
 impl Verified {
     pub fn count(&self, v: Verdict) -> usize {
         self.reports.iter().filter(|r| r.verdict == v).count()
+    }
+
+    /// The replayed runs by verdict (and scope, for `identical`).
+    pub fn tally(&self) -> Tally {
+        let identical_in = |scope| {
+            self.reports
+                .iter()
+                .filter(|r| r.verdict == Verdict::Identical && r.scope == scope)
+                .count()
+        };
+        Tally {
+            identical: identical_in(Scope::BitForBit),
+            boundary_replay: identical_in(Scope::Boundary),
+            verified_prefix: self.count(Verdict::VerifiedPrefix),
+            timeout: self.count(Verdict::Timeout),
+            diverged: self.count(Verdict::Diverged),
+            boundary_agreed: self
+                .reports
+                .iter()
+                .filter(|r| r.scope == Scope::Boundary && r.verdict != Verdict::Diverged)
+                .count(),
+        }
     }
 
     /// Diverged or unreadable runs over all replayed or unreadable ones.
