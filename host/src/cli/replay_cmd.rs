@@ -129,6 +129,7 @@ fn report_redacted_copy(
 
 pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    store.require_raw("`replay` (re-executing a run)")?;
     let path = store.resolve_run(&args.run)?;
     let b = bundle::read(&path).map_err(InputError::from)?;
     if let Some(r) = &b.header.redacted {
@@ -152,6 +153,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    store.require_raw("`verify` (replaying runs)")?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let sample = args.sample.map(|size| ops::replay::Sample {
         size,
