@@ -183,8 +183,12 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     worldline(&store, ["runs", "--json"]).expect_code(0);
     // The schema as the first version left it.
     pg.psql(&format!(
-        "ALTER TABLE {schema}.runs DROP COLUMN writer_user, DROP COLUMN writer_host, DROP COLUMN ci_job, DROP COLUMN job_index;
-         DELETE FROM {schema}.schema_version WHERE version = 2"
+        "DROP VIEW {schema}.agents;
+         DROP TABLE {schema}.redacted_frames, {schema}.redaction, {schema}.audit, {schema}.shard_reports;
+         DROP SEQUENCE {schema}.copy_seq;
+         ALTER TABLE {schema}.runs DROP COLUMN copy_policy, DROP COLUMN copy_seq;
+         ALTER TABLE {schema}.runs DROP COLUMN writer_user, DROP COLUMN writer_host, DROP COLUMN ci_job, DROP COLUMN job_index;
+         DELETE FROM {schema}.schema_version WHERE version >= 2"
     ));
     let out = worldline(&store, ["runs", "--json"]);
     out.expect_code(2);
@@ -192,7 +196,7 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     assert!(out.stderr.contains("worldline migrate"), "{out}");
     let migrated = worldline(&store, ["migrate", "--json"]);
     migrated.expect_code(0);
-    assert_eq!(migrated.json()["schema_version"], 2, "{migrated}");
+    assert_eq!(migrated.json()["schema_version"], 3, "{migrated}");
     assert!(!migrated.stdout.contains(PASSWORD), "{migrated}");
     worldline(&store, ["runs", "--json"]).expect_code(0);
     let folder = worldline(Path::new("/tmp/not-a-database"), ["migrate"]);
