@@ -35,6 +35,10 @@ pub struct StoreDir {
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The run index's file in a store folder (`index/` keeps it; the store
+/// removes it when a viewer's copies are written over, see `sync.rs`).
+pub const INDEX_FILE: &str = "index.sqlite";
+
 impl StoreDir {
     /// Open (and create) a store. A path that cannot hold one (a file, a
     /// folder that cannot be created) is an input error naming it.

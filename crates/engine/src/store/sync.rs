@@ -261,7 +261,7 @@ impl StoreDir {
     /// folder (rows of copies written over are stale).
     fn drop_index(&self) {
         for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(self.root.join(format!("{}{suffix}", crate::index::FILE)));
+            let _ = std::fs::remove_file(self.root.join(format!("{}{suffix}", super::INDEX_FILE)));
         }
     }
 
