@@ -7,8 +7,9 @@
 //! requests that pass [`guard`]. On a database store each token has a
 //! role: a viewer's pages show the store's redacted view only and cannot
 //! fork or replay; a responder's page asked for with `?unredacted=1` is
-//! shown raw once its read is audited ([`view`]).
+//! shown raw once its read is audited (`access.rs`).
 
+mod access;
 mod actions;
 mod calls;
 mod campaigns;
@@ -27,9 +28,8 @@ mod usage;
 
 use anyhow::{Context, Result};
 use axum::Router;
-use axum::extract::{Extension, Form, Path, Query, Request, State};
+use axum::extract::{Extension, Form, Path, Query, State};
 use axum::http::{StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use std::collections::BTreeMap;
@@ -353,85 +353,8 @@ pub fn router(app: Arc<App>) -> Router {
             ),
         )
         .with_state(app.clone())
-        .layer(axum::middleware::from_fn_with_state(app, view))
+        .layer(axum::middleware::from_fn_with_state(app, access::view))
         .layer(axum::middleware::from_fn_with_state(secrets, guard::guard))
-}
-
-/// The runs a request's page shows: `/run/ID...` and `/diff?a=..&b=..`.
-fn runs_named(req: &Request) -> Vec<String> {
-    let path = req.uri().path();
-    if let Some(rest) = path.strip_prefix("/run/") {
-        return vec![rest.split('/').next().unwrap_or_default().to_string()];
-    }
-    if path == "/diff" {
-        return req
-            .uri()
-            .query()
-            .unwrap_or_default()
-            .split('&')
-            .filter_map(|kv| kv.strip_prefix("a=").or_else(|| kv.strip_prefix("b=")))
-            .map(String::from)
-            .collect();
-    }
-    Vec::new()
-}
-
-/// After the guard: what the reader may see of this request. A page asked
-/// for with `unredacted=1` is a responder's, and is audited (each run it
-/// shows, the token's name, the route) before it is served; a viewer is
-/// refused it, and any form (fork, replay).
-async fn view(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
-    let reader = req
-        .extensions()
-        .get::<guard::Reader>()
-        .cloned()
-        .expect("the guard names the reader");
-    let asked = req
-        .uri()
-        .query()
-        .unwrap_or_default()
-        .split('&')
-        .any(|kv| kv == "unredacted=1");
-    let forbidden =
-        |why: String| (StatusCode::FORBIDDEN, format!("403 forbidden: {why}\n")).into_response();
-    if reader.role == Some(Role::Viewer) && (asked || req.method() != axum::http::Method::GET) {
-        let what = match asked {
-            true => "the unredacted view",
-            false => "forking or replaying (re-executing reads the raw run)",
-        };
-        let needs = app
-            .store
-            .database()
-            .map(|db| db.needs(Role::Responder, what).message)
-            .unwrap_or_default();
-        return forbidden(needs);
-    }
-    let unredacted = asked && reader.role == Some(Role::Responder);
-    if unredacted {
-        let route = format!("ui {} {}", req.method(), req.uri().path());
-        let named = runs_named(&req);
-        let (a, who) = (app.clone(), reader.name.clone());
-        let noted = tokio::task::spawn_blocking(move || {
-            let ids: Vec<String> = named
-                .iter()
-                .map(|r| {
-                    a.store
-                        .resolve_run_id(r)
-                        .map_or_else(|_| r.clone(), |p| run::id_of(&p))
-                })
-                .collect();
-            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-            a.store.audit_raw(Some(&who), &ids, &route)
-        })
-        .await;
-        match noted {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return forbidden(format!("{e:#}")),
-            Err(e) => return forbidden(format!("the audit failed: {e}")),
-        }
-    }
-    req.extensions_mut().insert(Viewing { reader, unredacted });
-    next.run(req).await
 }
 
 /// The page the printed URL opens.
@@ -468,7 +391,7 @@ fn start_path(store: &StoreDir, start: &Start) -> Result<String> {
 /// Serve until the process is stopped.
 pub fn serve(cfg: Config) -> Result<()> {
     let store = StoreDir::open(&cfg.store)?;
-    let readers = readers(&store, &cfg)?;
+    let readers = access::readers(&store, &cfg)?;
     // A database store's policy is read (and checked) here, outside the
     // server's runtime, which the synchronous client must not block.
     store.database_redactor()?;
@@ -523,49 +446,6 @@ pub fn serve(cfg: Config) -> Result<()> {
         axum::serve(listener, router(app)).await?;
         Ok(())
     })
-}
-
-/// The readers to issue tokens to: on a database store, those asked for
-/// (a role above the connection's refused), else one named after the
-/// database user with its role; on a folder store one of no role.
-fn readers(store: &StoreDir, cfg: &Config) -> Result<Vec<guard::Reader>> {
-    let Some(db) = store.database() else {
-        if !cfg.tokens.is_empty() {
-            return Err(worldline_case::error::InputError::new(
-                "--token",
-                "tokens with roles are a database store's (a folder store has no roles)",
-            )
-            .into());
-        }
-        return Ok(Vec::new());
-    };
-    if cfg.unredacted || cfg.redact.is_some() {
-        return Err(worldline_case::error::InputError::new(
-            "--unredacted",
-            "a database store's UI shows the store's policy: a responder's token asks for a page raw with `?unredacted=1` (audited)",
-        )
-        .into());
-    }
-    if cfg.tokens.is_empty() {
-        return Ok(vec![guard::Reader {
-            name: db.user.clone(),
-            role: Some(db.role),
-        }]);
-    }
-    cfg.tokens
-        .iter()
-        .map(|(name, role)| {
-            let role = role.unwrap_or(db.role);
-            if role == Role::Responder && db.role == Role::Viewer {
-                let refused = db.needs(Role::Responder, &format!("a responder's token (`{name}`)"));
-                return Err(worldline_case::error::InputError::from(refused).into());
-            }
-            Ok(guard::Reader {
-                name: name.clone(),
-                role: Some(role),
-            })
-        })
-        .collect()
 }
 
 /// Ask the desktop to open `url`; say so when it cannot.
