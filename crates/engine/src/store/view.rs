@@ -72,6 +72,17 @@ impl StoreDir {
         db.audit(token, runs, command).map_err(InputError::from)
     }
 
+    /// Before re-executing `runs` through `command` (`replay`, `fork`,
+    /// `rerun`, `repro`, `grade`, `verify`), whose output shows raw
+    /// values (a divergence's requests, a grade's failures): refused to a
+    /// viewer, audited for a responder. Nothing for a folder store.
+    pub fn audit_reexecution(&self, runs: &[&str], command: &str) -> Result<(), InputError> {
+        match &self.db {
+            None => Ok(()),
+            Some(_) => self.audit_raw(None, runs, command),
+        }
+    }
+
     /// Set a database store's redaction policy to `text` (a `redact.toml`,
     /// checked first) and make every run's redacted copy again under it,
     /// in one transaction; how many copies were made. A responder's.
