@@ -221,39 +221,35 @@ impl Database {
         objects: &[(String, Vec<u8>)],
         copy: &Copy,
     ) -> Result<Stored, DbError> {
+        // Without objects to add, the run is one statement (atomic by
+        // itself): no transaction to open and close.
         let taken = self.with(|c| {
-            let mut tx = c.transaction()?;
-            let policy: String = tx
-                .query_one(
-                    "SELECT policy_sha256 FROM redaction WHERE id = 1 FOR SHARE",
-                    &[],
-                )?
-                .get(0);
-            if policy != copy.policy_sha256 {
-                return Ok(Err(Stored::PolicyChanged));
+            if objects.is_empty() {
+                return insert_run(c, run, lines, copy);
             }
+            let mut tx = c.transaction()?;
             for (sha, bytes) in objects {
                 tx.execute(
                     "INSERT INTO objects (sha256, bytes) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                     &[sha, bytes],
                 )?;
             }
-            let taken = insert_run(&mut tx, run, lines)?;
-            if taken.is_none() {
-                copies::put_copy(&mut tx, run.id, copy.policy_sha256, &copy.lines)?;
+            let taken = insert_run(&mut tx, run, lines, copy)?;
+            if !matches!(taken, Insert::PolicyChanged) {
+                tx.commit()?;
             }
-            tx.commit()?;
-            Ok(Ok(taken))
+            Ok(taken)
         })?;
-        let taken = match taken {
-            Ok(taken) => taken,
-            Err(changed) => return Ok(changed),
+        let chain = match taken {
+            Insert::PolicyChanged => return Ok(Stored::PolicyChanged),
+            Insert::Done => None,
+            Insert::Taken(chain) => Some(chain),
         };
         self.known
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .extend(objects.iter().map(|(sha, _)| sha.clone()));
-        match taken {
+        match chain {
             None => Ok(Stored::New),
             Some(chain) if chain == run.chain_hash => Ok(Stored::Same),
             Some(_) => Err(DbError {
@@ -390,23 +386,42 @@ impl Database {
     }
 }
 
-/// Insert a run's row and lines in one statement; the chain hash of the
-/// run already stored under its id, when there is one.
+/// What [`insert_run`] found.
+enum Insert {
+    Done,
+    PolicyChanged,
+    /// Another run (of this chain hash) holds the id.
+    Taken(String),
+}
+
+/// Insert a run's row, lines and redacted copy in one statement, when the
+/// store's policy is still the copy's (its row read `FOR SHARE`: a policy
+/// being set is waited for, then seen).
 fn insert_run(
     c: &mut impl postgres::GenericClient,
     run: &RunRow,
     lines: &[&str],
-) -> Result<Option<String>, postgres::Error> {
+    copy: &Copy,
+) -> Result<Insert, postgres::Error> {
     let ns: Vec<i32> = (0..lines.len() as i32).collect();
-    let inserted = c.execute(
-        "WITH r AS (
+    let copy_ns: Vec<i32> = (0..copy.lines.len() as i32).collect();
+    let row = c.query_one(
+        "WITH p AS (
+             SELECT policy_sha256 FROM redaction WHERE id = 1 AND policy_sha256 = $13 FOR SHARE
+         ), r AS (
              INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
-                               writer_user, writer_host, ci_job, job_index)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING
+                               writer_user, writer_host, ci_job, job_index, copy_policy, copy_seq)
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, p.policy_sha256, nextval('copy_seq')
+             FROM p ON CONFLICT (id) DO NOTHING
              RETURNING id
+         ), f AS (
+             INSERT INTO frames (run_id, n, line)
+             SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)
+         ), c AS (
+             INSERT INTO redacted_frames (run_id, n, line)
+             SELECT r.id, t.n, t.line FROM r, unnest($14::integer[], $15::text[]) AS t (n, line)
          )
-         INSERT INTO frames (run_id, n, line)
-         SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)",
+         SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM r)",
         &[
             &run.id,
             &run.agent_sha256,
@@ -420,12 +435,19 @@ fn insert_run(
             &run.writer.job_index,
             &ns,
             &lines,
+            &copy.policy_sha256,
+            &copy_ns,
+            &copy.lines,
         ],
     )?;
-    if inserted > 0 {
-        return Ok(None);
+    let (policy, inserted): (i64, i64) = (row.get(0), row.get(1));
+    if policy == 0 {
+        return Ok(Insert::PolicyChanged);
     }
-    Ok(Some(
+    if inserted > 0 {
+        return Ok(Insert::Done);
+    }
+    Ok(Insert::Taken(
         c.query_one("SELECT chain_hash FROM runs WHERE id = $1", &[&run.id])?
             .get(0),
     ))
