@@ -183,7 +183,7 @@ fn bench(c: &mut Criterion) {
         let mut times = Vec::new();
         g.bench_function(&name, |b| {
             b.iter(|| {
-                let req = axum::http::Request::get(format!("/?token={}", app.secrets.token))
+                let req = axum::http::Request::get(format!("/?token={}", app.secrets.token()))
                     .header("host", format!("127.0.0.1:{}", app.secrets.port))
                     .body(axum::body::Body::empty())
                     .unwrap();

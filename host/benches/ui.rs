@@ -69,7 +69,7 @@ fn row(i: i64) -> Row {
 /// One request through the router; the body's length.
 fn render(rt: &tokio::runtime::Runtime, app: &Arc<App>, path: &str) -> usize {
     let sep = if path.contains('?') { '&' } else { '?' };
-    let req = Request::get(format!("{path}{sep}token={}", app.secrets.token))
+    let req = Request::get(format!("{path}{sep}token={}", app.secrets.token()))
         .header(header::HOST, format!("127.0.0.1:{}", app.secrets.port))
         .body(Body::empty())
         .unwrap();

@@ -180,11 +180,17 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     let pg = cluster();
     let schema = fresh_schema();
     let store = PathBuf::from(pg.store_in(&schema));
-    worldline(&store, ["runs", "--json"]).expect_code(0);
-    // The schema as the first version left it.
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "good", GOOD);
+    common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir()).expect_code(0);
+    // The schema as the first version left it (with a run stored then).
     pg.psql(&format!(
-        "ALTER TABLE {schema}.runs DROP COLUMN writer_user, DROP COLUMN writer_host, DROP COLUMN ci_job, DROP COLUMN job_index;
-         DELETE FROM {schema}.schema_version WHERE version = 2"
+        "DROP VIEW {schema}.agents;
+         DROP TABLE {schema}.redacted_frames, {schema}.redaction, {schema}.audit, {schema}.shard_reports;
+         DROP SEQUENCE {schema}.copy_seq;
+         ALTER TABLE {schema}.runs DROP COLUMN copy_policy, DROP COLUMN copy_seq;
+         ALTER TABLE {schema}.runs DROP COLUMN writer_user, DROP COLUMN writer_host, DROP COLUMN ci_job, DROP COLUMN job_index;
+         DELETE FROM {schema}.schema_version WHERE version >= 2"
     ));
     let out = worldline(&store, ["runs", "--json"]);
     out.expect_code(2);
@@ -192,7 +198,14 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     assert!(out.stderr.contains("worldline migrate"), "{out}");
     let migrated = worldline(&store, ["migrate", "--json"]);
     migrated.expect_code(0);
-    assert_eq!(migrated.json()["schema_version"], 2, "{migrated}");
+    assert_eq!(migrated.json()["schema_version"], 3, "{migrated}");
+    // The run stored before copies were kept gets its redacted copy.
+    assert_eq!(migrated.json()["copies_made"], 1, "{migrated}");
+    let copy = pg.psql(&format!(
+        "SELECT count(*) FROM {schema}.redacted_frames f JOIN {schema}.runs r ON r.id = f.run_id
+         WHERE f.n = 0 AND f.line LIKE '%\"redacted\"%' AND r.copy_seq IS NOT NULL"
+    ));
+    assert_eq!(copy, "1");
     assert!(!migrated.stdout.contains(PASSWORD), "{migrated}");
     worldline(&store, ["runs", "--json"]).expect_code(0);
     let folder = worldline(Path::new("/tmp/not-a-database"), ["migrate"]);

@@ -47,7 +47,8 @@ struct Export {
 }
 
 /// Write a run and its objects to one file; with a redactor, a redacted
-/// copy and the agent. Returns the exported run id.
+/// copy and the agent; a run that is a redacted copy (a viewer's runs on a
+/// database store), as it is with its agent. Returns the exported run id.
 pub fn export(
     store: &StoreDir,
     run: &str,
@@ -56,7 +57,7 @@ pub fn export(
 ) -> Result<String> {
     let path = store.resolve_run(run)?;
     let b = bundle::read(&path).map_err(InputError::from)?;
-    if b.header.redacted.is_some() {
+    if b.header.redacted.is_some() && redactor.is_some() {
         return Err(
             InputError::new(&path, "is already a redacted copy; export it as it is").into(),
         );

@@ -50,6 +50,9 @@ pub struct Opened {
 
 /// [`open_at`], taking the case from `opened` when it was opened before.
 pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<RecordedRun> {
+    // A viewer's runs are redacted copies, and the cases and worlds are
+    // raw data: say which role re-executing or rebuilding state needs.
+    store.require_raw("re-executing a run or rebuilding its world's state (replay, verify, fork, rerun, repro, grade, show, diff)")?;
     let bundle = bundle::read(&path).map_err(InputError::from)?;
     if let Some(r) = &bundle.header.redacted {
         return Err(InputError::new(

@@ -8,9 +8,11 @@
 //! working copy: runs are written there as they go, then stored whole in
 //! the database ([`StoreDir::publish`]); readers first bring the folder up
 //! to date from it ([`StoreDir::pull`]), and objects missing from the
-//! folder are read from it. Commands see one `StoreDir` either way.
+//! folder are read from it. Commands see one `StoreDir` either way; who
+//! reads a database store, and what they may see, is `store/view.rs`.
 
 mod sync;
+mod view;
 
 use crate::canon;
 use crate::pgstore::Database;
@@ -27,9 +29,15 @@ pub struct StoreDir {
     db: Option<Database>,
     /// When this process last brought the working folder up to date.
     pulled: Mutex<Option<std::time::Instant>>,
+    /// A database store's redaction policy, as this process last read it.
+    shared: Mutex<Option<crate::pgstore::copies::Shared>>,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The run index's file in a store folder (`index/` keeps it; the store
+/// removes it when a viewer's copies are written over, see `sync.rs`).
+pub const INDEX_FILE: &str = "index.sqlite";
 
 impl StoreDir {
     /// Open (and create) a store. A path that cannot hold one (a file, a
@@ -74,6 +82,7 @@ impl StoreDir {
             leases: crate::lease::Leases::new(root),
             db: None,
             pulled: Mutex::new(None),
+            shared: Mutex::new(None),
         })
     }
 
@@ -243,6 +252,10 @@ impl StoreDir {
             }
             self.write_object(&path, &bytes)?;
             return Ok(bytes);
+        }
+        if !path.is_file() {
+            // A viewer reads only the agents: cases and worlds hold data.
+            self.require_raw("reading a run's case or world")?;
         }
         let kept = crate::bounded::read(&path, crate::bounded::OBJECT).map_err(|e| {
             let what = match &e {

@@ -1,16 +1,24 @@
 //! A store kept in PostgreSQL, in a schema of its own (default
 //! `worldline`): objects by SHA-256, each run's bundle lines (header,
 //! hash-chained events, footer) written in one transaction with its row,
-//! pins, and the runs gc removed. `store.rs` keeps a working folder beside
-//! it and decides what goes where; this module only speaks SQL, and every
-//! error it gives names the server without its password.
+//! pins, and the runs gc removed; each run's redacted copy, the shared
+//! redaction policy, the audit of raw reads and shard reports. Who reads
+//! is a database role (`roles.rs`): a viewer reads copies only.
+//! `store.rs` keeps a working folder beside it and decides what goes
+//! where; this module only speaks SQL, and every error it gives names the
+//! server without its password.
 
+pub mod audit;
+pub mod copies;
 mod migrate;
+pub mod roles;
+pub mod shards;
 pub mod url;
 pub mod writer;
 
 pub use migrate::VERSION;
 use postgres::{Client, NoTls};
+use roles::Role;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use url::StoreUrl;
@@ -20,6 +28,10 @@ use writer::Writer;
 pub struct Database {
     client: Mutex<Client>,
     pub url: StoreUrl,
+    /// The connected user (`current_user`).
+    pub user: String,
+    /// What the connected user may read.
+    pub role: Role,
     /// Objects this process stored or saw stored (a suite's runs share
     /// their agent and world: asked about once).
     known: Mutex<BTreeSet<String>>,
@@ -32,6 +44,23 @@ pub struct Database {
 pub struct DbError {
     pub shown: String,
     pub message: String,
+}
+
+/// A run's redacted copy: its lines, made under the policy whose SHA-256
+/// is `policy_sha256`.
+pub struct Copy<'a> {
+    pub policy_sha256: &'a str,
+    pub lines: Vec<&'a str>,
+}
+
+/// What [`Database::put_run`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stored {
+    New,
+    /// The same run was there already.
+    Same,
+    /// The store's policy changed since the copy was made: nothing written.
+    PolicyChanged,
 }
 
 /// A run as its row records it (the columns readers filter and gc follows).
@@ -76,11 +105,46 @@ impl Database {
         client
             .batch_execute(&format!("SET search_path TO {}", url.schema))
             .map_err(|e| fail(e.to_string()))?;
+        let user: String = client
+            .query_one("SELECT current_user::text", &[])
+            .map_err(|e| fail(e.to_string()))?
+            .get(0);
+        let role = roles::of_user(&mut client, &url.schema)
+            .map_err(|e| fail(e.to_string()))?
+            .ok_or_else(|| {
+                fail(format!(
+                    "user `{user}` has no role in this store: an administrator grants one \
+                     (GRANT {} TO {user}; or {} for raw reads)",
+                    roles::group(&url.schema, Role::Viewer),
+                    roles::group(&url.schema, Role::Responder)
+                ))
+            })?;
         Ok(Database {
             client: Mutex::new(client),
             url: url.clone(),
+            user,
+            role,
             known: Mutex::new(BTreeSet::new()),
         })
+    }
+
+    /// A refusal of what role `needed` may do, naming the database role to
+    /// be granted.
+    pub fn needs(&self, needed: Role, what: &str) -> DbError {
+        DbError {
+            shown: self.url.shown.clone(),
+            message: format!(
+                "{what} needs the role {} (user `{}` is a {}): {}",
+                roles::group(&self.url.schema, needed),
+                self.user,
+                self.role.name(),
+                match needed {
+                    Role::Responder =>
+                        "a viewer sees the store's redacted view only (`history`, `runs`, `export`, `otel`, `ui`)",
+                    Role::Viewer => "ask an administrator to grant it",
+                }
+            ),
+        }
     }
 
     fn fail(&self, e: postgres::Error) -> DbError {
@@ -128,31 +192,40 @@ impl Database {
         Ok(missing)
     }
 
-    /// An object's bytes, if the database holds it.
+    /// An object's bytes, if the database holds it (to a viewer, only the
+    /// agents runs name: the other objects hold the world's data).
     pub fn get_object(&self, sha: &str) -> Result<Option<Vec<u8>>, DbError> {
+        let table = match self.role {
+            Role::Responder => "objects",
+            Role::Viewer => "agents",
+        };
         self.with(|c| {
-            Ok(
-                c.query_opt("SELECT bytes FROM objects WHERE sha256 = $1", &[&sha])?
-                    .map(|r| r.get(0)),
-            )
+            Ok(c.query_opt(
+                &format!("SELECT bytes FROM {table} WHERE sha256 = $1"),
+                &[&sha],
+            )?
+            .map(|r| r.get(0)))
         })
     }
 
-    /// Write a run whole: the objects it needs that are missing, its row
-    /// and its lines, in one transaction. A run id already there with the
-    /// same chain hash is the same run (`false`: nothing new); with another
-    /// it is refused.
+    /// Write a run whole: the objects it needs that are missing, its row,
+    /// its lines and its redacted copy (made under the policy `copy`
+    /// names), in one transaction. A run id already there with the same
+    /// chain hash is the same run (nothing new); with another it is
+    /// refused. When the store's policy is no longer the copy's, nothing
+    /// is written ([`Stored::PolicyChanged`]: make the copy again).
     pub fn put_run(
         &self,
         run: &RunRow,
         lines: &[&str],
         objects: &[(String, Vec<u8>)],
-    ) -> Result<bool, DbError> {
+        copy: &Copy,
+    ) -> Result<Stored, DbError> {
         // Without objects to add, the run is one statement (atomic by
         // itself): no transaction to open and close.
         let taken = self.with(|c| {
             if objects.is_empty() {
-                return insert_run(c, run, lines);
+                return insert_run(c, run, lines, copy);
             }
             let mut tx = c.transaction()?;
             for (sha, bytes) in objects {
@@ -161,17 +234,24 @@ impl Database {
                     &[sha, bytes],
                 )?;
             }
-            let taken = insert_run(&mut tx, run, lines)?;
-            tx.commit()?;
+            let taken = insert_run(&mut tx, run, lines, copy)?;
+            if !matches!(taken, Insert::PolicyChanged) {
+                tx.commit()?;
+            }
             Ok(taken)
         })?;
+        let chain = match taken {
+            Insert::PolicyChanged => return Ok(Stored::PolicyChanged),
+            Insert::Done => None,
+            Insert::Taken(chain) => Some(chain),
+        };
         self.known
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .extend(objects.iter().map(|(sha, _)| sha.clone()));
-        match taken {
-            None => Ok(true),
-            Some(chain) if chain == run.chain_hash => Ok(false),
+        match chain {
+            None => Ok(Stored::New),
+            Some(chain) if chain == run.chain_hash => Ok(Stored::Same),
             Some(_) => Err(DbError {
                 shown: self.url.shown.clone(),
                 message: format!("holds another run under the id {}", run.id),
@@ -214,13 +294,15 @@ impl Database {
         })
     }
 
-    /// Runs written after `seq` (the last one a reader pulled), in order.
+    /// Runs written after `seq` (the last one a reader pulled), in order;
+    /// to a viewer, runs whose redacted copy was (re)made after `seq`.
     pub fn runs_after(&self, seq: i64) -> Result<Vec<(i64, String)>, DbError> {
+        let sql = match self.role {
+            Role::Responder => "SELECT seq, id FROM runs WHERE seq > $1 ORDER BY seq",
+            Role::Viewer => "SELECT copy_seq, id FROM runs WHERE copy_seq > $1 ORDER BY copy_seq",
+        };
         self.with(|c| {
-            let rows = c.query(
-                "SELECT seq, id FROM runs WHERE seq > $1 ORDER BY seq",
-                &[&seq],
-            )?;
+            let rows = c.query(sql, &[&seq])?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })
     }
@@ -236,19 +318,14 @@ impl Database {
         })
     }
 
-    /// The lines of each of `ids` that the database holds.
+    /// The lines of each of `ids` that the database holds: to a viewer,
+    /// those of their redacted copies.
     pub fn lines_of(&self, ids: &[String]) -> Result<BTreeMap<String, Vec<String>>, DbError> {
-        self.with(|c| {
-            let rows = c.query(
-                "SELECT run_id, line FROM frames WHERE run_id = ANY($1) ORDER BY run_id, n",
-                &[&ids],
-            )?;
-            let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            for r in &rows {
-                out.entry(r.get(0)).or_default().push(r.get(1));
-            }
-            Ok(out)
-        })
+        let table = match self.role {
+            Role::Responder => "frames",
+            Role::Viewer => "redacted_frames",
+        };
+        self.with(|c| copies::lines_in(c, table, ids))
     }
 
     /// Remove runs (their frames go with them) and note them as removed.
@@ -309,23 +386,42 @@ impl Database {
     }
 }
 
-/// Insert a run's row and lines in one statement; the chain hash of the
-/// run already stored under its id, when there is one.
+/// What [`insert_run`] found.
+enum Insert {
+    Done,
+    PolicyChanged,
+    /// Another run (of this chain hash) holds the id.
+    Taken(String),
+}
+
+/// Insert a run's row, lines and redacted copy in one statement, when the
+/// store's policy is still the copy's (its row read `FOR SHARE`: a policy
+/// being set is waited for, then seen).
 fn insert_run(
     c: &mut impl postgres::GenericClient,
     run: &RunRow,
     lines: &[&str],
-) -> Result<Option<String>, postgres::Error> {
+    copy: &Copy,
+) -> Result<Insert, postgres::Error> {
     let ns: Vec<i32> = (0..lines.len() as i32).collect();
-    let inserted = c.execute(
-        "WITH r AS (
+    let copy_ns: Vec<i32> = (0..copy.lines.len() as i32).collect();
+    let row = c.query_one(
+        "WITH p AS (
+             SELECT policy_sha256 FROM redaction WHERE id = 1 AND policy_sha256 = $13 FOR SHARE
+         ), r AS (
              INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
-                               writer_user, writer_host, ci_job, job_index)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING
+                               writer_user, writer_host, ci_job, job_index, copy_policy, copy_seq)
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, p.policy_sha256, nextval('copy_seq')
+             FROM p ON CONFLICT (id) DO NOTHING
              RETURNING id
+         ), f AS (
+             INSERT INTO frames (run_id, n, line)
+             SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)
+         ), c AS (
+             INSERT INTO redacted_frames (run_id, n, line)
+             SELECT r.id, t.n, t.line FROM r, unnest($14::integer[], $15::text[]) AS t (n, line)
          )
-         INSERT INTO frames (run_id, n, line)
-         SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)",
+         SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM r)",
         &[
             &run.id,
             &run.agent_sha256,
@@ -339,12 +435,19 @@ fn insert_run(
             &run.writer.job_index,
             &ns,
             &lines,
+            &copy.policy_sha256,
+            &copy_ns,
+            &copy.lines,
         ],
     )?;
-    if inserted > 0 {
-        return Ok(None);
+    let (policy, inserted): (i64, i64) = (row.get(0), row.get(1));
+    if policy == 0 {
+        return Ok(Insert::PolicyChanged);
     }
-    Ok(Some(
+    if inserted > 0 {
+        return Ok(Insert::Done);
+    }
+    Ok(Insert::Taken(
         c.query_one("SELECT chain_hash FROM runs WHERE id = $1", &[&run.id])?
             .get(0),
     ))

@@ -2,7 +2,9 @@
 //! applied in order inside one transaction under an advisory lock (so
 //! writers starting together create the schema once). A schema newer than
 //! this worldline, or older than it once it holds runs, is refused with
-//! what to do; an empty one is created on first use.
+//! what to do; an empty one is created on first use. A migration may name
+//! `{schema}` (the roles of 0003 are named after it). A schema already at
+//! this version is only read, so a reader without CREATE rights connects.
 
 use postgres::Transaction;
 
@@ -10,6 +12,7 @@ use postgres::Transaction;
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001-store.sql"),
     include_str!("migrations/0002-writers.sql"),
+    include_str!("migrations/0003-roles.sql"),
 ];
 
 /// The schema version this worldline reads and writes.
@@ -34,6 +37,37 @@ pub enum Refused {
 /// it is newer, or older unless `upgrade`. Returns the version found.
 pub fn migrate(tx: &mut Transaction, schema: &str, upgrade: bool) -> Result<i32, Refused> {
     tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&schema])?;
+    let exists: bool = tx
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&format!("{schema}.schema_version")],
+        )?
+        .get(0);
+    let current: Option<i32> = match exists {
+        true => tx
+            .query_one(
+                &format!("SELECT max(version) FROM {schema}.schema_version"),
+                &[],
+            )?
+            .get(0),
+        false => None,
+    };
+    let found = current.unwrap_or(0);
+    if found == VERSION {
+        return Ok(found);
+    }
+    if found > VERSION {
+        return Err(Refused::Newer {
+            schema: schema.to_string(),
+            found,
+        });
+    }
+    if found > 0 && !upgrade {
+        return Err(Refused::Older {
+            schema: schema.to_string(),
+            found,
+        });
+    }
     tx.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS {schema};
          SET LOCAL search_path TO {schema};
@@ -42,23 +76,8 @@ pub fn migrate(tx: &mut Transaction, schema: &str, upgrade: bool) -> Result<i32,
              applied_at timestamptz NOT NULL DEFAULT now()
          );"
     ))?;
-    let found: i32 = tx
-        .query_one("SELECT coalesce(max(version), 0) FROM schema_version", &[])?
-        .get(0);
-    if found > VERSION {
-        return Err(Refused::Newer {
-            schema: schema.to_string(),
-            found,
-        });
-    }
-    if found > 0 && found < VERSION && !upgrade {
-        return Err(Refused::Older {
-            schema: schema.to_string(),
-            found,
-        });
-    }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        tx.batch_execute(sql)?;
+        tx.batch_execute(&sql.replace("{schema}", schema))?;
         tx.execute(
             "INSERT INTO schema_version (version) VALUES ($1)",
             &[&(i as i32 + 1)],

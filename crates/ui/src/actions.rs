@@ -5,7 +5,7 @@
 
 use super::event::Refused;
 use super::html::{badge, json_against, url};
-use super::{App, Reply};
+use super::{Reply, Seen};
 use anyhow::Result;
 use axum::http::StatusCode;
 use maud::{Markup, html};
@@ -19,11 +19,17 @@ use worldline_engine::replay::ReplayReport;
 type FormData = BTreeMap<String, String>;
 
 /// Refuse a request that may not change the store.
-fn allowed(app: &App, form: &FormData) -> Option<Reply> {
-    if app.read_only {
+fn allowed(app: &Seen, form: &FormData) -> Option<Reply> {
+    if app.read_only() {
+        let why = match app.read_only {
+            true => "the UI is read-only (--read-only)",
+            false => {
+                "a viewer's token cannot fork or replay (re-executing reads the raw run): use a responder's"
+            }
+        };
         return Some(Reply::Problem(
             StatusCode::FORBIDDEN,
-            "403 forbidden: the UI is read-only (--read-only)\n".into(),
+            format!("403 forbidden: {why}\n"),
         ));
     }
     let token = form.get("csrf").map_or("", String::as_str);
@@ -70,7 +76,7 @@ fn fork_args(at: u64, form: &FormData) -> ops::fork::ForkArgs {
     }
 }
 
-pub fn fork(app: &App, run: &str, at: u64, form: &FormData) -> Result<Reply> {
+pub fn fork(app: &Seen, run: &str, at: u64, form: &FormData) -> Result<Reply> {
     if let Some(no) = allowed(app, form) {
         return Ok(no);
     }
@@ -98,7 +104,7 @@ pub fn fork(app: &App, run: &str, at: u64, form: &FormData) -> Result<Reply> {
 }
 
 /// A replay's verdict, the divergence's two sides marked.
-fn verdict(app: &App, id: &str, r: &ReplayReport) -> Result<Markup> {
+fn verdict(app: &Seen, id: &str, r: &ReplayReport) -> Result<Markup> {
     let name = serde_json::to_value(r.verdict)?;
     let divergence = match &r.divergence {
         None => None,
@@ -128,7 +134,7 @@ fn verdict(app: &App, id: &str, r: &ReplayReport) -> Result<Markup> {
     })
 }
 
-pub fn replay(app: &App, run: &str, form: &FormData) -> Result<Reply> {
+pub fn replay(app: &Seen, run: &str, form: &FormData) -> Result<Reply> {
     if let Some(no) = allowed(app, form) {
         return Ok(no);
     }

@@ -5,7 +5,7 @@
 //! SVG plot of the failing runs by fault kind.
 
 use super::html::{badge, layout, url};
-use super::{App, Reply};
+use super::{Reply, Seen};
 use anyhow::Result;
 use maud::{Markup, html};
 use serde_json::Value;
@@ -31,7 +31,7 @@ fn listed(id: &str, r: &Value) -> Markup {
     }
 }
 
-pub fn list(app: &App) -> Result<Reply> {
+pub fn list(app: &Seen) -> Result<Reply> {
     let ids = saved::ids(&app.store);
     let mut redactor = app.redactor()?;
     let mut rows = Vec::new();
@@ -57,7 +57,7 @@ pub fn list(app: &App) -> Result<Reply> {
 
 /// The baseline of a campaign: the newest run of its case, world and agent
 /// that no fuzz schedule or fork shaped.
-fn baseline(app: &App, r: &Value) -> Option<Row> {
+fn baseline(app: &Seen, r: &Value) -> Option<Row> {
     let field = |k: &str| r[k].as_str().map(str::to_string);
     let filter = Filter {
         case: field("case"),
@@ -90,7 +90,7 @@ fn bar(
 }
 
 /// The campaign's pass rate and each group's share against the baseline.
-fn against_baseline(app: &App, r: &Value, groups: &[Value]) -> Markup {
+fn against_baseline(app: &Seen, r: &Value, groups: &[Value]) -> Markup {
     let s = &r["summary"];
     let base = baseline(app, r);
     let base_pass = base.as_ref().map(|b| {
@@ -232,7 +232,7 @@ fn group(g: usize, group: &Value) -> Markup {
     }
 }
 
-pub fn page(app: &App, id: &str) -> Result<Reply> {
+pub fn page(app: &Seen, id: &str) -> Result<Reply> {
     let mut r = saved::load(&app.store, id).map_err(|e| super::NotFound(format!("{e:#}")))?;
     if let Some(red) = app.redactor()?.as_mut() {
         red.json(&mut r);

@@ -5,7 +5,7 @@
 use super::event::diff_lines;
 use super::html::{json_against, layout, url};
 use super::run::id_of;
-use super::{App, Reply};
+use super::{Reply, Seen};
 use anyhow::Result;
 use maud::{Markup, html};
 use serde_json::{Value, json};
@@ -53,7 +53,7 @@ fn outputs(o: &[String; 2]) -> Markup {
     }
 }
 
-pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
+pub fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     let get = |k: &str| q.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
     let (Some(a), Some(b)) = (get("a"), get("b")) else {
         let o = form(get("a").unwrap_or(""), get("b").unwrap_or(""));

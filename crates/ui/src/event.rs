@@ -8,7 +8,7 @@ use super::html::{badge, error_box, json, layout, url, vtime};
 use super::run::{fork_points, id_of};
 use super::table::rows_or_json;
 use super::timeline::marks;
-use super::{App, Reply};
+use super::{Reply, Seen};
 use anyhow::Result;
 use axum::http::StatusCode;
 use maud::{Markup, html};
@@ -99,7 +99,7 @@ fn detail(e: &Event) -> Markup {
     }
 }
 
-pub fn page(app: &App, run: &str, n: u64, refused: Option<Refused>) -> Result<Reply> {
+pub fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> Result<Reply> {
     let rec = app.recorded(run)?;
     let id = id_of(&rec.path);
     let events = &rec.bundle.events;
@@ -152,13 +152,13 @@ pub fn page(app: &App, run: &str, n: u64, refused: Option<Refused>) -> Result<Re
 }
 
 fn fork_form(
-    app: &App,
+    app: &Seen,
     id: &str,
     n: u64,
     response: &serde_json::Value,
     refused: Option<&Refused>,
 ) -> Markup {
-    if app.read_only {
+    if app.read_only() {
         return html! {};
     }
     let field = |k: &str| {

@@ -1,22 +1,51 @@
-//! The UI's request guard: only this machine's browser, holding the token
+//! The UI's request guard: only this machine's browser, holding a token
 //! printed at start-up, gets in. A request must name the server by a
 //! loopback Host (a page of another site that rebinds its DNS name to
-//! 127.0.0.1 sends its own name), and carry the token, in the query (the
+//! 127.0.0.1 sends its own name), and carry a token, in the query (the
 //! printed URL; answered with a cookie) or in that cookie. Forms that change
 //! the store also carry the CSRF token ([`csrf_ok`]), and a POST whose
-//! Origin is another site is refused.
+//! Origin is another site is refused. On a database store each token has a
+//! name and a role, and the request carries its [`Reader`] onwards.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
+use worldline_pgstore::roles::Role;
+
+/// Who a token lets in: a name, and on a database store a role.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reader {
+    pub name: String,
+    /// None on a folder store (which has no roles).
+    pub role: Option<Role>,
+}
+
+/// One token the server issued.
+pub struct Token {
+    pub reader: Reader,
+    pub secret: String,
+}
 
 /// The secrets of one server.
 pub struct Secrets {
-    pub token: String,
+    /// The tokens, the first printed first.
+    pub tokens: Vec<Token>,
     pub csrf: String,
     pub port: u16,
+}
+
+impl Secrets {
+    /// The first token's secret.
+    pub fn token(&self) -> &str {
+        &self.tokens[0].secret
+    }
+
+    /// The reader holding `secret`.
+    fn reader(&self, secret: &str) -> Option<&Token> {
+        self.tokens.iter().find(|t| same(secret, &t.secret))
+    }
 }
 
 const COOKIE: &str = "worldline_token";
@@ -89,20 +118,22 @@ pub async fn guard(State(s): State<Arc<Secrets>>, req: Request, next: Next) -> R
     if req.method() != Method::GET && !origin_ok(headers, s.port) {
         return refuse(req, "a request from another origin").await;
     }
-    let from_query = query_token(req.uri().query()).is_some_and(|t| same(t, &s.token));
-    let from_cookie = cookie_token(headers).is_some_and(|t| same(t, &s.token));
-    if !from_query && !from_cookie {
+    let from_query = query_token(req.uri().query()).and_then(|t| s.reader(t));
+    let token = from_query.or_else(|| cookie_token(headers).and_then(|t| s.reader(t)));
+    let Some(token) = token else {
         return refuse(
             req,
             "open the URL worldline ui printed (it carries the token)",
         )
         .await;
-    }
+    };
+    let mut req = req;
+    req.extensions_mut().insert(token.reader.clone());
     let mut resp = next.run(req).await;
-    if from_query
+    if from_query.is_some()
         && let Ok(v) = HeaderValue::from_str(&format!(
             "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-            s.token
+            token.secret
         ))
     {
         resp.headers_mut().append(header::SET_COOKIE, v);

@@ -4,8 +4,12 @@
 //! templates (the stylesheet and a few lines of script compiled into the
 //! binary; nothing is fetched from anywhere else); the forms call the
 //! operations of `ops/`. The server binds 127.0.0.1 and lets in only
-//! requests that pass [`guard`].
+//! requests that pass [`guard`]. On a database store each token has a
+//! role: a viewer's pages show the store's redacted view only and cannot
+//! fork or replay; a responder's page asked for with `?unredacted=1` is
+//! shown raw once its read is audited (`access.rs`).
 
+mod access;
 mod actions;
 mod calls;
 mod campaigns;
@@ -24,7 +28,7 @@ mod usage;
 
 use anyhow::{Context, Result};
 use axum::Router;
-use axum::extract::{Form, Path, Query, State};
+use axum::extract::{Extension, Form, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -34,6 +38,7 @@ use std::sync::{Arc, OnceLock};
 use worldline_engine::redact::Redactor;
 use worldline_engine::sandbox::Sandbox;
 use worldline_engine::store::StoreDir;
+use worldline_pgstore::roles::Role;
 
 /// Which page the printed URL opens.
 pub enum Start {
@@ -55,6 +60,10 @@ pub struct Config {
     pub unredacted: bool,
     /// The project's `[prices]` (a case's own override them).
     pub prices: worldline_case::prices::Prices,
+    /// On a database store, the tokens to issue: a name, and a role (the
+    /// connection's when none); none asked for: one, named after the
+    /// database user, with its role.
+    pub tokens: Vec<(String, Option<Role>)>,
 }
 
 /// What every page handler sees.
@@ -84,12 +93,38 @@ impl std::error::Error for NotFound {}
 
 impl App {
     /// The app for `store`, served on `port` (the Host header must name
-    /// it), with fresh tokens.
+    /// it), with a fresh token for each reader (one, of no role, when none
+    /// is given) and a fresh CSRF token.
     pub fn new(store: StoreDir, port: u16, read_only: bool) -> Result<App> {
+        App::with_readers(store, port, read_only, Vec::new())
+    }
+
+    /// [`App::new`] issuing a token to each of `readers`.
+    pub fn with_readers(
+        store: StoreDir,
+        port: u16,
+        read_only: bool,
+        mut readers: Vec<guard::Reader>,
+    ) -> Result<App> {
+        if readers.is_empty() {
+            readers.push(guard::Reader {
+                name: "ui".into(),
+                role: None,
+            });
+        }
+        let tokens = readers
+            .into_iter()
+            .map(|reader| {
+                Ok(guard::Token {
+                    reader,
+                    secret: guard::random_token()?,
+                })
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
         Ok(App {
             store,
             secrets: Arc::new(guard::Secrets {
-                token: guard::random_token()?,
+                tokens,
                 csrf: guard::random_token()?,
                 port,
             }),
@@ -116,9 +151,9 @@ impl App {
         }
     }
 
-    /// A fresh redactor for one page (none without a policy or with
-    /// `--unredacted`): every page shows runs through it.
-    pub fn redactor(&self) -> Result<Option<Redactor>> {
+    /// A fresh redactor of a folder store's view (none without a policy
+    /// or with `--unredacted`).
+    fn folder_redactor(&self) -> Result<Option<Redactor>> {
         worldline_engine::redact::for_store(
             &self.store.root,
             self.redact.as_deref(),
@@ -145,6 +180,54 @@ impl App {
         }
         let s = Sandbox::new(Some(self.store.cache_dir()))?;
         Ok(self.sandbox.get_or_init(|| s))
+    }
+}
+
+/// Who a page is served to: the token's reader, and whether it asked for
+/// the raw view (a responder's, audited).
+#[derive(Clone)]
+pub struct Viewing {
+    pub reader: guard::Reader,
+    pub unredacted: bool,
+}
+
+/// The app as one request sees it.
+pub struct Seen {
+    app: Arc<App>,
+    pub viewing: Viewing,
+}
+
+impl std::ops::Deref for Seen {
+    type Target = App;
+    fn deref(&self) -> &App {
+        &self.app
+    }
+}
+
+impl Seen {
+    pub fn new(app: Arc<App>, viewing: Viewing) -> Seen {
+        Seen { app, viewing }
+    }
+
+    /// A fresh redactor for one page: every page shows runs through it.
+    /// On a database store, the store's shared policy (a viewer-connected
+    /// server reads the redacted copies: none), nothing for a responder's
+    /// audited raw view; on a folder store, its redact.toml (or `--redact`,
+    /// `--unredacted`).
+    pub fn redactor(&self) -> Result<Option<Redactor>> {
+        if self.viewing.unredacted {
+            return Ok(None);
+        }
+        match self.store.database_redactor()? {
+            Some(view) => Ok(view),
+            None => self.app.folder_redactor(),
+        }
+    }
+
+    /// Whether this reader may not fork or replay: `--read-only`, or a
+    /// viewer (re-executing reads the raw run, case and world).
+    pub fn read_only(&self) -> bool {
+        self.app.read_only || self.viewing.reader.role == Some(Role::Viewer)
     }
 }
 
@@ -199,61 +282,78 @@ async fn blocking(f: impl FnOnce() -> Result<Reply> + Send + 'static) -> Reply {
 type Q = Query<BTreeMap<String, String>>;
 type F = Form<BTreeMap<String, String>>;
 
-/// The app's routes behind the guard.
+type V = Extension<Viewing>;
+
+/// The app's routes behind the guard and the view.
 pub fn router(app: Arc<App>) -> Router {
     let secrets = app.secrets.clone();
     Router::new()
         .route(
             "/",
-            get(|State(a): State<Arc<App>>, Query(q): Q| blocking(move || runs::page(&a, &q))),
+            get(|State(a): State<Arc<App>>, Extension(v): V, Query(q): Q| {
+                blocking(move || runs::page(&Seen::new(a, v), &q))
+            }),
         )
         .route(
             "/run/{id}",
             get(
-                |State(a): State<Arc<App>>, Path(id): Path<String>, Query(q): Q| {
-                    blocking(move || run::page(&a, &id, &q))
+                |State(a): State<Arc<App>>,
+                 Extension(v): V,
+                 Path(id): Path<String>,
+                 Query(q): Q| {
+                    blocking(move || run::page(&Seen::new(a, v), &id, &q))
                 },
             ),
         )
         .route(
             "/run/{id}/event/{n}",
             get(
-                |State(a): State<Arc<App>>, Path((id, n)): Path<(String, u64)>| {
-                    blocking(move || event::page(&a, &id, n, None))
+                |State(a): State<Arc<App>>, Extension(v): V, Path((id, n)): Path<(String, u64)>| {
+                    blocking(move || event::page(&Seen::new(a, v), &id, n, None))
                 },
             ),
         )
         .route(
             "/run/{id}/event/{n}/fork",
             post(
-                |State(a): State<Arc<App>>, Path((id, n)): Path<(String, u64)>, Form(f): F| {
-                    blocking(move || actions::fork(&a, &id, n, &f))
+                |State(a): State<Arc<App>>,
+                 Extension(v): V,
+                 Path((id, n)): Path<(String, u64)>,
+                 Form(f): F| {
+                    blocking(move || actions::fork(&Seen::new(a, v), &id, n, &f))
                 },
             ),
         )
         .route(
             "/run/{id}/replay",
             post(
-                |State(a): State<Arc<App>>, Path(id): Path<String>, Form(f): F| {
-                    blocking(move || actions::replay(&a, &id, &f))
+                |State(a): State<Arc<App>>, Extension(v): V, Path(id): Path<String>, Form(f): F| {
+                    blocking(move || actions::replay(&Seen::new(a, v), &id, &f))
                 },
             ),
         )
         .route(
             "/diff",
-            get(|State(a): State<Arc<App>>, Query(q): Q| blocking(move || diff::page(&a, &q))),
+            get(|State(a): State<Arc<App>>, Extension(v): V, Query(q): Q| {
+                blocking(move || diff::page(&Seen::new(a, v), &q))
+            }),
         )
         .route(
             "/campaigns",
-            get(|State(a): State<Arc<App>>| blocking(move || campaigns::list(&a))),
+            get(|State(a): State<Arc<App>>, Extension(v): V| {
+                blocking(move || campaigns::list(&Seen::new(a, v)))
+            }),
         )
         .route(
             "/campaign/{id}",
-            get(|State(a): State<Arc<App>>, Path(id): Path<String>| {
-                blocking(move || campaigns::page(&a, &id))
-            }),
+            get(
+                |State(a): State<Arc<App>>, Extension(v): V, Path(id): Path<String>| {
+                    blocking(move || campaigns::page(&Seen::new(a, v), &id))
+                },
+            ),
         )
-        .with_state(app)
+        .with_state(app.clone())
+        .layer(axum::middleware::from_fn_with_state(app, access::view))
         .layer(axum::middleware::from_fn_with_state(secrets, guard::guard))
 }
 
@@ -291,6 +391,10 @@ fn start_path(store: &StoreDir, start: &Start) -> Result<String> {
 /// Serve until the process is stopped.
 pub fn serve(cfg: Config) -> Result<()> {
     let store = StoreDir::open(&cfg.store)?;
+    let readers = access::readers(&store, &cfg)?;
+    // A database store's policy is read (and checked) here, outside the
+    // server's runtime, which the synchronous client must not block.
+    store.database_redactor()?;
     let path = start_path(&store, &cfg.start)?;
     // SAFETY: no other thread runs yet. A server must outlive a reader of
     // its stdout (or a browser) that goes away: writes then fail instead of
@@ -308,27 +412,36 @@ pub fn serve(cfg: Config) -> Result<()> {
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", cfg.port))?;
         let port = listener.local_addr()?.port();
         let app = Arc::new(
-            App::new(store, port, cfg.read_only)?
+            App::with_readers(store, port, cfg.read_only, readers)?
                 .redacting(cfg.redact, cfg.unredacted)
                 .pricing(cfg.prices),
         );
         // A policy that does not parse stops the server before any page.
-        app.redactor()?;
+        if app.store.database().is_none() {
+            app.folder_redactor()?;
+        }
         let sep = if path.contains('?') { '&' } else { '?' };
-        let url = format!(
-            "http://127.0.0.1:{port}{path}{sep}token={}",
-            app.secrets.token
-        );
+        let urls: Vec<String> = app
+            .secrets
+            .tokens
+            .iter()
+            .map(|t| format!("http://127.0.0.1:{port}{path}{sep}token={}", t.secret))
+            .collect();
+        let mut text = String::new();
+        for (t, url) in app.secrets.tokens.iter().zip(&urls) {
+            text.push_str(&format!("worldline ui on {url}\n"));
+            if let Some(role) = t.reader.role {
+                text.push_str(&format!("  token `{}`: {}\n", t.reader.name, role.name()));
+            }
+        }
+        text.push_str("(the token in the URL is required; Ctrl-C stops the server)\n");
         // One write; whoever reads stdout may stop reading after it.
         let mut out = std::io::stdout().lock();
-        let _ = write!(
-            out,
-            "worldline ui on {url}\n(the token in the URL is required; Ctrl-C stops the server)\n"
-        );
+        let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
         drop(out);
         if cfg.open {
-            open_browser(&url);
+            open_browser(&urls[0]);
         }
         axum::serve(listener, router(app)).await?;
         Ok(())

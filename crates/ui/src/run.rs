@@ -5,7 +5,7 @@
 //! events at a time, the conversation, and a trapped run's traceback.
 
 use super::html::{badge, layout, short, url};
-use super::{App, Reply};
+use super::{Reply, Seen};
 use anyhow::Result;
 use maud::{Markup, html};
 use serde_json::Value;
@@ -156,9 +156,9 @@ fn outcome(f: Option<&Footer>) -> Markup {
     }
 }
 
-fn forms(app: &App, id: &str, h: &Header) -> Markup {
+fn forms(app: &Seen, id: &str, h: &Header) -> Markup {
     html! {
-        @if !app.read_only {
+        @if !app.read_only() {
             form method="post" action={ "/run/" (url(id)) "/replay" } style="display:inline" {
                 input type="hidden" name="csrf" value=(app.secrets.csrf);
                 button #replay { "replay / verify" }
@@ -211,7 +211,7 @@ fn events(id: &str, b: &Bundle, q: &BTreeMap<String, String>) -> (Markup, std::o
 /// The run's bundle and its case's task, redacted, and its prices (a
 /// redacted copy has no case in the store: its bundle alone).
 fn load(
-    app: &App,
+    app: &Seen,
     run: &str,
 ) -> Result<(
     String,
@@ -239,7 +239,7 @@ fn load(
 }
 
 /// The page; `extra` (a replay verdict) goes under the header.
-pub fn body(app: &App, run: &str, q: &BTreeMap<String, String>, extra: Markup) -> Result<Reply> {
+pub fn body(app: &Seen, run: &str, q: &BTreeMap<String, String>, extra: Markup) -> Result<Reply> {
     let (id, b, task_value, prices) = load(app, run)?;
     let (index, _) = Index::open(&app.store)?;
     let lineage = super::lineage::tree(&app.store, &index, &id, b.header.parent.as_ref());
@@ -265,6 +265,6 @@ pub fn body(app: &App, run: &str, q: &BTreeMap<String, String>, extra: Markup) -
     Ok(Reply::Page(layout(&format!("run {id}"), o)))
 }
 
-pub fn page(app: &App, run: &str, q: &BTreeMap<String, String>) -> Result<Reply> {
+pub fn page(app: &Seen, run: &str, q: &BTreeMap<String, String>) -> Result<Reply> {
     body(app, run, q, html! {})
 }

@@ -3,7 +3,7 @@
 //! of [`PER_PAGE`] at a time.
 
 use super::html::{badge, layout, short, url};
-use super::{App, Reply};
+use super::{Reply, Seen};
 use anyhow::Result;
 use maud::{Markup, html};
 use std::collections::BTreeMap;
@@ -128,7 +128,7 @@ fn page_link(q: &BTreeMap<String, String>, p: usize) -> String {
 }
 
 /// The index rows the filter selects, signatures redacted.
-fn select(app: &App, q: &BTreeMap<String, String>) -> Result<Vec<Row>> {
+fn select(app: &Seen, q: &BTreeMap<String, String>) -> Result<Vec<Row>> {
     let mut filter = filter_of(q);
     // Under a redaction policy, signatures are shown redacted and matched
     // as shown: a filter must not tell whether a hidden value is there.
@@ -161,7 +161,7 @@ fn select(app: &App, q: &BTreeMap<String, String>) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-pub fn page(app: &App, q: &BTreeMap<String, String>) -> Result<Reply> {
+pub fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     let rows = select(app, q)?;
     let pages = rows.len().div_ceil(PER_PAGE).max(1);
     let at = q

@@ -77,9 +77,16 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
         )
         .into());
     };
-    let mut redactor = if args.redacted {
-        let r = args.redaction.redactor(&store)?;
-        if r.is_none() {
+    let viewer = store.role() == Some(crate::pgstore::roles::Role::Viewer);
+    let mut redactor = if args.redacted && viewer {
+        // A viewer's runs are the store's redacted copies already.
+        None
+    } else if args.redacted {
+        let id = super::redact_opts::id_of(&store.resolve_run(run)?);
+        let r = args
+            .redaction
+            .redactor(&store, "export --redacted", &[&id])?;
+        if r.is_none() && store.database().is_none() {
             return Err(InputError::new(
                 store.root.join(crate::redact::FILE),
                 "--redacted needs a redaction policy: write this file or pass --redact FILE",
@@ -88,6 +95,10 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
         }
         r
     } else {
+        if store.role() == Some(crate::pgstore::roles::Role::Responder) {
+            let id = super::redact_opts::id_of(&store.resolve_run(run)?);
+            store.audit_raw(None, &[&id], "export")?;
+        }
         None
     };
     let id = export::export(&store, run, &args.output, redactor.as_mut())?;
@@ -110,6 +121,10 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
     let mut ids = Vec::new();
     for run in &args.run {
         let path = store.resolve_run(run)?;
+        if store.role() == Some(crate::pgstore::roles::Role::Responder) {
+            let id = super::redact_opts::id_of(&path);
+            store.audit_raw(None, &[&id], "export --format trajectories")?;
+        }
         let b = bundle::read(&path).map_err(InputError::from)?;
         let id = path
             .file_stem()

@@ -56,6 +56,7 @@ pub struct UnpinArgs {
 
 pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    store.require_raw("`gc` (removing runs)")?;
     let mut policy = Policy::load(&store.root)?;
     let set = |v: Option<u64>, into: &mut u64| {
         if let Some(v) = v {
@@ -78,6 +79,7 @@ pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
 
 pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    store.require_raw("`pin`")?;
     let id = run_id_of(&store.resolve_run(&args.run)?);
     pins::pin(&store, &id, &args.note)?;
     if args.common.json {
@@ -90,6 +92,7 @@ pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
 
 pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    store.require_raw("`unpin`")?;
     let id = match store.resolve_run(&args.run) {
         Ok(path) => run_id_of(&path),
         Err(_) => args.run.clone(),

@@ -36,6 +36,8 @@ pub struct GradeArgs {
 pub fn exec(args: GradeArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
+    store.require_raw("`grade` (re-grading a run against its case)")?;
+    store.audit_reexecution(&[&super::redact_opts::id_of(&path)], "grade")?;
     let graded = ops::grade::grade(
         &store,
         &ops::grade::GradeArgs {

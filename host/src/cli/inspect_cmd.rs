@@ -80,7 +80,8 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
     let mut b = bundle::read(&path).map_err(InputError::from)?;
-    let mut redactor = args.redaction.redactor(&store)?;
+    let id = super::redact_opts::id_of(&path);
+    let mut redactor = args.redaction.redactor(&store, "history", &[&id])?;
     if let Some(r) = redactor.as_mut() {
         r.bundle(&mut b);
     }
@@ -211,7 +212,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     );
     let state_hash = state.hash();
     let mut event = event.clone();
-    let redacted = match args.redaction.redactor(&store)? {
+    let redacted = match args.redaction.redactor(&store, "show", &[&rec.id])? {
         Some(mut r) => {
             r.event(&mut event);
             r.state(&mut state);
@@ -262,7 +263,7 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let a = replay::open(&store, &args.run_a)?;
     let b = replay::open(&store, &args.run_b)?;
-    let mut redactor = args.redaction.redactor(&store)?;
+    let mut redactor = args.redaction.redactor(&store, "diff", &[&a.id, &b.id])?;
     let mut fa = final_state(&a.case.world.initial, &a.bundle.events);
     let mut fb = final_state(&b.case.world.initial, &b.bundle.events);
     let (mut ea, mut eb) = (a.bundle.events.clone(), b.bundle.events.clone());

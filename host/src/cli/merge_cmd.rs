@@ -1,6 +1,9 @@
 //! `worldline merge REPORT...`: the `--json` reports of a partitioned
 //! `test` or `fuzz` (one per shard, e.g. from a CI matrix or a Kubernetes
 //! Indexed Job) combined into the report one machine would have printed.
+//! `merge --suite ID` reads a suite's shard reports from a database store
+//! instead (`test --partition` keeps them there): their redacted form, or
+//! with `--unredacted` (a responder's, audited) as written.
 
 use super::Common;
 use crate::error::{ExitCode, InputError};
@@ -14,21 +17,63 @@ use std::path::PathBuf;
 pub struct MergeArgs {
     /// Shard reports: the output of `worldline test --partition i/n --json`
     /// or `worldline fuzz --partition i/n --json`.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "suite", conflicts_with = "suite")]
     pub reports: Vec<PathBuf>,
+    /// Read the shards of this suite from the database store (the id
+    /// `test --partition` printed, or its `--suite-id`).
+    #[arg(long, value_name = "ID")]
+    pub suite: Option<String>,
+    /// With --suite: the reports as written, not redacted (a responder's;
+    /// audited).
+    #[arg(long, requires = "suite")]
+    pub unredacted: bool,
     #[command(flatten)]
     pub common: Common,
 }
 
+/// The shard reports of `suite` in the database store, named by partition.
+fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
+    let store = crate::store::StoreDir::open(&args.common.store)?;
+    let db = store.database_of("merge --suite")?;
+    if args.unredacted {
+        store.audit_raw(None, &[], &format!("merge --suite {suite} --unredacted"))?;
+    }
+    let shards = db
+        .shards(suite, !args.unredacted)
+        .map_err(InputError::from)?;
+    if shards.is_empty() {
+        return Err(InputError::new(
+            "--suite",
+            format!(
+                "no shard of suite `{suite}` in {}: run `worldline test --partition i/n` on this store first",
+                store.name()
+            ),
+        )
+        .into());
+    }
+    shards
+        .into_iter()
+        .map(|(part, text)| {
+            let name = PathBuf::from(format!("{suite} shard {part}"));
+            let doc = serde_json::from_str(&text)
+                .map_err(|e| InputError::new(&name, format!("is not a JSON report: {e}")))?;
+            Ok((name, doc))
+        })
+        .collect()
+}
+
 pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     let mut docs = Vec::new();
+    if let Some(suite) = &args.suite {
+        docs = stored(&args, suite)?;
+    }
     for path in &args.reports {
         let text = crate::bounded::read_text(path, crate::bounded::DOCUMENT)
             .map_err(|e| InputError::new(path, format!("cannot read report: {e}")))?;
         let doc: Value = serde_json::from_str(&text).map_err(|e| {
             InputError::new(path, format!("is not a JSON report: {e}")).with_line(e.line())
         })?;
-        docs.push((path, doc));
+        docs.push((path.clone(), doc));
     }
     if docs.iter().all(|(_, d)| d.get("groups").is_some()) {
         let shards: Vec<Value> = docs.into_iter().map(|(_, d)| d).collect();

@@ -1,6 +1,7 @@
 //! `worldline migrate`: bring a PostgreSQL store's schema up to this
 //! worldline's version (an empty schema is created on first use by any
 //! command; an older one only by this, once every writer is upgraded).
+//! Runs stored before redacted copies were kept get theirs here.
 
 use super::Common;
 use crate::error::{ExitCode, InputError};
@@ -28,13 +29,20 @@ pub fn exec(args: MigrateArgs) -> Result<ExitCode> {
         })?;
     let store = StoreDir::open_database(address, true)?;
     let version = crate::pgstore::VERSION;
+    let copies = match store.role() {
+        Some(crate::pgstore::roles::Role::Responder) => store.fill_copies()?,
+        _ => 0,
+    };
     if args.common.json {
         println!(
             "{}",
-            serde_json::json!({"store": store.name(), "schema_version": version})
+            serde_json::json!({"store": store.name(), "schema_version": version, "copies_made": copies})
         );
     } else {
         println!("{} is at schema version {version}", store.name());
+        if copies > 0 {
+            println!("made the redacted copies of {copies} runs stored before copies were kept");
+        }
     }
     Ok(ExitCode::Ok)
 }

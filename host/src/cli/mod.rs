@@ -2,6 +2,7 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+mod audit_cmd;
 mod build_js_cmd;
 mod build_python_cmd;
 mod case_cmd;
@@ -21,6 +22,7 @@ mod otel_cmd;
 mod preload;
 mod project_args;
 mod redact_opts;
+mod redaction_cmd;
 mod replay_cmd;
 mod repro_cmd;
 mod rerun_cmd;
@@ -220,6 +222,10 @@ enum Command {
     Import(export_cmd::ImportArgs),
     /// Bring a PostgreSQL store's schema up to this worldline's version.
     Migrate(migrate_cmd::MigrateArgs),
+    /// A database store's unredacted reads: who, when, which run, which command (responders only).
+    Audit(audit_cmd::AuditArgs),
+    /// A database store's shared redaction policy; --set replaces it and makes every redacted copy again.
+    Redaction(redaction_cmd::RedactionArgs),
     /// Build a Python agent (AGENT.py) into a component with componentize-py.
     BuildPython(build_python_cmd::BuildPythonArgs),
     /// A local web app over the store: runs, timelines, state at any event, fork, diff, replay, campaigns.
@@ -347,6 +353,8 @@ pub fn main() -> i32 {
         Command::Export(args) => export_cmd::exec_export(args),
         Command::Import(args) => export_cmd::exec_import(args),
         Command::Migrate(args) => migrate_cmd::exec(args),
+        Command::Audit(args) => audit_cmd::exec(args),
+        Command::Redaction(args) => redaction_cmd::exec(args),
         Command::BuildPython(args) => build_python_cmd::exec(args),
         Command::Ui(args) => ui_cmd::exec(args),
         Command::BuildJs(args) => build_js_cmd::exec(args),

@@ -64,7 +64,8 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
             bundle,
         });
     }
-    let mut redactor = args.redaction.redactor(&store)?;
+    let ids: Vec<&str> = views.iter().map(|v| v.run_id.as_str()).collect();
+    let mut redactor = args.redaction.redactor(&store, "otel", &ids)?;
     let opts = Options {
         content: args.content,
     };

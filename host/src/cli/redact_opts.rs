@@ -1,5 +1,8 @@
 //! The redaction options of the commands that show or export run content
-//! (`history`, `show`, `diff`, `export --redacted`, `otel`, `ui`).
+//! (`history`, `show`, `diff`, `export`, `otel`, `merge`, `ui`). On a
+//! database store the store's shared policy applies: a viewer sees the
+//! redacted copies and cannot ask for more; a responder's `--unredacted`
+//! read is audited before anything is shown.
 
 use crate::redact::{self, Redactor};
 use crate::store::StoreDir;
@@ -9,17 +12,45 @@ use std::path::PathBuf;
 
 #[derive(Args, Clone, Default)]
 pub struct RedactArgs {
-    /// Redact with this policy (default: the store's redact.toml, when it has one).
+    /// Redact with this policy (default: the store's redact.toml, when it
+    /// has one; a database store's own policy cannot be replaced).
     #[arg(long, value_name = "FILE")]
     pub redact: Option<PathBuf>,
-    /// Show everything, whatever the store's redaction policy.
+    /// Show everything, whatever the store's redaction policy (on a
+    /// database store: a responder's, and audited).
     #[arg(long, conflicts_with = "redact")]
     pub unredacted: bool,
 }
 
 impl RedactArgs {
-    /// This view's redactor (none without a policy or with --unredacted).
-    pub fn redactor(&self, store: &StoreDir) -> Result<Option<Redactor>> {
-        redact::for_store(&store.root, self.redact.as_deref(), self.unredacted)
+    /// This view's redactor (none without a policy or with --unredacted)
+    /// for `command` reading `runs`.
+    pub fn redactor(
+        &self,
+        store: &StoreDir,
+        command: &str,
+        runs: &[&str],
+    ) -> Result<Option<Redactor>> {
+        let Some(view) = store.database_redactor()? else {
+            return redact::for_store(&store.root, self.redact.as_deref(), self.unredacted);
+        };
+        if let Some(file) = &self.redact {
+            return Err(crate::error::InputError::new(
+                file,
+                "a database store redacts with its own policy (kept in the database): set it with `worldline redaction --set FILE`",
+            )
+            .into());
+        }
+        if self.unredacted {
+            store.audit_raw(None, runs, &format!("{command} --unredacted"))?;
+            return Ok(None);
+        }
+        Ok(view)
     }
+}
+
+/// The run id of a bundle path (its file name without `.jsonl`).
+pub fn id_of(path: &std::path::Path) -> String {
+    path.file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }

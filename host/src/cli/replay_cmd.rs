@@ -129,6 +129,7 @@ fn report_redacted_copy(
 
 pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    store.require_raw("`replay` (re-executing a run)")?;
     let path = store.resolve_run(&args.run)?;
     let b = bundle::read(&path).map_err(InputError::from)?;
     if let Some(r) = &b.header.redacted {
@@ -137,6 +138,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     }
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
+    store.audit_reexecution(&[&rec.id], "replay")?;
     let r = ops::replay::replay(&sandbox, &store, &rec)?;
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -152,6 +154,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    store.audit_reexecution(&[], "verify")?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let sample = args.sample.map(|size| ops::replay::Sample {
         size,

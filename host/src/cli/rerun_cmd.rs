@@ -49,6 +49,7 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
+    store.audit_reexecution(&[&rec.id], "rerun")?;
     let reran = ops::rerun::rerun(
         &sandbox,
         &store,

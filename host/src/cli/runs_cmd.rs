@@ -128,6 +128,13 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
         rows.retain(|r| ids.contains(&r.run_id));
         rows.truncate(limit.map_or(usize::MAX, |l| l as usize));
     }
+    // A responder's view of a database store: signatures through the
+    // store's policy (a viewer's rows come from the redacted copies).
+    if let Some(Some(mut r)) = store.database_redactor()? {
+        for row in &mut rows {
+            row.signature = row.signature.as_deref().map(|t| r.text(t));
+        }
+    }
     report::runs::note_rebuilt(&sync);
     let pinned = crate::retention::pins::list(&store)?;
     if args.common.json {

@@ -55,6 +55,12 @@ pub struct TestArgs {
     /// `hash:i/n` (by case name), or `i/n` for count.
     #[arg(long, value_name = "i/n")]
     pub partition: Option<String>,
+    /// On a database store, the name a shard's report is kept under for
+    /// `merge --suite` (default: the start of the selection's hash, the
+    /// same in every shard; give the CI pipeline's id to keep runs of one
+    /// suite apart).
+    #[arg(long, value_name = "ID", requires = "partition")]
+    pub suite_id: Option<String>,
     /// Run at most this many of the selected cases.
     #[arg(long)]
     pub limit: Option<usize>,
@@ -388,6 +394,27 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     if let Some(path) = &args.junit {
         std::fs::write(path, report::junit::render(&done)?)
             .map_err(|e| InputError::new(path, format!("cannot write JUnit report: {e}")))?;
+    }
+    if let Some(shard) = &shard
+        && store.database().is_some()
+    {
+        let mut summary = SuiteSummary::of(&done);
+        summary.shard = Some(shard.clone());
+        let suite = args
+            .suite_id
+            .clone()
+            .unwrap_or_else(|| shard.selection[..12.min(shard.selection.len())].to_string());
+        store.put_shard(
+            &suite,
+            &shard.partition,
+            &shard.selection,
+            &serde_json::to_value(&summary)?,
+        )?;
+        eprintln!(
+            "shard {} of suite {suite} kept in {} (`worldline merge --suite {suite}` combines the shards)",
+            shard.partition,
+            store.name()
+        );
     }
     if args.common.json {
         let mut summary = SuiteSummary::of(&done);

@@ -1,9 +1,10 @@
 //! `worldline ui [--store DIR] [--port P] [--open] [--read-only]
-//! [--redact FILE | --unredacted] [RUN | --last-failed]`.
+//! [--redact FILE | --unredacted] [--token NAME[=ROLE]]... [RUN | --last-failed]`.
 
 use super::Common;
 use super::redact_opts::RedactArgs;
 use crate::error::{ExitCode, InputError};
+use crate::pgstore::roles::Role;
 use crate::ui::{self, Start};
 use anyhow::Result;
 use clap::Args;
@@ -26,8 +27,34 @@ pub struct UiArgs {
     pub read_only: bool,
     #[command(flatten)]
     pub redaction: RedactArgs,
+    /// On a database store, issue a token to this reader: `NAME=viewer`
+    /// or `NAME=responder` (NAME alone: the connection's role); repeat
+    /// for each (default: one token named after the database user).
+    #[arg(long = "token", value_name = "NAME[=ROLE]", value_parser = token_arg)]
+    pub tokens: Vec<(String, Option<Role>)>,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// `NAME[=ROLE]`.
+fn token_arg(text: &str) -> Result<(String, Option<Role>), String> {
+    let (name, role) = match text.split_once('=') {
+        Some((n, r)) => (
+            n,
+            Some(Role::parse(r).ok_or_else(|| format!("role `{r}`: give viewer or responder"))?),
+        ),
+        None => (text, None),
+    };
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+    {
+        return Err(format!(
+            "token name `{name}`: letters, digits, `-`, `_`, `.` and `@`"
+        ));
+    }
+    Ok((name.to_string(), role))
 }
 
 pub fn exec(args: UiArgs) -> Result<ExitCode> {
@@ -48,6 +75,7 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
         redact: args.redaction.redact,
         unredacted: args.redaction.unredacted,
         prices: project_prices()?,
+        tokens: args.tokens,
     })?;
     Ok(ExitCode::Ok)
 }

@@ -207,17 +207,14 @@ impl Cluster {
 
     /// Run SQL with psql as the cluster's superuser; its output.
     pub fn psql(&self, sql: &str) -> String {
+        self.psql_as("worldline", sql)
+            .unwrap_or_else(|e| panic!("psql {sql}: {e}"))
+    }
+
+    /// Run SQL with psql as `user`: its output, or psql's error.
+    pub fn psql_as(&self, user: &str, sql: &str) -> Result<String, String> {
         let out = Command::new(self.bin.join("psql"))
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-U",
-                "worldline",
-                "-d",
-                "postgres",
-                "-At",
-                "-v",
-            ])
+            .args(["-h", "127.0.0.1", "-U", user, "-d", "postgres", "-At", "-v"])
             .arg("ON_ERROR_STOP=1")
             .arg("-p")
             .arg(self.port.to_string())
@@ -225,12 +222,26 @@ impl Cluster {
             .arg(sql)
             .output()
             .expect("running psql");
-        assert!(
-            out.status.success(),
-            "psql {sql}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        match out.status.success() {
+            true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
+            false => Err(String::from_utf8_lossy(&out.stderr).to_string()),
+        }
+    }
+
+    /// The address of the store in `schema` for the login role `user`.
+    pub fn store_as(&self, user: &str, schema: &str) -> PathBuf {
+        PathBuf::from(format!(
+            "postgres://{user}:{PASSWORD}@127.0.0.1:{}/postgres?schema={schema}",
+            self.port
+        ))
+    }
+
+    /// A login role `name`, a member of the group role `group` (a store's
+    /// `<schema>_viewer` or `<schema>_responder`).
+    pub fn login(&self, name: &str, group: &str) {
+        self.psql(&format!(
+            "CREATE ROLE {name} LOGIN; GRANT {group} TO {name}"
+        ));
     }
 
     fn try_start(&self) -> Result<(), String> {

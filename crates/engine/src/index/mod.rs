@@ -29,7 +29,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The index file inside a store.
-pub const FILE: &str = "index.sqlite";
+pub const FILE: &str = crate::store::INDEX_FILE;
 
 /// The schema version (`PRAGMA user_version`); another one is rebuilt.
 const VERSION: i64 = 1;

@@ -156,6 +156,13 @@ pub fn for_store(
     Ok(Some(Redactor::new(policy, salt(store_root)?)))
 }
 
+/// The redactor of a database store's shared policy (its `redact.toml`
+/// text, kept in the database) and salt.
+pub fn shared(policy: &str, salt: &str) -> Result<Redactor, InputError> {
+    let policy = Policy::parse(Path::new("the store's redaction policy"), policy)?;
+    Ok(Redactor::new(policy, salt.to_string()))
+}
+
 /// The store's secret salt, made from the system's randomness on first use.
 fn salt(store_root: &Path) -> anyhow::Result<String> {
     use anyhow::Context as _;

@@ -1,13 +1,15 @@
 //! A database-kept store's working folder and the database: a finished
-//! run is stored whole (objects, row and lines in one transaction), and a
-//! reader brings the folder up to date (runs written or removed since it
-//! last looked) before it lists or resolves runs.
+//! run is stored whole (objects, row, lines and its redacted copy in one
+//! transaction), and a reader brings the folder up to date (runs written
+//! or removed since it last looked) before it lists or resolves runs; a
+//! viewer's folder gets the redacted copies only.
 
 use super::{StoreDir, is_run_id};
 use crate::error::InputError;
 use crate::log::bundle;
-use crate::pgstore::RunRow;
+use crate::pgstore::roles::Role;
 use crate::pgstore::writer::Writer;
+use crate::pgstore::{Copy, RunRow, Stored};
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,7 +31,7 @@ pub fn working_folder(shown: &str) -> PathBuf {
 }
 
 /// The writer this process is (read from its environment once).
-fn this_writer() -> &'static Writer {
+pub(super) fn this_writer() -> &'static Writer {
     static WRITER: std::sync::OnceLock<Writer> = std::sync::OnceLock::new();
     WRITER.get_or_init(|| Writer::from_env(|k| std::env::var(k).ok()))
 }
@@ -44,6 +46,18 @@ const UNSTORED: &str = "unstored";
 struct Pulled {
     runs: i64,
     removed: i64,
+    /// What the folder holds: `raw` runs, or a viewer's `redacted` copies
+    /// (a folder whose reader's role changed is emptied first).
+    #[serde(default)]
+    view: String,
+}
+
+/// The view a role's working folder holds.
+fn view_of(role: Role) -> &'static str {
+    match role {
+        Role::Responder => "raw",
+        Role::Viewer => "redacted",
+    }
 }
 
 impl StoreDir {
@@ -77,6 +91,9 @@ impl StoreDir {
         let Some(db) = &self.db else {
             return Ok(());
         };
+        if db.role == Role::Viewer {
+            return Err(db.needs(Role::Responder, "storing a run").into());
+        }
         let path = self.bundle_path(run_id);
         let stored = (|| -> Result<()> {
             let text = crate::bounded::read_text(&path, crate::bounded::BUNDLE)
@@ -112,9 +129,25 @@ impl StoreDir {
                 chain_hash: &footer.chain_hash,
                 writer: this_writer(),
             };
-            db.put_run(&row, &lines, &objects)
-                .map_err(InputError::from)?;
-            Ok(())
+            // The copy is made under the policy this process read; one
+            // changed meanwhile is read again and the copy made again.
+            for fresh in [false, true, true] {
+                let shared = self.shared_policy(fresh)?;
+                let mut redactor = crate::redact::shared(&shared.policy, &shared.salt)?;
+                let copy = bundle::to_text(&crate::redact::copy::of(run_id, &b, &mut redactor));
+                let copy = Copy {
+                    policy_sha256: &shared.policy_sha256,
+                    lines: copy.lines().collect(),
+                };
+                if db.put_run(&row, &lines, &objects, &copy)? != Stored::PolicyChanged {
+                    return Ok(());
+                }
+            }
+            Err(InputError::new(
+                &db.url.shown,
+                "the store's redaction policy keeps changing; run it again",
+            )
+            .into())
         })();
         let Err(e) = stored else {
             return Ok(());
@@ -151,20 +184,40 @@ impl StoreDir {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
+        let view = view_of(db.role);
+        // Folders made before roles held raw runs.
+        if mark.view.is_empty() {
+            mark.view = view_of(Role::Responder).to_string();
+        }
+        if mark.view != view {
+            self.empty_working_folder(db.role)?;
+            mark = Pulled {
+                view: view.to_string(),
+                ..Pulled::default()
+            };
+        }
         let fresh = db.runs_after(mark.runs)?;
+        // A viewer's copies are made again when the policy changes: those
+        // are written over the old ones (and the index made again).
+        let copies = db.role == Role::Viewer;
         let wanted: Vec<String> = fresh
             .iter()
             .map(|(_, id)| id.clone())
-            .filter(|id| is_run_id(id) && !self.bundle_path(id).is_file())
+            .filter(|id| is_run_id(id) && (copies || !self.bundle_path(id).is_file()))
             .collect();
+        let mut replaced = false;
         for chunk in wanted.chunks(500) {
             for (id, lines) in db.lines_of(chunk)? {
                 let mut text = lines.join("\n");
                 text.push('\n');
                 let path = self.bundle_path(&id);
+                replaced |= path.is_file();
                 crate::durable::write(&path, text.as_bytes())
                     .map_err(|e| self.write_error(&path, e))?;
             }
+        }
+        if replaced {
+            self.drop_index();
         }
         if let Some((seq, _)) = fresh.last() {
             mark.runs = *seq;
@@ -179,5 +232,64 @@ impl StoreDir {
         crate::durable::write(&mark_path, &bytes).map_err(|e| self.write_error(&mark_path, e))?;
         *last = Some(std::time::Instant::now());
         Ok(())
+    }
+
+    /// Empty a working folder whose reader's role changed to `role`: its
+    /// runs, the objects and worlds read from the database, and the index
+    /// (a viewer never finds a responder's raw runs where it reads); for a
+    /// viewer, the runs this user could not store too.
+    fn empty_working_folder(&self, role: Role) -> Result<(), InputError> {
+        let unstored = match role {
+            Role::Viewer => Some(UNSTORED),
+            Role::Responder => None,
+        };
+        for sub in ["runs", "objects", "worlds"].into_iter().chain(unstored) {
+            let dir = self.root.join(sub);
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).map_err(|e| self.write_error(&dir, e))?;
+            }
+        }
+        for sub in ["runs", "objects"] {
+            let dir = self.root.join(sub);
+            std::fs::create_dir_all(&dir).map_err(|e| self.write_error(&dir, e))?;
+        }
+        self.drop_index();
+        Ok(())
+    }
+
+    /// Remove the run index, which the next reader makes again from the
+    /// folder (rows of copies written over are stale).
+    fn drop_index(&self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(self.root.join(format!("{}{suffix}", super::INDEX_FILE)));
+        }
+    }
+
+    /// Keep a shard's `test --json` report (`report`) in the database
+    /// under `suite` and its partition, with its redacted form (the
+    /// store's policy's detectors on every string), for `merge --suite`.
+    pub fn put_shard(
+        &self,
+        suite: &str,
+        part: &str,
+        selection: &str,
+        report: &serde_json::Value,
+    ) -> Result<(), InputError> {
+        let db = self.database_of("keeping a shard's report")?;
+        self.require_raw("storing a shard's report")?;
+        let shared = self.shared_policy(false)?;
+        let mut redacted = report.clone();
+        crate::redact::shared(&shared.policy, &shared.salt)?.json(&mut redacted);
+        db.put_shard(
+            &crate::pgstore::shards::ShardReport {
+                suite,
+                part,
+                selection,
+                report: &crate::canon::to_string(report),
+                redacted: &crate::canon::to_string(&redacted),
+            },
+            this_writer(),
+        )
+        .map_err(InputError::from)
     }
 }

@@ -1,0 +1,141 @@
+//! Who reads a database store, and what they see: a viewer's commands get
+//! the store's redacted view and are refused what needs raw data (naming
+//! the role to ask for); a responder's views are redacted with the
+//! store's shared policy unless it asks for them raw, and each raw read is
+//! audited first. A folder store has no roles: its reader sees what its
+//! files allow.
+
+use super::StoreDir;
+use crate::error::InputError;
+use crate::pgstore::copies::Shared;
+use crate::pgstore::roles::Role;
+use crate::redact::Redactor;
+
+impl StoreDir {
+    /// The reader's role in a database store (none for a folder store).
+    pub fn role(&self) -> Option<Role> {
+        self.db.as_ref().map(|db| db.role)
+    }
+
+    /// Refuse `what` (which reads raw runs, their cases or worlds) to a
+    /// viewer, naming the role it needs.
+    pub fn require_raw(&self, what: &str) -> Result<(), InputError> {
+        match &self.db {
+            Some(db) if db.role == Role::Viewer => Err(db.needs(Role::Responder, what).into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The store's shared policy and salt (read once per process; again
+    /// when `fresh`).
+    pub(super) fn shared_policy(&self, fresh: bool) -> Result<Shared, InputError> {
+        let db = self.db.as_ref().expect("a database store");
+        let mut cached = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if fresh || cached.is_none() {
+            *cached = Some(db.shared_policy()?);
+        }
+        Ok(cached.clone().expect("read above"))
+    }
+
+    /// The redactor of a database store's view for this reader: the
+    /// shared policy for a responder; none for a viewer, whose runs are
+    /// already the redacted copies. `None` for a folder store (its
+    /// `redact.toml` applies, see [`crate::redact::for_store`]).
+    pub fn database_redactor(&self) -> Result<Option<Option<Redactor>>, InputError> {
+        match self.role() {
+            None => Ok(None),
+            Some(Role::Viewer) => Ok(Some(None)),
+            Some(Role::Responder) => {
+                let shared = self.shared_policy(true)?;
+                Ok(Some(Some(crate::redact::shared(
+                    &shared.policy,
+                    &shared.salt,
+                )?)))
+            }
+        }
+    }
+
+    /// Before showing `runs` raw through `command` (with the UI token
+    /// `token`): refused to a viewer, noted in the audit for a responder
+    /// (a read that cannot be noted does not happen). Nothing for a folder
+    /// store.
+    pub fn audit_raw(
+        &self,
+        token: Option<&str>,
+        runs: &[&str],
+        command: &str,
+    ) -> Result<(), InputError> {
+        let Some(db) = &self.db else {
+            return Ok(());
+        };
+        self.require_raw(&format!("{command} (unredacted)"))?;
+        db.audit(token, runs, command).map_err(InputError::from)
+    }
+
+    /// Before re-executing `runs` through `command` (`replay`, `fork`,
+    /// `rerun`, `repro`, `grade`, `verify`), whose output shows raw
+    /// values (a divergence's requests, a grade's failures): refused to a
+    /// viewer, audited for a responder. Nothing for a folder store.
+    pub fn audit_reexecution(&self, runs: &[&str], command: &str) -> Result<(), InputError> {
+        match &self.db {
+            None => Ok(()),
+            Some(_) => self.audit_raw(None, runs, command),
+        }
+    }
+
+    /// Set a database store's redaction policy to `text` (a `redact.toml`,
+    /// checked first) and make every run's redacted copy again under it,
+    /// in one transaction; how many copies were made. A responder's.
+    pub fn set_policy(&self, text: &str) -> anyhow::Result<usize> {
+        let db = self.database_of("setting the redaction policy")?;
+        self.require_raw("setting the redaction policy")?;
+        crate::redact::Policy::parse(std::path::Path::new("the policy given"), text)?;
+        let salt = self.shared_policy(true)?.salt;
+        let made = db.set_policy(
+            text,
+            &crate::canon::sha256_hex(text),
+            &mut remaker(text, &salt),
+        )?;
+        self.shared_policy(true)?;
+        Ok(made)
+    }
+
+    /// Make the redacted copies runs stored before copies were kept lack
+    /// (after `migrate`); how many.
+    pub fn fill_copies(&self) -> anyhow::Result<usize> {
+        let db = self.database_of("making redacted copies")?;
+        let shared = self.shared_policy(true)?;
+        Ok(db.fill_copies(&mut remaker(&shared.policy, &shared.salt))?)
+    }
+
+    /// The database, or a refusal of `what` on a folder store.
+    pub fn database_of(&self, what: &str) -> Result<&crate::pgstore::Database, InputError> {
+        self.db.as_ref().ok_or_else(|| {
+            InputError::new(
+                &self.root,
+                format!("{what}: a folder store has no roles, shared policy or audit; this is for a postgres:// store"),
+            )
+        })
+    }
+}
+
+/// Makes a run's redacted copy from its raw lines under `policy` and
+/// `salt`.
+fn remaker(
+    policy: &str,
+    salt: &str,
+) -> impl FnMut(&str, &[String]) -> Result<Vec<String>, String> + use<> {
+    let (policy, salt) = (policy.to_string(), salt.to_string());
+    move |id: &str, lines: &[String]| {
+        let mut text = lines.join("\n");
+        text.push('\n');
+        let b = crate::log::bundle::parse(text.as_bytes(), std::path::Path::new(id))
+            .map_err(|e| e.to_string())?;
+        let mut r = crate::redact::shared(&policy, &salt).map_err(|e| e.to_string())?;
+        let copy = crate::redact::copy::of(id, &b, &mut r);
+        Ok(crate::log::bundle::to_text(&copy)
+            .lines()
+            .map(String::from)
+            .collect())
+    }
+}

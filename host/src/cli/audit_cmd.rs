@@ -1,0 +1,61 @@
+//! `worldline audit [--run ID] [--since TIME]`: a database store's
+//! unredacted reads, oldest first (who, when, which run, which command or
+//! UI route). A responder's: a viewer can neither read nor write the audit.
+
+use super::Common;
+use crate::error::{ExitCode, InputError};
+use crate::pgstore::audit::Filter;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+
+#[derive(Args)]
+pub struct AuditArgs {
+    /// Only reads of this run (an id or a prefix of one).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Only reads at or after this time: 2026-11-26, 2026-11-26T08:00:00Z,
+    /// or an age (7d, 12h, 30m).
+    #[arg(long)]
+    pub since: Option<String>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn exec(args: AuditArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let db = store.database_of("`audit`")?;
+    store.require_raw("reading the audit")?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|t| crate::index::query::parse_time(t, super::runs_cmd::now_s()))
+        .transpose()
+        .map_err(|m| InputError::new("--since", m))?;
+    let reads = db
+        .audited(&Filter {
+            run: args.run.clone(),
+            since,
+        })
+        .map_err(InputError::from)?;
+    if args.common.json {
+        crate::report::print_json(&reads)?;
+        return Ok(ExitCode::Ok);
+    }
+    if reads.is_empty() {
+        println!("no unredacted reads in {}", store.name());
+    }
+    for r in &reads {
+        let who = match &r.token {
+            Some(t) => format!("{} (token {t})", r.db_user),
+            None => r.db_user.clone(),
+        };
+        println!(
+            "{}  {who}  {}  {}",
+            r.at,
+            r.run_id.as_deref().unwrap_or("-"),
+            r.command
+        );
+    }
+    Ok(ExitCode::Ok)
+}

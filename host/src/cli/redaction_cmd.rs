@@ -1,0 +1,59 @@
+//! `worldline redaction [--set FILE]`: a database store's shared redaction
+//! policy (what a viewer sees, and a responder by default). `--set`
+//! replaces it (a responder's) and makes every run's redacted copy again
+//! in the same transaction; viewers' working folders take the new copies
+//! on their next read.
+
+use super::Common;
+use crate::error::{ExitCode, InputError};
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct RedactionArgs {
+    /// Replace the store's policy with this redact.toml.
+    #[arg(long, value_name = "FILE")]
+    pub set: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let db = store.database_of("`redaction`")?;
+    store.require_raw("the store's redaction policy")?;
+    let Some(file) = &args.set else {
+        let shared = db.shared_policy().map_err(InputError::from)?;
+        if args.common.json {
+            crate::report::print_json(&serde_json::json!({
+                "store": store.name(), "policy": shared.policy, "policy_sha256": shared.policy_sha256,
+            }))?;
+        } else if shared.policy.trim().is_empty() {
+            println!(
+                "{}: the default policy (every built-in detector, no paths)",
+                store.name()
+            );
+        } else {
+            print!("{}", shared.policy);
+        }
+        return Ok(ExitCode::Ok);
+    };
+    let text = crate::bounded::read_text(file, crate::bounded::DOCUMENT)
+        .map_err(|e| InputError::new(file, format!("cannot read the redaction policy: {e}")))?;
+    crate::redact::Policy::parse(file, &text)?;
+    let made = store.set_policy(&text)?;
+    if args.common.json {
+        crate::report::print_json(&serde_json::json!({
+            "store": store.name(), "policy_sha256": crate::canon::sha256_hex(&text), "copies_made": made,
+        }))?;
+    } else {
+        println!(
+            "{}: policy set from {}; {made} redacted copies made again",
+            store.name(),
+            file.display()
+        );
+    }
+    Ok(ExitCode::Ok)
+}

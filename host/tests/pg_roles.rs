@@ -1,0 +1,563 @@
+//! Readers of a PostgreSQL store by role: a viewer (a login role in
+//! `<schema>_viewer`) reaches no raw value through any CLI reader, its
+//! working folder, SQL or any UI route, and what needs raw data is refused
+//! naming the role; each responder's unredacted read (CLI or UI token) is
+//! audited and listed by `worldline audit`; `merge --suite` reads a
+//! suite's shard reports from the database. The real binary, on a
+//! throwaway cluster (`common/pg.rs`).
+
+use crate::common;
+use crate::ui_support;
+
+use common::pg::{PASSWORD, cluster, fresh_schema};
+use common::{guest, temp_dir, worldline, write_case};
+use std::path::{Path, PathBuf};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+// Readers by role: a viewer reaches no raw value by any route; each
+// responder's raw read is audited.
+
+const CRM_ROWS: &str = r#"{"id": "CUST-004211", "email": "ana.lopez@example.com", "note": "prefers mail to ana.lopez@example.com"}
+{"id": "CUST-000007", "email": "bo@example.org", "note": "none"}
+"#;
+
+/// Reads both customers, changes an address, and is graded on one (so
+/// the grade and the failure signature carry raw values too).
+const CRM_CASE: &str = r#"world = "crm@v1"
+seed = 5
+clock = 2026-03-01T12:00:00Z
+task = { calls = [
+  { tool = "get_customer", args = { id = "CUST-004211" } },
+  { tool = "set_email", args = { id = "CUST-000007", email = "bo.chen@example.net" } },
+  { tool = "get_customer", args = { id = "CUST-000007" } },
+] }
+[[expect.state]]
+table = "customers"
+key = "CUST-004211"
+field = "email"
+equals = "someone.else@example.com"
+"#;
+
+const SET_EMAIL: &str = r#"
+[[tools]]
+name = "set_email"
+description = "Change a customer's e-mail"
+params = { type = "object", properties = { id = { type = "string" }, email = { type = "string" } }, required = ["id", "email"] }
+op = "update"
+table = "customers"
+set = { email = "$email" }
+"#;
+
+const POLICY: &str =
+    "detectors = [\"email\"]\n[[custom]]\nname = \"customer\"\npattern = \"CUST-[0-9]{6}\"\n";
+
+/// What no viewer may see once the policy is set.
+const SECRETS: [&str; 7] = [
+    "ana.lopez@example.com",
+    "bo@example.org",
+    "bo.chen@example.net",
+    "someone.else@example.com",
+    "zed@example.net",
+    "CUST-004211",
+    "CUST-000007",
+];
+
+#[track_caller]
+fn hides(what: &str, text: &str) {
+    for secret in SECRETS {
+        assert!(!text.contains(secret), "{what} shows `{secret}`:\n{text}");
+    }
+    assert!(!text.contains(PASSWORD), "{what} shows the password");
+}
+
+/// A store (written by the cluster's superuser, its owner) with a failed
+/// run and a fork of it that writes an address, and two login roles: a
+/// viewer and a responder. `policy`: the store's policy is then set.
+struct Team {
+    dir: tempfile::TempDir,
+    schema: String,
+    owner: PathBuf,
+    viewer: PathBuf,
+    responder: PathBuf,
+    run: String,
+    fork: String,
+}
+
+fn team(policy: bool) -> Team {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let owner = PathBuf::from(pg.store_in(&schema));
+    let dir = temp_dir();
+    let world = format!("{}{SET_EMAIL}", common::CRM_WORLD);
+    let worlds = common::write_world(
+        dir.path(),
+        "crm",
+        &world,
+        &[("data/customers.jsonl", CRM_ROWS)],
+    );
+    let case = write_case(dir.path(), "crm", CRM_CASE);
+    let out = common::run_in(&owner, &case, &guest("caller-agent"), &worlds);
+    out.expect_code(1);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let set = "customers/CUST-004211.email=\"zed@example.net\"";
+    let fork = worldline(&owner, ["fork", &run, "--at", "0", "--set", set, "--json"]);
+    let fork = fork.json()["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{fork}"))
+        .to_string();
+    if policy {
+        let file = dir.path().join("redact.toml");
+        std::fs::write(&file, POLICY).unwrap();
+        let set = worldline(&owner, ["redaction", "--set", s(&file), "--json"]);
+        set.expect_code(0);
+        assert_eq!(set.json()["copies_made"], 2, "{set}");
+    }
+    let (v, r) = (format!("{schema}_v"), format!("{schema}_r"));
+    pg.login(&v, &format!("{schema}_viewer"));
+    pg.login(&r, &format!("{schema}_responder"));
+    Team {
+        viewer: pg.store_as(&v, &schema),
+        responder: pg.store_as(&r, &schema),
+        dir,
+        schema,
+        owner,
+        run,
+        fork,
+    }
+}
+
+/// Every file under `dir`, as text.
+fn texts_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(texts_under(&p));
+        } else if let Ok(bytes) = std::fs::read(&p) {
+            out.push((p, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_viewer_gets_only_the_redacted_view_from_every_cli_reader_its_folder_and_sql() {
+    let t = team(false);
+    let (v, run, fork) = (&t.viewer, t.run.as_str(), t.fork.as_str());
+    // Under the default policy (every built-in detector) addresses are
+    // hidden and customer references are not; a new policy makes every
+    // copy again, and the viewer's folder takes them on its next read.
+    let before = worldline(v, ["history", run, "--full"]);
+    before.expect_code(0);
+    assert!(
+        before.stdout.contains("CUST-004211") && !before.stdout.contains("ana.lopez@"),
+        "{before}"
+    );
+    let file = t.dir.path().join("redact.toml");
+    std::fs::write(&file, POLICY).unwrap();
+    worldline(&t.responder, ["redaction", "--set", s(&file)]).expect_code(0);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+
+    let out = |name: &str| t.dir.path().join(name);
+    let shown = [
+        worldline(v, ["runs", "--json"]),
+        worldline(v, ["history", run, "--full"]),
+        worldline(v, ["history", fork, "--json", "--full"]),
+        worldline(v, ["export", run, "-o", s(&out("e.json"))]),
+        worldline(v, ["export", fork, "--redacted", "-o", s(&out("r.json"))]),
+        worldline(
+            v,
+            [
+                "export",
+                run,
+                "--format",
+                "trajectories",
+                "-o",
+                s(&out("t.jsonl")),
+            ],
+        ),
+        worldline(v, ["otel", run, fork, "--content", "-o", s(&out("o.json"))]),
+    ];
+    for o in &shown {
+        o.expect_code(0);
+        hides("a viewer's command", &format!("{o}"));
+    }
+    assert!(shown[1].stdout.contains("REDACTED copy"), "{}", shown[1]);
+    for f in ["e.json", "r.json", "t.jsonl", "o.json"] {
+        hides(f, &String::from_utf8_lossy(&std::fs::read(out(f)).unwrap()));
+    }
+    // What needs raw data is refused, naming the role to ask for.
+    let needed = format!("{}_responder", t.schema);
+    for args in [
+        vec!["history", run, "--unredacted"],
+        vec!["show", run, "--at", "1"],
+        vec!["diff", run, fork],
+        vec!["replay", run],
+        vec![
+            "fork",
+            run,
+            "--at",
+            "0",
+            "--set",
+            "customers/CUST-000007.email=\"x@y.z\"",
+        ],
+        vec!["rerun", run, "--agent", s(&guest("caller-agent"))],
+        vec!["verify"],
+        vec!["audit"],
+        vec!["redaction"],
+    ] {
+        let o = worldline(v, &args);
+        assert_ne!(o.code, 0, "{args:?}: {o}");
+        assert!(o.stderr.contains(&needed), "{args:?} names the role: {o}");
+        hides("a refusal", &format!("{o}"));
+    }
+    // The viewer's working folder holds redacted copies only.
+    let folder = common::store_folder(v);
+    let files = texts_under(&folder);
+    assert!(
+        files
+            .iter()
+            .any(|(p, _)| p.to_string_lossy().ends_with(&format!("{run}.jsonl")))
+    );
+    for (p, text) in &files {
+        hides(&p.display().to_string(), text);
+    }
+    // And SQL as the viewer reaches no raw line, object, salt or audit.
+    let pg = cluster();
+    let user = format!("{}_v", t.schema);
+    for table in ["frames", "objects", "redaction", "audit"] {
+        let e = pg
+            .psql_as(&user, &format!("SELECT * FROM {}.{table}", t.schema))
+            .unwrap_err();
+        assert!(e.contains("permission denied"), "{table}: {e}");
+    }
+    let e = pg
+        .psql_as(
+            &user,
+            &format!("INSERT INTO {}.audit (command) VALUES ('x')", t.schema),
+        )
+        .unwrap_err();
+    assert!(e.contains("permission denied"), "{e}");
+    let copies = pg
+        .psql_as(
+            &user,
+            &format!(
+                "SELECT string_agg(line, '') FROM {}.redacted_frames",
+                t.schema
+            ),
+        )
+        .unwrap();
+    assert!(copies.contains("<customer:"), "{copies}");
+    hides("the redacted copies", &copies);
+}
+
+/// A `worldline ui` with one URL per token (killed when dropped).
+struct Ui {
+    child: std::process::Child,
+    port: u16,
+    /// Each token's name, role and secret, as printed.
+    tokens: Vec<(String, String, String)>,
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Ui {
+    fn start(store: &Path, args: &[&str]) -> Ui {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+            .args(["ui", "--port", "0", "--store"])
+            .arg(store)
+            .args(args)
+            .env("WORLDLINE_STORE_CACHE", common::store_cache())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let (mut port, mut tokens, mut url) = (0, Vec::new(), String::new());
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            hides("ui's output", &line);
+            if let Some(u) = line.strip_prefix("worldline ui on ") {
+                url = u.to_string();
+                let rest = u.strip_prefix("http://127.0.0.1:").unwrap();
+                port = rest[..rest.find('/').unwrap()].parse().unwrap();
+            } else if let Some(t) = line.strip_prefix("  token `") {
+                let (name, role) = t.split_once("`: ").unwrap();
+                let secret = url.split("token=").nth(1).unwrap().to_string();
+                tokens.push((name.to_string(), role.to_string(), secret));
+            } else {
+                break;
+            }
+        }
+        Ui {
+            child,
+            port,
+            tokens,
+        }
+    }
+
+    fn secret(&self, name: &str) -> &str {
+        &self.tokens.iter().find(|t| t.0 == name).unwrap().2
+    }
+
+    fn get(&self, token: &str, path: &str) -> ui_support::Response {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let host = format!("127.0.0.1:{}", self.port);
+        ui_support::request(
+            self.port,
+            "GET",
+            &format!("{path}{sep}token={token}"),
+            &[("Host", &host)],
+            "",
+        )
+    }
+
+    fn post(&self, token: &str, path: &str, body: &str) -> ui_support::Response {
+        let host = format!("127.0.0.1:{}", self.port);
+        let headers = [
+            ("Host", host.as_str()),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ];
+        ui_support::request(
+            self.port,
+            "POST",
+            &format!("{path}?token={token}"),
+            &headers,
+            body,
+        )
+    }
+
+    /// Every page a run's reader can open, as `token`, none showing a raw
+    /// value; the forms and the raw view refused.
+    fn walk_as_viewer(&self, token: &str, t: &Team, events: usize) {
+        let mut paths = vec![
+            "/".to_string(),
+            "/?status=failed".into(),
+            format!("/run/{}", t.run),
+            format!("/run/{}", t.fork),
+            format!("/diff?a={}&b={}", t.run, t.fork),
+            "/campaigns".into(),
+        ];
+        paths.extend((0..events).map(|n| format!("/run/{}/event/{n}", t.run)));
+        for p in &paths {
+            let r = self.get(token, p);
+            hides(p, &r.body);
+        }
+        assert_eq!(self.get(token, &format!("/run/{}", t.run)).status, 200);
+        for p in [
+            format!("/run/{}?unredacted=1", t.run),
+            "/?unredacted=1".into(),
+        ] {
+            let r = self.get(token, &p);
+            assert_eq!(r.status, 403, "{p}: {}", r.body);
+            assert!(
+                r.body.contains(&format!("{}_responder", t.schema)),
+                "{}",
+                r.body
+            );
+            hides(&p, &r.body);
+        }
+        for p in [
+            format!("/run/{}/event/1/fork", t.run),
+            format!("/run/{}/replay", t.run),
+        ] {
+            let r = self.post(token, &p, "csrf=x&respond=%7B%7D");
+            assert_eq!(r.status, 403, "{p}: {}", r.body);
+            hides(&p, &r.body);
+        }
+    }
+}
+
+fn events_of(t: &Team) -> usize {
+    let h = worldline(&t.owner, ["history", &t.run, "--json"]);
+    h.json()["events"].as_array().unwrap().len()
+}
+
+#[test]
+fn a_viewer_walks_every_ui_route_without_a_raw_value_and_a_responders_raw_page_is_audited() {
+    let t = team(true);
+    let events = events_of(&t);
+    assert!(events >= 3);
+    // A UI connected as a viewer serves the redacted copies, and issues
+    // viewer tokens only.
+    let ui = Ui::start(&t.viewer, &[]);
+    assert_eq!(ui.tokens.len(), 1);
+    assert_eq!(ui.tokens[0].1, "viewer");
+    ui.walk_as_viewer(&ui.tokens[0].2.clone(), &t, events);
+    drop(ui);
+    let refused = worldline(&t.viewer, ["ui", "--port", "0", "--token", "ann=responder"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains(&format!("{}_responder", t.schema)),
+        "{refused}"
+    );
+
+    // A UI connected as a responder serves each token its role's view.
+    let ui = Ui::start(
+        &t.responder,
+        &["--token", "bob=viewer", "--token", "ann=responder"],
+    );
+    let roles: Vec<&str> = ui.tokens.iter().map(|t| t.1.as_str()).collect();
+    assert_eq!(roles, ["viewer", "responder"]);
+    ui.walk_as_viewer(ui.secret("bob"), &t, events);
+    let ann = ui.secret("ann");
+    let redacted = ui.get(ann, &format!("/run/{}", t.run));
+    hides("a responder's default page", &redacted.body);
+    let raw = ui.get(ann, &format!("/run/{}?unredacted=1", t.run));
+    assert_eq!(raw.status, 200);
+    assert!(raw.body.contains("ana.lopez@example.com"), "{}", raw.body);
+    let audit = worldline(&t.owner, ["audit", "--json", "--run", &t.run[..12]]);
+    audit.expect_code(0);
+    let rows: Vec<_> = audit
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["token"].is_string())
+        .cloned()
+        .collect();
+    assert_eq!(rows.len(), 1, "{audit}");
+    assert_eq!(rows[0]["token"], "ann");
+    assert_eq!(rows[0]["db_user"], format!("{}_r", t.schema));
+    assert_eq!(rows[0]["run_id"], t.run.as_str());
+    assert_eq!(rows[0]["command"], format!("ui GET /run/{}", t.run));
+}
+
+#[test]
+fn each_responder_unredacted_read_is_audited_and_listed() {
+    let t = team(true);
+    let r = &t.responder;
+    let plain = worldline(r, ["history", &t.run, "--full"]);
+    plain.expect_code(0);
+    hides("a responder's default view", &plain.stdout);
+    // The owner's fork (in `team`) re-executed the run: audited too.
+    let user = format!("{}_r", t.schema);
+    let before = worldline(r, ["audit", "--json"]);
+    let before = before.json().as_array().unwrap().clone();
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(
+        (before[0]["db_user"].as_str(), before[0]["command"].as_str()),
+        (Some("worldline"), Some("fork"))
+    );
+    assert_eq!(before[0]["run_id"], t.run.as_str());
+
+    let raw = worldline(r, ["history", &t.run, "--unredacted", "--full"]);
+    raw.expect_code(0);
+    assert!(raw.stdout.contains("ana.lopez@example.com"), "{raw}");
+    worldline(r, ["show", &t.run, "--at", "1", "--unredacted"]).expect_code(0);
+    worldline(r, ["diff", &t.run, &t.fork, "--unredacted"]).expect_code(1);
+    let file = t.dir.path().join("raw.json");
+    worldline(r, ["export", &t.run, "-o", s(&file)]).expect_code(0);
+    let listed = worldline(r, ["audit", "--json"]);
+    listed.expect_code(0);
+    let mine: Vec<serde_json::Value> = listed
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["db_user"] == user.as_str())
+        .cloned()
+        .collect();
+    let rows: Vec<(String, String)> = mine
+        .iter()
+        .map(|x| {
+            (
+                x["run_id"].as_str().unwrap().to_string(),
+                x["command"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let (run, fork) = (t.run.clone(), t.fork.clone());
+    assert_eq!(
+        rows,
+        [
+            (run.clone(), "history --unredacted".to_string()),
+            (run.clone(), "show --unredacted".into()),
+            (run.clone(), "diff --unredacted".into()),
+            (fork.clone(), "diff --unredacted".into()),
+            (run.clone(), "export".into()),
+        ]
+    );
+    for x in &mine {
+        assert!(x["at"].as_str().unwrap().ends_with('Z'), "{x}");
+    }
+    let text = worldline(r, ["audit", "--run", &fork, "--since", "1h"]);
+    text.expect_code(0);
+    assert_eq!(text.stdout.lines().count(), 1, "{text}");
+    assert!(text.stdout.contains("diff --unredacted"), "{text}");
+    let later = worldline(r, ["audit", "--json", "--since", "2999-01-01"]);
+    assert_eq!(later.json().as_array().unwrap().len(), 0, "{later}");
+    let folder = worldline(&t.dir.path().join("folder"), ["audit"]);
+    folder.expect_code(2);
+    assert!(folder.stderr.contains("postgres://"), "{folder}");
+}
+
+#[test]
+fn merge_reads_a_suites_shards_from_the_database() {
+    let t = team(true);
+    let cases = t.dir.path().join("suite");
+    std::fs::create_dir_all(&cases).unwrap();
+    for i in 0..4 {
+        let text = CRM_CASE.replace("seed = 5", &format!("seed = {i}"));
+        write_case(&cases, &format!("c{i}"), &text);
+    }
+    let worlds = t.dir.path().join("worlds");
+    let agent = guest("caller-agent");
+    for part in ["1/2", "2/2"] {
+        let out = worldline(
+            &t.responder,
+            [
+                "test",
+                s(&cases),
+                "--agent",
+                s(&agent),
+                "--worlds",
+                s(&worlds),
+                "--jobs",
+                "1",
+                "--partition",
+                part,
+                "--suite-id",
+                "nightly-7",
+                "--json",
+            ],
+        );
+        out.expect_code(1);
+        assert!(out.stderr.contains("merge --suite nightly-7"), "{out}");
+    }
+    let merged = worldline(&t.viewer, ["merge", "--suite", "nightly-7", "--json"]);
+    merged.expect_code(1);
+    assert_eq!(merged.json()["total"], 4, "{merged}");
+    assert_eq!(merged.json()["failed"], 4, "{merged}");
+    hides("a viewer's merge", &merged.stdout);
+    let refused = worldline(&t.viewer, ["merge", "--suite", "nightly-7", "--unredacted"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains(&format!("{}_responder", t.schema)),
+        "{refused}"
+    );
+    let raw = worldline(
+        &t.responder,
+        ["merge", "--suite", "nightly-7", "--unredacted", "--json"],
+    );
+    raw.expect_code(1);
+    assert!(raw.stdout.contains("someone.else@example.com"), "{raw}");
+    let audit = worldline(&t.responder, ["audit", "--json"]);
+    let last = audit.json().as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["command"], "merge --suite nightly-7 --unredacted");
+    let missing = worldline(&t.viewer, ["merge", "--suite", "nope"]);
+    missing.expect_code(2);
+    assert!(
+        missing.stderr.contains("no shard of suite `nope`"),
+        "{missing}"
+    );
+}
