@@ -3,25 +3,29 @@
 //!
 //! - a 20-call run written to each store (the database store's run is
 //!   written to its working folder, then stored whole in one transaction);
-//! - a filtered `runs` query on a database store of 100,000 runs (connect,
-//!   check the schema version and for runs stored or removed since the
-//!   last look, then the index query);
-//! - the UI's run list at that size.
+//! - a filtered `runs` on a database store of 100,000 runs: in this
+//!   process (connect, check the schema version and for runs stored or
+//!   removed since the last look, then the index query), and as the real
+//!   command (a process of the `worldline` binary, `--json`);
+//! - the UI's run list at that size (the router's `GET /`, first page, last
+//!   page, SQL-filtered, and the free-text filter the index cannot apply).
 //!
 //! The last two run on a folder store of 100,000 runs too, for comparison.
 //!
 //! Targets (issue 32): the run within 2x of the folder store; the query
 //! at most 50 ms; the run list under 300 ms.
 //!
-//! `cargo bench -p worldline --bench pg_store`. The 100,000 runs are rows
-//! generated in the database (`generate_series`) and in the working
-//! folder's index, which is marked up to date with them. The lines starting
-//! `pg_store: RESULT` are the figures, in docs/benchmarks.md.
+//! `cargo bench -p worldline --bench pg_store -- --warm-up-time 1
+//! --measurement-time 3`. The 100,000 runs are rows generated in the
+//! database (`generate_series`) and in the working folder's index, which
+//! is marked up to date with them. The lines starting `pg_store: RESULT`
+//! are the figures, in docs/benchmarks.md.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceExt as _;
@@ -42,6 +46,38 @@ fn big_folder_of(dir: &tempfile::TempDir) -> std::path::PathBuf {
 fn median(mut v: Vec<Duration>) -> Option<Duration> {
     v.sort();
     v.get(v.len() / 2).copied()
+}
+
+/// Time `f` under criterion as `name`, and print the median of every call
+/// (a `RESULT` line).
+fn timed<T>(g: &mut BenchmarkGroup<WallTime>, name: &str, mut f: impl FnMut() -> T) {
+    let mut times = Vec::new();
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            let t = Instant::now();
+            let out = f();
+            times.push(t.elapsed());
+            out
+        })
+    });
+    println!("pg_store: RESULT {name}: median {:?}", median(times));
+}
+
+/// The UI's run list (`/?token=...` and `query`) through the router: its
+/// HTML.
+fn get(rt: &tokio::runtime::Runtime, app: &Arc<App>, query: &str) -> String {
+    let req = axum::http::Request::get(format!("/?token={}{query}", app.secrets.token()))
+        .header("host", format!("127.0.0.1:{}", app.secrets.port))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    rt.block_on(async {
+        let resp = router(app.clone()).oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), axum::http::StatusCode::OK);
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        String::from_utf8(body.to_vec()).unwrap()
+    })
 }
 
 fn row(i: i64) -> Row {
@@ -101,18 +137,13 @@ fn bench(c: &mut Criterion) {
         ("run_20_calls_folder", &folder),
         ("run_20_calls_postgres", &db),
     ] {
-        let mut times = Vec::new();
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let t = Instant::now();
-                let out = run(&sandbox, &agent, &case, Some(store)).unwrap();
-                times.push(t.elapsed());
-                out.run_id
-            })
+        timed(&mut g, name, || {
+            run(&sandbox, &agent, &case, Some(store)).unwrap().run_id
         });
-        println!("pg_store: RESULT {name}: median {:?}", median(times));
     }
 
+    // Ten samples for the slow figures (seconds each before issue 32's fix).
+    g.sample_size(10);
     // 100,000 runs in a database store (and its working folder's index),
     // and in a folder store's index, for comparison.
     let schema = common::pg::fresh_schema();
@@ -162,45 +193,62 @@ fn bench(c: &mut Criterion) {
             limit: Some(50),
             ..Filter::default()
         };
-        let name = format!("runs_filtered_100k_{kind}");
-        let mut times = Vec::new();
-        g.bench_function(&name, |b| {
-            b.iter(|| {
-                // As a fresh process: it opens the store (a database store
-                // connects and looks for new runs) before answering.
-                let t = Instant::now();
-                let store = StoreDir::open(&store_arg).unwrap();
-                let (rows, _) = Index::read(&store, |i| i.query(&filter)).unwrap();
-                times.push(t.elapsed());
-                rows.len()
-            })
+        // As a fresh process: it opens the store (a database store
+        // connects and looks for new runs) before answering.
+        timed(&mut g, &format!("runs_filtered_100k_{kind}"), || {
+            let store = StoreDir::open(&store_arg).unwrap();
+            Index::read(&store, |i| i.query(&filter)).unwrap().0.len()
         });
-        println!("pg_store: RESULT {name}: median {:?}", median(times));
+        // The real command, as a user runs it: a process of the binary.
+        let runs = |extra: &[&str]| {
+            let mut args = vec!["runs", "--store", store_arg.to_str().unwrap(), "--json"];
+            args.extend_from_slice(extra);
+            let out = common::worldline_raw(&args);
+            out.expect_code(0);
+            out.json().as_array().map_or(0, Vec::len)
+        };
+        let limited = ["--status", "failed", "--case", "case-17", "--limit", "50"];
+        assert_eq!(runs(&limited), 50);
+        timed(
+            &mut g,
+            &format!("runs_command_filtered_100k_{kind}"),
+            || runs(&limited),
+        );
+        let since = [
+            "--status",
+            "failed",
+            "--case",
+            "case-17",
+            "--since",
+            "2026-11-01",
+        ];
+        println!(
+            "pg_store: `runs {}` lists {} runs",
+            since.join(" "),
+            runs(&since)
+        );
+        timed(
+            &mut g,
+            &format!("runs_command_filtered_unlimited_100k_{kind}"),
+            || runs(&since),
+        );
 
         let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
         let app = Arc::new(App::new(big, 8484, false).unwrap());
-        let name = format!("ui_run_list_100k_{kind}");
-        let mut times = Vec::new();
-        g.bench_function(&name, |b| {
-            b.iter(|| {
-                let req = axum::http::Request::get(format!("/?token={}", app.secrets.token()))
-                    .header("host", format!("127.0.0.1:{}", app.secrets.port))
-                    .body(axum::body::Body::empty())
-                    .unwrap();
-                let t = Instant::now();
-                let len = rt.block_on(async {
-                    let resp = router(app.clone()).oneshot(req).await.unwrap();
-                    assert_eq!(resp.status(), axum::http::StatusCode::OK);
-                    axum::body::to_bytes(resp.into_body(), usize::MAX)
-                        .await
-                        .unwrap()
-                        .len()
-                });
-                times.push(t.elapsed());
-                len
-            })
-        });
-        println!("pg_store: RESULT {name}: median {:?}", median(times));
+        let page = |query: &str| get(&rt, &app, query);
+        assert!(page("").contains("(100000 matching)"));
+        assert!(page("&page=1000").contains("page 1000 of 1000"));
+        assert!(page("&q=case-17").contains("(2000 matching)"));
+        for (what, query) in [
+            ("", ""),
+            ("_last_page", "&page=1000"),
+            ("_failed_of_a_case", "&status=failed&case=case-17"),
+            ("_text", "&q=case-17"),
+        ] {
+            timed(&mut g, &format!("ui_run_list_100k_{kind}{what}"), || {
+                page(query).len()
+            });
+        }
     }
     g.finish();
 }

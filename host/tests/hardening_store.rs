@@ -304,6 +304,68 @@ fn a_damaged_index_is_rebuilt_from_the_bundles_and_lists_every_run() {
     assert!(rebuilt > 0, "some damage was found and repaired");
 }
 
+/// Whether `index --json` ran SQLite's integrity check.
+fn checked(store: &Path) -> bool {
+    let out = worldline(store, ["index", "--json"]);
+    out.expect_code(0);
+    out.json()["sync"]["checked"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("{out}"))
+}
+
+#[test]
+fn only_a_change_from_outside_worldline_makes_a_reader_check_the_index() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    let test = |repeat: &str| {
+        worldline(
+            &store,
+            [
+                "test",
+                s(&cases),
+                "--agent",
+                s(&agent),
+                "--worlds",
+                s(&worlds),
+                "--repeat",
+                repeat,
+                "--json",
+            ],
+        )
+        .expect_code(0);
+    };
+    test("3");
+    // Written, read and written again by worldline alone: never checked.
+    assert!(!checked(&store), "a new index is sound");
+    let whole = worldline(&store, ["runs", "--json"]);
+    whole.expect_code(0);
+    test("1");
+    assert!(!checked(&store), "worldline's own writes keep it sound");
+    let expected = listed(&worldline(&store, ["runs", "--json"]));
+    assert_eq!(expected.len(), 16);
+
+    // The same bytes written back by another program: checked once.
+    let index = store.join("index.sqlite");
+    assert!(!Path::new(&format!("{}-wal", index.display())).exists());
+    let bytes = std::fs::read(&index).unwrap();
+    std::fs::write(&index, &bytes).unwrap();
+    assert!(checked(&store), "a change from outside is checked");
+    assert!(!checked(&store), "and once it passed, not again");
+
+    // Damage after those cheap opens is still found and repaired.
+    let mut damaged = bytes.clone();
+    let half = damaged.len() / 2;
+    damaged[half..].fill(0xfe);
+    std::fs::write(&index, &damaged).unwrap();
+    let out = worldline(&store, ["runs", "--json"]);
+    out.expect_code(0);
+    assert_eq!(listed(&out), expected, "{}", out.stderr);
+    assert!(out.stderr.contains("rebuil"), "{}", out.stderr);
+    assert!(!checked(&store), "the rebuilt index is sound");
+}
+
 /// The compiled-code cache, imports, bundles cut off before their
 /// header, full disks and stores that are not folders.
 mod cache_imports_and_disks {

@@ -1,6 +1,6 @@
 //! `worldline ui` over plain HTTP: the token, Host and CSRF checks a user
 //! relies on to keep other pages and sites out, `--read-only`, and the
-//! pages themselves (runs filtered, a run, an event, a refused and an
+//! pages themselves (runs filtered and paged, a run, an event, a refused and an
 //! accepted fork, a diff, a campaign) on real runs of real guests.
 
 use crate::common;
@@ -296,6 +296,78 @@ fn pages_show_the_runs_a_run_an_event_a_diff_and_a_campaign() {
     );
     assert!(c.body.contains("<svg id=\"plot\""), "{}", c.body);
     assert!(c.body.contains("list_deploys stale"), "{}", c.body);
+}
+
+/// The run ids a runs page lists, in its order.
+fn listed_ids(body: &str) -> Vec<String> {
+    body.split("<tr data-href=\"/run/")
+        .skip(1)
+        .map(|r| r[..r.find('"').unwrap()].to_string())
+        .collect()
+}
+
+#[test]
+fn the_run_list_pages_in_the_order_of_runs_and_counts_every_match() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let case = workspace_root().join("cases/incident/fuzz-stale-deploys.toml");
+    let naive = guest("naive-agent");
+    worldline(
+        store,
+        [
+            "fuzz".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            naive.as_os_str(),
+            "--runs".as_ref(),
+            "130".as_ref(),
+            "--keep-all".as_ref(),
+        ],
+    );
+    let cli = |flags: &[&str]| -> Vec<String> {
+        let mut args = vec!["runs", "--json"];
+        args.extend_from_slice(flags);
+        let out = worldline(store, args);
+        out.expect_code(0);
+        let rows = out.json().as_array().unwrap_or_else(|| panic!("{out}"));
+        rows.iter()
+            .map(|r| r["run_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = cli(&[]);
+    assert!(all.len() > 100, "{} runs", all.len());
+    let s = Server::start(store, &[]);
+
+    // Two pages, in the CLI's order, counted whole.
+    let first = s.get("/");
+    assert!(first.body.contains(&format!("({} matching)", all.len())));
+    assert!(first.body.contains("page 1 of 2") && first.body.contains("id=\"next-page\""));
+    assert!(!first.body.contains("id=\"prev-page\""));
+    let second = s.get("/?page=2");
+    assert!(second.body.contains("page 2 of 2") && !second.body.contains("id=\"next-page\""));
+    let mut paged = listed_ids(&first.body);
+    assert_eq!(paged.len(), 100);
+    paged.extend(listed_ids(&second.body));
+    assert_eq!(paged, all);
+    // A page past the last is the last; a page that is no number, the first.
+    let past = s.get("/?page=7");
+    assert!(past.body.contains("page 2 of 2"));
+    assert_eq!(listed_ids(&past.body), listed_ids(&second.body));
+    assert_eq!(listed_ids(&s.get("/?page=x").body), listed_ids(&first.body));
+
+    // A filter SQL applies, and the free text (applied row by row), page
+    // alike: the same runs as the CLI's list, in its order.
+    let failed = cli(&["--status", "failed"]);
+    let page = s.get("/?status=failed");
+    assert!(page.body.contains(&format!("({} matching)", failed.len())));
+    assert_eq!(listed_ids(&page.body), failed[..failed.len().min(100)]);
+    let text = s.get("/?q=fuzz-stale&page=2");
+    assert!(
+        text.body.contains(&format!("({} matching)", all.len())),
+        "{}",
+        text.body
+    );
+    assert_eq!(listed_ids(&text.body), all[100..]);
 }
 
 #[test]

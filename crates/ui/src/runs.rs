@@ -1,15 +1,17 @@
 //! The runs page: every run of the store from the run index, newest first,
 //! filtered by status, grade, case, agent, world, signature or text, a page
-//! of [`PER_PAGE`] at a time.
+//! of [`PER_PAGE`] at a time (counted and read by the index: a large store
+//! costs no more per page than a small one).
 
 use super::html::{badge, layout, short, url};
 use super::{Reply, Seen};
 use anyhow::Result;
 use maud::{Markup, html};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use worldline_engine::index::{Index, query::Filter, row::Row};
+use worldline_engine::index::{Index, page::Page, query::Filter, row::Row};
 
-const PER_PAGE: usize = 100;
+const PER_PAGE: u64 = 100;
 
 /// The filter fields, as query keys and labels.
 const FIELDS: [(&str, &str); 8] = [
@@ -117,7 +119,7 @@ fn row(r: &Row) -> Markup {
 }
 
 /// The link to page `p` of the same filter.
-fn page_link(q: &BTreeMap<String, String>, p: usize) -> String {
+fn page_link(q: &BTreeMap<String, String>, p: u64) -> String {
     let mut query: Vec<String> = q
         .iter()
         .filter(|(k, v)| *k != "page" && *k != "token" && !v.is_empty())
@@ -127,54 +129,72 @@ fn page_link(q: &BTreeMap<String, String>, p: usize) -> String {
     format!("/?{}", query.join("&"))
 }
 
-/// The index rows the filter selects, signatures redacted.
-fn select(app: &Seen, q: &BTreeMap<String, String>) -> Result<Vec<Row>> {
+/// Page `at` of the index rows the query selects, signatures redacted.
+/// SQL filters and pages; the filters it cannot apply (the text, the
+/// writer, and the signature under a redaction policy) are applied to
+/// each selected row as it is read.
+fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
     let mut filter = filter_of(q);
     // Under a redaction policy, signatures are shown redacted and matched
     // as shown: a filter must not tell whether a hidden value is there.
-    let mut redactor = app.redactor()?;
-    let signature = match redactor {
-        Some(_) => filter.signature.take(),
-        None => None,
+    let redactor = RefCell::new(app.redactor()?);
+    let signature = match redactor.borrow().is_some() {
+        true => filter.signature.take(),
+        false => None,
     };
-    let (mut rows, _) = Index::read(&app.store, |index| index.query(&filter))?;
-    if let Some(red) = redactor.as_mut() {
-        for r in &mut rows {
-            r.signature = r.signature.as_deref().map(|s| red.text(s));
-        }
-    }
-    if let Some(s) = signature {
-        rows.retain(|r| r.signature.as_ref().is_some_and(|x| x.contains(&s)));
-    }
-    if let Some(t) = q.get("q").filter(|t| !t.trim().is_empty()) {
-        rows.retain(|r| has_text(r, t.trim()));
-    }
+    let text = q.get("q").map(|t| t.trim()).filter(|t| !t.is_empty());
     // Who wrote a run is known to a database store only.
-    if let Some(w) = q.get("writer").filter(|w| !w.trim().is_empty())
-        && let Some(db) = app.store.database()
-    {
-        let ids = db
-            .runs_written_by(w.trim())
-            .map_err(worldline_case::error::InputError::from)?;
-        rows.retain(|r| ids.contains(&r.run_id));
-    }
-    Ok(rows)
+    let written_by = match (q.get("writer").map(|w| w.trim()), app.store.database()) {
+        (Some(w), Some(db)) if !w.is_empty() => Some(
+            db.runs_written_by(w)
+                .map_err(worldline_case::error::InputError::from)?,
+        ),
+        _ => None,
+    };
+    let (page, _) = Index::read(&app.store, |index| {
+        let mut redactor = redactor.borrow_mut();
+        if signature.is_none() && text.is_none() && written_by.is_none() {
+            let mut page = index.page(&filter, PER_PAGE, at)?;
+            if let Some(red) = redactor.as_mut() {
+                for r in &mut page.rows {
+                    r.signature = r.signature.as_deref().map(|s| red.text(s));
+                }
+            }
+            return Ok(page);
+        }
+        index.page_kept(&filter, PER_PAGE, at, |r| {
+            if let Some(red) = redactor.as_mut() {
+                r.signature = r.signature.as_deref().map(|s| red.text(s));
+            }
+            signature
+                .as_ref()
+                .is_none_or(|s| r.signature.as_ref().is_some_and(|x| x.contains(s)))
+                && text.is_none_or(|t| has_text(r, t))
+                && written_by
+                    .as_ref()
+                    .is_none_or(|ids| ids.contains(&r.run_id))
+        })
+    })?;
+    Ok(page)
 }
 
 pub fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
-    let rows = select(app, q)?;
-    let pages = rows.len().div_ceil(PER_PAGE).max(1);
-    let at = q
+    let asked = q
         .get("page")
-        .and_then(|p| p.parse::<usize>().ok())
-        .unwrap_or(1)
-        .clamp(1, pages);
+        .and_then(|p| p.parse::<u64>().ok())
+        .unwrap_or(1);
+    let Page {
+        rows,
+        total,
+        at,
+        pages,
+    } = select(app, q, asked)?;
     let b = html! {
-        h1 { "Runs " small { "(" (rows.len()) " matching)" } }
+        h1 { "Runs " small { "(" (total) " matching)" } }
         (filters(q))
         table #runs {
             thead { tr { th { "run" } th { "case" } th { "world" } th { "agent" } th { "status" } th { "grade" } th { "failure / signature" } th { "events" } th { "parent" } } }
-            tbody { @for r in rows.iter().skip((at - 1) * PER_PAGE).take(PER_PAGE) { (row(r)) } }
+            tbody { @for r in &rows { (row(r)) } }
         }
         p.pager {
             @if at > 1 { a #prev-page href=(page_link(q, at - 1)) { "← newer" } }

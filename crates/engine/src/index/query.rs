@@ -1,4 +1,5 @@
-//! Queries on the index: the filters of `worldline runs`, newest first.
+//! Queries on the index: the filters of `worldline runs`, newest first;
+//! counts, and rows read one at a time or from an offset (for pages).
 
 use super::row::Row;
 use super::{COLUMNS, Index, row_of};
@@ -100,20 +101,73 @@ impl Filter {
     }
 }
 
+/// The order of every listing: newest first, ties by id (descending), so
+/// the order is total and the same on every read.
+pub(super) const NEWEST_FIRST: &str = "ORDER BY created DESC, id DESC";
+
 impl Index {
     /// The runs `filter` selects, newest first (ties by id, descending).
     pub fn query(&self, filter: &Filter) -> Result<Vec<Row>> {
+        self.select(filter, filter.limit, 0)
+    }
+
+    /// At most `limit` of the runs `filter` selects, newest first, after
+    /// skipping `offset` of them. With an offset, the page's ids are found
+    /// first (from an index alone when the filter's columns are in it) and
+    /// only their rows are read.
+    pub(super) fn select(
+        &self,
+        filter: &Filter,
+        limit: Option<u64>,
+        offset: u64,
+    ) -> Result<Vec<Row>> {
         let (clause, params) = filter.clause();
-        let limit = filter
-            .limit
-            .map_or_else(String::new, |n| format!(" LIMIT {n}"));
-        let sql =
-            format!("SELECT {COLUMNS} FROM runs {clause} ORDER BY created DESC, id DESC{limit}");
+        let limit = limit.map_or_else(String::new, |n| format!(" LIMIT {n}"));
+        let sql = if offset == 0 {
+            format!("SELECT {COLUMNS} FROM runs {clause} {NEWEST_FIRST}{limit}")
+        } else {
+            let limit = if limit.is_empty() {
+                " LIMIT -1".into()
+            } else {
+                limit
+            };
+            format!(
+                "SELECT {COLUMNS} FROM runs WHERE id IN \
+                 (SELECT id FROM runs {clause} {NEWEST_FIRST}{limit} OFFSET {offset}) {NEWEST_FIRST}"
+            )
+        };
         let mut stmt = self.conn().prepare(&sql)?;
         let rows = stmt
             .query_map(rusqlite::params_from_iter(params), row_of)?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
+    }
+
+    /// How many runs `filter` selects (its limit aside).
+    pub fn count(&self, filter: &Filter) -> Result<u64> {
+        let (clause, params) = filter.clause();
+        let n: i64 = self.conn().query_row(
+            &format!("SELECT count(*) FROM runs {clause}"),
+            rusqlite::params_from_iter(params),
+            |r| r.get(0),
+        )?;
+        Ok(n as u64)
+    }
+
+    /// Every run `filter` selects (its limit aside), newest first, one row
+    /// at a time to `f`, which returns whether to go on.
+    pub fn each(&self, filter: &Filter, mut f: impl FnMut(Row) -> bool) -> Result<()> {
+        let (clause, params) = filter.clause();
+        let mut stmt = self.conn().prepare(&format!(
+            "SELECT {COLUMNS} FROM runs {clause} {NEWEST_FIRST}"
+        ))?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+        while let Some(r) = rows.next()? {
+            if !f(row_of(r)?) {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Every row, oldest first (for retention).

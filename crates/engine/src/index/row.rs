@@ -160,6 +160,32 @@ impl Row {
     }
 }
 
+/// A row for tests: run `i` of a store, two runs to a second (ties are
+/// ordered by id), cases `case-0` to `case-2`.
+#[cfg(test)]
+pub(crate) fn sample(i: i64) -> Row {
+    Row {
+        run_id: format!("20260301-000000-{i:06x}"),
+        created: 1_790_000_000 + i / 2,
+        case: format!("case-{}", i % 3),
+        world: "demo@v1".into(),
+        agent: "a".repeat(64),
+        case_hash: String::new(),
+        world_hash: String::new(),
+        seed: i as u64,
+        status: "completed".into(),
+        grade: Some("passed".into()),
+        outcome: "passed".into(),
+        signature: None,
+        events: 1,
+        parent: None,
+        fork_event: None,
+        tags: Vec::new(),
+        size: 1,
+        chain_hash: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
