@@ -99,26 +99,35 @@ impl Database {
                 "cannot connect ({e}); start the server or pass --store with one that runs"
             ))
         })?;
-        let mut tx = client.transaction().map_err(|e| fail(e.to_string()))?;
-        migrate::migrate(&mut tx, &url.schema, upgrade).map_err(|e| fail(e.to_string()))?;
-        tx.commit().map_err(|e| fail(e.to_string()))?;
-        client
-            .batch_execute(&format!("SET search_path TO {}", url.schema))
-            .map_err(|e| fail(e.to_string()))?;
-        let user: String = client
-            .query_one("SELECT current_user::text", &[])
-            .map_err(|e| fail(e.to_string()))?
-            .get(0);
-        let role = roles::of_user(&mut client, &url.schema)
-            .map_err(|e| fail(e.to_string()))?
-            .ok_or_else(|| {
-                fail(format!(
-                    "user `{user}` has no role in this store: an administrator grants one \
+        // Most connections find the schema at this version: the user and
+        // their role in one round trip. Otherwise the schema is migrated
+        // (or refused, saying why) first.
+        let (user, role) = match at_version(&mut client, &url.schema) {
+            Some(found) => found,
+            None => {
+                let mut tx = client.transaction().map_err(|e| fail(e.to_string()))?;
+                migrate::migrate(&mut tx, &url.schema, upgrade).map_err(|e| fail(e.to_string()))?;
+                tx.commit().map_err(|e| fail(e.to_string()))?;
+                client
+                    .batch_execute(&format!("SET search_path TO {}", url.schema))
+                    .map_err(|e| fail(e.to_string()))?;
+                let user: String = client
+                    .query_one("SELECT current_user::text", &[])
+                    .map_err(|e| fail(e.to_string()))?
+                    .get(0);
+                let role =
+                    roles::of_user(&mut client, &url.schema).map_err(|e| fail(e.to_string()))?;
+                (user, role)
+            }
+        };
+        let role = role.ok_or_else(|| {
+            fail(format!(
+                "user `{user}` has no role in this store: an administrator grants one \
                      (GRANT {} TO {user}; or {} for raw reads)",
-                    roles::group(&url.schema, Role::Viewer),
-                    roles::group(&url.schema, Role::Responder)
-                ))
-            })?;
+                roles::group(&url.schema, Role::Viewer),
+                roles::group(&url.schema, Role::Responder)
+            ))
+        })?;
         Ok(Database {
             client: Mutex::new(client),
             url: url.clone(),
@@ -450,5 +459,32 @@ fn insert_run(
     Ok(Insert::Taken(
         c.query_one("SELECT chain_hash FROM runs WHERE id = $1", &[&run.id])?
             .get(0),
+    ))
+}
+
+/// When `schema` is at [`migrate::VERSION`]: the connected user and their
+/// role, with the search path set to the schema, in one round trip (the
+/// simple query protocol prepares no statement). `None` when the schema is
+/// missing or at another version, or the query fails: the caller then
+/// takes the migrating path, which creates, upgrades or refuses it.
+fn at_version(client: &mut Client, schema: &str) -> Option<(String, Option<Role>)> {
+    let sql = format!(
+        "SET search_path TO {schema}; \
+         SELECT (SELECT max(version) FROM {schema}.schema_version), current_user::text, {}",
+        roles::membership_sql(schema)
+    );
+    let messages = client.simple_query(&sql).ok()?;
+    let row = messages.iter().find_map(|m| match m {
+        postgres::SimpleQueryMessage::Row(row) => Some(row),
+        _ => None,
+    })?;
+    let version: i32 = row.get(0)?.parse().ok()?;
+    if version != migrate::VERSION {
+        return None;
+    }
+    let flag = |i| row.get(i) == Some("t");
+    Some((
+        row.get(1)?.to_string(),
+        roles::from_membership(flag(2), flag(3)),
     ))
 }

@@ -40,28 +40,41 @@ pub fn group(schema: &str, role: Role) -> String {
     format!("{schema}_{}", role.name())
 }
 
-/// The role of the connected user in `schema`: a responder when it has the
-/// privileges of `<schema>_responder` or of the schema's owner, a viewer
-/// when it has those of `<schema>_viewer`, none otherwise.
-pub fn of_user(c: &mut impl GenericClient, schema: &str) -> Result<Option<Role>, postgres::Error> {
-    let row = c.query_one(
-        "SELECT coalesce(pg_has_role(current_user, (SELECT nspowner FROM pg_namespace WHERE nspname = $1::name), 'USAGE'), false)
-             OR CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $2::name)
-                     THEN pg_has_role(current_user, $2::name, 'USAGE') ELSE false END,
-                CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $3::name)
-                     THEN pg_has_role(current_user, $3::name, 'USAGE') ELSE false END",
-        &[
-            &schema,
-            &group(schema, Role::Responder),
-            &group(schema, Role::Viewer),
-        ],
-    )?;
-    let (responder, viewer): (bool, bool) = (row.get(0), row.get(1));
-    Ok(if responder {
+/// Two booleans, whether the connected user may act as a responder (the
+/// privileges of `<schema>_responder` or of the schema's owner) and as a
+/// viewer (those of `<schema>_viewer`), as SQL. The names are literals: a
+/// schema name is a plain identifier (`url.rs`) and so are its roles'.
+pub fn membership_sql(schema: &str) -> String {
+    let (responder, viewer) = (group(schema, Role::Responder), group(schema, Role::Viewer));
+    let member = |role: &str| {
+        format!(
+            "CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') \
+             THEN pg_has_role(current_user, '{role}', 'USAGE') ELSE false END"
+        )
+    };
+    format!(
+        "coalesce(pg_has_role(current_user, (SELECT nspowner FROM pg_namespace WHERE nspname = '{schema}'), 'USAGE'), false) \
+         OR {}, {}",
+        member(&responder),
+        member(&viewer)
+    )
+}
+
+/// The reader's role from [`membership_sql`]'s two booleans.
+pub fn from_membership(responder: bool, viewer: bool) -> Option<Role> {
+    if responder {
         Some(Role::Responder)
     } else if viewer {
         Some(Role::Viewer)
     } else {
         None
-    })
+    }
+}
+
+/// The role of the connected user in `schema`: a responder when it has the
+/// privileges of `<schema>_responder` or of the schema's owner, a viewer
+/// when it has those of `<schema>_viewer`, none otherwise.
+pub fn of_user(c: &mut impl GenericClient, schema: &str) -> Result<Option<Role>, postgres::Error> {
+    let row = c.query_one(&format!("SELECT {}", membership_sql(schema)), &[])?;
+    Ok(from_membership(row.get(0), row.get(1)))
 }
