@@ -321,6 +321,30 @@ fn a_changed_agent_diverges_at_the_request_it_changed() {
         ["$.request.request.model: \"gpt-4.1-mini\" → \"gpt-5-nano\""],
         "{replay}"
     );
+    // The same agent changed later in the run: the same requests up to its
+    // last tool call, whose arguments gain a field.
+    let at = "args = json.loads(call.function.arguments or \"{}\")";
+    assert!(text.contains(at), "the example agent parses its arguments");
+    let changed = text.replace(
+        at,
+        &format!(
+            "{at}\n                    if call.function.name == \"close_ticket\":\n                        args[\"reason\"] = \"changed\""
+        ),
+    );
+    std::fs::write(&agent, changed).unwrap();
+    let close = b
+        .events
+        .iter()
+        .position(|e| e["call"] == TOOL_CALL && e["request"]["name"] == "close_ticket")
+        .unwrap();
+    let replay = worldline(&store, ["replay", run, "--json"]);
+    replay.expect_code(1);
+    let r = replay.json();
+    assert_eq!(r["verdict"], "diverged", "{replay}");
+    assert_eq!(r["divergence"]["index"], close as u64, "{replay}");
+    let diff = r["diff"].as_array().unwrap();
+    assert_eq!(diff.len(), 1, "{replay}");
+    assert!(diff[0].as_str().unwrap().contains("reason"), "{replay}");
 }
 
 #[test]
@@ -463,6 +487,40 @@ async def main():
 
 asyncio.run(main())
 "#;
+
+#[test]
+fn a_process_that_never_reads_its_task_gets_a_finished_run() {
+    // A task larger than a pipe holds (64 KiB): writing it to a process
+    // that exits without reading stdin always meets a closed pipe, which
+    // once killed worldline with SIGPIPE (exit 141, no footer).
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let blob = "x".repeat(100_000);
+    let case = write_case(
+        dir.path(),
+        "big-task",
+        &format!(
+            "world = \"incident@v4\"\nseed = 1\nclock = 2026-03-01T12:05:00Z\ntask = {{ blob = \"{blob}\" }}\n"
+        ),
+    );
+    let worlds = worlds();
+    let out = worldline_raw([
+        "run".as_ref(),
+        case.as_os_str(),
+        "--json".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "/bin/true".as_ref(),
+    ]);
+    out.expect_code(0);
+    assert_eq!(out.json()["status"], "completed", "{out}");
+    let b = read_bundle(&out.bundle());
+    assert_eq!(b.footer.as_ref().expect("a footer")["status"], "completed");
+}
 
 #[test]
 fn kill_9_mid_run_leaves_a_readable_graded_bundle() {

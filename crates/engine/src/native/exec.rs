@@ -232,6 +232,8 @@ fn run_process(
     let mut stdin = child.stdin.take().expect("piped stdin");
     std::thread::spawn(move || {
         use std::io::Write;
+        // A process that exits without reading its task is not an error.
+        signals::hold_sigpipe_on_this_thread();
         let _ = stdin.write_all(task_json.as_bytes());
     });
     let (done, waited) = std::sync::mpsc::channel();

@@ -71,6 +71,8 @@ fn over_stdio(handle: &Handle) {
     let (done, finished) = std::sync::mpsc::channel();
     let h = handle.clone();
     std::thread::spawn(move || {
+        // A client that closes its end ends the session, not the process.
+        signals::hold_sigpipe_on_this_thread();
         let _ = stdio::serve(&h, std::io::stdin().lock(), std::io::stdout().lock());
         let _ = done.send(());
     });

@@ -1,5 +1,7 @@
 //! SIGINT and SIGTERM as a flag: a native session polls it and ends its
-//! run (graded, footer written) instead of dying with the bundle open.
+//! run (graded, footer written) instead of dying with the bundle open;
+//! and SIGPIPE held off the threads that write to the agent, for the same
+//! reason.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -23,4 +25,20 @@ pub fn catch() {
 /// Whether SIGINT or SIGTERM arrived since [`catch`].
 pub fn received() -> bool {
     RECEIVED.load(Ordering::SeqCst)
+}
+
+/// Block SIGPIPE on the calling thread: a write to a pipe the agent has
+/// closed (a process that exits without reading its stdin, an MCP client
+/// gone from stdio) then fails with `EPIPE` instead of killing worldline,
+/// whose `main` restores SIGPIPE's default action for `| head`. The
+/// signal such a write raises is the writing thread's own, so other
+/// threads keep the default.
+pub fn hold_sigpipe_on_this_thread() {
+    // SAFETY: a signal set built on the stack and this thread's own mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
