@@ -25,7 +25,7 @@ const ABANDONED: Duration = Duration::from_secs(3600);
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// A temporary name beside `path`, unique within this process.
-fn temp_path(path: &Path) -> PathBuf {
+pub fn temp_path(path: &Path) -> PathBuf {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!("{TMP_MARK}{}-{n}", std::process::id()));

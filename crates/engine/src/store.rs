@@ -328,11 +328,13 @@ impl StoreDir {
         if dir.join("world.toml").is_file() {
             return Ok(dir);
         }
-        let tmp = base.join(format!("{world_hash}.tmp{}", std::process::id()));
+        // A name of this call's own: threads of one process (`verify
+        // --jobs`) rebuilding the same world must not write into, or
+        // remove, each other's folder.
+        let tmp = crate::durable::temp_path(&dir);
         let io = |p: &Path, e: std::io::Error| self.write_error(p, e);
         std::fs::create_dir_all(base).map_err(|e| io(base, e))?;
         crate::durable::sweep(base);
-        let _ = std::fs::remove_dir_all(&tmp);
         for (rel, sha) in manifest {
             crate::world::check_relative(rel)
                 .map_err(|m| crate::error::InputError::new(self.object_path(world_hash), m))?;
@@ -496,4 +498,34 @@ pub fn is_run_id(s: &str) -> bool {
         && s.len() <= 128
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Threads of one process rebuilding one recorded world at once (as
+    /// `verify --jobs` does) each get the whole world: they once shared a
+    /// temporary folder, and one thread's half-written world was renamed
+    /// into place under another's.
+    #[test]
+    fn threads_rebuilding_one_world_each_load_it_whole() {
+        let root = tempfile::tempdir().unwrap();
+        let world_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/worlds/demo/v1");
+        let world = crate::world::load_dir(&world_dir).unwrap();
+        let store = StoreDir::open(&root.path().join("store")).unwrap();
+        store.put_world(&world).unwrap();
+        for round in 0..20 {
+            let _ = std::fs::remove_dir_all(store.root.join("worlds"));
+            std::thread::scope(|s| {
+                let loads: Vec<_> = (0..8)
+                    .map(|_| s.spawn(|| store.load_world(&world.hash)))
+                    .collect();
+                for l in loads {
+                    let loaded = l.join().unwrap();
+                    assert!(loaded.is_ok(), "round {round}: {}", loaded.err().unwrap());
+                }
+            });
+        }
+    }
 }
