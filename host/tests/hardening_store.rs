@@ -256,23 +256,7 @@ fn listed(out: &common::CliOutput) -> Vec<(String, String, String, String)> {
 fn a_damaged_index_is_rebuilt_from_the_bundles_and_lists_every_run() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let cases = demo_cases(dir.path());
-    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
-    worldline(
-        &store,
-        [
-            "test",
-            s(&cases),
-            "--agent",
-            s(&agent),
-            "--worlds",
-            s(&worlds),
-            "--repeat",
-            "24",
-            "--json",
-        ],
-    )
-    .expect_code(0);
+    demo_suite(&demo_cases(dir.path()), &store, "24");
     let whole = worldline(&store, ["runs", "--json"]);
     whole.expect_code(0);
     let expected = listed(&whole);
@@ -304,6 +288,27 @@ fn a_damaged_index_is_rebuilt_from_the_bundles_and_lists_every_run() {
     assert!(rebuilt > 0, "some damage was found and repaired");
 }
 
+/// `test` of the demo cases in `cases` with the caller agent, `repeat`
+/// times each, into `store`; every run passes.
+fn demo_suite(cases: &Path, store: &Path, repeat: &str) {
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    worldline(
+        store,
+        [
+            "test",
+            s(cases),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--repeat",
+            repeat,
+            "--json",
+        ],
+    )
+    .expect_code(0);
+}
+
 /// Whether `index --json` ran SQLite's integrity check.
 fn checked(store: &Path) -> bool {
     let out = worldline(store, ["index", "--json"]);
@@ -318,24 +323,7 @@ fn only_a_change_from_outside_worldline_makes_a_reader_check_the_index() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let cases = demo_cases(dir.path());
-    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
-    let test = |repeat: &str| {
-        worldline(
-            &store,
-            [
-                "test",
-                s(&cases),
-                "--agent",
-                s(&agent),
-                "--worlds",
-                s(&worlds),
-                "--repeat",
-                repeat,
-                "--json",
-            ],
-        )
-        .expect_code(0);
-    };
+    let test = |repeat: &str| demo_suite(&cases, &store, repeat);
     test("3");
     // Written, read and written again by worldline alone: never checked.
     assert!(!checked(&store), "a new index is sound");
