@@ -185,7 +185,8 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir()).expect_code(0);
     // The schema as the first version left it (with a run stored then).
     pg.psql(&format!(
-        "DROP VIEW {schema}.agents;
+        "DROP TABLE {schema}.campaigns, {schema}.retention, {schema}.regrades;
+         DROP VIEW {schema}.agents;
          DROP TABLE {schema}.redacted_frames, {schema}.redaction, {schema}.audit, {schema}.shard_reports;
          DROP SEQUENCE {schema}.copy_seq;
          ALTER TABLE {schema}.runs DROP COLUMN copy_policy, DROP COLUMN copy_seq;
@@ -198,7 +199,7 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     assert!(out.stderr.contains("worldline migrate"), "{out}");
     let migrated = worldline(&store, ["migrate", "--json"]);
     migrated.expect_code(0);
-    assert_eq!(migrated.json()["schema_version"], 3, "{migrated}");
+    assert_eq!(migrated.json()["schema_version"], 4, "{migrated}");
     // The run stored before copies were kept gets its redacted copy.
     assert_eq!(migrated.json()["copies_made"], 1, "{migrated}");
     let copy = pg.psql(&format!(

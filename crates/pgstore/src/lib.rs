@@ -2,15 +2,20 @@
 //! `worldline`): objects by SHA-256, each run's bundle lines (header,
 //! hash-chained events, footer) written in one transaction with its row,
 //! pins, and the runs gc removed; each run's redacted copy, the shared
-//! redaction policy, the audit of raw reads and shard reports. Who reads
-//! is a database role (`roles.rs`): a viewer reads copies only.
+//! redaction policy, the audit of raw reads and shard reports; what a
+//! folder store keeps as files beside its runs (fuzz campaign reports, the
+//! retention policy, re-grades). Who reads is a database role
+//! (`roles.rs`): a viewer reads copies only.
 //! `store.rs` keeps a working folder beside it and decides what goes
 //! where; this module only speaks SQL, and every error it gives names the
 //! server without its password.
 
 pub mod audit;
+pub mod campaigns;
 pub mod copies;
 mod migrate;
+pub mod regrades;
+pub mod retention;
 pub mod roles;
 pub mod shards;
 pub mod url;
