@@ -3,8 +3,9 @@
 //! working folder, SQL or any UI route, and what needs raw data is refused
 //! naming the role; each responder's unredacted read (CLI or UI token) is
 //! audited and listed by `worldline audit`; `merge --suite` reads a
-//! suite's shard reports from the database. The real binary, on a
-//! throwaway cluster (`common/pg.rs`).
+//! suite's shard reports from the database, and the UI the campaigns any
+//! machine's `fuzz` kept there. The real binary, on a throwaway cluster
+//! (`common/pg.rs`).
 
 use crate::common;
 use crate::ui_support;
@@ -271,12 +272,17 @@ impl Drop for Ui {
 
 impl Ui {
     fn start(store: &Path, args: &[&str]) -> Ui {
+        Ui::start_in(store, &common::store_cache(), args)
+    }
+
+    /// [`Ui::start`] on a machine whose working folders are under `cache`.
+    fn start_in(store: &Path, cache: &Path, args: &[&str]) -> Ui {
         use std::io::BufRead as _;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
             .args(["ui", "--port", "0", "--store"])
             .arg(store)
             .args(args)
-            .env("WORLDLINE_STORE_CACHE", common::store_cache())
+            .env("WORLDLINE_STORE_CACHE", cache)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()
@@ -560,4 +566,137 @@ fn merge_reads_a_suites_shards_from_the_database() {
         missing.stderr.contains("no shard of suite `nope`"),
         "{missing}"
     );
+}
+
+#[test]
+fn a_campaign_fuzzed_on_one_machine_is_in_another_machines_ui_and_a_viewer_sees_it_redacted() {
+    let t = team(true);
+    let machine = |n: &str| t.dir.path().join(n);
+    // A fuzz campaign of a failing case whose name is a customer's
+    // reference (a raw value in the report), on machine A.
+    let mut case = CRM_CASE.to_string();
+    case.push_str("[fuzz]\n[[fuzz.tools]]\ntool = \"get_*\"\ndeny = 0.5\n");
+    let case = write_case(t.dir.path(), "crm-CUST-004211", &case);
+    let worlds = t.dir.path().join("worlds");
+    let agent = guest("caller-agent");
+    let fuzzed = common::on_machine(
+        &t.responder,
+        &machine("a"),
+        &[
+            "fuzz",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--runs",
+            "4",
+            "--json",
+        ],
+    );
+    fuzzed.expect_code(1);
+    let id = fuzzed
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("campaign ")?
+                .strip_suffix(" kept in the store (worldline ui shows it)")
+        })
+        .unwrap_or_else(|| panic!("no campaign id: {fuzzed}"))
+        .to_string();
+    // Kept in the database, not in machine A's working folder.
+    let folder_a = texts_under(&machine("a"));
+    assert!(
+        !folder_a
+            .iter()
+            .any(|(p, _)| p.components().any(|c| c.as_os_str() == "campaigns")),
+        "a campaign file on machine A"
+    );
+    let pg = cluster();
+    let raw = pg.psql(&format!(
+        "SELECT report FROM {}.campaigns WHERE id = '{id}'",
+        t.schema
+    ));
+    assert!(raw.contains("CUST-004211"), "the raw report: {raw}");
+
+    // Machine B's UI, connected as a viewer, lists and shows it redacted.
+    let ui = Ui::start_in(&t.viewer, &machine("b"), &[]);
+    let token = ui.tokens[0].2.clone();
+    let list = ui.get(&token, "/campaigns");
+    assert_eq!(list.status, 200, "{}", list.body);
+    assert!(list.body.contains(&id), "{}", list.body);
+    hides("a viewer's campaigns list", &list.body);
+    let page = ui.get(&token, &format!("/campaign/{id}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("&lt;customer:"), "{}", page.body);
+    hides("a viewer's campaign page", &page.body);
+    let refused = ui.get(&token, &format!("/campaign/{id}?unredacted=1"));
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    drop(ui);
+
+    // Machine C's UI, connected as a responder: a viewer's token gets the
+    // redacted page; a responder's raw page is audited.
+    let ui = Ui::start_in(
+        &t.responder,
+        &machine("c"),
+        &["--token", "bob=viewer", "--token", "ann=responder"],
+    );
+    for p in ["/campaigns".to_string(), format!("/campaign/{id}")] {
+        let r = ui.get(ui.secret("bob"), &p);
+        assert_eq!(r.status, 200, "{p}: {}", r.body);
+        assert!(r.body.contains(&id), "{p}: {}", r.body);
+        hides(&p, &r.body);
+    }
+    let raw = ui.get(ui.secret("ann"), &format!("/campaign/{id}?unredacted=1"));
+    assert_eq!(raw.status, 200, "{}", raw.body);
+    assert!(raw.body.contains("CUST-004211"), "{}", raw.body);
+    let audit = worldline(&t.owner, ["audit", "--json"]);
+    let last = audit.json().as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["command"], format!("ui GET /campaign/{id}"), "{audit}");
+    assert_eq!(last["token"], "ann");
+
+    // SQL as the viewer reaches the redacted column only.
+    let user = format!("{}_v", t.schema);
+    let e = pg
+        .psql_as(&user, &format!("SELECT report FROM {}.campaigns", t.schema))
+        .unwrap_err();
+    assert!(e.contains("permission denied"), "{e}");
+    let redacted = pg
+        .psql_as(
+            &user,
+            &format!("SELECT redacted FROM {}.campaigns", t.schema),
+        )
+        .unwrap();
+    assert!(redacted.contains("<customer:"), "{redacted}");
+    hides("the redacted reports", &redacted);
+}
+
+#[test]
+fn a_viewers_retention_set_is_refused_naming_the_responder_role() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let owner = PathBuf::from(pg.store_in(&schema));
+    worldline(&owner, ["retention", "--json"]).expect_code(0);
+    let v = format!("{schema}_v");
+    pg.login(&v, &format!("{schema}_viewer"));
+    let viewer = pg.store_as(&v, &schema);
+    let dir = temp_dir();
+    let file = dir.path().join("policy.toml");
+    std::fs::write(&file, "[keep]\npassed = 2\n").unwrap();
+    let refused = worldline(&viewer, ["retention", "--set", s(&file)]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains(&format!("{schema}_responder")),
+        "{refused}"
+    );
+    assert!(!refused.stderr.contains(PASSWORD), "{refused}");
+    assert_eq!(
+        pg.psql(&format!("SELECT count(*) FROM {schema}.retention")),
+        "0"
+    );
+    // A viewer reads it (there is no data in it).
+    let shown = worldline(&viewer, ["retention", "--json"]);
+    shown.expect_code(0);
+    assert_eq!(shown.json()["from"], "the defaults", "{shown}");
+    assert_eq!(shown.json()["policy"]["keep"]["passed"], 7, "{shown}");
 }

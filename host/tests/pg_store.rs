@@ -1,7 +1,9 @@
 //! What only a PostgreSQL store has to get right (the commands themselves
 //! run on both kinds of store in `store.rs`): the server going away in the
 //! middle of a suite, schema versions, and credentials, which never reach
-//! an output, a bundle or an export. Each test uses a schema of its own on
+//! an output, a bundle or an export; what a folder store keeps as files
+//! beside its runs (the retention policy, re-grades) is read by every
+//! machine from the database. Each test uses a schema of its own on
 //! a throwaway cluster (`common/pg.rs`), or a cluster of its own when it
 //! stops the server.
 
@@ -214,5 +216,147 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     assert!(
         folder.stderr.contains("not a postgres:// store"),
         "{folder}"
+    );
+}
+
+#[test]
+fn a_retention_policy_set_on_one_machine_is_what_gc_follows_on_another() {
+    let pg = cluster();
+    let store = pg.fresh_store();
+    let dir = temp_dir();
+    let machine = |n: &str| dir.path().join(n);
+    let on = |m: &str, args: &[&str]| common::on_machine(&store, &machine(m), args);
+    let shown = on("a", &["retention", "--json"]);
+    shown.expect_code(0);
+    assert_eq!(shown.json()["from"], "the defaults", "{shown}");
+    let file = dir.path().join("keep.toml");
+    std::fs::write(&file, "[keep]\npassed = 3\nfailed = 40\n").unwrap();
+    on("a", &["retention", "--set", s(&file)]).expect_code(0);
+    // Nothing of it in machine A's working folder: machine B reads it.
+    let folder = common::store_folder(&store)
+        .file_name()
+        .map(|n| machine("a").join(n))
+        .unwrap();
+    assert!(!folder.join("policy.toml").exists());
+    let gc = on("b", &["gc", "--dry-run", "--json", "--keep-faulted", "5"]);
+    gc.expect_code(0);
+    let keep = &gc.json()["policy"]["keep"];
+    assert_eq!(
+        (&keep["passed"], &keep["failed"], &keep["faulted"]),
+        (&3.into(), &40.into(), &5.into()),
+        "{gc}"
+    );
+    let shown = on("b", &["retention"]);
+    shown.expect_code(0);
+    assert!(shown.stdout.contains("from the database"), "{shown}");
+    assert!(shown.stdout.contains("passed = 3"), "{shown}");
+    // A bad policy is refused naming its file and line; the stored one stays.
+    std::fs::write(&file, "[keep]\npassed = 1\nfialed = 3\n").unwrap();
+    let bad = on("b", &["retention", "--set", s(&file)]);
+    bad.expect_code(2);
+    assert!(
+        bad.stderr.contains(&format!("{}:3", file.display())),
+        "{bad}"
+    );
+    assert!(bad.stderr.contains("fialed"), "{bad}");
+    assert!(!bad.stderr.contains(PASSWORD), "{bad}");
+    let gc = on("a", &["gc", "--dry-run", "--json"]);
+    assert_eq!(gc.json()["policy"]["keep"]["passed"], 3, "{gc}");
+
+    // A folder store keeps its policy.toml, as before.
+    let folder_store = dir.path().join("folder");
+    std::fs::write(&file, "[keep]\npassed = 2\n").unwrap();
+    worldline(&folder_store, ["retention", "--set", s(&file)]).expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(folder_store.join("policy.toml")).unwrap(),
+        "[keep]\npassed = 2\n"
+    );
+    let gc = worldline(&folder_store, ["gc", "--dry-run", "--json"]);
+    assert_eq!(gc.json()["policy"]["keep"]["passed"], 2, "{gc}");
+}
+
+/// A demo case with a judged check whose scripted judge answers `verdict`.
+fn judged_case(verdict: &str) -> String {
+    format!(
+        "world = \"demo@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+         task = {{ calls = [{{ tool = \"get_ticket\", args = {{ id = \"T-1\" }} }}] }}\n\
+         [expect]\njudge_seed = 11\n[expect.judge_model]\nprovider = \"scripted\"\n\
+         responses = ['{{\"verdict\": \"{verdict}\", \"reason\": \"the judge said {verdict}\"}}']\n\
+         [[expect.judge]]\nname = \"read\"\nrubric = \"The agent read ticket T-1.\"\nsees = [\"calls\"]\n"
+    )
+}
+
+#[test]
+fn a_regrade_made_on_one_machine_is_the_recorded_one_on_another() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let store = PathBuf::from(pg.store_in(&schema));
+    let dir = temp_dir();
+    let machine = |n: &str| dir.path().join(n);
+    let on = |m: &str, args: &[&str]| common::on_machine(&store, &machine(m), args);
+    let case = write_case(dir.path(), "judged", &judged_case("pass"));
+    let agent = guest("caller-agent");
+    let worlds = worlds_dir();
+    let run = on(
+        "a",
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--json",
+        ],
+    );
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let grade = |m: &str, extra: &[&str]| {
+        let mut args = vec![
+            "grade",
+            &id,
+            "--case",
+            s(&case),
+            "--worlds",
+            s(&worlds),
+            "--json",
+        ];
+        args.extend(extra);
+        on(m, &args)
+    };
+    // The judge now answers `fail`: machine A re-judges; machine B's
+    // re-grade reads A's as the recorded answer.
+    std::fs::write(&case, judged_case("fail")).unwrap();
+    grade("b", &[]).expect_code(0);
+    let rejudged = grade("a", &["--rejudge"]);
+    rejudged.expect_code(1);
+    assert!(
+        rejudged.stdout.contains("the judge said fail"),
+        "{rejudged}"
+    );
+    let kept = pg.psql(&format!(
+        "SELECT n, writer_user <> '' FROM {schema}.regrades WHERE run_id = '{id}'"
+    ));
+    assert_eq!(kept, "1|t");
+    let folder_a = machine("a").join(common::store_folder(&store).file_name().unwrap());
+    assert!(!folder_a.join("grades").exists());
+    let elsewhere = grade("b", &[]);
+    elsewhere.expect_code(1);
+    assert!(
+        elsewhere.stdout.contains("the judge said fail"),
+        "{elsewhere}"
+    );
+    // Machine B re-judges (`pass` again): machine A reads B's, the newest.
+    std::fs::write(&case, judged_case("pass")).unwrap();
+    grade("b", &["--rejudge"]).expect_code(0);
+    std::fs::write(&case, judged_case("fail")).unwrap();
+    let back = grade("a", &[]);
+    back.expect_code(0);
+    assert!(back.stdout.contains("the judge said pass"), "{back}");
+    // Removing the run removes its re-grades.
+    pg.psql(&format!("DELETE FROM {schema}.runs WHERE id = '{id}'"));
+    assert_eq!(
+        pg.psql(&format!("SELECT count(*) FROM {schema}.regrades")),
+        "0"
     );
 }

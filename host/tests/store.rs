@@ -384,11 +384,14 @@ fn gc_keeps_pins_parents_of_kept_forks_and_shared_objects(kind: StoreKind) {
     worldline(&store, ["unpin", id_of(&fork).as_str()]).expect_code(0);
     age(&folder.join("objects"), Duration::from_secs(2 * 3600));
     age(&folder.join("worlds"), Duration::from_secs(2 * 3600));
+    // The store's policy (a database store's in its database).
+    let policy = dir.path().join("keep-nothing.toml");
     std::fs::write(
-        folder.join("policy.toml"),
+        &policy,
         "[keep]\npassed = 0\nfailed = 0\nfaulted = 0\nincomplete = 0\n",
     )
     .unwrap();
+    worldline(&store, ["retention", "--set", s(&policy)]).expect_code(0);
     let all = gc(&store, &[]);
     assert_eq!(all["runs"]["count"], 3, "{all}");
     assert_eq!(bundles(&folder), 0);

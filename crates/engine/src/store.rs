@@ -9,8 +9,12 @@
 //! the database ([`StoreDir::publish`]); readers first bring the folder up
 //! to date from it ([`StoreDir::pull`]), and objects missing from the
 //! folder are read from it. Commands see one `StoreDir` either way; who
-//! reads a database store, and what they may see, is `store/view.rs`.
+//! reads a database store, and what they may see, is `store/view.rs`;
+//! what it keeps in the database instead of files beside its runs
+//! (campaign reports, the retention policy, re-grades) is
+//! `store/shared.rs`.
 
+mod shared;
 mod sync;
 mod view;
 

@@ -2,7 +2,10 @@
 //! campaign's pass rate with its interval next to the baseline run's (the
 //! same case and agent without faults), pass^k, failure groups with their
 //! fault mix as bars, the shrink result in words, reproducer links, and an
-//! SVG plot of the failing runs by fault kind.
+//! SVG plot of the failing runs by fault kind. A database store's
+//! campaigns come from its database (`fuzz/saved.rs`): a viewer-connected
+//! server gets the redacted reports; a responder-connected one redacts
+//! the raw reports for each page as it does runs.
 
 use super::html::{badge, layout, url};
 use super::{Reply, Seen};
@@ -32,21 +35,18 @@ fn listed(id: &str, r: &Value) -> Markup {
 }
 
 pub fn list(app: &Seen) -> Result<Reply> {
-    let ids = saved::ids(&app.store);
+    let kept = saved::all(&app.store)?;
     let mut redactor = app.redactor()?;
     let mut rows = Vec::new();
-    for id in &ids {
-        let Ok(mut r) = saved::load(&app.store, id) else {
-            continue;
-        };
+    for (id, mut r) in kept {
         if let Some(red) = redactor.as_mut() {
             red.json(&mut r);
         }
-        rows.push(listed(id, &r));
+        rows.push(listed(&id, &r));
     }
     let o = html! {
         h1 { "Campaigns" }
-        @if ids.is_empty() { p { "No campaign in the store yet: " code { "worldline fuzz CASE --agent A.wasm" } " keeps its report here." } }
+        @if rows.is_empty() { p { "No campaign in the store yet: " code { "worldline fuzz CASE --agent A.wasm" } " keeps its report here." } }
         table #campaigns {
             thead { tr { th { "campaign" } th { "case" } th { "world" } th { "runs" } th { "pass rate" } th { "95% interval" } th { "groups" } } }
             tbody { @for r in rows { (r) } }

@@ -16,7 +16,7 @@ pub struct GcArgs {
     /// Say what would be removed, remove nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Days to keep passed runs (default: policy.toml's [keep] passed, else 7).
+    /// Days to keep passed runs (default: the store's policy's [keep] passed, else 7).
     #[arg(long, value_name = "DAYS")]
     pub keep_passed: Option<u64>,
     /// Days to keep failed runs (default 90).
@@ -57,7 +57,7 @@ pub struct UnpinArgs {
 pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     store.require_raw("`gc` (removing runs)")?;
-    let mut policy = Policy::load(&store.root)?;
+    let (mut policy, _) = Policy::of_store(&store)?;
     let set = |v: Option<u64>, into: &mut u64| {
         if let Some(v) = v {
             *into = v;

@@ -26,6 +26,7 @@ mod redaction_cmd;
 mod replay_cmd;
 mod repro_cmd;
 mod rerun_cmd;
+mod retention_cmd;
 mod run_cmd;
 mod runs_cmd;
 mod test_cmd;
@@ -208,6 +209,8 @@ enum Command {
     Index(runs_cmd::IndexArgs),
     /// Remove runs past their retention (policy.toml or flags), then what no kept run needs.
     Gc(gc_cmd::GcArgs),
+    /// The store's retention policy (what gc keeps); --set makes a policy.toml the store's.
+    Retention(retention_cmd::RetentionArgs),
     /// Keep a run whatever its age, until unpinned.
     Pin(gc_cmd::PinArgs),
     /// Let gc treat a pinned run by its age again.
@@ -346,6 +349,7 @@ pub fn main() -> i32 {
         Command::Runs(args) => runs_cmd::exec_runs(args),
         Command::Index(args) => runs_cmd::exec_index(args),
         Command::Gc(args) => gc_cmd::exec_gc(args),
+        Command::Retention(args) => retention_cmd::exec(args),
         Command::Pin(args) => gc_cmd::exec_pin(args),
         Command::Unpin(args) => gc_cmd::exec_unpin(args),
         Command::Otel(args) => otel_cmd::exec(args),

@@ -340,6 +340,15 @@ where
     worldline_raw(all)
 }
 
+/// `worldline ARGS --store STORE` on another machine: with working
+/// folders of its own, under `cache` (a database store's reader then has
+/// only the database to read from).
+pub fn on_machine(store: &Path, cache: &Path, args: &[&str]) -> CliOutput {
+    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    all.extend([OsStr::new("--store"), store.as_os_str()]);
+    worldline_env(all, &[("WORLDLINE_STORE_CACHE", &cache.to_string_lossy())])
+}
+
 /// [`worldline`] with arguments of mixed types (`&"fork"`, a `String`
 /// id, a `PathBuf`): `wl(store, &[&"fork", &id, &"--at", &"3"])`.
 pub fn wl(store: &Path, args: &[&dyn AsRef<OsStr>]) -> CliOutput {

@@ -1,6 +1,8 @@
 //! Campaign reports kept in the store (`campaigns/<id>.json`, the `fuzz
 //! --json` document), so a campaign can be looked at after it ran (the
-//! UI's campaigns pages). Ids sort by time like run ids.
+//! UI's campaigns pages). Ids sort by time like run ids. A database store
+//! keeps them in its database instead, raw and redacted, for every
+//! machine (`store/shared.rs`).
 
 use crate::store::StoreDir;
 use anyhow::Result;
@@ -11,9 +13,18 @@ fn dir(store: &StoreDir) -> PathBuf {
     store.root.join("campaigns")
 }
 
+/// Whether `id` can name a campaign (a file in `campaigns/`, nothing else).
+fn is_id(id: &str) -> bool {
+    id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
 /// Keep a campaign's report; returns its id.
 pub fn save(store: &StoreDir, report: &Value) -> Result<String> {
     let id = store.new_run_id("campaign");
+    if store.database().is_some() {
+        store.put_campaign(&id, report)?;
+        return Ok(id);
+    }
     std::fs::create_dir_all(dir(store))?;
     crate::durable::write(
         &dir(store).join(format!("{id}.json")),
@@ -22,8 +33,21 @@ pub fn save(store: &StoreDir, report: &Value) -> Result<String> {
     Ok(id)
 }
 
-/// Every kept campaign's id, newest first.
-pub fn ids(store: &StoreDir) -> Vec<String> {
+/// Every kept campaign's id and report, newest first (a report that
+/// cannot be read is left out). From a database store, a viewer's are
+/// the redacted reports.
+pub fn all(store: &StoreDir) -> Result<Vec<(String, Value)>> {
+    if store.database().is_some() {
+        return Ok(store.campaigns()?);
+    }
+    Ok(ids(store)
+        .into_iter()
+        .filter_map(|id| Some((id.clone(), load(store, &id).ok()?)))
+        .collect())
+}
+
+/// Every campaign file's id, newest first.
+fn ids(store: &StoreDir) -> Vec<String> {
     let mut ids: Vec<String> = std::fs::read_dir(dir(store))
         .into_iter()
         .flatten()
@@ -32,16 +56,20 @@ pub fn ids(store: &StoreDir) -> Vec<String> {
             let name = e.file_name().to_string_lossy().to_string();
             name.strip_suffix(".json").map(str::to_string)
         })
-        .filter(|id| id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        .filter(|id| is_id(id))
         .collect();
     ids.sort_unstable_by(|a, b| b.cmp(a));
     ids
 }
 
-/// A kept campaign's report.
+/// A kept campaign's report (from a database store, a viewer's is the
+/// redacted one).
 pub fn load(store: &StoreDir, id: &str) -> Result<Value> {
+    if store.database().is_some() {
+        return Ok(store.campaign(id)?);
+    }
     let path = dir(store).join(format!("{id}.json"));
-    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') || !path.is_file() {
+    if !is_id(id) || !path.is_file() {
         return Err(crate::error::InputError::new(&path, "no such campaign in the store").into());
     }
     let text = crate::bounded::read_text(&path, crate::bounded::DOCUMENT)

@@ -1,7 +1,8 @@
 //! Re-grade a recorded run against the same or a newer case, without
 //! re-running the agent: the final state is rebuilt from the world's
 //! initial state and the writes in the bundle. A re-judged grade
-//! (`rejudge`) is kept in the store beside the recorded one.
+//! (`rejudge`) is kept in the store beside the recorded one (a database
+//! store's in its database, so any machine's later re-grade reads it).
 
 use crate::case::{self, Case};
 use crate::error::InputError;
@@ -51,28 +52,47 @@ fn regrades_dir(store: &StoreDir, run_id: &str) -> PathBuf {
     store.root.join("grades").join(run_id)
 }
 
-/// The newest grade `rejudge` kept for a run.
-fn latest_regrade(store: &StoreDir, run_id: &str) -> Option<serde_json::Value> {
+/// The newest grade `rejudge` kept for a run (a database store keeps
+/// them in its database, so every machine reads the newest).
+fn latest_regrade(store: &StoreDir, run_id: &str) -> Result<Option<serde_json::Value>> {
+    if store.database().is_some() {
+        return Ok(store.latest_regrade(run_id)?);
+    }
     let dir = regrades_dir(store, run_id);
-    let n = (1..)
+    let Some(n) = (1..)
         .take_while(|n| dir.join(format!("{n}.json")).is_file())
-        .last()?;
-    let bytes =
-        crate::bounded::read(&dir.join(format!("{n}.json")), crate::bounded::DOCUMENT).ok()?;
-    serde_json::from_slice(&bytes).ok()
+        .last()
+    else {
+        return Ok(None);
+    };
+    Ok(
+        crate::bounded::read(&dir.join(format!("{n}.json")), crate::bounded::DOCUMENT)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok()),
+    )
 }
 
 /// Keep a re-judged grade as the next record (the recorded one stays in
-/// the bundle; earlier re-judged ones stay too).
-fn keep_regrade(store: &StoreDir, run_id: &str, g: &Grade) -> Result<()> {
+/// the bundle; earlier re-judged ones stay too). A warning when it could
+/// not be kept: a database store keeps re-grades of its own runs only.
+fn keep_regrade(store: &StoreDir, run_id: &str, g: &Grade) -> Result<Option<String>> {
+    let grade = serde_json::to_value(g)?;
+    if store.database().is_some() {
+        return Ok(match store.put_regrade(run_id, &grade)? {
+            Some(_) => None,
+            None => Some(format!(
+                "the new grade is not kept: run {run_id} is not in the store's database (`worldline import` brings it in)"
+            )),
+        });
+    }
     let dir = regrades_dir(store, run_id);
     std::fs::create_dir_all(&dir)?;
     let n = (1..)
         .find(|n| !dir.join(format!("{n}.json")).exists())
         .unwrap_or(1);
-    let text = crate::canon::to_string(&serde_json::to_value(g)?);
+    let text = crate::canon::to_string(&grade);
     crate::durable::create_new(&dir.join(format!("{n}.json")), text.as_bytes())?;
-    Ok(())
+    Ok(None)
 }
 
 /// Grade the run as `args` say; `sandbox` is made only when the case has
@@ -111,7 +131,7 @@ pub fn grade(
     let run_id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-    let recorded = latest_regrade(store, &run_id)
+    let recorded = latest_regrade(store, &run_id)?
         .or_else(|| footer.grade.clone())
         .unwrap_or(serde_json::Value::Null);
     let judging = if args.rejudge {
@@ -122,9 +142,9 @@ pub fn grade(
     } else {
         Judging::Recorded(&recorded)
     };
-    let (grade, warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref(), &judging);
+    let (grade, mut warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref(), &judging);
     if args.rejudge {
-        keep_regrade(store, &run_id, &grade)?;
+        warnings.extend(keep_regrade(store, &run_id, &grade)?);
     }
     Ok(Graded {
         case: case_path,

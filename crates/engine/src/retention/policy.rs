@@ -1,4 +1,6 @@
-//! The retention policy: `<store>/policy.toml`, overridden by `gc` flags.
+//! The retention policy: `<store>/policy.toml` (a database store keeps
+//! its text in the database, for every machine: `store/shared.rs`),
+//! overridden by `gc` flags; `worldline retention` shows and sets it.
 //!
 //! ```toml
 //! [keep]          # days a run is kept, by outcome
@@ -12,8 +14,9 @@
 //! ```
 
 use crate::error::InputError;
+use crate::store::StoreDir;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The policy file inside a store.
 pub const FILE: &str = "policy.toml";
@@ -61,14 +64,48 @@ impl Policy {
     /// The store's policy file, or the defaults when there is none.
     pub fn load(store_root: &Path) -> Result<Policy, InputError> {
         let path = store_root.join(FILE);
-        let source = match crate::bounded::read_text(&path, crate::bounded::DOCUMENT) {
-            Ok(s) => s,
-            Err(crate::bounded::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Policy::default());
-            }
-            Err(e) => return Err(InputError::new(&path, format!("cannot read: {e}"))),
-        };
-        toml::from_str(&source).map_err(|e| InputError::toml(&path, &source, &e))
+        match read(&path)? {
+            Some(source) => Policy::parse(&path, &source),
+            None => Ok(Policy::default()),
+        }
+    }
+
+    /// The policy `source` holds (`path` names it in errors, with the line).
+    pub fn parse(path: &Path, source: &str) -> Result<Policy, InputError> {
+        toml::from_str(source).map_err(|e| InputError::toml(path, source, &e))
+    }
+
+    /// The store's policy and where it comes from: a database store's from
+    /// its database, a folder store's from its policy.toml; the defaults
+    /// when none was set.
+    pub fn of_store(store: &StoreDir) -> Result<(Policy, Source), InputError> {
+        if store.database().is_some() {
+            let name = PathBuf::from(format!("{} (retention policy)", store.name()));
+            return Ok(match store.retention_text()? {
+                Some(text) => (Policy::parse(&name, &text)?, Source::Database(text)),
+                None => (Policy::default(), Source::Defaults),
+            });
+        }
+        let path = store.root.join(FILE);
+        Ok(match read(&path)? {
+            Some(text) => (Policy::parse(&path, &text)?, Source::File(path, text)),
+            None => (Policy::default(), Source::Defaults),
+        })
+    }
+
+    /// Check the policy `text` read from `file` (errors name it and the
+    /// line) and make it the store's: a folder store's policy.toml, or a
+    /// database store's row (a responder's).
+    pub fn set(store: &StoreDir, file: &Path, text: &str) -> Result<Policy, InputError> {
+        let policy = Policy::parse(file, text)?;
+        if store.database().is_some() {
+            store.set_retention_text(text)?;
+        } else {
+            let path = store.root.join(FILE);
+            crate::durable::write(&path, text.as_bytes())
+                .map_err(|e| store.write_error(&path, e))?;
+        }
+        Ok(policy)
     }
 
     /// Days a run with this outcome (an index row's `outcome`) is kept.
@@ -79,6 +116,23 @@ impl Policy {
             "faulted" => self.keep.faulted,
             _ => self.keep.incomplete,
         }
+    }
+}
+
+/// Where a store's policy comes from, with its text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    File(PathBuf, String),
+    Database(String),
+    Defaults,
+}
+
+/// A policy file's text; `None` when there is none.
+fn read(path: &Path) -> Result<Option<String>, InputError> {
+    match crate::bounded::read_text(path, crate::bounded::DOCUMENT) {
+        Ok(s) => Ok(Some(s)),
+        Err(crate::bounded::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(InputError::new(path, format!("cannot read: {e}"))),
     }
 }
 

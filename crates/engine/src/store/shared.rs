@@ -1,0 +1,99 @@
+//! What a database store keeps in its database that a folder store keeps
+//! as files beside its runs (`campaigns/`, `policy.toml`, `grades/`), so
+//! every machine and the UI see them: fuzz campaign reports (raw, and
+//! redacted when stored with the store's shared policy: a viewer reads
+//! those), the retention policy's text (a responder sets it, anyone reads
+//! it) and re-grades (raw data: a responder's). The callers
+//! (`fuzz/saved.rs`, `retention/policy.rs`, `ops/grade.rs`) keep the
+//! folder store's files; these are the database's side.
+
+use super::StoreDir;
+use super::sync::this_writer;
+use crate::error::InputError;
+use crate::pgstore::roles::Role;
+use serde_json::Value;
+
+impl StoreDir {
+    /// Keep campaign `id`'s report with its redacted form (the store's
+    /// policy's detectors on every string). A responder's.
+    pub fn put_campaign(&self, id: &str, report: &Value) -> Result<(), InputError> {
+        let db = self.database_of("keeping a campaign's report")?;
+        self.require_raw("keeping a campaign's report (`fuzz`)")?;
+        let shared = self.shared_policy(false)?;
+        let mut redacted = report.clone();
+        crate::redact::shared(&shared.policy, &shared.salt)?.json(&mut redacted);
+        db.put_campaign(
+            id,
+            &crate::canon::to_string(report),
+            &crate::canon::to_string(&redacted),
+            this_writer(),
+        )
+        .map_err(InputError::from)
+    }
+
+    /// Every campaign kept in the database, newest first: to a viewer the
+    /// redacted reports, to a responder the raw ones (which its readers
+    /// redact, as they do runs). A report that does not parse is left out.
+    pub fn campaigns(&self) -> Result<Vec<(String, Value)>, InputError> {
+        let db = self.database_of("listing campaigns")?;
+        let kept = db.campaigns(self.reads_redacted())?;
+        Ok(kept
+            .into_iter()
+            .filter_map(|(id, text)| Some((id, serde_json::from_str(&text).ok()?)))
+            .collect())
+    }
+
+    /// Campaign `id`'s report as [`campaigns`](Self::campaigns) reads it.
+    pub fn campaign(&self, id: &str) -> Result<Value, InputError> {
+        let db = self.database_of("reading a campaign")?;
+        let where_ = format!("{} campaign {id}", db.url.shown);
+        let text = db
+            .campaign(id, self.reads_redacted())?
+            .ok_or_else(|| InputError::new(&where_, "no such campaign in the store"))?;
+        serde_json::from_str(&text)
+            .map_err(|e| InputError::new(&where_, format!("not a campaign report: {e}")))
+    }
+
+    /// Whether this reader gets the redacted column (a viewer).
+    fn reads_redacted(&self) -> bool {
+        self.role() == Some(Role::Viewer)
+    }
+
+    /// The retention policy's text kept in the database, if one was set.
+    pub fn retention_text(&self) -> Result<Option<String>, InputError> {
+        let db = self.database_of("reading the retention policy")?;
+        Ok(db.retention_policy()?)
+    }
+
+    /// Keep `text` (a policy.toml its caller checked) as the store's
+    /// retention policy. A responder's.
+    pub fn set_retention_text(&self, text: &str) -> Result<(), InputError> {
+        let db = self.database_of("setting the retention policy")?;
+        self.require_raw("setting the retention policy")?;
+        Ok(db.set_retention_policy(text)?)
+    }
+
+    /// Keep `grade` as run `run_id`'s next re-grade; its number, or `None`
+    /// when the database holds no such run (a bundle from elsewhere).
+    pub fn put_regrade(&self, run_id: &str, grade: &Value) -> Result<Option<i32>, InputError> {
+        let db = self.database_of("keeping a re-grade")?;
+        self.require_raw("keeping a re-grade (`grade`)")?;
+        Ok(db.put_regrade(run_id, &crate::canon::to_string(grade), this_writer())?)
+    }
+
+    /// Run `run_id`'s newest re-grade kept in the database, if any.
+    pub fn latest_regrade(&self, run_id: &str) -> Result<Option<Value>, InputError> {
+        let db = self.database_of("reading a re-grade")?;
+        self.require_raw("reading a re-grade (`grade`)")?;
+        let Some(text) = db.latest_regrade(run_id)? else {
+            return Ok(None);
+        };
+        let value = serde_json::from_str(&text).map_err(|e| {
+            InputError::new(
+                &db.url.shown,
+                format!("run {run_id}'s re-grade is not JSON ({e}): the database was modified"),
+            )
+        })?;
+        Ok(Some(value))
+    }
+}
