@@ -570,7 +570,7 @@ fn merge_reads_a_suites_shards_from_the_database() {
 
 #[test]
 fn a_campaign_fuzzed_on_one_machine_is_in_another_machines_ui_and_a_viewer_sees_it_redacted() {
-    let t = team(true);
+    let t = team(false);
     let machine = |n: &str| t.dir.path().join(n);
     // A fuzz campaign of a failing case whose name is a customer's
     // reference (a raw value in the report), on machine A.
@@ -618,6 +618,19 @@ fn a_campaign_fuzzed_on_one_machine_is_in_another_machines_ui_and_a_viewer_sees_
         t.schema
     ));
     assert!(raw.contains("CUST-004211"), "the raw report: {raw}");
+    // Made under the default policy (customer references shown), the
+    // redacted report is made again when the store's policy is set.
+    let redacted = || {
+        pg.psql(&format!(
+            "SELECT redacted FROM {}.campaigns WHERE id = '{id}'",
+            t.schema
+        ))
+    };
+    assert!(redacted().contains("CUST-004211"), "{}", redacted());
+    let file = t.dir.path().join("redact.toml");
+    std::fs::write(&file, POLICY).unwrap();
+    worldline(&t.responder, ["redaction", "--set", s(&file)]).expect_code(0);
+    hides("the redacted report", &redacted());
 
     // Machine B's UI, connected as a viewer, lists and shows it redacted.
     let ui = Ui::start_in(&t.viewer, &machine("b"), &[]);

@@ -1,7 +1,7 @@
 //! The store's shared redaction policy and each run's redacted copy (what a
 //! viewer reads). The policy and its salt are one row that a responder
-//! reads and sets; setting it makes every copy again in the same
-//! transaction, and a writer stores a run's copy in the transaction that
+//! reads and sets; setting it makes every copy (and every campaign
+//! report's redacted form) again in the same transaction, and a writer stores a run's copy in the transaction that
 //! stores the run, under the policy it read (a policy changed meanwhile
 //! sends the writer back to read it again). How a copy is made is the
 //! caller's (this crate knows no run).
@@ -20,6 +20,10 @@ pub struct Shared {
 
 /// Makes a run's redacted copy from its raw lines (an error names why not).
 pub type Remake<'a> = dyn FnMut(&str, &[String]) -> Result<Vec<String>, String> + 'a;
+
+/// Makes a kept document's (a campaign report's) redacted form from its
+/// raw text.
+pub type Redo<'a> = dyn FnMut(&str) -> Result<String, String> + 'a;
 
 /// Runs whose copies are made again in one batch.
 const BATCH: usize = 200;
@@ -41,15 +45,17 @@ impl Database {
     }
 
     /// Set the store's policy (`policy` hashing to `sha256`) and make the
-    /// copy of every run again under it, in one transaction; how many
-    /// copies were made.
+    /// copy of every run, and the redacted form of every campaign report
+    /// (`redo`), again under it, in one transaction; how many run copies
+    /// were made.
     pub fn set_policy(
         &self,
         policy: &str,
         sha256: &str,
         remake: &mut Remake,
+        redo: &mut Redo,
     ) -> Result<usize, DbError> {
-        self.remake_where(Some((policy, sha256)), remake)
+        self.remake_where(Some((policy, sha256, redo)), remake)
     }
 
     /// Make the copies of runs that have none under the store's current
@@ -60,7 +66,7 @@ impl Database {
 
     fn remake_where(
         &self,
-        set: Option<(&str, &str)>,
+        set: Option<(&str, &str, &mut Redo)>,
         remake: &mut Remake,
     ) -> Result<usize, DbError> {
         let shown = self.url.shown.clone();
@@ -73,13 +79,28 @@ impl Database {
                     &[],
                 )?
                 .get(0);
-            if let Some((policy, new_sha)) = set {
+            if let Some((policy, new_sha, redo)) = set {
                 tx.execute(
                     "UPDATE redaction SET policy = $1, policy_sha256 = $2, set_by = session_user,
                          set_at = now() WHERE id = 1",
                     &[&policy, &new_sha],
                 )?;
                 sha = new_sha.to_string();
+                let reports = tx.query("SELECT id, report FROM campaigns ORDER BY id", &[])?;
+                for r in &reports {
+                    let (id, report): (String, String) = (r.get(0), r.get(1));
+                    let redacted = match redo(&report) {
+                        Ok(redacted) => redacted,
+                        Err(m) => {
+                            refused = Some(format!("campaign {id}: {m}"));
+                            return Ok(0);
+                        }
+                    };
+                    tx.execute(
+                        "UPDATE campaigns SET redacted = $2 WHERE id = $1",
+                        &[&id, &redacted],
+                    )?;
+                }
             }
             let ids: Vec<String> = tx
                 .query(

@@ -15,11 +15,13 @@ use serde_json::Value;
 
 impl StoreDir {
     /// Keep campaign `id`'s report with its redacted form (the store's
-    /// policy's detectors on every string). A responder's.
+    /// policy's detectors on every string; made again when the policy is
+    /// set). A responder's.
     pub fn put_campaign(&self, id: &str, report: &Value) -> Result<(), InputError> {
         let db = self.database_of("keeping a campaign's report")?;
         self.require_raw("keeping a campaign's report (`fuzz`)")?;
-        let shared = self.shared_policy(false)?;
+        // Read now: a policy set while the campaign ran is the one to use.
+        let shared = self.shared_policy(true)?;
         let mut redacted = report.clone();
         crate::redact::shared(&shared.policy, &shared.salt)?.json(&mut redacted);
         db.put_campaign(
@@ -95,5 +97,21 @@ impl StoreDir {
             )
         })?;
         Ok(Some(value))
+    }
+}
+
+/// Makes a campaign report's redacted form from its raw text under
+/// `policy` and `salt` (when the store's policy is set).
+pub(super) fn report_redactor(
+    policy: &str,
+    salt: &str,
+) -> impl FnMut(&str) -> Result<String, String> + use<> {
+    let (policy, salt) = (policy.to_string(), salt.to_string());
+    move |text: &str| {
+        let mut doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        crate::redact::shared(&policy, &salt)
+            .map_err(|e| e.to_string())?
+            .json(&mut doc);
+        Ok(crate::canon::to_string(&doc))
     }
 }

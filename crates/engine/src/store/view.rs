@@ -84,8 +84,8 @@ impl StoreDir {
     }
 
     /// Set a database store's redaction policy to `text` (a `redact.toml`,
-    /// checked first) and make every run's redacted copy again under it,
-    /// in one transaction; how many copies were made. A responder's.
+    /// checked first) and make every run's redacted copy (and campaign
+    /// report's redacted form) again under it, in one transaction; how many copies were made. A responder's.
     pub fn set_policy(&self, text: &str) -> anyhow::Result<usize> {
         let db = self.database_of("setting the redaction policy")?;
         self.require_raw("setting the redaction policy")?;
@@ -95,6 +95,7 @@ impl StoreDir {
             text,
             &crate::canon::sha256_hex(text),
             &mut remaker(text, &salt),
+            &mut super::shared::report_redactor(text, &salt),
         )?;
         self.shared_policy(true)?;
         Ok(made)
