@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001-store.sql"),
     include_str!("migrations/0002-writers.sql"),
     include_str!("migrations/0003-roles.sql"),
+    include_str!("migrations/0005-gc-leases.sql"),
 ];
 
 /// The schema version this worldline reads and writes.
