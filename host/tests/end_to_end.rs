@@ -28,6 +28,7 @@ mod layers;
 mod model;
 mod native;
 mod otel;
+mod pg_gc;
 mod pg_roles;
 mod pg_store;
 mod porting;

@@ -193,6 +193,10 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
          DROP SEQUENCE {schema}.copy_seq;
          ALTER TABLE {schema}.runs DROP COLUMN copy_policy, DROP COLUMN copy_seq;
          ALTER TABLE {schema}.runs DROP COLUMN writer_user, DROP COLUMN writer_host, DROP COLUMN ci_job, DROP COLUMN job_index;
+         DROP TABLE {schema}.run_objects, {schema}.leases;
+         DROP SEQUENCE {schema}.lease_holders;
+         DROP INDEX {schema}.removed_by_run_id;
+         ALTER TABLE {schema}.runs DROP COLUMN parent;
          DELETE FROM {schema}.schema_version WHERE version >= 2"
     ));
     let out = worldline(&store, ["runs", "--json"]);
@@ -201,7 +205,11 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     assert!(out.stderr.contains("worldline migrate"), "{out}");
     let migrated = worldline(&store, ["migrate", "--json"]);
     migrated.expect_code(0);
-    assert_eq!(migrated.json()["schema_version"], 4, "{migrated}");
+    assert_eq!(
+        migrated.json()["schema_version"],
+        worldline::pgstore::VERSION,
+        "{migrated}"
+    );
     // The run stored before copies were kept gets its redacted copy.
     assert_eq!(migrated.json()["copies_made"], 1, "{migrated}");
     let copy = pg.psql(&format!(
@@ -209,6 +217,10 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
          WHERE f.n = 0 AND f.line LIKE '%\"redacted\"%' AND r.copy_seq IS NOT NULL"
     ));
     assert_eq!(copy, "1");
+    // And what it needs is listed, read from its world's manifest: its
+    // agent, case, world manifest and the world's files.
+    let needs = pg.psql(&format!("SELECT count(*) FROM {schema}.run_objects"));
+    assert!(needs.parse::<u32>().unwrap() > 3, "{needs}");
     assert!(!migrated.stdout.contains(PASSWORD), "{migrated}");
     worldline(&store, ["runs", "--json"]).expect_code(0);
     let folder = worldline(Path::new("/tmp/not-a-database"), ["migrate"]);

@@ -53,6 +53,8 @@ pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<Recor
     // A viewer's runs are redacted copies, and the cases and worlds are
     // raw data: say which role re-executing or rebuilding state needs.
     store.require_raw("re-executing a run or rebuilding its world's state (replay, verify, fork, rerun, repro, grade, show, diff)")?;
+    // Held while this process lives: gc on any machine leaves it.
+    store.hold_read(&path)?;
     let bundle = bundle::read(&path).map_err(InputError::from)?;
     if let Some(r) = &bundle.header.redacted {
         return Err(InputError::new(

@@ -2,7 +2,9 @@
 //! run, `objects/` holds agents and case files by SHA-256 (zstd-compressed,
 //! see `object_codec.rs`), `cache/` holds
 //! compiled components by engine hash and agent SHA-256. What a process
-//! stores or reads is held in its lease (`lease.rs`) so `gc` leaves it.
+//! stores or reads is held in its lease (`lease.rs`) so `gc` leaves it;
+//! on a database store, in the database too (`pgstore/leases.rs`), so gc
+//! on another machine leaves it.
 //!
 //! A `postgres://` store (see `pgstore/`) keeps the same folder as its
 //! working copy: runs are written there as they go, then stored whole in
@@ -201,11 +203,55 @@ impl StoreDir {
     }
 
     /// Hold `names` (objects, worlds, run ids) in this process's lease, so
-    /// no `gc` pass starting from now removes them (see `lease.rs`).
-    pub fn hold(&self, names: &[&str]) -> Result<(), crate::error::InputError> {
+    /// no `gc` pass starting from now removes them (see `lease.rs`); on a
+    /// database store, in its database's leases too (no gc pass on any
+    /// machine does). Returns the names that are runs gc removed from the
+    /// database already.
+    pub fn hold(&self, names: &[&str]) -> Result<Vec<String>, crate::error::InputError> {
         self.leases
             .hold(names)
-            .map_err(|e| self.write_error(&self.root.join("leases"), e))
+            .map_err(|e| self.write_error(&self.root.join("leases"), e))?;
+        match &self.db {
+            Some(db) => db.hold(names).map_err(|e| {
+                crate::error::InputError::new(
+                    &e.shown,
+                    format!("{}; run it again when the server is back", e.message),
+                )
+            }),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Hold a run of this store that this process reads to re-execute it
+    /// or rebuild its state (replay, fork, verify...), so no gc pass
+    /// removes it while this process lives. A run gc removed from the
+    /// database since this working folder was brought up to date is
+    /// removed here too, and named as gone. A bundle outside the store
+    /// holds nothing.
+    pub fn hold_read(&self, path: &Path) -> Result<(), crate::error::InputError> {
+        let Some(id) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".jsonl"))
+            .filter(|id| is_run_id(id) && self.bundle_path(id) == path)
+        else {
+            return Ok(());
+        };
+        // A store this process cannot write is still readable.
+        let _ = self.leases.hold(&[id]);
+        let Some(db) = &self.db else {
+            return Ok(());
+        };
+        if db.hold(&[id])?.is_empty() {
+            return Ok(());
+        }
+        let _ = std::fs::remove_file(path);
+        Err(crate::error::InputError::new(
+            &db.url.shown,
+            format!(
+                "run {id} was removed by `worldline gc` (on another machine) meanwhile; list the runs with `worldline runs`"
+            ),
+        ))
     }
 
     /// Before a run's bundle is created: hold what its header names and
@@ -236,7 +282,7 @@ impl StoreDir {
     pub fn get_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
         // A store this process cannot write is still readable; gc cannot
         // remove anything from it either.
-        let _ = self.leases.hold(&[sha]);
+        let _ = self.hold(&[sha]);
         self.read_object(sha)
     }
 
@@ -294,6 +340,9 @@ impl StoreDir {
                     format!("not a world manifest: {e}"),
                 )
             })?;
+        // Its files held at once (on a database store, one round trip).
+        let files: Vec<&str> = manifest.values().map(String::as_str).collect();
+        let _ = self.hold(&files);
         // A store that cannot be written (read-only, full) is still
         // readable: the world is then rebuilt in the system's temporary
         // folder, and checked against its hash there all the same.

@@ -5,7 +5,8 @@
 //! redaction policy, the audit of raw reads and shard reports; what a
 //! folder store keeps as files beside its runs (fuzz campaign reports, the
 //! retention policy, re-grades). Who reads is a database role
-//! (`roles.rs`): a viewer reads copies only.
+//! (`roles.rs`): a viewer reads copies only. What live processes hold,
+//! and gc's removals that honour it, are `leases.rs`.
 //! `store.rs` keeps a working folder beside it and decides what goes
 //! where; this module only speaks SQL, and every error it gives names the
 //! server without its password.
@@ -13,6 +14,7 @@
 pub mod audit;
 pub mod campaigns;
 pub mod copies;
+pub mod leases;
 mod migrate;
 pub mod regrades;
 pub mod retention;
@@ -40,6 +42,8 @@ pub struct Database {
     /// Objects this process stored or saw stored (a suite's runs share
     /// their agent and world: asked about once).
     known: Mutex<BTreeSet<String>>,
+    /// This process's lease (`leases.rs`).
+    lease: Mutex<leases::Lease>,
 }
 
 /// A failure talking to the store's database: the server (without its
@@ -66,6 +70,10 @@ pub enum Stored {
     Same,
     /// The store's policy changed since the copy was made: nothing written.
     PolicyChanged,
+    /// Objects the run needs are not in the database (gc removed them
+    /// after [`Database::missing_objects`] was asked): nothing written;
+    /// send them with the run.
+    Missing(Vec<String>),
 }
 
 /// A run as its row records it (the columns readers filter and gc follows).
@@ -76,6 +84,11 @@ pub struct RunRow<'a> {
     pub world_hash: &'a str,
     pub chain_hash: &'a str,
     pub writer: &'a Writer,
+    /// The run a fork was made from.
+    pub parent: Option<&'a str>,
+    /// Every object the run needs (sorted, each once): the database holds
+    /// them all when the run is stored, and keeps them while it stays.
+    pub objects: &'a [String],
 }
 
 impl Database {
@@ -139,6 +152,7 @@ impl Database {
             user,
             role,
             known: Mutex::new(BTreeSet::new()),
+            lease: Mutex::new(leases::Lease::default()),
         })
     }
 
@@ -223,11 +237,16 @@ impl Database {
     }
 
     /// Write a run whole: the objects it needs that are missing, its row,
-    /// its lines and its redacted copy (made under the policy `copy`
-    /// names), in one transaction. A run id already there with the same
-    /// chain hash is the same run (nothing new); with another it is
-    /// refused. When the store's policy is no longer the copy's, nothing
-    /// is written ([`Stored::PolicyChanged`]: make the copy again).
+    /// what it needs (`run_objects`), its lines and its redacted copy (made
+    /// under the policy `copy` names), in one transaction. A run id
+    /// already there with the same chain hash is the same run (nothing
+    /// new); with another it is refused. When the store's policy is no
+    /// longer the copy's, nothing is written ([`Stored::PolicyChanged`]:
+    /// make the copy again); nor when an object the run needs is missing
+    /// ([`Stored::Missing`]: gc removed it meanwhile, send it). The
+    /// transaction holds gc's gate shared (`leases.rs`), so no gc pass
+    /// removes an object between that check and the commit, and after the
+    /// commit the run's `run_objects` keep them.
     pub fn put_run(
         &self,
         run: &RunRow,
@@ -235,18 +254,26 @@ impl Database {
         objects: &[(String, Vec<u8>)],
         copy: &Copy,
     ) -> Result<Stored, DbError> {
-        // Without objects to add, the run is one statement (atomic by
-        // itself): no transaction to open and close.
         let taken = self.with(|c| {
-            if objects.is_empty() {
-                return insert_run(c, run, lines, copy);
-            }
             let mut tx = c.transaction()?;
+            leases::enter_shared(&mut tx, &self.url.schema)?;
             for (sha, bytes) in objects {
                 tx.execute(
                     "INSERT INTO objects (sha256, bytes) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                     &[sha, bytes],
                 )?;
+            }
+            let missing: Vec<String> = tx
+                .query(
+                    "SELECT s FROM unnest($1::text[]) AS s
+                     WHERE NOT EXISTS (SELECT 1 FROM objects WHERE sha256 = s) ORDER BY s",
+                    &[&run.objects],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            if !missing.is_empty() {
+                return Ok(Insert::Missing(missing));
             }
             let taken = insert_run(&mut tx, run, lines, copy)?;
             if !matches!(taken, Insert::PolicyChanged) {
@@ -256,6 +283,13 @@ impl Database {
         })?;
         let chain = match taken {
             Insert::PolicyChanged => return Ok(Stored::PolicyChanged),
+            Insert::Missing(missing) => {
+                let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+                for sha in &missing {
+                    known.remove(sha);
+                }
+                return Ok(Stored::Missing(missing));
+            }
             Insert::Done => None,
             Insert::Taken(chain) => Some(chain),
         };
@@ -342,27 +376,6 @@ impl Database {
         self.with(|c| copies::lines_in(c, table, ids))
     }
 
-    /// Remove runs (their frames go with them) and note them as removed.
-    pub fn remove_runs(&self, ids: &[String]) -> Result<(), DbError> {
-        self.with(|c| {
-            let mut tx = c.transaction()?;
-            tx.execute(
-                "INSERT INTO removed (run_id) SELECT id FROM runs WHERE id = ANY($1) ORDER BY id",
-                &[&ids],
-            )?;
-            tx.execute("DELETE FROM runs WHERE id = ANY($1)", &[&ids])?;
-            tx.commit()
-        })
-    }
-
-    /// Remove objects no run needs any more (gc's sweep decides which).
-    pub fn remove_objects(&self, shas: &[String]) -> Result<(), DbError> {
-        self.with(|c| {
-            c.execute("DELETE FROM objects WHERE sha256 = ANY($1)", &[&shas])
-                .map(|_| ())
-        })
-    }
-
     /// The SHA-256 of every object stored more than `grace_s` seconds ago.
     pub fn objects_older_than(&self, grace_s: i64) -> Result<BTreeSet<String>, DbError> {
         self.with(|c| {
@@ -404,13 +417,15 @@ impl Database {
 enum Insert {
     Done,
     PolicyChanged,
+    /// Objects the run needs are missing: nothing written.
+    Missing(Vec<String>),
     /// Another run (of this chain hash) holds the id.
     Taken(String),
 }
 
-/// Insert a run's row, lines and redacted copy in one statement, when the
-/// store's policy is still the copy's (its row read `FOR SHARE`: a policy
-/// being set is waited for, then seen).
+/// Insert a run's row, what it needs, its lines and its redacted copy in
+/// one statement, when the store's policy is still the copy's (its row
+/// read `FOR SHARE`: a policy being set is waited for, then seen).
 fn insert_run(
     c: &mut impl postgres::GenericClient,
     run: &RunRow,
@@ -424,10 +439,14 @@ fn insert_run(
              SELECT policy_sha256 FROM redaction WHERE id = 1 AND policy_sha256 = $13 FOR SHARE
          ), r AS (
              INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
-                               writer_user, writer_host, ci_job, job_index, copy_policy, copy_seq)
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, p.policy_sha256, nextval('copy_seq')
+                               writer_user, writer_host, ci_job, job_index, copy_policy, copy_seq,
+                               parent)
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, p.policy_sha256, nextval('copy_seq'), $16
              FROM p ON CONFLICT (id) DO NOTHING
              RETURNING id
+         ), o AS (
+             INSERT INTO run_objects (run_id, sha256)
+             SELECT DISTINCT r.id, s FROM r, unnest($17::text[]) AS s
          ), f AS (
              INSERT INTO frames (run_id, n, line)
              SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)
@@ -452,6 +471,8 @@ fn insert_run(
             &copy.policy_sha256,
             &copy_ns,
             &copy.lines,
+            &run.parent,
+            &run.objects,
         ],
     )?;
     let (policy, inserted): (i64, i64) = (row.get(0), row.get(1));

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002-writers.sql"),
     include_str!("migrations/0003-roles.sql"),
     include_str!("migrations/0004-shared.sql"),
+    include_str!("migrations/0005-gc-leases.sql"),
 ];
 
 /// The schema version this worldline reads and writes.

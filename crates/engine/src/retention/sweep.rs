@@ -1,7 +1,10 @@
 //! Carrying out a retention plan: delete bundles (and their index rows),
 //! then objects no kept run references, extracted worlds no kept run uses,
-//! and compile-cache entries unused for the policy's days. With `dry_run`
-//! nothing is deleted and the report says what would be.
+//! and compile-cache entries unused for the policy's days. On a database
+//! store the database removes its runs and objects first, keeping what a
+//! live process on any machine holds or a remaining run needs
+//! (`pgstore/leases.rs`); what it keeps stays in the working folder too.
+//! With `dry_run` nothing is deleted and the report says what would be.
 
 use super::policy::Policy;
 use super::{pins, plan};
@@ -44,6 +47,10 @@ pub struct Report {
     pub kept_as_parents: Vec<String>,
     /// Runs kept only because they are pinned.
     pub kept_pinned: Vec<String>,
+    /// Runs the policy would remove that the database keeps: a live
+    /// process (on any machine) holds them, or a run stored since this
+    /// machine's index was read forks from them.
+    pub kept_in_use: Vec<String>,
     pub runs: Removed,
     pub objects: Removed,
     pub worlds: Removed,
@@ -73,8 +80,48 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
         kept_pinned: p.kept_pinned.iter().cloned().collect(),
         ..Report::default()
     };
+    // What no kept run needs: `None` when a kept run is unreadable.
+    let needs = match p.keep.iter().find(|r| r.outcome == "broken") {
+        Some(r) => {
+            report.objects_skipped = Some(format!(
+                "run {} is unreadable, so the objects it needs are unknown; objects and worlds are left alone",
+                r.run_id
+            ));
+            None
+        }
+        None => Some(needed(store, &p, held)),
+    };
+    // A database store: the database removes the runs and objects no live
+    // process on any machine holds and no remaining run needs, under its
+    // gc gate (`pgstore/leases.rs`); what it keeps stays here too.
+    let mut in_use = BTreeSet::new();
+    let mut db_objects = Vec::new();
+    if let Some(db) = store.database() {
+        let candidates: Vec<String> = match &needs {
+            Some((_, needed)) => db
+                .objects_older_than(GRACE_S)
+                .map_err(crate::error::InputError::from)?
+                .into_iter()
+                .filter(|n| !needed.contains(n))
+                .collect(),
+            None => Vec::new(),
+        };
+        if dry_run {
+            db_objects = candidates;
+        } else {
+            let ids: Vec<String> = p.remove.iter().map(|r| r.run_id.clone()).collect();
+            let collected = db
+                .collect(&ids, &candidates, GRACE_S)
+                .map_err(crate::error::InputError::from)?;
+            in_use.extend(collected.runs_kept);
+            db_objects = collected.objects;
+        }
+    }
     let mut gone = Vec::new();
     for r in &p.remove {
+        if in_use.contains(&r.run_id) {
+            continue;
+        }
         let path = store.bundle_path(&r.run_id);
         let bytes = std::fs::metadata(&path).map_or(r.size, |m| m.len());
         if !dry_run {
@@ -87,66 +134,30 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
         gone.push(r.run_id.clone());
         report.runs.add(r.run_id.clone(), bytes);
     }
+    report.kept += in_use.len();
+    report.kept_in_use = in_use.into_iter().collect();
     if !dry_run {
-        if let Some(db) = store.database() {
-            db.remove_runs(&gone)
-                .map_err(crate::error::InputError::from)?;
-        }
         index.remove(&gone)?;
     }
 
-    match p.keep.iter().find(|r| r.outcome == "broken") {
-        Some(r) => {
-            report.objects_skipped = Some(format!(
-                "run {} is unreadable, so the objects it needs are unknown; objects and worlds are left alone",
-                r.run_id
-            ));
-        }
-        None => {
-            let mut worlds: BTreeSet<&str> = p.keep.iter().map(|r| r.world_hash.as_str()).collect();
-            worlds.extend(held.iter().map(String::as_str));
-            let mut needed: BTreeSet<String> = worlds.iter().map(|w| w.to_string()).collect();
-            for r in &p.keep {
-                needed.insert(r.agent.clone());
-                needed.insert(r.case_hash.clone());
-            }
-            for w in &worlds {
-                if let Ok(bytes) = store.read_object(w)
-                    && let Ok(manifest) = serde_json::from_slice::<BTreeMap<String, String>>(&bytes)
-                {
-                    needed.extend(manifest.into_values());
-                }
-            }
-            sweep_dir(
-                &store.root.join("objects"),
-                |name| !needed.contains(name),
-                now - GRACE_S,
-                dry_run,
-                &mut report.objects,
-            )?;
-            sweep_dir(
-                &store.root.join("worlds"),
-                |name| !worlds.contains(name),
-                now - GRACE_S,
-                dry_run,
-                &mut report.worlds,
-            )?;
-            if let Some(db) = store.database() {
-                let unneeded: Vec<String> = db
-                    .objects_older_than(GRACE_S)
-                    .map_err(crate::error::InputError::from)?
-                    .into_iter()
-                    .filter(|n| !needed.contains(n))
-                    .collect();
-                if !dry_run {
-                    db.remove_objects(&unneeded)
-                        .map_err(crate::error::InputError::from)?;
-                }
-                for n in unneeded {
-                    if !report.objects.items.contains(&n) {
-                        report.objects.add(n, 0);
-                    }
-                }
+    if let Some((worlds, needed)) = &needs {
+        sweep_dir(
+            &store.root.join("objects"),
+            |name| !needed.contains(name),
+            now - GRACE_S,
+            dry_run,
+            &mut report.objects,
+        )?;
+        sweep_dir(
+            &store.root.join("worlds"),
+            |name| !worlds.contains(name),
+            now - GRACE_S,
+            dry_run,
+            &mut report.worlds,
+        )?;
+        for n in db_objects {
+            if !report.objects.items.contains(&n) {
+                report.objects.add(n, 0);
             }
         }
     }
@@ -172,6 +183,30 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
     report.bytes_freed =
         report.runs.bytes + report.objects.bytes + report.worlds.bytes + report.cache.bytes;
     Ok(report)
+}
+
+/// The worlds the kept runs and live processes use, and every object
+/// they need (agents, cases, world manifests and files).
+fn needed(
+    store: &StoreDir,
+    p: &super::Plan,
+    held: &BTreeSet<String>,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut worlds: BTreeSet<String> = p.keep.iter().map(|r| r.world_hash.clone()).collect();
+    worlds.extend(held.iter().cloned());
+    let mut needed: BTreeSet<String> = worlds.clone();
+    for r in &p.keep {
+        needed.insert(r.agent.clone());
+        needed.insert(r.case_hash.clone());
+    }
+    for w in &worlds {
+        if let Ok(bytes) = store.read_object(w)
+            && let Ok(manifest) = serde_json::from_slice::<BTreeMap<String, String>>(&bytes)
+        {
+            needed.extend(manifest.into_values());
+        }
+    }
+    (worlds, needed)
 }
 
 /// The entries of a folder, sorted (none when it does not exist).

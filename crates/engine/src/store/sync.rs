@@ -114,7 +114,7 @@ impl StoreDir {
                 Some(_) => vec![b.header.agent_sha256.clone()],
                 None => self.run_objects(&b.header)?,
             };
-            let objects = db
+            let mut objects = db
                 .missing_objects(&shas)
                 .map_err(InputError::from)?
                 .into_iter()
@@ -128,10 +128,15 @@ impl StoreDir {
                 world_hash: &b.header.world_hash,
                 chain_hash: &footer.chain_hash,
                 writer: this_writer(),
+                parent: b.header.parent.as_ref().map(|p| p.run.as_str()),
+                objects: &shas,
             };
             // The copy is made under the policy this process read; one
             // changed meanwhile is read again and the copy made again.
-            for fresh in [false, true, true] {
+            // Objects gc (on another machine) removed since they were
+            // asked about are sent with the run.
+            let mut fresh = false;
+            for _ in 0..5 {
                 let shared = self.shared_policy(fresh)?;
                 let mut redactor = crate::redact::shared(&shared.policy, &shared.salt)?;
                 let copy = bundle::to_text(&crate::redact::copy::of(run_id, &b, &mut redactor));
@@ -139,13 +144,22 @@ impl StoreDir {
                     policy_sha256: &shared.policy_sha256,
                     lines: copy.lines().collect(),
                 };
-                if db.put_run(&row, &lines, &objects, &copy)? != Stored::PolicyChanged {
-                    return Ok(());
+                match db.put_run(&row, &lines, &objects, &copy)? {
+                    Stored::PolicyChanged => fresh = true,
+                    Stored::Missing(missing) => {
+                        for sha in missing {
+                            if !objects.iter().any(|(s, _)| *s == sha) {
+                                let bytes = self.read_object(&sha)?;
+                                objects.push((sha, bytes));
+                            }
+                        }
+                    }
+                    Stored::New | Stored::Same => return Ok(()),
                 }
             }
             Err(InputError::new(
                 &db.url.shown,
-                "the store's redaction policy keeps changing; run it again",
+                "the store kept changing while the run was stored (its redaction policy, or gc removing what it needs); run it again",
             )
             .into())
         })();

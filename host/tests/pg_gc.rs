@@ -1,0 +1,220 @@
+//! gc on a database store shared by several machines (docs/decisions/0255):
+//! it never removes what another machine is using. Each machine is a
+//! connection of its own (`Database`, as each process has one) or a
+//! `worldline` process with a working folder of its own; the races are
+//! played out step by step, so each test is deterministic.
+
+use crate::common;
+
+use common::pg::{cluster, fresh_schema};
+use common::{guest, temp_dir, worlds_dir, write_case};
+use serde_json::Value;
+use std::path::Path;
+use worldline::pgstore::writer::Writer;
+use worldline::pgstore::{Copy, Database, RunRow, Stored};
+
+fn connect(address: &str) -> Database {
+    Database::connect(&worldline::pgstore::url::parse(address).unwrap(), false).unwrap()
+}
+
+fn writer() -> Writer {
+    Writer {
+        user: "tester".into(),
+        host: "machine".into(),
+        ci_job: None,
+        job_index: None,
+    }
+}
+
+/// Store the run `id` (forked from `parent`) needing `needs`, sending
+/// `objects` with it.
+fn put(
+    db: &Database,
+    policy: &str,
+    id: &str,
+    parent: Option<&str>,
+    needs: &[String],
+    objects: &[(String, Vec<u8>)],
+) -> Stored {
+    let w = writer();
+    let row = RunRow {
+        id,
+        agent_sha256: &needs[0],
+        case_hash: &needs[0],
+        world_hash: &needs[0],
+        chain_hash: "chain",
+        writer: &w,
+        parent,
+        objects: needs,
+    };
+    let line = format!("{{\"header\":{{\"run\":\"{id}\"}}}}");
+    let copy = Copy {
+        policy_sha256: policy,
+        lines: vec![&line],
+    };
+    db.put_run(&row, &[&line], objects, &copy).unwrap()
+}
+
+/// An object's hash and bytes.
+fn object(text: &str) -> (String, Vec<u8>) {
+    (
+        worldline::canon::sha256_hex(text.as_bytes()),
+        text.as_bytes().to_vec(),
+    )
+}
+
+fn nothing() -> Vec<String> {
+    Vec::new()
+}
+
+#[test]
+fn an_object_gc_removes_after_a_writer_asked_for_it_is_sent_with_the_run() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let address = pg.store_in(&schema);
+    let a = connect(&address);
+    let b = connect(&address);
+    let policy = pg.psql(&format!("SELECT policy_sha256 FROM {schema}.redaction"));
+    let (x, bytes) = object("the agent both runs use");
+    let needs = vec![x.clone()];
+
+    // Machine B stores a run needing X; gc on A removes that run.
+    assert_eq!(b.missing_objects(&needs).unwrap(), needs);
+    let sent = [(x.clone(), bytes.clone())];
+    assert_eq!(put(&b, &policy, "run-1", None, &needs, &sent), Stored::New);
+    assert_eq!(
+        a.collect(&["run-1".into()], &[], 0).unwrap().runs,
+        ["run-1"]
+    );
+
+    // B starts another run: X is stored (B's own cache says so without
+    // asking). Then gc on A, whose index does not have B's new run, finds
+    // X needed by no run and removes it.
+    assert_eq!(b.missing_objects(&needs).unwrap(), nothing());
+    assert_eq!(a.collect(&[], &needs, 0).unwrap().objects, needs);
+
+    // B's run, sent without X, is refused whole; X is asked about again
+    // and sent with it.
+    assert_eq!(
+        put(&b, &policy, "run-2", None, &needs, &[]),
+        Stored::Missing(needs.clone())
+    );
+    assert_eq!(pg.psql(&format!("SELECT count(*) FROM {schema}.runs")), "0");
+    assert_eq!(b.missing_objects(&needs).unwrap(), needs);
+    assert_eq!(put(&b, &policy, "run-2", None, &needs, &sent), Stored::New);
+    let stored = pg.psql(&format!(
+        "SELECT r.id FROM {schema}.runs r JOIN {schema}.run_objects ro ON ro.run_id = r.id
+         JOIN {schema}.objects o ON o.sha256 = ro.sha256"
+    ));
+    assert_eq!(stored, "run-2", "the run is stored with its object");
+
+    // Now a run needs X, gc leaves it.
+    assert_eq!(a.collect(&[], &needs, 0).unwrap().objects, nothing());
+    assert_eq!(
+        pg.psql(&format!("SELECT count(*) FROM {schema}.objects")),
+        "1"
+    );
+}
+
+#[test]
+fn gc_keeps_runs_held_or_forked_from_elsewhere_and_a_holder_learns_what_went() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let address = pg.store_in(&schema);
+    let a = connect(&address);
+    let b = connect(&address);
+    let policy = pg.psql(&format!("SELECT policy_sha256 FROM {schema}.redaction"));
+    let (x, bytes) = object("a world manifest");
+    let needs = vec![x.clone()];
+    let sent = [(x, bytes)];
+    for id in ["old", "read", "parent"] {
+        assert_eq!(put(&b, &policy, id, None, &needs, &sent), Stored::New);
+    }
+    // B reads `read` (replaying it) and stores a fork of `parent`, which
+    // A's index does not have yet.
+    assert_eq!(b.hold(&["read"]).unwrap(), nothing());
+    assert_eq!(
+        put(&b, &policy, "fork", Some("parent"), &needs, &[]),
+        Stored::New
+    );
+    let asked: Vec<String> = ["old", "read", "parent"].map(String::from).to_vec();
+    let done = a.collect(&asked, &[], 0).unwrap();
+    assert_eq!(done.runs, ["old"]);
+    assert_eq!(done.runs_kept, ["parent", "read"]);
+    // A run gc removed is named as gone to a process holding it late.
+    assert_eq!(b.hold(&["old", "fresh-name"]).unwrap(), ["old"]);
+    // With the fork going too, its parent goes.
+    let done = a
+        .collect(&["parent".into(), "fork".into()], &[], 0)
+        .unwrap();
+    assert_eq!(done.runs, ["fork", "parent"]);
+    let removed = pg.psql(&format!(
+        "SELECT string_agg(run_id, ',' ORDER BY seq) FROM {schema}.removed"
+    ));
+    assert_eq!(removed, "old,fork,parent");
+}
+
+/// `worldline gc --json --keep-passed 0` on a machine of its own.
+fn gc_elsewhere(store: &Path, cache: &Path) -> Value {
+    let out = common::worldline_env(
+        [
+            "gc",
+            "--json",
+            "--keep-passed",
+            "0",
+            "--store",
+            store.to_str().unwrap(),
+        ],
+        &[("WORLDLINE_STORE_CACHE", cache.to_str().unwrap())],
+    );
+    out.expect_code(0);
+    out.json().clone()
+}
+
+#[test]
+fn gc_on_another_machine_keeps_a_run_a_live_process_holds_until_it_ends() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let address = pg.store_in(&schema);
+    let store = Path::new(&address);
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "good", common::DEMO_PASSES);
+    let out = common::run_in(store, &case, &guest("caller-agent"), &worlds_dir());
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+
+    // A live process (another machine's) reads the run.
+    let reader = connect(&address);
+    assert_eq!(reader.hold(&[&id]).unwrap(), nothing());
+    let cache = dir.path().join("gc-machine");
+    let kept = gc_elsewhere(store, &cache);
+    assert_eq!(kept["runs"]["count"], 0, "{kept}");
+    assert_eq!(kept["kept_in_use"], serde_json::json!([id]), "{kept}");
+    let count = || pg.psql(&format!("SELECT count(*) FROM {schema}.runs"));
+    assert_eq!(count(), "1");
+
+    // Once its process has ended (its connection and session lock gone),
+    // the next pass removes the run and its lease.
+    let holder = pg.psql(&format!("SELECT holder FROM {schema}.leases"));
+    drop(reader);
+    let t0 = std::time::Instant::now();
+    while pg.psql(&format!(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND objid = {holder}
+           AND classid = ((hashtext('{schema}')::bigint + 4294967296) % 4294967296)::oid"
+    )) != "0"
+    {
+        assert!(t0.elapsed().as_secs() < 30, "the holder's lock stays");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let removed = gc_elsewhere(store, &cache);
+    assert_eq!(
+        removed["runs"]["items"],
+        serde_json::json!([id]),
+        "{removed}"
+    );
+    assert_eq!(count(), "0");
+    assert_eq!(
+        pg.psql(&format!("SELECT count(*) FROM {schema}.leases")),
+        "0"
+    );
+}
