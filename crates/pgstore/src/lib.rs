@@ -35,6 +35,9 @@ pub struct Database {
     /// Objects this process stored or saw stored (a suite's runs share
     /// their agent and world: asked about once).
     known: Mutex<BTreeSet<String>>,
+    /// The run insert, prepared once on this connection (parsing and
+    /// planning it for every run cost more than its execution).
+    insert_run: std::sync::OnceLock<postgres::Statement>,
 }
 
 /// A failure talking to the store's database: the server (without its
@@ -134,6 +137,7 @@ impl Database {
             user,
             role,
             known: Mutex::new(BTreeSet::new()),
+            insert_run: std::sync::OnceLock::new(),
         })
     }
 
@@ -233,8 +237,15 @@ impl Database {
         // Without objects to add, the run is one statement (atomic by
         // itself): no transaction to open and close.
         let taken = self.with(|c| {
+            let insert = match self.insert_run.get() {
+                Some(prepared) => prepared.clone(),
+                None => {
+                    let prepared = c.prepare(INSERT_RUN)?;
+                    self.insert_run.get_or_init(|| prepared).clone()
+                }
+            };
             if objects.is_empty() {
-                return insert_run(c, run, lines, copy);
+                return insert_run(c, &insert, run, lines, copy);
             }
             let mut tx = c.transaction()?;
             for (sha, bytes) in objects {
@@ -243,7 +254,7 @@ impl Database {
                     &[sha, bytes],
                 )?;
             }
-            let taken = insert_run(&mut tx, run, lines, copy)?;
+            let taken = insert_run(&mut tx, &insert, run, lines, copy)?;
             if !matches!(taken, Insert::PolicyChanged) {
                 tx.commit()?;
             }
@@ -403,11 +414,32 @@ enum Insert {
     Taken(String),
 }
 
+/// A run's row, lines and redacted copy in one statement (atomic by
+/// itself), under the redaction policy its copy was made with (`$13`, row
+/// locked against a change); see [`insert_run`].
+const INSERT_RUN: &str = "WITH p AS (
+     SELECT policy_sha256 FROM redaction WHERE id = 1 AND policy_sha256 = $13 FOR SHARE
+ ), r AS (
+     INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
+                       writer_user, writer_host, ci_job, job_index, copy_policy, copy_seq)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, p.policy_sha256, nextval('copy_seq')
+     FROM p ON CONFLICT (id) DO NOTHING
+     RETURNING id
+ ), f AS (
+     INSERT INTO frames (run_id, n, line)
+     SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)
+ ), c AS (
+     INSERT INTO redacted_frames (run_id, n, line)
+     SELECT r.id, t.n, t.line FROM r, unnest($14::integer[], $15::text[]) AS t (n, line)
+ )
+ SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM r)";
+
 /// Insert a run's row, lines and redacted copy in one statement, when the
 /// store's policy is still the copy's (its row read `FOR SHARE`: a policy
 /// being set is waited for, then seen).
 fn insert_run(
     c: &mut impl postgres::GenericClient,
+    insert: &postgres::Statement,
     run: &RunRow,
     lines: &[&str],
     copy: &Copy,
@@ -415,22 +447,7 @@ fn insert_run(
     let ns: Vec<i32> = (0..lines.len() as i32).collect();
     let copy_ns: Vec<i32> = (0..copy.lines.len() as i32).collect();
     let row = c.query_one(
-        "WITH p AS (
-             SELECT policy_sha256 FROM redaction WHERE id = 1 AND policy_sha256 = $13 FOR SHARE
-         ), r AS (
-             INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
-                               writer_user, writer_host, ci_job, job_index, copy_policy, copy_seq)
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, p.policy_sha256, nextval('copy_seq')
-             FROM p ON CONFLICT (id) DO NOTHING
-             RETURNING id
-         ), f AS (
-             INSERT INTO frames (run_id, n, line)
-             SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)
-         ), c AS (
-             INSERT INTO redacted_frames (run_id, n, line)
-             SELECT r.id, t.n, t.line FROM r, unnest($14::integer[], $15::text[]) AS t (n, line)
-         )
-         SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM r)",
+        insert,
         &[
             &run.id,
             &run.agent_sha256,
