@@ -203,23 +203,16 @@ impl StoreDir {
     }
 
     /// Hold `names` (objects, worlds, run ids) in this process's lease, so
-    /// no `gc` pass starting from now removes them (see `lease.rs`); on a
-    /// database store, in its database's leases too (no gc pass on any
-    /// machine does). Returns the names that are runs gc removed from the
-    /// database already.
-    pub fn hold(&self, names: &[&str]) -> Result<Vec<String>, crate::error::InputError> {
+    /// no `gc` pass on this machine starting from now removes them (see
+    /// `lease.rs`). On a database store that is enough for what a writer
+    /// uses: a gc pass on another machine cannot remove a run not yet
+    /// stored, and an object a run needs that it removed is sent again
+    /// with the run (`put_run`); the runs a process reads are held in the
+    /// database too ([`hold_read`](Self::hold_read)).
+    pub fn hold(&self, names: &[&str]) -> Result<(), crate::error::InputError> {
         self.leases
             .hold(names)
-            .map_err(|e| self.write_error(&self.root.join("leases"), e))?;
-        match &self.db {
-            Some(db) => db.hold(names).map_err(|e| {
-                crate::error::InputError::new(
-                    &e.shown,
-                    format!("{}; run it again when the server is back", e.message),
-                )
-            }),
-            None => Ok(Vec::new()),
-        }
+            .map_err(|e| self.write_error(&self.root.join("leases"), e))
     }
 
     /// Hold a run of this store that this process reads to re-execute it

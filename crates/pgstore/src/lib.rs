@@ -44,6 +44,9 @@ pub struct Database {
     known: Mutex<BTreeSet<String>>,
     /// This process's lease (`leases.rs`).
     lease: Mutex<leases::Lease>,
+    /// The run insert, prepared once on this connection (parsing and
+    /// planning it for every run cost more than its execution).
+    insert_run: std::sync::OnceLock<postgres::Statement>,
 }
 
 /// A failure talking to the store's database: the server (without its
@@ -153,6 +156,7 @@ impl Database {
             role,
             known: Mutex::new(BTreeSet::new()),
             lease: Mutex::new(leases::Lease::default()),
+            insert_run: std::sync::OnceLock::new(),
         })
     }
 
@@ -255,6 +259,13 @@ impl Database {
         copy: &Copy,
     ) -> Result<Stored, DbError> {
         let taken = self.with(|c| {
+            let insert = match self.insert_run.get() {
+                Some(prepared) => prepared.clone(),
+                None => {
+                    let prepared = c.prepare(INSERT_RUN)?;
+                    self.insert_run.get_or_init(|| prepared).clone()
+                }
+            };
             let mut tx = c.transaction()?;
             leases::enter_shared(&mut tx, &self.url.schema)?;
             for (sha, bytes) in objects {
@@ -263,20 +274,8 @@ impl Database {
                     &[sha, bytes],
                 )?;
             }
-            let missing: Vec<String> = tx
-                .query(
-                    "SELECT s FROM unnest($1::text[]) AS s
-                     WHERE NOT EXISTS (SELECT 1 FROM objects WHERE sha256 = s) ORDER BY s",
-                    &[&run.objects],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            if !missing.is_empty() {
-                return Ok(Insert::Missing(missing));
-            }
-            let taken = insert_run(&mut tx, run, lines, copy)?;
-            if !matches!(taken, Insert::PolicyChanged) {
+            let taken = insert_run(&mut tx, &insert, run, lines, copy)?;
+            if matches!(taken, Insert::Done | Insert::Taken(_)) {
                 tx.commit()?;
             }
             Ok(taken)
@@ -423,11 +422,42 @@ enum Insert {
     Taken(String),
 }
 
+/// A run's row, the objects it needs, its lines and its redacted copy in
+/// one statement, written only when every object it needs (`$17`) is
+/// stored (else the missing ones are returned: gc removed them since they
+/// were asked about) and the store's policy is still the copy's (`$13`,
+/// its row read `FOR SHARE`: a policy being set is waited for, then seen).
+const INSERT_RUN: &str = "WITH m AS (
+     SELECT s FROM unnest($17::text[]) AS s
+     WHERE NOT EXISTS (SELECT 1 FROM objects WHERE sha256 = s)
+ ), p AS (
+     SELECT policy_sha256 FROM redaction
+     WHERE id = 1 AND policy_sha256 = $13 AND NOT EXISTS (SELECT 1 FROM m) FOR SHARE
+ ), r AS (
+     INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
+                       writer_user, writer_host, ci_job, job_index, copy_policy, copy_seq,
+                       parent)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, p.policy_sha256, nextval('copy_seq'), $16
+     FROM p ON CONFLICT (id) DO NOTHING
+     RETURNING id
+ ), o AS (
+     INSERT INTO run_objects (run_id, sha256)
+     SELECT DISTINCT r.id, s FROM r, unnest($17::text[]) AS s
+ ), f AS (
+     INSERT INTO frames (run_id, n, line)
+     SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)
+ ), c AS (
+     INSERT INTO redacted_frames (run_id, n, line)
+     SELECT r.id, t.n, t.line FROM r, unnest($14::integer[], $15::text[]) AS t (n, line)
+ )
+ SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM r), ARRAY(SELECT s FROM m ORDER BY s)";
+
 /// Insert a run's row, what it needs, its lines and its redacted copy in
 /// one statement, when the store's policy is still the copy's (its row
 /// read `FOR SHARE`: a policy being set is waited for, then seen).
 fn insert_run(
     c: &mut impl postgres::GenericClient,
+    insert: &postgres::Statement,
     run: &RunRow,
     lines: &[&str],
     copy: &Copy,
@@ -435,26 +465,7 @@ fn insert_run(
     let ns: Vec<i32> = (0..lines.len() as i32).collect();
     let copy_ns: Vec<i32> = (0..copy.lines.len() as i32).collect();
     let row = c.query_one(
-        "WITH p AS (
-             SELECT policy_sha256 FROM redaction WHERE id = 1 AND policy_sha256 = $13 FOR SHARE
-         ), r AS (
-             INSERT INTO runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames,
-                               writer_user, writer_host, ci_job, job_index, copy_policy, copy_seq,
-                               parent)
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, p.policy_sha256, nextval('copy_seq'), $16
-             FROM p ON CONFLICT (id) DO NOTHING
-             RETURNING id
-         ), o AS (
-             INSERT INTO run_objects (run_id, sha256)
-             SELECT DISTINCT r.id, s FROM r, unnest($17::text[]) AS s
-         ), f AS (
-             INSERT INTO frames (run_id, n, line)
-             SELECT r.id, t.n, t.line FROM r, unnest($11::integer[], $12::text[]) AS t (n, line)
-         ), c AS (
-             INSERT INTO redacted_frames (run_id, n, line)
-             SELECT r.id, t.n, t.line FROM r, unnest($14::integer[], $15::text[]) AS t (n, line)
-         )
-         SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM r)",
+        insert,
         &[
             &run.id,
             &run.agent_sha256,
@@ -475,7 +486,10 @@ fn insert_run(
             &run.objects,
         ],
     )?;
-    let (policy, inserted): (i64, i64) = (row.get(0), row.get(1));
+    let (policy, inserted, missing): (i64, i64, Vec<String>) = (row.get(0), row.get(1), row.get(2));
+    if !missing.is_empty() {
+        return Ok(Insert::Missing(missing));
+    }
     if policy == 0 {
         return Ok(Insert::PolicyChanged);
     }

@@ -42,9 +42,9 @@ fn filter_of(q: &BTreeMap<String, String>) -> Filter {
     }
 }
 
-/// Whether a row contains the free text (id, case, world, signature).
-fn has_text(r: &Row, text: &str) -> bool {
-    let t = text.to_lowercase();
+/// Whether a row contains the free text (id, case, world, signature), as
+/// lowercased `needle`.
+fn has_text(r: &Row, needle: &str) -> bool {
     [
         Some(&r.run_id),
         Some(&r.case),
@@ -53,7 +53,19 @@ fn has_text(r: &Row, text: &str) -> bool {
     ]
     .into_iter()
     .flatten()
-    .any(|f| f.to_lowercase().contains(&t))
+    .any(|f| contains_lowercased(f, needle))
+}
+
+/// Whether `field`, lowercased, contains `needle` (already lowercased):
+/// ASCII fields are compared byte by byte without a lowercased copy.
+fn contains_lowercased(field: &str, needle: &str) -> bool {
+    if !field.is_ascii() {
+        return field.to_lowercase().contains(needle);
+    }
+    let (f, n) = (field.as_bytes(), needle.as_bytes());
+    n.is_empty()
+        || f.windows(n.len())
+            .any(|w| w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b))
 }
 
 /// The options of a select filter (`None` for a text field).
@@ -142,7 +154,10 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
         true => filter.signature.take(),
         false => None,
     };
-    let text = q.get("q").map(|t| t.trim()).filter(|t| !t.is_empty());
+    let text = q
+        .get("q")
+        .map(|t| t.trim().to_lowercase())
+        .filter(|t| !t.is_empty());
     // Who wrote a run is known to a database store only.
     let written_by = match (q.get("writer").map(|w| w.trim()), app.store.database()) {
         (Some(w), Some(db)) if !w.is_empty() => Some(
@@ -162,14 +177,24 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
             }
             return Ok(page);
         }
+        // Runs share few failure signatures: each is redacted once.
+        let mut shown: BTreeMap<String, String> = BTreeMap::new();
         index.page_kept(&filter, PER_PAGE, at, |r| {
-            if let Some(red) = redactor.as_mut() {
-                r.signature = r.signature.as_deref().map(|s| red.text(s));
+            if let (Some(red), Some(raw)) = (redactor.as_mut(), r.signature.take()) {
+                let redacted = match shown.get(&raw) {
+                    Some(s) => s.clone(),
+                    None => {
+                        let s = red.text(&raw);
+                        shown.insert(raw, s.clone());
+                        s
+                    }
+                };
+                r.signature = Some(redacted);
             }
             signature
                 .as_ref()
                 .is_none_or(|s| r.signature.as_ref().is_some_and(|x| x.contains(s)))
-                && text.is_none_or(|t| has_text(r, t))
+                && text.as_deref().is_none_or(|t| has_text(r, t))
                 && written_by
                     .as_ref()
                     .is_none_or(|ids| ids.contains(&r.run_id))
@@ -204,4 +229,19 @@ pub fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
         p.keys { "keys: / text filter · j/k move · Enter open · ? help" }
     };
     Ok(Reply::Page(layout("runs", b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains_lowercased;
+
+    #[test]
+    fn the_text_filter_ignores_case_in_ascii_and_beyond() {
+        assert!(contains_lowercased("Case-17-Refund", "case-17"));
+        assert!(contains_lowercased("anything", ""));
+        assert!(!contains_lowercased("case-1", "case-17"));
+        // Non-ASCII text is lowercased as Rust does (Σ, É).
+        assert!(contains_lowercased("ÉCHEC Σ", "échec σ"));
+        assert!(!contains_lowercased("ÉCHEC", "echec"));
+    }
 }
