@@ -16,8 +16,8 @@
 //!   run forks from it, and an object only when no remaining run needs it
 //!   (`run_objects`) and no live holder names it.
 
-use crate::roles::Role;
-use crate::{Database, DbError};
+use super::roles::Role;
+use super::{Database, DbError};
 use postgres::Transaction;
 use std::collections::BTreeSet;
 
