@@ -51,6 +51,15 @@ pub(crate) fn enter_shared(tx: &mut Transaction, schema: &str) -> Result<(), pos
     .map(|_| ())
 }
 
+/// Begin a transaction holding gc's gate shared, in one round trip (the
+/// simple query protocol; the schema's name is checked as an identifier
+/// by `url.rs`). The caller commits or rolls back.
+pub(crate) fn begin_shared(c: &mut postgres::Client, schema: &str) -> Result<(), postgres::Error> {
+    c.batch_execute(&format!(
+        "BEGIN; SELECT pg_advisory_xact_lock_shared(hashtext('{schema}'), 0)"
+    ))
+}
+
 impl Database {
     /// Hold `names` (run ids, object hashes) until this process's
     /// connection ends: no gc pass that begins after this returns removes

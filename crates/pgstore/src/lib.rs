@@ -266,19 +266,24 @@ impl Database {
                     self.insert_run.get_or_init(|| prepared).clone()
                 }
             };
-            let mut tx = c.transaction()?;
-            leases::enter_shared(&mut tx, &self.url.schema)?;
-            for (sha, bytes) in objects {
-                tx.execute(
-                    "INSERT INTO objects (sha256, bytes) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                    &[sha, bytes],
-                )?;
+            // BEGIN with gc's gate, the statement, COMMIT: three round trips.
+            let taken = leases::begin_shared(c, &self.url.schema).and_then(|()| {
+                for (sha, bytes) in objects {
+                    c.execute(
+                        "INSERT INTO objects (sha256, bytes) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                        &[sha, bytes],
+                    )?;
+                }
+                insert_run(c, &insert, run, lines, copy)
+            });
+            let end = match &taken {
+                Ok(Insert::Done | Insert::Taken(_)) => "COMMIT",
+                _ => "ROLLBACK",
+            };
+            match (taken, c.batch_execute(end)) {
+                (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+                (Ok(taken), Ok(())) => Ok(taken),
             }
-            let taken = insert_run(&mut tx, &insert, run, lines, copy)?;
-            if matches!(taken, Insert::Done | Insert::Taken(_)) {
-                tx.commit()?;
-            }
-            Ok(taken)
         })?;
         let chain = match taken {
             Insert::PolicyChanged => return Ok(Stored::PolicyChanged),
