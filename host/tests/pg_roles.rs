@@ -569,6 +569,48 @@ fn merge_reads_a_suites_shards_from_the_database() {
 }
 
 #[test]
+fn setting_the_policy_makes_the_redacted_shard_reports_again() {
+    let t = team(false);
+    // A shard whose case's name is a customer's reference, stored under
+    // the default policy (customer references shown).
+    let cases = t.dir.path().join("suite");
+    std::fs::create_dir_all(&cases).unwrap();
+    write_case(&cases, "crm-CUST-004211", CRM_CASE);
+    let out = worldline(
+        &t.responder,
+        [
+            "test",
+            s(&cases),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&t.dir.path().join("worlds")),
+            "--partition",
+            "1/1",
+            "--suite-id",
+            "weekly-2",
+            "--json",
+        ],
+    );
+    out.expect_code(1);
+    let viewed = || {
+        let merged = worldline(&t.viewer, ["merge", "--suite", "weekly-2", "--json"]);
+        merged.expect_code(1);
+        merged.stdout
+    };
+    assert!(viewed().contains("CUST-004211"), "{}", viewed());
+    let file = t.dir.path().join("redact.toml");
+    std::fs::write(&file, POLICY).unwrap();
+    worldline(&t.responder, ["redaction", "--set", s(&file)]).expect_code(0);
+    hides("a viewer's merge after the policy was set", &viewed());
+    let raw = worldline(
+        &t.responder,
+        ["merge", "--suite", "weekly-2", "--unredacted", "--json"],
+    );
+    assert!(raw.stdout.contains("CUST-004211"), "{raw}");
+}
+
+#[test]
 fn a_campaign_fuzzed_on_one_machine_is_in_another_machines_ui_and_a_viewer_sees_it_redacted() {
     let t = team(false);
     let machine = |n: &str| t.dir.path().join(n);

@@ -21,8 +21,8 @@ pub struct Shared {
 /// Makes a run's redacted copy from its raw lines (an error names why not).
 pub type Remake<'a> = dyn FnMut(&str, &[String]) -> Result<Vec<String>, String> + 'a;
 
-/// Makes a kept document's (a campaign report's) redacted form from its
-/// raw text.
+/// Makes a kept JSON document's (a campaign or shard report's) redacted
+/// form from its raw text.
 pub type Redo<'a> = dyn FnMut(&str) -> Result<String, String> + 'a;
 
 /// Runs whose copies are made again in one batch.
@@ -46,8 +46,8 @@ impl Database {
 
     /// Set the store's policy (`policy` hashing to `sha256`) and make the
     /// copy of every run, and the redacted form of every campaign report
-    /// (`redo`), again under it, in one transaction; how many run copies
-    /// were made.
+    /// and shard report (`redo`), again under it, in one transaction; how
+    /// many run copies were made.
     pub fn set_policy(
         &self,
         policy: &str,
@@ -99,6 +99,25 @@ impl Database {
                     tx.execute(
                         "UPDATE campaigns SET redacted = $2 WHERE id = $1",
                         &[&id, &redacted],
+                    )?;
+                }
+                let shards = tx.query(
+                    "SELECT suite, part, report FROM shard_reports ORDER BY suite, part",
+                    &[],
+                )?;
+                for r in &shards {
+                    let (suite, part, report): (String, String, String) =
+                        (r.get(0), r.get(1), r.get(2));
+                    let redacted = match redo(&report) {
+                        Ok(redacted) => redacted,
+                        Err(m) => {
+                            refused = Some(format!("suite {suite}'s shard {part}: {m}"));
+                            return Ok(0);
+                        }
+                    };
+                    tx.execute(
+                        "UPDATE shard_reports SET redacted = $3 WHERE suite = $1 AND part = $2",
+                        &[&suite, &part, &redacted],
                     )?;
                 }
             }

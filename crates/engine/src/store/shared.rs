@@ -100,8 +100,9 @@ impl StoreDir {
     }
 }
 
-/// Makes a campaign report's redacted form from its raw text under
-/// `policy` and `salt` (when the store's policy is set).
+/// Makes a kept report's (a campaign's, a shard's) redacted form from
+/// its raw text under `policy` and `salt` (when the store's policy is
+/// set).
 pub(super) fn report_redactor(
     policy: &str,
     salt: &str,
