@@ -569,6 +569,52 @@ fn merge_reads_a_suites_shards_from_the_database() {
 }
 
 #[test]
+fn a_responders_runs_matches_signatures_as_shown_not_the_hidden_values() {
+    let t = team(true);
+    // The listed runs' ids and signatures.
+    let listed = |args: &[&str]| -> Vec<(String, String)> {
+        let mut all = vec!["runs", "--json"];
+        all.extend_from_slice(args);
+        let out = worldline(&t.responder, &all);
+        out.expect_code(0);
+        hides("a responder's runs", &out.stdout);
+        out.json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let field = |k: &str| r[k].as_str().unwrap_or("").to_string();
+                (field("run_id"), field("signature"))
+            })
+            .collect()
+    };
+    // The run and its fork fail alike; their signatures are shown
+    // redacted, and the raw run (in the responder's working folder once
+    // listed) names the customer.
+    let shown = listed(&[]);
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert!(
+        shown.iter().all(|(_, s)| s.contains("<customer:")),
+        "{shown:?}"
+    );
+    let raw = std::fs::read_to_string(
+        common::store_folder(&t.responder)
+            .join("runs")
+            .join(format!("{}.jsonl", t.run)),
+    )
+    .unwrap();
+    assert!(raw.contains("customers/CUST-004211.email"));
+    // A hidden value matches nothing; the placeholder shown matches, and
+    // the limit counts what matched.
+    assert_eq!(listed(&["--signature", "CUST-004211"]), []);
+    assert_eq!(listed(&["--signature", "<customer:"]), shown);
+    assert_eq!(
+        listed(&["--signature", "<customer:", "--limit", "1"]),
+        shown[..1]
+    );
+}
+
+#[test]
 fn setting_the_policy_makes_the_redacted_shard_reports_again() {
     let t = team(false);
     // A shard whose case's name is a customer's reference, stored under

@@ -118,23 +118,40 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
             .into());
         }
     };
-    // The limit applies to what the writer filter keeps.
-    let limit = match written_by {
-        Some(_) => filter.limit.take(),
+    // A responder's view of a database store: signatures through the
+    // store's policy (a viewer's rows come from the redacted copies), and
+    // matched as shown: a filter must not tell whether a hidden value is
+    // there.
+    let mut redactor = store.database_redactor()?.flatten();
+    let signature = match redactor {
+        Some(_) => filter.signature.take(),
         None => None,
     };
+    // The limit applies to what the writer and signature filters keep.
+    let limit = match written_by.is_some() || signature.is_some() {
+        true => filter.limit.take(),
+        false => None,
+    };
     let (mut rows, sync) = Index::read(&store, |index| index.query(&filter))?;
-    if let Some(ids) = &written_by {
-        rows.retain(|r| ids.contains(&r.run_id));
-        rows.truncate(limit.map_or(usize::MAX, |l| l as usize));
-    }
-    // A responder's view of a database store: signatures through the
-    // store's policy (a viewer's rows come from the redacted copies).
-    if let Some(Some(mut r)) = store.database_redactor()? {
+    if let Some(r) = redactor.as_mut() {
+        // Runs share few failure signatures: each is redacted once.
+        let mut shown: std::collections::BTreeMap<String, String> = Default::default();
         for row in &mut rows {
-            row.signature = row.signature.as_deref().map(|t| r.text(t));
+            if let Some(raw) = row.signature.take() {
+                let s = shown.entry(raw).or_insert_with_key(|raw| r.text(raw));
+                row.signature = Some(s.clone());
+            }
         }
     }
+    rows.retain(|r| {
+        written_by
+            .as_ref()
+            .is_none_or(|ids| ids.contains(&r.run_id))
+            && signature
+                .as_ref()
+                .is_none_or(|s| r.signature.as_ref().is_some_and(|x| x.contains(s.as_str())))
+    });
+    rows.truncate(limit.map_or(usize::MAX, |l| l as usize));
     report::runs::note_rebuilt(&sync);
     let pinned = crate::retention::pins::list(&store)?;
     if args.common.json {
