@@ -154,19 +154,19 @@ fn gc_keeps_runs_held_or_forked_from_elsewhere_and_a_holder_learns_what_went() {
     assert_eq!(removed, "old,fork,parent");
 }
 
-/// `worldline gc --json --keep-passed 0` on a machine of its own.
-fn gc_elsewhere(store: &Path, cache: &Path) -> Value {
-    let out = common::worldline_env(
-        [
-            "gc",
-            "--json",
-            "--keep-passed",
-            "0",
-            "--store",
-            store.to_str().unwrap(),
-        ],
-        &[("WORLDLINE_STORE_CACHE", cache.to_str().unwrap())],
-    );
+/// `worldline gc --json --keep-passed 0` (and `extra`) on a machine of
+/// its own.
+fn gc_elsewhere(store: &Path, cache: &Path, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "gc",
+        "--json",
+        "--keep-passed",
+        "0",
+        "--store",
+        store.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = common::worldline_env(args, &[("WORLDLINE_STORE_CACHE", cache.to_str().unwrap())]);
     out.expect_code(0);
     out.json().clone()
 }
@@ -187,7 +187,11 @@ fn gc_on_another_machine_keeps_a_run_a_live_process_holds_until_it_ends() {
     let reader = connect(&address);
     assert_eq!(reader.hold(&[&id]).unwrap(), nothing());
     let cache = dir.path().join("gc-machine");
-    let kept = gc_elsewhere(store, &cache);
+    // A dry run says so too (the database's removals, rolled back).
+    let dry = gc_elsewhere(store, &cache, &["--dry-run"]);
+    assert_eq!(dry["runs"]["count"], 0, "{dry}");
+    assert_eq!(dry["kept_in_use"], serde_json::json!([id]), "{dry}");
+    let kept = gc_elsewhere(store, &cache, &[]);
     assert_eq!(kept["runs"]["count"], 0, "{kept}");
     assert_eq!(kept["kept_in_use"], serde_json::json!([id]), "{kept}");
     let count = || pg.psql(&format!("SELECT count(*) FROM {schema}.runs"));
@@ -206,7 +210,14 @@ fn gc_on_another_machine_keeps_a_run_a_live_process_holds_until_it_ends() {
         assert!(t0.elapsed().as_secs() < 30, "the holder's lock stays");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let removed = gc_elsewhere(store, &cache);
+    let dry = gc_elsewhere(store, &cache, &["--dry-run"]);
+    assert_eq!(dry["runs"]["items"], serde_json::json!([id]), "{dry}");
+    assert_eq!(
+        pg.psql(&format!("SELECT count(*) FROM {schema}.leases")),
+        "1",
+        "a dry run changes nothing"
+    );
+    let removed = gc_elsewhere(store, &cache, &[]);
     assert_eq!(
         removed["runs"]["items"],
         serde_json::json!([id]),

@@ -123,6 +123,28 @@ impl Database {
         objects: &[String],
         grace_s: i64,
     ) -> Result<Collected, DbError> {
+        self.gather(runs, objects, grace_s, true)
+    }
+
+    /// What [`collect`](Self::collect) would remove now, found by doing it
+    /// and rolling it back (`gc --dry-run`): the same gate, the same
+    /// queries, nothing changed.
+    pub fn would_collect(
+        &self,
+        runs: &[String],
+        objects: &[String],
+        grace_s: i64,
+    ) -> Result<Collected, DbError> {
+        self.gather(runs, objects, grace_s, false)
+    }
+
+    fn gather(
+        &self,
+        runs: &[String],
+        objects: &[String],
+        grace_s: i64,
+        apply: bool,
+    ) -> Result<Collected, DbError> {
         let schema = &self.url.schema;
         let own = self
             .lease
@@ -181,7 +203,10 @@ impl Database {
                 .map(|r| r.get(0))
                 .collect();
             objects_gone.sort();
-            tx.commit()?;
+            match apply {
+                true => tx.commit()?,
+                false => tx.rollback()?,
+            }
             Ok(Collected {
                 runs: removed,
                 runs_kept,

@@ -106,16 +106,14 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
                 .collect(),
             None => Vec::new(),
         };
-        if dry_run {
-            db_objects = candidates;
-        } else {
-            let ids: Vec<String> = p.remove.iter().map(|r| r.run_id.clone()).collect();
-            let collected = db
-                .collect(&ids, &candidates, GRACE_S)
-                .map_err(crate::error::InputError::from)?;
-            in_use.extend(collected.runs_kept);
-            db_objects = collected.objects;
+        let ids: Vec<String> = p.remove.iter().map(|r| r.run_id.clone()).collect();
+        let collected = match dry_run {
+            true => db.would_collect(&ids, &candidates, GRACE_S),
+            false => db.collect(&ids, &candidates, GRACE_S),
         }
+        .map_err(crate::error::InputError::from)?;
+        in_use.extend(collected.runs_kept);
+        db_objects = collected.objects;
     }
     let mut gone = Vec::new();
     for r in &p.remove {
