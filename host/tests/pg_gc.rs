@@ -67,20 +67,51 @@ fn nothing() -> Vec<String> {
     Vec::new()
 }
 
-#[test]
-fn an_object_gc_removes_after_a_writer_asked_for_it_is_sent_with_the_run() {
+/// Two machines (`a` runs gc, `b` writes) on a fresh schema, the store's
+/// policy hash, and the one object `b`'s runs need.
+struct TwoMachines {
+    pg: &'static common::pg::Cluster,
+    schema: String,
+    a: Database,
+    b: Database,
+    policy: String,
+    needs: Vec<String>,
+    sent: [(String, Vec<u8>); 1],
+}
+
+fn two_machines(object_text: &str) -> TwoMachines {
     let pg = cluster();
     let schema = fresh_schema();
     let address = pg.store_in(&schema);
-    let a = connect(&address);
-    let b = connect(&address);
+    // Connecting makes the schema.
+    let (a, b) = (connect(&address), connect(&address));
     let policy = pg.psql(&format!("SELECT policy_sha256 FROM {schema}.redaction"));
-    let (x, bytes) = object("the agent both runs use");
-    let needs = vec![x.clone()];
+    let (x, bytes) = object(object_text);
+    TwoMachines {
+        a,
+        b,
+        policy,
+        needs: vec![x.clone()],
+        sent: [(x, bytes)],
+        pg,
+        schema,
+    }
+}
+
+#[test]
+fn an_object_gc_removes_after_a_writer_asked_for_it_is_sent_with_the_run() {
+    let TwoMachines {
+        pg,
+        schema,
+        a,
+        b,
+        policy,
+        needs,
+        sent,
+    } = two_machines("the agent both runs use");
 
     // Machine B stores a run needing X; gc on A removes that run.
     assert_eq!(b.missing_objects(&needs).unwrap(), needs);
-    let sent = [(x.clone(), bytes.clone())];
     assert_eq!(put(&b, &policy, "run-1", None, &needs, &sent), Stored::New);
     assert_eq!(
         a.collect(&["run-1".into()], &[], 0).unwrap().runs,
@@ -118,15 +149,15 @@ fn an_object_gc_removes_after_a_writer_asked_for_it_is_sent_with_the_run() {
 
 #[test]
 fn gc_keeps_runs_held_or_forked_from_elsewhere_and_a_holder_learns_what_went() {
-    let pg = cluster();
-    let schema = fresh_schema();
-    let address = pg.store_in(&schema);
-    let a = connect(&address);
-    let b = connect(&address);
-    let policy = pg.psql(&format!("SELECT policy_sha256 FROM {schema}.redaction"));
-    let (x, bytes) = object("a world manifest");
-    let needs = vec![x.clone()];
-    let sent = [(x, bytes)];
+    let TwoMachines {
+        pg,
+        schema,
+        a,
+        b,
+        policy,
+        needs,
+        sent,
+    } = two_machines("a world manifest");
     for id in ["old", "read", "parent"] {
         assert_eq!(put(&b, &policy, id, None, &needs, &sent), Stored::New);
     }
