@@ -615,6 +615,67 @@ fn a_responders_runs_matches_signatures_as_shown_not_the_hidden_values() {
 }
 
 #[test]
+fn the_databases_run_index_is_what_runs_lists_and_a_viewer_may_read_it() {
+    let t = team(true);
+    // A passing run beside the failing run and its fork.
+    let passing = CRM_CASE.replace(
+        "key = \"CUST-004211\"\nfield = \"email\"\nequals = \"someone.else@example.com\"",
+        "key = \"CUST-000007\"\nfield = \"email\"\nequals = \"bo.chen@example.net\"",
+    );
+    assert_ne!(passing, CRM_CASE);
+    let case = write_case(t.dir.path(), "crm-passes", &passing);
+    common::run_in(
+        &t.responder,
+        &case,
+        &guest("caller-agent"),
+        &t.dir.path().join("worlds"),
+    )
+    .expect_code(0);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let listed = worldline(&t.viewer, ["runs", "--json"]);
+    listed.expect_code(0);
+    let mut want: Vec<serde_json::Value> = listed
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            serde_json::json!([
+                r["run_id"],
+                r["created"],
+                r["case"],
+                r["world"],
+                r["status"],
+                r["grade"],
+                r["outcome"],
+                r["signature"],
+                r["events"],
+                r["parent"].as_str().map(|p| p.split('@').next().unwrap()),
+            ])
+        })
+        .collect();
+    want.sort_by_key(|r| r[0].as_str().unwrap().to_string());
+    assert_eq!(want.len(), 3, "{listed}");
+    // Read as the viewer, in SQL.
+    let sql = format!(
+        "SELECT json_agg(json_build_array(run_id,
+             to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),
+             case_name, world, status, grade, outcome, signature, events, parent) ORDER BY run_id)
+         FROM {}.run_index",
+        t.schema
+    );
+    let got = cluster().psql_as(&format!("{}_v", t.schema), &sql).unwrap();
+    hides("the run index a viewer reads", &got);
+    let got: Vec<serde_json::Value> = serde_json::from_str(&got).unwrap();
+    assert_eq!(got, want);
+    let outcomes: Vec<&str> = got.iter().map(|r| r[6].as_str().unwrap()).collect();
+    assert!(
+        outcomes.contains(&"passed") && outcomes.contains(&"failed"),
+        "{outcomes:?}"
+    );
+}
+
+#[test]
 fn setting_the_policy_makes_the_redacted_shard_reports_again() {
     let t = team(false);
     // A shard whose case's name is a customer's reference, stored under

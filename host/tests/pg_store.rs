@@ -187,7 +187,9 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir()).expect_code(0);
     // The schema as the first version left it (with a run stored then).
     pg.psql(&format!(
-        "DROP TABLE {schema}.campaigns, {schema}.retention, {schema}.regrades;
+        "DROP VIEW {schema}.run_index;
+         DROP FUNCTION {schema}.run_created;
+         DROP TABLE {schema}.campaigns, {schema}.retention, {schema}.regrades;
          DROP VIEW {schema}.agents;
          DROP TABLE {schema}.redacted_frames, {schema}.redaction, {schema}.audit, {schema}.shard_reports;
          DROP SEQUENCE {schema}.copy_seq;

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003-roles.sql"),
     include_str!("migrations/0004-shared.sql"),
     include_str!("migrations/0005-gc-leases.sql"),
+    include_str!("migrations/0006-run-index.sql"),
 ];
 
 /// The schema version this worldline reads and writes.
