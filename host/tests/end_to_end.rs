@@ -31,6 +31,7 @@ mod otel;
 mod pg_gc;
 mod pg_roles;
 mod pg_store;
+mod pg_tls;
 mod porting;
 mod properties;
 mod properties_reports;

@@ -20,6 +20,7 @@ pub mod regrades;
 pub mod retention;
 pub mod roles;
 pub mod shards;
+pub mod tls;
 pub mod url;
 pub mod writer;
 
@@ -115,11 +116,20 @@ impl Database {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
         config.application_name("worldline");
-        let mut client = config.connect(NoTls).map_err(|e| {
-            fail(format!(
-                "cannot connect ({e}); start the server or pass --store with one that runs"
-            ))
-        })?;
+        let tls = tls::settings(url.sslmode, url.sslrootcert.as_deref(), |k| {
+            std::env::var(k).ok()
+        })
+        .map_err(&fail)?;
+        config.ssl_mode(tls.client_mode());
+        let host = match config.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(h)) => h.clone(),
+            _ => "localhost".to_string(),
+        };
+        let connected = match tls.connector().map_err(&fail)? {
+            None => config.connect(NoTls),
+            Some(connector) => config.connect(connector),
+        };
+        let mut client = connected.map_err(|e| fail(tls.explain(&e, &host)))?;
         // Most connections find the schema at this version: the user and
         // their role in one round trip. Otherwise the schema is migrated
         // (or refused, saying why) first.

@@ -1,6 +1,11 @@
 //! A `postgres://` store address: recognised, split into what the client
 //! connects with and the schema the store lives in, and shown without its
 //! password (the only form that reaches a message, a log or `--json`).
+//! libpq's `sslmode` and `sslrootcert` are read here too (the client
+//! crate knows neither `verify-ca`, `verify-full` nor `sslrootcert`):
+//! taken out of what the client connects with, kept in what is shown.
+
+use super::tls::SslMode;
 
 /// The schema a store lives in when the address names none.
 pub const DEFAULT_SCHEMA: &str = "worldline";
@@ -14,6 +19,11 @@ pub struct StoreUrl {
     pub schema: String,
     /// The address without its password.
     pub shown: String,
+    /// The address's `sslmode`, if it names one (`tls.rs` falls back on
+    /// `PGSSLMODE`, then `prefer`).
+    pub sslmode: Option<SslMode>,
+    /// The address's `sslrootcert` (percent-decoded), if it names one.
+    pub sslrootcert: Option<String>,
 }
 
 /// Whether `s` names a PostgreSQL store rather than a folder.
@@ -41,6 +51,8 @@ pub fn parse(s: &str) -> Result<StoreUrl, String> {
         None => authority.to_string(),
     };
     let mut schema = DEFAULT_SCHEMA.to_string();
+    let mut sslmode = None;
+    let mut sslrootcert = None;
     let schema_pair;
     let mut kept = Vec::new();
     let mut shown_kept = Vec::new();
@@ -53,6 +65,18 @@ pub fn parse(s: &str) -> Result<StoreUrl, String> {
         match key {
             "schema" => schema = value.to_string(),
             "password" => kept.push(pair),
+            "sslmode" => {
+                sslmode = Some(SslMode::parse(&percent_decode(value))?);
+                shown_kept.push(pair);
+            }
+            "sslrootcert" => {
+                let file = percent_decode(value);
+                if file.is_empty() {
+                    return Err("sslrootcert is empty: give a PEM file of the certificates to trust (or `system`)".into());
+                }
+                sslrootcert = Some(file);
+                shown_kept.push(pair);
+            }
             _ => {
                 kept.push(pair);
                 shown_kept.push(pair);
@@ -85,7 +109,31 @@ pub fn parse(s: &str) -> Result<StoreUrl, String> {
         connect: with(authority, &kept),
         schema: schema.clone(),
         shown: with(&shown_authority, &shown_pairs),
+        sslmode,
+        sslrootcert,
     })
+}
+
+/// `%XX` sequences decoded, as the client decodes the address's other
+/// values (a sequence that is not one is kept as it is).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A schema name that needs no quoting and cannot inject SQL.
@@ -106,10 +154,8 @@ mod tests {
         let u = parse("postgres://ci:s3cret@db.example:5432/evals?schema=team_a&sslmode=disable")
             .unwrap();
         assert_eq!(u.schema, "team_a");
-        assert_eq!(
-            u.connect,
-            "postgres://ci:s3cret@db.example:5432/evals?sslmode=disable"
-        );
+        assert_eq!(u.connect, "postgres://ci:s3cret@db.example:5432/evals");
+        assert_eq!(u.sslmode, Some(SslMode::Disable));
         assert_eq!(
             u.shown,
             "postgres://ci@db.example:5432/evals?sslmode=disable&schema=team_a"
@@ -118,6 +164,44 @@ mod tests {
         assert_eq!(u.schema, DEFAULT_SCHEMA);
         assert!(!u.shown.contains("s3cret"), "{}", u.shown);
         assert!(u.connect.contains("s3cret"));
+    }
+
+    #[test]
+    fn sslmode_and_sslrootcert_are_read_taken_out_and_shown() {
+        let u = parse(
+            "postgres://ci:s3cret@db.example/evals?sslmode=verify-full&sslrootcert=/etc/ca%20dir/ca.pem&connect_timeout=5",
+        )
+        .unwrap();
+        assert_eq!(u.sslmode, Some(SslMode::VerifyFull));
+        assert_eq!(u.sslrootcert.as_deref(), Some("/etc/ca dir/ca.pem"));
+        assert_eq!(
+            u.connect,
+            "postgres://ci:s3cret@db.example/evals?connect_timeout=5"
+        );
+        assert_eq!(
+            u.shown,
+            "postgres://ci@db.example/evals?sslmode=verify-full&sslrootcert=/etc/ca%20dir/ca.pem&connect_timeout=5"
+        );
+        let u = parse("postgres://db/evals").unwrap();
+        assert_eq!((u.sslmode, u.sslrootcert), (None, None));
+        for (given, mode) in [
+            ("disable", SslMode::Disable),
+            ("prefer", SslMode::Prefer),
+            ("require", SslMode::Require),
+            ("verify-ca", SslMode::VerifyCa),
+        ] {
+            let u = parse(&format!("postgres://db/evals?sslmode={given}")).unwrap();
+            assert_eq!(u.sslmode, Some(mode));
+            assert_eq!(u.connect, "postgres://db/evals");
+        }
+        let e = parse("postgres://u:pw@db/evals?sslmode=verify").unwrap_err();
+        assert!(
+            e.contains("sslmode `verify`") && e.contains("verify-full"),
+            "{e}"
+        );
+        assert!(!e.contains("pw"), "{e}");
+        let e = parse("postgres://db/evals?sslmode=allow").unwrap_err();
+        assert!(e.contains("prefer"), "{e}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! on a free loopback port with its socket in that folder, and stopped
 //! (its folder removed) when the test process ends. The tests only ever
 //! connect to this cluster. `tests/run` installs Debian's PostgreSQL when
-//! it is missing.
+//! it is missing. A test may start one with TLS on ([`own_tls_cluster`]),
+//! its certificates made with `openssl` from a throwaway authority.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,6 +20,20 @@ pub struct Cluster {
     pub port: u16,
     pub dir: PathBuf,
     bin: PathBuf,
+    /// Settings the server starts with beyond the common ones.
+    options: String,
+    /// The authority that signed the server's certificate (TLS on).
+    pub ca: Option<PathBuf>,
+}
+
+/// How a cluster of a test's own takes connections.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Tls {
+    /// TLS offered; plain connections still accepted.
+    On,
+    /// Only TLS connections (`hostssl` lines in `pg_hba.conf`), with the
+    /// password [`PASSWORD`] checked (SCRAM); each connection logged.
+    Only,
 }
 
 /// The cluster of this test process, started on first use.
@@ -30,6 +45,73 @@ pub fn cluster() -> &'static Cluster {
 /// A cluster of the calling test's own (one it may stop).
 pub fn own_cluster() -> Cluster {
     start()
+}
+
+/// A cluster of the calling test's own with TLS on: its certificate for
+/// `127.0.0.1` signed by a throwaway authority ([`Cluster::ca`]).
+pub fn own_tls_cluster(tls: Tls) -> Cluster {
+    start_with(Some(tls))
+}
+
+/// A throwaway certificate authority `dir/NAME.pem` (its key beside it).
+pub fn throwaway_ca(dir: &Path, name: &str) -> PathBuf {
+    let pem = dir.join(format!("{name}.pem"));
+    let mut c = Command::new("openssl");
+    c.args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+        .arg("ec_paramgen_curve:prime256v1")
+        .args(["-nodes", "-days", "2", "-subj"])
+        .arg(format!("/CN={name}"))
+        .arg("-keyout")
+        .arg(dir.join(format!("{name}.key")))
+        .arg("-out")
+        .arg(&pem);
+    run(c, "openssl req (a throwaway authority)");
+    pem
+}
+
+/// `dir/ca.pem` and the server's `dir/server.crt` and `dir/server.key`,
+/// for `127.0.0.1` only, the key the server's user's with mode 0600.
+fn certificates(dir: &Path) -> PathBuf {
+    let ca = throwaway_ca(dir, "ca");
+    let (key, csr, crt, ext) = (
+        dir.join("server.key"),
+        dir.join("server.csr"),
+        dir.join("server.crt"),
+        dir.join("server.ext"),
+    );
+    let mut c = Command::new("openssl");
+    c.args(["req", "-new", "-newkey", "ec", "-pkeyopt"])
+        .arg("ec_paramgen_curve:prime256v1")
+        .args(["-nodes", "-subj", "/CN=127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&csr);
+    run(c, "openssl req (the server's key)");
+    std::fs::write(
+        &ext,
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    let mut c = Command::new("openssl");
+    c.args(["x509", "-req", "-days", "2", "-in"])
+        .arg(&csr)
+        .arg("-CA")
+        .arg(&ca)
+        .arg("-CAkey")
+        .arg(dir.join("ca.key"))
+        .args(["-CAcreateserial", "-out"])
+        .arg(&crt)
+        .arg("-extfile")
+        .arg(&ext);
+    run(c, "openssl x509 (the server's certificate)");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    if is_root() {
+        let mut c = Command::new("chown");
+        c.arg(format!("{USER}:")).arg(&key).arg(&crt);
+        run(c, "chown the server's key");
+    }
+    ca
 }
 
 /// The folder holding `initdb` and `pg_ctl`: `$WORLDLINE_PG_BIN`, else the
@@ -114,6 +196,10 @@ fn run(mut c: Command, what: &str) {
 }
 
 fn start() -> Cluster {
+    start_with(None)
+}
+
+fn start_with(tls: Option<Tls>) -> Cluster {
     let bin = bin_dir();
     let dir = tempfile::Builder::new()
         .prefix("worldline-pg-")
@@ -136,19 +222,48 @@ fn start() -> Cluster {
     init.arg("-D").arg(&data).args([
         "-U",
         "worldline",
-        "--auth=trust",
         "-E",
         "UTF8",
         "--no-sync",
         "--no-instructions",
     ]);
+    if tls == Some(Tls::Only) {
+        let pwfile = dir.join("pwfile");
+        std::fs::write(&pwfile, PASSWORD).unwrap();
+        init.args(["--auth-local=trust", "--auth-host=scram-sha-256"])
+            .arg(format!("--pwfile={}", pwfile.display()));
+    } else {
+        init.arg("--auth=trust");
+    }
     run(init, "initdb");
+    let mut options = String::new();
+    let mut ca = None;
+    if let Some(tls) = tls {
+        let certs = dir.join("tls");
+        std::fs::create_dir_all(&certs).unwrap();
+        ca = Some(certificates(&certs));
+        options = format!(
+            " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={} -c log_connections=on",
+            certs.join("server.crt").display(),
+            certs.join("server.key").display()
+        );
+        if tls == Tls::Only {
+            // Written in place, so the file stays the server user's.
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
+            )
+            .unwrap();
+        }
+    }
     let mut last = String::new();
     for _ in 0..5 {
         let cluster = Cluster {
             port: free_port(),
             dir: dir.clone(),
             bin: bin.clone(),
+            options: options.clone(),
+            ca: ca.clone(),
         };
         match cluster.try_start() {
             Ok(()) => {
@@ -220,6 +335,8 @@ impl Cluster {
             .arg(self.port.to_string())
             .arg("-c")
             .arg(sql)
+            // Checked only by a cluster that takes TLS only.
+            .env("PGPASSWORD", PASSWORD)
             .output()
             .expect("running psql");
         match out.status.success() {
@@ -252,9 +369,10 @@ impl Cluster {
             .arg(self.dir.join("log"))
             .arg("-o")
             .arg(format!(
-                "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=200",
+                "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=200{}",
                 self.port,
-                self.dir.display()
+                self.dir.display(),
+                self.options
             ))
             .args(["-w", "-t", "30", "start"]);
         let out = ctl.output().map_err(|e| format!("pg_ctl: {e}"))?;
@@ -266,6 +384,11 @@ impl Cluster {
             String::from_utf8_lossy(&out.stdout),
             std::fs::read_to_string(self.dir.join("log")).unwrap_or_default()
         ))
+    }
+
+    /// The server's log (connections are logged when TLS is on).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("log")).unwrap_or_default()
     }
 
     /// Start the server again on its port (after [`Cluster::stop`]).
