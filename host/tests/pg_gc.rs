@@ -148,6 +148,56 @@ fn an_object_gc_removes_after_a_writer_asked_for_it_is_sent_with_the_run() {
 }
 
 #[test]
+fn a_gc_pass_that_meets_a_run_stored_meanwhile_is_made_again_and_keeps_its_object() {
+    let TwoMachines {
+        pg,
+        schema,
+        a,
+        b,
+        policy,
+        needs,
+        sent,
+    } = two_machines("an agent one run needs");
+    // X is stored with a run gc then removes: X is a candidate.
+    assert_eq!(put(&b, &policy, "run-1", None, &needs, &sent), Stored::New);
+    assert_eq!(
+        a.collect(&["run-1".into()], &[], 0).unwrap().runs,
+        ["run-1"]
+    );
+    // Another machine's transaction stores a run needing X and commits a
+    // moment later (a writer in the middle of its statement).
+    let x = &needs[0];
+    let mut writer = pg.psql_spawn(&format!(
+        "BEGIN;
+         INSERT INTO {schema}.runs (id, agent_sha256, case_hash, world_hash, chain_hash, frames)
+             VALUES ('run-2', '{x}', '{x}', '{x}', 'c', 1);
+         INSERT INTO {schema}.run_objects (run_id, sha256) VALUES ('run-2', '{x}');
+         SELECT pg_sleep(1.5);
+         COMMIT;"
+    ));
+    let t0 = std::time::Instant::now();
+    while pg.psql(&format!(
+        "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+         WHERE c.relname = 'run_objects' AND c.relnamespace = '{schema}'::regnamespace
+           AND l.pid <> pg_backend_pid()"
+    )) == "0"
+    {
+        assert!(t0.elapsed().as_secs() < 30, "the writer never inserted");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // gc's removal of X waits for that transaction; once it commits the
+    // server refuses the removal, and the pass made again keeps X.
+    assert_eq!(a.collect(&[], &needs, 0).unwrap().objects, nothing());
+    assert!(writer.wait().unwrap().success());
+    assert_eq!(
+        pg.psql(&format!(
+            "SELECT count(*) FROM {schema}.objects o JOIN {schema}.run_objects r USING (sha256)"
+        )),
+        "1"
+    );
+}
+
+#[test]
 fn gc_keeps_runs_held_or_forked_from_elsewhere_and_a_holder_learns_what_went() {
     let TwoMachines {
         pg,

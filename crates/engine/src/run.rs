@@ -252,11 +252,20 @@ pub fn finish(
     );
     let footer = footer(ended, fuel, chain_hash, &events, &left, graded.as_ref());
     if let Some(file) = file {
-        bundle::finish(file, &footer, opts.batch.is_none())
-            .map_err(|e| opened.footer_error(opts.store, e))?;
+        // A database store's run is made durable by its commit (below):
+        // the working folder's bundle is a copy, not synced.
+        let sync = opts.batch.is_none() && opts.store.is_none_or(|s| s.database().is_none());
+        bundle::finish(file, &footer, sync).map_err(|e| opened.footer_error(opts.store, e))?;
     }
     if let (Some(store), Some(id)) = (opts.store, &opened.run_id) {
-        store.publish(id)?;
+        store.publish_finished(
+            id,
+            crate::store::Finished {
+                header: &opened.header,
+                events: &events,
+                footer: Some(&footer),
+            },
+        )?;
         if let Some(batch) = opts.batch {
             batch.ran();
         }

@@ -18,6 +18,8 @@
 
 mod shared;
 mod sync;
+
+pub use sync::Finished;
 mod view;
 
 use crate::canon;
@@ -37,6 +39,9 @@ pub struct StoreDir {
     pulled: Mutex<Option<std::time::Instant>>,
     /// A database store's redaction policy, as this process last read it.
     shared: Mutex<Option<crate::pgstore::copies::Shared>>,
+    /// The objects of each world a run of this process was stored with
+    /// (`sync.rs`).
+    world_objects: Mutex<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -89,6 +94,7 @@ impl StoreDir {
             db: None,
             pulled: Mutex::new(None),
             shared: Mutex::new(None),
+            world_objects: Mutex::new(std::collections::BTreeMap::new()),
         })
     }
 

@@ -3,11 +3,14 @@
 //! `lease.rs` does with files within one machine.
 //!
 //! - gc's gate is the transaction-level advisory lock
-//!   (`hashtext('<schema>')`, 0): [`Database::put_run`] and
-//!   [`Database::hold`] take it shared, [`Database::collect`] exclusively,
-//!   so gc's removals see every run stored and every name held before
-//!   them, and a writer's check that its objects are there holds until it
-//!   commits.
+//!   (`hashtext('<schema>')`, 0): [`Database::hold`] takes it shared,
+//!   [`Database::collect`] exclusively, so gc's removals see every name
+//!   held before them.
+//! - What a stored run needs is kept by the database itself:
+//!   `run_objects` references `objects`, so a run stored while gc removed
+//!   one of its objects is refused (`put_run` then sends the object with
+//!   it), and a gc pass whose removal meets a run stored meanwhile is
+//!   refused and tries again.
 //! - A process's lease is its rows in `leases` under a holder number,
 //!   alive while its connection holds the session-level advisory lock
 //!   (`hashtext('<schema>')`, holder). A gc pass that can take that lock
@@ -49,15 +52,6 @@ pub(crate) fn enter_shared(tx: &mut Transaction, schema: &str) -> Result<(), pos
         &[&schema],
     )
     .map(|_| ())
-}
-
-/// Begin a transaction holding gc's gate shared, in one round trip (the
-/// simple query protocol; the schema's name is checked as an identifier
-/// by `url.rs`). The caller commits or rolls back.
-pub(crate) fn begin_shared(c: &mut postgres::Client, schema: &str) -> Result<(), postgres::Error> {
-    c.batch_execute(&format!(
-        "BEGIN; SELECT pg_advisory_xact_lock_shared(hashtext('{schema}'), 0)"
-    ))
 }
 
 impl Database {
@@ -152,11 +146,40 @@ impl Database {
             .unwrap_or_else(|e| e.into_inner())
             .holder
             .unwrap_or(0);
+        // A run stored while the pass ran that needs an object it removes
+        // makes the server refuse the pass (`run_objects` references
+        // `objects`): it is made again, and then sees that run.
         self.with(|c| {
-            let mut tx = c.transaction()?;
-            tx.execute("SELECT pg_advisory_xact_lock(hashtext($1), 0)", &[&schema])?;
-            reap_ended(&mut tx, schema, own)?;
-            let mut removed: Vec<String> = tx
+            let mut tries = 0;
+            loop {
+                match gather_in(c, schema, own, runs, objects, grace_s, apply) {
+                    Err(e)
+                        if e.code() == Some(&postgres::error::SqlState::FOREIGN_KEY_VIOLATION)
+                            && tries < 5 =>
+                    {
+                        tries += 1;
+                    }
+                    done => return done,
+                }
+            }
+        })
+    }
+}
+
+/// [`Database::gather`]'s transaction, once.
+fn gather_in(
+    c: &mut postgres::Client,
+    schema: &str,
+    own: i32,
+    runs: &[String],
+    objects: &[String],
+    grace_s: i64,
+    apply: bool,
+) -> Result<Collected, postgres::Error> {
+    let mut tx = c.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock(hashtext($1), 0)", &[&schema])?;
+    reap_ended(&mut tx, schema, own)?;
+    let mut removed: Vec<String> = tx
                 .query(
                     "WITH RECURSIVE asked AS (
                          SELECT id FROM runs WHERE id = ANY($1)
@@ -178,42 +201,40 @@ impl Database {
                 .iter()
                 .map(|r| r.get(0))
                 .collect();
-            removed.sort();
-            let runs_kept: Vec<String> = tx
-                .query(
-                    "SELECT n FROM unnest($1::text[]) AS n
+    removed.sort();
+    let runs_kept: Vec<String> = tx
+        .query(
+            "SELECT n FROM unnest($1::text[]) AS n
                      WHERE EXISTS (SELECT 1 FROM runs WHERE id = n)
                         OR EXISTS (SELECT 1 FROM leases WHERE name = n)
                      ORDER BY n",
-                    &[&runs],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            let mut objects_gone: Vec<String> = tx
-                .query(
-                    "DELETE FROM objects o WHERE o.sha256 = ANY($1)
+            &[&runs],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut objects_gone: Vec<String> = tx
+        .query(
+            "DELETE FROM objects o WHERE o.sha256 = ANY($1)
                        AND o.stored_at < now() - make_interval(secs => $2)
                        AND NOT EXISTS (SELECT 1 FROM run_objects ro WHERE ro.sha256 = o.sha256)
                        AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.name = o.sha256)
                      RETURNING o.sha256",
-                    &[&objects, &(grace_s as f64)],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            objects_gone.sort();
-            match apply {
-                true => tx.commit()?,
-                false => tx.rollback()?,
-            }
-            Ok(Collected {
-                runs: removed,
-                runs_kept,
-                objects: objects_gone,
-            })
-        })
+            &[&objects, &(grace_s as f64)],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    objects_gone.sort();
+    match apply {
+        true => tx.commit()?,
+        false => tx.rollback()?,
     }
+    Ok(Collected {
+        runs: removed,
+        runs_kept,
+        objects: objects_gone,
+    })
 }
 
 /// A holder number no live process uses, with its session lock taken (a

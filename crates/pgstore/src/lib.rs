@@ -221,14 +221,7 @@ impl Database {
         if unknown.is_empty() {
             return Ok(Vec::new());
         }
-        let missing: Vec<String> = self.with(|c| {
-            let rows = c.query(
-                "SELECT s FROM unnest($1::text[]) AS s
-                 WHERE NOT EXISTS (SELECT 1 FROM objects WHERE sha256 = s) ORDER BY s",
-                &[&unknown],
-            )?;
-            Ok(rows.iter().map(|r| r.get(0)).collect())
-        })?;
+        let missing = self.with(|c| missing_of(c, &unknown))?;
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         known.extend(unknown.into_iter().filter(|s| !missing.contains(s)));
         Ok(missing)
@@ -258,9 +251,11 @@ impl Database {
     /// longer the copy's, nothing is written ([`Stored::PolicyChanged`]:
     /// make the copy again); nor when an object the run needs is missing
     /// ([`Stored::Missing`]: gc removed it meanwhile, send it). The
-    /// transaction holds gc's gate shared (`leases.rs`), so no gc pass
-    /// removes an object between that check and the commit, and after the
-    /// commit the run's `run_objects` keep them.
+    /// database holds the check: `run_objects` references `objects`, so a
+    /// run whose object a gc pass removed after the check is refused by
+    /// the server (and reported missing here), and no gc pass removes an
+    /// object a stored run needs. Without objects to send, the run is one
+    /// statement (atomic by itself): one round trip.
     pub fn put_run(
         &self,
         run: &RunRow,
@@ -276,23 +271,28 @@ impl Database {
                     self.insert_run.get_or_init(|| prepared).clone()
                 }
             };
-            // BEGIN with gc's gate, the statement, COMMIT: three round trips.
-            let taken = leases::begin_shared(c, &self.url.schema).and_then(|()| {
-                for (sha, bytes) in objects {
-                    c.execute(
-                        "INSERT INTO objects (sha256, bytes) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                        &[sha, bytes],
-                    )?;
-                }
-                insert_run(c, &insert, run, lines, copy)
-            });
-            let end = match &taken {
-                Ok(Insert::Done | Insert::Taken(_)) => "COMMIT",
-                _ => "ROLLBACK",
+            let taken = match objects.is_empty() {
+                true => insert_run(c, &insert, run, lines, copy),
+                false => (|| {
+                    let mut tx = c.transaction()?;
+                    for (sha, bytes) in objects {
+                        tx.execute(
+                            "INSERT INTO objects (sha256, bytes) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                            &[sha, bytes],
+                        )?;
+                    }
+                    let taken = insert_run(&mut tx, &insert, run, lines, copy)?;
+                    if matches!(taken, Insert::Done | Insert::Taken(_)) {
+                        tx.commit()?;
+                    }
+                    Ok(taken)
+                })(),
             };
-            match (taken, c.batch_execute(end)) {
-                (Err(e), _) | (Ok(_), Err(e)) => Err(e),
-                (Ok(taken), Ok(())) => Ok(taken),
+            match taken {
+                Err(e) if e.code() == Some(&postgres::error::SqlState::FOREIGN_KEY_VIOLATION) => {
+                    Ok(Insert::Missing(missing_of(c, run.objects)?))
+                }
+                taken => taken,
             }
         })?;
         let chain = match taken {
@@ -435,6 +435,18 @@ enum Insert {
     Missing(Vec<String>),
     /// Another run (of this chain hash) holds the id.
     Taken(String),
+}
+
+/// Which of `shas` the database does not hold, sorted.
+fn missing_of(c: &mut Client, shas: &[String]) -> Result<Vec<String>, postgres::Error> {
+    Ok(c.query(
+        "SELECT s FROM unnest($1::text[]) AS s
+             WHERE NOT EXISTS (SELECT 1 FROM objects WHERE sha256 = s) ORDER BY s",
+        &[&shas],
+    )?
+    .iter()
+    .map(|r| r.get(0))
+    .collect())
 }
 
 /// A run's row, the objects it needs, its lines and its redacted copy in

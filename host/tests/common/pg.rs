@@ -326,19 +326,32 @@ impl Cluster {
             .unwrap_or_else(|e| panic!("psql {sql}: {e}"))
     }
 
-    /// Run SQL with psql as `user`: its output, or psql's error.
-    pub fn psql_as(&self, user: &str, sql: &str) -> Result<String, String> {
-        let out = Command::new(self.bin.join("psql"))
-            .args(["-h", "127.0.0.1", "-U", user, "-d", "postgres", "-At", "-v"])
+    /// psql running `sql` as `user`, not yet started.
+    fn psql_command(&self, user: &str, sql: &str) -> Command {
+        let mut c = Command::new(self.bin.join("psql"));
+        c.args(["-h", "127.0.0.1", "-U", user, "-d", "postgres", "-At", "-v"])
             .arg("ON_ERROR_STOP=1")
             .arg("-p")
             .arg(self.port.to_string())
             .arg("-c")
             .arg(sql)
             // Checked only by a cluster that takes TLS only.
-            .env("PGPASSWORD", PASSWORD)
-            .output()
-            .expect("running psql");
+            .env("PGPASSWORD", PASSWORD);
+        c
+    }
+
+    /// Start SQL with psql as the cluster's superuser, in the background
+    /// (a transaction another machine holds open).
+    pub fn psql_spawn(&self, sql: &str) -> std::process::Child {
+        self.psql_command("worldline", sql)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("starting psql")
+    }
+
+    /// Run SQL with psql as `user`: its output, or psql's error.
+    pub fn psql_as(&self, user: &str, sql: &str) -> Result<String, String> {
+        let out = self.psql_command(user, sql).output().expect("running psql");
         match out.status.success() {
             true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
             false => Err(String::from_utf8_lossy(&out.stderr).to_string()),

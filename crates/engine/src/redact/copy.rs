@@ -4,13 +4,29 @@
 //! run (id and chain hash), under which policy.
 
 use super::Redactor;
-use crate::log::Recorder;
-use crate::log::bundle::{self, Bundle, Redacted};
+use crate::log::bundle::{self, Bundle, Footer, Header, Redacted};
+use crate::log::{Event, Recorder};
 
 /// The redacted copy of the bundle of run `run_id`.
 pub fn of(run_id: &str, b: &Bundle, r: &mut Redactor) -> Bundle {
+    of_parts(run_id, &b.header, &b.events, b.footer.as_ref(), r)
+}
+
+/// The redacted copy of run `run_id` from its header, events and footer
+/// (a run just finished, not read back).
+pub fn of_parts(
+    run_id: &str,
+    header: &Header,
+    events: &[Event],
+    footer: Option<&Footer>,
+    r: &mut Redactor,
+) -> Bundle {
+    let original_chain_hash = footer.map_or_else(
+        || events.last().map_or_else(String::new, |e| e.hash.clone()),
+        |f| f.chain_hash.clone(),
+    );
     let mut recorder = Recorder::in_memory();
-    for e in &b.events {
+    for e in events {
         let mut e = e.clone();
         r.event(&mut e);
         recorder
@@ -18,22 +34,19 @@ pub fn of(run_id: &str, b: &Bundle, r: &mut Redactor) -> Bundle {
             .expect("an in-memory recorder does not fail");
     }
     let (_, events, head) = recorder.finish();
-    let footer = b.footer.as_ref().map(|f| {
+    let footer = footer.map(|f| {
         let mut f = f.clone();
         r.footer(&mut f);
         f.chain_hash = head.clone();
         f.hash = bundle::footer_hash(&f);
         f
     });
-    let mut header = b.header.clone();
+    let mut header = header.clone();
     r.header(&mut header);
     header.redacted = Some(Redacted {
         hidden: r.hidden() as u64,
         original_run: run_id.to_string(),
-        original_chain_hash: b.footer.as_ref().map_or_else(
-            || b.events.last().map_or_else(String::new, |e| e.hash.clone()),
-            |f| f.chain_hash.clone(),
-        ),
+        original_chain_hash,
         policy_sha256: r.policy_hash().to_string(),
     });
     Bundle {

@@ -52,6 +52,14 @@ struct Pulled {
     view: String,
 }
 
+/// A run this process finished: the parts its bundle was written from.
+#[derive(Clone, Copy)]
+pub struct Finished<'a> {
+    pub header: &'a bundle::Header,
+    pub events: &'a [crate::log::Event],
+    pub footer: Option<&'a bundle::Footer>,
+}
+
 /// The view a role's working folder holds.
 fn view_of(role: Role) -> &'static str {
     match role {
@@ -62,14 +70,25 @@ fn view_of(role: Role) -> &'static str {
 
 impl StoreDir {
     /// The objects a run needs: agent, case, world manifest (and an
-    /// overlaid world's record) and world files, sorted.
+    /// overlaid world's record) and world files, sorted. A world's are
+    /// found once per process (a suite's runs share it).
     pub fn run_objects(&self, header: &bundle::Header) -> Result<Vec<String>> {
-        let mut shas = vec![
-            header.agent_sha256.clone(),
-            header.case_hash.clone(),
-            header.world_hash.clone(),
-        ];
-        let mut world = self.get_object(&header.world_hash)?;
+        let mut shas = vec![header.agent_sha256.clone(), header.case_hash.clone()];
+        shas.extend(self.world_objects(&header.world_hash)?);
+        shas.sort();
+        shas.dedup();
+        Ok(shas)
+    }
+
+    /// The world `world_hash`'s objects: its manifest (and an overlaid
+    /// world's record and base manifest) and its files.
+    fn world_objects(&self, world_hash: &str) -> Result<Vec<String>> {
+        let mut known = self.world_objects.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(shas) = known.get(world_hash) {
+            return Ok(shas.clone());
+        }
+        let mut shas = vec![world_hash.to_string()];
+        let mut world = self.get_object(world_hash)?;
         // An overlaid world: its record, and the base world's manifest.
         if let Some(record) = crate::world::overlay::Record::parse(&world) {
             shas.push(record.world.clone());
@@ -78,8 +97,7 @@ impl StoreDir {
         let manifest: BTreeMap<String, String> =
             serde_json::from_slice(&world).context("reading the world manifest")?;
         shas.extend(manifest.into_values());
-        shas.sort();
-        shas.dedup();
+        known.insert(world_hash.to_string(), shas.clone());
         Ok(shas)
     }
 
@@ -88,6 +106,16 @@ impl StoreDir {
     /// A run the database did not take is moved out of `runs/` (to
     /// `unstored/`), so no reader takes it for a stored run.
     pub fn publish(&self, run_id: &str) -> Result<(), InputError> {
+        self.publish_parts(run_id, None)
+    }
+
+    /// [`publish`](Self::publish) for a run this process just finished,
+    /// whose parts it holds: its bundle's lines are read, not parsed again.
+    pub fn publish_finished(&self, run_id: &str, run: Finished) -> Result<(), InputError> {
+        self.publish_parts(run_id, Some(run))
+    }
+
+    fn publish_parts(&self, run_id: &str, given: Option<Finished>) -> Result<(), InputError> {
         let Some(db) = &self.db else {
             return Ok(());
         };
@@ -98,21 +126,28 @@ impl StoreDir {
         let stored = (|| -> Result<()> {
             let text = crate::bounded::read_text(&path, crate::bounded::BUNDLE)
                 .map_err(|e| InputError::new(&path, format!("cannot read the run: {e}")))?;
-            let b = bundle::parse(text.as_bytes(), &path).map_err(InputError::from)?;
-            let footer = b
-                .footer
-                .as_ref()
-                .filter(|_| text.ends_with('\n'))
-                .ok_or_else(|| {
-                    InputError::new(
-                        &path,
-                        "the run has no footer: an unfinished run is not stored",
-                    )
-                })?;
+            let parsed;
+            let b = match given {
+                Some(run) => run,
+                None => {
+                    parsed = bundle::parse(text.as_bytes(), &path).map_err(InputError::from)?;
+                    Finished {
+                        header: &parsed.header,
+                        events: &parsed.events,
+                        footer: parsed.footer.as_ref(),
+                    }
+                }
+            };
+            let footer = b.footer.filter(|_| text.ends_with('\n')).ok_or_else(|| {
+                InputError::new(
+                    &path,
+                    "the run has no footer: an unfinished run is not stored",
+                )
+            })?;
             // A redacted copy brings its agent only (see `export.rs`).
             let shas = match b.header.redacted {
                 Some(_) => vec![b.header.agent_sha256.clone()],
-                None => self.run_objects(&b.header)?,
+                None => self.run_objects(b.header)?,
             };
             let mut objects = db
                 .missing_objects(&shas)
@@ -139,7 +174,14 @@ impl StoreDir {
             for _ in 0..5 {
                 let shared = self.shared_policy(fresh)?;
                 let mut redactor = crate::redact::shared(&shared.policy, &shared.salt)?;
-                let copy = bundle::to_text(&crate::redact::copy::of(run_id, &b, &mut redactor));
+                let copy = crate::redact::copy::of_parts(
+                    run_id,
+                    b.header,
+                    b.events,
+                    b.footer,
+                    &mut redactor,
+                );
+                let copy = bundle::to_text(&copy);
                 let copy = Copy {
                     policy_sha256: &shared.policy_sha256,
                     lines: copy.lines().collect(),

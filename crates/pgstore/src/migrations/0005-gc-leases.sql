@@ -57,6 +57,12 @@ INSERT INTO run_objects (run_id, sha256)
     WHERE e.value ~ '^[0-9a-f]{64}$'
 ON CONFLICT DO NOTHING;
 DROP FUNCTION pg_temp.json_of(bytea);
+-- The database keeps what a stored run needs: a run whose object gc
+-- removed since it was checked is refused (and sent again with it), and gc
+-- cannot remove an object a run stored meanwhile needs. A run stored
+-- before, whose object went missing, keeps no row for it.
+DELETE FROM run_objects ro WHERE NOT EXISTS (SELECT 1 FROM objects o WHERE o.sha256 = ro.sha256);
+ALTER TABLE run_objects ADD FOREIGN KEY (sha256) REFERENCES objects (sha256);
 
 -- A responder (a writer) holds leases and records what its runs need; a
 -- viewer reads copies only and holds nothing.
