@@ -8,50 +8,18 @@
 use crate::common;
 use crate::ui_support;
 
+use common::crm::{POLICY, ROWS, SET_EMAIL};
 use common::{CRM_WORLD, guest, temp_dir, worldline, write_case, write_world};
 use std::path::{Path, PathBuf};
 use ui_support::{Server, form, input_value, request};
 
-const ROWS: &str = r#"{"id": "CUST-004211", "email": "ana.lopez@example.com", "note": "prefers mail to ana.lopez@example.com"}
-{"id": "CUST-000007", "email": "bo@example.org", "note": "none"}
-"#;
-
-/// The shared CRM world and a tool that changes an address.
-const SET_EMAIL: &str = r#"
-[[tools]]
-name = "set_email"
-description = "Change a customer's e-mail"
-params = { type = "object", properties = { id = { type = "string" }, email = { type = "string" } }, required = ["id", "email"] }
-op = "update"
-table = "customers"
-set = { email = "$email" }
-"#;
-
-/// Graded on the e-mail (so the grade, its failure signature and the run
-/// index carry raw values), with a fault profile for a campaign.
-const CASE: &str = r#"world = "crm@v1"
-seed = 5
-clock = 2026-03-01T12:00:00Z
-task = { calls = [
-  { tool = "get_customer", args = { id = "CUST-004211" } },
-  { tool = "set_email", args = { id = "CUST-000007", email = "bo.chen@example.net" } },
-  { tool = "get_customer", args = { id = "CUST-000007" } },
-] }
-
-[[expect.state]]
-table = "customers"
-key = "CUST-004211"
-field = "email"
-equals = "someone.else@example.com"
-
-[fuzz]
-[[fuzz.tools]]
-tool = "get_customer"
-error = { unavailable = 0.5 }
-"#;
-
-const POLICY: &str =
-    "detectors = [\"email\"]\n[[custom]]\nname = \"customer\"\npattern = \"CUST-[0-9]{6}\"\n";
+/// The CRM case, with a fault profile for a campaign.
+fn case() -> String {
+    format!(
+        "{}\n[fuzz]\n[[fuzz.tools]]\ntool = \"get_customer\"\nerror = {{ unavailable = 0.5 }}\n",
+        common::crm::CASE
+    )
+}
 
 /// What no view may show once the policy is in place.
 const SECRETS: [&str; 8] = [
@@ -86,7 +54,7 @@ fn crm() -> Crm {
     let root = dir.path().to_path_buf();
     let world = format!("{CRM_WORLD}{SET_EMAIL}");
     let worlds = write_world(&root, "crm", &world, &[("data/customers.jsonl", ROWS)]);
-    let case = write_case(&root, "crm", CASE);
+    let case = write_case(&root, "crm", &case());
     let store = root.join("store");
     let agent = guest("caller-agent");
     let out = worldline(

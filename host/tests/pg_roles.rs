@@ -10,6 +10,7 @@
 use crate::common;
 use crate::ui_support;
 
+use common::crm::{CASE as CRM_CASE, POLICY, ROWS as CRM_ROWS, SET_EMAIL};
 use common::pg::{PASSWORD, cluster, fresh_schema};
 use common::{guest, temp_dir, worldline, write_case};
 use std::path::{Path, PathBuf};
@@ -20,40 +21,6 @@ fn s(p: &Path) -> &str {
 
 // Readers by role: a viewer reaches no raw value by any route; each
 // responder's raw read is audited.
-
-const CRM_ROWS: &str = r#"{"id": "CUST-004211", "email": "ana.lopez@example.com", "note": "prefers mail to ana.lopez@example.com"}
-{"id": "CUST-000007", "email": "bo@example.org", "note": "none"}
-"#;
-
-/// Reads both customers, changes an address, and is graded on one (so
-/// the grade and the failure signature carry raw values too).
-const CRM_CASE: &str = r#"world = "crm@v1"
-seed = 5
-clock = 2026-03-01T12:00:00Z
-task = { calls = [
-  { tool = "get_customer", args = { id = "CUST-004211" } },
-  { tool = "set_email", args = { id = "CUST-000007", email = "bo.chen@example.net" } },
-  { tool = "get_customer", args = { id = "CUST-000007" } },
-] }
-[[expect.state]]
-table = "customers"
-key = "CUST-004211"
-field = "email"
-equals = "someone.else@example.com"
-"#;
-
-const SET_EMAIL: &str = r#"
-[[tools]]
-name = "set_email"
-description = "Change a customer's e-mail"
-params = { type = "object", properties = { id = { type = "string" }, email = { type = "string" } }, required = ["id", "email"] }
-op = "update"
-table = "customers"
-set = { email = "$email" }
-"#;
-
-const POLICY: &str =
-    "detectors = [\"email\"]\n[[custom]]\nname = \"customer\"\npattern = \"CUST-[0-9]{6}\"\n";
 
 /// What no viewer may see once the policy is set.
 const SECRETS: [&str; 7] = [

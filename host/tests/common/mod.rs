@@ -6,6 +6,7 @@
 //! of the helpers, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod crm;
 pub mod pg;
 
 use serde_json::{Value, json};
