@@ -172,24 +172,14 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
             let mut page = index.page(&filter, PER_PAGE, at)?;
             if let Some(red) = redactor.as_mut() {
                 for r in &mut page.rows {
-                    r.signature = r.signature.as_deref().map(|s| red.text(s));
+                    r.signature = r.signature.take().map(|s| red.repeated(s));
                 }
             }
             return Ok(page);
         }
-        // Runs share few failure signatures: each is redacted once.
-        let mut shown: BTreeMap<String, String> = BTreeMap::new();
         index.page_kept(&filter, PER_PAGE, at, |r| {
-            if let (Some(red), Some(raw)) = (redactor.as_mut(), r.signature.take()) {
-                let redacted = match shown.get(&raw) {
-                    Some(s) => s.clone(),
-                    None => {
-                        let s = red.text(&raw);
-                        shown.insert(raw, s.clone());
-                        s
-                    }
-                };
-                r.signature = Some(redacted);
+            if let Some(red) = redactor.as_mut() {
+                r.signature = r.signature.take().map(|s| red.repeated(s));
             }
             signature
                 .as_ref()

@@ -134,13 +134,8 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     };
     let (mut rows, sync) = Index::read(&store, |index| index.query(&filter))?;
     if let Some(r) = redactor.as_mut() {
-        // Runs share few failure signatures: each is redacted once.
-        let mut shown: std::collections::BTreeMap<String, String> = Default::default();
         for row in &mut rows {
-            if let Some(raw) = row.signature.take() {
-                let s = shown.entry(raw).or_insert_with_key(|raw| r.text(raw));
-                row.signature = Some(s.clone());
-            }
+            row.signature = row.signature.take().map(|s| r.repeated(s));
         }
     }
     rows.retain(|r| {

@@ -134,6 +134,9 @@ pub struct Redactor {
     given: BTreeMap<String, String>,
     /// placeholder → `kind \0 value`.
     taken: BTreeMap<String, String>,
+    /// Texts [`repeated`](Redactor::repeated) redacted, and their
+    /// redaction.
+    repeats: BTreeMap<String, String>,
 }
 
 /// The redactor for a command: `--unredacted` gives none; else the policy
@@ -195,6 +198,7 @@ impl Redactor {
             salt,
             given: BTreeMap::new(),
             taken: BTreeMap::new(),
+            repeats: BTreeMap::new(),
         }
     }
 
@@ -225,6 +229,17 @@ impl Redactor {
         self.taken.insert(p.clone(), id.clone());
         self.given.insert(id, p.clone());
         p
+    }
+
+    /// [`text`](Self::text) of a short text many rows share (a failure
+    /// signature): each distinct one is redacted once.
+    pub fn repeated(&mut self, text: String) -> String {
+        if let Some(done) = self.repeats.get(&text) {
+            return done.clone();
+        }
+        let done = self.text(&text);
+        self.repeats.insert(text, done.clone());
+        done
     }
 
     /// Text with everything the detectors find replaced.
