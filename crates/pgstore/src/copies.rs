@@ -86,39 +86,11 @@ impl Database {
                     &[&policy, &new_sha],
                 )?;
                 sha = new_sha.to_string();
-                let reports = tx.query("SELECT id, report FROM campaigns ORDER BY id", &[])?;
-                for r in &reports {
-                    let (id, report): (String, String) = (r.get(0), r.get(1));
-                    let redacted = match redo(&report) {
-                        Ok(redacted) => redacted,
-                        Err(m) => {
-                            refused = Some(format!("campaign {id}: {m}"));
-                            return Ok(0);
-                        }
-                    };
-                    tx.execute(
-                        "UPDATE campaigns SET redacted = $2 WHERE id = $1",
-                        &[&id, &redacted],
-                    )?;
-                }
-                let shards = tx.query(
-                    "SELECT suite, part, report FROM shard_reports ORDER BY suite, part",
-                    &[],
-                )?;
-                for r in &shards {
-                    let (suite, part, report): (String, String, String) =
-                        (r.get(0), r.get(1), r.get(2));
-                    let redacted = match redo(&report) {
-                        Ok(redacted) => redacted,
-                        Err(m) => {
-                            refused = Some(format!("suite {suite}'s shard {part}: {m}"));
-                            return Ok(0);
-                        }
-                    };
-                    tx.execute(
-                        "UPDATE shard_reports SET redacted = $3 WHERE suite = $1 AND part = $2",
-                        &[&suite, &part, &redacted],
-                    )?;
+                for kept in KEPT_REPORTS {
+                    if let Some(m) = redo_reports(&mut tx, &kept, redo)? {
+                        refused = Some(m);
+                        return Ok(0);
+                    }
                 }
             }
             let ids: Vec<String> = tx
@@ -150,6 +122,50 @@ impl Database {
             None => Ok(made),
         }
     }
+}
+
+/// A table of reports kept with a redacted form made under the policy:
+/// how its rows are read (keys as a `text[]`, then the raw report), how
+/// one is updated (`$1` the keys, `$2` the redacted form), and how a
+/// refusal names one.
+struct KeptReports {
+    select: &'static str,
+    update: &'static str,
+    name: fn(&[String]) -> String,
+}
+
+/// Campaign reports (0250) and shard reports (0249).
+const KEPT_REPORTS: [KeptReports; 2] = [
+    KeptReports {
+        select: "SELECT ARRAY[id], report FROM campaigns ORDER BY id",
+        update: "UPDATE campaigns SET redacted = $2 WHERE id = ($1::text[])[1]",
+        name: |k| format!("campaign {}", k[0]),
+    },
+    KeptReports {
+        select: "SELECT ARRAY[suite, part], report FROM shard_reports ORDER BY suite, part",
+        update: "UPDATE shard_reports SET redacted = $2
+                 WHERE suite = ($1::text[])[1] AND part = ($1::text[])[2]",
+        name: |k| format!("suite {}'s shard {}", k[0], k[1]),
+    },
+];
+
+/// Make the redacted form of every report of `kept` again with `redo`;
+/// the first one `redo` refuses, named, and nothing more done.
+fn redo_reports(
+    tx: &mut postgres::Transaction,
+    kept: &KeptReports,
+    redo: &mut Redo,
+) -> Result<Option<String>, postgres::Error> {
+    for r in &tx.query(kept.select, &[])? {
+        let (keys, report): (Vec<String>, String) = (r.get(0), r.get(1));
+        match redo(&report) {
+            Ok(redacted) => {
+                tx.execute(kept.update, &[&keys, &redacted])?;
+            }
+            Err(m) => return Ok(Some(format!("{}: {m}", (kept.name)(&keys)))),
+        }
+    }
+    Ok(None)
 }
 
 /// The lines of `ids` in `table` (`frames` or `redacted_frames`), by run.

@@ -21,16 +21,28 @@ impl StoreDir {
         let db = self.database_of("keeping a campaign's report")?;
         self.require_raw("keeping a campaign's report (`fuzz`)")?;
         // Read now: a policy set while the campaign ran is the one to use.
-        let shared = self.shared_policy(true)?;
-        let mut redacted = report.clone();
-        crate::redact::shared(&shared.policy, &shared.salt)?.json(&mut redacted);
+        let redacted = self.redacted_report(report, true)?;
         db.put_campaign(
             id,
             &crate::canon::to_string(report),
-            &crate::canon::to_string(&redacted),
+            &redacted,
             this_writer(),
         )
         .map_err(InputError::from)
+    }
+
+    /// A kept report's redacted form (canonical JSON): the store's
+    /// policy's detectors on every string, the policy read again first
+    /// when `fresh`.
+    pub(super) fn redacted_report(
+        &self,
+        report: &Value,
+        fresh: bool,
+    ) -> Result<String, InputError> {
+        let shared = self.shared_policy(fresh)?;
+        let mut redacted = report.clone();
+        crate::redact::shared(&shared.policy, &shared.salt)?.json(&mut redacted);
+        Ok(crate::canon::to_string(&redacted))
     }
 
     /// Every campaign kept in the database, newest first: to a viewer the

@@ -333,16 +333,14 @@ impl StoreDir {
     ) -> Result<(), InputError> {
         let db = self.database_of("keeping a shard's report")?;
         self.require_raw("storing a shard's report")?;
-        let shared = self.shared_policy(false)?;
-        let mut redacted = report.clone();
-        crate::redact::shared(&shared.policy, &shared.salt)?.json(&mut redacted);
+        let redacted = self.redacted_report(report, false)?;
         db.put_shard(
             &crate::pgstore::shards::ShardReport {
                 suite,
                 part,
                 selection,
                 report: &crate::canon::to_string(report),
-                redacted: &crate::canon::to_string(&redacted),
+                redacted: &redacted,
             },
             this_writer(),
         )
