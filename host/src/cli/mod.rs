@@ -97,6 +97,7 @@ pub struct ExecArgs {
     #[arg(long = "pass-env", value_name = "NAME", requires = "exec")]
     pub pass_env: Vec<String>,
     /// Read the output from this file in the process's working directory
+    /// (a relative path without `..`, which must not lead out of it)
     /// instead of the last JSON line of its stdout.
     #[arg(long = "output-file", value_name = "FILE", requires = "exec")]
     pub output_file: Option<PathBuf>,
@@ -124,6 +125,13 @@ impl ExecArgs {
                 "--agent and --exec both name the agent; give one",
             )
             .into());
+        }
+        if let Some(problem) = self
+            .output_file
+            .as_deref()
+            .and_then(crate::native::exec::output_file_problem)
+        {
+            return Err(crate::error::InputError::new("--output-file", problem).into());
         }
         Ok(Some(crate::native::exec::Exec {
             command: self.command.iter().map(|a| absolute_if_here(a)).collect(),

@@ -2,9 +2,13 @@
 //! `limit` bytes kept (the rest dropped and counted, as a guest's are),
 //! and for stdout the last line that is a JSON value, which is the run's
 //! output. A line is considered only up to `limit` bytes, so memory stays
-//! bounded whatever the process writes.
+//! bounded whatever the process writes. A run stops reading when it ends
+//! ([`read_until`]), whoever still holds the pipe's other end.
 
-use std::io::Read;
+use std::io::{ErrorKind, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// What was read from one pipe.
 #[derive(Debug, Default)]
@@ -17,42 +21,123 @@ pub struct Captured {
 
 /// Read `pipe` to its end.
 pub fn read(mut pipe: impl Read, limit: usize) -> Captured {
-    let mut out = Captured::default();
-    let mut line: Vec<u8> = Vec::new();
-    let mut line_too_long = false;
+    let mut c = Collector::new(limit);
     let mut buf = [0u8; 16 * 1024];
     loop {
-        let n = match pipe.read(&mut buf) {
+        match pipe.read(&mut buf) {
             Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let chunk = &buf[..n];
-        let keep = limit.saturating_sub(out.kept.len()).min(n);
-        out.kept.extend_from_slice(&chunk[..keep]);
-        out.dropped += (n - keep) as u64;
+            Ok(n) => c.push(&buf[..n]),
+        }
+    }
+    c.finish()
+}
+
+/// Read `pipe` to its end, or, once `stop` is set, to what it holds then:
+/// a process outside the run that kept the pipe's other end open cannot
+/// hold the run past its end.
+pub fn read_until(pipe: impl Into<OwnedFd>, limit: usize, stop: &AtomicBool) -> Captured {
+    let fd: OwnedFd = pipe.into();
+    let raw = fd.as_raw_fd();
+    // SAFETY: setting O_NONBLOCK on a descriptor owned here.
+    let nonblocking = unsafe {
+        let flags = libc::fcntl(raw, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+    };
+    let mut pipe = std::fs::File::from(fd);
+    if !nonblocking {
+        return read(pipe, limit);
+    }
+    let mut c = Collector::new(limit);
+    let mut buf = [0u8; 16 * 1024];
+    // Once stopped, what is still coming is read for a moment at most.
+    let mut drained_by: Option<Instant> = None;
+    loop {
+        match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                c.push(&buf[..n]);
+                if stop.load(Ordering::SeqCst)
+                    && Instant::now() > *drained_by.get_or_insert_with(|| Instant::now() + DRAIN)
+                {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let mut ready = libc::pollfd {
+                    fd: raw,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one pollfd on the stack, for a descriptor owned here.
+                unsafe {
+                    libc::poll(&mut ready, 1, POLL_MS);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    c.finish()
+}
+
+/// How long a read waits for bytes before it looks at `stop` again.
+const POLL_MS: libc::c_int = 20;
+
+/// How long a pipe still being written is read once `stop` is set.
+const DRAIN: Duration = Duration::from_millis(200);
+
+/// What has been read so far.
+struct Collector {
+    out: Captured,
+    limit: usize,
+    line: Vec<u8>,
+    line_too_long: bool,
+}
+
+impl Collector {
+    fn new(limit: usize) -> Self {
+        Collector {
+            out: Captured::default(),
+            limit,
+            line: Vec::new(),
+            line_too_long: false,
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        let n = chunk.len();
+        let keep = self.limit.saturating_sub(self.out.kept.len()).min(n);
+        self.out.kept.extend_from_slice(&chunk[..keep]);
+        self.out.dropped += (n - keep) as u64;
         for piece in chunk.split_inclusive(|b| *b == b'\n') {
             let ends = piece.last() == Some(&b'\n');
-            if !line_too_long {
-                if line.len() + piece.len() > limit + 1 {
-                    line_too_long = true;
-                    line.clear();
+            if !self.line_too_long {
+                if self.line.len() + piece.len() > self.limit + 1 {
+                    self.line_too_long = true;
+                    self.line.clear();
                 } else {
-                    line.extend_from_slice(piece);
+                    self.line.extend_from_slice(piece);
                 }
             }
             if ends {
-                if !line_too_long {
-                    note_line(&line, &mut out.last_json);
+                if !self.line_too_long {
+                    note_line(&self.line, &mut self.out.last_json);
                 }
-                line.clear();
-                line_too_long = false;
+                self.line.clear();
+                self.line_too_long = false;
             }
         }
     }
-    if !line_too_long {
-        note_line(&line, &mut out.last_json);
+
+    fn finish(mut self) -> Captured {
+        if !self.line_too_long {
+            note_line(&self.line, &mut self.out.last_json);
+        }
+        self.out
     }
-    out
 }
 
 fn note_line(line: &[u8], last: &mut Option<String>) {
@@ -76,6 +161,21 @@ mod tests {
         assert_eq!(c.last_json.as_deref(), Some("{\"cause\": \"D-42\"}"));
         let c = read(&b"{\"x\": 2}"[..], 100);
         assert_eq!(c.last_json.as_deref(), Some("{\"x\": 2}"));
+    }
+
+    #[test]
+    fn a_pipe_someone_still_holds_is_read_to_what_it_holds_once_stopped() {
+        use std::io::Write;
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        writer.write_all(b"{\"done\": true}\n").unwrap();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let read = std::thread::spawn(move || read_until(reader, 100, &stopped));
+        std::thread::sleep(Duration::from_millis(60));
+        stop.store(true, Ordering::SeqCst);
+        let c = read.join().unwrap();
+        assert_eq!(c.last_json.as_deref(), Some("{\"done\": true}"));
+        drop(writer);
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! `--exec -- CMD ARGS...`: one run of a native process. A loopback server
 //! for the run (model APIs and MCP, [`super::loopback`]) is started, then
-//! CMD in a process group of its own, in a fresh working directory, with a
+//! CMD in a process group of its own, under a keeper that ends everything
+//! it starts with the run ([`super::tree`]), in a fresh working directory, with a
 //! scrubbed environment ([`PASSED`] and what `--pass-env` names, plus the
 //! run's [`variables`]), the task as JSON on stdin and in
 //! `WORLDLINE_TASK`. Its stdout and stderr are captured under the case's
 //! `stdout_bytes`; its output is the last JSON line of stdout (or a
 //! declared file). The case's `timeout_ms` (wall clock) kills the process
-//! group, as does a stop by the mediator; every process left in the group
-//! is killed when the run ends. With `--isolate-net` the process runs in
+//! and everything it started, as does a stop by the mediator; whatever is
+//! left is killed when the run ends, and the run reads its pipes only to
+//! what they hold then. With `--isolate-net` the process runs in
 //! a network namespace of its own, where only the run's server is
 //! reachable ([`super::netns`]).
 
@@ -22,9 +24,12 @@ use crate::log::bundle::NativeAgent;
 use crate::run::{RunOptions, RunOutcome};
 use crate::sandbox::Sandbox;
 use anyhow::{Context, Result};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Variables passed through from worldline's own environment (when set).
@@ -107,6 +112,9 @@ pub fn variables(port: u16, token: &str, task_json: &str, home: &Path) -> Vec<(S
 
 /// Run `exec` on `case` and return the run.
 pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Result<RunOutcome> {
+    if let Some(problem) = exec.output_file.as_deref().and_then(output_file_problem) {
+        return Err(crate::error::InputError::new("--output-file", problem).into());
+    }
     if exec.isolate_net {
         // Tried on a thread that then ends, so a machine that cannot is an
         // input error before the run (and its bundle) begins.
@@ -220,31 +228,33 @@ fn run_process(
     }
     cmd.envs(variables(port, token, &task_json, workdir));
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
+    let mut tree = super::tree::spawn(&mut cmd).map_err(|e| {
         crate::error::InputError::new("--exec", format!("cannot start `{program}`: {e}"))
     })?;
-    let group = child.id() as i32;
     let limit = case.limits.stdout_bytes;
-    let stdout = child.stdout.take().expect("piped stdout");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let out = std::thread::spawn(move || capture::read(stdout, limit));
-    let err = std::thread::spawn(move || capture::read(stderr, limit));
-    let mut stdin = child.stdin.take().expect("piped stdin");
+    let stdio = tree.stdio();
+    let (stdout, stderr) = (
+        stdio.stdout.expect("piped stdout"),
+        stdio.stderr.expect("piped stderr"),
+    );
+    let ended = Arc::new(AtomicBool::new(false));
+    let readers = [OwnedFd::from(stdout), OwnedFd::from(stderr)].map(|pipe| {
+        let ended = ended.clone();
+        std::thread::spawn(move || capture::read_until(pipe, limit, &ended))
+    });
+    let mut stdin = stdio.stdin.expect("piped stdin");
     std::thread::spawn(move || {
         use std::io::Write;
         // A process that exits without reading its task is not an error.
         signals::hold_sigpipe_on_this_thread();
         let _ = stdin.write_all(task_json.as_bytes());
     });
-    let (done, waited) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait());
-    });
+    let waited = tree.watch();
     let deadline = Duration::from_millis(case.limits.timeout_ms);
     let mut ended_by: Option<Status> = None;
     let status = loop {
         match waited.recv_timeout(POLL) {
-            Ok(status) => break Some(status.context("waiting for the process")?),
+            Ok(status) => break status,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
@@ -259,21 +269,15 @@ fn run_process(
             && ended_by.is_none()
         {
             ended_by = Some(why);
-            kill_group(group);
+            tree.kill_all();
         }
     };
-    // Whatever the process left running in its group ends with the run.
-    kill_group(group);
-    let out = out.join().unwrap_or_default();
-    let err = err.join().unwrap_or_default();
+    // Whatever the process started, in its group or not, ends with the
+    // run; then what its pipes hold is read, and nothing more is waited for.
+    tree.end();
+    ended.store(true, Ordering::SeqCst);
+    let [out, err] = readers.map(|r| r.join().unwrap_or_default());
     Ok(exit_of(case, exec, workdir, status, ended_by, out, err))
-}
-
-fn kill_group(group: i32) {
-    // SAFETY: signalling the process group this run created.
-    unsafe {
-        libc::kill(-group, libc::SIGKILL);
-    }
 }
 
 /// How the run ended, from how the process did.
@@ -298,17 +302,19 @@ fn exit_of(
         (Some(Status::Timeout), _) => {
             exit.status = Status::Timeout;
             exit.error = Some(format!(
-                "the process ran past limits.timeout_ms ({} ms of wall-clock time); its process group was killed",
+                "the process ran past limits.timeout_ms ({} ms of wall-clock time); it and every process it started were killed",
                 case.limits.timeout_ms
             ));
         }
         (Some(_), _) => {
             exit.status = Status::Trapped;
-            exit.error = Some("the run was stopped; the process group was killed".into());
+            exit.error = Some(
+                "the run was stopped; the process and every process it started were killed".into(),
+            );
         }
         (None, Some(s)) if s.success() => {
             let output = match &exec.output_file {
-                Some(file) => read_output(&workdir.join(file), case.limits.stdout_bytes),
+                Some(file) => read_output(workdir, file, case.limits.stdout_bytes),
                 None => Ok(out.last_json),
             };
             match output {
@@ -320,11 +326,20 @@ fn exit_of(
             }
         }
         (None, Some(s)) => {
-            exit.status = Status::Errored;
+            // An agent fault, as a guest's exit or trap is (exit code 3).
             let how = match (s.code(), s.signal()) {
-                (Some(code), _) => format!("the process exited with status {code}"),
-                (None, Some(sig)) => format!("the process was killed by signal {sig}"),
-                _ => "the process ended abnormally".to_string(),
+                (Some(code), _) => {
+                    exit.status = Status::Exited;
+                    format!("the process exited with status {code}")
+                }
+                (None, Some(sig)) => {
+                    exit.status = Status::Trapped;
+                    format!("the process was killed by signal {sig}")
+                }
+                _ => {
+                    exit.status = Status::Trapped;
+                    "the process ended abnormally".to_string()
+                }
             };
             let last = String::from_utf8_lossy(&exit.stderr)
                 .lines()
@@ -344,11 +359,41 @@ fn exit_of(
     exit
 }
 
-/// The declared output file, bounded.
-fn read_output(path: &Path, limit: usize) -> Result<Option<String>, String> {
-    bounded::read_text(path, limit as u64)
+/// The declared output file, bounded, when it is inside `workdir` once
+/// symlinks are resolved (the process could point it anywhere).
+fn read_output(workdir: &Path, file: &Path, limit: usize) -> Result<Option<String>, String> {
+    let path = workdir.join(file);
+    let named = file.display();
+    let resolved = std::fs::canonicalize(&path)
+        .map_err(|e| format!("the declared output file {named} (--output-file): {e}"))?;
+    let folder = std::fs::canonicalize(workdir)
+        .map_err(|e| format!("the run's working folder {}: {e}", workdir.display()))?;
+    if !resolved.starts_with(&folder) {
+        return Err(format!(
+            "the declared output file {named} (--output-file) leads to {}, outside the run's working folder: refused, nothing was read",
+            resolved.display()
+        ));
+    }
+    bounded::read_text(&resolved, limit as u64)
         .map(|text| Some(text.trim().to_string()))
-        .map_err(|e| format!("the declared output file {}: {e}", path.display()))
+        .map_err(|e| format!("the declared output file {named} (--output-file): {e}"))
+}
+
+/// Why `file` cannot be a run's output file: it must name a file in the
+/// run's working folder (relative, no `..`).
+pub fn output_file_problem(file: &Path) -> Option<String> {
+    use std::path::Component;
+    let inside = !file.as_os_str().is_empty()
+        && file
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        && file.components().any(|c| matches!(c, Component::Normal(_)));
+    (!inside).then(|| {
+        format!(
+            "{} is not a file in the run's working folder: give a relative path without `..` (the process writes it in its current directory, e.g. --output-file out.json)",
+            file.display()
+        )
+    })
 }
 
 impl crate::run::Runner for Exec {

@@ -15,6 +15,7 @@ pub mod netns;
 pub mod session;
 pub mod signals;
 pub mod stdio;
+mod tree;
 
 use crate::case::Case;
 use crate::log::bundle::{Header, NativeAgent};

@@ -1,0 +1,372 @@
+//! The processes of a native run, kept in one tree and ended together
+//! (decision 0237). worldline starts a keeper: a fork that never execs,
+//! makes itself a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`) and
+//! forks the agent's command. An orphan is re-parented to its nearest
+//! subreaper, so whatever the agent starts, a daemon that left its process
+//! group and session (`setsid`, a double fork) included, stays a
+//! descendant of the keeper. The keeper holds none of the agent's pipes,
+//! reports the agent's wait status on a pipe of its own, and exits once it
+//! has no child left. Ending the run kills every descendant of the keeper
+//! (found in /proc by parent pid, again until none is left), then reaps
+//! the keeper.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long ending a run keeps killing what is left before it gives up
+/// (a process stuck in the kernel dies when it leaves it).
+const KILL_FOR: Duration = Duration::from_secs(5);
+
+/// How long the keeper gets to reap the last of the tree and exit.
+const KEEPER_EXITS_WITHIN: Duration = Duration::from_secs(1);
+
+/// A started command and everything it starts.
+pub struct Tree {
+    keeper: Child,
+    status: Option<File>,
+    ended: bool,
+}
+
+/// The agent's stdio, as [`Command`] piped it.
+pub struct Stdio {
+    pub stdin: Option<ChildStdin>,
+    pub stdout: Option<ChildStdout>,
+    pub stderr: Option<ChildStderr>,
+}
+
+/// Start `cmd` under a keeper. Its stdio, working directory, environment
+/// and process group are `cmd`'s, as for [`Command::spawn`].
+pub fn spawn(cmd: &mut Command) -> io::Result<Tree> {
+    let (read, write) = status_pipe()?;
+    let status_fd = write.as_raw_fd();
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only async-signal-safe functions (prctl, fork, open, dup2, close,
+    // signal, waitpid, write, _exit); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || keep(status_fd));
+    }
+    let keeper = cmd.spawn();
+    drop(write);
+    Ok(Tree {
+        keeper: keeper?,
+        status: Some(File::from(read)),
+        ended: false,
+    })
+}
+
+impl Tree {
+    /// The agent's stdin, stdout and stderr (once).
+    pub fn stdio(&mut self) -> Stdio {
+        Stdio {
+            stdin: self.keeper.stdin.take(),
+            stdout: self.keeper.stdout.take(),
+            stderr: self.keeper.stderr.take(),
+        }
+    }
+
+    /// The agent's wait status, sent once it ends (`None`: the keeper died
+    /// without saying).
+    pub fn watch(&mut self) -> mpsc::Receiver<Option<ExitStatus>> {
+        let (done, waited) = mpsc::channel();
+        if let Some(mut pipe) = self.status.take() {
+            std::thread::spawn(move || {
+                let mut raw = [0u8; 4];
+                let status = pipe
+                    .read_exact(&mut raw)
+                    .ok()
+                    .map(|()| ExitStatus::from_raw(i32::from_ne_bytes(raw)));
+                let _ = done.send(status);
+            });
+        }
+        waited
+    }
+
+    /// Kill the agent and every process it started, again until none is
+    /// left (a process forking meanwhile is found the next time round).
+    pub fn kill_all(&self) {
+        let root = self.keeper.id() as i32;
+        let until = Instant::now() + KILL_FOR;
+        loop {
+            let alive = descendants(root);
+            if alive.is_empty() || Instant::now() > until {
+                return;
+            }
+            let tree: BTreeSet<i32> = alive.iter().copied().chain([root]).collect();
+            for pid in alive {
+                kill(pid, &tree);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Kill everything in the tree and reap the keeper.
+    pub fn end(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        self.kill_all();
+        let until = Instant::now() + KEEPER_EXITS_WITHIN;
+        while Instant::now() < until {
+            if !matches!(self.keeper.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = self.keeper.kill();
+        let _ = self.keeper.wait();
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// A close-on-exec pipe whose ends are above stdio (the child's stdio is
+/// set up before the keeper runs, over descriptors 0 to 2).
+fn status_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills the two descriptors on success.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made and are owned here.
+    let [r, w] = fds.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+    Ok((above_stdio(r)?, above_stdio(w)?))
+}
+
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: duplicating a descriptor owned here; the copy is owned too.
+    let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `copy` was just made.
+    Ok(unsafe { OwnedFd::from_raw_fd(copy) })
+}
+
+/// In the forked child: become the keeper and fork the agent, which
+/// returns to exec the command; the keeper never returns.
+fn keep(status: RawFd) -> io::Result<()> {
+    // SAFETY: see `spawn`; async-signal-safe calls only.
+    unsafe {
+        let on: libc::c_ulong = 1;
+        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, on) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let agent = libc::fork();
+        if agent < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if agent == 0 {
+            return Ok(());
+        }
+        keeper(agent, status)
+    }
+}
+
+/// The keeper's life: hold nothing the run reads to its end (stdio onto
+/// /dev/null, every other descriptor but the status pipe closed, which
+/// also lets `spawn` see the exec), report the agent's status, and reap
+/// whatever is re-parented here until nothing is left.
+///
+/// SAFETY: in a forked child only; async-signal-safe calls only.
+unsafe fn keeper(agent: libc::pid_t, status: RawFd) -> ! {
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        for fd in 0..3 {
+            if null >= 0 {
+                libc::dup2(null, fd);
+            } else {
+                libc::close(fd);
+            }
+        }
+        close_all_but(status);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        loop {
+            let mut raw = 0;
+            let pid = libc::waitpid(-1, &mut raw, 0);
+            if pid == agent {
+                let bytes = raw.to_ne_bytes();
+                libc::write(status, bytes.as_ptr().cast(), bytes.len());
+            } else if pid < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(0);
+            }
+        }
+    }
+}
+
+/// Close every descriptor from 3 up except `keep`.
+///
+/// SAFETY: in a forked child only.
+unsafe fn close_all_but(keep: RawFd) {
+    unsafe {
+        let ranges = [(3, keep - 1), (keep + 1, RawFd::MAX)];
+        for (first, last) in ranges {
+            if first > last {
+                continue;
+            }
+            // Each argument as the long the system call reads.
+            let (from, to, no_flags): (libc::c_long, libc::c_long, libc::c_long) =
+                (first.into(), last.into(), 0);
+            let closed = libc::syscall(libc::SYS_close_range, from, to, no_flags);
+            if closed != 0 {
+                // Before Linux 5.9: one by one, up to the descriptor limit.
+                let mut limit: libc::rlimit = std::mem::zeroed();
+                let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                    limit.rlim_cur.min(1 << 20) as RawFd
+                } else {
+                    1 << 16
+                };
+                for fd in first..=last.min(top) {
+                    libc::close(fd);
+                }
+            }
+        }
+    }
+}
+
+/// The live (not yet reaped or dying) descendants of `root`, from /proc.
+fn descendants(root: i32) -> Vec<i32> {
+    let mut children: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    let mut zombies = BTreeSet::new();
+    for (pid, ppid, state) in processes() {
+        children.entry(ppid).or_default().push(pid);
+        if state == 'Z' || state == 'X' {
+            zombies.insert(pid);
+        }
+    }
+    let mut found = Vec::new();
+    let mut next = vec![root];
+    while let Some(parent) = next.pop() {
+        for &child in children.get(&parent).into_iter().flatten() {
+            next.push(child);
+            if !zombies.contains(&child) {
+                found.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// Every process as (pid, parent pid, state).
+fn processes() -> Vec<(i32, i32, char)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (ppid, state) = parent_and_state(&stat)?;
+            Some((pid, ppid, state))
+        })
+        .collect()
+}
+
+/// The parent pid and state of a `/proc/PID/stat` line (`PID (COMM)
+/// STATE PPID ...`, where COMM may hold spaces and parentheses).
+fn parent_and_state(stat: &str) -> Option<(i32, char)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+/// SIGKILL `pid` if its parent is still in `tree` (checked through a
+/// pidfd where the kernel has them, so a pid reused meanwhile is never
+/// hit).
+fn kill(pid: i32, tree: &BTreeSet<i32>) {
+    // SAFETY: pidfd_open with a pid and no flags; the descriptor returned
+    // is owned below.
+    let (target, no_flags): (libc::c_long, libc::c_long) = (pid.into(), 0);
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, target, no_flags) };
+    if fd < 0 {
+        if io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            // Before Linux 5.3: by pid, just after it was found.
+            // SAFETY: signalling a process found under this run's keeper.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        return;
+    }
+    // SAFETY: `fd` was just returned by pidfd_open.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| parent_and_state(&stat));
+    if !parent.is_some_and(|(ppid, _)| tree.contains(&ppid)) {
+        return;
+    }
+    // SAFETY: a pidfd owned here, a signal number, no info, no flags.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            libc::c_long::from(fd.as_raw_fd()),
+            libc::c_long::from(libc::SIGKILL),
+            std::ptr::null::<libc::siginfo_t>(),
+            no_flags,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_odd_names_parse() {
+        assert_eq!(
+            parent_and_state("42 (a) b (c)) S 7 42 42 0"),
+            Some((7, 'S'))
+        );
+        assert_eq!(parent_and_state("1 (init) R 0"), Some((0, 'R')));
+        assert_eq!(parent_and_state("garbage"), None);
+    }
+
+    #[test]
+    fn a_daemon_that_left_the_session_is_ended_with_the_tree() {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "setsid sleep 30 & echo $!; exit 3"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut tree = spawn(&mut cmd).unwrap();
+        let mut out = tree.stdio().stdout.unwrap();
+        let status = tree.watch().recv().unwrap().unwrap();
+        assert_eq!(status.code(), Some(3));
+        let mut pid = String::new();
+        // The daemon holds stdout: read its pid's line only.
+        let mut byte = [0u8];
+        while out.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+            pid.push(byte[0] as char);
+        }
+        let pid: i32 = pid.trim().parse().unwrap();
+        assert!(descendants(tree.keeper.id() as i32).contains(&pid));
+        tree.end();
+        let gone = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| parent_and_state(&s))
+            .is_none_or(|(_, state)| state == 'Z');
+        assert!(gone, "the daemon {pid} outlived its tree");
+        let mut rest = Vec::new();
+        out.read_to_end(&mut rest).unwrap();
+    }
+}
