@@ -57,10 +57,12 @@ use worldline::store::StoreDir;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
-/// A kept-alive client connection to one server.
+/// A kept-alive client connection to one server, in the MCP session the
+/// server named (once it named one).
 struct Client {
     conn: BufReader<TcpStream>,
     port: u16,
+    session: Option<String>,
 }
 
 impl Client {
@@ -70,14 +72,20 @@ impl Client {
         Client {
             conn: BufReader::new(stream),
             port,
+            session: None,
         }
     }
 
     /// POST `body` to `path`; the status and the response body.
     fn post(&mut self, path: &str, body: &str) -> (u16, Vec<u8>) {
+        let session = self
+            .session
+            .as_ref()
+            .map(|id| format!("mcp-session-id: {id}\r\n"))
+            .unwrap_or_default();
         write!(
             self.conn.get_mut(),
-            "POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{}\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+            "POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{}\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n{session}content-length: {}\r\n\r\n{body}",
             self.port,
             body.len()
         )
@@ -92,8 +100,12 @@ impl Client {
             if line == "\r\n" {
                 break;
             }
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            let lower = line.to_ascii_lowercase();
+            if let Some(v) = lower.strip_prefix("content-length:") {
                 length = v.trim().parse().unwrap();
+            }
+            if lower.starts_with("mcp-session-id:") {
+                self.session = Some(line["mcp-session-id:".len()..].trim().to_string());
             }
         }
         let mut out = vec![0; length];
@@ -133,6 +145,10 @@ fn result_text(answer: &Value) -> String {
 /// The third Chat Completions request of the openai + MCP example agent
 /// on the rollback case, built from the world's own answers.
 fn third_chat_request(client: &mut Client) -> String {
+    client.json(
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+    );
     let listed = client.json(
         "/mcp",
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
@@ -233,7 +249,11 @@ fn calls(c: &mut Criterion) {
                 .block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0)))
                 .unwrap();
             let port = listener.local_addr().unwrap().port();
-            rt.spawn(async move { axum::serve(listener, router).await });
+            rt.spawn(worldline::native::listen::serve(
+                listener,
+                router,
+                std::future::pending(),
+            ));
             port
         };
         let listener = rt
@@ -241,7 +261,11 @@ fn calls(c: &mut Criterion) {
             .unwrap();
         let port = listener.local_addr().unwrap().port();
         let lb = Loopback::new(handle.clone(), port, Some(TOKEN.into()));
-        rt.spawn(async move { axum::serve(listener, loopback::router(lb)).await });
+        rt.spawn(worldline::native::listen::serve(
+            listener,
+            loopback::router(lb),
+            std::future::pending(),
+        ));
         let mut worldline = Client::connect(port);
 
         let chat: &'static str = Box::leak(third_chat_request(&mut worldline).into_boxed_str());

@@ -180,7 +180,11 @@ fn serve_and_run(handle: &Handle, case: &Case, exec: &Exec) -> Result<Exit> {
                 let _entered = rt.enter();
                 let listener = tokio::net::TcpListener::from_std(socket)?;
                 let lb = Loopback::new(handle.clone(), port, Some(token.clone()));
-                rt.spawn(async move { axum::serve(listener, loopback::router(lb)).await });
+                rt.spawn(super::listen::serve(
+                    listener,
+                    loopback::router(lb),
+                    std::future::pending(),
+                ));
                 Ok(())
             });
             if let Err(e) = served {

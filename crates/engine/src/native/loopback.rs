@@ -7,13 +7,18 @@
 //! the same). It listens on loopback only and answers only requests that
 //! name it by a loopback Host; with a token (`--exec`), only requests
 //! carrying it (`Authorization: Bearer`, `x-api-key`, or a `/k/TOKEN`
-//! path prefix). One MCP client at a time: a second `initialize` while a
-//! session is open is refused (409); a session ends with its DELETE.
+//! path prefix), and bounded in time and bytes before they wait for the
+//! mediator ([`super::guard`]). MCP sessions are the Streamable HTTP
+//! transport's: `initialize` without a session id opens one (one client
+//! at a time: a second is refused, 409) and names it in `Mcp-Session-Id`;
+//! every later request must carry that header (400 without it, 404 for a
+//! session this server does not have); a DELETE of the session ends it.
 //! Sent as a proxy (`HTTP_PROXY`), a request is answered when the world
 //! answers its URL and recorded and refused otherwise, tunnels included.
 //! A timeout reaches the agent at once, as a 408 from a model API or a
 //! 504 from a world route, so its retries cost no real time.
 
+use super::guard::{self, AT_ONCE, MAX_BODY};
 use super::session::{Handle, Job, Reply};
 use crate::log::Effect;
 use crate::mediate::Answer;
@@ -22,20 +27,12 @@ use crate::protocol::HttpResponse;
 use crate::protocol::rest;
 use crate::protocol::routes::{self, Route};
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
-
-/// The largest request body read (a long conversation fits; more is 413).
-pub const MAX_BODY: usize = 16 << 20;
-
-/// Requests read at once: with [`MAX_BODY`], what a flood can hold in
-/// memory (the mediator answers one at a time anyway).
-const AT_ONCE: usize = 8;
 
 /// The base URL requests are routed under (never on the wire).
 const BASE: &str = "http://loopback";
@@ -54,8 +51,9 @@ pub struct Loopback {
     mcp_session: Mutex<Option<String>>,
     /// Notified when the MCP client ends its session (DELETE).
     pub closed: Notify,
-    /// One per request being read and answered ([`AT_ONCE`]).
-    permits: Semaphore,
+    /// One per request being answered ([`AT_ONCE`]), taken once the
+    /// request is authenticated and its body read ([`super::guard`]).
+    pub(super) permits: Semaphore,
 }
 
 impl Loopback {
@@ -71,26 +69,21 @@ impl Loopback {
     }
 }
 
-/// The server's routes: everything goes through [`handle`].
+/// The server's routes: everything goes through [`guard::guard`], then
+/// [`handle`]. Serve it with [`super::listen::serve`].
 pub fn router(lb: Arc<Loopback>) -> axum::Router {
     axum::Router::new()
         .fallback(handle)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::from_fn_with_state(
             lb.clone(),
-            few_at_once,
+            guard::guard,
         ))
         .with_state(lb)
 }
 
-/// Read and answer at most [`AT_ONCE`] requests at a time; the others
-/// wait their turn before their bodies are read.
-async fn few_at_once(State(lb): State<Arc<Loopback>>, req: Request, next: Next) -> Response {
-    let _permit = lb.permits.acquire().await;
-    next.run(req).await
-}
-
-fn error(status: StatusCode, message: &str) -> Response {
+/// A refusal, as the model APIs' SDKs read an error.
+pub(super) fn error(status: StatusCode, message: &str) -> Response {
     let body = json!({"error": {"message": message, "type": "worldline", "code": null}});
     (
         status,
@@ -130,7 +123,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 impl Loopback {
     /// Whether the request names this server by a loopback Host.
-    fn host_ok(&self, headers: &HeaderMap) -> bool {
+    pub(super) fn host_ok(&self, headers: &HeaderMap) -> bool {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
         host.is_some_and(|h| {
             ["127.0.0.1", "localhost", "[::1]"]
@@ -141,7 +134,7 @@ impl Loopback {
 
     /// The path the request asks for, once its token is checked (`None`:
     /// refused).
-    fn authorized<'p>(&self, path: &'p str, headers: &HeaderMap) -> Option<&'p str> {
+    pub(super) fn authorized<'p>(&self, path: &'p str, headers: &HeaderMap) -> Option<&'p str> {
         let Some(token) = &self.token else {
             return Some(path);
         };
@@ -166,7 +159,7 @@ impl Loopback {
 
     /// Whether a proxied request carries the run's token as its proxy
     /// password (`Proxy-Authorization: Basic`).
-    fn proxy_authorized(&self, headers: &HeaderMap) -> bool {
+    pub(super) fn proxy_authorized(&self, headers: &HeaderMap) -> bool {
         let Some(token) = &self.token else {
             return true;
         };
@@ -196,7 +189,7 @@ impl Loopback {
     }
 }
 
-/// Every request: guard, route, mediate.
+/// Every request the guard let through: route, mediate.
 async fn handle(
     State(lb): State<Arc<Loopback>>,
     method: Method,
@@ -205,13 +198,7 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     if method == Method::CONNECT || uri.scheme().is_some() {
-        return proxied(&lb, method.as_str(), &uri, &headers, body).await;
-    }
-    if !lb.host_ok(&headers) {
-        return error(
-            StatusCode::FORBIDDEN,
-            "this server answers only requests to its loopback address",
-        );
+        return proxied(&lb, method.as_str(), &uri, body).await;
     }
     let Some(path) = lb.authorized(uri.path(), &headers) else {
         return error(
@@ -278,25 +265,9 @@ fn timed_out(status: StatusCode) -> Response {
 /// world answers (a model API at its vendor's or the case's base URL, one
 /// of the world's `[[routes]]`) is the same mediated call as over
 /// `wasi:http`; everything else, a `CONNECT` tunnel included, is recorded
-/// and refused (403). The proxy credentials carry the run's token.
-async fn proxied(
-    lb: &Arc<Loopback>,
-    method: &str,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: Bytes,
-) -> Response {
-    if !lb.proxy_authorized(headers) {
-        let mut r = error(
-            StatusCode::PROXY_AUTHENTICATION_REQUIRED,
-            "this run's proxy needs the run's token (HTTP_PROXY as worldline set it)",
-        );
-        r.headers_mut().insert(
-            header::PROXY_AUTHENTICATE,
-            header::HeaderValue::from_static("Basic realm=\"worldline\""),
-        );
-        return r;
-    }
+/// and refused (403). The proxy credentials carry the run's token (the
+/// guard checked them).
+async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Response {
     let (method, url) = (method.to_string(), uri.to_string());
     let via = Via {
         name: "proxy",
@@ -343,48 +314,81 @@ async fn proxied(
 const REFUSED: &str =
     "not part of this world: the proxy answers the model APIs and the world's declared routes only";
 
-/// The MCP endpoint: POST carries JSON-RPC to the mediator; the session
-/// is this transport's (one client, ended by DELETE); GET (a stream of
-/// server messages) is not offered.
+/// The MCP endpoint: POST carries JSON-RPC to the mediator, within the
+/// one session a client opened with `initialize`; DELETE ends that
+/// session; GET (a stream of server messages) is not offered. A request
+/// outside the session is refused before it reaches the mediator, so it
+/// is not recorded.
 async fn mcp(lb: &Arc<Loopback>, method: &str, headers: &HeaderMap, body: Bytes) -> Response {
-    let presented = headers
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(String::from);
-    let current = lb.mcp_session.lock().expect("session lock").clone();
-    if let (Some(p), Some(c)) = (&presented, &current)
-        && !same(p.as_bytes(), c.as_bytes())
-    {
-        return error(StatusCode::NOT_FOUND, "unknown MCP session");
-    }
-    match method {
-        "POST" => {}
-        "DELETE" if presented.is_some() => {
+    let presented = match headers.get("mcp-session-id").map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(id)) => Some(id.to_string()),
+        Some(Err(_)) => {
+            return mcp_refusal(
+                StatusCode::BAD_REQUEST,
+                "the Mcp-Session-Id header is not text",
+            );
+        }
+    };
+    let open = |id: &str| {
+        lb.mcp_session
+            .lock()
+            .expect("session lock")
+            .as_deref()
+            .is_some_and(|c| same(id.as_bytes(), c.as_bytes()))
+    };
+    match (method, &presented) {
+        ("POST", _) => {}
+        ("DELETE", Some(id)) if open(id) => {
             // The session is over: a later client may connect.
             *lb.mcp_session.lock().expect("session lock") = None;
             lb.closed.notify_one();
             return StatusCode::OK.into_response();
         }
-        _ => return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
-    }
-    let initialize = serde_json::from_slice::<Value>(&body)
-        .is_ok_and(|m| m["method"] == "initialize" && m.get("id").is_some());
-    let new_session = if initialize {
-        let mut slot = lb.mcp_session.lock().expect("session lock");
-        if slot.is_some() {
-            return error(
-                StatusCode::CONFLICT,
-                "another MCP client is already connected to this run (one client per run)",
-            );
+        ("DELETE", Some(_)) => return unknown_session(),
+        ("DELETE", None) => return session_missing(),
+        _ => {
+            return (
+                StatusCode::METHOD_NOT_ALLOWED,
+                [(header::ALLOW, "POST, DELETE")],
+            )
+                .into_response();
         }
-        let id = match crate::native::random_token() {
-            Ok(id) => id,
-            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-        };
-        *slot = Some(id.clone());
-        Some(id)
-    } else {
-        None
+    }
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return mcp_refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "an MCP message is sent as Content-Type: application/json",
+        );
+    }
+    let new_session = match &presented {
+        Some(id) if open(id) => None,
+        Some(_) => return unknown_session(),
+        None => {
+            let initialize = serde_json::from_slice::<Value>(&body)
+                .is_ok_and(|m| m["method"] == "initialize" && m.get("id").is_some());
+            if !initialize {
+                return session_missing();
+            }
+            let mut slot = lb.mcp_session.lock().expect("session lock");
+            if slot.is_some() {
+                return mcp_refusal(
+                    StatusCode::CONFLICT,
+                    "another MCP client is already connected to this run (one client per run)",
+                );
+            }
+            let id = match crate::native::random_token() {
+                Ok(id) => id,
+                Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            };
+            *slot = Some(id.clone());
+            Some(id)
+        }
     };
     let via = Via {
         name: "loopback",
@@ -405,4 +409,30 @@ async fn mcp(lb: &Arc<Loopback>, method: &str, headers: &HeaderMap, body: Bytes)
         Ok(None) => timed_out(StatusCode::GATEWAY_TIMEOUT),
         Err(r) => r,
     }
+}
+
+/// A refusal of the MCP transport: the status, with a JSON-RPC error
+/// without an id as its body, as the specification allows.
+fn mcp_refusal(status: StatusCode, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": message}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::canon::to_string(&body),
+    )
+        .into_response()
+}
+
+fn session_missing() -> Response {
+    mcp_refusal(
+        StatusCode::BAD_REQUEST,
+        "no Mcp-Session-Id header: open a session with initialize (without one), then send the id it answered with on every request",
+    )
+}
+
+fn unknown_session() -> Response {
+    mcp_refusal(
+        StatusCode::NOT_FOUND,
+        "unknown MCP session (never opened here, or ended): initialize a new one without a session id",
+    )
 }

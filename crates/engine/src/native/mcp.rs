@@ -100,14 +100,13 @@ fn over_http(handle: &Handle, addr: SocketAddr, listening: impl FnOnce(SocketAdd
         listening(bound);
         let ended = lb.clone();
         let h = handle.clone();
-        axum::serve(listener, loopback::router(lb))
-            .with_graceful_shutdown(async move {
-                tokio::select! {
-                    _ = ended.closed.notified() => {}
-                    _ = until(move || signals::received() || h.stopped()) => {}
-                }
-            })
-            .await?;
+        super::listen::serve(listener, loopback::router(lb), async move {
+            tokio::select! {
+                _ = ended.closed.notified() => {}
+                _ = until(move || signals::received() || h.stopped()) => {}
+            }
+        })
+        .await;
         Ok(())
     })
 }

@@ -9,6 +9,8 @@
 
 pub mod capture;
 pub mod exec;
+mod guard;
+pub mod listen;
 pub mod loopback;
 pub mod mcp;
 pub mod netns;

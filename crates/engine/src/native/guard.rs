@@ -1,0 +1,187 @@
+//! The request guard of a run's loopback server, in this order, so that a
+//! request that is not the agent's, or never finishes, holds nothing the
+//! agent needs:
+//! 1. authenticate from the headers alone: a proxied request by the run's
+//!    token as its proxy password (407 without); any other by a loopback
+//!    `Host` (403), an `Origin`, when sent, of this machine (403: the
+//!    Streamable HTTP transport of MCP requires servers to check it, so a
+//!    web page cannot drive the world), and the run's token when it has
+//!    one (401);
+//! 2. read the body, at most [`MAX_BODY`] bytes (413) within
+//!    [`BODY_WITHIN`] of the headers (408);
+//! 3. only then take one of the [`AT_ONCE`] slots the mediator's work is
+//!    shared by.
+//!
+//! The time to the end of the headers is bounded by the accept loop
+//! ([`super::listen`]).
+
+use super::loopback::{Loopback, error};
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest request body read (a long conversation fits; more is 413).
+pub const MAX_BODY: usize = 16 << 20;
+
+/// Time for a request's body, from the end of its headers.
+pub const BODY_WITHIN: Duration = Duration::from_secs(10);
+
+/// Requests answered at once (their bodies read): what they hold in
+/// memory is bounded, and the mediator answers one at a time anyway.
+pub const AT_ONCE: usize = 8;
+
+/// The guard, as middleware in front of every route.
+pub async fn guard(State(lb): State<Arc<Loopback>>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    if let Some(refused) = refusal(&lb, &parts.method, &parts.uri, &parts.headers) {
+        return refused;
+    }
+    let body = match tokio::time::timeout(BODY_WITHIN, read_body(body)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(refused)) => return refused,
+        Err(_) => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "the request's body did not arrive within {} s of its headers",
+                    BODY_WITHIN.as_secs()
+                ),
+            );
+        }
+    };
+    let Ok(_slot) = lb.permits.acquire().await else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the run's server is closing",
+        );
+    };
+    next.run(Request::from_parts(parts, Body::from(body))).await
+}
+
+/// Why a request is refused from its headers alone, if it is.
+fn refusal(
+    lb: &Loopback,
+    method: &Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+) -> Option<Response> {
+    if method == Method::CONNECT || uri.scheme().is_some() {
+        if lb.proxy_authorized(headers) {
+            return None;
+        }
+        let mut r = error(
+            StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+            "this run's proxy needs the run's token (HTTP_PROXY as worldline set it)",
+        );
+        r.headers_mut().insert(
+            header::PROXY_AUTHENTICATE,
+            header::HeaderValue::from_static("Basic realm=\"worldline\""),
+        );
+        return Some(r);
+    }
+    if !lb.host_ok(headers) {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            "this server answers only requests to its loopback address",
+        ));
+    }
+    if !origin_ok(headers) {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            "a request from a web page of another origin is refused: only pages of this machine (http://127.0.0.1, http://localhost, http://[::1]) may send one",
+        ));
+    }
+    if lb.authorized(uri.path(), headers).is_none() {
+        return Some(error(
+            StatusCode::UNAUTHORIZED,
+            "this run's token is missing or wrong (use the OPENAI_API_KEY/ANTHROPIC_API_KEY worldline set)",
+        ));
+    }
+    None
+}
+
+/// Whether the request's `Origin`, when it has one, is a page of this
+/// machine (any port: a local MCP inspector is a client too). `null` and
+/// anything that is not an http(s) origin are refused.
+pub fn origin_ok(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Some(uri) = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.parse::<axum::http::Uri>().ok())
+    else {
+        return false;
+    };
+    matches!(uri.scheme_str(), Some("http" | "https"))
+        && matches!(uri.path(), "" | "/")
+        && uri.query().is_none()
+        && matches!(uri.host(), Some("127.0.0.1" | "localhost" | "[::1]"))
+}
+
+/// The body, refused past [`MAX_BODY`] bytes.
+async fn read_body(mut body: Body) -> Result<Bytes, Response> {
+    let mut bytes: Vec<u8> = Vec::new();
+    while let Some(frame) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+    {
+        let Ok(frame) = frame else {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "the request's body could not be read",
+            ));
+        };
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > MAX_BODY {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(bytes))
+}
+
+fn too_large() -> Response {
+    error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!("the request's body is larger than {MAX_BODY} bytes"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_origin(origin: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::ORIGIN, origin.parse().unwrap());
+        h
+    }
+
+    #[test]
+    fn only_this_machine_s_pages_are_origins_let_in() {
+        assert!(origin_ok(&HeaderMap::new()));
+        for ok in [
+            "http://127.0.0.1:6274",
+            "http://localhost",
+            "https://[::1]:8080",
+        ] {
+            assert!(origin_ok(&with_origin(ok)), "{ok}");
+        }
+        for bad in [
+            "https://evil.example",
+            "null",
+            "http://127.0.0.1.evil.example",
+            "http://localhost.evil.example:80",
+            "file://",
+            "http://127.0.0.2",
+        ] {
+            assert!(!origin_ok(&with_origin(bad)), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! The accept loop of a run's loopback server (`--exec` and `mcp --http`):
+//! at most [`MAX_CONNECTIONS`] connections at once (more wait in the
+//! kernel's queue), HTTP/1 only, and a connection that has not sent a
+//! request's headers [`HEADERS_WITHIN`] after it began waiting for them
+//! (an idle keep-alive connection included) is closed. What a request
+//! may do once its headers are in is the request guard's
+//! ([`super::guard`]).
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+/// Connections served at once.
+pub const MAX_CONNECTIONS: u32 = 64;
+
+/// Time for a request's headers, from when the connection waits for them.
+pub const HEADERS_WITHIN: Duration = Duration::from_secs(10);
+
+/// How long, once the server is told to stop, requests in flight get to
+/// finish (a DELETE that ended the session gets its answer).
+const FINISH_WITHIN: Duration = Duration::from_secs(2);
+
+/// Serve `app` on `listener` until `shutdown` resolves, then let the
+/// requests in flight finish (for at most [`FINISH_WITHIN`]).
+pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Future<Output = ()>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS as usize));
+    let (stop, stopping) = watch::channel(false);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot,
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = slot else { break };
+        let stream = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let Ok((stream, _)) = stream else {
+            // Out of descriptors, or a connection reset before it was
+            // accepted: try again shortly.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let mut stopping = stopping.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADERS_WITHIN);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = stopping.wait_for(|s| *s) => {}
+            }
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(FINISH_WITHIN, conn).await;
+        });
+    }
+    let _ = stop.send(true);
+    // Every slot back: every connection finished (or gave up).
+    let _ = tokio::time::timeout(
+        FINISH_WITHIN + Duration::from_millis(100),
+        slots.acquire_many(MAX_CONNECTIONS),
+    )
+    .await;
+}
