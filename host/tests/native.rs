@@ -6,9 +6,9 @@
 
 use crate::common;
 
+use common::native::mcp_http_server as http_server;
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -128,29 +128,6 @@ fn a_real_mcp_client_over_stdio_works_the_case_and_the_run_is_graded_on_disconne
     // which the client passed through.
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("\"run_status\": \"completed\""), "{stderr}");
-}
-
-/// `worldline mcp CASE --http 127.0.0.1:0 --json` started, with the URL
-/// it serves (read from its stderr).
-fn http_server(store: &Path, case: &Path) -> (std::process::Child, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(["mcp".as_ref(), case.as_os_str()])
-        .args(["--http", "127.0.0.1:0", "--json"])
-        .args(["--worlds".as_ref(), worlds().as_os_str()])
-        .args(["--store".as_ref(), store.as_os_str()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting worldline mcp");
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let first = lines.next().expect("a first line").expect("stderr");
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_string();
-    std::thread::spawn(move || lines.for_each(drop));
-    (server, url)
 }
 
 #[test]
@@ -532,9 +509,9 @@ fn kill_9_mid_run_leaves_a_readable_graded_bundle() {
         &ONE_CALL_THEN.replace("THEN", "os.kill(os.getpid(), signal.SIGKILL)"),
     );
     let out = exec_run(&store, &rollback_case(dir.path()), &agent, &[], &[]);
-    out.expect_code(1);
+    out.expect_code(3); // an agent fault, as a guest's trap is
     let doc = out.json();
-    assert_eq!(doc["run_status"], "errored", "{out}");
+    assert_eq!(doc["run_status"], "trapped", "{out}");
     assert!(doc["error"].as_str().unwrap().contains("signal 9"), "{out}");
     let b = read_bundle(&out.bundle());
     let grade = &b.footer.as_ref().expect("a footer")["grade"];
@@ -699,9 +676,11 @@ fn a_suite_of_native_runs_passes_and_a_fork_at_a_tool_call_runs_the_process_agai
             &"--json",
         ],
     );
-    // The ticket stays open: the fork fails its grade.
-    fork.expect_code(1);
+    // The ticket stays open and the agent gives up (`sys.exit` with a
+    // message, status 1): an agent fault, exit 3.
+    fork.expect_code(3);
     let doc = fork.json();
+    assert_eq!(doc["run_status"], "exited", "{fork}");
     assert_eq!(doc["parent"]["event"], close as u64, "{fork}");
     let forked = read_bundle(Path::new(doc["bundle"].as_str().unwrap()));
     assert_eq!(forked.header["native"]["transport"], "exec");

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod crm;
+pub mod native;
 pub mod pg;
 
 use serde_json::{Value, json};
@@ -232,8 +233,32 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    child_within(limit, worldline_spawn(store, args))
+}
+
+/// The `worldline` binary with exactly `args` (no `--store` added: for
+/// `--exec -- CMD`, whose last arguments are CMD's), killed if it runs
+/// longer than `limit`, as [`worldline_within`].
+pub fn worldline_raw_within<I, S>(limit: std::time::Duration, args: I) -> Option<CliOutput>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(args)
+        .env("WORLDLINE_STORE_CACHE", store_cache())
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot start the worldline binary");
+    child_within(limit, child)
+}
+
+/// What `child` (its stdout and stderr piped) said, or `None` when it ran
+/// longer than `limit` (it is killed then).
+fn child_within(limit: std::time::Duration, mut child: std::process::Child) -> Option<CliOutput> {
     use std::io::Read as _;
-    let mut child = worldline_spawn(store, args);
     let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();

@@ -1,0 +1,135 @@
+//! Helpers of the native-agent tests (`native.rs`, `hardening_native.rs`):
+//! `worldline mcp --http` started in the background, and one raw HTTP/1.1
+//! exchange with a server, so a test can send what no client library
+//! would (a forged Origin, no session, a body that never ends).
+
+use super::{store_cache, workspace_root};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The repository's worlds (the incident world the native cases use).
+pub fn worlds() -> PathBuf {
+    workspace_root().join("worlds")
+}
+
+/// `worldline mcp CASE --http 127.0.0.1:0 --json` started, with the URL
+/// it serves (read from its stderr).
+pub fn mcp_http_server(store: &Path, case: &Path) -> (std::process::Child, String) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["mcp".as_ref(), case.as_os_str()])
+        .args(["--http", "127.0.0.1:0", "--json"])
+        .args(["--worlds".as_ref(), worlds().as_os_str()])
+        .args(["--store".as_ref(), store.as_os_str()])
+        .env("WORLDLINE_STORE_CACHE", store_cache())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting worldline mcp");
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let first = lines.next().expect("a first line").expect("stderr");
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_string();
+    std::thread::spawn(move || lines.for_each(drop));
+    (server, url)
+}
+
+/// `host:port` of an `http://host:port/...` URL.
+pub fn authority(url: &str) -> &str {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    rest.split('/').next().unwrap()
+}
+
+/// What a server answered.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    /// Header names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Send `head` (the request line and headers, without the blank line)
+/// and `body` to `addr` on a connection of its own (`Connection: close`
+/// and `Content-Length` added) and read the answer, waiting at most
+/// `within`.
+pub fn exchange(addr: &str, head: &str, body: &str, within: Duration) -> Answer {
+    let mut conn = TcpStream::connect(addr).expect("connecting");
+    conn.set_read_timeout(Some(within)).unwrap();
+    write!(
+        conn,
+        "{head}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    read_answer(&mut conn)
+        .unwrap_or_else(|e| panic!("no answer to {head:?} within {within:?}: {e}"))
+}
+
+/// Read one HTTP/1.1 answer (read timeouts are the caller's).
+pub fn read_answer(conn: &mut TcpStream) -> std::io::Result<Answer> {
+    let mut reader = BufReader::new(conn);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("not a status line: {line:?}")))?;
+    let mut headers = Vec::new();
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            let name = name.trim().to_ascii_lowercase();
+            if name == "content-length" {
+                length = value.trim().parse::<usize>().ok();
+            }
+            headers.push((name, value.trim().to_string()));
+        }
+    }
+    let mut body = Vec::new();
+    match length {
+        Some(n) => {
+            body.resize(n, 0);
+            reader.read_exact(&mut body)?;
+        }
+        None => {
+            reader.read_to_end(&mut body)?;
+        }
+    }
+    Ok(Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// Whether process `pid` is gone (or a zombie, which holds nothing).
+pub fn process_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}

@@ -1,0 +1,451 @@
+//! Hardening of the native surfaces (issue 43): a native agent's processes
+//! end with its run, whatever they did to escape (`setsid`, closed
+//! outputs), and no run waits past its limit on a pipe one of them holds;
+//! every server speaking MCP over HTTP checks `Origin` and sessions as the
+//! Streamable HTTP transport requires, and authenticates and bounds a
+//! request before it waits for a slot; `--output-file` reads only inside
+//! the run's working folder; a native agent's exit status gives the exit
+//! codes docs/cli.md lists.
+
+use crate::common;
+
+use common::native::{Answer, authority, exchange, mcp_http_server, process_gone, worlds};
+use common::*;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const TOOL_CALL: &str = "worldline:agent/tools.call";
+
+/// The incident case, graded on nothing.
+const UNGRADED: &str = r#"world = "incident@v4"
+seed = 7
+clock = 2026-03-01T12:05:00Z
+task = { alert = "ALERT-7", ticket = "T-100" }
+"#;
+
+/// Passed by an agent that changes nothing.
+const PASSED_BY_DOING_NOTHING: &str = r#"
+[expect]
+unchanged = ["deploys", "tickets"]
+"#;
+
+/// Failed by an agent that changes nothing.
+const FAILED_BY_DOING_NOTHING: &str = r#"
+[[expect.state]]
+table = "deploys"
+key = "D-42"
+field = "status"
+equals = "rolled_back"
+"#;
+
+fn case_with(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    write_case(dir, name, &format!("{UNGRADED}{extra}"))
+}
+
+/// `run CASE --json --exec [EXTRA...] -- /bin/sh -c SCRIPT`, killed (None)
+/// past `limit`.
+fn sh_run(
+    store: &Path,
+    case: &Path,
+    extra: &[&str],
+    script: &str,
+    limit: Duration,
+) -> Option<CliOutput> {
+    let worlds = worlds();
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        os("run"),
+        case.as_os_str(),
+        os("--json"),
+        os("--worlds"),
+        worlds.as_os_str(),
+        os("--store"),
+        store.as_os_str(),
+    ];
+    args.extend(extra.iter().map(|a| os(a)));
+    args.extend([os("--exec"), os("--"), os("/bin/sh"), os("-c"), os(script)]);
+    worldline_raw_within(limit, args)
+}
+
+/// The pid a daemon wrote to `file`, waiting a little for it.
+fn pid_in(file: &Path) -> i32 {
+    for _ in 0..200 {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no pid in {}", file.display());
+}
+
+/// Kills what a test left running when it fails, so a failure does not
+/// leave sleepers behind.
+struct Reap(Vec<PathBuf>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for file in &self.0 {
+            if let Some(pid) = std::fs::read_to_string(file)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+            {
+                // SAFETY: signalling a sleeper this test's agent started.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// A shell line that starts a daemon (its own session, `sleep 30`) writing
+/// its pid to `pidfile`, with `redirect` applied to it.
+fn daemon(pidfile: &Path, redirect: &str) -> String {
+    format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 30' {redirect} &",
+        pidfile.display()
+    )
+}
+
+#[test]
+fn a_daemon_holding_the_agent_s_outputs_neither_outlives_the_time_limit_nor_the_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let pidfile = dir.path().join("daemon.pid");
+    let _reap = Reap(vec![pidfile.clone()]);
+    let case = case_with(dir.path(), "limited", "[limits]\ntimeout_ms = 1500\n");
+    let script = format!("{} sleep 60", daemon(&pidfile, ""));
+    let started = Instant::now();
+    let out = sh_run(&store, &case, &[], &script, Duration::from_secs(20))
+        .expect("the run outlived its 1.5 s limit by far: it waited for the daemon's pipes");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the run took {:?} against a 1.5 s limit",
+        started.elapsed()
+    );
+    out.expect_code(3);
+    assert_eq!(out.json()["run_status"], "timeout", "{out}");
+    let pid = pid_in(&pidfile);
+    assert!(process_gone(pid), "the daemon {pid} outlived the run");
+}
+
+#[test]
+fn daemons_an_agent_leaves_behind_end_with_its_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (holding, detached) = (dir.path().join("holding.pid"), dir.path().join("detached.pid"));
+    let _reap = Reap(vec![holding.clone(), detached.clone()]);
+    let case = case_with(dir.path(), "passes", PASSED_BY_DOING_NOTHING);
+    // One daemon keeps the agent's stdout and stderr; the other closed
+    // them. The agent waits until both are up, then exits 0.
+    let script = format!(
+        "{} {} while [ ! -s {} ] || [ ! -s {} ]; do sleep 0.05; done; echo '{{\"done\": true}}'",
+        daemon(&holding, ""),
+        daemon(&detached, "</dev/null >/dev/null 2>&1"),
+        holding.display(),
+        detached.display()
+    );
+    let started = Instant::now();
+    let out = sh_run(&store, &case, &[], &script, Duration::from_secs(25))
+        .expect("the run waited for the daemon holding its stdout");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the run took {:?}",
+        started.elapsed()
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["run_status"], "completed", "{out}");
+    assert_eq!(out.output()["done"], true, "{out}");
+    for file in [&holding, &detached] {
+        let pid = pid_in(file);
+        assert!(process_gone(pid), "the daemon {pid} ({}) outlived the run", file.display());
+    }
+}
+
+/// An MCP request (`Content-Type` and extra header lines given) to `url`.
+fn mcp_post(url: &str, content_type: &str, extra: &str, body: &str) -> Answer {
+    let addr = authority(url);
+    let path = &url[url.find(addr).unwrap() + addr.len()..];
+    let mut head = format!("POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: {content_type}");
+    head.push_str("\r\naccept: application/json, text/event-stream");
+    if !extra.is_empty() {
+        head.push_str("\r\n");
+        head.push_str(extra);
+    }
+    exchange(addr, &head, body, Duration::from_secs(10))
+}
+
+const CLOSE_TICKET: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"close_ticket","arguments":{"id":"T-100","resolution":"x"}}}"#;
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+const LIST_ALERTS: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"ALERT-7"}}}"#;
+
+#[test]
+fn mcp_over_http_refuses_other_origins_and_requests_outside_a_session() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "served", "");
+    let (server, url) = mcp_http_server(&store, &case);
+    // A web page's cross-site POST: text/plain needs no CORS preflight.
+    let r = mcp_post(&url, "text/plain", "origin: https://evil.example", CLOSE_TICKET);
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = mcp_post(&url, "application/json", "origin: null", CLOSE_TICKET);
+    assert_eq!(r.status, 403, "{r:?}");
+    // No session: only initialize opens one.
+    let r = mcp_post(&url, "application/json", "", CLOSE_TICKET);
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.body.contains("initialize"), "{r:?}");
+    let r = mcp_post(&url, "application/json", "mcp-session-id: made-up", CLOSE_TICKET);
+    assert_eq!(r.status, 404, "{r:?}");
+    let r = mcp_post(&url, "text/plain", "", INITIALIZE);
+    assert_eq!(r.status, 415, "{r:?}");
+    // A client of this machine (an inspector's page included) is served.
+    let r = mcp_post(&url, "application/json", "origin: http://localhost:6274", INITIALIZE);
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.header("mcp-session-id").expect("a session id").to_string();
+    let in_session = format!("mcp-session-id: {session}");
+    let r = mcp_post(&url, "application/json", &in_session, LIST_ALERTS);
+    assert_eq!(r.status, 200, "{r:?}");
+    // A second client, with or without initialize, is not.
+    assert_eq!(mcp_post(&url, "application/json", "", INITIALIZE).status, 409);
+    assert_eq!(mcp_post(&url, "application/json", "", CLOSE_TICKET).status, 400);
+    let addr = authority(&url);
+    let end = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\n{in_session}");
+    assert_eq!(exchange(addr, &end, "", Duration::from_secs(10)).status, 200);
+    let server = server.wait_with_output().expect("worldline mcp ended");
+    let summary: Value = serde_json::from_slice(&server.stdout).expect("one JSON report");
+    let b = read_bundle(Path::new(summary["bundle"].as_str().unwrap()));
+    let calls: Vec<&Value> = b.events.iter().filter(|e| e["call"] == TOOL_CALL).collect();
+    assert_eq!(calls.len(), 1, "only the session's call is recorded: {calls:?}");
+    assert_eq!(calls[0]["request"]["name"], "get_alert");
+}
+
+#[test]
+fn a_delete_of_a_made_up_session_is_404_and_the_run_goes_on() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "served", "");
+    let (mut server, url) = mcp_http_server(&store, &case);
+    let addr = authority(&url);
+    let forged = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: 0123abcd");
+    assert_eq!(exchange(addr, &forged, "", Duration::from_secs(10)).status, 404);
+    let bare = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}");
+    assert_eq!(exchange(addr, &bare, "", Duration::from_secs(10)).status, 400);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        server.try_wait().unwrap().is_none(),
+        "a made-up session's DELETE ended the run"
+    );
+    // The real client still gets its session.
+    let r = mcp_post(&url, "application/json", "", INITIALIZE);
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.header("mcp-session-id").unwrap();
+    let end = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: {session}");
+    assert_eq!(exchange(addr, &end, "", Duration::from_secs(10)).status, 200);
+    assert_eq!(server.wait().unwrap().code(), Some(0));
+}
+
+/// Open a connection to `addr` and send `head` with a body announced as
+/// 1000 bytes but only 10 of them.
+fn never_finished(addr: &str, head: &str) -> TcpStream {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    write!(conn, "{head}\r\ncontent-length: 1000\r\n\r\n{{\"jsonrpc\"").unwrap();
+    conn
+}
+
+#[test]
+fn requests_that_never_finish_their_bodies_do_not_block_the_mcp_server() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "served", "");
+    let (server, url) = mcp_http_server(&store, &case);
+    let addr = authority(&url).to_string();
+    let post = |host: &str| {
+        format!("POST /mcp HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json")
+    };
+    // Refused from their headers, before they wait for anything.
+    let mut strangers: Vec<TcpStream> = (0..8).map(|_| never_finished(&addr, &post("evil.example"))).collect();
+    for conn in &mut strangers {
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let answer = common::native::read_answer(conn).expect("a refusal at once");
+        assert_eq!(answer.status, 403, "{answer:?}");
+    }
+    // Eight of this machine's requests that never end their bodies, and
+    // one connection that never ends its headers.
+    let mut stalled: Vec<TcpStream> = (0..8).map(|_| never_finished(&addr, &post(&addr))).collect();
+    let mut headless = TcpStream::connect(&addr).unwrap();
+    write!(headless, "POST /mcp HTTP/1.1\r\nhost: {addr}\r\n").unwrap();
+    let started = Instant::now();
+    let r = mcp_post(&url, "application/json", "", INITIALIZE);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // Each is cut off at its limit (10 s for the body, and for the headers).
+    for conn in &mut stalled {
+        conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let answer = common::native::read_answer(conn).expect("an answer once the body is late");
+        assert_eq!(answer.status, 408, "{answer:?}");
+    }
+    headless.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut rest = Vec::new();
+    let closed = headless.read_to_end(&mut rest);
+    assert!(closed.is_ok(), "the headerless connection was not closed: {closed:?}");
+    let session = r.header("mcp-session-id").unwrap();
+    let end = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: {session}");
+    assert_eq!(exchange(&addr, &end, "", Duration::from_secs(10)).status, 200);
+    server.wait_with_output().unwrap();
+}
+
+/// A native agent (Python, standard library only) that attacks its own
+/// run's server before it works: eight connections without the token
+/// that never finish their bodies, then MCP requests from another origin
+/// and outside a session, then a proper session. It prints what it got.
+const SELF_ATTACK: &str = r#"
+import json, os, socket, urllib.error, urllib.request
+
+url = os.environ["WORLDLINE_MCP_URL"]
+hostport = url.split("/")[2]
+host, port = hostport.split(":")
+stalled = []
+for _ in range(8):
+    s = socket.create_connection((host, int(port)))
+    s.sendall(("POST /mcp HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{" % hostport).encode())
+    stalled.append(s)
+
+def post(body, headers):
+    req = urllib.request.Request(url, data=body.encode(), method="POST",
+        headers=dict({"content-type": "application/json", "accept": "application/json, text/event-stream"}, **headers))
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.headers.get("mcp-session-id")
+    except urllib.error.HTTPError as e:
+        return e.code, None
+    except Exception as e:
+        return str(e), None
+
+call = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"ALERT-7"}}}'
+init = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}'
+out = {
+    "other_origin": post(call, {"origin": "https://evil.example"})[0],
+    "no_session": post(call, {})[0],
+    "made_up_session": post(call, {"mcp-session-id": "made-up"})[0],
+}
+status, session = post(init, {})
+out["initialize"] = status
+out["in_session"] = post(call, {"mcp-session-id": session or ""})[0]
+print(json.dumps(out))
+"#;
+
+#[test]
+fn the_exec_server_checks_origin_and_sessions_and_is_not_blocked_by_stalled_strangers() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "attacked", "");
+    let agent = dir.path().join("attack.py");
+    std::fs::write(&agent, SELF_ATTACK).unwrap();
+    let worlds = worlds();
+    let python = native_python();
+    let out = worldline_raw_within(
+        Duration::from_secs(60),
+        [
+            os("run"),
+            case.as_os_str(),
+            os("--json"),
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--store"),
+            store.as_os_str(),
+            os("--exec"),
+            os("--"),
+            python.as_os_str(),
+            agent.as_os_str(),
+        ],
+    )
+    .expect("the run hung");
+    out.expect_code(0);
+    let got = out.output();
+    assert_eq!(got["other_origin"], 403, "{got}");
+    assert_eq!(got["no_session"], 400, "{got}");
+    assert_eq!(got["made_up_session"], 404, "{got}");
+    assert_eq!(got["initialize"], 200, "{got}");
+    assert_eq!(got["in_session"], 200, "{got}");
+    let calls = calls_of(&out.bundle(), TOOL_CALL);
+    assert_eq!(calls.len(), 1, "only the session's call is recorded: {calls:?}");
+}
+
+#[test]
+fn an_output_file_outside_the_working_folder_is_refused() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "output", "");
+    for outside in ["/etc/hostname", "../../../etc/hostname", "..", ""] {
+        let out = sh_run(
+            &store,
+            &case,
+            &["--output-file", outside],
+            "echo '{}' > out.json",
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        out.expect_code(2);
+        assert!(out.stderr.contains("--output-file"), "{out}");
+        assert!(out.stderr.contains(outside), "{out}");
+        assert!(!store.join("runs").exists() || files_with_suffix(&store.join("runs"), ".jsonl").is_empty());
+    }
+    // A symlink the process made is followed to where it leads: refused.
+    let out = sh_run(
+        &store,
+        &case,
+        &["--output-file", "out.json"],
+        "ln -s /etc/hostname out.json",
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    out.expect_code(1);
+    let doc = out.json();
+    assert_eq!(doc["run_status"], "errored", "{out}");
+    assert_eq!(doc["output"], Value::Null, "{out}");
+    let error = doc["error"].as_str().unwrap();
+    assert!(error.contains("out.json") && error.contains("outside the run's working folder"), "{out}");
+    // Inside, through a subfolder, it is read.
+    let out = sh_run(
+        &store,
+        &case,
+        &["--output-file", "./sub/out.json"],
+        "mkdir sub && echo '{\"ok\": 1}' > sub/out.json",
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    out.expect_code(0);
+    assert_eq!(out.output()["ok"], 1, "{out}");
+}
+
+#[test]
+fn a_native_agent_s_exit_gives_the_exit_codes_docs_cli_lists() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let passes = case_with(dir.path(), "passes", PASSED_BY_DOING_NOTHING);
+    let fails = case_with(dir.path(), "fails", FAILED_BY_DOING_NOTHING);
+    let limited = case_with(dir.path(), "limited", "[limits]\ntimeout_ms = 1000\n");
+    let within = Duration::from_secs(30);
+    // (case, script, exit code, run_status, what the error says)
+    let outcomes: [(&Path, &str, i32, &str, &str); 5] = [
+        (&passes, "exit 0", 0, "completed", ""),
+        (&fails, "exit 0", 1, "completed", ""),
+        (&passes, "echo bye >&2; exit 7", 3, "exited", "status 7; its stderr ends: bye"),
+        (&passes, "kill -9 $$", 3, "trapped", "signal 9"),
+        (&limited, "sleep 30", 3, "timeout", "timeout_ms"),
+    ];
+    for (case, script, code, status, says) in outcomes {
+        let out = sh_run(&store, case, &[], script, within).unwrap();
+        assert_eq!(out.code, code, "{script}: {out}");
+        assert_eq!(out.json()["run_status"], status, "{script}: {out}");
+        if !says.is_empty() {
+            let error = out.json()["error"].as_str().unwrap_or_default();
+            assert!(error.contains(says), "{script}: {out}");
+        }
+    }
+}
