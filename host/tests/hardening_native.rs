@@ -138,7 +138,10 @@ fn a_daemon_holding_the_agent_s_outputs_neither_outlives_the_time_limit_nor_the_
 fn daemons_an_agent_leaves_behind_end_with_its_run() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let (holding, detached) = (dir.path().join("holding.pid"), dir.path().join("detached.pid"));
+    let (holding, detached) = (
+        dir.path().join("holding.pid"),
+        dir.path().join("detached.pid"),
+    );
     let _reap = Reap(vec![holding.clone(), detached.clone()]);
     let case = case_with(dir.path(), "passes", PASSED_BY_DOING_NOTHING);
     // One daemon keeps the agent's stdout and stderr; the other closed
@@ -163,7 +166,11 @@ fn daemons_an_agent_leaves_behind_end_with_its_run() {
     assert_eq!(out.output()["done"], true, "{out}");
     for file in [&holding, &detached] {
         let pid = pid_in(file);
-        assert!(process_gone(pid), "the daemon {pid} ({}) outlived the run", file.display());
+        assert!(
+            process_gone(pid),
+            "the daemon {pid} ({}) outlived the run",
+            file.display()
+        );
     }
 }
 
@@ -180,7 +187,7 @@ fn mcp_post(url: &str, content_type: &str, extra: &str, body: &str) -> Answer {
     exchange(addr, &head, body, Duration::from_secs(10))
 }
 
-const CLOSE_TICKET: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"close_ticket","arguments":{"id":"T-100","resolution":"x"}}}"#;
+const CLOSE_TICKET: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"close_ticket","arguments":{"id":"T-100"}}}"#;
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 const LIST_ALERTS: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"ALERT-7"}}}"#;
 
@@ -191,7 +198,12 @@ fn mcp_over_http_refuses_other_origins_and_requests_outside_a_session() {
     let case = case_with(dir.path(), "served", "");
     let (server, url) = mcp_http_server(&store, &case);
     // A web page's cross-site POST: text/plain needs no CORS preflight.
-    let r = mcp_post(&url, "text/plain", "origin: https://evil.example", CLOSE_TICKET);
+    let r = mcp_post(
+        &url,
+        "text/plain",
+        "origin: https://evil.example",
+        CLOSE_TICKET,
+    );
     assert_eq!(r.status, 403, "{r:?}");
     let r = mcp_post(&url, "application/json", "origin: null", CLOSE_TICKET);
     assert_eq!(r.status, 403, "{r:?}");
@@ -199,28 +211,54 @@ fn mcp_over_http_refuses_other_origins_and_requests_outside_a_session() {
     let r = mcp_post(&url, "application/json", "", CLOSE_TICKET);
     assert_eq!(r.status, 400, "{r:?}");
     assert!(r.body.contains("initialize"), "{r:?}");
-    let r = mcp_post(&url, "application/json", "mcp-session-id: made-up", CLOSE_TICKET);
+    let r = mcp_post(
+        &url,
+        "application/json",
+        "mcp-session-id: made-up",
+        CLOSE_TICKET,
+    );
     assert_eq!(r.status, 404, "{r:?}");
     let r = mcp_post(&url, "text/plain", "", INITIALIZE);
     assert_eq!(r.status, 415, "{r:?}");
     // A client of this machine (an inspector's page included) is served.
-    let r = mcp_post(&url, "application/json", "origin: http://localhost:6274", INITIALIZE);
+    let r = mcp_post(
+        &url,
+        "application/json",
+        "origin: http://localhost:6274",
+        INITIALIZE,
+    );
     assert_eq!(r.status, 200, "{r:?}");
-    let session = r.header("mcp-session-id").expect("a session id").to_string();
+    let session = r
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
     let in_session = format!("mcp-session-id: {session}");
     let r = mcp_post(&url, "application/json", &in_session, LIST_ALERTS);
     assert_eq!(r.status, 200, "{r:?}");
     // A second client, with or without initialize, is not.
-    assert_eq!(mcp_post(&url, "application/json", "", INITIALIZE).status, 409);
-    assert_eq!(mcp_post(&url, "application/json", "", CLOSE_TICKET).status, 400);
+    assert_eq!(
+        mcp_post(&url, "application/json", "", INITIALIZE).status,
+        409
+    );
+    assert_eq!(
+        mcp_post(&url, "application/json", "", CLOSE_TICKET).status,
+        400
+    );
     let addr = authority(&url);
     let end = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\n{in_session}");
-    assert_eq!(exchange(addr, &end, "", Duration::from_secs(10)).status, 200);
+    assert_eq!(
+        exchange(addr, &end, "", Duration::from_secs(10)).status,
+        200
+    );
     let server = server.wait_with_output().expect("worldline mcp ended");
     let summary: Value = serde_json::from_slice(&server.stdout).expect("one JSON report");
     let b = read_bundle(Path::new(summary["bundle"].as_str().unwrap()));
     let calls: Vec<&Value> = b.events.iter().filter(|e| e["call"] == TOOL_CALL).collect();
-    assert_eq!(calls.len(), 1, "only the session's call is recorded: {calls:?}");
+    assert_eq!(
+        calls.len(),
+        1,
+        "only the session's call is recorded: {calls:?}"
+    );
     assert_eq!(calls[0]["request"]["name"], "get_alert");
 }
 
@@ -232,9 +270,15 @@ fn a_delete_of_a_made_up_session_is_404_and_the_run_goes_on() {
     let (mut server, url) = mcp_http_server(&store, &case);
     let addr = authority(&url);
     let forged = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: 0123abcd");
-    assert_eq!(exchange(addr, &forged, "", Duration::from_secs(10)).status, 404);
+    assert_eq!(
+        exchange(addr, &forged, "", Duration::from_secs(10)).status,
+        404
+    );
     let bare = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}");
-    assert_eq!(exchange(addr, &bare, "", Duration::from_secs(10)).status, 400);
+    assert_eq!(
+        exchange(addr, &bare, "", Duration::from_secs(10)).status,
+        400
+    );
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         server.try_wait().unwrap().is_none(),
@@ -245,7 +289,10 @@ fn a_delete_of_a_made_up_session_is_404_and_the_run_goes_on() {
     assert_eq!(r.status, 200, "{r:?}");
     let session = r.header("mcp-session-id").unwrap();
     let end = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: {session}");
-    assert_eq!(exchange(addr, &end, "", Duration::from_secs(10)).status, 200);
+    assert_eq!(
+        exchange(addr, &end, "", Duration::from_secs(10)).status,
+        200
+    );
     assert_eq!(server.wait().unwrap().code(), Some(0));
 }
 
@@ -268,7 +315,9 @@ fn requests_that_never_finish_their_bodies_do_not_block_the_mcp_server() {
         format!("POST /mcp HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json")
     };
     // Refused from their headers, before they wait for anything.
-    let mut strangers: Vec<TcpStream> = (0..8).map(|_| never_finished(&addr, &post("evil.example"))).collect();
+    let mut strangers: Vec<TcpStream> = (0..8)
+        .map(|_| never_finished(&addr, &post("evil.example")))
+        .collect();
     for conn in &mut strangers {
         conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let answer = common::native::read_answer(conn).expect("a refusal at once");
@@ -276,26 +325,41 @@ fn requests_that_never_finish_their_bodies_do_not_block_the_mcp_server() {
     }
     // Eight of this machine's requests that never end their bodies, and
     // one connection that never ends its headers.
-    let mut stalled: Vec<TcpStream> = (0..8).map(|_| never_finished(&addr, &post(&addr))).collect();
+    let mut stalled: Vec<TcpStream> = (0..8)
+        .map(|_| never_finished(&addr, &post(&addr)))
+        .collect();
     let mut headless = TcpStream::connect(&addr).unwrap();
     write!(headless, "POST /mcp HTTP/1.1\r\nhost: {addr}\r\n").unwrap();
     let started = Instant::now();
     let r = mcp_post(&url, "application/json", "", INITIALIZE);
     assert_eq!(r.status, 200, "{r:?}");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     // Each is cut off at its limit (10 s for the body, and for the headers).
     for conn in &mut stalled {
-        conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         let answer = common::native::read_answer(conn).expect("an answer once the body is late");
         assert_eq!(answer.status, 408, "{answer:?}");
     }
-    headless.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    headless
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     let mut rest = Vec::new();
     let closed = headless.read_to_end(&mut rest);
-    assert!(closed.is_ok(), "the headerless connection was not closed: {closed:?}");
+    assert!(
+        closed.is_ok(),
+        "the headerless connection was not closed: {closed:?}"
+    );
     let session = r.header("mcp-session-id").unwrap();
     let end = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: {session}");
-    assert_eq!(exchange(&addr, &end, "", Duration::from_secs(10)).status, 200);
+    assert_eq!(
+        exchange(&addr, &end, "", Duration::from_secs(10)).status,
+        200
+    );
     server.wait_with_output().unwrap();
 }
 
@@ -373,7 +437,11 @@ fn the_exec_server_checks_origin_and_sessions_and_is_not_blocked_by_stalled_stra
     assert_eq!(got["initialize"], 200, "{got}");
     assert_eq!(got["in_session"], 200, "{got}");
     let calls = calls_of(&out.bundle(), TOOL_CALL);
-    assert_eq!(calls.len(), 1, "only the session's call is recorded: {calls:?}");
+    assert_eq!(
+        calls.len(),
+        1,
+        "only the session's call is recorded: {calls:?}"
+    );
 }
 
 #[test]
@@ -393,7 +461,10 @@ fn an_output_file_outside_the_working_folder_is_refused() {
         out.expect_code(2);
         assert!(out.stderr.contains("--output-file"), "{out}");
         assert!(out.stderr.contains(outside), "{out}");
-        assert!(!store.join("runs").exists() || files_with_suffix(&store.join("runs"), ".jsonl").is_empty());
+        assert!(
+            !store.join("runs").exists()
+                || files_with_suffix(&store.join("runs"), ".jsonl").is_empty()
+        );
     }
     // A symlink the process made is followed to where it leads: refused.
     let out = sh_run(
@@ -409,7 +480,10 @@ fn an_output_file_outside_the_working_folder_is_refused() {
     assert_eq!(doc["run_status"], "errored", "{out}");
     assert_eq!(doc["output"], Value::Null, "{out}");
     let error = doc["error"].as_str().unwrap();
-    assert!(error.contains("out.json") && error.contains("outside the run's working folder"), "{out}");
+    assert!(
+        error.contains("out.json") && error.contains("outside the run's working folder"),
+        "{out}"
+    );
     // Inside, through a subfolder, it is read.
     let out = sh_run(
         &store,
@@ -435,7 +509,13 @@ fn a_native_agent_s_exit_gives_the_exit_codes_docs_cli_lists() {
     let outcomes: [(&Path, &str, i32, &str, &str); 5] = [
         (&passes, "exit 0", 0, "completed", ""),
         (&fails, "exit 0", 1, "completed", ""),
-        (&passes, "echo bye >&2; exit 7", 3, "exited", "status 7; its stderr ends: bye"),
+        (
+            &passes,
+            "echo bye >&2; exit 7",
+            3,
+            "exited",
+            "status 7; its stderr ends: bye",
+        ),
         (&passes, "kill -9 $$", 3, "trapped", "signal 9"),
         (&limited, "sleep 30", 3, "timeout", "timeout_ms"),
     ];
