@@ -10,7 +10,8 @@
 use crate::common;
 
 use common::{
-    DEMO_PASSES, guest, mkfifo, prompt, temp_dir, worldline, worldline_raw, worlds_dir, write_case,
+    DEMO_PASSES, guest, mkfifo, prompt, temp_dir, worldline, worldline_raw, worldline_within,
+    worlds_dir, write_case,
 };
 use serde_json::{Value, json};
 use std::ffi::OsStr;
@@ -76,7 +77,12 @@ fn from_trace(
     let out = dir.join(format!("out-{name}"));
     let mut args = vec!["case", "from-trace", s(&file), "-o", s(&out)];
     args.extend_from_slice(extra);
-    (prompt(&dir.join("store"), &args), out)
+    // A debug build reading 100,000 runs on a busy machine: minutes, not
+    // the seconds a refusal takes, is what tells a hang.
+    let limit = std::time::Duration::from_secs(300);
+    let r = worldline_within(limit, &dir.join("store"), &args)
+        .unwrap_or_else(|| panic!("`worldline {}` hung", args.join(" ")));
+    (r, out)
 }
 
 /// The `[[inject]]` rules of the one case in `out/cases`.
@@ -439,27 +445,25 @@ fn errors_reading_an_openapi_document_name_the_document() {
     let doc = dir.join("api.yaml");
     let outside = root.path().join("outside.yaml");
     std::fs::write(&outside, API).unwrap();
-    let makes: Vec<(&str, Box<dyn Fn()>)> = vec![
-        ("missing", Box::new(|| {})),
-        (
-            "not UTF-8",
-            Box::new(|| std::fs::write(&doc, b"openapi: \"3.0.3\"\ninfo: \xff\n").unwrap()),
-        ),
-        ("a FIFO", Box::new(|| drop(mkfifo(&doc)))),
-        ("a folder", Box::new(|| std::fs::create_dir(&doc).unwrap())),
-        (
-            "a symlink out",
-            Box::new(|| std::os::unix::fs::symlink(&outside, &doc).unwrap()),
-        ),
-        (
-            "bad YAML",
-            Box::new(|| std::fs::write(&doc, "openapi: \"3.0.3\"\npaths: [\n").unwrap()),
-        ),
+    let kinds = [
+        "missing",
+        "not UTF-8",
+        "a FIFO",
+        "a folder",
+        "a symlink out",
+        "bad YAML",
     ];
-    for (what, make) in makes {
+    for what in kinds {
         let _ = std::fs::remove_file(&doc);
         let _ = std::fs::remove_dir(&doc);
-        make();
+        match what {
+            "not UTF-8" => std::fs::write(&doc, b"openapi: \"3.0.3\"\ninfo: \xff\n").unwrap(),
+            "a FIFO" => drop(mkfifo(&doc)),
+            "a folder" => std::fs::create_dir(&doc).unwrap(),
+            "a symlink out" => std::os::unix::fs::symlink(&outside, &doc).unwrap(),
+            "bad YAML" => std::fs::write(&doc, "openapi: \"3.0.3\"\npaths: [\n").unwrap(),
+            _ => {}
+        }
         let r = check(&dir);
         r.expect_code(2);
         let p = &r.json()["problems"][0];

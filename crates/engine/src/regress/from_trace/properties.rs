@@ -109,8 +109,11 @@ fn spec() -> impl Strategy<Value = Spec> {
         )
 }
 
-/// The spans' attributes as (key, JSON value).
-fn attributes(s: &Spec) -> (Vec<(String, Value)>, Vec<(String, Value)>) {
+/// A span's attributes as (key, JSON value).
+type Attributes = Vec<(String, Value)>;
+
+/// The chat span's attributes and the tool span's.
+fn attributes(s: &Spec) -> (Attributes, Attributes) {
     let chat = vec![
         ("gen_ai.operation.name".into(), json!("chat")),
         (
