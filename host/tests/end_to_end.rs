@@ -16,6 +16,7 @@ mod fork_check;
 mod fuzz;
 mod grading;
 mod hardening_bounds;
+mod hardening_inputs;
 mod hardening_native;
 mod hardening_results;
 mod hardening_secrets;

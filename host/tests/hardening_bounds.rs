@@ -10,26 +10,14 @@ use crate::common;
 use crate::ui_support;
 
 use common::{
-    case, guest, read_bundle, replays_identical, run_in, run_json, temp_dir, workspace_root,
-    worldline_within, worlds_dir, write_case, write_world,
+    PROMPT, case, guest, mkfifo, prompt, read_bundle, replays_identical, run_in, run_json,
+    temp_dir, workspace_root, worlds_dir, write_case, write_world,
 };
 use serde_json::Value;
 use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Long enough for any refusal, far shorter than a hang.
-const PROMPT: Duration = Duration::from_secs(30);
-
-fn mkfifo(path: &Path) -> PathBuf {
-    let made = std::process::Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success(), "mkfifo {}", path.display());
-    path.to_path_buf()
-}
 
 fn symlink_to_zero(path: &Path) -> PathBuf {
     std::os::unix::fs::symlink("/dev/zero", path).unwrap();
@@ -38,18 +26,6 @@ fn symlink_to_zero(path: &Path) -> PathBuf {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// `worldline ARGS --store STORE` within [`PROMPT`], or a panic naming the
-/// hang.
-#[track_caller]
-fn prompt(store: &Path, args: &[&str]) -> common::CliOutput {
-    worldline_within(PROMPT, store, args).unwrap_or_else(|| {
-        panic!(
-            "`worldline {}` hung (killed after {PROMPT:?})",
-            args.join(" ")
-        )
-    })
 }
 
 #[test]

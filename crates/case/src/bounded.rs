@@ -25,6 +25,8 @@ pub const BUNDLE: u64 = 1024 * MIB;
 pub const EXPORT: u64 = 2048 * MIB;
 /// A text document: a case, a world file, rows, a policy, a report.
 pub const DOCUMENT: u64 = 256 * MIB;
+/// A trace file (`case from-trace TRACE`).
+pub const TRACE: u64 = 64 * MIB;
 /// A model provider's answer to one attempt.
 pub const MODEL_ANSWER: u64 = 32 * MIB;
 /// An OTLP collector's answer (only its status and a few lines are used).
@@ -70,7 +72,7 @@ pub fn size(bytes: u64) -> String {
 }
 
 /// What a file type is, in words, unless it is a regular file.
-fn not_regular(ft: std::fs::FileType) -> Option<&'static str> {
+pub(crate) fn not_regular(ft: std::fs::FileType) -> Option<&'static str> {
     Some(if ft.is_file() {
         return None;
     } else if ft.is_dir() {

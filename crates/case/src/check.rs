@@ -182,6 +182,7 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
     let root = worlds_root
         .map(Path::to_path_buf)
         .or_else(|| case::find_worlds_root(file));
+    let mut notes = Vec::new();
     let parsed = case::parse_all(file, text.into_bytes(), |reference| {
         let root = root.as_ref().ok_or_else(|| {
             InputError::new(
@@ -189,10 +190,24 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
                 "no `worlds/` folder found above the case; pass --worlds DIR",
             )
         })?;
-        world::load_with(root, reference, file, Component::MayBeUnbuilt)
+        let world = world::load_with(root, reference, file, Component::MayBeUnbuilt)?;
+        let toml = world.dir.join("world.toml");
+        notes.extend(
+            world
+                .openapi_notes
+                .iter()
+                .map(|n| format!("{}: [openapi] {n}", toml.display())),
+        );
+        Ok(world)
     });
     if let Err(all) = parsed {
         all.into_iter().for_each(|e| out.problem(e));
+    }
+    // The world's notes once, however many of its cases are checked.
+    for n in notes {
+        if !out.notes.contains(&n) {
+            out.notes.push(n);
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! What a run is made of: the ground every layer stands on (canonical
 //! bytes, bounded reads, errors and their kinds, virtual time, parallel
-//! maps, partitions, durable writes, file identity, leases), the project
-//! file, the world, the case, and `check`, which validates them without
+//! maps, partitions, durable writes, where output may go, input text made
+//! safe to show, file identity, leases), the project file, the world, the
+//! case, and `check`, which validates them without
 //! running anything. The lowest crate of the workspace: it knows nothing of
 //! the sandbox, the log or the store.
 
@@ -14,10 +15,12 @@ pub mod error;
 pub mod error_kind;
 pub mod file_identity;
 pub mod lease;
+pub mod output;
 pub mod parallel;
 pub mod partition;
 pub mod path;
 pub mod prices;
 pub mod project;
+pub mod shown;
 pub mod time;
 pub mod world;

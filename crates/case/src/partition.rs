@@ -93,17 +93,20 @@ impl Partition {
                 "the reports are shards of different partitionings ({first} and {other}); merge the shards of one `--partition KIND:i/n`"
             ));
         }
-        let mut seen = vec![false; total as usize];
+        // As many shards as there are reports are looked at, never
+        // `total` of them: a report may say `1/18446744073709551615`.
+        let mut seen = std::collections::BTreeSet::new();
         for p in &parts {
-            let i = p.shard_of().0 as usize - 1;
-            if std::mem::replace(&mut seen[i], true) {
+            if !seen.insert(p.shard_of().0) {
                 return Err(format!(
                     "shard {p} is in two reports; merge each shard once"
                 ));
             }
         }
+        let absent = total - seen.len() as u64;
         let missing: Vec<String> = (1..=total)
-            .filter(|i| !seen[*i as usize - 1])
+            .filter(|i| !seen.contains(i))
+            .take(crate::shown::MAX_ITEMS)
             .map(|i| format!("{}:{i}/{total}", first.kind()))
             .collect();
         match missing.as_slice() {
@@ -114,8 +117,14 @@ impl Partition {
                 ));
             }
             many => {
+                let more = absent - many.len() as u64;
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
                 return Err(format!(
-                    "shards {} are missing; merge the reports of every shard",
+                    "shards {}{more} are missing; merge the reports of every shard",
                     many.join(", ")
                 ));
             }

@@ -62,9 +62,9 @@ pub fn export(
             InputError::new(&path, "is already a redacted copy; export it as it is").into(),
         );
     }
+    crate::output::check_file(out)?;
     let doc = document(store, &path, &b, redactor)?;
-    std::fs::write(out, serde_json::to_vec(&doc)?)
-        .map_err(|e| InputError::new(out, format!("cannot write: {e}")))?;
+    crate::output::write(out, &serde_json::to_vec(&doc)?)?;
     Ok(doc.run)
 }
 

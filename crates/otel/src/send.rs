@@ -79,8 +79,8 @@ pub fn post(endpoint: &str, req: &ExportTraceServiceRequest) -> Result<u16> {
     }
 }
 
-/// Write the request as OTLP protobuf bytes.
+/// Write the request as OTLP protobuf bytes (a new file, or a regular one
+/// replaced).
 pub fn write(path: &Path, req: &ExportTraceServiceRequest) -> Result<()> {
-    std::fs::write(path, req.encode_to_vec())
-        .map_err(|e| InputError::new(path, format!("cannot write: {e}")).into())
+    Ok(worldline_case::output::write(path, &req.encode_to_vec())?)
 }

@@ -7,6 +7,7 @@ use worldline_case::case::fuzz::{Profile, Schedule};
 use serde::Serialize;
 use serde_json::Value;
 use worldline_case::partition::Partition;
+use worldline_case::shown;
 use worldline_engine::fuzz::describe;
 use worldline_engine::fuzz::reproducer::Kept;
 use worldline_engine::fuzz::summary::{MixEntry, Summary, Tally};
@@ -194,7 +195,8 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
         if let Some(other) = shards.iter().find(|s| s[key] != first[key]) {
             return Err(format!(
                 "the reports are not shards of one campaign: `{key}` is {} in one and {} in another",
-                first[key], other[key]
+                shown::text(&first[key].to_string()),
+                shown::text(&other[key].to_string())
             ));
         }
     }
@@ -258,7 +260,8 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
             .ok_or_else(|| {
                 format!(
                     "no shard kept the reproducer of `{}` (seed {}); the reports are not of one campaign",
-                    g.signature, t.seed
+                    shown::text(&g.signature),
+                    t.seed
                 )
             })?;
         let mut group = serde_json::json!({
@@ -319,8 +322,8 @@ pub fn print_merged(r: &Value) {
     let s = &r["summary"];
     println!(
         "fuzz {} on {}: passed {}/{} (95% interval {:.1}% – {:.1}%), {} failure group(s)",
-        r["case"].as_str().unwrap_or(""),
-        r["world"].as_str().unwrap_or(""),
+        shown::text(r["case"].as_str().unwrap_or("")),
+        shown::text(r["world"].as_str().unwrap_or("")),
         s["passed"],
         s["runs"],
         s["interval"][0].as_f64().unwrap_or(0.0) * 100.0,

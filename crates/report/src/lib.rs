@@ -9,6 +9,8 @@ pub mod fuzz;
 pub mod gc;
 pub mod grade;
 pub mod junit;
+#[cfg(test)]
+mod merge_properties;
 pub mod otel;
 pub mod repro;
 pub mod rerun;

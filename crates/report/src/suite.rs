@@ -4,6 +4,7 @@
 
 use super::check::Problem;
 use serde::{Deserialize, Serialize};
+use worldline_case::shown;
 use worldline_engine::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
 use worldline_engine::fuzz::summary::PassK;
 use worldline_engine::log::Call;
@@ -283,16 +284,30 @@ impl SuiteSummary {
         if let Some(w) = cases.windows(2).find(|w| w[0].index == w[1].index) {
             return Err(format!(
                 "case {} (index {}) is in two shards; merge the shards of one partitioned suite, each once",
-                w[0].case, w[0].index
+                shown::text(&w[0].case),
+                w[0].index
             ));
         }
-        if let Some(selected) = selected
-            && cases.len() != selected
-        {
-            return Err(format!(
-                "the shards hold {} of the suite's {selected} cases; merge whole shards (without --limit)",
-                cases.len()
-            ));
+        if let Some((selected, selection)) = &selected {
+            if cases.len() != *selected {
+                return Err(format!(
+                    "the shards hold {} of the suite's {selected} cases; merge whole shards (without --limit)",
+                    cases.len()
+                ));
+            }
+            // Every case's index and name, against the hash of the
+            // selection each shard was cut from: an index moved (a gap) or
+            // a name changed is a case that is not the suite's.
+            let held = Shard::of(
+                String::new(),
+                cases.iter().map(|c| (c.index, c.case.as_str())),
+            );
+            if held.selection != *selection {
+                return Err(
+                    "the shards' cases are not the selection they were cut from (a case's index or name differs from what the shards' `selection` hash says): a shard is missing, edited, or of another suite; merge the reports of every shard as `test --partition` wrote them"
+                        .into(),
+                );
+            }
         }
         let per_case: Vec<u64> = cases
             .iter()
@@ -321,8 +336,8 @@ impl SuiteSummary {
 
 /// Check reports (read from files, so maybe edited) before merging: one
 /// whole-suite report, or every shard of one selection once, each adding
-/// up. Returns the selection's case count when they are shards.
-fn check_shards(shards: &[SuiteSummary]) -> Result<Option<usize>, String> {
+/// up. Returns the selection's case count and hash when they are shards.
+fn check_shards(shards: &[SuiteSummary]) -> Result<Option<(usize, String)>, String> {
     let [one] = shards else {
         return check_partitioned(shards).map(Some);
     };
@@ -332,7 +347,7 @@ fn check_shards(shards: &[SuiteSummary]) -> Result<Option<usize>, String> {
     }
 }
 
-fn check_partitioned(shards: &[SuiteSummary]) -> Result<usize, String> {
+fn check_partitioned(shards: &[SuiteSummary]) -> Result<(usize, String), String> {
     let infos = shards
         .iter()
         .map(|s| {
@@ -357,7 +372,7 @@ fn check_partitioned(shards: &[SuiteSummary]) -> Result<usize, String> {
         }
         check_tallies(s, &format!("shard {p}"), Some(p))?;
     }
-    Ok(first.selected)
+    Ok((first.selected, first.selection.clone()))
 }
 
 /// A report's counts against its cases, and each case's against itself.
@@ -391,7 +406,8 @@ fn check_tallies(
         if let Some(wrong) = wrong {
             return Err(format!(
                 "{what}: case {} (index {}) does not add up: {wrong}",
-                c.case, c.index
+                shown::text(&c.case),
+                c.index
             ));
         }
     }
@@ -475,18 +491,22 @@ pub fn print(s: &SuiteRun) {
 /// A merged report (`worldline merge`): a line per case with its run id
 /// and why it did not pass, then the totals.
 pub fn print_merged(s: &SuiteSummary) {
-    let width = s.cases.iter().map(|c| c.case.len()).max().unwrap_or(0);
-    for c in &s.cases {
+    // Every string of a report is the report file's: shown escaped.
+    let names: Vec<String> = s.cases.iter().map(|c| shown::text(&c.case)).collect();
+    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    for (c, name) in s.cases.iter().zip(&names) {
         let mark = match (c.skipped, c.passed) {
             (true, _) => "SKIP",
             (_, true) => "PASS",
             _ => "FAIL",
         };
-        let reason = c.reason.as_deref().map(|r| format!("  {} — {r}", c.status));
+        let reason = c
+            .reason
+            .as_deref()
+            .map(|r| format!("  {} — {}", shown::text(&c.status), shown::message(r)));
         println!(
-            "{mark}  {:width$}  {}{}",
-            c.case,
-            c.run_id.as_deref().unwrap_or("-"),
+            "{mark}  {name:width$}  {}{}",
+            shown::text(c.run_id.as_deref().unwrap_or("-")),
             reason.unwrap_or_default()
         );
     }
@@ -499,13 +519,13 @@ pub fn print_merged(s: &SuiteSummary) {
 /// `N passed, N failed[, N skipped][, N error(s) collecting cases]`.
 fn print_totals(s: &SuiteSummary) {
     for e in &s.collection_errors {
-        println!("ERROR collecting {}", e.text());
+        println!("ERROR collecting {}", shown::message(&e.text()));
     }
     if !s.compiles.is_empty() {
         let each: Vec<String> = s
             .compiles
             .iter()
-            .map(|c| format!("{} {:.1} s", c.component, c.ms / 1000.0))
+            .map(|c| format!("{} {:.1} s", shown::text(&c.component), c.ms / 1000.0))
             .collect();
         let total: f64 = s.compiles.iter().map(|c| c.ms).sum();
         // Metadata of this machine, beside the report (as the progress is).

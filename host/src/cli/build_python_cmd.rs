@@ -165,12 +165,16 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| args.agent.with_extension("wasm"));
+    // Checked before the build; componentize-py writes into the build
+    // folder, and the component is moved to `output` from there.
+    crate::output::check_file(&output)?;
     let version = componentize_py_version(&args.componentize_py)?;
 
     let work = tempfile::Builder::new()
         .prefix("worldline-build-python-")
         .tempdir()
         .context("creating a temporary build folder")?;
+    let built = work.path().join("agent.wasm");
     write_tree(&work.path().join("wit"), wit::FILES)?;
     write_tree(&work.path().join("sdk"), SDK)?;
     let main = main_module(&module, args.service);
@@ -222,7 +226,7 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         .arg("-p")
         .arg(work.path().join("sdk"))
         .arg("-o")
-        .arg(&output)
+        .arg(&built)
         .output()
         .with_context(|| format!("running {}", args.componentize_py.display()))?;
     if !out.status.success() {
@@ -240,8 +244,9 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    let bytes = std::fs::read(&output)
-        .with_context(|| format!("reading the built component {}", output.display()))?;
+    let bytes = std::fs::read(&built)
+        .with_context(|| format!("reading the built component {}", built.display()))?;
+    crate::output::write(&output, &bytes)?;
     let sha256 = canon::sha256_hex(&bytes);
     if args.common.json {
         let doc = json!({

@@ -7,6 +7,7 @@ use crate::case::model::CassetteMode;
 use crate::error::ExitCode;
 use crate::regress::from_run::{self, Options};
 use crate::regress::from_trace;
+use crate::shown;
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
@@ -121,13 +122,15 @@ fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
         if args.common.json {
             println!("{}", serde_json::to_value(&runs)?);
         } else {
+            // Ids and tool names are the trace's: shown escaped.
             for r in &runs {
+                let tools: Vec<String> = r.tools.iter().map(|t| shown::text(t)).collect();
                 println!(
                     "{}  {} model call(s), {} tool call(s)  tools: {}",
-                    r.trace_id,
+                    shown::text(&r.trace_id),
                     r.model_calls,
                     r.tool_calls,
-                    r.tools.join(", ")
+                    tools.join(", ")
                 );
             }
             println!("{} agent run(s)", runs.len());
@@ -144,10 +147,10 @@ fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
         println!(
             "wrote {} from trace {} ({} model call(s), {} tool result(s), tools: {}); read {}",
             made.case.display(),
-            made.trace_id,
+            shown::text(&made.trace_id),
             made.model_calls,
             made.tool_calls,
-            made.tools.join(", "),
+            shown::list(&made.tools),
             made.dir.join("README.md").display()
         );
     }

@@ -117,6 +117,7 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
 
 /// `export --format trajectories`: a JSON line per run, in the order given.
 fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> {
+    crate::output::check_file(&args.output)?;
     let mut text = String::new();
     let mut ids = Vec::new();
     for run in &args.run {
@@ -142,8 +143,7 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
         text.push('\n');
         ids.push(id);
     }
-    crate::durable::write(&args.output, text.as_bytes())
-        .map_err(|e| InputError::new(&args.output, format!("cannot write: {e}")))?;
+    crate::output::write(&args.output, text.as_bytes())?;
     if args.common.json {
         println!(
             "{}",

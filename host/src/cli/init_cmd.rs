@@ -83,7 +83,12 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
             files.push((Path::new(".sdk/python").join(path), text.to_string(), false));
         }
     }
-    if let Some((p, _, _)) = files.iter().find(|(p, _, _)| dir.join(p).exists()) {
+    // Nothing there, not even a dangling symlink: init overwrites nothing
+    // and writes through no link.
+    if let Some((p, _, _)) = files
+        .iter()
+        .find(|(p, _, _)| std::fs::symlink_metadata(dir.join(p)).is_ok())
+    {
         return Err(InputError::new(
             dir.join(p),
             "exists already; `init` writes a new project and overwrites nothing (choose an empty folder)",
@@ -96,8 +101,7 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
             std::fs::create_dir_all(parent)
                 .map_err(|e| InputError::new(parent, format!("cannot create the folder: {e}")))?;
         }
-        std::fs::write(&full, text)
-            .map_err(|e| InputError::new(&full, format!("cannot write: {e}")))?;
+        crate::output::write_new(&full, text.as_bytes(), "every file `init` writes")?;
         if *executable {
             use std::os::unix::fs::PermissionsExt as _;
             std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755))

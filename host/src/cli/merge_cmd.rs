@@ -7,7 +7,9 @@
 
 use super::Common;
 use crate::error::{ExitCode, InputError};
+use crate::partition::Partition;
 use crate::report::{self, suite::SuiteSummary};
+use crate::shown;
 use anyhow::Result;
 use clap::Args;
 use serde_json::Value;
@@ -62,6 +64,54 @@ fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
         .collect()
 }
 
+/// Each report's partition (a test report's `shard.partition`, a fuzz
+/// report's `partition`) parsed and of the first report's partitioning,
+/// each shard once; what is wrong names the report it is in. (Whether
+/// every shard is there is the merge's to say: no one file is wrong.)
+fn check_partitions(docs: &[(PathBuf, Value)]) -> Result<(), InputError> {
+    let mut first: Option<(&PathBuf, Partition)> = None;
+    let mut seen = std::collections::BTreeMap::new();
+    for (path, doc) in docs {
+        let text = doc["shard"]["partition"]
+            .as_str()
+            .or_else(|| doc["partition"].as_str());
+        let Some(text) = text else { continue };
+        let p = Partition::parse(text).map_err(|m| {
+            InputError::new(
+                path,
+                format!("its partition is impossible: {}", shown::text(&m)),
+            )
+        })?;
+        let (shard, total) = p.shard_of();
+        match &first {
+            None => first = Some((path, p)),
+            Some((f, q))
+                if q.shard_of().1 != total
+                    || std::mem::discriminant(q) != std::mem::discriminant(&p) =>
+            {
+                return Err(InputError::new(
+                    path,
+                    format!(
+                        "the reports are shards of different partitionings ({q} and {p}): this is {p}, {} is {q}; merge the shards of one `--partition KIND:i/n`",
+                        f.display()
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        if let Some(other) = seen.insert(shard, path) {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "shard {p} is in two reports (this and {}); merge each shard once",
+                    other.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     let mut docs = Vec::new();
     if let Some(suite) = &args.suite {
@@ -75,6 +125,7 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
         })?;
         docs.push((path.clone(), doc));
     }
+    check_partitions(&docs)?;
     if docs.iter().all(|(_, d)| d.get("groups").is_some()) {
         let shards: Vec<Value> = docs.into_iter().map(|(_, d)| d).collect();
         let merged = report::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;

@@ -374,7 +374,9 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code as i32,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // Messages quote inputs (names from reports, traces, files):
+            // no control character of theirs reaches the terminal.
+            eprintln!("error: {}", crate::shown::message(&format!("{err:#}")));
             let code = exit_code_of(&err);
             if json {
                 println!("{}", error_json(code, &err));

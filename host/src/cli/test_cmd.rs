@@ -392,8 +392,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     last::record(&store, &done)?;
 
     if let Some(path) = &args.junit {
-        std::fs::write(path, report::junit::render(&done)?)
-            .map_err(|e| InputError::new(path, format!("cannot write JUnit report: {e}")))?;
+        crate::output::write(path, report::junit::render(&done)?.as_bytes())?;
     }
     if let Some(shard) = &shard
         && store.database().is_some()

@@ -975,3 +975,28 @@ pub fn native_python() -> PathBuf {
     );
     python
 }
+
+/// Long enough for any refusal, far shorter than a hang.
+pub const PROMPT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A FIFO made at `path` (by `mkfifo`); its path.
+pub fn mkfifo(path: &Path) -> PathBuf {
+    let made = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", path.display());
+    path.to_path_buf()
+}
+
+/// `worldline ARGS --store STORE` within [`PROMPT`], or a panic naming the
+/// hang.
+#[track_caller]
+pub fn prompt(store: &Path, args: &[&str]) -> CliOutput {
+    worldline_within(PROMPT, store, args).unwrap_or_else(|| {
+        panic!(
+            "`worldline {}` hung (killed after {PROMPT:?})",
+            args.join(" ")
+        )
+    })
+}

@@ -9,6 +9,8 @@ pub mod digest;
 pub mod folder;
 pub mod ids;
 pub mod openapi;
+#[cfg(test)]
+mod openapi_properties;
 pub mod overlay;
 pub mod permissions;
 pub mod routes;
@@ -357,12 +359,15 @@ fn load_checked(
         .collect::<Vec<_>>();
     let mut openapi_notes = Vec::new();
     if let Some(spanned) = &doc.openapi {
-        match load_openapi(&mut folder, spanned.get_ref(), &tools) {
-            Ok(imported) => {
-                routes.extend(imported.routes);
-                openapi_notes = imported.notes;
-            }
+        match openapi::check_decl(spanned.get_ref(), &tools) {
             Err(m) => problems.push(at(spanned.span().start, m)),
+            Ok(()) => match load_openapi(&mut folder, spanned.get_ref(), &tools) {
+                Ok(imported) => {
+                    routes.extend(imported.routes);
+                    openapi_notes = imported.notes;
+                }
+                Err(e) => problems.push(e),
+            },
         }
     }
     if let Some(rule) = doc.permissions.rule_naming_nothing(&tools) {
@@ -397,16 +402,18 @@ fn load_checked(
 }
 
 /// The routes of `[openapi]`'s document (read into the manifest, so the
-/// world's hash covers it); the error names the document.
+/// world's hash covers it); the error names the document (and the line,
+/// when it does not parse).
 fn load_openapi(
     folder: &mut Folder,
     decl: &openapi::OpenApiToml,
     tools: &[Tool],
-) -> Result<openapi::Imported, String> {
-    let text = folder.read_text(&decl.file).map_err(|e| e.message)?;
-    openapi::parse(&decl.file, &text)
-        .and_then(|doc| openapi::import(&doc, decl, tools))
-        .map_err(|m| format!("[openapi] {} {m}", decl.file))
+) -> Result<openapi::Imported, InputError> {
+    let file = folder.path.join(&decl.file);
+    let text = folder.read_text(&decl.file)?;
+    let doc = openapi::parse(&decl.file, &text)
+        .map_err(|u| InputError::new(&file, u.message).with_line(u.line))?;
+    openapi::import(&doc, decl, tools).map_err(|m| InputError::new(&file, m))
 }
 
 /// The `[service]` component's bytes, when the world has service tools;

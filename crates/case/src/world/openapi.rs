@@ -41,12 +41,27 @@ const OTHER_METHODS: [&str; 3] = ["head", "options", "trace"];
 /// How many `$ref`s one lookup may follow (a cycle stops here).
 const MAX_REFS: usize = 32;
 
-/// Parse the document's text: JSON when the file says so, else YAML.
-pub fn parse(file: &str, text: &str) -> Result<Value, String> {
+/// Why a document does not parse: what is wrong, and its line (0: none).
+#[derive(Debug)]
+pub struct Unparsed {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Parse the document's text: JSON when the file says so, else YAML. A
+/// byte-order mark before it is skipped.
+pub fn parse(file: &str, text: &str) -> Result<Value, Unparsed> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if file.ends_with(".json") {
-        serde_json::from_str(text).map_err(|e| format!("is not valid JSON: {e}"))
+        serde_json::from_str(text).map_err(|e| Unparsed {
+            line: e.line(),
+            message: format!("is not valid JSON: {e}"),
+        })
     } else {
-        serde_norway::from_str(text).map_err(|e| format!("is not valid YAML: {e}"))
+        serde_norway::from_str(text).map_err(|e| Unparsed {
+            line: e.location().map_or(0, |l| l.line()),
+            message: format!("is not valid YAML: {e}"),
+        })
     }
 }
 
@@ -66,6 +81,61 @@ fn deref<'v>(doc: &'v Value, mut v: &'v Value) -> Result<&'v Value, String> {
             .ok_or_else(|| format!("`$ref: {r}` names nothing in the document"))?;
     }
     Err(format!("more than {MAX_REFS} `$ref`s in a row (a cycle?)"))
+}
+
+/// Why a base URL cannot be one (`None`: it can): `http(s)://host[:port]`
+/// and an optional base path, nothing else (no query, fragment, user, space,
+/// control character or template left).
+fn bad_base(url: &str) -> Option<String> {
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return Some("is not an absolute http(s) URL".into());
+    };
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if host.is_empty() {
+        return Some("has no host".into());
+    }
+    if let Some(c) = url
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '?' | '#' | '{' | '}'))
+    {
+        return Some(format!(
+            "holds {}; give only the scheme, host, port and base path",
+            match c {
+                '?' => "a query (`?`)".to_string(),
+                '#' => "a fragment (`#`)".to_string(),
+                '{' | '}' => "a `{variable}` with no default".to_string(),
+                c => format!("the character {}", c.escape_unicode()),
+            }
+        ));
+    }
+    let host_ok = host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':' | '[' | ']' | '_'));
+    if !host_ok {
+        return Some(format!(
+            "has host `{}`, which is not a host name, an address or a port",
+            crate::shown::text(host)
+        ));
+    }
+    if !path.is_ascii() {
+        return Some("has a base path that is not ASCII; percent-encode it".into());
+    }
+    None
+}
+
+/// `[openapi] server` checked: the origin and base path routes answer at,
+/// as the world declares it. The error is `server`'s (world.toml's).
+pub fn check_server(server: &str) -> Result<(), String> {
+    match bad_base(server) {
+        None => Ok(()),
+        Some(why) => Err(format!(
+            "[openapi] server `{}` {why} (e.g. server = \"https://tickets.internal/api\")",
+            crate::shown::text(server)
+        )),
+    }
 }
 
 /// The origin and base path routes answer at: `server`, or the document's
@@ -88,9 +158,10 @@ fn base_url(doc: &Value, server: Option<&str>) -> Result<String, String> {
             url = url.replace(&format!("{{{name}}}"), default);
         }
     }
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
+    if let Some(why) = bad_base(&url) {
         return Err(format!(
-            "its first server `{url}` is not an absolute http(s) URL; give the origin as `server = \"https://host\"` in [openapi]"
+            "its first server `{}` {why}; give the origin as `server = \"https://host\"` in [openapi]",
+            crate::shown::text(&url)
         ));
     }
     Ok(url.trim_end_matches('/').to_string())
@@ -102,20 +173,9 @@ fn tool_arguments(tool: &Tool) -> Option<Vec<&str>> {
     Some(props.keys().map(String::as_str).collect())
 }
 
-/// Read the routes of the OpenAPI document `doc` onto `tools`. The error is
-/// what makes the document unusable; an operation that cannot be answered
-/// is a note.
-pub fn import(doc: &Value, decl: &OpenApiToml, tools: &[Tool]) -> Result<Imported, String> {
-    match doc["openapi"].as_str() {
-        Some(v) if v.starts_with("3.") => {}
-        Some(v) => return Err(format!("is OpenAPI {v}; only OpenAPI 3.x is read")),
-        None if doc.get("swagger").is_some() => {
-            return Err(
-                "is Swagger 2.0; convert it to OpenAPI 3 (e.g. with swagger2openapi) first".into(),
-            );
-        }
-        None => return Err("has no `openapi` version; is it an OpenAPI 3 document?".into()),
-    }
+/// `[openapi]`'s own settings against the world's tools: the errors are
+/// world.toml's.
+pub fn check_decl(decl: &OpenApiToml, tools: &[Tool]) -> Result<(), String> {
     for (op, tool) in &decl.tools {
         if !tools.iter().any(|t| &t.name == tool) {
             return Err(format!(
@@ -123,12 +183,40 @@ pub fn import(doc: &Value, decl: &OpenApiToml, tools: &[Tool]) -> Result<Importe
             ));
         }
     }
+    decl.server.as_deref().map_or(Ok(()), check_server)
+}
+
+/// Read the routes of the OpenAPI document `doc` onto `tools` (`decl`
+/// checked by [`check_decl`] first). The error is what makes the document
+/// unusable; an operation that cannot be answered is a note.
+pub fn import(doc: &Value, decl: &OpenApiToml, tools: &[Tool]) -> Result<Imported, String> {
+    match &doc["openapi"] {
+        Value::String(v) if v.starts_with("3.") => {}
+        Value::String(v) => {
+            return Err(format!(
+                "is OpenAPI {}; only OpenAPI 3.x is read",
+                crate::shown::text(v)
+            ));
+        }
+        Value::Number(n) => {
+            return Err(format!(
+                "gives `openapi: {n}` as a number; the version is a string: quote it (`openapi: \"3.1.0\"`)"
+            ));
+        }
+        _ if doc.get("swagger").is_some() => {
+            return Err(
+                "is Swagger 2.0; convert it to OpenAPI 3 (e.g. with swagger2openapi) first".into(),
+            );
+        }
+        _ => return Err("has no `openapi` version; is it an OpenAPI 3 document?".into()),
+    }
     let base = base_url(doc, decl.server.as_deref())?;
     let mut out = Imported::default();
     let mut ignored: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let Some(paths) = doc["paths"].as_object() else {
         return Err("has no `paths`".into());
     };
+    let mut operations = 0usize;
     for (path, item) in paths {
         let item = deref(doc, item)?;
         let shared = item["parameters"].as_array().cloned().unwrap_or_default();
@@ -142,6 +230,7 @@ pub fn import(doc: &Value, decl: &OpenApiToml, tools: &[Tool]) -> Result<Importe
         }
         for method in METHODS {
             let Some(op) = item.get(method) else { continue };
+            operations += 1;
             let at = format!("{} {path}", method.to_uppercase());
             let Some(id) = op["operationId"].as_str() else {
                 ignored
@@ -235,6 +324,12 @@ pub fn import(doc: &Value, decl: &OpenApiToml, tools: &[Tool]) -> Result<Importe
             }
         })
         .collect();
+    if operations > 0 && out.routes.is_empty() {
+        return Err(format!(
+            "declares {operations} operation(s) and none can be answered, so it gives the world no route: {}",
+            out.notes.join("; ")
+        ));
+    }
     Ok(out)
 }
 
@@ -347,8 +442,12 @@ paths:
     #[test]
     fn unusable_documents_say_why() {
         let tools = [tool("get_ticket", json!({}))];
-        let err =
-            |text: &str| import(&parse("a.json", text).unwrap(), &decl(), &tools).unwrap_err();
+        let err = |text: &str| {
+            let doc = parse("a.json", text).unwrap();
+            check_decl(&decl(), &tools)
+                .and_then(|()| import(&doc, &decl(), &tools))
+                .unwrap_err()
+        };
         assert!(err(r#"{"swagger": "2.0"}"#).contains("Swagger 2.0"));
         assert!(err(r#"{"openapi": "3.0.3", "paths": {}}"#).contains("no `servers`"));
         assert!(
@@ -363,16 +462,56 @@ paths:
         assert!(err(remote).contains("another document"));
         let mut d = decl();
         d.tools.insert("op".into(), "nope".into());
+        assert!(check_decl(&d, &tools).unwrap_err().contains("no tool"));
+        let e = parse("a.yaml", "a: 1\nb: [").unwrap_err();
+        assert!(e.message.contains("not valid YAML"), "{e:?}");
+        assert!(e.line >= 2, "{e:?}");
+        let unquoted = parse("a.yaml", "openapi: 3.1\npaths: {}\n").unwrap();
+        assert!(err(&unquoted.to_string()).contains("quote it"));
+        let none = r#"{"openapi": "3.0.3", "servers": [{"url": "https://a"}],
+            "paths": {"/x": {"get": {"operationId": "nothing"}}}}"#;
+        assert!(err(none).contains("none can be answered"));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let doc = parse("a.yaml", "\u{feff}openapi: \"3.0.3\"\npaths: {}\n").unwrap();
+        assert_eq!(doc["openapi"], "3.0.3");
+        let doc = parse("a.json", "\u{feff}{\"openapi\": \"3.0.3\"}").unwrap();
+        assert_eq!(doc["openapi"], "3.0.3");
+    }
+
+    #[test]
+    fn servers_must_be_an_origin_and_a_base_path() {
+        for bad in [
+            "",
+            "https://",
+            "ftp://x",
+            "https://x/api?key=1",
+            "https://x/#top",
+            "https://x y z/\u{0}",
+            "https://user@host",
+            "https://{region}.x",
+        ] {
+            assert!(check_server(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in [
+            "https://x",
+            "http://127.0.0.1:8080/api/",
+            "https://[::1]:9/v1",
+        ] {
+            assert!(check_server(good).is_ok(), "{good:?} refused");
+        }
+        let tools = [tool("get_ticket", json!({}))];
         let doc = parse(
             "a.json",
-            r#"{"openapi": "3.0.3", "servers": [{"url": "https://a"}], "paths": {}}"#,
+            r#"{"openapi": "3.0.3", "servers": [{"url": "https://a b"}], "paths": {}}"#,
         )
         .unwrap();
-        assert!(import(&doc, &d, &tools).unwrap_err().contains("no tool"));
         assert!(
-            parse("a.yaml", "a: [")
+            import(&doc, &decl(), &tools)
                 .unwrap_err()
-                .contains("not valid YAML")
+                .contains("first server")
         );
     }
 
@@ -387,6 +526,7 @@ paths:
         assert!(
             parse("api.yaml", &text)
                 .unwrap_err()
+                .message
                 .contains("not valid YAML")
         );
     }

@@ -58,11 +58,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     }
     let copy = out.with_extension("run.jsonl");
     for p in [out, copy.as_path()] {
-        if p.exists() {
-            return Err(
-                InputError::new(p, "already exists; remove it or choose another -o").into(),
-            );
-        }
+        crate::output::check_new(p, "the case to write (-o) and its bundle copy")?;
     }
     let Some(footer) = &rec.bundle.footer else {
         return Err(InputError::new(
@@ -170,11 +166,10 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     .map_err(|e| anyhow::anyhow!("the case made from the run does not load: {e}"))?;
     let bundle_bytes = std::fs::read(&rec.path)
         .map_err(|e| InputError::new(&rec.path, format!("cannot read: {e}")))?;
-    crate::durable::write(&copy, &bundle_bytes)
-        .map_err(|e| InputError::new(&copy, format!("cannot write: {e}")))?;
-    if let Err(e) = crate::durable::write(out, text.as_bytes()) {
+    crate::output::write_new(&copy, &bundle_bytes, "the bundle copy")?;
+    if let Err(e) = crate::output::write_new(out, text.as_bytes(), "the case to write (-o)") {
         let _ = std::fs::remove_file(&copy);
-        return Err(InputError::new(out, format!("cannot write: {e}")).into());
+        return Err(e.into());
     }
     Ok(FromRun {
         run_id: rec.id,

@@ -44,12 +44,11 @@ pub fn write_types(agent_dir: &Path) -> Result<()> {
         if std::fs::read_to_string(&path).is_ok_and(|t| t == *text) {
             continue;
         }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write(&path, text.as_bytes())?;
     }
     let config = agent_dir.join("tsconfig.json");
-    if !config.exists() {
-        std::fs::write(&config, TSCONFIG)
-            .with_context(|| format!("writing {}", config.display()))?;
+    if std::fs::symlink_metadata(&config).is_err() {
+        crate::output::write_new(&config, TSCONFIG.as_bytes(), "tsconfig.json")?;
     }
     Ok(())
 }

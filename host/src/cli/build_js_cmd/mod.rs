@@ -111,6 +111,7 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(dir)
             .map_err(|e| InputError::new(dir, format!("cannot create the output folder: {e}")))?;
     }
+    crate::output::check_file(&output)?;
     let node_version = toolchain::node_version(&args.node)?;
     let tools = toolchain::folder(args.toolchain.as_deref());
     toolchain::check_packages(&tools)?;
@@ -186,8 +187,7 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         return Err(build_error(&args.agent, &agent_dir, &errors).into());
     }
     let bytes = std::fs::read(&built).context("reading the built component")?;
-    std::fs::write(&output, &bytes)
-        .with_context(|| format!("writing the component to {}", output.display()))?;
+    crate::output::write(&output, &bytes)?;
     let sha256 = canon::sha256_hex(&bytes);
     let componentize_js = result["componentize_js"].as_str().unwrap_or("");
     let esbuild = result["esbuild"].as_str().unwrap_or("");

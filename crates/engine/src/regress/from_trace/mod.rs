@@ -13,6 +13,8 @@
 
 pub mod genai;
 pub mod otlp;
+#[cfg(test)]
+mod properties;
 
 use crate::case::origin::{CreatedFrom, Origin};
 use crate::error::InputError;
@@ -54,7 +56,7 @@ pub struct FromTrace {
 
 /// The agent runs of a trace file: its traces that hold a model call.
 fn runs_in(path: &Path) -> Result<BTreeMap<String, Run>, InputError> {
-    let spans = otlp::read(path).map_err(|m| InputError::new(path, m))?;
+    let spans = otlp::read(path).map_err(|u| InputError::new(path, u.message).with_line(u.line))?;
     let mut by_trace: BTreeMap<String, Vec<otlp::Span>> = BTreeMap::new();
     for s in spans {
         by_trace.entry(s.trace_id.clone()).or_default().push(s);
@@ -106,42 +108,9 @@ fn tool_names(r: &Run) -> Vec<String> {
 /// written to a sibling folder first and renamed into place, so a failure
 /// leaves nothing.
 pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<FromTrace> {
-    if out.exists() {
-        return Err(InputError::new(out, "already exists; choose a new folder for -o").into());
-    }
+    crate::output::check_new(out, "the case folder (-o)")?;
     let mut runs = runs_in(path)?;
-    let id = match trace_id {
-        Some(want) => {
-            let want = want.to_lowercase();
-            let matching: Vec<&String> = runs.keys().filter(|k| k.starts_with(&want)).collect();
-            match matching.as_slice() {
-                [one] => (*one).clone(),
-                _ => {
-                    return Err(InputError::new(
-                        path,
-                        format!(
-                            "has {} agent run(s) whose trace id starts with {want}; it has {}",
-                            matching.len(),
-                            runs.keys().cloned().collect::<Vec<_>>().join(", ")
-                        ),
-                    )
-                    .into());
-                }
-            }
-        }
-        None if runs.len() == 1 => runs.keys().next().cloned().unwrap_or_default(),
-        None => {
-            return Err(InputError::new(
-                path,
-                format!(
-                    "holds {} agent runs ({}); pick one with --trace-id (--list shows them)",
-                    runs.len(),
-                    runs.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
-            )
-            .into());
-        }
-    };
+    let id = pick(path, &runs, trace_id)?;
     let run = runs.remove(&id).unwrap_or_default();
     let missing = run.without_content();
     if missing > 0 {
@@ -165,10 +134,30 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
         trace_id: Some(id.clone()),
         trace_sha256: Some(crate::canon::sha256_hex(&bytes)),
     };
-    let name = format!("trace-{}", &id[..8.min(id.len())]);
+    // The trace id names a file: only its letters and digits.
+    let name = match crate::shown::file_part(&id, 8) {
+        Some(part) => format!("trace-{part}"),
+        None => "trace".to_string(),
+    };
     let tools = tool_names(&run);
-    let world_text = world_toml(&run, &tools)?;
-    let case_text = case_toml(&run, &tools, &origin, path)?;
+    if tools.iter().any(String::is_empty) {
+        return Err(InputError::new(
+            path,
+            "has a tool call with no tool name (a tool span without `gen_ai.tool.name` or `tool.name`, or a tool call without `name`); name the tool in the trace",
+        )
+        .into());
+    }
+    let unwritable = |e: anyhow::Error| {
+        InputError::new(
+            path,
+            format!(
+                "cannot be written as a case: {}",
+                crate::shown::text(&format!("{e:#}"))
+            ),
+        )
+    };
+    let world_text = world_toml(&run, &tools).map_err(unwritable)?;
+    let case_text = case_toml(&run, &tools, &origin, path).map_err(unwritable)?;
     let readme = readme(&run, &id, &name, path, &tools);
 
     let parent = out
@@ -195,9 +184,23 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
         }
         std::fs::write(&p, text).map_err(|e| InputError::new(&p, format!("cannot write: {e}")))?;
     }
-    // The case must load against its world before the folder appears.
-    crate::case::load(&tmp.path().join(&case_file), None)
-        .map_err(|e| anyhow::anyhow!("the case made from the trace does not load: {e}"))?;
+    // The case must load against its world before the folder appears; a
+    // problem is the trace's (what it holds cannot be a world or a case),
+    // named by the file it would have gone into.
+    crate::case::load(&tmp.path().join(&case_file), None).map_err(|e| {
+        let within = e.file.strip_prefix(tmp.path()).unwrap_or(&e.file);
+        let at = e
+            .line
+            .map_or_else(String::new, |(l, c)| format!(":{l}:{c}"));
+        InputError::new(
+            path,
+            format!(
+                "holds what cannot be made a case: the {} it gives{at} would say: {}",
+                within.display(),
+                e.message.replace(&format!("{}/", tmp.path().display()), "")
+            ),
+        )
+    })?;
     let kept = tmp.keep();
     std::fs::rename(&kept, out).map_err(|e| {
         let _ = std::fs::remove_dir_all(&kept);
@@ -213,6 +216,42 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
         tools,
         forms: run.forms,
     })
+}
+
+/// The run `trace_id` names (a unique prefix of one), or the only one.
+/// Ids listed in an error are at most [`crate::shown::MAX_ITEMS`].
+fn pick(
+    path: &Path,
+    runs: &BTreeMap<String, Run>,
+    trace_id: Option<&str>,
+) -> Result<String, InputError> {
+    match trace_id {
+        Some(want) => {
+            let want = want.to_lowercase();
+            let matching: Vec<&String> = runs.keys().filter(|k| k.starts_with(&want)).collect();
+            match matching.as_slice() {
+                [one] => Ok((*one).clone()),
+                _ => Err(InputError::new(
+                    path,
+                    format!(
+                        "has {} agent run(s) whose trace id starts with {}; it has {} (--list shows them)",
+                        matching.len(),
+                        crate::shown::text(&want),
+                        crate::shown::list(runs.keys())
+                    ),
+                )),
+            }
+        }
+        None if runs.len() == 1 => Ok(runs.keys().next().cloned().unwrap_or_default()),
+        None => Err(InputError::new(
+            path,
+            format!(
+                "holds {} agent runs ({}); pick one with --trace-id (--list shows them)",
+                runs.len(),
+                crate::shown::list(runs.keys())
+            ),
+        )),
+    }
 }
 
 /// JSON as TOML; TOML has no null, so null fields and items are left out.
@@ -269,6 +308,16 @@ fn task_of(run: &Run) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::from(text))
 }
 
+/// A result that is worldline's error shape, `{"error": {"kind": K,
+/// "message"?: M}}` with K one of the error kinds: the kind and message.
+/// Anything else (another single key, an unknown kind) is a response.
+fn error_of(v: &Value) -> Option<(&'static str, Option<&str>)> {
+    let o = v.as_object().filter(|o| o.len() == 1)?;
+    let e = o.get("error")?;
+    let kind: crate::error_kind::ErrorKind = e.get("kind")?.as_str()?.parse().ok()?;
+    Some((kind.as_str(), e.get("message").and_then(Value::as_str)))
+}
+
 fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Result<String> {
     let responses: Vec<Value> = run
         .model_calls
@@ -298,15 +347,15 @@ fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Res
         let n = nth.entry(&t.name).or_default();
         *n += 1;
         let mut rule = json!({"tool": t.name, "nth": *n});
-        match &t.result {
-            Some(Value::Object(o)) if o.len() == 1 && o["error"]["kind"].is_string() => {
-                rule["error"] = o["error"]["kind"].clone();
-                if let Some(m) = o["error"]["message"].as_str() {
+        let Some(result) = &t.result else { continue };
+        match error_of(result) {
+            Some((kind, message)) => {
+                rule["error"] = kind.into();
+                if let Some(m) = message {
                     rule["message"] = m.into();
                 }
             }
-            Some(v) => rule["response"] = v.clone(),
-            None => continue,
+            None => rule["response"] = result.clone(),
         }
         inject.push(rule);
     }

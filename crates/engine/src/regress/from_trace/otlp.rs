@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-/// The largest trace file read (64 MiB); a bigger one is refused.
-pub const MAX_BYTES: u64 = 64 << 20;
+/// The largest trace file read; a bigger one is refused.
+pub const MAX_BYTES: u64 = crate::bounded::TRACE;
 
 /// One span, its attribute values as JSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,9 +38,22 @@ impl Span {
     }
 }
 
-/// The spans of the file at `path`, in file order. The error says what is
-/// wrong in words (the caller names the file).
-pub fn read(path: &Path) -> Result<Vec<Span>, String> {
+/// Why a trace file was not read: what is wrong in words, and the line it
+/// is on (0: no line); the caller names the file.
+#[derive(Debug)]
+pub struct Unread {
+    pub line: usize,
+    pub message: String,
+}
+
+impl From<String> for Unread {
+    fn from(message: String) -> Self {
+        Unread { line: 0, message }
+    }
+}
+
+/// The spans of the file at `path`, in file order.
+pub fn read(path: &Path) -> Result<Vec<Span>, Unread> {
     // Opened without blocking and refused unless a regular file: a FIFO
     // or a device is never read.
     let file = crate::bounded::open(path).map_err(|e| format!("cannot read: {e}"))?;
@@ -52,12 +65,19 @@ pub fn read(path: &Path) -> Result<Vec<Span>, String> {
         return Err(format!(
             "is larger than {} MiB, the most a trace file may be; export one trace (or fewer spans) per file",
             MAX_BYTES >> 20
-        ));
+        )
+        .into());
     }
+    parse(&bytes)
+}
+
+/// The spans of a trace file's bytes: OTLP JSON when it starts with `{`,
+/// else OTLP protobuf.
+pub fn parse(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-        json_spans(&bytes)
+        json_spans(bytes)
     } else {
-        let req = ExportTraceServiceRequest::decode(bytes.as_slice()).map_err(|e| {
+        let req = ExportTraceServiceRequest::decode(bytes).map_err(|e| {
             format!("is neither OTLP JSON nor an OTLP protobuf trace (cut off or damaged?): {e}")
         })?;
         Ok(proto_spans(&req))
@@ -163,8 +183,18 @@ fn json_attrs(list: &Value) -> BTreeMap<String, Value> {
         .unwrap_or_default()
 }
 
-fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("is not UTF-8 text: {e}"))?;
+fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1;
+        Unread {
+            line,
+            message: format!("is not UTF-8 text: {e}"),
+        }
+    })?;
     let mut out = Vec::new();
     // A file exporter writes one request a line; a single pretty-printed
     // document is read whole.
@@ -175,14 +205,16 @@ fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, String> {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(i, l)| {
-                serde_json::from_str(l)
-                    .map_err(|e| format!("line {}: is not OTLP JSON: {e}", i + 1))
+                serde_json::from_str(l).map_err(|e| Unread {
+                    line: i + 1,
+                    message: format!("is not OTLP JSON: {e}"),
+                })
             })
             .collect::<Result<_, _>>()?,
     };
     for doc in &docs {
         let Some(resource_spans) = doc["resourceSpans"].as_array() else {
-            return Err("is JSON without `resourceSpans`: not an OTLP trace".into());
+            return Err(String::from("is JSON without `resourceSpans`: not an OTLP trace").into());
         };
         for rs in resource_spans {
             for ss in rs["scopeSpans"].as_array().into_iter().flatten() {

@@ -1,0 +1,103 @@
+//! Where a command writes what a user asked for (`-o FILE`, `-o DIR`,
+//! `--junit FILE`, `init DIR`'s files, a built component): only a new
+//! path or a regular file. A symlink (dangling or not), a FIFO, a device,
+//! a socket or a folder where a file is to go is refused with an error
+//! naming the path (exit 2) before anything is written, so `-o /dev/null`
+//! or a link planted in a shared folder never replaces or writes through
+//! what is there. Every output writer goes through here.
+
+use crate::error::InputError;
+use std::io;
+use std::path::Path;
+
+/// What is at `path`, in words, unless it is nothing or a regular file.
+fn refused_kind(path: &Path) -> Result<Option<&'static str>, InputError> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(InputError::new(path, format!("cannot write here: {e}"))),
+        Ok(m) if m.file_type().is_symlink() => Ok(Some("a symlink")),
+        Ok(m) => Ok(crate::bounded::not_regular(m.file_type())),
+    }
+}
+
+/// Refuse `path` as a file to write unless it is new or a regular file.
+pub fn check_file(path: &Path) -> Result<(), InputError> {
+    match refused_kind(path)? {
+        None => Ok(()),
+        Some(kind) => Err(InputError::new(
+            path,
+            format!(
+                "is {kind}; worldline writes only a new file or replaces a regular one: remove it or choose another path"
+            ),
+        )),
+    }
+}
+
+/// Refuse `path` unless nothing is there (not even a dangling symlink).
+pub fn check_new(path: &Path, what: &str) -> Result<(), InputError> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(InputError::new(path, format!("cannot write here: {e}"))),
+        Ok(m) if m.file_type().is_symlink() => Err(InputError::new(
+            path,
+            format!("is a symlink; {what} must be a new path: remove it or choose another"),
+        )),
+        Ok(_) => Err(InputError::new(
+            path,
+            format!("already exists; {what} must be a new path: choose another"),
+        )),
+    }
+}
+
+/// Write `bytes` to `path` (new, or a regular file it replaces whole:
+/// written beside it and renamed into place).
+pub fn write(path: &Path, bytes: &[u8]) -> Result<(), InputError> {
+    check_file(path)?;
+    crate::durable::write(path, bytes)
+        .map_err(|e| InputError::new(path, format!("cannot write: {e}")))
+}
+
+/// Create `path` holding `bytes`; it must not exist.
+pub fn write_new(path: &Path, bytes: &[u8], what: &str) -> Result<(), InputError> {
+    check_new(path, what)?;
+    crate::durable::create_new(path, bytes)
+        .map(drop)
+        .map_err(|e| InputError::new(path, format!("cannot write: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_new_paths_and_regular_files_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        write(&file, b"one").unwrap();
+        write(&file, b"two").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"two");
+
+        let target = dir.path().join("target");
+        std::fs::write(&target, "kept").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = write(&link, b"x").unwrap_err();
+        assert!(e.message.starts_with("is a symlink"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+        let dangling = dir.path().join("dangling");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        assert!(write(&dangling, b"x").is_err());
+        assert!(!dir.path().join("nowhere").exists());
+
+        let e = write(Path::new("/dev/null"), b"x").unwrap_err();
+        assert!(e.message.starts_with("is a character device"), "{e}");
+        let e = write(dir.path(), b"x").unwrap_err();
+        assert!(e.message.starts_with("is a folder"), "{e}");
+
+        assert!(check_new(&file, "-o").is_err());
+        assert!(check_new(&dangling, "-o").is_err());
+        assert!(check_new(&dir.path().join("new"), "-o").is_ok());
+        write_new(&dir.path().join("new"), b"n", "-o").unwrap();
+        assert!(write_new(&dir.path().join("new"), b"n", "-o").is_err());
+    }
+}

@@ -1,0 +1,664 @@
+//! Hardening, third wave, the input files: `case from-trace` takes any
+//! tool result, trace id and schema a trace holds (a case, or exit 2 naming
+//! the trace; never a panic or exit 4) and no trace id becomes a path;
+//! every output (`-o`, `--junit`) is a new path or a regular file;
+//! `[openapi]` documents are named in their own errors, their `server` is
+//! checked, and YAML's messages say what is wrong; `merge` names the report
+//! whose partition is impossible, refuses shards whose cases are not the
+//! suite's, and shows no escape sequence a report holds. The real binary.
+
+use crate::common;
+
+use common::{
+    DEMO_PASSES, guest, mkfifo, prompt, temp_dir, worldline, worldline_raw, worldline_within,
+    worlds_dir, write_case,
+};
+use serde_json::{Value, json};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// An OTLP JSON trace of one agent run per id in `ids`: a model call that
+/// calls `tool` (declared with `schema`), and that tool's span answering
+/// `result`; `extra` attributes go on the tool span.
+fn trace(ids: &[&str], tool: &str, schema: &Value, result: &Value, extra: &[Value]) -> Vec<u8> {
+    let attr = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+    let mut spans = Vec::new();
+    for id in ids {
+        spans.push(json!({
+            "traceId": id, "spanId": "01", "name": "chat", "startTimeUnixNano": "1772366400000000000",
+            "attributes": [
+                attr("gen_ai.operation.name", "chat"),
+                attr("gen_ai.input.messages", &json!([{"role": "user", "content": "check the alert"}]).to_string()),
+                attr("gen_ai.output.messages", &json!([{"role": "assistant", "parts": [
+                    {"type": "tool_call", "name": tool, "arguments": {}}]}]).to_string()),
+                attr("gen_ai.tool.definitions", &json!([{"name": tool, "parameters": schema}]).to_string()),
+            ],
+        }));
+        let mut attrs = vec![
+            attr("gen_ai.operation.name", "execute_tool"),
+            attr("gen_ai.tool.name", tool),
+            attr("gen_ai.tool.call.result", &result.to_string()),
+        ];
+        attrs.extend(extra.iter().cloned());
+        spans.push(json!({
+            "traceId": id, "spanId": "02", "name": "execute_tool", "startTimeUnixNano": "1772366401000000000",
+            "attributes": attrs,
+        }));
+    }
+    serde_json::to_vec(&json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})).unwrap()
+}
+
+/// A tool result of two keys (one key other than `error` was its own
+/// defect).
+fn fine() -> Value {
+    json!({"ok": 1, "at": "now"})
+}
+
+const HEX_ID: &str = "0af7651916cd43dd8448eb211c80319c";
+
+fn object() -> Value {
+    json!({"type": "object"})
+}
+
+/// `case from-trace TRACE -o OUT [extra]` on `bytes` written as `name` in
+/// `dir`; the output and the folder it was to write.
+fn from_trace(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    extra: &[&str],
+) -> (common::CliOutput, PathBuf) {
+    let file = dir.join(name);
+    std::fs::write(&file, bytes).unwrap();
+    let out = dir.join(format!("out-{name}"));
+    let mut args = vec!["case", "from-trace", s(&file), "-o", s(&out)];
+    args.extend_from_slice(extra);
+    // A debug build reading 100,000 runs on a busy machine: minutes, not
+    // the seconds a refusal takes, is what tells a hang.
+    let limit = std::time::Duration::from_secs(300);
+    let r = worldline_within(limit, &dir.join("store"), &args)
+        .unwrap_or_else(|| panic!("`worldline {}` hung", args.join(" ")));
+    (r, out)
+}
+
+/// The `[[inject]]` rules of the one case in `out/cases`.
+fn injects(out: &Path) -> Vec<toml::Value> {
+    let cases: Vec<PathBuf> = std::fs::read_dir(out.join("cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(cases.len(), 1, "{cases:?}");
+    let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&cases[0]).unwrap()).unwrap();
+    doc["inject"].as_array().unwrap().clone()
+}
+
+#[test]
+fn from_trace_pins_a_result_with_one_key_other_than_error() {
+    let dir = temp_dir();
+    let result = json!({"alert": {"id": "A-1", "severity": "high"}});
+    let (r, out) = from_trace(
+        dir.path(),
+        "alert.json",
+        &trace(&[HEX_ID], "get_alert", &object(), &result, &[]),
+        &[],
+    );
+    r.expect_code(0);
+    let rules = injects(&out);
+    assert_eq!(rules[0]["tool"].as_str(), Some("get_alert"));
+    assert_eq!(
+        rules[0]["response"]["alert"]["id"].as_str(),
+        Some("A-1"),
+        "{rules:?}"
+    );
+    // An error of a kind worldline has no name for is the tool's answer too.
+    let odd = json!({"error": {"kind": "teapot", "message": "short and stout"}});
+    let (r, out) = from_trace(
+        dir.path(),
+        "odd.json",
+        &trace(&[HEX_ID], "brew", &object(), &odd, &[]),
+        &[],
+    );
+    r.expect_code(0);
+    assert_eq!(
+        injects(&out)[0]["response"]["error"]["kind"].as_str(),
+        Some("teapot")
+    );
+    let known = json!({"error": {"kind": "not-found", "message": "no such alert"}});
+    let (r, out) = from_trace(
+        dir.path(),
+        "known.json",
+        &trace(&[HEX_ID], "get_alert", &object(), &known, &[]),
+        &[],
+    );
+    r.expect_code(0);
+    assert_eq!(injects(&out)[0]["error"].as_str(), Some("not-found"));
+}
+
+#[test]
+fn from_trace_takes_a_trace_id_that_is_not_ascii() {
+    let dir = temp_dir();
+    let id = "é€😀é€😀é€😀";
+    let (r, out) = from_trace(
+        dir.path(),
+        "wide.json",
+        &trace(&[id], "get_alert", &object(), &fine(), &[]),
+        &[],
+    );
+    r.expect_code(0);
+    let names: Vec<String> = std::fs::read_dir(out.join("cases"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["trace.toml"],
+        "no letter of the id is safe in a file name"
+    );
+}
+
+#[test]
+fn trace_ids_that_are_not_hex_never_become_paths() {
+    let dir = temp_dir();
+    let (r, out) = from_trace(
+        dir.path(),
+        "dots.json",
+        &trace(&["../../x/"], "get_alert", &object(), &fine(), &[]),
+        &[],
+    );
+    r.expect_code(0);
+    let names: Vec<String> = std::fs::read_dir(out.join("cases"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["trace-x.toml"]);
+    assert!(!out.join("x").exists() && !dir.path().join("x").exists());
+    // An id with escapes is shown escaped, in --list too.
+    let evil = "\u{1b}]0;owned\u{7}abc";
+    let (r, _) = from_trace(
+        dir.path(),
+        "esc.json",
+        &trace(&[evil, HEX_ID], "t", &object(), &fine(), &[]),
+        &[],
+    );
+    r.expect_code(2);
+    assert!(
+        !r.stderr.contains('\u{1b}') && r.stderr.contains("\\u{1b}"),
+        "{r}"
+    );
+    let listed = prompt(
+        &dir.path().join("store"),
+        &[
+            "case",
+            "from-trace",
+            s(&dir.path().join("esc.json")),
+            "--list",
+        ],
+    );
+    listed.expect_code(0);
+    assert!(!listed.stdout.contains('\u{1b}'), "{listed}");
+}
+
+#[test]
+fn problems_in_a_trace_are_exit_2_naming_it_never_exit_4() {
+    let dir = temp_dir();
+    let deep = (0..100).fold(json!(1), |v, _| json!({"a": v}));
+    let huge = json!({"key": "big", "value": {"intValue": u64::MAX}});
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "ref.json",
+            trace(
+                &[HEX_ID],
+                "t",
+                &json!({"type": "object", "properties": {"a": {"$ref": "#/defs/a"}}}),
+                &fine(),
+                &[],
+            ),
+        ),
+        (
+            "minlength.json",
+            trace(
+                &[HEX_ID],
+                "t",
+                &json!({"type": "object", "properties": {"a": {"type": "string", "minLength": "three"}}}),
+                &fine(),
+                &[],
+            ),
+        ),
+        ("noname.json", trace(&[HEX_ID], "", &object(), &fine(), &[])),
+        (
+            "huge.json",
+            trace(&[HEX_ID], "t", &object(), &json!({"n": u64::MAX}), &[huge]),
+        ),
+        ("deep.json", trace(&[HEX_ID], "t", &object(), &deep, &[])),
+    ];
+    for (name, bytes) in cases {
+        let (r, out) = from_trace(dir.path(), name, &bytes, &[]);
+        assert!(r.code == 0 || r.code == 2, "{name}: {r}");
+        if r.code == 2 {
+            let file = dir.path().join(name);
+            assert!(
+                r.stderr.starts_with(&format!("error: {}", file.display())),
+                "{name}: {r}"
+            );
+            assert!(
+                !r.stderr.contains(".from-trace-"),
+                "names a temporary folder: {r}"
+            );
+            assert!(!out.exists());
+        }
+    }
+    // A line that is not JSON is named by its line.
+    let good = String::from_utf8(trace(&[HEX_ID], "t", &object(), &fine(), &[])).unwrap();
+    let (r, _) = from_trace(
+        dir.path(),
+        "lines.json",
+        format!("{good}\n{{\"resourceSpans\": [\n").as_bytes(),
+        &[],
+    );
+    r.expect_code(2);
+    assert!(
+        r.stderr
+            .contains(&format!("{}:2:", dir.path().join("lines.json").display())),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_trace_of_many_runs_is_refused_in_one_short_line() {
+    let dir = temp_dir();
+    let ids: Vec<String> = (0..100_000u64).map(|i| format!("{i:032x}")).collect();
+    let spans: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            json!({"traceId": id, "spanId": "01", "name": "chat", "startTimeUnixNano": "1",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]})
+        })
+        .collect();
+    let bytes = serde_json::to_vec(&json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+        .unwrap();
+    let (r, _) = from_trace(dir.path(), "many.json", &bytes, &[]);
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains("holds 100000 agent runs"),
+        "{}",
+        &r.stderr[..r.stderr.len().min(500)]
+    );
+    assert!(
+        r.stderr.contains("and 99990 more"),
+        "{}",
+        &r.stderr[..r.stderr.len().min(500)]
+    );
+    assert!(r.stderr.len() < 2_000, "{} bytes of error", r.stderr.len());
+    let (r, _) = from_trace(dir.path(), "many.json", &bytes, &["--trace-id", "0000"]);
+    r.expect_code(2);
+    assert!(r.stderr.len() < 2_000, "{} bytes of error", r.stderr.len());
+}
+
+/// Refused with exit 2 naming `path`; what `path` is left as it was.
+#[track_caller]
+fn refused_output(r: &common::CliOutput, path: &Path) {
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains(s(path)),
+        "does not name {}: {r}",
+        path.display()
+    );
+}
+
+#[test]
+fn no_command_writes_to_a_symlink_a_fifo_or_a_device() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "demo", DEMO_PASSES);
+    let agent = guest("caller-agent");
+    let run = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds_dir()),
+            "--json",
+        ],
+    );
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let id = id.as_str();
+
+    let target = dir.path().join("precious.txt");
+    std::fs::write(&target, "kept").unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let dangling = dir.path().join("dangling");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+    let fifo = mkfifo(&dir.path().join("fifo"));
+    let null = Path::new("/dev/null");
+    for out in [&link, &dangling, &fifo, null] {
+        let o = s(out);
+        for args in [
+            vec!["export", id, "--format", "trajectories", "-o", o],
+            vec!["export", id, "-o", o],
+            vec!["otel", id, "-o", o],
+            vec![
+                "test",
+                s(&case),
+                "--agent",
+                s(&agent),
+                "--worlds",
+                s(&worlds_dir()),
+                "--junit",
+                o,
+            ],
+        ] {
+            refused_output(&prompt(&store, &args), out);
+        }
+    }
+    let toml = dir.path().join("link.toml");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &toml).unwrap();
+    refused_output(
+        &prompt(&store, &["case", "from-run", id, "-o", s(&toml)]),
+        &toml,
+    );
+    let trace = dir.path().join("t.json");
+    std::fs::write(&trace, trace_bytes()).unwrap();
+    refused_output(
+        &prompt(
+            &store,
+            &["case", "from-trace", s(&trace), "-o", s(&dangling)],
+        ),
+        &dangling,
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(!dir.path().join("nowhere").exists());
+    use std::os::unix::fs::FileTypeExt as _;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(
+        std::fs::metadata(null)
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+    // A regular file is replaced, a new one made.
+    let file = dir.path().join("t.jsonl");
+    prompt(
+        &store,
+        &["export", id, "--format", "trajectories", "-o", s(&file)],
+    )
+    .expect_code(0);
+    prompt(
+        &store,
+        &["export", id, "--format", "trajectories", "-o", s(&file)],
+    )
+    .expect_code(0);
+}
+
+fn trace_bytes() -> Vec<u8> {
+    trace(&[HEX_ID], "t", &object(), &fine(), &[])
+}
+
+/// A world `w@v1` in `root/worlds` with one tool and `[openapi]` (`extra`
+/// appended); its folder.
+fn openapi_world(root: &Path, extra: &str) -> PathBuf {
+    let dir = root.join("worlds/w/v1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("world.toml"),
+        format!("name = \"w\"\nversion = 1\n\n[[tools]]\nname = \"get_ticket\"\nop = \"respond\"\nresponse = {{}}\n\n[openapi]\nfile = \"api.yaml\"\n{extra}"),
+    )
+    .unwrap();
+    dir
+}
+
+const API: &str = "openapi: \"3.0.3\"\nservers: [{url: \"https://t.internal\"}]\npaths:\n  /tickets/{id}:\n    get: {operationId: get_ticket}\n";
+
+/// `check WORLD.toml --json`.
+fn check(dir: &Path) -> common::CliOutput {
+    worldline_raw([
+        OsStr::new("check"),
+        dir.join("world.toml").as_os_str(),
+        OsStr::new("--json"),
+    ])
+}
+
+#[test]
+fn errors_reading_an_openapi_document_name_the_document() {
+    let root = temp_dir();
+    let dir = openapi_world(root.path(), "");
+    let doc = dir.join("api.yaml");
+    let outside = root.path().join("outside.yaml");
+    std::fs::write(&outside, API).unwrap();
+    let kinds = [
+        "missing",
+        "not UTF-8",
+        "a FIFO",
+        "a folder",
+        "a symlink out",
+        "bad YAML",
+    ];
+    for what in kinds {
+        let _ = std::fs::remove_file(&doc);
+        let _ = std::fs::remove_dir(&doc);
+        match what {
+            "not UTF-8" => std::fs::write(&doc, b"openapi: \"3.0.3\"\ninfo: \xff\n").unwrap(),
+            "a FIFO" => drop(mkfifo(&doc)),
+            "a folder" => std::fs::create_dir(&doc).unwrap(),
+            "a symlink out" => std::os::unix::fs::symlink(&outside, &doc).unwrap(),
+            "bad YAML" => std::fs::write(&doc, "openapi: \"3.0.3\"\npaths: [\n").unwrap(),
+            _ => {}
+        }
+        let r = check(&dir);
+        r.expect_code(2);
+        let p = &r.json()["problems"][0];
+        assert_eq!(p["file"].as_str(), Some(s(&doc)), "{what}: {r}");
+    }
+    let r = check(&dir);
+    assert_eq!(
+        r.json()["problems"][0]["line"],
+        3,
+        "the YAML error's line: {r}"
+    );
+}
+
+#[test]
+fn an_openapi_server_that_is_no_origin_is_a_problem_of_world_toml() {
+    let root = temp_dir();
+    for server in [
+        "\"\"",
+        "\"https://x/api?key=1\"",
+        "\"https://x y z/\\u0000\"",
+        "\"tickets\"",
+    ] {
+        let dir = openapi_world(root.path(), &format!("server = {server}\n"));
+        std::fs::write(dir.join("api.yaml"), API).unwrap();
+        let r = check(&dir);
+        r.expect_code(2);
+        let p = &r.json()["problems"][0];
+        assert_eq!(
+            p["file"].as_str(),
+            Some(s(&dir.join("world.toml"))),
+            "{server}: {r}"
+        );
+        assert!(
+            p["message"].as_str().unwrap().contains("[openapi] server"),
+            "{r}"
+        );
+    }
+    // A document none of whose operations can be answered is a problem.
+    let dir = openapi_world(root.path(), "");
+    std::fs::write(dir.join("api.yaml"), API.replace("get_ticket", "nothing")).unwrap();
+    let r = check(&dir);
+    r.expect_code(2);
+    assert!(r.stdout.contains("none can be answered"), "{r}");
+    // A case of the world shows the world's notes.
+    std::fs::write(
+        dir.join("api.yaml"),
+        format!("{API}    head: {{operationId: get_ticket}}\n"),
+    )
+    .unwrap();
+    let case = write_case(
+        root.path(),
+        "c",
+        "world = \"w@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = \"x\"\n",
+    );
+    let r = worldline_raw([
+        OsStr::new("check"),
+        case.as_os_str(),
+        OsStr::new("--worlds"),
+        root.path().join("worlds").as_os_str(),
+    ]);
+    r.expect_code(0);
+    assert!(
+        r.stdout.contains("note:") && r.stdout.contains("HEAD /tickets/{id}"),
+        "{r}"
+    );
+}
+
+#[test]
+fn yaml_messages_say_what_is_wrong() {
+    let root = temp_dir();
+    let dir = openapi_world(root.path(), "");
+    std::fs::write(dir.join("api.yaml"), format!("\u{feff}{API}")).unwrap();
+    check(&dir).expect_code(0);
+    std::fs::write(dir.join("api.yaml"), API.replace("\"3.0.3\"", "3.1")).unwrap();
+    let r = check(&dir);
+    r.expect_code(2);
+    assert!(r.stdout.contains("quote it"), "{r}");
+}
+
+/// A `test --json` report of `cases` (name, index), every case passing;
+/// with `shard` (partition, selected cases), a shard's.
+fn report(cases: &[(&str, u64)], shard: Option<(&str, &[(&str, u64)])>) -> Value {
+    let rows: Vec<Value> = cases
+        .iter()
+        .map(|(name, index)| {
+            json!({
+                "case": name, "index": index, "elapsed_ms": 1.0, "passed": true, "passes": 1,
+                "path": "x.toml", "run_ids": ["r"], "runs": 1, "skipped": false, "status": "passed",
+                "reason": "fine \u{1b}[2J",
+            })
+        })
+        .collect();
+    let mut doc = json!({"cases": rows, "elapsed_ms": 1.0, "failed": 0, "passed": cases.len(),
+        "repeat": 1, "skipped": 0, "total": cases.len()});
+    if let Some((partition, all)) = shard {
+        let sel = worldline::report::suite::Shard::of(
+            partition.to_string(),
+            all.iter().map(|(n, i)| (*i as usize, *n)),
+        );
+        doc["shard"] = serde_json::to_value(sel).unwrap();
+    }
+    doc
+}
+
+fn write_report(dir: &Path, name: &str, doc: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, doc.to_string()).unwrap();
+    p
+}
+
+#[test]
+fn merge_names_the_report_whose_partition_is_impossible() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let all = [("a", 0), ("b", 1)];
+    let one = write_report(
+        dir.path(),
+        "one.json",
+        &report(&all[..1], Some(("count:1/2", &all))),
+    );
+    for bad in ["count:3/2", "0/0", "count:1/99999999999999999999999"] {
+        let forged = write_report(
+            dir.path(),
+            "forged.json",
+            &report(&all[1..], Some((bad, &all))),
+        );
+        let r = prompt(&store, &["merge", s(&one), s(&forged)]);
+        r.expect_code(2);
+        assert!(r.stderr.contains(s(&forged)), "{bad}: {r}");
+    }
+    // A partition of very many shards is refused at once, in one line.
+    let forged = write_report(
+        dir.path(),
+        "forged.json",
+        &report(&all[1..], Some(("count:2/18446744073709551615", &all))),
+    );
+    let other = write_report(
+        dir.path(),
+        "other.json",
+        &report(&all[..1], Some(("count:1/18446744073709551615", &all))),
+    );
+    let r = prompt(&store, &["merge", s(&other), s(&forged)]);
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains("are missing") && r.stderr.len() < 1_000,
+        "{r}"
+    );
+}
+
+#[test]
+fn merge_refuses_shards_whose_case_indices_leave_a_gap() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let all = [("a", 0), ("b", 1)];
+    let one = write_report(
+        dir.path(),
+        "one.json",
+        &report(&all[..1], Some(("count:1/2", &all))),
+    );
+    let two = write_report(
+        dir.path(),
+        "two.json",
+        &report(&all[1..], Some(("count:2/2", &all))),
+    );
+    prompt(&store, &["merge", s(&one), s(&two)]).expect_code(0);
+    let gap = write_report(
+        dir.path(),
+        "gap.json",
+        &report(&[("b", (1 << 40) + 1)], Some(("count:2/2", &all))),
+    );
+    let r = prompt(&store, &["merge", s(&one), s(&gap)]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("not the selection"), "{r}");
+}
+
+#[test]
+fn merge_shows_no_escape_sequence_a_report_holds() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let evil = "\u{1b}]0;owned\u{7}\u{1b}[31mred";
+    let whole = write_report(dir.path(), "whole.json", &report(&[(evil, 0)], None));
+    let r = prompt(&store, &["merge", s(&whole)]);
+    r.expect_code(0);
+    assert!(
+        !r.stdout.contains('\u{1b}') && !r.stdout.contains('\u{7}'),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("\\u{1b}]0;owned"), "{r}");
+    let mut forged = report(&[(evil, 0)], None);
+    forged["cases"][0]["passes"] = 5.into();
+    let forged = write_report(dir.path(), "forged.json", &forged);
+    let r = prompt(&store, &["merge", s(&forged)]);
+    r.expect_code(2);
+    assert!(
+        !r.stderr.contains('\u{1b}') && r.stderr.contains("\\u{1b}"),
+        "{r:?}"
+    );
+}
