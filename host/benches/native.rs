@@ -185,10 +185,9 @@ fn third_chat_request(client: &mut Client) -> String {
 /// `body` to `route` on the mediator, without HTTP.
 fn mediated(handle: &Handle, route: Route, path: &'static str, body: &'static str) {
     let job: Job = Box::new(move |st| {
-        let via = Via {
-            name: "loopback",
-            shown: json!({"method": "POST", "path": path}),
-            protocol_call: "native:loopback/protocol.answer",
+        let via = Via::Loopback {
+            method: "POST".into(),
+            path: path.into(),
         };
         let url = format!("http://loopback{path}");
         st.answer_http(&route, "POST", &url, body.as_bytes(), &via)

@@ -9,6 +9,7 @@
 mod common;
 mod ui_support;
 
+mod conformance;
 mod conversation;
 mod crash;
 mod examples;

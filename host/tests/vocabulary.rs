@@ -45,8 +45,9 @@ fn recorded_events_read_as_their_kinds_and_write_back_the_same_json() {
     let mut transports = BTreeSet::new();
     for dir in recorded() {
         for e in bundle_of(&dir).events {
-            let typed = e.typed();
             let at = format!("{} event {}", dir.display(), e.seq);
+            let typed = Call::read_strict(&e.call, &e.request, &e.response)
+                .unwrap_or_else(|why| panic!("{at}: {why}"));
             match Kind::of(&e.call) {
                 Some(kind) => {
                     assert_eq!(typed.kind(), Some(kind), "{at}: read as {typed:?}");

@@ -240,7 +240,7 @@ pub fn finish(
     opts: &RunOptions,
 ) -> Result<RunOutcome> {
     let (divergence, reached_end) = settle(&mut med);
-    let (file, events, chain_hash) = med.recorder.finish();
+    let (file, events, chain_hash) = med.finish_log();
     let left = med.services.finish();
     let graded = grade_run(
         case,
@@ -422,7 +422,7 @@ fn execute(
 /// made: where it departed from it, and whether the run reached the end
 /// of an incomplete one.
 fn settle(med: &mut Mediator) -> (Option<Divergence>, bool) {
-    let made = med.recorder.len();
+    let made = med.recorded();
     let Some(mut following) = med.following.take() else {
         return (None, false);
     };
@@ -546,7 +546,7 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
             Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
             Stop::Timeout => (Status::Timeout, fault.to_string()),
-            Stop::Bundle(_) => anyhow::bail!("{fault}"),
+            Stop::Bundle(_) | Stop::Untyped(_) => anyhow::bail!("{fault}"),
             Stop::Diverged | Stop::ReplayEnd | Stop::ModelMiss => {
                 (Status::Trapped, fault.to_string())
             }

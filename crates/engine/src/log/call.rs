@@ -14,9 +14,10 @@
 
 pub use super::payload::{
     Answer, ApprovalAsk, CallError, Decision, Ending, Exited, FileRequest, HttpRequest, HttpStatus,
-    ModelAnswer, ModelRequest, Note, Player, ProviderRecord, Said, Spawn, Spec, ToolRequest,
-    Transport, Turn, Via,
+    LoopbackRequest, ModelAnswer, ModelRequest, Note, Player, ProviderRecord, Refusal,
+    RefusedRequest, Said, Spawn, Spec, StdioRequest, ToolRequest, Transport, Turn, Via,
 };
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -39,6 +40,18 @@ macro_rules! vocabulary {
                 match self {
                     $(Kind::$variant => $name,)*
                 }
+            }
+
+            /// Whether `request` and `response` have this kind's shape, or
+            /// what does not.
+            pub fn check(self, request: &Value, response: &Value) -> Result<(), String> {
+                match self {
+                    $(Kind::$variant => {
+                        <$req>::deserialize(request).map_err(|e| format!("its request: {e}"))?;
+                        <$resp>::deserialize(response).map_err(|e| format!("its response: {e}"))?;
+                    })*
+                }
+                Ok(())
             }
 
             /// The kind named `call`, if it is one of the host's own.
@@ -76,6 +89,21 @@ macro_rules! vocabulary {
             },
         }
 
+        /// Each kind as a type ([`CallKind`]), named as its [`Kind`].
+        pub mod kind {
+            use super::*;
+            $(
+                $(#[$doc])*
+                pub struct $variant;
+
+                impl CallKind for $variant {
+                    const KIND: Kind = Kind::$variant;
+                    type Request = $req;
+                    type Response = $resp;
+                }
+            )*
+        }
+
         impl Call {
             /// The kind, when it is one of the host's own.
             pub fn kind(&self) -> Option<Kind> {
@@ -86,6 +114,15 @@ macro_rules! vocabulary {
             }
         }
     };
+}
+
+/// A kind of call as a type: the mediator writes its request and reads
+/// its recorded answer with the same types every reader matches on (see
+/// `Mediator::call`), so what is written is what is read.
+pub trait CallKind {
+    const KIND: Kind;
+    type Request: Serialize + DeserializeOwned;
+    type Response: Serialize + DeserializeOwned;
 }
 
 vocabulary! {
@@ -111,6 +148,14 @@ vocabulary! {
     /// An HTTP request the host answered without a tool or model call (an
     /// MCP handshake, a protocol error): what came and the status sent.
     ProtocolAnswer = "wasi:http/protocol.answer" { request: Transport, response: HttpStatus },
+    /// The same, for a native run's request to its loopback server or
+    /// through its proxy.
+    LoopbackAnswer = "native:loopback/protocol.answer" { request: Transport, response: HttpStatus },
+    /// The same, for a message over MCP on stdio.
+    StdioAnswer = "native:stdio/protocol.answer" { request: Transport, response: HttpStatus },
+    /// A native run's request the world does not answer (not a model API,
+    /// the MCP endpoint or a declared route; a tunnel), refused (403/404).
+    Refused = "native:loopback/denied" { request: RefusedRequest, response: Refusal },
     /// A native agent process started (outside the sandbox; its model and
     /// tool calls arrive over HTTP as `model.complete` and `tools.call`).
     ProcessStart = "worldline:process/start" { request: Spawn, response: Answer },
@@ -159,6 +204,25 @@ impl Call {
         })
     }
 
+    /// [`read`](Self::read), for what this host records itself: a call that
+    /// is not a WASI call and does not have its kind's shape is an error
+    /// naming what did not type, never a silent [`Call::Other`]. The
+    /// mediator checks every event it records with it (in debug builds,
+    /// so in every test), and tests read kept bundles with it.
+    pub fn read_strict(call: &str, request: &Value, response: &Value) -> Result<Call, String> {
+        match Kind::of(call) {
+            Some(k) => k
+                .check(request, response)
+                .map_err(|e| format!("`{call}`: {e}"))?,
+            None if call.starts_with("wasi:") => {}
+            None => return Err(format!("`{call}` is not a kind of call this host knows")),
+        }
+        match Call::read(call, request, response) {
+            Call::Other { .. } => Err(format!("`{call}` does not read as its kind")),
+            typed => Ok(typed),
+        }
+    }
+
     /// The transport a tool or model call came by (`None`: its WIT
     /// function, or a kind that has none).
     pub fn transport(&self) -> Option<&Transport> {
@@ -166,6 +230,12 @@ impl Call {
             Call::ToolsCall { request, .. } => request.transport.as_ref(),
             Call::ModelComplete { request, .. } => request.transport.as_ref(),
             Call::ToolsSpecs { request, .. } => request.transport.as_ref(),
+            Call::FilesRead { request, .. }
+            | Call::FilesWrite { request, .. }
+            | Call::FilesPaths { request, .. } => request.transport.as_ref(),
+            Call::LoopbackAnswer { request, .. } | Call::StdioAnswer { request, .. } => {
+                Some(request)
+            }
             Call::ProtocolAnswer { request, .. } => Some(request),
             _ => None,
         }

@@ -10,6 +10,6 @@ pub mod payload;
 pub mod recorder;
 
 pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, Parent, Status};
-pub use call::{Call, Kind};
+pub use call::{Call, CallKind, Kind, kind};
 pub use event::{Effect, Event};
 pub use recorder::Recorder;

@@ -12,26 +12,63 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }
 
-/// How a call arrived when not through its WIT function. Today that is
-/// an HTTP request the host answered, from a sandboxed guest's `wasi:http`
-/// or (next) a native process over loopback: `{"http": {api, method, url,
-/// ...}}`. Another way in is another variant, under its own key.
+/// How a call arrived when not through its WIT function, written by the
+/// transport that saw it: an HTTP request a sandboxed guest made over
+/// `wasi:http` (`http`), or a native process's request through the run's
+/// proxy (`proxy`), to its loopback server (`loopback`), or over MCP on
+/// stdio (`stdio`). The set is closed: a bundle naming another does not
+/// type (a reader sees [`super::Call::Other`], and a test's strict read
+/// fails), so a new way in is a new variant here, read by every reader.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     Http(HttpRequest),
+    Proxy(HttpRequest),
+    Loopback(LoopbackRequest),
+    Stdio(StdioRequest),
 }
 
 impl Transport {
     /// Which API answered the call (`openai.chat`, `mcp`, `rest`, ...).
     pub fn api(&self) -> &str {
         match self {
-            Transport::Http(h) => &h.api,
+            Transport::Http(h) | Transport::Proxy(h) => &h.api,
+            Transport::Loopback(l) => &l.api,
+            Transport::Stdio(s) => &s.api,
+        }
+    }
+
+    /// The transport's name, as recorded (its key).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transport::Http(_) => "http",
+            Transport::Proxy(_) => "proxy",
+            Transport::Loopback(_) => "loopback",
+            Transport::Stdio(_) => "stdio",
+        }
+    }
+
+    /// What else was noted of the request (whether the answer streamed,
+    /// the JSON-RPC method, why the protocol answered by itself).
+    pub fn detail(&self) -> &Map<String, Value> {
+        match self {
+            Transport::Http(h) | Transport::Proxy(h) => &h.detail,
+            Transport::Loopback(l) => &l.detail,
+            Transport::Stdio(s) => &s.detail,
+        }
+    }
+
+    /// [`detail`](Self::detail), to note more.
+    pub fn detail_mut(&mut self) -> &mut Map<String, Value> {
+        match self {
+            Transport::Http(h) | Transport::Proxy(h) => &mut h.detail,
+            Transport::Loopback(l) => &mut l.detail,
+            Transport::Stdio(s) => &mut s.detail,
         }
     }
 }
 
-/// The HTTP request a call came in.
+/// The HTTP request a call came in, by its URL (`http`, `proxy`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HttpRequest {
     /// Which API answered it: `openai.chat`, `openai.responses`,
@@ -40,6 +77,46 @@ pub struct HttpRequest {
     pub method: String,
     pub url: String,
     /// The rest: whether the answer streamed, the JSON-RPC method, ...
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// A request to a native run's loopback server, by its path (never the
+/// port or the token, so two runs record the same).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopbackRequest {
+    pub api: String,
+    pub method: String,
+    pub path: String,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// A message over MCP on stdio (no method or URL: a line of JSON-RPC).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StdioRequest {
+    pub api: String,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// A request a native run refused because the world does not answer it:
+/// what came (`path` to the loopback server, `url` through the proxy).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefusedRequest {
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub error: String,
     #[serde(flatten)]
     pub detail: Map<String, Value>,
 }
@@ -222,6 +299,8 @@ pub struct FileRequest {
     pub path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
     #[serde(flatten)]
     pub detail: Map<String, Value>,
 }

@@ -12,7 +12,8 @@ use super::{Answer, HostServices, RunState};
 use crate::canon;
 use crate::case::inject::Action;
 use crate::error_kind::ErrorKind;
-use crate::log::{Effect, Kind};
+use crate::log::call::{self, FileRequest, Note, Spec, ToolRequest, Transport};
+use crate::log::{Effect, kind};
 use crate::time;
 use crate::world::state::{FileData, Write};
 use crate::world::tools::{AsOf, Tool};
@@ -47,15 +48,39 @@ pub fn error_answer(kind: ErrorKind, message: impl Into<String>) -> Answer {
     )
 }
 
-/// Turn a recorded `{"ok": v}` / `{"error": ...}` response into the guest's
-/// result, with `ok` mapped by `f`.
-pub(super) fn decode<T>(response: &Value, f: impl FnOnce(&Value) -> T) -> Result<T, ToolError> {
-    match response.get("error") {
-        Some(e) => Err(ToolError {
-            kind: ErrorKind::named(e["kind"].as_str().unwrap_or_default()).into(),
-            message: e["message"].as_str().unwrap_or("").to_string(),
-        }),
-        None => Ok(f(response.get("ok").unwrap_or(&Value::Null))),
+/// Turn a recorded answer (`{"ok": v}` / `{"error": ...}`) into the
+/// guest's result, with `ok` mapped by `f`.
+pub(super) fn decode<T>(
+    answer: &call::Answer,
+    f: impl FnOnce(&Value) -> T,
+) -> Result<T, ToolError> {
+    match &answer.error {
+        Some(e) => Err(error_of(e)),
+        None => Ok(f(answer.ok.as_ref().unwrap_or(&Value::Null))),
+    }
+}
+
+/// A recorded error as the guest's (a message that is not text reaches
+/// it as none, as it always has).
+pub(super) fn error_of(e: &call::CallError) -> ToolError {
+    let message = match e.message() {
+        Value::String(m) => m.clone(),
+        _ => String::new(),
+    };
+    ToolError {
+        kind: ErrorKind::named(&e.kind).into(),
+        message,
+    }
+}
+
+/// A tool as `tools.specs` records it.
+fn spec(t: &Tool) -> Spec {
+    Spec {
+        name: t.name.clone(),
+        description: t.description.clone(),
+        params: t.params.clone(),
+        mutates: t.mutates,
+        detail: Default::default(),
     }
 }
 
@@ -262,41 +287,27 @@ fn serve_tool(s: &mut HostServices, name: &str, args: Result<Value, String>) -> 
     }
 }
 
-/// A call's request with how it arrived (`transport`) when not through
-/// its own interface; without one it is recorded as it always was.
-fn with_transport(mut request: Value, transport: Option<Value>) -> Value {
-    if let Some(t) = transport {
-        request["transport"] = t;
-    }
-    request
-}
-
 impl types::Host for RunState {}
 
 impl tools::Host for RunState {
     fn specs(&mut self) -> wasmtime::Result<Vec<types::ToolSpec>> {
-        let r = self.mediated(Kind::ToolsSpecs.name(), json!({}), |s| {
-            let specs: Vec<Value> = s
-                .world
-                .world
-                .tools
-                .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "params": t.params, "mutates": t.mutates}))
-                .collect();
+        let via = call::Via {
+            transport: None,
+            detail: Default::default(),
+        };
+        let r = self.typed_call::<kind::ToolsSpecs>(&via, |s| {
+            let specs: Vec<Spec> = s.world.world.tools.iter().map(spec).collect();
             Answer::read(json!(specs))
         })?;
-        Ok(r.as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|t| types::ToolSpec {
-                        name: t["name"].as_str().unwrap_or("").to_string(),
-                        description: t["description"].as_str().unwrap_or("").to_string(),
-                        params_schema: canon::to_string(&t["params"]),
-                        mutates: t["mutates"].as_bool().unwrap_or(false),
-                    })
-                    .collect()
+        Ok(r.typed
+            .into_iter()
+            .map(|t| types::ToolSpec {
+                name: t.name,
+                description: t.description,
+                params_schema: canon::to_string(&t.params),
+                mutates: t.mutates,
             })
-            .unwrap_or_default())
+            .collect())
     }
 
     fn call(
@@ -308,27 +319,32 @@ impl tools::Host for RunState {
             serde_json::from_str(&args_json).map_err(|e| e.to_string());
         let shown_args = args.clone().unwrap_or(Value::String(args_json));
         let r = self.tool_call(&name, args, shown_args, None)?;
-        Ok(decode(&r, canon::to_string))
+        Ok(decode(&r.typed, canon::to_string))
     }
 }
 
 impl RunState {
     /// One tool call, however it arrived: `transport` says how when not
     /// through `tools.call` (recorded beside it; `None` keeps the event as
-    /// it always was). Returns the recorded response (`{"ok"}`/`{"error"}`).
+    /// it always was).
     pub(in crate::mediate) fn tool_call(
         &mut self,
         name: &str,
         args: Result<Value, String>,
         shown_args: Value,
-        transport: Option<Value>,
-    ) -> wasmtime::Result<Value> {
+        transport: Option<Transport>,
+    ) -> wasmtime::Result<super::Answered<call::Answer>> {
         let refused = match &args {
             Ok(a) => self.approve_tool_call(name, a)?,
             Err(_) => None,
         };
-        let request = with_transport(json!({"name": name, "args": shown_args}), transport);
-        self.mediated(Kind::ToolsCall.name(), request, |s| match refused {
+        let request = ToolRequest {
+            name: name.to_string(),
+            args: Some(shown_args),
+            transport,
+            detail: Default::default(),
+        };
+        self.typed_call::<kind::ToolsCall>(&request, |s| match refused {
             Some(reason) => error_answer(
                 ErrorKind::Denied,
                 format!("`{name}` needs approval, and it was denied: {reason}"),
@@ -341,23 +357,24 @@ impl RunState {
     /// schemas (for `tools/list` over MCP), recorded as `tools.specs`.
     pub(in crate::mediate) fn permitted_tools(
         &mut self,
-        transport: Value,
-    ) -> wasmtime::Result<Value> {
-        self.mediated(
-            Kind::ToolsSpecs.name(),
-            json!({"transport": transport}),
-            |s| {
-                let specs: Vec<Value> = s
-                    .world
-                    .world
-                    .tools
-                    .iter()
-                    .filter(|t| s.world.allowed(&t.name))
-                    .map(|t| json!({"name": t.name, "description": t.description, "params": t.params, "mutates": t.mutates}))
-                    .collect();
-                Answer::read(json!(specs))
-            },
-        )
+        transport: Transport,
+    ) -> wasmtime::Result<Vec<Spec>> {
+        let via = call::Via {
+            transport: Some(transport),
+            detail: Default::default(),
+        };
+        let r = self.typed_call::<kind::ToolsSpecs>(&via, |s| {
+            let specs: Vec<Spec> = s
+                .world
+                .world
+                .tools
+                .iter()
+                .filter(|t| s.world.allowed(&t.name))
+                .map(spec)
+                .collect();
+            Answer::read(json!(specs))
+        })?;
+        Ok(r.typed)
     }
 }
 
@@ -367,10 +384,10 @@ impl RunState {
     pub(in crate::mediate) fn file_read(
         &mut self,
         path: &str,
-        transport: Option<Value>,
-    ) -> wasmtime::Result<Value> {
-        let request = with_transport(json!({"path": path}), transport);
-        self.mediated(Kind::FilesRead.name(), request, |s| {
+        transport: Option<Transport>,
+    ) -> wasmtime::Result<super::Answered<call::Answer>> {
+        let request = file_request(Some(path), None, transport);
+        self.typed_call::<kind::FilesRead>(&request, |s| {
             if !s.world.allowed("files.read") {
                 return error_answer(
                     ErrorKind::Denied,
@@ -388,10 +405,10 @@ impl RunState {
     pub(in crate::mediate) fn file_paths(
         &mut self,
         prefix: &str,
-        transport: Option<Value>,
-    ) -> wasmtime::Result<Value> {
-        let request = with_transport(json!({"prefix": prefix}), transport);
-        self.mediated(Kind::FilesPaths.name(), request, |s| {
+        transport: Option<Transport>,
+    ) -> wasmtime::Result<super::Answered<call::Answer>> {
+        let request = file_request(None, Some(prefix), transport);
+        self.typed_call::<kind::FilesPaths>(&request, |s| {
             if !s.world.allowed("files.paths") {
                 return error_answer(
                     ErrorKind::Denied,
@@ -410,10 +427,24 @@ impl RunState {
     }
 }
 
+/// A `files.*` request, however it arrived.
+fn file_request(
+    path: Option<&str>,
+    prefix: Option<&str>,
+    transport: Option<Transport>,
+) -> FileRequest {
+    FileRequest {
+        path: path.map(String::from),
+        prefix: prefix.map(String::from),
+        transport,
+        detail: Default::default(),
+    }
+}
+
 impl files::Host for RunState {
     fn read(&mut self, path: String) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
         let r = self.file_read(&path, None)?;
-        Ok(decode(&r, |v| {
+        Ok(decode(&r.typed, |v| {
             serde_json::from_value::<FileData>(v.clone())
                 .map(|d| d.to_bytes())
                 .unwrap_or_default()
@@ -422,35 +453,34 @@ impl files::Host for RunState {
 
     fn write(&mut self, path: String, data: Vec<u8>) -> wasmtime::Result<Result<(), ToolError>> {
         let data = FileData::from_bytes(data);
-        let r = self.mediated(
-            Kind::FilesWrite.name(),
-            json!({"path": path, "data": data}),
-            |s| {
-                if !s.world.allowed("files.write") {
-                    return error_answer(
-                        ErrorKind::Denied,
-                        "files.write is not permitted in this case",
-                    );
-                }
-                if path.is_empty() {
-                    return error_answer(ErrorKind::InvalidArgs, "empty path");
-                }
-                Answer {
-                    effect: Effect::Write,
-                    writes: vec![Write::File {
-                        path: path.clone(),
-                        data,
-                    }],
-                    ..Answer::read(json!({"ok": null}))
-                }
-            },
-        )?;
-        Ok(decode(&r, |_| ()))
+        let mut request = file_request(Some(&path), None, None);
+        let shown = serde_json::to_value(&data).map_err(wasmtime::Error::new)?;
+        request.detail.insert("data".into(), shown);
+        let r = self.typed_call::<kind::FilesWrite>(&request, |s| {
+            if !s.world.allowed("files.write") {
+                return error_answer(
+                    ErrorKind::Denied,
+                    "files.write is not permitted in this case",
+                );
+            }
+            if path.is_empty() {
+                return error_answer(ErrorKind::InvalidArgs, "empty path");
+            }
+            Answer {
+                effect: Effect::Write,
+                writes: vec![Write::File {
+                    path: path.clone(),
+                    data,
+                }],
+                ..Answer::read(json!({"ok": null}))
+            }
+        })?;
+        Ok(decode(&r.typed, |_| ()))
     }
 
     fn paths(&mut self, prefix: String) -> wasmtime::Result<Result<Vec<String>, ToolError>> {
         let r = self.file_paths(&prefix, None)?;
-        Ok(decode(&r, |v| {
+        Ok(decode(&r.typed, |v| {
             v.as_array()
                 .map(|a| {
                     a.iter()
@@ -464,11 +494,14 @@ impl files::Host for RunState {
 
 impl trace::Host for RunState {
     fn note(&mut self, kind: String, text: String) -> wasmtime::Result<()> {
-        self.mediated(
-            Kind::TraceNote.name(),
-            json!({"kind": kind, "text": text}),
-            |_| Answer::with_effect(Value::Null, Effect::Note),
-        )?;
+        let note = Note {
+            kind,
+            text,
+            detail: Default::default(),
+        };
+        self.typed_call::<kind::TraceNote>(&note, |_| {
+            Answer::with_effect(Value::Null, Effect::Note)
+        })?;
         Ok(())
     }
 }

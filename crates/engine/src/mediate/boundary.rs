@@ -7,6 +7,8 @@
 //! the transport says how a timeout reaches the agent.
 
 use super::RunState;
+use crate::log::call::{HttpRequest, HttpStatus, LoopbackRequest, StdioRequest, Transport};
+use crate::log::kind;
 use crate::protocol::HttpResponse;
 use crate::protocol::anthropic;
 use crate::protocol::mcp::{self, McpTool, Step};
@@ -14,24 +16,49 @@ use crate::protocol::openai_chat::{self, Reply};
 use crate::protocol::openai_responses;
 use crate::protocol::rest;
 use crate::protocol::routes::Route;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-/// How a request arrived, as recorded beside its call: `{name: {api,
-/// ...shown}}`, and the call that records answers the protocol gives by
-/// itself (MCP `initialize`, notifications, a body that is not JSON).
-pub struct Via {
-    /// `"http"` (wasi:http), `"loopback"`, `"proxy"`, `"stdio"`.
-    pub name: &'static str,
-    /// What is shown of the request (method and URL or path).
-    pub shown: Value,
-    pub protocol_call: &'static str,
+/// Which transport saw a request, and what is shown of it: the
+/// transport writes its own variant of the log's [`Transport`], and the
+/// kind that records answers the protocol gives by itself (an MCP
+/// `initialize`, a notification, a body that is not JSON) follows from it.
+pub enum Via {
+    /// `wasi:http` inside the sandbox.
+    Http { method: String, url: String },
+    /// A native process's request through the run's proxy.
+    Proxy { method: String, url: String },
+    /// A native process's request to the run's loopback server.
+    Loopback { method: String, path: String },
+    /// A message over MCP on stdio.
+    Stdio,
 }
 
 impl Via {
-    fn transport(&self, api: &str) -> Value {
-        let mut fields = self.shown.clone();
-        fields["api"] = json!(api);
-        json!({ self.name: fields })
+    /// The transport as recorded, for a request `api` answers.
+    fn transport(&self, api: &str) -> Transport {
+        let api = api.to_string();
+        let detail = Map::new();
+        match self {
+            Via::Http { method, url } => Transport::Http(HttpRequest {
+                api,
+                method: method.clone(),
+                url: url.clone(),
+                detail,
+            }),
+            Via::Proxy { method, url } => Transport::Proxy(HttpRequest {
+                api,
+                method: method.clone(),
+                url: url.clone(),
+                detail,
+            }),
+            Via::Loopback { method, path } => Transport::Loopback(LoopbackRequest {
+                api,
+                method: method.clone(),
+                path: path.clone(),
+                detail,
+            }),
+            Via::Stdio => Transport::Stdio(StdioRequest { api, detail }),
+        }
     }
 }
 
@@ -88,14 +115,20 @@ impl RunState {
     fn protocol_answer(
         &mut self,
         via: &Via,
-        mut transport: Value,
-        detail: Value,
+        mut transport: Transport,
+        detail: Map<String, Value>,
         r: HttpResponse,
     ) -> wasmtime::Result<HttpResponse> {
-        if let (Value::Object(t), Value::Object(d)) = (&mut transport[via.name], detail) {
-            t.extend(d);
-        }
-        self.call_fixed(via.protocol_call, transport, json!({"status": r.status}))?;
+        transport.detail_mut().extend(detail);
+        let status = HttpStatus { status: r.status };
+        let serve = |_: &mut super::HostServices| super::Answer::read(json!(status));
+        match via {
+            Via::Http { .. } => self.typed_call::<kind::ProtocolAnswer>(&transport, serve),
+            Via::Proxy { .. } | Via::Loopback { .. } => {
+                self.typed_call::<kind::LoopbackAnswer>(&transport, serve)
+            }
+            Via::Stdio => self.typed_call::<kind::StdioAnswer>(&transport, serve),
+        }?;
         Ok(r)
     }
 
@@ -106,7 +139,7 @@ impl RunState {
     fn model_request<T>(
         &mut self,
         via: &Via,
-        mut transport: Value,
+        mut transport: Transport,
         parsed: Result<T, HttpResponse>,
         parts: impl FnOnce(&T) -> (Value, bool),
         reply: impl FnOnce(&T, &Value) -> Reply,
@@ -114,13 +147,15 @@ impl RunState {
         let req = match parsed {
             Ok(r) => r,
             Err(r) => {
-                let detail = json!({"error": "the API refused the body"});
+                let detail = noted("error", "the API refused the body");
                 return self.protocol_answer(via, transport, detail, r).map(Some);
             }
         };
         let (request, stream) = parts(&req);
-        transport[via.name]["stream"] = json!(stream);
-        let response = self.model_call(request, Some(transport))?;
+        transport
+            .detail_mut()
+            .insert("stream".into(), json!(stream));
+        let response = self.model_call(request, Some(transport))?.wire;
         Ok(match reply(&req, &response) {
             Reply::Http(r) => Some(r),
             Reply::Stall => None,
@@ -148,12 +183,12 @@ impl RunState {
         let args = match rest::arguments(from_url, &params, body) {
             Ok(a) => a,
             Err(r) => {
-                let detail = json!({"error": "the body is not a JSON object"});
+                let detail = noted("error", "the body is not a JSON object");
                 return self.protocol_answer(via, transport, detail, r).map(Some);
             }
         };
         let r = self.tool_call(&route.tool, Ok(args.clone()), args, Some(transport))?;
-        Ok(rest::reply(&r))
+        Ok(rest::reply(&r.wire))
     }
 
     /// A request to the world's MCP endpoint.
@@ -162,34 +197,37 @@ impl RunState {
         let files = !self.med.services.world().initial.files.is_empty();
         match mcp::request(method, body, files) {
             Step::Reply { method, response } => {
-                self.protocol_answer(via, transport, json!({"rpc": method}), response)
+                self.protocol_answer(via, transport, noted("rpc", method), response)
             }
             Step::ListTools { id } => {
                 let specs = self.permitted_tools(transport)?;
                 let tools: Vec<McpTool> = specs
-                    .as_array()
                     .into_iter()
-                    .flatten()
                     .map(|t| McpTool {
-                        name: t["name"].as_str().unwrap_or_default().to_string(),
-                        description: t["description"].as_str().unwrap_or_default().to_string(),
-                        input_schema: t["params"].clone(),
+                        name: t.name,
+                        description: t.description,
+                        input_schema: t.params,
                     })
                     .collect();
                 Ok(mcp::tools_list(&id, &tools))
             }
             Step::CallTool { id, name, args } => {
                 let r = self.tool_call(&name, Ok(args.clone()), args, Some(transport))?;
-                Ok(mcp::tool_result(&id, &r))
+                Ok(mcp::tool_result(&id, &r.wire))
             }
             Step::ListResources { id } => {
                 let r = self.file_paths("", Some(transport))?;
-                Ok(mcp::resources_list(&id, &r))
+                Ok(mcp::resources_list(&id, &r.wire))
             }
             Step::ReadResource { id, path } => {
                 let r = self.file_read(&path, Some(transport))?;
-                Ok(mcp::resource_read(&id, &path, &r))
+                Ok(mcp::resource_read(&id, &path, &r.wire))
             }
         }
     }
+}
+
+/// One key noted beside a transport.
+fn noted(key: &str, value: impl Into<Value>) -> Map<String, Value> {
+    Map::from_iter([(key.to_string(), value.into())])
 }

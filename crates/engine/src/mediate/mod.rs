@@ -25,7 +25,7 @@ pub mod wasi;
 
 use crate::case::Case;
 use crate::case::inject::{Action, Inject};
-use crate::log::{Edit, Effect, Event, Recorder};
+use crate::log::{CallKind, Edit, Effect, Event, Recorder};
 use crate::path::JsonPath;
 use crate::world::World;
 use crate::world::state::{State, Write};
@@ -54,6 +54,8 @@ pub enum Stop {
     MemoryLimit { asked: usize, limit: usize },
     #[error("could not append to the bundle: {0}")]
     Bundle(String),
+    #[error("{0}")]
+    Untyped(String),
     #[error("replay diverged from the recording")]
     Diverged,
     #[error("rerun stopped: the agent's model request differs from the recording (--model fail)")]
@@ -93,6 +95,12 @@ impl Answer {
             ..Answer::read(response)
         }
     }
+}
+
+/// A typed call's answer: as its kind's type, and as recorded.
+pub struct Answered<R> {
+    pub typed: R,
+    pub wire: Value,
 }
 
 /// The world as this run sees it.
@@ -197,10 +205,11 @@ pub fn parse_patch(path: &str) -> Result<(&str, &str, Option<JsonPath>), String>
     }
 }
 
-/// The services plus the log they are recorded in.
+/// The services plus the log they are recorded in. The log is the
+/// mediator's own: nothing else appends to it.
 pub struct Mediator {
     pub services: HostServices,
-    pub recorder: Recorder,
+    recorder: Recorder,
     /// A recording to follow (replay, or the prefix of a fork).
     pub following: Option<follow::Following>,
     /// Fuel used when the guest entered the host (set by the store's call
@@ -221,6 +230,22 @@ impl Mediator {
             max_events: case.limits.max_events,
             budget: budget::Budget::new(&case.limits),
         }
+    }
+
+    /// How many events the run has recorded.
+    pub fn recorded(&self) -> u64 {
+        self.recorder.len()
+    }
+
+    /// Close the log: its file, its events and the chain's last hash.
+    pub fn finish_log(&mut self) -> (Option<std::fs::File>, Vec<Event>, String) {
+        std::mem::replace(&mut self.recorder, Recorder::in_memory()).finish()
+    }
+
+    /// Record in memory from now on, a fresh log (a service's call of its
+    /// own, which is not the run's).
+    pub fn record_in_memory(&mut self) {
+        self.recorder = Recorder::in_memory();
     }
 
     /// Serve one host call and record it. `call` is `interface.function`;
@@ -245,6 +270,47 @@ impl Mediator {
         serve: impl FnOnce(&mut HostServices) -> Answer,
     ) -> Result<Value, Stop> {
         self.answer(call, request, true, serve)
+    }
+
+    /// Serve one call of kind `K` and record it: the request is written,
+    /// and the answer read back, by the vocabulary's own types (the ones
+    /// every reader matches on), so a call is recorded as it is read.
+    /// Returns the answer typed and as recorded.
+    pub fn call<K: CallKind>(
+        &mut self,
+        request: &K::Request,
+        serve: impl FnOnce(&mut HostServices) -> Answer,
+    ) -> Result<Answered<K::Response>, Stop> {
+        self.typed::<K>(request, false, serve)
+    }
+
+    /// [`call`](Self::call) for a service whose answers come from outside
+    /// the run (see [`mediate_live`](Self::mediate_live)).
+    pub fn call_live<K: CallKind>(
+        &mut self,
+        request: &K::Request,
+        serve: impl FnOnce(&mut HostServices) -> Answer,
+    ) -> Result<Answered<K::Response>, Stop> {
+        self.typed::<K>(request, true, serve)
+    }
+
+    fn typed<K: CallKind>(
+        &mut self,
+        request: &K::Request,
+        live: bool,
+        serve: impl FnOnce(&mut HostServices) -> Answer,
+    ) -> Result<Answered<K::Response>, Stop> {
+        let name = K::KIND.name();
+        let request = serde_json::to_value(request)
+            .map_err(|e| Stop::Untyped(format!("`{name}`: its request: {e}")))?;
+        let wire = self.answer(name, request, live, serve)?;
+        let typed = serde::Deserialize::deserialize(&wire).map_err(|e| {
+            Stop::Untyped(format!(
+                "`{name}`: the answer does not have its kind's shape ({e}): {}",
+                crate::canon::to_string(&wire)
+            ))
+        })?;
+        Ok(Answered { typed, wire })
     }
 
     fn answer(
@@ -304,6 +370,11 @@ impl Mediator {
                 actual,
             });
             return Err(Stop::Diverged);
+        }
+        #[cfg(debug_assertions)]
+        if let Err(e) = crate::log::Call::read_strict(&event.call, &event.request, &event.response)
+        {
+            panic!("the host recorded an event its readers cannot type: {e}");
         }
         let response = event.response.clone();
         self.recorder
@@ -422,6 +493,17 @@ impl RunState {
     ) -> wasmtime::Result<Value> {
         self.med
             .mediate(call, request, serve)
+            .map_err(wasmtime::Error::new)
+    }
+
+    /// [`Mediator::call`] of a binding; a host-imposed stop becomes a trap.
+    pub(crate) fn typed_call<K: CallKind>(
+        &mut self,
+        request: &K::Request,
+        serve: impl FnOnce(&mut HostServices) -> Answer,
+    ) -> wasmtime::Result<Answered<K::Response>> {
+        self.med
+            .call::<K>(request, serve)
             .map_err(wasmtime::Error::new)
     }
 }

@@ -20,9 +20,10 @@
 
 use super::guard::{self, AT_ONCE, MAX_BODY};
 use super::session::{Handle, Job, Reply};
-use crate::log::Effect;
-use crate::mediate::Answer;
+use crate::log::call::RefusedRequest;
+use crate::log::{Effect, kind};
 use crate::mediate::boundary::Via;
+use crate::mediate::{Answer, RunState};
 use crate::protocol::HttpResponse;
 use crate::protocol::rest;
 use crate::protocol::routes::{self, Route};
@@ -36,11 +37,6 @@ use tokio::sync::{Notify, Semaphore};
 
 /// The base URL requests are routed under (never on the wire).
 const BASE: &str = "http://loopback";
-
-/// The call recording answers the protocol gives by itself.
-const PROTOCOL_CALL: &str = "native:loopback/protocol.answer";
-/// The call recording a request the world does not answer.
-const DENIED_CALL: &str = "native:loopback/denied";
 
 /// One run's server.
 pub struct Loopback {
@@ -214,22 +210,19 @@ async fn handle(
     let url = format!("{BASE}{path}");
     let bases = [format!("{BASE}/v1"), BASE.to_string()];
     let route = routes::route(&method, &url, &bases);
-    let via = Via {
-        name: "loopback",
-        shown: json!({"method": method, "path": path}),
-        protocol_call: PROTOCOL_CALL,
+    let via = Via::Loopback {
+        method: method.clone(),
+        path: path.clone(),
     };
     if route == Route::Unknown {
-        let request = json!({"method": method, "path": path});
+        let request = RefusedRequest {
+            method: method.clone(),
+            path: Some(path.clone()),
+            url: None,
+            detail: Default::default(),
+        };
         let job: Job = Box::new(move |st| {
-            st.med
-                .mediate(DENIED_CALL, request, |_| {
-                    Answer::with_effect(
-                        json!({"error": "not a model API or the MCP endpoint"}),
-                        Effect::Denied,
-                    )
-                })
-                .map_err(wasmtime::Error::new)?;
+            refuse(st, &request, "not a model API or the MCP endpoint")?;
             Ok(None)
         });
         return match lb.call(job).await {
@@ -269,10 +262,9 @@ fn timed_out(status: StatusCode) -> Response {
 /// guard checked them).
 async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Response {
     let (method, url) = (method.to_string(), uri.to_string());
-    let via = Via {
-        name: "proxy",
-        shown: json!({"method": method, "url": url}),
-        protocol_call: PROTOCOL_CALL,
+    let via = Via::Proxy {
+        method: method.clone(),
+        url: url.clone(),
     };
     let tunnel = method == "CONNECT";
     let job: Job = Box::new(move |st| {
@@ -292,12 +284,13 @@ async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Re
         };
         let served = route != Route::Unknown || rest::find(&world.routes, &method, &url).is_some();
         if tunnel || !served {
-            let request = json!({"method": method, "url": url});
-            st.med
-                .mediate(DENIED_CALL, request, |_| {
-                    Answer::with_effect(json!({"error": REFUSED}), Effect::Denied)
-                })
-                .map_err(wasmtime::Error::new)?;
+            let request = RefusedRequest {
+                method,
+                path: None,
+                url: Some(url),
+                detail: Default::default(),
+            };
+            refuse(st, &request, REFUSED)?;
             let body = json!({"error": {"message": REFUSED, "type": "worldline", "code": null}});
             return Ok(Some(HttpResponse::json(403, &body)));
         }
@@ -308,6 +301,16 @@ async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Re
         Ok(None) => timed_out(StatusCode::GATEWAY_TIMEOUT),
         Err(r) => r,
     }
+}
+
+/// Record a request the world does not answer, refused.
+fn refuse(st: &mut RunState, request: &RefusedRequest, why: &str) -> wasmtime::Result<()> {
+    st.med
+        .call::<kind::Refused>(request, |_| {
+            Answer::with_effect(json!({"error": why}), Effect::Denied)
+        })
+        .map_err(wasmtime::Error::new)?;
+    Ok(())
 }
 
 /// Why the proxy refuses a request.
@@ -390,10 +393,9 @@ async fn mcp(lb: &Arc<Loopback>, method: &str, headers: &HeaderMap, body: Bytes)
             Some(id)
         }
     };
-    let via = Via {
-        name: "loopback",
-        shown: json!({"method": "POST", "path": "/mcp"}),
-        protocol_call: PROTOCOL_CALL,
+    let via = Via::Loopback {
+        method: "POST".into(),
+        path: "/mcp".into(),
     };
     let job: Job = Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &body, &via));
     match lb.call(job).await {

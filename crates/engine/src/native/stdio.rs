@@ -14,8 +14,6 @@ use std::io::{BufRead, Read, Write};
 /// The longest message read.
 pub const MAX_LINE: usize = 16 << 20;
 
-const PROTOCOL_CALL: &str = "native:stdio/protocol.answer";
-
 /// Serve `input` until it ends (or the run stops), answering on `output`.
 pub fn serve(
     session: &Handle,
@@ -41,12 +39,8 @@ pub fn serve(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let via = Via {
-            name: "stdio",
-            shown: json!({}),
-            protocol_call: PROTOCOL_CALL,
-        };
-        let job: Job = Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &line, &via));
+        let job: Job =
+            Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &line, &Via::Stdio));
         let body = match session.call_blocking(job) {
             Reply::Answered(Some(r)) => r.body,
             Reply::Answered(None) => Vec::new(),

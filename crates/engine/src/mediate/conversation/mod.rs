@@ -25,7 +25,8 @@ use crate::case::fuzz::{self, PlannedFault};
 use crate::case::inject::Action;
 use crate::case::model::Provider;
 use crate::case::user::{Line, PlayedBy, UserConfig};
-use crate::log::{Effect, Kind};
+use crate::log::call::{ApprovalAsk, Said};
+use crate::log::{Effect, Kind, kind};
 use serde_json::{Value, json};
 
 /// The call name of user turns.
@@ -243,11 +244,13 @@ impl RunState {
         details: Value,
         by_host: bool,
     ) -> wasmtime::Result<Value> {
-        let mut request = json!({"kind": kind, "details": details});
-        if by_host {
-            request["by"] = json!("host");
-        }
-        self.mediated(APPROVAL, request, |s: &mut HostServices| {
+        let request = ApprovalAsk {
+            kind: json!(kind),
+            details: details.clone(),
+            by: by_host.then(|| json!("host")),
+            detail: Default::default(),
+        };
+        let r = self.typed_call::<kind::ApprovalRequest>(&request, |s: &mut HostServices| {
             let fault = s
                 .world
                 .faults
@@ -273,13 +276,17 @@ impl RunState {
                 latency_ns: ms * 1_000_000,
                 ..Answer::with_effect(response, effect)
             }
-        })
+        })?;
+        Ok(r.wire)
     }
 }
 
 impl user::Host for RunState {
     fn say(&mut self, message: String) -> wasmtime::Result<user::Turn> {
-        let request = json!({"message": message});
+        let request = Said {
+            message: message.clone(),
+            detail: Default::default(),
+        };
         // Drawn before the call, so a user whose answers come from the log
         // (a replay of a live model) draws the same faults.
         let fault = self
@@ -294,11 +301,12 @@ impl user::Host for RunState {
             s.conversation.serve_say(&message, now, fault)
         };
         let r = if self.med.services.conversation.live() {
-            self.med.mediate_live(SAY, request, serve)
+            self.med.call_live::<kind::UserSay>(&request, serve)
         } else {
-            self.med.mediate(SAY, request, serve)
+            self.med.call::<kind::UserSay>(&request, serve)
         }
-        .map_err(wasmtime::Error::new)?;
+        .map_err(wasmtime::Error::new)?
+        .wire;
         let conversation = &mut self.med.services.conversation;
         conversation.observe(&message, &r);
         if std::mem::take(&mut conversation.budget_spent) {

@@ -18,15 +18,16 @@ pub mod recorded;
 pub mod scripted;
 pub mod slots;
 
-use super::agent_api::{decode, error_answer};
+use super::agent_api::error_answer;
 use super::bindings::worldline::agent::model;
 use super::bindings::worldline::agent::types::ToolError;
 use super::entropy;
-use super::{Answer, RunState};
+use super::{Answer, Answered, RunState};
 use crate::canon;
 use crate::case::model::{CassetteMode, ModelConfig, Provider};
 use crate::error_kind::ErrorKind;
-use crate::log::{Effect, Kind};
+use crate::log::call::{ModelAnswer, ModelRequest, Transport};
+use crate::log::{Effect, Kind, kind};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -266,8 +267,8 @@ impl RunState {
     pub(in crate::mediate) fn model_call(
         &mut self,
         request: Value,
-        transport: Option<Value>,
-    ) -> wasmtime::Result<Value> {
+        transport: Option<Transport>,
+    ) -> wasmtime::Result<Answered<ModelAnswer>> {
         let service = &self.med.services.model;
         let rerun = service
             .cassette
@@ -279,10 +280,12 @@ impl RunState {
             _ => service.config.provider.as_str(),
         };
         let miss = matches!(rerun, Some((None, true)));
-        let mut call_request = json!({"provider": label, "request": request});
-        if let Some(t) = transport {
-            call_request["transport"] = t;
-        }
+        let call_request = ModelRequest {
+            provider: label.to_string(),
+            request: request.clone(),
+            transport,
+            detail: Default::default(),
+        };
         let message = "the agent's model request differs from the recording and the rerun was asked to stop there (--model fail)";
         let hit = matches!(rerun, Some((Some(_), _)));
         let serve = |s: &mut super::HostServices| {
@@ -296,9 +299,10 @@ impl RunState {
             s.model.serve(&request, now)
         };
         let r = if ModelService::is_live(label) {
-            self.med.mediate_live(CALL, call_request, serve)
+            self.med
+                .call_live::<kind::ModelComplete>(&call_request, serve)
         } else {
-            self.med.mediate(CALL, call_request, serve)
+            self.med.call::<kind::ModelComplete>(&call_request, serve)
         }
         .map_err(wasmtime::Error::new)?;
         let service = &mut self.med.services.model;
@@ -320,6 +324,11 @@ impl model::Host for RunState {
         let request: Value =
             serde_json::from_str(&request_json).unwrap_or(Value::String(request_json));
         let r = self.model_call(request, None)?;
-        Ok(decode(&r, canon::to_string))
+        Ok(match &r.typed.error {
+            Some(e) => Err(super::agent_api::error_of(e)),
+            None => Ok(canon::to_string(
+                r.typed.ok.as_ref().unwrap_or(&Value::Null),
+            )),
+        })
     }
 }

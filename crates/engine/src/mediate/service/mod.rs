@@ -125,7 +125,7 @@ impl Runtime {
         };
         let d = store.data_mut();
         d.frame = frame;
-        d.run.med.recorder = Recorder::in_memory();
+        d.run.med.record_in_memory();
         d.run.med.services.stdio = super::stdio::Stdio::new(64 << 10);
         store.set_fuel(self.fuel).expect("fuel is enabled");
         store.set_epoch_deadline(self.timeout_ticks);

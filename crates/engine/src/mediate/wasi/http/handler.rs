@@ -25,7 +25,6 @@ const DEFAULT_STALL_NS: u64 = 600 * 1_000_000_000;
 
 /// The call that records answers the protocol gives by itself (MCP
 /// `initialize`, notifications, a body that is not JSON, ...).
-const PROTOCOL_CALL: &str = crate::log::Kind::ProtocolAnswer.name();
 
 impl RunState {
     /// Answer the routed request of `f` if it is not answered yet.
@@ -38,10 +37,9 @@ impl RunState {
         // Taken out: an answered body no longer counts against the run's cap.
         let body = future.body.take();
         let stall = future.first_byte_timeout.unwrap_or(DEFAULT_STALL_NS);
-        let via = Via {
-            name: "http",
-            shown: json!({"method": method, "url": url}),
-            protocol_call: PROTOCOL_CALL,
+        let via = Via::Http {
+            method: method.clone(),
+            url: url.clone(),
         };
         let route = routes::route(&method, &url, &self.model_bases());
         let response = self.answer_http(&route, &method, &url, &body, &via)?;
