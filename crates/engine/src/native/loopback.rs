@@ -221,6 +221,9 @@ async fn handle(
     };
     let path = path.trim_end_matches('/').to_string();
     let method = method.as_str().to_string();
+    if super::telemetry::direct(&method, &path) {
+        return StatusCode::NO_CONTENT.into_response();
+    }
     if path == "/mcp" {
         return mcp(&lb, &method, &headers, body).await;
     }
@@ -297,6 +300,9 @@ async fn proxied(
         );
         return r;
     }
+    if let Some(quiet) = super::telemetry::answer(method, uri) {
+        return quiet;
+    }
     let (method, url) = (method.to_string(), uri.to_string());
     let via = Via {
         name: "proxy",
@@ -321,18 +327,24 @@ async fn proxied(
         };
         let served = route != Route::Unknown || rest::find(&world.routes, &method, &url).is_some();
         if tunnel || !served {
+            let why = match tunnel {
+                true => super::tunnel::refusal(&world.routes, &url, REFUSED),
+                false => REFUSED.to_string(),
+            };
             let request = json!({"method": method, "url": url});
             st.med
                 .mediate(DENIED_CALL, request, |_| {
-                    Answer::with_effect(json!({"error": REFUSED}), Effect::Denied)
+                    Answer::with_effect(json!({"error": why}), Effect::Denied)
                 })
                 .map_err(wasmtime::Error::new)?;
-            let body = json!({"error": {"message": REFUSED, "type": "worldline", "code": null}});
+            let body = json!({"error": {"message": why, "type": "worldline", "code": null}});
             return Ok(Some(HttpResponse::json(403, &body)));
         }
         st.answer_http(&route, &method, &url, &body, &via)
     });
     match lb.call(job).await {
+        // A client shows a refused tunnel's status line, not its body.
+        Ok(Some(r)) if tunnel => super::tunnel::with_reason(response(r), MAX_BODY).await,
         Ok(Some(r)) => response(r),
         Ok(None) => timed_out(StatusCode::GATEWAY_TIMEOUT),
         Err(r) => r,

@@ -8,6 +8,7 @@
 //! (`isolation = "native"`, [`NOT_GUARANTEED`]).
 
 pub mod capture;
+pub mod environment;
 pub mod exec;
 pub mod loopback;
 pub mod mcp;
@@ -15,6 +16,8 @@ pub mod netns;
 pub mod session;
 pub mod signals;
 pub mod stdio;
+pub mod telemetry;
+pub mod tunnel;
 
 use crate::case::Case;
 use crate::log::bundle::{Header, NativeAgent};
