@@ -196,16 +196,6 @@ pub fn rate(per_s: f64) -> String {
     }
 }
 
-#[cfg(test)]
-mod rate_tests {
-    #[test]
-    fn slow_rates_are_not_rounded_to_zero() {
-        assert_eq!(super::rate(0.39), "0.39");
-        assert_eq!(super::rate(2.44), "2.4");
-        assert_eq!(super::rate(2429.3), "2429");
-    }
-}
-
 /// Shard reports of one campaign (`fuzz --partition i/n --json`) as the
 /// report one machine would have printed for the same campaign seed: the
 /// tallies of every shard added up, the summary and groups computed again,
@@ -358,4 +348,14 @@ pub fn print_merged(r: &Value) {
         s["interval"][1].as_f64().unwrap_or(0.0) * 100.0,
         r["groups"].as_array().map_or(0, Vec::len)
     );
+}
+
+#[cfg(test)]
+mod rate_tests {
+    #[test]
+    fn slow_rates_are_not_rounded_to_zero() {
+        assert_eq!(super::rate(0.39), "0.39");
+        assert_eq!(super::rate(2.44), "2.4");
+        assert_eq!(super::rate(2429.3), "2429");
+    }
 }

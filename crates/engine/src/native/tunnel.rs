@@ -59,9 +59,7 @@ pub async fn with_reason(
     limit: usize,
 ) -> axum::response::Response {
     let (mut parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .unwrap_or_default();
+    let bytes = axum::body::to_bytes(body, limit).await.unwrap_or_default();
     let message = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
         .and_then(|v| v["error"]["message"].as_str().map(reason_text));
