@@ -389,6 +389,22 @@ fn a_script_that_runs_out_is_its_own_outcome_in_run_test_and_fuzz() {
             && error.contains("something the script never heard of"),
         "{error}"
     );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let ui = crate::ui_support::Server::start(&store, &[]);
+    let page = ui.get(&format!("/run/{id}"));
+    assert!(
+        page.body.contains("badge script\">unscripted"),
+        "its own badge, not an agent fault's: {}",
+        page.body
+    );
+    assert!(
+        page.body.contains("not the agent")
+            && page.body.contains("something the script never heard of"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("agent-error"), "{}", page.body);
+    drop(ui);
 
     let suite = exec("test", &cases, &[]);
     suite.expect_code(1);

@@ -76,6 +76,15 @@ impl Choice {
         })
     }
 
+    /// Whether the command line or the project file names an agent (else
+    /// only a case's own `exec` can).
+    pub fn names_an_agent(&self) -> bool {
+        self.cli_exec.is_some()
+            || self.cli_agent.is_some()
+            || !self.project_exec.command.is_empty()
+            || self.project_agent.is_some()
+    }
+
     /// The agent `case` runs with, or why there is none.
     pub fn for_case(&self, case: &Case) -> Result<Chosen, InputError> {
         let pass_env = |case_setting: &Option<Vec<String>>| {

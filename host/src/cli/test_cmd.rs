@@ -4,7 +4,7 @@
 //! `--partition`, `--limit`, `--list`), repeats and `--fail-fast` as in
 //! pytest and cargo-nextest.
 
-use super::agent_choice::{Choice, Chosen, PerCase};
+use super::agent_choice::{self, Choice, Chosen, PerCase};
 use super::{Common, ExecArgs, ModelArgs};
 use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
@@ -340,6 +340,10 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             })
         })
         .collect::<Result<Vec<Entry>>>()?;
+    // Nothing names an agent, and no case its own (or none loaded).
+    if !choice.names_an_agent() && entries.iter().all(|e| e.case.exec.command.is_empty()) {
+        return Err(InputError::new("--agent", agent_choice::NO_AGENT).into());
+    }
     // Each case's agent: the one component the cases that run one share.
     let mut component: Option<PathBuf> = None;
     for e in &entries {
