@@ -2,15 +2,16 @@
 //! everything it was made from, and a later build of the same sources
 //! gives back the kept bytes instead of asking componentize-py again.
 //!
-//! componentize-py's output differs from build to build of one source:
-//! it snapshots CPython after importing the module (component-init), and
-//! the interpreter draws its string-hash seed and its `random` state from
-//! WASI randomness while it starts, which componentize-py answers from the
-//! operating system and lets no one seed; the snapshot's heap (cached
-//! string hashes, dict and set layouts) differs with it. Paths, file
-//! times and archive order play no part: the folders are mapped as `/0`,
-//! `/1`, ... and nothing is zipped. So equal bytes come from reusing a
-//! build, keyed by content (docs/decisions/0313-build-python-reuses-builds-by-content.md).
+//! componentize-py's output differs from build to build of one source
+//! (measured: from the same folders, with or without `PYTHONHASHSEED`):
+//! it snapshots CPython after importing the module (component-init), with
+//! randomness and clocks answered by the host and the guest's variables
+//! set by itself, so the interpreter's string-hash seed and `random` state
+//! (the likely cause) differ, and with them the snapshot's heap. Paths,
+//! file times and archive order play no part: the folders are mapped as
+//! `/0`, `/1`, ... and nothing is zipped. So equal bytes come from reusing
+//! a build, keyed by content
+//! (docs/decisions/0313-build-python-reuses-builds-by-content.md).
 
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
