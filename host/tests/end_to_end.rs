@@ -30,6 +30,7 @@ mod js_sdks;
 mod layers;
 mod model;
 mod native;
+mod native_settings;
 mod otel;
 mod pg_gc;
 mod pg_roles;

@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
         "bounded",
         "lease",
     ],
-    &["prices"],
+    &["prices", "native_agent"],
     &["project"],
     &["world"],
     &["case"],

@@ -197,6 +197,7 @@ fn valid_bundle(n: u64) -> Vec<u8> {
         case: "c".into(),
         case_hash: "b".repeat(64),
         engine_hash: "e".repeat(64),
+        env: None,
         format: bundle::FORMAT.into(),
         fuzz: None,
         harness_version: "0.1.0".into(),

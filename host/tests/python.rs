@@ -325,3 +325,48 @@ fn build_python_names_what_to_install_and_what_to_fix() {
         "{out}"
     );
 }
+
+#[test]
+fn build_python_gives_the_same_bytes_for_the_same_sources() {
+    // componentize-py's snapshot differs from build to build (CPython's
+    // hash seed is drawn while it starts): the second build of the same
+    // sources must give the first one's bytes, so a rebuilt, unchanged
+    // agent or service keeps its hash and is not compiled again.
+    let dir = temp_dir();
+    let cache = dir.path().join("cache");
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("agent.py"),
+        "def run(task):\n    return \"same\"\n",
+    )
+    .unwrap();
+    let agent = src.join("agent.py");
+    let build = |out: &str| {
+        let wasm = dir.path().join(out);
+        let built = common::worldline_env(
+            [
+                OsStr::new("build-python"),
+                agent.as_os_str(),
+                OsStr::new("-o"),
+                wasm.as_os_str(),
+                OsStr::new("--json"),
+            ],
+            &[("WORLDLINE_BUILD_CACHE", cache.to_str().unwrap())],
+        );
+        built.expect_code(0);
+        (
+            std::fs::read(&wasm).unwrap(),
+            built.json()["reused"].clone(),
+        )
+    };
+    let (first, first_reused) = build("first.wasm");
+    // The output beside the sources is not one of them.
+    std::fs::write(src.join("agent.wasm"), &first).unwrap();
+    let (second, second_reused) = build("second.wasm");
+    assert!(first == second, "two builds of the same sources differ");
+    assert_eq!(
+        (first_reused, second_reused),
+        (Value::Bool(false), Value::Bool(true))
+    );
+}

@@ -304,7 +304,7 @@ task = { calls = [
     out.expect_code(1);
     assert!(
         out.stdout
-            .contains(&format!("diverged at event {at} (Mismatch")),
+            .contains(&format!("diverged at event {at} (mismatch")),
         "{out}"
     );
     let doc = replay_json(&store_root, &id, 1);

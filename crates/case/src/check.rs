@@ -200,8 +200,9 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
         );
         Ok(world)
     });
-    if let Err(all) = parsed {
-        all.into_iter().for_each(|e| out.problem(e));
+    match parsed {
+        Err(all) => all.into_iter().for_each(|e| out.problem(e)),
+        Ok(case) => out.notes.extend(unknown_tool_calls(&case)),
     }
     // The world's notes once, however many of its cases are checked.
     for n in notes {
@@ -209,6 +210,36 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
             out.notes.push(n);
         }
     }
+}
+
+/// A note for each scripted model reply that calls a tool the case's
+/// world does not have: a typo, unless the agent defines that tool itself
+/// (a handoff, a local function), so a note rather than a problem.
+fn unknown_tool_calls(case: &case::Case) -> Vec<String> {
+    let world = &case.world;
+    let names: Vec<&str> = world.tools.iter().map(|t| t.name.as_str()).collect();
+    let mut out = Vec::new();
+    for (at, tool) in case.model.scripted_tool_calls() {
+        if names.contains(&tool) {
+            continue;
+        }
+        let place = InputError::at(
+            &case.path,
+            &case.source,
+            case.source.find(&format!("\"{tool}\"")).unwrap_or(0),
+            "",
+        );
+        let line = place
+            .line
+            .map_or_else(String::new, |(l, c)| format!(":{l}:{c}"));
+        out.push(format!(
+            "{}{line}: {at}: the scripted model calls tool `{tool}`, which world {} does not have (its tools: {}); unless the agent defines `{tool}` itself, that call fails",
+            case.path.display(),
+            world.reference(),
+            names.join(", ")
+        ));
+    }
+    out
 }
 
 /// A note when the world declares a `[service]` whose component is not

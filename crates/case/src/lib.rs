@@ -15,6 +15,7 @@ pub mod error;
 pub mod error_kind;
 pub mod file_identity;
 pub mod lease;
+pub mod native_agent;
 pub mod output;
 pub mod parallel;
 pub mod partition;

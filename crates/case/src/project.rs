@@ -18,6 +18,10 @@ pub const FILE: &str = "worldline.toml";
 struct ProjectToml {
     store: Option<String>,
     agent: Option<String>,
+    /// A native agent: CMD and its arguments (as `--exec -- CMD`).
+    exec: Option<toml::Spanned<Vec<String>>>,
+    /// Variables passed through to a native agent (as `--pass-env`).
+    pass_env: Option<toml::Spanned<Vec<String>>>,
     worlds: Option<String>,
     #[serde(default)]
     cases: Vec<String>,
@@ -34,6 +38,9 @@ pub struct Project {
     pub file: PathBuf,
     pub store: Option<PathBuf>,
     pub agent: Option<PathBuf>,
+    /// `exec` and `pass_env`: a native agent's command (its paths made
+    /// absolute) and the variables passed through to it.
+    pub exec: crate::native_agent::ExecSetting,
     pub worlds: Option<PathBuf>,
     /// Case files or folders `test` and `check` take when given none.
     pub cases: Vec<PathBuf>,
@@ -91,6 +98,25 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
     {
         return Err(InputError::at(file, &text, p.span().start, m));
     }
+    if let (Some(_), Some(e)) = (&doc.agent, &doc.exec) {
+        return Err(InputError::at(
+            file,
+            &text,
+            e.span().start,
+            "`agent` and `exec` both name the project's agent; give one (a case's own `exec` may still name another)",
+        ));
+    }
+    let exec_toml = crate::native_agent::ExecToml {
+        exec: doc.exec.as_ref().map(|e| e.get_ref().clone()),
+        pass_env: doc.pass_env.as_ref().map(|e| e.get_ref().clone()),
+    };
+    let exec = exec_toml.resolve(dir).map_err(|m| {
+        let at = match m.starts_with("exec") {
+            true => doc.exec.as_ref().map(|e| e.span().start),
+            false => doc.pass_env.as_ref().map(|e| e.span().start),
+        };
+        InputError::at(file, &text, at.unwrap_or(0), m)
+    })?;
     let mut model = BTreeMap::new();
     for (key, value) in &doc.model {
         let shown = match value.get_ref() {
@@ -122,6 +148,7 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
             }
         }),
         agent: doc.agent.as_ref().map(path),
+        exec,
         worlds: doc.worlds.as_ref().map(path),
         cases: doc.cases.iter().map(path).collect(),
         jobs: doc.jobs.map(|j| j.into_inner()),
@@ -170,5 +197,26 @@ mod tests {
                 .to_string()
                 .contains(":1:8: jobs must be at least 1")
         );
+    }
+
+    #[test]
+    fn a_native_agent_is_named_by_exec_and_pass_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE);
+        std::fs::create_dir(dir.path().join("agent")).unwrap();
+        std::fs::write(dir.path().join("agent/run.sh"), "").unwrap();
+        std::fs::write(
+            &file,
+            "exec = [\"agent/run.sh\", \"fast\"]\npass_env = [\"OPENAI_KEY\"]\n",
+        )
+        .unwrap();
+        let p = load(&file).unwrap();
+        let script = dir.path().join("agent/run.sh").display().to_string();
+        assert_eq!(p.exec.command, [script, "fast".to_string()]);
+        assert_eq!(p.exec.pass_env, Some(vec!["OPENAI_KEY".to_string()]));
+        std::fs::write(&file, "agent = \"a.wasm\"\nexec = [\"x\"]\n").unwrap();
+        let e = load(&file).unwrap_err();
+        assert_eq!(e.line, Some((2, 8)), "{e}");
+        assert!(e.message.contains("give one"), "{e}");
     }
 }

@@ -185,6 +185,10 @@ pub struct ReplayReport {
     /// (`$.path: recorded → replayed`), at most [`DIFF_LINES`] lines.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub diff: Vec<String>,
+    /// A native run: the passed-through variables whose values differ
+    /// from those it recorded (by name and how; never the values).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_differs: Vec<String>,
 }
 
 /// The most lines a divergence's diff shows.
@@ -232,6 +236,9 @@ pub fn replay_in(
         recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.clone()),
         ..RunOptions::default()
     };
+    let env_differs = native.as_ref().map_or_else(Vec::new, |exec| {
+        crate::native::environment::differing(rec.bundle.header.env.as_ref(), &exec.pass_env)
+    });
     let (outcome, scope) = match &native {
         Some(exec) => (
             crate::native::exec::run(sandbox, &rec.case, opts, exec)?,
@@ -245,7 +252,10 @@ pub fn replay_in(
             )
         }
     };
-    Ok(report(rec, &outcome, complete, scope))
+    Ok(ReplayReport {
+        env_differs,
+        ..report(rec, &outcome, complete, scope)
+    })
 }
 
 /// Where `actual` differs from `expected`, as `$.path: expected → actual`
@@ -351,6 +361,7 @@ fn report(rec: &RecordedRun, o: &RunOutcome, complete: bool, scope: Scope) -> Re
         chain_hash: o.footer.chain_hash.clone(),
         divergence,
         diff,
+        env_differs: Vec::new(),
     }
 }
 

@@ -54,6 +54,7 @@ pub fn header_of(sandbox: &Sandbox, agent_sha256: &str, case: &Case) -> Header {
         case: case.name.clone(),
         case_hash: case.hash.clone(),
         engine_hash: sandbox.engine_hash().to_string(),
+        env: None,
         format: bundle::FORMAT.to_string(),
         fuzz: None,
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -546,6 +547,7 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
             Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
             Stop::Timeout => (Status::Timeout, fault.to_string()),
+            Stop::Unscripted(_) => (Status::Unscripted, fault.to_string()),
             Stop::Bundle(_) | Stop::Untyped(_) => anyhow::bail!("{fault}"),
             Stop::Diverged | Stop::ReplayEnd | Stop::ModelMiss => {
                 (Status::Trapped, fault.to_string())

@@ -37,13 +37,19 @@ impl AgentError {
 }
 
 /// The agent's own error in a run that did not complete (`None` when it
-/// completed, or stopped without a word).
+/// completed, stopped without a word, or stopped because the case's
+/// scripted model had no reply, which is not the agent's error).
 pub fn agent_error(f: &Footer) -> Option<AgentError> {
-    if f.status == Status::Completed {
+    if matches!(f.status, Status::Completed | Status::Unscripted) {
         return None;
     }
     let account = match f.status {
         Status::Trapped => find(&f.stderr),
+        // A native process that died of an exception (`errored` with
+        // its exit status); an agent's own `err` reason is not one.
+        Status::Errored if f.error.as_deref().is_some_and(|e| e.starts_with(PROCESS)) => {
+            find_in_process(&f.stderr)
+        }
         _ => None,
     };
     let message = match &account {
@@ -190,6 +196,69 @@ pub fn find(stderr: &str) -> Option<Account> {
     Some(Account::Panic(clip(&body)))
 }
 
+/// What a native process's stderr begins an error's summary with, after
+/// `the process exited ...` (`native/exec.rs`): the marker
+/// [`agent_error`] knows a process's own exception by.
+pub const PROCESS: &str = "the process ";
+
+/// The last uncaught exception in a native process's stderr, wherever it
+/// is (an SDK may print more after it, such as a tracing warning): a
+/// Python traceback (the block from `Traceback (most recent call last):`
+/// to its exception line, with the tracebacks it was chained from) or a
+/// Node.js error and its stack (`Error: message` and the `    at` lines
+/// under it), whichever comes last.
+pub fn find_in_process(stderr: &str) -> Option<Account> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let python = lines
+        .iter()
+        .rposition(|l| l.starts_with(TRACEBACK))
+        .map(|start| {
+            // Frames are indented; the exception's line is the first that
+            // is not.
+            let end = lines[start + 1..]
+                .iter()
+                .position(|l| !l.trim().is_empty() && !l.starts_with([' ', '\t']))
+                .map_or(lines.len(), |i| start + 1 + i + 1);
+            (start, chain_start(&lines, start), end)
+        });
+    let node = lines
+        .windows(2)
+        .rposition(|w| {
+            !w[0].trim().is_empty()
+                && !w[0].starts_with([' ', '\t'])
+                && w[1].trim_start().starts_with("at ")
+                && w[1].starts_with("    ")
+        })
+        .map(|start| {
+            let end = lines[start + 1..]
+                .iter()
+                .position(|l| !l.trim_start().starts_with("at ") || !l.starts_with("    "))
+                .map_or(lines.len(), |i| start + 1 + i);
+            (start, end)
+        });
+    match (python, node) {
+        (Some((at, from, end)), n) if n.is_none_or(|(s, _)| s < at) => {
+            Some(Account::Python(clip(&lines[from..end])))
+        }
+        (_, Some((start, end))) => Some(Account::JavaScript(clip(&lines[start..end]))),
+        _ => None,
+    }
+}
+
+/// The error of a native process that ended badly (`how`: `the process
+/// exited with status 1`): with the exception it died of when its stderr
+/// has one, else with stderr's last line.
+pub fn process_error(how: String, stderr: &str) -> String {
+    debug_assert!(how.starts_with(PROCESS));
+    if let Some(account) = find_in_process(stderr) {
+        return format!("{how}: {}", account.summary());
+    }
+    match stderr.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(line) => format!("{how}; its stderr ends: {}", line.trim()),
+        None => how,
+    }
+}
+
 /// The first traceback of the chain the one at `start` ends ("During
 /// handling of the above exception ...").
 fn chain_start(lines: &[&str], mut start: usize) -> usize {
@@ -299,6 +368,29 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
         );
         assert_eq!(account.exception(), "TypeError: boom");
         assert_eq!(account.location().as_deref(), Some("inner@agent.js:4:9"));
+    }
+
+    #[test]
+    fn finds_a_process_exception_above_later_noise() {
+        let stderr = "starting\nTraceback (most recent call last):\n  File \"/a/agent.py\", line 9, in <module>\n    main()\n  File \"/a/agent.py\", line 5, in main\n    raise e\nopenai.InternalServerError: Error code: 500 - {'error': 'x'}\n[non-fatal] Tracing: server error 500, retrying.\nexporting traces\n";
+        let account = find_in_process(stderr).unwrap();
+        assert_eq!(
+            account.exception(),
+            "openai.InternalServerError: Error code: 500 - {'error': 'x'}"
+        );
+        assert_eq!(
+            account.location().as_deref(),
+            Some("File \"/a/agent.py\", line 5, in main")
+        );
+        assert!(!account.text().contains("Tracing"), "{}", account.text());
+        let node = "/a/agent.mjs:5\n    throw new Error(\"boom\");\n    ^\n\nError: boom\n    at main (file:///a/agent.mjs:5:11)\n    at file:///a/agent.mjs:9:1\n\nNode.js v20.19.2\n";
+        let account = find_in_process(node).unwrap();
+        assert_eq!(account.exception(), "Error: boom");
+        assert_eq!(
+            account.location().as_deref(),
+            Some("at main (file:///a/agent.mjs:5:11)")
+        );
+        assert_eq!(find_in_process("just a warning\n"), None);
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options)
     let footer = b.footer.as_ref();
     let status = footer.map_or("incomplete", |f| f.status.as_str());
     let grade = footer.and_then(|f| f.verdict());
-    let failed = footer.is_none_or(|f| f.status.is_fault() || grade == Some("failed"));
+    let failed = footer.is_none_or(|f| f.status.overrides_grade() || grade == Some("failed"));
     let mut attrs = vec![
         text("gen_ai.operation.name", "invoke_agent"),
         text("gen_ai.agent.name", b.header.case.clone()),

@@ -50,6 +50,10 @@ pub struct GroupReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shrunk: Option<ShrinkReport>,
     pub signature: &'a str,
+    /// An `unscripted` group: what the scripted model had no reply for
+    /// (its reproducer's error, with the agent's message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unscripted: Option<&'a str>,
 }
 
 /// Real time the campaign took (the one part that differs between two
@@ -103,6 +107,9 @@ impl<'a> GroupReport<'a> {
                 words: describe::schedule(s),
             }),
             signature: &k.group.signature,
+            unscripted: (k.outcome.footer.status == worldline_engine::log::Status::Unscripted)
+                .then_some(k.outcome.footer.error.as_deref())
+                .flatten(),
         }
     }
 }
@@ -150,6 +157,9 @@ pub fn print(r: &FuzzReport) {
             .iter()
             .map(|m| format!("{} ×{}", m.fault, m.runs))
             .collect();
+        if let Some(why) = g.unscripted {
+            println!("      {why}");
+        }
         if !mix.is_empty() {
             println!("      fault mix: {}", mix.join(", "));
         }
@@ -171,9 +181,20 @@ pub fn print(r: &FuzzReport) {
         }
     }
     println!(
-        "  {:.0} ms, {:.0} runs/s",
-        r.timing.elapsed_ms, r.timing.runs_per_s
+        "  {:.0} ms, {} runs/s",
+        r.timing.elapsed_ms,
+        rate(r.timing.runs_per_s)
     );
+}
+
+/// A rate for people: whole numbers from 10 up, one decimal from 1, two
+/// below (`0.39`, never `0`).
+pub fn rate(per_s: f64) -> String {
+    match per_s {
+        r if r >= 10.0 => format!("{r:.0}"),
+        r if r >= 1.0 => format!("{r:.1}"),
+        r => format!("{r:.2}"),
+    }
 }
 
 /// Shard reports of one campaign (`fuzz --partition i/n --json`) as the
@@ -330,4 +351,14 @@ pub fn print_merged(r: &Value) {
         s["interval"][1].as_f64().unwrap_or(0.0) * 100.0,
         r["groups"].as_array().map_or(0, Vec::len)
     );
+}
+
+#[cfg(test)]
+mod rate_tests {
+    #[test]
+    fn slow_rates_are_not_rounded_to_zero() {
+        assert_eq!(super::rate(0.39), "0.39");
+        assert_eq!(super::rate(2.44), "2.4");
+        assert_eq!(super::rate(2429.3), "2429");
+    }
 }

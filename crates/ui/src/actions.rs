@@ -123,7 +123,7 @@ fn verdict(app: &Seen, id: &str, r: &ReplayReport) -> Result<Markup> {
             @if let Some((d, expected, actual)) = divergence {
                 p {
                     "diverged at " a href={ "/run/" (url(id)) "/event/" (d.index) } { "event " (d.index) }
-                    " (" (format!("{:?}", d.class)) @if let Some(f) = &d.field { ", field " (f) } ")"
+                    " (" (d.class.as_str()) @if let Some(f) = &d.field { ", field " (f) } ")"
                 }
                 div.grid {
                     div { "expected" (json_against(&expected, Some(&actual), "del")) }

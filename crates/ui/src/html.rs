@@ -64,6 +64,8 @@ pub fn badge(text: &str) -> Markup {
         "failed" | "diverged" => "bad",
         "trapped" | "out_of_fuel" | "memory_limit" | "timeout" | "exited" | "errored"
         | "broken" => "fault",
+        // The case's script ran out: not the agent's failure.
+        "unscripted" => "script",
         _ => "plain",
     };
     html! { span class={ "badge " (class) } { (text) } }

@@ -147,6 +147,12 @@ fn outcome(f: Option<&Footer>) -> Markup {
             Some(out) => { div.output.mono #output { (out) } }
             None => { p #output.keys { "(the agent wrote no output)" } }
         }
+        @if f.status == worldline_engine::log::Status::Unscripted {
+            p.note #unscripted {
+                "not the agent's failure: the case's scripted model had no reply. "
+                (f.error.as_deref().unwrap_or_default())
+            }
+        }
         @if let Some(e) = err {
             p.error #agent-error {
                 "agent " (e.status) ": " (e.message)

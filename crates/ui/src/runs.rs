@@ -80,6 +80,7 @@ fn options(key: &str) -> Option<&'static [&'static str]> {
                 "completed",
                 "errored",
                 "trapped",
+                "unscripted",
                 "incomplete",
                 "broken",
             ][..],

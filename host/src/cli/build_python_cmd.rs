@@ -6,9 +6,11 @@
 //! componentize-py: both are written into a temporary folder, and
 //! componentize-py builds the agent's module against the `agent-host` world
 //! with CPython inside. `--venv` and `--requirements` bundle the agent's
-//! pure-Python dependencies ([`deps`]).
+//! pure-Python dependencies ([`deps`]). A build of sources built before
+//! gives back the same bytes ([`reuse`]).
 
 mod deps;
+mod reuse;
 
 use super::Common;
 use crate::canon;
@@ -196,6 +198,18 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         deps::from_requirements(file, &python, &deps)?;
     }
 
+    let mut key = reuse::Key::new(&version, &format!("{module} service={}", args.service));
+    key.embedded("wit", wit::FILES);
+    key.embedded("sdk", SDK);
+    key.embedded("main", &[(&format!("{MAIN}.py"), main.as_str())]);
+    key.folder("agent", &agent_dir)?;
+    key.folder("deps", &deps)?;
+    let key = key.hex();
+    if let Some(bytes) = reuse::kept(&key) {
+        crate::output::write(&output, &bytes)?;
+        return report(&args, &output, &bytes, &version, true);
+    }
+
     let mut componentize = Command::new(&args.componentize_py);
     if args.service {
         componentize
@@ -247,18 +261,36 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
     let bytes = std::fs::read(&built)
         .with_context(|| format!("reading the built component {}", built.display()))?;
     crate::output::write(&output, &bytes)?;
-    let sha256 = canon::sha256_hex(&bytes);
+    reuse::keep(&key, &bytes);
+    report(&args, &output, &bytes, &version, false)
+}
+
+/// What was built (`reused`: the bytes of an earlier build of the same
+/// sources).
+fn report(
+    args: &BuildPythonArgs,
+    output: &Path,
+    bytes: &[u8],
+    version: &str,
+    reused: bool,
+) -> Result<ExitCode> {
+    let sha256 = canon::sha256_hex(bytes);
     if args.common.json {
         let doc = json!({
             "agent": output.display().to_string(),
             "bytes": bytes.len(),
             "sha256": sha256,
             "componentize_py": version,
+            "reused": reused,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
+        let how = match reused {
+            true => ": the bytes of an earlier build of the same sources",
+            false => "",
+        };
         println!(
-            "built {} ({:.1} MB, sha256 {}) with componentize-py {version}",
+            "built {} ({:.1} MB, sha256 {}){how} with componentize-py {version}",
             output.display(),
             bytes.len() as f64 / 1e6,
             &sha256[..16]

@@ -5,6 +5,7 @@
 //! when any run failed.
 
 use super::Common;
+use super::agent_choice::{Choice, Chosen};
 use crate::case;
 use crate::case::fuzz::{self, FaultSource};
 use crate::error::{ExitCode, InputError};
@@ -16,7 +17,7 @@ use crate::report::{
 };
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal as _;
@@ -29,8 +30,9 @@ pub struct FuzzArgs {
     /// The case file (TOML); its `[fuzz]` table is the fault profile
     /// unless --faults names another.
     pub case: PathBuf,
-    /// The agent component (.wasm).
-    #[arg(long, required_unless_present = "exec")]
+    /// The agent component (.wasm; default: the case's `exec`, else
+    /// `agent` or `exec` in worldline.toml).
+    #[arg(long)]
     pub agent: Option<PathBuf>,
     /// Seeded variations to run.
     #[arg(long, default_value_t = 100)]
@@ -104,14 +106,11 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let partition = super::partition_arg(args.partition.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let native = args.exec.native(args.agent.as_deref())?;
+    let chosen = Choice::of(&args.exec, args.agent.as_deref())?.for_case(&case)?;
     let component;
-    let agent: &dyn crate::run::Runner = match (&native, &args.agent) {
-        (Some(exec), _) => exec,
-        (None, path) => {
-            let path = path
-                .as_deref()
-                .context("--agent is required without --exec")?;
+    let agent: &dyn crate::run::Runner = match &chosen {
+        Chosen::Native(exec) => exec,
+        Chosen::Component(path) => {
             component = crate::agent_file::load(&sandbox, &store, path)?;
             component.as_ref()
         }
@@ -145,7 +144,8 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         bar.inc(1);
         if !bar.is_hidden() {
             let rate = bar.position() as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            bar.set_message(format!("{n} failed  {rate:.0} runs/s"));
+            let rate = report::fuzz::rate(rate);
+            bar.set_message(format!("{n} failed  {rate} runs/s"));
         }
     })?;
     let elapsed = started.elapsed();

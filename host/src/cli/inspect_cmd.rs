@@ -28,6 +28,14 @@ pub struct HistoryArgs {
     /// terminal's width, or about 120 columns when it is not one).
     #[arg(long)]
     pub full: bool,
+    /// Print the run's captured stdout (as the agent wrote it, up to
+    /// `[limits] stdout_bytes`) instead of the timeline.
+    #[arg(long)]
+    pub stdout: bool,
+    /// Print the run's captured stderr instead of the timeline (with
+    /// `--stdout`, after it).
+    #[arg(long)]
+    pub stderr: bool,
     #[command(flatten)]
     pub redaction: RedactArgs,
     #[command(flatten)]
@@ -86,6 +94,9 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         r.bundle(&mut b);
     }
     let hidden = redactor.as_ref().map(|r| r.hidden());
+    if args.stdout || args.stderr {
+        return print_streams(&args, &path, &b);
+    }
     let events: Vec<&Event> = b
         .events
         .iter()
@@ -187,6 +198,50 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         println!(
             "(incomplete: the run stopped after event {}; no footer)",
             b.events.len().saturating_sub(1)
+        );
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// `history --stdout` / `--stderr`: the streams the run kept, as written.
+fn print_streams(
+    args: &HistoryArgs,
+    path: &std::path::Path,
+    b: &bundle::Bundle,
+) -> Result<ExitCode> {
+    let Some(f) = &b.footer else {
+        return Err(InputError::new(
+            path,
+            "is an incomplete run (no footer): its stdout and stderr were not kept",
+        )
+        .into());
+    };
+    if args.common.json {
+        let mut doc =
+            json!({"run": path.display().to_string(), "truncated_bytes": f.truncated_bytes});
+        if args.stdout {
+            doc["stdout"] = json!(f.stdout);
+        }
+        if args.stderr {
+            doc["stderr"] = json!(f.stderr);
+        }
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::Ok);
+    }
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    for (wanted, text) in [(args.stdout, &f.stdout), (args.stderr, &f.stderr)] {
+        if wanted {
+            out.write_all(text.as_bytes())?;
+            if !text.is_empty() && !text.ends_with('\n') {
+                out.write_all(b"\n")?;
+            }
+        }
+    }
+    if f.truncated_bytes > 0 {
+        eprintln!(
+            "({} bytes of stdout and stderr were dropped past [limits] stdout_bytes)",
+            f.truncated_bytes
         );
     }
     Ok(ExitCode::Ok)

@@ -2,6 +2,7 @@
 //! (0 success/pass, 1 graded failure or divergence, 2 usage or input error,
 //! 3 agent fault, 4 internal error).
 
+mod agent_choice;
 mod audit_cmd;
 mod build_js_cmd;
 mod build_python_cmd;
@@ -80,12 +81,14 @@ impl ModelArgs {
     }
 }
 
-/// A native agent instead of a WebAssembly one: `--exec -- CMD ARGS...`.
+/// A native agent instead of a WebAssembly one: `--exec -- CMD ARGS...`
+/// (or `exec` in worldline.toml or the case; see [`agent_choice`]).
 #[derive(Args, Clone, Default)]
 pub struct ExecArgs {
     /// Run a native process as the agent, outside the sandbox: `--exec --
     /// CMD ARGS...` (the model APIs and the world's tools reach it over a
-    /// loopback server; see docs/native.md).
+    /// loopback server; see docs/native.md). Wins over `exec` in the case
+    /// or worldline.toml.
     #[arg(long, requires = "command")]
     pub exec: bool,
     /// The native agent's command and arguments, after `--`.
@@ -93,53 +96,20 @@ pub struct ExecArgs {
     pub command: Vec<String>,
     /// Pass this variable of worldline's environment through to the
     /// process (repeatable; PATH, LANG, LC_ALL, LC_CTYPE, TERM and TZ
-    /// always are).
-    #[arg(long = "pass-env", value_name = "NAME", requires = "exec")]
+    /// always are; wins over `pass_env` in the case or worldline.toml).
+    /// Its name and the SHA-256 of its value are recorded, never the value.
+    #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
     /// Read the output from this file in the process's working directory
     /// (a relative path without `..`, which must not lead out of it)
     /// instead of the last JSON line of its stdout.
-    #[arg(long = "output-file", value_name = "FILE", requires = "exec")]
+    #[arg(long = "output-file", value_name = "FILE")]
     pub output_file: Option<PathBuf>,
     /// Run the process in a network namespace of its own, where only the
     /// run's server is reachable (Linux, CAP_SYS_ADMIN; exit 2 saying why
     /// when it cannot be made).
-    #[arg(long = "isolate-net", requires = "exec")]
+    #[arg(long = "isolate-net")]
     pub isolate_net: bool,
-}
-
-impl ExecArgs {
-    /// The process to run, when `--exec` was given. `agent` is the
-    /// `--agent` the command line gave: naming both is an error (the
-    /// project file's default agent gives way to `--exec`).
-    pub fn native(
-        &self,
-        agent: Option<&std::path::Path>,
-    ) -> anyhow::Result<Option<crate::native::exec::Exec>> {
-        if !self.exec {
-            return Ok(None);
-        }
-        if agent.is_some() && !project_args::supplied().supplied.contains_key("agent") {
-            return Err(crate::error::InputError::new(
-                "--exec",
-                "--agent and --exec both name the agent; give one",
-            )
-            .into());
-        }
-        if let Some(problem) = self
-            .output_file
-            .as_deref()
-            .and_then(crate::native::exec::output_file_problem)
-        {
-            return Err(crate::error::InputError::new("--output-file", problem).into());
-        }
-        Ok(Some(crate::native::exec::Exec {
-            command: self.command.iter().map(|a| absolute_if_here(a)).collect(),
-            pass_env: self.pass_env.clone(),
-            output_file: self.output_file.clone(),
-            isolate_net: self.isolate_net,
-        }))
-    }
 }
 
 /// `arg` as an absolute path when it names a file or folder here: a

@@ -166,6 +166,7 @@ mod tests {
             file: "/p/worldline.toml".into(),
             store: Some("/p/.worldline".into()),
             agent: Some("/p/agent.wasm".into()),
+            exec: Default::default(),
             worlds: None,
             cases: Vec::new(),
             jobs: Some(2),

@@ -73,15 +73,24 @@ fn print_report(r: &ReplayReport) {
                 .map(|f| format!(", field `{f}`"))
                 .unwrap_or_default();
             println!(
-                "{}  diverged at event {} ({:?}{field})",
-                r.run, d.index, d.class
+                "{}  diverged at event {} ({}{field})",
+                r.run,
+                d.index,
+                d.class.as_str()
             );
-            println!("    expected: {}", crate::canon::to_string(&d.expected));
-            println!("    actual:   {}", crate::canon::to_string(&d.actual));
+            // Where they differ first: the whole values can be long.
             for line in &r.diff {
                 println!("    {line}");
             }
+            println!("    expected: {}", crate::canon::to_string(&d.expected));
+            println!("    actual:   {}", crate::canon::to_string(&d.actual));
         }
+    }
+    if !r.env_differs.is_empty() {
+        println!(
+            "    passed-through variables differ from the recording: {}",
+            r.env_differs.join(", ")
+        );
     }
 }
 

@@ -1,6 +1,7 @@
 //! `worldline run CASE --agent A.wasm` (or `--exec -- CMD ARGS...`): one
 //! run, a summary, a bundle.
 
+use super::agent_choice::{Choice, Chosen};
 use super::{Common, ExecArgs, ModelArgs};
 use crate::case;
 use crate::error::ExitCode;
@@ -17,9 +18,9 @@ use std::path::PathBuf;
 pub struct RunArgs {
     /// The case file (TOML).
     pub case: PathBuf,
-    /// The agent component (.wasm built for wasm32-wasip2; default: `agent`
-    /// in worldline.toml).
-    #[arg(long, required_unless_present = "exec")]
+    /// The agent component (.wasm built for wasm32-wasip2; default: the
+    /// case's `exec`, else `agent` or `exec` in worldline.toml).
+    #[arg(long)]
     pub agent: Option<PathBuf>,
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     #[arg(long)]
@@ -37,11 +38,10 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let native = args.exec.native(args.agent.as_deref())?;
-    let who = match (&native, args.agent) {
-        (Some(exec), _) => ops::run::Who::Native(exec),
-        (None, Some(path)) => ops::run::Who::Component(path),
-        (None, None) => anyhow::bail!("--agent is required without --exec"),
+    let chosen = Choice::of(&args.exec, args.agent.as_deref())?.for_case(&case)?;
+    let who = match &chosen {
+        Chosen::Native(exec) => ops::run::Who::Native(exec),
+        Chosen::Component(path) => ops::run::Who::Component(path.clone()),
     };
     let ran = ops::run::run(
         &sandbox,

@@ -4,6 +4,7 @@
 //! `--partition`, `--limit`, `--list`), repeats and `--fail-fast` as in
 //! pytest and cargo-nextest.
 
+use super::agent_choice::{self, Choice, Chosen, PerCase};
 use super::{Common, ExecArgs, ModelArgs};
 use crate::case::{self, discover};
 use crate::error::{ExitCode, InputError};
@@ -29,8 +30,8 @@ pub struct TestArgs {
     /// Case files, or folders searched for `*.toml` cases (default: `cases`
     /// in worldline.toml).
     pub cases: Vec<PathBuf>,
-    /// The agent component (.wasm; default: `agent` in worldline.toml);
-    /// `--list` needs none.
+    /// The agent component (.wasm; default: each case's `exec`, else
+    /// `agent` or `exec` in worldline.toml); `--list` needs none.
     #[arg(long)]
     pub agent: Option<PathBuf>,
     /// Folder holding the worlds (default: the nearest `worlds/` above each case).
@@ -316,16 +317,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             ExitCode::Input
         });
     }
-    let native = args.exec.native(args.agent.as_deref())?;
-    let component = args.agent.as_deref().filter(|_| native.is_none());
-    if native.is_none() && component.is_none() {
-        return Err(InputError::new(
-            "--agent",
-            "`test` runs the cases against an agent: pass --agent A.wasm or --exec -- CMD, or set \
-             `agent` in worldline.toml (`test --list` needs none)",
-        )
-        .into());
-    }
+    let choice = Choice::of(&args.exec, args.agent.as_deref())?;
     let Selected {
         entries,
         broken,
@@ -348,6 +340,18 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             })
         })
         .collect::<Result<Vec<Entry>>>()?;
+    // Nothing names an agent, and no case its own (or none loaded).
+    if !choice.names_an_agent() && entries.iter().all(|e| e.case.exec.command.is_empty()) {
+        return Err(InputError::new("--agent", agent_choice::NO_AGENT).into());
+    }
+    // Each case's agent: the one component the cases that run one share.
+    let mut component: Option<PathBuf> = None;
+    for e in &entries {
+        if let Chosen::Component(path) = choice.for_case(&e.case)? {
+            component = Some(path);
+        }
+    }
+    let component = component.as_deref();
     let bar = progress(entries.len() as u64);
     if let Some(agent) = component {
         bar.set_message(format!("loading {}", agent.display()));
@@ -355,11 +359,11 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     bar.enable_steady_tick(Duration::from_millis(200));
     let loaded = super::preload::load(&store, component, &entries, &bar)?;
     let sandbox = &loaded.sandbox;
-    let agent: &dyn crate::run::Runner = match (&native, &loaded.agent) {
-        (Some(exec), _) => exec,
-        (None, Some(agent)) => agent.as_ref(),
-        (None, None) => anyhow::bail!("--agent is required without --exec"),
+    let per_case = PerCase {
+        choice: &choice,
+        component: loaded.agent.as_deref(),
     };
+    let agent: &dyn crate::run::Runner = &per_case;
     for e in &entries {
         store.put_case(&e.case)?;
     }

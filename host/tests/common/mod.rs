@@ -318,11 +318,18 @@ where
         Command::new(env!("CARGO_BIN_EXE_worldline"))
             .args(args)
             .env("WORLDLINE_STORE_CACHE", store_cache())
+            .env("WORLDLINE_BUILD_CACHE", build_cache())
             .envs(env.iter().copied())
             .current_dir(dir)
             .output()
             .expect("cannot start the worldline binary"),
     )
+}
+
+/// Where `build-python` keeps its builds for the tests (never the user's
+/// cache).
+pub fn build_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("build-python-cache")
 }
 
 /// `worldline test CASES --agent AGENT --worlds tests/worlds` in `store`,

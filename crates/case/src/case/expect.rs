@@ -234,6 +234,7 @@ const STATUSES: &[&str] = &[
     "exited",
     "step_limit",
     "error_limit",
+    "unscripted",
 ];
 
 impl Expect {

@@ -47,6 +47,9 @@ pub struct Case {
     pub clock_ns: i128,
     pub limits: Limits,
     pub env: Env,
+    /// `exec` and `pass_env`: the native agent this case runs with when
+    /// the command line names none (it wins over the project's).
+    pub exec: crate::native_agent::ExecSetting,
     pub permissions: Permissions,
     /// `[model]`, with any command-line overrides applied.
     pub model: model::ModelConfig,
@@ -91,6 +94,8 @@ struct CaseToml {
     limits: limits::LimitsToml,
     #[serde(default)]
     env: Env,
+    exec: Option<toml::Spanned<Vec<String>>>,
+    pass_env: Option<toml::Spanned<Vec<String>>>,
     #[serde(default)]
     permissions: Option<toml::Spanned<Permissions>>,
     #[serde(default)]
@@ -243,6 +248,25 @@ pub fn parse_all(
         })
         .map_err(|m| src.at(doc.clock.span().start, format!("clock: {m}")));
     let limits = doc.limits.check(path, &text);
+    let exec_toml = crate::native_agent::ExecToml {
+        exec: doc.exec.as_ref().map(|e| e.get_ref().clone()),
+        pass_env: doc.pass_env.as_ref().map(|e| e.get_ref().clone()),
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let exec = exec_toml.resolve(dir).map_err(|m| {
+        let at = match m.starts_with("exec") {
+            true => doc.exec.as_ref().map(|e| e.span().start),
+            false => doc.pass_env.as_ref().map(|e| e.span().start),
+        };
+        src.at(at.unwrap_or(0), m)
+    });
+    let exec = match exec {
+        Ok(e) => e,
+        Err(e) => {
+            problems.push(e);
+            Default::default()
+        }
+    };
     if let Some(m) = &doc.model {
         keep(
             &mut problems,
@@ -343,6 +367,7 @@ pub fn parse_all(
         clock_ns,
         limits,
         env: doc.env,
+        exec,
         permissions,
         model: doc.model.map(|m| m.into_inner()).unwrap_or_default(),
         model_overrides: BTreeMap::new(),

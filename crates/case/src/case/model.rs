@@ -236,6 +236,31 @@ impl ModelConfig {
         Ok(())
     }
 
+    /// Every tool a scripted reply calls, with where the reply is
+    /// (`[[model.rules]] #2`, `[model] responses #1`), in the file's order.
+    pub fn scripted_tool_calls<'a>(&'a self) -> Vec<(String, &'a str)> {
+        let mut out = Vec::new();
+        let mut add = |at: String, r: &'a Reply| {
+            if let Reply::Full(t) = r {
+                out.extend(t.tool_calls.iter().map(|c| (at.clone(), c.name.as_str())));
+            }
+        };
+        for (i, rule) in self.rules.iter().enumerate() {
+            let at = format!("[[model.rules]] #{}", i + 1);
+            for r in rule
+                .reply
+                .iter()
+                .chain(rule.alternatives.iter().map(|a| &a.reply))
+            {
+                add(at.clone(), r);
+            }
+        }
+        for (i, r) in self.responses.iter().enumerate() {
+            add(format!("[model] responses #{}", i + 1), r);
+        }
+        out
+    }
+
     /// Whether the provider may ask an endpoint: `openai`, or `recorded`
     /// with a cassette that records.
     pub fn calls_out(&self) -> bool {

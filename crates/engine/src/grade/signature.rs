@@ -2,8 +2,9 @@
 //! another. An agent fault is its kind (`trapped`, `out_of_fuel`,
 //! `memory_limit`, `timeout`, `exited`); a graded failure is its first
 //! failed assertion (`failed: deploys/D-42.status equals`), without the
-//! values, which vary from run to run; an ungraded run that did not
-//! complete is its status. A run that passes has no signature.
+//! values, which vary from run to run; a run the scripted model had no
+//! reply for is `unscripted`, whatever its grade; an ungraded run that
+//! did not complete is its status. A run that passes has no signature.
 
 use crate::grade::Grade;
 use crate::log::{Footer, Status};
@@ -30,7 +31,7 @@ pub fn of_footer(f: &Footer) -> Option<String> {
 }
 
 fn of_parts(status: Status, grade: Option<(bool, Option<&str>)>) -> Option<String> {
-    if status.is_fault() {
+    if status.overrides_grade() {
         return Some(status.as_str().to_string());
     }
     match grade {
@@ -59,6 +60,11 @@ mod tests {
         );
         assert_eq!(of_parts(Status::Completed, None), None);
         assert_eq!(of_parts(Status::Errored, None).as_deref(), Some("errored"));
+        // A script that ran out is the case's, whatever the grade says.
+        assert_eq!(
+            of_parts(Status::Unscripted, Some((true, None))).as_deref(),
+            Some("unscripted")
+        );
     }
 
     #[test]

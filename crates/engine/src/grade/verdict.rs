@@ -10,7 +10,7 @@ use crate::log::{Footer, Status};
 /// how the run ended.
 pub fn shown_status(status: Status, grade: Option<&Grade>) -> &'static str {
     match grade {
-        Some(g) if !status.is_fault() => g.verdict(),
+        Some(g) if !status.overrides_grade() => g.verdict(),
         _ => status.as_str(),
     }
 }
@@ -18,13 +18,17 @@ pub fn shown_status(status: Status, grade: Option<&Grade>) -> &'static str {
 /// [`shown_status`] of a recorded run, from its footer.
 pub fn recorded_status(footer: &Footer) -> &'static str {
     match footer.verdict() {
-        Some(v) if !footer.status.is_fault() => v,
+        Some(v) if !footer.status.overrides_grade() => v,
         _ => footer.status.as_str(),
     }
 }
 
-/// Exit code: 0 passed/completed, 1 failed/errored, 3 agent fault.
+/// Exit code: 0 passed/completed, 1 failed/errored (or the scripted model
+/// ran out), 3 agent fault.
 pub fn exit_code(status: Status, grade: Option<&Grade>) -> ExitCode {
+    if status == Status::Unscripted {
+        return ExitCode::Failed;
+    }
     if status.is_fault() {
         return ExitCode::AgentFault;
     }

@@ -70,6 +70,11 @@ pub struct Header {
     pub case: String,
     pub case_hash: String,
     pub engine_hash: String,
+    /// A native process's environment beyond worldline's own variables:
+    /// the case's `[env] vars` it was given and the passed-through
+    /// variables by name and hash. Absent for a WebAssembly agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<ProcessEnv>,
     pub format: String,
     /// A fuzz run: the profile its faults were drawn from (with `seed`), or
     /// the schedule it ran with.
@@ -125,6 +130,20 @@ pub struct NativeAgent {
     pub network: Option<String>,
 }
 
+/// What a native process got of its environment that the case and the
+/// command do not fix: recorded so that a replay meeting other values
+/// says which names differ.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessEnv {
+    /// The case's `[env] vars`, as the process got them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vars: BTreeMap<String, String>,
+    /// Each variable passed through from worldline's environment that was
+    /// set: its name and the SHA-256 of its value (never the value).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub passed: BTreeMap<String, String>,
+}
+
 /// What a redacted copy of a run is a copy of. Its events carry
 /// placeholders and are chained anew, so the copy verifies by itself; the
 /// original's chain hash says which run it was made from.
@@ -159,6 +178,10 @@ pub enum Status {
     StepLimit,
     /// The run got more than `[limits] max_errors` tool errors.
     ErrorLimit,
+    /// The scripted model had no reply for the agent's request: the
+    /// case's script ran out, not the agent (its own outcome and
+    /// signature, never a failure of the agent's).
+    Unscripted,
 }
 
 impl Status {
@@ -173,7 +196,15 @@ impl Status {
             Status::Exited => "exited",
             Status::StepLimit => "step_limit",
             Status::ErrorLimit => "error_limit",
+            Status::Unscripted => "unscripted",
         }
+    }
+
+    /// Whether the run's end says more than its grade (shown instead of
+    /// `passed`/`failed`, and its signature): an agent fault, or a script
+    /// that ran out.
+    pub fn overrides_grade(self) -> bool {
+        self.is_fault() || self == Status::Unscripted
     }
 
     /// A fault of the agent (exit code 3).

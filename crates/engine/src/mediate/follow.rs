@@ -22,6 +22,18 @@ pub enum Class {
     Extra,
 }
 
+impl Class {
+    /// The kind as documented and as `--json` writes it (`mismatch`,
+    /// `missing`, `extra`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Mismatch => "mismatch",
+            Class::Missing => "missing",
+            Class::Extra => "extra",
+        }
+    }
+}
+
 /// The first divergence: where, what kind, expected vs actual.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Divergence {

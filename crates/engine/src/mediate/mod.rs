@@ -62,6 +62,9 @@ pub enum Stop {
     ModelMiss,
     #[error("reached the end of an incomplete recording")]
     ReplayEnd,
+    /// The scripted model had no reply: why, with the agent's message.
+    #[error("{0}")]
+    Unscripted(String),
     #[error(
         "a model call used the case's whole time budget (limits.timeout_ms); this outcome is not replayable"
     )]

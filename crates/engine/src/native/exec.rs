@@ -4,7 +4,8 @@
 //! it starts with the run ([`super::tree`]), in a fresh working directory, with a
 //! scrubbed environment ([`PASSED`] and what `--pass-env` names, plus the
 //! run's [`variables`]), the task as JSON on stdin and in
-//! `WORLDLINE_TASK`. Its stdout and stderr are captured under the case's
+//! `WORLDLINE_TASK`; the case's `[env] vars` and the telemetry switches
+//! of [`super::environment`] too. Its stdout and stderr are captured under the case's
 //! `stdout_bytes`; its output is the last JSON line of stdout (or a
 //! declared file). The case's `timeout_ms` (wall clock) kills the process
 //! and everything it started, as does a stop by the mediator; whatever is
@@ -32,8 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Variables passed through from worldline's own environment (when set).
-pub const PASSED: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"];
+pub use super::environment::PASSED;
 
 /// How often the run looks at the process, the clock and the signal flag.
 const POLL: Duration = Duration::from_millis(2);
@@ -123,7 +123,8 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
             .map_err(|_| anyhow::anyhow!("the namespace check panicked"))?
             .map_err(|m| crate::error::InputError::new("--isolate-net", m))?;
     }
-    let header = super::header(sandbox, case, exec.agent());
+    let mut header = super::header(sandbox, case, exec.agent());
+    header.env = super::environment::record(&exec.pass_env, case);
     let (handle, receiver) = session::channel();
     signals::catch();
     std::thread::scope(|s| {
@@ -221,15 +222,7 @@ fn run_process(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for name in PASSED
-        .iter()
-        .copied()
-        .chain(exec.pass_env.iter().map(String::as_str))
-    {
-        if let Some(v) = std::env::var_os(name) {
-            cmd.env(name, v);
-        }
-    }
+    cmd.envs(super::environment::given(&exec.pass_env, case));
     cmd.envs(variables(port, token, &task_json, workdir));
     let started = Instant::now();
     let mut tree = super::tree::spawn(&mut cmd).map_err(|e| {
@@ -345,15 +338,10 @@ fn exit_of(
                     "the process ended abnormally".to_string()
                 }
             };
-            let last = String::from_utf8_lossy(&exit.stderr)
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(|l| l.trim().to_string());
-            exit.error = Some(match last {
-                Some(line) => format!("{how}; its stderr ends: {line}"),
-                None => how,
-            });
+            exit.error = Some(crate::traceback::process_error(
+                how,
+                &String::from_utf8_lossy(&exit.stderr),
+            ));
         }
         (None, None) => {
             exit.status = Status::Trapped;

@@ -204,6 +204,9 @@ async fn handle(
     };
     let path = path.trim_end_matches('/').to_string();
     let method = method.as_str().to_string();
+    if super::telemetry::direct(&method, &path) {
+        return StatusCode::NO_CONTENT.into_response();
+    }
     if path == "/mcp" {
         return mcp(&lb, &method, &headers, body).await;
     }
@@ -261,6 +264,9 @@ fn timed_out(status: StatusCode) -> Response {
 /// and refused (403). The proxy credentials carry the run's token (the
 /// guard checked them).
 async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Response {
+    if let Some(quiet) = super::telemetry::answer(method, uri) {
+        return quiet;
+    }
     let (method, url) = (method.to_string(), uri.to_string());
     let via = Via::Proxy {
         method: method.clone(),
@@ -284,19 +290,25 @@ async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Re
         };
         let served = route != Route::Unknown || rest::find(&world.routes, &method, &url).is_some();
         if tunnel || !served {
+            let why = match tunnel {
+                true => super::tunnel::refusal(&world.routes, &url, REFUSED),
+                false => REFUSED.to_string(),
+            };
             let request = RefusedRequest {
                 method,
                 path: None,
                 url: Some(url),
                 detail: Default::default(),
             };
-            refuse(st, &request, REFUSED)?;
-            let body = json!({"error": {"message": REFUSED, "type": "worldline", "code": null}});
+            refuse(st, &request, &why)?;
+            let body = json!({"error": {"message": why, "type": "worldline", "code": null}});
             return Ok(Some(HttpResponse::json(403, &body)));
         }
         st.answer_http(&route, &method, &url, &body, &via)
     });
     match lb.call(job).await {
+        // A client shows a refused tunnel's status line, not its body.
+        Ok(Some(r)) if tunnel => super::tunnel::with_reason(response(r), MAX_BODY).await,
         Ok(Some(r)) => response(r),
         Ok(None) => timed_out(StatusCode::GATEWAY_TIMEOUT),
         Err(r) => r,

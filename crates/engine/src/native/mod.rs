@@ -8,6 +8,7 @@
 //! (`isolation = "native"`, [`NOT_GUARANTEED`]).
 
 pub mod capture;
+pub mod environment;
 pub mod exec;
 mod guard;
 pub mod listen;
@@ -17,7 +18,9 @@ pub mod netns;
 pub mod session;
 pub mod signals;
 pub mod stdio;
+pub mod telemetry;
 mod tree;
+pub mod tunnel;
 
 use crate::case::Case;
 use crate::log::bundle::{Header, NativeAgent};

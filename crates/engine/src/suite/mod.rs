@@ -81,7 +81,7 @@ impl Attempt {
             Ok(_) if self.passed() => None,
             // A fault says more than the grade it spoiled (a Python
             // exception, a panic, fuel).
-            Ok(o) if o.footer.status.is_fault() => o.footer.error.clone(),
+            Ok(o) if o.footer.status.overrides_grade() => o.footer.error.clone(),
             Ok(o) => o
                 .grade
                 .as_ref()

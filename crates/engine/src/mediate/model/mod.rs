@@ -47,6 +47,9 @@ pub struct ModelService {
     calls: u64,
     /// The last call failed after using the case's whole time budget.
     budget_spent: bool,
+    /// The scripted model had no reply for the last call: why, with the
+    /// agent's message (the run stops there).
+    unscripted: Option<String>,
 }
 
 fn model_stream(seed: u64) -> rand_chacha::ChaCha20Rng {
@@ -70,6 +73,7 @@ impl ModelService {
             cassette: None,
             calls: 0,
             budget_spent: false,
+            unscripted: None,
         }
     }
 
@@ -138,6 +142,7 @@ impl ModelService {
         let chosen = match self.scripted.choose(request) {
             Ok(c) => c,
             Err(message) => {
+                self.unscripted = Some(scripted::unmatched(&message, request));
                 let mut r = error_answer(ErrorKind::Unavailable, message).response;
                 r["model_call"] = json!({"provider": "scripted"});
                 return (r, self.config.latency_ms);
@@ -314,6 +319,9 @@ impl RunState {
         }
         if miss {
             return Err(wasmtime::Error::new(super::Stop::ModelMiss));
+        }
+        if let Some(why) = service.unscripted.take() {
+            return Err(wasmtime::Error::new(super::Stop::Unscripted(why)));
         }
         Ok(r)
     }

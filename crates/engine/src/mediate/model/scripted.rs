@@ -99,6 +99,27 @@ impl Scripted {
     }
 }
 
+/// The longest part of the agent's message an `unscripted` run's error
+/// shows.
+const SHOWN: usize = 300;
+
+/// Why the run stops when the script has no reply (`why`, from
+/// [`Scripted::choose`]), with the agent's last user or tool message, cut
+/// to [`SHOWN`] characters.
+pub fn unmatched(why: &str, request: &Value) -> String {
+    let text = chat::last_input(request).map_or_else(String::new, |(t, _)| t);
+    let mut shown: String = text.chars().take(SHOWN).collect();
+    if text.chars().count() > SHOWN {
+        shown.push('…');
+    }
+    format!(
+        "scripted model: no rule matched the last message ({}); the message: {}",
+        why.strip_prefix("the scripted model has no reply for this request: ")
+            .unwrap_or(why),
+        crate::canon::to_string(&Value::String(shown))
+    )
+}
+
 fn matches(rule: &Rule, path: Option<&JsonPath>, input: Option<&(String, Value)>) -> bool {
     if rule.contains.is_none() && path.is_none() {
         return true;

@@ -1,0 +1,125 @@
+//! What the proxy says when it refuses a tunnel (`CONNECT host:port`, an
+//! `https://` request through `HTTPS_PROXY`). It cannot see into one, so
+//! it answers no request inside it; when the host is one the world
+//! declares routes on, the refusal names the `http://` URL that reaches
+//! the same route (docs/decisions/0311-https-routes-refused-naming-http.md).
+
+use crate::world::routes::{Route, Segment};
+
+/// The `http://` URL of the first route the world declares on
+/// `https://` + `authority` (`host:port` as a `CONNECT` names it), with
+/// its parameters as `{name}`; `None` when it declares none there.
+pub fn http_url_for(routes: &[Route], authority: &str) -> Option<String> {
+    let authority = authority.to_ascii_lowercase();
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => (h, p),
+        _ => (authority.as_str(), "443"),
+    };
+    let origins = match port {
+        "443" => vec![format!("https://{host}"), format!("https://{host}:443")],
+        p => vec![format!("https://{host}:{p}")],
+    };
+    let route = routes.iter().find(|r| origins.contains(&r.origin))?;
+    let path: String = route
+        .path
+        .iter()
+        .map(|s| match s {
+            Segment::Literal(l) => format!("/{l}"),
+            Segment::Param(p) => format!("/{{{p}}}"),
+        })
+        .collect();
+    let shown_port = match port {
+        "443" => String::new(),
+        p => format!(":{p}"),
+    };
+    Some(format!("http://{host}{shown_port}{path}"))
+}
+
+/// Why a tunnel to `authority` is refused: `general` (the proxy's usual
+/// reason), with the `http://` URL to use instead when the world declares
+/// routes on that host.
+pub fn refusal(routes: &[Route], authority: &str, general: &str) -> String {
+    match http_url_for(routes, authority) {
+        Some(url) => format!(
+            "https://{} serves this world's routes, but the proxy cannot see into an HTTPS tunnel: ask {url} instead (plain http through the proxy is answered by the same route)",
+            authority.trim_end_matches(":443")
+        ),
+        None => {
+            format!("{general} (an HTTPS tunnel cannot be answered: the proxy cannot see into it)")
+        }
+    }
+}
+
+/// A refused tunnel's response with its message as the status line's
+/// reason phrase (`403 https://... serves this world's routes, ...`):
+/// Python's `http.client` and `httpx` show that line, not the body.
+/// `limit` bounds the body read.
+pub async fn with_reason(
+    response: axum::response::Response,
+    limit: usize,
+) -> axum::response::Response {
+    let (mut parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, limit).await.unwrap_or_default();
+    let message = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(reason_text));
+    if let Some(reason) = message.and_then(|m| hyper::ext::ReasonPhrase::try_from(m).ok()) {
+        parts.extensions.insert(reason);
+    }
+    axum::response::Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// `text` as a reason phrase may hold it: printable ASCII and spaces.
+pub fn reason_text(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            ' '..='~' => c,
+            _ => '?',
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(origin: &str) -> Route {
+        Route {
+            method: "GET".into(),
+            origin: origin.into(),
+            path: vec![
+                Segment::Literal("api".into()),
+                Segment::Literal("orders".into()),
+                Segment::Param("id".into()),
+            ],
+            tool: "get_order".into(),
+        }
+    }
+
+    #[test]
+    fn names_the_http_url_of_a_declared_route() {
+        let routes = [route("https://orders.acme.internal")];
+        assert_eq!(
+            http_url_for(&routes, "orders.acme.internal:443").as_deref(),
+            Some("http://orders.acme.internal/api/orders/{id}")
+        );
+        assert_eq!(http_url_for(&routes, "orders.acme.internal:8443"), None);
+        assert_eq!(http_url_for(&routes, "example.com:443"), None);
+        let why = refusal(
+            &routes,
+            "orders.acme.internal:443",
+            "not part of this world",
+        );
+        assert!(
+            why.contains("ask http://orders.acme.internal/api/orders/{id} instead"),
+            "{why}"
+        );
+        let other = refusal(&routes, "example.com:443", "not part of this world");
+        assert!(other.starts_with("not part of this world"), "{other}");
+        let odd = [route("https://h.internal:8443")];
+        assert_eq!(
+            http_url_for(&odd, "h.internal:8443").as_deref(),
+            Some("http://h.internal:8443/api/orders/{id}")
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! Same sources, same bytes: a build is kept under the SHA-256 of
+//! everything it was made from, and a later build of the same sources
+//! gives back the kept bytes instead of asking componentize-py again.
+//!
+//! componentize-py's output differs from build to build of one source
+//! (measured: from the same folders, with or without `PYTHONHASHSEED`):
+//! it snapshots CPython after importing the module (component-init), with
+//! randomness and clocks answered by the host and the guest's variables
+//! set by itself, so the interpreter's string-hash seed and `random` state
+//! (the likely cause) differ, and with them the snapshot's heap. Paths,
+//! file times and archive order play no part: the folders are mapped as
+//! `/0`, `/1`, ... and nothing is zipped. So equal bytes come from reusing
+//! a build, keyed by content
+//! (docs/decisions/0313-build-python-reuses-builds-by-content.md).
+
+use anyhow::{Context as _, Result};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// What a build's bytes depend on, hashed in a fixed order.
+pub struct Key(Sha256);
+
+impl Key {
+    /// A key for componentize-py `version` building `what` (the agent or
+    /// service module and the kind of build).
+    pub fn new(version: &str, what: &str) -> Self {
+        let mut h = Sha256::new();
+        h.update(b"worldline build-python 1\0");
+        for part in [version, what] {
+            h.update(part.as_bytes());
+            h.update(b"\0");
+        }
+        Key(h)
+    }
+
+    /// Add a file's name (under `label`) and bytes.
+    fn file(&mut self, label: &str, rel: &str, bytes: &[u8]) {
+        for part in [label.as_bytes(), rel.as_bytes()] {
+            self.0.update(part);
+            self.0.update(b"\0");
+        }
+        self.0.update((bytes.len() as u64).to_le_bytes());
+        self.0.update(bytes);
+    }
+
+    /// Add embedded files (the WIT, the SDK, the main module).
+    pub fn embedded(&mut self, label: &str, files: &[(&str, &str)]) {
+        let mut sorted: Vec<&(&str, &str)> = files.iter().collect();
+        sorted.sort();
+        for (rel, text) in sorted {
+            self.file(label, rel, text.as_bytes());
+        }
+    }
+
+    /// Add every file under `dir` that Python could import or read, in
+    /// path order: hidden entries, `__pycache__`, build output
+    /// (`target`, `node_modules`) and components (`.wasm`, such as the
+    /// build's own output beside the agent) are left out.
+    pub fn folder(&mut self, label: &str, dir: &Path) -> Result<()> {
+        let mut files = Vec::new();
+        walk(dir, dir, &mut files)?;
+        files.sort();
+        for (rel, path) in files {
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            self.file(label, &rel, &bytes);
+        }
+        Ok(())
+    }
+
+    pub fn hex(self) -> String {
+        hex::encode(self.0.finalize())
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let kind = entry.file_type()?;
+        if name.starts_with('.')
+            || matches!(name.as_str(), "__pycache__" | "target" | "node_modules")
+        {
+            continue;
+        }
+        if kind.is_dir() {
+            walk(root, &path, out)?;
+        } else if !(name.ends_with(".wasm") || name.ends_with(".pyc")) && path.is_file() {
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            out.push((rel.to_string_lossy().replace('\\', "/"), path));
+        }
+    }
+    Ok(())
+}
+
+/// Where builds are kept: `$WORLDLINE_BUILD_CACHE`, else
+/// `worldline/build-python` under the user's cache (`$XDG_CACHE_HOME`, or
+/// `~/.cache`).
+pub fn folder() -> PathBuf {
+    if let Some(dir) = std::env::var_os("WORLDLINE_BUILD_CACHE").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"))
+        .join("worldline")
+        .join("build-python")
+}
+
+/// The kept build for `key`, if there is one whose bytes are whole (its
+/// name is its key; its SHA-256 is checked against the one kept beside).
+pub fn kept(key: &str) -> Option<Vec<u8>> {
+    let dir = folder();
+    let bytes = std::fs::read(dir.join(format!("{key}.wasm"))).ok()?;
+    let sha = std::fs::read_to_string(dir.join(format!("{key}.sha256"))).ok()?;
+    (crate::canon::sha256_hex(&bytes) == sha.trim()).then_some(bytes)
+}
+
+/// Keep `bytes` as the build for `key` (written whole or not at all; a
+/// cache that cannot be written is not an error of the build).
+pub fn keep(key: &str, bytes: &[u8]) {
+    let dir = folder();
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&dir)?;
+        for (ext, data) in [
+            ("wasm", bytes.to_vec()),
+            ("sha256", crate::canon::sha256_hex(bytes).into_bytes()),
+        ] {
+            let tmp = dir.join(format!(".{key}.{ext}.{}", std::process::id()));
+            std::fs::write(&tmp, &data)?;
+            std::fs::rename(&tmp, dir.join(format!("{key}.{ext}")))?;
+        }
+        Ok(())
+    };
+    if let Err(e) = write() {
+        eprintln!(
+            "warning: could not keep the build in {} ({e}); the next build of these sources gives other bytes",
+            dir.display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_follows_the_sources_not_the_output_or_caches() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("agent.py"), "x = 1\n").unwrap();
+        let key = || {
+            let mut k = Key::new("0.25.1", "agent");
+            k.folder("agent", dir.path()).unwrap();
+            k.hex()
+        };
+        let first = key();
+        std::fs::write(dir.path().join("agent.wasm"), "output").unwrap();
+        std::fs::create_dir(dir.path().join("__pycache__")).unwrap();
+        std::fs::write(dir.path().join("__pycache__/agent.pyc"), "c").unwrap();
+        assert_eq!(key(), first);
+        std::fs::write(dir.path().join("agent.py"), "x = 2\n").unwrap();
+        assert_ne!(key(), first);
+    }
+}

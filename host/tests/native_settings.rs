@@ -1,0 +1,516 @@
+//! `--exec` as a first-class agent (issue 39): `exec` and `pass_env` in
+//! worldline.toml and in a case (the case winning, the command line over
+//! both), a case's `[env] vars` given to the process and recorded, the
+//! passed-through variables recorded by name and hash and named by a
+//! replay that meets other values, an `https://` route refused naming its
+//! `http://` URL, the SDKs' telemetry off and unrecorded; the agent's own
+//! exception shown wherever it is in stderr, `history --stdout/--stderr`,
+//! a scripted model that runs out as its own outcome; and the small
+//! things: `run` without an agent, slow fuzz rates, divergence kinds,
+//! `check` on a scripted call to a tool the world lacks.
+
+use crate::common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A native agent on the standard library only: it reports the variables
+/// it got, and makes one model call whose message carries `WL_TEST_A` (so
+/// a replay with another value diverges there).
+const PROBE: &str = r#"
+import json, os, sys, urllib.request
+names = ["WL_TEST_A", "WL_TEST_B", "GREETING", "OPENAI_AGENTS_DISABLE_TRACING",
+         "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING"]
+env = {n: os.environ.get(n) for n in names}
+body = json.dumps({"model": "m", "messages": [
+    {"role": "user", "content": "a=" + str(os.environ.get("WL_TEST_A"))}]}).encode()
+req = urllib.request.Request(
+    os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+             "Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=10) as r:
+    reply = json.loads(r.read())
+print(json.dumps({"who": sys.argv[1], "env": env,
+                  "reply": reply["choices"][0]["message"]["content"]}))
+"#;
+
+const CASE_HEAD: &str = "world = \"incident@v4\"\nseed = 7\nclock = 2026-03-01T12:05:00Z\ntask = { alert = \"ALERT-7\" }\n";
+
+/// A project in `dir`: worldline.toml naming `exec` and `pass_env`, the
+/// probe, and two cases (one naming its own agent and vars).
+fn project(dir: &Path) -> (PathBuf, PathBuf) {
+    std::fs::write(dir.join("probe.py"), PROBE).unwrap();
+    let worlds = workspace_root().join("worlds");
+    std::fs::write(
+        dir.join("worldline.toml"),
+        format!(
+            "exec = [\"python3\", \"probe.py\", \"project\"]\npass_env = [\"WL_TEST_A\"]\nworlds = \"{}\"\nstore = \"store\"\n",
+            worlds.display()
+        ),
+    )
+    .unwrap();
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    std::fs::write(cases.join("probe.py"), PROBE).unwrap();
+    let plain = write_case(
+        &cases,
+        "plain",
+        &format!("{CASE_HEAD}[model]\nresponses = [\"ok\"]\n"),
+    );
+    let own = write_case(
+        &cases,
+        "own",
+        &format!(
+            "{CASE_HEAD}exec = [\"python3\", \"probe.py\", \"case\"]\npass_env = [\"WL_TEST_B\"]\n\n[env]\nvars = {{ GREETING = \"hi\" }}\n\n[model]\nresponses = [\"ok\"]\n"
+        ),
+    );
+    (plain, own)
+}
+
+const SECRETS: &[(&str, &str)] = &[("WL_TEST_A", "alpha"), ("WL_TEST_B", "beta")];
+
+#[test]
+fn exec_and_pass_env_come_from_the_project_the_case_and_the_command_line_in_that_order() {
+    let dir = temp_dir();
+    let (plain, own) = project(dir.path());
+    let run = |case: &Path, extra: &[&str]| {
+        let mut args = vec!["run", case.to_str().unwrap(), "--json"];
+        args.extend(extra);
+        worldline_at(dir.path(), args, SECRETS)
+    };
+
+    // The project's agent and pass_env; the telemetry switches set.
+    let out = run(&plain, &[]);
+    out.expect_code(0);
+    let got = out.output();
+    assert_eq!(got["who"], "project", "{out}");
+    assert_eq!(got["env"]["WL_TEST_A"], "alpha", "{out}");
+    assert_eq!(got["env"]["WL_TEST_B"], Value::Null, "{out}");
+    assert_eq!(got["env"]["OPENAI_AGENTS_DISABLE_TRACING"], "1", "{out}");
+    assert_eq!(got["env"]["LANGSMITH_TRACING"], "false", "{out}");
+    let b = read_bundle(&out.bundle());
+    let passed = &b.header["env"]["passed"];
+    assert_eq!(
+        passed["WL_TEST_A"].as_str().unwrap(),
+        sha256_hex(b"alpha"),
+        "the value's hash is recorded: {}",
+        b.header
+    );
+    assert!(
+        !b.header.to_string().contains("alpha"),
+        "the value itself is never recorded: {}",
+        b.header
+    );
+
+    // The case's own agent, pass_env and [env] vars, recorded.
+    let out = run(&own, &[]);
+    out.expect_code(0);
+    let got = out.output();
+    assert_eq!(got["who"], "case", "{out}");
+    assert_eq!(got["env"]["WL_TEST_B"], "beta", "{out}");
+    assert_eq!(got["env"]["WL_TEST_A"], Value::Null, "{out}");
+    assert_eq!(got["env"]["GREETING"], "hi", "{out}");
+    let b = read_bundle(&out.bundle());
+    assert_eq!(b.header["env"]["vars"]["GREETING"], "hi", "{}", b.header);
+    assert!(b.header["env"]["passed"]["WL_TEST_B"].is_string());
+
+    // The command line over both.
+    let cli = dir.path().join("probe.py");
+    let out = run(
+        &own,
+        &[
+            "--pass-env",
+            "WL_TEST_A",
+            "--exec",
+            "--",
+            "python3",
+            cli.to_str().unwrap(),
+            "cli",
+        ],
+    );
+    out.expect_code(0);
+    let got = out.output();
+    assert_eq!(got["who"], "cli", "{out}");
+    assert_eq!(got["env"]["WL_TEST_A"], "alpha", "{out}");
+    assert_eq!(got["env"]["WL_TEST_B"], Value::Null, "{out}");
+}
+
+/// SHA-256 of `bytes`, in hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[test]
+fn a_replay_that_meets_other_values_says_which_and_prints_the_divergence_as_documented() {
+    let dir = temp_dir();
+    let (plain, _) = project(dir.path());
+    let out = worldline_at(
+        dir.path(),
+        ["run", plain.to_str().unwrap(), "--json"],
+        SECRETS,
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+
+    let same = worldline_at(dir.path(), ["replay", id.as_str(), "--json"], SECRETS);
+    same.expect_code(0);
+    assert_eq!(same.json()["verdict"], "identical", "{same}");
+    assert!(same.json().get("env_differs").is_none(), "{same}");
+
+    let other = [("WL_TEST_A", "omega")];
+    let json = worldline_at(dir.path(), ["replay", id.as_str(), "--json"], &other);
+    json.expect_code(1);
+    assert_eq!(json.json()["verdict"], "diverged", "{json}");
+    assert_eq!(
+        json.json()["env_differs"],
+        serde_json::json!(["WL_TEST_A (another value)"]),
+        "{json}"
+    );
+    let text = worldline_at(dir.path(), ["replay", id.as_str()], &other);
+    text.expect_code(1);
+    let lines: Vec<&str> = text.stdout.lines().collect();
+    assert!(
+        lines[0].contains("diverged at event") && lines[0].contains("(mismatch"),
+        "the kind as documented, not Rust's Debug name:\n{text}"
+    );
+    let diff = lines.iter().position(|l| l.contains("$."));
+    let expected = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("expected:"));
+    assert!(
+        diff.is_some() && expected.is_some() && diff < expected,
+        "the path diff comes before the JSON:\n{text}"
+    );
+    assert!(
+        text.stdout.contains(
+            "passed-through variables differ from the recording: WL_TEST_A (another value)"
+        ),
+        "{text}"
+    );
+}
+
+/// An agent on the standard library: an https request to a route's host,
+/// the Agents SDK's trace export over plain http and under the base URL,
+/// and a tunnel to LangSmith.
+const HTTPS_PROBE: &str = r#"
+import json, os, urllib.error, urllib.request
+
+def ask(url, data=None, headers={}):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=10) as r:
+            return {"status": r.status}
+    except urllib.error.HTTPError as e:
+        return {"status": e.code}
+    except urllib.error.URLError as e:
+        return {"error": str(e.reason)}
+
+key = {"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]}
+print(json.dumps({
+    "https_route": ask("https://tickets.internal/api/tickets/T-100"),
+    "http_route": ask("http://tickets.internal/api/tickets/T-100"),
+    "traces": ask("http://api.openai.com/v1/traces/ingest", b"{}"),
+    "traces_base": ask(os.environ["OPENAI_BASE_URL"] + "/traces/ingest", b"{}", key),
+    "langsmith": ask("https://api.smith.langchain.com/runs", b"{}"),
+}))
+"#;
+
+#[test]
+fn https_to_a_route_host_names_the_http_url_and_telemetry_is_answered_unrecorded() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = dir.path().join("https_probe.py");
+    std::fs::write(&agent, HTTPS_PROBE).unwrap();
+    let case = write_case(
+        dir.path(),
+        "routes",
+        "world = \"incident@v5\"\nseed = 3\nclock = 2026-03-01T12:05:00Z\ntask = {}\n",
+    );
+    let worlds = workspace_root().join("worlds");
+    let out = worldline_raw([
+        "run".as_ref(),
+        case.as_os_str(),
+        "--json".as_ref(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "python3".as_ref(),
+        agent.as_os_str(),
+    ]);
+    out.expect_code(0);
+    let got = out.output();
+    let refused = got["https_route"]["error"].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("http://tickets.internal/api/tickets/{id}"),
+        "the refusal names the http URL to use: {got}"
+    );
+    assert_eq!(got["http_route"]["status"], 200, "{got}");
+    assert_eq!(got["traces"]["status"], 204, "{got}");
+    assert_eq!(got["traces_base"]["status"], 204, "{got}");
+    let langsmith = got["langsmith"]["error"].as_str().unwrap_or_default();
+    assert!(langsmith.contains("LANGSMITH_TRACING=false"), "{got}");
+    let b = read_bundle(&out.bundle());
+    let denied: Vec<&Value> = b
+        .events
+        .iter()
+        .filter(|e| e["call"] == "native:loopback/denied")
+        .collect();
+    assert_eq!(denied.len(), 1, "only the https route's tunnel: {denied:?}");
+    assert_eq!(denied[0]["request"]["url"], "tickets.internal:443");
+    for e in &b.events {
+        let request = e["request"].to_string();
+        assert!(
+            !request.contains("traces/ingest") && !request.contains("smith"),
+            "telemetry is not recorded: {request}"
+        );
+    }
+}
+
+/// A process that dies of an exception, then prints more (as an SDK's
+/// tracing does at exit).
+const DIES: &str = r#"
+import atexit, sys
+print("working", flush=True)
+atexit.register(lambda: print("[non-fatal] Tracing: request failed: 403", file=sys.stderr))
+def call_model():
+    raise RuntimeError("the provider answered 500")
+call_model()
+"#;
+
+#[test]
+fn the_error_shows_the_agent_s_exception_and_history_prints_its_streams() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = dir.path().join("dies.py");
+    std::fs::write(&agent, DIES).unwrap();
+    let case = write_case(dir.path(), "dies", CASE_HEAD);
+    let worlds = workspace_root().join("worlds");
+    let out = worldline_raw([
+        "run".as_ref(),
+        case.as_os_str(),
+        "--json".as_ref(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "python3".as_ref(),
+        agent.as_os_str(),
+    ]);
+    out.expect_code(1);
+    let error = out.json()["error"].as_str().unwrap();
+    assert!(
+        error.contains("RuntimeError: the provider answered 500"),
+        "the exception, not stderr's last line: {error}"
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let history = worldline(&store, ["history", id.as_str(), "--json"]);
+    let agent_error = &history.json()["agent_error"];
+    assert_eq!(
+        agent_error["message"], "RuntimeError: the provider answered 500",
+        "{history}"
+    );
+    assert!(
+        agent_error["at"]
+            .as_str()
+            .unwrap()
+            .contains("in call_model"),
+        "{history}"
+    );
+    let stderr = worldline(&store, ["history", id.as_str(), "--stderr"]);
+    stderr.expect_code(0);
+    assert!(
+        stderr.stdout.contains("Traceback (most recent call last):")
+            && stderr.stdout.contains("[non-fatal] Tracing"),
+        "{stderr}"
+    );
+    let stdout = worldline(&store, ["history", id.as_str(), "--stdout"]);
+    assert_eq!(stdout.stdout, "working\n", "{stdout}");
+}
+
+/// A model call whose message no rule of the case matches.
+const ASKS: &str = r#"
+import json, os, urllib.request
+body = json.dumps({"model": "m", "messages": [
+    {"role": "user", "content": "something the script never heard of"}]}).encode()
+req = urllib.request.Request(
+    os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+             "Content-Type": "application/json"})
+try:
+    urllib.request.urlopen(req, timeout=10)
+except Exception as e:
+    raise SystemExit("the model failed: %s" % e)
+"#;
+
+#[test]
+fn a_script_that_runs_out_is_its_own_outcome_in_run_test_and_fuzz() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = dir.path().join("asks.py");
+    std::fs::write(&agent, ASKS).unwrap();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let case = write_case(
+        &cases,
+        "unscripted",
+        &format!(
+            "{CASE_HEAD}\n[[model.rules]]\ncontains = \"hello\"\nreply = \"hi\"\n\n[fuzz]\nclock_skew_s = [-5, 5]\n"
+        ),
+    );
+    let worlds = workspace_root().join("worlds");
+    let exec = |command: &str, target: &Path, extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![command.as_ref(), target.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        args.extend([
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--store".as_ref(),
+            store.as_os_str(),
+            "--exec".as_ref(),
+            "--".as_ref(),
+            "python3".as_ref(),
+            agent.as_os_str(),
+        ]);
+        worldline_raw(args)
+    };
+    let out = exec("run", &case, &["--json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["run_status"], "unscripted", "{out}");
+    assert_eq!(out.json()["status"], "unscripted", "{out}");
+    let error = out.json()["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("scripted model: no rule matched the last message")
+            && error.contains("something the script never heard of"),
+        "{error}"
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let ui = crate::ui_support::Server::start(&store, &[]);
+    let page = ui.get(&format!("/run/{id}"));
+    assert!(
+        page.body.contains("badge script\">unscripted"),
+        "its own badge, not an agent fault's: {}",
+        page.body
+    );
+    assert!(
+        page.body.contains("not the agent")
+            && page.body.contains("something the script never heard of"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("agent-error"), "{}", page.body);
+    drop(ui);
+
+    let suite = exec("test", &cases, &[]);
+    suite.expect_code(1);
+    assert!(
+        suite
+            .stdout
+            .contains("unscripted — scripted model: no rule matched"),
+        "{suite}"
+    );
+
+    let fuzz = exec("fuzz", &case, &["--runs", "2", "--json"]);
+    fuzz.expect_code(1);
+    let groups = fuzz.json()["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{fuzz}");
+    assert_eq!(groups[0]["signature"], "unscripted", "{fuzz}");
+    assert!(
+        groups[0]["unscripted"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("something the script never heard of"),
+        "{fuzz}"
+    );
+}
+
+#[test]
+fn run_without_an_agent_says_what_to_pass() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "plain", CASE_HEAD);
+    let worlds = workspace_root().join("worlds");
+    let out = worldline_at(
+        dir.path(),
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ],
+        &[],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("pass --agent FILE or --exec -- CMD"),
+        "{out}"
+    );
+    assert!(!out.stderr.contains("Usage:"), "{out}");
+}
+
+#[test]
+fn fuzz_prints_a_slow_rate_as_it_is() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "slow",
+        &format!("{CASE_HEAD}\n[fuzz]\nclock_skew_s = [-5, 5]\n"),
+    );
+    let worlds = workspace_root().join("worlds");
+    let out = worldline_raw([
+        "fuzz".as_ref(),
+        case.as_os_str(),
+        "--runs".as_ref(),
+        "1".as_ref(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "python3".as_ref(),
+        "-c".as_ref(),
+        "import time; time.sleep(2.3)".as_ref(),
+    ]);
+    out.expect_code(0);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("runs/s"))
+        .unwrap_or_else(|| panic!("no rate:\n{out}"));
+    let rate = line.trim().rsplit(", ").next().unwrap();
+    assert!(
+        rate.starts_with("0.") && !rate.starts_with("0 "),
+        "below 1/s as such: {line}"
+    );
+}
+
+#[test]
+fn check_notes_a_scripted_call_to_a_tool_the_world_lacks() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "typo",
+        &format!(
+            "{CASE_HEAD}\n[model]\nresponses = [{{ tool_calls = [{{ name = \"rollback_deplyo\", arguments = {{ id = \"D-42\" }} }}] }}]\n"
+        ),
+    );
+    let worlds = workspace_root().join("worlds");
+    let out = worldline_raw([
+        "check".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ]);
+    assert!(
+        out.stdout
+            .contains("calls tool `rollback_deplyo`, which world incident@v4 does not have"),
+        "{out}"
+    );
+    assert!(out.stdout.contains("typo.toml:"), "{out}");
+}
