@@ -7,8 +7,8 @@
 //! --json` (each call typed, in order), `export --format trajectories`
 //! (messages, tool calls and results, reward), `otel` (one `execute_tool`
 //! span per tool call, one `chat` span per model call), the UI's run page
-//! (each call named), `case from-run` (the stale answer carried as an
-//! `[[inject]]` rule, the new case failing like the run did under it),
+//! (each call named), `case from-run` (the stale answer and the denial
+//! carried as `[[inject]]` rules),
 //! `fork --respond` at a tool call (and at a model call where there is one),
 //! `replay`, `verify`, and `diff` against the first path's run.
 //!
@@ -93,6 +93,11 @@ const PATHS: &[AgentPath] = &[
         agent: || native(workspace_root().join("examples/native-agents/langgraph_agent.py")),
     },
     AgentPath {
+        name: "native, OpenAI Agents SDK over MCP on the loopback server",
+        model: true,
+        agent: || native(workspace_root().join("examples/native-agents/agents_sdk_agent.py")),
+    },
+    AgentPath {
         name: "native, REST through the proxy",
         model: true,
         agent: || native(script("rest_agent.py")),
@@ -155,7 +160,7 @@ fn mcp_http(store: &Path) -> String {
 
 /// The runs in `store`.
 fn run_ids(store: &Path) -> Vec<String> {
-    let runs = worldline(store, ["runs", "--json"]);
+    let runs = worldline(store, ["runs", "--json", "--limit", "100000"]);
     runs.expect_code(0);
     let list = runs.json().as_array().unwrap();
     list.iter()
@@ -186,14 +191,14 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
     let at = |what: &str| format!("{path}: {what}");
 
     // The grade: [[expect.calls]] (denied, by args), gold, state.
-    let runs = ok_at(store, 0, &[&"runs", &"--json"]);
+    let runs = ok_at(store, 0, &[&"runs", &"--json", &"--limit", &"100000"]);
     let row = runs
         .json()
         .as_array()
         .unwrap()
         .iter()
         .find(|r| r["run_id"] == run)
-        .unwrap()
+        .unwrap_or_else(|| panic!("{}: {runs}", at("not in runs")))
         .clone();
     assert_eq!(row["grade"], "passed", "{}\n{runs}", at("the grade"));
 
@@ -332,25 +337,36 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
     assert!(!page.body.contains("tool ?"), "{}", at("the UI's run page"));
     drop(server);
 
-    // case from-run: the stale answer carried; the case fails as the run
-    // would have without... the rule is the same fault, so the new case
-    // holds the same [[inject]] and its recorded run replays.
+    // case from-run: the stale answer and the denial carried as rules.
     let case = dir.path().join("from-run.toml");
     let made = ok_at(
         store,
         0,
         &[&"case", &"from-run", &run, &"-o", &case, &"--json"],
     );
-    assert_eq!(made.json()["injects"], 1, "{}: {made}", at("case from-run"));
+    assert_eq!(made.json()["injects"], 2, "{}: {made}", at("case from-run"));
     let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
-    let rule = &doc["inject"].as_array().unwrap()[0];
+    let rules = doc["inject"].as_array().unwrap();
+    let carried: Vec<(Option<&str>, Option<i64>)> = rules
+        .iter()
+        .map(|r| (r["tool"].as_str(), r["nth"].as_integer()))
+        .collect();
     assert_eq!(
-        rule["tool"].as_str(),
-        Some("list_deploys"),
+        carried,
+        [
+            (Some("list_deploys"), Some(1)),
+            (Some("close_ticket"), Some(1))
+        ],
         "{}",
         at("case from-run")
     );
-    assert_eq!(rule["nth"].as_integer(), Some(1), "{}", at("case from-run"));
+    assert!(rules[0].get("stale").is_some(), "{}", at("case from-run"));
+    assert_eq!(
+        rules[1]["deny"].as_bool(),
+        Some(true),
+        "{}",
+        at("case from-run")
+    );
 
     // replay and verify.
     let replay = ok_at(store, 0, &[&"replay", &run, &"--json"]);
@@ -448,8 +464,10 @@ fn every_agent_path_is_graded_replayed_exported_and_debugged_alike() {
             workspace_root().join("worlds").into(),
             "--json".into(),
         ]);
+        // The store before the agent: what follows `--exec --` is its command.
+        args.extend(["--store".into(), store.into()]);
         args.extend((path.agent)());
-        let out = worldline(store, &args);
+        let out = worldline_raw(&args);
         assert_eq!(out.code, 0, "{}: the run must pass:\n{out}", path.name);
         let run = out.json()["run_id"].as_str().unwrap().to_string();
         read_all(path.name, path.model, store, &run, first.as_deref());
