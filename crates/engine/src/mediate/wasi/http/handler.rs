@@ -23,9 +23,6 @@ use wasmtime::component::Resource;
 /// timeout (10 minutes).
 const DEFAULT_STALL_NS: u64 = 600 * 1_000_000_000;
 
-/// The call that records answers the protocol gives by itself (MCP
-/// `initialize`, notifications, a body that is not JSON, ...).
-
 impl RunState {
     /// Answer the routed request of `f` if it is not answered yet.
     fn resolve(&mut self, f: &Resource<HttpFuture>) -> wasmtime::Result<()> {
