@@ -368,7 +368,33 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
         at("case from-run")
     );
 
-    // replay and verify.
+    // diff against the first path's run: the same world, the same calls.
+    if let Some(first_run) = first {
+        let diff = wl(store, &[&"diff", &first_run, &run, &"--json"]);
+        assert!(diff.code == 0 || diff.code == 1, "{}: {diff}", at("diff"));
+        let d = diff.json();
+        assert!(
+            d["state"].is_null()
+                || d["state"]["tables"]
+                    .as_object()
+                    .is_none_or(|t| t.is_empty()),
+            "{}: {d}",
+            at("diff's final states")
+        );
+    }
+
+    // An MCP session has no process to start again: `replay`, `verify`
+    // and `fork` refuse it (exit 2, saying so). Every run of an agent
+    // replays identical, verifies and forks.
+    if !model {
+        let replay = wl(store, &[&"replay", &run, &"--json"]);
+        assert_eq!(replay.code, 2, "{}: {replay}", at("replay"));
+        assert!(
+            replay.stderr.contains("no process to run again"),
+            "{replay}"
+        );
+        return;
+    }
     let replay = ok_at(store, 0, &[&"replay", &run, &"--json"]);
     assert_eq!(
         replay.json()["verdict"],
@@ -379,11 +405,7 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
     ok_at(store, 0, &[&"verify", &run]);
 
     // fork --respond at the denied close: answered this time, so the
-    // case's denied count fails. (An MCP session has no process to start
-    // again: only runs of an agent fork.)
-    if !model {
-        return;
-    }
+    // case's denied count fails.
     let close = tools[5]["seq"].as_u64().unwrap().to_string();
     let fork = wl(
         store,
@@ -433,21 +455,6 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
             0,
             "{}: {h}",
             at("the fork at the first model call")
-        );
-    }
-
-    // diff against the first path's run: the same world, the same calls.
-    if let Some(first_run) = first {
-        let diff = wl(store, &[&"diff", &first_run, &run, &"--json"]);
-        assert!(diff.code == 0 || diff.code == 1, "{}: {diff}", at("diff"));
-        let d = diff.json();
-        assert!(
-            d["state"].is_null()
-                || d["state"]["tables"]
-                    .as_object()
-                    .is_none_or(|t| t.is_empty()),
-            "{}: {d}",
-            at("diff's final states")
         );
     }
 }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 /// step with "Layers" in docs/architecture.md.
 const LAYERS: &[&[&str]] = &[
     &["pgstore"],
+    &["shown"],
     &[
         "canon",
         "error",
@@ -25,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
         "bounded",
         "lease",
     ],
+    &["output"],
     &["prices", "native_agent"],
     &["project"],
     &["world"],

@@ -676,11 +676,12 @@ fn a_suite_of_native_runs_passes_and_a_fork_at_a_tool_call_runs_the_process_agai
             &"--json",
         ],
     );
-    // The ticket stays open and the agent gives up (`sys.exit` with a
-    // message, status 1): an agent fault, exit 3.
-    fork.expect_code(3);
+    // The ticket stays open, and the case's scripted model has no rule for
+    // the denial: the run ends `unscripted` (the script's gap, not the
+    // agent's fault), exit 1.
+    fork.expect_code(1);
     let doc = fork.json();
-    assert_eq!(doc["run_status"], "exited", "{fork}");
+    assert_eq!(doc["run_status"], "unscripted", "{fork}");
     assert_eq!(doc["parent"]["event"], close as u64, "{fork}");
     let forked = read_bundle(Path::new(doc["bundle"].as_str().unwrap()));
     assert_eq!(forked.header["native"]["transport"], "exec");

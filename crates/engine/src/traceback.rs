@@ -45,9 +45,12 @@ pub fn agent_error(f: &Footer) -> Option<AgentError> {
     }
     let account = match f.status {
         Status::Trapped => find(&f.stderr),
-        // A native process that died of an exception (`errored` with
-        // its exit status); an agent's own `err` reason is not one.
-        Status::Errored if f.error.as_deref().is_some_and(|e| e.starts_with(PROCESS)) => {
+        // A native process that died of an exception (`exited` with its
+        // exit status; `errored` in runs recorded before native exits were
+        // agent faults); an agent's own `err` reason is not one.
+        Status::Errored | Status::Exited
+            if f.error.as_deref().is_some_and(|e| e.starts_with(PROCESS)) =>
+        {
             find_in_process(&f.stderr)
         }
         _ => None,

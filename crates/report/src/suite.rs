@@ -99,21 +99,28 @@ pub struct Shard {
     /// SHA-256 of the whole selection (each case's index and name, a line
     /// each): the same in every shard of one suite.
     pub selection: String,
+    /// SHA-256 of the selection's indices alone (a line each): what
+    /// `merge` checks the merged cases against, since a redacted copy of
+    /// a report (a viewer's, on a database store) may hide case names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indices: Option<String>,
 }
 
 impl Shard {
     /// The shard `partition` of the selected cases, given as (index, name).
     pub fn of<'a>(partition: String, selected: impl Iterator<Item = (usize, &'a str)>) -> Shard {
-        let mut text = String::new();
+        let (mut text, mut indices) = (String::new(), String::new());
         let mut n = 0;
         for (index, name) in selected {
             text.push_str(&format!("{index}\t{name}\n"));
+            indices.push_str(&format!("{index}\n"));
             n += 1;
         }
         Shard {
             partition,
             selected: n,
             selection: worldline_case::canon::sha256_hex(text),
+            indices: Some(worldline_case::canon::sha256_hex(indices)),
         }
     }
 }
@@ -288,21 +295,27 @@ impl SuiteSummary {
                 w[0].index
             ));
         }
-        if let Some((selected, selection)) = &selected {
+        if let Some((selected, selection, indices)) = &selected {
             if cases.len() != *selected {
                 return Err(format!(
                     "the shards hold {} of the suite's {selected} cases; merge whole shards (without --limit)",
                     cases.len()
                 ));
             }
-            // Every case's index and name, against the hash of the
-            // selection each shard was cut from: an index moved (a gap) or
-            // a name changed is a case that is not the suite's.
+            // Every case's index (and, in a report that says no more, its
+            // name) against the hash of the selection each shard was cut
+            // from: an index moved (a gap) is a case that is not the
+            // suite's. Names are not compared where the shards hash their
+            // indices alone: a redacted copy may hide them.
             let held = Shard::of(
                 String::new(),
                 cases.iter().map(|c| (c.index, c.case.as_str())),
             );
-            if held.selection != *selection {
+            let same = match indices {
+                Some(indices) => held.indices.as_ref() == Some(indices),
+                None => held.selection == *selection,
+            };
+            if !same {
                 return Err(
                     "the shards' cases are not the selection they were cut from (a case's index or name differs from what the shards' `selection` hash says): a shard is missing, edited, or of another suite; merge the reports of every shard as `test --partition` wrote them"
                         .into(),
@@ -337,7 +350,7 @@ impl SuiteSummary {
 /// Check reports (read from files, so maybe edited) before merging: one
 /// whole-suite report, or every shard of one selection once, each adding
 /// up. Returns the selection's case count and hash when they are shards.
-fn check_shards(shards: &[SuiteSummary]) -> Result<Option<(usize, String)>, String> {
+fn check_shards(shards: &[SuiteSummary]) -> Result<Option<Selection>, String> {
     let [one] = shards else {
         return check_partitioned(shards).map(Some);
     };
@@ -347,7 +360,11 @@ fn check_shards(shards: &[SuiteSummary]) -> Result<Option<(usize, String)>, Stri
     }
 }
 
-fn check_partitioned(shards: &[SuiteSummary]) -> Result<(usize, String), String> {
+/// The selection shards were cut from: its case count, its hash, and the
+/// hash of its indices alone (reports from before it have none).
+type Selection = (usize, String, Option<String>);
+
+fn check_partitioned(shards: &[SuiteSummary]) -> Result<Selection, String> {
     let infos = shards
         .iter()
         .map(|s| {
@@ -360,7 +377,9 @@ fn check_partitioned(shards: &[SuiteSummary]) -> Result<(usize, String), String>
     let parts = worldline_case::partition::Partition::whole_set(&texts)?;
     let first = infos[0];
     for (s, (info, p)) in shards.iter().zip(infos.iter().zip(&parts)) {
-        if (info.selected, &info.selection) != (first.selected, &first.selection) {
+        if (info.selected, &info.selection, &info.indices)
+            != (first.selected, &first.selection, &first.indices)
+        {
             return Err(format!(
                 "shard {p} is of another suite ({} cases selected, selection {}) than shard {} ({} cases, selection {}); merge the shards of one suite",
                 info.selected,
@@ -372,7 +391,11 @@ fn check_partitioned(shards: &[SuiteSummary]) -> Result<(usize, String), String>
         }
         check_tallies(s, &format!("shard {p}"), Some(p))?;
     }
-    Ok((first.selected, first.selection.clone()))
+    Ok((
+        first.selected,
+        first.selection.clone(),
+        first.indices.clone(),
+    ))
 }
 
 /// A report's counts against its cases, and each case's against itself.

@@ -15,12 +15,12 @@
 //! The time to the end of the headers is bounded by the accept loop
 //! ([`super::listen`]).
 
-use super::loopback::{Loopback, error};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,10 +34,35 @@ pub const BODY_WITHIN: Duration = Duration::from_secs(10);
 /// memory is bounded, and the mediator answers one at a time anyway.
 pub const AT_ONCE: usize = 8;
 
+/// What the guard asks of the server it guards (the run's loopback
+/// server: its address, its token and its slots).
+pub trait Gate {
+    /// Whether the `Host` names the server's loopback address.
+    fn host_ok(&self, headers: &HeaderMap) -> bool;
+    /// The path without the token's prefix, when the request carries the
+    /// run's token (or the server has none).
+    fn authorized<'p>(&self, path: &'p str, headers: &HeaderMap) -> Option<&'p str>;
+    /// Whether a proxied request's proxy password is the run's token.
+    fn proxy_authorized(&self, headers: &HeaderMap) -> bool;
+    /// The [`AT_ONCE`] slots.
+    fn permits(&self) -> &tokio::sync::Semaphore;
+}
+
+/// An error answer as the model APIs give one.
+pub fn error(status: StatusCode, message: &str) -> Response {
+    let body = json!({"error": {"message": message, "type": "worldline", "code": null}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::canon::to_string(&body),
+    )
+        .into_response()
+}
+
 /// The guard, as middleware in front of every route.
-pub async fn guard(State(lb): State<Arc<Loopback>>, req: Request, next: Next) -> Response {
+pub async fn guard<G: Gate>(State(lb): State<Arc<G>>, req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
-    if let Some(refused) = refusal(&lb, &parts.method, &parts.uri, &parts.headers) {
+    if let Some(refused) = refusal(lb.as_ref(), &parts.method, &parts.uri, &parts.headers) {
         return refused;
     }
     let body = match tokio::time::timeout(BODY_WITHIN, read_body(body)).await {
@@ -53,7 +78,7 @@ pub async fn guard(State(lb): State<Arc<Loopback>>, req: Request, next: Next) ->
             );
         }
     };
-    let Ok(_slot) = lb.permits.acquire().await else {
+    let Ok(_slot) = lb.permits().acquire().await else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "the run's server is closing",
@@ -63,8 +88,8 @@ pub async fn guard(State(lb): State<Arc<Loopback>>, req: Request, next: Next) ->
 }
 
 /// Why a request is refused from its headers alone, if it is.
-fn refusal(
-    lb: &Loopback,
+fn refusal<G: Gate + ?Sized>(
+    lb: &G,
     method: &Method,
     uri: &axum::http::Uri,
     headers: &HeaderMap,

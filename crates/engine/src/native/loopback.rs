@@ -18,7 +18,7 @@
 //! A timeout reaches the agent at once, as a 408 from a model API or a
 //! 504 from a world route, so its retries cost no real time.
 
-use super::guard::{self, AT_ONCE, MAX_BODY};
+use super::guard::{self, AT_ONCE, Gate, MAX_BODY, error};
 use super::session::{Handle, Job, Reply};
 use crate::log::call::RefusedRequest;
 use crate::log::{Effect, kind};
@@ -73,20 +73,9 @@ pub fn router(lb: Arc<Loopback>) -> axum::Router {
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::from_fn_with_state(
             lb.clone(),
-            guard::guard,
+            guard::guard::<Loopback>,
         ))
         .with_state(lb)
-}
-
-/// A refusal, as the model APIs' SDKs read an error.
-pub(super) fn error(status: StatusCode, message: &str) -> Response {
-    let body = json!({"error": {"message": message, "type": "worldline", "code": null}});
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        crate::canon::to_string(&body),
-    )
-        .into_response()
 }
 
 /// A mediated answer as sent. An answer the SDKs retry (408, 429, 5xx)
@@ -449,4 +438,22 @@ fn unknown_session() -> Response {
         StatusCode::NOT_FOUND,
         "unknown MCP session (never opened here, or ended): initialize a new one without a session id",
     )
+}
+
+impl Gate for Loopback {
+    fn host_ok(&self, headers: &HeaderMap) -> bool {
+        Loopback::host_ok(self, headers)
+    }
+
+    fn authorized<'p>(&self, path: &'p str, headers: &HeaderMap) -> Option<&'p str> {
+        Loopback::authorized(self, path, headers)
+    }
+
+    fn proxy_authorized(&self, headers: &HeaderMap) -> bool {
+        Loopback::proxy_authorized(self, headers)
+    }
+
+    fn permits(&self) -> &Semaphore {
+        &self.permits
+    }
 }
