@@ -38,27 +38,9 @@ impl Transport {
         }
     }
 
-    /// The transport's name, as recorded (its key).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Transport::Http(_) => "http",
-            Transport::Proxy(_) => "proxy",
-            Transport::Loopback(_) => "loopback",
-            Transport::Stdio(_) => "stdio",
-        }
-    }
-
-    /// What else was noted of the request (whether the answer streamed,
-    /// the JSON-RPC method, why the protocol answered by itself).
-    pub fn detail(&self) -> &Map<String, Value> {
-        match self {
-            Transport::Http(h) | Transport::Proxy(h) => &h.detail,
-            Transport::Loopback(l) => &l.detail,
-            Transport::Stdio(s) => &s.detail,
-        }
-    }
-
-    /// [`detail`](Self::detail), to note more.
+    /// What else is noted of the request (whether the answer streamed,
+    /// the JSON-RPC method, why the protocol answered by itself), to note
+    /// more.
     pub fn detail_mut(&mut self) -> &mut Map<String, Value> {
         match self {
             Transport::Http(h) | Transport::Proxy(h) => &mut h.detail,
