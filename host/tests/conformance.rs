@@ -21,9 +21,8 @@ use crate::ui_support::Server;
 use common::*;
 use serde_json::Value;
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The tool calls every path makes, in order.
 const CALLS: [&str; 6] = [
@@ -125,26 +124,7 @@ fn mcp_stdio(store: &Path) -> String {
 /// `worldline mcp --http`, driven by a real MCP client: the run's id.
 fn mcp_http(store: &Path) -> String {
     let before = run_ids(store);
-    let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .arg("mcp")
-        .arg(scenario())
-        .args(["--http", "127.0.0.1:0"])
-        .arg("--worlds")
-        .arg(workspace_root().join("worlds"))
-        .args(["--store".as_ref(), store.as_os_str()])
-        .env("WORLDLINE_STORE_CACHE", store_cache())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting worldline mcp --http");
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let first = lines.next().expect("a first line").expect("stderr");
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_string();
-    let drain = std::thread::spawn(move || lines.for_each(drop));
+    let (mut server, url) = common::native::mcp_http_server(store, &scenario());
     let out = Command::new(native_python())
         .arg(script("mcp_client.py"))
         .args(["http", url.as_str()])
@@ -153,7 +133,6 @@ fn mcp_http(store: &Path) -> String {
     assert!(out.status.success(), "the MCP client failed: {out:?}");
     // The client's DELETE ended the session: the server grades and exits.
     let status = server.wait().expect("the server exits");
-    drain.join().unwrap();
     assert!(status.code().is_some(), "{status:?}");
     new_run(store, &before)
 }
