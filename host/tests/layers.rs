@@ -289,3 +289,101 @@ fn no_two_files_of_a_folder_import_each_other() {
         cycles.join("\n")
     );
 }
+
+/// docs/architecture.md's crate table, as (crate, the crates it says it
+/// depends on) in the table's order; `all` names every crate above it.
+fn crate_table() -> Vec<(String, BTreeSet<String>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let table = doc
+        .split("### Crates")
+        .nth(1)
+        .expect("docs/architecture.md has a `### Crates` section");
+    let mut rows: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for line in table.lines().skip_while(|l| !l.starts_with('|')) {
+        let Some(row) = line.strip_prefix("| `worldline") else {
+            if line.starts_with('|') {
+                continue;
+            }
+            break;
+        };
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let name = format!("worldline{}", cells[0].trim_end_matches('`'));
+        let deps = cells.last().unwrap().trim_end_matches('|').trim();
+        let deps = match deps {
+            "—" => BTreeSet::new(),
+            "all" => rows.iter().map(|(n, _)| n.clone()).collect(),
+            list => list
+                .split(", ")
+                .map(|d| format!("worldline-{}", d.trim()))
+                .collect(),
+        };
+        rows.push((name, deps));
+    }
+    rows
+}
+
+#[test]
+fn the_crate_table_is_cargo_metadata_in_dependency_order() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut actual = BTreeMap::new();
+    for package in meta["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        if !name.starts_with("worldline") || package["source"].is_string() {
+            continue;
+        }
+        // The crate's own dependencies on the workspace's crates, as built
+        // into it (not its tests' or build script's).
+        let deps: BTreeSet<String> = package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"].is_null() && d["path"].is_string())
+            .map(|d| d["name"].as_str().unwrap().to_string())
+            .collect();
+        actual.insert(name.to_string(), deps);
+    }
+    // Guests and examples are crates of the workspace too, but not of the
+    // harness: the table lists the harness's crates, the ones under crates/ and host/.
+    actual.retain(|name, _| CRATES.iter().any(|(dir, _)| crate_name(dir) == *name));
+    let table = crate_table();
+    let documented: BTreeMap<String, BTreeSet<String>> = table.iter().cloned().collect();
+    assert_eq!(
+        documented, actual,
+        "docs/architecture.md's crate table (left) must say what each crate's Cargo.toml depends on (right)"
+    );
+    for (at, (name, deps)) in table.iter().enumerate() {
+        for dep in deps {
+            let below = table[..at].iter().any(|(n, _)| n == dep);
+            assert!(
+                below,
+                "{name} depends on {dep}, which the table lists above it"
+            );
+        }
+    }
+}
+
+/// The package name of a crate folder of [`CRATES`] (`crates/ui` → `worldline-ui`).
+fn crate_name(dir: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let manifest = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).unwrap();
+    let doc: toml::Table = manifest.parse().unwrap();
+    doc["package"]["name"].as_str().unwrap().to_string()
+}

@@ -135,26 +135,38 @@ pub fn read_open(file: File, cap: u64) -> Result<Vec<u8>, Refused> {
     Ok(bytes)
 }
 
-/// Why an HTTP body was not read whole.
+/// Why an HTTP body was not read whole: the transport's error, or too large.
 #[derive(Debug)]
-pub enum BodyError {
-    Http(reqwest::Error),
+pub enum BodyError<E> {
+    Http(E),
     /// The body went past this many bytes.
     TooLarge(u64),
 }
 
-/// An HTTP response's body, chunk by chunk, to at most `cap` bytes: an
-/// endless or huge body stops one chunk past the cap.
-pub async fn body(mut resp: reqwest::Response, cap: u64) -> Result<Vec<u8>, BodyError> {
-    if resp.content_length().is_some_and(|n| n > cap) {
+/// An HTTP response's body, chunk by chunk from `chunks` (any client's
+/// body stream; `declared` is its content length, if it gave one), to at
+/// most `cap` bytes: an endless or huge body stops one chunk past the cap.
+pub async fn body<S, B, E>(
+    declared: Option<u64>,
+    chunks: S,
+    cap: u64,
+) -> Result<Vec<u8>, BodyError<E>>
+where
+    S: futures_core::Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
+    if declared.is_some_and(|n| n > cap) {
         return Err(BodyError::TooLarge(cap));
     }
+    let mut chunks = std::pin::pin!(chunks);
     let mut bytes = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(BodyError::Http)? {
+    while let Some(chunk) = std::future::poll_fn(|cx| chunks.as_mut().poll_next(cx)).await {
+        let chunk = chunk.map_err(BodyError::Http)?;
+        let chunk = chunk.as_ref();
         if (bytes.len() + chunk.len()) as u64 > cap {
             return Err(BodyError::TooLarge(cap));
         }
-        bytes.extend_from_slice(&chunk);
+        bytes.extend_from_slice(chunk);
     }
     Ok(bytes)
 }

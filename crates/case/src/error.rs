@@ -113,14 +113,6 @@ pub fn exit_code_of(err: &anyhow::Error) -> ExitCode {
     }
 }
 
-/// A database store's error, named by the server it came from (shown
-/// without its password).
-impl From<worldline_pgstore::DbError> for InputError {
-    fn from(e: worldline_pgstore::DbError) -> Self {
-        InputError::new(&e.shown, e.message)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -139,9 +139,10 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
     }
     Ok(Project {
         file: file.to_path_buf(),
-        // A database address is taken as it is, not as a folder here.
+        // An address (a database's `postgres://...`) is taken as it is,
+        // not as a folder here; the store says whether it knows the scheme.
         store: doc.store.as_ref().map(|s| {
-            if worldline_pgstore::url::is_postgres(s) {
+            if s.contains("://") {
                 PathBuf::from(s)
             } else {
                 path(s)

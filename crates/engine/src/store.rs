@@ -69,7 +69,7 @@ impl StoreDir {
     pub fn open_database(address: &str, upgrade: bool) -> Result<Self> {
         let url = crate::pgstore::url::parse(address)
             .map_err(|m| crate::error::InputError::new("--store", m))?;
-        let db = Database::connect(&url, upgrade).map_err(crate::error::InputError::from)?;
+        let db = Database::connect(&url, upgrade).map_err(crate::store::db_error)?;
         let mut store = Self::open_folder(&sync::working_folder(&url.shown))?;
         store.db = Some(db);
         Ok(store)
@@ -241,7 +241,7 @@ impl StoreDir {
         let Some(db) = &self.db else {
             return Ok(());
         };
-        if db.hold(&[id])?.is_empty() {
+        if db.hold(&[id]).map_err(crate::store::db_error)?.is_empty() {
             return Ok(());
         }
         let _ = std::fs::remove_file(path);
@@ -291,7 +291,7 @@ impl StoreDir {
         let path = self.object_path(sha);
         if let Some(db) = &self.db
             && !path.is_file()
-            && let Some(bytes) = db.get_object(sha)?
+            && let Some(bytes) = db.get_object(sha).map_err(crate::store::db_error)?
         {
             if canon::sha256_hex(&bytes) != sha {
                 return Err(crate::error::InputError::new(
@@ -545,6 +545,12 @@ impl StoreDir {
 
 /// Whether `s` can be a run id: letters, digits, `-` and `_`, at most 128
 /// (no path separator, no dot: it names a file in `runs/` and nothing else).
+/// A database store's error as an input error, named by the server it
+/// came from (shown without its password).
+pub fn db_error(e: crate::pgstore::DbError) -> crate::error::InputError {
+    crate::error::InputError::new(&e.shown, e.message)
+}
+
 pub fn is_run_id(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 128

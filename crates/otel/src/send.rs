@@ -46,7 +46,8 @@ pub fn post(endpoint: &str, req: &ExportTraceServiceRequest) -> Result<u16> {
             // Only the status and the start of the answer are used; an
             // answer past the cap is not read further.
             let text = match worldline_case::bounded::body(
-                resp,
+                resp.content_length(),
+                resp.bytes_stream(),
                 worldline_case::bounded::COLLECTOR_ANSWER,
             )
             .await

@@ -124,7 +124,7 @@ pub fn readers(store: &StoreDir, cfg: &Config) -> Result<Vec<guard::Reader>> {
             let role = role.unwrap_or(db.role);
             if role == Role::Responder && db.role == Role::Viewer {
                 let refused = db.needs(Role::Responder, &format!("a responder's token (`{name}`)"));
-                return Err(worldline_case::error::InputError::from(refused).into());
+                return Err(worldline_engine::store::db_error(refused).into());
             }
             Ok(guard::Reader {
                 name: name.clone(),

@@ -163,7 +163,7 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
     let written_by = match (q.get("writer").map(|w| w.trim()), app.store.database()) {
         (Some(w), Some(db)) if !w.is_empty() => Some(
             db.runs_written_by(w)
-                .map_err(worldline_case::error::InputError::from)?,
+                .map_err(worldline_engine::store::db_error)?,
         ),
         _ => None,
     };

@@ -37,7 +37,7 @@ pub fn exec(args: AuditArgs) -> Result<ExitCode> {
             run: args.run.clone(),
             since,
         })
-        .map_err(InputError::from)?;
+        .map_err(crate::store::db_error)?;
     if args.common.json {
         crate::report::print_json(&reads)?;
         return Ok(ExitCode::Ok);

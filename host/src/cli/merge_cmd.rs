@@ -42,7 +42,7 @@ fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
     }
     let shards = db
         .shards(suite, !args.unredacted)
-        .map_err(InputError::from)?;
+        .map_err(crate::store::db_error)?;
     if shards.is_empty() {
         return Err(InputError::new(
             "--suite",

@@ -25,7 +25,7 @@ pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
     let db = store.database_of("`redaction`")?;
     store.require_raw("the store's redaction policy")?;
     let Some(file) = &args.set else {
-        let shared = db.shared_policy().map_err(InputError::from)?;
+        let shared = db.shared_policy().map_err(crate::store::db_error)?;
         if args.common.json {
             crate::report::print_json(&serde_json::json!({
                 "store": store.name(), "policy": shared.policy, "policy_sha256": shared.policy_sha256,

@@ -109,7 +109,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     let mut filter = filter_of(&args, &store)?;
     let written_by = match (&args.writer, store.database()) {
         (None, _) => None,
-        (Some(w), Some(db)) => Some(db.runs_written_by(w).map_err(InputError::from)?),
+        (Some(w), Some(db)) => Some(db.runs_written_by(w).map_err(crate::store::db_error)?),
         (Some(_), None) => {
             return Err(InputError::new(
                 &store.root,
@@ -153,7 +153,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
         let mut doc = serde_json::to_value(report::runs::rows(&rows, &pinned))?;
         if let Some(db) = store.database() {
             let ids: Vec<String> = rows.iter().map(|r| r.run_id.clone()).collect();
-            let writers = db.writers_of(&ids).map_err(InputError::from)?;
+            let writers = db.writers_of(&ids).map_err(crate::store::db_error)?;
             for (row, r) in doc.as_array_mut().into_iter().flatten().zip(&rows) {
                 row["writer"] = serde_json::json!(writers.get(&r.run_id));
             }

@@ -31,9 +31,7 @@ fn plain(run_id: &str) -> Result<()> {
 pub fn pin(store: &StoreDir, run_id: &str, note: &str) -> Result<()> {
     plain(run_id)?;
     if let Some(db) = store.database() {
-        return Ok(db
-            .pin(run_id, note)
-            .map_err(crate::error::InputError::from)?);
+        return Ok(db.pin(run_id, note).map_err(crate::store::db_error)?);
     }
     let d = dir(store);
     std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
@@ -45,7 +43,7 @@ pub fn pin(store: &StoreDir, run_id: &str, note: &str) -> Result<()> {
 pub fn unpin(store: &StoreDir, run_id: &str) -> Result<bool> {
     plain(run_id)?;
     if let Some(db) = store.database() {
-        return Ok(db.unpin(run_id).map_err(crate::error::InputError::from)?);
+        return Ok(db.unpin(run_id).map_err(crate::store::db_error)?);
     }
     let path = dir(store).join(run_id);
     match std::fs::remove_file(&path) {
@@ -58,7 +56,7 @@ pub fn unpin(store: &StoreDir, run_id: &str) -> Result<bool> {
 /// The pinned run ids.
 pub fn list(store: &StoreDir) -> Result<BTreeSet<String>> {
     if let Some(db) = store.database() {
-        return Ok(db.pins().map_err(crate::error::InputError::from)?);
+        return Ok(db.pins().map_err(crate::store::db_error)?);
     }
     let d = dir(store);
     match std::fs::read_dir(&d) {

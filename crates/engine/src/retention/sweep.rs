@@ -100,7 +100,7 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
         let candidates: Vec<String> = match &needs {
             Some((_, needed)) => db
                 .objects_older_than(GRACE_S)
-                .map_err(crate::error::InputError::from)?
+                .map_err(crate::store::db_error)?
                 .into_iter()
                 .filter(|n| !needed.contains(n))
                 .collect(),
@@ -111,7 +111,7 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
             true => db.would_collect(&ids, &candidates, GRACE_S),
             false => db.collect(&ids, &candidates, GRACE_S),
         }
-        .map_err(crate::error::InputError::from)?;
+        .map_err(crate::store::db_error)?;
         in_use.extend(collected.runs_kept);
         db_objects = collected.objects;
     }

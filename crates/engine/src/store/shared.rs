@@ -28,7 +28,7 @@ impl StoreDir {
             &redacted,
             this_writer(),
         )
-        .map_err(InputError::from)
+        .map_err(crate::store::db_error)
     }
 
     /// A kept report's redacted form (canonical JSON): the store's
@@ -50,7 +50,9 @@ impl StoreDir {
     /// redact, as they do runs). A report that does not parse is left out.
     pub fn campaigns(&self) -> Result<Vec<(String, Value)>, InputError> {
         let db = self.database_of("listing campaigns")?;
-        let kept = db.campaigns(self.reads_redacted())?;
+        let kept = db
+            .campaigns(self.reads_redacted())
+            .map_err(crate::store::db_error)?;
         Ok(kept
             .into_iter()
             .filter_map(|(id, text)| Some((id, serde_json::from_str(&text).ok()?)))
@@ -62,7 +64,8 @@ impl StoreDir {
         let db = self.database_of("reading a campaign")?;
         let where_ = format!("{} campaign {id}", db.url.shown);
         let text = db
-            .campaign(id, self.reads_redacted())?
+            .campaign(id, self.reads_redacted())
+            .map_err(crate::store::db_error)?
             .ok_or_else(|| InputError::new(&where_, "no such campaign in the store"))?;
         serde_json::from_str(&text)
             .map_err(|e| InputError::new(&where_, format!("not a campaign report: {e}")))
@@ -76,7 +79,7 @@ impl StoreDir {
     /// The retention policy's text kept in the database, if one was set.
     pub fn retention_text(&self) -> Result<Option<String>, InputError> {
         let db = self.database_of("reading the retention policy")?;
-        Ok(db.retention_policy()?)
+        db.retention_policy().map_err(crate::store::db_error)
     }
 
     /// Keep `text` (a policy.toml its caller checked) as the store's
@@ -84,7 +87,8 @@ impl StoreDir {
     pub fn set_retention_text(&self, text: &str) -> Result<(), InputError> {
         let db = self.database_of("setting the retention policy")?;
         self.require_raw("setting the retention policy")?;
-        Ok(db.set_retention_policy(text)?)
+        db.set_retention_policy(text)
+            .map_err(crate::store::db_error)
     }
 
     /// Keep `grade` as run `run_id`'s next re-grade; its number, or `None`
@@ -92,14 +96,15 @@ impl StoreDir {
     pub fn put_regrade(&self, run_id: &str, grade: &Value) -> Result<Option<i32>, InputError> {
         let db = self.database_of("keeping a re-grade")?;
         self.require_raw("keeping a re-grade (`grade`)")?;
-        Ok(db.put_regrade(run_id, &crate::canon::to_string(grade), this_writer())?)
+        db.put_regrade(run_id, &crate::canon::to_string(grade), this_writer())
+            .map_err(crate::store::db_error)
     }
 
     /// Run `run_id`'s newest re-grade kept in the database, if any.
     pub fn latest_regrade(&self, run_id: &str) -> Result<Option<Value>, InputError> {
         let db = self.database_of("reading a re-grade")?;
         self.require_raw("reading a re-grade (`grade`)")?;
-        let Some(text) = db.latest_regrade(run_id)? else {
+        let Some(text) = db.latest_regrade(run_id).map_err(crate::store::db_error)? else {
             return Ok(None);
         };
         let value = serde_json::from_str(&text).map_err(|e| {

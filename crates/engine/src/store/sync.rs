@@ -120,7 +120,9 @@ impl StoreDir {
             return Ok(());
         };
         if db.role == Role::Viewer {
-            return Err(db.needs(Role::Responder, "storing a run").into());
+            return Err(crate::store::db_error(
+                db.needs(Role::Responder, "storing a run"),
+            ));
         }
         let path = self.bundle_path(run_id);
         let stored = (|| -> Result<()> {
@@ -151,7 +153,7 @@ impl StoreDir {
             };
             let mut objects = db
                 .missing_objects(&shas)
-                .map_err(InputError::from)?
+                .map_err(crate::store::db_error)?
                 .into_iter()
                 .map(|sha| Ok((sha.clone(), self.read_object(&sha)?)))
                 .collect::<Result<Vec<_>, InputError>>()?;
@@ -252,7 +254,7 @@ impl StoreDir {
                 ..Pulled::default()
             };
         }
-        let fresh = db.runs_after(mark.runs)?;
+        let fresh = db.runs_after(mark.runs).map_err(crate::store::db_error)?;
         // A viewer's copies are made again when the policy changes: those
         // are written over the old ones (and the index made again).
         let copies = db.role == Role::Viewer;
@@ -263,7 +265,7 @@ impl StoreDir {
             .collect();
         let mut replaced = false;
         for chunk in wanted.chunks(500) {
-            for (id, lines) in db.lines_of(chunk)? {
+            for (id, lines) in db.lines_of(chunk).map_err(crate::store::db_error)? {
                 let mut text = lines.join("\n");
                 text.push('\n');
                 let path = self.bundle_path(&id);
@@ -278,7 +280,10 @@ impl StoreDir {
         if let Some((seq, _)) = fresh.last() {
             mark.runs = *seq;
         }
-        for (seq, id) in db.removed_after(mark.removed)? {
+        for (seq, id) in db
+            .removed_after(mark.removed)
+            .map_err(crate::store::db_error)?
+        {
             if is_run_id(&id) && !fresh.iter().any(|(_, f)| *f == id) {
                 let _ = std::fs::remove_file(self.bundle_path(&id));
             }
@@ -344,6 +349,6 @@ impl StoreDir {
             },
             this_writer(),
         )
-        .map_err(InputError::from)
+        .map_err(crate::store::db_error)
     }
 }

@@ -21,7 +21,9 @@ impl StoreDir {
     /// viewer, naming the role it needs.
     pub fn require_raw(&self, what: &str) -> Result<(), InputError> {
         match &self.db {
-            Some(db) if db.role == Role::Viewer => Err(db.needs(Role::Responder, what).into()),
+            Some(db) if db.role == Role::Viewer => {
+                Err(crate::store::db_error(db.needs(Role::Responder, what)))
+            }
             _ => Ok(()),
         }
     }
@@ -32,7 +34,7 @@ impl StoreDir {
         let db = self.db.as_ref().expect("a database store");
         let mut cached = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         if fresh || cached.is_none() {
-            *cached = Some(db.shared_policy()?);
+            *cached = Some(db.shared_policy().map_err(crate::store::db_error)?);
         }
         Ok(cached.clone().expect("read above"))
     }
@@ -69,7 +71,8 @@ impl StoreDir {
             return Ok(());
         };
         self.require_raw(&format!("{command} (unredacted)"))?;
-        db.audit(token, runs, command).map_err(InputError::from)
+        db.audit(token, runs, command)
+            .map_err(crate::store::db_error)
     }
 
     /// Before re-executing `runs` through `command` (`replay`, `fork`,

@@ -289,7 +289,12 @@ impl Endpoint {
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .map(Duration::from_secs);
-                let bytes = crate::bounded::body(resp, crate::bounded::MODEL_ANSWER).await;
+                let bytes = crate::bounded::body(
+                    resp.content_length(),
+                    resp.bytes_stream(),
+                    crate::bounded::MODEL_ANSWER,
+                )
+                .await;
                 Ok::<_, reqwest::Error>((status, retry_after, bytes))
             })
             .await
