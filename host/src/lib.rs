@@ -16,8 +16,8 @@ pub mod cli;
 pub mod scaffold;
 
 pub use worldline_case::{
-    bounded, canon, case, check, durable, error, error_kind, file_identity, lease, native_agent,
-    output, parallel, partition, path, prices, project, shown, time, world,
+    bounded, canon, case, check, durable, error, error_kind, file_identity, native_agent, output,
+    parallel, partition, path, prices, project, shown, time, world,
 };
 pub use worldline_engine::{
     agent_file, export, fork, fuzz, grade, index, log, mediate, native, object_codec, ops, redact,

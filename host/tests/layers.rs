@@ -24,7 +24,6 @@ const LAYERS: &[&[&str]] = &[
         "durable",
         "file_identity",
         "bounded",
-        "lease",
     ],
     &["output"],
     &["prices", "native_agent"],

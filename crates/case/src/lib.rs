@@ -1,7 +1,7 @@
 //! What a run is made of: the ground every layer stands on (canonical
 //! bytes, bounded reads, errors and their kinds, virtual time, parallel
 //! maps, partitions, durable writes, where output may go, input text made
-//! safe to show, file identity, leases), the project file, the world, the
+//! safe to show, file identity), the project file, the world, the
 //! case, and `check`, which validates them without
 //! running anything. The lowest crate of the workspace: it knows nothing of
 //! the sandbox, the log or the store.
@@ -14,7 +14,6 @@ pub mod durable;
 pub mod error;
 pub mod error_kind;
 pub mod file_identity;
-pub mod lease;
 pub mod native_agent;
 pub mod output;
 pub mod parallel;

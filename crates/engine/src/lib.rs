@@ -28,8 +28,8 @@ pub mod traceback;
 pub mod verify;
 
 use worldline_case::{
-    bounded, canon, case, durable, error, error_kind, file_identity, lease, output, parallel,
-    partition, path, shown, time, world,
+    bounded, canon, case, durable, error, error_kind, file_identity, output, parallel, partition,
+    path, shown, time, world,
 };
 use worldline_pgstore as pgstore;
 use worldline_protocol as protocol;

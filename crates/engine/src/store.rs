@@ -2,7 +2,7 @@
 //! run, `objects/` holds agents and case files by SHA-256 (zstd-compressed,
 //! see `object_codec.rs`), `cache/` holds
 //! compiled components by engine hash and agent SHA-256. What a process
-//! stores or reads is held in its lease (`lease.rs`) so `gc` leaves it;
+//! stores or reads is held in its lease (`store/lease.rs`) so `gc` leaves it;
 //! on a database store, in the database too (`pgstore/leases.rs`), so gc
 //! on another machine leaves it.
 //!
@@ -16,6 +16,7 @@
 //! (campaign reports, the retention policy, re-grades) is
 //! `store/shared.rs`.
 
+pub mod lease;
 mod shared;
 mod sync;
 
@@ -31,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct StoreDir {
     pub root: PathBuf,
-    leases: crate::lease::Leases,
+    leases: crate::store::lease::Leases,
     /// The database a `postgres://` store is kept in (none: the folder is
     /// the store).
     db: Option<Database>,
@@ -90,7 +91,7 @@ impl StoreDir {
         }
         Ok(StoreDir {
             root: root.to_path_buf(),
-            leases: crate::lease::Leases::new(root),
+            leases: crate::store::lease::Leases::new(root),
             db: None,
             pulled: Mutex::new(None),
             shared: Mutex::new(None),
@@ -210,7 +211,7 @@ impl StoreDir {
 
     /// Hold `names` (objects, worlds, run ids) in this process's lease, so
     /// no `gc` pass on this machine starting from now removes them (see
-    /// `lease.rs`). On a database store that is enough for what a writer
+    /// `store/lease.rs`). On a database store that is enough for what a writer
     /// uses: a gc pass on another machine cannot remove a run not yet
     /// stored, and an object a run needs that it removed is sent again
     /// with the run (`put_run`); the runs a process reads are held in the

@@ -1,6 +1,6 @@
 //! What keeps gc on one machine from removing what another uses
 //! (docs/decisions/0255): the database's own locks and tables, as
-//! `lease.rs` does with files within one machine.
+//! `store/lease.rs` (engine) does with files within one machine.
 //!
 //! - gc's gate is the transaction-level advisory lock
 //!   (`hashtext('<schema>')`, 0): [`Database::hold`] takes it shared,

@@ -8,7 +8,7 @@
 //! worlds no kept run uses, and compile-cache entries unused for the
 //! policy's number of days. A run's age is its creation time from its id:
 //! real time is store metadata, never part of a bundle. Whatever a live
-//! process holds in its lease (`lease.rs`: the runs it writes, the objects
+//! process holds in its lease (`store/lease.rs`: the runs it writes, the objects
 //! and worlds it stored or read) stays too.
 
 pub mod pins;

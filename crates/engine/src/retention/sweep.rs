@@ -65,7 +65,7 @@ pub struct Report {
 pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<Report> {
     // The whole pass holds the store's gate: no process adds to its lease
     // meanwhile, and what the live leases hold stays.
-    let pass = crate::lease::begin_pass(&store.root)
+    let pass = crate::store::lease::begin_pass(&store.root)
         .with_context(|| format!("reading the leases of {}", store.root.display()))?;
     let held = &pass.held;
     let (rows, _) = Index::read(store, Index::all)?;
