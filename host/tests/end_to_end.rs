@@ -28,6 +28,7 @@ mod http_world;
 mod js;
 mod js_sdks;
 mod layers;
+mod long_horizon;
 mod model;
 mod native;
 mod native_settings;

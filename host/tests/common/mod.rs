@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod crm;
+pub mod long;
 pub mod native;
 pub mod pg;
 
@@ -559,7 +560,10 @@ pub fn read_bundle(path: &Path) -> BundleLines {
         );
         match line.get("footer") {
             Some(f) => footer = Some(f.clone()),
-            None => events.push(line),
+            None => {
+                let whole = whole_model_request(line, &events);
+                events.push(whole);
+            }
         }
     }
     BundleLines {
@@ -567,6 +571,26 @@ pub fn read_bundle(path: &Path) -> BundleLines {
         events,
         footer,
     }
+}
+
+/// A compact model call (`extends`, docs/formats.md) with its whole
+/// request put back from the event it extends, read independently of the
+/// library's reader; any other line as it is.
+fn whole_model_request(mut line: Value, earlier: &[Value]) -> Value {
+    let Some(extends) = line.as_object_mut().unwrap().remove("extends") else {
+        return line;
+    };
+    let base = &earlier[extends["event"].as_u64().unwrap() as usize]["request"]["request"];
+    let keep = extends["messages"].as_u64().unwrap() as usize;
+    let chat = &mut line["request"]["request"];
+    let mut messages = base["messages"].as_array().unwrap()[..keep].to_vec();
+    messages.extend(chat["messages"].as_array().unwrap().iter().cloned());
+    chat["messages"] = Value::Array(messages);
+    for key in extends["same"].as_array().into_iter().flatten() {
+        let key = key.as_str().unwrap();
+        chat[key] = base[key].clone();
+    }
+    line
 }
 
 /// Every file under `dir` (recursively) whose name ends with `suffix`.

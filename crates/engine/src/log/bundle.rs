@@ -2,6 +2,7 @@
 //! `{"footer":{...}}`. A bundle without a footer is an incomplete run (the
 //! process died); its events are still readable and verifiable.
 
+use super::delta::{self, Deltas};
 use super::event::Event;
 use super::recorder::{CHAIN_START, chain_hash};
 use crate::canon;
@@ -310,12 +311,17 @@ pub fn has_header(path: &Path) -> std::io::Result<bool> {
 }
 
 /// A whole bundle as the text a run writes (events as they are, hashes
-/// included).
+/// included, model requests compact as the recorder writes them).
 pub fn to_text(b: &Bundle) -> String {
     let mut text = header_line(&b.header);
-    for e in &b.events {
-        text.push_str(&serde_json::to_string(e).expect("events serialize"));
+    let mut deltas = Deltas::default();
+    for (i, e) in b.events.iter().enumerate() {
+        match deltas.compact(e, &b.events[..i]) {
+            Some(line) => text.push_str(&line),
+            None => text.push_str(&serde_json::to_string(e).expect("events serialize")),
+        }
         text.push('\n');
+        deltas.note(e);
     }
     if let Some(f) = &b.footer {
         text.push_str(&footer_line(f));
@@ -431,7 +437,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
         if footer.is_some() {
             return Err(err(n, "data after the footer".into()));
         }
-        let value: Value =
+        let mut value: Value =
             serde_json::from_str(line).map_err(|e| err(n, format!("not JSON: {e}")))?;
         if value.get("footer").is_some() {
             let f: FooterLine =
@@ -451,6 +457,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
             footer = Some(f.footer);
             continue;
         }
+        delta::expand(&mut value, &events).map_err(|e| err(n, format!("bad event: {e}")))?;
         let event: Event =
             serde_json::from_value(value).map_err(|e| err(n, format!("bad event: {e}")))?;
         if event.seq != events.len() as u64 {

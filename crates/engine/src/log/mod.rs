@@ -1,10 +1,12 @@
 //! The run log: events, the chained recorder, and the bundle file format
 //! (header line, one line per event, footer line; JSON Lines); `call.rs`
 //! is the vocabulary: every kind of event, named once, typed (its requests
-//! and responses in `payload.rs`).
+//! and responses in `payload.rs`); `delta.rs` writes a model request that
+//! extends an earlier one as what changed, and reads it back whole.
 
 pub mod bundle;
 pub mod call;
+mod delta;
 pub mod event;
 pub mod payload;
 pub mod recorder;

@@ -2,6 +2,7 @@
 //! before and appended to the bundle file at once (one `write` per line, so
 //! a killed process leaves every event it recorded).
 
+use super::delta::Deltas;
 use super::event::Event;
 use crate::canon;
 use std::fs::File;
@@ -47,6 +48,8 @@ pub struct Recorder {
     events: Vec<Event>,
     head: String,
     sink: Option<File>,
+    /// The model calls a request may extend (`delta.rs`).
+    deltas: Deltas,
 }
 
 impl Recorder {
@@ -56,6 +59,7 @@ impl Recorder {
             events: Vec::new(),
             head: CHAIN_START.to_string(),
             sink: None,
+            deltas: Deltas::default(),
         }
     }
 
@@ -74,10 +78,14 @@ impl Recorder {
         event.hash = chain_hash_of_text(&self.head, &text);
         self.head.clone_from(&event.hash);
         if let Some(file) = &mut self.sink {
-            let mut line = with_hash(&text, &event.hash);
+            let mut line = self
+                .deltas
+                .compact(&event, &self.events)
+                .unwrap_or_else(|| with_hash(&text, &event.hash));
             line.push('\n');
             file.write_all(line.as_bytes())?;
         }
+        self.deltas.note(&event);
         self.events.push(event);
         Ok(())
     }

@@ -1,0 +1,160 @@
+//! The long-horizon family (issue 40): runs of 100, 200, 400, 800 and
+//! 1,600 model calls, each sending the whole conversation (every tool
+//! result 2 KB of distinct text), on a scripted model
+//! (`tests/common/long.rs`, guest `tests/guests/looper`). For each N, on
+//! the real binary: bytes recorded (against the bound, 3x the documents
+//! read), record time, replay time (`replay`, `identical`), fork at the
+//! last tool call, `history` of the whole run, and each command's peak
+//! RSS; then a least-squares line of each measure against N (slope,
+//! intercept, R²).
+//!
+//! `cargo bench -p worldline --bench long_horizon` (release). Set
+//! `WORLDLINE_LONG_SIZES=100,200` to run fewer sizes. Results are written
+//! up in docs/benchmarks.md.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One command's wall time, its peak RSS (KiB: `ru_maxrss` from `wait4`)
+/// and its stdout; it must exit 0.
+#[expect(clippy::zombie_processes, reason = "reaped by wait4, for its rusage")]
+fn measured(store: &Path, args: &[&str]) -> (Duration, u64, String) {
+    use std::io::Read as _;
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting worldline");
+    let mut stdout = String::new();
+    let mut pipe = child.stdout.take().unwrap();
+    pipe.read_to_string(&mut stdout).unwrap();
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data, filled by the kernel.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: `pid` is our child, not yet reaped (`Child` is not waited on).
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "worldline {args:?} exited with {status}: {stdout}"
+    );
+    (start.elapsed(), usage.ru_maxrss as u64, stdout)
+}
+
+/// Least squares `y = a*x + b`: `(a, b, r²)`.
+fn fit(xs: &[f64], ys: &[f64]) -> (f64, f64, f64) {
+    let n = xs.len() as f64;
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let sxy: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
+    let syy: f64 = ys.iter().map(|y| (y - my).powi(2)).sum();
+    let a = sxy / sxx;
+    (
+        a,
+        my - a * mx,
+        if syy == 0.0 {
+            1.0
+        } else {
+            sxy * sxy / (sxx * syy)
+        },
+    )
+}
+
+fn main() {
+    // Criterion's flags (`--bench`) are not ours.
+    let sizes: Vec<usize> = std::env::var("WORLDLINE_LONG_SIZES")
+        .unwrap_or_else(|_| "100,200,400,800,1600".into())
+        .split(',')
+        .map(|s| s.trim().parse().expect("WORLDLINE_LONG_SIZES: numbers"))
+        .collect();
+    let agent = common::guest("looper-agent");
+    let dir = common::temp_dir();
+    let store = dir.path().join("store");
+    let cols = [
+        "bytes",
+        "bound",
+        "record_ms",
+        "record_rss_mb",
+        "replay_ms",
+        "replay_rss_mb",
+        "fork_ms",
+        "fork_rss_mb",
+        "history_ms",
+        "history_rss_mb",
+    ];
+    println!("long_horizon: N | {}", cols.join(" | "));
+    let mut rows: Vec<Vec<f64>> = Vec::new();
+    for &n in &sizes {
+        let root = dir.path().join(format!("n{n}"));
+        let (worlds, case) = common::long::write(&root, n);
+        let (rec, rec_rss, out) = measured(
+            &store,
+            &[
+                "run",
+                case.to_str().unwrap(),
+                "--agent",
+                agent.to_str().unwrap(),
+                "--worlds",
+                worlds.to_str().unwrap(),
+                "--json",
+            ],
+        );
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["run_status"], "completed", "{out}");
+        let id = doc["run_id"].as_str().unwrap().to_string();
+        let bytes = std::fs::metadata(doc["bundle"].as_str().unwrap())
+            .unwrap()
+            .len();
+        let bound = 3 * common::long::unique_bytes(n);
+        let (rep, rep_rss, out) = measured(&store, &["replay", &id, "--json"]);
+        assert!(out.contains("\"identical\""), "{out}");
+        // Model call k is event 2k, its tool call 2k+1: the last tool call.
+        let at = (2 * n - 3).to_string();
+        let (fork, fork_rss, _) = measured(
+            &store,
+            &["fork", &id, "--at", &at, "--deny", "get_doc", "--json"],
+        );
+        let (hist, hist_rss, _) = measured(&store, &["history", &id]);
+        let mb = |kib: u64| kib as f64 / 1024.0;
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let row = vec![
+            bytes as f64,
+            bound as f64,
+            ms(rec),
+            mb(rec_rss),
+            ms(rep),
+            mb(rep_rss),
+            ms(fork),
+            mb(fork_rss),
+            ms(hist),
+            mb(hist_rss),
+        ];
+        println!(
+            "long_horizon: RESULT {n} | {}",
+            row.iter()
+                .map(|v| format!("{v:.1}"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        assert!(
+            bytes <= bound,
+            "N={n}: {bytes} bytes recorded, over {bound}"
+        );
+        rows.push(row);
+    }
+    let xs: Vec<f64> = sizes.iter().map(|&n| n as f64).collect();
+    for (i, col) in cols.iter().enumerate() {
+        let ys: Vec<f64> = rows.iter().map(|r| r[i]).collect();
+        let (a, b, r2) = fit(&xs, &ys);
+        println!("long_horizon: FIT {col}: slope {a:.3} per call, intercept {b:.1}, r² {r2:.4}");
+    }
+}

@@ -1,0 +1,77 @@
+//! The long-horizon case family (issue 40): a world of documents, each
+//! 2 KB of distinct text, and a case whose scripted model asks for them
+//! one by one (`n` model calls: `n - 1` tool calls, then an answer), for
+//! the `looper-agent` guest, which sends the whole conversation at every
+//! call. Used by `long_horizon.rs` and `benches/long_horizon.rs`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Bytes of each document's text (each tool result is a little more:
+/// its JSON around the text).
+pub const DOC_BYTES: usize = 2048;
+
+const WORLD: &str = r#"name = "library"
+version = 1
+description = "Documents to read one by one"
+
+[tables.docs]
+key = "id"
+rows = "data/docs.jsonl"
+
+[permissions]
+default = "allow"
+
+[[tools]]
+name = "get_doc"
+description = "Fetch one document by id"
+params = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
+op = "get"
+table = "docs"
+"#;
+
+/// Document `i`'s text: `DOC_BYTES` of words that no other document
+/// repeats (its number in every word), so the conversation's unique
+/// content grows by a whole document per call.
+pub fn doc_text(i: usize) -> String {
+    let mut text = String::with_capacity(DOC_BYTES + 16);
+    let mut w = 0;
+    while text.len() < DOC_BYTES {
+        let _ = write!(text, "d{i}w{w} ");
+        w += 1;
+    }
+    text.truncate(DOC_BYTES);
+    text
+}
+
+/// Write the world (`n` documents) under `root/worlds` and the case of
+/// `n` model calls as `root/long-<n>.toml`; returns the worlds folder
+/// and the case.
+pub fn write(root: &Path, n: usize) -> (PathBuf, PathBuf) {
+    let mut rows = String::new();
+    for i in 0..n {
+        let row = serde_json::json!({"id": format!("D-{i}"), "text": doc_text(i)});
+        rows.push_str(&row.to_string());
+        rows.push('\n');
+    }
+    let worlds = super::write_world(root, "library", WORLD, &[("data/docs.jsonl", &rows)]);
+    let mut case = String::from(
+        "world = \"library@v1\"\nseed = 40\nclock = 2026-03-01T12:00:00Z\ntask = { prompt = \"Read every document.\" }\n\n[limits]\nfuel = 1_000_000_000_000\nmemory_mb = 1024\ntimeout_ms = 3_600_000\nmax_events = 5_000_000\n",
+    );
+    for i in 0..n.saturating_sub(1) {
+        let _ = write!(
+            case,
+            "\n[[model.responses]]\ntool_calls = [{{ name = \"get_doc\", arguments = {{ id = \"D-{i}\" }} }}]\n"
+        );
+    }
+    case.push_str("\n[[model.responses]]\ncontent = \"All read.\"\n");
+    let case = super::write_case(root, &format!("long-{n}"), &case);
+    (worlds, case)
+}
+
+/// The conversation's unique content after `n` model calls: the
+/// documents the model read (the bound the recording is held to is a
+/// multiple of this).
+pub fn unique_bytes(n: usize) -> u64 {
+    (n.saturating_sub(1) * DOC_BYTES) as u64
+}
