@@ -50,6 +50,7 @@ mod scaffold;
 mod services;
 mod store;
 mod suite;
+mod training;
 mod ui;
 mod ui_browser;
 mod vocabulary;
