@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The tool calls every path makes, in order.
-const CALLS: [&str; 6] = [
+pub(crate) const CALLS: [&str; 6] = [
     "get_alert",
     "list_deploys",
     "list_deploys",
@@ -34,11 +34,11 @@ const CALLS: [&str; 6] = [
     "close_ticket",
 ];
 
-fn scenario() -> PathBuf {
+pub(crate) fn scenario() -> PathBuf {
     tests_dir().join("conformance/incident.toml")
 }
 
-fn script(name: &str) -> PathBuf {
+pub(crate) fn script(name: &str) -> PathBuf {
     tests_dir().join("conformance").join(name)
 }
 
@@ -104,7 +104,7 @@ const PATHS: &[AgentPath] = &[
 ];
 
 /// `worldline mcp` over stdio, driven by a real MCP client: the run's id.
-fn mcp_stdio(store: &Path) -> String {
+pub(crate) fn mcp_stdio(store: &Path) -> String {
     let before = run_ids(store);
     let bin = env!("CARGO_BIN_EXE_worldline");
     let out = Command::new(native_python())

@@ -51,6 +51,7 @@ mod scaffold;
 mod services;
 mod store;
 mod suite;
+mod training;
 mod ui;
 mod ui_browser;
 mod vocabulary;

@@ -4,6 +4,7 @@
 //! command, fields in alphabetical order so the output is canonical), or
 //! JUnit XML for CI. Reporters never run anything.
 
+pub mod atif;
 pub mod check;
 pub mod fuzz;
 pub mod gc;

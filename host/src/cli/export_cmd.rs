@@ -1,5 +1,6 @@
 //! `worldline export RUN -o FILE` (a portable run, or with `--format
-//! trajectories` the runs as JSON Lines of training data) and
+//! trajectories` the runs as JSON Lines of training data, or with
+//! `--format atif` one ATIF document per run, a line each) and
 //! `worldline import FILE`.
 
 use super::Common;
@@ -22,6 +23,10 @@ pub enum Format {
     /// JSON Lines, one run a line: case, seed, task, chat messages with
     /// tool calls and results, verdict, checks and reward.
     Trajectories,
+    /// JSON Lines, one ATIF v1.8 trajectory document a line (Harbor's
+    /// Agent Trajectory Interchange Format): steps, tool calls and
+    /// results, token ids where recorded, verdict and reward.
+    Atif,
 }
 
 #[derive(Args)]
@@ -57,7 +62,7 @@ pub struct ImportArgs {
 
 pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    if args.format == Format::Trajectories {
+    if args.format != Format::Worldline {
         if args.redacted {
             return Err(InputError::new(
                 &args.output,
@@ -115,7 +120,8 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-/// `export --format trajectories`: a JSON line per run, in the order given.
+/// `export --format trajectories` or `atif`: a JSON line per run, in the
+/// order given.
 fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> {
     crate::output::check_file(&args.output)?;
     let mut text = String::new();
@@ -138,20 +144,28 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
             .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
             .and_then(|t| serde_json::to_value(t.get("task")?).ok())
             .unwrap_or(serde_json::Value::Null);
-        let line = serde_json::to_value(Trajectory::of(&id, &b, task))?;
+        let line = match args.format {
+            Format::Atif => crate::report::atif::document(&id, &b, &task),
+            _ => serde_json::to_value(Trajectory::of(&id, &b, task))?,
+        };
         text.push_str(&serde_json::to_string(&line)?);
         text.push('\n');
         ids.push(id);
     }
     crate::output::write(&args.output, text.as_bytes())?;
+    let name = match args.format {
+        Format::Atif => "atif",
+        _ => "trajectories",
+    };
     if args.common.json {
         println!(
             "{}",
-            json!({"runs": ids, "file": args.output.display().to_string(), "format": "trajectories"})
+            json!({"runs": ids, "file": args.output.display().to_string(), "format": name})
         );
     } else {
+        let kind = if name == "atif" { "ATIF " } else { "" };
         println!(
-            "exported {} trajectories to {}",
+            "exported {} {kind}trajectories to {}",
             ids.len(),
             args.output.display()
         );

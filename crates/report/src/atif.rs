@@ -1,0 +1,368 @@
+//! A run as an ATIF trajectory (`export --format atif`): Harbor's Agent
+//! Trajectory Interchange Format, v1.8 (decision 0330). One document per
+//! run, read from its events in order, whatever path the agent took:
+//!
+//! - the conversation's opening (system and user messages of the first
+//!   model call, or else the case's task) as `system` and `user` steps;
+//! - each model call an `agent` step: its message, reasoning, tool calls,
+//!   token counts and, where the endpoint returned them, prompt and
+//!   completion token ids and log-probabilities;
+//! - each tool call the result of the model step that asked for it (by
+//!   name, in order), or else an `agent` step of its own with
+//!   `llm_call_count: 0` (a scripted agent, an MCP client);
+//! - each turn of the simulated user a `user` step;
+//! - the verdict, reward and checks in the document's `extra`.
+
+use serde_json::{Map, Value, json};
+use worldline_engine::log::bundle::Bundle;
+use worldline_engine::log::{Call, Event};
+
+/// The ATIF version this writes.
+pub const SCHEMA_VERSION: &str = "ATIF-v1.8";
+
+/// The ATIF document of a recorded run; `task` from its case file.
+pub fn document(run_id: &str, b: &Bundle, task: &Value) -> Value {
+    let mut steps = Steps::default();
+    opening(&mut steps, &b.events, task);
+    let mut model_name: Option<String> = None;
+    let mut tools = Vec::new();
+    for e in &b.events {
+        match e.typed() {
+            Call::ToolsSpecs { response, .. } if tools.is_empty() => {
+                tools = response
+                    .iter()
+                    .map(|s| {
+                        json!({"type": "function", "function": {
+                            "name": s.name, "description": s.description, "parameters": s.params,
+                        }})
+                    })
+                    .collect();
+            }
+            Call::ModelComplete { request, response } => {
+                let name = response.model().or(request.model()).map(str::to_string);
+                model_name = model_name.or(name.clone());
+                steps.model(e, name, &request.provider, &response);
+            }
+            Call::ToolsCall { request, response } => {
+                let answer = match (response.error, response.ok) {
+                    (Some(err), _) => json!({"error": err}),
+                    (None, ok) => ok.unwrap_or(Value::Null),
+                };
+                steps.tool(e, &request.name, request.args(), &answer);
+            }
+            Call::UserSay { request, response } => {
+                let mut extra = json!({"seq": e.seq, "agent_said": request.message});
+                if let Some(ended) = &response.ended {
+                    extra["ended"] = serde_json::to_value(ended).unwrap_or(Value::Null);
+                }
+                let message = response.reply.unwrap_or_default();
+                steps.push(json!({"source": "user", "message": message, "extra": extra}));
+            }
+            _ => {}
+        }
+    }
+    let footer = b.footer.as_ref();
+    let grade = footer.and_then(|f| f.grade.as_ref());
+    let verdict = footer.and_then(|f| f.verdict());
+    let reward = grade.map(|g| {
+        g["reward"]
+            .as_f64()
+            .unwrap_or(if verdict == Some("passed") { 1.0 } else { 0.0 })
+    });
+    let mut agent = json!({
+        "name": format!("worldline agent {}", short(&b.header.agent_sha256)),
+        "version": b.header.agent_sha256,
+        "extra": {"harness_version": b.header.harness_version, "isolation": b.header.isolation},
+    });
+    if let Some(m) = model_name {
+        agent["model_name"] = m.into();
+    }
+    if !tools.is_empty() {
+        agent["tool_definitions"] = tools.into();
+    }
+    let total = steps.list.len();
+    let mut doc = json!({
+        "schema_version": SCHEMA_VERSION,
+        "session_id": run_id,
+        "trajectory_id": run_id,
+        "agent": agent,
+        "steps": steps.list,
+        "final_metrics": {
+            "total_prompt_tokens": steps.prompt_tokens,
+            "total_completion_tokens": steps.completion_tokens,
+            "total_steps": total,
+            "extra": {"reward": reward, "verdict": verdict},
+        },
+        "extra": {
+            "case": b.header.case,
+            "case_hash": b.header.case_hash,
+            "checks": grade.and_then(|g| g["assertions"].as_array().cloned()).unwrap_or_default(),
+            "reward": reward,
+            "run_id": run_id,
+            "seed": b.header.seed,
+            "model_seed": b.header.model_seed,
+            "status": footer.map(|f| f.status.as_str()),
+            "task": task,
+            "verdict": verdict,
+            "world": b.header.world,
+        },
+    });
+    if let Some(n) = token_notes(&doc) {
+        doc["notes"] = n.into();
+    }
+    doc
+}
+
+/// The steps written so far, with what tool calls of the latest model
+/// step still wait for their results.
+#[derive(Default)]
+struct Steps {
+    list: Vec<Value>,
+    /// The latest model step's tool calls not yet answered: (id, name).
+    pending: Vec<(String, String)>,
+    /// Index in `list` of the step `pending` belongs to.
+    asking: Option<usize>,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+impl Steps {
+    /// Append a step, numbered in turn.
+    fn push(&mut self, mut step: Value) {
+        step["step_id"] = (self.list.len() + 1).into();
+        self.list.push(step);
+        if step_source(self.list.last()) != Some("agent") {
+            self.pending.clear();
+            self.asking = None;
+        }
+    }
+
+    /// A model call: an agent step.
+    fn model(
+        &mut self,
+        e: &Event,
+        name: Option<String>,
+        provider: &str,
+        response: &worldline_engine::log::payload::ModelAnswer,
+    ) {
+        let message = response.message().cloned().unwrap_or(Value::Null);
+        let mut step = json!({
+            "source": "agent",
+            "message": text_of(&message["content"]),
+            "llm_call_count": 1,
+            "extra": {"seq": e.seq, "vtime_ns": e.vtime_ns, "provider": provider},
+        });
+        if let Some(n) = name {
+            step["model_name"] = n.into();
+        }
+        if let Some(r) = message["reasoning_content"]
+            .as_str()
+            .or(message["reasoning"].as_str())
+        {
+            step["reasoning_content"] = r.into();
+        }
+        if let Some(err) = &response.error {
+            step["extra"]["error"] = serde_json::to_value(err).unwrap_or(Value::Null);
+        }
+        let mut pending = Vec::new();
+        let calls: Vec<Value> = message["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, c)| {
+                let id = c["id"]
+                    .as_str()
+                    .map_or_else(|| format!("call_{}_{i}", e.seq), str::to_string);
+                let name = c["function"]["name"].as_str().unwrap_or("").to_string();
+                pending.push((id.clone(), name.clone()));
+                let (arguments, text) = arguments(&c["function"]["arguments"]);
+                let mut call =
+                    json!({"tool_call_id": id, "function_name": name, "arguments": arguments});
+                if let Some(t) = text {
+                    call["extra"] = json!({"arguments_text": t});
+                }
+                call
+            })
+            .collect();
+        if !calls.is_empty() {
+            step["tool_calls"] = calls.into();
+        }
+        let metrics = self.metrics(response);
+        if !metrics.is_empty() {
+            step["metrics"] = metrics.into();
+        }
+        self.push(step);
+        self.pending = pending;
+        self.asking = Some(self.list.len() - 1);
+    }
+
+    /// A model call's metrics: token counts, token ids, log-probabilities.
+    fn metrics(
+        &mut self,
+        response: &worldline_engine::log::payload::ModelAnswer,
+    ) -> Map<String, Value> {
+        let mut m = Map::new();
+        let usage = response
+            .usage()
+            .or(response.model_call.as_ref().and_then(|c| c.usage.as_ref()));
+        if let Some(u) = usage {
+            if let Some(p) = u["prompt_tokens"].as_u64() {
+                self.prompt_tokens += p;
+                m.insert("prompt_tokens".into(), p.into());
+            }
+            if let Some(c) = u["completion_tokens"].as_u64() {
+                self.completion_tokens += c;
+                m.insert("completion_tokens".into(), c.into());
+            }
+            if let Some(c) = u["prompt_tokens_details"]["cached_tokens"].as_u64() {
+                m.insert("cached_tokens".into(), c.into());
+            }
+        }
+        let Some(ok) = response.ok.as_ref() else {
+            return m;
+        };
+        let choice = &ok["choices"][0];
+        if let Some(ids) = ints(&ok["prompt_token_ids"]) {
+            m.insert("prompt_token_ids".into(), ids);
+        }
+        if let Some(ids) = ints(&choice["token_ids"]) {
+            m.insert("completion_token_ids".into(), ids);
+        }
+        if let Some(content) = choice["logprobs"]["content"].as_array() {
+            let lp: Option<Vec<Value>> = content
+                .iter()
+                .map(|t| t["logprob"].as_f64().map(Value::from))
+                .collect();
+            if let Some(lp) = lp {
+                m.insert("logprobs".into(), lp.into());
+            }
+        }
+        m
+    }
+
+    /// A tool call: the result of the model step that asked for it, or an
+    /// agent step of its own.
+    fn tool(&mut self, e: &Event, name: &str, args: &Value, answer: &Value) {
+        let content = worldline_case::canon::to_string(answer);
+        let extra = json!({"seq": e.seq, "vtime_ns": e.vtime_ns});
+        let asked = self.pending.iter().position(|(_, n)| n == name);
+        if let (Some(i), Some(at)) = (asked, self.asking) {
+            let (id, _) = self.pending.remove(i);
+            let step = &mut self.list[at];
+            if step.get("observation").is_none() {
+                step["observation"] = json!({"results": []});
+            }
+            if let Some(results) = step["observation"]["results"].as_array_mut() {
+                results.push(json!({"source_call_id": id, "content": content, "extra": extra}));
+            }
+            return;
+        }
+        let id = format!("call_{}", e.seq);
+        let (arguments, text) = match args {
+            Value::Object(_) => (args.clone(), None),
+            Value::Null => (json!({}), None),
+            other => (json!({}), Some(worldline_case::canon::to_string(other))),
+        };
+        let mut call = json!({"tool_call_id": id, "function_name": name, "arguments": arguments});
+        if let Some(t) = text {
+            call["extra"] = json!({"arguments_text": t});
+        }
+        self.push(json!({
+            "source": "agent",
+            "message": "",
+            "llm_call_count": 0,
+            "tool_calls": [call],
+            "observation": {"results": [{"source_call_id": id, "content": content, "extra": extra}]},
+        }));
+    }
+}
+
+/// The system and user messages that open the first model call's
+/// conversation, or else the task as the one user message.
+fn opening(steps: &mut Steps, events: &[Event], task: &Value) {
+    let first = events.iter().find_map(|e| match e.typed() {
+        Call::ModelComplete { request, .. } => request.messages().cloned(),
+        _ => None,
+    });
+    let leading: Vec<Value> = first
+        .unwrap_or_default()
+        .into_iter()
+        .take_while(|m| matches!(m["role"].as_str(), Some("system" | "developer" | "user")))
+        .collect();
+    if leading.is_empty() {
+        let text = match task {
+            Value::Null => return,
+            Value::String(s) => s.clone(),
+            other => worldline_case::canon::to_string(other),
+        };
+        steps.push(json!({"source": "user", "message": text}));
+        return;
+    }
+    for m in leading {
+        let source = if m["role"] == "user" {
+            "user"
+        } else {
+            "system"
+        };
+        steps.push(json!({"source": source, "message": text_of(&m["content"])}));
+    }
+}
+
+/// A message's content as text: a string as it is, parts' texts joined.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A tool call's arguments as a JSON object, with the text they came as
+/// when that was not one.
+fn arguments(raw: &Value) -> (Value, Option<String>) {
+    let parsed = match raw {
+        Value::String(s) if s.trim().is_empty() => return (json!({}), None),
+        Value::String(s) => serde_json::from_str::<Value>(s).ok(),
+        other => Some(other.clone()),
+    };
+    match parsed {
+        Some(v @ Value::Object(_)) => (v, None),
+        _ => (
+            json!({}),
+            Some(raw.as_str().map_or_else(|| raw.to_string(), str::to_string)),
+        ),
+    }
+}
+
+/// An array of non-negative integers, as it is.
+fn ints(v: &Value) -> Option<Value> {
+    let a = v.as_array()?;
+    a.iter().all(Value::is_u64).then(|| v.clone())
+}
+
+fn step_source(step: Option<&Value>) -> Option<&str> {
+    step?["source"].as_str()
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// A note for a run whose model steps carry no token ids: a trainer that
+/// needs them learns it from the document.
+fn token_notes(doc: &Value) -> Option<&'static str> {
+    let steps = doc["steps"].as_array()?;
+    let models: Vec<&Value> = steps.iter().filter(|s| s["llm_call_count"] == 1).collect();
+    let without = models
+        .iter()
+        .filter(|s| s["metrics"].get("completion_token_ids").is_none())
+        .count();
+    (without > 0).then_some(
+        "the model endpoint returned no token ids for some model calls: their steps carry messages only",
+    )
+}
