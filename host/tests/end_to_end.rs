@@ -52,6 +52,7 @@ mod store;
 mod suite;
 mod ui;
 mod ui_browser;
+mod validate;
 mod vocabulary;
 
 /// Every `.rs` file beside this one is declared above: with `autotests =

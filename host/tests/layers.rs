@@ -46,7 +46,7 @@ const LAYERS: &[&[&str]] = &[
     &["run"],
     &["native"],
     &["replay"],
-    &["verify"],
+    &["verify", "validate"],
     &["fork"],
     &["fuzz"],
     &["suite"],

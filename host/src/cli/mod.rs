@@ -32,6 +32,7 @@ mod run_cmd;
 mod runs_cmd;
 mod test_cmd;
 mod ui_cmd;
+mod validate_cmd;
 
 use crate::error::{ExitCode, exit_code_of};
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -153,6 +154,8 @@ enum Command {
     Init(init_cmd::InitArgs),
     /// Validate cases, worlds, fault profiles and worldline.toml without running anything.
     Check(check_cmd::CheckArgs),
+    /// Check every case without an agent: its gold calls pass, doing nothing fails, grades repeat, nothing leaks.
+    Validate(validate_cmd::ValidateArgs),
     /// Run an agent on one case and record the run.
     Run(run_cmd::RunArgs),
     /// Run an agent on a suite of cases; exit 1 when any fails.
@@ -310,6 +313,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Init(args) => init_cmd::exec(args),
         Command::Check(args) => check_cmd::exec(args),
+        Command::Validate(args) => validate_cmd::exec(args),
         Command::Run(args) => run_cmd::exec(args),
         Command::Test(args) => test_cmd::exec(args),
         Command::Grade(args) => grade_cmd::exec(args),
