@@ -4,6 +4,7 @@
 
 mod agent_choice;
 mod audit_cmd;
+mod bench_cmd;
 mod build_js_cmd;
 mod build_python_cmd;
 mod case_cmd;
@@ -154,6 +155,8 @@ enum Command {
     Init(init_cmd::InitArgs),
     /// Validate cases, worlds, fault profiles and worldline.toml without running anything.
     Check(check_cmd::CheckArgs),
+    /// Public benchmarks as worldline projects: `bench list`, `bench import tau2/airline -o DIR`.
+    Bench(bench_cmd::BenchArgs),
     /// Check every case without an agent: its gold calls pass, doing nothing fails, grades repeat, nothing leaks.
     Validate(validate_cmd::ValidateArgs),
     /// Run an agent on one case and record the run.
@@ -313,6 +316,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Init(args) => init_cmd::exec(args),
         Command::Check(args) => check_cmd::exec(args),
+        Command::Bench(args) => bench_cmd::exec(args),
         Command::Validate(args) => validate_cmd::exec(args),
         Command::Run(args) => run_cmd::exec(args),
         Command::Test(args) => test_cmd::exec(args),
