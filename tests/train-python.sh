@@ -1,11 +1,12 @@
 # Sourced by tests/run: a virtual environment under the build folder ($1,
 # e.g. target/) holding the pinned Python packages the training tests check
 # worldline's output with: `atif` (Harbor's ATIF v1.8 trajectory models,
-# which validate `export --format atif`), `openenv-core` (OpenEnv's client,
-# which drives `worldline serve`) and `ray` (the rollout recipe's cluster).
+# which validate `export --format atif`). `openenv-core` and `ray` join it
+# with the tests of `worldline serve` and the Ray recipe, not before: ray
+# alone costs minutes on a fresh machine.
 # Installed once and found again by later runs (a stamp names what it
 # holds). Exports WORLDLINE_TRAIN_PYTHON, its interpreter.
-TRAIN_PYTHON_PACKAGES="atif==1.8.0 openenv-core==0.3.0 ray==2.60.0"
+TRAIN_PYTHON_PACKAGES="atif==1.8.0"
 
 ensure_train_python() {
   local venv="$1/train-python"

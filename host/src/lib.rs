@@ -21,7 +21,7 @@ pub use worldline_case::{
 };
 pub use worldline_engine::{
     agent_file, export, fork, fuzz, grade, index, log, mediate, native, object_codec, ops, redact,
-    regress, replay, retention, run, sandbox, store, suite, traceback, verify,
+    regress, replay, retention, run, sandbox, store, suite, traceback, validate, verify,
 };
 pub use worldline_otel as otel;
 pub use worldline_pgstore as pgstore;

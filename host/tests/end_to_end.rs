@@ -9,6 +9,7 @@
 mod common;
 mod ui_support;
 
+mod bench_tau2;
 mod conformance;
 mod conversation;
 mod crash;
@@ -54,6 +55,7 @@ mod suite;
 mod training;
 mod ui;
 mod ui_browser;
+mod validate;
 mod vocabulary;
 
 /// Every `.rs` file beside this one is declared above: with `autotests =

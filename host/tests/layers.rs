@@ -45,7 +45,7 @@ const LAYERS: &[&[&str]] = &[
     &["run"],
     &["native"],
     &["replay"],
-    &["verify"],
+    &["verify", "validate"],
     &["fork"],
     &["fuzz"],
     &["suite"],

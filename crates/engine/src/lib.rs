@@ -25,6 +25,7 @@ pub mod sandbox;
 pub mod store;
 pub mod suite;
 pub mod traceback;
+pub mod validate;
 pub mod verify;
 
 use worldline_case::{

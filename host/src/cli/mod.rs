@@ -4,6 +4,7 @@
 
 mod agent_choice;
 mod audit_cmd;
+mod bench_cmd;
 mod build_js_cmd;
 mod build_python_cmd;
 mod case_cmd;
@@ -32,6 +33,7 @@ mod run_cmd;
 mod runs_cmd;
 mod test_cmd;
 mod ui_cmd;
+mod validate_cmd;
 
 use crate::error::{ExitCode, exit_code_of};
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -153,6 +155,10 @@ enum Command {
     Init(init_cmd::InitArgs),
     /// Validate cases, worlds, fault profiles and worldline.toml without running anything.
     Check(check_cmd::CheckArgs),
+    /// Public benchmarks as worldline projects: `bench list`, `bench import tau2/airline -o DIR`.
+    Bench(bench_cmd::BenchArgs),
+    /// Check every case without an agent: its gold calls pass, doing nothing fails, grades repeat, nothing leaks.
+    Validate(validate_cmd::ValidateArgs),
     /// Run an agent on one case and record the run.
     Run(run_cmd::RunArgs),
     /// Run an agent on a suite of cases; exit 1 when any fails.
@@ -310,6 +316,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Init(args) => init_cmd::exec(args),
         Command::Check(args) => check_cmd::exec(args),
+        Command::Bench(args) => bench_cmd::exec(args),
+        Command::Validate(args) => validate_cmd::exec(args),
         Command::Run(args) => run_cmd::exec(args),
         Command::Test(args) => test_cmd::exec(args),
         Command::Grade(args) => grade_cmd::exec(args),

@@ -14,7 +14,10 @@ use std::sync::OnceLock;
 /// Which commands take which default (`store` is global: every command).
 const TAKES: &[(&str, &[&str])] = &[
     ("agent", &["run", "test", "fuzz", "rerun"]),
-    ("worlds", &["run", "test", "fuzz", "grade", "check"]),
+    (
+        "worlds",
+        &["run", "test", "fuzz", "grade", "check", "validate"],
+    ),
     ("jobs", &["test", "fuzz", "repro"]),
     ("model-set", &["run", "test", "fuzz", "repro"]),
 ];

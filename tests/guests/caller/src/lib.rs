@@ -1,12 +1,14 @@
 //! Test guest: makes the tool calls its task lists, in order, and returns
 //! every answer (`{"ok": value}` or `{"error": {"kind", "message"}}`), so a
 //! test can see exactly what the host answered. Also reads world files when
-//! a call names the tool `files.read`, and writes a trace note per call.
+//! a call names the tool `files.read`, says `args.message` to the user when
+//! it names `user.say` (answering with the user's reply), and writes a
+//! trace note per call.
 //! A call may take an argument from an earlier answer:
 //! `"from": {"answer": 0, "path": "deploys.0.id", "arg": "id"}`.
 
 use serde_json::{Value, json};
-use worldline_guest::{Error, files, tools, trace};
+use worldline_guest::{Error, files, tools, trace, user};
 
 fn answer(result: Result<Value, Error>) -> Value {
     match result {
@@ -43,6 +45,14 @@ fn run(task: Value) -> Result<Value, Error> {
                 call["args"]["content"].as_str().unwrap_or_default(),
             )
             .map(|()| Value::Null),
+            "user.say" => Ok(
+                match user::say(call["args"]["message"].as_str().unwrap_or_default()) {
+                    user::Turn::Reply(r) => json!({"reply": r}),
+                    user::Turn::Ended { reason, satisfied } => {
+                        json!({"ended": reason, "satisfied": satisfied})
+                    }
+                },
+            ),
             _ => tools::call::<Value>(&tool, &call["args"]),
         };
         answers.push(answer(result));

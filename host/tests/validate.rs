@@ -1,0 +1,170 @@
+//! `worldline validate` on the real binary: a sound case validates; a
+//! deliberately broken one (its oracle fails, doing nothing passes, its
+//! expected answer is in the task, a gold call that cannot succeed) is
+//! flagged with the reason, in the table and in `--json`.
+
+use crate::common;
+
+use common::{temp_dir, worldline, worlds_dir, write_case};
+use serde_json::Value;
+use std::path::Path;
+
+const HEAD: &str = "world = \"demo@v1\"\nseed = 5\nclock = 2026-03-01T12:00:00Z\n";
+
+fn validate(store: &Path, cases: &Path, json: bool) -> common::CliOutput {
+    let worlds = worlds_dir();
+    let mut args = vec![
+        "validate".to_string(),
+        cases.display().to_string(),
+        "--worlds".into(),
+        worlds.display().to_string(),
+    ];
+    if json {
+        args.push("--json".into());
+    }
+    worldline(store, &args)
+}
+
+/// The result of case `name` in a `--json` report.
+fn result<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["case"].as_str().unwrap().ends_with(name))
+        .unwrap_or_else(|| panic!("no result for {name} in {report:#}"))
+}
+
+#[test]
+fn a_sound_case_validates_and_its_oracle_passes_while_doing_nothing_fails() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    write_case(
+        &cases,
+        "close",
+        &format!(
+            "{HEAD}task = {{ ticket = \"T-1\" }}\n\n[expect]\n\
+             [[expect.gold]]\ntool = \"close_ticket\"\nargs = {{ id = \"T-1\" }}\n\n\
+             [expect.output]\ncontains = \"closed as asked\"\n"
+        ),
+    );
+    let out = validate(&dir.path().join("store"), &cases, true);
+    out.expect_code(0);
+    let r = result(out.json(), "close");
+    assert_eq!(r["verdict"], "ok", "{out}");
+    assert_eq!(r["oracle"]["passed"], true);
+    assert_eq!(r["do_nothing"]["passed"], false);
+    assert_eq!(r["empty_answer"]["passed"], false);
+    assert_eq!(r["deterministic"], true);
+    assert_eq!(r["leaks"], serde_json::json!([]));
+    let text = validate(&dir.path().join("store"), &cases, false);
+    text.expect_code(0);
+    assert!(
+        text.stdout
+            .contains("validate: 1 cases, 1 ok, 0 failing, 0 broken"),
+        "{text}"
+    );
+}
+
+#[test]
+fn broken_cases_are_flagged_with_their_reasons_and_exit_1() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    // The gold calls close T-1, but the checks want it open: the oracle fails.
+    write_case(
+        &cases,
+        "oracle-fails",
+        &format!(
+            "{HEAD}task = {{ ticket = \"T-1\" }}\n\n[expect]\n\
+             [[expect.gold]]\ntool = \"close_ticket\"\nargs = {{ id = \"T-1\" }}\n\n\
+             [[expect.state]]\ntable = \"tickets\"\nkey = \"T-1\"\nfield = \"status\"\nequals = \"open\"\n"
+        ),
+    );
+    // Checks only what is already true: doing nothing passes.
+    write_case(
+        &cases,
+        "nothing-passes",
+        &format!(
+            "{HEAD}task = {{ ticket = \"T-2\" }}\n\n\
+             [[expect.state]]\ntable = \"tickets\"\nkey = \"T-2\"\nfield = \"status\"\nequals = \"open\"\n"
+        ),
+    );
+    // The expected answer is written in the task.
+    write_case(
+        &cases,
+        "leaked",
+        &format!(
+            "{HEAD}task = {{ ticket = \"T-1\", hint = \"say: Checkout fixed by rollback\" }}\n\n[expect]\n\
+             [[expect.gold]]\ntool = \"close_ticket\"\nargs = {{ id = \"T-1\" }}\n\n\
+             [expect.output]\ncontains = \"fixed by rollback\"\n"
+        ),
+    );
+    // A gold call that cannot succeed on the world.
+    write_case(
+        &cases,
+        "gold-errors",
+        &format!(
+            "{HEAD}task = {{ ticket = \"T-9\" }}\n\n[expect]\n\
+             [[expect.gold]]\ntool = \"close_ticket\"\nargs = {{ id = \"T-9\" }}\n"
+        ),
+    );
+    let store = dir.path().join("store");
+    let out = validate(&store, &cases, true);
+    out.expect_code(1);
+    let report = out.json();
+    assert_eq!(report["cases"], 4, "{out}");
+    assert_eq!(report["failing"], 3, "{out}");
+    assert_eq!(report["broken"], 1, "{out}");
+
+    let r = result(report, "oracle-fails");
+    assert_eq!(r["verdict"], "failing");
+    assert_eq!(r["oracle"]["passed"], false);
+    assert_eq!(
+        r["oracle"]["failed"],
+        serde_json::json!(["tickets/T-1.status equals"]),
+        "{out}"
+    );
+
+    let r = result(report, "nothing-passes");
+    assert_eq!(r["verdict"], "failing");
+    assert_eq!(r["oracle"], Value::Null);
+    assert_eq!(r["do_nothing"]["passed"], true);
+    assert_eq!(r["empty_answer"]["passed"], true);
+    assert!(
+        r["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("no [[expect.gold]] calls"),
+        "{out}"
+    );
+
+    let r = result(report, "leaked");
+    assert_eq!(r["verdict"], "failing");
+    assert_eq!(r["oracle"]["passed"], true, "{out}");
+    assert_eq!(r["leaks"][0]["check"], "output.contains");
+    assert_eq!(r["leaks"][0]["value"], "fixed by rollback");
+    assert_eq!(r["leaks"][0]["seen_in"], "task");
+
+    let r = result(report, "gold-errors");
+    assert_eq!(r["verdict"], "broken");
+    let why = r["error"].as_str().unwrap();
+    assert!(
+        why.contains("gold-errors.toml") && why.contains("gold call 1 (close_ticket"),
+        "{out}"
+    );
+
+    // The table names each failing case with its reason.
+    let text = validate(&store, &cases, false);
+    text.expect_code(1);
+    for needle in [
+        "the oracle (the gold calls) fails: tickets/T-1.status equals",
+        "the do-nothing agent passes",
+        "the empty-answer agent passes",
+        "output.contains expects \"fixed by rollback\", which the agent is shown in task",
+        "validate: 4 cases, 0 ok, 3 failing, 1 broken",
+    ] {
+        assert!(text.stdout.contains(needle), "missing {needle:?}:\n{text}");
+    }
+}
