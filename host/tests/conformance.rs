@@ -79,7 +79,7 @@ const PATHS: &[AgentPath] = &[
     AgentPath {
         name: "typescript component (official openai + MCP packages)",
         model: true,
-        agent: || component(js_guest_with("examples/js-openai-agent/agent.ts", &[])),
+        agent: || component(js_guest("examples/js-openai-agent/agent.ts")),
     },
     AgentPath {
         name: "native, MCP over HTTP on the loopback server",
