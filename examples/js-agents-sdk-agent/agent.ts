@@ -24,6 +24,8 @@ export async function run(task: Record<string, unknown>) {
   setTracingDisabled(true);
   setOpenAIAPI("chat_completions");
   // The key is the agent's own; worldline neither records nor forwards it.
+  // Without this line the SDK reads OPENAI_API_KEY from process.env, which
+  // is the case's `[env] vars`.
   setDefaultOpenAIKey("sk-example-key");
   const mcp = new Client({ name: "js-agents-sdk-agent", version: "1.0.0" });
   await mcp.connect(new StreamableHTTPClientTransport(new URL("http://world/mcp")));

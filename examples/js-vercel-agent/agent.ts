@@ -14,10 +14,6 @@
  * Responses model, `POST https://api.openai.com/v1/responses`, instead of
  * Chat Completions), `probe_url` (a URL fetched once at the start, whose
  * outcome is noted in the output).
- *
- * Built with `worldline build-js --minify`: unminified, the AI SDK's
- * bundle starts with more than the 128 MiB of linear memory a case allows
- * by default.
  */
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, jsonSchema, stepCountIs, streamText, tool, type ToolSet } from "ai";

@@ -21,11 +21,48 @@ function failWith(message: string): never {
   throw { payload: message };
 }
 
-/** Written into the bundle by `worldline build-js`: its source map, by generated line. */
+/**
+ * Written into the bundle by `worldline build-js`: its source map, the
+ * mappings of each generated line (`;`-separated) decodable on their own.
+ */
 interface LineTable {
   file: string;
   sources: string[];
-  lines: Array<Array<[number, number, number, number]>>;
+  mappings: string;
+}
+
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/** The generated lines' mappings, split once, when a stack is first printed. */
+let rows: string[] | undefined;
+
+/** One generated line's segments: [column (0-based), source, line, column (1-based)]. */
+function segments(table: LineTable, line: number): Array<[number, number, number, number]> {
+  rows ??= table.mappings.split(";");
+  const text = rows[line - 1] ?? "";
+  const out: Array<[number, number, number, number]> = [];
+  const at = [0, 0, 0, 0];
+  let field = 0;
+  let value = 0;
+  let shift = 0;
+  for (const ch of text) {
+    if (ch === ",") continue;
+    const digit = B64.indexOf(ch);
+    value += (digit & 31) << shift;
+    if (digit & 32) {
+      shift += 5;
+      continue;
+    }
+    at[field] += value & 1 ? -(value >>> 1) : value >>> 1;
+    value = 0;
+    shift = 0;
+    field += 1;
+    if (field === 4) {
+      out.push([at[0], at[1], at[2] + 1, at[3] + 1]);
+      field = 0;
+    }
+  }
+  return out;
 }
 
 /** A stack frame's `bundle.js:line:column` as the agent's `file.ts:line:column`. */
@@ -33,7 +70,7 @@ function mapFrame(frame: string): string {
   const table = (globalThis as { __worldlineSourceMap?: LineTable }).__worldlineSourceMap;
   const at = /^(.*@)(.*?):(\d+):(\d+)$/.exec(frame);
   if (!table || !at || !at[2].endsWith(table.file)) return frame;
-  const row = table.lines[Number(at[3]) - 1] ?? [];
+  const row = segments(table, Number(at[3]));
   const column = Number(at[4]) - 1;
   let best: [number, number, number, number] | undefined;
   for (const seg of row) {

@@ -77,9 +77,19 @@ const PATHS: &[AgentPath] = &[
         agent: || component(python_guest("examples/python-http-agent/agent.py")),
     },
     AgentPath {
+        name: "python component (guest SDK)",
+        model: true,
+        agent: || component(python_guest("examples/python-model-agent/agent.py")),
+    },
+    AgentPath {
         name: "typescript component (official openai + MCP packages)",
         model: true,
-        agent: || component(js_guest_with("examples/js-openai-agent/agent.ts", &[])),
+        agent: || component(js_guest("examples/js-openai-agent/agent.ts")),
+    },
+    AgentPath {
+        name: "typescript component (OpenAI Agents SDK, @openai/agents + MCP client)",
+        model: true,
+        agent: || component(js_guest("examples/js-agents-sdk-agent/agent.ts")),
     },
     AgentPath {
         name: "native, MCP over HTTP on the loopback server",

@@ -292,6 +292,36 @@ fn an_uncaught_exception_exits_3_with_the_javascript_stack() {
     assert!(!text.stdout.contains("guest backtrace"), "{text}");
 }
 
+/// A case's `[env] vars` are what `process.env` holds (wasi:cli/environment,
+/// read once when the run first reads it, recorded), however a package
+/// reads it: a property, `in`, `Object.keys`, a spread.
+#[test]
+fn the_cases_env_vars_are_process_env() {
+    let run = run_json(shared_store(), &case("js-env"), &probe());
+    run.expect_code(0);
+    let out = output(&run);
+    assert_eq!(out["key"], "sk-from-the-case", "{run}");
+    assert_eq!(out["has"], true, "{run}");
+    assert_eq!(out["absent"], Value::Null, "{run}");
+    assert_eq!(
+        out["keys"],
+        serde_json::json!(["LANG", "OPENAI_API_KEY"]),
+        "{run}"
+    );
+    assert_eq!(
+        out["copy"],
+        serde_json::json!({"LANG": "C", "OPENAI_API_KEY": "sk-from-the-case"}),
+        "{run}"
+    );
+    let events = read_bundle(&run.bundle()).events;
+    let reads = events
+        .iter()
+        .filter(|e| e["call"] == "wasi:cli/environment.get-environment")
+        .count();
+    assert_eq!(reads, 1, "one recorded read of the environment");
+    common::replays_identical(shared_store(), run.json()["run_id"].as_str().unwrap());
+}
+
 #[test]
 fn a_worldline_error_escaping_run_ends_the_run_errored() {
     let run = run_json(shared_store(), &case("js-error"), &probe());

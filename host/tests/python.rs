@@ -250,6 +250,17 @@ fn an_uncaught_exception_exits_3_with_the_python_traceback() {
     assert!(suite.stdout.contains("KeyError: 'T-404'"), "{suite}");
 }
 
+/// A case's `[env] vars` are what `os.environ` holds when `run` reads it.
+#[test]
+fn the_cases_env_vars_are_os_environ() {
+    let run = run_json(shared_store(), &case("python-env"), &probe());
+    run.expect_code(0);
+    let out: Value = serde_json::from_str(run.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(out["key"], "sk-from-the-case", "{run}");
+    assert_eq!(out["env"]["LANG"], "C", "{run}");
+    common::replays_identical(shared_store(), run.json()["run_id"].as_str().unwrap());
+}
+
 #[test]
 fn an_error_escaping_run_ends_the_run_errored() {
     // The example knows the incident world only; the demo task has no alert.

@@ -720,28 +720,20 @@ fn build_python(source: &str, service: bool) -> PathBuf {
 /// Node.js or the pinned npm packages are missing: the JS tests never pass
 /// without running.
 pub fn js_guest(agent: &str) -> PathBuf {
-    js_guest_with(agent, &[])
+    built_once(agent, || build_js_guest(agent))
 }
 
-/// [`js_guest`] with more `build-js` flags (`--minify`).
-pub fn js_guest_with(agent: &str, flags: &[&str]) -> PathBuf {
-    let key = format!("{agent} {}", flags.join(" "));
-    built_once(&key, || build_js_guest(agent, flags))
-}
-
-fn build_js_guest(agent: &str, flags: &[&str]) -> PathBuf {
+fn build_js_guest(agent: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("js-guests");
     std::fs::create_dir_all(&dir).expect("creating the JS guest folder");
     let wasm = dir.join(format!("{}.wasm", agent.replace(['/', '.'], "-")));
     let root = workspace_root().join(agent);
-    let mut args = vec![
+    let out = worldline_raw([
         OsStr::new("build-js"),
         root.as_os_str(),
         OsStr::new("-o"),
         wasm.as_os_str(),
-    ];
-    args.extend(flags.iter().map(OsStr::new));
-    let out = worldline_raw(args);
+    ]);
     if out.code != 0 {
         if out.stderr.contains("npm install") || out.stderr.contains("Node.js") {
             panic!(

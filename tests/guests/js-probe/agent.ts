@@ -3,9 +3,13 @@
 // a denied fetch, and the whole SDK (tools, files, the scripted model).
 // `task.mode` picks something else: "throw" (an uncaught TypeError from a
 // nested function), "error" (a worldline error escaping run), "talk" (the
-// user and approval channels).
+// user and approval channels), "env" (what `process.env` holds, read
+// each way a package reads it).
 
 import { Denied, NotFound, approval, files, model, tools, trace, user } from "worldline";
+
+/** build-js's stand-in for Node's `process` (its `env` is the case's `[env] vars`). */
+declare const process: { env: Record<string, string | undefined> };
 
 function lookUp(id: string): never {
   const table: Record<string, string> = {};
@@ -82,6 +86,15 @@ async function probe(task: { ticket: string }) {
 export async function run(task: { ticket: string; mode?: string }) {
   if (task.mode === "throw") lookUp("T-404");
   if (task.mode === "error") throw new Denied("the probe was told to give up");
+  if (task.mode === "env") {
+    return {
+      key: process.env.OPENAI_API_KEY,
+      has: "LANG" in process.env,
+      absent: process.env.NOT_SET ?? null,
+      keys: Object.keys(process.env).sort(),
+      copy: { ...process.env },
+    };
+  }
   if (task.mode === "talk") {
     return {
       first: user.say("Hello, which ticket?"),

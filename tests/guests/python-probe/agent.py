@@ -3,8 +3,10 @@
 Everything it saw goes into its output, so two runs can be compared field by
 field. With `"raise": true` in the task it raises an uncaught exception from
 a nested function (the run must trap with the Python traceback); with
-`"bad_output": true` it returns a value JSON cannot hold."""
+`"bad_output": true` it returns a value JSON cannot hold; with `"env": true`
+it returns what `os.environ` holds."""
 
+import os
 import random
 import time
 import uuid
@@ -19,6 +21,8 @@ def look_up(tickets, key):
 
 @wl.agent
 def run(task):
+    if task.get("env"):
+        return {"key": os.environ.get("OPENAI_API_KEY"), "env": dict(os.environ)}
     wall_before = time.time()
     mono = time.monotonic()
     time.sleep(0.25)

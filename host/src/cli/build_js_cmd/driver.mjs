@@ -30,16 +30,43 @@ const esbuild = require("esbuild");
 // What the engine lacks of Node and of the web platform, where a small
 // deterministic stand-in is harmless (decision 0273). Imported before the
 // agent, so its modules see them when they load:
-// - `process` with an empty `env` (no host variable reaches a guest);
+// - `process`, its `env` the case's `[env] vars` (wasi:cli/environment's
+//   get-environment, one recorded call, made when a run first reads it;
+//   while the build runs the agent's top level there is no case, and `env`
+//   is empty then);
 // - `TextDecoderStream` / `TextEncoderStream` (the AI SDK parses server-sent
 //   events with them), built on the engine's TransformStream;
 // - `fetch` failing as Node's does (`TypeError: fetch failed`, the
 //   engine's error as its `cause`; aborts stay aborts), which is what the
 //   SDKs' retry logic recognises (the AI SDK retries only that).
 const GLOBALS = `
+import { getEnvironment } from "wasi:cli/environment@0.2.12";
+let running = false;
+let vars;
+const early = {};
+/** Called by the run export: from then on process.env is the case's. */
+export function begin() { running = true; }
+function live() {
+  if (!running) return early;
+  if (!vars) {
+    vars = { ...early };
+    for (const [k, v] of getEnvironment()) vars[k] = v;
+  }
+  return vars;
+}
+const env = new Proxy({}, {
+  get: (_, k) => (typeof k === "string" && Object.hasOwn(live(), k) ? live()[k] : undefined),
+  set: (_, k, v) => { live()[k] = String(v); return true; },
+  has: (_, k) => Object.hasOwn(live(), k),
+  deleteProperty: (_, k) => { delete live()[k]; return true; },
+  ownKeys: () => Reflect.ownKeys(live()),
+  getOwnPropertyDescriptor: (_, k) =>
+    Object.hasOwn(live(), k) ? { value: live()[k], writable: true, enumerable: true, configurable: true } : undefined,
+  defineProperty: (_, k, d) => { live()[k] = String(d.value); return true; },
+});
 if (typeof globalThis.process === "undefined") {
   globalThis.process = {
-    env: {}, argv: [], versions: {}, platform: "wasi",
+    env, argv: [], versions: {}, platform: "wasi",
     nextTick: (f, ...args) => queueMicrotask(() => f(...args)),
   };
 }
@@ -132,7 +159,7 @@ function explainBuiltin(m) {
     ...m,
     text:
       `${who ? `the package \`${who}\`` : "the agent"} imports the Node built-in \`${name}\`, which the sandbox does not have ` +
-      `(only node:crypto's randomUUID/getRandomValues and node:process's empty env are stood in for): ` +
+      `(only node:crypto's randomUUID/getRandomValues and node:process's env are stood in for): ` +
       (who ? `use a version of ${who} for browsers or edge runtimes, or a package without it` : `remove the import`),
   };
 }
@@ -196,10 +223,11 @@ if (!agentExports.includes("run") && !agentExports.includes("default")) {
 const entry = join(cfg.work, "entry.ts");
 writeFileSync(
   entry,
-  `import "worldline-shims:globals";\n` +
+  `import { begin } from "worldline-shims:globals";\n` +
     `import * as agent from ${JSON.stringify(resolve(cfg.agent))};\n` +
     `import { wrap } from ${JSON.stringify(join(cfg.sdk, "runtime.ts"))};\n` +
-    `export const run = wrap((agent as any).run ?? (agent as any).default);\n`,
+    `const wrapped = wrap((agent as any).run ?? (agent as any).default);\n` +
+    `export const run = (task: string) => { begin(); return wrapped(task); };\n`,
 );
 const bundle = join(cfg.work, cfg.bundleName);
 try {
@@ -215,10 +243,13 @@ try {
 }
 appendFileSync(bundle, lineTable(`${bundle}.map`));
 
-// The bundle's source map as a table the SDK reads when it prints a stack:
-// for each generated line, [column, source, line, column] segments (all
-// 1-based but the generated column), sources named as the user knows them
-// (relative to the agent's folder; the SDK as `worldline/...`).
+// The bundle's source map as the SDK reads it when it prints a stack: the
+// sources named as the user knows them (relative to the agent's folder; the
+// SDK as `worldline/...`) and esbuild's `mappings` re-encoded so that each
+// generated line decodes on its own (its first segment's source, line and
+// column are absolute, not deltas from the line before). It stays one
+// string: a table of arrays, as it was, made the engine run out of memory
+// parsing the bundle of a large SDK (decision 0315).
 function lineTable(mapPath) {
   const map = JSON.parse(readFileSync(mapPath, "utf8"));
   const sources = map.sources.map((s) => {
@@ -226,7 +257,7 @@ function lineTable(mapPath) {
     return full.startsWith(cfg.sdk) ? `worldline/${relative(cfg.sdk, full)}` : relative(cfg.agentDir, full);
   });
   const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const vlq = (text) => {
+  const decode = (text) => {
     const out = [];
     let value = 0;
     let shift = 0;
@@ -243,24 +274,39 @@ function lineTable(mapPath) {
     }
     return out;
   };
+  const encode = (n) => {
+    let v = n < 0 ? (-n << 1) | 1 : n << 1;
+    let text = "";
+    do {
+      let digit = v & 31;
+      v >>>= 5;
+      if (v > 0) digit |= 32;
+      text += B64[digit];
+    } while (v > 0);
+    return text;
+  };
   let [src, line, col] = [0, 0, 0];
   const lines = map.mappings.split(";").map((segments) => {
     let gen = 0;
+    let prev = [0, 0, 0, 0];
     const row = [];
     for (const seg of segments.split(",")) {
       if (!seg) continue;
-      const f = vlq(seg);
+      const f = decode(seg);
       gen += f[0];
       if (f.length >= 4) {
         src += f[1];
         line += f[2];
         col += f[3];
-        row.push([gen, src, line + 1, col + 1]);
+        const now = [gen, src, line, col];
+        row.push(now.map((v, i) => encode(v - prev[i])).join(""));
+        prev = now;
       }
     }
-    return row;
+    return row.join(",");
   });
-  return `\nglobalThis.__worldlineSourceMap = ${JSON.stringify({ file: cfg.bundleName, sources, lines })};\n`;
+  const table = { file: cfg.bundleName, sources, mappings: lines.join(";") };
+  return `\nglobalThis.__worldlineSourceMap = ${JSON.stringify(table)};\n`;
 }
 
 const componentizeJs = pathToFileURL(
@@ -273,12 +319,13 @@ try {
   ({ component } = await componentize({
     sourcePath: bundle,
     witPath: cfg.wit,
-    worldName: "agent",
+    // The agent's world and wasi:cli/environment, which process.env reads.
+    worldName: "agent-js",
   }));
 } catch (e) {
   let text = String(e?.message ?? e);
   if (/out of memory/.test(text) && !cfg.minify) {
-    text += "\n(the engine ran out of memory loading the bundle: build with --minify, which makes the source it keeps smaller)";
+    text += "\n(the engine ran out of memory running the bundle's top level: --minify makes the source it keeps smaller)";
   }
   finish({ errors: [{ file: cfg.agent, line: null, column: null, text }] });
 }

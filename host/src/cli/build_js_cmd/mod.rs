@@ -66,6 +66,15 @@ pub(super) const SDK: &[(&str, &str)] = &[
     ),
 ];
 
+/// The world build-js builds against (written beside the WIT package): the
+/// agent's, and `wasi:cli/environment`, which `process.env` reads.
+const WORLD: &str = "/// build-js's world: the agent's, and the environment process.env reads.
+world agent-js {
+  include agent;
+  import wasi:cli/environment@0.2.12;
+}
+";
+
 /// The Node program that bundles and componentizes.
 const DRIVER: &str = include_str!("driver.mjs");
 
@@ -89,8 +98,8 @@ pub struct BuildJsArgs {
     /// the toolchain folder); its errors are exit 2, as `file:line:column`.
     #[arg(long)]
     pub typecheck: bool,
-    /// Minify the bundle (names kept): for SDKs whose source is too large
-    /// for the engine to load unminified (the OpenAI Agents SDK).
+    /// Minify the bundle (names kept): a smaller component and less of the
+    /// engine's memory for the source it keeps (no pinned SDK needs it).
     #[arg(long)]
     pub minify: bool,
     #[command(flatten)]
@@ -126,6 +135,7 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         .tempdir()
         .context("creating a temporary build folder")?;
     write_tree(&work.path().join("wit"), wit::FILES)?;
+    write_tree(&work.path().join("wit"), &[("agent-js.wit", WORLD)])?;
     write_tree(&work.path().join("sdk"), SDK)?;
     write_tree(work.path(), &[("driver.mjs", DRIVER)])?;
     let built = work.path().join("agent.wasm");
