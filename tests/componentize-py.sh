@@ -1,8 +1,7 @@
 # Sourced by tests/run and examples/run: put componentize-py on PATH,
 # installing it when missing into a virtual environment under the build
-# folder ($1, e.g. target/), where later runs find it again. A virtual
-# environment, not `pip install` into the system's Python: Debian 12 and
-# other distributions refuse that (PEP 668, externally managed).
+# folder ($1, e.g. target/), where later runs find it again (tests/venv.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 COMPONENTIZE_PY_VERSION=0.25.1
 
 ensure_componentize_py() {
@@ -16,16 +15,7 @@ ensure_componentize_py() {
   fi
   echo "installing componentize-py $COMPONENTIZE_PY_VERSION into $venv"
   rm -rf "$venv"
-  if ! python3 -m venv "$venv" 2>/dev/null; then
-    # Debian ships venv's pip bootstrap separately.
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-      python3 -m venv "$venv"
-    else
-      echo "cannot create a Python virtual environment; install python3-venv (Debian, Ubuntu) and run again" >&2
-      return 1
-    fi
-  fi
+  make_venv "$venv" || return 1
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     "componentize-py==$COMPONENTIZE_PY_VERSION"
   export PATH="$venv/bin:$PATH"

