@@ -23,8 +23,10 @@ fn invalid(message: &str) -> HttpResponse {
     openai_chat::error(400, "invalid_request_error", None, message)
 }
 
-/// The text of a message item's `content`: a string or its text parts.
-fn text_of(content: &Value) -> String {
+/// The text of a message item's `content`: a string or its text parts
+/// (a chat-completions message's `content` takes the same shapes, so the
+/// exports read it with this too).
+pub fn text_of(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts

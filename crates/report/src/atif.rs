@@ -16,6 +16,7 @@
 use serde_json::{Map, Value, json};
 use worldline_engine::log::bundle::Bundle;
 use worldline_engine::log::{Call, Event};
+use worldline_protocol::openai_responses::text_of;
 
 /// The ATIF version this writes.
 pub const SCHEMA_VERSION: &str = "ATIF-v1.8";
@@ -306,19 +307,6 @@ fn opening(steps: &mut Steps, events: &[Event], task: &Value) {
             "system"
         };
         steps.push(json!({"source": source, "message": text_of(&m["content"])}));
-    }
-}
-
-/// A message's content as text: a string as it is, parts' texts joined.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
     }
 }
 
