@@ -13,8 +13,8 @@ use crate::canon;
 use crate::case::Case;
 use crate::case::expect::Expect;
 use crate::log::Status;
+use crate::mediate::RunState;
 use crate::mediate::bindings::worldline::agent::{tools, user};
-use crate::mediate::{MemoryLimiter, RunState};
 use crate::path::JsonPath;
 use crate::run::{self, RunOptions, RunOutcome};
 use crate::sandbox::Sandbox;
@@ -22,7 +22,6 @@ use crate::world::state::FileData;
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use wasmtime::component::ResourceTable;
 
 /// Expected answers shorter than this are not searched for: short ids and
 /// words (`D-42`, `yes`) are the vocabulary of the world the agent must
@@ -281,12 +280,7 @@ fn scripted(sandbox: &Sandbox, case: &Case, script: &Script) -> Result<Outcome> 
     let header = run::header_of(sandbox, &identity, case);
     let mut opts = RunOptions::default();
     let begun = run::begin(sandbox, header, case, &mut opts)?;
-    let mut state = RunState {
-        med: begun.med,
-        table: ResourceTable::new(),
-        limiter: MemoryLimiter { max_bytes: 0 },
-        http_bodies: Default::default(),
-    };
+    let mut state = RunState::outside_sandbox(begun.med);
     let mut ended = None;
     for (tool, args) in &script.calls {
         let args = canon::to_string(&Value::Object(args.clone()));

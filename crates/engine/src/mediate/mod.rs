@@ -487,6 +487,18 @@ pub struct RunState {
 }
 
 impl RunState {
+    /// The state of a run whose calls come from outside a guest (a native
+    /// agent's transports, `validate`'s scripted agents): no guest memory
+    /// to limit, no resources held yet.
+    pub(crate) fn outside_sandbox(med: Mediator) -> Self {
+        RunState {
+            med,
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter { max_bytes: 0 },
+            http_bodies: Default::default(),
+        }
+    }
+
     /// Mediate one call of a binding; a host-imposed stop becomes a trap.
     pub(crate) fn mediated(
         &mut self,

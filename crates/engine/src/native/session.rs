@@ -6,7 +6,7 @@
 //! diverged), the run is graded and its footer written.
 
 use crate::log::Status;
-use crate::mediate::{MemoryLimiter, RunState};
+use crate::mediate::RunState;
 use crate::protocol::HttpResponse;
 use crate::run::{self, Ending, RunOptions, RunOutcome};
 use crate::sandbox::Sandbox;
@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use tokio::sync::oneshot;
-use wasmtime::component::ResourceTable;
 
 /// One request's work on the mediator: an answer, `None` for a stall.
 pub type Job = Box<dyn FnOnce(&mut RunState) -> wasmtime::Result<Option<HttpResponse>> + Send>;
@@ -142,12 +141,7 @@ pub fn mediate(
         store.put_object(crate::canon::to_string(agent).as_bytes())?;
     }
     let begun = run::begin(sandbox, header, case, &mut opts)?;
-    let mut state = RunState {
-        med: begun.med,
-        table: ResourceTable::new(),
-        limiter: MemoryLimiter { max_bytes: 0 },
-        http_bodies: Default::default(),
-    };
+    let mut state = RunState::outside_sandbox(begun.med);
     let mut stop: Option<Ending> = None;
     let exit = loop {
         match session.rx.recv() {
