@@ -228,3 +228,31 @@ fn worldline_grades_trajectories_as_tau2_does() {
         "{shown}\n{disagree:#?}"
     );
 }
+
+/// A converter (here a stand-in for the benchmark's Python) that writes
+/// without end is stopped at the output cap with an error naming it, not
+/// waited on for ever while it blocks on a full pipe; nothing is written.
+#[test]
+fn a_converter_that_writes_without_end_is_stopped_at_the_cap() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tmp = temp_dir();
+    let fake = tmp.path().join("python");
+    std::fs::write(&fake, "#!/bin/sh\ncat >/dev/null\nyes x 2>/dev/null\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = tmp.path().join("airline");
+    let out = worldline(
+        &tmp.path().join("store"),
+        [
+            "bench".as_ref(),
+            "import".as_ref(),
+            "tau2/airline".as_ref(),
+            "-o".as_ref(),
+            dir.as_os_str(),
+            "--python".as_ref(),
+            fake.as_os_str(),
+        ],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains("wrote more than 256 MiB"), "{out}");
+    assert!(!dir.exists(), "{out}");
+}

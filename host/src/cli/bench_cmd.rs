@@ -211,7 +211,11 @@ fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted>
     let stderr = child.stderr.take().context("the converter's stderr")?;
     let errors = std::thread::spawn(move || {
         let mut buf = Vec::new();
-        let _ = stderr.take(1 << 20).read_to_end(&mut buf);
+        let mut stderr = stderr;
+        let _ = (&mut stderr).take(1 << 20).read_to_end(&mut buf);
+        // Past the cap, drained unread: a closed pipe would fail the
+        // converter's next write to stderr (a broken pipe, not its error).
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
         buf
     });
     let mut stdout = Vec::new();
@@ -219,9 +223,23 @@ fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted>
         .stdout
         .take()
         .context("the converter's stdout")?
-        .take(crate::bounded::DOCUMENT)
+        .take(crate::bounded::DOCUMENT + 1)
         .read_to_end(&mut stdout)
         .context("reading the converter's output")?;
+    if stdout.len() as u64 > crate::bounded::DOCUMENT {
+        // Its output is cut short: an error naming the cap, not one about
+        // the cut JSON; the converter is ended rather than waited on.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(InputError::new(
+            python,
+            format!(
+                "the converter wrote more than {}; is this the pinned package?",
+                crate::bounded::size(crate::bounded::DOCUMENT)
+            ),
+        )
+        .into());
+    }
     let status = child.wait().context("waiting for the converter")?;
     let out = std::process::Output {
         status,
