@@ -35,12 +35,17 @@ const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /** The generated lines' mappings, split once, when a stack is first printed. */
 let rows: string[] | undefined;
+/** Lines decoded so far (a minified bundle's frames share a few long lines). */
+const decoded = new Map<number, Array<[number, number, number, number]>>();
 
 /** One generated line's segments: [column (0-based), source, line, column (1-based)]. */
 function segments(table: LineTable, line: number): Array<[number, number, number, number]> {
+  const known = decoded.get(line);
+  if (known) return known;
   rows ??= table.mappings.split(";");
   const text = rows[line - 1] ?? "";
   const out: Array<[number, number, number, number]> = [];
+  decoded.set(line, out);
   const at = [0, 0, 0, 0];
   let field = 0;
   let value = 0;
