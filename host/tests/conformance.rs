@@ -82,6 +82,11 @@ const PATHS: &[AgentPath] = &[
         agent: || component(python_guest("examples/python-model-agent/agent.py")),
     },
     AgentPath {
+        name: "typescript component (guest SDK)",
+        model: true,
+        agent: || component(js_guest("examples/ts-model-agent/agent.ts")),
+    },
+    AgentPath {
         name: "typescript component (official openai + MCP packages)",
         model: true,
         agent: || component(js_guest("examples/js-openai-agent/agent.ts")),
