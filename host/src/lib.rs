@@ -20,9 +20,10 @@ pub use worldline_case::{
     parallel, partition, path, prices, project, shown, time, world,
 };
 pub use worldline_engine::{
-    agent_file, export, fork, fuzz, grade, index, log, mediate, native, object_codec, ops, redact,
-    regress, replay, retention, run, sandbox, store, suite, traceback, validate, verify,
+    agent_file, export, fork, fuzz, grade, index, mediate, native, ops, regress, replay, retention,
+    run, sandbox, store, suite, traceback, validate, verify,
 };
+pub use worldline_log::{log, object_codec, redact};
 pub use worldline_otel as otel;
 pub use worldline_pgstore as pgstore;
 pub use worldline_protocol as protocol;

@@ -76,6 +76,7 @@ const CRATES: &[(&str, Option<&str>)] = &[
     ("crates/pgstore", Some("pgstore")),
     ("crates/case", None),
     ("crates/protocol", Some("protocol")),
+    ("crates/log", None),
     ("crates/engine", None),
     ("crates/otel", Some("otel")),
     ("crates/report", Some("report")),

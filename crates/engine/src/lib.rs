@@ -11,12 +11,9 @@ pub mod fork;
 pub mod fuzz;
 pub mod grade;
 pub mod index;
-pub mod log;
 pub mod mediate;
 pub mod native;
-pub mod object_codec;
 pub mod ops;
-pub mod redact;
 pub mod regress;
 pub mod replay;
 pub mod retention;
@@ -32,5 +29,6 @@ use worldline_case::{
     bounded, canon, case, durable, error, error_kind, file_identity, output, parallel, partition,
     path, shown, time, world,
 };
+use worldline_log::{log, object_codec, redact};
 use worldline_pgstore as pgstore;
 use worldline_protocol as protocol;

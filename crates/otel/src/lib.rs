@@ -22,12 +22,10 @@ use opentelemetry_proto::tonic::trace::v1::{
 };
 use serde_json::Value;
 use worldline_case::canon;
-use worldline_engine::log::call::{
-    Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest,
-};
-use worldline_engine::log::event::By;
-use worldline_engine::log::{Bundle, Event};
-use worldline_engine::redact::Redactor;
+use worldline_log::log::call::{Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest};
+use worldline_log::log::event::By;
+use worldline_log::log::{Bundle, Event};
+use worldline_log::redact::Redactor;
 
 /// One run to export.
 pub struct RunView {
@@ -134,7 +132,7 @@ pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options)
                 status::StatusCode::Ok
             }) as i32,
             message: footer
-                .and_then(worldline_engine::grade::signature::of_footer)
+                .and_then(worldline_log::log::signature::of_footer)
                 .map(|s| match redactor.as_deref_mut() {
                     Some(r) => r.text(&s),
                     None => s,

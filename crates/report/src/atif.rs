@@ -14,8 +14,8 @@
 //! - the verdict, reward and checks in the document's `extra`.
 
 use serde_json::{Map, Value, json};
-use worldline_engine::log::bundle::Bundle;
-use worldline_engine::log::{Call, Event};
+use worldline_log::log::bundle::Bundle;
+use worldline_log::log::{Call, Event};
 use worldline_protocol::openai_responses::text_of;
 
 /// The ATIF version this writes.
@@ -144,7 +144,7 @@ impl Steps {
         e: &Event,
         name: Option<String>,
         provider: &str,
-        response: &worldline_engine::log::payload::ModelAnswer,
+        response: &worldline_log::log::payload::ModelAnswer,
     ) {
         let message = response.message().cloned().unwrap_or(Value::Null);
         let mut step = json!({
@@ -201,7 +201,7 @@ impl Steps {
     /// A model call's metrics: token counts, token ids, log-probabilities.
     fn metrics(
         &mut self,
-        response: &worldline_engine::log::payload::ModelAnswer,
+        response: &worldline_log::log::payload::ModelAnswer,
     ) -> Map<String, Value> {
         let mut m = Map::new();
         let usage = response

@@ -107,7 +107,7 @@ impl<'a> GroupReport<'a> {
                 words: describe::schedule(s),
             }),
             signature: &k.group.signature,
-            unscripted: (k.outcome.footer.status == worldline_engine::log::Status::Unscripted)
+            unscripted: (k.outcome.footer.status == worldline_log::log::Status::Unscripted)
                 .then_some(k.outcome.footer.error.as_deref())
                 .flatten(),
         }

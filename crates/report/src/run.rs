@@ -3,9 +3,9 @@
 use serde::Serialize;
 use worldline_engine::grade::Grade;
 use worldline_engine::grade::verdict;
-use worldline_engine::log::{Footer, Status};
 use worldline_engine::run::RunOutcome;
 use worldline_engine::traceback::{self, Account, AgentError};
+use worldline_log::log::{Footer, Status};
 
 /// The `run --json` document. Scripts rely on these names.
 #[derive(Serialize)]

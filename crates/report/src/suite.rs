@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use worldline_case::shown;
 use worldline_engine::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
 use worldline_engine::fuzz::summary::PassK;
-use worldline_engine::log::Call;
 use worldline_engine::suite::{CaseRun, Compile, SuiteRun};
+use worldline_log::log::Call;
 
 /// One case of the `test --json` document. Run-level fields describe the
 /// run that speaks for the case (the first that did not pass, else the
@@ -63,7 +63,7 @@ pub struct ModelTotals {
 }
 
 impl ModelTotals {
-    fn add_run(&mut self, events: &[worldline_engine::log::Event]) {
+    fn add_run(&mut self, events: &[worldline_log::log::Event]) {
         for e in events {
             let Call::ModelComplete { response, .. } = e.typed() else {
                 continue;

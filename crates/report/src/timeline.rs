@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 use worldline_case::canon;
-use worldline_engine::log::Event;
-use worldline_engine::log::call::{Call, CallError};
+use worldline_log::log::Event;
+use worldline_log::log::call::{Call, CallError};
 
 /// How much of each value an event's summary keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,7 +199,7 @@ pub fn first_difference(a: &[Event], b: &[Event]) -> Option<usize> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use worldline_engine::log::Effect;
+    use worldline_log::log::Effect;
 
     #[test]
     fn a_user_turn_a_fork_answered_says_so_not_null() {

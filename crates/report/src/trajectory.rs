@@ -13,8 +13,8 @@
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use worldline_engine::log::bundle::Bundle;
-use worldline_engine::log::{Call, Event};
+use worldline_log::log::bundle::Bundle;
+use worldline_log::log::{Call, Event};
 
 /// One line of the trajectories file.
 #[derive(Serialize)]

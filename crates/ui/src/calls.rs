@@ -6,7 +6,7 @@
 
 use super::html::{url, vtime};
 use maud::{Markup, html};
-use worldline_engine::log::{Call, Event, Kind};
+use worldline_log::log::{Call, Event, Kind};
 
 /// Whether `e` is a tool call.
 pub fn is_tool_call(e: &Event) -> bool {

@@ -11,11 +11,9 @@ use maud::{Markup, html};
 use serde_json::Value;
 use std::ops::Range;
 use worldline_case::canon;
-use worldline_engine::log::event::By;
-use worldline_engine::log::payload::{
-    ApprovalAsk, Decision, ModelAnswer, ModelRequest, Said, Turn,
-};
-use worldline_engine::log::{Call, Event};
+use worldline_log::log::event::By;
+use worldline_log::log::payload::{ApprovalAsk, Decision, ModelAnswer, ModelRequest, Said, Turn};
+use worldline_log::log::{Call, Event};
 
 fn text_of(content: &Value) -> String {
     match content {

@@ -11,7 +11,7 @@ use maud::{Markup, html};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use worldline_engine::grade::{diff, final_state};
-use worldline_engine::log::Event;
+use worldline_log::log::Event;
 use worldline_report::timeline::{first_difference, summary};
 
 fn form(a: &str, b: &str) -> Markup {

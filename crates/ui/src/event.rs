@@ -17,7 +17,7 @@ use worldline_case::canon;
 use worldline_case::world::state::State;
 use worldline_engine::grade::diff::{self, StateDiff};
 use worldline_engine::grade::final_state;
-use worldline_engine::log::Event;
+use worldline_log::log::Event;
 
 /// What the fork form shows again after a refused fork.
 pub struct Refused<'a> {

@@ -35,9 +35,9 @@ use axum::routing::{get, post};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::sync::{Arc, OnceLock};
-use worldline_engine::redact::Redactor;
 use worldline_engine::sandbox::Sandbox;
 use worldline_engine::store::StoreDir;
+use worldline_log::redact::Redactor;
 use worldline_pgstore::roles::Role;
 
 /// Which page the printed URL opens.
@@ -154,11 +154,7 @@ impl App {
     /// A fresh redactor of a folder store's view (none without a policy
     /// or with `--unredacted`).
     fn folder_redactor(&self) -> Result<Option<Redactor>> {
-        worldline_engine::redact::for_store(
-            &self.store.root,
-            self.redact.as_deref(),
-            self.unredacted,
-        )
+        worldline_log::redact::for_store(&self.store.root, self.redact.as_deref(), self.unredacted)
     }
 
     /// The bundle of run `id` (an id or a unique prefix, inside the store).

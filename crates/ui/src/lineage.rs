@@ -5,8 +5,8 @@
 use super::html::{badge, url};
 use maud::{Markup, html};
 use worldline_engine::index::{Index, query::Filter, row::Row};
-use worldline_engine::log::bundle::{self, Parent};
 use worldline_engine::store::StoreDir;
+use worldline_log::log::bundle::{self, Parent};
 
 /// How far up and down the tree goes.
 const DEPTH: usize = 8;

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use worldline_case::canon;
 use worldline_engine::fork::check::describe;
 use worldline_engine::index::Index;
-use worldline_engine::log::Call;
-use worldline_engine::log::bundle::{self, Bundle, Footer, Header};
+use worldline_log::log::Call;
+use worldline_log::log::bundle::{self, Bundle, Footer, Header};
 
 pub const PER_PAGE: usize = 200;
 
@@ -147,7 +147,7 @@ fn outcome(f: Option<&Footer>) -> Markup {
             Some(out) => { div.output.mono #output { (out) } }
             None => { p #output.keys { "(the agent wrote no output)" } }
         }
-        @if f.status == worldline_engine::log::Status::Unscripted {
+        @if f.status == worldline_log::log::Status::Unscripted {
             p.note #unscripted {
                 "not the agent's failure: the case's scripted model had no reply. "
                 (f.error.as_deref().unwrap_or_default())

@@ -10,9 +10,9 @@ use super::calls::{is_tool_call, tool_name};
 use super::html::{url, vtime};
 use maud::{Markup, html};
 use std::ops::Range;
-use worldline_engine::log::event::By;
-use worldline_engine::log::payload::{ModelAnswer, ModelRequest};
-use worldline_engine::log::{Call, Event};
+use worldline_log::log::event::By;
+use worldline_log::log::payload::{ModelAnswer, ModelRequest};
+use worldline_log::log::{Call, Event};
 use worldline_report::timeline::summary;
 
 /// Calls the runtime (CPython, the JS engine, the Rust std) makes for

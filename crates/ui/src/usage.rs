@@ -8,8 +8,8 @@ use super::html::url;
 use maud::{Markup, html};
 use serde_json::Value;
 use worldline_case::prices::Prices;
-use worldline_engine::log::payload::{ModelAnswer, ModelRequest};
-use worldline_engine::log::{Call, Event};
+use worldline_log::log::payload::{ModelAnswer, ModelRequest};
+use worldline_log::log::{Call, Event};
 
 /// One model call's figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +49,7 @@ impl CallUsage {
             .to_string();
         let input = n(&usage["prompt_tokens"]).max(n(&usage["input_tokens"]));
         let output = n(&usage["completion_tokens"]).max(n(&usage["output_tokens"]));
-        let latency = |f: fn(&worldline_engine::log::payload::ProviderRecord) -> &Option<Value>| {
+        let latency = |f: fn(&worldline_log::log::payload::ProviderRecord) -> &Option<Value>| {
             record.and_then(|r| f(r).as_ref()).and_then(Value::as_u64)
         };
         CallUsage {

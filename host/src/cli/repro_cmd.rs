@@ -8,7 +8,7 @@
 use super::Common;
 use crate::error::{ExitCode, InputError};
 use crate::fuzz::repro::repro;
-use crate::grade::signature;
+use crate::log::signature;
 use crate::native::exec::Exec;
 use crate::replay::{self, recorded_agent};
 use crate::report;

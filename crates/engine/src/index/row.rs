@@ -120,7 +120,7 @@ impl Row {
         f: Option<&Footer>,
         events: usize,
     ) -> Row {
-        let signature = f.and_then(crate::grade::signature::of_footer);
+        let signature = f.and_then(crate::log::signature::of_footer);
         let outcome = match f {
             None => "incomplete",
             Some(f) if f.status.is_fault() => "faulted",
