@@ -1,6 +1,14 @@
 # Sourced by tests/run and examples/run: put componentize-py on PATH,
 # installing it when missing into a virtual environment under the build
 # folder ($1, e.g. target/), where later runs find it again (tests/venv.sh).
+#
+# Why a virtual environment under the build folder (was decision 0197): `pip
+# install` into the system Python is refused on Debian 12 (PEP 668); a venv
+# under the build folder needs no privileges, is removed with the build and is
+# cached between runs. `pip install --user` is refused there too,
+# `--break-system-packages` is what PEP 668 exists to stop, and `pipx` is not
+# installed by default either. Where `venv` lacks its pip bootstrap (Debian
+# without `python3-venv`) the package is installed when root, else named.
 . "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 COMPONENTIZE_PY_VERSION=0.25.1
 

@@ -11,6 +11,21 @@
  * since its exporter posts to https://api.openai.com/v1/traces, which is
  * no part of the world (it would be denied).
  */
+// Why it is built this way (was decision 0275): the Agents SDK's
+// `MCPServerStreamableHttp` is "not implemented" in the browser build esbuild
+// picks for a sandbox without Node, so the world's tools come through the MCP
+// TypeScript SDK's client, handed to the agent as function tools (shimming
+// the Node MCP transport was the alternative). Its tracing exporter posts to
+// https://api.openai.com/v1/traces, which is no part of a world (denied), so
+// tracing is off; answering that endpoint would be a second telemetry path
+// beside worldline's own OTLP export. It spends about 4.7 billion
+// instructions on a run, most before its first model call (its module
+// set-up), past the default 2 billion, and starts with 202 MiB of linear
+// memory: it was built with `--minify` and run on
+// cases/sdk/rollback-large-sdk.toml, which allows 10 billion instructions of
+// fuel and 256 MiB of memory. Since decision 0315 (the source map as one
+// string) it builds as written and runs cases/model/rollback.toml; that
+// larger case is gone.
 import { Agent, run as runAgent, setDefaultOpenAIKey, setOpenAIAPI, setTracingDisabled, tool } from "@openai/agents";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";

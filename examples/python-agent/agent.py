@@ -19,6 +19,15 @@ and leave exactly one incident note. What "careful" means:
 Build: `worldline build-python examples/python-agent/agent.py`.
 """
 
+# Why the language examples port the careful agent (was decision 0036): on the
+# incident cases this agent and examples/ts-agent/agent.ts make the same tool
+# calls with the same arguments, leave the same trace notes and return the
+# same output as examples/careful-agent (a test compares their tool calls;
+# only virtual timestamps differ, because CPython and StarlingMonkey make more
+# host calls at start-up before `run`). One behaviour in three languages shows
+# the SDKs are equivalent and makes a difference between them a bug a test can
+# see; language-specific examples would leave nothing to compare.
+
 import json
 import re
 import time

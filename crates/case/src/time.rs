@@ -1,5 +1,9 @@
 //! Virtual time conversions: TOML datetimes to Unix nanoseconds and back to
 //! RFC 3339 text (UTC). No real clock is read anywhere in this module.
+//!
+//! Why this is ground-level (was decision 0050): worlds, cases, the mediator
+//! and the store all use it, so it sits below all of them. chrono is used only
+//! for parsing; the recorded form is our own text.
 
 use toml::value::Datetime;
 

@@ -4,6 +4,12 @@
 //! or a Rust panic message. The run's error names it in one line; the run
 //! report shows it in full. [`agent_error`] is the agent's own error as
 //! every report shows it (`test`, `history`, `grade`, JUnit, `--json`).
+//!
+//! Why the account is derived from stderr when reports are made (was decision
+//! 0022): a user debugging a trap wants the exception, not wasm frames, and
+//! deriving it at read time from the stderr already in the footer needs no new
+//! bundle field and works for old bundles; a `traceback` field written at run
+//! time would be a format change that old bundles lack.
 
 use crate::log::{Footer, Status};
 use serde::{Deserialize, Serialize};

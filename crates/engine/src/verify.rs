@@ -3,6 +3,29 @@
 //! header; optionally a seeded random sample of them (a nightly check of a
 //! large store that covers it all over the nights, any night's sample
 //! repeatable from its seed).
+//!
+//! Why a watchdog-stopped run verifies as `timeout` (was decision 0124): the
+//! watchdog is wall-clock, so a replay on a busier machine stops sooner, and
+//! `verify` counted such runs as drift. A replay of a run whose footer says
+//! `timeout` gives verdict `timeout` when every event it made matches, whether
+//! it reached the recording's end or its own watchdog fired first, and `verify`
+//! counts these outside the drift rate; a real mismatch is still `diverged`.
+//! Lifting the watchdog during replay would let a run that spun for ever hang
+//! verify; skipping timeout runs would lose their recorded prefix, still worth
+//! checking.
+//!
+//! Why `--sample N` is a seeded random sample, printed (was decision 0262): a
+//! nightly check of a large store cannot replay every run; a fresh sample each
+//! night (a partial Fisher-Yates shuffle over ChaCha8, seeded by `--seed` or a
+//! fresh seed printed before anything is replayed) covers the store over the
+//! nights, and the printed seed makes any night's check repeatable exactly.
+//! Real randomness only picks which recorded runs to check; nothing of it
+//! reaches a run or a record. A fixed default seed would check the same runs
+//! every night and the rest never; the newest N runs would miss drift in old
+//! runs (a changed world file, a new engine), which is what a nightly check is
+//! for; sampling by hashing run ids with the seed is more machinery for little
+//! gain. Replays run on `--jobs` threads through the index-ordered parallel
+//! map, so the output does not depend on the number of threads.
 
 use crate::log::bundle;
 use crate::replay::{self, ReplayReport};

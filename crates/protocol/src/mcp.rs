@@ -8,6 +8,16 @@
 //! carrying the error kind). Resources are handed back the same way, as
 //! the mediated `files.paths` and `files.read`. Protocol errors are
 //! JSON-RPC errors, as the spec says.
+//!
+//! Why the world's files are MCP resources read as `files.paths` and
+//! `files.read` (was decision 0285): each `resources/list` or `resources/read`
+//! is the same mediated call as `files.paths("")` or `files.read(path)`,
+//! following the pattern of `tools/call` (the protocol layer names the step,
+//! the handler makes the existing mediated call), so permissions, grading, fork
+//! and replay need nothing new. URIs are `file:///`, the scheme MCP clients
+//! know (the files are the only filesystem an agent has), not a `world://`
+//! scheme; no resource templates (listing is cheap and exact); no subscriptions
+//! (nothing changes the files but the agent's own writes).
 
 use super::HttpResponse;
 use serde_json::{Value, json};

@@ -1,5 +1,14 @@
 //! A timeline's events in words: the one-line summary `history` and the
 //! UI show for an event, and where two timelines first differ (`diff`).
+//!
+//! Why values are cut to the terminal, and `--full` cuts nothing (was decision
+//! 0193): a fixed cut wastes a wide terminal and wraps a narrow one; scaling
+//! each field's limit keeps the line's shape (`tool(args) -> answer`), where
+//! cutting the whole line at the width would lose its end, the answer, first.
+//! `--json`, the UI and output that is not a terminal use `Standard`, so a
+//! script's output does not change with the window. The width comes from
+//! `COLUMNS` or `console` (already in the build through indicatif), not one
+//! more dependency (`terminal_size`).
 
 use serde_json::Value;
 use worldline_case::canon;

@@ -3,6 +3,15 @@
 //! previous event's time) to the moment it was answered, so where the
 //! run's time went shows at a glance. Times are virtual: the same on every
 //! replay.
+//!
+//! Why a call's span runs from the event before (was decision 0225): events
+//! record the virtual time a call returned, and the clock moves only at host
+//! calls (the tick plus the call's modelled latency), so the difference from
+//! the previous event's `vtime_ns` is what the call cost the run, identical on
+//! every replay. No new field is recorded, so old bundles chart the same, and a
+//! chart of virtual time answers "where did the run's time go" the way the
+//! agent experienced it, which is what timeouts and deadlines act on. Real
+//! latency is shown only in the model usage table, labelled as wall clock.
 
 use super::html::{url, vtime};
 use maud::{Markup, html};

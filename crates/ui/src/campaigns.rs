@@ -6,6 +6,14 @@
 //! campaigns come from its database (`fuzz/saved.rs`): a viewer-connected
 //! server gets the redacted reports; a responder-connected one redacts
 //! the raw reports for each page as it does runs.
+//!
+//! Why the baseline is the newest unfaulted run of the case and agent (was
+//! decision 0226): "how much worse under faults" needs the same agent on the
+//! same case without them. The run index already has every field needed (the
+//! newest run with the campaign's case, world and `agent_sha256` that is
+//! neither a fuzz run nor a fork), and the campaign report needs no new key, so
+//! old campaigns get a baseline too. Running a baseline inside every campaign
+//! would change `fuzz` and its reports and cost every campaign.
 
 use super::html::{badge, layout, url};
 use super::{Reply, Seen};

@@ -2,6 +2,12 @@
 //! filtered by status, grade, case, agent, world, signature or text, a page
 //! of [`PER_PAGE`] at a time (counted and read by the index: a large store
 //! costs no more per page than a small one).
+//!
+//! Why lists come from the run index (was decision 0089): a list is an indexed
+//! query whatever the size of the store, with the same `Filter` as `worldline
+//! runs`, so the UI and the CLI cannot list differently; reading bundles for
+//! the list took seconds for large stores. (Paging by the index too:
+//! docs/decisions/0265-ui-run-list-paged-by-the-index.md.)
 
 use super::html::{badge, layout, short, url};
 use super::{Reply, Seen};

@@ -5,6 +5,18 @@
 //! reads, polls, environment and preopen look-ups) hidden until asked
 //! for. A model call's row names the tool calls it asked for and links
 //! them: their arguments show once, on the call's own row.
+//!
+//! Why the runtime's own events are hidden by a fixed list of interfaces (was
+//! decision 0224): the monotonic clock, randomness, `wasi:io`, the environment,
+//! stdin, the stdout/stderr and terminal handle look-ups and the preopens are
+//! what the JS engine, CPython and Rust's std do for themselves (timers, hash
+//! seeds, polls); an agent's behaviour is in its tool, model, user and file
+//! calls. Wall-clock reads stay visible because clock-skew faults act on them,
+//! and an event a fault or a fork shaped is never hidden. Hiding by position
+//! (everything between two `worldline:` calls) would hide the agent's own file
+//! reads; filtering on the server would need two sets of event numbers, so the
+//! rows stay in the page, hidden by CSS, and the table, its paging and the
+//! event numbers do not change.
 
 use super::calls::{is_tool_call, tool_name};
 use super::html::{url, vtime};

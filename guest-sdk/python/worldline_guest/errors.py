@@ -8,6 +8,17 @@ a Rust agent returning ``Err``; any other exception is a fault (exit 3) whose
 traceback the run report shows.
 """
 
+# Why the errors mirror the Rust SDK (was decision 0021): every host
+# `tool-error` is a subclass of `Error` named after its `error-kind`; an `Error`
+# escaping `run` is the WIT `err` (status `errored`, exit 1), like a Rust
+# agent's `Err`; any other exception traps with its traceback (status `trapped`,
+# exit 3); output and arguments are JSON with sorted keys and no spaces, as
+# serde_json writes them. A Python and a Rust agent that decide the same then
+# produce the same requests, output and statuses, so cases and graders do not
+# care about the language. One exception class with a kind field is less
+# idiomatic to catch; catching every exception as `errored` would make a bug
+# read as a decision.
+
 from enum import Enum
 
 from componentize_py_types import Err

@@ -3,6 +3,18 @@
 //! (`.sdk/python` for `worldline_guest`; `agent/.worldline-sdk` and
 //! `agent/tsconfig.json`, as `build-js` writes them, for `worldline`).
 //! Refuses to write over a file that exists.
+//!
+//! Why `init` writes what it writes (was decision 0196): one world (`tasks@v1`)
+//! with a declarative query tool and a service tool, a case that passes and one
+//! the agent fails for a stated reason, and a `build.sh`, because a user should
+//! see a pass, a failure with a reason and where to fix it, both tool kinds and
+//! the project file in their first minutes; a script is visible and editable,
+//! where a `worldline build` command would hide three toolchains behind one
+//! name. The TypeScript project's service is Python, not Rust: a TypeScript
+//! user is more likely to have Python than a Rust toolchain with the wasm
+//! target (and there is no JavaScript service SDK). Rust projects depend on the
+//! SDK crates by path, since they are not published on git or crates.io. `init`
+//! writes over nothing.
 
 use super::Common;
 use crate::error::{ExitCode, InputError};

@@ -4,6 +4,13 @@
 //! can take the same operator several times
 //! (`{ all_of = [{ contains = "rent" }, { contains = "april" }] }`) or
 //! alternatives (`{ any_of = [{ word = "iphone" }, { word = "spotify" }] }`).
+//!
+//! Why row picks, OR groups, condition lists and whole words (was decision
+//! 0147): they are AgentDojo's checks as written (first subject containing
+//! rent, last transaction, a or b or c, several contains on one field, word in
+//! split()). Arrays as operator values (`contains = [..]`) would clash with
+//! equality against arrays; a general expression language is more to learn and
+//! to check.
 
 use crate::world::compare::{Numbers, Op};
 use serde_json::Value;

@@ -9,6 +9,15 @@
 //! call of a tool gets this fault. The header of a fuzz run records which
 //! of the two it ran with, so a replay re-creates the same faults.
 //! `[fuzz.user]` adds faults on the user's side of a conversation.
+//!
+//! Why user faults are tool faults under pseudo-tool names (was decision 0078):
+//! `[fuzz.user]` draws for each user turn (silence, another line, latency) and
+//! each approval (deny) go through the mediator's fault draws, counted and
+//! recorded under `user.say` and `approval.request`, so the campaign's "faults
+//! a run met", a reproducer's schedule, shrinking and `repro` needed no change,
+//! as a separate fault vocabulary for users would have. A user turn's fault is
+//! drawn before the call is mediated, not inside the answer, so a model user
+//! replayed from the log draws the same faults.
 
 use super::inject::Action;
 use crate::error::InputError;

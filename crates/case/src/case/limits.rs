@@ -4,6 +4,15 @@
 //! memory), with the line and column of a value out of range; and the
 //! step and tool-error limits benchmarks end their runs at (`max_steps`
 //! over the kinds of call `steps` names, `max_errors`).
+//!
+//! Why Python agents get no limits of their own (was decision 0023):
+//! componentize-py runs the interpreter's start-up at build time (it snapshots
+//! it), so the Python example on an incident case uses 0.8–2.4 M fuel of the 2
+//! G default and fits the default 128 MiB memory; no measurement called for
+//! per-language defaults. The one trap is a lazy import: a standard-library
+//! module first imported inside a function may be missing from the snapshot
+//! (`datetime.strptime` needs `_strptime`), so guest-sdk/python/README.md says
+//! to import at the top of the module.
 
 use crate::error::InputError;
 use serde::Deserialize;

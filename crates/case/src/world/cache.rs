@@ -4,7 +4,7 @@
 //! again), and each (world, overlay) that cases use is one shared copy
 //! whose initial state is sealed for hashing once. Every case and job of
 //! the process then reads the same rows; a run copies only what it writes
-//! ([0253](../../../docs/decisions/0253-world-loaded-once-per-process.md)).
+//! ([0253](../../../../docs/decisions/0253-world-loaded-once-per-process.md)).
 
 use super::World;
 use crate::error::InputError;

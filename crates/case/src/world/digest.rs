@@ -5,7 +5,7 @@
 //! parts after a change that come back unchanged. A world's initial state
 //! is sealed with one (`state::State::seal`), so a run's final state hash
 //! costs what the run changed, not the world's size
-//! ([0252](../../../docs/decisions/0252-incremental-state-hash.md)).
+//! ([0252](../../../../docs/decisions/0252-incremental-state-hash.md)).
 
 use sha2::{Digest as _, Sha256};
 use std::sync::Arc;

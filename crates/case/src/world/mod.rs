@@ -1,6 +1,12 @@
 //! Worlds: versioned seeds of simulated state plus the tools that act on it,
 //! loaded from `worlds/<name>/v<N>/world.toml` and its data files (read
 //! through `folder.rs`, so a world cannot read outside its folder).
+//!
+//! Why row lines in `.json` data files come from a small scanner over text that
+//! already parsed (was decision 0061): serde_json gives no position for a value
+//! that parses, and an error about a row should name its line; serde_json's
+//! `raw_value` feature would rebuild every crate that depends on serde_json for
+//! one error message.
 
 pub mod cache;
 pub mod compare;

@@ -4,6 +4,16 @@
 //! The world only reads the component's bytes (into its manifest, so the
 //! world hash covers them and the store keeps them with the world); the
 //! sandbox compiles, checks and pre-instantiates it before a run.
+//!
+//! Why the service's bytes are part of the world (was decision 0071):
+//! `[service] component` is read through the world folder's capability handle
+//! into the manifest, so the world hash covers it and `store.put_world` keeps
+//! it; replay, verify, export/import and re-grading then use the recorded bytes
+//! even after the folder's copy is rebuilt or removed (a test removes it and
+//! verifies). A component referenced by path would let a rebuild change what a
+//! replay runs. The example services' `.wasm` files are build products
+//! (gitignored; `examples/run` builds them): builds are not reproducible byte
+//! for byte across toolchains, so checking them in would pin nothing.
 
 use serde::Deserialize;
 use std::path::PathBuf;

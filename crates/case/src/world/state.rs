@@ -6,7 +6,7 @@
 //! shares every row with the original and a write copies only the path to
 //! its row, so every run of a world starts from the one loaded copy and
 //! costs the rows it writes
-//! ([0251](../../../docs/decisions/0251-copy-on-write-state.md)).
+//! ([0251](../../../../docs/decisions/0251-copy-on-write-state.md)).
 
 use super::compare;
 use super::digest::{Part, Parts};

@@ -3,6 +3,21 @@
 //! a table, row and field of the world as it is before the fork point, and
 //! a permission edit must match a tool of the world. The CLI (`fork`) and
 //! the browser UI's fork form both build their edits here.
+//!
+//! Why edits are checked in the fork layer (was decision 0090): `fork::fork`
+//! calls these checks too, so no caller can run an unchecked fork, and the CLI
+//! and the UI refuse the same edits with the same words, which checks in each
+//! caller would not guarantee.
+//!
+//! Why `--respond` has one shape at every tool and model call (was decision
+//! 0125): `{"ok": value}` (a bare value is wrapped so) or `{"error": {"kind",
+//! "message"}}`, and the notes the host recorded beside the original answer (a
+//! service's reads and fuel, a model call's provider and usage) are neither
+//! asked for nor accepted: the fork answered the call, and its event is marked
+//! `fork-respond`. The shape check used to compare keys with the recorded
+//! response, so every response at a service tool failed; asking for the notes
+//! would make users copy internal records they cannot know for a call that
+//! never ran.
 
 use crate::error::InputError;
 use crate::error_kind::ErrorKind;

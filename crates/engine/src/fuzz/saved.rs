@@ -3,6 +3,12 @@
 //! UI's campaigns pages). Ids sort by time like run ids. A database store
 //! keeps them in its database instead, raw and redacted, for every
 //! machine (`store/shared.rs`).
+//!
+//! Why campaign reports are kept in the store (was decision 0091): passing runs
+//! are never written (docs/decisions/0062-campaign-tally.md), so the report is
+//! the campaign's only record; the UI reads it as a JSON value so the page
+//! follows the document and not a Rust type. Campaign rows in the run index
+//! were the alternative.
 
 use crate::store::StoreDir;
 use anyhow::Result;

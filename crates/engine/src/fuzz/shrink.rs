@@ -8,6 +8,16 @@
 //! magnitude. `fails` runs a candidate schedule and answers the schedule
 //! the run actually met when it failed the same way, else `None`; a budget
 //! caps the number of runs.
+//!
+//! Why greedy and deterministic (was decision 0035): each fault alone, then
+//! drop one at a time until every fault left is needed (a 1-minimal set), then
+//! a binary search per magnitude (stale age, latency, skew), reporting the
+//! smallest failing value and the largest passing one tried. It assumes a
+//! larger fault fails at least as often as a smaller one only to be fast: the
+//! result always fails with the same signature, since only failing candidates
+//! are kept, and the same campaign shrinks to the same reproducer. Delta
+//! debugging over all subsets, or random shrinking, is slower, and random
+//! shrinking is not repeatable without a seed of its own.
 
 use crate::case::fuzz::{PlannedFault, Schedule};
 use crate::case::inject::Action;

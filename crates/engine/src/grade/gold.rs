@@ -10,6 +10,25 @@
 //! only on the case and its world, so it is computed once per case and
 //! process (a fuzz campaign grades hundreds of runs against one), and
 //! re-grading a recorded run needs the world's service but no agent.
+//!
+//! Why gold grading reuses the run's dispatch (was decision 0073): the gold
+//! state is built by a `Mediator` of the case with the world's service
+//! attached, calling `run_tool` for each gold call on a fresh copy of the
+//! world, the same code that answers the agent, so it cannot disagree with what
+//! the agent's calls would have done; re-grading needs the sandbox (for the
+//! service) but never the agent; a failure shows the same diff lines people
+//! already read in `grade` and `diff`. Gold states written by hand in the case
+//! would drift from the tools; tool semantics re-implemented in the grader
+//! would be a second copy.
+//!
+//! Why gold calls belong to the case (was decision 0142): the gold state is
+//! computed before the agent runs, and a gold call that fails is an input error
+//! (exit 2) at its `[[expect.gold]]` line naming the call and the tool's error,
+//! with no run made, because a failing gold call used to grade the agent as
+//! failed for the case's mistake. A `case_error` run status would leave a
+//! bundle for a run whose outcome means nothing and a new status every report
+//! must learn. `gold = []` is an input error that says to use `unchanged`,
+//! rather than silently meaning "nothing changed".
 
 use super::{Assertion, check, diff};
 use crate::case::Case;

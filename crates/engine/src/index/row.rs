@@ -1,5 +1,11 @@
 //! One index row: what `runs` shows and filters on, read from a bundle
 //! (header and footer) and from the run id (its creation time).
+//!
+//! Why a run's age is its run id's time (was decision 0044): the row's
+//! `created` comes from the run id (`YYYYMMDD-HHMMSS-…`), and `gc` and
+//! `--since` use it, because bundles contain no real time (so equal runs are
+//! byte-identical) and the id does. A time in the header would break byte
+//! identity; the file's modification time changes with copies and imports.
 
 use crate::log::bundle::{self, Bundle, Footer, Header};
 use serde::Serialize;

@@ -2,6 +2,21 @@
 //! run (graded, footer written) instead of dying with the bundle open;
 //! and SIGPIPE held off the threads that write to the agent, for the same
 //! reason.
+//!
+//! Why the threads that write to a native agent hold SIGPIPE (was decision
+//! 0236): `worldline run CASE --exec -- /bin/true` was killed by SIGPIPE (exit
+//! 141, a bundle without a footer, no report) whenever `/bin/true` had exited
+//! before the task was written. The thread writing the task to stdin and the
+//! one serving MCP over stdio block SIGPIPE for themselves
+//! (`hold_sigpipe_on_this_thread`), so a write to a closed pipe fails with
+//! `EPIPE`, which they already treat as the end of the agent's side. A SIGPIPE
+//! raised by a write is directed at the writing thread, so this changes nothing
+//! elsewhere, and a child starts with the default action whatever the parent's
+//! mask. Ignoring SIGPIPE for the whole process would be a setting concurrent
+//! runs of a suite race to set and restore, and turns a report's `println!`
+//! into a panic when stdout is closed; `main` restores the default so that
+//! `worldline history RUN | head` ends quietly. Not writing the task to stdin
+//! would break agents written to read it (the documented interface).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -10,6 +10,15 @@
 //! real time is store metadata, never part of a bundle. Whatever a live
 //! process holds in its lease (`store/lease.rs`: the runs it writes, the objects
 //! and worlds it stored or read) stays too.
+//!
+//! Why retention decides from the index, then touches files (was decision
+//! 0045): `plan` is a pure function of the rows, the pins and the policy, so it
+//! can be unit-tested (ages, pins, fork chains) and shown (`gc --dry-run`)
+//! without touching the store; deleting while scanning would be untestable, and
+//! a fork's parent could go before its child is considered. Objects younger
+//! than an hour are spared because a run puts its objects before its bundle
+//! exists, so a concurrent `gc` would otherwise remove them. Pins are files
+//! (`pins/<id>`), not index rows, so a rebuild of the index cannot lose them.
 
 pub mod pins;
 pub mod policy;

@@ -1,6 +1,12 @@
 //! Import checking: a component that imports anything the host does not
 //! provide is refused before it runs, with the whole list of what is
 //! missing (not just the first).
+//!
+//! Why every missing import is listed at once (was decision 0011): wasmtime's
+//! linker reports only the first missing import, and a user fixing a build
+//! wants them all; so the component's imports are compared with the interfaces
+//! the host links, WASI 0.2.x versions treated as one, before instantiation,
+//! rather than relying on the linker's error.
 
 use super::wit;
 use crate::error::InputError;

@@ -1,6 +1,22 @@
 //! The sandbox: a deterministic wasmtime engine, the linker that exposes
 //! only the mediated interfaces, and agent loading (checks, compile cache,
 //! pre-instantiation).
+//!
+//! Why the engine's settings are one table (was decision 0056): the engine is
+//! configured from `ENGINE_SETTINGS` and the same names are hashed into the
+//! engine hash, so the settings and the compile cache's key cannot disagree, as
+//! settings in code and a hand-kept list for the hash could. A test holds the
+//! wasmtime version string to Cargo.lock and the hash to its value before the
+//! table existed.
+//!
+//! Why the first compile of a large agent is reported (was decision 0086): a
+//! ComponentizeJS component is ~12 MB and compiling it takes seconds, which a
+//! user of `worldline run` used to sit through in silence.
+//! `Sandbox::on_compile` takes a notice, called when the cache does not hold
+//! the agent; `run`, `fork`, `rerun`, `replay`, `verify` and `repro` print one
+//! line to stderr for components from 4 MB up, `test` and `fuzz` say so on
+//! their progress line. A progress bar in the sandbox was ruled out: the
+//! sandbox sits below the CLI and must not print.
 
 mod cache;
 pub mod imports;

@@ -2,6 +2,14 @@
 //! imports (the service world and WASI only, never the agent's tools),
 //! check the `call` export, pre-instantiate, and keep the result by
 //! SHA-256 so every run of the process shares it.
+//!
+//! Why services are validated here (was decision 0072): `world.toml` refuses
+//! `op = "service"` tools without `[service]` (and the reverse) at load time,
+//! with the line, but compiling and type-checking the component needs the
+//! engine, which world loading does not have. So `Sandbox::service` does it
+//! before the world's first run (exit 2, naming the file: not a component,
+//! imports it may not have, no `call` export of the right type) rather than at
+//! the first call, with a run half done.
 
 use super::Sandbox;
 use crate::error::InputError;

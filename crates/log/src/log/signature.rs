@@ -5,6 +5,11 @@
 //! values, which vary from run to run; a run the scripted model had no
 //! reply for is `unscripted`, whatever its grade; an ungraded run that
 //! did not complete is its status. A run that passes has no signature.
+//!
+//! Why the fault kind or the first failed assertion, without expected/actual
+//! values (was decision 0034): a wrong value differs from run to run, the
+//! failing check does not, so groups of failures stay few and stable; hashing
+//! the whole failure text would make one group per run.
 //! Readers of bundles take it from the footer ([`of_footer`]); the grader
 //! from the grade in hand ([`of_parts`]).
 

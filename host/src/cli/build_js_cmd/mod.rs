@@ -7,6 +7,30 @@
 //! (TypeScript, and the agent's pure-JavaScript npm dependencies) and builds
 //! the bundle with ComponentizeJS against the `agent` world. Node.js and the
 //! pinned npm packages come from the user's cache ([`toolchain`]).
+//!
+//! Why every `u` and `y` regular expression literal is moved to run time (was
+//! decisions 0167, 0272): ComponentizeJS's engine rejects a literal with a
+//! Unicode property escape (`/\P{ASCII}/u`) while it initializes the component,
+//! so a bundle that merely contains one (the MCP TypeScript SDK 1.32.2 through
+//! `ajv` → `fast-uri`) could not be built at all. esbuild is told the engine
+//! lacks `regexp-unicode-property-escapes` and
+//! `regexp-sticky-and-unicode-flags` (the first alone left an escape inside a
+//! character class, `/[\p{L}\p{N}]+/gu` in the Vercel AI SDK 7, as a literal),
+//! so such literals become `new RegExp(...)` calls, and only a code path that
+//! uses one can fail (the MCP client's and the AI SDK's tool loop do not). A
+//! shim rewriting the patterns would change their meaning; an engine with full
+//! Unicode regular expressions is not in ComponentizeJS 0.23.0.
+//!
+//! Why `--minify` exists and is off by default (was decision 0274): the engine
+//! keeps the source it loads, so the AI SDK's 6.5 MB bundle started with 136
+//! MiB of linear memory (past the 128 MiB a case allows by default) and the
+//! OpenAI Agents SDK's 11 MB bundle ran the engine out of memory at
+//! initialization; minified (whitespace, syntax, local names; `keepNames` keeps
+//! names for stacks) both fit. Minifying always would cost small agents
+//! readable stack traces for no gain; raising the default memory limit would
+//! hide the cost and change every case's limits. The memory reason is
+//! superseded by docs/decisions/0315-build-js-source-map-string.md; the flag
+//! remains.
 
 pub(super) mod editor;
 mod toolchain;

@@ -7,6 +7,19 @@
 //! with ([`AGENT_PACKAGES`]): a package an agent imports and its own folder
 //! lacks is looked up there, so the examples and tests build without an
 //! `npm install` of their own (`tests/js-packages.sh` installs both sets).
+//!
+//! Why the pinned agent SDKs live in this cache too, found as `NODE_PATH` (was
+//! decision 0271): `tests/js-packages.sh` installs the agent SDKs worldline is
+//! tested with (versions listed here, a unit test checks the script against
+//! them) into `$WORLDLINE_JS_TOOLCHAIN/agent-packages` once, and `build-js`
+//! gives esbuild that folder's `node_modules` as `nodePaths`. The examples and
+//! end-to-end tests then build with no `npm install` of their own, a fresh
+//! machine installs each set once, and an agent that brings its own
+//! `node_modules` still gets its own versions first. A `package.json` and
+//! `node_modules` per example would be installed by each run (230 MB each);
+//! installing into the toolchain's own prefix would mix the bundler's
+//! dependencies with the SDKs' in one lock file, and a version conflict between
+//! them would break build-js itself.
 
 use crate::error::InputError;
 use std::path::{Path, PathBuf};
