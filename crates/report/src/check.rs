@@ -3,6 +3,7 @@
 //! `check` document and text.
 
 use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
 use worldline_case::check::{Checked, Kind};
 use worldline_case::error::InputError;
 
@@ -78,13 +79,13 @@ impl CheckSummary {
 }
 
 /// Every problem as `file:line:col: message`, the notes, then the counts.
-pub fn print(c: &Checked) {
+pub fn write(out: &mut impl Write, c: &Checked) -> io::Result<()> {
     let s = CheckSummary::of(c);
     for p in &s.problems {
-        println!("{}", p.text());
+        writeln!(out, "{}", p.text())?;
     }
     for n in &s.notes {
-        println!("note: {n}");
+        writeln!(out, "note: {n}")?;
     }
     let files: std::collections::BTreeSet<&str> =
         s.problems.iter().map(|p| p.file.as_str()).collect();
@@ -92,8 +93,10 @@ pub fn print(c: &Checked) {
         0 => "no problems".to_string(),
         n => format!("{n} problem(s) in {} file(s)", files.len()),
     };
-    println!(
+    writeln!(
+        out,
         "checked {} case(s), {} world(s), {} fault profile(s), {} project file(s): {verdict}",
         s.cases, s.worlds, s.profiles, s.projects
-    );
+    )?;
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! pass rate with its interval, pass^k, and each failure group with its
 //! fault mix, shrink result in words and reproducer).
 
+use std::io::{self, Write};
 use worldline_case::case::fuzz::{Profile, Schedule};
 
 use serde::Serialize;
@@ -119,72 +120,79 @@ fn pct(x: f64) -> String {
 }
 
 /// The text report.
-pub fn print(r: &FuzzReport) {
+pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
     let s = r.summary;
-    println!(
+    writeln!(
+        out,
         "fuzz {} on {}: {} runs, campaign seed {}, faults from {}",
         r.case, r.world, s.runs, r.seed, r.faults.from
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "  passed {}/{} = {} (95% interval {} – {})",
         s.passed,
         s.runs,
         pct(s.pass_rate),
         pct(s.interval[0]),
         pct(s.interval[1])
-    );
+    )?;
     if !s.pass_k.is_empty() {
         let ks: Vec<String> = s
             .pass_k
             .iter()
             .map(|p| format!("pass^{} {}", p.k, pct(p.value)))
             .collect();
-        println!("  {}", ks.join(", "));
+        writeln!(out, "  {}", ks.join(", "))?;
     }
     if r.groups.is_empty() {
-        println!("  no failures");
+        writeln!(out, "  no failures")?;
     }
     for g in &r.groups {
-        println!(
+        writeln!(
+            out,
             "  {} run{} ({}) {}",
             g.count,
             if g.count == 1 { "" } else { "s" },
             pct(g.rate),
             g.signature
-        );
+        )?;
         let mix: Vec<String> = g
             .fault_mix
             .iter()
             .map(|m| format!("{} ×{}", m.fault, m.runs))
             .collect();
         if let Some(why) = g.unscripted {
-            println!("      {why}");
+            writeln!(out, "      {why}")?;
         }
         if !mix.is_empty() {
-            println!("      fault mix: {}", mix.join(", "));
+            writeln!(out, "      fault mix: {}", mix.join(", "))?;
         }
         if let Some(sh) = &g.shrunk {
-            println!(
+            writeln!(
+                out,
                 "      shrunk from {} to {} fault(s) in {} runs{}: {}",
                 sh.faults_before,
                 sh.faults_after,
                 sh.tries,
                 if sh.complete { "" } else { " (budget spent)" },
                 sh.words
-            );
+            )?;
         }
         if let Some(id) = g.reproducer.run_id {
-            println!(
+            writeln!(
+                out,
                 "      reproducer: {id} (seed {}); worldline replay {id}",
                 g.reproducer.seed
-            );
+            )?;
         }
     }
-    println!(
+    writeln!(
+        out,
         "  {:.0} ms, {} runs/s",
         r.timing.elapsed_ms,
         rate(r.timing.runs_per_s)
-    );
+    )?;
+    Ok(())
 }
 
 /// A rate for people: whole numbers from 10 up, one decimal from 1, two
@@ -339,9 +347,10 @@ fn seeds_of(p: &Partition, seeds: u64) -> Result<u64, String> {
 }
 
 /// A merged campaign report as one line of text (`--json` gives it all).
-pub fn print_merged(r: &Value) {
+pub fn write_merged(out: &mut impl Write, r: &Value) -> io::Result<()> {
     let s = &r["summary"];
-    println!(
+    writeln!(
+        out,
         "fuzz {} on {}: passed {}/{} (95% interval {:.1}% – {:.1}%), {} failure group(s)",
         shown::text(r["case"].as_str().unwrap_or("")),
         shown::text(r["world"].as_str().unwrap_or("")),
@@ -350,7 +359,8 @@ pub fn print_merged(r: &Value) {
         s["interval"][0].as_f64().unwrap_or(0.0) * 100.0,
         s["interval"][1].as_f64().unwrap_or(0.0) * 100.0,
         r["groups"].as_array().map_or(0, Vec::len)
-    );
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

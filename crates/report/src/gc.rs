@@ -1,5 +1,6 @@
 //! `gc`: what retention removed (or would remove) and what it kept.
 
+use std::io::{self, Write};
 use worldline_engine::retention::sweep::Report;
 
 fn human(bytes: u64) -> String {
@@ -11,7 +12,7 @@ fn human(bytes: u64) -> String {
 }
 
 /// `gc` in words (`--json` prints the [`Report`] itself).
-pub fn print(report: &Report) {
+pub fn write(out: &mut impl Write, report: &Report) -> io::Result<()> {
     let verb = if report.dry_run {
         "would remove"
     } else {
@@ -23,15 +24,16 @@ pub fn print(report: &Report) {
         ("extracted worlds", &report.worlds),
         ("compile-cache entries", &report.cache),
     ] {
-        println!("{verb} {} {what} ({})", r.count, human(r.bytes));
+        writeln!(out, "{verb} {} {what} ({})", r.count, human(r.bytes))?;
         for item in &r.items {
-            println!("  {item}");
+            writeln!(out, "  {item}")?;
         }
     }
     if let Some(why) = &report.objects_skipped {
-        println!("objects: {why}");
+        writeln!(out, "objects: {why}")?;
     }
-    println!(
+    writeln!(
+        out,
         "kept {} runs ({} as parents of kept forks, {} pinned); {} {}",
         report.kept,
         report.kept_as_parents.len(),
@@ -42,5 +44,6 @@ pub fn print(report: &Report) {
             "freed"
         },
         human(report.bytes_freed)
-    );
+    )?;
+    Ok(())
 }

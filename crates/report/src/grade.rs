@@ -2,6 +2,7 @@
 //! state diff) and the `grade --json` document of a re-graded run.
 
 use serde::Serialize;
+use std::io::{self, Write};
 use worldline_engine::grade::Grade;
 
 /// The `grade --json` document.
@@ -19,25 +20,27 @@ pub struct RegradeSummary<'a> {
 }
 
 /// Every assertion with expected vs actual, then the state diff.
-pub fn print(grade: &Grade, indent: &str) {
+pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()> {
     for a in &grade.assertions {
         let mark = if a.passed { "ok  " } else { "FAIL" };
         if a.passed {
-            println!("{indent}{mark} {}", a.what);
+            writeln!(out, "{indent}{mark} {}", a.what)?;
         } else {
-            println!(
+            writeln!(
+                out,
                 "{indent}{mark} {}: expected {}, got {}",
                 a.what, a.expected, a.actual
-            );
+            )?;
         }
     }
     let lines = grade.diff.lines();
     if lines.is_empty() {
-        println!("{indent}state: unchanged");
+        writeln!(out, "{indent}state: unchanged")?;
     } else {
-        println!("{indent}state diff:");
+        writeln!(out, "{indent}state diff:")?;
         for l in lines {
-            println!("{indent}  {l}");
+            writeln!(out, "{indent}  {l}")?;
         }
     }
+    Ok(())
 }

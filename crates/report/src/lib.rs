@@ -2,7 +2,10 @@
 //! `replay`) return typed results; each reporter turns one of them into one
 //! form: text for people, a JSON document (one `Serialize` type per
 //! command, fields in alphabetical order so the output is canonical), or
-//! JUnit XML for CI. Reporters never run anything.
+//! JUnit XML for CI. Reporters never run anything. A text reporter writes
+//! to the `impl Write` its caller hands it (the CLI: stdout, and stderr for
+//! notes about the machine), never to the process's streams itself, so each
+//! is snapshot-tested on what it writes (`reporter_tests.rs`).
 
 pub mod atif;
 pub mod check;
@@ -13,6 +16,8 @@ pub mod junit;
 #[cfg(test)]
 mod merge_properties;
 pub mod otel;
+#[cfg(test)]
+mod reporter_tests;
 pub mod repro;
 pub mod rerun;
 pub mod run;

@@ -1,6 +1,7 @@
 //! `otel`: where the spans went.
 
 use serde::Serialize;
+use std::io::{self, Write};
 
 /// The `otel --json` document.
 #[derive(Serialize)]
@@ -18,9 +19,14 @@ pub struct OtelSummary {
 }
 
 /// `otel` in words.
-pub fn print(s: &OtelSummary) {
-    println!("exported {} spans of {} runs to {}", s.spans, s.runs, s.to);
+pub fn write(out: &mut impl Write, s: &OtelSummary) -> io::Result<()> {
+    writeln!(
+        out,
+        "exported {} spans of {} runs to {}",
+        s.spans, s.runs, s.to
+    )?;
     for (run, trace) in s.run_ids.iter().zip(&s.trace_ids) {
-        println!("  {run}  trace {trace}");
+        writeln!(out, "  {run}  trace {trace}")?;
     }
+    Ok(())
 }

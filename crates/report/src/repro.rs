@@ -1,24 +1,28 @@
 //! A reproduction rate as text (`repro --json` prints
 //! [`Repro`](worldline_engine::fuzz::repro::Repro) itself).
 
+use std::io::{self, Write};
 use worldline_engine::fuzz::repro::Repro;
 
-pub fn print(r: &Repro) {
-    println!("repro {}: {}", r.run, r.outcome);
-    println!(
+pub fn write(out: &mut impl Write, r: &Repro) -> io::Result<()> {
+    writeln!(out, "repro {}: {}", r.run, r.outcome)?;
+    writeln!(
+        out,
         "  reproduced {}/{} = {:.1}% (95% interval {:.1}% – {:.1}%)",
         r.reproduced,
         r.times,
         r.rate * 100.0,
         r.interval[0] * 100.0,
         r.interval[1] * 100.0
-    );
+    )?;
     for (outcome, n) in &r.outcomes {
-        println!("  {n:>6}  {outcome}");
+        writeln!(out, "  {n:>6}  {outcome}")?;
     }
     if r.distinct_runs == 1 {
-        println!(
+        writeln!(
+            out,
             "  every repetition was the same run: nothing in this case draws from the model seed"
-        );
+        )?;
     }
+    Ok(())
 }

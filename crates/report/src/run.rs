@@ -1,6 +1,7 @@
 //! One run: the `run --json` document and the text summary.
 
 use serde::Serialize;
+use std::io::{self, Write};
 use worldline_engine::grade::Grade;
 use worldline_engine::grade::verdict;
 use worldline_engine::run::RunOutcome;
@@ -102,78 +103,95 @@ fn account(f: &Footer) -> Option<Account> {
 }
 
 /// The agent's own error, when it has one, as lines under a run.
-pub fn print_agent_error(e: Option<&AgentError>, indent: &str) {
+pub fn write_agent_error(
+    out: &mut impl Write,
+    e: Option<&AgentError>,
+    indent: &str,
+) -> io::Result<()> {
     for l in e.iter().flat_map(|e| e.lines()) {
-        println!("{indent}{l}");
+        writeln!(out, "{indent}{l}")?;
     }
+    Ok(())
 }
 
 /// The text summary of one run.
-pub fn print(o: &RunOutcome) {
+pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
     let f = &o.footer;
-    println!(
+    writeln!(
+        out,
         "run {}  {}",
         o.run_id.as_deref().unwrap_or("-"),
         verdict::shown_status(f.status, o.grade.as_ref())
-    );
-    if let Some(out) = &f.output {
-        println!("  output: {out}");
+    )?;
+    if let Some(output) = &f.output {
+        writeln!(out, "  output: {output}")?;
     }
     if let Some(err) = &f.error {
-        println!("  error:  {err}");
+        writeln!(out, "  error:  {err}")?;
     }
     let account = account(f);
     if let Some(account) = &account {
-        println!("  traceback (from the guest's stderr):");
+        writeln!(out, "  traceback (from the guest's stderr):")?;
         for line in account.text().lines() {
-            println!("    {line}");
+            writeln!(out, "    {line}")?;
         }
     }
     // A Python traceback or a JavaScript stack says where the agent
     // failed; the wasm frames would only show the interpreter's runtime.
     let interpreted = matches!(account, Some(Account::Python(_) | Account::JavaScript(_)));
     if !f.backtrace.is_empty() && !interpreted {
-        println!("  guest backtrace:");
+        writeln!(out, "  guest backtrace:")?;
         for frame in f.backtrace.iter().take(12) {
-            println!("    {frame}");
+            writeln!(out, "    {frame}")?;
         }
     }
-    println!(
+    writeln!(
+        out,
         "  events: {}  fuel: {}  chain: {}",
         f.events,
         f.fuel,
         &f.chain_hash[..16]
-    );
+    )?;
     if f.truncated_bytes > 0 {
-        println!(
+        writeln!(
+            out,
             "  note:   {} bytes of stdout/stderr were past limits.stdout_bytes and dropped",
             f.truncated_bytes
-        );
+        )?;
     }
     if !f.replayable {
-        println!("  note:   stopped by the wall-clock watchdog; not replayable");
+        writeln!(
+            out,
+            "  note:   stopped by the wall-clock watchdog; not replayable"
+        )?;
     }
     if let Some(isolation) = Isolation::of(o) {
-        println!("  isolation: native (the boundary is recorded and replayed, not the process)");
+        writeln!(
+            out,
+            "  isolation: native (the boundary is recorded and replayed, not the process)"
+        )?;
         match isolation.network.as_deref() {
-            Some("isolated") => {
-                println!("  network:  a namespace of its own: only the run's server was reachable")
-            }
-            Some(_) => println!(
+            Some("isolated") => writeln!(
+                out,
+                "  network:  a namespace of its own: only the run's server was reachable"
+            )?,
+            Some(_) => writeln!(
+                out,
                 "  network:  the proxy variables only: a request that ignored them could reach the network"
-            ),
+            )?,
             None => {}
         }
-        println!("  not guaranteed:");
+        writeln!(out, "  not guaranteed:")?;
         for (what, why) in worldline_engine::native::NOT_GUARANTEED {
-            println!("    {what}: {why}");
+            writeln!(out, "    {what}: {why}")?;
         }
     }
     if let Some(b) = &o.bundle {
-        println!("  bundle: {}", b.display());
+        writeln!(out, "  bundle: {}", b.display())?;
     }
     if let Some(g) = &o.grade {
-        println!("  grade:  {}", g.verdict());
-        super::grade::print(g, "    ");
+        writeln!(out, "  grade:  {}", g.verdict())?;
+        super::grade::write(out, g, "    ")?;
     }
+    Ok(())
 }

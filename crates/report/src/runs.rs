@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::io::{self, Write};
 use worldline_engine::index::row::Row;
 use worldline_engine::index::{Check, Sync};
 
@@ -62,13 +63,15 @@ pub fn rows<'a>(rows: &'a [Row], pinned: &BTreeSet<String>) -> Vec<RunRow<'a>> {
 }
 
 /// The `runs` table.
-pub fn print(rows: &[Row], pinned: &BTreeSet<String>) {
-    println!(
+pub fn write(out: &mut impl Write, rows: &[Row], pinned: &BTreeSet<String>) -> io::Result<()> {
+    writeln!(
+        out,
         "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  parent",
         "run", "created", "case", "agent", "status", "grade", "events"
-    );
+    )?;
     for r in rows {
-        println!(
+        writeln!(
+            out,
             "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  {}{}",
             r.run_id,
             created(r),
@@ -83,18 +86,21 @@ pub fn print(rows: &[Row], pinned: &BTreeSet<String>) {
             } else {
                 ""
             },
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// A note on stderr when the index had to be built anew.
-pub fn note_rebuilt(s: &Sync) {
+pub fn note_rebuilt(err: &mut impl Write, s: &Sync) -> io::Result<()> {
     if s.rebuilt {
-        eprintln!(
+        writeln!(
+            err,
             "note: the run index was missing or unreadable; rebuilt it from {} bundles",
             s.read
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// The `index --json` document.
@@ -105,32 +111,36 @@ pub struct IndexSummary<'a> {
 }
 
 /// `index` in words.
-pub fn print_index(rows: usize, s: &Sync) {
-    println!(
+pub fn write_index(out: &mut impl Write, rows: usize, s: &Sync) -> io::Result<()> {
+    writeln!(
+        out,
         "index: {rows} runs ({} read from bundles, {} dropped{})",
         s.read,
         s.dropped,
         if s.rebuilt { ", rebuilt" } else { "" }
-    );
+    )?;
+    Ok(())
 }
 
 /// `index --check` in words.
-pub fn print_check(c: &Check) {
-    println!(
+pub fn write_check(out: &mut impl Write, c: &Check) -> io::Result<()> {
+    writeln!(
+        out,
         "{} rows, {} bundles: {} missing, {} orphaned, {} stale",
         c.indexed,
         c.bundles,
         c.missing.len(),
         c.orphaned.len(),
         c.stale.len()
-    );
+    )?;
     for (what, ids) in [
         ("missing", &c.missing),
         ("orphaned", &c.orphaned),
         ("stale", &c.stale),
     ] {
         for id in ids {
-            println!("  {what}: {id}");
+            writeln!(out, "  {what}: {id}")?;
         }
     }
+    Ok(())
 }

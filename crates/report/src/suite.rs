@@ -4,6 +4,7 @@
 
 use super::check::Problem;
 use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
 use worldline_case::shown;
 use worldline_engine::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
 use worldline_engine::fuzz::summary::PassK;
@@ -503,17 +504,22 @@ pub fn line(c: &CaseRun, width: usize) -> String {
 }
 
 /// A line per case, then the totals.
-pub fn print(s: &SuiteRun) {
+pub fn write(out: &mut impl Write, err: &mut impl Write, s: &SuiteRun) -> io::Result<()> {
     let width = s.cases.iter().map(|c| c.name.len()).max().unwrap_or(0);
     for c in &s.cases {
-        println!("{}", line(c, width));
+        writeln!(out, "{}", line(c, width))?;
     }
-    print_totals(&SuiteSummary::of(s));
+    write_totals(out, err, &SuiteSummary::of(s))?;
+    Ok(())
 }
 
 /// A merged report (`worldline merge`): a line per case with its run id
 /// and why it did not pass, then the totals.
-pub fn print_merged(s: &SuiteSummary) {
+pub fn write_merged(
+    out: &mut impl Write,
+    err: &mut impl Write,
+    s: &SuiteSummary,
+) -> io::Result<()> {
     // Every string of a report is the report file's: shown escaped.
     let names: Vec<String> = s.cases.iter().map(|c| shown::text(&c.case)).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
@@ -527,22 +533,24 @@ pub fn print_merged(s: &SuiteSummary) {
             .reason
             .as_deref()
             .map(|r| format!("  {} — {}", shown::text(&c.status), shown::message(r)));
-        println!(
+        writeln!(
+            out,
             "{mark}  {name:width$}  {}{}",
             shown::text(c.run_id.as_deref().unwrap_or("-")),
             reason.unwrap_or_default()
-        );
+        )?;
     }
-    print_totals(s);
+    write_totals(out, err, s)?;
+    Ok(())
 }
 
 /// The collection errors, what was compiled before the first case (on
 /// stderr), pass^k and pass@k with `--repeat`, the model totals when there
 /// were model calls, and
 /// `N passed, N failed[, N skipped][, N error(s) collecting cases]`.
-fn print_totals(s: &SuiteSummary) {
+fn write_totals(out: &mut impl Write, err: &mut impl Write, s: &SuiteSummary) -> io::Result<()> {
     for e in &s.collection_errors {
-        println!("ERROR collecting {}", shown::message(&e.text()));
+        writeln!(out, "ERROR collecting {}", shown::message(&e.text()))?;
     }
     if !s.compiles.is_empty() {
         let each: Vec<String> = s
@@ -552,11 +560,12 @@ fn print_totals(s: &SuiteSummary) {
             .collect();
         let total: f64 = s.compiles.iter().map(|c| c.ms).sum();
         // Metadata of this machine, beside the report (as the progress is).
-        eprintln!(
+        writeln!(
+            err,
             "compiled before the first case in {:.1} s, not in the case times: {}",
             total / 1000.0,
             each.join(", ")
-        );
+        )?;
     }
     for (mark, figures) in [("^", &s.pass_k), ("@", &s.pass_at_k)] {
         if figures.is_empty() {
@@ -566,17 +575,18 @@ fn print_totals(s: &SuiteSummary) {
             .iter()
             .map(|p| format!("pass{mark}{} {:.1}%", p.k, p.value * 100.0))
             .collect();
-        println!("{} runs of each case: {}", s.repeat, ks.join(", "));
+        writeln!(out, "{} runs of each case: {}", s.repeat, ks.join(", "))?;
     }
     if let Some(m) = &s.model {
-        println!(
+        writeln!(
+            out,
             "model: {} calls, {} tokens ({} prompt, {} completion), {:.1} s waiting on live endpoints",
             m.calls,
             m.total_tokens,
             m.prompt_tokens,
             m.completion_tokens,
             m.real_latency_ms as f64 / 1000.0
-        );
+        )?;
     }
     let skipped = match s.skipped {
         0 => String::new(),
@@ -586,5 +596,10 @@ fn print_totals(s: &SuiteSummary) {
         0 => String::new(),
         n => format!(", {n} error(s) collecting cases"),
     };
-    println!("{} passed, {} failed{skipped}{errors}", s.passed, s.failed);
+    writeln!(
+        out,
+        "{} passed, {} failed{skipped}{errors}",
+        s.passed, s.failed
+    )?;
+    Ok(())
 }

@@ -44,7 +44,7 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&CheckSummary::of(&checked))?;
     } else {
-        check::print(&checked);
+        check::write(&mut std::io::stdout().lock(), &checked)?;
     }
     Ok(if checked.problems.is_empty() {
         ExitCode::Ok

@@ -81,7 +81,7 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
         })?;
     } else {
         println!("fork of {} at event {}", rec.id, args.at);
-        report::run::print(outcome);
+        report::run::write(&mut std::io::stdout().lock(), outcome)?;
     }
     Ok(verdict::exit_code(
         outcome.footer.status,

@@ -192,7 +192,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&doc)?;
     } else {
-        report::fuzz::print(&doc);
+        report::fuzz::write(&mut std::io::stdout().lock(), &doc)?;
     }
     eprintln!("campaign {campaign} kept in the store (worldline ui shows it)");
     Ok(if summary.failed == 0 {

@@ -72,7 +72,7 @@ pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
     if args.common.json {
         report::print_json(&report)?;
     } else {
-        report::gc::print(&report);
+        report::gc::write(&mut std::io::stdout().lock(), &report)?;
     }
     Ok(ExitCode::Ok)
 }

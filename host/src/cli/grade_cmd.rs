@@ -72,8 +72,8 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
         for w in &graded.warnings {
             println!("  warning: {w}");
         }
-        report::run::print_agent_error(agent_error.as_ref(), "  ");
-        report::grade::print(g, "  ");
+        report::run::write_agent_error(&mut std::io::stdout().lock(), agent_error.as_ref(), "  ")?;
+        report::grade::write(&mut std::io::stdout().lock(), g, "  ")?;
     }
     Ok(verdict::exit_code(footer.status, Some(g)))
 }

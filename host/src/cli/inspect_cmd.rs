@@ -140,7 +140,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|p| p.fork_points())
         .unwrap_or_default();
-    crate::report::run::print_agent_error(agent_error.as_ref(), "");
+    crate::report::run::write_agent_error(&mut std::io::stdout().lock(), agent_error.as_ref(), "")?;
     if let Some(p) = &b.header.parent {
         println!("fork of {} at event {}", p.run, p.event);
     }

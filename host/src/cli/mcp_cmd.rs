@@ -92,7 +92,7 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&RunSummary::of(&outcome))?;
     } else {
-        report::run::print(&outcome);
+        report::run::write(&mut std::io::stdout().lock(), &outcome)?;
     }
     Ok(verdict::exit_code(
         outcome.footer.status,

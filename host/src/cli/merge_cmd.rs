@@ -133,7 +133,7 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
         if args.common.json {
             report::print_json(&merged)?;
         } else {
-            report::fuzz::print_merged(&merged);
+            report::fuzz::write_merged(&mut std::io::stdout().lock(), &merged)?;
         }
         return Ok(if failed == 0 {
             ExitCode::Ok
@@ -155,7 +155,11 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     if args.common.json {
         report::print_json(&merged)?;
     } else {
-        report::suite::print_merged(&merged);
+        report::suite::write_merged(
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr(),
+            &merged,
+        )?;
     }
     Ok(if !merged.collection_errors.is_empty() {
         ExitCode::Input

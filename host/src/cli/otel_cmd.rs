@@ -102,7 +102,7 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     if args.common.json {
         report::print_json(&summary)?;
     } else {
-        report::otel::print(&summary);
+        report::otel::write(&mut std::io::stdout().lock(), &summary)?;
     }
     Ok(ExitCode::Ok)
 }

@@ -87,7 +87,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&r)?;
     } else {
-        report::repro::print(&r);
+        report::repro::write(&mut std::io::stdout().lock(), &r)?;
     }
     Ok(ExitCode::Ok)
 }

@@ -83,7 +83,7 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
             rec.id,
             &reran.agent_sha256[..12]
         );
-        report::run::print(outcome);
+        report::run::write(&mut std::io::stdout().lock(), outcome)?;
         println!("  original: {original_status}  ->  rerun: {new_status}");
         for c in &changed {
             let before = c.before.map_or("null".to_string(), |b| b.to_string());

@@ -147,7 +147,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
                 .is_none_or(|s| r.signature.as_ref().is_some_and(|x| x.contains(s.as_str())))
     });
     rows.truncate(limit.map_or(usize::MAX, |l| l as usize));
-    report::runs::note_rebuilt(&sync);
+    report::runs::note_rebuilt(&mut std::io::stderr(), &sync)?;
     let pinned = crate::retention::pins::list(&store)?;
     if args.common.json {
         let mut doc = serde_json::to_value(report::runs::rows(&rows, &pinned))?;
@@ -160,7 +160,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
         }
         report::print_json(&doc)?;
     } else {
-        report::runs::print(&rows, &pinned);
+        report::runs::write(&mut std::io::stdout().lock(), &rows, &pinned)?;
     }
     Ok(ExitCode::Ok)
 }
@@ -173,7 +173,7 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
         if args.common.json {
             report::print_json(&check)?;
         } else {
-            report::runs::print_check(&check);
+            report::runs::write_check(&mut std::io::stdout().lock(), &check)?;
         }
         return Ok(if check.consistent() {
             ExitCode::Ok
@@ -190,7 +190,7 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
     if args.common.json {
         report::print_json(&report::runs::IndexSummary { rows, sync: &sync })?;
     } else {
-        report::runs::print_index(rows, &sync);
+        report::runs::write_index(&mut std::io::stdout().lock(), rows, &sync)?;
     }
     Ok(ExitCode::Ok)
 }

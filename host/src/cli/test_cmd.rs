@@ -424,7 +424,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         summary.shard = shard;
         super::print_json_supplied(&summary, supplied)?;
     } else {
-        report::suite::print(&done);
+        report::suite::write(&mut std::io::stdout().lock(), &mut std::io::stderr(), &done)?;
     }
     Ok(if !done.collection_errors.is_empty() {
         ExitCode::Input
