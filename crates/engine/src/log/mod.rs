@@ -2,7 +2,8 @@
 //! (header line, one line per event, footer line; JSON Lines); `call.rs`
 //! is the vocabulary: every kind of event, named once, typed (its requests
 //! and responses in `payload.rs`); `delta.rs` writes a model request that
-//! extends an earlier one as what changed, and reads it back whole.
+//! extends an earlier one as what changed, and reads it back whole;
+//! `tokens.rs` does the same for the token ids an endpoint returned.
 
 pub mod bundle;
 pub mod call;
@@ -10,6 +11,7 @@ mod delta;
 pub mod event;
 pub mod payload;
 pub mod recorder;
+pub mod tokens;
 
 pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, Parent, Status};
 pub use call::{Call, CallKind, Kind, kind};
