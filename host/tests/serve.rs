@@ -25,12 +25,13 @@ fn openenv_python() -> PathBuf {
     python
 }
 
-/// `worldline serve CASE` on a free loopback port: the process and its
-/// base URL.
-fn serve(store: &Path, case: &Path) -> (std::process::Child, String) {
+/// `worldline serve CASE [more]` on a free loopback port: the process
+/// and its base URL.
+fn serve(store: &Path, case: &Path, more: &[&str]) -> (std::process::Child, String) {
     let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
         .args(["serve".as_ref(), case.as_os_str()])
         .args(["--addr", "127.0.0.1:0", "--json"])
+        .args(more)
         .args([
             "--worlds".as_ref(),
             workspace_root().join("worlds").as_os_str(),
@@ -84,7 +85,7 @@ fn graded(store: &Path, run_id: &str) -> (Value, Value) {
 fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
     let store = temp_dir();
     let store = store.path();
-    let (mut server, url) = serve(store, &scenario());
+    let (mut server, url) = serve(store, &scenario(), &[]);
     let health = Command::new("curl")
         .args(["-s", &format!("{url}/health")])
         .output()
@@ -200,4 +201,45 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
         .status();
     let status = server.wait().unwrap();
     assert!(status.success(), "serve ended {status:?}");
+}
+
+#[test]
+fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
+    let store = temp_dir();
+    let (mut server, url) = serve(store.path(), &scenario(), &["--max-sessions", "1"]);
+    let out = Command::new(openenv_python())
+        .arg(tests_dir().join("openenv/hostile.py"))
+        .arg(&url)
+        .output()
+        .expect("the hostile client runs");
+    assert!(
+        out.status.success(),
+        "the hostile client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (key, code) in [
+        ("not_json", "INVALID_JSON"),
+        ("unknown_type", "UNKNOWN_TYPE"),
+        ("step_first", "SESSION_ERROR"),
+        ("unknown_case", "VALIDATION_ERROR"),
+        ("bad_action", "VALIDATION_ERROR"),
+        ("second", "CAPACITY_REACHED"),
+    ] {
+        assert_eq!(said[key]["type"], "error", "{key}: {said}");
+        assert_eq!(said[key]["data"]["code"], code, "{key}: {said}");
+    }
+    assert!(
+        said["second"]["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-sessions"),
+        "{said}"
+    );
+    assert_ne!(said["oversize"], "answered", "{said}");
+    assert_eq!(said["third"]["type"], "state", "{said}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    assert!(server.wait().unwrap().success());
 }
