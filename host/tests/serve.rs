@@ -206,7 +206,11 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
 #[test]
 fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
     let store = temp_dir();
-    let (mut server, url) = serve(store.path(), &scenario(), &["--max-sessions", "1"]);
+    let (mut server, url) = serve(
+        store.path(),
+        &scenario(),
+        &["--max-sessions", "1", "--idle-timeout", "2"],
+    );
     let out = Command::new(openenv_python())
         .arg(tests_dir().join("openenv/hostile.py"))
         .arg(&url)
@@ -238,6 +242,8 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
     );
     assert_ne!(said["oversize"], "answered", "{said}");
     assert_eq!(said["third"]["type"], "state", "{said}");
+    // A connection that stays silent past --idle-timeout is closed.
+    assert_eq!(said["idle"], "closed", "{said}");
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status();

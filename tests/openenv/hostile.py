@@ -46,4 +46,13 @@ for _ in range(100):
     if out["third"] != "refused" and out["third"].get("data", {}).get("code") != "CAPACITY_REACHED":
         break
     time.sleep(0.1)
+# A client that says nothing is closed after the idle timeout (2 s here).
+with connect(url) as idle:
+    try:
+        idle.recv(timeout=20)
+        out["idle"] = "answered"
+    except ConnectionClosed:
+        out["idle"] = "closed"
+    except TimeoutError:
+        out["idle"] = "still open"
 print(json.dumps(out))

@@ -31,6 +31,10 @@ pub struct ServeArgs {
     /// OpenEnv's CAPACITY_REACHED.
     #[arg(long, default_value_t = 1024)]
     pub max_sessions: usize,
+    /// Close a connection that sends nothing for this many seconds (its
+    /// episode is ended and graded).
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    pub idle_timeout: u64,
     /// Folder holding the worlds (default: the nearest `worlds/` above each case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
@@ -81,6 +85,7 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         store,
         cases,
         max_sessions: args.max_sessions,
+        idle: std::time::Duration::from_secs(args.idle_timeout.max(1)),
     };
     openenv::serve(served, args.addr, |addr| {
         if json {

@@ -13,7 +13,7 @@
 //! ends when the mediator stops the run (a limit), on the next `reset`, on
 //! `close` and when the client goes away; the run is then graded, and the
 //! last observation carries `done`, the reward and the checks.
-//! Connections (so sessions) and message sizes are bounded.
+//! Connections (so sessions), message sizes and idle time are bounded.
 
 use super::session::{self, Exit, Handle, Reply};
 use crate::case::Case;
@@ -45,6 +45,9 @@ pub struct Served {
     /// Sessions (WebSocket connections) at once; more are refused with
     /// OpenEnv's `CAPACITY_REACHED`.
     pub max_sessions: usize,
+    /// A connection that sends nothing for this long is closed (its
+    /// episode ended and graded), so an idle client holds no slot forever.
+    pub idle: Duration,
 }
 
 struct Shared {
@@ -114,7 +117,7 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
         return;
     };
     let mut session: Option<Session> = None;
-    while let Some(Ok(msg)) = socket.recv().await {
+    while let Ok(Some(Ok(msg))) = tokio::time::timeout(shared.served.idle, socket.recv()).await {
         let raw = match msg {
             Message::Text(t) => t.to_string(),
             Message::Close(_) => break,
