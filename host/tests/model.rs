@@ -1057,6 +1057,25 @@ fn token_ids_an_endpoint_does_not_return_are_reported_once() {
         "{warnings}"
     );
     assert_eq!(out.stderr.matches("without token ids").count(), 1, "{out}");
+    // `test` says so too, once for the case.
+    let tested = worldline_env(
+        [
+            OsStr::new("test"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            asker().as_os_str(),
+            OsStr::new("--worlds"),
+            worlds_dir().as_os_str(),
+            OsStr::new("--store"),
+            store.as_os_str(),
+        ],
+        &[(KEY_VAR, KEY)],
+    );
+    assert_eq!(
+        tested.stderr.matches("without token ids").count(),
+        1,
+        "{tested}"
+    );
     // The answer stays as the endpoint sent it, raw included.
     let events = model_events(&out.bundle());
     assert!(events[0]["response"]["model_call"]["raw"].is_string());
