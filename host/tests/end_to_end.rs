@@ -49,6 +49,7 @@ mod replay;
 mod reports;
 mod sandbox;
 mod scaffold;
+mod serve;
 mod services;
 mod store;
 mod suite;

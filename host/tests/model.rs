@@ -885,3 +885,199 @@ fn a_case_made_from_an_openai_run_answers_from_its_bundle_copy_with_the_server_g
     let missed = run(&dir.path().join("other-store"), &made_case, &asker(), &[]);
     assert_eq!(output(&missed)[0]["error"], "unavailable", "{missed}");
 }
+
+/// A completion as vLLM's OpenAI-compatible server writes it when asked
+/// with `return_token_ids` and `logprobs`: the prompt's ids at the top,
+/// each choice's `token_ids` and `logprobs.content`.
+fn vllm_completion(content: &str, prompt: &[u64], completion: &[u64]) -> Reply {
+    let logprobs: Vec<Value> = completion
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            json!({"token": format!("t{id}"), "logprob": -0.25 * (i as f64 + 1.0),
+                   "bytes": [116], "top_logprobs": []})
+        })
+        .collect();
+    let body = json!({
+        "id": "chatcmpl-vllm-1",
+        "object": "chat.completion",
+        "created": 1_772_366_400,
+        "model": "Qwen/Qwen3-0.6B",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": content, "reasoning_content": null, "tool_calls": []},
+            "logprobs": {"content": logprobs},
+            "finish_reason": "stop",
+            "stop_reason": null,
+            "token_ids": completion,
+        }],
+        "service_tier": null,
+        "system_fingerprint": null,
+        "usage": {"prompt_tokens": prompt.len(), "completion_tokens": completion.len(), "total_tokens": prompt.len() + completion.len(), "prompt_tokens_details": null},
+        "prompt_logprobs": null,
+        "prompt_token_ids": prompt,
+        "kv_transfer_params": null,
+    });
+    Reply::Http(200, body.to_string(), Vec::new())
+}
+
+/// `export RUN --format FORMAT -o FILE`: the file's one document.
+fn export(store: &Path, run_id: &str, format: &str) -> Value {
+    let dir = temp_dir();
+    let file = dir.path().join("export.jsonl");
+    let out = worldline(
+        store,
+        [
+            OsStr::new("export"),
+            OsStr::new(run_id),
+            OsStr::new("--format"),
+            OsStr::new(format),
+            OsStr::new("-o"),
+            file.as_os_str(),
+        ],
+    );
+    out.expect_code(0);
+    let text = std::fs::read_to_string(&file).unwrap();
+    serde_json::from_str(text.lines().next().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("export --format {format} is not JSON ({e}):\n{text}"))
+}
+
+#[test]
+fn token_ids_from_a_vllm_endpoint_are_recorded_compactly_replayed_and_exported() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let p1: Vec<u64> = vec![151644, 872, 198, 603, 151645];
+    let c1: Vec<u64> = vec![3896, 151645];
+    // The second prompt is the first, its answer, and the next user turn.
+    let p2: Vec<u64> = [&p1[..], &c1[..], &[198, 151644, 872, 198, 1378, 151645][..]].concat();
+    let c2: Vec<u64> = vec![5569, 11, 151645];
+    let mut server = Server::start(vec![
+        vllm_completion("first", &p1, &c1),
+        vllm_completion("second", &p2, &c2),
+    ]);
+    let second = json!({"messages": [
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "first"},
+        {"role": "user", "content": "two"},
+    ]});
+    let case = asker_case(
+        dir.path(),
+        "tokens",
+        &[ask("one"), second],
+        &openai_model(
+            &server,
+            "token_ids = true\nchat_template = \"qwen3-default\"",
+        ),
+        "",
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    assert!(out.json().get("warnings").is_none(), "{out}");
+    assert!(!out.stderr.contains("token_ids"), "{out}");
+    // The endpoint was asked for the ids and log-probabilities.
+    let seen = server.seen();
+    assert_eq!(seen[0].body["return_token_ids"], true);
+    assert_eq!(seen[0].body["logprobs"], true);
+
+    let events = model_events(&out.bundle());
+    assert_eq!(events.len(), 2);
+    for e in &events {
+        let ok = &e["response"]["ok"];
+        assert!(ok.get("prompt_token_ids").is_none(), "{ok}");
+        assert!(ok["choices"][0].get("token_ids").is_none(), "{ok}");
+        assert!(ok["choices"][0].get("logprobs").is_none(), "{ok}");
+        let m = &e["response"]["model_call"];
+        assert!(m.get("raw").is_none() && m["raw_sha256"].is_string(), "{m}");
+        assert_eq!(m["tokens"]["tokenizer"], "Qwen/Qwen3-0.6B");
+        assert_eq!(m["tokens"]["chat_template"], "qwen3-default");
+    }
+    let (t1, t2) = (
+        &events[0]["response"]["model_call"]["tokens"],
+        &events[1]["response"]["model_call"]["tokens"],
+    );
+    assert_eq!(t1["prompt_ids"], json!(p1));
+    assert_eq!(t1["completion_ids"], json!(c1));
+    assert_eq!(t1["logprobs"], json!([-0.25, -0.5]));
+    // The second prompt is written as what it adds to the first call.
+    let seq1 = events[0]["seq"].as_u64().unwrap();
+    assert_eq!(
+        t2["prompt_from"],
+        json!({"event": seq1, "keep": p1.len() + c1.len()})
+    );
+    assert_eq!(t2["prompt_ids"], json!(p2[p1.len() + c1.len()..]));
+
+    server.stop();
+    let run_id = out.json()["run_id"].as_str().unwrap().to_string();
+    let replay = worldline(&store, ["replay", &run_id, "--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+
+    let line = export(&store, &run_id, "trajectories");
+    let tokens = line["tokens"].as_array().unwrap();
+    assert_eq!(tokens.len(), 2);
+    assert_eq!(tokens[1]["prompt_token_ids"], json!(p2));
+    assert_eq!(tokens[1]["completion_token_ids"], json!(c2));
+    assert_eq!(tokens[1]["logprobs"], json!([-0.25, -0.5, -0.75]));
+    assert_eq!(tokens[1]["chat_template"], "qwen3-default");
+    let doc = export(&store, &run_id, "atif");
+    let agent: Vec<&Value> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["llm_call_count"] == 1)
+        .collect();
+    assert_eq!(agent.len(), 2);
+    assert_eq!(agent[1]["metrics"]["prompt_token_ids"], json!(p2));
+    assert_eq!(agent[1]["metrics"]["completion_token_ids"], json!(c2));
+    assert_eq!(agent[1]["extra"]["tokenizer"], "Qwen/Qwen3-0.6B");
+    assert!(doc.get("notes").is_none(), "{doc}");
+}
+
+#[test]
+fn token_ids_an_endpoint_does_not_return_are_reported_once() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let server = Server::start(vec![completion("first"), completion("second")]);
+    let case = asker_case(
+        dir.path(),
+        "no-tokens",
+        &[ask("one"), ask("two")],
+        &openai_model(&server, "token_ids = true"),
+        "",
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    let warnings = out.json()["warnings"].clone();
+    assert_eq!(warnings.as_array().map(Vec::len), Some(1), "{out}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .contains("2 of 2 model calls came back without token ids"),
+        "{warnings}"
+    );
+    assert_eq!(out.stderr.matches("without token ids").count(), 1, "{out}");
+    // `test` says so too, once for the case.
+    let tested = worldline_env(
+        [
+            OsStr::new("test"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            asker().as_os_str(),
+            OsStr::new("--worlds"),
+            worlds_dir().as_os_str(),
+            OsStr::new("--store"),
+            store.as_os_str(),
+        ],
+        &[(KEY_VAR, KEY)],
+    );
+    assert_eq!(
+        tested.stderr.matches("without token ids").count(),
+        1,
+        "{tested}"
+    );
+    // The answer stays as the endpoint sent it, raw included.
+    let events = model_events(&out.bundle());
+    assert!(events[0]["response"]["model_call"]["raw"].is_string());
+    assert!(events[0]["response"]["model_call"].get("tokens").is_none());
+}

@@ -6,7 +6,9 @@
 //!   model call, or else the case's task) as `system` and `user` steps;
 //! - each model call an `agent` step: its message, reasoning, tool calls,
 //!   token counts and, where the endpoint returned them, prompt and
-//!   completion token ids and log-probabilities;
+//!   completion token ids and log-probabilities (recorded with the call,
+//!   decision 0350, its tokenizer and chat template in the step's
+//!   `extra`);
 //! - each tool call the result of the model step that asked for it (by
 //!   name, in order), or else an `agent` step of its own with
 //!   `llm_call_count: 0` (a scripted agent, an MCP client);
@@ -23,7 +25,10 @@ pub const SCHEMA_VERSION: &str = "ATIF-v1.8";
 
 /// The ATIF document of a recorded run; `task` from its case file.
 pub fn document(run_id: &str, b: &Bundle, task: &Value) -> Value {
-    let mut steps = Steps::default();
+    let mut steps = Steps {
+        tokens: worldline_log::log::tokens::read(&b.events),
+        ..Steps::default()
+    };
     opening(&mut steps, &b.events, task);
     let mut model_name: Option<String> = None;
     let mut tools = Vec::new();
@@ -125,6 +130,8 @@ struct Steps {
     asking: Option<usize>,
     prompt_tokens: u64,
     completion_tokens: u64,
+    /// The token ids recorded with model calls, whole, by seq.
+    tokens: std::collections::BTreeMap<u64, worldline_log::log::tokens::Tokens>,
 }
 
 impl Steps {
@@ -189,18 +196,30 @@ impl Steps {
         if !calls.is_empty() {
             step["tool_calls"] = calls.into();
         }
-        let metrics = self.metrics(response);
+        let metrics = self.metrics(e.seq, response);
         if !metrics.is_empty() {
             step["metrics"] = metrics.into();
+        }
+        if let Some(t) = self.tokens.get(&e.seq) {
+            for (key, v) in [
+                ("tokenizer", &t.tokenizer),
+                ("chat_template", &t.chat_template),
+            ] {
+                if let Some(v) = v {
+                    step["extra"][key] = v.as_str().into();
+                }
+            }
         }
         self.push(step);
         self.pending = pending;
         self.asking = Some(self.list.len() - 1);
     }
 
-    /// A model call's metrics: token counts, token ids, log-probabilities.
+    /// A model call's metrics: token counts, token ids, log-probabilities
+    /// (recorded with the call, or else as the answer carried them).
     fn metrics(
         &mut self,
+        seq: u64,
         response: &worldline_log::log::payload::ModelAnswer,
     ) -> Map<String, Value> {
         let mut m = Map::new();
@@ -219,6 +238,14 @@ impl Steps {
             if let Some(c) = u["prompt_tokens_details"]["cached_tokens"].as_u64() {
                 m.insert("cached_tokens".into(), c.into());
             }
+        }
+        if let Some(t) = self.tokens.get(&seq) {
+            m.insert("prompt_token_ids".into(), json!(t.prompt));
+            m.insert("completion_token_ids".into(), json!(t.completion));
+            if let Some(lp) = &t.logprobs {
+                m.insert("logprobs".into(), json!(lp));
+            }
+            return m;
         }
         let Some(ok) = response.ok.as_ref() else {
             return m;

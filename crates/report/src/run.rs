@@ -35,6 +35,10 @@ pub struct RunSummary<'a> {
     pub status: &'static str,
     pub traceback: Option<String>,
     pub truncated_bytes: u64,
+    /// What the run's caller should know (the case's `[origin]`, token ids
+    /// asked for but not returned); left out when there are none.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub warnings: &'a [String],
     pub world: &'a str,
 }
 
@@ -87,6 +91,7 @@ impl<'a> RunSummary<'a> {
             status: verdict::shown_status(f.status, o.grade.as_ref()),
             traceback: account(f).map(|a| a.text().to_string()),
             truncated_bytes: f.truncated_bytes,
+            warnings: &[],
             world: &o.header.world,
         }
     }

@@ -10,6 +10,10 @@
 //! (a scripted agent) gets its tool calls and results written as that
 //! conversation: each call an assistant message with one `tool_calls`
 //! entry, each answer a `tool` message.
+//!
+//! Where the endpoint returned token ids (`[model] token_ids`, decision
+//! 0350), `tokens` lists each model call's prompt and completion ids,
+//! log-probabilities and tokenizer, whole, in call order.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -31,6 +35,9 @@ pub struct Trajectory {
     pub status: Option<&'static str>,
     /// The task the agent was given (from the recorded case), if known.
     pub task: Value,
+    /// Each model call's token ids, where recorded (left out when none were).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<Value>,
     /// `passed` / `failed`, or none when the case has no `[expect]`.
     pub verdict: Option<&'static str>,
     pub world: String,
@@ -59,10 +66,28 @@ impl Trajectory {
             seed: b.header.seed,
             status: footer.map(|f| f.status.as_str()),
             task,
+            tokens: tokens(&b.events),
             verdict,
             world: b.header.world.clone(),
         }
     }
+}
+
+/// Each model call's recorded token ids, whole, in call order.
+pub fn tokens(events: &[Event]) -> Vec<Value> {
+    worldline_log::log::tokens::read(events)
+        .into_iter()
+        .map(|(seq, t)| {
+            json!({
+                "seq": seq,
+                "prompt_token_ids": t.prompt,
+                "completion_token_ids": t.completion,
+                "logprobs": t.logprobs,
+                "tokenizer": t.tokenizer,
+                "chat_template": t.chat_template,
+            })
+        })
+        .collect()
 }
 
 /// The chat messages of a run (see the module comment).

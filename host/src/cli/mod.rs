@@ -31,6 +31,7 @@ mod rerun_cmd;
 mod retention_cmd;
 mod run_cmd;
 mod runs_cmd;
+mod serve_cmd;
 mod test_cmd;
 mod ui_cmd;
 mod validate_cmd;
@@ -175,6 +176,8 @@ enum Command {
     Repro(repro_cmd::ReproArgs),
     /// Serve a case's world to one MCP client (stdio, or --http ADDR); record and grade the run.
     Mcp(mcp_cmd::McpArgs),
+    /// Serve cases as OpenEnv environments over WebSocket: reset, step (a tool call), state; every episode a run.
+    Serve(serve_cmd::ServeArgs),
     /// Combine the --json reports of a partitioned `test` into one.
     Merge(merge_cmd::MergeArgs),
     /// Replay every run in the store (or those named); report the drift rate.
@@ -326,6 +329,7 @@ pub fn main() -> i32 {
         Command::Fuzz(args) => fuzz_cmd::exec(args),
         Command::Repro(args) => repro_cmd::exec(args),
         Command::Mcp(args) => mcp_cmd::exec(args),
+        Command::Serve(args) => serve_cmd::exec(args),
         Command::Merge(args) => merge_cmd::exec(args),
         Command::Rerun(args) => rerun_cmd::exec(args),
         Command::Fork(args) => fork_cmd::exec(args),

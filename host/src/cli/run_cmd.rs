@@ -57,7 +57,11 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     }
     let outcome = &ran.outcome;
     if args.common.json {
-        super::print_json_with_settings(&RunSummary::of(outcome))?;
+        let summary = RunSummary {
+            warnings: &ran.warnings,
+            ..RunSummary::of(outcome)
+        };
+        super::print_json_with_settings(&summary)?;
     } else {
         report::run::write(&mut std::io::stdout().lock(), outcome)?;
     }

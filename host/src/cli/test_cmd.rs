@@ -393,6 +393,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     let mut done = done?;
     done.compiles = loaded.compiles;
+    token_warnings(&entries, &done);
     last::record(&store, &done)?;
 
     if let Some(path) = &args.junit {
@@ -433,4 +434,25 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     } else {
         ExitCode::Failed
     })
+}
+
+/// One warning line per case that asked for token ids (`[model]
+/// token_ids`) and got runs whose endpoint returned none (the first such
+/// run's count), as `run` prints it.
+fn token_warnings(entries: &[Entry], done: &crate::suite::SuiteRun) {
+    for case in &done.cases {
+        let Some(entry) = entries.iter().find(|e| e.index == case.index) else {
+            continue;
+        };
+        if !entry.case.model.token_ids {
+            continue;
+        }
+        let missing = case.attempts.iter().find_map(|a| {
+            let o = a.outcome.as_ref().ok()?;
+            crate::log::tokens::missing(&o.events)
+        });
+        if let Some(w) = missing {
+            eprintln!("warning: {}: {w}", entry.case.path.display());
+        }
+    }
 }

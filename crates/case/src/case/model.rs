@@ -75,6 +75,23 @@ pub struct ModelConfig {
     /// file); default: the store's runs.
     pub recording: Option<String>,
     pub cassette: CassetteMode,
+    /// `openai`: ask the endpoint for the prompt's and the completion's
+    /// token ids and log-probabilities (vLLM's `return_token_ids`,
+    /// `logprobs`) and record them with the call (decision 0350).
+    #[serde(skip_serializing_if = "is_false")]
+    pub token_ids: bool,
+    /// The tokenizer the endpoint uses, as the case declares it (recorded
+    /// with the token ids; default: the model the endpoint names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
+    /// The chat template that made the prompt, as the case declares it (a
+    /// name or a hash; recorded with the token ids).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for ModelConfig {
@@ -92,6 +109,9 @@ impl Default for ModelConfig {
             max_connections: None,
             recording: None,
             cassette: CassetteMode::None,
+            token_ids: false,
+            tokenizer: None,
+            chat_template: None,
         }
     }
 }

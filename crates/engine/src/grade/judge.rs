@@ -163,7 +163,7 @@ pub fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<Assertio
             let (request, response) = match (&mut live, judging) {
                 (Some(service), _) => {
                     let request = request(j, ev, seed);
-                    let answer = service.serve(&request, 0);
+                    let answer = service.serve(&request, 0, None);
                     (request, answer.response)
                 }
                 (None, Judging::Recorded(grade)) => {

@@ -15,6 +15,7 @@ pub mod listen;
 pub mod loopback;
 pub mod mcp;
 pub mod netns;
+pub mod openenv;
 pub mod session;
 pub mod signals;
 pub mod stdio;

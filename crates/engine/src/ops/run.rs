@@ -26,14 +26,15 @@ pub struct RunArgs<'a> {
 
 /// A run that ran.
 pub struct Ran {
-    /// Warnings about the case's `[origin]` (the run it was made from).
+    /// Warnings about the case's `[origin]` (the run it was made from), and
+    /// about token ids the case asked for and the endpoint did not return.
     pub warnings: Vec<String>,
     pub outcome: RunOutcome,
 }
 
 /// Run `case` (loaded, its model overrides applied) with `args.who`.
 pub fn run(sandbox: &Sandbox, store: &StoreDir, case: &Case, args: RunArgs) -> Result<Ran> {
-    let warnings = crate::regress::origin_warnings(case);
+    let mut warnings = crate::regress::origin_warnings(case);
     let opts = RunOptions {
         store: Some(store),
         model_seed: args.model_seed,
@@ -50,5 +51,8 @@ pub fn run(sandbox: &Sandbox, store: &StoreDir, case: &Case, args: RunArgs) -> R
             run_with(sandbox, &agent, case, opts)?
         }
     };
+    if case.model.token_ids {
+        warnings.extend(crate::log::tokens::missing(&outcome.events));
+    }
     Ok(Ran { warnings, outcome })
 }

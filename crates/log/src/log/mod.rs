@@ -3,6 +3,7 @@
 //! is the vocabulary: every kind of event, named once, typed (its requests
 //! and responses in `payload.rs`); `delta.rs` writes a model request that
 //! extends an earlier one as what changed, and reads it back whole;
+//! `tokens.rs` does the same for the token ids an endpoint returned;
 //! `signature.rs` names the way a run failed.
 
 pub mod bundle;
@@ -12,6 +13,7 @@ pub mod event;
 pub mod payload;
 pub mod recorder;
 pub mod signature;
+pub mod tokens;
 
 pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, Parent, Status};
 pub use call::{Call, CallKind, Kind, kind};

@@ -155,7 +155,7 @@ impl Conversation {
             }
             Player::Model(m) => {
                 let request = model_user::request(&self.config, &self.transcript, message);
-                let answer = m.serve(&request, wall_ns);
+                let answer = m.serve(&request, wall_ns, None);
                 self.budget_spent = m.take_budget_spent();
                 let line = model_user::line(&self.config, &answer.response);
                 let by = json!({"model": answer.response.get("model_call").cloned().unwrap_or(Value::Null)});

@@ -50,6 +50,8 @@ pub struct ModelService {
     /// The scripted model had no reply for the last call: why, with the
     /// agent's message (the run stops there).
     unscripted: Option<String>,
+    /// `[model] token_ids`: the calls' token ids recorded so far.
+    tokens: crate::log::tokens::Writer,
 }
 
 fn model_stream(seed: u64) -> rand_chacha::ChaCha20Rng {
@@ -74,6 +76,7 @@ impl ModelService {
             calls: 0,
             budget_spent: false,
             unscripted: None,
+            tokens: Default::default(),
         }
     }
 
@@ -119,13 +122,15 @@ impl ModelService {
         std::mem::take(&mut self.budget_spent)
     }
 
-    /// Answer `request` with the case's provider. `wall_ns` is virtual now.
-    pub fn serve(&mut self, request: &Value, wall_ns: i128) -> Answer {
+    /// Answer `request` with the case's provider. `wall_ns` is virtual now;
+    /// `seq` the `model.complete` event the call is recorded as (`None`:
+    /// recorded elsewhere, a judge's or a simulated user's call).
+    pub fn serve(&mut self, request: &Value, wall_ns: i128, seq: Option<u64>) -> Answer {
         self.calls += 1;
         let (response, latency_ms) = match self.config.provider {
             Provider::Scripted => self.scripted_answer(request, wall_ns),
-            Provider::Openai => self.endpoint_answer(request, None),
-            Provider::Recorded => self.recorded_answer(request),
+            Provider::Openai => self.endpoint_answer(request, None, seq),
+            Provider::Recorded => self.recorded_answer(request, seq),
         };
         let effect = if response.get("error").is_some() {
             Effect::Failed
@@ -174,7 +179,12 @@ impl ModelService {
     }
 
     /// Ask the endpoint; `cassette` notes why a recorded provider called out.
-    fn endpoint_answer(&mut self, request: &Value, cassette: Option<&str>) -> (Value, u64) {
+    fn endpoint_answer(
+        &mut self,
+        request: &Value,
+        cassette: Option<&str>,
+        seq: Option<u64>,
+    ) -> (Value, u64) {
         let latency = self.config.latency_ms;
         let Some(endpoint) = &self.endpoint else {
             let r = error_answer(
@@ -191,17 +201,53 @@ impl ModelService {
             record["cassette"] = json!(c);
         }
         let mut response = match outcome.answer {
-            Ok(v) => json!({"ok": v}),
+            Ok(mut v) => {
+                if self.config.token_ids {
+                    self.take_tokens(&mut v, &mut record, request, seq);
+                }
+                json!({"ok": v})
+            }
             Err((kind, message)) => error_answer(kind, message).response,
         };
         response["model_call"] = record;
         (response, latency)
     }
 
-    fn recorded_answer(&mut self, request: &Value) -> (Value, u64) {
+    /// Move the token ids of `completion` into `record.tokens` (decision
+    /// 0350); the raw answer, which holds them again, is then recorded by
+    /// its SHA-256 only.
+    fn take_tokens(
+        &mut self,
+        completion: &mut Value,
+        record: &mut Value,
+        request: &Value,
+        seq: Option<u64>,
+    ) {
+        let asked = !matches!(
+            request.get("logprobs"),
+            None | Some(Value::Null | Value::Bool(false))
+        );
+        let Some(mut t) = crate::log::tokens::take(completion, asked) else {
+            return;
+        };
+        t.tokenizer = self
+            .config
+            .tokenizer
+            .clone()
+            .or_else(|| completion["model"].as_str().map(str::to_string));
+        t.chat_template = self.config.chat_template.clone();
+        record["tokens"] = self.tokens.record(seq, &t);
+        if let Some(raw) = record.as_object_mut().and_then(|r| r.remove("raw")) {
+            let text = raw.as_str().unwrap_or_default();
+            record["raw_sha256"] = json!(canon::sha256_hex(text.as_bytes()));
+            record["raw_bytes"] = json!(text.len());
+        }
+    }
+
+    fn recorded_answer(&mut self, request: &Value, seq: Option<u64>) -> (Value, u64) {
         let latency = self.config.latency_ms;
         if self.config.cassette == CassetteMode::All {
-            return self.endpoint_answer(request, Some("all"));
+            return self.endpoint_answer(request, Some("all"), seq);
         }
         let Some(recording) = self.recording.as_mut() else {
             let r = error_answer(
@@ -215,7 +261,7 @@ impl ModelService {
             return (hit, latency);
         }
         if self.config.cassette == CassetteMode::Once {
-            return self.endpoint_answer(request, Some("miss"));
+            return self.endpoint_answer(request, Some("miss"), seq);
         }
         let message = format!(
             "no recorded answer for this request (key {}) in {}; the cassette is `none`, so nothing is asked live (set [model] cassette = \"once\" to record misses)",
@@ -293,6 +339,7 @@ impl RunState {
         };
         let message = "the agent's model request differs from the recording and the rerun was asked to stop there (--model fail)";
         let hit = matches!(rerun, Some((Some(_), _)));
+        let seq = self.med.recorder.len();
         let serve = |s: &mut super::HostServices| {
             if let Some((Some(response), _)) = rerun {
                 return Answer::read(response);
@@ -301,7 +348,7 @@ impl RunState {
                 return error_answer(ErrorKind::Unavailable, message);
             }
             let now = s.clock.wall_ns();
-            s.model.serve(&request, now)
+            s.model.serve(&request, now, Some(seq))
         };
         let r = if ModelService::is_live(label) {
             self.med

@@ -27,6 +27,8 @@ pub struct Endpoint {
     budget: Duration,
     /// `[model] max_connections`: the endpoint's shared slots.
     slots: Option<std::sync::Arc<super::slots::Slots>>,
+    /// `[model] token_ids`: ask for token ids and log-probabilities.
+    token_ids: bool,
 }
 
 /// What one call produced: the guest's answer and the record of the call.
@@ -111,6 +113,7 @@ impl Endpoint {
             slots: config
                 .max_connections
                 .map(|max| super::slots::of(config.base_url.as_deref().unwrap_or(""), max.max(1))),
+            token_ids: config.token_ids,
         }
     }
 
@@ -123,7 +126,8 @@ impl Endpoint {
     }
 
     /// The body sent: the agent's request, with the case's model and
-    /// without streaming.
+    /// without streaming; with `[model] token_ids`, asking for token ids
+    /// (vLLM's `return_token_ids`) and log-probabilities.
     fn render(&self, request: &Value) -> Value {
         let mut body = match request {
             Value::Object(_) => request.clone(),
@@ -134,6 +138,10 @@ impl Endpoint {
         }
         if let Some(o) = body.as_object_mut() {
             o.remove("stream");
+            if self.token_ids {
+                o.insert("return_token_ids".into(), json!(true));
+                o.entry("logprobs").or_insert(json!(true));
+            }
         }
         body
     }

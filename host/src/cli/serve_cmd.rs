@@ -1,0 +1,106 @@
+//! `worldline serve CASE... --addr ADDR`: the cases served as OpenEnv
+//! environments on a loopback address (the protocol is
+//! `native::openenv`'s), every episode a run in the store, until SIGINT
+//! or SIGTERM.
+
+use super::Common;
+use crate::case;
+use crate::error::{ExitCode, InputError};
+use crate::native::openenv::{self, Served};
+use crate::sandbox::Sandbox;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The most sessions `--max-sessions` allows.
+const MOST_SESSIONS: usize = 4096;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The case files (TOML) a `reset` may name (by case name; with one,
+    /// `reset` need not name it).
+    #[arg(required = true)]
+    pub cases: Vec<PathBuf>,
+    /// The loopback address to serve at (port 0 picks a free one); the
+    /// WebSocket endpoint is ws://ADDR/ws.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8000")]
+    pub addr: SocketAddr,
+    /// Sessions (client connections) at once; more are refused with
+    /// OpenEnv's CAPACITY_REACHED.
+    #[arg(long, default_value_t = 1024)]
+    pub max_sessions: usize,
+    /// Close a connection that sends nothing for this many seconds (its
+    /// episode is ended and graded).
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    pub idle_timeout: u64,
+    /// Folder holding the worlds (default: the nearest `worlds/` above each case).
+    #[arg(long)]
+    pub worlds: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn exec(args: ServeArgs) -> Result<ExitCode> {
+    if !args.addr.ip().is_loopback() {
+        return Err(InputError::new(
+            "--addr",
+            format!("{} is not a loopback address; the worlds are served to this machine only (use 127.0.0.1:PORT)", args.addr),
+        )
+        .into());
+    }
+    if args.max_sessions == 0 || args.max_sessions > MOST_SESSIONS {
+        return Err(InputError::new(
+            "--max-sessions",
+            format!(
+                "{} is out of range: give 1 to {MOST_SESSIONS}",
+                args.max_sessions
+            ),
+        )
+        .into());
+    }
+    let mut cases = Vec::new();
+    for path in &args.cases {
+        let c = case::load(path, args.worlds.as_deref())?;
+        if cases.iter().any(|o: &case::Case| o.name == c.name) {
+            return Err(InputError::new(
+                path,
+                format!("a case named `{}` is served already; a reset names cases by name, so give each its own", c.name),
+            )
+            .into());
+        }
+        cases.push(c);
+    }
+    // The server lives as long as the process: its store and sandbox are
+    // shared by every session's thread.
+    let store: &'static StoreDir = Box::leak(Box::new(StoreDir::open(&args.common.store)?));
+    let sandbox: &'static Sandbox = Box::leak(Box::new(
+        Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice()),
+    ));
+    let json = args.common.json;
+    let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();
+    let served = Served {
+        sandbox,
+        store,
+        cases,
+        max_sessions: args.max_sessions,
+        idle: std::time::Duration::from_secs(args.idle_timeout.max(1)),
+    };
+    openenv::serve(served, args.addr, |addr| {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"addr": addr.to_string(), "ws": format!("ws://{addr}/ws"), "cases": names})
+            );
+        } else {
+            println!(
+                "worldline serve: {} at ws://{addr}/ws (OpenEnv; Ctrl-C ends it)",
+                names.join(", ")
+            );
+        }
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+    })?;
+    Ok(ExitCode::Ok)
+}

@@ -1,0 +1,251 @@
+//! `worldline serve`: the conformance scenario served as an OpenEnv
+//! environment and driven by OpenEnv's own client (`openenv-core` 0.3.0's
+//! GenericEnvClient, over its WebSocket protocol) on loopback, several
+//! episodes at once: each a run of its own world, graded as `worldline
+//! test` grades the same calls.
+
+use crate::common::*;
+use crate::conformance::scenario;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The venv with the pinned openenv-core (tests/openenv-python.sh).
+fn openenv_python() -> PathBuf {
+    let python = std::env::var_os("WORLDLINE_OPENENV_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/openenv-python/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: the serve tests drive worldline with the pinned openenv-core client.\n\
+         Run `. tests/openenv-python.sh && ensure_openenv_python target` (tests/run does) and test again.",
+        python.display()
+    );
+    python
+}
+
+/// `worldline serve CASE [more]` on a free loopback port: the process
+/// and its base URL.
+fn serve(store: &Path, case: &Path, more: &[&str]) -> (std::process::Child, String) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["serve".as_ref(), case.as_os_str()])
+        .args(["--addr", "127.0.0.1:0", "--json"])
+        .args(more)
+        .args([
+            "--worlds".as_ref(),
+            workspace_root().join("worlds").as_os_str(),
+        ])
+        .args(["--store".as_ref(), store.as_os_str()])
+        .env("WORLDLINE_STORE_CACHE", store_cache())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting worldline serve");
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("a first line").expect("stdout");
+    let said: Value = serde_json::from_str(&first).expect("serve --json says where it listens");
+    std::thread::spawn(move || lines.for_each(drop));
+    (server, format!("http://{}", said["addr"].as_str().unwrap()))
+}
+
+/// The conformance scenario's calls (tests/conformance/mcp_client.py's).
+fn calls() -> Vec<Value> {
+    vec![
+        json!(["get_alert", {"id": "ALERT-7"}]),
+        json!(["list_deploys", {"service": "checkout"}]),
+        json!(["list_deploys", {"service": "checkout"}]),
+        json!(["rollback_deploy", {"id": "D-42", "reason": "ALERT-7: checkout p99 after D-42"}]),
+        json!(["add_incident_note", {"incident": "T-100", "text": "Rolled back D-42.", "author": "conformance"}]),
+        json!(["close_ticket", {"id": "T-100"}]),
+    ]
+}
+
+/// The reward and checks `export --format trajectories` gives a run.
+fn graded(store: &Path, run_id: &str) -> (Value, Value) {
+    let dir = temp_dir();
+    let file = dir.path().join("t.jsonl");
+    let out = wl(
+        store,
+        &[
+            &"export",
+            &run_id,
+            &"--format",
+            &"trajectories",
+            &"-o",
+            &file,
+        ],
+    );
+    out.expect_code(0);
+    let line: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    (line["reward"].clone(), line["checks"].clone())
+}
+
+#[test]
+fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
+    let store = temp_dir();
+    let store = store.path();
+    let (mut server, url) = serve(store, &scenario(), &[]);
+    let health = Command::new("curl")
+        .args(["-s", &format!("{url}/health")])
+        .output()
+        .expect("curl runs");
+    assert_eq!(
+        String::from_utf8_lossy(&health.stdout),
+        r#"{"status":"healthy"}"#
+    );
+
+    // Two episodes make every call (each rolls D-42 back: in a shared
+    // world the second would find it rolled back already); one stops
+    // after reading the alert.
+    let plan = json!([
+        {"steps": calls()},
+        {"seed": 39, "steps": calls()[..1]},
+        {"steps": calls()},
+    ]);
+    let dir = temp_dir();
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan.to_string()).unwrap();
+    let out = Command::new(openenv_python())
+        .arg(tests_dir().join("openenv/client.py"))
+        .arg(&url)
+        .arg(&plan_file)
+        .output()
+        .expect("the OpenEnv client runs");
+    assert!(
+        out.status.success(),
+        "the OpenEnv client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let episodes: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let episodes = episodes.as_array().unwrap();
+    assert_eq!(episodes.len(), 3);
+    for e in episodes {
+        assert_eq!(e["done"], true, "{e}");
+        assert_eq!(e["task"], json!({"alert": "ALERT-7", "ticket": "T-100"}));
+        assert!(
+            e["tools"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("rollback_deploy")),
+            "{e}"
+        );
+        assert_eq!(e["state"]["done"], true, "{e}");
+        assert_eq!(e["state"]["run_id"], e["last"]["run_id"], "{e}");
+    }
+    for full in [&episodes[0], &episodes[2]] {
+        assert_eq!(full["reward"], 1.0, "{full}");
+        assert_eq!(full["last"]["verdict"], "passed", "{full}");
+        assert_eq!(full["state"]["step_count"].as_u64(), Some(7), "{full}");
+        let rollback = &full["steps"][3]["observation"];
+        assert_eq!(rollback["tool_name"], "rollback_deploy");
+        assert!(rollback["error"].is_null(), "{rollback}");
+        assert!(
+            rollback["result"].to_string().contains("rolled_back"),
+            "{rollback}"
+        );
+    }
+    assert_eq!(episodes[1]["reward"], 0.0, "{}", episodes[1]);
+    assert_eq!(episodes[1]["last"]["verdict"], "failed");
+    let run_ids: Vec<&str> = episodes
+        .iter()
+        .map(|e| e["last"]["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        run_ids
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        3,
+        "every episode is a run of its own"
+    );
+
+    // The same calls made by an agent under `worldline test` get the
+    // same reward and the same checks.
+    let tested = wl(
+        store,
+        &[
+            &"test",
+            &scenario(),
+            &"--agent",
+            &guest("model-agent"),
+            &"--worlds",
+            &workspace_root().join("worlds"),
+            &"--json",
+        ],
+    );
+    tested.expect_code(0);
+    let test_run = tested.json()["cases"][0]["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no run id in {tested}"))
+        .to_string();
+    let (reward, checks) = graded(store, &test_run);
+    assert_eq!(reward, json!(1.0));
+    assert_eq!(graded(store, run_ids[0]), (reward.clone(), checks.clone()));
+    assert_eq!(graded(store, run_ids[2]), (reward, checks));
+
+    // An episode is a run the store lists; like an MCP session it has no
+    // process to run again, and replay says so.
+    let runs = wl(store, &[&"runs", &"--json"]);
+    runs.expect_code(0);
+    for id in &run_ids {
+        assert!(runs.stdout.contains(id), "{id} is not listed:\n{runs}");
+    }
+    let replay = wl(store, &[&"replay", &run_ids[0]]);
+    replay.expect_code(2);
+    assert!(replay.stderr.contains("openenv"), "{replay}");
+
+    // SIGTERM ends the server; it exits cleanly.
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let status = server.wait().unwrap();
+    assert!(status.success(), "serve ended {status:?}");
+}
+
+#[test]
+fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
+    let store = temp_dir();
+    let (mut server, url) = serve(
+        store.path(),
+        &scenario(),
+        &["--max-sessions", "1", "--idle-timeout", "2"],
+    );
+    let out = Command::new(openenv_python())
+        .arg(tests_dir().join("openenv/hostile.py"))
+        .arg(&url)
+        .output()
+        .expect("the hostile client runs");
+    assert!(
+        out.status.success(),
+        "the hostile client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (key, code) in [
+        ("not_json", "INVALID_JSON"),
+        ("unknown_type", "UNKNOWN_TYPE"),
+        ("step_first", "SESSION_ERROR"),
+        ("unknown_case", "VALIDATION_ERROR"),
+        ("bad_action", "VALIDATION_ERROR"),
+        ("second", "CAPACITY_REACHED"),
+    ] {
+        assert_eq!(said[key]["type"], "error", "{key}: {said}");
+        assert_eq!(said[key]["data"]["code"], code, "{key}: {said}");
+    }
+    assert!(
+        said["second"]["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-sessions"),
+        "{said}"
+    );
+    assert_ne!(said["oversize"], "answered", "{said}");
+    assert_eq!(said["third"]["type"], "state", "{said}");
+    // A connection that stays silent past --idle-timeout is closed.
+    assert_eq!(said["idle"], "closed", "{said}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    assert!(server.wait().unwrap().success());
+}

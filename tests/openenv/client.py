@@ -1,0 +1,45 @@
+"""Episodes against `worldline serve`, driven by OpenEnv's own client
+(`openenv-core`'s GenericEnvClient over its WebSocket protocol), all at
+once: `client.py URL PLAN.json`. PLAN is a list of episodes, each
+`{"case"?, "seed"?, "steps": [[tool, args], ...]}`; each ends with the
+`end` action. Prints a JSON list: per episode the tools the reset
+observation listed, each step's observation, the last result's reward,
+done and observation, and the state after it."""
+
+import asyncio
+import json
+import sys
+
+from openenv.core.generic_client import GenericEnvClient
+
+
+async def episode(url, plan):
+    async with GenericEnvClient(base_url=url) as env:
+        reset = {k: plan[k] for k in ("case", "seed") if k in plan}
+        first = await env.reset(**reset)
+        steps = []
+        for name, args in plan["steps"]:
+            r = await env.step({"type": "call_tool", "tool_name": name, "arguments": args})
+            steps.append({"observation": r.observation, "done": r.done, "reward": r.reward})
+        last = await env.step({"type": "end"})
+        state = await env.state()
+        return {
+            "tools": sorted(t["name"] for t in first.observation["tools"]),
+            "task": first.observation["task"],
+            "steps": steps,
+            "reward": last.reward,
+            "done": last.done,
+            "last": last.observation,
+            "state": state,
+        }
+
+
+async def main():
+    url = sys.argv[1]
+    with open(sys.argv[2]) as f:
+        plans = json.load(f)
+    results = await asyncio.gather(*(episode(url, p) for p in plans))
+    print(json.dumps(results))
+
+
+asyncio.run(main())
