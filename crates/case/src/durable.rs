@@ -307,7 +307,12 @@ mod tests {
             std::fs::write(dir.path().join("run"), b"x").unwrap();
             batch.ran();
         }
-        std::thread::sleep(Duration::from_millis(30));
+        // Its thread flushes within a few periods; on a loaded machine it
+        // may wait its turn for a while, so the test waits up to 10 s.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while batch.shared.lock().pending != 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         assert_eq!(batch.shared.lock().pending, 0, "flushed by its thread");
         batch.ran();
         batch.finish().unwrap();
