@@ -16,18 +16,25 @@ make_venv() {
   fi
 }
 
-# ensure_stamped_venv DIR PACKAGES [NOTE]: a virtual environment at DIR
-# holding PACKAGES (pip requirements, space-separated), installed once and
-# found again by later runs: a stamp in DIR names what it holds, and a
+# ensure_stamped_venv DIR PACKAGES [NOTE] [NO_DEPS]: a virtual environment
+# at DIR holding PACKAGES (pip requirements, space-separated), installed once
+# and found again by later runs: a stamp in DIR names what it holds, and a
 # different list makes it anew. NOTE is shown beside the install message.
+# NO_DEPS are installed after, without their declared dependencies (a
+# package whose used part needs far less than it declares).
 ensure_stamped_venv() {
-  local venv="$1" packages="$2"
-  if [ "$(cat "$venv/.packages" 2>/dev/null)" != "$packages" ]; then
-    echo "installing $packages into $venv${3:+ ($3)}"
+  local venv="$1" packages="$2" no_deps="${4:-}"
+  local stamp="$packages${no_deps:+ --no-deps $no_deps}"
+  if [ "$(cat "$venv/.packages" 2>/dev/null)" != "$stamp" ]; then
+    echo "installing $stamp into $venv${3:+ ($3)}"
     rm -rf "$venv"
     make_venv "$venv" || return 1
-    # shellcheck disable=SC2086 # the list is words for pip
+    # shellcheck disable=SC2086 # the lists are words for pip
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $packages || return 1
-    echo "$packages" > "$venv/.packages"
+    if [ -n "$no_deps" ]; then
+      # shellcheck disable=SC2086
+      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps $no_deps || return 1
+    fi
+    echo "$stamp" > "$venv/.packages"
   fi
 }
