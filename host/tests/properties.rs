@@ -230,7 +230,7 @@ fn valid_bundle(n: u64) -> Vec<u8> {
         })
         .unwrap();
     }
-    let (file, events, chain_hash) = rec.finish();
+    let (file, events, chain_hash) = rec.finish().unwrap();
     let mut footer = Footer {
         backtrace: vec![],
         chain_hash,

@@ -211,7 +211,7 @@ fn rewrite_as_broken_host(path: &Path, at: u64) {
         }
         rec.append(e).unwrap();
     }
-    let (file, _, head) = rec.finish();
+    let (file, _, head) = rec.finish().unwrap();
     let mut footer = b.footer.unwrap();
     footer.chain_hash = head;
     footer.hash = bundle::footer_hash(&footer);

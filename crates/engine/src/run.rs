@@ -241,7 +241,9 @@ pub fn finish(
     opts: &RunOptions,
 ) -> Result<RunOutcome> {
     let (divergence, reached_end) = settle(&mut med);
-    let (file, events, chain_hash) = med.finish_log();
+    let (file, events, chain_hash) = med
+        .finish_log()
+        .map_err(|e| opened.footer_error(opts.store, e))?;
     let left = med.services.finish();
     let graded = grade_run(
         case,

@@ -4,6 +4,7 @@
 
 use super::delta::{self, Deltas};
 use super::event::Event;
+use super::fold::{self, Folds};
 use super::recorder::{CHAIN_START, chain_hash};
 use crate::canon;
 use serde::{Deserialize, Serialize};
@@ -315,14 +316,16 @@ pub fn has_header(path: &Path) -> std::io::Result<bool> {
 pub fn to_text(b: &Bundle) -> String {
     let mut text = header_line(&b.header);
     let mut deltas = Deltas::default();
+    let mut folds = Folds::default();
     for (i, e) in b.events.iter().enumerate() {
-        match deltas.compact(e, &b.events[..i]) {
-            Some(line) => text.push_str(&line),
-            None => text.push_str(&serde_json::to_string(e).expect("events serialize")),
-        }
-        text.push('\n');
+        text.push_str(&folds.offer(e, || {
+            deltas
+                .compact(e, &b.events[..i])
+                .unwrap_or_else(|| serde_json::to_string(e).expect("events serialize"))
+        }));
         deltas.note(e);
     }
+    text.push_str(&folds.flush());
     if let Some(f) = &b.footer {
         text.push_str(&footer_line(f));
     }
@@ -455,6 +458,35 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
                 ));
             }
             footer = Some(f.footer);
+            continue;
+        }
+        if let Some(run) = fold::unfold(&value) {
+            let run = run.map_err(|e| err(n, format!("bad folded clock reads: {e}")))?;
+            let first = events.len() as u64;
+            for mut event in run.events {
+                if event.seq != events.len() as u64 {
+                    return Err(err(
+                        n,
+                        format!(
+                            "folded clock reads from event {} out of order (expected seq {})",
+                            event.seq,
+                            events.len()
+                        ),
+                    ));
+                }
+                event.hash = chain_hash(&prev, &event);
+                prev.clone_from(&event.hash);
+                events.push(event);
+            }
+            if prev != run.hash {
+                return Err(err(
+                    n,
+                    format!(
+                        "hash chain broken in the folded clock reads (events {first} to {}): the line was changed",
+                        events.len() - 1
+                    ),
+                ));
+            }
             continue;
         }
         delta::expand(&mut value, &events).map_err(|e| err(n, format!("bad event: {e}")))?;

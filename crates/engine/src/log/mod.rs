@@ -2,12 +2,15 @@
 //! (header line, one line per event, footer line; JSON Lines); `call.rs`
 //! is the vocabulary: every kind of event, named once, typed (its requests
 //! and responses in `payload.rs`); `delta.rs` writes a model request that
-//! extends an earlier one as what changed, and reads it back whole.
+//! extends an earlier one as what changed, and reads it back whole;
+//! `fold.rs` writes consecutive clock reads as one line, read back as
+//! one event per read.
 
 pub mod bundle;
 pub mod call;
 mod delta;
 pub mod event;
+mod fold;
 pub mod payload;
 pub mod recorder;
 
