@@ -59,6 +59,7 @@ pub fn header_of(sandbox: &Sandbox, agent_sha256: &str, case: &Case) -> Header {
         fuzz: None,
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
         isolation: None,
+        limits: case.limit_overrides.clone(),
         model_overrides: case.model_overrides.clone(),
         model_seed: None,
         native: None,

@@ -30,6 +30,14 @@ pub struct Parent {
     /// replays them too).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier: Vec<ForkPoint>,
+    /// A resume (`worldline resume`): the run goes on from where its
+    /// parent's recording ends (`event`), with no edits.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resumed: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 /// Edits made at one event.
@@ -88,6 +96,11 @@ pub struct Header {
     /// Absent for a WebAssembly agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<String>,
+    /// Limits `resume` raised (`fuel`, `max_steps`, `max_events`,
+    /// `max_errors`): the case's `[limits]` with these applied is what the
+    /// run ran under, and what its replay runs under.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, u64>,
     /// `--model-set KEY=VALUE` overrides of the case's `[model]`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub model_overrides: BTreeMap<String, String>,
