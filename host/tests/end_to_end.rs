@@ -47,6 +47,7 @@ mod redact;
 mod regress;
 mod replay;
 mod reports;
+mod resume;
 mod sandbox;
 mod scaffold;
 mod serve;

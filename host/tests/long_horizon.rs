@@ -83,3 +83,97 @@ fn a_200_call_run_records_linear_bytes_replays_and_forks_at_the_end() {
     assert_eq!(forked.events[at].effect, worldline::log::Effect::Denied);
     common::replays_identical(&store, fork.json()["run_id"].as_str().unwrap());
 }
+
+/// Issue 40, item 2: consecutive clock reads are written as one line each
+/// run (`fold`), read back as one event per read (the event numbers the
+/// readers and `fork --at` count), replay `identical`, and a fork inside
+/// a folded stretch or right after one keeps the parent's prefix and
+/// replays `identical` too.
+#[test]
+fn clock_reads_fold_into_one_line_per_run_and_replay_and_fork_inside_one() {
+    const TURNS: usize = 12;
+    const READS: usize = 30;
+    const MONO: &str = "wasi:clocks/monotonic-clock.now";
+    let dir = common::temp_dir();
+    let (worlds, case) = long::write_task(dir.path(), TURNS, &format!("clock_reads = {READS}"));
+    let store = dir.path().join("store");
+    let agent = common::guest("looper-agent");
+    let out = common::run_in(&store, &case, &agent, &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let bundle = out.bundle();
+    let b = worldline::log::bundle::read(&bundle).unwrap();
+    let events = b.events.len();
+    assert_eq!(b.footer.as_ref().unwrap().events as usize, events);
+    let mono = b.events.iter().filter(|e| e.call == MONO).count();
+    assert!(mono >= TURNS * READS, "{mono} monotonic reads");
+
+    // Each turn's reads are two lines (the monotonic run, the wall run),
+    // whatever their count; the other calls a line each.
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    let lines = text.lines().count();
+    let folds = text.lines().filter(|l| l.starts_with("{\"fold\":")).count();
+    assert!(folds >= 2 * TURNS, "{folds} fold lines:\n{text}");
+    let clock = b
+        .events
+        .iter()
+        .filter(|e| e.call.starts_with("wasi:clocks/"))
+        .count();
+    assert!(
+        lines <= 2 + (events - clock) + 2 * folds,
+        "{lines} lines for {events} events ({clock} clock reads, {folds} folds)"
+    );
+    assert!(lines * 5 < events, "{lines} lines for {events} events");
+    // The independent reader gets the same events back, chained.
+    let independent = common::read_bundle(&bundle).events;
+    assert_eq!(independent.len(), events);
+    for (lib, ind) in b.events.iter().zip(&independent) {
+        assert_eq!(serde_json::to_value(lib).unwrap(), *ind);
+    }
+
+    // `history` numbers every read.
+    let history = common::worldline(&store, ["history", &id, "--json"].map(OsStr::new));
+    history.expect_code(0);
+    let rows = history.json()["events"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), events);
+    assert_eq!(rows[events - 1]["seq"], (events - 1) as u64);
+
+    common::replays_identical(&store, &id);
+
+    // A fork at the middle read of the fourth turn's run, and one at the
+    // model call right after that run: each keeps the parent's events up
+    // to its point and replays identical.
+    let runs: Vec<usize> = (1..events)
+        .filter(|&i| b.events[i].call == MONO && b.events[i - 1].call != MONO)
+        .collect();
+    let inside = runs[3] + READS / 2;
+    assert_eq!(b.events[inside].call, MONO);
+    let after = (inside..events)
+        .find(|&i| b.events[i].call == MODEL_CALL)
+        .unwrap();
+    for at in [inside, after] {
+        let fork = common::worldline(
+            &store,
+            [
+                "fork",
+                &id,
+                "--at",
+                &at.to_string(),
+                "--deny",
+                "get_doc",
+                "--json",
+            ]
+            .map(OsStr::new),
+        );
+        fork.expect_code(0);
+        let forked = worldline::log::bundle::read(&fork.bundle()).unwrap();
+        assert_eq!(forked.events[..at], b.events[..at], "fork at {at}");
+        let shown = common::worldline(
+            &store,
+            ["show", &id, "--at", &at.to_string(), "--json"].map(OsStr::new),
+        );
+        shown.expect_code(0);
+        assert_eq!(shown.json()["event"]["seq"], at as u64, "{shown}");
+        common::replays_identical(&store, fork.json()["run_id"].as_str().unwrap());
+    }
+}

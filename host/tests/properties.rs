@@ -202,6 +202,7 @@ fn valid_bundle(n: u64) -> Vec<u8> {
         fuzz: None,
         harness_version: "0.1.0".into(),
         isolation: None,
+        limits: Default::default(),
         model_overrides: Default::default(),
         model_seed: None,
         native: None,
@@ -230,7 +231,7 @@ fn valid_bundle(n: u64) -> Vec<u8> {
         })
         .unwrap();
     }
-    let (file, events, chain_hash) = rec.finish();
+    let (file, events, chain_hash) = rec.finish().unwrap();
     let mut footer = Footer {
         backtrace: vec![],
         chain_hash,

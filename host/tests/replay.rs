@@ -211,7 +211,7 @@ fn rewrite_as_broken_host(path: &Path, at: u64) {
         }
         rec.append(e).unwrap();
     }
-    let (file, _, head) = rec.finish();
+    let (file, _, head) = rec.finish().unwrap();
     let mut footer = b.footer.unwrap();
     footer.chain_hash = head;
     footer.hash = bundle::footer_hash(&footer);
@@ -329,6 +329,19 @@ fn lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The line of `lines` that holds event `seq` on its own (consecutive
+/// clock reads share a `fold` line, docs/formats.md).
+fn line_of(lines: &[String], seq: usize) -> usize {
+    alone(lines, seq).unwrap_or_else(|| panic!("no line holds event {seq} alone"))
+}
+
+fn alone(lines: &[String], seq: usize) -> Option<usize> {
+    lines.iter().position(|l| {
+        serde_json::from_str::<Value>(l)
+            .is_ok_and(|v| v.get("fold").is_none() && v["seq"] == seq as u64)
+    })
+}
+
 #[test]
 fn tampering_is_detected_and_never_replayed() {
     let dir = temp_dir();
@@ -345,7 +358,7 @@ fn tampering_is_detected_and_never_replayed() {
     // (a) one byte of one response changed.
     let n = index_of(&events, |e| is_tool(e, "list_deploys"));
     let mut l = original.clone();
-    let line = &mut l[n + 1];
+    let line = &mut l[line_of(&original, n)];
     let start = line.find("\"response\":").unwrap();
     let end = line.find("\"seq\":").unwrap();
     let pos = start + line[start..].find(|c: char| c.is_ascii_digit()).unwrap();
@@ -367,21 +380,29 @@ fn tampering_is_detected_and_never_replayed() {
 
     // (b) two events swapped.
     let mut l = original.clone();
-    l.swap(3, 4); // events 2 and 3
+    let s = (0..events.len() - 1)
+        .find(|&s| alone(&original, s).is_some_and(|i| alone(&original, s + 1) == Some(i + 1)))
+        .expect("two events on consecutive lines");
+    let i = line_of(&original, s);
+    l.swap(i, i + 1); // events s and s + 1
     let path_b = dir.path().join("swapped.jsonl");
     std::fs::write(&path_b, l.concat()).unwrap();
     let out = wl(&store, &[&"replay", &path_b]);
     out.expect_code(2);
     assert!(
-        out.stderr.contains("event 3 out of order (expected seq 2)"),
+        out.stderr
+            .contains(&format!("event {} out of order (expected seq {s})", s + 1)),
         "{out}"
     );
     assert!(out.stdout.is_empty(), "nothing replayed:\n{out}");
 
     // (c) cut in the middle of event k's line, footer gone: a prefix.
-    let k = events.len() / 2;
-    let torn = &original[k + 1];
-    let prefix = format!("{}{}", original[..k + 1].concat(), &torn[..torn.len() / 2]);
+    let k = (events.len() / 2..events.len())
+        .find(|&k| alone(&original, k).is_some())
+        .expect("an event on a line of its own");
+    let at = line_of(&original, k);
+    let torn = &original[at];
+    let prefix = format!("{}{}", original[..at].concat(), &torn[..torn.len() / 2]);
     let path_c = dir.path().join("torn.jsonl");
     std::fs::write(&path_c, prefix).unwrap();
     let h = wl(&store, &[&"history", &path_c]);

@@ -3,7 +3,8 @@
 //! different agent), and runs live from there. A native process is run
 //! again with the recorded answers up to N, then live. The fork records its parent
 //! and N; the parent is never modified. Edits are checked against the run
-//! first ([`check`]).
+//! first ([`check`]). A resume ([`resume`]) is a fork at the end of the
+//! recording with no edits, under limits the user may raise.
 
 pub mod check;
 
@@ -16,6 +17,7 @@ use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Fork `rec` at event `at` with `edits`, optionally with another agent.
@@ -51,6 +53,126 @@ pub fn fork(
         )
         .into());
     }
+    let parent = parent_of(rec, at, edits, false);
+    let outcome = follow_then_live(sandbox, store, rec, &rec.case, parent, native, agent)?;
+    if let Some(d) = &outcome.divergence {
+        anyhow::bail!(
+            "the fork's agent departed from the recording at event {} before the fork point {at} ({:?}); fork at or before {} instead",
+            d.index,
+            d.class,
+            d.index
+        );
+    }
+    Ok(outcome)
+}
+
+/// Resume `rec`: a new run that follows its whole recording (no model call
+/// sent again, every tool answered and every write made as recorded) and
+/// goes on live from the first call the recording does not hold, with the
+/// case's limits raised by `raised`. The run records its parent with
+/// `resumed` and the event it went live at. A run that ended by itself
+/// has nothing to resume; one stopped at a limit resumes with that limit
+/// raised.
+pub fn resume(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &RecordedRun,
+    raised: &BTreeMap<String, u64>,
+) -> Result<RunOutcome> {
+    let limits = &rec.case.limits;
+    for (name, &value) in raised {
+        let now = match name.as_str() {
+            "fuel" => Some(limits.fuel),
+            "max_steps" => limits.max_steps,
+            "max_events" => Some(limits.max_events),
+            "max_errors" => limits.max_errors,
+            _ => None,
+        };
+        if now.is_some_and(|now| value <= now) {
+            return Err(InputError::new(
+                format!("--{}", name.replace('_', "-")),
+                format!(
+                    "{value} does not raise the run's {name} ({}); give a larger value",
+                    now.unwrap_or(0)
+                ),
+            )
+            .into());
+        }
+    }
+    if let Some(footer) = &rec.bundle.footer {
+        let needs = |name: &str, limit: String| -> Result<()> {
+            if raised.contains_key(name) {
+                return Ok(());
+            }
+            Err(InputError::new(
+                &rec.path,
+                format!(
+                    "stopped at its {limit}; resuming it with the same limit would stop at the same place: pass --{} with a larger value",
+                    name.replace('_', "-")
+                ),
+            )
+            .into())
+        };
+        use crate::log::Status;
+        match footer.status {
+            Status::OutOfFuel => needs("fuel", format!("fuel ([limits] fuel = {})", limits.fuel))?,
+            Status::StepLimit => needs(
+                "max_steps",
+                format!(
+                    "step limit ([limits] max_steps = {})",
+                    limits.max_steps.unwrap_or(0)
+                ),
+            )?,
+            Status::ErrorLimit => needs(
+                "max_errors",
+                format!(
+                    "error limit ([limits] max_errors = {})",
+                    limits.max_errors.unwrap_or(0)
+                ),
+            )?,
+            Status::Trapped if footer.events >= limits.max_events => needs(
+                "max_events",
+                format!("event limit ([limits] max_events = {})", limits.max_events),
+            )?,
+            Status::Timeout => {}
+            status => {
+                return Err(InputError::new(
+                    &rec.path,
+                    format!(
+                        "ended `{}` by itself: there is nothing to resume (resume continues a run that was killed or stopped at a limit; `worldline fork RUN --at N` changes a finished run's course)",
+                        status.as_str()
+                    ),
+                )
+                .into());
+            }
+        }
+    }
+    let native = match &rec.bundle.header.native {
+        Some(n) => Some(Exec::recorded(n).ok_or_else(|| {
+            InputError::new(
+                &rec.path,
+                "was an MCP session: there is no process to start again and follow to where it ended",
+            )
+        })?),
+        None => None,
+    };
+    let mut case = rec.case.clone();
+    case.override_limits(raised)?;
+    let at = rec.bundle.events.len() as u64;
+    let parent = parent_of(rec, at, Vec::new(), true);
+    let outcome = follow_then_live(sandbox, store, rec, &case, parent, native, None)?;
+    if let Some(d) = &outcome.divergence {
+        anyhow::bail!(
+            "the resumed agent departed from the recording at event {} of the {at} it holds ({:?}): the agent or its inputs are not the recorded ones",
+            d.index,
+            d.class,
+        );
+    }
+    Ok(outcome)
+}
+
+/// The parent record of a fork or resume of `rec` at `at`.
+fn parent_of(rec: &RecordedRun, at: u64, edits: Vec<Edit>, resumed: bool) -> Parent {
     let chain_hash = rec.bundle.footer.as_ref().map_or_else(
         || {
             rec.bundle
@@ -72,14 +194,32 @@ pub fn fork(
                 .collect()
         })
         .unwrap_or_default();
-    let parent = Parent {
+    Parent {
         run: rec.id.clone(),
         chain_hash,
         event: at,
         edits,
         earlier,
-    };
-    let following = Following::fork(rec.bundle.events.clone(), at, parent.fork_points());
+        resumed,
+    }
+}
+
+/// Run `rec`'s agent (or `agent`, or its native process) on `case`,
+/// following the recording up to the parent's event, then live.
+fn follow_then_live(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &RecordedRun,
+    case: &crate::case::Case,
+    parent: Parent,
+    native: Option<Exec>,
+    agent: Option<Arc<Agent>>,
+) -> Result<RunOutcome> {
+    let following = Following::fork(
+        rec.bundle.events.clone(),
+        parent.event,
+        parent.fork_points(),
+    );
     let opts = RunOptions {
         store: Some(store),
         following: Some(following),
@@ -88,21 +228,12 @@ pub fn fork(
         model_seed: rec.bundle.header.model_seed,
         ..RunOptions::default()
     };
-    let outcome = match (&native, agent) {
-        (Some(exec), _) => crate::native::exec::run(sandbox, &rec.case, opts, exec)?,
-        (None, Some(agent)) => run_with(sandbox, &agent, &rec.case, opts)?,
+    Ok(match (&native, agent) {
+        (Some(exec), _) => crate::native::exec::run(sandbox, case, opts, exec)?,
+        (None, Some(agent)) => run_with(sandbox, &agent, case, opts)?,
         (None, None) => {
             let agent = recorded_agent(sandbox, store, rec)?;
-            run_with(sandbox, &agent, &rec.case, opts)?
+            run_with(sandbox, &agent, case, opts)?
         }
-    };
-    if let Some(d) = &outcome.divergence {
-        anyhow::bail!(
-            "the fork's agent departed from the recording at event {} before the fork point {at} ({:?}); fork at or before {} instead",
-            d.index,
-            d.class,
-            d.index
-        );
-    }
-    Ok(outcome)
+    })
 }

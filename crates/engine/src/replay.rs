@@ -85,6 +85,7 @@ pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<Recor
     // A fuzz run's seed is its own, not the case file's.
     case.seed = bundle.header.seed;
     case.override_model(bundle.header.model_overrides.clone())?;
+    case.override_limits(&bundle.header.limits)?;
     let id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string());

@@ -59,6 +59,7 @@ pub fn header_of(sandbox: &Sandbox, agent_sha256: &str, case: &Case) -> Header {
         fuzz: None,
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
         isolation: None,
+        limits: case.limit_overrides.clone(),
         model_overrides: case.model_overrides.clone(),
         model_seed: None,
         native: None,
@@ -241,7 +242,9 @@ pub fn finish(
     opts: &RunOptions,
 ) -> Result<RunOutcome> {
     let (divergence, reached_end) = settle(&mut med);
-    let (file, events, chain_hash) = med.finish_log();
+    let (file, events, chain_hash) = med
+        .finish_log()
+        .map_err(|e| opened.footer_error(opts.store, e))?;
     let left = med.services.finish();
     let graded = grade_run(
         case,

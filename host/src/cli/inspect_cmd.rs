@@ -141,8 +141,22 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         .map(|p| p.fork_points())
         .unwrap_or_default();
     crate::report::run::write_agent_error(&mut std::io::stdout().lock(), agent_error.as_ref(), "")?;
-    if let Some(p) = &b.header.parent {
-        println!("fork of {} at event {}", p.run, p.event);
+    match &b.header.parent {
+        Some(p) if p.resumed => println!(
+            "resumed from {} at event {} (events before it followed from its recording)",
+            p.run, p.event
+        ),
+        Some(p) => println!("fork of {} at event {}", p.run, p.event),
+        None => {}
+    }
+    if !b.header.limits.is_empty() {
+        let raised: Vec<String> = b
+            .header
+            .limits
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        println!("limits raised: {}", raised.join(", "));
     }
     if let Some(o) = &b.header.origin {
         println!("{}", origin_line(o));
@@ -181,9 +195,18 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
             }
             None => String::new(),
         };
-        let mark = match points.iter().any(|fp| fp.event == e.seq) {
-            true => format!("{mark}  [fork point: edits above]"),
-            false => mark,
+        let resumed_at = b
+            .header
+            .parent
+            .as_ref()
+            .filter(|p| p.resumed)
+            .map(|p| p.event);
+        let mark = if resumed_at == Some(e.seq) {
+            format!("{mark}  [resumed: live from here]")
+        } else if points.iter().any(|fp| fp.event == e.seq) {
+            format!("{mark}  [fork point: edits above]")
+        } else {
+            mark
         };
         println!(
             "{:>5}  {:>9}  {:<7} {:<40} {}{mark}",

@@ -28,6 +28,7 @@ mod redaction_cmd;
 mod replay_cmd;
 mod repro_cmd;
 mod rerun_cmd;
+mod resume_cmd;
 mod retention_cmd;
 mod run_cmd;
 mod runs_cmd;
@@ -184,6 +185,8 @@ enum Command {
     Verify(replay_cmd::VerifyArgs),
     /// A new run: replay a recorded one up to event N, change something there, run on live.
     Fork(fork_cmd::ForkArgs),
+    /// A killed run, or one stopped at a limit (--fuel, --max-steps, ...), goes on from where its recording ends.
+    Resume(resume_cmd::ResumeArgs),
     /// The timeline of a run.
     History(inspect_cmd::HistoryArgs),
     /// One event in full, and the world as it was after it.
@@ -333,6 +336,7 @@ pub fn main() -> i32 {
         Command::Merge(args) => merge_cmd::exec(args),
         Command::Rerun(args) => rerun_cmd::exec(args),
         Command::Fork(args) => fork_cmd::exec(args),
+        Command::Resume(args) => resume_cmd::exec(args),
         Command::History(args) => inspect_cmd::exec_history(args),
         Command::Show(args) => inspect_cmd::exec_show(args),
         Command::Diff(args) => inspect_cmd::exec_diff(args),

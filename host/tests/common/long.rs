@@ -48,6 +48,12 @@ pub fn doc_text(i: usize) -> String {
 /// `n` model calls as `root/long-<n>.toml`; returns the worlds folder
 /// and the case.
 pub fn write(root: &Path, n: usize) -> (PathBuf, PathBuf) {
+    write_task(root, n, "")
+}
+
+/// [`write`] with more keys in the task (`extra`: TOML inline-table
+/// entries after the prompt, e.g. `clock_reads = 30`).
+pub fn write_task(root: &Path, n: usize, extra: &str) -> (PathBuf, PathBuf) {
     let mut rows = String::new();
     for i in 0..n {
         let row = serde_json::json!({"id": format!("D-{i}"), "text": doc_text(i)});
@@ -55,8 +61,13 @@ pub fn write(root: &Path, n: usize) -> (PathBuf, PathBuf) {
         rows.push('\n');
     }
     let worlds = super::write_world(root, "library", WORLD, &[("data/docs.jsonl", &rows)]);
-    let mut case = String::from(
-        "world = \"library@v1\"\nseed = 40\nclock = 2026-03-01T12:00:00Z\ntask = { prompt = \"Read every document.\" }\n\n[limits]\nfuel = 1_000_000_000_000\nmemory_mb = 1024\ntimeout_ms = 3_600_000\nmax_events = 5_000_000\n",
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(", {extra}")
+    };
+    let mut case = format!(
+        "world = \"library@v1\"\nseed = 40\nclock = 2026-03-01T12:00:00Z\ntask = {{ prompt = \"Read every document.\"{extra} }}\n\n[limits]\nfuel = 1_000_000_000_000\nmemory_mb = 1024\ntimeout_ms = 3_600_000\nmax_events = 5_000_000\n",
     );
     for i in 0..n.saturating_sub(1) {
         let _ = write!(

@@ -560,6 +560,26 @@ pub fn read_bundle(path: &Path) -> BundleLines {
         );
         match line.get("footer") {
             Some(f) => footer = Some(f.clone()),
+            None if line.get("fold").is_some() => {
+                for mut e in unfolded_clock_reads(&line) {
+                    let prev = events.last().map_or("0".repeat(64), |p: &Value| {
+                        p["hash"].as_str().unwrap().to_string()
+                    });
+                    let hash = worldline::canon::sha256_hex(format!(
+                        "{prev}\n{}",
+                        worldline::canon::to_string(&e)
+                    ));
+                    e["hash"] = hash.into();
+                    events.push(e);
+                }
+                let last = &events.last().unwrap()["hash"];
+                assert_eq!(
+                    *last,
+                    line["fold"]["hash"],
+                    "{}: a fold's chain",
+                    path.display()
+                );
+            }
             None => {
                 let whole = whole_model_request(line, &events);
                 events.push(whole);
@@ -591,6 +611,38 @@ fn whole_model_request(mut line: Value, earlier: &[Value]) -> Value {
         chat[key] = base[key].clone();
     }
     line
+}
+
+/// A line of folded clock reads (`fold`, docs/formats.md) as one event
+/// per read without its hash (the caller chains them), read independently
+/// of the library's reader.
+fn unfolded_clock_reads(line: &Value) -> Vec<Value> {
+    let f = &line["fold"];
+    let call = f["call"].as_str().unwrap();
+    let count = f["count"].as_u64().unwrap();
+    let (seq, vtime, tick) = (
+        f["seq"].as_u64().unwrap(),
+        f["vtime_ns"].as_u64().unwrap(),
+        f["tick_ns"].as_u64().unwrap(),
+    );
+    let steps = f["fuel"].as_array().unwrap();
+    assert_eq!(steps.len() as u64, count, "a fold's fuel per read: {line}");
+    let mut fuel = 0;
+    (0..count)
+        .map(|i| {
+            fuel += steps[i as usize].as_u64().unwrap();
+            let t = vtime + i * tick;
+            let response = match f.get("wall_offset_ns").and_then(Value::as_i64) {
+                None => serde_json::json!(t),
+                Some(offset) => {
+                    let ns = t as i128 + offset as i128;
+                    serde_json::json!({"seconds": (ns / 1_000_000_000) as u64, "nanoseconds": (ns % 1_000_000_000) as u32})
+                }
+            };
+            serde_json::json!({"call": call, "effect": "read", "fuel": fuel,
+                "request": {}, "response": response, "seq": seq + i, "vtime_ns": t})
+        })
+        .collect()
 }
 
 /// Every file under `dir` (recursively) whose name ends with `suffix`.

@@ -55,6 +55,9 @@ pub struct Case {
     pub model: model::ModelConfig,
     /// `--model-set KEY=VALUE` overrides (recorded in the bundle header).
     pub model_overrides: BTreeMap<String, String>,
+    /// Limits raised by `resume --fuel/--max-steps/--max-events/--max-errors`
+    /// (recorded in the bundle header, applied again by a replay).
+    pub limit_overrides: BTreeMap<String, u64>,
     /// `[[inject]]` rules in order, each with its checked action.
     pub inject: Vec<(inject::Inject, inject::Action)>,
     pub expect: Option<expect::Expect>,
@@ -371,6 +374,7 @@ pub fn parse_all(
         permissions,
         model: doc.model.map(|m| m.into_inner()).unwrap_or_default(),
         model_overrides: BTreeMap::new(),
+        limit_overrides: BTreeMap::new(),
         inject,
         expect: doc.expect.map(|e| {
             let mut e = e.into_inner();
@@ -456,6 +460,32 @@ impl Case {
         // Later overrides apply on top of earlier ones (a repro of a run
         // that was itself overridden), and the record keeps them all.
         self.model_overrides.extend(overrides);
+        Ok(())
+    }
+
+    /// Raise `[limits]` by name (`fuel`, `max_steps`, `max_events`,
+    /// `max_errors`), as `resume` does and a replay of a resumed run does
+    /// again; later overrides apply on top of earlier ones and the record
+    /// keeps them all. An unknown name is an error naming it.
+    pub fn override_limits(&mut self, overrides: &BTreeMap<String, u64>) -> Result<(), InputError> {
+        for (name, &value) in overrides {
+            let l = &mut self.limits;
+            match name.as_str() {
+                "fuel" => l.fuel = value,
+                "max_steps" => l.max_steps = Some(value),
+                "max_events" => l.max_events = value,
+                "max_errors" => l.max_errors = Some(value),
+                _ => {
+                    return Err(InputError::new(
+                        &self.path,
+                        format!(
+                            "a recorded limit override names `{name}`; this worldline raises fuel, max_steps, max_events and max_errors"
+                        ),
+                    ));
+                }
+            }
+            self.limit_overrides.insert(name.clone(), value);
+        }
         Ok(())
     }
 }

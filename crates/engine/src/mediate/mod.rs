@@ -240,8 +240,9 @@ impl Mediator {
         self.recorder.len()
     }
 
-    /// Close the log: its file, its events and the chain's last hash.
-    pub fn finish_log(&mut self) -> (Option<std::fs::File>, Vec<Event>, String) {
+    /// Close the log: its file (the clock reads held back to be folded
+    /// written to it), its events and the chain's last hash.
+    pub fn finish_log(&mut self) -> std::io::Result<(Option<std::fs::File>, Vec<Event>, String)> {
         std::mem::replace(&mut self.recorder, Recorder::in_memory()).finish()
     }
 

@@ -4,6 +4,7 @@
 
 use super::delta::{self, Deltas};
 use super::event::Event;
+use super::fold::{self, Folds};
 use super::recorder::{CHAIN_START, chain_hash};
 use crate::canon;
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,14 @@ pub struct Parent {
     /// replays them too).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier: Vec<ForkPoint>,
+    /// A resume (`worldline resume`): the run goes on from where its
+    /// parent's recording ends (`event`), with no edits.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resumed: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
 }
 
 /// Edits made at one event.
@@ -87,6 +96,11 @@ pub struct Header {
     /// Absent for a WebAssembly agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<String>,
+    /// Limits `resume` raised (`fuel`, `max_steps`, `max_events`,
+    /// `max_errors`): the case's `[limits]` with these applied is what the
+    /// run ran under, and what its replay runs under.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, u64>,
     /// `--model-set KEY=VALUE` overrides of the case's `[model]`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub model_overrides: BTreeMap<String, String>,
@@ -315,14 +329,16 @@ pub fn has_header(path: &Path) -> std::io::Result<bool> {
 pub fn to_text(b: &Bundle) -> String {
     let mut text = header_line(&b.header);
     let mut deltas = Deltas::default();
+    let mut folds = Folds::default();
     for (i, e) in b.events.iter().enumerate() {
-        match deltas.compact(e, &b.events[..i]) {
-            Some(line) => text.push_str(&line),
-            None => text.push_str(&serde_json::to_string(e).expect("events serialize")),
-        }
-        text.push('\n');
+        text.push_str(&folds.offer(e, || {
+            deltas
+                .compact(e, &b.events[..i])
+                .unwrap_or_else(|| serde_json::to_string(e).expect("events serialize"))
+        }));
         deltas.note(e);
     }
+    text.push_str(&folds.flush());
     if let Some(f) = &b.footer {
         text.push_str(&footer_line(f));
     }
@@ -455,6 +471,35 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
                 ));
             }
             footer = Some(f.footer);
+            continue;
+        }
+        if let Some(run) = fold::unfold(&value) {
+            let run = run.map_err(|e| err(n, format!("bad folded clock reads: {e}")))?;
+            let first = events.len() as u64;
+            for mut event in run.events {
+                if event.seq != events.len() as u64 {
+                    return Err(err(
+                        n,
+                        format!(
+                            "folded clock reads from event {} out of order (expected seq {})",
+                            event.seq,
+                            events.len()
+                        ),
+                    ));
+                }
+                event.hash = chain_hash(&prev, &event);
+                prev.clone_from(&event.hash);
+                events.push(event);
+            }
+            if prev != run.hash {
+                return Err(err(
+                    n,
+                    format!(
+                        "hash chain broken in the folded clock reads (events {first} to {}): the line was changed",
+                        events.len() - 1
+                    ),
+                ));
+            }
             continue;
         }
         delta::expand(&mut value, &events).map_err(|e| err(n, format!("bad event: {e}")))?;

@@ -4,12 +4,14 @@
 //! and responses in `payload.rs`); `delta.rs` writes a model request that
 //! extends an earlier one as what changed, and reads it back whole;
 //! `tokens.rs` does the same for the token ids an endpoint returned;
-//! `signature.rs` names the way a run failed.
+//! `signature.rs` names the way a run failed; `fold.rs` writes
+//! consecutive clock reads as one line, read back as one event per read.
 
 pub mod bundle;
 pub mod call;
 mod delta;
 pub mod event;
+mod fold;
 pub mod payload;
 pub mod recorder;
 pub mod signature;

@@ -1,9 +1,13 @@
 //! The run's event log as it is written: each event is chained to the one
 //! before and appended to the bundle file at once (one `write` per line, so
-//! a killed process leaves every event it recorded).
+//! a killed process leaves every event it recorded), except consecutive
+//! clock reads, held back until the next other call or the end and written
+//! as one line (`fold.rs`): a killed process may lose its last clock reads,
+//! which a replay or a resume reads again from the same virtual clock.
 
 use super::delta::Deltas;
 use super::event::Event;
+use super::fold::Folds;
 use crate::canon;
 use std::fs::File;
 use std::io::Write as _;
@@ -50,6 +54,8 @@ pub struct Recorder {
     sink: Option<File>,
     /// The model calls a request may extend (`delta.rs`).
     deltas: Deltas,
+    /// The clock reads held back to be folded (`fold.rs`).
+    folds: Folds,
 }
 
 impl Recorder {
@@ -60,6 +66,7 @@ impl Recorder {
             head: CHAIN_START.to_string(),
             sink: None,
             deltas: Deltas::default(),
+            folds: Folds::default(),
         }
     }
 
@@ -78,12 +85,15 @@ impl Recorder {
         event.hash = chain_hash_of_text(&self.head, &text);
         self.head.clone_from(&event.hash);
         if let Some(file) = &mut self.sink {
-            let mut line = self
-                .deltas
-                .compact(&event, &self.events)
-                .unwrap_or_else(|| with_hash(&text, &event.hash));
-            line.push('\n');
-            file.write_all(line.as_bytes())?;
+            let (deltas, events) = (&self.deltas, &self.events);
+            let lines = self.folds.offer(&event, || {
+                deltas
+                    .compact(&event, events)
+                    .unwrap_or_else(|| with_hash(&text, &event.hash))
+            });
+            if !lines.is_empty() {
+                file.write_all(lines.as_bytes())?;
+            }
         }
         self.deltas.note(&event);
         self.events.push(event);
@@ -98,9 +108,16 @@ impl Recorder {
         self.events.is_empty()
     }
 
-    /// Give back the file to write the footer to, and the events.
-    pub fn finish(self) -> (Option<File>, Vec<Event>, String) {
-        (self.sink, self.events, self.head)
+    /// Give back the file to write the footer to (the clock reads held
+    /// back written to it first), and the events.
+    pub fn finish(mut self) -> std::io::Result<(Option<File>, Vec<Event>, String)> {
+        if let Some(file) = &mut self.sink {
+            let lines = self.folds.flush();
+            if !lines.is_empty() {
+                file.write_all(lines.as_bytes())?;
+            }
+        }
+        Ok((self.sink, self.events, self.head))
     }
 }
 

@@ -33,7 +33,9 @@ pub fn of_parts(
             .append(e)
             .expect("an in-memory recorder does not fail");
     }
-    let (_, events, head) = recorder.finish();
+    let (_, events, head) = recorder
+        .finish()
+        .expect("an in-memory recorder does not fail");
     let footer = footer.map(|f| {
         let mut f = f.clone();
         r.footer(&mut f);

@@ -1,5 +1,8 @@
 //! Test guest: a generic tool loop over the model, for long-horizon runs.
-//! Task: `{"prompt": text, "max_turns": n}`. The model sees the whole
+//! Task: `{"prompt": text, "max_turns": n, "clock_reads": k}`. Before
+//! each model call it reads the monotonic clock `k` times and the wall
+//! clock twice (default 0: no reads), as a JS engine's timers do between
+//! calls. The model sees the whole
 //! conversation at every call (system, user, each reply and each tool
 //! result), as a real agent sends it; the loop ends when the model answers
 //! without a tool call (the answer is the output) or after `max_turns`
@@ -12,12 +15,14 @@ use worldline_guest::{Error, tools};
 fn run(task: Value) -> Result<Value, Error> {
     let prompt = task["prompt"].as_str().unwrap_or("Read the documents.");
     let max_turns = task["max_turns"].as_u64().unwrap_or(10_000);
+    let clock_reads = task["clock_reads"].as_u64().unwrap_or(0);
     let mut request = ChatRequest::new(vec![
         Message::system("You read documents one by one and summarise them."),
         Message::user(prompt.to_string()),
     ]);
     request.tools = model::tool_defs(&tools::specs());
     for turn in 1..=max_turns {
+        read_clocks(clock_reads);
         let message = model::chat(&request)?.message();
         request.messages.push(message.clone());
         if message.tool_calls.is_empty() {
@@ -38,6 +43,19 @@ fn run(task: Value) -> Result<Value, Error> {
     Err(Error::failed(format!(
         "no answer after {max_turns} model turns"
     )))
+}
+
+/// Read the monotonic clock `k` times, then the wall clock twice.
+fn read_clocks(k: u64) {
+    if k == 0 {
+        return;
+    }
+    for _ in 0..k {
+        std::hint::black_box(std::time::Instant::now());
+    }
+    for _ in 0..2 {
+        std::hint::black_box(std::time::SystemTime::now());
+    }
 }
 
 worldline_guest::agent!(run);

@@ -1,0 +1,86 @@
+//! `worldline resume RUN [--fuel N] [--max-steps N] [--max-events N]
+//! [--max-errors N]`: a run that was killed, or stopped at a limit, goes on
+//! from where its recording ends (the recorded calls answered from it).
+
+use super::Common;
+use crate::error::ExitCode;
+use crate::fork;
+use crate::grade::verdict;
+use crate::replay;
+use crate::report::{self, rerun::ForkParent, run::RunSummary};
+use crate::sandbox::Sandbox;
+use crate::store::StoreDir;
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Args)]
+pub struct ResumeArgs {
+    /// Run id (or a unique prefix) in the store, or a bundle path: a run
+    /// without its footer (killed), or one stopped at a limit.
+    pub run: String,
+    /// Raise `[limits] fuel` to this.
+    #[arg(long)]
+    pub fuel: Option<u64>,
+    /// Raise `[limits] max_steps` to this.
+    #[arg(long)]
+    pub max_steps: Option<u64>,
+    /// Raise `[limits] max_events` to this.
+    #[arg(long)]
+    pub max_events: Option<u64>,
+    /// Raise `[limits] max_errors` to this.
+    #[arg(long)]
+    pub max_errors: Option<u64>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// The `resume --json` document: the new run, and where it went live.
+#[derive(Serialize)]
+struct ResumeSummary<'a> {
+    #[serde(flatten)]
+    run: RunSummary<'a>,
+    resumed_from: ForkParent<'a>,
+    /// The limits raised.
+    limits: &'a BTreeMap<String, u64>,
+}
+
+pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
+    let store = StoreDir::open(&args.common.store)?;
+    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let rec = replay::open(&store, &args.run)?;
+    store.audit_reexecution(&[&rec.id], "resume")?;
+    let raised: BTreeMap<String, u64> = [
+        ("fuel", args.fuel),
+        ("max_steps", args.max_steps),
+        ("max_events", args.max_events),
+        ("max_errors", args.max_errors),
+    ]
+    .into_iter()
+    .filter_map(|(name, v)| Some((name.to_string(), v?)))
+    .collect();
+    let outcome = fork::resume(&sandbox, &store, &rec, &raised)?;
+    let at = rec.bundle.events.len() as u64;
+    if args.common.json {
+        report::print_json(&ResumeSummary {
+            run: RunSummary::of(&outcome),
+            resumed_from: ForkParent {
+                event: at,
+                run: &rec.id,
+            },
+            limits: &raised,
+        })?;
+    } else {
+        println!(
+            "resumed {} at event {at} (events 0 to {} followed from its recording, live from {at})",
+            rec.id,
+            at.saturating_sub(1)
+        );
+        report::run::write(&mut std::io::stdout().lock(), &outcome)?;
+    }
+    Ok(verdict::exit_code(
+        outcome.footer.status,
+        outcome.grade.as_ref(),
+    ))
+}

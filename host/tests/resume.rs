@@ -1,0 +1,351 @@
+//! `worldline resume` (issue 40, item 3) on the real binary: the
+//! `looper-agent` guest keeps a conversation with an OpenAI-compatible
+//! server on loopback that asks it to record one ledger entry per turn (a
+//! world write). A run killed with SIGKILL at seeded points resumes to the
+//! same final world as an uninterrupted run, the server counting that no
+//! request the recording answered was sent again and the world holding
+//! every entry once; a run stopped at its step limit resumes with the limit
+//! raised, and a finished run is refused.
+
+use crate::common;
+use common::{CliOutput, guest, temp_dir, worldline_env, write_case, write_world};
+use serde_json::{Value, json};
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const KEY_VAR: &str = "WORLDLINE_TEST_RESUME_KEY";
+const MODEL_CALL: &str = "worldline:agent/model.complete";
+/// Model calls of a whole run: one entry recorded per call but the last.
+const CALLS: usize = 10;
+
+const WORLD: &str = r#"name = "ledger"
+version = 1
+
+[tables.entries]
+key = "id"
+ids = "max+1"
+
+[permissions]
+default = "allow"
+
+[[tools]]
+name = "record"
+description = "Record one ledger entry"
+op = "insert"
+table = "entries"
+params = { type = "object", properties = { n = { type = "integer" } }, required = ["n"] }
+"#;
+
+/// An OpenAI-compatible server whose answer is a function of the request
+/// (how many tool results it holds), so a resumed conversation gets the
+/// answers an uninterrupted one would; it keeps every request body.
+struct Server {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let s = s.clone();
+                std::thread::spawn(move || answer(conn, &s));
+            }
+        });
+        Server { addr, seen }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn answer(mut conn: TcpStream, seen: &Mutex<Vec<String>>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).to_string();
+    let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    seen.lock().unwrap().push(body);
+    // Slow enough that a kill lands while the run is going.
+    std::thread::sleep(Duration::from_millis(30));
+    let done = request["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+    let message = if done + 1 < CALLS {
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("call-{done}"), "type": "function", "function": {"name": "record", "arguments": json!({"n": done}).to_string()}}]})
+    } else {
+        json!({"role": "assistant", "content": format!("recorded {done}")})
+    };
+    let reply = json!({
+        "id": format!("chatcmpl-{done}"), "object": "chat.completion", "created": 1_772_366_400,
+        "model": "local", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+    })
+    .to_string();
+    let text = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+        reply.len()
+    );
+    let _ = conn.write_all(text.as_bytes());
+}
+
+/// The world and a case whose model is `server` (`limits` appended).
+fn setup(dir: &Path, server: &Server, limits: &str) -> (PathBuf, PathBuf) {
+    let worlds = write_world(dir, "ledger", WORLD, &[]);
+    let case = format!(
+        "world = \"ledger@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\ntask = {{ prompt = \"Record the entries.\", clock_reads = 6 }}\n\n[model]\nprovider = \"openai\"\nbase_url = \"http://{}/v1\"\nmodel = \"local\"\napi_key_env = \"{KEY_VAR}\"\n{limits}",
+        server.addr
+    );
+    (worlds, write_case(dir, "ledger", &case))
+}
+
+fn wl(store: &Path, args: &[&OsStr]) -> CliOutput {
+    let mut all: Vec<&OsStr> = args.to_vec();
+    all.extend([OsStr::new("--store"), store.as_os_str()]);
+    worldline_env(all, &[(KEY_VAR, "sk-local")])
+}
+
+fn run(store: &Path, case: &Path, worlds: &Path) -> CliOutput {
+    let agent = guest("looper-agent");
+    wl(
+        store,
+        &[
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+        ],
+    )
+}
+
+fn resume(store: &Path, id: &str, more: &[&str]) -> CliOutput {
+    let mut args: Vec<&OsStr> = ["resume", id, "--json"].map(OsStr::new).to_vec();
+    args.extend(more.iter().map(OsStr::new));
+    wl(store, &args)
+}
+
+/// The entries' `n`, in key order, of a run's final state, and how many
+/// writes its events made.
+fn entries(bundle: &Path) -> (Vec<u64>, usize) {
+    let b = worldline::log::bundle::read(bundle).unwrap();
+    let writes = b.events.iter().map(|e| e.writes.len()).sum();
+    let mut state = std::collections::BTreeMap::new();
+    for e in &b.events {
+        for w in &e.writes {
+            if let worldline::world::state::Write::Put { key, row, .. } = w {
+                state.insert(key.parse::<u64>().unwrap(), row["n"].as_u64().unwrap());
+            }
+        }
+    }
+    (state.into_values().collect(), writes)
+}
+
+#[test]
+fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_nothing_twice() {
+    let dir = temp_dir();
+    let server = Server::start();
+    let (worlds, case) = setup(dir.path(), &server, "");
+    let whole_store = dir.path().join("whole");
+    let whole = run(&whole_store, &case, &worlds);
+    whole.expect_code(0);
+    let whole_state = whole.json()["final_state_hash"].clone();
+    let whole_requests = server.seen();
+    assert_eq!(whole_requests.len(), CALLS);
+    let (whole_entries, whole_writes) = entries(&whole.bundle());
+    assert_eq!(whole_entries, (0..CALLS as u64 - 1).collect::<Vec<_>>());
+    assert_eq!(whole_writes, CALLS - 1);
+    let whole_lines = std::fs::read_to_string(whole.bundle())
+        .unwrap()
+        .lines()
+        .count();
+
+    let agent = guest("looper-agent");
+    for seed in [1u64, 2, 3] {
+        // The kill point: a seeded number of bundle lines, past the header
+        // and before the last few.
+        let lines =
+            2 + (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 33) as usize % (whole_lines - 5);
+        let store = dir.path().join(format!("killed-{seed}"));
+        let before = server.seen().len();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+            .args([
+                OsStr::new("run"),
+                case.as_os_str(),
+                "--agent".as_ref(),
+                agent.as_os_str(),
+            ])
+            .args([
+                OsStr::new("--worlds"),
+                worlds.as_os_str(),
+                "--store".as_ref(),
+                store.as_os_str(),
+            ])
+            .env(KEY_VAR, "sk-local")
+            .env("WORLDLINE_STORE_CACHE", common::store_cache())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let runs = store.join("runs");
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let bundle = loop {
+            let found = std::fs::read_dir(&runs)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "jsonl"));
+            if let Some(p) = found
+                && std::fs::read_to_string(&p).map_or(0, |t| t.lines().count()) >= lines
+            {
+                break p;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "seed {seed}: the run never reached {lines} lines"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let killed = worldline::log::bundle::read(&bundle).unwrap();
+        assert!(
+            killed.footer.is_none(),
+            "seed {seed}: the run finished before the kill"
+        );
+        let sent_before_kill = server.seen()[before..].to_vec();
+        let answered = killed
+            .events
+            .iter()
+            .filter(|e| e.call == MODEL_CALL)
+            .count();
+        // At most the one request in flight at the kill is not in the recording.
+        assert!(
+            sent_before_kill.len() == answered || sent_before_kill.len() == answered + 1,
+            "seed {seed}: {} sent, {answered} recorded",
+            sent_before_kill.len()
+        );
+
+        let id = bundle.file_stem().unwrap().to_str().unwrap().to_string();
+        let sent = server.seen().len();
+        let resumed = resume(&store, &id, &[]);
+        resumed.expect_code(0);
+        assert_eq!(
+            resumed.json()["resumed_from"]["event"],
+            killed.events.len() as u64,
+            "{resumed}"
+        );
+        assert_eq!(
+            resumed.json()["final_state_hash"],
+            whole_state,
+            "seed {seed}: {resumed}"
+        );
+        // The resume sent exactly the requests the recording had not answered.
+        let sent_by_resume = server.seen()[sent..].to_vec();
+        assert_eq!(sent_by_resume, whole_requests[answered..], "seed {seed}");
+        for r in &sent_by_resume {
+            assert!(
+                !sent_before_kill[..answered].contains(r),
+                "seed {seed}: an answered request was sent again"
+            );
+        }
+        let (got, writes) = entries(&resumed.bundle());
+        assert_eq!(got, whole_entries, "seed {seed}");
+        assert_eq!(writes, whole_writes, "seed {seed}: a write applied twice");
+        // The resumed run replays whole (the server not asked again).
+        let sent = server.seen().len();
+        let rid = resumed.json()["run_id"].as_str().unwrap().to_string();
+        let replay = wl(&store, &["replay", &rid, "--json"].map(OsStr::new));
+        replay.expect_code(0);
+        assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+        assert_eq!(server.seen().len(), sent);
+        let history = wl(&store, &["history", &rid].map(OsStr::new));
+        assert!(
+            history.stdout.contains(&format!(
+                "resumed from {id} at event {}",
+                killed.events.len()
+            )),
+            "{history}"
+        );
+        assert!(
+            history.stdout.contains("[resumed: live from here]"),
+            "{history}"
+        );
+    }
+}
+
+#[test]
+fn a_run_stopped_at_its_step_limit_resumes_with_the_limit_raised_and_a_finished_run_is_refused() {
+    let dir = temp_dir();
+    let server = Server::start();
+    let (worlds, case) = setup(dir.path(), &server, "\n[limits]\nmax_steps = 6\n");
+    let store = dir.path().join("store");
+    let stopped = run(&store, &case, &worlds);
+    assert_eq!(stopped.json()["run_status"], "step_limit", "{stopped}");
+    let id = stopped.json()["run_id"].as_str().unwrap().to_string();
+
+    let same = resume(&store, &id, &[]);
+    same.expect_code(2);
+    assert!(same.stderr.contains("--max-steps"), "{same}");
+    let lower = resume(&store, &id, &["--max-steps", "6"]);
+    lower.expect_code(2);
+    assert!(lower.stderr.contains("does not raise"), "{lower}");
+
+    let sent = server.seen().len();
+    let resumed = resume(&store, &id, &["--max-steps", "100"]);
+    resumed.expect_code(0);
+    assert_eq!(resumed.json()["run_status"], "completed", "{resumed}");
+    assert_eq!(resumed.json()["limits"]["max_steps"], 100, "{resumed}");
+    let (got, _) = entries(&resumed.bundle());
+    assert_eq!(got, (0..CALLS as u64 - 1).collect::<Vec<_>>());
+    let recorded = worldline::log::bundle::read(&stopped.bundle()).unwrap();
+    let answered = recorded
+        .events
+        .iter()
+        .filter(|e| e.call == MODEL_CALL)
+        .count();
+    assert_eq!(
+        server.seen().len() - sent,
+        CALLS - answered,
+        "only the calls after the stop were sent"
+    );
+    let rid = resumed.json()["run_id"].as_str().unwrap().to_string();
+    let replay = wl(&store, &["replay", &rid, "--json"].map(OsStr::new));
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+
+    let finished = resume(&store, &rid, &[]);
+    finished.expect_code(2);
+    assert!(finished.stderr.contains("nothing to resume"), "{finished}");
+}
