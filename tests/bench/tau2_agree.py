@@ -8,7 +8,8 @@ of the task's basis). Writes, for each trajectory, a copy of the imported
 case whose task is that trajectory for the `caller` test guest, and
 prints `{case name: tau2 reward}` as JSON.
 
-Usage: python tau2_agree.py DOMAIN IMPORTED_DIR OUT_DIR"""
+Usage: python tau2_agree.py DOMAIN IMPORTED_DIR OUT_DIR [STRIDE]
+(STRIDE N: every Nth task only, from the first; default 1, all of them)"""
 
 import json
 import multiprocessing
@@ -43,6 +44,7 @@ def _cached_load(cls, path):
 DB.load = classmethod(_cached_load)
 
 domain, imported, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+stride = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 out.mkdir(parents=True, exist_ok=True)
 
 
@@ -120,7 +122,7 @@ def per_task(task):
 if __name__ == "__main__":
     # Tasks are independent: one process per core (forked after tau2 is
     # imported), results in task order.
-    tasks = registry.get_tasks_loader(domain)()
+    tasks = registry.get_tasks_loader(domain)()[::stride]
     with multiprocessing.get_context("fork").Pool(os.cpu_count() or 1) as pool:
         done = pool.map(per_task, tasks, chunksize=1)
     rewards = {}

@@ -4,7 +4,8 @@
 //! Python script compiled into the binary (`bench/tau2.py`), run with that
 //! Python, which imports the benchmark's own code to read its tools'
 //! schemas and tasks; the world's tools are answered by a port of the
-//! benchmark's tools as a world service (`bench/tau2_airline.py`).
+//! benchmark's tools as a world service (`bench/tau2_airline.py`,
+//! `bench/tau2_retail.py`).
 
 use super::Common;
 use crate::error::{ExitCode, InputError};
@@ -73,8 +74,8 @@ const KNOWN: &[Known] = &[
     Known {
         name: "tau2/retail",
         package: PACKAGE,
-        importable: false,
-        note: "not yet: its tools need a port like airline's",
+        importable: true,
+        note: "114 tasks; tools as a Python world service ported from tools.py",
     },
     Known {
         name: "tau2/telecom",
@@ -86,11 +87,14 @@ const KNOWN: &[Known] = &[
 
 /// The converter and the services it needs, by domain.
 const CONVERTER: &str = include_str!("bench/tau2.py");
-const SERVICES: &[(&str, &str, &str)] = &[(
-    "airline",
-    "airline.py",
-    include_str!("bench/tau2_airline.py"),
-)];
+const SERVICES: &[(&str, &str, &str)] = &[
+    (
+        "airline",
+        "airline.py",
+        include_str!("bench/tau2_airline.py"),
+    ),
+    ("retail", "retail.py", include_str!("bench/tau2_retail.py")),
+];
 
 pub fn exec(args: BenchArgs) -> Result<ExitCode> {
     match args.command {

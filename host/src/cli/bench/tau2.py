@@ -27,12 +27,28 @@ from loguru import logger  # noqa: E402
 
 logger.remove()
 import tau2  # noqa: E402
+from tau2.data_model.message import ToolCall  # noqa: E402
+from tau2.environment.db import DB  # noqa: E402
 from tau2.registry import registry  # noqa: E402
 
+# Each environment tau2 makes reads and parses db.json again; keep its
+# text and validate a fresh copy from it each time (what a load gives).
+_text = {}
+
+
+def _cached_load(cls, path):
+    if str(path) not in _text:
+        _text[str(path)] = Path(path).read_text()
+    return cls.model_validate(json.loads(_text[str(path)]))
+
+
+DB.load = classmethod(_cached_load)
+
 KEYS = {"airline": {"users": "user_id", "flights": "flight_number",
-                    "reservations": "reservation_id"}}
+                    "reservations": "reservation_id"},
+        "retail": {"products": "product_id", "users": "user_id", "orders": "order_id"}}
 if domain not in KEYS:
-    sys.exit(f"tau2/{domain} cannot be imported yet: only tau2/airline")
+    sys.exit(f"tau2/{domain} cannot be imported yet: only {', '.join(f'tau2/{d}' for d in KEYS)}")
 
 root = Path(tau2.__file__).parent
 data = root / "data" / "tau2" / "domains" / domain
@@ -48,6 +64,10 @@ policy = sources["policy.md"].read_text()
 env = registry.get_env_constructor(domain)()
 tools = [t.openai_schema["function"] for t in env.get_tools()]
 tasks = registry.get_tasks_loader(domain)()
+# Rows as tau2's models hold them (a retail price written `100` is the
+# float 100.0 there, and tau2's database hash tells the two apart); airline's
+# rows are db.json's own, as they were first imported.
+rows_of = db if domain == "airline" else env.tools.db.model_dump(mode="json")
 
 world = f"tau2-{domain}"
 wdir = f"worlds/{world}/v1"
@@ -109,7 +129,7 @@ lines = [f'name = "{world}"', "version = 1",
          "fuel = 5_000_000_000", "",
          "[files]", 'dir = "files"', ""]
 for table, key in KEYS[domain].items():
-    rows = db[table]
+    rows = rows_of[table]
     files[f"{wdir}/data/{table}.jsonl"] = "".join(
         json.dumps(rows[k], ensure_ascii=False, sort_keys=True) + "\n" for k in sorted(rows))
     lines += [f"[tables.{table}]", f'key = "{key}"', f'rows = "data/{table}.jsonl"', ""]
@@ -126,8 +146,46 @@ files[f"{wdir}/files/policy.md"] = policy
 
 files["worldline.toml"] = 'cases = ["cases"]\nworlds = "worlds"\n'
 
+def failing_gold(actions):
+    """The gold actions that fail in tau2's own environment, played in
+    order from the initial database: {index: tau2's error text}. tau2
+    ignores them when it builds the gold database; worldline refuses a gold
+    call that fails, so the import leaves them out (the gold state is the
+    same) and names them."""
+    fresh = registry.get_env_constructor(domain)()
+    out = {}
+    for i, a in enumerate(actions):
+        r = fresh.get_response(ToolCall(id=f"g{i}", name=a.name, arguments=a.arguments,
+                                        requestor=a.requestor))
+        if r.error:
+            out[i] = r.content
+    return out
+
+
+def strings(v):
+    """Every string inside a JSON value, one a line (what validate searches)."""
+    if isinstance(v, str):
+        return v + "\n"
+    if isinstance(v, list):
+        return "".join(strings(x) for x in v)
+    if isinstance(v, dict):
+        return "".join(strings(x) for x in v.values())
+    return ""
+
+
+# What the agent is shown, as `worldline validate` searches it for an
+# expected answer given away: the world file, the tools' descriptions, the
+# rows (the task is added per case).
+shown = [("file policy.md", policy)] + [(f"tool {t['name']}", t["description"]) for t in tools]
+for table in sorted(KEYS[domain]):
+    shown += [(f"row {table}/{k}", strings(r)) for k, r in sorted(rows_of[table].items())]
+
 skipped = []
 notes = []
+# Findings, by case: a gold action that fails in tau2 too, an expected
+# answer the agent is shown.
+dropped = []
+leaked = []
 # Tasks a do-nothing agent passes: no gold action writes and nothing must
 # be said (tau2 #129); `worldline validate` flags the same tasks.
 weak = []
@@ -157,12 +215,29 @@ for task in tasks:
         if ev else []
     c += ["[expect]", f"# tau2 reward basis: {', '.join(basis) or 'none'}"]
     actions = (ev.actions or []) if ev else []
-    for a in actions:
+    failing = failing_gold(actions)
+    for i, a in enumerate(actions):
         if a.requestor != "assistant":
             skipped.append(f"{name}: gold action {a.name} is the user's")
             continue
+        if i in failing:
+            c += ["", f"# gold action {i + 1} ({a.name} {json.dumps(a.arguments, sort_keys=True)})"
+                  " left out: it fails in tau2 too, which ignores it",
+                  f"# ({failing[i]})"]
+            dropped.append(f"{name}: gold action {i + 1}, `{a.name}"
+                           f" {json.dumps(a.arguments, sort_keys=True)}`, fails in tau2's own"
+                           f" environment ({failing[i]}); left out, as tau2 ignores it")
+            continue
         c += ["", "[[expect.gold]]", f"tool = {toml_str(a.name)}",
               f"args = {toml_value(a.arguments)}"]
+    actions = [a for i, a in enumerate(actions) if i not in failing]
+    seen = [("task", strings([task.id, domain, first, "policy.md"]))] + shown
+    for n, info in enumerate((ev.communicate_info or []) if ev else []):
+        where = next((w for w, text in seen if info in text), None)
+        if len(info.strip()) >= 8 and where is not None:
+            leaked.append(f"{name}: the answer `{info}` the user must be told (communicate"
+                          f" check {n + 1}) is in what the agent is shown ({where}): the check"
+                          " tells that the agent said it, not that it found it out")
     for info in (ev.communicate_info or []) if ev else []:
         c += ["", "[[expect.conversation.said]]", f"contains = {toml_str(info)}",
               "case_insensitive = true"]
@@ -173,7 +248,7 @@ for task in tasks:
     writes = [a for a in actions if env.tools.has_tool(a.name)
               and env.tools.tool_type(a.name).value == "write"]
     if not writes and not (ev and ev.communicate_info):
-        weak.append(f"{name} (tau2 task {task.id})")
+        weak.append(name)
     if not actions and not (ev and ev.communicate_info):
         c += ['status = "completed"']
     files[f"cases/{name}.toml"] = "\n".join(c) + "\n"
@@ -204,20 +279,33 @@ readme += ["", "## What is carried", "",
            "## Not carried, and why", "",
            "- `nl_assertions` (judged by a model in tau2's WIP evaluator; not in its default reward);",
            "- the ACTION reward basis (tau2 counts it only when a task's reward_basis names it);",
-           "- tau2 applies a gold action that fails by ignoring it; worldline refuses a case whose"
-           " gold call fails (`validate` lists such cases as broken);",
+           "- a gold action that fails: tau2 ignores it when it builds the gold database, worldline"
+           " refuses a gold call that fails, so the import leaves it out (the gold state is the"
+           " same) and names it under the findings below;",
            "- tau2's communicate check removes commas from the agent's messages first; worldline's"
            " `said` check does not.", ""]
+findings = {}
+for name in weak:
+    findings.setdefault(name, []).append(
+        "an agent that does nothing passes: its gold actions only read (or fail) and nothing must"
+        " be said, so the final database equals the initial one (its intent, e.g. refusing a"
+        " request, is in nl_assertions, which tau2's default reward leaves out; tau2's own"
+        " evaluator gives a do-nothing trajectory reward 1.0 too)")
+for line in leaked:
+    name, reason = line.split(": ", 1)
+    findings.setdefault(name, []).append(reason)
 readme += ["## Validation findings", "",
-           f"{len(weak)} of {len(tasks)} tasks are passed by an agent that does nothing: their gold"
-           " actions only read and nothing must be said, so the final database equals the initial"
-           " one (their intent, e.g. refusing a cancellation, is in nl_assertions, which tau2's"
-           " default reward leaves out). tau2's own evaluator gives a do-nothing trajectory reward"
-           " 1.0 on each (host/tests/bench_tau2.rs), and `worldline validate` lists each as"
-           " failing for that reason: " + ", ".join(weak) + ".",
-           "", f"The oracle (the gold actions) of every task that has them passes `worldline validate`;"
+           f"`worldline validate` lists {len(findings)} of {len(tasks)} tasks as failing, each for"
+           " the reasons given (a finding about the task, not the import):", ""]
+readme += [f"- {name}: " + "; ".join(why) for name, why in sorted(findings.items())]
+readme += ["", f"The oracle (the gold actions) of every task that has them passes `worldline validate`;"
            f" {len(no_gold)} tasks have no gold action, so `validate` runs no oracle for them:"
-           f" {', '.join(no_gold)}.", ""]
+           f" {', '.join(no_gold) or 'none'}.", ""]
+if dropped:
+    readme += [f"{len(dropped)} gold actions fail in tau2's own environment (a broken task"
+               " upstream: a product id that is an item id, an email or name no user has, a"
+               " refund to a method that is not the original); each is left out of its case:", ""]
+    readme += [f"- {x}" for x in dropped] + [""]
 if notes:
     readme += [f"Tasks with `nl_assertions` (not carried): {len(notes)} of {len(tasks)}.", ""]
 if skipped:
