@@ -1,0 +1,87 @@
+//! The official `openai` Python package inside the sandbox:
+//! examples/python-openai-agent built with `build-python --requirements
+//! --wasi-wheels` from the pinned packages and the WASI builds of `jiter`
+//! and `pydantic-core` that tests/python-wasi-wheels.sh makes (tests/run
+//! builds them once, and exports their folder as `PYTHON_WASI_WHEELS`).
+//! Run by the real binary; every run replays bit for bit.
+
+use crate::common;
+
+use common::*;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+const MODEL_CALL: &str = "worldline:agent/model.complete";
+const AGENT: &str = "examples/python-openai-agent";
+
+/// The folder of WASI wheels; a missing one fails saying how to build it:
+/// these tests never pass without running.
+fn wasi_wheels() -> PathBuf {
+    let dir = std::env::var_os("PYTHON_WASI_WHEELS").map(PathBuf::from);
+    match dir {
+        Some(d) if d.is_dir() => d,
+        _ => panic!(
+            "PYTHON_WASI_WHEELS does not name the folder of WASI wheels these tests build the \
+             openai agent with. Build them (once; kept under the target folder) and test again:\n  \
+             . tests/python-wasi-wheels.sh && ensure_python_wasi_wheels \"$CARGO_TARGET_DIR\""
+        ),
+    }
+}
+
+/// examples/python-openai-agent, built once per test process.
+fn openai_agent() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-guests");
+            std::fs::create_dir_all(&dir).unwrap();
+            let wasm = dir.join("python-openai-agent.wasm");
+            let src = workspace_root().join(AGENT);
+            let requirements = src.join("requirements.txt");
+            let wheels = wasi_wheels();
+            let out = worldline_raw([
+                OsStr::new("build-python"),
+                src.join("agent.py").as_os_str(),
+                OsStr::new("-o"),
+                wasm.as_os_str(),
+                OsStr::new("--requirements"),
+                requirements.as_os_str(),
+                OsStr::new("--wasi-wheels"),
+                wheels.as_os_str(),
+            ]);
+            out.expect_code(0);
+            wasm
+        })
+        .clone()
+}
+
+fn model_case(name: &str) -> PathBuf {
+    workspace_root().join(format!("cases/{name}.toml"))
+}
+
+#[test]
+fn the_openai_package_runs_in_the_sandbox_passes_rollback_and_replays() {
+    let store = shared_store();
+    let agent = openai_agent();
+    let out = run_json(store, &model_case("model/rollback"), &agent);
+    out.expect_code(0);
+    let o = out.output();
+    assert_eq!(o["cause_deploy"], "D-42", "{out}");
+    assert_eq!(
+        o["openai"], "3.57.0",
+        "the pinned openai is the one bundled"
+    );
+    let model = calls_of(&out.bundle(), MODEL_CALL);
+    assert_eq!(model.len(), 6, "{out}");
+    assert_eq!(
+        model[0]["request"]["transport"]["http"]["api"],
+        "openai.chat"
+    );
+    assert!(
+        !std::fs::read_to_string(out.bundle())
+            .unwrap()
+            .contains("sk-agent-secret")
+    );
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}
