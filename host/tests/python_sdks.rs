@@ -85,3 +85,15 @@ fn the_openai_package_runs_in_the_sandbox_passes_rollback_and_replays() {
     );
     replays_identical(store, out.json()["run_id"].as_str().unwrap());
 }
+
+#[test]
+fn the_openai_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
+    let store = shared_store();
+    let out = run_json(store, &model_case("model/model-timeout"), &openai_agent());
+    out.expect_code(0);
+    assert_eq!(out.output()["cause_deploy"], "D-42", "{out}");
+    // The first model call times out; the SDK sends it again.
+    let model = calls_of(&out.bundle(), MODEL_CALL);
+    assert_eq!(model.len(), 7, "{out}");
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}
