@@ -32,7 +32,7 @@ wasi_wheel_build() {
 
 ensure_python_wasi_wheels() {
   local root; root="$(realpath -m "$1")/python-wasi-wheels"
-  local out="$root/$(echo "$PYTHON_WASI_WHEEL_SOURCES" | tr ' =' '_-')"
+  local out="$root/$(echo "$PYTHON_WASI_WHEEL_SOURCES" | sed 's/==/-/g; s/ /_/g')"
   if [ -f "$out/.built" ]; then
     export PYTHON_WASI_WHEELS="$out/wheels"
     return 0

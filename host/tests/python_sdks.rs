@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 const MODEL_CALL: &str = "worldline:agent/model.complete";
+const TOOL_CALL: &str = "worldline:agent/tools.call";
 const AGENT: &str = "examples/python-openai-agent";
 
 /// The folder of WASI wheels; a missing one fails saying how to build it:
@@ -96,4 +97,52 @@ fn the_openai_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
     let model = calls_of(&out.bundle(), MODEL_CALL);
     assert_eq!(model.len(), 7, "{out}");
     replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}
+
+/// `fork --respond` at a model call (the last answer edited) and at a tool
+/// call (the alert the world answered edited): the edit reaches the SDK,
+/// the fork keeps the parent's prefix and replays identical.
+#[test]
+fn a_fork_at_a_model_call_and_at_a_tool_call_of_the_openai_agent_replays() {
+    let store = shared_store();
+    let run = run_json(store, &model_case("model/rollback"), &openai_agent());
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let parent = read_bundle(&run.bundle()).events;
+    let fork = |at: usize, respond: serde_json::Value| {
+        let fork = wl(
+            store,
+            &[
+                &"fork",
+                &id,
+                &"--at",
+                &at.to_string(),
+                &"--respond",
+                &respond.to_string(),
+                &"--json",
+            ],
+        );
+        fork.expect_code(0);
+        let forked = read_bundle(&fork.bundle()).events;
+        assert_eq!(forked[..at], parent[..at], "the prefix");
+        replays_identical(store, fork.json()["run_id"].as_str().unwrap());
+        fork
+    };
+    let at = parent
+        .iter()
+        .rposition(|e| e["call"] == MODEL_CALL)
+        .unwrap();
+    let mut answer = serde_json::json!({"ok": parent[at]["response"]["ok"].clone()});
+    answer["ok"]["choices"][0]["message"]["content"] =
+        "{\"cause_deploy\": \"D-42\", \"action\": \"forked\"}".into();
+    assert_eq!(fork(at, answer).output()["action"], "forked");
+    let at = parent
+        .iter()
+        .position(|e| e["call"] == TOOL_CALL && e["request"]["name"] == "get_alert")
+        .unwrap();
+    let mut alert = parent[at]["response"].clone();
+    alert["ok"]["summary"] = "EDITED BY THE FORK".into();
+    let forked = fork(at, alert);
+    let text = std::fs::read_to_string(forked.bundle()).unwrap();
+    assert!(text.contains("EDITED BY THE FORK"), "{forked}");
 }
