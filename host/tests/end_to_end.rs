@@ -43,6 +43,7 @@ mod properties;
 mod properties_reports;
 mod python;
 mod python_http;
+mod python_sdks;
 mod redact;
 mod regress;
 mod replay;

@@ -61,6 +61,10 @@ pub(super) const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/worldline_guest/snapshot.py"),
     ),
     (
+        "worldline_guest/ssl_standin.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/ssl_standin.py"),
+    ),
+    (
         "worldline_guest/stdlib_http.py",
         include_str!("../../../guest-sdk/python/worldline_guest/stdlib_http.py"),
     ),
@@ -87,9 +91,11 @@ pub(super) const SDK: &[(&str, &str)] = &[
 ];
 
 /// The module componentize-py is asked to build: it makes `http.client`,
-/// `urllib` and httpx speak `wasi:http`, imports the agent's module with the
-/// network switched off (see `worldline_guest/snapshot.py`), and takes the
-/// `WitWorld` that `@wl.agent` defined there, or exports its plain `run`.
+/// `urllib` and httpx speak `wasi:http`, gives `ssl` a stand-in when the
+/// sandbox's Python has none (`worldline_guest/ssl_standin.py`), imports
+/// the agent's module with the network switched off (see
+/// `worldline_guest/snapshot.py`), and takes the `WitWorld` that
+/// `@wl.agent` defined there, or exports its plain `run`.
 const MAIN: &str = "worldline_main";
 
 fn main_module(agent_module: &str, service: bool) -> String {
@@ -105,10 +111,11 @@ fn main_module(agent_module: &str, service: bool) -> String {
         "\"\"\"Written by `worldline build-python`: the agent module, imported offline,\n\
          with http.client, urllib and httpx or httpx2 (when bundled) speaking wasi:http.\"\"\"\n\n\
          import worldline_guest\n\
-         from worldline_guest import httpx_transport, stdlib_http\n\
+         from worldline_guest import httpx_transport, ssl_standin, stdlib_http\n\
          from worldline_guest.snapshot import offline\n\n\
          with offline():\n    \
              stdlib_http.install()\n    \
+             ssl_standin.install()\n    \
              httpx_transport.install()\n    \
              import {agent_module} as _agent\n\n\
          WitWorld = worldline_guest.exported(_agent)\n"
@@ -149,6 +156,12 @@ pub struct BuildPythonArgs {
     /// sandbox's Python (pure-Python wheels only).
     #[arg(short = 'r', long, value_name = "FILE")]
     pub requirements: Option<PathBuf>,
+    /// A folder of wheels built for the sandbox's Python (tagged
+    /// `cp314-cp314-wasi_0_0_0_wasm32`, as `tests/python-wasi-wheels.sh`
+    /// builds jiter and pydantic-core) that `--requirements` may use
+    /// besides pure-Python wheels.
+    #[arg(long, value_name = "DIR", requires = "requirements")]
+    pub wasi_wheels: Option<PathBuf>,
     /// The Python whose pip installs `--requirements` (default: the one
     /// beside componentize-py, else `python3`).
     #[arg(long, value_name = "PYTHON")]
@@ -195,7 +208,7 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
             .python
             .clone()
             .unwrap_or_else(|| deps::python_beside(&args.componentize_py));
-        deps::from_requirements(file, &python, &deps)?;
+        deps::from_requirements(file, &python, args.wasi_wheels.as_deref(), &deps)?;
     }
 
     let mut key = reuse::Key::new(&version, &format!("{module} service={}", args.service));

@@ -1,8 +1,9 @@
-//! The agent's pure-Python dependencies, staged in one folder that
-//! componentize-py bundles: a virtual environment's site-packages (less
-//! the installers), or a requirements file installed by pip for the
-//! sandbox's Python with pure-Python wheels only. A package with native
-//! extensions is refused by name: CPython for WASI cannot load them.
+//! The agent's dependencies, staged in one folder that componentize-py
+//! bundles: a virtual environment's site-packages (less the installers),
+//! or a requirements file installed by pip for the sandbox's Python with
+//! pure-Python wheels only. Extensions built as WASI shared libraries
+//! (`tests/python-wasi-wheels.sh`) are kept, for componentize-py links
+//! them; a package with any other native extension is refused by name.
 
 use crate::bounded;
 use crate::error::InputError;
@@ -49,6 +50,33 @@ fn dist_info(entry: &str) -> Option<(&str, &str)> {
 
 fn is_native(file: &str) -> bool {
     [".so", ".pyd", ".dylib"].iter().any(|e| file.ends_with(e)) || file.contains(".so.")
+}
+
+/// Whether `bytes` (a file's first bytes) begin a WebAssembly shared
+/// library: the wasm magic and version, then the `dylink.0` custom section
+/// that the dynamic-linking convention puts first.
+fn is_wasi_shared_library(bytes: &[u8]) -> bool {
+    const NAME: &[u8] = b"dylink.0";
+    let Some(rest) = bytes.strip_prefix(b"\0asm\x01\0\0\0\0") else {
+        return false;
+    };
+    // The section's size (LEB128), then its name's length and the name.
+    let Some(size_len) = rest.iter().take(5).position(|b| b & 0x80 == 0) else {
+        return false;
+    };
+    rest.get(size_len + 1..)
+        .and_then(|r| r.split_first())
+        .is_some_and(|(&len, name)| usize::from(len) == NAME.len() && name.starts_with(NAME))
+}
+
+/// Whether the file at `path` is a WebAssembly shared library.
+fn file_is_wasi_shared_library(path: &Path) -> Result<bool> {
+    use std::io::Read as _;
+    let mut head = Vec::with_capacity(32);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(32).read_to_end(&mut head))
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(is_wasi_shared_library(&head))
 }
 
 /// The site-packages folder of the virtual environment `venv`.
@@ -142,7 +170,7 @@ fn copy_tree(from: &Path, into: &Path, rel: &str, native: &mut Vec<String>) -> R
             std::fs::create_dir_all(&target)
                 .with_context(|| format!("creating {}", target.display()))?;
             copy_tree(&entry.path(), &target, &path, native)?;
-        } else if is_native(&name) {
+        } else if is_native(&name) && !file_is_wasi_shared_library(&entry.path())? {
             native.push(path);
         } else {
             std::fs::copy(entry.path(), &target)
@@ -197,8 +225,9 @@ pub fn from_venv(venv: &Path, into: &Path) -> Result<()> {
         venv,
         format!(
             "{} native extensions, which the sandbox's Python (CPython {SANDBOX_PYTHON} for WASI) \
-             cannot load:\n{}\nuninstall {} from the environment (`pip uninstall {}`), or use \
-             pure-Python alternatives",
+             cannot load:\n{}\nuninstall {} from the environment (`pip uninstall {}`), use \
+             pure-Python alternatives, or build {} for WASI as `tests/python-wasi-wheels.sh` \
+             builds jiter and pydantic-core",
             if by_dist.len() == 1 {
                 "a package has"
             } else {
@@ -206,7 +235,8 @@ pub fn from_venv(venv: &Path, into: &Path) -> Result<()> {
             },
             list.join("\n"),
             if names.len() == 1 { "it" } else { "them" },
-            names.join(" ")
+            names.join(" "),
+            if names.len() == 1 { "it" } else { "them" },
         ),
     )
     .into())
@@ -278,32 +308,66 @@ fn conflict(said: &str) -> Option<Vec<String>> {
     (!lines.is_empty()).then_some(lines)
 }
 
+/// The platform tag of wheels built for the sandbox's Python.
+const WASI_PLATFORM: &str = "wasi_0_0_0_wasm32";
+
 /// Install the requirements `file` into `into` with `python`'s pip, for
-/// the sandbox's Python, pure-Python wheels only.
-pub fn from_requirements(file: &Path, python: &Path, into: &Path) -> Result<()> {
+/// the sandbox's Python: pure-Python wheels, and the WASI wheels in
+/// `wasi_wheels` when given.
+pub fn from_requirements(
+    file: &Path,
+    python: &Path,
+    wasi_wheels: Option<&Path>,
+    into: &Path,
+) -> Result<()> {
     let text = bounded::read_text(file, bounded::DOCUMENT)
         .map_err(|e| InputError::new(file, format!("cannot read the requirements: {e}")))?;
-    let out = Command::new(python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-        ])
-        .args([
-            "--no-warn-script-location",
-            "--no-compile",
-            "--only-binary=:all:",
-        ])
-        .args([
+    let mut pip = Command::new(python);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+    ])
+    .args([
+        "--no-warn-script-location",
+        "--no-compile",
+        "--only-binary=:all:",
+    ]);
+    match wasi_wheels {
+        None => pip.args([
             "--platform",
             "any",
             "--implementation",
             "py",
             "--abi",
             "none",
-        ])
+        ]),
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(InputError::new(
+                    dir,
+                    "no such folder; pass the folder of WASI wheels that \
+                     tests/python-wasi-wheels.sh builds",
+                )
+                .into());
+            }
+            pip.arg("--find-links").arg(dir).args([
+                "--platform",
+                "any",
+                "--platform",
+                WASI_PLATFORM,
+                "--implementation",
+                "cp",
+                "--abi",
+                "none",
+                "--abi",
+                "cp314",
+            ])
+        }
+    };
+    let out = pip
         .args(["--python-version", SANDBOX_PYTHON, "--target"])
         .arg(into)
         .arg("-r")
@@ -392,6 +456,21 @@ mod tests {
         assert!(is_native("yaml/_yaml.cpython-311-x86_64-linux-gnu.so"));
         assert!(is_native("libfoo.so.1"));
         assert!(!is_native("yaml/__init__.py"));
+    }
+
+    #[test]
+    fn a_wasi_shared_library_is_told_from_other_binaries() {
+        let dylink = b"\0asm\x01\0\0\0\0\x12\x08dylink.0\x01\x07";
+        assert!(is_wasi_shared_library(dylink));
+        // A component, a plain core module, an ELF file, a short file.
+        assert!(!is_wasi_shared_library(
+            b"\0asm\x0d\0\x01\0\0\x12\x08dylink.0"
+        ));
+        assert!(!is_wasi_shared_library(
+            b"\0asm\x01\0\0\0\x01\x05\x01\x60\0\0"
+        ));
+        assert!(!is_wasi_shared_library(b"\x7fELF\x02\x01\x01\0"));
+        assert!(!is_wasi_shared_library(b"\0asm\x01\0\0\0\0\x12"));
     }
 
     #[test]

@@ -1,0 +1,148 @@
+//! The official `openai` Python package inside the sandbox:
+//! examples/python-openai-agent built with `build-python --requirements
+//! --wasi-wheels` from the pinned packages and the WASI builds of `jiter`
+//! and `pydantic-core` that tests/python-wasi-wheels.sh makes (tests/run
+//! builds them once, and exports their folder as `PYTHON_WASI_WHEELS`).
+//! Run by the real binary; every run replays bit for bit.
+
+use crate::common;
+
+use common::*;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+const MODEL_CALL: &str = "worldline:agent/model.complete";
+const TOOL_CALL: &str = "worldline:agent/tools.call";
+const AGENT: &str = "examples/python-openai-agent";
+
+/// The folder of WASI wheels; a missing one fails saying how to build it:
+/// these tests never pass without running.
+fn wasi_wheels() -> PathBuf {
+    let dir = std::env::var_os("PYTHON_WASI_WHEELS").map(PathBuf::from);
+    match dir {
+        Some(d) if d.is_dir() => d,
+        _ => panic!(
+            "PYTHON_WASI_WHEELS does not name the folder of WASI wheels these tests build the \
+             openai agent with. Build them (once; kept under the target folder) and test again:\n  \
+             . tests/python-wasi-wheels.sh && ensure_python_wasi_wheels \"$CARGO_TARGET_DIR\""
+        ),
+    }
+}
+
+/// examples/python-openai-agent, built once per test process.
+fn openai_agent() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-guests");
+            std::fs::create_dir_all(&dir).unwrap();
+            let wasm = dir.join("python-openai-agent.wasm");
+            let src = workspace_root().join(AGENT);
+            let requirements = src.join("requirements.txt");
+            let wheels = wasi_wheels();
+            let out = worldline_raw([
+                OsStr::new("build-python"),
+                src.join("agent.py").as_os_str(),
+                OsStr::new("-o"),
+                wasm.as_os_str(),
+                OsStr::new("--requirements"),
+                requirements.as_os_str(),
+                OsStr::new("--wasi-wheels"),
+                wheels.as_os_str(),
+            ]);
+            out.expect_code(0);
+            wasm
+        })
+        .clone()
+}
+
+fn model_case(name: &str) -> PathBuf {
+    workspace_root().join(format!("cases/{name}.toml"))
+}
+
+#[test]
+fn the_openai_package_runs_in_the_sandbox_passes_rollback_and_replays() {
+    let store = shared_store();
+    let agent = openai_agent();
+    let out = run_json(store, &model_case("model/rollback"), &agent);
+    out.expect_code(0);
+    let o = out.output();
+    assert_eq!(o["cause_deploy"], "D-42", "{out}");
+    assert_eq!(
+        o["openai"], "3.57.0",
+        "the pinned openai is the one bundled"
+    );
+    let model = calls_of(&out.bundle(), MODEL_CALL);
+    assert_eq!(model.len(), 6, "{out}");
+    assert_eq!(
+        model[0]["request"]["transport"]["http"]["api"],
+        "openai.chat"
+    );
+    assert!(
+        !std::fs::read_to_string(out.bundle())
+            .unwrap()
+            .contains("sk-agent-secret")
+    );
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}
+
+#[test]
+fn the_openai_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
+    let store = shared_store();
+    let out = run_json(store, &model_case("model/model-timeout"), &openai_agent());
+    out.expect_code(0);
+    assert_eq!(out.output()["cause_deploy"], "D-42", "{out}");
+    // The first model call times out; the SDK sends it again.
+    let model = calls_of(&out.bundle(), MODEL_CALL);
+    assert_eq!(model.len(), 7, "{out}");
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}
+
+/// `fork --respond` at a model call (the last answer edited) and at a tool
+/// call (the alert the world answered edited): the edit reaches the SDK,
+/// the fork keeps the parent's prefix and replays identical.
+#[test]
+fn a_fork_at_a_model_call_and_at_a_tool_call_of_the_openai_agent_replays() {
+    let store = shared_store();
+    let run = run_json(store, &model_case("model/rollback"), &openai_agent());
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let parent = read_bundle(&run.bundle()).events;
+    let fork = |at: usize, respond: serde_json::Value| {
+        let fork = wl(
+            store,
+            &[
+                &"fork",
+                &id,
+                &"--at",
+                &at.to_string(),
+                &"--respond",
+                &respond.to_string(),
+                &"--json",
+            ],
+        );
+        fork.expect_code(0);
+        let forked = read_bundle(&fork.bundle()).events;
+        assert_eq!(forked[..at], parent[..at], "the prefix");
+        replays_identical(store, fork.json()["run_id"].as_str().unwrap());
+        fork
+    };
+    let at = parent
+        .iter()
+        .rposition(|e| e["call"] == MODEL_CALL)
+        .unwrap();
+    let mut answer = serde_json::json!({"ok": parent[at]["response"]["ok"].clone()});
+    answer["ok"]["choices"][0]["message"]["content"] =
+        "{\"cause_deploy\": \"D-42\", \"action\": \"forked\"}".into();
+    assert_eq!(fork(at, answer).output()["action"], "forked");
+    let at = parent
+        .iter()
+        .position(|e| e["call"] == TOOL_CALL && e["request"]["name"] == "get_alert")
+        .unwrap();
+    let mut alert = parent[at]["response"].clone();
+    alert["ok"]["summary"] = "EDITED BY THE FORK".into();
+    let forked = fork(at, alert);
+    let text = std::fs::read_to_string(forked.bundle()).unwrap();
+    assert!(text.contains("EDITED BY THE FORK"), "{forked}");
+}
