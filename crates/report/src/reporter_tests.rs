@@ -23,10 +23,10 @@ fn fixture(name: &str) -> Value {
 
 #[test]
 fn a_merged_suite_is_a_line_per_case_then_the_totals() {
-    let summary: crate::suite::SuiteSummary =
+    let summary: super::suite::SuiteSummary =
         serde_json::from_value(fixture("test-model.json")).unwrap();
     let mut err = Vec::new();
-    let out = text(|out| crate::suite::write_merged(out, &mut err, &summary));
+    let out = text(|out| super::suite::write_merged(out, &mut err, &summary));
     insta::assert_snapshot!(out);
     insta::assert_snapshot!("merged_suite_stderr", String::from_utf8(err).unwrap());
 }
@@ -37,13 +37,13 @@ fn a_merged_campaign_is_its_rate_and_groups() {
         fixture("fuzz-stale-deploys-1of2.json"),
         fixture("fuzz-stale-deploys-2of2.json"),
     ];
-    let merged = crate::fuzz::merge(&shards).unwrap();
-    insta::assert_snapshot!(text(|out| crate::fuzz::write_merged(out, &merged)));
+    let merged = super::fuzz::merge(&shards).unwrap();
+    insta::assert_snapshot!(text(|out| super::fuzz::write_merged(out, &merged)));
 }
 
 #[test]
 fn otel_names_each_run_and_its_trace() {
-    let s = crate::otel::OtelSummary {
+    let s = super::otel::OtelSummary {
         http_status: None,
         redacted: false,
         run_ids: vec![
@@ -58,7 +58,7 @@ fn otel_names_each_run_and_its_trace() {
             "5d1f0e9a7c3b2a4f8e6d0c1b9a8f7e6d".into(),
         ],
     };
-    insta::assert_snapshot!(text(|out| crate::otel::write(out, &s)));
+    insta::assert_snapshot!(text(|out| super::otel::write(out, &s)));
 }
 
 #[test]
@@ -73,5 +73,5 @@ fn repro_gives_the_rate_its_interval_and_each_outcome() {
         run: "20261128-093036-94a3bea0".into(),
         times: 10,
     };
-    insta::assert_snapshot!(text(|out| crate::repro::write(out, &r)));
+    insta::assert_snapshot!(text(|out| super::repro::write(out, &r)));
 }
