@@ -31,6 +31,9 @@ pub const TRACE: u64 = 64 * MIB;
 pub const MODEL_ANSWER: u64 = 32 * MIB;
 /// An OTLP collector's answer (only its status and a few lines are used).
 pub const COLLECTOR_ANSWER: u64 = MIB;
+/// A helper program's stderr kept for its error message (`bench import`'s
+/// converter); what comes past it is drained unread.
+pub const TOOL_STDERR: u64 = MIB;
 
 /// Why a bounded read gave nothing.
 #[derive(Debug)]

@@ -216,7 +216,9 @@ fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted>
     let errors = std::thread::spawn(move || {
         let mut buf = Vec::new();
         let mut stderr = stderr;
-        let _ = (&mut stderr).take(1 << 20).read_to_end(&mut buf);
+        let _ = (&mut stderr)
+            .take(crate::bounded::TOOL_STDERR)
+            .read_to_end(&mut buf);
         // Past the cap, drained unread: a closed pipe would fail the
         // converter's next write to stderr (a broken pipe, not its error).
         let _ = std::io::copy(&mut stderr, &mut std::io::sink());
