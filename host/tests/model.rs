@@ -14,7 +14,7 @@ use common::{
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, VecDeque};
 use std::ffi::OsStr;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -143,18 +143,9 @@ fn serve(
     stop: &AtomicBool,
     in_flight: &(AtomicUsize, AtomicUsize),
 ) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        match conn.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
+    let Some((head, body)) = common::native::read_request(&mut conn) else {
+        return;
     };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let header = |name: &str| {
         head.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
@@ -163,20 +154,11 @@ fn serve(
                 .then(|| v.trim().to_string())
         })
     };
-    let length: usize = header("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        match conn.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
     let authorization = header("authorization");
     seen.lock().unwrap().push(Seen {
         path: head.split_whitespace().nth(1).unwrap_or("").to_string(),
         authorization: authorization.clone(),
-        body: serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
     });
     let respond = |conn: &mut TcpStream, status: u16, body: &str, extra: &[(&str, String)]| {
         let mut text = format!(

@@ -11,7 +11,7 @@ use crate::common;
 use common::{CliOutput, guest, temp_dir, worldline_env, write_case, write_world};
 use serde_json::{Value, json};
 use std::ffi::OsStr;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -69,30 +69,10 @@ impl Server {
 }
 
 fn answer(mut conn: TcpStream, seen: &Mutex<Vec<String>>) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        match conn.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
+    let Some((_, body)) = crate::common::native::read_request(&mut conn) else {
+        return;
     };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        match conn.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).to_string();
+    let body = String::from_utf8_lossy(&body).to_string();
     let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     seen.lock().unwrap().push(body);
     // Slow enough that a kill lands while the run is going.

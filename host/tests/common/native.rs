@@ -80,6 +80,40 @@ pub fn exchange(addr: &str, head: &str, body: &str, within: Duration) -> Answer 
         .unwrap_or_else(|e| panic!("no answer to {head:?} within {within:?}: {e}"))
 }
 
+/// Read one HTTP/1.1 request, as a stand-in server receives it: its head
+/// (request line and headers, as sent) and its body (`content-length`
+/// bytes), or `None` when the peer closes or fails first.
+pub fn read_request(conn: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        match conn.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Some((head, buf[head_end..head_end + length].to_vec()))
+}
+
 /// Read one HTTP/1.1 answer (read timeouts are the caller's).
 pub fn read_answer(conn: &mut TcpStream) -> std::io::Result<Answer> {
     let mut reader = BufReader::new(conn);
