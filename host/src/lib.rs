@@ -20,12 +20,13 @@ pub use worldline_case::{
     parallel, partition, path, prices, project, shown, time, world,
 };
 pub use worldline_engine::{
-    agent_file, export, fork, fuzz, grade, index, mediate, native, ops, regress, replay, retention,
-    run, sandbox, store, suite, traceback, validate, verify,
+    agent_file, export, fork, fuzz, grade, index, native, ops, regress, replay, retention, run,
+    store, suite, traceback, validate, verify,
 };
 pub use worldline_log::{log, object_codec, redact};
 pub use worldline_otel as otel;
 pub use worldline_pgstore as pgstore;
 pub use worldline_protocol as protocol;
 pub use worldline_report as report;
+pub use worldline_runtime::{mediate, sandbox};
 pub use worldline_ui as ui;

@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn a_user_turn_a_fork_answered_says_so_not_null() {
         let e = Event {
-            call: worldline_engine::mediate::conversation::SAY.into(),
+            call: worldline_log::log::call::Kind::UserSay.name().into(),
             effect: Effect::Read,
             fuel: 0,
             hash: String::new(),

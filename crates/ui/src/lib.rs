@@ -35,10 +35,10 @@ use axum::routing::{get, post};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::sync::{Arc, OnceLock};
-use worldline_engine::sandbox::Sandbox;
 use worldline_engine::store::StoreDir;
 use worldline_log::redact::Redactor;
 use worldline_pgstore::roles::Role;
+use worldline_runtime::sandbox::Sandbox;
 
 /// Which page the printed URL opens.
 pub enum Start {

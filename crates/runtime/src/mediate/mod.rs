@@ -491,7 +491,7 @@ impl RunState {
     /// The state of a run whose calls come from outside a guest (a native
     /// agent's transports, `validate`'s scripted agents): no guest memory
     /// to limit, no resources held yet.
-    pub(crate) fn outside_sandbox(med: Mediator) -> Self {
+    pub fn outside_sandbox(med: Mediator) -> Self {
         RunState {
             med,
             table: ResourceTable::new(),
