@@ -36,6 +36,7 @@ mod serve_cmd;
 mod test_cmd;
 mod ui_cmd;
 mod validate_cmd;
+mod warnings;
 
 use crate::error::{ExitCode, exit_code_of};
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -286,6 +287,7 @@ fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
 
 /// Run the CLI and return the process exit code.
 pub fn main() -> i32 {
+    warnings::to_stderr();
     // Known before parsing, so that even a usage error answers in JSON.
     let json = std::env::args_os().any(|a| a == "--json");
     let commands: Vec<String> = Cli::command()

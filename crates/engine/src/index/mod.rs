@@ -164,7 +164,8 @@ impl Index {
     }
 
     /// Open the index and read from it with `f`. An index that a read finds
-    /// damaged is rebuilt from the bundles (a note on stderr says so) and
+    /// damaged is rebuilt from the bundles (a note says so, through the
+    /// `log` facade the CLI prints) and
     /// read again.
     pub fn read<T>(store: &StoreDir, f: impl Fn(&Index) -> Result<T>) -> Result<(T, Sync)> {
         let (index, sync) = Index::open(store)?;
@@ -173,7 +174,7 @@ impl Index {
             other => return other.map(|t| (t, sync)),
         };
         drop(index);
-        eprintln!("note: the run index is damaged ({e:#}); rebuilding it from the bundles");
+        ::log::info!("the run index is damaged ({e:#}); rebuilding it from the bundles");
         discard(store)?;
         let (index, mut sync) = Index::open(store)?;
         sync.rebuilt = true;

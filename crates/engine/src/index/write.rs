@@ -94,8 +94,8 @@ fn save(store: &StoreDir, run_id: &str, row: std::io::Result<Row>) {
         .map_err(anyhow::Error::from)
         .and_then(|r| save_row(store, &r));
     if let Err(e) = result {
-        eprintln!(
-            "warning: the run index was not updated for {run_id} ({e:#}); the next `worldline runs` repairs it"
+        ::log::warn!(
+            "the run index was not updated for {run_id} ({e:#}); the next `worldline runs` repairs it"
         );
     }
 }

@@ -190,7 +190,7 @@ fn serve_and_run(handle: &Handle, case: &Case, exec: &Exec) -> Result<Exit> {
             });
             if let Err(e) = served {
                 // The process then finds no server and fails as it would.
-                eprintln!("warning: the run's server did not start: {e}");
+                ::log::warn!("the run's server did not start: {e}");
             }
         }
         worker

@@ -1,5 +1,5 @@
 //! Detectors of personal data and secrets in text: e-mail addresses, phone
-//! numbers, payment cards (Luhn checksum), IBANs (ISO 13616 mod-97 check),
+//! numbers, payment cards (an issuer's prefix and the Luhn checksum), IBANs (ISO 13616 mod-97 check),
 //! API-key-like tokens, and custom regular expressions. Each finds spans;
 //! the redactor replaces them with placeholders.
 
@@ -93,6 +93,30 @@ pub fn iban_ok(text: &str) -> bool {
     rem == 1
 }
 
+/// A payment card: its number starts as a card network issues them and
+/// its Luhn checksum holds. The prefix keeps other long digit runs that
+/// happen to pass the checksum (one in ten does), such as a run id's
+/// date and time (`20261128132556-…`), from being taken for cards.
+fn card_ok(s: &str) -> bool {
+    let d = digits(s);
+    let prefix = |n: usize| d.iter().take(n).fold(0, |acc, x| acc * 10 + x);
+    // Visa 4; Mastercard 50-55 (with Maestro 56-59) and 2221-2720; Amex
+    // 34 and 37; Diners 300-305, 36, 38 and 39; JCB 3528-3589; Discover,
+    // UnionPay, Maestro and RuPay 6.
+    let issued = match d.first() {
+        Some(4 | 6) => true,
+        Some(5) => (50..=59).contains(&prefix(2)),
+        Some(2) => (2221..=2720).contains(&prefix(4)),
+        Some(3) => {
+            matches!(prefix(2), 34 | 36..=39)
+                || (300..=305).contains(&prefix(3))
+                || (3528..=3589).contains(&prefix(4))
+        }
+        _ => false,
+    };
+    issued && luhn(s)
+}
+
 fn phone_ok(s: &str) -> bool {
     let n = digits(s).len();
     (if s.starts_with('+') { 8..=15 } else { 10..=10 }).contains(&n)
@@ -127,7 +151,7 @@ impl Detector {
         Some(match name {
             "email" => made(&EMAIL, always),
             "phone" => made(&PHONE, phone_ok),
-            "card" => made(&CARD, luhn),
+            "card" => made(&CARD, card_ok),
             "iban" => made(&IBAN, iban_ok),
             "api_key" => made(&API_KEY, api_key_ok),
             _ => return None,
@@ -219,6 +243,16 @@ mod tests {
             "bad checksum"
         );
         assert!(luhn("378282246310005"));
+        assert_eq!(found("card", "amex 378282246310005"), ["378282246310005"]);
+    }
+
+    #[test]
+    fn a_run_ids_date_and_time_is_not_a_card_though_its_checksum_holds() {
+        assert!(luhn("20261128132556"), "the digits pass the checksum");
+        assert!(
+            found("card", "run 20261128132556-0afb817e passed").is_empty(),
+            "no network issues cards starting 2026"
+        );
     }
 
     #[test]

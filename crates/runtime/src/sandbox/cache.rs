@@ -84,8 +84,8 @@ impl CompileCache {
             .ok()
             .is_some_and(|bytes| self.sum(sha256, &bytes) == check.sum);
         if !intact {
-            eprintln!(
-                "warning: the compiled code cached in {} is damaged (its checksum does not match); compiling the agent again",
+            ::log::warn!(
+                "the compiled code cached in {} is damaged (its checksum does not match); compiling the agent again",
                 path.display()
             );
             self.remove(sha256);
@@ -111,7 +111,8 @@ impl CompileCache {
     /// the entry, each written atomically, so an entry never appears
     /// without its checksum. Temporary files that killed writers left are
     /// swept. A cache that cannot be written is not an error (the agent
-    /// is compiled again next time); it is reported once on stderr.
+    /// is compiled again next time); it is reported once as a warning (the `log` facade, which the
+    /// CLI prints on stderr).
     pub fn store(&self, sha256: &str, compiled: &[u8]) {
         let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
             crate::durable::sweep(&self.dir);
@@ -120,8 +121,8 @@ impl CompileCache {
             crate::durable::write(&self.entry(sha256), compiled)
         });
         if let Err(e) = written {
-            eprintln!(
-                "warning: cannot write the compile cache in {}: {e}; the agent will be compiled again next time",
+            ::log::warn!(
+                "cannot write the compile cache in {}: {e}; the agent will be compiled again next time",
                 self.dir.display()
             );
         }
