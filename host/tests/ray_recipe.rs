@@ -3,7 +3,8 @@
 //! `tests/training/ray_cluster.py`) with the pinned `ray` package
 //! (tests/ray-python.sh): a 200-rollout suite into one PostgreSQL store,
 //! every rollout seen by `runs` and `merge --suite`, and every process the
-//! cluster started gone afterwards, also when the test fails.
+//! cluster started gone afterwards, also when the test fails; a folder
+//! store refused before any cluster is reached.
 
 use crate::common::*;
 use serde_json::Value;
@@ -246,4 +247,24 @@ fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
     let stored: std::collections::BTreeSet<&str> =
         runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
     assert_eq!(ids, stored, "the merged report names every stored run");
+}
+
+#[test]
+fn the_ray_recipe_refuses_a_folder_store_before_reaching_a_cluster() {
+    let dir = temp_dir();
+    let out = Command::new(ray_python())
+        .args(["-m", "worldline_ray", "--cases"])
+        .arg(dir.path())
+        .args(["--rollouts", "2", "--address", "127.0.0.1:1", "--store"])
+        .arg(dir.path().join("store"))
+        .env("PYTHONPATH", workspace_root().join("contrib/ray"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("running the recipe");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--store must be a PostgreSQL store (postgres://...)"),
+        "{err}"
+    );
 }
