@@ -1,7 +1,7 @@
 """A local multi-node Ray cluster for the test of the Ray recipe
 (contrib/ray/worldline_ray.py): NODES nodes of one CPU each, started with
-Ray's own `ray.cluster_utils.Cluster` on loopback only, under TEMP (Ray's
-session folder, so the test can tell its processes from any other Ray's).
+Ray's own `ray.cluster_utils.Cluster` on loopback only, writing only under
+TEMP (Ray's session folders and its address file).
 It runs COMMAND with `{address}` replaced by the cluster's address, prints
 its output, and shuts every node down, also when the command fails or this
 process is told to stop (SIGTERM, SIGINT); run as the leader of a session
@@ -29,6 +29,10 @@ def stop(signum, _frame):
 
 def main():
     nodes, temp, command = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    # Every node's session folder and Ray's address file under TEMP, none
+    # in the machine's /tmp/ray.
+    os.environ["RAY_TMPDIR"] = temp
+    os.makedirs(os.path.join(temp, "ray"), exist_ok=True)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     common = {"num_cpus": 1, "object_store_memory": 80 << 20}
@@ -37,7 +41,7 @@ def main():
     try:
         cluster = Cluster(
             initialize_head=True,
-            head_node_args={**common, "include_dashboard": False, "temp_dir": temp},
+            head_node_args={**common, "include_dashboard": False},
         )
         for _ in range(nodes - 1):
             cluster.add_node(**common)
