@@ -59,7 +59,9 @@ def run_command(cmd, what):
     try:
         out = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True)
     except OSError as e:
-        raise RecipeError(f"{what} could not start {cmd[0]} ({e}): install worldline on every node or pass --worldline PATH") from e
+        raise RecipeError(
+            f"{what} could not start {cmd[0]} ({e}): install worldline on every node or pass --worldline PATH"
+        ) from e
     if out.returncode not in (0, 1):
         tail = out.stderr.decode("utf-8", "replace")[-STDERR_TAIL:]
         raise RecipeError(f"{what} exited {out.returncode}: {shown(cmd)}\n{tail}")
@@ -112,13 +114,16 @@ def fan_out(args):
     try:
         ray.init(address=args.address, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as e:
-        raise RecipeError(f"cannot reach the Ray cluster at {args.address} ({e}): start one (`ray start --head`) or pass its address") from e
+        raise RecipeError(
+            f"cannot reach the Ray cluster at {args.address} ({e}): start one (`ray start --head`) or pass its address"
+        ) from e
     try:
         shards = args.shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
         # No retries: a shard run twice would store its runs twice.
         task = ray.remote(num_cpus=args.cpus_per_shard, max_retries=0)(run_shard)
         start = time.monotonic()
-        pending = [task.options(scheduling_strategy="SPREAD").remote(args, i, shards) for i in range(1, shards + 1)]
+        spread = task.options(scheduling_strategy="SPREAD")
+        pending = [spread.remote(args, i, shards) for i in range(1, shards + 1)]
         try:
             results = ray.get(pending)
         except ray.exceptions.RayTaskError as e:
@@ -146,7 +151,7 @@ def parse_args(argv):
     p.add_argument("--address", required=True, help="the Ray cluster (HOST:PORT, or auto)")
     p.add_argument("--store", required=True, help="the shared store: postgres://...")
     p.add_argument("--suite-id", help="the id the shards' reports are kept under (default: worldline's, from the selection)")
-    p.add_argument("--agent", help="the agent component (default: the project file's)")
+    p.add_argument("--agent", help="the agent component, at this path on every node")
     p.add_argument("--worlds", help="the worlds folder")
     p.add_argument("--shards", type=int, default=0, help="Ray tasks (default: the cluster's CPUs)")
     p.add_argument("--cpus-per-shard", type=float, default=1.0, help="CPUs a shard's task holds (default 1)")
@@ -157,6 +162,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.rollouts < 1:
         p.error("--rollouts must be at least 1")
+    if args.jobs < 1:
+        p.error("--jobs must be at least 1")
     if args.shards < 0:
         p.error("--shards must be at least 1 (or 0 for the cluster's CPUs)")
     if not args.store.startswith(("postgres://", "postgresql://")):
