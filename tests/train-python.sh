@@ -1,9 +1,8 @@
 # Sourced by tests/run: a virtual environment under the build folder ($1,
 # e.g. target/) holding the pinned Python packages the training tests check
 # worldline's output with: `atif` (Harbor's ATIF v1.8 trajectory models,
-# which validate `export --format atif`). `openenv-core` and `ray` join it
-# with the tests of `worldline serve` and the Ray recipe, not before: ray
-# alone costs minutes on a fresh machine.
+# which validate `export --format atif`). `openenv-core` and `ray` have
+# venvs of their own (tests/openenv-python.sh, tests/ray-python.sh).
 # Installed once and found again by later runs (a stamp names what it
 # holds). Exports WORLDLINE_TRAIN_PYTHON, its interpreter.
 . "$(dirname "${BASH_SOURCE[0]}")/venv.sh"

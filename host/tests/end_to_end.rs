@@ -44,6 +44,7 @@ mod properties_reports;
 mod python;
 mod python_http;
 mod python_sdks;
+mod ray_recipe;
 mod redact;
 mod regress;
 mod replay;

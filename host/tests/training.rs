@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The training tests' Python: a venv with atif, openenv-core and ray.
+/// The training tests' Python: a venv with the pinned atif package.
 fn train_python() -> PathBuf {
     let python = std::env::var_os("WORLDLINE_TRAIN_PYTHON")
         .map(PathBuf::from)

@@ -1,0 +1,193 @@
+"""Rollouts on Ray: a suite's rollouts fanned out over a Ray cluster.
+
+Each Ray task runs one shard of the suite with the `worldline` binary
+(`worldline test CASES --partition count:i/n --repeat N --store
+postgres://...`), writing every run into one shared PostgreSQL store; the
+store keeps each shard's report under the suite id, and the driver merges
+them with `worldline merge --suite ID` (docs/decisions/0357). The cases,
+the agent, the worlds and the binary must be at the same paths on every
+node (one image or a shared volume), as in a CI matrix.
+
+    python -m worldline_ray --cases cases/ --rollouts 8 --address HOST:6379 \
+        --store postgres://... --agent agent.wasm --json
+
+Needs only the standard library and `ray`.
+"""
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+
+# What a shard's report may hold before it is refused (a report is a few
+# hundred bytes a case): read whole, a larger one would be a runaway.
+REPORT_CAP = 64 << 20
+# The tail of a failing command's stderr shown in the error.
+STDERR_TAIL = 4000
+
+
+class RecipeError(Exception):
+    """A failure the recipe reports with what to do, exit 2."""
+
+
+def shard_command(args, index, shards):
+    """The `worldline test` command of shard `index` (1-based) of `shards`."""
+    cmd = [args.worldline, "test", *args.cases, "--store", args.store]
+    cmd += ["--partition", f"count:{index}/{shards}"]
+    if args.suite_id:
+        cmd += ["--suite-id", args.suite_id]
+    cmd += ["--repeat", str(args.rollouts), "--jobs", str(args.jobs), "--json"]
+    if args.agent:
+        cmd += ["--agent", args.agent]
+    if args.worlds:
+        cmd += ["--worlds", args.worlds]
+    for kv in args.model_set:
+        cmd += ["--model-set", kv]
+    return cmd
+
+
+def shown(cmd):
+    """`cmd` as a line to print: a password in an address left out."""
+    return " ".join(re.sub(r"^(postgres(?:ql)?://[^:@/]*):[^@/]*@", r"\1@", a) for a in cmd)
+
+
+def run_command(cmd, what):
+    """Run `cmd`: its exit code and parsed JSON stdout; exit 0 and 1 (a
+    graded failure) are results, anything else a RecipeError."""
+    try:
+        out = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True)
+    except OSError as e:
+        raise RecipeError(
+            f"{what} could not start {cmd[0]} ({e}): install worldline on every node or pass --worldline PATH"
+        ) from e
+    if out.returncode not in (0, 1):
+        tail = out.stderr.decode("utf-8", "replace")[-STDERR_TAIL:]
+        raise RecipeError(f"{what} exited {out.returncode}: {shown(cmd)}\n{tail}")
+    if len(out.stdout) > REPORT_CAP:
+        raise RecipeError(f"{what} printed more than {REPORT_CAP} bytes of JSON")
+    try:
+        return out.returncode, json.loads(out.stdout)
+    except ValueError as e:
+        raise RecipeError(f"{what} printed no JSON report ({e}): {shown(cmd)}") from e
+
+
+def run_shard(args, index, shards):
+    """One Ray task: shard `index`; the node it ran on and the suite id its
+    report is kept under (the counts are the merged report's)."""
+    import ray
+
+    _, report = run_command(shard_command(args, index, shards), f"shard {index}/{shards}")
+    # worldline's own default: the start of the selection's hash, which
+    # every shard of one selection shares.
+    suite = args.suite_id or report.get("shard", {}).get("selection", "")[:12]
+    return {"suite_id": suite, "node": ray.get_runtime_context().get_node_id()}
+
+
+def summary_of(merged, shard_results, wall_s):
+    """The recipe's summary from the merged report and the shards."""
+    cases = merged.get("cases", [])
+    rollouts = sum(c.get("runs", 1) for c in cases)
+    passed = sum(c.get("passes", 1 if c.get("passed") else 0) for c in cases)
+    return {
+        "suite_id": merged.get("suite_id"),
+        "cases": len(cases),
+        "rollouts": rollouts,
+        "passed": passed,
+        "failed": rollouts - passed,
+        "cases_passed": merged.get("passed"),
+        "cases_failed": merged.get("failed"),
+        "shards": len(shard_results),
+        "nodes": len({r["node"] for r in shard_results}),
+        "wall_s": round(wall_s, 3),
+        "rollouts_per_s": round(rollouts / wall_s, 2) if wall_s > 0 else None,
+        "pass_at_k": merged.get("pass_at_k"),
+        "pass_k": merged.get("pass_k"),
+    }
+
+
+def fan_out(args):
+    """Run the suite's shards as Ray tasks, then merge them from the store."""
+    import ray
+
+    try:
+        ray.init(address=args.address, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise RecipeError(
+            f"cannot reach the Ray cluster at {args.address} ({e}): start one (`ray start --head`) or pass its address"
+        ) from e
+    try:
+        shards = args.shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        # No retries: a shard run twice would store its runs twice.
+        task = ray.remote(num_cpus=args.cpus_per_shard, max_retries=0)(run_shard)
+        start = time.monotonic()
+        spread = task.options(scheduling_strategy="SPREAD")
+        pending = [spread.remote(args, i, shards) for i in range(1, shards + 1)]
+        try:
+            results = ray.get(pending)
+        except ray.exceptions.RayTaskError as e:
+            cause = e.cause if isinstance(getattr(e, "cause", None), RecipeError) else e
+            raise RecipeError(str(cause)) from e
+        suites = sorted({r["suite_id"] for r in results})
+        if len(suites) != 1 or not suites[0]:
+            raise RecipeError(f"the shards kept their reports under different suite ids: {suites}")
+        merge = [args.worldline, "merge", "--suite", suites[0], "--store", args.store, "--json"]
+        _, merged = run_command(merge, "worldline merge")
+        wall = time.monotonic() - start
+    finally:
+        ray.shutdown()
+    merged["suite_id"] = suites[0]
+    return summary_of(merged, results, wall)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="python -m worldline_ray",
+        description="Fan a worldline suite's rollouts out over a Ray cluster into one PostgreSQL store.",
+    )
+    p.add_argument("--cases", action="append", required=True, metavar="DIR", help="case files or folders (repeatable)")
+    p.add_argument("--rollouts", type=int, required=True, metavar="N", help="rollouts per case (test --repeat N)")
+    p.add_argument("--address", required=True, help="the Ray cluster (HOST:PORT, or auto)")
+    p.add_argument("--store", required=True, help="the shared store: postgres://...")
+    p.add_argument("--suite-id", help="the id the shards' reports are kept under (default: worldline's, from the selection)")
+    p.add_argument("--agent", help="the agent component, at this path on every node")
+    p.add_argument("--worlds", help="the worlds folder")
+    p.add_argument("--shards", type=int, default=0, help="Ray tasks (default: the cluster's CPUs)")
+    p.add_argument("--cpus-per-shard", type=float, default=1.0, help="CPUs a shard's task holds (default 1)")
+    p.add_argument("--jobs", type=int, default=1, help="runs at once inside a shard (test --jobs)")
+    p.add_argument("--model-set", action="append", default=[], metavar="K=V", help="the model endpoint's settings (test --model-set)")
+    p.add_argument("--worldline", default="worldline", help="the worldline binary on every node (default: on PATH)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON document")
+    args = p.parse_args(argv)
+    if args.rollouts < 1:
+        p.error("--rollouts must be at least 1")
+    if args.jobs < 1:
+        p.error("--jobs must be at least 1")
+    if args.shards < 0:
+        p.error("--shards must be at least 1 (or 0 for the cluster's CPUs)")
+    if not args.store.startswith(("postgres://", "postgresql://")):
+        p.error("--store must be a PostgreSQL store (postgres://...): every node writes into it")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        summary = fan_out(args)
+    except RecipeError as e:
+        print(f"worldline_ray: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        print(
+            f"{summary['rollouts']} rollouts of {summary['cases']} cases on {summary['nodes']} node(s), "
+            f"{summary['shards']} shard(s): {summary['passed']} passed, {summary['failed']} failed; "
+            f"{summary['wall_s']} s, {summary['rollouts_per_s']} rollouts/s (suite {summary['suite_id']})"
+        )
+    return 1 if summary["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+//! The Ray recipe (`contrib/ray/worldline_ray.py`) on a local three-node
+//! Ray cluster (Ray's own `ray.cluster_utils.Cluster`, on loopback,
+//! `tests/training/ray_cluster.py`) with the pinned `ray` package
+//! (tests/ray-python.sh): a 200-rollout suite into one PostgreSQL store,
+//! every rollout seen by `runs` and `merge --suite`, and every process the
+//! cluster started gone afterwards, also when the test fails; a folder
+//! store refused before any cluster is reached.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Cases and rollouts per case: 200 rollouts, 40 of them failing.
+const CASES: usize = 20;
+const FAILING: usize = 4;
+const ROLLOUTS: usize = 10;
+
+/// The Ray tests' Python: a venv with the pinned `ray`.
+fn ray_python() -> PathBuf {
+    let python = std::env::var_os("WORLDLINE_RAY_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/ray-python/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: the Ray recipe's test runs the pinned ray package.\n\
+         Run `. tests/ray-python.sh && ensure_ray_python target` (tests/run does) and test again.",
+        python.display()
+    );
+    python
+}
+
+/// The processes of session `sid` (the cluster's harness and everything it
+/// started, Ray's raylets, GCS and workers among them): their ids.
+fn session_members(sid: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // Fields after the command's closing parenthesis: state, ppid,
+        // pgrp, session.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() != Some(&"Z") && fields.get(3) == Some(&sid.to_string().as_str()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The cluster's harness, started in a session of its own; dropping it
+/// kills whatever of that session is left (a failed test leaves nothing).
+struct Harness {
+    child: Child,
+}
+
+impl Harness {
+    fn sid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for pid in session_members(self.sid()) {
+            // SAFETY: kill(2) on a process of the session this test started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+/// `n` cases in `dir/cases`, the first `failing` of them graded failed.
+fn suite(dir: &Path, n: usize, failing: usize) -> PathBuf {
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for i in 0..n {
+        let mut text = DEMO_PASSES.replace("seed = 3", &format!("seed = {i}"));
+        if i < failing {
+            text = text.replace(r#"equals = "open""#, r#"equals = "closed""#);
+        }
+        write_case(&cases, &format!("c{i:03}"), &text);
+    }
+    cases
+}
+
+#[test]
+fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
+    let python = ray_python();
+    let store = pg::cluster().fresh_store();
+    let dir = temp_dir();
+    let cases = suite(dir.path(), CASES, FAILING);
+    let agent = guest("caller-agent");
+    // Ray's session folder: a short path (its sockets live there).
+    let temp = tempfile::Builder::new()
+        .prefix("wlray-")
+        .tempdir_in("/tmp")
+        .unwrap();
+
+    let mut harness = Command::new(&python);
+    harness
+        .arg(tests_dir().join("training/ray_cluster.py"))
+        .arg("3")
+        .arg(temp.path())
+        .arg(&python)
+        .args(["-m", "worldline_ray", "--cases"])
+        .arg(&cases)
+        .args([
+            "--rollouts",
+            &ROLLOUTS.to_string(),
+            "--address",
+            "{address}",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .arg("--agent")
+        .arg(&agent)
+        .arg("--worlds")
+        .arg(worlds_dir())
+        .arg("--worldline")
+        .arg(env!("CARGO_BIN_EXE_worldline"))
+        .arg("--json")
+        .env("PYTHONPATH", workspace_root().join("contrib/ray"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setsid(2) only, between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        harness.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut harness = Harness {
+        child: harness.spawn().expect("starting the Ray cluster's harness"),
+    };
+    let (stdout, stderr) = (harness.child.stdout.take(), harness.child.stderr.take());
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout.unwrap()).unwrap());
+    let err = std::thread::spawn(move || std::io::read_to_string(stderr.unwrap()).unwrap());
+    let limit = Duration::from_secs(180);
+    let status = loop {
+        if let Some(status) = harness.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "the Ray recipe did not finish in {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+    let said = format!("exit {status}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    eprintln!(
+        "the Ray recipe, cluster start and stop included: {:?}",
+        started.elapsed()
+    );
+
+    // Every process the cluster started has ended (raylets, GCS, workers).
+    let gone = Instant::now();
+    while !session_members(harness.sid()).is_empty() {
+        assert!(
+            gone.elapsed() < Duration::from_secs(20),
+            "Ray processes outlived their cluster: {:?}\n{said}",
+            session_members(harness.sid())
+                .iter()
+                .map(
+                    |pid| std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                        .unwrap_or_default()
+                        .replace('\0', " ")
+                )
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Exit 1: some rollouts failed, as four cases must.
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(
+        !said.contains(pg::PASSWORD),
+        "the password was printed: {said}"
+    );
+    // The recipe's summary is the last line (Ray may print before it).
+    let last = stdout.lines().last().unwrap_or_default();
+    let summary: Value = serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("the summary is not JSON ({e}): {said}"));
+    let total = CASES * ROLLOUTS;
+    let failed = FAILING * ROLLOUTS;
+    assert_eq!(summary["rollouts"], total, "{said}");
+    assert_eq!(summary["passed"], total - failed, "{said}");
+    assert_eq!(summary["failed"], failed, "{said}");
+    assert_eq!(summary["cases"], CASES, "{said}");
+    assert_eq!(summary["shards"], 3, "{said}");
+    // Three tasks of one CPU on three nodes of one CPU run one a node,
+    // unless a shard ends before a slow node's worker starts (under load):
+    // more than one node is what the test needs to show.
+    let nodes = summary["nodes"].as_u64().unwrap();
+    assert!(
+        (2..=3).contains(&nodes),
+        "the shards ran on {nodes} node(s): {said}"
+    );
+    assert!(summary["rollouts_per_s"].as_f64().unwrap() > 0.0, "{said}");
+    eprintln!("the Ray recipe's summary: {summary}");
+
+    // The store saw every rollout, with its verdict.
+    let runs = worldline(&store, ["runs", "--limit", "1000", "--json"]);
+    runs.expect_code(0);
+    let runs = runs.json().as_array().unwrap().clone();
+    assert_eq!(runs.len(), total, "every rollout is a run in the store");
+    let outcome = |o: &str| runs.iter().filter(|r| r["outcome"] == o).count();
+    assert_eq!(outcome("failed"), failed);
+    assert_eq!(outcome("passed"), total - failed);
+    for r in &runs {
+        let case = r["case"].as_str().unwrap();
+        let index: usize = case.trim_start_matches('c').parse().unwrap();
+        let want = if index < FAILING { "failed" } else { "passed" };
+        assert_eq!(r["outcome"], want, "the verdict of {case}: {r}");
+    }
+
+    // `merge --suite` combines the three shards the store kept.
+    let suite_id = summary["suite_id"].as_str().unwrap();
+    // Unredacted (the test's role is the store's owner): the redacted form
+    // shows a run id whose date and time pass the Luhn check as a card
+    // number.
+    let merged = worldline(
+        &store,
+        ["merge", "--suite", suite_id, "--unredacted", "--json"],
+    );
+    merged.expect_code(1);
+    let merged = merged.json();
+    assert_eq!(merged["passed"], CASES - FAILING, "{merged}");
+    assert_eq!(merged["failed"], FAILING, "{merged}");
+    let cases = merged["cases"].as_array().unwrap();
+    let rollouts: u64 = cases.iter().map(|c| c["runs"].as_u64().unwrap()).sum();
+    assert_eq!(rollouts as usize, total, "{merged}");
+    let ids: std::collections::BTreeSet<&str> = cases
+        .iter()
+        .flat_map(|c| c["run_ids"].as_array().unwrap())
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    let stored: std::collections::BTreeSet<&str> =
+        runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, stored, "the merged report names every stored run");
+}
+
+#[test]
+fn the_ray_recipe_refuses_a_folder_store_before_reaching_a_cluster() {
+    let dir = temp_dir();
+    let out = Command::new(ray_python())
+        .args(["-m", "worldline_ray", "--cases"])
+        .arg(dir.path())
+        .args(["--rollouts", "2", "--address", "127.0.0.1:1", "--store"])
+        .arg(dir.path().join("store"))
+        .env("PYTHONPATH", workspace_root().join("contrib/ray"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("running the recipe");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--store must be a PostgreSQL store (postgres://...)"),
+        "{err}"
+    );
+}
