@@ -3,10 +3,12 @@
 //! scripted user's rule before it answers, each call its own
 //! `worldline:user/tools.call` event; hidden from the agent, graded by the
 //! final state and by gold calls, failed by `[fuzz.user] tool_errors`,
-//! forked like a tool call, replayed `identical`, shown by `history`.
+//! forked like a tool call, replayed `identical`, shown by `history` and
+//! the UI's conversation page.
 
 use crate::common;
 
+use crate::ui_support::Server;
 use common::{CliOutput, guest, read_bundle, temp_dir, wl, write_case};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -152,6 +154,21 @@ fn the_users_tools_are_called_by_its_rule_recorded_graded_replayed_and_hidden_fr
             .contains("user calls toggle_airplane_mode({\"id\":\"phone\",\"on\":false})"),
         "{history}"
     );
+    // The UI's conversation page shows the user's calls with their results.
+    let ui = Server::start(&store, &[]);
+    let page = ui.get(&format!("/run/{}", out.json()["run_id"].as_str().unwrap()));
+    let conv = &page.body[page
+        .body
+        .find("id=\"conversation\"")
+        .expect("a conversation")..];
+    let (checks, toggles, reply) = (
+        conv.find("user calls check_status_bar")
+            .expect("the user's first call"),
+        conv.find("user calls toggle_airplane_mode")
+            .expect("the user's second call"),
+        conv.find("Done, it is off now.").expect("the reply"),
+    );
+    assert!(checks < toggles && toggles < reply, "{conv}");
     // `validate`: the oracle makes the gold call of the user's tool as the
     // user's, and passes; doing nothing leaves the phone in airplane mode.
     let v = wl(
