@@ -59,6 +59,7 @@ mod suite;
 mod training;
 mod ui;
 mod ui_browser;
+mod user_tools;
 mod validate;
 mod vocabulary;
 

@@ -1,6 +1,7 @@
 //! `validate`: a case checked without any agent. Three scripted agents run
 //! in process through the same mediator, grader and gold state a real run
-//! has: the oracle (the case's `[[expect.gold]]` calls in order, then an
+//! has: the oracle (the case's `[[expect.gold]]` calls in order, a call of the
+//! user's own tools made as the user's, then an
 //! answer made from the case's own output and conversation checks), a
 //! do-nothing agent (no call, no answer) and one that answers the empty
 //! string. The oracle must pass, the other two must fail, the oracle's
@@ -283,8 +284,17 @@ fn scripted(sandbox: &Sandbox, case: &Case, script: &Script) -> Result<Outcome> 
     let mut state = RunState::outside_sandbox(begun.med);
     let mut ended = None;
     for (tool, args) in &script.calls {
-        let args = canon::to_string(&Value::Object(args.clone()));
-        if let Err(e) = tools::Host::call(&mut state, tool.clone(), args) {
+        // A gold call of the user's own tools is made as the user's call
+        // (the oracle plays the user's part of the gold too).
+        let made = if case.world.user_tool(tool).is_some() {
+            state
+                .user_tool_call(tool, &Value::Object(args.clone()))
+                .map(drop)
+        } else {
+            let args = canon::to_string(&Value::Object(args.clone()));
+            tools::Host::call(&mut state, tool.clone(), args).map(drop)
+        };
+        if let Err(e) = made {
             ended = Some(run::classify(&e, "")?);
             break;
         }

@@ -12,8 +12,8 @@
 
 use serde_json::Value;
 use worldline_case::canon;
-use worldline_log::log::Event;
 use worldline_log::log::call::{Call, CallError};
+use worldline_log::log::{Event, Kind};
 
 /// How much of each value an event's summary keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,14 +86,20 @@ pub fn summary_cut(e: &Event, how: Cut) -> String {
     let short = |v: &Value, max: usize| cut(v, how.limit(max));
     let failed = |err: &CallError| format!("{}: {}", err.kind, short(err.message(), 50));
     match e.typed() {
-        Call::ToolsCall { request, response } => {
+        Call::ToolsCall { request, response } | Call::UserToolsCall { request, response } => {
             let answer = match (&response.ok, &response.error) {
                 (_, Some(err)) => failed(err),
                 (Some(ok), _) => short(ok, 60),
                 _ => short(&e.response, 60),
             };
+            // The user's own tools are marked as the user's.
+            let side = if Kind::of(&e.call) == Some(Kind::UserToolsCall) {
+                "user calls "
+            } else {
+                ""
+            };
             format!(
-                "{}({}) -> {answer}",
+                "{side}{}({}) -> {answer}",
                 request.name,
                 short(request.args(), 50)
             )

@@ -1,5 +1,5 @@
 //! The run's calls on the virtual clock: every tool call, model call, user
-//! turn and approval as a bar from the moment the agent made it (the
+//! turn (and the user's own tool call) and approval as a bar from the moment the agent made it (the
 //! previous event's time) to the moment it was answered, so where the
 //! run's time went shows at a glance. Times are virtual: the same on every
 //! replay.
@@ -51,7 +51,7 @@ pub fn kind_of(e: &Event) -> Option<&'static str> {
     match Kind::of(&e.call)? {
         Kind::ToolsCall => Some("tool"),
         Kind::ModelComplete => Some("model"),
-        Kind::UserSay => Some("user"),
+        Kind::UserSay | Kind::UserToolsCall => Some("user"),
         Kind::ApprovalRequest => Some("approval"),
         _ => None,
     }
@@ -67,6 +67,7 @@ fn label(e: &Event) -> String {
             .to_string(),
         Call::ApprovalRequest { request, .. } => request.kind.as_str().unwrap_or("?").to_string(),
         Call::UserSay { .. } => "turn".into(),
+        Call::UserToolsCall { request, .. } => request.name,
         _ => "?".into(),
     }
 }

@@ -1,5 +1,6 @@
 //! A run as a conversation: the messages each model call added, the
-//! model's answer, the agent's turns with the user and the approvals, in
+//! model's answer, the agent's turns with the user (and the user's calls
+//! of their own tools) and the approvals, in
 //! the order they happened. Each tool call shows once: in the answer that
 //! asked for it (linked to its event), its result below as a tool message;
 //! the answer is not repeated when the next request carries it back.
@@ -12,7 +13,9 @@ use serde_json::Value;
 use std::ops::Range;
 use worldline_case::canon;
 use worldline_log::log::event::By;
-use worldline_log::log::payload::{ApprovalAsk, Decision, ModelAnswer, ModelRequest, Said, Turn};
+use worldline_log::log::payload::{
+    Answer, ApprovalAsk, Decision, ModelAnswer, ModelRequest, Said, ToolRequest, Turn,
+};
 use worldline_log::log::{Call, Event};
 
 fn text_of(content: &Value) -> String {
@@ -127,6 +130,20 @@ fn user_turn(id: &str, e: &Event, said: &Said, turn: &Turn) -> Markup {
     }
 }
 
+/// A call the user made of their own tool (the device), before answering.
+fn user_tool(id: &str, e: &Event, request: &ToolRequest, answer: &Answer) -> Markup {
+    html! {
+        div.msg.user {
+            b { "user calls " (request.name) } " " (link(id, e.seq)) " "
+            span.mono { (text_of(request.args())) } " → "
+            @match &answer.error {
+                Some(err) => { span.badge.bad { (err.kind) } " " (text_of(err.message())) }
+                None => { (rows_or_json(answer.ok.as_ref().unwrap_or(&Value::Null))) }
+            }
+        }
+    }
+}
+
 fn approval(id: &str, e: &Event, ask: &ApprovalAsk, decision: &Decision) -> Markup {
     html! {
         div.msg.approval {
@@ -161,6 +178,7 @@ pub fn section(id: &str, events: &[Event], range: Range<usize>) -> Markup {
                 &mut previous,
             ),
             Call::UserSay { request, response } => user_turn(id, e, &request, &response),
+            Call::UserToolsCall { request, response } => user_tool(id, e, &request, &response),
             Call::ApprovalRequest { request, response } => approval(id, e, &request, &response),
             // A model call, turn or approval whose shape this host does not
             // know (a newer host's, or a hand-edited bundle): shown raw.

@@ -202,6 +202,9 @@ pub struct ProfileToml {
 pub const USER_TURN: &str = "user.say";
 /// The pseudo-tool approval requests are counted and scheduled under.
 pub const APPROVAL: &str = "approval.request";
+/// The pseudo-tool the user's calls of their own tools (`[[user_tools]]`)
+/// are counted and scheduled under.
+pub const USER_TOOL: &str = "user.tools";
 
 /// Another line instead of the user's own, with a probability.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -227,6 +230,14 @@ pub struct UserFaults {
     /// Probability an approval request is denied whatever the rules say.
     #[serde(default)]
     pub deny_approvals: f64,
+    /// Probability a call the user makes of their own tools fails
+    /// (`unavailable`, changing nothing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_errors: f64,
+}
+
+fn is_zero(p: &f64) -> bool {
+    *p == 0.0
 }
 
 impl UserFaults {
@@ -253,6 +264,7 @@ impl UserFaults {
             ));
         }
         prob("deny_approvals", self.deny_approvals)?;
+        prob("tool_errors", self.tool_errors)?;
         if let Some(l) = &self.latency_ms {
             prob("latency_ms.p", l.p)?;
             if l.ms.lo < 0 || l.ms.lo > l.ms.hi {

@@ -47,7 +47,8 @@ pub fn ignore_of(entry: &str) -> Ignore<'_> {
     }
 }
 
-/// Every gold call names a tool of the world, and every ignored table is
+/// Every gold call names a tool of the world (the agent's or the user's
+/// own), and every ignored table is
 /// one of its tables.
 pub fn check(
     gold: &[toml::Spanned<GoldCall>],
@@ -55,7 +56,7 @@ pub fn check(
     world: &World,
 ) -> Result<(), String> {
     for (i, g) in gold.iter().map(toml::Spanned::get_ref).enumerate() {
-        if world.tool(&g.tool).is_none() {
+        if world.tool(&g.tool).is_none() && world.user_tool(&g.tool).is_none() {
             return Err(format!(
                 "gold call {}: no tool `{}` in {}",
                 i + 1,

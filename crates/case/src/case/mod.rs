@@ -327,6 +327,15 @@ pub fn parse_all(
             return Err(problems);
         }
     };
+    if let Some(u) = &doc.user {
+        let names: Vec<&str> = world.user_tools.iter().map(|t| t.name.as_str()).collect();
+        keep(
+            &mut problems,
+            u.get_ref()
+                .check_calls(&names)
+                .map_err(|m| src.at(u.span().start, m)),
+        );
+    }
     let permissions = check_permissions(&src, doc.permissions.as_ref(), &world);
     let inject = check_inject(&src, &doc.inject, &world);
     if let Some(e) = &doc.expect {

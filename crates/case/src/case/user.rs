@@ -2,7 +2,9 @@
 //! script of rules (`scripted`: match on the agent's message text, a JSON
 //! path into it, or the turn number; weighted alternatives drawn from the
 //! seed; a default reply; a turn limit) or a model (`model`: a persona
-//! played through the same providers as the agent's model calls).
+//! played through the same providers as the agent's model calls). A
+//! scripted rule may also make the user call their own tools (the world's
+//! `[[user_tools]]`) before answering.
 
 use super::model::ModelConfig;
 use crate::path::JsonPath;
@@ -126,6 +128,22 @@ pub struct UserRule {
     pub alternatives: Vec<UserAlternative>,
     /// Virtual time this answer takes (default: `[user] latency_ms`).
     pub latency_ms: Option<u64>,
+    /// The user's own tools (`[[user_tools]]`) called, in order, before
+    /// the user answers.
+    pub calls: Vec<UserCall>,
+}
+
+/// A call a scripted user's rule makes of one of the user's own tools.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserCall {
+    pub tool: String,
+    #[serde(default = "no_args")]
+    pub args: Value,
+}
+
+fn no_args() -> Value {
+    Value::Object(Default::default())
 }
 
 impl Line {
@@ -208,6 +226,32 @@ impl UserConfig {
 }
 
 impl UserConfig {
+    /// Every rule's `calls` name a tool of `user_tools` (the world's
+    /// `[[user_tools]]`) with an arguments object.
+    pub fn check_calls(&self, user_tools: &[&str]) -> Result<(), String> {
+        for (i, rule) in self.rules.iter().enumerate() {
+            for c in &rule.calls {
+                let at = format!("[[user.rules]] #{}: calls `{}`", i + 1, c.tool);
+                if !user_tools.contains(&c.tool.as_str()) {
+                    return Err(if user_tools.is_empty() {
+                        format!(
+                            "{at}, but the world has no [[user_tools]]; declare the user's tools in its world.toml"
+                        )
+                    } else {
+                        format!(
+                            "{at}, which is not one of the world's [[user_tools]] ({})",
+                            user_tools.join(", ")
+                        )
+                    });
+                }
+                if !c.args.is_object() {
+                    return Err(format!("{at}: `args` must be a table"));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Refuse the keys of the other kind of user (a scripted user with a
     /// `persona` would silently ignore it), naming the keys this one takes.
     fn only_keys_of_its_player(&self) -> Result<(), String> {

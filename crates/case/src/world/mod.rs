@@ -52,6 +52,10 @@ pub struct World {
     pub manifest: BTreeMap<String, String>,
     /// Tools in declared order.
     pub tools: Vec<Tool>,
+    /// The simulated user's own tools (`[[user_tools]]`, over the user's
+    /// tables, e.g. a phone): never shown to or callable by the agent; a
+    /// scripted user's rule calls them. Their names are not the agent's.
+    pub user_tools: Vec<Tool>,
     pub permissions: Permissions,
     pub initial: State,
     /// The component implementing its `op = "service"` tools, if any.
@@ -77,6 +81,11 @@ impl World {
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.name == name)
     }
+
+    /// The user's tool `name` (`[[user_tools]]`).
+    pub fn user_tool(&self, name: &str) -> Option<&Tool> {
+        self.user_tools.iter().find(|t| t.name == name)
+    }
 }
 
 #[derive(Deserialize)]
@@ -94,6 +103,8 @@ struct WorldToml {
     permissions: Permissions,
     #[serde(default)]
     tools: Vec<toml::Spanned<declared::ToolToml>>,
+    #[serde(default)]
+    user_tools: Vec<toml::Spanned<declared::ToolToml>>,
     #[serde(default)]
     service: Option<toml::Spanned<service::ServiceToml>>,
     #[serde(default)]
@@ -341,11 +352,31 @@ fn load_checked(
         tables_ok,
         &mut problems,
     );
+    let user_tools = load_tools(
+        &toml_path,
+        &source,
+        &doc.user_tools,
+        &initial,
+        tables_ok,
+        &mut problems,
+    );
+    for (t, spanned) in user_tools.iter().zip(&doc.user_tools) {
+        if tools.iter().any(|a| a.name == t.name) {
+            problems.push(at(
+                spanned.span().start,
+                format!(
+                    "user tool `{}` has the name of an agent tool; give the user's tool another name",
+                    t.name
+                ),
+            ));
+        }
+    }
+    let all_tools: Vec<Tool> = tools.iter().chain(&user_tools).cloned().collect();
     let service = load_service(
         &mut folder,
         &source,
         doc.service.as_ref(),
-        &tools,
+        &all_tools,
         component,
     )
     .unwrap_or_else(|e| {
@@ -397,6 +428,7 @@ fn load_checked(
         hash: canon::hash_json(&folder.manifest),
         manifest: folder.manifest,
         tools,
+        user_tools,
         permissions: doc.permissions,
         initial,
         service,

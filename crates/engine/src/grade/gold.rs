@@ -114,10 +114,13 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
     }
     let world = case.world.clone();
     for (i, g) in gold.iter().map(toml::Spanned::get_ref).enumerate() {
-        let tool = world.tool(&g.tool).ok_or_else(|| GoldFailure {
-            step: Some(i + 1),
-            message: format!("gold call {}: no tool `{}`", i + 1, g.tool),
-        })?;
+        let tool = world
+            .tool(&g.tool)
+            .or_else(|| world.user_tool(&g.tool))
+            .ok_or_else(|| GoldFailure {
+                step: Some(i + 1),
+                message: format!("gold call {}: no tool `{}`", i + 1, g.tool),
+            })?;
         let args = Value::Object(g.args.clone());
         if let Err(f) = services.call_unrecorded(tool, &args) {
             return Err(GoldFailure {

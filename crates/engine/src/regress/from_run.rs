@@ -92,7 +92,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
             && e.mark().is_some_and(|m| matches!(m.by, By::Fuzz(_)))
     }) {
         not_carried.push(
-            "fuzz faults on the user's side (user turns, approvals) have no [[inject]] rule".into(),
+            "fuzz faults on the user's side (user turns, approvals, the user's own tool calls) have no [[inject]] rule".into(),
         );
     }
     let seed = rec.bundle.header.seed;

@@ -142,6 +142,10 @@ vocabulary! {
     TraceNote = "worldline:agent/trace.note" { request: Note, response: Value },
     /// `user.say`: one turn of the conversation with the simulated user.
     UserSay = "worldline:agent/user.say" { request: Said, response: Turn },
+    /// `user/tools.call`: a call the simulated user made of one of the
+    /// world's `[[user_tools]]` (the user's own device), before its turn's
+    /// answer; shaped as the agent's `tools.call`.
+    UserToolsCall = "worldline:user/tools.call" { request: ToolRequest, response: Answer },
     /// `approval.request`: the agent (or the host, before an `ask` tool)
     /// asking the user for approval.
     ApprovalRequest = "worldline:agent/approval.request" { request: ApprovalAsk, response: Decision },

@@ -4,12 +4,14 @@
 //!
 //! A tool call is answered in this order: bad JSON or unknown tool, then
 //! permissions (a denied call changes nothing), then the case's
-//! `[[inject]]` rules, then the tool's operation over the state.
+//! `[[inject]]` rules, then the tool's operation over the state. The
+//! simulated user's calls of their own tools are served here too.
 
 use super::bindings::worldline::agent::{files, tools, trace, types};
 use super::service::{Ran, run_tool};
 use super::{Answer, HostServices, RunState};
 use crate::canon;
+use crate::case::fuzz;
 use crate::case::inject::Action;
 use crate::error_kind::ErrorKind;
 use crate::log::call::{self, FileRequest, Note, Spec, ToolRequest, Transport};
@@ -351,6 +353,45 @@ impl RunState {
             ),
             None => serve_tool(s, name, args),
         })
+    }
+
+    /// One call the simulated user makes of their own tool (`[[user_tools]]`),
+    /// recorded as `user/tools.call`; `[fuzz.user] tool_errors` may fail it
+    /// (counted under the pseudo-tool `user.tools`). The recorded response.
+    pub(crate) fn user_tool_call(&mut self, name: &str, args: &Value) -> wasmtime::Result<Value> {
+        let request = ToolRequest {
+            name: name.to_string(),
+            args: Some(args.clone()),
+            transport: None,
+            detail: Default::default(),
+        };
+        let r = self.typed_call::<kind::UserToolsCall>(&request, |s| {
+            let world = s.world.world.clone();
+            let Some(tool) = world.user_tool(name) else {
+                return error_answer(
+                    ErrorKind::NotFound,
+                    format!("no user tool `{name}` in {}", world.reference()),
+                );
+            };
+            let now = AsOf::now(s.now_text());
+            let fault = s
+                .world
+                .faults
+                .as_mut()
+                .and_then(|f| f.next(fuzz::USER_TOOL, true));
+            match fault {
+                Some(fault) => {
+                    let source = Source {
+                        mark: serde_json::Map::from_iter([("fuzz".to_string(), json!(fault))]),
+                        message: None,
+                        latency_ms: fault.latency_ms,
+                    };
+                    injected(s, tool, args, &fault.action, source, now)
+                }
+                None => plain(s, tool, args, &now),
+            }
+        })?;
+        Ok(r.wire)
     }
 
     /// The tools the case permits, with their descriptions and argument

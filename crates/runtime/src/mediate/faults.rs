@@ -5,7 +5,7 @@
 //! give the same faults, so a fuzz run replays like any other run.
 //!
 //! User turns and approval requests are counted and faulted under the
-//! pseudo-tools `user.say` and `approval.request` (`[fuzz.user]`).
+//! pseudo-tools `user.say`, `approval.request` and `user.tools` (`[fuzz.user]`).
 //!
 //! Calls are counted per tool once they pass the permission check (as
 //! `[[inject]]` counts them); a call a case rule already answers gets no
@@ -127,6 +127,10 @@ fn draw_user(u: &UserFaults, call: &str, rng: &mut ChaCha20Rng) -> Option<(Actio
         return (u.deny_approvals > 0.0 && unit(rng) < u.deny_approvals)
             .then_some((Action::Deny, None));
     }
+    if call == fuzz::USER_TOOL {
+        return (u.tool_errors > 0.0 && unit(rng) < u.tool_errors)
+            .then_some((Action::Error(ErrorKind::Unavailable), None));
+    }
     let roll = unit(rng);
     let action = if roll < u.silent {
         Some(Action::Empty)
@@ -186,12 +190,13 @@ impl Faults {
         }
         match &mut self.plan {
             Plan::Drawn { tools, user, rng } => {
-                let (action, latency_ms) = if tool == fuzz::USER_TURN || tool == fuzz::APPROVAL {
-                    draw_user(user.as_ref()?, tool, rng)?
-                } else {
-                    let entry = tools.iter().find(|t| glob_match(&t.tool, tool))?;
-                    draw(entry, rng)?
-                };
+                let (action, latency_ms) =
+                    if [fuzz::USER_TURN, fuzz::APPROVAL, fuzz::USER_TOOL].contains(&tool) {
+                        draw_user(user.as_ref()?, tool, rng)?
+                    } else {
+                        let entry = tools.iter().find(|t| glob_match(&t.tool, tool))?;
+                        draw(entry, rng)?
+                    };
                 Some(PlannedFault {
                     action,
                     latency_ms,

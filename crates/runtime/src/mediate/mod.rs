@@ -583,6 +583,7 @@ mod tests {
             hash: String::new(),
             manifest: BTreeMap::new(),
             tools: Vec::new(),
+            user_tools: Vec::new(),
             permissions: Default::default(),
             initial: state.clone(),
             service: None,

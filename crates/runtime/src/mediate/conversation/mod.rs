@@ -8,7 +8,9 @@
 //! the turn limit, or the model call that played the user). A scripted
 //! user is re-computed on replay (its draws stay in step); a user played by
 //! a live model is answered from the log while a recording is followed, so
-//! a replay never calls out. An approval is one event too, asked by the
+//! a replay never calls out. A scripted rule's calls of the user's own
+//! tools are events of their own (`user/tools.call`), made before the
+//! turn's event. An approval is one event too, asked by the
 //! agent or — for a tool whose permission is `ask` — by the host right
 //! before the tool call.
 
@@ -164,6 +166,25 @@ impl Conversation {
         }
     }
 
+    /// The calls of their own tools the user makes before answering the
+    /// agent's next message: a scripted rule's `calls` (none once the user
+    /// has left or the turn limit answers, nor when a fault silences the
+    /// turn or another line replaces it).
+    fn tool_calls(&self, message: &str, fault: Option<&PlannedFault>) -> Vec<(String, Value)> {
+        let turn = self.turns + 1;
+        let answered_otherwise = self.ended.is_some()
+            || self.config.max_turns.is_some_and(|m| turn > m)
+            || fault.is_some_and(|f| matches!(f.action, Action::Empty | Action::Respond(_)));
+        match &self.player {
+            Player::Scripted(s) if !answered_otherwise => s
+                .calls(message, turn)
+                .iter()
+                .map(|c| (c.tool.clone(), c.args.clone()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Keep the conversation in step with what was recorded (live, from
     /// the log, or a fork's replacement).
     fn observe(&mut self, message: &str, response: &Value) {
@@ -296,6 +317,15 @@ impl user::Host for RunState {
             .faults
             .as_mut()
             .and_then(|f| f.next(fuzz::USER_TURN, true));
+        // The user acts on their own device first, each call its own event.
+        let calls = self
+            .med
+            .services
+            .conversation
+            .tool_calls(&message, fault.as_ref());
+        for (tool, args) in calls {
+            self.user_tool_call(&tool, &args)?;
+        }
         let serve = |s: &mut HostServices| {
             let now = s.clock.wall_ns();
             s.conversation.serve_say(&message, now, fault)

@@ -2,7 +2,7 @@
 //! matches the agent's message and turn answers), a weighted alternative
 //! drawn from the run's user stream, then the default reply.
 
-use crate::case::user::{Line, UserConfig};
+use crate::case::user::{Line, UserCall, UserConfig};
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use serde_json::{Value, json};
@@ -18,6 +18,16 @@ impl ScriptedUser {
             config: config.clone(),
             rng,
         }
+    }
+
+    /// The calls of the user's own tools the rule answering the agent's
+    /// `turn`-th message `text` makes first (none when no rule matches).
+    pub fn calls(&self, text: &str, turn: u32) -> &[UserCall] {
+        self.config
+            .rules
+            .iter()
+            .find(|r| r.matches(text, turn))
+            .map_or(&[], |r| &r.calls)
     }
 
     /// The line for the agent's `turn`-th message `text`, where it came

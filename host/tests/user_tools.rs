@@ -1,0 +1,276 @@
+//! The simulated user's own tools (issue 42 item 3, decision 0371): a
+//! world's `[[user_tools]]` over the user's tables (a phone), called by a
+//! scripted user's rule before it answers, each call its own
+//! `worldline:user/tools.call` event; hidden from the agent, graded by the
+//! final state and by gold calls, failed by `[fuzz.user] tool_errors`,
+//! forked like a tool call, replayed `identical`, shown by `history` and
+//! the UI's conversation page.
+
+use crate::common;
+
+use crate::ui_support::Server;
+use common::{CliOutput, guest, read_bundle, temp_dir, wl, write_case};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+const USER_TOOL: &str = "worldline:user/tools.call";
+
+/// A world with a line the agent's tool reads and a phone only the
+/// user's tools touch.
+fn phone_world(root: &Path) -> PathBuf {
+    let dir = root.join("worlds/phone/v1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("lines.jsonl"),
+        "{\"id\": \"L1\", \"status\": \"active\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("device.jsonl"),
+        "{\"id\": \"phone\", \"airplane_mode\": true}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("world.toml"),
+        r#"name = "phone"
+version = 1
+
+[tables.lines]
+key = "id"
+rows = "lines.jsonl"
+
+[tables.device]
+key = "id"
+rows = "device.jsonl"
+
+[[tools]]
+name = "get_line"
+description = "A line"
+params = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
+op = "get"
+table = "lines"
+
+[[user_tools]]
+name = "toggle_airplane_mode"
+description = "Turn airplane mode on or off"
+params = { type = "object", properties = { id = { type = "string" }, on = { type = "boolean" } }, required = ["id", "on"] }
+op = "update"
+table = "device"
+set = { airplane_mode = "$on" }
+
+[[user_tools]]
+name = "check_status_bar"
+description = "What the phone's status bar shows"
+params = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
+op = "get"
+table = "device"
+"#,
+    )
+    .unwrap();
+    root.join("worlds")
+}
+
+const USER: &str = r#"
+[user]
+default = "Sorry?"
+
+[[user.rules]]
+contains = "airplane"
+calls = [{ tool = "check_status_bar", args = { id = "phone" } }, { tool = "toggle_airplane_mode", args = { id = "phone", on = false } }]
+reply = "Done, it is off now."
+
+[expect]
+[[expect.state]]
+table = "device"
+key = "phone"
+field = "airplane_mode"
+equals = false
+
+[[expect.gold]]
+tool = "toggle_airplane_mode"
+args = { id = "phone", on = false }
+"#;
+
+fn case(dir: &Path, name: &str, more: &str) -> PathBuf {
+    write_case(
+        dir,
+        name,
+        &format!(
+            "world = \"phone@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+             task = {{ steps = [{{call = \"get_line\", args = {{id = \"L1\"}}}}, \
+             {{call = \"toggle_airplane_mode\", args = {{id = \"phone\", on = false}}}}, \
+             {{say = \"Please turn airplane mode off.\"}}] }}\n{USER}{more}"
+        ),
+    )
+}
+
+fn run(store: &Path, case: &Path, worlds: &Path) -> CliOutput {
+    common::run_in(store, case, &guest("talker-agent"), worlds)
+}
+
+fn output(out: &CliOutput) -> Value {
+    serde_json::from_str(out.json()["output"].as_str().unwrap_or("null")).unwrap()
+}
+
+#[test]
+fn the_users_tools_are_called_by_its_rule_recorded_graded_replayed_and_hidden_from_the_agent() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = phone_world(dir.path());
+    let out = run(&store, &case(dir.path(), "user-tools", ""), &worlds);
+    out.expect_code(0);
+    assert_eq!(out.json()["status"], "passed", "{out}");
+    // The agent cannot call the user's tool: it is not one of its tools.
+    let o = output(&out);
+    assert_eq!(o[1]["error"], "not-found", "{o}");
+    assert_eq!(o[2], json!({"reply": "Done, it is off now."}));
+    // The user's two calls: events of their own, in the rule's order,
+    // before the turn they answer, the write on the second.
+    let events = read_bundle(&out.bundle()).events;
+    let calls: Vec<&str> = events.iter().map(|e| e["call"].as_str().unwrap()).collect();
+    let first = calls
+        .iter()
+        .position(|c| *c == USER_TOOL)
+        .expect("a user tool call");
+    assert_eq!(
+        calls[first..first + 3],
+        [USER_TOOL, USER_TOOL, "worldline:agent/user.say"]
+    );
+    assert_eq!(
+        events[first]["request"],
+        json!({"name": "check_status_bar", "args": {"id": "phone"}})
+    );
+    assert_eq!(events[first]["response"]["ok"]["airplane_mode"], true);
+    assert_eq!(events[first + 1]["effect"], "write");
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+    let history = wl(
+        &store,
+        &[&"history", &out.json()["run_id"].as_str().unwrap()],
+    );
+    history.expect_code(0);
+    assert!(
+        history
+            .stdout
+            .contains("user calls toggle_airplane_mode({\"id\":\"phone\",\"on\":false})"),
+        "{history}"
+    );
+    // The UI's conversation page shows the user's calls with their results.
+    let ui = Server::start(&store, &[]);
+    let page = ui.get(&format!("/run/{}", out.json()["run_id"].as_str().unwrap()));
+    let conv = &page.body[page
+        .body
+        .find("id=\"conversation\"")
+        .expect("a conversation")..];
+    let (checks, toggles, reply) = (
+        conv.find("user calls check_status_bar")
+            .expect("the user's first call"),
+        conv.find("user calls toggle_airplane_mode")
+            .expect("the user's second call"),
+        conv.find("Done, it is off now.").expect("the reply"),
+    );
+    assert!(checks < toggles && toggles < reply, "{conv}");
+    // `validate`: the oracle makes the gold call of the user's tool as the
+    // user's, and passes; doing nothing leaves the phone in airplane mode.
+    let v = wl(
+        &store,
+        &[
+            &"validate",
+            &dir.path().join("user-tools.toml"),
+            &"--worlds",
+            &worlds,
+            &"--json",
+        ],
+    );
+    v.expect_code(0);
+    let r = &v.json()["results"][0];
+    assert_eq!(r["oracle"]["passed"], true, "{v}");
+    assert_eq!(r["do_nothing"]["passed"], false, "{v}");
+    // The agent's tool list has its own tool only.
+    let specs = events
+        .iter()
+        .find(|e| e["call"] == "worldline:agent/tools.specs");
+    if let Some(s) = specs {
+        assert!(!s["response"].to_string().contains("toggle_airplane_mode"));
+    }
+}
+
+#[test]
+fn a_user_tool_fault_fails_the_call_and_a_fork_can_fail_it_too() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = phone_world(dir.path());
+    // Every call the user makes of their tools fails: the phone stays in
+    // airplane mode, the state and gold checks fail.
+    let c = case(dir.path(), "faulted", "\n[fuzz.user]\ntool_errors = 1.0\n");
+    let out = wl(
+        &store,
+        &[
+            &"fuzz",
+            &c,
+            &"--agent",
+            &guest("talker-agent"),
+            &"--worlds",
+            &worlds,
+            &"--runs",
+            &"2",
+            &"--json",
+        ],
+    );
+    out.expect_code(1);
+    let r = out.json();
+    assert_eq!(r["summary"]["failed"], 2, "{out}");
+    assert!(
+        r["groups"][0]["fault_mix"]
+            .to_string()
+            .contains("user.tools"),
+        "{out}"
+    );
+
+    // A fork at the user's write answers it with an error instead: the
+    // write is gone and the grade fails.
+    let out = run(&store, &case(dir.path(), "forked", ""), &worlds);
+    out.expect_code(0);
+    let events = read_bundle(&out.bundle()).events;
+    let at = events
+        .iter()
+        .position(|e| e["call"] == USER_TOOL && e["effect"] == "write")
+        .unwrap();
+    let f = wl(
+        &store,
+        &[
+            &"fork",
+            &out.json()["run_id"].as_str().unwrap(),
+            &"--at",
+            &at.to_string(),
+            &"--respond",
+            &r#"{"error": {"kind": "unavailable", "message": "no signal"}}"#,
+            &"--json",
+        ],
+    );
+    f.expect_code(1);
+    let forked = read_bundle(&f.bundle()).events;
+    assert_eq!(forked[at]["call"], USER_TOOL);
+    assert_eq!(forked[at]["response"]["error"]["message"], "no signal");
+    common::replays_identical(&store, f.json()["run_id"].as_str().unwrap());
+}
+
+#[test]
+fn a_rule_calling_a_tool_the_user_does_not_have_is_refused_where_it_is() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = phone_world(dir.path());
+    let c = write_case(
+        dir.path(),
+        "bad",
+        "world = \"phone@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n[user]\n[[user.rules]]\nreply = \"ok\"\ncalls = [{ tool = \"get_line\" }]\n",
+    );
+    let out = run(&store, &c, &worlds);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("bad.toml:5")
+            && out
+                .stderr
+                .contains("calls `get_line`, which is not one of the world's [[user_tools]] (toggle_airplane_mode, check_status_bar)"),
+        "{out}"
+    );
+}
