@@ -85,6 +85,10 @@ pub struct TurnCheck {
     /// one that ended it).
     #[serde(default)]
     pub said: Vec<super::expect_conversation::SaidCheck>,
+    /// `calls` and `said` look only at the turn's own events (from the
+    /// previous turn's end), not at the run's from its start.
+    #[serde(default)]
+    pub this_turn_only: bool,
 }
 
 /// A judged check: a rubric, and what the judge is shown.

@@ -4,7 +4,8 @@
 //! its last message ends with the run, unless the user ended the
 //! conversation on that message. A turn's state is the initial state with
 //! the writes of every event before its end; its calls and messages are
-//! those from the run's start to its end. The grade's `turns` is the
+//! those from the run's start to its end (or, with `this_turn_only`, from
+//! the previous turn's end). The grade's `turns` is the
 //! world's change turn by turn (the state diff with its turn boundaries).
 
 use super::diff::{self, StateDiff};
@@ -124,8 +125,13 @@ pub fn checks(
         let said = t.said.iter().map(|s| missed(s.describe(), None));
         return state.chain(calls).chain(said).collect();
     };
-    // The agent's message that ended the turn belongs to it.
-    let upto = &ev.events[..(*end + 1).min(ev.events.len())];
+    // The agent's message that ended the turn belongs to it, and the one
+    // that ended the turn before does not.
+    let from = match t.turn {
+        n if t.this_turn_only && n > 1 => states.turns[n as usize - 2].0 + 1,
+        _ => 0,
+    };
+    let upto = &ev.events[from.min(*end)..(*end + 1).min(ev.events.len())];
     let mut out = Vec::new();
     for c in &t.state {
         let mut a = state_check(c, state, numbers);
@@ -284,6 +290,28 @@ said = [{ contains = "two", last = true }]
             .map(|(w, _)| w)
             .collect();
         assert_eq!(failed, ["turn 2: agent last message contains \"two\""]);
+    }
+
+    #[test]
+    fn this_turn_only_counts_the_turns_own_calls() {
+        let only = r#"
+[[turn]]
+turn = 2
+this_turn_only = true
+calls = [{ tool = "set", count = 1 }, { tool = "set", result = 1, count = 0 }]
+said = [{ contains = "one done", absent = true }]
+"#;
+        let events = [
+            set(0, 1),
+            say(1, "one done", Some("now two")),
+            set(2, 2),
+            say(3, "two done", None),
+        ];
+        let got = grade(&events, only);
+        assert!(got.iter().all(|(_, ok)| *ok), "{got:?}");
+        // Cumulative, the same checks see turn 1's call and message.
+        let got = grade(&events, &only.replace("this_turn_only = true", ""));
+        assert_eq!(got.iter().filter(|(_, ok)| !ok).count(), 3, "{got:?}");
     }
 
     #[test]
