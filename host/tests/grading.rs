@@ -645,3 +645,105 @@ fn a_where_with_an_unknown_operator_is_refused_when_the_case_loads() {
     );
     assert!(out.stderr.contains("unknown operator `like`"), "{out}");
 }
+
+/// Two user turns: close T-1, tell the user; close T-2, tell the user.
+const TURNS: &str = r#"
+[user]
+rules = [{ turn = 1, reply = "Now close T-2, please." }]
+
+[[expect.turn]]
+turn = 1
+calls = [{ tool = "close_ticket", args = { id = "T-1" }, result = { id = "T-1", status = "closed", title = "Checkout is slow" }, count = 1 }]
+
+[[expect.turn.state]]
+table = "tickets"
+key = "T-2"
+field = "status"
+equals = "open"
+
+[[expect.turn]]
+turn = 2
+state = [{ table = "tickets", key = "T-2", field = "status", equals = "closed" }]
+said = [{ contains = "T-2", last = true }]
+"#;
+
+/// `[[expect.turn]]` judges the run as it stood when each user turn
+/// ended: an agent that does turn 2's work in turn 1 leaves the same final
+/// state and fails; the text grade shows the diff cut at the turns, the
+/// JSON one lists them; a turn 0 is refused naming the file.
+#[test]
+fn turn_checks_judge_the_state_as_it_stood_at_the_end_of_each_user_turn() {
+    let dir = temp_dir();
+    let close = |id: &str| json!({"tool": "close_ticket", "args": {"id": id}});
+    let say = |m: &str| json!({"tool": "user.say", "args": {"message": m}});
+    let right = json!([
+        close("T-1"),
+        say("T-1 closed"),
+        close("T-2"),
+        say("T-2 closed")
+    ]);
+    let case = demo_case(dir.path(), "turns", right, TURNS);
+    let out = run_case(dir.path(), &case, &caller());
+    out.expect_code(0);
+    let turns = &out.json()["grade"]["turns"];
+    assert_eq!(turns.as_array().map(Vec::len), Some(2), "{out}");
+    assert!(
+        turns[0]["diff"]["tables"]["tickets"]["changed"]["T-1"].is_object(),
+        "{out}"
+    );
+    assert!(
+        turns[1]["diff"]["tables"]["tickets"]["changed"]["T-2"].is_object(),
+        "{out}"
+    );
+
+    let early = json!([
+        close("T-1"),
+        close("T-2"),
+        say("both closed"),
+        say("T-2 closed")
+    ]);
+    let case = demo_case(dir.path(), "early", early, TURNS);
+    let agent = caller();
+    let text = worldline(
+        dir.path(),
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+        ],
+    );
+    text.expect_code(1);
+    assert!(
+        text.stdout
+            .contains("FAIL turn 1: tickets/T-2.status equals: expected \"open\", got \"closed\""),
+        "{text}"
+    );
+    assert!(
+        text.stdout
+            .contains("ok   turn 2: tickets/T-2.status equals"),
+        "{text}"
+    );
+    assert!(
+        text.stdout.contains("state diff by the user's turns:"),
+        "{text}"
+    );
+    assert!(text.stdout.contains("turn 2 (ended at event"), "{text}");
+    assert!(
+        text.stdout.contains(", unchanged"),
+        "turn 2 changed nothing: {text}"
+    );
+
+    let root = temp_dir();
+    make_world(
+        root.path(),
+        SMALL_WORLD,
+        &[("data/t.jsonl", "{\"id\": 1}\n")],
+    );
+    let zero = format!("{SMALL_CASE}[[expect.turn]]\nturn = 0\nsaid = [{{ contains = \"x\" }}]\n");
+    let bad = load_error(root.path(), &zero);
+    assert!(bad.stderr.contains("case.toml"), "{bad}");
+    assert!(bad.stderr.contains("turns count from 1"), "{bad}");
+}

@@ -168,3 +168,43 @@ fn broken_cases_are_flagged_with_their_reasons_and_exit_1() {
         assert!(text.stdout.contains(needle), "missing {needle:?}:\n{text}");
     }
 }
+
+/// Gold calls in their user turns: the oracle ends each turn with a
+/// message before the first gold call of the next, so `[[expect.turn]]`
+/// checks see each turn's work in its turn; the same calls all in turn 1
+/// fail turn 1's check.
+#[test]
+fn the_oracle_makes_each_gold_call_in_its_user_turn() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let case = |turn2: &str| {
+        format!(
+            "{HEAD}task = {{ ticket = \"T-1\" }}\n\n\
+             [user]\nrules = [{{ turn = 1, reply = \"Now T-2.\" }}]\n\n[expect]\n\
+             [[expect.gold]]\ntool = \"close_ticket\"\nargs = {{ id = \"T-1\" }}\n\
+             [[expect.gold]]\ntool = \"close_ticket\"\nargs = {{ id = \"T-2\" }}\n{turn2}\n\
+             [[expect.turn]]\nturn = 1\n\
+             state = [{{ table = \"tickets\", key = \"T-2\", field = \"status\", equals = \"open\" }}]\n\
+             said = [{{ contains = \"T-1 is closed\", last = true }}]\n\
+             [[expect.turn]]\nturn = 2\n\
+             state = [{{ table = \"tickets\", key = \"T-2\", field = \"status\", equals = \"closed\" }}]\n"
+        )
+    };
+    write_case(&cases, "turns", &case("turn = 2"));
+    write_case(&cases, "one-turn", &case(""));
+    let out = validate(&dir.path().join("store"), &cases, true);
+    out.expect_code(1);
+    let r = result(out.json(), "turns");
+    assert_eq!(r["verdict"], "ok", "{out}");
+    assert_eq!(r["oracle"]["passed"], true, "{out}");
+    assert_eq!(r["do_nothing"]["passed"], false, "{out}");
+    let r = result(out.json(), "one-turn");
+    assert_eq!(r["oracle"]["passed"], false, "{out}");
+    assert!(
+        r["oracle"]["failed"]
+            .to_string()
+            .contains("turn 1: tickets/T-2.status equals"),
+        "{out}"
+    );
+}

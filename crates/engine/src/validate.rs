@@ -1,8 +1,8 @@
 //! `validate`: a case checked without any agent. Three scripted agents run
 //! in process through the same mediator, grader and gold state a real run
-//! has: the oracle (the case's `[[expect.gold]]` calls in order, a call of the
-//! user's own tools made as the user's, then an
-//! answer made from the case's own output and conversation checks), a
+//! has: the oracle (the case's `[[expect.gold]]` calls in order, each in
+//! its user turn, a call of the user's own tools made as the user's, then
+//! an answer made from the case's own output and conversation checks), a
 //! do-nothing agent (no call, no answer) and one that answers the empty
 //! string. The oracle must pass, the other two must fail, the oracle's
 //! run and grade must be the same twice, and no expected answer may be
@@ -13,6 +13,7 @@
 use crate::canon;
 use crate::case::Case;
 use crate::case::expect::Expect;
+use crate::case::expect_conversation::SaidCheck;
 use crate::log::Status;
 use crate::mediate::RunState;
 use crate::mediate::bindings::worldline::agent::{tools, user};
@@ -29,11 +30,12 @@ use serde_json::{Map, Value, json};
 /// read, not a leaked answer ([0340](../../../docs/decisions/0340-validate-scripted-in-process.md)).
 const LEAK_MIN_CHARS: usize = 8;
 
-/// What one scripted agent does: tool calls in order, messages to the
-/// user, and its final answer.
+/// What one scripted agent does: tool calls in order (each with the
+/// message that ends its turn before it, when it opens a later turn),
+/// messages to the user, and its final answer.
 #[derive(Default)]
 struct Script {
-    calls: Vec<(String, Map<String, Value>)>,
+    calls: Vec<(Vec<String>, String, Map<String, Value>)>,
     say: Vec<String>,
     output: Option<String>,
 }
@@ -210,21 +212,54 @@ fn same_run(a: &Outcome, b: &Outcome) -> bool {
     a.events == b.events && grade(a) == grade(b)
 }
 
-/// The oracle's script: the gold calls, then each expected message to
-/// the user, then an answer that meets the output checks.
+/// The oracle's script: the gold calls, each in its user turn (a turn
+/// ended by a message meeting the turn's `said` checks), then the message
+/// ending the last turn a check names, then each expected message to the
+/// user, then an answer that meets the output checks.
 fn oracle(expect: &Expect) -> Script {
-    let calls = expect
-        .gold
+    let wanted = |said: &[SaidCheck]| -> Vec<String> {
+        said.iter()
+            .filter(|s| !s.absent)
+            .filter_map(|s| s.contains.clone().or_else(|| s.any_of.first().cloned()))
+            .collect()
+    };
+    // The message ending turn `n`.
+    let ending = |n: u32| {
+        let said: Vec<SaidCheck> = expect
+            .turn
+            .iter()
+            .filter(|t| t.turn == n)
+            .flat_map(|t| t.said.clone())
+            .collect();
+        let words = wanted(&said);
+        if words.is_empty() {
+            format!("Done with turn {n}.")
+        } else {
+            words.join(" ")
+        }
+    };
+    let mut turn = 1;
+    let mut calls = Vec::new();
+    for g in expect.gold.iter().map(toml::Spanned::get_ref) {
+        let endings = (turn..g.turn()).map(ending).collect();
+        turn = turn.max(g.turn());
+        calls.push((endings, g.tool.clone(), g.args.clone()));
+    }
+    let last = expect.turn.iter().map(|t| t.turn).max().unwrap_or(1);
+    let last_said = expect
+        .turn
         .iter()
-        .map(|g| (g.get_ref().tool.clone(), g.get_ref().args.clone()))
-        .collect();
-    let say = expect
-        .conversation
-        .iter()
-        .flat_map(|c| &c.said)
-        .filter(|s| !s.absent)
-        .filter_map(|s| s.contains.clone().or_else(|| s.any_of.first().cloned()))
-        .collect();
+        .any(|t| t.turn == last && !t.said.is_empty());
+    let mut say: Vec<String> = (turn..last).map(ending).collect();
+    if last >= turn && last_said {
+        say.push(ending(last));
+    }
+    say.extend(wanted(
+        expect
+            .conversation
+            .as_ref()
+            .map_or(&[][..], |c| &c.said[..]),
+    ));
     Script {
         calls,
         say,
@@ -283,7 +318,13 @@ fn scripted(sandbox: &Sandbox, case: &Case, script: &Script) -> Result<Outcome> 
     let begun = run::begin(sandbox, header, case, &mut opts)?;
     let mut state = RunState::outside_sandbox(begun.med);
     let mut ended = None;
-    for (tool, args) in &script.calls {
+    'calls: for (endings, tool, args) in &script.calls {
+        for message in endings {
+            if let Err(e) = user::Host::say(&mut state, message.clone()) {
+                ended = Some(run::classify(&e, "")?);
+                break 'calls;
+            }
+        }
         // A gold call of the user's own tools is made as the user's call
         // (the oracle plays the user's part of the gold too).
         let made = if case.world.user_tool(tool).is_some() {

@@ -19,7 +19,8 @@ pub struct RegradeSummary<'a> {
     pub warnings: &'a [String],
 }
 
-/// Every assertion with expected vs actual, then the state diff.
+/// Every assertion with expected vs actual, then the state diff (turn by
+/// turn when the case checks turns).
 pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()> {
     for a in &grade.assertions {
         let mark = if a.passed { "ok  " } else { "FAIL" };
@@ -32,6 +33,21 @@ pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()
                 a.what, a.expected, a.actual
             )?;
         }
+    }
+    if !grade.turns.is_empty() {
+        writeln!(out, "{indent}state diff by the user's turns:")?;
+        for t in &grade.turns {
+            let end = t
+                .ended_at
+                .map_or("at the run's end".to_string(), |s| format!("at event {s}"));
+            let lines = t.diff.lines();
+            let what = if lines.is_empty() { ", unchanged" } else { ":" };
+            writeln!(out, "{indent}  turn {} (ended {end}){what}", t.turn)?;
+            for l in lines {
+                writeln!(out, "{indent}    {l}")?;
+            }
+        }
+        return Ok(());
     }
     let lines = grade.diff.lines();
     if lines.is_empty() {

@@ -1,6 +1,7 @@
 //! `[expect]`: what a run must leave behind — the run status, final-state
 //! assertions, tables or rows that must stay unchanged (collateral damage),
-//! calls attempted or not, and the output.
+//! calls attempted or not, the output, and checks on the run as it stood
+//! when one of the user's turns ended (`[[expect.turn]]`).
 
 use super::conditions::conditions;
 use crate::path::JsonPath;
@@ -59,6 +60,35 @@ pub struct Expect {
     /// draw from it). Default: the case seed.
     #[serde(default)]
     pub judge_seed: Option<u64>,
+    /// `[[expect.turn]]`: checks on the run as it stood when one of the
+    /// user's turns ended.
+    #[serde(default)]
+    pub turn: Vec<TurnCheck>,
+}
+
+/// `[[expect.turn]]`: the state, calls and messages as they stood when the
+/// user's turn `turn` ended. The task's message opens turn 1; turn N ends
+/// when the agent sends the user its N-th message (the user's reply opens
+/// turn N + 1), or, for the turn after its last message, when the run ends.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnCheck {
+    /// The user's turn, from 1.
+    pub turn: u32,
+    /// The state when the turn ended.
+    #[serde(default)]
+    pub state: Vec<StateCheck>,
+    /// The calls made from the run's start to the turn's end.
+    #[serde(default)]
+    pub calls: Vec<CallCheck>,
+    /// The agent's messages to the user up to the turn's end (`last`: the
+    /// one that ended it).
+    #[serde(default)]
+    pub said: Vec<super::expect_conversation::SaidCheck>,
+    /// `calls` and `said` look only at the turn's own events (from the
+    /// previous turn's end), not at the run's from its start.
+    #[serde(default)]
+    pub this_turn_only: bool,
 }
 
 /// A judged check: a rubric, and what the judge is shown.
@@ -187,6 +217,9 @@ pub struct CallCheck {
     /// Count only denied calls (`true`) or only allowed ones (`false`).
     #[serde(default)]
     pub denied: Option<bool>,
+    /// Count only calls whose answer (`ok`) is this value.
+    #[serde(default)]
+    pub result: Option<Value>,
     /// Weight in a `weighted` reward (default 1).
     #[serde(default)]
     pub weight: Option<f64>,
@@ -247,9 +280,12 @@ impl Expect {
         for c in &self.calls {
             c.check_against(world)?;
         }
+        let turns = self.turn.iter();
         let weights = self.state.iter().map(|s| s.weight);
         let weights = weights
             .chain(self.calls.iter().map(|c| c.weight))
+            .chain(turns.clone().flat_map(|t| t.state.iter().map(|s| s.weight)))
+            .chain(turns.flat_map(|t| t.calls.iter().map(|c| c.weight)))
             .chain(self.any_of.iter().map(|g| g.weight))
             .chain(self.judge.iter().map(|j| j.weight));
         self.check_judges(world)?;
@@ -277,6 +313,9 @@ impl Expect {
             for c in &group.calls {
                 c.check_against(world).map_err(at)?;
             }
+        }
+        for t in &self.turn {
+            t.check(world, &tables)?;
         }
         if let Some(o) = &self.output {
             o.check()?;
@@ -340,6 +379,34 @@ impl Expect {
                     )));
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl TurnCheck {
+    /// A turn from 1, with at least one check, each well formed.
+    fn check(&self, world: &World, tables: &[&String]) -> Result<(), String> {
+        let at = |m: String| format!("[[expect.turn]] turn {}: {m}", self.turn);
+        if self.turn == 0 {
+            return Err(at(
+                "turns count from 1 (the task's message opens turn 1)".into()
+            ));
+        }
+        if self.state.is_empty() && self.calls.is_empty() && self.said.is_empty() {
+            return Err(at(
+                "checks nothing: add [[expect.turn.state]], [[expect.turn.calls]] or [[expect.turn.said]]"
+                    .into(),
+            ));
+        }
+        for s in &self.state {
+            s.check(tables).map_err(at)?;
+        }
+        for c in &self.calls {
+            c.check_against(world).map_err(at)?;
+        }
+        for (i, s) in self.said.iter().enumerate() {
+            s.check().map_err(|m| at(format!("said #{}: {m}", i + 1)))?;
         }
         Ok(())
     }

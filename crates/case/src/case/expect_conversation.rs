@@ -54,7 +54,7 @@ impl ConversationCheck {
 }
 
 impl SaidCheck {
-    fn check(&self) -> Result<(), String> {
+    pub(super) fn check(&self) -> Result<(), String> {
         let tests = [
             self.contains.is_some(),
             !self.any_of.is_empty(),

@@ -13,6 +13,17 @@ pub struct GoldCall {
     pub tool: String,
     #[serde(default)]
     pub args: Map<String, Value>,
+    /// The user's turn the call belongs to (from 1; default 1): `validate`'s
+    /// oracle makes it in that turn. Turns never go down from one gold call
+    /// to the next.
+    #[serde(default)]
+    pub turn: Option<u32>,
+}
+
+impl GoldCall {
+    pub fn turn(&self) -> u32 {
+        self.turn.unwrap_or(1)
+    }
 }
 
 /// The gold calls of `[[expect.gold]]`; `gold = []` checks nothing, so it
@@ -55,7 +66,17 @@ pub fn check(
     ignore: &[String],
     world: &World,
 ) -> Result<(), String> {
+    let mut turn = 1;
     for (i, g) in gold.iter().map(toml::Spanned::get_ref).enumerate() {
+        if g.turn == Some(0) || g.turn() < turn {
+            return Err(format!(
+                "gold call {}: turn {} after turn {turn}: gold calls go in the order of the \
+                 user's turns, from 1",
+                i + 1,
+                g.turn()
+            ));
+        }
+        turn = g.turn();
         if world.tool(&g.tool).is_none() && world.user_tool(&g.tool).is_none() {
             return Err(format!(
                 "gold call {}: no tool `{}` in {}",

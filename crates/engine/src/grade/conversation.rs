@@ -41,6 +41,12 @@ fn said_check(s: &SaidCheck, messages: &[String]) -> Assertion {
     )
 }
 
+/// The assertions of `said` checks over the agent's messages in `events`.
+pub(super) fn checks_said(checks: &[SaidCheck], events: &[Event]) -> Vec<Assertion> {
+    let said = messages(events);
+    checks.iter().map(|s| said_check(s, &said)).collect()
+}
+
 /// How the user left, once a turn ended the conversation.
 fn ending(events: &[Event]) -> Option<Ending> {
     events.iter().find_map(|e| match e.typed() {
@@ -74,7 +80,7 @@ fn unapproved_calls(tool: &str, events: &[Event]) -> Vec<u64> {
 /// The assertions of `[expect.conversation]`.
 pub fn checks(c: &ConversationCheck, events: &[Event]) -> Vec<Assertion> {
     let said = messages(events);
-    let mut out: Vec<Assertion> = c.said.iter().map(|s| said_check(s, &said)).collect();
+    let mut out = checks_said(&c.said, events);
     if let Some(max) = c.max_turns {
         let n = said.len() as u64;
         out.push(check(

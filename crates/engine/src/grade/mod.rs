@@ -1,5 +1,6 @@
 //! The grader: judges a run on the world's final state, its calls and its
-//! output against a case's `[expect]`. It needs only the recorded events and
+//! output against a case's `[expect]`, and on the run as it stood when
+//! each of the user's turns ended (`turns.rs`). It needs only the recorded events and
 //! the states, so an old run can be re-graded against a newer case without
 //! re-running the agent.
 
@@ -10,6 +11,7 @@ pub mod judge;
 pub mod regrade;
 pub mod signature;
 mod state_checks;
+pub mod turns;
 pub mod verdict;
 
 use crate::case::expect::{AnyOf, CallCheck, Expect, OutputCheck, Reward};
@@ -44,6 +46,9 @@ pub struct Grade {
     pub assertions: Vec<Assertion>,
     /// The world from initial to final state.
     pub diff: StateDiff,
+    /// With `[[expect.turn]]` checks: the world's changes turn by turn.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<turns::TurnDiff>,
 }
 
 impl Grade {
@@ -178,6 +183,15 @@ fn matching_calls<'a>(c: &CallCheck, events: &'a [Event], numbers: Numbers) -> V
                     .all(|(k, v)| request.args().get(k).is_some_and(|a| numbers.same(a, v)))
         })
         .filter(|e| c.denied.is_none_or(|d| (e.effect == Effect::Denied) == d))
+        .filter(|e| {
+            c.result.as_ref().is_none_or(|want| match e.typed() {
+                Call::ToolsCall { response, .. } => response
+                    .ok
+                    .as_ref()
+                    .is_some_and(|ok| numbers.same(ok, want)),
+                _ => false,
+            })
+        })
         .collect()
 }
 
@@ -186,6 +200,9 @@ fn calls_check(c: &CallCheck, events: &[Event], numbers: Numbers) -> Assertion {
     let mut what = format!("calls {}", c.tool);
     if !c.args.is_empty() {
         what.push_str(&format!(" {}", crate::canon::to_string(&c.args)));
+    }
+    if let Some(r) = &c.result {
+        what.push_str(&format!(" answering {}", crate::canon::to_string(r)));
     }
     match c.denied {
         Some(true) => what.push_str(" (denied)"),
@@ -366,6 +383,13 @@ fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>) -> Grade {
         weights.extend(group.weight.map(|w| (out.len(), w)));
         out.push(any_of_check(group, ev, numbers));
     }
+    let by_turn = turns::States::of(ev, &expect.turn);
+    for t in &expect.turn {
+        for (a, weight) in turns::checks(t, ev, &by_turn, numbers) {
+            weights.extend(weight.map(|w| (out.len(), w)));
+            out.push(a);
+        }
+    }
     if !expect.gold.is_empty() {
         out.push(gold::assertion(expect, ev.gold, ev.final_state));
     }
@@ -385,6 +409,7 @@ fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>) -> Grade {
         reward: reward(expect.reward, passed, &out, &weights),
         assertions: out,
         diff: diff::diff_with(ev.initial, ev.final_state, numbers),
+        turns: by_turn.diffs(numbers),
     }
 }
 

@@ -358,7 +358,7 @@ impl RunState {
     /// One call the simulated user makes of their own tool (`[[user_tools]]`),
     /// recorded as `user/tools.call`; `[fuzz.user] tool_errors` may fail it
     /// (counted under the pseudo-tool `user.tools`). The recorded response.
-    pub(crate) fn user_tool_call(&mut self, name: &str, args: &Value) -> wasmtime::Result<Value> {
+    pub fn user_tool_call(&mut self, name: &str, args: &Value) -> wasmtime::Result<Value> {
         let request = ToolRequest {
             name: name.to_string(),
             args: Some(args.clone()),
