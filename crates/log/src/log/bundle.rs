@@ -71,6 +71,23 @@ pub enum Edit {
     Deny { tool: String },
     /// Set a row (`table/key`) or a field (`table/key.field`) of the state.
     Set { path: String, value: Value },
+    /// Draw the model's alternatives from this seed from here on (a
+    /// branch of `fork --samples`).
+    Reseed { model_seed: u64 },
+}
+
+/// A run's place in a group of rollouts (`test --group K`, `fork
+/// --samples K`): the members differ only in their model seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// The group's id: the run id of its first member (absent in that
+    /// member's own header, whose run id it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// This run's index in the group, from 0.
+    pub member: u64,
+    /// How many members the group was started with.
+    pub size: u64,
 }
 
 /// What a run was: enough to find and re-execute it.
@@ -90,6 +107,9 @@ pub struct Header {
     /// the schedule it ran with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuzz: Option<crate::case::fuzz::FaultSource>,
+    /// A member of a group of rollouts (`test --group`, `fork --samples`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<Group>,
     pub harness_version: String,
     /// `"native"` for an agent outside the sandbox (`worldline mcp`,
     /// `--exec`): its boundary is recorded and replayed, not its inside.
