@@ -93,7 +93,7 @@ impl GroupSummary {
                 Some(Member {
                     member: g.member,
                     model_seed: o.header.model_seed,
-                    reward: crate::trajectory::reward(&o.footer),
+                    reward: o.footer.reward(),
                     run_id: o.run_id.clone(),
                     verdict: o.footer.verdict().map(str::to_string),
                 })

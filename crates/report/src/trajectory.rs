@@ -73,7 +73,7 @@ impl Trajectory {
                 .and_then(|g| g["assertions"].as_array().cloned())
                 .unwrap_or_default(),
             messages: messages(&b.events),
-            reward: footer.and_then(reward),
+            reward: footer.and_then(Footer::reward),
             run_id: run_id.to_string(),
             seed: b.header.seed,
             status: footer.map(|f| f.status.as_str()),
@@ -83,18 +83,6 @@ impl Trajectory {
             world: b.header.world.clone(),
         }
     }
-}
-
-/// A graded run's reward: the grade's (a weighted score), else 1 when it
-/// passed and 0 when not; none when ungraded.
-pub fn reward(footer: &Footer) -> Option<f64> {
-    let grade = footer.grade.as_ref()?;
-    let passed = footer.verdict() == Some("passed");
-    Some(
-        grade["reward"]
-            .as_f64()
-            .unwrap_or(if passed { 1.0 } else { 0.0 }),
-    )
 }
 
 /// The `group` object of each run (given as its id and bundle), in order:

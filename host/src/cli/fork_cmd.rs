@@ -145,7 +145,7 @@ fn branch(
                 json!({
                     "member": i,
                     "model_seed": fork::branch_seed(rec, args.at, i as u64),
-                    "reward": crate::report::trajectory::reward(&o.footer),
+                    "reward": o.footer.reward(),
                     "verdict": o.footer.verdict(),
                     "run": RunSummary::of(o),
                 })

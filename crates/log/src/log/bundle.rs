@@ -291,6 +291,18 @@ impl Footer {
         let passed = self.grade.as_ref()?.get("passed")?.as_bool()?;
         Some(if passed { "passed" } else { "failed" })
     }
+
+    /// A graded run's reward: the grade's (a weighted score), else 1 when
+    /// it passed and 0 when not; none when ungraded.
+    pub fn reward(&self) -> Option<f64> {
+        let grade = self.grade.as_ref()?;
+        let passed = self.verdict() == Some("passed");
+        Some(
+            grade["reward"]
+                .as_f64()
+                .unwrap_or(if passed { 1.0 } else { 0.0 }),
+        )
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
