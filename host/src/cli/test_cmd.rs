@@ -78,7 +78,7 @@ pub struct TestArgs {
     /// Run each case as a group of K rollouts for training (GRPO-style):
     /// every member with its own recorded model seed, the group recorded
     /// in each run and exported with pass@k and pass^k.
-    #[arg(long, value_name = "K", conflicts_with = "repeat")]
+    #[arg(long, value_name = "K", conflicts_with_all = ["repeat", "model_seed"])]
     pub group: Option<u64>,
     #[command(flatten)]
     pub model: ModelArgs,
