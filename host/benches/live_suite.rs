@@ -199,6 +199,7 @@ fn median_suite(
     for _ in 0..samples {
         let t = Instant::now();
         let done = Suite {
+            group: false,
             sandbox,
             agent,
             cases: entries,

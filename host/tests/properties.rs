@@ -200,6 +200,7 @@ fn valid_bundle(n: u64) -> Vec<u8> {
         env: None,
         format: bundle::FORMAT.into(),
         fuzz: None,
+        group: None,
         harness_version: "0.1.0".into(),
         isolation: None,
         limits: Default::default(),

@@ -1,7 +1,9 @@
 //! What trainers read: `export --format atif` on runs of every kind of
 //! agent path (a Rust component asking a model, a native `--exec` process,
 //! an outside MCP client on `worldline mcp`), each document validated by
-//! the pinned `atif` package's models (tests/train-python.sh).
+//! the pinned `atif` package's models (tests/train-python.sh); groups of
+//! rollouts (`test --group`) and branches (`fork --samples`) exported with
+//! pass@k and pass^k.
 
 use crate::common::*;
 use crate::conformance::{CALLS, mcp_stdio, scenario, script};
@@ -112,5 +114,152 @@ fn atif_export_validates_on_every_agent_path() {
         assert_eq!(doc["model_steps"], models, "{path}: the model calls: {doc}");
         assert_eq!(doc["reward"], 1.0, "{path}: {doc}");
         assert_eq!(doc["verdict"], "passed", "{path}: {doc}");
+    }
+}
+
+/// The trajectories export of `runs`: one JSON value a line.
+fn trajectories(store: &Path, runs: &[String]) -> Vec<Value> {
+    let dir = temp_dir();
+    let file = dir.path().join("trajectories.jsonl");
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"export"];
+    for r in runs {
+        args.push(r);
+    }
+    args.extend([
+        &"--format" as &dyn AsRef<std::ffi::OsStr>,
+        &"trajectories",
+        &"-o",
+        &file,
+    ]);
+    wl(store, &args).expect_code(0);
+    std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// C(n, k) for the small n of a group (0 when k > n).
+fn choose(n: u64, k: u64) -> f64 {
+    if k > n {
+        return 0.0;
+    }
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// Each line's `group` against the group of `n` members that passed `c`
+/// times: one id, members 0..n in order, pass@k by Chen et al.'s unbiased
+/// estimator and pass^k by τ-bench's, for every k.
+fn assert_group(lines: &[Value], id: &str, n: u64, c: u64) {
+    assert_eq!(lines.len() as u64, n);
+    for (i, line) in lines.iter().enumerate() {
+        let g = &line["group"];
+        assert_eq!(g["id"], id, "{line}");
+        assert_eq!(g["member"], i as u64, "{g}");
+        assert_eq!(
+            (g["size"].as_u64(), g["members"].as_u64()),
+            (Some(n), Some(n)),
+            "{g}"
+        );
+        assert_eq!(g["passes"], c, "{g}");
+        for k in 1..=n {
+            let at = 1.0 - choose(n - c, k) / choose(n, k);
+            let hat = choose(c, k) / choose(n, k);
+            let got = |key: &str| g[key][(k - 1) as usize]["value"].as_f64().unwrap();
+            assert!((got("pass_at_k") - at).abs() < 1e-9, "pass@{k}: {g}");
+            assert!((got("pass_hat_k") - hat).abs() < 1e-9, "pass^{k}: {g}");
+        }
+    }
+    let passed = lines.iter().filter(|l| l["reward"] == 1.0).count() as u64;
+    assert_eq!(passed, c, "the rewards: {lines:?}");
+}
+
+/// `test --group 8` on a case whose scripted model draws its key reply
+/// from the model seed: eight members with eight recorded seeds, some
+/// passing and some not, exported (trajectories and ATIF) as one group;
+/// then `fork --samples 8` branches eight continuations from the parent's
+/// model call at event 5, exported as a group with its branch point, each
+/// branch replaying `identical`.
+#[test]
+fn a_group_and_a_branch_of_8_export_with_pass_at_k() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let case = workspace_root().join("cases/model/rollback-weighted.toml");
+    let agent = guest("model-agent");
+    let out = wl(
+        store,
+        &[
+            &"test", &case, &"--agent", &agent, &"--group", &"8", &"--json",
+        ],
+    );
+    out.expect_code(1);
+    let c = &out.json()["cases"][0];
+    let group = &c["group"];
+    let members = group["members"].as_array().unwrap();
+    assert_eq!(
+        (group["size"].as_u64(), members.len()),
+        (Some(8), 8),
+        "{out}"
+    );
+    let mut seeds: Vec<u64> = members
+        .iter()
+        .map(|m| m["model_seed"].as_u64().unwrap())
+        .collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    assert_eq!(
+        seeds.len(),
+        8,
+        "every member its own recorded seed: {group}"
+    );
+    let passes = c["passes"].as_u64().unwrap();
+    assert!(
+        0 < passes && passes < 8,
+        "the seeds give both outcomes: {out}"
+    );
+    let ids: Vec<String> = members
+        .iter()
+        .map(|m| m["run_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(group["id"], ids[0].as_str(), "{group}");
+    assert_group(&trajectories(store, &ids), &ids[0], 8, passes);
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    for (i, doc) in atif(store, &refs).iter().enumerate() {
+        assert_eq!(doc["group"]["member"], i as u64, "{doc}");
+        assert_eq!(doc["group"]["passes"], passes, "{doc}");
+    }
+
+    let parent = &ids[0];
+    let out = wl(
+        store,
+        &[
+            &"fork",
+            parent,
+            &"--at",
+            &"5",
+            &"--samples",
+            &"8",
+            &"--json",
+        ],
+    );
+    let doc = out.json();
+    let branches: Vec<String> = doc["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["run"]["run_id"].as_str().unwrap().to_string())
+        .collect();
+    let passes = doc["group"]["passes"].as_u64().unwrap();
+    assert!(0 < passes && passes < 8, "the branches differ: {out}");
+    let lines = trajectories(store, &branches);
+    assert_group(&lines, &branches[0], 8, passes);
+    for line in &lines {
+        assert_eq!(line["group"]["branch"]["parent"], parent.as_str(), "{line}");
+        assert_eq!(line["group"]["branch"]["event"], 5, "{line}");
+    }
+    for b in [&branches[0], &branches[7]] {
+        let out = wl(store, &[&"replay", b]);
+        out.expect_code(0);
+        assert!(out.stdout.contains("identical"), "{out}");
     }
 }

@@ -2,7 +2,7 @@
 package's models (Harbor's ATIF v1.8): every line of the file given must be
 a valid `Trajectory`. Prints, per document, what the test compares as JSON:
 the tool calls' names in step order, how many results answer them, the
-model steps, the reward and verdict."""
+model steps, the reward and verdict, and the group (if any)."""
 
 import json
 import sys
@@ -29,6 +29,7 @@ with open(sys.argv[1], encoding="utf-8") as f:
                 "model_steps": sum(1 for s in t.steps if s.llm_call_count == 1),
                 "reward": t.extra["reward"],
                 "verdict": t.extra["verdict"],
+                "group": t.extra.get("group"),
             }
         )
 print(json.dumps(out))

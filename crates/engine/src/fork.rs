@@ -4,7 +4,9 @@
 //! again with the recorded answers up to N, then live. The fork records its parent
 //! and N; the parent is never modified. Edits are checked against the run
 //! first ([`check`]). A resume ([`resume`]) is a fork at the end of the
-//! recording with no edits, under limits the user may raise.
+//! recording with no edits, under limits the user may raise. A branch
+//! ([`branch`]) is K forks at one event, each drawing the model from its
+//! own seed from there on, recorded as a group.
 
 pub mod check;
 
@@ -54,7 +56,14 @@ pub fn fork(
         .into());
     }
     let parent = parent_of(rec, at, edits, false);
-    let outcome = follow_then_live(sandbox, store, rec, &rec.case, parent, native, agent)?;
+    let outcome = follow_then_live(sandbox, store, rec, &rec.case, parent, native, agent, None)?;
+    departed(&outcome, at)?;
+    Ok(outcome)
+}
+
+/// A fork that departed from the recording before its fork point is an
+/// error naming where.
+fn departed(outcome: &RunOutcome, at: u64) -> Result<()> {
     if let Some(d) = &outcome.divergence {
         anyhow::bail!(
             "the fork's agent departed from the recording at event {} before the fork point {at} ({:?}); fork at or before {} instead",
@@ -63,7 +72,73 @@ pub fn fork(
             d.index
         );
     }
-    Ok(outcome)
+    Ok(())
+}
+
+/// The model seed of member `i` of a branch of `rec` at event `at`:
+/// derived from the run's model seed and the event, distinct per member.
+pub fn branch_seed(rec: &RecordedRun, at: u64, i: u64) -> u64 {
+    use crate::mediate::entropy::derive;
+    let h = &rec.bundle.header;
+    derive(
+        derive(h.model_seed.unwrap_or(h.seed), "branch", at),
+        "member",
+        i,
+    )
+}
+
+/// `samples` forks of `rec` at event `at`, each with `edits` and the model
+/// drawing from its own seed ([`branch_seed`]) from `at` on, recorded as a
+/// group whose id is the first member's run id. The recording is read and
+/// the edits checked once; each member follows the prefix itself (a
+/// WebAssembly instance cannot be copied mid-run), answered from the log.
+pub fn branch(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &RecordedRun,
+    at: u64,
+    edits: Vec<Edit>,
+    agent: Option<Arc<Agent>>,
+    samples: u64,
+) -> Result<Vec<RunOutcome>> {
+    check::check(rec, at, &edits)?;
+    if rec.bundle.header.native.is_some() {
+        return Err(InputError::new(
+            &rec.path,
+            "is a native agent's run: --samples branches a WebAssembly agent's run (fork it once per continuation instead)",
+        )
+        .into());
+    }
+    let agent = match agent {
+        Some(a) => a,
+        None => recorded_agent(sandbox, store, rec)?,
+    };
+    let mut outcomes: Vec<RunOutcome> = Vec::new();
+    for i in 0..samples {
+        let mut member = edits.clone();
+        member.push(Edit::Reseed {
+            model_seed: branch_seed(rec, at, i),
+        });
+        let parent = parent_of(rec, at, member, false);
+        let group = crate::log::bundle::Group {
+            id: outcomes.first().and_then(|o| o.run_id.clone()),
+            member: i,
+            size: samples,
+        };
+        let outcome = follow_then_live(
+            sandbox,
+            store,
+            rec,
+            &rec.case,
+            parent,
+            None,
+            Some(agent.clone()),
+            Some(group),
+        )?;
+        departed(&outcome, at)?;
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
 }
 
 /// Resume `rec`: a new run that follows its whole recording (no model call
@@ -160,7 +235,7 @@ pub fn resume(
     case.override_limits(raised)?;
     let at = rec.bundle.events.len() as u64;
     let parent = parent_of(rec, at, Vec::new(), true);
-    let outcome = follow_then_live(sandbox, store, rec, &case, parent, native, None)?;
+    let outcome = follow_then_live(sandbox, store, rec, &case, parent, native, None, None)?;
     if let Some(d) = &outcome.divergence {
         anyhow::bail!(
             "the resumed agent departed from the recording at event {} of the {at} it holds ({:?}): the agent or its inputs are not the recorded ones",
@@ -205,7 +280,9 @@ fn parent_of(rec: &RecordedRun, at: u64, edits: Vec<Edit>, resumed: bool) -> Par
 }
 
 /// Run `rec`'s agent (or `agent`, or its native process) on `case`,
-/// following the recording up to the parent's event, then live.
+/// following the recording up to the parent's event, then live; `group`:
+/// a branch's member.
+#[allow(clippy::too_many_arguments)]
 fn follow_then_live(
     sandbox: &Sandbox,
     store: &StoreDir,
@@ -214,6 +291,7 @@ fn follow_then_live(
     parent: Parent,
     native: Option<Exec>,
     agent: Option<Arc<Agent>>,
+    group: Option<crate::log::bundle::Group>,
 ) -> Result<RunOutcome> {
     let following = Following::fork(
         rec.bundle.events.clone(),
@@ -226,6 +304,7 @@ fn follow_then_live(
         parent: Some(parent),
         faults: rec.bundle.header.fuzz.clone(),
         model_seed: rec.bundle.header.model_seed,
+        group,
         ..RunOptions::default()
     };
     Ok(match (&native, agent) {

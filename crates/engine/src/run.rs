@@ -57,6 +57,7 @@ pub fn header_of(sandbox: &Sandbox, agent_sha256: &str, case: &Case) -> Header {
         env: None,
         format: bundle::FORMAT.to_string(),
         fuzz: None,
+        group: None,
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
         isolation: None,
         limits: case.limit_overrides.clone(),
@@ -125,6 +126,8 @@ pub struct RunOptions<'a> {
     /// Seed of the scripted model's weighted alternatives (default: the
     /// case seed). Recorded in the header.
     pub model_seed: Option<u64>,
+    /// A member of a group of rollouts (recorded in the header).
+    pub group: Option<crate::log::bundle::Group>,
     /// A replay: the recorded grade, whose judges' answers are reused
     /// (a replay never calls a model).
     pub recorded_grade: Option<serde_json::Value>,
@@ -208,6 +211,7 @@ pub fn begin(
         opts.parent.take(),
         opts.faults.take(),
         opts.model_seed,
+        opts.group.take(),
     )?;
     let log = Log::open(opts.store, &inputs.header)?;
     let mut med = Mediator::new(case, log.recorder);
@@ -308,11 +312,13 @@ impl Inputs {
         parent: Option<Parent>,
         faults: Option<FaultSource>,
         model_seed: Option<u64>,
+        group: Option<crate::log::bundle::Group>,
     ) -> Result<Inputs> {
         let gold = crate::grade::gold::for_case(sandbox, case)?;
         header.parent = parent;
         header.fuzz = faults;
         header.model_seed = model_seed;
+        header.group = group;
         let service = match &case.world.service {
             Some(source) => Some(sandbox.service(source)?),
             None => None,

@@ -70,11 +70,7 @@ pub fn document(run_id: &str, b: &Bundle, task: &Value) -> Value {
     let footer = b.footer.as_ref();
     let grade = footer.and_then(|f| f.grade.as_ref());
     let verdict = footer.and_then(|f| f.verdict());
-    let reward = grade.map(|g| {
-        g["reward"]
-            .as_f64()
-            .unwrap_or(if verdict == Some("passed") { 1.0 } else { 0.0 })
-    });
+    let reward = footer.and_then(|f| f.reward());
     let mut agent = json!({
         "name": format!("worldline agent {}", short(&b.header.agent_sha256)),
         "version": b.header.agent_sha256,

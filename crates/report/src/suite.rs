@@ -27,6 +27,9 @@ pub struct CaseSummary {
     pub events: Option<u64>,
     pub failures: Option<Vec<worldline_engine::grade::Assertion>>,
     pub fuel: Option<u64>,
+    /// With `--group`: the group its runs are, member by member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupSummary>,
     /// Position in the whole suite (before filters and partitions).
     pub index: usize,
     /// With `--repeat`: the pass rate's 95% Wilson interval.
@@ -49,6 +52,62 @@ pub struct CaseSummary {
     pub runs: u64,
     pub skipped: bool,
     pub status: String,
+}
+
+/// A case's runs as a group (`test --group K`): its id (the first
+/// member's run id) and each member's seed and reward.
+#[derive(Serialize, Deserialize, Clone)]
+pub struct GroupSummary {
+    pub id: Option<String>,
+    pub members: Vec<Member>,
+    pub size: u64,
+}
+
+/// One member of a group.
+#[derive(Serialize, Deserialize, Clone)]
+pub struct Member {
+    pub member: u64,
+    pub model_seed: Option<u64>,
+    pub reward: Option<f64>,
+    pub run_id: Option<String>,
+    pub verdict: Option<String>,
+}
+
+impl GroupSummary {
+    /// The group a case's runs recorded, if they are one.
+    fn of(c: &CaseRun) -> Option<Self> {
+        let runs: Vec<_> = c
+            .attempts
+            .iter()
+            .filter_map(|a| a.outcome.as_ref().ok())
+            .collect();
+        let size = runs.iter().find_map(|o| o.header.group.as_ref())?.size;
+        let id = runs
+            .iter()
+            .find(|o| o.header.group.as_ref().is_some_and(|g| g.id.is_none()))
+            .and_then(|o| o.run_id.clone());
+        let members = runs
+            .iter()
+            .filter_map(|o| {
+                let g = o.header.group.as_ref()?;
+                Some(Member {
+                    member: g.member,
+                    model_seed: o.header.model_seed,
+                    reward: o.footer.reward(),
+                    run_id: o.run_id.clone(),
+                    verdict: o.footer.verdict().map(str::to_string),
+                })
+            })
+            .collect();
+        Some(GroupSummary { id, members, size })
+    }
+
+    /// Whether its members' rewards differ (a group whose members all
+    /// score the same gives a group-relative trainer no signal).
+    fn mixed(&self) -> bool {
+        let first = self.members.first().and_then(|m| m.reward);
+        self.members.iter().any(|m| m.reward != first)
+    }
 }
 
 /// Model calls of a suite's runs: how many, the tokens the providers
@@ -178,6 +237,7 @@ impl CaseSummary {
                 .and_then(|o| o.grade.as_ref())
                 .map(|g| g.failures().cloned().collect()),
             fuel: o.map(|o| o.footer.fuel),
+            group: GroupSummary::of(c),
             index: c.index,
             interval,
             pass_at_k: per_k(runs, |k| pass_at_k(c.passes(), runs, k)),
@@ -576,6 +636,17 @@ fn write_totals(out: &mut impl Write, err: &mut impl Write, s: &SuiteSummary) ->
             .map(|p| format!("pass{mark}{} {:.1}%", p.k, p.value * 100.0))
             .collect();
         writeln!(out, "{} runs of each case: {}", s.repeat, ks.join(", "))?;
+    }
+    let groups: Vec<&GroupSummary> = s.cases.iter().filter_map(|c| c.group.as_ref()).collect();
+    if !groups.is_empty() {
+        let mixed = groups.iter().filter(|g| g.mixed()).count();
+        writeln!(
+            out,
+            "groups: {} of {} rollouts each (own model seeds), {mixed} with mixed rewards, {} all alike; run ids in --json, `export --format trajectories` writes them grouped",
+            groups.len(),
+            s.repeat,
+            groups.len() - mixed
+        )?;
     }
     if let Some(m) = &s.model {
         writeln!(

@@ -14,10 +14,18 @@
 //! Where the endpoint returned token ids (`[model] token_ids`, decision
 //! 0350), `tokens` lists each model call's prompt and completion ids,
 //! log-probabilities and tokenizer, whole, in call order.
+//!
+//! A run that is a member of a group (`test --group`, `fork --samples`)
+//! has `group`: its id, member index and size, and over the group's
+//! members in the export, how many passed and pass@k and pass^k
+//! ([`groups`]).
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use worldline_log::log::bundle::Bundle;
+use std::collections::BTreeMap;
+use worldline_engine::fuzz::stats::{pass_at_k, pass_hat_k};
+use worldline_engine::fuzz::summary::PassK;
+use worldline_log::log::bundle::{Bundle, Footer};
 use worldline_log::log::{Call, Event};
 
 /// One line of the trajectories file.
@@ -28,7 +36,13 @@ pub struct Trajectory {
     pub case_hash: String,
     /// Every assertion of the recorded grade (empty when ungraded).
     pub checks: Vec<Value>,
+    /// A member of a group: see [`groups`] (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<Value>,
     pub messages: Vec<Value>,
+    /// The model's seed when it is not the case seed's (a group member's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_seed: Option<u64>,
     pub reward: Option<f64>,
     pub run_id: String,
     pub seed: u64,
@@ -50,6 +64,8 @@ impl Trajectory {
         let grade = footer.and_then(|f| f.grade.as_ref());
         let verdict = footer.and_then(|f| f.verdict());
         Trajectory {
+            group: None,
+            model_seed: b.header.model_seed,
             agent_sha256: b.header.agent_sha256.clone(),
             case: b.header.case.clone(),
             case_hash: b.header.case_hash.clone(),
@@ -57,11 +73,7 @@ impl Trajectory {
                 .and_then(|g| g["assertions"].as_array().cloned())
                 .unwrap_or_default(),
             messages: messages(&b.events),
-            reward: grade.map(|g| {
-                g["reward"]
-                    .as_f64()
-                    .unwrap_or(if verdict == Some("passed") { 1.0 } else { 0.0 })
-            }),
+            reward: footer.and_then(Footer::reward),
             run_id: run_id.to_string(),
             seed: b.header.seed,
             status: footer.map(|f| f.status.as_str()),
@@ -71,6 +83,61 @@ impl Trajectory {
             world: b.header.world.clone(),
         }
     }
+}
+
+/// The `group` object of each run (given as its id and bundle), in order:
+/// none for a run that is not a group member. A group is the runs of one
+/// group id among those given (the id is its first member's run id);
+/// `members` and `passes` count them, and `pass_at_k` (Chen et al.'s
+/// unbiased 1 − C(n−c, k)/C(n, k)) and `pass_hat_k` (τ-bench's
+/// C(c, k)/C(n, k)) are over them, k = 1..members. A branch (`fork
+/// --samples`) also has `branch`: the parent run and the event its members
+/// went live at.
+pub fn groups(runs: &[(&str, &Bundle)]) -> Vec<Option<Value>> {
+    let id_of = |run_id: &str, b: &Bundle| {
+        b.header
+            .group
+            .as_ref()
+            .map(|g| g.id.clone().unwrap_or_else(|| run_id.to_string()))
+    };
+    // Runs and passes per group, in the groups' id order.
+    let mut tally: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for (run_id, b) in runs {
+        if let Some(id) = id_of(run_id, b) {
+            let t = tally.entry(id).or_default();
+            t.0 += 1;
+            t.1 += u64::from(b.footer.as_ref().and_then(Footer::verdict) == Some("passed"));
+        }
+    }
+    runs.iter()
+        .map(|(run_id, b)| {
+            let g = b.header.group.as_ref()?;
+            let id = id_of(run_id, b)?;
+            let (n, c) = tally[&id];
+            let per_k = |f: &dyn Fn(u64) -> f64| -> Vec<PassK> {
+                (1..=n).map(|k| PassK { k, value: f(k) }).collect()
+            };
+            let mut group = json!({
+                "id": id,
+                "member": g.member,
+                "size": g.size,
+                "members": n,
+                "passes": c,
+                "pass_at_k": per_k(&|k| pass_at_k(c, n, k)),
+                "pass_hat_k": per_k(&|k| pass_hat_k(&[c], n, k)),
+            });
+            if let Some(p) = &b.header.parent {
+                group["branch"] = json!({"parent": p.run, "event": p.event});
+                // A branch's own model seed is its fork point's edit.
+                for e in &p.edits {
+                    if let worldline_log::log::bundle::Edit::Reseed { model_seed } = e {
+                        group["model_seed"] = json!(model_seed);
+                    }
+                }
+            }
+            Some(group)
+        })
+        .collect()
 }
 
 /// Each model call's recorded token ids, whole, in call order.

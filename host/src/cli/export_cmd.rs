@@ -121,11 +121,12 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
 }
 
 /// `export --format trajectories` or `atif`: a JSON line per run, in the
-/// order given.
+/// order given; group members with their group (over the members given).
 fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> {
     crate::output::check_file(&args.output)?;
     let mut text = String::new();
     let mut ids = Vec::new();
+    let mut read = Vec::new();
     for run in &args.run {
         let path = store.resolve_run(run)?;
         if store.role() == Some(crate::pgstore::roles::Role::Responder) {
@@ -144,9 +145,25 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
             .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
             .and_then(|t| serde_json::to_value(t.get("task")?).ok())
             .unwrap_or(serde_json::Value::Null);
+        read.push((id, b, task));
+    }
+    let runs: Vec<(&str, &bundle::Bundle)> =
+        read.iter().map(|(id, b, _)| (id.as_str(), b)).collect();
+    let groups = crate::report::trajectory::groups(&runs);
+    for ((id, b, task), group) in read.into_iter().zip(groups) {
         let line = match args.format {
-            Format::Atif => crate::report::atif::document(&id, &b, &task),
-            _ => serde_json::to_value(Trajectory::of(&id, &b, task))?,
+            Format::Atif => {
+                let mut doc = crate::report::atif::document(&id, &b, &task);
+                if let Some(g) = group {
+                    doc["extra"]["group"] = g;
+                }
+                doc
+            }
+            _ => {
+                let mut t = Trajectory::of(&id, &b, task);
+                t.group = group;
+                serde_json::to_value(t)?
+            }
         };
         text.push_str(&serde_json::to_string(&line)?);
         text.push('\n');

@@ -1,9 +1,12 @@
 //! `worldline fork RUN --at N [--respond JSON] [--deny T] [--allow T]
-//! [--set PATH=JSON] [--agent NEW.wasm]`.
+//! [--set PATH=JSON] [--agent NEW.wasm] [--samples K]`; with `--samples`,
+//! K branches from event N recorded as a group, with pass@k and pass^k.
 
 use super::Common;
-use crate::error::ExitCode;
+use crate::error::{ExitCode, InputError};
 use crate::fork;
+use crate::fuzz::stats::{pass_at_k, pass_hat_k};
+use crate::fuzz::summary::PassK;
 use crate::grade::verdict;
 use crate::ops;
 use crate::replay;
@@ -16,6 +19,7 @@ use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
+use serde_json::json;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -43,6 +47,10 @@ pub struct ForkArgs {
     /// Continue with another agent build.
     #[arg(long)]
     pub agent: Option<PathBuf>,
+    /// Branch K continuations from event N, each drawing the model from its
+    /// own seed from there on, recorded and exported as a group.
+    #[arg(long, value_name = "K")]
+    pub samples: Option<u64>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -52,6 +60,9 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
     store.audit_reexecution(&[&rec.id], "fork")?;
+    if let Some(samples) = args.samples {
+        return branch(&sandbox, &store, &rec, &args, samples);
+    }
     let forked = ops::fork::fork(
         &sandbox,
         &store,
@@ -87,4 +98,91 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
         outcome.footer.status,
         outcome.grade.as_ref(),
     ))
+}
+
+/// `fork --samples K`: the branches, a line each (or `--json`), then the
+/// group's pass@k and pass^k; exit 1 unless every branch passed.
+fn branch(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &replay::RecordedRun,
+    args: &ForkArgs,
+    samples: u64,
+) -> Result<ExitCode> {
+    if samples == 0 {
+        return Err(InputError::new("--samples", "must be at least 1").into());
+    }
+    let edits = fork::check::EditText {
+        respond: args.respond.clone(),
+        allow: args.allow.clone(),
+        deny: args.deny.clone(),
+        set: args.set.clone(),
+    }
+    .parse()?;
+    let agent = match &args.agent {
+        Some(path) => Some(crate::agent_file::load(sandbox, store, path)?),
+        None => None,
+    };
+    let t = std::time::Instant::now();
+    let outcomes = fork::branch(sandbox, store, rec, args.at, edits, agent, samples)?;
+    let elapsed_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let passed = |o: &crate::run::RunOutcome| {
+        verdict::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok
+    };
+    let c = outcomes.iter().filter(|o| passed(o)).count() as u64;
+    let n = outcomes.len() as u64;
+    let per_k = |f: &dyn Fn(u64) -> f64| -> Vec<PassK> {
+        (1..=n).map(|k| PassK { k, value: f(k) }).collect()
+    };
+    let pass_at = per_k(&|k| pass_at_k(c, n, k));
+    let pass_hat = per_k(&|k| pass_hat_k(&[c], n, k));
+    let id = outcomes.first().and_then(|o| o.run_id.clone());
+    if args.common.json {
+        let members: Vec<_> = outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                json!({
+                    "member": i,
+                    "model_seed": fork::branch_seed(rec, args.at, i as u64),
+                    "reward": o.footer.reward(),
+                    "verdict": o.footer.verdict(),
+                    "run": RunSummary::of(o),
+                })
+            })
+            .collect();
+        report::print_json(&json!({
+            "parent": {"run": rec.id, "event": args.at},
+            "group": {"id": id, "size": samples, "passes": c, "pass_at_k": pass_at, "pass_hat_k": pass_hat},
+            "members": members,
+            "elapsed_ms": elapsed_ms,
+        }))?;
+    } else {
+        println!(
+            "{samples} branches of {} at event {} (group {})",
+            rec.id,
+            args.at,
+            id.as_deref().unwrap_or("-")
+        );
+        for (i, o) in outcomes.iter().enumerate() {
+            println!(
+                "  {i}  {}  {}",
+                o.run_id.as_deref().unwrap_or("-"),
+                verdict::shown_status(o.footer.status, o.grade.as_ref())
+            );
+        }
+        let last = |v: &[PassK]| v.last().map_or(0.0, |p| p.value * 100.0);
+        println!(
+            "{c}/{n} passed, pass@1 {:.1}%, pass@{n} {:.1}%, pass^{n} {:.1}% ({:.0} ms)",
+            pass_at.first().map_or(0.0, |p| p.value * 100.0),
+            last(&pass_at),
+            last(&pass_hat),
+            elapsed_ms
+        );
+    }
+    Ok(if c == n {
+        ExitCode::Ok
+    } else {
+        ExitCode::Failed
+    })
 }

@@ -75,6 +75,11 @@ pub struct TestArgs {
     /// each case's pass rate and the suite's pass^k.
     #[arg(long, default_value_t = 1)]
     pub repeat: u64,
+    /// Run each case as a group of K rollouts for training (GRPO-style):
+    /// every member with its own recorded model seed, the group recorded
+    /// in each run and exported with pass@k and pass^k.
+    #[arg(long, value_name = "K", conflicts_with_all = ["repeat", "model_seed"])]
+    pub group: Option<u64>,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -299,6 +304,9 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     if args.repeat == 0 {
         return Err(InputError::new("--repeat", "must be at least 1").into());
     }
+    if args.group == Some(0) {
+        return Err(InputError::new("--group", "must be at least 1").into());
+    }
     let store = StoreDir::open(&args.common.store)?;
     let worlds = args.worlds.as_deref();
     if args.list {
@@ -379,7 +387,8 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         cases: &entries,
         store: &store,
         model_seed: args.model.model_seed,
-        repeat: args.repeat,
+        repeat: args.group.unwrap_or(args.repeat),
+        group: args.group.is_some(),
         jobs,
         fail_fast: args.fail_fast,
         collection_errors: &broken,

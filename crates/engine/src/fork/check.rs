@@ -78,6 +78,7 @@ pub fn describe(edit: &Edit) -> String {
         Edit::Allow { tool } => format!("--allow {tool}"),
         Edit::Deny { tool } => format!("--deny {tool}"),
         Edit::Set { path, value } => format!("--set {path}={}", c(value)),
+        Edit::Reseed { model_seed } => format!("--samples (model seed {model_seed})"),
     }
 }
 
@@ -122,6 +123,7 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
                     notes.push(note);
                 }
             }
+            Edit::Reseed { .. } => {}
         }
     }
     Ok(notes)

@@ -15,6 +15,8 @@ use crate::case::Case;
 use crate::error::{ExitCode, InputError, exit_code_of};
 use crate::fuzz::campaign::model_seed;
 use crate::grade::verdict;
+use crate::log::bundle::Group;
+use crate::mediate::entropy::derive;
 use crate::parallel::par_map;
 use crate::run::{RunOptions, RunOutcome, Runner};
 use crate::sandbox::Sandbox;
@@ -175,6 +177,9 @@ pub struct Suite<'a> {
     pub model_seed: Option<u64>,
     /// Runs of each case; repetition `r > 0` draws its own model seed.
     pub repeat: u64,
+    /// `--group`: the runs of a case are a group, every member (the first
+    /// too) with its own recorded model seed.
+    pub group: bool,
     pub jobs: usize,
     /// Stop starting cases after the first that does not pass, or before
     /// the first when a case file could not be loaded.
@@ -182,6 +187,12 @@ pub struct Suite<'a> {
     /// Case files that could not be loaded: the other cases run (as in
     /// pytest and nextest), unless `fail_fast`.
     pub collection_errors: &'a [InputError],
+}
+
+/// The model seed of member `i` of a case's group (`test --group`):
+/// derived from the case seed, distinct for every member.
+pub fn member_seed(case_seed: u64, i: u64) -> u64 {
+    derive(case_seed, "group-model", i)
 }
 
 impl Suite<'_> {
@@ -201,15 +212,23 @@ impl Suite<'_> {
             let e = &self.cases[i];
             let mut attempts = Vec::new();
             if !(self.fail_fast && stop.load(Ordering::Relaxed)) {
+                // The group's id: its first member's run id.
+                let mut group_id: Option<String> = None;
                 for rep in 0..repeat {
                     let t = Instant::now();
                     let options = RunOptions {
                         store: Some(self.store),
                         batch: Some(&batch),
                         model_seed: match rep {
+                            _ if self.group => Some(member_seed(e.case.seed, rep)),
                             0 => self.model_seed,
                             _ => model_seed(e.case.seed, rep),
                         },
+                        group: self.group.then(|| Group {
+                            id: group_id.clone(),
+                            member: rep,
+                            size: repeat,
+                        }),
                         ..RunOptions::default()
                     };
                     let outcome = match self.agent.run(self.sandbox, &e.case, options) {
@@ -221,6 +240,9 @@ impl Suite<'_> {
                         }
                         Err(err) => Err(format!("{err:#}")),
                     };
+                    if self.group && group_id.is_none() {
+                        group_id = outcome.as_ref().ok().and_then(|o| o.run_id.clone());
+                    }
                     attempts.push(Attempt {
                         outcome,
                         elapsed: t.elapsed(),

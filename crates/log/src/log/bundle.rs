@@ -71,6 +71,23 @@ pub enum Edit {
     Deny { tool: String },
     /// Set a row (`table/key`) or a field (`table/key.field`) of the state.
     Set { path: String, value: Value },
+    /// Draw the model's alternatives from this seed from here on (a
+    /// branch of `fork --samples`).
+    Reseed { model_seed: u64 },
+}
+
+/// A run's place in a group of rollouts (`test --group K`, `fork
+/// --samples K`): the members differ only in their model seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// The group's id: the run id of its first member (absent in that
+    /// member's own header, whose run id it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// This run's index in the group, from 0.
+    pub member: u64,
+    /// How many members the group was started with.
+    pub size: u64,
 }
 
 /// What a run was: enough to find and re-execute it.
@@ -90,6 +107,9 @@ pub struct Header {
     /// the schedule it ran with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuzz: Option<crate::case::fuzz::FaultSource>,
+    /// A member of a group of rollouts (`test --group`, `fork --samples`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<Group>,
     pub harness_version: String,
     /// `"native"` for an agent outside the sandbox (`worldline mcp`,
     /// `--exec`): its boundary is recorded and replayed, not its inside.
@@ -270,6 +290,18 @@ impl Footer {
     pub fn verdict(&self) -> Option<&'static str> {
         let passed = self.grade.as_ref()?.get("passed")?.as_bool()?;
         Some(if passed { "passed" } else { "failed" })
+    }
+
+    /// A graded run's reward: the grade's (a weighted score), else 1 when
+    /// it passed and 0 when not; none when ungraded.
+    pub fn reward(&self) -> Option<f64> {
+        let grade = self.grade.as_ref()?;
+        let passed = self.verdict() == Some("passed");
+        Some(
+            grade["reward"]
+                .as_f64()
+                .unwrap_or(if passed { 1.0 } else { 0.0 }),
+        )
     }
 }
 

@@ -404,6 +404,7 @@ impl Redactor {
             match edit {
                 Edit::Respond { response } => self.value("response", response),
                 Edit::Allow { tool } | Edit::Deny { tool } => *tool = self.text(tool),
+                Edit::Reseed { .. } => {}
                 Edit::Set { path, value } => {
                     // `table/key` or `table/key.field`, seen as the state
                     // it writes so that `state.*` paths apply.

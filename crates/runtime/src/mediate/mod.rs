@@ -471,6 +471,7 @@ impl Mediator {
                         writes.push(w);
                     }
                 }
+                Edit::Reseed { model_seed } => self.services.seed_model(model_seed),
             }
         }
         (response, writes)
