@@ -80,6 +80,18 @@ fn origin_line(o: &crate::case::origin::Origin) -> String {
     }
 }
 
+/// A call in flight, as `history` names it (`tool `x``, or the call).
+fn in_flight(i: &crate::log::intent::Intent) -> String {
+    match &i.tool {
+        Some(tool) => format!("tool `{tool}`"),
+        None => i
+            .call
+            .rsplit_once('/')
+            .map_or(&*i.call, |(_, c)| c)
+            .to_string(),
+    }
+}
+
 fn vtime(ns: u64) -> String {
     format!("{}.{:03}s", ns / 1_000_000_000, ns / 1_000_000 % 1000)
 }
@@ -148,6 +160,21 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         ),
         Some(p) => println!("fork of {} at event {}", p.run, p.event),
         None => {}
+    }
+    if let Some(i) = b.header.parent.as_ref().and_then(|p| p.in_flight.as_ref()) {
+        println!(
+            "in flight when {} was killed: {}, made again at event {}",
+            b.header.parent.as_ref().map_or("", |p| p.run.as_str()),
+            in_flight(i),
+            i.seq
+        );
+    }
+    if let Some(i) = &b.in_flight {
+        println!(
+            "killed inside {} (event {}: its intent recorded, no answer)",
+            in_flight(i),
+            i.seq
+        );
     }
     if !b.header.limits.is_empty() {
         let raised: Vec<String> = b
