@@ -262,25 +262,59 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
 
         let id = bundle.file_stem().unwrap().to_str().unwrap().to_string();
         let sent = server.seen().len();
-        let resumed = resume(&store, &id, &[]);
-        resumed.expect_code(0);
+        // Seed 2 resumes through `test --resume` (every incomplete run of
+        // the suite's cases), the others through `resume`.
+        let (resumed, shown) = if seed == 2 {
+            let out = wl(
+                &store,
+                &[
+                    "test".as_ref(),
+                    case.as_os_str(),
+                    "--resume".as_ref(),
+                    "--json".as_ref(),
+                ],
+            );
+            out.expect_code(0);
+            let all = out.json()["resumed"].as_array().unwrap().clone();
+            assert_eq!(all.len(), 1, "{out}");
+            assert_eq!(all[0]["run"], id.as_str(), "{out}");
+            assert_eq!(all[0]["event"], killed.events.len() as u64, "{out}");
+            // Resumed once: a second `test --resume` finds nothing to do.
+            let again = wl(
+                &store,
+                &[
+                    "test".as_ref(),
+                    case.as_os_str(),
+                    "--resume".as_ref(),
+                    "--json".as_ref(),
+                ],
+            );
+            again.expect_code(0);
+            assert_eq!(again.json()["resumed"], json!([]), "{again}");
+            (all[0].clone(), out.to_string())
+        } else {
+            let out = resume(&store, &id, &[]);
+            out.expect_code(0);
+            assert_eq!(
+                out.json()["resumed_from"]["event"],
+                killed.events.len() as u64,
+                "{out}"
+            );
+            (out.json().clone(), out.to_string())
+        };
         assert_eq!(
-            resumed.json()["resumed_from"]["event"],
-            killed.events.len() as u64,
-            "{resumed}"
-        );
-        assert_eq!(
-            resumed.json()["final_state_hash"],
-            whole_state,
-            "seed {seed}: {resumed}"
+            resumed["final_state_hash"], whole_state,
+            "seed {seed}: {shown}"
         );
         // A model call in flight is sent again without asking (it has no
         // effect), and named.
         assert_eq!(
-            resumed.json()["in_flight"]["call"],
+            resumed["in_flight"]["call"],
             json!(in_flight.as_ref().map(|i| &i.call)),
-            "seed {seed}: {resumed}"
+            "seed {seed}: {shown}"
         );
+        let rid = resumed["run_id"].as_str().unwrap().to_string();
+        let resumed_bundle = store.join("runs").join(format!("{rid}.jsonl"));
         // The resume sent exactly the requests the recording had not answered.
         let sent_by_resume = server.seen()[sent..].to_vec();
         assert_eq!(sent_by_resume, whole_requests[answered..], "seed {seed}");
@@ -290,12 +324,11 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
                 "seed {seed}: an answered request was sent again"
             );
         }
-        let (got, writes) = entries(&resumed.bundle());
+        let (got, writes) = entries(&resumed_bundle);
         assert_eq!(got, whole_entries, "seed {seed}");
         assert_eq!(writes, whole_writes, "seed {seed}: a write applied twice");
         // The resumed run replays whole (the server not asked again).
         let sent = server.seen().len();
-        let rid = resumed.json()["run_id"].as_str().unwrap().to_string();
         let replay = wl(&store, &["replay", &rid, "--json"].map(OsStr::new));
         replay.expect_code(0);
         assert_eq!(replay.json()["verdict"], "identical", "{replay}");
@@ -444,6 +477,24 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
     assert!(
         refused.stderr.contains("tool `spin`") && refused.stderr.contains("--resend-in-flight"),
         "{refused}"
+    );
+    let suite = wl(
+        &store,
+        &[
+            "test".as_ref(),
+            case.as_os_str(),
+            "--resume".as_ref(),
+            "--json".as_ref(),
+        ],
+    );
+    suite.expect_code(2);
+    let listed = &suite.json()["resumed"];
+    assert_eq!(listed[0]["run"], id.as_str(), "{suite}");
+    assert!(
+        listed[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--resend-in-flight")),
+        "{suite}"
     );
     assert_eq!(std::fs::read_dir(store.join("runs")).unwrap().count(), 1);
 
