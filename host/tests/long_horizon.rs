@@ -137,6 +137,28 @@ fn clock_reads_fold_into_one_line_per_run_and_replay_and_fork_inside_one() {
     let rows = history.json()["events"].as_array().unwrap().clone();
     assert_eq!(rows.len(), events);
     assert_eq!(rows[events - 1]["seq"], (events - 1) as u64);
+    // A page, as `git log --skip K -n N`.
+    let page = common::worldline(
+        &store,
+        ["history", &id, "--json", "--skip", "5", "-n", "3"].map(OsStr::new),
+    );
+    page.expect_code(0);
+    let seqs: Vec<&Value> = page.json()["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["seq"])
+        .collect();
+    assert_eq!(seqs, [5, 6, 7], "{page}");
+    assert_eq!(page.json()["matched"], events as u64, "{page}");
+    let first = common::worldline(&store, ["history", &id, "-n", "2"].map(OsStr::new));
+    assert!(
+        first.stdout.contains(&format!(
+            "... {} more event(s): --skip 2 shows the next ones",
+            events - 2
+        )),
+        "{first}"
+    );
 
     common::replays_identical(&store, &id);
 

@@ -262,6 +262,49 @@ fn an_openai_and_mcp_agent_passes_and_replays_identical_at_the_boundary() {
     verify.expect_code(0);
     assert_eq!(verify.json()["boundary_replay"], 1, "{verify}");
     assert_eq!(verify.json()["identical"], 0, "{verify}");
+
+    // Killed after its third model call: what a SIGKILL leaves is the
+    // bundle's lines up to one (each line is one write), here cut there
+    // and kept as a run of its own. `resume` starts the process again,
+    // answers its requests from the recording up to the cut (the events
+    // the same), and goes on live to the same final state.
+    let recorded = std::fs::read_to_string(out.bundle()).unwrap();
+    let lines: Vec<&str> = recorded.split_inclusive('\n').collect();
+    let third = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("\"call\":\"worldline:agent/model.complete\""))
+        .nth(2)
+        .map(|(i, _)| i)
+        .expect("a third model call");
+    let cut_id = format!("{}cafe", &run[..run.len() - 4]);
+    let cut = store.join("runs").join(format!("{cut_id}.jsonl"));
+    std::fs::write(&cut, lines[..=third].concat()).unwrap();
+    let held = read_bundle(&cut).events.len();
+    let resumed = worldline(&store, ["resume", &cut_id, "--json"]);
+    resumed.expect_code(0);
+    assert_eq!(resumed.json()["status"], "passed", "{resumed}");
+    assert_eq!(resumed.json()["resumed_from"]["event"], held as u64);
+    assert_eq!(
+        resumed.json()["final_state_hash"],
+        doc["final_state_hash"],
+        "{resumed}"
+    );
+    let again = read_bundle(&resumed.bundle());
+    assert_eq!(again.events[..held], b.events[..held]);
+    assert_eq!(again.events.len(), b.events.len());
+    let rid = resumed.json()["run_id"].as_str().unwrap().to_string();
+    let history = worldline(&store, ["history", &rid]);
+    assert!(
+        history
+            .stdout
+            .contains(&format!("resumed from {cut_id} at event {held}"))
+            && history.stdout.contains("[resumed: live from here]"),
+        "{history}"
+    );
+    let replay = worldline(&store, ["replay", &rid, "--json"]);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    assert_eq!(replay.json()["scope"], "boundary", "{replay}");
 }
 
 #[test]

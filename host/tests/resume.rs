@@ -5,7 +5,9 @@
 //! same final world as an uninterrupted run, the server counting that no
 //! request the recording answered was sent again and the world holding
 //! every entry once; a run stopped at its step limit resumes with the limit
-//! raised, and a finished run is refused.
+//! raised, and a finished run is refused. A run killed inside a call (its
+//! intent the last line) names it: a model call is sent again, a slow tool
+//! that may write is called again only with `--resend-in-flight`.
 
 use crate::common;
 use common::{CliOutput, guest, temp_dir, worldline_env, write_case, write_world};
@@ -174,9 +176,11 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
     let agent = guest("looper-agent");
     for seed in [1u64, 2, 3] {
         // The kill point: a seeded number of bundle lines, past the header
-        // and before the last few.
+        // and before the last few; for seed 3, the first model call in
+        // flight (its intent the last line) after them.
         let lines =
             2 + (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 33) as usize % (whole_lines - 5);
+        let inside_a_call = seed == 3;
         let store = dir.path().join(format!("killed-{seed}"));
         let before = server.seen().len();
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
@@ -208,7 +212,13 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
                 .map(|e| e.path())
                 .find(|p| p.extension().is_some_and(|x| x == "jsonl"));
             if let Some(p) = found
-                && std::fs::read_to_string(&p).map_or(0, |t| t.lines().count()) >= lines
+                && std::fs::read_to_string(&p).is_ok_and(|t| {
+                    t.lines().count() >= lines
+                        && (!inside_a_call
+                            || t.lines()
+                                .last()
+                                .is_some_and(|l| l.starts_with("{\"intent\"")))
+                })
             {
                 break p;
             }
@@ -231,27 +241,80 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
             .iter()
             .filter(|e| e.call == MODEL_CALL)
             .count();
-        // At most the one request in flight at the kill is not in the recording.
+        // At most the one request in flight at the kill is not in the
+        // recording, and then its intent is.
         assert!(
             sent_before_kill.len() == answered || sent_before_kill.len() == answered + 1,
             "seed {seed}: {} sent, {answered} recorded",
             sent_before_kill.len()
         );
+        let in_flight = killed.in_flight.clone();
+        if sent_before_kill.len() == answered + 1 || inside_a_call {
+            let i = in_flight
+                .as_ref()
+                .expect("the call in flight has its intent");
+            assert_eq!(
+                (i.call.as_str(), i.seq),
+                (MODEL_CALL, killed.events.len() as u64)
+            );
+            assert!(i.tool.is_none());
+        }
 
         let id = bundle.file_stem().unwrap().to_str().unwrap().to_string();
         let sent = server.seen().len();
-        let resumed = resume(&store, &id, &[]);
-        resumed.expect_code(0);
+        // Seed 2 resumes through `test --resume` (every incomplete run of
+        // the suite's cases), the others through `resume`.
+        let (resumed, shown) = if seed == 2 {
+            let out = wl(
+                &store,
+                &[
+                    "test".as_ref(),
+                    case.as_os_str(),
+                    "--resume".as_ref(),
+                    "--json".as_ref(),
+                ],
+            );
+            out.expect_code(0);
+            let all = out.json()["resumed"].as_array().unwrap().clone();
+            assert_eq!(all.len(), 1, "{out}");
+            assert_eq!(all[0]["run"], id.as_str(), "{out}");
+            assert_eq!(all[0]["event"], killed.events.len() as u64, "{out}");
+            // Resumed once: a second `test --resume` finds nothing to do.
+            let again = wl(
+                &store,
+                &[
+                    "test".as_ref(),
+                    case.as_os_str(),
+                    "--resume".as_ref(),
+                    "--json".as_ref(),
+                ],
+            );
+            again.expect_code(0);
+            assert_eq!(again.json()["resumed"], json!([]), "{again}");
+            (all[0].clone(), out.to_string())
+        } else {
+            let out = resume(&store, &id, &[]);
+            out.expect_code(0);
+            assert_eq!(
+                out.json()["resumed_from"]["event"],
+                killed.events.len() as u64,
+                "{out}"
+            );
+            (out.json().clone(), out.to_string())
+        };
         assert_eq!(
-            resumed.json()["resumed_from"]["event"],
-            killed.events.len() as u64,
-            "{resumed}"
+            resumed["final_state_hash"], whole_state,
+            "seed {seed}: {shown}"
         );
+        // A model call in flight is sent again without asking (it has no
+        // effect), and named.
         assert_eq!(
-            resumed.json()["final_state_hash"],
-            whole_state,
-            "seed {seed}: {resumed}"
+            resumed["in_flight"]["call"],
+            json!(in_flight.as_ref().map(|i| &i.call)),
+            "seed {seed}: {shown}"
         );
+        let rid = resumed["run_id"].as_str().unwrap().to_string();
+        let resumed_bundle = store.join("runs").join(format!("{rid}.jsonl"));
         // The resume sent exactly the requests the recording had not answered.
         let sent_by_resume = server.seen()[sent..].to_vec();
         assert_eq!(sent_by_resume, whole_requests[answered..], "seed {seed}");
@@ -261,12 +324,11 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
                 "seed {seed}: an answered request was sent again"
             );
         }
-        let (got, writes) = entries(&resumed.bundle());
+        let (got, writes) = entries(&resumed_bundle);
         assert_eq!(got, whole_entries, "seed {seed}");
         assert_eq!(writes, whole_writes, "seed {seed}: a write applied twice");
         // The resumed run replays whole (the server not asked again).
         let sent = server.seen().len();
-        let rid = resumed.json()["run_id"].as_str().unwrap().to_string();
         let replay = wl(&store, &["replay", &rid, "--json"].map(OsStr::new));
         replay.expect_code(0);
         assert_eq!(replay.json()["verdict"], "identical", "{replay}");
@@ -328,4 +390,142 @@ fn a_run_stopped_at_its_step_limit_resumes_with_the_limit_raised_and_a_finished_
     let finished = resume(&store, &rid, &[]);
     finished.expect_code(2);
     assert!(finished.stderr.contains("nothing to resume"), "{finished}");
+}
+
+#[test]
+fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_calls_it_once() {
+    // The counters world's `spin` (a service tool that may write) runs until
+    // its fuel is spent: with more fuel, a call long enough to be killed in.
+    let dir = temp_dir();
+    let worlds = common::counters(dir.path());
+    let toml = worlds.join("counters/v1/world.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, text.replace("50_000_000", "800_000_000")).unwrap();
+    let calls = json!([
+        {"tool": "bump", "args": {"id": "a"}},
+        {"tool": "spin", "args": {}},
+        {"tool": "bump", "args": {"id": "a"}},
+    ]);
+    let case = common::counters_case(dir.path(), calls, "");
+    let agent = guest("caller-agent");
+    let run_args: Vec<&OsStr> = vec![
+        "run".as_ref(),
+        case.as_os_str(),
+        "--agent".as_ref(),
+        agent.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ];
+    let whole = wl(
+        &dir.path().join("whole"),
+        &[&run_args[..], &["--json".as_ref()]].concat(),
+    );
+    whole.expect_code(0);
+    let whole_writes = writes_of(&whole.bundle());
+
+    let store = dir.path().join("killed");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(&run_args)
+        .args([OsStr::new("--store"), store.as_os_str()])
+        .env("WORLDLINE_STORE_CACHE", common::store_cache())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let bundle = loop {
+        let found = std::fs::read_dir(store.join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "jsonl"));
+        if let Some(p) = found
+            && std::fs::read_to_string(&p).is_ok_and(|t| {
+                t.lines()
+                    .last()
+                    .is_some_and(|l| l.starts_with("{\"intent\"") && l.contains("\"spin\""))
+            })
+        {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "the run never called spin");
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    child.kill().unwrap(); // SIGKILL, inside the spin call
+    child.wait().unwrap();
+    let killed = worldline::log::bundle::read(&bundle).unwrap();
+    assert!(killed.footer.is_none(), "the run finished before the kill");
+    let i = killed.in_flight.clone().expect("the spin call's intent");
+    assert_eq!(
+        (i.tool.as_deref(), i.seq),
+        (Some("spin"), killed.events.len() as u64)
+    );
+    let id = bundle.file_stem().unwrap().to_str().unwrap().to_string();
+    let history = wl(&store, &["history", &id].map(OsStr::new));
+    assert!(
+        history.stdout.contains(&format!(
+            "killed inside tool `spin` (event {}",
+            killed.events.len()
+        )),
+        "{history}"
+    );
+
+    // Not called again unless the user says so.
+    let refused = resume(&store, &id, &[]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("tool `spin`") && refused.stderr.contains("--resend-in-flight"),
+        "{refused}"
+    );
+    let suite = wl(
+        &store,
+        &[
+            "test".as_ref(),
+            case.as_os_str(),
+            "--resume".as_ref(),
+            "--json".as_ref(),
+        ],
+    );
+    suite.expect_code(2);
+    let listed = &suite.json()["resumed"];
+    assert_eq!(listed[0]["run"], id.as_str(), "{suite}");
+    assert!(
+        listed[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--resend-in-flight")),
+        "{suite}"
+    );
+    assert_eq!(std::fs::read_dir(store.join("runs")).unwrap().count(), 1);
+
+    let resumed = resume(&store, &id, &["--resend-in-flight"]);
+    resumed.expect_code(0);
+    assert_eq!(resumed.json()["in_flight"]["tool"], "spin", "{resumed}");
+    assert_eq!(
+        resumed.json()["final_state_hash"],
+        whole.json()["final_state_hash"],
+        "{resumed}"
+    );
+    assert_eq!(
+        writes_of(&resumed.bundle()),
+        whole_writes,
+        "a write applied twice"
+    );
+    let rid = resumed.json()["run_id"].as_str().unwrap().to_string();
+    let history = wl(&store, &["history", &rid].map(OsStr::new));
+    assert!(
+        history.stdout.contains(&format!(
+            "in flight when {id} was killed: tool `spin`, made again at event {}",
+            killed.events.len()
+        )),
+        "{history}"
+    );
+    let replay = wl(&store, &["replay", &rid, "--json"].map(OsStr::new));
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
+/// How many writes a run's events made.
+fn writes_of(bundle: &Path) -> usize {
+    let b = worldline::log::bundle::read(bundle).unwrap();
+    b.events.iter().map(|e| e.writes.len()).sum()
 }

@@ -147,12 +147,15 @@ pub fn branch(
 /// case's limits raised by `raised`. The run records its parent with
 /// `resumed` and the event it went live at. A run that ended by itself
 /// has nothing to resume; one stopped at a limit resumes with that limit
-/// raised.
+/// raised. A run killed inside a call of a tool that may write resumes
+/// only with `resend_in_flight` (the call is made again); a model call in
+/// flight is sent again (it has no effect), and named in the parent.
 pub fn resume(
     sandbox: &Sandbox,
     store: &StoreDir,
     rec: &RecordedRun,
     raised: &BTreeMap<String, u64>,
+    resend_in_flight: bool,
 ) -> Result<RunOutcome> {
     let limits = &rec.case.limits;
     for (name, &value) in raised {
@@ -231,10 +234,24 @@ pub fn resume(
         })?),
         None => None,
     };
+    let in_flight = rec.bundle.in_flight.clone();
+    if let Some(tool) = in_flight.as_ref().and_then(|i| i.tool.as_ref())
+        && !resend_in_flight
+    {
+        return Err(InputError::new(
+            &rec.path,
+            format!(
+                "was killed inside a call of tool `{tool}` (event {}), which may write: resuming calls it again. Pass --resend-in-flight to call it again (its writes were not recorded, so the world has none of them), or fork the run at an earlier event",
+                rec.bundle.events.len()
+            ),
+        )
+        .into());
+    }
     let mut case = rec.case.clone();
     case.override_limits(raised)?;
     let at = rec.bundle.events.len() as u64;
-    let parent = parent_of(rec, at, Vec::new(), true);
+    let mut parent = parent_of(rec, at, Vec::new(), true);
+    parent.in_flight = in_flight;
     let outcome = follow_then_live(sandbox, store, rec, &case, parent, native, None, None)?;
     if let Some(d) = &outcome.divergence {
         anyhow::bail!(
@@ -276,6 +293,7 @@ fn parent_of(rec: &RecordedRun, at: u64, edits: Vec<Edit>, resumed: bool) -> Par
         edits,
         earlier,
         resumed,
+        in_flight: None,
     }
 }
 

@@ -36,6 +36,13 @@ pub struct HistoryArgs {
     /// `--stdout`, after it).
     #[arg(long)]
     pub stderr: bool,
+    /// Show at most N events (after `--only` and `--skip`), as `git log -n`.
+    #[arg(short = 'n', long, value_name = "N")]
+    pub max_count: Option<usize>,
+    /// Leave out the first N events (after `--only`), as `git log --skip`:
+    /// with `-n`, a page of a long run.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip: usize,
     #[command(flatten)]
     pub redaction: RedactArgs,
     #[command(flatten)]
@@ -80,6 +87,18 @@ fn origin_line(o: &crate::case::origin::Origin) -> String {
     }
 }
 
+/// A call in flight, as `history` names it (`tool `x``, or the call).
+fn in_flight(i: &crate::log::intent::Intent) -> String {
+    match &i.tool {
+        Some(tool) => format!("tool `{tool}`"),
+        None => i
+            .call
+            .rsplit_once('/')
+            .map_or(&*i.call, |(_, c)| c)
+            .to_string(),
+    }
+}
+
 fn vtime(ns: u64) -> String {
     format!("{}.{:03}s", ns / 1_000_000_000, ns / 1_000_000 % 1000)
 }
@@ -106,6 +125,14 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
                 .is_none_or(|o| e.call.contains(o.as_str()))
         })
         .collect();
+    // The page asked for (`--skip`, `-n`) of the events matched.
+    let matched = events.len();
+    let events: Vec<&Event> = events
+        .into_iter()
+        .skip(args.skip)
+        .take(args.max_count.unwrap_or(usize::MAX))
+        .collect();
+    let after = matched.saturating_sub(args.skip + events.len());
     let status = b
         .footer
         .as_ref()
@@ -121,7 +148,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"run": path.display().to_string(), "status": status, "agent_error": agent_error, "header": b.header, "redacted_view": hidden.is_some(), "events": rows})
+                &json!({"run": path.display().to_string(), "status": status, "agent_error": agent_error, "header": b.header, "redacted_view": hidden.is_some(), "matched": matched, "skip": args.skip, "events": rows})
             )?
         );
         return Ok(ExitCode::Ok);
@@ -148,6 +175,21 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         ),
         Some(p) => println!("fork of {} at event {}", p.run, p.event),
         None => {}
+    }
+    if let Some(i) = b.header.parent.as_ref().and_then(|p| p.in_flight.as_ref()) {
+        println!(
+            "in flight when {} was killed: {}, made again at event {}",
+            b.header.parent.as_ref().map_or("", |p| p.run.as_str()),
+            in_flight(i),
+            i.seq
+        );
+    }
+    if let Some(i) = &b.in_flight {
+        println!(
+            "killed inside {} (event {}: its intent recorded, no answer)",
+            in_flight(i),
+            i.seq
+        );
     }
     if !b.header.limits.is_empty() {
         let raised: Vec<String> = b
@@ -215,6 +257,12 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
             format!("{:?}", e.effect).to_lowercase(),
             call,
             summary_cut(e, cut)
+        );
+    }
+    if after > 0 {
+        println!(
+            "... {after} more event(s): --skip {} shows the next ones",
+            matched - after
         );
     }
     if b.footer.is_none() {

@@ -1,11 +1,13 @@
 //! `worldline resume RUN [--fuel N] [--max-steps N] [--max-events N]
-//! [--max-errors N]`: a run that was killed, or stopped at a limit, goes on
-//! from where its recording ends (the recorded calls answered from it).
+//! [--max-errors N] [--resend-in-flight]`: a run that was killed, or
+//! stopped at a limit, goes on from where its recording ends (the recorded
+//! calls answered from it; a call it was killed inside made again).
 
 use super::Common;
 use crate::error::ExitCode;
 use crate::fork;
 use crate::grade::verdict;
+use crate::log::intent::Intent;
 use crate::replay;
 use crate::report::{self, rerun::ForkParent, run::RunSummary};
 use crate::sandbox::Sandbox;
@@ -32,6 +34,10 @@ pub struct ResumeArgs {
     /// Raise `[limits] max_errors` to this.
     #[arg(long)]
     pub max_errors: Option<u64>,
+    /// The run was killed inside a call of a tool that may write: call it
+    /// again (without this, such a run is refused).
+    #[arg(long)]
+    pub resend_in_flight: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -44,6 +50,9 @@ struct ResumeSummary<'a> {
     resumed_from: ForkParent<'a>,
     /// The limits raised.
     limits: &'a BTreeMap<String, u64>,
+    /// The call the run was killed inside, made again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    in_flight: Option<&'a Intent>,
 }
 
 pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
@@ -60,7 +69,8 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     .into_iter()
     .filter_map(|(name, v)| Some((name.to_string(), v?)))
     .collect();
-    let outcome = fork::resume(&sandbox, &store, &rec, &raised)?;
+    let outcome = fork::resume(&sandbox, &store, &rec, &raised, args.resend_in_flight)?;
+    let in_flight = rec.bundle.in_flight.as_ref();
     let at = rec.bundle.events.len() as u64;
     if args.common.json {
         report::print_json(&ResumeSummary {
@@ -70,6 +80,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
                 run: &rec.id,
             },
             limits: &raised,
+            in_flight,
         })?;
     } else {
         println!(
@@ -77,6 +88,13 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
             rec.id,
             at.saturating_sub(1)
         );
+        if let Some(i) = in_flight {
+            let what = i
+                .tool
+                .as_ref()
+                .map_or(i.call.clone(), |t| format!("tool `{t}`"));
+            println!("killed inside {what} at event {at}: made again");
+        }
         report::run::write(&mut std::io::stdout().lock(), &outcome)?;
     }
     Ok(verdict::exit_code(

@@ -2,7 +2,10 @@
 //! line per case (with its run id) and a summary; exit 1 when any case
 //! fails; JUnit XML for CI. Selection (`--filter`, `--rerun-failed`,
 //! `--partition`, `--limit`, `--list`), repeats and `--fail-fast` as in
-//! pytest and cargo-nextest.
+//! pytest and cargo-nextest. `--resume` resumes the selected cases'
+//! incomplete runs instead (`resume.rs`).
+
+mod resume;
 
 use super::agent_choice::{self, Choice, Chosen, PerCase};
 use super::{Common, ExecArgs, ModelArgs};
@@ -71,6 +74,10 @@ pub struct TestArgs {
     /// Print the cases that would run, and run nothing.
     #[arg(long)]
     pub list: bool,
+    /// Resume every incomplete run (killed: no footer) in the store of the
+    /// selected cases, as `worldline resume` does, instead of running them.
+    #[arg(long, conflicts_with_all = ["list", "repeat", "rerun_failed", "junit"])]
+    pub resume: bool,
     /// Run each case this many times, each with its own model seed; report
     /// each case's pass rate and the suite's pass^k.
     #[arg(long, default_value_t = 1)]
@@ -348,6 +355,17 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             })
         })
         .collect::<Result<Vec<Entry>>>()?;
+    if args.resume {
+        for e in &broken {
+            eprintln!("error collecting {e}");
+        }
+        let code = resume::exec(&store, &entries, args.common.json)?;
+        return Ok(if broken.is_empty() {
+            code
+        } else {
+            ExitCode::Input
+        });
+    }
     // Nothing names an agent, and no case its own (or none loaded).
     if !choice.names_an_agent() && entries.iter().all(|e| e.case.exec.command.is_empty()) {
         return Err(InputError::new("--agent", agent_choice::NO_AGENT).into());

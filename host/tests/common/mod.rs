@@ -560,6 +560,8 @@ pub fn read_bundle(path: &Path) -> BundleLines {
         );
         match line.get("footer") {
             Some(f) => footer = Some(f.clone()),
+            // A call's intent, written before it is answered: not an event.
+            None if line.get("intent").is_some() => {}
             None if line.get("fold").is_some() => {
                 for mut e in unfolded_clock_reads(&line) {
                     let prev = events.last().map_or("0".repeat(64), |p: &Value| {

@@ -5,6 +5,7 @@
 use super::delta::{self, Deltas};
 use super::event::Event;
 use super::fold::{self, Folds};
+use super::intent::{self, Intent};
 use super::recorder::{CHAIN_START, chain_hash};
 use crate::canon;
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,10 @@ pub struct Parent {
     /// parent's recording ends (`event`), with no edits.
     #[serde(default, skip_serializing_if = "is_false")]
     pub resumed: bool,
+    /// A resume of a run killed inside a call: that call's intent
+    /// (`intent.rs`), the call made again at `event`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<Intent>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -371,6 +376,9 @@ pub fn to_text(b: &Bundle) -> String {
         deltas.note(e);
     }
     text.push_str(&folds.flush());
+    if let Some(i) = &b.in_flight {
+        text.push_str(&i.line());
+    }
     if let Some(f) = &b.footer {
         text.push_str(&footer_line(f));
     }
@@ -404,6 +412,9 @@ pub struct Bundle {
     pub events: Vec<Event>,
     /// `None` when the run did not finish (killed, crashed).
     pub footer: Option<Footer>,
+    /// The call a run without a footer was killed inside: its intent line
+    /// with no event after it (`intent.rs`).
+    pub in_flight: Option<Intent>,
 }
 
 /// A problem reading or checking a bundle, with the line it is on.
@@ -475,6 +486,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
     }
     let mut events = Vec::new();
     let mut footer = None;
+    let mut in_flight = None;
     let mut prev = CHAIN_START.to_string();
     for (i, line) in lines {
         let n = i + 1;
@@ -505,6 +517,22 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
             footer = Some(f.footer);
             continue;
         }
+        if let Some(i) = intent::read(&value) {
+            let i = i.map_err(|e| err(n, format!("bad intent: {e}")))?;
+            if i.seq != events.len() as u64 {
+                return Err(err(
+                    n,
+                    format!(
+                        "intent for event {} out of order (expected seq {})",
+                        i.seq,
+                        events.len()
+                    ),
+                ));
+            }
+            in_flight = Some(i);
+            continue;
+        }
+        in_flight = None;
         if let Some(run) = fold::unfold(&value) {
             let run = run.map_err(|e| err(n, format!("bad folded clock reads: {e}")))?;
             let first = events.len() as u64;
@@ -562,6 +590,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
     Ok(Bundle {
         header: header.header,
         events,
+        in_flight: in_flight.filter(|_| footer.is_none()),
         footer,
     })
 }

@@ -5,13 +5,15 @@
 //! extends an earlier one as what changed, and reads it back whole;
 //! `tokens.rs` does the same for the token ids an endpoint returned;
 //! `signature.rs` names the way a run failed; `fold.rs` writes
-//! consecutive clock reads as one line, read back as one event per read.
+//! consecutive clock reads as one line, read back as one event per read;
+//! `intent.rs` writes the call about to go out before it is answered.
 
 pub mod bundle;
 pub mod call;
 mod delta;
 pub mod event;
 mod fold;
+pub mod intent;
 pub mod payload;
 pub mod recorder;
 pub mod signature;

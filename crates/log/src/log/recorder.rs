@@ -4,10 +4,13 @@
 //! clock reads, held back until the next other call or the end and written
 //! as one line (`fold.rs`): a killed process may lose its last clock reads,
 //! which a replay or a resume reads again from the same virtual clock.
+//! Before a call that goes out of the run is dispatched, its intent is
+//! written (`intent.rs`), the held clock reads first.
 
 use super::delta::Deltas;
 use super::event::Event;
 use super::fold::Folds;
+use super::intent::Intent;
 use crate::canon;
 use std::fs::File;
 use std::io::Write as _;
@@ -97,6 +100,18 @@ impl Recorder {
         }
         self.deltas.note(&event);
         self.events.push(event);
+        Ok(())
+    }
+
+    /// Write the intent of the call about to be dispatched (after the
+    /// clock reads held back, which come before it). In memory, nothing
+    /// (and `intent` is not made).
+    pub fn intend(&mut self, intent: impl FnOnce() -> Intent) -> std::io::Result<()> {
+        if let Some(file) = &mut self.sink {
+            let mut lines = self.folds.flush();
+            lines.push_str(&intent().line());
+            file.write_all(lines.as_bytes())?;
+        }
         Ok(())
     }
 

@@ -51,9 +51,12 @@ pub fn of_parts(
         original_chain_hash,
         policy_sha256: r.policy_hash().to_string(),
     });
+    // A call in flight is named by its request's hash, which a copy
+    // without the request has no use for.
     Bundle {
         header,
         events,
         footer,
+        in_flight: None,
     }
 }

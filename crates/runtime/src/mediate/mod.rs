@@ -331,6 +331,9 @@ impl Mediator {
         self.budget.admit(call)?;
         let following = self.follow(seq, call, &request)?;
         let (override_response, edit_writes) = self.apply_edits(seq);
+        if override_response.is_none() && !following {
+            self.intend(seq, call, &request, live)?;
+        }
         self.services.clock.tick();
         let mut answer = match override_response {
             Some(response) => Answer {
@@ -386,6 +389,25 @@ impl Mediator {
             .map_err(|e| Stop::Bundle(e.to_string()))?;
         self.budget.count(call, &response)?;
         Ok(response)
+    }
+
+    /// Before a call is served: write its intent when its answer comes
+    /// from outside the run (`live`) or it calls a tool that may write, so
+    /// that a run killed inside it knows it was in flight (`log/intent.rs`).
+    fn intend(&mut self, seq: u64, call: &str, request: &Value, live: bool) -> Result<(), Stop> {
+        let tool = (crate::log::Kind::of(call) == Some(crate::log::Kind::ToolsCall))
+            .then(|| request.get("name").and_then(Value::as_str))
+            .flatten()
+            .filter(|name| {
+                let tools = &self.services.world.world.tools;
+                tools.iter().any(|t| t.name == *name && t.mutates)
+            });
+        if !live && tool.is_none() {
+            return Ok(());
+        }
+        self.recorder
+            .intend(|| crate::log::intent::Intent::of(seq, call, request, tool))
+            .map_err(|e| Stop::Bundle(e.to_string()))
     }
 
     /// The answer recorded for event `seq` of the recording being followed
