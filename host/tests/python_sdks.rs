@@ -70,6 +70,12 @@ fn anthropic_agent() -> PathBuf {
     built(&BUILT, "python-anthropic-agent")
 }
 
+/// examples/python-agents-sdk-agent (`openai-agents`).
+fn agents_sdk_agent() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    built(&BUILT, "python-agents-sdk-agent")
+}
+
 fn model_case(name: &str) -> PathBuf {
     workspace_root().join(format!("cases/{name}.toml"))
 }
@@ -197,6 +203,21 @@ fn the_anthropic_package_with_the_mcp_client_passes_rollback_and_replays() {
             .unwrap()
             .contains("sk-ant-agent-secret")
     );
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}
+
+#[test]
+fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_and_replays() {
+    let store = shared_store();
+    let out = run_json(store, &model_case("model/rollback"), &agents_sdk_agent());
+    out.expect_code(0);
+    let o = out.output();
+    assert_eq!(o["cause_deploy"], "D-42", "{out}");
+    assert_eq!(
+        o["agents"], "0.24.0",
+        "the pinned openai-agents is the one bundled"
+    );
+    assert!(tool_names(&out.bundle()).contains(&"close_ticket".to_string()));
     replays_identical(store, out.json()["run_id"].as_str().unwrap());
 }
 

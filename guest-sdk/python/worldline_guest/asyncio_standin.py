@@ -10,7 +10,10 @@ What it gives: the standard selector loop (tasks, futures, timers,
 selector with nothing to select: every request goes through ``wasi:http``
 and blocks the run until answered, so a task is never waiting on a file
 descriptor; when only timers are left the loop sleeps until the nearest
-one, which the sandbox turns into a jump of virtual time. What it refuses:
+one, which the sandbox turns into a jump of virtual time. The sandbox has
+one thread, so ``run_in_executor`` (and ``asyncio.to_thread``, which the
+async clients use for small blocking calls) runs the function at once in
+the loop's thread and returns a done future. What it refuses:
 registering a file descriptor (sockets, pipes, ``add_reader``) raises
 ``OSError`` saying so, and a loop with nothing left to run and no timer
 (a deadlock) raises ``RuntimeError`` instead of waiting forever.
@@ -68,6 +71,17 @@ def loop_class():
         def _write_to_self(self):
             # One thread: nothing else can be waiting to wake the loop.
             pass
+
+        def run_in_executor(self, executor, func, *args):
+            # No threads in the sandbox: the call runs here, now, blocking
+            # the run as every call does, and its future is already done.
+            self._check_closed()
+            future = self.create_future()
+            try:
+                future.set_result(func(*args))
+            except Exception as e:
+                future.set_exception(e)
+            return future
 
     return WasiEventLoop
 
