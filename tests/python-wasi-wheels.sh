@@ -1,23 +1,33 @@
 # Sourced by tests/run and examples/run: WASI builds of the Rust
 # extensions the official Python SDKs need (jiter and pydantic-core for
-# `openai`), built from their PyPI sources for componentize-py's CPython
-# 3.14 as WebAssembly shared libraries and packed as wheels tagged
-# cp314-cp314-wasi_0_0_0_wasm32 (tests/wasi-wheel.py). Kept under the build
-# folder ($1) by their versions, so a second run costs nothing; sets
-# PYTHON_WASI_WHEELS to the folder of wheels (`build-python --wasi-wheels`).
+# `openai` and `anthropic`, rpds-py for `mcp`'s jsonschema), built from
+# their PyPI sources for componentize-py's CPython 3.14 as WebAssembly
+# shared libraries and packed as wheels tagged cp314-cp314-wasi_0_0_0_wasm32
+# (tests/wasi-wheel.py). Each is kept under the build folder ($1) by its
+# own name and version (python-wasi-wheels/<name>-<version>/), so a second
+# run costs nothing and adding a package builds only that one; sets
+# PYTHON_WASI_WHEELS to python-wasi-wheels/wheels, one folder linking every
+# wheel (`build-python --wasi-wheels`).
 #
-# How (decision 0360): the pinned Rust toolchain with `rust-src` builds the
-# standard library again (`-Z build-std`, allowed on stable by
+# How (decisions 0360, 0361): the pinned Rust toolchain with `rust-src`
+# builds the standard library again (`-Z build-std`, allowed on stable by
 # RUSTC_BOOTSTRAP=1) as position-independent code for wasm32-wasip1, and
 # rust-lld links a `--shared` module whose C library calls (malloc, ...)
 # stay imports that componentize-py resolves against the libc.so it
 # carries; pyo3 is told the target Python by a config file, so no WASI
-# CPython headers are needed. Both packages are pure Rust: no C compiler.
+# CPython headers are needed. All three are pure Rust: no C compiler.
+#
+# To add another pure-Rust pyo3 extension: one line in the table below.
 . "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
-PYTHON_WASI_WHEEL_SOURCES="jiter==0.19.0 pydantic-core==2.50.5"
+# name==version  sdist folder  cargo args  Python source ("-": none)  built library  module
+PYTHON_WASI_WHEEL_TABLE="
+jiter==0.19.0 jiter-0.19.0 -p=jiter-python - jiter_python.wasm jiter
+pydantic-core==2.50.5 pydantic_core-2.50.5 - python _pydantic_core.wasm pydantic_core._pydantic_core
+rpds-py==2026.9.1 rpds_py-2026.9.1 - - rpds.wasm rpds
+"
 
 # wasi_wheel_build SRC_DIR CARGO_ARGS...: build SRC_DIR's extension crate
-# for WASI into $target_dir.
+# for WASI into $work/cargo.
 wasi_wheel_build() {
   local src="$1"; shift
   # Outside a workspace of its own, cargo would take the one above it.
@@ -30,39 +40,81 @@ wasi_wheel_build() {
       --target-dir "$work/cargo" "$@")
 }
 
+# wasi_wheel_key NAME==VERSION: the folder a package's wheel is kept in
+# (the wheel's own spelling: pydantic_core-2.50.5).
+wasi_wheel_key() { echo "$1" | sed 's/-/_/g; s/==/-/'; }
+
+# wasi_wheels_migrate ROOT: the folder of one stamp for all wheels that
+# earlier versions of this script kept (jiter-0.19.0_pydantic-core-2.50.5)
+# becomes one folder per wheel, without building anything again.
+wasi_wheels_migrate() {
+  local root="$1" old whl key
+  for old in "$root"/*_*/; do
+    [ -f "$old/.built" ] && [ -d "$old/wheels" ] || continue
+    for whl in "$old"wheels/*.whl; do
+      [ -f "$whl" ] || continue
+      key="$(basename "$whl" | cut -d- -f1-2)"
+      mkdir -p "$root/$key" && mv "$whl" "$root/$key/" && touch "$root/$key/.built" || return 1
+    done
+    rm -rf "$old"
+  done
+}
+
 ensure_python_wasi_wheels() {
   local root; root="$(realpath -m "$1")/python-wasi-wheels"
-  local out="$root/$(echo "$PYTHON_WASI_WHEEL_SOURCES" | sed 's/==/-/g; s/ /_/g')"
-  if [ -f "$out/.built" ]; then
-    export PYTHON_WASI_WHEELS="$out/wheels"
-    return 0
+  mkdir -p "$root" || return 1
+  wasi_wheels_migrate "$root" || return 1
+  local missing="" spec rest
+  while read -r spec rest; do
+    [ -n "$spec" ] || continue
+    [ -f "$root/$(wasi_wheel_key "$spec")/.built" ] || missing="$missing $spec"
+  done <<< "$PYTHON_WASI_WHEEL_TABLE"
+  if [ -n "$missing" ]; then
+    python_wasi_wheels_build "$root" $missing || return 1
   fi
-  echo "building WASI wheels of $PYTHON_WASI_WHEEL_SOURCES into $out (once; a few minutes)"
-  local work="$out/work" started=$SECONDS
-  rm -rf "$out"
-  mkdir -p "$work/nolibc" "$out/wheels" || return 1
+  # One folder for pip's --find-links, linking every wheel of the table.
+  rm -rf "$root/wheels" && mkdir -p "$root/wheels" || return 1
+  while read -r spec rest; do
+    [ -n "$spec" ] || continue
+    ln -s "$root/$(wasi_wheel_key "$spec")"/*.whl "$root/wheels/" || return 1
+  done <<< "$PYTHON_WASI_WHEEL_TABLE"
+  export PYTHON_WASI_WHEELS="$root/wheels"
+}
+
+# python_wasi_wheels_build ROOT SPEC...: build the named packages of the
+# table (a few minutes each), each into ROOT/<name>-<version>/.
+python_wasi_wheels_build() {
+  local root="$1"; shift
+  echo "building WASI wheels of $* into $root (once per version; a few minutes each)"
+  local work="$root/work"
+  rm -rf "$work"
+  mkdir -p "$work/nolibc" || return 1
   rustup component add rust-src >/dev/null 2>&1 || { echo "cannot add rust-src to the Rust toolchain (rustup component add rust-src)" >&2; return 1; }
   # pip prepares an sdist's metadata with its build backend: maturin.
   ensure_stamped_venv "$root/tools" "maturin==1.16.0" "to read the sdists' metadata" || return 1
-  # shellcheck disable=SC2086 # the list is words for pip
-  PATH="$root/tools/bin:$PATH" "$root/tools/bin/python" -m pip download --quiet --disable-pip-version-check \
-    --no-deps --no-build-isolation --no-binary jiter,pydantic-core -d "$work/sdists" \
-    $PYTHON_WASI_WHEEL_SOURCES || return 1
-  for sdist in "$work"/sdists/*.tar.gz; do tar xzf "$sdist" -C "$work" || return 1; done
   # The C library is linked by componentize-py, not here: an empty one
   # satisfies `-lc`, and its symbols stay imports of the shared module.
   printf '!<arch>\n' > "$work/nolibc/libc.a"
   printf 'implementation=CPython\nversion=3.14\nshared=true\nabi3=false\npointer_width=32\nsuppress_build_script_link_lines=false\n' > "$work/pyo3-wasi.cfg"
-  local lib="$work/cargo/wasm32-wasip1/release"
-  wasi_wheel_build "$work/jiter-0.19.0" -p jiter-python &&
-    python3 "$(dirname "${BASH_SOURCE[0]}")/wasi-wheel.py" "$work/jiter-0.19.0" - \
-      "$lib/jiter_python.wasm" jiter "$out/wheels" >/dev/null || return 1
-  wasi_wheel_build "$work/pydantic_core-2.50.5" &&
-    python3 "$(dirname "${BASH_SOURCE[0]}")/wasi-wheel.py" "$work/pydantic_core-2.50.5" \
-      "$work/pydantic_core-2.50.5/python" "$lib/_pydantic_core.wasm" \
-      pydantic_core._pydantic_core "$out/wheels" >/dev/null || return 1
+  local lib="$work/cargo/wasm32-wasip1/release" spec want dir args source built module key started
+  for want in "$@"; do
+    started=$SECONDS
+    while read -r spec dir args source built module; do
+      [ "$spec" = "$want" ] || continue
+      key="$(wasi_wheel_key "$spec")"
+      PATH="$root/tools/bin:$PATH" "$root/tools/bin/python" -m pip download --quiet --disable-pip-version-check \
+        --no-deps --no-build-isolation --no-binary "${spec%%==*}" -d "$work/sdists" "$spec" || return 1
+      tar xzf "$work/sdists/$dir.tar.gz" -C "$work" || return 1
+      [ "$args" = - ] && args="" || args="${args//=/ }"
+      [ "$source" = - ] || source="$work/$dir/$source"
+      rm -rf "$root/$key"
+      # shellcheck disable=SC2086 # the cargo arguments are words
+      wasi_wheel_build "$work/$dir" $args &&
+        python3 "$(dirname "${BASH_SOURCE[0]}")/wasi-wheel.py" "$work/$dir" "$source" \
+          "$lib/$built" "$module" "$root/$key" >/dev/null || return 1
+      touch "$root/$key/.built"
+      echo "built $(ls "$root/$key") in $((SECONDS - started)) s"
+    done <<< "$PYTHON_WASI_WHEEL_TABLE"
+  done
   rm -rf "$work"
-  echo "built $(ls "$out/wheels" | tr '\n' ' ')in $((SECONDS - started)) s"
-  touch "$out/.built"
-  export PYTHON_WASI_WHEELS="$out/wheels"
 }

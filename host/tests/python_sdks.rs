@@ -1,8 +1,9 @@
-//! The official `openai` Python package inside the sandbox:
+//! The official `openai` and `mcp` Python packages inside the sandbox:
 //! examples/python-openai-agent built with `build-python --requirements
-//! --wasi-wheels` from the pinned packages and the WASI builds of `jiter`
-//! and `pydantic-core` that tests/python-wasi-wheels.sh makes (tests/run
-//! builds them once, and exports their folder as `PYTHON_WASI_WHEELS`).
+//! --no-deps --wasi-wheels` from the pinned packages and the WASI builds of
+//! `jiter`, `pydantic-core` and `rpds-py` that tests/python-wasi-wheels.sh
+//! makes (tests/run builds them once, and exports their folder as
+//! `PYTHON_WASI_WHEELS`).
 //! Run by the real binary; every run replays bit for bit.
 
 use crate::common;
@@ -14,7 +15,7 @@ use std::sync::OnceLock;
 
 const MODEL_CALL: &str = "worldline:agent/model.complete";
 const TOOL_CALL: &str = "worldline:agent/tools.call";
-const AGENT: &str = "examples/python-openai-agent";
+const AGENT: &str = "python-openai-agent";
 
 /// The folder of WASI wheels; a missing one fails saying how to build it:
 /// these tests never pass without running.
@@ -30,31 +31,49 @@ fn wasi_wheels() -> PathBuf {
     }
 }
 
-/// examples/python-openai-agent, built once per test process.
+/// `examples/NAME` built once per test process into `cell`: its agent.py
+/// with its pinned requirements (`--no-deps`) and the WASI wheels.
+fn built(cell: &'static OnceLock<PathBuf>, name: &str) -> PathBuf {
+    cell.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-guests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let wasm = dir.join(format!("{name}.wasm"));
+        let src = workspace_root().join("examples").join(name);
+        let requirements = src.join("requirements.txt");
+        let wheels = wasi_wheels();
+        let out = worldline_raw([
+            OsStr::new("build-python"),
+            src.join("agent.py").as_os_str(),
+            OsStr::new("-o"),
+            wasm.as_os_str(),
+            OsStr::new("--requirements"),
+            requirements.as_os_str(),
+            OsStr::new("--no-deps"),
+            OsStr::new("--wasi-wheels"),
+            wheels.as_os_str(),
+        ]);
+        out.expect_code(0);
+        wasm
+    })
+    .clone()
+}
+
+/// examples/python-openai-agent (`openai` + `mcp`).
 fn openai_agent() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-guests");
-            std::fs::create_dir_all(&dir).unwrap();
-            let wasm = dir.join("python-openai-agent.wasm");
-            let src = workspace_root().join(AGENT);
-            let requirements = src.join("requirements.txt");
-            let wheels = wasi_wheels();
-            let out = worldline_raw([
-                OsStr::new("build-python"),
-                src.join("agent.py").as_os_str(),
-                OsStr::new("-o"),
-                wasm.as_os_str(),
-                OsStr::new("--requirements"),
-                requirements.as_os_str(),
-                OsStr::new("--wasi-wheels"),
-                wheels.as_os_str(),
-            ]);
-            out.expect_code(0);
-            wasm
-        })
-        .clone()
+    built(&BUILT, AGENT)
+}
+
+/// examples/python-anthropic-agent (`anthropic` + `mcp`).
+fn anthropic_agent() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    built(&BUILT, "python-anthropic-agent")
+}
+
+/// examples/python-agents-sdk-agent (`openai-agents`).
+fn agents_sdk_agent() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    built(&BUILT, "python-agents-sdk-agent")
 }
 
 fn model_case(name: &str) -> PathBuf {
@@ -145,4 +164,113 @@ fn a_fork_at_a_model_call_and_at_a_tool_call_of_the_openai_agent_replays() {
     let forked = fork(at, alert);
     let text = std::fs::read_to_string(forked.bundle()).unwrap();
     assert!(text.contains("EDITED BY THE FORK"), "{forked}");
+}
+
+/// The world's tools reached through the official `mcp` client: its
+/// `initialize`, `tools/list` and `tools/call` over streamable HTTP are
+/// the recorded tool calls.
+fn tool_names(bundle: &Path) -> Vec<String> {
+    calls_of(bundle, TOOL_CALL)
+        .iter()
+        .map(|c| {
+            c["request"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_anthropic_package_with_the_mcp_client_passes_rollback_and_replays() {
+    let store = shared_store();
+    let out = run_json(store, &model_case("model/rollback"), &anthropic_agent());
+    out.expect_code(0);
+    let o = out.output();
+    assert_eq!(o["cause_deploy"], "D-42", "{out}");
+    assert_eq!(
+        o["anthropic"], "2.14.0",
+        "the pinned anthropic is the one bundled"
+    );
+    let model = calls_of(&out.bundle(), MODEL_CALL);
+    assert_eq!(
+        model[0]["request"]["transport"]["http"]["api"],
+        "anthropic.messages"
+    );
+    assert!(tool_names(&out.bundle()).contains(&"rollback_deploy".to_string()));
+    assert!(
+        !std::fs::read_to_string(out.bundle())
+            .unwrap()
+            .contains("sk-ant-agent-secret")
+    );
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}
+
+#[test]
+fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_and_replays() {
+    let store = shared_store();
+    let out = run_json(store, &model_case("model/rollback"), &agents_sdk_agent());
+    out.expect_code(0);
+    let o = out.output();
+    assert_eq!(o["cause_deploy"], "D-42", "{out}");
+    assert_eq!(
+        o["agents"], "0.24.0",
+        "the pinned openai-agents is the one bundled"
+    );
+    assert!(tool_names(&out.bundle()).contains(&"close_ticket".to_string()));
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}
+
+/// A fuzz campaign over the openai + mcp agent with model faults (429s
+/// and 503s drawn from the model seed) and tool faults (`cases/sdk/
+/// fuzz-retries.toml`): the SDK retries each failed model call, the
+/// agent lists again after a failed tool call, every run passes, and the
+/// kept runs replay identical.
+#[test]
+fn a_fuzz_campaign_with_model_and_tool_faults_over_the_openai_agent() {
+    let store = shared_store();
+    let case = workspace_root().join("cases/sdk/fuzz-retries.toml");
+    let out = wl(
+        store,
+        &[
+            &"fuzz",
+            &case,
+            &"--agent",
+            &openai_agent(),
+            &"--runs",
+            &"6",
+            &"--keep-all",
+            &"--json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.json()["summary"]["passed"], 6, "{out}");
+    let (mut retried, mut tool_faults) = (0, 0);
+    for bundle in files_with_suffix(&store.join("runs"), ".jsonl") {
+        let b = read_bundle(&bundle);
+        if !b.header["case"].to_string().contains("fuzz-retries") {
+            continue; // another test's run in the shared store
+        }
+        tool_faults += b
+            .events
+            .iter()
+            .filter(|e| e["call"] == TOOL_CALL && e["injected"]["fuzz"].is_object())
+            .count();
+        let model: Vec<&serde_json::Value> = b
+            .events
+            .iter()
+            .filter(|e| e["call"] == MODEL_CALL)
+            .collect();
+        if let Some(i) = model
+            .iter()
+            .position(|e| e["response"].get("error").is_some())
+        {
+            retried += 1;
+            // The SDK's retry is the same request, asked again.
+            assert_eq!(model[i]["request"], model[i + 1]["request"]);
+            replays_identical(store, bundle.file_stem().unwrap().to_str().unwrap());
+        }
+    }
+    assert!(retried > 0, "no run met a model fault");
+    assert!(tool_faults > 0, "no run met a tool fault");
 }

@@ -61,6 +61,10 @@ pub(super) const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/worldline_guest/snapshot.py"),
     ),
     (
+        "worldline_guest/asyncio_standin.py",
+        include_str!("../../../guest-sdk/python/worldline_guest/asyncio_standin.py"),
+    ),
+    (
         "worldline_guest/ssl_standin.py",
         include_str!("../../../guest-sdk/python/worldline_guest/ssl_standin.py"),
     ),
@@ -111,11 +115,12 @@ fn main_module(agent_module: &str, service: bool) -> String {
         "\"\"\"Written by `worldline build-python`: the agent module, imported offline,\n\
          with http.client, urllib and httpx or httpx2 (when bundled) speaking wasi:http.\"\"\"\n\n\
          import worldline_guest\n\
-         from worldline_guest import httpx_transport, ssl_standin, stdlib_http\n\
+         from worldline_guest import asyncio_standin, httpx_transport, ssl_standin, stdlib_http\n\
          from worldline_guest.snapshot import offline\n\n\
          with offline():\n    \
              stdlib_http.install()\n    \
              ssl_standin.install()\n    \
+             asyncio_standin.install()\n    \
              httpx_transport.install()\n    \
              import {agent_module} as _agent\n\n\
          WitWorld = worldline_guest.exported(_agent)\n"
@@ -162,6 +167,12 @@ pub struct BuildPythonArgs {
     /// besides pure-Python wheels.
     #[arg(long, value_name = "DIR", requires = "requirements")]
     pub wasi_wheels: Option<PathBuf>,
+    /// Install exactly the packages `--requirements` lists, not the
+    /// dependencies they declare (pip's `--no-deps`): for a package whose
+    /// declared dependencies include ones the agent never imports, such as
+    /// `mcp`'s `pyjwt[crypto]`, which needs `cryptography`.
+    #[arg(long, requires = "requirements")]
+    pub no_deps: bool,
     /// The Python whose pip installs `--requirements` (default: the one
     /// beside componentize-py, else `python3`).
     #[arg(long, value_name = "PYTHON")]
@@ -208,7 +219,17 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
             .python
             .clone()
             .unwrap_or_else(|| deps::python_beside(&args.componentize_py));
-        deps::from_requirements(file, &python, args.wasi_wheels.as_deref(), &deps)?;
+        eprintln!(
+            "installing {} with pip for the sandbox's Python",
+            file.display()
+        );
+        deps::from_requirements(
+            file,
+            &python,
+            args.wasi_wheels.as_deref(),
+            args.no_deps,
+            &deps,
+        )?;
     }
 
     let mut key = reuse::Key::new(&version, &format!("{module} service={}", args.service));
@@ -245,6 +266,13 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
                 "wasi:http/types@0.2.12=http_types",
             ]);
     }
+    // The one slow step (a minute, several with an SDK's packages): said
+    // before, timed after, on stderr.
+    eprintln!(
+        "building {} with componentize-py (CPython, the agent and its packages; once per sources)",
+        output.display()
+    );
+    let started = std::time::Instant::now();
     let out = componentize
         .args(["componentize", MAIN, "-p"])
         .arg(&agent_dir)
@@ -271,6 +299,10 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         )
         .into());
     }
+    eprintln!(
+        "componentize-py finished in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     let bytes = std::fs::read(&built)
         .with_context(|| format!("reading the built component {}", built.display()))?;
     crate::output::write(&output, &bytes)?;

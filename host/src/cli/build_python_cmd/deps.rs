@@ -313,11 +313,12 @@ const WASI_PLATFORM: &str = "wasi_0_0_0_wasm32";
 
 /// Install the requirements `file` into `into` with `python`'s pip, for
 /// the sandbox's Python: pure-Python wheels, and the WASI wheels in
-/// `wasi_wheels` when given.
+/// `wasi_wheels` when given; with `no_deps`, only the packages listed.
 pub fn from_requirements(
     file: &Path,
     python: &Path,
     wasi_wheels: Option<&Path>,
+    no_deps: bool,
     into: &Path,
 ) -> Result<()> {
     let text = bounded::read_text(file, bounded::DOCUMENT)
@@ -335,6 +336,9 @@ pub fn from_requirements(
         "--no-compile",
         "--only-binary=:all:",
     ]);
+    if no_deps {
+        pip.arg("--no-deps");
+    }
     match wasi_wheels {
         None => pip.args([
             "--platform",
