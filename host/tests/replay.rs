@@ -474,7 +474,14 @@ task = { calls = [
     let bytes = std::fs::read(out.bundle()).unwrap();
     // Cut right after the first byte of the first multi-byte character.
     let cut = bytes.iter().position(|&b| b >= 0x80).unwrap() + 1;
-    let complete_events = bytes[..cut].iter().filter(|&&b| b == b'\n').count() - 1;
+    // The complete lines before the cut, less the header and the intent
+    // lines written before a writing tool's call (decision 0344).
+    let complete_events = bytes[..cut]
+        .split(|&b| b == b'\n')
+        .rev()
+        .skip(1)
+        .filter(|line| !line.starts_with(b"{\"intent\"") && !line.starts_with(b"{\"header\""))
+        .count();
     let torn = dir.path().join("torn.jsonl");
     std::fs::write(&torn, &bytes[..cut]).unwrap();
     assert!(std::str::from_utf8(&bytes[..cut]).is_err());

@@ -215,9 +215,11 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
                 && std::fs::read_to_string(&p).is_ok_and(|t| {
                     t.lines().count() >= lines
                         && (!inside_a_call
-                            || t.lines()
-                                .last()
-                                .is_some_and(|l| l.starts_with("{\"intent\"")))
+                            || t.lines().last().is_some_and(|l| {
+                                // A model call's intent (a writing
+                                // tool's comes first at some points).
+                                l.starts_with("{\"intent\"") && l.contains(MODEL_CALL)
+                            }))
                 })
             {
                 break p;

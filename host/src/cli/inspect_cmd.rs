@@ -145,12 +145,13 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
             .iter()
             .map(|e| json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary_cut(e, cut), "injected": e.injected}))
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"run": path.display().to_string(), "status": status, "agent_error": agent_error, "header": b.header, "redacted_view": hidden.is_some(), "matched": matched, "skip": args.skip, "events": rows})
-            )?
-        );
+        let mut doc = json!({"run": path.display().to_string(), "status": status, "agent_error": agent_error, "header": b.header, "redacted_view": hidden.is_some(), "events": rows});
+        // A page says where it is; the whole timeline reads as it always did.
+        if args.max_count.is_some() || args.skip > 0 {
+            doc["matched"] = json!(matched);
+            doc["skip"] = json!(args.skip);
+        }
+        println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::Ok);
     }
     println!(
