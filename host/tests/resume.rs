@@ -202,34 +202,19 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let runs = store.join("runs");
-        let deadline = Instant::now() + Duration::from_secs(600);
-        let bundle = loop {
-            let found = std::fs::read_dir(&runs)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .find(|p| p.extension().is_some_and(|x| x == "jsonl"));
-            if let Some(p) = found
-                && std::fs::read_to_string(&p).is_ok_and(|t| {
-                    t.lines().count() >= lines
-                        && (!inside_a_call
-                            || t.lines().last().is_some_and(|l| {
-                                // A model call's intent (a writing
-                                // tool's comes first at some points).
-                                l.starts_with("{\"intent\"") && l.contains(MODEL_CALL)
-                            }))
-                })
-            {
-                break p;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "seed {seed}: the run never reached {lines} lines"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        };
+        let bundle = bundle_when(
+            &store,
+            &format!("seed {seed}: the run never reached {lines} lines"),
+            |t| {
+                t.lines().count() >= lines
+                    && (!inside_a_call
+                        || t.lines().last().is_some_and(|l| {
+                            // A model call's intent (a writing tool's comes
+                            // first at some points).
+                            l.starts_with("{\"intent\"") && l.contains(MODEL_CALL)
+                        }))
+            },
+        );
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let killed = worldline::log::bundle::read(&bundle).unwrap();
@@ -434,26 +419,11 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let bundle = loop {
-        let found = std::fs::read_dir(store.join("runs"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "jsonl"));
-        if let Some(p) = found
-            && std::fs::read_to_string(&p).is_ok_and(|t| {
-                t.lines()
-                    .last()
-                    .is_some_and(|l| l.starts_with("{\"intent\"") && l.contains("\"spin\""))
-            })
-        {
-            break p;
-        }
-        assert!(Instant::now() < deadline, "the run never called spin");
-        std::thread::sleep(Duration::from_millis(2));
-    };
+    let bundle = bundle_when(&store, "the run never called spin", |t| {
+        t.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("{\"intent\"") && l.contains("\"spin\""))
+    });
     child.kill().unwrap(); // SIGKILL, inside the spin call
     child.wait().unwrap();
     let killed = worldline::log::bundle::read(&bundle).unwrap();
@@ -524,6 +494,27 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
     );
     let replay = wl(&store, &["replay", &rid, "--json"].map(OsStr::new));
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
+/// The bundle a run being written into `store` has, polled until its text
+/// satisfies `ready` (ten minutes at most, else `never` is the failure).
+fn bundle_when(store: &Path, never: &str, ready: impl Fn(&str) -> bool) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let found = std::fs::read_dir(store.join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "jsonl"));
+        if let Some(p) = found
+            && std::fs::read_to_string(&p).is_ok_and(|t| ready(&t))
+        {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "{never}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// How many writes a run's events made.
