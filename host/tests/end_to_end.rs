@@ -26,6 +26,7 @@ mod hardening_store;
 mod hostile;
 mod http;
 mod http_world;
+mod injection;
 mod js;
 mod js_sdks;
 mod layers;

@@ -136,6 +136,17 @@ pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
         pct(s.interval[0]),
         pct(s.interval[1])
     )?;
+    if let Some(a) = s.attack {
+        writeln!(
+            out,
+            "  attack succeeded in {}/{} runs an injection reached = {} (95% interval {} – {})",
+            a.succeeded,
+            a.injected,
+            pct(a.rate),
+            pct(a.interval[0]),
+            pct(a.interval[1])
+        )?;
+    }
     if !s.pass_k.is_empty() {
         let ks: Vec<String> = s
             .pass_k

@@ -64,6 +64,27 @@ pub struct Expect {
     /// user's turns ended.
     #[serde(default)]
     pub turn: Vec<TurnCheck>,
+    /// `[expect.attack]`: what an injected attacker wants; the run fails
+    /// when every one of its checks holds (the attack succeeded).
+    #[serde(default)]
+    pub attack: Option<Attack>,
+}
+
+/// `[expect.attack]`: an injection's goal, as state and call checks that
+/// all hold when the attacker got what they asked for (AgentDojo's
+/// injection task `security` check). A run where they all hold fails with
+/// the assertion "attack … not reached"; `fuzz` counts such runs among the
+/// runs an injection reached (the attack success rate).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Attack {
+    /// A short name for reports (default: `attack`).
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub state: Vec<StateCheck>,
+    #[serde(default)]
+    pub calls: Vec<CallCheck>,
 }
 
 /// `[[expect.turn]]`: the state, calls and messages as they stood when the
@@ -316,6 +337,20 @@ impl Expect {
         }
         for t in &self.turn {
             t.check(world, &tables)?;
+        }
+        if let Some(a) = &self.attack {
+            let at = |m: String| format!("[expect.attack]: {m}");
+            if a.state.is_empty() && a.calls.is_empty() {
+                return Err(at(
+                    "names no goal: add [[expect.attack.state]] or [[expect.attack.calls]] checks that hold when the attack succeeded".into(),
+                ));
+            }
+            for s in &a.state {
+                s.check(&tables).map_err(at)?;
+            }
+            for c in &a.calls {
+                c.check_against(world).map_err(at)?;
+            }
         }
         if let Some(o) = &self.output {
             o.check()?;

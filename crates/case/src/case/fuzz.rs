@@ -92,6 +92,17 @@ pub struct PartialFault {
     pub p: f64,
 }
 
+/// A prompt injection: probability, the text, and the vector it lands at
+/// (default: every vector the answer holds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InjectionFault {
+    pub p: f64,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector: Option<String>,
+}
+
 /// Added latency: probability, range in milliseconds, distribution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,6 +126,8 @@ pub struct ToolFaults {
     /// Probability of each error kind.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub error: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection: Option<InjectionFault>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<LatencyFault>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -383,6 +396,15 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
                 .map_err(|why| format!("`{name}`: partial.error = \"{e}\" {why}"))?;
         }
     }
+    if let Some(i) = &t.injection {
+        total += prob("injection.p", i.p)?;
+        world::injection::check_target(
+            i.vector.as_deref(),
+            &world.injection_vectors,
+            &world.reference(),
+        )
+        .map_err(|m| format!("`{name}`: {m}"))?;
+    }
     let mut latency = 0.0;
     if let Some(l) = &t.latency_ms {
         latency = prob("latency_ms.p", l.p)?;
@@ -390,12 +412,12 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
     }
     if total > 1.0 + 1e-9 {
         return Err(format!(
-            "`{name}`: deny, stale, error, empty and partial add up to {total}; at most one of them strikes a call, so they must add up to 1 or less"
+            "`{name}`: deny, stale, error, empty, partial and injection add up to {total}; at most one of them strikes a call, so they must add up to 1 or less"
         ));
     }
     if total == 0.0 && latency == 0.0 {
         return Err(format!(
-            "`{name}` has no fault with a probability above 0; give one of deny, stale, error, empty, partial, latency_ms"
+            "`{name}` has no fault with a probability above 0; give one of deny, stale, error, empty, partial, injection, latency_ms"
         ));
     }
     Ok(())

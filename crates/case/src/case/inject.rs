@@ -1,7 +1,8 @@
 //! `[[inject]]` rules: match a tool call (by name or glob, optionally by
 //! arguments and by the n-th matching call) and shape its answer — stale
 //! data, a denial, an error kind, added latency, an empty result, a partial
-//! write, or a fixed response.
+//! write, a fixed response, or text injected at the world's injection
+//! vectors (a prompt injection).
 
 use crate::error_kind::ErrorKind;
 use crate::world::glob_match;
@@ -33,6 +34,18 @@ pub struct Inject {
     pub partial: Option<PartialToml>,
     #[serde(default)]
     pub response: Option<Value>,
+    #[serde(default)]
+    pub injection: Option<Injection>,
+}
+
+/// Text placed at the world's injection vectors in a tool's answer: at
+/// `vector`, or at every vector the answer holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Injection {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector: Option<String>,
 }
 
 /// Answer as of `age_s` seconds ago.
@@ -74,6 +87,8 @@ pub enum Action {
     Empty,
     Partial(Partial),
     Respond(Value),
+    /// The tool runs; its answer carries the text at the injection vectors.
+    Injection(Injection),
     /// Only latency.
     Delay,
 }
@@ -113,13 +128,16 @@ impl Inject {
         if let Some(r) = &self.response {
             actions.push(Action::Respond(r.clone()));
         }
+        if let Some(i) = &self.injection {
+            actions.push(Action::Injection(i.clone()));
+        }
         if self.nth == Some(0) {
             return Err("nth counts from 1".into());
         }
         match (actions.len(), self.latency_ms) {
             (0, Some(_)) => Ok(Action::Delay),
             (0, None) => Err(format!(
-                "rule for `{}` does nothing; give one of stale, deny, error, latency_ms, empty, partial, response",
+                "rule for `{}` does nothing; give one of stale, deny, error, latency_ms, empty, partial, response, injection",
                 self.tool
             )),
             (1, _) => Ok(actions.remove(0)),
@@ -169,6 +187,19 @@ mod tests {
                 .action()
                 .unwrap_err()
                 .contains("not an error kind")
+        );
+    }
+
+    #[test]
+    fn an_injection_is_an_action() {
+        assert_eq!(
+            rule("tool='x'\ninjection={ text='DO X', vector='v' }")
+                .action()
+                .unwrap(),
+            Action::Injection(Injection {
+                text: "DO X".into(),
+                vector: Some("v".into())
+            })
         );
     }
 

@@ -444,6 +444,14 @@ fn check_inject(
         let rule = spanned.get_ref();
         let at = |m: String| src.at(spanned.span().start, format!("[[inject]]: {m}"));
         let action = rule.action().map_err(at)?;
+        if let inject::Action::Injection(i) = &action {
+            world::injection::check_target(
+                i.vector.as_deref(),
+                &world.injection_vectors,
+                &world.reference(),
+            )
+            .map_err(at)?;
+        }
         if !world::names_a_tool(&rule.tool, &world.tools) {
             return Err(at(format!(
                 "tool `{}` names no tool of {}",

@@ -14,6 +14,7 @@ pub mod declared;
 pub mod digest;
 pub mod folder;
 pub mod ids;
+pub mod injection;
 pub mod openapi;
 #[cfg(test)]
 mod openapi_properties;
@@ -70,6 +71,9 @@ pub struct World {
     /// How its cases' checks, gold comparison and diff compare numbers
     /// (`numbers = "strict"`; a case's `[expect] numbers` overrides it).
     pub numbers: compare::Numbers,
+    /// `[injection_vectors]`: placeholders in its data where injected text
+    /// lands (`injection.rs`), by name.
+    pub injection_vectors: BTreeMap<String, injection::Vector>,
 }
 
 impl World {
@@ -113,6 +117,8 @@ struct WorldToml {
     openapi: Option<toml::Spanned<openapi::OpenApiToml>>,
     #[serde(default)]
     numbers: compare::Numbers,
+    #[serde(default)]
+    injection_vectors: BTreeMap<String, injection::Vector>,
 }
 
 #[derive(Deserialize)]
@@ -416,6 +422,11 @@ fn load_checked(
     if doc.name.get_ref().is_empty() {
         problems.push(at(doc.name.span().start, "`name` is empty".into()));
     }
+    for name in doc.injection_vectors.keys() {
+        if let Err(m) = injection::check_name(name) {
+            problems.push(at(source.find("[injection_vectors]").unwrap_or(0), m));
+        }
+    }
     if !problems.is_empty() {
         problems.sort_by_key(|e| (e.file != toml_path, e.line));
         return Err(problems);
@@ -436,6 +447,7 @@ fn load_checked(
         openapi_notes,
         overlaid: None,
         numbers: doc.numbers,
+        injection_vectors: doc.injection_vectors,
     })
 }
 

@@ -74,6 +74,18 @@ pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedu
     }
 }
 
+/// Whether a fuzz fault placed injected text at a vector of an answer the
+/// agent received.
+fn injection_landed(outcome: &RunOutcome) -> bool {
+    outcome.events.iter().any(|e| {
+        e.injected.as_ref().is_some_and(|m| {
+            m.get("fuzz").is_some()
+                && m["action"] == "injection"
+                && m["vectors"].as_array().is_some_and(|v| !v.is_empty())
+        })
+    })
+}
+
 /// The campaign's settings.
 pub struct Campaign<'a> {
     pub sandbox: &'a Sandbox,
@@ -119,6 +131,11 @@ impl Campaign<'_> {
             model_seed,
             signature,
             faults,
+            injected: injection_landed(&o),
+            attacked: match (&self.case.expect, &o.grade) {
+                (Some(e), Some(g)) => crate::grade::attack_reached(e, g),
+                _ => false,
+            },
         })
     }
 

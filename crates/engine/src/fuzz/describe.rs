@@ -49,6 +49,10 @@ pub fn fault(f: &PlannedFault, passes_at: Option<u64>) -> String {
             p.error.unwrap_or(crate::error_kind::ErrorKind::Failed)
         ),
         Action::Respond(_) => "gets a fixed answer".into(),
+        Action::Injection(i) => match &i.vector {
+            Some(v) => format!("carries an injected text at `{v}`: {:?}", i.text),
+            None => format!("carries an injected text: {:?}", i.text),
+        },
         Action::Delay => {
             return format!(
                 "{call} is late by {}",

@@ -51,6 +51,20 @@ pub struct Summary {
     /// pass^k for k = 1..repeat (empty when seeds ran once).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pass_k: Vec<PassK>,
+    /// With injections: how often the attack succeeded where one reached
+    /// the agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attack: Option<AttackRate>,
+}
+
+/// The attack success rate: of the runs an injection reached, those whose
+/// `[expect.attack]` goal was reached, with the 95% Wilson interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AttackRate {
+    pub injected: u64,
+    pub succeeded: u64,
+    pub rate: f64,
+    pub interval: [f64; 2],
 }
 
 /// A campaign's trials counted as they finish, in any order: memory grows
@@ -69,6 +83,15 @@ pub struct Tally {
     /// Seeds with only some of their runs counted: seed → (runs, passes).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub open: BTreeMap<u64, (u64, u64)>,
+    /// Runs an injection reached, and of those, runs whose attack succeeded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub injected: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attacked: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One signature's count, its first trial and its fault mix.
@@ -93,6 +116,8 @@ impl Tally {
     /// trial itself only while it is its group's first.
     pub fn add(&mut self, t: Trial) {
         self.runs += 1;
+        self.injected += u64::from(t.injected);
+        self.attacked += u64::from(t.injected && t.attacked);
         let passed = t.signature.is_none();
         self.passed += u64::from(passed);
         let seed = t.index / self.repeat;
@@ -214,6 +239,8 @@ impl Tally {
         }
         self.runs += other.runs;
         self.passed += other.passed;
+        self.injected += other.injected;
+        self.attacked += other.attacked;
         for (mine, theirs) in self.seeds_by_passes.iter_mut().zip(other.seeds_by_passes) {
             *mine += theirs;
         }
@@ -262,6 +289,15 @@ impl Tally {
             },
             interval: [lo, hi],
             pass_k,
+            attack: (self.injected > 0).then(|| {
+                let (lo, hi) = wilson(self.attacked, self.injected, Z95);
+                AttackRate {
+                    injected: self.injected,
+                    succeeded: self.attacked,
+                    rate: self.attacked as f64 / self.injected as f64,
+                    interval: [lo, hi],
+                }
+            }),
         }
     }
 
@@ -313,6 +349,7 @@ pub fn labels(f: &PlannedFault) -> Vec<String> {
         Action::Empty => Some("empty".to_string()),
         Action::Partial(_) => Some("partial".to_string()),
         Action::Respond(_) => Some("response".to_string()),
+        Action::Injection(_) => Some("injection".to_string()),
         Action::Delay => None,
     };
     let mut out: Vec<String> = action
@@ -350,6 +387,8 @@ mod tests {
                 clock_skew_s: None,
                 faults,
             },
+            injected: false,
+            attacked: false,
         }
     }
 

@@ -1,5 +1,6 @@
 //! What a campaign keeps of one run while it counts it: its place in the
-//! campaign, its seeds, its failure signature and the faults it met.
+//! campaign, its seeds, its failure signature and the faults it met, and
+//! whether an injection reached the agent and its attack succeeded.
 
 use crate::case::fuzz::Schedule;
 use serde::{Deserialize, Serialize};
@@ -16,4 +17,10 @@ pub struct Trial {
     pub signature: Option<String>,
     /// The faults the run met (kept for failures only).
     pub faults: Schedule,
+    /// An injected text reached the agent (a fault placed it at a vector).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub injected: bool,
+    /// `[expect.attack]`'s goal was reached.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub attacked: bool,
 }

@@ -282,6 +282,12 @@ fn fault_rule(f: &PlannedFault) -> Value {
         Action::Respond(v) => {
             r.insert("response".into(), v.clone());
         }
+        Action::Injection(i) => {
+            r.insert(
+                "injection".into(),
+                serde_json::to_value(i).unwrap_or_default(),
+            );
+        }
         Action::Delay => {}
     }
     if let Some(ms) = f.latency_ms {

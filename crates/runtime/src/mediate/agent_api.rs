@@ -17,6 +17,7 @@ use crate::error_kind::ErrorKind;
 use crate::log::call::{self, FileRequest, Note, Spec, ToolRequest, Transport};
 use crate::log::{Effect, kind};
 use crate::time;
+use crate::world::injection;
 use crate::world::state::{FileData, Write};
 use crate::world::tools::{AsOf, Tool};
 use serde_json::{Value, json};
@@ -186,6 +187,11 @@ fn injected(
             Answer::read(json!({"ok": v})),
             json!({"action": "response"}),
         ),
+        Action::Injection(i) => {
+            let mut answer = plain(s, tool, args, &now);
+            let landed = fill_vectors(s, &mut answer, Some((i.vector.as_deref(), &i.text)));
+            (answer, json!({"action": "injection", "vectors": landed}))
+        }
         Action::Empty => {
             let as_of = AsOf { empty: true, ..now };
             let Ran { result, service } = run_tool(s, tool, args, &as_of);
@@ -235,7 +241,29 @@ fn injected(
     answer
 }
 
+/// Fill the world's injection vectors in an answer's `ok` value: `attack`
+/// at the vectors it names, the defaults elsewhere. The vectors the attack
+/// landed at.
+fn fill_vectors(
+    s: &HostServices,
+    answer: &mut Answer,
+    attack: Option<(Option<&str>, &str)>,
+) -> Vec<String> {
+    match answer.response.get_mut("ok") {
+        Some(ok) => injection::fill(ok, &s.world.world.injection_vectors, attack),
+        None => Vec::new(),
+    }
+}
+
 fn serve_tool(s: &mut HostServices, name: &str, args: Result<Value, String>) -> Answer {
+    let mut answer = serve_tool_unfilled(s, name, args);
+    // The defaults wherever the answer still holds a placeholder (an
+    // injection has filled its own already).
+    fill_vectors(s, &mut answer, None);
+    answer
+}
+
+fn serve_tool_unfilled(s: &mut HostServices, name: &str, args: Result<Value, String>) -> Answer {
     let args = match args {
         Ok(a) => a,
         Err(e) => {

@@ -15,7 +15,7 @@
 use crate::case::fuzz::{
     self, Dist, FaultSource, LatencyFault, PlannedFault, Range, ToolFaults, UserFaults,
 };
-use crate::case::inject::{Action, Partial, Stale};
+use crate::case::inject::{Action, Injection, Partial, Stale};
 use crate::error_kind::ErrorKind;
 use crate::mediate::entropy;
 use crate::world::glob_match;
@@ -98,6 +98,13 @@ fn draw(t: &ToolFaults, rng: &mut ChaCha20Rng) -> Option<(Action, Option<u64>)> 
         Some(Action::Partial(Partial {
             fields: p.fields.clone(),
             error: p.error.as_deref().map(ErrorKind::named),
+        }))
+    } else if let Some(i) = &t.injection
+        && hit(i.p)
+    {
+        Some(Action::Injection(Injection {
+            text: i.text.clone(),
+            vector: i.vector.clone(),
         }))
     } else {
         None
@@ -224,6 +231,7 @@ mod tests {
                 deny: 0.1,
                 empty: 0.0,
                 error: BTreeMap::from([("timeout".to_string(), 0.1)]),
+                injection: None,
                 latency_ms: Some(LatencyFault {
                     dist: Dist::Log,
                     ms: Range { lo: 1, hi: 10_000 },

@@ -614,6 +614,7 @@ mod tests {
             openapi_notes: Vec::new(),
             overlaid: None,
             numbers: Default::default(),
+            injection_vectors: BTreeMap::new(),
         };
         WorldSession {
             world: Arc::new(world),
