@@ -454,6 +454,10 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages, componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
 fn every_agent_path_is_graded_replayed_exported_and_debugged_alike() {
     let store = temp_dir();
     let store = store.path();

@@ -75,6 +75,10 @@ fn json(store: &Path, args: &[OsString]) -> (i32, Value) {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn kill_9_anywhere_leaves_a_store_that_verifies_and_works() {
     let seed = std::env::var("WORLDLINE_CRASH_SEED")
         .ok()

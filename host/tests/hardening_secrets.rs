@@ -362,6 +362,10 @@ mod network {
     }
 
     #[test]
+    #[cfg_attr(
+        not(worldline_tests_run),
+        ignore = "needs componentize-py: run tests/run, which installs it"
+    )]
     fn python_network_calls_are_denied_and_catchable() {
         let agent = python_guest("tests/guests/python-hostile/agent.py");
         let dir = temp_dir();

@@ -80,6 +80,10 @@ fn incident_cases() -> Vec<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn the_ts_example_passes_the_incident_cases_with_the_rust_agents_tool_calls() {
     let cases = workspace_root().join("cases").join("incident");
     let out = wl(
@@ -112,6 +116,10 @@ fn the_ts_example_passes_the_incident_cases_with_the_rust_agents_tool_calls() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn two_runs_are_byte_identical_and_another_seed_changes_only_the_draws() {
     let agent = probe();
     let first = run_json(shared_store(), &case("js-probe"), &agent);
@@ -223,6 +231,10 @@ fn two_runs_are_byte_identical_and_another_seed_changes_only_the_draws() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn fetch_is_denied_recorded_and_catchable() {
     let run = run_json(shared_store(), &case("js-probe"), &probe());
     run.expect_code(0);
@@ -246,11 +258,19 @@ fn fetch_is_denied_recorded_and_catchable() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn js_runs_replay_identical_and_fork() {
     common::replays_and_forks_at_the_close(shared_store(), &example());
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn an_uncaught_exception_exits_3_with_the_javascript_stack() {
     let run = run_json(shared_store(), &case("js-raise"), &probe());
     run.expect_code(3);
@@ -296,6 +316,10 @@ fn an_uncaught_exception_exits_3_with_the_javascript_stack() {
 /// read once when the run first reads it, recorded), however a package
 /// reads it: a property, `in`, `Object.keys`, a spread.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn the_cases_env_vars_are_process_env() {
     let run = run_json(shared_store(), &case("js-env"), &probe());
     run.expect_code(0);
@@ -323,6 +347,10 @@ fn the_cases_env_vars_are_process_env() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn a_worldline_error_escaping_run_ends_the_run_errored() {
     let run = run_json(shared_store(), &case("js-error"), &probe());
     run.expect_code(1);
@@ -358,6 +386,10 @@ fn build_js(agent: &Path, out: &Path, extra: &[&OsStr]) -> CliOutput {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn build_js_names_what_to_install_and_what_to_fix() {
     let dir = temp_dir();
     let agent = workspace_root().join("tests/guests/js-probe/agent.ts");
@@ -418,6 +450,10 @@ fn build_js_names_what_to_install_and_what_to_fix() {
 /// there is none), and `--typecheck` reports tsc's errors as
 /// file:line:column before building anything.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn build_js_writes_types_for_editors_and_typecheck_reports_places() {
     probe(); // the toolchain is there (or this fails saying how to get it)
     let dir = temp_dir();
@@ -467,6 +503,10 @@ fn build_js_writes_types_for_editors_and_typecheck_reports_places() {
 /// (which a unit test holds to `wit/`): a WIT change the SDK does not
 /// follow fails here.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn the_sdk_and_the_agents_type_check_against_the_wit_types() {
     probe(); // the toolchain is there (or this fails saying how to get it)
     let toolchain = std::env::var_os("WORLDLINE_JS_TOOLCHAIN")
@@ -514,6 +554,10 @@ fn the_sdk_and_the_agents_type_check_against_the_wit_types() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn later_runs_load_the_compiled_engine_quietly() {
     // `probe()` compiled it (and checked the notice); this run loads it.
     let run = run_json(shared_store(), &case("js-error"), &probe());
@@ -521,6 +565,10 @@ fn later_runs_load_the_compiled_engine_quietly() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn the_user_and_approval_channels_reach_a_js_agent_recorded_and_replayed() {
     let run = run_json(shared_store(), &case("js-talk"), &probe());
     run.expect_code(0);

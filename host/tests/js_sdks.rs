@@ -123,6 +123,10 @@ fn replays(out: &CliOutput) {
 /// source map once ran the engine out of memory at build time), runs the
 /// rollback within a case's default fuel and memory, and replays.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn the_agents_sdk_builds_as_written_and_fits_the_default_limits() {
     let case = model_case("rollback");
     let text = std::fs::read_to_string(&case).unwrap();
@@ -138,6 +142,10 @@ fn the_agents_sdk_builds_as_written_and_fits_the_default_limits() {
 /// ends the run (trapped, the exception's text in the error), well inside
 /// the default fuel: no silent `out_of_fuel`.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn the_agents_sdk_ends_with_its_own_error_when_the_model_keeps_failing() {
     let dir = temp_dir();
     let case = write_case(
@@ -170,6 +178,10 @@ reply = { error = "unavailable" }
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn each_example_passes_the_model_http_and_sdk_cases() {
     let cases = workspace_root().join("cases");
     for ex in EXAMPLES {
@@ -192,6 +204,10 @@ fn each_example_passes_the_model_http_and_sdk_cases() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn two_runs_and_a_replay_of_each_example_are_identical() {
     for ex in EXAMPLES {
         let first = ex.passes(&model_case("rollback"));
@@ -219,6 +235,10 @@ fn two_runs_and_a_replay_of_each_example_are_identical() {
 /// edited): each edit reaches the SDK in its vendor's format, and the fork
 /// replays identical.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn fork_respond_works_at_a_model_call_and_at_a_tool_call() {
     for ex in EXAMPLES {
         let run = ex.passes(&model_case("rollback"));
@@ -278,6 +298,10 @@ fn fork_respond_works_at_a_model_call_and_at_a_tool_call() {
 /// A 429 with `retry-after: 1`: the SDK's own retry logic waits (virtual
 /// time) and asks again; each attempt is its own model call.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn a_429_is_retried_by_each_sdk_after_retry_after() {
     for ex in EXAMPLES {
         let out = ex.passes(&http_case("rate-limited"));
@@ -303,6 +327,10 @@ fn a_429_is_retried_by_each_sdk_after_retry_after() {
 /// up on it, then the SDK retries; the tool loop on the official packages
 /// passes `cases/model/model-timeout.toml` (and `rollback.toml`, above).
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn a_model_timeout_stalls_and_each_sdk_retries() {
     for ex in EXAMPLES {
         let out = ex.passes(&model_case("model-timeout"));
@@ -327,6 +355,10 @@ fn a_model_timeout_stalls_and_each_sdk_retries() {
 /// Messages (anthropic), OpenAI Responses (the Vercel AI SDK's Responses
 /// model): the answer arrives as the vendor's server-sent events.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn streaming_works_on_each_model_route() {
     let dir = temp_dir();
     let responses = std::fs::read_to_string(http_case("responses"))
@@ -354,6 +386,10 @@ fn streaming_works_on_each_model_route() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn an_mcp_tool_error_reaches_the_sdk_agent_as_an_is_error_result() {
     for ex in EXAMPLES {
         let out = ex.passes(&http_case("tool-error"));
@@ -374,6 +410,10 @@ fn an_mcp_tool_error_reaches_the_sdk_agent_as_an_is_error_result() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn an_unknown_url_is_denied_and_fetch_fails_as_in_node() {
     for ex in EXAMPLES {
         let out = ex.passes(&http_case("denied-url"));
@@ -396,6 +436,10 @@ fn an_unknown_url_is_denied_and_fetch_fails_as_in_node() {
 /// deploy list answers 20 minutes stale (an ordinary 200 hiding D-42), the
 /// denied close is a 403, and the calls are the world's tool calls.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn declared_rest_routes_answer_stale_and_denied() {
     let case = std::fs::read_to_string(workspace_root().join("tests/cases/http-rest-api.toml"))
         .unwrap()
@@ -432,6 +476,10 @@ fn declared_rest_routes_answer_stale_and_denied() {
 /// seed) and tool faults: the SDK retries each failed model call, and
 /// `history` shows the retries.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn a_fuzz_campaign_shows_the_sdks_retries_in_history() {
     let store = temp_dir();
     let case = workspace_root().join("cases/sdk/fuzz-retries.toml");
@@ -483,6 +531,10 @@ fn a_fuzz_campaign_shows_the_sdks_retries_in_history() {
 /// An SDK pointed at a non-default base URL (a local server's) is answered
 /// as a model API when the case declares the URL as `[model] base_url`.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn an_sdk_at_a_declared_base_url_is_answered_as_a_model_api() {
     let dir = temp_dir();
     let url = "http://127.0.0.1:11434/v1";

@@ -108,6 +108,10 @@ fn check_session(report: &Value, bundle: &Path, transport: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn a_real_mcp_client_over_stdio_works_the_case_and_the_run_is_graded_on_disconnect() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -131,6 +135,10 @@ fn a_real_mcp_client_over_stdio_works_the_case_and_the_run_is_graded_on_disconne
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn a_real_mcp_client_over_http_works_the_case_a_second_client_is_refused() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -226,6 +234,10 @@ fn model_case(name: &str) -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn an_openai_and_mcp_agent_passes_and_replays_identical_at_the_boundary() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -308,6 +320,10 @@ fn an_openai_and_mcp_agent_passes_and_replays_identical_at_the_boundary() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn a_changed_agent_diverges_at_the_request_it_changed() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -368,6 +384,10 @@ fn a_changed_agent_diverges_at_the_request_it_changed() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn the_process_gets_a_scrubbed_environment_and_its_token_is_required() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -543,6 +563,10 @@ fn a_process_that_never_reads_its_task_gets_a_finished_run() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn kill_9_mid_run_leaves_a_readable_graded_bundle() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -568,6 +592,10 @@ fn kill_9_mid_run_leaves_a_readable_graded_bundle() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn an_agent_that_never_connects_is_stopped_at_the_time_limit() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -586,6 +614,10 @@ fn an_agent_that_never_connects_is_stopped_at_the_time_limit() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn a_flood_of_calls_is_stopped_at_the_event_limit() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -608,6 +640,10 @@ fn a_flood_of_calls_is_stopped_at_the_event_limit() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn the_proxy_answers_declared_routes_and_refuses_the_rest_tunnels_included() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -652,6 +688,10 @@ fn the_proxy_answers_declared_routes_and_refuses_the_rest_tunnels_included() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn isolate_net_leaves_only_the_run_s_server_reachable() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -675,6 +715,10 @@ fn isolate_net_leaves_only_the_run_s_server_reachable() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn a_suite_of_native_runs_passes_and_a_fork_at_a_tool_call_runs_the_process_again() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -733,6 +777,10 @@ fn a_suite_of_native_runs_passes_and_a_fork_at_a_tool_call_runs_the_process_agai
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn the_official_client_streams_and_speaks_responses_over_the_loopback() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -762,6 +810,10 @@ fn the_official_client_streams_and_speaks_responses_over_the_loopback() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn a_langgraph_agent_passes_the_model_cases_and_replays_identical_at_the_boundary() {
     let dir = temp_dir();
     let store = dir.path().join("store");

@@ -99,6 +99,10 @@ fn two_machines(object_text: &str) -> TwoMachines {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn an_object_gc_removes_after_a_writer_asked_for_it_is_sent_with_the_run() {
     let TwoMachines {
         pg,
@@ -148,6 +152,10 @@ fn an_object_gc_removes_after_a_writer_asked_for_it_is_sent_with_the_run() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_gc_pass_that_meets_a_run_stored_meanwhile_is_made_again_and_keeps_its_object() {
     let TwoMachines {
         pg,
@@ -198,6 +206,10 @@ fn a_gc_pass_that_meets_a_run_stored_meanwhile_is_made_again_and_keeps_its_objec
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn gc_keeps_runs_held_or_forked_from_elsewhere_and_a_holder_learns_what_went() {
     let TwoMachines {
         pg,
@@ -253,6 +265,10 @@ fn gc_elsewhere(store: &Path, cache: &Path, extra: &[&str]) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn gc_on_another_machine_keeps_a_run_a_live_process_holds_until_it_ends() {
     let pg = cluster();
     let schema = fresh_schema();

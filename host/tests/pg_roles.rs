@@ -112,6 +112,10 @@ fn texts_under(dir: &Path) -> Vec<(PathBuf, String)> {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_viewer_gets_only_the_redacted_view_from_every_cli_reader_its_folder_and_sql() {
     let t = team(false);
     let (v, run, fork) = (&t.viewer, t.run.as_str(), t.fork.as_str());
@@ -356,6 +360,10 @@ fn events_of(t: &Team) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_viewer_walks_every_ui_route_without_a_raw_value_and_a_responders_raw_page_is_audited() {
     let t = team(true);
     let events = events_of(&t);
@@ -406,6 +414,10 @@ fn a_viewer_walks_every_ui_route_without_a_raw_value_and_a_responders_raw_page_i
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn each_responder_unredacted_read_is_audited_and_listed() {
     let t = team(true);
     let r = &t.responder;
@@ -475,6 +487,10 @@ fn each_responder_unredacted_read_is_audited_and_listed() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn merge_reads_a_suites_shards_from_the_database() {
     let t = team(true);
     let cases = t.dir.path().join("suite");
@@ -536,6 +552,10 @@ fn merge_reads_a_suites_shards_from_the_database() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_responders_runs_matches_signatures_as_shown_not_the_hidden_values() {
     let t = team(true);
     // The listed runs' ids and signatures.
@@ -582,6 +602,10 @@ fn a_responders_runs_matches_signatures_as_shown_not_the_hidden_values() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn the_databases_run_index_is_what_runs_lists_and_a_viewer_may_read_it() {
     let t = team(true);
     // A passing run beside the failing run and its fork.
@@ -643,6 +667,10 @@ fn the_databases_run_index_is_what_runs_lists_and_a_viewer_may_read_it() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn setting_the_policy_makes_the_redacted_shard_reports_again() {
     let t = team(false);
     // A shard whose case's name is a customer's reference, stored under
@@ -685,6 +713,10 @@ fn setting_the_policy_makes_the_redacted_shard_reports_again() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_campaign_fuzzed_on_one_machine_is_in_another_machines_ui_and_a_viewer_sees_it_redacted() {
     let t = team(false);
     let machine = |n: &str| t.dir.path().join(n);
@@ -801,6 +833,10 @@ fn a_campaign_fuzzed_on_one_machine_is_in_another_machines_ui_and_a_viewer_sees_
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_viewers_retention_set_is_refused_naming_the_responder_role() {
     let pg = cluster();
     let schema = fresh_schema();

@@ -39,6 +39,10 @@ fn cases(dir: &Path, n: usize) -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_suite_that_loses_its_database_stops_naming_it_and_a_rerun_continues() {
     let pg = own_cluster();
     let schema = fresh_schema();
@@ -104,6 +108,10 @@ fn a_suite_that_loses_its_database_stops_naming_it_and_a_rerun_continues() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_newer_schema_is_refused_with_what_to_do() {
     let pg = cluster();
     let schema = fresh_schema();
@@ -127,6 +135,10 @@ fn a_newer_schema_is_refused_with_what_to_do() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn an_unreachable_server_is_named_without_its_password() {
     let dir = temp_dir();
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -155,6 +167,10 @@ fn an_unreachable_server_is_named_without_its_password() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn credentials_reach_no_bundle_export_or_report() {
     let pg = cluster();
     let store = pg.fresh_store();
@@ -178,6 +194,10 @@ fn credentials_reach_no_bundle_export_or_report() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     let pg = cluster();
     let schema = fresh_schema();
@@ -234,6 +254,10 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_retention_policy_set_on_one_machine_is_what_gc_follows_on_another() {
     let pg = cluster();
     let store = pg.fresh_store();
@@ -301,6 +325,10 @@ fn judged_case(verdict: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_regrade_made_on_one_machine_is_the_recorded_one_on_another() {
     let pg = cluster();
     let schema = fresh_schema();

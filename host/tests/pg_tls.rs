@@ -35,6 +35,10 @@ fn refused(out: &CliOutput, port: u16) {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn a_run_is_stored_and_listed_over_verified_tls_and_refused_otherwise() {
     let pg = own_tls_cluster(Tls::Only);
     let ca = pg.ca.clone().unwrap();
@@ -176,6 +180,10 @@ fn a_run_is_stored_and_listed_over_verified_tls_and_refused_otherwise() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn require_is_refused_by_a_server_without_tls_and_prefer_falls_back() {
     let pg = cluster();
     let schema = fresh_schema();
@@ -203,6 +211,10 @@ fn require_is_refused_by_a_server_without_tls_and_prefer_falls_back() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
 fn prefer_uses_tls_when_the_server_offers_it() {
     let pg = own_tls_cluster(Tls::On);
     let address = pg.store_in(&fresh_schema());

@@ -47,6 +47,10 @@ fn output(run: &CliOutput) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn the_python_example_passes_the_incident_cases() {
     let cases = workspace_root().join("cases").join("incident");
     let out = wl(
@@ -71,6 +75,10 @@ fn the_python_example_passes_the_incident_cases() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn the_python_example_holds_the_support_conversations_and_they_replay() {
     let cases = workspace_root().join("cases").join("support");
     let out = wl(
@@ -99,6 +107,10 @@ fn the_python_example_holds_the_support_conversations_and_they_replay() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set() {
     let agent = probe();
     let first = run_json(shared_store(), &case("python-probe"), &agent);
@@ -203,11 +215,19 @@ fn two_runs_are_byte_identical_though_the_agent_reads_time_random_uuid_and_a_set
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn python_runs_replay_identical_and_fork() {
     common::replays_and_forks_at_the_close(shared_store(), &example());
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn an_uncaught_exception_exits_3_with_the_python_traceback() {
     let run = run_json(shared_store(), &case("python-raise"), &probe());
     run.expect_code(3);
@@ -252,6 +272,10 @@ fn an_uncaught_exception_exits_3_with_the_python_traceback() {
 
 /// A case's `[env] vars` are what `os.environ` holds when `run` reads it.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn the_cases_env_vars_are_os_environ() {
     let run = run_json(shared_store(), &case("python-env"), &probe());
     run.expect_code(0);
@@ -262,6 +286,10 @@ fn the_cases_env_vars_are_os_environ() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn an_error_escaping_run_ends_the_run_errored() {
     // The example knows the incident world only; the demo task has no alert.
     let run = run_json(shared_store(), &case("probe"), &example());
@@ -296,6 +324,10 @@ fn an_error_escaping_run_ends_the_run_errored() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn build_python_names_what_to_install_and_what_to_fix() {
     let dir = temp_dir();
     let agent = workspace_root().join("tests/guests/python-probe/agent.py");
@@ -338,6 +370,10 @@ fn build_python_names_what_to_install_and_what_to_fix() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn build_python_gives_the_same_bytes_for_the_same_sources() {
     // componentize-py's snapshot differs from build to build (CPython's
     // hash seed is drawn while it starts): the second build of the same

@@ -130,6 +130,10 @@ fn httpx_agent() -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn the_urllib_agent_passes_the_model_and_http_cases_and_every_run_replays() {
     let store = shared_store();
     let out = wl(
@@ -153,6 +157,10 @@ fn the_urllib_agent_passes_the_model_and_http_cases_and_every_run_replays() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn urllib_calls_are_the_same_model_and_tool_events_and_the_key_is_not_recorded() {
     let store = shared_store();
     let out = run_json(store, &model_case("model/rollback"), &example());
@@ -182,6 +190,10 @@ fn urllib_calls_are_the_same_model_and_tool_events_and_the_key_is_not_recorded()
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn urllib_meets_a_denied_url_a_429_and_a_timeout_as_python_network_code_does() {
     let store = shared_store();
     let denied = run_json(store, &model_case("http/denied-url"), &example());
@@ -220,6 +232,10 @@ fn urllib_meets_a_denied_url_a_429_and_a_timeout_as_python_network_code_does() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn httpx_from_a_requirements_file_runs_unchanged_and_replays() {
     let store = shared_store();
     let agent = httpx_agent();
@@ -247,6 +263,10 @@ fn httpx_from_a_requirements_file_runs_unchanged_and_replays() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn a_virtual_environment_is_bundled_and_one_with_native_extensions_is_refused_by_name() {
     let dir = temp_dir();
     let src = workspace_root().join(HTTPX);
@@ -301,6 +321,10 @@ fn a_virtual_environment_is_bundled_and_one_with_native_extensions_is_refused_by
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn a_requirement_without_a_pure_python_wheel_is_refused_at_its_line() {
     let dir = temp_dir();
     let requirements = dir.path().join("requirements.txt");

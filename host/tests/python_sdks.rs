@@ -81,6 +81,10 @@ fn model_case(name: &str) -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
 fn the_openai_package_runs_in_the_sandbox_passes_rollback_and_replays() {
     let store = shared_store();
     let agent = openai_agent();
@@ -107,6 +111,10 @@ fn the_openai_package_runs_in_the_sandbox_passes_rollback_and_replays() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
 fn the_openai_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
     let store = shared_store();
     let out = run_json(store, &model_case("model/model-timeout"), &openai_agent());
@@ -122,6 +130,10 @@ fn the_openai_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
 /// call (the alert the world answered edited): the edit reaches the SDK,
 /// the fork keeps the parent's prefix and replays identical.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
 fn a_fork_at_a_model_call_and_at_a_tool_call_of_the_openai_agent_replays() {
     let store = shared_store();
     let run = run_json(store, &model_case("model/rollback"), &openai_agent());
@@ -182,6 +194,10 @@ fn tool_names(bundle: &Path) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
 fn the_anthropic_package_with_the_mcp_client_passes_rollback_and_replays() {
     let store = shared_store();
     let out = run_json(store, &model_case("model/rollback"), &anthropic_agent());
@@ -207,6 +223,10 @@ fn the_anthropic_package_with_the_mcp_client_passes_rollback_and_replays() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
 fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_and_replays() {
     let store = shared_store();
     let out = run_json(store, &model_case("model/rollback"), &agents_sdk_agent());
@@ -227,6 +247,10 @@ fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_and_replays() {
 /// agent lists again after a failed tool call, every run passes, and the
 /// kept runs replay identical.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
 fn a_fuzz_campaign_with_model_and_tool_faults_over_the_openai_agent() {
     let store = shared_store();
     let case = workspace_root().join("cases/sdk/fuzz-retries.toml");

@@ -97,6 +97,10 @@ fn suite(dir: &Path, n: usize, failing: usize) -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL, the pinned Python environments: run tests/run, which installs it"
+)]
 fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
     let python = ray_python();
     let store = pg::cluster().fresh_store();
@@ -253,6 +257,10 @@ fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL, the pinned Python environments: run tests/run, which installs it"
+)]
 fn the_ray_recipe_refuses_a_folder_store_before_reaching_a_cluster() {
     let dir = temp_dir();
     let out = Command::new(ray_python())

@@ -82,6 +82,10 @@ fn graded(store: &Path, run_id: &str) -> (Value, Value) {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
     let store = temp_dir();
     let store = store.path();
@@ -204,6 +208,10 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
     let store = temp_dir();
     let (mut server, url) = serve(

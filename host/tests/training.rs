@@ -77,6 +77,10 @@ fn atif(store: &Path, runs: &[&str]) -> Vec<Value> {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn atif_export_validates_on_every_agent_path() {
     let store = temp_dir();
     let store = store.path();
@@ -181,6 +185,10 @@ fn assert_group(lines: &[Value], id: &str, n: u64, c: u64) {
 /// model call at event 5, exported as a group with its branch point, each
 /// branch replaying `identical`.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn a_group_and_a_branch_of_8_export_with_pass_at_k() {
     let dir = temp_dir();
     let store = dir.path();

@@ -417,6 +417,10 @@ fn a_model_driven_run_reads_as_a_conversation() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn a_python_run_folds_the_interpreter_start_up() {
     let dir = temp_dir();
     let store = dir.path();

@@ -35,6 +35,10 @@ fn doc_shot(b: &Browser, flow: &str, name: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Chromium: run tests/run, which installs it"
+)]
 fn the_debugging_flow_with_the_mouse() {
     let dir = temp_dir();
     let fx = fixture(dir.path());
@@ -116,6 +120,10 @@ fn the_debugging_flow_with_the_mouse() {
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Chromium: run tests/run, which installs it"
+)]
 fn the_debugging_flow_with_the_keyboard() {
     let dir = temp_dir();
     let fx = fixture(dir.path());
@@ -186,6 +194,10 @@ const TOOL_CALL: &str = "worldline:agent/tools.call";
 /// per run tokens, cost and latency; the calls on the virtual clock; each
 /// tool call once; tool results as tables.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Chromium: run tests/run, which installs it"
+)]
 fn a_model_driven_run_shows_its_task_output_usage_cost_and_calls() {
     let dir = temp_dir();
     let store = dir.path().join("store");
@@ -313,6 +325,10 @@ fn a_model_driven_run_shows_its_task_output_usage_cost_and_calls() {
 /// as the agent runs: those rows are hidden until the toggle (or `r`)
 /// shows them; the agent's own calls always show.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Chromium, Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
 fn the_runtimes_own_events_are_hidden_until_asked_for() {
     let dir = temp_dir();
     let agent = common::js_guest("examples/ts-agent/agent.ts");
@@ -364,6 +380,10 @@ fn the_runtimes_own_events_are_hidden_until_asked_for() {
 /// A fuzz campaign's pass rate and failure groups as bars, marked with
 /// the baseline run's rate (the same case and agent without faults).
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Chromium: run tests/run, which installs it"
+)]
 fn a_campaign_shows_its_bars_against_the_baseline_run() {
     let dir = temp_dir();
     let store = dir.path();
@@ -416,6 +436,10 @@ fn a_campaign_shows_its_bars_against_the_baseline_run() {
 /// A user turn answered by a fork shows the fork's text (and says who
 /// answered), in the timeline and in the conversation.
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Chromium: run tests/run, which installs it"
+)]
 fn a_forked_user_turn_shows_its_text() {
     let dir = temp_dir();
     let store = dir.path().join("store");
