@@ -40,7 +40,6 @@ mod pg_roles;
 mod pg_store;
 mod pg_tls;
 mod porting;
-mod properties;
 mod properties_reports;
 mod python;
 mod python_http;

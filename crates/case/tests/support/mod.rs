@@ -1,0 +1,3 @@
+//! What the readers' property tests share.
+
+pub mod mutations;
