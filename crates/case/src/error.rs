@@ -91,26 +91,11 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// What a command's failure means for its exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitCode {
-    Ok = 0,
-    Failed = 1,
-    Input = 2,
-    AgentFault = 3,
-    Internal = 4,
-}
-
-/// The exit code for an error: input errors are 2, anything else 4.
-pub fn exit_code_of(err: &anyhow::Error) -> ExitCode {
-    if err
-        .chain()
+/// Whether `err` is a problem with the user's input (somewhere in its
+/// chain an [`InputError`]), not a failure of worldline or the machine.
+pub fn is_input(err: &anyhow::Error) -> bool {
+    err.chain()
         .any(|e| e.downcast_ref::<InputError>().is_some())
-    {
-        ExitCode::Input
-    } else {
-        ExitCode::Internal
-    }
 }
 
 #[cfg(test)]

@@ -241,8 +241,7 @@ impl Reply {
     fn of_error(e: anyhow::Error) -> Reply {
         let status = if e.downcast_ref::<NotFound>().is_some() {
             StatusCode::NOT_FOUND
-        } else if worldline_case::error::exit_code_of(&e) == worldline_case::error::ExitCode::Input
-        {
+        } else if worldline_case::error::is_input(&e) {
             StatusCode::BAD_REQUEST
         } else {
             StatusCode::INTERNAL_SERVER_ERROR

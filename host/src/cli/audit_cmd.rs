@@ -3,7 +3,8 @@
 //! UI route). A responder's: a viewer can neither read nor write the audit.
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::pgstore::audit::Filter;
 use crate::store::StoreDir;
 use anyhow::Result;

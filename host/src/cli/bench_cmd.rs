@@ -8,7 +8,8 @@
 //! `bench/tau2_retail.py`).
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::Serialize;

@@ -14,7 +14,8 @@ mod reuse;
 
 use super::Common;
 use crate::canon;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::sandbox::wit;
 use anyhow::{Context as _, Result};
 use clap::Args;

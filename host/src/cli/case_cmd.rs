@@ -4,7 +4,7 @@
 
 use super::Common;
 use crate::case::model::CassetteMode;
-use crate::error::ExitCode;
+use crate::cli::exit::ExitCode;
 use crate::regress::from_run::{self, Options};
 use crate::regress::from_trace;
 use crate::shown;

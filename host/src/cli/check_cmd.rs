@@ -4,7 +4,7 @@
 
 use super::Common;
 use crate::check::Kind;
-use crate::error::ExitCode;
+use crate::cli::exit::ExitCode;
 use crate::report::check::{self, CheckSummary};
 use anyhow::Result;
 use clap::Args;

@@ -5,7 +5,8 @@
 
 use super::Common;
 use super::redact_opts::RedactArgs;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::export;
 use crate::log::bundle;
 use crate::report::trajectory::Trajectory;

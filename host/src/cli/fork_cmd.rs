@@ -3,7 +3,8 @@
 //! K branches from event N recorded as a group, with pass@k and pass^k.
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::fork;
 use crate::fuzz::stats::{pass_at_k, pass_hat_k};
 use crate::fuzz::summary::PassK;
@@ -94,7 +95,7 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
         println!("fork of {} at event {}", rec.id, args.at);
         report::run::write(&mut std::io::stdout().lock(), outcome)?;
     }
-    Ok(verdict::exit_code(
+    Ok(crate::cli::exit::exit_code(
         outcome.footer.status,
         outcome.grade.as_ref(),
     ))
@@ -127,7 +128,7 @@ fn branch(
     let outcomes = fork::branch(sandbox, store, rec, args.at, edits, agent, samples)?;
     let elapsed_ms = t.elapsed().as_secs_f64() * 1000.0;
     let passed = |o: &crate::run::RunOutcome| {
-        verdict::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok
+        crate::cli::exit::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok
     };
     let c = outcomes.iter().filter(|o| passed(o)).count() as u64;
     let n = outcomes.len() as u64;

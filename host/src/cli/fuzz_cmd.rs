@@ -8,7 +8,8 @@ use super::Common;
 use super::agent_choice::{Choice, Chosen};
 use crate::case;
 use crate::case::fuzz::{self, FaultSource};
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::fuzz::campaign::Campaign;
 use crate::fuzz::reproducer::Reproducers;
 use crate::report::{

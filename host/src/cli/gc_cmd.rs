@@ -2,7 +2,7 @@
 
 use super::Common;
 use super::runs_cmd::{now_s, run_id_of};
-use crate::error::ExitCode;
+use crate::cli::exit::ExitCode;
 use crate::report;
 use crate::retention::policy::Policy;
 use crate::retention::{pins, sweep};

@@ -3,7 +3,7 @@
 //! rebuilt from the world's initial state and the writes in the bundle.
 
 use super::Common;
-use crate::error::ExitCode;
+use crate::cli::exit::ExitCode;
 use crate::grade::verdict;
 use crate::ops;
 use crate::report::{self, grade::RegradeSummary};
@@ -75,5 +75,5 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
         report::run::write_agent_error(&mut std::io::stdout().lock(), agent_error.as_ref(), "  ")?;
         report::grade::write(&mut std::io::stdout().lock(), g, "  ")?;
     }
-    Ok(verdict::exit_code(footer.status, Some(g)))
+    Ok(crate::cli::exit::exit_code(footer.status, Some(g)))
 }

@@ -17,7 +17,8 @@
 //! writes over nothing.
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::scaffold::{self, Lang};
 use anyhow::Result;
 use clap::{Args, ValueEnum};

@@ -5,7 +5,8 @@
 use super::Common;
 use super::redact_opts::RedactArgs;
 use crate::canon;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::fork::check::describe;
 use crate::grade::{diff, final_state};
 use crate::log::event::By;

@@ -5,8 +5,8 @@
 
 use super::Common;
 use crate::case;
-use crate::error::{ExitCode, InputError};
-use crate::grade::verdict;
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::native::mcp::{self, Transport};
 use crate::report::{self, run::RunSummary};
 use crate::run::RunOptions;
@@ -94,7 +94,7 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
     } else {
         report::run::write(&mut std::io::stdout().lock(), &outcome)?;
     }
-    Ok(verdict::exit_code(
+    Ok(crate::cli::exit::exit_code(
         outcome.footer.status,
         outcome.grade.as_ref(),
     ))

@@ -6,7 +6,8 @@
 //! with `--unredacted` (a responder's, audited) as written.
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::partition::Partition;
 use crate::report::{self, suite::SuiteSummary};
 use crate::shown;

@@ -4,7 +4,8 @@
 //! Runs stored before redacted copies were kept get theirs here.
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;

@@ -10,6 +10,7 @@ mod build_python_cmd;
 mod case_cmd;
 mod check_cmd;
 mod compile_progress;
+pub(crate) mod exit;
 mod export_cmd;
 mod fork_cmd;
 mod fuzz_cmd;
@@ -38,7 +39,7 @@ mod ui_cmd;
 mod validate_cmd;
 mod warnings;
 
-use crate::error::{ExitCode, exit_code_of};
+use crate::cli::exit::{ExitCode, exit_code_of};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 

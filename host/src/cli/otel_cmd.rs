@@ -4,7 +4,8 @@
 use super::Common;
 use super::redact_opts::RedactArgs;
 use super::runs_cmd::run_id_of;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::log::bundle;
 use crate::otel::{self, Options, RunView, send};
 use crate::report::{self, otel::OtelSummary};

@@ -5,7 +5,8 @@
 //! on their next read.
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;

@@ -2,7 +2,8 @@
 //! `worldline verify [RUN...]` (replay many and report the drift rate).
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::log::bundle::{self, Bundle, Redacted};
 use crate::ops;
 use crate::replay::{self, ReplayReport, Scope, Verdict};

@@ -6,7 +6,8 @@
 //! interval, not a yes or no.
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::fuzz::repro::repro;
 use crate::log::signature;
 use crate::native::exec::Exec;

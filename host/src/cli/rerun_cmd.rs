@@ -3,7 +3,7 @@
 //! the grade differ from the original.
 
 use super::Common;
-use crate::error::ExitCode;
+use crate::cli::exit::ExitCode;
 use crate::grade::verdict;
 use crate::ops;
 use crate::replay::{self, ModelMode};
@@ -90,7 +90,7 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
             println!("  changed: {}: {before} -> {}", c.what, c.after);
         }
     }
-    Ok(verdict::exit_code(
+    Ok(crate::cli::exit::exit_code(
         outcome.footer.status,
         outcome.grade.as_ref(),
     ))

@@ -4,9 +4,8 @@
 //! calls answered from it; a call it was killed inside made again).
 
 use super::Common;
-use crate::error::ExitCode;
+use crate::cli::exit::ExitCode;
 use crate::fork;
-use crate::grade::verdict;
 use crate::log::intent::Intent;
 use crate::replay;
 use crate::report::{self, rerun::ForkParent, run::RunSummary};
@@ -97,7 +96,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
         }
         report::run::write(&mut std::io::stdout().lock(), &outcome)?;
     }
-    Ok(verdict::exit_code(
+    Ok(crate::cli::exit::exit_code(
         outcome.footer.status,
         outcome.grade.as_ref(),
     ))

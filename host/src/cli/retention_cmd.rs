@@ -5,7 +5,8 @@
 //! responder's).
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::retention::policy::{Policy, Source};
 use crate::store::StoreDir;
 use anyhow::Result;

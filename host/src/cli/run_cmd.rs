@@ -4,8 +4,7 @@
 use super::agent_choice::{Choice, Chosen};
 use super::{Common, ExecArgs, ModelArgs};
 use crate::case;
-use crate::error::ExitCode;
-use crate::grade::verdict;
+use crate::cli::exit::ExitCode;
 use crate::ops;
 use crate::report::{self, run::RunSummary};
 use crate::sandbox::Sandbox;
@@ -65,7 +64,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
     } else {
         report::run::write(&mut std::io::stdout().lock(), outcome)?;
     }
-    Ok(verdict::exit_code(
+    Ok(crate::cli::exit::exit_code(
         outcome.footer.status,
         outcome.grade.as_ref(),
     ))

@@ -2,7 +2,8 @@
 //! first) and `worldline index` (rebuild or check the index).
 
 use super::Common;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::index::Index;
 use crate::index::query::{Filter, parse_time};
 use crate::report;

@@ -5,7 +5,8 @@
 
 use super::Common;
 use crate::case;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::native::openenv::{self, Served};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;

@@ -10,7 +10,8 @@ mod resume;
 use super::agent_choice::{self, Choice, Chosen, PerCase};
 use super::{Common, ExecArgs, ModelArgs};
 use crate::case::{self, discover};
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::report::{
     self,
     suite::{Shard, SuiteSummary},

@@ -3,7 +3,8 @@
 
 use super::Common;
 use super::redact_opts::RedactArgs;
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::pgstore::roles::Role;
 use crate::ui::{self, Start};
 use anyhow::Result;

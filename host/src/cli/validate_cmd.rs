@@ -5,7 +5,8 @@
 
 use super::Common;
 use crate::case::{self, discover};
-use crate::error::{ExitCode, InputError};
+use crate::cli::exit::ExitCode;
+use crate::error::InputError;
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use crate::validate::{self, Probe, Validated};
@@ -86,7 +87,7 @@ pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
                 validated: Some(v),
                 error: None,
             },
-            Err(e) if crate::error::exit_code_of(&e) == ExitCode::Input => Row {
+            Err(e) if crate::cli::exit::exit_code_of(&e) == ExitCode::Input => Row {
                 case: name,
                 path: path.display().to_string(),
                 verdict: "broken",

@@ -1,8 +1,7 @@
 //! What a run counts as: the status users script against (the grade's
-//! verdict, or how the run ended), its exit code, and its first failure.
+//! verdict, or how the run ended), how it came out, and its first failure.
 
 use super::Grade;
-use crate::error::ExitCode;
 use crate::log::{Footer, Status};
 
 /// The status a run is reported with: the grade's verdict (`passed`,
@@ -23,20 +22,31 @@ pub fn recorded_status(footer: &Footer) -> &'static str {
     }
 }
 
-/// Exit code: 0 passed/completed, 1 failed/errored (or the scripted model
-/// ran out), 3 agent fault.
-pub fn exit_code(status: Status, grade: Option<&Grade>) -> ExitCode {
+/// How a run came out, as a command reports it (the CLI's exit code:
+/// 0, 1 and 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Passed its grade, or completed with none.
+    Passed,
+    /// Failed its grade, errored, or the scripted model ran out.
+    Failed,
+    /// A trap, fuel, memory or the watchdog.
+    AgentFault,
+}
+
+/// How a run that ended with `status` and `grade` came out.
+pub fn ending(status: Status, grade: Option<&Grade>) -> Ending {
     if status == Status::Unscripted {
-        return ExitCode::Failed;
+        return Ending::Failed;
     }
     if status.is_fault() {
-        return ExitCode::AgentFault;
+        return Ending::AgentFault;
     }
     match grade {
-        Some(g) if g.passed => ExitCode::Ok,
-        Some(_) => ExitCode::Failed,
-        None if status == Status::Completed => ExitCode::Ok,
-        None => ExitCode::Failed,
+        Some(g) if g.passed => Ending::Passed,
+        Some(_) => Ending::Failed,
+        None if status == Status::Completed => Ending::Passed,
+        None => Ending::Failed,
     }
 }
 

@@ -12,7 +12,7 @@ pub mod last;
 pub mod select;
 
 use crate::case::Case;
-use crate::error::{ExitCode, InputError, exit_code_of};
+use crate::error::{InputError, is_input};
 use crate::fuzz::campaign::model_seed;
 use crate::grade::verdict;
 use crate::log::bundle::Group;
@@ -55,9 +55,9 @@ pub struct CaseRun {
 
 impl Attempt {
     pub fn passed(&self) -> bool {
-        self.outcome
-            .as_ref()
-            .is_ok_and(|o| verdict::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok)
+        self.outcome.as_ref().is_ok_and(|o| {
+            verdict::ending(o.footer.status, o.grade.as_ref()) == verdict::Ending::Passed
+        })
     }
 
     /// An agent fault (trap, fuel, memory, timeout) or a run that could not
@@ -235,7 +235,7 @@ impl Suite<'_> {
                         Ok(o) => Ok(o),
                         // The run's only input errors are the store's
                         // write errors.
-                        Err(err) if exit_code_of(&err) == ExitCode::Input => {
+                        Err(err) if is_input(&err) => {
                             return Err(err.context(format!("running case {}", e.name)));
                         }
                         Err(err) => Err(format!("{err:#}")),

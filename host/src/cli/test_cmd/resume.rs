@@ -4,7 +4,7 @@
 //! A run of a case is one whose recorded case has the case file's hash; a
 //! run already resumed is one with a fork at the end of its recording.
 
-use crate::error::ExitCode;
+use crate::cli::exit::ExitCode;
 use crate::fork;
 use crate::grade::verdict;
 use crate::index::{Index, query::Filter};
@@ -94,7 +94,7 @@ pub fn exec(store: &StoreDir, entries: &[Entry], json: bool) -> Result<ExitCode>
         });
         match resumed {
             Ok((in_flight, o)) => {
-                let exit = verdict::exit_code(o.footer.status, o.grade.as_ref());
+                let exit = crate::cli::exit::exit_code(o.footer.status, o.grade.as_ref());
                 if exit != ExitCode::Ok && code == ExitCode::Ok {
                     code = ExitCode::Failed;
                 }
