@@ -127,24 +127,24 @@ pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
         "fuzz {} on {}: {} runs, campaign seed {}, faults from {}",
         r.case, r.world, s.runs, r.seed, r.faults.from
     )?;
+    let share = |n: u64, of: u64, r: f64, i: [f64; 2]| {
+        format!(
+            "{n}/{of} = {} (95% interval {} – {})",
+            pct(r),
+            pct(i[0]),
+            pct(i[1])
+        )
+    };
     writeln!(
         out,
-        "  passed {}/{} = {} (95% interval {} – {})",
-        s.passed,
-        s.runs,
-        pct(s.pass_rate),
-        pct(s.interval[0]),
-        pct(s.interval[1])
+        "  passed {}",
+        share(s.passed, s.runs, s.pass_rate, s.interval)
     )?;
     if let Some(a) = s.attack {
         writeln!(
             out,
-            "  attack succeeded in {}/{} runs an injection reached = {} (95% interval {} – {})",
-            a.succeeded,
-            a.injected,
-            pct(a.rate),
-            pct(a.interval[0]),
-            pct(a.interval[1])
+            "  attack succeeded in {} of the runs an injection reached",
+            share(a.succeeded, a.injected, a.rate, a.interval)
         )?;
     }
     if !s.pass_k.is_empty() {

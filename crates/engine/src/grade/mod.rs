@@ -14,7 +14,7 @@ mod state_checks;
 pub mod turns;
 pub mod verdict;
 
-use crate::case::expect::{AnyOf, Attack, CallCheck, Expect, OutputCheck, Reward};
+use crate::case::expect::{AnyOf, Attack, CallCheck, Expect, OutputCheck, Reward, StateCheck};
 use crate::log::{Call, Effect, Event, Status};
 use crate::path::JsonPath;
 use crate::world::compare::{Numbers, Op};
@@ -142,20 +142,24 @@ fn value_check(
     }
 }
 
+/// Each state check, then each calls check, of a group.
+fn each_check(
+    state: &[StateCheck],
+    calls: &[CallCheck],
+    ev: &Evidence,
+    numbers: Numbers,
+) -> Vec<Assertion> {
+    state
+        .iter()
+        .map(|c| state_checks::state_check(c, ev.final_state, numbers))
+        .chain(calls.iter().map(|c| calls_check(c, ev.events, numbers)))
+        .collect()
+}
+
 /// An `[[expect.any_of]]` group: passes when one of its assertions does;
 /// shows each with whether it passed.
 fn any_of_check(group: &AnyOf, ev: &Evidence, numbers: Numbers) -> Assertion {
-    let each: Vec<Assertion> = group
-        .state
-        .iter()
-        .map(|c| state_checks::state_check(c, ev.final_state, numbers))
-        .chain(
-            group
-                .calls
-                .iter()
-                .map(|c| calls_check(c, ev.events, numbers)),
-        )
-        .collect();
+    let each = each_check(&group.state, &group.calls, ev, numbers);
     let names: Vec<&str> = each.iter().map(|a| a.what.as_str()).collect();
     check(
         format!("any of: {}", names.join(" | ")),
@@ -172,17 +176,7 @@ fn any_of_check(group: &AnyOf, ev: &Evidence, numbers: Numbers) -> Assertion {
 /// `[expect.attack]`: passes unless every check of the attacker's goal
 /// holds; shows each with whether it held.
 fn attack_check(attack: &Attack, ev: &Evidence, numbers: Numbers) -> Assertion {
-    let each: Vec<Assertion> = attack
-        .state
-        .iter()
-        .map(|c| state_checks::state_check(c, ev.final_state, numbers))
-        .chain(
-            attack
-                .calls
-                .iter()
-                .map(|c| calls_check(c, ev.events, numbers)),
-        )
-        .collect();
+    let each = each_check(&attack.state, &attack.calls, ev, numbers);
     let reached = each.iter().all(|a| a.passed);
     check(
         format!("{} not reached", attack.name.as_deref().unwrap_or("attack")),
