@@ -13,6 +13,7 @@ mod bench_tau2;
 mod conformance;
 mod conversation;
 mod crash;
+mod decisions;
 mod examples;
 mod fork_check;
 mod fuzz;
