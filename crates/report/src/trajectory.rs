@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use worldline_engine::fuzz::stats::{pass_at_k, pass_hat_k};
 use worldline_engine::fuzz::summary::PassK;
-use worldline_log::log::bundle::{Bundle, Footer};
+use worldline_log::log::bundle::{Bundle, Footer, Header};
 use worldline_log::log::{Call, Event};
 
 /// One line of the trajectories file.
@@ -85,34 +85,41 @@ impl Trajectory {
     }
 }
 
-/// The `group` object of each run (given as its id and bundle), in order:
-/// none for a run that is not a group member. A group is the runs of one
-/// group id among those given (the id is its first member's run id);
-/// `members` and `passes` count them, and `pass_at_k` (Chen et al.'s
-/// unbiased 1 − C(n−c, k)/C(n, k)) and `pass_hat_k` (τ-bench's
-/// C(c, k)/C(n, k)) are over them, k = 1..members. A branch (`fork
-/// --samples`) also has `branch`: the parent run and the event its members
-/// went live at.
-pub fn groups(runs: &[(&str, &Bundle)]) -> Vec<Option<Value>> {
-    let id_of = |run_id: &str, b: &Bundle| {
-        b.header
+/// What counting groups needs of one run: its id, header and verdict.
+pub struct Member {
+    pub run: String,
+    pub header: Header,
+    /// Its footer's verdict is `passed`.
+    pub passed: bool,
+}
+
+/// The `group` object of each run, in order: none for a run that is not a
+/// group member. A group is the runs of one group id among those given
+/// (the id is its first member's run id); `members` and `passes` count
+/// them, and `pass_at_k` (Chen et al.'s unbiased 1 − C(n−c, k)/C(n, k))
+/// and `pass_hat_k` (τ-bench's C(c, k)/C(n, k)) are over them, k =
+/// 1..members. A branch (`fork --samples`) also has `branch`: the parent
+/// run and the event its members went live at.
+pub fn groups(runs: &[Member]) -> Vec<Option<Value>> {
+    let id_of = |m: &Member| {
+        m.header
             .group
             .as_ref()
-            .map(|g| g.id.clone().unwrap_or_else(|| run_id.to_string()))
+            .map(|g| g.id.clone().unwrap_or_else(|| m.run.clone()))
     };
     // Runs and passes per group, in the groups' id order.
     let mut tally: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for (run_id, b) in runs {
-        if let Some(id) = id_of(run_id, b) {
+    for m in runs {
+        if let Some(id) = id_of(m) {
             let t = tally.entry(id).or_default();
             t.0 += 1;
-            t.1 += u64::from(b.footer.as_ref().and_then(Footer::verdict) == Some("passed"));
+            t.1 += u64::from(m.passed);
         }
     }
     runs.iter()
-        .map(|(run_id, b)| {
-            let g = b.header.group.as_ref()?;
-            let id = id_of(run_id, b)?;
+        .map(|m| {
+            let g = m.header.group.as_ref()?;
+            let id = id_of(m)?;
             let (n, c) = tally[&id];
             let per_k = |f: &dyn Fn(u64) -> f64| -> Vec<PassK> {
                 (1..=n).map(|k| PassK { k, value: f(k) }).collect()
@@ -126,7 +133,7 @@ pub fn groups(runs: &[(&str, &Bundle)]) -> Vec<Option<Value>> {
                 "pass_at_k": per_k(&|k| pass_at_k(c, n, k)),
                 "pass_hat_k": per_k(&|k| pass_hat_k(&[c], n, k)),
             });
-            if let Some(p) = &b.header.parent {
+            if let Some(p) = &m.header.parent {
                 group["branch"] = json!({"parent": p.run, "event": p.event});
                 // A branch's own model seed is its fork point's edit.
                 for e in &p.edits {

@@ -123,21 +123,43 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
 
 /// `export --format trajectories` or `atif`: a JSON line per run, in the
 /// order given; group members with their group (over the members given).
+/// One bundle is in memory at a time: the groups are counted first, from
+/// the headers and, for members of a group, the verdicts.
 fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> {
     crate::output::check_file(&args.output)?;
-    let mut text = String::new();
-    let mut ids = Vec::new();
-    let mut read = Vec::new();
+    let mut paths = Vec::new();
     for run in &args.run {
         let path = store.resolve_run(run)?;
         if store.role() == Some(crate::pgstore::roles::Role::Responder) {
             let id = super::redact_opts::id_of(&path);
             store.audit_raw(None, &[&id], "export --format trajectories")?;
         }
-        let b = bundle::read(&path).map_err(InputError::from)?;
         let id = path
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        paths.push((id, path));
+    }
+    let mut members = Vec::new();
+    for (id, path) in &paths {
+        let header = bundle::read_header(path).map_err(InputError::from)?;
+        let passed = match header.group {
+            Some(_) => {
+                let b = bundle::read(path).map_err(InputError::from)?;
+                b.footer.as_ref().and_then(bundle::Footer::verdict) == Some("passed")
+            }
+            None => false,
+        };
+        members.push(crate::report::trajectory::Member {
+            run: id.clone(),
+            header,
+            passed,
+        });
+    }
+    let groups = crate::report::trajectory::groups(&members);
+    let mut text = String::new();
+    let mut ids = Vec::new();
+    for ((id, path), group) in paths.into_iter().zip(groups) {
+        let b = bundle::read(&path).map_err(InputError::from)?;
         // The task from the recorded case file (absent when collected).
         let task = store
             .get_object(&b.header.case_hash)
@@ -146,12 +168,6 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
             .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
             .and_then(|t| serde_json::to_value(t.get("task")?).ok())
             .unwrap_or(serde_json::Value::Null);
-        read.push((id, b, task));
-    }
-    let runs: Vec<(&str, &bundle::Bundle)> =
-        read.iter().map(|(id, b, _)| (id.as_str(), b)).collect();
-    let groups = crate::report::trajectory::groups(&runs);
-    for ((id, b, task), group) in read.into_iter().zip(groups) {
         let line = match args.format {
             Format::Atif => {
                 let mut doc = crate::report::atif::document(&id, &b, &task);

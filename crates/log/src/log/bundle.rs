@@ -353,12 +353,36 @@ fn footer_line(footer: &Footer) -> String {
 /// was killed as it created the file, or the disk was full): an
 /// incomplete run, not a damaged one.
 pub fn has_header(path: &Path) -> std::io::Result<bool> {
+    Ok(first_line(path)?.ends_with(b"\n"))
+}
+
+/// The bundle's first line, up to and with its newline (none when torn).
+fn first_line(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::BufRead as _;
     use std::io::Read as _;
     let mut first = Vec::new();
     let file = crate::bounded::open(path).map_err(std::io::Error::other)?;
     std::io::BufReader::new(file.take(crate::bounded::BUNDLE)).read_until(b'\n', &mut first)?;
-    Ok(first.ends_with(b"\n"))
+    Ok(first)
+}
+
+/// Only the header of the bundle at `path` (its first line), for readers
+/// that decide from it whether they need the rest.
+pub fn read_header(path: &Path) -> Result<Header, BundleError> {
+    let err = |message: String| BundleError {
+        path: path.display().to_string(),
+        line: 1,
+        message,
+    };
+    let first = first_line(path).map_err(|e| err(format!("cannot read bundle: {e}")))?;
+    if !first.ends_with(b"\n") {
+        return Err(err(
+            "no header: the run was cut off as its bundle was created".into(),
+        ));
+    }
+    let line: HeaderLine =
+        serde_json::from_slice(&first).map_err(|e| err(format!("bad header: {e}")))?;
+    Ok(line.header)
 }
 
 /// A whole bundle as the text a run writes (events as they are, hashes
