@@ -231,9 +231,21 @@ fn a_deleted_corrupt_or_stale_index_is_rebuilt_from_the_bundles() {
     let store = dir.path().join("store");
     let good = write_case(dir.path(), "good", GOOD);
     let first = run(&store, &good);
+    let mark = store.join("index.checked");
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let mark_before = inode(&mark);
     let second = run(&store, &good);
+    // The mark of a sound index is rewritten in place after each run's
+    // row, not replaced by a rename (decision 0322).
+    assert_eq!(inode(&mark), mark_before, "{} was replaced", mark.display());
     let index = store.join("index.sqlite");
     assert!(index.is_file());
+    // The command closed its writer's connection: SQLite checkpointed its
+    // log and removed it, so the next process has none to read back
+    // (decision 0321).
+    let wal = PathBuf::from(format!("{}-wal", index.display()));
+    let left = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(left, 0, "{} was left with {left} bytes", wal.display());
 
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", index.display()));

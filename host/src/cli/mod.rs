@@ -360,6 +360,9 @@ pub fn main() -> i32 {
         Command::Ui(args) => ui_cmd::exec(args),
         Command::BuildJs(args) => build_js_cmd::exec(args),
     };
+    // Close the run index's kept writer: its close checkpoints SQLite's
+    // log, so the next process does not read it all back (decision 0321).
+    worldline_engine::index::close_writers();
     match result {
         Ok(code) => code as i32,
         Err(err) => {

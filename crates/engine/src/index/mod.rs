@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub(crate) use schema::{COLUMNS, row_of};
-pub use write::{record, record_file, save_row};
+pub use write::{close_writers, record, record_file, save_row};
 
 /// The index file inside a store.
 pub const FILE: &str = crate::store::INDEX_FILE;
