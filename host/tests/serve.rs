@@ -188,16 +188,16 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
     assert_eq!(graded(store, run_ids[0]), (reward.clone(), checks.clone()));
     assert_eq!(graded(store, run_ids[2]), (reward, checks));
 
-    // An episode is a run the store lists; like an MCP session it has no
-    // process to run again, and replay says so.
+    // An episode is a run the store lists, and replays identical: its
+    // steps derived again from its events through the same mediation.
     let runs = wl(store, &[&"runs", &"--json"]);
     runs.expect_code(0);
     for id in &run_ids {
         assert!(runs.stdout.contains(id), "{id} is not listed:\n{runs}");
+        let replay = wl(store, &[&"replay", id]);
+        replay.expect_code(0);
+        assert!(replay.stdout.contains("identical"), "{replay}");
     }
-    let replay = wl(store, &[&"replay", &run_ids[0]]);
-    replay.expect_code(2);
-    assert!(replay.stderr.contains("openenv"), "{replay}");
 
     // SIGTERM ends the server; it exits cleanly.
     let _ = Command::new("kill")

@@ -209,7 +209,14 @@ pub fn replay_in(
     rec: &RecordedRun,
     opened: &Opened,
 ) -> Result<ReplayReport> {
+    let served = rec
+        .bundle
+        .header
+        .native
+        .as_ref()
+        .filter(|a| a.transport == "openenv");
     let native = match &rec.bundle.header.native {
+        Some(_) if served.is_some() => None,
         Some(agent) => Some(Exec::recorded(agent).ok_or_else(|| {
             InputError::new(
                 &rec.path,
@@ -240,12 +247,22 @@ pub fn replay_in(
     let env_differs = native.as_ref().map_or_else(Vec::new, |exec| {
         crate::native::environment::differing(rec.bundle.header.env.as_ref(), &exec.pass_env)
     });
-    let (outcome, scope) = match &native {
-        Some(exec) => (
+    let (outcome, scope) = match (&native, served) {
+        (_, Some(agent)) => (
+            crate::native::openenv::rerun(
+                sandbox,
+                &rec.case,
+                agent.clone(),
+                opts,
+                &rec.bundle.events,
+            )?,
+            Scope::Boundary,
+        ),
+        (Some(exec), None) => (
             crate::native::exec::run(sandbox, &rec.case, opts, exec)?,
             Scope::Boundary,
         ),
-        None => {
+        (None, None) => {
             let agent = opened_agent(sandbox, store, rec, opened)?;
             (
                 run_with(sandbox, &agent, &rec.case, opts)?,

@@ -373,3 +373,56 @@ fn ending(o: &RunOutcome, stopped: Option<String>) -> Value {
         "checks": grade.and_then(|g| g["assertions"].as_array().cloned()).unwrap_or_default(),
     })
 }
+
+/// Replay a served episode (`agent` its recorded identity): each step's
+/// request is derived again from the recorded events (`tools.call` and
+/// `tools.specs` over the loopback) and pushed through the same mediation
+/// a live session uses, the run following its recording (`opts`), then
+/// ended as a client's `end` ends it (decision 0353).
+pub fn rerun(
+    sandbox: &Sandbox,
+    case: &Case,
+    agent: NativeAgent,
+    opts: RunOptions,
+    events: &[crate::log::Event],
+) -> Result<RunOutcome> {
+    let header = super::header(sandbox, case, agent);
+    let (handle, receiver) = session::channel();
+    std::thread::scope(|s| {
+        let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
+        for (id, (method, params)) in events.iter().filter_map(request_of).enumerate() {
+            let body = crate::canon::to_string(
+                &json!({"jsonrpc": "2.0", "id": id + 1, "method": method, "params": params}),
+            )
+            .into_bytes();
+            let via = Via::Loopback {
+                method: "WS".into(),
+                path: "/ws".into(),
+            };
+            let job: session::Job =
+                Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &body, &via));
+            if let Reply::Stopped(_) = handle.call_blocking(job) {
+                break;
+            }
+        }
+        handle.end(Exit::disconnected());
+        mediator
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")))
+    })
+}
+
+/// The MCP request a recorded event answered, when a step sent one.
+fn request_of(event: &crate::log::Event) -> Option<(&'static str, Value)> {
+    use crate::log::Call;
+    match event.typed() {
+        Call::ToolsCall { request, .. } if request.transport.is_some() => Some((
+            "tools/call",
+            json!({"name": request.name, "arguments": request.args.unwrap_or(json!({}))}),
+        )),
+        Call::ToolsSpecs { request, .. } if request.transport.is_some() => {
+            Some(("tools/list", json!({})))
+        }
+        _ => None,
+    }
+}
