@@ -4,9 +4,12 @@
 //! (`tests/common/long.rs`, guest `tests/guests/looper`). For each N, on
 //! the real binary: bytes recorded (against the bound, 3x the documents
 //! read), record time, replay time (`replay`, `identical`), fork at the
-//! last tool call, `history` of the whole run, and each command's peak
-//! RSS; then a least-squares line of each measure against N (slope,
-//! intercept, R²).
+//! last tool call, `history` of the whole run, `history -n 50` (the first
+//! page), the UI's run page (one request through the app's router, as
+//! `benches/ui.rs` does, in this process: its time only), and each
+//! command's peak RSS; then a least-squares line of each measure against
+//! N (slope, intercept, R²), and the whole as a markdown table to paste
+//! into docs/benchmarks.md.
 //!
 //! `cargo bench -p worldline --bench long_horizon` (release). Set
 //! `WORLDLINE_LONG_SIZES=100,200` to run fewer sizes. Results are written
@@ -15,9 +18,15 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tower::ServiceExt as _;
+use worldline::store::StoreDir;
+use worldline::ui::{App, router};
 
 /// One command's wall time, its peak RSS (KiB: `ru_maxrss` from `wait4`)
 /// and its stdout; it must exit 0.
@@ -50,6 +59,27 @@ fn measured(store: &Path, args: &[&str]) -> (Duration, u64, String) {
     (start.elapsed(), usage.ru_maxrss as u64, stdout)
 }
 
+/// The UI's page of a run, one request through the router (token and
+/// Host checks included) up to the whole HTML body: its time.
+fn ui_page(rt: &tokio::runtime::Runtime, store: &Path, id: &str) -> Duration {
+    let start = Instant::now();
+    let app = Arc::new(App::new(StoreDir::open(store).unwrap(), 8484, false).unwrap());
+    let req = Request::get(format!("/run/{id}?token={}", app.secrets.token()))
+        .header(header::HOST, format!("127.0.0.1:{}", app.secrets.port))
+        .body(Body::empty())
+        .unwrap();
+    let len = rt.block_on(async {
+        let resp = router(app.clone()).oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "/run/{id}");
+        axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap()
+            .len()
+    });
+    assert!(len > 0, "an empty run page");
+    start.elapsed()
+}
+
 /// Least squares `y = a*x + b`: `(a, b, r²)`.
 fn fit(xs: &[f64], ys: &[f64]) -> (f64, f64, f64) {
     let n = xs.len() as f64;
@@ -76,6 +106,7 @@ fn main() {
         .split(',')
         .map(|s| s.trim().parse().expect("WORLDLINE_LONG_SIZES: numbers"))
         .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
     let agent = common::guest("looper-agent");
     let dir = common::temp_dir();
     let store = dir.path().join("store");
@@ -90,6 +121,9 @@ fn main() {
         "fork_rss_mb",
         "history_ms",
         "history_rss_mb",
+        "page_ms",
+        "page_rss_mb",
+        "ui_ms",
     ];
     println!("long_horizon: N | {}", cols.join(" | "));
     let mut rows: Vec<Vec<f64>> = Vec::new();
@@ -124,6 +158,10 @@ fn main() {
             &["fork", &id, "--at", &at, "--deny", "get_doc", "--json"],
         );
         let (hist, hist_rss, _) = measured(&store, &["history", &id]);
+        let (page, page_rss, out) = measured(&store, &["history", &id, "-n", "50"]);
+        // 2N events: a first page when there are more than 50.
+        assert!(2 * n <= 50 || out.contains("more event"), "{out}");
+        let ui = ui_page(&rt, &store, &id);
         let mb = |kib: u64| kib as f64 / 1024.0;
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         let row = vec![
@@ -137,6 +175,9 @@ fn main() {
             mb(fork_rss),
             ms(hist),
             mb(hist_rss),
+            ms(page),
+            mb(page_rss),
+            ms(ui),
         ];
         println!(
             "long_horizon: RESULT {n} | {}",
@@ -152,9 +193,41 @@ fn main() {
         rows.push(row);
     }
     let xs: Vec<f64> = sizes.iter().map(|&n| n as f64).collect();
-    for (i, col) in cols.iter().enumerate() {
-        let ys: Vec<f64> = rows.iter().map(|r| r[i]).collect();
-        let (a, b, r2) = fit(&xs, &ys);
+    let fits: Vec<_> = (0..cols.len())
+        .map(|i| fit(&xs, &rows.iter().map(|r| r[i]).collect::<Vec<_>>()))
+        .collect();
+    for (col, (a, b, r2)) in cols.iter().zip(&fits) {
         println!("long_horizon: FIT {col}: slope {a:.3} per call, intercept {b:.1}, r² {r2:.4}");
     }
+    print!("{}", markdown(&cols, &sizes, &rows, &fits));
+}
+
+/// The table for docs/benchmarks.md: a row per N, then the slope (per
+/// model call), intercept and R² of each column.
+fn markdown(cols: &[&str], sizes: &[usize], rows: &[Vec<f64>], fits: &[(f64, f64, f64)]) -> String {
+    let mut t = format!(
+        "\n| N | {} |\n|---:|{}\n",
+        cols.join(" | "),
+        "---:|".repeat(cols.len())
+    );
+    let line = |head: String, vals: Vec<String>| format!("| {head} | {} |\n", vals.join(" | "));
+    for (n, row) in sizes.iter().zip(rows) {
+        t += &line(
+            n.to_string(),
+            row.iter().map(|v| format!("{v:.1}")).collect(),
+        );
+    }
+    t += &line(
+        "slope / call".into(),
+        fits.iter().map(|f| format!("{:.3}", f.0)).collect(),
+    );
+    t += &line(
+        "intercept".into(),
+        fits.iter().map(|f| format!("{:.1}", f.1)).collect(),
+    );
+    t += &line(
+        "R²".into(),
+        fits.iter().map(|f| format!("{:.4}", f.2)).collect(),
+    );
+    t
 }

@@ -54,6 +54,45 @@ fn tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
 }
 
+/// The scripted model's prompt tokens, `tokens` of the canonical text of
+/// the request's `messages`, counted from the request before: the
+/// messages it shares with that one (compared, not serialized) keep their
+/// lengths, only the ones after are serialized. A conversation that sends
+/// its whole history each call costs a serialization of what it added,
+/// not of all of it (issue 40; the counts are the same as before).
+#[derive(Default)]
+pub struct Prompt {
+    /// The last request's messages and each one's canonical length.
+    messages: Vec<(Value, usize)>,
+}
+
+impl Prompt {
+    pub fn tokens(&mut self, request: &Value) -> u64 {
+        let Some(messages) = request.get("messages").and_then(Value::as_array) else {
+            self.messages.clear();
+            return tokens(&crate::canon::to_string(
+                request.get("messages").unwrap_or(&Value::Null),
+            ));
+        };
+        let same = self
+            .messages
+            .iter()
+            .zip(messages)
+            .take_while(|((kept, _), m)| kept == *m)
+            .count();
+        self.messages.truncate(same);
+        for m in &messages[same..] {
+            let len = crate::canon::to_string(m).len();
+            self.messages.push((m.clone(), len));
+        }
+        // `[`, `]`, the commas between, and each message.
+        let len = 2
+            + messages.len().saturating_sub(1)
+            + self.messages.iter().map(|(_, l)| l).sum::<usize>();
+        (len as u64).div_ceil(4)
+    }
+}
+
 /// The reply as a table.
 pub fn table(reply: &Reply) -> ReplyTable {
     match reply {
@@ -66,8 +105,9 @@ pub fn table(reply: &Reply) -> ReplyTable {
 }
 
 /// A complete chat-completions response for a scripted reply. `n` numbers
-/// the model call (ids are derived from it), `created` is virtual time.
-pub fn completion(reply: &ReplyTable, request: &Value, n: u64, created: i64) -> Value {
+/// the model call (ids are derived from it), `created` is virtual time,
+/// `prompt_tokens` from `Prompt::tokens`.
+pub fn completion(reply: &ReplyTable, prompt_tokens: u64, n: u64, created: i64) -> Value {
     let tool_calls: Vec<Value> = reply
         .tool_calls
         .iter()
@@ -97,9 +137,6 @@ pub fn completion(reply: &ReplyTable, request: &Value, n: u64, created: i64) -> 
             .iter()
             .map(|c| tokens(&c["function"].to_string()))
             .sum::<u64>();
-    let prompt_tokens = tokens(&crate::canon::to_string(
-        request.get("messages").unwrap_or(&Value::Null),
-    ));
     let mut message = json!({"role": "assistant", "content": reply.content});
     if !tool_calls.is_empty() {
         message["tool_calls"] = Value::Array(tool_calls);
@@ -146,6 +183,34 @@ mod tests {
     }
 
     #[test]
+    fn prompt_tokens_counted_from_the_request_before_are_the_whole_count() {
+        let whole = |r: &Value| {
+            tokens(&crate::canon::to_string(
+                r.get("messages").unwrap_or(&Value::Null),
+            ))
+        };
+        let mut prompt = Prompt::default();
+        let mut messages = vec![json!({"role": "system", "content": "be brief"})];
+        let mut check = |messages: &[Value]| {
+            let r = json!({"model": "m", "messages": messages});
+            assert_eq!(prompt.tokens(&r), whole(&r), "{r}");
+        };
+        check(&[]);
+        for i in 0..6 {
+            check(&messages);
+            messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "é\"x".repeat(i)}));
+        }
+        // A request that changed an earlier message (a fork's), a shorter
+        // one, and one without a list.
+        messages[1]["content"] = json!("other");
+        check(&messages);
+        check(&messages[..2]);
+        let mut prompt = Prompt::default();
+        let r = json!({"model": "m"});
+        assert_eq!(prompt.tokens(&r), whole(&r));
+    }
+
+    #[test]
     fn scripted_replies_become_full_completions() {
         let reply = ReplyTable {
             tool_calls: vec![ScriptedToolCall {
@@ -154,7 +219,12 @@ mod tests {
             }],
             ..ReplyTable::default()
         };
-        let v = completion(&reply, &json!({"messages": []}), 3, 7);
+        let v = completion(
+            &reply,
+            Prompt::default().tokens(&json!({"messages": []})),
+            3,
+            7,
+        );
         assert!(is_completion(&v));
         assert_eq!(finish_reason(&v), "tool_calls");
         let call = &v["choices"][0]["message"]["tool_calls"][0];

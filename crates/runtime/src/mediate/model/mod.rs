@@ -52,6 +52,8 @@ pub struct ModelService {
     unscripted: Option<String>,
     /// `[model] token_ids`: the calls' token ids recorded so far.
     tokens: crate::log::tokens::Writer,
+    /// The scripted model's prompt tokens, counted from the last request.
+    prompt: chat::Prompt,
 }
 
 fn model_stream(seed: u64) -> rand_chacha::ChaCha20Rng {
@@ -77,6 +79,7 @@ impl ModelService {
             budget_spent: false,
             unscripted: None,
             tokens: Default::default(),
+            prompt: Default::default(),
         }
     }
 
@@ -171,7 +174,7 @@ impl ModelService {
             return (r, latency);
         }
         let created = i64::try_from(wall_ns.div_euclid(1_000_000_000)).unwrap_or(0);
-        let completion = chat::completion(&reply, request, self.calls, created);
+        let completion = chat::completion(&reply, self.prompt.tokens(request), self.calls, created);
         record["model"] = completion["model"].clone();
         record["usage"] = completion["usage"].clone();
         record["finish_reason"] = chat::finish_reason(&completion);
