@@ -1,8 +1,9 @@
 # Sourced by tests/run: a virtual environment under the build folder ($1,
 # e.g. target/) holding the pinned BFCL package (bfcl-eval), whose
 # multi-turn data, func-doc and backend classes `worldline bench import
-# bfcl/...` reads and whose own multi_turn_checker the agreement test
-# (host/tests/bench_bfcl.rs) grades with. bfcl-eval declares every model
+# bfcl/...` is to read and whose own multi_turn_checker the agreement test
+# is to grade with (decision 0377; neither is built yet, so nothing reads
+# WORLDLINE_BFCL_PYTHON so far). bfcl-eval declares every model
 # provider's SDK, vllm-free but still torch-sized (sentence-transformers,
 # faiss); the multi-turn checker and the classes of the multi_turn_base
 # category import only the standard library and mpmath (MathAPI), so the
