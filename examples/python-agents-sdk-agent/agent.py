@@ -2,7 +2,11 @@
 with no worldline import: an `Agent` run by the SDK's own loop
 (`Runner.run`) over Chat Completions, its tools the world's through the
 SDK's own `MCPServerStreamableHttp` (the official `mcp` client) at
-`http://world/mcp`. Tracing is off (`set_tracing_disabled`): the SDK's
+`http://world/mcp`. A handoff, as the SDK does them: a `triage` agent with
+the world's tools may hand the incident to the `responder` (the model
+calls `transfer_to_responder`; the SDK runs the responder on the same
+conversation), and the answer names the agent that gave it
+(`examples/python-agents-sdk-agent/handoff.toml`). Tracing is off (`set_tracing_disabled`): the SDK's
 trace exporter posts to api.openai.com from a thread, and a world has
 neither.
 
@@ -23,6 +27,10 @@ from agents.mcp import MCPServerStreamableHttp
 from openai import AsyncOpenAI
 
 MCP_URL = "http://world/mcp"
+TRIAGE = (
+    "You triage alerts. Hand an incident to the responder unless you can fix it yourself "
+    "with the tools; answer with a JSON object when you are done."
+)
 INSTRUCTIONS = (
     "You are the on-call engineer. Use the tools to find what caused the alert, "
     "fix it with the smallest safe change, record one incident note, and close the ticket. "
@@ -38,8 +46,9 @@ async def on_call(openai_client, task, mcp_client_factory=None):
     if mcp_client_factory is not None:
         params["httpx_client_factory"] = mcp_client_factory
     async with MCPServerStreamableHttp(params=params, cache_tools_list=True) as world:
-        agent = Agent(name="on-call", instructions=INSTRUCTIONS, model=model, mcp_servers=[world])
-        result = await Runner.run(agent, json.dumps(task, sort_keys=True), max_turns=20)
+        responder = Agent(name="responder", instructions=INSTRUCTIONS, model=model, mcp_servers=[world])
+        triage = Agent(name="triage", instructions=TRIAGE, model=model, mcp_servers=[world], handoffs=[responder])
+        result = await Runner.run(triage, json.dumps(task, sort_keys=True), max_turns=20)
     text = str(result.final_output)
     try:
         out = json.loads(text)
@@ -47,12 +56,13 @@ async def on_call(openai_client, task, mcp_client_factory=None):
         out = None
     if not isinstance(out, dict):
         out = {"answer": text}
-    out.update(agents=agents.__version__)
+    out.update(agents=agents.__version__, agent=result.last_agent.name)
     return out
 
 
 def warm_up():
-    """One run of the agent against MockTransports, while the module loads:
+    """One run of the agent against MockTransports (a handoff, a tool call,
+    an answer), while the module loads:
     the SDKs import much of themselves lazily, when first used, and
     componentize-py keeps only the modules imported while the agent's
     module loads (see the guest SDK's README, "Import at the top")."""
@@ -60,14 +70,15 @@ def warm_up():
 
     def model(request):
         turns.append(1)
+        tool = {1: "transfer_to_responder", 2: "t"}.get(len(turns))
         message = (
             {"role": "assistant", "content": None,
-             "tool_calls": [{"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}}]}
-            if len(turns) == 1 else {"role": "assistant", "content": "{}"}
+             "tool_calls": [{"id": f"c{len(turns)}", "type": "function", "function": {"name": tool, "arguments": "{}"}}]}
+            if tool else {"role": "assistant", "content": "{}"}
         )
         return httpx2.Response(200, json={
             "id": "warm", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
-            "choices": [{"index": 0, "finish_reason": "tool_calls" if len(turns) == 1 else "stop", "message": message}],
+            "choices": [{"index": 0, "finish_reason": "tool_calls" if tool else "stop", "message": message}],
         })
 
     def mcp_server(request):

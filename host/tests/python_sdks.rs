@@ -76,6 +76,25 @@ fn agents_sdk_agent() -> PathBuf {
     built(&BUILT, "python-agents-sdk-agent")
 }
 
+/// The store these tests share, its compile cache (`cache/`) a link to one
+/// folder under the target folder: each 80–100 MB component is compiled
+/// once per target folder rather than once per test process (the cache is
+/// keyed by the engine's settings and the component's SHA-256, and checks
+/// its entries; decisions/0363). The first run in a fresh target folder
+/// still compiles.
+fn sdk_store() -> &'static Path {
+    static STORE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    STORE
+        .get_or_init(|| {
+            let store = temp_dir();
+            let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-sdk-compile-cache");
+            std::fs::create_dir_all(&cache).unwrap();
+            std::os::unix::fs::symlink(&cache, store.path().join("cache")).unwrap();
+            store
+        })
+        .path()
+}
+
 fn model_case(name: &str) -> PathBuf {
     workspace_root().join(format!("cases/{name}.toml"))
 }
@@ -85,8 +104,8 @@ fn model_case(name: &str) -> PathBuf {
     not(worldline_tests_run),
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
-fn the_openai_package_runs_in_the_sandbox_passes_rollback_and_replays() {
-    let store = shared_store();
+fn the_openai_package_runs_in_the_sandbox_passes_rollback_replays_and_forks() {
+    let store = sdk_store();
     let agent = openai_agent();
     let out = run_json(store, &model_case("model/rollback"), &agent);
     out.expect_code(0);
@@ -108,6 +127,7 @@ fn the_openai_package_runs_in_the_sandbox_passes_rollback_and_replays() {
             .contains("sk-agent-secret")
     );
     replays_identical(store, out.json()["run_id"].as_str().unwrap());
+    forks_at_a_model_call_and_at_a_tool_call(store, &out);
 }
 
 #[test]
@@ -116,7 +136,7 @@ fn the_openai_package_runs_in_the_sandbox_passes_rollback_and_replays() {
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_openai_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
-    let store = shared_store();
+    let store = sdk_store();
     let out = run_json(store, &model_case("model/model-timeout"), &openai_agent());
     out.expect_code(0);
     assert_eq!(out.output()["cause_deploy"], "D-42", "{out}");
@@ -127,17 +147,12 @@ fn the_openai_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
 }
 
 /// `fork --respond` at a model call (the last answer edited) and at a tool
-/// call (the alert the world answered edited): the edit reaches the SDK,
-/// the fork keeps the parent's prefix and replays identical.
-#[test]
-#[cfg_attr(
-    not(worldline_tests_run),
-    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
-)]
-fn a_fork_at_a_model_call_and_at_a_tool_call_of_the_openai_agent_replays() {
-    let store = shared_store();
-    let run = run_json(store, &model_case("model/rollback"), &openai_agent());
-    run.expect_code(0);
+/// call (the alert the world answered edited) of `run`: each edit reaches
+/// the SDK (the final answer changes; the edited alert goes to the model in
+/// the next request), each fork keeps the parent's prefix and replays
+/// identical. The model answers are recorded in the Chat Completions shape
+/// whatever API the SDK spoke, so one edit serves the three agents.
+fn forks_at_a_model_call_and_at_a_tool_call(store: &Path, run: &CliOutput) {
     let id = run.json()["run_id"].as_str().unwrap().to_string();
     let parent = read_bundle(&run.bundle()).events;
     let fork = |at: usize, respond: serde_json::Value| {
@@ -157,7 +172,7 @@ fn a_fork_at_a_model_call_and_at_a_tool_call_of_the_openai_agent_replays() {
         let forked = read_bundle(&fork.bundle()).events;
         assert_eq!(forked[..at], parent[..at], "the prefix");
         replays_identical(store, fork.json()["run_id"].as_str().unwrap());
-        fork
+        (fork, forked)
     };
     let at = parent
         .iter()
@@ -166,16 +181,23 @@ fn a_fork_at_a_model_call_and_at_a_tool_call_of_the_openai_agent_replays() {
     let mut answer = serde_json::json!({"ok": parent[at]["response"]["ok"].clone()});
     answer["ok"]["choices"][0]["message"]["content"] =
         "{\"cause_deploy\": \"D-42\", \"action\": \"forked\"}".into();
-    assert_eq!(fork(at, answer).output()["action"], "forked");
+    let (forked, _) = fork(at, answer);
+    assert_eq!(forked.output()["action"], "forked", "{forked}");
     let at = parent
         .iter()
         .position(|e| e["call"] == TOOL_CALL && e["request"]["name"] == "get_alert")
         .unwrap();
     let mut alert = parent[at]["response"].clone();
     alert["ok"]["summary"] = "EDITED BY THE FORK".into();
-    let forked = fork(at, alert);
-    let text = std::fs::read_to_string(forked.bundle()).unwrap();
-    assert!(text.contains("EDITED BY THE FORK"), "{forked}");
+    let (forked, events) = fork(at, alert);
+    let next = events[at + 1..]
+        .iter()
+        .find(|e| e["call"] == MODEL_CALL)
+        .expect("a model call after the edited tool call");
+    assert!(
+        next["request"].to_string().contains("EDITED BY THE FORK"),
+        "the edited alert reaches the model: {forked}"
+    );
 }
 
 /// The world's tools reached through the official `mcp` client: its
@@ -198,8 +220,8 @@ fn tool_names(bundle: &Path) -> Vec<String> {
     not(worldline_tests_run),
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
-fn the_anthropic_package_with_the_mcp_client_passes_rollback_and_replays() {
-    let store = shared_store();
+fn the_anthropic_package_with_the_mcp_client_passes_rollback_replays_and_forks() {
+    let store = sdk_store();
     let out = run_json(store, &model_case("model/rollback"), &anthropic_agent());
     out.expect_code(0);
     let o = out.output();
@@ -220,6 +242,35 @@ fn the_anthropic_package_with_the_mcp_client_passes_rollback_and_replays() {
             .contains("sk-ant-agent-secret")
     );
     replays_identical(store, out.json()["run_id"].as_str().unwrap());
+    forks_at_a_model_call_and_at_a_tool_call(store, &out);
+}
+
+/// cases/model/model-timeout.toml: the first model call times out, the
+/// `anthropic` package's own retry sends the same request again, and the
+/// agent passes.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_anthropic_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
+    let store = sdk_store();
+    let out = run_json(
+        store,
+        &model_case("model/model-timeout"),
+        &anthropic_agent(),
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["status"], "passed", "{out}");
+    assert_eq!(out.output()["cause_deploy"], "D-42", "{out}");
+    let model = calls_of(&out.bundle(), MODEL_CALL);
+    assert_eq!(model.len(), 7, "{out}");
+    assert_eq!(model[0]["response"]["error"]["kind"], "timeout", "{out}");
+    assert_eq!(
+        model[0]["request"], model[1]["request"],
+        "the retry is the same request: {out}"
+    );
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
 }
 
 #[test]
@@ -227,8 +278,8 @@ fn the_anthropic_package_with_the_mcp_client_passes_rollback_and_replays() {
     not(worldline_tests_run),
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
-fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_and_replays() {
-    let store = shared_store();
+fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_replays_and_forks() {
+    let store = sdk_store();
     let out = run_json(store, &model_case("model/rollback"), &agents_sdk_agent());
     out.expect_code(0);
     let o = out.output();
@@ -237,7 +288,44 @@ fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_and_replays() {
         o["agents"], "0.24.0",
         "the pinned openai-agents is the one bundled"
     );
+    assert_eq!(o["agent"], "triage", "no handoff: the triage agent answers");
     assert!(tool_names(&out.bundle()).contains(&"close_ticket".to_string()));
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+    forks_at_a_model_call_and_at_a_tool_call(store, &out);
+}
+
+/// The Agents SDK's own example (`examples/python-agents-sdk-agent/
+/// handoff.toml`): the triage agent's first answer is the SDK's handoff
+/// tool, the SDK's loop runs the responder (its instructions, the same
+/// conversation) and the responder passes the case.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_openai_agents_sdk_hands_off_to_its_responder_and_replays() {
+    let store = sdk_store();
+    let case = workspace_root().join("examples/python-agents-sdk-agent/handoff.toml");
+    let out = run_json(store, &case, &agents_sdk_agent());
+    out.expect_code(0);
+    assert_eq!(out.json()["status"], "passed", "{out}");
+    assert_eq!(out.output()["agent"], "responder", "{out}");
+    let model = calls_of(&out.bundle(), MODEL_CALL);
+    assert_eq!(
+        model[0]["response"]["ok"]["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+        "transfer_to_responder",
+        "{out}"
+    );
+    let system = &model[1]["request"]["request"]["messages"][0];
+    assert_eq!(system["role"], "system", "{out}");
+    assert!(
+        system["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are the on-call engineer"),
+        "the responder's instructions after the handoff: {out}"
+    );
+    assert!(tool_names(&out.bundle()).contains(&"rollback_deploy".to_string()));
     replays_identical(store, out.json()["run_id"].as_str().unwrap());
 }
 
@@ -252,7 +340,7 @@ fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_and_replays() {
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn a_fuzz_campaign_with_model_and_tool_faults_over_the_openai_agent() {
-    let store = shared_store();
+    let store = sdk_store();
     let case = workspace_root().join("cases/sdk/fuzz-retries.toml");
     let out = wl(
         store,
@@ -273,7 +361,7 @@ fn a_fuzz_campaign_with_model_and_tool_faults_over_the_openai_agent() {
     for bundle in files_with_suffix(&store.join("runs"), ".jsonl") {
         let b = read_bundle(&bundle);
         if !b.header["case"].to_string().contains("fuzz-retries") {
-            continue; // another test's run in the shared store
+            continue; // another test's run in the store
         }
         tool_faults += b
             .events
