@@ -251,17 +251,7 @@ impl Session {
     /// the run stopped.
     async fn rpc(&mut self, method: &str, params: Value) -> Result<Value, String> {
         self.steps += 1;
-        let body = crate::canon::to_string(
-            &json!({"jsonrpc": "2.0", "id": self.steps, "method": method, "params": params}),
-        )
-        .into_bytes();
-        let via = Via::Loopback {
-            method: "WS".into(),
-            path: "/ws".into(),
-        };
-        let job: session::Job =
-            Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &body, &via));
-        match self.handle.call(job).await {
+        match self.handle.call(mcp_job(self.steps, method, params)).await {
             Reply::Answered(Some(r)) => serde_json::from_slice(&r.body)
                 .map_err(|e| format!("the world's answer is not JSON: {e}")),
             Reply::Answered(None) => Err("the call stalled".into()),
@@ -374,6 +364,21 @@ fn ending(o: &RunOutcome, stopped: Option<String>) -> Value {
     })
 }
 
+/// The mediator's job for one MCP request of an episode, as a session's
+/// step sends it and a replay sends it again: JSON-RPC over the loopback
+/// WebSocket route.
+fn mcp_job(id: u64, method: &str, params: Value) -> session::Job {
+    let body = crate::canon::to_string(
+        &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+    )
+    .into_bytes();
+    let via = Via::Loopback {
+        method: "WS".into(),
+        path: "/ws".into(),
+    };
+    Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &body, &via))
+}
+
 /// Replay a served episode (`agent` its recorded identity): each step's
 /// request is derived again from the recorded events (`tools.call` and
 /// `tools.specs` over the loopback) and pushed through the same mediation
@@ -391,16 +396,7 @@ pub fn rerun(
     std::thread::scope(|s| {
         let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
         for (id, (method, params)) in events.iter().filter_map(request_of).enumerate() {
-            let body = crate::canon::to_string(
-                &json!({"jsonrpc": "2.0", "id": id + 1, "method": method, "params": params}),
-            )
-            .into_bytes();
-            let via = Via::Loopback {
-                method: "WS".into(),
-                path: "/ws".into(),
-            };
-            let job: session::Job =
-                Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &body, &via));
+            let job = mcp_job(id as u64 + 1, method, params);
             if let Reply::Stopped(_) = handle.call_blocking(job) {
                 break;
             }
