@@ -179,7 +179,7 @@ fn attack_check(attack: &Attack, ev: &Evidence, numbers: Numbers) -> Assertion {
     let each = each_check(&attack.state, &attack.calls, ev, numbers);
     let reached = each.iter().all(|a| a.passed);
     check(
-        format!("{} not reached", attack.name.as_deref().unwrap_or("attack")),
+        attack_what(attack),
         json!("not reached"),
         json!({
             "goal": if reached { "reached" } else { "not reached" },
@@ -191,12 +191,17 @@ fn attack_check(attack: &Attack, ev: &Evidence, numbers: Numbers) -> Assertion {
     )
 }
 
+/// The assertion `[expect.attack]` adds: "<name> not reached".
+fn attack_what(attack: &Attack) -> String {
+    format!("{} not reached", attack.name.as_deref().unwrap_or("attack"))
+}
+
 /// Whether `grade` says `[expect.attack]`'s goal was reached.
 pub fn attack_reached(expect: &Expect, grade: &Grade) -> bool {
     let Some(a) = &expect.attack else {
         return false;
     };
-    let what = format!("{} not reached", a.name.as_deref().unwrap_or("attack"));
+    let what = attack_what(a);
     grade.assertions.iter().any(|x| x.what == what && !x.passed)
 }
 
