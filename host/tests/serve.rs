@@ -199,6 +199,85 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
         assert!(replay.stdout.contains("identical"), "{replay}");
     }
 
+    // An episode forks (decision 0354). A trainer branches it: a `reset`
+    // with `fork_of` begins a session from the episode's first N events
+    // (its world as they left it), and the client's steps go on live.
+    // From event 5 (after the rollback) two more steps pass; from event 4
+    // the same two steps, with no rollback, fail.
+    let forks = json!([
+        {"fork_of": {"run": run_ids[0], "at": 5}, "steps": calls()[4..]},
+        {"fork_of": {"run": run_ids[0], "at": 4}, "steps": calls()[4..]},
+    ]);
+    std::fs::write(&plan_file, forks.to_string()).unwrap();
+    let out = Command::new(openenv_python())
+        .arg(tests_dir().join("openenv/client.py"))
+        .arg(&url)
+        .arg(&plan_file)
+        .output()
+        .expect("the OpenEnv client runs");
+    assert!(
+        out.status.success(),
+        "the OpenEnv client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let forked: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (after, before) = (&forked[0], &forked[1]);
+    assert_eq!(
+        after["fork_of"],
+        json!({"run": run_ids[0], "at": 5, "steps": 5}),
+        "{after}"
+    );
+    assert_eq!(before["fork_of"]["at"], 4, "{before}");
+    assert!(
+        after["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("close_ticket")),
+        "{after}"
+    );
+    assert_eq!(after["reward"], 1.0, "{after}");
+    assert_eq!(after["last"]["verdict"], "passed", "{after}");
+    assert_eq!(after["state"]["step_count"].as_u64(), Some(7), "{after}");
+    assert_eq!(before["reward"], 0.0, "{before}");
+    assert_eq!(before["last"]["verdict"], "failed", "{before}");
+
+    // `worldline fork` of an episode sends its recorded steps again with
+    // the edit: denied the rollback at event 4, they fail.
+    let denied = wl(
+        store,
+        &[
+            &"fork",
+            &run_ids[0],
+            &"--at",
+            &"4",
+            &"--deny",
+            &"rollback_deploy",
+            &"--json",
+        ],
+    );
+    denied.expect_code(1);
+    let denied = denied.json();
+    assert_eq!(denied["parent"]["run"], run_ids[0], "{denied}");
+    assert_eq!(denied["events"], 7, "{denied}");
+    // Each fork is a run of the store with its parent, replayed identical.
+    let fork_ids = [
+        after["last"]["run_id"].as_str().unwrap(),
+        before["last"]["run_id"].as_str().unwrap(),
+        denied["run_id"].as_str().unwrap(),
+    ];
+    let children = wl(store, &[&"runs", &"--parent", &run_ids[0], &"--json"]);
+    children.expect_code(0);
+    for id in fork_ids {
+        assert!(
+            children.stdout.contains(id),
+            "{id} is not a fork of {}:\n{children}",
+            run_ids[0]
+        );
+        let replay = wl(store, &[&"replay", &id]);
+        replay.expect_code(0);
+        assert!(replay.stdout.contains("identical"), "{replay}");
+    }
+
     // SIGTERM ends the server; it exits cleanly.
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])

@@ -1,10 +1,11 @@
 """Episodes against `worldline serve`, driven by OpenEnv's own client
 (`openenv-core`'s GenericEnvClient over its WebSocket protocol), all at
 once: `client.py URL PLAN.json`. PLAN is a list of episodes, each
-`{"case"?, "seed"?, "steps": [[tool, args], ...]}`; each ends with the
+`{"case"?, "seed"?, "fork_of"?, "steps": [[tool, args], ...]}` (`fork_of`:
+`{"run", "at"}`, a recorded episode to begin from); each ends with the
 `end` action. Prints a JSON list: per episode the tools the reset
 observation listed, each step's observation, the last result's reward,
-done and observation, and the state after it."""
+done and observation, the reset observation's `fork_of`, and the state after it."""
 
 import asyncio
 import json
@@ -15,7 +16,7 @@ from openenv.core.generic_client import GenericEnvClient
 
 async def episode(url, plan):
     async with GenericEnvClient(base_url=url) as env:
-        reset = {k: plan[k] for k in ("case", "seed") if k in plan}
+        reset = {k: plan[k] for k in ("case", "seed", "fork_of") if k in plan}
         first = await env.reset(**reset)
         steps = []
         for name, args in plan["steps"]:
@@ -26,6 +27,7 @@ async def episode(url, plan):
         return {
             "tools": sorted(t["name"] for t in first.observation["tools"]),
             "task": first.observation["task"],
+            "fork_of": first.observation.get("fork_of"),
             "steps": steps,
             "reward": last.reward,
             "done": last.done,

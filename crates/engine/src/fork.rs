@@ -14,6 +14,7 @@ use crate::error::InputError;
 use crate::log::bundle::{Edit, ForkPoint, Parent};
 use crate::mediate::follow::Following;
 use crate::native::exec::Exec;
+use crate::native::openenv::{self, Prefix};
 use crate::replay::{RecordedRun, recorded_agent};
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
@@ -39,6 +40,20 @@ pub fn fork(
             *response = check::shape_response(&event.call, &event.response, response.clone());
         }
     }
+    if let Some(served) = openenv::served(&rec.bundle.header) {
+        if agent.is_some() {
+            return Err(InputError::new(
+                "--agent",
+                "a served episode forks with its own recorded steps; --agent names a WebAssembly agent (to take other steps from the fork point, `reset` a `worldline serve` session with fork_of)",
+            )
+            .into());
+        }
+        let parent = parent_of(rec, at, edits, false);
+        let opts = options(store, rec, parent, None);
+        let outcome = openenv::rerun(sandbox, &rec.case, served.clone(), opts, &rec.bundle.events)?;
+        departed(&outcome, at)?;
+        return Ok(outcome);
+    }
     let native = match &rec.bundle.header.native {
         Some(n) => Some(Exec::recorded(n).ok_or_else(|| {
             InputError::new(
@@ -59,6 +74,32 @@ pub fn fork(
     let outcome = follow_then_live(sandbox, store, rec, &rec.case, parent, native, agent, None)?;
     departed(&outcome, at)?;
     Ok(outcome)
+}
+
+/// A served episode `rec` forked at event `at`, for a `worldline serve`
+/// session a client's `reset` begins with `fork_of` (decision 0354): the
+/// recorded case, the episode's identity, the options that follow the
+/// recording up to `at` (the parent named, no edits: the client's own
+/// steps are the change) and the events before `at`.
+pub fn served<'a>(store: &'a StoreDir, rec: RecordedRun, at: u64) -> Result<Prefix<'a>> {
+    let Some(agent) = openenv::served(&rec.bundle.header).cloned() else {
+        return Err(InputError::new(
+            &rec.path,
+            "is not an episode `worldline serve` recorded: fork it with `worldline fork RUN --at N`",
+        )
+        .into());
+    };
+    check::check(&rec, at, &[])?;
+    let parent = parent_of(&rec, at, Vec::new(), false);
+    let opts = options(store, &rec, parent, None);
+    Ok(Prefix {
+        agent,
+        opts,
+        events: rec.bundle.events[..at as usize].to_vec(),
+        run: rec.id,
+        at,
+        case: rec.case,
+    })
 }
 
 /// A fork that departed from the recording before its fork point is an
@@ -297,6 +338,30 @@ fn parent_of(rec: &RecordedRun, at: u64, edits: Vec<Edit>, resumed: bool) -> Par
     }
 }
 
+/// The options of a fork of `rec` that follows its recording up to the
+/// parent's event, then goes live; `group`: a branch's member.
+fn options<'a>(
+    store: &'a StoreDir,
+    rec: &RecordedRun,
+    parent: Parent,
+    group: Option<crate::log::bundle::Group>,
+) -> RunOptions<'a> {
+    let following = Following::fork(
+        rec.bundle.events.clone(),
+        parent.event,
+        parent.fork_points(),
+    );
+    RunOptions {
+        store: Some(store),
+        following: Some(following),
+        parent: Some(parent),
+        faults: rec.bundle.header.fuzz.clone(),
+        model_seed: rec.bundle.header.model_seed,
+        group,
+        ..RunOptions::default()
+    }
+}
+
 /// Run `rec`'s agent (or `agent`, or its native process) on `case`,
 /// following the recording up to the parent's event, then live; `group`:
 /// a branch's member.
@@ -311,20 +376,7 @@ fn follow_then_live(
     agent: Option<Arc<Agent>>,
     group: Option<crate::log::bundle::Group>,
 ) -> Result<RunOutcome> {
-    let following = Following::fork(
-        rec.bundle.events.clone(),
-        parent.event,
-        parent.fork_points(),
-    );
-    let opts = RunOptions {
-        store: Some(store),
-        following: Some(following),
-        parent: Some(parent),
-        faults: rec.bundle.header.fuzz.clone(),
-        model_seed: rec.bundle.header.model_seed,
-        group,
-        ..RunOptions::default()
-    };
+    let opts = options(store, rec, parent, group);
     Ok(match (&native, agent) {
         (Some(exec), _) => crate::native::exec::run(sandbox, case, opts, exec)?,
         (None, Some(agent)) => run_with(sandbox, &agent, case, opts)?,

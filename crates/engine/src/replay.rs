@@ -209,12 +209,7 @@ pub fn replay_in(
     rec: &RecordedRun,
     opened: &Opened,
 ) -> Result<ReplayReport> {
-    let served = rec
-        .bundle
-        .header
-        .native
-        .as_ref()
-        .filter(|a| a.transport == "openenv");
+    let served = crate::native::openenv::served(&rec.bundle.header);
     let native = match &rec.bundle.header.native {
         Some(_) if served.is_some() => None,
         Some(agent) => Some(Exec::recorded(agent).ok_or_else(|| {

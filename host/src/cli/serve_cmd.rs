@@ -1,7 +1,8 @@
 //! `worldline serve CASE... --addr ADDR`: the cases served as OpenEnv
 //! environments on a loopback address (the protocol is
 //! `native::openenv`'s), every episode a run in the store, until SIGINT
-//! or SIGTERM.
+//! or SIGTERM. A `reset` may begin from a recorded episode of the store
+//! (`fork_of`), opened here (`fork::served`).
 
 use super::Common;
 use crate::case;
@@ -87,6 +88,10 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         cases,
         max_sessions: args.max_sessions,
         idle: std::time::Duration::from_secs(args.idle_timeout.max(1)),
+        fork: Box::new(move |run, at| {
+            let rec = crate::replay::open(store, run)?;
+            crate::fork::served(store, rec, at)
+        }),
     };
     openenv::serve(served, args.addr, |addr| {
         if json {

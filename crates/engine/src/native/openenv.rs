@@ -14,6 +14,10 @@
 //! `close` and when the client goes away; the run is then graded, and the
 //! last observation carries `done`, the reward and the checks.
 //! Connections (so sessions), message sizes and idle time are bounded.
+//! A `reset` with `fork_of: {run, at}` begins the session from a recorded
+//! episode's first `at` events instead of the case's start (decision
+//! 0354): the prefix is sent again through the mediator, which follows
+//! the recording, and the client's steps go on live from there.
 
 use super::session::{self, Exit, Handle, Reply};
 use crate::case::Case;
@@ -48,6 +52,35 @@ pub struct Served {
     /// A connection that sends nothing for this long is closed (its
     /// episode ended and graded), so an idle client holds no slot forever.
     pub idle: Duration,
+    /// Opens a recorded episode of the store forked at an event, for a
+    /// `reset` with `fork_of` (the fork layer makes it: `fork::served`).
+    pub fork: Forker,
+}
+
+/// Makes the [`Prefix`] of run `run` (an id or unique prefix) at event `at`.
+pub type Forker = Box<dyn Fn(&str, u64) -> Result<Prefix<'static>> + Send + Sync>;
+
+/// A recorded episode forked at an event, ready to begin a session from.
+pub struct Prefix<'a> {
+    /// The recorded case, and the episode's recorded identity.
+    pub case: Case,
+    pub agent: NativeAgent,
+    /// The run's options: following the recording up to the fork point,
+    /// its parent named.
+    pub opts: RunOptions<'a>,
+    /// The recorded events before the fork point.
+    pub events: Vec<crate::log::Event>,
+    /// The run forked, by its full id, and the event.
+    pub run: String,
+    pub at: u64,
+}
+
+/// The transport a served episode records.
+pub const TRANSPORT: &str = "openenv";
+
+/// A run's recorded identity if `worldline serve` recorded it.
+pub fn served(header: &crate::log::Header) -> Option<&NativeAgent> {
+    header.native.as_ref().filter(|a| a.transport == TRANSPORT)
 }
 
 struct Shared {
@@ -169,6 +202,9 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     if let Some(mut s) = session.take() {
         s.finish(None).await;
     }
+    if let Some(fork_of) = data.get("fork_of") {
+        return reset_fork(served, session, fork_of, data["episode_id"].as_str()).await;
+    }
     let case = match data["case"].as_str() {
         Some(name) => served.cases.iter().find(|c| c.name == name),
         None if served.cases.len() == 1 => served.cases.first(),
@@ -188,7 +224,18 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     if let Some(seed) = data["seed"].as_u64() {
         case.seed = seed;
     }
-    match Session::begin(served, case, data["episode_id"].as_str()) {
+    let opts = RunOptions {
+        store: Some(served.store),
+        ..RunOptions::default()
+    };
+    let agent = NativeAgent {
+        transport: TRANSPORT.into(),
+        command: Vec::new(),
+        pass_env: Vec::new(),
+        output_file: None,
+        network: None,
+    };
+    match Session::begin(served, case, agent, opts, data["episode_id"].as_str()) {
         Err(e) => error("FACTORY_ERROR", &format!("{e:#}")),
         Ok(mut s) => {
             let tools = s.list_tools().await;
@@ -197,6 +244,63 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
             observation(first, None, false)
         }
     }
+}
+
+/// A `reset` with `fork_of: {"run", "at"}`: a session begun from the
+/// recorded episode's first `at` events (each request sent again, the
+/// mediator following the recording), the client's steps live after
+/// them. The first observation is the case's, with the tools the prefix
+/// listed last and `fork_of` (the run's full id, the event, the steps
+/// sent again).
+async fn reset_fork(
+    served: &Served,
+    session: &mut Option<Session>,
+    fork_of: &Value,
+    episode_id: Option<&str>,
+) -> Value {
+    let (Some(run), Some(at)) = (fork_of["run"].as_str(), fork_of["at"].as_u64()) else {
+        return error(
+            "VALIDATION_ERROR",
+            "fork_of is {\"run\": RUN_ID, \"at\": EVENT}: a served episode's run id (or a unique prefix) and the event to begin from",
+        );
+    };
+    let prefix = match (served.fork)(run, at) {
+        Ok(p) => p,
+        Err(e) => return error("VALIDATION_ERROR", &format!("{e:#}")),
+    };
+    let events = prefix.events;
+    let forked = json!({"run": prefix.run, "at": prefix.at});
+    let mut s = match Session::begin(served, prefix.case, prefix.agent, prefix.opts, episode_id) {
+        Ok(s) => s,
+        Err(e) => return error("FACTORY_ERROR", &format!("{e:#}")),
+    };
+    let mut tools = None;
+    for (method, params) in events.iter().filter_map(request_of) {
+        match s.rpc(method, params).await {
+            Ok(r) if method == "tools/list" => tools = Some(r["result"]["tools"].clone()),
+            Ok(_) => {}
+            Err(why) => {
+                s.finish(Some(why)).await;
+                let ended = s.ended.take().unwrap_or(Value::Null);
+                return error(
+                    "FACTORY_ERROR",
+                    &format!("the episode's prefix did not run again as recorded: {ended}"),
+                );
+            }
+        }
+    }
+    let mut forked = forked;
+    forked["steps"] = json!(s.steps);
+    // A prefix that never listed the tools (a fork at event 0) lists them
+    // now, as a fresh reset does.
+    let tools = match tools {
+        Some(t) => t,
+        None => s.list_tools().await,
+    };
+    let first =
+        json!({"case": s.case, "seed": s.seed, "task": s.task, "tools": tools, "fork_of": forked});
+    *session = Some(s);
+    observation(first, None, false)
 }
 
 /// One episode: a run with its mediator on a thread of its own.
@@ -213,14 +317,13 @@ struct Session {
 }
 
 impl Session {
-    fn begin(served: &Served, case: Case, episode_id: Option<&str>) -> Result<Session> {
-        let agent = NativeAgent {
-            transport: "openenv".into(),
-            command: Vec::new(),
-            pass_env: Vec::new(),
-            output_file: None,
-            network: None,
-        };
+    fn begin(
+        served: &Served,
+        case: Case,
+        agent: NativeAgent,
+        opts: RunOptions<'static>,
+        episode_id: Option<&str>,
+    ) -> Result<Session> {
         let (sandbox, store) = (served.sandbox, served.store);
         store.put_case(&case)?;
         let header = super::header(sandbox, &case, agent);
@@ -228,13 +331,7 @@ impl Session {
         let (name, seed, task) = (case.name.clone(), case.seed, case.task.clone());
         let mediator = std::thread::Builder::new()
             .name("worldline-session".into())
-            .spawn(move || {
-                let opts = RunOptions {
-                    store: Some(store),
-                    ..RunOptions::default()
-                };
-                session::mediate(sandbox, &case, header, opts, receiver)
-            })?;
+            .spawn(move || session::mediate(sandbox, &case, header, opts, receiver))?;
         Ok(Session {
             handle,
             mediator: Some(mediator),
