@@ -377,18 +377,9 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
         );
     }
 
-    // An MCP session has no process to start again: `replay`, `verify`
-    // and `fork` refuse it (exit 2, saying so). Every run of an agent
-    // replays identical, verifies and forks.
-    if !model {
-        let replay = wl(store, &[&"replay", &run, &"--json"]);
-        assert_eq!(replay.code, 2, "{}: {replay}", at("replay"));
-        assert!(
-            replay.stderr.contains("no process to run again"),
-            "{replay}"
-        );
-        return;
-    }
+    // Every run replays identical, verifies and forks; an MCP session
+    // too, its client's messages derived again from its events (decision
+    // 0356).
     let replay = ok_at(store, 0, &[&"replay", &run, &"--json"]);
     assert_eq!(
         replay.json()["verdict"],
@@ -420,7 +411,7 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
         "{}: {fork}",
         at("fork at a tool call")
     );
-    {
+    if model {
         let first_model = models[0]["seq"].as_u64().unwrap().to_string();
         let answer = r#"{"ok": {"id": "f", "object": "chat.completion", "model": "forked", "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{\"cause_deploy\": \"none\"}"}}]}}"#;
         let fork = wl(

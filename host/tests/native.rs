@@ -467,6 +467,7 @@ fn malformed_and_huge_messages_over_stdio_get_errors_and_the_session_goes_on() {
         let lines = [
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#.to_string() + "\n",
             "{nope\n".to_string(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string() + "\n",
             huge,
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"ALERT-7"}}}"#.to_string() + "\n",
         ];
@@ -497,8 +498,54 @@ fn malformed_and_huge_messages_over_stdio_get_errors_and_the_session_goes_on() {
         stderr.contains("run "),
         "the report went to stderr: {stderr}"
     );
-    let b = read_bundle(&only_bundle(&store));
+    let bundle = only_bundle(&store);
+    let b = read_bundle(&bundle);
     assert!(b.footer.is_some());
+
+    // The session replays identical, its messages derived again from its
+    // events (the malformed one and the notification included), and forks:
+    // denied the tool at its call, the same messages make a run that
+    // replays identical too (decision 0356).
+    let replay = wl(&store, &[&"replay", &bundle, &"--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    let events = &b.events;
+    let call = events
+        .iter()
+        .position(|e| e["call"] == "worldline:agent/tools.call")
+        .expect("the tool call's event")
+        .to_string();
+    let fork = wl(
+        &store,
+        &[
+            &"fork",
+            &bundle,
+            &"--at",
+            &call,
+            &"--deny",
+            &"get_alert",
+            &"--json",
+        ],
+    );
+    assert!(fork.code <= 1, "{fork}");
+    let fork = fork.json();
+    assert_eq!(fork["events"], events.len(), "{fork}");
+    let forked = fork["run_id"].as_str().unwrap();
+    let h = wl(&store, &[&"history", &forked, &"--json"]);
+    assert!(h.stdout.contains("denied"), "{h}");
+    let replay = wl(&store, &[&"replay", &forked, &"--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    // `verify` replays both at the boundary instead of only reading them.
+    let verified = wl(&store, &[&"verify", &"--json"]);
+    verified.expect_code(0);
+    let v = verified.json();
+    assert_eq!(
+        (v["replayed"].as_u64(), v["mcp_sessions"].as_u64()),
+        (Some(2), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["diverged"], 0, "{v}");
 }
 
 /// A case of the incident world with `limits` added.

@@ -15,6 +15,7 @@ use crate::log::bundle::{Edit, ForkPoint, Parent};
 use crate::mediate::follow::Following;
 use crate::native::exec::Exec;
 use crate::native::openenv::{self, Prefix};
+use crate::native::rederive;
 use crate::replay::{RecordedRun, recorded_agent};
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::sandbox::{Agent, Sandbox};
@@ -40,17 +41,18 @@ pub fn fork(
             *response = check::shape_response(&event.call, &event.response, response.clone());
         }
     }
-    if let Some(served) = openenv::served(&rec.bundle.header) {
+    if let Some(client) = rederive::rederived(&rec.bundle.header) {
         if agent.is_some() {
             return Err(InputError::new(
                 "--agent",
-                "a served episode forks with its own recorded steps; --agent names a WebAssembly agent (to take other steps from the fork point, `reset` a `worldline serve` session with fork_of)",
+                "a served episode or an MCP session forks with its client's own recorded steps; --agent names a WebAssembly agent (to take other steps from the fork point of a served episode, `reset` a `worldline serve` session with fork_of)",
             )
             .into());
         }
         let parent = parent_of(rec, at, edits, false);
         let opts = options(store, rec, parent, None);
-        let outcome = openenv::rerun(sandbox, &rec.case, served.clone(), opts, &rec.bundle.events)?;
+        let outcome =
+            rederive::rerun(sandbox, &rec.case, client.clone(), opts, &rec.bundle.events)?;
         departed(&outcome, at)?;
         return Ok(outcome);
     }

@@ -209,7 +209,7 @@ pub fn replay_in(
     rec: &RecordedRun,
     opened: &Opened,
 ) -> Result<ReplayReport> {
-    let served = crate::native::openenv::served(&rec.bundle.header);
+    let served = crate::native::rederive::rederived(&rec.bundle.header);
     let native = match &rec.bundle.header.native {
         Some(_) if served.is_some() => None,
         Some(agent) => Some(Exec::recorded(agent).ok_or_else(|| {
@@ -244,7 +244,7 @@ pub fn replay_in(
     });
     let (outcome, scope) = match (&native, served) {
         (_, Some(agent)) => (
-            crate::native::openenv::rerun(
+            crate::native::rederive::rerun(
                 sandbox,
                 &rec.case,
                 agent.clone(),

@@ -43,8 +43,9 @@ pub enum Checked {
     /// Cut off before its header (killed as it started, or a full disk):
     /// nothing to replay, and not drift.
     Headless,
-    /// An MCP session: no process to run again; its hash chain was checked
-    /// when it was read.
+    /// An outside client's session that cannot be re-derived from its
+    /// events: no process to run again; its hash chain was checked when it
+    /// was read.
     Session,
 }
 
@@ -111,8 +112,11 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
         Ok(rec) => rec,
         Err(e) => return Checked::Unreadable(format!("{e:#}")),
     };
+    // A served episode or an MCP session replays from its events
+    // (decisions 0353, 0356); another transport has no process to run.
     let native = rec.bundle.header.native.as_ref();
-    if native.is_some_and(|n| n.transport != "exec") {
+    let rederived = crate::native::rederive::rederived(&rec.bundle.header).is_some();
+    if native.is_some_and(|n| n.transport != "exec") && !rederived {
         return Checked::Session;
     }
     match replay::replay_in(sandbox, store, &rec, opened) {

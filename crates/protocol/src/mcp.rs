@@ -236,7 +236,7 @@ fn unreserved(b: u8) -> bool {
 }
 
 /// The URI of the world file `path`.
-fn file_uri(path: &str) -> String {
+pub fn file_uri(path: &str) -> String {
     let mut uri = String::from(FILE_URI);
     for b in path.bytes() {
         if unreserved(b) {

@@ -16,6 +16,7 @@ pub mod loopback;
 pub mod mcp;
 pub mod netns;
 pub mod openenv;
+pub mod rederive;
 pub mod session;
 pub mod signals;
 pub mod stdio;

@@ -19,11 +19,11 @@
 //! 0354): the prefix is sent again through the mediator, which follows
 //! the recording, and the client's steps go on live from there.
 
+use super::rederive::{self, Message as McpMessage};
 use super::session::{self, Exit, Handle, Reply};
 use crate::case::Case;
 use crate::log::bundle::NativeAgent;
 use crate::mediate::boundary::Via;
-use crate::protocol::routes::Route;
 use crate::run::{RunOptions, RunOutcome};
 use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
@@ -76,7 +76,7 @@ pub struct Prefix<'a> {
 }
 
 /// The transport a served episode records.
-pub const TRANSPORT: &str = "openenv";
+const TRANSPORT: &str = "openenv";
 
 /// A run's recorded identity if `worldline serve` recorded it.
 pub fn served(header: &crate::log::Header) -> Option<&NativeAgent> {
@@ -275,9 +275,13 @@ async fn reset_fork(
         Err(e) => return error("FACTORY_ERROR", &format!("{e:#}")),
     };
     let mut tools = None;
-    for (method, params) in events.iter().filter_map(request_of) {
-        match s.rpc(method, params).await {
-            Ok(r) if method == "tools/list" => tools = Some(r["result"]["tools"].clone()),
+    for event in &events {
+        let Some(message) = rederive::message_of(event, s.steps + 1) else {
+            continue;
+        };
+        let listed = message.method.as_deref() == Some("tools/list");
+        match s.send(message).await {
+            Ok(r) if listed => tools = Some(r["result"]["tools"].clone()),
             Ok(_) => {}
             Err(why) => {
                 s.finish(Some(why)).await;
@@ -347,8 +351,20 @@ impl Session {
     /// Hand one MCP request to the mediator: its JSON-RPC answer, or why
     /// the run stopped.
     async fn rpc(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        let via = Via::Loopback {
+            method: "WS".into(),
+            path: "/ws".into(),
+        };
+        let id = self.steps + 1;
+        self.send(rederive::rpc(via, Some(id), method, params))
+            .await
+    }
+
+    /// Hand one message to the mediator (a step, or one of a fork's
+    /// prefix sent again).
+    async fn send(&mut self, message: McpMessage) -> Result<Value, String> {
         self.steps += 1;
-        match self.handle.call(mcp_job(self.steps, method, params)).await {
+        match self.handle.call(rederive::job(message)).await {
             Reply::Answered(Some(r)) => serde_json::from_slice(&r.body)
                 .map_err(|e| format!("the world's answer is not JSON: {e}")),
             Reply::Answered(None) => Err("the call stalled".into()),
@@ -459,63 +475,4 @@ fn ending(o: &RunOutcome, stopped: Option<String>) -> Value {
         "reward": reward,
         "checks": grade.and_then(|g| g["assertions"].as_array().cloned()).unwrap_or_default(),
     })
-}
-
-/// The mediator's job for one MCP request of an episode, as a session's
-/// step sends it and a replay sends it again: JSON-RPC over the loopback
-/// WebSocket route.
-fn mcp_job(id: u64, method: &str, params: Value) -> session::Job {
-    let body = crate::canon::to_string(
-        &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-    )
-    .into_bytes();
-    let via = Via::Loopback {
-        method: "WS".into(),
-        path: "/ws".into(),
-    };
-    Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &body, &via))
-}
-
-/// Replay a served episode (`agent` its recorded identity): each step's
-/// request is derived again from the recorded events (`tools.call` and
-/// `tools.specs` over the loopback) and pushed through the same mediation
-/// a live session uses, the run following its recording (`opts`), then
-/// ended as a client's `end` ends it (decision 0353).
-pub fn rerun(
-    sandbox: &Sandbox,
-    case: &Case,
-    agent: NativeAgent,
-    opts: RunOptions,
-    events: &[crate::log::Event],
-) -> Result<RunOutcome> {
-    let header = super::header(sandbox, case, agent);
-    let (handle, receiver) = session::channel();
-    std::thread::scope(|s| {
-        let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
-        for (id, (method, params)) in events.iter().filter_map(request_of).enumerate() {
-            let job = mcp_job(id as u64 + 1, method, params);
-            if let Reply::Stopped(_) = handle.call_blocking(job) {
-                break;
-            }
-        }
-        handle.end(Exit::disconnected());
-        mediator
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")))
-    })
-}
-
-/// The MCP request a recorded event answered, when a step sent one.
-fn request_of(event: &crate::log::Event) -> Option<(&'static str, Value)> {
-    use crate::log::Call;
-    match event.typed() {
-        Call::ToolsCall { request, .. } if request.transport.is_some() => Some((
-            "tools/call",
-            json!({"name": request.name, "arguments": request.args.unwrap_or(json!({}))}),
-        )),
-        Call::ToolsSpecs { request, .. } if request.transport.is_some() => {
-            Some(("tools/list", json!({})))
-        }
-        _ => None,
-    }
 }

@@ -1,0 +1,146 @@
+//! Runs of outside MCP clients re-executed from their own events: an
+//! episode `worldline serve` recorded (decision 0353) and a `worldline
+//! mcp` session (decision 0356). Each recorded MCP message is derived
+//! again from its event (the tool call, the tools listed, a file read,
+//! or the protocol's own answer to `initialize`, a notification, a
+//! malformed message) with the transport it came by, and pushed through
+//! the same mediation a live session uses, the run following its
+//! recording (a replay or a fork's prefix); then the session ends as a
+//! client's disconnect ends it.
+
+use super::session::{self, Exit, Job, Reply};
+use crate::case::Case;
+use crate::log::bundle::NativeAgent;
+use crate::log::payload::Transport;
+use crate::log::{Call, Event, Header};
+use crate::mediate::boundary::Via;
+use crate::protocol::routes::Route;
+use crate::run::{RunOptions, RunOutcome};
+use crate::sandbox::Sandbox;
+use anyhow::Result;
+use serde_json::{Value, json};
+
+/// The transports of runs whose messages are derived again from their
+/// events: `worldline serve`'s episodes and `worldline mcp`'s sessions.
+const TRANSPORTS: &[&str] = &["openenv", "mcp-stdio", "mcp-http"];
+
+/// A run's recorded identity if it is re-executed from its events.
+pub fn rederived(header: &Header) -> Option<&NativeAgent> {
+    header
+        .native
+        .as_ref()
+        .filter(|a| TRANSPORTS.contains(&a.transport.as_str()))
+}
+
+/// One MCP message as a client sent it: how it came and its body.
+pub struct Message {
+    pub via: Via,
+    pub body: Vec<u8>,
+    /// The JSON-RPC method, when the message names one.
+    pub method: Option<String>,
+}
+
+/// The mediator's job for one message: a POST to the MCP route, as every
+/// transport hands a message over (the recorded `via` says how it came).
+pub fn job(message: Message) -> Job {
+    Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &message.body, &message.via))
+}
+
+/// A JSON-RPC request (`id` set) or notification to the MCP endpoint.
+pub fn rpc(via: Via, id: Option<u64>, method: &str, params: Value) -> Message {
+    let mut msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+    if let Some(id) = id {
+        msg["id"] = json!(id);
+    }
+    Message {
+        via,
+        body: crate::canon::to_string(&msg).into_bytes(),
+        method: Some(method.into()),
+    }
+}
+
+/// Re-execute `case` from `events` (`agent` the run's recorded identity;
+/// `opts` following the recording): each derived message in order, then
+/// the end of the session.
+pub fn rerun(
+    sandbox: &Sandbox,
+    case: &Case,
+    agent: NativeAgent,
+    opts: RunOptions,
+    events: &[Event],
+) -> Result<RunOutcome> {
+    let header = super::header(sandbox, case, agent);
+    let (handle, receiver) = session::channel();
+    std::thread::scope(|s| {
+        let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
+        let mut sent = 0;
+        for event in events {
+            let Some(message) = message_of(event, sent + 1) else {
+                continue;
+            };
+            sent += 1;
+            if let Reply::Stopped(_) = handle.call_blocking(job(message)) {
+                break;
+            }
+        }
+        handle.end(Exit::disconnected());
+        mediator
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")))
+    })
+}
+
+/// The message a recorded event answered, with JSON-RPC id `id`; `None`
+/// for an event no MCP message made.
+pub fn message_of(event: &Event, id: u64) -> Option<Message> {
+    let typed = event.typed();
+    let mut transport = typed.transport()?.clone();
+    if transport.api() != Route::Mcp.api() {
+        return None;
+    }
+    let via = match &transport {
+        Transport::Loopback(l) => Via::Loopback {
+            method: l.method.clone(),
+            path: l.path.clone(),
+        },
+        Transport::Stdio(_) => Via::Stdio,
+        Transport::Http(_) | Transport::Proxy(_) => return None,
+    };
+    Some(match typed {
+        Call::ToolsCall { request, .. } => {
+            let args = request.args.unwrap_or(json!({}));
+            rpc(
+                via,
+                Some(id),
+                "tools/call",
+                json!({"name": request.name, "arguments": args}),
+            )
+        }
+        Call::ToolsSpecs { .. } => rpc(via, Some(id), "tools/list", json!({})),
+        Call::FilesPaths { .. } => rpc(via, Some(id), "resources/list", json!({})),
+        Call::FilesRead { request, .. } => {
+            let uri = crate::protocol::mcp::file_uri(request.path.as_deref().unwrap_or_default());
+            rpc(via, Some(id), "resources/read", json!({"uri": uri}))
+        }
+        Call::LoopbackAnswer { response, .. } | Call::StdioAnswer { response, .. } => {
+            // The protocol answered alone: the method (if any) and the
+            // status are what the record keeps, and all that answer
+            // depends on that it records.
+            let method = transport.detail_mut()["rpc"].as_str().map(str::to_string);
+            let body: &[u8] = match (method, response.status == 202) {
+                (Some(m), true) => return Some(rpc(via, None, &m, json!({}))),
+                (Some(m), false) => return Some(rpc(via, Some(id), &m, json!({}))),
+                // A client's response to a request (accepted), or a
+                // message that was not JSON-RPC.
+                (None, true) => br#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
+                (None, false) => b"not JSON-RPC",
+            };
+            Message {
+                via,
+                body: body.to_vec(),
+                method: None,
+            }
+        }
+        _ => return None,
+    })
+}
