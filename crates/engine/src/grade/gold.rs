@@ -31,17 +31,17 @@
 //! rather than silently meaning "nothing changed".
 
 use super::{Assertion, check, diff};
-use crate::case::Case;
-use crate::case::expect::Expect;
-use crate::case::gold::{Ignore, ignore_of};
-use crate::error::InputError;
-use crate::mediate::HostServices;
-use crate::mediate::service::Runtime;
-use crate::sandbox::{Sandbox, timeout_ticks};
-use crate::world::state::State;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use worldline_case::case::Case;
+use worldline_case::case::expect::Expect;
+use worldline_case::case::gold::{Ignore, ignore_of};
+use worldline_case::error::InputError;
+use worldline_case::world::state::State;
+use worldline_runtime::mediate::HostServices;
+use worldline_runtime::mediate::service::Runtime;
+use worldline_runtime::sandbox::{Sandbox, timeout_ticks};
 
 /// The gold state of a case, or why its gold calls could not be applied.
 pub type GoldState = Result<State, GoldFailure>;
@@ -129,7 +129,7 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
                     "gold call {} ({} {}) failed: {}: {}",
                     i + 1,
                     g.tool,
-                    crate::canon::to_string(&args),
+                    worldline_case::canon::to_string(&args),
                     f.kind,
                     f.message
                 ),
@@ -211,7 +211,7 @@ pub fn assertion(expect: &Expect, gold: Option<&GoldState>, final_state: &State)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::state::Table;
+    use worldline_case::world::state::Table;
 
     fn state(rows: &[(&str, Value)]) -> State {
         let mut s = State::default();

@@ -10,12 +10,12 @@
 
 use super::diff::{self, StateDiff};
 use super::{Assertion, Evidence, calls_check, check, state_checks::state_check};
-use crate::case::expect::TurnCheck;
-use crate::log::{Call, Event};
-use crate::world::compare::Numbers;
-use crate::world::state::State;
 use serde::Serialize;
 use serde_json::json;
+use worldline_case::case::expect::TurnCheck;
+use worldline_case::world::compare::Numbers;
+use worldline_case::world::state::State;
+use worldline_log::log::{Call, Event};
 
 /// One turn's change to the world.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -152,7 +152,7 @@ pub fn checks(
 }
 
 /// What a state check names, for a turn never reached.
-fn state_what(c: &crate::case::expect::StateCheck) -> String {
+fn state_what(c: &worldline_case::case::expect::StateCheck) -> String {
     let place = match (&c.table, &c.key, &c.file) {
         (Some(t), Some(k), _) => format!("{t}/{}", k.as_str().map_or(k.to_string(), String::from)),
         (Some(t), None, _) => t.clone(),
@@ -168,10 +168,10 @@ fn state_what(c: &crate::case::expect::StateCheck) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::expect::Expect;
-    use crate::log::{Effect, Kind, Status};
-    use crate::world::state::{Table, Write};
     use serde_json::Value;
+    use worldline_case::case::expect::Expect;
+    use worldline_case::world::state::{Table, Write};
+    use worldline_log::log::{Effect, Kind, Status};
 
     fn event(seq: u64, kind: Kind, request: Value, response: Value) -> Event {
         Event {

@@ -8,10 +8,10 @@
 //! (never the values), so a replay that meets other values can say which
 //! names differ ([`differing`]).
 
-use crate::case::Case;
-use crate::log::bundle::ProcessEnv;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use worldline_case::case::Case;
+use worldline_log::log::bundle::ProcessEnv;
 
 /// Variables passed through from worldline's own environment (when set).
 pub const PASSED: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"];
@@ -71,7 +71,7 @@ fn passed_hashes(pass_env: &[String]) -> BTreeMap<String, String> {
         .filter_map(|name| {
             let value = std::env::var_os(name)?;
             let bytes = value.as_encoded_bytes();
-            Some((name.to_string(), crate::canon::sha256_hex(bytes)))
+            Some((name.to_string(), worldline_case::canon::sha256_hex(bytes)))
         })
         .collect()
 }

@@ -54,7 +54,7 @@ pub fn error(status: StatusCode, message: &str) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
-        crate::canon::to_string(&body),
+        worldline_case::canon::to_string(&body),
     )
         .into_response()
 }

@@ -16,12 +16,7 @@
 //! Connections (so sessions), message sizes and idle time are bounded.
 
 use super::session::{self, Exit, Handle, Reply};
-use crate::case::Case;
-use crate::log::bundle::NativeAgent;
-use crate::mediate::boundary::Via;
-use crate::protocol::routes::Route;
 use crate::run::{RunOptions, RunOutcome};
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::{Context, Result};
 use axum::extract::State;
@@ -32,6 +27,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
+use worldline_case::case::Case;
+use worldline_log::log::bundle::NativeAgent;
+use worldline_protocol::routes::Route;
+use worldline_runtime::mediate::boundary::Via;
+use worldline_runtime::sandbox::Sandbox;
 
 /// The largest message a client may send.
 pub const MAX_MESSAGE: usize = 1 << 20;
@@ -152,7 +152,7 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
 }
 
 fn text(v: &Value) -> Message {
-    Message::Text(crate::canon::to_string(v).into())
+    Message::Text(worldline_case::canon::to_string(v).into())
 }
 
 fn error(code: &str, message: &str) -> Value {
@@ -368,7 +368,7 @@ fn ending(o: &RunOutcome, stopped: Option<String>) -> Value {
 /// step sends it and a replay sends it again: JSON-RPC over the loopback
 /// WebSocket route.
 fn mcp_job(id: u64, method: &str, params: Value) -> session::Job {
-    let body = crate::canon::to_string(
+    let body = worldline_case::canon::to_string(
         &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
     )
     .into_bytes();
@@ -389,7 +389,7 @@ pub fn rerun(
     case: &Case,
     agent: NativeAgent,
     opts: RunOptions,
-    events: &[crate::log::Event],
+    events: &[worldline_log::log::Event],
 ) -> Result<RunOutcome> {
     let header = super::header(sandbox, case, agent);
     let (handle, receiver) = session::channel();
@@ -409,8 +409,8 @@ pub fn rerun(
 }
 
 /// The MCP request a recorded event answered, when a step sent one.
-fn request_of(event: &crate::log::Event) -> Option<(&'static str, Value)> {
-    use crate::log::Call;
+fn request_of(event: &worldline_log::log::Event) -> Option<(&'static str, Value)> {
+    use worldline_log::log::Call;
     match event.typed() {
         Call::ToolsCall { request, .. } if request.transport.is_some() => Some((
             "tools/call",

@@ -97,7 +97,7 @@ pub fn answer(method: &str, uri: &axum::http::Uri) -> Option<axum::response::Res
         let mut r = (
             StatusCode::FORBIDDEN,
             [(header::CONTENT_TYPE, "application/json")],
-            crate::canon::to_string(
+            worldline_case::canon::to_string(
                 &serde_json::json!({"error": {"message": why, "type": "worldline", "code": null}}),
             ),
         )

@@ -4,7 +4,7 @@
 //! declares routes on, the refusal names the `http://` URL that reaches
 //! the same route (docs/decisions/0311-https-routes-refused-naming-http.md).
 
-use crate::world::routes::{Route, Segment};
+use worldline_case::world::routes::{Route, Segment};
 
 /// The `http://` URL of the first route the world declares on
 /// `https://` + `authority` (`host:port` as a `CONNECT` names it), with

@@ -115,7 +115,7 @@ impl Deltas {
             .as_object_mut()
             .expect("an event is an object")
             .insert(EXTENDS.into(), Value::Object(extends));
-        Some(crate::canon::to_string(&value))
+        Some(worldline_case::canon::to_string(&value))
     }
 }
 

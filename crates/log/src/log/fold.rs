@@ -162,7 +162,7 @@ impl Folds {
                     vtime_ns: first.vtime_ns,
                     wall_offset_ns: self.offset,
                 };
-                crate::canon::to_string(&json!({ "fold": fold }))
+                worldline_case::canon::to_string(&json!({ "fold": fold }))
             }
         };
         text.push('\n');

@@ -11,9 +11,9 @@ use super::delta::Deltas;
 use super::event::Event;
 use super::fold::Folds;
 use super::intent::Intent;
-use crate::canon;
 use std::fs::File;
 use std::io::Write as _;
+use worldline_case::canon;
 
 /// The hash the chain starts from.
 pub const CHAIN_START: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -5,9 +5,9 @@
 //! the limit is recorded (the agent made it) and then ends the run.
 
 use super::Stop;
-use crate::case::limits::{Limits, Steps};
-use crate::log::Kind;
 use serde_json::Value;
+use worldline_case::case::limits::{Limits, Steps};
+use worldline_log::log::Kind;
 
 /// Steps taken and tool errors got so far, against the limits.
 #[derive(Debug, Clone, Default)]

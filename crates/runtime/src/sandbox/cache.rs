@@ -7,13 +7,13 @@
 //! the SHA-256 of the engine hash, the component's SHA-256 and the compiled
 //! bytes beside it. Checking that sum costs ~22 ms on a 40 MB Python
 //! entry, more than a cached start may take, so once an entry has checked
-//! out and is [settled](crate::file_identity::settled), its file identity
+//! out and is [settled](worldline_case::file_identity::settled), its file identity
 //! is recorded in the check file too: while the identity is unchanged (no
 //! write has touched the file) the entry is trusted without reading it. A
 //! damaged entry is removed with one warning and compiled again.
 
-use crate::file_identity;
 use std::path::{Path, PathBuf};
+use worldline_case::file_identity;
 
 /// One engine configuration's folder of compiled components.
 pub struct CompileCache {
@@ -97,7 +97,7 @@ impl CompileCache {
             && file_identity::settled(&now)
         {
             let text = format!("{}\n{}\n", check.sum, file_identity::of(&now));
-            let _ = crate::durable::write(&self.check_path(sha256), text.as_bytes());
+            let _ = worldline_case::durable::write(&self.check_path(sha256), text.as_bytes());
         }
         Some(path)
     }
@@ -115,10 +115,10 @@ impl CompileCache {
     /// CLI prints on stderr).
     pub fn store(&self, sha256: &str, compiled: &[u8]) {
         let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
-            crate::durable::sweep(&self.dir);
+            worldline_case::durable::sweep(&self.dir);
             let check = format!("{}\n", self.sum(sha256, compiled));
-            crate::durable::write(&self.check_path(sha256), check.as_bytes())?;
-            crate::durable::write(&self.entry(sha256), compiled)
+            worldline_case::durable::write(&self.check_path(sha256), check.as_bytes())?;
+            worldline_case::durable::write(&self.entry(sha256), compiled)
         });
         if let Err(e) = written {
             ::log::warn!(

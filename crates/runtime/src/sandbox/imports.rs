@@ -9,12 +9,12 @@
 //! rather than relying on the linker's error.
 
 use super::wit;
-use crate::error::InputError;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::OnceLock;
 use wasmtime::Engine;
 use wasmtime::component::Component;
+use worldline_case::error::InputError;
 
 /// The world the host links: `worldline:agent` plus WASI 0.2.
 pub const HOST_WORLD: &str = "worldline:agent/agent-host@0.1.0";

@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The largest trace file read; a bigger one is refused.
-pub const MAX_BYTES: u64 = crate::bounded::TRACE;
+pub const MAX_BYTES: u64 = worldline_case::bounded::TRACE;
 
 /// One span, its attribute values as JSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +56,7 @@ impl From<String> for Unread {
 pub fn read(path: &Path) -> Result<Vec<Span>, Unread> {
     // Opened without blocking and refused unless a regular file: a FIFO
     // or a device is never read.
-    let file = crate::bounded::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let file = worldline_case::bounded::open(path).map_err(|e| format!("cannot read: {e}"))?;
     let mut bytes = Vec::new();
     file.take(MAX_BYTES + 1)
         .read_to_end(&mut bytes)

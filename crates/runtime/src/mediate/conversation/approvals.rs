@@ -2,8 +2,8 @@
 //! or the host's before a tool whose permission is `ask`); the first rule
 //! that matches decides, and with none the request is denied.
 
-use crate::case::approve::{ApproveRule, Decision, NO_RULE};
 use serde_json::{Value, json};
+use worldline_case::case::approve::{ApproveRule, Decision, NO_RULE};
 
 /// The recorded answer to a request of `kind` with `details`, and the
 /// approver's virtual latency in milliseconds.

@@ -4,8 +4,8 @@
 //! the agent's model calls (scripted, openai, recorded). A reply holding
 //! the satisfied or end marker ends the conversation.
 
-use crate::case::user::{Line, UserConfig};
 use serde_json::{Value, json};
+use worldline_case::case::user::{Line, UserConfig};
 
 /// The instructions appended to the persona.
 fn instructions(config: &UserConfig) -> String {

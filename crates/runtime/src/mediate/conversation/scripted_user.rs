@@ -2,10 +2,10 @@
 //! matches the agent's message and turn answers), a weighted alternative
 //! drawn from the run's user stream, then the default reply.
 
-use crate::case::user::{Line, UserCall, UserConfig};
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use serde_json::{Value, json};
+use worldline_case::case::user::{Line, UserCall, UserConfig};
 
 pub struct ScriptedUser {
     config: UserConfig,

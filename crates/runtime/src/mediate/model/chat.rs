@@ -2,8 +2,8 @@
 //! last user/tool message a rule looks at, the sampling parameters that
 //! are recorded, and complete responses built from scripted replies.
 
-use crate::case::model::{Reply, ReplyTable};
 use serde_json::{Map, Value, json};
+use worldline_case::case::model::{Reply, ReplyTable};
 
 /// Sampling parameters of a request, as recorded with each call.
 pub fn params(request: &Value) -> Value {
@@ -70,7 +70,7 @@ impl Prompt {
     pub fn tokens(&mut self, request: &Value) -> u64 {
         let Some(messages) = request.get("messages").and_then(Value::as_array) else {
             self.messages.clear();
-            return tokens(&crate::canon::to_string(
+            return tokens(&worldline_case::canon::to_string(
                 request.get("messages").unwrap_or(&Value::Null),
             ));
         };
@@ -82,7 +82,7 @@ impl Prompt {
             .count();
         self.messages.truncate(same);
         for m in &messages[same..] {
-            let len = crate::canon::to_string(m).len();
+            let len = worldline_case::canon::to_string(m).len();
             self.messages.push((m.clone(), len));
         }
         // `[`, `]`, the commas between, and each message.
@@ -116,7 +116,7 @@ pub fn completion(reply: &ReplyTable, prompt_tokens: u64, n: u64, created: i64) 
             let arguments = match &c.arguments {
                 Value::String(s) => s.clone(),
                 Value::Null => "{}".to_string(),
-                v => crate::canon::to_string(v),
+                v => worldline_case::canon::to_string(v),
             };
             json!({
                 "id": format!("call_{n}_{i}"),
@@ -168,7 +168,7 @@ pub fn finish_reason(v: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::model::ScriptedToolCall;
+    use worldline_case::case::model::ScriptedToolCall;
 
     #[test]
     fn the_last_tool_message_is_read_with_json_content() {
@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn prompt_tokens_counted_from_the_request_before_are_the_whole_count() {
         let whole = |r: &Value| {
-            tokens(&crate::canon::to_string(
+            tokens(&worldline_case::canon::to_string(
                 r.get("messages").unwrap_or(&Value::Null),
             ))
         };

@@ -5,11 +5,11 @@
 //! model never reads them. The n-th identical request of a run gets the
 //! n-th recorded answer (the last one once they run out).
 
-use crate::canon;
-use crate::log::{Call, bundle};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use worldline_case::canon;
+use worldline_log::log::{Call, bundle};
 
 /// One recorded answer and where it came from.
 struct RecordedAnswer {

@@ -4,11 +4,11 @@
 //! seed gives another trajectory and the same seed the same one.
 
 use super::chat;
-use crate::case::model::{ModelConfig, Reply, Rule};
-use crate::path::JsonPath;
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use serde_json::{Value, json};
+use worldline_case::case::model::{ModelConfig, Reply, Rule};
+use worldline_case::path::JsonPath;
 
 pub struct Scripted {
     rules: Vec<(Rule, Option<JsonPath>)>,
@@ -116,7 +116,7 @@ pub fn unmatched(why: &str, request: &Value) -> String {
         "scripted model: no rule matched the last message ({}); the message: {}",
         why.strip_prefix("the scripted model has no reply for this request: ")
             .unwrap_or(why),
-        crate::canon::to_string(&Value::String(shown))
+        worldline_case::canon::to_string(&Value::String(shown))
     )
 }
 
@@ -148,8 +148,8 @@ fn matches(rule: &Rule, path: Option<&JsonPath>, input: Option<&(String, Value)>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::model::Alternative;
     use rand_core::SeedableRng;
+    use worldline_case::case::model::Alternative;
 
     fn config() -> ModelConfig {
         ModelConfig {

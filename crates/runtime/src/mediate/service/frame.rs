@@ -7,13 +7,13 @@
 
 use super::ServiceData;
 use super::bindings::worldline::service::{env, state, types};
-use crate::canon;
-use crate::error_kind::ErrorKind;
-use crate::world::state::{FileData, State, Write};
-use crate::world::tools::AsOf;
 use rand_core::RngCore;
 use serde_json::{Map, Value, json};
 use types::ToolError;
+use worldline_case::canon;
+use worldline_case::error_kind::ErrorKind;
+use worldline_case::world::state::{FileData, State, Write};
+use worldline_case::world::tools::AsOf;
 
 /// The state a call sees, what it read and what it wrote.
 pub struct Frame {
@@ -63,7 +63,7 @@ fn within(
     let past = if count >= max_count {
         format!("{max_count} {of}")
     } else if bytes > max_bytes {
-        format!("{} {participle}", crate::bounded::size(max_bytes))
+        format!("{} {participle}", worldline_case::bounded::size(max_bytes))
     } else {
         return Ok(());
     };
@@ -165,7 +165,7 @@ impl Frame {
         self.writes.push(w);
     }
 
-    fn table(&self, table: &str) -> Result<&crate::world::state::Table, ToolError> {
+    fn table(&self, table: &str) -> Result<&worldline_case::world::state::Table, ToolError> {
         self.state.tables.get(table).ok_or_else(|| {
             let known: Vec<&String> = self.state.tables.keys().collect();
             error(
@@ -413,7 +413,7 @@ mod tests {
         let mut state = State::default();
         state.tables.insert(
             "t".into(),
-            crate::world::state::Table {
+            worldline_case::world::state::Table {
                 key: "id".into(),
                 rows: [("a".to_string(), json!({"id": "a", "n": 1}))]
                     .into_iter()
