@@ -5,6 +5,8 @@
 //! its own path (`worldline_case::world`, `worldline_log::log`): no module
 //! of another crate is aliased at this crate's root.
 
+#![deny(unreachable_pub)]
+
 pub mod agent_file;
 pub mod export;
 pub mod fork;

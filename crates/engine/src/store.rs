@@ -16,7 +16,7 @@
 //! (campaign reports, the retention policy, re-grades) is
 //! `store/shared.rs`.
 
-pub mod lease;
+pub(crate) mod lease;
 mod shared;
 mod sync;
 

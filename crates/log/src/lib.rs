@@ -6,6 +6,8 @@
 //! engine. It names the case crate's modules by their own path
 //! (`worldline_case::world`).
 
+#![deny(unreachable_pub)]
+
 pub mod log;
 pub mod object_codec;
 pub mod redact;

@@ -7,5 +7,7 @@
 //! store) lives in the engine above it. It names a lower crate's module by
 //! its own path (`worldline_case::world`, `worldline_log::log`).
 
+#![deny(unreachable_pub)]
+
 pub mod mediate;
 pub mod sandbox;

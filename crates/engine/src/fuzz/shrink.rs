@@ -109,7 +109,7 @@ fn only(s: &Schedule, unit: usize) -> Schedule {
 }
 
 /// Shrink `start` (which fails) with at most `budget` runs.
-pub fn shrink(
+pub(crate) fn shrink(
     start: Schedule,
     budget: u64,
     fails: impl FnMut(&Schedule) -> Result<Option<Schedule>>,

@@ -78,7 +78,7 @@ fn unapproved_calls(tool: &str, events: &[Event]) -> Vec<u64> {
 }
 
 /// The assertions of `[expect.conversation]`.
-pub fn checks(c: &ConversationCheck, events: &[Event]) -> Vec<Assertion> {
+pub(crate) fn checks(c: &ConversationCheck, events: &[Event]) -> Vec<Assertion> {
     let said = messages(events);
     let mut out = checks_said(&c.said, events);
     if let Some(max) = c.max_turns {

@@ -138,7 +138,7 @@ fn recorded_answer<'a>(grade: &'a Value, request: &Value) -> Option<&'a Value> {
 }
 
 /// The assertions of every judged check.
-pub fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<Assertion> {
+pub(crate) fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<Assertion> {
     let Some(config) = &expect.judge_model else {
         return Vec::new();
     };

@@ -4,14 +4,14 @@
 //! the states, so an old run can be re-graded against a newer case without
 //! re-running the agent.
 
-pub mod conversation;
+pub(crate) mod conversation;
 pub mod diff;
-pub mod gold;
-pub mod judge;
-pub mod regrade;
-pub mod signature;
+pub(crate) mod gold;
+pub(crate) mod judge;
+pub(crate) mod regrade;
+pub(crate) mod signature;
 mod state_checks;
-pub mod turns;
+pub(crate) mod turns;
 pub mod verdict;
 
 use diff::StateDiff;

@@ -12,7 +12,7 @@ use worldline_log::log::{Bundle, Footer};
 /// with warnings when the world changed since the run or the rebuilt state
 /// is not the recorded one. `gold` is the case's gold state when it has
 /// gold calls.
-pub fn regrade(
+pub(crate) fn regrade(
     expect: &Expect,
     world: &World,
     bundle: &Bundle,

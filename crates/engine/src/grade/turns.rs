@@ -45,7 +45,7 @@ fn ends(events: &[Event]) -> Vec<usize> {
 }
 
 /// The state at each turn's end (empty when the case checks no turn).
-pub struct States<'a> {
+pub(crate) struct States<'a> {
     events: &'a [Event],
     initial: &'a State,
     /// Per turn, from turn 1: where it ended and the state then.
@@ -53,7 +53,7 @@ pub struct States<'a> {
 }
 
 impl<'a> States<'a> {
-    pub fn of(ev: &Evidence<'a>, checks: &[TurnCheck]) -> States<'a> {
+    pub(crate) fn of(ev: &Evidence<'a>, checks: &[TurnCheck]) -> States<'a> {
         let mut turns = Vec::new();
         if !checks.is_empty() {
             let mut state = ev.initial.clone();
@@ -76,7 +76,7 @@ impl<'a> States<'a> {
     }
 
     /// The world's change turn by turn.
-    pub fn diffs(&self, numbers: Numbers) -> Vec<TurnDiff> {
+    pub(crate) fn diffs(&self, numbers: Numbers) -> Vec<TurnDiff> {
         let mut before = self.initial;
         let mut out = Vec::new();
         for (n, (end, state)) in (1..).zip(&self.turns) {
@@ -93,7 +93,7 @@ impl<'a> States<'a> {
 
 /// The assertions of one `[[expect.turn]]`, each with its weight; every
 /// one fails when the run never reached the turn's end.
-pub fn checks(
+pub(crate) fn checks(
     t: &TurnCheck,
     ev: &Evidence,
     states: &States,

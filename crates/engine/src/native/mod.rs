@@ -7,21 +7,21 @@
 //! process does between its calls is not recorded, and the bundle says so
 //! (`isolation = "native"`, [`NOT_GUARANTEED`]).
 
-pub mod capture;
-pub mod environment;
+pub(crate) mod capture;
+pub(crate) mod environment;
 pub mod exec;
 mod guard;
 pub mod listen;
 pub mod loopback;
 pub mod mcp;
-pub mod netns;
+pub(crate) mod netns;
 pub mod openenv;
 pub mod session;
-pub mod signals;
-pub mod stdio;
-pub mod telemetry;
+pub(crate) mod signals;
+pub(crate) mod stdio;
+pub(crate) mod telemetry;
 mod tree;
-pub mod tunnel;
+pub(crate) mod tunnel;
 
 use worldline_case::case::Case;
 use worldline_log::log::bundle::{Header, NativeAgent};

@@ -12,10 +12,10 @@ use worldline_protocol::routes::Route;
 use worldline_runtime::mediate::boundary::Via;
 
 /// The longest message read.
-pub const MAX_LINE: usize = 16 << 20;
+pub(crate) const MAX_LINE: usize = 16 << 20;
 
 /// Serve `input` until it ends (or the run stops), answering on `output`.
-pub fn serve(
+pub(crate) fn serve(
     session: &Handle,
     mut input: impl BufRead,
     mut output: impl Write,

@@ -17,7 +17,7 @@ use worldline_pgstore::{Copy, RunRow, Stored};
 /// The working folder of the database store shown as `shown`:
 /// `$WORLDLINE_STORE_CACHE` (else the user's cache folder)
 /// `/worldline/stores/pg-<hash of the address>`.
-pub fn working_folder(shown: &str) -> PathBuf {
+pub(super) fn working_folder(shown: &str) -> PathBuf {
     let base = std::env::var_os("WORLDLINE_STORE_CACHE")
         .map(PathBuf::from)
         .or_else(|| {

@@ -16,10 +16,11 @@ use std::io::Write as _;
 use worldline_case::canon;
 
 /// The hash the chain starts from.
-pub const CHAIN_START: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const CHAIN_START: &str =
+    "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The hash of `event` (whose `hash` field is ignored) chained after `prev`.
-pub fn chain_hash(prev: &str, event: &Event) -> String {
+pub(crate) fn chain_hash(prev: &str, event: &Event) -> String {
     let mut bare = event.clone();
     bare.hash.clear();
     chain_hash_of_text(prev, &canon::to_string(&bare))

@@ -22,7 +22,7 @@
 //! grows when their prefixes collide).
 
 pub mod copy;
-pub mod detect;
+pub(crate) mod detect;
 
 use crate::log::bundle::{Bundle, Edit, Header};
 use crate::log::{Event, Footer};

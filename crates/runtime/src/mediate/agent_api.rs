@@ -39,7 +39,7 @@ impl From<ErrorKind> for types::ErrorKind {
 }
 
 /// An error answer: `{"error": {"kind": ..., "message": ...}}`.
-pub fn error_answer(kind: ErrorKind, message: impl Into<String>) -> Answer {
+pub(crate) fn error_answer(kind: ErrorKind, message: impl Into<String>) -> Answer {
     let effect = if kind == ErrorKind::Denied {
         Effect::Denied
     } else {

@@ -8,11 +8,11 @@
 //! back into typed results — so what the guest sees is always what the log
 //! says it saw.
 
-pub mod agent_api;
+pub(crate) mod agent_api;
 pub mod bindings;
 pub mod boundary;
-pub mod budget;
-pub mod clock;
+pub(crate) mod budget;
+pub(crate) mod clock;
 pub mod conversation;
 pub mod entropy;
 pub mod faults;
@@ -20,8 +20,8 @@ pub mod follow;
 pub mod model;
 pub mod service;
 pub mod services;
-pub mod stdio;
-pub mod wasi;
+pub(crate) mod stdio;
+pub(crate) mod wasi;
 
 use serde_json::{Value, json};
 pub use services::HostServices;

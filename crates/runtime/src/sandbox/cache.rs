@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use worldline_case::file_identity;
 
 /// One engine configuration's folder of compiled components.
-pub struct CompileCache {
+pub(super) struct CompileCache {
     dir: PathBuf,
     engine_hash: String,
 }
@@ -29,7 +29,7 @@ struct Check {
 }
 
 impl CompileCache {
-    pub fn new(cache_dir: &Path, engine_hash: &str) -> Self {
+    pub(super) fn new(cache_dir: &Path, engine_hash: &str) -> Self {
         CompileCache {
             dir: cache_dir.join(&engine_hash[..16]),
             engine_hash: engine_hash.to_string(),
@@ -37,7 +37,7 @@ impl CompileCache {
     }
 
     /// Where the compiled component for `sha256` lives.
-    pub fn entry(&self, sha256: &str) -> PathBuf {
+    pub(super) fn entry(&self, sha256: &str) -> PathBuf {
         self.dir.join(format!("{sha256}.cwasm"))
     }
 
@@ -70,7 +70,7 @@ impl CompileCache {
     /// (its bytes do not match its checksum) is removed with a warning on
     /// stderr; an entry without a checksum (written by an older worldline,
     /// or cut off before its checksum) is removed silently.
-    pub fn verified(&self, sha256: &str) -> Option<PathBuf> {
+    pub(super) fn verified(&self, sha256: &str) -> Option<PathBuf> {
         let path = self.entry(sha256);
         let meta = std::fs::metadata(&path).ok()?;
         let Some(check) = self.read_check(sha256) else {
@@ -113,7 +113,7 @@ impl CompileCache {
     /// swept. A cache that cannot be written is not an error (the agent
     /// is compiled again next time); it is reported once as a warning (the `log` facade, which the
     /// CLI prints on stderr).
-    pub fn store(&self, sha256: &str, compiled: &[u8]) {
+    pub(super) fn store(&self, sha256: &str, compiled: &[u8]) {
         let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
             worldline_case::durable::sweep(&self.dir);
             let check = format!("{}\n", self.sum(sha256, compiled));

@@ -19,7 +19,7 @@
 //! sandbox sits below the CLI and must not print.
 
 mod cache;
-pub mod imports;
+pub(crate) mod imports;
 mod service;
 pub mod wit;
 

@@ -11,8 +11,8 @@
 //! messages but not the whole request the recorded provider keys on
 //! (decision 0213).
 
-pub mod genai;
-pub mod otlp;
+pub(crate) mod genai;
+pub(crate) mod otlp;
 #[cfg(test)]
 mod properties;
 

@@ -14,9 +14,9 @@
 //! agent or — for a tool whose permission is `ask` — by the host right
 //! before the tool call.
 
-pub mod approvals;
-pub mod model_user;
-pub mod scripted_user;
+pub(crate) mod approvals;
+pub(crate) mod model_user;
+pub(crate) mod scripted_user;
 
 use super::bindings::worldline::agent::{approval, user};
 use super::model::ModelService;

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use worldline_case::case::model::{Reply, ReplyTable};
 
 /// Sampling parameters of a request, as recorded with each call.
-pub fn params(request: &Value) -> Value {
+pub(crate) fn params(request: &Value) -> Value {
     let mut m = Map::new();
     for key in [
         "model",
@@ -25,7 +25,7 @@ pub fn params(request: &Value) -> Value {
 
 /// The last message with role `user` or `tool`: its content as text, and
 /// the message with `content` parsed when that text is JSON.
-pub fn last_input(request: &Value) -> Option<(String, Value)> {
+pub(crate) fn last_input(request: &Value) -> Option<(String, Value)> {
     let messages = request.get("messages")?.as_array()?;
     let m = messages
         .iter()
@@ -61,13 +61,13 @@ fn tokens(text: &str) -> u64 {
 /// its whole history each call costs a serialization of what it added,
 /// not of all of it (issue 40; the counts are the same as before).
 #[derive(Default)]
-pub struct Prompt {
+pub(crate) struct Prompt {
     /// The last request's messages and each one's canonical length.
     messages: Vec<(Value, usize)>,
 }
 
 impl Prompt {
-    pub fn tokens(&mut self, request: &Value) -> u64 {
+    pub(crate) fn tokens(&mut self, request: &Value) -> u64 {
         let Some(messages) = request.get("messages").and_then(Value::as_array) else {
             self.messages.clear();
             return tokens(&worldline_case::canon::to_string(
@@ -94,7 +94,7 @@ impl Prompt {
 }
 
 /// The reply as a table.
-pub fn table(reply: &Reply) -> ReplyTable {
+pub(crate) fn table(reply: &Reply) -> ReplyTable {
     match reply {
         Reply::Text(t) => ReplyTable {
             content: Some(t.clone()),
@@ -107,7 +107,7 @@ pub fn table(reply: &Reply) -> ReplyTable {
 /// A complete chat-completions response for a scripted reply. `n` numbers
 /// the model call (ids are derived from it), `created` is virtual time,
 /// `prompt_tokens` from `Prompt::tokens`.
-pub fn completion(reply: &ReplyTable, prompt_tokens: u64, n: u64, created: i64) -> Value {
+pub(crate) fn completion(reply: &ReplyTable, prompt_tokens: u64, n: u64, created: i64) -> Value {
     let tool_calls: Vec<Value> = reply
         .tool_calls
         .iter()
@@ -156,12 +156,12 @@ pub fn completion(reply: &ReplyTable, prompt_tokens: u64, n: u64, created: i64) 
 }
 
 /// Whether an endpoint's answer is a chat completion the agent can use.
-pub fn is_completion(v: &Value) -> bool {
+pub(crate) fn is_completion(v: &Value) -> bool {
     v.get("choices").and_then(Value::as_array).is_some()
 }
 
 /// `finish_reason` of the first choice.
-pub fn finish_reason(v: &Value) -> Value {
+pub(crate) fn finish_reason(v: &Value) -> Value {
     v["choices"][0]["finish_reason"].clone()
 }
 

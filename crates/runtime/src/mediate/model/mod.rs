@@ -12,11 +12,11 @@
 //! live providers (`openai`, `recorded`) come from the log while a
 //! recording is followed: a replay never calls out.
 
-pub mod chat;
-pub mod openai;
-pub mod recorded;
-pub mod scripted;
-pub mod slots;
+pub(crate) mod chat;
+pub(crate) mod openai;
+pub(crate) mod recorded;
+pub(crate) mod scripted;
+pub(crate) mod slots;
 
 use super::agent_api::error_answer;
 use super::bindings::worldline::agent::model;

@@ -14,7 +14,7 @@ use worldline_case::case::model::ModelConfig;
 use worldline_case::error_kind::ErrorKind;
 
 /// One endpoint as a case configures it.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     url: String,
     model: Option<String>,
     key: Option<String>,
@@ -32,7 +32,7 @@ pub struct Endpoint {
 }
 
 /// What one call produced: the guest's answer and the record of the call.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// `Ok(completion)` or `Err((kind, message))`.
     pub answer: Result<Value, (ErrorKind, String)>,
     pub record: Value,
@@ -82,7 +82,7 @@ enum Attempt {
 }
 
 impl Endpoint {
-    pub fn new(config: &ModelConfig, budget: Duration) -> Self {
+    pub(crate) fn new(config: &ModelConfig, budget: Duration) -> Self {
         let (key, key_problem) = match &config.api_key_env {
             None => (None, None),
             Some(name) => match std::env::var(name) {
@@ -147,7 +147,7 @@ impl Endpoint {
     }
 
     /// Call the endpoint for `request`.
-    pub fn complete(&self, request: &Value) -> Outcome {
+    pub(crate) fn complete(&self, request: &Value) -> Outcome {
         let rendered = self.render(request);
         let mut record = json!({
             "provider": "openai",

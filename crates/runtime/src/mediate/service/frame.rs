@@ -16,7 +16,7 @@ use worldline_case::world::state::{FileData, State, Write};
 use worldline_case::world::tools::AsOf;
 
 /// The state a call sees, what it read and what it wrote.
-pub struct Frame {
+pub(super) struct Frame {
     pub state: State,
     pub as_of: AsOf,
     pub writes: Vec<Write>,
@@ -32,17 +32,17 @@ pub struct Frame {
 /// How much one service call may read: calls to `state` that read, and
 /// the bytes they asked with and were answered (docs/formats.md,
 /// "HostServices").
-pub const MAX_READS: usize = 10_000;
-pub const MAX_READ_BYTES: u64 = 64 << 20;
+pub(super) const MAX_READS: usize = 10_000;
+pub(super) const MAX_READ_BYTES: u64 = 64 << 20;
 /// How much one service call may write: row and file writes, and their
 /// bytes.
-pub const MAX_WRITES: usize = 10_000;
-pub const MAX_WRITE_BYTES: u64 = 16 << 20;
+pub(super) const MAX_WRITES: usize = 10_000;
+pub(super) const MAX_WRITE_BYTES: u64 = 16 << 20;
 
 /// A service call that went past a per-call cap: the call traps there and
 /// answers `failed` (the trap's message names the cap).
 #[derive(Debug)]
-pub struct Limit(String);
+pub(super) struct Limit(String);
 
 impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,7 +86,7 @@ enum Undo {
 }
 
 impl Frame {
-    pub fn new(state: State, as_of: AsOf) -> Self {
+    pub(super) fn new(state: State, as_of: AsOf) -> Self {
         Frame {
             state,
             as_of,
@@ -113,7 +113,7 @@ impl Frame {
     }
 
     /// The state as it was before the call.
-    pub fn restore(mut self) -> State {
+    pub(super) fn restore(mut self) -> State {
         while let Some(u) = self.undo.pop() {
             match u {
                 Undo::Row { table, key, before } => {

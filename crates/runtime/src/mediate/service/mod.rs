@@ -15,7 +15,7 @@
 //! agent's: the call answers a `failed` tool error naming the service,
 //! with the trap message, stderr and backtrace recorded in the event.
 
-pub mod bindings;
+pub(crate) mod bindings;
 mod frame;
 
 use super::{HostServices, Mediator, MemoryLimiter, RunState, Stop, entropy};
