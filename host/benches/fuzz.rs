@@ -25,10 +25,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use worldline::case::fuzz::FaultSource;
-use worldline::case::{self, Case};
-use worldline::fuzz::campaign::{Campaign, execute};
-use worldline::sandbox::{Agent, Sandbox};
+use worldline_case::case::fuzz::FaultSource;
+use worldline_case::case::{self, Case};
+use worldline_engine::fuzz::campaign::{Campaign, execute};
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// Tool calls per run.
 const CALLS: usize = 20;

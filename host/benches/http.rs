@@ -25,10 +25,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::hint::black_box;
 use std::time::Duration;
-use worldline::case;
-use worldline::protocol::{mcp, openai_chat};
-use worldline::run::run;
-use worldline::sandbox::Sandbox;
+use worldline_case::case;
+use worldline_engine::run::run;
+use worldline_protocol::{mcp, openai_chat};
+use worldline_runtime::sandbox::Sandbox;
 
 fn protocol(c: &mut Criterion) {
     let messages: Vec<_> = (0..10)

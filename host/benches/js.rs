@@ -17,12 +17,12 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use worldline::case::{self, Case};
-use worldline::log::Recorder;
-use worldline::mediate::Mediator;
-use worldline::run::{new_store, run};
-use worldline::sandbox::{Agent, Sandbox};
-use worldline::store::StoreDir;
+use worldline_case::case::{self, Case};
+use worldline_engine::run::{new_store, run};
+use worldline_engine::store::StoreDir;
+use worldline_log::log::Recorder;
+use worldline_runtime::mediate::Mediator;
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -79,7 +79,7 @@ fn fixture() -> Fixture {
 /// A new sandbox and the agent loaded as `worldline run` loads it.
 fn load(f: &Fixture) -> (Sandbox, Arc<Agent>) {
     let sandbox = Sandbox::new(Some(f.cache.clone())).unwrap();
-    let agent = worldline::agent_file::load(&sandbox, &f.store, &f.agent).unwrap();
+    let agent = worldline_engine::agent_file::load(&sandbox, &f.store, &f.agent).unwrap();
     (sandbox, agent)
 }
 

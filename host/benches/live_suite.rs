@@ -21,9 +21,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use worldline::case::model::parse_overrides;
-use worldline::store::StoreDir;
-use worldline::suite::{Entry, Suite};
+use worldline_case::case::model::parse_overrides;
+use worldline_engine::store::StoreDir;
+use worldline_engine::suite::{Entry, Suite};
 
 const CASES: usize = 64;
 const LATENCY: Duration = Duration::from_millis(200);
@@ -94,9 +94,9 @@ fn main() {
     let base_url = start_server();
     let dir = common::temp_dir();
     let store = StoreDir::open(&dir.path().join("store")).unwrap();
-    let sandbox = worldline::sandbox::Sandbox::new(Some(store.cache_dir())).unwrap();
+    let sandbox = worldline_runtime::sandbox::Sandbox::new(Some(store.cache_dir())).unwrap();
     let wasm: PathBuf = common::guest_or_env("WORLDLINE_BENCH_MODEL_AGENT", "model-agent");
-    let agent = worldline::agent_file::load(&sandbox, &store, &wasm).unwrap();
+    let agent = worldline_engine::agent_file::load(&sandbox, &store, &wasm).unwrap();
     let path = common::workspace_root().join("cases/model/rollback.toml");
     let overrides = parse_overrides(&[
         "provider=openai".into(),
@@ -171,7 +171,7 @@ fn main() {
 fn copies(path: &Path, overrides: Option<&BTreeMap<String, String>>) -> Vec<Entry> {
     (0..CASES)
         .map(|i| {
-            let mut case = worldline::case::load(path, None).unwrap();
+            let mut case = worldline_case::case::load(path, None).unwrap();
             case.seed = i as u64;
             if let Some(o) = overrides {
                 case.override_model(o.clone()).unwrap();
@@ -188,8 +188,8 @@ fn copies(path: &Path, overrides: Option<&BTreeMap<String, String>>) -> Vec<Entr
 
 /// The median wall time of `samples` runs of the suite at `jobs`.
 fn median_suite(
-    sandbox: &worldline::sandbox::Sandbox,
-    agent: &worldline::sandbox::Agent,
+    sandbox: &worldline_runtime::sandbox::Sandbox,
+    agent: &worldline_runtime::sandbox::Agent,
     store: &StoreDir,
     entries: &[Entry],
     jobs: usize,

@@ -25,8 +25,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceExt as _;
-use worldline::store::StoreDir;
-use worldline::ui::{App, router};
+use worldline_engine::store::StoreDir;
+use worldline_ui::{App, router};
 
 /// One command's wall time, its peak RSS (KiB: `ru_maxrss` from `wait4`)
 /// and its stdout; it must exit 0.

@@ -45,15 +45,15 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-use worldline::case;
-use worldline::mediate::boundary::Via;
-use worldline::native::exec::{self, Exec};
-use worldline::native::loopback::{self, Loopback};
-use worldline::native::session::{self, Exit, Handle, Job, Reply};
-use worldline::protocol::routes::Route;
-use worldline::run::RunOptions;
-use worldline::sandbox::Sandbox;
-use worldline::store::StoreDir;
+use worldline_case::case;
+use worldline_engine::native::exec::{self, Exec};
+use worldline_engine::native::loopback::{self, Loopback};
+use worldline_engine::native::session::{self, Exit, Handle, Job, Reply};
+use worldline_engine::run::RunOptions;
+use worldline_engine::store::StoreDir;
+use worldline_protocol::routes::Route;
+use worldline_runtime::mediate::boundary::Via;
+use worldline_runtime::sandbox::Sandbox;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
@@ -230,7 +230,7 @@ fn calls(c: &mut Criterion) {
         command: vec!["bench-client".into()],
         ..Exec::default()
     };
-    let header = worldline::native::header(&sandbox, &the_case, exec.agent());
+    let header = worldline_engine::native::header(&sandbox, &the_case, exec.agent());
     let (handle, receiver) = session::channel();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -248,7 +248,7 @@ fn calls(c: &mut Criterion) {
                 .block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0)))
                 .unwrap();
             let port = listener.local_addr().unwrap().port();
-            rt.spawn(worldline::native::listen::serve(
+            rt.spawn(worldline_engine::native::listen::serve(
                 listener,
                 router,
                 std::future::pending(),
@@ -260,7 +260,7 @@ fn calls(c: &mut Criterion) {
             .unwrap();
         let port = listener.local_addr().unwrap().port();
         let lb = Loopback::new(handle.clone(), port, Some(TOKEN.into()));
-        rt.spawn(worldline::native::listen::serve(
+        rt.spawn(worldline_engine::native::listen::serve(
             listener,
             loopback::router(lb),
             std::future::pending(),

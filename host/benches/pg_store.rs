@@ -29,13 +29,13 @@ use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceExt as _;
-use worldline::index::Index;
-use worldline::index::query::Filter;
-use worldline::index::row::Row;
-use worldline::run::run;
-use worldline::sandbox::Sandbox;
-use worldline::store::StoreDir;
-use worldline::ui::{App, router};
+use worldline_engine::index::Index;
+use worldline_engine::index::query::Filter;
+use worldline_engine::index::row::Row;
+use worldline_engine::run::run;
+use worldline_engine::store::StoreDir;
+use worldline_runtime::sandbox::Sandbox;
+use worldline_ui::{App, router};
 
 const RUNS: i64 = 100_000;
 
@@ -122,7 +122,7 @@ fn bench(c: &mut Criterion) {
         "calls",
         "world = \"demo@v1\"\nseed = 7\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"calls\", n = 20 }\n",
     );
-    let case = worldline::case::load(&case_path, Some(&common::worlds_dir())).unwrap();
+    let case = worldline_case::case::load(&case_path, Some(&common::worlds_dir())).unwrap();
     let folder = StoreDir::open(&dir.path().join("folder")).unwrap();
     let db = StoreDir::open(&pg.fresh_store()).unwrap();
     for store in [&folder, &db] {

@@ -17,12 +17,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::Store;
-use worldline::case::{self, Case};
-use worldline::log::Recorder;
-use worldline::mediate::{Mediator, RunState};
-use worldline::run::{new_store, run};
-use worldline::sandbox::{Agent, Sandbox};
-use worldline::store::StoreDir;
+use worldline_case::case::{self, Case};
+use worldline_engine::run::{new_store, run};
+use worldline_engine::store::StoreDir;
+use worldline_log::log::Recorder;
+use worldline_runtime::mediate::{Mediator, RunState};
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// `get_ticket` calls the case asks for; the probe adds one `not-found` call.
 const CALLS: u64 = 19;
@@ -106,7 +106,7 @@ fn start(f: &Fixture) {
 /// A new sandbox and the agent loaded as `worldline run` loads it.
 fn load(f: &Fixture) -> (Sandbox, Arc<Agent>) {
     let sandbox = Sandbox::new(Some(f.cache.clone())).unwrap();
-    let agent = worldline::agent_file::load(&sandbox, &f.store, &f.agent).unwrap();
+    let agent = worldline_engine::agent_file::load(&sandbox, &f.store, &f.agent).unwrap();
     (sandbox, agent)
 }
 
@@ -126,10 +126,10 @@ fn parts(c: &mut Criterion, f: &Fixture) {
         b.iter(|| black_box(std::fs::read(&f.agent).unwrap()))
     });
     g.bench_function("sha256_component", |b| {
-        b.iter(|| black_box(worldline::canon::sha256_hex(&bytes)))
+        b.iter(|| black_box(worldline_case::canon::sha256_hex(&bytes)))
     });
     g.bench_function("sha256_compiled_40mb", |b| {
-        b.iter(|| black_box(worldline::canon::sha256_hex(&cwasm)))
+        b.iter(|| black_box(worldline_case::canon::sha256_hex(&cwasm)))
     });
     g.bench_function("sandbox_new", |b| {
         b.iter(|| black_box(Sandbox::new(Some(f.cache.clone())).unwrap()))

@@ -29,14 +29,14 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use worldline::case::{self, Case};
-use worldline::fork::fork;
-use worldline::log::bundle::Edit;
-use worldline::mediate::follow::Following;
-use worldline::replay::{self, Verdict};
-use worldline::run::{RunOptions, run, run_with};
-use worldline::sandbox::{Agent, Sandbox};
-use worldline::store::StoreDir;
+use worldline_case::case::{self, Case};
+use worldline_engine::fork::fork;
+use worldline_engine::replay::{self, Verdict};
+use worldline_engine::run::{RunOptions, run, run_with};
+use worldline_engine::store::StoreDir;
+use worldline_log::log::bundle::Edit;
+use worldline_runtime::mediate::follow::Following;
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// Tool calls in the scripted run.
 const CALLS: u64 = 200;

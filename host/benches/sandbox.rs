@@ -14,12 +14,12 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use worldline::case::{self, Case};
-use worldline::log::Recorder;
-use worldline::mediate::Mediator;
-use worldline::run::{new_store, run};
-use worldline::sandbox::Sandbox;
-use worldline::store::StoreDir;
+use worldline_case::case::{self, Case};
+use worldline_engine::run::{new_store, run};
+use worldline_engine::store::StoreDir;
+use worldline_log::log::Recorder;
+use worldline_runtime::mediate::Mediator;
+use worldline_runtime::sandbox::Sandbox;
 
 /// Tool calls per run in the call benchmark.
 const CALLS: u64 = 2_000;

@@ -17,13 +17,13 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;
 use std::path::Path;
-use worldline::case::{self, Case};
-use worldline::log::{Effect, Recorder};
-use worldline::mediate::service::{Runtime, run_tool};
-use worldline::mediate::{Answer, Mediator};
-use worldline::run::run;
-use worldline::sandbox::{Sandbox, timeout_ticks};
-use worldline::world::tools::AsOf;
+use worldline_case::case::{self, Case};
+use worldline_case::world::tools::AsOf;
+use worldline_engine::run::run;
+use worldline_log::log::{Effect, Recorder};
+use worldline_runtime::mediate::service::{Runtime, run_tool};
+use worldline_runtime::mediate::{Answer, Mediator};
+use worldline_runtime::sandbox::{Sandbox, timeout_ticks};
 
 /// `tests/worlds/counters` as `counters` with the Rust service built from
 /// source, as `pycounters` with `python_service`, and as `plain` without

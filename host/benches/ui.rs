@@ -20,10 +20,10 @@ use axum::http::{Request, StatusCode, header};
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::sync::Arc;
 use tower::ServiceExt as _;
-use worldline::index::Index;
-use worldline::index::row::Row;
-use worldline::store::StoreDir;
-use worldline::ui::{App, router};
+use worldline_engine::index::Index;
+use worldline_engine::index::row::Row;
+use worldline_engine::store::StoreDir;
+use worldline_ui::{App, router};
 
 const RUNS: i64 = 100_000;
 const EVENTS: u64 = 10_000;
@@ -149,7 +149,12 @@ fn bench(c: &mut Criterion) {
     // The floor under the run page: reading and checking the bundle.
     let bundle = out.bundle();
     g.bench_function("bundle_read_10000_events", |b| {
-        b.iter(|| worldline::log::bundle::read(&bundle).unwrap().events.len())
+        b.iter(|| {
+            worldline_log::log::bundle::read(&bundle)
+                .unwrap()
+                .events
+                .len()
+        })
     });
     g.bench_function("event_page_of_10000", |b| {
         b.iter(|| render(&rt, &events_app, &format!("/run/{run_id}/event/9000")))

@@ -559,7 +559,7 @@ fn report(cases: &[(&str, u64)], shard: Option<(&str, &[(&str, u64)])>) -> Value
     let mut doc = json!({"cases": rows, "elapsed_ms": 1.0, "failed": 0, "passed": cases.len(),
         "repeat": 1, "skipped": 0, "total": cases.len()});
     if let Some((partition, all)) = shard {
-        let sel = worldline::report::suite::Shard::of(
+        let sel = worldline_report::suite::Shard::of(
             partition.to_string(),
             all.iter().map(|(n, i)| (*i as usize, *n)),
         );

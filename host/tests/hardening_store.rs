@@ -466,7 +466,7 @@ mod cache_imports_and_disks {
     }
 
     fn sha256_hex(bytes: &[u8]) -> String {
-        worldline::canon::sha256_hex(bytes)
+        worldline_case::canon::sha256_hex(bytes)
     }
 
     fn b64(bytes: &[u8]) -> String {
@@ -481,7 +481,10 @@ mod cache_imports_and_disks {
         let (first, rest) = bundle.split_once('\n').unwrap();
         let mut header: Value = serde_json::from_str(first).unwrap();
         edit(&mut header["header"]);
-        doc["bundle"] = json!(format!("{}\n{rest}", worldline::canon::to_string(&header)));
+        doc["bundle"] = json!(format!(
+            "{}\n{rest}",
+            worldline_case::canon::to_string(&header)
+        ));
         doc
     }
 

@@ -41,7 +41,7 @@ fn a_200_call_run_records_linear_bytes_replays_and_forks_at_the_end() {
     // Read back (the chain checked over whole requests), the last request
     // holds the whole conversation: system, user, and per tool call the
     // model's reply and the document.
-    let b = worldline::log::bundle::read(&bundle).unwrap();
+    let b = worldline_log::log::bundle::read(&bundle).unwrap();
     let model: Vec<_> = b.events.iter().filter(|e| e.call == MODEL_CALL).collect();
     assert_eq!(model.len(), CALLS);
     let last = model.last().unwrap().request["request"]["messages"]
@@ -74,13 +74,13 @@ fn a_200_call_run_records_linear_bytes_replays_and_forks_at_the_end() {
         .map(OsStr::new),
     );
     fork.expect_code(0);
-    let forked = worldline::log::bundle::read(&fork.bundle()).unwrap();
+    let forked = worldline_log::log::bundle::read(&fork.bundle()).unwrap();
     assert_eq!(
         forked.events[..at],
         b.events[..at],
         "the prefix is the parent's"
     );
-    assert_eq!(forked.events[at].effect, worldline::log::Effect::Denied);
+    assert_eq!(forked.events[at].effect, worldline_log::log::Effect::Denied);
     common::replays_identical(&store, fork.json()["run_id"].as_str().unwrap());
 }
 
@@ -102,7 +102,7 @@ fn clock_reads_fold_into_one_line_per_run_and_replay_and_fork_inside_one() {
     out.expect_code(0);
     let id = out.json()["run_id"].as_str().unwrap().to_string();
     let bundle = out.bundle();
-    let b = worldline::log::bundle::read(&bundle).unwrap();
+    let b = worldline_log::log::bundle::read(&bundle).unwrap();
     let events = b.events.len();
     assert_eq!(b.footer.as_ref().unwrap().events as usize, events);
     let mono = b.events.iter().filter(|e| e.call == MONO).count();
@@ -188,7 +188,7 @@ fn clock_reads_fold_into_one_line_per_run_and_replay_and_fork_inside_one() {
             .map(OsStr::new),
         );
         fork.expect_code(0);
-        let forked = worldline::log::bundle::read(&fork.bundle()).unwrap();
+        let forked = worldline_log::log::bundle::read(&fork.bundle()).unwrap();
         assert_eq!(forked.events[..at], b.events[..at], "fork at {at}");
         let shown = common::worldline(
             &store,

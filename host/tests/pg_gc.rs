@@ -10,11 +10,11 @@ use common::pg::{cluster, fresh_schema};
 use common::{guest, temp_dir, worlds_dir, write_case};
 use serde_json::Value;
 use std::path::Path;
-use worldline::pgstore::writer::Writer;
-use worldline::pgstore::{Copy, Database, RunRow, Stored};
+use worldline_pgstore::writer::Writer;
+use worldline_pgstore::{Copy, Database, RunRow, Stored};
 
 fn connect(address: &str) -> Database {
-    Database::connect(&worldline::pgstore::url::parse(address).unwrap(), false).unwrap()
+    Database::connect(&worldline_pgstore::url::parse(address).unwrap(), false).unwrap()
 }
 
 fn writer() -> Writer {
@@ -58,7 +58,7 @@ fn put(
 /// An object's hash and bytes.
 fn object(text: &str) -> (String, Vec<u8>) {
     (
-        worldline::canon::sha256_hex(text.as_bytes()),
+        worldline_case::canon::sha256_hex(text.as_bytes()),
         text.as_bytes().to_vec(),
     )
 }

@@ -229,7 +229,7 @@ fn an_older_schema_is_refused_until_migrate_upgrades_it() {
     migrated.expect_code(0);
     assert_eq!(
         migrated.json()["schema_version"],
-        worldline::pgstore::VERSION,
+        worldline_pgstore::VERSION,
         "{migrated}"
     );
     // The run stored before copies were kept gets its redacted copy.

@@ -13,7 +13,7 @@ use common::{guest, temp_dir, worldline, worlds_dir, write_case};
 use proptest::prelude::*;
 use serde_json::Value;
 use std::sync::OnceLock;
-use worldline::report::suite::SuiteSummary;
+use worldline_report::suite::SuiteSummary;
 
 fn s(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
@@ -155,7 +155,7 @@ proptest! {
         let text = PARTITIONS[p].replace("count", "hash");
         let partition = edit_partition.then_some(("/partition", text.as_str()));
         let docs = edited(fuzz, &e, partition);
-        if let Ok(m) = worldline::report::fuzz::merge(&docs) {
+        if let Ok(m) = worldline_report::fuzz::merge(&docs) {
             let s = &m["summary"];
             let (runs, passed) = (s["runs"].as_u64().unwrap(), s["passed"].as_u64().unwrap());
             prop_assert_eq!(runs, m["seeds"].as_u64().unwrap() * m["repeat"].as_u64().unwrap());
@@ -169,11 +169,11 @@ proptest! {
 
     #[test]
     fn partitions_parse_or_say_why(text in "[a-z:/0-9]{0,12}") {
-        match worldline::partition::Partition::parse(&text) {
+        match worldline_case::partition::Partition::parse(&text) {
             Ok(p) => {
                 let (shard, total) = p.shard_of();
                 prop_assert!(1 <= shard && shard <= total);
-                prop_assert_eq!(worldline::partition::Partition::parse(&p.to_string()), Ok(p));
+                prop_assert_eq!(worldline_case::partition::Partition::parse(&p.to_string()), Ok(p));
             }
             Err(m) => prop_assert!(m.contains('`'), "{}", m),
         }
@@ -181,10 +181,10 @@ proptest! {
 
     #[test]
     fn typed_inputs_give_a_value_or_an_error(text in "[a-z0-9_*?()!&|=:.,/\\[\\]{}\" -]{0,24}") {
-        let _ = worldline::suite::select::Filter::parse(&text);
-        let _ = worldline::index::query::parse_time(&text, 1_700_000_000);
-        let _ = worldline::mediate::parse_patch(&text);
-        let edits = worldline::fork::check::EditText {
+        let _ = worldline_engine::suite::select::Filter::parse(&text);
+        let _ = worldline_engine::index::query::parse_time(&text, 1_700_000_000);
+        let _ = worldline_runtime::mediate::parse_patch(&text);
+        let edits = worldline_engine::fork::check::EditText {
             respond: Some(text.clone()),
             set: vec![text.clone()],
             ..Default::default()

@@ -199,12 +199,12 @@ fn every_example_suite_run_replays_identical() {
 /// what the world answered (`D-2`). The honest bundle is rewritten that
 /// way with a valid hash chain and footer, so only replay can tell.
 fn rewrite_as_broken_host(path: &Path, at: u64) {
-    use worldline::log::{Recorder, bundle};
+    use worldline_log::log::{Recorder, bundle};
     let b = bundle::read(path).unwrap();
     std::fs::remove_file(path).unwrap();
     let header = bundle::header_line(&b.header);
     let mut rec =
-        Recorder::to_file(worldline::durable::create_new(path, header.as_bytes()).unwrap());
+        Recorder::to_file(worldline_case::durable::create_new(path, header.as_bytes()).unwrap());
     for mut e in b.events {
         if e.seq == at {
             e.request["args"]["id"] = json!("T-1");
@@ -220,9 +220,9 @@ fn rewrite_as_broken_host(path: &Path, at: u64) {
 
 #[test]
 fn an_unrecorded_response_change_diverges_at_the_call_it_influenced() {
-    use worldline::mediate::follow::Class;
-    use worldline::replay::{self, Verdict};
-    use worldline::run::{RunOptions, run_with};
+    use worldline_engine::replay::{self, Verdict};
+    use worldline_engine::run::{RunOptions, run_with};
+    use worldline_runtime::mediate::follow::Class;
 
     let dir = temp_dir();
     let case_path = write_case(
@@ -238,8 +238,8 @@ task = { calls = [
 "#,
     );
     let store_root = dir.path().join("store");
-    let store = worldline::store::StoreDir::open(&store_root).unwrap();
-    let sandbox = worldline::sandbox::Sandbox::new(Some(store.cache_dir())).unwrap();
+    let store = worldline_engine::store::StoreDir::open(&store_root).unwrap();
+    let sandbox = worldline_runtime::sandbox::Sandbox::new(Some(store.cache_dir())).unwrap();
     let wasm = caller();
     let agent = sandbox.load_file(&wasm).unwrap();
     store.put_object(&std::fs::read(&wasm).unwrap()).unwrap();
@@ -247,7 +247,7 @@ task = { calls = [
         .put_object(&std::fs::read(&case_path).unwrap())
         .unwrap();
     let worlds = worlds_dir();
-    let case = worldline::case::load(&case_path, Some(worlds.as_path())).unwrap();
+    let case = worldline_case::case::load(&case_path, Some(worlds.as_path())).unwrap();
     store.put_world(&case.world).unwrap();
 
     let record = || {
@@ -874,7 +874,7 @@ fn compressed_objects_and_stores_and_exports_from_before_them() {
         } else {
             carried
         };
-        assert_eq!(worldline::canon::sha256_hex(&raw), *sha);
+        assert_eq!(worldline_case::canon::sha256_hex(&raw), *sha);
         *data = json!(b64.encode(raw));
     }
     let old = dir.path().join("old.export.json");

@@ -141,12 +141,12 @@ fn resume(store: &Path, id: &str, more: &[&str]) -> CliOutput {
 /// The entries' `n`, in key order, of a run's final state, and how many
 /// writes its events made.
 fn entries(bundle: &Path) -> (Vec<u64>, usize) {
-    let b = worldline::log::bundle::read(bundle).unwrap();
+    let b = worldline_log::log::bundle::read(bundle).unwrap();
     let writes = b.events.iter().map(|e| e.writes.len()).sum();
     let mut state = std::collections::BTreeMap::new();
     for e in &b.events {
         for w in &e.writes {
-            if let worldline::world::state::Write::Put { key, row, .. } = w {
+            if let worldline_case::world::state::Write::Put { key, row, .. } = w {
                 state.insert(key.parse::<u64>().unwrap(), row["n"].as_u64().unwrap());
             }
         }
@@ -217,7 +217,7 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
         );
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        let killed = worldline::log::bundle::read(&bundle).unwrap();
+        let killed = worldline_log::log::bundle::read(&bundle).unwrap();
         assert!(
             killed.footer.is_none(),
             "seed {seed}: the run finished before the kill"
@@ -359,7 +359,7 @@ fn a_run_stopped_at_its_step_limit_resumes_with_the_limit_raised_and_a_finished_
     assert_eq!(resumed.json()["limits"]["max_steps"], 100, "{resumed}");
     let (got, _) = entries(&resumed.bundle());
     assert_eq!(got, (0..CALLS as u64 - 1).collect::<Vec<_>>());
-    let recorded = worldline::log::bundle::read(&stopped.bundle()).unwrap();
+    let recorded = worldline_log::log::bundle::read(&stopped.bundle()).unwrap();
     let answered = recorded
         .events
         .iter()
@@ -426,7 +426,7 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
     });
     child.kill().unwrap(); // SIGKILL, inside the spin call
     child.wait().unwrap();
-    let killed = worldline::log::bundle::read(&bundle).unwrap();
+    let killed = worldline_log::log::bundle::read(&bundle).unwrap();
     assert!(killed.footer.is_none(), "the run finished before the kill");
     let i = killed.in_flight.clone().expect("the spin call's intent");
     assert_eq!(
@@ -519,6 +519,6 @@ fn bundle_when(store: &Path, never: &str, ready: impl Fn(&str) -> bool) -> PathB
 
 /// How many writes a run's events made.
 fn writes_of(bundle: &Path) -> usize {
-    let b = worldline::log::bundle::read(bundle).unwrap();
+    let b = worldline_log::log::bundle::read(bundle).unwrap();
     b.events.iter().map(|e| e.writes.len()).sum()
 }

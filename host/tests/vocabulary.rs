@@ -16,7 +16,7 @@ use common::*;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use worldline::log::{Call, Kind, bundle};
+use worldline_log::log::{Call, Kind, bundle};
 
 /// The recorded runs' folders.
 fn recorded() -> Vec<PathBuf> {

@@ -6,6 +6,8 @@
 //! running anything. The lowest crate of the workspace: it knows nothing of
 //! the sandbox, the log or the store.
 
+#![deny(unreachable_pub)]
+
 pub mod bounded;
 pub mod canon;
 pub mod case;

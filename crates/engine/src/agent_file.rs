@@ -14,13 +14,13 @@
 //! (git's "racy clean" rule). On a hit with the compiled code cached, the
 //! file is not read at all.
 
-use crate::canon;
-use crate::file_identity;
-use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use worldline_case::canon;
+use worldline_case::file_identity;
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// Load the agent in `path` and keep its bytes in the store, where replay,
 /// fork and export find them.
@@ -36,7 +36,7 @@ pub fn load(sandbox: &Sandbox, store: &StoreDir, path: &Path) -> Result<Arc<Agen
     {
         return Ok(agent);
     }
-    let bytes = crate::sandbox::read_agent(path)?;
+    let bytes = worldline_runtime::sandbox::read_agent(path)?;
     let agent = sandbox.load_bytes(&bytes, path)?;
     store.put_hashed(&bytes, &agent.sha256)?;
     if let Some(record) = record
@@ -71,8 +71,8 @@ fn remember(record: &Path, sha: &str) {
     if let Some(dir) = record.parent()
         && std::fs::create_dir_all(dir).is_ok()
     {
-        crate::durable::sweep(dir);
-        let _ = crate::durable::write(record, sha.as_bytes());
+        worldline_case::durable::sweep(dir);
+        let _ = worldline_case::durable::write(record, sha.as_bytes());
     }
 }
 

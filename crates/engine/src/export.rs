@@ -5,7 +5,7 @@
 //! by the same checks.
 //!
 //! `export --redacted` writes a redacted copy instead (see
-//! [`crate::redact::copy`]) under the id `<run>-redacted`, with the agent
+//! [`worldline_log::redact::copy`]) under the id `<run>-redacted`, with the agent
 //! only: the case and the world hold the data the run read, so they stay
 //! behind. The file and the bundle header both say it is redacted.
 //!
@@ -14,8 +14,6 @@
 //! must hold, and everything is written through a capability handle on the
 //! store folder, so nothing can land outside it.
 
-use crate::error::InputError;
-use crate::log::bundle;
 use crate::store::StoreDir;
 use anyhow::{Context as _, Result};
 use base64::Engine as _;
@@ -25,6 +23,8 @@ use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
+use worldline_case::error::InputError;
+use worldline_log::log::bundle;
 
 /// The format this worldline writes: objects as base64 of the form
 /// `object_codec` keeps them in (a zstd frame, or the bytes themselves).
@@ -53,7 +53,7 @@ pub fn export(
     store: &StoreDir,
     run: &str,
     out: &Path,
-    redactor: Option<&mut crate::redact::Redactor>,
+    redactor: Option<&mut worldline_log::redact::Redactor>,
 ) -> Result<String> {
     let path = store.resolve_run(run)?;
     let b = bundle::read(&path).map_err(InputError::from)?;
@@ -62,9 +62,9 @@ pub fn export(
             InputError::new(&path, "is already a redacted copy; export it as it is").into(),
         );
     }
-    crate::output::check_file(out)?;
+    worldline_case::output::check_file(out)?;
     let doc = document(store, &path, &b, redactor)?;
-    crate::output::write(out, &serde_json::to_vec(&doc)?)?;
+    worldline_case::output::write(out, &serde_json::to_vec(&doc)?)?;
     Ok(doc.run)
 }
 
@@ -75,7 +75,7 @@ fn document(
     store: &StoreDir,
     path: &Path,
     b: &bundle::Bundle,
-    redactor: Option<&mut crate::redact::Redactor>,
+    redactor: Option<&mut worldline_log::redact::Redactor>,
 ) -> Result<Export> {
     let id = path
         .file_stem()
@@ -83,7 +83,7 @@ fn document(
     let agent_only = vec![b.header.agent_sha256.clone()];
     let (id, text, shas, redacted) = match redactor {
         Some(r) => {
-            let copy = crate::redact::copy::of(&id, b, r);
+            let copy = worldline_log::redact::copy::of(&id, b, r);
             (
                 format!("{id}-redacted"),
                 bundle::to_text(&copy),
@@ -116,12 +116,15 @@ fn document(
 /// An object as an export carries it: compressed harder than the store
 /// keeps it (an export is written once and carried away).
 fn export_form(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    crate::object_codec::encode(bytes, crate::object_codec::EXPORT_LEVEL)
+    worldline_log::object_codec::encode(bytes, worldline_log::object_codec::EXPORT_LEVEL)
 }
 
 /// An object of an export from the form it carries it in.
-fn import_form(kept: Vec<u8>, sha: &str) -> Result<Vec<u8>, crate::object_codec::Undecodable> {
-    crate::object_codec::decode(kept, sha, crate::bounded::OBJECT)
+fn import_form(
+    kept: Vec<u8>,
+    sha: &str,
+) -> Result<Vec<u8>, worldline_log::object_codec::Undecodable> {
+    worldline_log::object_codec::decode(kept, sha, worldline_case::bounded::OBJECT)
 }
 
 /// What importing one run did.
@@ -167,18 +170,19 @@ pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>,
 
 /// A bundle's text, as bounded as reading it was.
 fn read_bundle_text(path: &Path) -> Result<String, InputError> {
-    crate::bounded::read_text(path, crate::bounded::BUNDLE)
+    worldline_case::bounded::read_text(path, worldline_case::bounded::BUNDLE)
         .map_err(|e| InputError::new(path, format!("cannot read bundle: {e}")))
 }
 
 /// Bring an exported run into a store.
 pub fn import(store: &StoreDir, file: &Path) -> Result<Imported> {
-    let bytes = crate::bounded::read(file, crate::bounded::EXPORT).map_err(|e| {
-        InputError::new(
-            file,
-            format!("cannot read: {e}; pass a file written by `worldline export`"),
-        )
-    })?;
+    let bytes =
+        worldline_case::bounded::read(file, worldline_case::bounded::EXPORT).map_err(|e| {
+            InputError::new(
+                file,
+                format!("cannot read: {e}; pass a file written by `worldline export`"),
+            )
+        })?;
     let doc: Export = serde_json::from_slice(&bytes).map_err(|e| InputError {
         line: (e.line() > 0).then_some((e.line(), e.column().max(1))),
         ..InputError::new(file, format!("not a worldline export: {e}"))
@@ -257,7 +261,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         }
     };
     let agent = object(&b.header.agent_sha256)?;
-    crate::sandbox::check_header(&agent, file).map_err(|e| {
+    worldline_runtime::sandbox::check_header(&agent, file).map_err(|e| {
         bad(format!(
             "the run's agent {}: {}",
             b.header.agent_sha256, e.message
@@ -269,7 +273,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         let mut world_hash = b.header.world_hash.clone();
         let mut world = object(&world_hash)?;
         // An overlaid world: its record names the base world.
-        if let Some(record) = crate::world::overlay::Record::parse(&world) {
+        if let Some(record) = worldline_case::world::overlay::Record::parse(&world) {
             world_hash = record.world;
             world = object(&world_hash)?;
         }
@@ -279,7 +283,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
             ))
         })?;
         for (rel, sha) in &manifest {
-            crate::world::check_relative(rel).map_err(|m| {
+            worldline_case::world::check_relative(rel).map_err(|m| {
                 bad(format!(
                     "the world manifest names a file outside the world: {m}"
                 ))
@@ -296,7 +300,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
     let root =
         Dir::open_ambient_dir(&store.root, ambient_authority()).context("opening the store")?;
     for sub in ["objects", "runs"] {
-        crate::durable::sweep(&store.root.join(sub));
+        worldline_case::durable::sweep(&store.root.join(sub));
     }
     let put = |name: &str, data: &[u8]| -> Result<()> {
         let tmp = format!("{name}.tmp{}", std::process::id());
@@ -311,12 +315,15 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
     for (sha, data) in &decoded {
         let name = format!("objects/{sha}");
         let intact = root.read(&name).is_ok_and(|have| {
-            crate::object_codec::decode(have, sha, crate::bounded::OBJECT).is_ok()
+            worldline_log::object_codec::decode(have, sha, worldline_case::bounded::OBJECT).is_ok()
         });
         if !intact {
             put(
                 &name,
-                &crate::object_codec::encode(data, crate::object_codec::STORE_LEVEL),
+                &worldline_log::object_codec::encode(
+                    data,
+                    worldline_log::object_codec::STORE_LEVEL,
+                ),
             )?;
         }
     }

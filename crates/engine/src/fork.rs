@@ -10,19 +10,19 @@
 
 pub mod check;
 
-use crate::error::InputError;
-use crate::log::bundle::{Edit, ForkPoint, Parent};
-use crate::mediate::follow::Following;
 use crate::native::exec::Exec;
 use crate::native::openenv::{self, Prefix};
 use crate::native::rederive;
 use crate::replay::{RecordedRun, recorded_agent};
 use crate::run::{RunOptions, RunOutcome, run_with};
-use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use worldline_case::error::InputError;
+use worldline_log::log::bundle::{Edit, ForkPoint, Parent};
+use worldline_runtime::mediate::follow::Following;
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// Fork `rec` at event `at` with `edits`, optionally with another agent.
 /// The fork is written to the store as a new run.
@@ -121,7 +121,7 @@ fn departed(outcome: &RunOutcome, at: u64) -> Result<()> {
 /// The model seed of member `i` of a branch of `rec` at event `at`:
 /// derived from the run's model seed and the event, distinct per member.
 pub fn branch_seed(rec: &RecordedRun, at: u64, i: u64) -> u64 {
-    use crate::mediate::entropy::derive;
+    use worldline_runtime::mediate::entropy::derive;
     let h = &rec.bundle.header;
     derive(
         derive(h.model_seed.unwrap_or(h.seed), "branch", at),
@@ -163,7 +163,7 @@ pub fn branch(
             model_seed: branch_seed(rec, at, i),
         });
         let parent = parent_of(rec, at, member, false);
-        let group = crate::log::bundle::Group {
+        let group = worldline_log::log::bundle::Group {
             id: outcomes.first().and_then(|o| o.run_id.clone()),
             member: i,
             size: samples,
@@ -234,7 +234,7 @@ pub fn resume(
             )
             .into())
         };
-        use crate::log::Status;
+        use worldline_log::log::Status;
         match footer.status {
             Status::OutOfFuel => needs("fuel", format!("fuel ([limits] fuel = {})", limits.fuel))?,
             Status::StepLimit => needs(
@@ -372,11 +372,11 @@ fn follow_then_live(
     sandbox: &Sandbox,
     store: &StoreDir,
     rec: &RecordedRun,
-    case: &crate::case::Case,
+    case: &worldline_case::case::Case,
     parent: Parent,
     native: Option<Exec>,
     agent: Option<Arc<Agent>>,
-    group: Option<crate::log::bundle::Group>,
+    group: Option<worldline_log::log::bundle::Group>,
 ) -> Result<RunOutcome> {
     let opts = options(store, rec, parent, group);
     Ok(match (&native, agent) {

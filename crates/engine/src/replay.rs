@@ -3,14 +3,8 @@
 //! result is `identical` (same chain hash, output and final-state hash) or
 //! the first divergence.
 
-use crate::case::{self, Case};
-use crate::error::InputError;
-use crate::log::Call;
-use crate::log::bundle::{self, Bundle};
-use crate::mediate::follow::{Class, Divergence, Following};
 use crate::native::exec::Exec;
 use crate::run::{RunOptions, RunOutcome, run_with};
-use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
 use anyhow::Result;
 use serde::Serialize;
@@ -18,6 +12,12 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use worldline_case::case::{self, Case};
+use worldline_case::error::InputError;
+use worldline_log::log::Call;
+use worldline_log::log::bundle::{self, Bundle};
+use worldline_runtime::mediate::follow::{Class, Divergence, Following};
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// A run as recorded, with what it needs to run again.
 pub struct RecordedRun {
@@ -297,8 +297,8 @@ pub fn json_diff(expected: &serde_json::Value, actual: &serde_json::Value) -> Ve
             }
             _ => out.push(format!(
                 "{path}: {} → {}",
-                crate::canon::to_string(a),
-                crate::canon::to_string(b)
+                worldline_case::canon::to_string(a),
+                worldline_case::canon::to_string(b)
             )),
         }
     }
@@ -345,9 +345,9 @@ fn report(rec: &RecordedRun, o: &RunOutcome, complete: bool, scope: Scope) -> Re
         .bundle
         .footer
         .as_ref()
-        .is_some_and(|f| f.status == crate::log::Status::Timeout);
+        .is_some_and(|f| f.status == worldline_log::log::Status::Timeout);
     if watchdog
-        && o.footer.status == crate::log::Status::Timeout
+        && o.footer.status == worldline_log::log::Status::Timeout
         && divergence
             .as_ref()
             .is_some_and(|d| d.class == Class::Missing && d.index == o.footer.events)
@@ -417,12 +417,13 @@ pub fn rerun(
             _ => None,
         })
         .collect();
-    let cassette = (mode != ModelMode::Live).then(|| crate::mediate::model::RerunCassette {
-        calls,
-        next: 0,
-        fail_on_miss: mode == ModelMode::Fail,
-        missed: false,
-    });
+    let cassette =
+        (mode != ModelMode::Live).then(|| worldline_runtime::mediate::model::RerunCassette {
+            calls,
+            next: 0,
+            fail_on_miss: mode == ModelMode::Fail,
+            missed: false,
+        });
     run_with(
         sandbox,
         agent,

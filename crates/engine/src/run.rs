@@ -2,28 +2,28 @@
 //! bundle is written as the run goes, so a run that fails half way still
 //! leaves every event it made.
 
-use crate::case::Case;
-use crate::case::fuzz::FaultSource;
 use crate::grade::gold::GoldState;
 use crate::grade::judge::Judging;
 use crate::grade::{Evidence, Grade, grade_judged};
-use crate::log::bundle::Parent;
-use crate::log::bundle::{self, Footer, Header, Status};
-use crate::log::{Event, Recorder};
-use crate::mediate::faults::Faults;
-use crate::mediate::follow::{Divergence, Following};
-use crate::mediate::model::RerunCassette;
-use crate::mediate::service::{LoadedService, Runtime};
-use crate::mediate::services::Leftover;
-use crate::mediate::{HostServices, Mediator, MemoryLimiter, RunState, Stop};
-use crate::sandbox::{Agent, Sandbox};
 use crate::store::StoreDir;
-use crate::world::state::State;
 use anyhow::Result;
 use std::path::PathBuf;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime::{CallHook, Store, Trap, WasmBacktrace};
+use worldline_case::case::Case;
+use worldline_case::case::fuzz::FaultSource;
+use worldline_case::world::state::State;
+use worldline_log::log::bundle::Parent;
+use worldline_log::log::bundle::{self, Footer, Header, Status};
+use worldline_log::log::{Event, Recorder};
+use worldline_runtime::mediate::faults::Faults;
+use worldline_runtime::mediate::follow::{Divergence, Following};
+use worldline_runtime::mediate::model::RerunCassette;
+use worldline_runtime::mediate::service::{LoadedService, Runtime};
+use worldline_runtime::mediate::services::Leftover;
+use worldline_runtime::mediate::{HostServices, Mediator, MemoryLimiter, RunState, Stop};
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// Everything a finished (or stopped) run produced.
 pub struct RunOutcome {
@@ -127,13 +127,13 @@ pub struct RunOptions<'a> {
     /// case seed). Recorded in the header.
     pub model_seed: Option<u64>,
     /// A member of a group of rollouts (recorded in the header).
-    pub group: Option<crate::log::bundle::Group>,
+    pub group: Option<worldline_log::log::bundle::Group>,
     /// A replay: the recorded grade, whose judges' answers are reused
     /// (a replay never calls a model).
     pub recorded_grade: Option<serde_json::Value>,
     /// Made durable with this batch's flush (a suite's) instead of an
     /// `fsync` of its own.
-    pub batch: Option<&'a crate::durable::SyncBatch>,
+    pub batch: Option<&'a worldline_case::durable::SyncBatch>,
 }
 
 /// [`run`] with every option: begin (check the inputs, open the log, set
@@ -312,7 +312,7 @@ impl Inputs {
         parent: Option<Parent>,
         faults: Option<FaultSource>,
         model_seed: Option<u64>,
-        group: Option<crate::log::bundle::Group>,
+        group: Option<worldline_log::log::bundle::Group>,
     ) -> Result<Inputs> {
         let gold = crate::grade::gold::for_case(sandbox, case)?;
         header.parent = parent;
@@ -373,7 +373,7 @@ fn set_up(
         services.attach_service(Runtime::new(
             service.clone(),
             case,
-            crate::sandbox::timeout_ticks(case.limits.timeout_ms),
+            worldline_runtime::sandbox::timeout_ticks(case.limits.timeout_ms),
         ));
     }
     if let Some(cassette) = cassette {
@@ -410,7 +410,7 @@ fn execute(
 ) -> Result<Guest> {
     let fuel_budget = case.limits.fuel;
     let mut store = new_store(sandbox, case, med)?;
-    let task_json = crate::canon::to_string(&case.task);
+    let task_json = worldline_case::canon::to_string(&case.task);
     let result = agent
         .pre
         .instantiate(&mut store)
@@ -520,7 +520,9 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
     store
         .set_fuel(fuel_budget)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    store.set_epoch_deadline(crate::sandbox::timeout_ticks(case.limits.timeout_ms));
+    store.set_epoch_deadline(worldline_runtime::sandbox::timeout_ticks(
+        case.limits.timeout_ms,
+    ));
     store.epoch_deadline_trap();
     store.call_hook(move |mut ctx, hook| {
         if matches!(hook, CallHook::CallingHost) {

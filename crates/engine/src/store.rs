@@ -16,19 +16,19 @@
 //! (campaign reports, the retention policy, re-grades) is
 //! `store/shared.rs`.
 
-pub mod lease;
+pub(crate) mod lease;
 mod shared;
 mod sync;
 
 pub use sync::Finished;
 mod view;
 
-use crate::canon;
-use crate::pgstore::Database;
 use anyhow::{Context as _, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use worldline_case::canon;
+use worldline_pgstore::Database;
 
 pub struct StoreDir {
     pub root: PathBuf,
@@ -39,7 +39,7 @@ pub struct StoreDir {
     /// When this process last brought the working folder up to date.
     pulled: Mutex<Option<std::time::Instant>>,
     /// A database store's redaction policy, as this process last read it.
-    shared: Mutex<Option<crate::pgstore::copies::Shared>>,
+    shared: Mutex<Option<worldline_pgstore::copies::Shared>>,
     /// The objects of each world a run of this process was stored with
     /// (`sync.rs`).
     world_objects: Mutex<std::collections::BTreeMap<String, Vec<String>>>,
@@ -57,7 +57,7 @@ impl StoreDir {
     pub fn open(root: &Path) -> Result<Self> {
         if let Some(address) = root
             .to_str()
-            .filter(|s| crate::pgstore::url::is_postgres(s))
+            .filter(|s| worldline_pgstore::url::is_postgres(s))
         {
             return Self::open_database(address, false);
         }
@@ -68,8 +68,8 @@ impl StoreDir {
     /// worldline's version (an older one too when `upgrade`), and open its
     /// working folder.
     pub fn open_database(address: &str, upgrade: bool) -> Result<Self> {
-        let url = crate::pgstore::url::parse(address)
-            .map_err(|m| crate::error::InputError::new("--store", m))?;
+        let url = worldline_pgstore::url::parse(address)
+            .map_err(|m| worldline_case::error::InputError::new("--store", m))?;
         let db = Database::connect(&url, upgrade).map_err(crate::store::db_error)?;
         let mut store = Self::open_folder(&sync::working_folder(&url.shown))?;
         store.db = Some(db);
@@ -80,7 +80,7 @@ impl StoreDir {
         for sub in ["runs", "objects", "cache"] {
             let dir = root.join(sub);
             std::fs::create_dir_all(&dir).map_err(|e| {
-                crate::error::InputError::new(
+                worldline_case::error::InputError::new(
                     root,
                     format!(
                         "cannot be used as a store ({}: {e}); pass --store with a folder you can write",
@@ -136,7 +136,7 @@ impl StoreDir {
         if !path.exists() {
             // A new object is rare (a new agent, case or world): the time
             // to sweep what killed writers left here.
-            crate::durable::sweep(&self.root.join("objects"));
+            worldline_case::durable::sweep(&self.root.join("objects"));
             self.write_object(&path, bytes)?;
         }
         Ok(())
@@ -144,15 +144,20 @@ impl StoreDir {
 
     /// Write an object's bytes to `path` in the form it is kept in (see
     /// `object_codec.rs`): whole or not at all.
-    fn write_object(&self, path: &Path, bytes: &[u8]) -> Result<(), crate::error::InputError> {
-        let kept = crate::object_codec::encode(bytes, crate::object_codec::STORE_LEVEL);
-        crate::durable::write(path, &kept).map_err(|e| self.write_error(path, e))
+    fn write_object(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+    ) -> Result<(), worldline_case::error::InputError> {
+        let kept =
+            worldline_log::object_codec::encode(bytes, worldline_log::object_codec::STORE_LEVEL);
+        worldline_case::durable::write(path, &kept).map_err(|e| self.write_error(path, e))
     }
 
     /// Keep a world's files and its manifest (path → hash), so a run can
     /// be replayed after the world folder changes. The manifest's own hash
     /// is the world hash.
-    pub fn put_world(&self, world: &crate::world::World) -> Result<()> {
+    pub fn put_world(&self, world: &worldline_case::world::World) -> Result<()> {
         let mut names: Vec<&str> = vec![world.hash.as_str(), world.manifest_hash()];
         names.extend(world.manifest.values().map(String::as_str));
         self.hold(&names)?;
@@ -181,11 +186,14 @@ impl StoreDir {
     }
 
     /// Keep a world's files and its manifest (under the manifest hash).
-    fn put_manifest(&self, world: &crate::world::World) -> Result<()> {
+    fn put_manifest(&self, world: &worldline_case::world::World) -> Result<()> {
         for (rel, sha) in &world.manifest {
             if !self.object_path(sha).exists() {
-                let bytes = crate::bounded::read(&world.dir.join(rel), crate::bounded::COMPONENT)
-                    .with_context(|| format!("reading {}/{rel}", world.dir.display()))?;
+                let bytes = worldline_case::bounded::read(
+                    &world.dir.join(rel),
+                    worldline_case::bounded::COMPONENT,
+                )
+                .with_context(|| format!("reading {}/{rel}", world.dir.display()))?;
                 anyhow::ensure!(
                     canon::sha256_hex(&bytes) == *sha,
                     "{}/{rel} changed while it was being stored",
@@ -204,7 +212,7 @@ impl StoreDir {
     }
 
     /// Keep what re-running a case needs: its text and its world.
-    pub fn put_case(&self, case: &crate::case::Case) -> Result<()> {
+    pub fn put_case(&self, case: &worldline_case::case::Case) -> Result<()> {
         self.put_object(case.source.as_bytes())?;
         self.put_world(&case.world)
     }
@@ -216,7 +224,7 @@ impl StoreDir {
     /// stored, and an object a run needs that it removed is sent again
     /// with the run (`put_run`); the runs a process reads are held in the
     /// database too ([`hold_read`](Self::hold_read)).
-    pub fn hold(&self, names: &[&str]) -> Result<(), crate::error::InputError> {
+    pub fn hold(&self, names: &[&str]) -> Result<(), worldline_case::error::InputError> {
         self.leases
             .hold(names)
             .map_err(|e| self.write_error(&self.root.join("leases"), e))
@@ -228,7 +236,7 @@ impl StoreDir {
     /// database since this working folder was brought up to date is
     /// removed here too, and named as gone. A bundle outside the store
     /// holds nothing.
-    pub fn hold_read(&self, path: &Path) -> Result<(), crate::error::InputError> {
+    pub fn hold_read(&self, path: &Path) -> Result<(), worldline_case::error::InputError> {
         let Some(id) = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -246,7 +254,7 @@ impl StoreDir {
             return Ok(());
         }
         let _ = std::fs::remove_file(path);
-        Err(crate::error::InputError::new(
+        Err(worldline_case::error::InputError::new(
             &db.url.shown,
             format!(
                 "run {id} was removed by `worldline gc` (on another machine) meanwhile; list the runs with `worldline runs`"
@@ -257,7 +265,10 @@ impl StoreDir {
     /// Before a run's bundle is created: hold what its header names and
     /// check it is all in the store, so no run is written pointing at a
     /// missing object.
-    pub fn hold_run(&self, header: &crate::log::Header) -> Result<(), crate::error::InputError> {
+    pub fn hold_run(
+        &self,
+        header: &worldline_log::log::Header,
+    ) -> Result<(), worldline_case::error::InputError> {
         let names = [
             header.agent_sha256.as_str(),
             header.case_hash.as_str(),
@@ -267,7 +278,7 @@ impl StoreDir {
         for sha in names {
             let path = self.object_path(sha);
             if !path.is_file() {
-                return Err(crate::error::InputError::new(
+                return Err(worldline_case::error::InputError::new(
                     &path,
                     "object missing from the store before the run started (removed by hand?); run it again",
                 ));
@@ -279,7 +290,7 @@ impl StoreDir {
     /// Read an object (held in this process's lease first, so what a
     /// replay or fork reads stays while it writes its run) and check it
     /// still hashes to its name.
-    pub fn get_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
+    pub fn get_object(&self, sha: &str) -> Result<Vec<u8>, worldline_case::error::InputError> {
         // A store this process cannot write is still readable; gc cannot
         // remove anything from it either.
         let _ = self.hold(&[sha]);
@@ -288,14 +299,14 @@ impl StoreDir {
 
     /// [`get_object`](Self::get_object) without holding it (for gc, which
     /// holds the store's gate itself).
-    pub fn read_object(&self, sha: &str) -> Result<Vec<u8>, crate::error::InputError> {
+    pub fn read_object(&self, sha: &str) -> Result<Vec<u8>, worldline_case::error::InputError> {
         let path = self.object_path(sha);
         if let Some(db) = &self.db
             && !path.is_file()
             && let Some(bytes) = db.get_object(sha).map_err(crate::store::db_error)?
         {
             if canon::sha256_hex(&bytes) != sha {
-                return Err(crate::error::InputError::new(
+                return Err(worldline_case::error::InputError::new(
                     &db.url.shown,
                     format!("object {sha} does not match its hash (the database was modified)"),
                 ));
@@ -307,18 +318,26 @@ impl StoreDir {
             // A viewer reads only the agents: cases and worlds hold data.
             self.require_raw("reading a run's case or world")?;
         }
-        let kept = crate::bounded::read(&path, crate::bounded::OBJECT).map_err(|e| {
-            let what = match &e {
-                crate::bounded::Refused::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
-                    "object missing from the store"
-                }
-                _ => "cannot read this object of the store",
-            };
-            crate::error::InputError::new(&path, format!("{what}: {e}"))
-        })?;
-        crate::object_codec::decode(kept, sha, crate::bounded::OBJECT).map_err(|e| {
-            crate::error::InputError::new(&path, format!("object {e} (the store was modified)"))
-        })
+        let kept =
+            worldline_case::bounded::read(&path, worldline_case::bounded::OBJECT).map_err(|e| {
+                let what = match &e {
+                    worldline_case::bounded::Refused::Io(io)
+                        if io.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        "object missing from the store"
+                    }
+                    _ => "cannot read this object of the store",
+                };
+                worldline_case::error::InputError::new(&path, format!("{what}: {e}"))
+            })?;
+        worldline_log::object_codec::decode(kept, sha, worldline_case::bounded::OBJECT).map_err(
+            |e| {
+                worldline_case::error::InputError::new(
+                    &path,
+                    format!("object {e} (the store was modified)"),
+                )
+            },
+        )
     }
 
     /// The recorded world `world_hash`, rebuilt from the store into
@@ -326,16 +345,16 @@ impl StoreDir {
     pub fn load_world(
         &self,
         world_hash: &str,
-    ) -> Result<crate::world::World, crate::error::InputError> {
+    ) -> Result<worldline_case::world::World, worldline_case::error::InputError> {
         let manifest_bytes = self.get_object(world_hash)?;
         // An overlaid world's record: the case that names it applies the
         // overlay again to the base world.
-        if let Some(record) = crate::world::overlay::Record::parse(&manifest_bytes) {
+        if let Some(record) = worldline_case::world::overlay::Record::parse(&manifest_bytes) {
             return self.load_world(&record.world);
         }
         let manifest: std::collections::BTreeMap<String, String> =
             serde_json::from_slice(&manifest_bytes).map_err(|e| {
-                crate::error::InputError::new(
+                worldline_case::error::InputError::new(
                     self.object_path(world_hash),
                     format!("not a world manifest: {e}"),
                 )
@@ -358,9 +377,9 @@ impl StoreDir {
                     .map_err(|_| e)?
             }
         };
-        let world = crate::world::load_dir(&dir)?;
+        let world = worldline_case::world::load_dir(&dir)?;
         if world.hash != world_hash {
-            return Err(crate::error::InputError::new(
+            return Err(worldline_case::error::InputError::new(
                 &dir,
                 "the stored world does not hash to the recorded world hash",
             ));
@@ -376,7 +395,7 @@ impl StoreDir {
         base: &Path,
         world_hash: &str,
         manifest: &std::collections::BTreeMap<String, String>,
-    ) -> Result<PathBuf, crate::error::InputError> {
+    ) -> Result<PathBuf, worldline_case::error::InputError> {
         let dir = base.join(world_hash);
         if dir.join("world.toml").is_file() {
             return Ok(dir);
@@ -384,13 +403,14 @@ impl StoreDir {
         // A name of this call's own: threads of one process (`verify
         // --jobs`) rebuilding the same world must not write into, or
         // remove, each other's folder.
-        let tmp = crate::durable::temp_path(&dir);
+        let tmp = worldline_case::durable::temp_path(&dir);
         let io = |p: &Path, e: std::io::Error| self.write_error(p, e);
         std::fs::create_dir_all(base).map_err(|e| io(base, e))?;
-        crate::durable::sweep(base);
+        worldline_case::durable::sweep(base);
         for (rel, sha) in manifest {
-            crate::world::check_relative(rel)
-                .map_err(|m| crate::error::InputError::new(self.object_path(world_hash), m))?;
+            worldline_case::world::check_relative(rel).map_err(|m| {
+                worldline_case::error::InputError::new(self.object_path(world_hash), m)
+            })?;
             let bytes = self.get_object(sha)?;
             let dest = tmp.join(rel);
             std::fs::create_dir_all(dest.parent().unwrap_or(&tmp)).map_err(|e| io(&dest, e))?;
@@ -423,7 +443,7 @@ impl StoreDir {
             std::process::id(),
             self.root.display()
         ));
-        let stamp = crate::time::rfc3339(now.as_secs() as i128 * 1_000_000_000);
+        let stamp = worldline_case::time::rfc3339(now.as_secs() as i128 * 1_000_000_000);
         let compact: String = stamp
             .chars()
             .filter(|c| c.is_ascii_digit() || *c == 'T')
@@ -444,7 +464,7 @@ impl StoreDir {
             let run_id = self.new_run_id(salt);
             let path = self.bundle_path(&run_id);
             self.hold(&[&run_id])?;
-            match crate::durable::create_new(&path, header_line) {
+            match worldline_case::durable::create_new(&path, header_line) {
                 Ok(file) => return Ok((run_id, path, file)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => {
                     tries += 1;
@@ -457,8 +477,12 @@ impl StoreDir {
     /// A failed write into the store: names the store and the cause (a
     /// full disk, a read-only folder), so it is never mistaken for a
     /// graded failure.
-    pub fn write_error(&self, path: &Path, e: impl std::fmt::Display) -> crate::error::InputError {
-        crate::error::InputError::new(
+    pub fn write_error(
+        &self,
+        path: &Path,
+        e: impl std::fmt::Display,
+    ) -> worldline_case::error::InputError {
+        worldline_case::error::InputError::new(
             path,
             format!(
                 "cannot write into the store {}: {e}; free some space or pass --store with a folder you can write",
@@ -490,7 +514,7 @@ impl StoreDir {
 
     /// A run named by its id (or a unique prefix of it), or a path to a
     /// bundle file.
-    pub fn resolve_run(&self, arg: &str) -> Result<PathBuf, crate::error::InputError> {
+    pub fn resolve_run(&self, arg: &str) -> Result<PathBuf, worldline_case::error::InputError> {
         let as_path = Path::new(arg);
         if as_path.is_file() {
             return Ok(as_path.to_path_buf());
@@ -501,9 +525,9 @@ impl StoreDir {
     /// A run of this store named by its id or a unique prefix of it, and
     /// nothing else: never a path (what a web page or another run's header
     /// names is resolved here).
-    pub fn resolve_run_id(&self, id: &str) -> Result<PathBuf, crate::error::InputError> {
+    pub fn resolve_run_id(&self, id: &str) -> Result<PathBuf, worldline_case::error::InputError> {
         let none = || {
-            crate::error::InputError::new(
+            worldline_case::error::InputError::new(
                 &self.root,
                 format!(
                     "no run `{id}` in this store (list them with `worldline runs`, or pass a bundle path)"
@@ -536,7 +560,7 @@ impl StoreDir {
         match found.len() {
             1 => Ok(found.remove(0)),
             0 => Err(none()),
-            n => Err(crate::error::InputError::new(
+            n => Err(worldline_case::error::InputError::new(
                 &self.root,
                 format!("`{id}` matches {n} runs; give more of the id"),
             )),
@@ -548,8 +572,8 @@ impl StoreDir {
 /// (no path separator, no dot: it names a file in `runs/` and nothing else).
 /// A database store's error as an input error, named by the server it
 /// came from (shown without its password).
-pub fn db_error(e: crate::pgstore::DbError) -> crate::error::InputError {
-    crate::error::InputError::new(&e.shown, e.message)
+pub fn db_error(e: worldline_pgstore::DbError) -> worldline_case::error::InputError {
+    worldline_case::error::InputError::new(&e.shown, e.message)
 }
 
 pub fn is_run_id(s: &str) -> bool {
@@ -571,7 +595,7 @@ mod tests {
     fn threads_rebuilding_one_world_each_load_it_whole() {
         let root = tempfile::tempdir().unwrap();
         let world_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/worlds/demo/v1");
-        let world = crate::world::load_dir(&world_dir).unwrap();
+        let world = worldline_case::world::load_dir(&world_dir).unwrap();
         let store = StoreDir::open(&root.path().join("store")).unwrap();
         store.put_world(&world).unwrap();
         for round in 0..20 {

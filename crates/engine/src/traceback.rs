@@ -11,8 +11,8 @@
 //! bundle field and works for old bundles; a `traceback` field written at run
 //! time would be a format change that old bundles lack.
 
-use crate::log::{Footer, Status};
 use serde::{Deserialize, Serialize};
+use worldline_log::log::{Footer, Status};
 
 /// The agent's own error: the reason it gave when it returned `err`, or
 /// what it died of (the exception or panic it wrote to stderr, else the

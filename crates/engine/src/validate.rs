@@ -10,20 +10,20 @@
 //! descriptions or rows). A case without gold calls is validated as far
 //! as it can be, and says so.
 
-use crate::canon;
-use crate::case::Case;
-use crate::case::expect::Expect;
-use crate::case::expect_conversation::SaidCheck;
-use crate::log::Status;
-use crate::mediate::RunState;
-use crate::mediate::bindings::worldline::agent::{tools, user};
-use crate::path::JsonPath;
 use crate::run::{self, RunOptions, RunOutcome};
-use crate::sandbox::Sandbox;
-use crate::world::state::FileData;
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use worldline_case::canon;
+use worldline_case::case::Case;
+use worldline_case::case::expect::Expect;
+use worldline_case::case::expect_conversation::SaidCheck;
+use worldline_case::path::JsonPath;
+use worldline_case::world::state::FileData;
+use worldline_log::log::Status;
+use worldline_runtime::mediate::RunState;
+use worldline_runtime::mediate::bindings::worldline::agent::{tools, user};
+use worldline_runtime::sandbox::Sandbox;
 
 /// Expected answers shorter than this are not searched for: short ids and
 /// words (`D-42`, `yes`) are the vocabulary of the world the agent must

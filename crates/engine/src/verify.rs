@@ -27,13 +27,13 @@
 //! gain. Replays run on `--jobs` threads through the index-ordered parallel
 //! map, so the output does not depend on the number of threads.
 
-use crate::log::bundle;
 use crate::replay::{self, ReplayReport};
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore as _, SeedableRng as _};
+use worldline_log::log::bundle;
+use worldline_runtime::sandbox::Sandbox;
 
 /// How one run's check ended.
 pub enum Checked {
@@ -92,10 +92,10 @@ pub fn verify(
 ) -> Result<Vec<Checked>> {
     // Bundles being created are hard-linked from a temporary file; one a
     // killed writer left is not a run.
-    crate::durable::sweep(&store.runs_dir());
+    worldline_case::durable::sweep(&store.runs_dir());
     // A store's runs share a few cases and agents: each is read once.
     let opened = replay::Opened::default();
-    crate::parallel::par_map(runs.len(), jobs, |i| {
+    worldline_case::parallel::par_map(runs.len(), jobs, |i| {
         Ok(check(sandbox, store, &runs[i], &opened))
     })
 }

@@ -7,9 +7,9 @@
 //! (within its cap) to bytes of that hash is them; otherwise the kept bytes
 //! must hash to it themselves.
 
-use crate::canon;
 use std::borrow::Cow;
 use std::io::Read as _;
+use worldline_case::canon;
 
 /// The store's level: fast (an 18 MB Python agent in ~0.15 s) for ~3×.
 pub const STORE_LEVEL: i32 = 3;
@@ -35,7 +35,7 @@ pub fn encode(bytes: &[u8], level: i32) -> Cow<'_, [u8]> {
 pub enum Undecodable {
     #[error("does not match its hash")]
     Mismatch,
-    #[error("decompresses past its cap of {}", crate::bounded::size(*.0))]
+    #[error("decompresses past its cap of {}", worldline_case::bounded::size(*.0))]
     TooLarge(u64),
 }
 

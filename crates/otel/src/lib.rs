@@ -12,6 +12,8 @@
 //! view's redactor. The wire format is `opentelemetry-proto`'s messages;
 //! [`send`] posts them as OTLP/HTTP protobuf or writes them to a file.
 
+#![deny(unreachable_pub)]
+
 pub mod send;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;

@@ -11,16 +11,18 @@
 //! where; this module only speaks SQL, and every error it gives names the
 //! server without its password.
 
+#![deny(unreachable_pub)]
+
 pub mod audit;
-pub mod campaigns;
+pub(crate) mod campaigns;
 pub mod copies;
-pub mod leases;
+pub(crate) mod leases;
 mod migrate;
-pub mod regrades;
-pub mod retention;
+pub(crate) mod regrades;
+pub(crate) mod retention;
 pub mod roles;
 pub mod shards;
-pub mod tls;
+pub(crate) mod tls;
 pub mod url;
 pub mod writer;
 

@@ -24,7 +24,7 @@ pub const VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Why a schema cannot be used as it is.
 #[derive(Debug, thiserror::Error)]
-pub enum Refused {
+pub(crate) enum Refused {
     #[error(
         "schema `{schema}` is at version {found}, newer than this worldline's {VERSION}: upgrade worldline on this machine (every writer of one store runs the same version)"
     )]
@@ -39,7 +39,7 @@ pub enum Refused {
 
 /// Bring `schema` to [`VERSION`]: create it when it is new, refuse it when
 /// it is newer, or older unless `upgrade`. Returns the version found.
-pub fn migrate(tx: &mut Transaction, schema: &str, upgrade: bool) -> Result<i32, Refused> {
+pub(crate) fn migrate(tx: &mut Transaction, schema: &str, upgrade: bool) -> Result<i32, Refused> {
     tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&schema])?;
     let exists: bool = tx
         .query_one(

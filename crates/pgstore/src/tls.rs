@@ -76,7 +76,7 @@ impl SslMode {
 
 /// Where the trusted roots come from.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Roots {
+pub(crate) enum Roots {
     File(PathBuf),
     System,
 }
@@ -92,7 +92,7 @@ impl Roots {
 
 /// How one connection is made.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub mode: SslMode,
     /// The roots a verifying mode checks against (`None` otherwise).
     pub roots: Option<Roots>,
@@ -101,7 +101,7 @@ pub struct Settings {
 /// The settings an address's `sslmode` and `sslrootcert` ask for,
 /// falling back on the environment `env` reads (`PGSSLMODE`,
 /// `PGSSLROOTCERT`, `HOME`) as libpq does.
-pub fn settings(
+pub(crate) fn settings(
     sslmode: Option<SslMode>,
     sslrootcert: Option<&str>,
     env: impl Fn(&str) -> Option<String>,
@@ -143,7 +143,7 @@ pub fn settings(
 impl Settings {
     /// What the client itself is told: it knows only whether TLS is off,
     /// tried or required; the checks are the connector's.
-    pub fn client_mode(&self) -> postgres::config::SslMode {
+    pub(crate) fn client_mode(&self) -> postgres::config::SslMode {
         match self.mode {
             SslMode::Disable => postgres::config::SslMode::Disable,
             SslMode::Prefer => postgres::config::SslMode::Prefer,
@@ -152,7 +152,7 @@ impl Settings {
     }
 
     /// The connector for these settings (`None` under `disable`).
-    pub fn connector(&self) -> Result<Option<MakeRustlsConnect>, String> {
+    pub(crate) fn connector(&self) -> Result<Option<MakeRustlsConnect>, String> {
         if self.mode == SslMode::Disable {
             return Ok(None);
         }
@@ -182,7 +182,7 @@ impl Settings {
     /// Why connecting to `host` failed, and what to do: a certificate
     /// that does not verify (which check), a server without TLS, a server
     /// that takes only TLS; else the client's error.
-    pub fn explain(&self, e: &postgres::Error, host: &str) -> String {
+    pub(crate) fn explain(&self, e: &postgres::Error, host: &str) -> String {
         let mode = self.mode.name();
         if let Some(rustls::Error::InvalidCertificate(c)) = rustls_error(e) {
             let roots = self

@@ -10,13 +10,15 @@
 //! Header values never enter this layer, so a guest's `Authorization` or
 //! `x-api-key` can be neither recorded nor forwarded from here.
 
+#![deny(unreachable_pub)]
+
 pub mod anthropic;
 pub mod mcp;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod rest;
 pub mod routes;
-pub mod sse;
+pub(crate) mod sse;
 
 use serde_json::Value;
 

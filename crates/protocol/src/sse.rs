@@ -5,13 +5,13 @@ use super::HttpResponse;
 use serde_json::Value;
 
 /// One `data:` event.
-pub fn event(data: &Value) -> String {
+pub(crate) fn event(data: &Value) -> String {
     format!("data: {}\n\n", worldline_case::canon::to_string(data))
 }
 
 /// A 200 `text/event-stream` response of `events`, then `tail` (the
 /// stream's terminator, such as `data: [DONE]\n\n`).
-pub fn response(events: &[Value], tail: &str) -> HttpResponse {
+pub(crate) fn response(events: &[Value], tail: &str) -> HttpResponse {
     let mut body: String = events.iter().map(event).collect();
     body.push_str(tail);
     stream(body)
@@ -31,7 +31,7 @@ fn stream(body: String) -> HttpResponse {
 
 /// A 200 `text/event-stream` response of named events (`event:` then
 /// `data:`), as Anthropic streams.
-pub fn named_response(events: &[(String, Value)]) -> HttpResponse {
+pub(crate) fn named_response(events: &[(String, Value)]) -> HttpResponse {
     stream(
         events
             .iter()
@@ -42,7 +42,7 @@ pub fn named_response(events: &[(String, Value)]) -> HttpResponse {
 
 /// `text` cut into pieces of at most `size` characters (never inside a
 /// character), the deterministic chunking of streamed text.
-pub fn pieces(text: &str, size: usize) -> Vec<String> {
+pub(crate) fn pieces(text: &str, size: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     chars
         .chunks(size.max(1))

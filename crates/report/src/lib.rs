@@ -7,6 +7,8 @@
 //! notes about the machine), never to the process's streams itself, so each
 //! is snapshot-tested on what it writes (`reporter_tests.rs`).
 
+#![deny(unreachable_pub)]
+
 pub mod atif;
 pub mod check;
 pub mod fuzz;

@@ -37,7 +37,7 @@ fn runs_named(req: &Request) -> Vec<String> {
 /// for with `unredacted=1` is a responder's, and is audited (each run it
 /// shows, the token's name, the route) before it is served; a viewer is
 /// refused it, and any form (fork, replay).
-pub async fn view(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+pub(crate) async fn view(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
     let reader = req
         .extensions()
         .get::<guard::Reader>()
@@ -94,7 +94,7 @@ pub async fn view(State(app): State<Arc<App>>, mut req: Request, next: Next) -> 
 /// The readers to issue tokens to: on a database store, those asked for
 /// (a role above the connection's refused), else one named after the
 /// database user with its role; on a folder store one of no role.
-pub fn readers(store: &StoreDir, cfg: &Config) -> Result<Vec<guard::Reader>> {
+pub(crate) fn readers(store: &StoreDir, cfg: &Config) -> Result<Vec<guard::Reader>> {
     let Some(db) = store.database() else {
         if !cfg.tokens.is_empty() {
             return Err(worldline_case::error::InputError::new(

@@ -76,7 +76,7 @@ fn fork_args(at: u64, form: &FormData) -> ops::fork::ForkArgs {
     }
 }
 
-pub fn fork(app: &Seen, run: &str, at: u64, form: &FormData) -> Result<Reply> {
+pub(crate) fn fork(app: &Seen, run: &str, at: u64, form: &FormData) -> Result<Reply> {
     if let Some(no) = allowed(app, form) {
         return Ok(no);
     }
@@ -134,7 +134,7 @@ fn verdict(app: &Seen, id: &str, r: &ReplayReport) -> Result<Markup> {
     })
 }
 
-pub fn replay(app: &Seen, run: &str, form: &FormData) -> Result<Reply> {
+pub(crate) fn replay(app: &Seen, run: &str, form: &FormData) -> Result<Reply> {
     if let Some(no) = allowed(app, form) {
         return Ok(no);
     }

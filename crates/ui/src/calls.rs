@@ -18,12 +18,12 @@ use maud::{Markup, html};
 use worldline_log::log::{Call, Event, Kind};
 
 /// Whether `e` is a tool call.
-pub fn is_tool_call(e: &Event) -> bool {
+pub(crate) fn is_tool_call(e: &Event) -> bool {
     Kind::of(&e.call) == Some(Kind::ToolsCall)
 }
 
 /// The tool a tool-call event called.
-pub fn tool_name(e: &Event) -> Option<String> {
+pub(crate) fn tool_name(e: &Event) -> Option<String> {
     match e.typed() {
         Call::ToolsCall { request, .. } => Some(request.name),
         _ => None,
@@ -31,13 +31,13 @@ pub fn tool_name(e: &Event) -> Option<String> {
 }
 
 /// Whether `e` is a model call.
-pub fn is_model_call(e: &Event) -> bool {
+pub(crate) fn is_model_call(e: &Event) -> bool {
     Kind::of(&e.call) == Some(Kind::ModelComplete)
 }
 
 /// One call's place on the clock.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Span {
+pub(crate) struct Span {
     pub seq: u64,
     /// `tool`, `model`, `user` or `approval`.
     pub kind: &'static str,
@@ -47,7 +47,7 @@ pub struct Span {
 }
 
 /// What kind of call an event is, if it is one the chart shows.
-pub fn kind_of(e: &Event) -> Option<&'static str> {
+pub(crate) fn kind_of(e: &Event) -> Option<&'static str> {
     match Kind::of(&e.call)? {
         Kind::ToolsCall => Some("tool"),
         Kind::ModelComplete => Some("model"),
@@ -73,7 +73,7 @@ fn label(e: &Event) -> String {
 }
 
 /// The calls of `events` with their spans.
-pub fn spans(events: &[Event]) -> Vec<Span> {
+pub(crate) fn spans(events: &[Event]) -> Vec<Span> {
     events
         .iter()
         .enumerate()
@@ -96,7 +96,7 @@ fn pct(ns: u64, total: u64) -> String {
 }
 
 /// The chart (nothing for a run without such calls).
-pub fn chart(id: &str, events: &[Event]) -> Markup {
+pub(crate) fn chart(id: &str, events: &[Event]) -> Markup {
     let spans = spans(events);
     let total = events.last().map_or(0, |e| e.vtime_ns).max(1);
     if spans.is_empty() {
@@ -120,7 +120,7 @@ pub fn chart(id: &str, events: &[Event]) -> Markup {
 }
 
 /// A virtual duration in ms (µs when under one).
-pub fn duration(ns: u64) -> String {
+pub(crate) fn duration(ns: u64) -> String {
     if ns >= 1_000_000 {
         format!("{:.1} ms", ns as f64 / 1e6)
     } else {

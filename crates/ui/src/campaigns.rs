@@ -42,7 +42,7 @@ fn listed(id: &str, r: &Value) -> Markup {
     }
 }
 
-pub fn list(app: &Seen) -> Result<Reply> {
+pub(crate) fn list(app: &Seen) -> Result<Reply> {
     let kept = saved::all(&app.store)?;
     let mut redactor = app.redactor()?;
     let mut rows = Vec::new();
@@ -240,7 +240,7 @@ fn group(g: usize, group: &Value) -> Markup {
     }
 }
 
-pub fn page(app: &Seen, id: &str) -> Result<Reply> {
+pub(crate) fn page(app: &Seen, id: &str) -> Result<Reply> {
     let mut r = saved::load(&app.store, id).map_err(|e| super::NotFound(format!("{e:#}")))?;
     if let Some(red) = app.redactor()?.as_mut() {
         red.json(&mut r);

@@ -164,7 +164,7 @@ fn raw(id: &str, e: &Event) -> Markup {
 }
 
 /// The conversation of the events in `range` (nothing when it has none).
-pub fn section(id: &str, events: &[Event], range: Range<usize>) -> Markup {
+pub(crate) fn section(id: &str, events: &[Event], range: Range<usize>) -> Markup {
     let (mut seen, mut previous) = (0, None);
     let mut parts = Vec::new();
     for (i, e) in events.iter().enumerate().take(range.end) {

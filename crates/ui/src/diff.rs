@@ -53,7 +53,7 @@ fn outputs(o: &[String; 2]) -> Markup {
     }
 }
 
-pub fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
+pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     let get = |k: &str| q.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
     let (Some(a), Some(b)) = (get("a"), get("b")) else {
         let o = form(get("a").unwrap_or(""), get("b").unwrap_or(""));

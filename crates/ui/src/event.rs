@@ -20,7 +20,7 @@ use worldline_engine::grade::final_state;
 use worldline_log::log::Event;
 
 /// What the fork form shows again after a refused fork.
-pub struct Refused<'a> {
+pub(crate) struct Refused<'a> {
     pub error: String,
     pub form: &'a BTreeMap<String, String>,
 }
@@ -51,7 +51,7 @@ fn steps(id: &str, events: &[Event], n: usize) -> Markup {
 }
 
 /// A state diff's lines, coloured: added, removed, changed.
-pub fn diff_lines(id: &str, d: &StateDiff) -> Markup {
+pub(crate) fn diff_lines(id: &str, d: &StateDiff) -> Markup {
     html! {
         ul.diff id=(id) {
             @for l in d.lines() {
@@ -99,7 +99,7 @@ fn detail(e: &Event) -> Markup {
     }
 }
 
-pub fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> Result<Reply> {
+pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> Result<Reply> {
     let rec = app.recorded(run)?;
     let id = id_of(&rec.path);
     let events = &rec.bundle.events;

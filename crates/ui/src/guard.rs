@@ -51,7 +51,7 @@ impl Secrets {
 const COOKIE: &str = "worldline_token";
 
 /// A fresh random token (128 bits, hex) from the operating system.
-pub fn random_token() -> std::io::Result<String> {
+pub(crate) fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
     Ok(hex::encode(bytes))
@@ -106,7 +106,7 @@ async fn refuse(req: Request, why: &str) -> Response {
 }
 
 /// The middleware every request passes.
-pub async fn guard(State(s): State<Arc<Secrets>>, req: Request, next: Next) -> Response {
+pub(crate) async fn guard(State(s): State<Arc<Secrets>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
     if !host_ok(headers, s.port) {
         return refuse(
@@ -152,7 +152,7 @@ pub async fn guard(State(s): State<Arc<Secrets>>, req: Request, next: Next) -> R
 }
 
 /// Whether a form's CSRF field is this server's.
-pub fn csrf_ok(s: &Secrets, field: &str) -> bool {
+pub(crate) fn csrf_ok(s: &Secrets, field: &str) -> bool {
     same(field, &s.csrf)
 }
 

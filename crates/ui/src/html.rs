@@ -11,7 +11,7 @@ const STYLE: &str = include_str!("assets/style.css");
 const SCRIPT: &str = include_str!("assets/keys.js");
 
 /// Text made safe for a URL path segment or query value.
-pub fn url(text: &str) -> String {
+pub(crate) fn url(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -25,7 +25,7 @@ pub fn url(text: &str) -> String {
 
 /// The layout of a whole page: title, navigation, body, the key help
 /// (`?`) and script.
-pub fn layout(title: &str, body: Markup) -> String {
+pub(crate) fn layout(title: &str, body: Markup) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -53,12 +53,12 @@ pub fn layout(title: &str, body: Markup) -> String {
 }
 
 /// The first 12 characters of a hash.
-pub fn short(hash: &str) -> &str {
+pub(crate) fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 
 /// A status or grade as a coloured badge.
-pub fn badge(text: &str) -> Markup {
+pub(crate) fn badge(text: &str) -> Markup {
     let class = match text {
         "passed" | "completed" | "identical" | "verified_prefix" => "ok",
         "failed" | "diverged" => "bad",
@@ -72,12 +72,12 @@ pub fn badge(text: &str) -> Markup {
 }
 
 /// Virtual time as seconds with milliseconds.
-pub fn vtime(ns: u64) -> String {
+pub(crate) fn vtime(ns: u64) -> String {
     format!("{}.{:03}s", ns / 1_000_000_000, ns / 1_000_000 % 1000)
 }
 
 /// The page's error: a message in a box.
-pub fn error_box(message: &str) -> Markup {
+pub(crate) fn error_box(message: &str) -> Markup {
     html! { p.error role="alert" { (message) } }
 }
 
@@ -86,13 +86,13 @@ const FOLD: usize = 160;
 
 /// Pretty JSON, strings longer than [`FOLD`] characters folded into a
 /// `<details>` that shows the whole text.
-pub fn json(v: &Value) -> Markup {
+pub(crate) fn json(v: &Value) -> Markup {
     json_against(v, None, "")
 }
 
 /// Pretty JSON of `v` with every value that differs from `other` (or is
 /// missing there) marked with `<mark class="{class}">`.
-pub fn json_against(v: &Value, other: Option<&Value>, class: &str) -> Markup {
+pub(crate) fn json_against(v: &Value, other: Option<&Value>, class: &str) -> Markup {
     let mut out = String::new();
     Json {
         out: &mut out,

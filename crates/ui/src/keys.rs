@@ -21,7 +21,7 @@ const KEYS: &[(&str, &str, &str)] = &[
 ];
 
 /// The hidden dialog `?` shows.
-pub fn help() -> Markup {
+pub(crate) fn help() -> Markup {
     html! {
         div #help hidden role="dialog" aria-label="keyboard help" {
             h2 { "Keys" }

@@ -9,6 +9,8 @@
 //! fork or replay; a responder's page asked for with `?unredacted=1` is
 //! shown raw once its read is audited (`access.rs`).
 
+#![deny(unreachable_pub)]
+
 mod access;
 mod actions;
 mod calls;
@@ -16,7 +18,7 @@ mod campaigns;
 mod conversation;
 mod diff;
 mod event;
-pub mod guard;
+pub(crate) mod guard;
 mod html;
 mod keys;
 mod lineage;

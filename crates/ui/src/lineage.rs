@@ -28,7 +28,7 @@ fn ancestors(store: &StoreDir, parent: Option<&Parent>) -> Vec<(String, u64)> {
 
 /// The tree as nested lists, `id` (whose header names `parent`) marked as
 /// the current run.
-pub fn tree(store: &StoreDir, index: &Index, id: &str, parent: Option<&Parent>) -> Markup {
+pub(crate) fn tree(store: &StoreDir, index: &Index, id: &str, parent: Option<&Parent>) -> Markup {
     let mut inner = html! { li { b.mono { (id) } " (this run)" (children(index, id, 0)) } };
     for (run, at) in ancestors(store, parent) {
         inner = html! {

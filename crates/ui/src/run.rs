@@ -16,16 +16,16 @@ use worldline_engine::index::Index;
 use worldline_log::log::Call;
 use worldline_log::log::bundle::{self, Bundle, Footer, Header};
 
-pub const PER_PAGE: usize = 200;
+pub(crate) const PER_PAGE: usize = 200;
 
 /// The run id of a bundle path.
-pub fn id_of(path: &std::path::Path) -> String {
+pub(crate) fn id_of(path: &std::path::Path) -> String {
     path.file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string())
 }
 
 /// The fork points of a run's header.
-pub fn fork_points(h: &Header) -> Vec<u64> {
+pub(crate) fn fork_points(h: &Header) -> Vec<u64> {
     h.parent
         .iter()
         .flat_map(|p| p.fork_points())
@@ -245,7 +245,12 @@ fn load(
 }
 
 /// The page; `extra` (a replay verdict) goes under the header.
-pub fn body(app: &Seen, run: &str, q: &BTreeMap<String, String>, extra: Markup) -> Result<Reply> {
+pub(crate) fn body(
+    app: &Seen,
+    run: &str,
+    q: &BTreeMap<String, String>,
+    extra: Markup,
+) -> Result<Reply> {
     let (id, b, task_value, prices) = load(app, run)?;
     let (index, _) = Index::open(&app.store)?;
     let lineage = super::lineage::tree(&app.store, &index, &id, b.header.parent.as_ref());
@@ -271,6 +276,6 @@ pub fn body(app: &Seen, run: &str, q: &BTreeMap<String, String>, extra: Markup) 
     Ok(Reply::Page(layout(&format!("run {id}"), o)))
 }
 
-pub fn page(app: &Seen, run: &str, q: &BTreeMap<String, String>) -> Result<Reply> {
+pub(crate) fn page(app: &Seen, run: &str, q: &BTreeMap<String, String>) -> Result<Reply> {
     body(app, run, q, html! {})
 }

@@ -200,7 +200,7 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
     Ok(page)
 }
 
-pub fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
+pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     let asked = q
         .get("page")
         .and_then(|p| p.parse::<u64>().ok())

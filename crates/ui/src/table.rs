@@ -50,7 +50,7 @@ fn rows_in(v: &Value) -> Option<&Vec<Value>> {
 }
 
 /// `v` as a table when it holds a non-empty array of objects.
-pub fn rows(v: &Value) -> Option<Markup> {
+pub(crate) fn rows(v: &Value) -> Option<Markup> {
     let list = rows_in(v)?;
     let objects: Vec<&Map<String, Value>> =
         list.iter().map(Value::as_object).collect::<Option<_>>()?;
@@ -71,7 +71,7 @@ pub fn rows(v: &Value) -> Option<Markup> {
 }
 
 /// `v` as a table when it is rows (its JSON a click away), else as JSON.
-pub fn rows_or_json(v: &Value) -> Markup {
+pub(crate) fn rows_or_json(v: &Value) -> Markup {
     match rows(v) {
         Some(t) => html! { (t) details { summary { "JSON" } (json(v)) } },
         None => json(v),
@@ -79,7 +79,7 @@ pub fn rows_or_json(v: &Value) -> Markup {
 }
 
 /// A world table: its rows by key, `changed` keys highlighted.
-pub fn state(name: &str, rows: &Rows, changed: &BTreeSet<String>) -> Markup {
+pub(crate) fn state(name: &str, rows: &Rows, changed: &BTreeSet<String>) -> Markup {
     let cols = columns(rows.values().filter_map(Value::as_object));
     html! {
         h3 { (name) " " small { "(" (rows.len()) " rows)" } }

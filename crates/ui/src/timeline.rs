@@ -43,7 +43,7 @@ const RUNTIME: &[&str] = &[
 
 /// Whether `e` is the runtime's own plumbing (never when a fault or a fork
 /// shaped it: those always show).
-pub fn is_noise(e: &Event) -> bool {
+pub(crate) fn is_noise(e: &Event) -> bool {
     e.injected.is_none() && RUNTIME.iter().any(|p| e.call.starts_with(p))
 }
 
@@ -53,7 +53,7 @@ fn is_stdio(e: &Event) -> bool {
 
 /// How many events the interpreter made before the agent's first own call
 /// (host calls of `wasi:` only, before any `worldline:` call).
-pub fn startup_len(events: &[Event]) -> usize {
+pub(crate) fn startup_len(events: &[Event]) -> usize {
     match events.iter().position(|e| e.call.starts_with("worldline:")) {
         Some(n) if events[..n].iter().all(|e| e.call.starts_with("wasi:")) => n,
         _ => 0,
@@ -61,7 +61,7 @@ pub fn startup_len(events: &[Event]) -> usize {
 }
 
 /// An event's marks: injected or fuzz faults, a fork's answer, a fork point.
-pub fn marks(e: &Event, fork_points: &[u64]) -> Markup {
+pub(crate) fn marks(e: &Event, fork_points: &[u64]) -> Markup {
     let injected = e.mark().map(|m| {
         let action = m.action.and_then(|a| a.as_str()).unwrap_or("?");
         let class = match m.by {
@@ -178,7 +178,12 @@ fn body(id: &str, events: &[Event], from: usize, to: usize, fork_points: &[u64])
 }
 
 /// The table of `range`, with the runtime-events toggle.
-pub fn table(id: &str, events: &[Event], range: Range<usize>, fork_points: &[u64]) -> Markup {
+pub(crate) fn table(
+    id: &str,
+    events: &[Event],
+    range: Range<usize>,
+    fork_points: &[u64],
+) -> Markup {
     let from = startup_len(events).clamp(range.start, range.end);
     let noise = events[from..range.end]
         .iter()

@@ -13,7 +13,7 @@ use worldline_log::log::{Call, Event};
 
 /// One model call's figures.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CallUsage {
+pub(crate) struct CallUsage {
     pub seq: u64,
     pub model: String,
     pub input: u64,
@@ -26,7 +26,7 @@ pub struct CallUsage {
 
 /// The figures of every model call of a run, and their sums.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunUsage {
+pub(crate) struct RunUsage {
     pub calls: Vec<CallUsage>,
 }
 
@@ -65,7 +65,7 @@ impl CallUsage {
 }
 
 impl RunUsage {
-    pub fn of(events: &[Event], prices: &Prices) -> RunUsage {
+    pub(crate) fn of(events: &[Event], prices: &Prices) -> RunUsage {
         RunUsage {
             calls: events
                 .iter()
@@ -80,7 +80,7 @@ impl RunUsage {
     }
 
     /// The sums as one line's figures (cost only when every call is priced).
-    pub fn total(&self) -> CallUsage {
+    pub(crate) fn total(&self) -> CallUsage {
         let sum = |f: fn(&CallUsage) -> u64| self.calls.iter().map(f).sum::<u64>();
         let real: Vec<u64> = self.calls.iter().filter_map(|c| c.real_ms).collect();
         CallUsage {
@@ -96,7 +96,7 @@ impl RunUsage {
 }
 
 /// US dollars, to the cent for large sums and finer for small ones.
-pub fn dollars(cost: Option<f64>) -> String {
+pub(crate) fn dollars(cost: Option<f64>) -> String {
     match cost {
         None => "no price".into(),
         Some(c) if c >= 1.0 => format!("${c:.2}"),
@@ -109,7 +109,7 @@ fn ms(v: Option<u64>) -> String {
 }
 
 /// The section: the run's totals, then a row per call.
-pub fn section(id: &str, u: &RunUsage) -> Markup {
+pub(crate) fn section(id: &str, u: &RunUsage) -> Markup {
     if u.calls.is_empty() {
         return html! {};
     }

@@ -5,14 +5,14 @@
 //! them, the error says what to pass.
 
 use super::ExecArgs;
-use crate::case::Case;
-use crate::error::InputError;
-use crate::native::exec::Exec;
-use crate::native_agent::ExecSetting;
-use crate::run::{RunOptions, RunOutcome, Runner};
-use crate::sandbox::{Agent, Sandbox};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
+use worldline_case::case::Case;
+use worldline_case::error::InputError;
+use worldline_case::native_agent::ExecSetting;
+use worldline_engine::native::exec::Exec;
+use worldline_engine::run::{RunOptions, RunOutcome, Runner};
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// What the error says when nothing names an agent.
 pub const NO_AGENT: &str = "no agent to run: pass --agent FILE or --exec -- CMD (or set `agent` or `exec` in worldline.toml, or `exec` in the case)";
@@ -60,7 +60,7 @@ impl Choice {
         if let Some(problem) = exec
             .output_file
             .as_deref()
-            .and_then(crate::native::exec::output_file_problem)
+            .and_then(worldline_engine::native::exec::output_file_problem)
         {
             return Err(InputError::new("--output-file", problem));
         }

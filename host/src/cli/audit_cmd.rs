@@ -4,11 +4,11 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::pgstore::audit::Filter;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
+use worldline_case::error::InputError;
+use worldline_engine::store::StoreDir;
+use worldline_pgstore::audit::Filter;
 
 #[derive(Args)]
 pub struct AuditArgs {
@@ -30,7 +30,7 @@ pub fn exec(args: AuditArgs) -> Result<ExitCode> {
     let since = args
         .since
         .as_deref()
-        .map(|t| crate::index::query::parse_time(t, super::runs_cmd::now_s()))
+        .map(|t| worldline_engine::index::query::parse_time(t, super::runs_cmd::now_s()))
         .transpose()
         .map_err(|m| InputError::new("--since", m))?;
     let reads = db
@@ -38,9 +38,9 @@ pub fn exec(args: AuditArgs) -> Result<ExitCode> {
             run: args.run.clone(),
             since,
         })
-        .map_err(crate::store::db_error)?;
+        .map_err(worldline_engine::store::db_error)?;
     if args.common.json {
-        crate::report::print_json(&reads)?;
+        worldline_report::print_json(&reads)?;
         return Ok(ExitCode::Ok);
     }
     if reads.is_empty() {

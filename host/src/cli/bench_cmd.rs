@@ -9,7 +9,6 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -17,6 +16,7 @@ use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use worldline_case::error::InputError;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -106,7 +106,7 @@ pub fn exec(args: BenchArgs) -> Result<ExitCode> {
 
 fn list(args: ListArgs) -> Result<ExitCode> {
     if args.common.json {
-        crate::report::print_json(&serde_json::json!({ "benchmarks": KNOWN }))?;
+        worldline_report::print_json(&serde_json::json!({ "benchmarks": KNOWN }))?;
     } else {
         for k in KNOWN {
             let can = if k.importable { "yes" } else { "no " };
@@ -130,7 +130,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
             "bench import",
             format!(
                 "no benchmark `{}`; `worldline bench list` names them: {}",
-                crate::shown::message(&args.name),
+                worldline_case::shown::message(&args.name),
                 names.join(", ")
             ),
         )
@@ -141,7 +141,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
             InputError::new("bench import", format!("{}: {}", known.name, known.note)).into(),
         );
     };
-    crate::output::check_new(&args.output, "bench import's folder")?;
+    worldline_case::output::check_new(&args.output, "bench import's folder")?;
     let python = args
         .python
         .clone()
@@ -171,7 +171,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         wasm.display()
     );
     if args.common.json {
-        crate::report::print_json(&serde_json::json!({
+        worldline_report::print_json(&serde_json::json!({
             "benchmark": known.name,
             "package": known.package,
             "dir": args.output.display().to_string(),
@@ -218,7 +218,7 @@ fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted>
         let mut buf = Vec::new();
         let mut stderr = stderr;
         let _ = (&mut stderr)
-            .take(crate::bounded::TOOL_STDERR)
+            .take(worldline_case::bounded::TOOL_STDERR)
             .read_to_end(&mut buf);
         // Past the cap, drained unread: a closed pipe would fail the
         // converter's next write to stderr (a broken pipe, not its error).
@@ -230,10 +230,10 @@ fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted>
         .stdout
         .take()
         .context("the converter's stdout")?
-        .take(crate::bounded::DOCUMENT + 1)
+        .take(worldline_case::bounded::DOCUMENT + 1)
         .read_to_end(&mut stdout)
         .context("reading the converter's output")?;
-    if stdout.len() as u64 > crate::bounded::DOCUMENT {
+    if stdout.len() as u64 > worldline_case::bounded::DOCUMENT {
         // Its output is cut short: an error naming the cap, not one about
         // the cut JSON; the converter is ended rather than waited on.
         let _ = child.kill();
@@ -242,7 +242,7 @@ fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted>
             python,
             format!(
                 "the converter wrote more than {}; is this the pinned package?",
-                crate::bounded::size(crate::bounded::DOCUMENT)
+                worldline_case::bounded::size(worldline_case::bounded::DOCUMENT)
             ),
         )
         .into());
@@ -264,7 +264,7 @@ fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted>
             python,
             format!(
                 "the conversion failed: {}",
-                crate::shown::message(last.trim())
+                worldline_case::shown::message(last.trim())
             ),
         )
         .into());

@@ -13,15 +13,15 @@ mod deps;
 mod reuse;
 
 use super::Common;
-use crate::canon;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::sandbox::wit;
 use anyhow::{Context as _, Result};
 use clap::Args;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use worldline_case::canon;
+use worldline_case::error::InputError;
+use worldline_runtime::sandbox::wit;
 
 /// The componentize-py release worldline is tested with (`.ci/run` installs it).
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
@@ -194,7 +194,7 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| args.agent.with_extension("wasm"));
     // Checked before the build; componentize-py writes into the build
     // folder, and the component is moved to `output` from there.
-    crate::output::check_file(&output)?;
+    worldline_case::output::check_file(&output)?;
     let version = componentize_py_version(&args.componentize_py)?;
 
     let work = tempfile::Builder::new()
@@ -241,7 +241,7 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
     key.folder("deps", &deps)?;
     let key = key.hex();
     if let Some(bytes) = reuse::kept(&key) {
-        crate::output::write(&output, &bytes)?;
+        worldline_case::output::write(&output, &bytes)?;
         return report(&args, &output, &bytes, &version, true);
     }
 
@@ -306,7 +306,7 @@ pub fn exec(args: BuildPythonArgs) -> Result<ExitCode> {
     );
     let bytes = std::fs::read(&built)
         .with_context(|| format!("reading the built component {}", built.display()))?;
-    crate::output::write(&output, &bytes)?;
+    worldline_case::output::write(&output, &bytes)?;
     reuse::keep(&key, &bytes);
     report(&args, &output, &bytes, &version, false)
 }

@@ -3,15 +3,15 @@
 //! case folder).
 
 use super::Common;
-use crate::case::model::CassetteMode;
 use crate::cli::exit::ExitCode;
-use crate::regress::from_run::{self, Options};
-use crate::regress::from_trace;
-use crate::shown;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use worldline_case::case::model::CassetteMode;
+use worldline_case::shown;
+use worldline_engine::regress::from_run::{self, Options};
+use worldline_engine::regress::from_trace;
+use worldline_engine::store::StoreDir;
 
 #[derive(Args)]
 pub struct CaseArgs {

@@ -3,12 +3,12 @@
 //! problem with its file, line and column.
 
 use super::Common;
-use crate::check::Kind;
 use crate::cli::exit::ExitCode;
-use crate::report::check::{self, CheckSummary};
 use anyhow::Result;
 use clap::Args;
 use std::path::{Path, PathBuf};
+use worldline_case::check::Kind;
+use worldline_report::check::{self, CheckSummary};
 
 #[derive(Args)]
 pub struct CheckArgs {
@@ -30,14 +30,14 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
             // The project file is found even when it cannot be loaded, so
             // that its own problems are listed.
             let here = std::env::current_dir()?;
-            let root = crate::project::find(&here)
+            let root = worldline_case::project::find(&here)
                 .and_then(|f| f.parent().map(PathBuf::from))
                 .filter(|root| *root != here);
             // Shown as `./cases/...` when the project is here.
             vec![root.unwrap_or_else(|| PathBuf::from("."))]
         }
     };
-    let mut checked = crate::check::check(&paths, args.worlds.as_deref());
+    let mut checked = worldline_case::check::check(&paths, args.worlds.as_deref());
     checked
         .notes
         .extend(origin_warnings(&checked, args.worlds.as_deref()));
@@ -56,18 +56,18 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
 /// The `[origin]` warnings of the cases that loaded and carry one: a case
 /// made from a run whose bundle copy is gone or no longer that run, or
 /// whose world changed since.
-fn origin_warnings(checked: &crate::check::Checked, worlds: Option<&Path>) -> Vec<String> {
+fn origin_warnings(checked: &worldline_case::check::Checked, worlds: Option<&Path>) -> Vec<String> {
     let mut out = Vec::new();
     for (path, kind) in &checked.files {
         let has_origin = *kind == Kind::Case
-            && crate::project::read_toml_bytes(path)
+            && worldline_case::project::read_toml_bytes(path)
                 .is_ok_and(|b| String::from_utf8_lossy(&b).contains("[origin]"));
         if !has_origin || checked.problems.iter().any(|p| p.file == *path) {
             continue;
         }
-        if let Ok(case) = crate::case::load(path, worlds) {
+        if let Ok(case) = worldline_case::case::load(path, worlds) {
             out.extend(
-                crate::regress::origin_warnings(&case)
+                worldline_engine::regress::origin_warnings(&case)
                     .into_iter()
                     .map(|w| format!("{}: {w}", path.display())),
             );

@@ -1,7 +1,7 @@
 //! The process's exit code, which only the CLI decides: 0 passed or done,
 //! 1 failed, 2 an input error, 3 an agent fault, 4 anything else.
 
-use crate::error::is_input;
+use worldline_case::error::is_input;
 use worldline_engine::grade::verdict::{self, Ending};
 use worldline_log::log::Status;
 

@@ -6,15 +6,15 @@
 use super::Common;
 use super::redact_opts::RedactArgs;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::export;
-use crate::log::bundle;
-use crate::report::trajectory::Trajectory;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
+use worldline_case::error::InputError;
+use worldline_engine::export;
+use worldline_engine::store::StoreDir;
+use worldline_log::log::bundle;
+use worldline_report::trajectory::Trajectory;
 
 /// What `export` writes.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -83,7 +83,7 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
         )
         .into());
     };
-    let viewer = store.role() == Some(crate::pgstore::roles::Role::Viewer);
+    let viewer = store.role() == Some(worldline_pgstore::roles::Role::Viewer);
     let mut redactor = if args.redacted && viewer {
         // A viewer's runs are the store's redacted copies already.
         None
@@ -94,14 +94,14 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
             .redactor(&store, "export --redacted", &[&id])?;
         if r.is_none() && store.database().is_none() {
             return Err(InputError::new(
-                store.root.join(crate::redact::FILE),
+                store.root.join(worldline_log::redact::FILE),
                 "--redacted needs a redaction policy: write this file or pass --redact FILE",
             )
             .into());
         }
         r
     } else {
-        if store.role() == Some(crate::pgstore::roles::Role::Responder) {
+        if store.role() == Some(worldline_pgstore::roles::Role::Responder) {
             let id = super::redact_opts::id_of(&store.resolve_run(run)?);
             store.audit_raw(None, &[&id], "export")?;
         }
@@ -126,11 +126,11 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
 /// One bundle is in memory at a time: the groups are counted first, from
 /// the headers and, for members of a group, the verdicts.
 fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> {
-    crate::output::check_file(&args.output)?;
+    worldline_case::output::check_file(&args.output)?;
     let mut paths = Vec::new();
     for run in &args.run {
         let path = store.resolve_run(run)?;
-        if store.role() == Some(crate::pgstore::roles::Role::Responder) {
+        if store.role() == Some(worldline_pgstore::roles::Role::Responder) {
             let id = super::redact_opts::id_of(&path);
             store.audit_raw(None, &[&id], "export --format trajectories")?;
         }
@@ -149,13 +149,13 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
             }
             None => false,
         };
-        members.push(crate::report::trajectory::Member {
+        members.push(worldline_report::trajectory::Member {
             run: id.clone(),
             header,
             passed,
         });
     }
-    let groups = crate::report::trajectory::groups(&members);
+    let groups = worldline_report::trajectory::groups(&members);
     let mut text = String::new();
     let mut ids = Vec::new();
     for ((id, path), group) in paths.into_iter().zip(groups) {
@@ -170,7 +170,7 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
             .unwrap_or(serde_json::Value::Null);
         let line = match args.format {
             Format::Atif => {
-                let mut doc = crate::report::atif::document(&id, &b, &task);
+                let mut doc = worldline_report::atif::document(&id, &b, &task);
                 if let Some(g) = group {
                     doc["extra"]["group"] = g;
                 }
@@ -186,7 +186,7 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
         text.push('\n');
         ids.push(id);
     }
-    crate::output::write(&args.output, text.as_bytes())?;
+    worldline_case::output::write(&args.output, text.as_bytes())?;
     let name = match args.format {
         Format::Atif => "atif",
         _ => "trajectories",
@@ -213,7 +213,10 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
     let mut skipped = Vec::new();
     // Another store: a folder, or a database store's address.
     let is_store = |from: &std::path::Path| {
-        from.is_dir() || from.to_str().is_some_and(crate::pgstore::url::is_postgres)
+        from.is_dir()
+            || from
+                .to_str()
+                .is_some_and(worldline_pgstore::url::is_postgres)
     };
     for from in &args.from {
         if is_store(from) {

@@ -4,24 +4,23 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::fork;
-use crate::fuzz::stats::{pass_at_k, pass_hat_k};
-use crate::fuzz::summary::PassK;
-use crate::grade::verdict;
-use crate::ops;
-use crate::replay;
-use crate::report::{
-    self,
-    rerun::{ForkParent, ForkSummary},
-    run::RunSummary,
-};
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
+use worldline_case::error::InputError;
+use worldline_engine::fork;
+use worldline_engine::fuzz::stats::{pass_at_k, pass_hat_k};
+use worldline_engine::fuzz::summary::PassK;
+use worldline_engine::grade::verdict;
+use worldline_engine::ops;
+use worldline_engine::replay;
+use worldline_engine::store::StoreDir;
+use worldline_report::{
+    rerun::{ForkParent, ForkSummary},
+    run::RunSummary,
+};
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct ForkArgs {
@@ -84,7 +83,7 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     }
     let outcome = &forked.outcome;
     if args.common.json {
-        report::print_json(&ForkSummary {
+        worldline_report::print_json(&ForkSummary {
             run: RunSummary::of(outcome),
             parent: ForkParent {
                 event: args.at,
@@ -93,7 +92,7 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
         })?;
     } else {
         println!("fork of {} at event {}", rec.id, args.at);
-        report::run::write(&mut std::io::stdout().lock(), outcome)?;
+        worldline_report::run::write(&mut std::io::stdout().lock(), outcome)?;
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,
@@ -121,13 +120,13 @@ fn branch(
     }
     .parse()?;
     let agent = match &args.agent {
-        Some(path) => Some(crate::agent_file::load(sandbox, store, path)?),
+        Some(path) => Some(worldline_engine::agent_file::load(sandbox, store, path)?),
         None => None,
     };
     let t = std::time::Instant::now();
     let outcomes = fork::branch(sandbox, store, rec, args.at, edits, agent, samples)?;
     let elapsed_ms = t.elapsed().as_secs_f64() * 1000.0;
-    let passed = |o: &crate::run::RunOutcome| {
+    let passed = |o: &worldline_engine::run::RunOutcome| {
         crate::cli::exit::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok
     };
     let c = outcomes.iter().filter(|o| passed(o)).count() as u64;
@@ -152,7 +151,7 @@ fn branch(
                 })
             })
             .collect();
-        report::print_json(&json!({
+        worldline_report::print_json(&json!({
             "parent": {"run": rec.id, "event": args.at},
             "group": {"id": id, "size": samples, "passes": c, "pass_at_k": pass_at, "pass_hat_k": pass_hat},
             "members": members,

@@ -6,18 +6,7 @@
 
 use super::Common;
 use super::agent_choice::{Choice, Chosen};
-use crate::case;
-use crate::case::fuzz::{self, FaultSource};
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::fuzz::campaign::Campaign;
-use crate::fuzz::reproducer::Reproducers;
-use crate::report::{
-    self,
-    fuzz::{Faults, FuzzReport, GroupReport, Timing},
-};
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -25,6 +14,14 @@ use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+use worldline_case::case;
+use worldline_case::case::fuzz::{self, FaultSource};
+use worldline_case::error::InputError;
+use worldline_engine::fuzz::campaign::Campaign;
+use worldline_engine::fuzz::reproducer::Reproducers;
+use worldline_engine::store::StoreDir;
+use worldline_report::fuzz::{Faults, FuzzReport, GroupReport, Timing};
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct FuzzArgs {
@@ -109,10 +106,10 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let chosen = Choice::of(&args.exec, args.agent.as_deref())?.for_case(&case)?;
     let component;
-    let agent: &dyn crate::run::Runner = match &chosen {
+    let agent: &dyn worldline_engine::run::Runner = match &chosen {
         Chosen::Native(exec) => exec,
         Chosen::Component(path) => {
-            component = crate::agent_file::load(&sandbox, &store, path)?;
+            component = worldline_engine::agent_file::load(&sandbox, &store, path)?;
             component.as_ref()
         }
     };
@@ -145,7 +142,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         bar.inc(1);
         if !bar.is_hidden() {
             let rate = bar.position() as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            let rate = report::fuzz::rate(rate);
+            let rate = worldline_report::fuzz::rate(rate);
             bar.set_message(format!("{n} failed  {rate} runs/s"));
         }
     })?;
@@ -189,11 +186,11 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         partition: partition.map(|p| p.to_string()),
         tally: partition.map(|_| &tally),
     };
-    let campaign = crate::fuzz::saved::save(&store, &serde_json::to_value(&doc)?)?;
+    let campaign = worldline_engine::fuzz::saved::save(&store, &serde_json::to_value(&doc)?)?;
     if args.common.json {
         super::print_json_with_settings(&doc)?;
     } else {
-        report::fuzz::write(&mut std::io::stdout().lock(), &doc)?;
+        worldline_report::fuzz::write(&mut std::io::stdout().lock(), &doc)?;
     }
     eprintln!("campaign {campaign} kept in the store (worldline ui shows it)");
     Ok(if summary.failed == 0 {

@@ -3,13 +3,12 @@
 use super::Common;
 use super::runs_cmd::{now_s, run_id_of};
 use crate::cli::exit::ExitCode;
-use crate::report;
-use crate::retention::policy::Policy;
-use crate::retention::{pins, sweep};
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
+use worldline_engine::retention::policy::Policy;
+use worldline_engine::retention::{pins, sweep};
+use worldline_engine::store::StoreDir;
 
 #[derive(Args)]
 pub struct GcArgs {
@@ -70,9 +69,9 @@ pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
     set(args.cache_days, &mut policy.cache.unused_days);
     let report = sweep::gc(&store, &policy, now_s(), args.dry_run)?;
     if args.common.json {
-        report::print_json(&report)?;
+        worldline_report::print_json(&report)?;
     } else {
-        report::gc::write(&mut std::io::stdout().lock(), &report)?;
+        worldline_report::gc::write(&mut std::io::stdout().lock(), &report)?;
     }
     Ok(ExitCode::Ok)
 }

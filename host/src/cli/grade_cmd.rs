@@ -4,14 +4,14 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::grade::verdict;
-use crate::ops;
-use crate::report::{self, grade::RegradeSummary};
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use worldline_engine::grade::verdict;
+use worldline_engine::ops;
+use worldline_engine::store::StoreDir;
+use worldline_report::grade::RegradeSummary;
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct GradeArgs {
@@ -50,7 +50,7 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
         || Ok(Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice())),
     )?;
     let (g, footer) = (&graded.grade, &graded.footer);
-    let agent_error = crate::traceback::agent_error(footer);
+    let agent_error = worldline_engine::traceback::agent_error(footer);
     if args.common.json {
         super::print_json_with_settings(&RegradeSummary {
             agent_error,
@@ -72,8 +72,12 @@ pub fn exec(args: GradeArgs) -> Result<ExitCode> {
         for w in &graded.warnings {
             println!("  warning: {w}");
         }
-        report::run::write_agent_error(&mut std::io::stdout().lock(), agent_error.as_ref(), "  ")?;
-        report::grade::write(&mut std::io::stdout().lock(), g, "  ")?;
+        worldline_report::run::write_agent_error(
+            &mut std::io::stdout().lock(),
+            agent_error.as_ref(),
+            "  ",
+        )?;
+        worldline_report::grade::write(&mut std::io::stdout().lock(), g, "  ")?;
     }
     Ok(crate::cli::exit::exit_code(footer.status, Some(g)))
 }

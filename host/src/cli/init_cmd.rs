@@ -18,12 +18,12 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
 use crate::scaffold::{self, Lang};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use worldline_case::error::InputError;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum LangArg {
@@ -114,7 +114,7 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
             std::fs::create_dir_all(parent)
                 .map_err(|e| InputError::new(parent, format!("cannot create the folder: {e}")))?;
         }
-        crate::output::write_new(&full, text.as_bytes(), "every file `init` writes")?;
+        worldline_case::output::write_new(&full, text.as_bytes(), "every file `init` writes")?;
         if *executable {
             use std::os::unix::fs::PermissionsExt as _;
             std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755))
@@ -130,7 +130,7 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
         .map(|(p, _, _)| p.display().to_string())
         .collect();
     if args.common.json {
-        crate::report::print_json(&json!({
+        worldline_report::print_json(&json!({
             "dir": dir.display().to_string(),
             "lang": lang.name(),
             "files": written,

@@ -4,19 +4,19 @@
 
 use super::Common;
 use super::redact_opts::RedactArgs;
-use crate::canon;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::fork::check::describe;
-use crate::grade::{diff, final_state};
-use crate::log::event::By;
-use crate::log::{Event, bundle};
-use crate::replay;
-use crate::report::timeline::{Cut, first_difference, summary_cut};
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use serde_json::{Value, json};
+use worldline_case::canon;
+use worldline_case::error::InputError;
+use worldline_engine::fork::check::describe;
+use worldline_engine::grade::{diff, final_state};
+use worldline_engine::replay;
+use worldline_engine::store::StoreDir;
+use worldline_log::log::event::By;
+use worldline_log::log::{Event, bundle};
+use worldline_report::timeline::{Cut, first_difference, summary_cut};
 
 #[derive(Args)]
 pub struct HistoryArgs {
@@ -77,7 +77,7 @@ pub struct DiffArgs {
 }
 
 /// Where the run's case came from, in one line.
-fn origin_line(o: &crate::case::origin::Origin) -> String {
+fn origin_line(o: &worldline_case::case::origin::Origin) -> String {
     match &o.chain_hash {
         Some(chain) => format!(
             "case made from {} (chain {})",
@@ -89,7 +89,7 @@ fn origin_line(o: &crate::case::origin::Origin) -> String {
 }
 
 /// A call in flight, as `history` names it (`tool `x``, or the call).
-fn in_flight(i: &crate::log::intent::Intent) -> String {
+fn in_flight(i: &worldline_log::log::intent::Intent) -> String {
     match &i.tool {
         Some(tool) => format!("tool `{tool}`"),
         None => i
@@ -138,7 +138,10 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         .footer
         .as_ref()
         .map_or("incomplete", |f| f.status.as_str());
-    let agent_error = b.footer.as_ref().and_then(crate::traceback::agent_error);
+    let agent_error = b
+        .footer
+        .as_ref()
+        .and_then(worldline_engine::traceback::agent_error);
     if args.common.json {
         // The document does not depend on the terminal.
         let cut = if args.full { Cut::Full } else { Cut::Standard };
@@ -169,7 +172,11 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|p| p.fork_points())
         .unwrap_or_default();
-    crate::report::run::write_agent_error(&mut std::io::stdout().lock(), agent_error.as_ref(), "")?;
+    worldline_report::run::write_agent_error(
+        &mut std::io::stdout().lock(),
+        agent_error.as_ref(),
+        "",
+    )?;
     match &b.header.parent {
         Some(p) if p.resumed => println!(
             "resumed from {} at event {} (events before it followed from its recording)",

@@ -4,18 +4,18 @@
 //! channel, so the report goes to stderr.
 
 use super::Common;
-use crate::case;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::native::mcp::{self, Transport};
-use crate::report::{self, run::RunSummary};
-use crate::run::RunOptions;
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use worldline_case::case;
+use worldline_case::error::InputError;
+use worldline_engine::native::mcp::{self, Transport};
+use worldline_engine::run::RunOptions;
+use worldline_engine::store::StoreDir;
+use worldline_report::run::RunSummary;
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct McpArgs {
@@ -65,14 +65,14 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
                 "the case has no [fuzz] fault profile for --faults case",
             )
         })?),
-        Some(path) => Some(crate::case::fuzz::load_file(path, &case.world)?),
+        Some(path) => Some(worldline_case::case::fuzz::load_file(path, &case.world)?),
     };
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     store.put_case(&case)?;
     let opts = RunOptions {
         store: Some(&store),
-        faults: faults.map(crate::case::fuzz::FaultSource::Profile),
+        faults: faults.map(worldline_case::case::fuzz::FaultSource::Profile),
         ..RunOptions::default()
     };
     let outcome = mcp::serve(&sandbox, &case, opts, transport, |addr| {
@@ -92,7 +92,7 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&RunSummary::of(&outcome))?;
     } else {
-        report::run::write(&mut std::io::stdout().lock(), &outcome)?;
+        worldline_report::run::write(&mut std::io::stdout().lock(), &outcome)?;
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,

@@ -7,14 +7,14 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::partition::Partition;
-use crate::report::{self, suite::SuiteSummary};
-use crate::shown;
 use anyhow::Result;
 use clap::Args;
 use serde_json::Value;
 use std::path::PathBuf;
+use worldline_case::error::InputError;
+use worldline_case::partition::Partition;
+use worldline_case::shown;
+use worldline_report::suite::SuiteSummary;
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -36,14 +36,14 @@ pub struct MergeArgs {
 
 /// The shard reports of `suite` in the database store, named by partition.
 fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
-    let store = crate::store::StoreDir::open(&args.common.store)?;
+    let store = worldline_engine::store::StoreDir::open(&args.common.store)?;
     let db = store.database_of("merge --suite")?;
     if args.unredacted {
         store.audit_raw(None, &[], &format!("merge --suite {suite} --unredacted"))?;
     }
     let shards = db
         .shards(suite, !args.unredacted)
-        .map_err(crate::store::db_error)?;
+        .map_err(worldline_engine::store::db_error)?;
     if shards.is_empty() {
         return Err(InputError::new(
             "--suite",
@@ -119,7 +119,7 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
         docs = stored(&args, suite)?;
     }
     for path in &args.reports {
-        let text = crate::bounded::read_text(path, crate::bounded::DOCUMENT)
+        let text = worldline_case::bounded::read_text(path, worldline_case::bounded::DOCUMENT)
             .map_err(|e| InputError::new(path, format!("cannot read report: {e}")))?;
         let doc: Value = serde_json::from_str(&text).map_err(|e| {
             InputError::new(path, format!("is not a JSON report: {e}")).with_line(e.line())
@@ -129,12 +129,13 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     check_partitions(&docs)?;
     if docs.iter().all(|(_, d)| d.get("groups").is_some()) {
         let shards: Vec<Value> = docs.into_iter().map(|(_, d)| d).collect();
-        let merged = report::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
+        let merged =
+            worldline_report::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
         let failed = merged["summary"]["failed"].as_u64().unwrap_or(0);
         if args.common.json {
-            report::print_json(&merged)?;
+            worldline_report::print_json(&merged)?;
         } else {
-            report::fuzz::write_merged(&mut std::io::stdout().lock(), &merged)?;
+            worldline_report::fuzz::write_merged(&mut std::io::stdout().lock(), &merged)?;
         }
         return Ok(if failed == 0 {
             ExitCode::Ok
@@ -154,9 +155,9 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     }
     let merged = SuiteSummary::merge(shards).map_err(|m| InputError::new("merge", m))?;
     if args.common.json {
-        report::print_json(&merged)?;
+        worldline_report::print_json(&merged)?;
     } else {
-        report::suite::write_merged(
+        worldline_report::suite::write_merged(
             &mut std::io::stdout().lock(),
             &mut std::io::stderr(),
             &merged,

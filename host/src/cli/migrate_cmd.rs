@@ -5,10 +5,10 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
+use worldline_case::error::InputError;
+use worldline_engine::store::StoreDir;
 
 #[derive(Args)]
 pub struct MigrateArgs {
@@ -21,7 +21,7 @@ pub fn exec(args: MigrateArgs) -> Result<ExitCode> {
         .common
         .store
         .to_str()
-        .filter(|s| crate::pgstore::url::is_postgres(s))
+        .filter(|s| worldline_pgstore::url::is_postgres(s))
         .ok_or_else(|| {
             InputError::new(
                 &args.common.store,
@@ -29,9 +29,9 @@ pub fn exec(args: MigrateArgs) -> Result<ExitCode> {
             )
         })?;
     let store = StoreDir::open_database(address, true)?;
-    let version = crate::pgstore::VERSION;
+    let version = worldline_pgstore::VERSION;
     let copies = match store.role() {
-        Some(crate::pgstore::roles::Role::Responder) => store.fill_copies()?,
+        Some(worldline_pgstore::roles::Role::Responder) => store.fill_copies()?,
         _ => 0,
     };
     if args.common.json {

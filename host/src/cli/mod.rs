@@ -70,12 +70,12 @@ pub struct ModelArgs {
 impl ModelArgs {
     /// Apply the overrides to a case and check that its provider can run
     /// here (an API key it names is set).
-    pub fn apply(&self, case: &mut crate::case::Case) -> anyhow::Result<()> {
-        let overrides = crate::case::model::parse_overrides(&self.set)
-            .map_err(|m| crate::error::InputError::new(&case.path, m))?;
+    pub fn apply(&self, case: &mut worldline_case::case::Case) -> anyhow::Result<()> {
+        let overrides = worldline_case::case::model::parse_overrides(&self.set)
+            .map_err(|m| worldline_case::error::InputError::new(&case.path, m))?;
         case.override_model(overrides)?;
         if let Some(var) = case.model.missing_key() {
-            return Err(crate::error::InputError::new(
+            return Err(worldline_case::error::InputError::new(
                 &case.path,
                 format!(
                     "[model] api_key_env names `{var}`, which is not set; export {var}=... before the run (the key is never recorded)"
@@ -134,10 +134,10 @@ fn absolute_if_here(arg: &str) -> String {
 /// `--partition i/n`, parsed (`None` when not given).
 pub fn partition_arg(
     text: Option<&str>,
-) -> Result<Option<crate::partition::Partition>, crate::error::InputError> {
-    text.map(crate::partition::Partition::parse)
+) -> Result<Option<worldline_case::partition::Partition>, worldline_case::error::InputError> {
+    text.map(worldline_case::partition::Partition::parse)
         .transpose()
-        .map_err(|m| crate::error::InputError::new("--partition", m))
+        .map_err(|m| worldline_case::error::InputError::new("--partition", m))
 }
 
 /// Options every command takes.
@@ -237,7 +237,7 @@ const COMPILE_NOTICE_BYTES: usize = 4_000_000;
 /// Report a large agent's first compile on stderr, so a first run that
 /// takes seconds is not silent: on a terminal a spinner with the time
 /// so far, then how long it took.
-fn compile_notice() -> crate::sandbox::CompileNotice {
+fn compile_notice() -> worldline_runtime::sandbox::CompileNotice {
     Box::new(|origin, bytes| {
         if bytes < COMPILE_NOTICE_BYTES {
             return None;
@@ -268,14 +268,14 @@ fn print_json_supplied(
     {
         map.insert("settings".into(), serde_json::to_value(&supplied)?);
     }
-    crate::report::print_json(&value)
+    worldline_report::print_json(&value)
 }
 
 /// An error as the one JSON document `--json` promises on stdout.
 fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
     let input = err
         .chain()
-        .find_map(|e| e.downcast_ref::<crate::error::InputError>());
+        .find_map(|e| e.downcast_ref::<worldline_case::error::InputError>());
     serde_json::json!({"error": {
         "kind": if code == ExitCode::Input { "input" } else { "internal" },
         "exit_code": code as i32,
@@ -368,7 +368,10 @@ pub fn main() -> i32 {
         Err(err) => {
             // Messages quote inputs (names from reports, traces, files):
             // no control character of theirs reaches the terminal.
-            eprintln!("error: {}", crate::shown::message(&format!("{err:#}")));
+            eprintln!(
+                "error: {}",
+                worldline_case::shown::message(&format!("{err:#}"))
+            );
             let code = exit_code_of(&err);
             if json {
                 println!("{}", error_json(code, &err));

@@ -5,14 +5,14 @@ use super::Common;
 use super::redact_opts::RedactArgs;
 use super::runs_cmd::run_id_of;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::log::bundle;
-use crate::otel::{self, Options, RunView, send};
-use crate::report::{self, otel::OtelSummary};
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use worldline_case::error::InputError;
+use worldline_engine::store::StoreDir;
+use worldline_log::log::bundle;
+use worldline_otel::{Options, RunView, send};
+use worldline_report::otel::OtelSummary;
 
 #[derive(Args)]
 pub struct OtelArgs {
@@ -45,9 +45,9 @@ fn start_ns(store: &StoreDir, run_id: &str, b: &bundle::Bundle) -> u64 {
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
         .and_then(|t| t.get("clock").and_then(|c| c.as_datetime()).cloned())
-        .and_then(|dt| crate::time::datetime_to_unix_ns(&dt).ok());
+        .and_then(|dt| worldline_case::time::datetime_to_unix_ns(&dt).ok());
     let ns = clock.unwrap_or_else(|| {
-        i128::from(crate::index::row::created_of_id(run_id).unwrap_or(0)) * 1_000_000_000
+        i128::from(worldline_engine::index::row::created_of_id(run_id).unwrap_or(0)) * 1_000_000_000
     });
     u64::try_from(ns).unwrap_or(0)
 }
@@ -70,7 +70,7 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     let opts = Options {
         content: args.content,
     };
-    let req = otel::request(&views, redactor.as_mut(), &opts);
+    let req = worldline_otel::request(&views, redactor.as_mut(), &opts);
     let spans: usize = req
         .resource_spans
         .iter()
@@ -97,13 +97,13 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         to,
         trace_ids: views
             .iter()
-            .map(|v| hex::encode(otel::ids_of(&v.bundle).0))
+            .map(|v| hex::encode(worldline_otel::ids_of(&v.bundle).0))
             .collect(),
     };
     if args.common.json {
-        report::print_json(&summary)?;
+        worldline_report::print_json(&summary)?;
     } else {
-        report::otel::write(&mut std::io::stdout().lock(), &summary)?;
+        worldline_report::otel::write(&mut std::io::stdout().lock(), &summary)?;
     }
     Ok(ExitCode::Ok)
 }

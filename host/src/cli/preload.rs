@@ -3,15 +3,15 @@
 //! hold is compiled here, shown as progress on a terminal, so that no
 //! case's time includes a compile; the compiles are reported once.
 
-use crate::sandbox::{Agent, Sandbox};
-use crate::store::StoreDir;
-use crate::suite::{Compile, Entry};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use worldline_engine::store::StoreDir;
+use worldline_engine::suite::{Compile, Entry};
+use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// The sandbox, the agent (none for a native one), and what had to be
 /// compiled.
@@ -64,7 +64,7 @@ pub fn load(
     let mut loaded_agent = None;
     if let Some(agent) = agent {
         timed(&agent.display().to_string(), &mut || {
-            loaded_agent = Some(crate::agent_file::load(&sandbox, store, agent)?);
+            loaded_agent = Some(worldline_engine::agent_file::load(&sandbox, store, agent)?);
             Ok(())
         })?;
     }

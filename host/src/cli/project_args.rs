@@ -4,12 +4,12 @@
 //! one set of arguments); what was added is remembered for `--json`
 //! documents, which say which file supplied what.
 
-use crate::project::{self, Project};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use worldline_case::project::{self, Project};
 
 /// Which commands take which default (`store` is global: every command).
 const TAKES: &[(&str, &[&str])] = &[
@@ -59,7 +59,7 @@ pub fn note(setting: &str, value: String) -> Supplied {
 pub fn apply(
     argv: Vec<OsString>,
     commands: &[String],
-) -> Result<Vec<OsString>, crate::error::InputError> {
+) -> Result<Vec<OsString>, worldline_case::error::InputError> {
     let command = find_command(&argv, commands);
     let lenient = matches!(command.as_deref(), Some("init" | "check"));
     let file = std::env::current_dir().ok().and_then(|d| project::find(&d));

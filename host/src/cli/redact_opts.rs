@@ -4,11 +4,11 @@
 //! redacted copies and cannot ask for more; a responder's `--unredacted`
 //! read is audited before anything is shown.
 
-use crate::redact::{self, Redactor};
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use worldline_engine::store::StoreDir;
+use worldline_log::redact::{self, Redactor};
 
 #[derive(Args, Clone, Default)]
 pub struct RedactArgs {
@@ -35,7 +35,7 @@ impl RedactArgs {
             return redact::for_store(&store.root, self.redact.as_deref(), self.unredacted);
         };
         if let Some(file) = &self.redact {
-            return Err(crate::error::InputError::new(
+            return Err(worldline_case::error::InputError::new(
                 file,
                 "a database store redacts with its own policy (kept in the database): set it with `worldline redaction --set FILE`",
             )

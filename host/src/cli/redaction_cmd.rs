@@ -6,11 +6,11 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use worldline_case::error::InputError;
+use worldline_engine::store::StoreDir;
 
 #[derive(Args)]
 pub struct RedactionArgs {
@@ -26,9 +26,11 @@ pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
     let db = store.database_of("`redaction`")?;
     store.require_raw("the store's redaction policy")?;
     let Some(file) = &args.set else {
-        let shared = db.shared_policy().map_err(crate::store::db_error)?;
+        let shared = db
+            .shared_policy()
+            .map_err(worldline_engine::store::db_error)?;
         if args.common.json {
-            crate::report::print_json(&serde_json::json!({
+            worldline_report::print_json(&serde_json::json!({
                 "store": store.name(), "policy": shared.policy, "policy_sha256": shared.policy_sha256,
             }))?;
         } else if shared.policy.trim().is_empty() {
@@ -41,13 +43,13 @@ pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::Ok);
     };
-    let text = crate::bounded::read_text(file, crate::bounded::DOCUMENT)
+    let text = worldline_case::bounded::read_text(file, worldline_case::bounded::DOCUMENT)
         .map_err(|e| InputError::new(file, format!("cannot read the redaction policy: {e}")))?;
-    crate::redact::Policy::parse(file, &text)?;
+    worldline_log::redact::Policy::parse(file, &text)?;
     let made = store.set_policy(&text)?;
     if args.common.json {
-        crate::report::print_json(&serde_json::json!({
-            "store": store.name(), "policy_sha256": crate::canon::sha256_hex(&text), "copies_made": made,
+        worldline_report::print_json(&serde_json::json!({
+            "store": store.name(), "policy_sha256": worldline_case::canon::sha256_hex(&text), "copies_made": made,
         }))?;
     } else {
         println!(

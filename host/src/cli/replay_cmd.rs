@@ -3,16 +3,16 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::log::bundle::{self, Bundle, Redacted};
-use crate::ops;
-use crate::replay::{self, ReplayReport, Scope, Verdict};
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
-use crate::verify;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
+use worldline_case::error::InputError;
+use worldline_engine::ops;
+use worldline_engine::replay::{self, ReplayReport, Scope, Verdict};
+use worldline_engine::store::StoreDir;
+use worldline_engine::verify;
+use worldline_log::log::bundle::{self, Bundle, Redacted};
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct ReplayArgs {
@@ -83,8 +83,14 @@ fn print_report(r: &ReplayReport) {
             for line in &r.diff {
                 println!("    {line}");
             }
-            println!("    expected: {}", crate::canon::to_string(&d.expected));
-            println!("    actual:   {}", crate::canon::to_string(&d.actual));
+            println!(
+                "    expected: {}",
+                worldline_case::canon::to_string(&d.expected)
+            );
+            println!(
+                "    actual:   {}",
+                worldline_case::canon::to_string(&d.actual)
+            );
         }
     }
     if !r.env_differs.is_empty() {

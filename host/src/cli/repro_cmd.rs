@@ -7,16 +7,15 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::fuzz::repro::repro;
-use crate::log::signature;
-use crate::native::exec::Exec;
-use crate::replay::{self, recorded_agent};
-use crate::report;
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
+use worldline_case::error::InputError;
+use worldline_engine::fuzz::repro::repro;
+use worldline_engine::native::exec::Exec;
+use worldline_engine::replay::{self, recorded_agent};
+use worldline_engine::store::StoreDir;
+use worldline_log::log::signature;
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct ReproArgs {
@@ -73,7 +72,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         })
         .transpose()?;
     let component;
-    let agent: &dyn crate::run::Runner = match &native {
+    let agent: &dyn worldline_engine::run::Runner = match &native {
         Some(exec) => exec,
         None => {
             component = recorded_agent(&sandbox, &store, &rec)?;
@@ -88,7 +87,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&r)?;
     } else {
-        report::repro::write(&mut std::io::stdout().lock(), &r)?;
+        worldline_report::repro::write(&mut std::io::stdout().lock(), &r)?;
     }
     Ok(ExitCode::Ok)
 }

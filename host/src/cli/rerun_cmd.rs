@@ -4,19 +4,18 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::grade::verdict;
-use crate::ops;
-use crate::replay::{self, ModelMode};
-use crate::report::{
-    self,
-    rerun::{self, Original, RerunSummary},
-    run::RunSummary,
-};
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use worldline_engine::grade::verdict;
+use worldline_engine::ops;
+use worldline_engine::replay::{self, ModelMode};
+use worldline_engine::store::StoreDir;
+use worldline_report::{
+    rerun::{self, Original, RerunSummary},
+    run::RunSummary,
+};
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct RerunArgs {
@@ -83,7 +82,7 @@ pub fn exec(args: RerunArgs) -> Result<ExitCode> {
             rec.id,
             &reran.agent_sha256[..12]
         );
-        report::run::write(&mut std::io::stdout().lock(), outcome)?;
+        worldline_report::run::write(&mut std::io::stdout().lock(), outcome)?;
         println!("  original: {original_status}  ->  rerun: {new_status}");
         for c in &changed {
             let before = c.before.map_or("null".to_string(), |b| b.to_string());

@@ -5,16 +5,16 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::fork;
-use crate::log::intent::Intent;
-use crate::replay;
-use crate::report::{self, rerun::ForkParent, run::RunSummary};
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use worldline_engine::fork;
+use worldline_engine::replay;
+use worldline_engine::store::StoreDir;
+use worldline_log::log::intent::Intent;
+use worldline_report::{rerun::ForkParent, run::RunSummary};
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct ResumeArgs {
@@ -72,7 +72,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     let in_flight = rec.bundle.in_flight.as_ref();
     let at = rec.bundle.events.len() as u64;
     if args.common.json {
-        report::print_json(&ResumeSummary {
+        worldline_report::print_json(&ResumeSummary {
             run: RunSummary::of(&outcome),
             resumed_from: ForkParent {
                 event: at,
@@ -94,7 +94,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
                 .map_or(i.call.clone(), |t| format!("tool `{t}`"));
             println!("killed inside {what} at event {at}: made again");
         }
-        report::run::write(&mut std::io::stdout().lock(), &outcome)?;
+        worldline_report::run::write(&mut std::io::stdout().lock(), &outcome)?;
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,

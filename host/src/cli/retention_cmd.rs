@@ -6,12 +6,12 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::retention::policy::{Policy, Source};
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use worldline_case::error::InputError;
+use worldline_engine::retention::policy::{Policy, Source};
+use worldline_engine::store::StoreDir;
 
 #[derive(Args)]
 pub struct RetentionArgs {
@@ -27,11 +27,11 @@ pub fn exec(args: RetentionArgs) -> Result<ExitCode> {
     let Some(file) = &args.set else {
         return show(&store, args.common.json);
     };
-    let text = crate::bounded::read_text(file, crate::bounded::DOCUMENT)
+    let text = worldline_case::bounded::read_text(file, worldline_case::bounded::DOCUMENT)
         .map_err(|e| InputError::new(file, format!("cannot read the retention policy: {e}")))?;
     let policy = Policy::set(&store, file, &text)?;
     if args.common.json {
-        crate::report::print_json(&serde_json::json!({
+        worldline_report::print_json(&serde_json::json!({
             "store": store.name(), "set_from": file.display().to_string(), "policy": policy,
         }))?;
     } else {
@@ -53,7 +53,7 @@ fn show(store: &StoreDir, json: bool) -> Result<ExitCode> {
         Source::Defaults => ("the defaults".to_string(), None),
     };
     if json {
-        crate::report::print_json(&serde_json::json!({
+        worldline_report::print_json(&serde_json::json!({
             "store": store.name(), "from": from, "policy": policy, "text": text,
         }))?;
     } else {

@@ -3,15 +3,15 @@
 
 use super::agent_choice::{Choice, Chosen};
 use super::{Common, ExecArgs, ModelArgs};
-use crate::case;
 use crate::cli::exit::ExitCode;
-use crate::ops;
-use crate::report::{self, run::RunSummary};
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use worldline_case::case;
+use worldline_engine::ops;
+use worldline_engine::store::StoreDir;
+use worldline_report::run::RunSummary;
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -62,7 +62,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode> {
         };
         super::print_json_with_settings(&summary)?;
     } else {
-        report::run::write(&mut std::io::stdout().lock(), outcome)?;
+        worldline_report::run::write(&mut std::io::stdout().lock(), outcome)?;
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,

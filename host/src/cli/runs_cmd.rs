@@ -3,13 +3,12 @@
 
 use super::Common;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::index::Index;
-use crate::index::query::{Filter, parse_time};
-use crate::report;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
+use worldline_case::error::InputError;
+use worldline_engine::index::Index;
+use worldline_engine::index::query::{Filter, parse_time};
+use worldline_engine::store::StoreDir;
 
 #[derive(Args)]
 pub struct RunsArgs {
@@ -110,7 +109,10 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     let mut filter = filter_of(&args, &store)?;
     let written_by = match (&args.writer, store.database()) {
         (None, _) => None,
-        (Some(w), Some(db)) => Some(db.runs_written_by(w).map_err(crate::store::db_error)?),
+        (Some(w), Some(db)) => Some(
+            db.runs_written_by(w)
+                .map_err(worldline_engine::store::db_error)?,
+        ),
         (Some(_), None) => {
             return Err(InputError::new(
                 &store.root,
@@ -148,20 +150,22 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
                 .is_none_or(|s| r.signature.as_ref().is_some_and(|x| x.contains(s.as_str())))
     });
     rows.truncate(limit.map_or(usize::MAX, |l| l as usize));
-    report::runs::note_rebuilt(&mut std::io::stderr(), &sync)?;
-    let pinned = crate::retention::pins::list(&store)?;
+    worldline_report::runs::note_rebuilt(&mut std::io::stderr(), &sync)?;
+    let pinned = worldline_engine::retention::pins::list(&store)?;
     if args.common.json {
-        let mut doc = serde_json::to_value(report::runs::rows(&rows, &pinned))?;
+        let mut doc = serde_json::to_value(worldline_report::runs::rows(&rows, &pinned))?;
         if let Some(db) = store.database() {
             let ids: Vec<String> = rows.iter().map(|r| r.run_id.clone()).collect();
-            let writers = db.writers_of(&ids).map_err(crate::store::db_error)?;
+            let writers = db
+                .writers_of(&ids)
+                .map_err(worldline_engine::store::db_error)?;
             for (row, r) in doc.as_array_mut().into_iter().flatten().zip(&rows) {
                 row["writer"] = serde_json::json!(writers.get(&r.run_id));
             }
         }
-        report::print_json(&doc)?;
+        worldline_report::print_json(&doc)?;
     } else {
-        report::runs::write(&mut std::io::stdout().lock(), &rows, &pinned)?;
+        worldline_report::runs::write(&mut std::io::stdout().lock(), &rows, &pinned)?;
     }
     Ok(ExitCode::Ok)
 }
@@ -172,9 +176,9 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
         store.pull()?;
         let check = Index::connect(&store)?.check()?;
         if args.common.json {
-            report::print_json(&check)?;
+            worldline_report::print_json(&check)?;
         } else {
-            report::runs::write_check(&mut std::io::stdout().lock(), &check)?;
+            worldline_report::runs::write_check(&mut std::io::stdout().lock(), &check)?;
         }
         return Ok(if check.consistent() {
             ExitCode::Ok
@@ -189,9 +193,9 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
         Index::read(&store, |index| Ok(index.query(&Filter::default())?.len()))?
     };
     if args.common.json {
-        report::print_json(&report::runs::IndexSummary { rows, sync: &sync })?;
+        worldline_report::print_json(&worldline_report::runs::IndexSummary { rows, sync: &sync })?;
     } else {
-        report::runs::write_index(&mut std::io::stdout().lock(), rows, &sync)?;
+        worldline_report::runs::write_index(&mut std::io::stdout().lock(), rows, &sync)?;
     }
     Ok(ExitCode::Ok)
 }

@@ -5,16 +5,16 @@
 //! (`fork_of`), opened here (`fork::served`).
 
 use super::Common;
-use crate::case;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::native::openenv::{self, Served};
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
 use anyhow::Result;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use worldline_case::case;
+use worldline_case::error::InputError;
+use worldline_engine::native::openenv::{self, Served};
+use worldline_engine::store::StoreDir;
+use worldline_runtime::sandbox::Sandbox;
 
 /// The most sessions `--max-sessions` allows.
 const MOST_SESSIONS: usize = 4096;

@@ -9,16 +9,7 @@ mod resume;
 
 use super::agent_choice::{self, Choice, Chosen, PerCase};
 use super::{Common, ExecArgs, ModelArgs};
-use crate::case::{self, discover};
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::report::{
-    self,
-    suite::{Shard, SuiteSummary},
-};
-use crate::store::StoreDir;
-use crate::suite::select::{Candidate, Filter};
-use crate::suite::{Entry, Suite, last};
 use anyhow::Result;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -28,6 +19,12 @@ use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use worldline_case::case::{self, discover};
+use worldline_case::error::InputError;
+use worldline_engine::store::StoreDir;
+use worldline_engine::suite::select::{Candidate, Filter};
+use worldline_engine::suite::{Entry, Suite, last};
+use worldline_report::suite::{Shard, SuiteSummary};
 
 #[derive(Args)]
 pub struct TestArgs {
@@ -265,7 +262,7 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
         })
         .collect();
     if json {
-        return report::print_json(&listed);
+        return worldline_report::print_json(&listed);
     }
     for l in &listed {
         let tags = match l.tags.is_empty() {
@@ -390,7 +387,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         choice: &choice,
         component: loaded.agent.as_deref(),
     };
-    let agent: &dyn crate::run::Runner = &per_case;
+    let agent: &dyn worldline_engine::run::Runner = &per_case;
     for e in &entries {
         store.put_case(&e.case)?;
     }
@@ -425,7 +422,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     last::record(&store, &done)?;
 
     if let Some(path) = &args.junit {
-        crate::output::write(path, report::junit::render(&done)?.as_bytes())?;
+        worldline_case::output::write(path, worldline_report::junit::render(&done)?.as_bytes())?;
     }
     if let Some(shard) = &shard
         && store.database().is_some()
@@ -453,7 +450,11 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         summary.shard = shard;
         super::print_json_supplied(&summary, supplied)?;
     } else {
-        report::suite::write(&mut std::io::stdout().lock(), &mut std::io::stderr(), &done)?;
+        worldline_report::suite::write(
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr(),
+            &done,
+        )?;
     }
     Ok(if !done.collection_errors.is_empty() {
         ExitCode::Input
@@ -467,7 +468,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
 /// One warning line per case that asked for token ids (`[model]
 /// token_ids`) and got runs whose endpoint returned none (the first such
 /// run's count), as `run` prints it.
-fn token_warnings(entries: &[Entry], done: &crate::suite::SuiteRun) {
+fn token_warnings(entries: &[Entry], done: &worldline_engine::suite::SuiteRun) {
     for case in &done.cases {
         let Some(entry) = entries.iter().find(|e| e.index == case.index) else {
             continue;
@@ -477,7 +478,7 @@ fn token_warnings(entries: &[Entry], done: &crate::suite::SuiteRun) {
         }
         let missing = case.attempts.iter().find_map(|a| {
             let o = a.outcome.as_ref().ok()?;
-            crate::log::tokens::missing(&o.events)
+            worldline_log::log::tokens::missing(&o.events)
         });
         if let Some(w) = missing {
             eprintln!("warning: {}: {w}", entry.case.path.display());

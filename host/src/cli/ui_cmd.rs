@@ -4,11 +4,11 @@
 use super::Common;
 use super::redact_opts::RedactArgs;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::pgstore::roles::Role;
-use crate::ui::{self, Start};
 use anyhow::Result;
 use clap::Args;
+use worldline_case::error::InputError;
+use worldline_pgstore::roles::Role;
+use worldline_ui::Start;
 
 #[derive(Args)]
 pub struct UiArgs {
@@ -67,7 +67,7 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
         (None, true) => Start::LastFailed,
         (None, false) => Start::Runs,
     };
-    ui::serve(ui::Config {
+    worldline_ui::serve(worldline_ui::Config {
         store: args.common.store,
         port: args.port,
         open: args.open,
@@ -82,9 +82,11 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
 }
 
 /// The `[prices]` of the project file found from the working folder.
-fn project_prices() -> Result<crate::prices::Prices> {
-    Ok(match crate::project::find(std::path::Path::new(".")) {
-        Some(file) => crate::project::load(&file)?.prices,
-        None => crate::prices::Prices::default(),
-    })
+fn project_prices() -> Result<worldline_case::prices::Prices> {
+    Ok(
+        match worldline_case::project::find(std::path::Path::new(".")) {
+            Some(file) => worldline_case::project::load(&file)?.prices,
+            None => worldline_case::prices::Prices::default(),
+        },
+    )
 }

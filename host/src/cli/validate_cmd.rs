@@ -4,16 +4,16 @@
 //! exit 1 with a table of the cases that fail, 2 when a case does not load.
 
 use super::Common;
-use crate::case::{self, discover};
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
-use crate::validate::{self, Probe, Validated};
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
+use worldline_case::case::{self, discover};
+use worldline_case::error::InputError;
+use worldline_engine::store::StoreDir;
+use worldline_engine::validate::{self, Probe, Validated};
+use worldline_runtime::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct ValidateArgs {
@@ -74,7 +74,7 @@ pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
     let worlds = args.worlds.as_deref();
-    let rows = crate::parallel::par_map(paths.len(), jobs, |i| {
+    let rows = worldline_case::parallel::par_map(paths.len(), jobs, |i| {
         let path = &paths[i];
         let name = discover::display_name(path);
         let loaded = case::load(path, worlds).map_err(anyhow::Error::from);
@@ -142,7 +142,7 @@ fn print(r: &Report) {
         };
         println!(
             "{:width$}  {:7} {:10} {:12} {:5} {:5}  {}",
-            crate::shown::message(&row.case),
+            worldline_case::shown::message(&row.case),
             shown(v.and_then(|v| v.oracle.as_ref())),
             shown(v.map(|v| &v.do_nothing)),
             shown(v.map(|v| &v.empty_answer)),
@@ -155,12 +155,16 @@ fn print(r: &Report) {
     if !failing.is_empty() {
         println!("\nfailing cases:");
         for row in failing {
-            println!("  {} ({})", crate::shown::message(&row.case), row.path);
+            println!(
+                "  {} ({})",
+                worldline_case::shown::message(&row.case),
+                row.path
+            );
             if let Some(e) = &row.error {
-                println!("    {}", crate::shown::message(e));
+                println!("    {}", worldline_case::shown::message(e));
             }
             for p in row.validated.iter().flat_map(|v| &v.problems) {
-                println!("    {}", crate::shown::message(p));
+                println!("    {}", worldline_case::shown::message(p));
             }
         }
     }
@@ -175,7 +179,7 @@ fn print(r: &Report) {
         println!("\nnot fully validated:");
         for (note, cases) in notes {
             println!("  {note} ({} cases):", cases.len());
-            println!("    {}", crate::shown::message(&cases.join(", ")));
+            println!("    {}", worldline_case::shown::message(&cases.join(", ")));
         }
     }
     println!(

@@ -567,9 +567,9 @@ pub fn read_bundle(path: &Path) -> BundleLines {
                     let prev = events.last().map_or("0".repeat(64), |p: &Value| {
                         p["hash"].as_str().unwrap().to_string()
                     });
-                    let hash = worldline::canon::sha256_hex(format!(
+                    let hash = worldline_case::canon::sha256_hex(format!(
                         "{prev}\n{}",
-                        worldline::canon::to_string(&e)
+                        worldline_case::canon::to_string(&e)
                     ));
                     e["hash"] = hash.into();
                     events.push(e);

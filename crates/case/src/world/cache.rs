@@ -28,7 +28,7 @@ static SHARED: Mutex<BTreeMap<(PathBuf, String), Weak<World>>> = Mutex::new(BTre
 /// The world in `dir`, kept from an earlier `load` of it the same way
 /// (`mode`) when its files are unchanged, else loaded by `load` (its
 /// initial state sealed, and kept when its files have settled).
-pub fn load(
+pub(crate) fn load(
     dir: &Path,
     mode: &str,
     load: impl FnOnce() -> Result<World, Vec<InputError>>,
@@ -59,7 +59,7 @@ pub fn load(
 
 /// The one shared copy of `world` (same folder, same hash), its initial
 /// state sealed; a copy no case holds any more is dropped.
-pub fn share(mut world: World) -> Arc<World> {
+pub(crate) fn share(mut world: World) -> Arc<World> {
     let key = (world.dir.clone(), world.hash.clone());
     if let Some(w) = SHARED
         .lock()

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 /// one at the tool's place.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolToml {
+pub(crate) struct ToolToml {
     name: String,
     #[serde(default)]
     description: String,
@@ -174,7 +174,7 @@ impl ToolToml {
 
 /// Check a declared tool (its op's keys, its tables, its parameter schema)
 /// and build it.
-pub fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
+pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
     let name = &t.name;
     if name.is_empty() {
         return Err("tool `name` is empty".into());

@@ -11,7 +11,7 @@ use sha2::{Digest as _, Sha256};
 use std::sync::Arc;
 
 /// The parts of one text, their bytes, and the hasher before each.
-pub struct Parts {
+pub(crate) struct Parts {
     bytes: Vec<Arc<[u8]>>,
     /// `before[i]`: the hasher after parts `0..i`.
     before: Vec<Sha256>,
@@ -20,13 +20,13 @@ pub struct Parts {
 
 /// One part of a text hashed from a [`Parts`]: the same as that one's
 /// part `i`, or new bytes.
-pub enum Part {
+pub(crate) enum Part {
     Same(usize),
     New(Vec<u8>),
 }
 
 impl Parts {
-    pub fn new(bytes: Vec<Arc<[u8]>>) -> Self {
+    pub(crate) fn new(bytes: Vec<Arc<[u8]>>) -> Self {
         let mut h = Sha256::new();
         let mut before = Vec::with_capacity(bytes.len());
         for part in &bytes {
@@ -41,18 +41,18 @@ impl Parts {
     }
 
     /// SHA-256 of the whole text, as hex.
-    pub fn hash(&self) -> &str {
+    pub(crate) fn hash(&self) -> &str {
         &self.hash
     }
 
     /// Part `i`'s bytes (to share with a later [`Parts`]).
-    pub fn part(&self, i: usize) -> &Arc<[u8]> {
+    pub(crate) fn part(&self, i: usize) -> &Arc<[u8]> {
         &self.bytes[i]
     }
 
     /// SHA-256, as hex, of the text made of these parts before `from` and
     /// then `rest`.
-    pub fn resume(&self, from: usize, rest: impl IntoIterator<Item = Part>) -> String {
+    pub(crate) fn resume(&self, from: usize, rest: impl IntoIterator<Item = Part>) -> String {
         let mut h = match self.before.get(from) {
             Some(h) => h.clone(),
             None => {

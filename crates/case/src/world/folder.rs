@@ -42,14 +42,14 @@ fn read_in(dir: &Dir, rel: &str, cap: u64) -> Result<Vec<u8>, crate::bounded::Re
 
 /// One world folder, read through a capability handle on it; every file
 /// read goes into the manifest with its SHA-256.
-pub struct Folder<'a> {
+pub(crate) struct Folder<'a> {
     dir: Dir,
     pub path: &'a Path,
     pub manifest: BTreeMap<String, String>,
 }
 
 impl<'a> Folder<'a> {
-    pub fn open(path: &'a Path) -> Result<Self, InputError> {
+    pub(crate) fn open(path: &'a Path) -> Result<Self, InputError> {
         let dir = Dir::open_ambient_dir(path, ambient_authority())
             .map_err(|e| InputError::new(path, format!("cannot open world folder: {e}")))?;
         Ok(Folder {
@@ -59,14 +59,14 @@ impl<'a> Folder<'a> {
         })
     }
 
-    pub fn read_text(&mut self, rel: &str) -> Result<String, InputError> {
+    pub(crate) fn read_text(&mut self, rel: &str) -> Result<String, InputError> {
         let file = self.path.join(rel);
         let bytes = self.read_bytes(rel, crate::bounded::DOCUMENT)?;
         InputError::utf8(&file, bytes)
     }
 
     /// A file of the folder, at most `cap` bytes, regular files only.
-    pub fn read_bytes(&mut self, rel: &str, cap: u64) -> Result<Vec<u8>, InputError> {
+    pub(crate) fn read_bytes(&mut self, rel: &str, cap: u64) -> Result<Vec<u8>, InputError> {
         let file = self.path.join(rel);
         check_relative(rel).map_err(|m| InputError::new(&file, m))?;
         let bytes = read_in(&self.dir, rel, cap).map_err(|e| {
@@ -89,7 +89,7 @@ impl<'a> Folder<'a> {
 
     /// Every file under `[files] dir`, named by its path inside it; what
     /// is wrong with the folder, as a message for `[files]`'s place.
-    pub fn read_files(&mut self, sub: &str) -> Result<Files, String> {
+    pub(crate) fn read_files(&mut self, sub: &str) -> Result<Files, String> {
         check_relative(sub).map_err(|m| format!("[files] dir: {m}"))?;
         let handle = self
             .dir

@@ -8,21 +8,21 @@
 //! `raw_value` feature would rebuild every crate that depends on serde_json for
 //! one error message.
 
-pub mod cache;
+pub(crate) mod cache;
 pub mod compare;
-pub mod declared;
-pub mod digest;
-pub mod folder;
-pub mod ids;
+pub(crate) mod declared;
+pub(crate) mod digest;
+pub(crate) mod folder;
+pub(crate) mod ids;
 pub mod injection;
-pub mod openapi;
+pub(crate) mod openapi;
 #[cfg(test)]
 mod openapi_properties;
 pub mod overlay;
-pub mod permissions;
+pub(crate) mod permissions;
 pub mod routes;
-pub mod rows;
-pub mod schema;
+pub(crate) mod rows;
+pub(crate) mod schema;
 pub mod service;
 pub mod state;
 pub mod tools;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 /// `[openapi]` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct OpenApiToml {
+pub(crate) struct OpenApiToml {
     /// The document, JSON (`.json`) or YAML, in the world folder.
     pub file: String,
     /// `scheme://host[/base]` the routes answer at, instead of the
@@ -30,7 +30,7 @@ pub struct OpenApiToml {
 
 /// The routes a document declares, and what was ignored.
 #[derive(Debug, Default)]
-pub struct Imported {
+pub(crate) struct Imported {
     pub routes: Vec<Route>,
     pub notes: Vec<String>,
 }
@@ -43,14 +43,14 @@ const MAX_REFS: usize = 32;
 
 /// Why a document does not parse: what is wrong, and its line (0: none).
 #[derive(Debug)]
-pub struct Unparsed {
+pub(crate) struct Unparsed {
     pub line: usize,
     pub message: String,
 }
 
 /// Parse the document's text: JSON when the file says so, else YAML. A
 /// byte-order mark before it is skipped.
-pub fn parse(file: &str, text: &str) -> Result<Value, Unparsed> {
+pub(crate) fn parse(file: &str, text: &str) -> Result<Value, Unparsed> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if file.ends_with(".json") {
         serde_json::from_str(text).map_err(|e| Unparsed {
@@ -128,7 +128,7 @@ fn bad_base(url: &str) -> Option<String> {
 
 /// `[openapi] server` checked: the origin and base path routes answer at,
 /// as the world declares it. The error is `server`'s (world.toml's).
-pub fn check_server(server: &str) -> Result<(), String> {
+pub(crate) fn check_server(server: &str) -> Result<(), String> {
     match bad_base(server) {
         None => Ok(()),
         Some(why) => Err(format!(
@@ -175,7 +175,7 @@ fn tool_arguments(tool: &Tool) -> Option<Vec<&str>> {
 
 /// `[openapi]`'s own settings against the world's tools: the errors are
 /// world.toml's.
-pub fn check_decl(decl: &OpenApiToml, tools: &[Tool]) -> Result<(), String> {
+pub(crate) fn check_decl(decl: &OpenApiToml, tools: &[Tool]) -> Result<(), String> {
     for (op, tool) in &decl.tools {
         if !tools.iter().any(|t| &t.name == tool) {
             return Err(format!(
@@ -189,7 +189,7 @@ pub fn check_decl(decl: &OpenApiToml, tools: &[Tool]) -> Result<(), String> {
 /// Read the routes of the OpenAPI document `doc` onto `tools` (`decl`
 /// checked by [`check_decl`] first). The error is what makes the document
 /// unusable; an operation that cannot be answered is a note.
-pub fn import(doc: &Value, decl: &OpenApiToml, tools: &[Tool]) -> Result<Imported, String> {
+pub(crate) fn import(doc: &Value, decl: &OpenApiToml, tools: &[Tool]) -> Result<Imported, String> {
     match &doc["openapi"] {
         Value::String(v) if v.starts_with("3.") => {}
         Value::String(v) => {

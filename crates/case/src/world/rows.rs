@@ -48,7 +48,11 @@ fn element_lines(text: &str) -> Vec<usize> {
 }
 
 /// Rows of a `.json` array or `.jsonl` file, each with its line number.
-pub fn parse_rows(file: &Path, rel: &str, text: &str) -> Result<Vec<(usize, Value)>, InputError> {
+pub(crate) fn parse_rows(
+    file: &Path,
+    rel: &str,
+    text: &str,
+) -> Result<Vec<(usize, Value)>, InputError> {
     let bad = |line: usize, col: usize, m: String| InputError {
         line: Some((line, col)),
         ..InputError::new(file, m)

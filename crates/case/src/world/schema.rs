@@ -16,7 +16,7 @@ const NOTES: &[&str] = &["description", "title", "default", "examples", "$schema
 
 /// Check that `schema` is a schema of the supported subset; the error says
 /// which keyword at which path is wrong.
-pub fn check_schema(schema: &Value) -> Result<(), String> {
+pub(crate) fn check_schema(schema: &Value) -> Result<(), String> {
     check_at(schema, "#")
 }
 
@@ -93,7 +93,7 @@ fn check_at(schema: &Value, at: &str) -> Result<(), String> {
 }
 
 /// Validate a value; the error names the path of the first problem.
-pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
+pub(crate) fn validate(schema: &Value, value: &Value) -> Result<(), String> {
     validate_at(schema, value, "$")
 }
 
@@ -102,7 +102,7 @@ pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
 /// `"true"` → `true`), as pydantic's lax mode does, inside objects
 /// (`properties`, `additionalProperties`) and arrays (`items`) too. What
 /// does not convert is left as it is, for [`validate`] to refuse.
-pub fn coerce(schema: &Value, value: &Value) -> Value {
+pub(crate) fn coerce(schema: &Value, value: &Value) -> Value {
     let Value::Object(s) = schema else {
         return value.clone();
     };

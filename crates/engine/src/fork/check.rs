@@ -19,14 +19,14 @@
 //! would make users copy internal records they cannot know for a call that
 //! never ran.
 
-use crate::error::InputError;
-use crate::error_kind::ErrorKind;
 use crate::grade::final_state;
-use crate::log::Kind;
-use crate::log::bundle::Edit;
 use crate::replay::RecordedRun;
-use crate::world::glob_match;
 use serde_json::Value;
+use worldline_case::error::InputError;
+use worldline_case::error_kind::ErrorKind;
+use worldline_case::world::glob_match;
+use worldline_log::log::Kind;
+use worldline_log::log::bundle::Edit;
 
 /// A fork's edits as typed by a user: JSON text and `PATH=JSON` patches.
 #[derive(Debug, Clone, Default)]
@@ -60,7 +60,8 @@ impl EditText {
                     format!("`{s}` is not PATH=JSON (for example tickets/T-1.status=\"open\")"),
                 )
             })?;
-            crate::mediate::parse_patch(path).map_err(|m| InputError::new("--set", m))?;
+            worldline_runtime::mediate::parse_patch(path)
+                .map_err(|m| InputError::new("--set", m))?;
             edits.push(Edit::Set {
                 path: path.to_string(),
                 value: json_arg("--set", value)?,
@@ -72,7 +73,7 @@ impl EditText {
 
 /// One edit as the flag that makes it (`--set tickets/T-1.status="open"`).
 pub fn describe(edit: &Edit) -> String {
-    let c = crate::canon::to_string;
+    let c = worldline_case::canon::to_string;
     match edit {
         Edit::Respond { response } => format!("--respond {}", c(response)),
         Edit::Allow { tool } => format!("--allow {tool}"),
@@ -129,7 +130,11 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
     Ok(notes)
 }
 
-fn tool_exists(flag: &str, tool: &str, world: &crate::world::World) -> Result<(), InputError> {
+fn tool_exists(
+    flag: &str,
+    tool: &str,
+    world: &worldline_case::world::World,
+) -> Result<(), InputError> {
     if world.tools.iter().any(|t| glob_match(tool, &t.name)) {
         return Ok(());
     }
@@ -224,7 +229,7 @@ fn is_result(v: &Value) -> bool {
 /// a bare value given for one (`recorded` is the response it replaces) is
 /// taken as the `ok` value.
 pub fn shape_response(call: &str, recorded: &Value, response: Value) -> Value {
-    let response = match crate::mediate::conversation::shape_response(call, response) {
+    let response = match worldline_runtime::mediate::conversation::shape_response(call, response) {
         Ok(shaped) => return shaped,
         Err(response) => response,
     };
@@ -274,14 +279,14 @@ fn same_shape(old: &Value, new: &Value, at: &str) -> Result<(), String> {
 /// Check a `table/key[.field]` patch against the state before event `at`;
 /// a note when it creates a row.
 fn patch_fits(
-    before: &crate::world::state::State,
+    before: &worldline_case::world::state::State,
     path: &str,
     value: &Value,
     at: u64,
 ) -> Result<Option<String>, InputError> {
     let err = |m: String| InputError::new("--set", format!("`{path}`: {m}"));
     let (table, key, field) =
-        crate::mediate::parse_patch(path).map_err(|m| InputError::new("--set", m))?;
+        worldline_runtime::mediate::parse_patch(path).map_err(|m| InputError::new("--set", m))?;
     let Some(t) = before.tables.get(table) else {
         let names: Vec<&str> = before.tables.keys().map(String::as_str).collect();
         return Err(err(format!(

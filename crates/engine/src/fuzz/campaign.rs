@@ -7,19 +7,19 @@
 
 use super::summary::Tally;
 use super::trial::Trial;
-use crate::case::Case;
-use crate::case::fuzz::{FaultSource, PlannedFault, Schedule};
 use crate::grade::signature;
-use crate::log::event::By;
-use crate::mediate::entropy::derive;
-use crate::mediate::faults::Faults;
-use crate::parallel::par_each;
-use crate::partition::Partition;
 use crate::run::{RunOptions, RunOutcome, Runner};
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use std::sync::Mutex;
+use worldline_case::case::Case;
+use worldline_case::case::fuzz::{FaultSource, PlannedFault, Schedule};
+use worldline_case::parallel::par_each;
+use worldline_case::partition::Partition;
+use worldline_log::log::event::By;
+use worldline_runtime::mediate::entropy::derive;
+use worldline_runtime::mediate::faults::Faults;
+use worldline_runtime::sandbox::Sandbox;
 
 /// The seed of the campaign's `i`-th variation.
 pub fn run_seed(campaign_seed: u64, i: u64) -> u64 {

@@ -3,8 +3,8 @@
 //! fault needed".
 
 use super::shrink::Shrunk;
-use crate::case::fuzz::PlannedFault;
-use crate::case::inject::Action;
+use worldline_case::case::fuzz::PlannedFault;
+use worldline_case::case::inject::Action;
 
 /// `541` → `9 min 1 s`; `3600` → `1 h`.
 pub fn seconds(s: u64) -> String {
@@ -35,7 +35,7 @@ pub fn fault(f: &PlannedFault, passes_at: Option<u64>) -> String {
         None => unit(fails),
     };
     let ms = |v: u64| format!("{v} ms");
-    let user_turn = f.tool == crate::case::fuzz::USER_TURN;
+    let user_turn = f.tool == worldline_case::case::fuzz::USER_TURN;
     let what = match &f.action {
         Action::Empty if user_turn => "goes silent (the user ends the conversation)".into(),
         Action::Respond(v) if user_turn => format!("is answered {v} instead"),
@@ -46,7 +46,8 @@ pub fn fault(f: &PlannedFault, passes_at: Option<u64>) -> String {
         Action::Partial(p) => format!(
             "writes only {} and fails with {}",
             p.fields.join(", "),
-            p.error.unwrap_or(crate::error_kind::ErrorKind::Failed)
+            p.error
+                .unwrap_or(worldline_case::error_kind::ErrorKind::Failed)
         ),
         Action::Respond(_) => "gets a fixed answer".into(),
         Action::Injection(i) => match &i.vector {
@@ -96,8 +97,8 @@ pub fn schedule(s: &Shrunk) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::fuzz::Schedule;
-    use crate::case::inject::Stale;
+    use worldline_case::case::fuzz::Schedule;
+    use worldline_case::case::inject::Stale;
 
     #[test]
     fn the_sentence_names_the_fault_and_its_threshold() {

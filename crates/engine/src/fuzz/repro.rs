@@ -6,13 +6,13 @@
 use super::campaign;
 use super::stats::{Z95, wilson};
 use crate::grade::signature;
-use crate::parallel::par_map;
 use crate::replay::RecordedRun;
 use crate::run::Runner;
-use crate::sandbox::Sandbox;
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use worldline_case::parallel::par_map;
+use worldline_runtime::sandbox::Sandbox;
 
 /// How the repetitions ended.
 #[derive(Serialize)]

@@ -7,13 +7,13 @@ use super::campaign;
 use super::shrink::{self, Shrunk};
 use super::summary::Group;
 use super::trial::Trial;
-use crate::case::Case;
-use crate::case::fuzz::{FaultSource, Schedule};
 use crate::grade::signature;
 use crate::run::{RunOutcome, Runner};
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
+use worldline_case::case::Case;
+use worldline_case::case::fuzz::{FaultSource, Schedule};
+use worldline_runtime::sandbox::Sandbox;
 
 /// A group's kept reproducer.
 pub struct Kept {

@@ -32,7 +32,7 @@ pub fn save(store: &StoreDir, report: &Value) -> Result<String> {
         return Ok(id);
     }
     std::fs::create_dir_all(dir(store))?;
-    crate::durable::write(
+    worldline_case::durable::write(
         &dir(store).join(format!("{id}.json")),
         serde_json::to_string_pretty(report)?.as_bytes(),
     )?;
@@ -76,11 +76,13 @@ pub fn load(store: &StoreDir, id: &str) -> Result<Value> {
     }
     let path = dir(store).join(format!("{id}.json"));
     if !is_id(id) || !path.is_file() {
-        return Err(crate::error::InputError::new(&path, "no such campaign in the store").into());
+        return Err(
+            worldline_case::error::InputError::new(&path, "no such campaign in the store").into(),
+        );
     }
-    let text = crate::bounded::read_text(&path, crate::bounded::DOCUMENT)
-        .map_err(|e| crate::error::InputError::new(&path, format!("cannot read: {e}")))?;
+    let text = worldline_case::bounded::read_text(&path, worldline_case::bounded::DOCUMENT)
+        .map_err(|e| worldline_case::error::InputError::new(&path, format!("cannot read: {e}")))?;
     serde_json::from_str(&text).map_err(|e| {
-        crate::error::InputError::new(&path, format!("not a campaign report: {e}")).into()
+        worldline_case::error::InputError::new(&path, format!("not a campaign report: {e}")).into()
     })
 }

@@ -19,9 +19,9 @@
 //! debugging over all subsets, or random shrinking, is slower, and random
 //! shrinking is not repeatable without a seed of its own.
 
-use crate::case::fuzz::{PlannedFault, Schedule};
-use crate::case::inject::Action;
 use anyhow::Result;
+use worldline_case::case::fuzz::{PlannedFault, Schedule};
+use worldline_case::case::inject::Action;
 
 /// The smallest schedule found, and what the search learnt about it.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,7 +109,7 @@ fn only(s: &Schedule, unit: usize) -> Schedule {
 }
 
 /// Shrink `start` (which fails) with at most `budget` runs.
-pub fn shrink(
+pub(crate) fn shrink(
     start: Schedule,
     budget: u64,
     fails: impl FnMut(&Schedule) -> Result<Option<Schedule>>,
@@ -202,7 +202,7 @@ pub fn shrink(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::inject::Stale;
+    use worldline_case::case::inject::Stale;
 
     fn fault(tool: &str, action: Action, latency: Option<u64>) -> PlannedFault {
         PlannedFault {
@@ -238,7 +238,7 @@ mod tests {
                 fault("list_deploys", stale(1500), Some(800)),
                 fault(
                     "close_ticket",
-                    Action::Error(crate::error_kind::ErrorKind::Timeout),
+                    Action::Error(worldline_case::error_kind::ErrorKind::Timeout),
                     None,
                 ),
             ],

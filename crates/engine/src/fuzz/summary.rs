@@ -7,10 +7,10 @@
 
 use super::stats::{Z95, pass_hat_k_of_counts, wilson};
 use super::trial::Trial;
-use crate::case::fuzz::PlannedFault;
-use crate::case::inject::Action;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use worldline_case::case::fuzz::PlannedFault;
+use worldline_case::case::inject::Action;
 
 /// Failures that share a signature.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -339,7 +339,7 @@ impl Tally {
 /// A fault's kind, as the mix counts it: `list_deploys stale`,
 /// `get_alert error timeout`, `list_deploys latency`, `user.say silent`.
 pub fn labels(f: &PlannedFault) -> Vec<String> {
-    let user_turn = f.tool == crate::case::fuzz::USER_TURN;
+    let user_turn = f.tool == worldline_case::case::fuzz::USER_TURN;
     let action = match &f.action {
         Action::Empty if user_turn => Some("silent".to_string()),
         Action::Respond(_) if user_turn => Some("reply".to_string()),
@@ -365,8 +365,8 @@ pub fn labels(f: &PlannedFault) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::fuzz::Schedule;
-    use crate::case::inject::Stale;
+    use worldline_case::case::fuzz::Schedule;
+    use worldline_case::case::inject::Stale;
 
     fn tally(trials: Vec<Trial>, repeat: u64) -> Tally {
         let mut t = Tally::new(repeat);

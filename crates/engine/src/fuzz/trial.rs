@@ -2,8 +2,8 @@
 //! campaign, its seeds, its failure signature and the faults it met, and
 //! whether an injection reached the agent and its attack succeeded.
 
-use crate::case::fuzz::Schedule;
 use serde::{Deserialize, Serialize};
+use worldline_case::case::fuzz::Schedule;
 
 /// What a campaign keeps of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,11 +4,11 @@
 //! the user left.
 
 use super::{Assertion, check};
-use crate::case::expect_conversation::{ConversationCheck, SaidCheck};
-use crate::log::call::Ending;
-use crate::log::{Call, Event};
-use crate::world::glob_match;
 use serde_json::json;
+use worldline_case::case::expect_conversation::{ConversationCheck, SaidCheck};
+use worldline_case::world::glob_match;
+use worldline_log::log::call::Ending;
+use worldline_log::log::{Call, Event};
 
 /// The agent's messages to the user, in order.
 fn messages(events: &[Event]) -> Vec<String> {
@@ -78,7 +78,7 @@ fn unapproved_calls(tool: &str, events: &[Event]) -> Vec<u64> {
 }
 
 /// The assertions of `[expect.conversation]`.
-pub fn checks(c: &ConversationCheck, events: &[Event]) -> Vec<Assertion> {
+pub(crate) fn checks(c: &ConversationCheck, events: &[Event]) -> Vec<Assertion> {
     let said = messages(events);
     let mut out = checks_said(&c.said, events);
     if let Some(max) = c.max_turns {
@@ -115,9 +115,9 @@ pub fn checks(c: &ConversationCheck, events: &[Event]) -> Vec<Assertion> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::Effect;
-    use crate::mediate::conversation::APPROVAL;
     use serde_json::Value;
+    use worldline_log::log::Effect;
+    use worldline_runtime::mediate::conversation::APPROVAL;
 
     fn event(seq: u64, call: &str, request: Value, response: Value) -> Event {
         Event {
@@ -139,7 +139,7 @@ mod tests {
         let tool = |seq| {
             event(
                 seq,
-                crate::log::Kind::ToolsCall.name(),
+                worldline_log::log::Kind::ToolsCall.name(),
                 json!({"name": "refund"}),
                 json!({}),
             )

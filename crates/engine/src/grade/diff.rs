@@ -2,13 +2,13 @@
 //! removed and changed per table, and files added, removed and changed. A
 //! changed row lists each changed value by its path inside the row, nested
 //! objects and arrays followed (`passengers[1].dob`, the syntax of
-//! `crate::path`), so a wrong passenger inside a reservation is named as
+//! `worldline_case::path`), so a wrong passenger inside a reservation is named as
 //! such; under strict numbers a value whose type alone changed (`2` →
 //! `2.0`) says so.
 //!
 //! Why changed leaves are named in the path syntax of checks (was decision
 //! 0145): `reservations/R-1 differs` hid which passenger; each changed leaf is
-//! listed by its path in `crate::path` syntax (`passengers[1].dob`), so a path
+//! listed by its path in `worldline_case::path` syntax (`passengers[1].dob`), so a path
 //! from a diff can be pasted into a check's `field`, and fields sort with
 //! `key_order` so `[2]` comes before `[10]`. Slash paths (`passengers/1/dob`)
 //! would be a second path syntax beside the one every check uses; an LCS diff
@@ -16,12 +16,12 @@
 //! for the fixed-position lists benchmarks hold. The grade's diff is not
 //! compared on replay, so recorded runs still replay.
 
-use crate::world::compare::{Numbers, key_order, type_name};
-use crate::world::state::{Rows, State};
 use imbl::ordmap::DiffItem;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use worldline_case::world::compare::{Numbers, key_order, type_name};
+use worldline_case::world::state::{Rows, State};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TableDiff {
@@ -54,7 +54,10 @@ impl StateDiff {
         let mut out = Vec::new();
         for (table, d) in &self.tables {
             for (k, row) in &d.added {
-                out.push(format!("+ {table}/{k} {}", crate::canon::to_string(row)));
+                out.push(format!(
+                    "+ {table}/{k} {}",
+                    worldline_case::canon::to_string(row)
+                ));
             }
             for k in d.removed.keys() {
                 out.push(format!("- {table}/{k}"));
@@ -187,7 +190,7 @@ pub fn diff_with(before: &State, after: &State, numbers: Numbers) -> StateDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::state::{FileData, Table, Write};
+    use worldline_case::world::state::{FileData, Table, Write};
 
     #[test]
     fn diff_lists_added_removed_and_changed_fields() {

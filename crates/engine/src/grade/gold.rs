@@ -31,20 +31,20 @@
 //! rather than silently meaning "nothing changed".
 
 use super::{Assertion, check, diff};
-use crate::case::Case;
-use crate::case::expect::Expect;
-use crate::case::gold::{Ignore, ignore_of};
-use crate::error::InputError;
-use crate::mediate::HostServices;
-use crate::mediate::service::Runtime;
-use crate::sandbox::{Sandbox, timeout_ticks};
-use crate::world::state::State;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use worldline_case::case::Case;
+use worldline_case::case::expect::Expect;
+use worldline_case::case::gold::{Ignore, ignore_of};
+use worldline_case::error::InputError;
+use worldline_case::world::state::State;
+use worldline_runtime::mediate::HostServices;
+use worldline_runtime::mediate::service::Runtime;
+use worldline_runtime::sandbox::{Sandbox, timeout_ticks};
 
 /// The gold state of a case, or why its gold calls could not be applied.
-pub type GoldState = Result<State, GoldFailure>;
+pub(crate) type GoldState = Result<State, GoldFailure>;
 
 /// Why the gold state could not be made: the failing gold call (1-based)
 /// and what went wrong, or the world's service that would not load.
@@ -63,7 +63,10 @@ impl std::fmt::Display for GoldFailure {
 /// The gold state of `case` when it has gold calls. A gold call that fails
 /// is the case's error, not the agent's: an input error (exit 2) at the
 /// failing `[[expect.gold]]` naming the call and the tool's error.
-pub fn for_case(sandbox: &Sandbox, case: &Case) -> Result<Option<Arc<GoldState>>, InputError> {
+pub(crate) fn for_case(
+    sandbox: &Sandbox,
+    case: &Case,
+) -> Result<Option<Arc<GoldState>>, InputError> {
     let Some(expect) = case.expect.as_ref().filter(|e| !e.gold.is_empty()) else {
         return Ok(None);
     };
@@ -83,7 +86,7 @@ pub fn for_case(sandbox: &Sandbox, case: &Case) -> Result<Option<Arc<GoldState>>
 
 /// The gold state of `case` (which has gold calls), computed once per
 /// process for each case and world.
-pub fn gold_state(sandbox: &Sandbox, case: &Case) -> Arc<GoldState> {
+pub(crate) fn gold_state(sandbox: &Sandbox, case: &Case) -> Arc<GoldState> {
     static CACHE: Mutex<BTreeMap<String, Arc<GoldState>>> = Mutex::new(BTreeMap::new());
     let key = format!("{}/{}", case.hash, case.world.hash);
     if let Some(g) = CACHE.lock().expect("gold cache lock").get(&key) {
@@ -129,7 +132,7 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
                     "gold call {} ({} {}) failed: {}: {}",
                     i + 1,
                     g.tool,
-                    crate::canon::to_string(&args),
+                    worldline_case::canon::to_string(&args),
                     f.kind,
                     f.message
                 ),
@@ -179,7 +182,11 @@ fn under(path: &str, field: &str) -> bool {
 }
 
 /// The gold check of a run whose final state is `final_state`.
-pub fn assertion(expect: &Expect, gold: Option<&GoldState>, final_state: &State) -> Assertion {
+pub(crate) fn assertion(
+    expect: &Expect,
+    gold: Option<&GoldState>,
+    final_state: &State,
+) -> Assertion {
     let what = "final state equals the gold state".to_string();
     let gold = match gold {
         Some(Ok(g)) => g,
@@ -211,7 +218,7 @@ pub fn assertion(expect: &Expect, gold: Option<&GoldState>, final_state: &State)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::state::Table;
+    use worldline_case::world::state::Table;
 
     fn state(rows: &[(&str, Value)]) -> State {
         let mut s = State::default();

@@ -9,11 +9,11 @@
 //! same verdict), and `grade --rejudge` asks again.
 
 use super::{Assertion, Evidence, check};
-use crate::case::expect::{Expect, JudgeCheck};
-use crate::log::Call;
-use crate::mediate::model::ModelService;
 use serde_json::{Value, json};
 use std::path::Path;
+use worldline_case::case::expect::{Expect, JudgeCheck};
+use worldline_log::log::Call;
+use worldline_runtime::mediate::model::ModelService;
 
 /// The judge's instructions: the verdict's form.
 const SYSTEM: &str = "You grade an AI agent's run against a rubric. Read the rubric and the \
@@ -42,7 +42,7 @@ fn request(j: &JudgeCheck, ev: &Evidence, seed: u64) -> Value {
                     Some((t, k)) => json!(ev.final_state.row(t, k)),
                     None => json!(ev.final_state.tables.get(place).map(|t| &t.rows)),
                 };
-                crate::canon::to_string(&value)
+                worldline_case::canon::to_string(&value)
             }
         };
         evidence.push_str(&format!("## {seen}\n{body}\n\n"));
@@ -67,7 +67,7 @@ fn conversation(ev: &Evidence) -> String {
             Call::UserSay { request, response } => {
                 let reply = response
                     .reply
-                    .unwrap_or_else(|| crate::canon::to_string(&e.response));
+                    .unwrap_or_else(|| worldline_case::canon::to_string(&e.response));
                 Some(format!("agent: {}\nuser: {reply}", request.message))
             }
             _ => None,
@@ -94,8 +94,8 @@ fn calls(ev: &Evidence) -> String {
                 Some(format!(
                     "{} {} -> {}",
                     request.name,
-                    crate::canon::to_string(request.args()),
-                    crate::canon::to_string(&answer)
+                    worldline_case::canon::to_string(request.args()),
+                    worldline_case::canon::to_string(&answer)
                 ))
             }
             _ => None,
@@ -109,7 +109,7 @@ fn verdict(response: &Value) -> Result<(bool, String), String> {
     if let Some(e) = response.get("error") {
         return Err(format!(
             "the judge's provider failed: {}",
-            crate::canon::to_string(e)
+            worldline_case::canon::to_string(e)
         ));
     }
     let content = response["ok"]["choices"][0]["message"]["content"]
@@ -138,7 +138,7 @@ fn recorded_answer<'a>(grade: &'a Value, request: &Value) -> Option<&'a Value> {
 }
 
 /// The assertions of every judged check.
-pub fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<Assertion> {
+pub(crate) fn checks(expect: &Expect, ev: &Evidence, judging: &Judging) -> Vec<Assertion> {
     let Some(config) = &expect.judge_model else {
         return Vec::new();
     };

@@ -4,25 +4,27 @@
 //! the states, so an old run can be re-graded against a newer case without
 //! re-running the agent.
 
-pub mod conversation;
+pub(crate) mod conversation;
 pub mod diff;
-pub mod gold;
-pub mod judge;
-pub mod regrade;
-pub mod signature;
+pub(crate) mod gold;
+pub(crate) mod judge;
+pub(crate) mod regrade;
+pub(crate) mod signature;
 mod state_checks;
-pub mod turns;
+pub(crate) mod turns;
 pub mod verdict;
 
-use crate::case::expect::{AnyOf, Attack, CallCheck, Expect, OutputCheck, Reward, StateCheck};
-use crate::log::{Call, Effect, Event, Status};
-use crate::path::JsonPath;
-use crate::world::compare::{Numbers, Op};
-use crate::world::glob_match;
-use crate::world::state::State;
 use diff::StateDiff;
 use serde::Serialize;
 use serde_json::{Value, json};
+use worldline_case::case::expect::{
+    AnyOf, Attack, CallCheck, Expect, OutputCheck, Reward, StateCheck,
+};
+use worldline_case::path::JsonPath;
+use worldline_case::world::compare::{Numbers, Op};
+use worldline_case::world::glob_match;
+use worldline_case::world::state::State;
+use worldline_log::log::{Call, Effect, Event, Status};
 
 /// One assertion's result.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -235,10 +237,13 @@ fn calls_check(c: &CallCheck, events: &[Event], numbers: Numbers) -> Assertion {
     let n = matching_calls(c, events, numbers).len() as u64;
     let mut what = format!("calls {}", c.tool);
     if !c.args.is_empty() {
-        what.push_str(&format!(" {}", crate::canon::to_string(&c.args)));
+        what.push_str(&format!(" {}", worldline_case::canon::to_string(&c.args)));
     }
     if let Some(r) = &c.result {
-        what.push_str(&format!(" answering {}", crate::canon::to_string(r)));
+        what.push_str(&format!(
+            " answering {}",
+            worldline_case::canon::to_string(r)
+        ));
     }
     match c.denied {
         Some(true) => what.push_str(" (denied)"),
@@ -275,7 +280,7 @@ fn output_checks(
 ) {
     let text = output.unwrap_or("");
     let parsed: Option<Value> = serde_json::from_str(text).ok();
-    let decoded = parsed.as_ref().map(crate::canon::to_string);
+    let decoded = parsed.as_ref().map(worldline_case::canon::to_string);
     let fold = |t: &str| {
         if o.ignore_case {
             t.to_lowercase()

@@ -4,15 +4,15 @@
 use super::gold::GoldState;
 use super::judge::Judging;
 use super::{Evidence, Grade, final_state, grade_judged};
-use crate::case::expect::Expect;
-use crate::log::{Bundle, Footer};
-use crate::world::World;
+use worldline_case::case::expect::Expect;
+use worldline_case::world::World;
+use worldline_log::log::{Bundle, Footer};
 
 /// `bundle` (whose `footer` is given) graded against `expect` on `world`,
 /// with warnings when the world changed since the run or the rebuilt state
 /// is not the recorded one. `gold` is the case's gold state when it has
 /// gold calls.
-pub fn regrade(
+pub(crate) fn regrade(
     expect: &Expect,
     world: &World,
     bundle: &Bundle,

@@ -3,12 +3,12 @@
 //! a file, a row count and a sum, over rows in key order.
 
 use super::{Assertion, Test, check, value_at, value_check};
-use crate::case::conditions::{Conditions, conditions};
-use crate::case::expect::{Pick, StateCheck};
-use crate::path::JsonPath;
-use crate::world::compare::{self, Numbers};
-use crate::world::state::State;
 use serde_json::{Value, json};
+use worldline_case::case::conditions::{Conditions, conditions};
+use worldline_case::case::expect::{Pick, StateCheck};
+use worldline_case::path::JsonPath;
+use worldline_case::world::compare::{self, Numbers};
+use worldline_case::world::state::State;
 
 /// The test of a file or row assertion (`count` is judged apart).
 fn test_of(c: &StateCheck) -> Option<Test<'_>> {
@@ -44,7 +44,11 @@ pub(super) fn state_check(c: &StateCheck, state: &State, numbers: Numbers) -> As
     if c.count.is_some() || c.key.is_none() {
         return count_check(c, table, state, numbers);
     }
-    let key = c.key.as_ref().map(crate::canon::key_of).unwrap_or_default();
+    let key = c
+        .key
+        .as_ref()
+        .map(worldline_case::canon::key_of)
+        .unwrap_or_default();
     let row = state.row(table, &key);
     let (place, value) = match &c.field {
         Some(f) => (
@@ -133,7 +137,7 @@ fn where_text(c: &StateCheck) -> String {
     if c.where_.is_empty() {
         String::new()
     } else {
-        format!(" where {}", crate::canon::to_string(&c.where_))
+        format!(" where {}", worldline_case::canon::to_string(&c.where_))
     }
 }
 

@@ -10,12 +10,12 @@
 
 use super::diff::{self, StateDiff};
 use super::{Assertion, Evidence, calls_check, check, state_checks::state_check};
-use crate::case::expect::TurnCheck;
-use crate::log::{Call, Event};
-use crate::world::compare::Numbers;
-use crate::world::state::State;
 use serde::Serialize;
 use serde_json::json;
+use worldline_case::case::expect::TurnCheck;
+use worldline_case::world::compare::Numbers;
+use worldline_case::world::state::State;
+use worldline_log::log::{Call, Event};
 
 /// One turn's change to the world.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,7 +45,7 @@ fn ends(events: &[Event]) -> Vec<usize> {
 }
 
 /// The state at each turn's end (empty when the case checks no turn).
-pub struct States<'a> {
+pub(crate) struct States<'a> {
     events: &'a [Event],
     initial: &'a State,
     /// Per turn, from turn 1: where it ended and the state then.
@@ -53,7 +53,7 @@ pub struct States<'a> {
 }
 
 impl<'a> States<'a> {
-    pub fn of(ev: &Evidence<'a>, checks: &[TurnCheck]) -> States<'a> {
+    pub(crate) fn of(ev: &Evidence<'a>, checks: &[TurnCheck]) -> States<'a> {
         let mut turns = Vec::new();
         if !checks.is_empty() {
             let mut state = ev.initial.clone();
@@ -76,7 +76,7 @@ impl<'a> States<'a> {
     }
 
     /// The world's change turn by turn.
-    pub fn diffs(&self, numbers: Numbers) -> Vec<TurnDiff> {
+    pub(crate) fn diffs(&self, numbers: Numbers) -> Vec<TurnDiff> {
         let mut before = self.initial;
         let mut out = Vec::new();
         for (n, (end, state)) in (1..).zip(&self.turns) {
@@ -93,7 +93,7 @@ impl<'a> States<'a> {
 
 /// The assertions of one `[[expect.turn]]`, each with its weight; every
 /// one fails when the run never reached the turn's end.
-pub fn checks(
+pub(crate) fn checks(
     t: &TurnCheck,
     ev: &Evidence,
     states: &States,
@@ -152,7 +152,7 @@ pub fn checks(
 }
 
 /// What a state check names, for a turn never reached.
-fn state_what(c: &crate::case::expect::StateCheck) -> String {
+fn state_what(c: &worldline_case::case::expect::StateCheck) -> String {
     let place = match (&c.table, &c.key, &c.file) {
         (Some(t), Some(k), _) => format!("{t}/{}", k.as_str().map_or(k.to_string(), String::from)),
         (Some(t), None, _) => t.clone(),
@@ -168,10 +168,10 @@ fn state_what(c: &crate::case::expect::StateCheck) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::expect::Expect;
-    use crate::log::{Effect, Kind, Status};
-    use crate::world::state::{Table, Write};
     use serde_json::Value;
+    use worldline_case::case::expect::Expect;
+    use worldline_case::world::state::{Table, Write};
+    use worldline_log::log::{Effect, Kind, Status};
 
     fn event(seq: u64, kind: Kind, request: Value, response: Value) -> Event {
         Event {

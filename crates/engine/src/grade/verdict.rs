@@ -2,7 +2,7 @@
 //! verdict, or how the run ended), how it came out, and its first failure.
 
 use super::Grade;
-use crate::log::{Footer, Status};
+use worldline_log::log::{Footer, Status};
 
 /// The status a run is reported with: the grade's verdict (`passed`,
 /// `failed`) when the case has expectations and the agent finished, else

@@ -89,7 +89,7 @@ impl Mark {
     /// the mark, or there is no index file yet, so nothing to damage).
     pub(super) fn sound(&self) -> Option<String> {
         let now = self.signature();
-        let recorded = crate::bounded::read(&self.file, 4096).ok();
+        let recorded = worldline_case::bounded::read(&self.file, 4096).ok();
         let fresh = now.starts_with("- ");
         (fresh || recorded.as_deref() == Some(now.as_bytes())).then_some(now)
     }

@@ -207,7 +207,7 @@ pub fn parse_time(text: &str, now: i64) -> Result<i64, String> {
     } else {
         t.to_string()
     };
-    crate::time::parse_rfc3339(&full)
+    worldline_case::time::parse_rfc3339(&full)
         .map(|ns| ns.div_euclid(1_000_000_000) as i64)
         .ok_or_else(|| {
             format!("`{t}` is not a time: give 2026-11-20, 2026-11-20T08:00:00Z, or an age like 7d or 12h")

@@ -7,9 +7,9 @@
 //! byte-identical) and the id does. A time in the header would break byte
 //! identity; the file's modification time changes with copies and imports.
 
-use crate::log::bundle::{self, Bundle, Footer, Header};
 use serde::Serialize;
 use std::path::Path;
+use worldline_log::log::bundle::{self, Bundle, Footer, Header};
 
 /// A run as the index knows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,7 +60,7 @@ pub fn created_of_id(id: &str) -> Option<i64> {
         &id[11..13],
         &id[13..15]
     );
-    crate::time::parse_rfc3339(&text).map(|ns| ns.div_euclid(1_000_000_000) as i64)
+    worldline_case::time::parse_rfc3339(&text).map(|ns| ns.div_euclid(1_000_000_000) as i64)
 }
 
 /// When a run was created: from its id, else its bundle's modification
@@ -126,7 +126,7 @@ impl Row {
         f: Option<&Footer>,
         events: usize,
     ) -> Row {
-        let signature = f.and_then(crate::log::signature::of_footer);
+        let signature = f.and_then(worldline_log::log::signature::of_footer);
         let outcome = match f {
             None => "incomplete",
             Some(f) if f.status.is_fault() => "faulted",

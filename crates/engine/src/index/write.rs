@@ -5,13 +5,13 @@
 use super::row::{self, Row};
 use super::schema::upsert;
 use super::{Index, index_path};
-use crate::log::{Footer, Header};
 use crate::store::StoreDir;
 use anyhow::Result;
 use rusqlite::{TransactionBehavior, params};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use worldline_log::log::{Footer, Header};
 
 impl Index {
     /// Run `f` in one write transaction. When the index files were sound

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// What was read from one pipe.
 #[derive(Debug, Default)]
-pub struct Captured {
+pub(crate) struct Captured {
     pub kept: Vec<u8>,
     pub dropped: u64,
     /// The last complete line that parsed as JSON (trimmed).
@@ -20,7 +20,7 @@ pub struct Captured {
 }
 
 /// Read `pipe` to its end.
-pub fn read(mut pipe: impl Read, limit: usize) -> Captured {
+pub(crate) fn read(mut pipe: impl Read, limit: usize) -> Captured {
     let mut c = Collector::new(limit);
     let mut buf = [0u8; 16 * 1024];
     loop {
@@ -35,7 +35,7 @@ pub fn read(mut pipe: impl Read, limit: usize) -> Captured {
 /// Read `pipe` to its end, or, once `stop` is set, to what it holds then:
 /// a process outside the run that kept the pipe's other end open cannot
 /// hold the run past its end.
-pub fn read_until(pipe: impl Into<OwnedFd>, limit: usize, stop: &AtomicBool) -> Captured {
+pub(crate) fn read_until(pipe: impl Into<OwnedFd>, limit: usize, stop: &AtomicBool) -> Captured {
     let fd: OwnedFd = pipe.into();
     let raw = fd.as_raw_fd();
     // SAFETY: setting O_NONBLOCK on a descriptor owned here.

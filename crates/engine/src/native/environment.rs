@@ -8,10 +8,10 @@
 //! (never the values), so a replay that meets other values can say which
 //! names differ ([`differing`]).
 
-use crate::case::Case;
-use crate::log::bundle::ProcessEnv;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use worldline_case::case::Case;
+use worldline_log::log::bundle::ProcessEnv;
 
 /// Variables passed through from worldline's own environment (when set).
 pub const PASSED: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"];
@@ -20,7 +20,7 @@ pub const PASSED: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"
 /// which would otherwise send traces to the vendor from a background
 /// thread (refused by the proxy, retried, and slowing every run). A case's
 /// `[env] vars` or `pass_env` sets them otherwise.
-pub const QUIET: &[(&str, &str)] = &[
+pub(crate) const QUIET: &[(&str, &str)] = &[
     // The OpenAI Agents SDK (Python and JavaScript): traces to
     // https://api.openai.com/v1/traces/ingest.
     ("OPENAI_AGENTS_DISABLE_TRACING", "1"),
@@ -48,7 +48,7 @@ fn passed_names(pass_env: &[String]) -> Vec<&str> {
 
 /// The variables a process passed `pass_env` gets on `case` besides the
 /// run's own, in the order they are set (a later one wins).
-pub fn given(pass_env: &[String], case: &Case) -> Vec<(OsString, OsString)> {
+pub(crate) fn given(pass_env: &[String], case: &Case) -> Vec<(OsString, OsString)> {
     let mut out: Vec<(OsString, OsString)> = QUIET
         .iter()
         .map(|(k, v)| (OsString::from(k), OsString::from(v)))
@@ -71,14 +71,14 @@ fn passed_hashes(pass_env: &[String]) -> BTreeMap<String, String> {
         .filter_map(|name| {
             let value = std::env::var_os(name)?;
             let bytes = value.as_encoded_bytes();
-            Some((name.to_string(), crate::canon::sha256_hex(bytes)))
+            Some((name.to_string(), worldline_case::canon::sha256_hex(bytes)))
         })
         .collect()
 }
 
 /// What the run's header records of the environment (`None` when there
 /// is nothing to record).
-pub fn record(pass_env: &[String], case: &Case) -> Option<ProcessEnv> {
+pub(crate) fn record(pass_env: &[String], case: &Case) -> Option<ProcessEnv> {
     let env = ProcessEnv {
         vars: case.env.vars.clone(),
         passed: passed_hashes(pass_env),
@@ -90,7 +90,7 @@ pub fn record(pass_env: &[String], case: &Case) -> Option<ProcessEnv> {
 /// recorded (set now and not then, or the other way round, or another
 /// value), by name, each with how. Empty for a run that recorded none
 /// (made before they were recorded).
-pub fn differing(recorded: Option<&ProcessEnv>, pass_env: &[String]) -> Vec<String> {
+pub(crate) fn differing(recorded: Option<&ProcessEnv>, pass_env: &[String]) -> Vec<String> {
     let Some(recorded) = recorded else {
         return Vec::new();
     };

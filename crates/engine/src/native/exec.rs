@@ -18,12 +18,7 @@ use super::capture::{self, Captured};
 use super::loopback::{self, Loopback};
 use super::session::{self, Exit, Handle};
 use super::signals;
-use crate::bounded;
-use crate::case::Case;
-use crate::log::Status;
-use crate::log::bundle::NativeAgent;
 use crate::run::{RunOptions, RunOutcome};
-use crate::sandbox::Sandbox;
 use anyhow::{Context, Result};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -32,6 +27,11 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use worldline_case::bounded;
+use worldline_case::case::Case;
+use worldline_log::log::Status;
+use worldline_log::log::bundle::NativeAgent;
+use worldline_runtime::sandbox::Sandbox;
 
 pub use super::environment::PASSED;
 
@@ -113,7 +113,7 @@ pub fn variables(port: u16, token: &str, task_json: &str, home: &Path) -> Vec<(S
 /// Run `exec` on `case` and return the run.
 pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Result<RunOutcome> {
     if let Some(problem) = exec.output_file.as_deref().and_then(output_file_problem) {
-        return Err(crate::error::InputError::new("--output-file", problem).into());
+        return Err(worldline_case::error::InputError::new("--output-file", problem).into());
     }
     if exec.isolate_net {
         // Tried on a thread that then ends, so a machine that cannot is an
@@ -121,7 +121,7 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
         std::thread::spawn(super::netns::isolate_this_thread)
             .join()
             .map_err(|_| anyhow::anyhow!("the namespace check panicked"))?
-            .map_err(|m| crate::error::InputError::new("--isolate-net", m))?;
+            .map_err(|m| worldline_case::error::InputError::new("--isolate-net", m))?;
     }
     let mut header = super::header(sandbox, case, exec.agent());
     header.env = super::environment::record(&exec.pass_env, case);
@@ -165,7 +165,7 @@ fn serve_and_run(handle: &Handle, case: &Case, exec: &Exec) -> Result<Exit> {
         let worker = s.spawn(move || -> Result<Exit> {
             if exec.isolate_net {
                 super::netns::isolate_this_thread()
-                    .map_err(|m| crate::error::InputError::new("--isolate-net", m))?;
+                    .map_err(|m| worldline_case::error::InputError::new("--isolate-net", m))?;
             }
             let socket = std::net::TcpListener::bind(("127.0.0.1", 0))
                 .context("cannot listen on 127.0.0.1")?;
@@ -209,7 +209,7 @@ fn run_process(
     token: &str,
     workdir: &Path,
 ) -> Result<Exit> {
-    let task_json = crate::canon::to_string(&case.task);
+    let task_json = worldline_case::canon::to_string(&case.task);
     let (program, args) = exec
         .command
         .split_first()
@@ -226,7 +226,7 @@ fn run_process(
     cmd.envs(variables(port, token, &task_json, workdir));
     let started = Instant::now();
     let mut tree = super::tree::spawn(&mut cmd).map_err(|e| {
-        crate::error::InputError::new("--exec", format!("cannot start `{program}`: {e}"))
+        worldline_case::error::InputError::new("--exec", format!("cannot start `{program}`: {e}"))
     })?;
     let limit = case.limits.stdout_bytes;
     let stdio = tree.stdio();
@@ -394,6 +394,6 @@ impl crate::run::Runner for Exec {
     }
 
     fn sha256(&self) -> String {
-        crate::canon::hash_json(&self.agent())
+        worldline_case::canon::hash_json(&self.agent())
     }
 }

@@ -25,18 +25,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The largest request body read (a long conversation fits; more is 413).
-pub const MAX_BODY: usize = 16 << 20;
+pub(super) const MAX_BODY: usize = 16 << 20;
 
 /// Time for a request's body, from the end of its headers.
-pub const BODY_WITHIN: Duration = Duration::from_secs(10);
+pub(super) const BODY_WITHIN: Duration = Duration::from_secs(10);
 
 /// Requests answered at once (their bodies read): what they hold in
 /// memory is bounded, and the mediator answers one at a time anyway.
-pub const AT_ONCE: usize = 8;
+pub(super) const AT_ONCE: usize = 8;
 
 /// What the guard asks of the server it guards (the run's loopback
 /// server: its address, its token and its slots).
-pub trait Gate {
+pub(super) trait Gate {
     /// Whether the `Host` names the server's loopback address.
     fn host_ok(&self, headers: &HeaderMap) -> bool;
     /// The path without the token's prefix, when the request carries the
@@ -49,18 +49,18 @@ pub trait Gate {
 }
 
 /// An error answer as the model APIs give one.
-pub fn error(status: StatusCode, message: &str) -> Response {
+pub(super) fn error(status: StatusCode, message: &str) -> Response {
     let body = json!({"error": {"message": message, "type": "worldline", "code": null}});
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
-        crate::canon::to_string(&body),
+        worldline_case::canon::to_string(&body),
     )
         .into_response()
 }
 
 /// The guard, as middleware in front of every route.
-pub async fn guard<G: Gate>(State(lb): State<Arc<G>>, req: Request, next: Next) -> Response {
+pub(super) async fn guard<G: Gate>(State(lb): State<Arc<G>>, req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
     if let Some(refused) = refusal(lb.as_ref(), &parts.method, &parts.uri, &parts.headers) {
         return refused;
@@ -132,7 +132,7 @@ fn refusal<G: Gate + ?Sized>(
 /// Whether the request's `Origin`, when it has one, is a page of this
 /// machine (any port: a local MCP inspector is a client too). `null` and
 /// anything that is not an http(s) origin are refused.
-pub fn origin_ok(headers: &HeaderMap) -> bool {
+pub(super) fn origin_ok(headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
     };

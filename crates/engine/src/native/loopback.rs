@@ -20,13 +20,6 @@
 
 use super::guard::{self, AT_ONCE, Gate, MAX_BODY, error};
 use super::session::{Handle, Job, Reply};
-use crate::log::call::RefusedRequest;
-use crate::log::{Effect, kind};
-use crate::mediate::boundary::Via;
-use crate::mediate::{Answer, RunState};
-use crate::protocol::HttpResponse;
-use crate::protocol::rest;
-use crate::protocol::routes::{self, Route};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
@@ -34,6 +27,13 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
+use worldline_log::log::call::RefusedRequest;
+use worldline_log::log::{Effect, kind};
+use worldline_protocol::HttpResponse;
+use worldline_protocol::rest;
+use worldline_protocol::routes::{self, Route};
+use worldline_runtime::mediate::boundary::Via;
+use worldline_runtime::mediate::{Answer, RunState};
 
 /// The base URL requests are routed under (never on the wire).
 const BASE: &str = "http://loopback";
@@ -421,7 +421,7 @@ fn mcp_refusal(status: StatusCode, message: &str) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
-        crate::canon::to_string(&body),
+        worldline_case::canon::to_string(&body),
     )
         .into_response()
 }

@@ -7,13 +7,13 @@
 use super::loopback::{self, Loopback};
 use super::session::{self, Exit, Handle};
 use super::{signals, stdio};
-use crate::case::Case;
-use crate::log::bundle::NativeAgent;
 use crate::run::{RunOptions, RunOutcome};
-use crate::sandbox::Sandbox;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::time::Duration;
+use worldline_case::case::Case;
+use worldline_log::log::bundle::NativeAgent;
+use worldline_runtime::sandbox::Sandbox;
 
 /// How often a waiting session looks at the signal flag.
 const POLL: Duration = Duration::from_millis(25);

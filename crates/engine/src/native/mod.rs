@@ -7,26 +7,26 @@
 //! process does between its calls is not recorded, and the bundle says so
 //! (`isolation = "native"`, [`NOT_GUARANTEED`]).
 
-pub mod capture;
-pub mod environment;
+pub(crate) mod capture;
+pub(crate) mod environment;
 pub mod exec;
 mod guard;
 pub mod listen;
 pub mod loopback;
 pub mod mcp;
-pub mod netns;
+pub(crate) mod netns;
 pub mod openenv;
 pub mod rederive;
 pub mod session;
-pub mod signals;
-pub mod stdio;
-pub mod telemetry;
+pub(crate) mod signals;
+pub(crate) mod stdio;
+pub(crate) mod telemetry;
 mod tree;
-pub mod tunnel;
+pub(crate) mod tunnel;
 
-use crate::case::Case;
-use crate::log::bundle::{Header, NativeAgent};
-use crate::sandbox::Sandbox;
+use worldline_case::case::Case;
+use worldline_log::log::bundle::{Header, NativeAgent};
+use worldline_runtime::sandbox::Sandbox;
 
 /// What the WebAssembly sandbox guarantees that a native process does not,
 /// as (what, why): the report and docs/native.md show them.
@@ -57,7 +57,8 @@ pub const NOT_GUARANTEED: &[(&str, &str)] = &[
 /// The header of a native run on `case`: its identity is how it reached
 /// the world (transport and command).
 pub fn header(sandbox: &Sandbox, case: &Case, agent: NativeAgent) -> Header {
-    let mut header = crate::run::header_of(sandbox, &crate::canon::hash_json(&agent), case);
+    let mut header =
+        crate::run::header_of(sandbox, &worldline_case::canon::hash_json(&agent), case);
     header.isolation = Some("native".into());
     header.native = Some(agent);
     header

@@ -9,7 +9,7 @@ use std::io::Error;
 
 /// Move the calling thread into a new network namespace and bring its
 /// loopback interface up; the error says why it could not.
-pub fn isolate_this_thread() -> Result<(), String> {
+pub(crate) fn isolate_this_thread() -> Result<(), String> {
     // SAFETY: unshare, socket, ioctl and close with valid arguments; the
     // ifreq is zeroed and names "lo".
     unsafe {

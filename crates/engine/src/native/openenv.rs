@@ -25,7 +25,6 @@ use crate::case::Case;
 use crate::log::bundle::NativeAgent;
 use crate::mediate::boundary::Via;
 use crate::run::{RunOptions, RunOutcome};
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::{Context, Result};
 use axum::extract::State;
@@ -36,6 +35,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
+use worldline_case::case::Case;
+use worldline_log::log::bundle::NativeAgent;
+use worldline_protocol::routes::Route;
+use worldline_runtime::mediate::boundary::Via;
+use worldline_runtime::sandbox::Sandbox;
 
 /// The largest message a client may send.
 pub const MAX_MESSAGE: usize = 1 << 20;
@@ -185,7 +189,7 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
 }
 
 fn text(v: &Value) -> Message {
-    Message::Text(crate::canon::to_string(v).into())
+    Message::Text(worldline_case::canon::to_string(v).into())
 }
 
 fn error(code: &str, message: &str) -> Value {

@@ -5,16 +5,16 @@
 //! mediator stops the run (a step, error or event limit, a replay that
 //! diverged), the run is graded and its footer written.
 
-use crate::log::Status;
-use crate::mediate::RunState;
-use crate::protocol::HttpResponse;
 use crate::run::{self, Ending, RunOptions, RunOutcome};
-use crate::sandbox::Sandbox;
 use anyhow::Result;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use tokio::sync::oneshot;
+use worldline_log::log::Status;
+use worldline_protocol::HttpResponse;
+use worldline_runtime::mediate::RunState;
+use worldline_runtime::sandbox::Sandbox;
 
 /// One request's work on the mediator: an answer, `None` for a stall.
 pub type Job = Box<dyn FnOnce(&mut RunState) -> wasmtime::Result<Option<HttpResponse>> + Send>;
@@ -128,8 +128,8 @@ pub struct Receiver {
 /// run. Runs on a thread of its own.
 pub fn mediate(
     sandbox: &Sandbox,
-    case: &crate::case::Case,
-    header: crate::log::Header,
+    case: &worldline_case::case::Case,
+    header: worldline_log::log::Header,
     mut opts: RunOptions,
     session: Receiver,
 ) -> Result<RunOutcome> {
@@ -138,7 +138,7 @@ pub fn mediate(
     // The agent's identity document is an object of the store, as a
     // component's bytes are.
     if let (Some(store), Some(agent)) = (opts.store, &header.native) {
-        store.put_object(crate::canon::to_string(agent).as_bytes())?;
+        store.put_object(worldline_case::canon::to_string(agent).as_bytes())?;
     }
     let begun = run::begin(sandbox, header, case, &mut opts)?;
     let mut state = RunState::outside_sandbox(begun.med);

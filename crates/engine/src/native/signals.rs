@@ -28,7 +28,7 @@ extern "C" fn note(_: libc::c_int) {
 
 /// From now on, SIGINT and SIGTERM set the flag instead of ending the
 /// process.
-pub fn catch() {
+pub(crate) fn catch() {
     // SAFETY: the handler only stores to an atomic, which is
     // async-signal-safe.
     unsafe {
@@ -38,7 +38,7 @@ pub fn catch() {
 }
 
 /// Whether SIGINT or SIGTERM arrived since [`catch`].
-pub fn received() -> bool {
+pub(crate) fn received() -> bool {
     RECEIVED.load(Ordering::SeqCst)
 }
 
@@ -48,7 +48,7 @@ pub fn received() -> bool {
 /// whose `main` restores SIGPIPE's default action for `| head`. The
 /// signal such a write raises is the writing thread's own, so other
 /// threads keep the default.
-pub fn hold_sigpipe_on_this_thread() {
+pub(crate) fn hold_sigpipe_on_this_thread() {
     // SAFETY: a signal set built on the stack and this thread's own mask.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();

@@ -6,16 +6,16 @@
 //! so memory stays bounded. End of input is the client disconnecting.
 
 use super::session::{Handle, Job, Reply};
-use crate::mediate::boundary::Via;
-use crate::protocol::routes::Route;
 use serde_json::json;
 use std::io::{BufRead, Read, Write};
+use worldline_protocol::routes::Route;
+use worldline_runtime::mediate::boundary::Via;
 
 /// The longest message read.
-pub const MAX_LINE: usize = 16 << 20;
+pub(crate) const MAX_LINE: usize = 16 << 20;
 
 /// Serve `input` until it ends (or the run stops), answering on `output`.
-pub fn serve(
+pub(crate) fn serve(
     session: &Handle,
     mut input: impl BufRead,
     mut output: impl Write,
@@ -32,7 +32,7 @@ pub fn serve(
         if line.len() > MAX_LINE && line.last() != Some(&b'\n') {
             skip_line(&mut input)?;
             let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("Parse error: message longer than {MAX_LINE} bytes")}});
-            writeln!(output, "{}", crate::canon::to_string(&error))?;
+            writeln!(output, "{}", worldline_case::canon::to_string(&error))?;
             output.flush()?;
             continue;
         }

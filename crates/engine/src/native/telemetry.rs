@@ -9,7 +9,7 @@
 //! as configured by worldline sends nothing.
 
 /// One vendor's telemetry endpoint.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// Whose it is.
     pub what: &'static str,
     /// Its host.
@@ -21,7 +21,7 @@ pub struct Endpoint {
 }
 
 /// The endpoints recognised.
-pub const ENDPOINTS: &[Endpoint] = &[
+pub(crate) const ENDPOINTS: &[Endpoint] = &[
     Endpoint {
         what: "the OpenAI Agents SDK's traces",
         host: "api.openai.com",
@@ -48,13 +48,13 @@ const UNDER_BASE_URL: &str = "/v1/traces/ingest";
 
 /// Whether a request straight to the run's server (`path` without the
 /// token prefix) is an SDK's trace export.
-pub fn direct(method: &str, path: &str) -> bool {
+pub(crate) fn direct(method: &str, path: &str) -> bool {
     method == "POST" && path.trim_end_matches('/') == UNDER_BASE_URL
 }
 
 /// The endpoint a proxied request for `url` (absolute, `http://host/...`)
 /// is, if it is one.
-pub fn proxied(url: &str) -> Option<&'static Endpoint> {
+pub(crate) fn proxied(url: &str) -> Option<&'static Endpoint> {
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))?;
@@ -69,7 +69,7 @@ pub fn proxied(url: &str) -> Option<&'static Endpoint> {
 /// The endpoint a tunnel to `authority` (`host:port`) is, when the whole
 /// host is telemetry (a host that also serves the agent's calls, such as
 /// api.openai.com, is not: its tunnels are refused and recorded as any).
-pub fn tunnel(authority: &str) -> Option<&'static Endpoint> {
+pub(crate) fn tunnel(authority: &str) -> Option<&'static Endpoint> {
     let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
     ENDPOINTS
         .iter()
@@ -77,7 +77,7 @@ pub fn tunnel(authority: &str) -> Option<&'static Endpoint> {
 }
 
 /// Why a tunnel to a telemetry host is refused.
-pub fn refusal(e: &Endpoint) -> String {
+pub(crate) fn refusal(e: &Endpoint) -> String {
     format!(
         "{} are not part of the run: set {} (worldline sets it unless the case or --pass-env says otherwise)",
         e.what, e.off
@@ -88,7 +88,7 @@ pub fn refusal(e: &Endpoint) -> String {
 /// it is not): `204` for a request the proxy can see, a refusal naming
 /// the variable that turns the export off for a tunnel. Neither is
 /// recorded.
-pub fn answer(method: &str, uri: &axum::http::Uri) -> Option<axum::response::Response> {
+pub(crate) fn answer(method: &str, uri: &axum::http::Uri) -> Option<axum::response::Response> {
     use axum::http::{StatusCode, header};
     use axum::response::IntoResponse;
     if method == "CONNECT" {
@@ -97,7 +97,7 @@ pub fn answer(method: &str, uri: &axum::http::Uri) -> Option<axum::response::Res
         let mut r = (
             StatusCode::FORBIDDEN,
             [(header::CONTENT_TYPE, "application/json")],
-            crate::canon::to_string(
+            worldline_case::canon::to_string(
                 &serde_json::json!({"error": {"message": why, "type": "worldline", "code": null}}),
             ),
         )

@@ -27,14 +27,14 @@ const KILL_FOR: Duration = Duration::from_secs(5);
 const KEEPER_EXITS_WITHIN: Duration = Duration::from_secs(1);
 
 /// A started command and everything it starts.
-pub struct Tree {
+pub(super) struct Tree {
     keeper: Child,
     status: Option<File>,
     ended: bool,
 }
 
 /// The agent's stdio, as [`Command`] piped it.
-pub struct Stdio {
+pub(super) struct Stdio {
     pub stdin: Option<ChildStdin>,
     pub stdout: Option<ChildStdout>,
     pub stderr: Option<ChildStderr>,
@@ -42,7 +42,7 @@ pub struct Stdio {
 
 /// Start `cmd` under a keeper. Its stdio, working directory, environment
 /// and process group are `cmd`'s, as for [`Command::spawn`].
-pub fn spawn(cmd: &mut Command) -> io::Result<Tree> {
+pub(super) fn spawn(cmd: &mut Command) -> io::Result<Tree> {
     let (read, write) = status_pipe()?;
     let status_fd = write.as_raw_fd();
     // SAFETY: the closure runs in the forked child before exec and calls
@@ -62,7 +62,7 @@ pub fn spawn(cmd: &mut Command) -> io::Result<Tree> {
 
 impl Tree {
     /// The agent's stdin, stdout and stderr (once).
-    pub fn stdio(&mut self) -> Stdio {
+    pub(super) fn stdio(&mut self) -> Stdio {
         Stdio {
             stdin: self.keeper.stdin.take(),
             stdout: self.keeper.stdout.take(),
@@ -72,7 +72,7 @@ impl Tree {
 
     /// The agent's wait status, sent once it ends (`None`: the keeper died
     /// without saying).
-    pub fn watch(&mut self) -> mpsc::Receiver<Option<ExitStatus>> {
+    pub(super) fn watch(&mut self) -> mpsc::Receiver<Option<ExitStatus>> {
         let (done, waited) = mpsc::channel();
         if let Some(mut pipe) = self.status.take() {
             std::thread::spawn(move || {
@@ -89,7 +89,7 @@ impl Tree {
 
     /// Kill the agent and every process it started, again until none is
     /// left (a process forking meanwhile is found the next time round).
-    pub fn kill_all(&self) {
+    pub(super) fn kill_all(&self) {
         let root = self.keeper.id() as i32;
         let until = Instant::now() + KILL_FOR;
         loop {
@@ -106,7 +106,7 @@ impl Tree {
     }
 
     /// Kill everything in the tree and reap the keeper.
-    pub fn end(mut self) {
+    pub(super) fn end(mut self) {
         self.finish();
     }
 

@@ -4,12 +4,12 @@
 //! declares routes on, the refusal names the `http://` URL that reaches
 //! the same route (docs/decisions/0311-https-routes-refused-naming-http.md).
 
-use crate::world::routes::{Route, Segment};
+use worldline_case::world::routes::{Route, Segment};
 
 /// The `http://` URL of the first route the world declares on
 /// `https://` + `authority` (`host:port` as a `CONNECT` names it), with
 /// its parameters as `{name}`; `None` when it declares none there.
-pub fn http_url_for(routes: &[Route], authority: &str) -> Option<String> {
+pub(crate) fn http_url_for(routes: &[Route], authority: &str) -> Option<String> {
     let authority = authority.to_ascii_lowercase();
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => (h, p),
@@ -38,7 +38,7 @@ pub fn http_url_for(routes: &[Route], authority: &str) -> Option<String> {
 /// Why a tunnel to `authority` is refused: `general` (the proxy's usual
 /// reason), with the `http://` URL to use instead when the world declares
 /// routes on that host.
-pub fn refusal(routes: &[Route], authority: &str, general: &str) -> String {
+pub(crate) fn refusal(routes: &[Route], authority: &str, general: &str) -> String {
     match http_url_for(routes, authority) {
         Some(url) => format!(
             "https://{} serves this world's routes, but the proxy cannot see into an HTTPS tunnel: ask {url} instead (plain http through the proxy is answered by the same route)",
@@ -54,7 +54,7 @@ pub fn refusal(routes: &[Route], authority: &str, general: &str) -> String {
 /// reason phrase (`403 https://... serves this world's routes, ...`):
 /// Python's `http.client` and `httpx` show that line, not the body.
 /// `limit` bounds the body read.
-pub async fn with_reason(
+pub(crate) async fn with_reason(
     response: axum::response::Response,
     limit: usize,
 ) -> axum::response::Response {
@@ -70,7 +70,7 @@ pub async fn with_reason(
 }
 
 /// `text` as a reason phrase may hold it: printable ASCII and spaces.
-pub fn reason_text(text: &str) -> String {
+pub(crate) fn reason_text(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             ' '..='~' => c,

@@ -2,13 +2,13 @@
 //! checked against the run, the other agent (if any) loaded, the fork run
 //! and kept in the store.
 
-use crate::error::InputError;
 use crate::fork::{self, check::EditText};
 use crate::replay::RecordedRun;
 use crate::run::RunOutcome;
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use std::path::PathBuf;
+use worldline_case::error::InputError;
+use worldline_runtime::sandbox::Sandbox;
 
 /// What to fork with.
 pub struct ForkArgs {

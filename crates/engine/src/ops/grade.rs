@@ -4,16 +4,16 @@
 //! (`rejudge`) is kept in the store beside the recorded one (a database
 //! store's in its database, so any machine's later re-grade reads it).
 
-use crate::case::{self, Case};
-use crate::error::InputError;
 use crate::grade::Grade;
 use crate::grade::judge::Judging;
 use crate::grade::regrade::regrade;
-use crate::log::bundle::{self, Footer};
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
+use worldline_case::case::{self, Case};
+use worldline_case::error::InputError;
+use worldline_log::log::bundle::{self, Footer};
+use worldline_runtime::sandbox::Sandbox;
 
 /// What to grade against.
 pub struct GradeArgs {
@@ -40,10 +40,10 @@ pub struct Graded {
 
 /// The case file under `dir` whose bytes hash to `hash`.
 fn find_case(dir: &Path, hash: &str) -> Option<PathBuf> {
-    let files = crate::case::discover::expand(&[dir.to_path_buf()]).ok()?;
+    let files = worldline_case::case::discover::expand(&[dir.to_path_buf()]).ok()?;
     files.into_iter().find(|f| {
-        crate::bounded::read(f, crate::bounded::DOCUMENT)
-            .is_ok_and(|b| crate::canon::sha256_hex(b) == hash)
+        worldline_case::bounded::read(f, worldline_case::bounded::DOCUMENT)
+            .is_ok_and(|b| worldline_case::canon::sha256_hex(b) == hash)
     })
 }
 
@@ -65,11 +65,12 @@ fn latest_regrade(store: &StoreDir, run_id: &str) -> Result<Option<serde_json::V
     else {
         return Ok(None);
     };
-    Ok(
-        crate::bounded::read(&dir.join(format!("{n}.json")), crate::bounded::DOCUMENT)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok()),
+    Ok(worldline_case::bounded::read(
+        &dir.join(format!("{n}.json")),
+        worldline_case::bounded::DOCUMENT,
     )
+    .ok()
+    .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
 }
 
 /// Keep a re-judged grade as the next record (the recorded one stays in
@@ -90,8 +91,8 @@ fn keep_regrade(store: &StoreDir, run_id: &str, g: &Grade) -> Result<Option<Stri
     let n = (1..)
         .find(|n| !dir.join(format!("{n}.json")).exists())
         .unwrap_or(1);
-    let text = crate::canon::to_string(&grade);
-    crate::durable::create_new(&dir.join(format!("{n}.json")), text.as_bytes())?;
+    let text = worldline_case::canon::to_string(&grade);
+    worldline_case::durable::create_new(&dir.join(format!("{n}.json")), text.as_bytes())?;
     Ok(None)
 }
 

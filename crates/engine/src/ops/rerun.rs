@@ -2,10 +2,10 @@
 
 use crate::replay::{self, ModelMode, RecordedRun};
 use crate::run::RunOutcome;
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::PathBuf;
+use worldline_runtime::sandbox::Sandbox;
 
 /// What to rerun with.
 pub struct RerunArgs {

@@ -1,13 +1,13 @@
 //! Run a case once against an agent (a WebAssembly component, or a native
 //! process under `--exec`) and keep the run in the store.
 
-use crate::case::Case;
 use crate::native::exec::Exec;
 use crate::run::{RunOptions, RunOutcome, run_with};
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::PathBuf;
+use worldline_case::case::Case;
+use worldline_runtime::sandbox::Sandbox;
 
 /// Who runs the case.
 pub enum Who<'a> {
@@ -52,7 +52,7 @@ pub fn run(sandbox: &Sandbox, store: &StoreDir, case: &Case, args: RunArgs) -> R
         }
     };
     if case.model.token_ids {
-        warnings.extend(crate::log::tokens::missing(&outcome.events));
+        warnings.extend(worldline_log::log::tokens::missing(&outcome.events));
     }
     Ok(Ran { warnings, outcome })
 }

@@ -7,20 +7,20 @@
 //! served from a copy of the bundle kept beside the case; and `[origin]`
 //! names the run by id and chain hash.
 
-use crate::case::inject::Action;
-use crate::case::model::{CassetteMode, Provider};
-use crate::case::origin::{CreatedFrom, Origin};
-use crate::case::user::PlayedBy;
-use crate::case::{self, fuzz::PlannedFault};
-use crate::error::InputError;
-use crate::log::event::{By, Effect, Event};
-use crate::log::{Call, Kind};
 use crate::store::StoreDir;
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use worldline_case::case::inject::Action;
+use worldline_case::case::model::{CassetteMode, Provider};
+use worldline_case::case::origin::{CreatedFrom, Origin};
+use worldline_case::case::user::PlayedBy;
+use worldline_case::case::{self, fuzz::PlannedFault};
+use worldline_case::error::InputError;
+use worldline_log::log::event::{By, Effect, Event};
+use worldline_log::log::{Call, Kind};
 
 /// What `case from-run` wrote.
 #[derive(Debug, Serialize)]
@@ -58,7 +58,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     }
     let copy = out.with_extension("run.jsonl");
     for p in [out, copy.as_path()] {
-        crate::output::check_new(p, "the case to write (-o) and its bundle copy")?;
+        worldline_case::output::check_new(p, "the case to write (-o) and its bundle copy")?;
     }
     let Some(footer) = &rec.bundle.footer else {
         return Err(InputError::new(
@@ -80,7 +80,8 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     table.remove("fuzz");
     table.remove("origin");
     if let Some(source) = &rec.bundle.header.fuzz {
-        let faults = crate::mediate::faults::Faults::new(source, rec.bundle.header.seed);
+        let faults =
+            worldline_runtime::mediate::faults::Faults::new(source, rec.bundle.header.seed);
         if let Some(skew) = faults.skew_s() {
             not_carried.push(format!(
                 "the agent's clock was skewed by {skew} s (a fuzz fault no case key sets)"
@@ -166,8 +167,10 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     .map_err(|e| anyhow::anyhow!("the case made from the run does not load: {e}"))?;
     let bundle_bytes = std::fs::read(&rec.path)
         .map_err(|e| InputError::new(&rec.path, format!("cannot read: {e}")))?;
-    crate::output::write_new(&copy, &bundle_bytes, "the bundle copy")?;
-    if let Err(e) = crate::output::write_new(out, text.as_bytes(), "the case to write (-o)") {
+    worldline_case::output::write_new(&copy, &bundle_bytes, "the bundle copy")?;
+    if let Err(e) =
+        worldline_case::output::write_new(out, text.as_bytes(), "the case to write (-o)")
+    {
         let _ = std::fs::remove_file(&copy);
         return Err(e.into());
     }
@@ -298,7 +301,7 @@ fn fault_rule(f: &PlannedFault) -> Value {
 
 /// Replace the case's `[expect]` with the one in `path`.
 fn take_expect(table: &mut toml::Table, path: &Path) -> Result<()> {
-    let text = crate::bounded::read_text(path, crate::bounded::DOCUMENT)
+    let text = worldline_case::bounded::read_text(path, worldline_case::bounded::DOCUMENT)
         .map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
     let other: toml::Table =
         toml::from_str(&text).map_err(|e| InputError::toml(path, &text, &e))?;

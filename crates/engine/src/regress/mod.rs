@@ -6,8 +6,8 @@
 pub mod from_run;
 pub mod from_trace;
 
-use crate::case::Case;
-use crate::log::bundle;
+use worldline_case::case::Case;
+use worldline_log::log::bundle;
 
 /// Why the case's `[origin]` no longer backs it, one line each (empty when
 /// it does, or when the case has no origin).

@@ -19,7 +19,7 @@ fn plain(run_id: &str) -> Result<()> {
             && run_id
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
-        crate::error::InputError::new(
+        worldline_case::error::InputError::new(
             run_id,
             "not a run id (letters, digits, - and _); list runs with `worldline runs`"
         )

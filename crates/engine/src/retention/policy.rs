@@ -13,10 +13,10 @@
 //! unused_days = 30  # compiled agents not used for this long are removed
 //! ```
 
-use crate::error::InputError;
 use crate::store::StoreDir;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use worldline_case::error::InputError;
 
 /// The policy file inside a store.
 pub const FILE: &str = "policy.toml";
@@ -102,7 +102,7 @@ impl Policy {
             store.set_retention_text(text)?;
         } else {
             let path = store.root.join(FILE);
-            crate::durable::write(&path, text.as_bytes())
+            worldline_case::durable::write(&path, text.as_bytes())
                 .map_err(|e| store.write_error(&path, e))?;
         }
         Ok(policy)
@@ -129,9 +129,13 @@ pub enum Source {
 
 /// A policy file's text; `None` when there is none.
 fn read(path: &Path) -> Result<Option<String>, InputError> {
-    match crate::bounded::read_text(path, crate::bounded::DOCUMENT) {
+    match worldline_case::bounded::read_text(path, worldline_case::bounded::DOCUMENT) {
         Ok(s) => Ok(Some(s)),
-        Err(crate::bounded::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(worldline_case::bounded::Refused::Io(e))
+            if e.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(None)
+        }
         Err(e) => Err(InputError::new(path, format!("cannot read: {e}"))),
     }
 }

@@ -26,7 +26,7 @@ const GATE: &str = "gc.lock";
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// This process's lease on one store.
-pub struct Leases {
+pub(crate) struct Leases {
     root: PathBuf,
     own: Mutex<Option<Own>>,
 }
@@ -41,7 +41,7 @@ struct Own {
 impl Leases {
     /// The leases of the store at `root` (nothing is created until a name
     /// is held).
-    pub fn new(root: &Path) -> Leases {
+    pub(crate) fn new(root: &Path) -> Leases {
         Leases {
             root: root.to_path_buf(),
             own: Mutex::new(None),
@@ -50,7 +50,7 @@ impl Leases {
 
     /// Hold `names` until this process ends: no gc pass that starts after
     /// this returns removes them. Waits while a pass is running.
-    pub fn hold(&self, names: &[&str]) -> io::Result<()> {
+    pub(crate) fn hold(&self, names: &[&str]) -> io::Result<()> {
         let mut own = self.own.lock().unwrap_or_else(|e| e.into_inner());
         let new: Vec<&str> = names
             .iter()
@@ -115,7 +115,7 @@ fn open_gate(root: &Path) -> io::Result<File> {
 }
 
 /// A gc pass: while it lives, no process can add names to its lease.
-pub struct Pass {
+pub(crate) struct Pass {
     _gate: File,
     /// Every name a live process holds.
     pub held: BTreeSet<String>,
@@ -123,7 +123,7 @@ pub struct Pass {
 
 /// Begin a gc pass on the store at `root`: wait for the exclusive lock,
 /// read the live leases and remove the ones whose process has ended.
-pub fn begin_pass(root: &Path) -> io::Result<Pass> {
+pub(crate) fn begin_pass(root: &Path) -> io::Result<Pass> {
     let gate = open_gate(root)?;
     gate.lock()?;
     let mut held = BTreeSet::new();

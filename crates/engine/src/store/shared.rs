@@ -9,9 +9,9 @@
 
 use super::StoreDir;
 use super::sync::this_writer;
-use crate::error::InputError;
-use crate::pgstore::roles::Role;
 use serde_json::Value;
+use worldline_case::error::InputError;
+use worldline_pgstore::roles::Role;
 
 impl StoreDir {
     /// Keep campaign `id`'s report with its redacted form (the store's
@@ -24,7 +24,7 @@ impl StoreDir {
         let redacted = self.redacted_report(report, true)?;
         db.put_campaign(
             id,
-            &crate::canon::to_string(report),
+            &worldline_case::canon::to_string(report),
             &redacted,
             this_writer(),
         )
@@ -41,8 +41,8 @@ impl StoreDir {
     ) -> Result<String, InputError> {
         let shared = self.shared_policy(fresh)?;
         let mut redacted = report.clone();
-        crate::redact::shared(&shared.policy, &shared.salt)?.json(&mut redacted);
-        Ok(crate::canon::to_string(&redacted))
+        worldline_log::redact::shared(&shared.policy, &shared.salt)?.json(&mut redacted);
+        Ok(worldline_case::canon::to_string(&redacted))
     }
 
     /// Every campaign kept in the database, newest first: to a viewer the
@@ -96,8 +96,12 @@ impl StoreDir {
     pub fn put_regrade(&self, run_id: &str, grade: &Value) -> Result<Option<i32>, InputError> {
         let db = self.database_of("keeping a re-grade")?;
         self.require_raw("keeping a re-grade (`grade`)")?;
-        db.put_regrade(run_id, &crate::canon::to_string(grade), this_writer())
-            .map_err(crate::store::db_error)
+        db.put_regrade(
+            run_id,
+            &worldline_case::canon::to_string(grade),
+            this_writer(),
+        )
+        .map_err(crate::store::db_error)
     }
 
     /// Run `run_id`'s newest re-grade kept in the database, if any.
@@ -127,9 +131,9 @@ pub(super) fn report_redactor(
     let (policy, salt) = (policy.to_string(), salt.to_string());
     move |text: &str| {
         let mut doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        crate::redact::shared(&policy, &salt)
+        worldline_log::redact::shared(&policy, &salt)
             .map_err(|e| e.to_string())?
             .json(&mut doc);
-        Ok(crate::canon::to_string(&doc))
+        Ok(worldline_case::canon::to_string(&doc))
     }
 }

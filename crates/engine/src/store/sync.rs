@@ -5,19 +5,19 @@
 //! viewer's folder gets the redacted copies only.
 
 use super::{StoreDir, is_run_id};
-use crate::error::InputError;
-use crate::log::bundle;
-use crate::pgstore::roles::Role;
-use crate::pgstore::writer::Writer;
-use crate::pgstore::{Copy, RunRow, Stored};
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use worldline_case::error::InputError;
+use worldline_log::log::bundle;
+use worldline_pgstore::roles::Role;
+use worldline_pgstore::writer::Writer;
+use worldline_pgstore::{Copy, RunRow, Stored};
 
 /// The working folder of the database store shown as `shown`:
 /// `$WORLDLINE_STORE_CACHE` (else the user's cache folder)
 /// `/worldline/stores/pg-<hash of the address>`.
-pub fn working_folder(shown: &str) -> PathBuf {
+pub(super) fn working_folder(shown: &str) -> PathBuf {
     let base = std::env::var_os("WORLDLINE_STORE_CACHE")
         .map(PathBuf::from)
         .or_else(|| {
@@ -27,7 +27,10 @@ pub fn working_folder(shown: &str) -> PathBuf {
                 .map(|c| c.join("worldline").join("stores"))
         })
         .unwrap_or_else(|| std::env::temp_dir().join("worldline-stores"));
-    base.join(format!("pg-{}", &crate::canon::sha256_hex(shown)[..16]))
+    base.join(format!(
+        "pg-{}",
+        &worldline_case::canon::sha256_hex(shown)[..16]
+    ))
 }
 
 /// The writer this process is (read from its environment once).
@@ -56,7 +59,7 @@ struct Pulled {
 #[derive(Clone, Copy)]
 pub struct Finished<'a> {
     pub header: &'a bundle::Header,
-    pub events: &'a [crate::log::Event],
+    pub events: &'a [worldline_log::log::Event],
     pub footer: Option<&'a bundle::Footer>,
 }
 
@@ -90,7 +93,7 @@ impl StoreDir {
         let mut shas = vec![world_hash.to_string()];
         let mut world = self.get_object(world_hash)?;
         // An overlaid world: its record, and the base world's manifest.
-        if let Some(record) = crate::world::overlay::Record::parse(&world) {
+        if let Some(record) = worldline_case::world::overlay::Record::parse(&world) {
             shas.push(record.world.clone());
             world = self.get_object(&record.world)?;
         }
@@ -126,7 +129,7 @@ impl StoreDir {
         }
         let path = self.bundle_path(run_id);
         let stored = (|| -> Result<()> {
-            let text = crate::bounded::read_text(&path, crate::bounded::BUNDLE)
+            let text = worldline_case::bounded::read_text(&path, worldline_case::bounded::BUNDLE)
                 .map_err(|e| InputError::new(&path, format!("cannot read the run: {e}")))?;
             let parsed;
             let b = match given {
@@ -175,8 +178,8 @@ impl StoreDir {
             let mut fresh = false;
             for _ in 0..5 {
                 let shared = self.shared_policy(fresh)?;
-                let mut redactor = crate::redact::shared(&shared.policy, &shared.salt)?;
-                let copy = crate::redact::copy::of_parts(
+                let mut redactor = worldline_log::redact::shared(&shared.policy, &shared.salt)?;
+                let copy = worldline_log::redact::copy::of_parts(
                     run_id,
                     b.header,
                     b.events,
@@ -238,10 +241,11 @@ impl StoreDir {
             return Ok(());
         }
         let mark_path = self.root.join(PULLED);
-        let mut mark: Pulled = crate::bounded::read(&mark_path, crate::bounded::DOCUMENT)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        let mut mark: Pulled =
+            worldline_case::bounded::read(&mark_path, worldline_case::bounded::DOCUMENT)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default();
         let view = view_of(db.role);
         // Folders made before roles held raw runs.
         if mark.view.is_empty() {
@@ -270,7 +274,7 @@ impl StoreDir {
                 text.push('\n');
                 let path = self.bundle_path(&id);
                 replaced |= path.is_file();
-                crate::durable::write(&path, text.as_bytes())
+                worldline_case::durable::write(&path, text.as_bytes())
                     .map_err(|e| self.write_error(&path, e))?;
             }
         }
@@ -290,7 +294,8 @@ impl StoreDir {
             mark.removed = seq;
         }
         let bytes = serde_json::to_vec(&mark).expect("marks serialize");
-        crate::durable::write(&mark_path, &bytes).map_err(|e| self.write_error(&mark_path, e))?;
+        worldline_case::durable::write(&mark_path, &bytes)
+            .map_err(|e| self.write_error(&mark_path, e))?;
         *last = Some(std::time::Instant::now());
         Ok(())
     }
@@ -340,11 +345,11 @@ impl StoreDir {
         self.require_raw("storing a shard's report")?;
         let redacted = self.redacted_report(report, false)?;
         db.put_shard(
-            &crate::pgstore::shards::ShardReport {
+            &worldline_pgstore::shards::ShardReport {
                 suite,
                 part,
                 selection,
-                report: &crate::canon::to_string(report),
+                report: &worldline_case::canon::to_string(report),
                 redacted: &redacted,
             },
             this_writer(),

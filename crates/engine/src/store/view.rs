@@ -6,10 +6,10 @@
 //! files allow.
 
 use super::StoreDir;
-use crate::error::InputError;
-use crate::pgstore::copies::Shared;
-use crate::pgstore::roles::Role;
-use crate::redact::Redactor;
+use worldline_case::error::InputError;
+use worldline_log::redact::Redactor;
+use worldline_pgstore::copies::Shared;
+use worldline_pgstore::roles::Role;
 
 impl StoreDir {
     /// The reader's role in a database store (none for a folder store).
@@ -42,14 +42,14 @@ impl StoreDir {
     /// The redactor of a database store's view for this reader: the
     /// shared policy for a responder; none for a viewer, whose runs are
     /// already the redacted copies. `None` for a folder store (its
-    /// `redact.toml` applies, see [`crate::redact::for_store`]).
+    /// `redact.toml` applies, see [`worldline_log::redact::for_store`]).
     pub fn database_redactor(&self) -> Result<Option<Option<Redactor>>, InputError> {
         match self.role() {
             None => Ok(None),
             Some(Role::Viewer) => Ok(Some(None)),
             Some(Role::Responder) => {
                 let shared = self.shared_policy(true)?;
-                Ok(Some(Some(crate::redact::shared(
+                Ok(Some(Some(worldline_log::redact::shared(
                     &shared.policy,
                     &shared.salt,
                 )?)))
@@ -92,11 +92,11 @@ impl StoreDir {
     pub fn set_policy(&self, text: &str) -> anyhow::Result<usize> {
         let db = self.database_of("setting the redaction policy")?;
         self.require_raw("setting the redaction policy")?;
-        crate::redact::Policy::parse(std::path::Path::new("the policy given"), text)?;
+        worldline_log::redact::Policy::parse(std::path::Path::new("the policy given"), text)?;
         let salt = self.shared_policy(true)?.salt;
         let made = db.set_policy(
             text,
-            &crate::canon::sha256_hex(text),
+            &worldline_case::canon::sha256_hex(text),
             &mut remaker(text, &salt),
             &mut super::shared::report_redactor(text, &salt),
         )?;
@@ -113,7 +113,7 @@ impl StoreDir {
     }
 
     /// The database, or a refusal of `what` on a folder store.
-    pub fn database_of(&self, what: &str) -> Result<&crate::pgstore::Database, InputError> {
+    pub fn database_of(&self, what: &str) -> Result<&worldline_pgstore::Database, InputError> {
         self.db.as_ref().ok_or_else(|| {
             InputError::new(
                 &self.root,
@@ -133,11 +133,11 @@ fn remaker(
     move |id: &str, lines: &[String]| {
         let mut text = lines.join("\n");
         text.push('\n');
-        let b = crate::log::bundle::parse(text.as_bytes(), std::path::Path::new(id))
+        let b = worldline_log::log::bundle::parse(text.as_bytes(), std::path::Path::new(id))
             .map_err(|e| e.to_string())?;
-        let mut r = crate::redact::shared(&policy, &salt).map_err(|e| e.to_string())?;
-        let copy = crate::redact::copy::of(id, &b, &mut r);
-        Ok(crate::log::bundle::to_text(&copy)
+        let mut r = worldline_log::redact::shared(&policy, &salt).map_err(|e| e.to_string())?;
+        let copy = worldline_log::redact::copy::of(id, &b, &mut r);
+        Ok(worldline_log::log::bundle::to_text(&copy)
             .lines()
             .map(String::from)
             .collect())

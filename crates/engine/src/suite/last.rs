@@ -4,11 +4,11 @@
 //! last of two sessions ending at once wins, whole).
 
 use super::SuiteRun;
-use crate::error::InputError;
 use crate::store::StoreDir;
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use worldline_case::error::InputError;
 
 #[derive(Serialize, Deserialize)]
 struct LastSession {
@@ -37,14 +37,14 @@ pub fn record(store: &StoreDir, run: &SuiteRun) -> Result<()> {
             .collect(),
     };
     let path = file(store);
-    crate::durable::write(&path, &serde_json::to_vec_pretty(&last)?)
+    worldline_case::durable::write(&path, &serde_json::to_vec_pretty(&last)?)
         .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The cases that did not pass in the last session on `store`.
 pub fn failed(store: &StoreDir) -> Result<Vec<PathBuf>, InputError> {
     let path = file(store);
-    let text = crate::bounded::read_text(&path, crate::bounded::DOCUMENT).map_err(|_| {
+    let text = worldline_case::bounded::read_text(&path, worldline_case::bounded::DOCUMENT).map_err(|_| {
         InputError::new(
             &store.root,
             "no earlier `worldline test` session on this store to take failed cases from; run the suite once without --rerun-failed",

@@ -11,19 +11,19 @@
 pub mod last;
 pub mod select;
 
-use crate::case::Case;
-use crate::error::{InputError, is_input};
 use crate::fuzz::campaign::model_seed;
 use crate::grade::verdict;
-use crate::log::bundle::Group;
-use crate::mediate::entropy::derive;
-use crate::parallel::par_map;
 use crate::run::{RunOptions, RunOutcome, Runner};
-use crate::sandbox::Sandbox;
 use crate::store::StoreDir;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
+use worldline_case::case::Case;
+use worldline_case::error::{InputError, is_input};
+use worldline_case::parallel::par_map;
+use worldline_log::log::bundle::Group;
+use worldline_runtime::mediate::entropy::derive;
+use worldline_runtime::sandbox::Sandbox;
 
 /// A case of the suite, with where it came from.
 pub struct Entry {
@@ -204,9 +204,9 @@ impl Suite<'_> {
         let stop = AtomicBool::new(!self.collection_errors.is_empty());
         let repeat = self.repeat.max(1);
         // The runs are flushed to disk together, not one `fsync` each.
-        let batch = crate::durable::SyncBatch::start(
+        let batch = worldline_case::durable::SyncBatch::start(
             &self.store.runs_dir(),
-            crate::durable::SyncBatch::INTERVAL,
+            worldline_case::durable::SyncBatch::INTERVAL,
         );
         let cases = par_map(self.cases.len(), self.jobs, |i| {
             let e = &self.cases[i];

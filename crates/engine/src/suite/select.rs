@@ -1,13 +1,13 @@
 //! Which cases a suite runs: a filter expression over name, path, world
 //! and tags (`-k` in pytest's spirit). (Which share of them one machine
-//! runs is a [`Partition`](crate::partition::Partition).)
+//! runs is a [`Partition`](worldline_case::partition::Partition).)
 //!
 //! Filter grammar: `and`, `or`, `not` and parentheses over terms. A term
 //! is `tag:T`, `world:W`, `path:P` or `name:N`, where the value may use `*`
 //! and `?` globs (matched by `world::glob_match`, the one glob matcher); a
 //! bare word matches when it is a substring of the case's name. Words are separated by spaces; `and` binds tighter than `or`.
 
-use crate::world::glob_match;
+use worldline_case::world::glob_match;
 
 /// What a filter term looks at.
 #[derive(Debug, Clone, PartialEq)]

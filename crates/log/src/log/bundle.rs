@@ -7,13 +7,13 @@ use super::event::Event;
 use super::fold::{self, Folds};
 use super::intent::{self, Intent};
 use super::recorder::{CHAIN_START, chain_hash};
-use crate::canon;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write as _;
 use std::path::Path;
+use worldline_case::canon;
 
 pub const FORMAT: &str = "worldline-bundle/1";
 
@@ -111,7 +111,7 @@ pub struct Header {
     /// A fuzz run: the profile its faults were drawn from (with `seed`), or
     /// the schedule it ran with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fuzz: Option<crate::case::fuzz::FaultSource>,
+    pub fuzz: Option<worldline_case::case::fuzz::FaultSource>,
     /// A member of a group of rollouts (`test --group`, `fork --samples`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<Group>,
@@ -137,7 +137,7 @@ pub struct Header {
     pub native: Option<NativeAgent>,
     /// The case's `[origin]`: the run it was made from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<crate::case::origin::Origin>,
+    pub origin: Option<worldline_case::case::origin::Origin>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<Parent>,
     /// Set in a redacted copy (`export --redacted`): never the original.
@@ -361,8 +361,9 @@ fn first_line(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::BufRead as _;
     use std::io::Read as _;
     let mut first = Vec::new();
-    let file = crate::bounded::open(path).map_err(std::io::Error::other)?;
-    std::io::BufReader::new(file.take(crate::bounded::BUNDLE)).read_until(b'\n', &mut first)?;
+    let file = worldline_case::bounded::open(path).map_err(std::io::Error::other)?;
+    std::io::BufReader::new(file.take(worldline_case::bounded::BUNDLE))
+        .read_until(b'\n', &mut first)?;
     Ok(first)
 }
 
@@ -424,7 +425,7 @@ pub fn footer_hash(footer: &Footer) -> String {
 pub fn finish(mut file: File, footer: &Footer, sync: bool) -> std::io::Result<()> {
     file.write_all(footer_line(footer).as_bytes())?;
     if sync {
-        crate::parallel::waiting(|| file.sync_all())?;
+        worldline_case::parallel::waiting(|| file.sync_all())?;
     }
     Ok(())
 }
@@ -450,20 +451,23 @@ pub struct BundleError {
     pub message: String,
 }
 
-impl From<BundleError> for crate::error::InputError {
+impl From<BundleError> for worldline_case::error::InputError {
     fn from(e: BundleError) -> Self {
-        crate::error::InputError::new(&e.path, e.message).with_line(e.line)
+        worldline_case::error::InputError::new(&e.path, e.message).with_line(e.line)
     }
 }
 
 /// Read a bundle and check its hash chain; the first broken link is an
 /// error naming the event.
 pub fn read(path: &Path) -> Result<Bundle, BundleError> {
-    let bytes = crate::bounded::read(path, crate::bounded::BUNDLE).map_err(|e| BundleError {
-        path: path.display().to_string(),
-        line: 0,
-        message: format!("cannot read bundle: {e}"),
-    })?;
+    let bytes =
+        worldline_case::bounded::read(path, worldline_case::bounded::BUNDLE).map_err(|e| {
+            BundleError {
+                path: path.display().to_string(),
+                line: 0,
+                message: format!("cannot read bundle: {e}"),
+            }
+        })?;
     parse(&bytes, path)
 }
 

@@ -18,7 +18,7 @@ const RECENT: usize = 8;
 
 /// The model calls seen so far, for the writer to find a base in.
 #[derive(Debug, Default)]
-pub struct Deltas {
+pub(super) struct Deltas {
     /// The latest model calls' seqs, oldest first.
     recent: Vec<u64>,
 }
@@ -42,7 +42,7 @@ fn messages(chat: &Map<String, Value>) -> &[Value] {
 
 impl Deltas {
     /// Note a recorded event (after [`Deltas::compact`]).
-    pub fn note(&mut self, event: &Event) {
+    pub(super) fn note(&mut self, event: &Event) {
         if chat(event).is_some() {
             if self.recent.len() == RECENT {
                 self.recent.remove(0);
@@ -54,7 +54,7 @@ impl Deltas {
     /// The line to write for `event` (canonical JSON with its hash), when
     /// it extends one of the recent model calls in `earlier` (the events
     /// before it, by seq): `None` writes it whole.
-    pub fn compact(&self, event: &Event, earlier: &[Event]) -> Option<String> {
+    pub(super) fn compact(&self, event: &Event, earlier: &[Event]) -> Option<String> {
         let new = chat(event)?;
         let new_msgs = messages(new);
         let mut best: Option<(u64, usize, &Map<String, Value>)> = None;
@@ -115,14 +115,14 @@ impl Deltas {
             .as_object_mut()
             .expect("an event is an object")
             .insert(EXTENDS.into(), Value::Object(extends));
-        Some(crate::canon::to_string(&value))
+        Some(worldline_case::canon::to_string(&value))
     }
 }
 
 /// Put back the whole request of a line read as `value` (in place), when
 /// it is compact; `earlier` are the events read before it (by seq). An
 /// error says what is wrong with the reference.
-pub fn expand(value: &mut Value, earlier: &[Event]) -> Result<(), String> {
+pub(super) fn expand(value: &mut Value, earlier: &[Event]) -> Result<(), String> {
     let Some(obj) = value.as_object_mut() else {
         return Ok(());
     };

@@ -1,9 +1,9 @@
 //! One event: one mediated host call, in the order the guest made it.
 
 use super::call::Call;
-use crate::world::state::Write;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use worldline_case::world::state::Write;
 
 /// What a call did to the world.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,7 +136,7 @@ mod tests {
             }],
         };
         let direct = serde_json::to_string(&e).unwrap();
-        let via_value = crate::canon::to_string(&serde_json::to_value(&e).unwrap());
+        let via_value = worldline_case::canon::to_string(&serde_json::to_value(&e).unwrap());
         assert_eq!(direct, via_value);
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// The most reads one line folds (a line stays small however long the
 /// agent spins on its clock, and a reader never allocates more for one).
-pub const MAX_FOLD: usize = 4096;
+pub(super) const MAX_FOLD: usize = 4096;
 
 const MONO: &str = "wasi:clocks/monotonic-clock.now";
 const WALL: &str = "wasi:clocks/wall-clock.now";
@@ -91,7 +91,7 @@ fn clock_read(event: &Event) -> Option<Option<i64>> {
 
 /// The writer's pending run of clock reads.
 #[derive(Debug, Default)]
-pub struct Folds {
+pub(super) struct Folds {
     pending: Vec<Event>,
     offset: Option<i64>,
 }
@@ -101,7 +101,7 @@ impl Folds {
     /// now (lines ending in `\n`, possibly none): a pending run this event
     /// ends, then the event's own `line` unless the event is held back
     /// to be folded with the reads after it.
-    pub fn offer(&mut self, event: &Event, line: impl FnOnce() -> String) -> String {
+    pub(super) fn offer(&mut self, event: &Event, line: impl FnOnce() -> String) -> String {
         let read = clock_read(event);
         if let Some(offset) = read
             && self.extends(event, offset)
@@ -143,7 +143,7 @@ impl Folds {
 
     /// The pending run's text (a whole event line for a single read, a
     /// fold line for more), and nothing pending after.
-    pub fn flush(&mut self) -> String {
+    pub(super) fn flush(&mut self) -> String {
         let pending = std::mem::take(&mut self.pending);
         let mut text = match pending.as_slice() {
             [] => return String::new(),
@@ -162,7 +162,7 @@ impl Folds {
                     vtime_ns: first.vtime_ns,
                     wall_offset_ns: self.offset,
                 };
-                crate::canon::to_string(&json!({ "fold": fold }))
+                worldline_case::canon::to_string(&json!({ "fold": fold }))
             }
         };
         text.push('\n');
@@ -172,14 +172,14 @@ impl Folds {
 
 /// A folded run read back: its events (hashes not set: the reader chains
 /// them) and the last one's recorded hash.
-pub struct Unfolded {
+pub(super) struct Unfolded {
     pub events: Vec<Event>,
     pub hash: String,
 }
 
 /// The events of a fold line `value`, or `None` when it is not one. An
 /// error says what is wrong with it.
-pub fn unfold(value: &Value) -> Option<Result<Unfolded, String>> {
+pub(super) fn unfold(value: &Value) -> Option<Result<Unfolded, String>> {
     let fold = value.get(FOLD_KEY)?;
     Some(unfold_one(fold))
 }

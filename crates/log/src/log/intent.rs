@@ -37,7 +37,9 @@ impl Intent {
     pub fn of(seq: u64, call: &str, request: &Value, tool: Option<&str>) -> Intent {
         Intent {
             call: call.to_string(),
-            request_sha256: crate::canon::sha256_hex(crate::canon::to_string(request)),
+            request_sha256: worldline_case::canon::sha256_hex(worldline_case::canon::to_string(
+                request,
+            )),
             seq,
             tool: tool.map(str::to_string),
         }
@@ -55,7 +57,8 @@ impl Intent {
 
     /// Whether `request` is the request this intent was written for.
     pub fn is_for(&self, request: &Value) -> bool {
-        crate::canon::sha256_hex(crate::canon::to_string(request)) == self.request_sha256
+        worldline_case::canon::sha256_hex(worldline_case::canon::to_string(request))
+            == self.request_sha256
     }
 }
 

@@ -15,7 +15,7 @@ pub mod event;
 mod fold;
 pub mod intent;
 pub mod payload;
-pub mod recorder;
+pub(crate) mod recorder;
 pub mod signature;
 pub mod tokens;
 

@@ -11,15 +11,16 @@ use super::delta::Deltas;
 use super::event::Event;
 use super::fold::Folds;
 use super::intent::Intent;
-use crate::canon;
 use std::fs::File;
 use std::io::Write as _;
+use worldline_case::canon;
 
 /// The hash the chain starts from.
-pub const CHAIN_START: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const CHAIN_START: &str =
+    "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The hash of `event` (whose `hash` field is ignored) chained after `prev`.
-pub fn chain_hash(prev: &str, event: &Event) -> String {
+pub(crate) fn chain_hash(prev: &str, event: &Event) -> String {
     let mut bare = event.clone();
     bare.hash.clear();
     chain_hash_of_text(prev, &canon::to_string(&bare))

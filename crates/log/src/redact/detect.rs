@@ -7,7 +7,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 /// One kind of thing to find.
-pub struct Detector {
+pub(crate) struct Detector {
     /// The placeholder's label (`email`, `phone`, `card`, `iban`,
     /// `api_key`, or a custom name).
     pub kind: String,
@@ -16,7 +16,7 @@ pub struct Detector {
 }
 
 /// The built-in detectors' names, in the order they run.
-pub const BUILT_IN: [&str; 5] = ["api_key", "email", "iban", "card", "phone"];
+pub(crate) const BUILT_IN: [&str; 5] = ["api_key", "email", "iban", "card", "phone"];
 
 static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b").expect("regex")
@@ -48,7 +48,7 @@ fn digits(s: &str) -> Vec<u32> {
 }
 
 /// The Luhn checksum of a card number holds.
-pub fn luhn(number: &str) -> bool {
+pub(crate) fn luhn(number: &str) -> bool {
     let d = digits(number);
     if !(13..=19).contains(&d.len()) {
         return false;
@@ -71,7 +71,7 @@ pub fn luhn(number: &str) -> bool {
 
 /// The ISO 13616 check of an IBAN holds (letters as 10..35, the first
 /// four characters moved to the end, the number mod 97 is 1).
-pub fn iban_ok(text: &str) -> bool {
+pub(crate) fn iban_ok(text: &str) -> bool {
     let s: String = text.chars().filter(|c| *c != ' ').collect();
     if !(15..=34).contains(&s.len()) {
         return false;
@@ -142,7 +142,7 @@ fn always(_: &str) -> bool {
 
 impl Detector {
     /// A built-in detector by name.
-    pub fn built_in(name: &str) -> Option<Detector> {
+    pub(crate) fn built_in(name: &str) -> Option<Detector> {
         let made = |re: &Regex, check: fn(&str) -> bool| Detector {
             kind: name.to_string(),
             re: re.clone(),
@@ -159,7 +159,7 @@ impl Detector {
     }
 
     /// A detector of a custom regular expression.
-    pub fn custom(kind: &str, pattern: &str) -> Result<Detector, String> {
+    pub(crate) fn custom(kind: &str, pattern: &str) -> Result<Detector, String> {
         let re = Regex::new(pattern).map_err(|e| e.to_string())?;
         Ok(Detector {
             kind: kind.to_string(),
@@ -169,7 +169,7 @@ impl Detector {
     }
 
     /// The byte ranges of what this detector finds in `text`.
-    pub fn find(&self, text: &str) -> Vec<(usize, usize)> {
+    pub(crate) fn find(&self, text: &str) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
         for m in self.re.find_iter(text) {
             let mut end = m.end();

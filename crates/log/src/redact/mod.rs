@@ -22,18 +22,18 @@
 //! grows when their prefixes collide).
 
 pub mod copy;
-pub mod detect;
+pub(crate) mod detect;
 
-use crate::canon;
-use crate::error::InputError;
 use crate::log::bundle::{Bundle, Edit, Header};
 use crate::log::{Event, Footer};
-use crate::world::state::State;
 use detect::Detector;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use worldline_case::canon;
+use worldline_case::error::InputError;
+use worldline_case::world::state::State;
 
 /// The policy file inside a store, and its salt.
 pub const FILE: &str = "redact.toml";
@@ -119,7 +119,7 @@ impl Policy {
 
     /// Read a policy file.
     pub fn load(path: &Path) -> Result<Policy, InputError> {
-        let source = crate::bounded::read_text(path, crate::bounded::DOCUMENT)
+        let source = worldline_case::bounded::read_text(path, worldline_case::bounded::DOCUMENT)
             .map_err(|e| InputError::new(path, format!("cannot read the redaction policy: {e}")))?;
         Policy::parse(path, &source)
     }
@@ -370,7 +370,8 @@ impl Redactor {
         }
         let paths: Vec<String> = s.files.keys().cloned().collect();
         for path in paths {
-            if let Some(crate::world::state::FileData::Text(text)) = s.files.get_mut(&path) {
+            if let Some(worldline_case::world::state::FileData::Text(text)) = s.files.get_mut(&path)
+            {
                 *text = self.text(text);
             }
         }

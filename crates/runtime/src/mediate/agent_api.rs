@@ -10,18 +10,18 @@
 use super::bindings::worldline::agent::{files, tools, trace, types};
 use super::service::{Ran, run_tool};
 use super::{Answer, HostServices, RunState};
-use crate::canon;
-use crate::case::fuzz;
-use crate::case::inject::Action;
-use crate::error_kind::ErrorKind;
-use crate::log::call::{self, FileRequest, Note, Spec, ToolRequest, Transport};
-use crate::log::{Effect, kind};
-use crate::time;
-use crate::world::injection;
-use crate::world::state::{FileData, Write};
-use crate::world::tools::{AsOf, Tool};
 use serde_json::{Value, json};
 use types::ToolError;
+use worldline_case::canon;
+use worldline_case::case::fuzz;
+use worldline_case::case::inject::Action;
+use worldline_case::error_kind::ErrorKind;
+use worldline_case::time;
+use worldline_case::world::injection;
+use worldline_case::world::state::{FileData, Write};
+use worldline_case::world::tools::{AsOf, Tool};
+use worldline_log::log::call::{self, FileRequest, Note, Spec, ToolRequest, Transport};
+use worldline_log::log::{Effect, kind};
 
 /// The one conversion from the host's error kinds to the generated WIT enum.
 impl From<ErrorKind> for types::ErrorKind {
@@ -39,7 +39,7 @@ impl From<ErrorKind> for types::ErrorKind {
 }
 
 /// An error answer: `{"error": {"kind": ..., "message": ...}}`.
-pub fn error_answer(kind: ErrorKind, message: impl Into<String>) -> Answer {
+pub(crate) fn error_answer(kind: ErrorKind, message: impl Into<String>) -> Answer {
     let effect = if kind == ErrorKind::Denied {
         Effect::Denied
     } else {

@@ -237,7 +237,7 @@ pub struct HttpFuture {
 pub struct HttpOutcome {
     pub ready_at: u64,
     /// The response, or a stall that ended in a read timeout.
-    pub response: Option<crate::protocol::HttpResponse>,
+    pub response: Option<worldline_protocol::HttpResponse>,
 }
 
 /// `wasi:http/types.incoming-response`.

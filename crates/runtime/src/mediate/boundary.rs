@@ -7,16 +7,16 @@
 //! the transport says how a timeout reaches the agent.
 
 use super::RunState;
-use crate::log::call::{HttpRequest, HttpStatus, LoopbackRequest, StdioRequest, Transport};
-use crate::log::kind;
-use crate::protocol::HttpResponse;
-use crate::protocol::anthropic;
-use crate::protocol::mcp::{self, McpTool, Step};
-use crate::protocol::openai_chat::{self, Reply};
-use crate::protocol::openai_responses;
-use crate::protocol::rest;
-use crate::protocol::routes::Route;
 use serde_json::{Map, Value, json};
+use worldline_log::log::call::{HttpRequest, HttpStatus, LoopbackRequest, StdioRequest, Transport};
+use worldline_log::log::kind;
+use worldline_protocol::HttpResponse;
+use worldline_protocol::anthropic;
+use worldline_protocol::mcp::{self, McpTool, Step};
+use worldline_protocol::openai_chat::{self, Reply};
+use worldline_protocol::openai_responses;
+use worldline_protocol::rest;
+use worldline_protocol::routes::Route;
 
 /// Which transport saw a request, and what is shown of it: the
 /// transport writes its own variant of the log's [`Transport`], and the

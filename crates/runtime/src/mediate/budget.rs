@@ -5,13 +5,13 @@
 //! the limit is recorded (the agent made it) and then ends the run.
 
 use super::Stop;
-use crate::case::limits::{Limits, Steps};
-use crate::log::Kind;
 use serde_json::Value;
+use worldline_case::case::limits::{Limits, Steps};
+use worldline_log::log::Kind;
 
 /// Steps taken and tool errors got so far, against the limits.
 #[derive(Debug, Clone, Default)]
-pub struct Budget {
+pub(crate) struct Budget {
     max_steps: Option<u64>,
     steps_are: Steps,
     max_errors: Option<u64>,
@@ -20,7 +20,7 @@ pub struct Budget {
 }
 
 impl Budget {
-    pub fn new(limits: &Limits) -> Self {
+    pub(crate) fn new(limits: &Limits) -> Self {
         Budget {
             max_steps: limits.max_steps,
             steps_are: limits.steps,
@@ -39,7 +39,7 @@ impl Budget {
     }
 
     /// Before `call` is served: a step past `max_steps` ends the run.
-    pub fn admit(&mut self, call: &str) -> Result<(), Stop> {
+    pub(crate) fn admit(&mut self, call: &str) -> Result<(), Stop> {
         if !self.is_step(call) {
             return Ok(());
         }
@@ -57,7 +57,7 @@ impl Budget {
 
     /// After `call` was answered with `response` and recorded: the tool
     /// error past `max_errors` ends the run.
-    pub fn count(&mut self, call: &str, response: &Value) -> Result<(), Stop> {
+    pub(crate) fn count(&mut self, call: &str, response: &Value) -> Result<(), Stop> {
         if Kind::of(call) != Some(Kind::ToolsCall) || response.get("error").is_none() {
             return Ok(());
         }

@@ -3,7 +3,7 @@
 //! latency, or when the guest sleeps (time jumps to the deadline). No real
 //! clock is ever read.
 
-pub struct VirtualClock {
+pub(crate) struct VirtualClock {
     start_wall_ns: i128,
     /// How far the agent's wall clock is off from the world's (a fuzz
     /// fault); tools and their `$now` keep the world's time.
@@ -13,7 +13,7 @@ pub struct VirtualClock {
 }
 
 impl VirtualClock {
-    pub fn new(start_wall_ns: i128, tick_ns: u64) -> Self {
+    pub(crate) fn new(start_wall_ns: i128, tick_ns: u64) -> Self {
         VirtualClock {
             start_wall_ns,
             skew_ns: 0,
@@ -23,31 +23,31 @@ impl VirtualClock {
     }
 
     /// Nanoseconds since the run started.
-    pub fn mono_ns(&self) -> u64 {
+    pub(crate) fn mono_ns(&self) -> u64 {
         self.mono_ns
     }
 
     /// Nanoseconds since the Unix epoch.
-    pub fn wall_ns(&self) -> i128 {
+    pub(crate) fn wall_ns(&self) -> i128 {
         self.start_wall_ns + self.mono_ns as i128
     }
 
     /// The wall clock as the agent reads it (`wall-clock.now`).
-    pub fn guest_wall_ns(&self) -> i128 {
+    pub(crate) fn guest_wall_ns(&self) -> i128 {
         self.wall_ns() + self.skew_ns
     }
 
     /// One host call's worth of time.
-    pub fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         self.advance(self.tick_ns);
     }
 
-    pub fn advance(&mut self, ns: u64) {
+    pub(crate) fn advance(&mut self, ns: u64) {
         self.mono_ns = self.mono_ns.saturating_add(ns);
     }
 
     /// Jump to a monotonic deadline (never backwards).
-    pub fn advance_to(&mut self, mono_deadline: u64) {
+    pub(crate) fn advance_to(&mut self, mono_deadline: u64) {
         self.mono_ns = self.mono_ns.max(mono_deadline);
     }
 }

@@ -12,16 +12,16 @@
 //! fuzz fault but still counts, so a schedule's `nth` means the same thing
 //! whichever way the faults came.
 
-use crate::case::fuzz::{
-    self, Dist, FaultSource, LatencyFault, PlannedFault, Range, ToolFaults, UserFaults,
-};
-use crate::case::inject::{Action, Injection, Partial, Stale};
-use crate::error_kind::ErrorKind;
 use crate::mediate::entropy;
-use crate::world::glob_match;
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use std::collections::BTreeMap;
+use worldline_case::case::fuzz::{
+    self, Dist, FaultSource, LatencyFault, PlannedFault, Range, ToolFaults, UserFaults,
+};
+use worldline_case::case::inject::{Action, Injection, Partial, Stale};
+use worldline_case::error_kind::ErrorKind;
+use worldline_case::world::glob_match;
 
 /// Where the faults come from while the run goes.
 enum Plan {
@@ -222,7 +222,7 @@ impl Faults {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::fuzz::{LatencyFault, Profile, Schedule, StaleFault};
+    use worldline_case::case::fuzz::{LatencyFault, Profile, Schedule, StaleFault};
 
     fn profile(stale: f64, latency: f64) -> FaultSource {
         FaultSource::Profile(Profile {

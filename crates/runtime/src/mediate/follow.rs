@@ -6,9 +6,9 @@
 //! recorded one. The first difference stops the guest and is kept as the
 //! run's divergence.
 
-use crate::log::{Event, ForkPoint};
 use serde::Serialize;
 use serde_json::{Value, json};
+use worldline_log::log::{Event, ForkPoint};
 
 /// How a replay departed from its recording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -159,12 +159,12 @@ pub fn first_difference(expected: &Event, actual: &Event) -> Option<(&'static st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::Effect;
-    use crate::world::state::Write;
+    use worldline_case::world::state::Write;
+    use worldline_log::log::Effect;
 
     fn event() -> Event {
         Event {
-            call: crate::log::Kind::ToolsCall.name().into(),
+            call: worldline_log::log::Kind::ToolsCall.name().into(),
             effect: Effect::Write,
             fuel: 10,
             hash: String::new(),

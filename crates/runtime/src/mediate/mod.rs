@@ -8,11 +8,11 @@
 //! back into typed results — so what the guest sees is always what the log
 //! says it saw.
 
-pub mod agent_api;
+pub(crate) mod agent_api;
 pub mod bindings;
 pub mod boundary;
-pub mod budget;
-pub mod clock;
+pub(crate) mod budget;
+pub(crate) mod clock;
 pub mod conversation;
 pub mod entropy;
 pub mod faults;
@@ -20,19 +20,19 @@ pub mod follow;
 pub mod model;
 pub mod service;
 pub mod services;
-pub mod stdio;
-pub mod wasi;
+pub(crate) mod stdio;
+pub(crate) mod wasi;
 
-use crate::case::Case;
-use crate::case::inject::{Action, Inject};
-use crate::log::{CallKind, Edit, Effect, Event, Recorder};
-use crate::path::JsonPath;
-use crate::world::World;
-use crate::world::state::{State, Write};
 use serde_json::{Value, json};
 pub use services::HostServices;
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
+use worldline_case::case::Case;
+use worldline_case::case::inject::{Action, Inject};
+use worldline_case::path::JsonPath;
+use worldline_case::world::World;
+use worldline_case::world::state::{State, Write};
+use worldline_log::log::{CallKind, Edit, Effect, Event, Recorder};
 
 /// How the host stopped the guest (not an injected tool fault); it
 /// travels as the trap's error.
@@ -110,7 +110,7 @@ pub struct Answered<R> {
 pub struct WorldSession {
     pub world: Arc<World>,
     pub state: State,
-    pub case_permissions: crate::world::Permissions,
+    pub case_permissions: worldline_case::world::Permissions,
     /// The case's injection rules with their checked actions.
     pub inject: Vec<(Inject, Action)>,
     /// How many calls each rule's tool and `when` have matched so far.
@@ -179,8 +179,11 @@ impl WorldSession {
     /// or the world's permissions).
     pub fn asks(&self, name: &str) -> bool {
         let p = [&self.case_permissions, &self.world.permissions];
-        p.iter()
-            .any(|p| p.ask.iter().any(|g| crate::world::glob_match(g, name)))
+        p.iter().any(|p| {
+            p.ask
+                .iter()
+                .any(|g| worldline_case::world::glob_match(g, name))
+        })
     }
 
     /// Case rules first, then the world's, then the world's default.
@@ -188,7 +191,7 @@ impl WorldSession {
         self.case_permissions
             .decide(name)
             .or_else(|| self.world.permissions.decide(name))
-            .unwrap_or(self.world.permissions.default == crate::world::Access::Allow)
+            .unwrap_or(self.world.permissions.default == worldline_case::world::Access::Allow)
     }
 }
 
@@ -311,7 +314,7 @@ impl Mediator {
         let typed = serde::Deserialize::deserialize(&wire).map_err(|e| {
             Stop::Untyped(format!(
                 "`{name}`: the answer does not have its kind's shape ({e}): {}",
-                crate::canon::to_string(&wire)
+                worldline_case::canon::to_string(&wire)
             ))
         })?;
         Ok(Answered { typed, wire })
@@ -337,7 +340,7 @@ impl Mediator {
         self.services.clock.tick();
         let mut answer = match override_response {
             Some(response) => Answer {
-                injected: Some(json!({"action": crate::log::event::FORK_RESPOND})),
+                injected: Some(json!({"action": worldline_log::log::event::FORK_RESPOND})),
                 ..Answer::read(response)
             },
             None if following && live => self.logged_answer(seq),
@@ -379,7 +382,8 @@ impl Mediator {
             return Err(Stop::Diverged);
         }
         #[cfg(debug_assertions)]
-        if let Err(e) = crate::log::Call::read_strict(&event.call, &event.request, &event.response)
+        if let Err(e) =
+            worldline_log::log::Call::read_strict(&event.call, &event.request, &event.response)
         {
             panic!("the host recorded an event its readers cannot type: {e}");
         }
@@ -395,18 +399,19 @@ impl Mediator {
     /// from outside the run (`live`) or it calls a tool that may write, so
     /// that a run killed inside it knows it was in flight (`log/intent.rs`).
     fn intend(&mut self, seq: u64, call: &str, request: &Value, live: bool) -> Result<(), Stop> {
-        let tool = (crate::log::Kind::of(call) == Some(crate::log::Kind::ToolsCall))
-            .then(|| request.get("name").and_then(Value::as_str))
-            .flatten()
-            .filter(|name| {
-                let tools = &self.services.world.world.tools;
-                tools.iter().any(|t| t.name == *name && t.mutates)
-            });
+        let tool = (worldline_log::log::Kind::of(call)
+            == Some(worldline_log::log::Kind::ToolsCall))
+        .then(|| request.get("name").and_then(Value::as_str))
+        .flatten()
+        .filter(|name| {
+            let tools = &self.services.world.world.tools;
+            tools.iter().any(|t| t.name == *name && t.mutates)
+        });
         if !live && tool.is_none() {
             return Ok(());
         }
         self.recorder
-            .intend(|| crate::log::intent::Intent::of(seq, call, request, tool))
+            .intend(|| worldline_log::log::intent::Intent::of(seq, call, request, tool))
             .map_err(|e| Stop::Bundle(e.to_string()))
     }
 
@@ -584,8 +589,8 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::state::Table;
     use std::collections::BTreeMap;
+    use worldline_case::world::state::Table;
 
     fn session() -> WorldSession {
         let mut state = State::default();

@@ -8,14 +8,14 @@
 use super::faults::Faults;
 use super::service::{Runtime, run_tool};
 use super::{WorldSession, clock, conversation, entropy, model, stdio};
-use crate::case::Case;
-use crate::time;
-use crate::world::World;
-use crate::world::state::State;
-use crate::world::tools::{AsOf, Tool, ToolFailure};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use worldline_case::case::Case;
+use worldline_case::time;
+use worldline_case::world::World;
+use worldline_case::world::state::State;
+use worldline_case::world::tools::{AsOf, Tool, ToolFailure};
 
 /// Everything that answers host calls.
 pub struct HostServices {
@@ -23,7 +23,7 @@ pub struct HostServices {
     pub(in crate::mediate) clock: clock::VirtualClock,
     pub(in crate::mediate) entropy: entropy::Entropy,
     pub(in crate::mediate) stdio: stdio::Stdio,
-    pub(in crate::mediate) env: crate::case::Env,
+    pub(in crate::mediate) env: worldline_case::case::Env,
     pub(in crate::mediate) model: model::ModelService,
     /// The world's service, when it has one (see [`HostServices::attach_service`]).
     pub(in crate::mediate) service: Option<Runtime>,

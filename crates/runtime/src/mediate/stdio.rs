@@ -3,7 +3,7 @@
 //! too much keeps running (fuel still bounds a print loop). Host memory is
 //! bounded by the limit, itself capped when a case is loaded.
 
-pub struct Capture {
+pub(crate) struct Capture {
     pub bytes: Vec<u8>,
     pub limit: usize,
     pub dropped: u64,
@@ -11,12 +11,12 @@ pub struct Capture {
 
 impl Capture {
     /// How many more bytes are kept.
-    pub fn room(&self) -> usize {
+    pub(crate) fn room(&self) -> usize {
         self.limit.saturating_sub(self.bytes.len())
     }
 
     /// Keep what fits; returns how many bytes were dropped.
-    pub fn push(&mut self, data: &[u8]) -> u64 {
+    pub(crate) fn push(&mut self, data: &[u8]) -> u64 {
         let keep = self.room().min(data.len());
         self.bytes.extend_from_slice(&data[..keep]);
         let dropped = (data.len() - keep) as u64;
@@ -24,18 +24,18 @@ impl Capture {
         dropped
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.bytes).into_owned()
     }
 }
 
-pub struct Stdio {
+pub(crate) struct Stdio {
     pub stdout: Capture,
     pub stderr: Capture,
 }
 
 impl Stdio {
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         let cap = || Capture {
             bytes: Vec::new(),
             limit,

@@ -7,16 +7,16 @@
 //! the SHA-256 of the engine hash, the component's SHA-256 and the compiled
 //! bytes beside it. Checking that sum costs ~22 ms on a 40 MB Python
 //! entry, more than a cached start may take, so once an entry has checked
-//! out and is [settled](crate::file_identity::settled), its file identity
+//! out and is [settled](worldline_case::file_identity::settled), its file identity
 //! is recorded in the check file too: while the identity is unchanged (no
 //! write has touched the file) the entry is trusted without reading it. A
 //! damaged entry is removed with one warning and compiled again.
 
-use crate::file_identity;
 use std::path::{Path, PathBuf};
+use worldline_case::file_identity;
 
 /// One engine configuration's folder of compiled components.
-pub struct CompileCache {
+pub(super) struct CompileCache {
     dir: PathBuf,
     engine_hash: String,
 }
@@ -29,7 +29,7 @@ struct Check {
 }
 
 impl CompileCache {
-    pub fn new(cache_dir: &Path, engine_hash: &str) -> Self {
+    pub(super) fn new(cache_dir: &Path, engine_hash: &str) -> Self {
         CompileCache {
             dir: cache_dir.join(&engine_hash[..16]),
             engine_hash: engine_hash.to_string(),
@@ -37,7 +37,7 @@ impl CompileCache {
     }
 
     /// Where the compiled component for `sha256` lives.
-    pub fn entry(&self, sha256: &str) -> PathBuf {
+    pub(super) fn entry(&self, sha256: &str) -> PathBuf {
         self.dir.join(format!("{sha256}.cwasm"))
     }
 
@@ -70,7 +70,7 @@ impl CompileCache {
     /// (its bytes do not match its checksum) is removed with a warning on
     /// stderr; an entry without a checksum (written by an older worldline,
     /// or cut off before its checksum) is removed silently.
-    pub fn verified(&self, sha256: &str) -> Option<PathBuf> {
+    pub(super) fn verified(&self, sha256: &str) -> Option<PathBuf> {
         let path = self.entry(sha256);
         let meta = std::fs::metadata(&path).ok()?;
         let Some(check) = self.read_check(sha256) else {
@@ -97,7 +97,7 @@ impl CompileCache {
             && file_identity::settled(&now)
         {
             let text = format!("{}\n{}\n", check.sum, file_identity::of(&now));
-            let _ = crate::durable::write(&self.check_path(sha256), text.as_bytes());
+            let _ = worldline_case::durable::write(&self.check_path(sha256), text.as_bytes());
         }
         Some(path)
     }
@@ -113,12 +113,12 @@ impl CompileCache {
     /// swept. A cache that cannot be written is not an error (the agent
     /// is compiled again next time); it is reported once as a warning (the `log` facade, which the
     /// CLI prints on stderr).
-    pub fn store(&self, sha256: &str, compiled: &[u8]) {
+    pub(super) fn store(&self, sha256: &str, compiled: &[u8]) {
         let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
-            crate::durable::sweep(&self.dir);
+            worldline_case::durable::sweep(&self.dir);
             let check = format!("{}\n", self.sum(sha256, compiled));
-            crate::durable::write(&self.check_path(sha256), check.as_bytes())?;
-            crate::durable::write(&self.entry(sha256), compiled)
+            worldline_case::durable::write(&self.check_path(sha256), check.as_bytes())?;
+            worldline_case::durable::write(&self.entry(sha256), compiled)
         });
         if let Err(e) = written {
             ::log::warn!(

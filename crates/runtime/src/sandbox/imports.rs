@@ -9,18 +9,18 @@
 //! rather than relying on the linker's error.
 
 use super::wit;
-use crate::error::InputError;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::OnceLock;
 use wasmtime::Engine;
 use wasmtime::component::Component;
+use worldline_case::error::InputError;
 
 /// The world the host links: `worldline:agent` plus WASI 0.2.
-pub const HOST_WORLD: &str = "worldline:agent/agent-host@0.1.0";
+pub(crate) const HOST_WORLD: &str = "worldline:agent/agent-host@0.1.0";
 
 /// Every interface the host links, read from the embedded WIT once.
-pub fn provided_interfaces() -> &'static BTreeSet<String> {
+pub(crate) fn provided_interfaces() -> &'static BTreeSet<String> {
     static PROVIDED: OnceLock<BTreeSet<String>> = OnceLock::new();
     PROVIDED.get_or_init(|| wit::world_imports(HOST_WORLD))
 }
@@ -50,7 +50,7 @@ fn compatible(a: &str, b: &str) -> bool {
 }
 
 /// Whether the host provides an imported interface.
-pub fn provided(import: &str) -> bool {
+pub(crate) fn provided(import: &str) -> bool {
     let (name, version) = split(import);
     provided_interfaces().iter().any(|p| {
         let (pn, pv) = split(p);
@@ -59,7 +59,11 @@ pub fn provided(import: &str) -> bool {
 }
 
 /// Refuse a component with imports the host does not provide.
-pub fn check(engine: &Engine, component: &Component, origin: &Path) -> Result<(), InputError> {
+pub(crate) fn check(
+    engine: &Engine,
+    component: &Component,
+    origin: &Path,
+) -> Result<(), InputError> {
     let missing: Vec<String> = component
         .component_type()
         .imports(engine)

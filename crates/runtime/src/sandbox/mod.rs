@@ -19,12 +19,10 @@
 //! sandbox sits below the CLI and must not print.
 
 mod cache;
-pub mod imports;
+pub(crate) mod imports;
 mod service;
 pub mod wit;
 
-use crate::canon;
-use crate::error::InputError;
 use crate::mediate::RunState;
 use crate::mediate::bindings::{AgentHost, AgentHostPre, LinkOptions};
 use anyhow::{Context as _, Result};
@@ -35,6 +33,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
+use worldline_case::canon;
+use worldline_case::error::InputError;
 
 /// How often the watchdog's epoch advances.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -107,10 +107,10 @@ pub struct Sandbox {
 }
 
 /// An agent file's bytes: a regular file of at most
-/// [`bounded::COMPONENT`](crate::bounded::COMPONENT) bytes (a FIFO or a
+/// [`bounded::COMPONENT`](worldline_case::bounded::COMPONENT) bytes (a FIFO or a
 /// device is refused, never read).
 pub fn read_agent(path: &Path) -> Result<Vec<u8>, InputError> {
-    crate::bounded::read(path, crate::bounded::COMPONENT).map_err(|e| {
+    worldline_case::bounded::read(path, worldline_case::bounded::COMPONENT).map_err(|e| {
         InputError::new(
             path,
             format!("cannot read agent: {e}; pass the path of a built .wasm component"),

@@ -12,16 +12,16 @@
 //! the first call, with a run half done.
 
 use super::Sandbox;
-use crate::error::InputError;
 use crate::mediate::RunState;
 use crate::mediate::bindings::{AgentHost, LinkOptions};
 use crate::mediate::service::bindings::{Service, ServicePre};
 use crate::mediate::service::{LoadedService, ServiceData};
-use crate::world::service::ServiceSource;
 use anyhow::Result;
 use std::sync::Arc;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
+use worldline_case::error::InputError;
+use worldline_case::world::service::ServiceSource;
 
 /// The package of the service world's own interfaces.
 const SERVICE_PACKAGE: &str = "worldline:service/";

@@ -5,10 +5,10 @@
 //! TypeScript's `tsc --noEmit` on that configuration and reports every
 //! error as `file:line:column`.
 
-use crate::error::InputError;
 use anyhow::{Context as _, Result};
 use std::path::Path;
 use std::process::Command;
+use worldline_case::error::InputError;
 
 /// The SDK's folder inside the agent's.
 pub const SDK_DIR: &str = ".worldline-sdk";
@@ -44,11 +44,11 @@ pub fn write_types(agent_dir: &Path) -> Result<()> {
         if std::fs::read_to_string(&path).is_ok_and(|t| t == *text) {
             continue;
         }
-        crate::output::write(&path, text.as_bytes())?;
+        worldline_case::output::write(&path, text.as_bytes())?;
     }
     let config = agent_dir.join("tsconfig.json");
     if std::fs::symlink_metadata(&config).is_err() {
-        crate::output::write_new(&config, TSCONFIG.as_bytes(), "tsconfig.json")?;
+        worldline_case::output::write_new(&config, TSCONFIG.as_bytes(), "tsconfig.json")?;
     }
     Ok(())
 }

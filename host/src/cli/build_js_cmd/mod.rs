@@ -39,15 +39,15 @@ mod types;
 
 use super::Common;
 use super::build_python_cmd::write_tree;
-use crate::canon;
 use crate::cli::exit::ExitCode;
-use crate::error::InputError;
-use crate::sandbox::wit;
 use anyhow::{Context as _, Result};
 use clap::Args;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use worldline_case::canon;
+use worldline_case::error::InputError;
+use worldline_runtime::sandbox::wit;
 
 /// The JS/TS guest SDK, by path under the build folder's `sdk/`.
 pub(super) const SDK: &[(&str, &str)] = &[
@@ -145,7 +145,7 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(dir)
             .map_err(|e| InputError::new(dir, format!("cannot create the output folder: {e}")))?;
     }
-    crate::output::check_file(&output)?;
+    worldline_case::output::check_file(&output)?;
     let node_version = toolchain::node_version(&args.node)?;
     let tools = toolchain::folder(args.toolchain.as_deref());
     toolchain::check_packages(&tools)?;
@@ -222,7 +222,7 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         return Err(build_error(&args.agent, &agent_dir, &errors).into());
     }
     let bytes = std::fs::read(&built).context("reading the built component")?;
-    crate::output::write(&output, &bytes)?;
+    worldline_case::output::write(&output, &bytes)?;
     let sha256 = canon::sha256_hex(&bytes);
     let componentize_js = result["componentize_js"].as_str().unwrap_or("");
     let esbuild = result["esbuild"].as_str().unwrap_or("");

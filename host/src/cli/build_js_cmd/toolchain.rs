@@ -21,9 +21,9 @@
 //! dependencies with the SDKs' in one lock file, and a version conflict between
 //! them would break build-js itself.
 
-use crate::error::InputError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use worldline_case::error::InputError;
 
 /// The npm packages `build-js` runs, at the versions worldline is tested with.
 pub const PACKAGES: &[(&str, &str)] = &[

@@ -5,12 +5,12 @@
 //! (`tests/python-wasi-wheels.sh`) are kept, for componentize-py links
 //! them; a package with any other native extension is refused by name.
 
-use crate::bounded;
-use crate::error::InputError;
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use worldline_case::bounded;
+use worldline_case::error::InputError;
 
 /// The Python inside componentize-py's components (`COMPONENTIZE_PY_VERSION`).
 pub const SANDBOX_PYTHON: &str = "3.14";

@@ -117,7 +117,7 @@ pub fn kept(key: &str) -> Option<Vec<u8>> {
     let dir = folder();
     let bytes = std::fs::read(dir.join(format!("{key}.wasm"))).ok()?;
     let sha = std::fs::read_to_string(dir.join(format!("{key}.sha256"))).ok()?;
-    (crate::canon::sha256_hex(&bytes) == sha.trim()).then_some(bytes)
+    (worldline_case::canon::sha256_hex(&bytes) == sha.trim()).then_some(bytes)
 }
 
 /// Keep `bytes` as the build for `key` (written whole or not at all; a
@@ -128,7 +128,10 @@ pub fn keep(key: &str, bytes: &[u8]) {
         std::fs::create_dir_all(&dir)?;
         for (ext, data) in [
             ("wasm", bytes.to_vec()),
-            ("sha256", crate::canon::sha256_hex(bytes).into_bytes()),
+            (
+                "sha256",
+                worldline_case::canon::sha256_hex(bytes).into_bytes(),
+            ),
         ] {
             let tmp = dir.join(format!(".{key}.{ext}.{}", std::process::id()));
             std::fs::write(&tmp, &data)?;

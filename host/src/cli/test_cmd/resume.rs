@@ -5,17 +5,17 @@
 //! run already resumed is one with a fork at the end of its recording.
 
 use crate::cli::exit::ExitCode;
-use crate::fork;
-use crate::grade::verdict;
-use crate::index::{Index, query::Filter};
-use crate::log::intent::Intent;
-use crate::replay;
-use crate::sandbox::Sandbox;
-use crate::store::StoreDir;
-use crate::suite::Entry;
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use worldline_engine::fork;
+use worldline_engine::grade::verdict;
+use worldline_engine::index::{Index, query::Filter};
+use worldline_engine::replay;
+use worldline_engine::store::StoreDir;
+use worldline_engine::suite::Entry;
+use worldline_log::log::intent::Intent;
+use worldline_runtime::sandbox::Sandbox;
 
 /// One incomplete run and what resuming it gave.
 #[derive(Serialize)]
@@ -65,7 +65,7 @@ pub fn exec(store: &StoreDir, entries: &[Entry], json: bool) -> Result<ExitCode>
         Ok((rows, children))
     })?;
     // Oldest first, so a suite's runs resume in the order they ran.
-    let mut todo: Vec<(&str, &crate::index::row::Row)> = incomplete
+    let mut todo: Vec<(&str, &worldline_engine::index::row::Row)> = incomplete
         .iter()
         .zip(&children)
         .filter(|(r, forks)| !forks.iter().any(|f| f.fork_event == Some(r.events)))
@@ -128,7 +128,7 @@ pub fn exec(store: &StoreDir, entries: &[Entry], json: bool) -> Result<ExitCode>
         done.push(entry);
     }
     if json {
-        crate::report::print_json(&serde_json::json!({ "resumed": done }))?;
+        worldline_report::print_json(&serde_json::json!({ "resumed": done }))?;
     } else {
         let resumed = done.iter().filter(|d| d.run_id.is_some()).count();
         println!(

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// One model call: the messages sent and the answer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ModelCall {
+pub(crate) struct ModelCall {
     /// `{role, content}` each; `content` is text.
     pub input: Vec<Value>,
     /// `None` when the span has no content.
@@ -20,7 +20,7 @@ pub struct ModelCall {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub content: Option<String>,
     /// `(name, arguments as JSON text)`.
     pub tool_calls: Vec<(String, String)>,
@@ -28,7 +28,7 @@ pub struct Answer {
 
 /// One tool call with what it returned (`None`: not recorded).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     pub name: String,
     pub arguments: Option<Value>,
     pub result: Option<Value>,
@@ -36,7 +36,7 @@ pub struct ToolCall {
 
 /// A tool the agent declared.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolDef {
+pub(crate) struct ToolDef {
     pub name: String,
     pub description: String,
     pub params: Value,
@@ -44,7 +44,7 @@ pub struct ToolDef {
 
 /// An agent run read from a trace.
 #[derive(Debug, Default)]
-pub struct Run {
+pub(crate) struct Run {
     pub model_calls: Vec<ModelCall>,
     pub tool_calls: Vec<ToolCall>,
     /// By name, first definition kept.
@@ -56,7 +56,7 @@ pub struct Run {
 
 impl Run {
     /// Model calls whose messages were not captured.
-    pub fn without_content(&self) -> usize {
+    pub(crate) fn without_content(&self) -> usize {
         self.model_calls
             .iter()
             .filter(|c| c.input.is_empty() && c.output.is_none())
@@ -312,7 +312,7 @@ fn openinference_llm(span: &Span, run: &mut Run) -> ModelCall {
 }
 
 /// The run in these spans (one trace's), in start order.
-pub fn run_of(spans: &[Span]) -> Run {
+pub(crate) fn run_of(spans: &[Span]) -> Run {
     let mut spans: Vec<&Span> = spans.iter().collect();
     spans.sort_by_key(|s| s.start_ns);
     let mut run = Run {

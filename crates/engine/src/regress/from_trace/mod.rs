@@ -11,19 +11,19 @@
 //! messages but not the whole request the recorded provider keys on
 //! (decision 0213).
 
-pub mod genai;
-pub mod otlp;
+pub(crate) mod genai;
+pub(crate) mod otlp;
 #[cfg(test)]
 mod properties;
 
-use crate::case::origin::{CreatedFrom, Origin};
-use crate::error::InputError;
 use anyhow::Result;
 use genai::Run;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use worldline_case::case::origin::{CreatedFrom, Origin};
+use worldline_case::error::InputError;
 
 /// The world every trace case gets (under `DIR/worlds/`).
 const WORLD: &str = "traced";
@@ -108,7 +108,7 @@ fn tool_names(r: &Run) -> Vec<String> {
 /// written to a sibling folder first and renamed into place, so a failure
 /// leaves nothing.
 pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<FromTrace> {
-    crate::output::check_new(out, "the case folder (-o)")?;
+    worldline_case::output::check_new(out, "the case folder (-o)")?;
     let mut runs = runs_in(path)?;
     let id = pick(path, &runs, trace_id)?;
     let run = runs.remove(&id).unwrap_or_default();
@@ -123,7 +123,7 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
         )
         .into());
     }
-    let bytes = crate::bounded::read(path, otlp::MAX_BYTES)
+    let bytes = worldline_case::bounded::read(path, otlp::MAX_BYTES)
         .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
     let origin = Origin {
         created_from: CreatedFrom::Trace,
@@ -132,10 +132,10 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
         bundle: None,
         world_hash: None,
         trace_id: Some(id.clone()),
-        trace_sha256: Some(crate::canon::sha256_hex(&bytes)),
+        trace_sha256: Some(worldline_case::canon::sha256_hex(&bytes)),
     };
     // The trace id names a file: only its letters and digits.
-    let name = match crate::shown::file_part(&id, 8) {
+    let name = match worldline_case::shown::file_part(&id, 8) {
         Some(part) => format!("trace-{part}"),
         None => "trace".to_string(),
     };
@@ -152,7 +152,7 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
             path,
             format!(
                 "cannot be written as a case: {}",
-                crate::shown::text(&format!("{e:#}"))
+                worldline_case::shown::text(&format!("{e:#}"))
             ),
         )
     };
@@ -187,7 +187,7 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
     // The case must load against its world before the folder appears; a
     // problem is the trace's (what it holds cannot be a world or a case),
     // named by the file it would have gone into.
-    crate::case::load(&tmp.path().join(&case_file), None).map_err(|e| {
+    worldline_case::case::load(&tmp.path().join(&case_file), None).map_err(|e| {
         let within = e.file.strip_prefix(tmp.path()).unwrap_or(&e.file);
         let at = e
             .line
@@ -219,7 +219,7 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
 }
 
 /// The run `trace_id` names (a unique prefix of one), or the only one.
-/// Ids listed in an error are at most [`crate::shown::MAX_ITEMS`].
+/// Ids listed in an error are at most [`worldline_case::shown::MAX_ITEMS`].
 fn pick(
     path: &Path,
     runs: &BTreeMap<String, Run>,
@@ -236,8 +236,8 @@ fn pick(
                     format!(
                         "has {} agent run(s) whose trace id starts with {}; it has {} (--list shows them)",
                         matching.len(),
-                        crate::shown::text(&want),
-                        crate::shown::list(runs.keys())
+                        worldline_case::shown::text(&want),
+                        worldline_case::shown::list(runs.keys())
                     ),
                 )),
             }
@@ -248,7 +248,7 @@ fn pick(
             format!(
                 "holds {} agent runs ({}); pick one with --trace-id (--list shows them)",
                 runs.len(),
-                crate::shown::list(runs.keys())
+                worldline_case::shown::list(runs.keys())
             ),
         )),
     }
@@ -314,7 +314,7 @@ fn task_of(run: &Run) -> Value {
 fn error_of(v: &Value) -> Option<(&'static str, Option<&str>)> {
     let o = v.as_object().filter(|o| o.len() == 1)?;
     let e = o.get("error")?;
-    let kind: crate::error_kind::ErrorKind = e.get("kind")?.as_str()?.parse().ok()?;
+    let kind: worldline_case::error_kind::ErrorKind = e.get("kind")?.as_str()?.parse().ok()?;
     Some((kind.as_str(), e.get("message").and_then(Value::as_str)))
 }
 
@@ -366,7 +366,7 @@ fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Res
             "message": format!("not_recorded: the trace never made this call of `{name}`; give the world rows or a service for it and remove this rule"),
         }));
     }
-    let clock = crate::time::rfc3339(run.start_ns as i128);
+    let clock = worldline_case::time::rfc3339(run.start_ns as i128);
     let system: Vec<&str> = run.model_calls[0]
         .input
         .iter()

@@ -12,11 +12,11 @@ use std::io::Read;
 use std::path::Path;
 
 /// The largest trace file read; a bigger one is refused.
-pub const MAX_BYTES: u64 = crate::bounded::TRACE;
+pub(crate) const MAX_BYTES: u64 = worldline_case::bounded::TRACE;
 
 /// One span, its attribute values as JSON.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Span {
+pub(crate) struct Span {
     pub trace_id: String,
     pub span_id: String,
     pub name: String,
@@ -26,14 +26,14 @@ pub struct Span {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct SpanEvent {
+pub(crate) struct SpanEvent {
     pub name: String,
     pub attrs: BTreeMap<String, Value>,
 }
 
 impl Span {
     /// A string attribute.
-    pub fn text(&self, key: &str) -> Option<&str> {
+    pub(crate) fn text(&self, key: &str) -> Option<&str> {
         self.attrs.get(key).and_then(Value::as_str)
     }
 }
@@ -41,7 +41,7 @@ impl Span {
 /// Why a trace file was not read: what is wrong in words, and the line it
 /// is on (0: no line); the caller names the file.
 #[derive(Debug)]
-pub struct Unread {
+pub(crate) struct Unread {
     pub line: usize,
     pub message: String,
 }
@@ -53,10 +53,10 @@ impl From<String> for Unread {
 }
 
 /// The spans of the file at `path`, in file order.
-pub fn read(path: &Path) -> Result<Vec<Span>, Unread> {
+pub(crate) fn read(path: &Path) -> Result<Vec<Span>, Unread> {
     // Opened without blocking and refused unless a regular file: a FIFO
     // or a device is never read.
-    let file = crate::bounded::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let file = worldline_case::bounded::open(path).map_err(|e| format!("cannot read: {e}"))?;
     let mut bytes = Vec::new();
     file.take(MAX_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -73,7 +73,7 @@ pub fn read(path: &Path) -> Result<Vec<Span>, Unread> {
 
 /// The spans of a trace file's bytes: OTLP JSON when it starts with `{`,
 /// else OTLP protobuf.
-pub fn parse(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
         json_spans(bytes)
     } else {

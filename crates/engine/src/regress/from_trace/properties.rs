@@ -5,7 +5,6 @@
 //! trace file (exit 2), never an internal one.
 
 use super::{from_trace, list, otlp};
-use crate::error::InputError;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
@@ -13,6 +12,7 @@ use proptest::prelude::*;
 use prost::Message as _;
 use serde_json::{Value, json};
 use std::path::Path;
+use worldline_case::error::InputError;
 
 /// Text with what breaks naive code: escapes, path parts, non-ASCII.
 fn text() -> impl Strategy<Value = String> {

@@ -2,12 +2,12 @@
 //! or the host's before a tool whose permission is `ask`); the first rule
 //! that matches decides, and with none the request is denied.
 
-use crate::case::approve::{ApproveRule, Decision, NO_RULE};
 use serde_json::{Value, json};
+use worldline_case::case::approve::{ApproveRule, Decision, NO_RULE};
 
 /// The recorded answer to a request of `kind` with `details`, and the
 /// approver's virtual latency in milliseconds.
-pub fn answer(rules: &[ApproveRule], kind: &str, details: &Value) -> (Value, u64) {
+pub(crate) fn answer(rules: &[ApproveRule], kind: &str, details: &Value) -> (Value, u64) {
     match rules.iter().position(|r| r.matches(kind, details)) {
         Some(i) => {
             let r = &rules[i];
@@ -25,7 +25,7 @@ pub fn answer(rules: &[ApproveRule], kind: &str, details: &Value) -> (Value, u64
 }
 
 /// The denial reason of a recorded answer, `None` when approved.
-pub fn denial(response: &Value) -> Option<String> {
+pub(crate) fn denial(response: &Value) -> Option<String> {
     if response.get("approved").and_then(Value::as_bool) == Some(true) {
         return None;
     }

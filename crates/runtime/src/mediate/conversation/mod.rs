@@ -14,22 +14,22 @@
 //! agent or — for a tool whose permission is `ask` — by the host right
 //! before the tool call.
 
-pub mod approvals;
-pub mod model_user;
-pub mod scripted_user;
+pub(crate) mod approvals;
+pub(crate) mod model_user;
+pub(crate) mod scripted_user;
 
 use super::bindings::worldline::agent::{approval, user};
 use super::model::ModelService;
 use super::{Answer, HostServices, RunState, Stop, entropy};
-use crate::case::Case;
-use crate::case::approve::ApproveRule;
-use crate::case::fuzz::{self, PlannedFault};
-use crate::case::inject::Action;
-use crate::case::model::Provider;
-use crate::case::user::{Line, PlayedBy, UserConfig};
-use crate::log::call::{ApprovalAsk, Said};
-use crate::log::{Effect, Kind, kind};
 use serde_json::{Value, json};
+use worldline_case::case::Case;
+use worldline_case::case::approve::ApproveRule;
+use worldline_case::case::fuzz::{self, PlannedFault};
+use worldline_case::case::inject::Action;
+use worldline_case::case::model::Provider;
+use worldline_case::case::user::{Line, PlayedBy, UserConfig};
+use worldline_log::log::call::{ApprovalAsk, Said};
+use worldline_log::log::{Effect, Kind, kind};
 
 /// The call name of user turns.
 pub const SAY: &str = Kind::UserSay.name();

@@ -4,8 +4,8 @@
 //! the agent's model calls (scripted, openai, recorded). A reply holding
 //! the satisfied or end marker ends the conversation.
 
-use crate::case::user::{Line, UserConfig};
 use serde_json::{Value, json};
+use worldline_case::case::user::{Line, UserConfig};
 
 /// The instructions appended to the persona.
 fn instructions(config: &UserConfig) -> String {
@@ -18,7 +18,11 @@ fn instructions(config: &UserConfig) -> String {
 /// The chat-completions request for the next user line: `transcript` is
 /// the earlier `(agent message, user reply)` turns, `message` the agent's
 /// new one.
-pub fn request(config: &UserConfig, transcript: &[(String, String)], message: &str) -> Value {
+pub(crate) fn request(
+    config: &UserConfig,
+    transcript: &[(String, String)],
+    message: &str,
+) -> Value {
     let mut messages = vec![json!({
         "role": "system",
         "content": format!("{}\n\n{}", config.persona.trim(), instructions(config)),
@@ -33,7 +37,7 @@ pub fn request(config: &UserConfig, transcript: &[(String, String)], message: &s
 
 /// The user's line from the model's answer (`{"ok": completion}` or
 /// `{"error": ...}`).
-pub fn line(config: &UserConfig, response: &Value) -> Line {
+pub(crate) fn line(config: &UserConfig, response: &Value) -> Line {
     if let Some(e) = response.get("error") {
         return Line {
             end: Some(format!(

@@ -2,18 +2,18 @@
 //! matches the agent's message and turn answers), a weighted alternative
 //! drawn from the run's user stream, then the default reply.
 
-use crate::case::user::{Line, UserCall, UserConfig};
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use serde_json::{Value, json};
+use worldline_case::case::user::{Line, UserCall, UserConfig};
 
-pub struct ScriptedUser {
+pub(crate) struct ScriptedUser {
     config: UserConfig,
     rng: ChaCha20Rng,
 }
 
 impl ScriptedUser {
-    pub fn new(config: &UserConfig, rng: ChaCha20Rng) -> Self {
+    pub(crate) fn new(config: &UserConfig, rng: ChaCha20Rng) -> Self {
         ScriptedUser {
             config: config.clone(),
             rng,
@@ -22,7 +22,7 @@ impl ScriptedUser {
 
     /// The calls of the user's own tools the rule answering the agent's
     /// `turn`-th message `text` makes first (none when no rule matches).
-    pub fn calls(&self, text: &str, turn: u32) -> &[UserCall] {
+    pub(crate) fn calls(&self, text: &str, turn: u32) -> &[UserCall] {
         self.config
             .rules
             .iter()
@@ -32,7 +32,7 @@ impl ScriptedUser {
 
     /// The line for the agent's `turn`-th message `text`, where it came
     /// from (recorded), and the virtual latency in milliseconds.
-    pub fn answer(&mut self, text: &str, turn: u32) -> (Line, Value, u64) {
+    pub(crate) fn answer(&mut self, text: &str, turn: u32) -> (Line, Value, u64) {
         let latency = self.config.latency_ms;
         let Some(i) = self.config.rules.iter().position(|r| r.matches(text, turn)) else {
             let line = match &self.config.default {

@@ -2,11 +2,11 @@
 //! last user/tool message a rule looks at, the sampling parameters that
 //! are recorded, and complete responses built from scripted replies.
 
-use crate::case::model::{Reply, ReplyTable};
 use serde_json::{Map, Value, json};
+use worldline_case::case::model::{Reply, ReplyTable};
 
 /// Sampling parameters of a request, as recorded with each call.
-pub fn params(request: &Value) -> Value {
+pub(crate) fn params(request: &Value) -> Value {
     let mut m = Map::new();
     for key in [
         "model",
@@ -25,7 +25,7 @@ pub fn params(request: &Value) -> Value {
 
 /// The last message with role `user` or `tool`: its content as text, and
 /// the message with `content` parsed when that text is JSON.
-pub fn last_input(request: &Value) -> Option<(String, Value)> {
+pub(crate) fn last_input(request: &Value) -> Option<(String, Value)> {
     let messages = request.get("messages")?.as_array()?;
     let m = messages
         .iter()
@@ -61,16 +61,16 @@ fn tokens(text: &str) -> u64 {
 /// its whole history each call costs a serialization of what it added,
 /// not of all of it (issue 40; the counts are the same as before).
 #[derive(Default)]
-pub struct Prompt {
+pub(crate) struct Prompt {
     /// The last request's messages and each one's canonical length.
     messages: Vec<(Value, usize)>,
 }
 
 impl Prompt {
-    pub fn tokens(&mut self, request: &Value) -> u64 {
+    pub(crate) fn tokens(&mut self, request: &Value) -> u64 {
         let Some(messages) = request.get("messages").and_then(Value::as_array) else {
             self.messages.clear();
-            return tokens(&crate::canon::to_string(
+            return tokens(&worldline_case::canon::to_string(
                 request.get("messages").unwrap_or(&Value::Null),
             ));
         };
@@ -82,7 +82,7 @@ impl Prompt {
             .count();
         self.messages.truncate(same);
         for m in &messages[same..] {
-            let len = crate::canon::to_string(m).len();
+            let len = worldline_case::canon::to_string(m).len();
             self.messages.push((m.clone(), len));
         }
         // `[`, `]`, the commas between, and each message.
@@ -94,7 +94,7 @@ impl Prompt {
 }
 
 /// The reply as a table.
-pub fn table(reply: &Reply) -> ReplyTable {
+pub(crate) fn table(reply: &Reply) -> ReplyTable {
     match reply {
         Reply::Text(t) => ReplyTable {
             content: Some(t.clone()),
@@ -107,7 +107,7 @@ pub fn table(reply: &Reply) -> ReplyTable {
 /// A complete chat-completions response for a scripted reply. `n` numbers
 /// the model call (ids are derived from it), `created` is virtual time,
 /// `prompt_tokens` from `Prompt::tokens`.
-pub fn completion(reply: &ReplyTable, prompt_tokens: u64, n: u64, created: i64) -> Value {
+pub(crate) fn completion(reply: &ReplyTable, prompt_tokens: u64, n: u64, created: i64) -> Value {
     let tool_calls: Vec<Value> = reply
         .tool_calls
         .iter()
@@ -116,7 +116,7 @@ pub fn completion(reply: &ReplyTable, prompt_tokens: u64, n: u64, created: i64) 
             let arguments = match &c.arguments {
                 Value::String(s) => s.clone(),
                 Value::Null => "{}".to_string(),
-                v => crate::canon::to_string(v),
+                v => worldline_case::canon::to_string(v),
             };
             json!({
                 "id": format!("call_{n}_{i}"),
@@ -156,19 +156,19 @@ pub fn completion(reply: &ReplyTable, prompt_tokens: u64, n: u64, created: i64) 
 }
 
 /// Whether an endpoint's answer is a chat completion the agent can use.
-pub fn is_completion(v: &Value) -> bool {
+pub(crate) fn is_completion(v: &Value) -> bool {
     v.get("choices").and_then(Value::as_array).is_some()
 }
 
 /// `finish_reason` of the first choice.
-pub fn finish_reason(v: &Value) -> Value {
+pub(crate) fn finish_reason(v: &Value) -> Value {
     v["choices"][0]["finish_reason"].clone()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::model::ScriptedToolCall;
+    use worldline_case::case::model::ScriptedToolCall;
 
     #[test]
     fn the_last_tool_message_is_read_with_json_content() {
@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn prompt_tokens_counted_from_the_request_before_are_the_whole_count() {
         let whole = |r: &Value| {
-            tokens(&crate::canon::to_string(
+            tokens(&worldline_case::canon::to_string(
                 r.get("messages").unwrap_or(&Value::Null),
             ))
         };

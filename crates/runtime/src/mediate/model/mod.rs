@@ -12,25 +12,25 @@
 //! live providers (`openai`, `recorded`) come from the log while a
 //! recording is followed: a replay never calls out.
 
-pub mod chat;
-pub mod openai;
-pub mod recorded;
-pub mod scripted;
-pub mod slots;
+pub(crate) mod chat;
+pub(crate) mod openai;
+pub(crate) mod recorded;
+pub(crate) mod scripted;
+pub(crate) mod slots;
 
 use super::agent_api::error_answer;
 use super::bindings::worldline::agent::model;
 use super::bindings::worldline::agent::types::ToolError;
 use super::entropy;
 use super::{Answer, Answered, RunState};
-use crate::canon;
-use crate::case::model::{CassetteMode, ModelConfig, Provider};
-use crate::error_kind::ErrorKind;
-use crate::log::call::{ModelAnswer, ModelRequest, Transport};
-use crate::log::{Effect, Kind, kind};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use worldline_case::canon;
+use worldline_case::case::model::{CassetteMode, ModelConfig, Provider};
+use worldline_case::error_kind::ErrorKind;
+use worldline_log::log::call::{ModelAnswer, ModelRequest, Transport};
+use worldline_log::log::{Effect, Kind, kind};
 
 /// The call name of model events.
 pub const CALL: &str = Kind::ModelComplete.name();
@@ -51,7 +51,7 @@ pub struct ModelService {
     /// agent's message (the run stops there).
     unscripted: Option<String>,
     /// `[model] token_ids`: the calls' token ids recorded so far.
-    tokens: crate::log::tokens::Writer,
+    tokens: worldline_log::log::tokens::Writer,
     /// The scripted model's prompt tokens, counted from the last request.
     prompt: chat::Prompt,
 }
@@ -230,7 +230,7 @@ impl ModelService {
             request.get("logprobs"),
             None | Some(Value::Null | Value::Bool(false))
         );
-        let Some(mut t) = crate::log::tokens::take(completion, asked) else {
+        let Some(mut t) = worldline_log::log::tokens::take(completion, asked) else {
             return;
         };
         t.tokenizer = self

@@ -6,15 +6,15 @@
 //! is scrubbed from anything the endpoint sends back.
 
 use super::chat;
-use crate::bounded::BodyError;
-use crate::case::model::ModelConfig;
-use crate::error_kind::ErrorKind;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use worldline_case::bounded::BodyError;
+use worldline_case::case::model::ModelConfig;
+use worldline_case::error_kind::ErrorKind;
 
 /// One endpoint as a case configures it.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     url: String,
     model: Option<String>,
     key: Option<String>,
@@ -32,7 +32,7 @@ pub struct Endpoint {
 }
 
 /// What one call produced: the guest's answer and the record of the call.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// `Ok(completion)` or `Err((kind, message))`.
     pub answer: Result<Value, (ErrorKind, String)>,
     pub record: Value,
@@ -82,7 +82,7 @@ enum Attempt {
 }
 
 impl Endpoint {
-    pub fn new(config: &ModelConfig, budget: Duration) -> Self {
+    pub(crate) fn new(config: &ModelConfig, budget: Duration) -> Self {
         let (key, key_problem) = match &config.api_key_env {
             None => (None, None),
             Some(name) => match std::env::var(name) {
@@ -147,7 +147,7 @@ impl Endpoint {
     }
 
     /// Call the endpoint for `request`.
-    pub fn complete(&self, request: &Value) -> Outcome {
+    pub(crate) fn complete(&self, request: &Value) -> Outcome {
         let rendered = self.render(request);
         let mut record = json!({
             "provider": "openai",
@@ -177,7 +177,7 @@ impl Endpoint {
         let mut last = Attempt::Failed(ErrorKind::Timeout, "no attempt was made".into(), false);
         // The attempts wait in real time: this run gives up its CPU slot
         // meanwhile (`--jobs` beyond the cores).
-        crate::parallel::waiting(|| {
+        worldline_case::parallel::waiting(|| {
             for n in 0..=self.retries {
                 let left = self.budget.saturating_sub(started.elapsed());
                 if left.is_zero() {
@@ -297,10 +297,10 @@ impl Endpoint {
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .map(Duration::from_secs);
-                let bytes = crate::bounded::body(
+                let bytes = worldline_case::bounded::body(
                     resp.content_length(),
                     resp.bytes_stream(),
-                    crate::bounded::MODEL_ANSWER,
+                    worldline_case::bounded::MODEL_ANSWER,
                 )
                 .await;
                 Ok::<_, reqwest::Error>((status, retry_after, bytes))
@@ -336,7 +336,7 @@ impl Endpoint {
                     ErrorKind::Failed,
                     format!(
                         "the endpoint's answer is larger than the cap on a model answer ({}); it was not read further (ask for a shorter answer: max_tokens)",
-                        crate::bounded::size(cap)
+                        worldline_case::bounded::size(cap)
                     ),
                     false,
                 ),

@@ -5,11 +5,11 @@
 //! model never reads them. The n-th identical request of a run gets the
 //! n-th recorded answer (the last one once they run out).
 
-use crate::canon;
-use crate::log::{Call, bundle};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use worldline_case::canon;
+use worldline_log::log::{Call, bundle};
 
 /// One recorded answer and where it came from.
 struct RecordedAnswer {
@@ -20,7 +20,7 @@ struct RecordedAnswer {
 
 /// The `recorded` provider's cassette: the recordings it answers from,
 /// indexed by request hash once the first model call needs them.
-pub struct HashCassette {
+pub(crate) struct HashCassette {
     source: PathBuf,
     /// Bundle this run is writing (not a recording to answer from).
     own: Option<PathBuf>,
@@ -29,12 +29,12 @@ pub struct HashCassette {
 }
 
 /// The key a request is recorded under.
-pub fn key(request: &Value) -> String {
+pub(crate) fn key(request: &Value) -> String {
     canon::sha256_hex(canon::to_string(request).as_bytes())
 }
 
 impl HashCassette {
-    pub fn new(source: PathBuf) -> Self {
+    pub(crate) fn new(source: PathBuf) -> Self {
         HashCassette {
             source,
             own: None,
@@ -43,12 +43,12 @@ impl HashCassette {
         }
     }
 
-    pub fn source(&self) -> &Path {
+    pub(crate) fn source(&self) -> &Path {
         &self.source
     }
 
     /// Do not answer from the bundle at `path` (the run's own).
-    pub fn skip(&mut self, path: PathBuf) {
+    pub(crate) fn skip(&mut self, path: PathBuf) {
         self.own = Some(path);
     }
 
@@ -96,7 +96,7 @@ impl HashCassette {
 
     /// The recorded response for `request`, with where it came from, or
     /// `None` on a miss.
-    pub fn answer(&mut self, request: &Value) -> Option<Value> {
+    pub(crate) fn answer(&mut self, request: &Value) -> Option<Value> {
         if self.answers.is_none() {
             self.answers = Some(self.load());
         }

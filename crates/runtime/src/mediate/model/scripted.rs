@@ -4,13 +4,13 @@
 //! seed gives another trajectory and the same seed the same one.
 
 use super::chat;
-use crate::case::model::{ModelConfig, Reply, Rule};
-use crate::path::JsonPath;
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use serde_json::{Value, json};
+use worldline_case::case::model::{ModelConfig, Reply, Rule};
+use worldline_case::path::JsonPath;
 
-pub struct Scripted {
+pub(crate) struct Scripted {
     rules: Vec<(Rule, Option<JsonPath>)>,
     responses: Vec<Reply>,
     next: usize,
@@ -18,13 +18,13 @@ pub struct Scripted {
 }
 
 /// The reply chosen for a call and where it came from (recorded).
-pub struct Chosen {
+pub(crate) struct Chosen {
     pub reply: Reply,
     pub source: Value,
 }
 
 impl Scripted {
-    pub fn new(config: &ModelConfig, rng: ChaCha20Rng) -> Self {
+    pub(crate) fn new(config: &ModelConfig, rng: ChaCha20Rng) -> Self {
         Scripted {
             rules: config
                 .rules
@@ -43,12 +43,12 @@ impl Scripted {
     }
 
     /// Draws for alternatives come from this stream from now on.
-    pub fn reseed(&mut self, rng: ChaCha20Rng) {
+    pub(crate) fn reseed(&mut self, rng: ChaCha20Rng) {
         self.rng = rng;
     }
 
     /// The reply for `request`, or why there is none.
-    pub fn choose(&mut self, request: &Value) -> Result<Chosen, String> {
+    pub(crate) fn choose(&mut self, request: &Value) -> Result<Chosen, String> {
         let input = chat::last_input(request);
         let hit = self
             .rules
@@ -106,7 +106,7 @@ const SHOWN: usize = 300;
 /// Why the run stops when the script has no reply (`why`, from
 /// [`Scripted::choose`]), with the agent's last user or tool message, cut
 /// to [`SHOWN`] characters.
-pub fn unmatched(why: &str, request: &Value) -> String {
+pub(crate) fn unmatched(why: &str, request: &Value) -> String {
     let text = chat::last_input(request).map_or_else(String::new, |(t, _)| t);
     let mut shown: String = text.chars().take(SHOWN).collect();
     if text.chars().count() > SHOWN {
@@ -116,7 +116,7 @@ pub fn unmatched(why: &str, request: &Value) -> String {
         "scripted model: no rule matched the last message ({}); the message: {}",
         why.strip_prefix("the scripted model has no reply for this request: ")
             .unwrap_or(why),
-        crate::canon::to_string(&Value::String(shown))
+        worldline_case::canon::to_string(&Value::String(shown))
     )
 }
 
@@ -148,8 +148,8 @@ fn matches(rule: &Rule, path: Option<&JsonPath>, input: Option<&(String, Value)>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::model::Alternative;
     use rand_core::SeedableRng;
+    use worldline_case::case::model::Alternative;
 
     fn config() -> ModelConfig {
         ModelConfig {

@@ -9,13 +9,13 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
 /// The free slots of one endpoint.
-pub struct Slots {
+pub(crate) struct Slots {
     free: Mutex<u32>,
     freed: Condvar,
 }
 
 /// A slot held for one attempt; freed when dropped.
-pub struct Held(Arc<Slots>);
+pub(crate) struct Held(Arc<Slots>);
 
 impl Drop for Held {
     fn drop(&mut self) {
@@ -29,7 +29,7 @@ type Registry = Mutex<BTreeMap<(String, u32), Arc<Slots>>>;
 
 /// The slots of `url` with `max` of them, shared by every run of the
 /// process that names the same endpoint and limit.
-pub fn of(url: &str, max: u32) -> Arc<Slots> {
+pub(crate) fn of(url: &str, max: u32) -> Arc<Slots> {
     static ALL: OnceLock<Registry> = OnceLock::new();
     ALL.get_or_init(Default::default)
         .lock()
@@ -46,7 +46,7 @@ pub fn of(url: &str, max: u32) -> Arc<Slots> {
 
 impl Slots {
     /// Wait for a slot until `deadline`; `None` when none came free.
-    pub fn acquire(self: &Arc<Self>, deadline: Instant) -> Option<Held> {
+    pub(crate) fn acquire(self: &Arc<Self>, deadline: Instant) -> Option<Held> {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         while *free == 0 {
             let left = deadline.checked_duration_since(Instant::now())?;

@@ -7,16 +7,16 @@
 
 use super::ServiceData;
 use super::bindings::worldline::service::{env, state, types};
-use crate::canon;
-use crate::error_kind::ErrorKind;
-use crate::world::state::{FileData, State, Write};
-use crate::world::tools::AsOf;
 use rand_core::RngCore;
 use serde_json::{Map, Value, json};
 use types::ToolError;
+use worldline_case::canon;
+use worldline_case::error_kind::ErrorKind;
+use worldline_case::world::state::{FileData, State, Write};
+use worldline_case::world::tools::AsOf;
 
 /// The state a call sees, what it read and what it wrote.
-pub struct Frame {
+pub(super) struct Frame {
     pub state: State,
     pub as_of: AsOf,
     pub writes: Vec<Write>,
@@ -32,17 +32,17 @@ pub struct Frame {
 /// How much one service call may read: calls to `state` that read, and
 /// the bytes they asked with and were answered (docs/formats.md,
 /// "HostServices").
-pub const MAX_READS: usize = 10_000;
-pub const MAX_READ_BYTES: u64 = 64 << 20;
+pub(super) const MAX_READS: usize = 10_000;
+pub(super) const MAX_READ_BYTES: u64 = 64 << 20;
 /// How much one service call may write: row and file writes, and their
 /// bytes.
-pub const MAX_WRITES: usize = 10_000;
-pub const MAX_WRITE_BYTES: u64 = 16 << 20;
+pub(super) const MAX_WRITES: usize = 10_000;
+pub(super) const MAX_WRITE_BYTES: u64 = 16 << 20;
 
 /// A service call that went past a per-call cap: the call traps there and
 /// answers `failed` (the trap's message names the cap).
 #[derive(Debug)]
-pub struct Limit(String);
+pub(super) struct Limit(String);
 
 impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -63,7 +63,7 @@ fn within(
     let past = if count >= max_count {
         format!("{max_count} {of}")
     } else if bytes > max_bytes {
-        format!("{} {participle}", crate::bounded::size(max_bytes))
+        format!("{} {participle}", worldline_case::bounded::size(max_bytes))
     } else {
         return Ok(());
     };
@@ -86,7 +86,7 @@ enum Undo {
 }
 
 impl Frame {
-    pub fn new(state: State, as_of: AsOf) -> Self {
+    pub(super) fn new(state: State, as_of: AsOf) -> Self {
         Frame {
             state,
             as_of,
@@ -113,7 +113,7 @@ impl Frame {
     }
 
     /// The state as it was before the call.
-    pub fn restore(mut self) -> State {
+    pub(super) fn restore(mut self) -> State {
         while let Some(u) = self.undo.pop() {
             match u {
                 Undo::Row { table, key, before } => {
@@ -165,7 +165,7 @@ impl Frame {
         self.writes.push(w);
     }
 
-    fn table(&self, table: &str) -> Result<&crate::world::state::Table, ToolError> {
+    fn table(&self, table: &str) -> Result<&worldline_case::world::state::Table, ToolError> {
         self.state.tables.get(table).ok_or_else(|| {
             let known: Vec<&String> = self.state.tables.keys().collect();
             error(
@@ -413,7 +413,7 @@ mod tests {
         let mut state = State::default();
         state.tables.insert(
             "t".into(),
-            crate::world::state::Table {
+            worldline_case::world::state::Table {
                 key: "id".into(),
                 rows: [("a".to_string(), json!({"id": "a", "n": 1}))]
                     .into_iter()

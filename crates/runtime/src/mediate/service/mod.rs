@@ -15,15 +15,10 @@
 //! agent's: the call answers a `failed` tool error naming the service,
 //! with the trap message, stderr and backtrace recorded in the event.
 
-pub mod bindings;
+pub(crate) mod bindings;
 mod frame;
 
 use super::{HostServices, Mediator, MemoryLimiter, RunState, Stop, entropy};
-use crate::case::Case;
-use crate::error_kind::ErrorKind;
-use crate::log::Recorder;
-use crate::world::state::{State, Write};
-use crate::world::tools::{AsOf, Tool, ToolFailure, checked_args, run_checked, shape};
 use bindings::{Service, ServicePre};
 use frame::Frame;
 use rand_chacha::ChaCha20Rng;
@@ -31,6 +26,11 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap, WasmBacktrace};
+use worldline_case::case::Case;
+use worldline_case::error_kind::ErrorKind;
+use worldline_case::world::state::{State, Write};
+use worldline_case::world::tools::{AsOf, Tool, ToolFailure, checked_args, run_checked, shape};
+use worldline_log::log::Recorder;
 
 /// A compiled, checked, pre-instantiated service (the sandbox loads and
 /// caches these by SHA-256, like agents).
@@ -153,7 +153,7 @@ impl Runtime {
         as_of: &AsOf,
     ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
         let frame = Frame::new(std::mem::take(state), as_of.clone());
-        let args_json = crate::canon::to_string(args);
+        let args_json = worldline_case::canon::to_string(args);
         let (outcome, fuel, frame, stderr) = match self.live(frame) {
             Err((err, fuel)) => {
                 let (frame, stderr) = self
@@ -199,7 +199,7 @@ impl Runtime {
                     ErrorKind::Failed,
                     format!(
                         "service {name} failed in `{tool}`: limit: an answer larger than {} (the cap on one answer); answer less per call",
-                        crate::bounded::size(MAX_ANSWER as u64)
+                        worldline_case::bounded::size(MAX_ANSWER as u64)
                     ),
                 )),
                 json!({"component": name, "reads": reads, "fuel": fuel}),

@@ -14,8 +14,8 @@ mod random;
 mod sockets;
 
 use super::{Answer, RunState};
-use crate::log::Effect;
 use serde_json::{Value, json};
+use worldline_log::log::Effect;
 
 fn u64_of(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)

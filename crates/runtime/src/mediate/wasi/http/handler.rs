@@ -13,10 +13,10 @@ use crate::mediate::bindings::{
     HttpFuture, HttpOptions, HttpOutcome, HttpRequest, HttpResponse, Pollable, wasi,
 };
 use crate::mediate::boundary::Via;
-use crate::protocol::rest;
-use crate::protocol::routes::{self, Route};
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
+use worldline_protocol::rest;
+use worldline_protocol::routes::{self, Route};
 
 /// How long a stalled request waits, in virtual time, when the request
 /// sets no first-byte timeout: the official SDKs' default request
