@@ -346,7 +346,7 @@ fn options<'a>(
     store: &'a StoreDir,
     rec: &RecordedRun,
     parent: Parent,
-    group: Option<crate::log::bundle::Group>,
+    group: Option<worldline_log::log::bundle::Group>,
 ) -> RunOptions<'a> {
     let following = Following::fork(
         rec.bundle.events.clone(),

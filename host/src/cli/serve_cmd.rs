@@ -89,8 +89,8 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         max_sessions: args.max_sessions,
         idle: std::time::Duration::from_secs(args.idle_timeout.max(1)),
         fork: Box::new(move |run, at| {
-            let rec = crate::replay::open(store, run)?;
-            crate::fork::served(store, rec, at)
+            let rec = worldline_engine::replay::open(store, run)?;
+            worldline_engine::fork::served(store, rec, at)
         }),
     };
     openenv::serve(served, args.addr, |addr| {

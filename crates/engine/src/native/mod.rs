@@ -16,7 +16,7 @@ pub mod loopback;
 pub mod mcp;
 pub(crate) mod netns;
 pub mod openenv;
-pub mod rederive;
+pub(crate) mod rederive;
 pub mod session;
 pub(crate) mod signals;
 pub(crate) mod stdio;

@@ -21,9 +21,6 @@
 
 use super::rederive::{self, Message as McpMessage};
 use super::session::{self, Exit, Handle, Reply};
-use crate::case::Case;
-use crate::log::bundle::NativeAgent;
-use crate::mediate::boundary::Via;
 use crate::run::{RunOptions, RunOutcome};
 use crate::store::StoreDir;
 use anyhow::{Context, Result};
@@ -37,7 +34,6 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use worldline_case::case::Case;
 use worldline_log::log::bundle::NativeAgent;
-use worldline_protocol::routes::Route;
 use worldline_runtime::mediate::boundary::Via;
 use worldline_runtime::sandbox::Sandbox;
 
@@ -73,7 +69,7 @@ pub struct Prefix<'a> {
     /// its parent named.
     pub opts: RunOptions<'a>,
     /// The recorded events before the fork point.
-    pub events: Vec<crate::log::Event>,
+    pub events: Vec<worldline_log::log::Event>,
     /// The run forked, by its full id, and the event.
     pub run: String,
     pub at: u64,
@@ -83,7 +79,7 @@ pub struct Prefix<'a> {
 const TRANSPORT: &str = "openenv";
 
 /// A run's recorded identity if `worldline serve` recorded it.
-pub fn served(header: &crate::log::Header) -> Option<&NativeAgent> {
+pub fn served(header: &worldline_log::log::Header) -> Option<&NativeAgent> {
     header.native.as_ref().filter(|a| a.transport == TRANSPORT)
 }
 

@@ -9,23 +9,23 @@
 //! client's disconnect ends it.
 
 use super::session::{self, Exit, Job, Reply};
-use crate::case::Case;
-use crate::log::bundle::NativeAgent;
-use crate::log::payload::Transport;
-use crate::log::{Call, Event, Header};
-use crate::mediate::boundary::Via;
-use crate::protocol::routes::Route;
 use crate::run::{RunOptions, RunOutcome};
-use crate::sandbox::Sandbox;
 use anyhow::Result;
 use serde_json::{Value, json};
+use worldline_case::case::Case;
+use worldline_log::log::bundle::NativeAgent;
+use worldline_log::log::payload::Transport;
+use worldline_log::log::{Call, Event, Header};
+use worldline_protocol::routes::Route;
+use worldline_runtime::mediate::boundary::Via;
+use worldline_runtime::sandbox::Sandbox;
 
 /// The transports of runs whose messages are derived again from their
 /// events: `worldline serve`'s episodes and `worldline mcp`'s sessions.
 const TRANSPORTS: &[&str] = &["openenv", "mcp-stdio", "mcp-http"];
 
 /// A run's recorded identity if it is re-executed from its events.
-pub fn rederived(header: &Header) -> Option<&NativeAgent> {
+pub(crate) fn rederived(header: &Header) -> Option<&NativeAgent> {
     header
         .native
         .as_ref()
@@ -33,7 +33,7 @@ pub fn rederived(header: &Header) -> Option<&NativeAgent> {
 }
 
 /// One MCP message as a client sent it: how it came and its body.
-pub struct Message {
+pub(crate) struct Message {
     pub via: Via,
     pub body: Vec<u8>,
     /// The JSON-RPC method, when the message names one.
@@ -42,19 +42,19 @@ pub struct Message {
 
 /// The mediator's job for one message: a POST to the MCP route, as every
 /// transport hands a message over (the recorded `via` says how it came).
-pub fn job(message: Message) -> Job {
+pub(crate) fn job(message: Message) -> Job {
     Box::new(move |st| st.answer_http(&Route::Mcp, "POST", "", &message.body, &message.via))
 }
 
 /// A JSON-RPC request (`id` set) or notification to the MCP endpoint.
-pub fn rpc(via: Via, id: Option<u64>, method: &str, params: Value) -> Message {
+pub(crate) fn rpc(via: Via, id: Option<u64>, method: &str, params: Value) -> Message {
     let mut msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
     if let Some(id) = id {
         msg["id"] = json!(id);
     }
     Message {
         via,
-        body: crate::canon::to_string(&msg).into_bytes(),
+        body: worldline_case::canon::to_string(&msg).into_bytes(),
         method: Some(method.into()),
     }
 }
@@ -62,7 +62,7 @@ pub fn rpc(via: Via, id: Option<u64>, method: &str, params: Value) -> Message {
 /// Re-execute `case` from `events` (`agent` the run's recorded identity;
 /// `opts` following the recording): each derived message in order, then
 /// the end of the session.
-pub fn rerun(
+pub(crate) fn rerun(
     sandbox: &Sandbox,
     case: &Case,
     agent: NativeAgent,
@@ -92,7 +92,7 @@ pub fn rerun(
 
 /// The message a recorded event answered, with JSON-RPC id `id`; `None`
 /// for an event no MCP message made.
-pub fn message_of(event: &Event, id: u64) -> Option<Message> {
+pub(crate) fn message_of(event: &Event, id: u64) -> Option<Message> {
     let typed = event.typed();
     let mut transport = typed.transport()?.clone();
     if transport.api() != Route::Mcp.api() {
@@ -119,7 +119,8 @@ pub fn message_of(event: &Event, id: u64) -> Option<Message> {
         Call::ToolsSpecs { .. } => rpc(via, Some(id), "tools/list", json!({})),
         Call::FilesPaths { .. } => rpc(via, Some(id), "resources/list", json!({})),
         Call::FilesRead { request, .. } => {
-            let uri = crate::protocol::mcp::file_uri(request.path.as_deref().unwrap_or_default());
+            let uri =
+                worldline_protocol::mcp::file_uri(request.path.as_deref().unwrap_or_default());
             rpc(via, Some(id), "resources/read", json!({"uri": uri}))
         }
         Call::LoopbackAnswer { response, .. } | Call::StdioAnswer { response, .. } => {
