@@ -84,6 +84,91 @@ fn a_200_call_run_records_linear_bytes_replays_and_forks_at_the_end() {
     common::replays_identical(&store, fork.json()["run_id"].as_str().unwrap());
 }
 
+/// Decision 0345: a bundle whose compact model calls were hashed whole
+/// (written between 0320 and 0345, no `chained` mark) still reads, and
+/// its replay hashes its calls the same way: `identical`, same chain.
+#[test]
+fn a_bundle_chained_whole_before_0345_still_replays_identical() {
+    use worldline_log::log::{Chain, Recorder, bundle};
+    let dir = common::temp_dir();
+    let (worlds, case) = long::write(dir.path(), 6);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &common::guest("looper-agent"), &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let path = out.bundle();
+    let b = bundle::read(&path).unwrap();
+    assert_eq!(b.chain, Chain::Lines);
+    // The same run as a bundle of before 0345 writes it.
+    let mut rec = Recorder::in_memory().chained(Chain::Whole);
+    for e in &b.events {
+        rec.append(e.clone()).unwrap();
+    }
+    let (_, events, head) = rec.finish().unwrap();
+    let mut footer = b.footer.clone().unwrap();
+    assert_ne!(footer.chain_hash, head, "the two rules hash differently");
+    footer.chain_hash = head;
+    footer.hash = bundle::footer_hash(&footer);
+    let old = bundle::Bundle {
+        events,
+        footer: Some(footer),
+        chain: Chain::Whole,
+        ..b
+    };
+    let text = bundle::to_text(&old);
+    assert!(text.contains("\"extends\":{\"event\":"), "{text}");
+    assert!(!text.contains("\"chained\""), "{text}");
+    std::fs::write(&path, &text).unwrap();
+    assert_eq!(bundle::read(&path).unwrap().chain, Chain::Whole);
+    common::replays_identical(&store, &id);
+}
+
+/// Decision 0346: `show --at N`, `fork --at N` and `history`'s first
+/// page read the events up to the one they need and the footer from the
+/// end, not the rest: a run whose last event was changed still shows and
+/// forks at an earlier one and pages from the start, while the readers of
+/// the whole run (`history`, `replay`) find the change at its line.
+#[test]
+fn show_fork_and_a_first_page_read_no_further_than_they_need() {
+    let dir = common::temp_dir();
+    let (worlds, case) = long::write(dir.path(), 6);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &common::guest("looper-agent"), &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let path = out.bundle();
+    let events = worldline_log::log::bundle::read(&path)
+        .unwrap()
+        .events
+        .len();
+    // The last event's line (before the footer) changed: the document it
+    // appended, one word.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let last = lines.len() - 2;
+    assert!(lines[last].contains("d4w1 "), "{}", lines[last]);
+    lines[last] = lines[last].replacen("d4w1 ", "d4wX ", 1);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let run = |args: &[&str]| common::worldline(&store, args.iter().map(OsStr::new));
+
+    let whole = run(&["history", &id, "--json"]);
+    assert_ne!(whole.code, 0, "{whole}");
+    assert!(whole.stderr.contains("hash chain broken"), "{whole}");
+    assert_ne!(run(&["replay", &id, "--json"]).code, 0);
+
+    let show = run(&["show", &id, "--at", "2", "--json"]);
+    show.expect_code(0);
+    assert_eq!(show.json()["event"]["seq"], 2);
+    let page = run(&["history", &id, "-n", "3", "--json"]);
+    page.expect_code(0);
+    assert_eq!(page.json()["events"].as_array().unwrap().len(), 3);
+    assert_eq!(page.json()["matched"], events as u64, "the footer's count");
+    assert_eq!(page.json()["status"], "completed");
+    let fork = run(&["fork", &id, "--at", "2", "--deny", "get_doc", "--json"]);
+    fork.expect_code(0);
+    common::replays_identical(&store, fork.json()["run_id"].as_str().unwrap());
+}
+
 /// Issue 40, item 2: consecutive clock reads are written as one line each
 /// run (`fold`), read back as one event per read (the event numbers the
 /// readers and `fork --at` count), replay `identical`, and a fork inside

@@ -360,6 +360,9 @@ fn options<'a>(
         faults: rec.bundle.header.fuzz.clone(),
         model_seed: rec.bundle.header.model_seed,
         group,
+        // Hashed as the parent was, so the prefix is the parent's, hashes
+        // included (decision 0345).
+        chain: rec.bundle.chain,
         ..RunOptions::default()
     }
 }

@@ -48,14 +48,34 @@ pub struct Opened {
     agents: Mutex<BTreeMap<String, Arc<Agent>>>,
 }
 
+/// [`open`] with only the run's first `upto` events (and its footer):
+/// `show --at N` and `fork --at N` read no further than they need
+/// (decision 0346; `log/prefix.rs`).
+pub fn open_prefix(store: &StoreDir, run: &str, upto: u64) -> Result<RecordedRun> {
+    let path = store.resolve_run(run)?;
+    open_with(store, path, &Opened::default(), |p| {
+        worldline_log::log::prefix::read(p, upto)
+    })
+}
+
 /// [`open_at`], taking the case from `opened` when it was opened before.
 pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<RecordedRun> {
+    open_with(store, path, opened, bundle::read)
+}
+
+/// [`open_in`], the bundle read by `read`.
+fn open_with(
+    store: &StoreDir,
+    path: PathBuf,
+    opened: &Opened,
+    read: impl FnOnce(&std::path::Path) -> Result<bundle::Bundle, bundle::BundleError>,
+) -> Result<RecordedRun> {
     // A viewer's runs are redacted copies, and the cases and worlds are
     // raw data: say which role re-executing or rebuilding state needs.
     store.require_raw("re-executing a run or rebuilding its world's state (replay, verify, fork, rerun, repro, grade, show, diff)")?;
     // Held while this process lives: gc on any machine leaves it.
     store.hold_read(&path)?;
-    let bundle = bundle::read(&path).map_err(InputError::from)?;
+    let bundle = read(&path).map_err(InputError::from)?;
     if let Some(r) = &bundle.header.redacted {
         return Err(InputError::new(
             &path,
@@ -237,6 +257,7 @@ pub fn replay_in(
         faults: rec.bundle.header.fuzz.clone(),
         model_seed: rec.bundle.header.model_seed,
         recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.clone()),
+        chain: rec.bundle.chain,
         ..RunOptions::default()
     };
     let env_differs = native.as_ref().map_or_else(Vec::new, |exec| {

@@ -134,6 +134,9 @@ pub struct RunOptions<'a> {
     /// Made durable with this batch's flush (a suite's) instead of an
     /// `fsync` of its own.
     pub batch: Option<&'a worldline_case::durable::SyncBatch>,
+    /// How compact model calls are hashed: a replay's as its recording's
+    /// were (decision 0345).
+    pub chain: worldline_log::log::Chain,
 }
 
 /// [`run`] with every option: begin (check the inputs, open the log, set
@@ -214,7 +217,7 @@ pub fn begin(
         opts.group.take(),
     )?;
     let log = Log::open(opts.store, &inputs.header)?;
-    let mut med = Mediator::new(case, log.recorder);
+    let mut med = Mediator::new(case, log.recorder.chained(opts.chain));
     set_up(
         &mut med.services,
         case,

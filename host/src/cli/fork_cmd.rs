@@ -58,7 +58,8 @@ pub struct ForkArgs {
 pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let rec = replay::open(&store, &args.run)?;
+    // The events up to the fork point, and the footer (decision 0346).
+    let rec = replay::open_prefix(&store, &args.run, args.at.saturating_add(1))?;
     store.audit_reexecution(&[&rec.id], "fork")?;
     if let Some(samples) = args.samples {
         return branch(&sandbox, &store, &rec, &args, samples);

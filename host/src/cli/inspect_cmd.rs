@@ -107,7 +107,24 @@ fn vtime(ns: u64) -> String {
 pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
-    let mut b = bundle::read(&path).map_err(InputError::from)?;
+    // A page of the whole timeline reads the events up to its end and the
+    // footer, not the rest (decision 0346).
+    let upto = match (&args.only, args.max_count) {
+        _ if args.stdout || args.stderr => Some(0),
+        (None, Some(n)) => Some(args.skip.saturating_add(n) as u64),
+        _ => None,
+    };
+    let mut b = match upto {
+        Some(upto) => worldline_log::log::prefix::read(&path, upto),
+        None => bundle::read(&path),
+    }
+    .map_err(InputError::from)?;
+    // The run's length: its footer's count when only a prefix was read.
+    let total = b
+        .footer
+        .as_ref()
+        .map_or(0, |f| f.events as usize)
+        .max(b.events.len());
     let id = super::redact_opts::id_of(&path);
     let mut redactor = args.redaction.redactor(&store, "history", &[&id])?;
     if let Some(r) = redactor.as_mut() {
@@ -127,7 +144,11 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         })
         .collect();
     // The page asked for (`--skip`, `-n`) of the events matched.
-    let matched = events.len();
+    let matched = if args.only.is_none() {
+        total
+    } else {
+        events.len()
+    };
     let events: Vec<&Event> = events
         .into_iter()
         .skip(args.skip)
@@ -329,7 +350,7 @@ fn print_streams(
 
 pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let rec = replay::open(&store, &args.run)?;
+    let rec = replay::open_prefix(&store, &args.run, args.at.saturating_add(1))?;
     let Some(event) = rec.bundle.events.get(args.at as usize) else {
         return Err(InputError::new(
             &rec.path,

@@ -2,11 +2,11 @@
 //! `{"footer":{...}}`. A bundle without a footer is an incomplete run (the
 //! process died); its events are still readable and verifiable.
 
-use super::delta::{self, Deltas};
+use super::delta::{self, Chain, Deltas};
 use super::event::Event;
 use super::fold::{self, Folds};
 use super::intent::{self, Intent};
-use super::recorder::{CHAIN_START, chain_hash};
+use super::recorder::{CHAIN_START, chain_hash, chain_hash_of_text};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -395,7 +395,7 @@ pub fn to_text(b: &Bundle) -> String {
     for (i, e) in b.events.iter().enumerate() {
         text.push_str(&folds.offer(e, || {
             deltas
-                .compact(e, &b.events[..i])
+                .compact(e, &b.events[..i], b.chain)
                 .unwrap_or_else(|| serde_json::to_string(e).expect("events serialize"))
         }));
         deltas.note(e);
@@ -440,6 +440,9 @@ pub struct Bundle {
     /// The call a run without a footer was killed inside: its intent line
     /// with no event after it (`intent.rs`).
     pub in_flight: Option<Intent>,
+    /// How its compact model calls were hashed (a replay hashes its own
+    /// the same way, to the same chain).
+    pub chain: Chain,
 }
 
 /// A problem reading or checking a bundle, with the line it is on.
@@ -492,8 +495,8 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
         err(line, format!("not UTF-8: {e}"))
     })?;
     let mut lines = text.split_inclusive('\n').enumerate();
-    let first = match lines.next() {
-        Some((_, first)) if first.ends_with('\n') => first,
+    let header = match lines.next() {
+        Some((_, first)) if first.ends_with('\n') => header_of(first, path)?,
         _ => {
             return Err(err(
                 1,
@@ -501,124 +504,187 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
             ));
         }
     };
-    let header: HeaderLine =
-        serde_json::from_str(first).map_err(|e| err(1, format!("bad header: {e}")))?;
-    if header.header.format != FORMAT {
-        return Err(err(
-            1,
-            format!(
-                "unknown bundle format `{}` (this worldline reads {FORMAT})",
-                header.header.format
-            ),
-        ));
-    }
-    let mut events = Vec::new();
-    let mut footer = None;
-    let mut in_flight = None;
-    let mut prev = CHAIN_START.to_string();
+    let mut reader = Reader::new(path);
     for (i, line) in lines {
-        let n = i + 1;
         if !line.ends_with('\n') {
             // A torn last line: the process died while writing it.
             break;
         }
-        if footer.is_some() {
-            return Err(err(n, "data after the footer".into()));
+        reader.line(i + 1, line)?;
+    }
+    Ok(reader.finish(header))
+}
+
+/// The header of a bundle's first line (format checked).
+pub(super) fn header_of(first: &str, path: &Path) -> Result<Header, BundleError> {
+    let err = |message: String| BundleError {
+        path: path.display().to_string(),
+        line: 1,
+        message,
+    };
+    let header: HeaderLine =
+        serde_json::from_str(first).map_err(|e| err(format!("bad header: {e}")))?;
+    if header.header.format != FORMAT {
+        return Err(err(format!(
+            "unknown bundle format `{}` (this worldline reads {FORMAT})",
+            header.header.format
+        )));
+    }
+    Ok(header.header)
+}
+
+/// The footer of a footer line (`value`, which has `footer`), its own
+/// hash checked (not yet whether it ends the chain).
+pub(super) fn footer_of(value: Value) -> Result<Footer, String> {
+    let f: FooterLine = serde_json::from_value(value).map_err(|e| format!("bad footer: {e}"))?;
+    if footer_hash(&f.footer) != f.footer.hash {
+        return Err("the footer was changed (its hash does not match)".into());
+    }
+    Ok(f.footer)
+}
+
+/// A bundle's lines after its header, read one at a time: the events
+/// chained so far, the footer and the intent in flight.
+pub(super) struct Reader<'a> {
+    path: &'a Path,
+    pub(super) events: Vec<Event>,
+    pub(super) footer: Option<Footer>,
+    in_flight: Option<Intent>,
+    chain: Option<Chain>,
+    prev: String,
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(path: &'a Path) -> Self {
+        Reader {
+            path,
+            events: Vec::new(),
+            footer: None,
+            in_flight: None,
+            chain: None,
+            prev: CHAIN_START.to_string(),
+        }
+    }
+
+    /// The bundle read so far.
+    pub(super) fn finish(self, header: Header) -> Bundle {
+        Bundle {
+            header,
+            events: self.events,
+            in_flight: self.in_flight.filter(|_| self.footer.is_none()),
+            footer: self.footer,
+            // No marked line: written before 0345 (a call that extended
+            // another was hashed whole), or none extended another (both
+            // rules hash alike).
+            chain: self.chain.unwrap_or(Chain::Whole),
+        }
+    }
+
+    /// Take line `n` (whole, newline included): its events chained and
+    /// checked, or the footer, or an intent.
+    pub(super) fn line(&mut self, n: usize, line: &str) -> Result<(), BundleError> {
+        let path = self.path;
+        let err = |message: String| BundleError {
+            path: path.display().to_string(),
+            line: n,
+            message,
+        };
+        if self.footer.is_some() {
+            return Err(err("data after the footer".into()));
         }
         let mut value: Value =
-            serde_json::from_str(line).map_err(|e| err(n, format!("not JSON: {e}")))?;
+            serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
         if value.get("footer").is_some() {
-            let f: FooterLine =
-                serde_json::from_value(value).map_err(|e| err(n, format!("bad footer: {e}")))?;
-            if footer_hash(&f.footer) != f.footer.hash {
-                return Err(err(
-                    n,
-                    "the footer was changed (its hash does not match)".into(),
-                ));
+            let footer = footer_of(value).map_err(err)?;
+            if footer.chain_hash != self.prev {
+                return Err(err("footer chain hash does not match the last event".into()));
             }
-            if f.footer.chain_hash != prev {
-                return Err(err(
-                    n,
-                    "footer chain hash does not match the last event".into(),
-                ));
-            }
-            footer = Some(f.footer);
-            continue;
+            self.footer = Some(footer);
+            return Ok(());
         }
         if let Some(i) = intent::read(&value) {
-            let i = i.map_err(|e| err(n, format!("bad intent: {e}")))?;
-            if i.seq != events.len() as u64 {
-                return Err(err(
-                    n,
-                    format!(
-                        "intent for event {} out of order (expected seq {})",
-                        i.seq,
-                        events.len()
-                    ),
-                ));
+            let i = i.map_err(|e| err(format!("bad intent: {e}")))?;
+            if i.seq != self.events.len() as u64 {
+                return Err(err(format!(
+                    "intent for event {} out of order (expected seq {})",
+                    i.seq,
+                    self.events.len()
+                )));
             }
-            in_flight = Some(i);
-            continue;
+            self.in_flight = Some(i);
+            return Ok(());
         }
-        in_flight = None;
+        self.in_flight = None;
         if let Some(run) = fold::unfold(&value) {
-            let run = run.map_err(|e| err(n, format!("bad folded clock reads: {e}")))?;
-            let first = events.len() as u64;
+            let run = run.map_err(|e| err(format!("bad folded clock reads: {e}")))?;
+            let first = self.events.len() as u64;
             for mut event in run.events {
-                if event.seq != events.len() as u64 {
-                    return Err(err(
-                        n,
-                        format!(
-                            "folded clock reads from event {} out of order (expected seq {})",
-                            event.seq,
-                            events.len()
-                        ),
-                    ));
+                if event.seq != self.events.len() as u64 {
+                    return Err(err(format!(
+                        "folded clock reads from event {} out of order (expected seq {})",
+                        event.seq,
+                        self.events.len()
+                    )));
                 }
-                event.hash = chain_hash(&prev, &event);
-                prev.clone_from(&event.hash);
-                events.push(event);
+                event.hash = chain_hash(&self.prev, &event);
+                self.prev.clone_from(&event.hash);
+                self.events.push(event);
             }
-            if prev != run.hash {
+            if self.prev != run.hash {
+                return Err(err(format!(
+                    "hash chain broken in the folded clock reads (events {first} to {}): the line was changed",
+                    self.events.len() - 1
+                )));
+            }
+            return Ok(());
+        }
+        // A compact line marked so is hashed as written (decision 0345).
+        let line_chain = delta::chain_of(&value);
+        if let Some(c) = line_chain {
+            if self.chain.is_some_and(|seen| seen != c) {
                 return Err(err(
-                    n,
-                    format!(
-                        "hash chain broken in the folded clock reads (events {first} to {}): the line was changed",
-                        events.len() - 1
-                    ),
+                    "compact model calls hashed two ways (with and without `extends.chained`): the bundle was changed".into(),
                 ));
             }
-            continue;
+            self.chain = Some(c);
         }
-        delta::expand(&mut value, &events).map_err(|e| err(n, format!("bad event: {e}")))?;
-        let event: Event =
-            serde_json::from_value(value).map_err(|e| err(n, format!("bad event: {e}")))?;
-        if event.seq != events.len() as u64 {
-            return Err(err(
-                n,
-                format!(
-                    "event {} out of order (expected seq {})",
-                    event.seq,
-                    events.len()
-                ),
-            ));
+        let line_hash = match line_chain {
+            Some(Chain::Lines) => {
+                let obj = value.as_object_mut().expect("a compact line is an object");
+                let hash = match obj.remove("hash") {
+                    Some(Value::String(h)) => h,
+                    _ => return Err(err("bad event: a compact line without its `hash`".into())),
+                };
+                let expected = chain_hash_of_text(&self.prev, &canon::to_string(&value));
+                Some((hash, expected))
+            }
+            _ => None,
+        };
+        delta::expand(&mut value, &self.events).map_err(|e| err(format!("bad event: {e}")))?;
+        let mut event: Event =
+            serde_json::from_value(value).map_err(|e| err(format!("bad event: {e}")))?;
+        let expected = match line_hash {
+            Some((hash, expected)) => {
+                event.hash = hash;
+                expected
+            }
+            None => chain_hash(&self.prev, &event),
+        };
+        if event.seq != self.events.len() as u64 {
+            return Err(err(format!(
+                "event {} out of order (expected seq {})",
+                event.seq,
+                self.events.len()
+            )));
         }
-        if chain_hash(&prev, &event) != event.hash {
-            return Err(err(
-                n,
-                format!(
-                    "hash chain broken at event {}: the event was changed",
-                    event.seq
-                ),
-            ));
+        if expected != event.hash {
+            return Err(err(format!(
+                "hash chain broken at event {}: the event was changed",
+                event.seq
+            )));
         }
-        prev.clone_from(&event.hash);
-        events.push(event);
+        self.prev.clone_from(&event.hash);
+        self.events.push(event);
+        Ok(())
     }
-    Ok(Bundle {
-        header: header.header,
-        events,
-        in_flight: in_flight.filter(|_| footer.is_none()),
-        footer,
-    })
 }

@@ -1,16 +1,35 @@
 //! Model requests recorded in O(N): a `model.complete` event whose chat
 //! request extends an earlier one's is written as a reference to that
 //! event (`extends`), the messages it appended and the fields that
-//! changed; reading the bundle puts the whole request back before the
-//! hash chain is checked, so the chain (and every reader) covers the
-//! full canonical request. Only the bundle's text is compact: events in
-//! memory always hold whole requests.
+//! changed; reading the bundle puts the whole request back. The chain
+//! hashes such a line as written (marked `"chained": "line"`), which
+//! covers the full canonical request by induction: the line names an
+//! earlier event the chain already covers and says how to extend it
+//! (decision 0345), so recording and reading cost the delta, not the
+//! whole request. Lines written before 0345 carry no mark and were
+//! hashed over the whole event ([`Chain::Whole`]). Only the bundle's
+//! text is compact: events in memory always hold whole requests.
 
 use super::event::Event;
 use serde_json::{Map, Value};
 
 /// The event-level key of a compact model request.
 const EXTENDS: &str = "extends";
+
+/// The mark of a compact line hashed as written.
+const CHAINED: &str = "chained";
+
+/// What the chain hashes for a compact model call (decision 0345).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Chain {
+    /// Its line as written, `extends` marked `"chained": "line"`: the
+    /// cost of the delta.
+    #[default]
+    Lines,
+    /// The whole event, request put back (bundles written before 0345,
+    /// whose compact lines carry no mark): the cost of the whole request.
+    Whole,
+}
 
 /// How many recent model calls a request is compared with (a few
 /// conversations interleaved: an agent and its sub-agents).
@@ -51,10 +70,11 @@ impl Deltas {
         }
     }
 
-    /// The line to write for `event` (canonical JSON with its hash), when
-    /// it extends one of the recent model calls in `earlier` (the events
-    /// before it, by seq): `None` writes it whole.
-    pub(super) fn compact(&self, event: &Event, earlier: &[Event]) -> Option<String> {
+    /// The line to write for `event` (canonical JSON, with `event.hash`
+    /// when it is set), when it extends one of the recent model calls in
+    /// `earlier` (the events before it, by seq), marked as `chain` hashes
+    /// it: `None` writes it whole.
+    pub(super) fn compact(&self, event: &Event, earlier: &[Event], chain: Chain) -> Option<String> {
         let new = chat(event)?;
         let new_msgs = messages(new);
         let mut best: Option<(u64, usize, &Map<String, Value>)> = None;
@@ -101,6 +121,9 @@ impl Deltas {
         if !same.is_empty() {
             extends.insert("same".into(), Value::Array(same));
         }
+        if chain == Chain::Lines {
+            extends.insert(CHAINED.into(), "line".into());
+        }
         let line = Event {
             request: Value::Object(request),
             response: event.response.clone(),
@@ -119,6 +142,16 @@ impl Deltas {
     }
 }
 
+/// Whether a line read as `value` is compact, and if so how the chain
+/// hashed it (by its mark).
+pub(super) fn chain_of(value: &Value) -> Option<Chain> {
+    let extends = value.get(EXTENDS)?;
+    Some(match extends.get(CHAINED) {
+        Some(_) => Chain::Lines,
+        None => Chain::Whole,
+    })
+}
+
 /// Put back the whole request of a line read as `value` (in place), when
 /// it is compact; `earlier` are the events read before it (by seq). An
 /// error says what is wrong with the reference.
@@ -129,6 +162,11 @@ pub(super) fn expand(value: &mut Value, earlier: &[Event]) -> Result<(), String>
     let Some(extends) = obj.remove(EXTENDS) else {
         return Ok(());
     };
+    match extends.get(CHAINED) {
+        None => {}
+        Some(Value::String(s)) if s == "line" => {}
+        Some(other) => return Err(format!("`extends.chained` is {other}, not \"line\"")),
+    }
     let seq = extends["event"]
         .as_u64()
         .ok_or("`extends.event` is not an event number")?;
@@ -201,13 +239,16 @@ mod tests {
         );
         b.request["request"]["temperature"] = json!(0.5);
         let mut writer = Deltas::default();
-        assert_eq!(writer.compact(&a, &[]), None);
+        assert_eq!(writer.compact(&a, &[], Chain::Lines), None);
         writer.note(&a);
-        let line = writer.compact(&b, std::slice::from_ref(&a)).unwrap();
+        let line = writer
+            .compact(&b, std::slice::from_ref(&a), Chain::Lines)
+            .unwrap();
         assert!(
             line.contains(
-                "\"extends\":{\"event\":0,\"messages\":1,\"same\":[\"model\",\"tools\"]}"
-            )
+                "\"extends\":{\"chained\":\"line\",\"event\":0,\"messages\":1,\"same\":[\"model\",\"tools\"]}"
+            ),
+            "{line}"
         );
         assert!(!line.contains("hi"));
         let mut value: Value = serde_json::from_str(&line).unwrap();

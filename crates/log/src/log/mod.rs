@@ -6,7 +6,8 @@
 //! `tokens.rs` does the same for the token ids an endpoint returned;
 //! `signature.rs` names the way a run failed; `fold.rs` writes
 //! consecutive clock reads as one line, read back as one event per read;
-//! `intent.rs` writes the call about to go out before it is answered.
+//! `intent.rs` writes the call about to go out before it is answered;
+//! `prefix.rs` reads a bundle's first events and its footer only.
 
 pub mod bundle;
 pub mod call;
@@ -15,11 +16,13 @@ pub mod event;
 mod fold;
 pub mod intent;
 pub mod payload;
-pub(crate) mod recorder;
+pub mod prefix;
+pub mod recorder;
 pub mod signature;
 pub mod tokens;
 
 pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, Parent, Status};
 pub use call::{Call, CallKind, Kind, kind};
+pub use delta::Chain;
 pub use event::{Effect, Event};
 pub use recorder::Recorder;

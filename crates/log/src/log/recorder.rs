@@ -5,9 +5,11 @@
 //! as one line (`fold.rs`): a killed process may lose its last clock reads,
 //! which a replay or a resume reads again from the same virtual clock.
 //! Before a call that goes out of the run is dispatched, its intent is
-//! written (`intent.rs`), the held clock reads first.
+//! written (`intent.rs`), the held clock reads first. A model call written
+//! compact (`delta.rs`) is hashed over its line, so appending costs the
+//! delta, not the whole request (decision 0345).
 
-use super::delta::Deltas;
+use super::delta::{Chain, Deltas};
 use super::event::Event;
 use super::fold::Folds;
 use super::intent::Intent;
@@ -16,17 +18,19 @@ use std::io::Write as _;
 use worldline_case::canon;
 
 /// The hash the chain starts from.
-pub(crate) const CHAIN_START: &str =
-    "0000000000000000000000000000000000000000000000000000000000000000";
+pub const CHAIN_START: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The hash of `event` (whose `hash` field is ignored) chained after `prev`.
-pub(crate) fn chain_hash(prev: &str, event: &Event) -> String {
+/// The hash of `event` written whole (its `hash` field ignored) chained
+/// after `prev`.
+pub fn chain_hash(prev: &str, event: &Event) -> String {
     let mut bare = event.clone();
     bare.hash.clear();
     chain_hash_of_text(prev, &canon::to_string(&bare))
 }
 
-fn chain_hash_of_text(prev: &str, text: &str) -> String {
+/// The hash of an event's canonical text without `hash` (a whole event,
+/// or a compact model call's line) chained after `prev`.
+pub fn chain_hash_of_text(prev: &str, text: &str) -> String {
     let mut buf = String::with_capacity(prev.len() + 1 + text.len());
     buf.push_str(prev);
     buf.push('\n');
@@ -60,6 +64,9 @@ pub struct Recorder {
     deltas: Deltas,
     /// The clock reads held back to be folded (`fold.rs`).
     folds: Folds,
+    /// How a compact model call is hashed (whole only to replay a bundle
+    /// written before 0345 to the same chain).
+    chain: Chain,
 }
 
 impl Recorder {
@@ -71,7 +78,14 @@ impl Recorder {
             sink: None,
             deltas: Deltas::default(),
             folds: Folds::default(),
+            chain: Chain::default(),
         }
+    }
+
+    /// Hash compact model calls as `chain` says (a replay, as its
+    /// recording was hashed).
+    pub fn chained(self, chain: Chain) -> Self {
+        Recorder { chain, ..self }
     }
 
     /// Record and append each event to an open bundle file.
@@ -82,19 +96,23 @@ impl Recorder {
         }
     }
 
-    /// Chain the event, keep it, and append it to the bundle.
+    /// Chain the event, keep it, and append it to the bundle. A model
+    /// call that extends an earlier one is hashed over its compact line
+    /// (unless the chain is [`Chain::Whole`]); any other event over its
+    /// whole text.
     pub fn append(&mut self, mut event: Event) -> std::io::Result<()> {
         event.hash.clear();
-        let text = canon::to_string(&event);
-        event.hash = chain_hash_of_text(&self.head, &text);
+        let compact = self.deltas.compact(&event, &self.events, self.chain);
+        let whole = match (&compact, self.chain) {
+            (Some(_), Chain::Lines) => None,
+            _ => Some(canon::to_string(&event)),
+        };
+        let hashed = whole.as_ref().or(compact.as_ref()).expect("one is made");
+        event.hash = chain_hash_of_text(&self.head, hashed);
         self.head.clone_from(&event.hash);
         if let Some(file) = &mut self.sink {
-            let (deltas, events) = (&self.deltas, &self.events);
-            let lines = self.folds.offer(&event, || {
-                deltas
-                    .compact(&event, events)
-                    .unwrap_or_else(|| with_hash(&text, &event.hash))
-            });
+            let text = compact.as_ref().or(whole.as_ref()).expect("one is made");
+            let lines = self.folds.offer(&event, || with_hash(text, &event.hash));
             if !lines.is_empty() {
                 file.write_all(lines.as_bytes())?;
             }

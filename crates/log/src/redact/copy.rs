@@ -58,5 +58,6 @@ pub fn of_parts(
         events,
         footer,
         in_flight: None,
+        chain: crate::log::Chain::Lines,
     }
 }

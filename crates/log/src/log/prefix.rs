@@ -1,0 +1,116 @@
+//! Reading the start of a bundle (decision 0346): the header and the
+//! events up to the one asked for, chained and checked as `bundle::parse`
+//! checks them, and the footer found from the file's end, without parsing
+//! the events in between. `show --at N`, `fork --at N` and `history`'s
+//! first pages cost the events they show, not the run's length.
+
+use super::bundle::{self, Bundle, BundleError, Reader};
+use std::io::{BufRead as _, Read as _, Seek as _, SeekFrom};
+use std::path::Path;
+
+/// The most bytes read back from the end to find the footer line (its
+/// stdout, stderr and output are bounded, decision 0040).
+const FOOTER_MAX: u64 = 64 * 1024 * 1024;
+
+/// The bundle at `path` with only its first `upto` events (all of them
+/// when it has fewer, or when it has no footer: an incomplete run's end is
+/// known only by reading it); its footer's own hash is checked, but not
+/// that it ends the chain (`verify` and `replay` read everything).
+pub fn read(path: &Path, upto: u64) -> Result<Bundle, BundleError> {
+    let err = |line: usize, message: String| BundleError {
+        path: path.display().to_string(),
+        line,
+        message,
+    };
+    let mut file = worldline_case::bounded::open(path)
+        .map_err(|e| err(0, format!("cannot read bundle: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| err(0, format!("cannot read bundle: {e}")))?
+        .len();
+    let mut lines = std::io::BufReader::new((&mut file).take(worldline_case::bounded::BUNDLE));
+    let mut buf = Vec::new();
+    let mut header = None;
+    let mut reader = Reader::new(path);
+    let (mut n, mut consumed) = (0, 0);
+    loop {
+        buf.clear();
+        lines
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| err(n + 1, format!("cannot read bundle: {e}")))?;
+        n += 1;
+        consumed += buf.len() as u64;
+        if !buf.ends_with(b"\n") {
+            // The end, or a torn last line.
+            break;
+        }
+        let line = std::str::from_utf8(&buf).map_err(|e| err(n, format!("not UTF-8: {e}")))?;
+        match &header {
+            None => header = Some(bundle::header_of(line, path)?),
+            Some(_) => reader.line(n, line)?,
+        }
+        if header.is_some() && reader.events.len() as u64 >= upto && reader.footer.is_none() {
+            // Enough: the footer from the end, if the run has one.
+            if let Some(footer) = last_footer(&mut file, consumed, len, path)? {
+                reader.footer = Some(footer);
+                break;
+            }
+            return bundle::read(path);
+        }
+    }
+    let Some(header) = header else {
+        return Err(err(
+            1,
+            "no header: the run was cut off as its bundle was created (killed, or the disk was full); nothing of it was recorded".into(),
+        ));
+    };
+    Ok(reader.finish(header))
+}
+
+/// The footer on the last line of the file (`len` bytes, `read` of them
+/// already read), when it is one: `None` for a run without a footer.
+fn last_footer(
+    file: &mut std::fs::File,
+    read: u64,
+    len: u64,
+    path: &Path,
+) -> Result<Option<bundle::Footer>, BundleError> {
+    let err = |message: String| BundleError {
+        path: path.display().to_string(),
+        line: 0,
+        message,
+    };
+    let mut window = 64 * 1024;
+    loop {
+        let start = len.saturating_sub(window).max(read);
+        file.seek(SeekFrom::Start(start))
+            .map_err(|e| err(format!("cannot read bundle: {e}")))?;
+        let mut tail = Vec::new();
+        file.take(len - start)
+            .read_to_end(&mut tail)
+            .map_err(|e| err(format!("cannot read bundle: {e}")))?;
+        if !tail.ends_with(b"\n") {
+            // Torn: no footer was written whole.
+            return Ok(None);
+        }
+        let body = &tail[..tail.len() - 1];
+        let line = match body.iter().rposition(|&b| b == b'\n') {
+            Some(i) => &body[i + 1..],
+            None if start == read => body,
+            None if window >= FOOTER_MAX => {
+                return Err(err(format!(
+                    "its last line is over {FOOTER_MAX} bytes: not a footer worldline writes"
+                )));
+            }
+            None => {
+                window *= 4;
+                continue;
+            }
+        };
+        if !line.starts_with(b"{\"footer\":") {
+            return Ok(None);
+        }
+        let value = serde_json::from_slice(line).map_err(|e| err(format!("bad footer: {e}")))?;
+        return bundle::footer_of(value).map(Some).map_err(err);
+    }
+}
