@@ -13,6 +13,7 @@ same bytes. Run as `python - telecom SERVICE_FILE_NAME < this file`."""
 import hashlib
 import importlib.metadata
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -289,20 +290,26 @@ for task in tasks:
          *overlays(task_state),
          "# The user: a scripted stand-in built from the task (tau2's user is a",
          "# model playing the task's instructions, kept in `users/` beside the cases).",
-         "# It takes each device action of the task's gold when the agent's message",
-         "# names the tool, on the user's own tools.",
+         "# It takes each device action of the task's gold, on the user's own",
+         "# tools, when the agent's message names the tool and its arguments.",
          "[user]",
          f"default = {toml_str(stand_in)}",
          "max_turns = 30",
          ""]
-    by_tool = {}
+    # A rule per distinct user action of the gold: the agent's message names
+    # the tool (its name, or with spaces) and, in order, the values of its
+    # arguments; each such message makes the call once. Longer names first
+    # (`toggle_data` is in `toggle_data_saver_mode`).
+    distinct = []
     for a in user_gold:
-        by_tool.setdefault(a.name, []).append(a.arguments)
-    # Longer names first: `toggle_data` is in `toggle_data_saver_mode`.
-    for tool, calls in sorted(by_tool.items(), key=lambda x: (-len(x[0]), x[0])):
-        made = ", ".join(f"{{ tool = {toml_str(tool)}, args = {toml_value(x)} }}" for x in calls)
-        c += ["[[user.rules]]", f"any_of = [{toml_str(tool)}, {toml_str(tool.replace('_', ' '))}]",
-              f"calls = [{made}]", f"reply = {toml_str(f'I did that ({tool}).')}", ""]
+        if (a.name, a.arguments) not in distinct:
+            distinct.append((a.name, a.arguments))
+    for tool, args in sorted(distinct, key=lambda x: (-len(x[0]), -len(x[1]))):
+        said = re.escape(tool).replace("_", "[_ ]")
+        values = "".join(r".*\b" + re.escape(str(v)) + r"\b" for v in args.values())
+        c += ["[[user.rules]]", f"regex = {toml_str('(?i)' + said + values)}",
+              f"calls = [{{ tool = {toml_str(tool)}, args = {toml_value(args)} }}]",
+              f"reply = {toml_str(f'I did that ({tool}).')}", ""]
     basis = [b.value for b in ev.reward_basis]
     ignore = sorted(list(AGENT) + list(USER))
     c += ["[expect]", f"# tau2 reward basis: {', '.join(basis)}",
@@ -372,7 +379,7 @@ readme += ["", "## What is carried", "",
            " arguments) as `[[expect.calls]]`;",
            "- the user: a scripted stand-in that makes each device action of the task's gold on"
            " the user's own tools when the agent's message names the tool (its name, or with"
-           " spaces), and otherwise answers with the task's known information and"
+           " spaces) and then its arguments' values, and otherwise answers with the task's known information and"
            " instructions (tau2's user is a model playing them; they are in `users/*.md`).", "",
            "## Not carried, and why", "",
            "- the other task sets (`full`, 2285 tasks; `small`; the train/test splits): tau2's"
