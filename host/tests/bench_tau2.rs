@@ -238,8 +238,22 @@ fn worldline_grades_trajectories_as_tau2_does(domain: &str, stride: usize) {
         String::from_utf8_lossy(&out.stderr)
     );
     let tau2: BTreeMap<String, f64> = serde_json::from_slice(&out.stdout).unwrap();
+    agreement(domain, stride, &store, &dir, &agree, &tau2);
+}
+
+/// The trajectories in `agree` run here with the `caller` guest against
+/// the imported `dir`, each graded as tau2 graded it (`tau2`: case ->
+/// reward): the oracle always, ≥ 99.5% overall.
+fn agreement(
+    domain: &str,
+    stride: usize,
+    store: &Path,
+    dir: &Path,
+    agree: &Path,
+    tau2: &BTreeMap<String, f64>,
+) {
     let ran = worldline(
-        &store,
+        store,
         [
             "test".as_ref(),
             agree.as_os_str(),
@@ -264,7 +278,7 @@ fn worldline_grades_trajectories_as_tau2_does(domain: &str, stride: usize) {
     // variant -> (trajectories, agreeing, passed here, passed in tau2)
     let mut table: BTreeMap<&str, (u32, u32, u32, u32)> = BTreeMap::new();
     let mut disagree = Vec::new();
-    for (case, reward) in &tau2 {
+    for (case, reward) in tau2 {
         let variant = case.split("--").nth(1).unwrap();
         let theirs = *reward == 1.0;
         let here = ours[case];
@@ -298,6 +312,90 @@ fn worldline_grades_trajectories_as_tau2_does(domain: &str, stride: usize) {
         f64::from(ok) / f64::from(n) >= 0.995,
         "{shown}\n{disagree:#?}"
     );
+}
+
+/// Telecom, whose user has tools of their own (the phone), in one test to
+/// build and compile its service once: the conversion is deterministic, the
+/// oracle (the gold actions of agent and user, the user's made as the
+/// user's calls) passes `validate` and doing nothing fails, and worldline
+/// grades the oracle and perturbed trajectories (the user's steps made by
+/// the imported stand-in user) as tau2's evaluator does; on every 10th task
+/// unless `WORLDLINE_BENCH_FULL` is set (docs/benchmarks.md has the full
+/// sweep's table).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
+fn telecom_imports_with_the_users_tools_validates_and_agrees_with_tau2() {
+    let Some(python) = tau2_python() else { return };
+    let stride = if std::env::var_os("WORLDLINE_BENCH_FULL").is_some() {
+        1
+    } else {
+        10
+    };
+    let tmp = temp_dir();
+    let store = tmp.path().join("store");
+    let listed = worldline(&store, ["bench", "list", "--json"]);
+    let list = listed.json();
+    let telecom = list["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "tau2/telecom")
+        .unwrap();
+    assert_eq!(telecom["importable"], true, "{list:#}");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    import(&python, &store, &a, "telecom");
+    import(&python, &store, &b, "telecom");
+    let (fa, fb) = (files(&a), files(&b));
+    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+    for (path, bytes) in &fa {
+        assert!(fb[path] == *bytes, "{} differs", path.display());
+    }
+    assert_eq!(fa.keys().filter(|p| p.starts_with("cases")).count(), 114);
+    let world =
+        String::from_utf8(fa[Path::new("worlds/tau2-telecom/v1/world.toml")].clone()).unwrap();
+    assert!(world.contains("[[user_tools]]\nname = \"toggle_airplane_mode\""));
+    let readme = String::from_utf8(fa[Path::new("README.md")].clone()).unwrap();
+    assert!(
+        readme.contains("lists 0 of 114 tasks as failing"),
+        "{readme}"
+    );
+
+    with_service(&a, "telecom");
+    let cases: Vec<PathBuf> = fa
+        .keys()
+        .filter(|p| p.starts_with("cases"))
+        .step_by(stride)
+        .map(|p| a.join(p))
+        .collect();
+    let mut args: Vec<&std::ffi::OsStr> = vec!["validate".as_ref()];
+    args.extend(cases.iter().map(|p| p.as_os_str()));
+    args.push(std::ffi::OsStr::new("--json"));
+    let out = worldline(&store, args);
+    let report = out.json();
+    assert_eq!(report["cases"], cases.len(), "{out}");
+    assert_eq!(report["ok"], cases.len(), "{out}");
+    for r in report["results"].as_array().unwrap() {
+        assert_eq!(r["oracle"]["passed"], true, "{r:#}");
+        assert_eq!(r["do_nothing"]["passed"], false, "{r:#}");
+    }
+
+    let agree = tmp.path().join("agree");
+    let out = std::process::Command::new(&python)
+        .arg(workspace_root().join("tests/bench/tau2_agree.py"))
+        .args(["telecom".as_ref(), a.as_os_str(), agree.as_os_str()])
+        .arg(stride.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tau2_agree.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tau2: BTreeMap<String, f64> = serde_json::from_slice(&out.stdout).unwrap();
+    agreement("telecom", stride, &store, &a, &agree, &tau2);
 }
 
 /// A converter (here a stand-in for the benchmark's Python) that writes

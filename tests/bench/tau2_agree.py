@@ -8,9 +8,15 @@ of the task's basis). Writes, for each trajectory, a copy of the imported
 case whose task is that trajectory for the `caller` test guest, and
 prints `{case name: tau2 reward}` as JSON.
 
+Telecom's trajectories have the user's steps too: the user's calls of
+their own tools, made in tau2 as the user's tool calls and here by the
+imported stand-in user when the agent's message names the tool and its
+arguments.
+
 Usage: python tau2_agree.py DOMAIN IMPORTED_DIR OUT_DIR [STRIDE]
 (STRIDE N: every Nth task only, from the first; default 1, all of them)"""
 
+import copy
 import json
 import multiprocessing
 import os
@@ -29,16 +35,18 @@ from tau2.data_model.simulation import SimulationRun, TerminationReason  # noqa:
 from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # noqa: E402
 from tau2.environment.db import DB  # noqa: E402
 from tau2.registry import registry  # noqa: E402
+from tau2.utils import load_file  # noqa: E402
 
-# Each environment tau2 makes reads and parses db.json again; keep its
-# text and validate a fresh copy from it each time (what a load gives).
-_text = {}
+# Each environment tau2 makes reads and parses its database files again
+# (db.json; telecom's db.toml and user_db.toml); keep each parsed once and
+# validate a fresh copy of it each time (what a load gives).
+_parsed = {}
 
 
 def _cached_load(cls, path):
-    if str(path) not in _text:
-        _text[str(path)] = Path(path).read_text()
-    return cls.model_validate(json.loads(_text[str(path)]))
+    if str(path) not in _parsed:
+        _parsed[str(path)] = load_file(path)
+    return cls.model_validate(copy.deepcopy(_parsed[str(path)]))
 
 
 DB.load = classmethod(_cached_load)
@@ -63,7 +71,33 @@ def wrong(args):
     return None
 
 
+def telecom_steps(task):
+    """Telecom's gold as the steps a trajectory is made of, in order: an
+    agent's call `(name, args)`, or a user's call of their own tool
+    `("user", (name, args))`."""
+    return [(a.name, dict(a.arguments)) if a.requestor == "assistant"
+            else ("user", (a.name, dict(a.arguments)))
+            for a in task.evaluation_criteria.actions or []]
+
+
+def telecom_variants(task):
+    """The oracle and perturbed trajectories of a telecom task: the last
+    step skipped, made twice, the last agent call with a wrong argument."""
+    gold = telecom_steps(task)
+    out = {"oracle": (gold, []), "nothing": ([], [])}
+    if gold:
+        out["skip-last"] = (gold[:-1], [])
+        out["extra-call"] = (gold + [gold[-1]], [])
+        last = max((i for i, s in enumerate(gold) if s[0] != "user"), default=None)
+        w = None if last is None else wrong(gold[last][1])
+        if w is not None:
+            out["wrong-arg"] = (gold[:last] + [(gold[last][0], w)] + gold[last + 1:], [])
+    return out
+
+
 def variants(task):
+    if domain == "telecom":
+        return telecom_variants(task)
     gold = [(a.name, dict(a.arguments)) for a in (task.evaluation_criteria.actions or [])
             if a.requestor == "assistant"]
     said = list(task.evaluation_criteria.communicate_info or [])
@@ -79,8 +113,15 @@ def variants(task):
 
 def tau2_reward(task, calls, said):
     env = registry.get_env_constructor(domain)()
+    if domain == "telecom":
+        env.set_state(None, task.initial_state.initialization_actions, [])
     messages = [UserMessage(role="user", content="hi")]
     for i, (name, args) in enumerate(calls):
+        if name == "user":  # the user's call of their own tool
+            tc = ToolCall(id=f"c{i}", name=args[0], arguments=args[1], requestor="user")
+            messages.append(UserMessage(role="user", tool_calls=[tc], content=None))
+            messages.append(env.get_response(tc))
+            continue
         tc = ToolCall(id=f"c{i}", name=name, arguments=args, requestor="assistant")
         messages.append(AssistantMessage(role="assistant", tool_calls=[tc], content=None))
         messages.append(env.get_response(tc))
@@ -105,13 +146,26 @@ def toml_value(v):
     return json.dumps(v, ensure_ascii=False)
 
 
+def case_name(task):
+    """The imported case's name (as the importers make it)."""
+    if task.id.isdigit():
+        return f"task-{int(task.id):03d}"
+    return "task-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in task.id) \
+        .strip("-").replace("--", "-")
+
+
 def per_task(task):
     """Each trajectory of one task: its case name, tau2's reward, the case."""
-    name = f"task-{int(task.id):03d}"
+    name = case_name(task)
     text = (imported / "cases" / f"{name}.toml").read_text()
     out = []
     for variant, (calls, said) in variants(task).items():
-        script = [{"tool": n, "args": a} for n, a in calls] + \
+        # A user's step is a message to the user naming the tool and its
+        # arguments' values, which the imported stand-in user answers by
+        # calling it.
+        script = [{"tool": "user.say", "args": {"message": " ".join(
+                      ["Please", a[0]] + [str(v) for v in a[1].values()]) + " now."}}
+                  if n == "user" else {"tool": n, "args": a} for n, a in calls] + \
                  [{"tool": "user.say", "args": {"message": s}} for s in said]
         body = re.sub(r"^task = .*$", "task = " + toml_value({"calls": script}), text,
                       count=1, flags=re.M)

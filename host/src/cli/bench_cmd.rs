@@ -5,7 +5,8 @@
 //! Python, which imports the benchmark's own code to read its tools'
 //! schemas and tasks; the world's tools are answered by a port of the
 //! benchmark's tools as a world service (`bench/tau2_airline.py`,
-//! `bench/tau2_retail.py`).
+//! `bench/tau2_retail.py`, `bench/tau2_telecom.py`: the agent's tools and
+//! the user's own, whose converter is `bench/tau2_telecom_import.py`).
 
 use super::Common;
 use crate::cli::exit::ExitCode;
@@ -81,8 +82,8 @@ const KNOWN: &[Known] = &[
     Known {
         name: "tau2/telecom",
         package: PACKAGE,
-        importable: false,
-        note: "not yet: the user's own tools (issue 42, item 3)",
+        importable: true,
+        note: "114 tasks; the user's phone tools as [[user_tools]], one ported service",
     },
 ];
 
@@ -95,7 +96,14 @@ const SERVICES: &[(&str, &str, &str)] = &[
         include_str!("bench/tau2_airline.py"),
     ),
     ("retail", "retail.py", include_str!("bench/tau2_retail.py")),
+    (
+        "telecom",
+        "telecom.py",
+        include_str!("bench/tau2_telecom.py"),
+    ),
 ];
+/// Telecom's converter: its world has the user's tables and tools too.
+const TELECOM_CONVERTER: &str = include_str!("bench/tau2_telecom_import.py");
 
 pub fn exec(args: BenchArgs) -> Result<ExitCode> {
     match args.command {
@@ -207,8 +215,13 @@ fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted>
             )
         })?;
     let mut stdin = child.stdin.take().context("the converter's stdin")?;
+    let converter = if domain == "telecom" {
+        TELECOM_CONVERTER
+    } else {
+        CONVERTER
+    };
     stdin
-        .write_all(CONVERTER.as_bytes())
+        .write_all(converter.as_bytes())
         .context("writing the converter to Python")?;
     drop(stdin);
     // Both streams read to their caps at once (a full stderr pipe would
