@@ -8,6 +8,9 @@
 //! `bench/tau2_retail.py`, `bench/tau2_telecom.py`: the agent's tools and
 //! the user's own, whose converter is `bench/tau2_telecom_import.py`).
 
+#[path = "bench/bfcl.rs"]
+mod bfcl;
+
 use super::Common;
 use crate::cli::exit::ExitCode;
 use anyhow::{Context, Result};
@@ -47,7 +50,7 @@ pub struct ImportArgs {
     #[arg(short, long)]
     pub output: PathBuf,
     /// The Python that has the benchmark's package installed (default:
-    /// `$WORLDLINE_TAU2_PYTHON`).
+    /// `$WORLDLINE_TAU2_PYTHON`, for `bfcl/...` `$WORLDLINE_BFCL_PYTHON`).
     #[arg(long, value_name = "PYTHON")]
     pub python: Option<PathBuf>,
     #[command(flatten)]
@@ -85,6 +88,30 @@ const KNOWN: &[Known] = &[
         importable: true,
         note: "114 tasks; the user's phone tools as [[user_tools]], one ported service",
     },
+    Known {
+        name: "bfcl/multi_turn_base",
+        package: bfcl::PACKAGE,
+        importable: true,
+        note: "200 tasks; BFCL's own classes as the world service, checks after each turn",
+    },
+    Known {
+        name: "bfcl/multi_turn_long_context",
+        package: bfcl::PACKAGE,
+        importable: true,
+        note: "200 tasks; as multi_turn_base, the classes' long-context scenarios",
+    },
+    Known {
+        name: "bfcl/multi_turn_miss_param",
+        package: bfcl::PACKAGE,
+        importable: true,
+        note: "200 tasks; as multi_turn_base (a turn without ground truth is not checked)",
+    },
+    Known {
+        name: "bfcl/multi_turn_miss_func",
+        package: bfcl::PACKAGE,
+        importable: false,
+        note: "not yet: a tool offered only from a later turn",
+    },
 ];
 
 /// The converter and the services it needs, by domain.
@@ -116,9 +143,11 @@ fn list(args: ListArgs) -> Result<ExitCode> {
     if args.common.json {
         worldline_report::print_json(&serde_json::json!({ "benchmarks": KNOWN }))?;
     } else {
+        let name = KNOWN.iter().map(|k| k.name.len()).max().unwrap_or(0);
+        let package = KNOWN.iter().map(|k| k.package.len()).max().unwrap_or(0);
         for k in KNOWN {
             let can = if k.importable { "yes" } else { "no " };
-            println!("{:14} {can}  {:20} {}", k.name, k.package, k.note);
+            println!("{:name$} {can}  {:package$} {}", k.name, k.package, k.note);
         }
     }
     Ok(ExitCode::Ok)
@@ -143,6 +172,9 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
             ),
         )
     })?;
+    if let Some(category) = known.name.strip_prefix("bfcl/") {
+        return bfcl::import(&args, known, category);
+    }
     let domain = known.name.trim_start_matches("tau2/");
     let Some((_, service_name, service)) = SERVICES.iter().find(|s| s.0 == domain) else {
         return Err(
@@ -163,7 +195,12 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
                 ),
             )
         })?;
-    let converted = convert(&python, domain, service_name)?;
+    let converter = if domain == "telecom" {
+        TELECOM_CONVERTER
+    } else {
+        CONVERTER
+    };
+    let converted = convert(&python, converter, &[domain, service_name], PACKAGE)?;
     let world = format!("tau2-{domain}");
     write_folder(&args.output, &converted.files, service_name, service)?;
     let service_path = args.output.join("service").join(service_name);
@@ -200,10 +237,13 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-/// Run the converter with `python`; its JSON document.
-fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted> {
+/// Run `converter` with `python` and these arguments (a converter of
+/// `package`, named when this Python cannot run); its JSON document.
+fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Result<Converted> {
     let mut child = Command::new(python)
-        .args(["-", domain, service_name])
+        .arg("-")
+        .args(args)
+        .env("TZ", "UTC")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -211,15 +251,10 @@ fn convert(python: &Path, domain: &str, service_name: &str) -> Result<Converted>
         .map_err(|e| {
             InputError::new(
                 python,
-                format!("cannot run this Python ({e}); pass --python with one that has {PACKAGE}"),
+                format!("cannot run this Python ({e}); pass --python with one that has {package}"),
             )
         })?;
     let mut stdin = child.stdin.take().context("the converter's stdin")?;
-    let converter = if domain == "telecom" {
-        TELECOM_CONVERTER
-    } else {
-        CONVERTER
-    };
     stdin
         .write_all(converter.as_bytes())
         .context("writing the converter to Python")?;

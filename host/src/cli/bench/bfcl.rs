@@ -1,0 +1,80 @@
+//! `worldline bench import bfcl/CATEGORY`: BFCL's multi-turn categories
+//! from the pinned `bfcl-eval` in a Python the user names
+//! (`$WORLDLINE_BFCL_PYTHON`). The converter (`bfcl.py`) reads the
+//! package's data and runs its executor on the ground truth for the
+//! per-turn checks; the world service (`bfcl_service.py`) runs BFCL's own
+//! classes, bundled from that same environment (decision 0377).
+
+use super::{ImportArgs, Known, convert, write_folder};
+use crate::cli::exit::ExitCode;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use worldline_case::error::InputError;
+
+pub const PACKAGE: &str = "bfcl-eval==2026.3.23";
+const CONVERTER: &str = include_str!("bfcl.py");
+const SERVICE: &str = include_str!("bfcl_service.py");
+
+pub fn import(args: &ImportArgs, known: &Known, category: &str) -> Result<ExitCode> {
+    if !known.importable {
+        return Err(
+            InputError::new("bench import", format!("{}: {}", known.name, known.note)).into(),
+        );
+    }
+    worldline_case::output::check_new(&args.output, "bench import's folder")?;
+    let python = args
+        .python
+        .clone()
+        .or_else(|| std::env::var_os("WORLDLINE_BFCL_PYTHON").map(PathBuf::from))
+        .ok_or_else(|| {
+            InputError::new(
+                "--python",
+                format!(
+                    "no Python with {PACKAGE}: install it (python3 -m venv V && V/bin/pip install \
+                     --no-deps {PACKAGE} mpmath==1.3.0) and pass --python V/bin/python or set \
+                     WORLDLINE_BFCL_PYTHON"
+                ),
+            )
+        })?;
+    // The converter loads the service's row encoding from this copy.
+    let work = tempfile::tempdir().context("a folder for the service's source")?;
+    let source = work.path().join("bfcl_service.py");
+    std::fs::write(&source, SERVICE).context("writing the service's source")?;
+    let source_arg = source.to_string_lossy();
+    let converted = convert(&python, CONVERTER, &[category, &source_arg], PACKAGE)?;
+    write_folder(&args.output, &converted.files, "bfcl.py", SERVICE)?;
+    // The environment whose packages the service bundles: the one holding
+    // the Python (`V/bin/python` → `V`).
+    let venv = python
+        .parent()
+        .and_then(|bin| bin.parent())
+        .map(|v| v.display().to_string())
+        .unwrap_or_else(|| "VENV".into());
+    let build = format!(
+        "worldline build-python --service {} --venv {venv} -o {}",
+        args.output.join("service").join("bfcl.py").display(),
+        args.output
+            .join("worlds/bfcl-multi-turn/v1/bfcl.wasm")
+            .display()
+    );
+    if args.common.json {
+        worldline_report::print_json(&serde_json::json!({
+            "benchmark": known.name,
+            "package": known.package,
+            "dir": args.output.display().to_string(),
+            "tasks": converted.tasks,
+            "files": converted.files.len() + 1,
+            "build": build,
+        }))?;
+    } else {
+        println!(
+            "imported {} ({}): {} tasks into {}",
+            known.name,
+            known.package,
+            converted.tasks,
+            args.output.display()
+        );
+        println!("next: build the world's service:\n  {build}");
+    }
+    Ok(ExitCode::Ok)
+}

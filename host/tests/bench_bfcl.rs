@@ -1,0 +1,223 @@
+//! `worldline bench import bfcl/multi_turn_base` with the pinned package
+//! (`bfcl-eval==2026.3.23` in `$WORLDLINE_BFCL_PYTHON`, installed by
+//! tests/bfcl.sh): the conversion is deterministic, the service built as
+//! the import says runs BFCL's own classes, every task's oracle passes
+//! `validate` (the tasks at a stride, all with `WORLDLINE_BENCH_FULL`), and
+//! worldline grades the oracle and perturbed trajectories as BFCL's own
+//! `multi_turn_checker` does (tests/bench/bfcl_agree.py grades them there;
+//! the `caller` guest plays them here).
+
+use crate::common;
+
+use common::{guest, temp_dir, workspace_root, worldline, worldline_raw};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The Python with bfcl-eval, or `None` (with a note) when tests/run was
+/// told to skip it; unset otherwise is a failure saying how to install it.
+fn bfcl_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("WORLDLINE_BFCL_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    if std::env::var_os("WORLDLINE_SKIP_BFCL").is_some() {
+        eprintln!("skipped: WORLDLINE_SKIP_BFCL is set, so bfcl-eval is not installed");
+        return None;
+    }
+    panic!(
+        "WORLDLINE_BFCL_PYTHON is not set: source tests/bfcl.sh and run `ensure_bfcl target` \
+         (tests/run does), or set WORLDLINE_SKIP_BFCL=1 to skip the bfcl tests"
+    );
+}
+
+/// `bench import bfcl/multi_turn_base -o DIR --json`: its `build` command.
+fn import(python: &Path, store: &Path, dir: &Path) -> String {
+    let out = worldline(
+        store,
+        [
+            "bench".as_ref(),
+            "import".as_ref(),
+            "bfcl/multi_turn_base".as_ref(),
+            "-o".as_ref(),
+            dir.as_os_str(),
+            "--python".as_ref(),
+            python.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    let report = out.json();
+    assert_eq!(report["tasks"], 200, "{out}");
+    report["build"].as_str().unwrap().to_string()
+}
+
+/// Every file under `dir`, by relative path, with its bytes.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(
+                    p.strip_prefix(root).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The tasks at `stride` (all of them with `WORLDLINE_BENCH_FULL`).
+fn stride(quick: usize) -> usize {
+    if std::env::var_os("WORLDLINE_BENCH_FULL").is_some() {
+        1
+    } else {
+        quick
+    }
+}
+
+/// One test, so the 26 MB service is built and compiled once: the import
+/// twice (same bytes), the build it prints, `validate` on tasks at a
+/// stride, then the agreement with BFCL's checker on the same tasks.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
+fn multi_turn_base_imports_validates_and_grades_as_bfcl_does() {
+    let Some(python) = bfcl_python() else { return };
+    let tmp = temp_dir();
+    let store = tmp.path().join("store");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let build = import(&python, &store, &a);
+    import(&python, &store, &b);
+    let (fa, fb) = (files(&a), files(&b));
+    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+    for (path, bytes) in &fa {
+        assert!(
+            fb[path] == *bytes,
+            "{} differs between two imports",
+            path.display()
+        );
+    }
+    assert_eq!(
+        fa.keys().filter(|p| p.starts_with("cases")).count(),
+        200,
+        "a case per task"
+    );
+    let readme = String::from_utf8(fa[Path::new("README.md")].clone()).unwrap();
+    assert!(readme.contains("bfcl-eval==2026.3.23") && readme.contains("| SHA-256 |"));
+
+    // The service, built as the import says (the build cache makes a
+    // second build of the same sources free).
+    let words: Vec<&str> = build.split(' ').collect();
+    assert_eq!(
+        words[..3],
+        ["worldline", "build-python", "--service"],
+        "{build}"
+    );
+    let built = worldline_raw(&words[1..]);
+    assert_eq!(built.code, 0, "{built}");
+
+    // validate, on every 8th task: each oracle passes, doing nothing fails.
+    let step = stride(8);
+    let few = tmp.path().join("few");
+    std::fs::create_dir(&few).unwrap();
+    for i in (0..200).step_by(step) {
+        let name = format!("multi_turn_base_{i}.toml");
+        std::fs::copy(a.join("cases").join(&name), few.join(&name)).unwrap();
+    }
+    let out = worldline(
+        &store,
+        [
+            "validate".as_ref(),
+            few.as_os_str(),
+            "--worlds".as_ref(),
+            a.join("worlds").as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    let report = out.json();
+    assert_eq!(report["broken"], 0, "{out}");
+    assert_eq!(report["failing"], 0, "{out}");
+    assert_eq!(report["ok"], 200usize.div_ceil(step), "{out}");
+
+    // The agreement, on every 4th task.
+    let step = stride(4);
+    let agree = tmp.path().join("agree");
+    let script = workspace_root().join("tests/bench/bfcl_agree.py");
+    let out = std::process::Command::new(&python)
+        .env("TZ", "UTC")
+        .arg(&script)
+        .args(["multi_turn_base".as_ref(), a.as_os_str(), agree.as_os_str()])
+        .arg(step.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "bfcl_agree.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bfcl: BTreeMap<String, bool> = serde_json::from_slice(&out.stdout).unwrap();
+    let ran = worldline(
+        &store,
+        [
+            "test".as_ref(),
+            agree.as_os_str(),
+            "--agent".as_ref(),
+            guest("caller-agent").as_os_str(),
+            "--worlds".as_ref(),
+            a.join("worlds").as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    let ours: BTreeMap<String, bool> = ran.json()["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let name = c["case"].as_str().unwrap();
+            let name = name.rsplit('/').next().unwrap().to_string();
+            (name, c["passed"].as_bool().unwrap())
+        })
+        .collect();
+    assert_eq!(ours.len(), bfcl.len(), "{ran}");
+    // variant -> (trajectories, agreeing, passed here, passed in BFCL)
+    let mut table: BTreeMap<&str, (u32, u32, u32, u32)> = BTreeMap::new();
+    let mut disagree = Vec::new();
+    for (case, theirs) in &bfcl {
+        let variant = case.split("--").nth(1).unwrap();
+        let here = ours[case];
+        let row = table.entry(variant).or_default();
+        row.0 += 1;
+        row.1 += u32::from(here == *theirs);
+        row.2 += u32::from(here);
+        row.3 += u32::from(*theirs);
+        if here != *theirs {
+            disagree.push(format!("{case}: worldline {here}, BFCL {theirs}"));
+        }
+    }
+    let mut shown = String::from(
+        "| trajectory | count | agree | pass (worldline) | pass (BFCL) |\n|---|---|---|---|---|\n",
+    );
+    for (v, (n, ok, here, theirs)) in &table {
+        shown.push_str(&format!("| {v} | {n} | {ok} | {here} | {theirs} |\n"));
+    }
+    eprintln!(
+        "bfcl/multi_turn_base, tasks at stride {step}:\n{shown}\ndisagreements:\n{}",
+        disagree.join("\n")
+    );
+    let (n, ok) = table
+        .values()
+        .fold((0, 0), |(n, ok), r| (n + r.0, ok + r.1));
+    assert_eq!(
+        table["oracle"].1, table["oracle"].0,
+        "{shown}\n{disagree:#?}"
+    );
+    assert!(
+        f64::from(ok) / f64::from(n) >= 0.995,
+        "{shown}\n{disagree:#?}"
+    );
+}
