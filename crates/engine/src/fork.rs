@@ -13,16 +13,28 @@ pub mod check;
 use crate::native::exec::Exec;
 use crate::native::openenv::{self, Prefix};
 use crate::native::rederive;
-use crate::replay::{RecordedRun, recorded_agent};
+use crate::replay::{self, RecordedRun, recorded_agent};
 use crate::run::{RunOptions, RunOutcome, run_with};
 use crate::store::StoreDir;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use worldline_case::error::InputError;
-use worldline_log::log::bundle::{Edit, ForkPoint, Parent};
+use worldline_log::log::bundle::{self, Edit, ForkPoint, Parent};
 use worldline_runtime::mediate::follow::Following;
 use worldline_runtime::sandbox::{Agent, Sandbox};
+
+/// The recording a fork of `run` at event `at` reads: the events up to
+/// the fork point and the footer (decision 0346), or every event of a run
+/// re-executed from its client's recorded steps (a served episode, an MCP
+/// session), whose steps after the fork point are sent again.
+pub fn open(store: &StoreDir, run: &str, at: u64) -> Result<RecordedRun> {
+    let path = store.resolve_run(run)?;
+    if rederive::rederived(&bundle::read_header(&path)?).is_some() {
+        return replay::open_at(store, path);
+    }
+    replay::open_prefix(store, path, at.saturating_add(1))
+}
 
 /// Fork `rec` at event `at` with `edits`, optionally with another agent.
 /// The fork is written to the store as a new run.

@@ -48,11 +48,10 @@ pub struct Opened {
     agents: Mutex<BTreeMap<String, Arc<Agent>>>,
 }
 
-/// [`open`] with only the run's first `upto` events (and its footer):
+/// [`open_at`] with only the run's first `upto` events (and its footer):
 /// `show --at N` and `fork --at N` read no further than they need
 /// (decision 0346; `log/prefix.rs`).
-pub fn open_prefix(store: &StoreDir, run: &str, upto: u64) -> Result<RecordedRun> {
-    let path = store.resolve_run(run)?;
+pub fn open_prefix(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
     open_with(store, path, &Opened::default(), |p| {
         worldline_log::log::prefix::read(p, upto)
     })

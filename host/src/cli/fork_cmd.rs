@@ -58,8 +58,7 @@ pub struct ForkArgs {
 pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    // The events up to the fork point, and the footer (decision 0346).
-    let rec = replay::open_prefix(&store, &args.run, args.at.saturating_add(1))?;
+    let rec = fork::open(&store, &args.run, args.at)?;
     store.audit_reexecution(&[&rec.id], "fork")?;
     if let Some(samples) = args.samples {
         return branch(&sandbox, &store, &rec, &args, samples);

@@ -350,7 +350,8 @@ fn print_streams(
 
 pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let rec = replay::open_prefix(&store, &args.run, args.at.saturating_add(1))?;
+    let path = store.resolve_run(&args.run)?;
+    let rec = replay::open_prefix(&store, path, args.at.saturating_add(1))?;
     let Some(event) = rec.bundle.events.get(args.at as usize) else {
         return Err(InputError::new(
             &rec.path,
