@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{guest, temp_dir, workspace_root, worldline, worldline_raw};
+use common::{temp_dir, workspace_root, worldline, worldline_raw};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -161,63 +161,12 @@ fn multi_turn_base_imports_validates_and_grades_as_bfcl_does() {
         String::from_utf8_lossy(&out.stderr)
     );
     let bfcl: BTreeMap<String, bool> = serde_json::from_slice(&out.stdout).unwrap();
-    let ran = worldline(
+    common::agree::agreement(
+        &format!("bfcl/multi_turn_base, tasks at stride {step}"),
+        "BFCL",
         &store,
-        [
-            "test".as_ref(),
-            agree.as_os_str(),
-            "--agent".as_ref(),
-            guest("caller-agent").as_os_str(),
-            "--worlds".as_ref(),
-            a.join("worlds").as_os_str(),
-            "--json".as_ref(),
-        ],
-    );
-    let ours: BTreeMap<String, bool> = ran.json()["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let name = c["case"].as_str().unwrap();
-            let name = name.rsplit('/').next().unwrap().to_string();
-            (name, c["passed"].as_bool().unwrap())
-        })
-        .collect();
-    assert_eq!(ours.len(), bfcl.len(), "{ran}");
-    // variant -> (trajectories, agreeing, passed here, passed in BFCL)
-    let mut table: BTreeMap<&str, (u32, u32, u32, u32)> = BTreeMap::new();
-    let mut disagree = Vec::new();
-    for (case, theirs) in &bfcl {
-        let variant = case.split("--").nth(1).unwrap();
-        let here = ours[case];
-        let row = table.entry(variant).or_default();
-        row.0 += 1;
-        row.1 += u32::from(here == *theirs);
-        row.2 += u32::from(here);
-        row.3 += u32::from(*theirs);
-        if here != *theirs {
-            disagree.push(format!("{case}: worldline {here}, BFCL {theirs}"));
-        }
-    }
-    let mut shown = String::from(
-        "| trajectory | count | agree | pass (worldline) | pass (BFCL) |\n|---|---|---|---|---|\n",
-    );
-    for (v, (n, ok, here, theirs)) in &table {
-        shown.push_str(&format!("| {v} | {n} | {ok} | {here} | {theirs} |\n"));
-    }
-    eprintln!(
-        "bfcl/multi_turn_base, tasks at stride {step}:\n{shown}\ndisagreements:\n{}",
-        disagree.join("\n")
-    );
-    let (n, ok) = table
-        .values()
-        .fold((0, 0), |(n, ok), r| (n + r.0, ok + r.1));
-    assert_eq!(
-        table["oracle"].1, table["oracle"].0,
-        "{shown}\n{disagree:#?}"
-    );
-    assert!(
-        f64::from(ok) / f64::from(n) >= 0.995,
-        "{shown}\n{disagree:#?}"
+        &a,
+        &agree,
+        &bfcl,
     );
 }

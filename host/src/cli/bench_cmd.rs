@@ -215,6 +215,17 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         service_path.display(),
         wasm.display()
     );
+    imported(&args, known, &converted, &build)
+}
+
+/// What `bench import` says when it is done: what it wrote, and the
+/// command that builds the world's service (`--json`: the same as fields).
+fn imported(
+    args: &ImportArgs,
+    known: &Known,
+    converted: &Converted,
+    build: &str,
+) -> Result<ExitCode> {
     if args.common.json {
         worldline_report::print_json(&serde_json::json!({
             "benchmark": known.name,

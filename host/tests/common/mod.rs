@@ -6,6 +6,7 @@
 //! of the helpers, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod agree;
 pub mod crm;
 pub mod long;
 pub mod native;

@@ -5,7 +5,7 @@
 //! per-turn checks; the world service (`bfcl_service.py`) runs BFCL's own
 //! classes, bundled from that same environment (decision 0377).
 
-use super::{ImportArgs, Known, convert, write_folder};
+use super::{ImportArgs, Known, convert, imported, write_folder};
 use crate::cli::exit::ExitCode;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -57,24 +57,5 @@ pub fn import(args: &ImportArgs, known: &Known, category: &str) -> Result<ExitCo
             .join("worlds/bfcl-multi-turn/v1/bfcl.wasm")
             .display()
     );
-    if args.common.json {
-        worldline_report::print_json(&serde_json::json!({
-            "benchmark": known.name,
-            "package": known.package,
-            "dir": args.output.display().to_string(),
-            "tasks": converted.tasks,
-            "files": converted.files.len() + 1,
-            "build": build,
-        }))?;
-    } else {
-        println!(
-            "imported {} ({}): {} tasks into {}",
-            known.name,
-            known.package,
-            converted.tasks,
-            args.output.display()
-        );
-        println!("next: build the world's service:\n  {build}");
-    }
-    Ok(ExitCode::Ok)
+    imported(args, known, &converted, &build)
 }
