@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
         "durable",
         "file_identity",
         "bounded",
+        "wit",
     ],
     &["output"],
     &["prices", "native_agent"],
@@ -56,6 +57,7 @@ const LAYERS: &[&[&str]] = &[
     &["otel"],
     &["report"],
     &["ui"],
+    &["build"],
     &["scaffold"],
     &["cli"],
 ];
@@ -82,6 +84,7 @@ const CRATES: &[(&str, Option<&str>)] = &[
     ("crates/otel", Some("otel")),
     ("crates/report", Some("report")),
     ("crates/ui", Some("ui")),
+    ("crates/build", Some("build")),
     ("host", None),
 ];
 
@@ -166,9 +169,12 @@ fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
 
 /// The modules a file's code names: `crate::world::x` and
 /// `worldline_case::world::x` → `world`; `worldline_report::x` → `report`
-/// (a crate that is one module).
-fn imported_modules(code: &str) -> BTreeSet<String> {
-    let mut used = names_after(code, "crate::");
+/// (a crate that is one module, whose own `crate::x` is inside that module).
+fn imported_modules(code: &str, krate: usize) -> BTreeSet<String> {
+    let mut used = match CRATES[krate].1 {
+        Some(module) => BTreeSet::from([module.to_string()]),
+        None => names_after(code, "crate::"),
+    };
     for (dir, single) in CRATES {
         let name = format!("worldline_{}::", dir.trim_start_matches("crates/"));
         match single {
@@ -190,7 +196,10 @@ fn no_import_runs_up_a_layer() {
             continue;
         };
         let own = layer_of(&module);
-        for used in imported_modules(&code(&std::fs::read_to_string(&source.file).unwrap())) {
+        for used in imported_modules(
+            &code(&std::fs::read_to_string(&source.file).unwrap()),
+            source.krate,
+        ) {
             if used == module {
                 continue;
             }
@@ -387,4 +396,49 @@ fn crate_name(dir: &str) -> String {
     let manifest = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).unwrap();
     let doc: toml::Table = manifest.parse().unwrap();
     doc["package"]["name"].as_str().unwrap().to_string()
+}
+
+/// What reads runs or builds guests compiles no WebAssembly runtime: the
+/// crates below `worldline-runtime` and beside it (otel, build) have no
+/// path to wasmtime in their normal dependencies (issue 44's "`cargo build
+/// -p worldline-otel` does not compile wasmtime"; decisions 0317, 0323).
+#[test]
+fn only_the_runtime_and_what_stands_on_it_compile_wasmtime() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    for krate in [
+        "worldline-case",
+        "worldline-protocol",
+        "worldline-log",
+        "worldline-otel",
+        "worldline-build",
+    ] {
+        let out = std::process::Command::new(&cargo)
+            .args([
+                "tree",
+                "-p",
+                krate,
+                "-e",
+                "normal",
+                "--offline",
+                "--prefix",
+                "none",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tree = String::from_utf8_lossy(&out.stdout);
+        let runtime: Vec<&str> = tree
+            .lines()
+            .filter(|l| l.starts_with("wasmtime ") || l.starts_with("cranelift"))
+            .collect();
+        assert!(
+            runtime.is_empty(),
+            "{krate} compiles a WebAssembly runtime: {runtime:?}"
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! What a run is made of: the ground every layer stands on (canonical
 //! bytes, bounded reads, errors and their kinds, virtual time, parallel
 //! maps, partitions, durable writes, where output may go, input text made
-//! safe to show, file identity), the project file, the world, the
+//! safe to show, file identity), the WIT package guests are built against,
+//! the project file, the world, the
 //! case, and `check`, which validates them without
 //! running anything. The lowest crate of the workspace: it knows nothing of
 //! the sandbox, the log or the store.
@@ -25,4 +26,5 @@ pub mod prices;
 pub mod project;
 pub mod shown;
 pub mod time;
+pub mod wit;
 pub mod world;

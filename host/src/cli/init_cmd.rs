@@ -92,7 +92,7 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
     // own); a TypeScript agent's folder gets the JS SDK as build-js
     // writes it, below.
     if lang == Lang::Python {
-        for (path, text) in super::build_python_cmd::SDK {
+        for (path, text) in worldline_build::python::SDK {
             files.push((Path::new(".sdk/python").join(path), text.to_string(), false));
         }
     }
@@ -122,7 +122,7 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
         }
     }
     if lang == Lang::Ts {
-        super::build_js_cmd::editor::write_types(&dir.join("agent"))?;
+        worldline_build::js::write_types(&dir.join("agent"))?;
     }
     let written: Vec<String> = files
         .iter()

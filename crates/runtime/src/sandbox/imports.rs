@@ -8,13 +8,13 @@
 //! the host links, WASI 0.2.x versions treated as one, before instantiation,
 //! rather than relying on the linker's error.
 
-use super::wit;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::OnceLock;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 use worldline_case::error::InputError;
+use worldline_case::wit;
 
 /// The world the host links: `worldline:agent` plus WASI 0.2.
 pub(crate) const HOST_WORLD: &str = "worldline:agent/agent-host@0.1.0";

@@ -21,7 +21,6 @@
 mod cache;
 pub(crate) mod imports;
 mod service;
-pub mod wit;
 
 use crate::mediate::RunState;
 use crate::mediate::bindings::{AgentHost, AgentHostPre, LinkOptions};

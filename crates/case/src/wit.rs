@@ -17,36 +17,33 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The WIT files, by path under `wit/`.
 pub const FILES: &[(&str, &str)] = &[
-    ("agent.wit", include_str!("../../../../wit/agent.wit")),
+    ("agent.wit", include_str!("../../../wit/agent.wit")),
     (
         "service/service.wit",
-        include_str!("../../../../wit/service/service.wit"),
+        include_str!("../../../wit/service/service.wit"),
     ),
     (
         "conversation.wit",
-        include_str!("../../../../wit/conversation.wit"),
+        include_str!("../../../wit/conversation.wit"),
     ),
-    ("deps/cli.wit", include_str!("../../../../wit/deps/cli.wit")),
+    ("deps/cli.wit", include_str!("../../../wit/deps/cli.wit")),
     (
         "deps/clocks.wit",
-        include_str!("../../../../wit/deps/clocks.wit"),
+        include_str!("../../../wit/deps/clocks.wit"),
     ),
     (
         "deps/filesystem.wit",
-        include_str!("../../../../wit/deps/filesystem.wit"),
+        include_str!("../../../wit/deps/filesystem.wit"),
     ),
-    (
-        "deps/http.wit",
-        include_str!("../../../../wit/deps/http.wit"),
-    ),
-    ("deps/io.wit", include_str!("../../../../wit/deps/io.wit")),
+    ("deps/http.wit", include_str!("../../../wit/deps/http.wit")),
+    ("deps/io.wit", include_str!("../../../wit/deps/io.wit")),
     (
         "deps/random.wit",
-        include_str!("../../../../wit/deps/random.wit"),
+        include_str!("../../../wit/deps/random.wit"),
     ),
     (
         "deps/sockets.wit",
-        include_str!("../../../../wit/deps/sockets.wit"),
+        include_str!("../../../wit/deps/sockets.wit"),
     ),
 ];
 

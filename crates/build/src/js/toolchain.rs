@@ -26,14 +26,14 @@ use std::process::Command;
 use worldline_case::error::InputError;
 
 /// The npm packages `build-js` runs, at the versions worldline is tested with.
-pub const PACKAGES: &[(&str, &str)] = &[
+pub(super) const PACKAGES: &[(&str, &str)] = &[
     ("@bytecodealliance/componentize-js", "0.23.0"),
     ("esbuild", "0.28.2"),
 ];
 
 /// The agent SDKs worldline is tested with, installed under
 /// [`agent_packages`] (the examples in `examples/js-*` use them).
-pub const AGENT_PACKAGES: &[(&str, &str)] = &[
+pub(super) const AGENT_PACKAGES: &[(&str, &str)] = &[
     ("@ai-sdk/openai", "4.0.118"),
     ("@anthropic-ai/sdk", "1.10.0"),
     ("@modelcontextprotocol/sdk", "1.32.2"),
@@ -49,7 +49,7 @@ const NODE_MAJOR: u64 = 20;
 /// The folder holding the packages: `--toolchain`, else
 /// `$WORLDLINE_JS_TOOLCHAIN`, else `worldline/js` under the user's cache
 /// (`$XDG_CACHE_HOME`, or `~/.cache`).
-pub fn folder(explicit: Option<&Path>) -> PathBuf {
+pub(super) fn folder(explicit: Option<&Path>) -> PathBuf {
     if let Some(dir) = explicit {
         return dir.to_path_buf();
     }
@@ -66,7 +66,7 @@ pub fn folder(explicit: Option<&Path>) -> PathBuf {
 
 /// Where the pinned agent SDKs of the toolchain folder `dir` live: its
 /// `agent-packages/node_modules`, when it exists.
-pub fn agent_packages(dir: &Path) -> Option<PathBuf> {
+pub(super) fn agent_packages(dir: &Path) -> Option<PathBuf> {
     let modules = dir.join("agent-packages").join("node_modules");
     modules.is_dir().then_some(modules)
 }
@@ -74,7 +74,7 @@ pub fn agent_packages(dir: &Path) -> Option<PathBuf> {
 /// For an esbuild error that an import of one of [`AGENT_PACKAGES`] did
 /// not resolve: where build-js looks for it and the command that puts it
 /// there (toolchain folder `dir`).
-pub fn agent_package_hint(error: &str, dir: &Path) -> Option<String> {
+pub(super) fn agent_package_hint(error: &str, dir: &Path) -> Option<String> {
     let name = error
         .strip_prefix("Could not resolve \"")?
         .split('"')
@@ -98,7 +98,7 @@ pub fn agent_package_hint(error: &str, dir: &Path) -> Option<String> {
 }
 
 /// The command that installs the pinned packages into `dir`.
-pub fn install_command(dir: &Path) -> String {
+pub(super) fn install_command(dir: &Path) -> String {
     let pkgs: Vec<String> = PACKAGES.iter().map(|(n, v)| format!("{n}@{v}")).collect();
     format!(
         "npm install --prefix {} {}",
@@ -119,7 +119,7 @@ fn shell_word(s: &str) -> String {
 
 /// The installed versions of [`PACKAGES`] in `dir`, or an error naming the
 /// install command when one is missing or of another version.
-pub fn check_packages(dir: &Path) -> Result<(), InputError> {
+pub(super) fn check_packages(dir: &Path) -> Result<(), InputError> {
     for (name, want) in PACKAGES {
         let manifest = dir.join("node_modules").join(name).join("package.json");
         let version = std::fs::read_to_string(&manifest).ok().and_then(|t| {
@@ -146,7 +146,7 @@ pub fn check_packages(dir: &Path) -> Result<(), InputError> {
 }
 
 /// `node --version` (`v20.20.2`), or an error saying how to install Node.js.
-pub fn node_version(node: &Path) -> Result<String, InputError> {
+pub(super) fn node_version(node: &Path) -> Result<String, InputError> {
     let hint = format!(
         "build-js runs Node.js {NODE_MAJOR} or later: install it (`apt-get install nodejs npm`, or from https://nodejs.org) or pass --node"
     );
@@ -209,7 +209,11 @@ mod tests {
 
     #[test]
     fn the_install_script_pins_the_same_versions() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap();
         let script = std::fs::read_to_string(root.join("tests/js-packages.sh")).unwrap();
         let list = |var: &str| -> Vec<String> {
             let line = script

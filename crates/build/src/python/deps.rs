@@ -13,7 +13,7 @@ use worldline_case::bounded;
 use worldline_case::error::InputError;
 
 /// The Python inside componentize-py's components (`COMPONENTIZE_PY_VERSION`).
-pub const SANDBOX_PYTHON: &str = "3.14";
+pub(super) const SANDBOX_PYTHON: &str = "3.14";
 
 /// Top-level entries of a site-packages that install packages rather than
 /// being used by one.
@@ -181,7 +181,7 @@ fn copy_tree(from: &Path, into: &Path, rel: &str, native: &mut Vec<String>) -> R
 }
 
 /// Stage the packages of the virtual environment `venv` in `into`.
-pub fn from_venv(venv: &Path, into: &Path) -> Result<()> {
+pub(super) fn from_venv(venv: &Path, into: &Path) -> Result<()> {
     if !venv.is_dir() {
         return Err(InputError::new(venv, "no such folder; pass a virtual environment").into());
     }
@@ -245,7 +245,7 @@ pub fn from_venv(venv: &Path, into: &Path) -> Result<()> {
 /// The Python installed beside `componentize_py` (found on PATH when it is
 /// a bare name): the one of its virtual environment, which has pip; else
 /// `python3`.
-pub fn python_beside(componentize_py: &Path) -> PathBuf {
+pub(super) fn python_beside(componentize_py: &Path) -> PathBuf {
     let exe = if componentize_py.components().count() > 1 {
         Some(componentize_py.to_path_buf())
     } else {
@@ -314,7 +314,7 @@ const WASI_PLATFORM: &str = "wasi_0_0_0_wasm32";
 /// Install the requirements `file` into `into` with `python`'s pip, for
 /// the sandbox's Python: pure-Python wheels, and the WASI wheels in
 /// `wasi_wheels` when given; with `no_deps`, only the packages listed.
-pub fn from_requirements(
+pub(super) fn from_requirements(
     file: &Path,
     python: &Path,
     wasi_wheels: Option<&Path>,

@@ -137,7 +137,7 @@ fn function(out: &mut String, name: &str, sig: &str, docs: &[String]) {
 /// layout (`interface`/`world` at column 0, one item per line, `enum` and
 /// `record` bodies closed by `  }`); anything else it meets is a panic
 /// naming what to add, so the test cannot pass on a WIT it misreads.
-pub fn generate(files: &[&str]) -> String {
+pub(super) fn generate(files: &[&str]) -> String {
     let mut out = String::from(
         "// Generated from wit/ by the test in host/src/cli/build_js_cmd/types.rs; do not edit.\n\
          // Rewrite it after a WIT change: WORLDLINE_BLESS=1 cargo test -p worldline --lib build_js_cmd\n\
@@ -253,7 +253,11 @@ fn interfaces(out: &mut String, agent_wit: &str) {
 
 #[test]
 fn wit_d_ts_is_generated_from_the_wit() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
     let generated = generate(&[
         include_str!("../../../../wit/agent.wit"),
         include_str!("../../../../wit/conversation.wit"),

@@ -11,10 +11,10 @@ use std::process::Command;
 use worldline_case::error::InputError;
 
 /// The SDK's folder inside the agent's.
-pub const SDK_DIR: &str = ".worldline-sdk";
+pub(crate) const SDK_DIR: &str = ".worldline-sdk";
 
 /// The TypeScript `--typecheck` runs, at the version worldline is tested with.
-pub const TYPESCRIPT: (&str, &str) = ("typescript", "7.0.2");
+pub(crate) const TYPESCRIPT: (&str, &str) = ("typescript", "7.0.2");
 
 /// The configuration written when the agent's folder has none: the SDK's
 /// compiler options, `worldline` mapped to the SDK, the agent's files.
@@ -55,7 +55,7 @@ pub fn write_types(agent_dir: &Path) -> Result<()> {
 
 /// `tsc --noEmit -p agent_dir` with the toolchain's TypeScript; every
 /// error as `file:line:column: message` in one input error.
-pub fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Result<()> {
+pub(crate) fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Result<()> {
     let (name, version) = TYPESCRIPT;
     let tsc = toolchain.join("node_modules").join(name).join("bin/tsc");
     let installed = std::fs::read_to_string(

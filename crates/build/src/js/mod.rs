@@ -1,5 +1,6 @@
-//! `worldline build-js AGENT.{js,ts} [-o agent.wasm]`: build a JavaScript or
-//! TypeScript agent into a WebAssembly component, in one command.
+//! Building a JavaScript or TypeScript agent into a WebAssembly component
+//! (`worldline build-js AGENT.{js,ts} [-o agent.wasm]` renders [`build`]'s
+//! result).
 //!
 //! The binary carries the WIT package (`wit/`) and the JS/TS guest SDK
 //! (`guest-sdk/js`, imported as `worldline`); both are written into a
@@ -32,25 +33,24 @@
 //! superseded by docs/decisions/0315-build-js-source-map-string.md; the flag
 //! remains.
 
-pub(super) mod editor;
+mod editor;
 mod toolchain;
 #[cfg(test)]
 mod types;
 
-use super::Common;
-use super::build_python_cmd::write_tree;
-use crate::cli::exit::ExitCode;
+pub use editor::write_types;
+
+use crate::tree::write_tree;
 use anyhow::{Context as _, Result};
-use clap::Args;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use worldline_case::canon;
 use worldline_case::error::InputError;
-use worldline_runtime::sandbox::wit;
+use worldline_case::wit;
 
 /// The JS/TS guest SDK, by path under the build folder's `sdk/`.
-pub(super) const SDK: &[(&str, &str)] = &[
+pub(crate) const SDK: &[(&str, &str)] = &[
     (
         "approval.ts",
         include_str!("../../../../guest-sdk/js/approval.ts"),
@@ -106,39 +106,50 @@ const DRIVER: &str = include_str!("driver.mjs");
 /// Extensions of agent files esbuild reads as JavaScript or TypeScript.
 const EXTENSIONS: &[&str] = &["js", "mjs", "ts", "mts"];
 
-#[derive(Args)]
-pub struct BuildJsArgs {
+/// What to build, and with what.
+pub struct JsBuild {
     /// The agent's JavaScript or TypeScript file; it exports `run(task)`.
     pub agent: PathBuf,
     /// Where to write the component (default: AGENT with a `.wasm` extension).
-    #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// The Node.js executable.
-    #[arg(long, default_value = "node")]
     pub node: PathBuf,
-    /// The folder holding the pinned npm packages (default: $WORLDLINE_JS_TOOLCHAIN, else worldline/js in the user's cache).
-    #[arg(long)]
+    /// The folder holding the pinned npm packages (default:
+    /// `$WORLDLINE_JS_TOOLCHAIN`, else worldline/js in the user's cache).
     pub toolchain: Option<PathBuf>,
-    /// Type-check the agent first with `tsc --noEmit` (TypeScript 7.0.2 in
-    /// the toolchain folder); its errors are exit 2, as `file:line:column`.
-    #[arg(long)]
+    /// Type-check the agent first with `tsc --noEmit`.
     pub typecheck: bool,
-    /// Minify the bundle (names kept): a smaller component and less of the
-    /// engine's memory for the source it keeps (no pinned SDK needs it).
-    #[arg(long)]
+    /// Minify the bundle (names kept).
     pub minify: bool,
-    #[command(flatten)]
-    pub common: Common,
+    /// Keep the driver's own stderr (Node's warnings) out of the caller's
+    /// stderr, for a caller that prints only JSON.
+    pub quiet: bool,
 }
 
-pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
-    check_agent_file(&args.agent)?;
-    let agent = std::path::absolute(&args.agent).context("resolving the agent's path")?;
+/// What was built.
+pub struct JsBuilt {
+    /// Where the component was written.
+    pub output: PathBuf,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// Its SHA-256, hex.
+    pub sha256: String,
+    /// The versions it was built with.
+    pub node: String,
+    pub componentize_js: String,
+    pub esbuild: String,
+}
+
+/// Build `job.agent` into a component at its output; the bundler's or
+/// ComponentizeJS's errors are one input error naming each file and line.
+pub fn build(job: &JsBuild) -> Result<JsBuilt> {
+    check_agent_file(&job.agent)?;
+    let agent = std::path::absolute(&job.agent).context("resolving the agent's path")?;
     let agent_dir = agent.parent().unwrap_or(Path::new("/")).to_path_buf();
-    let output = args
+    let output = job
         .output
         .clone()
-        .unwrap_or_else(|| args.agent.with_extension("wasm"));
+        .unwrap_or_else(|| job.agent.with_extension("wasm"));
     // `-o build/agent.wasm` in a fresh project: make the folder now, not
     // fail after the whole build.
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -146,13 +157,13 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
             .map_err(|e| InputError::new(dir, format!("cannot create the output folder: {e}")))?;
     }
     worldline_case::output::check_file(&output)?;
-    let node_version = toolchain::node_version(&args.node)?;
-    let tools = toolchain::folder(args.toolchain.as_deref());
+    let node_version = toolchain::node_version(&job.node)?;
+    let tools = toolchain::folder(job.toolchain.as_deref());
     toolchain::check_packages(&tools)?;
     // The `worldline` module's types, for tsc and editors in the agent's folder.
     editor::write_types(&agent_dir)?;
-    if args.typecheck {
-        editor::typecheck(&args.node, &tools, &agent_dir)?;
+    if job.typecheck {
+        editor::typecheck(&job.node, &tools, &agent_dir)?;
     }
 
     let work = tempfile::Builder::new()
@@ -178,19 +189,19 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
         "bundleName": format!("{stem}.js"),
         "out": built,
         "agentPackages": toolchain::agent_packages(&std::path::absolute(&tools)?),
-        "minify": args.minify,
+        "minify": job.minify,
     });
-    let out = Command::new(&args.node)
+    let out = Command::new(&job.node)
         .arg(work.path().join("driver.mjs"))
         .arg(config.to_string())
         .stdin(Stdio::null())
-        .stderr(if args.common.json {
+        .stderr(if job.quiet {
             Stdio::piped()
         } else {
             Stdio::inherit()
         })
         .output()
-        .with_context(|| format!("running {}", args.node.display()))?;
+        .with_context(|| format!("running {}", job.node.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let result: Option<Value> = stdout
         .lines()
@@ -219,32 +230,18 @@ pub fn exec(args: BuildJsArgs) -> Result<ExitCode> {
                 e
             })
             .collect();
-        return Err(build_error(&args.agent, &agent_dir, &errors).into());
+        return Err(build_error(&job.agent, &agent_dir, &errors).into());
     }
     let bytes = std::fs::read(&built).context("reading the built component")?;
     worldline_case::output::write(&output, &bytes)?;
-    let sha256 = canon::sha256_hex(&bytes);
-    let componentize_js = result["componentize_js"].as_str().unwrap_or("");
-    let esbuild = result["esbuild"].as_str().unwrap_or("");
-    if args.common.json {
-        let doc = json!({
-            "agent": output.display().to_string(),
-            "bytes": bytes.len(),
-            "sha256": sha256,
-            "node": node_version,
-            "componentize_js": componentize_js,
-            "esbuild": esbuild,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        println!(
-            "built {} ({:.1} MB, sha256 {}) with ComponentizeJS {componentize_js}, esbuild {esbuild}, Node {node_version}",
-            output.display(),
-            bytes.len() as f64 / 1e6,
-            &sha256[..16]
-        );
-    }
-    Ok(ExitCode::Ok)
+    Ok(JsBuilt {
+        output,
+        bytes: bytes.len(),
+        sha256: canon::sha256_hex(&bytes),
+        node: node_version,
+        componentize_js: result["componentize_js"].as_str().unwrap_or("").into(),
+        esbuild: result["esbuild"].as_str().unwrap_or("").into(),
+    })
 }
 
 /// Refuse what is not an existing `.js`/`.mjs`/`.ts`/`.mts` file.
@@ -315,7 +312,11 @@ mod tests {
 
     #[test]
     fn every_sdk_file_is_embedded() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap();
         let mut on_disk: Vec<String> = std::fs::read_dir(root.join("guest-sdk/js"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -325,7 +326,7 @@ mod tests {
         let embedded: Vec<&str> = SDK.iter().map(|(n, _)| *n).collect();
         assert_eq!(
             embedded, on_disk,
-            "add the new SDK file to SDK in build_js_cmd/mod.rs"
+            "add the new SDK file to SDK in crates/build/src/js/mod.rs"
         );
     }
 

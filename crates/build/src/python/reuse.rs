@@ -18,12 +18,12 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// What a build's bytes depend on, hashed in a fixed order.
-pub struct Key(Sha256);
+pub(super) struct Key(Sha256);
 
 impl Key {
     /// A key for componentize-py `version` building `what` (the agent or
     /// service module and the kind of build).
-    pub fn new(version: &str, what: &str) -> Self {
+    pub(super) fn new(version: &str, what: &str) -> Self {
         let mut h = Sha256::new();
         h.update(b"worldline build-python 1\0");
         for part in [version, what] {
@@ -44,7 +44,7 @@ impl Key {
     }
 
     /// Add embedded files (the WIT, the SDK, the main module).
-    pub fn embedded(&mut self, label: &str, files: &[(&str, &str)]) {
+    pub(super) fn embedded(&mut self, label: &str, files: &[(&str, &str)]) {
         let mut sorted: Vec<&(&str, &str)> = files.iter().collect();
         sorted.sort();
         for (rel, text) in sorted {
@@ -56,7 +56,7 @@ impl Key {
     /// path order: hidden entries, `__pycache__`, build output
     /// (`target`, `node_modules`) and components (`.wasm`, such as the
     /// build's own output beside the agent) are left out.
-    pub fn folder(&mut self, label: &str, dir: &Path) -> Result<()> {
+    pub(super) fn folder(&mut self, label: &str, dir: &Path) -> Result<()> {
         let mut files = Vec::new();
         walk(dir, dir, &mut files)?;
         files.sort();
@@ -68,7 +68,7 @@ impl Key {
         Ok(())
     }
 
-    pub fn hex(self) -> String {
+    pub(super) fn hex(self) -> String {
         hex::encode(self.0.finalize())
     }
 }
@@ -98,7 +98,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()>
 /// Where builds are kept: `$WORLDLINE_BUILD_CACHE`, else
 /// `worldline/build-python` under the user's cache (`$XDG_CACHE_HOME`, or
 /// `~/.cache`).
-pub fn folder() -> PathBuf {
+pub(super) fn folder() -> PathBuf {
     if let Some(dir) = std::env::var_os("WORLDLINE_BUILD_CACHE").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
@@ -113,7 +113,7 @@ pub fn folder() -> PathBuf {
 
 /// The kept build for `key`, if there is one whose bytes are whole (its
 /// name is its key; its SHA-256 is checked against the one kept beside).
-pub fn kept(key: &str) -> Option<Vec<u8>> {
+pub(super) fn kept(key: &str) -> Option<Vec<u8>> {
     let dir = folder();
     let bytes = std::fs::read(dir.join(format!("{key}.wasm"))).ok()?;
     let sha = std::fs::read_to_string(dir.join(format!("{key}.sha256"))).ok()?;
@@ -121,30 +121,23 @@ pub fn kept(key: &str) -> Option<Vec<u8>> {
 }
 
 /// Keep `bytes` as the build for `key` (written whole or not at all; a
-/// cache that cannot be written is not an error of the build).
-pub fn keep(key: &str, bytes: &[u8]) {
+/// cache that cannot be written is the caller's to report: it is not an
+/// error of the build).
+pub(crate) fn keep(key: &str, bytes: &[u8]) -> std::io::Result<()> {
     let dir = folder();
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(&dir)?;
-        for (ext, data) in [
-            ("wasm", bytes.to_vec()),
-            (
-                "sha256",
-                worldline_case::canon::sha256_hex(bytes).into_bytes(),
-            ),
-        ] {
-            let tmp = dir.join(format!(".{key}.{ext}.{}", std::process::id()));
-            std::fs::write(&tmp, &data)?;
-            std::fs::rename(&tmp, dir.join(format!("{key}.{ext}")))?;
-        }
-        Ok(())
-    };
-    if let Err(e) = write() {
-        eprintln!(
-            "warning: could not keep the build in {} ({e}); the next build of these sources gives other bytes",
-            dir.display()
-        );
+    std::fs::create_dir_all(&dir)?;
+    for (ext, data) in [
+        ("wasm", bytes.to_vec()),
+        (
+            "sha256",
+            worldline_case::canon::sha256_hex(bytes).into_bytes(),
+        ),
+    ] {
+        let tmp = dir.join(format!(".{key}.{ext}.{}", std::process::id()));
+        std::fs::write(&tmp, &data)?;
+        std::fs::rename(&tmp, dir.join(format!("{key}.{ext}")))?;
     }
+    Ok(())
 }
 
 #[cfg(test)]

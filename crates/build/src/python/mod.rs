@@ -1,0 +1,497 @@
+//! Building a Python agent or world service into a WebAssembly component
+//! with componentize-py (`worldline build-python AGENT.py [-o agent.wasm]`
+//! renders [`build`]'s result and its [`Progress`]).
+//!
+//! The binary carries the WIT package (`wit/`) and the Python guest SDK
+//! (`guest-sdk/python/worldline_guest`), so a Python user needs only
+//! componentize-py: both are written into a temporary folder, and
+//! componentize-py builds the agent's module against the `agent-host` world
+//! with CPython inside. `--venv` and `--requirements` bundle the agent's
+//! pure-Python dependencies ([`deps`]). A build of sources built before
+//! gives back the same bytes ([`reuse`]).
+
+mod deps;
+mod reuse;
+
+use crate::tree::write_tree;
+use anyhow::{Context as _, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use worldline_case::canon;
+use worldline_case::error::InputError;
+use worldline_case::wit;
+
+/// The componentize-py release worldline is tested with (`.ci/run` installs it).
+pub(crate) const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
+
+/// What to run when componentize-py is missing.
+fn install_hint() -> String {
+    format!("install it with `pip install componentize-py=={COMPONENTIZE_PY_VERSION}`")
+}
+
+/// The Python guest SDK, by path under the build folder's `sdk/`.
+pub const SDK: &[(&str, &str)] = &[
+    (
+        "worldline_guest/__init__.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/__init__.py"),
+    ),
+    (
+        "worldline_guest/approval.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/approval.py"),
+    ),
+    (
+        "worldline_guest/errors.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/errors.py"),
+    ),
+    (
+        "worldline_guest/files.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/files.py"),
+    ),
+    (
+        "worldline_guest/model.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/model.py"),
+    ),
+    (
+        "worldline_guest/tools.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/tools.py"),
+    ),
+    (
+        "worldline_guest/snapshot.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/snapshot.py"),
+    ),
+    (
+        "worldline_guest/asyncio_standin.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/asyncio_standin.py"),
+    ),
+    (
+        "worldline_guest/ssl_standin.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/ssl_standin.py"),
+    ),
+    (
+        "worldline_guest/stdlib_http.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/stdlib_http.py"),
+    ),
+    (
+        "worldline_guest/httpx_transport.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/httpx_transport.py"),
+    ),
+    (
+        "worldline_guest/wasi_http.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/wasi_http.py"),
+    ),
+    (
+        "worldline_guest/trace.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/trace.py"),
+    ),
+    (
+        "worldline_guest/user.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/user.py"),
+    ),
+    (
+        "worldline_service/__init__.py",
+        include_str!("../../../../guest-sdk/python/worldline_service/__init__.py"),
+    ),
+];
+
+/// The module componentize-py is asked to build: it makes `http.client`,
+/// `urllib` and httpx speak `wasi:http`, gives `ssl` a stand-in when the
+/// sandbox's Python has none (`worldline_guest/ssl_standin.py`), imports
+/// the agent's module with the network switched off (see
+/// `worldline_guest/snapshot.py`), and takes the `WitWorld` that
+/// `@wl.agent` defined there, or exports its plain `run`.
+const MAIN: &str = "worldline_main";
+
+fn main_module(agent_module: &str, service: bool) -> String {
+    if service {
+        // A service imports nothing of the agent world (no network to
+        // switch off either: it never had sockets).
+        return format!(
+            "\"\"\"Written by `worldline build-python --service`: the service module.\"\"\"\n\n\
+             from {agent_module} import WitWorld  # noqa: F401\n"
+        );
+    }
+    format!(
+        "\"\"\"Written by `worldline build-python`: the agent module, imported offline,\n\
+         with http.client, urllib and httpx or httpx2 (when bundled) speaking wasi:http.\"\"\"\n\n\
+         import worldline_guest\n\
+         from worldline_guest import asyncio_standin, httpx_transport, ssl_standin, stdlib_http\n\
+         from worldline_guest.snapshot import offline\n\n\
+         with offline():\n    \
+             stdlib_http.install()\n    \
+             ssl_standin.install()\n    \
+             asyncio_standin.install()\n    \
+             httpx_transport.install()\n    \
+             import {agent_module} as _agent\n\n\
+         WitWorld = worldline_guest.exported(_agent)\n"
+    )
+}
+
+/// Module names the build itself provides; an agent module may not take them.
+const RESERVED: &[&str] = &[
+    MAIN,
+    "wit_world",
+    "worldline_guest",
+    "worldline_service",
+    "componentize_py_types",
+    "componentize_py_runtime",
+    "componentize_py_async_support",
+    "poll_loop",
+];
+
+/// What to build, and with what.
+pub struct PythonBuild {
+    /// The agent's Python file; it defines its `run(task)` with
+    /// `@worldline_guest.agent` (a service's: its tools marked
+    /// `@worldline_service.tool`).
+    pub agent: PathBuf,
+    /// Build a world service (`worldline:service/service`) instead of an agent.
+    pub service: bool,
+    /// Where to write the component (default: AGENT with a `.wasm` extension).
+    pub output: Option<PathBuf>,
+    /// The componentize-py executable.
+    pub componentize_py: PathBuf,
+    /// Bundle the pure-Python packages of this virtual environment.
+    pub venv: Option<PathBuf>,
+    /// Bundle these requirements, installed with pip for the sandbox's Python.
+    pub requirements: Option<PathBuf>,
+    /// Wheels built for the sandbox's Python that `requirements` may use.
+    pub wasi_wheels: Option<PathBuf>,
+    /// Install exactly the packages `requirements` lists (pip's `--no-deps`).
+    pub no_deps: bool,
+    /// The Python whose pip installs `requirements` (default: the one beside
+    /// componentize-py, else `python3`).
+    pub python: Option<PathBuf>,
+}
+
+/// What a build is doing, for the caller to show: the slow steps said
+/// before they start and timed after.
+pub enum Progress<'a> {
+    /// componentize-py is another version than the tested one.
+    UntestedVersion { found: &'a str },
+    /// pip is installing the requirements file for the sandbox's Python.
+    Installing { requirements: &'a Path },
+    /// componentize-py is building the component (a minute, several with
+    /// an SDK's packages).
+    Componentizing { output: &'a Path },
+    /// componentize-py finished.
+    Componentized { seconds: f64 },
+    /// The build could not be kept for reuse (the next build of these
+    /// sources gives other bytes).
+    NotKept { folder: &'a Path, error: String },
+}
+
+impl std::fmt::Display for Progress<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Progress::UntestedVersion { found } => write!(
+                f,
+                "warning: componentize-py {found} is not the tested {COMPONENTIZE_PY_VERSION}; if the build or the run fails, {}",
+                install_hint()
+            ),
+            Progress::Installing { requirements } => write!(
+                f,
+                "installing {} with pip for the sandbox's Python",
+                requirements.display()
+            ),
+            Progress::Componentizing { output } => write!(
+                f,
+                "building {} with componentize-py (CPython, the agent and its packages; once per sources)",
+                output.display()
+            ),
+            Progress::Componentized { seconds } => {
+                write!(f, "componentize-py finished in {seconds:.1} s")
+            }
+            Progress::NotKept { folder, error } => write!(
+                f,
+                "warning: could not keep the build in {} ({error}); the next build of these sources gives other bytes",
+                folder.display()
+            ),
+        }
+    }
+}
+
+/// What was built.
+pub struct PythonBuilt {
+    /// Where the component was written.
+    pub output: PathBuf,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// Its SHA-256, hex.
+    pub sha256: String,
+    /// The componentize-py version it was built with.
+    pub componentize_py: String,
+    /// The bytes of an earlier build of the same sources.
+    pub reused: bool,
+}
+
+/// Build `job.agent` into a component at its output, telling `progress`
+/// what it is doing.
+pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<PythonBuilt> {
+    let module = module_name(&job.agent)?;
+    let agent_dir = match job.agent.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let output = job
+        .output
+        .clone()
+        .unwrap_or_else(|| job.agent.with_extension("wasm"));
+    // Checked before the build; componentize-py writes into the build
+    // folder, and the component is moved to `output` from there.
+    worldline_case::output::check_file(&output)?;
+    let version = componentize_py_version(&job.componentize_py)?;
+    if version != COMPONENTIZE_PY_VERSION {
+        progress(Progress::UntestedVersion { found: &version });
+    }
+
+    let work = tempfile::Builder::new()
+        .prefix("worldline-build-python-")
+        .tempdir()
+        .context("creating a temporary build folder")?;
+    let built = work.path().join("agent.wasm");
+    write_tree(&work.path().join("wit"), wit::FILES)?;
+    write_tree(&work.path().join("sdk"), SDK)?;
+    let main = main_module(&module, job.service);
+    write_tree(
+        &work.path().join("sdk"),
+        &[(&format!("{MAIN}.py"), main.as_str())],
+    )?;
+
+    let deps = work.path().join("deps");
+    std::fs::create_dir_all(&deps).context("creating the dependency folder")?;
+    if let Some(venv) = &job.venv {
+        deps::from_venv(venv, &deps)?;
+    }
+    if let Some(file) = &job.requirements {
+        let python = job
+            .python
+            .clone()
+            .unwrap_or_else(|| deps::python_beside(&job.componentize_py));
+        progress(Progress::Installing { requirements: file });
+        deps::from_requirements(
+            file,
+            &python,
+            job.wasi_wheels.as_deref(),
+            job.no_deps,
+            &deps,
+        )?;
+    }
+
+    let mut key = reuse::Key::new(&version, &format!("{module} service={}", job.service));
+    key.embedded("wit", wit::FILES);
+    key.embedded("sdk", SDK);
+    key.embedded("main", &[(&format!("{MAIN}.py"), main.as_str())]);
+    key.folder("agent", &agent_dir)?;
+    key.folder("deps", &deps)?;
+    let key = key.hex();
+    if let Some(bytes) = reuse::kept(&key) {
+        worldline_case::output::write(&output, &bytes)?;
+        return Ok(built_at(output, &bytes, version, true));
+    }
+
+    let mut componentize = Command::new(&job.componentize_py);
+    if job.service {
+        componentize
+            .arg("-d")
+            .arg(work.path().join("wit").join("service"))
+            .args(["-w", "service"]);
+    } else {
+        // The host's world: the agent's interfaces and WASI with
+        // `wasi:http`, its two `types` interfaces told apart by name.
+        componentize
+            .arg("-d")
+            .arg(work.path().join("wit"))
+            .args(["-w", "agent-host"])
+            .args([
+                "--import-interface-name",
+                "worldline:agent/types@0.1.0=types",
+            ])
+            .args([
+                "--import-interface-name",
+                "wasi:http/types@0.2.12=http_types",
+            ]);
+    }
+    // The one slow step: said before, timed after.
+    progress(Progress::Componentizing { output: &output });
+    let started = std::time::Instant::now();
+    let out = componentize
+        .args(["componentize", MAIN, "-p"])
+        .arg(&agent_dir)
+        .arg("-p")
+        .arg(&deps)
+        .arg("-p")
+        .arg(work.path().join("sdk"))
+        .arg("-o")
+        .arg(&built)
+        .output()
+        .with_context(|| format!("running {}", job.componentize_py.display()))?;
+    if !out.status.success() {
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return Err(InputError::new(
+            &job.agent,
+            format!(
+                "componentize-py could not build it (fix the Python error it names):\n{}",
+                said.trim_end()
+            ),
+        )
+        .into());
+    }
+    progress(Progress::Componentized {
+        seconds: started.elapsed().as_secs_f64(),
+    });
+    let bytes = std::fs::read(&built)
+        .with_context(|| format!("reading the built component {}", built.display()))?;
+    worldline_case::output::write(&output, &bytes)?;
+    if let Err(error) = reuse::keep(&key, &bytes) {
+        progress(Progress::NotKept {
+            folder: &reuse::folder(),
+            error: error.to_string(),
+        });
+    }
+    Ok(built_at(output, &bytes, version, false))
+}
+
+fn built_at(output: PathBuf, bytes: &[u8], componentize_py: String, reused: bool) -> PythonBuilt {
+    PythonBuilt {
+        output,
+        bytes: bytes.len(),
+        sha256: canon::sha256_hex(bytes),
+        componentize_py,
+        reused,
+    }
+}
+
+/// The Python module name of the agent file (`agent.py` → `agent`).
+fn module_name(agent: &Path) -> Result<String> {
+    if !agent.is_file() {
+        return Err(InputError::new(agent, "no such file; pass the agent's .py file").into());
+    }
+    let stem = agent
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|_| agent.extension().is_some_and(|e| e == "py"))
+        .ok_or_else(|| InputError::new(agent, "is not a .py file"))?;
+    let identifier = stem
+        .chars()
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && stem.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
+    if !identifier {
+        return Err(InputError::new(
+            agent,
+            format!("`{stem}` is not a Python module name; rename the file (letters, digits, `_`)"),
+        )
+        .into());
+    }
+    if RESERVED.contains(&stem) {
+        return Err(InputError::new(
+            agent,
+            format!("`{stem}` is a module the build provides; rename the file"),
+        )
+        .into());
+    }
+    Ok(stem.to_string())
+}
+
+/// `componentize-py --version`'s version, or an input error saying how to
+/// install it.
+fn componentize_py_version(exe: &Path) -> Result<String> {
+    let out = match Command::new(exe).arg("--version").output() {
+        Ok(out) if out.status.success() => out,
+        Ok(out) => {
+            return Err(InputError::new(
+                exe,
+                format!(
+                    "`--version` failed ({}); {}",
+                    String::from_utf8_lossy(&out.stderr).trim(),
+                    install_hint()
+                ),
+            )
+            .into());
+        }
+        Err(e) => {
+            return Err(InputError::new(
+                exe,
+                format!(
+                    "cannot run componentize-py ({e}): it builds Python agents; {}",
+                    install_hint()
+                ),
+            )
+            .into());
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text.split_whitespace().last().unwrap_or("").to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file under `root` with extension `ext`, relative, sorted.
+    fn files(root: &Path, ext: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == ext) {
+                    let rel = path.strip_prefix(root).unwrap();
+                    found.push(rel.to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    fn embedded(list: &[(&str, &str)]) -> Vec<String> {
+        let mut names: Vec<String> = list.iter().map(|(n, _)| n.to_string()).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn every_wit_and_sdk_file_is_embedded() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap();
+        assert_eq!(embedded(wit::FILES), files(&root.join("wit"), "wit"));
+        assert_eq!(
+            embedded(SDK),
+            files(&root.join("guest-sdk/python"), "py"),
+            "add the new SDK file to SDK in build_python_cmd.rs"
+        );
+    }
+
+    #[test]
+    fn module_names_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, "").unwrap();
+            p
+        };
+        assert_eq!(module_name(&write("my_agent.py")).unwrap(), "my_agent");
+        let refused = |p: &Path| module_name(p).unwrap_err().to_string();
+        for (bad, why) in [
+            ("my-agent.py", "`my-agent` is not a Python module name"),
+            ("1agent.py", "`1agent` is not a Python module name"),
+            ("wit_world.py", "`wit_world` is a module the build provides"),
+            ("agent.txt", "is not a .py file"),
+        ] {
+            let err = refused(&write(bad));
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+        let err = refused(&dir.path().join("absent.py"));
+        assert!(err.contains("no such file"), "{err}");
+    }
+}
