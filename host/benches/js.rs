@@ -19,10 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use worldline_case::case::{self, Case};
 use worldline_engine::run::{new_store, run};
-use worldline_engine::store::StoreDir;
 use worldline_log::log::Recorder;
 use worldline_runtime::mediate::Mediator;
 use worldline_runtime::sandbox::{Agent, Sandbox};
+use worldline_store::store::StoreDir;
 
 struct Fixture {
     _dir: tempfile::TempDir,

@@ -22,8 +22,8 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use worldline_case::case::model::parse_overrides;
-use worldline_engine::store::StoreDir;
 use worldline_engine::suite::{Entry, Suite};
+use worldline_store::store::StoreDir;
 
 const CASES: usize = 64;
 const LATENCY: Duration = Duration::from_millis(200);

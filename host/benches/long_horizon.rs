@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceExt as _;
-use worldline_engine::store::StoreDir;
+use worldline_store::store::StoreDir;
 use worldline_ui::{App, router};
 
 /// One command's wall time, its peak RSS (KiB: `ru_maxrss` from `wait4`)

@@ -50,10 +50,10 @@ use worldline_engine::native::exec::{self, Exec};
 use worldline_engine::native::loopback::{self, Loopback};
 use worldline_engine::native::session::{self, Exit, Handle, Job, Reply};
 use worldline_engine::run::RunOptions;
-use worldline_engine::store::StoreDir;
 use worldline_protocol::routes::Route;
 use worldline_runtime::mediate::boundary::Via;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 

@@ -29,12 +29,12 @@ use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceExt as _;
-use worldline_engine::index::Index;
-use worldline_engine::index::query::Filter;
-use worldline_engine::index::row::Row;
 use worldline_engine::run::run;
-use worldline_engine::store::StoreDir;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::index::Index;
+use worldline_store::index::query::Filter;
+use worldline_store::index::row::Row;
+use worldline_store::store::StoreDir;
 use worldline_ui::{App, router};
 
 const RUNS: i64 = 100_000;

@@ -19,10 +19,10 @@ use std::time::Duration;
 use wasmtime::Store;
 use worldline_case::case::{self, Case};
 use worldline_engine::run::{new_store, run};
-use worldline_engine::store::StoreDir;
 use worldline_log::log::Recorder;
 use worldline_runtime::mediate::{Mediator, RunState};
 use worldline_runtime::sandbox::{Agent, Sandbox};
+use worldline_store::store::StoreDir;
 
 /// `get_ticket` calls the case asks for; the probe adds one `not-found` call.
 const CALLS: u64 = 19;

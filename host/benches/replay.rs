@@ -33,10 +33,10 @@ use worldline_case::case::{self, Case};
 use worldline_engine::fork::fork;
 use worldline_engine::replay::{self, Verdict};
 use worldline_engine::run::{RunOptions, run, run_with};
-use worldline_engine::store::StoreDir;
 use worldline_log::log::bundle::Edit;
 use worldline_runtime::mediate::follow::Following;
 use worldline_runtime::sandbox::{Agent, Sandbox};
+use worldline_store::store::StoreDir;
 
 /// Tool calls in the scripted run.
 const CALLS: u64 = 200;

@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use worldline_case::case::{self, Case};
 use worldline_engine::run::{new_store, run};
-use worldline_engine::store::StoreDir;
 use worldline_log::log::Recorder;
 use worldline_runtime::mediate::Mediator;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// Tool calls per run in the call benchmark.
 const CALLS: u64 = 2_000;

@@ -19,12 +19,12 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use worldline_engine::index::Index;
-use worldline_engine::index::query::Filter;
-use worldline_engine::index::row::Row;
-use worldline_engine::retention::policy::Policy;
-use worldline_engine::retention::sweep;
-use worldline_engine::store::StoreDir;
+use worldline_store::index::Index;
+use worldline_store::index::query::Filter;
+use worldline_store::index::row::Row;
+use worldline_store::retention::policy::Policy;
+use worldline_store::retention::sweep;
+use worldline_store::store::StoreDir;
 
 const RUNS: i64 = 100_000;
 const DAY: i64 = 86_400;
@@ -160,7 +160,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             let r = row(next, now);
             next += 1;
-            worldline_engine::index::save_row(&store, &r).unwrap();
+            worldline_store::index::save_row(&store, &r).unwrap();
         })
     });
     g.bench_function("index_open_update_close", |b| {

@@ -20,9 +20,9 @@ use axum::http::{Request, StatusCode, header};
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::sync::Arc;
 use tower::ServiceExt as _;
-use worldline_engine::index::Index;
-use worldline_engine::index::row::Row;
-use worldline_engine::store::StoreDir;
+use worldline_store::index::Index;
+use worldline_store::index::row::Row;
+use worldline_store::store::StoreDir;
 use worldline_ui::{App, router};
 
 const RUNS: i64 = 100_000;

@@ -20,7 +20,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use worldline_engine::store::StoreDir;
+use worldline_store::store::StoreDir;
 
 const RUNS: usize = 10_000;
 

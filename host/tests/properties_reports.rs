@@ -182,7 +182,7 @@ proptest! {
     #[test]
     fn typed_inputs_give_a_value_or_an_error(text in "[a-z0-9_*?()!&|=:.,/\\[\\]{}\" -]{0,24}") {
         let _ = worldline_engine::suite::select::Filter::parse(&text);
-        let _ = worldline_engine::index::query::parse_time(&text, 1_700_000_000);
+        let _ = worldline_store::index::query::parse_time(&text, 1_700_000_000);
         let _ = worldline_runtime::mediate::parse_patch(&text);
         let edits = worldline_engine::fork::check::EditText {
             respond: Some(text.clone()),

@@ -238,7 +238,7 @@ task = { calls = [
 "#,
     );
     let store_root = dir.path().join("store");
-    let store = worldline_engine::store::StoreDir::open(&store_root).unwrap();
+    let store = worldline_store::store::StoreDir::open(&store_root).unwrap();
     let sandbox = worldline_runtime::sandbox::Sandbox::new(Some(store.cache_dir())).unwrap();
     let wasm = caller();
     let agent = sandbox.load_file(&wasm).unwrap();

@@ -14,13 +14,13 @@
 //! (git's "racy clean" rule). On a hit with the compiled code cached, the
 //! file is not read at all.
 
-use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use worldline_case::canon;
 use worldline_case::file_identity;
 use worldline_runtime::sandbox::{Agent, Sandbox};
+use worldline_store::store::StoreDir;
 
 /// Load the agent in `path` and keep its bytes in the store, where replay,
 /// fork and export find them.

@@ -14,7 +14,6 @@
 //! must hold, and everything is written through a capability handle on the
 //! store folder, so nothing can land outside it.
 
-use crate::store::StoreDir;
 use anyhow::{Context as _, Result};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -25,6 +24,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use worldline_case::error::InputError;
 use worldline_log::log::bundle;
+use worldline_store::store::StoreDir;
 
 /// The format this worldline writes: objects as base64 of the form
 /// `object_codec` keeps them in (a zstd frame, or the bytes themselves).
@@ -212,7 +212,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         )
         .into());
     }
-    if !crate::store::is_run_id(&doc.run) {
+    if !worldline_store::store::is_run_id(&doc.run) {
         return Err(bad_at(
             "\"run\"",
             format!("run id `{}` is not a plain name", doc.run),
@@ -342,7 +342,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         }
     }
     store.publish(&doc.run)?;
-    crate::index::record_file(store, &doc.run);
+    worldline_store::index::record_file(store, &doc.run);
     Ok(Imported {
         run_id: doc.run,
         redacted: b.header.redacted,

@@ -15,7 +15,6 @@ use crate::native::openenv::{self, Prefix};
 use crate::native::rederive;
 use crate::replay::{self, RecordedRun, recorded_agent};
 use crate::run::{RunOptions, RunOutcome, run_with};
-use crate::store::StoreDir;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,6 +22,7 @@ use worldline_case::error::InputError;
 use worldline_log::log::bundle::{self, Edit, ForkPoint, Parent};
 use worldline_runtime::mediate::follow::Following;
 use worldline_runtime::sandbox::{Agent, Sandbox};
+use worldline_store::store::StoreDir;
 
 /// The recording a fork of `run` at event `at` reads: the events up to
 /// the fork point and the footer (decision 0346), or every event of a run

@@ -5,7 +5,6 @@
 
 use crate::native::exec::Exec;
 use crate::run::{RunOptions, RunOutcome, run_with};
-use crate::store::StoreDir;
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::json;
@@ -18,6 +17,7 @@ use worldline_log::log::Call;
 use worldline_log::log::bundle::{self, Bundle};
 use worldline_runtime::mediate::follow::{Class, Divergence, Following};
 use worldline_runtime::sandbox::{Agent, Sandbox};
+use worldline_store::store::StoreDir;
 
 /// A run as recorded, with what it needs to run again.
 pub struct RecordedRun {

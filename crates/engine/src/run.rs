@@ -5,7 +5,6 @@
 use crate::grade::gold::GoldState;
 use crate::grade::judge::Judging;
 use crate::grade::{Evidence, Grade, grade_judged};
-use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,6 +23,7 @@ use worldline_runtime::mediate::service::{LoadedService, Runtime};
 use worldline_runtime::mediate::services::Leftover;
 use worldline_runtime::mediate::{HostServices, Mediator, MemoryLimiter, RunState, Stop};
 use worldline_runtime::sandbox::{Agent, Sandbox};
+use worldline_store::store::StoreDir;
 
 /// Everything a finished (or stopped) run produced.
 pub struct RunOutcome {
@@ -271,7 +271,7 @@ pub fn finish(
     if let (Some(store), Some(id)) = (opts.store, &opened.run_id) {
         store.publish_finished(
             id,
-            crate::store::Finished {
+            worldline_store::store::Finished {
                 header: &opened.header,
                 events: &events,
                 footer: Some(&footer),
@@ -280,7 +280,7 @@ pub fn finish(
         if let Some(batch) = opts.batch {
             batch.ran();
         }
-        crate::index::record(store, id, &opened.header, &footer, events.len());
+        worldline_store::index::record(store, id, &opened.header, &footer, events.len());
     }
     Ok(RunOutcome {
         run_id: opened.run_id,

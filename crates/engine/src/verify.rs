@@ -28,12 +28,12 @@
 //! map, so the output does not depend on the number of threads.
 
 use crate::replay::{self, ReplayReport};
-use crate::store::StoreDir;
 use anyhow::Result;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore as _, SeedableRng as _};
 use worldline_log::log::bundle;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// How one run's check ended.
 pub enum Checked {

@@ -31,7 +31,7 @@ proptest! {
             .unwrap()
         });
         let dir = tempfile::tempdir().unwrap();
-        let store = worldline_engine::store::StoreDir::open(&dir.path().join("store")).unwrap();
+        let store = worldline_store::store::StoreDir::open(&dir.path().join("store")).unwrap();
         let path = dir.path().join("run.json");
         let bytes = mutate(valid, &ops);
         std::fs::write(&path, &bytes).unwrap();

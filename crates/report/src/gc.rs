@@ -1,7 +1,7 @@
 //! `gc`: what retention removed (or would remove) and what it kept.
 
 use std::io::{self, Write};
-use worldline_engine::retention::sweep::Report;
+use worldline_store::retention::sweep::Report;
 
 fn human(bytes: u64) -> String {
     match bytes {

@@ -4,8 +4,8 @@
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::io::{self, Write};
-use worldline_engine::index::row::Row;
-use worldline_engine::index::{Check, Sync};
+use worldline_store::index::row::Row;
+use worldline_store::index::{Check, Sync};
 
 /// One run of the `runs --json` array.
 #[derive(Serialize)]

@@ -11,8 +11,8 @@ use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
-use worldline_engine::store::StoreDir;
 use worldline_pgstore::roles::Role;
+use worldline_store::store::StoreDir;
 
 /// The runs a request's page shows: `/run/ID...` and `/diff?a=..&b=..`.
 fn runs_named(req: &Request) -> Vec<String> {
@@ -124,7 +124,7 @@ pub(crate) fn readers(store: &StoreDir, cfg: &Config) -> Result<Vec<guard::Reade
             let role = role.unwrap_or(db.role);
             if role == Role::Responder && db.role == Role::Viewer {
                 let refused = db.needs(Role::Responder, &format!("a responder's token (`{name}`)"));
-                return Err(worldline_engine::store::db_error(refused).into());
+                return Err(worldline_store::store::db_error(refused).into());
             }
             Ok(guard::Reader {
                 name: name.clone(),

@@ -3,7 +3,7 @@
 //! same case and agent without faults), pass^k, failure groups with their
 //! fault mix as bars, the shrink result in words, reproducer links, and an
 //! SVG plot of the failing runs by fault kind. A database store's
-//! campaigns come from its database (`fuzz/saved.rs`): a viewer-connected
+//! campaigns come from its database (`worldline_store::campaigns`): a viewer-connected
 //! server gets the redacted reports; a responder-connected one redacts
 //! the raw reports for each page as it does runs.
 //!
@@ -21,8 +21,8 @@ use anyhow::Result;
 use maud::{Markup, html};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use worldline_engine::fuzz::saved;
-use worldline_engine::index::{Index, query::Filter, row::Row};
+use worldline_store::campaigns;
+use worldline_store::index::{Index, query::Filter, row::Row};
 
 fn pct(x: &Value) -> String {
     x.as_f64()
@@ -43,7 +43,7 @@ fn listed(id: &str, r: &Value) -> Markup {
 }
 
 pub(crate) fn list(app: &Seen) -> Result<Reply> {
-    let kept = saved::all(&app.store)?;
+    let kept = campaigns::all(&app.store)?;
     let mut redactor = app.redactor()?;
     let mut rows = Vec::new();
     for (id, mut r) in kept {
@@ -241,7 +241,7 @@ fn group(g: usize, group: &Value) -> Markup {
 }
 
 pub(crate) fn page(app: &Seen, id: &str) -> Result<Reply> {
-    let mut r = saved::load(&app.store, id).map_err(|e| super::NotFound(format!("{e:#}")))?;
+    let mut r = campaigns::load(&app.store, id).map_err(|e| super::NotFound(format!("{e:#}")))?;
     if let Some(red) = app.redactor()?.as_mut() {
         red.json(&mut r);
     }

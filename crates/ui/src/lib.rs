@@ -37,10 +37,10 @@ use axum::routing::{get, post};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::sync::{Arc, OnceLock};
-use worldline_engine::store::StoreDir;
 use worldline_log::redact::Redactor;
 use worldline_pgstore::roles::Role;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// Which page the printed URL opens.
 pub enum Start {
@@ -366,13 +366,13 @@ fn start_path(store: &StoreDir, start: &Start) -> Result<String> {
             format!("/run/{}", html::url(&id))
         }
         Start::LastFailed => {
-            let filter = worldline_engine::index::query::Filter {
+            let filter = worldline_store::index::query::Filter {
                 status: vec!["failed".into(), "faulted".into()],
                 limit: Some(1),
                 ..Default::default()
             };
             let (rows, _) =
-                worldline_engine::index::Index::read(store, |index| index.query(&filter))?;
+                worldline_store::index::Index::read(store, |index| index.query(&filter))?;
             let Some(row) = rows.first() else {
                 return Err(worldline_case::error::InputError::new(
                     store.runs_dir(),

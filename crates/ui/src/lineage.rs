@@ -4,9 +4,9 @@
 
 use super::html::{badge, url};
 use maud::{Markup, html};
-use worldline_engine::index::{Index, query::Filter, row::Row};
-use worldline_engine::store::StoreDir;
 use worldline_log::log::bundle::{self, Parent};
+use worldline_store::index::{Index, query::Filter, row::Row};
+use worldline_store::store::StoreDir;
 
 /// How far up and down the tree goes.
 const DEPTH: usize = 8;

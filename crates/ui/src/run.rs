@@ -12,9 +12,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use worldline_case::canon;
 use worldline_engine::fork::check::describe;
-use worldline_engine::index::Index;
 use worldline_log::log::Call;
 use worldline_log::log::bundle::{self, Bundle, Footer, Header};
+use worldline_store::index::Index;
 
 pub(crate) const PER_PAGE: usize = 200;
 

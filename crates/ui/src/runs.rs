@@ -15,7 +15,7 @@ use anyhow::Result;
 use maud::{Markup, html};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use worldline_engine::index::{Index, page::Page, query::Filter, row::Row};
+use worldline_store::index::{Index, page::Page, query::Filter, row::Row};
 
 const PER_PAGE: u64 = 100;
 
@@ -169,7 +169,7 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
     let written_by = match (q.get("writer").map(|w| w.trim()), app.store.database()) {
         (Some(w), Some(db)) if !w.is_empty() => Some(
             db.runs_written_by(w)
-                .map_err(worldline_engine::store::db_error)?,
+                .map_err(worldline_store::store::db_error)?,
         ),
         _ => None,
     };

@@ -7,8 +7,8 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use worldline_case::error::InputError;
-use worldline_engine::store::StoreDir;
 use worldline_pgstore::audit::Filter;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct AuditArgs {
@@ -30,7 +30,7 @@ pub fn exec(args: AuditArgs) -> Result<ExitCode> {
     let since = args
         .since
         .as_deref()
-        .map(|t| worldline_engine::index::query::parse_time(t, super::runs_cmd::now_s()))
+        .map(|t| worldline_store::index::query::parse_time(t, super::runs_cmd::now_s()))
         .transpose()
         .map_err(|m| InputError::new("--since", m))?;
     let reads = db
@@ -38,7 +38,7 @@ pub fn exec(args: AuditArgs) -> Result<ExitCode> {
             run: args.run.clone(),
             since,
         })
-        .map_err(worldline_engine::store::db_error)?;
+        .map_err(worldline_store::store::db_error)?;
     if args.common.json {
         worldline_report::print_json(&reads)?;
         return Ok(ExitCode::Ok);

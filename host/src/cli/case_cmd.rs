@@ -11,7 +11,7 @@ use worldline_case::case::model::CassetteMode;
 use worldline_case::shown;
 use worldline_engine::regress::from_run::{self, Options};
 use worldline_engine::regress::from_trace;
-use worldline_engine::store::StoreDir;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct CaseArgs {

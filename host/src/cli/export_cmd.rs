@@ -12,9 +12,9 @@ use serde_json::json;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
 use worldline_engine::export;
-use worldline_engine::store::StoreDir;
 use worldline_log::log::bundle;
 use worldline_report::trajectory::Trajectory;
+use worldline_store::store::StoreDir;
 
 /// What `export` writes.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -15,12 +15,12 @@ use worldline_engine::fuzz::summary::PassK;
 use worldline_engine::grade::verdict;
 use worldline_engine::ops;
 use worldline_engine::replay;
-use worldline_engine::store::StoreDir;
 use worldline_report::{
     rerun::{ForkParent, ForkSummary},
     run::RunSummary,
 };
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct ForkArgs {

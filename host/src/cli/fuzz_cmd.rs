@@ -19,9 +19,9 @@ use worldline_case::case::fuzz::{self, FaultSource};
 use worldline_case::error::InputError;
 use worldline_engine::fuzz::campaign::Campaign;
 use worldline_engine::fuzz::reproducer::Reproducers;
-use worldline_engine::store::StoreDir;
 use worldline_report::fuzz::{Faults, FuzzReport, GroupReport, Timing};
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct FuzzArgs {
@@ -186,7 +186,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         partition: partition.map(|p| p.to_string()),
         tally: partition.map(|_| &tally),
     };
-    let campaign = worldline_engine::fuzz::saved::save(&store, &serde_json::to_value(&doc)?)?;
+    let campaign = worldline_store::campaigns::save(&store, &serde_json::to_value(&doc)?)?;
     if args.common.json {
         super::print_json_with_settings(&doc)?;
     } else {

@@ -6,9 +6,9 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
-use worldline_engine::retention::policy::Policy;
-use worldline_engine::retention::{pins, sweep};
-use worldline_engine::store::StoreDir;
+use worldline_store::retention::policy::Policy;
+use worldline_store::retention::{pins, sweep};
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct GcArgs {

@@ -9,9 +9,9 @@ use clap::Args;
 use std::path::PathBuf;
 use worldline_engine::grade::verdict;
 use worldline_engine::ops;
-use worldline_engine::store::StoreDir;
 use worldline_report::grade::RegradeSummary;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct GradeArgs {

@@ -13,10 +13,10 @@ use worldline_case::error::InputError;
 use worldline_engine::fork::check::describe;
 use worldline_engine::grade::{diff, final_state};
 use worldline_engine::replay;
-use worldline_engine::store::StoreDir;
 use worldline_log::log::event::By;
 use worldline_log::log::{Event, bundle};
 use worldline_report::timeline::{Cut, first_difference, summary_cut};
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct HistoryArgs {

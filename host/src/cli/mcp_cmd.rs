@@ -13,9 +13,9 @@ use worldline_case::case;
 use worldline_case::error::InputError;
 use worldline_engine::native::mcp::{self, Transport};
 use worldline_engine::run::RunOptions;
-use worldline_engine::store::StoreDir;
 use worldline_report::run::RunSummary;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct McpArgs {

@@ -36,14 +36,14 @@ pub struct MergeArgs {
 
 /// The shard reports of `suite` in the database store, named by partition.
 fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
-    let store = worldline_engine::store::StoreDir::open(&args.common.store)?;
+    let store = worldline_store::store::StoreDir::open(&args.common.store)?;
     let db = store.database_of("merge --suite")?;
     if args.unredacted {
         store.audit_raw(None, &[], &format!("merge --suite {suite} --unredacted"))?;
     }
     let shards = db
         .shards(suite, !args.unredacted)
-        .map_err(worldline_engine::store::db_error)?;
+        .map_err(worldline_store::store::db_error)?;
     if shards.is_empty() {
         return Err(InputError::new(
             "--suite",

@@ -8,7 +8,7 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use worldline_case::error::InputError;
-use worldline_engine::store::StoreDir;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct MigrateArgs {

@@ -362,7 +362,7 @@ pub fn main() -> i32 {
     };
     // Close the run index's kept writer: its close checkpoints SQLite's
     // log, so the next process does not read it all back (decision 0321).
-    worldline_engine::index::close_writers();
+    worldline_store::index::close_writers();
     match result {
         Ok(code) => code as i32,
         Err(err) => {

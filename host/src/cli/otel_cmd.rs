@@ -9,10 +9,10 @@ use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
-use worldline_engine::store::StoreDir;
 use worldline_log::log::bundle;
 use worldline_otel::{Options, RunView, send};
 use worldline_report::otel::OtelSummary;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct OtelArgs {
@@ -47,7 +47,7 @@ fn start_ns(store: &StoreDir, run_id: &str, b: &bundle::Bundle) -> u64 {
         .and_then(|t| t.get("clock").and_then(|c| c.as_datetime()).cloned())
         .and_then(|dt| worldline_case::time::datetime_to_unix_ns(&dt).ok());
     let ns = clock.unwrap_or_else(|| {
-        i128::from(worldline_engine::index::row::created_of_id(run_id).unwrap_or(0)) * 1_000_000_000
+        i128::from(worldline_store::index::row::created_of_id(run_id).unwrap_or(0)) * 1_000_000_000
     });
     u64::try_from(ns).unwrap_or(0)
 }

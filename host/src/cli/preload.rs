@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use worldline_engine::store::StoreDir;
 use worldline_engine::suite::{Compile, Entry};
 use worldline_runtime::sandbox::{Agent, Sandbox};
+use worldline_store::store::StoreDir;
 
 /// The sandbox, the agent (none for a native one), and what had to be
 /// compiled.

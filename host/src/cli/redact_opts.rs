@@ -7,8 +7,8 @@
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
-use worldline_engine::store::StoreDir;
 use worldline_log::redact::{self, Redactor};
+use worldline_store::store::StoreDir;
 
 #[derive(Args, Clone, Default)]
 pub struct RedactArgs {

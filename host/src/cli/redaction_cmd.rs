@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
-use worldline_engine::store::StoreDir;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct RedactionArgs {
@@ -28,7 +28,7 @@ pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
     let Some(file) = &args.set else {
         let shared = db
             .shared_policy()
-            .map_err(worldline_engine::store::db_error)?;
+            .map_err(worldline_store::store::db_error)?;
         if args.common.json {
             worldline_report::print_json(&serde_json::json!({
                 "store": store.name(), "policy": shared.policy, "policy_sha256": shared.policy_sha256,

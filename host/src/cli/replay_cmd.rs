@@ -9,10 +9,10 @@ use serde_json::json;
 use worldline_case::error::InputError;
 use worldline_engine::ops;
 use worldline_engine::replay::{self, ReplayReport, Scope, Verdict};
-use worldline_engine::store::StoreDir;
 use worldline_engine::verify;
 use worldline_log::log::bundle::{self, Bundle, Redacted};
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct ReplayArgs {

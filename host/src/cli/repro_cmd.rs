@@ -13,9 +13,9 @@ use worldline_case::error::InputError;
 use worldline_engine::fuzz::repro::repro;
 use worldline_engine::native::exec::Exec;
 use worldline_engine::replay::{self, recorded_agent};
-use worldline_engine::store::StoreDir;
 use worldline_log::log::signature;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct ReproArgs {

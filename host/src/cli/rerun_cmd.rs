@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use worldline_engine::grade::verdict;
 use worldline_engine::ops;
 use worldline_engine::replay::{self, ModelMode};
-use worldline_engine::store::StoreDir;
 use worldline_report::{
     rerun::{self, Original, RerunSummary},
     run::RunSummary,
 };
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct RerunArgs {

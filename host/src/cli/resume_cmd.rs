@@ -11,10 +11,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use worldline_engine::fork;
 use worldline_engine::replay;
-use worldline_engine::store::StoreDir;
 use worldline_log::log::intent::Intent;
 use worldline_report::{rerun::ForkParent, run::RunSummary};
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct ResumeArgs {

@@ -10,8 +10,8 @@ use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
-use worldline_engine::retention::policy::{Policy, Source};
-use worldline_engine::store::StoreDir;
+use worldline_store::retention::policy::{Policy, Source};
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct RetentionArgs {

@@ -9,9 +9,9 @@ use clap::Args;
 use std::path::PathBuf;
 use worldline_case::case;
 use worldline_engine::ops;
-use worldline_engine::store::StoreDir;
 use worldline_report::run::RunSummary;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct RunArgs {

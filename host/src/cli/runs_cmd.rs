@@ -6,9 +6,9 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use worldline_case::error::InputError;
-use worldline_engine::index::Index;
-use worldline_engine::index::query::{Filter, parse_time};
-use worldline_engine::store::StoreDir;
+use worldline_store::index::Index;
+use worldline_store::index::query::{Filter, parse_time};
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct RunsArgs {
@@ -111,7 +111,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
         (None, _) => None,
         (Some(w), Some(db)) => Some(
             db.runs_written_by(w)
-                .map_err(worldline_engine::store::db_error)?,
+                .map_err(worldline_store::store::db_error)?,
         ),
         (Some(_), None) => {
             return Err(InputError::new(
@@ -151,14 +151,14 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     });
     rows.truncate(limit.map_or(usize::MAX, |l| l as usize));
     worldline_report::runs::note_rebuilt(&mut std::io::stderr(), &sync)?;
-    let pinned = worldline_engine::retention::pins::list(&store)?;
+    let pinned = worldline_store::retention::pins::list(&store)?;
     if args.common.json {
         let mut doc = serde_json::to_value(worldline_report::runs::rows(&rows, &pinned))?;
         if let Some(db) = store.database() {
             let ids: Vec<String> = rows.iter().map(|r| r.run_id.clone()).collect();
             let writers = db
                 .writers_of(&ids)
-                .map_err(worldline_engine::store::db_error)?;
+                .map_err(worldline_store::store::db_error)?;
             for (row, r) in doc.as_array_mut().into_iter().flatten().zip(&rows) {
                 row["writer"] = serde_json::json!(writers.get(&r.run_id));
             }

@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use worldline_case::case;
 use worldline_case::error::InputError;
 use worldline_engine::native::openenv::{self, Served};
-use worldline_engine::store::StoreDir;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// The most sessions `--max-sessions` allows.
 const MOST_SESSIONS: usize = 4096;

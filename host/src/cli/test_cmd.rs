@@ -21,10 +21,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
-use worldline_engine::store::StoreDir;
 use worldline_engine::suite::select::{Candidate, Filter};
 use worldline_engine::suite::{Entry, Suite, last};
 use worldline_report::suite::{Shard, SuiteSummary};
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct TestArgs {

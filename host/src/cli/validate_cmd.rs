@@ -11,9 +11,9 @@ use serde::Serialize;
 use std::path::PathBuf;
 use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
-use worldline_engine::store::StoreDir;
 use worldline_engine::validate::{self, Probe, Validated};
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct ValidateArgs {

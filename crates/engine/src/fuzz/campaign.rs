@@ -9,7 +9,6 @@ use super::summary::Tally;
 use super::trial::Trial;
 use crate::grade::signature;
 use crate::run::{RunOptions, RunOutcome, Runner};
-use crate::store::StoreDir;
 use anyhow::Result;
 use std::sync::Mutex;
 use worldline_case::case::Case;
@@ -20,6 +19,7 @@ use worldline_log::log::event::By;
 use worldline_runtime::mediate::entropy::derive;
 use worldline_runtime::mediate::faults::Faults;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// The seed of the campaign's `i`-th variation.
 pub fn run_seed(campaign_seed: u64, i: u64) -> u64 {

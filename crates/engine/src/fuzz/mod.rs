@@ -16,7 +16,6 @@ pub mod campaign;
 pub mod describe;
 pub mod repro;
 pub mod reproducer;
-pub mod saved;
 pub(crate) mod shrink;
 pub mod stats;
 pub mod summary;

@@ -9,11 +9,11 @@ use super::summary::Group;
 use super::trial::Trial;
 use crate::grade::signature;
 use crate::run::{RunOutcome, Runner};
-use crate::store::StoreDir;
 use anyhow::Result;
 use worldline_case::case::Case;
 use worldline_case::case::fuzz::{FaultSource, Schedule};
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// A group's kept reproducer.
 pub struct Kept {

@@ -22,7 +22,6 @@
 use super::rederive::{self, Message as McpMessage};
 use super::session::{self, Exit, Handle, Reply};
 use crate::run::{RunOptions, RunOutcome};
-use crate::store::StoreDir;
 use anyhow::{Context, Result};
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -36,6 +35,7 @@ use worldline_case::case::Case;
 use worldline_log::log::bundle::NativeAgent;
 use worldline_runtime::mediate::boundary::Via;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// The largest message a client may send.
 pub const MAX_MESSAGE: usize = 1 << 20;

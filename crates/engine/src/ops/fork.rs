@@ -5,10 +5,10 @@
 use crate::fork::{self, check::EditText};
 use crate::replay::RecordedRun;
 use crate::run::RunOutcome;
-use crate::store::StoreDir;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// What to fork with.
 pub struct ForkArgs {

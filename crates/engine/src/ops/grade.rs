@@ -7,13 +7,13 @@
 use crate::grade::Grade;
 use crate::grade::judge::Judging;
 use crate::grade::regrade::regrade;
-use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use worldline_case::case::{self, Case};
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{self, Footer};
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// What to grade against.
 pub struct GradeArgs {

@@ -2,10 +2,10 @@
 //! (`verify`) with the drift rate over them.
 
 use crate::replay::{self, RecordedRun, ReplayReport, Scope, Verdict};
-use crate::store::StoreDir;
 use crate::verify::Checked;
 use anyhow::Result;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// Replay `rec` with its recorded agent: identical, or where it diverged.
 pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &RecordedRun) -> Result<ReplayReport> {

@@ -2,10 +2,10 @@
 
 use crate::replay::{self, ModelMode, RecordedRun};
 use crate::run::RunOutcome;
-use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::PathBuf;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// What to rerun with.
 pub struct RerunArgs {

@@ -3,11 +3,11 @@
 
 use crate::native::exec::Exec;
 use crate::run::{RunOptions, RunOutcome, run_with};
-use crate::store::StoreDir;
 use anyhow::Result;
 use std::path::PathBuf;
 use worldline_case::case::Case;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// Who runs the case.
 pub enum Who<'a> {

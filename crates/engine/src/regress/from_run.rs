@@ -7,7 +7,6 @@
 //! served from a copy of the bundle kept beside the case; and `[origin]`
 //! names the run by id and chain hash.
 
-use crate::store::StoreDir;
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
@@ -21,6 +20,7 @@ use worldline_case::case::{self, fuzz::PlannedFault};
 use worldline_case::error::InputError;
 use worldline_log::log::event::{By, Effect, Event};
 use worldline_log::log::{Call, Kind};
+use worldline_store::store::StoreDir;
 
 /// What `case from-run` wrote.
 #[derive(Debug, Serialize)]

@@ -4,11 +4,11 @@
 //! last of two sessions ending at once wins, whole).
 
 use super::SuiteRun;
-use crate::store::StoreDir;
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use worldline_case::error::InputError;
+use worldline_store::store::StoreDir;
 
 #[derive(Serialize, Deserialize)]
 struct LastSession {

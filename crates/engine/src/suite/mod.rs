@@ -14,7 +14,6 @@ pub mod select;
 use crate::fuzz::campaign::model_seed;
 use crate::grade::verdict;
 use crate::run::{RunOptions, RunOutcome, Runner};
-use crate::store::StoreDir;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -24,6 +23,7 @@ use worldline_case::parallel::par_map;
 use worldline_log::log::bundle::Group;
 use worldline_runtime::mediate::entropy::derive;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 /// A case of the suite, with where it came from.
 pub struct Entry {

@@ -10,12 +10,12 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use worldline_engine::fork;
 use worldline_engine::grade::verdict;
-use worldline_engine::index::{Index, query::Filter};
 use worldline_engine::replay;
-use worldline_engine::store::StoreDir;
 use worldline_engine::suite::Entry;
 use worldline_log::log::intent::Intent;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::index::{Index, query::Filter};
+use worldline_store::store::StoreDir;
 
 /// One incomplete run and what resuming it gave.
 #[derive(Serialize)]
@@ -65,7 +65,7 @@ pub fn exec(store: &StoreDir, entries: &[Entry], json: bool) -> Result<ExitCode>
         Ok((rows, children))
     })?;
     // Oldest first, so a suite's runs resume in the order they ran.
-    let mut todo: Vec<(&str, &worldline_engine::index::row::Row)> = incomplete
+    let mut todo: Vec<(&str, &worldline_store::index::row::Row)> = incomplete
         .iter()
         .zip(&children)
         .filter(|(r, forks)| !forks.iter().any(|f| f.fork_event == Some(r.events)))
