@@ -34,11 +34,10 @@ impl Rng {
 }
 
 fn command(store: &Path, args: &[OsString]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut cmd = crate::common::cli();
     cmd.args(args)
         .arg("--store")
         .arg(store)
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     cmd

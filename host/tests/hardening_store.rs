@@ -362,7 +362,6 @@ mod cache_imports_and_disks {
     use std::ffi::OsStr;
     use std::os::unix::process::CommandExt as _;
     use std::path::{Path, PathBuf};
-    use std::process::Command;
 
     /// A small deterministic generator (xorshift), so the damage is the same
     /// on every run of the test.
@@ -590,11 +589,8 @@ mod cache_imports_and_disks {
     /// Run worldline with files limited to `max_bytes` (as on a full disk:
     /// writes past it fail with "File too large" instead of killing it).
     fn with_file_limit(max_bytes: u64, store: &Path, args: &[&OsStr]) -> CliOutput {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
-        cmd.args(args)
-            .arg("--store")
-            .arg(store)
-            .current_dir(env!("CARGO_TARGET_TMPDIR"));
+        let mut cmd = crate::common::cli();
+        cmd.args(args).arg("--store").arg(store);
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {

@@ -449,7 +449,7 @@ fn malformed_and_huge_messages_over_stdio_get_errors_and_the_session_goes_on() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let case = rollback_case(dir.path());
-    let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut server = crate::common::cli()
         .args(["mcp".as_ref(), case.as_os_str()])
         .args(["--worlds".as_ref(), worlds().as_os_str()])
         .args(["--store".as_ref(), store.as_os_str()])

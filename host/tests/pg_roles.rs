@@ -249,7 +249,7 @@ impl Ui {
     /// [`Ui::start`] on a machine whose working folders are under `cache`.
     fn start_in(store: &Path, cache: &Path, args: &[&str]) -> Ui {
         use std::io::BufRead as _;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        let mut child = crate::common::cli()
             .args(["ui", "--port", "0", "--store"])
             .arg(store)
             .args(args)

@@ -530,7 +530,7 @@ max_events = 5_000_000
 timeout_ms = 86_400_000
 "#,
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = crate::common::cli()
         .args([OsStr::new("run"), case.as_os_str(), OsStr::new("--agent")])
         .arg(&agent)
         .arg("--worlds")

@@ -183,7 +183,7 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
         let inside_a_call = seed == 3;
         let store = dir.path().join(format!("killed-{seed}"));
         let before = server.seen().len();
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        let mut child = crate::common::cli()
             .args([
                 OsStr::new("run"),
                 case.as_os_str(),
@@ -411,10 +411,9 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
     let whole_writes = writes_of(&whole.bundle());
 
     let store = dir.path().join("killed");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = crate::common::cli()
         .args(&run_args)
         .args([OsStr::new("--store"), store.as_os_str()])
-        .env("WORLDLINE_STORE_CACHE", common::store_cache())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -28,7 +28,7 @@ fn openenv_python() -> PathBuf {
 /// `worldline serve CASE [more]` on a free loopback port: the process
 /// and its base URL.
 fn serve(store: &Path, case: &Path, more: &[&str]) -> (std::process::Child, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut server = crate::common::cli()
         .args(["serve".as_ref(), case.as_os_str()])
         .args(["--addr", "127.0.0.1:0", "--json"])
         .args(more)
@@ -37,7 +37,6 @@ fn serve(store: &Path, case: &Path, more: &[&str]) -> (std::process::Child, Stri
             workspace_root().join("worlds").as_os_str(),
         ])
         .args(["--store".as_ref(), store.as_os_str()])
-        .env("WORLDLINE_STORE_CACHE", store_cache())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -173,7 +173,7 @@ fn parallel_test_processes_lose_no_index_rows(kind: StoreKind) {
     // index of their own.
     let children: Vec<_> = (0..4)
         .map(|i| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+            crate::common::cli()
                 .args(["test", s(&cases), "--agent", s(&agent), "--worlds"])
                 .arg(worlds_dir())
                 .args(["--jobs", "3", "--store"])

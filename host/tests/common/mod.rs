@@ -223,6 +223,21 @@ impl CliOutput {
     }
 }
 
+/// The one way the tests start the `worldline` binary: a `Command` for it
+/// that runs in `CARGO_TARGET_TMPDIR` (a command without `--store` leaves
+/// its default `.worldline/` there, not in the source tree: pass absolute
+/// paths) and keeps database stores' working folders and Python builds in
+/// the tests' own caches ([`store_cache`], [`build_cache`]), never the
+/// user's. Callers add arguments, environment, pipes and a folder of their
+/// own over these.
+pub fn cli() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    cmd.env("WORLDLINE_STORE_CACHE", store_cache())
+        .env("WORLDLINE_BUILD_CACHE", build_cache())
+        .current_dir(env!("CARGO_TARGET_TMPDIR"));
+    cmd
+}
+
 /// [`worldline`], killed if it runs longer than `limit`: `None` then (a
 /// hang). Its output is drained as it comes, so a chatty process cannot
 /// block on a full pipe.
@@ -246,10 +261,8 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let child = cli()
         .args(args)
-        .env("WORLDLINE_STORE_CACHE", store_cache())
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -289,9 +302,7 @@ fn child_within(limit: std::time::Duration, mut child: std::process::Child) -> O
     }))
 }
 
-/// Run the `worldline` binary with `args` (nothing added). It runs in
-/// `CARGO_TARGET_TMPDIR`, so a command without `--store` leaves its default
-/// `.worldline/` there and not in the source tree; pass absolute paths.
+/// Run the `worldline` binary with `args` (nothing added), as [`cli`] starts it.
 pub fn worldline_raw<I, S>(args: I) -> CliOutput
 where
     I: IntoIterator<Item = S>,
@@ -317,10 +328,8 @@ where
     S: AsRef<OsStr>,
 {
     CliOutput::of(
-        Command::new(env!("CARGO_BIN_EXE_worldline"))
+        cli()
             .args(args)
-            .env("WORLDLINE_STORE_CACHE", store_cache())
-            .env("WORLDLINE_BUILD_CACHE", build_cache())
             .envs(env.iter().copied())
             .current_dir(dir)
             .output()
@@ -398,12 +407,10 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    Command::new(env!("CARGO_BIN_EXE_worldline"))
+    cli()
         .args(args)
         .arg("--store")
         .arg(store)
-        .env("WORLDLINE_STORE_CACHE", store_cache())
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -3,11 +3,11 @@
 //! exchange with a server, so a test can send what no client library
 //! would (a forged Origin, no session, a body that never ends).
 
-use super::{store_cache, workspace_root};
+use super::workspace_root;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// The repository's worlds (the incident world the native cases use).
@@ -18,12 +18,11 @@ pub fn worlds() -> PathBuf {
 /// `worldline mcp CASE --http 127.0.0.1:0 --json` started, with the URL
 /// it serves (read from its stderr).
 pub fn mcp_http_server(store: &Path, case: &Path) -> (std::process::Child, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut server = super::cli()
         .args(["mcp".as_ref(), case.as_os_str()])
         .args(["--http", "127.0.0.1:0", "--json"])
         .args(["--worlds".as_ref(), worlds().as_os_str()])
         .args(["--store".as_ref(), store.as_os_str()])
-        .env("WORLDLINE_STORE_CACHE", store_cache())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
