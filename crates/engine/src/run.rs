@@ -263,9 +263,9 @@ pub fn finish(
     );
     let footer = footer(ended, fuel, chain_hash, &events, &left, graded.as_ref());
     if let Some(file) = file {
-        // A database store's run is made durable by its commit (below):
-        // the working folder's bundle is a copy, not synced.
-        let sync = opts.batch.is_none() && opts.store.is_none_or(|s| s.database().is_none());
+        // A batch syncs its bundles together; a database store's run is
+        // made durable by its commit (below).
+        let sync = opts.batch.is_none() && opts.store.is_none_or(|s| s.syncs_bundles());
         bundle::finish(file, &footer, sync).map_err(|e| opened.footer_error(opts.store, e))?;
     }
     if let (Some(store), Some(id)) = (opts.store, &opened.run_id) {

@@ -17,6 +17,7 @@
 //! `store/shared.rs`.
 
 pub(crate) mod lease;
+mod regrades;
 mod shared;
 mod sync;
 
@@ -106,6 +107,14 @@ impl StoreDir {
             Some(db) => db.url.shown.clone(),
             None => self.root.display().to_string(),
         }
+    }
+
+    /// Whether a finished run's bundle must be synced to be kept: a folder
+    /// store's bundle is the run; a database store's run is made durable
+    /// by its commit (`publish_finished`), and its working folder's bundle
+    /// is a copy.
+    pub fn syncs_bundles(&self) -> bool {
+        self.db.is_none()
     }
 
     /// The database the store is kept in, when it is not the folder.

@@ -47,53 +47,18 @@ fn find_case(dir: &Path, hash: &str) -> Option<PathBuf> {
     })
 }
 
-/// `grades/<run>/`: the grades `rejudge` made of a run, `1.json`, `2.json`, …
-fn regrades_dir(store: &StoreDir, run_id: &str) -> PathBuf {
-    store.root.join("grades").join(run_id)
-}
-
-/// The newest grade `rejudge` kept for a run (a database store keeps
-/// them in its database, so every machine reads the newest).
-fn latest_regrade(store: &StoreDir, run_id: &str) -> Result<Option<serde_json::Value>> {
-    if store.database().is_some() {
-        return Ok(store.latest_regrade(run_id)?);
-    }
-    let dir = regrades_dir(store, run_id);
-    let Some(n) = (1..)
-        .take_while(|n| dir.join(format!("{n}.json")).is_file())
-        .last()
-    else {
-        return Ok(None);
-    };
-    Ok(worldline_case::bounded::read(
-        &dir.join(format!("{n}.json")),
-        worldline_case::bounded::DOCUMENT,
-    )
-    .ok()
-    .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
-}
-
 /// Keep a re-judged grade as the next record (the recorded one stays in
 /// the bundle; earlier re-judged ones stay too). A warning when it could
 /// not be kept: a database store keeps re-grades of its own runs only.
 fn keep_regrade(store: &StoreDir, run_id: &str, g: &Grade) -> Result<Option<String>> {
-    let grade = serde_json::to_value(g)?;
-    if store.database().is_some() {
-        return Ok(match store.put_regrade(run_id, &grade)? {
+    Ok(
+        match store.put_regrade(run_id, &serde_json::to_value(g)?)? {
             Some(_) => None,
             None => Some(format!(
                 "the new grade is not kept: run {run_id} is not in the store's database (`worldline import` brings it in)"
             )),
-        });
-    }
-    let dir = regrades_dir(store, run_id);
-    std::fs::create_dir_all(&dir)?;
-    let n = (1..)
-        .find(|n| !dir.join(format!("{n}.json")).exists())
-        .unwrap_or(1);
-    let text = worldline_case::canon::to_string(&grade);
-    worldline_case::durable::create_new(&dir.join(format!("{n}.json")), text.as_bytes())?;
-    Ok(None)
+        },
+    )
 }
 
 /// Grade the run as `args` say; `sandbox` is made only when the case has
@@ -132,7 +97,8 @@ pub fn grade(
     let run_id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-    let recorded = latest_regrade(store, &run_id)?
+    let recorded = store
+        .latest_regrade(&run_id)?
         .or_else(|| footer.grade.clone())
         .unwrap_or(serde_json::Value::Null);
     let judging = if args.rejudge {

@@ -3,9 +3,12 @@
 //! every machine and the UI see them: fuzz campaign reports (raw, and
 //! redacted when stored with the store's shared policy: a viewer reads
 //! those), the retention policy's text (a responder sets it, anyone reads
-//! it) and re-grades (raw data: a responder's). The callers
-//! (`fuzz/saved.rs`, `retention/policy.rs`, `ops/grade.rs`) keep the
-//! folder store's files; these are the database's side.
+//! it) and re-grades (raw data: a responder's). Re-grades are kept here
+//! for both kinds of store (a folder store's as `grades/<run>/N.json`,
+//! [`regrades`](super::regrades)), so `grade` asks the store and never
+//! which kind it is; campaign reports and the retention policy keep the
+//! folder store's files in `campaigns` and `retention/policy.rs`, and
+//! these are the database's side.
 
 use super::StoreDir;
 use super::sync::this_writer;
@@ -92,8 +95,11 @@ impl StoreDir {
     }
 
     /// Keep `grade` as run `run_id`'s next re-grade; its number, or `None`
-    /// when the database holds no such run (a bundle from elsewhere).
+    /// when a database store holds no such run (a bundle from elsewhere).
     pub fn put_regrade(&self, run_id: &str, grade: &Value) -> Result<Option<i32>, InputError> {
+        if self.database().is_none() {
+            return super::regrades::put(self, run_id, grade).map(Some);
+        }
         let db = self.database_of("keeping a re-grade")?;
         self.require_raw("keeping a re-grade (`grade`)")?;
         db.put_regrade(
@@ -104,8 +110,11 @@ impl StoreDir {
         .map_err(crate::store::db_error)
     }
 
-    /// Run `run_id`'s newest re-grade kept in the database, if any.
+    /// Run `run_id`'s newest re-grade kept in the store, if any.
     pub fn latest_regrade(&self, run_id: &str) -> Result<Option<Value>, InputError> {
+        if self.database().is_none() {
+            return Ok(super::regrades::latest(self, run_id));
+        }
         let db = self.database_of("reading a re-grade")?;
         self.require_raw("reading a re-grade (`grade`)")?;
         let Some(text) = db.latest_regrade(run_id).map_err(crate::store::db_error)? else {

@@ -1,0 +1,41 @@
+//! A folder store's re-grades: `grades/<run>/1.json`, `2.json`, … in the
+//! order `grade --rejudge` made them (the recorded grade stays in the
+//! bundle). A database store keeps them in its database (`shared.rs`).
+
+use super::StoreDir;
+use serde_json::Value;
+use std::path::PathBuf;
+use worldline_case::error::InputError;
+
+fn dir(store: &StoreDir, run_id: &str) -> PathBuf {
+    store.root.join("grades").join(run_id)
+}
+
+/// Keep `grade` as run `run_id`'s next re-grade; its number.
+pub(super) fn put(store: &StoreDir, run_id: &str, grade: &Value) -> Result<i32, InputError> {
+    let dir = dir(store, run_id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| InputError::new(&dir, format!("cannot create: {e}")))?;
+    let n = (1..)
+        .find(|n| !dir.join(format!("{n}.json")).exists())
+        .unwrap_or(1);
+    let path = dir.join(format!("{n}.json"));
+    let text = worldline_case::canon::to_string(grade);
+    worldline_case::durable::create_new(&path, text.as_bytes())
+        .map_err(|e| InputError::new(&path, format!("cannot write: {e}")))?;
+    Ok(n)
+}
+
+/// Run `run_id`'s newest re-grade, if one is kept and reads as JSON.
+pub(super) fn latest(store: &StoreDir, run_id: &str) -> Option<Value> {
+    let dir = dir(store, run_id);
+    let n = (1..)
+        .take_while(|n| dir.join(format!("{n}.json")).is_file())
+        .last()?;
+    worldline_case::bounded::read(
+        &dir.join(format!("{n}.json")),
+        worldline_case::bounded::DOCUMENT,
+    )
+    .ok()
+    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+}
