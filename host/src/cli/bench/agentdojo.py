@@ -327,6 +327,9 @@ def gold(task, e):
     return out
 
 
+missing = sorted(set(suite.user_tasks) - set(UTILITY)) + sorted(set(suite.injection_tasks) - set(SECURITY))
+if missing:
+    sys.exit(f"agentdojo/{suite_name}: no checks written for {', '.join(missing)}; is this the pinned package?")
 pre = suite.load_and_inject_default_environment({})
 header = ["# The gold calls are AgentDojo's ground truth: `worldline validate`'s",
           "# oracle. AgentDojo grades by utility(), not by a gold state, so the",
