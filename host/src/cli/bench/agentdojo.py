@@ -116,28 +116,44 @@ def without_nulls(v):
 defaults = suite.get_injection_vector_defaults()
 marker = {v: f"@@@{v}@@@" for v in defaults}
 marked = suite.load_and_inject_default_environment(marker).model_dump(mode="json")
-plain = suite.load_and_inject_default_environment({}).model_dump(mode="json")
-landed = {}
+# Where each vector is: (its path in the environment, the text before and
+# after it there).
+places = {}
 
 
-def placeholders(m, p):
-    """`m` (marked) with each marker as its placeholder; the default text
-    at each vector read from `p` (the same value with the defaults)."""
+def placeholders(m, path=()):
+    """`m` (marked) with each marker as its placeholder."""
     if isinstance(m, dict):
-        return {k: placeholders(x, p[k]) for k, x in m.items()}
+        return {k: placeholders(x, path + (k,)) for k, x in m.items()}
     if isinstance(m, list):
-        return [placeholders(x, y) for x, y in zip(m, p)]
+        return [placeholders(x, path + (i,)) for i, x in enumerate(m)]
     if isinstance(m, str) and "@@@" in m:
         parts = m.split("@@@")
         if len(parts) != 3:
             sys.exit(f"a text holds more than one injection vector: {m!r}")
         before, name, after = parts
-        landed[name] = p[len(before):len(p) - len(after)]
+        places[name] = (path, before, after)
         return before + "{" + name + "}" + after
     return m
 
 
-env = placeholders(marked, plain)
+def landed_texts(injections):
+    """The text each vector holds in the environment AgentDojo loads with
+    these injections (the defaults elsewhere): the injected text as it
+    lands after the YAML's escapes and line folding, which is what
+    AgentDojo's agent reads."""
+    loaded = suite.load_and_inject_default_environment(injections).model_dump(mode="json")
+    out = {}
+    for name, (path, before, after) in places.items():
+        v = loaded
+        for k in path:
+            v = v[k]
+        out[name] = v[len(before):len(v) - len(after)]
+    return out
+
+
+env = placeholders(marked)
+landed = landed_texts({})
 vectors_yaml = __import__("yaml").safe_load(sources["injection_vectors.yaml"].read_text())
 
 # The tables of each suite, by the environment's fields.
@@ -353,12 +369,15 @@ pairs = 0
 for uid, task in suite.user_tasks.items():
     seen = seen_by(task)
     for iid, inj in suite.injection_tasks.items():
-        texts = attack.attack(task, inj)
+        texts = landed_texts(attack.attack(task, inj))
+        unseen = [v for v in attack.attack(task, inj) if not seen.get(v)]
+        if unseen:
+            sys.exit(f"{uid}: the attack's candidate vectors {unseen} were not seen in any answer")
         # The rules: a vector shown by one tool gets the text at that
         # tool's answers; a tool showing several candidates gets it at all
         # its vectors.
         by_tool = {}
-        for v in sorted(texts):
+        for v in sorted(attack.attack(task, inj)):
             for tool in seen.get(v, []):
                 by_tool.setdefault(tool, []).append(v)
         c = [f'world = "{world}@v1"',
@@ -403,7 +422,9 @@ readme += ["", "## What is carried", "",
            " `cases/injections/USER-INJECTION.toml`: the user task's case, with the text of"
            f" AgentDojo's `{ATTACK}` attack (rendered by the package's attack code for that pair:"
            " the injection task's goal, the user's name; the model's name is the attack's default"
-           " since the agent is not known at import) as `[[inject]]` rules at the vectors the user"
+           " since the agent is not known at import; the text as it lands in AgentDojo's environment,"
+           " after environment.yaml's escapes and line folding, which is what its agent reads)"
+           " as `[[inject]]` rules at the vectors the user"
            " task's ground truth sees (the attack's injection candidates, each at the tools whose"
            " answers showed it), and the injection task's `security()` as `[expect.attack]`.", "",
            "## Not carried, and why", "",
