@@ -101,19 +101,19 @@ const KNOWN: &[Known] = &[
         name: "agentdojo/slack",
         package: agentdojo::PACKAGE,
         importable: false,
-        note: "not yet: its tools are not ported and its checks not written",
+        note: "not yet: a vector in a channel's name, checks on the order of calls",
     },
     Known {
         name: "agentdojo/travel",
         package: agentdojo::PACKAGE,
         importable: false,
-        note: "not yet: its tools are not ported and its checks not written",
+        note: "not yet: 28 tools to port, its checks to write",
     },
     Known {
         name: "agentdojo/workspace",
         package: agentdojo::PACKAGE,
         importable: false,
-        note: "not yet: its tools are not ported and its checks not written",
+        note: "not yet: 24 tools to port (or run from the package), its checks to write",
     },
     Known {
         name: "bfcl/multi_turn_base",
