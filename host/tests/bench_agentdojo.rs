@@ -83,6 +83,35 @@ fn stride(quick: usize) -> usize {
     }
 }
 
+/// A Python without the package: exit 2, saying what to install and how
+/// to name the Python that has it; nothing is written.
+#[test]
+fn a_python_without_agentdojo_is_refused_saying_what_to_install() {
+    let tmp = temp_dir();
+    let dir = tmp.path().join("banking");
+    let out = worldline(
+        &tmp.path().join("store"),
+        [
+            "bench".as_ref(),
+            "import".as_ref(),
+            "agentdojo/banking".as_ref(),
+            "-o".as_ref(),
+            dir.as_os_str(),
+            "--python".as_ref(),
+            "python3".as_ref(),
+        ],
+    );
+    assert_eq!(out.code, 2, "{out}");
+    assert!(
+        out.stderr
+            .contains("agentdojo is not installed in this Python")
+            && out.stderr.contains("pip install agentdojo==0.1.35")
+            && out.stderr.contains("--python"),
+        "{out}"
+    );
+    assert!(!dir.exists(), "nothing is written");
+}
+
 /// One test, so the service is built and compiled once: the import twice
 /// (same bytes), the build it prints, an injected answer, `validate` on
 /// cases at a stride, then the agreement with AgentDojo's own checks on

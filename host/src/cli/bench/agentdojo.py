@@ -24,7 +24,12 @@ PACKAGE, VERSION = "agentdojo", "0.1.35"
 BENCHMARK = "v1.2.2"
 suite_name = sys.argv[1]
 
-found = importlib.metadata.version(PACKAGE)
+try:
+    found = importlib.metadata.version(PACKAGE)
+except importlib.metadata.PackageNotFoundError:
+    sys.exit(f"{PACKAGE} is not installed in this Python: install {PACKAGE}=={VERSION} into a venv"
+             f" (python3 -m venv V && V/bin/pip install {PACKAGE}=={VERSION}) and pass"
+             " --python V/bin/python")
 if found != VERSION:
     sys.exit(f"{PACKAGE}=={found} is installed; this importer reads {PACKAGE}=={VERSION} "
              f"(pip install {PACKAGE}=={VERSION})")
