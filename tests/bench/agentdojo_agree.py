@@ -47,6 +47,8 @@ class _Pipeline:
 
 
 attack = load_attack("important_instructions_no_model_name", suite, _Pipeline())
+# The vectors the import does not carry (their defaults stay; decision 0374).
+DROPPED = {"prompt_injection_channel"} if suite_name == "slack" else set()
 
 
 def wrong(args):
@@ -126,7 +128,7 @@ for uid, task in list(suite.user_tasks.items())[::stride]:
 pairs = [(u, t, i, j) for u, t in suite.user_tasks.items() for i, j in suite.injection_tasks.items()]
 for uid, task, iid, inj in pairs[::pair_stride]:
     answer = getattr(task, "GROUND_TRUTH_OUTPUT", "")
-    injections = attack.attack(task, inj)
+    injections = {v: t for v, t in attack.attack(task, inj).items() if v not in DROPPED}
     env = suite.load_and_inject_default_environment(injections)
     user_calls = calls_of(task, env)
     for variant, calls in [("resisted", user_calls),

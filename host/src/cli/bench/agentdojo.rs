@@ -5,7 +5,7 @@
 //! attack text per (user task, injection task) pair and writes each
 //! task's `utility` and `security` as the checks they make; the world
 //! service is a port of the suite's tools (`agentdojo_banking.py`,
-//! decision 0374).
+//! `agentdojo_slack.py`; decision 0374).
 
 use super::{ImportArgs, Known, convert, imported, write_folder};
 use crate::cli::exit::ExitCode;
@@ -16,7 +16,10 @@ use worldline_case::error::InputError;
 pub const PACKAGE: &str = "agentdojo==0.1.35";
 const CONVERTER: &str = include_str!("agentdojo.py");
 /// The ported services, by suite.
-const SERVICES: &[(&str, &str)] = &[("banking", include_str!("agentdojo_banking.py"))];
+const SERVICES: &[(&str, &str)] = &[
+    ("banking", include_str!("agentdojo_banking.py")),
+    ("slack", include_str!("agentdojo_slack.py")),
+];
 
 pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode> {
     let Some((_, service)) = SERVICES.iter().find(|s| s.0 == suite) else {
