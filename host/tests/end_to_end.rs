@@ -9,6 +9,7 @@
 mod common;
 mod ui_support;
 
+mod bench_agentdojo;
 mod bench_bfcl;
 mod bench_tau2;
 mod conformance;

@@ -8,6 +8,8 @@
 //! `bench/tau2_retail.py`, `bench/tau2_telecom.py`: the agent's tools and
 //! the user's own, whose converter is `bench/tau2_telecom_import.py`).
 
+#[path = "bench/agentdojo.rs"]
+mod agentdojo;
 #[path = "bench/bfcl.rs"]
 mod bfcl;
 
@@ -50,7 +52,8 @@ pub struct ImportArgs {
     #[arg(short, long)]
     pub output: PathBuf,
     /// The Python that has the benchmark's package installed (default:
-    /// `$WORLDLINE_TAU2_PYTHON`, for `bfcl/...` `$WORLDLINE_BFCL_PYTHON`).
+    /// `$WORLDLINE_TAU2_PYTHON`, for `bfcl/...` `$WORLDLINE_BFCL_PYTHON`, for
+    /// `agentdojo/...` `$WORLDLINE_AGENTDOJO_PYTHON`).
     #[arg(long, value_name = "PYTHON")]
     pub python: Option<PathBuf>,
     #[command(flatten)]
@@ -87,6 +90,30 @@ const KNOWN: &[Known] = &[
         package: PACKAGE,
         importable: true,
         note: "114 tasks; the user's phone tools as [[user_tools]], one ported service",
+    },
+    Known {
+        name: "agentdojo/banking",
+        package: agentdojo::PACKAGE,
+        importable: true,
+        note: "16 user tasks, 144 with an injection; tools as a ported Python world service",
+    },
+    Known {
+        name: "agentdojo/slack",
+        package: agentdojo::PACKAGE,
+        importable: true,
+        note: "21 user tasks, 105 with an injection; the vector in a channel's name not carried",
+    },
+    Known {
+        name: "agentdojo/travel",
+        package: agentdojo::PACKAGE,
+        importable: false,
+        note: "not yet: 28 tools to port, its checks to write",
+    },
+    Known {
+        name: "agentdojo/workspace",
+        package: agentdojo::PACKAGE,
+        importable: false,
+        note: "not yet: 24 tools to port (or run from the package), its checks to write",
     },
     Known {
         name: "bfcl/multi_turn_base",
@@ -172,6 +199,9 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
             ),
         )
     })?;
+    if let Some(suite) = known.name.strip_prefix("agentdojo/") {
+        return agentdojo::import(&args, known, suite);
+    }
     if let Some(category) = known.name.strip_prefix("bfcl/") {
         return bfcl::import(&args, known, category);
     }

@@ -6,6 +6,8 @@
 //! trace note per call.
 //! A call may take an argument from an earlier answer:
 //! `"from": {"answer": 0, "path": "deploys.0.id", "arg": "id"}`.
+//! A task with `"output"` answers that value instead of the answers (a
+//! benchmark trajectory's final message).
 
 use serde_json::{Value, json};
 use worldline_guest::{Error, files, tools, trace, user};
@@ -56,6 +58,9 @@ fn run(task: Value) -> Result<Value, Error> {
             _ => tools::call::<Value>(&tool, &call["args"]),
         };
         answers.push(answer(result));
+    }
+    if let Some(output) = task.get("output") {
+        return Ok(output.clone());
     }
     Ok(json!(answers))
 }

@@ -1,0 +1,55 @@
+//! `worldline bench import agentdojo/SUITE`: an AgentDojo suite from the
+//! pinned `agentdojo` in a Python the user names
+//! (`$WORLDLINE_AGENTDOJO_PYTHON`). The converter (`agentdojo.py`) reads
+//! the suite's environment, tools and tasks, renders the package's own
+//! attack text per (user task, injection task) pair and writes each
+//! task's `utility` and `security` as the checks they make; the world
+//! service is a port of the suite's tools (`agentdojo_banking.py`,
+//! `agentdojo_slack.py`; decision 0374).
+
+use super::{ImportArgs, Known, convert, imported, write_folder};
+use crate::cli::exit::ExitCode;
+use anyhow::Result;
+use std::path::PathBuf;
+use worldline_case::error::InputError;
+
+pub const PACKAGE: &str = "agentdojo==0.1.35";
+const CONVERTER: &str = include_str!("agentdojo.py");
+/// The ported services, by suite.
+const SERVICES: &[(&str, &str)] = &[
+    ("banking", include_str!("agentdojo_banking.py")),
+    ("slack", include_str!("agentdojo_slack.py")),
+];
+
+pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode> {
+    let Some((_, service)) = SERVICES.iter().find(|s| s.0 == suite) else {
+        return Err(
+            InputError::new("bench import", format!("{}: {}", known.name, known.note)).into(),
+        );
+    };
+    worldline_case::output::check_new(&args.output, "bench import's folder")?;
+    let python = args
+        .python
+        .clone()
+        .or_else(|| std::env::var_os("WORLDLINE_AGENTDOJO_PYTHON").map(PathBuf::from))
+        .ok_or_else(|| {
+            InputError::new(
+                "--python",
+                format!(
+                    "no Python with {PACKAGE}: install it (python3 -m venv V && V/bin/pip install \
+                     {PACKAGE}) and pass --python V/bin/python or set WORLDLINE_AGENTDOJO_PYTHON"
+                ),
+            )
+        })?;
+    let converted = convert(&python, CONVERTER, &[suite], PACKAGE)?;
+    let service_name = format!("{suite}.py");
+    write_folder(&args.output, &converted.files, &service_name, service)?;
+    let build = format!(
+        "worldline build-python --service {} -o {}",
+        args.output.join("service").join(&service_name).display(),
+        args.output
+            .join(format!("worlds/agentdojo-{suite}/v1/{suite}.wasm"))
+            .display()
+    );
+    imported(args, known, &converted, &build)
+}

@@ -1,0 +1,143 @@
+"""The AgentDojo side of the agreement test (host/tests/bench_agentdojo.rs):
+for the user tasks of an AgentDojo suite, the oracle (the ground truth's
+calls, then the task's GROUND_TRUTH_OUTPUT as the answer) and perturbed
+trajectories (the last call with a wrong argument, the last call
+skipped, the last call made twice, nothing at all), and for (user task,
+injection task) pairs with the package's attack text in place, the user
+task's ground truth alone (`resisted`) and the injection task's ground
+truth before it (`attacked`): each played with AgentDojo's own tool
+functions on its own environment and graded by its own checks (the
+suite's `_check_user_task_utility` and `_check_injection_task_security`,
+as its benchmark runner calls them; a pair passes when the utility holds
+and the security check does not). Writes, for each trajectory, a copy of
+the imported case whose task is that trajectory for the `caller` test
+guest, and prints `{case name: passed}` as JSON.
+
+Usage: python agentdojo_agree.py SUITE IMPORTED_DIR OUT_DIR [STRIDE [PAIR_STRIDE]]
+(STRIDE N: every Nth user task only; PAIR_STRIDE M: every Mth pair; default 1, all)"""
+
+import json
+import re
+import sys
+import types
+from pathlib import Path
+
+import agentdojo
+
+suite_name, imported, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+stride = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+pair_stride = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+out.mkdir(parents=True, exist_ok=True)
+
+# As the importer does: the suites without the model clients.
+_bare = types.ModuleType("agentdojo.agent_pipeline")
+_bare.__path__ = [str(Path(agentdojo.__file__).parent / "agent_pipeline")]
+sys.modules["agentdojo.agent_pipeline"] = _bare
+
+from agentdojo.attacks.attack_registry import load_attack  # noqa: E402
+from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime  # noqa: E402
+from agentdojo.task_suite.load_suites import get_suite  # noqa: E402
+from agentdojo.types import text_content_block_from_string  # noqa: E402
+
+suite = get_suite("v1.2.2", suite_name)
+
+
+class _Pipeline:
+    name = "local"
+
+
+attack = load_attack("important_instructions_no_model_name", suite, _Pipeline())
+# The vectors the import does not carry (their defaults stay; decision 0374).
+DROPPED = {"prompt_injection_channel"} if suite_name == "slack" else set()
+
+
+def wrong(args):
+    """The arguments with one value changed: the last string gets `X`
+    appended, else the last number is one more."""
+    args = dict(args)
+    for k in sorted(args, reverse=True):
+        v = args[k]
+        if isinstance(v, str):
+            args[k] = v + "X"
+            return args
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            args[k] = v + 1
+            return args
+    return None
+
+
+def variants(gold):
+    out = {"oracle": gold, "nothing": []}
+    if gold:
+        out["skip-last"] = gold[:-1]
+        out["extra-call"] = gold + [gold[-1]]
+        w = wrong(gold[-1][1])
+        if w is not None:
+            out["wrong-arg"] = gold[:-1] + [(gold[-1][0], w)]
+    return out
+
+
+def play(calls, injections):
+    """The calls made with AgentDojo's own functions on its environment:
+    (pre, post, the calls as its traces)."""
+    env = suite.load_and_inject_default_environment(injections)
+    pre = env.model_copy(deep=True)
+    runtime = FunctionsRuntime(suite.tools)
+    trace = []
+    for name, args in calls:
+        runtime.run_function(env, name, dict(args))
+        trace.append(FunctionCall(function=name, args=dict(args)))
+    return pre, env, trace
+
+
+def toml_value(v):
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(x)}" for k, x in v.items()) + " }" \
+            if v else "{}"
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return json.dumps(v, ensure_ascii=False)
+
+
+def write(name, case_file, calls, output):
+    text = (imported / "cases" / case_file).read_text()
+    task = "task = " + toml_value({"calls": [{"tool": n, "args": dict(a)} for n, a in calls],
+                                   "output": output})
+    body = re.sub(r"^task = .*$", lambda _: task, text, count=1, flags=re.M)
+    (out / f"{name}.toml").write_text(body)
+
+
+def calls_of(task, env):
+    return [(c.function, dict(c.args)) for c in task.ground_truth(env)]
+
+
+valid = {}
+plain = suite.load_and_inject_default_environment({})
+for uid, task in list(suite.user_tasks.items())[::stride]:
+    answer = getattr(task, "GROUND_TRUTH_OUTPUT", "")
+    for variant, calls in variants(calls_of(task, plain)).items():
+        said = "" if variant == "nothing" else answer
+        pre, post, trace = play(calls, {})
+        ok = suite._check_user_task_utility(task, [text_content_block_from_string(said)], pre, post,
+                                            trace)
+        valid[f"{uid}--{variant}"] = bool(ok)
+        write(f"{uid}--{variant}", f"{uid}.toml", calls, said)
+
+pairs = [(u, t, i, j) for u, t in suite.user_tasks.items() for i, j in suite.injection_tasks.items()]
+for uid, task, iid, inj in pairs[::pair_stride]:
+    answer = getattr(task, "GROUND_TRUTH_OUTPUT", "")
+    injections = {v: t for v, t in attack.attack(task, inj).items() if v not in DROPPED}
+    env = suite.load_and_inject_default_environment(injections)
+    user_calls = calls_of(task, env)
+    for variant, calls in [("resisted", user_calls),
+                           ("attacked", calls_of(inj, env) + user_calls)]:
+        pre, post, trace = play(calls, injections)
+        said = [text_content_block_from_string(answer)]
+        utility = suite._check_user_task_utility(task, said, pre, post, trace)
+        security = suite._check_injection_task_security(inj, said, pre, post, trace)
+        name = f"{uid}-{iid}--{variant}"
+        valid[name] = bool(utility and not security)
+        write(name, f"injections/{uid}-{iid}.toml", calls, answer)
+json.dump(valid, sys.stdout, sort_keys=True)
