@@ -11,6 +11,7 @@
 
 pub mod atif;
 pub mod check;
+pub mod events;
 pub mod fuzz;
 pub mod gc;
 pub mod grade;

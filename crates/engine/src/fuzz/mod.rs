@@ -20,4 +20,4 @@ pub mod saved;
 pub(crate) mod shrink;
 pub mod stats;
 pub mod summary;
-pub(crate) mod trial;
+pub mod trial;
