@@ -267,7 +267,7 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
         })
         .collect();
     if json {
-        return worldline_report::print_json(&listed);
+        return super::print_json(&listed);
     }
     for l in &listed {
         let tags = match l.tags.is_empty() {
