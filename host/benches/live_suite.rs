@@ -209,6 +209,7 @@ fn median_suite(
             jobs,
             fail_fast: false,
             collection_errors: &[],
+            compiles: &[],
         }
         .run(&|_| {})
         .expect("the store can be written");

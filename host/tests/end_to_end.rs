@@ -58,6 +58,7 @@ mod scaffold;
 mod serve;
 mod services;
 mod store;
+mod streams;
 mod suite;
 mod training;
 mod ui;

@@ -45,17 +45,41 @@ fn stable(report: &Value) -> Value {
 #[test]
 fn the_naive_agent_fails_stale_deploys_at_a_rate_and_every_reproducer_replays() {
     let store = temp_dir();
+    let events = store.path().join("events.jsonl");
     let out = fuzz(
         store.path(),
         &fuzz_case(),
         &guest("naive-agent"),
-        &["--runs", "120", "--jobs", "2"],
+        &[
+            "--runs",
+            "120",
+            "--jobs",
+            "2",
+            "--events",
+            events.to_str().unwrap(),
+        ],
     );
     out.expect_code(1);
     let r = out.json();
     let s = &r["summary"];
     let (runs, failed) = (s["runs"].as_u64().unwrap(), s["failed"].as_u64().unwrap());
     assert_eq!(runs, 120);
+    // `--events`: started, a line per run, then the tally.
+    let lines: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 122);
+    assert_eq!(lines[0]["event"], "started");
+    assert_eq!(lines[0]["runs"], 120);
+    let failing = lines[1..121]
+        .iter()
+        .filter(|l| l["event"] == "run_finished" && !l["trial"]["signature"].is_null())
+        .count() as u64;
+    assert_eq!(failing, failed);
+    assert_eq!(lines[121]["event"], "finished");
+    assert_eq!(lines[121]["tally"]["runs"], 120);
     // Half the deploy lists are stale by 1..30 min and only ages past 15 min
     // hide D-42: about a quarter of the runs fail.
     assert!((10..=60).contains(&failed), "{failed} of 120 failed\n{out}");

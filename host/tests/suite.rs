@@ -157,6 +157,7 @@ fn fail_fast_skips_what_it_never_started() {
     }
     let store = dir.path().join("store");
     let junit = dir.path().join("junit.xml");
+    let events = dir.path().join("events.jsonl");
     let out = test_cmd(
         &store,
         &cases,
@@ -167,6 +168,8 @@ fn fail_fast_skips_what_it_never_started() {
             "--json",
             "--junit",
             junit.to_str().unwrap(),
+            "--events",
+            events.to_str().unwrap(),
         ],
     );
     out.expect_code(1);
@@ -178,6 +181,30 @@ fn fail_fast_skips_what_it_never_started() {
     assert_eq!(xml.matches("<skipped").count(), 3, "{xml}");
     assert!(xml.contains("hostname=\""), "{xml}");
     assert!(xml.contains("<property name=\"seed\" value=\"3\""), "{xml}");
+    // `--events`: a line per event, in the order one job ran them; the
+    // last carries the `--json` document.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "started",
+            "case_started",
+            "case_finished",
+            "case_finished",
+            "case_finished",
+            "case_finished",
+            "finished"
+        ]
+    );
+    assert_eq!(lines[0]["cases"], 4);
+    assert_eq!(lines[2]["case"]["passed"], false);
+    assert_eq!(lines[3]["case"]["status"], "skipped");
+    assert_eq!(&lines[6]["summary"], doc);
 }
 
 #[test]

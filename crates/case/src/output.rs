@@ -57,6 +57,13 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), InputError> {
         .map_err(|e| InputError::new(path, format!("cannot write: {e}")))
 }
 
+/// Open `path` (new, or a regular file it truncates) to write as things
+/// happen (`--events FILE`: a line per event, followed while it grows).
+pub fn create(path: &Path) -> Result<std::fs::File, InputError> {
+    check_file(path)?;
+    std::fs::File::create(path).map_err(|e| InputError::new(path, format!("cannot write: {e}")))
+}
+
 /// Create `path` holding `bytes`; it must not exist.
 pub fn write_new(path: &Path, bytes: &[u8], what: &str) -> Result<(), InputError> {
     check_new(path, what)?;

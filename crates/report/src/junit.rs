@@ -12,7 +12,7 @@ use worldline_engine::fuzz::stats::{pass_at_k, pass_hat_k};
 use worldline_engine::suite::{Attempt, CaseRun, SuiteRun};
 
 /// The machine's name, for the report's `hostname`.
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most `len` bytes into the buffer.
     let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;

@@ -11,6 +11,7 @@
 
 pub mod atif;
 pub mod check;
+pub mod events;
 pub mod fuzz;
 pub mod gc;
 pub mod grade;
@@ -29,12 +30,13 @@ pub mod timeline;
 pub mod trajectory;
 
 use serde::Serialize;
+use std::io::Write;
 
-/// Print a JSON document with its keys in sorted order (through
-/// `serde_json::Value`, whose maps are sorted), whatever order its type
-/// declares them in.
-pub fn print_json(doc: &impl Serialize) -> anyhow::Result<()> {
+/// Write a JSON document and a newline to `out`, its keys in sorted order
+/// (through `serde_json::Value`, whose maps are sorted), whatever order
+/// its type declares them in.
+pub fn write_json(out: &mut impl Write, doc: &impl Serialize) -> anyhow::Result<()> {
     let value = serde_json::to_value(doc)?;
-    println!("{}", serde_json::to_string_pretty(&value)?);
+    writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
     Ok(())
 }

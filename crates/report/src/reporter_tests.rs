@@ -75,3 +75,152 @@ fn repro_gives_the_rate_its_interval_and_each_outcome() {
     };
     insta::assert_snapshot!(text(|out| super::repro::write(out, &r)));
 }
+
+/// A suite that ran two cases on two jobs: one whose agent could not
+/// start, one `--fail-fast` skipped, beside a case file that could not be
+/// loaded; every time in it fixed.
+fn suite_run() -> worldline_engine::suite::SuiteRun {
+    use worldline_engine::suite::{Attempt, CaseRun, SuiteRun};
+    let case = |index: usize, name: &str, attempts| CaseRun {
+        index,
+        name: name.into(),
+        path: format!("cases/{name}.toml").into(),
+        attempts,
+    };
+    SuiteRun {
+        cases: vec![
+            case(
+                0,
+                "incident/stale-deploys",
+                vec![Attempt {
+                    outcome: Err("the agent could not start: no such file".into()),
+                    elapsed: std::time::Duration::from_millis(12),
+                }],
+            ),
+            case(1, "refund/duplicate", Vec::new()),
+        ],
+        repeat: 1,
+        started: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_780_000_000),
+        elapsed: std::time::Duration::from_millis(40),
+        collection_errors: vec![worldline_case::error::InputError::new(
+            "cases/broken.toml",
+            "line 3: expected `=`",
+        )],
+        compiles: Vec::new(),
+    }
+}
+
+/// The events of `suite_run()`, in the order one job reports them.
+fn suite_events(
+    s: &worldline_engine::suite::SuiteRun,
+) -> Vec<worldline_engine::suite::SuiteEvent<'_>> {
+    use worldline_engine::suite::SuiteEvent;
+    let mut events = vec![SuiteEvent::Started {
+        cases: s.cases.len(),
+        jobs: 2,
+        repeat: s.repeat,
+    }];
+    for c in &s.cases {
+        if !c.skipped() {
+            events.push(SuiteEvent::CaseStarted {
+                index: c.index,
+                name: &c.name,
+            });
+        }
+        events.push(SuiteEvent::CaseFinished(c));
+    }
+    events.push(SuiteEvent::Finished(s));
+    events
+}
+
+#[test]
+fn the_human_reporter_writes_the_report_when_the_suite_finishes() {
+    let s = suite_run();
+    let mut human = super::events::Human {
+        out: Vec::new(),
+        err: Vec::new(),
+    };
+    for e in suite_events(&s) {
+        human.event(&e).unwrap();
+    }
+    let (out, err) = (String::from_utf8(human.out).unwrap(), human.err);
+    // Byte for byte what `suite::write` writes for the finished run.
+    let mut direct = (Vec::new(), Vec::new());
+    super::suite::write(&mut direct.0, &mut direct.1, &s).unwrap();
+    assert_eq!((out.as_bytes(), &err), (&direct.0[..], &direct.1));
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn the_lines_reporter_writes_a_json_line_per_suite_event() {
+    let s = suite_run();
+    insta::assert_snapshot!(text(|out| {
+        let mut lines = super::events::Lines(out);
+        suite_events(&s).iter().try_for_each(|e| lines.suite(e))
+    }));
+}
+
+#[test]
+fn the_junit_reporter_writes_the_document_when_the_suite_finishes() {
+    let s = suite_run();
+    let mut junit = super::events::Junit(Vec::new());
+    for e in suite_events(&s) {
+        junit.event(&e).unwrap();
+    }
+    let host = format!("hostname=\"{}\"", super::junit::hostname());
+    let xml = String::from_utf8(junit.0).unwrap();
+    insta::assert_snapshot!(xml.replace(&host, "hostname=\"HOST\""));
+}
+
+#[test]
+fn the_progress_reporter_counts_failed_cases_and_runs() {
+    use worldline_engine::fuzz::campaign::CampaignEvent;
+    use worldline_engine::fuzz::summary::Tally;
+    let s = suite_run();
+    let mut shown = Vec::new();
+    let mut progress = super::events::Progress::default();
+    for e in suite_events(&s) {
+        shown.extend(progress.suite(&e));
+    }
+    let trials = trials();
+    let mut campaign = super::events::Progress::default();
+    let tally = Tally::new(1);
+    let events = std::iter::once(CampaignEvent::Started { runs: 3, jobs: 2 })
+        .chain(trials.iter().map(CampaignEvent::RunFinished))
+        .chain([CampaignEvent::Finished(&tally)]);
+    for (i, e) in events.enumerate() {
+        let elapsed = std::time::Duration::from_millis(250 * i as u64);
+        shown.extend(campaign.campaign(&e, elapsed));
+    }
+    insta::assert_snapshot!(shown.join("\n"));
+}
+
+/// Three trials of a campaign, the second failing on a fault.
+fn trials() -> Vec<worldline_engine::fuzz::trial::Trial> {
+    serde_json::from_value(serde_json::json!([
+        {"index": 0, "seed": 11, "model_seed": null, "signature": null, "faults": {"faults": []}},
+        {"index": 1, "seed": 12, "model_seed": null, "signature": "check `refund_once` failed",
+         "faults": {"clock_skew_s": 30, "faults": []}},
+        {"index": 2, "seed": 13, "model_seed": 7, "signature": null, "faults": {"faults": []}},
+    ]))
+    .unwrap()
+}
+
+#[test]
+fn the_lines_reporter_writes_a_json_line_per_campaign_event() {
+    use worldline_engine::fuzz::campaign::CampaignEvent;
+    use worldline_engine::fuzz::summary::Tally;
+    let trials = trials();
+    let mut tally = Tally::new(1);
+    for t in &trials {
+        tally.add(t.clone());
+    }
+    insta::assert_snapshot!(text(|out| {
+        let mut lines = super::events::Lines(out);
+        lines.campaign(&CampaignEvent::Started { runs: 3, jobs: 2 })?;
+        for t in &trials {
+            lines.campaign(&CampaignEvent::RunFinished(t))?;
+        }
+        lines.campaign(&CampaignEvent::Finished(&tally))
+    }));
+}

@@ -218,7 +218,7 @@ pub struct SuiteSummary {
 }
 
 impl CaseSummary {
-    fn of(c: &CaseRun) -> Self {
+    pub(crate) fn of(c: &CaseRun) -> Self {
         let shown = c.shown();
         let o = shown.and_then(|a| a.outcome.as_ref().ok());
         let runs = c.attempts.len() as u64;

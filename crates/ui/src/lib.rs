@@ -35,7 +35,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use std::collections::BTreeMap;
-use std::io::Write as _;
+use std::io::Write;
 use std::sync::{Arc, OnceLock};
 use worldline_log::redact::Redactor;
 use worldline_pgstore::roles::Role;
@@ -385,8 +385,14 @@ fn start_path(store: &StoreDir, start: &Start) -> Result<String> {
     })
 }
 
-/// Serve until the process is stopped.
-pub fn serve(cfg: Config) -> Result<()> {
+/// Serve until the process is stopped: the URLs to `out` once the server
+/// listens (in one write, flushed), and to `err` why a browser could not be
+/// opened (`--open`). The library never writes to the process's streams.
+pub fn serve(
+    cfg: Config,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> Result<()> {
     let store = StoreDir::open(&cfg.store)?;
     let readers = access::readers(&store, &cfg)?;
     // A database store's policy is read (and checked) here, outside the
@@ -433,20 +439,20 @@ pub fn serve(cfg: Config) -> Result<()> {
         }
         text.push_str("(the token in the URL is required; Ctrl-C stops the server)\n");
         // One write; whoever reads stdout may stop reading after it.
-        let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
-        drop(out);
-        if cfg.open {
-            open_browser(&urls[0]);
+        if cfg.open
+            && let Err(why) = open_browser(&urls[0])
+        {
+            let _ = writeln!(err, "{why}");
         }
         axum::serve(listener, router(app)).await?;
         Ok(())
     })
 }
 
-/// Ask the desktop to open `url`; say so when it cannot.
-fn open_browser(url: &str) {
+/// Ask the desktop to open `url`; why it cannot, when it cannot.
+fn open_browser(url: &str) -> Result<(), String> {
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {
@@ -458,6 +464,9 @@ fn open_browser(url: &str) {
         .stderr(std::process::Stdio::null())
         .spawn()
     {
-        eprintln!("could not open a browser ({opener}: {e}); open the URL above");
+        return Err(format!(
+            "could not open a browser ({opener}: {e}); open the URL above"
+        ));
     }
+    Ok(())
 }

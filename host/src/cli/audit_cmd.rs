@@ -40,7 +40,7 @@ pub fn exec(args: AuditArgs) -> Result<ExitCode> {
         })
         .map_err(worldline_store::store::db_error)?;
     if args.common.json {
-        worldline_report::print_json(&reads)?;
+        super::print_json(&reads)?;
         return Ok(ExitCode::Ok);
     }
     if reads.is_empty() {

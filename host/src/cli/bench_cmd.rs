@@ -168,7 +168,7 @@ pub fn exec(args: BenchArgs) -> Result<ExitCode> {
 
 fn list(args: ListArgs) -> Result<ExitCode> {
     if args.common.json {
-        worldline_report::print_json(&serde_json::json!({ "benchmarks": KNOWN }))?;
+        super::print_json(&serde_json::json!({ "benchmarks": KNOWN }))?;
     } else {
         let name = KNOWN.iter().map(|k| k.name.len()).max().unwrap_or(0);
         let package = KNOWN.iter().map(|k| k.package.len()).max().unwrap_or(0);
@@ -257,7 +257,7 @@ fn imported(
     build: &str,
 ) -> Result<ExitCode> {
     if args.common.json {
-        worldline_report::print_json(&serde_json::json!({
+        super::print_json(&serde_json::json!({
             "benchmark": known.name,
             "package": known.package,
             "dir": args.output.display().to_string(),

@@ -83,7 +83,7 @@ pub fn exec(args: ForkArgs) -> Result<ExitCode> {
     }
     let outcome = &forked.outcome;
     if args.common.json {
-        worldline_report::print_json(&ForkSummary {
+        super::print_json(&ForkSummary {
             run: RunSummary::of(outcome),
             parent: ForkParent {
                 event: args.at,
@@ -151,7 +151,7 @@ fn branch(
                 })
             })
             .collect();
-        worldline_report::print_json(&json!({
+        super::print_json(&json!({
             "parent": {"run": rec.id, "event": args.at},
             "group": {"id": id, "size": samples, "passes": c, "pass_at_k": pass_at, "pass_hat_k": pass_hat},
             "members": members,

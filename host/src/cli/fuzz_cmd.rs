@@ -12,13 +12,14 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 use worldline_case::case;
 use worldline_case::case::fuzz::{self, FaultSource};
 use worldline_case::error::InputError;
 use worldline_engine::fuzz::campaign::Campaign;
 use worldline_engine::fuzz::reproducer::Reproducers;
+use worldline_report::events::{Lines, Progress};
 use worldline_report::fuzz::{Faults, FuzzReport, GroupReport, Timing};
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
@@ -58,6 +59,10 @@ pub struct FuzzArgs {
     /// Write every run's bundle to the store, passing ones too.
     #[arg(long)]
     pub keep_all: bool,
+    /// Write the campaign's events here as they happen, one JSON object a
+    /// line (see docs/cli.md).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     #[arg(long)]
     pub worlds: Option<PathBuf>,
@@ -135,17 +140,34 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     };
     let total = c.indexes().len() as u64;
     let bar = progress(total);
-    let failures = AtomicU64::new(0);
+    let lines = match &args.events {
+        Some(path) => Some(Lines(std::io::BufWriter::new(
+            worldline_case::output::create(path)?,
+        ))),
+        None => None,
+    };
+    let progress = Mutex::new((Progress::default(), lines, None));
     let started = Instant::now();
-    let tally = c.run(&|failed| {
-        let n = failures.fetch_add(u64::from(failed), Ordering::Relaxed) + u64::from(failed);
-        bar.inc(1);
-        if !bar.is_hidden() {
-            let rate = bar.position() as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            let rate = worldline_report::fuzz::rate(rate);
-            bar.set_message(format!("{n} failed  {rate} runs/s"));
+    let tally = c.run(&|e| {
+        let mut shown = progress.lock().expect("reporters lock");
+        let (progress, lines, error) = &mut *shown;
+        if let Some(message) = progress.campaign(&e, started.elapsed()) {
+            bar.inc(1);
+            if !bar.is_hidden() {
+                bar.set_message(message);
+            }
+        }
+        if let Some(lines) = lines
+            && let Err(err) = lines.campaign(&e)
+        {
+            error.get_or_insert(err);
         }
     })?;
+    if let (Some(path), (_, _, Some(err))) =
+        (&args.events, progress.into_inner().expect("reporters lock"))
+    {
+        return Err(InputError::new(path, format!("cannot write: {err}")).into());
+    }
     let elapsed = started.elapsed();
     bar.finish_and_clear();
 

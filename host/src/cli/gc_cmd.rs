@@ -69,7 +69,7 @@ pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
     set(args.cache_days, &mut policy.cache.unused_days);
     let report = sweep::gc(&store, &policy, now_s(), args.dry_run)?;
     if args.common.json {
-        worldline_report::print_json(&report)?;
+        super::print_json(&report)?;
     } else {
         worldline_report::gc::write(&mut std::io::stdout().lock(), &report)?;
     }

@@ -130,7 +130,7 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
         .map(|(p, _, _)| p.display().to_string())
         .collect();
     if args.common.json {
-        worldline_report::print_json(&json!({
+        super::print_json(&json!({
             "dir": dir.display().to_string(),
             "lang": lang.name(),
             "files": written,

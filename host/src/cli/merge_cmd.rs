@@ -133,7 +133,7 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
             worldline_report::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
         let failed = merged["summary"]["failed"].as_u64().unwrap_or(0);
         if args.common.json {
-            worldline_report::print_json(&merged)?;
+            super::print_json(&merged)?;
         } else {
             worldline_report::fuzz::write_merged(&mut std::io::stdout().lock(), &merged)?;
         }
@@ -155,7 +155,7 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     }
     let merged = SuiteSummary::merge(shards).map_err(|m| InputError::new("merge", m))?;
     if args.common.json {
-        worldline_report::print_json(&merged)?;
+        super::print_json(&merged)?;
     } else {
         worldline_report::suite::write_merged(
             &mut std::io::stdout().lock(),

@@ -268,7 +268,12 @@ fn print_json_supplied(
     {
         map.insert("settings".into(), serde_json::to_value(&supplied)?);
     }
-    worldline_report::print_json(&value)
+    print_json(&value)
+}
+
+/// [`worldline_report::write_json`] on stdout.
+fn print_json(doc: &impl serde::Serialize) -> anyhow::Result<()> {
+    worldline_report::write_json(&mut std::io::stdout().lock(), doc)
 }
 
 /// An error as the one JSON document `--json` promises on stdout.

@@ -101,7 +101,7 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
             .collect(),
     };
     if args.common.json {
-        worldline_report::print_json(&summary)?;
+        super::print_json(&summary)?;
     } else {
         worldline_report::otel::write(&mut std::io::stdout().lock(), &summary)?;
     }

@@ -30,7 +30,7 @@ pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
             .shared_policy()
             .map_err(worldline_store::store::db_error)?;
         if args.common.json {
-            worldline_report::print_json(&serde_json::json!({
+            super::print_json(&serde_json::json!({
                 "store": store.name(), "policy": shared.policy, "policy_sha256": shared.policy_sha256,
             }))?;
         } else if shared.policy.trim().is_empty() {
@@ -48,7 +48,7 @@ pub fn exec(args: RedactionArgs) -> Result<ExitCode> {
     worldline_log::redact::Policy::parse(file, &text)?;
     let made = store.set_policy(&text)?;
     if args.common.json {
-        worldline_report::print_json(&serde_json::json!({
+        super::print_json(&serde_json::json!({
             "store": store.name(), "policy_sha256": worldline_case::canon::sha256_hex(&text), "copies_made": made,
         }))?;
     } else {

@@ -72,7 +72,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     let in_flight = rec.bundle.in_flight.as_ref();
     let at = rec.bundle.events.len() as u64;
     if args.common.json {
-        worldline_report::print_json(&ResumeSummary {
+        super::print_json(&ResumeSummary {
             run: RunSummary::of(&outcome),
             resumed_from: ForkParent {
                 event: at,

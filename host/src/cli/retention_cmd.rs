@@ -31,7 +31,7 @@ pub fn exec(args: RetentionArgs) -> Result<ExitCode> {
         .map_err(|e| InputError::new(file, format!("cannot read the retention policy: {e}")))?;
     let policy = Policy::set(&store, file, &text)?;
     if args.common.json {
-        worldline_report::print_json(&serde_json::json!({
+        super::print_json(&serde_json::json!({
             "store": store.name(), "set_from": file.display().to_string(), "policy": policy,
         }))?;
     } else {
@@ -53,7 +53,7 @@ fn show(store: &StoreDir, json: bool) -> Result<ExitCode> {
         Source::Defaults => ("the defaults".to_string(), None),
     };
     if json {
-        worldline_report::print_json(&serde_json::json!({
+        super::print_json(&serde_json::json!({
             "store": store.name(), "from": from, "policy": policy, "text": text,
         }))?;
     } else {

@@ -163,7 +163,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
                 row["writer"] = serde_json::json!(writers.get(&r.run_id));
             }
         }
-        worldline_report::print_json(&doc)?;
+        super::print_json(&doc)?;
     } else {
         worldline_report::runs::write(&mut std::io::stdout().lock(), &rows, &pinned)?;
     }
@@ -176,7 +176,7 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
         store.pull()?;
         let check = Index::connect(&store)?.check()?;
         if args.common.json {
-            worldline_report::print_json(&check)?;
+            super::print_json(&check)?;
         } else {
             worldline_report::runs::write_check(&mut std::io::stdout().lock(), &check)?;
         }
@@ -193,7 +193,7 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
         Index::read(&store, |index| Ok(index.query(&Filter::default())?.len()))?
     };
     if args.common.json {
-        worldline_report::print_json(&worldline_report::runs::IndexSummary { rows, sync: &sync })?;
+        super::print_json(&worldline_report::runs::IndexSummary { rows, sync: &sync })?;
     } else {
         worldline_report::runs::write_index(&mut std::io::stdout().lock(), rows, &sync)?;
     }

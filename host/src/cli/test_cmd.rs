@@ -17,12 +17,13 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
 use worldline_engine::suite::select::{Candidate, Filter};
-use worldline_engine::suite::{Entry, Suite, last};
+use worldline_engine::suite::{Entry, Suite, SuiteEvent, last};
+use worldline_report::events::{Human, Junit, Lines, Progress};
 use worldline_report::suite::{Shard, SuiteSummary};
 use worldline_store::store::StoreDir;
 
@@ -41,6 +42,10 @@ pub struct TestArgs {
     /// Write a JUnit XML report here.
     #[arg(long)]
     pub junit: Option<PathBuf>,
+    /// Write the suite's events here as they happen, one JSON object a
+    /// line (see docs/cli.md).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
     /// Cases run at once (default: the number of cores). May exceed the
     /// cores when runs wait on a model endpoint.
     #[arg(long)]
@@ -74,7 +79,7 @@ pub struct TestArgs {
     pub list: bool,
     /// Resume every incomplete run (killed: no footer) in the store of the
     /// selected cases, as `worldline resume` does, instead of running them.
-    #[arg(long, conflicts_with_all = ["list", "repeat", "rerun_failed", "junit"])]
+    #[arg(long, conflicts_with_all = ["list", "repeat", "rerun_failed", "junit", "events"])]
     pub resume: bool,
     /// Run each case this many times, each with its own model seed; report
     /// each case's pass rate and the suite's pass^k.
@@ -262,7 +267,7 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
         })
         .collect();
     if json {
-        return worldline_report::print_json(&listed);
+        return super::print_json(&listed);
     }
     for l in &listed {
         let tags = match l.tags.is_empty() {
@@ -396,7 +401,17 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     bar.set_message("0 failed");
-    let failures = AtomicU64::new(0);
+    let lines = match &args.events {
+        Some(path) => Some(Lines(std::io::BufWriter::new(
+            worldline_case::output::create(path)?,
+        ))),
+        None => None,
+    };
+    let shown = Mutex::new(Shown {
+        progress: Progress::default(),
+        lines,
+        error: None,
+    });
     let done = Suite {
         sandbox,
         agent,
@@ -408,21 +423,36 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         jobs,
         fail_fast: args.fail_fast,
         collection_errors: &broken,
+        compiles: &loaded.compiles,
     }
-    .run(&|c| {
-        let failed = !c.skipped() && !c.passed();
-        let n = failures.fetch_add(u64::from(failed), Ordering::Relaxed) + u64::from(failed);
-        bar.inc(1);
-        bar.set_message(format!("{n} failed"));
+    .run(&|e| {
+        let mut shown = shown.lock().expect("reporters lock");
+        if let Some(message) = shown.progress.suite(&e) {
+            bar.inc(1);
+            bar.set_message(message);
+        }
+        if let Some(lines) = &mut shown.lines
+            && let Err(err) = lines.suite(&e)
+        {
+            shown.error.get_or_insert(err);
+        }
     });
     bar.finish_and_clear();
-    let mut done = done?;
-    done.compiles = loaded.compiles;
+    let done = done?;
+    if let (Some(path), Some(err)) = (
+        &args.events,
+        shown.into_inner().expect("reporters lock").error,
+    ) {
+        return Err(InputError::new(path, format!("cannot write: {err}")).into());
+    }
     token_warnings(&entries, &done);
     last::record(&store, &done)?;
 
+    let finished = SuiteEvent::Finished(&done);
     if let Some(path) = &args.junit {
-        worldline_case::output::write(path, worldline_report::junit::render(&done)?.as_bytes())?;
+        let mut junit = Junit(Vec::new());
+        junit.event(&finished)?;
+        worldline_case::output::write(path, &junit.0)?;
     }
     if let Some(shard) = &shard
         && store.database().is_some()
@@ -450,11 +480,11 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         summary.shard = shard;
         super::print_json_supplied(&summary, supplied)?;
     } else {
-        worldline_report::suite::write(
-            &mut std::io::stdout().lock(),
-            &mut std::io::stderr(),
-            &done,
-        )?;
+        Human {
+            out: std::io::stdout().lock(),
+            err: std::io::stderr(),
+        }
+        .event(&finished)?;
     }
     Ok(if !done.collection_errors.is_empty() {
         ExitCode::Input
@@ -463,6 +493,14 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     } else {
         ExitCode::Failed
     })
+}
+
+/// What the suite's sink feeds as it runs: the bar's message, the
+/// `--events` lines, and the first error writing them.
+struct Shown {
+    progress: Progress,
+    lines: Option<Lines<std::io::BufWriter<std::fs::File>>>,
+    error: Option<std::io::Error>,
 }
 
 /// One warning line per case that asked for token ids (`[model]

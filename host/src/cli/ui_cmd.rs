@@ -67,17 +67,21 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
         (None, true) => Start::LastFailed,
         (None, false) => Start::Runs,
     };
-    worldline_ui::serve(worldline_ui::Config {
-        store: args.common.store,
-        port: args.port,
-        open: args.open,
-        read_only: args.read_only,
-        start,
-        redact: args.redaction.redact,
-        unredacted: args.redaction.unredacted,
-        prices: project_prices()?,
-        tokens: args.tokens,
-    })?;
+    worldline_ui::serve(
+        worldline_ui::Config {
+            store: args.common.store,
+            port: args.port,
+            open: args.open,
+            read_only: args.read_only,
+            start,
+            redact: args.redaction.redact,
+            unredacted: args.redaction.unredacted,
+            prices: project_prices()?,
+            tokens: args.tokens,
+        },
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    )?;
     Ok(ExitCode::Ok)
 }
 

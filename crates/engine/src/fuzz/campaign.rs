@@ -3,7 +3,9 @@
 //! [`Trial`] (its signature and the faults it met) that is counted into a
 //! tally and dropped, never written as a bundle unless asked. The tally
 //! does not depend on the order trials finish in, so the report is
-//! independent of the number of jobs.
+//! independent of the number of jobs. While it runs, a campaign reports
+//! each trial as a [`CampaignEvent`] to the sink its caller hands it
+//! (decision 0365).
 
 use super::summary::Tally;
 use super::trial::Trial;
@@ -20,6 +22,17 @@ use worldline_runtime::mediate::entropy::derive;
 use worldline_runtime::mediate::faults::Faults;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
+
+/// What happens while a campaign runs: `Started` first, a `RunFinished`
+/// per trial in the order they finish, `Finished` with the tally last.
+pub enum CampaignEvent<'a> {
+    /// The campaign is about to start: this machine's runs and threads.
+    Started { runs: u64, jobs: usize },
+    /// A trial was run and graded (`signature` is `None` when it passed).
+    RunFinished(&'a Trial),
+    /// Every trial is counted.
+    Finished(&'a Tally),
+}
 
 /// The seed of the campaign's `i`-th variation.
 pub fn run_seed(campaign_seed: u64, i: u64) -> u64 {
@@ -152,17 +165,24 @@ impl Campaign<'_> {
     }
 
     /// Run this machine's trials on `jobs` threads, counting each into a
-    /// tally as it finishes; `done(failed)` is called after each.
-    pub fn run(&self, done: &(dyn Fn(bool) + Sync)) -> Result<Tally> {
+    /// tally as it finishes and reporting each step to `sink` (called from
+    /// the worker threads).
+    pub fn run(&self, sink: &(dyn Fn(CampaignEvent<'_>) + Sync)) -> Result<Tally> {
         let indexes = self.indexes();
+        sink(CampaignEvent::Started {
+            runs: indexes.len() as u64,
+            jobs: self.jobs,
+        });
         let tally = Mutex::new(Tally::new(self.repeat));
         par_each(indexes.len(), self.jobs, |k| {
             let t = self.trial(indexes[k])?;
-            done(t.signature.is_some());
+            sink(CampaignEvent::RunFinished(&t));
             tally.lock().expect("tally lock").add(t);
             Ok(())
         })?;
-        Ok(tally.into_inner().expect("tally lock"))
+        let tally = tally.into_inner().expect("tally lock");
+        sink(CampaignEvent::Finished(&tally));
+        Ok(tally)
     }
 }
 

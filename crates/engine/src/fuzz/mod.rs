@@ -19,4 +19,4 @@ pub mod reproducer;
 pub(crate) mod shrink;
 pub mod stats;
 pub mod summary;
-pub(crate) mod trial;
+pub mod trial;

@@ -7,6 +7,9 @@
 //! failing every case. A case file that cannot be loaded is a collection
 //! error: carried in the result, it stops nothing but `--fail-fast`.
 //! `select` decides which cases run; `last` remembers which failed.
+//! While it runs, a suite reports what happens as [`SuiteEvent`]s to the
+//! one sink its caller hands it (decision 0365); reporters turn them into
+//! text, JSON lines, JUnit or a progress bar.
 
 pub mod last;
 pub mod select;
@@ -149,7 +152,7 @@ pub struct SuiteRun {
     pub elapsed: Duration,
     /// Case files that could not be loaded (reported; the suite exits 2).
     pub collection_errors: Vec<InputError>,
-    /// Components compiled before the first case (the caller's to fill).
+    /// Components compiled before the first case.
     pub compiles: Vec<Compile>,
 }
 
@@ -165,6 +168,27 @@ impl SuiteRun {
     pub fn failed(&self) -> usize {
         self.cases.len() - self.passed() - self.skipped()
     }
+}
+
+/// What happens while a suite runs, in order on each worker thread (the
+/// cases of different threads interleave): `Started` first, `Finished`
+/// last, and between them each case's `CaseStarted` before its
+/// `CaseFinished`.
+pub enum SuiteEvent<'a> {
+    /// The suite is about to start its first case.
+    Started {
+        /// Cases selected (not counting collection errors).
+        cases: usize,
+        jobs: usize,
+        /// Runs of each case.
+        repeat: u64,
+    },
+    /// A case's first run is about to start.
+    CaseStarted { index: usize, name: &'a str },
+    /// A case's runs are done (or it was skipped by `--fail-fast`).
+    CaseFinished(&'a CaseRun),
+    /// Every case is done and the runs are on disk.
+    Finished(&'a SuiteRun),
 }
 
 /// What a suite runs: the cases, the agent, where runs go.
@@ -187,6 +211,8 @@ pub struct Suite<'a> {
     /// Case files that could not be loaded: the other cases run (as in
     /// pytest and nextest), unless `fail_fast`.
     pub collection_errors: &'a [InputError],
+    /// Components compiled before the first case, carried into the result.
+    pub compiles: &'a [Compile],
 }
 
 /// The model seed of member `i` of a case's group (`test --group`):
@@ -196,9 +222,14 @@ pub fn member_seed(case_seed: u64, i: u64) -> u64 {
 }
 
 impl Suite<'_> {
-    /// Run every case on `jobs` threads; `done(case)` is called as each
-    /// case finishes.
-    pub fn run(&self, done: &(dyn Fn(&CaseRun) + Sync)) -> anyhow::Result<SuiteRun> {
+    /// Run every case on `jobs` threads, reporting each step to `sink`
+    /// (called from the worker threads).
+    pub fn run(&self, sink: &(dyn Fn(SuiteEvent<'_>) + Sync)) -> anyhow::Result<SuiteRun> {
+        sink(SuiteEvent::Started {
+            cases: self.cases.len(),
+            jobs: self.jobs,
+            repeat: self.repeat.max(1),
+        });
         let started = SystemTime::now();
         let t0 = Instant::now();
         let stop = AtomicBool::new(!self.collection_errors.is_empty());
@@ -212,6 +243,10 @@ impl Suite<'_> {
             let e = &self.cases[i];
             let mut attempts = Vec::new();
             if !(self.fail_fast && stop.load(Ordering::Relaxed)) {
+                sink(SuiteEvent::CaseStarted {
+                    index: e.index,
+                    name: &e.name,
+                });
                 // The group's id: its first member's run id.
                 let mut group_id: Option<String> = None;
                 for rep in 0..repeat {
@@ -258,19 +293,21 @@ impl Suite<'_> {
             if !run.skipped() && !run.passed() {
                 stop.store(true, Ordering::Relaxed);
             }
-            done(&run);
+            sink(SuiteEvent::CaseFinished(&run));
             Ok(run)
         })?;
         batch
             .finish()
             .map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;
-        Ok(SuiteRun {
+        let run = SuiteRun {
             cases,
             repeat,
             started,
             elapsed: t0.elapsed(),
             collection_errors: self.collection_errors.to_vec(),
-            compiles: Vec::new(),
-        })
+            compiles: self.compiles.to_vec(),
+        };
+        sink(SuiteEvent::Finished(&run));
+        Ok(run)
     }
 }

@@ -128,7 +128,7 @@ pub fn exec(store: &StoreDir, entries: &[Entry], json: bool) -> Result<ExitCode>
         done.push(entry);
     }
     if json {
-        worldline_report::print_json(&serde_json::json!({ "resumed": done }))?;
+        crate::cli::print_json(&serde_json::json!({ "resumed": done }))?;
     } else {
         let resumed = done.iter().filter(|d| d.run_id.is_some()).count();
         println!(
