@@ -4,7 +4,8 @@
 //! `worldline:user/tools.call` event; hidden from the agent, graded by the
 //! final state and by gold calls, failed by `[fuzz.user] tool_errors`,
 //! forked like a tool call, replayed `identical`, shown by `history` and
-//! the UI's conversation page.
+//! the UI's conversation page. A model-played user calls them too, as
+//! its model's tool calls between its steps (decision 0379).
 
 use crate::common;
 
