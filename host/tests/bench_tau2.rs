@@ -344,6 +344,95 @@ fn telecom_imports_with_the_users_tools_validates_and_agrees_with_tau2() {
     );
     let tau2: BTreeMap<String, f64> = serde_json::from_slice(&out.stdout).unwrap();
     agreement("telecom", stride, &store, &a, &agree, &tau2);
+    model_played_user(&store, &a);
+}
+
+/// An imported telecom task whose user is played by a (scripted) model
+/// that sees the phone's tools (decision 0379): told to, it toggles
+/// airplane mode and reseats the SIM card as its tool calls, then says it
+/// has signal; the task's own checks pass, the run replays `identical`,
+/// `history` shows the user's calls, a fork failing the toggle fails the
+/// checks, and `[fuzz.user] tool_errors` fails them too.
+fn model_played_user(store: &Path, dir: &Path) {
+    let name = "task-service_issue-airplane_mode_on-unseat_sim_card-PERSONA-None.toml";
+    let imported = std::fs::read_to_string(dir.join("cases").join(name)).unwrap();
+    let (head, rest) = imported.split_once("[user]\n").unwrap();
+    let expect = &rest[rest.find("[expect]\n").unwrap()..];
+    let head = head.replace(
+        "policy = \"policy.md\" }",
+        "policy = \"policy.md\", steps = [{ say = \"Please turn airplane mode off and reseat your SIM card.\" }] }",
+    );
+    let user = r#"[user]
+played_by = "model"
+persona = "Your phone shows No Service."
+
+[user.model]
+provider = "scripted"
+
+[[user.model.rules]]
+contains = "reseat your SIM card"
+reply = { tool_calls = [{ name = "toggle_airplane_mode", arguments = {} }, { name = "reseat_sim_card", arguments = {} }] }
+
+[[user.model.responses]]
+content = "[SATISFIED] The status bar shows signal now."
+
+"#;
+    let case = dir.join("cases/model-user.toml");
+    let write = |more: &str| std::fs::write(&case, format!("{head}{user}{expect}{more}")).unwrap();
+    write("");
+    let worlds = dir.join("worlds");
+    let out = common::run_in(store, &case, &common::guest("talker-agent"), &worlds);
+    out.expect_code(0);
+    assert_eq!(out.json()["status"], "passed", "{out}");
+    let run_id = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = common::read_bundle(&out.bundle()).events;
+    let calls: Vec<(usize, &Value)> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["call"] == "worldline:user/tools.call")
+        .collect();
+    let names: Vec<&Value> = calls.iter().map(|(_, e)| &e["request"]["name"]).collect();
+    assert_eq!(names, ["toggle_airplane_mode", "reseat_sim_card"], "{out}");
+    common::replays_identical(store, &run_id);
+    let history = common::wl(store, &[&"history", &run_id]);
+    assert!(
+        history
+            .stdout
+            .contains("user calls toggle_airplane_mode({})"),
+        "{history}"
+    );
+    let at = calls[0].0.to_string();
+    let f = common::wl(
+        store,
+        &[
+            &"fork",
+            &run_id,
+            &"--at",
+            &at,
+            &"--respond",
+            &r#"{"error": {"kind": "unavailable", "message": "the button is stuck"}}"#,
+            &"--json",
+        ],
+    );
+    f.expect_code(1);
+    assert_eq!(f.json()["status"], "failed", "{f}");
+    write("\n[fuzz.user]\ntool_errors = 1.0\n");
+    let fuzzed = common::wl(
+        store,
+        &[
+            &"fuzz",
+            &case,
+            &"--agent",
+            &common::guest("talker-agent"),
+            &"--worlds",
+            &worlds,
+            &"--runs",
+            &"1",
+            &"--json",
+        ],
+    );
+    fuzzed.expect_code(1);
+    assert_eq!(fuzzed.json()["summary"]["failed"], 1, "{fuzzed}");
 }
 
 /// A converter (here a stand-in for the benchmark's Python) that writes

@@ -4,7 +4,8 @@
 //! `worldline:user/tools.call` event; hidden from the agent, graded by the
 //! final state and by gold calls, failed by `[fuzz.user] tool_errors`,
 //! forked like a tool call, replayed `identical`, shown by `history` and
-//! the UI's conversation page.
+//! the UI's conversation page. A model-played user calls them too, as
+//! its model's tool calls between its steps (decision 0379).
 
 use crate::common;
 
@@ -273,4 +274,121 @@ fn a_rule_calling_a_tool_the_user_does_not_have_is_refused_where_it_is() {
                 .contains("calls `get_line`, which is not one of the world's [[user_tools]] (toggle_airplane_mode, check_status_bar)"),
         "{out}"
     );
+}
+
+/// A model-played user (decision 0379): its scripted model sees the
+/// phone's tools, calls one, reads the result, then answers.
+const MODEL_USER: &str = r#"
+[user]
+played_by = "model"
+persona = "Your phone is in airplane mode and you want it working."
+
+[user.model]
+provider = "scripted"
+
+[[user.model.rules]]
+contains = "Please turn airplane mode off"
+reply = { tool_calls = [{ name = "toggle_airplane_mode", arguments = { id = "phone", on = false } }] }
+
+[[user.model.responses]]
+content = "[SATISFIED] It is off now, thanks."
+
+[expect]
+[[expect.state]]
+table = "device"
+key = "phone"
+field = "airplane_mode"
+equals = false
+"#;
+
+fn model_case(dir: &Path, name: &str, more: &str) -> PathBuf {
+    write_case(
+        dir,
+        name,
+        &format!(
+            "world = \"phone@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+             task = {{ steps = [{{say = \"Please turn airplane mode off.\"}}] }}\n{MODEL_USER}{more}"
+        ),
+    )
+}
+
+#[test]
+fn a_model_played_user_calls_its_tools_between_model_steps() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = phone_world(dir.path());
+    let out = run(&store, &model_case(dir.path(), "model-user", ""), &worlds);
+    out.expect_code(0);
+    assert_eq!(out.json()["status"], "passed", "{out}");
+    let run_id = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = read_bundle(&out.bundle()).events;
+    let at = events
+        .iter()
+        .position(|e| e["call"] == USER_TOOL)
+        .expect("the model-played user's call");
+    assert_eq!(
+        events[at]["request"],
+        json!({"name": "toggle_airplane_mode", "args": {"id": "phone", "on": false}})
+    );
+    assert_eq!(events[at]["effect"], "write");
+    let turn = &events[at + 1];
+    assert_eq!(turn["call"], "worldline:agent/user.say");
+    assert_eq!(turn["response"]["ended"]["satisfied"], true, "{turn}");
+    common::replays_identical(&store, &run_id);
+    let history = wl(&store, &[&"history", &run_id]);
+    assert!(
+        history
+            .stdout
+            .contains("user calls toggle_airplane_mode({\"id\":\"phone\",\"on\":false})"),
+        "{history}"
+    );
+    let ui = Server::start(&store, &[]);
+    let page = ui.get(&format!("/run/{run_id}"));
+    assert!(
+        page.body.contains("user calls toggle_airplane_mode"),
+        "{}",
+        page.body
+    );
+
+    // A fork answering the user's call with an error: the phone stays in
+    // airplane mode, the next model step reads the error, the grade fails.
+    let f = wl(
+        &store,
+        &[
+            &"fork",
+            &run_id,
+            &"--at",
+            &at.to_string(),
+            &"--respond",
+            &r#"{"error": {"kind": "unavailable", "message": "no signal"}}"#,
+            &"--json",
+        ],
+    );
+    f.expect_code(1);
+    let forked = read_bundle(&f.bundle()).events;
+    assert_eq!(forked[at]["response"]["error"]["message"], "no signal");
+    common::replays_identical(&store, f.json()["run_id"].as_str().unwrap());
+
+    // `[fuzz.user] tool_errors` fails the model-played user's call too.
+    let c = model_case(
+        dir.path(),
+        "model-faulted",
+        "\n[fuzz.user]\ntool_errors = 1.0\n",
+    );
+    let out = wl(
+        &store,
+        &[
+            &"fuzz",
+            &c,
+            &"--agent",
+            &guest("talker-agent"),
+            &"--worlds",
+            &worlds,
+            &"--runs",
+            &"1",
+            &"--json",
+        ],
+    );
+    out.expect_code(1);
+    assert_eq!(out.json()["summary"]["failed"], 1, "{out}");
 }

@@ -418,6 +418,24 @@ impl Mediator {
     /// The answer recorded for event `seq` of the recording being followed
     /// (which [`follow`](Self::follow) has checked is this call), with the
     /// virtual latency that brings the clock to the recorded time.
+    /// While a recording is followed: the requests of the recorded events
+    /// of kind `call` that come next, in a row (`None` when not following).
+    pub(crate) fn upcoming(&self, call: &str) -> Option<Vec<Value>> {
+        let following = self.following.as_ref()?;
+        let seq = self.recorder.len();
+        if seq >= following.follow_until {
+            return None;
+        }
+        let end = following.follow_until.min(following.events.len() as u64) as usize;
+        Some(
+            following.events[(seq as usize).min(end)..end]
+                .iter()
+                .take_while(|e| e.call == call)
+                .map(|e| e.request.clone())
+                .collect(),
+        )
+    }
+
     fn logged_answer(&self, seq: u64) -> Answer {
         let rec = &self
             .following

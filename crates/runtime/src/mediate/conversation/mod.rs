@@ -10,6 +10,8 @@
 //! a live model is answered from the log while a recording is followed, so
 //! a replay never calls out. A scripted rule's calls of the user's own
 //! tools are events of their own (`user/tools.call`), made before the
+//! turn's event; so are a model-played user's, made between the turn's
+//! model steps (see `model_user`), whose last step (its text) answers the
 //! turn's event. An approval is one event too, asked by the
 //! agent or — for a tool whose permission is `ask` — by the host right
 //! before the tool call.
@@ -57,6 +59,9 @@ pub struct Conversation {
     ended: Option<Value>,
     /// The model playing the user spent the case's whole time budget.
     budget_spent: bool,
+    /// How this turn's tool-calling model steps ended: the last step's
+    /// answer (its text), or `None` at the step limit.
+    stepped: Option<Option<Answer>>,
 }
 
 impl Conversation {
@@ -83,6 +88,7 @@ impl Conversation {
             turns: 0,
             ended: None,
             budget_spent: false,
+            stepped: None,
         }
     }
 
@@ -156,9 +162,29 @@ impl Conversation {
                 said(line, turn_of(source), ms * 1_000_000)
             }
             Player::Model(m) => {
-                let request = model_user::request(&self.config, &self.transcript, message);
-                let answer = m.serve(&request, wall_ns, None);
-                self.budget_spent = m.take_budget_spent();
+                let answer = match self.stepped.take() {
+                    Some(Some(answer)) => answer,
+                    Some(None) => {
+                        let line = Line {
+                            end: Some(format!(
+                                "the model playing the user called its tools in {} steps without answering",
+                                model_user::MAX_STEPS
+                            )),
+                            ..Line::default()
+                        };
+                        return said(
+                            line,
+                            turn_of(json!({"step_limit": model_user::MAX_STEPS})),
+                            0,
+                        );
+                    }
+                    None => {
+                        let request =
+                            model_user::request(&self.config, &self.transcript, message, &[], &[]);
+                        m.serve(&request, wall_ns, None)
+                    }
+                };
+                self.budget_spent |= m.take_budget_spent();
                 let line = model_user::line(&self.config, &answer.response);
                 let by = json!({"model": answer.response.get("model_call").cloned().unwrap_or(Value::Null)});
                 said(line, turn_of(by), answer.latency_ns)
@@ -172,17 +198,28 @@ impl Conversation {
     /// turn or another line replaces it).
     fn tool_calls(&self, message: &str, fault: Option<&PlannedFault>) -> Vec<(String, Value)> {
         let turn = self.turns + 1;
-        let answered_otherwise = self.ended.is_some()
-            || self.config.max_turns.is_some_and(|m| turn > m)
-            || fault.is_some_and(|f| matches!(f.action, Action::Empty | Action::Respond(_)));
         match &self.player {
-            Player::Scripted(s) if !answered_otherwise => s
+            Player::Scripted(s) if !self.answered_otherwise(fault) => s
                 .calls(message, turn)
                 .iter()
                 .map(|c| (c.tool.clone(), c.args.clone()))
                 .collect(),
             _ => Vec::new(),
         }
+    }
+
+    /// Whether this turn is answered without whoever plays the user: they
+    /// left, the turn limit, or a fault that silences the turn or gives
+    /// another line.
+    fn answered_otherwise(&self, fault: Option<&PlannedFault>) -> bool {
+        self.ended.is_some()
+            || self.config.max_turns.is_some_and(|m| self.turns + 1 > m)
+            || fault.is_some_and(|f| matches!(f.action, Action::Empty | Action::Respond(_)))
+    }
+
+    /// Whether a model plays the user with tools to call this turn.
+    fn steps(&self, fault: Option<&PlannedFault>, has_tools: bool) -> bool {
+        has_tools && matches!(self.player, Player::Model(_)) && !self.answered_otherwise(fault)
     }
 
     /// Keep the conversation in step with what was recorded (live, from
@@ -326,6 +363,15 @@ impl user::Host for RunState {
         for (tool, args) in calls {
             self.user_tool_call(&tool, &args)?;
         }
+        let has_tools = !self.med.services.world.world.user_tools.is_empty();
+        if self
+            .med
+            .services
+            .conversation
+            .steps(fault.as_ref(), has_tools)
+        {
+            self.user_model_steps(&message)?;
+        }
         let serve = |s: &mut HostServices| {
             let now = s.clock.wall_ns();
             s.conversation.serve_say(&message, now, fault)
@@ -343,6 +389,63 @@ impl user::Host for RunState {
             return Err(wasmtime::Error::new(Stop::Timeout));
         }
         Ok(turn(&r))
+    }
+}
+
+impl RunState {
+    /// A model-played user's steps before its turn's answer: ask the model
+    /// with the user's tools; each tool call of its reply is made as a
+    /// `user/tools.call` event and answered with a `tool` message, until a
+    /// reply without calls (kept for the turn's event) or the step limit.
+    /// A live model's steps are not asked again while a recording is
+    /// followed: the recorded calls are made again instead.
+    fn user_model_steps(&mut self, message: &str) -> wasmtime::Result<()> {
+        if self.med.services.conversation.live()
+            && let Some(recorded) = self.med.upcoming(Kind::UserToolsCall.name())
+        {
+            for request in recorded {
+                let args = request.get("args").cloned().unwrap_or(Value::Null);
+                self.user_tool_call(request["name"].as_str().unwrap_or(""), &args)?;
+            }
+            return Ok(());
+        }
+        let tools = model_user::tools(&self.med.services.world.world.user_tools);
+        let mut steps: Vec<Value> = Vec::new();
+        let mut latency_ns = 0;
+        for _ in 0..model_user::MAX_STEPS {
+            let now = self.med.services.clock.wall_ns();
+            let conversation = &mut self.med.services.conversation;
+            let request = model_user::request(
+                &conversation.config,
+                &conversation.transcript,
+                message,
+                &tools,
+                &steps,
+            );
+            let Player::Model(m) = &mut conversation.player else {
+                return Ok(());
+            };
+            let mut answer = m.serve(&request, now, None);
+            conversation.budget_spent |= m.take_budget_spent();
+            latency_ns += answer.latency_ns;
+            let calls = model_user::tool_calls(&answer.response);
+            if calls.is_empty() || conversation.budget_spent {
+                answer.latency_ns = latency_ns;
+                conversation.stepped = Some(Some(answer));
+                return Ok(());
+            }
+            steps.push(answer.response["ok"]["choices"][0]["message"].clone());
+            for (id, name, args) in calls {
+                let r = self.user_tool_call(&name, &args)?;
+                steps.push(json!({
+                    "role": "tool",
+                    "tool_call_id": id,
+                    "content": worldline_case::canon::to_string(&r),
+                }));
+            }
+        }
+        self.med.services.conversation.stepped = Some(None);
+        Ok(())
     }
 }
 

@@ -2,10 +2,15 @@
 //! agent's messages are the `user` turns and the user's own replies the
 //! `assistant` turns, and the request goes through the same providers as
 //! the agent's model calls (scripted, openai, recorded). A reply holding
-//! the satisfied or end marker ends the conversation.
+//! the satisfied or end marker ends the conversation. When the world has
+//! `[[user_tools]]` the request carries them as `tools`; a reply with tool
+//! calls is a step, its calls made as `user/tools.call` events and their
+//! results sent back as `tool` messages, until the model answers with text
+//! or [`MAX_STEPS`] steps have called tools.
 
 use serde_json::{Value, json};
 use worldline_case::case::user::{Line, UserConfig};
+use worldline_case::world::Tool;
 
 /// The instructions appended to the persona.
 fn instructions(config: &UserConfig) -> String {
@@ -15,13 +20,57 @@ fn instructions(config: &UserConfig) -> String {
     )
 }
 
+/// The most model steps with tool calls in one user turn; at the limit the
+/// user leaves, unsatisfied, without a further model call.
+pub(crate) const MAX_STEPS: usize = 8;
+
+/// The `[[user_tools]]` as OpenAI-style `tools` (as the agent's requests
+/// carry them).
+pub(crate) fn tools(user_tools: &[Tool]) -> Vec<Value> {
+    user_tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.params,
+            }})
+        })
+        .collect()
+}
+
+/// The tool calls of a model step's answer: `(id, name, args)`, the
+/// arguments parsed from their JSON text (unparsable text is sent as a
+/// string, which the tool refuses).
+pub(crate) fn tool_calls(response: &Value) -> Vec<(String, String, Value)> {
+    let Some(calls) = response["ok"]["choices"][0]["message"]["tool_calls"].as_array() else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .map(|c| {
+            let text = c["function"]["arguments"].as_str().unwrap_or("{}");
+            let args = serde_json::from_str(text).unwrap_or_else(|_| json!(text));
+            (
+                c["id"].as_str().unwrap_or("").to_string(),
+                c["function"]["name"].as_str().unwrap_or("").to_string(),
+                args,
+            )
+        })
+        .collect()
+}
+
 /// The chat-completions request for the next user line: `transcript` is
 /// the earlier `(agent message, user reply)` turns, `message` the agent's
-/// new one.
+/// new one, `tools` the user's tools (none: no `tools` key, as before
+/// they existed) and `steps` this turn's earlier tool-calling steps (the
+/// assistant message and the `tool` messages answering it).
 pub(crate) fn request(
     config: &UserConfig,
     transcript: &[(String, String)],
     message: &str,
+    tools: &[Value],
+    steps: &[Value],
 ) -> Value {
     let mut messages = vec![json!({
         "role": "system",
@@ -32,7 +81,12 @@ pub(crate) fn request(
         messages.push(json!({"role": "assistant", "content": replied}));
     }
     messages.push(json!({"role": "user", "content": message}));
-    json!({"messages": messages})
+    messages.extend(steps.iter().cloned());
+    if tools.is_empty() {
+        json!({"messages": messages})
+    } else {
+        json!({"messages": messages, "tools": tools})
+    }
 }
 
 /// The user's line from the model's answer (`{"ok": completion}` or
@@ -89,7 +143,10 @@ mod tests {
             &c,
             &[("Hi?".into(), "Refund please".into())],
             "Which order?",
+            &[],
+            &[],
         );
+        assert!(r.get("tools").is_none());
         let roles: Vec<&str> = r["messages"]
             .as_array()
             .unwrap()
