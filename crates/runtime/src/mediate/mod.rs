@@ -369,7 +369,7 @@ impl Mediator {
             && let Some(following) = self.following.as_mut()
             && let Some((field, expected, actual)) = following
                 .events
-                .get(seq as usize)
+                .get(seq)
                 .and_then(|rec| follow::first_difference(rec, &event))
         {
             following.diverge(follow::Divergence {
@@ -423,7 +423,9 @@ impl Mediator {
             .following
             .as_ref()
             .expect("following a recording")
-            .events[seq as usize];
+            .events
+            .get(seq)
+            .expect("a followed event");
         Answer {
             response: rec.response.clone(),
             effect: rec.effect,
@@ -444,7 +446,14 @@ impl Mediator {
             return Ok(false);
         }
         let actual = || follow::Following::call_of(call, request);
-        match following.events.get(seq as usize) {
+        let same = match following.events.get(seq) {
+            Some(rec) if rec.call == call => following
+                .events
+                .request(seq)
+                .is_some_and(|r| *r == *request),
+            _ => false,
+        };
+        match following.events.get(seq) {
             None if !following.complete => {
                 following.reached_end = true;
                 Err(Stop::ReplayEnd)
@@ -459,8 +468,14 @@ impl Mediator {
                 });
                 Err(Stop::Diverged)
             }
-            Some(rec) if rec.call != call || rec.request != *request => {
-                let expected = follow::Following::call_of(&rec.call, &rec.request);
+            Some(rec) if !same => {
+                let name = rec.call.clone();
+                let recorded = following
+                    .events
+                    .request(seq)
+                    .map(std::borrow::Cow::into_owned)
+                    .unwrap_or_default();
+                let expected = follow::Following::call_of(&name, &recorded);
                 following.diverge(follow::Divergence {
                     index: seq,
                     class: follow::Class::Mismatch,
