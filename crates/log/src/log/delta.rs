@@ -261,7 +261,7 @@ impl Held {
         if self.extends.get(i)?.is_none() {
             return Some(std::borrow::Cow::Borrowed(&self.events[i].request));
         }
-        let chat = self.whole_chat(seq);
+        let chat = self.put_back(seq).clone();
         let mut request = self.events[i].request.clone();
         if let Some(obj) = request.as_object_mut() {
             obj.insert("request".into(), Value::Object(chat));
@@ -269,9 +269,37 @@ impl Held {
         Some(std::borrow::Cow::Owned(request))
     }
 
+    /// Whether `request` is event `seq`'s whole request (as
+    /// [`Held::request`] `== request`, without copying it out).
+    pub fn matches(&mut self, seq: u64, request: &Value) -> bool {
+        let Some(i) = usize::try_from(seq).ok().filter(|&i| i < self.events.len()) else {
+            return false;
+        };
+        if self.extends[i].is_none() {
+            return self.events[i].request == *request;
+        }
+        self.put_back(seq);
+        let whole = &self.whole.last().expect("just put back").1;
+        let (Some(held), Some(actual)) = (self.events[i].request.as_object(), request.as_object())
+        else {
+            return false;
+        };
+        held.len() == actual.len()
+            && held.iter().all(|(key, value)| match key.as_str() {
+                "request" => actual.get(key).and_then(Value::as_object) == Some(whole),
+                _ => actual.get(key) == Some(value),
+            })
+    }
+
     /// The whole chat request of model call `seq`, put back from the
-    /// nearest request along its bases that is held whole.
-    fn whole_chat(&mut self, seq: u64) -> Map<String, Value> {
+    /// nearest request along its bases that is held whole, and kept as
+    /// the latest held whole.
+    fn put_back(&mut self, seq: u64) -> &Map<String, Value> {
+        if let Some(at) = self.whole.iter().position(|(s, _)| *s == seq) {
+            let entry = self.whole.remove(at);
+            self.whole.push(entry);
+            return &self.whole.last().expect("just pushed").1;
+        }
         let mut chain = Vec::new();
         let mut at = seq;
         let mut whole = loop {
@@ -305,12 +333,11 @@ impl Held {
             }
             whole = next;
         }
-        self.whole.retain(|(s, _)| *s != seq);
         if self.whole.len() == RECENT {
             self.whole.remove(0);
         }
-        self.whole.push((seq, whole.clone()));
-        whole
+        self.whole.push((seq, whole));
+        &self.whole.last().expect("just pushed").1
     }
 }
 
@@ -484,6 +511,10 @@ mod tests {
             .sum();
         assert!(compact * 3 < whole, "{compact} held against {whole}");
         for e in &events {
+            assert!(held.matches(e.seq, &e.request), "event {}", e.seq);
+            let mut other = e.request.clone();
+            other["request"]["model"] = json!("n");
+            assert!(!held.matches(e.seq, &other), "event {}", e.seq);
             assert_eq!(*held.request(e.seq).unwrap(), e.request, "event {}", e.seq);
             let h = held.get(e.seq).unwrap();
             assert_eq!((&h.response, h.seq, &h.hash), (&e.response, e.seq, &e.hash));

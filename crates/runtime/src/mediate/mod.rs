@@ -447,10 +447,7 @@ impl Mediator {
         }
         let actual = || follow::Following::call_of(call, request);
         let same = match following.events.get(seq) {
-            Some(rec) if rec.call == call => following
-                .events
-                .request(seq)
-                .is_some_and(|r| *r == *request),
+            Some(rec) if rec.call == call => following.events.matches(seq, request),
             _ => false,
         };
         match following.events.get(seq) {
