@@ -21,43 +21,11 @@ mod common;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceExt as _;
 use worldline_store::store::StoreDir;
 use worldline_ui::{App, router};
-
-/// One command's wall time, its peak RSS (KiB: `ru_maxrss` from `wait4`)
-/// and its stdout; it must exit 0.
-#[expect(clippy::zombie_processes, reason = "reaped by wait4, for its rusage")]
-fn measured(store: &Path, args: &[&str]) -> (Duration, u64, String) {
-    use std::io::Read as _;
-    let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(args)
-        .arg("--store")
-        .arg(store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting worldline");
-    let mut stdout = String::new();
-    let mut pipe = child.stdout.take().unwrap();
-    pipe.read_to_string(&mut stdout).unwrap();
-    let mut status = 0;
-    // SAFETY: `rusage` is plain data, filled by the kernel.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: `pid` is our child, not yet reaped (`Child` is not waited on).
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(reaped, pid, "wait4 failed");
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "worldline {args:?} exited with {status}: {stdout}"
-    );
-    (start.elapsed(), usage.ru_maxrss as u64, stdout)
-}
 
 /// The UI's page of a run, one request through the router (token and
 /// Host checks included) up to the whole HTML body: its time.
@@ -130,7 +98,7 @@ fn main() {
     for &n in &sizes {
         let root = dir.path().join(format!("n{n}"));
         let (worlds, case) = common::long::write(&root, n);
-        let (rec, rec_rss, out) = measured(
+        let (rec, rec_rss, out) = common::long::measured(
             &store,
             &[
                 "run",
@@ -149,16 +117,16 @@ fn main() {
             .unwrap()
             .len();
         let bound = 3 * common::long::unique_bytes(n);
-        let (rep, rep_rss, out) = measured(&store, &["replay", &id, "--json"]);
+        let (rep, rep_rss, out) = common::long::measured(&store, &["replay", &id, "--json"]);
         assert!(out.contains("\"identical\""), "{out}");
         // Model call k is event 2k, its tool call 2k+1: the last tool call.
         let at = (2 * n - 3).to_string();
-        let (fork, fork_rss, _) = measured(
+        let (fork, fork_rss, _) = common::long::measured(
             &store,
             &["fork", &id, "--at", &at, "--deny", "get_doc", "--json"],
         );
-        let (hist, hist_rss, _) = measured(&store, &["history", &id]);
-        let (page, page_rss, out) = measured(&store, &["history", &id, "-n", "50"]);
+        let (hist, hist_rss, _) = common::long::measured(&store, &["history", &id]);
+        let (page, page_rss, out) = common::long::measured(&store, &["history", &id, "-n", "50"]);
         // 2N events: a first page when there are more than 50.
         assert!(2 * n <= 50 || out.contains("more event"), "{out}");
         let ui = ui_page(&rt, &store, &id);

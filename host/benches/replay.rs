@@ -33,6 +33,7 @@ use worldline_case::case::{self, Case};
 use worldline_engine::fork::fork;
 use worldline_engine::replay::{self, Verdict};
 use worldline_engine::run::{RunOptions, run, run_with};
+use worldline_log::log::Held;
 use worldline_log::log::bundle::Edit;
 use worldline_runtime::mediate::follow::Following;
 use worldline_runtime::sandbox::{Agent, Sandbox};
@@ -197,7 +198,7 @@ fn replay_and_fork(c: &mut Criterion, f: &Fixture, label: &str, store: &StoreDir
     assert_eq!(tools, CALLS);
     let run_id = recorded.run_id.clone().unwrap();
     let rec = replay::open(store, &run_id).unwrap();
-    let check = replay::replay(&f.sandbox, store, &rec).unwrap();
+    let check = replay::replay(&f.sandbox, store, rec.clone()).unwrap();
     assert_eq!(check.verdict, Verdict::Identical, "{check:?}");
     let at = &rec.bundle.events[FORK_AT as usize];
     eprintln!(
@@ -259,8 +260,9 @@ fn replay_and_fork(c: &mut Criterion, f: &Fixture, label: &str, store: &StoreDir
     g.bench_function("strict_replay", |b| {
         b.iter_custom(|iters| {
             timed(&mut t_replay, iters, || {
+                let rec = rec.clone();
                 let t = Instant::now();
-                let r = replay::replay(&f.sandbox, store, &rec).unwrap();
+                let r = replay::replay(&f.sandbox, store, rec).unwrap();
                 let took = t.elapsed();
                 assert_eq!(r.verdict, Verdict::Identical);
                 (took, r.matched)
@@ -282,8 +284,9 @@ fn replay_and_fork(c: &mut Criterion, f: &Fixture, label: &str, store: &StoreDir
     g.bench_function("replay_part_follow_recording", |b| {
         b.iter_custom(|iters| {
             timed(&mut t_follow, iters, || {
+                let events = rec.bundle.events.clone();
                 let t = Instant::now();
-                let following = Following::replay(rec.bundle.events.clone(), true, Vec::new());
+                let following = Following::replay(Held::from_whole(events), true, Vec::new());
                 let o = run_with(
                     &f.sandbox,
                     &f.hostile,

@@ -1,7 +1,9 @@
 //! Long-horizon runs (issue 40) on the real binary: a run of 200 model
 //! calls, each sending the whole conversation, records in bytes linear in
 //! the conversation (each request as what it appended to the one before),
-//! reads back whole, replays `identical`, and forks at its last tool call.
+//! reads back whole, replays `identical` within 1.5x the record's peak
+//! memory (the recording followed compact, decision 0347), and forks at
+//! its last tool call.
 //! 200 calls keep a debug build's test under half a minute (the agent
 //! sends 200 requests of up to 400 KB); `benches/long_horizon.rs` runs
 //! the family up to 1,600 calls in a release build under the same bound.
@@ -20,11 +22,22 @@ fn a_200_call_run_records_linear_bytes_replays_and_forks_at_the_end() {
     let (worlds, case) = long::write(dir.path(), CALLS);
     let store = dir.path().join("store");
     let agent = common::guest("looper-agent");
-    let out = common::run_in(&store, &case, &agent, &worlds);
-    out.expect_code(0);
-    assert_eq!(out.json()["run_status"], "completed", "{out}");
-    let id = out.json()["run_id"].as_str().unwrap().to_string();
-    let bundle = out.bundle();
+    let (_, record_kib, out) = long::measured(
+        &store,
+        &[
+            "run",
+            case.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let out: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(out["run_status"], "completed", "{out}");
+    let id = out["run_id"].as_str().unwrap().to_string();
+    let bundle = std::path::PathBuf::from(out["bundle"].as_str().unwrap());
 
     // The bound: three times the documents the model read.
     let bytes = std::fs::metadata(&bundle).unwrap().len();
@@ -51,7 +64,20 @@ fn a_200_call_run_records_linear_bytes_replays_and_forks_at_the_end() {
     let first_doc: Value = serde_json::from_str(last[3]["content"].as_str().unwrap()).unwrap();
     assert_eq!(first_doc["text"], long::doc_text(0));
 
-    common::replays_identical(&store, &id);
+    // Decision 0347: the replay follows the recording held compact, so
+    // its peak memory is the record's (its own run, recorded again) and
+    // not the recording whole several times over (read twice, cloned for
+    // the follower: over 3x the record's before).
+    let (_, replay_kib, out) = long::measured(&store, &["replay", &id, "--json"]);
+    let out: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(out["verdict"], "identical", "{out}");
+    eprintln!(
+        "long_horizon: {CALLS} calls, peak RSS: record {record_kib} KiB, replay {replay_kib} KiB"
+    );
+    assert!(
+        replay_kib * 2 <= record_kib * 3,
+        "replay peaked at {replay_kib} KiB, over 1.5x the record's {record_kib} KiB"
+    );
 
     // Fork at the last document read, denied: the prefix is the parent's
     // (whole requests equal), and the fork replays identical too.

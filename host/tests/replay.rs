@@ -267,7 +267,7 @@ task = { calls = [
     let honest = record();
     let honest_id = honest.run_id.clone().unwrap();
     let rec = replay::open(&store, &honest_id).unwrap();
-    let r = replay::replay(&sandbox, &store, &rec).unwrap();
+    let r = replay::replay(&sandbox, &store, rec).unwrap();
     assert_eq!(r.verdict, Verdict::Identical, "{r:?}");
 
     // The broken host's log: the guest saw T-1 and asked for it.
@@ -290,7 +290,7 @@ task = { calls = [
     assert_eq!(bundle.events[at]["request"]["args"]["id"], "T-1");
 
     let rec = replay::open(&store, &id).unwrap();
-    let r = replay::replay(&sandbox, &store, &rec).unwrap();
+    let r = replay::replay(&sandbox, &store, rec).unwrap();
     assert_eq!(r.verdict, Verdict::Diverged, "{r:?}");
     assert_eq!(r.matched, at as u64, "{r:?}");
     let d = r.divergence.as_ref().unwrap();

@@ -360,11 +360,7 @@ fn options<'a>(
     parent: Parent,
     group: Option<worldline_log::log::bundle::Group>,
 ) -> RunOptions<'a> {
-    let following = Following::fork(
-        rec.bundle.events.clone(),
-        parent.event,
-        parent.fork_points(),
-    );
+    let following = Following::fork(&rec.bundle.events, parent.event, parent.fork_points());
     RunOptions {
         store: Some(store),
         following: Some(following),

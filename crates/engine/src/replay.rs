@@ -13,13 +13,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use worldline_case::case::{self, Case};
 use worldline_case::error::InputError;
-use worldline_log::log::Call;
 use worldline_log::log::bundle::{self, Bundle};
+use worldline_log::log::{Call, Held};
 use worldline_runtime::mediate::follow::{Class, Divergence, Following};
 use worldline_runtime::sandbox::{Agent, Sandbox};
 use worldline_store::store::StoreDir;
 
 /// A run as recorded, with what it needs to run again.
+#[derive(Clone)]
 pub struct RecordedRun {
     pub id: String,
     pub path: PathBuf,
@@ -216,8 +217,9 @@ pub const DIFF_LINES: usize = 20;
 
 /// Replay a recorded run strictly: a WebAssembly agent bit for bit, a
 /// native process at its boundary (re-run with the recorded answers; the
-/// first request that differs ends it).
-pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &RecordedRun) -> Result<ReplayReport> {
+/// first request that differs ends it). `rec`'s events are taken and held
+/// compact while it is followed (decision 0347).
+pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: RecordedRun) -> Result<ReplayReport> {
     replay_in(sandbox, store, rec, &Opened::default())
 }
 
@@ -225,9 +227,10 @@ pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &RecordedRun) -> Result<
 pub fn replay_in(
     sandbox: &Sandbox,
     store: &StoreDir,
-    rec: &RecordedRun,
+    mut rec: RecordedRun,
     opened: &Opened,
 ) -> Result<ReplayReport> {
+    let rec = &mut rec;
     let served = crate::native::rederive::rederived(&rec.bundle.header);
     let native = match &rec.bundle.header.native {
         Some(_) if served.is_some() => None,
@@ -250,7 +253,15 @@ pub fn replay_in(
         .as_ref()
         .map(|p| p.fork_points())
         .unwrap_or_default();
-    let following = Following::replay(rec.bundle.events.clone(), complete, points);
+    let recorded = rec.bundle.events.len() as u64;
+    // A served episode or MCP session is re-derived from its events whole;
+    // any other run is followed with its requests held compact, the whole
+    // ones freed (decision 0347).
+    let events = match served {
+        Some(_) => Held::of(&rec.bundle.events),
+        None => Held::from_whole(std::mem::take(&mut rec.bundle.events)),
+    };
+    let following = Following::replay(events, complete, points);
     let opts = RunOptions {
         following: Some(following),
         faults: rec.bundle.header.fuzz.clone(),
@@ -287,7 +298,7 @@ pub fn replay_in(
     };
     Ok(ReplayReport {
         env_differs,
-        ..report(rec, &outcome, complete, scope)
+        ..report(rec, recorded, &outcome, complete, scope)
     })
 }
 
@@ -327,8 +338,13 @@ pub fn json_diff(expected: &serde_json::Value, actual: &serde_json::Value) -> Ve
     out
 }
 
-fn report(rec: &RecordedRun, o: &RunOutcome, complete: bool, scope: Scope) -> ReplayReport {
-    let recorded = rec.bundle.events.len() as u64;
+fn report(
+    rec: &RecordedRun,
+    recorded: u64,
+    o: &RunOutcome,
+    complete: bool,
+    scope: Scope,
+) -> ReplayReport {
     let mut divergence = o.divergence.clone();
     if divergence.is_none()
         && complete

@@ -119,7 +119,7 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
     if native.is_some_and(|n| n.transport != "exec") && !rederived {
         return Checked::Session;
     }
-    match replay::replay_in(sandbox, store, &rec, opened) {
+    match replay::replay_in(sandbox, store, rec, opened) {
         Ok(r) => Checked::Replayed(r),
         Err(e) => Checked::Unreadable(format!("{e:#}")),
     }

@@ -139,7 +139,8 @@ pub(crate) fn replay(app: &Seen, run: &str, form: &FormData) -> Result<Reply> {
         return Ok(no);
     }
     let rec = app.recorded(run)?;
-    let r = ops::replay::replay(app.sandbox()?, &app.store, &rec)?;
-    let shown = verdict(app, &super::run::id_of(&rec.path), &r)?;
+    let id = super::run::id_of(&rec.path);
+    let r = ops::replay::replay(app.sandbox()?, &app.store, rec)?;
+    let shown = verdict(app, &id, &r)?;
     super::run::body(app, run, &BTreeMap::new(), shown)
 }

@@ -86,3 +86,36 @@ pub fn write_task(root: &Path, n: usize, extra: &str) -> (PathBuf, PathBuf) {
 pub fn unique_bytes(n: usize) -> u64 {
     (n.saturating_sub(1) * DOC_BYTES) as u64
 }
+
+/// One command's wall time, its peak RSS (KiB: `ru_maxrss` from `wait4`)
+/// and its stdout; it must exit 0.
+#[expect(clippy::zombie_processes, reason = "reaped by wait4, for its rusage")]
+pub fn measured(store: &Path, args: &[&str]) -> (std::time::Duration, u64, String) {
+    use std::io::Read as _;
+    let start = std::time::Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .env("WORLDLINE_STORE_CACHE", super::store_cache())
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("starting worldline");
+    let mut stdout = String::new();
+    let mut pipe = child.stdout.take().unwrap();
+    pipe.read_to_string(&mut stdout).unwrap();
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data, filled by the kernel.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: `pid` is our child, not yet reaped (`Child` is not waited on).
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "worldline {args:?} exited with {status}: {stdout}"
+    );
+    (start.elapsed(), usage.ru_maxrss as u64, stdout)
+}

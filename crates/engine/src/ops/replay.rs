@@ -8,7 +8,7 @@ use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
 /// Replay `rec` with its recorded agent: identical, or where it diverged.
-pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: &RecordedRun) -> Result<ReplayReport> {
+pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: RecordedRun) -> Result<ReplayReport> {
     replay::replay(sandbox, store, rec)
 }
 

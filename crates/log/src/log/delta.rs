@@ -7,8 +7,10 @@
 //! earlier event the chain already covers and says how to extend it
 //! (decision 0345), so recording and reading cost the delta, not the
 //! whole request. Lines written before 0345 carry no mark and were
-//! hashed over the whole event ([`Chain::Whole`]). Only the bundle's
-//! text is compact: events in memory always hold whole requests.
+//! hashed over the whole event ([`Chain::Whole`]). A bundle read holds
+//! whole requests; a follower (replay, fork) holds the recording compact
+//! the same way ([`Held`], decision 0347) and puts back one request at a
+//! time.
 
 use super::event::Event;
 use serde_json::{Map, Value};
@@ -70,13 +72,14 @@ impl Deltas {
         }
     }
 
-    /// The line to write for `event` (canonical JSON, with `event.hash`
-    /// when it is set), when it extends one of the recent model calls in
-    /// `earlier` (the events before it, by seq), marked as `chain` hashes
-    /// it: `None` writes it whole.
-    pub(super) fn compact(&self, event: &Event, earlier: &[Event], chain: Chain) -> Option<String> {
-        let new = chat(event)?;
-        let new_msgs = messages(new);
+    /// The recent model call in `earlier` (by seq) whose messages share
+    /// the longest prefix with `new_msgs` (ties: the latest): its seq, how
+    /// many it shares, and its chat request.
+    fn base<'e>(
+        &self,
+        new_msgs: &[Value],
+        earlier: &'e [Event],
+    ) -> Option<(u64, usize, &'e Map<String, Value>)> {
         let mut best: Option<(u64, usize, &Map<String, Value>)> = None;
         for &seq in self.recent.iter().rev() {
             let Some(base) = earlier.get(seq as usize).filter(|b| b.seq == seq) else {
@@ -96,7 +99,17 @@ impl Deltas {
                 break;
             }
         }
-        let (base, keep, old) = best?;
+        best
+    }
+
+    /// The line to write for `event` (canonical JSON, with `event.hash`
+    /// when it is set), when it extends one of the recent model calls in
+    /// `earlier` (the events before it, by seq), marked as `chain` hashes
+    /// it: `None` writes it whole.
+    pub(super) fn compact(&self, event: &Event, earlier: &[Event], chain: Chain) -> Option<String> {
+        let new = chat(event)?;
+        let new_msgs = messages(new);
+        let (base, keep, old) = self.base(new_msgs, earlier)?;
         let mut rest = Map::new();
         let mut same = Vec::new();
         for (key, value) in new {
@@ -140,6 +153,219 @@ impl Deltas {
             .insert(EXTENDS.into(), Value::Object(extends));
         Some(worldline_case::canon::to_string(&value))
     }
+}
+
+/// How a held model call extends an earlier one (its line's `extends`).
+#[derive(Debug)]
+struct Extends {
+    base: u64,
+    keep: usize,
+    same: Vec<String>,
+}
+
+/// Recorded events held compact for a follower (decision 0347): a model
+/// call that extends one of the recent model calls before it keeps only
+/// the messages it appended and the fields that changed, as its line
+/// does, and [`Held::request`] puts one request back whole when it is
+/// compared or reported, from the latest whole requests it put back
+/// (those the next call extends, when followed in order). Memory: the
+/// recording's compact size and a few requests, not the conversation once
+/// per model call.
+#[derive(Debug, Default)]
+pub struct Held {
+    events: Vec<Event>,
+    extends: Vec<Option<Extends>>,
+    /// The latest chat requests put back whole, by seq, oldest first.
+    whole: Vec<(u64, Map<String, Value>)>,
+}
+
+impl Held {
+    /// Hold `events` (whole, in seq order) compact.
+    pub fn of(events: &[Event]) -> Self {
+        let mut deltas = Deltas::default();
+        let mut held = Held::default();
+        for (i, e) in events.iter().enumerate() {
+            let compact = split(e, &events[..i], &deltas);
+            deltas.note(e);
+            let (event, extends) = match compact {
+                Some((request, extends)) => (
+                    Event {
+                        request,
+                        response: e.response.clone(),
+                        injected: e.injected.clone(),
+                        writes: e.writes.clone(),
+                        call: e.call.clone(),
+                        hash: e.hash.clone(),
+                        ..*e
+                    },
+                    Some(extends),
+                ),
+                None => (e.clone(), None),
+            };
+            held.events.push(event);
+            held.extends.push(extends);
+        }
+        held
+    }
+
+    /// [`Held::of`], compacting `events` in place: from the last to the
+    /// first, so each one's bases are still whole when it is compacted
+    /// and the whole requests are freed as it goes.
+    pub fn from_whole(mut events: Vec<Event>) -> Self {
+        let model: Vec<u64> = events
+            .iter()
+            .filter(|e| chat(e).is_some())
+            .map(|e| e.seq)
+            .collect();
+        let mut extends = Vec::with_capacity(events.len());
+        for i in (0..events.len()).rev() {
+            let before = model.partition_point(|&s| s < i as u64);
+            let deltas = Deltas {
+                recent: model[before.saturating_sub(RECENT)..before].to_vec(),
+            };
+            let (earlier, rest) = events.split_at_mut(i);
+            let e = &mut rest[0];
+            match split(e, earlier, &deltas) {
+                Some((request, x)) => {
+                    e.request = request;
+                    extends.push(Some(x));
+                }
+                None => extends.push(None),
+            }
+        }
+        extends.reverse();
+        Held {
+            events,
+            extends,
+            whole: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Event `seq` as held: everything as recorded but a compact model
+    /// call's request (compare that with [`Held::request`]).
+    pub fn get(&self, seq: u64) -> Option<&Event> {
+        self.events.get(usize::try_from(seq).ok()?)
+    }
+
+    /// Event `seq`'s whole request, as recorded.
+    pub fn request(&mut self, seq: u64) -> Option<std::borrow::Cow<'_, Value>> {
+        let i = usize::try_from(seq).ok()?;
+        if self.extends.get(i)?.is_none() {
+            return Some(std::borrow::Cow::Borrowed(&self.events[i].request));
+        }
+        let chat = self.put_back(seq).clone();
+        let mut request = self.events[i].request.clone();
+        if let Some(obj) = request.as_object_mut() {
+            obj.insert("request".into(), Value::Object(chat));
+        }
+        Some(std::borrow::Cow::Owned(request))
+    }
+
+    /// Whether `request` is event `seq`'s whole request (as
+    /// [`Held::request`] `== request`, without copying it out).
+    pub fn matches(&mut self, seq: u64, request: &Value) -> bool {
+        let Some(i) = usize::try_from(seq).ok().filter(|&i| i < self.events.len()) else {
+            return false;
+        };
+        if self.extends[i].is_none() {
+            return self.events[i].request == *request;
+        }
+        self.put_back(seq);
+        let whole = &self.whole.last().expect("just put back").1;
+        let (Some(held), Some(actual)) = (self.events[i].request.as_object(), request.as_object())
+        else {
+            return false;
+        };
+        held.len() == actual.len()
+            && held.iter().all(|(key, value)| match key.as_str() {
+                "request" => actual.get(key).and_then(Value::as_object) == Some(whole),
+                _ => actual.get(key) == Some(value),
+            })
+    }
+
+    /// The whole chat request of model call `seq`, put back from the
+    /// nearest request along its bases that is held whole, and kept as
+    /// the latest held whole.
+    fn put_back(&mut self, seq: u64) -> &Map<String, Value> {
+        if let Some(at) = self.whole.iter().position(|(s, _)| *s == seq) {
+            let entry = self.whole.remove(at);
+            self.whole.push(entry);
+            return &self.whole.last().expect("just pushed").1;
+        }
+        let mut chain = Vec::new();
+        let mut at = seq;
+        let mut whole = loop {
+            if let Some((_, w)) = self.whole.iter().find(|(s, _)| *s == at) {
+                break w.clone();
+            }
+            match &self.extends[at as usize] {
+                Some(x) => {
+                    chain.push(at);
+                    at = x.base;
+                }
+                None => break chat(&self.events[at as usize]).cloned().unwrap_or_default(),
+            }
+        };
+        while let Some(at) = chain.pop() {
+            let x = self.extends[at as usize].as_ref().expect("on the chain");
+            let mut next = chat(&self.events[at as usize]).cloned().unwrap_or_default();
+            let mut all = match whole.remove("messages") {
+                Some(Value::Array(all)) => all,
+                _ => Vec::new(),
+            };
+            all.truncate(x.keep);
+            if let Some(Value::Array(appended)) = next.remove("messages") {
+                all.extend(appended);
+            }
+            next.insert("messages".into(), Value::Array(all));
+            for key in &x.same {
+                if let Some(field) = whole.remove(key) {
+                    next.insert(key.clone(), field);
+                }
+            }
+            whole = next;
+        }
+        if self.whole.len() == RECENT {
+            self.whole.remove(0);
+        }
+        self.whole.push((seq, whole));
+        &self.whole.last().expect("just pushed").1
+    }
+}
+
+/// `event`'s request held compact, when it extends one of the model calls
+/// `deltas` saw in `earlier` (by seq): what it appended and changed.
+fn split(event: &Event, earlier: &[Event], deltas: &Deltas) -> Option<(Value, Extends)> {
+    let new = chat(event)?;
+    let new_msgs = messages(new);
+    let (base, keep, old) = deltas.base(new_msgs, earlier)?;
+    let mut rest = Map::new();
+    let mut same = Vec::new();
+    for (key, value) in new {
+        if key == "messages" {
+            rest.insert(key.clone(), Value::Array(new_msgs[keep..].to_vec()));
+        } else if old.get(key) == Some(value) {
+            same.push(key.clone());
+        } else {
+            rest.insert(key.clone(), value.clone());
+        }
+    }
+    let mut request = Map::new();
+    for (key, value) in event.request.as_object()? {
+        match key.as_str() {
+            "request" => request.insert(key.clone(), Value::Object(std::mem::take(&mut rest))),
+            _ => request.insert(key.clone(), value.clone()),
+        };
+    }
+    Some((Value::Object(request), Extends { base, keep, same }))
 }
 
 /// Whether a line read as `value` is compact, and if so how the chain
@@ -254,6 +480,51 @@ mod tests {
         let mut value: Value = serde_json::from_str(&line).unwrap();
         expand(&mut value, std::slice::from_ref(&a)).unwrap();
         assert_eq!(serde_json::from_value::<Event>(value).unwrap(), b);
+    }
+
+    #[test]
+    fn held_events_put_back_each_request_whole_in_any_order() {
+        let mut events = Vec::new();
+        let mut msgs = vec![json!({"role": "user", "content": "hi"})];
+        for seq in 0..20u64 {
+            let mut e = model(seq, Value::Array(msgs.clone()));
+            if seq % 5 == 3 {
+                e.request["request"]["temperature"] = json!(seq);
+            }
+            if seq == 11 {
+                // A conversation that drops a message shares less.
+                e.request["request"]["messages"] = json!([{"role": "user", "content": "hi"}]);
+            }
+            events.push(e);
+            msgs.push(json!({"role": "tool", "content": format!("doc {seq}")}));
+        }
+        let whole: usize = events.iter().map(|e| e.request.to_string().len()).sum();
+        assert_eq!(
+            Held::from_whole(events.clone()).events,
+            Held::of(&events).events
+        );
+        let mut held = Held::of(&events);
+        let compact: usize = held
+            .events
+            .iter()
+            .map(|e| e.request.to_string().len())
+            .sum();
+        assert!(compact * 3 < whole, "{compact} held against {whole}");
+        for e in &events {
+            assert!(held.matches(e.seq, &e.request), "event {}", e.seq);
+            let mut other = e.request.clone();
+            other["request"]["model"] = json!("n");
+            assert!(!held.matches(e.seq, &other), "event {}", e.seq);
+            assert_eq!(*held.request(e.seq).unwrap(), e.request, "event {}", e.seq);
+            let h = held.get(e.seq).unwrap();
+            assert_eq!((&h.response, h.seq, &h.hash), (&e.response, e.seq, &e.hash));
+        }
+        // Out of order, from cold: the chain of bases walked back.
+        let mut cold = Held::of(&events);
+        for seq in [19, 4, 12, 0, 11, 18] {
+            assert_eq!(*cold.request(seq).unwrap(), events[seq as usize].request);
+        }
+        assert!(cold.request(20).is_none());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! (header line, one line per event, footer line; JSON Lines); `call.rs`
 //! is the vocabulary: every kind of event, named once, typed (its requests
 //! and responses in `payload.rs`); `delta.rs` writes a model request that
-//! extends an earlier one as what changed, and reads it back whole;
+//! extends an earlier one as what changed, reads it back whole, and
+//! holds a recording so for a follower, one request put back at a time;
 //! `tokens.rs` does the same for the token ids an endpoint returned;
 //! `signature.rs` names the way a run failed; `fold.rs` writes
 //! consecutive clock reads as one line, read back as one event per read;
@@ -23,6 +24,6 @@ pub mod tokens;
 
 pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, Parent, Status};
 pub use call::{Call, CallKind, Kind, kind};
-pub use delta::Chain;
+pub use delta::{Chain, Held};
 pub use event::{Effect, Event};
 pub use recorder::Recorder;

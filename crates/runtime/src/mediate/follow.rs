@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use worldline_log::log::{Event, ForkPoint};
+use worldline_log::log::{Event, ForkPoint, Held};
 
 /// How a replay departed from its recording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -48,7 +48,8 @@ pub struct Divergence {
 
 /// A recorded run to follow.
 pub struct Following {
-    pub events: Vec<Event>,
+    /// The recording, its model requests held compact (decision 0347).
+    pub events: Held,
     /// Whether the recording has a footer (else it ends where it was killed).
     pub complete: bool,
     /// Events with `seq` below this are followed; from here the run is live.
@@ -66,15 +67,15 @@ pub struct Following {
 
 /// Whether `events` record `wasi:http` plumbing calls (every request made
 /// before the fold recorded at least its `outgoing-request.new`).
-fn has_http_plumbing(events: &[Event]) -> bool {
-    events
-        .iter()
+fn has_http_plumbing(events: &Held) -> bool {
+    (0..events.len() as u64)
+        .filter_map(|seq| events.get(seq))
         .any(|e| e.call.starts_with("wasi:http/types."))
 }
 
 impl Following {
     /// Follow every event of a recording (strict replay).
-    pub fn replay(events: Vec<Event>, complete: bool, fork_points: Vec<ForkPoint>) -> Self {
+    pub fn replay(events: Held, complete: bool, fork_points: Vec<ForkPoint>) -> Self {
         Following {
             http_plumbing: has_http_plumbing(&events),
             events,
@@ -88,7 +89,8 @@ impl Following {
 
     /// Follow events before `at` (re-applying earlier fork points), apply
     /// the last fork point's edits at `at`, then run live.
-    pub fn fork(events: Vec<Event>, at: u64, fork_points: Vec<ForkPoint>) -> Self {
+    pub fn fork(events: &[Event], at: u64, fork_points: Vec<ForkPoint>) -> Self {
+        let events = Held::of(events);
         Following {
             http_plumbing: has_http_plumbing(&events),
             events,
@@ -117,9 +119,10 @@ impl Following {
         if self.divergence.is_none()
             && !self.reached_end
             && self.follow_until == u64::MAX
-            && let Some(next) = self.events.get(made as usize)
+            && let Some(call) = self.events.get(made).map(|next| next.call.clone())
+            && let Some(request) = self.events.request(made)
         {
-            let expected = Following::call_of(&next.call, &next.request);
+            let expected = Following::call_of(&call, &request);
             self.diverge(Divergence {
                 index: made,
                 class: Class::Missing,

@@ -369,7 +369,7 @@ impl Mediator {
             && let Some(following) = self.following.as_mut()
             && let Some((field, expected, actual)) = following
                 .events
-                .get(seq as usize)
+                .get(seq)
                 .and_then(|rec| follow::first_difference(rec, &event))
         {
             following.diverge(follow::Divergence {
@@ -415,33 +415,36 @@ impl Mediator {
             .map_err(|e| Stop::Bundle(e.to_string()))
     }
 
-    /// The answer recorded for event `seq` of the recording being followed
-    /// (which [`follow`](Self::follow) has checked is this call), with the
-    /// virtual latency that brings the clock to the recorded time.
     /// While a recording is followed: the requests of the recorded events
     /// of kind `call` that come next, in a row (`None` when not following).
+    /// Such events are never held compact (only model calls are), so each
+    /// is read as recorded.
     pub(crate) fn upcoming(&self, call: &str) -> Option<Vec<Value>> {
         let following = self.following.as_ref()?;
         let seq = self.recorder.len();
         if seq >= following.follow_until {
             return None;
         }
-        let end = following.follow_until.min(following.events.len() as u64) as usize;
+        let end = following.follow_until.min(following.events.len() as u64);
         Some(
-            following.events[(seq as usize).min(end)..end]
-                .iter()
-                .take_while(|e| e.call == call)
+            (seq..end)
+                .map_while(|s| following.events.get(s).filter(|e| e.call == call))
                 .map(|e| e.request.clone())
                 .collect(),
         )
     }
 
+    /// The answer recorded for event `seq` of the recording being followed
+    /// (which [`follow`](Self::follow) has checked is this call), with the
+    /// virtual latency that brings the clock to the recorded time.
     fn logged_answer(&self, seq: u64) -> Answer {
         let rec = &self
             .following
             .as_ref()
             .expect("following a recording")
-            .events[seq as usize];
+            .events
+            .get(seq)
+            .expect("a followed event");
         Answer {
             response: rec.response.clone(),
             effect: rec.effect,
@@ -462,7 +465,11 @@ impl Mediator {
             return Ok(false);
         }
         let actual = || follow::Following::call_of(call, request);
-        match following.events.get(seq as usize) {
+        let same = match following.events.get(seq) {
+            Some(rec) if rec.call == call => following.events.matches(seq, request),
+            _ => false,
+        };
+        match following.events.get(seq) {
             None if !following.complete => {
                 following.reached_end = true;
                 Err(Stop::ReplayEnd)
@@ -477,8 +484,14 @@ impl Mediator {
                 });
                 Err(Stop::Diverged)
             }
-            Some(rec) if rec.call != call || rec.request != *request => {
-                let expected = follow::Following::call_of(&rec.call, &rec.request);
+            Some(rec) if !same => {
+                let name = rec.call.clone();
+                let recorded = following
+                    .events
+                    .request(seq)
+                    .map(std::borrow::Cow::into_owned)
+                    .unwrap_or_default();
+                let expected = follow::Following::call_of(&name, &recorded);
                 following.diverge(follow::Divergence {
                     index: seq,
                     class: follow::Class::Mismatch,
