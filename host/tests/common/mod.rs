@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod agree;
+pub mod bench;
 pub mod crm;
 pub mod long;
 pub mod native;
