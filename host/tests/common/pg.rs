@@ -186,7 +186,14 @@ fn free_port() -> u16 {
 }
 
 fn run(mut c: Command, what: &str) {
-    let out = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let out = c.output().unwrap_or_else(|e| {
+        // As root the tools run through `runuser` (in /usr/sbin): name the
+        // program that could not start, not only the step.
+        panic!(
+            "{what}: cannot start {}: {e}",
+            Path::new(c.get_program()).display()
+        )
+    });
     assert!(
         out.status.success(),
         "{what} failed: {}{}",
