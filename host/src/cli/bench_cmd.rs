@@ -212,19 +212,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         );
     };
     worldline_case::output::check_new(&args.output, "bench import's folder")?;
-    let python = args
-        .python
-        .clone()
-        .or_else(|| std::env::var_os("WORLDLINE_TAU2_PYTHON").map(PathBuf::from))
-        .ok_or_else(|| {
-            InputError::new(
-                "--python",
-                format!(
-                    "no Python with {PACKAGE}: install it (python3 -m venv V && V/bin/pip install \
-                     {PACKAGE}) and pass --python V/bin/python or set WORLDLINE_TAU2_PYTHON"
-                ),
-            )
-        })?;
+    let python = pinned_python(&args, PACKAGE, PACKAGE, "WORLDLINE_TAU2_PYTHON")?;
     let converter = if domain == "telecom" {
         TELECOM_CONVERTER
     } else {
@@ -246,6 +234,29 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         wasm.display()
     );
     imported(&args, known, &converted, &build)
+}
+
+/// The Python holding a benchmark's pinned `package`: `--python`, else
+/// `$var`; else an input error saying how to install it (`install`: pip's
+/// arguments) and name it.
+fn pinned_python(
+    args: &ImportArgs,
+    package: &str,
+    install: &str,
+    var: &str,
+) -> Result<PathBuf, InputError> {
+    args.python
+        .clone()
+        .or_else(|| std::env::var_os(var).map(PathBuf::from))
+        .ok_or_else(|| {
+            InputError::new(
+                "--python",
+                format!(
+                    "no Python with {package}: install it (python3 -m venv V && V/bin/pip install \
+                     {install}) and pass --python V/bin/python or set {var}"
+                ),
+            )
+        })
 }
 
 /// What `bench import` says when it is done: what it wrote, and the

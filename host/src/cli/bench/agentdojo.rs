@@ -7,10 +7,9 @@
 //! service is a port of the suite's tools (`agentdojo_banking.py`,
 //! `agentdojo_slack.py`; decision 0374).
 
-use super::{ImportArgs, Known, convert, imported, write_folder};
+use super::{ImportArgs, Known, convert, imported, pinned_python, write_folder};
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
-use std::path::PathBuf;
 use worldline_case::error::InputError;
 
 pub const PACKAGE: &str = "agentdojo==0.1.35";
@@ -28,19 +27,7 @@ pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode>
         );
     };
     worldline_case::output::check_new(&args.output, "bench import's folder")?;
-    let python = args
-        .python
-        .clone()
-        .or_else(|| std::env::var_os("WORLDLINE_AGENTDOJO_PYTHON").map(PathBuf::from))
-        .ok_or_else(|| {
-            InputError::new(
-                "--python",
-                format!(
-                    "no Python with {PACKAGE}: install it (python3 -m venv V && V/bin/pip install \
-                     {PACKAGE}) and pass --python V/bin/python or set WORLDLINE_AGENTDOJO_PYTHON"
-                ),
-            )
-        })?;
+    let python = pinned_python(args, PACKAGE, PACKAGE, "WORLDLINE_AGENTDOJO_PYTHON")?;
     let converted = convert(&python, CONVERTER, &[suite], PACKAGE)?;
     let service_name = format!("{suite}.py");
     write_folder(&args.output, &converted.files, &service_name, service)?;

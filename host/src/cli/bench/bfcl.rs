@@ -5,10 +5,9 @@
 //! per-turn checks; the world service (`bfcl_service.py`) runs BFCL's own
 //! classes, bundled from that same environment (decision 0377).
 
-use super::{ImportArgs, Known, convert, imported, write_folder};
+use super::{ImportArgs, Known, convert, imported, pinned_python, write_folder};
 use crate::cli::exit::ExitCode;
 use anyhow::{Context, Result};
-use std::path::PathBuf;
 use worldline_case::error::InputError;
 
 pub const PACKAGE: &str = "bfcl-eval==2026.3.23";
@@ -22,20 +21,12 @@ pub fn import(args: &ImportArgs, known: &Known, category: &str) -> Result<ExitCo
         );
     }
     worldline_case::output::check_new(&args.output, "bench import's folder")?;
-    let python = args
-        .python
-        .clone()
-        .or_else(|| std::env::var_os("WORLDLINE_BFCL_PYTHON").map(PathBuf::from))
-        .ok_or_else(|| {
-            InputError::new(
-                "--python",
-                format!(
-                    "no Python with {PACKAGE}: install it (python3 -m venv V && V/bin/pip install \
-                     --no-deps {PACKAGE} mpmath==1.3.0) and pass --python V/bin/python or set \
-                     WORLDLINE_BFCL_PYTHON"
-                ),
-            )
-        })?;
+    let python = pinned_python(
+        args,
+        PACKAGE,
+        &format!("--no-deps {PACKAGE} mpmath==1.3.0"),
+        "WORLDLINE_BFCL_PYTHON",
+    )?;
     // The converter loads the service's row encoding from this copy.
     let work = tempfile::tempdir().context("a folder for the service's source")?;
     let source = work.path().join("bfcl_service.py");
