@@ -10,6 +10,14 @@
 //! deriving it at read time from the stderr already in the footer needs no new
 //! bundle field and works for old bundles; a `traceback` field written at run
 //! time would be a format change that old bundles lack.
+//!
+//! Why the agent's own error is one value, `agent_error(footer)`, shown by
+//! every report (was decision 0192): a case shows its first failed assertion,
+//! and the agent's own words (why it gave up, what it threw) were only in the
+//! bundle; one function keeps `test`, `history`, `grade`, JUnit, the `--json`
+//! documents and the UI from disagreeing, and deriving it from the footer (not
+//! storing it there) leaves recorded runs unchanged and shows a redacted view's
+//! text.
 
 use serde::{Deserialize, Serialize};
 use worldline_log::log::{Footer, Status};

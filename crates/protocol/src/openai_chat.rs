@@ -3,6 +3,15 @@
 //! `stream_options`, set aside), and the call's answer becomes what
 //! api.openai.com would send: the completion, a `chat.completion.chunk`
 //! event stream, or an error body with the status OpenAI uses for it.
+//!
+//! Why model faults reach an HTTP agent as the vendor's errors (was decision
+//! 0164): the point of answering HTTP is that the agent's real retry code is
+//! what gets evaluated, so an error kind becomes the status the vendor uses
+//! (429 and 503 with `retry-after: 1`; a recorded `status` wins) and each SDK
+//! retry is its own recorded model call; a `timeout` is no response at all,
+//! stalling in virtual time to the agent's first-byte timeout (or 600 s), since
+//! SDKs treat 408 or 504 unlike a timeout. A `rate-limited` error kind would
+//! have changed the WIT for every guest.
 
 use super::{HttpResponse, sse};
 use serde_json::{Value, json};

@@ -19,6 +19,15 @@
 //! has `group`: its id, member index and size, and over the group's
 //! members in the export, how many passed and pass@k and pass^k
 //! ([`groups`]).
+//!
+//! Why the messages are the last model request plus its answer, and the reward
+//! is the grade's (was decision 0148): RL pipelines want trajectories and
+//! rewards; rebuilding messages from every tool event when model calls exist
+//! would duplicate what the agent already sent its model (runs without model
+//! calls get their tool calls as assistant/tool messages), and computing the
+//! reward at export would let a changed case alter an old run's reward, where
+//! the grade is the record. pass@k (unbiased, Chen et al. 2021) sits beside
+//! pass^k because Inspect and HumanEval report it.
 
 use serde::Serialize;
 use serde_json::{Value, json};

@@ -8,6 +8,15 @@
 //! role: a viewer's pages show the store's redacted view only and cannot
 //! fork or replay; a responder's page asked for with `?unredacted=1` is
 //! shown raw once its read is audited (`access.rs`).
+//!
+//! Why routes take run ids of the store, never paths (was decision 0102): every
+//! route parameter is resolved by `StoreDir::resolve_run_id` (a run id or a
+//! unique prefix, inside `runs/`) and anything else is 404, because
+//! `/run/<percent-encoded path>` once rendered any bundle on the machine
+//! (`/run/%2Fetc%2Fpasswd` opened the file); a page's parameters come from
+//! whoever can make the browser ask for a URL. Canonicalising a path and
+//! checking it is under `runs/` would still parse untrusted text as a path, and
+//! a symlink inside `runs/` would escape.
 
 #![deny(unreachable_pub)]
 

@@ -3,6 +3,15 @@
 //! arguments (so a flag always overrides the file, and every command sees
 //! one set of arguments); what was added is remembered for `--json`
 //! documents, which say which file supplied what.
+//!
+//! Why the project file's defaults become flags before parsing (was decision
+//! 0195): no command has to know about the file, and "a flag overrides the
+//! file" holds by construction; `Option` fields merged in each command would
+//! change every command, and a forgotten merge would silently ignore the file,
+//! while clap's `env`/`default_value` hooks cannot say which file a value came
+//! from. A table names the commands per key because a flag of one name can mean
+//! different things (`runs --agent` filters by hash, `fork --agent` replaces
+//! the agent).
 
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -23,6 +23,14 @@
 //! already sorted by key order); keeping rows in a map ordered by `key_order`
 //! would change the state's serialised form and hash, so every recorded state.
 //! Sorting at read time changes no record.
+//!
+//! Why strict numbers are a setting, not a default (was decision 0144): a
+//! benchmark that hashes its database tells 2 from 2.0 (all six disagreements
+//! of the airline port), while most worlds want by value and strict by default
+//! would break every case comparing 1100 with 1100.0; `numbers = "strict"` in
+//! world.toml, `[expect]` or a `[[expect.state]]` (nearest wins) reaches the
+//! gold comparison and the diff too, which an `eq_strict` operator per check
+//! would not.
 
 use crate::canon;
 use serde::{Deserialize, Serialize};

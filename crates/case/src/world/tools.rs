@@ -7,6 +7,14 @@
 //! `"$args"` for the whole arguments object and `"$now"` for the virtual
 //! time (RFC 3339), and in a tool's `response` wrapper `"$result"` for the
 //! operation's result. `"$$x"` is the literal string `"$x"`.
+//!
+//! Why one `validate` key per tool, `strict`, `lax` or `off` (was decision
+//! 0143): τ-bench passes arguments unvalidated and AgentDojo coerces `"12"`, so
+//! it is a per-tool choice; one key has no impossible combination (as `validate
+//! = false` with `coerce = true` would), and the event keeps what the agent
+//! sent (not the converted arguments), so a replay converts again identically.
+//! `off` is for `op = "service"` only, since a declarative op reads arguments
+//! the schema guarantees.
 
 use super::compare::{self, Op as Cmp};
 use super::schema;

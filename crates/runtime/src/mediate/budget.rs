@@ -3,6 +3,12 @@
 //! or a fork counts the same and stops at the same call. A step past the
 //! limit is refused before it is served or recorded; the tool error past
 //! the limit is recorded (the agent made it) and then ends the run.
+//!
+//! Why step and error limits end a run with their own status, `step_limit` or
+//! `error_limit` (was decision 0146): τ-bench ends runs at both limits;
+//! counting in the guest SDKs could not be enforced, and reusing `trapped`
+//! would not say why the run ended. They are not agent faults: the run is
+//! graded, so `[expect] status = "step_limit"` can assert one.
 
 use super::Stop;
 use serde_json::Value;

@@ -4,6 +4,14 @@
 //! recorded and what is denied. The linker is built from all of them in one
 //! place: `sandbox/mod.rs` links the generated `agent-host` world, whose
 //! host traits these modules implement on [`RunState`].
+//!
+//! Why one module per WASI interface (was decision 0161): HTTP mediation added
+//! a large interface, wasmtime files its own implementation the same way, and a
+//! reader asking "what happens to a socket" finds one file (the methods of
+//! resources a guest can never hold live with their interface, not in a module
+//! filed by policy). Linking each interface's generated `add_to_linker` from
+//! here instead would repeat the world's list of imports that `case/src/wit.rs`
+//! already reads from the WIT, and the service linker needs the same set.
 
 mod cli;
 mod clocks;
