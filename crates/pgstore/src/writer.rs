@@ -2,6 +2,11 @@
 //! the user, the host, and the CI job or Kubernetes job index when the
 //! environment names one. Kept beside the run's row, never in its bundle
 //! (so never in the hash chain, and never in what replays).
+//!
+//! Why a column and not the header (was decision 0245): a writer field in the
+//! hashed header would make two machines' runs of one case differ, and writer
+//! columns in the local SQLite index would be lost when it is rebuilt from
+//! bundles, which do not hold them.
 
 use serde::Serialize;
 

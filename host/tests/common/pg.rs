@@ -6,6 +6,13 @@
 //! connect to this cluster. `tests/run` installs Debian's PostgreSQL when
 //! it is missing. A test may start one with TLS on ([`own_tls_cluster`]),
 //! its certificates made with `openssl` from a throwaway authority.
+//!
+//! Why the tests start their own cluster (was decision 0244): a test must never
+//! touch a server it did not start and must pass on a fresh CI machine (which
+//! has no Docker); one cluster per test process takes under a second and a
+//! schema per test keeps tests apart without a cluster each, and a database
+//! test is not skipped when PostgreSQL is missing (it could then never fail):
+//! it says how to install it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -32,6 +32,15 @@
 //! hide the cost and change every case's limits. The memory reason is
 //! superseded by docs/decisions/0315-build-js-source-map-string.md; the flag
 //! remains.
+//!
+//! Why `process.env` is the case's `[env] vars`, read from
+//! `wasi:cli/environment` the first time a run touches it (was decision 0316):
+//! ComponentizeJS stubs out the engine's own WASI environment, so `process.env`
+//! was `{}` and a case's key never reached `new OpenAI()`; reading at first use
+//! keeps every run that never looks at `env` free of a new event (reading
+//! eagerly would change every JavaScript history) and keeps the build, under
+//! Wizer, from calling an import it cannot answer, while a `worldline` import
+//! for it would not reach agents on the vendors' packages.
 
 mod editor;
 mod toolchain;

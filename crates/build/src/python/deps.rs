@@ -4,6 +4,16 @@
 //! pure-Python wheels only. Extensions built as WASI shared libraries
 //! (`tests/python-wasi-wheels.sh`) are kept, for componentize-py links
 //! them; a package with any other native extension is refused by name.
+//!
+//! Why native files are refused before the build, and requirements resolved for
+//! the sandbox's Python (was decision 0283): CPython for WASI cannot load
+//! extensions built for the host, and a build that succeeds only to trap on
+//! import (or silently take a pure fallback, as PyYAML would) is worse than an
+//! error naming the package; resolving for 3.14 with `--platform any` picks the
+//! versions and markers that apply inside the sandbox, where installing for the
+//! host and scanning afterwards would resolve for the wrong Python and download
+//! native wheels only to refuse them. The installers are left out because pip
+//! alone is ~10 MB in every build.
 
 use anyhow::{Context as _, Result};
 use std::collections::BTreeMap;

@@ -9,6 +9,12 @@
 //! with CPython inside. `--venv` and `--requirements` bundle the agent's
 //! pure-Python dependencies ([`deps`]). A build of sources built before
 //! gives back the same bytes ([`reuse`]).
+//!
+//! Why an agent module may export a plain top-level `run(task)` instead of
+//! `@worldline_guest.agent` (was decision 0282): an agent written against the
+//! vendors' HTTP APIs (examples/python-http-agent) should need no worldline
+//! import, as the Rust and JS agents need none; the decorator would be its only
+//! one, and nobody asked for another name than `run` (an `--entry` flag).
 
 mod deps;
 mod reuse;

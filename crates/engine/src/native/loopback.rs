@@ -17,6 +17,16 @@
 //! answers its URL and recorded and refused otherwise, tunnels included.
 //! A timeout reaches the agent at once, as a 408 from a model API or a
 //! 504 from a world route, so its retries cost no real time.
+//!
+//! Why a timeout reaches a native process at once (was decision 0232): an
+//! injected or drawn model timeout is a 408 sent at once (a world route's a
+//! 504, an MCP tool's an `isError` result), and every answer the SDKs retry
+//! carries `retry-after-ms: 1`, because a native process waits in real time: a
+//! stalled request would cost the vendor's whole timeout per retry (a fuzz
+//! campaign would take hours), while the OpenAI and Anthropic SDKs still run
+//! their retry logic as against the vendor. Dropping the connection would be
+//! reported as a network failure, not a timeout. The call event keeps the
+//! virtual duration, as inside the sandbox.
 
 use super::guard::{self, AT_ONCE, Gate, MAX_BODY, error};
 use super::session::{Handle, Job, Reply};

@@ -6,6 +6,15 @@
 //! explicit `[[inject]]` rule at the same call; the model's answers are
 //! served from a copy of the bundle kept beside the case; and `[origin]`
 //! names the run by id and chain hash.
+//!
+//! Why every fault the run met is written as an explicit `[[inject]]` rule,
+//! with the tool and `nth` read from the run's events (was decision 0211): the
+//! case then does not depend on how a profile draws, a reader sees the
+//! incident's faults as plain rules, and a fixed agent meets the same faults at
+//! the same calls; keeping `[fuzz]` with the run's seed pinned would reproduce
+//! only the old agent (one that calls differently draws other faults), and a
+//! `[fuzz] schedule` key would be a second way to write what `[[inject]]` says.
+//! A fuzz clock skew has no case key and is reported as not carried.
 
 use anyhow::Result;
 use serde::Serialize;

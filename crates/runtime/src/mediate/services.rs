@@ -4,6 +4,14 @@
 //! and the interface modules under `mediate/` reach the parts; from
 //! outside, a run configures them through the few methods here and takes
 //! what they leave with [`HostServices::finish`].
+//!
+//! Why the parts are visible to `mediate/` only and a run uses a few named
+//! methods (was decision 0292): an all-public bag was finished from outside
+//! (the run and the gold state set fields of the model, the clock and the world
+//! session directly), so what a run may change about its services was written
+//! down nowhere; getters and setters for every part would put dozens of
+//! accessors between the interface modules and the parts, and a builder does
+//! not fit a run that sets each part up conditionally.
 
 use super::faults::Faults;
 use super::service::{Runtime, run_tool};

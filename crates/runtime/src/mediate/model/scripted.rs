@@ -2,6 +2,15 @@
 //! (first match wins), then the case's replies in order. A rule with
 //! weighted alternatives picks one with the run's model seed, so another
 //! seed gives another trajectory and the same seed the same one.
+//!
+//! Why a fuzz campaign's model faults come from weighted replies (was decision
+//! 0278): alternatives such as `error = "unavailable"` with `status = 429` need
+//! no new fault-profile key, since the scripted model already draws from the
+//! model seed (which a campaign varies with the run seed), and a retry, being
+//! the same request, matches the same rule and draws again, as a flaky API
+//! does. A `[[fuzz.model]]` table of error probabilities (recorded and shrunk
+//! like tool faults) is for when cases with live or recorded providers need
+//! model faults.
 
 use super::chat;
 use rand_chacha::ChaCha20Rng;
