@@ -46,9 +46,111 @@ fn every_decision_record_has_a_status_an_index_row_and_places_that_exist() {
             }
         }
     }
+    problems.extend(links_to_missing_records(&root, &dir));
+    problems.extend(records_nothing_cites(&root, &dir));
     assert!(
         problems.is_empty(),
         "decision records out of step with the tree:\n  {}",
         problems.join("\n  ")
     );
+}
+
+/// The Markdown files under docs/ (the records and their index among them)
+/// and the README: every link they make to a record names a file that is
+/// there (a folded record's links go to the module it was folded into).
+fn links_to_missing_records(root: &Path, dir: &Path) -> Vec<String> {
+    let mut docs = vec![root.join("README.md")];
+    docs.extend(files_under(&root.join("docs"), &["md"]));
+    let mut problems = Vec::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for (at, _) in text.match_indices(".md)") {
+            let start = text[..at].rfind(['(', '/']).map_or(0, |i| i + 1);
+            let name = &text[start..at + 3];
+            let numbered = name.len() > 5 && name[..4].bytes().all(|b| b.is_ascii_digit());
+            if numbered && name.as_bytes()[4] == b'-' && !dir.join(name).exists() {
+                let shown = doc.strip_prefix(root).unwrap().display();
+                problems.push(format!("{shown}: links to {name}, which is not a record"));
+            }
+        }
+    }
+    problems
+}
+
+/// Every record is cited by something outside docs/decisions/ (the
+/// architecture, another document, a module's doc, a test): a record
+/// nothing cites is either folded into the module it concerns or linked
+/// from where it applies (docs/decisions/README.md, issue 44).
+fn records_nothing_cites(root: &Path, dir: &Path) -> Vec<String> {
+    let mut texts = vec![std::fs::read_to_string(root.join("README.md")).unwrap()];
+    let mut places = files_under(&root.join("docs"), &["md"]);
+    places.retain(|p| !p.starts_with(dir));
+    for top in [
+        "crates",
+        "host",
+        "tests",
+        "examples",
+        "guest-sdk",
+        "service-sdk",
+    ] {
+        places.extend(files_under(
+            &root.join(top),
+            &["rs", "py", "sh", "ts", "js", "md", "toml"],
+        ));
+    }
+    texts.extend(
+        places
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok()),
+    );
+    let mut records: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('0'))
+        .collect();
+    records.sort();
+    records
+        .into_iter()
+        .filter(|name| !texts.iter().any(|t| cites(t, &name[..4])))
+        .map(|name| format!("{name}: cited by nothing outside docs/decisions/"))
+        .collect()
+}
+
+/// `number` stands in `text` as a word of its own (not inside a hash or a
+/// longer number).
+fn cites(text: &str, number: &str) -> bool {
+    text.match_indices(number).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + number.len()..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_alphanumeric())
+            && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+    })
+}
+
+/// The files under `top` with one of `extensions`, leaving out build
+/// outputs and installed packages.
+fn files_under(top: &Path, extensions: &[&str]) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![top.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy();
+            if path.is_dir() {
+                if !matches!(&*name, "target" | "node_modules" | ".venv" | "__pycache__") {
+                    stack.push(path);
+                }
+            } else if path
+                .extension()
+                .is_some_and(|e| extensions.iter().any(|x| e == *x))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
 }
