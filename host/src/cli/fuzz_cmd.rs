@@ -9,8 +9,6 @@ use super::agent_choice::{Choice, Chosen};
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -139,7 +137,8 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         partition,
     };
     let total = c.indexes().len() as u64;
-    let bar = progress(total);
+    let bar = super::compile_progress::progress(total, "runs");
+    bar.set_message("0 failed");
     let lines = match &args.events {
         Some(path) => Some(Lines(std::io::BufWriter::new(
             worldline_case::output::create(path)?,
@@ -220,18 +219,4 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     } else {
         ExitCode::Failed
     })
-}
-
-/// A progress bar on stderr when it is a terminal; hidden otherwise.
-fn progress(total: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{bar:24} {pos}/{len} runs  {msg}  {elapsed}")
-            .expect("the progress template is valid"),
-    );
-    bar.set_message("0 failed");
-    bar
 }

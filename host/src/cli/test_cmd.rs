@@ -12,16 +12,13 @@ use super::{Common, ExecArgs, ModelArgs};
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use std::collections::BTreeSet;
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
-use worldline_engine::suite::select::{Candidate, Filter};
+use worldline_engine::suite::pick::{self, Picked, Selected, Selection};
 use worldline_engine::suite::{Entry, Suite, SuiteEvent, last};
 use worldline_report::events::{Human, Junit, Lines, Progress};
 use worldline_report::suite::{Shard, SuiteSummary};
@@ -108,151 +105,28 @@ struct Listed<'a> {
     world: String,
 }
 
-/// A selected case file: its place in the suite, its name, its world and
-/// tags, and what was read of it (`T`).
-struct Picked<T> {
-    index: usize,
-    name: String,
-    path: PathBuf,
-    world: String,
-    tags: Vec<String>,
-    read: T,
-}
-
-/// What the arguments select.
-struct Selected<T> {
-    /// The cases to run, in suite order.
-    entries: Vec<Picked<T>>,
-    /// The case files that could not be loaded (collection errors:
-    /// reported, and the suite exits 2 at the end, but the other cases
-    /// still run).
-    broken: Vec<InputError>,
-    /// With `--partition`, which shard of which selection this is.
-    shard: Option<Shard>,
-}
-
-/// The cases the arguments select, the collection errors, and the shard;
-/// `read` reads a case file (its world's reference and tags beside what it
-/// gives).
+/// The cases the arguments select, the collection errors, and the
+/// partition; `read` reads a case file (its world's reference and tags
+/// beside what it gives).
 fn select<T>(
     args: &TestArgs,
     store: &StoreDir,
     read: impl Fn(&std::path::Path) -> Result<(T, String, Vec<String>), InputError>,
 ) -> Result<Selected<T>> {
-    let filter = args
-        .filter
-        .as_deref()
-        .map(Filter::parse)
-        .transpose()
-        .map_err(|m| InputError::new("--filter", m))?;
-    let partition = super::partition_arg(args.partition.as_deref())?;
-    let failed: Option<BTreeSet<PathBuf>> = match args.rerun_failed {
-        true => Some(last::failed(store)?.into_iter().collect()),
-        false => None,
+    let selection = Selection {
+        filter: args.filter.as_deref().map(pick::filter).transpose()?,
+        partition: super::partition_arg(args.partition.as_deref())?,
+        failed: match args.rerun_failed {
+            true => Some(last::failed(store)?.into_iter().collect()),
+            false => None,
+        },
+        limit: args.limit,
     };
-    let mut entries = Vec::new();
-    let mut broken = Vec::new();
-    // Every case's name, path, world and tags, for the near names of a
-    // filter that selects none.
-    let mut seen: Vec<(String, String, String, Vec<String>)> = Vec::new();
-    for (index, path) in discover::expand(&args.cases)?.into_iter().enumerate() {
-        let name = discover::display_name(&path);
-        let (read, world, tags) = match read(&path) {
-            Ok(read) => read,
-            Err(e) => {
-                broken.push(e);
-                continue;
-            }
-        };
-        if failed
-            .as_ref()
-            .is_some_and(|f| !f.contains(&last::key(&path)))
-        {
-            continue;
-        }
-        let shown = path.display().to_string();
-        let selected = filter.as_ref().is_none_or(|f| {
-            f.matches(&Candidate {
-                name: &name,
-                path: &shown,
-                world: &world,
-                tags: &tags,
-            })
-        });
-        if !selected {
-            seen.push((name, shown, world, tags));
-            continue;
-        }
-        entries.push(Picked {
-            index,
-            name,
-            path,
-            world,
-            tags,
-            read,
-        });
-    }
-    if let (Some(f), true, false) = (&filter, entries.is_empty(), seen.is_empty()) {
-        return Err(nothing_selected(args.filter.as_deref().unwrap_or(""), f, &seen).into());
-    }
-    let shard = partition.map(|p| {
-        Shard::of(
-            p.to_string(),
-            entries.iter().map(|e| (e.index, e.name.as_str())),
-        )
-    });
-    if let Some(p) = partition {
-        entries = entries
-            .into_iter()
-            .enumerate()
-            .filter(|(k, e)| p.contains(*k, &e.name))
-            .map(|(_, e)| e)
-            .collect();
-    }
-    if let Some(n) = args.limit {
-        entries.truncate(n);
-    }
-    Ok(Selected {
-        entries,
-        broken,
-        shard,
-    })
-}
-
-/// `-k` that selects none of the cases: a usage error (exit 2, as a typo
-/// should not pass as `0 passed`) naming what the filter may have meant.
-fn nothing_selected(
-    text: &str,
-    filter: &Filter,
-    seen: &[(String, String, String, Vec<String>)],
-) -> InputError {
-    let candidates: Vec<Candidate> = seen
-        .iter()
-        .map(|(name, path, world, tags)| Candidate {
-            name,
-            path,
-            world,
-            tags,
-        })
-        .collect();
-    let near = filter.near(&candidates, 5);
-    let hint = match near.is_empty() {
-        false => format!("near names: {}", near.join(", ")),
-        true => {
-            let some: Vec<&str> = seen.iter().take(5).map(|s| s.0.as_str()).collect();
-            format!(
-                "nothing is near it; the cases include {} (see `worldline test CASES --list`)",
-                some.join(", ")
-            )
-        }
-    };
-    InputError::new(
-        "--filter",
-        format!(
-            "`{text}` selects none of the {} case(s); {hint}",
-            seen.len()
-        ),
-    )
+    Ok(pick::pick(
+        discover::expand(&args.cases)?,
+        &selection,
+        read,
+    )?)
 }
 
 fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
@@ -278,19 +152,6 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
     }
     println!("{} case(s)", listed.len());
     Ok(())
-}
-
-/// A spinner, then a progress bar, on stderr when it is a terminal.
-fn progress(total: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{bar:24} {pos}/{len} cases  {msg}  {elapsed}")
-            .expect("the progress template is valid"),
-    );
-    bar
 }
 
 pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
@@ -339,7 +200,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     let Selected {
         entries,
         broken,
-        shard,
+        sharded,
     } = select(&args, &store, |path| {
         let case = case::load(path, worlds)?;
         let (world, tags) = (case.world.reference(), case.tags.clone());
@@ -358,6 +219,12 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             })
         })
         .collect::<Result<Vec<Entry>>>()?;
+    let shard = sharded.map(|(p, all)| {
+        Shard::of(
+            p.to_string(),
+            all.iter().map(|(index, name)| (*index, name.as_str())),
+        )
+    });
     if args.resume {
         for e in &broken {
             eprintln!("error collecting {e}");
@@ -381,7 +248,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         }
     }
     let component = component.as_deref();
-    let bar = progress(entries.len() as u64);
+    let bar = super::compile_progress::progress(entries.len() as u64, "cases");
     if let Some(agent) = component {
         bar.set_message(format!("loading {}", agent.display()));
     }
