@@ -10,3 +10,4 @@ pub mod grade;
 pub mod replay;
 pub mod rerun;
 pub mod run;
+pub mod test;
