@@ -9,5 +9,6 @@ pub mod fork;
 pub mod grade;
 pub mod replay;
 pub mod rerun;
+pub mod resume;
 pub mod run;
 pub mod test;
