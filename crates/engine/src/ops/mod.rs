@@ -6,6 +6,7 @@
 //! writes markup or knows which of the two called.
 
 pub mod fork;
+pub mod fuzz;
 pub mod grade;
 pub mod replay;
 pub mod rerun;
