@@ -263,17 +263,7 @@ fn run(
     entries: &[Entry],
     broken: &[InputError],
 ) -> Result<SuiteRun> {
-    // Nothing names an agent, and no case its own (or none loaded).
-    if !choice.names_an_agent() && entries.iter().all(|e| e.case.exec.command.is_empty()) {
-        return Err(InputError::new("--agent", agent_choice::NO_AGENT).into());
-    }
-    // Each case's agent: the one component the cases that run one share.
-    let mut component: Option<PathBuf> = None;
-    for e in entries {
-        if let Chosen::Component(path) = choice.for_case(&e.case)? {
-            component = Some(path);
-        }
-    }
+    let component = component(choice, entries)?;
     let component = component.as_deref();
     let bar = super::compile_progress::progress(entries.len() as u64, "cases");
     if let Some(agent) = component {
@@ -327,6 +317,22 @@ fn run(
         eprintln!("warning: {}: {warning}", path.display());
     }
     Ok(tested.run)
+}
+
+/// The one component the cases that run one share (each case's agent is
+/// it or the case's own `exec`); a usage error when nothing names an
+/// agent and no case its own (or none loaded).
+fn component(choice: &Choice, entries: &[Entry]) -> Result<Option<PathBuf>> {
+    if !choice.names_an_agent() && entries.iter().all(|e| e.case.exec.command.is_empty()) {
+        return Err(InputError::new("--agent", agent_choice::NO_AGENT).into());
+    }
+    let mut component: Option<PathBuf> = None;
+    for e in entries {
+        if let Chosen::Component(path) = choice.for_case(&e.case)? {
+            component = Some(path);
+        }
+    }
+    Ok(component)
 }
 
 /// The JUnit file, a shard's report kept on a database store, and the
