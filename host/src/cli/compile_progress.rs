@@ -1,11 +1,28 @@
 //! The first compile of a large agent (an interpreter inside: CPython, a
 //! JS engine with a bundled SDK) takes tens of seconds: on a terminal a
 //! spinner shows it with the time so far; anywhere, a line says when it
-//! starts and one how long it took.
+//! starts and one how long it took. And the one bar of a suite's cases
+//! or a campaign's runs ([`progress`]).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
+
+/// A bar of `total` `unit`s (`cases`, `runs`) on stderr when it is a
+/// terminal; hidden otherwise.
+pub fn progress(total: u64, unit: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{bar:24}} {{pos}}/{{len}} {unit}  {{msg}}  {{elapsed}}"
+        ))
+        .expect("the progress template is valid"),
+    );
+    bar
+}
 
 /// Shown from [`start`](Self::start) until dropped (the compile is done).
 pub struct CompileProgress {

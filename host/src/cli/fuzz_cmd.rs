@@ -9,16 +9,13 @@ use super::agent_choice::{Choice, Chosen};
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Instant;
 use worldline_case::case;
 use worldline_case::case::fuzz::{self, FaultSource};
 use worldline_case::error::InputError;
-use worldline_engine::fuzz::campaign::Campaign;
-use worldline_engine::fuzz::reproducer::Reproducers;
+use worldline_engine::fuzz::campaign::{Campaign, CampaignEvent};
+use worldline_engine::ops;
 use worldline_report::events::{Lines, Progress};
 use worldline_report::fuzz::{Faults, FuzzReport, GroupReport, Timing};
 use worldline_runtime::sandbox::Sandbox;
@@ -87,22 +84,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         model_seed: None,
     }
     .apply(&mut case)?;
-    let (profile, from) = match &args.faults {
-        Some(path) => (
-            fuzz::load_file(path, &case.world)?,
-            path.display().to_string(),
-        ),
-        None => match &case.fuzz {
-            Some(p) => (p.clone(), "[fuzz]".to_string()),
-            None => {
-                return Err(InputError::new(
-                    &args.case,
-                    "the case has no [fuzz] fault profile; add one (see docs/formats.md) or pass --faults FILE",
-                )
-                .into());
-            }
-        },
-    };
+    let (profile, from) = profile(&args, &case)?;
     if args.runs == 0 || args.repeat == 0 {
         return Err(InputError::new(&args.case, "--runs and --repeat must be at least 1").into());
     }
@@ -119,75 +101,23 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         }
     };
     store.put_case(&case)?;
-
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
-    let seed = args.seed.unwrap_or(case.seed);
-    let faults = FaultSource::Profile(profile.clone());
     let c = Campaign {
         sandbox: &sandbox,
         agent,
         case: &case,
-        faults: faults.clone(),
-        seed,
+        faults: FaultSource::Profile(profile.clone()),
+        seed: args.seed.unwrap_or(case.seed),
         runs: args.runs,
         repeat: args.repeat,
-        jobs,
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
         keep_all: args.keep_all.then_some(&store),
         partition,
     };
     let total = c.indexes().len() as u64;
-    let bar = progress(total);
-    let lines = match &args.events {
-        Some(path) => Some(Lines(std::io::BufWriter::new(
-            worldline_case::output::create(path)?,
-        ))),
-        None => None,
-    };
-    let progress = Mutex::new((Progress::default(), lines, None));
-    let started = Instant::now();
-    let tally = c.run(&|e| {
-        let mut shown = progress.lock().expect("reporters lock");
-        let (progress, lines, error) = &mut *shown;
-        if let Some(message) = progress.campaign(&e, started.elapsed()) {
-            bar.inc(1);
-            if !bar.is_hidden() {
-                bar.set_message(message);
-            }
-        }
-        if let Some(lines) = lines
-            && let Err(err) = lines.campaign(&e)
-        {
-            error.get_or_insert(err);
-        }
-    })?;
-    if let (Some(path), (_, _, Some(err))) =
-        (&args.events, progress.into_inner().expect("reporters lock"))
-    {
-        return Err(InputError::new(path, format!("cannot write: {err}")).into());
-    }
-    let elapsed = started.elapsed();
-    bar.finish_and_clear();
-
-    let summary = tally.summary();
-    let reproducers = Reproducers {
-        sandbox: &sandbox,
-        agent,
-        case: &case,
-        store: &store,
-        faults: &faults,
-        shrink_budget: args.shrink.then_some(args.shrink_budget),
-    };
-    let kept = tally
-        .groups()
-        .into_iter()
-        .map(|group| {
-            let trial = group.first.clone();
-            reproducers.keep(group, trial)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let fuzzed = run(&args, &c, &store, total)?;
     let doc = FuzzReport {
         agent_sha256: &agent.sha256(),
         case: &case.name,
@@ -195,43 +125,95 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
             from: &from,
             profile: &profile,
         },
-        groups: kept.iter().map(GroupReport::of).collect(),
+        groups: fuzzed.kept.iter().map(GroupReport::of).collect(),
         repeat: args.repeat,
-        seed,
+        seed: c.seed,
         seeds: args.runs,
-        summary: &summary,
+        summary: &fuzzed.tally.summary(),
         timing: Timing {
-            elapsed_ms: elapsed.as_secs_f64() * 1000.0,
-            runs_per_s: total as f64 / elapsed.as_secs_f64().max(1e-9),
+            elapsed_ms: fuzzed.elapsed.as_secs_f64() * 1000.0,
+            runs_per_s: total as f64 / fuzzed.elapsed.as_secs_f64().max(1e-9),
         },
         world: case.world.reference(),
         partition: partition.map(|p| p.to_string()),
-        tally: partition.map(|_| &tally),
+        tally: partition.map(|_| &fuzzed.tally),
     };
-    let campaign = worldline_store::campaigns::save(&store, &serde_json::to_value(&doc)?)?;
+    render(&args, &store, &doc)
+}
+
+/// The fault profile (`--faults FILE`, else the case's `[fuzz]`) and
+/// where it came from.
+fn profile(args: &FuzzArgs, case: &case::Case) -> Result<(fuzz::Profile, String)> {
+    Ok(match &args.faults {
+        Some(path) => (
+            fuzz::load_file(path, &case.world)?,
+            path.display().to_string(),
+        ),
+        None => match &case.fuzz {
+            Some(p) => (p.clone(), "[fuzz]".to_string()),
+            None => {
+                return Err(InputError::new(
+                    &args.case,
+                    "the case has no [fuzz] fault profile; add one (see docs/formats.md) or pass --faults FILE",
+                )
+                .into());
+            }
+        },
+    })
+}
+
+/// Run the campaign with a progress bar and the `--events` lines.
+fn run(args: &FuzzArgs, c: &Campaign, store: &StoreDir, total: u64) -> Result<ops::fuzz::Fuzzed> {
+    let bar = super::compile_progress::progress(total, "runs");
+    bar.set_message("0 failed");
+    let lines = match &args.events {
+        Some(path) => Some(Lines(std::io::BufWriter::new(
+            worldline_case::output::create(path)?,
+        ))),
+        None => None,
+    };
+    let shown = Mutex::new((Progress::default(), lines));
+    let shrink_budget = args.shrink.then_some(args.shrink_budget);
+    let fuzzed = ops::fuzz::fuzz(
+        c,
+        store,
+        shrink_budget,
+        args.events.as_deref(),
+        &|e, elapsed| {
+            let mut shown = shown.lock().expect("reporters lock");
+            let (progress, lines) = &mut *shown;
+            if let Some(message) = progress.campaign(e, elapsed) {
+                bar.inc(1);
+                if !bar.is_hidden() {
+                    bar.set_message(message);
+                }
+            }
+            if let CampaignEvent::Finished(_) = e {
+                bar.finish_and_clear();
+            }
+            match lines {
+                Some(lines) => lines.campaign(e),
+                None => Ok(()),
+            }
+        },
+    );
+    bar.finish_and_clear();
+    fuzzed
+}
+
+/// Keep the report in the store and print it (text or `--json`); exit 1
+/// when any run failed.
+fn render(args: &FuzzArgs, store: &StoreDir, doc: &FuzzReport) -> Result<ExitCode> {
+    let campaign = worldline_store::campaigns::save(store, &serde_json::to_value(doc)?)?;
     if args.common.json {
-        super::print_json_with_settings(&doc)?;
+        super::print_json_with_settings(doc)?;
     } else {
-        worldline_report::fuzz::write(&mut std::io::stdout().lock(), &doc)?;
+        worldline_report::fuzz::write(&mut std::io::stdout().lock(), doc)?;
     }
     eprintln!("campaign {campaign} kept in the store (worldline ui shows it)");
-    Ok(if summary.failed == 0 {
+    Ok(if doc.summary.failed == 0 {
         ExitCode::Ok
     } else {
         ExitCode::Failed
     })
-}
-
-/// A progress bar on stderr when it is a terminal; hidden otherwise.
-fn progress(total: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{bar:24} {pos}/{len} runs  {msg}  {elapsed}")
-            .expect("the progress template is valid"),
-    );
-    bar.set_message("0 failed");
-    bar
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use worldline_engine::fork;
+use worldline_engine::ops;
 use worldline_engine::replay;
 use worldline_log::log::intent::Intent;
 use worldline_report::{rerun::ForkParent, run::RunSummary};
@@ -58,7 +58,6 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;
-    store.audit_reexecution(&[&rec.id], "resume")?;
     let raised: BTreeMap<String, u64> = [
         ("fuel", args.fuel),
         ("max_steps", args.max_steps),
@@ -68,7 +67,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     .into_iter()
     .filter_map(|(name, v)| Some((name.to_string(), v?)))
     .collect();
-    let outcome = fork::resume(&sandbox, &store, &rec, &raised, args.resend_in_flight)?;
+    let outcome = ops::resume::resume(&sandbox, &store, &rec, &raised, args.resend_in_flight)?;
     let in_flight = rec.bundle.in_flight.as_ref();
     let at = rec.bundle.events.len() as u64;
     if args.common.json {

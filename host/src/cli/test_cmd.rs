@@ -8,21 +8,20 @@
 mod resume;
 
 use super::agent_choice::{self, Choice, Chosen, PerCase};
+use super::project_args::Supplied;
 use super::{Common, ExecArgs, ModelArgs};
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use std::collections::BTreeSet;
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
-use worldline_engine::suite::select::{Candidate, Filter};
-use worldline_engine::suite::{Entry, Suite, SuiteEvent, last};
+use worldline_engine::ops;
+use worldline_engine::suite::pick::{self, Picked, Selected, Selection};
+use worldline_engine::suite::{Entry, Suite, SuiteEvent, SuiteRun, last};
 use worldline_report::events::{Human, Junit, Lines, Progress};
 use worldline_report::suite::{Shard, SuiteSummary};
 use worldline_store::store::StoreDir;
@@ -108,151 +107,28 @@ struct Listed<'a> {
     world: String,
 }
 
-/// A selected case file: its place in the suite, its name, its world and
-/// tags, and what was read of it (`T`).
-struct Picked<T> {
-    index: usize,
-    name: String,
-    path: PathBuf,
-    world: String,
-    tags: Vec<String>,
-    read: T,
-}
-
-/// What the arguments select.
-struct Selected<T> {
-    /// The cases to run, in suite order.
-    entries: Vec<Picked<T>>,
-    /// The case files that could not be loaded (collection errors:
-    /// reported, and the suite exits 2 at the end, but the other cases
-    /// still run).
-    broken: Vec<InputError>,
-    /// With `--partition`, which shard of which selection this is.
-    shard: Option<Shard>,
-}
-
-/// The cases the arguments select, the collection errors, and the shard;
-/// `read` reads a case file (its world's reference and tags beside what it
-/// gives).
+/// The cases the arguments select, the collection errors, and the
+/// partition; `read` reads a case file (its world's reference and tags
+/// beside what it gives).
 fn select<T>(
     args: &TestArgs,
     store: &StoreDir,
     read: impl Fn(&std::path::Path) -> Result<(T, String, Vec<String>), InputError>,
 ) -> Result<Selected<T>> {
-    let filter = args
-        .filter
-        .as_deref()
-        .map(Filter::parse)
-        .transpose()
-        .map_err(|m| InputError::new("--filter", m))?;
-    let partition = super::partition_arg(args.partition.as_deref())?;
-    let failed: Option<BTreeSet<PathBuf>> = match args.rerun_failed {
-        true => Some(last::failed(store)?.into_iter().collect()),
-        false => None,
+    let selection = Selection {
+        filter: args.filter.as_deref().map(pick::filter).transpose()?,
+        partition: super::partition_arg(args.partition.as_deref())?,
+        failed: match args.rerun_failed {
+            true => Some(last::failed(store)?.into_iter().collect()),
+            false => None,
+        },
+        limit: args.limit,
     };
-    let mut entries = Vec::new();
-    let mut broken = Vec::new();
-    // Every case's name, path, world and tags, for the near names of a
-    // filter that selects none.
-    let mut seen: Vec<(String, String, String, Vec<String>)> = Vec::new();
-    for (index, path) in discover::expand(&args.cases)?.into_iter().enumerate() {
-        let name = discover::display_name(&path);
-        let (read, world, tags) = match read(&path) {
-            Ok(read) => read,
-            Err(e) => {
-                broken.push(e);
-                continue;
-            }
-        };
-        if failed
-            .as_ref()
-            .is_some_and(|f| !f.contains(&last::key(&path)))
-        {
-            continue;
-        }
-        let shown = path.display().to_string();
-        let selected = filter.as_ref().is_none_or(|f| {
-            f.matches(&Candidate {
-                name: &name,
-                path: &shown,
-                world: &world,
-                tags: &tags,
-            })
-        });
-        if !selected {
-            seen.push((name, shown, world, tags));
-            continue;
-        }
-        entries.push(Picked {
-            index,
-            name,
-            path,
-            world,
-            tags,
-            read,
-        });
-    }
-    if let (Some(f), true, false) = (&filter, entries.is_empty(), seen.is_empty()) {
-        return Err(nothing_selected(args.filter.as_deref().unwrap_or(""), f, &seen).into());
-    }
-    let shard = partition.map(|p| {
-        Shard::of(
-            p.to_string(),
-            entries.iter().map(|e| (e.index, e.name.as_str())),
-        )
-    });
-    if let Some(p) = partition {
-        entries = entries
-            .into_iter()
-            .enumerate()
-            .filter(|(k, e)| p.contains(*k, &e.name))
-            .map(|(_, e)| e)
-            .collect();
-    }
-    if let Some(n) = args.limit {
-        entries.truncate(n);
-    }
-    Ok(Selected {
-        entries,
-        broken,
-        shard,
-    })
-}
-
-/// `-k` that selects none of the cases: a usage error (exit 2, as a typo
-/// should not pass as `0 passed`) naming what the filter may have meant.
-fn nothing_selected(
-    text: &str,
-    filter: &Filter,
-    seen: &[(String, String, String, Vec<String>)],
-) -> InputError {
-    let candidates: Vec<Candidate> = seen
-        .iter()
-        .map(|(name, path, world, tags)| Candidate {
-            name,
-            path,
-            world,
-            tags,
-        })
-        .collect();
-    let near = filter.near(&candidates, 5);
-    let hint = match near.is_empty() {
-        false => format!("near names: {}", near.join(", ")),
-        true => {
-            let some: Vec<&str> = seen.iter().take(5).map(|s| s.0.as_str()).collect();
-            format!(
-                "nothing is near it; the cases include {} (see `worldline test CASES --list`)",
-                some.join(", ")
-            )
-        }
-    };
-    InputError::new(
-        "--filter",
-        format!(
-            "`{text}` selects none of the {} case(s); {hint}",
-            seen.len()
-        ),
-    )
+    Ok(pick::pick(
+        discover::expand(&args.cases)?,
+        &selection,
+        read,
+    )?)
 }
 
 fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
@@ -280,37 +156,8 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
     Ok(())
 }
 
-/// A spinner, then a progress bar, on stderr when it is a terminal.
-fn progress(total: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{bar:24} {pos}/{len} cases  {msg}  {elapsed}")
-            .expect("the progress template is valid"),
-    );
-    bar
-}
-
 pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
-    let mut supplied = super::project_args::supplied();
-    if args.cases.is_empty() {
-        match super::project_args::project() {
-            Some(p) if !p.cases.is_empty() => {
-                args.cases = p.cases.clone();
-                let shown: Vec<String> = p.cases.iter().map(|c| c.display().to_string()).collect();
-                supplied = super::project_args::note("cases", shown.join(", "));
-            }
-            _ => {
-                return Err(InputError::new(
-                    "test",
-                    "no cases given: name case files or folders, or set `cases` in worldline.toml",
-                )
-                .into());
-            }
-        }
-    }
+    let supplied = default_cases(&mut args)?;
     if args.repeat == 0 {
         return Err(InputError::new("--repeat", "must be at least 1").into());
     }
@@ -318,28 +165,15 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         return Err(InputError::new("--group", "must be at least 1").into());
     }
     let store = StoreDir::open(&args.common.store)?;
-    let worlds = args.worlds.as_deref();
     if args.list {
-        // Listing reads the case files and each world's world.toml only.
-        let selected = select(&args, &store, |path| {
-            let h = case::header(path, worlds)?;
-            Ok(((), h.world, h.tags))
-        })?;
-        print_list(&selected.entries, args.common.json)?;
-        for e in &selected.broken {
-            eprintln!("error collecting {e}");
-        }
-        return Ok(if selected.broken.is_empty() {
-            ExitCode::Ok
-        } else {
-            ExitCode::Input
-        });
+        return list(&args, &store);
     }
     let choice = Choice::of(&args.exec, args.agent.as_deref())?;
+    let worlds = args.worlds.as_deref();
     let Selected {
         entries,
         broken,
-        shard,
+        sharded,
     } = select(&args, &store, |path| {
         let case = case::load(path, worlds)?;
         let (world, tags) = (case.world.reference(), case.tags.clone());
@@ -359,9 +193,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         })
         .collect::<Result<Vec<Entry>>>()?;
     if args.resume {
-        for e in &broken {
-            eprintln!("error collecting {e}");
-        }
+        collection_errors(&broken);
         let code = resume::exec(&store, &entries, args.common.json)?;
         return Ok(if broken.is_empty() {
             code
@@ -369,37 +201,96 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             ExitCode::Input
         });
     }
-    // Nothing names an agent, and no case its own (or none loaded).
-    if !choice.names_an_agent() && entries.iter().all(|e| e.case.exec.command.is_empty()) {
-        return Err(InputError::new("--agent", agent_choice::NO_AGENT).into());
+    let done = run(&args, &store, &choice, &entries, &broken)?;
+    let shard = sharded.map(|(p, all)| {
+        Shard::of(
+            p.to_string(),
+            all.iter().map(|(index, name)| (*index, name.as_str())),
+        )
+    });
+    render(&args, &store, &done, shard, supplied)
+}
+
+/// With no cases named, worldline.toml's `cases` (and the note saying
+/// so), else a usage error.
+fn default_cases(args: &mut TestArgs) -> Result<Supplied> {
+    if !args.cases.is_empty() {
+        return Ok(super::project_args::supplied());
     }
-    // Each case's agent: the one component the cases that run one share.
-    let mut component: Option<PathBuf> = None;
-    for e in &entries {
-        if let Chosen::Component(path) = choice.for_case(&e.case)? {
-            component = Some(path);
+    match super::project_args::project() {
+        Some(p) if !p.cases.is_empty() => {
+            args.cases = p.cases.clone();
+            let shown: Vec<String> = p.cases.iter().map(|c| c.display().to_string()).collect();
+            Ok(super::project_args::note("cases", shown.join(", ")))
         }
+        _ => Err(InputError::new(
+            "test",
+            "no cases given: name case files or folders, or set `cases` in worldline.toml",
+        )
+        .into()),
     }
+}
+
+/// `--list`: the selected cases, reading the case files and each world's
+/// world.toml only.
+fn list(args: &TestArgs, store: &StoreDir) -> Result<ExitCode> {
+    let worlds = args.worlds.as_deref();
+    let selected = select(args, store, |path| {
+        let h = case::header(path, worlds)?;
+        Ok(((), h.world, h.tags))
+    })?;
+    print_list(&selected.entries, args.common.json)?;
+    collection_errors(&selected.broken);
+    Ok(if selected.broken.is_empty() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Input
+    })
+}
+
+fn collection_errors(broken: &[InputError]) {
+    for e in broken {
+        eprintln!("error collecting {e}");
+    }
+}
+
+/// Run the selected cases with their agents, showing progress and writing
+/// `--events` as they go; the token-id warnings after.
+fn run(
+    args: &TestArgs,
+    store: &StoreDir,
+    choice: &Choice,
+    entries: &[Entry],
+    broken: &[InputError],
+) -> Result<SuiteRun> {
+    let component = component(choice, entries)?;
     let component = component.as_deref();
-    let bar = progress(entries.len() as u64);
+    let bar = super::compile_progress::progress(entries.len() as u64, "cases");
     if let Some(agent) = component {
         bar.set_message(format!("loading {}", agent.display()));
     }
     bar.enable_steady_tick(Duration::from_millis(200));
-    let loaded = super::preload::load(&store, component, &entries, &bar)?;
-    let sandbox = &loaded.sandbox;
+    let loaded = super::preload::load(store, component, entries, &bar)?;
     let per_case = PerCase {
-        choice: &choice,
+        choice,
         component: loaded.agent.as_deref(),
     };
-    let agent: &dyn worldline_engine::run::Runner = &per_case;
-    for e in &entries {
-        store.put_case(&e.case)?;
-    }
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let suite = Suite {
+        sandbox: &loaded.sandbox,
+        agent: &per_case,
+        cases: entries,
+        store,
+        model_seed: args.model.model_seed,
+        repeat: args.group.unwrap_or(args.repeat),
+        group: args.group.is_some(),
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+        fail_fast: args.fail_fast,
+        collection_errors: broken,
+        compiles: &loaded.compiles,
+    };
     bar.set_message("0 failed");
     let lines = match &args.events {
         Some(path) => Some(Lines(std::io::BufWriter::new(
@@ -407,48 +298,53 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         ))),
         None => None,
     };
-    let shown = Mutex::new(Shown {
-        progress: Progress::default(),
-        lines,
-        error: None,
-    });
-    let done = Suite {
-        sandbox,
-        agent,
-        cases: &entries,
-        store: &store,
-        model_seed: args.model.model_seed,
-        repeat: args.group.unwrap_or(args.repeat),
-        group: args.group.is_some(),
-        jobs,
-        fail_fast: args.fail_fast,
-        collection_errors: &broken,
-        compiles: &loaded.compiles,
-    }
-    .run(&|e| {
+    let shown = Mutex::new((Progress::default(), lines));
+    let tested = ops::test::test(&suite, args.events.as_deref(), &|e| {
         let mut shown = shown.lock().expect("reporters lock");
-        if let Some(message) = shown.progress.suite(&e) {
+        let (progress, lines) = &mut *shown;
+        if let Some(message) = progress.suite(e) {
             bar.inc(1);
             bar.set_message(message);
         }
-        if let Some(lines) = &mut shown.lines
-            && let Err(err) = lines.suite(&e)
-        {
-            shown.error.get_or_insert(err);
+        match lines {
+            Some(lines) => lines.suite(e),
+            None => Ok(()),
         }
     });
     bar.finish_and_clear();
-    let done = done?;
-    if let (Some(path), Some(err)) = (
-        &args.events,
-        shown.into_inner().expect("reporters lock").error,
-    ) {
-        return Err(InputError::new(path, format!("cannot write: {err}")).into());
+    let tested = tested?;
+    for (path, warning) in &tested.token_warnings {
+        eprintln!("warning: {}: {warning}", path.display());
     }
-    token_warnings(&entries, &done);
-    last::record(&store, &done)?;
+    Ok(tested.run)
+}
 
-    let finished = SuiteEvent::Finished(&done);
+/// The one component the cases that run one share (each case's agent is
+/// it or the case's own `exec`); a usage error when nothing names an
+/// agent and no case its own (or none loaded).
+fn component(choice: &Choice, entries: &[Entry]) -> Result<Option<PathBuf>> {
+    if !choice.names_an_agent() && entries.iter().all(|e| e.case.exec.command.is_empty()) {
+        return Err(InputError::new("--agent", agent_choice::NO_AGENT).into());
+    }
+    let mut component: Option<PathBuf> = None;
+    for e in entries {
+        if let Chosen::Component(path) = choice.for_case(&e.case)? {
+            component = Some(path);
+        }
+    }
+    Ok(component)
+}
+
+/// The JUnit file, a shard's report kept on a database store, and the
+/// summary (text or `--json`); the exit code.
+fn render(
+    args: &TestArgs,
+    store: &StoreDir,
+    done: &SuiteRun,
+    shard: Option<Shard>,
+    supplied: Supplied,
+) -> Result<ExitCode> {
+    let finished = SuiteEvent::Finished(done);
     if let Some(path) = &args.junit {
         let mut junit = Junit(Vec::new());
         junit.event(&finished)?;
@@ -457,26 +353,10 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     if let Some(shard) = &shard
         && store.database().is_some()
     {
-        let mut summary = SuiteSummary::of(&done);
-        summary.shard = Some(shard.clone());
-        let suite = args
-            .suite_id
-            .clone()
-            .unwrap_or_else(|| shard.selection[..12.min(shard.selection.len())].to_string());
-        store.put_shard(
-            &suite,
-            &shard.partition,
-            &shard.selection,
-            &serde_json::to_value(&summary)?,
-        )?;
-        eprintln!(
-            "shard {} of suite {suite} kept in {} (`worldline merge --suite {suite}` combines the shards)",
-            shard.partition,
-            store.name()
-        );
+        keep_shard(args, store, done, shard)?;
     }
     if args.common.json {
-        let mut summary = SuiteSummary::of(&done);
+        let mut summary = SuiteSummary::of(done);
         summary.shard = shard;
         super::print_json_supplied(&summary, supplied)?;
     } else {
@@ -495,31 +375,24 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     })
 }
 
-/// What the suite's sink feeds as it runs: the bar's message, the
-/// `--events` lines, and the first error writing them.
-struct Shown {
-    progress: Progress,
-    lines: Option<Lines<std::io::BufWriter<std::fs::File>>>,
-    error: Option<std::io::Error>,
-}
-
-/// One warning line per case that asked for token ids (`[model]
-/// token_ids`) and got runs whose endpoint returned none (the first such
-/// run's count), as `run` prints it.
-fn token_warnings(entries: &[Entry], done: &worldline_engine::suite::SuiteRun) {
-    for case in &done.cases {
-        let Some(entry) = entries.iter().find(|e| e.index == case.index) else {
-            continue;
-        };
-        if !entry.case.model.token_ids {
-            continue;
-        }
-        let missing = case.attempts.iter().find_map(|a| {
-            let o = a.outcome.as_ref().ok()?;
-            worldline_log::log::tokens::missing(&o.events)
-        });
-        if let Some(w) = missing {
-            eprintln!("warning: {}: {w}", entry.case.path.display());
-        }
-    }
+/// Keep a shard's report in the database store for `merge --suite`.
+fn keep_shard(args: &TestArgs, store: &StoreDir, done: &SuiteRun, shard: &Shard) -> Result<()> {
+    let mut summary = SuiteSummary::of(done);
+    summary.shard = Some(shard.clone());
+    let suite = args
+        .suite_id
+        .clone()
+        .unwrap_or_else(|| shard.selection[..12.min(shard.selection.len())].to_string());
+    store.put_shard(
+        &suite,
+        &shard.partition,
+        &shard.selection,
+        &serde_json::to_value(&summary)?,
+    )?;
+    eprintln!(
+        "shard {} of suite {suite} kept in {} (`worldline merge --suite {suite}` combines the shards)",
+        shard.partition,
+        store.name()
+    );
+    Ok(())
 }

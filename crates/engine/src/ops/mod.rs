@@ -6,7 +6,10 @@
 //! writes markup or knows which of the two called.
 
 pub mod fork;
+pub mod fuzz;
 pub mod grade;
 pub mod replay;
 pub mod rerun;
+pub mod resume;
 pub mod run;
+pub mod test;

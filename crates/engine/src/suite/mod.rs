@@ -12,6 +12,7 @@
 //! text, JSON lines, JUnit or a progress bar.
 
 pub mod last;
+pub mod pick;
 pub mod select;
 
 use crate::fuzz::campaign::model_seed;

@@ -1,0 +1,107 @@
+//! Resume killed or limit-stopped runs (decision 0343): one the caller
+//! opened (`worldline resume`), or every incomplete run of a suite's
+//! cases not resumed yet (`worldline test --resume`), each outcome handed
+//! to the caller as it comes.
+
+use crate::fork;
+use crate::replay::{self, RecordedRun};
+use crate::run::RunOutcome;
+use crate::suite::Entry;
+use anyhow::Result;
+use std::collections::BTreeMap;
+use worldline_log::log::intent::Intent;
+use worldline_runtime::sandbox::Sandbox;
+use worldline_store::index::row::Row;
+use worldline_store::index::{Index, query::Filter};
+use worldline_store::store::StoreDir;
+
+/// Resume `rec` with the limits `raised` (name to new value), making a
+/// tool call it was killed inside again only with `resend_in_flight`;
+/// the re-execution is audited as `resume`.
+pub fn resume(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    rec: &RecordedRun,
+    raised: &BTreeMap<String, u64>,
+    resend_in_flight: bool,
+) -> Result<RunOutcome> {
+    store.audit_reexecution(&[&rec.id], "resume")?;
+    fork::resume(sandbox, store, rec, raised, resend_in_flight)
+}
+
+/// An incomplete run of a suite's case.
+pub struct Incomplete<'a> {
+    /// The case's short name.
+    pub case: &'a str,
+    pub row: Row,
+}
+
+/// A run resumed: the call it was killed inside (made again) and the
+/// new run.
+pub struct Resumed {
+    pub in_flight: Option<Intent>,
+    pub outcome: RunOutcome,
+}
+
+/// Resume every incomplete run (no footer: killed) in the store of the
+/// cases of `entries` (a run of a case is one whose recorded case has the
+/// case file's hash), skipping those already resumed (a fork at the end
+/// of their recording), oldest first; `each` gets every one with the call
+/// it was killed inside and the new run, or why it was not resumed.
+pub fn resume_suite(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    entries: &[Entry],
+    each: &mut dyn FnMut(Incomplete<'_>, Result<Resumed>) -> Result<()>,
+) -> Result<()> {
+    let todo = incomplete(store, entries)?;
+    let ids: Vec<&str> = todo.iter().map(|i| i.row.run_id.as_str()).collect();
+    store.audit_reexecution(&ids, "test --resume")?;
+    for i in todo {
+        let resumed = replay::open(store, &i.row.run_id).and_then(|rec| {
+            let outcome = fork::resume(sandbox, store, &rec, &BTreeMap::new(), false)?;
+            Ok(Resumed {
+                in_flight: rec.bundle.in_flight,
+                outcome,
+            })
+        });
+        each(i, resumed)?;
+    }
+    Ok(())
+}
+
+/// The incomplete runs of `entries`' cases not resumed yet, oldest first
+/// (so a suite's runs resume in the order they ran).
+fn incomplete<'a>(store: &StoreDir, entries: &'a [Entry]) -> Result<Vec<Incomplete<'a>>> {
+    let cases: BTreeMap<&str, &str> = entries
+        .iter()
+        .map(|e| (e.case.hash.as_str(), e.name.as_str()))
+        .collect();
+    let filter = Filter {
+        status: vec!["incomplete".into()],
+        ..Filter::default()
+    };
+    let ((rows, children), _) = Index::read(store, |ix| {
+        let rows = ix.query(&filter)?;
+        let mut children = Vec::new();
+        for r in &rows {
+            let forks = Filter {
+                parent: Some(r.run_id.clone()),
+                ..Filter::default()
+            };
+            children.push(ix.query(&forks)?);
+        }
+        Ok((rows, children))
+    })?;
+    let mut todo: Vec<Incomplete> = rows
+        .into_iter()
+        .zip(&children)
+        .filter(|(r, forks)| !forks.iter().any(|f| f.fork_event == Some(r.events)))
+        .filter_map(|(row, _)| {
+            let case = *cases.get(row.case_hash.as_str())?;
+            Some(Incomplete { case, row })
+        })
+        .collect();
+    todo.sort_by(|a, b| (a.row.created, &a.row.run_id).cmp(&(b.row.created, &b.row.run_id)));
+    Ok(todo)
+}

@@ -1,0 +1,72 @@
+//! Run a selected suite (`worldline test`): keep its cases in the store,
+//! run them reporting each step to the caller's sink, and remember which
+//! did not pass for `--rerun-failed`. Which cases run is
+//! [`suite::pick`](crate::suite::pick); rendering is the caller's.
+
+use crate::suite::{Entry, Suite, SuiteEvent, SuiteRun, last};
+use anyhow::Result;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use worldline_case::error::InputError;
+
+/// A suite that ran.
+pub struct Tested {
+    pub run: SuiteRun,
+    /// One per case that asked for token ids (`[model] token_ids`) and got
+    /// runs whose endpoint returned none: the case file and the first
+    /// such run's warning.
+    pub token_warnings: Vec<(PathBuf, String)>,
+}
+
+/// Run `suite`: its cases are kept in the store first; each step goes to
+/// `sink`, whose first error (writing the file `sink_file`) fails the
+/// session before the last session's failures are recorded.
+pub fn test(
+    suite: &Suite,
+    sink_file: Option<&std::path::Path>,
+    sink: &(dyn Fn(&SuiteEvent<'_>) -> std::io::Result<()> + Sync),
+) -> Result<Tested> {
+    for e in suite.cases {
+        suite.store.put_case(&e.case)?;
+    }
+    let error: Mutex<Option<std::io::Error>> = Mutex::new(None);
+    let run = suite.run(&|e| {
+        if let Err(err) = sink(&e)
+            && let Ok(mut first) = error.lock()
+        {
+            first.get_or_insert(err);
+        }
+    })?;
+    let error = error.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let (Some(path), Some(err)) = (sink_file, error) {
+        return Err(InputError::new(path, format!("cannot write: {err}")).into());
+    }
+    let token_warnings = token_warnings(suite.cases, &run);
+    last::record(suite.store, &run)?;
+    Ok(Tested {
+        run,
+        token_warnings,
+    })
+}
+
+/// The case files (with their warning) of the cases that asked for token
+/// ids and got runs whose endpoint returned none, in the run's order.
+fn token_warnings(entries: &[Entry], run: &SuiteRun) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for case in &run.cases {
+        let Some(entry) = entries.iter().find(|e| e.index == case.index) else {
+            continue;
+        };
+        if !entry.case.model.token_ids {
+            continue;
+        }
+        let missing = case.attempts.iter().find_map(|a| {
+            let o = a.outcome.as_ref().ok()?;
+            worldline_log::log::tokens::missing(&o.events)
+        });
+        if let Some(w) = missing {
+            out.push((entry.case.path.clone(), w));
+        }
+    }
+    out
+}

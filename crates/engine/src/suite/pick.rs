@@ -1,0 +1,276 @@
+//! Which case files a `test` session runs, in suite order: those that
+//! load, narrowed by `--rerun-failed` (the last session's failures), a
+//! `--filter` expression, a `--partition` shard and a `--limit`; the files
+//! that do not load are kept as collection errors.
+
+use super::select::{Candidate, Filter};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use worldline_case::error::InputError;
+use worldline_case::partition::Partition;
+
+/// What narrows the suite's case files.
+#[derive(Default)]
+pub struct Selection {
+    /// `--filter`: its text (for the message when it selects none) and
+    /// the parsed expression.
+    pub filter: Option<(String, Filter)>,
+    /// `--rerun-failed`: the case files (as [`super::last::key`] names
+    /// them) the last session did not pass.
+    pub failed: Option<BTreeSet<PathBuf>>,
+    /// `--partition`: the shard this machine runs.
+    pub partition: Option<Partition>,
+    /// `--limit`: at most this many of the selected cases.
+    pub limit: Option<usize>,
+}
+
+/// A selected case file: its place in the suite, its name, its world and
+/// tags, and what was read of it (`T`).
+pub struct Picked<T> {
+    pub index: usize,
+    pub name: String,
+    pub path: PathBuf,
+    pub world: String,
+    pub tags: Vec<String>,
+    pub read: T,
+}
+
+/// What a [`Selection`] selects.
+pub struct Selected<T> {
+    /// The cases to run, in suite order.
+    pub entries: Vec<Picked<T>>,
+    /// The case files that could not be loaded (collection errors:
+    /// reported, and the suite exits 2 at the end, but the other cases
+    /// still run).
+    pub broken: Vec<InputError>,
+    /// With a partition: it, and the whole selection it shards (each
+    /// case's index and name, before the partition and the limit).
+    pub sharded: Option<(Partition, Vec<(usize, String)>)>,
+}
+
+/// A `--filter` expression parsed, or the usage error naming the flag.
+pub fn filter(text: &str) -> Result<(String, Filter), InputError> {
+    let parsed = Filter::parse(text).map_err(|m| InputError::new("--filter", m))?;
+    Ok((text.to_string(), parsed))
+}
+
+/// The cases of `paths` (the suite's case files, in order) that
+/// `selection` selects; `read` reads a case file (its world's reference
+/// and tags beside what it gives). A filter that selects none of the
+/// cases that loaded is a usage error naming near names.
+pub fn pick<T>(
+    paths: Vec<PathBuf>,
+    selection: &Selection,
+    read: impl Fn(&Path) -> Result<(T, String, Vec<String>), InputError>,
+) -> Result<Selected<T>, InputError> {
+    let mut entries = Vec::new();
+    let mut broken = Vec::new();
+    // Every case the filter left out, for the near names of a filter
+    // that selects none.
+    let mut seen: Vec<Seen> = Vec::new();
+    for (index, path) in paths.into_iter().enumerate() {
+        let name = worldline_case::case::discover::display_name(&path);
+        let (read, world, tags) = match read(&path) {
+            Ok(read) => read,
+            Err(e) => {
+                broken.push(e);
+                continue;
+            }
+        };
+        if selection
+            .failed
+            .as_ref()
+            .is_some_and(|f| !f.contains(&super::last::key(&path)))
+        {
+            continue;
+        }
+        let seen_case = Seen {
+            name,
+            path: path.display().to_string(),
+            world,
+            tags,
+        };
+        if !selection
+            .filter
+            .as_ref()
+            .is_none_or(|(_, f)| f.matches(&seen_case.candidate()))
+        {
+            seen.push(seen_case);
+            continue;
+        }
+        entries.push(Picked {
+            index,
+            name: seen_case.name,
+            path,
+            world: seen_case.world,
+            tags: seen_case.tags,
+            read,
+        });
+    }
+    if let (Some((text, f)), true, false) = (&selection.filter, entries.is_empty(), seen.is_empty())
+    {
+        return Err(nothing_selected(text, f, &seen));
+    }
+    let sharded = selection.partition.map(|p| {
+        let all = entries.iter().map(|e| (e.index, e.name.clone())).collect();
+        (p, all)
+    });
+    if let Some(p) = selection.partition {
+        entries = entries
+            .into_iter()
+            .enumerate()
+            .filter(|(k, e)| p.contains(*k, &e.name))
+            .map(|(_, e)| e)
+            .collect();
+    }
+    if let Some(n) = selection.limit {
+        entries.truncate(n);
+    }
+    Ok(Selected {
+        entries,
+        broken,
+        sharded,
+    })
+}
+
+/// A case the filter did not select.
+struct Seen {
+    name: String,
+    path: String,
+    world: String,
+    tags: Vec<String>,
+}
+
+impl Seen {
+    fn candidate(&self) -> Candidate<'_> {
+        Candidate {
+            name: &self.name,
+            path: &self.path,
+            world: &self.world,
+            tags: &self.tags,
+        }
+    }
+}
+
+/// `-k` that selects none of the cases: a usage error (exit 2, as a typo
+/// should not pass as `0 passed`) naming what the filter may have meant.
+fn nothing_selected(text: &str, filter: &Filter, seen: &[Seen]) -> InputError {
+    let candidates: Vec<Candidate> = seen.iter().map(Seen::candidate).collect();
+    let near = filter.near(&candidates, 5);
+    let hint = match near.is_empty() {
+        false => format!("near names: {}", near.join(", ")),
+        true => {
+            let some: Vec<&str> = seen.iter().take(5).map(|s| s.name.as_str()).collect();
+            format!(
+                "nothing is near it; the cases include {} (see `worldline test CASES --list`)",
+                some.join(", ")
+            )
+        }
+    };
+    InputError::new(
+        "--filter",
+        format!(
+            "`{text}` selects none of the {} case(s); {hint}",
+            seen.len()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The case files of these names (none exists: `pick` reads them
+    /// only through `read`).
+    fn paths(names: &[&str]) -> Vec<PathBuf> {
+        names
+            .iter()
+            .map(|n| PathBuf::from(format!("/nowhere/{n}.toml")))
+            .collect()
+    }
+
+    /// A case named `broken` does not load; every other's world is `w`
+    /// and its one tag its name.
+    fn read(path: &Path) -> Result<((), String, Vec<String>), InputError> {
+        let name = worldline_case::case::discover::display_name(path);
+        match name.as_str() {
+            "broken" => Err(InputError::new(path, "does not load")),
+            _ => Ok(((), "w".to_string(), vec![name])),
+        }
+    }
+
+    fn names(s: &Selected<()>) -> Vec<(usize, &str)> {
+        s.entries
+            .iter()
+            .map(|e| (e.index, e.name.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn everything_loaded_without_narrowing_keeping_the_broken_apart() {
+        let s = pick(paths(&["a", "broken", "c"]), &Selection::default(), read).unwrap();
+        assert_eq!(names(&s), [(0, "a"), (2, "c")]);
+        assert_eq!(s.broken.len(), 1);
+        assert!(s.sharded.is_none());
+    }
+
+    #[test]
+    fn a_filter_selects_by_name_and_tag() {
+        let selection = Selection {
+            filter: Some(filter("alpha or tag:gamma").unwrap()),
+            ..Selection::default()
+        };
+        let s = pick(paths(&["alpha", "beta", "gamma"]), &selection, read).unwrap();
+        assert_eq!(names(&s), [(0, "alpha"), (2, "gamma")]);
+    }
+
+    #[test]
+    fn a_filter_selecting_none_names_the_near_names() {
+        let selection = Selection {
+            filter: Some(filter("alpah").unwrap()),
+            ..Selection::default()
+        };
+        let Err(e) = pick(paths(&["alpha", "beta"]), &selection, read) else {
+            panic!("a filter selecting none is an error");
+        };
+        let text = e.to_string();
+        assert!(text.contains("selects none of the 2 case(s)"), "{text}");
+        assert!(text.contains("near names: alpha"), "{text}");
+    }
+
+    #[test]
+    fn rerun_failed_keeps_only_the_failures() {
+        let selection = Selection {
+            failed: Some(paths(&["b"]).into_iter().collect()),
+            ..Selection::default()
+        };
+        let s = pick(paths(&["a", "b", "c"]), &selection, read).unwrap();
+        assert_eq!(names(&s), [(1, "b")]);
+    }
+
+    #[test]
+    fn a_partition_shards_the_selection_and_remembers_it_whole() {
+        let selection = Selection {
+            filter: Some(filter("not c").unwrap()),
+            partition: Some(Partition::parse("2/2").unwrap()),
+            ..Selection::default()
+        };
+        let s = pick(paths(&["a", "b", "c", "d", "e"]), &selection, read).unwrap();
+        // The selection is a, b, d, e; the second of two shards every
+        // other one of it.
+        assert_eq!(names(&s), [(1, "b"), (4, "e")]);
+        let (_, all) = s.sharded.unwrap();
+        let all: Vec<usize> = all.iter().map(|(i, _)| *i).collect();
+        assert_eq!(all, [0, 1, 3, 4]);
+    }
+
+    #[test]
+    fn a_limit_runs_the_first_few() {
+        let selection = Selection {
+            limit: Some(2),
+            ..Selection::default()
+        };
+        let s = pick(paths(&["a", "b", "c"]), &selection, read).unwrap();
+        assert_eq!(names(&s), [(0, "a"), (1, "b")]);
+    }
+}
