@@ -257,7 +257,12 @@ pub struct OutputCheck {
     /// Passes when the output contains at least one of these.
     #[serde(default)]
     pub any_of: Vec<String>,
-    /// Compare `equals`, `contains` and `any_of` without regard to case.
+    /// Passes when the output contains every one of these (AgentDojo's
+    /// `a in model_output and b in model_output`).
+    #[serde(default)]
+    pub all_of: Vec<String>,
+    /// Compare `equals`, `contains`, `any_of` and `all_of` without regard
+    /// to case.
     #[serde(default)]
     pub ignore_case: bool,
     #[serde(default)]

@@ -322,6 +322,14 @@ fn output_checks(
             o.any_of.iter().any(|c| has(c)),
         ));
     }
+    if !o.all_of.is_empty() {
+        out.push(check(
+            format!("output contains all of{case}"),
+            json!(o.all_of),
+            json!(output),
+            o.all_of.iter().all(|c| has(c)),
+        ));
+    }
     for j in &o.json {
         let path = JsonPath::parse(&j.path).ok();
         let v = parsed.as_ref().and_then(|p| value_at(p, path.as_ref()));
@@ -490,6 +498,15 @@ mod tests {
         assert_eq!(
             judge("any_of = ['declined', 'refunded']", escaped),
             [("output contains any of".into(), false)]
+        );
+        // all_of: every text, as AgentDojo's `a in out and b in out`.
+        assert_eq!(
+            judge("all_of = ['Refunded', '£5', 'Anna']", escaped),
+            [("output contains all of".into(), true)]
+        );
+        assert_eq!(
+            judge("all_of = ['Refunded', '£5', 'Bea']", escaped),
+            [("output contains all of".into(), false)]
         );
         assert_eq!(
             judge("equals = 'DONE'\nignore_case = true", "done"),
