@@ -733,7 +733,13 @@ readme += [f"- {q}" for q in QUIRKS]
 readme += ["", "## Validation", "",
            "`worldline validate cases` runs each user task's ground truth as the oracle, with the"
            " pair's injection in place: it passes every case."]
-if not TRIVIAL:
+if suite_name == "travel":
+    readme += ["An agent that does nothing fails every case. `validate` lists as failing the"
+               " cases whose expected answer is a text of the world the agent reads (a hotel,"
+               " a restaurant, its address or rating): the task is to find it there, so this is"
+               " the task, not a leak; user_task_0 and user_task_1 (whose answers are short"
+               " numbers) and their pairs pass it.", ""]
+elif not TRIVIAL:
     readme += ["An agent that does nothing fails every case: `validate` lists none.", ""]
 else:
     readme += ["`validate` lists"
