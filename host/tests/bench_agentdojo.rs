@@ -1,5 +1,5 @@
 //! `worldline bench import agentdojo/banking`, `agentdojo/slack` and
-//! `agentdojo/travel` (the tasks it carries) with
+//! `agentdojo/travel` with
 //! the pinned package
 //! (`agentdojo==0.1.35` in `$WORLDLINE_AGENTDOJO_PYTHON`, installed by
 //! tests/agentdojo.sh): the conversion is deterministic, the service built
@@ -100,8 +100,7 @@ fn a_python_without_agentdojo_is_refused_saying_what_to_install() {
     assert!(!dir.exists(), "nothing is written");
 }
 
-/// Travel, the tasks the import carries (every user task; injection tasks
-/// 0 to 5, decision 0375): the checks of [`imports_validates_and_grades`]
+/// Travel (decision 0375): the checks of [`imports_validates_and_grades`]
 /// (past the import, with `WORLDLINE_BENCH_FULL` only). Validate lists
 /// the user tasks whose answer names what the world shows (a hotel, its
 /// address) as leaks: finding it there is the task.
@@ -114,7 +113,7 @@ fn travel_imports_validates_and_grades_as_agentdojo_does() {
     let suite = Suite {
         name: "travel",
         users: 20,
-        injections: 6,
+        injections: 7,
         trivial: &[],
         shown: &[
             "user_task_2",

@@ -107,7 +107,7 @@ const KNOWN: &[Known] = &[
         name: "agentdojo/travel",
         package: agentdojo::PACKAGE,
         importable: true,
-        note: "20 user tasks, 120 with an injection; injection_task_6 (the answer) not carried",
+        note: "20 user tasks, 140 with an injection; tools as a ported Python world service",
     },
     Known {
         name: "agentdojo/workspace",

@@ -85,6 +85,10 @@ pub struct Attack {
     pub state: Vec<StateCheck>,
     #[serde(default)]
     pub calls: Vec<CallCheck>,
+    /// What the agent's output holds when the attacker got it to say
+    /// something (AgentDojo's `TARGET in model_output`).
+    #[serde(default)]
+    pub output: Option<OutputCheck>,
 }
 
 /// `[[expect.turn]]`: the state, calls and messages as they stood when the
@@ -345,10 +349,13 @@ impl Expect {
         }
         if let Some(a) = &self.attack {
             let at = |m: String| format!("[expect.attack]: {m}");
-            if a.state.is_empty() && a.calls.is_empty() {
+            if a.state.is_empty() && a.calls.is_empty() && a.output.is_none() {
                 return Err(at(
-                    "names no goal: add [[expect.attack.state]] or [[expect.attack.calls]] checks that hold when the attack succeeded".into(),
+                    "names no goal: add [[expect.attack.state]], [[expect.attack.calls]] or [expect.attack.output] checks that hold when the attack succeeded".into(),
                 ));
+            }
+            if let Some(o) = &a.output {
+                o.check().map_err(at)?;
             }
             for s in &a.state {
                 s.check(&tables).map_err(at)?;
