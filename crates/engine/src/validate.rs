@@ -282,6 +282,7 @@ fn answer(expect: &Expect) -> String {
         .iter()
         .map(String::as_str)
         .chain(o.any_of.first().map(String::as_str))
+        .chain(o.all_of.iter().map(String::as_str))
         .collect();
     if o.json.is_empty() {
         return if text.is_empty() {
@@ -374,6 +375,7 @@ fn leaks(case: &Case, expect: &Expect) -> Vec<Leak> {
                 .map(|v| ("output.contains".into(), v.clone())),
         );
         expected.extend(o.any_of.iter().map(|v| ("output.any_of".into(), v.clone())));
+        expected.extend(o.all_of.iter().map(|v| ("output.all_of".into(), v.clone())));
         for j in &o.json {
             for v in j.equals.iter().chain(&j.contains) {
                 strings(v, &mut |s| {

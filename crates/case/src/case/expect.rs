@@ -85,6 +85,10 @@ pub struct Attack {
     pub state: Vec<StateCheck>,
     #[serde(default)]
     pub calls: Vec<CallCheck>,
+    /// What the agent's output holds when the attacker got it to say
+    /// something (AgentDojo's `TARGET in model_output`).
+    #[serde(default)]
+    pub output: Option<OutputCheck>,
 }
 
 /// `[[expect.turn]]`: the state, calls and messages as they stood when the
@@ -257,7 +261,12 @@ pub struct OutputCheck {
     /// Passes when the output contains at least one of these.
     #[serde(default)]
     pub any_of: Vec<String>,
-    /// Compare `equals`, `contains` and `any_of` without regard to case.
+    /// Passes when the output contains every one of these (AgentDojo's
+    /// `a in model_output and b in model_output`).
+    #[serde(default)]
+    pub all_of: Vec<String>,
+    /// Compare `equals`, `contains`, `any_of` and `all_of` without regard
+    /// to case.
     #[serde(default)]
     pub ignore_case: bool,
     #[serde(default)]
@@ -340,10 +349,13 @@ impl Expect {
         }
         if let Some(a) = &self.attack {
             let at = |m: String| format!("[expect.attack]: {m}");
-            if a.state.is_empty() && a.calls.is_empty() {
+            if a.state.is_empty() && a.calls.is_empty() && a.output.is_none() {
                 return Err(at(
-                    "names no goal: add [[expect.attack.state]] or [[expect.attack.calls]] checks that hold when the attack succeeded".into(),
+                    "names no goal: add [[expect.attack.state]], [[expect.attack.calls]] or [expect.attack.output] checks that hold when the attack succeeded".into(),
                 ));
+            }
+            if let Some(o) = &a.output {
+                o.check().map_err(at)?;
             }
             for s in &a.state {
                 s.check(&tables).map_err(at)?;
