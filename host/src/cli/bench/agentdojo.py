@@ -116,6 +116,23 @@ def without_nulls(v):
     return v
 
 
+def inline_refs(schema):
+    """A JSON schema with each `$ref` to its `$defs` replaced by the
+    definition (pydantic writes an enum parameter, share_file's
+    `permission`, as a reference; worldline's schemas have no `$defs`)."""
+    defs = schema.get("$defs", {})
+
+    def walk(v):
+        if isinstance(v, dict):
+            if "$ref" in v:
+                return walk(defs[v["$ref"].rsplit("/", 1)[-1]])
+            return {k: walk(x) for k, x in v.items() if k != "$defs"}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+    return walk(schema)
+
+
 # The environment, loaded by AgentDojo with a marker at every vector; the
 # markers become the `{placeholders}` worldline fills. A vector's default
 # is read back from the environment AgentDojo loads with the defaults (the
@@ -240,7 +257,7 @@ lines += ["", "[permissions]", 'default = "allow"', ""]
 for t in suite.tools:
     lines += ["[[tools]]", f"name = {toml_str(t.name)}",
               f"description = {toml_str(t.description)}",
-              f"params = {toml_value(without_nulls(t.parameters.model_json_schema()))}",
+              f"params = {toml_value(without_nulls(inline_refs(t.parameters.model_json_schema())))}",
               'op = "service"', 'validate = "lax"',
               f"mutates = {'true' if t.name in WRITES else 'false'}", ""]
 files[f"{wdir}/world.toml"] = "\n".join(lines)
@@ -670,7 +687,12 @@ readme += [f"- {q}" for q in QUIRKS]
 readme += ["", "## Validation", "",
            "`worldline validate cases` runs each user task's ground truth as the oracle, with the"
            " pair's injection in place: it passes every case."]
-if not TRIVIAL:
+if suite_name == "workspace":
+    readme += ["An agent that does nothing fails every case. `validate` lists as failing the"
+               " cases whose expected answer is a text of the world the agent reads (the"
+               " restaurant, the URL, the file name, the place the user asks for): the task is to"
+               " find it there, so this is the task, not a leak.", ""]
+elif not TRIVIAL:
     readme += ["An agent that does nothing fails every case: `validate` lists none.", ""]
 else:
     readme += ["`validate` lists"

@@ -12,6 +12,7 @@ by `worldline bench import agentdojo/workspace`; ported by hand
 (decisions 0374, 0378)."""
 
 import datetime
+import re
 
 import worldline_service as ws
 
@@ -54,11 +55,22 @@ def _next_seq(table):
     return max((r["seq"] for r in table.query()), default=0) + 1
 
 
+# `datetime.strptime` for the two formats the tools take, with its error
+# texts: CPython's `_strptime` module is not in the built component.
+_FORMATS = {"%Y-%m-%d": re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})"),
+            "%Y-%m-%d %H:%M": re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})\s+(\d{1,2}):(\d{1,2})")}
+
+
 def _strptime(text, fmt):
     if not isinstance(text, str):
         _fail("TypeError", f"strptime() argument 1 must be str, not {type(text).__name__}")
+    m = _FORMATS[fmt].match(text)
+    if m is None:
+        _fail("ValueError", f"time data {text!r} does not match format {fmt!r}")
+    if m.end() != len(text):
+        _fail("ValueError", f"unconverted data remains: {text[m.end():]}")
     try:
-        return datetime.datetime.strptime(text, fmt)
+        return datetime.datetime(*(int(g) for g in m.groups()))
     except ValueError as e:
         _fail("ValueError", str(e))
 
