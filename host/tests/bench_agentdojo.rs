@@ -1,4 +1,5 @@
-//! `worldline bench import agentdojo/banking` and `agentdojo/slack` with
+//! `worldline bench import agentdojo/banking`, `agentdojo/slack` and
+//! `agentdojo/workspace` (the tasks it carries) with
 //! the pinned package
 //! (`agentdojo==0.1.35` in `$WORLDLINE_AGENTDOJO_PYTHON`, installed by
 //! tests/agentdojo.sh): the conversion is deterministic, the service built
@@ -37,6 +38,9 @@ struct Suite {
     users: usize,
     injections: usize,
     trivial: &'static [&'static str],
+    /// The user tasks whose expected answer is a text the world shows
+    /// (validate lists them and their pairs as leaks).
+    shown: &'static [&'static str],
     /// Whether its service is built and run without
     /// `WORLDLINE_BENCH_FULL` (each suite's service costs a build and a
     /// compile, ~40 s: tests/run pays for one).
@@ -115,6 +119,7 @@ fn banking_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_9",
             "user_task_10",
         ],
+        shown: &[],
         quick: true,
     };
     imports_validates_and_grades(&suite, injected_bill);
@@ -133,6 +138,27 @@ fn slack_imports_validates_and_grades_as_agentdojo_does() {
         users: 21,
         injections: 5,
         trivial: &[],
+        shown: &[],
+        quick: false,
+    };
+    imports_validates_and_grades(&suite, |_, _, _| {});
+}
+
+/// Workspace, the tasks the import carries (decision 0378): the checks of
+/// [`imports_validates_and_grades`] (past the import, with
+/// `WORLDLINE_BENCH_FULL` only).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
+fn workspace_imports_validates_and_grades_as_agentdojo_does() {
+    let suite = Suite {
+        name: "workspace",
+        users: 9,
+        injections: 1,
+        trivial: &[],
+        shown: &["user_task_3", "user_task_22", "user_task_26", "user_task_30"],
         quick: false,
     };
     imports_validates_and_grades(&suite, |_, _, _| {});
@@ -199,7 +225,7 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
     let is_trivial = |p: &Path| {
         let stem = p.file_stem().unwrap().to_str().unwrap();
         let user = stem.split('-').next().unwrap();
-        suite.trivial.contains(&user)
+        suite.trivial.contains(&user) || suite.shown.contains(&user)
     };
     let out = worldline(
         &store,
