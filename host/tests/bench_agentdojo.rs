@@ -155,10 +155,17 @@ fn slack_imports_validates_and_grades_as_agentdojo_does() {
 fn workspace_imports_validates_and_grades_as_agentdojo_does() {
     let suite = Suite {
         name: "workspace",
-        users: 9,
+        users: 31,
         injections: 1,
         trivial: &[],
-        shown: &["user_task_3", "user_task_22", "user_task_26", "user_task_30"],
+        shown: &[
+            "user_task_3",
+            "user_task_22",
+            "user_task_26",
+            "user_task_30",
+            "user_task_36",
+            "user_task_37",
+        ],
         quick: false,
     };
     imports_validates_and_grades(&suite, |_, _, _| {});
