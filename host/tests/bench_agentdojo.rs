@@ -156,7 +156,7 @@ fn workspace_imports_validates_and_grades_as_agentdojo_does() {
     let suite = Suite {
         name: "workspace",
         users: 31,
-        injections: 1,
+        injections: 3,
         trivial: &[],
         shown: &[
             "user_task_3",
