@@ -41,6 +41,9 @@ struct Suite {
     /// The user tasks whose expected answer is a text the world shows
     /// (validate lists them and their pairs as leaks).
     shown: &'static [&'static str],
+    /// The tasks the import does not carry (its README lists each with
+    /// the reason).
+    not_carried: &'static [&'static str],
     /// Whether its service is built and run without
     /// `WORLDLINE_BENCH_FULL` (each suite's service costs a build and a
     /// compile, ~40 s: tests/run pays for one).
@@ -120,6 +123,7 @@ fn banking_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_10",
         ],
         shown: &[],
+        not_carried: &[],
         quick: true,
     };
     imports_validates_and_grades(&suite, injected_bill);
@@ -139,6 +143,7 @@ fn slack_imports_validates_and_grades_as_agentdojo_does() {
         injections: 5,
         trivial: &[],
         shown: &[],
+        not_carried: &[],
         quick: false,
     };
     imports_validates_and_grades(&suite, |_, _, _| {});
@@ -166,8 +171,34 @@ fn workspace_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_36",
             "user_task_37",
         ],
+        not_carried: &[
+            "user_task_0",
+            "user_task_2",
+            "user_task_16",
+            "user_task_17",
+            "user_task_23",
+            "user_task_27",
+            "user_task_28",
+            "user_task_38",
+            "user_task_39",
+            "injection_task_0",
+            "injection_task_2",
+            "injection_task_3",
+            "injection_task_6",
+            "injection_task_13",
+        ],
         quick: false,
     };
+    let tmp = temp_dir();
+    let listed = worldline(&tmp.path().join("store"), ["bench", "list", "--json"]);
+    let list = listed.json();
+    let workspace = list["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "agentdojo/workspace")
+        .unwrap();
+    assert_eq!(workspace["importable"], true, "{list:#}");
     imports_validates_and_grades(&suite, |_, _, _| {});
 }
 
@@ -195,6 +226,17 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
     );
     let readme = String::from_utf8(fa[Path::new("README.md")].clone()).unwrap();
     assert!(readme.contains("agentdojo==0.1.35") && readme.contains("| SHA-256 |"));
+    for t in suite.not_carried {
+        assert!(
+            readme.contains(&format!("- {t} (no case, nor its pairs): ")),
+            "{t} listed as not carried:\n{readme}"
+        );
+    }
+    assert_eq!(
+        readme.matches("(no case, nor its pairs)").count() == 0,
+        suite.not_carried.is_empty(),
+        "{readme}"
+    );
 
     if !suite.quick && std::env::var_os("WORLDLINE_BENCH_FULL").is_none() {
         eprintln!(
