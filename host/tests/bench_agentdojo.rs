@@ -199,7 +199,7 @@ fn workspace_imports_validates_and_grades_as_agentdojo_does() {
         .find(|b| b["name"] == "agentdojo/workspace")
         .unwrap();
     assert_eq!(workspace["importable"], true, "{list:#}");
-    imports_validates_and_grades(&suite, |_, _, _| {});
+    imports_validates_and_grades(&suite, trash_replaced);
 }
 
 /// One suite, its service built and compiled once: the import twice
@@ -366,4 +366,50 @@ fn injected_bill(store: &Path, tmp: &Path, a: &Path) {
         let bill = answers[0]["ok"].as_str().unwrap_or_default();
         assert!(bill.contains(wanted), "{case}: {out}");
     }
+}
+
+/// AgentDojo's `trash[email_id] = email`: an email deleted under an id a
+/// deleted one had (a new email takes the freed id) replaces it in the
+/// trash; the port's `delete_email` does the same instead of failing on
+/// the existing row.
+fn trash_replaced(store: &Path, tmp: &Path, a: &Path) {
+    let send = |body: &str| {
+        format!(
+            r#"{{ tool = "send_email", args = {{ recipients = ["a@example.com"], subject = "s", body = "{body}" }} }}"#
+        )
+    };
+    let delete = r#"{ tool = "delete_email", args = { email_id = "34" } }"#;
+    let task = format!(
+        "task = {{ calls = [{}, {delete}, {}, {delete}] }}",
+        send("first"),
+        send("second")
+    );
+    let text = std::fs::read_to_string(a.join("cases/user_task_1.toml")).unwrap();
+    let head = text.split("[expect]").next().unwrap();
+    let line = head.lines().find(|l| l.starts_with("task = ")).unwrap();
+    let dir = tmp.join("trash");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("trash.toml"),
+        format!(
+            "{}[expect]\n\n[[expect.state]]\ntable = \"trash\"\ncount = 1\n\n\
+             [[expect.state]]\ntable = \"trash\"\nkey = \"34\"\nfield = \"body\"\n\
+             equals = \"second\"\n",
+            head.replace(line, &task)
+        ),
+    )
+    .unwrap();
+    let out = worldline(
+        store,
+        [
+            "test".as_ref(),
+            dir.as_os_str(),
+            "--agent".as_ref(),
+            guest("caller-agent").as_os_str(),
+            "--worlds".as_ref(),
+            a.join("worlds").as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    assert_eq!(out.json()["cases"][0]["passed"], true, "{out}");
 }

@@ -841,6 +841,11 @@ readme += ["", "## What is carried", "",
            f"- the other suites ({', '.join(s for s in ['banking', 'slack', 'travel', 'workspace'] if s not in SUITES)}):"
            " not yet imported;"]
 readme += [f"- the injection vector `{v}`: {why};" for v, why in sorted(DROPPED.items())]
+if suite_name == "workspace":
+    readme += ["- pydantic's validation of the models the tools build: an address that is no"
+               " email (`EmailStr`) in an email's recipients or an event's participants, or an"
+               " attached event's fields of the wrong type, fail in AgentDojo and are kept as"
+               " given here;"]
 readme += [f"- {t} (no case, nor its pairs): {why};" for t, why in NOT_CARRIED.items()]
 if suite_name == "slack":
     readme += ["- `remove_user_from_slack` of a user who has no inbox (Charlie, Eve at the start):"

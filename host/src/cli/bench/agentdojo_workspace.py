@@ -153,7 +153,13 @@ def delete_email(email_id):
     if row is None:
         _fail("ValueError", f"Email with ID '{email_id}' not found.")
     EMAILS.delete(email_id)
-    TRASH.insert(dict(row, seq=_next_seq(TRASH)))
+    # AgentDojo's `trash[email_id] = email`: an id deleted again (a new
+    # email takes a deleted one's id) replaces the first, in its place.
+    old = TRASH.get(email_id)
+    if old is None:
+        TRASH.insert(dict(row, seq=_next_seq(TRASH)))
+    else:
+        TRASH.update(email_id, **{k: v for k, v in row.items() if k not in ("id_", "seq")})
     return f"Email with id {email_id} deleted successfully."
 
 
