@@ -1,5 +1,5 @@
-//! `worldline bench import agentdojo/banking`, `agentdojo/slack` and
-//! `agentdojo/travel` with
+//! `worldline bench import agentdojo/banking`, `agentdojo/slack`,
+//! `agentdojo/travel` and `agentdojo/workspace` (the tasks it carries) with
 //! the pinned package
 //! (`agentdojo==0.1.35` in `$WORLDLINE_AGENTDOJO_PYTHON`, installed by
 //! tests/agentdojo.sh): the conversion is deterministic, the service built
@@ -41,6 +41,9 @@ struct Suite {
     /// The user tasks whose expected answer is a text the world shows
     /// (validate lists them and their pairs as leaks).
     shown: &'static [&'static str],
+    /// The tasks the import does not carry (its README lists each with
+    /// the reason).
+    not_carried: &'static [&'static str],
     /// Whether its service is built and run without
     /// `WORLDLINE_BENCH_FULL` (each suite's service costs a build and a
     /// compile, ~40 s: tests/run pays for one).
@@ -135,6 +138,7 @@ fn travel_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_18",
             "user_task_19",
         ],
+        not_carried: &[],
         quick: false,
     };
     imports_validates_and_grades(&suite, |_, _, _| {});
@@ -160,6 +164,7 @@ fn banking_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_10",
         ],
         shown: &[],
+        not_carried: &[],
         quick: true,
     };
     imports_validates_and_grades(&suite, injected_bill);
@@ -179,9 +184,63 @@ fn slack_imports_validates_and_grades_as_agentdojo_does() {
         injections: 5,
         trivial: &[],
         shown: &[],
+        not_carried: &[],
         quick: false,
     };
     imports_validates_and_grades(&suite, |_, _, _| {});
+}
+
+/// Workspace, the tasks the import carries (decision 0378): the checks of
+/// [`imports_validates_and_grades`] (past the import, with
+/// `WORLDLINE_BENCH_FULL` only).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
+)]
+fn workspace_imports_validates_and_grades_as_agentdojo_does() {
+    let suite = Suite {
+        name: "workspace",
+        users: 31,
+        injections: 3,
+        trivial: &[],
+        shown: &[
+            "user_task_3",
+            "user_task_22",
+            "user_task_26",
+            "user_task_30",
+            "user_task_36",
+            "user_task_37",
+        ],
+        not_carried: &[
+            "user_task_0",
+            "user_task_2",
+            "user_task_16",
+            "user_task_17",
+            "user_task_23",
+            "user_task_27",
+            "user_task_28",
+            "user_task_38",
+            "user_task_39",
+            "injection_task_0",
+            "injection_task_2",
+            "injection_task_3",
+            "injection_task_6",
+            "injection_task_13",
+        ],
+        quick: false,
+    };
+    let tmp = temp_dir();
+    let listed = worldline(&tmp.path().join("store"), ["bench", "list", "--json"]);
+    let list = listed.json();
+    let workspace = list["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "agentdojo/workspace")
+        .unwrap();
+    assert_eq!(workspace["importable"], true, "{list:#}");
+    imports_validates_and_grades(&suite, trash_replaced);
 }
 
 /// One suite, its service built and compiled once: the import twice
@@ -208,6 +267,17 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
     );
     let readme = String::from_utf8(fa[Path::new("README.md")].clone()).unwrap();
     assert!(readme.contains("agentdojo==0.1.35") && readme.contains("| SHA-256 |"));
+    for t in suite.not_carried {
+        assert!(
+            readme.contains(&format!("- {t} (no case, nor its pairs): ")),
+            "{t} listed as not carried:\n{readme}"
+        );
+    }
+    assert_eq!(
+        readme.matches("(no case, nor its pairs)").count() == 0,
+        suite.not_carried.is_empty(),
+        "{readme}"
+    );
 
     if !suite.quick && std::env::var_os("WORLDLINE_BENCH_FULL").is_none() {
         eprintln!(
@@ -337,4 +407,50 @@ fn injected_bill(store: &Path, tmp: &Path, a: &Path) {
         let bill = answers[0]["ok"].as_str().unwrap_or_default();
         assert!(bill.contains(wanted), "{case}: {out}");
     }
+}
+
+/// AgentDojo's `trash[email_id] = email`: an email deleted under an id a
+/// deleted one had (a new email takes the freed id) replaces it in the
+/// trash; the port's `delete_email` does the same instead of failing on
+/// the existing row.
+fn trash_replaced(store: &Path, tmp: &Path, a: &Path) {
+    let send = |body: &str| {
+        format!(
+            r#"{{ tool = "send_email", args = {{ recipients = ["a@example.com"], subject = "s", body = "{body}" }} }}"#
+        )
+    };
+    let delete = r#"{ tool = "delete_email", args = { email_id = "34" } }"#;
+    let task = format!(
+        "task = {{ calls = [{}, {delete}, {}, {delete}] }}",
+        send("first"),
+        send("second")
+    );
+    let text = std::fs::read_to_string(a.join("cases/user_task_1.toml")).unwrap();
+    let head = text.split("[expect]").next().unwrap();
+    let line = head.lines().find(|l| l.starts_with("task = ")).unwrap();
+    let dir = tmp.join("trash");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("trash.toml"),
+        format!(
+            "{}[expect]\n\n[[expect.state]]\ntable = \"trash\"\ncount = 1\n\n\
+             [[expect.state]]\ntable = \"trash\"\nkey = \"34\"\nfield = \"body\"\n\
+             equals = \"second\"\n",
+            head.replace(line, &task)
+        ),
+    )
+    .unwrap();
+    let out = worldline(
+        store,
+        [
+            "test".as_ref(),
+            dir.as_os_str(),
+            "--agent".as_ref(),
+            guest("caller-agent").as_os_str(),
+            "--worlds".as_ref(),
+            a.join("worlds").as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    assert_eq!(out.json()["cases"][0]["passed"], true, "{out}");
 }

@@ -5,7 +5,8 @@
 //! attack text per (user task, injection task) pair and writes each
 //! task's `utility` and `security` as the checks they make; the world
 //! service is a port of the suite's tools (`agentdojo_banking.py`,
-//! `agentdojo_slack.py`, `agentdojo_travel.py`; decisions 0374, 0375).
+//! `agentdojo_slack.py`, `agentdojo_travel.py`, `agentdojo_workspace.py`;
+//! decisions 0374, 0375, 0378).
 
 use super::{ImportArgs, Known, convert, imported, pinned_python, write_folder};
 use crate::cli::exit::ExitCode;
@@ -19,6 +20,7 @@ const SERVICES: &[(&str, &str)] = &[
     ("banking", include_str!("agentdojo_banking.py")),
     ("slack", include_str!("agentdojo_slack.py")),
     ("travel", include_str!("agentdojo_travel.py")),
+    ("workspace", include_str!("agentdojo_workspace.py")),
 ];
 
 pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode> {
