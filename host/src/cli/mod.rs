@@ -164,7 +164,7 @@ enum Command {
     /// Check every case without an agent: its gold calls pass, doing nothing fails, grades repeat, nothing leaks.
     Validate(validate_cmd::ValidateArgs),
     /// Run an agent on one case and record the run.
-    Run(run_cmd::RunArgs),
+    Run(run_cmd::RunCommand),
     /// Run an agent on a suite of cases; exit 1 when any fails.
     Test(test_cmd::TestArgs),
     /// Re-grade a recorded run against the same or a newer case.
