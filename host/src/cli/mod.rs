@@ -168,7 +168,7 @@ enum Command {
     /// Run an agent on a suite of cases; exit 1 when any fails.
     Test(test_cmd::TestArgs),
     /// Re-grade a recorded run against the same or a newer case.
-    Grade(grade_cmd::GradeArgs),
+    Grade(grade_cmd::GradeCommand),
     /// Re-execute a recorded run strictly; report identical or the first divergence.
     Replay(replay_cmd::ReplayArgs),
     /// The recorded case against another agent build; how outcome and grade differ.
