@@ -172,7 +172,7 @@ enum Command {
     /// Re-execute a recorded run strictly; report identical or the first divergence.
     Replay(replay_cmd::ReplayArgs),
     /// The recorded case against another agent build; how outcome and grade differ.
-    Rerun(rerun_cmd::RerunArgs),
+    Rerun(rerun_cmd::RerunCommand),
     /// Run many seeded variations of a case under a fault profile; failure rate and reproducers.
     Fuzz(fuzz_cmd::FuzzArgs),
     /// Run a recorded run's case and seed again N times; how often it ends the same way.
