@@ -23,7 +23,7 @@ use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
-pub struct ForkArgs {
+pub struct ForkCommand {
     /// Run id (or a unique prefix) in the store, or a bundle path.
     pub run: String,
     /// The event to fork at: earlier events replay from the log.
@@ -55,7 +55,7 @@ pub struct ForkArgs {
     pub common: Common,
 }
 
-pub fn exec(args: ForkArgs) -> Result<ExitCode> {
+pub fn exec(args: ForkCommand) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = fork::open(&store, &args.run, args.at)?;
@@ -106,7 +106,7 @@ fn branch(
     sandbox: &Sandbox,
     store: &StoreDir,
     rec: &replay::RecordedRun,
-    args: &ForkArgs,
+    args: &ForkCommand,
     samples: u64,
 ) -> Result<ExitCode> {
     if samples == 0 {

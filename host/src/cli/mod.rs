@@ -186,7 +186,7 @@ enum Command {
     /// Replay every run in the store (or those named); report the drift rate.
     Verify(replay_cmd::VerifyArgs),
     /// A new run: replay a recorded one up to event N, change something there, run on live.
-    Fork(fork_cmd::ForkArgs),
+    Fork(fork_cmd::ForkCommand),
     /// A killed run, or one stopped at a limit (--fuel, --max-steps, ...), goes on from where its recording ends.
     Resume(resume_cmd::ResumeArgs),
     /// The timeline of a run.
