@@ -28,6 +28,7 @@ pub mod runs;
 pub mod suite;
 pub mod timeline;
 pub mod trajectory;
+pub mod verify;
 
 use serde::Serialize;
 use std::io::Write;
