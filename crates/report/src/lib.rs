@@ -16,6 +16,7 @@ pub mod fuzz;
 pub mod gc;
 pub mod grade;
 pub mod junit;
+pub mod merge;
 #[cfg(test)]
 mod merge_properties;
 pub mod otel;

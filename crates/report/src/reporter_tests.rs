@@ -308,3 +308,21 @@ fn verify_json_counts_each_verdict() {
     let doc = super::verify::json(&verified());
     insta::assert_snapshot!(serde_json::to_string_pretty(&doc).unwrap());
 }
+
+#[test]
+fn merge_takes_fuzz_shards_as_a_campaign_and_names_a_shard_given_twice() {
+    use super::merge::{Ending, Merged, merge};
+    let shard = |name: &str| (std::path::PathBuf::from(name), fixture(name));
+    let merged = merge(vec![
+        shard("fuzz-stale-deploys-1of2.json"),
+        shard("fuzz-stale-deploys-2of2.json"),
+    ])
+    .unwrap();
+    assert!(matches!(merged, Merged::Campaign(_)));
+    assert_eq!(merged.ending(), Ending::Failed);
+    let twice = merge(vec![
+        shard("fuzz-stale-deploys-1of2.json"),
+        shard("fuzz-stale-deploys-1of2.json"),
+    ]);
+    insta::assert_snapshot!(twice.err().unwrap().to_string());
+}
