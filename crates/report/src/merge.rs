@@ -21,7 +21,7 @@ pub enum Merged {
     /// `fuzz --json` shards: the merged campaign report.
     Campaign(Value),
     /// `test --json` shards: the merged suite.
-    Suite(SuiteSummary),
+    Suite(Box<SuiteSummary>),
 }
 
 /// How a merge ended, for the exit code.
@@ -78,7 +78,7 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
         shards.push(shard);
     }
     let merged = SuiteSummary::merge(shards).map_err(|m| InputError::new("merge", m))?;
-    Ok(Merged::Suite(merged))
+    Ok(Merged::Suite(Box::new(merged)))
 }
 
 /// Each report's partition (a test report's `shard.partition`, a fuzz
