@@ -7,6 +7,7 @@
 
 pub mod fork;
 pub mod grade;
+pub mod history;
 pub mod replay;
 pub mod rerun;
 pub mod run;
