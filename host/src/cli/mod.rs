@@ -291,11 +291,9 @@ fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
     }})
 }
 
-/// Run the CLI and return the process exit code.
-pub fn main() -> i32 {
-    warnings::to_stderr();
-    // Known before parsing, so that even a usage error answers in JSON.
-    let json = std::env::args_os().any(|a| a == "--json");
+/// The command line, its project settings applied; a usage error (or
+/// `--help`) is reported here, with the exit code to end with.
+fn parse(json: bool) -> Result<Cli, ExitCode> {
     let commands: Vec<String> = Cli::command()
         .get_subcommands()
         .map(|c| c.get_name().to_string())
@@ -308,11 +306,11 @@ pub fn main() -> i32 {
             if json {
                 println!("{}", error_json(ExitCode::Input, &err));
             }
-            return ExitCode::Input as i32;
+            return Err(ExitCode::Input);
         }
     };
-    let cli = match Cli::try_parse_from(argv) {
-        Ok(cli) => cli,
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => Ok(cli),
         Err(e) => {
             let code = if e.use_stderr() {
                 ExitCode::Input
@@ -324,10 +322,14 @@ pub fn main() -> i32 {
                 println!("{}", error_json(code, &err));
             }
             let _ = e.print();
-            return code as i32;
+            Err(code)
         }
-    };
-    let result = match cli.command {
+    }
+}
+
+/// Run the command parsed.
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Init(args) => init_cmd::exec(args),
         Command::Check(args) => check_cmd::exec(args),
         Command::Bench(args) => bench_cmd::exec(args),
@@ -364,7 +366,19 @@ pub fn main() -> i32 {
         Command::BuildPython(args) => build_python_cmd::exec(args),
         Command::Ui(args) => ui_cmd::exec(args),
         Command::BuildJs(args) => build_js_cmd::exec(args),
+    }
+}
+
+/// Run the CLI and return the process exit code.
+pub fn main() -> i32 {
+    warnings::to_stderr();
+    // Known before parsing, so that even a usage error answers in JSON.
+    let json = std::env::args_os().any(|a| a == "--json");
+    let cli = match parse(json) {
+        Ok(cli) => cli,
+        Err(code) => return code as i32,
     };
+    let result = dispatch(cli.command);
     // Close the run index's kept writer: its close checkpoints SQLite's
     // log, so the next process does not read it all back (decision 0321).
     worldline_store::index::close_writers();
