@@ -22,7 +22,7 @@ use worldline_case::world::tools::AsOf;
 use worldline_engine::run::run;
 use worldline_log::log::{Effect, Recorder};
 use worldline_runtime::mediate::service::{Runtime, run_tool};
-use worldline_runtime::mediate::{Answer, Mediator};
+use worldline_runtime::mediate::{Mediator, ServiceReply};
 use worldline_runtime::sandbox::{Sandbox, timeout_ticks};
 
 /// `tests/worlds/counters` as `counters` with the Rust service built from
@@ -85,10 +85,10 @@ fn call(med: &mut Mediator, tool: &str, args: &Value) -> Value {
         |s| {
             let as_of = AsOf::now(s.now_text());
             let (out, writes) = run_tool(s, t, args, &as_of).result.unwrap();
-            Answer {
+            ServiceReply {
                 effect: Effect::Write,
                 writes,
-                ..Answer::read(json!({"ok": out}))
+                ..ServiceReply::read(json!({"ok": out}))
             }
         },
     )

@@ -15,7 +15,9 @@ use worldline_case::case::{self, Case};
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{self, Bundle};
 use worldline_log::log::{Call, Held};
-use worldline_runtime::mediate::follow::{Class, Divergence, Following};
+use worldline_runtime::mediate::follow::Following;
+/// A divergence's parts, as a [`ReplayReport`] names them.
+pub use worldline_runtime::mediate::follow::{Class, Divergence};
 use worldline_runtime::sandbox::{Agent, Sandbox};
 use worldline_store::store::StoreDir;
 

@@ -16,6 +16,7 @@ pub mod fuzz;
 pub mod gc;
 pub mod grade;
 pub mod junit;
+pub mod merge;
 #[cfg(test)]
 mod merge_properties;
 pub mod otel;
@@ -28,6 +29,7 @@ pub mod runs;
 pub mod suite;
 pub mod timeline;
 pub mod trajectory;
+pub mod verify;
 
 use serde::Serialize;
 use std::io::Write;

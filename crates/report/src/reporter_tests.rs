@@ -224,3 +224,105 @@ fn the_lines_reporter_writes_a_json_line_per_campaign_event() {
         lines.campaign(&CampaignEvent::Finished(&tally))
     }));
 }
+
+/// A verification with a run of each verdict and each kind not replayed.
+fn verified() -> worldline_engine::ops::replay::Verified {
+    use worldline_engine::ops::replay::{Drawn, Unreadable, Verified};
+    use worldline_engine::replay::{Class, Divergence, ReplayReport, Scope, Verdict};
+    let report = |run: &str, verdict, scope| ReplayReport {
+        run: run.into(),
+        verdict,
+        scope,
+        matched: 12,
+        recorded: 14,
+        chain_hash: "9f2c4e1a7b3d5f60aa11bb22cc33dd44".into(),
+        divergence: None,
+        diff: Vec::new(),
+        env_differs: Vec::new(),
+    };
+    let diverged = ReplayReport {
+        divergence: Some(Divergence {
+            index: 7,
+            class: Class::Mismatch,
+            field: Some("request".into()),
+            expected: serde_json::json!({"tool": "get_user", "args": {"id": 1}}),
+            actual: serde_json::json!({"tool": "get_user", "args": {"id": 2}}),
+        }),
+        diff: vec!["$.args.id: 1 → 2".into()],
+        env_differs: vec!["HOME (changed)".into()],
+        ..report(
+            "20261128-093040-d00d0004",
+            Verdict::Diverged,
+            Scope::Boundary,
+        )
+    };
+    Verified {
+        reports: vec![
+            report(
+                "20261128-093036-a00a0001",
+                Verdict::Identical,
+                Scope::BitForBit,
+            ),
+            report(
+                "20261128-093037-b00b0002",
+                Verdict::Identical,
+                Scope::Boundary,
+            ),
+            report(
+                "20261128-093038-c00c0003",
+                Verdict::VerifiedPrefix,
+                Scope::BitForBit,
+            ),
+            report(
+                "20261128-093039-c00c0009",
+                Verdict::Timeout,
+                Scope::BitForBit,
+            ),
+            diverged,
+        ],
+        unreadable: vec![Unreadable {
+            run: "20261128-093041-e00e0005".into(),
+            error: "bad chain hash at event 3".into(),
+        }],
+        headless: vec!["20261128-093042-f00f0006".into()],
+        sessions: vec!["20261128-093043-aa0a0007".into()],
+        sample: Some(Drawn {
+            of: 40,
+            seed: 17,
+            runs: vec![
+                "20261128-093036-a00a0001".into(),
+                "20261128-093040-d00d0004".into(),
+            ],
+        }),
+    }
+}
+
+#[test]
+fn verify_writes_a_line_per_run_then_the_totals() {
+    let v = verified();
+    insta::assert_snapshot!(text(|out| super::verify::write(out, &v, 2)));
+}
+
+#[test]
+fn verify_json_counts_each_verdict() {
+    let doc = super::verify::json(&verified());
+    insta::assert_snapshot!(serde_json::to_string_pretty(&doc).unwrap());
+}
+
+#[test]
+fn merge_takes_fuzz_shards_as_a_campaign_and_names_a_shard_given_twice() {
+    use super::merge::{Ending, Merged, merge};
+    let shard = |name: &str| (std::path::PathBuf::from(name), fixture(name));
+    let merged = merge(vec![
+        shard("fuzz-stale-deploys-1of2.json"),
+        shard("fuzz-stale-deploys-2of2.json"),
+    ])
+    .unwrap();
+    assert!(matches!(merged, Merged::Campaign(_)));
+    assert_eq!(merged.ending(), Ending::Failed);
+    let twice = merge(vec![
+        shard("fuzz-stale-deploys-1of2.json"),
+        shard("fuzz-stale-deploys-1of2.json"),
+    ]);
+    insta::assert_snapshot!(twice.err().unwrap().to_string());
+}

@@ -121,6 +121,39 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
+/// Each run's header and whether it passed (a group member's verdict;
+/// a run of no group reads as not passed), for grouping.
+fn members(paths: &[(String, PathBuf)]) -> Result<Vec<worldline_report::trajectory::Member>> {
+    let mut members = Vec::new();
+    for (id, path) in paths {
+        let header = bundle::read_header(path).map_err(InputError::from)?;
+        let passed = match header.group {
+            Some(_) => {
+                let b = bundle::read(path).map_err(InputError::from)?;
+                b.footer.as_ref().and_then(bundle::Footer::verdict) == Some("passed")
+            }
+            None => false,
+        };
+        members.push(worldline_report::trajectory::Member {
+            run: id.clone(),
+            header,
+            passed,
+        });
+    }
+    Ok(members)
+}
+
+/// The task from the recorded case file (null when it was collected).
+fn task_of(store: &StoreDir, case_hash: &str) -> serde_json::Value {
+    store
+        .get_object(case_hash)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
+        .and_then(|t| serde_json::to_value(t.get("task")?).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
 /// `export --format trajectories` or `atif`: a JSON line per run, in the
 /// order given; group members with their group (over the members given).
 /// One bundle is in memory at a time: the groups are counted first, from
@@ -139,35 +172,13 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         paths.push((id, path));
     }
-    let mut members = Vec::new();
-    for (id, path) in &paths {
-        let header = bundle::read_header(path).map_err(InputError::from)?;
-        let passed = match header.group {
-            Some(_) => {
-                let b = bundle::read(path).map_err(InputError::from)?;
-                b.footer.as_ref().and_then(bundle::Footer::verdict) == Some("passed")
-            }
-            None => false,
-        };
-        members.push(worldline_report::trajectory::Member {
-            run: id.clone(),
-            header,
-            passed,
-        });
-    }
+    let members = members(&paths)?;
     let groups = worldline_report::trajectory::groups(&members);
     let mut text = String::new();
     let mut ids = Vec::new();
     for ((id, path), group) in paths.into_iter().zip(groups) {
         let b = bundle::read(&path).map_err(InputError::from)?;
-        // The task from the recorded case file (absent when collected).
-        let task = store
-            .get_object(&b.header.case_hash)
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-            .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
-            .and_then(|t| serde_json::to_value(t.get("task")?).ok())
-            .unwrap_or(serde_json::Value::Null);
+        let task = task_of(store, &b.header.case_hash);
         let line = match args.format {
             Format::Atif => {
                 let mut doc = worldline_report::atif::document(&id, &b, &task);

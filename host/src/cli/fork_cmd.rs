@@ -7,6 +7,7 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
+use std::io::Write;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
 use worldline_engine::fork;
@@ -15,6 +16,7 @@ use worldline_engine::fuzz::summary::PassK;
 use worldline_engine::grade::verdict;
 use worldline_engine::ops;
 use worldline_engine::replay;
+use worldline_engine::run::RunOutcome;
 use worldline_report::{
     rerun::{ForkParent, ForkSummary},
     run::RunSummary,
@@ -23,7 +25,7 @@ use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
-pub struct ForkArgs {
+pub struct ForkCommand {
     /// Run id (or a unique prefix) in the store, or a bundle path.
     pub run: String,
     /// The event to fork at: earlier events replay from the log.
@@ -55,7 +57,7 @@ pub struct ForkArgs {
     pub common: Common,
 }
 
-pub fn exec(args: ForkArgs) -> Result<ExitCode> {
+pub fn exec(args: ForkCommand) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = fork::open(&store, &args.run, args.at)?;
@@ -106,7 +108,7 @@ fn branch(
     sandbox: &Sandbox,
     store: &StoreDir,
     rec: &replay::RecordedRun,
-    args: &ForkArgs,
+    args: &ForkCommand,
     samples: u64,
 ) -> Result<ExitCode> {
     if samples == 0 {
@@ -126,63 +128,121 @@ fn branch(
     let t = std::time::Instant::now();
     let outcomes = fork::branch(sandbox, store, rec, args.at, edits, agent, samples)?;
     let elapsed_ms = t.elapsed().as_secs_f64() * 1000.0;
-    let passed = |o: &worldline_engine::run::RunOutcome| {
-        crate::cli::exit::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok
-    };
-    let c = outcomes.iter().filter(|o| passed(o)).count() as u64;
-    let n = outcomes.len() as u64;
-    let per_k = |f: &dyn Fn(u64) -> f64| -> Vec<PassK> {
-        (1..=n).map(|k| PassK { k, value: f(k) }).collect()
-    };
-    let pass_at = per_k(&|k| pass_at_k(c, n, k));
-    let pass_hat = per_k(&|k| pass_hat_k(&[c], n, k));
-    let id = outcomes.first().and_then(|o| o.run_id.clone());
+    let g = Group::of(samples, &outcomes);
     if args.common.json {
-        let members: Vec<_> = outcomes
-            .iter()
-            .enumerate()
-            .map(|(i, o)| {
-                json!({
-                    "member": i,
-                    "model_seed": fork::branch_seed(rec, args.at, i as u64),
-                    "reward": o.footer.reward(),
-                    "verdict": o.footer.verdict(),
-                    "run": RunSummary::of(o),
-                })
-            })
-            .collect();
-        super::print_json(&json!({
-            "parent": {"run": rec.id, "event": args.at},
-            "group": {"id": id, "size": samples, "passes": c, "pass_at_k": pass_at, "pass_hat_k": pass_hat},
-            "members": members,
-            "elapsed_ms": elapsed_ms,
-        }))?;
+        super::print_json(&group_json(rec, args.at, &outcomes, &g, elapsed_ms))?;
     } else {
-        println!(
-            "{samples} branches of {} at event {} (group {})",
-            rec.id,
+        write_group(
+            &mut std::io::stdout().lock(),
+            rec,
             args.at,
-            id.as_deref().unwrap_or("-")
-        );
-        for (i, o) in outcomes.iter().enumerate() {
-            println!(
-                "  {i}  {}  {}",
-                o.run_id.as_deref().unwrap_or("-"),
-                verdict::shown_status(o.footer.status, o.grade.as_ref())
-            );
-        }
-        let last = |v: &[PassK]| v.last().map_or(0.0, |p| p.value * 100.0);
-        println!(
-            "{c}/{n} passed, pass@1 {:.1}%, pass@{n} {:.1}%, pass^{n} {:.1}% ({:.0} ms)",
-            pass_at.first().map_or(0.0, |p| p.value * 100.0),
-            last(&pass_at),
-            last(&pass_hat),
-            elapsed_ms
-        );
+            &outcomes,
+            &g,
+            elapsed_ms,
+        )?;
     }
-    Ok(if c == n {
+    Ok(if g.passes == g.size {
         ExitCode::Ok
     } else {
         ExitCode::Failed
     })
+}
+
+/// A group of branches: how many passed, pass@k and pass^k for each k.
+struct Group {
+    /// Branches asked for (`--samples`).
+    samples: u64,
+    /// Branches made.
+    size: u64,
+    passes: u64,
+    pass_at: Vec<PassK>,
+    pass_hat: Vec<PassK>,
+    /// The group's id: its first member's run.
+    id: Option<String>,
+}
+
+impl Group {
+    fn of(samples: u64, outcomes: &[RunOutcome]) -> Group {
+        let passed = |o: &RunOutcome| {
+            crate::cli::exit::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok
+        };
+        let c = outcomes.iter().filter(|o| passed(o)).count() as u64;
+        let n = outcomes.len() as u64;
+        let per_k = |f: &dyn Fn(u64) -> f64| -> Vec<PassK> {
+            (1..=n).map(|k| PassK { k, value: f(k) }).collect()
+        };
+        Group {
+            samples,
+            size: n,
+            passes: c,
+            pass_at: per_k(&|k| pass_at_k(c, n, k)),
+            pass_hat: per_k(&|k| pass_hat_k(&[c], n, k)),
+            id: outcomes.first().and_then(|o| o.run_id.clone()),
+        }
+    }
+}
+
+/// `fork --samples K --json`: the parent, the group and each member.
+fn group_json(
+    rec: &replay::RecordedRun,
+    at: u64,
+    outcomes: &[RunOutcome],
+    g: &Group,
+    elapsed_ms: f64,
+) -> serde_json::Value {
+    let members: Vec<_> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            json!({
+                "member": i,
+                "model_seed": fork::branch_seed(rec, at, i as u64),
+                "reward": o.footer.reward(),
+                "verdict": o.footer.verdict(),
+                "run": RunSummary::of(o),
+            })
+        })
+        .collect();
+    json!({
+        "parent": {"run": rec.id, "event": at},
+        "group": {"id": g.id, "size": g.samples, "passes": g.passes, "pass_at_k": g.pass_at, "pass_hat_k": g.pass_hat},
+        "members": members,
+        "elapsed_ms": elapsed_ms,
+    })
+}
+
+/// `fork --samples K`: a line per branch, then the group's rates.
+fn write_group(
+    out: &mut impl Write,
+    rec: &replay::RecordedRun,
+    at: u64,
+    outcomes: &[RunOutcome],
+    g: &Group,
+    elapsed_ms: f64,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{} branches of {} at event {at} (group {})",
+        g.samples,
+        rec.id,
+        g.id.as_deref().unwrap_or("-")
+    )?;
+    for (i, o) in outcomes.iter().enumerate() {
+        writeln!(
+            out,
+            "  {i}  {}  {}",
+            o.run_id.as_deref().unwrap_or("-"),
+            verdict::shown_status(o.footer.status, o.grade.as_ref())
+        )?;
+    }
+    let last = |v: &[PassK]| v.last().map_or(0.0, |p| p.value * 100.0);
+    let (c, n) = (g.passes, g.size);
+    writeln!(
+        out,
+        "{c}/{n} passed, pass@1 {:.1}%, pass@{n} {:.1}%, pass^{n} {:.1}% ({:.0} ms)",
+        g.pass_at.first().map_or(0.0, |p| p.value * 100.0),
+        last(&g.pass_at),
+        last(&g.pass_hat),
+        elapsed_ms
+    )
 }

@@ -14,7 +14,7 @@ use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
-pub struct GradeArgs {
+pub struct GradeCommand {
     /// Run id (or a unique prefix) in the store, or a bundle path.
     pub run: String,
     /// The case to grade against (default: the file under ./cases whose
@@ -33,7 +33,7 @@ pub struct GradeArgs {
     pub common: Common,
 }
 
-pub fn exec(args: GradeArgs) -> Result<ExitCode> {
+pub fn exec(args: GradeCommand) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
     store.require_raw("`grade` (re-grading a run against its case)")?;

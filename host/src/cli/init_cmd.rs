@@ -56,17 +56,10 @@ fn default_sdk() -> Option<PathBuf> {
         .then(|| root.to_path_buf())
 }
 
-pub fn exec(args: InitArgs) -> Result<ExitCode> {
-    let lang = match args.lang {
-        LangArg::Rust => Lang::Rust,
-        LangArg::Python => Lang::Python,
-        LangArg::Ts => Lang::Ts,
-    };
-    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    if dir.exists() && !dir.is_dir() {
-        return Err(InputError::new(&dir, "is not a folder; name a new or empty folder").into());
-    }
-    let sdk = match (lang, &args.sdk) {
+/// The worldline source folder a Rust project's guest SDK is taken from
+/// (`--sdk`, else the one this binary was built from); none for the others.
+fn sdk_dir(lang: Lang, sdk: Option<&Path>) -> Result<PathBuf> {
+    Ok(match (lang, sdk) {
         (Lang::Rust, Some(s)) if !s.join("guest-sdk/Cargo.toml").is_file() => {
             return Err(InputError::new(s, "has no guest-sdk/Cargo.toml; pass a worldline source folder").into());
         }
@@ -78,7 +71,49 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
             )
         })?,
         _ => PathBuf::new(),
+    })
+}
+
+/// Write `files` into `dir`, each new (nothing there, not even a dangling
+/// symlink: init overwrites nothing and writes through no link).
+fn write_files(dir: &Path, files: &[(PathBuf, String, bool)]) -> Result<()> {
+    if let Some((p, _, _)) = files
+        .iter()
+        .find(|(p, _, _)| std::fs::symlink_metadata(dir.join(p)).is_ok())
+    {
+        return Err(InputError::new(
+            dir.join(p),
+            "exists already; `init` writes a new project and overwrites nothing (choose an empty folder)",
+        )
+        .into());
+    }
+    for (path, text, executable) in files {
+        let full = dir.join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| InputError::new(parent, format!("cannot create the folder: {e}")))?;
+        }
+        worldline_case::output::write_new(&full, text.as_bytes(), "every file `init` writes")?;
+        if *executable {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| InputError::new(&full, format!("cannot make it executable: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn exec(args: InitArgs) -> Result<ExitCode> {
+    let lang = match args.lang {
+        LangArg::Rust => Lang::Rust,
+        LangArg::Python => Lang::Python,
+        LangArg::Ts => Lang::Ts,
     };
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    if dir.exists() && !dir.is_dir() {
+        return Err(InputError::new(&dir, "is not a folder; name a new or empty folder").into());
+    }
+    let sdk = sdk_dir(lang, args.sdk.as_deref())?;
     let name = std::path::absolute(&dir)?.file_name().map_or_else(
         || "worldline-project".to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -96,31 +131,7 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
             files.push((Path::new(".sdk/python").join(path), text.to_string(), false));
         }
     }
-    // Nothing there, not even a dangling symlink: init overwrites nothing
-    // and writes through no link.
-    if let Some((p, _, _)) = files
-        .iter()
-        .find(|(p, _, _)| std::fs::symlink_metadata(dir.join(p)).is_ok())
-    {
-        return Err(InputError::new(
-            dir.join(p),
-            "exists already; `init` writes a new project and overwrites nothing (choose an empty folder)",
-        )
-        .into());
-    }
-    for (path, text, executable) in &files {
-        let full = dir.join(path);
-        if let Some(parent) = full.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| InputError::new(parent, format!("cannot create the folder: {e}")))?;
-        }
-        worldline_case::output::write_new(&full, text.as_bytes(), "every file `init` writes")?;
-        if *executable {
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755))
-                .map_err(|e| InputError::new(&full, format!("cannot make it executable: {e}")))?;
-        }
-    }
+    write_files(&dir, &files)?;
     if lang == Lang::Ts {
         worldline_build::js::write_types(&dir.join("agent"))?;
     }

@@ -8,10 +8,12 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use serde_json::{Value, json};
+use std::io::Write;
 use worldline_case::canon;
 use worldline_case::error::InputError;
 use worldline_engine::fork::check::describe;
 use worldline_engine::grade::{diff, final_state};
+use worldline_engine::ops::history;
 use worldline_engine::replay;
 use worldline_log::log::event::By;
 use worldline_log::log::{Event, bundle};
@@ -107,151 +109,196 @@ fn vtime(ns: u64) -> String {
 pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
-    // A page of the whole timeline reads the events up to its end and the
-    // footer, not the rest (decision 0346).
-    let upto = match (&args.only, args.max_count) {
-        _ if args.stdout || args.stderr => Some(0),
-        (None, Some(n)) => Some(args.skip.saturating_add(n) as u64),
-        _ => None,
+    let query = history::Query {
+        only: args.only.clone(),
+        skip: args.skip,
+        max_count: args.max_count,
+        streams: args.stdout || args.stderr,
     };
-    let mut b = match upto {
-        Some(upto) => worldline_log::log::prefix::read(&path, upto),
-        None => bundle::read(&path),
-    }
-    .map_err(InputError::from)?;
-    // The run's length: its footer's count when only a prefix was read.
-    let total = b
-        .footer
-        .as_ref()
-        .map_or(0, |f| f.events as usize)
-        .max(b.events.len());
+    let mut read = history::read(&path, &query)?;
     let id = super::redact_opts::id_of(&path);
     let mut redactor = args.redaction.redactor(&store, "history", &[&id])?;
     if let Some(r) = redactor.as_mut() {
-        r.bundle(&mut b);
+        r.bundle(&mut read.bundle);
     }
     let hidden = redactor.as_ref().map(|r| r.hidden());
-    if args.stdout || args.stderr {
-        return print_streams(&args, &path, &b);
+    if query.streams {
+        return print_streams(&args, &path, &read.bundle);
     }
-    let events: Vec<&Event> = b
-        .events
-        .iter()
-        .filter(|e| {
-            args.only
-                .as_ref()
-                .is_none_or(|o| e.call.contains(o.as_str()))
-        })
-        .collect();
-    // The page asked for (`--skip`, `-n`) of the events matched.
-    let matched = if args.only.is_none() {
-        total
-    } else {
-        events.len()
-    };
-    let events: Vec<&Event> = events
-        .into_iter()
-        .skip(args.skip)
-        .take(args.max_count.unwrap_or(usize::MAX))
-        .collect();
-    let after = matched.saturating_sub(args.skip + events.len());
-    let status = b
-        .footer
+    let page = history::page(&read, &query);
+    let mut out = std::io::stdout().lock();
+    if args.common.json {
+        let doc = history_json(&args, &path, &read.bundle, &page, hidden.is_some());
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(ExitCode::Ok);
+    }
+    write_history_head(&mut out, &path, &read.bundle, hidden)?;
+    // Sequence, virtual time, effect and call take 67 columns.
+    let cut = Cut::for_terminal(args.full, 67);
+    write_history_events(&mut out, &read.bundle, &page, cut)?;
+    if page.after > 0 {
+        writeln!(
+            out,
+            "... {} more event(s): --skip {} shows the next ones",
+            page.after,
+            page.matched - page.after
+        )?;
+    }
+    if read.bundle.footer.is_none() {
+        writeln!(
+            out,
+            "(incomplete: the run stopped after event {}; no footer)",
+            read.bundle.events.len().saturating_sub(1)
+        )?;
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// The run's status: its footer's, else `incomplete`.
+fn status(b: &bundle::Bundle) -> &str {
+    b.footer
         .as_ref()
-        .map_or("incomplete", |f| f.status.as_str());
+        .map_or("incomplete", |f| f.status.as_str())
+}
+
+/// `history --json`: the run, its header and the page's events (the
+/// document does not depend on the terminal).
+fn history_json(
+    args: &HistoryArgs,
+    path: &std::path::Path,
+    b: &bundle::Bundle,
+    page: &history::Page<'_>,
+    redacted_view: bool,
+) -> Value {
     let agent_error = b
         .footer
         .as_ref()
         .and_then(worldline_engine::traceback::agent_error);
-    if args.common.json {
-        // The document does not depend on the terminal.
-        let cut = if args.full { Cut::Full } else { Cut::Standard };
-        let rows: Vec<Value> = events
-            .iter()
-            .map(|e| json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary_cut(e, cut), "injected": e.injected}))
-            .collect();
-        let mut doc = json!({"run": path.display().to_string(), "status": status, "agent_error": agent_error, "header": b.header, "redacted_view": hidden.is_some(), "events": rows});
-        // A page says where it is; the whole timeline reads as it always did.
-        if args.max_count.is_some() || args.skip > 0 {
-            doc["matched"] = json!(matched);
-            doc["skip"] = json!(args.skip);
-        }
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(ExitCode::Ok);
+    let cut = if args.full { Cut::Full } else { Cut::Standard };
+    let rows: Vec<Value> = page
+        .events
+        .iter()
+        .map(|e| json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary_cut(e, cut), "injected": e.injected}))
+        .collect();
+    let mut doc = json!({"run": path.display().to_string(), "status": status(b), "agent_error": agent_error, "header": b.header, "redacted_view": redacted_view, "events": rows});
+    // A page says where it is; the whole timeline reads as it always did.
+    if args.max_count.is_some() || args.skip > 0 {
+        doc["matched"] = json!(page.matched);
+        doc["skip"] = json!(args.skip);
     }
-    println!(
+    doc
+}
+
+/// The lines above the timeline: the run, how it ended, where it came
+/// from, what was raised, edited or redacted.
+fn write_history_head(
+    out: &mut impl Write,
+    path: &std::path::Path,
+    b: &bundle::Bundle,
+    hidden: Option<usize>,
+) -> Result<()> {
+    let h = &b.header;
+    writeln!(
+        out,
         "{}  {}  case {}  world {}  agent {}",
         path.display(),
-        status,
-        b.header.case,
-        b.header.world,
-        short_hash(&b.header.agent_sha256)
-    );
-    let points = b
-        .header
-        .parent
-        .as_ref()
-        .map(|p| p.fork_points())
-        .unwrap_or_default();
-    worldline_report::run::write_agent_error(
-        &mut std::io::stdout().lock(),
-        agent_error.as_ref(),
-        "",
+        status(b),
+        h.case,
+        h.world,
+        short_hash(&h.agent_sha256)
     )?;
-    match &b.header.parent {
-        Some(p) if p.resumed => println!(
-            "resumed from {} at event {} (events before it followed from its recording)",
-            p.run, p.event
-        ),
-        Some(p) => println!("fork of {} at event {}", p.run, p.event),
-        None => {}
+    let agent_error = b
+        .footer
+        .as_ref()
+        .and_then(worldline_engine::traceback::agent_error);
+    worldline_report::run::write_agent_error(out, agent_error.as_ref(), "")?;
+    write_lineage(out, b)?;
+    if !h.limits.is_empty() {
+        let raised: Vec<String> = h.limits.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        writeln!(out, "limits raised: {}", raised.join(", "))?;
     }
-    if let Some(i) = b.header.parent.as_ref().and_then(|p| p.in_flight.as_ref()) {
-        println!(
-            "in flight when {} was killed: {}, made again at event {}",
-            b.header.parent.as_ref().map_or("", |p| p.run.as_str()),
-            in_flight(i),
-            i.seq
-        );
+    if let Some(o) = &h.origin {
+        writeln!(out, "{}", origin_line(o))?;
     }
-    if let Some(i) = &b.in_flight {
-        println!(
-            "killed inside {} (event {}: its intent recorded, no answer)",
-            in_flight(i),
-            i.seq
-        );
-    }
-    if !b.header.limits.is_empty() {
-        let raised: Vec<String> = b
-            .header
-            .limits
-            .iter()
-            .map(|(k, v)| format!("{k} = {v}"))
-            .collect();
-        println!("limits raised: {}", raised.join(", "));
-    }
-    if let Some(o) = &b.header.origin {
-        println!("{}", origin_line(o));
-    }
-    for fp in &points {
+    for fp in fork_points(b) {
         for edit in &fp.edits {
-            println!("  edit at event {}: {}", fp.event, describe(edit));
+            writeln!(out, "  edit at event {}: {}", fp.event, describe(edit))?;
         }
     }
-    if let Some(r) = &b.header.redacted {
-        println!(
+    if let Some(r) = &h.redacted {
+        writeln!(
+            out,
             "REDACTED copy of run {} (its chain hash {}); {} values hidden; not the original",
             r.original_run,
             &r.original_chain_hash[..16.min(r.original_chain_hash.len())],
             r.hidden
-        );
+        )?;
     }
     if let Some(n) = hidden {
-        println!("redacted view: {n} distinct values hidden (--unredacted shows them)");
+        writeln!(
+            out,
+            "redacted view: {n} distinct values hidden (--unredacted shows them)"
+        )?;
     }
-    // Sequence, virtual time, effect and call take 67 columns.
-    let cut = Cut::for_terminal(args.full, 67);
-    for e in events {
+    Ok(())
+}
+
+/// The run's fork points (none when it is not a fork).
+fn fork_points(b: &bundle::Bundle) -> Vec<worldline_log::log::bundle::ForkPoint> {
+    b.header
+        .parent
+        .as_ref()
+        .map(|p| p.fork_points())
+        .unwrap_or_default()
+}
+
+/// Whose fork or resumption the run is, and the calls a kill left in flight.
+fn write_lineage(out: &mut impl Write, b: &bundle::Bundle) -> Result<()> {
+    match &b.header.parent {
+        Some(p) if p.resumed => writeln!(
+            out,
+            "resumed from {} at event {} (events before it followed from its recording)",
+            p.run, p.event
+        )?,
+        Some(p) => writeln!(out, "fork of {} at event {}", p.run, p.event)?,
+        None => {}
+    }
+    if let Some(i) = b.header.parent.as_ref().and_then(|p| p.in_flight.as_ref()) {
+        writeln!(
+            out,
+            "in flight when {} was killed: {}, made again at event {}",
+            b.header.parent.as_ref().map_or("", |p| p.run.as_str()),
+            in_flight(i),
+            i.seq
+        )?;
+    }
+    if let Some(i) = &b.in_flight {
+        writeln!(
+            out,
+            "killed inside {} (event {}: its intent recorded, no answer)",
+            in_flight(i),
+            i.seq
+        )?;
+    }
+    Ok(())
+}
+
+/// A line per event of the page, marked where a fault was injected, the
+/// run resumed or a fork's edits apply.
+fn write_history_events(
+    out: &mut impl Write,
+    b: &bundle::Bundle,
+    page: &history::Page<'_>,
+    cut: Cut,
+) -> Result<()> {
+    let points = fork_points(b);
+    let resumed_at = b
+        .header
+        .parent
+        .as_ref()
+        .filter(|p| p.resumed)
+        .map(|p| p.event);
+    for e in &page.events {
         let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
         let mark = match e.mark() {
             Some(m) => {
@@ -267,12 +314,6 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
             }
             None => String::new(),
         };
-        let resumed_at = b
-            .header
-            .parent
-            .as_ref()
-            .filter(|p| p.resumed)
-            .map(|p| p.event);
         let mark = if resumed_at == Some(e.seq) {
             format!("{mark}  [resumed: live from here]")
         } else if points.iter().any(|fp| fp.event == e.seq) {
@@ -280,28 +321,17 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         } else {
             mark
         };
-        println!(
+        writeln!(
+            out,
             "{:>5}  {:>9}  {:<7} {:<40} {}{mark}",
             e.seq,
             vtime(e.vtime_ns),
             format!("{:?}", e.effect).to_lowercase(),
             call,
             summary_cut(e, cut)
-        );
+        )?;
     }
-    if after > 0 {
-        println!(
-            "... {after} more event(s): --skip {} shows the next ones",
-            matched - after
-        );
-    }
-    if b.footer.is_none() {
-        println!(
-            "(incomplete: the run stopped after event {}; no footer)",
-            b.events.len().saturating_sub(1)
-        );
-    }
-    Ok(ExitCode::Ok)
+    Ok(())
 }
 
 /// `history --stdout` / `--stderr`: the streams the run kept, as written.
@@ -329,7 +359,6 @@ fn print_streams(
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::Ok);
     }
-    use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     for (wanted, text) in [(args.stdout, &f.stdout), (args.stderr, &f.stderr)] {
         if wanted {

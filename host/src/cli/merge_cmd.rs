@@ -12,9 +12,7 @@ use clap::Args;
 use serde_json::Value;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
-use worldline_case::partition::Partition;
-use worldline_case::shown;
-use worldline_report::suite::SuiteSummary;
+use worldline_report::merge::{self, Ending};
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -65,54 +63,6 @@ fn stored(args: &MergeArgs, suite: &str) -> Result<Vec<(PathBuf, Value)>> {
         .collect()
 }
 
-/// Each report's partition (a test report's `shard.partition`, a fuzz
-/// report's `partition`) parsed and of the first report's partitioning,
-/// each shard once; what is wrong names the report it is in. (Whether
-/// every shard is there is the merge's to say: no one file is wrong.)
-fn check_partitions(docs: &[(PathBuf, Value)]) -> Result<(), InputError> {
-    let mut first: Option<(&PathBuf, Partition)> = None;
-    let mut seen = std::collections::BTreeMap::new();
-    for (path, doc) in docs {
-        let text = doc["shard"]["partition"]
-            .as_str()
-            .or_else(|| doc["partition"].as_str());
-        let Some(text) = text else { continue };
-        let p = Partition::parse(text).map_err(|m| {
-            InputError::new(
-                path,
-                format!("its partition is impossible: {}", shown::text(&m)),
-            )
-        })?;
-        let (shard, total) = p.shard_of();
-        match &first {
-            None => first = Some((path, p)),
-            Some((f, q))
-                if q.shard_of().1 != total
-                    || std::mem::discriminant(q) != std::mem::discriminant(&p) =>
-            {
-                return Err(InputError::new(
-                    path,
-                    format!(
-                        "the reports are shards of different partitionings ({q} and {p}): this is {p}, {} is {q}; merge the shards of one `--partition KIND:i/n`",
-                        f.display()
-                    ),
-                ));
-            }
-            Some(_) => {}
-        }
-        if let Some(other) = seen.insert(shard, path) {
-            return Err(InputError::new(
-                path,
-                format!(
-                    "shard {p} is in two reports (this and {}); merge each shard once",
-                    other.display()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
 pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     let mut docs = Vec::new();
     if let Some(suite) = &args.suite {
@@ -126,48 +76,15 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
         })?;
         docs.push((path.clone(), doc));
     }
-    check_partitions(&docs)?;
-    if docs.iter().all(|(_, d)| d.get("groups").is_some()) {
-        let shards: Vec<Value> = docs.into_iter().map(|(_, d)| d).collect();
-        let merged =
-            worldline_report::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
-        let failed = merged["summary"]["failed"].as_u64().unwrap_or(0);
-        if args.common.json {
-            super::print_json(&merged)?;
-        } else {
-            worldline_report::fuzz::write_merged(&mut std::io::stdout().lock(), &merged)?;
-        }
-        return Ok(if failed == 0 {
-            ExitCode::Ok
-        } else {
-            ExitCode::Failed
-        });
-    }
-    let mut shards = Vec::new();
-    for (path, doc) in docs {
-        let shard: SuiteSummary = serde_json::from_value(doc).map_err(|e| {
-            InputError::new(
-                path,
-                format!("is neither a `worldline test --json` nor a `fuzz --json` report: {e}"),
-            )
-        })?;
-        shards.push(shard);
-    }
-    let merged = SuiteSummary::merge(shards).map_err(|m| InputError::new("merge", m))?;
+    let merged = merge::merge(docs)?;
     if args.common.json {
         super::print_json(&merged)?;
     } else {
-        worldline_report::suite::write_merged(
-            &mut std::io::stdout().lock(),
-            &mut std::io::stderr(),
-            &merged,
-        )?;
+        merged.write(&mut std::io::stdout().lock(), &mut std::io::stderr())?;
     }
-    Ok(if !merged.collection_errors.is_empty() {
-        ExitCode::Input
-    } else if merged.failed == 0 {
-        ExitCode::Ok
-    } else {
-        ExitCode::Failed
+    Ok(match merged.ending() {
+        Ending::Passed => ExitCode::Ok,
+        Ending::Failed => ExitCode::Failed,
+        Ending::CollectionErrors => ExitCode::Input,
     })
 }

@@ -164,15 +164,15 @@ enum Command {
     /// Check every case without an agent: its gold calls pass, doing nothing fails, grades repeat, nothing leaks.
     Validate(validate_cmd::ValidateArgs),
     /// Run an agent on one case and record the run.
-    Run(run_cmd::RunArgs),
+    Run(run_cmd::RunCommand),
     /// Run an agent on a suite of cases; exit 1 when any fails.
     Test(test_cmd::TestArgs),
     /// Re-grade a recorded run against the same or a newer case.
-    Grade(grade_cmd::GradeArgs),
+    Grade(grade_cmd::GradeCommand),
     /// Re-execute a recorded run strictly; report identical or the first divergence.
     Replay(replay_cmd::ReplayArgs),
     /// The recorded case against another agent build; how outcome and grade differ.
-    Rerun(rerun_cmd::RerunArgs),
+    Rerun(rerun_cmd::RerunCommand),
     /// Run many seeded variations of a case under a fault profile; failure rate and reproducers.
     Fuzz(fuzz_cmd::FuzzArgs),
     /// Run a recorded run's case and seed again N times; how often it ends the same way.
@@ -186,7 +186,7 @@ enum Command {
     /// Replay every run in the store (or those named); report the drift rate.
     Verify(replay_cmd::VerifyArgs),
     /// A new run: replay a recorded one up to event N, change something there, run on live.
-    Fork(fork_cmd::ForkArgs),
+    Fork(fork_cmd::ForkCommand),
     /// A killed run, or one stopped at a limit (--fuel, --max-steps, ...), goes on from where its recording ends.
     Resume(resume_cmd::ResumeArgs),
     /// The timeline of a run.
@@ -291,11 +291,9 @@ fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
     }})
 }
 
-/// Run the CLI and return the process exit code.
-pub fn main() -> i32 {
-    warnings::to_stderr();
-    // Known before parsing, so that even a usage error answers in JSON.
-    let json = std::env::args_os().any(|a| a == "--json");
+/// The command line, its project settings applied; a usage error (or
+/// `--help`) is reported here, with the exit code to end with.
+fn parse(json: bool) -> Result<Cli, ExitCode> {
     let commands: Vec<String> = Cli::command()
         .get_subcommands()
         .map(|c| c.get_name().to_string())
@@ -308,11 +306,11 @@ pub fn main() -> i32 {
             if json {
                 println!("{}", error_json(ExitCode::Input, &err));
             }
-            return ExitCode::Input as i32;
+            return Err(ExitCode::Input);
         }
     };
-    let cli = match Cli::try_parse_from(argv) {
-        Ok(cli) => cli,
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => Ok(cli),
         Err(e) => {
             let code = if e.use_stderr() {
                 ExitCode::Input
@@ -324,10 +322,14 @@ pub fn main() -> i32 {
                 println!("{}", error_json(code, &err));
             }
             let _ = e.print();
-            return code as i32;
+            Err(code)
         }
-    };
-    let result = match cli.command {
+    }
+}
+
+/// Run the command parsed.
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Init(args) => init_cmd::exec(args),
         Command::Check(args) => check_cmd::exec(args),
         Command::Bench(args) => bench_cmd::exec(args),
@@ -364,7 +366,19 @@ pub fn main() -> i32 {
         Command::BuildPython(args) => build_python_cmd::exec(args),
         Command::Ui(args) => ui_cmd::exec(args),
         Command::BuildJs(args) => build_js_cmd::exec(args),
+    }
+}
+
+/// Run the CLI and return the process exit code.
+pub fn main() -> i32 {
+    warnings::to_stderr();
+    // Known before parsing, so that even a usage error answers in JSON.
+    let json = std::env::args_os().any(|a| a == "--json");
+    let cli = match parse(json) {
+        Ok(cli) => cli,
+        Err(code) => return code as i32,
     };
+    let result = dispatch(cli.command);
     // Close the run index's kept writer: its close checkpoints SQLite's
     // log, so the next process does not read it all back (decision 0321).
     worldline_store::index::close_writers();

@@ -6,11 +6,13 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
+use std::io::Write;
 use worldline_case::error::InputError;
 use worldline_engine::ops;
-use worldline_engine::replay::{self, ReplayReport, Scope, Verdict};
+use worldline_engine::replay::{self, Verdict};
 use worldline_engine::verify;
 use worldline_log::log::bundle::{self, Bundle, Redacted};
+use worldline_report::verify as verify_report;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
@@ -39,66 +41,6 @@ pub struct VerifyArgs {
     pub jobs: Option<usize>,
     #[command(flatten)]
     pub common: Common,
-}
-
-fn print_report(r: &ReplayReport) {
-    match r.verdict {
-        Verdict::Identical if r.scope == Scope::Boundary => println!(
-            "{}  identical at the boundary  (boundary replay of a native agent: {} events, chain {})",
-            r.run,
-            r.matched,
-            &r.chain_hash[..16]
-        ),
-        Verdict::Identical => println!(
-            "{}  identical  ({} events, chain {})",
-            r.run,
-            r.matched,
-            &r.chain_hash[..16]
-        ),
-        Verdict::VerifiedPrefix => println!(
-            "{}  verified  ({} of {} recorded events match; the recorded run is incomplete, so there is no outcome to compare)",
-            r.run, r.matched, r.recorded
-        ),
-        Verdict::Timeout => println!(
-            "{}  timeout  (stopped by the watchdog, so not replayable; {} of {} recorded events replayed and match)",
-            r.run, r.matched, r.recorded
-        ),
-        Verdict::Diverged => {
-            let d = r
-                .divergence
-                .as_ref()
-                .expect("a diverged replay has a divergence");
-            let field = d
-                .field
-                .as_deref()
-                .map(|f| format!(", field `{f}`"))
-                .unwrap_or_default();
-            println!(
-                "{}  diverged at event {} ({}{field})",
-                r.run,
-                d.index,
-                d.class.as_str()
-            );
-            // Where they differ first: the whole values can be long.
-            for line in &r.diff {
-                println!("    {line}");
-            }
-            println!(
-                "    expected: {}",
-                worldline_case::canon::to_string(&d.expected)
-            );
-            println!(
-                "    actual:   {}",
-                worldline_case::canon::to_string(&d.actual)
-            );
-        }
-    }
-    if !r.env_differs.is_empty() {
-        println!(
-            "    passed-through variables differ from the recording: {}",
-            r.env_differs.join(", ")
-        );
-    }
 }
 
 /// A redacted copy cannot be re-executed: say what reading it checked
@@ -164,7 +106,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        print_report(&r);
+        verify_report::write_replay(&mut std::io::stdout().lock(), &r)?;
     }
     Ok(if r.verdict == Verdict::Diverged {
         ExitCode::Failed
@@ -186,86 +128,17 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let v = ops::replay::verify(&sandbox, &store, &args.runs, sample, jobs)?;
-    let sample = v
-        .sample
-        .as_ref()
-        .map(|s| json!({"size": s.runs.len(), "of": s.of, "seed": s.seed, "runs": s.runs}));
-    if let Some(s) = &v.sample
-        && !args.common.json
-    {
-        println!(
-            "sample of {} of {} runs, seed {} (`--sample {} --seed {}` draws it again): {}",
-            s.runs.len(),
-            s.of,
-            s.seed,
-            args.sample.unwrap_or(0),
-            s.seed,
-            s.runs.join(" ")
-        );
-    }
-    let sessions = &v.sessions;
-    let tally = v.tally();
-    let (reports, headless, diverged, drift) =
-        (&v.reports, &v.headless, tally.diverged, v.drift_rate());
-    let errors: Vec<serde_json::Value> = v
-        .unreadable
-        .iter()
-        .map(|u| json!({"run": u.run, "error": u.error}))
-        .collect();
-    let total = reports.len() + errors.len();
+    let mut out = std::io::stdout().lock();
     if args.common.json {
-        let doc = json!({
-            "replayed": reports.len(),
-            "identical": tally.identical,
-            "boundary_replay": tally.boundary_replay,
-            "mcp_sessions": sessions.len(),
-            "verified_prefix": tally.verified_prefix,
-            "timeout": tally.timeout,
-            "diverged": diverged,
-            "unreadable": errors.len(),
-            "incomplete": headless.len(),
-            "drift_rate": drift,
-            "runs": reports,
-            "errors": errors,
-            "incomplete_runs": headless,
-            "sample": sample,
-            "mcp_session_runs": sessions,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&verify_report::json(&v))?
+        )?;
     } else {
-        for r in reports {
-            print_report(r);
-        }
-        for run in headless {
-            println!(
-                "{run}  incomplete: cut off before its header was written (killed as it started, or the disk was full); nothing to replay"
-            );
-        }
-        for run in sessions {
-            println!(
-                "{run}  MCP session: its hash chain is intact; there is no process to run again"
-            );
-        }
-        for e in &errors {
-            println!(
-                "{}  unreadable: {}",
-                e["run"].as_str().unwrap_or(""),
-                e["error"].as_str().unwrap_or("")
-            );
-        }
-        println!(
-            "{} runs: {} identical or verified ({} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read; drift rate {:.1}%",
-            total + headless.len() + sessions.len(),
-            reports.len() - diverged,
-            tally.boundary_agreed,
-            diverged,
-            errors.len(),
-            headless.len(),
-            sessions.len(),
-            drift * 100.0
-        );
+        verify_report::write(&mut out, &v, args.sample.unwrap_or(0))?;
     }
-    Ok(if diverged + errors.len() == 0 {
+    Ok(if v.tally().diverged + v.unreadable.len() == 0 {
         ExitCode::Ok
     } else {
         ExitCode::Failed

@@ -18,7 +18,7 @@ use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
-pub struct RerunArgs {
+pub struct RerunCommand {
     /// Run id (or a unique prefix), or a bundle path.
     pub run: String,
     /// The new agent build.
@@ -44,7 +44,7 @@ fn model_mode() -> impl clap::builder::TypedValueParser<Value = ModelMode> {
     })
 }
 
-pub fn exec(args: RerunArgs) -> Result<ExitCode> {
+pub fn exec(args: RerunCommand) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open(&store, &args.run)?;

@@ -14,7 +14,7 @@ use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
-pub struct RunArgs {
+pub struct RunCommand {
     /// The case file (TOML).
     pub case: PathBuf,
     /// The agent component (.wasm built for wasm32-wasip2; default: the
@@ -32,7 +32,7 @@ pub struct RunArgs {
     pub common: Common,
 }
 
-pub fn exec(args: RunArgs) -> Result<ExitCode> {
+pub fn exec(args: RunCommand) -> Result<ExitCode> {
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;

@@ -43,7 +43,7 @@ use worldline_protocol::HttpResponse;
 use worldline_protocol::rest;
 use worldline_protocol::routes::{self, Route};
 use worldline_runtime::mediate::boundary::Via;
-use worldline_runtime::mediate::{Answer, RunState};
+use worldline_runtime::mediate::{RunState, ServiceReply};
 
 /// The base URL requests are routed under (never on the wire).
 const BASE: &str = "http://loopback";
@@ -318,7 +318,7 @@ async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Re
 fn refuse(st: &mut RunState, request: &RefusedRequest, why: &str) -> wasmtime::Result<()> {
     st.med
         .call::<kind::Refused>(request, |_| {
-            Answer::with_effect(json!({"error": why}), Effect::Denied)
+            ServiceReply::with_effect(json!({"error": why}), Effect::Denied)
         })
         .map_err(wasmtime::Error::new)?;
     Ok(())

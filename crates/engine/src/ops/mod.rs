@@ -8,6 +8,7 @@
 pub mod fork;
 pub mod fuzz;
 pub mod grade;
+pub mod history;
 pub mod replay;
 pub mod rerun;
 pub mod resume;

@@ -9,7 +9,7 @@
 
 use super::bindings::worldline::agent::{files, tools, trace, types};
 use super::service::{Ran, run_tool};
-use super::{Answer, HostServices, RunState};
+use super::{HostServices, RunState, ServiceReply};
 use serde_json::{Value, json};
 use types::ToolError;
 use worldline_case::canon;
@@ -39,13 +39,13 @@ impl From<ErrorKind> for types::ErrorKind {
 }
 
 /// An error answer: `{"error": {"kind": ..., "message": ...}}`.
-pub(crate) fn error_answer(kind: ErrorKind, message: impl Into<String>) -> Answer {
+pub(crate) fn error_answer(kind: ErrorKind, message: impl Into<String>) -> ServiceReply {
     let effect = if kind == ErrorKind::Denied {
         Effect::Denied
     } else {
         Effect::Failed
     };
-    Answer::with_effect(
+    ServiceReply::with_effect(
         json!({"error": {"kind": kind, "message": message.into()}}),
         effect,
     )
@@ -89,7 +89,7 @@ fn spec(t: &Tool) -> Spec {
 
 /// Record what a service said about its call beside the answer
 /// (`"service"`: reads, fuel, or the trap and backtrace).
-fn noting(mut answer: Answer, service: Option<Value>) -> Answer {
+fn noting(mut answer: ServiceReply, service: Option<Value>) -> ServiceReply {
     if let (Some(detail), Value::Object(response)) = (service, &mut answer.response) {
         response.insert("service".into(), detail);
     }
@@ -97,17 +97,17 @@ fn noting(mut answer: Answer, service: Option<Value>) -> Answer {
 }
 
 /// Run the tool as the world defines it.
-fn plain(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -> Answer {
+fn plain(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -> ServiceReply {
     let Ran { result, service } = run_tool(s, tool, args, as_of);
     let answer = match result {
-        Ok((out, writes)) => Answer {
+        Ok((out, writes)) => ServiceReply {
             effect: if writes.is_empty() {
                 Effect::Read
             } else {
                 Effect::Write
             },
             writes,
-            ..Answer::read(json!({"ok": out}))
+            ..ServiceReply::read(json!({"ok": out}))
         },
         Err(f) => error_answer(f.kind, f.message),
     };
@@ -167,7 +167,7 @@ fn injected(
     action: &Action,
     source: Source,
     now: AsOf,
-) -> Answer {
+) -> ServiceReply {
     let (mut answer, detail) = match action {
         Action::Delay => (plain(s, tool, args, &now), json!({"action": "latency"})),
         Action::Deny => (
@@ -184,7 +184,7 @@ fn injected(
             )
         }
         Action::Respond(v) => (
-            Answer::read(json!({"ok": v})),
+            ServiceReply::read(json!({"ok": v})),
             json!({"action": "response"}),
         ),
         Action::Injection(i) => {
@@ -196,7 +196,7 @@ fn injected(
             let as_of = AsOf { empty: true, ..now };
             let Ran { result, service } = run_tool(s, tool, args, &as_of);
             let answer = match result {
-                Ok((out, _)) => Answer::read(json!({"ok": out})),
+                Ok((out, _)) => ServiceReply::read(json!({"ok": out})),
                 Err(f) => error_answer(f.kind, f.message),
             };
             (noting(answer, service), json!({"action": "empty"}))
@@ -246,7 +246,7 @@ fn injected(
 /// landed at.
 fn fill_vectors(
     s: &HostServices,
-    answer: &mut Answer,
+    answer: &mut ServiceReply,
     attack: Option<(Option<&str>, &str)>,
 ) -> Vec<String> {
     match answer.response.get_mut("ok") {
@@ -255,7 +255,7 @@ fn fill_vectors(
     }
 }
 
-fn serve_tool(s: &mut HostServices, name: &str, args: Result<Value, String>) -> Answer {
+fn serve_tool(s: &mut HostServices, name: &str, args: Result<Value, String>) -> ServiceReply {
     let mut answer = serve_tool_unfilled(s, name, args);
     // The defaults wherever the answer still holds a placeholder (an
     // injection has filled its own already).
@@ -263,7 +263,11 @@ fn serve_tool(s: &mut HostServices, name: &str, args: Result<Value, String>) -> 
     answer
 }
 
-fn serve_tool_unfilled(s: &mut HostServices, name: &str, args: Result<Value, String>) -> Answer {
+fn serve_tool_unfilled(
+    s: &mut HostServices,
+    name: &str,
+    args: Result<Value, String>,
+) -> ServiceReply {
     let args = match args {
         Ok(a) => a,
         Err(e) => {
@@ -327,7 +331,7 @@ impl tools::Host for RunState {
         };
         let r = self.typed_call::<kind::ToolsSpecs>(&via, |s| {
             let specs: Vec<Spec> = s.world.world.tools.iter().map(spec).collect();
-            Answer::read(json!(specs))
+            ServiceReply::read(json!(specs))
         })?;
         Ok(r.typed
             .into_iter()
@@ -441,7 +445,7 @@ impl RunState {
                 .filter(|t| s.world.allowed(&t.name))
                 .map(spec)
                 .collect();
-            Answer::read(json!(specs))
+            ServiceReply::read(json!(specs))
         })?;
         Ok(r.typed)
     }
@@ -464,7 +468,7 @@ impl RunState {
                 );
             }
             match s.world.state.files.get(path) {
-                Some(data) => Answer::read(json!({"ok": data})),
+                Some(data) => ServiceReply::read(json!({"ok": data})),
                 None => error_answer(ErrorKind::NotFound, format!("no world file `{path}`")),
             }
         })
@@ -491,7 +495,7 @@ impl RunState {
                 .keys()
                 .filter(|p| p.starts_with(prefix))
                 .collect();
-            Answer::read(json!({"ok": paths}))
+            ServiceReply::read(json!({"ok": paths}))
         })
     }
 }
@@ -535,13 +539,13 @@ impl files::Host for RunState {
             if path.is_empty() {
                 return error_answer(ErrorKind::InvalidArgs, "empty path");
             }
-            Answer {
+            ServiceReply {
                 effect: Effect::Write,
                 writes: vec![Write::File {
                     path: path.clone(),
                     data,
                 }],
-                ..Answer::read(json!({"ok": null}))
+                ..ServiceReply::read(json!({"ok": null}))
             }
         })?;
         Ok(decode(&r.typed, |_| ()))
@@ -569,7 +573,7 @@ impl trace::Host for RunState {
             detail: Default::default(),
         };
         self.typed_call::<kind::TraceNote>(&note, |_| {
-            Answer::with_effect(Value::Null, Effect::Note)
+            ServiceReply::with_effect(Value::Null, Effect::Note)
         })?;
         Ok(())
     }

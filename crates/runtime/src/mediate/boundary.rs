@@ -121,7 +121,7 @@ impl RunState {
     ) -> wasmtime::Result<HttpResponse> {
         transport.detail_mut().extend(detail);
         let status = HttpStatus { status: r.status };
-        let serve = |_: &mut super::HostServices| super::Answer::read(json!(status));
+        let serve = |_: &mut super::HostServices| super::ServiceReply::read(json!(status));
         match via {
             Via::Http { .. } => self.typed_call::<kind::ProtocolAnswer>(&transport, serve),
             Via::Proxy { .. } | Via::Loopback { .. } => {

@@ -72,7 +72,7 @@ pub enum Stop {
 }
 
 /// An answer from a service, before it is recorded.
-pub struct Answer {
+pub struct ServiceReply {
     pub response: Value,
     pub effect: Effect,
     pub writes: Vec<Write>,
@@ -81,9 +81,9 @@ pub struct Answer {
     pub injected: Option<Value>,
 }
 
-impl Answer {
+impl ServiceReply {
     pub fn read(response: Value) -> Self {
-        Answer {
+        ServiceReply {
             response,
             effect: Effect::Read,
             writes: Vec::new(),
@@ -93,9 +93,9 @@ impl Answer {
     }
 
     pub fn with_effect(response: Value, effect: Effect) -> Self {
-        Answer {
+        ServiceReply {
             effect,
-            ..Answer::read(response)
+            ..ServiceReply::read(response)
         }
     }
 }
@@ -261,7 +261,7 @@ impl Mediator {
         &mut self,
         call: &str,
         request: Value,
-        serve: impl FnOnce(&mut HostServices) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Value, Stop> {
         self.answer(call, request, false, serve)
     }
@@ -274,7 +274,7 @@ impl Mediator {
         &mut self,
         call: &str,
         request: Value,
-        serve: impl FnOnce(&mut HostServices) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Value, Stop> {
         self.answer(call, request, true, serve)
     }
@@ -286,7 +286,7 @@ impl Mediator {
     pub fn call<K: CallKind>(
         &mut self,
         request: &K::Request,
-        serve: impl FnOnce(&mut HostServices) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Answered<K::Response>, Stop> {
         self.typed::<K>(request, false, serve)
     }
@@ -296,7 +296,7 @@ impl Mediator {
     pub fn call_live<K: CallKind>(
         &mut self,
         request: &K::Request,
-        serve: impl FnOnce(&mut HostServices) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Answered<K::Response>, Stop> {
         self.typed::<K>(request, true, serve)
     }
@@ -305,7 +305,7 @@ impl Mediator {
         &mut self,
         request: &K::Request,
         live: bool,
-        serve: impl FnOnce(&mut HostServices) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Answered<K::Response>, Stop> {
         let name = K::KIND.name();
         let request = serde_json::to_value(request)
@@ -325,7 +325,7 @@ impl Mediator {
         call: &str,
         request: Value,
         live: bool,
-        serve: impl FnOnce(&mut HostServices) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Value, Stop> {
         let seq = self.recorder.len();
         if seq >= self.max_events {
@@ -339,9 +339,9 @@ impl Mediator {
         }
         self.services.clock.tick();
         let mut answer = match override_response {
-            Some(response) => Answer {
+            Some(response) => ServiceReply {
                 injected: Some(json!({"action": worldline_log::log::event::FORK_RESPOND})),
-                ..Answer::read(response)
+                ..ServiceReply::read(response)
             },
             None if following && live => self.logged_answer(seq),
             None => serve(&mut self.services),
@@ -437,7 +437,7 @@ impl Mediator {
     /// The answer recorded for event `seq` of the recording being followed
     /// (which [`follow`](Self::follow) has checked is this call), with the
     /// virtual latency that brings the clock to the recorded time.
-    fn logged_answer(&self, seq: u64) -> Answer {
+    fn logged_answer(&self, seq: u64) -> ServiceReply {
         let rec = &self
             .following
             .as_ref()
@@ -445,7 +445,7 @@ impl Mediator {
             .events
             .get(seq)
             .expect("a followed event");
-        Answer {
+        ServiceReply {
             response: rec.response.clone(),
             effect: rec.effect,
             writes: rec.writes.clone(),
@@ -564,7 +564,7 @@ impl RunState {
         &mut self,
         call: &str,
         request: Value,
-        serve: impl FnOnce(&mut HostServices) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> wasmtime::Result<Value> {
         self.med
             .mediate(call, request, serve)
@@ -575,7 +575,7 @@ impl RunState {
     pub(crate) fn typed_call<K: CallKind>(
         &mut self,
         request: &K::Request,
-        serve: impl FnOnce(&mut HostServices) -> Answer,
+        serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> wasmtime::Result<Answered<K::Response>> {
         self.med
             .call::<K>(request, serve)

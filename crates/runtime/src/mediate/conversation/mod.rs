@@ -22,7 +22,7 @@ pub(crate) mod scripted_user;
 
 use super::bindings::worldline::agent::{approval, user};
 use super::model::ModelService;
-use super::{Answer, HostServices, RunState, Stop, entropy};
+use super::{HostServices, RunState, ServiceReply, Stop, entropy};
 use serde_json::{Value, json};
 use worldline_case::case::Case;
 use worldline_case::case::approve::ApproveRule;
@@ -61,7 +61,7 @@ pub struct Conversation {
     budget_spent: bool,
     /// How this turn's tool-calling model steps ended: the last step's
     /// answer (its text), or `None` at the step limit.
-    stepped: Option<Option<Answer>>,
+    stepped: Option<Option<ServiceReply>>,
 }
 
 impl Conversation {
@@ -100,11 +100,16 @@ impl Conversation {
 
     /// Answer the agent's message. `wall_ns` is virtual now; `fault` is
     /// a fuzz run's fault for this turn.
-    fn serve_say(&mut self, message: &str, wall_ns: i128, fault: Option<PlannedFault>) -> Answer {
+    fn serve_say(
+        &mut self,
+        message: &str,
+        wall_ns: i128,
+        fault: Option<PlannedFault>,
+    ) -> ServiceReply {
         let turn = self.turns + 1;
         let turn_of = |by: Value| json!({"turn": turn, "by": by});
         if let Some(ended) = &self.ended {
-            return Answer::read(
+            return ServiceReply::read(
                 json!({"ended": ended, "user": turn_of(json!({"already_ended": true}))}),
             );
         }
@@ -147,7 +152,12 @@ impl Conversation {
     }
 
     /// The line of whoever plays the user.
-    fn played(&mut self, message: &str, turn_of: impl Fn(Value) -> Value, wall_ns: i128) -> Answer {
+    fn played(
+        &mut self,
+        message: &str,
+        turn_of: impl Fn(Value) -> Value,
+        wall_ns: i128,
+    ) -> ServiceReply {
         let turn = self.turns + 1;
         match &mut self.player {
             Player::Nobody => {
@@ -236,7 +246,7 @@ impl Conversation {
 }
 
 /// The recorded answer for a line.
-fn said(line: Line, user: Value, latency_ns: u64) -> Answer {
+fn said(line: Line, user: Value, latency_ns: u64) -> ServiceReply {
     let mut response = match (line.reply, line.end) {
         (Some(reply), _) => json!({"reply": reply}),
         (None, end) => json!({"ended": {
@@ -245,9 +255,9 @@ fn said(line: Line, user: Value, latency_ns: u64) -> Answer {
         }}),
     };
     response["user"] = user;
-    Answer {
+    ServiceReply {
         latency_ns,
-        ..Answer::read(response)
+        ..ServiceReply::read(response)
     }
 }
 
@@ -316,9 +326,9 @@ impl RunState {
                 .and_then(|f| f.next(fuzz::APPROVAL, true))
                 .filter(|f| f.action == Action::Deny);
             if let Some(f) = fault {
-                return Answer {
+                return ServiceReply {
                     injected: Some(json!({"fuzz": f, "action": "deny"})),
-                    ..Answer::with_effect(
+                    ..ServiceReply::with_effect(
                         json!({"denied": "denied (a fuzzed approver said no)", "approver": {"fuzz": true}}),
                         Effect::Denied,
                     )
@@ -330,9 +340,9 @@ impl RunState {
             } else {
                 Effect::Read
             };
-            Answer {
+            ServiceReply {
                 latency_ns: ms * 1_000_000,
-                ..Answer::with_effect(response, effect)
+                ..ServiceReply::with_effect(response, effect)
             }
         })?;
         Ok(r.wire)

@@ -22,7 +22,7 @@ use super::agent_api::error_answer;
 use super::bindings::worldline::agent::model;
 use super::bindings::worldline::agent::types::ToolError;
 use super::entropy;
-use super::{Answer, Answered, RunState};
+use super::{Answered, RunState, ServiceReply};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -128,7 +128,7 @@ impl ModelService {
     /// Answer `request` with the case's provider. `wall_ns` is virtual now;
     /// `seq` the `model.complete` event the call is recorded as (`None`:
     /// recorded elsewhere, a judge's or a simulated user's call).
-    pub fn serve(&mut self, request: &Value, wall_ns: i128, seq: Option<u64>) -> Answer {
+    pub fn serve(&mut self, request: &Value, wall_ns: i128, seq: Option<u64>) -> ServiceReply {
         self.calls += 1;
         let (response, latency_ms) = match self.config.provider {
             Provider::Scripted => self.scripted_answer(request, wall_ns),
@@ -140,9 +140,9 @@ impl ModelService {
         } else {
             Effect::Read
         };
-        Answer {
+        ServiceReply {
             latency_ns: latency_ms * 1_000_000,
-            ..Answer::with_effect(response, effect)
+            ..ServiceReply::with_effect(response, effect)
         }
     }
 
@@ -345,7 +345,7 @@ impl RunState {
         let seq = self.med.recorder.len();
         let serve = |s: &mut super::HostServices| {
             if let Some((Some(response), _)) = rerun {
-                return Answer::read(response);
+                return ServiceReply::read(response);
             }
             if miss {
                 return error_answer(ErrorKind::Unavailable, message);

@@ -6,14 +6,14 @@
 //! - denied: nothing.
 
 use super::super::bindings::{InputStream, OutputStream, Terminal, wasi};
-use super::super::{Answer, RunState};
+use super::super::{RunState, ServiceReply};
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
 
 impl wasi::cli::environment::Host for RunState {
     fn get_environment(&mut self) -> wasmtime::Result<Vec<(String, String)>> {
         let r = self.mediated("wasi:cli/environment.get-environment", json!({}), |s| {
-            Answer::read(json!(
+            ServiceReply::read(json!(
                 s.env.vars.iter().map(|(k, v)| [k, v]).collect::<Vec<_>>()
             ))
         })?;
@@ -33,7 +33,7 @@ impl wasi::cli::environment::Host for RunState {
 
     fn get_arguments(&mut self) -> wasmtime::Result<Vec<String>> {
         let r = self.mediated("wasi:cli/environment.get-arguments", json!({}), |s| {
-            Answer::read(json!(s.env.args))
+            ServiceReply::read(json!(s.env.args))
         })?;
         Ok(r.as_array()
             .map(|a| {

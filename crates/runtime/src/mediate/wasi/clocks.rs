@@ -6,7 +6,7 @@
 //! - denied: nothing; the timezone is UTC.
 
 use super::super::bindings::{Pollable, wasi};
-use super::super::{Answer, RunState};
+use super::super::{RunState, ServiceReply};
 use super::u64_of;
 use serde_json::json;
 use wasmtime::component::Resource;
@@ -15,7 +15,7 @@ impl wasi::clocks::wall_clock::Host for RunState {
     fn now(&mut self) -> wasmtime::Result<wasi::clocks::wall_clock::Datetime> {
         let r = self.mediated("wasi:clocks/wall-clock.now", json!({}), |s| {
             let ns = s.clock.guest_wall_ns();
-            Answer::read(json!({"seconds": ns.div_euclid(1_000_000_000) as u64, "nanoseconds": ns.rem_euclid(1_000_000_000) as u32}))
+            ServiceReply::read(json!({"seconds": ns.div_euclid(1_000_000_000) as u64, "nanoseconds": ns.rem_euclid(1_000_000_000) as u32}))
         })?;
         Ok(wasi::clocks::wall_clock::Datetime {
             seconds: u64_of(&r["seconds"]),
@@ -39,7 +39,7 @@ impl wasi::clocks::wall_clock::Host for RunState {
 impl wasi::clocks::monotonic_clock::Host for RunState {
     fn now(&mut self) -> wasmtime::Result<u64> {
         let r = self.mediated("wasi:clocks/monotonic-clock.now", json!({}), |s| {
-            Answer::read(json!(s.clock.mono_ns()))
+            ServiceReply::read(json!(s.clock.mono_ns()))
         })?;
         Ok(u64_of(&r))
     }
@@ -66,7 +66,7 @@ impl wasi::clocks::monotonic_clock::Host for RunState {
         let r = self.mediated(
             "wasi:clocks/monotonic-clock.subscribe-duration",
             json!({"duration": duration}),
-            |s| Answer::read(json!({"deadline": s.clock.mono_ns().saturating_add(duration)})),
+            |s| ServiceReply::read(json!({"deadline": s.clock.mono_ns().saturating_add(duration)})),
         )?;
         Ok(self.table.push(Pollable {
             deadline: u64_of(&r["deadline"]),

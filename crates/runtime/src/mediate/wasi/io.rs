@@ -12,7 +12,7 @@
 use super::super::bindings::{
     BodyCap, InputStream, IoError, OutputStream, Pollable, StreamError, wasi,
 };
-use super::super::{Answer, HostServices, RunState};
+use super::super::{HostServices, RunState, ServiceReply};
 use super::http::{MAX_BUFFERED_BODIES, MAX_REQUEST_BODY};
 use super::u64_of;
 use serde_json::{Value, json};
@@ -68,7 +68,7 @@ impl RunState {
         }
         self.mediated(call, request, |s| {
             let dropped = capture(s, &stream).push(data);
-            Answer::read(if dropped == 0 {
+            ServiceReply::read(if dropped == 0 {
                 json!({"ok": true})
             } else {
                 json!({"ok": true, "dropped": dropped})
@@ -135,7 +135,7 @@ impl wasi::io::poll::Host for RunState {
             let ready: Vec<u32> = (0..deadlines.len() as u32)
                 .filter(|&i| deadlines[i as usize] <= now)
                 .collect();
-            Answer::read(json!(ready))
+            ServiceReply::read(json!(ready))
         })?;
         Ok(r.as_array()
             .map(|a| a.iter().map(|v| u64_of(v) as u32).collect())
@@ -149,7 +149,7 @@ impl wasi::io::poll::HostPollable for RunState {
         let r = self.mediated(
             "wasi:io/poll.pollable.ready",
             json!({"deadline": deadline}),
-            |s| Answer::read(json!(s.clock.mono_ns() >= deadline)),
+            |s| ServiceReply::read(json!(s.clock.mono_ns() >= deadline)),
         )?;
         Ok(r.as_bool().unwrap_or(false))
     }
@@ -161,7 +161,7 @@ impl wasi::io::poll::HostPollable for RunState {
             json!({"deadline": deadline}),
             |s| {
                 s.clock.advance_to(deadline);
-                Answer::read(Value::Null)
+                ServiceReply::read(Value::Null)
             },
         )?;
         Ok(())

@@ -21,7 +21,7 @@ mod io;
 mod random;
 mod sockets;
 
-use super::{Answer, RunState};
+use super::{RunState, ServiceReply};
 use serde_json::{Value, json};
 use worldline_log::log::Effect;
 
@@ -44,7 +44,7 @@ impl RunState {
         request: Value,
         response: Value,
     ) -> wasmtime::Result<Value> {
-        self.mediated(call, request, |_| Answer::read(response))
+        self.mediated(call, request, |_| ServiceReply::read(response))
     }
 
     /// Whether the `wasi:http` plumbing (fields, requests, bodies, futures,
@@ -91,7 +91,7 @@ impl RunState {
 
     pub(super) fn denied(&mut self, call: &str, request: Value, why: &str) -> wasmtime::Result<()> {
         self.mediated(call, request, |_| {
-            Answer::with_effect(json!({"error": why}), Effect::Denied)
+            ServiceReply::with_effect(json!({"error": why}), Effect::Denied)
         })?;
         Ok(())
     }

@@ -6,7 +6,7 @@
 //! - denied: requests over 1 MiB per call (a trap that says so).
 
 use super::super::bindings::wasi;
-use super::super::{Answer, RunState};
+use super::super::{RunState, ServiceReply};
 use super::u64_of;
 use rand_core::RngCore;
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ impl wasi::random::random::Host for RunState {
             |s| {
                 let mut buf = vec![0u8; len as usize];
                 s.entropy.secure.fill_bytes(&mut buf);
-                Answer::read(json!(hex::encode(buf)))
+                ServiceReply::read(json!(hex::encode(buf)))
             },
         )?;
         Ok(hex_bytes(&r))
@@ -41,7 +41,7 @@ impl wasi::random::random::Host for RunState {
 
     fn get_random_u64(&mut self) -> wasmtime::Result<u64> {
         let r = self.mediated("wasi:random/random.get-random-u64", json!({}), |s| {
-            Answer::read(json!(s.entropy.secure.next_u64()))
+            ServiceReply::read(json!(s.entropy.secure.next_u64()))
         })?;
         Ok(u64_of(&r))
     }
@@ -60,7 +60,7 @@ impl wasi::random::insecure::Host for RunState {
             |s| {
                 let mut buf = vec![0u8; len as usize];
                 s.entropy.insecure.fill_bytes(&mut buf);
-                Answer::read(json!(hex::encode(buf)))
+                ServiceReply::read(json!(hex::encode(buf)))
             },
         )?;
         Ok(hex_bytes(&r))
@@ -70,7 +70,7 @@ impl wasi::random::insecure::Host for RunState {
         let r = self.mediated(
             "wasi:random/insecure.get-insecure-random-u64",
             json!({}),
-            |s| Answer::read(json!(s.entropy.insecure.next_u64())),
+            |s| ServiceReply::read(json!(s.entropy.insecure.next_u64())),
         )?;
         Ok(u64_of(&r))
     }
@@ -79,7 +79,7 @@ impl wasi::random::insecure::Host for RunState {
 impl wasi::random::insecure_seed::Host for RunState {
     fn insecure_seed(&mut self) -> wasmtime::Result<(u64, u64)> {
         let r = self.mediated("wasi:random/insecure-seed.insecure-seed", json!({}), |s| {
-            Answer::read(json!([
+            ServiceReply::read(json!([
                 s.entropy.insecure_seed.0,
                 s.entropy.insecure_seed.1
             ]))

@@ -1,0 +1,130 @@
+//! `worldline merge`: the `--json` reports of a partitioned `test` or
+//! `fuzz` (one per shard) checked to be shards of one partitioning and
+//! combined into the report one machine would have printed ([`Merged`]),
+//! which the suite's or the campaign's reporter shows.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use worldline_case::error::InputError;
+use worldline_case::partition::Partition;
+use worldline_case::shown;
+
+use super::suite::SuiteSummary;
+
+/// The shards combined: a suite's or a fuzz campaign's report. `--json`
+/// writes it as the report it holds.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Merged {
+    /// `fuzz --json` shards: the merged campaign report.
+    Campaign(Value),
+    /// `test --json` shards: the merged suite.
+    Suite(Box<SuiteSummary>),
+}
+
+/// How a merge ended, for the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Passed,
+    Failed,
+    /// A shard could not collect its cases.
+    CollectionErrors,
+}
+
+impl Merged {
+    pub fn ending(&self) -> Ending {
+        let failed = match self {
+            Merged::Campaign(m) => m["summary"]["failed"].as_u64().unwrap_or(0),
+            Merged::Suite(s) if !s.collection_errors.is_empty() => {
+                return Ending::CollectionErrors;
+            }
+            Merged::Suite(s) => s.failed as u64,
+        };
+        if failed == 0 {
+            Ending::Passed
+        } else {
+            Ending::Failed
+        }
+    }
+
+    /// The text report: to `out`, and notes about the machine to `err`.
+    pub fn write(&self, out: &mut impl Write, err: &mut impl Write) -> io::Result<()> {
+        match self {
+            Merged::Campaign(m) => super::fuzz::write_merged(out, m),
+            Merged::Suite(s) => super::suite::write_merged(out, err, s),
+        }
+    }
+}
+
+/// Merge `docs` (each report named by where it was read): a fuzz
+/// campaign's when every one has failure groups, else a suite's.
+pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
+    check_partitions(&docs)?;
+    if docs.iter().all(|(_, d)| d.get("groups").is_some()) {
+        let shards: Vec<Value> = docs.into_iter().map(|(_, d)| d).collect();
+        let merged = super::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
+        return Ok(Merged::Campaign(merged));
+    }
+    let mut shards = Vec::new();
+    for (path, doc) in docs {
+        let shard: SuiteSummary = serde_json::from_value(doc).map_err(|e| {
+            InputError::new(
+                path,
+                format!("is neither a `worldline test --json` nor a `fuzz --json` report: {e}"),
+            )
+        })?;
+        shards.push(shard);
+    }
+    let merged = SuiteSummary::merge(shards).map_err(|m| InputError::new("merge", m))?;
+    Ok(Merged::Suite(Box::new(merged)))
+}
+
+/// Each report's partition (a test report's `shard.partition`, a fuzz
+/// report's `partition`) parsed and of the first report's partitioning,
+/// each shard once; what is wrong names the report it is in. (Whether
+/// every shard is there is the merge's to say: no one file is wrong.)
+fn check_partitions(docs: &[(PathBuf, Value)]) -> Result<(), InputError> {
+    let mut first: Option<(&PathBuf, Partition)> = None;
+    let mut seen = std::collections::BTreeMap::new();
+    for (path, doc) in docs {
+        let text = doc["shard"]["partition"]
+            .as_str()
+            .or_else(|| doc["partition"].as_str());
+        let Some(text) = text else { continue };
+        let p = Partition::parse(text).map_err(|m| {
+            InputError::new(
+                path,
+                format!("its partition is impossible: {}", shown::text(&m)),
+            )
+        })?;
+        let (shard, total) = p.shard_of();
+        match &first {
+            None => first = Some((path, p)),
+            Some((f, q))
+                if q.shard_of().1 != total
+                    || std::mem::discriminant(q) != std::mem::discriminant(&p) =>
+            {
+                return Err(InputError::new(
+                    path,
+                    format!(
+                        "the reports are shards of different partitionings ({q} and {p}): this is {p}, {} is {q}; merge the shards of one `--partition KIND:i/n`",
+                        f.display()
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        if let Some(other) = seen.insert(shard, path) {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "shard {p} is in two reports (this and {}); merge each shard once",
+                    other.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
