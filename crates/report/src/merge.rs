@@ -1,7 +1,8 @@
 //! `worldline merge`: the `--json` reports of a partitioned `test` or
 //! `fuzz` (one per shard) checked to be shards of one partitioning and
 //! combined into the report one machine would have printed ([`Merged`]),
-//! which the suite's or the campaign's reporter shows.
+//! which the suite's or the campaign's reporter shows (a typed result,
+//! not events: decision 0327).
 
 use serde::Serialize;
 use serde_json::Value;

@@ -1,6 +1,8 @@
 //! What `worldline replay RUN` and `worldline verify` show: a line (or a
 //! few, for a divergence) per replayed run, the runs not replayed and why,
 //! the totals with the drift rate; or the `--json` document of the same.
+//! The engine hands back a typed result, not a stream of events
+//! (decision 0327).
 
 use serde_json::{Value, json};
 use std::io::{self, Write};
