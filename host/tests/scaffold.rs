@@ -29,8 +29,10 @@ fn build(project: &Path) {
 }
 
 /// `init`, `check`, build, `test`: the first case passes, the second fails
-/// on T-3 for the reason the agent's source states.
-fn first_hour(lang: &str) {
+/// on T-3 for the reason the agent's source states. `builders` are the
+/// worldline commands the project's build.sh runs (named here too, so that
+/// tests/needs.py sees what each language's test needs installed).
+fn first_hour(lang: &str, builders: &[&str]) {
     let dir = temp_dir();
     let project = dir.path().join(format!("tasks-{lang}"));
     let init = worldline_raw([
@@ -41,6 +43,13 @@ fn first_hour(lang: &str) {
     ]);
     init.expect_code(0);
     assert!(project.join("README.md").is_file(), "{init}");
+    let script = std::fs::read_to_string(project.join("build.sh")).unwrap();
+    for builder in builders {
+        assert!(
+            script.contains(&format!("\"$worldline\" {builder} ")),
+            "{script}"
+        );
+    }
     if lang == "ts" {
         // tsc and editors in the agent's folder resolve `worldline`.
         assert!(project.join("agent/tsconfig.json").is_file());
@@ -117,17 +126,25 @@ fn first_hour(lang: &str) {
 
 #[test]
 fn init_check_build_test_in_rust() {
-    first_hour("rust");
+    first_hour("rust", &[]);
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
 fn init_check_build_test_in_python() {
-    first_hour("python");
+    first_hour("python", &["build-python"]);
 }
 
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages, componentize-py: run tests/run, which installs it"
+)]
 fn init_check_build_test_in_typescript() {
-    first_hour("ts");
+    first_hour("ts", &["build-python", "build-js"]);
 }
 
 #[test]
