@@ -1043,7 +1043,9 @@ readme += ["", "## What is carried", "",
            " (`validate = \"lax\"`: AgentDojo validates arguments with pydantic, which converts"
            f" `\"12\"` to a number too), answered by `service/{suite_name}.py`, a port of its tool"
            " functions with their error texts"
-           f" (`{ {'banking': 'ValueError: Transaction with ID 9 not found.', 'slack': 'ValueError: Channel does not exist!', 'travel': 'ValueError: No events found. Try with a different query.', 'workspace': 'ValueError: No events found. Try with a different query.'}[suite_name] }`);",
+           + (" (importing `service/agentdojo_mail.py`, the email and calendar helpers the travel"
+              " and workspace ports share)" if suite_name in ("travel", "workspace") else "")
+           + f" (`{ {'banking': 'ValueError: Transaction with ID 9 not found.', 'slack': 'ValueError: Channel does not exist!', 'travel': 'ValueError: No events found. Try with a different query.', 'workspace': 'ValueError: No events found. Try with a different query.'}[suite_name] }`);",
            f"- a case per user task ({len(USER_TASKS)}), `cases/user_task_N.toml`, with"
            " `task.id` the task's id and its prompt as the message; its ground truth as"
            " `[[expect.gold]]` (the oracle of `worldline validate`; `gold_ignore` names every"
