@@ -5,7 +5,8 @@
 //! attack text per (user task, injection task) pair and writes each
 //! task's `utility` and `security` as the checks they make; the world
 //! service is a port of the suite's tools (`agentdojo_banking.py`,
-//! `agentdojo_slack.py`, `agentdojo_travel.py`, `agentdojo_workspace.py`;
+//! `agentdojo_slack.py`, `agentdojo_travel.py`, `agentdojo_workspace.py`,
+//! the last two importing `agentdojo_mail.py`, written beside them;
 //! decisions 0374, 0375, 0378).
 
 use super::{ImportArgs, Known, convert, imported, pinned_python, write_folder};
@@ -22,6 +23,9 @@ const SERVICES: &[(&str, &str)] = &[
     ("travel", include_str!("agentdojo_travel.py")),
     ("workspace", include_str!("agentdojo_workspace.py")),
 ];
+/// The email and calendar helpers the travel and workspace services
+/// import, written beside them.
+const MAIL: &str = include_str!("agentdojo_mail.py");
 
 pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode> {
     let Some((_, service)) = SERVICES.iter().find(|s| s.0 == suite) else {
@@ -31,7 +35,12 @@ pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode>
     };
     worldline_case::output::check_new(&args.output, "bench import's folder")?;
     let python = pinned_python(args, PACKAGE, PACKAGE, "WORLDLINE_AGENTDOJO_PYTHON")?;
-    let converted = convert(&python, CONVERTER, &[suite], PACKAGE)?;
+    let mut converted = convert(&python, CONVERTER, &[suite], PACKAGE)?;
+    if matches!(suite, "travel" | "workspace") {
+        converted
+            .files
+            .insert("service/agentdojo_mail.py".into(), MAIL.into());
+    }
     let service_name = format!("{suite}.py");
     write_folder(&args.output, &converted.files, &service_name, service)?;
     let build = format!(

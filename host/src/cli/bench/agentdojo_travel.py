@@ -8,13 +8,14 @@ exception), over the tables `user` and `reservation` (one row each),
 keyed by its place in the list), `events` and `emails` (a row per calendar
 event and email, with `seq` the order AgentDojo's dicts keep) and
 `account` (the calendar's address and current day). A timestamp AgentDojo
-takes from `datetime.now()` is the world's clock here. Written by
-`worldline bench import agentdojo/travel`; ported by hand (decisions 0374,
-0375)."""
+takes from `datetime.now()` is the world's clock here; the email and
+calendar helpers it shares with the workspace port are in
+`agentdojo_mail.py`, beside it. Written by `worldline bench import
+agentdojo/travel`; ported by hand (decisions 0374, 0375)."""
 
 import datetime
-import re
 
+import agentdojo_mail as mail
 import worldline_service as ws
 
 USER = ws.Table("user")
@@ -24,12 +25,6 @@ CARS = ws.Table("car_rental")
 FLIGHTS = ws.Table("flights")
 RESERVATION = ws.Table("reservation")
 EVENTS = ws.Table("events")
-EMAILS = ws.Table("emails")
-ACCOUNT = ws.Table("account")
-
-
-def _fail(kind, message):
-    raise ws.ToolError(f"{kind}: {message}")
 
 
 def _num(v):
@@ -191,11 +186,11 @@ def get_car_price_per_day(company_name):
 
 def _fromisoformat(text):
     if not isinstance(text, str):
-        _fail("TypeError", "fromisoformat: argument must be str")
+        mail.fail("TypeError", "fromisoformat: argument must be str")
     try:
         return datetime.datetime.fromisoformat(text)
     except ValueError as e:
-        _fail("ValueError", str(e))
+        mail.fail("ValueError", str(e))
 
 
 def _reserve(kind, title, start, end):
@@ -247,145 +242,54 @@ def get_flight_information(departure_city, arrival_city):
 
 # ---- calendar and email -------------------------------------------------
 
-def _me():
-    return ACCOUNT.require("account")["email"]
-
-
-def _now():
-    """The world's clock as AgentDojo's naive `datetime.now()` dumps it."""
-    return datetime.datetime.fromisoformat(ws.now().replace("Z", "+00:00")).replace(
-        tzinfo=None).isoformat()
-
-
-def _rows(table):
-    return sorted(table.query(), key=lambda r: r["seq"])
-
-
-def _dump(row):
-    return {k: v for k, v in row.items() if k != "seq"}
-
-
-def _next_id(table):
-    """AgentDojo's `_get_next_id`: one more than the largest id, as text."""
-    return str(max((int(r["id_"]) for r in table.query()), default=0) + 1)
-
-
-def _next_seq(table):
-    return max((r["seq"] for r in table.query()), default=0) + 1
-
-
-# `datetime.strptime` for the two formats the tools take, with its error
-# texts: CPython's `_strptime` module is not in the built component.
-_FORMATS = {"%Y-%m-%d": re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})"),
-            "%Y-%m-%d %H:%M": re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})\s+(\d{1,2}):(\d{1,2})")}
-
-
-def _strptime(text, fmt):
-    if not isinstance(text, str):
-        _fail("TypeError", f"strptime() argument 1 must be str, not {type(text).__name__}")
-    m = _FORMATS[fmt].match(text)
-    if m is None:
-        _fail("ValueError", f"time data {text!r} does not match format {fmt!r}")
-    if m.end() != len(text):
-        _fail("ValueError", f"unconverted data remains: {text[m.end():]}")
-    try:
-        return datetime.datetime(*(int(g) for g in m.groups()))
-    except ValueError as e:
-        _fail("ValueError", str(e))
-
-
-def _send(recipients, subject, body, attachments=None, cc=None, bcc=None):
-    """`Inbox.send_email`: a sent email, read, from the account."""
-    email = {
-        "id_": _next_id(EMAILS), "seq": _next_seq(EMAILS), "sender": _me(), "body": body,
-        "subject": subject, "recipients": list(recipients), "status": "sent",
-        "timestamp": _now(), "cc": list(cc or []), "bcc": list(bcc or []),
-        "attachments": list(attachments or []), "read": True,
-    }
-    EMAILS.insert(email)
-    return _dump(email)
-
-
 @ws.tool
 def create_calendar_event(title, start_time, end_time, description="", participants=None,
                           location=None):
-    start = _strptime(start_time, "%Y-%m-%d %H:%M")
-    end = _strptime(end_time, "%Y-%m-%d %H:%M")
+    start = mail.strptime(start_time, "%Y-%m-%d %H:%M")
+    end = mail.strptime(end_time, "%Y-%m-%d %H:%M")
     # AgentDojo appends the owner to the list it was given (the invitation
     # goes to that list) and keeps the event's participants as a set; the
     # port keeps them in the order of first occurrence.
-    invited = list(participants or []) + [_me()]
-    event = {"id_": _next_id(EVENTS), "seq": _next_seq(EVENTS), "title": title,
+    invited = list(participants or []) + [mail.me()]
+    event = {"id_": mail.next_id(EVENTS), "seq": mail.next_seq(EVENTS), "title": title,
              "description": description, "start_time": start.isoformat(),
              "end_time": end.isoformat(), "location": location,
              "participants": list(dict.fromkeys(invited)), "all_day": False,
              "status": "confirmed"}
     EVENTS.insert(event)
-    _send(invited, f"Invitation: {title}", description, [_dump(event)])
-    return _dump(event)
+    mail.send(invited, f"Invitation: {title}", description, [mail.dump(event)])
+    return mail.dump(event)
 
 
 @ws.tool
 def search_calendar_events(query, date=None):
-    day = _strptime(date, "%Y-%m-%d").date().isoformat() if date is not None else None
+    day = mail.strptime(date, "%Y-%m-%d").date().isoformat() if date is not None else None
     q = query.lower()
-    found = [_dump(e) for e in _rows(EVENTS)
+    found = [mail.dump(e) for e in mail.rows(EVENTS)
              if (day is None or e["start_time"][:10] == day)
              and (q in e["title"].lower() or q in e["description"].lower())]
     if not found:
-        _fail("ValueError", "No events found. Try with a different query.")
+        mail.fail("ValueError", "No events found. Try with a different query.")
     return found
 
 
 @ws.tool
 def get_day_calendar_events(day):
-    d = _strptime(day, "%Y-%m-%d").date().isoformat()
-    return [_dump(e) for e in _rows(EVENTS) if e["start_time"][:10] == d]
+    d = mail.strptime(day, "%Y-%m-%d").date().isoformat()
+    return [mail.dump(e) for e in mail.rows(EVENTS) if e["start_time"][:10] == d]
 
 
 @ws.tool
 def cancel_calendar_event(event_id):
     event = EVENTS.get(event_id) if isinstance(event_id, str) else None
     if event is None:
-        _fail("ValueError", f"Event with ID '{event_id}' not found.")
+        mail.fail("ValueError", f"Event with ID '{event_id}' not found.")
     event = EVENTS.update(event_id, status="canceled")
-    _send(event["participants"], f"Canceled: '{event['title']}'", "The event has been canceled.",
-          [_dump(event)])
+    mail.send(event["participants"], f"Canceled: '{event['title']}'",
+              "The event has been canceled.", [mail.dump(event)])
     return f"Event with ID {event_id} has been canceled and participants have been notified."
 
 
 @ws.tool
 def send_email(recipients, subject, body, attachments=None, cc=None, bcc=None):
-    parsed = None
-    if attachments is not None:
-        parsed = []
-        for a in attachments:
-            if not isinstance(a, dict):
-                _fail("ValueError", "Attachments must be dictionaries.")
-            if "type" not in a:
-                _fail("ValueError", "Attachment must have a 'type' field.")
-            if a["type"] == "file" or "file_id" in a:
-                if "file_id" not in a:
-                    _fail("ValueError", "Attachment of type 'file' must have a 'file_id' field.")
-                parsed.append(str(a["file_id"]))
-            else:
-                if "event_details" not in a:
-                    _fail("ValueError",
-                          "Attachment of type 'event' must have an 'event_details' field.")
-                parsed.append(_event_model(a["event_details"]))
-    return _send(recipients, subject, body, parsed, cc, bcc)
-
-
-def _event_model(d):
-    """`CalendarEvent(**d)` dumped: the fields AgentDojo's model keeps."""
-    if not isinstance(d, dict):
-        _fail("TypeError", "argument after ** must be a mapping")
-    out = {}
-    for k in ("id_", "title", "description", "start_time", "end_time", "location",
-              "participants"):
-        if k not in d:
-            _fail("ValidationError", f"{k}: Field required")
-        out[k] = d[k]
-    out["all_day"] = bool(d.get("all_day", False))
-    out["status"] = d.get("status", "confirmed")
-    return out
+    return mail.send(recipients, subject, body, mail.attachments(attachments), cc, bcc)
