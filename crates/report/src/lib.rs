@@ -11,10 +11,13 @@
 
 pub mod atif;
 pub mod check;
+pub mod diff;
 pub mod events;
 pub mod fuzz;
 pub mod gc;
 pub mod grade;
+pub mod group;
+pub mod history;
 pub mod junit;
 pub mod merge;
 #[cfg(test)]
