@@ -32,6 +32,7 @@ pub mod runs;
 pub mod suite;
 pub mod timeline;
 pub mod trajectory;
+pub mod validate;
 pub mod verify;
 
 use serde::Serialize;

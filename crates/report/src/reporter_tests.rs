@@ -618,3 +618,70 @@ fn diff_json_gives_each_side_of_the_first_divergence() {
     )
     .unwrap()));
 }
+
+/// A probe of `validate` that ran and passed or not.
+fn probe(agent: &'static str, passed: bool) -> worldline_engine::validate::Probe {
+    worldline_engine::validate::Probe {
+        agent,
+        status: "completed".into(),
+        passed,
+        reward: if passed { 1.0 } else { 0.0 },
+        failed: Vec::new(),
+    }
+}
+
+/// Three cases: one that validates, one the do-nothing agent passes and
+/// whose answer leaks, one that does not load.
+fn validated_rows() -> Vec<super::validate::Row> {
+    use super::validate::Row;
+    use worldline_engine::validate::{Leak, Validated};
+    let ok = Validated {
+        ok: true,
+        problems: Vec::new(),
+        notes: vec!["no gold calls: the oracle was not run".into()],
+        oracle: None,
+        do_nothing: probe("do-nothing", false),
+        empty_answer: probe("empty-answer", false),
+        deterministic: true,
+        leaks: Vec::new(),
+    };
+    let failing = Validated {
+        ok: false,
+        problems: vec!["the do-nothing agent passes: nothing checks the work".into()],
+        notes: vec!["no gold calls: the oracle was not run".into()],
+        oracle: Some(probe("oracle", true)),
+        do_nothing: probe("do-nothing", true),
+        empty_answer: probe("empty-answer", false),
+        deterministic: false,
+        leaks: vec![Leak {
+            check: "output.contains".into(),
+            value: "D-42".into(),
+            seen_in: "task".into(),
+        }],
+    };
+    vec![
+        Row::validated(
+            "refund/duplicate".into(),
+            "cases/refund/duplicate.toml".into(),
+            ok,
+        ),
+        Row::validated(
+            "incident/stale-deploys".into(),
+            "cases/incident/stale-deploys.toml".into(),
+            failing,
+        ),
+        Row::broken(
+            "broken".into(),
+            "cases/broken.toml".into(),
+            "cases/broken.toml: line 3: expected `=`".into(),
+        ),
+    ]
+}
+
+#[test]
+fn validate_writes_a_line_per_case_the_failing_ones_and_the_notes() {
+    let rows = validated_rows();
+    let report = super::validate::Report::of(&rows);
+    assert!(!report.passed());
+    insta::assert_snapshot!(text(|out| super::validate::write(out, &report)));
+}
