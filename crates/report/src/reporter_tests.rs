@@ -685,3 +685,53 @@ fn validate_writes_a_line_per_case_the_failing_ones_and_the_notes() {
     assert!(!report.passed());
     insta::assert_snapshot!(text(|out| super::validate::write(out, &report)));
 }
+
+#[test]
+fn replay_of_a_redacted_copy_says_what_it_checked_and_what_it_cannot() {
+    let r = worldline_log::log::bundle::Redacted {
+        hidden: 7,
+        original_run: "20261128-093036-94a3bea0".into(),
+        original_chain_hash: "9f2c4e1a7b3d5f60aa11bb22cc33dd44".into(),
+        policy_sha256: "5d1f0e9a".into(),
+    };
+    let path = std::path::Path::new("copies/20261128-093036-94a3bea0.jsonl");
+    let doc = super::verify::redacted_copy_json(path, 12, &r);
+    insta::assert_snapshot!(format!(
+        "{}--- json\n{}",
+        text(|out| super::verify::write_redacted_copy(out, path, 12, &r)),
+        serde_json::to_string_pretty(&doc).unwrap()
+    ));
+}
+
+#[test]
+fn rerun_writes_the_run_then_the_verdict_before_and_after_and_what_changed() {
+    use super::rerun::{Change, Original, RerunSummary};
+    let outcomes = branch_outcomes();
+    let changed = [
+        Change {
+            after: true,
+            before: Some(false),
+            what: "deploys/D-42.status equals \"rolled_back\"".into(),
+        },
+        Change {
+            after: true,
+            before: None,
+            what: "output contains \"D-42\"".into(),
+        },
+    ];
+    let s = RerunSummary {
+        run: super::run::RunSummary::of(&outcomes[0]),
+        changed_assertions: &changed,
+        original: Original {
+            output: None,
+            run: "20261128-093036-94a3bea0",
+            status: "failed",
+        },
+    };
+    insta::assert_snapshot!(text(|out| super::rerun::write(
+        out,
+        &s,
+        &outcomes[0],
+        "5a85abe72625901f9457cef10dac8d2a6d10550658ae2504582a095c0475866e"
+    )));
+}
