@@ -735,3 +735,50 @@ fn rerun_writes_the_run_then_the_verdict_before_and_after_and_what_changed() {
         "5a85abe72625901f9457cef10dac8d2a6d10550658ae2504582a095c0475866e"
     )));
 }
+
+#[test]
+fn a_regraded_run_is_its_status_the_warnings_the_agents_error_then_the_grade() {
+    use worldline_case::world::state::Write;
+    use worldline_engine::grade::{Assertion, Grade};
+    let mut after = deploys();
+    after.apply(&Write::Put {
+        table: "deploys".into(),
+        key: "D-42".into(),
+        row: serde_json::json!({"id": "D-42", "status": "paused"}),
+    });
+    let grade = Grade {
+        passed: false,
+        reward: 0.0,
+        assertions: vec![
+            Assertion {
+                what: "output contains \"D-42\"".into(),
+                passed: true,
+                expected: serde_json::json!("D-42"),
+                actual: serde_json::json!("rolled back D-42"),
+                judge: None,
+            },
+            Assertion {
+                what: "deploys/D-42.status equals".into(),
+                passed: false,
+                expected: serde_json::json!("rolled_back"),
+                actual: serde_json::json!("paused"),
+                judge: None,
+            },
+        ],
+        diff: worldline_engine::grade::diff::diff(&deploys(), &after),
+        turns: Vec::new(),
+    };
+    let f = footer("trapped", "", "panicked at src/lib.rs:3:5");
+    let warnings = ["the case changed since the run: graded against the case as it is now".into()];
+    let s = super::grade::RegradeSummary {
+        agent_error: worldline_engine::traceback::agent_error(&f),
+        bundle: "runs/20261128-093040-d00d0004.jsonl".into(),
+        case: "cases/incident/stale-deploys.toml".into(),
+        grade: &grade,
+        recorded_grade: f.verdict(),
+        run_status: f.status.as_str(),
+        status: worldline_engine::grade::verdict::shown_status(f.status, Some(&grade)),
+        warnings: &warnings,
+    };
+    insta::assert_snapshot!(text(|out| super::grade::write_regrade(out, &s)));
+}
