@@ -18,6 +18,7 @@ pub mod gc;
 pub mod grade;
 pub mod group;
 pub mod history;
+pub mod import;
 pub mod junit;
 pub mod merge;
 #[cfg(test)]

@@ -782,3 +782,51 @@ fn a_regraded_run_is_its_status_the_warnings_the_agents_error_then_the_grade() {
     };
     insta::assert_snapshot!(text(|out| super::grade::write_regrade(out, &s)));
 }
+
+#[test]
+fn import_names_each_run_a_redacted_copy_and_what_was_skipped() {
+    use worldline_engine::export::{Imported, Skipped};
+    let imported = [
+        Imported {
+            run_id: "20261128-093036-94a3bea0".into(),
+            redacted: None,
+            new: true,
+        },
+        Imported {
+            run_id: "20261128-093037-ab44c7dd".into(),
+            redacted: None,
+            new: false,
+        },
+        Imported {
+            run_id: "20261128-093038-c00c0003".into(),
+            redacted: Some(worldline_log::log::bundle::Redacted {
+                hidden: 7,
+                original_run: "20261128-093030-0a0a0a0a".into(),
+                original_chain_hash: "9f2c4e1a7b3d5f60".into(),
+                policy_sha256: "5d1f0e9a".into(),
+            }),
+            new: true,
+        },
+    ];
+    let skipped = [Skipped {
+        run_id: "20261128-093039-c00c0009".into(),
+        reason: "bad chain hash at event 3".into(),
+    }];
+    let mut err = Vec::new();
+    let out = text(|out| {
+        super::import::write(
+            out,
+            &mut err,
+            &super::import::Imports {
+                store: "/srv/worldline/store",
+                imported: &imported,
+                skipped: &skipped,
+                totals: true,
+            },
+        )
+    });
+    insta::assert_snapshot!(format!(
+        "{out}--- stderr\n{}",
+        String::from_utf8(err).unwrap()
+    ));
+}
