@@ -10,6 +10,7 @@
 #![deny(unreachable_pub)]
 
 pub mod atif;
+pub mod case;
 pub mod check;
 pub mod diff;
 pub mod events;

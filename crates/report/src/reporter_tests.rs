@@ -830,3 +830,40 @@ fn import_names_each_run_a_redacted_copy_and_what_was_skipped() {
         String::from_utf8(err).unwrap()
     ));
 }
+
+#[test]
+fn case_from_run_and_from_trace_say_what_they_wrote_and_list_a_traces_runs() {
+    use worldline_engine::regress::from_run::FromRun;
+    use worldline_engine::regress::from_trace::{FromTrace, Listed};
+    let from_run = FromRun {
+        run_id: "20261128-093036-94a3bea0".into(),
+        chain_hash: "9f2c4e1a7b3d5f60aa11bb22cc33dd44".into(),
+        case: "cases/regress/stale-deploys.toml".into(),
+        bundle_copy: "cases/regress/stale-deploys.bundle.jsonl".into(),
+        injects: 2,
+        model_calls: 5,
+        not_carried: vec!["the agent's environment (HOME changed)".into()],
+    };
+    // A trace's id and tool name with a terminal escape in them.
+    let listed = [Listed {
+        trace_id: "28ac4fcec88c021f\u{1b}[2J".into(),
+        model_calls: 3,
+        tool_calls: 2,
+        tools: vec!["get_deploy".into(), "roll\u{1b}[31mback".into()],
+    }];
+    let from_trace = FromTrace {
+        trace_id: "28ac4fcec88c021fc56ba0cc4c5101f0".into(),
+        dir: "cases/from-trace".into(),
+        case: "cases/from-trace/case.toml".into(),
+        world: "cases/from-trace/worlds/traced".into(),
+        model_calls: 3,
+        tool_calls: 2,
+        tools: vec!["get_deploy".into(), "rollback_deploy".into()],
+        forms: vec!["openai-v2"],
+    };
+    insta::assert_snapshot!(text(|out| {
+        super::case::write_from_run(out, &from_run)?;
+        super::case::write_trace_runs(out, &listed)?;
+        super::case::write_from_trace(out, &from_trace)
+    }));
+}
