@@ -12,16 +12,16 @@ use worldline_engine::validate::{Probe, Validated};
 /// One case's line of the report.
 #[derive(Serialize)]
 pub struct Row {
-    pub case: String,
-    pub path: String,
+    case: String,
+    path: String,
     /// `ok`, `failing`, or `broken` (the case did not load, or its gold
     /// calls fail on its world).
-    pub verdict: &'static str,
+    verdict: &'static str,
     #[serde(flatten)]
-    pub validated: Option<Validated>,
+    validated: Option<Validated>,
     /// Why a broken case is broken.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    error: Option<String>,
 }
 
 impl Row {
@@ -51,11 +51,11 @@ impl Row {
 /// The `validate --json` document.
 #[derive(Serialize)]
 pub struct Report<'a> {
-    pub cases: usize,
-    pub ok: usize,
-    pub failing: usize,
-    pub broken: usize,
-    pub results: &'a [Row],
+    cases: usize,
+    ok: usize,
+    failing: usize,
+    broken: usize,
+    results: &'a [Row],
 }
 
 impl<'a> Report<'a> {
