@@ -1,5 +1,6 @@
 //! A grade: as text (every assertion with expected vs actual, then the
-//! state diff) and the `grade --json` document of a re-graded run.
+//! state diff), and a re-graded run as `grade` writes it or as its
+//! `grade --json` document.
 
 use serde::Serialize;
 use std::io::{self, Write};
@@ -59,4 +60,22 @@ pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()
         }
     }
     Ok(())
+}
+
+/// `grade`: a line naming the run, its status and the case it was graded
+/// against, the grader's warnings, the agent's own error, then the grade.
+pub fn write_regrade(out: &mut impl Write, s: &RegradeSummary<'_>) -> io::Result<()> {
+    writeln!(
+        out,
+        "grade {}  {}  (against {})",
+        s.bundle, s.status, s.case
+    )?;
+    for w in s.warnings {
+        writeln!(out, "  warning: {w}")?;
+    }
+    // As `run::write_agent_error` does (run.rs imports this file).
+    for l in s.agent_error.iter().flat_map(|e| e.lines()) {
+        writeln!(out, "  {l}")?;
+    }
+    write(out, s.grade, "  ")
 }

@@ -10,11 +10,16 @@
 #![deny(unreachable_pub)]
 
 pub mod atif;
+pub mod case;
 pub mod check;
+pub mod diff;
 pub mod events;
 pub mod fuzz;
 pub mod gc;
 pub mod grade;
+pub mod group;
+pub mod history;
+pub mod import;
 pub mod junit;
 pub mod merge;
 #[cfg(test)]
@@ -29,6 +34,7 @@ pub mod runs;
 pub mod suite;
 pub mod timeline;
 pub mod trajectory;
+pub mod validate;
 pub mod verify;
 
 use serde::Serialize;

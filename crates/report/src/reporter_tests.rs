@@ -326,3 +326,544 @@ fn merge_takes_fuzz_shards_as_a_campaign_and_names_a_shard_given_twice() {
     ]);
     insta::assert_snapshot!(twice.err().unwrap().to_string());
 }
+
+/// A fork of a run (`rollback_deploy` denied from event 2, the case made
+/// from that run, fuel raised) killed inside a call: six events, one
+/// shaped by a case rule and one by a fuzz fault, no footer.
+fn forked_bundle() -> worldline_log::log::Bundle {
+    use serde_json::json;
+    use worldline_log::log::{Bundle, Chain, Event};
+    let header = serde_json::from_value(json!({
+        "agent_sha256": "5a85abe72625901f9457cef10dac8d2a6d10550658ae2504582a095c0475866e",
+        "case": "incident/stale-deploys",
+        "case_hash": "90d49a33a76c9e4fec8dcacedec4f03884a5a7d0780dcbf4702dd09764321da5",
+        "engine_hash": "524fe5548ccb435172ce38fcc98362869829762a30bbab82c142828761d081bf",
+        "format": "worldline-bundle/1",
+        "harness_version": "0.1.0",
+        "limits": {"fuel": 50_000_000},
+        "origin": {"created_from": "run", "run": "20261128-093036-94a3bea0",
+                   "chain_hash": "28ac4fcec88c021fc56ba0cc4c5101f0"},
+        "parent": {"run": "20261128-093036-94a3bea0", "chain_hash": "9f2c4e1a7b3d5f60",
+                   "event": 2, "edits": [{"edit": "deny", "tool": "rollback_deploy"}]},
+        "seed": 514,
+        "world": "incident@v4",
+        "world_hash": "182df03b2e45956372d27b220e48b55a0a3bacb5efc942542bb892613f47486c"
+    }))
+    .unwrap();
+    let tool =
+        |seq: u64, effect: &str, name: &str, response: Value, injected: Option<Value>| -> Event {
+            serde_json::from_value(json!({
+                "call": "worldline:agent/tools.call", "effect": effect, "fuel": 1000 * seq,
+                "request": {"args": {"id": "D-42"}, "name": name}, "response": response,
+                "injected": injected, "seq": seq, "vtime_ns": 930_000_000 * seq,
+            }))
+            .unwrap()
+        };
+    let refused = json!({"error": {"kind": "denied", "message": "rollback_deploy is denied"}});
+    let events =
+        vec![
+        serde_json::from_value(json!({
+            "call": "wasi:clocks/wall-clock.now", "effect": "read", "fuel": 10,
+            "request": {}, "response": {"seconds": 1_772_366_400, "nanoseconds": 0},
+            "seq": 0, "vtime_ns": 1_000_000,
+        }))
+        .unwrap(),
+        tool(1, "read", "get_deploy", json!({"ok": {"id": "D-42", "status": "live"}}), None),
+        tool(2, "denied", "rollback_deploy", refused, None),
+        tool(
+            3,
+            "failed",
+            "list_deploys",
+            json!({"error": {"kind": "unavailable", "message": "503"}}),
+            Some(json!({"rule": 0, "action": "error"})),
+        ),
+        tool(
+            4,
+            "failed",
+            "list_deploys",
+            json!({"error": {"kind": "timeout", "message": "timed out"}}),
+            Some(json!({"fuzz": {"tool": "list_deploys", "nth": 2, "action": "timeout"},
+                        "action": "timeout"})),
+        ),
+        serde_json::from_value(json!({
+            "call": "wasi:clocks/monotonic-clock.now", "effect": "read", "fuel": 5000,
+            "request": {}, "response": 4_650_000_000_u64, "seq": 5, "vtime_ns": 4_650_000_000_u64,
+        }))
+        .unwrap(),
+    ];
+    Bundle {
+        header,
+        events,
+        footer: None,
+        in_flight: Some(
+            serde_json::from_value(json!({"call": "worldline:agent/tools.call",
+                "request_sha256": "ab", "seq": 6, "tool": "page_oncall"}))
+            .unwrap(),
+        ),
+        chain: Chain::default(),
+    }
+}
+
+/// Events 1 to 4 of `forked_bundle()`: a page with one event after it.
+fn history_query() -> worldline_engine::ops::history::Query {
+    worldline_engine::ops::history::Query {
+        only: None,
+        skip: 1,
+        max_count: Some(4),
+        streams: false,
+    }
+}
+
+#[test]
+fn history_writes_the_lineage_a_line_per_event_and_where_the_page_stands() {
+    use worldline_engine::ops::history::{Read, page};
+    let read = Read {
+        bundle: forked_bundle(),
+        total: 6,
+    };
+    let q = history_query();
+    let page = page(&read, &q);
+    let t = super::history::Timeline {
+        path: std::path::Path::new("runs/20261128-093040-d00d0004.jsonl"),
+        bundle: &read.bundle,
+        page: &page,
+        hidden: Some(3),
+    };
+    let cut = super::timeline::Cut::Standard;
+    insta::assert_snapshot!(text(|out| super::history::write(out, &t, cut)));
+}
+
+#[test]
+fn history_json_is_the_header_and_the_page_saying_where_it_is() {
+    use worldline_engine::ops::history::{Read, page};
+    let read = Read {
+        bundle: forked_bundle(),
+        total: 6,
+    };
+    let q = history_query();
+    let page = page(&read, &q);
+    let t = super::history::Timeline {
+        path: std::path::Path::new("runs/20261128-093040-d00d0004.jsonl"),
+        bundle: &read.bundle,
+        page: &page,
+        hidden: None,
+    };
+    let doc = super::history::json(&t, &q, false);
+    insta::assert_snapshot!(serde_json::to_string_pretty(&doc).unwrap());
+}
+
+/// A run's footer as recorded, with `status` and what it kept of its
+/// streams.
+fn footer(status: &str, stdout: &str, stderr: &str) -> worldline_log::log::Footer {
+    serde_json::from_value(serde_json::json!({
+        "chain_hash": "9f2c4e1a7b3d5f60aa11bb22cc33dd44", "events": 12,
+        "final_state_hash": "c0ffee", "fuel": 123_456, "output": "rolled back D-42",
+        "replayable": true, "status": status, "stdout": stdout, "stderr": stderr,
+        "truncated_bytes": 12,
+    }))
+    .unwrap()
+}
+
+#[test]
+fn history_streams_end_each_with_a_newline_and_note_what_was_dropped() {
+    use super::history::{Streams, streams_json, write_streams};
+    let f = footer("completed", "step 1\nstep 2", "warning: slow\n");
+    let both = Streams {
+        stdout: true,
+        stderr: true,
+    };
+    let mut err = Vec::new();
+    let out = text(|out| write_streams(out, &mut err, &f, both));
+    let path = std::path::Path::new("runs/20261128-093040-d00d0004.jsonl");
+    let only_stderr = Streams {
+        stdout: false,
+        stderr: true,
+    };
+    let doc = streams_json(path, &f, only_stderr);
+    insta::assert_snapshot!(format!(
+        "{out}--- stderr\n{}--- json\n{}",
+        String::from_utf8(err).unwrap(),
+        serde_json::to_string_pretty(&doc).unwrap()
+    ));
+}
+
+/// A world with one deploy, `D-42`, live.
+fn deploys() -> worldline_case::world::state::State {
+    serde_json::from_value(serde_json::json!({
+        "tables": {"deploys": {"key": "id", "rows": {"D-42": {"id": "D-42", "status": "live"}}}},
+        "files": {},
+    }))
+    .unwrap()
+}
+
+#[test]
+fn show_writes_the_event_whole_and_the_world_after_it() {
+    use worldline_case::world::state::Write;
+    let mut event = forked_bundle().events.swap_remove(3);
+    let write = Write::Put {
+        table: "deploys".into(),
+        key: "D-42".into(),
+        row: serde_json::json!({"id": "D-42", "status": "rolled_back"}),
+    };
+    let mut state = deploys();
+    state.apply(&write);
+    event.writes.push(write);
+    let origin = forked_bundle().header.origin;
+    insta::assert_snapshot!(text(|out| super::history::write_event(
+        out,
+        "20261128-093040-d00d0004",
+        &event,
+        origin.as_ref(),
+        &state
+    )));
+}
+
+/// Three branches of a run: one completed, one errored, one trapped.
+fn branch_outcomes() -> Vec<worldline_engine::run::RunOutcome> {
+    let header: worldline_log::log::Header = forked_bundle().header;
+    ["completed", "errored", "trapped"]
+        .iter()
+        .enumerate()
+        .map(|(i, status)| worldline_engine::run::RunOutcome {
+            run_id: Some(format!("20261128-09304{i}-b00b000{i}")),
+            divergence: None,
+            reached_end: false,
+            grade: None,
+            bundle: None,
+            header: header.clone(),
+            footer: footer(status, "", "panicked at src/lib.rs:3:5"),
+            events: Vec::new(),
+            final_state: Default::default(),
+        })
+        .collect()
+}
+
+/// The branches of `branch_outcomes()`, four asked for.
+fn branches(outcomes: &[worldline_engine::run::RunOutcome]) -> super::group::Branches<'_> {
+    super::group::Branches {
+        parent: "20261128-093036-94a3bea0",
+        at: 2,
+        samples: 4,
+        members: outcomes
+            .iter()
+            .zip([11, 12, 13])
+            .map(|(o, s)| (s, o))
+            .collect(),
+        elapsed_ms: 1234.5,
+    }
+}
+
+#[test]
+fn a_group_of_branches_is_a_line_each_then_pass_at_k_and_pass_hat_k() {
+    let outcomes = branch_outcomes();
+    let b = branches(&outcomes);
+    assert!(!b.all_passed());
+    insta::assert_snapshot!(text(|out| super::group::write(out, &b)));
+}
+
+#[test]
+fn a_group_of_branches_as_json_names_its_parent_and_each_member() {
+    let outcomes = branch_outcomes();
+    insta::assert_snapshot!(
+        serde_json::to_string_pretty(&super::group::json(&branches(&outcomes))).unwrap()
+    );
+}
+
+/// `forked_bundle()`'s events beside the same run answered otherwise at
+/// event 2, whose final state has the deploy rolled back.
+fn compared_runs(f: impl FnOnce(&super::diff::Compared<'_>) -> String) -> String {
+    use worldline_case::world::state::Write;
+    let a = forked_bundle().events;
+    let mut b = a.clone();
+    b[2].effect = worldline_log::log::Effect::Write;
+    b[2].response = serde_json::json!({"ok": {"id": "D-42", "status": "rolled_back"}});
+    let mut after = deploys();
+    after.apply(&Write::Put {
+        table: "deploys".into(),
+        key: "D-42".into(),
+        row: serde_json::json!({"id": "D-42", "status": "rolled_back"}),
+    });
+    let state = worldline_engine::grade::diff::diff(&deploys(), &after);
+    use super::diff::{Compared, Side};
+    f(&Compared {
+        a: Side {
+            run: "20261128-093040-d00d0004",
+            events: &a,
+            output: None,
+        },
+        b: Side {
+            run: "20261128-093041-e00e0005",
+            events: &b,
+            output: Some("rolled back D-42"),
+        },
+        first: super::timeline::first_difference(&a, &b),
+        state: &state,
+        redacted_view: false,
+    })
+}
+
+#[test]
+fn diff_writes_where_two_runs_first_differ_and_their_final_states() {
+    insta::assert_snapshot!(compared_runs(|c| text(|out| super::diff::write(
+        out,
+        c,
+        super::timeline::Cut::Standard
+    ))));
+}
+
+#[test]
+fn diff_json_gives_each_side_of_the_first_divergence() {
+    insta::assert_snapshot!(compared_runs(|c| serde_json::to_string_pretty(
+        &super::diff::json(c)
+    )
+    .unwrap()));
+}
+
+/// A probe of `validate` that ran and passed or not.
+fn probe(agent: &'static str, passed: bool) -> worldline_engine::validate::Probe {
+    worldline_engine::validate::Probe {
+        agent,
+        status: "completed".into(),
+        passed,
+        reward: if passed { 1.0 } else { 0.0 },
+        failed: Vec::new(),
+    }
+}
+
+/// Three cases: one that validates, one the do-nothing agent passes and
+/// whose answer leaks, one that does not load.
+fn validated_rows() -> Vec<super::validate::Row> {
+    use super::validate::Row;
+    use worldline_engine::validate::{Leak, Validated};
+    let ok = Validated {
+        ok: true,
+        problems: Vec::new(),
+        notes: vec!["no gold calls: the oracle was not run".into()],
+        oracle: None,
+        do_nothing: probe("do-nothing", false),
+        empty_answer: probe("empty-answer", false),
+        deterministic: true,
+        leaks: Vec::new(),
+    };
+    let failing = Validated {
+        ok: false,
+        problems: vec!["the do-nothing agent passes: nothing checks the work".into()],
+        notes: vec!["no gold calls: the oracle was not run".into()],
+        oracle: Some(probe("oracle", true)),
+        do_nothing: probe("do-nothing", true),
+        empty_answer: probe("empty-answer", false),
+        deterministic: false,
+        leaks: vec![Leak {
+            check: "output.contains".into(),
+            value: "D-42".into(),
+            seen_in: "task".into(),
+        }],
+    };
+    vec![
+        Row::validated(
+            "refund/duplicate".into(),
+            "cases/refund/duplicate.toml".into(),
+            ok,
+        ),
+        Row::validated(
+            "incident/stale-deploys".into(),
+            "cases/incident/stale-deploys.toml".into(),
+            failing,
+        ),
+        Row::broken(
+            "broken".into(),
+            "cases/broken.toml".into(),
+            "cases/broken.toml: line 3: expected `=`".into(),
+        ),
+    ]
+}
+
+#[test]
+fn validate_writes_a_line_per_case_the_failing_ones_and_the_notes() {
+    let rows = validated_rows();
+    let report = super::validate::Report::of(&rows);
+    assert!(!report.passed());
+    insta::assert_snapshot!(text(|out| super::validate::write(out, &report)));
+}
+
+#[test]
+fn replay_of_a_redacted_copy_says_what_it_checked_and_what_it_cannot() {
+    let r = worldline_log::log::bundle::Redacted {
+        hidden: 7,
+        original_run: "20261128-093036-94a3bea0".into(),
+        original_chain_hash: "9f2c4e1a7b3d5f60aa11bb22cc33dd44".into(),
+        policy_sha256: "5d1f0e9a".into(),
+    };
+    let path = std::path::Path::new("copies/20261128-093036-94a3bea0.jsonl");
+    let doc = super::verify::redacted_copy_json(path, 12, &r);
+    insta::assert_snapshot!(format!(
+        "{}--- json\n{}",
+        text(|out| super::verify::write_redacted_copy(out, path, 12, &r)),
+        serde_json::to_string_pretty(&doc).unwrap()
+    ));
+}
+
+#[test]
+fn rerun_writes_the_run_then_the_verdict_before_and_after_and_what_changed() {
+    use super::rerun::{Change, Original, RerunSummary};
+    let outcomes = branch_outcomes();
+    let changed = [
+        Change {
+            after: true,
+            before: Some(false),
+            what: "deploys/D-42.status equals \"rolled_back\"".into(),
+        },
+        Change {
+            after: true,
+            before: None,
+            what: "output contains \"D-42\"".into(),
+        },
+    ];
+    let s = RerunSummary {
+        run: super::run::RunSummary::of(&outcomes[0]),
+        changed_assertions: &changed,
+        original: Original {
+            output: None,
+            run: "20261128-093036-94a3bea0",
+            status: "failed",
+        },
+    };
+    insta::assert_snapshot!(text(|out| super::rerun::write(
+        out,
+        &s,
+        &outcomes[0],
+        "5a85abe72625901f9457cef10dac8d2a6d10550658ae2504582a095c0475866e"
+    )));
+}
+
+#[test]
+fn a_regraded_run_is_its_status_the_warnings_the_agents_error_then_the_grade() {
+    use worldline_case::world::state::Write;
+    use worldline_engine::grade::{Assertion, Grade};
+    let mut after = deploys();
+    after.apply(&Write::Put {
+        table: "deploys".into(),
+        key: "D-42".into(),
+        row: serde_json::json!({"id": "D-42", "status": "paused"}),
+    });
+    let grade = Grade {
+        passed: false,
+        reward: 0.0,
+        assertions: vec![
+            Assertion {
+                what: "output contains \"D-42\"".into(),
+                passed: true,
+                expected: serde_json::json!("D-42"),
+                actual: serde_json::json!("rolled back D-42"),
+                judge: None,
+            },
+            Assertion {
+                what: "deploys/D-42.status equals".into(),
+                passed: false,
+                expected: serde_json::json!("rolled_back"),
+                actual: serde_json::json!("paused"),
+                judge: None,
+            },
+        ],
+        diff: worldline_engine::grade::diff::diff(&deploys(), &after),
+        turns: Vec::new(),
+    };
+    let f = footer("trapped", "", "panicked at src/lib.rs:3:5");
+    let warnings = ["the case changed since the run: graded against the case as it is now".into()];
+    let s = super::grade::RegradeSummary {
+        agent_error: worldline_engine::traceback::agent_error(&f),
+        bundle: "runs/20261128-093040-d00d0004.jsonl".into(),
+        case: "cases/incident/stale-deploys.toml".into(),
+        grade: &grade,
+        recorded_grade: f.verdict(),
+        run_status: f.status.as_str(),
+        status: worldline_engine::grade::verdict::shown_status(f.status, Some(&grade)),
+        warnings: &warnings,
+    };
+    insta::assert_snapshot!(text(|out| super::grade::write_regrade(out, &s)));
+}
+
+#[test]
+fn import_names_each_run_a_redacted_copy_and_what_was_skipped() {
+    use worldline_engine::export::{Imported, Skipped};
+    let imported = [
+        Imported {
+            run_id: "20261128-093036-94a3bea0".into(),
+            redacted: None,
+            new: true,
+        },
+        Imported {
+            run_id: "20261128-093037-ab44c7dd".into(),
+            redacted: None,
+            new: false,
+        },
+        Imported {
+            run_id: "20261128-093038-c00c0003".into(),
+            redacted: Some(worldline_log::log::bundle::Redacted {
+                hidden: 7,
+                original_run: "20261128-093030-0a0a0a0a".into(),
+                original_chain_hash: "9f2c4e1a7b3d5f60".into(),
+                policy_sha256: "5d1f0e9a".into(),
+            }),
+            new: true,
+        },
+    ];
+    let skipped = [Skipped {
+        run_id: "20261128-093039-c00c0009".into(),
+        reason: "bad chain hash at event 3".into(),
+    }];
+    let mut err = Vec::new();
+    let out = text(|out| {
+        super::import::write(
+            out,
+            &mut err,
+            &super::import::Imports {
+                store: "/srv/worldline/store",
+                imported: &imported,
+                skipped: &skipped,
+                totals: true,
+            },
+        )
+    });
+    insta::assert_snapshot!(format!(
+        "{out}--- stderr\n{}",
+        String::from_utf8(err).unwrap()
+    ));
+}
+
+#[test]
+fn case_from_run_and_from_trace_say_what_they_wrote_and_list_a_traces_runs() {
+    use worldline_engine::regress::from_run::FromRun;
+    use worldline_engine::regress::from_trace::{FromTrace, Listed};
+    let from_run = FromRun {
+        run_id: "20261128-093036-94a3bea0".into(),
+        chain_hash: "9f2c4e1a7b3d5f60aa11bb22cc33dd44".into(),
+        case: "cases/regress/stale-deploys.toml".into(),
+        bundle_copy: "cases/regress/stale-deploys.bundle.jsonl".into(),
+        injects: 2,
+        model_calls: 5,
+        not_carried: vec!["the agent's environment (HOME changed)".into()],
+    };
+    // A trace's id and tool name with a terminal escape in them.
+    let listed = [Listed {
+        trace_id: "28ac4fcec88c021f\u{1b}[2J".into(),
+        model_calls: 3,
+        tool_calls: 2,
+        tools: vec!["get_deploy".into(), "roll\u{1b}[31mback".into()],
+    }];
+    let from_trace = FromTrace {
+        trace_id: "28ac4fcec88c021fc56ba0cc4c5101f0".into(),
+        dir: "cases/from-trace".into(),
+        case: "cases/from-trace/case.toml".into(),
+        world: "cases/from-trace/worlds/traced".into(),
+        model_calls: 3,
+        tool_calls: 2,
+        tools: vec!["get_deploy".into(), "rollback_deploy".into()],
+        forms: vec!["openai-v2"],
+    };
+    insta::assert_snapshot!(text(|out| {
+        super::case::write_from_run(out, &from_run)?;
+        super::case::write_trace_runs(out, &listed)?;
+        super::case::write_from_trace(out, &from_trace)
+    }));
+}

@@ -3,7 +3,9 @@
 use super::run::RunSummary;
 use serde::Serialize;
 use serde_json::Value;
+use std::io::{self, Write};
 use worldline_engine::grade::Grade;
+use worldline_engine::run::RunOutcome;
 
 /// An assertion whose verdict changed between the original and the rerun.
 #[derive(Serialize)]
@@ -28,6 +30,33 @@ pub struct RerunSummary<'a> {
     pub run: RunSummary<'a>,
     pub changed_assertions: &'a [Change],
     pub original: Original<'a>,
+}
+
+/// `rerun`: a line naming the run and the agent, the rerun's summary, then
+/// the verdict before and after and each assertion that changed.
+pub fn write(
+    out: &mut impl Write,
+    s: &RerunSummary<'_>,
+    outcome: &RunOutcome,
+    agent_sha256: &str,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "rerun of {} with agent {}",
+        s.original.run,
+        agent_sha256.get(..12).unwrap_or(agent_sha256)
+    )?;
+    super::run::write(out, outcome)?;
+    writeln!(
+        out,
+        "  original: {}  ->  rerun: {}",
+        s.original.status, s.run.status
+    )?;
+    for c in s.changed_assertions {
+        let before = c.before.map_or("null".to_string(), |b| b.to_string());
+        writeln!(out, "  changed: {}: {before} -> {}", c.what, c.after)?;
+    }
+    Ok(())
 }
 
 /// Where a fork branched off.

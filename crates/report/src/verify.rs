@@ -1,13 +1,16 @@
 //! What `worldline replay RUN` and `worldline verify` show: a line (or a
 //! few, for a divergence) per replayed run, the runs not replayed and why,
 //! the totals with the drift rate; or the `--json` document of the same.
+//! A redacted copy is not replayed: `replay` says what reading it checked.
 //! The engine hands back a typed result, not a stream of events
 //! (decision 0327).
 
 use serde_json::{Value, json};
 use std::io::{self, Write};
+use std::path::Path;
 use worldline_engine::ops::replay::Verified;
 use worldline_engine::replay::{ReplayReport, Scope, Verdict};
+use worldline_log::log::bundle::Redacted;
 
 /// One replay's verdict: a line, then where a divergence differs and
 /// which passed-through variables differ from the recording.
@@ -157,4 +160,50 @@ pub fn json(v: &Verified) -> Value {
         "sample": sample,
         "mcp_session_runs": v.sessions,
     })
+}
+
+/// What reading a redacted copy checks.
+const COPY_CHECKED: [&str; 2] = [
+    "the copy's hash chain (every event, in order)",
+    "the copy's footer hash (its outcome)",
+];
+
+/// What no one can check from a redacted copy.
+const COPY_NOT_CHECKED: [&str; 2] = [
+    "that the agent makes these calls: the copy's answers are redacted, and its case and world were not exported, so it is not re-executed",
+    "that the copy matches the original run: only the original's chain hash is known",
+];
+
+/// `replay --json` of a redacted copy of `events` events at `path`.
+pub fn redacted_copy_json(path: &Path, events: usize, r: &Redacted) -> Value {
+    json!({
+        "run": path.display().to_string(), "verdict": "redacted_copy",
+        "events": events, "original_run": r.original_run,
+        "original_chain_hash": r.original_chain_hash, "hidden": r.hidden,
+        "checked": COPY_CHECKED, "not_checked": COPY_NOT_CHECKED,
+    })
+}
+
+/// `replay` of a redacted copy, which cannot be re-executed: what reading
+/// it checked and what no one can check from it.
+pub fn write_redacted_copy(
+    out: &mut impl Write,
+    path: &Path,
+    events: usize,
+    r: &Redacted,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}  redacted copy of {} ({events} events, {} values hidden)",
+        path.display(),
+        r.original_run,
+        r.hidden
+    )?;
+    for c in COPY_CHECKED {
+        writeln!(out, "  checked: {c}")?;
+    }
+    for c in COPY_NOT_CHECKED {
+        writeln!(out, "  cannot check: {c}")?;
+    }
+    Ok(())
 }

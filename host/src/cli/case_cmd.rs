@@ -8,9 +8,9 @@ use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use worldline_case::case::model::CassetteMode;
-use worldline_case::shown;
 use worldline_engine::regress::from_run::{self, Options};
 use worldline_engine::regress::from_trace;
+use worldline_report::case as case_report;
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
@@ -102,17 +102,7 @@ fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_value(&made)?);
         return Ok(ExitCode::Ok);
     }
-    println!(
-        "wrote {} from run {} ({} [[inject]] rule(s), {} recorded model call(s); bundle copy {})",
-        made.case.display(),
-        made.run_id,
-        made.injects,
-        made.model_calls,
-        made.bundle_copy.display()
-    );
-    for n in &made.not_carried {
-        println!("  not carried: {n}");
-    }
+    case_report::write_from_run(&mut std::io::stdout().lock(), &made)?;
     Ok(ExitCode::Ok)
 }
 
@@ -122,18 +112,7 @@ fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
         if args.common.json {
             println!("{}", serde_json::to_value(&runs)?);
         } else {
-            // Ids and tool names are the trace's: shown escaped.
-            for r in &runs {
-                let tools: Vec<String> = r.tools.iter().map(|t| shown::text(t)).collect();
-                println!(
-                    "{}  {} model call(s), {} tool call(s)  tools: {}",
-                    shown::text(&r.trace_id),
-                    r.model_calls,
-                    r.tool_calls,
-                    tools.join(", ")
-                );
-            }
-            println!("{} agent run(s)", runs.len());
+            case_report::write_trace_runs(&mut std::io::stdout().lock(), &runs)?;
         }
         return Ok(ExitCode::Ok);
     }
@@ -144,15 +123,7 @@ fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
     if args.common.json {
         println!("{}", serde_json::to_value(&made)?);
     } else {
-        println!(
-            "wrote {} from trace {} ({} model call(s), {} tool result(s), tools: {}); read {}",
-            made.case.display(),
-            shown::text(&made.trace_id),
-            made.model_calls,
-            made.tool_calls,
-            shown::list(&made.tools),
-            made.dir.join("README.md").display()
-        );
+        case_report::write_from_trace(&mut std::io::stdout().lock(), &made)?;
     }
     Ok(ExitCode::Ok)
 }

@@ -262,30 +262,17 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
             ),
         }
     } else {
-        for i in &imported {
-            match &i.redacted {
-                Some(r) => println!(
-                    "imported {} into {}: a REDACTED copy of run {} ({} values hidden); it is not the original and does not replay",
-                    i.run_id,
-                    store.name(),
-                    r.original_run,
-                    r.hidden
-                ),
-                None if !i.new => println!("{} was already in {}", i.run_id, store.name()),
-                None => println!("imported {} into {}", i.run_id, store.name()),
-            }
-        }
-        for s in &skipped {
-            eprintln!("skipped {}: {}", s.run_id, s.reason);
-        }
-        if args.from.len() > 1 || args.from.iter().any(|f| is_store(f)) {
-            println!(
-                "{} run(s) imported ({} new), {} skipped",
-                imported.len(),
-                imported.iter().filter(|i| i.new).count(),
-                skipped.len()
-            );
-        }
+        let name = store.name();
+        worldline_report::import::write(
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+            &worldline_report::import::Imports {
+                store: &name,
+                imported: &imported,
+                skipped: &skipped,
+                totals: args.from.len() > 1 || args.from.iter().any(|f| is_store(f)),
+            },
+        )?;
     }
     Ok(if skipped.is_empty() {
         ExitCode::Ok

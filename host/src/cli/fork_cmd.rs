@@ -6,18 +6,13 @@ use super::Common;
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
-use std::io::Write;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
 use worldline_engine::fork;
-use worldline_engine::fuzz::stats::{pass_at_k, pass_hat_k};
-use worldline_engine::fuzz::summary::PassK;
-use worldline_engine::grade::verdict;
 use worldline_engine::ops;
 use worldline_engine::replay;
-use worldline_engine::run::RunOutcome;
 use worldline_report::{
+    group,
     rerun::{ForkParent, ForkSummary},
     run::RunSummary,
 };
@@ -128,121 +123,25 @@ fn branch(
     let t = std::time::Instant::now();
     let outcomes = fork::branch(sandbox, store, rec, args.at, edits, agent, samples)?;
     let elapsed_ms = t.elapsed().as_secs_f64() * 1000.0;
-    let g = Group::of(samples, &outcomes);
+    let branches = group::Branches {
+        parent: &rec.id,
+        at: args.at,
+        samples,
+        members: outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (fork::branch_seed(rec, args.at, i as u64), o))
+            .collect(),
+        elapsed_ms,
+    };
     if args.common.json {
-        super::print_json(&group_json(rec, args.at, &outcomes, &g, elapsed_ms))?;
+        super::print_json(&group::json(&branches))?;
     } else {
-        write_group(
-            &mut std::io::stdout().lock(),
-            rec,
-            args.at,
-            &outcomes,
-            &g,
-            elapsed_ms,
-        )?;
+        group::write(&mut std::io::stdout().lock(), &branches)?;
     }
-    Ok(if g.passes == g.size {
+    Ok(if branches.all_passed() {
         ExitCode::Ok
     } else {
         ExitCode::Failed
     })
-}
-
-/// A group of branches: how many passed, pass@k and pass^k for each k.
-struct Group {
-    /// Branches asked for (`--samples`).
-    samples: u64,
-    /// Branches made.
-    size: u64,
-    passes: u64,
-    pass_at: Vec<PassK>,
-    pass_hat: Vec<PassK>,
-    /// The group's id: its first member's run.
-    id: Option<String>,
-}
-
-impl Group {
-    fn of(samples: u64, outcomes: &[RunOutcome]) -> Group {
-        let passed = |o: &RunOutcome| {
-            crate::cli::exit::exit_code(o.footer.status, o.grade.as_ref()) == ExitCode::Ok
-        };
-        let c = outcomes.iter().filter(|o| passed(o)).count() as u64;
-        let n = outcomes.len() as u64;
-        let per_k = |f: &dyn Fn(u64) -> f64| -> Vec<PassK> {
-            (1..=n).map(|k| PassK { k, value: f(k) }).collect()
-        };
-        Group {
-            samples,
-            size: n,
-            passes: c,
-            pass_at: per_k(&|k| pass_at_k(c, n, k)),
-            pass_hat: per_k(&|k| pass_hat_k(&[c], n, k)),
-            id: outcomes.first().and_then(|o| o.run_id.clone()),
-        }
-    }
-}
-
-/// `fork --samples K --json`: the parent, the group and each member.
-fn group_json(
-    rec: &replay::RecordedRun,
-    at: u64,
-    outcomes: &[RunOutcome],
-    g: &Group,
-    elapsed_ms: f64,
-) -> serde_json::Value {
-    let members: Vec<_> = outcomes
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            json!({
-                "member": i,
-                "model_seed": fork::branch_seed(rec, at, i as u64),
-                "reward": o.footer.reward(),
-                "verdict": o.footer.verdict(),
-                "run": RunSummary::of(o),
-            })
-        })
-        .collect();
-    json!({
-        "parent": {"run": rec.id, "event": at},
-        "group": {"id": g.id, "size": g.samples, "passes": g.passes, "pass_at_k": g.pass_at, "pass_hat_k": g.pass_hat},
-        "members": members,
-        "elapsed_ms": elapsed_ms,
-    })
-}
-
-/// `fork --samples K`: a line per branch, then the group's rates.
-fn write_group(
-    out: &mut impl Write,
-    rec: &replay::RecordedRun,
-    at: u64,
-    outcomes: &[RunOutcome],
-    g: &Group,
-    elapsed_ms: f64,
-) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "{} branches of {} at event {at} (group {})",
-        g.samples,
-        rec.id,
-        g.id.as_deref().unwrap_or("-")
-    )?;
-    for (i, o) in outcomes.iter().enumerate() {
-        writeln!(
-            out,
-            "  {i}  {}  {}",
-            o.run_id.as_deref().unwrap_or("-"),
-            verdict::shown_status(o.footer.status, o.grade.as_ref())
-        )?;
-    }
-    let last = |v: &[PassK]| v.last().map_or(0.0, |p| p.value * 100.0);
-    let (c, n) = (g.passes, g.size);
-    writeln!(
-        out,
-        "{c}/{n} passed, pass@1 {:.1}%, pass@{n} {:.1}%, pass^{n} {:.1}% ({:.0} ms)",
-        g.pass_at.first().map_or(0.0, |p| p.value * 100.0),
-        last(&g.pass_at),
-        last(&g.pass_hat),
-        elapsed_ms
-    )
 }

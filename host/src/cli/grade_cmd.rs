@@ -50,34 +50,20 @@ pub fn exec(args: GradeCommand) -> Result<ExitCode> {
         || Ok(Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice())),
     )?;
     let (g, footer) = (&graded.grade, &graded.footer);
-    let agent_error = worldline_engine::traceback::agent_error(footer);
+    let summary = RegradeSummary {
+        agent_error: worldline_engine::traceback::agent_error(footer),
+        bundle: path.display().to_string(),
+        case: graded.case.display().to_string(),
+        grade: g,
+        recorded_grade: footer.verdict(),
+        run_status: footer.status.as_str(),
+        status: verdict::shown_status(footer.status, Some(g)),
+        warnings: &graded.warnings,
+    };
     if args.common.json {
-        super::print_json_with_settings(&RegradeSummary {
-            agent_error,
-            bundle: path.display().to_string(),
-            case: graded.case.display().to_string(),
-            grade: g,
-            recorded_grade: footer.verdict(),
-            run_status: footer.status.as_str(),
-            status: verdict::shown_status(footer.status, Some(g)),
-            warnings: &graded.warnings,
-        })?;
+        super::print_json_with_settings(&summary)?;
     } else {
-        println!(
-            "grade {}  {}  (against {})",
-            path.display(),
-            verdict::shown_status(footer.status, Some(g)),
-            graded.case.display()
-        );
-        for w in &graded.warnings {
-            println!("  warning: {w}");
-        }
-        worldline_report::run::write_agent_error(
-            &mut std::io::stdout().lock(),
-            agent_error.as_ref(),
-            "  ",
-        )?;
-        worldline_report::grade::write(&mut std::io::stdout().lock(), g, "  ")?;
+        worldline_report::grade::write_regrade(&mut std::io::stdout().lock(), &summary)?;
     }
     Ok(crate::cli::exit::exit_code(footer.status, Some(g)))
 }

@@ -7,17 +7,16 @@ use super::redact_opts::RedactArgs;
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::io::Write;
-use worldline_case::canon;
 use worldline_case::error::InputError;
-use worldline_engine::fork::check::describe;
 use worldline_engine::grade::{diff, final_state};
 use worldline_engine::ops::history;
 use worldline_engine::replay;
-use worldline_log::log::event::By;
-use worldline_log::log::{Event, bundle};
-use worldline_report::timeline::{Cut, first_difference, summary_cut};
+use worldline_log::log::bundle;
+use worldline_report::diff as compare;
+use worldline_report::history as report;
+use worldline_report::timeline::{Cut, first_difference};
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
@@ -78,34 +77,6 @@ pub struct DiffArgs {
     pub common: Common,
 }
 
-/// Where the run's case came from, in one line.
-fn origin_line(o: &worldline_case::case::origin::Origin) -> String {
-    match &o.chain_hash {
-        Some(chain) => format!(
-            "case made from {} (chain {})",
-            o.source(),
-            short_hash(chain)
-        ),
-        None => format!("case made from {}", o.source()),
-    }
-}
-
-/// A call in flight, as `history` names it (`tool `x``, or the call).
-fn in_flight(i: &worldline_log::log::intent::Intent) -> String {
-    match &i.tool {
-        Some(tool) => format!("tool `{tool}`"),
-        None => i
-            .call
-            .rsplit_once('/')
-            .map_or(&*i.call, |(_, c)| c)
-            .to_string(),
-    }
-}
-
-fn vtime(ns: u64) -> String {
-    format!("{}.{:03}s", ns / 1_000_000_000, ns / 1_000_000 % 1000)
-}
-
 pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
@@ -126,212 +97,21 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         return print_streams(&args, &path, &read.bundle);
     }
     let page = history::page(&read, &query);
+    let timeline = report::Timeline {
+        path: &path,
+        bundle: &read.bundle,
+        page: &page,
+        hidden,
+    };
     let mut out = std::io::stdout().lock();
     if args.common.json {
-        let doc = history_json(&args, &path, &read.bundle, &page, hidden.is_some());
+        let doc = report::json(&timeline, &query, args.full);
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(ExitCode::Ok);
     }
-    write_history_head(&mut out, &path, &read.bundle, hidden)?;
     // Sequence, virtual time, effect and call take 67 columns.
-    let cut = Cut::for_terminal(args.full, 67);
-    write_history_events(&mut out, &read.bundle, &page, cut)?;
-    if page.after > 0 {
-        writeln!(
-            out,
-            "... {} more event(s): --skip {} shows the next ones",
-            page.after,
-            page.matched - page.after
-        )?;
-    }
-    if read.bundle.footer.is_none() {
-        writeln!(
-            out,
-            "(incomplete: the run stopped after event {}; no footer)",
-            read.bundle.events.len().saturating_sub(1)
-        )?;
-    }
+    report::write(&mut out, &timeline, Cut::for_terminal(args.full, 67))?;
     Ok(ExitCode::Ok)
-}
-
-/// The run's status: its footer's, else `incomplete`.
-fn status(b: &bundle::Bundle) -> &str {
-    b.footer
-        .as_ref()
-        .map_or("incomplete", |f| f.status.as_str())
-}
-
-/// `history --json`: the run, its header and the page's events (the
-/// document does not depend on the terminal).
-fn history_json(
-    args: &HistoryArgs,
-    path: &std::path::Path,
-    b: &bundle::Bundle,
-    page: &history::Page<'_>,
-    redacted_view: bool,
-) -> Value {
-    let agent_error = b
-        .footer
-        .as_ref()
-        .and_then(worldline_engine::traceback::agent_error);
-    let cut = if args.full { Cut::Full } else { Cut::Standard };
-    let rows: Vec<Value> = page
-        .events
-        .iter()
-        .map(|e| json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary_cut(e, cut), "injected": e.injected}))
-        .collect();
-    let mut doc = json!({"run": path.display().to_string(), "status": status(b), "agent_error": agent_error, "header": b.header, "redacted_view": redacted_view, "events": rows});
-    // A page says where it is; the whole timeline reads as it always did.
-    if args.max_count.is_some() || args.skip > 0 {
-        doc["matched"] = json!(page.matched);
-        doc["skip"] = json!(args.skip);
-    }
-    doc
-}
-
-/// The lines above the timeline: the run, how it ended, where it came
-/// from, what was raised, edited or redacted.
-fn write_history_head(
-    out: &mut impl Write,
-    path: &std::path::Path,
-    b: &bundle::Bundle,
-    hidden: Option<usize>,
-) -> Result<()> {
-    let h = &b.header;
-    writeln!(
-        out,
-        "{}  {}  case {}  world {}  agent {}",
-        path.display(),
-        status(b),
-        h.case,
-        h.world,
-        short_hash(&h.agent_sha256)
-    )?;
-    let agent_error = b
-        .footer
-        .as_ref()
-        .and_then(worldline_engine::traceback::agent_error);
-    worldline_report::run::write_agent_error(out, agent_error.as_ref(), "")?;
-    write_lineage(out, b)?;
-    if !h.limits.is_empty() {
-        let raised: Vec<String> = h.limits.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-        writeln!(out, "limits raised: {}", raised.join(", "))?;
-    }
-    if let Some(o) = &h.origin {
-        writeln!(out, "{}", origin_line(o))?;
-    }
-    for fp in fork_points(b) {
-        for edit in &fp.edits {
-            writeln!(out, "  edit at event {}: {}", fp.event, describe(edit))?;
-        }
-    }
-    if let Some(r) = &h.redacted {
-        writeln!(
-            out,
-            "REDACTED copy of run {} (its chain hash {}); {} values hidden; not the original",
-            r.original_run,
-            &r.original_chain_hash[..16.min(r.original_chain_hash.len())],
-            r.hidden
-        )?;
-    }
-    if let Some(n) = hidden {
-        writeln!(
-            out,
-            "redacted view: {n} distinct values hidden (--unredacted shows them)"
-        )?;
-    }
-    Ok(())
-}
-
-/// The run's fork points (none when it is not a fork).
-fn fork_points(b: &bundle::Bundle) -> Vec<worldline_log::log::bundle::ForkPoint> {
-    b.header
-        .parent
-        .as_ref()
-        .map(|p| p.fork_points())
-        .unwrap_or_default()
-}
-
-/// Whose fork or resumption the run is, and the calls a kill left in flight.
-fn write_lineage(out: &mut impl Write, b: &bundle::Bundle) -> Result<()> {
-    match &b.header.parent {
-        Some(p) if p.resumed => writeln!(
-            out,
-            "resumed from {} at event {} (events before it followed from its recording)",
-            p.run, p.event
-        )?,
-        Some(p) => writeln!(out, "fork of {} at event {}", p.run, p.event)?,
-        None => {}
-    }
-    if let Some(i) = b.header.parent.as_ref().and_then(|p| p.in_flight.as_ref()) {
-        writeln!(
-            out,
-            "in flight when {} was killed: {}, made again at event {}",
-            b.header.parent.as_ref().map_or("", |p| p.run.as_str()),
-            in_flight(i),
-            i.seq
-        )?;
-    }
-    if let Some(i) = &b.in_flight {
-        writeln!(
-            out,
-            "killed inside {} (event {}: its intent recorded, no answer)",
-            in_flight(i),
-            i.seq
-        )?;
-    }
-    Ok(())
-}
-
-/// A line per event of the page, marked where a fault was injected, the
-/// run resumed or a fork's edits apply.
-fn write_history_events(
-    out: &mut impl Write,
-    b: &bundle::Bundle,
-    page: &history::Page<'_>,
-    cut: Cut,
-) -> Result<()> {
-    let points = fork_points(b);
-    let resumed_at = b
-        .header
-        .parent
-        .as_ref()
-        .filter(|p| p.resumed)
-        .map(|p| p.event);
-    for e in &page.events {
-        let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
-        let mark = match e.mark() {
-            Some(m) => {
-                let by = if matches!(m.by, By::Fuzz(_)) {
-                    "fuzz"
-                } else {
-                    "injected"
-                };
-                format!(
-                    "  [{by}: {}]",
-                    m.action.and_then(Value::as_str).unwrap_or("?")
-                )
-            }
-            None => String::new(),
-        };
-        let mark = if resumed_at == Some(e.seq) {
-            format!("{mark}  [resumed: live from here]")
-        } else if points.iter().any(|fp| fp.event == e.seq) {
-            format!("{mark}  [fork point: edits above]")
-        } else {
-            mark
-        };
-        writeln!(
-            out,
-            "{:>5}  {:>9}  {:<7} {:<40} {}{mark}",
-            e.seq,
-            vtime(e.vtime_ns),
-            format!("{:?}", e.effect).to_lowercase(),
-            call,
-            summary_cut(e, cut)
-        )?;
-    }
-    Ok(())
 }
 
 /// `history --stdout` / `--stderr`: the streams the run kept, as written.
@@ -347,33 +127,17 @@ fn print_streams(
         )
         .into());
     };
+    let streams = report::Streams {
+        stdout: args.stdout,
+        stderr: args.stderr,
+    };
+    let mut out = std::io::stdout().lock();
     if args.common.json {
-        let mut doc =
-            json!({"run": path.display().to_string(), "truncated_bytes": f.truncated_bytes});
-        if args.stdout {
-            doc["stdout"] = json!(f.stdout);
-        }
-        if args.stderr {
-            doc["stderr"] = json!(f.stderr);
-        }
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        let doc = report::streams_json(path, f, streams);
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(ExitCode::Ok);
     }
-    let mut out = std::io::stdout().lock();
-    for (wanted, text) in [(args.stdout, &f.stdout), (args.stderr, &f.stderr)] {
-        if wanted {
-            out.write_all(text.as_bytes())?;
-            if !text.is_empty() && !text.ends_with('\n') {
-                out.write_all(b"\n")?;
-            }
-        }
-    }
-    if f.truncated_bytes > 0 {
-        eprintln!(
-            "({} bytes of stdout and stderr were dropped past [limits] stdout_bytes)",
-            f.truncated_bytes
-        );
-    }
+    report::write_streams(&mut out, &mut std::io::stderr().lock(), f, streams)?;
     Ok(ExitCode::Ok)
 }
 
@@ -412,35 +176,13 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!("event {} of {}: {}", event.seq, rec.id, event.call);
-        if let Some(o) = origin {
-            println!("{}", origin_line(o));
-        }
-        println!(
-            "request:  {}",
-            serde_json::to_string_pretty(&event.request)?
-        );
-        println!(
-            "response: {}",
-            serde_json::to_string_pretty(&event.response)?
-        );
-        println!(
-            "effect: {:?}  vtime: {}  fuel: {}",
-            event.effect,
-            vtime(event.vtime_ns),
-            event.fuel
-        );
-        if let Some(i) = &event.injected {
-            println!("injected: {}", canon::to_string(i));
-        }
-        if !event.writes.is_empty() {
-            println!("writes:   {}", serde_json::to_string_pretty(&event.writes)?);
-        }
-        println!(
-            "world after event {}:\n{}",
-            event.seq,
-            serde_json::to_string_pretty(&state)?
-        );
+        report::write_event(
+            &mut std::io::stdout().lock(),
+            &rec.id,
+            event,
+            origin.as_ref(),
+            &state,
+        )?;
     }
     Ok(ExitCode::Ok)
 }
@@ -462,57 +204,33 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
             *o = r.output(o);
         }
     }
-    let (ea, eb) = (&ea, &eb);
-    let first = first_difference(ea, eb);
-    let side = |e: Option<&Event>| {
-        e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response}))
-    };
+    let first = first_difference(&ea, &eb);
     let state = diff::diff(&fa, &fb);
+    let compared = compare::Compared {
+        a: compare::Side {
+            run: &a.id,
+            events: &ea,
+            output: outputs[0].as_deref(),
+        },
+        b: compare::Side {
+            run: &b.id,
+            events: &eb,
+            output: outputs[1].as_deref(),
+        },
+        first,
+        state: &state,
+        redacted_view: redactor.is_some(),
+    };
+    let mut out = std::io::stdout().lock();
     if args.common.json {
-        let doc = json!({
-            "a": a.id, "b": b.id,
-            "first_divergence": first.map(|i| json!({"index": i, "a": side(ea.get(i)), "b": side(eb.get(i))})),
-            "final_state_diff": state,
-            "outputs": outputs,
-            "redacted_view": redactor.is_some(),
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        let doc = compare::json(&compared);
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        println!(
-            "a: {}  ({} events)\nb: {}  ({} events)",
-            a.id,
-            ea.len(),
-            b.id,
-            eb.len()
-        );
-        match first {
-            None => println!("same events"),
-            Some(i) => {
-                let cut = Cut::for_terminal(args.full, 5);
-                let line = |e: Option<&Event>| e.map_or("(none)".into(), |e| summary_cut(e, cut));
-                println!("first difference at event {i}:");
-                println!("  a: {}", line(ea.get(i)));
-                println!("  b: {}", line(eb.get(i)));
-            }
-        }
-        if state.is_empty() {
-            println!("final states: identical");
-        } else {
-            println!("final state, a -> b:");
-            for l in state.lines() {
-                println!("  {l}");
-            }
-        }
+        compare::write(&mut out, &compared, Cut::for_terminal(args.full, 5))?;
     }
     Ok(if first.is_none() && state.is_empty() {
         ExitCode::Ok
     } else {
         ExitCode::Failed
     })
-}
-
-/// The first 12 characters of a hash read from a bundle (all of it when a
-/// hostile header gives a shorter one).
-fn short_hash(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
 }

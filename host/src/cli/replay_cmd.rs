@@ -5,7 +5,6 @@ use super::Common;
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
 use std::io::Write;
 use worldline_case::error::InputError;
 use worldline_engine::ops;
@@ -51,36 +50,12 @@ fn report_redacted_copy(
     r: &Redacted,
     json: bool,
 ) -> Result<()> {
-    let checked = [
-        "the copy's hash chain (every event, in order)",
-        "the copy's footer hash (its outcome)",
-    ];
-    let not_checked = [
-        "that the agent makes these calls: the copy's answers are redacted, and its case and world were not exported, so it is not re-executed",
-        "that the copy matches the original run: only the original's chain hash is known",
-    ];
+    let mut out = std::io::stdout().lock();
     if json {
-        let doc = json!({
-            "run": path.display().to_string(), "verdict": "redacted_copy",
-            "events": b.events.len(), "original_run": r.original_run,
-            "original_chain_hash": r.original_chain_hash, "hidden": r.hidden,
-            "checked": checked, "not_checked": not_checked,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        let doc = verify_report::redacted_copy_json(path, b.events.len(), r);
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        println!(
-            "{}  redacted copy of {} ({} events, {} values hidden)",
-            path.display(),
-            r.original_run,
-            b.events.len(),
-            r.hidden
-        );
-        for c in checked {
-            println!("  checked: {c}");
-        }
-        for c in not_checked {
-            println!("  cannot check: {c}");
-        }
+        verify_report::write_redacted_copy(&mut out, path, b.events.len(), r)?;
     }
     Ok(())
 }

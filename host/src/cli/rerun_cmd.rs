@@ -64,30 +64,24 @@ pub fn exec(args: RerunCommand) -> Result<ExitCode> {
         original.and_then(|f| f.grade.as_ref()),
         outcome.grade.as_ref(),
     );
-    let original_status = original.map_or("incomplete", verdict::recorded_status);
-    let new_status = verdict::shown_status(outcome.footer.status, outcome.grade.as_ref());
+    let summary = RerunSummary {
+        run: RunSummary::of(outcome),
+        changed_assertions: &changed,
+        original: Original {
+            output: original.and_then(|f| f.output.as_deref()),
+            run: &rec.id,
+            status: original.map_or("incomplete", verdict::recorded_status),
+        },
+    };
     if args.common.json {
-        super::print_json_with_settings(&RerunSummary {
-            run: RunSummary::of(outcome),
-            changed_assertions: &changed,
-            original: Original {
-                output: original.and_then(|f| f.output.as_deref()),
-                run: &rec.id,
-                status: original_status,
-            },
-        })?;
+        super::print_json_with_settings(&summary)?;
     } else {
-        println!(
-            "rerun of {} with agent {}",
-            rec.id,
-            &reran.agent_sha256[..12]
-        );
-        worldline_report::run::write(&mut std::io::stdout().lock(), outcome)?;
-        println!("  original: {original_status}  ->  rerun: {new_status}");
-        for c in &changed {
-            let before = c.before.map_or("null".to_string(), |b| b.to_string());
-            println!("  changed: {}: {before} -> {}", c.what, c.after);
-        }
+        rerun::write(
+            &mut std::io::stdout().lock(),
+            &summary,
+            outcome,
+            &reran.agent_sha256,
+        )?;
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,

@@ -7,11 +7,11 @@ use super::Common;
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
-use serde::Serialize;
 use std::path::PathBuf;
 use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
-use worldline_engine::validate::{self, Probe, Validated};
+use worldline_engine::validate;
+use worldline_report::validate::{Report, Row};
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
@@ -28,30 +28,6 @@ pub struct ValidateArgs {
     pub jobs: Option<usize>,
     #[command(flatten)]
     pub common: Common,
-}
-
-/// One case's line of the report.
-#[derive(Serialize)]
-struct Row {
-    case: String,
-    path: String,
-    /// `ok`, `failing`, or `broken` (the case did not load, or its gold
-    /// calls fail on its world).
-    verdict: &'static str,
-    #[serde(flatten)]
-    validated: Option<Validated>,
-    /// Why a broken case is broken.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Report<'a> {
-    cases: usize,
-    ok: usize,
-    failing: usize,
-    broken: usize,
-    results: &'a [Row],
 }
 
 pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
@@ -79,111 +55,24 @@ pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
         let name = discover::display_name(path);
         let loaded = case::load(path, worlds).map_err(anyhow::Error::from);
         let result = loaded.and_then(|c| validate::validate(&sandbox, &c));
+        let path = path.display().to_string();
         Ok(match result {
-            Ok(v) => Row {
-                case: name,
-                path: path.display().to_string(),
-                verdict: if v.ok { "ok" } else { "failing" },
-                validated: Some(v),
-                error: None,
-            },
-            Err(e) if crate::cli::exit::exit_code_of(&e) == ExitCode::Input => Row {
-                case: name,
-                path: path.display().to_string(),
-                verdict: "broken",
-                validated: None,
-                error: Some(format!("{e:#}")),
-            },
+            Ok(v) => Row::validated(name, path, v),
+            Err(e) if crate::cli::exit::exit_code_of(&e) == ExitCode::Input => {
+                Row::broken(name, path, format!("{e:#}"))
+            }
             Err(e) => return Err(e),
         })
     })?;
-    let count = |v: &str| rows.iter().filter(|r| r.verdict == v).count();
-    let report = Report {
-        cases: rows.len(),
-        ok: count("ok"),
-        failing: count("failing"),
-        broken: count("broken"),
-        results: &rows,
-    };
+    let report = Report::of(&rows);
     if args.common.json {
         super::print_json_with_settings(&report)?;
     } else {
-        print(&report);
+        worldline_report::validate::write(&mut std::io::stdout().lock(), &report)?;
     }
-    Ok(if report.failing + report.broken == 0 {
+    Ok(if report.passed() {
         ExitCode::Ok
     } else {
         ExitCode::Failed
     })
-}
-
-/// `pass`/`fail` as a probe ended, `-` when it did not run.
-fn shown(p: Option<&Probe>) -> &'static str {
-    match p {
-        None => "-",
-        Some(p) if p.status == "not run" => "-",
-        Some(p) if p.passed => "pass",
-        Some(_) => "fail",
-    }
-}
-
-fn print(r: &Report) {
-    let width = r.results.iter().map(|x| x.case.len()).max().unwrap_or(4);
-    println!(
-        "{:width$}  {:7} {:10} {:12} {:5} {:5}  verdict",
-        "case", "oracle", "do-nothing", "empty-answer", "same", "leaks"
-    );
-    for row in r.results {
-        let v = row.validated.as_ref();
-        let same = match v {
-            Some(v) if v.deterministic => "yes",
-            Some(_) => "NO",
-            None => "-",
-        };
-        println!(
-            "{:width$}  {:7} {:10} {:12} {:5} {:5}  {}",
-            worldline_case::shown::message(&row.case),
-            shown(v.and_then(|v| v.oracle.as_ref())),
-            shown(v.map(|v| &v.do_nothing)),
-            shown(v.map(|v| &v.empty_answer)),
-            same,
-            v.map_or("-".to_string(), |v| v.leaks.len().to_string()),
-            row.verdict
-        );
-    }
-    let failing: Vec<&Row> = r.results.iter().filter(|x| x.verdict != "ok").collect();
-    if !failing.is_empty() {
-        println!("\nfailing cases:");
-        for row in failing {
-            println!(
-                "  {} ({})",
-                worldline_case::shown::message(&row.case),
-                row.path
-            );
-            if let Some(e) = &row.error {
-                println!("    {}", worldline_case::shown::message(e));
-            }
-            for p in row.validated.iter().flat_map(|v| &v.problems) {
-                println!("    {}", worldline_case::shown::message(p));
-            }
-        }
-    }
-    // Each note once, with the cases it applies to.
-    let mut notes: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-    for row in r.results {
-        for n in row.validated.iter().flat_map(|v| &v.notes) {
-            notes.entry(n).or_default().push(&row.case);
-        }
-    }
-    if !notes.is_empty() {
-        println!("\nnot fully validated:");
-        for (note, cases) in notes {
-            println!("  {note} ({} cases):", cases.len());
-            println!("    {}", worldline_case::shown::message(&cases.join(", ")));
-        }
-    }
-    println!(
-        "\nvalidate: {} cases, {} ok, {} failing, {} broken",
-        r.cases, r.ok, r.failing, r.broken
-    );
 }

@@ -1,0 +1,78 @@
+//! `diff`: two runs side by side, as text (where their timelines first
+//! differ, each side's event in one line, and how their final states
+//! differ) or as the `diff --json` document.
+
+use super::timeline::{Cut, summary_cut};
+use serde_json::{Value, json};
+use std::io::{self, Write};
+use worldline_engine::grade::diff::StateDiff;
+use worldline_log::log::Event;
+
+/// One of the runs compared.
+pub struct Side<'a> {
+    pub run: &'a str,
+    pub events: &'a [Event],
+    /// What the run returned.
+    pub output: Option<&'a str>,
+}
+
+/// Two runs compared.
+pub struct Compared<'a> {
+    pub a: Side<'a>,
+    pub b: Side<'a>,
+    /// The first event at which the timelines differ (`None`: the same
+    /// events).
+    pub first: Option<usize>,
+    /// The final states, a to b.
+    pub state: &'a StateDiff,
+    /// Whether values were hidden by a redaction policy.
+    pub redacted_view: bool,
+}
+
+/// `diff --json`: the first divergence (each side's call, request and
+/// response), the final states' difference and each run's output.
+pub fn json(c: &Compared<'_>) -> Value {
+    let side = |e: Option<&Event>| {
+        e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response}))
+    };
+    let (ea, eb) = (c.a.events, c.b.events);
+    json!({
+        "a": c.a.run, "b": c.b.run,
+        "first_divergence": c.first.map(|i| json!({"index": i, "a": side(ea.get(i)), "b": side(eb.get(i))})),
+        "final_state_diff": c.state,
+        "outputs": [c.a.output, c.b.output],
+        "redacted_view": c.redacted_view,
+    })
+}
+
+/// `diff`: the runs, where they first differ (values cut as `cut` says)
+/// and their final states.
+pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()> {
+    let (ea, eb) = (c.a.events, c.b.events);
+    writeln!(
+        out,
+        "a: {}  ({} events)\nb: {}  ({} events)",
+        c.a.run,
+        ea.len(),
+        c.b.run,
+        eb.len()
+    )?;
+    match c.first {
+        None => writeln!(out, "same events")?,
+        Some(i) => {
+            let line = |e: Option<&Event>| e.map_or("(none)".into(), |e| summary_cut(e, cut));
+            writeln!(out, "first difference at event {i}:")?;
+            writeln!(out, "  a: {}", line(ea.get(i)))?;
+            writeln!(out, "  b: {}", line(eb.get(i)))?;
+        }
+    }
+    if c.state.is_empty() {
+        writeln!(out, "final states: identical")?;
+    } else {
+        writeln!(out, "final state, a -> b:")?;
+        for l in c.state.lines() {
+            writeln!(out, "  {l}")?;
+        }
+    }
+    Ok(())
+}
