@@ -2,7 +2,8 @@
 //! JS engine with a bundled SDK) takes tens of seconds: on a terminal a
 //! spinner shows it with the time so far; anywhere, a line says when it
 //! starts and one how long it took. And the one bar of a suite's cases
-//! or a campaign's runs ([`progress`]).
+//! or a campaign's runs ([`progress`]), and the `--events` file its
+//! typed events are written to as lines ([`event_lines`]).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -56,4 +57,18 @@ impl Drop for CompileProgress {
         self.bar.finish_and_clear();
         eprintln!("compiled in {:.1} s", self.started.elapsed().as_secs_f64());
     }
+}
+
+/// The `--events` file, when one is given, as the reporter writing each
+/// event as a JSON line.
+pub fn event_lines(
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<Option<worldline_report::events::Lines<std::io::BufWriter<std::fs::File>>>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let file = worldline_case::output::create(path)?;
+    Ok(Some(worldline_report::events::Lines(
+        std::io::BufWriter::new(file),
+    )))
 }

@@ -16,7 +16,7 @@ use worldline_case::case::fuzz::{self, FaultSource};
 use worldline_case::error::InputError;
 use worldline_engine::fuzz::campaign::{Campaign, CampaignEvent};
 use worldline_engine::ops;
-use worldline_report::events::{Lines, Progress};
+use worldline_report::events::Progress;
 use worldline_report::fuzz::{Faults, FuzzReport, GroupReport, Timing};
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
@@ -166,12 +166,7 @@ fn profile(args: &FuzzArgs, case: &case::Case) -> Result<(fuzz::Profile, String)
 fn run(args: &FuzzArgs, c: &Campaign, store: &StoreDir, total: u64) -> Result<ops::fuzz::Fuzzed> {
     let bar = super::compile_progress::progress(total, "runs");
     bar.set_message("0 failed");
-    let lines = match &args.events {
-        Some(path) => Some(Lines(std::io::BufWriter::new(
-            worldline_case::output::create(path)?,
-        ))),
-        None => None,
-    };
+    let lines = super::compile_progress::event_lines(args.events.as_deref())?;
     let shown = Mutex::new((Progress::default(), lines));
     let shrink_budget = args.shrink.then_some(args.shrink_budget);
     let fuzzed = ops::fuzz::fuzz(

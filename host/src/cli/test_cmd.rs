@@ -22,7 +22,7 @@ use worldline_case::error::InputError;
 use worldline_engine::ops;
 use worldline_engine::suite::pick::{self, Picked, Selected, Selection};
 use worldline_engine::suite::{Entry, Suite, SuiteEvent, SuiteRun, last};
-use worldline_report::events::{Human, Junit, Lines, Progress};
+use worldline_report::events::{Human, Junit, Progress};
 use worldline_report::suite::{Shard, SuiteSummary};
 use worldline_store::store::StoreDir;
 
@@ -292,12 +292,7 @@ fn run(
         compiles: &loaded.compiles,
     };
     bar.set_message("0 failed");
-    let lines = match &args.events {
-        Some(path) => Some(Lines(std::io::BufWriter::new(
-            worldline_case::output::create(path)?,
-        ))),
-        None => None,
-    };
+    let lines = super::compile_progress::event_lines(args.events.as_deref())?;
     let shown = Mutex::new((Progress::default(), lines));
     let tested = ops::test::test(&suite, args.events.as_deref(), &|e| {
         let mut shown = shown.lock().expect("reporters lock");

@@ -3,14 +3,13 @@
 //! group (shrunk when asked). Building and rendering its report is the
 //! caller's.
 
+use super::sink::FirstError;
 use crate::fuzz::campaign::{Campaign, CampaignEvent};
 use crate::fuzz::reproducer::{Kept, Reproducers};
 use crate::fuzz::summary::Tally;
 use anyhow::Result;
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use worldline_case::error::InputError;
 use worldline_store::store::StoreDir;
 
 /// A campaign that ran.
@@ -33,19 +32,10 @@ pub fn fuzz(
     sink_file: Option<&Path>,
     sink: &(dyn Fn(&CampaignEvent<'_>, Duration) -> std::io::Result<()> + Sync),
 ) -> Result<Fuzzed> {
-    let error: Mutex<Option<std::io::Error>> = Mutex::new(None);
+    let error = FirstError::new();
     let started = Instant::now();
-    let tally = campaign.run(&|e| {
-        if let Err(err) = sink(&e, started.elapsed())
-            && let Ok(mut first) = error.lock()
-        {
-            first.get_or_insert(err);
-        }
-    })?;
-    let error = error.into_inner().unwrap_or_else(|e| e.into_inner());
-    if let (Some(path), Some(err)) = (sink_file, error) {
-        return Err(InputError::new(path, format!("cannot write: {err}")).into());
-    }
+    let tally = campaign.run(&|e| error.keep(sink(&e, started.elapsed())))?;
+    error.into_result(sink_file)?;
     let elapsed = started.elapsed();
     let reproducers = Reproducers {
         sandbox: campaign.sandbox,

@@ -13,4 +13,5 @@ pub mod replay;
 pub mod rerun;
 pub mod resume;
 pub mod run;
+mod sink;
 pub mod test;

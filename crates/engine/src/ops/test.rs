@@ -3,11 +3,10 @@
 //! did not pass for `--rerun-failed`. Which cases run is
 //! [`suite::pick`](crate::suite::pick); rendering is the caller's.
 
+use super::sink::FirstError;
 use crate::suite::{Entry, Suite, SuiteEvent, SuiteRun, last};
 use anyhow::Result;
 use std::path::PathBuf;
-use std::sync::Mutex;
-use worldline_case::error::InputError;
 
 /// A suite that ran.
 pub struct Tested {
@@ -29,18 +28,9 @@ pub fn test(
     for e in suite.cases {
         suite.store.put_case(&e.case)?;
     }
-    let error: Mutex<Option<std::io::Error>> = Mutex::new(None);
-    let run = suite.run(&|e| {
-        if let Err(err) = sink(&e)
-            && let Ok(mut first) = error.lock()
-        {
-            first.get_or_insert(err);
-        }
-    })?;
-    let error = error.into_inner().unwrap_or_else(|e| e.into_inner());
-    if let (Some(path), Some(err)) = (sink_file, error) {
-        return Err(InputError::new(path, format!("cannot write: {err}")).into());
-    }
+    let error = FirstError::new();
+    let run = suite.run(&|e| error.keep(sink(&e)))?;
+    error.into_result(sink_file)?;
     let token_warnings = token_warnings(suite.cases, &run);
     last::record(suite.store, &run)?;
     Ok(Tested {
