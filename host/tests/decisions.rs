@@ -3,7 +3,7 @@
 //! line whose paths exist: from the workspace root, or inside a crate's
 //! `src/` (records name modules as `mediate/clock.rs`).
 
-use crate::common::workspace_root;
+use crate::common::{files_with_suffix, workspace_root};
 use std::path::Path;
 
 #[test]
@@ -60,7 +60,7 @@ fn every_decision_record_has_a_status_an_index_row_and_places_that_exist() {
 /// there (a folded record's links go to the module it was folded into).
 fn links_to_missing_records(root: &Path, dir: &Path) -> Vec<String> {
     let mut docs = vec![root.join("README.md")];
-    docs.extend(files_under(&root.join("docs"), &["md"]));
+    docs.extend(files_with_suffix(&root.join("docs"), ".md"));
     let mut problems = Vec::new();
     for doc in docs {
         let text = std::fs::read_to_string(&doc).unwrap();
@@ -83,7 +83,7 @@ fn links_to_missing_records(root: &Path, dir: &Path) -> Vec<String> {
 /// from where it applies (docs/decisions/README.md, issue 44).
 fn records_nothing_cites(root: &Path, dir: &Path) -> Vec<String> {
     let mut texts = vec![std::fs::read_to_string(root.join("README.md")).unwrap()];
-    let mut places = files_under(&root.join("docs"), &["md"]);
+    let mut places = files_with_suffix(&root.join("docs"), ".md");
     places.retain(|p| !p.starts_with(dir));
     for top in [
         "crates",
@@ -93,10 +93,9 @@ fn records_nothing_cites(root: &Path, dir: &Path) -> Vec<String> {
         "guest-sdk",
         "service-sdk",
     ] {
-        places.extend(files_under(
-            &root.join(top),
-            &["rs", "py", "sh", "ts", "js", "md", "toml"],
-        ));
+        for ext in [".rs", ".py", ".sh", ".ts", ".js", ".md", ".toml"] {
+            places.extend(files_with_suffix(&root.join(top), ext));
+        }
     }
     texts.extend(
         places
@@ -125,32 +124,4 @@ fn cites(text: &str, number: &str) -> bool {
         !before.is_some_and(|c| c.is_ascii_alphanumeric())
             && !after.is_some_and(|c| c.is_ascii_alphanumeric())
     })
-}
-
-/// The files under `top` with one of `extensions`, leaving out build
-/// outputs and installed packages.
-fn files_under(top: &Path, extensions: &[&str]) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![top.to_path_buf()];
-    while let Some(folder) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy();
-            if path.is_dir() {
-                if !matches!(&*name, "target" | "node_modules" | ".venv" | "__pycache__") {
-                    stack.push(path);
-                }
-            } else if path
-                .extension()
-                .is_some_and(|e| extensions.iter().any(|x| e == *x))
-            {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
 }

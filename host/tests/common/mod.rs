@@ -656,7 +656,9 @@ fn unfolded_clock_reads(line: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// Every file under `dir` (recursively) whose name ends with `suffix`.
+/// Every file under `dir` (recursively) whose name ends with `suffix`,
+/// leaving out build outputs and installed packages (`target`,
+/// `node_modules`, `.venv`, `__pycache__` folders).
 pub fn files_with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -665,7 +667,13 @@ pub fn files_with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            found.extend(files_with_suffix(&path, suffix));
+            let name = entry.file_name();
+            if !matches!(
+                name.to_str(),
+                Some("target" | "node_modules" | ".venv" | "__pycache__")
+            ) {
+                found.extend(files_with_suffix(&path, suffix));
+            }
         } else if path.to_string_lossy().ends_with(suffix) {
             found.push(path);
         }
