@@ -519,3 +519,107 @@ fn the_run_page_shows_the_task_the_output_and_the_agents_own_error() {
     );
     assert!(page.contains("id=\"output\""), "{page}");
 }
+
+#[test]
+fn a_long_run_jumps_to_an_event_steps_model_calls_and_finds_text() {
+    let dir = temp_dir();
+    let (worlds, case) = common::long::write(dir.path(), 120);
+    let store = dir.path().join("store");
+    let out = worldline(
+        &store,
+        [
+            std::ffi::OsStr::new("run"),
+            case.as_os_str(),
+            std::ffi::OsStr::new("--agent"),
+            guest("looper-agent").as_os_str(),
+            std::ffi::OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            std::ffi::OsStr::new("--json"),
+        ],
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let bundle = worldline_log::log::bundle::read(std::path::Path::new(
+        out.json()["bundle"].as_str().unwrap(),
+    ))
+    .unwrap();
+    let n = bundle.events.len();
+    assert!(n > 200, "two pages of events: {n}");
+    let model = |from: usize| {
+        (from..n)
+            .find(|&i| bundle.events[i].call == "worldline:agent/model.complete")
+            .unwrap()
+    };
+    let s = Server::start(&store, &[]);
+
+    // `?at=N` answers with the page holding event N, at its row.
+    let r = s.get(&format!("/run/{id}?at=230"));
+    assert_eq!(r.status, 303, "{r:?}");
+    assert_eq!(
+        r.header("location"),
+        Some(format!("/run/{id}?page=2#e230").as_str()),
+        "{r:?}"
+    );
+    for bad in [n.to_string(), "x".to_string()] {
+        let r = s.get(&format!("/run/{id}?at={bad}"));
+        assert_eq!(r.status, 400, "{r:?}");
+        assert!(
+            r.body.contains(&format!("numbered 0 to {}", n - 1)),
+            "{}",
+            r.body
+        );
+    }
+
+    // The page's bar links the model calls either side of it.
+    let first = s.get(&format!("/run/{id}"));
+    assert_eq!(first.status, 200);
+    let next = model(200);
+    assert!(
+        first.body.contains(&format!(
+            "id=\"next-model\" href=\"/run/{id}?page=2#e{next}\""
+        )),
+        "page 1 links model call {next}: {}",
+        first.body
+    );
+    assert!(first.body.contains("id=\"jump-at\""), "the jump form");
+    let second = s.get(&format!("/run/{id}?page=2"));
+    let prev = (0..200)
+        .rev()
+        .find(|&i| bundle.events[i].call == "worldline:agent/model.complete")
+        .unwrap();
+    assert!(
+        second.body.contains(&format!(
+            "id=\"prev-model\" href=\"/run/{id}?page=1#e{prev}\""
+        )),
+        "{}",
+        second.body
+    );
+
+    // An event page steps to the next model call.
+    let after_first = model(2);
+    let event = s.get(&format!("/run/{id}/event/1"));
+    assert!(
+        event.body.contains(&format!(
+            "id=\"next-model\" href=\"/run/{id}/event/{after_first}\""
+        )),
+        "{}",
+        event.body
+    );
+
+    // A search lists the events holding the text, each linked.
+    let tool = bundle
+        .events
+        .iter()
+        .find(|e| e.call == "worldline:agent/tools.call" && e.request["args"]["id"] == "D-57")
+        .unwrap()
+        .seq;
+    let found = s.get(&format!("/run/{id}?find=d57w3%20"));
+    assert_eq!(found.status, 200);
+    let section = &found.body[found.body.find("id=\"found\"").expect("a search")..];
+    assert!(
+        section.contains(&format!("href=\"/run/{id}/event/{tool}\"")),
+        "the tool call that read D-57 is found: {section}"
+    );
+    let none = s.get(&format!("/run/{id}?find=no-such-text-anywhere"));
+    assert!(none.body.contains("0 events hold"), "{}", none.body);
+}

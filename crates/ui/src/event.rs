@@ -3,7 +3,7 @@
 //! tables with the rows it changed highlighted, links (and keys) to the
 //! previous/next event and tool call, and the fork-from-here form.
 
-use super::calls::is_tool_call;
+use super::calls::{is_model_call, is_tool_call};
 use super::html::{badge, error_box, json, layout, url, vtime};
 use super::run::{fork_points, id_of};
 use super::table::rows_or_json;
@@ -33,6 +33,12 @@ fn steps(id: &str, events: &[Event], n: usize) -> Markup {
         .skip(n + 1)
         .position(is_tool_call)
         .map(|i| i + n + 1);
+    let prev_model = events[..n].iter().rposition(is_model_call);
+    let next_model = events
+        .iter()
+        .skip(n + 1)
+        .position(is_model_call)
+        .map(|i| i + n + 1);
     let link = |anchor: &str, label: &str, to: Option<usize>| match to {
         Some(i) => {
             html! { a id=(anchor) href={ "/run/" (url(id)) "/event/" (i) } { (label) " (" (i) ")" } }
@@ -45,7 +51,9 @@ fn steps(id: &str, events: &[Event], n: usize) -> Markup {
             (link("prev", "← event", n.checked_sub(1))) " "
             (link("next", "event →", (n + 1 < events.len()).then_some(n + 1))) " "
             (link("next-tool", "tool call ⇥", next_tool)) " "
-            span.keys { "keys: k/← j/→ events, p/n tool calls, ? help" }
+            (link("prev-model", "⇤ model call", prev_model)) " "
+            (link("next-model", "model call ⇥", next_model)) " "
+            span.keys { "keys: k/← j/→ events, p/n tool calls, M/m model calls, ? help" }
         }
     }
 }

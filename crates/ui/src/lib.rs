@@ -27,6 +27,7 @@ mod campaigns;
 mod conversation;
 mod diff;
 mod event;
+mod find;
 pub(crate) mod guard;
 mod html;
 mod keys;

@@ -204,6 +204,7 @@ fn events(id: &str, b: &Bundle, q: &BTreeMap<String, String>) -> (Markup, std::o
     let table = super::timeline::table(id, &b.events, range.clone(), &fork_points(&b.header));
     let markup = html! {
         h2 { "Timeline " small { "(events " (range.start) "–" (range.end.saturating_sub(1)) " of " (n) ")" } }
+        (super::find::bar(id, &b.events, &range, q))
         (table)
         p.pager {
             @if at > 1 { a #prev-page href={ "/run/" (url(id)) "?page=" (at - 1) } { "← earlier" } }
@@ -252,6 +253,9 @@ pub(crate) fn body(
     extra: Markup,
 ) -> Result<Reply> {
     let (id, b, task_value, prices) = load(app, run)?;
+    if let Some(to) = super::find::jump(&id, b.events.len(), q)? {
+        return Ok(Reply::Redirect(to));
+    }
     let (index, _) = Index::open(&app.store)?;
     let lineage = super::lineage::tree(&app.store, &index, &id, b.header.parent.as_ref());
     let (table, range) = events(&id, &b, q);

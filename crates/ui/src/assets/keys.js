@@ -1,6 +1,7 @@
 // Keys. Lists (runs, a run's timeline): j/↓ and k/↑ move a cursor over the
 // rows, Enter or o opens the row. Event page: j/→ next event, k/← previous,
-// n next tool call, p previous tool call, f the fork form. Anywhere: "/"
+// n next tool call, p previous tool call, f the fork form; m / M the
+// next / previous model call (run and event pages). Anywhere: "/"
 // the text filter, d the diff form, ? the key help (Esc closes it), r
 // shows or hides the runtime's own events; Ctrl+Enter in a text box
 // submits it.
@@ -48,11 +49,13 @@
     if (e.key === '?') { help(); }
     else if (e.key === 'Escape') { handled = help(false); }
     else if (e.key === 'r' && !stepping) { handled = noise(); }
-    else if (e.key === '/') { var q = document.getElementById('f-q'); if (q) q.focus(); else handled = false; }
+    else if (e.key === '/') { var q = document.getElementById('f-q') || document.getElementById('find'); if (q) q.focus(); else handled = false; }
     else if (e.key === 'f' && document.getElementById('respond')) { document.getElementById('respond').focus(); }
     else if (e.key === 'd' && document.getElementById('diff')) { document.getElementById('diff').click(); }
     else if (stepping && (e.key === 'j' || e.key === 'ArrowRight')) { handled = go('next'); }
     else if (stepping && (e.key === 'k' || e.key === 'ArrowLeft')) { handled = go('prev'); }
+    else if (e.key === 'm') { handled = go('next-model'); }
+    else if (e.key === 'M') { handled = go('prev-model'); }
     else if (stepping && e.key === 'n') { handled = go('next-tool'); }
     else if (stepping && e.key === 'p') { handled = go('prev-tool'); }
     else if (!stepping && (e.key === 'j' || e.key === 'ArrowDown')) { var l = rows(); if (l.length) mark(l, cur + 1); else handled = false; }
