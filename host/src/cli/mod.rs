@@ -379,8 +379,8 @@ pub fn main() -> i32 {
         Err(code) => return code as i32,
     };
     let result = dispatch(cli.command);
-    // Close the run index's kept writer: its close checkpoints SQLite's
-    // log, so the next process does not read it all back (decision 0321).
+    // Close the run index's kept writer, bringing its damage mark up to
+    // date (decisions 0321, 0388: the close does not checkpoint the log).
     worldline_store::index::close_writers();
     match result {
         Ok(code) => code as i32,

@@ -93,11 +93,12 @@ static WRITERS: Mutex<BTreeMap<PathBuf, Index>> = Mutex::new(BTreeMap::new());
 
 /// Close the connections [`save_row`] kept, at the end of a command. A
 /// static is never dropped, so without this the process exits with its
-/// connection open: SQLite never checkpoints, the log stays (up to the
-/// 4 MiB `journal_size_limit`), and every later process that opens the
-/// index first reads all of it back to rebuild its wal-index (~860 reads
-/// of 4 KiB for a fork after a 200-run suite). Closed, the last
-/// connection checkpoints the log into the database and deletes it.
+/// connection open and the damage mark is not brought up to date
+/// (`damage.rs`). The close does not checkpoint the log (decision 0388):
+/// commits do once it passes [`LOG_PAGES`](super::LOG_PAGES), so the log
+/// a later process reads back to open the index stays short (it was up to
+/// 4 MiB, ~860 reads of 4 KiB for a fork after a 200-run suite, before
+/// decision 0321).
 pub fn close_writers() {
     let closing = std::mem::take(&mut *WRITERS.lock().unwrap_or_else(|e| e.into_inner()));
     drop(closing);
