@@ -341,8 +341,19 @@ fn error_message(text: &str) -> Vec<u8> {
     out
 }
 
-/// Read every child's result in member order, check it, and write it to
-/// the store as its member: header, the prefix's lines, the child's.
+/// A branch's continuation, read and checked: its lines, every event,
+/// its footer, grade and final state.
+struct Checked {
+    lines: Vec<u8>,
+    events: Vec<Event>,
+    footer: bundle::Footer,
+    grade: Option<crate::grade::Grade>,
+    state: State,
+}
+
+/// Read every child's result in member order and check it, then write
+/// each to the store as its member (header, the prefix's lines, the
+/// child's): a branch that failed leaves no member written.
 #[allow(clippy::too_many_arguments)]
 fn collect(
     store: &StoreDir,
@@ -356,34 +367,15 @@ fn collect(
     events: Vec<Event>,
 ) -> Result<Vec<RunOutcome>> {
     let samples = seeds.len() as u64;
-    let mut outcomes: Vec<RunOutcome> = Vec::new();
+    let mut checked = Vec::new();
     for i in 0..children.live.len() {
         let branch = format!("branch {i} of {samples}");
-        let (pid, read) = children.live[i].take().expect("each child is collected once");
-        let mut bytes = Vec::new();
-        let bound = worldline_case::bounded::BUNDLE;
-        let got = std::fs::File::from(read)
-            .take(bound + 1)
-            .read_to_end(&mut bytes);
-        let status = reap(pid).with_context(|| format!("{branch}: waiting for its process"))?;
-        got.with_context(|| format!("{branch}: reading its result"))?;
-        if bytes.len() as u64 > bound {
-            anyhow::bail!("{branch}: its result is over {bound} bytes");
-        }
-        if let Some(text) = bytes.strip_prefix(b"E") {
-            anyhow::bail!("{branch}: {}", String::from_utf8_lossy(text));
-        }
-        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-            anyhow::bail!(
-                "{branch}: its process {} before sending its result",
-                if libc::WIFSIGNALED(status) {
-                    format!("was killed by signal {}", libc::WTERMSIG(status))
-                } else {
-                    format!("exited with code {}", libc::WEXITSTATUS(status))
-                }
-            );
-        }
-        let (lines, state) = read_message(&bytes).with_context(|| format!("{branch}: its result"))?;
+        let (pid, read) = children.live[i]
+            .take()
+            .expect("each child is collected once");
+        let bytes = receive(pid, read).with_context(|| branch.clone())?;
+        let (lines, state) =
+            read_message(&bytes).with_context(|| format!("{branch}: its result"))?;
         let name = std::path::PathBuf::from(format!("({branch})"));
         let (all, footer) = bundle::continued(events.clone(), lines, &name)?;
         let footer = footer.with_context(|| format!("{branch}: its result has no footer"))?;
@@ -397,6 +389,16 @@ fn collect(
         if graded != footer.grade {
             anyhow::bail!("{branch}: its recorded grade is not the grade of its events");
         }
+        checked.push(Checked {
+            lines: lines.to_vec(),
+            events: all,
+            footer,
+            grade,
+            state,
+        });
+    }
+    let mut outcomes: Vec<RunOutcome> = Vec::new();
+    for (i, c) in checked.into_iter().enumerate() {
         let mut member = edits.to_vec();
         member.push(Edit::Reseed {
             model_seed: seeds[i],
@@ -413,27 +415,57 @@ fn collect(
         let (id, path, mut file) = store.create_bundle(&header.agent_sha256, line.as_bytes())?;
         let written = (|| {
             file.write_all(prefix)?;
-            file.write_all(lines)?;
+            file.write_all(&c.lines)?;
             if store.syncs_bundles() {
                 worldline_case::parallel::waiting(|| file.sync_all())?;
             }
             std::io::Result::Ok(())
         })();
         written.map_err(|e| store.write_error(&path, e))?;
-        run::publish(store, &id, &header, &all, &footer)?;
+        run::publish(store, &id, &header, &c.events, &c.footer)?;
         outcomes.push(RunOutcome {
             run_id: Some(id),
             divergence: None,
             reached_end: false,
-            grade,
+            grade: c.grade,
             bundle: Some(path),
             header,
-            footer,
-            events: all,
-            final_state: state,
+            footer: c.footer,
+            events: c.events,
+            final_state: c.state,
         });
     }
     Ok(outcomes)
+}
+
+/// A child's whole message (read to a bundle's bound), once it has ended
+/// and been reaped: an error when it sent one, or ended otherwise than
+/// by exiting 0.
+fn receive(pid: libc::pid_t, read: OwnedFd) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let bound = worldline_case::bounded::BUNDLE;
+    let got = std::fs::File::from(read)
+        .take(bound + 1)
+        .read_to_end(&mut bytes);
+    let status = reap(pid).context("waiting for its process")?;
+    got.context("reading its result")?;
+    if bytes.len() as u64 > bound {
+        anyhow::bail!("its result is over {bound} bytes");
+    }
+    if let Some(text) = bytes.strip_prefix(b"E") {
+        anyhow::bail!("{}", String::from_utf8_lossy(text));
+    }
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        anyhow::bail!(
+            "its process {} before sending its result",
+            if libc::WIFSIGNALED(status) {
+                format!("was killed by signal {}", libc::WTERMSIG(status))
+            } else {
+                format!("exited with code {}", libc::WEXITSTATUS(status))
+            }
+        );
+    }
+    Ok(bytes)
 }
 
 /// A child's result message: its lines and its final state.
