@@ -198,7 +198,7 @@ pub fn branch(
             }
             server::Served::Refused(why) => {
                 note = Some(format!(
-                    "each branch follows the prefix itself: the process was not copied at the fork point ({why})"
+                    "each branch follows the prefix itself: the process was not copied at the fork point: {why}"
                 ));
             }
         }

@@ -95,10 +95,7 @@ enum Role {
     },
     /// A branch, sending on `pipe`; the buffer held `prefix` bytes when
     /// it was copied.
-    Child {
-        pipe: OwnedFd,
-        prefix: usize,
-    },
+    Child { pipe: OwnedFd, prefix: usize },
 }
 
 /// The threads of this process (`/proc/self/task`).
@@ -120,10 +117,19 @@ pub(super) fn serve(
 ) -> Result<Served> {
     let case = &rec.case;
     let buffer = Arc::new(Mutex::new(Vec::new()));
-    let mut opts: RunOptions =
-        super::options(store, rec, super::parent_of(rec, at, edits.to_vec(), false), None);
+    let mut opts: RunOptions = super::options(
+        store,
+        rec,
+        super::parent_of(rec, at, edits.to_vec(), false),
+        None,
+    );
     opts.detached = Some(buffer.clone());
-    let begun = run::begin(sandbox, run::header_for(sandbox, agent, case), case, &mut opts)?;
+    let begun = run::begin(
+        sandbox,
+        run::header_for(sandbox, agent, case),
+        case,
+        &mut opts,
+    )?;
     let role = Arc::new(Mutex::new(Role::Before));
     let mut med = begun.med;
     med.at_fork = Some((
@@ -151,10 +157,7 @@ pub(super) fn serve(
         Role::Before,
     );
     match role {
-        Role::Child {
-            pipe,
-            prefix,
-        } => {
+        Role::Child { pipe, prefix } => {
             let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let guest = match ran {
                     Ok(guest) => guest?,
@@ -238,7 +241,7 @@ fn branch_here(
         Ok(n) if n <= 2 => {}
         Ok(n) => {
             return Role::Refused(format!(
-                "{n} threads at the fork point (the main thread and the watchdog are copied safely, no more)"
+                "{n} threads there; only the main thread and the watchdog are copied safely"
             ));
         }
         Err(e) => return Role::Refused(format!("cannot count threads (/proc/self/task): {e}")),
@@ -265,10 +268,7 @@ fn branch_here(
         match unsafe { libc::fork() } {
             -1 => {
                 // The children forked so far are killed by the drop.
-                return Role::Refused(format!(
-                    "fork failed: {}",
-                    std::io::Error::last_os_error()
-                ));
+                return Role::Refused(format!("fork failed: {}", std::io::Error::last_os_error()));
             }
             0 => {
                 drop(read);
@@ -281,8 +281,7 @@ fn branch_here(
                     });
                 }
                 if let Err(e) = worldline_runtime::sandbox::start_watchdog(engine) {
-                    let _ = std::fs::File::from(write)
-                        .write_all(&error_message(&format!("{e:#}")));
+                    let _ = std::fs::File::from(write).write_all(&error_message(&format!("{e:#}")));
                     // SAFETY: ends the copied process at once.
                     unsafe { libc::_exit(0) }
                 }

@@ -133,7 +133,10 @@ impl Recorder {
     pub fn written(&self) -> (&[Event], &str) {
         let n = self.events.len() - self.folds.held();
         let events = &self.events[..n];
-        (events, events.last().map_or(CHAIN_START, |e| e.hash.as_str()))
+        (
+            events,
+            events.last().map_or(CHAIN_START, |e| e.hash.as_str()),
+        )
     }
 
     /// Chain the event, keep it, and append it to the bundle. A model
