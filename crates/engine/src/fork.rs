@@ -184,7 +184,7 @@ pub fn branch(
         None => recorded_agent(sandbox, store, rec)?,
     };
     let seeds: Vec<u64> = (0..samples).map(|i| branch_seed(rec, at, i)).collect();
-    #[allow(unused_mut)]
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
     let mut note = None;
     #[cfg(target_os = "linux")]
     if std::env::var_os(server::REEXECUTE).is_none_or(|v| v != "1") {

@@ -31,7 +31,8 @@ pub const REEXECUTE: &str = "WORLDLINE_BRANCH_REEXECUTE";
 pub(super) enum Served {
     /// The branches, in member order, written to the store.
     Branched(Vec<RunOutcome>),
-    /// Not copied (why): the caller re-executes the prefix per branch.
+    /// Not copied (why: threads, a failed `fork`, no call at the fork
+    /// point): the caller re-executes the prefix per branch.
     Refused(String),
 }
 
@@ -201,10 +202,12 @@ pub(super) fn serve(
                 &opts,
             )?;
             super::departed(&outcome, at)?;
-            anyhow::bail!(
-                "the agent ended ({}) before the fork point {at} while following the recording",
+            // Forked at the end of a run whose agent makes no call after
+            // it: nothing to copy, each branch is the run again.
+            Ok(Served::Refused(format!(
+                "the agent ended ({}) without calling event {at}",
                 outcome.footer.status.as_str()
-            )
+            )))
         }
         Role::Parent {
             children,
@@ -251,6 +254,8 @@ fn branch_here(
     let prefix = buffer.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let events = med.written().0.to_vec();
     let mut children = Children::default();
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
     for seed in seeds {
         let mut fds = [0; 2];
         // SAFETY: `fds` is two ints for pipe2 to fill.
@@ -271,6 +276,15 @@ fn branch_here(
                 return Role::Refused(format!("fork failed: {}", std::io::Error::last_os_error()));
             }
             0 => {
+                // SAFETY: asks for SIGKILL when the parent ends, so a
+                // branch never outlives a parent that was killed; if it
+                // already has, end now.
+                unsafe {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    if libc::getppid() != parent {
+                        libc::_exit(1);
+                    }
+                }
                 drop(read);
                 children.disown();
                 quiet();
