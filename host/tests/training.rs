@@ -272,15 +272,25 @@ fn a_group_and_a_branch_of_8_export_with_pass_at_k() {
     }
 }
 
-/// The CPU time (user + system) of `worldline` run with `args` and
-/// `--store store`, read from its own `wait4` (not `RUSAGE_CHILDREN`, which
-/// would count the other tests' processes too).
+/// The CPU time (user + system) of `worldline` run with `args`,
+/// `--store store` and the variables `env`, read from its own `wait4`
+/// (not `RUSAGE_CHILDREN`, which would count the other tests' processes
+/// too); it counts the processes it forked and reaped, a fork server's
+/// branches included.
 #[expect(
     clippy::zombie_processes,
     reason = "the child is reaped by wait4, which reads its rusage"
 )]
-fn cpu_of(store: &Path, args: &[&str]) -> std::time::Duration {
-    let child = worldline_spawn(store, args);
+fn cpu_of(store: &Path, args: &[&str], env: &[(&str, &str)]) -> std::time::Duration {
+    let child = cli()
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cannot start the worldline binary");
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -301,23 +311,21 @@ fn cpu_of(store: &Path, args: &[&str]) -> std::time::Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
-/// `fork --at 200 --samples 8` of a 201-event run replays the 200-event
-/// prefix once (decision 0358's fork server), so eight branches cost under
-/// twice the CPU of one; re-executing the prefix in each branch (decision
-/// 0355, today) costs about five times.
-#[test]
-#[ignore = "the fork server (decision 0358) is not built: each branch still re-executes its prefix, and this fails (eight branches ~5x one)"]
-fn eight_branches_replay_their_prefix_once() {
-    let dir = temp_dir();
-    let store = dir.path();
-    let mut calls = vec![r#"{ tool = "list_deploys", args = { service = "checkout" } }"#; 200];
-    calls.push(r#"{ tool = "add_note", args = { ticket = "T-1", text = "db saturation", author = "bench" } }"#);
+/// The reexecution switch of decision 0358 (docs/cli.md).
+const REEXECUTE: (&str, &str) = ("WORLDLINE_BRANCH_REEXECUTE", "1");
+
+/// A run of the caller agent on a demo-world case of `calls` tool calls
+/// (the last one writes), computing `work` rounds before each (two events
+/// a call: the agent's trace note, then the call): its id.
+fn costly_run(store: &Path, calls: usize, work: u64) -> String {
+    let mut list = vec![r#"{ tool = "list_deploys", args = { service = "checkout" } }"#; calls - 1];
+    list.push(r#"{ tool = "add_note", args = { ticket = "T-1", text = "db saturation", author = "bench" } }"#);
     let case = write_case(
         store,
         "triage",
         &format!(
-            "world = \"demo@v1\"\nseed = 1000\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{}] }}\n",
-            calls.join(", ")
+            "world = \"demo@v1\"\nseed = 1000\nclock = 2026-03-01T12:00:00Z\ntask = {{ work = {work}, calls = [{}] }}\n[limits]\nfuel = 100000000000\n",
+            list.join(", ")
         ),
     );
     let out = wl(
@@ -333,16 +341,210 @@ fn eight_branches_replay_their_prefix_once() {
         ],
     );
     out.expect_code(0);
-    let id = out.json()["run_id"].as_str().unwrap().to_string();
-    let cpu = |k: &str| {
+    assert_eq!(out.json()["events"], 2 * calls as u64, "{out}");
+    out.json()["run_id"].as_str().unwrap().to_string()
+}
+
+/// `fork --at 200 --samples 8` of a 202-event run whose agent computes
+/// between calls (the 200-event prefix costs ~100 x what the two events
+/// after it do) follows the prefix once (decision 0358's fork server):
+/// eight branches cost under twice the CPU of one, read per process with
+/// `wait4`, and `--json` says `"replayed": 1`. Re-executing the prefix in
+/// each branch (`WORLDLINE_BRANCH_REEXECUTE=1`, decision 0355) costs
+/// about eight times one, which the same bound refuses.
+#[test]
+fn eight_branches_replay_their_prefix_once() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let id = costly_run(store, 101, 2_000_000);
+    let cpu = |k: &str, env: &[(&str, &str)]| {
         (0..3)
-            .map(|_| cpu_of(store, &["fork", &id, "--at", "200", "--samples", k]))
+            .map(|_| cpu_of(store, &["fork", &id, "--at", "200", "--samples", k], env))
             .min()
             .unwrap()
     };
-    let (one, eight) = (cpu("1"), cpu("8"));
+    let (one, eight) = (cpu("1", &[]), cpu("8", &[]));
     assert!(
         eight < one * 2,
         "eight branches took {eight:?} of CPU, one {one:?}: the prefix was replayed in each"
+    );
+    let again = cpu_of(
+        store,
+        &["fork", &id, "--at", "200", "--samples", "8"],
+        &[REEXECUTE],
+    );
+    assert!(
+        again >= one * 2,
+        "re-executing the prefix per branch took {again:?}, one branch {one:?}: the prefix costs too little for this test to tell"
+    );
+    let out = wl(
+        store,
+        &[&"fork", &id, &"--at", &"200", &"--samples", &"8", &"--json"],
+    );
+    out.expect_code(0);
+    assert_eq!(
+        out.json()["prefix"],
+        serde_json::json!({"events": 200, "replayed": 1}),
+        "{out}"
+    );
+}
+
+/// The bundles of the branches `doc` (a `fork --samples --json`) lists,
+/// each run id of `ids` written as `#i` (the group's id is its first
+/// member's run id, which differs between stores by design).
+fn branch_bundles(doc: &Value) -> Vec<String> {
+    let members = doc["members"].as_array().unwrap();
+    let ids: Vec<&str> = members
+        .iter()
+        .map(|m| m["run"]["run_id"].as_str().unwrap())
+        .collect();
+    members
+        .iter()
+        .map(|m| {
+            let mut text = std::fs::read_to_string(m["run"]["bundle"].as_str().unwrap()).unwrap();
+            for (i, id) in ids.iter().enumerate() {
+                text = text.replace(id, &format!("#{i}"));
+            }
+            text
+        })
+        .collect()
+}
+
+/// The same `fork --at N --samples 4` made by the fork server and by
+/// re-executing the prefix per branch writes the same bundles byte for
+/// byte (run ids aside: they are drawn per run), and every branch of
+/// both replays `identical`: on a model agent's run (model calls written
+/// compact, each branch reseeding the model at the fork point) and on
+/// one that reads its clock between calls, forked inside a run of clock
+/// reads held back to be folded into one line.
+#[test]
+fn the_fork_server_writes_what_reexecution_writes() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let out = wl(
+        store,
+        &[
+            &"run",
+            &workspace_root().join("cases/model/rollback-weighted.toml"),
+            &"--agent",
+            &guest("model-agent"),
+            &"--json",
+        ],
+    );
+    let model = out.json()["run_id"].as_str().unwrap().to_string();
+    // Five monotonic reads (events 0 to 4, one fold line), two wall
+    // reads, then a model call, a turn.
+    let (worlds, case) = crate::common::long::write_task(store, 3, "clock_reads = 5");
+    let out = run_in(store, &case, &guest("looper-agent"), &worlds);
+    out.expect_code(0);
+    let clocks = out.json()["run_id"].as_str().unwrap().to_string();
+    for (run, at) in [(&model, "5"), (&clocks, "3"), (&clocks, "9")] {
+        let fork = |env: &[(&str, &str)]| {
+            let out = worldline_env(
+                [
+                    "fork",
+                    run,
+                    "--at",
+                    at,
+                    "--samples",
+                    "4",
+                    "--json",
+                    "--store",
+                    store.to_str().unwrap(),
+                ],
+                env,
+            );
+            assert!(out.code <= 1, "{out}");
+            out.json().clone()
+        };
+        let (served, again) = (fork(&[]), fork(&[REEXECUTE]));
+        assert_eq!(served["prefix"]["replayed"], 1, "{served}");
+        assert_eq!(again["prefix"]["replayed"], 4, "{again}");
+        assert_eq!(
+            branch_bundles(&served),
+            branch_bundles(&again),
+            "the bundles of {run} forked at {at} both ways"
+        );
+        for doc in [&served, &again] {
+            for m in doc["members"].as_array().unwrap() {
+                let out = wl(store, &[&"replay", &m["run"]["run_id"].as_str().unwrap()]);
+                out.expect_code(0);
+                assert!(out.stdout.contains("identical"), "{out}");
+            }
+        }
+    }
+}
+
+/// The processes whose parent is `pid` (from /proc/*/stat).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: the comm may hold spaces, not `)`.
+        let after = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        let ppid = after
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            found.push(child);
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+/// A branch whose process is killed while it runs is an error naming
+/// the branch, not a hang nor a partial group: the fork server kills and
+/// reaps the others, writes no member, and leaves no process behind.
+#[test]
+fn a_killed_branch_is_an_error_naming_it_and_leaves_no_process() {
+    let dir = temp_dir();
+    let store = dir.path();
+    // Forked at event 2: each branch has 100 calls of work to do live.
+    let id = costly_run(store, 101, 1_000_000);
+    let runs_before = std::fs::read_dir(store.join("runs")).unwrap().count();
+    let child = cli()
+        .args(["fork", &id, "--at", "2", "--samples", "4", "--store"])
+        .arg(store)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot start the worldline binary");
+    let started = std::time::Instant::now();
+    let branches = loop {
+        let found = children_of(child.id());
+        if found.len() == 4 {
+            break found;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the fork server did not fork its four branches: {found:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    // SAFETY: signals a process the fork server forked, still running.
+    unsafe { libc::kill(branches[2] as i32, libc::SIGKILL) };
+    let out = CliOutput::of(child.wait_with_output().unwrap());
+    assert_eq!(out.code, 4, "an internal error: {out}");
+    assert!(
+        out.stderr.contains("branch ") && out.stderr.contains("killed by signal 9"),
+        "the error names the branch and how it ended: {out}"
+    );
+    for pid in branches {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "branch process {pid} was left behind"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(store.join("runs")).unwrap().count(),
+        runs_before,
+        "no member of the failed group was written"
     );
 }

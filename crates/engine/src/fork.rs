@@ -9,6 +9,8 @@
 //! own seed from there on, recorded as a group.
 
 pub mod check;
+#[cfg(target_os = "linux")]
+pub mod server;
 
 use crate::native::exec::Exec;
 use crate::native::openenv::{self, Prefix};
@@ -142,11 +144,24 @@ pub fn branch_seed(rec: &RecordedRun, at: u64, i: u64) -> u64 {
     )
 }
 
+/// What [`branch`] made: the branches in member order, how many times
+/// the prefix was followed (1 by the fork server, else one per branch),
+/// and why the fork server was not used, when it could have been.
+pub struct Branched {
+    pub outcomes: Vec<RunOutcome>,
+    pub replayed: u64,
+    pub note: Option<String>,
+}
+
 /// `samples` forks of `rec` at event `at`, each with `edits` and the model
 /// drawing from its own seed ([`branch_seed`]) from `at` on, recorded as a
 /// group whose id is the first member's run id. The recording is read and
-/// the edits checked once; each member follows the prefix itself (a
-/// WebAssembly instance cannot be copied mid-run), answered from the log.
+/// the edits checked once. On Linux the prefix is followed once and the
+/// process copied at the fork point, one copy per branch (decision
+/// 0358's fork server, `server.rs`); otherwise, or with
+/// `WORLDLINE_BRANCH_REEXECUTE=1`, or when the process cannot be copied
+/// safely, each member follows the prefix itself (decision 0355),
+/// answered from the log. Both write the same bundles.
 pub fn branch(
     sandbox: &Sandbox,
     store: &StoreDir,
@@ -155,7 +170,7 @@ pub fn branch(
     edits: Vec<Edit>,
     agent: Option<Arc<Agent>>,
     samples: u64,
-) -> Result<Vec<RunOutcome>> {
+) -> Result<Branched> {
     check::check(rec, at, &edits)?;
     if rec.bundle.header.native.is_some() {
         return Err(InputError::new(
@@ -168,16 +183,34 @@ pub fn branch(
         Some(a) => a,
         None => recorded_agent(sandbox, store, rec)?,
     };
+    let seeds: Vec<u64> = (0..samples).map(|i| branch_seed(rec, at, i)).collect();
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+    let mut note = None;
+    #[cfg(target_os = "linux")]
+    if std::env::var_os(server::REEXECUTE).is_none_or(|v| v != "1") {
+        match server::serve(sandbox, store, rec, at, &edits, &agent, &seeds)? {
+            server::Served::Branched(outcomes) => {
+                return Ok(Branched {
+                    outcomes,
+                    replayed: 1,
+                    note: None,
+                });
+            }
+            server::Served::Refused(why) => {
+                note = Some(format!(
+                    "each branch follows the prefix itself: the process was not copied at the fork point: {why}"
+                ));
+            }
+        }
+    }
     let mut outcomes: Vec<RunOutcome> = Vec::new();
-    for i in 0..samples {
+    for (i, seed) in seeds.iter().enumerate() {
         let mut member = edits.clone();
-        member.push(Edit::Reseed {
-            model_seed: branch_seed(rec, at, i),
-        });
+        member.push(Edit::Reseed { model_seed: *seed });
         let parent = parent_of(rec, at, member, false);
         let group = worldline_log::log::bundle::Group {
             id: outcomes.first().and_then(|o| o.run_id.clone()),
-            member: i,
+            member: i as u64,
             size: samples,
         };
         let outcome = follow_then_live(
@@ -193,7 +226,11 @@ pub fn branch(
         departed(&outcome, at)?;
         outcomes.push(outcome);
     }
-    Ok(outcomes)
+    Ok(Branched {
+        outcomes,
+        replayed: samples,
+        note,
+    })
 }
 
 /// Resume `rec`: a new run that follows its whole recording (no model call

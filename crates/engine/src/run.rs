@@ -7,7 +7,7 @@ use crate::grade::judge::Judging;
 use crate::grade::{Evidence, Grade, grade_judged};
 use anyhow::Result;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use wasmtime::component::ResourceTable;
 use wasmtime::{CallHook, Store, Trap, WasmBacktrace};
 use worldline_case::case::Case;
@@ -137,6 +137,10 @@ pub struct RunOptions<'a> {
     /// How compact model calls are hashed: a replay's as its recording's
     /// were (decision 0345).
     pub chain: worldline_log::log::Chain,
+    /// Record the bundle's lines to this buffer and write nothing to the
+    /// store (whose recordings are still read): a fork server's prefix
+    /// and branches (decision 0358).
+    pub detached: Option<Arc<Mutex<Vec<u8>>>>,
 }
 
 /// [`run`] with every option: begin (check the inputs, open the log, set
@@ -216,7 +220,14 @@ pub fn begin(
         opts.model_seed,
         opts.group.take(),
     )?;
-    let log = Log::open(opts.store, &inputs.header)?;
+    let log = match &opts.detached {
+        Some(buffer) => Log {
+            recorder: Recorder::to_buffer(buffer.clone()),
+            run_id: None,
+            path: None,
+        },
+        None => Log::open(opts.store, &inputs.header)?,
+    };
     let mut med = Mediator::new(case, log.recorder.chained(opts.chain));
     set_up(
         &mut med.services,
@@ -269,18 +280,10 @@ pub fn finish(
         bundle::finish(file, &footer, sync).map_err(|e| opened.footer_error(opts.store, e))?;
     }
     if let (Some(store), Some(id)) = (opts.store, &opened.run_id) {
-        store.publish_finished(
-            id,
-            worldline_store::store::Finished {
-                header: &opened.header,
-                events: &events,
-                footer: Some(&footer),
-            },
-        )?;
+        publish(store, id, &opened.header, &events, &footer)?;
         if let Some(batch) = opts.batch {
             batch.ran();
         }
-        worldline_store::index::record(store, id, &opened.header, &footer, events.len());
     }
     Ok(RunOutcome {
         run_id: opened.run_id,
@@ -293,6 +296,54 @@ pub fn finish(
         events,
         final_state: left.state,
     })
+}
+
+/// Publish finished run `id` (its bundle written and closed) in `store`,
+/// and index it.
+pub(crate) fn publish(
+    store: &StoreDir,
+    id: &str,
+    header: &Header,
+    events: &[Event],
+    footer: &Footer,
+) -> Result<()> {
+    store.publish_finished(
+        id,
+        worldline_store::store::Finished {
+            header,
+            events,
+            footer: Some(footer),
+        },
+    )?;
+    worldline_store::index::record(store, id, header, footer, events.len());
+    Ok(())
+}
+
+/// The grade of a run of `case` that `opened` began and that ended with
+/// `footer`, graded again from its events and final state, its judges'
+/// answers the footer's: a fork server's parent checks a branch's
+/// recorded grade so (decision 0358).
+pub(crate) fn regrade(
+    case: &Case,
+    opened: &Opened,
+    footer: &Footer,
+    events: &[Event],
+    final_state: &State,
+) -> Option<Grade> {
+    let ended: Ending = (
+        footer.status,
+        footer.output.clone(),
+        footer.error.clone(),
+        footer.backtrace.clone(),
+    );
+    grade_run(
+        case,
+        footer.grade.as_ref(),
+        &ended,
+        events,
+        final_state,
+        opened.gold.as_deref(),
+    )
 }
 
 /// What a run needs before its bundle exists; a failure here is the
@@ -395,16 +446,16 @@ fn set_up(
 
 /// The guest run to its end: how it ended, the fuel it used, and the
 /// mediator with everything it recorded.
-struct Guest {
-    ended: Ending,
-    fuel: u64,
-    med: Mediator,
+pub(crate) struct Guest {
+    pub(crate) ended: Ending,
+    pub(crate) fuel: u64,
+    pub(crate) med: Mediator,
 }
 
 /// Instantiate the agent and call its `run` with the case's task.
 /// Internal failures (the bundle could not be written) are errors,
 /// passed through `internal` (which names the bundle).
-fn execute(
+pub(crate) fn execute(
     sandbox: &Sandbox,
     agent: &Agent,
     case: &Case,
@@ -562,7 +613,7 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
             Stop::Timeout => (Status::Timeout, fault.to_string()),
             Stop::Unscripted(_) => (Status::Unscripted, fault.to_string()),
-            Stop::Bundle(_) | Stop::Untyped(_) => anyhow::bail!("{fault}"),
+            Stop::Bundle(_) | Stop::Untyped(_) | Stop::Branched => anyhow::bail!("{fault}"),
             Stop::Diverged | Stop::ReplayEnd | Stop::ModelMiss => {
                 (Status::Trapped, fault.to_string())
             }

@@ -154,3 +154,43 @@ fn a_compact_line_stripped_of_its_mark_is_refused() {
     let e = parse(&odd).unwrap_err();
     assert!(e.message.contains("extends.chained"), "{e}");
 }
+
+/// Decision 0358: a fork server's branch sends only the lines it wrote
+/// after the prefix; its parent reads them on from the prefix's events
+/// (`Recorder::written`), compact model calls expanded against the
+/// prefix, and the chain checked from the prefix's last hash. A changed
+/// byte, or lines read on from another prefix, is refused.
+#[test]
+fn a_continuation_is_read_on_from_its_prefix() {
+    let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut rec = Recorder::to_buffer(buffer.clone());
+    for i in 0..3 {
+        rec.append(call(i)).unwrap();
+    }
+    let (prefix, head) = rec.written();
+    let prefix = prefix.to_vec();
+    assert_eq!(head, prefix.last().unwrap().hash);
+    let cut = buffer.lock().unwrap().len();
+    for i in 3..CALLS {
+        rec.append(call(i)).unwrap();
+    }
+    let (file, events, _) = rec.finish().unwrap();
+    assert!(file.is_none(), "a buffer is not a file");
+    let suffix = buffer.lock().unwrap()[cut..].to_vec();
+    assert!(
+        String::from_utf8_lossy(&suffix).contains("\"extends\""),
+        "the continuation's model calls are written compact"
+    );
+    let path = Path::new("(branch 0 of 1)");
+    let (all, footer) = bundle::continued(prefix.clone(), &suffix, path).unwrap();
+    assert_eq!(all, events);
+    assert!(footer.is_none());
+
+    let mut changed = suffix.clone();
+    let at = changed.iter().rposition(|&b| b == b'5').unwrap();
+    changed[at] = b'6';
+    let err = bundle::continued(prefix.clone(), &changed, path).unwrap_err();
+    assert!(err.to_string().contains("hash chain broken"), "{err}");
+    let err = bundle::continued(prefix[..2].to_vec(), &suffix, path).unwrap_err();
+    assert!(err.to_string().starts_with("(branch 0 of 1):1: "), "{err}");
+}

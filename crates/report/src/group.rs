@@ -18,6 +18,9 @@ pub struct Branches<'a> {
     pub at: u64,
     /// Branches asked for (`--samples`).
     pub samples: u64,
+    /// How many times the prefix was followed: 1 (the fork server,
+    /// decision 0358) or one per branch.
+    pub replayed: u64,
     /// Each branch made, with the model seed it drew from, in order.
     pub members: Vec<(u64, &'a RunOutcome)>,
     pub elapsed_ms: f64,
@@ -80,6 +83,7 @@ pub fn json(b: &Branches<'_>) -> Value {
         .collect();
     json!({
         "parent": {"run": b.parent, "event": b.at},
+        "prefix": {"events": b.at, "replayed": b.replayed},
         "group": {"id": g.id, "size": b.samples, "passes": g.passes, "pass_at_k": g.pass_at, "pass_hat_k": g.pass_hat},
         "members": members,
         "elapsed_ms": b.elapsed_ms,

@@ -544,6 +544,7 @@ fn branches(outcomes: &[worldline_engine::run::RunOutcome]) -> super::group::Bra
         parent: "20261128-093036-94a3bea0",
         at: 2,
         samples: 4,
+        replayed: 1,
         members: outcomes
             .iter()
             .zip([11, 12, 13])

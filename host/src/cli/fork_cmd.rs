@@ -121,13 +121,18 @@ fn branch(
         None => None,
     };
     let t = std::time::Instant::now();
-    let outcomes = fork::branch(sandbox, store, rec, args.at, edits, agent, samples)?;
+    let branched = fork::branch(sandbox, store, rec, args.at, edits, agent, samples)?;
     let elapsed_ms = t.elapsed().as_secs_f64() * 1000.0;
+    if let Some(note) = &branched.note {
+        eprintln!("note: {note}");
+    }
     let branches = group::Branches {
         parent: &rec.id,
         at: args.at,
         samples,
-        members: outcomes
+        replayed: branched.replayed,
+        members: branched
+            .outcomes
             .iter()
             .enumerate()
             .map(|(i, o)| (fork::branch_seed(rec, args.at, i as u64), o))

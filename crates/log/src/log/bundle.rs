@@ -337,7 +337,7 @@ pub fn header_line(header: &Header) -> String {
 }
 
 /// The footer line of a bundle.
-fn footer_line(footer: &Footer) -> String {
+pub fn footer_line(footer: &Footer) -> String {
     let mut line = canon::to_string(
         &serde_json::to_value(FooterLine {
             footer: footer.clone(),
@@ -513,6 +513,40 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
         reader.line(i + 1, line)?;
     }
     Ok(reader.finish(header))
+}
+
+/// The lines a run wrote after `events` (lines that ended with the
+/// last of them), checked as [`parse`] checks a whole bundle, the chain
+/// going on from `events`' last hash: every event, then the footer. A
+/// fork server's parent reads its branches' continuations so (decision
+/// 0358); `path` names them in errors, their line numbers counted from
+/// the first of them.
+pub fn continued(
+    events: Vec<Event>,
+    lines: &[u8],
+    path: &Path,
+) -> Result<(Vec<Event>, Option<Footer>), BundleError> {
+    let text = std::str::from_utf8(lines).map_err(|e| BundleError {
+        path: path.display().to_string(),
+        line: 0,
+        message: format!("not UTF-8: {e}"),
+    })?;
+    let mut reader = Reader::new(path);
+    if let Some(last) = events.last() {
+        reader.prev.clone_from(&last.hash);
+    }
+    reader.events = events;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if !line.ends_with('\n') {
+            return Err(BundleError {
+                path: path.display().to_string(),
+                line: i + 1,
+                message: "a torn last line".into(),
+            });
+        }
+        reader.line(i + 1, line)?;
+    }
+    Ok((reader.events, reader.footer))
 }
 
 /// The header of a bundle's first line (format checked).

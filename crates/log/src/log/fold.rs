@@ -123,6 +123,11 @@ impl Folds {
         text
     }
 
+    /// How many reads are held back, not yet written.
+    pub(super) fn held(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Whether `event` continues the pending run by its rule.
     fn extends(&self, event: &Event, offset: Option<i64>) -> bool {
         let (Some(first), Some(last)) = (self.pending.first(), self.pending.last()) else {

@@ -15,6 +15,7 @@ use super::fold::Folds;
 use super::intent::Intent;
 use std::fs::File;
 use std::io::Write as _;
+use std::sync::{Arc, Mutex};
 use worldline_case::canon;
 
 /// The hash the chain starts from.
@@ -55,11 +56,32 @@ fn with_hash(text: &str, hash: &str) -> String {
     line
 }
 
+/// Where the recorder's lines go: the bundle's file, or a buffer its
+/// owner reads (a fork server's prefix and branches, decision 0358).
+enum Sink {
+    File(File),
+    Buffer(Arc<Mutex<Vec<u8>>>),
+}
+
+impl Sink {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::File(f) => f.write_all(bytes),
+            Sink::Buffer(b) => {
+                b.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend_from_slice(bytes);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Events in order, the chain head, and where they go on disk (if anywhere).
 pub struct Recorder {
     events: Vec<Event>,
     head: String,
-    sink: Option<File>,
+    sink: Option<Sink>,
     /// The model calls a request may extend (`delta.rs`).
     deltas: Deltas,
     /// The clock reads held back to be folded (`fold.rs`).
@@ -91,9 +113,30 @@ impl Recorder {
     /// Record and append each event to an open bundle file.
     pub fn to_file(file: File) -> Self {
         Recorder {
-            sink: Some(file),
+            sink: Some(Sink::File(file)),
             ..Recorder::in_memory()
         }
+    }
+
+    /// Record and append each line to `buffer` (the bytes a bundle file
+    /// would get), which the caller reads.
+    pub fn to_buffer(buffer: Arc<Mutex<Vec<u8>>>) -> Self {
+        Recorder {
+            sink: Some(Sink::Buffer(buffer)),
+            ..Recorder::in_memory()
+        }
+    }
+
+    /// The events whose lines are written so far (the clock reads held
+    /// back to be folded are not), and the chain's hash after the last of
+    /// them: where a reader of the lines written next starts.
+    pub fn written(&self) -> (&[Event], &str) {
+        let n = self.events.len() - self.folds.held();
+        let events = &self.events[..n];
+        (
+            events,
+            events.last().map_or(CHAIN_START, |e| e.hash.as_str()),
+        )
     }
 
     /// Chain the event, keep it, and append it to the bundle. A model
@@ -143,15 +186,20 @@ impl Recorder {
     }
 
     /// Give back the file to write the footer to (the clock reads held
-    /// back written to it first), and the events.
+    /// back written to it first; none when recording to memory or to a
+    /// buffer), and the events.
     pub fn finish(mut self) -> std::io::Result<(Option<File>, Vec<Event>, String)> {
-        if let Some(file) = &mut self.sink {
+        if let Some(sink) = &mut self.sink {
             let lines = self.folds.flush();
             if !lines.is_empty() {
-                file.write_all(lines.as_bytes())?;
+                sink.write_all(lines.as_bytes())?;
             }
         }
-        Ok((self.sink, self.events, self.head))
+        let file = match self.sink {
+            Some(Sink::File(f)) => Some(f),
+            _ => None,
+        };
+        Ok((file, self.events, self.head))
     }
 }
 

@@ -69,7 +69,17 @@ pub enum Stop {
         "a model call used the case's whole time budget (limits.timeout_ms); this outcome is not replayable"
     )]
     Timeout,
+    /// A fork server's prefix ends where its branches begin: the parent
+    /// stops its guest there (decision 0358).
+    #[error("the prefix ended at the fork point, where the branches go on")]
+    Branched,
 }
+
+/// What a fork server does at the call of its fork point, before the
+/// call's edits apply (decision 0358): `fork(2)` its branches, each of
+/// which returns `Ok` and goes on live; the parent stops its guest with
+/// [`Stop::Branched`].
+pub type ForkHook = Box<dyn FnOnce(&mut Mediator) -> Result<(), Stop> + Send>;
 
 /// An answer from a service, before it is recorded.
 pub struct ServiceReply {
@@ -224,6 +234,8 @@ pub struct Mediator {
     max_events: u64,
     /// `[limits] max_steps` and `max_errors`, counted.
     budget: budget::Budget,
+    /// A fork server's hook and the event whose call it is called at.
+    pub at_fork: Option<(u64, ForkHook)>,
 }
 
 impl Mediator {
@@ -235,7 +247,14 @@ impl Mediator {
             fuel_used: 0,
             max_events: case.limits.max_events,
             budget: budget::Budget::new(&case.limits),
+            at_fork: None,
         }
+    }
+
+    /// The events whose lines the log has written, and the chain's hash
+    /// after them (see [`Recorder::written`]).
+    pub fn written(&self) -> (&[Event], &str) {
+        self.recorder.written()
     }
 
     /// How many events the run has recorded.
@@ -333,6 +352,11 @@ impl Mediator {
         }
         self.budget.admit(call)?;
         let following = self.follow(seq, call, &request)?;
+        if self.at_fork.as_ref().is_some_and(|(at, _)| *at == seq)
+            && let Some((_, hook)) = self.at_fork.take()
+        {
+            hook(self)?;
+        }
         let (override_response, edit_writes) = self.apply_edits(seq);
         if override_response.is_none() && !following {
             self.intend(seq, call, &request, live)?;

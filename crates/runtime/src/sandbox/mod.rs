@@ -43,6 +43,28 @@ pub fn timeout_ticks(timeout_ms: u64) -> u64 {
     timeout_ms.div_ceil(EPOCH_TICK.as_millis() as u64).max(1)
 }
 
+/// Start the thread that advances `engine`'s epoch every [`EPOCH_TICK`]
+/// (the deadline behind `[limits] timeout_ms`); it ends once the engine
+/// is gone. [`Sandbox::new`] starts one; a fork server's branch, a
+/// process copied without its threads, starts its own (decision 0358).
+pub fn start_watchdog(engine: &Engine) -> Result<()> {
+    let watchdog = engine.weak();
+    std::thread::Builder::new()
+        .name("worldline-watchdog".into())
+        .spawn(move || {
+            // Ends once the engine is gone (the weak handle no longer upgrades).
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                match watchdog.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        })
+        .context("starting the watchdog thread")?;
+    Ok(())
+}
+
 /// How one engine setting is applied to the config.
 type SetOption = fn(&mut Config);
 
@@ -142,20 +164,7 @@ impl Sandbox {
             wasmtime_version(),
             names.join("\n")
         ));
-        let watchdog = engine.weak();
-        std::thread::Builder::new()
-            .name("worldline-watchdog".into())
-            .spawn(move || {
-                // Ends once the engine is gone (the weak handle no longer upgrades).
-                loop {
-                    std::thread::sleep(EPOCH_TICK);
-                    match watchdog.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
-                    }
-                }
-            })
-            .context("starting the watchdog thread")?;
+        start_watchdog(&engine)?;
         let service_linker = service::linker(&engine).context("linking the service interfaces")?;
         Ok(Sandbox {
             service_linker,

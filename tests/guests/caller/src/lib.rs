@@ -7,7 +7,9 @@
 //! A call may take an argument from an earlier answer:
 //! `"from": {"answer": 0, "path": "deploys.0.id", "arg": "id"}`.
 //! A task with `"output"` answers that value instead of the answers (a
-//! benchmark trajectory's final message).
+//! benchmark trajectory's final message). A task with `"work": n`
+//! computes `n` rounds of arithmetic before each call (a prefix that costs
+//! compute, as an interpreter's does).
 
 use serde_json::{Value, json};
 use worldline_guest::{Error, files, tools, trace, user};
@@ -19,9 +21,22 @@ fn answer(result: Result<Value, Error>) -> Value {
     }
 }
 
+/// `n` rounds of xorshift, kept from being optimised away.
+fn work(n: u64) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x = std::hint::black_box(x);
+    }
+}
+
 fn run(task: Value) -> Result<Value, Error> {
     let mut answers: Vec<Value> = Vec::new();
+    let rounds = task["work"].as_u64().unwrap_or(0);
     for call in task["calls"].as_array().cloned().unwrap_or_default() {
+        work(rounds);
         let tool = call["tool"].as_str().unwrap_or_default().to_string();
         let mut call = call.clone();
         if let Some(from) = call.get("from").cloned() {
