@@ -249,8 +249,9 @@ fn branch_here(
         }
         Err(e) => return Role::Refused(format!("cannot count threads (/proc/self/task): {e}")),
     }
+    // stdout's buffer would be copied into every child; Rust's standard
+    // error is unbuffered, so there is nothing of it to flush.
     let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
     let prefix = buffer.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let events = med.written().0.to_vec();
     let mut children = Children::default();

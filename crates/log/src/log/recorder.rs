@@ -1,11 +1,15 @@
 //! The run's event log as it is written: each event is chained to the one
-//! before and appended to the bundle file at once (one `write` per line, so
-//! a killed process leaves every event it recorded), except consecutive
-//! clock reads, held back until the next other call or the end and written
-//! as one line (`fold.rs`): a killed process may lose its last clock reads,
-//! which a replay or a resume reads again from the same virtual clock.
-//! Before a call that goes out of the run is dispatched, its intent is
-//! written (`intent.rs`), the held clock reads first. A model call written
+//! before and appended to the bundle file. An event that must survive a
+//! kill (a write to the world, or a call with an intent: its answer came
+//! from outside the run) is written at once, with the lines held before
+//! it; the lines of events the run makes again identically (reads, notes,
+//! stdout) are held until then, [`HELD_BYTES`] or the end (decision 0389:
+//! one `write` for many lines, not one per line). Consecutive clock reads
+//! are held back and written as one line (`fold.rs`). A killed process
+//! may lose its last reads, which a replay or a resume makes again from
+//! the same world and virtual clock. Before a call that goes out of the
+//! run is dispatched, its intent is written (`intent.rs`), the held lines
+//! first. A model call written
 //! compact (`delta.rs`) is hashed over its line, so appending costs the
 //! delta, not the whole request (decision 0345).
 
@@ -77,11 +81,17 @@ impl Sink {
     }
 }
 
+/// At most this many bytes of lines are held before they are written.
+pub const HELD_BYTES: usize = 64 * 1024;
+
 /// Events in order, the chain head, and where they go on disk (if anywhere).
 pub struct Recorder {
     events: Vec<Event>,
     head: String,
     sink: Option<Sink>,
+    /// Lines of events the run makes again identically, not yet written
+    /// (a file sink only; a buffer gets each line at once).
+    held: String,
     /// The model calls a request may extend (`delta.rs`).
     deltas: Deltas,
     /// The clock reads held back to be folded (`fold.rs`).
@@ -98,6 +108,7 @@ impl Recorder {
             events: Vec::new(),
             head: CHAIN_START.to_string(),
             sink: None,
+            held: String::new(),
             deltas: Deltas::default(),
             folds: Folds::default(),
             chain: Chain::default(),
@@ -107,28 +118,29 @@ impl Recorder {
     /// Hash compact model calls as `chain` says (a replay, as its
     /// recording was hashed).
     pub fn chained(self, chain: Chain) -> Self {
-        Recorder { chain, ..self }
+        let mut recorder = self;
+        recorder.chain = chain;
+        recorder
     }
 
     /// Record and append each event to an open bundle file.
     pub fn to_file(file: File) -> Self {
-        Recorder {
-            sink: Some(Sink::File(file)),
-            ..Recorder::in_memory()
-        }
+        let mut recorder = Recorder::in_memory();
+        recorder.sink = Some(Sink::File(file));
+        recorder
     }
 
     /// Record and append each line to `buffer` (the bytes a bundle file
     /// would get), which the caller reads.
     pub fn to_buffer(buffer: Arc<Mutex<Vec<u8>>>) -> Self {
-        Recorder {
-            sink: Some(Sink::Buffer(buffer)),
-            ..Recorder::in_memory()
-        }
+        let mut recorder = Recorder::in_memory();
+        recorder.sink = Some(Sink::Buffer(buffer));
+        recorder
     }
 
     /// The events whose lines are written so far (the clock reads held
-    /// back to be folded are not), and the chain's hash after the last of
+    /// back to be folded are not; a buffer sink gets every other line at
+    /// once), and the chain's hash after the last of
     /// them: where a reader of the lines written next starts.
     pub fn written(&self) -> (&[Event], &str) {
         let n = self.events.len() - self.folds.held();
@@ -139,11 +151,22 @@ impl Recorder {
         )
     }
 
-    /// Chain the event, keep it, and append it to the bundle. A model
-    /// call that extends an earlier one is hashed over its compact line
-    /// (unless the chain is [`Chain::Whole`]); any other event over its
-    /// whole text.
-    pub fn append(&mut self, mut event: Event) -> std::io::Result<()> {
+    /// Chain the event, keep it, and write it to the bundle at once, with
+    /// the lines held before it. A model call that extends an earlier one
+    /// is hashed over its compact line (unless the chain is
+    /// [`Chain::Whole`]); any other event over its whole text.
+    pub fn append(&mut self, event: Event) -> std::io::Result<()> {
+        self.record(event, true)
+    }
+
+    /// [`append`](Self::append) an event the run makes again identically
+    /// (a read), its line held until a line that must survive a kill,
+    /// [`HELD_BYTES`], or the end.
+    pub fn append_redoable(&mut self, event: Event) -> std::io::Result<()> {
+        self.record(event, false)
+    }
+
+    fn record(&mut self, mut event: Event, now: bool) -> std::io::Result<()> {
         event.hash.clear();
         let compact = self.deltas.compact(&event, &self.events, self.chain);
         let whole = match (&compact, self.chain) {
@@ -153,12 +176,10 @@ impl Recorder {
         let hashed = whole.as_ref().or(compact.as_ref()).expect("one is made");
         event.hash = chain_hash_of_text(&self.head, hashed);
         self.head.clone_from(&event.hash);
-        if let Some(file) = &mut self.sink {
+        if self.sink.is_some() {
             let text = compact.as_ref().or(whole.as_ref()).expect("one is made");
             let lines = self.folds.offer(&event, || with_hash(text, &event.hash));
-            if !lines.is_empty() {
-                file.write_all(lines.as_bytes())?;
-            }
+            self.put(&lines, now)?;
         }
         self.deltas.note(&event);
         self.events.push(event);
@@ -169,10 +190,31 @@ impl Recorder {
     /// clock reads held back, which come before it). In memory, nothing
     /// (and `intent` is not made).
     pub fn intend(&mut self, intent: impl FnOnce() -> Intent) -> std::io::Result<()> {
-        if let Some(file) = &mut self.sink {
+        if self.sink.is_some() {
             let mut lines = self.folds.flush();
             lines.push_str(&intent().line());
-            file.write_all(lines.as_bytes())?;
+            self.put(&lines, true)?;
+        }
+        Ok(())
+    }
+
+    /// Hold `lines` after the lines held before, and write them all when
+    /// `now`, when they pass [`HELD_BYTES`], or when the sink is a buffer.
+    fn put(&mut self, lines: &str, now: bool) -> std::io::Result<()> {
+        let Some(sink) = &mut self.sink else {
+            return Ok(());
+        };
+        if let Sink::Buffer(_) = sink {
+            return if lines.is_empty() {
+                Ok(())
+            } else {
+                sink.write_all(lines.as_bytes())
+            };
+        }
+        self.held.push_str(lines);
+        if (now || self.held.len() >= HELD_BYTES) && !self.held.is_empty() {
+            sink.write_all(self.held.as_bytes())?;
+            self.held.clear();
         }
         Ok(())
     }
@@ -189,17 +231,25 @@ impl Recorder {
     /// back written to it first; none when recording to memory or to a
     /// buffer), and the events.
     pub fn finish(mut self) -> std::io::Result<(Option<File>, Vec<Event>, String)> {
-        if let Some(sink) = &mut self.sink {
-            let lines = self.folds.flush();
-            if !lines.is_empty() {
-                sink.write_all(lines.as_bytes())?;
-            }
-        }
-        let file = match self.sink {
+        let lines = self.folds.flush();
+        self.put(&lines, true)?;
+        let file = match self.sink.take() {
             Some(Sink::File(f)) => Some(f),
             _ => None,
         };
-        Ok((file, self.events, self.head))
+        Ok((
+            file,
+            std::mem::take(&mut self.events),
+            std::mem::take(&mut self.head),
+        ))
+    }
+}
+
+/// A recorder dropped without [`finish`](Recorder::finish) (a run that
+/// stopped on an error) still writes the lines it held.
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let _ = self.put("", true);
     }
 }
 
@@ -208,6 +258,48 @@ mod tests {
     use super::*;
     use crate::log::Effect;
     use serde_json::json;
+
+    fn read(seq: u64) -> Event {
+        Event {
+            call: crate::log::Kind::ToolsCall.name().into(),
+            effect: Effect::Read,
+            fuel: 10 + seq,
+            hash: String::new(),
+            injected: None,
+            request: json!({"name": "get", "args": {"n": seq}}),
+            response: json!({"ok": seq}),
+            seq,
+            vtime_ns: seq,
+            writes: vec![],
+        }
+    }
+
+    #[test]
+    fn held_lines_wait_for_one_that_must_survive_a_kill_and_are_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let len = |p: &std::path::Path| std::fs::metadata(p).unwrap().len();
+        let mut each = Recorder::to_file(File::create(&a).unwrap());
+        let mut held = Recorder::to_file(File::create(&b).unwrap());
+        for seq in 0..3 {
+            each.append(read(seq)).unwrap();
+            held.append_redoable(read(seq)).unwrap();
+        }
+        assert!(len(&a) > 0);
+        assert_eq!(len(&b), 0, "three reads held");
+        each.append(read(3)).unwrap();
+        held.append(read(3)).unwrap();
+        assert_eq!(len(&b), len(&a), "written with the fourth");
+        held.append_redoable(read(4)).unwrap();
+        drop(held);
+        each.append(read(4)).unwrap();
+        drop(each.finish().unwrap());
+        assert_eq!(
+            std::fs::read(&a).unwrap(),
+            std::fs::read(&b).unwrap(),
+            "a dropped recorder writes what it held"
+        );
+    }
 
     #[test]
     fn the_spliced_line_is_the_canonical_event() {

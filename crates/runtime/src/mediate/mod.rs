@@ -358,9 +358,8 @@ impl Mediator {
             hook(self)?;
         }
         let (override_response, edit_writes) = self.apply_edits(seq);
-        if override_response.is_none() && !following {
-            self.intend(seq, call, &request, live)?;
-        }
+        let intended =
+            override_response.is_none() && !following && self.intend(seq, call, &request, live)?;
         self.services.clock.tick();
         let mut answer = match override_response {
             Some(response) => ServiceReply {
@@ -412,9 +411,17 @@ impl Mediator {
             panic!("the host recorded an event its readers cannot type: {e}");
         }
         let response = event.response.clone();
-        self.recorder
-            .append(event)
-            .map_err(|e| Stop::Bundle(e.to_string()))?;
+        // A line that must survive a kill is written at once; a read the
+        // run makes again identically waits for it (decision 0389).
+        let redoable = !intended
+            && event.effect != worldline_log::log::Effect::Write
+            && event.writes.is_empty();
+        if redoable {
+            self.recorder.append_redoable(event)
+        } else {
+            self.recorder.append(event)
+        }
+        .map_err(|e| Stop::Bundle(e.to_string()))?;
         self.budget.count(call, &response)?;
         Ok(response)
     }
@@ -422,7 +429,8 @@ impl Mediator {
     /// Before a call is served: write its intent when its answer comes
     /// from outside the run (`live`) or it calls a tool that may write, so
     /// that a run killed inside it knows it was in flight (`log/intent.rs`).
-    fn intend(&mut self, seq: u64, call: &str, request: &Value, live: bool) -> Result<(), Stop> {
+    /// Whether it wrote one.
+    fn intend(&mut self, seq: u64, call: &str, request: &Value, live: bool) -> Result<bool, Stop> {
         let tool = (worldline_log::log::Kind::of(call)
             == Some(worldline_log::log::Kind::ToolsCall))
         .then(|| request.get("name").and_then(Value::as_str))
@@ -432,11 +440,12 @@ impl Mediator {
             tools.iter().any(|t| t.name == *name && t.mutates)
         });
         if !live && tool.is_none() {
-            return Ok(());
+            return Ok(false);
         }
         self.recorder
             .intend(|| worldline_log::log::intent::Intent::of(seq, call, request, tool))
-            .map_err(|e| Stop::Bundle(e.to_string()))
+            .map_err(|e| Stop::Bundle(e.to_string()))?;
+        Ok(true)
     }
 
     /// While a recording is followed: the requests of the recorded events
