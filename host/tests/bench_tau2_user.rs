@@ -178,7 +178,10 @@ fn an_imported_airline_users_model_gets_tau2s_prompt_and_the_stand_in_plays_offl
     let case = talking(
         &dir,
         "task-000.toml",
-        &["Which reservation is it?", "It cannot be refunded. Anything else?"],
+        &[
+            "Which reservation is it?",
+            "It cannot be refunded. Anything else?",
+        ],
     );
 
     let (url, seen) = serve(vec![
@@ -194,10 +197,7 @@ fn an_imported_airline_users_model_gets_tau2s_prompt_and_the_stand_in_plays_offl
     assert_eq!(turns_live[1]["ended"]["satisfied"], true);
     assert_eq!(turns_live[0]["user"]["by"]["model"]["provider"], "openai");
     let header = common::read_bundle(&out.bundle()).header;
-    assert_eq!(
-        header["user_model_overrides"]["base_url"], url,
-        "{header}"
-    );
+    assert_eq!(header["user_model_overrides"]["base_url"], url, "{header}");
     // The model got tau2's prompt alone, then tau2's greeting and the
     // opening message the agent was given, then the agent's messages.
     let seen = seen.lock().unwrap().clone();
@@ -225,8 +225,8 @@ fn an_imported_airline_users_model_gets_tau2s_prompt_and_the_stand_in_plays_offl
 
     // No model configured: the stand-in plays, offline, and says so.
     let offline = run(&store, &dir, &case, &[]);
-    let default = toml::from_str::<toml::Table>(&std::fs::read_to_string(&case).unwrap())
-        .unwrap()["user"]["default"]
+    let default = toml::from_str::<toml::Table>(&std::fs::read_to_string(&case).unwrap()).unwrap()
+        ["user"]["default"]
         .as_str()
         .unwrap()
         .to_string();

@@ -70,9 +70,9 @@ impl<'de> Deserialize<'de> for Markers {
             One(String),
             Many(Vec<String>),
         }
-        match OneOrMany::deserialize(d).map_err(|_| {
-            serde::de::Error::custom("a marker is a string or a list of strings")
-        })? {
+        match OneOrMany::deserialize(d)
+            .map_err(|_| serde::de::Error::custom("a marker is a string or a list of strings"))?
+        {
             OneOrMany::One(m) => Ok(Markers(vec![m])),
             OneOrMany::Many(ms) => Ok(Markers(ms)),
         }

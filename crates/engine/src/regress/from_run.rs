@@ -133,7 +133,11 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
             m.insert("cassette".into(), cassette_name(opts.fallback).into());
         }
     }
-    if let Some(u) = rec.case.user.as_ref().filter(|u| u.played_by == PlayedBy::Model)
+    if let Some(u) = rec
+        .case
+        .user
+        .as_ref()
+        .filter(|u| u.played_by == PlayedBy::Model)
         && let Some(toml::Value::Table(user)) = table.get_mut("user")
     {
         if u.stand_in_plays() {
