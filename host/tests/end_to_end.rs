@@ -12,6 +12,7 @@ mod ui_support;
 mod bench_agentdojo;
 mod bench_bfcl;
 mod bench_tau2;
+mod bench_tau2_user;
 mod conformance;
 mod conversation;
 mod crash;

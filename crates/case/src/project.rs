@@ -1,6 +1,6 @@
 //! The project file, `worldline.toml`: defaults for the flags a project
 //! would otherwise type on every command (store, agent, worlds, cases,
-//! jobs, model settings), found in the working folder or the nearest
+//! jobs, model settings, the model that plays a model-played user), found in the working folder or the nearest
 //! folder above it, as Cargo finds `Cargo.toml`. Paths in it are relative
 //! to its folder. Flags given on the command line override it.
 
@@ -28,6 +28,9 @@ struct ProjectToml {
     jobs: Option<toml::Spanned<usize>>,
     #[serde(default)]
     model: BTreeMap<String, toml::Spanned<toml::Value>>,
+    /// `[user_model]`: keys of a model-played user's `[user.model]`.
+    #[serde(default)]
+    user_model: BTreeMap<String, toml::Spanned<toml::Value>>,
     prices: Option<toml::Spanned<crate::prices::Prices>>,
 }
 
@@ -47,6 +50,9 @@ pub struct Project {
     pub jobs: Option<usize>,
     /// `[model]` keys, applied as `--model-set KEY=VALUE`.
     pub model: BTreeMap<String, String>,
+    /// `[user_model]` keys, applied as `--user-model-set KEY=VALUE`: the
+    /// model that plays a model-played user instead of its stand-in.
+    pub user_model: BTreeMap<String, String>,
     /// `[prices]`: what model calls cost, for the views that show it.
     pub prices: crate::prices::Prices,
 }
@@ -117,26 +123,14 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         };
         InputError::at(file, &text, at.unwrap_or(0), m)
     })?;
-    let mut model = BTreeMap::new();
-    for (key, value) in &doc.model {
-        let shown = match value.get_ref() {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Float(f) => f.to_string(),
-            toml::Value::Boolean(b) => b.to_string(),
-            _ => {
-                return Err(InputError::at(
-                    file,
-                    &text,
-                    value.span().start,
-                    format!(
-                        "[model] {key}: give a string, number or boolean (as --model-set takes)"
-                    ),
-                ));
-            }
-        };
-        model.insert(key.clone(), shown);
-    }
+    let model = settings(file, &text, "model", "--model-set", &doc.model)?;
+    let user_model = settings(
+        file,
+        &text,
+        "user_model",
+        "--user-model-set",
+        &doc.user_model,
+    )?;
     Ok(Project {
         file: file.to_path_buf(),
         // An address (a database's `postgres://...`) is taken as it is,
@@ -154,8 +148,39 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         cases: doc.cases.iter().map(path).collect(),
         jobs: doc.jobs.map(|j| j.into_inner()),
         model,
+        user_model,
         prices: doc.prices.map(|p| p.into_inner()).unwrap_or_default(),
     })
+}
+
+/// A `[model]`-like table's keys as the text its flag (`--model-set`)
+/// takes; a value that is not a string, number or boolean is placed.
+fn settings(
+    file: &Path,
+    text: &str,
+    table: &str,
+    flag: &str,
+    given: &BTreeMap<String, toml::Spanned<toml::Value>>,
+) -> Result<BTreeMap<String, String>, InputError> {
+    let mut out = BTreeMap::new();
+    for (key, value) in given {
+        let shown = match value.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            _ => {
+                return Err(InputError::at(
+                    file,
+                    text,
+                    value.span().start,
+                    format!("[{table}] {key}: give a string, number or boolean (as {flag} takes)"),
+                ));
+            }
+        };
+        out.insert(key.clone(), shown);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -107,6 +107,7 @@ fn open_with(
     // A fuzz run's seed is its own, not the case file's.
     case.seed = bundle.header.seed;
     case.override_model(bundle.header.model_overrides.clone())?;
+    case.override_user_model(bundle.header.user_model_overrides.clone())?;
     case.override_limits(&bundle.header.limits)?;
     let id = path
         .file_stem()

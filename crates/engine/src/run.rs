@@ -68,6 +68,7 @@ pub fn header_of(sandbox: &Sandbox, agent_sha256: &str, case: &Case) -> Header {
         parent: None,
         redacted: None,
         seed: case.seed,
+        user_model_overrides: case.user_model_overrides.clone(),
         world: case.world.reference(),
         world_hash: case.world.hash.clone(),
     }

@@ -147,6 +147,15 @@ pub fn summary_cut(e: &Event, how: Cut) -> String {
                     Some(i) if i["action"] == "fork-respond" => "fork".to_string(),
                     _ => "?".to_string(),
                 },
+                // A model-played user's scripted stand-in (no model was
+                // configured for it, decision 0386).
+                None if by["stand_in"] == true => {
+                    let mut rule = by.clone();
+                    if let Some(o) = rule.as_object_mut() {
+                        o.remove("stand_in");
+                    }
+                    format!("stand-in {}", short(&rule, 40))
+                }
                 None => short(&by, 40),
             };
             let answer = match (response.reply, response.ended) {

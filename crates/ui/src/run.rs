@@ -80,6 +80,17 @@ fn model_line(b: &Bundle) -> Option<String> {
     })
 }
 
+/// The `--user-model-set` keys a model-played user was played with
+/// (none: its stand-in or the case's `[user.model]`, decision 0386).
+fn user_model_line(h: &Header) -> String {
+    let set: Vec<String> = h
+        .user_model_overrides
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    set.join(" ")
+}
+
 fn parent_line(id: &str, h: &Header) -> Markup {
     let Some(p) = &h.parent else { return html! {} };
     let edits: Vec<String> = p.edits.iter().map(describe).collect();
@@ -110,6 +121,7 @@ fn header(id: &str, b: &Bundle) -> Markup {
             dt { "seed" } dd { (h.seed) }
             dt { "agent" } dd { span.mono title=(h.agent_sha256) { (short(&h.agent_sha256)) } }
             @if let Some(m) = model_line(b) { dt { "model" } dd { (m) } }
+            @if !h.user_model_overrides.is_empty() { dt { "user model" } dd { (user_model_line(h)) } }
             @if let Some(f) = &h.fuzz { dt { "fuzz faults" } dd { span.mono { (serde_json::to_string(f).unwrap_or_default()) } } }
             @if let Some(o) = &h.origin {
                 dt { "origin" }

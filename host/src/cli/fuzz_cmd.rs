@@ -71,6 +71,10 @@ pub struct FuzzArgs {
     /// `--model-set provider=openai` (repeatable).
     #[arg(long = "model-set", value_name = "KEY=VALUE")]
     pub model_set: Vec<String>,
+    /// A key of the model that plays a model-played user, e.g.
+    /// `--user-model-set provider=openai` (repeatable; see `run`).
+    #[arg(long = "user-model-set", value_name = "KEY=VALUE")]
+    pub user_model_set: Vec<String>,
     #[command(flatten)]
     pub exec: super::ExecArgs,
     #[command(flatten)]
@@ -81,6 +85,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
     super::ModelArgs {
         set: args.model_set.clone(),
+        user_set: args.user_model_set.clone(),
         model_seed: None,
     }
     .apply(&mut case)?;

@@ -62,6 +62,15 @@ pub struct ModelArgs {
     /// (repeatable; recorded in the bundle).
     #[arg(long = "model-set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Configure the model that plays a model-played user (`[user]
+    /// played_by = "model"`), a key of its [user.model], e.g.
+    /// `--user-model-set provider=openai --user-model-set
+    /// base_url=http://127.0.0.1:11434/v1 --user-model-set model=llama3.1`
+    /// (repeatable; recorded in the bundle). Without one, a user whose case
+    /// has no [user.model] is played by its scripted stand-in; a scripted
+    /// user ignores it (decision 0386).
+    #[arg(long = "user-model-set", value_name = "KEY=VALUE")]
+    pub user_set: Vec<String>,
     /// Seed of the scripted model's weighted alternatives (default: the case seed).
     #[arg(long)]
     pub model_seed: Option<u64>,
@@ -74,6 +83,20 @@ impl ModelArgs {
         let overrides = worldline_case::case::model::parse_overrides(&self.set)
             .map_err(|m| worldline_case::error::InputError::new(&case.path, m))?;
         case.override_model(overrides)?;
+        let user = worldline_case::case::model::parse_overrides(&self.user_set)
+            .map_err(|m| m.replace("--model-set", "--user-model-set"))
+            .map_err(|m| worldline_case::error::InputError::new(&case.path, m))?;
+        case.override_user_model(user)?;
+        let user_model = case.user.as_ref().and_then(|u| u.model.as_ref());
+        if let Some(var) = user_model.and_then(|m| m.missing_key()) {
+            return Err(worldline_case::error::InputError::new(
+                &case.path,
+                format!(
+                    "[user.model] api_key_env names `{var}`, which is not set; export {var}=... before the run (the key is never recorded)"
+                ),
+            )
+            .into());
+        }
         if let Some(var) = case.model.missing_key() {
             return Err(worldline_case::error::InputError::new(
                 &case.path,

@@ -29,6 +29,7 @@ const TAKES: &[(&str, &[&str])] = &[
     ),
     ("jobs", &["test", "fuzz", "repro"]),
     ("model-set", &["run", "test", "fuzz", "repro"]),
+    ("user-model-set", &["run", "test", "fuzz", "repro"]),
 ];
 
 /// What the project file supplied to this command.
@@ -143,20 +144,26 @@ fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsStri
     if takes("jobs") {
         offer("jobs", p.jobs.map(|j| j.to_string()), &mut s);
     }
-    if takes("model-set") {
+    for (flag, table, keys) in [
+        ("model-set", "model", &p.model),
+        ("user-model-set", "user_model", &p.user_model),
+    ] {
+        if !takes(flag) {
+            continue;
+        }
         // A key the command line sets itself is overridden; the others
         // are added before it, so later (command-line) values win.
         let set_on_line: Vec<String> = argv
             .windows(2)
-            .filter(|w| w[0] == "--model-set")
+            .filter(|w| w[0].to_string_lossy() == format!("--{flag}"))
             .filter_map(|w| Some(w[1].to_string_lossy().split_once('=')?.0.to_string()))
             .collect();
-        for (key, value) in &p.model {
-            let setting = format!("model.{key}");
+        for (key, value) in keys {
+            let setting = format!("{table}.{key}");
             if set_on_line.contains(key) {
                 s.overridden.push(setting);
             } else {
-                added.push("--model-set".into());
+                added.push(format!("--{flag}").into());
                 added.push(format!("{key}={value}").into());
                 s.supplied.insert(setting, value.clone());
             }
@@ -183,6 +190,7 @@ mod tests {
             cases: Vec::new(),
             jobs: Some(2),
             model: [("provider".to_string(), "openai".to_string())].into(),
+            user_model: [("model".to_string(), "sim".to_string())].into(),
             prices: Default::default(),
         }
     }
@@ -211,7 +219,9 @@ mod tests {
                 "--agent",
                 "/p/agent.wasm",
                 "--model-set",
-                "provider=openai"
+                "provider=openai",
+                "--user-model-set",
+                "model=sim"
             ])
         );
         assert_eq!(s.overridden, ["jobs"]);

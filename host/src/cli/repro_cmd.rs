@@ -31,6 +31,10 @@ pub struct ReproArgs {
     /// e.g. `--model-set provider=openai` to ask a live endpoint (repeatable).
     #[arg(long = "model-set", value_name = "KEY=VALUE")]
     pub model_set: Vec<String>,
+    /// A key of the model that plays a model-played user, e.g.
+    /// `--user-model-set provider=openai` (repeatable; see `run`).
+    #[arg(long = "user-model-set", value_name = "KEY=VALUE")]
+    pub user_model_set: Vec<String>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -45,6 +49,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
     store.audit_reexecution(&[&rec.id], "repro")?;
     super::ModelArgs {
         set: args.model_set.clone(),
+        user_set: args.user_model_set.clone(),
         model_seed: None,
     }
     .apply(&mut rec.case)?;

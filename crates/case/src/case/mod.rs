@@ -55,6 +55,10 @@ pub struct Case {
     pub model: model::ModelConfig,
     /// `--model-set KEY=VALUE` overrides (recorded in the bundle header).
     pub model_overrides: BTreeMap<String, String>,
+    /// `--user-model-set KEY=VALUE` overrides of a model-played user's
+    /// `[user.model]`, as applied (recorded in the bundle header; a replay
+    /// applies them again, so its user is played by the same side).
+    pub user_model_overrides: BTreeMap<String, String>,
     /// Limits raised by `resume --fuel/--max-steps/--max-events/--max-errors`
     /// (recorded in the bundle header, applied again by a replay).
     pub limit_overrides: BTreeMap<String, u64>,
@@ -383,6 +387,7 @@ pub fn parse_all(
         permissions,
         model: doc.model.map(|m| m.into_inner()).unwrap_or_default(),
         model_overrides: BTreeMap::new(),
+        user_model_overrides: BTreeMap::new(),
         limit_overrides: BTreeMap::new(),
         inject,
         expect: doc.expect.map(|e| {
@@ -477,6 +482,26 @@ impl Case {
         // Later overrides apply on top of earlier ones (a repro of a run
         // that was itself overridden), and the record keeps them all.
         self.model_overrides.extend(overrides);
+        Ok(())
+    }
+
+    /// Apply `--user-model-set KEY=VALUE` overrides to a model-played
+    /// user's `[user.model]`: a model then plays the user instead of its
+    /// scripted stand-in (decision 0386). A case whose user is scripted (or
+    /// has none) takes no user model: they are not applied, nor recorded.
+    pub fn override_user_model(
+        &mut self,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<(), InputError> {
+        let Some(user) = self.user.as_mut() else {
+            return Ok(());
+        };
+        if user
+            .override_model(&overrides)
+            .map_err(|m| InputError::new(&self.path, m))?
+        {
+            self.user_model_overrides.extend(overrides);
+        }
         Ok(())
     }
 

@@ -4,7 +4,9 @@
 //! seed; a default reply; a turn limit) or a model (`model`: a persona
 //! played through the same providers as the agent's model calls). A
 //! scripted rule may also make the user call their own tools (the world's
-//! `[[user_tools]]`) before answering.
+//! `[[user_tools]]`) before answering. A model-played user may keep a
+//! scripted stand-in (`rules`, `default`) that plays when no model is
+//! configured for it (decision 0386).
 
 use super::model::ModelConfig;
 use crate::path::JsonPath;
@@ -43,8 +45,38 @@ pub struct UserConfig {
     pub model: Option<ModelConfig>,
     /// `model`: a reply containing this ends the conversation satisfied.
     pub satisfied_marker: String,
-    /// `model`: a reply containing this ends it unsatisfied.
-    pub end_marker: String,
+    /// `model`: a reply containing this (or any of these, given a list)
+    /// ends it unsatisfied.
+    pub end_marker: Markers,
+    /// `model`: whether worldline's own instructions (answer as the user,
+    /// the markers) follow the persona in the system message; `false` when
+    /// the persona is a whole system prompt of its own (a benchmark's).
+    pub append_instructions: bool,
+    /// `model`: the conversation before the run, as `[agent message, user
+    /// reply]` pairs the model sees first (a benchmark's greeting and the
+    /// user's opening message, which the task gives the agent).
+    pub prior_turns: Vec<(String, String)>,
+}
+
+/// One marker, or several (`end_marker = ["###TRANSFER###", "###OUT###"]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Markers(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Markers {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OneOrMany {
+            One(String),
+            Many(Vec<String>),
+        }
+        match OneOrMany::deserialize(d)
+            .map_err(|_| serde::de::Error::custom("a marker is a string or a list of strings"))?
+        {
+            OneOrMany::One(m) => Ok(Markers(vec![m])),
+            OneOrMany::Many(ms) => Ok(Markers(ms)),
+        }
+    }
 }
 
 impl Default for UserConfig {
@@ -58,7 +90,9 @@ impl Default for UserConfig {
             persona: String::new(),
             model: None,
             satisfied_marker: "[SATISFIED]".into(),
-            end_marker: "[END]".into(),
+            end_marker: Markers(vec!["[END]".into()]),
+            append_instructions: true,
+            prior_turns: Vec::new(),
         }
     }
 }
@@ -202,14 +236,19 @@ impl UserConfig {
                 return Err(format!("{at}: turns count from 1"));
             }
         }
+        if self.played_by == PlayedBy::Model
+            && (self.satisfied_marker.is_empty()
+                || self.end_marker.0.is_empty()
+                || self.end_marker.0.iter().any(String::is_empty))
+        {
+            return Err("[user] satisfied_marker and end_marker must not be empty".into());
+        }
         match (self.played_by, &self.model) {
+            (PlayedBy::Model, None) if self.has_stand_in() => Ok(()),
             (PlayedBy::Model, None) => Err(
-                "[user] played_by = \"model\" needs a [user.model] table (provider, and its replies or base_url)".into(),
+                "[user] played_by = \"model\" needs a [user.model] table (provider, and its replies or base_url), or a scripted stand-in (`default`, [[user.rules]]) that plays when no model is configured (--user-model-set)".into(),
             ),
             (PlayedBy::Model, Some(m)) => {
-                if self.satisfied_marker.is_empty() || self.end_marker.is_empty() {
-                    return Err("[user] satisfied_marker and end_marker must not be empty".into());
-                }
                 if m.calls_out() && m.model.is_none() {
                     return Err(
                         "[user.model] needs `model`: the model name the endpoint plays the user with".into(),
@@ -226,6 +265,44 @@ impl UserConfig {
 }
 
 impl UserConfig {
+    /// Whether a scripted stand-in is given (`rules` or `default`): for a
+    /// model-played user, what plays when no model is configured.
+    fn has_stand_in(&self) -> bool {
+        !self.rules.is_empty() || self.default.is_some()
+    }
+
+    /// Whether the scripted stand-in plays this model-played user: no
+    /// model is configured for it (neither `[user.model]` nor
+    /// `--user-model-set`). Decision 0386.
+    pub fn stand_in_plays(&self) -> bool {
+        self.played_by == PlayedBy::Model && self.model.is_none()
+    }
+
+    /// Apply `--user-model-set KEY=VALUE` overrides to a model-played
+    /// user's `[user.model]` (made from them when the case has none, so the
+    /// model plays instead of the stand-in); `false` for a scripted user,
+    /// which takes no model and is left as it is.
+    pub fn override_model(
+        &mut self,
+        overrides: &std::collections::BTreeMap<String, String>,
+    ) -> Result<bool, String> {
+        if self.played_by != PlayedBy::Model || overrides.is_empty() {
+            return Ok(false);
+        }
+        let model = self
+            .model
+            .clone()
+            .unwrap_or_default()
+            .with_overrides(overrides)
+            .map_err(|m| {
+                m.replace("--model-set", "--user-model-set")
+                    .replace("[model]", "[user.model]")
+            })?;
+        self.model = Some(model);
+        self.check()?;
+        Ok(true)
+    }
+
     /// Every rule's `calls` name a tool of `user_tools` (the world's
     /// `[[user_tools]]`) with an arguments object.
     pub fn check_calls(&self, user_tools: &[&str]) -> Result<(), String> {
@@ -252,35 +329,31 @@ impl UserConfig {
         Ok(())
     }
 
-    /// Refuse the keys of the other kind of user (a scripted user with a
-    /// `persona` would silently ignore it), naming the keys this one takes.
+    /// Refuse a scripted user's model keys (a scripted user with a
+    /// `persona` would silently ignore it), naming the keys it takes. A
+    /// model-played user takes every key: its `rules` and `default` are
+    /// the stand-in that plays when no model is configured (decision 0386).
     fn only_keys_of_its_player(&self) -> Result<(), String> {
+        if self.played_by == PlayedBy::Model {
+            return Ok(());
+        }
         let d = UserConfig::default();
-        let (given, takes, what) = match self.played_by {
-            PlayedBy::Scripted => (
-                vec![
-                    ("persona", !self.persona.is_empty()),
-                    (
-                        "satisfied_marker",
-                        self.satisfied_marker != d.satisfied_marker,
-                    ),
-                    ("end_marker", self.end_marker != d.end_marker),
-                ],
-                "played_by, rules, default, max_turns, latency_ms",
-                "played_by = \"model\"",
+        let given = [
+            ("persona", !self.persona.is_empty()),
+            (
+                "satisfied_marker",
+                self.satisfied_marker != d.satisfied_marker,
             ),
-            PlayedBy::Model => (
-                vec![
-                    ("rules", !self.rules.is_empty()),
-                    ("default", self.default.is_some()),
-                ],
-                "played_by, persona, model, satisfied_marker, end_marker, max_turns, latency_ms",
-                "a scripted user (played_by = \"scripted\", the default)",
+            ("end_marker", self.end_marker != d.end_marker),
+            (
+                "append_instructions",
+                self.append_instructions != d.append_instructions,
             ),
-        };
+            ("prior_turns", !self.prior_turns.is_empty()),
+        ];
         match given.iter().find(|(_, g)| *g) {
             Some((key, _)) => Err(format!(
-                "[user] `{key}` is for {what}; this user takes: {takes}"
+                "[user] `{key}` is for played_by = \"model\"; this user takes: played_by, rules, default, max_turns, latency_ms"
             )),
             None => Ok(()),
         }
@@ -371,13 +444,34 @@ mod tests {
             persona.check().unwrap_err(),
             "[user] `persona` is for played_by = \"model\"; this user takes: played_by, rules, default, max_turns, latency_ms"
         );
-        let rules = user("played_by = 'model'\n[[rules]]\nreply = 'a'");
+        // A model-played user's rules are its stand-in, which plays while
+        // no model is configured; `--user-model-set` configures one.
+        let mut stand_in = user("played_by = 'model'\npersona = 'p'\n[[rules]]\nreply = 'a'");
+        assert_eq!(stand_in.check(), Ok(()));
+        assert!(stand_in.stand_in_plays());
+        let set = |kv: &[(&str, &str)]| {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
         assert!(
-            rules
-                .check()
+            stand_in
+                .override_model(&set(&[("provider", "openai")]))
                 .unwrap_err()
-                .starts_with("[user] `rules` is for a scripted user")
+                .contains("[user.model] provider `openai` needs `base_url`")
         );
+        let live = set(&[
+            ("provider", "openai"),
+            ("base_url", "http://127.0.0.1:9/v1"),
+            ("model", "m"),
+        ]);
+        assert_eq!(stand_in.override_model(&live), Ok(true));
+        assert!(!stand_in.stand_in_plays());
+        let mut scripted = user("default = 'ok'");
+        assert_eq!(scripted.override_model(&live), Ok(false));
+        assert_eq!(scripted.model, None);
+        let markers = user("played_by = 'model'\ndefault = 'x'\nend_marker = ['A', 'B']");
+        assert_eq!(markers.end_marker, Markers(vec!["A".into(), "B".into()]));
     }
 
     #[test]

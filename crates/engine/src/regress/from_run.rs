@@ -133,14 +133,20 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
             m.insert("cassette".into(), cassette_name(opts.fallback).into());
         }
     }
-    if rec
+    if let Some(u) = rec
         .case
         .user
         .as_ref()
-        .is_some_and(|u| u.played_by == PlayedBy::Model)
+        .filter(|u| u.played_by == PlayedBy::Model)
         && let Some(toml::Value::Table(user)) = table.get_mut("user")
     {
-        script_user(user, &rec.bundle.events)?;
+        if u.stand_in_plays() {
+            // Its scripted stand-in played (no model was configured): the
+            // stand-in is the user, as it was (decision 0386).
+            only_scripted_keys(user);
+        } else {
+            script_user(user, &rec.bundle.events)?;
+        }
     }
     let origin = Origin {
         created_from: CreatedFrom::Run,
@@ -259,12 +265,26 @@ fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
         }
         rules.push(rule);
     }
-    for key in ["persona", "model", "satisfied_marker", "end_marker"] {
+    only_scripted_keys(user);
+    user.remove("default");
+    user.insert("rules".into(), from_json(&Value::Array(rules))?);
+    Ok(())
+}
+
+/// A model-played user's table made a scripted user's: its model keys
+/// left out.
+fn only_scripted_keys(user: &mut toml::Table) {
+    for key in [
+        "persona",
+        "model",
+        "satisfied_marker",
+        "end_marker",
+        "append_instructions",
+        "prior_turns",
+    ] {
         user.remove(key);
     }
     user.insert("played_by".into(), "scripted".into());
-    user.insert("rules".into(), from_json(&Value::Array(rules))?);
-    Ok(())
 }
 
 /// A fuzz fault as the `[[inject]]` rule that does the same.

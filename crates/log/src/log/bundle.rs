@@ -144,6 +144,11 @@ pub struct Header {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redacted: Option<Redacted>,
     pub seed: u64,
+    /// `--user-model-set KEY=VALUE` overrides of a model-played user's
+    /// `[user.model]`: with them a model played the user rather than its
+    /// scripted stand-in (decision 0386).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_model_overrides: BTreeMap<String, String>,
     pub world: String,
     pub world_hash: String,
 }

@@ -21,6 +21,7 @@ pub fn valid_bundle(n: u64) -> Vec<u8> {
         isolation: None,
         limits: Default::default(),
         model_overrides: Default::default(),
+        user_model_overrides: Default::default(),
         model_seed: None,
         native: None,
         origin: None,

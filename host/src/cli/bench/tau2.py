@@ -29,7 +29,10 @@ logger.remove()
 import tau2  # noqa: E402
 from tau2.data_model.message import ToolCall  # noqa: E402
 from tau2.environment.db import DB  # noqa: E402
+from tau2.orchestrator.orchestrator import DEFAULT_FIRST_AGENT_MESSAGE  # noqa: E402
 from tau2.registry import registry  # noqa: E402
+from tau2.user.base import OUT_OF_SCOPE, STOP, TRANSFER  # noqa: E402
+from tau2.user.user_simulator import UserSimulator  # noqa: E402
 
 # Each environment tau2 makes reads and parses db.json again; keep its
 # text and validate a fresh copy from it each time (what a load gives).
@@ -205,9 +208,17 @@ for task in tasks:
          "clock = 2024-05-15T20:00:00Z",
          f"task = {{ id = {toml_str(task.id)}, domain = {toml_str(domain)}, message = {toml_str(first)}, policy = \"policy.md\" }}",
          "",
-         "# The user: a scripted stand-in built from the task (tau2's user is a",
-         "# model playing the task's instructions, kept in `users/` beside the cases).",
+         "# The user: tau2's user simulator, a model playing tau2's own system prompt",
+         "# for this task, when a model is configured for it (--user-model-set, or",
+         "# [user_model] in worldline.toml); else the scripted stand-in below, built",
+         "# from the task (`default`), so the suite runs offline.",
          "[user]",
+         'played_by = "model"',
+         f"persona = {toml_str(UserSimulator(tools=None, instructions=str(task.user_scenario)).system_prompt)}",
+         "append_instructions = false",
+         f"satisfied_marker = {toml_str(STOP)}",
+         f"end_marker = [{toml_str(TRANSFER)}, {toml_str(OUT_OF_SCOPE)}]",
+         f"prior_turns = [[{toml_str(DEFAULT_FIRST_AGENT_MESSAGE.content)}, {toml_str(first)}]]",
          f"default = {toml_str(stand_in)}",
          "max_turns = 10",
          ""]
@@ -273,9 +284,18 @@ readme += ["", "## What is carried", "",
            " the user's reason for calling and known information as the first message,"
            " the gold actions as `[[expect.gold]]` (graded by the final state, as tau2's DB check),"
            " `communicate_info` as `[[expect.conversation.said]]` (ignoring case);",
-           "- the user: a scripted stand-in that answers every message with the task's known"
-           " information and instructions (tau2's user is a model playing them; they are in"
-           " `users/task-NNN.md` for a model-played `[user]`).", "",
+           "- the user: played by a model as tau2's user simulator plays it when a model is"
+           " configured for the user (`worldline test cases --user-model-set provider=openai"
+           " --user-model-set base_url=URL --user-model-set model=NAME`, or the same keys in a"
+           " `[user_model]` table of `worldline.toml`; tau2's `--user-llm`): its system message"
+           " is tau2's own (`persona`, made by tau2's `UserSimulator` from its simulation"
+           " guidelines and the task's `user_scenario`), it first sees tau2's greeting and the"
+           " opening message the agent was given (`prior_turns`), and `###STOP###` ends the"
+           " conversation satisfied, `###TRANSFER###` or `###OUT-OF-SCOPE###` unsatisfied;"
+           " with no model configured, a scripted stand-in plays it, answering every message"
+           " with the task's known information and instructions, so the suite runs offline"
+           " (decision 0386). Each user turn records which played it (`stand_in` in its `by`);"
+           " the instructions are also in `users/task-NNN.md`.", "",
            "## Not carried, and why", "",
            "- `nl_assertions` (judged by a model in tau2's WIP evaluator; not in its default reward);",
            "- the ACTION reward basis (tau2 counts it only when a task's reward_basis names it);",
@@ -283,7 +303,12 @@ readme += ["", "## What is carried", "",
            " refuses a gold call that fails, so the import leaves it out (the gold state is the"
            " same) and names it under the findings below;",
            "- tau2's communicate check removes commas from the agent's messages first; worldline's"
-           " `said` check does not.", ""]
+           " `said` check does not;",
+           "- tau2's step limit (100 messages): the conversation ends after 10 of the agent's"
+           " messages, the stand-in's limit, whoever plays the user;",
+           "- the model-played user's opening message: tau2's user model writes its own after the"
+           " greeting; here the task's reason for calling and known information are the opening"
+           " message (the agent's task), which the user model sees as its own.", ""]
 findings = {}
 for name in weak:
     findings.setdefault(name, []).append(

@@ -36,7 +36,10 @@ import copy  # noqa: E402
 import tau2  # noqa: E402
 from tau2.data_model.message import ToolCall  # noqa: E402
 from tau2.environment.db import DB  # noqa: E402
+from tau2.orchestrator.orchestrator import DEFAULT_FIRST_AGENT_MESSAGE  # noqa: E402
 from tau2.registry import registry  # noqa: E402
+from tau2.user.base import OUT_OF_SCOPE, STOP, TRANSFER  # noqa: E402
+from tau2.user.user_simulator import UserSimulator  # noqa: E402
 from tau2.utils import load_file  # noqa: E402
 
 # Each environment tau2 makes parses db.toml and user_db.toml again; keep
@@ -288,11 +291,20 @@ for task in tasks:
          "# The task's initialization actions, applied by tau2's own code to its",
          "# database and the user's phone: the rows they changed.",
          *overlays(task_state),
-         "# The user: a scripted stand-in built from the task (tau2's user is a",
-         "# model playing the task's instructions, kept in `users/` beside the cases).",
-         "# It takes each device action of the task's gold, on the user's own",
-         "# tools, when the agent's message names the tool and its arguments.",
+         "# The user: tau2's user simulator, a model playing tau2's own system prompt",
+         "# for this task with the phone's tools ([[user_tools]]) as its tools, when a",
+         "# model is configured for it (--user-model-set, or [user_model] in",
+         "# worldline.toml); else the scripted stand-in below, built from the task,",
+         "# so the suite runs offline. The stand-in takes each device action of the",
+         "# task's gold, on the user's own tools, when the agent's message names the",
+         "# tool and its arguments.",
          "[user]",
+         'played_by = "model"',
+         f"persona = {toml_str(UserSimulator(tools=env.get_user_tools(), instructions=str(task.user_scenario)).system_prompt)}",
+         "append_instructions = false",
+         f"satisfied_marker = {toml_str(STOP)}",
+         f"end_marker = [{toml_str(TRANSFER)}, {toml_str(OUT_OF_SCOPE)}]",
+         f"prior_turns = [[{toml_str(DEFAULT_FIRST_AGENT_MESSAGE.content)}, {toml_str(first)}]]",
          f"default = {toml_str(stand_in)}",
          "max_turns = 30",
          ""]
@@ -377,10 +389,22 @@ readme += ["", "## What is carried", "",
            " `network_connection_status`, a line's `data_refueling_gb` within 1e-6, a bill"
            " absent or paid), and the ACTION basis (a transfer to a human agent, any"
            " arguments) as `[[expect.calls]]`;",
-           "- the user: a scripted stand-in that makes each device action of the task's gold on"
+           "- the user: played by a model as tau2's user simulator plays it when a model is"
+           " configured for the user (`worldline test cases --user-model-set provider=openai"
+           " --user-model-set base_url=URL --user-model-set model=NAME`, or the same keys in a"
+           " `[user_model]` table of `worldline.toml`; tau2's `--user-llm`): its system message"
+           " is tau2's own (`persona`, made by tau2's `UserSimulator` from its simulation"
+           " guidelines for a user with tools and the task's `user_scenario`), the phone's"
+           " `[[user_tools]]` are its tools (each call a `user/tools.call` event), it first sees"
+           " tau2's greeting and the opening message the agent was given (`prior_turns`), and"
+           " `###STOP###` ends the conversation satisfied, `###TRANSFER###` or"
+           " `###OUT-OF-SCOPE###` unsatisfied; with no model configured, a scripted stand-in"
+           " plays it (decision 0386), which makes each device action of the task's gold on"
            " the user's own tools when the agent's message names the tool (its name, or with"
-           " spaces) and then its arguments' values, and otherwise answers with the task's known information and"
-           " instructions (tau2's user is a model playing them; they are in `users/*.md`).", "",
+           " spaces) and then its arguments' values, and otherwise answers with the task's"
+           " known information and instructions, so the suite runs offline. Each user turn"
+           " records which played it (`stand_in` in its `by`); the instructions are also in"
+           " `users/*.md`.", "",
            "## Not carried, and why", "",
            "- the other task sets (`full`, 2285 tasks; `small`; the train/test splits): tau2's"
            " registry loads `base` by default, as its leaderboard does;",
@@ -388,7 +412,12 @@ readme += ["", "## What is carried", "",
            " reply is fixed text), nor follow instructions that name no tool;",
            "- a new draft bill's id: tau2 draws a uuid, the port draws from the world's"
            " seeded stream (no check reads it);",
-           "- the workflow policy variant (`telecom-workflow`) and solo mode."]
+           "- the workflow policy variant (`telecom-workflow`) and solo mode;",
+           "- the model-played user's opening message: tau2's user model writes its own after the"
+           " greeting; here the task's reason for calling and known information are the opening"
+           " message (the agent's task), which the user model sees as its own; a user model's"
+           " text sent with its tool calls is not shown to the agent (as in tau2, where a"
+           " message with tool calls is not displayed)."]
 if uncarried:
     readme += ["- checks with no worldline counterpart here:"]
     readme += [f"  - {x}" for x in uncarried]

@@ -12,7 +12,9 @@
 //! tools are events of their own (`user/tools.call`), made before the
 //! turn's event; so are a model-played user's, made between the turn's
 //! model steps (see `model_user`), whose last step (its text) answers the
-//! turn's event. An approval is one event too, asked by the
+//! turn's event. A model-played user with no model configured is played
+//! by its scripted stand-in, each turn's `by` marked `stand_in` (decision
+//! 0386). An approval is one event too, asked by the
 //! agent or — for a tool whose permission is `ask` — by the host right
 //! before the tool call.
 
@@ -43,6 +45,8 @@ enum Player {
     /// The case has no `[user]`: every turn ends the conversation.
     Nobody,
     Scripted(Box<scripted_user::ScriptedUser>),
+    /// A model-played user's scripted stand-in: no model is configured.
+    StandIn(Box<scripted_user::ScriptedUser>),
     Model(Box<ModelService>),
 }
 
@@ -75,6 +79,9 @@ impl Conversation {
                 std::time::Duration::from_millis(case.limits.timeout_ms),
                 case.path.parent().unwrap_or(std::path::Path::new(".")),
             ))),
+            (Some(_), PlayedBy::Model, None) => Player::StandIn(Box::new(
+                scripted_user::ScriptedUser::new(&config, entropy::stream(case.seed, "user")),
+            )),
             _ => Player::Scripted(Box::new(scripted_user::ScriptedUser::new(
                 &config,
                 entropy::stream(case.seed, "user"),
@@ -171,6 +178,11 @@ impl Conversation {
                 let (line, source, ms) = s.answer(message, turn);
                 said(line, turn_of(source), ms * 1_000_000)
             }
+            Player::StandIn(s) => {
+                let (line, mut source, ms) = s.answer(message, turn);
+                source["stand_in"] = json!(true);
+                said(line, turn_of(source), ms * 1_000_000)
+            }
             Player::Model(m) => {
                 let answer = match self.stepped.take() {
                     Some(Some(answer)) => answer,
@@ -209,7 +221,7 @@ impl Conversation {
     fn tool_calls(&self, message: &str, fault: Option<&PlannedFault>) -> Vec<(String, Value)> {
         let turn = self.turns + 1;
         match &self.player {
-            Player::Scripted(s) if !self.answered_otherwise(fault) => s
+            Player::Scripted(s) | Player::StandIn(s) if !self.answered_otherwise(fault) => s
                 .calls(message, turn)
                 .iter()
                 .map(|c| (c.tool.clone(), c.args.clone()))

@@ -3,7 +3,9 @@
 //! `assistant` turns, and the request goes through the same providers as
 //! the agent's model calls (scripted, openai, recorded). A reply holding
 //! the satisfied or end marker ends the conversation. When the world has
-//! `[[user_tools]]` the request carries them as `tools`; a reply with tool
+//! `[[user_tools]]` the request carries them as `tools`; `prior_turns` come
+//! first, and the persona alone is the system message when
+//! `append_instructions = false` (a benchmark's own prompt, decision 0386); a reply with tool
 //! calls is a step, its calls made as `user/tools.call` events and their
 //! results sent back as `tool` messages, until the model answers with text
 //! or [`MAX_STEPS`] steps have called tools.
@@ -12,11 +14,17 @@ use serde_json::{Value, json};
 use worldline_case::case::user::{Line, UserConfig};
 use worldline_case::world::Tool;
 
-/// The instructions appended to the persona.
-fn instructions(config: &UserConfig) -> String {
+/// The system message: the persona, then the instructions worldline
+/// appends unless the case says not to.
+fn system(config: &UserConfig) -> String {
+    if !config.append_instructions {
+        return config.persona.clone();
+    }
     format!(
-        "You are the user in this conversation; the other side is an assistant working for you. Answer as the user, briefly. When your request has been handled to your satisfaction, reply with {} and a short goodbye; when you give up, reply with {} and why.",
-        config.satisfied_marker, config.end_marker
+        "{}\n\nYou are the user in this conversation; the other side is an assistant working for you. Answer as the user, briefly. When your request has been handled to your satisfaction, reply with {} and a short goodbye; when you give up, reply with {} and why.",
+        config.persona.trim(),
+        config.satisfied_marker,
+        config.end_marker.0.join(" or ")
     )
 }
 
@@ -72,11 +80,8 @@ pub(crate) fn request(
     tools: &[Value],
     steps: &[Value],
 ) -> Value {
-    let mut messages = vec![json!({
-        "role": "system",
-        "content": format!("{}\n\n{}", config.persona.trim(), instructions(config)),
-    })];
-    for (said, replied) in transcript {
+    let mut messages = vec![json!({"role": "system", "content": system(config)})];
+    for (said, replied) in config.prior_turns.iter().chain(transcript) {
         messages.push(json!({"role": "user", "content": said}));
         messages.push(json!({"role": "assistant", "content": replied}));
     }
@@ -106,10 +111,9 @@ pub(crate) fn line(config: &UserConfig, response: &Value) -> Line {
         .as_str()
         .unwrap_or("")
         .to_string();
-    for (marker, satisfied) in [
-        (&config.satisfied_marker, true),
-        (&config.end_marker, false),
-    ] {
+    let markers = std::iter::once((&config.satisfied_marker, true))
+        .chain(config.end_marker.0.iter().map(|m| (m, false)));
+    for (marker, satisfied) in markers {
         if text.contains(marker.as_str()) {
             let reason = text.replace(marker.as_str(), "").trim().to_string();
             return Line {
@@ -176,5 +180,35 @@ mod tests {
             &json!({"error": {"kind": "timeout", "message": "slow"}}),
         );
         assert!(failed.end.unwrap().contains("timeout: slow"));
+    }
+
+    #[test]
+    fn a_benchmark_prompt_stands_alone_after_its_prior_turns() {
+        let c: UserConfig = toml::from_str(
+            "played_by = 'model'\ndefault = 'stand-in'\npersona = 'tau2 prompt'\nappend_instructions = false\nsatisfied_marker = '###STOP###'\nend_marker = ['###TRANSFER###', '###OUT-OF-SCOPE###']\nprior_turns = [['Hi! How can I help you today?', 'My flight.']]",
+        )
+        .unwrap();
+        let r = request(&c, &[], "Which one?", &[], &[]);
+        assert_eq!(
+            r["messages"],
+            json!([
+                {"role": "system", "content": "tau2 prompt"},
+                {"role": "user", "content": "Hi! How can I help you today?"},
+                {"role": "assistant", "content": "My flight."},
+                {"role": "user", "content": "Which one?"},
+            ])
+        );
+        let said = |t: &str| {
+            line(
+                &c,
+                &json!({"ok": {"choices": [{"message": {"content": t}}]}}),
+            )
+        };
+        let out = said("###OUT-OF-SCOPE###");
+        assert_eq!(
+            (out.end.as_deref(), out.satisfied),
+            (Some("###OUT-OF-SCOPE###"), false)
+        );
+        assert!(said("Done ###STOP###").satisfied);
     }
 }
