@@ -144,7 +144,7 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
         StatusCode::OK
     };
     let o = html! {
-        p { a href={ "/run/" (url(&id)) "?page=" (n as usize / super::run::PER_PAGE + 1) "#e" (n) } { "← run " span.mono { (id) } } }
+        p { a href=(super::find::to_event(&id, n as usize)) { "← run " span.mono { (id) } } }
         h1 { "Event " (n) ": " span.mono { (e.call) } " " (marks(&e, &fork_points(&rec.bundle.header))) }
         (steps(&id, events, n as usize))
         (detail(&e))

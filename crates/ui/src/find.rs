@@ -13,6 +13,9 @@ use std::ops::Range;
 use worldline_case::canon;
 use worldline_log::log::Event;
 
+/// How many events a page of the run's timeline holds.
+pub(crate) const PER_PAGE: usize = 200;
+
 /// How many matching events a search lists.
 pub(crate) const MATCHES: usize = 100;
 
@@ -41,11 +44,7 @@ pub(crate) fn jump(
 
 /// The run page holding event `n`, scrolled to its row.
 pub(crate) fn to_event(id: &str, n: usize) -> String {
-    format!(
-        "/run/{}?page={}#e{n}",
-        url(id),
-        n / super::run::PER_PAGE + 1
-    )
+    format!("/run/{}?page={}#e{n}", url(id), n / PER_PAGE + 1)
 }
 
 /// The bar above the timeline: the jump and search forms, the model

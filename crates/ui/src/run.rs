@@ -1,9 +1,11 @@
 //! The run page: the header, the task the agent was given and its final
 //! output, the agent's own error, the grade (each assertion's expected and
 //! actual), the model usage and cost, the calls on the virtual clock, the
-//! lineage, replay and diff forms, the event table a page of [`PER_PAGE`]
+//! lineage, replay and diff forms, the event table a page of
+//! [`PER_PAGE`](super::find::PER_PAGE)
 //! events at a time, the conversation, and a trapped run's traceback.
 
+use super::find::PER_PAGE;
 use super::html::{badge, layout, short, url};
 use super::{Reply, Seen};
 use anyhow::Result;
@@ -15,8 +17,6 @@ use worldline_engine::fork::check::describe;
 use worldline_log::log::Call;
 use worldline_log::log::bundle::{self, Bundle, Footer, Header};
 use worldline_store::index::Index;
-
-pub(crate) const PER_PAGE: usize = 200;
 
 /// The run id of a bundle path.
 pub(crate) fn id_of(path: &std::path::Path) -> String {
