@@ -168,23 +168,56 @@ def placeholders(m, path=()):
     return m
 
 
-def landed_texts(injections):
+def at(loaded, path):
+    for k in path:
+        loaded = loaded[k]
+    return loaded
+
+
+def landed_texts(injections, loaded=None):
     """The text each vector holds in the environment AgentDojo loads with
     these injections (the defaults elsewhere): the injected text as it
     lands after the YAML's escapes and line folding, which is what
     AgentDojo's agent reads."""
-    loaded = suite.load_and_inject_default_environment(injections).model_dump(mode="json")
+    if loaded is None:
+        loaded = suite.load_and_inject_default_environment(injections).model_dump(mode="json")
     out = {}
     for name, (path, before, after) in places.items():
-        v = loaded
-        for k in path:
-            v = v[k]
+        v = at(loaded, path)
         out[name] = v[len(before):len(v) - len(after)]
     return out
 
 
 env = placeholders(marked)
-landed = landed_texts({})
+# The environment with each attack text at every vector (the attack's text
+# does not depend on the user task, only its candidates do, and each vector
+# is alone in its text), and with the defaults. The YAML's folding may
+# change the text around a vector with what lands there (a space before a
+# marker on the same line becomes a line break before a text of several
+# lines), so a placeholder's text before and after is what every one of
+# these environments shares around it: the rows and the texts then read as
+# AgentDojo's do.
+attack_texts = sorted({t for inj in suite.injection_tasks.values() for t in next(
+    (x for x in (attack.attack(u, inj) for u in suite.user_tasks.values()) if x), {}).values()})
+everywhere = {text: suite.load_and_inject_default_environment(
+    {v: text for v in places}).model_dump(mode="json") for text in attack_texts}
+everywhere[None] = suite.load_and_inject_default_environment({}).model_dump(mode="json")
+for name, (path, before, after) in list(places.items()):
+    for loaded in everywhere.values():
+        v = at(loaded, path)
+        while not v.startswith(before):
+            before = before[:-1]
+        while not v.endswith(after):
+            after = after[1:]
+        if len(before) + len(after) > len(v):
+            sys.exit(f"the text around the injection vector {name} cannot be told from it")
+    places[name] = (path, before, after)
+for name, (path, before, after) in places.items():
+    v = env
+    for k in path[:-1]:
+        v = v[k]
+    v[path[-1]] = before + "{" + name + "}" + after
+landed = landed_texts({}, everywhere[None])
 vectors_yaml = __import__("yaml").safe_load(sources["injection_vectors.yaml"].read_text())
 
 # The tables of each suite, by the environment's fields.
@@ -1110,22 +1143,16 @@ for uid, task in USER_TASKS.items():
         + gold(task, pre)
     files[f"cases/{uid}.toml"] = "\n".join(c) + "\n"
 
-# The text each vector holds when the attack puts `text` at it: the
-# attack's text does not depend on the user task (only its candidates do),
-# and each vector is alone in its text, so one environment per attack text
-# with it at every vector gives them all (checked against AgentDojo's own
-# pair environment on the first user task).
-everywhere = {}
-
-
+# The text each vector holds in a pair: the attack's at its candidates,
+# read from the environment with that text everywhere (checked against
+# AgentDojo's own pair environment on the first user task), the default
+# elsewhere.
 def pair_texts(task, inj):
     injections = attack.attack(task, inj)
     out = dict(landed)
-    for text in set(injections.values()):
-        if text not in everywhere:
-            everywhere[text] = landed_texts({v: text for v in places})
-        out.update({v: everywhere[text][v] for v, t in injections.items()
-                    if t == text and v in places})
+    for v, text in injections.items():
+        if v in places:
+            out[v] = landed_texts({}, everywhere[text])[v]
     return out
 
 
