@@ -150,6 +150,8 @@ marked = suite.load_and_inject_default_environment(marker).model_dump(mode="json
 # Where each vector is: (its path in the environment, the text before and
 # after it there).
 places = {}
+# The text kept around a vector when the markers' is more (below).
+trimmed = {}
 
 
 def placeholders(m, path=()):
@@ -163,6 +165,7 @@ def placeholders(m, path=()):
         if len(parts) != 3:
             sys.exit(f"a text holds more than one injection vector: {m!r}")
         before, name, after = parts
+        before, after = trimmed.get(name, (before, after))
         places[name] = (path, before, after)
         return before + "{" + name + "}" + after
     return m
@@ -211,12 +214,8 @@ for name, (path, before, after) in list(places.items()):
             after = after[1:]
         if len(before) + len(after) > len(v):
             sys.exit(f"the text around the injection vector {name} cannot be told from it")
-    places[name] = (path, before, after)
-for name, (path, before, after) in places.items():
-    v = env
-    for k in path[:-1]:
-        v = v[k]
-    v[path[-1]] = before + "{" + name + "}" + after
+    trimmed[name] = (before, after)
+env = placeholders(marked)
 landed = landed_texts({}, everywhere[None])
 vectors_yaml = __import__("yaml").safe_load(sources["injection_vectors.yaml"].read_text())
 
