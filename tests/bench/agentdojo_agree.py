@@ -8,11 +8,10 @@ task's ground truth alone (`resisted`) and the injection task's ground
 truth before it (`attacked`; for workspace's injection tasks 6-13, whose
 ground truth is empty, calls reaching the goal as it is worded, made by
 `goal_calls`, graded with the utility and, `attacked-alone`, without):
-each played with AgentDojo's own tool
-functions on its own environment and graded by its own checks (the
-suite's `_check_user_task_utility` and `_check_injection_task_security`,
-as its benchmark runner calls them; a pair passes when the utility holds
-and the security check does not). Writes, for each trajectory, a copy of
+each played with AgentDojo's own tool functions on its own environment
+and graded by its own checks (the suite's `_check_user_task_utility` and
+`_check_injection_task_security`, as its benchmark runner calls them; a
+pair passes when the utility holds and the security check does not). Writes, for each trajectory, a copy of
 the imported case whose task is that trajectory for the `caller` test
 guest, and prints `{case name: passed}` as JSON.
 

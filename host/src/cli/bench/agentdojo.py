@@ -658,9 +658,9 @@ def travel_checks():
 
 
 def workspace_checks():
-    """Workspace's utility() and security() as the checks they make, for
-    the tasks whose functions worldline's checks express; the others
-    with the reason they are not carried (decision 0378)."""
+    """Workspace's utility() and security() as the checks they make
+    (decisions 0378, 0384): a security check reading the pair's
+    environment is a function of the texts the pair's vectors hold."""
     from itertools import permutations
     p = suite.load_and_inject_default_environment({})
     n_events, n_emails, n_files = (len(p.calendar.events), len(p.inbox.emails),
