@@ -471,5 +471,11 @@ mod tests {
         );
         let e: Expect = toml::from_str("[output]\nequals = \"OK\"").unwrap();
         assert_eq!(answer(&e), "OK");
+        // all_of's lists of alternatives: the first of each.
+        let e: Expect = toml::from_str(
+            "[output]\nall_of = [\"code 4\", [\"3\", \"three\"], [\"a.com\", \"b.com\"]]",
+        )
+        .unwrap();
+        assert_eq!(answer(&e), "code 4 3 a.com");
     }
 }
