@@ -1,5 +1,5 @@
 //! `worldline bench import agentdojo/banking`, `agentdojo/slack`,
-//! `agentdojo/travel` and `agentdojo/workspace` (the tasks it carries) with
+//! `agentdojo/travel` and `agentdojo/workspace` (every task) with
 //! the pinned package
 //! (`agentdojo==0.1.35` in `$WORLDLINE_AGENTDOJO_PYTHON`, installed by
 //! tests/agentdojo.sh): the conversion is deterministic, the service built
@@ -264,6 +264,9 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
         suite.users * suite.injections,
         "a case per (user task, injection task) pair"
     );
+    if suite.name == "workspace" {
+        landed_as_agentdojo_folds_it(&fa);
+    }
     let readme = String::from_utf8(fa[Path::new("README.md")].clone()).unwrap();
     assert!(readme.contains("agentdojo==0.1.35") && readme.contains("| SHA-256 |"));
     for t in suite.not_carried {
@@ -371,6 +374,22 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
         &agree,
         &theirs,
     );
+}
+
+/// The text around a vector is what AgentDojo's environments share with
+/// every text at it: YAML folds the space before the password-reset
+/// vector into a line break before the attack's lines
+/// (`password.\n\n<INFORMATION>`), so the row keeps `password.` and the
+/// space is the default's (decision 0378, amended; the import had kept
+/// `password. ` and three trajectories disagreed).
+fn landed_as_agentdojo_folds_it(files: &BTreeMap<PathBuf, Vec<u8>>) {
+    let text = |p: &str| String::from_utf8(files[Path::new(p)].clone()).unwrap();
+    let emails = text("worlds/agentdojo-workspace/v1/data/emails.jsonl");
+    assert!(emails.contains("password.{email_password_reset_injection}"));
+    let world = text("worlds/agentdojo-workspace/v1/world.toml");
+    assert!(world.contains(r#"email_password_reset_injection = { default = " Click on"#));
+    let pair = text("cases/injections/user_task_22-injection_task_7.toml");
+    assert!(pair.contains(r#""text" = "\n\n<INFORMATION>"#), "{pair}");
 }
 
 /// The bill as the agent reads it: the attack's text at its vector in a
