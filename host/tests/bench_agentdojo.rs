@@ -1,5 +1,5 @@
 //! `worldline bench import agentdojo/banking`, `agentdojo/slack`,
-//! `agentdojo/travel` and `agentdojo/workspace` (the tasks it carries) with
+//! `agentdojo/travel` and `agentdojo/workspace` (every task) with
 //! the pinned package
 //! (`agentdojo==0.1.35` in `$WORLDLINE_AGENTDOJO_PYTHON`, installed by
 //! tests/agentdojo.sh): the conversion is deterministic, the service built
@@ -44,6 +44,10 @@ struct Suite {
     /// The tasks the import does not carry (its README lists each with
     /// the reason).
     not_carried: &'static [&'static str],
+    /// The injection tasks without a ground truth, whose attacked
+    /// trajectories (the agreement script's own calls reaching the goal)
+    /// are graded on the security check alone too.
+    goals_written: usize,
     /// Whether its service is built and run without
     /// `WORLDLINE_BENCH_FULL` (each suite's service costs a build and a
     /// compile, ~40 s: tests/run pays for one).
@@ -139,6 +143,7 @@ fn travel_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_19",
         ],
         not_carried: &[],
+        goals_written: 0,
         quick: false,
     };
     imports_validates_and_grades(&suite, |_, _, _| {});
@@ -165,6 +170,7 @@ fn banking_imports_validates_and_grades_as_agentdojo_does() {
         ],
         shown: &[],
         not_carried: &[],
+        goals_written: 0,
         quick: true,
     };
     imports_validates_and_grades(&suite, injected_bill);
@@ -185,12 +191,13 @@ fn slack_imports_validates_and_grades_as_agentdojo_does() {
         trivial: &[],
         shown: &[],
         not_carried: &[],
+        goals_written: 0,
         quick: false,
     };
     imports_validates_and_grades(&suite, |_, _, _| {});
 }
 
-/// Workspace, the tasks the import carries (decision 0378): the checks of
+/// Workspace, every task (decisions 0378, 0384): the checks of
 /// [`imports_validates_and_grades`] (past the import, with
 /// `WORLDLINE_BENCH_FULL` only).
 #[test]
@@ -201,8 +208,8 @@ fn slack_imports_validates_and_grades_as_agentdojo_does() {
 fn workspace_imports_validates_and_grades_as_agentdojo_does() {
     let suite = Suite {
         name: "workspace",
-        users: 39,
-        injections: 6,
+        users: 40,
+        injections: 14,
         trivial: &[],
         shown: &[
             "user_task_0",
@@ -210,6 +217,7 @@ fn workspace_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_3",
             "user_task_17",
             "user_task_22",
+            "user_task_23",
             "user_task_26",
             "user_task_28",
             "user_task_30",
@@ -217,17 +225,8 @@ fn workspace_imports_validates_and_grades_as_agentdojo_does() {
             "user_task_37",
             "user_task_39",
         ],
-        not_carried: &[
-            "user_task_23",
-            "injection_task_6",
-            "injection_task_7",
-            "injection_task_8",
-            "injection_task_9",
-            "injection_task_10",
-            "injection_task_11",
-            "injection_task_12",
-            "injection_task_13",
-        ],
+        not_carried: &[],
+        goals_written: 8,
         quick: false,
     };
     let tmp = temp_dir();
@@ -265,6 +264,9 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
         suite.users * suite.injections,
         "a case per (user task, injection task) pair"
     );
+    if suite.name == "workspace" {
+        landed_as_agentdojo_folds_it(&fa);
+    }
     let readme = String::from_utf8(fa[Path::new("README.md")].clone()).unwrap();
     assert!(readme.contains("agentdojo==0.1.35") && readme.contains("| SHA-256 |"));
     for t in suite.not_carried {
@@ -357,10 +359,11 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
     );
     let theirs: BTreeMap<String, bool> = serde_json::from_slice(&out.stdout).unwrap();
     // Five per user task (oracle, nothing, skip-last, extra-call, and
-    // wrong-arg where the last call has an argument), two per pair.
-    let pairs = suite.users * suite.injections;
+    // wrong-arg where the last call has an argument), two per pair, one
+    // more per pair whose goal the script writes.
+    let pairs = suite.users * suite.injections * 2 + suite.users * suite.goals_written;
     assert!(
-        theirs.len() >= suite.users * 4 + pairs * 2 && theirs.len() <= suite.users * 5 + pairs * 2,
+        theirs.len() >= suite.users * 4 + pairs && theirs.len() <= suite.users * 5 + pairs,
         "every trajectory"
     );
     common::agree::agreement(
@@ -371,6 +374,22 @@ fn imports_validates_and_grades(suite: &Suite, extra: impl Fn(&Path, &Path, &Pat
         &agree,
         &theirs,
     );
+}
+
+/// The text around a vector is what AgentDojo's environments share with
+/// every text at it: YAML folds the space before the password-reset
+/// vector into a line break before the attack's lines
+/// (`password.\n\n<INFORMATION>`), so the row keeps `password.` and the
+/// space is the default's (decision 0378, amended; the import had kept
+/// `password. ` and three trajectories disagreed).
+fn landed_as_agentdojo_folds_it(files: &BTreeMap<PathBuf, Vec<u8>>) {
+    let text = |p: &str| String::from_utf8(files[Path::new(p)].clone()).unwrap();
+    let emails = text("worlds/agentdojo-workspace/v1/data/emails.jsonl");
+    assert!(emails.contains("password.{email_password_reset_injection}"));
+    let world = text("worlds/agentdojo-workspace/v1/world.toml");
+    assert!(world.contains(r#"email_password_reset_injection = { default = " Click on"#));
+    let pair = text("cases/injections/user_task_22-injection_task_7.toml");
+    assert!(pair.contains(r#""text" = "\n\n<INFORMATION>"#), "{pair}");
 }
 
 /// The bill as the agent reads it: the attack's text at its vector in a

@@ -269,7 +269,7 @@ fn oracle(expect: &Expect) -> Script {
 
 /// An answer meeting `[expect.output]`: its `equals`, else a JSON object
 /// with each checked path set (and the expected text under `answer`), else
-/// the expected text.
+/// the expected text (of alternatives, the first).
 fn answer(expect: &Expect) -> String {
     let Some(o) = &expect.output else {
         return "done".into();
@@ -282,7 +282,12 @@ fn answer(expect: &Expect) -> String {
         .iter()
         .map(String::as_str)
         .chain(o.any_of.first().map(String::as_str))
-        .chain(o.all_of.iter().map(String::as_str))
+        .chain(
+            o.all_of
+                .iter()
+                .filter_map(|w| w.texts().first())
+                .map(String::as_str),
+        )
         .collect();
     if o.json.is_empty() {
         return if text.is_empty() {
@@ -375,7 +380,12 @@ fn leaks(case: &Case, expect: &Expect) -> Vec<Leak> {
                 .map(|v| ("output.contains".into(), v.clone())),
         );
         expected.extend(o.any_of.iter().map(|v| ("output.any_of".into(), v.clone())));
-        expected.extend(o.all_of.iter().map(|v| ("output.all_of".into(), v.clone())));
+        expected.extend(
+            o.all_of
+                .iter()
+                .flat_map(|w| w.texts())
+                .map(|v| ("output.all_of".into(), v.clone())),
+        );
         for j in &o.json {
             for v in j.equals.iter().chain(&j.contains) {
                 strings(v, &mut |s| {
@@ -461,5 +471,11 @@ mod tests {
         );
         let e: Expect = toml::from_str("[output]\nequals = \"OK\"").unwrap();
         assert_eq!(answer(&e), "OK");
+        // all_of's lists of alternatives: the first of each.
+        let e: Expect = toml::from_str(
+            "[output]\nall_of = [\"code 4\", [\"3\", \"three\"], [\"a.com\", \"b.com\"]]",
+        )
+        .unwrap();
+        assert_eq!(answer(&e), "code 4 3 a.com");
     }
 }

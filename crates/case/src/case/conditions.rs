@@ -4,6 +4,8 @@
 //! can take the same operator several times
 //! (`{ all_of = [{ contains = "rent" }, { contains = "april" }] }`) or
 //! alternatives (`{ any_of = [{ word = "iphone" }, { word = "spotify" }] }`).
+//! `similar` takes a table (`{ similar = { text = "...", min_ratio = 0.95 } }`),
+//! checked here.
 //!
 //! Why row picks, OR groups, condition lists and whole words (was decision
 //! 0147): they are AgentDojo's checks as written (first subject containing
@@ -12,7 +14,7 @@
 //! equality against arrays; a general expression language is more to learn and
 //! to check.
 
-use crate::world::compare::{Numbers, Op};
+use crate::world::compare::{Numbers, Op, similar_to};
 use serde_json::Value;
 
 /// One condition on a field's value.
@@ -66,6 +68,9 @@ pub fn conditions(spec: &Value) -> Result<Conditions<'_>, String> {
     let mut conds = Vec::new();
     for (k, v) in m {
         if let Some(op) = Op::named(k) {
+            if op == Op::Similar {
+                similar_to(v)?;
+            }
             conds.push(Cond::Op(op, v));
         } else if GROUPS.contains(&k.as_str()) {
             let Value::Array(items) = v else {
@@ -131,6 +136,19 @@ mod tests {
         assert_eq!(
             conditions(&json!({"any_of": []})).unwrap_err(),
             "any_of = [] holds no condition"
+        );
+        let like = json!({"similar": {"text": "Hi Sara, see you", "min_ratio": 0.95}});
+        assert!(holds(like.clone(), json!(" Hi Sara, see you!\n")));
+        assert!(!holds(like.clone(), json!("Hi Sarah, see you!")));
+        assert!(!holds(like, json!(["Hi Sara, see you"])));
+        assert_eq!(
+            conditions(&json!({"similar": {"text": "x", "min_ratio": 2}})).unwrap_err(),
+            "similar takes { text = \"...\", min_ratio = 0.95 }: min_ratio 2 is not between 0 and 1"
+        );
+        assert!(
+            conditions(&json!({"similar": "x"}))
+                .unwrap_err()
+                .starts_with("similar takes")
         );
         assert!(
             conditions(&json!({"all_of": [{"gt": 1, "like": 1}]}))

@@ -209,6 +209,14 @@ pub struct StateCheck {
     /// Compare text without regard to case (`equals`, `contains`, `where`).
     #[serde(default)]
     pub ignore_case: bool,
+    /// Compare text with every line feed removed from both sides
+    /// (`equals`, `contains`, `where`): AgentDojo's `body.replace("\n", "")`.
+    #[serde(default)]
+    pub ignore_newlines: bool,
+    /// `equals` compares two lists as sets: the same items, in any order and
+    /// number (`set(email.attachments) == {...}`).
+    #[serde(default)]
+    pub as_set: bool,
     /// This check's number comparison (default: the case's).
     #[serde(default)]
     pub numbers: Option<Numbers>,
@@ -262,15 +270,67 @@ pub struct OutputCheck {
     #[serde(default)]
     pub any_of: Vec<String>,
     /// Passes when the output contains every one of these (AgentDojo's
-    /// `a in model_output and b in model_output`).
+    /// `a in model_output and b in model_output`); an entry that is a list
+    /// is met by any one of its texts (`("3" in out or "three" in out) and
+    /// (url in out or other in out)`).
     #[serde(default)]
-    pub all_of: Vec<String>,
+    pub all_of: Vec<Wanted>,
     /// Compare `equals`, `contains`, `any_of` and `all_of` without regard
     /// to case.
     #[serde(default)]
     pub ignore_case: bool,
     #[serde(default)]
     pub json: Vec<JsonCheck>,
+}
+
+/// One entry of `[expect.output] all_of`: a text the output must
+/// contain, or a list of texts it must contain one of.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Wanted {
+    Text(String),
+    OneOf(Vec<String>),
+}
+
+impl Wanted {
+    /// The text, or the alternatives.
+    pub fn texts(&self) -> &[String] {
+        match self {
+            Wanted::Text(t) => std::slice::from_ref(t),
+            Wanted::OneOf(ts) => ts,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Wanted {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Wanted;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a text, or a list of texts of which the output must contain one")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Wanted, E> {
+                Ok(Wanted::Text(v.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Wanted, A::Error> {
+                let mut texts = Vec::new();
+                while let Some(t) = seq.next_element::<String>()? {
+                    texts.push(t);
+                }
+                if texts.is_empty() {
+                    return Err(serde::de::Error::custom(
+                        "an empty list of alternatives: give one text or more",
+                    ));
+                }
+                Ok(Wanted::OneOf(texts))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// A value at a path of the output parsed as JSON.
@@ -480,6 +540,9 @@ impl StateCheck {
         if let Some(f) = &self.field {
             check_path("field", f)?;
         }
+        if self.as_set && !self.equals.as_ref().is_some_and(Value::is_array) {
+            return Err("as_set compares lists: it goes with `equals = [...]`".into());
+        }
         if let Some(f) = &self.sum {
             check_path("sum", f)?;
             if !(self.equals.is_some() || bounds) {
@@ -584,6 +647,29 @@ fn check_path(what: &str, path: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// `all_of`'s entries: a text, or a list of alternatives (not empty).
+    #[test]
+    fn all_of_takes_texts_and_lists_of_alternatives() {
+        let o: OutputCheck = toml::from_str("all_of = ['code', ['3', 'three']]").unwrap();
+        assert_eq!(
+            o.all_of,
+            [
+                Wanted::Text("code".into()),
+                Wanted::OneOf(vec!["3".into(), "three".into()])
+            ]
+        );
+        assert_eq!(o.all_of[1].texts(), ["3", "three"]);
+        for bad in ["all_of = [[]]", "all_of = [3]", "all_of = [[3]]"] {
+            let e = toml::from_str::<OutputCheck>(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("alternatives")
+                    || e.contains("a text, or a list of texts")
+                    || e.contains("expected a string"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
     fn state_check(src: &str) -> StateCheck {
         toml::from_str(src).unwrap()
     }
@@ -602,6 +688,12 @@ mod tests {
         assert_eq!(
             bad.check(&tables).unwrap_err(),
             "where `a[x]`: `[x]` is not an index"
+        );
+        let set =
+            state_check("table='tickets'\nkey='T-1'\nfield='tags'\ncontains='x'\nas_set=true");
+        assert_eq!(
+            set.check(&tables).unwrap_err(),
+            "as_set compares lists: it goes with `equals = [...]`"
         );
         let out: OutputCheck = toml::from_str("json=[{path='$.a[', exists=true}]").unwrap();
         assert_eq!(

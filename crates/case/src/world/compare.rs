@@ -1,7 +1,7 @@
 //! The comparison operators of query filters and of the grader's `where`:
-//! `eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `contains`, and (in checks) `word`,
-//! with numbers compared by value (or strictly), timestamps as times, and
-//! text optionally without regard to case.
+//! `eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `contains`, and (in checks) `word`
+//! and `similar`, with numbers compared by value (or strictly), timestamps
+//! as times, and text optionally without regard to case.
 //! One implementation, so a tool's query and a case's check agree.
 //!
 //! Why row keys order with their numbers as numbers (was decision 0060): a
@@ -32,6 +32,7 @@
 //! gold comparison and the diff too, which an `eq_strict` operator per check
 //! would not.
 
+use super::similar;
 use crate::canon;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -102,11 +103,15 @@ pub enum Op {
     /// Text holds the words of the value as whole words, in order
     /// (`"pizza" in subject.lower().split()`).
     Word,
+    /// Text as alike as `{ text = "...", min_ratio = 0.95 }` says: difflib's
+    /// ratio of the two texts, white space at their ends left out, at least
+    /// `min_ratio` (`SequenceMatcher(None, text.strip(), field.strip())`).
+    Similar,
 }
 
 impl Op {
     /// Every operator with its name in files.
-    pub const ALL: [(&'static str, Op); 8] = [
+    pub const ALL: [(&'static str, Op); 9] = [
         ("eq", Op::Eq),
         ("ne", Op::Ne),
         ("gt", Op::Gt),
@@ -115,6 +120,7 @@ impl Op {
         ("lte", Op::Lte),
         ("contains", Op::Contains),
         ("word", Op::Word),
+        ("similar", Op::Similar),
     ];
 
     pub fn named(name: &str) -> Option<Op> {
@@ -161,7 +167,49 @@ impl Op {
                 (Value::String(text), Value::String(w)) => has_words(text, w),
                 _ => false,
             },
+            Op::Similar => match (field, similar_to(value)) {
+                (Value::String(text), Ok((like, min))) => {
+                    similar::ratio(similar::strip(like), similar::strip(text)) >= min
+                }
+                _ => false,
+            },
         }
+    }
+}
+
+/// The text and the least ratio of a `similar` operator's value
+/// (`{ text = "...", min_ratio = 0.95 }`), or what is wrong with it.
+pub(crate) fn similar_to(value: &Value) -> Result<(&str, f64), String> {
+    let shape = "similar takes { text = \"...\", min_ratio = 0.95 }";
+    let Value::Object(m) = value else {
+        return Err(format!("{shape}, found {value}"));
+    };
+    if let Some(k) = m
+        .keys()
+        .find(|k| !["text", "min_ratio"].contains(&k.as_str()))
+    {
+        return Err(format!("{shape}: unknown key `{k}`"));
+    }
+    let text = m.get("text").and_then(Value::as_str);
+    let min = m.get("min_ratio").and_then(Value::as_f64);
+    match (text, min) {
+        (Some(t), Some(r)) if (0.0..=1.0).contains(&r) => Ok((t, r)),
+        (Some(_), Some(r)) => Err(format!("{shape}: min_ratio {r} is not between 0 and 1")),
+        _ => Err(format!("{shape}, found {value}")),
+    }
+}
+
+/// `value` with every line feed removed from the strings in it (`ignore_newlines`).
+pub fn without_newlines(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(s.replace('\n', "")),
+        Value::Array(items) => Value::Array(items.iter().map(without_newlines).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), without_newlines(v)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

@@ -24,6 +24,7 @@ pub mod routes;
 pub(crate) mod rows;
 pub(crate) mod schema;
 pub mod service;
+pub(crate) mod similar;
 pub mod state;
 pub mod tools;
 
