@@ -95,7 +95,12 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     }
     let partition = super::partition_arg(args.partition.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let sandbox =
+        Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
     let chosen = Choice::of(&args.exec, args.agent.as_deref())?.for_case(&case)?;
     let component;
     let agent: &dyn worldline_engine::run::Runner = match &chosen {
@@ -114,10 +119,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         seed: args.seed.unwrap_or(case.seed),
         runs: args.runs,
         repeat: args.repeat,
-        jobs: args
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1),
+        jobs,
         keep_all: args.keep_all.then_some(&store),
         partition,
     };

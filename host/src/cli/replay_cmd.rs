@@ -93,7 +93,6 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     store.audit_reexecution(&[], "verify")?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
     let sample = args.sample.map(|size| ops::replay::Sample {
         size,
         seed: args.seed.unwrap_or_else(verify::fresh_seed),
@@ -102,6 +101,8 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    let sandbox =
+        Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
     let v = ops::replay::verify(&sandbox, &store, &args.runs, sample, jobs)?;
     let mut out = std::io::stdout().lock();
     if args.common.json {

@@ -20,6 +20,7 @@
 
 mod cache;
 pub(crate) mod imports;
+mod pool;
 mod service;
 
 use crate::mediate::RunState;
@@ -143,10 +144,27 @@ impl Sandbox {
     /// Build the engine and linker. Compiled components are cached under
     /// `cache_dir` (by engine hash and component SHA-256) when given.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self> {
+        Self::with(cache_dir, wasmtime::InstanceAllocationStrategy::OnDemand)
+    }
+
+    /// [`new`](Self::new), each run's instances taken from a pool sized
+    /// for `runs` runs at once (`pool.rs`): for commands that run many
+    /// short runs.
+    pub fn pooled(cache_dir: Option<PathBuf>, runs: usize) -> Result<Self> {
+        Self::with(cache_dir, pool::strategy(runs))
+    }
+
+    fn with(
+        cache_dir: Option<PathBuf>,
+        instances: wasmtime::InstanceAllocationStrategy,
+    ) -> Result<Self> {
         let mut config = Config::new();
         for (_, set) in ENGINE_SETTINGS {
             set(&mut config);
         }
+        // How instances are allocated changes no compiled code, so it is
+        // not an engine setting (the compile cache serves both).
+        config.allocation_strategy(instances);
         let engine = Engine::new(&config)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("creating the wasm engine")?;

@@ -1,0 +1,41 @@
+//! Instances from a pool (decision 0390): a command that runs many short
+//! runs one after another on a few threads (`fuzz`, `verify`) takes each
+//! run's instances from wasmtime's pooling allocator, whose slots keep
+//! their memory mappings from one run to the next (reset, not unmapped
+//! and mapped again). Sized from the number of runs at once; every other
+//! command allocates on demand, as before. `WORLDLINE_INSTANCE_POOL=0`
+//! turns the pool off.
+
+use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// Component instances a run may hold at once: its agent and the world's
+/// services.
+const PER_RUN: u32 = 4;
+
+/// The pool for `runs` runs at once, unless the environment turns it off.
+pub(crate) fn strategy(runs: usize) -> InstanceAllocationStrategy {
+    if std::env::var_os("WORLDLINE_INSTANCE_POOL").is_some_and(|v| v == "0") {
+        return InstanceAllocationStrategy::OnDemand;
+    }
+    let components = PER_RUN * u32::try_from(runs.max(1)).unwrap_or(u32::MAX / 8).min(64) + PER_RUN;
+    let mut pool = PoolingAllocationConfig::new();
+    // Generous per component, since a Python or JavaScript agent links
+    // many core modules: a component the pool cannot hold would fail to
+    // instantiate where it ran before. Reserved address space, not memory:
+    // a slot's pages are touched only by what runs in it.
+    pool.total_component_instances(components)
+        .max_core_instances_per_component(128)
+        .total_core_instances(components * 64)
+        .max_memories_per_component(16)
+        .total_memories(components * 4)
+        .max_tables_per_component(64)
+        .total_tables(components * 16)
+        .table_elements(1 << 20)
+        .max_memory_size(4 << 30)
+        .max_core_instance_size(16 << 20)
+        .max_component_instance_size(16 << 20)
+        // What a slot keeps mapped between runs instead of giving back.
+        .linear_memory_keep_resident(1 << 20)
+        .table_keep_resident(64 << 10);
+    InstanceAllocationStrategy::Pooling(pool)
+}
