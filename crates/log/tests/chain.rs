@@ -51,7 +51,7 @@ fn record(chain: Chain) -> (String, Vec<Event>) {
         rec.append(call(i)).unwrap();
     }
     let (_, events, _) = rec.finish().unwrap();
-    (std::fs::read_to_string(&path).unwrap(), events)
+    (std::fs::read_to_string(&path).unwrap(), events.whole())
 }
 
 fn parse(text: &str) -> Result<bundle::Bundle, bundle::BundleError> {

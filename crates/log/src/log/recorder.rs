@@ -7,9 +7,11 @@
 //! Before a call that goes out of the run is dispatched, its intent is
 //! written (`intent.rs`), the held clock reads first. A model call written
 //! compact (`delta.rs`) is hashed over its line, so appending costs the
-//! delta, not the whole request (decision 0345).
+//! delta, not the whole request (decision 0345), and is kept in memory as
+//! its line holds it (decision 0380): the recorder holds the conversation
+//! once, not once per model call.
 
-use super::delta::{Chain, Deltas};
+use super::delta::{Chain, Held};
 use super::event::Event;
 use super::fold::Folds;
 use super::intent::Intent;
@@ -55,13 +57,12 @@ fn with_hash(text: &str, hash: &str) -> String {
     line
 }
 
-/// Events in order, the chain head, and where they go on disk (if anywhere).
+/// Events in order (model requests held compact), the chain head, and
+/// where they go on disk (if anywhere).
 pub struct Recorder {
-    events: Vec<Event>,
+    events: Held,
     head: String,
     sink: Option<File>,
-    /// The model calls a request may extend (`delta.rs`).
-    deltas: Deltas,
     /// The clock reads held back to be folded (`fold.rs`).
     folds: Folds,
     /// How a compact model call is hashed (whole only to replay a bundle
@@ -73,10 +74,9 @@ impl Recorder {
     /// Record in memory only (fuzzing keeps passing runs off disk).
     pub fn in_memory() -> Self {
         Recorder {
-            events: Vec::new(),
+            events: Held::default(),
             head: CHAIN_START.to_string(),
             sink: None,
-            deltas: Deltas::default(),
             folds: Folds::default(),
             chain: Chain::default(),
         }
@@ -97,28 +97,36 @@ impl Recorder {
     }
 
     /// Chain the event, keep it, and append it to the bundle. A model
-    /// call that extends an earlier one is hashed over its compact line
-    /// (unless the chain is [`Chain::Whole`]); any other event over its
-    /// whole text.
+    /// call that extends an earlier one is held compact and hashed over
+    /// its compact line (unless the chain is [`Chain::Whole`]); any other
+    /// event over its whole text.
     pub fn append(&mut self, mut event: Event) -> std::io::Result<()> {
         event.hash.clear();
-        let compact = self.deltas.compact(&event, &self.events, self.chain);
-        let whole = match (&compact, self.chain) {
-            (Some(_), Chain::Lines) => None,
-            _ => Some(canon::to_string(&event)),
+        let seq = self.events.len() as u64;
+        let whole = (self.chain == Chain::Whole).then(|| canon::to_string(&event));
+        self.events.push(event);
+        let compact = self.events.line(seq, self.chain);
+        let (hashed, written) = match (whole, compact) {
+            (Some(whole), compact) => {
+                let written = compact.unwrap_or_else(|| whole.clone());
+                (whole, written)
+            }
+            (None, Some(line)) => (line.clone(), line),
+            (None, None) => {
+                let text = canon::to_string(self.events.get(seq).expect("just held"));
+                (text.clone(), text)
+            }
         };
-        let hashed = whole.as_ref().or(compact.as_ref()).expect("one is made");
-        event.hash = chain_hash_of_text(&self.head, hashed);
-        self.head.clone_from(&event.hash);
+        let hash = chain_hash_of_text(&self.head, &hashed);
+        self.head.clone_from(&hash);
+        self.events.set_hash(seq, hash);
         if let Some(file) = &mut self.sink {
-            let text = compact.as_ref().or(whole.as_ref()).expect("one is made");
-            let lines = self.folds.offer(&event, || with_hash(text, &event.hash));
+            let event = self.events.get(seq).expect("just held");
+            let lines = self.folds.offer(event, || with_hash(&written, &event.hash));
             if !lines.is_empty() {
                 file.write_all(lines.as_bytes())?;
             }
         }
-        self.deltas.note(&event);
-        self.events.push(event);
         Ok(())
     }
 
@@ -143,8 +151,9 @@ impl Recorder {
     }
 
     /// Give back the file to write the footer to (the clock reads held
-    /// back written to it first), and the events.
-    pub fn finish(mut self) -> std::io::Result<(Option<File>, Vec<Event>, String)> {
+    /// back written to it first), the events (held compact) and the
+    /// chain's last hash.
+    pub fn finish(mut self) -> std::io::Result<(Option<File>, Held, String)> {
         if let Some(file) = &mut self.sink {
             let lines = self.folds.flush();
             if !lines.is_empty() {
