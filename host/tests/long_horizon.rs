@@ -136,7 +136,7 @@ fn a_bundle_chained_whole_before_0345_still_replays_identical() {
     footer.chain_hash = head;
     footer.hash = bundle::footer_hash(&footer);
     let old = bundle::Bundle {
-        events,
+        events: events.whole(),
         footer: Some(footer),
         chain: Chain::Whole,
         ..b

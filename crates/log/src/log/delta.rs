@@ -73,7 +73,7 @@ pub(super) struct Extends {
 /// conversation once per model call. [`Held::request`] puts one request
 /// back whole; [`Held::whole`] every event, for a reader that wants them
 /// all.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Held {
     events: Vec<Event>,
     extends: Vec<Option<Extends>>,

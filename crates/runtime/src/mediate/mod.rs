@@ -32,7 +32,7 @@ use worldline_case::case::inject::{Action, Inject};
 use worldline_case::path::JsonPath;
 use worldline_case::world::World;
 use worldline_case::world::state::{State, Write};
-use worldline_log::log::{CallKind, Edit, Effect, Event, Recorder};
+use worldline_log::log::{CallKind, Edit, Effect, Event, Held, Recorder};
 
 /// How the host stopped the guest (not an injected tool fault); it
 /// travels as the trap's error.
@@ -245,7 +245,7 @@ impl Mediator {
 
     /// Close the log: its file (the clock reads held back to be folded
     /// written to it), its events and the chain's last hash.
-    pub fn finish_log(&mut self) -> std::io::Result<(Option<std::fs::File>, Vec<Event>, String)> {
+    pub fn finish_log(&mut self) -> std::io::Result<(Option<std::fs::File>, Held, String)> {
         std::mem::replace(&mut self.recorder, Recorder::in_memory()).finish()
     }
 
