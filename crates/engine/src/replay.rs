@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use worldline_case::case::{self, Case};
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{self, Bundle};
-use worldline_log::log::{Call, Held};
+use worldline_log::log::{Call, Event, Held, HeldBundle};
 use worldline_runtime::mediate::follow::Following;
 /// A divergence's parts, as a [`ReplayReport`] names them.
 pub use worldline_runtime::mediate::follow::{Class, Divergence};
@@ -63,21 +63,56 @@ pub fn open_prefix(store: &StoreDir, path: PathBuf, upto: u64) -> Result<Recorde
     })
 }
 
-/// [`open`] for a replay: the events held compact as the bundle's lines
-/// hold them (in `held`), never put back whole all at once (decision
-/// 0380).
+/// [`open`] for a replay or a resume: the events held compact as the
+/// bundle's lines hold them (in `held`), never put back whole all at once
+/// (decision 0380).
 pub fn open_held(store: &StoreDir, run: &str) -> Result<RecordedRun> {
     open_with(store, store.resolve_run(run)?, &Opened::default(), |p| {
-        let b = bundle::read_held(p)?;
-        let bundle = Bundle {
-            header: b.header,
-            events: Vec::new(),
-            footer: b.footer,
-            in_flight: b.in_flight,
-            chain: b.chain,
-        };
-        Ok((bundle, Some(b.events)))
+        bundle::read_held(p).map(split)
     })
+}
+
+/// [`open_prefix`], the events held compact (a fork's parent).
+pub fn open_prefix_held(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
+    open_with(store, path, &Opened::default(), |p| {
+        worldline_log::log::prefix::read_held(p, upto).map(split)
+    })
+}
+
+/// A bundle read held as [`RecordedRun`] keeps it: `events` apart.
+fn split(b: HeldBundle) -> (Bundle, Option<Held>) {
+    let bundle = Bundle {
+        header: b.header,
+        events: Vec::new(),
+        footer: b.footer,
+        in_flight: b.in_flight,
+        chain: b.chain,
+    };
+    (bundle, Some(b.events))
+}
+
+impl RecordedRun {
+    /// How many events the run recorded.
+    pub fn len(&self) -> usize {
+        self.held.as_ref().map_or(self.bundle.events.len(), Held::len)
+    }
+
+    /// Its events; read held, a model call's request is what it appended
+    /// and changed (for readers of anything else: calls, answers, writes).
+    pub fn events(&self) -> &[Event] {
+        match &self.held {
+            Some(held) => held.as_held(),
+            None => &self.bundle.events,
+        }
+    }
+
+    /// Its events held compact, for a follower.
+    pub fn held(&self) -> Held {
+        match &self.held {
+            Some(held) => held.clone(),
+            None => Held::of(&self.bundle.events),
+        }
+    }
 }
 
 /// [`open_at`], taking the case from `opened` when it was opened before.

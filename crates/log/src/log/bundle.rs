@@ -487,6 +487,12 @@ pub fn read(path: &Path) -> Result<Bundle, BundleError> {
 
 /// [`read`], its model requests held compact as the lines hold them.
 pub fn read_held(path: &Path) -> Result<HeldBundle, BundleError> {
+    let (header, reader) = read_lines_of(path)?;
+    Ok(reader.finish_held(header))
+}
+
+/// Read the bundle at `path` and check its lines.
+pub(super) fn read_lines_of(path: &Path) -> Result<(Header, Reader<'_>), BundleError> {
     let bytes =
         worldline_case::bounded::read(path, worldline_case::bounded::BUNDLE).map_err(|e| {
             BundleError {
@@ -495,8 +501,7 @@ pub fn read_held(path: &Path) -> Result<HeldBundle, BundleError> {
                 message: format!("cannot read bundle: {e}"),
             }
         })?;
-    let (header, reader) = read_lines(&bytes, path)?;
-    Ok(reader.finish_held(header))
+    read_lines(&bytes, path)
 }
 
 /// Check a bundle's bytes (`path` names it in errors).
