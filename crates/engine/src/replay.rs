@@ -94,7 +94,9 @@ fn split(b: HeldBundle) -> (Bundle, Option<Held>) {
 impl RecordedRun {
     /// How many events the run recorded.
     pub fn len(&self) -> usize {
-        self.held.as_ref().map_or(self.bundle.events.len(), Held::len)
+        self.held
+            .as_ref()
+            .map_or(self.bundle.events.len(), Held::len)
     }
 
     /// Its events; read held, a model call's request is what it appended

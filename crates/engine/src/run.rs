@@ -263,7 +263,14 @@ pub fn finish(
         &left.state,
         opened.gold.as_deref(),
     );
-    let footer = footer(ended, fuel, chain_hash, events.len(), &left, graded.as_ref());
+    let footer = footer(
+        ended,
+        fuel,
+        chain_hash,
+        events.len(),
+        &left,
+        graded.as_ref(),
+    );
     if let Some(file) = file {
         // A batch syncs its bundles together; a database store's run is
         // made durable by its commit (below).

@@ -207,9 +207,9 @@ impl Held {
         let keep = extends["messages"]
             .as_u64()
             .ok_or("`extends.messages` is not a count")? as usize;
-        let count = self.count(base).ok_or_else(|| {
-            format!("`extends` names event {base}, not an earlier model call")
-        })?;
+        let count = self
+            .count(base)
+            .ok_or_else(|| format!("`extends` names event {base}, not an earlier model call"))?;
         if keep > count {
             return Err(format!(
                 "`extends` keeps {keep} messages of event {base}, which has {count}"
@@ -412,7 +412,11 @@ impl Held {
 
 /// The whole chat request of a compact one (`held`) that extends `base`
 /// (whole) as `x` says.
-fn rebuild(base: &Map<String, Value>, x: &Extends, held: &Map<String, Value>) -> Map<String, Value> {
+fn rebuild(
+    base: &Map<String, Value>,
+    x: &Extends,
+    held: &Map<String, Value>,
+) -> Map<String, Value> {
     let mut out = Map::new();
     for (key, value) in held {
         if key == "messages" {

@@ -618,8 +618,8 @@ impl RunState {
 /// out of the check, which would otherwise copy it whole at every call.
 #[cfg(debug_assertions)]
 fn readable(event: &Event) {
-    let model = worldline_log::log::Kind::of(&event.call)
-        == Some(worldline_log::log::Kind::ModelComplete);
+    let model =
+        worldline_log::log::Kind::of(&event.call) == Some(worldline_log::log::Kind::ModelComplete);
     let shallow = match event.request.as_object() {
         Some(obj) if model => Some(Value::Object(
             obj.iter()
