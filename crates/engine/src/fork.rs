@@ -297,14 +297,14 @@ pub fn resume(
             &rec.path,
             format!(
                 "was killed inside a call of tool `{tool}` (event {}), which may write: resuming calls it again. Pass --resend-in-flight to call it again (its writes were not recorded, so the world has none of them), or fork the run at an earlier event",
-                rec.len()
+                rec.event_count()
             ),
         )
         .into());
     }
     let mut case = rec.case.clone();
     case.override_limits(raised)?;
-    let at = rec.len() as u64;
+    let at = rec.event_count() as u64;
     let mut parent = parent_of(rec, at, Vec::new(), true);
     parent.in_flight = in_flight;
     let outcome = follow_then_live(sandbox, store, rec, &case, parent, native, None, None)?;

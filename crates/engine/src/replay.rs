@@ -93,7 +93,7 @@ fn split(b: HeldBundle) -> (Bundle, Option<Held>) {
 
 impl RecordedRun {
     /// How many events the run recorded.
-    pub fn len(&self) -> usize {
+    pub fn event_count(&self) -> usize {
         self.held
             .as_ref()
             .map_or(self.bundle.events.len(), Held::len)

@@ -69,7 +69,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     .collect();
     let outcome = ops::resume::resume(&sandbox, &store, &rec, &raised, args.resend_in_flight)?;
     let in_flight = rec.bundle.in_flight.as_ref();
-    let at = rec.len() as u64;
+    let at = rec.event_count() as u64;
     if args.common.json {
         super::print_json(&ResumeSummary {
             run: RunSummary::of(&outcome),
