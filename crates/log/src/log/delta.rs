@@ -14,6 +14,7 @@
 
 use super::event::Event;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// The event-level key of a compact model request.
 const EXTENDS: &str = "extends";
@@ -77,8 +78,9 @@ pub(super) struct Extends {
 pub struct Held {
     events: Vec<Event>,
     extends: Vec<Option<Extends>>,
-    /// The latest chat requests put back whole, by seq, oldest first.
-    whole: Vec<(u64, Map<String, Value>)>,
+    /// The latest chat requests put back whole, by seq, oldest first
+    /// (shared: a follower adopts the ones its run's recorder keeps).
+    whole: Vec<(u64, Arc<Map<String, Value>>)>,
     /// The latest model calls' seqs, oldest first: where a request pushed
     /// looks for the one it extends.
     recent: Vec<u64>,
@@ -289,27 +291,43 @@ impl Held {
     }
 
     /// Whether `request` is event `seq`'s whole request (as
-    /// [`Held::request`] `== request`, without copying it out).
+    /// [`Held::request`] `== request`), compared part by part with what
+    /// is held (the messages it shares with its base, those it appended,
+    /// the fields it changed and those it kept) without putting it back.
     pub fn matches(&mut self, seq: u64, request: &Value) -> bool {
         let Some(i) = usize::try_from(seq).ok().filter(|&i| i < self.events.len()) else {
             return false;
         };
-        if self.extends[i].is_none() {
+        let Some(x) = self.extends[i].clone() else {
             return self.events[i].request == *request;
-        }
-        let whole = self.put_back(seq);
-        let actual_chat = request.get("request").and_then(Value::as_object);
-        if actual_chat != Some(whole) {
-            return false;
-        }
+        };
         let (Some(held), Some(actual)) = (self.events[i].request.as_object(), request.as_object())
         else {
             return false;
         };
-        held.len() == actual.len()
+        let outer = held.len() == actual.len()
             && held
                 .iter()
-                .all(|(key, value)| key == "request" || actual.get(key) == Some(value))
+                .all(|(key, value)| key == "request" || actual.get(key) == Some(value));
+        let Some(actual) = actual.get("request").and_then(Value::as_object) else {
+            return false;
+        };
+        let held = chat(&self.events[i]).expect("a held model call");
+        let appended = messages(held);
+        let sent = messages(actual);
+        let own = outer
+            && actual.len() == held.len() + x.same.len()
+            && sent.len() == x.keep + appended.len()
+            && sent[x.keep..] == *appended
+            && held
+                .iter()
+                .all(|(key, value)| key == "messages" || actual.get(key) == Some(value));
+        if !own {
+            return false;
+        }
+        let base = self.put_back(x.base);
+        messages(base).get(..x.keep) == Some(&sent[..x.keep])
+            && x.same.iter().all(|key| actual.get(key) == base.get(key))
     }
 
     /// The recent model call whose messages share the longest prefix with
@@ -357,12 +375,29 @@ impl Held {
             }
         }
         let whole = set_chat(&mut event.request, compact).expect("a model call");
-        self.keep_whole(seq, whole);
+        self.keep_whole(seq, Arc::new(whole));
         Some(Extends { base, keep, same })
     }
 
+    /// The whole chat request of model call `seq` when it is kept put
+    /// back (shared, not copied).
+    pub fn kept(&self, seq: u64) -> Option<Arc<Map<String, Value>>> {
+        let (_, chat) = self.whole.iter().find(|(s, _)| *s == seq)?;
+        Some(chat.clone())
+    }
+
+    /// Keep `chat` as model call `seq`'s whole chat request, put back (a
+    /// follower adopts what its run's recorder kept of the call it just
+    /// matched: the base the next call extends).
+    pub fn adopt(&mut self, seq: u64, chat: Arc<Map<String, Value>>) {
+        let compact = self.extends.get(seq as usize).is_some_and(Option::is_some);
+        if compact && !self.whole.iter().any(|(s, _)| *s == seq) {
+            self.keep_whole(seq, chat);
+        }
+    }
+
     /// Keep `chat` as the latest whole request put back.
-    fn keep_whole(&mut self, seq: u64, chat: Map<String, Value>) {
+    fn keep_whole(&mut self, seq: u64, chat: Arc<Map<String, Value>>) {
         if self.whole.len() == RECENT {
             self.whole.remove(0);
         }
@@ -405,7 +440,7 @@ impl Held {
             };
             whole = Some(rebuild(base, x, held));
         }
-        self.keep_whole(seq, whole.expect("the chain is not empty"));
+        self.keep_whole(seq, Arc::new(whole.expect("the chain is not empty")));
         &self.whole.last().expect("just pushed").1
     }
 }
@@ -542,6 +577,18 @@ mod tests {
             let mut other = e.request.clone();
             other["request"]["model"] = json!("n");
             assert!(!held.matches(e.seq, &other), "event {}", e.seq);
+            // A message changed where it is shared with the base, or where
+            // it was appended, or one more: each is another request.
+            let last = e.request["request"]["messages"].as_array().unwrap().len() - 1;
+            for (at, push) in [(0, false), (last, false), (0, true)] {
+                let mut other = e.request.clone();
+                let msgs = other["request"]["messages"].as_array_mut().unwrap();
+                match push {
+                    true => msgs.push(json!("more")),
+                    false => msgs[at] = json!("changed"),
+                }
+                assert!(!held.matches(e.seq, &other), "event {} at {at}", e.seq);
+            }
             assert_eq!(*held.request(e.seq).unwrap(), e.request, "event {}", e.seq);
             let h = held.get(e.seq).unwrap();
             assert_eq!((&h.response, h.seq, &h.hash), (&e.response, e.seq, &e.hash));

@@ -146,6 +146,12 @@ impl Recorder {
         self.events.len() as u64
     }
 
+    /// Model call `seq`'s whole chat request, when the recorder keeps it
+    /// (shared: a follower adopts it, [`Held::adopt`]).
+    pub fn kept(&self, seq: u64) -> Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>> {
+        self.events.kept(seq)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }

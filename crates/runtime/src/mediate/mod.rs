@@ -421,6 +421,14 @@ impl Mediator {
         self.recorder
             .append(event)
             .map_err(|e| Stop::Bundle(e.to_string()))?;
+        // The request just matched is the recording's: the follower shares
+        // the recorder's whole copy, the base its next call extends.
+        if following
+            && let Some(f) = self.following.as_mut()
+            && let Some(chat) = self.recorder.kept(seq)
+        {
+            f.events.adopt(seq, chat);
+        }
         self.budget.count(call, &response)?;
         Ok(response)
     }
