@@ -148,7 +148,10 @@ impl Recorder {
 
     /// Model call `seq`'s whole chat request, when the recorder keeps it
     /// (shared: a follower adopts it, [`Held::adopt`]).
-    pub fn kept(&self, seq: u64) -> Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>> {
+    pub fn kept(
+        &self,
+        seq: u64,
+    ) -> Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>> {
         self.events.kept(seq)
     }
 
