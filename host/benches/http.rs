@@ -97,6 +97,7 @@ fn sdk_agent(c: &mut Criterion) {
     assert_eq!(check.footer.status.as_str(), "completed");
     let clock_reads = check
         .events
+        .as_held()
         .iter()
         .filter(|e| e.call == "wasi:clocks/monotonic-clock.now")
         .count();

@@ -66,6 +66,7 @@ fn fixture() -> Fixture {
     );
     let tool_calls = check
         .events
+        .as_held()
         .iter()
         .filter(|e| e.call == "worldline:agent/tools.call")
         .count();

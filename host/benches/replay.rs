@@ -192,6 +192,7 @@ fn replay_and_fork(c: &mut Criterion, f: &Fixture, label: &str, store: &StoreDir
     );
     let tools = recorded
         .events
+        .as_held()
         .iter()
         .filter(|e| e.call == "worldline:agent/tools.call")
         .count() as u64;

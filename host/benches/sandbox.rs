@@ -137,6 +137,7 @@ fn tool_call(c: &mut Criterion, f: &Fixture) {
     );
     let tool_events = check
         .events
+        .as_held()
         .iter()
         .filter(|e| e.call == "worldline:agent/tools.call")
         .count();

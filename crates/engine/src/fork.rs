@@ -35,7 +35,7 @@ pub fn open(store: &StoreDir, run: &str, at: u64) -> Result<RecordedRun> {
     if rederive::rederived(&bundle::read_header(&path)?).is_some() {
         return replay::open_at(store, path);
     }
-    replay::open_prefix(store, path, at.saturating_add(1))
+    replay::open_prefix_held(store, path, at.saturating_add(1))
 }
 
 /// Fork `rec` at event `at` with `edits`, optionally with another agent.
@@ -51,7 +51,7 @@ pub fn fork(
     check::check(rec, at, &edits)?;
     let mut edits = edits;
     for e in &mut edits {
-        if let (Edit::Respond { response }, Some(event)) = (e, rec.bundle.events.get(at as usize)) {
+        if let (Edit::Respond { response }, Some(event)) = (e, rec.events().get(at as usize)) {
             *response = check::shape_response(&event.call, &event.response, response.clone());
         }
     }
@@ -334,14 +334,14 @@ pub fn resume(
             &rec.path,
             format!(
                 "was killed inside a call of tool `{tool}` (event {}), which may write: resuming calls it again. Pass --resend-in-flight to call it again (its writes were not recorded, so the world has none of them), or fork the run at an earlier event",
-                rec.bundle.events.len()
+                rec.event_count()
             ),
         )
         .into());
     }
     let mut case = rec.case.clone();
     case.override_limits(raised)?;
-    let at = rec.bundle.events.len() as u64;
+    let at = rec.event_count() as u64;
     let mut parent = parent_of(rec, at, Vec::new(), true);
     parent.in_flight = in_flight;
     let outcome = follow_then_live(sandbox, store, rec, &case, parent, native, None, None)?;
@@ -359,8 +359,7 @@ pub fn resume(
 fn parent_of(rec: &RecordedRun, at: u64, edits: Vec<Edit>, resumed: bool) -> Parent {
     let chain_hash = rec.bundle.footer.as_ref().map_or_else(
         || {
-            rec.bundle
-                .events
+            rec.events()
                 .last()
                 .map_or_else(String::new, |e| e.hash.clone())
         },
@@ -397,7 +396,7 @@ fn options<'a>(
     parent: Parent,
     group: Option<worldline_log::log::bundle::Group>,
 ) -> RunOptions<'a> {
-    let following = Following::fork(&rec.bundle.events, parent.event, parent.fork_points());
+    let following = Following::fork(rec.held(), parent.event, parent.fork_points());
     RunOptions {
         store: Some(store),
         following: Some(following),

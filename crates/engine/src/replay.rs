@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use worldline_case::case::{self, Case};
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{self, Bundle};
-use worldline_log::log::{Call, Held};
+use worldline_log::log::{Call, Event, Held, HeldBundle};
 use worldline_runtime::mediate::follow::Following;
 /// A divergence's parts, as a [`ReplayReport`] names them.
 pub use worldline_runtime::mediate::follow::{Class, Divergence};
@@ -27,6 +27,9 @@ pub struct RecordedRun {
     pub id: String,
     pub path: PathBuf,
     pub bundle: Bundle,
+    /// Read by [`open_held`]: the events, model requests held compact
+    /// (decision 0380), and `bundle.events` left empty.
+    pub held: Option<Held>,
     /// The recorded case, parsed against the recorded world.
     pub case: Case,
 }
@@ -56,13 +59,67 @@ pub struct Opened {
 /// (decision 0346; `log/prefix.rs`).
 pub fn open_prefix(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
     open_with(store, path, &Opened::default(), |p| {
-        worldline_log::log::prefix::read(p, upto)
+        Ok((worldline_log::log::prefix::read(p, upto)?, None))
     })
+}
+
+/// [`open`] for a replay or a resume: the events held compact as the
+/// bundle's lines hold them (in `held`), never put back whole all at once
+/// (decision 0380).
+pub fn open_held(store: &StoreDir, run: &str) -> Result<RecordedRun> {
+    open_with(store, store.resolve_run(run)?, &Opened::default(), |p| {
+        bundle::read_held(p).map(split)
+    })
+}
+
+/// [`open_prefix`], the events held compact (a fork's parent).
+pub fn open_prefix_held(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
+    open_with(store, path, &Opened::default(), |p| {
+        worldline_log::log::prefix::read_held(p, upto).map(split)
+    })
+}
+
+/// A bundle read held as [`RecordedRun`] keeps it: `events` apart.
+fn split(b: HeldBundle) -> (Bundle, Option<Held>) {
+    let bundle = Bundle {
+        header: b.header,
+        events: Vec::new(),
+        footer: b.footer,
+        in_flight: b.in_flight,
+        chain: b.chain,
+    };
+    (bundle, Some(b.events))
+}
+
+impl RecordedRun {
+    /// How many events the run recorded.
+    pub fn event_count(&self) -> usize {
+        self.held
+            .as_ref()
+            .map_or(self.bundle.events.len(), Held::len)
+    }
+
+    /// Its events; read held, a model call's request is what it appended
+    /// and changed (for readers of anything else: calls, answers, writes).
+    pub fn events(&self) -> &[Event] {
+        match &self.held {
+            Some(held) => held.as_held(),
+            None => &self.bundle.events,
+        }
+    }
+
+    /// Its events held compact, for a follower.
+    pub fn held(&self) -> Held {
+        match &self.held {
+            Some(held) => held.clone(),
+            None => Held::of(&self.bundle.events),
+        }
+    }
 }
 
 /// [`open_at`], taking the case from `opened` when it was opened before.
 pub fn open_in(store: &StoreDir, path: PathBuf, opened: &Opened) -> Result<RecordedRun> {
-    open_with(store, path, opened, bundle::read)
+    open_with(store, path, opened, |p| Ok((bundle::read(p)?, None)))
 }
 
 /// [`open_in`], the bundle read by `read`.
@@ -70,14 +127,14 @@ fn open_with(
     store: &StoreDir,
     path: PathBuf,
     opened: &Opened,
-    read: impl FnOnce(&std::path::Path) -> Result<bundle::Bundle, bundle::BundleError>,
+    read: impl FnOnce(&std::path::Path) -> Result<(Bundle, Option<Held>), bundle::BundleError>,
 ) -> Result<RecordedRun> {
     // A viewer's runs are redacted copies, and the cases and worlds are
     // raw data: say which role re-executing or rebuilding state needs.
     store.require_raw("re-executing a run or rebuilding its world's state (replay, verify, fork, rerun, repro, grade, show, diff)")?;
     // Held while this process lives: gc on any machine leaves it.
     store.hold_read(&path)?;
-    let bundle = read(&path).map_err(InputError::from)?;
+    let (bundle, held) = read(&path).map_err(InputError::from)?;
     if let Some(r) = &bundle.header.redacted {
         return Err(InputError::new(
             &path,
@@ -116,6 +173,7 @@ fn open_with(
         id,
         path,
         bundle,
+        held,
         case,
     })
 }
@@ -256,14 +314,19 @@ pub fn replay_in(
         .as_ref()
         .map(|p| p.fork_points())
         .unwrap_or_default();
-    let recorded = rec.bundle.events.len() as u64;
     // A served episode or MCP session is re-derived from its events whole;
     // any other run is followed with its requests held compact, the whole
-    // ones freed (decision 0347).
-    let events = match served {
-        Some(_) => Held::of(&rec.bundle.events),
-        None => Held::from_whole(std::mem::take(&mut rec.bundle.events)),
+    // ones freed (decision 0347), or as read held (0380).
+    let events = match (served.is_some(), rec.held.take()) {
+        (false, Some(held)) => held,
+        (true, Some(held)) => {
+            rec.bundle.events = held.whole();
+            held
+        }
+        (true, None) => Held::of(&rec.bundle.events),
+        (false, None) => Held::from_whole(std::mem::take(&mut rec.bundle.events)),
     };
+    let recorded = events.len() as u64;
     let following = Following::replay(events, complete, points);
     let opts = RunOptions {
         following: Some(following),

@@ -15,7 +15,7 @@ use worldline_case::case::fuzz::FaultSource;
 use worldline_case::world::state::State;
 use worldline_log::log::bundle::Parent;
 use worldline_log::log::bundle::{self, Footer, Header, Status};
-use worldline_log::log::{Event, Recorder};
+use worldline_log::log::{Held, Recorder};
 use worldline_runtime::mediate::faults::Faults;
 use worldline_runtime::mediate::follow::{Divergence, Following};
 use worldline_runtime::mediate::model::RerunCassette;
@@ -37,7 +37,9 @@ pub struct RunOutcome {
     pub bundle: Option<PathBuf>,
     pub header: Header,
     pub footer: Footer,
-    pub events: Vec<Event>,
+    /// The run's events, model requests held compact (decision 0380):
+    /// `events.whole()` for a reader of every request.
+    pub events: Held,
     pub final_state: State,
 }
 
@@ -273,7 +275,14 @@ pub fn finish(
         &left.state,
         opened.gold.as_deref(),
     );
-    let footer = footer(ended, fuel, chain_hash, &events, &left, graded.as_ref());
+    let footer = footer(
+        ended,
+        fuel,
+        chain_hash,
+        events.len(),
+        &left,
+        graded.as_ref(),
+    );
     if let Some(file) = file {
         // A batch syncs its bundles together; a database store's run is
         // made durable by its commit (below).
@@ -305,17 +314,20 @@ pub(crate) fn publish(
     store: &StoreDir,
     id: &str,
     header: &Header,
-    events: &[Event],
+    events: &Held,
     footer: &Footer,
 ) -> Result<()> {
-    store.publish_finished(
-        id,
-        worldline_store::store::Finished {
-            header,
-            events,
-            footer: Some(footer),
-        },
-    )?;
+    // Only a database store takes the events (whole, as its rows hold them).
+    if store.database().is_some() {
+        store.publish_finished(
+            id,
+            worldline_store::store::Finished {
+                header,
+                events: &events.whole(),
+                footer: Some(footer),
+            },
+        )?;
+    }
     worldline_store::index::record(store, id, header, footer, events.len());
     Ok(())
 }
@@ -328,7 +340,7 @@ pub(crate) fn regrade(
     case: &Case,
     opened: &Opened,
     footer: &Footer,
-    events: &[Event],
+    events: &Held,
     final_state: &State,
 ) -> Option<Grade> {
     let ended: Ending = (
@@ -496,12 +508,13 @@ fn settle(med: &mut Mediator) -> (Option<Divergence>, bool) {
 }
 
 /// The grade, when the case has `[expect]`; a replay reuses the recorded
-/// grade's judge answers.
+/// grade's judge answers. The checks read the events whole (decision
+/// 0380: a graded run holds them so while it is graded).
 fn grade_run(
     case: &Case,
     recorded_grade: Option<&serde_json::Value>,
     ended: &Ending,
-    events: &[Event],
+    events: &Held,
     final_state: &State,
     gold: Option<&GoldState>,
 ) -> Option<Grade> {
@@ -518,7 +531,7 @@ fn grade_run(
         &Evidence {
             status: ended.0,
             output: ended.1.as_deref(),
-            events,
+            events: &events.whole(),
             initial: &case.world.initial,
             final_state,
             gold,
@@ -532,7 +545,7 @@ fn footer(
     ended: Ending,
     fuel: u64,
     chain_hash: String,
-    events: &[Event],
+    events: usize,
     left: &Leftover,
     graded: Option<&Grade>,
 ) -> Footer {
@@ -541,7 +554,7 @@ fn footer(
         backtrace,
         chain_hash,
         error,
-        events: events.len() as u64,
+        events: events as u64,
         final_state_hash: left.state.hash(),
         fuel,
         grade: graded.map(|g| serde_json::to_value(g).expect("grades serialize")),

@@ -362,6 +362,7 @@ fn scripted(sandbox: &Sandbox, case: &Case, script: &Script) -> Result<Outcome> 
         grade: out.grade,
         events: out
             .events
+            .whole()
             .iter()
             .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
             .collect(),

@@ -51,7 +51,7 @@ fn record(chain: Chain) -> (String, Vec<Event>) {
         rec.append(call(i)).unwrap();
     }
     let (_, events, _) = rec.finish().unwrap();
-    (std::fs::read_to_string(&path).unwrap(), events)
+    (std::fs::read_to_string(&path).unwrap(), events.whole())
 }
 
 fn parse(text: &str) -> Result<bundle::Bundle, bundle::BundleError> {
@@ -183,7 +183,7 @@ fn a_continuation_is_read_on_from_its_prefix() {
     );
     let path = Path::new("(branch 0 of 1)");
     let (all, footer) = bundle::continued(prefix.clone(), &suffix, path).unwrap();
-    assert_eq!(all, events);
+    assert_eq!(all, events.whole());
     assert!(footer.is_none());
 
     let mut changed = suffix.clone();

@@ -532,7 +532,7 @@ fn branch_outcomes() -> Vec<worldline_engine::run::RunOutcome> {
             bundle: None,
             header: header.clone(),
             footer: footer(status, "", "panicked at src/lib.rs:3:5"),
-            events: Vec::new(),
+            events: Default::default(),
             final_state: Default::default(),
         })
         .collect()

@@ -65,7 +65,8 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     store.require_raw("`replay` (re-executing a run)")?;
     let path = store.resolve_run(&args.run)?;
     // Only a redacted copy is read here whole: a run to replay is read
-    // once, by `replay::open` (decision 0347).
+    // once, by `replay::open_held`, its requests held compact (decisions
+    // 0347, 0380).
     // (A header that does not read is read whole for its error.)
     if bundle::read_header(&path).map_or(true, |h| h.redacted.is_some()) {
         let b = bundle::read(&path).map_err(InputError::from)?;
@@ -75,7 +76,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
         }
     }
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let rec = replay::open(&store, &args.run)?;
+    let rec = replay::open_held(&store, &args.run)?;
     store.audit_reexecution(&[&rec.id], "replay")?;
     let r = ops::replay::replay(&sandbox, &store, rec)?;
     if args.common.json {

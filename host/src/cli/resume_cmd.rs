@@ -57,7 +57,7 @@ struct ResumeSummary<'a> {
 pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let rec = replay::open(&store, &args.run)?;
+    let rec = replay::open_held(&store, &args.run)?;
     let raised: BTreeMap<String, u64> = [
         ("fuel", args.fuel),
         ("max_steps", args.max_steps),
@@ -69,7 +69,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     .collect();
     let outcome = ops::resume::resume(&sandbox, &store, &rec, &raised, args.resend_in_flight)?;
     let in_flight = rec.bundle.in_flight.as_ref();
-    let at = rec.bundle.events.len() as u64;
+    let at = rec.event_count() as u64;
     if args.common.json {
         super::print_json(&ResumeSummary {
             run: RunSummary::of(&outcome),

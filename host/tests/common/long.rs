@@ -87,35 +87,44 @@ pub fn unique_bytes(n: usize) -> u64 {
     (n.saturating_sub(1) * DOC_BYTES) as u64
 }
 
-/// One command's wall time, its peak RSS (KiB: `ru_maxrss` from `wait4`)
-/// and its stdout; it must exit 0.
-#[expect(clippy::zombie_processes, reason = "reaped by wait4, for its rusage")]
+/// One command's wall time, its peak RSS (KiB) and its stdout; it must
+/// exit 0. The peak is the command's own, measured by `/usr/bin/time`
+/// (`%M`): `ru_maxrss` of a child spawned by this process would count
+/// this process's own resident memory too (Linux carries the high-water
+/// mark of the address space a child shares until it calls `exec`), so
+/// a test holding a bundle whole would inflate the next command's figure.
 pub fn measured(store: &Path, args: &[&str]) -> (std::time::Duration, u64, String) {
-    use std::io::Read as _;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let rss_file = std::env::temp_dir().join(format!("worldline-rss-{}-{n}", std::process::id()));
     let start = std::time::Instant::now();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let out = std::process::Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&rss_file)
+        .arg(env!("CARGO_BIN_EXE_worldline"))
         .args(args)
         .arg("--store")
         .arg(store)
         .env("WORLDLINE_STORE_CACHE", super::store_cache())
         .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .expect("starting worldline");
-    let mut stdout = String::new();
-    let mut pipe = child.stdout.take().unwrap();
-    pipe.read_to_string(&mut stdout).unwrap();
-    let mut status = 0;
-    // SAFETY: `rusage` is plain data, filled by the kernel.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: `pid` is our child, not yet reaped (`Child` is not waited on).
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(reaped, pid, "wait4 failed");
+        .output()
+        .expect("starting worldline under /usr/bin/time (the `time` package)");
+    let elapsed = start.elapsed();
+    let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "worldline {args:?} exited with {status}: {stdout}"
+        out.status.success(),
+        "worldline {args:?} exited with {}: {stdout}",
+        out.status
     );
-    (start.elapsed(), usage.ru_maxrss as u64, stdout)
+    let text = std::fs::read_to_string(&rss_file).unwrap();
+    let _ = std::fs::remove_file(&rss_file);
+    let kib = text
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("/usr/bin/time wrote {text:?}"));
+    (elapsed, kib, stdout)
 }

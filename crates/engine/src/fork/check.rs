@@ -87,7 +87,7 @@ pub fn describe(edit: &Edit) -> String {
 /// telling the user (a patch that creates a row), or the first edit that
 /// does not fit, naming its flag.
 pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, InputError> {
-    let events = &rec.bundle.events;
+    let events = rec.events();
     if at > events.len() as u64 {
         return Err(InputError::new(
             "--at",

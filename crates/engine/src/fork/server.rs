@@ -16,7 +16,7 @@ use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::sync::{Arc, Mutex};
 use worldline_case::world::state::State;
 use worldline_log::log::bundle::{self, Edit, ForkPoint, Group};
-use worldline_log::log::{Event, Header};
+use worldline_log::log::{Event, Header, Held};
 use worldline_runtime::mediate::{Mediator, Stop};
 use worldline_runtime::sandbox::{Agent, Sandbox};
 use worldline_store::store::StoreDir;
@@ -253,7 +253,7 @@ fn branch_here(
     // error is unbuffered, so there is nothing of it to flush.
     let _ = std::io::stdout().flush();
     let prefix = buffer.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let events = med.written().0.to_vec();
+    let events = med.written().0;
     let mut children = Children::default();
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
@@ -359,7 +359,7 @@ fn error_message(text: &str) -> Vec<u8> {
 /// its footer, grade and final state.
 struct Checked {
     lines: Vec<u8>,
-    events: Vec<Event>,
+    events: Held,
     footer: bundle::Footer,
     grade: Option<crate::grade::Grade>,
     state: State,
@@ -392,6 +392,7 @@ fn collect(
             read_message(&bytes).with_context(|| format!("{branch}: its result"))?;
         let name = std::path::PathBuf::from(format!("({branch})"));
         let (all, footer) = bundle::continued(events.clone(), lines, &name)?;
+        let all = Held::from_whole(all);
         let footer = footer.with_context(|| format!("{branch}: its result has no footer"))?;
         if state.hash() != footer.final_state_hash {
             anyhow::bail!("{branch}: its final state is not the one its footer hashes");

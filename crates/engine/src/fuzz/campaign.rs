@@ -77,6 +77,7 @@ pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedu
         clock_skew_s: Faults::new(faults, seed).skew_s(),
         faults: outcome
             .events
+            .as_held()
             .iter()
             .filter_map(|e| match e.mark()?.by {
                 By::Fuzz(fault) => Some(fault),
@@ -90,7 +91,7 @@ pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedu
 /// Whether a fuzz fault placed injected text at a vector of an answer the
 /// agent received.
 fn injection_landed(outcome: &RunOutcome) -> bool {
-    outcome.events.iter().any(|e| {
+    outcome.events.as_held().iter().any(|e| {
         e.injected.as_ref().is_some_and(|m| {
             m.get("fuzz").is_some()
                 && m["action"] == "injection"

@@ -52,7 +52,9 @@ pub fn run(sandbox: &Sandbox, store: &StoreDir, case: &Case, args: RunArgs) -> R
         }
     };
     if case.model.token_ids {
-        warnings.extend(worldline_log::log::tokens::missing(&outcome.events));
+        warnings.extend(worldline_log::log::tokens::missing(
+            outcome.events.as_held(),
+        ));
     }
     Ok(Ran { warnings, outcome })
 }

@@ -52,7 +52,7 @@ fn token_warnings(entries: &[Entry], run: &SuiteRun) -> Vec<(PathBuf, String)> {
         }
         let missing = case.attempts.iter().find_map(|a| {
             let o = a.outcome.as_ref().ok()?;
-            worldline_log::log::tokens::missing(&o.events)
+            worldline_log::log::tokens::missing(o.events.as_held())
         });
         if let Some(w) = missing {
             out.push((entry.case.path.clone(), w));

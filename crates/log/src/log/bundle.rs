@@ -2,7 +2,7 @@
 //! `{"footer":{...}}`. A bundle without a footer is an incomplete run (the
 //! process died); its events are still readable and verifiable.
 
-use super::delta::{self, Chain, Deltas};
+use super::delta::{self, Chain, Held};
 use super::event::Event;
 use super::fold::{self, Folds};
 use super::intent::{self, Intent};
@@ -395,15 +395,14 @@ pub fn read_header(path: &Path) -> Result<Header, BundleError> {
 /// included, model requests compact as the recorder writes them).
 pub fn to_text(b: &Bundle) -> String {
     let mut text = header_line(&b.header);
-    let mut deltas = Deltas::default();
+    let mut held = Held::default();
     let mut folds = Folds::default();
     for (i, e) in b.events.iter().enumerate() {
+        held.push(e.clone());
         text.push_str(&folds.offer(e, || {
-            deltas
-                .compact(e, &b.events[..i], b.chain)
+            held.line(i as u64, b.chain)
                 .unwrap_or_else(|| serde_json::to_string(e).expect("events serialize"))
         }));
-        deltas.note(e);
     }
     text.push_str(&folds.flush());
     if let Some(i) = &b.in_flight {
@@ -450,6 +449,18 @@ pub struct Bundle {
     pub chain: Chain,
 }
 
+/// A bundle as read back with its model requests held compact (decision
+/// 0380): for a follower (replay, fork, resume), which puts back one
+/// request at a time.
+#[derive(Debug)]
+pub struct HeldBundle {
+    pub header: Header,
+    pub events: Held,
+    pub footer: Option<Footer>,
+    pub in_flight: Option<Intent>,
+    pub chain: Chain,
+}
+
 /// A problem reading or checking a bundle, with the line it is on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}:{line}: {message}")]
@@ -479,8 +490,34 @@ pub fn read(path: &Path) -> Result<Bundle, BundleError> {
     parse(&bytes, path)
 }
 
+/// [`read`], its model requests held compact as the lines hold them.
+pub fn read_held(path: &Path) -> Result<HeldBundle, BundleError> {
+    let (header, reader) = read_lines_of(path)?;
+    Ok(reader.finish_held(header))
+}
+
+/// Read the bundle at `path` and check its lines.
+pub(super) fn read_lines_of(path: &Path) -> Result<(Header, Reader<'_>), BundleError> {
+    let bytes =
+        worldline_case::bounded::read(path, worldline_case::bounded::BUNDLE).map_err(|e| {
+            BundleError {
+                path: path.display().to_string(),
+                line: 0,
+                message: format!("cannot read bundle: {e}"),
+            }
+        })?;
+    read_lines(&bytes, path)
+}
+
 /// Check a bundle's bytes (`path` names it in errors).
 pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
+    let (header, reader) = read_lines(bytes, path)?;
+    Ok(reader.finish(header))
+}
+
+/// Check a bundle's bytes line by line: its header and what the lines
+/// after it held.
+fn read_lines<'a>(bytes: &[u8], path: &'a Path) -> Result<(Header, Reader<'a>), BundleError> {
     let err = |line: usize, message: String| BundleError {
         path: path.display().to_string(),
         line,
@@ -517,7 +554,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
         }
         reader.line(i + 1, line)?;
     }
-    Ok(reader.finish(header))
+    Ok((header, reader))
 }
 
 /// The lines a run wrote after `events` (lines that ended with the
@@ -540,7 +577,7 @@ pub fn continued(
     if let Some(last) = events.last() {
         reader.prev.clone_from(&last.hash);
     }
-    reader.events = events;
+    reader.events = Held::from_whole(events);
     for (i, line) in text.split_inclusive('\n').enumerate() {
         if !line.ends_with('\n') {
             return Err(BundleError {
@@ -551,7 +588,7 @@ pub fn continued(
         }
         reader.line(i + 1, line)?;
     }
-    Ok((reader.events, reader.footer))
+    Ok((reader.events.whole(), reader.footer))
 }
 
 /// The header of a bundle's first line (format checked).
@@ -586,7 +623,8 @@ pub(super) fn footer_of(value: Value) -> Result<Footer, String> {
 /// chained so far, the footer and the intent in flight.
 pub(super) struct Reader<'a> {
     path: &'a Path,
-    pub(super) events: Vec<Event>,
+    /// The events, model requests held compact as their lines are.
+    pub(super) events: Held,
     pub(super) footer: Option<Footer>,
     in_flight: Option<Intent>,
     chain: Option<Chain>,
@@ -597,7 +635,7 @@ impl<'a> Reader<'a> {
     pub(super) fn new(path: &'a Path) -> Self {
         Reader {
             path,
-            events: Vec::new(),
+            events: Held::default(),
             footer: None,
             in_flight: None,
             chain: None,
@@ -605,9 +643,21 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// The bundle read so far.
+    /// The bundle read so far, every event whole.
     pub(super) fn finish(self, header: Header) -> Bundle {
+        let b = self.finish_held(header);
         Bundle {
+            header: b.header,
+            events: b.events.whole(),
+            in_flight: b.in_flight,
+            footer: b.footer,
+            chain: b.chain,
+        }
+    }
+
+    /// The bundle read so far, model requests held compact.
+    pub(super) fn finish_held(self, header: Header) -> HeldBundle {
+        HeldBundle {
             header,
             events: self.events,
             in_flight: self.in_flight.filter(|_| self.footer.is_none()),
@@ -699,16 +749,12 @@ impl<'a> Reader<'a> {
             }
             _ => None,
         };
-        delta::expand(&mut value, &self.events).map_err(|e| err(format!("bad event: {e}")))?;
+        let extends = self
+            .events
+            .take_extends(&mut value)
+            .map_err(|e| err(format!("bad event: {e}")))?;
         let mut event: Event =
             serde_json::from_value(value).map_err(|e| err(format!("bad event: {e}")))?;
-        let expected = match line_hash {
-            Some((hash, expected)) => {
-                event.hash = hash;
-                expected
-            }
-            None => chain_hash(&self.prev, &event),
-        };
         if event.seq != self.events.len() as u64 {
             return Err(err(format!(
                 "event {} out of order (expected seq {})",
@@ -716,6 +762,27 @@ impl<'a> Reader<'a> {
                 self.events.len()
             )));
         }
+        let seq = event.seq;
+        let expected = match line_hash {
+            Some((hash, expected)) => {
+                event.hash = hash;
+                self.events.push_read(event, extends);
+                expected
+            }
+            None if extends.is_none() => {
+                let expected = chain_hash(&self.prev, &event);
+                self.events.push_read(event, extends);
+                expected
+            }
+            None => {
+                // Hashed whole (before 0345): the request put back.
+                self.events.push_read(event, extends);
+                let mut whole = self.events.get(seq).expect("just held").clone();
+                whole.request = self.events.request(seq).expect("just held").into_owned();
+                chain_hash(&self.prev, &whole)
+            }
+        };
+        let event = self.events.get(seq).expect("just held");
         if expected != event.hash {
             return Err(err(format!(
                 "hash chain broken at event {}: the event was changed",
@@ -723,7 +790,6 @@ impl<'a> Reader<'a> {
             )));
         }
         self.prev.clone_from(&event.hash);
-        self.events.push(event);
         Ok(())
     }
 }

@@ -14,6 +14,7 @@
 
 use super::event::Event;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// The event-level key of a compact model request.
 const EXTENDS: &str = "extends";
@@ -34,15 +35,9 @@ pub enum Chain {
 }
 
 /// How many recent model calls a request is compared with (a few
-/// conversations interleaved: an agent and its sub-agents).
+/// conversations interleaved: an agent and its sub-agents), and how many
+/// whole requests are kept put back.
 const RECENT: usize = 8;
-
-/// The model calls seen so far, for the writer to find a base in.
-#[derive(Debug, Default)]
-pub(super) struct Deltas {
-    /// The latest model calls' seqs, oldest first.
-    recent: Vec<u64>,
-}
 
 /// The chat request of a model call (`request.request`), when it has a
 /// message list.
@@ -61,184 +56,54 @@ fn messages(chat: &Map<String, Value>) -> &[Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-impl Deltas {
-    /// Note a recorded event (after [`Deltas::compact`]).
-    pub(super) fn note(&mut self, event: &Event) {
-        if chat(event).is_some() {
-            if self.recent.len() == RECENT {
-                self.recent.remove(0);
-            }
-            self.recent.push(event.seq);
-        }
-    }
-
-    /// The recent model call in `earlier` (by seq) whose messages share
-    /// the longest prefix with `new_msgs` (ties: the latest): its seq, how
-    /// many it shares, and its chat request.
-    fn base<'e>(
-        &self,
-        new_msgs: &[Value],
-        earlier: &'e [Event],
-    ) -> Option<(u64, usize, &'e Map<String, Value>)> {
-        let mut best: Option<(u64, usize, &Map<String, Value>)> = None;
-        for &seq in self.recent.iter().rev() {
-            let Some(base) = earlier.get(seq as usize).filter(|b| b.seq == seq) else {
-                continue;
-            };
-            let Some(old) = chat(base) else { continue };
-            let old_msgs = messages(old);
-            let keep = old_msgs
-                .iter()
-                .zip(new_msgs)
-                .take_while(|(a, b)| a == b)
-                .count();
-            if keep > best.map_or(0, |b| b.1) {
-                best = Some((seq, keep, old));
-            }
-            if keep == old_msgs.len() && keep > 0 {
-                break;
-            }
-        }
-        best
-    }
-
-    /// The line to write for `event` (canonical JSON, with `event.hash`
-    /// when it is set), when it extends one of the recent model calls in
-    /// `earlier` (the events before it, by seq), marked as `chain` hashes
-    /// it: `None` writes it whole.
-    pub(super) fn compact(&self, event: &Event, earlier: &[Event], chain: Chain) -> Option<String> {
-        let new = chat(event)?;
-        let new_msgs = messages(new);
-        let (base, keep, old) = self.base(new_msgs, earlier)?;
-        let mut rest = Map::new();
-        let mut same = Vec::new();
-        for (key, value) in new {
-            if key == "messages" {
-                rest.insert(key.clone(), Value::Array(new_msgs[keep..].to_vec()));
-            } else if old.get(key) == Some(value) {
-                same.push(Value::String(key.clone()));
-            } else {
-                rest.insert(key.clone(), value.clone());
-            }
-        }
-        let mut request = Map::new();
-        for (key, value) in event.request.as_object()? {
-            match key.as_str() {
-                "request" => request.insert(key.clone(), Value::Object(std::mem::take(&mut rest))),
-                _ => request.insert(key.clone(), value.clone()),
-            };
-        }
-        let mut extends = Map::new();
-        extends.insert("event".into(), base.into());
-        extends.insert("messages".into(), keep.into());
-        if !same.is_empty() {
-            extends.insert("same".into(), Value::Array(same));
-        }
-        if chain == Chain::Lines {
-            extends.insert(CHAINED.into(), "line".into());
-        }
-        let line = Event {
-            request: Value::Object(request),
-            response: event.response.clone(),
-            injected: event.injected.clone(),
-            writes: event.writes.clone(),
-            call: event.call.clone(),
-            hash: event.hash.clone(),
-            ..*event
-        };
-        let mut value = serde_json::to_value(&line).expect("events serialize");
-        value
-            .as_object_mut()
-            .expect("an event is an object")
-            .insert(EXTENDS.into(), Value::Object(extends));
-        Some(worldline_case::canon::to_string(&value))
-    }
-}
-
 /// How a held model call extends an earlier one (its line's `extends`).
-#[derive(Debug)]
-struct Extends {
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Extends {
     base: u64,
     keep: usize,
     same: Vec<String>,
 }
 
-/// Recorded events held compact for a follower (decision 0347): a model
-/// call that extends one of the recent model calls before it keeps only
-/// the messages it appended and the fields that changed, as its line
-/// does, and [`Held::request`] puts one request back whole when it is
-/// compared or reported, from the latest whole requests it put back
-/// (those the next call extends, when followed in order). Memory: the
-/// recording's compact size and a few requests, not the conversation once
-/// per model call.
-#[derive(Debug, Default)]
+/// A run's events with model requests held compact (decisions 0347,
+/// 0380): a model call that extends one of the recent model calls before
+/// it keeps only the messages it appended and the fields that changed, as
+/// its bundle line does; every other field of every event is held as
+/// recorded. The recorder, the bundle reader and a follower hold events
+/// so: memory is the recording's compact size and a few whole requests
+/// (the latest put back, those the next call extends), not the
+/// conversation once per model call. [`Held::request`] puts one request
+/// back whole; [`Held::whole`] every event, for a reader that wants them
+/// all.
+#[derive(Debug, Clone, Default)]
 pub struct Held {
     events: Vec<Event>,
     extends: Vec<Option<Extends>>,
-    /// The latest chat requests put back whole, by seq, oldest first.
-    whole: Vec<(u64, Map<String, Value>)>,
+    /// The latest chat requests put back whole, by seq, oldest first
+    /// (shared: a follower adopts the ones its run's recorder keeps).
+    whole: Vec<(u64, Arc<Map<String, Value>>)>,
+    /// The latest model calls' seqs, oldest first: where a request pushed
+    /// looks for the one it extends.
+    recent: Vec<u64>,
 }
 
 impl Held {
-    /// Hold `events` (whole, in seq order) compact.
+    /// Hold a copy of `events` (whole, in seq order) compact.
     pub fn of(events: &[Event]) -> Self {
-        let mut deltas = Deltas::default();
         let mut held = Held::default();
-        for (i, e) in events.iter().enumerate() {
-            let compact = split(e, &events[..i], &deltas);
-            deltas.note(e);
-            let (event, extends) = match compact {
-                Some((request, extends)) => (
-                    Event {
-                        request,
-                        response: e.response.clone(),
-                        injected: e.injected.clone(),
-                        writes: e.writes.clone(),
-                        call: e.call.clone(),
-                        hash: e.hash.clone(),
-                        ..*e
-                    },
-                    Some(extends),
-                ),
-                None => (e.clone(), None),
-            };
-            held.events.push(event);
-            held.extends.push(extends);
+        for e in events {
+            held.push(e.clone());
         }
         held
     }
 
-    /// [`Held::of`], compacting `events` in place: from the last to the
-    /// first, so each one's bases are still whole when it is compacted
-    /// and the whole requests are freed as it goes.
-    pub fn from_whole(mut events: Vec<Event>) -> Self {
-        let model: Vec<u64> = events
-            .iter()
-            .filter(|e| chat(e).is_some())
-            .map(|e| e.seq)
-            .collect();
-        let mut extends = Vec::with_capacity(events.len());
-        for i in (0..events.len()).rev() {
-            let before = model.partition_point(|&s| s < i as u64);
-            let deltas = Deltas {
-                recent: model[before.saturating_sub(RECENT)..before].to_vec(),
-            };
-            let (earlier, rest) = events.split_at_mut(i);
-            let e = &mut rest[0];
-            match split(e, earlier, &deltas) {
-                Some((request, x)) => {
-                    e.request = request;
-                    extends.push(Some(x));
-                }
-                None => extends.push(None),
-            }
+    /// [`Held::of`], taking the events (each whole request is freed once
+    /// it is held compact).
+    pub fn from_whole(events: Vec<Event>) -> Self {
+        let mut held = Held::default();
+        for e in events {
+            held.push(e);
         }
-        extends.reverse();
-        Held {
-            events,
-            extends,
-            whole: Vec::new(),
-        }
+        held
     }
 
     pub fn len(&self) -> usize {
@@ -250,9 +115,167 @@ impl Held {
     }
 
     /// Event `seq` as held: everything as recorded but a compact model
-    /// call's request (compare that with [`Held::request`]).
+    /// call's request (compare that with [`Held::matches`], read it with
+    /// [`Held::request`]).
     pub fn get(&self, seq: u64) -> Option<&Event> {
         self.events.get(usize::try_from(seq).ok()?)
+    }
+
+    /// The events as held (a compact model call's request is what it
+    /// appended and changed): for readers of anything but model requests.
+    pub fn as_held(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Every event whole, as recorded: the conversation once per model
+    /// call in memory, for readers that want them all (a short run's).
+    pub fn whole(&self) -> Vec<Event> {
+        let mut out: Vec<Event> = Vec::with_capacity(self.events.len());
+        for (e, x) in self.events.iter().zip(&self.extends) {
+            let mut e = e.clone();
+            if let Some(x) = x
+                && let Some(base) = out.get(x.base as usize).and_then(chat)
+            {
+                let chat = rebuild(base, x, chat(&e).expect("a held model call"));
+                set_chat(&mut e.request, chat);
+            }
+            out.push(e);
+        }
+        out
+    }
+
+    /// Hold `event` (the next by seq), compact when its request extends
+    /// one of the recent model calls'.
+    pub fn push(&mut self, mut event: Event) {
+        let seq = self.events.len() as u64;
+        let extends = self.split(seq, &mut event);
+        if chat(&event).is_some() {
+            if self.recent.len() == RECENT {
+                self.recent.remove(0);
+            }
+            self.recent.push(seq);
+        }
+        self.events.push(event);
+        self.extends.push(extends);
+    }
+
+    /// Set the chain hash of event `seq` (the recorder hashes its line
+    /// once it is held).
+    pub(super) fn set_hash(&mut self, seq: u64, hash: String) {
+        self.events[seq as usize].hash = hash;
+    }
+
+    /// The compact line of event `seq` (canonical JSON, with its hash when
+    /// set), marked as `chain` hashes it; `None` when it is held whole.
+    pub(super) fn line(&self, seq: u64, chain: Chain) -> Option<String> {
+        let x = self.extends.get(seq as usize)?.as_ref()?;
+        let mut extends = Map::new();
+        extends.insert("event".into(), x.base.into());
+        extends.insert("messages".into(), x.keep.into());
+        if !x.same.is_empty() {
+            let same = x.same.iter().map(|k| Value::String(k.clone())).collect();
+            extends.insert("same".into(), Value::Array(same));
+        }
+        if chain == Chain::Lines {
+            extends.insert(CHAINED.into(), "line".into());
+        }
+        let mut value = serde_json::to_value(&self.events[seq as usize]).expect("events serialize");
+        value
+            .as_object_mut()
+            .expect("an event is an object")
+            .insert(EXTENDS.into(), Value::Object(extends));
+        Some(worldline_case::canon::to_string(&value))
+    }
+
+    /// Take a compact line's `extends` out of `value` (read from a bundle
+    /// as event `len()`), checked against the events held: `None` when the
+    /// line is whole; an error says what is wrong with the reference. The
+    /// event read from the rest is then [`Held::push_read`].
+    pub(super) fn take_extends(&self, value: &mut Value) -> Result<Option<Extends>, String> {
+        let Some(obj) = value.as_object_mut() else {
+            return Ok(None);
+        };
+        let Some(extends) = obj.remove(EXTENDS) else {
+            return Ok(None);
+        };
+        match extends.get(CHAINED) {
+            None => {}
+            Some(Value::String(s)) if s == "line" => {}
+            Some(other) => return Err(format!("`extends.chained` is {other}, not \"line\"")),
+        }
+        let base = extends["event"]
+            .as_u64()
+            .ok_or("`extends.event` is not an event number")?;
+        let keep = extends["messages"]
+            .as_u64()
+            .ok_or("`extends.messages` is not a count")? as usize;
+        let count = self
+            .count(base)
+            .ok_or_else(|| format!("`extends` names event {base}, not an earlier model call"))?;
+        if keep > count {
+            return Err(format!(
+                "`extends` keeps {keep} messages of event {base}, which has {count}"
+            ));
+        }
+        let chat = obj
+            .get("request")
+            .and_then(|r| r.get("request"))
+            .and_then(Value::as_object)
+            .ok_or("a compact model call without `request.request`")?;
+        if !chat.get("messages").is_some_and(Value::is_array) {
+            return Err("a compact model call without `request.request.messages`".into());
+        }
+        let mut same = Vec::new();
+        if let Some(keys) = extends.get("same") {
+            for key in keys.as_array().ok_or("`extends.same` is not a list")? {
+                let key = key.as_str().ok_or("`extends.same` holds a non-string")?;
+                if !self.has_field(base, key) {
+                    return Err(format!(
+                        "`extends.same` names `{key}`, which event {base} lacks"
+                    ));
+                }
+                same.push(key.to_string());
+            }
+        }
+        Ok(Some(Extends { base, keep, same }))
+    }
+
+    /// Hold an event read from a bundle as its line holds it: compact with
+    /// `extends` (from [`Held::take_extends`]) or whole.
+    pub(super) fn push_read(&mut self, event: Event, extends: Option<Extends>) {
+        if extends.is_none() && chat(&event).is_some() {
+            // A whole model call is a base the next may extend.
+            return self.push(event);
+        }
+        self.events.push(event);
+        self.extends.push(extends);
+    }
+
+    /// How many messages model call `seq`'s request has (`None`: not a
+    /// model call).
+    fn count(&self, seq: u64) -> Option<usize> {
+        let i = usize::try_from(seq).ok()?;
+        let held = messages(chat(self.events.get(i)?)?).len();
+        Some(match &self.extends[i] {
+            Some(x) => x.keep + held,
+            None => held,
+        })
+    }
+
+    /// Whether model call `seq`'s whole request has the field `key`.
+    fn has_field(&self, mut seq: u64, key: &str) -> bool {
+        loop {
+            let Some(held) = self.get(seq).and_then(chat) else {
+                return false;
+            };
+            if held.contains_key(key) {
+                return true;
+            }
+            match &self.extends[seq as usize] {
+                Some(x) if x.same.iter().any(|k| k == key) => seq = x.base,
+                _ => return false,
+            }
+        }
     }
 
     /// Event `seq`'s whole request, as recorded.
@@ -263,109 +286,201 @@ impl Held {
         }
         let chat = self.put_back(seq).clone();
         let mut request = self.events[i].request.clone();
-        if let Some(obj) = request.as_object_mut() {
-            obj.insert("request".into(), Value::Object(chat));
-        }
+        set_chat(&mut request, chat);
         Some(std::borrow::Cow::Owned(request))
     }
 
     /// Whether `request` is event `seq`'s whole request (as
-    /// [`Held::request`] `== request`, without copying it out).
+    /// [`Held::request`] `== request`), compared part by part with what
+    /// is held (the messages it shares with its base, those it appended,
+    /// the fields it changed and those it kept) without putting it back.
     pub fn matches(&mut self, seq: u64, request: &Value) -> bool {
         let Some(i) = usize::try_from(seq).ok().filter(|&i| i < self.events.len()) else {
             return false;
         };
-        if self.extends[i].is_none() {
+        let Some(x) = self.extends[i].clone() else {
             return self.events[i].request == *request;
-        }
-        self.put_back(seq);
-        let whole = &self.whole.last().expect("just put back").1;
+        };
         let (Some(held), Some(actual)) = (self.events[i].request.as_object(), request.as_object())
         else {
             return false;
         };
-        held.len() == actual.len()
-            && held.iter().all(|(key, value)| match key.as_str() {
-                "request" => actual.get(key).and_then(Value::as_object) == Some(whole),
-                _ => actual.get(key) == Some(value),
-            })
+        let outer = held.len() == actual.len()
+            && held
+                .iter()
+                .all(|(key, value)| key == "request" || actual.get(key) == Some(value));
+        let Some(actual) = actual.get("request").and_then(Value::as_object) else {
+            return false;
+        };
+        let held = chat(&self.events[i]).expect("a held model call");
+        let appended = messages(held);
+        let sent = messages(actual);
+        let own = outer
+            && actual.len() == held.len() + x.same.len()
+            && sent.len() == x.keep + appended.len()
+            && sent[x.keep..] == *appended
+            && held
+                .iter()
+                .all(|(key, value)| key == "messages" || actual.get(key) == Some(value));
+        if !own {
+            return false;
+        }
+        let base = self.put_back(x.base);
+        messages(base).get(..x.keep) == Some(&sent[..x.keep])
+            && x.same.iter().all(|key| actual.get(key) == base.get(key))
     }
 
-    /// The whole chat request of model call `seq`, put back from the
-    /// nearest request along its bases that is held whole, and kept as
-    /// the latest held whole.
+    /// The recent model call whose messages share the longest prefix with
+    /// `new_msgs` (ties: the latest): its seq and how many it shares.
+    fn base(&mut self, new_msgs: &[Value]) -> Option<(u64, usize)> {
+        let mut best: Option<(u64, usize)> = None;
+        for seq in self.recent.clone().into_iter().rev() {
+            let old_msgs = messages(self.put_back(seq));
+            let keep = old_msgs
+                .iter()
+                .zip(new_msgs)
+                .take_while(|(a, b)| a == b)
+                .count();
+            let all = keep == old_msgs.len();
+            if keep > best.map_or(0, |b| b.1) {
+                best = Some((seq, keep));
+            }
+            if all && keep > 0 {
+                break;
+            }
+        }
+        best
+    }
+
+    /// Make `event` (seq `seq`) compact when it extends a recent model
+    /// call: its chat request becomes what it appended and the fields that
+    /// changed, and the whole one is kept put back (the next call likely
+    /// extends it).
+    fn split(&mut self, seq: u64, event: &mut Event) -> Option<Extends> {
+        let new_msgs = messages(chat(event)?);
+        let (base, keep) = self.base(new_msgs)?;
+        let old = self.put_back(base);
+        let new = chat(event).expect("a model call");
+        let same: Vec<String> = new
+            .iter()
+            .filter(|(key, value)| *key != "messages" && old.get(key.as_str()) == Some(value))
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut compact = Map::new();
+        for (key, value) in new {
+            if key == "messages" {
+                compact.insert(key.clone(), Value::Array(messages(new)[keep..].to_vec()));
+            } else if !same.contains(key) {
+                compact.insert(key.clone(), value.clone());
+            }
+        }
+        let whole = set_chat(&mut event.request, compact).expect("a model call");
+        self.keep_whole(seq, Arc::new(whole));
+        Some(Extends { base, keep, same })
+    }
+
+    /// The whole chat request of model call `seq` when it is kept put
+    /// back (shared, not copied).
+    pub fn kept(&self, seq: u64) -> Option<Arc<Map<String, Value>>> {
+        let (_, chat) = self.whole.iter().find(|(s, _)| *s == seq)?;
+        Some(chat.clone())
+    }
+
+    /// Keep `chat` as model call `seq`'s whole chat request, put back (a
+    /// follower adopts what its run's recorder kept of the call it just
+    /// matched: the base the next call extends).
+    pub fn adopt(&mut self, seq: u64, chat: Arc<Map<String, Value>>) {
+        let compact = self.extends.get(seq as usize).is_some_and(Option::is_some);
+        if compact && !self.whole.iter().any(|(s, _)| *s == seq) {
+            self.keep_whole(seq, chat);
+        }
+    }
+
+    /// Keep `chat` as the latest whole request put back.
+    fn keep_whole(&mut self, seq: u64, chat: Arc<Map<String, Value>>) {
+        if self.whole.len() == RECENT {
+            self.whole.remove(0);
+        }
+        self.whole.push((seq, chat));
+    }
+
+    /// The whole chat request of model call `seq`: its own when held
+    /// whole, else put back from the nearest request along its bases that
+    /// is held or kept whole, and kept as the latest put back.
     fn put_back(&mut self, seq: u64) -> &Map<String, Value> {
         if let Some(at) = self.whole.iter().position(|(s, _)| *s == seq) {
             let entry = self.whole.remove(at);
             self.whole.push(entry);
             return &self.whole.last().expect("just pushed").1;
         }
+        if self.extends[seq as usize].is_none() {
+            return chat(&self.events[seq as usize]).expect("a model call");
+        }
         let mut chain = Vec::new();
         let mut at = seq;
-        let mut whole = loop {
-            if let Some((_, w)) = self.whole.iter().find(|(s, _)| *s == at) {
-                break w.clone();
-            }
+        let mut whole: Option<Map<String, Value>> = None;
+        loop {
             match &self.extends[at as usize] {
-                Some(x) => {
+                Some(x) if !self.whole.iter().any(|(s, _)| *s == at) => {
                     chain.push(at);
                     at = x.base;
                 }
-                None => break chat(&self.events[at as usize]).cloned().unwrap_or_default(),
+                _ => break,
             }
-        };
-        while let Some(at) = chain.pop() {
-            let x = self.extends[at as usize].as_ref().expect("on the chain");
-            let mut next = chat(&self.events[at as usize]).cloned().unwrap_or_default();
-            let mut all = match whole.remove("messages") {
-                Some(Value::Array(all)) => all,
-                _ => Vec::new(),
+        }
+        while let Some(next) = chain.pop() {
+            let x = self.extends[next as usize].as_ref().expect("on the chain");
+            let held = chat(&self.events[next as usize]).expect("a model call");
+            let base = match &whole {
+                Some(w) => w,
+                None => match self.whole.iter().find(|(s, _)| *s == at) {
+                    Some((_, w)) => w,
+                    None => chat(&self.events[at as usize]).expect("a model call"),
+                },
             };
-            all.truncate(x.keep);
-            if let Some(Value::Array(appended)) = next.remove("messages") {
-                all.extend(appended);
-            }
-            next.insert("messages".into(), Value::Array(all));
-            for key in &x.same {
-                if let Some(field) = whole.remove(key) {
-                    next.insert(key.clone(), field);
-                }
-            }
-            whole = next;
+            whole = Some(rebuild(base, x, held));
         }
-        if self.whole.len() == RECENT {
-            self.whole.remove(0);
-        }
-        self.whole.push((seq, whole));
+        self.keep_whole(seq, Arc::new(whole.expect("the chain is not empty")));
         &self.whole.last().expect("just pushed").1
     }
 }
 
-/// `event`'s request held compact, when it extends one of the model calls
-/// `deltas` saw in `earlier` (by seq): what it appended and changed.
-fn split(event: &Event, earlier: &[Event], deltas: &Deltas) -> Option<(Value, Extends)> {
-    let new = chat(event)?;
-    let new_msgs = messages(new);
-    let (base, keep, old) = deltas.base(new_msgs, earlier)?;
-    let mut rest = Map::new();
-    let mut same = Vec::new();
-    for (key, value) in new {
+/// The whole chat request of a compact one (`held`) that extends `base`
+/// (whole) as `x` says.
+fn rebuild(
+    base: &Map<String, Value>,
+    x: &Extends,
+    held: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (key, value) in held {
         if key == "messages" {
-            rest.insert(key.clone(), Value::Array(new_msgs[keep..].to_vec()));
-        } else if old.get(key) == Some(value) {
-            same.push(key.clone());
+            let base_msgs = messages(base);
+            let appended = messages(held);
+            let mut all = Vec::with_capacity(x.keep + appended.len());
+            all.extend_from_slice(&base_msgs[..x.keep.min(base_msgs.len())]);
+            all.extend_from_slice(appended);
+            out.insert(key.clone(), Value::Array(all));
         } else {
-            rest.insert(key.clone(), value.clone());
+            out.insert(key.clone(), value.clone());
         }
     }
-    let mut request = Map::new();
-    for (key, value) in event.request.as_object()? {
-        match key.as_str() {
-            "request" => request.insert(key.clone(), Value::Object(std::mem::take(&mut rest))),
-            _ => request.insert(key.clone(), value.clone()),
-        };
+    for key in &x.same {
+        if let Some(field) = base.get(key) {
+            out.insert(key.clone(), field.clone());
+        }
     }
-    Some((Value::Object(request), Extends { base, keep, same }))
+    out
+}
+
+/// Put `chat` in a model call's request (`request.request`), giving back
+/// the one it held.
+fn set_chat(request: &mut Value, chat: Map<String, Value>) -> Option<Map<String, Value>> {
+    let obj = request.as_object_mut()?;
+    match obj.insert("request".into(), Value::Object(chat)) {
+        Some(Value::Object(old)) => Some(old),
+        _ => None,
+    }
 }
 
 /// Whether a line read as `value` is compact, and if so how the chain
@@ -376,63 +491,6 @@ pub(super) fn chain_of(value: &Value) -> Option<Chain> {
         Some(_) => Chain::Lines,
         None => Chain::Whole,
     })
-}
-
-/// Put back the whole request of a line read as `value` (in place), when
-/// it is compact; `earlier` are the events read before it (by seq). An
-/// error says what is wrong with the reference.
-pub(super) fn expand(value: &mut Value, earlier: &[Event]) -> Result<(), String> {
-    let Some(obj) = value.as_object_mut() else {
-        return Ok(());
-    };
-    let Some(extends) = obj.remove(EXTENDS) else {
-        return Ok(());
-    };
-    match extends.get(CHAINED) {
-        None => {}
-        Some(Value::String(s)) if s == "line" => {}
-        Some(other) => return Err(format!("`extends.chained` is {other}, not \"line\"")),
-    }
-    let seq = extends["event"]
-        .as_u64()
-        .ok_or("`extends.event` is not an event number")?;
-    let keep = extends["messages"]
-        .as_u64()
-        .ok_or("`extends.messages` is not a count")? as usize;
-    let base = earlier
-        .get(seq as usize)
-        .and_then(chat)
-        .ok_or_else(|| format!("`extends` names event {seq}, not an earlier model call"))?;
-    let base_msgs = messages(base);
-    if keep > base_msgs.len() {
-        return Err(format!(
-            "`extends` keeps {keep} messages of event {seq}, which has {}",
-            base_msgs.len()
-        ));
-    }
-    let chat = obj
-        .get_mut("request")
-        .and_then(|r| r.get_mut("request"))
-        .and_then(Value::as_object_mut)
-        .ok_or("a compact model call without `request.request`")?;
-    let appended = match chat.get_mut("messages").map(Value::take) {
-        Some(Value::Array(appended)) => appended,
-        _ => return Err("a compact model call without `request.request.messages`".into()),
-    };
-    let mut all = Vec::with_capacity(keep + appended.len());
-    all.extend_from_slice(&base_msgs[..keep]);
-    all.extend(appended);
-    chat.insert("messages".into(), Value::Array(all));
-    if let Some(same) = extends.get("same") {
-        for key in same.as_array().ok_or("`extends.same` is not a list")? {
-            let key = key.as_str().ok_or("`extends.same` holds a non-string")?;
-            let field = base
-                .get(key)
-                .ok_or_else(|| format!("`extends.same` names `{key}`, which event {seq} lacks"))?;
-            chat.insert(key.into(), field.clone());
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -464,12 +522,11 @@ mod tests {
             json!([{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}]),
         );
         b.request["request"]["temperature"] = json!(0.5);
-        let mut writer = Deltas::default();
-        assert_eq!(writer.compact(&a, &[], Chain::Lines), None);
-        writer.note(&a);
-        let line = writer
-            .compact(&b, std::slice::from_ref(&a), Chain::Lines)
-            .unwrap();
+        let mut writer = Held::default();
+        writer.push(a.clone());
+        assert_eq!(writer.line(0, Chain::Lines), None);
+        writer.push(b.clone());
+        let line = writer.line(1, Chain::Lines).unwrap();
         assert!(
             line.contains(
                 "\"extends\":{\"chained\":\"line\",\"event\":0,\"messages\":1,\"same\":[\"model\",\"tools\"]}"
@@ -478,8 +535,12 @@ mod tests {
         );
         assert!(!line.contains("hi"));
         let mut value: Value = serde_json::from_str(&line).unwrap();
-        expand(&mut value, std::slice::from_ref(&a)).unwrap();
-        assert_eq!(serde_json::from_value::<Event>(value).unwrap(), b);
+        let mut reader = Held::default();
+        reader.push_read(a.clone(), None);
+        let x = reader.take_extends(&mut value).unwrap();
+        assert!(x.is_some());
+        reader.push_read(serde_json::from_value(value).unwrap(), x);
+        assert_eq!(reader.whole(), vec![a, b]);
     }
 
     #[test]
@@ -503,6 +564,7 @@ mod tests {
             Held::from_whole(events.clone()).events,
             Held::of(&events).events
         );
+        assert_eq!(Held::of(&events).whole(), events);
         let mut held = Held::of(&events);
         let compact: usize = held
             .events
@@ -515,6 +577,18 @@ mod tests {
             let mut other = e.request.clone();
             other["request"]["model"] = json!("n");
             assert!(!held.matches(e.seq, &other), "event {}", e.seq);
+            // A message changed where it is shared with the base, or where
+            // it was appended, or one more: each is another request.
+            let last = e.request["request"]["messages"].as_array().unwrap().len() - 1;
+            for (at, push) in [(0, false), (last, false), (0, true)] {
+                let mut other = e.request.clone();
+                let msgs = other["request"]["messages"].as_array_mut().unwrap();
+                match push {
+                    true => msgs.push(json!("more")),
+                    false => msgs[at] = json!("changed"),
+                }
+                assert!(!held.matches(e.seq, &other), "event {} at {at}", e.seq);
+            }
             assert_eq!(*held.request(e.seq).unwrap(), e.request, "event {}", e.seq);
             let h = held.get(e.seq).unwrap();
             assert_eq!((&h.response, h.seq, &h.hash), (&e.response, e.seq, &e.hash));
@@ -529,9 +603,13 @@ mod tests {
 
     #[test]
     fn a_reference_to_no_model_call_is_an_error() {
-        let a = model(0, json!([{"role": "user", "content": "hi"}]));
+        let mut held = Held::default();
+        held.push(model(0, json!([{"role": "user", "content": "hi"}])));
         let mut value = json!({"extends": {"event": 3, "messages": 1}, "request": {}});
-        let err = expand(&mut value, &[a]).unwrap_err();
+        let err = held.take_extends(&mut value).unwrap_err();
         assert!(err.contains("event 3"), "{err}");
+        let mut value = json!({"extends": {"event": 0, "messages": 2}, "request": {}});
+        let err = held.take_extends(&mut value).unwrap_err();
+        assert!(err.contains("which has 1"), "{err}");
     }
 }

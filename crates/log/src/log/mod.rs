@@ -22,7 +22,7 @@ pub mod recorder;
 pub mod signature;
 pub mod tokens;
 
-pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, Parent, Status};
+pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, HeldBundle, Parent, Status};
 pub use call::{Call, CallKind, Kind, kind};
 pub use delta::{Chain, Held};
 pub use event::{Effect, Event};

@@ -4,7 +4,7 @@
 //! the events in between. `show --at N`, `fork --at N` and `history`'s
 //! first pages cost the events they show, not the run's length.
 
-use super::bundle::{self, Bundle, BundleError, Reader};
+use super::bundle::{self, Bundle, BundleError, HeldBundle, Reader};
 use std::io::{BufRead as _, Read as _, Seek as _, SeekFrom};
 use std::path::Path;
 
@@ -17,6 +17,20 @@ const FOOTER_MAX: u64 = 64 * 1024 * 1024;
 /// known only by reading it); its footer's own hash is checked, but not
 /// that it ends the chain (`verify` and `replay` read everything).
 pub fn read(path: &Path, upto: u64) -> Result<Bundle, BundleError> {
+    let (header, reader) = read_lines(path, upto)?;
+    Ok(reader.finish(header))
+}
+
+/// [`read`], its model requests held compact as the lines hold them
+/// (decision 0380): a fork's or a resume's parent.
+pub fn read_held(path: &Path, upto: u64) -> Result<HeldBundle, BundleError> {
+    let (header, reader) = read_lines(path, upto)?;
+    Ok(reader.finish_held(header))
+}
+
+/// The header and the lines [`read`] reads (every line, when the footer
+/// is not found from the end).
+fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), BundleError> {
     let err = |line: usize, message: String| BundleError {
         path: path.display().to_string(),
         line,
@@ -55,7 +69,7 @@ pub fn read(path: &Path, upto: u64) -> Result<Bundle, BundleError> {
                 reader.footer = Some(footer);
                 break;
             }
-            return bundle::read(path);
+            return bundle::read_lines_of(path);
         }
     }
     let Some(header) = header else {
@@ -64,7 +78,7 @@ pub fn read(path: &Path, upto: u64) -> Result<Bundle, BundleError> {
             "no header: the run was cut off as its bundle was created (killed, or the disk was full); nothing of it was recorded".into(),
         ));
     };
-    Ok(reader.finish(header))
+    Ok((header, reader))
 }
 
 /// The footer on the last line of the file (`len` bytes, `read` of them

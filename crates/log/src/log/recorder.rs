@@ -11,9 +11,11 @@
 //! run is dispatched, its intent is written (`intent.rs`), the held lines
 //! first. A model call written
 //! compact (`delta.rs`) is hashed over its line, so appending costs the
-//! delta, not the whole request (decision 0345).
+//! delta, not the whole request (decision 0345), and is kept in memory as
+//! its line holds it (decision 0380): the recorder holds the conversation
+//! once, not once per model call.
 
-use super::delta::{Chain, Deltas};
+use super::delta::{Chain, Held};
 use super::event::Event;
 use super::fold::Folds;
 use super::intent::Intent;
@@ -84,16 +86,15 @@ impl Sink {
 /// At most this many bytes of lines are held before they are written.
 pub const HELD_BYTES: usize = 64 * 1024;
 
-/// Events in order, the chain head, and where they go on disk (if anywhere).
+/// Events in order (model requests held compact), the chain head, and
+/// where they go on disk (if anywhere).
 pub struct Recorder {
-    events: Vec<Event>,
+    events: Held,
     head: String,
     sink: Option<Sink>,
     /// Lines of events the run makes again identically, not yet written
     /// (a file sink only; a buffer gets each line at once).
     held: String,
-    /// The model calls a request may extend (`delta.rs`).
-    deltas: Deltas,
     /// The clock reads held back to be folded (`fold.rs`).
     folds: Folds,
     /// How a compact model call is hashed (whole only to replay a bundle
@@ -105,11 +106,10 @@ impl Recorder {
     /// Record in memory only (fuzzing keeps passing runs off disk).
     pub fn in_memory() -> Self {
         Recorder {
-            events: Vec::new(),
+            events: Held::default(),
             head: CHAIN_START.to_string(),
             sink: None,
             held: String::new(),
-            deltas: Deltas::default(),
             folds: Folds::default(),
             chain: Chain::default(),
         }
@@ -142,19 +142,19 @@ impl Recorder {
     /// back to be folded are not; a buffer sink gets every other line at
     /// once), and the chain's hash after the last of
     /// them: where a reader of the lines written next starts.
-    pub fn written(&self) -> (&[Event], &str) {
-        let n = self.events.len() - self.folds.held();
-        let events = &self.events[..n];
-        (
-            events,
-            events.last().map_or(CHAIN_START, |e| e.hash.as_str()),
-        )
+    pub fn written(&self) -> (Vec<Event>, String) {
+        let mut events = self.events.whole();
+        events.truncate(events.len() - self.folds.held());
+        let head = events
+            .last()
+            .map_or_else(|| CHAIN_START.to_string(), |e| e.hash.clone());
+        (events, head)
     }
 
     /// Chain the event, keep it, and write it to the bundle at once, with
     /// the lines held before it. A model call that extends an earlier one
-    /// is hashed over its compact line (unless the chain is
-    /// [`Chain::Whole`]); any other event over its whole text.
+    /// is held compact and hashed over its compact line (unless the chain
+    /// is [`Chain::Whole`]); any other event over its whole text.
     pub fn append(&mut self, event: Event) -> std::io::Result<()> {
         self.record(event, true)
     }
@@ -168,21 +168,29 @@ impl Recorder {
 
     fn record(&mut self, mut event: Event, now: bool) -> std::io::Result<()> {
         event.hash.clear();
-        let compact = self.deltas.compact(&event, &self.events, self.chain);
-        let whole = match (&compact, self.chain) {
-            (Some(_), Chain::Lines) => None,
-            _ => Some(canon::to_string(&event)),
+        let seq = self.events.len() as u64;
+        let whole = (self.chain == Chain::Whole).then(|| canon::to_string(&event));
+        self.events.push(event);
+        let compact = self.events.line(seq, self.chain);
+        let (hashed, written) = match (whole, compact) {
+            (Some(whole), compact) => {
+                let written = compact.unwrap_or_else(|| whole.clone());
+                (whole, written)
+            }
+            (None, Some(line)) => (line.clone(), line),
+            (None, None) => {
+                let text = canon::to_string(self.events.get(seq).expect("just held"));
+                (text.clone(), text)
+            }
         };
-        let hashed = whole.as_ref().or(compact.as_ref()).expect("one is made");
-        event.hash = chain_hash_of_text(&self.head, hashed);
-        self.head.clone_from(&event.hash);
+        let hash = chain_hash_of_text(&self.head, &hashed);
+        self.head.clone_from(&hash);
+        self.events.set_hash(seq, hash);
         if self.sink.is_some() {
-            let text = compact.as_ref().or(whole.as_ref()).expect("one is made");
-            let lines = self.folds.offer(&event, || with_hash(text, &event.hash));
+            let event = self.events.get(seq).expect("just held");
+            let lines = self.folds.offer(event, || with_hash(&written, &event.hash));
             self.put(&lines, now)?;
         }
-        self.deltas.note(&event);
-        self.events.push(event);
         Ok(())
     }
 
@@ -223,14 +231,23 @@ impl Recorder {
         self.events.len() as u64
     }
 
+    /// Model call `seq`'s whole chat request, when the recorder keeps it
+    /// (shared: a follower adopts it, [`Held::adopt`]).
+    pub fn kept(
+        &self,
+        seq: u64,
+    ) -> Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>> {
+        self.events.kept(seq)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
 
     /// Give back the file to write the footer to (the clock reads held
     /// back written to it first; none when recording to memory or to a
-    /// buffer), and the events.
-    pub fn finish(mut self) -> std::io::Result<(Option<File>, Vec<Event>, String)> {
+    /// buffer), the events (held compact) and the chain's last hash.
+    pub fn finish(mut self) -> std::io::Result<(Option<File>, Held, String)> {
         let lines = self.folds.flush();
         self.put(&lines, true)?;
         let file = match self.sink.take() {

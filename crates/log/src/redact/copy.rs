@@ -55,7 +55,7 @@ pub fn of_parts(
     // without the request has no use for.
     Bundle {
         header,
-        events,
+        events: events.whole(),
         footer,
         in_flight: None,
         chain: crate::log::Chain::Lines,

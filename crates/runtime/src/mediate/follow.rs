@@ -89,8 +89,7 @@ impl Following {
 
     /// Follow events before `at` (re-applying earlier fork points), apply
     /// the last fork point's edits at `at`, then run live.
-    pub fn fork(events: &[Event], at: u64, fork_points: Vec<ForkPoint>) -> Self {
-        let events = Held::of(events);
+    pub fn fork(events: Held, at: u64, fork_points: Vec<ForkPoint>) -> Self {
         Following {
             http_plumbing: has_http_plumbing(&events),
             events,

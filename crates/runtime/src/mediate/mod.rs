@@ -32,7 +32,7 @@ use worldline_case::case::inject::{Action, Inject};
 use worldline_case::path::JsonPath;
 use worldline_case::world::World;
 use worldline_case::world::state::{State, Write};
-use worldline_log::log::{CallKind, Edit, Effect, Event, Recorder};
+use worldline_log::log::{CallKind, Edit, Effect, Event, Held, Recorder};
 
 /// How the host stopped the guest (not an injected tool fault); it
 /// travels as the trap's error.
@@ -253,7 +253,7 @@ impl Mediator {
 
     /// The events whose lines the log has written, and the chain's hash
     /// after them (see [`Recorder::written`]).
-    pub fn written(&self) -> (&[Event], &str) {
+    pub fn written(&self) -> (Vec<Event>, String) {
         self.recorder.written()
     }
 
@@ -264,7 +264,7 @@ impl Mediator {
 
     /// Close the log: its file (the clock reads held back to be folded
     /// written to it), its events and the chain's last hash.
-    pub fn finish_log(&mut self) -> std::io::Result<(Option<std::fs::File>, Vec<Event>, String)> {
+    pub fn finish_log(&mut self) -> std::io::Result<(Option<std::fs::File>, Held, String)> {
         std::mem::replace(&mut self.recorder, Recorder::in_memory()).finish()
     }
 
@@ -282,7 +282,7 @@ impl Mediator {
         request: Value,
         serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Value, Stop> {
-        self.answer(call, request, false, serve)
+        self.answer(call, request, false, |s, _| serve(s))
     }
 
     /// [`mediate`](Self::mediate) for a service whose answers come from
@@ -295,7 +295,7 @@ impl Mediator {
         request: Value,
         serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Value, Stop> {
-        self.answer(call, request, true, serve)
+        self.answer(call, request, true, |s, _| serve(s))
     }
 
     /// Serve one call of kind `K` and record it: the request is written,
@@ -320,6 +320,28 @@ impl Mediator {
         self.typed::<K>(request, true, serve)
     }
 
+    /// [`call`](Self::call) (or, `live`, [`call_live`](Self::call_live))
+    /// whose request's field `field` is `value`, moved into the recorded
+    /// request instead of serialized from `request` (where it is left
+    /// `null`): a model call's conversation, which the agent sends whole
+    /// every call, is then not copied (issue 40). `serve` gets the request
+    /// as recorded.
+    pub fn call_moving<K: CallKind>(
+        &mut self,
+        request: &K::Request,
+        (field, value): (&str, Value),
+        live: bool,
+        serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
+    ) -> Result<Answered<K::Response>, Stop> {
+        let name = K::KIND.name();
+        let mut request = serde_json::to_value(request)
+            .map_err(|e| Stop::Untyped(format!("`{name}`: its request: {e}")))?;
+        if let Some(obj) = request.as_object_mut() {
+            obj.insert(field.to_string(), value);
+        }
+        self.answered::<K>(request, live, serve)
+    }
+
     fn typed<K: CallKind>(
         &mut self,
         request: &K::Request,
@@ -329,6 +351,18 @@ impl Mediator {
         let name = K::KIND.name();
         let request = serde_json::to_value(request)
             .map_err(|e| Stop::Untyped(format!("`{name}`: its request: {e}")))?;
+        self.answered::<K>(request, live, |s, _| serve(s))
+    }
+
+    /// Answer a call of kind `K` whose request is `request` (as recorded)
+    /// and read its answer typed.
+    fn answered<K: CallKind>(
+        &mut self,
+        request: Value,
+        live: bool,
+        serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
+    ) -> Result<Answered<K::Response>, Stop> {
+        let name = K::KIND.name();
         let wire = self.answer(name, request, live, serve)?;
         let typed = serde::Deserialize::deserialize(&wire).map_err(|e| {
             Stop::Untyped(format!(
@@ -344,7 +378,7 @@ impl Mediator {
         call: &str,
         request: Value,
         live: bool,
-        serve: impl FnOnce(&mut HostServices) -> ServiceReply,
+        serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
     ) -> Result<Value, Stop> {
         let seq = self.recorder.len();
         if seq >= self.max_events {
@@ -367,7 +401,7 @@ impl Mediator {
                 ..ServiceReply::read(response)
             },
             None if following && live => self.logged_answer(seq),
-            None => serve(&mut self.services),
+            None => serve(&mut self.services, &request),
         };
         self.services.clock.advance(answer.latency_ns);
         if !edit_writes.is_empty() {
@@ -405,11 +439,7 @@ impl Mediator {
             return Err(Stop::Diverged);
         }
         #[cfg(debug_assertions)]
-        if let Err(e) =
-            worldline_log::log::Call::read_strict(&event.call, &event.request, &event.response)
-        {
-            panic!("the host recorded an event its readers cannot type: {e}");
-        }
+        readable(&event);
         let response = event.response.clone();
         // A line that must survive a kill is written at once; a read the
         // run makes again identically waits for it (decision 0389).
@@ -422,6 +452,14 @@ impl Mediator {
             self.recorder.append(event)
         }
         .map_err(|e| Stop::Bundle(e.to_string()))?;
+        // The request just matched is the recording's: the follower shares
+        // the recorder's whole copy, the base its next call extends.
+        if following
+            && let Some(f) = self.following.as_mut()
+            && let Some(chat) = self.recorder.kept(seq)
+        {
+            f.events.adopt(seq, chat);
+        }
         self.budget.count(call, &response)?;
         Ok(response)
     }
@@ -613,6 +651,30 @@ impl RunState {
         self.med
             .call::<K>(request, serve)
             .map_err(wasmtime::Error::new)
+    }
+}
+
+/// Debug builds: an event the host records must read back typed. A model
+/// call's conversation (`request.request`, any JSON to its type) is left
+/// out of the check, which would otherwise copy it whole at every call.
+#[cfg(debug_assertions)]
+fn readable(event: &Event) {
+    let model =
+        worldline_log::log::Kind::of(&event.call) == Some(worldline_log::log::Kind::ModelComplete);
+    let shallow = match event.request.as_object() {
+        Some(obj) if model => Some(Value::Object(
+            obj.iter()
+                .map(|(k, v)| match k.as_str() {
+                    "request" => (k.clone(), json!({})),
+                    _ => (k.clone(), v.clone()),
+                })
+                .collect(),
+        )),
+        _ => None,
+    };
+    let request = shallow.as_ref().unwrap_or(&event.request);
+    if let Err(e) = worldline_log::log::Call::read_strict(&event.call, request, &event.response) {
+        panic!("the host recorded an event its readers cannot type: {e}");
     }
 }
 

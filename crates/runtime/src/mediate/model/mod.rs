@@ -336,14 +336,14 @@ impl RunState {
         let miss = matches!(rerun, Some((None, true)));
         let call_request = ModelRequest {
             provider: label.to_string(),
-            request: request.clone(),
+            request: Value::Null,
             transport,
             detail: Default::default(),
         };
         let message = "the agent's model request differs from the recording and the rerun was asked to stop there (--model fail)";
         let hit = matches!(rerun, Some((Some(_), _)));
         let seq = self.med.recorder.len();
-        let serve = |s: &mut super::HostServices| {
+        let serve = |s: &mut super::HostServices, recorded: &Value| {
             if let Some((Some(response), _)) = rerun {
                 return ServiceReply::read(response);
             }
@@ -351,15 +351,14 @@ impl RunState {
                 return error_answer(ErrorKind::Unavailable, message);
             }
             let now = s.clock.wall_ns();
-            s.model.serve(&request, now, Some(seq))
+            s.model.serve(&recorded["request"], now, Some(seq))
         };
-        let r = if ModelService::is_live(label) {
-            self.med
-                .call_live::<kind::ModelComplete>(&call_request, serve)
-        } else {
-            self.med.call::<kind::ModelComplete>(&call_request, serve)
-        }
-        .map_err(wasmtime::Error::new)?;
+        // The conversation is moved into the recorded request, not copied.
+        let live = ModelService::is_live(label);
+        let r = self
+            .med
+            .call_moving::<kind::ModelComplete>(&call_request, ("request", request), live, serve)
+            .map_err(wasmtime::Error::new)?;
         let service = &mut self.med.services.model;
         if let Some(cassette) = service.cassette.as_mut() {
             cassette.advance(hit);
