@@ -313,6 +313,8 @@ fn cpu_of(store: &Path, args: &[&str], env: &[(&str, &str)]) -> std::time::Durat
 
 /// The reexecution switch of decision 0358 (docs/cli.md).
 const REEXECUTE: (&str, &str) = ("WORLDLINE_BRANCH_REEXECUTE", "1");
+/// The fork server even for a prefix cheap to follow again.
+const COPY: (&str, &str) = ("WORLDLINE_BRANCH_REEXECUTE", "0");
 
 /// A run of the caller agent on a demo-world case of `calls` tool calls
 /// (the last one writes), computing `work` rounds before each (two events
@@ -457,7 +459,9 @@ fn the_fork_server_writes_what_reexecution_writes() {
             assert!(out.code <= 1, "{out}");
             out.json().clone()
         };
-        let (served, again) = (fork(&[]), fork(&[REEXECUTE]));
+        let (served, again) = (fork(&[COPY]), fork(&[REEXECUTE]));
+        // Left to choose, a prefix this cheap is followed in each branch.
+        assert_eq!(fork(&[])["prefix"]["replayed"], 4);
         assert_eq!(served["prefix"]["replayed"], 1, "{served}");
         assert_eq!(again["prefix"]["replayed"], 4, "{again}");
         assert_eq!(
@@ -512,6 +516,7 @@ fn a_killed_branch_is_an_error_naming_it_and_leaves_no_process() {
     let child = cli()
         .args(["fork", &id, "--at", "2", "--samples", "4", "--store"])
         .arg(store)
+        .env(COPY.0, COPY.1)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
