@@ -95,10 +95,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     }
     let partition = super::partition_arg(args.partition.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let jobs = super::jobs(args.jobs);
     let sandbox =
         Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
     let chosen = Choice::of(&args.exec, args.agent.as_deref())?.for_case(&case)?;

@@ -154,6 +154,13 @@ fn absolute_if_here(arg: &str) -> String {
     }
 }
 
+/// `--jobs`, or the machine's cores when it is not given; at least 1.
+pub fn jobs(given: Option<usize>) -> usize {
+    given
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
 /// `--partition i/n`, parsed (`None` when not given).
 pub fn partition_arg(
     text: Option<&str>,

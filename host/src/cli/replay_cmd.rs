@@ -98,10 +98,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         size,
         seed: args.seed.unwrap_or_else(verify::fresh_seed),
     });
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let jobs = super::jobs(args.jobs);
     let sandbox =
         Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
     let v = ops::replay::verify(&sandbox, &store, &args.runs, sample, jobs)?;

@@ -84,10 +84,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
             component.as_ref()
         }
     };
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let jobs = super::jobs(args.jobs);
     let r = repro(&sandbox, agent, &rec, want, args.times, jobs)?;
     if args.common.json {
         super::print_json_with_settings(&r)?;

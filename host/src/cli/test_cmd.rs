@@ -283,10 +283,7 @@ fn run(
         model_seed: args.model.model_seed,
         repeat: args.group.unwrap_or(args.repeat),
         group: args.group.is_some(),
-        jobs: args
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1),
+        jobs: super::jobs(args.jobs),
         fail_fast: args.fail_fast,
         collection_errors: broken,
         compiles: &loaded.compiles,

@@ -46,9 +46,7 @@ pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
     let paths = discover::expand(&args.cases)?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let jobs = super::jobs(args.jobs);
     let worlds = args.worlds.as_deref();
     let rows = worldline_case::parallel::par_map(paths.len(), jobs, |i| {
         let path = &paths[i];
