@@ -10,67 +10,10 @@
 use crate::bench_tau2::{import, tau2_python, with_service};
 use crate::common;
 
+use common::chat::{said, serve};
 use common::{temp_dir, worldline};
 use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpListener;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-
-/// A loopback OpenAI-compatible server answering each request with the
-/// next of `messages` (an assistant message: content or tool calls); it
-/// keeps the request bodies and serves no more than it was given.
-fn serve(messages: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = seen.clone();
-    std::thread::spawn(move || {
-        for (conn, message) in listener.incoming().zip(messages) {
-            let Ok(mut conn) = conn else { return };
-            let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if header.trim().is_empty() {
-                    break;
-                }
-                if let Some(v) = header.to_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            kept.lock()
-                .unwrap()
-                .push(serde_json::from_slice(&body).unwrap());
-            let finish = if message.get("tool_calls").is_some() {
-                "tool_calls"
-            } else {
-                "stop"
-            };
-            let answer = json!({
-                "id": "chatcmpl-user", "object": "chat.completion", "created": 1,
-                "model": "local-user-sim",
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
-            })
-            .to_string();
-            write!(
-                conn,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            )
-            .unwrap();
-        }
-    });
-    (url, seen)
-}
-
-fn said(text: &str) -> Value {
-    json!({"role": "assistant", "content": text})
-}
 
 /// tau2's own user-simulator system prompt for `domain`'s task `id`, as
 /// its `run.py` makes it (the user's tools given when the domain has them).

@@ -10,8 +10,6 @@ use crate::common;
 
 use common::{CliOutput, guest, read_bundle, temp_dir, wl, worlds_dir, write_case};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -464,45 +462,7 @@ struct Server {
 }
 
 fn serve(lines: Vec<&'static str>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = seen.clone();
-    std::thread::spawn(move || {
-        for (conn, line) in listener.incoming().zip(lines) {
-            let Ok(mut conn) = conn else { return };
-            let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if header.trim().is_empty() {
-                    break;
-                }
-                if let Some(v) = header.to_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            kept.lock()
-                .unwrap()
-                .push(serde_json::from_slice(&body).unwrap());
-            let answer = json!({
-                "id": "chatcmpl-user", "object": "chat.completion", "created": 1,
-                "model": "local-user-sim",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": line}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
-            })
-            .to_string();
-            write!(
-                conn,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            )
-            .unwrap();
-        }
-    });
+    let (url, seen) = common::chat::serve(lines.into_iter().map(common::chat::said).collect());
     Server { url, seen }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod agree;
 pub mod bench;
+pub mod chat;
 pub mod crm;
 pub mod long;
 pub mod native;
