@@ -75,7 +75,6 @@ fn main() {
         .map(|s| s.trim().parse().expect("WORLDLINE_LONG_SIZES: numbers"))
         .collect();
     let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
-    let agent = common::guest("looper-agent");
     let dir = common::temp_dir();
     let store = dir.path().join("store");
     let cols = [
@@ -98,20 +97,7 @@ fn main() {
     for &n in &sizes {
         let root = dir.path().join(format!("n{n}"));
         let (worlds, case) = common::long::write(&root, n);
-        let (rec, rec_rss, out) = common::long::measured(
-            &store,
-            &[
-                "run",
-                case.to_str().unwrap(),
-                "--agent",
-                agent.to_str().unwrap(),
-                "--worlds",
-                worlds.to_str().unwrap(),
-                "--json",
-            ],
-        );
-        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(doc["run_status"], "completed", "{out}");
+        let (rec, rec_rss, doc) = common::long::record(&store, &worlds, &case);
         let id = doc["run_id"].as_str().unwrap().to_string();
         let bytes = std::fs::metadata(doc["bundle"].as_str().unwrap())
             .unwrap()

@@ -22,21 +22,7 @@ fn a_200_call_run_records_linear_bytes_replays_and_forks_at_the_end() {
     let dir = common::temp_dir();
     let (worlds, case) = long::write(dir.path(), CALLS);
     let store = dir.path().join("store");
-    let agent = common::guest("looper-agent");
-    let (_, record_kib, out) = long::measured(
-        &store,
-        &[
-            "run",
-            case.to_str().unwrap(),
-            "--agent",
-            agent.to_str().unwrap(),
-            "--worlds",
-            worlds.to_str().unwrap(),
-            "--json",
-        ],
-    );
-    let out: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(out["run_status"], "completed", "{out}");
+    let (_, record_kib, out) = long::record(&store, &worlds, &case);
     let id = out["run_id"].as_str().unwrap().to_string();
     let bundle = std::path::PathBuf::from(out["bundle"].as_str().unwrap());
 
@@ -117,21 +103,7 @@ fn record_and_replay(store: &std::path::Path, n: usize) -> (String, std::path::P
     let root = store.parent().unwrap().join(format!("case-{n}"));
     std::fs::create_dir_all(&root).unwrap();
     let (worlds, case) = long::write(&root, n);
-    let agent = common::guest("looper-agent");
-    let (_, record_kib, out) = long::measured(
-        store,
-        &[
-            "run",
-            case.to_str().unwrap(),
-            "--agent",
-            agent.to_str().unwrap(),
-            "--worlds",
-            worlds.to_str().unwrap(),
-            "--json",
-        ],
-    );
-    let out: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(out["run_status"], "completed", "{out}");
+    let (_, record_kib, out) = long::record(store, &worlds, &case);
     let id = out["run_id"].as_str().unwrap().to_string();
     let bundle = std::path::PathBuf::from(out["bundle"].as_str().unwrap());
     let (_, replay_kib, out) = long::measured(store, &["replay", &id, "--json"]);

@@ -87,6 +87,32 @@ pub fn unique_bytes(n: usize) -> u64 {
     (n.saturating_sub(1) * DOC_BYTES) as u64
 }
 
+/// `run` of the family's `case` in `worlds` by the `looper-agent` guest,
+/// [`measured`]: its wall time, peak RSS (KiB) and `--json` document;
+/// the run must complete.
+pub fn record(
+    store: &Path,
+    worlds: &Path,
+    case: &Path,
+) -> (std::time::Duration, u64, serde_json::Value) {
+    let agent = super::guest("looper-agent");
+    let (took, kib, out) = measured(
+        store,
+        &[
+            "run",
+            case.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["run_status"], "completed", "{out}");
+    (took, kib, doc)
+}
+
 /// One command's wall time, its peak RSS (KiB) and its stdout; it must
 /// exit 0. The peak is the command's own, measured by `/usr/bin/time`
 /// (`%M`): `ru_maxrss` of a child spawned by this process would count
