@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use worldline_log::log::bundle;
 use worldline_log::log::recorder::{CHAIN_START, chain_hash, chain_hash_of_text};
-use worldline_log::log::{Chain, Effect, Event, Recorder};
+use worldline_log::log::{Chain, Effect, Event, Held, Recorder};
 
 const CALLS: u64 = 6;
 
@@ -168,8 +168,7 @@ fn a_continuation_is_read_on_from_its_prefix() {
         rec.append(call(i)).unwrap();
     }
     let (prefix, head) = rec.written();
-    let prefix = prefix.to_vec();
-    assert_eq!(head, prefix.last().unwrap().hash);
+    assert_eq!(head, prefix.as_held().last().unwrap().hash);
     let cut = buffer.lock().unwrap().len();
     for i in 3..CALLS {
         rec.append(call(i)).unwrap();
@@ -183,7 +182,7 @@ fn a_continuation_is_read_on_from_its_prefix() {
     );
     let path = Path::new("(branch 0 of 1)");
     let (all, footer) = bundle::continued(prefix.clone(), &suffix, path).unwrap();
-    assert_eq!(all, events.whole());
+    assert_eq!(all.whole(), events.whole());
     assert!(footer.is_none());
 
     let mut changed = suffix.clone();
@@ -191,6 +190,7 @@ fn a_continuation_is_read_on_from_its_prefix() {
     changed[at] = b'6';
     let err = bundle::continued(prefix.clone(), &changed, path).unwrap_err();
     assert!(err.to_string().contains("hash chain broken"), "{err}");
-    let err = bundle::continued(prefix[..2].to_vec(), &suffix, path).unwrap_err();
+    let shorter = Held::from_whole(prefix.whole()[..2].to_vec());
+    let err = bundle::continued(shorter, &suffix, path).unwrap_err();
     assert!(err.to_string().starts_with("(branch 0 of 1):1: "), "{err}");
 }

@@ -16,7 +16,7 @@ use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::sync::{Arc, Mutex};
 use worldline_case::world::state::State;
 use worldline_log::log::bundle::{self, Edit, ForkPoint, Group};
-use worldline_log::log::{Event, Header, Held};
+use worldline_log::log::{Header, Held};
 use worldline_runtime::mediate::{Mediator, Stop};
 use worldline_runtime::sandbox::{Agent, Sandbox};
 use worldline_store::store::StoreDir;
@@ -92,7 +92,7 @@ enum Role {
     Parent {
         children: Children,
         prefix: Vec<u8>,
-        events: Vec<Event>,
+        events: Held,
     },
     /// A branch, sending on `pipe`; the buffer held `prefix` bytes when
     /// it was copied.
@@ -378,7 +378,7 @@ fn collect(
     opened: &run::Opened,
     mut children: Children,
     prefix: &[u8],
-    events: Vec<Event>,
+    events: Held,
 ) -> Result<Vec<RunOutcome>> {
     let samples = seeds.len() as u64;
     let mut checked = Vec::new();
@@ -392,7 +392,6 @@ fn collect(
             read_message(&bytes).with_context(|| format!("{branch}: its result"))?;
         let name = std::path::PathBuf::from(format!("({branch})"));
         let (all, footer) = bundle::continued(events.clone(), lines, &name)?;
-        let all = Held::from_whole(all);
         let footer = footer.with_context(|| format!("{branch}: its result has no footer"))?;
         if state.hash() != footer.final_state_hash {
             anyhow::bail!("{branch}: its final state is not the one its footer hashes");

@@ -479,15 +479,8 @@ impl From<BundleError> for worldline_case::error::InputError {
 /// Read a bundle and check its hash chain; the first broken link is an
 /// error naming the event.
 pub fn read(path: &Path) -> Result<Bundle, BundleError> {
-    let bytes =
-        worldline_case::bounded::read(path, worldline_case::bounded::BUNDLE).map_err(|e| {
-            BundleError {
-                path: path.display().to_string(),
-                line: 0,
-                message: format!("cannot read bundle: {e}"),
-            }
-        })?;
-    parse(&bytes, path)
+    let (header, reader) = read_lines_of(path)?;
+    Ok(reader.finish(header))
 }
 
 /// [`read`], its model requests held compact as the lines hold them.
@@ -564,20 +557,20 @@ fn read_lines<'a>(bytes: &[u8], path: &'a Path) -> Result<(Header, Reader<'a>), 
 /// 0358); `path` names them in errors, their line numbers counted from
 /// the first of them.
 pub fn continued(
-    events: Vec<Event>,
+    events: Held,
     lines: &[u8],
     path: &Path,
-) -> Result<(Vec<Event>, Option<Footer>), BundleError> {
+) -> Result<(Held, Option<Footer>), BundleError> {
     let text = std::str::from_utf8(lines).map_err(|e| BundleError {
         path: path.display().to_string(),
         line: 0,
         message: format!("not UTF-8: {e}"),
     })?;
     let mut reader = Reader::new(path);
-    if let Some(last) = events.last() {
+    if let Some(last) = events.as_held().last() {
         reader.prev.clone_from(&last.hash);
     }
-    reader.events = Held::from_whole(events);
+    reader.events = events;
     for (i, line) in text.split_inclusive('\n').enumerate() {
         if !line.ends_with('\n') {
             return Err(BundleError {
@@ -588,7 +581,7 @@ pub fn continued(
         }
         reader.line(i + 1, line)?;
     }
-    Ok((reader.events.whole(), reader.footer))
+    Ok((reader.events, reader.footer))
 }
 
 /// The header of a bundle's first line (format checked).

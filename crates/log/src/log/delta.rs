@@ -110,6 +110,24 @@ impl Held {
         self.events.len()
     }
 
+    /// The first `n` events, held as they are here (with the whole
+    /// requests kept among them).
+    pub(crate) fn prefix(&self, n: usize) -> Held {
+        let n = n.min(self.events.len());
+        Held {
+            events: self.events[..n].to_vec(),
+            extends: self.extends[..n].to_vec(),
+            whole: (self.whole.iter())
+                .filter(|(seq, _)| (*seq as usize) < n)
+                .cloned()
+                .collect(),
+            recent: (self.recent.iter())
+                .copied()
+                .filter(|seq| (*seq as usize) < n)
+                .collect(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }

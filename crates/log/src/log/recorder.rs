@@ -142,12 +142,10 @@ impl Recorder {
     /// back to be folded are not; a buffer sink gets every other line at
     /// once), and the chain's hash after the last of
     /// them: where a reader of the lines written next starts.
-    pub fn written(&self) -> (Vec<Event>, String) {
-        let mut events = self.events.whole();
-        events.truncate(events.len() - self.folds.held());
-        let head = events
-            .last()
-            .map_or_else(|| CHAIN_START.to_string(), |e| e.hash.clone());
+    pub fn written(&self) -> (Held, String) {
+        let events = self.events.prefix(self.events.len() - self.folds.held());
+        let head =
+            (events.as_held().last()).map_or_else(|| CHAIN_START.to_string(), |e| e.hash.clone());
         (events, head)
     }
 

@@ -253,7 +253,7 @@ impl Mediator {
 
     /// The events whose lines the log has written, and the chain's hash
     /// after them (see [`Recorder::written`]).
-    pub fn written(&self) -> (Vec<Event>, String) {
+    pub fn written(&self) -> (worldline_log::log::Held, String) {
         self.recorder.written()
     }
 
