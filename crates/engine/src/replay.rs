@@ -320,7 +320,7 @@ pub fn replay_in(
     let events = match (served.is_some(), rec.held.take()) {
         (false, Some(held)) => held,
         (true, Some(held)) => {
-            rec.bundle.events = held.whole();
+            rec.bundle.events = held.whole().into_owned();
             held
         }
         (true, None) => Held::of(&rec.bundle.events),

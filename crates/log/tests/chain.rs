@@ -51,7 +51,10 @@ fn record(chain: Chain) -> (String, Vec<Event>) {
         rec.append(call(i)).unwrap();
     }
     let (_, events, _) = rec.finish().unwrap();
-    (std::fs::read_to_string(&path).unwrap(), events.whole())
+    (
+        std::fs::read_to_string(&path).unwrap(),
+        events.whole().into_owned(),
+    )
 }
 
 fn parse(text: &str) -> Result<bundle::Bundle, bundle::BundleError> {

@@ -416,9 +416,11 @@ pub fn to_text(b: &Bundle) -> String {
 
 /// The footer's own hash (over the chain hash and its other fields).
 pub fn footer_hash(footer: &Footer) -> String {
-    let mut bare = footer.clone();
-    bare.hash.clear();
-    let text = canon::to_string(&serde_json::to_value(&bare).expect("footers serialize"));
+    let mut bare = serde_json::to_value(footer).expect("footers serialize");
+    if let Some(fields) = bare.as_object_mut() {
+        fields.remove("hash");
+    }
+    let text = canon::to_string(&bare);
     canon::sha256_hex(format!("{}\n{text}", footer.chain_hash))
 }
 
@@ -641,7 +643,7 @@ impl<'a> Reader<'a> {
         let b = self.finish_held(header);
         Bundle {
             header: b.header,
-            events: b.events.whole(),
+            events: b.events.whole().into_owned(),
             in_flight: b.in_flight,
             footer: b.footer,
             chain: b.chain,

@@ -14,6 +14,7 @@
 
 use super::event::Event;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// The event-level key of a compact model request.
@@ -147,7 +148,12 @@ impl Held {
 
     /// Every event whole, as recorded: the conversation once per model
     /// call in memory, for readers that want them all (a short run's).
-    pub fn whole(&self) -> Vec<Event> {
+    /// Borrowed when no event is held compact (a run whose model calls,
+    /// if any, extend none): a grader of many short runs copies nothing.
+    pub fn whole(&self) -> Cow<'_, [Event]> {
+        if self.extends.iter().all(Option::is_none) {
+            return Cow::Borrowed(&self.events);
+        }
         let mut out: Vec<Event> = Vec::with_capacity(self.events.len());
         for (e, x) in self.events.iter().zip(&self.extends) {
             let mut e = e.clone();
@@ -159,7 +165,7 @@ impl Held {
             }
             out.push(e);
         }
-        out
+        Cow::Owned(out)
     }
 
     /// Hold `event` (the next by seq), compact when its request extends
@@ -558,7 +564,7 @@ mod tests {
         let x = reader.take_extends(&mut value).unwrap();
         assert!(x.is_some());
         reader.push_read(serde_json::from_value(value).unwrap(), x);
-        assert_eq!(reader.whole(), vec![a, b]);
+        assert_eq!(reader.whole().into_owned(), vec![a, b]);
     }
 
     #[test]
@@ -582,7 +588,7 @@ mod tests {
             Held::from_whole(events.clone()).events,
             Held::of(&events).events
         );
-        assert_eq!(Held::of(&events).whole(), events);
+        assert_eq!(Held::of(&events).whole().into_owned(), events);
         let mut held = Held::of(&events);
         let compact: usize = held
             .events

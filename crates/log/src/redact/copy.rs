@@ -55,7 +55,7 @@ pub fn of_parts(
     // without the request has no use for.
     Bundle {
         header,
-        events: events.whole(),
+        events: events.whole().into_owned(),
         footer,
         in_flight: None,
         chain: crate::log::Chain::Lines,
