@@ -67,7 +67,12 @@ pub fn open_prefix(store: &StoreDir, path: PathBuf, upto: u64) -> Result<Recorde
 /// bundle's lines hold them (in `held`), never put back whole all at once
 /// (decision 0380).
 pub fn open_held(store: &StoreDir, run: &str) -> Result<RecordedRun> {
-    open_with(store, store.resolve_run(run)?, &Opened::default(), |p| {
+    open_at_held(store, store.resolve_run(run)?)
+}
+
+/// [`open_held`] for a bundle already found (the UI's run page).
+pub fn open_at_held(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
+    open_with(store, path, &Opened::default(), |p| {
         bundle::read_held(p).map(split)
     })
 }
@@ -106,6 +111,22 @@ impl RecordedRun {
             Some(held) => held.as_held(),
             None => &self.bundle.events,
         }
+    }
+
+    /// Its bundle with its events held compact, and its case.
+    pub fn into_held(self) -> (HeldBundle, Case) {
+        let events = match self.held {
+            Some(held) => held,
+            None => Held::from_whole(self.bundle.events),
+        };
+        let b = HeldBundle {
+            header: self.bundle.header,
+            events,
+            footer: self.bundle.footer,
+            in_flight: self.bundle.in_flight,
+            chain: self.bundle.chain,
+        };
+        (b, self.case)
     }
 
     /// Its events held compact, for a follower.

@@ -461,6 +461,19 @@ pub struct HeldBundle {
     pub chain: Chain,
 }
 
+impl From<Bundle> for HeldBundle {
+    /// A bundle's events held compact (a run just made, a redacted copy).
+    fn from(b: Bundle) -> Self {
+        HeldBundle {
+            header: b.header,
+            events: Held::from_whole(b.events),
+            footer: b.footer,
+            in_flight: b.in_flight,
+            chain: b.chain,
+        }
+    }
+}
+
 /// A problem reading or checking a bundle, with the line it is on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}:{line}: {message}")]
