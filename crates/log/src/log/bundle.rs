@@ -394,13 +394,23 @@ pub fn read_header(path: &Path) -> Result<Header, BundleError> {
 /// A whole bundle as the text a run writes (events as they are, hashes
 /// included, model requests compact as the recorder writes them).
 pub fn to_text(b: &Bundle) -> String {
+    held_to_text(&HeldBundle {
+        header: b.header.clone(),
+        events: Held::of(&b.events),
+        footer: b.footer.clone(),
+        in_flight: b.in_flight.clone(),
+        chain: b.chain,
+    })
+}
+
+/// [`to_text`] of a bundle held compact (a redacted copy, decision 0380):
+/// each line from what it holds.
+pub fn held_to_text(b: &HeldBundle) -> String {
     let mut text = header_line(&b.header);
-    let mut held = Held::default();
     let mut folds = Folds::default();
-    for (i, e) in b.events.iter().enumerate() {
-        held.push(e.clone());
+    for (i, e) in b.events.as_held().iter().enumerate() {
         text.push_str(&folds.offer(e, || {
-            held.line(i as u64, b.chain)
+            (b.events.line(i as u64, b.chain))
                 .unwrap_or_else(|| serde_json::to_string(e).expect("events serialize"))
         }));
     }

@@ -24,7 +24,7 @@
 pub mod copy;
 pub(crate) mod detect;
 
-use crate::log::bundle::{Bundle, Edit, Header, HeldBundle};
+use crate::log::bundle::{Edit, Header, HeldBundle};
 use crate::log::{Event, Footer};
 use detect::Detector;
 use serde::Deserialize;
@@ -432,20 +432,9 @@ impl Redactor {
         }
     }
 
-    /// A whole run: its header's edits, every event and the footer.
-    pub fn bundle(&mut self, b: &mut Bundle) {
-        self.header(&mut b.header);
-        b.events.iter_mut().for_each(|e| self.event(e));
-        if let Some(f) = b.footer.as_mut() {
-            self.footer(f);
-        }
-    }
-
-    /// A whole run held compact (decision 0380), redacted as [`bundle`]
-    /// redacts it whole: every event put back whole and redacted one at a
-    /// time, then held compact again.
-    ///
-    /// [`bundle`]: Self::bundle
+    /// A whole run held compact (decision 0380): its header's edits,
+    /// every event put back whole and redacted one at a time (then held
+    /// compact again), and the footer.
     pub fn held(&mut self, b: &mut HeldBundle) {
         self.header(&mut b.header);
         let mut events = std::mem::take(&mut b.events);
