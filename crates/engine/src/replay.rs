@@ -54,15 +54,6 @@ pub struct Opened {
     agents: Mutex<BTreeMap<String, Arc<Agent>>>,
 }
 
-/// [`open_at`] with only the run's first `upto` events (and its footer):
-/// `show --at N` and `fork --at N` read no further than they need
-/// (decision 0346; `log/prefix.rs`).
-pub fn open_prefix(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
-    open_with(store, path, &Opened::default(), |p| {
-        Ok((worldline_log::log::prefix::read(p, upto)?, None))
-    })
-}
-
 /// [`open`] for a replay or a resume: the events held compact as the
 /// bundle's lines hold them (in `held`), never put back whole all at once
 /// (decision 0380).
@@ -77,7 +68,10 @@ pub fn open_at_held(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
     })
 }
 
-/// [`open_prefix`], the events held compact (a fork's parent).
+/// [`open_at`] with only the run's first `upto` events (and its footer),
+/// held compact: `show --at N` and `fork --at N` read no further than
+/// they need (decision 0346; `log/prefix.rs`) and hold the requests as
+/// their lines do (decision 0380).
 pub fn open_prefix_held(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
     open_with(store, path, &Opened::default(), |p| {
         worldline_log::log::prefix::read_held(p, upto).map(split)
