@@ -704,6 +704,44 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_gets_each_event_whole_or_as_its_row_reads_it() {
+        let mut events = Vec::new();
+        let mut msgs = vec![json!({"role": "user", "content": "hi"})];
+        for seq in 0..12u64 {
+            let mut e = model(seq, Value::Array(msgs.clone()));
+            if seq == 7 {
+                // Appends nothing, changes a field: its row shows the last
+                // message it sent all the same.
+                e.request["request"]["messages"] = events.last().map_or(json!([]), |l: &Event| {
+                    l.request["request"]["messages"].clone()
+                });
+                e.request["request"]["temperature"] = json!(1);
+            } else {
+                msgs.push(json!({"role": "tool", "content": format!("doc {seq}")}));
+            }
+            events.push(e);
+        }
+        let mut held = Held::of(&events);
+        for e in &events {
+            let whole = &e.request["request"];
+            let sent = whole["messages"].as_array().unwrap();
+            assert_eq!(*held.event(e.seq).unwrap(), *e, "event {}", e.seq);
+            let (keep, appended) = held.appended(e.seq).unwrap();
+            assert_eq!(keep + appended.len(), sent.len(), "event {}", e.seq);
+            assert_eq!(appended, &sent[keep..], "event {}", e.seq);
+            let shown = held.shown(e.seq).unwrap();
+            let chat = &shown.request["request"];
+            assert_eq!(chat["messages"].as_array().unwrap().last(), sent.last());
+            for key in ["model", "tools", "temperature"] {
+                assert_eq!(chat.get(key), whole.get(key), "event {} {key}", e.seq);
+            }
+            assert_eq!((&shown.response, shown.seq), (&e.response, e.seq));
+        }
+        let compact = held.shown(11).unwrap().request["request"]["messages"].as_array().unwrap().len();
+        assert_eq!(compact, 1, "a row holds what the call appended");
+    }
+
+    #[test]
     fn a_reference_to_no_model_call_is_an_error() {
         let mut held = Held::default();
         held.push(model(0, json!([{"role": "user", "content": "hi"}])));
