@@ -123,7 +123,12 @@ fn record_and_replay(store: &std::path::Path, n: usize) -> (String, std::path::P
 /// a child would count this test process's own high-water mark, which a
 /// fork carries until `exec`); the UI server's is its `VmHWM` after the
 /// page is served.
-fn readers(store: &std::path::Path, id: &str, bundle: &std::path::Path, n: usize) -> Vec<(&'static str, u64)> {
+fn readers(
+    store: &std::path::Path,
+    id: &str,
+    bundle: &std::path::Path,
+    n: usize,
+) -> Vec<(&'static str, u64)> {
     let whole = 2 + 2 * (n - 1);
     let held = worldline_log::log::bundle::read_held(bundle).unwrap();
     let last = held
@@ -135,12 +140,17 @@ fn readers(store: &std::path::Path, id: &str, bundle: &std::path::Path, n: usize
     drop(held);
     let mut out = Vec::new();
     let (_, kib, text) = long::measured(store, &["history", id]);
-    assert!(text.contains("All read."), "the last answer is on the timeline");
+    assert!(
+        text.contains("All read."),
+        "the last answer is on the timeline"
+    );
     out.push(("history", kib));
     let at = last.to_string();
     let (_, kib, text) = long::measured(store, &["show", id, "--at", &at, "--json"]);
     let doc: Value = serde_json::from_str(&text).unwrap();
-    let sent = doc["event"]["request"]["request"]["messages"].as_array().unwrap();
+    let sent = doc["event"]["request"]["request"]["messages"]
+        .as_array()
+        .unwrap();
     assert_eq!(sent.len(), whole, "show --at prints the whole request");
     out.push(("show --at", kib));
     let dir = store.parent().unwrap();
@@ -148,10 +158,21 @@ fn readers(store: &std::path::Path, id: &str, bundle: &std::path::Path, n: usize
     let (_, kib, _) = long::measured(store, &["export", id, "-o", file.to_str().unwrap()]);
     out.push(("export", kib));
     let file = dir.join(format!("trajectories-{n}.jsonl"));
-    let args = ["export", id, "--format", "trajectories", "-o", file.to_str().unwrap()];
+    let args = [
+        "export",
+        id,
+        "--format",
+        "trajectories",
+        "-o",
+        file.to_str().unwrap(),
+    ];
     let (_, kib, _) = long::measured(store, &args);
     let line: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(line["messages"].as_array().unwrap().len(), whole + 1, "the last request and its answer");
+    assert_eq!(
+        line["messages"].as_array().unwrap().len(),
+        whole + 1,
+        "the last request and its answer"
+    );
     out.push(("trajectories", kib));
     let file = dir.join(format!("otel-{n}.pb"));
     let (_, kib, _) = long::measured(store, &["otel", id, "--output", file.to_str().unwrap()]);

@@ -86,8 +86,13 @@ fn sent_from(held: &mut Held, seq: u64, from: usize) -> (Vec<Value>, usize) {
         }
         Some(_) => {
             let request = held.request(seq).expect("a held model call");
-            let all = request["request"]["messages"].as_array().map_or(&[][..], Vec::as_slice);
-            (all.get(from.min(all.len())..).unwrap_or(&[]).to_vec(), all.len())
+            let all = request["request"]["messages"]
+                .as_array()
+                .map_or(&[][..], Vec::as_slice);
+            (
+                all.get(from.min(all.len())..).unwrap_or(&[]).to_vec(),
+                all.len(),
+            )
         }
     }
 }
@@ -183,12 +188,7 @@ fn raw(id: &str, e: &Event) -> Markup {
 /// The conversation of the events in `range` (nothing when it has none):
 /// `events` as their rows read them, `held` for each model call's
 /// messages.
-pub(crate) fn section(
-    id: &str,
-    events: &[Event],
-    held: &mut Held,
-    range: Range<usize>,
-) -> Markup {
+pub(crate) fn section(id: &str, events: &[Event], held: &mut Held, range: Range<usize>) -> Markup {
     let (mut seen, mut previous) = (0, None);
     let mut parts = Vec::new();
     for (i, e) in events.iter().enumerate().take(range.end) {

@@ -509,7 +509,11 @@ impl Held {
                 Some(w) => extend(w, x, held),
                 None => match self.whole.iter().find(|(s, _)| *s == at) {
                     Some((_, w)) => rebuild(w, x, held),
-                    None => rebuild(chat(&self.events[at as usize]).expect("a model call"), x, held),
+                    None => rebuild(
+                        chat(&self.events[at as usize]).expect("a model call"),
+                        x,
+                        held,
+                    ),
                 },
             });
         }
@@ -737,7 +741,10 @@ mod tests {
             }
             assert_eq!((&shown.response, shown.seq), (&e.response, e.seq));
         }
-        let compact = held.shown(11).unwrap().request["request"]["messages"].as_array().unwrap().len();
+        let compact = held.shown(11).unwrap().request["request"]["messages"]
+            .as_array()
+            .unwrap()
+            .len();
         assert_eq!(compact, 1, "a row holds what the call appended");
     }
 

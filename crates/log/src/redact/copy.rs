@@ -13,8 +13,16 @@ use crate::log::{Event, Recorder};
 pub fn of(run_id: &str, b: &mut HeldBundle, r: &mut Redactor) -> HeldBundle {
     let original_chain_hash = chain_of(b.footer.as_ref(), b.events.as_held());
     let held = &mut b.events;
-    let events = (0..held.len() as u64).map(|seq| held.event(seq).expect("a held event").into_owned());
-    copy(run_id, &b.header, events, original_chain_hash, b.footer.as_ref(), r)
+    let events =
+        (0..held.len() as u64).map(|seq| held.event(seq).expect("a held event").into_owned());
+    copy(
+        run_id,
+        &b.header,
+        events,
+        original_chain_hash,
+        b.footer.as_ref(),
+        r,
+    )
 }
 
 /// The redacted copy of run `run_id` from its header, events and footer
@@ -27,7 +35,14 @@ pub fn of_parts(
     r: &mut Redactor,
 ) -> HeldBundle {
     let original_chain_hash = chain_of(footer, events);
-    copy(run_id, header, events.iter().cloned(), original_chain_hash, footer, r)
+    copy(
+        run_id,
+        header,
+        events.iter().cloned(),
+        original_chain_hash,
+        footer,
+        r,
+    )
 }
 
 /// The chain hash of the run a copy is made of: its footer's, or its last

@@ -92,7 +92,9 @@ impl HashCassette {
                     seq,
                     response: e.response.clone(),
                 };
-                let Some(request) = b.events.request(seq) else { break };
+                let Some(request) = b.events.request(seq) else {
+                    break;
+                };
                 answers
                     .entry(key(&request["request"]))
                     .or_default()
