@@ -182,7 +182,7 @@ impl App {
     }
 
     /// [`recorded`](Self::recorded), its events held compact (decision
-    /// 0380): the run page.
+    /// 0380): the run and event pages, a replay.
     pub fn recorded_held(&self, id: &str) -> Result<worldline_engine::replay::RecordedRun> {
         worldline_engine::replay::open_at_held(&self.store, self.run_path(id)?)
     }
