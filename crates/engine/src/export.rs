@@ -239,7 +239,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
     }
     // Check the bundle, and that the run could be replayed from what the
     // export and the store hold, before anything is written.
-    let b = bundle::parse(doc.bundle.as_bytes(), file)
+    let b = bundle::parse_held(doc.bundle.as_bytes(), file)
         .map_err(|e| bad(format!("bundle: line {}: {}", e.line, e.message)))?;
     if doc.redacted != b.header.redacted.is_some() {
         return Err(bad(

@@ -472,7 +472,7 @@ pub struct HeldBundle {
 }
 
 impl From<Bundle> for HeldBundle {
-    /// A bundle's events held compact (a run just made, a redacted copy).
+    /// A bundle read or made whole, its events held compact.
     fn from(b: Bundle) -> Self {
         HeldBundle {
             header: b.header,
@@ -529,6 +529,13 @@ pub(super) fn read_lines_of(path: &Path) -> Result<(Header, Reader<'_>), BundleE
 pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
     let (header, reader) = read_lines(bytes, path)?;
     Ok(reader.finish(header))
+}
+
+/// [`parse`], its model requests held compact as the lines hold them
+/// (decision 0380).
+pub fn parse_held(bytes: &[u8], path: &Path) -> Result<HeldBundle, BundleError> {
+    let (header, reader) = read_lines(bytes, path)?;
+    Ok(reader.finish_held(header))
 }
 
 /// Check a bundle's bytes line by line: its header and what the lines
