@@ -5,7 +5,9 @@
 //! memory (the recording followed compact, decision 0347), and forks at
 //! its last tool call.
 //! The 800-call run (issue 40's "Done when") records, replays and forks
-//! with peak memory at most 4x a 200-call run's (decision 0380);
+//! with peak memory at most 4x a 200-call run's (decision 0380), and so
+//! do its readers: `history`, `show --at`, `export` (portable,
+//! trajectories), `otel` and the UI's run page;
 //! `benches/long_horizon.rs` runs the family up to 1,600 calls in a
 //! release build under the same bound.
 
@@ -112,6 +114,77 @@ fn record_and_replay(store: &std::path::Path, n: usize) -> (String, std::path::P
     (id, bundle, record_kib, replay_kib)
 }
 
+/// The readers of the family's run of `n` calls (decision 0380: each
+/// holds the run compact and puts back one request at a time): `history`
+/// whole, `show --at` the last model call (its whole request printed),
+/// `export`, `export --format trajectories` (the whole last request),
+/// `otel` and the UI's run page; each one's peak RSS (KiB). The commands'
+/// peaks are `/usr/bin/time`'s (`long::measured`: wait4's `ru_maxrss` of
+/// a child would count this test process's own high-water mark, which a
+/// fork carries until `exec`); the UI server's is its `VmHWM` after the
+/// page is served.
+fn readers(
+    store: &std::path::Path,
+    id: &str,
+    bundle: &std::path::Path,
+    n: usize,
+) -> Vec<(&'static str, u64)> {
+    let whole = 2 + 2 * (n - 1);
+    let held = worldline_log::log::bundle::read_held(bundle).unwrap();
+    let last = held
+        .events
+        .as_held()
+        .iter()
+        .rposition(|e| e.call == MODEL_CALL)
+        .unwrap();
+    drop(held);
+    let mut out = Vec::new();
+    let (_, kib, text) = long::measured(store, &["history", id]);
+    assert!(
+        text.contains("All read."),
+        "the last answer is on the timeline"
+    );
+    out.push(("history", kib));
+    let at = last.to_string();
+    let (_, kib, text) = long::measured(store, &["show", id, "--at", &at, "--json"]);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let sent = doc["event"]["request"]["request"]["messages"]
+        .as_array()
+        .unwrap();
+    assert_eq!(sent.len(), whole, "show --at prints the whole request");
+    out.push(("show --at", kib));
+    let dir = store.parent().unwrap();
+    let file = dir.join(format!("export-{n}.json"));
+    let (_, kib, _) = long::measured(store, &["export", id, "-o", file.to_str().unwrap()]);
+    out.push(("export", kib));
+    let file = dir.join(format!("trajectories-{n}.jsonl"));
+    let args = [
+        "export",
+        id,
+        "--format",
+        "trajectories",
+        "-o",
+        file.to_str().unwrap(),
+    ];
+    let (_, kib, _) = long::measured(store, &args);
+    let line: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        line["messages"].as_array().unwrap().len(),
+        whole + 1,
+        "the last request and its answer"
+    );
+    out.push(("trajectories", kib));
+    let file = dir.join(format!("otel-{n}.pb"));
+    let (_, kib, _) = long::measured(store, &["otel", id, "--output", file.to_str().unwrap()]);
+    out.push(("otel", kib));
+    let ui = crate::ui_support::Server::start(store, &[]);
+    let page = ui.get(&format!("/run/{id}"));
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains("All read."), "the conversation's end");
+    out.push(("ui run page", ui.peak_kib()));
+    out
+}
+
 /// Issue 40's end-to-end run: 800 model calls record under the bound,
 /// replay `identical` and fork at the end, and memory grows linearly
 /// (decision 0380: the recorder, the reader and the follower hold the
@@ -124,7 +197,7 @@ fn an_800_call_run_records_under_the_bound_replays_and_forks_in_linear_memory() 
     const N: usize = 800;
     let dir = common::temp_dir();
     let store = dir.path().join("store");
-    let (_, _, small_record, small_replay) = record_and_replay(&store, 200);
+    let (small_id, small_bundle, small_record, small_replay) = record_and_replay(&store, 200);
     let start = std::time::Instant::now();
     let (id, bundle, record_kib, replay_kib) = record_and_replay(&store, N);
     let bytes = std::fs::metadata(&bundle).unwrap().len();
@@ -174,6 +247,19 @@ fn an_800_call_run_records_under_the_bound_replays_and_forks_in_linear_memory() 
         assert!(
             kib <= 4 * small,
             "{what} of {N} calls peaked at {kib} KiB, over 4x the 200-call run's {small} KiB: memory grows faster than the calls"
+        );
+    }
+
+    // The readers hold the run compact too: a reader of every request
+    // whole holds the conversation once per model call (main's before
+    // this: `history` 1,600 calls in 6.8 GB, release).
+    let small = readers(&store, &small_id, &small_bundle, 200);
+    let large = readers(&store, &id, &bundle, N);
+    eprintln!("long_horizon: readers' peak RSS (KiB) at 200 and {N} calls: {small:?} {large:?}");
+    for ((what, small), (_, kib)) in small.into_iter().zip(large) {
+        assert!(
+            kib <= 4 * small,
+            "{what} of {N} calls peaked at {kib} KiB, over 4x the 200-call run's {small} KiB: it holds more than one request at a time"
         );
     }
 }

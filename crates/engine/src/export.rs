@@ -56,25 +56,26 @@ pub fn export(
     redactor: Option<&mut worldline_log::redact::Redactor>,
 ) -> Result<String> {
     let path = store.resolve_run(run)?;
-    let b = bundle::read(&path).map_err(InputError::from)?;
+    let mut b = bundle::read_held(&path).map_err(InputError::from)?;
     if b.header.redacted.is_some() && redactor.is_some() {
         return Err(
             InputError::new(&path, "is already a redacted copy; export it as it is").into(),
         );
     }
     worldline_case::output::check_file(out)?;
-    let doc = document(store, &path, &b, redactor)?;
+    let doc = document(store, &path, &mut b, redactor)?;
     worldline_case::output::write(out, &serde_json::to_vec(&doc)?)?;
     Ok(doc.run)
 }
 
-/// The export of the run in bundle `path` (read as `b`): the run as it is
-/// with every object it needs, a redacted copy (with a redactor) with its
-/// agent, or a run that is itself a redacted copy with its agent.
+/// The export of the run in bundle `path` (read held as `b`, decision
+/// 0380): the run as it is with every object it needs, a redacted copy
+/// (with a redactor) with its agent, or a run that is itself a redacted
+/// copy with its agent.
 fn document(
     store: &StoreDir,
     path: &Path,
-    b: &bundle::Bundle,
+    b: &mut bundle::HeldBundle,
     redactor: Option<&mut worldline_log::redact::Redactor>,
 ) -> Result<Export> {
     let id = path
@@ -86,7 +87,7 @@ fn document(
             let copy = worldline_log::redact::copy::of(&id, b, r);
             (
                 format!("{id}-redacted"),
-                bundle::to_text(&copy),
+                bundle::held_to_text(&copy),
                 agent_only,
                 true,
             )
@@ -153,9 +154,9 @@ pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>,
     let (mut done, mut skipped) = (Vec::new(), Vec::new());
     for id in from.run_ids()? {
         let path = from.bundle_path(&id);
-        let outcome = bundle::read(&path)
+        let outcome = bundle::read_held(&path)
             .map_err(|e| anyhow::Error::from(InputError::from(e)))
-            .and_then(|b| document(from, &path, &b, None))
+            .and_then(|mut b| document(from, &path, &mut b, None))
             .and_then(|doc| import_doc(store, doc, None, &path));
         match outcome {
             Ok(i) => done.push(i),
@@ -238,7 +239,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
     }
     // Check the bundle, and that the run could be replayed from what the
     // export and the store hold, before anything is written.
-    let b = bundle::parse(doc.bundle.as_bytes(), file)
+    let b = bundle::parse_held(doc.bundle.as_bytes(), file)
         .map_err(|e| bad(format!("bundle: line {}: {}", e.line, e.message)))?;
     if doc.redacted != b.header.redacted.is_some() {
         return Err(bad(

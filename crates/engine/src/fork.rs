@@ -31,7 +31,11 @@ use worldline_store::store::StoreDir;
 /// re-executed from its client's recorded steps (a served episode, an MCP
 /// session), whose steps after the fork point are sent again.
 pub fn open(store: &StoreDir, run: &str, at: u64) -> Result<RecordedRun> {
-    let path = store.resolve_run(run)?;
+    open_at(store, store.resolve_run(run)?, at)
+}
+
+/// [`open`] for a bundle already found (the UI's fork form).
+pub fn open_at(store: &StoreDir, path: std::path::PathBuf, at: u64) -> Result<RecordedRun> {
     if rederive::rederived(&bundle::read_header(&path)?).is_some() {
         return replay::open_at(store, path);
     }

@@ -54,25 +54,24 @@ pub struct Opened {
     agents: Mutex<BTreeMap<String, Arc<Agent>>>,
 }
 
-/// [`open_at`] with only the run's first `upto` events (and its footer):
-/// `show --at N` and `fork --at N` read no further than they need
-/// (decision 0346; `log/prefix.rs`).
-pub fn open_prefix(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
-    open_with(store, path, &Opened::default(), |p| {
-        Ok((worldline_log::log::prefix::read(p, upto)?, None))
-    })
-}
-
 /// [`open`] for a replay or a resume: the events held compact as the
 /// bundle's lines hold them (in `held`), never put back whole all at once
 /// (decision 0380).
 pub fn open_held(store: &StoreDir, run: &str) -> Result<RecordedRun> {
-    open_with(store, store.resolve_run(run)?, &Opened::default(), |p| {
+    open_at_held(store, store.resolve_run(run)?)
+}
+
+/// [`open_held`] for a bundle already found (the UI's run page).
+pub fn open_at_held(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
+    open_with(store, path, &Opened::default(), |p| {
         bundle::read_held(p).map(split)
     })
 }
 
-/// [`open_prefix`], the events held compact (a fork's parent).
+/// [`open_at`] with only the run's first `upto` events (and its footer),
+/// held compact: `show --at N` and `fork --at N` read no further than
+/// they need (decision 0346; `log/prefix.rs`) and hold the requests as
+/// their lines do (decision 0380).
 pub fn open_prefix_held(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
     open_with(store, path, &Opened::default(), |p| {
         worldline_log::log::prefix::read_held(p, upto).map(split)
@@ -106,6 +105,22 @@ impl RecordedRun {
             Some(held) => held.as_held(),
             None => &self.bundle.events,
         }
+    }
+
+    /// Its bundle with its events held compact, and its case.
+    pub fn into_held(self) -> (HeldBundle, Case) {
+        let events = match self.held {
+            Some(held) => held,
+            None => Held::from_whole(self.bundle.events),
+        };
+        let b = HeldBundle {
+            header: self.bundle.header,
+            events,
+            footer: self.bundle.footer,
+            in_flight: self.bundle.in_flight,
+            chain: self.bundle.chain,
+        };
+        (b, self.case)
     }
 
     /// Its events held compact, for a follower.

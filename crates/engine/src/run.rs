@@ -531,7 +531,8 @@ fn grade_run(
         &Evidence {
             status: ended.0,
             output: ended.1.as_deref(),
-            events: &events.whole(),
+            // Grading reads no model request: the events held.
+            events: events.as_held(),
             initial: &case.world.initial,
             final_state,
             gold,

@@ -26,13 +26,13 @@ use serde_json::Value;
 use worldline_case::canon;
 use worldline_log::log::call::{Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest};
 use worldline_log::log::event::By;
-use worldline_log::log::{Bundle, Event};
+use worldline_log::log::{Event, HeldBundle};
 use worldline_log::redact::Redactor;
 
-/// One run to export.
+/// One run to export, its events held compact (decision 0380).
 pub struct RunView {
     pub run_id: String,
-    pub bundle: Bundle,
+    pub bundle: HeldBundle,
     /// Unix nanoseconds virtual time 0 stands for (the case clock).
     pub start_ns: u64,
 }
@@ -73,26 +73,29 @@ fn id(n: usize, parts: &[&str]) -> Vec<u8> {
 
 /// The hash a run's ids derive from: its chain hash, or the last event's
 /// for a run without a footer.
-fn chain_of(b: &Bundle) -> String {
+fn chain_of(b: &HeldBundle) -> String {
     b.footer.as_ref().map_or_else(
-        || b.events.last().map_or_else(String::new, |e| e.hash.clone()),
+        || (b.events.as_held().last()).map_or_else(String::new, |e| e.hash.clone()),
         |f| f.chain_hash.clone(),
     )
 }
 
 /// The trace and root span ids of a run.
-pub fn ids_of(b: &Bundle) -> (Vec<u8>, Vec<u8>) {
+pub fn ids_of(b: &HeldBundle) -> (Vec<u8>, Vec<u8>) {
     let chain = chain_of(b);
     (id(16, &["trace", &chain]), id(8, &["span", &chain, "run"]))
 }
 
-/// The spans of one run.
-pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options) -> Vec<Span> {
-    let b = &run.bundle;
+/// The spans of one run: each event as a span reads it (`Held::shown`),
+/// or put back whole one at a time when the spans carry the messages or
+/// a redactor reads the events whole.
+pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Options) -> Vec<Span> {
+    let b = &mut run.bundle;
     let chain = chain_of(b);
     let (trace_id, root_id) = ids_of(b);
-    let at = |vtime: u64| run.start_ns.saturating_add(vtime);
-    let end = b.events.last().map_or(0, |e| e.vtime_ns);
+    let start_ns = run.start_ns;
+    let at = |vtime: u64| start_ns.saturating_add(vtime);
+    let end = b.events.as_held().last().map_or(0, |e| e.vtime_ns);
     let footer = b.footer.as_ref();
     let status = footer.map_or("incomplete", |f| f.status.as_str());
     let grade = footer.and_then(|f| f.verdict());
@@ -144,10 +147,16 @@ pub fn spans(run: &RunView, mut redactor: Option<&mut Redactor>, opts: &Options)
         ..Span::default()
     }];
     let mut prev = 0;
-    for e in &b.events {
+    let whole = opts.content || redactor.is_some();
+    for seq in 0..b.events.len() as u64 {
+        let e = match whole {
+            true => b.events.event(seq),
+            false => b.events.shown(seq),
+        };
+        let Some(e) = e else { break };
         let start = prev;
         prev = e.vtime_ns;
-        let mut e = e.clone();
+        let mut e = e.into_owned();
         if let Some(r) = redactor.as_deref_mut() {
             r.event(&mut e);
         }
@@ -319,12 +328,12 @@ fn fault_events(e: &Event, at: u64) -> Vec<span::Event> {
 
 /// The OTLP request carrying the spans of `runs`.
 pub fn request(
-    runs: &[RunView],
+    runs: &mut [RunView],
     mut redactor: Option<&mut Redactor>,
     opts: &Options,
 ) -> ExportTraceServiceRequest {
     let spans = runs
-        .iter()
+        .iter_mut()
         .flat_map(|r| spans(r, redactor.as_deref_mut(), opts))
         .collect();
     ExportTraceServiceRequest {

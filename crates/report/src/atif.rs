@@ -16,23 +16,26 @@
 //! - the verdict, reward and checks in the document's `extra`.
 
 use serde_json::{Map, Value, json};
-use worldline_log::log::bundle::Bundle;
-use worldline_log::log::{Call, Event};
+use worldline_log::log::bundle::HeldBundle;
+use worldline_log::log::{Call, Event, Held};
 use worldline_protocol::openai_responses::text_of;
 
 /// The ATIF version this writes.
 pub const SCHEMA_VERSION: &str = "ATIF-v1.8";
 
-/// The ATIF document of a recorded run; `task` from its case file.
-pub fn document(run_id: &str, b: &Bundle, task: &Value) -> Value {
+/// The ATIF document of a recorded run, read held (decision 0380: each
+/// event as a summary reads it, `Held::shown`); `task` from its case file.
+pub fn document(run_id: &str, b: &mut HeldBundle, task: &Value) -> Value {
     let mut steps = Steps {
-        tokens: worldline_log::log::tokens::read(&b.events),
+        tokens: worldline_log::log::tokens::read(b.events.as_held()),
         ..Steps::default()
     };
-    opening(&mut steps, &b.events, task);
+    opening(&mut steps, &mut b.events, task);
     let mut model_name: Option<String> = None;
     let mut tools = Vec::new();
-    for e in &b.events {
+    for seq in 0..b.events.len() as u64 {
+        let Some(e) = b.events.shown(seq) else { break };
+        let e = &*e;
         match e.typed() {
             Call::ToolsSpecs { response, .. } if tools.is_empty() => {
                 tools = response
@@ -304,10 +307,14 @@ impl Steps {
 
 /// The system and user messages that open the first model call's
 /// conversation, or else the task as the one user message.
-fn opening(steps: &mut Steps, events: &[Event], task: &Value) {
-    let first = events.iter().find_map(|e| match e.typed() {
-        Call::ModelComplete { request, .. } => request.messages().cloned(),
+fn opening(steps: &mut Steps, held: &mut Held, task: &Value) {
+    let first = held.as_held().iter().find_map(|e| match e.typed() {
+        Call::ModelComplete { request, .. } => request.messages().map(|_| e.seq),
         _ => None,
+    });
+    let first = first.and_then(|seq| {
+        let request = held.request(seq)?;
+        request["request"]["messages"].as_array().cloned()
     });
     let leading: Vec<Value> = first
         .unwrap_or_default()

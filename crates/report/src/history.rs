@@ -15,21 +15,21 @@ use worldline_engine::ops::history::{Page, Query};
 use worldline_engine::traceback;
 use worldline_log::log::event::By;
 use worldline_log::log::intent::Intent;
-use worldline_log::log::{Bundle, Event, Footer, ForkPoint};
+use worldline_log::log::{Event, Footer, ForkPoint, HeldBundle};
 
 /// A page of a run's timeline, as `history` shows it.
 pub struct Timeline<'a> {
     /// The run's bundle, as named to the reader.
     pub path: &'a Path,
-    pub bundle: &'a Bundle,
-    pub page: &'a Page<'a>,
+    pub bundle: &'a HeldBundle,
+    pub page: &'a Page,
     /// Distinct values a redacted view hides (`None`: the view is not
     /// redacted).
     pub hidden: Option<usize>,
 }
 
 /// The run's status: its footer's, else `incomplete`.
-fn status(b: &Bundle) -> &str {
+fn status(b: &HeldBundle) -> &str {
     b.footer
         .as_ref()
         .map_or("incomplete", |f| f.status.as_str())
@@ -122,7 +122,7 @@ fn short_hash(hash: &str) -> &str {
 fn write_head(
     out: &mut impl Write,
     path: &Path,
-    b: &Bundle,
+    b: &HeldBundle,
     hidden: Option<usize>,
 ) -> io::Result<()> {
     let h = &b.header;
@@ -169,7 +169,7 @@ fn write_head(
 }
 
 /// The run's fork points (none when it is not a fork).
-fn fork_points(b: &Bundle) -> Vec<ForkPoint> {
+fn fork_points(b: &HeldBundle) -> Vec<ForkPoint> {
     b.header
         .parent
         .as_ref()
@@ -178,7 +178,7 @@ fn fork_points(b: &Bundle) -> Vec<ForkPoint> {
 }
 
 /// Whose fork or resumption the run is, and the calls a kill left in flight.
-fn write_lineage(out: &mut impl Write, b: &Bundle) -> io::Result<()> {
+fn write_lineage(out: &mut impl Write, b: &HeldBundle) -> io::Result<()> {
     match &b.header.parent {
         Some(p) if p.resumed => writeln!(
             out,
@@ -210,7 +210,7 @@ fn write_lineage(out: &mut impl Write, b: &Bundle) -> io::Result<()> {
 
 /// A line per event of the page, marked where a fault was injected, the
 /// run resumed or a fork's edits apply.
-fn write_events(out: &mut impl Write, b: &Bundle, page: &Page<'_>, cut: Cut) -> io::Result<()> {
+fn write_events(out: &mut impl Write, b: &HeldBundle, page: &Page, cut: Cut) -> io::Result<()> {
     let points = fork_points(b);
     let resumed_at = b
         .header

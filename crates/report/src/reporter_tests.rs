@@ -417,12 +417,12 @@ fn history_query() -> worldline_engine::ops::history::Query {
 #[test]
 fn history_writes_the_lineage_a_line_per_event_and_where_the_page_stands() {
     use worldline_engine::ops::history::{Read, page};
-    let read = Read {
-        bundle: forked_bundle(),
+    let mut read = Read {
+        bundle: forked_bundle().into(),
         total: 6,
     };
     let q = history_query();
-    let page = page(&read, &q);
+    let page = page(&mut read, &q);
     let t = super::history::Timeline {
         path: std::path::Path::new("runs/20261128-093040-d00d0004.jsonl"),
         bundle: &read.bundle,
@@ -436,12 +436,12 @@ fn history_writes_the_lineage_a_line_per_event_and_where_the_page_stands() {
 #[test]
 fn history_json_is_the_header_and_the_page_saying_where_it_is() {
     use worldline_engine::ops::history::{Read, page};
-    let read = Read {
-        bundle: forked_bundle(),
+    let mut read = Read {
+        bundle: forked_bundle().into(),
         total: 6,
     };
     let q = history_query();
-    let page = page(&read, &q);
+    let page = page(&mut read, &q);
     let t = super::history::Timeline {
         path: std::path::Path::new("runs/20261128-093040-d00d0004.jsonl"),
         bundle: &read.bundle,

@@ -34,8 +34,8 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use worldline_engine::fuzz::stats::{pass_at_k, pass_hat_k};
 use worldline_engine::fuzz::summary::PassK;
-use worldline_log::log::bundle::{Bundle, Footer, Header};
-use worldline_log::log::{Call, Event};
+use worldline_log::log::bundle::{Footer, Header, HeldBundle};
+use worldline_log::log::{Call, Event, Held};
 
 /// One line of the trajectories file.
 #[derive(Serialize)]
@@ -67,8 +67,9 @@ pub struct Trajectory {
 }
 
 impl Trajectory {
-    /// The trajectory of a recorded run; `task` from its case file.
-    pub fn of(run_id: &str, b: &Bundle, task: Value) -> Self {
+    /// The trajectory of a recorded run, read held (decision 0380: the
+    /// last request put back, none other); `task` from its case file.
+    pub fn of(run_id: &str, b: &mut HeldBundle, task: Value) -> Self {
         let footer = b.footer.as_ref();
         let grade = footer.and_then(|f| f.grade.as_ref());
         let verdict = footer.and_then(|f| f.verdict());
@@ -81,13 +82,13 @@ impl Trajectory {
             checks: grade
                 .and_then(|g| g["assertions"].as_array().cloned())
                 .unwrap_or_default(),
-            messages: messages(&b.events),
+            messages: messages(&mut b.events),
             reward: footer.and_then(Footer::reward),
             run_id: run_id.to_string(),
             seed: b.header.seed,
             status: footer.map(|f| f.status.as_str()),
             task,
-            tokens: tokens(&b.events),
+            tokens: tokens(b.events.as_held()),
             verdict,
             world: b.header.world.clone(),
         }
@@ -173,21 +174,27 @@ pub fn tokens(events: &[Event]) -> Vec<Value> {
         .collect()
 }
 
-/// The chat messages of a run (see the module comment).
-pub fn messages(events: &[Event]) -> Vec<Value> {
-    let last_model = events.iter().rev().find_map(|e| match e.typed() {
+/// The chat messages of a run (see the module comment): the last model
+/// call's request put back whole.
+fn messages(held: &mut Held) -> Vec<Value> {
+    let last_model = held.as_held().iter().rev().find_map(|e| match e.typed() {
         Call::ModelComplete { request, response } => {
-            let mut out = request.messages()?.clone();
-            out.extend(response.message().cloned());
-            Some(out)
+            request.messages()?;
+            Some((e.seq, response.message().cloned()))
         }
         _ => None,
     });
-    if let Some(out) = last_model {
+    if let Some((seq, answer)) = last_model {
+        let request = held.request(seq).expect("a held model call");
+        let mut out = request["request"]["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        out.extend(answer);
         return out;
     }
     let mut out = Vec::new();
-    for e in events {
+    for e in held.as_held() {
         let Call::ToolsCall { request, response } = e.typed() else {
             continue;
         };

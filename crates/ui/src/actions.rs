@@ -91,7 +91,7 @@ pub(crate) fn fork(app: &Seen, run: &str, at: u64, form: &FormData) -> Result<Re
     {
         return refuse("fork: give at least one edit (a response, a patch, a tool to deny or allow, or another agent)".into());
     }
-    let rec = app.recorded(run)?;
+    let rec = worldline_engine::fork::open_at(&app.store, app.run_path(run)?, at)?;
     match ops::fork::fork(app.sandbox()?, &app.store, &rec, args) {
         Ok(forked) => {
             let id = forked.outcome.run_id.unwrap_or_default();
@@ -138,7 +138,7 @@ pub(crate) fn replay(app: &Seen, run: &str, form: &FormData) -> Result<Reply> {
     if let Some(no) = allowed(app, form) {
         return Ok(no);
     }
-    let rec = app.recorded(run)?;
+    let rec = app.recorded_held(run)?;
     let id = super::run::id_of(&rec.path);
     let r = ops::replay::replay(app.sandbox()?, &app.store, rec)?;
     let shown = verdict(app, &id, &r)?;

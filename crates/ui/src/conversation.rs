@@ -14,9 +14,9 @@ use std::ops::Range;
 use worldline_case::canon;
 use worldline_log::log::event::By;
 use worldline_log::log::payload::{
-    Answer, ApprovalAsk, Decision, ModelAnswer, ModelRequest, Said, ToolRequest, Turn,
+    Answer, ApprovalAsk, Decision, ModelAnswer, Said, ToolRequest, Turn,
 };
-use worldline_log::log::{Call, Event};
+use worldline_log::log::{Call, Event, Held};
 
 fn text_of(content: &Value) -> String {
     match content {
@@ -73,25 +73,47 @@ fn message(m: &Value, previous: Option<&Value>) -> Option<Markup> {
     })
 }
 
-/// One model call (the `i`th event, `request` answered by `response`):
-/// the new messages, then the answer.
+/// The messages of model call `seq` from the `from`th on, and how many
+/// it sent: those it appended as held, or its request put back when the
+/// call before sent fewer than it kept of its base (decision 0380).
+fn sent_from(held: &mut Held, seq: u64, from: usize) -> (Vec<Value>, usize) {
+    match held.appended(seq) {
+        None => (Vec::new(), 0),
+        Some((keep, appended)) if from >= keep => {
+            let count = keep + appended.len();
+            let new = appended.get((from - keep).min(appended.len())..);
+            (new.unwrap_or(&[]).to_vec(), count)
+        }
+        Some(_) => {
+            let request = held.request(seq).expect("a held model call");
+            let all = request["request"]["messages"]
+                .as_array()
+                .map_or(&[][..], Vec::as_slice);
+            (
+                all.get(from.min(all.len())..).unwrap_or(&[]).to_vec(),
+                all.len(),
+            )
+        }
+    }
+}
+
+/// One model call (the `i`th event, answered by `response`): the new
+/// messages, then the answer.
 fn model_call(
     id: &str,
     events: &[Event],
     i: usize,
-    (request, response): (&ModelRequest, &ModelAnswer),
+    (held, response): (&mut Held, &ModelAnswer),
     seen: &mut usize,
     previous: &mut Option<Value>,
 ) -> Markup {
     let e = &events[i];
-    let messages = request.messages().cloned().unwrap_or_default();
+    let (messages, count) = sent_from(held, e.seq, *seen);
     let new: Vec<Markup> = messages
-        .get((*seen).min(messages.len())..)
-        .unwrap_or(&[])
         .iter()
         .filter_map(|m| message(m, previous.as_ref()))
         .collect();
-    *seen = messages.len();
+    *seen = count;
     let answer = response.message().cloned().unwrap_or(Value::Null);
     *previous = Some(answer.clone());
     html! {
@@ -163,17 +185,19 @@ fn raw(id: &str, e: &Event) -> Markup {
     }
 }
 
-/// The conversation of the events in `range` (nothing when it has none).
-pub(crate) fn section(id: &str, events: &[Event], range: Range<usize>) -> Markup {
+/// The conversation of the events in `range` (nothing when it has none):
+/// `events` as their rows read them, `held` for each model call's
+/// messages.
+pub(crate) fn section(id: &str, events: &[Event], held: &mut Held, range: Range<usize>) -> Markup {
     let (mut seen, mut previous) = (0, None);
     let mut parts = Vec::new();
     for (i, e) in events.iter().enumerate().take(range.end) {
         let part = match e.typed() {
-            Call::ModelComplete { request, response } => model_call(
+            Call::ModelComplete { response, .. } => model_call(
                 id,
                 events,
                 i,
-                (&request, &response),
+                (&mut *held, &response),
                 &mut seen,
                 &mut previous,
             ),

@@ -108,19 +108,21 @@ fn detail(e: &Event) -> Markup {
 }
 
 pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> Result<Reply> {
-    let rec = app.recorded(run)?;
+    // The run held compact, this event put back whole (decision 0380).
+    let mut rec = app.recorded_held(run)?;
     let id = id_of(&rec.path);
-    let events = &rec.bundle.events;
-    let Some(e) = events.get(n as usize) else {
+    let whole = rec.held.as_mut().and_then(|held| held.event(n));
+    let Some(mut e) = whole.map(std::borrow::Cow::into_owned) else {
         return Err(worldline_case::error::InputError::new(
             &rec.path,
             format!(
                 "no event {n} (the run has {} events, numbered from 0)",
-                events.len()
+                rec.event_count()
             ),
         )
         .into());
     };
+    let events = rec.events();
     let mut before = final_state(&rec.case.world.initial, &events[..n as usize]);
     let mut after = before.clone();
     for w in &e.writes {
@@ -128,7 +130,6 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
     }
     // What the page shows passes through the store's redaction policy
     // (one redactor, so a value has one placeholder on the page).
-    let mut e = e.clone();
     let mut refused = refused;
     if let Some(r) = app.redactor()?.as_mut() {
         r.event(&mut e);

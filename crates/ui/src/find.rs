@@ -11,7 +11,7 @@ use maud::{Markup, html};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use worldline_case::canon;
-use worldline_log::log::Event;
+use worldline_log::log::{Event, Held};
 
 /// How many events a page of the run's timeline holds.
 pub(crate) const PER_PAGE: usize = 200;
@@ -52,6 +52,7 @@ pub(crate) fn to_event(id: &str, n: usize) -> String {
 pub(crate) fn bar(
     id: &str,
     events: &[Event],
+    held: &mut Held,
     range: &Range<usize>,
     q: &BTreeMap<String, String>,
 ) -> Markup {
@@ -84,16 +85,18 @@ pub(crate) fn bar(
                 None => { span.keys { "model call ⇥" } }
             }
         }
-        @if let Some(text) = text { (found(id, events, text)) }
+        @if let Some(text) = text { (found(id, held, text)) }
     }
 }
 
-/// The events whose call, request or answer holds `text` (any case).
-fn found(id: &str, events: &[Event], text: &str) -> Markup {
+/// The events whose call, request or answer holds `text` (any case):
+/// each request searched whole, put back one at a time.
+fn found(id: &str, held: &mut Held, text: &str) -> Markup {
     let needle = text.to_lowercase();
     let mut total = 0usize;
     let mut shown = Vec::new();
-    for e in events {
+    for seq in 0..held.len() as u64 {
+        let Some(e) = held.event(seq) else { break };
         let hay = format!(
             "{} {} {}",
             e.call,
@@ -104,7 +107,7 @@ fn found(id: &str, events: &[Event], text: &str) -> Markup {
         if let Some(at) = hay.find(&needle) {
             total += 1;
             if shown.len() < MATCHES {
-                shown.push((e, snippet(&hay, at, needle.len())));
+                shown.push((e.seq, e.call.clone(), snippet(&hay, at, needle.len())));
             }
         }
     }
@@ -113,9 +116,9 @@ fn found(id: &str, events: &[Event], text: &str) -> Markup {
             h3 { (total) " events hold “" (text) "”"
                 @if total > shown.len() { small { " (the first " (shown.len()) " listed)" } } }
             ul {
-                @for (e, around) in &shown {
-                    li { a href={ "/run/" (url(id)) "/event/" (e.seq) } { "event " (e.seq) } " "
-                        span.mono { (e.call) } " " span.mono { "…" (around) "…" } }
+                @for (seq, call, around) in &shown {
+                    li { a href={ "/run/" (url(id)) "/event/" (seq) } { "event " (seq) } " "
+                        span.mono { (call) } " " span.mono { "…" (around) "…" } }
                 }
             }
         }

@@ -181,6 +181,12 @@ impl App {
         worldline_engine::replay::open_at(&self.store, self.run_path(id)?)
     }
 
+    /// [`recorded`](Self::recorded), its events held compact (decision
+    /// 0380): the run and event pages, a replay.
+    pub fn recorded_held(&self, id: &str) -> Result<worldline_engine::replay::RecordedRun> {
+        worldline_engine::replay::open_at_held(&self.store, self.run_path(id)?)
+    }
+
     /// The sandbox forks and replays run in, made on first use.
     fn sandbox(&self) -> Result<&Sandbox> {
         if let Some(s) = self.sandbox.get() {

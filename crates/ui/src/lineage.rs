@@ -20,8 +20,8 @@ fn ancestors(store: &StoreDir, parent: Option<&Parent>) -> Vec<(String, u64)> {
         parent = store
             .resolve_run_id(&p.run)
             .ok()
-            .and_then(|path| bundle::read(&path).ok())
-            .and_then(|b| b.header.parent);
+            .and_then(|path| bundle::read_header(&path).ok())
+            .and_then(|h| h.parent);
     }
     chain
 }

@@ -14,8 +14,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use worldline_case::canon;
 use worldline_engine::fork::check::describe;
-use worldline_log::log::Call;
-use worldline_log::log::bundle::{self, Bundle, Footer, Header};
+use worldline_log::log::bundle::{self, Footer, Header, HeldBundle};
+use worldline_log::log::{Call, Event, Held};
 use worldline_store::index::Index;
 
 /// The run id of a bundle path.
@@ -60,7 +60,7 @@ fn grade(g: &Value) -> Markup {
 }
 
 /// The model line of the header: provider and overrides.
-fn model_line(b: &Bundle) -> Option<String> {
+fn model_line(b: &Shown) -> Option<String> {
     let h = &b.header;
     let provider = b
         .events
@@ -104,7 +104,7 @@ fn parent_line(id: &str, h: &Header) -> Markup {
     }
 }
 
-fn header(id: &str, b: &Bundle) -> Markup {
+fn header(id: &str, b: &Shown) -> Markup {
     let h = &b.header;
     let status = b
         .footer
@@ -204,7 +204,11 @@ fn trouble(f: Option<&Footer>) -> Markup {
 }
 
 /// The page of the event table `q` asks for, and its pager.
-fn events(id: &str, b: &Bundle, q: &BTreeMap<String, String>) -> (Markup, std::ops::Range<usize>) {
+fn events(
+    id: &str,
+    b: &mut Shown,
+    q: &BTreeMap<String, String>,
+) -> (Markup, std::ops::Range<usize>) {
     let n = b.events.len();
     let pages = n.div_ceil(PER_PAGE).max(1);
     let at = q
@@ -216,7 +220,7 @@ fn events(id: &str, b: &Bundle, q: &BTreeMap<String, String>) -> (Markup, std::o
     let table = super::timeline::table(id, &b.events, range.clone(), &fork_points(&b.header));
     let markup = html! {
         h2 { "Timeline " small { "(events " (range.start) "–" (range.end.saturating_sub(1)) " of " (n) ")" } }
-        (super::find::bar(id, &b.events, &range, q))
+        (super::find::bar(id, &b.events, &mut b.held, &range, q))
         (table)
         p.pager {
             @if at > 1 { a #prev-page href={ "/run/" (url(id)) "?page=" (at - 1) } { "← earlier" } }
@@ -227,29 +231,59 @@ fn events(id: &str, b: &Bundle, q: &BTreeMap<String, String>) -> (Markup, std::o
     (markup, range)
 }
 
-/// The run's bundle and its case's task, redacted, and its prices (a
-/// redacted copy has no case in the store: its bundle alone).
+/// A run as its page shows it (decision 0380): its header and footer,
+/// each event as its row reads it (`Held::shown`: a model call's fields
+/// whole but its messages, those it appended), and the events held
+/// compact, from which the conversation and a search put back what they
+/// need one request at a time.
+struct Shown {
+    header: Header,
+    footer: Option<Footer>,
+    events: Vec<Event>,
+    held: Held,
+}
+
+impl Shown {
+    fn of(b: HeldBundle) -> Shown {
+        let mut held = b.events;
+        let events = (0..held.len() as u64)
+            .filter_map(|seq| held.shown(seq).map(std::borrow::Cow::into_owned))
+            .collect();
+        Shown {
+            header: b.header,
+            footer: b.footer,
+            events,
+            held,
+        }
+    }
+}
+
+/// The run's bundle, held compact, and its case's task, redacted, and its
+/// prices (a redacted copy has no case in the store: its bundle alone).
 fn load(
     app: &Seen,
     run: &str,
 ) -> Result<(
     String,
-    Bundle,
+    HeldBundle,
     Option<Value>,
     worldline_case::prices::Prices,
 )> {
     let path = app.run_path(run)?;
-    let (mut b, case) = match app.recorded(run) {
-        Ok(rec) => (rec.bundle, Some(rec.case)),
+    let (mut b, case) = match app.recorded_held(run) {
+        Ok(rec) => {
+            let (b, case) = rec.into_held();
+            (b, Some(case))
+        }
         Err(_) => (
-            bundle::read(&path).map_err(worldline_case::error::InputError::from)?,
+            bundle::read_held(&path).map_err(worldline_case::error::InputError::from)?,
             None,
         ),
     };
     let mut task = case.as_ref().map(|c| c.task.clone());
     let prices = case.map_or_else(|| app.prices.clone(), |c| c.prices.over(&app.prices));
     if let Some(r) = app.redactor()?.as_mut() {
-        r.bundle(&mut b);
+        r.held(&mut b);
         if let Some(t) = task.as_mut() {
             r.json(t);
         }
@@ -265,12 +299,13 @@ pub(crate) fn body(
     extra: Markup,
 ) -> Result<Reply> {
     let (id, b, task_value, prices) = load(app, run)?;
+    let mut b = Shown::of(b);
     if let Some(to) = super::find::jump(&id, b.events.len(), q)? {
         return Ok(Reply::Redirect(to));
     }
     let (index, _) = Index::open(&app.store)?;
     let lineage = super::lineage::tree(&app.store, &index, &id, b.header.parent.as_ref());
-    let (table, range) = events(&id, &b, q);
+    let (table, range) = events(&id, &mut b, q);
     let usage = super::usage::RunUsage::of(&b.events, &prices);
     let footer = b.footer.as_ref();
     let o = html! {
@@ -284,7 +319,7 @@ pub(crate) fn body(
         (super::calls::chart(&id, &b.events))
         h2 { "Lineage" } (lineage)
         (table)
-        (super::conversation::section(&id, &b.events, range))
+        (super::conversation::section(&id, &b.events, &mut b.held, range))
         @if let Some(f) = footer.filter(|f| !f.stderr.is_empty()) {
             details { summary { "stderr (" (f.stderr.len()) " bytes)" } pre { (f.stderr) } }
         }

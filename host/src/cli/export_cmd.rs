@@ -129,7 +129,8 @@ fn members(paths: &[(String, PathBuf)]) -> Result<Vec<worldline_report::trajecto
         let header = bundle::read_header(path).map_err(InputError::from)?;
         let passed = match header.group {
             Some(_) => {
-                let b = bundle::read(path).map_err(InputError::from)?;
+                // The footer alone (read from the end), not the events.
+                let b = worldline_log::log::prefix::read_held(path, 0).map_err(InputError::from)?;
                 b.footer.as_ref().and_then(bundle::Footer::verdict) == Some("passed")
             }
             None => false,
@@ -177,18 +178,18 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
     let mut text = String::new();
     let mut ids = Vec::new();
     for ((id, path), group) in paths.into_iter().zip(groups) {
-        let b = bundle::read(&path).map_err(InputError::from)?;
+        let mut b = bundle::read_held(&path).map_err(InputError::from)?;
         let task = task_of(store, &b.header.case_hash);
         let line = match args.format {
             Format::Atif => {
-                let mut doc = worldline_report::atif::document(&id, &b, &task);
+                let mut doc = worldline_report::atif::document(&id, &mut b, &task);
                 if let Some(g) = group {
                     doc["extra"]["group"] = g;
                 }
                 doc
             }
             _ => {
-                let mut t = Trajectory::of(&id, &b, task);
+                let mut t = Trajectory::of(&id, &mut b, task);
                 t.group = group;
                 serde_json::to_value(t)?
             }

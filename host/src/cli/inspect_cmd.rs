@@ -90,13 +90,13 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let id = super::redact_opts::id_of(&path);
     let mut redactor = args.redaction.redactor(&store, "history", &[&id])?;
     if let Some(r) = redactor.as_mut() {
-        r.bundle(&mut read.bundle);
+        r.held(&mut read.bundle);
     }
     let hidden = redactor.as_ref().map(|r| r.hidden());
     if query.streams {
         return print_streams(&args, &path, &read.bundle);
     }
-    let page = history::page(&read, &query);
+    let page = history::page(&mut read, &query);
     let timeline = report::Timeline {
         path: &path,
         bundle: &read.bundle,
@@ -118,7 +118,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
 fn print_streams(
     args: &HistoryArgs,
     path: &std::path::Path,
-    b: &bundle::Bundle,
+    b: &bundle::HeldBundle,
 ) -> Result<ExitCode> {
     let Some(f) = &b.footer else {
         return Err(InputError::new(
@@ -144,24 +144,24 @@ fn print_streams(
 pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
-    let rec = replay::open_prefix(&store, path, args.at.saturating_add(1))?;
-    let Some(event) = rec.bundle.events.get(args.at as usize) else {
+    // The prefix held compact, the event shown put back whole (decision
+    // 0380): the conversation once, not once per model call before it.
+    let mut rec = replay::open_prefix_held(&store, path, args.at.saturating_add(1))?;
+    let count = rec.event_count();
+    let held = rec.held.as_mut().expect("read held");
+    let Some(event) = held.event(args.at).map(std::borrow::Cow::into_owned) else {
         return Err(InputError::new(
             &rec.path,
             format!(
-                "no event {} (the run has {} events, numbered from 0)",
+                "no event {} (the run has {count} events, numbered from 0)",
                 args.at,
-                rec.bundle.events.len()
             ),
         )
         .into());
     };
-    let mut state = final_state(
-        &rec.case.world.initial,
-        &rec.bundle.events[..=args.at as usize],
-    );
+    let mut state = final_state(&rec.case.world.initial, &rec.events()[..=args.at as usize]);
     let state_hash = state.hash();
-    let mut event = event.clone();
+    let mut event = event;
     let redacted = match args.redaction.redactor(&store, "show", &[&rec.id])? {
         Some(mut r) => {
             r.event(&mut event);

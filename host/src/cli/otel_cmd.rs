@@ -38,7 +38,7 @@ pub struct OtelArgs {
 /// Unix nanoseconds of the run's virtual time 0: its case's clock, or for
 /// a run whose case is not in the store (a redacted copy), when the run
 /// was created.
-fn start_ns(store: &StoreDir, run_id: &str, b: &bundle::Bundle) -> u64 {
+fn start_ns(store: &StoreDir, run_id: &str, b: &bundle::HeldBundle) -> u64 {
     let clock = store
         .get_object(&b.header.case_hash)
         .ok()
@@ -57,7 +57,7 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     let mut views = Vec::new();
     for run in &args.runs {
         let path = store.resolve_run(run)?;
-        let bundle = bundle::read(&path).map_err(InputError::from)?;
+        let bundle = bundle::read_held(&path).map_err(InputError::from)?;
         let run_id = run_id_of(&path);
         views.push(RunView {
             start_ns: start_ns(&store, &run_id, &bundle),
@@ -70,7 +70,7 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     let opts = Options {
         content: args.content,
     };
-    let req = worldline_otel::request(&views, redactor.as_mut(), &opts);
+    let req = worldline_otel::request(&mut views, redactor.as_mut(), &opts);
     let spans: usize = req
         .resource_spans
         .iter()

@@ -10,7 +10,7 @@ use worldline_case::error::InputError;
 use worldline_engine::ops;
 use worldline_engine::replay::{self, Verdict};
 use worldline_engine::verify;
-use worldline_log::log::bundle::{self, Bundle, Redacted};
+use worldline_log::log::bundle::{self, HeldBundle, Redacted};
 use worldline_report::verify as verify_report;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
@@ -46,7 +46,7 @@ pub struct VerifyArgs {
 /// and what no one can check from it.
 fn report_redacted_copy(
     path: &std::path::Path,
-    b: &Bundle,
+    b: &HeldBundle,
     r: &Redacted,
     json: bool,
 ) -> Result<()> {
@@ -64,12 +64,11 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     store.require_raw("`replay` (re-executing a run)")?;
     let path = store.resolve_run(&args.run)?;
-    // Only a redacted copy is read here whole: a run to replay is read
-    // once, by `replay::open_held`, its requests held compact (decisions
-    // 0347, 0380).
-    // (A header that does not read is read whole for its error.)
+    // Only a redacted copy is read here: a run to replay is read once, by
+    // `replay::open_held`; both hold requests compact (decisions 0347,
+    // 0380). (A header that does not read is read for its error.)
     if bundle::read_header(&path).map_or(true, |h| h.redacted.is_some()) {
-        let b = bundle::read(&path).map_err(InputError::from)?;
+        let b = bundle::read_held(&path).map_err(InputError::from)?;
         if let Some(r) = &b.header.redacted {
             report_redacted_copy(&path, &b, r, args.common.json)?;
             return Ok(ExitCode::Ok);

@@ -72,6 +72,17 @@ impl Server {
         }
     }
 
+    /// Its process's peak resident memory so far (KiB, `VmHWM`): a
+    /// server's, which `/usr/bin/time` cannot give until it exits.
+    pub fn peak_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no VmHWM in {status}"))
+    }
+
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }

@@ -6,7 +6,7 @@ use super::judge::Judging;
 use super::{Evidence, Grade, final_state, grade_judged};
 use worldline_case::case::expect::Expect;
 use worldline_case::world::World;
-use worldline_log::log::{Bundle, Footer};
+use worldline_log::log::{Footer, HeldBundle};
 
 /// `bundle` (whose `footer` is given) graded against `expect` on `world`,
 /// with warnings when the world changed since the run or the rebuilt state
@@ -15,7 +15,7 @@ use worldline_log::log::{Bundle, Footer};
 pub(crate) fn regrade(
     expect: &Expect,
     world: &World,
-    bundle: &Bundle,
+    bundle: &HeldBundle,
     footer: &Footer,
     gold: Option<&GoldState>,
     judging: &Judging,
@@ -27,7 +27,7 @@ pub(crate) fn regrade(
             world.reference()
         ));
     }
-    let final_state = final_state(&world.initial, &bundle.events);
+    let final_state = final_state(&world.initial, bundle.events.as_held());
     if final_state.hash() != footer.final_state_hash && warnings.is_empty() {
         warnings
             .push("the rebuilt final state does not match the recorded final-state hash".into());
@@ -37,7 +37,7 @@ pub(crate) fn regrade(
         &Evidence {
             status: footer.status,
             output: footer.output.as_deref(),
-            events: &bundle.events,
+            events: bundle.events.as_held(),
             initial: &world.initial,
             final_state: &final_state,
             gold,

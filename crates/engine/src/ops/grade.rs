@@ -69,7 +69,8 @@ pub fn grade(
     sandbox: impl FnOnce() -> Result<Sandbox>,
 ) -> Result<Graded> {
     let path = &args.bundle;
-    let b = bundle::read(path).map_err(InputError::from)?;
+    // Held (decision 0380): grading reads no model request.
+    let b = bundle::read_held(path).map_err(InputError::from)?;
     let case_path = match &args.case {
         Some(c) => c.clone(),
         None => find_case(&args.cases_dir, &b.header.case_hash).ok_or_else(|| {

@@ -1,11 +1,13 @@
 //! `history`'s timeline: a run's bundle read as far as the page asked for
-//! needs (decision 0346), then the page of its events (`--only`, `--skip`,
-//! `-n`) with where it stands in the run.
+//! needs (decision 0346), its model requests held compact (decision
+//! 0380), then the page of its events (`--only`, `--skip`, `-n`) with
+//! where it stands in the run, each event as its row reads it
+//! (`Held::shown`).
 
 use anyhow::Result;
 use std::path::Path;
 use worldline_case::error::InputError;
-use worldline_log::log::{Event, bundle::Bundle};
+use worldline_log::log::{Event, HeldBundle};
 
 /// Which events of a run to show.
 pub struct Query {
@@ -21,7 +23,7 @@ pub struct Query {
 
 /// A run's bundle, as much of it as a query needs, and its length.
 pub struct Read {
-    pub bundle: Bundle,
+    pub bundle: HeldBundle,
     /// The run's length: its footer's count when only a prefix was read.
     pub total: usize,
 }
@@ -36,8 +38,8 @@ pub fn read(path: &Path, q: &Query) -> Result<Read> {
         _ => None,
     };
     let bundle = match upto {
-        Some(upto) => worldline_log::log::prefix::read(path, upto),
-        None => worldline_log::log::bundle::read(path),
+        Some(upto) => worldline_log::log::prefix::read_held(path, upto),
+        None => worldline_log::log::bundle::read_held(path),
     }
     .map_err(InputError::from)?;
     let total = bundle
@@ -49,31 +51,35 @@ pub fn read(path: &Path, q: &Query) -> Result<Read> {
 }
 
 /// The events of a page and where it stands among those matched.
-pub struct Page<'a> {
-    pub events: Vec<&'a Event>,
+pub struct Page {
+    /// Each as its row reads it: a compact model call's fields whole but
+    /// its messages (those it appended).
+    pub events: Vec<Event>,
     /// Events `only` matched in the whole run.
     pub matched: usize,
     /// Matched events after the page.
     pub after: usize,
 }
 
-/// The page `q` asks for of `r`'s events.
-pub fn page<'a>(r: &'a Read, q: &Query) -> Page<'a> {
-    let events: Vec<&Event> = r
-        .bundle
-        .events
+/// The page `q` asks for of `r`'s events, each as its row reads it.
+pub fn page(r: &mut Read, q: &Query) -> Page {
+    let held = &mut r.bundle.events;
+    let seqs: Vec<u64> = held
+        .as_held()
         .iter()
         .filter(|e| q.only.as_ref().is_none_or(|o| e.call.contains(o.as_str())))
+        .map(|e| e.seq)
         .collect();
     let matched = if q.only.is_none() {
         r.total
     } else {
-        events.len()
+        seqs.len()
     };
-    let events: Vec<&Event> = events
+    let events: Vec<Event> = seqs
         .into_iter()
         .skip(q.skip)
         .take(q.max_count.unwrap_or(usize::MAX))
+        .filter_map(|seq| held.shown(seq).map(std::borrow::Cow::into_owned))
         .collect();
     let after = matched.saturating_sub(q.skip + events.len());
     Page {

@@ -26,7 +26,7 @@ pub fn origin_warnings(case: &Case) -> Vec<String> {
                 copy.display()
             ));
         } else {
-            match bundle::read(&copy) {
+            match bundle::read_held(&copy) {
                 Err(e) => out.push(format!(
                     "[origin] bundle {} no longer verifies: {e}",
                     copy.display()

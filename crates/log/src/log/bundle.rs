@@ -394,13 +394,23 @@ pub fn read_header(path: &Path) -> Result<Header, BundleError> {
 /// A whole bundle as the text a run writes (events as they are, hashes
 /// included, model requests compact as the recorder writes them).
 pub fn to_text(b: &Bundle) -> String {
+    held_to_text(&HeldBundle {
+        header: b.header.clone(),
+        events: Held::of(&b.events),
+        footer: b.footer.clone(),
+        in_flight: b.in_flight.clone(),
+        chain: b.chain,
+    })
+}
+
+/// [`to_text`] of a bundle held compact (a redacted copy, decision 0380):
+/// each line from what it holds.
+pub fn held_to_text(b: &HeldBundle) -> String {
     let mut text = header_line(&b.header);
-    let mut held = Held::default();
     let mut folds = Folds::default();
-    for (i, e) in b.events.iter().enumerate() {
-        held.push(e.clone());
+    for (i, e) in b.events.as_held().iter().enumerate() {
         text.push_str(&folds.offer(e, || {
-            held.line(i as u64, b.chain)
+            (b.events.line(i as u64, b.chain))
                 .unwrap_or_else(|| serde_json::to_string(e).expect("events serialize"))
         }));
     }
@@ -463,6 +473,19 @@ pub struct HeldBundle {
     pub chain: Chain,
 }
 
+impl From<Bundle> for HeldBundle {
+    /// A bundle read or made whole, its events held compact.
+    fn from(b: Bundle) -> Self {
+        HeldBundle {
+            header: b.header,
+            events: Held::from_whole(b.events),
+            footer: b.footer,
+            in_flight: b.in_flight,
+            chain: b.chain,
+        }
+    }
+}
+
 /// A problem reading or checking a bundle, with the line it is on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}:{line}: {message}")]
@@ -508,6 +531,13 @@ pub(super) fn read_lines_of(path: &Path) -> Result<(Header, Reader<'_>), BundleE
 pub fn parse(bytes: &[u8], path: &Path) -> Result<Bundle, BundleError> {
     let (header, reader) = read_lines(bytes, path)?;
     Ok(reader.finish(header))
+}
+
+/// [`parse`], its model requests held compact as the lines hold them
+/// (decision 0380).
+pub fn parse_held(bytes: &[u8], path: &Path) -> Result<HeldBundle, BundleError> {
+    let (header, reader) = read_lines(bytes, path)?;
+    Ok(reader.finish_held(header))
 }
 
 /// Check a bundle's bytes line by line: its header and what the lines

@@ -287,19 +287,8 @@ impl Held {
     }
 
     /// Whether model call `seq`'s whole request has the field `key`.
-    fn has_field(&self, mut seq: u64, key: &str) -> bool {
-        loop {
-            let Some(held) = self.get(seq).and_then(chat) else {
-                return false;
-            };
-            if held.contains_key(key) {
-                return true;
-            }
-            match &self.extends[seq as usize] {
-                Some(x) if x.same.iter().any(|k| k == key) => seq = x.base,
-                _ => return false,
-            }
-        }
+    fn has_field(&self, seq: u64, key: &str) -> bool {
+        self.field(seq, key).is_some()
     }
 
     /// Event `seq`'s whole request, as recorded.
@@ -312,6 +301,70 @@ impl Held {
         let mut request = self.events[i].request.clone();
         set_chat(&mut request, chat);
         Some(std::borrow::Cow::Owned(request))
+    }
+
+    /// Event `seq` whole, as recorded: its request put back when it is
+    /// held compact (one request at a time, for a reader that shows it).
+    pub fn event(&mut self, seq: u64) -> Option<std::borrow::Cow<'_, Event>> {
+        let i = usize::try_from(seq).ok()?;
+        if self.extends.get(i)?.is_none() {
+            return Some(std::borrow::Cow::Borrowed(&self.events[i]));
+        }
+        let request = self.request(seq)?.into_owned();
+        let mut e = self.events[i].clone();
+        e.request = request;
+        Some(std::borrow::Cow::Owned(e))
+    }
+
+    /// Model call `seq`'s messages as held: how many of its base's come
+    /// before them (0 when it is held whole) and those it holds (all of
+    /// them when whole, else those it appended); `None` when it is not a
+    /// chat model call.
+    pub fn appended(&self, seq: u64) -> Option<(usize, &[Value])> {
+        let i = usize::try_from(seq).ok()?;
+        let held = messages(chat(self.events.get(i)?)?);
+        Some((self.extends[i].as_ref().map_or(0, |x| x.keep), held))
+    }
+
+    /// Event `seq` as a summary of it reads it (a timeline's row, a
+    /// span's or a price's model name): every field whole but a compact
+    /// model call's messages, of which it holds those it appended, or the
+    /// last it sent when it appended none. Costs the fields it kept from
+    /// its base (`model`, `tools`), not the conversation.
+    pub fn shown(&mut self, seq: u64) -> Option<std::borrow::Cow<'_, Event>> {
+        let i = usize::try_from(seq).ok()?;
+        let Some(x) = self.extends.get(i)?.clone() else {
+            return Some(std::borrow::Cow::Borrowed(&self.events[i]));
+        };
+        let held = chat(&self.events[i]).expect("a held model call");
+        let mut chat = held.clone();
+        if messages(held).is_empty() && x.keep > 0 {
+            let last = messages(self.put_back(seq)).last().cloned();
+            chat.insert("messages".into(), Value::Array(last.into_iter().collect()));
+        }
+        for key in &x.same {
+            if let Some(value) = self.field(x.base, key) {
+                chat.insert(key.clone(), value.clone());
+            }
+        }
+        let mut e = self.events[i].clone();
+        set_chat(&mut e.request, chat);
+        Some(std::borrow::Cow::Owned(e))
+    }
+
+    /// Field `key` of model call `seq`'s whole chat request, found along
+    /// its bases (without putting the request back).
+    fn field(&self, mut seq: u64, key: &str) -> Option<&Value> {
+        loop {
+            let held = chat(self.events.get(seq as usize)?)?;
+            if let Some(value) = held.get(key) {
+                return Some(value);
+            }
+            match &self.extends[seq as usize] {
+                Some(x) if x.same.iter().any(|k| k == key) => seq = x.base,
+                _ => return None,
+            }
+        }
     }
 
     /// Whether `request` is event `seq`'s whole request (as
@@ -455,14 +508,20 @@ impl Held {
         while let Some(next) = chain.pop() {
             let x = self.extends[next as usize].as_ref().expect("on the chain");
             let held = chat(&self.events[next as usize]).expect("a model call");
-            let base = match &whole {
-                Some(w) => w,
+            // Along the chain, each request put back is the next one's
+            // base, extended in place (a cold walk costs the last request,
+            // not every one on the way).
+            whole = Some(match whole.take() {
+                Some(w) => extend(w, x, held),
                 None => match self.whole.iter().find(|(s, _)| *s == at) {
-                    Some((_, w)) => w,
-                    None => chat(&self.events[at as usize]).expect("a model call"),
+                    Some((_, w)) => rebuild(w, x, held),
+                    None => rebuild(
+                        chat(&self.events[at as usize]).expect("a model call"),
+                        x,
+                        held,
+                    ),
                 },
-            };
-            whole = Some(rebuild(base, x, held));
+            });
         }
         self.keep_whole(seq, Arc::new(whole.expect("the chain is not empty")));
         &self.whole.last().expect("just pushed").1
@@ -492,6 +551,35 @@ fn rebuild(
     for key in &x.same {
         if let Some(field) = base.get(key) {
             out.insert(key.clone(), field.clone());
+        }
+    }
+    out
+}
+
+/// [`rebuild`], taking the whole base (its messages truncated and
+/// extended in place rather than copied).
+fn extend(
+    mut base: Map<String, Value>,
+    x: &Extends,
+    held: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (key, value) in held {
+        if key == "messages" {
+            let mut all = match base.remove("messages") {
+                Some(Value::Array(all)) => all,
+                _ => Vec::new(),
+            };
+            all.truncate(x.keep);
+            all.extend_from_slice(messages(held));
+            out.insert(key.clone(), Value::Array(all));
+        } else {
+            out.insert(key.clone(), value.clone());
+        }
+    }
+    for key in &x.same {
+        if let Some(field) = base.remove(key) {
+            out.insert(key.clone(), field);
         }
     }
     out
@@ -623,6 +711,47 @@ mod tests {
             assert_eq!(*cold.request(seq).unwrap(), events[seq as usize].request);
         }
         assert!(cold.request(20).is_none());
+    }
+
+    #[test]
+    fn a_reader_gets_each_event_whole_or_as_its_row_reads_it() {
+        let mut events = Vec::new();
+        let mut msgs = vec![json!({"role": "user", "content": "hi"})];
+        for seq in 0..12u64 {
+            let mut e = model(seq, Value::Array(msgs.clone()));
+            if seq == 7 {
+                // Appends nothing, changes a field: its row shows the last
+                // message it sent all the same.
+                e.request["request"]["messages"] = events.last().map_or(json!([]), |l: &Event| {
+                    l.request["request"]["messages"].clone()
+                });
+                e.request["request"]["temperature"] = json!(1);
+            } else {
+                msgs.push(json!({"role": "tool", "content": format!("doc {seq}")}));
+            }
+            events.push(e);
+        }
+        let mut held = Held::of(&events);
+        for e in &events {
+            let whole = &e.request["request"];
+            let sent = whole["messages"].as_array().unwrap();
+            assert_eq!(*held.event(e.seq).unwrap(), *e, "event {}", e.seq);
+            let (keep, appended) = held.appended(e.seq).unwrap();
+            assert_eq!(keep + appended.len(), sent.len(), "event {}", e.seq);
+            assert_eq!(appended, &sent[keep..], "event {}", e.seq);
+            let shown = held.shown(e.seq).unwrap();
+            let chat = &shown.request["request"];
+            assert_eq!(chat["messages"].as_array().unwrap().last(), sent.last());
+            for key in ["model", "tools", "temperature"] {
+                assert_eq!(chat.get(key), whole.get(key), "event {} {key}", e.seq);
+            }
+            assert_eq!((&shown.response, shown.seq), (&e.response, e.seq));
+        }
+        let compact = held.shown(11).unwrap().request["request"]["messages"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert_eq!(compact, 1, "a row holds what the call appended");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! the events in between. `show --at N`, `fork --at N` and `history`'s
 //! first pages cost the events they show, not the run's length.
 
-use super::bundle::{self, Bundle, BundleError, HeldBundle, Reader};
+use super::bundle::{self, BundleError, HeldBundle, Reader};
 use std::io::{BufRead as _, Read as _, Seek as _, SeekFrom};
 use std::path::Path;
 
@@ -14,21 +14,15 @@ const FOOTER_MAX: u64 = 64 * 1024 * 1024;
 
 /// The bundle at `path` with only its first `upto` events (all of them
 /// when it has fewer, or when it has no footer: an incomplete run's end is
-/// known only by reading it); its footer's own hash is checked, but not
+/// known only by reading it), model requests held compact as the lines
+/// hold them (decision 0380); its footer's own hash is checked, but not
 /// that it ends the chain (`verify` and `replay` read everything).
-pub fn read(path: &Path, upto: u64) -> Result<Bundle, BundleError> {
-    let (header, reader) = read_lines(path, upto)?;
-    Ok(reader.finish(header))
-}
-
-/// [`read`], its model requests held compact as the lines hold them
-/// (decision 0380): a fork's or a resume's parent.
 pub fn read_held(path: &Path, upto: u64) -> Result<HeldBundle, BundleError> {
     let (header, reader) = read_lines(path, upto)?;
     Ok(reader.finish_held(header))
 }
 
-/// The header and the lines [`read`] reads (every line, when the footer
+/// The header and the lines [`read_held`] reads (every line, when the footer
 /// is not found from the end).
 fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), BundleError> {
     let err = |line: usize, message: String| BundleError {

@@ -4,12 +4,25 @@
 //! run (id and chain hash), under which policy.
 
 use super::Redactor;
-use crate::log::bundle::{self, Bundle, Footer, Header, Redacted};
+use crate::log::bundle::{self, Footer, Header, HeldBundle, Redacted};
 use crate::log::{Event, Recorder};
 
-/// The redacted copy of the bundle of run `run_id`.
-pub fn of(run_id: &str, b: &Bundle, r: &mut Redactor) -> Bundle {
-    of_parts(run_id, &b.header, &b.events, b.footer.as_ref(), r)
+/// The redacted copy of the bundle of run `run_id`, read held (decision
+/// 0380): each event put back whole, redacted and recorded anew one at a
+/// time, the copy held compact too.
+pub fn of(run_id: &str, b: &mut HeldBundle, r: &mut Redactor) -> HeldBundle {
+    let original_chain_hash = chain_of(b.footer.as_ref(), b.events.as_held());
+    let held = &mut b.events;
+    let events =
+        (0..held.len() as u64).map(|seq| held.event(seq).expect("a held event").into_owned());
+    copy(
+        run_id,
+        &b.header,
+        events,
+        original_chain_hash,
+        b.footer.as_ref(),
+        r,
+    )
 }
 
 /// The redacted copy of run `run_id` from its header, events and footer
@@ -20,14 +33,38 @@ pub fn of_parts(
     events: &[Event],
     footer: Option<&Footer>,
     r: &mut Redactor,
-) -> Bundle {
-    let original_chain_hash = footer.map_or_else(
+) -> HeldBundle {
+    let original_chain_hash = chain_of(footer, events);
+    copy(
+        run_id,
+        header,
+        events.iter().cloned(),
+        original_chain_hash,
+        footer,
+        r,
+    )
+}
+
+/// The chain hash of the run a copy is made of: its footer's, or its last
+/// event's when it has none.
+fn chain_of(footer: Option<&Footer>, events: &[Event]) -> String {
+    footer.map_or_else(
         || events.last().map_or_else(String::new, |e| e.hash.clone()),
         |f| f.chain_hash.clone(),
-    );
+    )
+}
+
+/// The copy of `events` (whole, in order), each redacted and recorded anew.
+fn copy(
+    run_id: &str,
+    header: &Header,
+    events: impl Iterator<Item = Event>,
+    original_chain_hash: String,
+    footer: Option<&Footer>,
+    r: &mut Redactor,
+) -> HeldBundle {
     let mut recorder = Recorder::in_memory();
-    for e in events {
-        let mut e = e.clone();
+    for mut e in events {
         r.event(&mut e);
         recorder
             .append(e)
@@ -53,9 +90,9 @@ pub fn of_parts(
     });
     // A call in flight is named by its request's hash, which a copy
     // without the request has no use for.
-    Bundle {
+    HeldBundle {
         header,
-        events: events.whole().into_owned(),
+        events,
         footer,
         in_flight: None,
         chain: crate::log::Chain::Lines,

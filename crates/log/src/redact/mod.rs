@@ -24,7 +24,7 @@
 pub mod copy;
 pub(crate) mod detect;
 
-use crate::log::bundle::{Bundle, Edit, Header};
+use crate::log::bundle::{Edit, Header, HeldBundle};
 use crate::log::{Event, Footer};
 use detect::Detector;
 use serde::Deserialize;
@@ -432,10 +432,17 @@ impl Redactor {
         }
     }
 
-    /// A whole run: its header's edits, every event and the footer.
-    pub fn bundle(&mut self, b: &mut Bundle) {
+    /// A whole run held compact (decision 0380): its header's edits,
+    /// every event put back whole and redacted one at a time (then held
+    /// compact again), and the footer.
+    pub fn held(&mut self, b: &mut HeldBundle) {
         self.header(&mut b.header);
-        b.events.iter_mut().for_each(|e| self.event(e));
+        let mut events = std::mem::take(&mut b.events);
+        for seq in 0..events.len() as u64 {
+            let mut e = events.event(seq).expect("a held event").into_owned();
+            self.event(&mut e);
+            b.events.push(e);
+        }
         if let Some(f) = b.footer.as_mut() {
             self.footer(f);
         }

@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 use std::path::Path;
-use worldline_log::log::bundle::{self, Bundle, Footer, Header};
+use worldline_log::log::bundle::{self, Footer, Header, HeldBundle};
 
 /// A run as the index knows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -80,7 +80,7 @@ impl Row {
     pub fn read(run_id: &str, path: &Path) -> std::io::Result<Row> {
         let meta = std::fs::metadata(path)?;
         let created = created_of(run_id, &meta);
-        Ok(match bundle::read(path) {
+        Ok(match bundle::read_held(path) {
             Ok(b) => Row::of_bundle(run_id, created, meta.len(), &b),
             Err(e) => Row {
                 run_id: run_id.to_string(),
@@ -105,8 +105,8 @@ impl Row {
         })
     }
 
-    /// The row of a bundle read back.
-    pub fn of_bundle(run_id: &str, created: i64, size: u64, b: &Bundle) -> Row {
+    /// The row of a bundle read back (held: its events are counted).
+    fn of_bundle(run_id: &str, created: i64, size: u64, b: &HeldBundle) -> Row {
         Row::of_parts(
             run_id,
             created,

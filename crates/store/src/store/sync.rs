@@ -186,7 +186,7 @@ impl StoreDir {
                     b.footer,
                     &mut redactor,
                 );
-                let copy = bundle::to_text(&copy);
+                let copy = bundle::held_to_text(&copy);
                 let copy = Copy {
                     policy_sha256: &shared.policy_sha256,
                     lines: copy.lines().collect(),

@@ -133,11 +133,12 @@ fn remaker(
     move |id: &str, lines: &[String]| {
         let mut text = lines.join("\n");
         text.push('\n');
-        let b = worldline_log::log::bundle::parse(text.as_bytes(), std::path::Path::new(id))
-            .map_err(|e| e.to_string())?;
+        let mut b =
+            worldline_log::log::bundle::parse_held(text.as_bytes(), std::path::Path::new(id))
+                .map_err(|e| e.to_string())?;
         let mut r = worldline_log::redact::shared(&policy, &salt).map_err(|e| e.to_string())?;
-        let copy = worldline_log::redact::copy::of(id, &b, &mut r);
-        Ok(worldline_log::log::bundle::to_text(&copy)
+        let copy = worldline_log::redact::copy::of(id, &mut b, &mut r);
+        Ok(worldline_log::log::bundle::held_to_text(&copy)
             .lines()
             .map(String::from)
             .collect())

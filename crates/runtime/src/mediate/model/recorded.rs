@@ -71,24 +71,34 @@ impl HashCassette {
                 continue;
             }
             // Unreadable or foreign files hold no answers.
-            let Ok(b) = bundle::read(&file) else { continue };
+            // Held (decision 0380): each answered call's request put back
+            // whole for its key, one at a time.
+            let Ok(mut b) = bundle::read_held(&file) else {
+                continue;
+            };
             let run = file
                 .file_stem()
                 .map_or_else(String::new, |s| s.to_string_lossy().to_string());
-            for e in b.events {
-                let Call::ModelComplete { request, response } = e.typed() else {
+            for seq in 0..b.events.len() as u64 {
+                let Some(e) = b.events.get(seq) else { break };
+                let Call::ModelComplete { response, .. } = e.typed() else {
                     continue;
                 };
-                if response.ok.is_some() {
-                    answers
-                        .entry(key(&request.request))
-                        .or_default()
-                        .push(RecordedAnswer {
-                            run: run.clone(),
-                            seq: e.seq,
-                            response: e.response,
-                        });
+                if response.ok.is_none() {
+                    continue;
                 }
+                let answer = RecordedAnswer {
+                    run: run.clone(),
+                    seq,
+                    response: e.response.clone(),
+                };
+                let Some(request) = b.events.request(seq) else {
+                    break;
+                };
+                answers
+                    .entry(key(&request["request"]))
+                    .or_default()
+                    .push(answer);
             }
         }
         answers
