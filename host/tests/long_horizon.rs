@@ -290,7 +290,7 @@ fn a_bundle_chained_whole_before_0345_still_replays_identical() {
     footer.chain_hash = head;
     footer.hash = bundle::footer_hash(&footer);
     let old = bundle::Bundle {
-        events: events.whole(),
+        events: events.whole().into_owned(),
         footer: Some(footer),
         chain: Chain::Whole,
         ..b
