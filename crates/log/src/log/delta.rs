@@ -292,28 +292,28 @@ impl Held {
     }
 
     /// Event `seq`'s whole request, as recorded.
-    pub fn request(&mut self, seq: u64) -> Option<std::borrow::Cow<'_, Value>> {
+    pub fn request(&mut self, seq: u64) -> Option<Cow<'_, Value>> {
         let i = usize::try_from(seq).ok()?;
         if self.extends.get(i)?.is_none() {
-            return Some(std::borrow::Cow::Borrowed(&self.events[i].request));
+            return Some(Cow::Borrowed(&self.events[i].request));
         }
         let chat = self.put_back(seq).clone();
         let mut request = self.events[i].request.clone();
         set_chat(&mut request, chat);
-        Some(std::borrow::Cow::Owned(request))
+        Some(Cow::Owned(request))
     }
 
     /// Event `seq` whole, as recorded: its request put back when it is
     /// held compact (one request at a time, for a reader that shows it).
-    pub fn event(&mut self, seq: u64) -> Option<std::borrow::Cow<'_, Event>> {
+    pub fn event(&mut self, seq: u64) -> Option<Cow<'_, Event>> {
         let i = usize::try_from(seq).ok()?;
         if self.extends.get(i)?.is_none() {
-            return Some(std::borrow::Cow::Borrowed(&self.events[i]));
+            return Some(Cow::Borrowed(&self.events[i]));
         }
         let request = self.request(seq)?.into_owned();
         let mut e = self.events[i].clone();
         e.request = request;
-        Some(std::borrow::Cow::Owned(e))
+        Some(Cow::Owned(e))
     }
 
     /// Model call `seq`'s messages as held: how many of its base's come
@@ -331,10 +331,10 @@ impl Held {
     /// model call's messages, of which it holds those it appended, or the
     /// last it sent when it appended none. Costs the fields it kept from
     /// its base (`model`, `tools`), not the conversation.
-    pub fn shown(&mut self, seq: u64) -> Option<std::borrow::Cow<'_, Event>> {
+    pub fn shown(&mut self, seq: u64) -> Option<Cow<'_, Event>> {
         let i = usize::try_from(seq).ok()?;
         let Some(x) = self.extends.get(i)?.clone() else {
-            return Some(std::borrow::Cow::Borrowed(&self.events[i]));
+            return Some(Cow::Borrowed(&self.events[i]));
         };
         let held = chat(&self.events[i]).expect("a held model call");
         let mut chat = held.clone();
@@ -349,7 +349,7 @@ impl Held {
         }
         let mut e = self.events[i].clone();
         set_chat(&mut e.request, chat);
-        Some(std::borrow::Cow::Owned(e))
+        Some(Cow::Owned(e))
     }
 
     /// Field `key` of model call `seq`'s whole chat request, found along
