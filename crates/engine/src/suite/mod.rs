@@ -300,6 +300,8 @@ impl Suite<'_> {
         batch
             .finish()
             .map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;
+        // The last rows the suite queued for the index (decision 0393).
+        worldline_store::index::flush(self.store);
         let run = SuiteRun {
             cases,
             repeat,
