@@ -323,7 +323,7 @@ pub(crate) fn publish(
             id,
             worldline_store::store::Finished {
                 header,
-                events: &events.whole(),
+                events: &events.as_whole(),
                 footer: Some(footer),
             },
         )?;
@@ -531,7 +531,7 @@ fn grade_run(
         &Evidence {
             status: ended.0,
             output: ended.1.as_deref(),
-            events: &events.whole(),
+            events: &events.as_whole(),
             initial: &case.world.initial,
             final_state,
             gold,

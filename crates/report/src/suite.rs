@@ -302,7 +302,7 @@ impl SuiteSummary {
         let mut model = ModelTotals::default();
         for a in s.cases.iter().flat_map(|c| &c.attempts) {
             if let Ok(o) = &a.outcome {
-                model.add_run(&o.events.whole());
+                model.add_run(&o.events.as_whole());
             }
         }
         SuiteSummary {

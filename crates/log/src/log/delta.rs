@@ -145,6 +145,17 @@ impl Held {
         &self.events
     }
 
+    /// [`Held::whole`] borrowed when nothing is held compact (a run
+    /// without model calls that extend one another), so a reader of every
+    /// event copies none of them then.
+    pub fn as_whole(&self) -> std::borrow::Cow<'_, [Event]> {
+        if self.extends.iter().all(Option::is_none) {
+            std::borrow::Cow::Borrowed(&self.events)
+        } else {
+            std::borrow::Cow::Owned(self.whole())
+        }
+    }
+
     /// Every event whole, as recorded: the conversation once per model
     /// call in memory, for readers that want them all (a short run's).
     pub fn whole(&self) -> Vec<Event> {
