@@ -44,6 +44,10 @@ pub struct StoreDir {
     /// The objects of each world a run of this process was stored with
     /// (`sync.rs`).
     world_objects: Mutex<std::collections::BTreeMap<String, Vec<String>>>,
+    /// The objects [`StoreDir::hold_run`] held and found in the store:
+    /// held, no gc pass removes them while this process lives, so the
+    /// next run of a suite does not look for them again (decision 0394).
+    present: Mutex<std::collections::BTreeSet<String>>,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -97,6 +101,7 @@ impl StoreDir {
             pulled: Mutex::new(None),
             shared: Mutex::new(None),
             world_objects: Mutex::new(std::collections::BTreeMap::new()),
+            present: Mutex::new(std::collections::BTreeSet::new()),
         })
     }
 
@@ -284,9 +289,15 @@ impl StoreDir {
             header.world_hash.as_str(),
         ];
         self.hold(&names)?;
+        let mut present = self.present.lock().unwrap_or_else(|e| e.into_inner());
         for sha in names {
+            if present.contains(sha) {
+                continue;
+            }
             let path = self.object_path(sha);
-            if !path.is_file() {
+            if path.is_file() {
+                present.insert(sha.to_string());
+            } else {
                 return Err(worldline_case::error::InputError::new(
                     &path,
                     "object missing from the store before the run started (removed by hand?); run it again",
