@@ -306,7 +306,7 @@ impl StoreDir {
         for sha in names {
             if !self.found(sha) {
                 return Err(worldline_case::error::InputError::new(
-                    &self.object_path(sha),
+                    self.object_path(sha),
                     "object missing from the store before the run started (removed by hand?); run it again",
                 ));
             }

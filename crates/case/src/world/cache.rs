@@ -29,7 +29,10 @@ static SHARED: Mutex<BTreeMap<(PathBuf, String), Weak<World>>> = Mutex::new(BTre
 /// by folder as named and mode: while a suite loads its cases
 /// ([`one_pass`]), a world that 200 cases name is checked once, not 200
 /// times (decision 0394).
-static PASS: Mutex<Option<BTreeMap<(PathBuf, String), Arc<World>>>> = Mutex::new(None);
+static PASS: Mutex<Option<Checked>> = Mutex::new(None);
+
+/// Worlds checked in a pass, by (folder as named, mode).
+type Checked = BTreeMap<(PathBuf, String), Arc<World>>;
 
 /// Run `f` (the loading of a suite's cases) as one pass: each kept world
 /// it loads has its files checked once in it.
