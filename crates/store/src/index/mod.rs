@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub(crate) use schema::{COLUMNS, row_of};
-pub use write::{close_writers, flush, record, record_file, save_row};
+pub use write::{close_writers, flush, record, record_file, save_row, settle};
 
 /// The index file inside a store.
 pub const FILE: &str = crate::store::INDEX_FILE;
