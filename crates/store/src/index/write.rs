@@ -220,3 +220,41 @@ fn warn_unsaved(runs: &str, e: &anyhow::Error) {
         "the run index was not updated for {runs} ({e:#}); the next `worldline runs` repairs it"
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::row::sample;
+    use super::*;
+
+    fn indexed(store: &StoreDir) -> usize {
+        Index::connect(store).unwrap().all().unwrap().len()
+    }
+
+    /// Queued rows wait for the batch, a flush, a row saved at once or the
+    /// command's end; a suite of many runs leaves no log behind.
+    #[test]
+    fn queued_rows_are_committed_together_and_a_long_suite_empties_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(dir.path()).unwrap();
+        for i in 0..ROWS as i64 - 1 {
+            queue(&store, sample(i));
+        }
+        assert_eq!(indexed(&store), 0, "queued, not yet committed");
+        queue(&store, sample(ROWS as i64));
+        assert_eq!(indexed(&store), ROWS, "the batch committed together");
+        queue(&store, sample(1000));
+        flush(&store);
+        assert_eq!(indexed(&store), ROWS + 1);
+        queue(&store, sample(1001));
+        save_row(&store, &sample(1002)).unwrap();
+        assert_eq!(indexed(&store), ROWS + 3, "saved with the queued row");
+        queue(&store, sample(1003));
+        settle(&store, ROWS);
+        assert_eq!(indexed(&store), ROWS + 4);
+        let log = dir.path().join(format!("{}-wal", super::super::FILE));
+        assert_eq!(std::fs::metadata(&log).map_or(0, |m| m.len()), 0);
+        queue(&store, sample(1004));
+        close_writers();
+        assert_eq!(indexed(&store), ROWS + 5, "the command's end commits");
+    }
+}
