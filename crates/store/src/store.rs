@@ -44,6 +44,10 @@ pub struct StoreDir {
     /// The objects of each world a run of this process was stored with
     /// (`sync.rs`).
     world_objects: Mutex<std::collections::BTreeMap<String, Vec<String>>>,
+    /// The objects [`StoreDir::hold_run`] held and found in the store:
+    /// held, no gc pass removes them while this process lives, so the
+    /// next run of a suite does not look for them again (decision 0394).
+    present: Mutex<std::collections::BTreeSet<String>>,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -97,6 +101,7 @@ impl StoreDir {
             pulled: Mutex::new(None),
             shared: Mutex::new(None),
             world_objects: Mutex::new(std::collections::BTreeMap::new()),
+            present: Mutex::new(std::collections::BTreeSet::new()),
         })
     }
 
@@ -142,13 +147,32 @@ impl StoreDir {
     pub fn put_hashed(&self, bytes: &[u8], sha: &str) -> Result<()> {
         let path = self.object_path(sha);
         self.hold(&[sha])?;
-        if !path.exists() {
+        if !self.found(sha) {
             // A new object is rare (a new agent, case or world): the time
             // to sweep what killed writers left here.
             worldline_case::durable::sweep(&self.root.join("objects"));
             self.write_object(&path, bytes)?;
+            self.present
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(sha.to_string());
         }
         Ok(())
+    }
+
+    /// Whether object `sha`, which this process holds, is in the store:
+    /// looked for once, then known (held, no gc pass removes it while
+    /// this process lives; decision 0394).
+    fn found(&self, sha: &str) -> bool {
+        let mut present = self.present.lock().unwrap_or_else(|e| e.into_inner());
+        if present.contains(sha) {
+            return true;
+        }
+        let there = self.object_path(sha).exists();
+        if there {
+            present.insert(sha.to_string());
+        }
+        there
     }
 
     /// Write an object's bytes to `path` in the form it is kept in (see
@@ -170,12 +194,7 @@ impl StoreDir {
         let mut names: Vec<&str> = vec![world.hash.as_str(), world.manifest_hash()];
         names.extend(world.manifest.values().map(String::as_str));
         self.hold(&names)?;
-        if self.object_path(&world.hash).exists()
-            && world
-                .manifest
-                .values()
-                .all(|sha| self.object_path(sha).exists())
-        {
+        if self.found(&world.hash) && world.manifest.values().all(|sha| self.found(sha)) {
             return Ok(());
         }
         // An overlaid world: its base world, then the overlay record
@@ -197,7 +216,7 @@ impl StoreDir {
     /// Keep a world's files and its manifest (under the manifest hash).
     fn put_manifest(&self, world: &worldline_case::world::World) -> Result<()> {
         for (rel, sha) in &world.manifest {
-            if !self.object_path(sha).exists() {
+            if !self.found(sha) {
                 let bytes = worldline_case::bounded::read(
                     &world.dir.join(rel),
                     worldline_case::bounded::COMPONENT,
@@ -285,10 +304,9 @@ impl StoreDir {
         ];
         self.hold(&names)?;
         for sha in names {
-            let path = self.object_path(sha);
-            if !path.is_file() {
+            if !self.found(sha) {
                 return Err(worldline_case::error::InputError::new(
-                    &path,
+                    self.object_path(sha),
                     "object missing from the store before the run started (removed by hand?); run it again",
                 ));
             }

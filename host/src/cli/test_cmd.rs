@@ -174,10 +174,13 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         entries,
         broken,
         sharded,
-    } = select(&args, &store, |path| {
-        let case = case::load(path, worlds)?;
-        let (world, tags) = (case.world.reference(), case.tags.clone());
-        Ok((case, world, tags))
+    } = worldline_case::world::one_pass(|| {
+        // Each world the cases share checked once (decision 0394).
+        select(&args, &store, |path| {
+            let case = case::load(path, worlds)?;
+            let (world, tags) = (case.world.reference(), case.tags.clone());
+            Ok((case, world, tags))
+        })
     })?;
     let entries = entries
         .into_iter()

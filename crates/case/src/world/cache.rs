@@ -25,6 +25,24 @@ static LOADED: Mutex<BTreeMap<(PathBuf, String), Kept>> = Mutex::new(BTreeMap::n
 /// Shared worlds by (folder, hash): the hash covers the overlay.
 static SHARED: Mutex<BTreeMap<(PathBuf, String), Weak<World>>> = Mutex::new(BTreeMap::new());
 
+/// The worlds found kept (their files checked) during the current pass,
+/// by folder as named and mode: while a suite loads its cases
+/// ([`one_pass`]), a world that 200 cases name is checked once, not 200
+/// times (decision 0394).
+static PASS: Mutex<Option<Checked>> = Mutex::new(None);
+
+/// Worlds checked in a pass, by (folder as named, mode).
+type Checked = BTreeMap<(PathBuf, String), Arc<World>>;
+
+/// Run `f` (the loading of a suite's cases) as one pass: each kept world
+/// it loads has its files checked once in it.
+pub fn one_pass<T>(f: impl FnOnce() -> T) -> T {
+    *PASS.lock().expect("world cache lock") = Some(BTreeMap::new());
+    let out = f();
+    *PASS.lock().expect("world cache lock") = None;
+    out
+}
+
 /// The world in `dir`, kept from an earlier `load` of it the same way
 /// (`mode`) when its files are unchanged, else loaded by `load` (its
 /// initial state sealed, and kept when its files have settled).
@@ -33,6 +51,12 @@ pub(crate) fn load(
     mode: &str,
     load: impl FnOnce() -> Result<World, Vec<InputError>>,
 ) -> Result<World, Vec<InputError>> {
+    let named = (dir.to_path_buf(), mode.to_string());
+    if let Some(world) =
+        (PASS.lock().expect("world cache lock").as_ref()).and_then(|pass| pass.get(&named).cloned())
+    {
+        return Ok((*world).clone());
+    }
     let key = (
         dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
         mode.to_string(),
@@ -43,18 +67,30 @@ pub(crate) fn load(
             .iter()
             .all(|(p, id)| identity(p).as_ref() == Some(id))
     {
+        in_pass(named, &kept.world);
         return Ok((*kept.world).clone());
     }
     let mut world = load()?;
     world.initial.seal();
     if let Some(identities) = settled_identities(&world) {
-        let world = Arc::new(world.clone());
-        LOADED
-            .lock()
-            .expect("world cache lock")
-            .insert(key, Kept { identities, world });
+        let kept = Arc::new(world.clone());
+        in_pass(named, &kept);
+        LOADED.lock().expect("world cache lock").insert(
+            key,
+            Kept {
+                identities,
+                world: kept,
+            },
+        );
     }
     Ok(world)
+}
+
+/// Note `world` as checked in the current pass, if one is under way.
+fn in_pass(named: (PathBuf, String), world: &Arc<World>) {
+    if let Some(pass) = PASS.lock().expect("world cache lock").as_mut() {
+        pass.insert(named, world.clone());
+    }
 }
 
 /// The one shared copy of `world` (same folder, same hash), its initial

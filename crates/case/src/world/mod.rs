@@ -9,6 +9,7 @@
 //! one error message.
 
 pub(crate) mod cache;
+pub use cache::one_pass;
 pub mod compare;
 pub(crate) mod declared;
 pub(crate) mod digest;

@@ -300,6 +300,9 @@ impl Suite<'_> {
         batch
             .finish()
             .map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;
+        // The last rows the suite queued for the index, and its log
+        // checkpointed after a suite of many runs (decision 0393).
+        worldline_store::index::settle(self.store, cases.len() * repeat as usize);
         let run = SuiteRun {
             cases,
             repeat,

@@ -2,7 +2,8 @@
 //! `runs` and `gc` answer from a query instead of reading every bundle.
 //!
 //! The bundles stay the truth; the index is a cache of them. Every command
-//! that writes a run upserts its row ([`record`]). Readers ([`Index::open`])
+//! that writes a run upserts its row ([`record`]), a suite's rows a batch
+//! at a time (decision 0393). Readers ([`Index::open`])
 //! never trust it blindly: a missing, unreadable or foreign-version file is
 //! rebuilt from the bundles, and when the `runs/` folder changed since the
 //! index last matched it (its modification time differs), the folder is
@@ -34,7 +35,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub(crate) use schema::{COLUMNS, row_of};
-pub use write::{close_writers, record, record_file, save_row};
+pub use write::{close_writers, flush, record, record_file, save_row, settle};
 
 /// The index file inside a store.
 pub const FILE: &str = crate::store::INDEX_FILE;
@@ -164,6 +165,8 @@ impl Index {
     /// brought up to date with the bundle folder (see the module comment).
     pub fn open(store: &StoreDir) -> Result<(Index, Sync)> {
         store.pull()?;
+        // The rows this process queued first (decision 0393).
+        flush(store);
         let attempt = Index::connect(store).and_then(|mut i| {
             let checked = i.check_integrity()?;
             let s = i.sync()?;
@@ -201,6 +204,7 @@ impl Index {
 
     /// Drop every row and read every bundle again (`index --rebuild`).
     pub fn rebuild(store: &StoreDir) -> Result<(Index, Sync)> {
+        flush(store);
         let mut index = match Index::connect(store) {
             Ok(i) => i,
             Err(e) if is_unusable(&e) => {

@@ -42,6 +42,18 @@ impl Index {
         })
     }
 
+    /// Move the log's pages into the index file and empty the log; the
+    /// files, sound before, are noted sound after.
+    fn checkpoint(&mut self) -> Result<()> {
+        let before = self.closing.mark.sound();
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        if let Some(before) = before {
+            self.closing.mark.record_since(&before);
+        }
+        Ok(())
+    }
+
     /// Drop the rows of runs whose bundles were deleted.
     pub fn remove(&mut self, ids: &[String]) -> Result<()> {
         self.write(|tx| {
@@ -53,34 +65,114 @@ impl Index {
     }
 }
 
-/// Upsert the row of a run just written, from what the run kept in
-/// memory. The bundle is what matters: when the index cannot be updated, a
-/// warning says so and the next reader reconciles or rebuilds it.
+/// Queue the row of a run just written, from what the run kept in
+/// memory; the queued rows of a store are upserted together (see
+/// [`ROWS`]). The bundle is what matters: when the index cannot be
+/// updated, a warning says so and the next reader reconciles or rebuilds
+/// it.
 pub fn record(store: &StoreDir, run_id: &str, header: &Header, footer: &Footer, events: usize) {
     let row = std::fs::metadata(store.bundle_path(run_id)).map(|meta| {
         let created = row::created_of(run_id, &meta);
         Row::of_parts(run_id, created, meta.len(), header, Some(footer), events)
     });
-    save(store, run_id, row);
+    match row {
+        Ok(row) => queue(store, row),
+        Err(e) => warn_unsaved(run_id, &e.into()),
+    }
 }
 
 /// Upsert the row of a bundle put into the store (an import).
 pub fn record_file(store: &StoreDir, run_id: &str) {
-    save(store, run_id, Row::read(run_id, &store.bundle_path(run_id)));
+    let result = Row::read(run_id, &store.bundle_path(run_id))
+        .map_err(anyhow::Error::from)
+        .and_then(|r| save_row(store, &r));
+    if let Err(e) = result {
+        warn_unsaved(run_id, &e);
+    }
 }
 
-/// Upsert one row through this process's connection to the store's index,
-/// opened on first use and kept: opening and closing SQLite for every
-/// run (the close checkpoints the log) costs ~15 ms, the upsert well under
-/// one.
+/// Rows of new runs a process keeps before upserting them in one
+/// transaction (decision 0393): one commit, one pass over the log's
+/// frames and one update of the damage mark for this many runs instead
+/// of each. A row is only the index's copy of its bundle, which is
+/// already written (and made durable by its suite's batch): a process
+/// killed with rows queued leaves bundles the index lacks, which the next
+/// reader finds (the `runs/` folder changed) and reads (`folder.rs`).
+const ROWS: usize = 64;
+
+/// Upsert one row now through this process's connection to the store's
+/// index, opened on first use and kept: opening and closing SQLite for
+/// every run (the close checkpoints the log) costs ~15 ms, the upsert
+/// well under one. Rows this process queued for the store go in the same
+/// transaction.
 pub fn save_row(store: &StoreDir, row: &Row) -> Result<()> {
     let mut writers = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
-    let key = index_path(store);
-    let index = match writers.entry(key) {
+    let writer = writer_of(&mut writers, store)?;
+    writer.queued.push(row.clone());
+    commit(&mut writers, store)
+}
+
+/// Upsert the rows this process queued for `store` (before a read of its
+/// index, which must see them).
+pub fn flush(store: &StoreDir) {
+    let mut writers = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
+    if writers
+        .get(&index_path(store))
+        .is_some_and(|w| !w.queued.is_empty())
+        && let Err(e) = commit(&mut writers, store)
+    {
+        warn_unsaved("the last runs", &e);
+    }
+}
+
+/// At the end of a suite of `runs` runs: upsert the rows queued for
+/// `store` and, after at least [`ROWS`] runs, checkpoint the index's log
+/// down to nothing, so the next process that opens the index (a `fork`, a
+/// `runs`) reads no log back (it read up to 2 MiB). A suite's `fsync`s of
+/// the checkpoint are paid once for its runs; a command of one run still
+/// leaves the checkpoint to a later commit (decisions 0388, 0393).
+pub fn settle(store: &StoreDir, runs: usize) {
+    flush(store);
+    if runs < ROWS {
+        return;
+    }
+    let mut writers = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(writer) = writers.get_mut(&index_path(store))
+        && let Err(e) = writer.index.checkpoint()
+    {
+        ::log::warn!("the run index's log was not checkpointed ({e:#})");
+    }
+}
+
+/// A kept connection and the rows queued for it.
+struct Writer {
+    index: Index,
+    queued: Vec<Row>,
+}
+
+/// This process's kept connections, one per store's index.
+static WRITERS: Mutex<BTreeMap<PathBuf, Writer>> = Mutex::new(BTreeMap::new());
+
+fn writer_of<'a>(
+    writers: &'a mut BTreeMap<PathBuf, Writer>,
+    store: &StoreDir,
+) -> Result<&'a mut Writer> {
+    Ok(match writers.entry(index_path(store)) {
         std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-        std::collections::btree_map::Entry::Vacant(v) => v.insert(Index::connect(store)?),
+        std::collections::btree_map::Entry::Vacant(v) => v.insert(Writer {
+            index: Index::connect(store)?,
+            queued: Vec::new(),
+        }),
+    })
+}
+
+/// Upsert the rows queued for `store` in one transaction.
+fn commit(writers: &mut BTreeMap<PathBuf, Writer>, store: &StoreDir) -> Result<()> {
+    let Some(writer) = writers.get_mut(&index_path(store)) else {
+        return Ok(());
     };
-    let saved = index.upsert_all(std::slice::from_ref(row));
+    let rows = std::mem::take(&mut writer.queued);
+    let saved = writer.index.upsert_all(&rows);
     if saved.is_err() {
         // Maybe the file was replaced (a rebuild): open it afresh next time.
         writers.remove(&index_path(store));
@@ -88,29 +180,81 @@ pub fn save_row(store: &StoreDir, row: &Row) -> Result<()> {
     saved
 }
 
-/// This process's kept connections, one per store's index.
-static WRITERS: Mutex<BTreeMap<PathBuf, Index>> = Mutex::new(BTreeMap::new());
+fn queue(store: &StoreDir, row: Row) {
+    let mut writers = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
+    let queued = match writer_of(&mut writers, store) {
+        Ok(w) => {
+            w.queued.push(row);
+            w.queued.len()
+        }
+        Err(e) => return warn_unsaved(&row.run_id, &e),
+    };
+    if queued >= ROWS
+        && let Err(e) = commit(&mut writers, store)
+    {
+        warn_unsaved("the last runs", &e);
+    }
+}
 
-/// Close the connections [`save_row`] kept, at the end of a command. A
-/// static is never dropped, so without this the process exits with its
-/// connection open and the damage mark is not brought up to date
-/// (`damage.rs`). The close does not checkpoint the log (decision 0388):
-/// commits do once it passes [`LOG_PAGES`](super::LOG_PAGES), so the log
-/// a later process reads back to open the index stays short (it was up to
-/// 4 MiB, ~860 reads of 4 KiB for a fork after a 200-run suite, before
-/// decision 0321).
+/// Upsert the queued rows and close the connections [`save_row`] kept, at
+/// the end of a command. A static is never dropped, so without this the
+/// process exits with its connection open and the damage mark is not
+/// brought up to date (`damage.rs`). The close does not checkpoint the log
+/// (decision 0388): commits do once it passes [`LOG_PAGES`](super::LOG_PAGES),
+/// so the log a later process reads back to open the index stays short (it
+/// was up to 4 MiB, ~860 reads of 4 KiB for a fork after a 200-run suite,
+/// before decision 0321).
 pub fn close_writers() {
-    let closing = std::mem::take(&mut *WRITERS.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut closing = std::mem::take(&mut *WRITERS.lock().unwrap_or_else(|e| e.into_inner()));
+    for writer in closing.values_mut() {
+        let rows = std::mem::take(&mut writer.queued);
+        if let Err(e) = writer.index.upsert_all(&rows) {
+            warn_unsaved("the last runs", &e);
+        }
+    }
     drop(closing);
 }
 
-fn save(store: &StoreDir, run_id: &str, row: std::io::Result<Row>) {
-    let result = row
-        .map_err(anyhow::Error::from)
-        .and_then(|r| save_row(store, &r));
-    if let Err(e) = result {
-        ::log::warn!(
-            "the run index was not updated for {run_id} ({e:#}); the next `worldline runs` repairs it"
-        );
+fn warn_unsaved(runs: &str, e: &anyhow::Error) {
+    ::log::warn!(
+        "the run index was not updated for {runs} ({e:#}); the next `worldline runs` repairs it"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::row::sample;
+    use super::*;
+
+    fn indexed(store: &StoreDir) -> usize {
+        Index::connect(store).unwrap().all().unwrap().len()
+    }
+
+    /// Queued rows wait for the batch, a flush, a row saved at once or the
+    /// command's end; a suite of many runs leaves no log behind.
+    #[test]
+    fn queued_rows_are_committed_together_and_a_long_suite_empties_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(dir.path()).unwrap();
+        for i in 0..ROWS as i64 - 1 {
+            queue(&store, sample(i));
+        }
+        assert_eq!(indexed(&store), 0, "queued, not yet committed");
+        queue(&store, sample(ROWS as i64));
+        assert_eq!(indexed(&store), ROWS, "the batch committed together");
+        queue(&store, sample(1000));
+        flush(&store);
+        assert_eq!(indexed(&store), ROWS + 1);
+        queue(&store, sample(1001));
+        save_row(&store, &sample(1002)).unwrap();
+        assert_eq!(indexed(&store), ROWS + 3, "saved with the queued row");
+        queue(&store, sample(1003));
+        settle(&store, ROWS);
+        assert_eq!(indexed(&store), ROWS + 4);
+        let log = dir.path().join(format!("{}-wal", super::super::FILE));
+        assert_eq!(std::fs::metadata(&log).map_or(0, |m| m.len()), 0);
+        queue(&store, sample(1004));
+        close_writers();
+        assert_eq!(indexed(&store), ROWS + 5, "the command's end commits");
     }
 }

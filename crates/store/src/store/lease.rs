@@ -29,6 +29,10 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 pub(crate) struct Leases {
     root: PathBuf,
     own: Mutex<Option<Own>>,
+    /// `gc.lock`, opened at the first hold and kept: a suite holds a new
+    /// run id for every run, and opening it each time cost an `openat` and
+    /// a `close` a run (decision 0394).
+    gate: Mutex<Option<File>>,
 }
 
 /// The lease file once created: kept open (and locked) until dropped.
@@ -45,6 +49,7 @@ impl Leases {
         Leases {
             root: root.to_path_buf(),
             own: Mutex::new(None),
+            gate: Mutex::new(None),
         }
     }
 
@@ -60,21 +65,28 @@ impl Leases {
         if new.is_empty() {
             return Ok(());
         }
-        let gate = open_gate(&self.root)?;
+        let mut gate = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        if gate.is_none() {
+            *gate = Some(open_gate(&self.root)?);
+        }
+        let gate = gate.as_ref().expect("opened above");
         gate.lock_shared()?;
-        if own.is_none() {
-            *own = Some(self.create()?);
-        }
-        let o = own.as_mut().expect("created above");
-        let mut lines = String::new();
-        for n in &new {
-            lines.push_str(n);
-            lines.push('\n');
-        }
-        o.file.write_all(lines.as_bytes())?;
-        o.held.extend(new.iter().map(|n| n.to_string()));
-        drop(gate);
-        Ok(())
+        let written = (|| {
+            if own.is_none() {
+                *own = Some(self.create()?);
+            }
+            let o = own.as_mut().expect("created above");
+            let mut lines = String::new();
+            for n in &new {
+                lines.push_str(n);
+                lines.push('\n');
+            }
+            o.file.write_all(lines.as_bytes())?;
+            o.held.extend(new.iter().map(|n| n.to_string()));
+            Ok(())
+        })();
+        gate.unlock()?;
+        written
     }
 
     fn create(&self) -> io::Result<Own> {
