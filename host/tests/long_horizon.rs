@@ -270,9 +270,18 @@ fn a_long_request_that_differs_in_one_byte_anywhere_diverges_at_its_event() {
         let d = &doc["divergence"];
         assert_eq!(d["index"], at as u64, "message {message}: {d}");
         assert_eq!(d["class"], "mismatch", "message {message}: {d}");
-        let sent = |side: &str| d[side]["request"]["request"]["messages"][message]["content"].clone();
-        assert_eq!(sent("expected"), Value::String(changed), "message {message}: {d}");
-        assert_eq!(sent("actual"), Value::String(text), "message {message}: {d}");
+        let sent =
+            |side: &str| d[side]["request"]["request"]["messages"][message]["content"].clone();
+        assert_eq!(
+            sent("expected"),
+            Value::String(changed),
+            "message {message}: {d}"
+        );
+        assert_eq!(
+            sent("actual"),
+            Value::String(text),
+            "message {message}: {d}"
+        );
     }
     std::fs::write(&path, &original).unwrap();
     common::replays_identical(&store, &id);

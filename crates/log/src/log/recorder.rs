@@ -187,7 +187,12 @@ impl Recorder {
         self.record_as(event, None, now)
     }
 
-    fn record_as(&mut self, mut event: Event, x: Option<Extends>, now: bool) -> std::io::Result<()> {
+    fn record_as(
+        &mut self,
+        mut event: Event,
+        x: Option<Extends>,
+        now: bool,
+    ) -> std::io::Result<()> {
         event.hash.clear();
         let seq = self.events.len() as u64;
         let whole = (self.chain == Chain::Whole).then(|| canon::to_string(&event));

@@ -90,7 +90,11 @@ impl Prompt {
                 .take_while(|((kept, _), m)| kept == *m)
                 .count()
         };
-        let new = if appended { messages.as_slice() } else { &messages[same..] };
+        let new = if appended {
+            messages.as_slice()
+        } else {
+            &messages[same..]
+        };
         self.messages.truncate(same);
         for m in new {
             let len = worldline_case::canon::to_string(m).len();

@@ -414,10 +414,7 @@ impl RunState {
     /// followed recording holds the call compact the same way), the call
     /// is made with the compact request, its messages parsed from the
     /// appended bytes only. `None`: read the request whole.
-    fn resent_call(
-        &mut self,
-        text: &str,
-    ) -> Option<(Value, Value, Extends, resent::Tail)> {
+    fn resent_call(&mut self, text: &str) -> Option<(Value, Value, Extends, resent::Tail)> {
         let service = &self.med.services.model;
         if service.cassette.is_some() || service.config.provider != Provider::Scripted {
             return None;
@@ -481,8 +478,11 @@ impl model::Host for RunState {
                     Err(_) => Value::String(request_json.clone()),
                 };
                 let service = &self.med.services.model;
-                let keep = service.cassette.is_none() && service.config.provider == Provider::Scripted;
-                let last = keep.then(|| resent::Last::of(seq, request_json, &request)).flatten();
+                let keep =
+                    service.cassette.is_none() && service.config.provider == Provider::Scripted;
+                let last = keep
+                    .then(|| resent::Last::of(seq, request_json, &request))
+                    .flatten();
                 let r = self.model_call(request, None)?;
                 self.med.services.model.last = last;
                 r

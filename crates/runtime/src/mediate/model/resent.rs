@@ -255,12 +255,9 @@ mod tests {
     fn anything_but_messages_appended_is_read_whole() {
         let a = r#"{"model":"m","messages":[{"role":"user","content":"ab"}],"n":1}"#;
         let l = last(a).unwrap();
-        for b in [
-            // The same request, nothing appended: read, with none.
-            r#"{"model":"m","messages":[{"role":"user","content":"ab"}],"n":1}"#,
-        ] {
-            assert!(l.resent(b).unwrap().0.is_empty());
-        }
+        // The same request, nothing appended: read, with none.
+        let same = r#"{"model":"m","messages":[{"role":"user","content":"ab"}],"n":1}"#;
+        assert!(l.resent(same).unwrap().0.is_empty());
         for b in [
             // An early message's middle byte changed.
             r#"{"model":"m","messages":[{"role":"user","content":"aX"}],"n":1}"#,
