@@ -325,20 +325,17 @@ impl Held {
         })
     }
 
-    /// Whether model call `seq`'s whole request has the field `key`.
-    fn has_field(&self, mut seq: u64, key: &str) -> bool {
-        loop {
-            let Some(held) = self.get(seq).and_then(chat) else {
-                return false;
-            };
-            if held.contains_key(key) {
-                return true;
-            }
-            match &self.extends[seq as usize] {
-                Some(x) if x.same.iter().any(|k| k == key) => seq = x.base,
-                _ => return false,
-            }
-        }
+    /// Whether model call `seq`'s whole request has the field `key`: its
+    /// own, or one of the `same` fields it takes from its base, each of
+    /// which was checked to be in the base's whole request when it was
+    /// held (so no walk back along the chain: that made reading a bundle
+    /// O(N) per compact line).
+    fn has_field(&self, seq: u64, key: &str) -> bool {
+        let Some(held) = self.get(seq).and_then(chat) else {
+            return false;
+        };
+        held.contains_key(key)
+            || matches!(&self.extends[seq as usize], Some(x) if x.same.iter().any(|k| k == key))
     }
 
     /// Event `seq`'s whole request, as recorded.
@@ -694,5 +691,22 @@ mod tests {
         let mut value = json!({"extends": {"event": 0, "messages": 2}, "request": {}});
         let err = held.take_extends(&mut value).unwrap_err();
         assert!(err.contains("which has 1"), "{err}");
+        // `same` names fields the base has, held or taken from its own
+        // base; not one it lacks.
+        let line = |same: Value, base: u64| json!({"extends": {"event": base, "messages": 1, "same": same}, "request": {"request": {"messages": []}}});
+        let mut value = line(json!(["model"]), 0);
+        let x = held.take_extends(&mut value).unwrap();
+        held.push_read(serde_json::from_value(json!({"call": Kind::ModelComplete.name(), "effect": "read", "fuel": 1, "hash": "", "request": value["request"], "response": {}, "seq": 1, "vtime_ns": 1, "writes": []})).unwrap(), x);
+        // Event 1 took `model` from event 0, not `tools`.
+        for (same, base, has) in [
+            ("model", 1, true),
+            ("tools", 0, true),
+            ("tools", 1, false),
+            ("nope", 0, false),
+            ("nope", 1, false),
+        ] {
+            let err = held.take_extends(&mut line(json!([same]), base)).err();
+            assert_eq!(err.is_none(), has, "{same} of {base}: {err:?}");
+        }
     }
 }
