@@ -303,6 +303,76 @@ fn a_bundle_chained_whole_before_0345_still_replays_identical() {
     common::replays_identical(&store, &id);
 }
 
+/// Decision 0392: a replayed request that resends the conversation is
+/// compared by its bytes and what it appended, and one that differs
+/// anywhere still diverges at its event with the whole requests shown.
+/// The recording is rewritten (chain hashed again) so that its last
+/// model call differs from what the agent sends in one middle byte: of an
+/// early message only in that call (the agent sent it unchanged before),
+/// or of the message that call appended.
+#[test]
+fn a_long_request_that_differs_in_one_byte_anywhere_diverges_at_its_event() {
+    use worldline_log::log::{Recorder, bundle};
+    let dir = common::temp_dir();
+    let (worlds, case) = long::write(dir.path(), 12);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &common::guest("looper-agent"), &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let path = out.bundle();
+    let original = std::fs::read_to_string(&path).unwrap();
+    let b = bundle::read(&path).unwrap();
+    let at = b.events.iter().rposition(|e| e.call == MODEL_CALL).unwrap();
+    let count = b.events[at].request["request"]["messages"]
+        .as_array()
+        .unwrap()
+        .len();
+    for message in [3, count - 1] {
+        let mut events = b.events.clone();
+        let content = &mut events[at].request["request"]["messages"][message]["content"];
+        let text = content.as_str().unwrap().to_string();
+        let middle = text.len() / 2;
+        let changed = format!("{}#{}", &text[..middle], &text[middle + 1..]);
+        assert_ne!(changed, text);
+        *content = Value::String(changed.clone());
+        let mut rec = Recorder::in_memory();
+        for e in &events {
+            rec.append(e.clone()).unwrap();
+        }
+        let (_, held, head) = rec.finish().unwrap();
+        let mut footer = b.footer.clone().unwrap();
+        footer.chain_hash = head;
+        footer.hash = bundle::footer_hash(&footer);
+        let text_of = bundle::to_text(&bundle::Bundle {
+            events: held.whole().into_owned(),
+            footer: Some(footer),
+            ..b.clone()
+        });
+        std::fs::write(&path, &text_of).unwrap();
+        let out = common::worldline(&store, ["replay", &id, "--json"].map(OsStr::new));
+        out.expect_code(1);
+        let doc = out.json();
+        assert_eq!(doc["verdict"], "diverged", "message {message}: {doc}");
+        let d = &doc["divergence"];
+        assert_eq!(d["index"], at as u64, "message {message}: {d}");
+        assert_eq!(d["class"], "mismatch", "message {message}: {d}");
+        let sent =
+            |side: &str| d[side]["request"]["request"]["messages"][message]["content"].clone();
+        assert_eq!(
+            sent("expected"),
+            Value::String(changed),
+            "message {message}: {d}"
+        );
+        assert_eq!(
+            sent("actual"),
+            Value::String(text),
+            "message {message}: {d}"
+        );
+    }
+    std::fs::write(&path, &original).unwrap();
+    common::replays_identical(&store, &id);
+}
+
 /// Decision 0346: `show --at N`, `fork --at N` and `history`'s first
 /// page read the events up to the one they need and the footer from the
 /// end, not the rest: a run whose last event was changed still shows and

@@ -57,12 +57,21 @@ fn messages(chat: &Map<String, Value>) -> &[Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// How a held model call extends an earlier one (its line's `extends`).
+/// How a held model call extends an earlier one (its line's `extends`):
+/// the earlier call `base`, how many of its messages it keeps, and the
+/// fields it has with the same values (`same`, in the order of its chat
+/// request's keys).
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Extends {
+pub struct Extends {
     base: u64,
     keep: usize,
     same: Vec<String>,
+}
+
+impl Extends {
+    pub fn new(base: u64, keep: usize, same: Vec<String>) -> Self {
+        Extends { base, keep, same }
+    }
 }
 
 /// A run's events with model requests held compact (decisions 0347,
@@ -173,6 +182,42 @@ impl Held {
     pub fn push(&mut self, mut event: Event) {
         let seq = self.events.len() as u64;
         let extends = self.split(seq, &mut event);
+        self.hold(seq, event, extends);
+    }
+
+    /// Hold a model call whose request is already compact as `x` says
+    /// (decision 0392: the mediator found, from the bytes the agent sent,
+    /// that it resends the latest model call's whole conversation and
+    /// appends to it): what [`Held::push`] would hold of the whole request,
+    /// when `x` names the latest model call ([`Held::latest_chat`]), keeps
+    /// all its messages and lists every field but `messages` as `same`.
+    pub fn push_extending(&mut self, event: Event, x: Extends) {
+        let seq = self.events.len() as u64;
+        self.hold(seq, event, Some(x));
+    }
+
+    /// The latest model call with a message list, and how many messages
+    /// its whole request has: the call a request that resends its whole
+    /// conversation and appends to it extends (what [`Held::push`] would
+    /// find first).
+    pub fn latest_chat(&self) -> Option<(u64, usize)> {
+        let seq = *self.recent.last()?;
+        Some((seq, self.count(seq)?))
+    }
+
+    /// Whether event `seq` is held compact exactly as `x` and `request`
+    /// (a compact request) say: then its whole request is the one they
+    /// describe, given that `x`'s base is the same whole request here as
+    /// there. `false` says nothing: compare the whole with
+    /// [`Held::matches`].
+    pub fn matches_extending(&self, seq: u64, request: &Value, x: &Extends) -> bool {
+        let Some(i) = usize::try_from(seq).ok().filter(|&i| i < self.events.len()) else {
+            return false;
+        };
+        self.extends[i].as_ref() == Some(x) && self.events[i].request == *request
+    }
+
+    fn hold(&mut self, seq: u64, event: Event, extends: Option<Extends>) {
         if chat(&event).is_some() {
             if self.recent.len() == RECENT {
                 self.recent.remove(0);
@@ -286,9 +331,17 @@ impl Held {
         })
     }
 
-    /// Whether model call `seq`'s whole request has the field `key`.
+    /// Whether model call `seq`'s whole request has the field `key`: its
+    /// own, or one of the `same` fields it takes from its base, each of
+    /// which was checked to be in the base's whole request when it was
+    /// held (so no walk back along the chain: that made reading a bundle
+    /// O(N) per compact line).
     fn has_field(&self, seq: u64, key: &str) -> bool {
-        self.field(seq, key).is_some()
+        let Some(held) = self.get(seq).and_then(chat) else {
+            return false;
+        };
+        held.contains_key(key)
+            || matches!(&self.extends[seq as usize], Some(x) if x.same.iter().any(|k| k == key))
     }
 
     /// Event `seq`'s whole request, as recorded.
@@ -495,7 +548,6 @@ impl Held {
         }
         let mut chain = Vec::new();
         let mut at = seq;
-        let mut whole: Option<Map<String, Value>> = None;
         loop {
             match &self.extends[at as usize] {
                 Some(x) if !self.whole.iter().any(|(s, _)| *s == at) => {
@@ -505,25 +557,40 @@ impl Held {
                 _ => break,
             }
         }
+        // From the nearest whole request, each step keeps its base's first
+        // messages and appends its own, in one list: the cost of the
+        // request put back and the lines on the way, not of a whole
+        // request per step.
+        let root = match self.whole.iter().find(|(s, _)| *s == at) {
+            Some((_, w)) => w.as_ref(),
+            None => chat(&self.events[at as usize]).expect("a model call"),
+        };
+        let mut msgs: Vec<Value> = messages(root).to_vec();
+        let mut fields: Map<String, Value> = (root.iter())
+            .filter(|(k, _)| *k != "messages")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         while let Some(next) = chain.pop() {
             let x = self.extends[next as usize].as_ref().expect("on the chain");
             let held = chat(&self.events[next as usize]).expect("a model call");
-            // Along the chain, each request put back is the next one's
-            // base, extended in place (a cold walk costs the last request,
-            // not every one on the way).
-            whole = Some(match whole.take() {
-                Some(w) => extend(w, x, held),
-                None => match self.whole.iter().find(|(s, _)| *s == at) {
-                    Some((_, w)) => rebuild(w, x, held),
-                    None => rebuild(
-                        chat(&self.events[at as usize]).expect("a model call"),
-                        x,
-                        held,
-                    ),
-                },
-            });
+            msgs.truncate(x.keep);
+            msgs.extend_from_slice(messages(held));
+            let mut own = Map::new();
+            for (key, value) in held {
+                if key != "messages" {
+                    own.insert(key.clone(), value.clone());
+                }
+            }
+            for key in &x.same {
+                if let Some(field) = fields.remove(key) {
+                    own.insert(key.clone(), field);
+                }
+            }
+            fields = own;
         }
-        self.keep_whole(seq, Arc::new(whole.expect("the chain is not empty")));
+        let mut whole = fields;
+        whole.insert("messages".into(), Value::Array(msgs));
+        self.keep_whole(seq, Arc::new(whole));
         &self.whole.last().expect("just pushed").1
     }
 }
@@ -551,35 +618,6 @@ fn rebuild(
     for key in &x.same {
         if let Some(field) = base.get(key) {
             out.insert(key.clone(), field.clone());
-        }
-    }
-    out
-}
-
-/// [`rebuild`], taking the whole base (its messages truncated and
-/// extended in place rather than copied).
-fn extend(
-    mut base: Map<String, Value>,
-    x: &Extends,
-    held: &Map<String, Value>,
-) -> Map<String, Value> {
-    let mut out = Map::new();
-    for (key, value) in held {
-        if key == "messages" {
-            let mut all = match base.remove("messages") {
-                Some(Value::Array(all)) => all,
-                _ => Vec::new(),
-            };
-            all.truncate(x.keep);
-            all.extend_from_slice(messages(held));
-            out.insert(key.clone(), Value::Array(all));
-        } else {
-            out.insert(key.clone(), value.clone());
-        }
-    }
-    for key in &x.same {
-        if let Some(field) = base.remove(key) {
-            out.insert(key.clone(), field);
         }
     }
     out
@@ -764,5 +802,22 @@ mod tests {
         let mut value = json!({"extends": {"event": 0, "messages": 2}, "request": {}});
         let err = held.take_extends(&mut value).unwrap_err();
         assert!(err.contains("which has 1"), "{err}");
+        // `same` names fields the base has, held or taken from its own
+        // base; not one it lacks.
+        let line = |same: Value, base: u64| json!({"extends": {"event": base, "messages": 1, "same": same}, "request": {"request": {"messages": []}}});
+        let mut value = line(json!(["model"]), 0);
+        let x = held.take_extends(&mut value).unwrap();
+        held.push_read(serde_json::from_value(json!({"call": Kind::ModelComplete.name(), "effect": "read", "fuel": 1, "hash": "", "request": value["request"], "response": {}, "seq": 1, "vtime_ns": 1, "writes": []})).unwrap(), x);
+        // Event 1 took `model` from event 0, not `tools`.
+        for (same, base, has) in [
+            ("model", 1, true),
+            ("tools", 0, true),
+            ("tools", 1, false),
+            ("nope", 0, false),
+            ("nope", 1, false),
+        ] {
+            let err = held.take_extends(&mut line(json!([same]), base)).err();
+            assert_eq!(err.is_none(), has, "{same} of {base}: {err:?}");
+        }
     }
 }

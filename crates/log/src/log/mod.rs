@@ -24,6 +24,6 @@ pub mod tokens;
 
 pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, HeldBundle, Parent, Status};
 pub use call::{Call, CallKind, Kind, kind};
-pub use delta::{Chain, Held};
+pub use delta::{Chain, Extends, Held};
 pub use event::{Effect, Event};
 pub use recorder::Recorder;

@@ -15,7 +15,7 @@
 //! its line holds it (decision 0380): the recorder holds the conversation
 //! once, not once per model call.
 
-use super::delta::{Chain, Held};
+use super::delta::{Chain, Extends, Held};
 use super::event::Event;
 use super::fold::Folds;
 use super::intent::Intent;
@@ -164,11 +164,42 @@ impl Recorder {
         self.record(event, false)
     }
 
-    fn record(&mut self, mut event: Event, now: bool) -> std::io::Result<()> {
+    /// [`append`](Self::append) (`now`) or
+    /// [`append_redoable`](Self::append_redoable) a model call whose
+    /// request is already compact as `x` says (decision 0392; see
+    /// [`Held::push_extending`]): the same line and hash as the whole
+    /// request would have. Only when [`Recorder::latest_chat`] is `Some`.
+    pub fn append_extending(&mut self, event: Event, x: Extends, now: bool) -> std::io::Result<()> {
+        self.record_as(event, Some(x), now)
+    }
+
+    /// The latest model call and how many messages its whole request has
+    /// (see [`Held::latest_chat`]); `None` when the chain hashes whole
+    /// requests (a replay of a bundle written before 0345), which a
+    /// compact request cannot be hashed as.
+    pub fn latest_chat(&self) -> Option<(u64, usize)> {
+        (self.chain == Chain::Lines)
+            .then(|| self.events.latest_chat())
+            .flatten()
+    }
+
+    fn record(&mut self, event: Event, now: bool) -> std::io::Result<()> {
+        self.record_as(event, None, now)
+    }
+
+    fn record_as(
+        &mut self,
+        mut event: Event,
+        x: Option<Extends>,
+        now: bool,
+    ) -> std::io::Result<()> {
         event.hash.clear();
         let seq = self.events.len() as u64;
         let whole = (self.chain == Chain::Whole).then(|| canon::to_string(&event));
-        self.events.push(event);
+        match x {
+            Some(x) => self.events.push_extending(event, x),
+            None => self.events.push(event),
+        }
         let compact = self.events.line(seq, self.chain);
         let (hashed, written) = match (whole, compact) {
             (Some(whole), compact) => {

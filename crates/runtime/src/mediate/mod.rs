@@ -32,7 +32,10 @@ use worldline_case::case::inject::{Action, Inject};
 use worldline_case::path::JsonPath;
 use worldline_case::world::World;
 use worldline_case::world::state::{State, Write};
-use worldline_log::log::{CallKind, Edit, Effect, Event, Held, Recorder};
+use worldline_log::log::{CallKind, Edit, Effect, Event, Extends, Held, Recorder};
+
+/// The call name of model events.
+const K_MODEL: &str = worldline_log::log::Kind::ModelComplete.name();
 
 /// How the host stopped the guest (not an injected tool fault); it
 /// travels as the trap's error.
@@ -282,7 +285,7 @@ impl Mediator {
         request: Value,
         serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Value, Stop> {
-        self.answer(call, request, false, |s, _| serve(s))
+        self.answer(call, request, false, None, |s, _| serve(s))
     }
 
     /// [`mediate`](Self::mediate) for a service whose answers come from
@@ -295,7 +298,7 @@ impl Mediator {
         request: Value,
         serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Value, Stop> {
-        self.answer(call, request, true, |s, _| serve(s))
+        self.answer(call, request, true, None, |s, _| serve(s))
     }
 
     /// Serve one call of kind `K` and record it: the request is written,
@@ -339,7 +342,47 @@ impl Mediator {
         if let Some(obj) = request.as_object_mut() {
             obj.insert(field.to_string(), value);
         }
-        self.answered::<K>(request, live, serve)
+        self.answered::<K>(request, live, None, serve)
+    }
+
+    /// A call of kind `K` (not live) whose request is already compact: a
+    /// model call that resends the latest one's conversation, `request`
+    /// holding only what it appended and `x` saying what it extends
+    /// (decision 0392). The caller has checked it with
+    /// [`Mediator::follows_extending`] and [`Mediator::latest_chat`]; it is
+    /// recorded as the whole request would be, and `serve` gets it as
+    /// recorded (compact).
+    pub fn call_extending<K: CallKind>(
+        &mut self,
+        request: Value,
+        x: Extends,
+        serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
+    ) -> Result<Answered<K::Response>, Stop> {
+        self.answered::<K>(request, false, Some(x), serve)
+    }
+
+    /// The latest model call recorded and how many messages its request
+    /// has, when a request can be recorded compact against it
+    /// ([`Recorder::latest_chat`]).
+    pub fn latest_chat(&self) -> Option<(u64, usize)> {
+        self.recorder.latest_chat()
+    }
+
+    /// Whether the next call, a model call whose request is compact as
+    /// `request` and `x` say, may go on without the whole request: no
+    /// recording is followed there, or the recorded call is held compact
+    /// the same way (then it is the same request: its base is, the
+    /// replay having matched it). `false`: compare the whole request.
+    pub fn follows_extending(&self, request: &Value, x: &Extends) -> bool {
+        let Some(following) = self.following.as_ref() else {
+            return true;
+        };
+        let seq = self.recorder.len();
+        if seq >= following.follow_until {
+            return true;
+        }
+        (following.events.get(seq)).is_some_and(|rec| rec.call == K_MODEL)
+            && following.events.matches_extending(seq, request, x)
     }
 
     fn typed<K: CallKind>(
@@ -351,7 +394,7 @@ impl Mediator {
         let name = K::KIND.name();
         let request = serde_json::to_value(request)
             .map_err(|e| Stop::Untyped(format!("`{name}`: its request: {e}")))?;
-        self.answered::<K>(request, live, |s, _| serve(s))
+        self.answered::<K>(request, live, None, |s, _| serve(s))
     }
 
     /// Answer a call of kind `K` whose request is `request` (as recorded)
@@ -360,10 +403,11 @@ impl Mediator {
         &mut self,
         request: Value,
         live: bool,
+        extends: Option<Extends>,
         serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
     ) -> Result<Answered<K::Response>, Stop> {
         let name = K::KIND.name();
-        let wire = self.answer(name, request, live, serve)?;
+        let wire = self.answer(name, request, live, extends, serve)?;
         let typed = serde::Deserialize::deserialize(&wire).map_err(|e| {
             Stop::Untyped(format!(
                 "`{name}`: the answer does not have its kind's shape ({e}): {}",
@@ -373,11 +417,14 @@ impl Mediator {
         Ok(Answered { typed, wire })
     }
 
+    /// Answer one call and record it; `extends`: its request is compact
+    /// (see [`Mediator::call_extending`]).
     fn answer(
         &mut self,
         call: &str,
         request: Value,
         live: bool,
+        extends: Option<Extends>,
         serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
     ) -> Result<Value, Stop> {
         let seq = self.recorder.len();
@@ -385,7 +432,11 @@ impl Mediator {
             return Err(Stop::EventLimit(self.max_events));
         }
         self.budget.admit(call)?;
-        let following = self.follow(seq, call, &request)?;
+        let following = match extends {
+            // Checked by `follows_extending`.
+            Some(_) => (self.following.as_ref()).is_some_and(|f| seq < f.follow_until),
+            None => self.follow(seq, call, &request)?,
+        };
         if self.at_fork.as_ref().is_some_and(|(at, _)| *at == seq)
             && let Some((_, hook)) = self.at_fork.take()
         {
@@ -446,10 +497,10 @@ impl Mediator {
         let redoable = !intended
             && event.effect != worldline_log::log::Effect::Write
             && event.writes.is_empty();
-        if redoable {
-            self.recorder.append_redoable(event)
-        } else {
-            self.recorder.append(event)
+        match extends {
+            Some(x) => self.recorder.append_extending(event, x, !redoable),
+            None if redoable => self.recorder.append_redoable(event),
+            None => self.recorder.append(event),
         }
         .map_err(|e| Stop::Bundle(e.to_string()))?;
         // The request just matched is the recording's: the follower shares

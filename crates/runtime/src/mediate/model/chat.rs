@@ -64,32 +64,54 @@ fn tokens(text: &str) -> u64 {
 pub(crate) struct Prompt {
     /// The last request's messages and each one's canonical length.
     messages: Vec<(Value, usize)>,
+    /// The model call the last request was recorded as.
+    of: Option<u64>,
 }
 
 impl Prompt {
-    pub(crate) fn tokens(&mut self, request: &Value) -> u64 {
+    /// The prompt tokens of `request`, recorded as model call `seq`.
+    /// `appended`: the request holds only the messages it appended to the
+    /// last one's (a request read as resent, decision 0392; see
+    /// [`Prompt::counted`]).
+    pub(crate) fn tokens(&mut self, request: &Value, seq: Option<u64>, appended: bool) -> u64 {
+        self.of = seq;
         let Some(messages) = request.get("messages").and_then(Value::as_array) else {
             self.messages.clear();
             return tokens(&worldline_case::canon::to_string(
                 request.get("messages").unwrap_or(&Value::Null),
             ));
         };
-        let same = self
-            .messages
-            .iter()
-            .zip(messages)
-            .take_while(|((kept, _), m)| kept == *m)
-            .count();
+        let same = if appended {
+            self.messages.len()
+        } else {
+            self.messages
+                .iter()
+                .zip(messages)
+                .take_while(|((kept, _), m)| kept == *m)
+                .count()
+        };
+        let new = if appended {
+            messages.as_slice()
+        } else {
+            &messages[same..]
+        };
         self.messages.truncate(same);
-        for m in &messages[same..] {
+        for m in new {
             let len = worldline_case::canon::to_string(m).len();
             self.messages.push((m.clone(), len));
         }
         // `[`, `]`, the commas between, and each message.
         let len = 2
-            + messages.len().saturating_sub(1)
+            + self.messages.len().saturating_sub(1)
             + self.messages.iter().map(|(_, l)| l).sum::<usize>();
         (len as u64).div_ceil(4)
+    }
+
+    /// Whether the last request counted is model call `seq`'s, with
+    /// `count` messages: a request that resends its conversation can be
+    /// counted from what it appended.
+    pub(crate) fn counted(&self, seq: u64, count: usize) -> bool {
+        self.of == Some(seq) && self.messages.len() == count
     }
 }
 
@@ -193,7 +215,7 @@ mod tests {
         let mut messages = vec![json!({"role": "system", "content": "be brief"})];
         let mut check = |messages: &[Value]| {
             let r = json!({"model": "m", "messages": messages});
-            assert_eq!(prompt.tokens(&r), whole(&r), "{r}");
+            assert_eq!(prompt.tokens(&r, None, false), whole(&r), "{r}");
         };
         check(&[]);
         for i in 0..6 {
@@ -205,9 +227,20 @@ mod tests {
         messages[1]["content"] = json!("other");
         check(&messages);
         check(&messages[..2]);
+        // Counted from what a resent request appended (decision 0392).
+        let mut prompt = Prompt::default();
+        let r = json!({"messages": messages[..3]});
+        assert_eq!(prompt.tokens(&r, Some(4), false), whole(&r));
+        assert!(prompt.counted(4, 3) && !prompt.counted(5, 3) && !prompt.counted(4, 2));
+        let appended = json!({"messages": messages[3..]});
+        assert_eq!(
+            prompt.tokens(&appended, Some(6), true),
+            whole(&json!({"messages": messages}))
+        );
+        assert!(prompt.counted(6, messages.len()));
         let mut prompt = Prompt::default();
         let r = json!({"model": "m"});
-        assert_eq!(prompt.tokens(&r), whole(&r));
+        assert_eq!(prompt.tokens(&r, None, false), whole(&r));
     }
 
     #[test]
@@ -221,7 +254,7 @@ mod tests {
         };
         let v = completion(
             &reply,
-            Prompt::default().tokens(&json!({"messages": []})),
+            Prompt::default().tokens(&json!({"messages": []}), None, false),
             3,
             7,
         );

@@ -15,6 +15,7 @@
 pub(crate) mod chat;
 pub(crate) mod openai;
 pub(crate) mod recorded;
+pub(crate) mod resent;
 pub(crate) mod scripted;
 pub(crate) mod slots;
 
@@ -30,7 +31,7 @@ use worldline_case::canon;
 use worldline_case::case::model::{CassetteMode, ModelConfig, Provider};
 use worldline_case::error_kind::ErrorKind;
 use worldline_log::log::call::{ModelAnswer, ModelRequest, Transport};
-use worldline_log::log::{Effect, Kind, kind};
+use worldline_log::log::{Effect, Extends, Kind, kind};
 
 /// The call name of model events.
 pub const CALL: &str = Kind::ModelComplete.name();
@@ -54,6 +55,9 @@ pub struct ModelService {
     tokens: worldline_log::log::tokens::Writer,
     /// The scripted model's prompt tokens, counted from the last request.
     prompt: chat::Prompt,
+    /// The latest request the agent sent through `model.complete`, as
+    /// text: the next is read against it (decision 0392).
+    last: Option<resent::Last>,
 }
 
 fn model_stream(seed: u64) -> rand_chacha::ChaCha20Rng {
@@ -80,6 +84,7 @@ impl ModelService {
             unscripted: None,
             tokens: Default::default(),
             prompt: Default::default(),
+            last: None,
         }
     }
 
@@ -129,9 +134,22 @@ impl ModelService {
     /// `seq` the `model.complete` event the call is recorded as (`None`:
     /// recorded elsewhere, a judge's or a simulated user's call).
     pub fn serve(&mut self, request: &Value, wall_ns: i128, seq: Option<u64>) -> ServiceReply {
+        self.serve_as(request, wall_ns, seq, false)
+    }
+
+    /// [`serve`](Self::serve); `appended`: `request` holds only the
+    /// messages it appended to the last one's (a request read as resent,
+    /// decision 0392; the scripted model only).
+    fn serve_as(
+        &mut self,
+        request: &Value,
+        wall_ns: i128,
+        seq: Option<u64>,
+        appended: bool,
+    ) -> ServiceReply {
         self.calls += 1;
         let (response, latency_ms) = match self.config.provider {
-            Provider::Scripted => self.scripted_answer(request, wall_ns),
+            Provider::Scripted => self.scripted_answer(request, wall_ns, seq, appended),
             Provider::Openai => self.endpoint_answer(request, None, seq),
             Provider::Recorded => self.recorded_answer(request, seq),
         };
@@ -146,7 +164,13 @@ impl ModelService {
         }
     }
 
-    fn scripted_answer(&mut self, request: &Value, wall_ns: i128) -> (Value, u64) {
+    fn scripted_answer(
+        &mut self,
+        request: &Value,
+        wall_ns: i128,
+        seq: Option<u64>,
+        appended: bool,
+    ) -> (Value, u64) {
         let chosen = match self.scripted.choose(request) {
             Ok(c) => c,
             Err(message) => {
@@ -174,7 +198,8 @@ impl ModelService {
             return (r, latency);
         }
         let created = i64::try_from(wall_ns.div_euclid(1_000_000_000)).unwrap_or(0);
-        let completion = chat::completion(&reply, self.prompt.tokens(request), self.calls, created);
+        let prompt = self.prompt.tokens(request, seq, appended);
+        let completion = chat::completion(&reply, prompt, self.calls, created);
         record["model"] = completion["model"].clone();
         record["usage"] = completion["usage"].clone();
         record["finish_reason"] = chat::finish_reason(&completion);
@@ -359,6 +384,13 @@ impl RunState {
             .med
             .call_moving::<kind::ModelComplete>(&call_request, ("request", request), live, serve)
             .map_err(wasmtime::Error::new)?;
+        self.after_model_call(hit, miss)?;
+        Ok(r)
+    }
+
+    /// After a model call is recorded: the rerun's cassette moved on, and
+    /// the stop the call asked for, if any.
+    fn after_model_call(&mut self, hit: bool, miss: bool) -> wasmtime::Result<()> {
         let service = &mut self.med.services.model;
         if let Some(cassette) = service.cassette.as_mut() {
             cassette.advance(hit);
@@ -372,15 +404,90 @@ impl RunState {
         if let Some(why) = service.unscripted.take() {
             return Err(wasmtime::Error::new(super::Stop::Unscripted(why)));
         }
-        Ok(r)
+        Ok(())
+    }
+
+    /// A `model.complete` request read against the latest one's text
+    /// (decision 0392): when it resends that one's conversation and
+    /// appends messages to it, and nothing needs it whole (the scripted
+    /// model answers, no rerun cassette, the chain hashes lines, a
+    /// followed recording holds the call compact the same way), the call
+    /// is made with the compact request, its messages parsed from the
+    /// appended bytes only. `None`: read the request whole.
+    fn resent_call(&mut self, text: &str) -> Option<(Value, Value, Extends, resent::Tail)> {
+        let service = &self.med.services.model;
+        if service.cassette.is_some() || service.config.provider != Provider::Scripted {
+            return None;
+        }
+        let last = service.last.as_ref()?;
+        let count = last.count();
+        if self.med.latest_chat() != Some((last.seq, count))
+            || !service.prompt.counted(last.seq, count)
+        {
+            return None;
+        }
+        let (appended, tail) = last.resent(text)?;
+        // The scripted model reads the last user or tool message.
+        let input = |m: &Value| matches!(m["role"].as_str(), Some("user" | "tool"));
+        if !appended.iter().any(input) {
+            return None;
+        }
+        let x = Extends::new(last.seq, count, last.fields.keys().cloned().collect());
+        let mut view = last.fields.clone();
+        view.insert("messages".into(), Value::Array(appended.clone()));
+        let mut chat = serde_json::Map::new();
+        chat.insert("messages".into(), Value::Array(appended));
+        let mut request = serde_json::to_value(ModelRequest {
+            provider: service.config.provider.as_str().to_string(),
+            request: Value::Null,
+            transport: None,
+            detail: Default::default(),
+        })
+        .ok()?;
+        request
+            .as_object_mut()?
+            .insert("request".into(), Value::Object(chat));
+        if !self.med.follows_extending(&request, &x) {
+            return None;
+        }
+        Some((request, Value::Object(view), x, tail))
     }
 }
 
 impl model::Host for RunState {
     fn complete(&mut self, request_json: String) -> wasmtime::Result<Result<String, ToolError>> {
-        let request: Value =
-            serde_json::from_str(&request_json).unwrap_or(Value::String(request_json));
-        let r = self.model_call(request, None)?;
+        let seq = self.med.recorded();
+        let r = match self.resent_call(&request_json) {
+            Some((request, view, x, tail)) => {
+                let serve = |s: &mut super::HostServices, _: &Value| {
+                    let now = s.clock.wall_ns();
+                    s.model.serve_as(&view, now, Some(seq), true)
+                };
+                let r = (self.med)
+                    .call_extending::<kind::ModelComplete>(request, x, serve)
+                    .map_err(wasmtime::Error::new)?;
+                self.after_model_call(false, false)?;
+                if let Some(last) = self.med.services.model.last.as_mut() {
+                    last.advance(seq, request_json, tail);
+                }
+                r
+            }
+            None => {
+                let request: Value = match serde_json::from_str(&request_json) {
+                    Ok(v) => v,
+                    Err(_) => Value::String(request_json.clone()),
+                };
+                let service = &self.med.services.model;
+                let keep =
+                    service.cassette.is_none() && service.config.provider == Provider::Scripted;
+                let last = keep
+                    .then(|| resent::Last::of(seq, request_json, &request))
+                    .flatten();
+                let r = self.model_call(request, None)?;
+                self.med.services.model.last = last;
+                r
+            }
+        };
         Ok(match &r.typed.error {
             Some(e) => Err(super::agent_api::error_of(e)),
             None => Ok(canon::to_string(
