@@ -48,6 +48,7 @@ pub struct Resumed {
 /// case file's hash), skipping those already resumed (a fork at the end
 /// of their recording), oldest first; `each` gets every one with the call
 /// it was killed inside and the new run, or why it was not resumed.
+/// Each run is read held, as `worldline resume` reads it (decision 0380).
 pub fn resume_suite(
     sandbox: &Sandbox,
     store: &StoreDir,
@@ -58,7 +59,7 @@ pub fn resume_suite(
     let ids: Vec<&str> = todo.iter().map(|i| i.row.run_id.as_str()).collect();
     store.audit_reexecution(&ids, "test --resume")?;
     for i in todo {
-        let resumed = replay::open(store, &i.row.run_id).and_then(|rec| {
+        let resumed = replay::open_held(store, &i.row.run_id).and_then(|rec| {
             let outcome = fork::resume(sandbox, store, &rec, &BTreeMap::new(), false)?;
             Ok(Resumed {
                 in_flight: rec.bundle.in_flight,
