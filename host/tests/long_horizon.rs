@@ -177,6 +177,22 @@ fn readers(
     let file = dir.join(format!("otel-{n}.pb"));
     let (_, kib, _) = long::measured(store, &["otel", id, "--output", file.to_str().unwrap()]);
     out.push(("otel", kib));
+    // A rerun's cassette puts back one recorded request at a time (it held
+    // every request whole before).
+    let looper = common::guest("looper-agent");
+    let args = [
+        "rerun",
+        id,
+        "--agent",
+        looper.to_str().unwrap(),
+        "--model",
+        "fail",
+        "--json",
+    ];
+    let (_, kib, text) = long::measured(store, &args);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["output"], doc["original"]["output"], "{text}");
+    out.push(("rerun", kib));
     let ui = crate::ui_support::Server::start(store, &[]);
     let page = ui.get(&format!("/run/{id}"));
     assert_eq!(page.status, 200, "{page:?}");
@@ -533,4 +549,57 @@ fn clock_reads_fold_into_one_line_per_run_and_replay_and_fork_inside_one() {
         assert_eq!(shown.json()["event"]["seq"], at as u64, "{shown}");
         common::replays_identical(&store, fork.json()["run_id"].as_str().unwrap());
     }
+}
+
+/// Decision 0380: a rerun's cassette holds the recording compact and puts
+/// back one recorded request at a time. The same agent rerun with
+/// `--model fail` (stop at the first request that differs) has every call
+/// of its resent conversation answered from the recording; another
+/// agent's first request differs and stops the rerun there.
+#[test]
+fn a_rerun_answers_a_long_conversation_from_its_recording_held() {
+    use worldline_log::log::bundle;
+    const CALLS: usize = 12;
+    let dir = common::temp_dir();
+    let (worlds, case) = long::write(dir.path(), CALLS);
+    let store = dir.path().join("store");
+    let looper = common::guest("looper-agent");
+    let out = common::run_in(&store, &case, &looper, &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let rerun = |agent: &std::path::Path| {
+        common::worldline(
+            &store,
+            [
+                OsStr::new("rerun"),
+                OsStr::new(&id),
+                OsStr::new("--agent"),
+                agent.as_os_str(),
+                OsStr::new("--model"),
+                OsStr::new("fail"),
+                OsStr::new("--json"),
+            ],
+        )
+    };
+    let providers = |out: &common::CliOutput| -> Vec<String> {
+        let b = bundle::read(&out.bundle()).unwrap();
+        (b.events.iter())
+            .filter(|e| e.call == MODEL_CALL)
+            .map(|e| e.request["provider"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    let same = rerun(&looper);
+    same.expect_code(0);
+    assert_eq!(same.json()["status"], "completed", "{same}");
+    assert_eq!(
+        providers(&same),
+        vec!["recording"; CALLS],
+        "every call answered from the recording"
+    );
+
+    let other = rerun(&common::guest("model-agent"));
+    let first = providers(&other);
+    assert_eq!(first.first().map(String::as_str), Some("none"), "{other}");
+    assert_eq!(first.len(), 1, "the rerun stops at the first miss: {other}");
 }

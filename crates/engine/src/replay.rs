@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use worldline_case::case::{self, Case};
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{self, Bundle};
-use worldline_log::log::{Call, Event, Held, HeldBundle};
+use worldline_log::log::{Event, Held, HeldBundle, Kind};
 use worldline_runtime::mediate::follow::Following;
 /// A divergence's parts, as a [`ReplayReport`] names them.
 pub use worldline_runtime::mediate::follow::{Class, Divergence};
@@ -525,18 +525,13 @@ pub fn rerun(
     agent: &Agent,
     mode: ModelMode,
 ) -> Result<RunOutcome> {
-    let calls: Vec<(serde_json::Value, serde_json::Value)> = rec
-        .bundle
-        .events
-        .iter()
-        .filter_map(|e| match e.typed() {
-            Call::ModelComplete { request, .. } => Some((request.request, e.response.clone())),
-            _ => None,
-        })
-        .collect();
     let cassette =
         (mode != ModelMode::Live).then(|| worldline_runtime::mediate::model::RerunCassette {
-            calls,
+            calls: (rec.events().iter())
+                .filter(|e| e.call == Kind::ModelComplete.name())
+                .map(|e| e.seq)
+                .collect(),
+            recording: rec.held(),
             next: 0,
             fail_on_miss: mode == ModelMode::Fail,
             missed: false,

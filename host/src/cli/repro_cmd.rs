@@ -45,7 +45,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
     }
     let store = StoreDir::open(&args.common.store)?;
     let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let mut rec = replay::open(&store, &args.run)?;
+    let mut rec = replay::open_held(&store, &args.run)?;
     store.audit_reexecution(&[&rec.id], "repro")?;
     super::ModelArgs {
         set: args.model_set.clone(),

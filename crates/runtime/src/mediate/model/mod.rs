@@ -31,7 +31,7 @@ use worldline_case::canon;
 use worldline_case::case::model::{CassetteMode, ModelConfig, Provider};
 use worldline_case::error_kind::ErrorKind;
 use worldline_log::log::call::{ModelAnswer, ModelRequest, Transport};
-use worldline_log::log::{Effect, Extends, Kind, kind};
+use worldline_log::log::{Effect, Extends, Held, Kind, kind};
 
 /// The call name of model events.
 pub const CALL: &str = Kind::ModelComplete.name();
@@ -303,10 +303,14 @@ impl ModelService {
 }
 
 /// A rerun's cassette: the model answers of the recording it reruns, used
-/// in order while the agent's requests equal the recorded ones.
+/// in order while the agent's requests equal the recorded ones. The
+/// recording is held compact (decision 0380): each request is put back
+/// when the agent's is compared with it, one at a time.
 pub struct RerunCassette {
-    /// `(request, response)` of each recorded model call.
-    pub calls: Vec<(Value, Value)>,
+    /// The recorded run's events, held compact.
+    pub recording: Held,
+    /// The seqs of its model calls, in order.
+    pub calls: Vec<u64>,
     pub next: usize,
     /// Once a request differs: stop the run (`true`) or ask the case's
     /// provider (`false`).
@@ -317,11 +321,13 @@ pub struct RerunCassette {
 
 impl RerunCassette {
     /// The recorded answer for this request, if the recording still holds.
-    fn peek(&self, request: &Value) -> Option<&Value> {
-        match self.calls.get(self.next) {
-            Some((req, resp)) if !self.missed && req == request => Some(resp),
-            _ => None,
+    fn peek(&mut self, request: &Value) -> Option<Value> {
+        if self.missed {
+            return None;
         }
+        let seq = *self.calls.get(self.next)?;
+        let same = self.recording.request(seq)?.get("request") == Some(request);
+        same.then(|| self.recording.get(seq).map(|e| e.response.clone()))?
     }
 
     /// After a call went through: move past its answer, or stop using the
@@ -348,11 +354,11 @@ impl RunState {
         request: Value,
         transport: Option<Transport>,
     ) -> wasmtime::Result<Answered<ModelAnswer>> {
-        let service = &self.med.services.model;
+        let service = &mut self.med.services.model;
         let rerun = service
             .cassette
-            .as_ref()
-            .map(|c| (c.peek(&request).cloned(), c.fail_on_miss));
+            .as_mut()
+            .map(|c| (c.peek(&request), c.fail_on_miss));
         let label = match &rerun {
             Some((Some(_), _)) => "recording",
             Some((None, true)) => "none",
