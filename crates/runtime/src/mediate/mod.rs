@@ -34,9 +34,6 @@ use worldline_case::world::World;
 use worldline_case::world::state::{State, Write};
 use worldline_log::log::{CallKind, Edit, Effect, Event, Extends, Held, Recorder};
 
-/// The call name of model events.
-const K_MODEL: &str = worldline_log::log::Kind::ModelComplete.name();
-
 /// How the host stopped the guest (not an injected tool fault); it
 /// travels as the trap's error.
 #[derive(Debug, thiserror::Error)]
@@ -381,7 +378,7 @@ impl Mediator {
         if seq >= following.follow_until {
             return true;
         }
-        (following.events.get(seq)).is_some_and(|rec| rec.call == K_MODEL)
+        (following.events.get(seq)).is_some_and(|rec| rec.call == model::CALL)
             && following.events.matches_extending(seq, request, x)
     }
 
