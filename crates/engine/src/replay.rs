@@ -109,17 +109,10 @@ impl RecordedRun {
 
     /// Its bundle with its events held compact, and its case.
     pub fn into_held(self) -> (HeldBundle, Case) {
-        let events = match self.held {
-            Some(held) => held,
-            None => Held::from_whole(self.bundle.events),
-        };
-        let b = HeldBundle {
-            header: self.bundle.header,
-            events,
-            footer: self.bundle.footer,
-            in_flight: self.bundle.in_flight,
-            chain: self.bundle.chain,
-        };
+        let mut b = HeldBundle::from(self.bundle);
+        if let Some(held) = self.held {
+            b.events = held;
+        }
         (b, self.case)
     }
 
