@@ -160,14 +160,7 @@ pub fn run_with(
     let guest = execute(sandbox, agent, case, begun.med, |e| {
         begun.opened.write_error(opts.store, e)
     })?;
-    finish(
-        case,
-        begun.opened,
-        guest.med,
-        guest.ended,
-        guest.fuel,
-        &opts,
-    )
+    guest.finish(case, begun.opened, &opts)
 }
 
 /// A run begun: its header, its bundle (when it has a store) and the
@@ -463,6 +456,18 @@ pub(crate) struct Guest {
     pub(crate) ended: Ending,
     pub(crate) fuel: u64,
     pub(crate) med: Mediator,
+}
+
+impl Guest {
+    /// [`finish`] the run this guest made.
+    pub(crate) fn finish(
+        self,
+        case: &Case,
+        opened: Opened,
+        opts: &RunOptions,
+    ) -> Result<RunOutcome> {
+        finish(case, opened, self.med, self.ended, self.fuel, opts)
+    }
 }
 
 /// Instantiate the agent and call its `run` with the case's task.

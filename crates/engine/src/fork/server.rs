@@ -164,14 +164,7 @@ pub(super) fn serve(
                     Ok(guest) => guest?,
                     Err(panic) => anyhow::bail!("panicked: {}", panic_text(&panic)),
                 };
-                let outcome = run::finish(
-                    case,
-                    begun.opened,
-                    guest.med,
-                    guest.ended,
-                    guest.fuel,
-                    &opts,
-                )?;
+                let outcome = guest.finish(case, begun.opened, &opts)?;
                 let written = buffer.lock().unwrap_or_else(|e| e.into_inner());
                 let mut lines = written[prefix..].to_vec();
                 lines.extend_from_slice(bundle::footer_line(&outcome.footer).as_bytes());
@@ -193,14 +186,7 @@ pub(super) fn serve(
                 Ok(guest) => guest?,
                 Err(panic) => std::panic::resume_unwind(panic),
             };
-            let outcome = run::finish(
-                case,
-                begun.opened,
-                guest.med,
-                guest.ended,
-                guest.fuel,
-                &opts,
-            )?;
+            let outcome = guest.finish(case, begun.opened, &opts)?;
             super::departed(&outcome, at)?;
             // Forked at the end of a run whose agent makes no call after
             // it: nothing to copy, each branch is the run again.
