@@ -95,6 +95,8 @@ fn suite_run() -> worldline_engine::suite::SuiteRun {
                 vec![Attempt {
                     outcome: Err("the agent could not start: no such file".into()),
                     elapsed: std::time::Duration::from_millis(12),
+                    model: Default::default(),
+                    tokens_missing: None,
                 }],
             ),
             case(1, "refund/duplicate", Vec::new()),

@@ -9,7 +9,7 @@ use worldline_case::shown;
 use worldline_engine::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
 use worldline_engine::fuzz::summary::PassK;
 use worldline_engine::suite::{CaseRun, Compile, SuiteRun};
-use worldline_log::log::{Call, Kind};
+pub use worldline_log::log::usage::ModelTotals;
 
 /// One case of the `test --json` document. Run-level fields describe the
 /// run that speaks for the case (the first that did not pass, else the
@@ -107,50 +107,6 @@ impl GroupSummary {
     fn mixed(&self) -> bool {
         let first = self.members.first().and_then(|m| m.reward);
         self.members.iter().any(|m| m.reward != first)
-    }
-}
-
-/// Model calls of a suite's runs: how many, the tokens the providers
-/// reported, and the real time the live ones took (metadata, never seen by
-/// an agent).
-#[derive(Serialize, Deserialize, Default, PartialEq, Debug)]
-pub struct ModelTotals {
-    pub calls: u64,
-    pub completion_tokens: u64,
-    pub prompt_tokens: u64,
-    pub real_latency_ms: u64,
-    pub total_tokens: u64,
-}
-
-impl ModelTotals {
-    fn add_run(&mut self, events: &[worldline_log::log::Event]) {
-        for e in events {
-            // Typed only when it is one: typing every event of every run
-            // was 5% of a durable suite's CPU (decision 0394).
-            if e.call != Kind::ModelComplete.name() {
-                continue;
-            }
-            let Call::ModelComplete { response, .. } = e.typed() else {
-                continue;
-            };
-            let record = response.model_call;
-            let usage = record.as_ref().and_then(|r| r.usage.as_ref());
-            let n = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_u64()).unwrap_or(0);
-            let count = |field: &str| n(usage.and_then(|u| u.get(field)));
-            self.calls += 1;
-            self.prompt_tokens += count("prompt_tokens");
-            self.completion_tokens += count("completion_tokens");
-            self.total_tokens += count("total_tokens");
-            self.real_latency_ms += n(record.as_ref().and_then(|r| r.real_latency_ms.as_ref()));
-        }
-    }
-
-    fn add(&mut self, other: &ModelTotals) {
-        self.calls += other.calls;
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.total_tokens += other.total_tokens;
-        self.real_latency_ms += other.real_latency_ms;
     }
 }
 
@@ -306,9 +262,7 @@ impl SuiteSummary {
             .collect();
         let mut model = ModelTotals::default();
         for a in s.cases.iter().flat_map(|c| &c.attempts) {
-            if let Ok(o) = &a.outcome {
-                model.add_run(&o.events.whole());
-            }
+            model.add(&a.model);
         }
         SuiteSummary {
             cases: s.cases.iter().map(CaseSummary::of).collect(),

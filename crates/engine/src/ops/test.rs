@@ -50,10 +50,7 @@ fn token_warnings(entries: &[Entry], run: &SuiteRun) -> Vec<(PathBuf, String)> {
         if !entry.case.model.token_ids {
             continue;
         }
-        let missing = case.attempts.iter().find_map(|a| {
-            let o = a.outcome.as_ref().ok()?;
-            worldline_log::log::tokens::missing(o.events.as_held())
-        });
+        let missing = case.attempts.iter().find_map(|a| a.tokens_missing.clone());
         if let Some(w) = missing {
             out.push((entry.case.path.clone(), w));
         }

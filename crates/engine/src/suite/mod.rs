@@ -24,7 +24,10 @@ use std::time::{Duration, Instant, SystemTime};
 use worldline_case::case::Case;
 use worldline_case::error::{InputError, is_input};
 use worldline_case::parallel::par_map;
+use worldline_log::log::Held;
 use worldline_log::log::bundle::Group;
+use worldline_log::log::tokens;
+use worldline_log::log::usage::ModelTotals;
 use worldline_runtime::mediate::entropy::derive;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
@@ -40,12 +43,42 @@ pub struct Entry {
     pub case: Case,
 }
 
-/// One run of a case and how it went.
+/// One run of a case and how it went. The run's events and final state
+/// are not kept: what the report needs of them is counted as the run
+/// finishes, so a suite's memory does not grow with its runs.
 pub struct Attempt {
-    /// The run, or why it could not run.
+    /// The run (without its events and final state), or why it could not
+    /// run.
     pub outcome: Result<RunOutcome, String>,
     /// Real time the run took (reported, never recorded).
     pub elapsed: Duration,
+    /// Its model calls, counted.
+    pub model: ModelTotals,
+    /// The case asked for token ids and the run's endpoint returned none:
+    /// the warning.
+    pub tokens_missing: Option<String>,
+}
+
+impl Attempt {
+    /// `outcome` kept as a suite keeps it: counted, then its events and
+    /// final state let go.
+    fn kept(case: &Case, outcome: Result<RunOutcome, String>, elapsed: Duration) -> Self {
+        let mut attempt = Attempt {
+            outcome,
+            elapsed,
+            model: ModelTotals::default(),
+            tokens_missing: None,
+        };
+        if let Ok(o) = &mut attempt.outcome {
+            attempt.model = ModelTotals::of_run(&o.events.whole());
+            if case.model.token_ids {
+                attempt.tokens_missing = tokens::missing(o.events.as_held());
+            }
+            o.events = Held::default();
+            o.final_state = Default::default();
+        }
+        attempt
+    }
 }
 
 /// One case of a suite and how its runs went (one per `--repeat`).
@@ -279,10 +312,7 @@ impl Suite<'_> {
                     if self.group && group_id.is_none() {
                         group_id = outcome.as_ref().ok().and_then(|o| o.run_id.clone());
                     }
-                    attempts.push(Attempt {
-                        outcome,
-                        elapsed: t.elapsed(),
-                    });
+                    attempts.push(Attempt::kept(&e.case, outcome, t.elapsed()));
                 }
             }
             let run = CaseRun {

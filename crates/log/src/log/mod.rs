@@ -21,6 +21,7 @@ pub mod prefix;
 pub mod recorder;
 pub mod signature;
 pub mod tokens;
+pub mod usage;
 
 pub use bundle::{Bundle, Edit, Footer, ForkPoint, Header, HeldBundle, Parent, Status};
 pub use call::{Call, CallKind, Kind, kind};
