@@ -21,8 +21,8 @@ pub struct Loaded {
     pub compiles: Vec<Compile>,
 }
 
-/// Load the agent at `agent` (when it is a component) and the services of
-/// `entries`' worlds. A
+/// Load, for a suite that runs `jobs` runs at once, the agent at `agent`
+/// (when it is a component) and the services of `entries`' worlds. A
 /// service that does not load is left to the runs that call it, which
 /// report it as their own error.
 pub fn load(
@@ -30,12 +30,15 @@ pub fn load(
     agent: Option<&Path>,
     entries: &[Entry],
     bar: &ProgressBar,
+    jobs: usize,
 ) -> Result<Loaded> {
     let compiled: Arc<Mutex<Vec<(PathBuf, usize)>>> = Arc::default();
     let seen = compiled.clone();
     let shown = bar.clone();
-    let sandbox =
-        Sandbox::new(Some(store.cache_dir()))?.on_compile(Box::new(move |origin, bytes| {
+    // A suite runs many short runs, `jobs` at once: their instances come
+    // from a pool (decision 0390).
+    let sandbox = Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(Box::new(
+        move |origin, bytes| {
             shown.set_message(format!(
             "compiling {} ({:.1} MB) for this machine; later runs load it from the store's cache",
             origin.display(),
@@ -45,7 +48,8 @@ pub fn load(
                 .expect("compile list lock")
                 .push((origin.to_path_buf(), bytes));
             None
-        }));
+        },
+    ));
     let mut compiles = Vec::new();
     let mut timed = |what: &str, load: &mut dyn FnMut() -> Result<()>| -> Result<()> {
         let before = compiled.lock().expect("compile list lock").len();

@@ -273,7 +273,8 @@ fn run(
         bar.set_message(format!("loading {}", agent.display()));
     }
     bar.enable_steady_tick(Duration::from_millis(200));
-    let loaded = super::preload::load(store, component, entries, &bar)?;
+    let jobs = super::jobs(args.jobs);
+    let loaded = super::preload::load(store, component, entries, &bar, jobs)?;
     let per_case = PerCase {
         choice,
         component: loaded.agent.as_deref(),
@@ -286,7 +287,7 @@ fn run(
         model_seed: args.model.model_seed,
         repeat: args.group.unwrap_or(args.repeat),
         group: args.group.is_some(),
-        jobs: super::jobs(args.jobs),
+        jobs,
         fail_fast: args.fail_fast,
         collection_errors: broken,
         compiles: &loaded.compiles,

@@ -1,10 +1,11 @@
 //! Instances from a pool (decision 0390): a command that runs many short
-//! runs one after another on a few threads (`fuzz`, `verify`) takes each
-//! run's instances from wasmtime's pooling allocator, whose slots keep
-//! their memory mappings from one run to the next (reset, not unmapped
-//! and mapped again). Sized from the number of runs at once; every other
-//! command allocates on demand, as before. `WORLDLINE_INSTANCE_POOL=0`
-//! turns the pool off.
+//! runs one after another on a few threads (`test`, `fuzz`, `verify`)
+//! takes each run's instances from wasmtime's pooling allocator, whose
+//! slots keep their memory mappings from one run to the next (reset, not
+//! unmapped and mapped again), and the first 4 MiB of each memory
+//! resident (zeroed in place, not faulted in afresh). Sized from the
+//! number of runs at once; every other command allocates on demand, as
+//! before. `WORLDLINE_INSTANCE_POOL=0` turns the pool off.
 
 use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -12,12 +13,17 @@ use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
 /// services.
 const PER_RUN: u32 = 4;
 
-/// The pool for `runs` runs at once, unless the environment turns it off.
+/// Runs at once a pool is sized for; more than this allocate on demand
+/// (a pool too small for them would fail their instances).
+const MAX_RUNS: usize = 64;
+
+/// The pool for `runs` runs at once, unless the environment turns it off
+/// or they are more than [`MAX_RUNS`].
 pub(crate) fn strategy(runs: usize) -> InstanceAllocationStrategy {
-    if std::env::var_os("WORLDLINE_INSTANCE_POOL").is_some_and(|v| v == "0") {
+    if std::env::var_os("WORLDLINE_INSTANCE_POOL").is_some_and(|v| v == "0") || runs > MAX_RUNS {
         return InstanceAllocationStrategy::OnDemand;
     }
-    let components = PER_RUN * u32::try_from(runs.max(1)).unwrap_or(u32::MAX / 8).min(64) + PER_RUN;
+    let components = PER_RUN * runs.max(1) as u32 + PER_RUN;
     let mut pool = PoolingAllocationConfig::new();
     // Generous per component, since a Python or JavaScript agent links
     // many core modules: a component the pool cannot hold would fail to
@@ -35,7 +41,7 @@ pub(crate) fn strategy(runs: usize) -> InstanceAllocationStrategy {
         .max_core_instance_size(16 << 20)
         .max_component_instance_size(16 << 20)
         // What a slot keeps mapped between runs instead of giving back.
-        .linear_memory_keep_resident(1 << 20)
+        .linear_memory_keep_resident(4 << 20)
         .table_keep_resident(64 << 10);
     InstanceAllocationStrategy::Pooling(pool)
 }
