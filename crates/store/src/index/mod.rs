@@ -49,6 +49,12 @@ const BUSY: Duration = Duration::from_secs(30);
 /// later process reads back to open the index stays this short.
 pub const LOG_PAGES: u32 = 256;
 
+/// The longest log a command leaves behind: past it, the command's end
+/// checkpoints the log down to nothing. A process reads every frame of
+/// the log back when it opens the index, and forgets what an earlier one
+/// checkpointed, so without this the log of one-row commands only grew.
+pub const LOG_LEFT: u64 = 64 * (4096 + 24);
+
 /// What the log file is cut back to at a checkpoint: twice
 /// [`LOG_PAGES`] frames (a frame is a 4 KiB page and its 24-byte header).
 pub const LOG_BYTES: u64 = 2 * LOG_PAGES as u64 * (4096 + 24);

@@ -200,16 +200,22 @@ fn queue(store: &StoreDir, row: Row) {
 /// the end of a command. A static is never dropped, so without this the
 /// process exits with its connection open and the damage mark is not
 /// brought up to date (`damage.rs`). The close does not checkpoint the log
-/// (decision 0388): commits do once it passes [`LOG_PAGES`](super::LOG_PAGES),
-/// so the log a later process reads back to open the index stays short (it
-/// was up to 4 MiB, ~860 reads of 4 KiB for a fork after a 200-run suite,
-/// before decision 0321).
+/// (decision 0388) unless it is longer than [`LOG_LEFT`](super::LOG_LEFT):
+/// the next process reads all of it back to open the index (a fork read
+/// 16 MB left by earlier forks), and commits alone never cut it back, since
+/// each process's first read forgets what an earlier one checkpointed.
 pub fn close_writers() {
     let mut closing = std::mem::take(&mut *WRITERS.lock().unwrap_or_else(|e| e.into_inner()));
-    for writer in closing.values_mut() {
+    for (path, writer) in closing.iter_mut() {
         let rows = std::mem::take(&mut writer.queued);
         if let Err(e) = writer.index.upsert_all(&rows) {
             warn_unsaved("the last runs", &e);
+        }
+        let log = std::fs::metadata(format!("{}-wal", path.display())).map_or(0, |m| m.len());
+        if log > super::LOG_LEFT
+            && let Err(e) = writer.index.checkpoint()
+        {
+            ::log::warn!("the run index's log was not checkpointed ({e:#})");
         }
     }
     drop(closing);
@@ -226,6 +232,9 @@ mod tests {
     use super::super::row::sample;
     use super::*;
 
+    /// The kept connections are the process's: one test at a time.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
     fn indexed(store: &StoreDir) -> usize {
         Index::connect(store).unwrap().all().unwrap().len()
     }
@@ -234,6 +243,7 @@ mod tests {
     /// command's end; a suite of many runs leaves no log behind.
     #[test]
     fn queued_rows_are_committed_together_and_a_long_suite_empties_the_log() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let store = StoreDir::open(dir.path()).unwrap();
         for i in 0..ROWS as i64 - 1 {
@@ -256,5 +266,29 @@ mod tests {
         queue(&store, sample(1004));
         close_writers();
         assert_eq!(indexed(&store), ROWS + 5, "the command's end commits");
+    }
+
+    /// Commands of one row each (a `fork`, a `run`) leave a short log: the
+    /// next process reads every frame of it back to open the index. Each
+    /// process's first read of the log forgets what an earlier one
+    /// checkpointed, so without a checkpoint at the end of a command the
+    /// log only grew (16 MB after a few thousand forks).
+    #[test]
+    fn commands_of_one_row_each_leave_a_short_log() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(dir.path()).unwrap();
+        let log = dir.path().join(format!("{}-wal", super::super::FILE));
+        let mut longest = 0;
+        for i in 0..300 {
+            save_row(&store, &sample(i)).unwrap();
+            close_writers();
+            longest = longest.max(std::fs::metadata(&log).map_or(0, |m| m.len()));
+        }
+        assert_eq!(indexed(&store), 300);
+        assert!(
+            longest <= super::super::LOG_LEFT,
+            "a command left a log of {longest} bytes"
+        );
     }
 }
