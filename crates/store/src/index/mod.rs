@@ -53,11 +53,14 @@ pub const LOG_PAGES: u32 = 256;
 /// checkpoints the log down to nothing. A process reads every frame of
 /// the log back when it opens the index, and forgets what an earlier one
 /// checkpointed, so without this the log of one-row commands only grew.
-pub const LOG_LEFT: u64 = 64 * (4096 + 24);
+pub const LOG_LEFT: u64 = 64 * FRAME;
+
+/// A frame of the log: a 4 KiB page and its 24-byte header.
+const FRAME: u64 = 4096 + 24;
 
 /// What the log file is cut back to at a checkpoint: twice
-/// [`LOG_PAGES`] frames (a frame is a 4 KiB page and its 24-byte header).
-pub const LOG_BYTES: u64 = 2 * LOG_PAGES as u64 * (4096 + 24);
+/// [`LOG_PAGES`] frames.
+pub const LOG_BYTES: u64 = 2 * LOG_PAGES as u64 * FRAME;
 
 /// An open index.
 pub struct Index {
