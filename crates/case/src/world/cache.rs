@@ -37,10 +37,17 @@ type Checked = BTreeMap<(PathBuf, String), Arc<World>>;
 /// Run `f` (the loading of a suite's cases) as one pass: each kept world
 /// it loads has its files checked once in it.
 pub fn one_pass<T>(f: impl FnOnce() -> T) -> T {
-    *PASS.lock().expect("world cache lock") = Some(BTreeMap::new());
-    let out = f();
-    *PASS.lock().expect("world cache lock") = None;
-    out
+    /// Ends the pass however `f` ends, a panic too: a pass left open
+    /// would serve later loads worlds checked before their files changed.
+    struct Ends;
+    impl Drop for Ends {
+        fn drop(&mut self) {
+            *PASS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+    *PASS.lock().unwrap_or_else(|e| e.into_inner()) = Some(BTreeMap::new());
+    let _ends = Ends;
+    f()
 }
 
 /// The world in `dir`, kept from an earlier `load` of it the same way
@@ -144,6 +151,10 @@ fn settled_identities(world: &World) -> Option<Vec<(PathBuf, String)>> {
 mod tests {
     use super::*;
 
+    /// A pass is the process's: the tests that look at what is shared
+    /// run one at a time.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
     fn world_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
@@ -157,6 +168,7 @@ mod tests {
 
     #[test]
     fn a_settled_world_is_read_once_and_a_changed_one_again() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let dir = world_dir();
         let fresh = crate::world::load_dir(dir.path()).unwrap();
         let again = crate::world::load_dir(dir.path()).unwrap();
@@ -174,8 +186,32 @@ mod tests {
         assert_ne!(changed.hash, first.hash);
     }
 
+    /// A pass ends however its loading ends: after one that panicked, a
+    /// changed world is read again, not served from the pass.
+    #[test]
+    fn a_pass_that_panicked_is_over() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = world_dir();
+        // Settled files, so the pass keeps the world it loads.
+        std::thread::sleep(file_identity::SETTLED + std::time::Duration::from_millis(100));
+        let panicked = std::panic::catch_unwind(|| {
+            one_pass(|| {
+                crate::world::load_dir(dir.path()).unwrap();
+                panic!("a case that does not load");
+            })
+        });
+        assert!(panicked.is_err());
+        std::fs::write(dir.path().join("t.jsonl"), "{\"id\": \"b\"}\n").unwrap();
+        let after = crate::world::load_dir(dir.path()).unwrap();
+        assert!(
+            after.initial.row("t", "b").is_some(),
+            "served from a pass left open"
+        );
+    }
+
     #[test]
     fn cases_of_one_world_and_overlay_share_one_copy() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let dir = world_dir();
         let a = share(crate::world::load_dir(dir.path()).unwrap());
         let b = share(crate::world::load_dir(dir.path()).unwrap());
