@@ -45,3 +45,22 @@ pub(crate) fn strategy(runs: usize) -> InstanceAllocationStrategy {
         .table_keep_resident(64 << 10);
     InstanceAllocationStrategy::Pooling(pool)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// More runs at once than a pool is sized for allocate on demand: a
+    /// pool of 64 runs' slots would fail the 65th run's instances.
+    #[test]
+    fn more_runs_than_a_pool_holds_allocate_on_demand() {
+        assert!(matches!(
+            strategy(MAX_RUNS),
+            InstanceAllocationStrategy::Pooling(_)
+        ));
+        assert!(matches!(
+            strategy(MAX_RUNS + 1),
+            InstanceAllocationStrategy::OnDemand
+        ));
+    }
+}
