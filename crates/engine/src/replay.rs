@@ -208,9 +208,17 @@ pub fn recorded_agent(
     rec: &RecordedRun,
 ) -> Result<Arc<Agent>> {
     let sha = &rec.bundle.header.agent_sha256;
+    let origin = store.object_path(sha);
+    // Its object unchanged since its bytes last matched their hash and its
+    // compiled form cached: neither read nor decompressed again.
+    if store.object_intact(sha)
+        && let Some(agent) = sandbox.load_compiled(sha, &origin)?
+    {
+        return Ok(agent);
+    }
     let bytes = store.get_object(sha)?;
     // `get_object` has checked the bytes against their hash.
-    sandbox.load_hashed(&bytes, sha.clone(), &store.object_path(sha))
+    sandbox.load_hashed(&bytes, sha.clone(), &origin)
 }
 
 /// [`recorded_agent`], read from the store once per process.

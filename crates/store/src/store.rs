@@ -341,7 +341,8 @@ impl StoreDir {
             self.write_object(&path, &bytes)?;
             return Ok(bytes);
         }
-        if !path.is_file() {
+        let before = std::fs::metadata(&path).ok();
+        if !before.as_ref().is_some_and(std::fs::Metadata::is_file) {
             // A viewer reads only the agents: cases and worlds hold data.
             self.require_raw("reading a run's case or world")?;
         }
@@ -357,14 +358,60 @@ impl StoreDir {
                 };
                 worldline_case::error::InputError::new(&path, format!("{what}: {e}"))
             })?;
-        worldline_log::object_codec::decode(kept, sha, worldline_case::bounded::OBJECT).map_err(
-            |e| {
+        let bytes = worldline_log::object_codec::decode(kept, sha, worldline_case::bounded::OBJECT)
+            .map_err(|e| {
                 worldline_case::error::InputError::new(
                     &path,
                     format!("object {e} (the store was modified)"),
                 )
-            },
-        )
+            })?;
+        if let Some(before) = before {
+            self.note_intact(sha, &path, &before);
+        }
+        Ok(bytes)
+    }
+
+    /// Where the identity of object `sha`'s file is noted once its bytes
+    /// matched their hash (a cache: a note lost or torn only means the
+    /// object is read and checked again).
+    fn intact_note(&self, sha: &str) -> PathBuf {
+        self.cache_dir().join("objects").join(sha)
+    }
+
+    /// Note the identity of `path`, object `sha`'s file whose bytes were
+    /// just read and matched their hash, when it is the identity `before`
+    /// the read and the file has settled (`file_identity`).
+    fn note_intact(&self, sha: &str, path: &Path, before: &std::fs::Metadata) {
+        use worldline_case::file_identity;
+        let Ok(after) = std::fs::metadata(path) else {
+            return;
+        };
+        let identity = file_identity::of(&after);
+        if identity != file_identity::of(before) || !file_identity::settled(&after) {
+            return;
+        }
+        let note = self.intact_note(sha);
+        if note
+            .parent()
+            .is_some_and(|d| std::fs::create_dir_all(d).is_ok())
+        {
+            let _ = worldline_case::durable::write(&note, identity.as_bytes());
+        }
+    }
+
+    /// Whether object `sha`'s file is the one whose bytes last matched
+    /// their hash when [`read_object`](Self::read_object) read them (its
+    /// identity unchanged since), held as [`get_object`](Self::get_object)
+    /// holds it: a reader that needs only to know it intact (a fork whose
+    /// agent's compiled form is cached) need not read and decompress it
+    /// again.
+    pub fn object_intact(&self, sha: &str) -> bool {
+        let _ = self.hold(&[sha]);
+        let Ok(meta) = std::fs::metadata(self.object_path(sha)) else {
+            return false;
+        };
+        worldline_case::bounded::read(&self.intact_note(sha), 256)
+            .is_ok_and(|noted| noted == worldline_case::file_identity::of(&meta).as_bytes())
     }
 
     /// The recorded world `world_hash`, rebuilt from the store into
@@ -637,5 +684,29 @@ mod tests {
                 }
             });
         }
+    }
+
+    /// An object whose bytes matched their hash is known intact while its
+    /// file is unchanged: not before it was read (or while it had not
+    /// settled), not once it was written again.
+    #[test]
+    fn an_object_read_whole_is_known_intact_until_its_file_changes() {
+        let root = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(&root.path().join("store")).unwrap();
+        let sha = store.put_object(b"\0asm an agent").unwrap();
+        store.read_object(&sha).unwrap();
+        assert!(
+            !store.object_intact(&sha),
+            "a file just written is read again"
+        );
+        std::thread::sleep(
+            worldline_case::file_identity::SETTLED + std::time::Duration::from_millis(100),
+        );
+        assert!(!store.object_intact(&sha), "not read since it settled");
+        store.read_object(&sha).unwrap();
+        assert!(store.object_intact(&sha));
+        std::fs::write(store.object_path(&sha), b"\0asm not the agent you recorded").unwrap();
+        assert!(!store.object_intact(&sha), "written again");
+        assert!(store.read_object(&sha).is_err());
     }
 }
