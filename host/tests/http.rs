@@ -436,6 +436,12 @@ fn runs_recorded_with_the_http_plumbing_replay_identical() {
     let store = temp_dir();
     let old = workspace_root().join("tests/bundles/http-plumbing");
     worldline(store.path(), [OsStr::new("import"), old.as_os_str()]).expect_code(0);
+    // A store only read from gets no note of what was read from it.
+    assert!(
+        !old.join("cache/objects").exists(),
+        "import wrote into {}",
+        old.display()
+    );
     let mut runs: Vec<String> = std::fs::read_dir(old.join("runs"))
         .unwrap()
         .map(|e| {

@@ -216,8 +216,8 @@ pub fn recorded_agent(
     {
         return Ok(agent);
     }
-    let bytes = store.get_object(sha)?;
-    // `get_object` has checked the bytes against their hash.
+    let bytes = store.get_object_noted(sha)?;
+    // `get_object_noted` has checked the bytes against their hash.
     sandbox.load_hashed(&bytes, sha.clone(), &origin)
 }
 

@@ -341,8 +341,7 @@ impl StoreDir {
             self.write_object(&path, &bytes)?;
             return Ok(bytes);
         }
-        let before = std::fs::metadata(&path).ok();
-        if !before.as_ref().is_some_and(std::fs::Metadata::is_file) {
+        if !path.is_file() {
             // A viewer reads only the agents: cases and worlds hold data.
             self.require_raw("reading a run's case or world")?;
         }
@@ -358,13 +357,28 @@ impl StoreDir {
                 };
                 worldline_case::error::InputError::new(&path, format!("{what}: {e}"))
             })?;
-        let bytes = worldline_log::object_codec::decode(kept, sha, worldline_case::bounded::OBJECT)
-            .map_err(|e| {
+        worldline_log::object_codec::decode(kept, sha, worldline_case::bounded::OBJECT).map_err(
+            |e| {
                 worldline_case::error::InputError::new(
                     &path,
                     format!("object {e} (the store was modified)"),
                 )
-            })?;
+            },
+        )
+    }
+
+    /// [`get_object`](Self::get_object), noting the identity of the
+    /// object's file once its bytes matched their hash, for
+    /// [`object_intact`](Self::object_intact). For objects of this store's
+    /// own runs: a command that only reads another store (`import`) leaves
+    /// no note in it.
+    pub fn get_object_noted(
+        &self,
+        sha: &str,
+    ) -> Result<Vec<u8>, worldline_case::error::InputError> {
+        let path = self.object_path(sha);
+        let before = std::fs::metadata(&path).ok();
+        let bytes = self.get_object(sha)?;
         if let Some(before) = before {
             self.note_intact(sha, &path, &before);
         }
@@ -400,8 +414,8 @@ impl StoreDir {
     }
 
     /// Whether object `sha`'s file is the one whose bytes last matched
-    /// their hash when [`read_object`](Self::read_object) read them (its
-    /// identity unchanged since), held as [`get_object`](Self::get_object)
+    /// their hash when [`get_object_noted`](Self::get_object_noted) read
+    /// them (its identity unchanged since), held as [`get_object`](Self::get_object)
     /// holds it: a reader that needs only to know it intact (a fork whose
     /// agent's compiled form is cached) need not read and decompress it
     /// again.
@@ -686,15 +700,15 @@ mod tests {
         }
     }
 
-    /// An object whose bytes matched their hash is known intact while its
-    /// file is unchanged: not before it was read (or while it had not
-    /// settled), not once it was written again.
+    /// An object whose bytes matched their hash when read noting it is
+    /// known intact while its file is unchanged: not while it had not
+    /// settled, not after a plain read, not once it was written again.
     #[test]
     fn an_object_read_whole_is_known_intact_until_its_file_changes() {
         let root = tempfile::tempdir().unwrap();
         let store = StoreDir::open(&root.path().join("store")).unwrap();
         let sha = store.put_object(b"\0asm an agent").unwrap();
-        store.read_object(&sha).unwrap();
+        store.get_object_noted(&sha).unwrap();
         assert!(
             !store.object_intact(&sha),
             "a file just written is read again"
@@ -702,8 +716,9 @@ mod tests {
         std::thread::sleep(
             worldline_case::file_identity::SETTLED + std::time::Duration::from_millis(100),
         );
-        assert!(!store.object_intact(&sha), "not read since it settled");
         store.read_object(&sha).unwrap();
+        assert!(!store.object_intact(&sha), "a plain read notes nothing");
+        store.get_object_noted(&sha).unwrap();
         assert!(store.object_intact(&sha));
         std::fs::write(store.object_path(&sha), b"\0asm not the agent you recorded").unwrap();
         assert!(!store.object_intact(&sha), "written again");
