@@ -42,6 +42,18 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Write a cache's note at `path` (its folder made, the temporary files a
+/// killed writer left there swept), best effort: without the note the
+/// next reader works it out again.
+pub fn note(path: &Path, bytes: &[u8]) {
+    if let Some(dir) = path.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        sweep(dir);
+        let _ = write(path, bytes);
+    }
+}
+
 /// Create `path` holding `bytes`, failing with `AlreadyExists` when it is
 /// there: the file appears whole or not at all. Returns it open for
 /// appending.

@@ -9,6 +9,7 @@
 
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// How old a file's last change must be before its identity is trusted.
@@ -38,4 +39,13 @@ pub fn settled(m: &Metadata) -> bool {
     SystemTime::now()
         .duration_since(changed)
         .is_ok_and(|age| age >= SETTLED)
+}
+
+/// The identity of the file at `path` when it is still the one `before`
+/// was taken of and has settled: what to note for bytes read between the
+/// two (`None`: read them again next time).
+pub fn kept(before: &Metadata, path: &Path) -> Option<String> {
+    let now = std::fs::metadata(path).ok()?;
+    let identity = of(&now);
+    (identity == of(before) && settled(&now)).then_some(identity)
 }

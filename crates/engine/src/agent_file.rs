@@ -42,7 +42,8 @@ pub fn load(sandbox: &Sandbox, store: &StoreDir, path: &Path) -> Result<Arc<Agen
     if let Some(record) = record
         && settled(path)
     {
-        remember(&record, &agent.sha256);
+        // Best effort: without it the next run reads the file.
+        worldline_case::durable::note(&record, agent.sha256.as_bytes());
     }
     Ok(agent)
 }
@@ -64,16 +65,6 @@ fn record_path(store: &StoreDir, path: &Path) -> Option<PathBuf> {
 /// Whether the file was last changed long enough ago to be trusted.
 fn settled(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| file_identity::settled(&m))
-}
-
-/// Write the record (best effort: without it the next run reads the file).
-fn remember(record: &Path, sha: &str) {
-    if let Some(dir) = record.parent()
-        && std::fs::create_dir_all(dir).is_ok()
-    {
-        worldline_case::durable::sweep(dir);
-        let _ = worldline_case::durable::write(record, sha.as_bytes());
-    }
 }
 
 fn is_sha256(text: &str) -> bool {

@@ -394,22 +394,10 @@ impl StoreDir {
 
     /// Note the identity of `path`, object `sha`'s file whose bytes were
     /// just read and matched their hash, when it is the identity `before`
-    /// the read and the file has settled (`file_identity`).
+    /// the read and the file has settled (`file_identity::kept`).
     fn note_intact(&self, sha: &str, path: &Path, before: &std::fs::Metadata) {
-        use worldline_case::file_identity;
-        let Ok(after) = std::fs::metadata(path) else {
-            return;
-        };
-        let identity = file_identity::of(&after);
-        if identity != file_identity::of(before) || !file_identity::settled(&after) {
-            return;
-        }
-        let note = self.intact_note(sha);
-        if note
-            .parent()
-            .is_some_and(|d| std::fs::create_dir_all(d).is_ok())
-        {
-            let _ = worldline_case::durable::write(&note, identity.as_bytes());
+        if let Some(identity) = worldline_case::file_identity::kept(before, path) {
+            worldline_case::durable::note(&self.intact_note(sha), identity.as_bytes());
         }
     }
 

@@ -92,11 +92,8 @@ impl CompileCache {
             return None;
         }
         // Read again: the identity must be the one of the bytes just checked.
-        if let Ok(now) = std::fs::metadata(&path)
-            && file_identity::of(&now) == file_identity::of(&meta)
-            && file_identity::settled(&now)
-        {
-            let text = format!("{}\n{}\n", check.sum, file_identity::of(&now));
+        if let Some(identity) = file_identity::kept(&meta, &path) {
+            let text = format!("{}\n{}\n", check.sum, identity);
             let _ = worldline_case::durable::write(&self.check_path(sha256), text.as_bytes());
         }
         Some(path)
