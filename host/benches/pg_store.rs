@@ -1,5 +1,7 @@
 //! The PostgreSQL store against the folder store, on a throwaway local
-//! cluster (started as the tests start theirs, `tests/common/pg.rs`):
+//! cluster (started as the tests start theirs, `tests/common/pg.rs`, but
+//! syncing to disk at each commit as PostgreSQL ships, `fsync=on`: the
+//! folder store syncs each bundle, so both sides are durable):
 //!
 //! - a 20-call run written to each store (the database store's run is
 //!   written to its working folder, then stored whole in one transaction);
@@ -108,7 +110,7 @@ fn bench(c: &mut Criterion) {
     std::fs::create_dir_all(common::store_cache()).unwrap();
     // SAFETY: set before any thread of this process reads the environment.
     unsafe { std::env::set_var("WORLDLINE_STORE_CACHE", common::store_cache()) };
-    let pg = common::pg::cluster();
+    let pg = common::pg::own_durable_cluster();
     let dir = common::temp_dir();
 
     // A 20-call run, into a folder store and into a database store.

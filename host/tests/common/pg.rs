@@ -29,6 +29,9 @@ pub struct Cluster {
     bin: PathBuf,
     /// Settings the server starts with beyond the common ones.
     options: String,
+    /// Whether the server syncs its log to disk at each commit, as a
+    /// production server does ([`own_durable_cluster`]); the tests' do not.
+    fsync: bool,
     /// The authority that signed the server's certificate (TLS on).
     pub ca: Option<PathBuf>,
 }
@@ -57,7 +60,15 @@ pub fn own_cluster() -> Cluster {
 /// A cluster of the calling test's own with TLS on: its certificate for
 /// `127.0.0.1` signed by a throwaway authority ([`Cluster::ca`]).
 pub fn own_tls_cluster(tls: Tls) -> Cluster {
-    start_with(Some(tls))
+    start_with(Some(tls), false)
+}
+
+/// A cluster of the caller's own that syncs to disk at each commit
+/// (`fsync=on`, as PostgreSQL ships), where the tests' run with
+/// `fsync=off`: for figures that compare a database store's durable run
+/// with the folder store's, which syncs each bundle (issue 41, item 7).
+pub fn own_durable_cluster() -> Cluster {
+    start_with(None, true)
 }
 
 /// A throwaway certificate authority `dir/NAME.pem` (its key beside it).
@@ -210,10 +221,10 @@ fn run(mut c: Command, what: &str) {
 }
 
 fn start() -> Cluster {
-    start_with(None)
+    start_with(None, false)
 }
 
-fn start_with(tls: Option<Tls>) -> Cluster {
+fn start_with(tls: Option<Tls>, fsync: bool) -> Cluster {
     let bin = bin_dir();
     let dir = tempfile::Builder::new()
         .prefix("worldline-pg-")
@@ -277,6 +288,7 @@ fn start_with(tls: Option<Tls>) -> Cluster {
             dir: dir.clone(),
             bin: bin.clone(),
             options: options.clone(),
+            fsync,
             ca: ca.clone(),
         };
         match cluster.try_start() {
@@ -396,9 +408,10 @@ impl Cluster {
             .arg(self.dir.join("log"))
             .arg("-o")
             .arg(format!(
-                "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=200{}",
+                "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync={} -c max_connections=200{}",
                 self.port,
                 self.dir.display(),
+                if self.fsync { "on" } else { "off" },
                 self.options
             ))
             .args(["-w", "-t", "30", "start"]);
