@@ -6,7 +6,12 @@
 //!
 //! Flushing to disk: a lone run syncs its own bundle; many runs (a suite)
 //! share one flush of the store's filesystem per [`SyncBatch`] interval
-//! instead of one `fsync` each (decision 0263).
+//! instead of one `fsync` each (decision 0263), and take their bundles'
+//! files from those made ahead ([`spare`]).
+
+mod spare;
+
+pub use spare::{Spare, Spares};
 
 use std::fs::File;
 use std::io::{self, Write as _};
@@ -76,6 +81,22 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<File> {
     })();
     let _ = std::fs::remove_file(&tmp);
     made
+}
+
+/// [`create_new`], through `spare` (a nameless file made ahead in the
+/// same folder) when given: `bytes` written into it, then the file linked
+/// to `path`. Where the link cannot be made, the file is made as
+/// [`create_new`] makes it.
+pub fn create_new_from(spare: Option<Spare>, path: &Path, bytes: &[u8]) -> io::Result<File> {
+    let Some(mut file) = spare else {
+        return create_new(path, bytes);
+    };
+    file.write_all(bytes)?;
+    match spare::link(&file, path) {
+        Ok(()) => Ok(file),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) => create_new(path, bytes),
+    }
 }
 
 /// The process id in a temporary name, if `name` is one.

@@ -137,6 +137,9 @@ pub struct RunOptions<'a> {
     /// Made durable with this batch's flush (a suite's) instead of an
     /// `fsync` of its own.
     pub batch: Option<&'a worldline_case::durable::SyncBatch>,
+    /// The bundle's file taken from those made ahead (a suite's), when
+    /// one is ready.
+    pub spares: Option<&'a worldline_case::durable::Spares>,
     /// How compact model calls are hashed: a replay's as its recording's
     /// were (decision 0345).
     pub chain: worldline_log::log::Chain,
@@ -222,7 +225,7 @@ pub fn begin(
             run_id: None,
             path: None,
         },
-        None => Log::open(opts.store, &inputs.header)?,
+        None => Log::open(opts.store, opts.spares, &inputs.header)?,
     };
     let mut med = Mediator::new(case, log.recorder.chained(opts.chain));
     set_up(
@@ -400,7 +403,11 @@ struct Log {
 }
 
 impl Log {
-    fn open(store: Option<&StoreDir>, header: &Header) -> Result<Log> {
+    fn open(
+        store: Option<&StoreDir>,
+        spares: Option<&worldline_case::durable::Spares>,
+        header: &Header,
+    ) -> Result<Log> {
         let Some(store) = store else {
             return Ok(Log {
                 recorder: Recorder::in_memory(),
@@ -410,7 +417,8 @@ impl Log {
         };
         store.hold_run(header)?;
         let line = bundle::header_line(header);
-        let (run_id, path, file) = store.create_bundle(&header.agent_sha256, line.as_bytes())?;
+        let (run_id, path, file) =
+            store.create_bundle(&header.agent_sha256, line.as_bytes(), spares)?;
         Ok(Log {
             recorder: Recorder::to_file(file),
             run_id: Some(run_id),

@@ -530,17 +530,20 @@ impl StoreDir {
     /// Create a new run's bundle holding `header_line`, under a fresh run
     /// id: the file appears with its whole header or not at all, and an id
     /// another writer took meanwhile is never reused (a new one is drawn).
+    /// A suite's run takes its file from `spares` when one is ready.
     pub fn create_bundle(
         &self,
         salt: &str,
         header_line: &[u8],
+        spares: Option<&worldline_case::durable::Spares>,
     ) -> Result<(String, PathBuf, std::fs::File)> {
         let mut tries = 0;
         loop {
             let run_id = self.new_run_id(salt);
             let path = self.bundle_path(&run_id);
             self.hold(&[&run_id])?;
-            match worldline_case::durable::create_new(&path, header_line) {
+            let spare = spares.and_then(|s| s.take());
+            match worldline_case::durable::create_new_from(spare, &path, header_line) {
                 Ok(file) => return Ok((run_id, path, file)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => {
                     tries += 1;

@@ -110,10 +110,10 @@ struct Listed<'a> {
 /// The cases the arguments select, the collection errors, and the
 /// partition; `read` reads a case file (its world's reference and tags
 /// beside what it gives).
-fn select<T>(
+fn select<T: Send>(
     args: &TestArgs,
     store: &StoreDir,
-    read: impl Fn(&std::path::Path) -> Result<(T, String, Vec<String>), InputError>,
+    read: impl Fn(&std::path::Path) -> Result<(T, String, Vec<String>), InputError> + Sync,
 ) -> Result<Selected<T>> {
     let selection = Selection {
         filter: args.filter.as_deref().map(pick::filter).transpose()?,

@@ -412,7 +412,8 @@ fn collect(
         });
         store.hold_run(&header)?;
         let line = bundle::header_line(&header);
-        let (id, path, mut file) = store.create_bundle(&header.agent_sha256, line.as_bytes())?;
+        let (id, path, mut file) =
+            store.create_bundle(&header.agent_sha256, line.as_bytes(), None)?;
         let written = (|| {
             file.write_all(prefix)?;
             file.write_all(&c.lines)?;

@@ -273,6 +273,10 @@ impl Suite<'_> {
             &self.store.runs_dir(),
             worldline_case::durable::SyncBatch::INTERVAL,
         );
+        // Their bundles' files made ahead: four for each job, at most 32
+        // (each an open descriptor).
+        let spares =
+            worldline_case::durable::Spares::start(&self.store.runs_dir(), (4 * self.jobs).min(32));
         let cases = par_map(self.cases.len(), self.jobs, |i| {
             let e = &self.cases[i];
             let mut attempts = Vec::new();
@@ -288,6 +292,7 @@ impl Suite<'_> {
                     let options = RunOptions {
                         store: Some(self.store),
                         batch: Some(&batch),
+                        spares: Some(&spares),
                         model_seed: match rep {
                             _ if self.group => Some(member_seed(e.case.seed, rep)),
                             0 => self.model_seed,
@@ -327,6 +332,7 @@ impl Suite<'_> {
             sink(SuiteEvent::CaseFinished(&run));
             Ok(run)
         })?;
+        drop(spares);
         batch
             .finish()
             .map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;

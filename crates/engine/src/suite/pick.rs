@@ -56,21 +56,25 @@ pub fn filter(text: &str) -> Result<(String, Filter), InputError> {
 
 /// The cases of `paths` (the suite's case files, in order) that
 /// `selection` selects; `read` reads a case file (its world's reference
-/// and tags beside what it gives). A filter that selects none of the
-/// cases that loaded is a usage error naming near names.
-pub fn pick<T>(
+/// and tags beside what it gives), the files read on every core at once
+/// and taken in order. A filter that selects none of the cases that
+/// loaded is a usage error naming near names.
+pub fn pick<T: Send>(
     paths: Vec<PathBuf>,
     selection: &Selection,
-    read: impl Fn(&Path) -> Result<(T, String, Vec<String>), InputError>,
+    read: impl Fn(&Path) -> Result<(T, String, Vec<String>), InputError> + Sync,
 ) -> Result<Selected<T>, InputError> {
     let mut entries = Vec::new();
     let mut broken = Vec::new();
     // Every case the filter left out, for the near names of a filter
     // that selects none.
     let mut seen: Vec<Seen> = Vec::new();
-    for (index, path) in paths.into_iter().enumerate() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let reads = worldline_case::parallel::par_map(paths.len(), cores, |i| Ok(read(&paths[i])))
+        .map_err(|e| InputError::new("cases", format!("{e:#}")))?;
+    for (index, (path, read)) in paths.into_iter().zip(reads).enumerate() {
         let name = worldline_case::case::discover::display_name(&path);
-        let (read, world, tags) = match read(&path) {
+        let (read, world, tags) = match read {
             Ok(read) => read,
             Err(e) => {
                 broken.push(e);
