@@ -22,6 +22,12 @@ struct Kept {
 /// Loads by folder and how it was loaded (what was checked).
 static LOADED: Mutex<BTreeMap<(PathBuf, String), Kept>> = Mutex::new(BTreeMap::new());
 
+/// Held while a world is loaded, by the same key as [`LOADED`].
+static LOADING: Mutex<BTreeMap<(PathBuf, String), Gate>> = Mutex::new(BTreeMap::new());
+
+/// What one load of a world holds.
+type Gate = Arc<Mutex<()>>;
+
 /// Shared worlds by (folder, hash): the hash covers the overlay.
 static SHARED: Mutex<BTreeMap<(PathBuf, String), Weak<World>>> = Mutex::new(BTreeMap::new());
 
@@ -68,6 +74,16 @@ pub(crate) fn load(
         dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
         mode.to_string(),
     );
+    // One load of a world at a time: a case read beside another that
+    // names the same world waits for that load and keeps it, instead of
+    // loading it again (a suite reads its cases on every core).
+    let gate = LOADING
+        .lock()
+        .expect("world cache lock")
+        .entry(key.clone())
+        .or_default()
+        .clone();
+    let _loading = gate.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(kept) = LOADED.lock().expect("world cache lock").get(&key)
         && kept
             .identities
@@ -164,6 +180,31 @@ mod tests {
         .unwrap();
         std::fs::write(dir.path().join("t.jsonl"), "{\"id\": \"a\"}\n").unwrap();
         dir
+    }
+
+    /// Cases read on two threads at once that name one world: one loads
+    /// it, the other waits and takes the kept load.
+    #[test]
+    fn a_world_two_threads_need_at_once_is_loaded_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = world_dir();
+        std::thread::sleep(file_identity::SETTLED + std::time::Duration::from_millis(100));
+        let loads = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    load(dir.path(), "two threads", || {
+                        loads.fetch_add(1, Ordering::SeqCst);
+                        // Long enough for the other thread to ask meanwhile.
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        crate::world::load_dir(dir.path()).map_err(|e| vec![e])
+                    })
+                    .unwrap();
+                });
+            }
+        });
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
     }
 
     #[test]
