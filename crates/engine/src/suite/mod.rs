@@ -277,6 +277,8 @@ impl Suite<'_> {
         // (each an open descriptor).
         let spares =
             worldline_case::durable::Spares::start(&self.store.runs_dir(), (4 * self.jobs).min(32));
+        // Their index rows committed off their path.
+        let committer = worldline_store::index::Committer::start(self.store);
         let cases = par_map(self.cases.len(), self.jobs, |i| {
             let e = &self.cases[i];
             let mut attempts = Vec::new();
@@ -333,6 +335,7 @@ impl Suite<'_> {
             Ok(run)
         })?;
         drop(spares);
+        drop(committer);
         batch
             .finish()
             .map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;

@@ -19,6 +19,7 @@
 //! (`runs`' filters), `page.rs` (a page of a listing and its count),
 //! `row.rs` (a row from a bundle).
 
+mod behind;
 mod damage;
 mod folder;
 pub mod page;
@@ -34,6 +35,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use behind::Committer;
 pub(crate) use schema::{COLUMNS, row_of};
 pub use write::{close_writers, flush, record, record_file, save_row, settle};
 

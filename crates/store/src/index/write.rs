@@ -9,8 +9,8 @@ use crate::store::StoreDir;
 use anyhow::Result;
 use rusqlite::{TransactionBehavior, params};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 use worldline_log::log::{Footer, Header};
 
 impl Index {
@@ -106,21 +106,17 @@ const ROWS: usize = 64;
 /// well under one. Rows this process queued for the store go in the same
 /// transaction.
 pub fn save_row(store: &StoreDir, row: &Row) -> Result<()> {
-    let mut writers = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
-    let writer = writer_of(&mut writers, store)?;
-    writer.queued.push(row.clone());
-    commit(&mut writers, store)
+    {
+        let mut writers = lock_writers();
+        writer_of(&mut writers, store)?.queued.push(row.clone());
+    }
+    commit(&index_path(store))
 }
 
 /// Upsert the rows this process queued for `store` (before a read of its
 /// index, which must see them).
 pub fn flush(store: &StoreDir) {
-    let mut writers = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
-    if writers
-        .get(&index_path(store))
-        .is_some_and(|w| !w.queued.is_empty())
-        && let Err(e) = commit(&mut writers, store)
-    {
+    if let Err(e) = commit(&index_path(store)) {
         warn_unsaved("the last runs", &e);
     }
 }
@@ -136,22 +132,34 @@ pub fn settle(store: &StoreDir, runs: usize) {
     if runs < ROWS {
         return;
     }
-    let mut writers = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(writer) = writers.get_mut(&index_path(store))
-        && let Err(e) = writer.index.checkpoint()
+    let index = lock_writers()
+        .get(&index_path(store))
+        .map(|w| w.index.clone());
+    if let Some(index) = index
+        && let Err(e) = lock_index(&index).checkpoint()
     {
         ::log::warn!("the run index's log was not checkpointed ({e:#})");
     }
 }
 
-/// A kept connection and the rows queued for it.
+/// A kept connection and the rows queued for it. The connection has a
+/// lock of its own, so rows are queued while a batch is committed (by a
+/// suite's committer, `behind.rs`).
 struct Writer {
-    index: Index,
+    index: Arc<Mutex<Index>>,
     queued: Vec<Row>,
 }
 
 /// This process's kept connections, one per store's index.
 static WRITERS: Mutex<BTreeMap<PathBuf, Writer>> = Mutex::new(BTreeMap::new());
+
+fn lock_writers() -> MutexGuard<'static, BTreeMap<PathBuf, Writer>> {
+    WRITERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn lock_index(index: &Mutex<Index>) -> MutexGuard<'_, Index> {
+    index.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn writer_of<'a>(
     writers: &'a mut BTreeMap<PathBuf, Writer>,
@@ -160,37 +168,48 @@ fn writer_of<'a>(
     Ok(match writers.entry(index_path(store)) {
         std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::btree_map::Entry::Vacant(v) => v.insert(Writer {
-            index: Index::connect(store)?,
+            index: Arc::new(Mutex::new(Index::connect(store)?)),
             queued: Vec::new(),
         }),
     })
 }
 
-/// Upsert the rows queued for `store` in one transaction.
-fn commit(writers: &mut BTreeMap<PathBuf, Writer>, store: &StoreDir) -> Result<()> {
-    let Some(writer) = writers.get_mut(&index_path(store)) else {
-        return Ok(());
+/// Upsert the rows queued for the index at `path` in one transaction,
+/// taken out of the queue first: rows queued meanwhile wait for the next.
+pub(super) fn commit(path: &Path) -> Result<()> {
+    let (index, rows) = {
+        let mut writers = lock_writers();
+        let Some(writer) = writers.get_mut(path).filter(|w| !w.queued.is_empty()) else {
+            return Ok(());
+        };
+        (writer.index.clone(), std::mem::take(&mut writer.queued))
     };
-    let rows = std::mem::take(&mut writer.queued);
-    let saved = writer.index.upsert_all(&rows);
+    let saved = lock_index(&index).upsert_all(&rows);
     if saved.is_err() {
         // Maybe the file was replaced (a rebuild): open it afresh next time.
-        writers.remove(&index_path(store));
+        let mut writers = lock_writers();
+        if writers
+            .get(path)
+            .is_some_and(|w| Arc::ptr_eq(&w.index, &index))
+        {
+            writers.remove(path);
+        }
     }
     saved
 }
 
 fn queue(store: &StoreDir, row: Row) {
-    let mut writers = WRITERS.lock().unwrap_or_else(|e| e.into_inner());
-    let queued = match writer_of(&mut writers, store) {
+    let queued = match writer_of(&mut lock_writers(), store) {
         Ok(w) => {
             w.queued.push(row);
             w.queued.len()
         }
         Err(e) => return warn_unsaved(&row.run_id, &e),
     };
+    let path = index_path(store);
     if queued >= ROWS
-        && let Err(e) = commit(&mut writers, store)
+        && !super::behind::wake(&path)
+        && let Err(e) = commit(&path)
     {
         warn_unsaved("the last runs", &e);
     }
@@ -205,15 +224,16 @@ fn queue(store: &StoreDir, row: Row) {
 /// 16 MB left by earlier forks), and commits alone never cut it back, since
 /// each process's first read forgets what an earlier one checkpointed.
 pub fn close_writers() {
-    let mut closing = std::mem::take(&mut *WRITERS.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut closing = std::mem::take(&mut *lock_writers());
     for (path, writer) in closing.iter_mut() {
         let rows = std::mem::take(&mut writer.queued);
-        if let Err(e) = writer.index.upsert_all(&rows) {
+        let mut index = lock_index(&writer.index);
+        if let Err(e) = index.upsert_all(&rows) {
             warn_unsaved("the last runs", &e);
         }
         let log = std::fs::metadata(format!("{}-wal", path.display())).map_or(0, |m| m.len());
         if log > super::LOG_LEFT
-            && let Err(e) = writer.index.checkpoint()
+            && let Err(e) = index.checkpoint()
         {
             ::log::warn!("the run index's log was not checkpointed ({e:#})");
         }
@@ -221,7 +241,7 @@ pub fn close_writers() {
     drop(closing);
 }
 
-fn warn_unsaved(runs: &str, e: &anyhow::Error) {
+pub(super) fn warn_unsaved(runs: &str, e: &anyhow::Error) {
     ::log::warn!(
         "the run index was not updated for {runs} ({e:#}); the next `worldline runs` repairs it"
     );
@@ -266,6 +286,49 @@ mod tests {
         queue(&store, sample(1004));
         close_writers();
         assert_eq!(indexed(&store), ROWS + 5, "the command's end commits");
+    }
+
+    /// While a suite's committer runs, the run whose row fills a batch
+    /// does not wait for its commit (here held up by holding the
+    /// connection): the committer commits it.
+    #[test]
+    fn a_full_batch_is_committed_by_the_committer_not_the_run_that_filled_it() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(dir.path()).unwrap();
+        let committer = super::super::behind::Committer::start(&store);
+        for i in 0..ROWS as i64 - 1 {
+            queue(&store, sample(i));
+        }
+        let index = lock_writers()[&index_path(&store)].index.clone();
+        let held = lock_index(&index);
+        let (queued, done) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                queue(&store, sample(1000));
+                let _ = queued.send(());
+            });
+            let waited = done
+                .recv_timeout(std::time::Duration::from_secs(2))
+                .is_err();
+            drop(held);
+            assert!(
+                !waited,
+                "the run that filled the batch waited for its commit"
+            );
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while indexed(&store) < ROWS && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(indexed(&store), ROWS, "committed by the committer");
+        // Stopped: the run that fills a batch commits it again.
+        drop(committer);
+        for i in 2000..2000 + ROWS as i64 {
+            queue(&store, sample(i));
+        }
+        assert_eq!(indexed(&store), 2 * ROWS);
+        close_writers();
     }
 
     /// Commands of one row each (a `fork`, a `run`) leave a short log: the
