@@ -114,10 +114,16 @@ pub fn save_row(store: &StoreDir, row: &Row) -> Result<()> {
 }
 
 /// Upsert the rows this process queued for `store` (before a read of its
-/// index, which must see them).
+/// index, which must see them), and wait for a batch a suite's committer
+/// is committing.
 pub fn flush(store: &StoreDir) {
-    if let Err(e) = commit(&index_path(store)) {
+    let path = index_path(store);
+    if let Err(e) = commit(&path) {
         warn_unsaved("the last runs", &e);
+    }
+    let index = lock_writers().get(&path).map(|w| w.index.clone());
+    if let Some(index) = index {
+        drop(lock_index(&index));
     }
 }
 
