@@ -129,25 +129,47 @@ fn nameless(_dir: &Path) -> io::Result<File> {
 }
 
 /// Give `file` (made by [`nameless`]) the name `path`, in the folder it
-/// was made in; `AlreadyExists` when the name is taken.
+/// was made in; `AlreadyExists` when the name is taken. By the descriptor
+/// itself (`AT_EMPTY_PATH`: Linux 6.10 on, or with `CAP_DAC_READ_SEARCH`),
+/// else through `/proc/self/fd`, whose lookup costs more; once refused,
+/// the process goes through `/proc` from then on.
 #[cfg(target_os = "linux")]
 pub(super) fn link(file: &File, path: &Path) -> io::Result<()> {
-    use std::ffi::CString;
     use std::os::fd::AsRawFd as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static NO_EMPTY_PATH: AtomicBool = AtomicBool::new(false);
+    if !NO_EMPTY_PATH.load(Ordering::Relaxed) {
+        let by_descriptor = linkat(file.as_raw_fd(), "", path, libc::AT_EMPTY_PATH);
+        match by_descriptor {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT | libc::EPERM | libc::EINVAL)
+                ) =>
+            {
+                NO_EMPTY_PATH.store(true, Ordering::Relaxed);
+            }
+            done => return done,
+        }
+    }
+    link_through_proc(file, path)
+}
+
+#[cfg(target_os = "linux")]
+fn link_through_proc(file: &File, path: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    let from = format!("/proc/self/fd/{}", file.as_raw_fd());
+    linkat(libc::AT_FDCWD, &from, path, libc::AT_SYMLINK_FOLLOW)
+}
+
+#[cfg(target_os = "linux")]
+fn linkat(fd: i32, from: &str, to: &Path, flags: i32) -> io::Result<()> {
+    use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt as _;
-    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
-    let to = CString::new(path.as_os_str().as_bytes())?;
+    let from = CString::new(from)?;
+    let to = CString::new(to.as_os_str().as_bytes())?;
     // SAFETY: both strings are NUL-terminated and live across the call.
-    let r = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    match r {
+    match unsafe { libc::linkat(fd, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), flags) } {
         0 => Ok(()),
         _ => Err(io::Error::last_os_error()),
     }
@@ -216,6 +238,22 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(spares.shared.lock().ready.len(), 3);
         assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+    }
+
+    /// Where a file cannot be linked by its descriptor, it is linked
+    /// through `/proc`, refusing a taken name the same way.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_spare_is_linked_through_proc_as_by_its_descriptor() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let mut file = nameless(dir.path()).unwrap();
+        file.write_all(b"header\n").unwrap();
+        link_through_proc(&file, &path).unwrap();
+        let again = link_through_proc(&nameless(dir.path()).unwrap(), &path);
+        assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&path).unwrap(), b"header\n");
+        assert_eq!(names(dir.path()), ["run.jsonl"]);
     }
 
     #[test]
