@@ -278,7 +278,7 @@ impl Suite<'_> {
         let spares =
             worldline_case::durable::Spares::start(&self.store.runs_dir(), (4 * self.jobs).min(32));
         // Their index rows committed off their path.
-        let committer = worldline_store::index::Committer::start(self.store);
+        let committer = worldline_store::index::committer(self.store);
         let cases = par_map(self.cases.len(), self.jobs, |i| {
             let e = &self.cases[i];
             let mut attempts = Vec::new();

@@ -1,18 +1,17 @@
 //! A suite's index rows committed by a thread of their own (decision
-//! 0397). A run queues its row (`write.rs`); every 64
-//! rows the queue is committed in one transaction, which on ext4 took 2–7
-//! ms of the run that filled the batch. While a suite runs, its
-//! [`Committer`] takes that commit off the runs' path: the run that fills
-//! a batch wakes the thread and goes on. Rows are a cache of bundles
-//! already written, so nothing waits for them; the suite's end commits
-//! what is left (`settle`), after the thread has stopped.
+//! 0397). A run queues its row (`write.rs`); every 64 rows the queue is
+//! committed in one transaction, which on ext4 took 2–7 ms of the run that
+//! filled the batch. While a suite runs, its [`Committer`] takes that
+//! commit off the runs' path: the run that fills a batch wakes the thread
+//! ([`wake`]) and goes on. Rows are a cache of bundles already written, so
+//! nothing waits for them; the suite's end commits what is left
+//! (`settle`), after the thread has stopped. What a commit is, `write.rs`
+//! says ([`super::committer`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-
-use crate::store::StoreDir;
 
 /// The thread committing one store's rows while a suite runs.
 pub struct Committer {
@@ -58,18 +57,18 @@ pub(super) fn wake(path: &Path) -> bool {
 }
 
 impl Committer {
-    /// Commit `store`'s batches of rows on a thread of their own until
-    /// dropped. Where the thread cannot start, runs commit as before.
-    pub fn start(store: &StoreDir) -> Committer {
-        let path = super::index_path(store);
+    /// Call `commit` on a thread of its own each time [`wake`] is called
+    /// for the index at `path`, until dropped. Where the thread cannot
+    /// start, [`wake`] says so and its caller commits.
+    pub(super) fn start(path: PathBuf, commit: impl Fn() + Send + 'static) -> Committer {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
         });
-        let (mine, at) = (shared.clone(), path.clone());
+        let mine = shared.clone();
         let thread = std::thread::Builder::new()
             .name("worldline-index".into())
-            .spawn(move || commit_while_running(&mine, &at))
+            .spawn(move || commit_while_running(&mine, commit))
             .ok();
         if thread.is_some() {
             running().insert(path.clone(), shared.clone());
@@ -82,7 +81,7 @@ impl Committer {
     }
 }
 
-fn commit_while_running(shared: &Shared, path: &Path) {
+fn commit_while_running(shared: &Shared, commit: impl Fn()) {
     loop {
         let state = shared.lock();
         let mut state = shared
@@ -94,9 +93,7 @@ fn commit_while_running(shared: &Shared, path: &Path) {
         }
         state.due = false;
         drop(state);
-        if let Err(e) = super::write::commit(path) {
-            super::write::warn_unsaved("the last runs", &e);
-        }
+        commit();
     }
 }
 

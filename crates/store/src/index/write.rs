@@ -2,6 +2,7 @@
 //! mark of a sound index follows it), and the rows of runs just written or
 //! imported, upserted through one kept connection per process.
 
+use super::behind::{self, Committer};
 use super::row::{self, Row};
 use super::schema::upsert;
 use super::{Index, index_path};
@@ -148,6 +149,17 @@ pub fn settle(store: &StoreDir, runs: usize) {
     }
 }
 
+/// Commit `store`'s full batches of rows on a thread of their own while
+/// the value lives (a suite's runs, decision 0397).
+pub fn committer(store: &StoreDir) -> Committer {
+    let path = index_path(store);
+    Committer::start(path.clone(), move || {
+        if let Err(e) = commit(&path) {
+            warn_unsaved("the last runs", &e);
+        }
+    })
+}
+
 /// A kept connection and the rows queued for it. The connection has a
 /// lock of its own, so rows are queued while a batch is committed (by a
 /// suite's committer, `behind.rs`).
@@ -182,7 +194,7 @@ fn writer_of<'a>(
 
 /// Upsert the rows queued for the index at `path` in one transaction,
 /// taken out of the queue first: rows queued meanwhile wait for the next.
-pub(super) fn commit(path: &Path) -> Result<()> {
+fn commit(path: &Path) -> Result<()> {
     let (index, rows) = {
         let mut writers = lock_writers();
         let Some(writer) = writers.get_mut(path).filter(|w| !w.queued.is_empty()) else {
@@ -214,7 +226,7 @@ fn queue(store: &StoreDir, row: Row) {
     };
     let path = index_path(store);
     if queued >= ROWS
-        && !super::behind::wake(&path)
+        && !behind::wake(&path)
         && let Err(e) = commit(&path)
     {
         warn_unsaved("the last runs", &e);
@@ -247,7 +259,7 @@ pub fn close_writers() {
     drop(closing);
 }
 
-pub(super) fn warn_unsaved(runs: &str, e: &anyhow::Error) {
+fn warn_unsaved(runs: &str, e: &anyhow::Error) {
     ::log::warn!(
         "the run index was not updated for {runs} ({e:#}); the next `worldline runs` repairs it"
     );
@@ -302,7 +314,7 @@ mod tests {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let store = StoreDir::open(dir.path()).unwrap();
-        let committer = super::super::behind::Committer::start(&store);
+        let committer = committer(&store);
         for i in 0..ROWS as i64 - 1 {
             queue(&store, sample(i));
         }
