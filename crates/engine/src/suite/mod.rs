@@ -273,12 +273,15 @@ impl Suite<'_> {
             &self.store.runs_dir(),
             worldline_case::durable::SyncBatch::INTERVAL,
         );
+        let runs = self.cases.len() * repeat as usize;
         // Their bundles' files made ahead: four for each job, at most 32
-        // (each an open descriptor).
-        let spares =
-            worldline_case::durable::Spares::start(&self.store.runs_dir(), (4 * self.jobs).min(32));
-        // Their index rows committed off their path.
-        let committer = worldline_store::index::committer(self.store);
+        // (each an open descriptor), no more than the suite's runs.
+        let spares = worldline_case::durable::Spares::start(
+            &self.store.runs_dir(),
+            (4 * self.jobs).min(32).min(runs),
+        );
+        // Their index rows committed off their path (when they fill a batch).
+        let committer = worldline_store::index::committer(self.store, runs);
         let cases = par_map(self.cases.len(), self.jobs, |i| {
             let e = &self.cases[i];
             let mut attempts = Vec::new();
@@ -341,7 +344,7 @@ impl Suite<'_> {
             .map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;
         // The last rows the suite queued for the index, and its log
         // checkpointed after a suite of many runs (decision 0393).
-        worldline_store::index::settle(self.store, cases.len() * repeat as usize);
+        worldline_store::index::settle(self.store, runs);
         let run = SuiteRun {
             cases,
             repeat,

@@ -150,14 +150,18 @@ pub fn settle(store: &StoreDir, runs: usize) {
 }
 
 /// Commit `store`'s full batches of rows on a thread of their own while
-/// the value lives (a suite's runs, decision 0397).
-pub fn committer(store: &StoreDir) -> Committer {
+/// the value lives (a suite's `runs` runs, decision 0397); none for fewer
+/// runs than fill a batch, whose rows `settle` commits.
+pub fn committer(store: &StoreDir, runs: usize) -> Option<Committer> {
+    if runs < ROWS {
+        return None;
+    }
     let path = index_path(store);
-    Committer::start(path.clone(), move || {
+    Some(Committer::start(path.clone(), move || {
         if let Err(e) = commit(&path) {
             warn_unsaved("the last runs", &e);
         }
-    })
+    }))
 }
 
 /// A kept connection and the rows queued for it. The connection has a
@@ -314,7 +318,7 @@ mod tests {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let store = StoreDir::open(dir.path()).unwrap();
-        let committer = committer(&store);
+        let committer = committer(&store, ROWS);
         for i in 0..ROWS as i64 - 1 {
             queue(&store, sample(i));
         }
