@@ -54,6 +54,22 @@ pub struct Opened {
     agents: Mutex<BTreeMap<String, Arc<Agent>>>,
 }
 
+impl Opened {
+    /// What names a recorded case: its hash, its world's, and the world.
+    fn key(h: &bundle::Header) -> [String; 3] {
+        [h.case_hash.clone(), h.world_hash.clone(), h.world.clone()]
+    }
+
+    /// The case `h` names, when this process has parsed it already.
+    fn case(&self, h: &bundle::Header) -> Option<Case> {
+        self.cases
+            .lock()
+            .expect("cases lock")
+            .get(&Self::key(h))
+            .cloned()
+    }
+}
+
 /// [`open`] for a replay or a resume: the events held compact as the
 /// bundle's lines hold them (in `held`), never put back whole all at once
 /// (decision 0380).
@@ -142,7 +158,19 @@ fn open_with(
     store.require_raw("re-executing a run or rebuilding its world's state (replay, verify, fork, rerun, repro, grade, show, diff)")?;
     // Held while this process lives: gc on any machine leaves it.
     store.hold_read(&path)?;
-    let (bundle, held) = read(&path).map_err(InputError::from)?;
+    // The process's first case is parsed (its world loaded) while the
+    // events are read (decision 0398): the header names both, and a fork
+    // or a replay waits for each. (Later runs mostly name a case parsed.)
+    let first = opened.cases.lock().expect("cases lock").is_empty();
+    let ahead =
+        (first.then(|| bundle::read_header(&path).ok()).flatten()).filter(|h| h.redacted.is_none());
+    let (read, parsed) = std::thread::scope(|s| {
+        let parsing = (ahead.as_ref()).map(|h| s.spawn(|| recorded_case(store, h)));
+        let read = read(&path);
+        let parsed = parsing.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (read, parsed)
+    });
+    let (bundle, held) = read.map_err(InputError::from)?;
     if let Some(r) = &bundle.header.redacted {
         return Err(InputError::new(
             &path,
@@ -154,12 +182,15 @@ fn open_with(
         .into());
     }
     let h = &bundle.header;
-    let key = [h.case_hash.clone(), h.world_hash.clone(), h.world.clone()];
-    let known = opened.cases.lock().expect("cases lock").get(&key).cloned();
-    let mut case = match known {
+    let key = Opened::key(h);
+    let parsed = parsed.filter(|_| ahead.as_ref().is_some_and(|a| Opened::key(a) == key));
+    let mut case = match opened.case(h) {
         Some(case) => case,
         None => {
-            let case = recorded_case(store, h)?;
+            let case = match parsed {
+                Some(parsed) => parsed?,
+                None => recorded_case(store, h)?,
+            };
             opened
                 .cases
                 .lock()

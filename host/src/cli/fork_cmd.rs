@@ -60,21 +60,25 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
     if let Some(samples) = args.samples {
         return branch(&sandbox, &store, &rec, &args, samples);
     }
-    let forked = ops::fork::fork(
-        &sandbox,
-        &store,
-        &rec,
-        ops::fork::ForkArgs {
-            at: args.at,
-            edits: fork::check::EditText {
-                respond: args.respond,
-                allow: args.allow,
-                deny: args.deny,
-                set: args.set,
+    let forked = std::thread::scope(|s| {
+        // The run index opened while the fork runs (decision 0398).
+        s.spawn(|| worldline_store::index::open_writer(&store));
+        ops::fork::fork(
+            &sandbox,
+            &store,
+            &rec,
+            ops::fork::ForkArgs {
+                at: args.at,
+                edits: fork::check::EditText {
+                    respond: args.respond,
+                    allow: args.allow,
+                    deny: args.deny,
+                    set: args.set,
+                },
+                agent: args.agent,
             },
-            agent: args.agent,
-        },
-    )?;
+        )
+    })?;
     for note in &forked.notes {
         eprintln!("note: {note}");
     }
@@ -91,10 +95,13 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
         println!("fork of {} at event {}", rec.id, args.at);
         worldline_report::run::write(&mut std::io::stdout().lock(), outcome)?;
     }
-    Ok(crate::cli::exit::exit_code(
-        outcome.footer.status,
-        outcome.grade.as_ref(),
-    ))
+    let code = crate::cli::exit::exit_code(outcome.footer.status, outcome.grade.as_ref());
+    // The fork and its recording, values only, are left to the process's
+    // end, which frees their memory at once (decision 0395): dropping them
+    // value by value took ~0.4 ms of a fork's ~12.
+    std::mem::forget(forked);
+    std::mem::forget(rec);
+    Ok(code)
 }
 
 /// `fork --samples K`: the branches, a line each (or `--json`), then the

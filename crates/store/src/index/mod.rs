@@ -37,7 +37,9 @@ use std::time::Duration;
 
 pub use behind::Committer;
 pub(crate) use schema::{COLUMNS, row_of};
-pub use write::{close_writers, committer, flush, record, record_file, save_row, settle};
+pub use write::{
+    close_writers, committer, flush, open_writer, record, record_file, save_row, settle,
+};
 
 /// The index file inside a store.
 pub const FILE: &str = crate::store::INDEX_FILE;

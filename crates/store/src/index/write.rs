@@ -183,6 +183,14 @@ fn lock_index(index: &Mutex<Index>) -> MutexGuard<'_, Index> {
     index.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Open the kept writer of `store`'s index now: for a command that
+/// records one run after work of its own, on a thread of its own while
+/// that work goes on (`fork`, decision 0398). An error is left to the
+/// [`record`] that follows, which opens the index again and says why.
+pub fn open_writer(store: &StoreDir) {
+    let _ = writer_of(&mut lock_writers(), store);
+}
+
 fn writer_of<'a>(
     writers: &'a mut BTreeMap<PathBuf, Writer>,
     store: &StoreDir,
