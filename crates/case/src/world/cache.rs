@@ -31,17 +31,18 @@ type Gate = Arc<Mutex<()>>;
 /// Shared worlds by (folder, hash): the hash covers the overlay.
 static SHARED: Mutex<BTreeMap<(PathBuf, String), Weak<World>>> = Mutex::new(BTreeMap::new());
 
-/// The worlds found kept (their files checked) during the current pass,
-/// by folder as named and mode: while a suite loads its cases
-/// ([`one_pass`]), a world that 200 cases name is checked once, not 200
-/// times (decision 0394).
+/// The worlds loaded or found kept (their files checked) during the
+/// current pass, by folder as named and mode: while a suite loads its
+/// cases ([`one_pass`]), a world that 200 cases name is checked once, not
+/// 200 times (decision 0394), and loaded once even when its files are too
+/// new to be kept past the pass (a folder just copied).
 static PASS: Mutex<Option<Checked>> = Mutex::new(None);
 
 /// Worlds checked in a pass, by (folder as named, mode).
 type Checked = BTreeMap<(PathBuf, String), Arc<World>>;
 
-/// Run `f` (the loading of a suite's cases) as one pass: each kept world
-/// it loads has its files checked once in it.
+/// Run `f` (the loading of a suite's cases) as one pass: each world it
+/// names is loaded, or has its files checked, once in it.
 pub fn one_pass<T>(f: impl FnOnce() -> T) -> T {
     /// Ends the pass however `f` ends, a panic too: a pass left open
     /// would serve later loads worlds checked before their files changed.
@@ -58,17 +59,16 @@ pub fn one_pass<T>(f: impl FnOnce() -> T) -> T {
 
 /// The world in `dir`, kept from an earlier `load` of it the same way
 /// (`mode`) when its files are unchanged, else loaded by `load` (its
-/// initial state sealed, and kept when its files have settled).
+/// initial state sealed, and kept when its files have settled); in a
+/// pass, the one the pass loaded or checked.
 pub(crate) fn load(
     dir: &Path,
     mode: &str,
     load: impl FnOnce() -> Result<World, Vec<InputError>>,
 ) -> Result<World, Vec<InputError>> {
     let named = (dir.to_path_buf(), mode.to_string());
-    if let Some(world) =
-        (PASS.lock().expect("world cache lock").as_ref()).and_then(|pass| pass.get(&named).cloned())
-    {
-        return Ok((*world).clone());
+    if let Some(world) = in_pass_already(&named) {
+        return Ok(world);
     }
     let key = (
         dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
@@ -84,6 +84,9 @@ pub(crate) fn load(
         .or_default()
         .clone();
     let _loading = gate.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(world) = in_pass_already(&named) {
+        return Ok(world);
+    }
     if let Some(kept) = LOADED.lock().expect("world cache lock").get(&key)
         && kept
             .identities
@@ -95,9 +98,11 @@ pub(crate) fn load(
     }
     let mut world = load()?;
     world.initial.seal();
+    let kept = Arc::new(world.clone());
+    // A pass loads a world once even while its files are new (a folder
+    // just copied, not yet trusted across passes): its cases see one load.
+    in_pass(named, &kept);
     if let Some(identities) = settled_identities(&world) {
-        let kept = Arc::new(world.clone());
-        in_pass(named, &kept);
         LOADED.lock().expect("world cache lock").insert(
             key,
             Kept {
@@ -107,6 +112,14 @@ pub(crate) fn load(
         );
     }
     Ok(world)
+}
+
+/// The world `named` loaded or checked in the current pass, if one is
+/// under way and did.
+fn in_pass_already(named: &(PathBuf, String)) -> Option<World> {
+    let pass = PASS.lock().expect("world cache lock");
+    let world = pass.as_ref()?.get(named)?;
+    Some((**world).clone())
 }
 
 /// Note `world` as checked in the current pass, if one is under way.
@@ -205,6 +218,32 @@ mod tests {
             }
         });
         assert_eq!(loads.load(Ordering::SeqCst), 1);
+    }
+
+    /// A world whose files are too new to be kept (a folder just copied,
+    /// as a bench or a CI job does before its suite) is loaded once in a
+    /// pass, not once per case; after the pass, again.
+    #[test]
+    fn a_pass_loads_a_world_just_written_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = world_dir();
+        let loads = AtomicUsize::new(0);
+        let counted = || {
+            load(dir.path(), "just written", || {
+                loads.fetch_add(1, Ordering::SeqCst);
+                crate::world::load_dir(dir.path()).map_err(|e| vec![e])
+            })
+            .unwrap()
+        };
+        one_pass(|| {
+            for _ in 0..3 {
+                counted();
+            }
+        });
+        assert_eq!(loads.load(Ordering::SeqCst), 1, "loaded once per case");
+        counted();
+        assert_eq!(loads.load(Ordering::SeqCst), 2, "kept past its pass");
     }
 
     #[test]
