@@ -22,6 +22,19 @@ pub fn hash_json(value: &impl Serialize) -> String {
     sha256_hex(to_string(value))
 }
 
+/// SHA-256 (hex) of `prefix` followed by the canonical text of `value`,
+/// the text written into the hash as it is made, never held whole (a
+/// footer with a long output).
+pub fn hash_json_after(prefix: &str, value: &impl Serialize) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(prefix.as_bytes());
+    // Many small writes (a punctuation mark each) gathered into blocks.
+    let mut text = std::io::BufWriter::with_capacity(8192, &mut hasher);
+    serde_json::to_writer(&mut text, value).expect("JSON values always serialize");
+    text.into_inner().expect("hashing does not fail");
+    hex::encode(hasher.finalize())
+}
+
 /// A key for a JSON value used as a row key: strings as themselves, anything
 /// else as its canonical text.
 pub fn key_of(value: &Value) -> String {
@@ -74,6 +87,15 @@ mod tests {
             hash_json(&json!({"y": 2, "x": 1}))
         );
         assert_ne!(hash_json(&json!({"x": 1})), hash_json(&json!({"x": 2})));
+    }
+
+    #[test]
+    fn a_hash_after_a_prefix_is_the_hash_of_both_texts() {
+        let v = json!({"b": "x\"y\n".repeat(5000), "a": [1, 2.5, null]});
+        assert_eq!(
+            hash_json_after("chain\n", &v),
+            sha256_hex(format!("chain\n{}", to_string(&v)))
+        );
     }
 
     #[test]

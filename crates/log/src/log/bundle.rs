@@ -343,12 +343,13 @@ pub fn header_line(header: &Header) -> String {
 
 /// The footer line of a bundle.
 pub fn footer_line(footer: &Footer) -> String {
-    let mut line = canon::to_string(
-        &serde_json::to_value(FooterLine {
-            footer: footer.clone(),
-        })
-        .expect("footers serialize"),
-    );
+    /// The line as written: the footer borrowed, serialized once (its
+    /// fields are declared in sorted order, so its text is canonical).
+    #[derive(Serialize)]
+    struct Line<'a> {
+        footer: &'a Footer,
+    }
+    let mut line = canon::to_string(&Line { footer });
     line.push('\n');
     line
 }
@@ -426,12 +427,18 @@ pub fn held_to_text(b: &HeldBundle) -> String {
 
 /// The footer's own hash (over the chain hash and its other fields).
 pub fn footer_hash(footer: &Footer) -> String {
-    let mut bare = serde_json::to_value(footer).expect("footers serialize");
-    if let Some(fields) = bare.as_object_mut() {
-        fields.remove("hash");
-    }
-    let text = canon::to_string(&bare);
-    canon::sha256_hex(format!("{}\n{text}", footer.chain_hash))
+    // Without `hash`, which is left out when empty.
+    let cleared;
+    let bare = if footer.hash.is_empty() {
+        footer
+    } else {
+        cleared = Footer {
+            hash: String::new(),
+            ..footer.clone()
+        };
+        &cleared
+    };
+    canon::hash_json_after(&format!("{}\n", footer.chain_hash), bare)
 }
 
 /// Append the footer (with its hash set): the run is complete. With
@@ -816,5 +823,55 @@ impl<'a> Reader<'a> {
         }
         self.prev.clone_from(&event.hash);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A footer with every field set, none left out of its text.
+    fn full() -> Footer {
+        Footer {
+            backtrace: vec!["run".into()],
+            chain_hash: "c".repeat(64),
+            error: Some("no \"luck\"\n".into()),
+            events: 3,
+            final_state_hash: "f".repeat(64),
+            fuel: 7,
+            grade: Some(
+                json!({"verdict": "failed", "score": 0.5, "assertions": [{"b": 1, "a": 2}]}),
+            ),
+            hash: "h".repeat(64),
+            output: Some("{\"ok\": [1, 2]}".repeat(100)),
+            replayable: false,
+            status: Status::Timeout,
+            stderr: "e".into(),
+            stdout: "o".into(),
+            truncated_bytes: 9,
+        }
+    }
+
+    #[test]
+    fn a_footer_is_written_as_its_canonical_text() {
+        let footer = full();
+        let canonical = canon::to_string(&serde_json::to_value(FooterLine { footer }).unwrap());
+        assert_eq!(footer_line(&full()), format!("{canonical}\n"));
+    }
+
+    #[test]
+    fn a_footer_is_hashed_over_its_canonical_text_without_its_hash() {
+        let mut footer = full();
+        let mut bare = serde_json::to_value(&footer).unwrap();
+        bare.as_object_mut().unwrap().remove("hash");
+        let expected = canon::sha256_hex(format!(
+            "{}\n{}",
+            footer.chain_hash,
+            canon::to_string(&bare)
+        ));
+        assert_eq!(footer_hash(&footer), expected);
+        footer.hash.clear();
+        assert_eq!(footer_hash(&footer), expected);
     }
 }
