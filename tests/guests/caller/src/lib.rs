@@ -32,13 +32,16 @@ fn work(n: u64) {
     }
 }
 
-fn run(task: Value) -> Result<Value, Error> {
+fn run(mut task: Value) -> Result<Value, Error> {
     let mut answers: Vec<Value> = Vec::new();
     let rounds = task["work"].as_u64().unwrap_or(0);
-    for call in task["calls"].as_array().cloned().unwrap_or_default() {
+    let calls = match task.get_mut("calls").map(Value::take) {
+        Some(Value::Array(calls)) => calls,
+        _ => Vec::new(),
+    };
+    for mut call in calls {
         work(rounds);
         let tool = call["tool"].as_str().unwrap_or_default().to_string();
-        let mut call = call.clone();
         if let Some(from) = call.get("from").cloned() {
             let earlier: &Value = &answers[from["answer"].as_u64().unwrap_or(0) as usize]["ok"];
             let value = from["path"]
@@ -77,7 +80,7 @@ fn run(task: Value) -> Result<Value, Error> {
     if let Some(output) = task.get("output") {
         return Ok(output.clone());
     }
-    Ok(json!(answers))
+    Ok(Value::Array(answers))
 }
 
 worldline_guest::agent!(run);
