@@ -211,7 +211,12 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             all.iter().map(|(index, name)| (*index, name.as_str())),
         )
     });
-    render(&args, &store, &done, shard, supplied)
+    let code = render(&args, &store, &done, shard, supplied);
+    // The cases and their results, values only, are left to the process's
+    // end (decision 0395), as a fork's are.
+    std::mem::forget(entries);
+    std::mem::forget(done);
+    code
 }
 
 /// With no cases named, worldline.toml's `cases` (and the note saying
