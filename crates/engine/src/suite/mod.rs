@@ -339,12 +339,15 @@ impl Suite<'_> {
         })?;
         drop(spares);
         drop(committer);
-        batch
-            .finish()
-            .map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;
-        // The last rows the suite queued for the index, and its log
-        // checkpointed after a suite of many runs (decision 0393).
-        worldline_store::index::settle(self.store, runs);
+        let flushed = std::thread::scope(|s| {
+            // The runs' last flush waits on the disk while the last rows
+            // the suite queued for the index are committed, and its log
+            // checkpointed after a suite of many runs (decision 0393).
+            let flushing = s.spawn(move || batch.finish());
+            worldline_store::index::settle(self.store, runs);
+            (flushing.join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
+        });
+        flushed.map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;
         let run = SuiteRun {
             cases,
             repeat,
