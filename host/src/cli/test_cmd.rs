@@ -213,7 +213,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     });
     let code = render(&args, &store, &done, shard, supplied);
     // The cases and their results, values only, are left to the process's
-    // end (decision 0395), as a fork's are.
+    // end (decisions 0395, 0398), as a fork's are.
     std::mem::forget(entries);
     std::mem::forget(done);
     code
