@@ -83,16 +83,14 @@ fn agents_sdk_agent() -> PathBuf {
 /// its entries; decisions/0363). The first run in a fresh target folder
 /// still compiles.
 fn sdk_store() -> &'static Path {
-    static STORE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    STORE
-        .get_or_init(|| {
-            let store = temp_dir();
-            let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-sdk-compile-cache");
-            std::fs::create_dir_all(&cache).unwrap();
-            std::os::unix::fs::symlink(&cache, store.path().join("cache")).unwrap();
-            store
-        })
-        .path()
+    static STORE: OnceLock<PathBuf> = OnceLock::new();
+    STORE.get_or_init(|| {
+        let store = process_temp_dir();
+        let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-sdk-compile-cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        std::os::unix::fs::symlink(&cache, store.join("cache")).unwrap();
+        store
+    })
 }
 
 fn model_case(name: &str) -> PathBuf {

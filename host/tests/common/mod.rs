@@ -492,12 +492,35 @@ pub fn temp_dir() -> tempfile::TempDir {
         .expect("creating a temporary folder")
 }
 
+/// Folders this test process removes as it exits.
+static REMOVED_AT_EXIT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A fresh temporary folder for the rest of the test process, removed as
+/// it exits: a static holding a `TempDir` is never dropped, and would
+/// leave its folder (hundreds of MB of compiled guests) behind.
+pub fn process_temp_dir() -> PathBuf {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    extern "C" fn remove_all() {
+        let folders = REMOVED_AT_EXIT.lock().unwrap_or_else(|e| e.into_inner());
+        for folder in folders.iter() {
+            let _ = std::fs::remove_dir_all(folder);
+        }
+    }
+    // SAFETY: `remove_all` is a plain function that only removes folders.
+    HOOK.call_once(|| unsafe {
+        libc::atexit(remove_all);
+    });
+    let path = temp_dir().keep();
+    (REMOVED_AT_EXIT.lock().unwrap_or_else(|e| e.into_inner())).push(path.clone());
+    path
+}
+
 /// A store shared by the tests of one test process. Sharing it shares the
 /// compile cache, so each guest is compiled once per process rather than
 /// once per test; every run still gets its own bundle.
 pub fn shared_store() -> &'static Path {
-    static STORE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    STORE.get_or_init(temp_dir).path()
+    static STORE: OnceLock<PathBuf> = OnceLock::new();
+    STORE.get_or_init(process_temp_dir)
 }
 
 /// `worldline run <case> --agent <agent> --json` in `store`.
