@@ -8,7 +8,7 @@ mod support;
 
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use support::mutations::{mutate, mutations};
 use worldline_case::case;
 use worldline_case::error::InputError;
@@ -18,8 +18,8 @@ fn demo_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/worlds/demo/v1")
 }
 
-fn demo() -> &'static World {
-    static DEMO: OnceLock<World> = OnceLock::new();
+fn demo() -> &'static Arc<World> {
+    static DEMO: OnceLock<Arc<World>> = OnceLock::new();
     DEMO.get_or_init(|| world::load_dir(&demo_dir()).expect("the demo world loads"))
 }
 

@@ -421,7 +421,8 @@ impl StoreDir {
     pub fn load_world(
         &self,
         world_hash: &str,
-    ) -> Result<worldline_case::world::World, worldline_case::error::InputError> {
+    ) -> Result<std::sync::Arc<worldline_case::world::World>, worldline_case::error::InputError>
+    {
         let manifest_bytes = self.get_object(world_hash)?;
         // An overlaid world's record: the case that names it applies the
         // overlay again to the base world.

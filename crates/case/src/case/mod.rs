@@ -216,7 +216,7 @@ pub fn header(path: &Path, worlds_root: Option<&Path>) -> Result<Header, InputEr
 pub fn parse(
     path: &Path,
     bytes: Vec<u8>,
-    resolve: impl FnOnce(&str) -> Result<World, InputError>,
+    resolve: impl FnOnce(&str) -> Result<Arc<World>, InputError>,
 ) -> Result<Case, InputError> {
     parse_all(path, bytes, resolve).map_err(|mut all| all.swap_remove(0))
 }
@@ -228,7 +228,7 @@ pub fn parse(
 pub fn parse_all(
     path: &Path,
     bytes: Vec<u8>,
-    resolve: impl FnOnce(&str) -> Result<World, InputError>,
+    resolve: impl FnOnce(&str) -> Result<Arc<World>, InputError>,
 ) -> Result<Case, Vec<InputError>> {
     let text = InputError::utf8(path, bytes).map_err(|e| vec![e])?;
     let src = Source { path, text: &text };

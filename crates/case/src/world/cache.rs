@@ -65,7 +65,7 @@ pub(crate) fn load(
     dir: &Path,
     mode: &str,
     load: impl FnOnce() -> Result<World, Vec<InputError>>,
-) -> Result<World, Vec<InputError>> {
+) -> Result<Arc<World>, Vec<InputError>> {
     let named = (dir.to_path_buf(), mode.to_string());
     if let Some(world) = in_pass_already(&named) {
         return Ok(world);
@@ -94,20 +94,20 @@ pub(crate) fn load(
             .all(|(p, id)| identity(p).as_ref() == Some(id))
     {
         in_pass(named, &kept.world);
-        return Ok((*kept.world).clone());
+        return Ok(kept.world.clone());
     }
     let mut world = load()?;
     world.initial.seal();
-    let kept = Arc::new(world.clone());
+    let world = Arc::new(world);
     // A pass loads a world once even while its files are new (a folder
     // just copied, not yet trusted across passes): its cases see one load.
-    in_pass(named, &kept);
+    in_pass(named, &world);
     if let Some(identities) = settled_identities(&world) {
         LOADED.lock().expect("world cache lock").insert(
             key,
             Kept {
                 identities,
-                world: kept,
+                world: world.clone(),
             },
         );
     }
@@ -116,10 +116,9 @@ pub(crate) fn load(
 
 /// The world `named` loaded or checked in the current pass, if one is
 /// under way and did.
-fn in_pass_already(named: &(PathBuf, String)) -> Option<World> {
+fn in_pass_already(named: &(PathBuf, String)) -> Option<Arc<World>> {
     let pass = PASS.lock().expect("world cache lock");
-    let world = pass.as_ref()?.get(named)?;
-    Some((**world).clone())
+    pass.as_ref()?.get(named).cloned()
 }
 
 /// Note `world` as checked in the current pass, if one is under way.
@@ -131,7 +130,7 @@ fn in_pass(named: (PathBuf, String), world: &Arc<World>) {
 
 /// The one shared copy of `world` (same folder, same hash), its initial
 /// state sealed; a copy no case holds any more is dropped.
-pub(crate) fn share(mut world: World) -> Arc<World> {
+pub(crate) fn share(mut world: Arc<World>) -> Arc<World> {
     let key = (world.dir.clone(), world.hash.clone());
     if let Some(w) = SHARED
         .lock()
@@ -141,8 +140,9 @@ pub(crate) fn share(mut world: World) -> Arc<World> {
     {
         return w;
     }
-    world.initial.seal();
-    let world = Arc::new(world);
+    if !world.initial.is_sealed() {
+        Arc::make_mut(&mut world).initial.seal();
+    }
     let mut shared = SHARED.lock().expect("world cache lock");
     shared.retain(|_, w| w.strong_count() > 0);
     shared.insert(key, Arc::downgrade(&world));
@@ -211,7 +211,9 @@ mod tests {
                         loads.fetch_add(1, Ordering::SeqCst);
                         // Long enough for the other thread to ask meanwhile.
                         std::thread::sleep(std::time::Duration::from_millis(100));
-                        crate::world::load_dir(dir.path()).map_err(|e| vec![e])
+                        crate::world::load_dir(dir.path())
+                            .map(Arc::unwrap_or_clone)
+                            .map_err(|e| vec![e])
                     })
                     .unwrap();
                 });
@@ -232,7 +234,9 @@ mod tests {
         let counted = || {
             load(dir.path(), "just written", || {
                 loads.fetch_add(1, Ordering::SeqCst);
-                crate::world::load_dir(dir.path()).map_err(|e| vec![e])
+                crate::world::load_dir(dir.path())
+                    .map(Arc::unwrap_or_clone)
+                    .map_err(|e| vec![e])
             })
             .unwrap()
         };

@@ -38,6 +38,7 @@ use serde::Deserialize;
 use state::{Rows, State, Table};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 pub use tools::{Op, Tool};
 
 /// A loaded world version.
@@ -166,7 +167,11 @@ pub enum Component {
 
 /// Load `name@vN` from a `worlds/` folder. `referrer` is the file that named
 /// the world (for error messages).
-pub fn load(worlds_root: &Path, reference: &str, referrer: &Path) -> Result<World, InputError> {
+pub fn load(
+    worlds_root: &Path,
+    reference: &str,
+    referrer: &Path,
+) -> Result<Arc<World>, InputError> {
     load_with(worlds_root, reference, referrer, Component::Required)
 }
 
@@ -176,7 +181,7 @@ pub fn load_with(
     reference: &str,
     referrer: &Path,
     component: Component,
-) -> Result<World, InputError> {
+) -> Result<Arc<World>, InputError> {
     let (world_dir, expected) = locate(worlds_root, reference, referrer)?;
     load_kept(&world_dir, Some(expected), component).map_err(|mut all| all.swap_remove(0))
 }
@@ -242,7 +247,7 @@ pub fn check_header(
 }
 
 /// Load the world in one folder.
-pub fn load_dir(world_dir: &Path) -> Result<World, InputError> {
+pub fn load_dir(world_dir: &Path) -> Result<Arc<World>, InputError> {
     load_kept(world_dir, None, Component::Required).map_err(|mut all| all.swap_remove(0))
 }
 
@@ -251,7 +256,7 @@ fn load_kept(
     world_dir: &Path,
     expected: Option<(&str, u32)>,
     component: Component,
-) -> Result<World, Vec<InputError>> {
+) -> Result<Arc<World>, Vec<InputError>> {
     let mode = format!("{component:?} {expected:?}");
     cache::load(world_dir, &mode, || {
         load_checked(world_dir, expected, component)

@@ -13,6 +13,7 @@ use super::state::FileData;
 use crate::canon;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// One `[[overlay]]` entry of a case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,10 +63,11 @@ impl Record {
 
 /// `world` with `overlay` applied (entry `i` names itself in errors as
 /// `[[overlay]] i+1`).
-pub fn apply(mut world: World, overlay: &[Overlay]) -> Result<World, String> {
+pub fn apply(world: Arc<World>, overlay: &[Overlay]) -> Result<Arc<World>, String> {
     if overlay.is_empty() {
         return Ok(world);
     }
+    let mut world = Arc::unwrap_or_clone(world);
     let reference = world.reference();
     for (i, o) in overlay.iter().enumerate() {
         let at = |m: String| format!("[[overlay]] {}: {m}", i + 1);
@@ -125,7 +127,7 @@ pub fn apply(mut world: World, overlay: &[Overlay]) -> Result<World, String> {
     };
     world.hash = canon::sha256_hex(record.bytes());
     world.overlaid = Some(record);
-    Ok(world)
+    Ok(Arc::new(world))
 }
 
 impl World {
@@ -141,7 +143,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn world() -> World {
+    fn world() -> Arc<World> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("files")).unwrap();
         std::fs::write(dir.path().join("files/bill.txt"), "old").unwrap();

@@ -217,21 +217,27 @@ impl State {
         (seal.parts.resume(from, rest), serialized)
     }
 
+    /// Whether its seal is of its tables and files as they are (sealing
+    /// again would change nothing).
+    pub fn is_sealed(&self) -> bool {
+        self.sealed.0.as_ref().is_some_and(|p| {
+            p.files.ptr_eq(&self.files)
+                && p.tables.len() == self.tables.len()
+                && p.tables
+                    .iter()
+                    .zip(&self.tables)
+                    .all(|((pn, pt), (n, t))| pn == n && pt.shares(t))
+        })
+    }
+
     /// Keep this state's canonical text in parts, so that the hash of a
     /// copy of it costs what the copy changed. Tables that are those of
     /// the state it was copied from keep that one's bytes.
     pub fn seal(&mut self) {
-        let previous = self.sealed.0.clone();
-        if let Some(p) = &previous
-            && p.files.ptr_eq(&self.files)
-            && p.tables.len() == self.tables.len()
-            && p.tables
-                .iter()
-                .zip(&self.tables)
-                .all(|((pn, pt), (n, t))| pn == n && pt.shares(t))
-        {
+        if self.is_sealed() {
             return;
         }
+        let previous = self.sealed.0.clone();
         let reused = |i: usize, name: &String, t: &Table| {
             let p = previous.as_ref()?;
             let j = p
