@@ -279,16 +279,18 @@ pub fn finish(
         &left,
         graded.as_ref(),
     );
-    if let Some(file) = file {
-        // A batch syncs its bundles together; a database store's run is
-        // made durable by its commit (below).
-        let sync = opts.batch.is_none() && opts.store.is_none_or(|s| s.syncs_bundles());
-        bundle::finish(file, &footer, sync).map_err(|e| opened.footer_error(opts.store, e))?;
-    }
+    // A batch syncs its bundles together (and starts each one's writeback
+    // as it is handed back); a database store's run is made durable by its
+    // commit (below).
+    let sync = opts.batch.is_none() && opts.store.is_none_or(|s| s.syncs_bundles());
+    let written = file
+        .map(|file| bundle::finish(file, &footer, sync))
+        .transpose()
+        .map_err(|e| opened.footer_error(opts.store, e))?;
     if let (Some(store), Some(id)) = (opts.store, &opened.run_id) {
         publish(store, id, &opened.header, &events, &footer)?;
         if let Some(batch) = opts.batch {
-            batch.ran();
+            batch.ran(written);
         }
     }
     Ok(RunOutcome {

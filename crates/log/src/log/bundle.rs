@@ -444,13 +444,14 @@ pub fn footer_hash(footer: &Footer) -> String {
 /// Append the footer (with its hash set): the run is complete. With
 /// `sync`, flushed to disk at once (a real-time wait, made without the
 /// run's CPU slot); without, the caller flushes many runs at once
-/// (`durable::SyncBatch`).
-pub fn finish(mut file: File, footer: &Footer, sync: bool) -> std::io::Result<()> {
+/// (`durable::SyncBatch`, which takes the file back to start its
+/// writeback).
+pub fn finish(mut file: File, footer: &Footer, sync: bool) -> std::io::Result<File> {
     file.write_all(footer_line(footer).as_bytes())?;
     if sync {
         worldline_case::parallel::waiting(|| file.sync_all())?;
     }
-    Ok(())
+    Ok(file)
 }
 
 /// A bundle as read back.
