@@ -92,6 +92,15 @@ impl Choice {
             || self.project_agent.is_some()
     }
 
+    /// The component every case runs with, when the command line names
+    /// one (`--agent`): known before any case is read.
+    pub fn every_case_component(&self) -> Option<&Path> {
+        match (&self.cli_exec, &self.cli_agent) {
+            (None, Some(agent)) => Some(agent),
+            _ => None,
+        }
+    }
+
     /// The agent `case` runs with, or why there is none.
     pub fn for_case(&self, case: &Case) -> Result<Chosen, InputError> {
         let pass_env = |case_setting: &Option<Vec<String>>| {

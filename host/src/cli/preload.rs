@@ -21,18 +21,29 @@ pub struct Loaded {
     pub compiles: Vec<Compile>,
 }
 
+/// The sandbox and the agent loaded, the services not yet: what can be
+/// loaded before the cases are read (their worlds name the services).
+pub struct Started {
+    /// The agent it loaded, as named.
+    pub agent_path: Option<PathBuf>,
+    loaded: Loaded,
+    compiled: Compiled,
+}
+
+/// The components the sandbox compiled, in order, and their sizes.
+type Compiled = Arc<Mutex<Vec<(PathBuf, usize)>>>;
+
 /// Load, for a suite that runs `jobs` runs at once, the agent at `agent`
-/// (when it is a component) and the services of `entries`' worlds. A
-/// service that does not load is left to the runs that call it, which
-/// report it as their own error.
-pub fn load(
+/// (when it is a component), then ([`Started::services`]) the services of
+/// the cases' worlds. A service that does not load is left to the runs
+/// that call it, which report it as their own error.
+pub fn start(
     store: &StoreDir,
     agent: Option<&Path>,
-    entries: &[Entry],
     bar: &ProgressBar,
     jobs: usize,
-) -> Result<Loaded> {
-    let compiled: Arc<Mutex<Vec<(PathBuf, usize)>>> = Arc::default();
+) -> Result<Started> {
+    let compiled: Compiled = Arc::default();
     let seen = compiled.clone();
     let shown = bar.clone();
     // A suite runs many short runs, `jobs` at once: their instances come
@@ -50,40 +61,62 @@ pub fn load(
             None
         },
     ));
-    let mut compiles = Vec::new();
-    let mut timed = |what: &str, load: &mut dyn FnMut() -> Result<()>| -> Result<()> {
-        let before = compiled.lock().expect("compile list lock").len();
-        let t = Instant::now();
-        let result = load();
-        let list = compiled.lock().expect("compile list lock");
-        if let Some((_, bytes)) = list.get(before) {
-            compiles.push(Compile {
-                bytes: *bytes as u64,
-                component: what.to_string(),
-                ms: t.elapsed().as_secs_f64() * 1000.0,
+    let mut started = Started {
+        agent_path: agent.map(Path::to_path_buf),
+        loaded: Loaded {
+            sandbox,
+            agent: None,
+            compiles: Vec::new(),
+        },
+        compiled,
+    };
+    if let Some(agent) = agent {
+        let loaded = &mut started.loaded;
+        let (sandbox, compiles) = (&loaded.sandbox, &mut loaded.compiles);
+        let what = agent.display().to_string();
+        loaded.agent = Some(timed(&started.compiled, compiles, &what, || {
+            worldline_engine::agent_file::load(sandbox, store, agent)
+        })?);
+    }
+    Ok(started)
+}
+
+impl Started {
+    /// The services of `entries`' worlds, loaded.
+    pub fn services(mut self, entries: &[Entry]) -> Loaded {
+        let services: BTreeMap<String, _> = entries
+            .iter()
+            .filter_map(|e| Some((e.case.world.reference(), e.case.world.service.clone()?)))
+            .collect();
+        let loaded = &mut self.loaded;
+        for (world, source) in &services {
+            let what = format!("{} (service of {world})", source.file.display());
+            // Its error is the runs' to report.
+            let _ = timed(&self.compiled, &mut loaded.compiles, &what, || {
+                loaded.sandbox.service(source).map(|_| ())
             });
         }
-        result
-    };
-    let mut loaded_agent = None;
-    if let Some(agent) = agent {
-        timed(&agent.display().to_string(), &mut || {
-            loaded_agent = Some(worldline_engine::agent_file::load(&sandbox, store, agent)?);
-            Ok(())
-        })?;
+        self.loaded
     }
-    let services: BTreeMap<String, _> = entries
-        .iter()
-        .filter_map(|e| Some((e.case.world.reference(), e.case.world.service.clone()?)))
-        .collect();
-    for (world, source) in &services {
-        let what = format!("{} (service of {world})", source.file.display());
-        // Its error is the runs' to report.
-        let _ = timed(&what, &mut || sandbox.service(source).map(|_| ()));
+}
+
+/// `load()`, with what it compiled (if anything) added to `compiles`.
+fn timed<T>(
+    compiled: &Compiled,
+    compiles: &mut Vec<Compile>,
+    what: &str,
+    load: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let before = compiled.lock().expect("compile list lock").len();
+    let t = Instant::now();
+    let result = load();
+    let list = compiled.lock().expect("compile list lock");
+    if let Some((_, bytes)) = list.get(before) {
+        compiles.push(Compile {
+            bytes: *bytes as u64,
+            component: what.to_string(),
+            ms: t.elapsed().as_secs_f64() * 1000.0,
+        });
     }
-    Ok(Loaded {
-        agent: loaded_agent,
-        sandbox,
-        compiles,
-    })
+    result
 }

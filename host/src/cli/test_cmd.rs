@@ -8,11 +8,13 @@
 mod resume;
 
 use super::agent_choice::{self, Choice, Chosen, PerCase};
+use super::preload;
 use super::project_args::Supplied;
 use super::{Common, ExecArgs, ModelArgs};
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
+use indicatif::ProgressBar;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -170,18 +172,32 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     }
     let choice = Choice::of(&args.exec, args.agent.as_deref())?;
     let worlds = args.worlds.as_deref();
+    let bar = super::compile_progress::progress(0, "cases");
+    let (selected, early) = std::thread::scope(|s| {
+        // The agent the command line names is loaded while the cases are
+        // read (decision 0400).
+        let early = (choice.every_case_component())
+            .filter(|_| !args.resume)
+            .map(|agent| {
+                let (store, bar, jobs) = (&store, &bar, super::jobs(args.jobs));
+                s.spawn(move || super::preload::start(store, Some(agent), bar, jobs))
+            });
+        let selected = worldline_case::world::one_pass(|| {
+            // Each world the cases share checked once (decision 0394).
+            select(&args, &store, |path| {
+                let case = case::load(path, worlds)?;
+                let (world, tags) = (case.world.reference(), case.tags.clone());
+                Ok((case, world, tags))
+            })
+        });
+        let early = early.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (selected, early)
+    });
     let Selected {
         entries,
         broken,
         sharded,
-    } = worldline_case::world::one_pass(|| {
-        // Each world the cases share checked once (decision 0394).
-        select(&args, &store, |path| {
-            let case = case::load(path, worlds)?;
-            let (world, tags) = (case.world.reference(), case.tags.clone());
-            Ok((case, world, tags))
-        })
-    })?;
+    } = selected?;
     let entries = entries
         .into_iter()
         .map(|p| {
@@ -204,7 +220,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             ExitCode::Input
         });
     }
-    let done = run(&args, &store, &choice, &entries, &broken)?;
+    let done = run(&args, &store, &choice, &entries, &broken, bar, early)?;
     let shard = sharded.map(|(p, all)| {
         Shard::of(
             p.to_string(),
@@ -262,24 +278,34 @@ fn collection_errors(broken: &[InputError]) {
     }
 }
 
-/// Run the selected cases with their agents, showing progress and writing
-/// `--events` as they go; the token-id warnings after.
+/// Run the selected cases with their agents, showing progress on `bar`
+/// and writing `--events` as they go; the token-id warnings after.
+/// `early`: the agent loaded while the cases were read, if it was.
 fn run(
     args: &TestArgs,
     store: &StoreDir,
     choice: &Choice,
     entries: &[Entry],
     broken: &[InputError],
+    bar: ProgressBar,
+    early: Option<Result<preload::Started>>,
 ) -> Result<SuiteRun> {
     let component = component(choice, entries)?;
     let component = component.as_deref();
-    let bar = super::compile_progress::progress(entries.len() as u64, "cases");
+    bar.set_length(entries.len() as u64);
     if let Some(agent) = component {
         bar.set_message(format!("loading {}", agent.display()));
     }
     bar.enable_steady_tick(Duration::from_millis(200));
     let jobs = super::jobs(args.jobs);
-    let loaded = super::preload::load(store, component, entries, &bar, jobs)?;
+    // The early load is used only when a case runs the agent it loaded
+    // (its error too: a suite of no loadable case reports no agent's).
+    let started = match early {
+        Some(Ok(s)) if component.is_some() && s.agent_path.as_deref() == component => s,
+        Some(Err(e)) if component.is_some() => return Err(e),
+        _ => preload::start(store, component, &bar, jobs)?,
+    };
+    let loaded = started.services(entries);
     let per_case = PerCase {
         choice,
         component: loaded.agent.as_deref(),
