@@ -245,6 +245,15 @@ impl StoreDir {
         self.put_world(&case.world)
     }
 
+    /// [`put_case`](Self::put_case) for each of `cases`, their texts held
+    /// in one lease write (a lease write is a lock, a write and an unlock:
+    /// ~1.2 ms for a suite's 200 cases one at a time).
+    pub fn put_cases(&self, cases: &[&worldline_case::case::Case]) -> Result<()> {
+        let names: Vec<&str> = cases.iter().map(|c| c.hash.as_str()).collect();
+        self.hold(&names)?;
+        cases.iter().try_for_each(|c| self.put_case(c))
+    }
+
     /// Hold `names` (objects, worlds, run ids) in this process's lease, so
     /// no `gc` pass on this machine starting from now removes them (see
     /// `store/lease.rs`). On a database store that is enough for what a writer

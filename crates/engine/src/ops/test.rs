@@ -25,9 +25,8 @@ pub fn test(
     sink_file: Option<&std::path::Path>,
     sink: &(dyn Fn(&SuiteEvent<'_>) -> std::io::Result<()> + Sync),
 ) -> Result<Tested> {
-    for e in suite.cases {
-        suite.store.put_case(&e.case)?;
-    }
+    let cases: Vec<&worldline_case::case::Case> = suite.cases.iter().map(|e| &e.case).collect();
+    suite.store.put_cases(&cases)?;
     let error = FirstError::new();
     let run = suite.run(&|e| error.keep(sink(&e)))?;
     error.into_result(sink_file)?;
