@@ -93,7 +93,10 @@ struct CaseToml {
     description: String,
     #[serde(default)]
     tags: Vec<String>,
-    task: toml::Value,
+    /// Read straight into JSON, as the agent gets it (the same JSON as the
+    /// TOML value turned into it; test
+    /// `a_task_read_as_json_is_its_toml_turned_into_json`).
+    task: Value,
     #[serde(default)]
     seed: Seed,
     clock: toml::Spanned<toml::value::Datetime>,
@@ -243,8 +246,6 @@ pub fn parse_all(
             problems.push(e);
         }
     }
-    let task =
-        serde_json::to_value(&doc.task).map_err(|e| InputError::new(path, format!("task: {e}")));
     let clock_ns = time::datetime_to_unix_ns(doc.clock.get_ref())
         .and_then(|ns| {
             if ns < 0 {
@@ -324,7 +325,6 @@ pub fn parse_all(
         Ok(w) => w,
         Err(e) => {
             problems.push(e);
-            keep(&mut problems, task);
             keep(&mut problems, clock_ns);
             keep(&mut problems, limits);
             problems.sort_by_key(|e| (e.file != path, e.line));
@@ -355,12 +355,12 @@ pub fn parse_all(
         .as_ref()
         .map(|f| fuzz::check(path, &text, f, &world, "[fuzz]"))
         .transpose();
-    let (task, clock_ns, permissions, limits, inject, fuzz) =
-        match (task, clock_ns, permissions, limits, inject, fuzz) {
-            (Ok(t), Ok(c), Ok(p), Ok(l), Ok(i), Ok(f)) if problems.is_empty() => (t, c, p, l, i, f),
-            (t, c, p, l, i, f) => {
+    let (clock_ns, permissions, limits, inject, fuzz) =
+        match (clock_ns, permissions, limits, inject, fuzz) {
+            (Ok(c), Ok(p), Ok(l), Ok(i), Ok(f)) if problems.is_empty() => (c, p, l, i, f),
+            (c, p, l, i, f) => {
                 problems.extend(
-                    [t.err(), c.err(), p.err(), l.err(), i.err(), f.err()]
+                    [c.err(), p.err(), l.err(), i.err(), f.err()]
                         .into_iter()
                         .flatten(),
                 );
@@ -378,7 +378,7 @@ pub fn parse_all(
         description: doc.description,
         tags: doc.tags,
         world: world::cache::share(world),
-        task,
+        task: doc.task,
         seed: doc.seed.0,
         clock_ns,
         limits,
@@ -554,6 +554,28 @@ mod tests {
         toml::from_str::<OnlySeed>(text)
             .map(|s| s.seed.0)
             .map_err(|e| e.to_string())
+    }
+
+    /// A task read straight into JSON is the task read as TOML values and
+    /// then turned into JSON: every TOML type, dates and times included.
+    #[test]
+    fn a_task_read_as_json_is_its_toml_turned_into_json() {
+        #[derive(Deserialize)]
+        struct AsToml {
+            task: toml::Value,
+        }
+        #[derive(Deserialize)]
+        struct AsJson {
+            task: Value,
+        }
+        let text = r#"task = { s = "x\ny", i = -7, big = 9223372036854775807, f = 1.5, e = 6.02e23, nan = nan, inf = -inf, t = true, odt = 1979-05-27T07:32:00Z, ldt = 1979-05-27T07:32:00.999999, ld = 1979-05-27, lt = 07:32:00, off = 1979-05-27T00:32:00-07:00, list = [1, [2, "three"], { k = [] }], nested = { "a b" = { c = 1 } }, empty = {} }"#;
+        let toml: AsToml = toml::from_str(text).unwrap();
+        let json: AsJson = toml::from_str(text).unwrap();
+        assert_eq!(serde_json::to_value(&toml.task).unwrap(), json.task);
+        let tables = "[[task.calls]]\ntool = \"a\"\n[[task.calls]]\ntool = \"b\"\nwhen = 2026-03-01T12:00:00Z\n";
+        let toml: AsToml = toml::from_str(tables).unwrap();
+        let json: AsJson = toml::from_str(tables).unwrap();
+        assert_eq!(serde_json::to_value(&toml.task).unwrap(), json.task);
     }
 
     #[test]
