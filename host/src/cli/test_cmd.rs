@@ -180,7 +180,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             .filter(|_| !args.resume)
             .map(|agent| {
                 let (store, bar, jobs) = (&store, &bar, super::jobs(args.jobs));
-                s.spawn(move || super::preload::start(store, Some(agent), bar, jobs))
+                s.spawn(move || preload::start(store, Some(agent), bar, jobs))
             });
         let selected = worldline_case::world::one_pass(|| {
             // Each world the cases share checked once (decision 0394).
@@ -301,7 +301,7 @@ fn run(
     // The early load is used only when a case runs the agent it loaded
     // (its error too: a suite of no loadable case reports no agent's).
     let started = match early {
-        Some(Ok(s)) if component.is_some() && s.agent_path.as_deref() == component => s,
+        Some(Ok(s)) if s.agent_path.as_deref() == component => s,
         Some(Err(e)) if component.is_some() => return Err(e),
         _ => preload::start(store, component, &bar, jobs)?,
     };
