@@ -54,7 +54,9 @@ struct Cli {
     command: Command,
 }
 
-/// How the agent's model calls are answered, beyond the case's `[model]`.
+// How the agent's model calls are answered, beyond the case's `[model]`.
+// (Not a doc comment: clap would make it the line of help of each
+// subcommand that flattens these; see `Command`.)
 #[derive(Args, Clone, Default)]
 pub struct ModelArgs {
     /// Override a key of the case's [model], e.g. `--model-set provider=openai
@@ -110,8 +112,9 @@ impl ModelArgs {
     }
 }
 
-/// A native agent instead of a WebAssembly one: `--exec -- CMD ARGS...`
-/// (or `exec` in worldline.toml or the case; see [`agent_choice`]).
+// A native agent instead of a WebAssembly one: `--exec -- CMD ARGS...`
+// (or `exec` in worldline.toml or the case; see `agent_choice`). Not a
+// doc comment, as `ModelArgs`.
 #[derive(Args, Clone, Default)]
 pub struct ExecArgs {
     /// Run a native process as the agent, outside the sandbox: `--exec --
@@ -170,7 +173,7 @@ pub fn partition_arg(
         .map_err(|m| worldline_case::error::InputError::new("--partition", m))
 }
 
-/// Options every command takes.
+// Options every command takes. Not a doc comment, as `ModelArgs`.
 #[derive(Args, Clone)]
 pub struct Common {
     /// Store: a folder for bundles, objects and the compile cache, or a
@@ -183,7 +186,10 @@ pub struct Common {
     pub json: bool,
 }
 
+/// Each subcommand's arguments are built only when it is the one parsed
+/// (or shown in help): building all of them took ~0.2 ms of every process.
 #[derive(Subcommand)]
+#[command(defer = true)]
 enum Command {
     /// A new project: a world, two cases, an agent in Rust, Python or TypeScript.
     Init(init_cmd::InitArgs),
@@ -324,7 +330,8 @@ fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
 /// The command line, its project settings applied; a usage error (or
 /// `--help`) is reported here, with the exit code to end with.
 fn parse(json: bool) -> Result<Cli, ExitCode> {
-    let commands: Vec<String> = Cli::command()
+    let tree = Cli::command();
+    let commands: Vec<String> = tree
         .get_subcommands()
         .map(|c| c.get_name().to_string())
         .collect();
@@ -339,7 +346,11 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
             return Err(ExitCode::Input);
         }
     };
-    match Cli::try_parse_from(argv) {
+    // The tree built once: for the names above and for the parse.
+    match tree
+        .try_get_matches_from(argv)
+        .and_then(|mut m| <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut m))
+    {
         Ok(cli) => Ok(cli),
         Err(e) => {
             let code = if e.use_stderr() {
@@ -426,6 +437,31 @@ pub fn main() -> i32 {
                 println!("{}", error_json(code, &err));
             }
             code as i32
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A subcommand's arguments are added when it is built (`defer`),
+    /// after its own line of help: an `Args` struct with a doc comment,
+    /// flattened or not, would replace that line with its own.
+    #[test]
+    fn each_subcommand_keeps_its_own_line_of_help_once_built() {
+        let tree = Cli::command();
+        for sub in tree.get_subcommands() {
+            let about = sub.get_about().map(ToString::to_string);
+            assert!(about.is_some(), "`{}` has no line of help", sub.get_name());
+            let mut built = sub.clone();
+            built.build();
+            assert_eq!(
+                built.get_about().map(ToString::to_string),
+                about,
+                "`{}`",
+                sub.get_name()
+            );
         }
     }
 }
