@@ -86,8 +86,11 @@ impl Extends {
 /// all.
 #[derive(Debug, Clone, Default)]
 pub struct Held {
-    events: Vec<Event>,
-    extends: Vec<Option<Extends>>,
+    /// Shared by the copies of a held recording (a fork's follower and
+    /// the run it was read as, decision 0401), copied by the first that
+    /// adds to it.
+    events: Arc<Vec<Event>>,
+    extends: Arc<Vec<Option<Extends>>>,
     /// The latest chat requests put back whole, by seq, oldest first
     /// (shared: a follower adopts the ones its run's recorder keeps).
     whole: Vec<(u64, Arc<Map<String, Value>>)>,
@@ -125,8 +128,8 @@ impl Held {
     pub(crate) fn prefix(&self, n: usize) -> Held {
         let n = n.min(self.events.len());
         Held {
-            events: self.events[..n].to_vec(),
-            extends: self.extends[..n].to_vec(),
+            events: Arc::new(self.events[..n].to_vec()),
+            extends: Arc::new(self.extends[..n].to_vec()),
             whole: (self.whole.iter())
                 .filter(|(seq, _)| (*seq as usize) < n)
                 .cloned()
@@ -164,7 +167,7 @@ impl Held {
             return Cow::Borrowed(&self.events);
         }
         let mut out: Vec<Event> = Vec::with_capacity(self.events.len());
-        for (e, x) in self.events.iter().zip(&self.extends) {
+        for (e, x) in self.events.iter().zip(self.extends.iter()) {
             let mut e = e.clone();
             if let Some(x) = x
                 && let Some(base) = out.get(x.base as usize).and_then(chat)
@@ -224,14 +227,14 @@ impl Held {
             }
             self.recent.push(seq);
         }
-        self.events.push(event);
-        self.extends.push(extends);
+        Arc::make_mut(&mut self.events).push(event);
+        Arc::make_mut(&mut self.extends).push(extends);
     }
 
     /// Set the chain hash of event `seq` (the recorder hashes its line
     /// once it is held).
     pub(super) fn set_hash(&mut self, seq: u64, hash: String) {
-        self.events[seq as usize].hash = hash;
+        Arc::make_mut(&mut self.events)[seq as usize].hash = hash;
     }
 
     /// The compact line of event `seq` (canonical JSON, with its hash when
@@ -316,8 +319,8 @@ impl Held {
             // A whole model call is a base the next may extend.
             return self.push(event);
         }
-        self.events.push(event);
-        self.extends.push(extends);
+        Arc::make_mut(&mut self.events).push(event);
+        Arc::make_mut(&mut self.extends).push(extends);
     }
 
     /// How many messages model call `seq`'s request has (`None`: not a
