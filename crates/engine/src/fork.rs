@@ -26,20 +26,39 @@ use worldline_runtime::mediate::follow::Following;
 use worldline_runtime::sandbox::{Agent, Sandbox};
 use worldline_store::store::StoreDir;
 
-/// The recording a fork of `run` at event `at` reads: the events up to
-/// the fork point and the footer (decision 0346), or every event of a run
-/// re-executed from its client's recorded steps (a served episode, an MCP
-/// session), whose steps after the fork point are sent again.
-pub fn open(store: &StoreDir, run: &str, at: u64) -> Result<RecordedRun> {
-    open_at(store, store.resolve_run(run)?, at)
-}
-
-/// [`open`] for a bundle already found (the UI's fork form).
+/// The recording a fork of the run at `path` at event `at` reads: the
+/// events up to the fork point and the footer (decision 0346), or every
+/// event of a run re-executed from its client's recorded steps (a served
+/// episode, an MCP session), whose steps after the fork point are sent
+/// again.
 pub fn open_at(store: &StoreDir, path: std::path::PathBuf, at: u64) -> Result<RecordedRun> {
     if rederive::rederived(&bundle::read_header(&path)?).is_some() {
         return replay::open_at(store, path);
     }
     replay::open_prefix_held(store, path, at.saturating_add(1))
+}
+
+/// Load the recorded agent of the run at `path` into `sandbox` ahead of
+/// its fork, on another thread while the run is read (decision 0401),
+/// when it is a WebAssembly component whose object is intact and whose
+/// compiled form is cached: the fork's own load then finds it (the
+/// sandbox keeps what it loads). Anything else (a native run, a served
+/// episode, an agent to compile, one that does not load) is left to the
+/// fork, which reports it where it did.
+pub fn preload(sandbox: &Sandbox, store: &StoreDir, path: &std::path::Path) {
+    let Ok(header) = bundle::read_header(path) else {
+        return;
+    };
+    if header.native.is_some()
+        || header.redacted.is_some()
+        || rederive::rederived(&header).is_some()
+    {
+        return;
+    }
+    let sha = &header.agent_sha256;
+    if store.object_intact(sha) {
+        let _ = sandbox.load_compiled(sha, &store.object_path(sha));
+    }
 }
 
 /// Fork `rec` at event `at` with `edits`, optionally with another agent.

@@ -54,8 +54,26 @@ pub struct ForkCommand {
 
 pub fn exec(args: ForkCommand) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
-    let rec = fork::open(&store, &args.run, args.at)?;
+    let path = store.resolve_run(&args.run)?;
+    // The sandbox made and the recorded agent loaded while the run is read
+    // (decision 0401); the run's errors come first, as before.
+    let (sandbox, rec) = std::thread::scope(|s| {
+        let making = s.spawn(|| {
+            let sandbox =
+                Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+            if args.agent.is_none() {
+                fork::preload(&sandbox, &store, &path);
+            }
+            anyhow::Ok(sandbox)
+        });
+        let rec = fork::open_at(&store, path.clone(), args.at);
+        let sandbox = making
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (sandbox, rec)
+    });
+    let rec = rec?;
+    let sandbox = sandbox?;
     store.audit_reexecution(&[&rec.id], "fork")?;
     if let Some(samples) = args.samples {
         return branch(&sandbox, &store, &rec, &args, samples);
