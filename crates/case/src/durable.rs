@@ -177,7 +177,7 @@ pub fn sync_filesystem(dir: &Path) -> io::Result<()> {
 /// them (a flush later makes them durable): git's `core.fsyncMethod =
 /// batch` does the same before its one flush. A hint: where the system has
 /// no such call, nothing.
-fn start_writeback(file: &File) {
+pub fn start_writeback(file: &File) {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd as _;

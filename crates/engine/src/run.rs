@@ -149,6 +149,15 @@ pub struct RunOptions<'a> {
     pub detached: Option<Arc<Mutex<Vec<u8>>>>,
 }
 
+impl RunOptions<'_> {
+    /// Whether the run flushes its own bundle at its end: not a suite's
+    /// (its batch flushes its runs together) nor a database store's (its
+    /// commit makes the run durable).
+    fn syncs_alone(&self) -> bool {
+        self.batch.is_none() && self.store.is_none_or(|s| s.syncs_bundles())
+    }
+}
+
 /// [`run`] with every option: begin (check the inputs, open the log, set
 /// up the services), run the guest, finish (settle the recording it
 /// followed, grade, close the log, index the run).
@@ -225,7 +234,7 @@ pub fn begin(
             run_id: None,
             path: None,
         },
-        None => Log::open(opts.store, opts.spares, &inputs.header)?,
+        None => Log::open(opts.store, opts.spares, &inputs.header, opts.syncs_alone())?,
     };
     let mut med = Mediator::new(case, log.recorder.chained(opts.chain));
     set_up(
@@ -282,7 +291,7 @@ pub fn finish(
     // A batch syncs its bundles together (and starts each one's writeback
     // as it is handed back); a database store's run is made durable by its
     // commit (below).
-    let sync = opts.batch.is_none() && opts.store.is_none_or(|s| s.syncs_bundles());
+    let sync = opts.syncs_alone();
     let written = file
         .map(|file| bundle::finish(file, &footer, sync))
         .transpose()
@@ -405,10 +414,13 @@ struct Log {
 }
 
 impl Log {
+    /// `syncs_alone`: the run flushes its bundle itself at its end, whose
+    /// writeback the recorder starts as it writes.
     fn open(
         store: Option<&StoreDir>,
         spares: Option<&worldline_case::durable::Spares>,
         header: &Header,
+        syncs_alone: bool,
     ) -> Result<Log> {
         let Some(store) = store else {
             return Ok(Log {
@@ -421,8 +433,13 @@ impl Log {
         let line = bundle::header_line(header);
         let (run_id, path, file) =
             store.create_bundle(&header.agent_sha256, line.as_bytes(), spares)?;
+        let recorder = Recorder::to_file(file);
         Ok(Log {
-            recorder: Recorder::to_file(file),
+            recorder: if syncs_alone {
+                recorder.writing_back()
+            } else {
+                recorder
+            },
             run_id: Some(run_id),
             path: Some(path),
         })

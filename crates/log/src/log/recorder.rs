@@ -100,6 +100,10 @@ pub struct Recorder {
     /// How a compact model call is hashed (whole only to replay a bundle
     /// written before 0345 to the same chain).
     chain: Chain,
+    /// Start the file's writeback after each write: a run that flushes
+    /// its own bundle at its end then waits for its last lines only
+    /// (decision 0402).
+    writeback: bool,
 }
 
 impl Recorder {
@@ -112,6 +116,7 @@ impl Recorder {
             held: String::new(),
             folds: Folds::default(),
             chain: Chain::default(),
+            writeback: false,
         }
     }
 
@@ -127,6 +132,14 @@ impl Recorder {
     pub fn to_file(file: File) -> Self {
         let mut recorder = Recorder::in_memory();
         recorder.sink = Some(Sink::File(file));
+        recorder
+    }
+
+    /// Start the file's writeback after each write (a run that flushes its
+    /// own bundle at its end; a suite's batch starts its runs' itself).
+    pub fn writing_back(self) -> Self {
+        let mut recorder = self;
+        recorder.writeback = true;
         recorder
     }
 
@@ -252,6 +265,9 @@ impl Recorder {
         if (now || self.held.len() >= HELD_BYTES) && !self.held.is_empty() {
             sink.write_all(self.held.as_bytes())?;
             self.held.clear();
+            if let (true, Sink::File(file)) = (self.writeback, sink) {
+                worldline_case::durable::start_writeback(file);
+            }
         }
         Ok(())
     }
@@ -345,6 +361,27 @@ mod tests {
             std::fs::read(&b).unwrap(),
             "a dropped recorder writes what it held"
         );
+    }
+
+    /// A recorder that starts its file's writeback after each write
+    /// writes the same bytes at the same moments.
+    #[test]
+    fn writing_back_changes_no_byte_nor_when_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let len = |p: &std::path::Path| std::fs::metadata(p).unwrap().len();
+        let mut plain = Recorder::to_file(File::create(&a).unwrap());
+        let mut back = Recorder::to_file(File::create(&b).unwrap()).writing_back();
+        for seq in 0..400 {
+            plain.append_redoable(read(seq)).unwrap();
+            back.append_redoable(read(seq)).unwrap();
+            assert_eq!(len(&a), len(&b), "after event {seq}");
+        }
+        assert!(len(&a) >= HELD_BYTES as u64, "written as it went");
+        plain.append(read(400)).unwrap();
+        back.append(read(400)).unwrap();
+        drop((plain.finish().unwrap(), back.finish().unwrap()));
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     }
 
     #[test]
