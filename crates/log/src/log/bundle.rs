@@ -664,6 +664,39 @@ pub(super) struct Reader<'a> {
     prev: String,
 }
 
+/// Line `line` read straight as the event the recorder wrote, when it is
+/// one whose chain hash holds over its own text (the recorder's canonical
+/// text with `hash` put after `fuel`, `recorder::with_hash`): a plain
+/// event (no footer, intent, fold or compact model call; any of their
+/// keys anywhere sends the line the long way), hashed from its text
+/// instead of serialized again. `None`: read it the long way, which
+/// checks it as before.
+fn plain_event(line: &str, prev: &str) -> Option<Event> {
+    const FUEL: &str = "\"fuel\":";
+    const HASH: &str = ",\"hash\":\"";
+    let text = line.strip_suffix('\n')?;
+    if !text.starts_with("{\"call\":\"")
+        || ["\"footer\":", "\"intent\":", "\"fold\":", "\"extends\":"]
+            .iter()
+            .any(|key| text.contains(key))
+    {
+        return None;
+    }
+    let digits = text.find(FUEL)? + FUEL.len();
+    let at = digits + text[digits..].find(|c: char| !c.is_ascii_digit())?;
+    let hash = text[at..].strip_prefix(HASH)?.get(..64)?;
+    let after = at + HASH.len() + 64;
+    if !text[after..].starts_with('"') {
+        return None;
+    }
+    let bare = [&text[..at], &text[after + 1..]].concat();
+    if chain_hash_of_text(prev, &bare) != hash {
+        return None;
+    }
+    let event: Event = serde_json::from_str(text).ok()?;
+    (event.hash == hash).then_some(event)
+}
+
 impl<'a> Reader<'a> {
     pub(super) fn new(path: &'a Path) -> Self {
         Reader {
@@ -713,6 +746,19 @@ impl<'a> Reader<'a> {
         };
         if self.footer.is_some() {
             return Err(err("data after the footer".into()));
+        }
+        if let Some(event) = plain_event(line, &self.prev) {
+            if event.seq != self.events.len() as u64 {
+                return Err(err(format!(
+                    "event {} out of order (expected seq {})",
+                    event.seq,
+                    self.events.len()
+                )));
+            }
+            self.in_flight = None;
+            self.prev.clone_from(&event.hash);
+            self.events.push_read(event, None);
+            return Ok(());
         }
         let mut value: Value =
             serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
@@ -852,6 +898,82 @@ mod tests {
             stdout: "o".into(),
             truncated_bytes: 9,
         }
+    }
+
+    /// A plain event line is read straight from its text only when its
+    /// chain hash holds over that text, as the event the long way reads; a
+    /// line changed, or one with a key a special line has, goes the long
+    /// way, which still reads it.
+    #[test]
+    fn a_plain_event_line_is_read_from_its_text_as_the_long_way_reads_it() {
+        use super::super::Effect;
+        use super::super::recorder::Recorder;
+        let event = |seq: u64, request: Value, response: Value| Event {
+            call: crate::log::Kind::ToolsCall.name().into(),
+            effect: Effect::Read,
+            fuel: 1000 + seq,
+            hash: String::new(),
+            injected: (seq == 1).then(|| json!({"stale": true})),
+            request,
+            response,
+            seq,
+            vtime_ns: 7 * seq,
+            writes: vec![],
+        };
+        let events = vec![
+            event(
+                0,
+                json!({"name": "list", "args": {"fuel": 3}}),
+                json!({"ok": [1, 2.5, "checkout"]}),
+            ),
+            event(
+                1,
+                json!({"name": "say", "args": {"text": "\"fuel\":1,\"hash\":\"x\" é \u{1F600}"}}),
+                json!({"ok": "checkout"}),
+            ),
+            event(
+                2,
+                json!({"name": "get", "args": {"extends": "checkout"}}),
+                json!({"ok": null}),
+            ),
+            event(
+                3,
+                json!({"name": "get", "args": {}}),
+                json!({"error": {"kind": "denied", "message": "checkout\n"}}),
+            ),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut rec = Recorder::to_file(File::create(&path).unwrap());
+        for e in events {
+            rec.append(e).unwrap();
+        }
+        drop(rec.finish().unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (mut prev, mut reader) = (CHAIN_START.to_string(), Reader::new(&path));
+        for (n, line) in text.split_inclusive('\n').enumerate() {
+            let long: Event = serde_json::from_str(line).unwrap();
+            assert_eq!(chain_hash(&prev, &long), long.hash);
+            let straight = plain_event(line, &prev);
+            if line.contains("\"extends\":") {
+                assert_eq!(straight, None, "line {n}");
+            } else {
+                assert_eq!(straight.as_ref(), Some(&long), "line {n}");
+            }
+            let changed = line.replacen("checkout", "checkouT", 1);
+            assert_eq!(plain_event(&changed, &prev), None, "line {n} changed");
+            let err = Reader::new(&path).line(n + 1, &changed);
+            if n == 0 {
+                assert!(err.unwrap_err().message.contains("the event was changed"));
+            }
+            reader.line(n + 1, line).unwrap();
+            prev = long.hash;
+        }
+        let read: Vec<Event> = reader.events.as_held().to_vec();
+        let written: Vec<Event> = (text.split_inclusive('\n'))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(read, written);
     }
 
     #[test]
