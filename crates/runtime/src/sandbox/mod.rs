@@ -123,8 +123,9 @@ pub struct Sandbox {
     cache: Option<CompileCache>,
     loaded: Mutex<BTreeMap<String, Arc<Agent>>>,
     on_compile: Option<CompileNotice>,
-    /// World services (`service.rs`): their linker and those loaded so far.
-    service_linker: Linker<crate::mediate::service::ServiceData>,
+    /// World services (`service.rs`): their linker, made when the first
+    /// is loaded (most runs' worlds have none), and those loaded so far.
+    service_linker: std::sync::OnceLock<Linker<crate::mediate::service::ServiceData>>,
     services: Mutex<BTreeMap<String, Arc<crate::mediate::service::LoadedService>>>,
 }
 
@@ -183,9 +184,8 @@ impl Sandbox {
             names.join("\n")
         ));
         start_watchdog(&engine)?;
-        let service_linker = service::linker(&engine).context("linking the service interfaces")?;
         Ok(Sandbox {
-            service_linker,
+            service_linker: std::sync::OnceLock::new(),
             services: Mutex::new(BTreeMap::new()),
             engine,
             linker,

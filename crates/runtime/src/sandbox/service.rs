@@ -16,7 +16,7 @@ use crate::mediate::RunState;
 use crate::mediate::bindings::{AgentHost, LinkOptions};
 use crate::mediate::service::bindings::{Service, ServicePre};
 use crate::mediate::service::{LoadedService, ServiceData};
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use std::sync::Arc;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
@@ -45,6 +45,15 @@ pub(super) fn linker(engine: &Engine) -> Result<Linker<ServiceData>> {
 }
 
 impl Sandbox {
+    /// The services' linker, made on first use.
+    fn service_linker(&self) -> Result<&Linker<ServiceData>> {
+        if let Some(linker) = self.service_linker.get() {
+            return Ok(linker);
+        }
+        let linker = linker(&self.engine).context("linking the service interfaces")?;
+        Ok(self.service_linker.get_or_init(|| linker))
+    }
+
     /// The world service `source`, loaded once per process (and compiled
     /// once per machine with a compile cache).
     pub fn service(&self, source: &ServiceSource) -> Result<Arc<LoadedService>> {
@@ -61,7 +70,7 @@ impl Sandbox {
         let component = self.compile(&source.bytes, &source.sha256, origin)?;
         check(&self.engine, &component, origin)?;
         let pre = self
-            .service_linker
+            .service_linker()?
             .instantiate_pre(&component)
             .map_err(|e| {
                 InputError::new(
