@@ -31,6 +31,8 @@ use crate::replay::{self, ReplayReport};
 use anyhow::Result;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore as _, SeedableRng as _};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 use worldline_log::log::bundle;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
@@ -95,9 +97,64 @@ pub fn verify(
     worldline_case::durable::sweep(&store.runs_dir());
     // A store's runs share a few cases and agents: each is read once.
     let opened = replay::Opened::default();
-    worldline_case::parallel::par_map(runs.len(), jobs, |i| {
-        Ok(check(sandbox, store, &runs[i], &opened))
+    let (reached, done) = (AtomicUsize::new(0), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        // The bundles read ahead of the replays (decision 0403).
+        s.spawn(|| {
+            read_ahead(runs.len(), &reached, &done, |i| {
+                if worldline_store::store::is_run_id(&runs[i]) {
+                    start_reading(&store.bundle_path(&runs[i]));
+                }
+            })
+        });
+        let checked = worldline_case::parallel::par_map(runs.len(), jobs, |i| {
+            reached.fetch_max(i, Ordering::Relaxed);
+            Ok(check(sandbox, store, &runs[i], &opened))
+        });
+        done.store(true, Ordering::Relaxed);
+        checked
     })
+}
+
+/// How many runs past the furthest replay begun their bundles are read
+/// ahead: enough to keep the disk busy, few enough that the page cache
+/// still holds them when their turn comes.
+const READ_AHEAD: usize = 64;
+
+/// `hint(i)` for each of `0..total` in order, at most [`READ_AHEAD`] past
+/// `reached` (the furthest item begun), until every item is hinted or
+/// `done`.
+fn read_ahead(total: usize, reached: &AtomicUsize, done: &AtomicBool, mut hint: impl FnMut(usize)) {
+    for i in 0..total {
+        while i > reached.load(Ordering::Relaxed) + READ_AHEAD {
+            if done.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::park_timeout(Duration::from_millis(1));
+        }
+        if done.load(Ordering::Relaxed) {
+            return;
+        }
+        hint(i);
+    }
+}
+
+/// Ask the system to read the file at `path` into its cache without
+/// waiting for it: a store not read for a while is on the disk, and two
+/// replays reading their bundles one at a time leave it idle between
+/// reads. A hint: any error leaves the file to be read when its turn
+/// comes.
+fn start_reading(path: &std::path::Path) {
+    #[cfg(target_os = "linux")]
+    if let Ok(file) = std::fs::File::open(path) {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: the descriptor is open for the duration of the call.
+        unsafe {
+            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = path;
 }
 
 fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened) -> Checked {
@@ -128,6 +185,33 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bundles_are_read_ahead_in_order_at_most_a_window_past_the_replays() {
+        let (reached, done) = (AtomicUsize::new(0), AtomicBool::new(false));
+        let hinted = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            s.spawn(|| read_ahead(1000, &reached, &done, |i| hinted.lock().unwrap().push(i)));
+            std::thread::sleep(Duration::from_millis(50));
+            let seen = hinted.lock().unwrap().clone();
+            assert_eq!(
+                seen,
+                (0..=READ_AHEAD).collect::<Vec<_>>(),
+                "a window past item 0"
+            );
+            reached.store(500, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(hinted.lock().unwrap().len(), 500 + READ_AHEAD + 1);
+            done.store(true, Ordering::Relaxed);
+        });
+        let seen = hinted.into_inner().unwrap();
+        assert_eq!(
+            seen,
+            (0..seen.len()).collect::<Vec<_>>(),
+            "in order, once each"
+        );
+        assert!(seen.len() < 1000, "stopped when done");
+    }
 
     #[test]
     fn a_sample_is_its_seeds_and_keeps_the_runs_order() {
