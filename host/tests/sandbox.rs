@@ -382,6 +382,31 @@ fn a_well_behaved_run_of_the_hostile_guest_completes() {
     assert_eq!(output_json(&run)["ok"], true);
 }
 
+/// A suite's runs take their instances from a pool whose slots are reset,
+/// not made afresh (decisions 0390, 0404): what a run leaves in its static
+/// data or in memory it grew must not reach the next run in that slot.
+#[test]
+fn a_pooled_run_finds_nothing_an_earlier_run_left_in_memory() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for i in 0..6 {
+        write_case(
+            &cases,
+            &format!("remnant-{i}"),
+            &format!(
+                "world = \"demo@v1\"\nseed = {i}\nclock = 2026-03-01T12:00:00Z\n\
+                 task = {{ mode = \"remnant\" }}\n\n[expect]\nstatus = \"completed\"\n"
+            ),
+        );
+    }
+    let store = dir.path().join("store");
+    for jobs in ["1", "2"] {
+        let run = test_suite(&store, &cases, &hostile(), &["--jobs", jobs]);
+        run.expect_code(0);
+    }
+}
+
 // ---- bad input ----
 
 /// Assert exit code 2 and a one-line `error:` naming `file` and saying `what`.

@@ -17,6 +17,9 @@
 //!   error;
 //! - `calls`: call `get_ticket` `n` times (default 1) — the benchmark's
 //!   mediated-call loop;
+//! - `remnant`: look for what an earlier run left in this instance's
+//!   memory (its static data, memory it grows), fail if anything, then
+//!   leave some itself;
 //! - `ok`: return `{"ok": true}`.
 
 use serde_json::{Value, json};
@@ -43,6 +46,7 @@ fn run(task: Value) -> Result<Value, Error> {
         "exit" => std::process::exit(task["code"].as_i64().unwrap_or(7) as i32),
         "network" => network(),
         "calls" => calls(n(1)),
+        "remnant" => remnant(),
         "ok" => Ok(json!({"ok": true})),
         other => Err(Error::failed(format!("unknown mode `{other}`"))),
     }
@@ -53,6 +57,31 @@ fn spin() -> ! {
     loop {
         x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
     }
+}
+
+/// Static data a run dirties: a fresh instance finds it all zero.
+static mut SCRATCH: [u8; 256 << 10] = [0; 256 << 10];
+
+/// Bytes of grown memory a run asks for zeroed and then dirties.
+const GROWN: usize = 4 << 20;
+
+fn remnant() -> Result<Value, Error> {
+    // SAFETY: a guest runs on one thread, and nothing else refers to SCRATCH.
+    let scratch = unsafe { &mut *std::ptr::addr_of_mut!(SCRATCH) };
+    let in_static = scratch.iter().filter(|b| **b != 0).count();
+    scratch.fill(0xa5);
+    // Zeroed memory the allocator takes fresh from `memory.grow`, which a
+    // new instance's memory is.
+    let grown = vec![0u8; GROWN].leak();
+    let in_grown = grown.iter().filter(|b| **b != 0).count();
+    grown.fill(0xa5);
+    black_box(grown);
+    if in_static + in_grown > 0 {
+        return Err(Error::failed(format!(
+            "an earlier run left {in_static} bytes in static data and {in_grown} in grown memory"
+        )));
+    }
+    Ok(json!({"static_bytes": scratch.len(), "grown_bytes": GROWN}))
 }
 
 fn allocate() -> Result<Value, Error> {
