@@ -533,3 +533,24 @@ fn a_native_agent_s_exit_gives_the_exit_codes_docs_cli_lists() {
         }
     }
 }
+
+/// `worldline` turns transparent huge pages off for itself (decision
+/// 0405), which children inherit; a native agent gets the system's
+/// setting back, so its memory behaves as it does outside a run.
+#[test]
+fn a_native_agent_gets_the_system_s_huge_pages_back() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let seen = dir.path().join("status");
+    let case = case_with(dir.path(), "pages", "");
+    let script = format!("grep THP_enabled /proc/self/status > {}", seen.display());
+    let out = sh_run(&store, &case, &[], &script, Duration::from_secs(60))
+        .expect("the run ended within its limit");
+    out.expect_code(0);
+    let line = std::fs::read_to_string(&seen).expect("the agent wrote its status line");
+    assert_eq!(
+        line.split_whitespace().collect::<Vec<_>>(),
+        ["THP_enabled:", "1"],
+        "the agent's memory may use huge pages:\n{line}\n{out}"
+    );
+}

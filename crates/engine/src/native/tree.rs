@@ -173,6 +173,10 @@ fn keep(status: RawFd) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
         if agent == 0 {
+            // The agent's memory as the system would have it: `worldline`
+            // turns transparent huge pages off for itself (decision 0405),
+            // which a child inherits.
+            libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0);
             return Ok(());
         }
         keeper(agent, status)
