@@ -190,19 +190,34 @@ mod tests {
     fn bundles_are_read_ahead_in_order_at_most_a_window_past_the_replays() {
         let (reached, done) = (AtomicUsize::new(0), AtomicBool::new(false));
         let hinted = std::sync::Mutex::new(Vec::new());
+        // Wait (on a loaded machine, up to 10 s) for `n` hints, then a
+        // little longer, so that any hint past `n` would be seen.
+        let settled_at = |n: usize| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while hinted.lock().unwrap().len() < n && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            hinted.lock().unwrap().clone()
+        };
+        // Ends the reader however the checks end, so a failing one fails
+        // the test instead of leaving the scope waiting for it.
+        struct Ends<'a>(&'a AtomicBool);
+        impl Drop for Ends<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
         std::thread::scope(|s| {
             s.spawn(|| read_ahead(1000, &reached, &done, |i| hinted.lock().unwrap().push(i)));
-            std::thread::sleep(Duration::from_millis(50));
-            let seen = hinted.lock().unwrap().clone();
+            let _ends = Ends(&done);
             assert_eq!(
-                seen,
+                settled_at(READ_AHEAD + 1),
                 (0..=READ_AHEAD).collect::<Vec<_>>(),
                 "a window past item 0"
             );
             reached.store(500, Ordering::Relaxed);
-            std::thread::sleep(Duration::from_millis(50));
-            assert_eq!(hinted.lock().unwrap().len(), 500 + READ_AHEAD + 1);
-            done.store(true, Ordering::Relaxed);
+            assert_eq!(settled_at(500 + READ_AHEAD + 1).len(), 500 + READ_AHEAD + 1);
         });
         let seen = hinted.into_inner().unwrap();
         assert_eq!(
