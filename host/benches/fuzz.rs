@@ -182,17 +182,20 @@ fn bench(c: &mut Criterion) {
     for jobs in [1, 2] {
         let campaign = f.campaign(jobs);
         let mut times = Vec::new();
-        g.bench_function(format!("campaign of {CAMPAIGN} runs, {jobs} jobs"), |b| {
-            b.iter_custom(|iters| {
-                let t = Instant::now();
-                for _ in 0..iters {
-                    black_box(campaign.run(&|_| {}).unwrap());
-                }
-                let d = t.elapsed();
-                times.push(d.as_secs_f64() / iters as f64);
-                d
-            })
-        });
+        g.bench_function(
+            format!("campaign of {CAMPAIGN} runs, {jobs} jobs, threads"),
+            |b| {
+                b.iter_custom(|iters| {
+                    let t = Instant::now();
+                    for _ in 0..iters {
+                        black_box(campaign.run(Vec::new(), &|_| {}).unwrap());
+                    }
+                    let d = t.elapsed();
+                    times.push(d.as_secs_f64() / iters as f64);
+                    d
+                })
+            },
+        );
         per_jobs.push((jobs, times));
     }
     g.finish();

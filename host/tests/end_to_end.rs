@@ -20,6 +20,7 @@ mod decisions;
 mod examples;
 mod fork_check;
 mod fuzz;
+mod fuzz_workers;
 mod grading;
 mod hardening_bounds;
 mod hardening_inputs;

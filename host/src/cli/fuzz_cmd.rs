@@ -15,6 +15,7 @@ use worldline_case::case;
 use worldline_case::case::fuzz::{self, FaultSource};
 use worldline_case::error::InputError;
 use worldline_engine::fuzz::campaign::{Campaign, CampaignEvent};
+use worldline_engine::fuzz::worker::Worker;
 use worldline_engine::ops;
 use worldline_report::events::Progress;
 use worldline_report::fuzz::{Faults, FuzzReport, GroupReport, Timing};
@@ -36,7 +37,8 @@ pub struct FuzzArgs {
     /// Runs of each seed, each with its own model seed (gives pass^k).
     #[arg(long, default_value_t = 1)]
     pub repeat: u64,
-    /// Runs at once (default: the number of cores).
+    /// Runs at once (default: the number of cores). On more than one core
+    /// they run in as many processes, a job each where the cores allow.
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Campaign seed (default: the case's seed); the same seed gives the
@@ -79,6 +81,11 @@ pub struct FuzzArgs {
     pub exec: super::ExecArgs,
     #[command(flatten)]
     pub common: Common,
+    /// Be a worker of the campaign this command line starts, running this
+    /// many variations at once: read them from stdin, answer on stdout
+    /// (decision 0406; started by the campaign itself).
+    #[arg(long, value_name = "JOBS", hide = true)]
+    pub fuzz_worker: Option<usize>,
 }
 
 pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
@@ -95,7 +102,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     }
     let partition = super::partition_arg(args.partition.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
-    let jobs = super::jobs(args.jobs);
+    let jobs = args.fuzz_worker.unwrap_or_else(|| super::jobs(args.jobs));
     let sandbox =
         Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
     let chosen = Choice::of(&args.exec, args.agent.as_deref())?.for_case(&case)?;
@@ -107,7 +114,6 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
             component.as_ref()
         }
     };
-    store.put_case(&case)?;
     let c = Campaign {
         sandbox: &sandbox,
         agent,
@@ -120,8 +126,15 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         keep_all: args.keep_all.then_some(&store),
         partition,
     };
+    if args.fuzz_worker.is_some() {
+        let (input, output) = (std::io::BufReader::new(std::io::stdin()), std::io::stdout());
+        worldline_engine::fuzz::worker::serve(&c, input, output)?;
+        return Ok(ExitCode::Ok);
+    }
+    store.put_case(&case)?;
     let total = c.indexes().len() as u64;
-    let fuzzed = run(&args, &c, &store, total)?;
+    let shares = shares(jobs, total);
+    let fuzzed = run(&args, &c, || workers(&shares[1..], &c), &store, total)?;
     let doc = FuzzReport {
         agent_sha256: &agent.sha256(),
         case: &case.name,
@@ -166,8 +179,59 @@ fn profile(args: &FuzzArgs, case: &case::Case) -> Result<(fuzz::Profile, String)
     })
 }
 
+/// How a campaign's `jobs` are shared out among processes: this one's
+/// first, then a worker's each. As many processes as cores, at most one a
+/// job or a variation, so each job runs in a process of its own where the
+/// cores allow (decision 0406).
+fn shares(jobs: usize, variations: u64) -> Vec<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let processes = jobs
+        .min(cores)
+        .min(usize::try_from(variations).unwrap_or(usize::MAX))
+        .max(1);
+    (0..processes)
+        .map(|p| jobs / processes + usize::from(p < jobs % processes))
+        .collect()
+}
+
+/// Start a worker for each share: this command line again, with
+/// `--fuzz-worker JOBS` before any `--` (after which come a native
+/// agent's arguments). The world's service is loaded first, so that the
+/// workers find it compiled in the store's cache, as they find the agent.
+fn workers(shares: &[usize], c: &Campaign) -> Result<Vec<Worker>> {
+    if shares.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(service) = &c.case.world.service {
+        // One that does not load fails each run that needs it, which
+        // reports it as a run does.
+        let _ = c.sandbox.service(service);
+    }
+    let exe = std::env::current_exe()?;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    shares
+        .iter()
+        .map(|&jobs| {
+            let mut command = std::process::Command::new(&exe);
+            command
+                .args(&args[..at])
+                .arg("--fuzz-worker")
+                .arg(jobs.to_string())
+                .args(&args[at..]);
+            Worker::start(command, jobs, c)
+        })
+        .collect()
+}
+
 /// Run the campaign with a progress bar and the `--events` lines.
-fn run(args: &FuzzArgs, c: &Campaign, store: &StoreDir, total: u64) -> Result<ops::fuzz::Fuzzed> {
+fn run(
+    args: &FuzzArgs,
+    c: &Campaign,
+    workers: impl FnOnce() -> Result<Vec<Worker>>,
+    store: &StoreDir,
+    total: u64,
+) -> Result<ops::fuzz::Fuzzed> {
     let bar = super::compile_progress::progress(total, "runs");
     bar.set_message("0 failed");
     let lines = super::compile_progress::event_lines(args.events.as_deref())?;
@@ -175,6 +239,7 @@ fn run(args: &FuzzArgs, c: &Campaign, store: &StoreDir, total: u64) -> Result<op
     let shrink_budget = args.shrink.then_some(args.shrink_budget);
     let fuzzed = ops::fuzz::fuzz(
         c,
+        workers,
         store,
         shrink_budget,
         args.events.as_deref(),

@@ -274,7 +274,10 @@ where
 
 /// What `child` (its stdout and stderr piped) said, or `None` when it ran
 /// longer than `limit` (it is killed then).
-fn child_within(limit: std::time::Duration, mut child: std::process::Child) -> Option<CliOutput> {
+pub fn child_within(
+    limit: std::time::Duration,
+    mut child: std::process::Child,
+) -> Option<CliOutput> {
     use std::io::Read as _;
     let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {

@@ -7,15 +7,16 @@
 //! each trial as a [`CampaignEvent`] to the sink its caller hands it
 //! (decision 0365).
 
+use super::lanes::{self, Remote};
 use super::summary::Tally;
 use super::trial::Trial;
+use super::worker::Worker;
 use crate::grade::signature;
 use crate::run::{RunOptions, RunOutcome, Runner};
 use anyhow::Result;
 use std::sync::Mutex;
 use worldline_case::case::Case;
 use worldline_case::case::fuzz::{FaultSource, PlannedFault, Schedule};
-use worldline_case::parallel::par_each;
 use worldline_case::partition::Partition;
 use worldline_log::log::event::By;
 use worldline_runtime::mediate::entropy::derive;
@@ -120,8 +121,27 @@ pub struct Campaign<'a> {
 }
 
 impl Campaign<'_> {
+    /// What two processes must agree on to run trials of one campaign:
+    /// its case, world, agent, faults and seeds (SHA-256, hex).
+    pub fn identity(&self) -> String {
+        worldline_case::canon::sha256_hex(
+            serde_json::json!({
+                "case": self.case.hash,
+                "world": self.case.world.hash,
+                "model_overrides": self.case.model_overrides,
+                "user_model_overrides": self.case.user_model_overrides,
+                "agent": self.agent.sha256(),
+                "faults": self.faults,
+                "seed": self.seed,
+                "runs": self.runs,
+                "repeat": self.repeat,
+            })
+            .to_string(),
+        )
+    }
+
     /// Run one trial: variation `i` (seed index `i / repeat`).
-    fn trial(&self, i: u64) -> Result<Trial> {
+    pub(crate) fn trial(&self, i: u64) -> Result<Trial> {
         let seed = run_seed(self.seed, i / self.repeat);
         let model_seed = model_seed(seed, i % self.repeat);
         let o = execute(
@@ -165,22 +185,36 @@ impl Campaign<'_> {
             .collect()
     }
 
-    /// Run this machine's trials on `jobs` threads, counting each into a
-    /// tally as it finishes and reporting each step to `sink` (called from
-    /// the worker threads).
-    pub fn run(&self, sink: &(dyn Fn(CampaignEvent<'_>) + Sync)) -> Result<Tally> {
+    /// Run this machine's trials on `jobs` jobs, those of `workers` in
+    /// their processes and the rest on threads of this one, counting each
+    /// into a tally as it finishes and reporting each step to `sink`
+    /// (called from the threads that run or receive trials).
+    pub fn run(
+        &self,
+        workers: Vec<Worker>,
+        sink: &(dyn Fn(CampaignEvent<'_>) + Sync),
+    ) -> Result<Tally> {
         let indexes = self.indexes();
         sink(CampaignEvent::Started {
             runs: indexes.len() as u64,
             jobs: self.jobs,
         });
         let tally = Mutex::new(Tally::new(self.repeat));
-        par_each(indexes.len(), self.jobs, |k| {
-            let t = self.trial(indexes[k])?;
-            sink(CampaignEvent::RunFinished(&t));
-            tally.lock().expect("tally lock").add(t);
-            Ok(())
-        })?;
+        let remote: usize = workers.iter().map(|w| w.jobs()).sum();
+        let workers = workers
+            .into_iter()
+            .map(|w| Box::new(w) as Box<dyn Remote>)
+            .collect();
+        lanes::run(
+            &indexes,
+            self.jobs.saturating_sub(remote),
+            workers,
+            &|i| self.trial(i),
+            &|t| {
+                sink(CampaignEvent::RunFinished(&t));
+                tally.lock().expect("tally lock").add(t);
+            },
+        )?;
         let tally = tally.into_inner().expect("tally lock");
         sink(CampaignEvent::Finished(&tally));
         Ok(tally)

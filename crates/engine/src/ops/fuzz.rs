@@ -7,6 +7,7 @@ use super::sink::FirstError;
 use crate::fuzz::campaign::{Campaign, CampaignEvent};
 use crate::fuzz::reproducer::{Kept, Reproducers};
 use crate::fuzz::summary::Tally;
+use crate::fuzz::worker::Worker;
 use anyhow::Result;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -21,12 +22,14 @@ pub struct Fuzzed {
     pub elapsed: Duration,
 }
 
-/// Run `campaign`, handing `sink` each event with the real time since the
+/// Run `campaign` (the share of the `workers` it starts in their
+/// processes, their start counted in its time), handing `sink` each event with the real time since the
 /// start; its first error (writing the file `sink_file`) fails the
 /// campaign. Then keep a reproducer per group in `store`, shrinking each
 /// with at most `shrink_budget` runs when given.
 pub fn fuzz(
     campaign: &Campaign,
+    workers: impl FnOnce() -> Result<Vec<Worker>>,
     store: &StoreDir,
     shrink_budget: Option<u64>,
     sink_file: Option<&Path>,
@@ -34,7 +37,7 @@ pub fn fuzz(
 ) -> Result<Fuzzed> {
     let error = FirstError::new();
     let started = Instant::now();
-    let tally = campaign.run(&|e| error.keep(sink(&e, started.elapsed())))?;
+    let tally = campaign.run(workers()?, &|e| error.keep(sink(&e, started.elapsed())))?;
     error.into_result(sink_file)?;
     let elapsed = started.elapsed();
     let reproducers = Reproducers {

@@ -1,0 +1,324 @@
+//! A campaign's variations shared out among lanes: this process's threads,
+//! and other processes ([`Remote`]). Two jobs in one process share one
+//! address space, so every `mprotect` wasmtime makes to reset a pooled
+//! slot (two a run) flushes the other core's TLB as well; a job in a
+//! process of its own flushes only its own (decision 0406).
+//!
+//! Every lane takes variations from one queue. A remote takes them in
+//! chunks (a few milliseconds of its work, fewer as the queue empties, so
+//! the lanes end together) and keeps two chunks a job in hand, so it never
+//! waits for the next one. Each trial goes to the same `done` whichever
+//! lane ran it.
+
+use super::trial::Trial;
+use anyhow::{Result, anyhow};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use worldline_case::parallel::par_each;
+
+/// Runs variations in another process.
+pub(crate) trait Remote: Send {
+    /// How many variations it runs at once.
+    fn jobs(&self) -> usize;
+    /// Hand it these variations (by index).
+    fn send(&mut self, indexes: &[u64]) -> Result<()>;
+    /// The next trial it finished.
+    fn recv(&mut self) -> Result<Trial>;
+    /// No more variations: let it end, and fail if it did not end well.
+    fn finish(self: Box<Self>) -> Result<()>;
+}
+
+/// How much work a remote's chunk holds at most, and how many variations.
+const CHUNK_TIME: Duration = Duration::from_millis(4);
+const CHUNK_MAX: usize = 32;
+
+/// The variations not yet handed out.
+struct Queue<'a> {
+    indexes: &'a [u64],
+    next: AtomicUsize,
+    /// Every lane's jobs.
+    jobs: usize,
+}
+
+impl Queue<'_> {
+    /// The next `n` variations, fewer at the end, none once all are out.
+    fn take(&self, n: usize) -> &[u64] {
+        let len = self.indexes.len();
+        let start = self.next.fetch_add(n, Ordering::Relaxed).min(len);
+        &self.indexes[start..(start + n).min(len)]
+    }
+
+    /// Hand nothing more out.
+    fn stop(&self) {
+        self.next.store(self.indexes.len(), Ordering::Relaxed);
+    }
+
+    /// A chunk for a job that takes `per_run` a variation: `CHUNK_TIME` of
+    /// work, at most a quarter of a job's share of what is left.
+    fn chunk(&self, per_run: Option<Duration>) -> usize {
+        let left = self
+            .indexes
+            .len()
+            .saturating_sub(self.next.load(Ordering::Relaxed));
+        let by_time = per_run.map_or(1, |t| {
+            (CHUNK_TIME.as_nanos() / t.as_nanos().max(1)).min(CHUNK_MAX as u128) as usize
+        });
+        by_time.min(left / (4 * self.jobs)).max(1)
+    }
+}
+
+/// Run `indexes` on `local` threads of this process (with `trial`) and on
+/// `remotes`, handing each trial to `done` as it finishes. The first error
+/// of any lane stops every lane from taking more; it is returned once all
+/// have ended.
+pub(crate) fn run(
+    indexes: &[u64],
+    local: usize,
+    remotes: Vec<Box<dyn Remote + '_>>,
+    trial: &(dyn Fn(u64) -> Result<Trial> + Sync),
+    done: &(dyn Fn(Trial) + Sync),
+) -> Result<()> {
+    let queue = Queue {
+        indexes,
+        next: AtomicUsize::new(0),
+        jobs: (local + remotes.iter().map(|r| r.jobs()).sum::<usize>()).max(1),
+    };
+    let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let fail = |e: anyhow::Error| {
+        error.lock().expect("error lock").get_or_insert(e);
+        queue.stop();
+    };
+    std::thread::scope(|scope| {
+        for remote in remotes {
+            let (queue, fail) = (&queue, &fail);
+            scope.spawn(move || {
+                if let Err(e) = feed(remote, queue, done) {
+                    fail(e);
+                }
+            });
+        }
+        if local > 0 {
+            // One item a variation, so the CPU slots are handed over as
+            // in a campaign of threads alone; items past the queue's end
+            // do nothing.
+            let ran = par_each(indexes.len(), local, |_| match queue.take(1) {
+                [i] => trial(*i).map(done),
+                _ => Ok(()),
+            });
+            if let Err(e) = ran {
+                fail(e);
+            }
+        }
+    });
+    error.into_inner().expect("error lock").map_or(Ok(()), Err)
+}
+
+/// Keep `remote` busy until the queue is empty, then let it end.
+fn feed(
+    mut remote: Box<dyn Remote + '_>,
+    queue: &Queue,
+    done: &(dyn Fn(Trial) + Sync),
+) -> Result<()> {
+    // A remote whose process ended fails a write with EPIPE instead of
+    // ending this one.
+    crate::native::signals::hold_sigpipe_on_this_thread();
+    let jobs = remote.jobs().max(1);
+    let mut chunks: VecDeque<usize> = VecDeque::new();
+    let mut given: BTreeSet<u64> = BTreeSet::new();
+    // Since the first answer (not counting the process's start), and how
+    // many came after it.
+    let (mut first, mut after): (Option<Instant>, u32) = (None, 0);
+    loop {
+        // A variation's time on one of the remote's jobs.
+        let per_run = first
+            .filter(|_| after > 0)
+            .map(|f| f.elapsed() * jobs as u32 / after);
+        while chunks.len() < 2 * jobs {
+            let chunk = queue.take(queue.chunk(per_run));
+            if chunk.is_empty() {
+                break;
+            }
+            remote.send(chunk)?;
+            given.extend(chunk);
+            chunks.push_back(chunk.len());
+        }
+        let Some(front) = chunks.front_mut() else {
+            break;
+        };
+        let t = remote.recv()?;
+        if !given.remove(&t.index) {
+            return Err(anyhow!(
+                "a fuzz worker answered variation {}, which it was not given or had answered",
+                t.index
+            ));
+        }
+        done(t);
+        match first {
+            None => first = Some(Instant::now()),
+            Some(_) => after += 1,
+        }
+        *front -= 1;
+        if *front == 0 {
+            chunks.pop_front();
+        }
+    }
+    remote.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use worldline_case::case::fuzz::Schedule;
+
+    fn trial(index: u64) -> Trial {
+        Trial {
+            index,
+            seed: index * 7,
+            model_seed: None,
+            signature: index.is_multiple_of(3).then(|| "trapped".to_string()),
+            faults: Schedule::default(),
+            injected: false,
+            attacked: false,
+        }
+    }
+
+    /// A remote in this process: answers what it is sent, in order, or
+    /// misbehaves as told.
+    struct Echo {
+        pending: VecDeque<u64>,
+        answer_twice: bool,
+        /// Fail at this answer (counting from 0).
+        fail_at: Option<usize>,
+        answered: usize,
+        finished: std::sync::Arc<AtomicUsize>,
+    }
+
+    impl Remote for Echo {
+        fn jobs(&self) -> usize {
+            1
+        }
+        fn send(&mut self, indexes: &[u64]) -> Result<()> {
+            self.pending.extend(indexes);
+            Ok(())
+        }
+        fn recv(&mut self) -> Result<Trial> {
+            let i = if self.answer_twice {
+                *self.pending.front().expect("sent")
+            } else {
+                self.pending.pop_front().expect("sent")
+            };
+            self.answered += 1;
+            match self.fail_at {
+                Some(n) if n + 1 == self.answered => Err(anyhow!("worker failed")),
+                _ => Ok(trial(i)),
+            }
+        }
+        fn finish(self: Box<Self>) -> Result<()> {
+            self.finished.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    fn echo(finished: &std::sync::Arc<AtomicUsize>) -> Echo {
+        Echo {
+            pending: VecDeque::new(),
+            answer_twice: false,
+            fail_at: None,
+            answered: 0,
+            finished: finished.clone(),
+        }
+    }
+
+    #[test]
+    fn every_variation_is_run_once_by_some_lane() {
+        let indexes: Vec<u64> = (100..1100).collect();
+        let finished = std::sync::Arc::new(AtomicUsize::new(0));
+        let seen = Mutex::new(Vec::new());
+        let remotes: Vec<Box<dyn Remote>> =
+            vec![Box::new(echo(&finished)), Box::new(echo(&finished))];
+        run(&indexes, 2, remotes, &|i| Ok(trial(i)), &|t| {
+            seen.lock().unwrap().push(t.index)
+        })
+        .unwrap();
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort();
+        assert_eq!(seen, indexes);
+        assert_eq!(finished.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn a_remote_alone_runs_everything_and_a_failing_one_stops_the_rest() {
+        let indexes: Vec<u64> = (0..500).collect();
+        let finished = std::sync::Arc::new(AtomicUsize::new(0));
+        let count = AtomicUsize::new(0);
+        run(
+            &indexes,
+            0,
+            vec![Box::new(echo(&finished))],
+            &|_| unreachable!(),
+            &|_| {
+                count.fetch_add(1, Ordering::Relaxed);
+            },
+        )
+        .unwrap();
+        assert_eq!(count.load(Ordering::Relaxed), 500);
+
+        let failing = Echo {
+            fail_at: Some(40),
+            ..echo(&finished)
+        };
+        let count = AtomicUsize::new(0);
+        let err = run(
+            &indexes,
+            1,
+            vec![Box::new(failing)],
+            &|i| Ok(trial(i)),
+            &|_| {
+                count.fetch_add(1, Ordering::Relaxed);
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "worker failed");
+        assert!(count.load(Ordering::Relaxed) < 500);
+    }
+
+    #[test]
+    fn an_answer_twice_is_an_error_not_a_second_count() {
+        let indexes: Vec<u64> = (0..10).collect();
+        let finished = std::sync::Arc::new(AtomicUsize::new(0));
+        let twice = Echo {
+            answer_twice: true,
+            ..echo(&finished)
+        };
+        let err = run(
+            &indexes,
+            0,
+            vec![Box::new(twice)],
+            &|_| unreachable!(),
+            &|_| {},
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("variation 0"), "{err}");
+    }
+
+    #[test]
+    fn chunks_follow_the_time_a_run_takes_and_shrink_at_the_end() {
+        let indexes: Vec<u64> = (0..10_000).collect();
+        let q = Queue {
+            indexes: &indexes,
+            next: AtomicUsize::new(0),
+            jobs: 2,
+        };
+        assert_eq!(q.chunk(None), 1);
+        assert_eq!(q.chunk(Some(Duration::from_micros(100))), 32);
+        assert_eq!(q.chunk(Some(Duration::from_millis(1))), 4);
+        assert_eq!(q.chunk(Some(Duration::from_secs(2))), 1);
+        q.take(9_900);
+        assert_eq!(q.chunk(Some(Duration::from_micros(100))), 12);
+        q.stop();
+        assert!(q.take(5).is_empty());
+        assert_eq!(q.chunk(Some(Duration::from_micros(100))), 1);
+    }
+}

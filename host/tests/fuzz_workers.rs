@@ -1,0 +1,232 @@
+//! A campaign's jobs in processes of their own (decision 0406): on two
+//! jobs and two cores a campaign runs its variations in two processes and
+//! reports what one job reports, for a native agent as for a component; a
+//! worker that dies fails the campaign saying so; the campaign's death
+//! ends its workers; a worker refuses a campaign that is not its own.
+
+use crate::common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The cores this machine gives a process: a campaign uses as many
+/// processes, at most one a job.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The parent pid of `pid` (`None` once it is gone).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether `pid` is still a process (a zombie is not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| Some(s.rsplit_once(')')?.1.split_whitespace().next()? != "Z"))
+        .unwrap_or(false)
+}
+
+/// The first child of `pid` started with `--fuzz-worker`, waited for up to
+/// 20 s.
+fn worker_of(pid: u32) -> u32 {
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(child) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if parent_of(child) == Some(pid)
+                && cmdline.split(|b| *b == 0).any(|a| a == b"--fuzz-worker")
+            {
+                return child;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no fuzz worker of {pid} within 20 s");
+}
+
+/// A long campaign of the naive agent, started in the background.
+fn long_campaign(store: &Path) -> std::process::Child {
+    worldline_spawn(
+        store,
+        [
+            "fuzz".as_ref(),
+            workspace_root()
+                .join("cases/incident/fuzz-stale-deploys.toml")
+                .as_os_str(),
+            "--agent".as_ref(),
+            guest("naive-agent").as_os_str(),
+            "--runs".as_ref(),
+            "1000000".as_ref(),
+            "--jobs".as_ref(),
+            "2".as_ref(),
+        ],
+    )
+}
+
+#[test]
+fn a_native_agent_s_campaign_on_two_jobs_runs_in_two_processes_and_reports_as_one_job() {
+    if cores() < 2 {
+        eprintln!("skipped: one core gives a campaign one process");
+        return;
+    }
+    let dir = temp_dir();
+    let pids = dir.path().join("pids");
+    // The agent writes down the worldline process whose keeper started
+    // it (its parent's parent), and answers.
+    let agent = dir.path().join("agent.py");
+    std::fs::write(
+        &agent,
+        format!(
+            "import os\n\
+             stat = open(f'/proc/{{os.getppid()}}/stat').read()\n\
+             runner = stat.rsplit(')', 1)[1].split()[1]\n\
+             open({:?}, 'a').write(runner + '\\n')\n\
+             print('{{}}')\n",
+            pids.display().to_string()
+        ),
+    )
+    .unwrap();
+    let case = write_case(
+        dir.path(),
+        "skew",
+        "world = \"incident@v4\"\nseed = 7\nclock = 2026-03-01T12:05:00Z\ntask = { alert = \"ALERT-7\" }\n\n[fuzz]\nclock_skew_s = [-5, 5]\n",
+    );
+    let worlds = workspace_root().join("worlds");
+    let campaign = |jobs: &str| {
+        let store = dir.path().join(format!("store-{jobs}"));
+        let _ = std::fs::remove_file(&pids);
+        let out = worldline_raw([
+            "fuzz".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--runs".as_ref(),
+            "8".as_ref(),
+            "--jobs".as_ref(),
+            jobs.as_ref(),
+            "--json".as_ref(),
+            "--store".as_ref(),
+            store.as_os_str(),
+            "--exec".as_ref(),
+            "--".as_ref(),
+            "python3".as_ref(),
+            agent.as_os_str(),
+        ]);
+        out.expect_code(0);
+        let mut runners: Vec<String> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        assert_eq!(runners.len(), 8, "{out}");
+        runners.sort();
+        runners.dedup();
+        let mut report: Value = out.json().clone();
+        report.as_object_mut().unwrap().remove("timing");
+        (runners.len(), report)
+    };
+    let (one, alone) = campaign("1");
+    let (two, shared) = campaign("2");
+    assert_eq!((one, two), (1, 2), "processes that ran the variations");
+    assert_eq!(alone, shared);
+    assert_eq!(shared["summary"]["runs"], 8);
+}
+
+#[test]
+fn a_worker_that_dies_fails_its_campaign_naming_it() {
+    if cores() < 2 {
+        eprintln!("skipped: one core gives a campaign one process");
+        return;
+    }
+    let dir = temp_dir();
+    let campaign = long_campaign(dir.path());
+    let worker = worker_of(campaign.id());
+    // SAFETY: a signal to a process this test's campaign started.
+    unsafe { libc::kill(worker as i32, libc::SIGKILL) };
+    let out = child_within(Duration::from_secs(30), campaign)
+        .expect("the campaign ended after its worker died");
+    out.expect_code(4);
+    assert!(
+        out.stderr.contains(&format!(
+            "a fuzz worker (pid {worker}) ended before its runs were done"
+        )),
+        "{out}"
+    );
+    assert!(out.stderr.contains("signal: 9"), "{out}");
+}
+
+#[test]
+fn a_campaign_killed_takes_its_workers_with_it() {
+    if cores() < 2 {
+        eprintln!("skipped: one core gives a campaign one process");
+        return;
+    }
+    let dir = temp_dir();
+    let mut campaign = long_campaign(dir.path());
+    let worker = worker_of(campaign.id());
+    campaign.kill().unwrap();
+    campaign.wait().unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while alive(worker) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !alive(worker),
+        "worker {worker} outlived its campaign by 10 s"
+    );
+}
+
+#[test]
+fn a_worker_refuses_a_campaign_that_is_not_its_own() {
+    let dir = temp_dir();
+    let mut worker = cli()
+        .args([
+            "fuzz".as_ref(),
+            workspace_root()
+                .join("cases/incident/fuzz-stale-deploys.toml")
+                .as_os_str(),
+            "--agent".as_ref(),
+            guest("naive-agent").as_os_str(),
+            "--store".as_ref(),
+            dir.path().as_os_str(),
+            "--fuzz-worker".as_ref(),
+            "1".as_ref(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    worker
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"campaign\":\"another\"}\n[0,1]\n")
+        .unwrap();
+    let out = child_within(Duration::from_secs(30), worker).expect("the worker ended");
+    assert_ne!(out.code, 0, "{out}");
+    let reply: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("differ from its campaign's"),
+        "{out}"
+    );
+    assert!(!out.stdout.contains("\"trial\""), "{out}");
+}
