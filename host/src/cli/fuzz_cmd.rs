@@ -128,7 +128,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     };
     if args.fuzz_worker.is_some() {
         let (input, output) = (std::io::BufReader::new(std::io::stdin()), std::io::stdout());
-        worldline_engine::fuzz::worker::serve(&c, input, output)?;
+        c.serve(input, output)?;
         return Ok(ExitCode::Ok);
     }
     store.put_case(&case)?;
@@ -219,7 +219,7 @@ fn workers(shares: &[usize], c: &Campaign) -> Result<Vec<Worker>> {
                 .arg("--fuzz-worker")
                 .arg(jobs.to_string())
                 .args(&args[at..]);
-            Worker::start(command, jobs, c)
+            Worker::start(command, jobs, c.identity())
         })
         .collect()
 }

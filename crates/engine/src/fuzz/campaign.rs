@@ -10,10 +10,11 @@
 use super::lanes::{self, Remote};
 use super::summary::Tally;
 use super::trial::Trial;
-use super::worker::Worker;
+use super::worker::{self, Worker};
 use crate::grade::signature;
 use crate::run::{RunOptions, RunOutcome, Runner};
 use anyhow::Result;
+use std::io::{BufRead, Write};
 use std::sync::Mutex;
 use worldline_case::case::Case;
 use worldline_case::case::fuzz::{FaultSource, PlannedFault, Schedule};
@@ -140,8 +141,21 @@ impl Campaign<'_> {
         )
     }
 
+    /// Be a worker of this campaign (decision 0406): run the variations
+    /// its campaign writes on `input` on `jobs` threads, answering each on
+    /// `output`, until `input` ends.
+    pub fn serve(&self, input: impl BufRead + Send, output: impl Write + Send) -> Result<()> {
+        worker::serve(
+            &self.identity(),
+            self.jobs,
+            &|i| self.trial(i),
+            input,
+            output,
+        )
+    }
+
     /// Run one trial: variation `i` (seed index `i / repeat`).
-    pub(crate) fn trial(&self, i: u64) -> Result<Trial> {
+    fn trial(&self, i: u64) -> Result<Trial> {
         let seed = run_seed(self.seed, i / self.repeat);
         let model_seed = model_seed(seed, i % self.repeat);
         let o = execute(

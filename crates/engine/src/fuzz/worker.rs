@@ -7,9 +7,9 @@
 //! campaign's (a file changed in between) refuses to run.
 //!
 //! [`Worker`] is the campaign's side, a [`Remote`]; [`serve`] the
-//! worker's. Lines are read to at most `bounded::WORKER_LINE`.
+//! worker's (`Campaign::serve` calls it with the campaign's trials). Lines
+//! are read to at most `bounded::WORKER_LINE`.
 
-use super::campaign::Campaign;
 use super::lanes::Remote;
 use super::trial::Trial;
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -96,10 +96,11 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Start `command` (a `worldline fuzz … --fuzz-worker JOBS` of this
-    /// campaign) with its stdin and stdout piped to this process, and
-    /// tell it which campaign it works for.
-    pub fn start(mut command: Command, jobs: usize, campaign: &Campaign) -> Result<Worker> {
+    /// Start `command` (a `worldline fuzz … --fuzz-worker JOBS` of the
+    /// campaign whose `Campaign::identity` is `campaign`) with its stdin
+    /// and stdout piped to this process; it is told which campaign it
+    /// works for with its first chunk.
+    pub fn start(mut command: Command, jobs: usize, campaign: String) -> Result<Worker> {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -110,9 +111,7 @@ impl Worker {
         Ok(Worker {
             child,
             to,
-            hello: Some(Hello {
-                campaign: campaign.identity(),
-            }),
+            hello: Some(Hello { campaign }),
             from: BufReader::new(from.expect("piped stdout")),
             jobs,
         })
@@ -195,12 +194,15 @@ impl Drop for Worker {
     }
 }
 
-/// Be `campaign`'s worker: check the identity on `input`'s first line,
-/// then run the chunks of variations that follow on `campaign.jobs`
-/// threads, answering each on `output`. Ends at the end of `input`, or at
-/// the first variation that cannot be run (after answering it).
-pub fn serve(
-    campaign: &Campaign,
+/// Be the worker of the campaign whose identity is `campaign`: check the
+/// identity on `input`'s first line, then run the chunks of variations
+/// that follow with `trial` on `jobs` threads, answering each on `output`.
+/// Ends at the end of `input`, or at the first variation that cannot be
+/// run (after answering it).
+pub(crate) fn serve(
+    campaign: &str,
+    jobs: usize,
+    trial: &(dyn Fn(u64) -> Result<Trial> + Sync),
     input: impl BufRead + Send,
     output: impl Write + Send,
 ) -> Result<()> {
@@ -220,7 +222,7 @@ pub fn serve(
         Some(line) => serde_json::from_slice(&line).context("a fuzz worker's first line")?,
         None => return Ok(()),
     };
-    if hello.campaign != campaign.identity() {
+    if hello.campaign != campaign {
         let err = anyhow!(
             "this fuzz worker's case, world, agent or faults differ from its campaign's (a file changed since the campaign started): run the campaign again"
         );
@@ -229,14 +231,14 @@ pub fn serve(
     }
     // One item a chunk (so CPU slots are handed over between chunks); the
     // end of the input ends every thread.
-    let ran = par_each(usize::MAX, campaign.jobs, |_| {
+    let ran = par_each(usize::MAX, jobs, |_| {
         let Some(line) = read_line(&mut *input.lock().expect("input lock"))? else {
             bail!(End);
         };
         let chunk: Vec<u64> = serde_json::from_slice(&line).context("a fuzz worker's chunk")?;
         let mut replies = Vec::with_capacity(chunk.len());
         for i in chunk {
-            match campaign.trial(i) {
+            match trial(i) {
                 Ok(t) => replies.push(Reply::Trial(t)),
                 Err(e) => {
                     replies.push(Reply::of(&e));
