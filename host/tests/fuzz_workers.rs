@@ -8,14 +8,19 @@ use crate::common;
 
 use common::*;
 use serde_json::Value;
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-/// The cores this machine gives a process: a campaign uses as many
-/// processes, at most one a job.
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+/// Whether this machine gives a process one core, so a campaign runs in
+/// one process (a test of its workers then says it is skipped).
+fn one_core() -> bool {
+    let one = std::thread::available_parallelism().map_or(1, |n| n.get()) < 2;
+    if one {
+        eprintln!("skipped: one core gives a campaign one process");
+    }
+    one
 }
 
 /// The parent pid of `pid` (`None` once it is gone).
@@ -58,29 +63,28 @@ fn worker_of(pid: u32) -> u32 {
     panic!("no fuzz worker of {pid} within 20 s");
 }
 
+/// `fuzz` of the stale-deploys case by the naive agent, then `extra`.
+fn stale_deploys(extra: &[&str]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "fuzz".into(),
+        workspace_root()
+            .join("cases/incident/fuzz-stale-deploys.toml")
+            .into(),
+        "--agent".into(),
+        guest("naive-agent").into(),
+    ];
+    args.extend(extra.iter().map(OsString::from));
+    args
+}
+
 /// A long campaign of the naive agent, started in the background.
 fn long_campaign(store: &Path) -> std::process::Child {
-    worldline_spawn(
-        store,
-        [
-            "fuzz".as_ref(),
-            workspace_root()
-                .join("cases/incident/fuzz-stale-deploys.toml")
-                .as_os_str(),
-            "--agent".as_ref(),
-            guest("naive-agent").as_os_str(),
-            "--runs".as_ref(),
-            "1000000".as_ref(),
-            "--jobs".as_ref(),
-            "2".as_ref(),
-        ],
-    )
+    worldline_spawn(store, stale_deploys(&["--runs", "1000000", "--jobs", "2"]))
 }
 
 #[test]
 fn a_native_agent_s_campaign_on_two_jobs_runs_in_two_processes_and_reports_as_one_job() {
-    if cores() < 2 {
-        eprintln!("skipped: one core gives a campaign one process");
+    if one_core() {
         return;
     }
     let dir = temp_dir();
@@ -148,8 +152,7 @@ fn a_native_agent_s_campaign_on_two_jobs_runs_in_two_processes_and_reports_as_on
 
 #[test]
 fn a_worker_that_dies_fails_its_campaign_naming_it() {
-    if cores() < 2 {
-        eprintln!("skipped: one core gives a campaign one process");
+    if one_core() {
         return;
     }
     let dir = temp_dir();
@@ -171,8 +174,7 @@ fn a_worker_that_dies_fails_its_campaign_naming_it() {
 
 #[test]
 fn a_campaign_killed_takes_its_workers_with_it() {
-    if cores() < 2 {
-        eprintln!("skipped: one core gives a campaign one process");
+    if one_core() {
         return;
     }
     let dir = temp_dir();
@@ -194,18 +196,8 @@ fn a_campaign_killed_takes_its_workers_with_it() {
 fn a_worker_refuses_a_campaign_that_is_not_its_own() {
     let dir = temp_dir();
     let mut worker = cli()
-        .args([
-            "fuzz".as_ref(),
-            workspace_root()
-                .join("cases/incident/fuzz-stale-deploys.toml")
-                .as_os_str(),
-            "--agent".as_ref(),
-            guest("naive-agent").as_os_str(),
-            "--store".as_ref(),
-            dir.path().as_os_str(),
-            "--fuzz-worker".as_ref(),
-            "1".as_ref(),
-        ])
+        .args(stale_deploys(&["--fuzz-worker", "1", "--store"]))
+        .arg(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -45,6 +45,29 @@ struct Input {
 }
 
 impl Reply {
+    /// The trial, or the error the worker met: an input error as the
+    /// [`InputError`] it was, so the campaign exits as it would have.
+    fn into_trial(self) -> Result<Trial> {
+        match self {
+            Reply::Trial(t) => Ok(t),
+            Reply::Error {
+                input:
+                    Some(Input {
+                        file,
+                        line,
+                        message,
+                    }),
+                ..
+            } => Err(InputError {
+                file,
+                line,
+                message,
+            }
+            .into()),
+            Reply::Error { message, .. } => Err(anyhow!(message)),
+        }
+    }
+
     fn of(err: &anyhow::Error) -> Reply {
         let input = is_input(err)
             .then(|| err.chain().find_map(|e| e.downcast_ref::<InputError>()))
@@ -149,26 +172,9 @@ impl Remote for Worker {
                 self.child.id()
             );
         };
-        match serde_json::from_slice(&line)
+        serde_json::from_slice::<Reply>(&line)
             .context("a fuzz worker's answer is not one this campaign reads")?
-        {
-            Reply::Trial(t) => Ok(t),
-            Reply::Error {
-                input:
-                    Some(Input {
-                        file,
-                        line,
-                        message,
-                    }),
-                ..
-            } => Err(InputError {
-                file,
-                line,
-                message,
-            }
-            .into()),
-            Reply::Error { message, .. } => Err(anyhow!(message)),
-        }
+            .into_trial()
     }
 
     fn finish(mut self: Box<Self>) -> Result<()> {
@@ -266,3 +272,70 @@ impl std::fmt::Display for End {
 }
 
 impl std::error::Error for End {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use worldline_case::case::fuzz::Schedule;
+
+    fn trial(index: u64) -> Trial {
+        Trial {
+            index,
+            seed: index + 1,
+            model_seed: None,
+            signature: None,
+            faults: Schedule::default(),
+            injected: false,
+            attacked: false,
+        }
+    }
+
+    fn replies(out: &[u8]) -> Vec<Reply> {
+        out.split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_worker_answers_each_variation_of_its_chunks_and_ends_with_its_input() {
+        let input = b"{\"campaign\":\"c\"}\n[3,4]\n[9]\n";
+        let mut out = Vec::new();
+        serve("c", 2, &|i| Ok(trial(i)), &input[..], &mut out).unwrap();
+        let mut got: Vec<u64> = replies(&out)
+            .into_iter()
+            .map(|r| r.into_trial().unwrap().index)
+            .collect();
+        got.sort();
+        assert_eq!(got, [3, 4, 9]);
+    }
+
+    #[test]
+    fn an_input_error_reaches_the_campaign_with_its_file_and_line() {
+        let input = b"{\"campaign\":\"c\"}\n[3,4,5]\n";
+        let mut out = Vec::new();
+        let failing = |i| match i {
+            4 => Err(InputError::new("case.toml", "no such tool")
+                .with_line(3)
+                .into()),
+            _ => Ok(trial(i)),
+        };
+        assert!(serve("c", 1, &failing, &input[..], &mut out).is_err());
+        let mut answers = replies(&out).into_iter().map(Reply::into_trial);
+        assert_eq!(answers.next().unwrap().unwrap().index, 3);
+        let err = answers.next().unwrap().unwrap_err();
+        assert!(is_input(&err));
+        assert_eq!(err.to_string(), "case.toml:3:1: no such tool");
+        assert!(answers.next().is_none(), "nothing after the error");
+    }
+
+    #[test]
+    fn a_line_past_its_cap_or_without_its_end_is_an_error() {
+        let long = vec![b'1'; WORKER_LINE as usize + 1];
+        let err = read_line(&mut &long[..]).unwrap_err();
+        assert!(err.to_string().contains("longer than"), "{err}");
+        let err = read_line(&mut &b"[1,2"[..]).unwrap_err();
+        assert!(err.to_string().contains("without a newline"), "{err}");
+        assert_eq!(read_line(&mut &b""[..]).unwrap(), None);
+    }
+}
