@@ -2,7 +2,9 @@
 //! jobs and two cores a campaign runs its variations in two processes and
 //! reports what one job reports, for a native agent as for a component; a
 //! worker that dies fails the campaign saying so; the campaign's death
-//! ends its workers; a worker refuses a campaign that is not its own.
+//! ends its workers; a worker refuses a campaign that is not its own; a
+//! store whose compile cache cannot be written keeps the jobs in one
+//! process, which alone compiles the agent.
 
 use crate::common;
 
@@ -221,4 +223,40 @@ fn a_worker_refuses_a_campaign_that_is_not_its_own() {
         "{out}"
     );
     assert!(!out.stdout.contains("\"trial\""), "{out}");
+}
+
+#[test]
+fn a_store_whose_compile_cache_cannot_be_written_keeps_its_campaign_in_one_process() {
+    if one_core() {
+        return;
+    }
+    let dir = temp_dir();
+    let campaign = |runs: &str| {
+        let out = worldline(
+            dir.path(),
+            stale_deploys(&["--runs", runs, "--jobs", "2", "--json"]),
+        );
+        assert!(out.code == 0 || out.code == 1, "{out}");
+        out
+    };
+    // A first campaign makes the cache's folder for this build's engine;
+    // a file then takes its place, so nothing can be compiled into it.
+    campaign("20");
+    for entry in std::fs::read_dir(dir.path().join("cache"))
+        .unwrap()
+        .flatten()
+    {
+        if entry.file_name() != "agent-files" && entry.path().is_dir() {
+            std::fs::remove_dir_all(entry.path()).unwrap();
+            std::fs::write(entry.path(), "").unwrap();
+        }
+    }
+    let out = campaign("200");
+    // Said once, by the campaign: no worker compiled the agent again.
+    assert_eq!(
+        out.stderr.matches("cannot write the compile cache").count(),
+        1,
+        "{out}"
+    );
+    assert_eq!(out.json()["summary"]["runs"], 200, "{out}");
 }

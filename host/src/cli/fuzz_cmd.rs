@@ -134,7 +134,17 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     store.put_case(&case)?;
     let total = c.indexes().len() as u64;
     let shares = shares(jobs, total);
-    let fuzzed = run(&args, &c, || workers(&shares[1..], &c), &store, total)?;
+    let compiled = match &chosen {
+        Chosen::Native(_) => None,
+        Chosen::Component(_) => Some(agent.sha256()),
+    };
+    let fuzzed = run(
+        &args,
+        &c,
+        || workers(&shares[1..], &c, compiled.as_deref()),
+        &store,
+        total,
+    )?;
     let doc = FuzzReport {
         agent_sha256: &agent.sha256(),
         case: &case.name,
@@ -197,15 +207,23 @@ fn shares(jobs: usize, variations: u64) -> Vec<usize> {
 /// Start a worker for each share: this command line again, with
 /// `--fuzz-worker JOBS` before any `--` (after which come a native
 /// agent's arguments). The world's service is loaded first, so that the
-/// workers find it compiled in the store's cache, as they find the agent.
-fn workers(shares: &[usize], c: &Campaign) -> Result<Vec<Worker>> {
+/// workers find it compiled in the store's cache, as they find the agent
+/// (`component`, the agent's SHA-256 when it is one). When the cache does
+/// not hold both (it cannot be written), every job stays in this process:
+/// each worker would compile them again.
+fn workers(shares: &[usize], c: &Campaign, component: Option<&str>) -> Result<Vec<Worker>> {
     if shares.is_empty() {
         return Ok(Vec::new());
     }
+    let mut compiled: Vec<&str> = component.into_iter().collect();
     if let Some(service) = &c.case.world.service {
         // One that does not load fails each run that needs it, which
         // reports it as a run does.
         let _ = c.sandbox.service(service);
+        compiled.push(&service.sha256);
+    }
+    if !compiled.iter().all(|sha256| c.sandbox.cached(sha256)) {
+        return Ok(Vec::new());
     }
     let exe = std::env::current_exe()?;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();

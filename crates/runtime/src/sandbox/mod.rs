@@ -248,6 +248,15 @@ impl Sandbox {
         }
     }
 
+    /// Whether the compile cache holds the component with SHA-256
+    /// `sha256` intact, so that another process of this machine loads it
+    /// without compiling it.
+    pub fn cached(&self, sha256: &str) -> bool {
+        self.cache
+            .as_ref()
+            .is_some_and(|c| c.verified(sha256).is_some())
+    }
+
     /// Check a compiled component's imports and pre-instantiate it.
     fn prepare(&self, component: &Component, sha256: String, origin: &Path) -> Result<Arc<Agent>> {
         imports::check(&self.engine, component, origin)?;
