@@ -228,6 +228,7 @@ fn workers(shares: &[usize], c: &Campaign, component: Option<&str>) -> Result<Ve
     let exe = std::env::current_exe()?;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let identity = c.identity();
     shares
         .iter()
         .map(|&jobs| {
@@ -237,7 +238,7 @@ fn workers(shares: &[usize], c: &Campaign, component: Option<&str>) -> Result<Ve
                 .arg("--fuzz-worker")
                 .arg(jobs.to_string())
                 .args(&args[at..]);
-            Worker::start(command, jobs, c.identity())
+            Worker::start(command, jobs, identity.clone())
         })
         .collect()
 }

@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Read as _, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 use worldline_case::bounded::WORKER_LINE;
-use worldline_case::error::{InputError, is_input};
+use worldline_case::error::InputError;
 use worldline_case::parallel::par_each;
 
 /// What a worker answers for one variation.
@@ -69,9 +69,9 @@ impl Reply {
     }
 
     fn of(err: &anyhow::Error) -> Reply {
-        let input = is_input(err)
-            .then(|| err.chain().find_map(|e| e.downcast_ref::<InputError>()))
-            .flatten()
+        let input = err
+            .chain()
+            .find_map(|e| e.downcast_ref::<InputError>())
             .map(|e| Input {
                 file: e.file.clone(),
                 line: e.line,
@@ -277,6 +277,7 @@ impl std::error::Error for End {}
 mod tests {
     use super::*;
     use worldline_case::case::fuzz::Schedule;
+    use worldline_case::error::is_input;
 
     fn trial(index: u64) -> Trial {
         Trial {

@@ -23,10 +23,10 @@ pub struct Fuzzed {
 }
 
 /// Run `campaign` (the share of the `workers` it starts in their
-/// processes, their start counted in its time), handing `sink` each event with the real time since the
-/// start; its first error (writing the file `sink_file`) fails the
-/// campaign. Then keep a reproducer per group in `store`, shrinking each
-/// with at most `shrink_budget` runs when given.
+/// processes, their start counted in its time), handing `sink` each event
+/// with the real time since the start; its first error (writing the file
+/// `sink_file`) fails the campaign. Then keep a reproducer per group in
+/// `store`, shrinking each with at most `shrink_budget` runs when given.
 pub fn fuzz(
     campaign: &Campaign,
     workers: impl FnOnce() -> Result<Vec<Worker>>,
