@@ -5,19 +5,31 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// No transparent huge pages for this process (decision 0405), set before
+/// anything runs: mimalloc asks for them over its whole arena as it starts
+/// (before `main`), and each first touch of one zeroes 2 MiB where a
+/// command uses a few pages of it (9–10 of them, ~1 ms of a fork; the two
+/// mimalloc's own start touches, ~0.5 ms of every command). The loader runs
+/// `.preinit_array` before any constructor, mimalloc's included. A native
+/// agent's keeper gives them back to its tree.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".preinit_array")]
+static NO_HUGE_PAGES: extern "C" fn() = no_huge_pages;
+
+#[cfg(target_os = "linux")]
+extern "C" fn no_huge_pages() {
+    // SAFETY: a flag on this process's memory; no memory is touched.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 fn main() {
     // Let `worldline history RUN | head` end quietly, as other Unix tools do.
     // SAFETY: restoring the default SIGPIPE action before any thread starts.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-    // No transparent huge pages for this process (decision 0405): mimalloc
-    // asks for them over its whole arena, and each first touch of one
-    // zeroes 2 MiB where a command uses a few pages of it (9–10 of them, ~1
-    // ms of a fork). A native agent's keeper gives them back to its tree.
-    // SAFETY: a flag on this process's memory; no memory is touched.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
     let code = worldline::cli::main();
     // End as `std::process::exit` would (flush what std buffers, then

@@ -534,6 +534,36 @@ fn a_native_agent_s_exit_gives_the_exit_codes_docs_cli_lists() {
     }
 }
 
+/// `worldline` has no huge page from its very start (decision 0405):
+/// the flag is set from `.preinit_array`, before mimalloc's start touches
+/// its arena (set in `main`, it came after two huge pages, 4 MiB, were
+/// faulted in). A machine whose kernel never gives huge pages cannot tell.
+#[test]
+fn worldline_s_memory_has_no_huge_page_from_its_start() {
+    let mode =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if mode.is_empty() || mode.contains("[never]") {
+        eprintln!("this kernel gives no transparent huge pages ({mode:?}): nothing to tell");
+        return;
+    }
+    let dir = temp_dir();
+    let case = case_with(dir.path(), "pages", "");
+    let (mut server, _url) = mcp_http_server(&dir.path().join("store"), &case);
+    let rollup = std::fs::read_to_string(format!("/proc/{}/smaps_rollup", server.id()));
+    let _ = server.kill();
+    let _ = server.wait();
+    let rollup = rollup.expect("the server's memory summary");
+    let huge = rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .expect("an AnonHugePages line");
+    assert_eq!(
+        huge.trim(),
+        "0 kB",
+        "worldline's memory has huge pages:\n{rollup}"
+    );
+}
+
 /// `worldline` turns transparent huge pages off for itself (decision
 /// 0405), which children inherit; a native agent gets the system's
 /// setting back, so its memory behaves as it does outside a run.
