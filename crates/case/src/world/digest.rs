@@ -36,7 +36,7 @@ impl Parts {
         Parts {
             bytes,
             before,
-            hash: hex::encode(h.finalize()),
+            hash: crate::canon::hex_of(&h.finalize()),
         }
     }
 
@@ -69,7 +69,7 @@ impl Parts {
                 Part::New(bytes) => h.update(&bytes),
             }
         }
-        hex::encode(h.finalize())
+        crate::canon::hex_of(&h.finalize())
     }
 }
 
