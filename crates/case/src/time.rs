@@ -85,7 +85,7 @@ pub fn rfc3339(unix_ns: i128) -> String {
     } else {
         put(ss as u64, 2, b'.');
         let mut zeros = 0;
-        while nanos % 10u32.pow(zeros + 1) == 0 {
+        while nanos.is_multiple_of(10u32.pow(zeros + 1)) {
             zeros += 1;
         }
         put(u64::from(nanos / 10u32.pow(zeros)), 9 - zeros, b'Z');
