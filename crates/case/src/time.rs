@@ -118,13 +118,18 @@ mod tests {
             let dot = if frac.is_empty() { "" } else { "." };
             format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}{dot}{frac}Z")
         };
-        let mut ns: i128 = -70_000_000_000_000_000_000;
+        // Year -248 to 11,476, ~31 years and some seconds apart: 375
+        // instants, 320 of them in years 0-9999.
+        let (mut ns, mut written): (i128, u32) = (-70_000_000_000_000_000_000, 0);
         while ns < 300_000_000_000_000_000_000 {
             for frac in [0, 1, 4_000_000, 500_000_000, 123_456_789, 999_999_999, 10] {
                 assert_eq!(rfc3339(ns + frac), by_format(ns + frac), "{}", ns + frac);
             }
+            written +=
+                u32::from((-62_000_000_000_000_000_000..253_000_000_000_000_000_000).contains(&ns));
             ns += 987_654_321_987_654_321;
         }
+        assert!(written > 300, "{written} instants in years 0-9999");
         assert_eq!(rfc3339(4_000_000), "1970-01-01T00:00:00.004Z");
     }
 
