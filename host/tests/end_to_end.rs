@@ -67,6 +67,7 @@ mod ui;
 mod ui_browser;
 mod user_tools;
 mod validate;
+mod verify_workers;
 mod vocabulary;
 
 /// Every `.rs` file beside this one is declared above: with `autotests =

@@ -8,62 +8,13 @@
 
 use crate::common;
 
+use common::workers::*;
 use common::*;
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// Whether this machine gives a process one core, so a campaign runs in
-/// one process (a test of its workers then says it is skipped).
-fn one_core() -> bool {
-    let one = std::thread::available_parallelism().map_or(1, |n| n.get()) < 2;
-    if one {
-        eprintln!("skipped: one core gives a campaign one process");
-    }
-    one
-}
-
-/// The parent pid of `pid` (`None` once it is gone).
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-/// Whether `pid` is still a process (a zombie is not).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| Some(s.rsplit_once(')')?.1.split_whitespace().next()? != "Z"))
-        .unwrap_or(false)
-}
-
-/// The first child of `pid` started with `--fuzz-worker`, waited for up to
-/// 20 s.
-fn worker_of(pid: u32) -> u32 {
-    let until = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < until {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(child) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-                continue;
-            };
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            if parent_of(child) == Some(pid)
-                && cmdline.split(|b| *b == 0).any(|a| a == b"--fuzz-worker")
-            {
-                return child;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("no fuzz worker of {pid} within 20 s");
-}
 
 /// `fuzz` of the stale-deploys case by the naive agent, then `extra`.
 fn stale_deploys(extra: &[&str]) -> Vec<OsString> {
@@ -159,7 +110,7 @@ fn a_worker_that_dies_fails_its_campaign_naming_it() {
     }
     let dir = temp_dir();
     let campaign = long_campaign(dir.path());
-    let worker = worker_of(campaign.id());
+    let worker = worker_of(campaign.id(), "--fuzz-worker");
     // SAFETY: a signal to a process this test's campaign started.
     unsafe { libc::kill(worker as i32, libc::SIGKILL) };
     let out = child_within(Duration::from_secs(30), campaign)
@@ -181,7 +132,7 @@ fn a_campaign_killed_takes_its_workers_with_it() {
     }
     let dir = temp_dir();
     let mut campaign = long_campaign(dir.path());
-    let worker = worker_of(campaign.id());
+    let worker = worker_of(campaign.id(), "--fuzz-worker");
     campaign.kill().unwrap();
     campaign.wait().unwrap();
     let until = Instant::now() + Duration::from_secs(10);
@@ -222,7 +173,7 @@ fn a_worker_refuses_a_campaign_that_is_not_its_own() {
             .contains("differ from its campaign's"),
         "{out}"
     );
-    assert!(!out.stdout.contains("\"trial\""), "{out}");
+    assert!(!out.stdout.contains("\"answer\""), "{out}");
 }
 
 #[test]

@@ -35,7 +35,8 @@ pub const COLLECTOR_ANSWER: u64 = MIB;
 /// converter); what comes past it is drained unread.
 pub const TOOL_STDERR: u64 = MIB;
 
-/// A line between a fuzz campaign and one of its worker processes.
+/// A line between a fuzz campaign or a `verify` and one of its worker
+/// processes.
 pub const WORKER_LINE: u64 = 16 * MIB;
 
 /// Why a bounded read gave nothing.

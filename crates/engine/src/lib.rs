@@ -12,6 +12,7 @@ pub mod export;
 pub mod fork;
 pub mod fuzz;
 pub mod grade;
+pub mod lanes;
 pub mod native;
 pub mod ops;
 pub mod regress;

@@ -6,7 +6,7 @@
 use crate::native::exec::Exec;
 use crate::run::{RunOptions, RunOutcome, run_with};
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -273,7 +273,7 @@ fn opened_agent(
 }
 
 /// How a replay ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Same events, chain hash, output and final state.
@@ -289,7 +289,7 @@ pub enum Verdict {
 }
 
 /// What a replay re-executed, and so what `identical` means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// A WebAssembly agent: every host call, bit for bit.
@@ -299,7 +299,7 @@ pub enum Scope {
     Boundary,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReplayReport {
     pub run: String,
     pub verdict: Verdict,
@@ -312,11 +312,11 @@ pub struct ReplayReport {
     pub divergence: Option<Divergence>,
     /// Where the diverging request differs from the recorded one
     /// (`$.path: recorded → replayed`), at most [`DIFF_LINES`] lines.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diff: Vec<String>,
     /// A native run: the passed-through variables whose values differ
     /// from those it recorded (by name and how; never the values).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env_differs: Vec<String>,
 }
 

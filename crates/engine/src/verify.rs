@@ -24,20 +24,35 @@
 //! every night and the rest never; the newest N runs would miss drift in old
 //! runs (a changed world file, a new engine), which is what a nightly check is
 //! for; sampling by hashing run ids with the seed is more machinery for little
-//! gain. Replays run on `--jobs` threads through the index-ordered parallel
-//! map, so the output does not depend on the number of threads.
+//! gain. Each result is kept at its run's place in the list, so the output
+//! does not depend on the number of jobs or on which lane ran a run.
+//!
+//! On more than one core the jobs run in processes of their own, as a
+//! fuzz campaign's do (decision 0406): the first run is checked here (its
+//! agent then compiled into the store's cache), then the rest are shared
+//! out among this process and its workers (`verify --verify-worker N`,
+//! sent the list of runs first), each answering a run with its
+//! [`Checked`].
 
+use crate::lanes::worker::{self, Worker};
+use crate::lanes::{self, Answer, Remote};
 use crate::replay::{self, ReplayReport};
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore as _, SeedableRng as _};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+use worldline_case::bounded::WORKER_LINE;
 use worldline_log::log::bundle;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
 /// How one run's check ended.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Checked {
     Replayed(ReplayReport),
     /// It could not be opened or replayed (why).
@@ -85,19 +100,69 @@ pub fn fresh_seed() -> u64 {
     u64::from_le_bytes(bytes) % 1_000_000_000
 }
 
-/// Replay each of `runs` on `jobs` threads; results in the order of `runs`.
+/// A run checked, as a lane answers it: its place in the list of runs
+/// and how its check ended.
+#[derive(Serialize, Deserialize)]
+pub struct CheckedRun {
+    index: u64,
+    checked: Checked,
+}
+
+impl Answer for CheckedRun {
+    fn index(&self) -> u64 {
+        self.index
+    }
+}
+
+/// The first line `verify` writes its worker: the runs it shares out,
+/// which the worker's items index.
+#[derive(Serialize, Deserialize)]
+pub struct Hello {
+    runs: Vec<String>,
+}
+
+impl Hello {
+    /// The runs shared out.
+    pub fn runs(&self) -> &[String] {
+        &self.runs
+    }
+
+    /// Whether it fits the one line a worker reads first (a list of some
+    /// 600,000 runs does not: such a `verify` keeps its jobs on threads).
+    pub fn fits_a_line(&self) -> bool {
+        let len: usize = self.runs.iter().map(|r| r.len() + 3).sum();
+        len + 16 < WORKER_LINE as usize
+            && serde_json::to_vec(self).is_ok_and(|line| line.len() < WORKER_LINE as usize)
+    }
+}
+
+/// Replay each of `runs` on `jobs` jobs, those of the `workers` it starts
+/// (handed what to send them first) in their processes and the rest on
+/// threads of this one; results in the order of `runs`.
 pub fn verify(
     sandbox: &Sandbox,
     store: &StoreDir,
     runs: &[String],
     jobs: usize,
+    workers: impl FnOnce(&Hello) -> Result<Vec<Worker<CheckedRun>>>,
 ) -> Result<Vec<Checked>> {
     // Bundles being created are hard-linked from a temporary file; one a
     // killed writer left is not a run.
     worldline_case::durable::sweep(&store.runs_dir());
+    if runs.is_empty() {
+        return Ok(Vec::new());
+    }
     // A store's runs share a few cases and agents: each is read once.
     let opened = replay::Opened::default();
     let (reached, done) = (AtomicUsize::new(0), AtomicBool::new(false));
+    let results: Mutex<Vec<Option<Checked>>> = Mutex::new(runs.iter().map(|_| None).collect());
+    let keep = |c: CheckedRun| {
+        let i = usize::try_from(c.index).unwrap_or(usize::MAX);
+        reached.fetch_max(i, Ordering::Relaxed);
+        if let Some(slot) = results.lock().expect("results lock").get_mut(i) {
+            *slot = Some(c.checked);
+        }
+    };
     std::thread::scope(|s| {
         // The bundles read ahead of the replays (decision 0403).
         s.spawn(|| {
@@ -107,13 +172,70 @@ pub fn verify(
                 }
             })
         });
-        let checked = worldline_case::parallel::par_map(runs.len(), jobs, |i| {
-            reached.fetch_max(i, Ordering::Relaxed);
-            Ok(check(sandbox, store, &runs[i], &opened))
-        });
+        let shared = (|| {
+            // The first run here, so its agent is in the cache (when the
+            // cache can be written) before a worker would compile it too.
+            keep(CheckedRun {
+                index: 0,
+                checked: check(sandbox, store, &runs[0], &opened),
+            });
+            let workers = workers(&Hello {
+                runs: runs.to_vec(),
+            })?;
+            let remote: usize = workers.iter().map(|w| w.jobs()).sum();
+            let workers = workers
+                .into_iter()
+                .map(|w| Box::new(w) as Box<dyn Remote<CheckedRun>>)
+                .collect();
+            let rest: Vec<u64> = (1..runs.len() as u64).collect();
+            lanes::run(
+                &rest,
+                jobs.saturating_sub(remote),
+                workers,
+                &|i| {
+                    reached.fetch_max(i as usize, Ordering::Relaxed);
+                    Ok(CheckedRun {
+                        index: i,
+                        checked: check(sandbox, store, &runs[i as usize], &opened),
+                    })
+                },
+                &keep,
+            )
+        })();
         done.store(true, Ordering::Relaxed);
-        checked
-    })
+        shared
+    })?;
+    let results = results.into_inner().expect("results lock");
+    (results.into_iter().zip(runs))
+        .map(|(checked, run)| checked.ok_or_else(|| anyhow!("run {run} was not checked")))
+        .collect()
+}
+
+/// Be a worker of a `verify` (its `--verify-worker JOBS`): check the runs
+/// its items index in the list the first line of `input` sends, on `jobs`
+/// threads, answering each on `output`, until `input` ends.
+pub fn serve(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    jobs: usize,
+    input: impl BufRead + Send,
+    output: impl Write + Send,
+) -> Result<()> {
+    let opened = replay::Opened::default();
+    let start = |hello: Hello| {
+        let opened = &opened;
+        Ok(move |i: u64| {
+            let run = usize::try_from(i)
+                .ok()
+                .and_then(|i| hello.runs.get(i))
+                .ok_or_else(|| anyhow!("verify sent run {i} of {}", hello.runs.len()))?;
+            Ok(CheckedRun {
+                index: i,
+                checked: check(sandbox, store, run, opened),
+            })
+        })
+    };
+    worker::serve(jobs, start, input, output)
 }
 
 /// How many runs past the furthest replay begun their bundles are read
@@ -185,6 +307,73 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn a_list_of_runs_past_a_worker_s_line_is_not_sent() {
+        let hello = |n: usize| Hello {
+            runs: (0..n).map(|i| format!("20261130-050000-{i:08x}")).collect(),
+        };
+        assert!(hello(10_000).fits_a_line());
+        let line = WORKER_LINE as usize;
+        assert!(hello(line / 30).fits_a_line());
+        assert!(!hello(line / 27).fits_a_line());
+    }
+
+    /// A worker's answer reads back as the check it was: what `verify`
+    /// reports from it is what it reports from its own threads.
+    #[test]
+    fn a_checked_run_reads_back_as_written() {
+        use crate::replay::{Class, Divergence, Scope, Verdict};
+        let diverged = ReplayReport {
+            run: "20261130-050000-0000abcd".into(),
+            verdict: Verdict::Diverged,
+            scope: Scope::Boundary,
+            matched: 3,
+            recorded: 9,
+            chain_hash: "ab".repeat(32),
+            divergence: Some(Divergence {
+                index: 3,
+                class: Class::Mismatch,
+                field: Some("request".into()),
+                expected: serde_json::json!({"a": [1, 2.5, null], "b": "é\n"}),
+                actual: serde_json::json!({"a": [1, 2.5, true]}),
+            }),
+            diff: vec!["$.a[2]: null → true".into()],
+            env_differs: vec!["HOME (changed)".into()],
+        };
+        let identical = ReplayReport {
+            verdict: Verdict::Identical,
+            scope: Scope::BitForBit,
+            divergence: None,
+            diff: Vec::new(),
+            env_differs: Vec::new(),
+            ..diverged.clone()
+        };
+        let checks = [
+            Checked::Replayed(diverged),
+            Checked::Replayed(identical),
+            Checked::Unreadable("cannot read bundle".into()),
+            Checked::Headless,
+            Checked::Session,
+        ];
+        for (i, checked) in checks.into_iter().enumerate() {
+            let line = serde_json::to_string(&CheckedRun {
+                index: i as u64,
+                checked,
+            })
+            .unwrap();
+            let back: CheckedRun = serde_json::from_str(&line).unwrap();
+            assert_eq!(back.index(), i as u64);
+            assert_eq!(serde_json::to_string(&back).unwrap(), line);
+            if let Checked::Replayed(r) = &back.checked {
+                assert_eq!(
+                    serde_json::to_value(r).unwrap(),
+                    serde_json::from_str::<Value>(&line).unwrap()["checked"]["replayed"]
+                );
+            }
+        }
+    }
 
     #[test]
     fn bundles_are_read_ahead_in_order_at_most_a_window_past_the_replays() {

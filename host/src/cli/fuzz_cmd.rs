@@ -15,7 +15,8 @@ use worldline_case::case;
 use worldline_case::case::fuzz::{self, FaultSource};
 use worldline_case::error::InputError;
 use worldline_engine::fuzz::campaign::{Campaign, CampaignEvent};
-use worldline_engine::fuzz::worker::Worker;
+use worldline_engine::fuzz::trial::Trial;
+use worldline_engine::lanes::worker::Worker;
 use worldline_engine::ops;
 use worldline_report::events::Progress;
 use worldline_report::fuzz::{Faults, FuzzReport, GroupReport, Timing};
@@ -133,7 +134,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     }
     store.put_case(&case)?;
     let total = c.indexes().len() as u64;
-    let shares = shares(jobs, total);
+    let shares = super::workers::shares(jobs, total);
     let compiled = match &chosen {
         Chosen::Native(_) => None,
         Chosen::Component(_) => Some(agent.sha256()),
@@ -189,21 +190,6 @@ fn profile(args: &FuzzArgs, case: &case::Case) -> Result<(fuzz::Profile, String)
     })
 }
 
-/// How a campaign's `jobs` are shared out among processes: this one's
-/// first, then a worker's each. As many processes as cores, at most one a
-/// job or a variation, so each job runs in a process of its own where the
-/// cores allow (decision 0406).
-fn shares(jobs: usize, variations: u64) -> Vec<usize> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let processes = jobs
-        .min(cores)
-        .min(usize::try_from(variations).unwrap_or(usize::MAX))
-        .max(1);
-    (0..processes)
-        .map(|p| jobs / processes + usize::from(p < jobs % processes))
-        .collect()
-}
-
 /// Start a worker for each share: this command line again, with
 /// `--fuzz-worker JOBS` before any `--` (after which come a native
 /// agent's arguments). The world's service is loaded first, so that the
@@ -211,7 +197,7 @@ fn shares(jobs: usize, variations: u64) -> Vec<usize> {
 /// (`component`, the agent's SHA-256 when it is one). When the cache does
 /// not hold both (it cannot be written), every job stays in this process:
 /// each worker would compile them again.
-fn workers(shares: &[usize], c: &Campaign, component: Option<&str>) -> Result<Vec<Worker>> {
+fn workers(shares: &[usize], c: &Campaign, component: Option<&str>) -> Result<Vec<Worker<Trial>>> {
     if shares.is_empty() {
         return Ok(Vec::new());
     }
@@ -225,20 +211,12 @@ fn workers(shares: &[usize], c: &Campaign, component: Option<&str>) -> Result<Ve
     if !compiled.iter().all(|sha256| c.sandbox.cached(sha256)) {
         return Ok(Vec::new());
     }
-    let exe = std::env::current_exe()?;
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
-    let identity = c.identity();
+    let hello = c.hello();
     shares
         .iter()
         .map(|&jobs| {
-            let mut command = std::process::Command::new(&exe);
-            command
-                .args(&args[..at])
-                .arg("--fuzz-worker")
-                .arg(jobs.to_string())
-                .args(&args[at..]);
-            Worker::start(command, jobs, identity.clone())
+            let command = super::workers::command("--fuzz-worker", jobs)?;
+            Worker::start(command, jobs, "fuzz", &hello)
         })
         .collect()
 }
@@ -247,7 +225,7 @@ fn workers(shares: &[usize], c: &Campaign, component: Option<&str>) -> Result<Ve
 fn run(
     args: &FuzzArgs,
     c: &Campaign,
-    workers: impl FnOnce() -> Result<Vec<Worker>>,
+    workers: impl FnOnce() -> Result<Vec<Worker<Trial>>>,
     store: &StoreDir,
     total: u64,
 ) -> Result<ops::fuzz::Fuzzed> {

@@ -38,6 +38,7 @@ mod test_cmd;
 mod ui_cmd;
 mod validate_cmd;
 mod warnings;
+mod workers;
 
 use crate::cli::exit::{ExitCode, exit_code_of};
 use clap::{Args, CommandFactory, Parser, Subcommand};

@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use std::io::Write;
 use worldline_case::error::InputError;
+use worldline_engine::lanes::worker::Worker;
 use worldline_engine::ops;
 use worldline_engine::replay::{self, Verdict};
 use worldline_engine::verify;
@@ -40,6 +41,11 @@ pub struct VerifyArgs {
     pub jobs: Option<usize>,
     #[command(flatten)]
     pub common: Common,
+    /// Be a worker of the `verify` this command line starts, replaying
+    /// this many runs at once: read them from stdin, answer on stdout
+    /// (decision 0406; started by `verify` itself).
+    #[arg(long, value_name = "JOBS", hide = true)]
+    pub verify_worker: Option<usize>,
 }
 
 /// A redacted copy cannot be re-executed: say what reading it checked
@@ -92,6 +98,13 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    if let Some(jobs) = args.verify_worker {
+        let sandbox =
+            Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
+        let input = std::io::BufReader::new(std::io::stdin());
+        verify::serve(&sandbox, &store, jobs, input, std::io::stdout())?;
+        return Ok(ExitCode::Ok);
+    }
     store.audit_reexecution(&[], "verify")?;
     let sample = args.sample.map(|size| ops::replay::Sample {
         size,
@@ -100,7 +113,8 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let jobs = super::jobs(args.jobs);
     let sandbox =
         Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
-    let v = ops::replay::verify(&sandbox, &store, &args.runs, sample, jobs)?;
+    let workers = |hello: &verify::Hello| workers(&sandbox, &store, jobs, hello);
+    let v = ops::replay::verify(&sandbox, &store, &args.runs, sample, jobs, workers)?;
     let mut out = std::io::stdout().lock();
     if args.common.json {
         writeln!(
@@ -116,4 +130,39 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     } else {
         ExitCode::Failed
     })
+}
+
+/// Start a worker for each share of `jobs` but this process's, once the
+/// first run was checked here: this command line again, with
+/// `--verify-worker JOBS`. When the first run's agent is not in the
+/// store's compile cache (it cannot be written), every job stays in this
+/// process (each worker would compile it again), as it does when the list
+/// of runs is longer than a worker reads in a line.
+fn workers(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    jobs: usize,
+    hello: &verify::Hello,
+) -> Result<Vec<Worker<verify::CheckedRun>>> {
+    let rest = hello.runs().len().saturating_sub(1) as u64;
+    let shares = super::workers::shares(jobs, rest);
+    let Some((_, shares)) = shares.split_first() else {
+        return Ok(Vec::new());
+    };
+    if shares.is_empty() || !hello.fits_a_line() {
+        return Ok(Vec::new());
+    }
+    let first = (hello.runs().first())
+        .and_then(|run| store.resolve_run(run).ok())
+        .and_then(|path| bundle::read_header(&path).ok());
+    if first.is_some_and(|h| h.native.is_none() && !sandbox.cached(&h.agent_sha256)) {
+        return Ok(Vec::new());
+    }
+    shares
+        .iter()
+        .map(|&jobs| {
+            let command = super::workers::command("--verify-worker", jobs)?;
+            Worker::start(command, jobs, "verify", hello)
+        })
+        .collect()
 }

@@ -13,6 +13,7 @@ pub mod crm;
 pub mod long;
 pub mod native;
 pub mod pg;
+pub mod workers;
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

@@ -7,11 +7,11 @@
 //! each trial as a [`CampaignEvent`] to the sink its caller hands it
 //! (decision 0365).
 
-use super::lanes::{self, Remote};
 use super::summary::Tally;
 use super::trial::Trial;
-use super::worker::{self, Worker};
 use crate::grade::signature;
+use crate::lanes::worker::{self, Worker};
+use crate::lanes::{self, Remote};
 use crate::run::{RunOptions, RunOutcome, Runner};
 use anyhow::Result;
 use std::io::{BufRead, Write};
@@ -102,6 +102,12 @@ fn injection_landed(outcome: &RunOutcome) -> bool {
     })
 }
 
+/// The first line a campaign writes its worker.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct Hello {
+    campaign: String,
+}
+
 /// The campaign's settings.
 pub struct Campaign<'a> {
     pub sandbox: &'a Sandbox,
@@ -141,17 +147,28 @@ impl Campaign<'_> {
         )
     }
 
+    /// What a worker of this campaign is sent first: the campaign's
+    /// identity, which the worker checks against its own.
+    pub fn hello(&self) -> Hello {
+        Hello {
+            campaign: self.identity(),
+        }
+    }
+
     /// Be a worker of this campaign (decision 0406): run the variations
     /// its campaign writes on `input` on `jobs` threads, answering each on
-    /// `output`, until `input` ends.
+    /// `output`, until `input` ends. A campaign that is not this one (a
+    /// file changed since it started) is refused.
     pub fn serve(&self, input: impl BufRead + Send, output: impl Write + Send) -> Result<()> {
-        worker::serve(
-            &self.identity(),
-            self.jobs,
-            &|i| self.trial(i),
-            input,
-            output,
-        )
+        let start = |hello: Hello| {
+            if hello.campaign != self.identity() {
+                anyhow::bail!(
+                    "this fuzz worker's case, world, agent or faults differ from its campaign's (a file changed since the campaign started): run the campaign again"
+                );
+            }
+            Ok(|i| self.trial(i))
+        };
+        worker::serve(self.jobs, start, input, output)
     }
 
     /// Run one trial: variation `i` (seed index `i / repeat`).
@@ -205,7 +222,7 @@ impl Campaign<'_> {
     /// (called from the threads that run or receive trials).
     pub fn run(
         &self,
-        workers: Vec<Worker>,
+        workers: Vec<Worker<Trial>>,
         sink: &(dyn Fn(CampaignEvent<'_>) + Sync),
     ) -> Result<Tally> {
         let indexes = self.indexes();
@@ -217,7 +234,7 @@ impl Campaign<'_> {
         let remote: usize = workers.iter().map(|w| w.jobs()).sum();
         let workers = workers
             .into_iter()
-            .map(|w| Box::new(w) as Box<dyn Remote>)
+            .map(|w| Box::new(w) as Box<dyn Remote<Trial>>)
             .collect();
         lanes::run(
             &indexes,

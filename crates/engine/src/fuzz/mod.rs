@@ -14,11 +14,9 @@
 
 pub mod campaign;
 pub mod describe;
-pub(crate) mod lanes;
 pub mod repro;
 pub mod reproducer;
 pub(crate) mod shrink;
 pub mod stats;
 pub mod summary;
 pub mod trial;
-pub mod worker;

@@ -24,3 +24,9 @@ pub struct Trial {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub attacked: bool,
 }
+
+impl crate::lanes::Answer for Trial {
+    fn index(&self) -> u64 {
+        self.index
+    }
+}

@@ -7,7 +7,8 @@ use super::sink::FirstError;
 use crate::fuzz::campaign::{Campaign, CampaignEvent};
 use crate::fuzz::reproducer::{Kept, Reproducers};
 use crate::fuzz::summary::Tally;
-use crate::fuzz::worker::Worker;
+use crate::fuzz::trial::Trial;
+use crate::lanes::worker::Worker;
 use anyhow::Result;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -29,7 +30,7 @@ pub struct Fuzzed {
 /// `store`, shrinking each with at most `shrink_budget` runs when given.
 pub fn fuzz(
     campaign: &Campaign,
-    workers: impl FnOnce() -> Result<Vec<Worker>>,
+    workers: impl FnOnce() -> Result<Vec<Worker<Trial>>>,
     store: &StoreDir,
     shrink_budget: Option<u64>,
     sink_file: Option<&Path>,

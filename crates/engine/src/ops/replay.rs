@@ -1,8 +1,9 @@
 //! Replay recorded runs strictly against their logs: one run, or many
 //! (`verify`) with the drift rate over them.
 
+use crate::lanes::worker::Worker;
 use crate::replay::{self, RecordedRun, ReplayReport, Scope, Verdict};
-use crate::verify::Checked;
+use crate::verify::{Checked, CheckedRun, Hello};
 use anyhow::Result;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
@@ -96,13 +97,15 @@ pub struct Drawn {
 }
 
 /// Replay `runs` (every run of the store when empty), or a seeded sample
-/// of them, on `jobs` threads.
+/// of them, on `jobs` jobs: those of the `workers` it starts in their
+/// processes, the rest on threads of this one.
 pub fn verify(
     sandbox: &Sandbox,
     store: &StoreDir,
     runs: &[String],
     sample: Option<Sample>,
     jobs: usize,
+    workers: impl FnOnce(&Hello) -> Result<Vec<Worker<CheckedRun>>>,
 ) -> Result<Verified> {
     let all = if runs.is_empty() {
         store.run_ids()?
@@ -130,7 +133,7 @@ pub fn verify(
     };
     for (run, checked) in runs
         .iter()
-        .zip(crate::verify::verify(sandbox, store, &runs, jobs)?)
+        .zip(crate::verify::verify(sandbox, store, &runs, jobs, workers)?)
     {
         match checked {
             Checked::Replayed(r) => out.reports.push(r),

@@ -6,12 +6,12 @@
 //! recorded one. The first difference stops the guest and is kept as the
 //! run's divergence.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use worldline_log::log::{Event, ForkPoint, Held};
 
 /// How a replay departed from its recording.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
     /// The guest made a different call, or the answer or its record differ.
@@ -35,7 +35,7 @@ impl Class {
 }
 
 /// The first divergence: where, what kind, expected vs actual.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Divergence {
     pub index: u64,
     pub class: Class,

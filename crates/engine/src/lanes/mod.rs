@@ -1,40 +1,53 @@
-//! A campaign's variations shared out among lanes: this process's threads,
-//! and other processes ([`Remote`]). Two jobs in one process share one
-//! address space, so every `mprotect` wasmtime makes to reset a pooled
-//! slot (two a run) flushes the other core's TLB as well; a job in a
-//! process of its own flushes only its own (decision 0406).
+//! Items of a list shared out among lanes: this process's threads, and
+//! other processes ([`Remote`], a [`worker::Worker`]): a fuzz campaign's
+//! variations, `verify`'s runs. Two jobs in one process share one address
+//! space, so every `mprotect` wasmtime makes to reset a pooled slot (two
+//! a run) flushes the other core's TLB as well; a job in a process of its
+//! own flushes only its own (decision 0406).
 //!
-//! Every lane takes variations from one queue. A remote takes them in
-//! chunks (a few milliseconds of its work, fewer as the queue empties, so
-//! the lanes end together) and keeps two chunks a job in hand, so it never
-//! waits for the next one. Each trial goes to the same `done` whichever
-//! lane ran it.
+//! Every lane takes items from one queue. A remote takes them in chunks
+//! (a few milliseconds of its work, fewer as the queue empties, so the
+//! lanes end together) and keeps two chunks a job in hand, so it never
+//! waits for the next. Each item's answer goes to the same `done`
+//! whichever lane ran it.
 
-use super::trial::Trial;
+pub mod worker;
+
 use anyhow::{Result, anyhow};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use worldline_case::parallel::par_each;
 
-/// Runs variations in another process.
-pub(crate) trait Remote: Send {
-    /// How many variations it runs at once.
+/// What a lane answers for one item: it names the item by its index, and
+/// crosses between processes as one JSON line.
+pub trait Answer: Serialize + DeserializeOwned + Send {
+    /// The item's index (as handed to the lane).
+    fn index(&self) -> u64;
+}
+
+/// Runs items in another process.
+pub(crate) trait Remote<T>: Send {
+    /// How many items it runs at once.
     fn jobs(&self) -> usize;
-    /// Hand it these variations (by index).
+    /// Hand it these items (by index).
     fn send(&mut self, indexes: &[u64]) -> Result<()>;
-    /// The next trial it finished.
-    fn recv(&mut self) -> Result<Trial>;
-    /// No more variations: let it end, and fail if it did not end well.
+    /// The next answer it finished.
+    fn recv(&mut self) -> Result<T>;
+    /// What it is called in errors (`a fuzz worker (pid 12)`).
+    fn name(&self) -> String;
+    /// No more items: let it end, and fail if it did not end well.
     fn finish(self: Box<Self>) -> Result<()>;
 }
 
-/// How much work a remote's chunk holds at most, and how many variations.
+/// How much work a remote's chunk holds at most, and how many items.
 const CHUNK_TIME: Duration = Duration::from_millis(4);
 const CHUNK_MAX: usize = 32;
 
-/// The variations not yet handed out.
+/// The items not yet handed out.
 struct Queue<'a> {
     indexes: &'a [u64],
     next: AtomicUsize,
@@ -43,7 +56,7 @@ struct Queue<'a> {
 }
 
 impl Queue<'_> {
-    /// The next `n` variations, fewer at the end, none once all are out.
+    /// The next `n` items, fewer at the end, none once all are out.
     fn take(&self, n: usize) -> &[u64] {
         let len = self.indexes.len();
         let start = self.next.fetch_add(n, Ordering::Relaxed).min(len);
@@ -55,7 +68,7 @@ impl Queue<'_> {
         self.next.store(self.indexes.len(), Ordering::Relaxed);
     }
 
-    /// A chunk for a job that takes `per_run` a variation: `CHUNK_TIME` of
+    /// A chunk for a job that takes `per_run` an item: `CHUNK_TIME` of
     /// work, at most a quarter of a job's share of what is left.
     fn chunk(&self, per_run: Option<Duration>) -> usize {
         let left = self
@@ -69,16 +82,16 @@ impl Queue<'_> {
     }
 }
 
-/// Run `indexes` on `local` threads of this process (with `trial`) and on
-/// `remotes`, handing each trial to `done` as it finishes. The first error
-/// of any lane stops every lane from taking more; it is returned once all
-/// have ended.
-pub(crate) fn run(
+/// Run `indexes` on `local` threads of this process (with `item`) and on
+/// `remotes`, handing each answer to `done` as it finishes. The first
+/// error of any lane stops every lane from taking more; it is returned
+/// once all have ended.
+pub(crate) fn run<T: Answer>(
     indexes: &[u64],
     local: usize,
-    remotes: Vec<Box<dyn Remote + '_>>,
-    trial: &(dyn Fn(u64) -> Result<Trial> + Sync),
-    done: &(dyn Fn(Trial) + Sync),
+    remotes: Vec<Box<dyn Remote<T> + '_>>,
+    item: &(dyn Fn(u64) -> Result<T> + Sync),
+    done: &(dyn Fn(T) + Sync),
 ) -> Result<()> {
     let queue = Queue {
         indexes,
@@ -100,11 +113,11 @@ pub(crate) fn run(
             });
         }
         if local > 0 {
-            // One item a variation, so the CPU slots are handed over as
-            // in a campaign of threads alone; items past the queue's end
+            // One `par_each` item a queued one, so the CPU slots are
+            // handed over as on threads alone; items past the queue's end
             // do nothing.
             let ran = par_each(indexes.len(), local, |_| match queue.take(1) {
-                [i] => trial(*i).map(done),
+                [i] => item(*i).map(done),
                 _ => Ok(()),
             });
             if let Err(e) = ran {
@@ -116,10 +129,10 @@ pub(crate) fn run(
 }
 
 /// Keep `remote` busy until the queue is empty, then let it end.
-fn feed(
-    mut remote: Box<dyn Remote + '_>,
+fn feed<T: Answer>(
+    mut remote: Box<dyn Remote<T> + '_>,
     queue: &Queue,
-    done: &(dyn Fn(Trial) + Sync),
+    done: &(dyn Fn(T) + Sync),
 ) -> Result<()> {
     // A remote whose process ended fails a write with EPIPE instead of
     // ending this one.
@@ -131,7 +144,7 @@ fn feed(
     // many came after it.
     let (mut first, mut after): (Option<Instant>, u32) = (None, 0);
     loop {
-        // A variation's time on one of the remote's jobs.
+        // An item's time on one of the remote's jobs.
         let per_run = first
             .filter(|_| after > 0)
             .map(|f| f.elapsed() * jobs as u32 / after);
@@ -148,10 +161,11 @@ fn feed(
             break;
         };
         let t = remote.recv()?;
-        if !given.remove(&t.index) {
+        if !given.remove(&t.index()) {
             return Err(anyhow!(
-                "a fuzz worker answered variation {}, which it was not given or had answered",
-                t.index
+                "{} answered item {}, which it was not given or had answered",
+                remote.name(),
+                t.index()
             ));
         }
         done(t);
@@ -170,17 +184,14 @@ fn feed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use worldline_case::case::fuzz::Schedule;
+    use serde::Deserialize;
 
-    fn trial(index: u64) -> Trial {
-        Trial {
-            index,
-            seed: index * 7,
-            model_seed: None,
-            signature: index.is_multiple_of(3).then(|| "trapped".to_string()),
-            faults: Schedule::default(),
-            injected: false,
-            attacked: false,
+    #[derive(Serialize, Deserialize)]
+    struct Done(u64);
+
+    impl Answer for Done {
+        fn index(&self) -> u64 {
+            self.0
         }
     }
 
@@ -195,7 +206,7 @@ mod tests {
         finished: std::sync::Arc<AtomicUsize>,
     }
 
-    impl Remote for Echo {
+    impl Remote<Done> for Echo {
         fn jobs(&self) -> usize {
             1
         }
@@ -203,7 +214,7 @@ mod tests {
             self.pending.extend(indexes);
             Ok(())
         }
-        fn recv(&mut self) -> Result<Trial> {
+        fn recv(&mut self) -> Result<Done> {
             let i = if self.answer_twice {
                 *self.pending.front().expect("sent")
             } else {
@@ -212,8 +223,11 @@ mod tests {
             self.answered += 1;
             match self.fail_at {
                 Some(n) if n + 1 == self.answered => Err(anyhow!("worker failed")),
-                _ => Ok(trial(i)),
+                _ => Ok(Done(i)),
             }
+        }
+        fn name(&self) -> String {
+            "an echo".into()
         }
         fn finish(self: Box<Self>) -> Result<()> {
             self.finished.fetch_add(1, Ordering::Relaxed);
@@ -232,14 +246,14 @@ mod tests {
     }
 
     #[test]
-    fn every_variation_is_run_once_by_some_lane() {
+    fn every_item_is_run_once_by_some_lane() {
         let indexes: Vec<u64> = (100..1100).collect();
         let finished = std::sync::Arc::new(AtomicUsize::new(0));
         let seen = Mutex::new(Vec::new());
-        let remotes: Vec<Box<dyn Remote>> =
+        let remotes: Vec<Box<dyn Remote<Done>>> =
             vec![Box::new(echo(&finished)), Box::new(echo(&finished))];
-        run(&indexes, 2, remotes, &|i| Ok(trial(i)), &|t| {
-            seen.lock().unwrap().push(t.index)
+        run(&indexes, 2, remotes, &|i| Ok(Done(i)), &|t| {
+            seen.lock().unwrap().push(t.0)
         })
         .unwrap();
         let mut seen = seen.into_inner().unwrap();
@@ -274,7 +288,13 @@ mod tests {
             &indexes,
             1,
             vec![Box::new(failing)],
-            &|i| Ok(trial(i)),
+            // Slower than the remote, so the queue still holds items when
+            // the remote fails (a local lane that drained it first would
+            // leave the remote nothing to fail at).
+            &|i| {
+                std::thread::sleep(Duration::from_micros(200));
+                Ok(Done(i))
+            },
             &|_| {
                 count.fetch_add(1, Ordering::Relaxed);
             },
@@ -300,7 +320,10 @@ mod tests {
             &|_| {},
         )
         .unwrap_err();
-        assert!(err.to_string().contains("variation 0"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "an echo answered item 0, which it was not given or had answered"
+        );
     }
 
     #[test]

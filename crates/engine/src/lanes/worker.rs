@@ -1,0 +1,391 @@
+//! A lane in another process (decision 0406): the process that shares
+//! out the items (a fuzz campaign, `verify`) starts a worker (its own
+//! command line again, with a hidden `--fuzz-worker N` or
+//! `--verify-worker N`), writes it a first line saying what it works for
+//! (the campaign's identity, the runs to verify) and then chunks of item
+//! indexes, one JSON line each; the worker answers each item with a
+//! [`Reply`] line (a chunk's answers in one write) and ends at the end of
+//! its input. A worker refuses a first line that is not for it (a fuzz
+//! campaign whose case, world, agent or faults changed in between).
+//!
+//! [`Worker`] is the sharing side, a [`Remote`]; [`serve`] the worker's.
+//! Lines are read to at most `bounded::WORKER_LINE`.
+
+use super::{Answer, Remote};
+use anyhow::{Context as _, Result, anyhow, bail};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Read as _, Write};
+use std::marker::PhantomData;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Mutex;
+use worldline_case::bounded::WORKER_LINE;
+use worldline_case::error::InputError;
+use worldline_case::parallel::par_each;
+
+/// What a worker answers for one item.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Reply<T> {
+    Answer(T),
+    /// The item could not be run; the worker ends.
+    Error {
+        message: String,
+        /// The error was the user's input.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input: Option<Input>,
+    },
+}
+
+/// An [`InputError`] as a worker passes it on, so the sharing process
+/// exits as it would have (2, naming the file and line).
+#[derive(Serialize, Deserialize)]
+struct Input {
+    file: std::path::PathBuf,
+    line: Option<(usize, usize)>,
+    message: String,
+}
+
+impl<T> Reply<T> {
+    /// The answer, or the error the worker met: an input error as the
+    /// [`InputError`] it was, so the sharing process exits as it would
+    /// have.
+    fn into_answer(self) -> Result<T> {
+        match self {
+            Reply::Answer(t) => Ok(t),
+            Reply::Error {
+                input:
+                    Some(Input {
+                        file,
+                        line,
+                        message,
+                    }),
+                ..
+            } => Err(InputError {
+                file,
+                line,
+                message,
+            }
+            .into()),
+            Reply::Error { message, .. } => Err(anyhow!(message)),
+        }
+    }
+
+    fn of(err: &anyhow::Error) -> Reply<T> {
+        let input = err
+            .chain()
+            .find_map(|e| e.downcast_ref::<InputError>())
+            .map(|e| Input {
+                file: e.file.clone(),
+                line: e.line,
+                message: e.message.clone(),
+            });
+        Reply::Error {
+            message: format!("{err:#}"),
+            input,
+        }
+    }
+}
+
+/// One line of at most `WORKER_LINE` bytes, without its newline; `None`
+/// at the end of the input.
+fn read_line(from: &mut impl BufRead) -> Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    from.take(WORKER_LINE).read_until(b'\n', &mut line)?;
+    match line.pop() {
+        None => Ok(None),
+        Some(b'\n') => Ok(Some(line)),
+        Some(_) if line.len() + 1 >= WORKER_LINE as usize => {
+            bail!("a line between a process and its worker is longer than {WORKER_LINE} bytes")
+        }
+        Some(_) => bail!("a line between a process and its worker ended without a newline"),
+    }
+}
+
+/// The sharing side of a worker process, whose answers are `T`s.
+pub struct Worker<T> {
+    child: Child,
+    to: Option<ChildStdin>,
+    /// The first line, written before the first chunk (from the thread
+    /// that feeds the worker, which holds SIGPIPE).
+    hello: Option<Vec<u8>>,
+    from: BufReader<ChildStdout>,
+    jobs: usize,
+    /// What it is a worker of (`fuzz`, `verify`), for errors.
+    of: &'static str,
+    answers: PhantomData<fn() -> T>,
+}
+
+impl<T> Worker<T> {
+    /// Start `command` (this process's command line with its hidden
+    /// `--…-worker JOBS`, a worker of `of`) with its stdin and stdout
+    /// piped to this process; it is sent `hello` with its first chunk.
+    pub fn start(
+        mut command: Command,
+        jobs: usize,
+        of: &'static str,
+        hello: &impl Serialize,
+    ) -> Result<Worker<T>> {
+        let mut hello = serde_json::to_vec(hello)?;
+        hello.push(b'\n');
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("cannot start a {of} worker ({:?})", command.get_program()))?;
+        let (to, from) = (child.stdin.take(), child.stdout.take());
+        Ok(Worker {
+            child,
+            to,
+            hello: Some(hello),
+            from: BufReader::new(from.expect("piped stdout")),
+            jobs,
+            of,
+            answers: PhantomData,
+        })
+    }
+
+    /// How many items it runs at once.
+    pub fn jobs(&self) -> usize {
+        self.jobs
+    }
+
+    fn write(&mut self, line: &[u8]) -> Result<()> {
+        let to = self.to.as_mut().expect("stdin open until finish");
+        // A worker that ended early closed its end: its reply says why.
+        match to.write_all(line) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => Ok(other?),
+        }
+    }
+}
+
+impl<T: Answer> Remote<T> for Worker<T> {
+    fn jobs(&self) -> usize {
+        self.jobs
+    }
+
+    fn send(&mut self, indexes: &[u64]) -> Result<()> {
+        if let Some(hello) = self.hello.take() {
+            self.write(&hello)?;
+        }
+        let mut line = serde_json::to_vec(indexes)?;
+        line.push(b'\n');
+        self.write(&line)
+    }
+
+    fn recv(&mut self) -> Result<T> {
+        let Some(line) = read_line(&mut self.from)? else {
+            let status = self.child.wait()?;
+            bail!("{} ended before its runs were done ({status})", self.name());
+        };
+        serde_json::from_slice::<Reply<T>>(&line)
+            .with_context(|| format!("{}'s answer is not one this process reads", self.name()))?
+            .into_answer()
+    }
+
+    fn name(&self) -> String {
+        format!("a {} worker (pid {})", self.of, self.child.id())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        drop(self.to.take());
+        let status = self.child.wait()?;
+        match status.success() {
+            true => Ok(()),
+            false => Err(anyhow!("{} failed ({status})", self.name())),
+        }
+    }
+}
+
+impl<T> Drop for Worker<T> {
+    /// A worker left before `finish` (the process sharing the items
+    /// failed) is stopped.
+    fn drop(&mut self) {
+        if self.to.take().is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Be a worker: read the first line of `input` as an `H` and `start` from
+/// it the function that answers an item (an error, such as a first line
+/// that is not for this worker, is answered and ends it), then answer the
+/// chunks of items that follow on `jobs` threads, each on `output`. Ends
+/// at the end of `input`, or at the first item that cannot be run (after
+/// answering it).
+pub(crate) fn serve<H, T, F>(
+    jobs: usize,
+    start: impl FnOnce(H) -> Result<F>,
+    input: impl BufRead + Send,
+    output: impl Write + Send,
+) -> Result<()>
+where
+    H: DeserializeOwned,
+    T: Answer,
+    F: Fn(u64) -> Result<T> + Sync,
+{
+    let input = Mutex::new(input);
+    let output = Mutex::new(output);
+    let answer = |replies: &[Reply<T>]| -> Result<()> {
+        let mut bytes = Vec::new();
+        for r in replies {
+            serde_json::to_writer(&mut bytes, r)?;
+            bytes.push(b'\n');
+        }
+        let mut out = output.lock().expect("output lock");
+        out.write_all(&bytes)?;
+        Ok(out.flush()?)
+    };
+    let hello: H = match read_line(&mut *input.lock().expect("input lock"))? {
+        Some(line) => serde_json::from_slice(&line).context("a worker's first line")?,
+        None => return Ok(()),
+    };
+    let item = match start(hello) {
+        Ok(item) => item,
+        Err(err) => {
+            answer(&[Reply::of(&err)])?;
+            return Err(err);
+        }
+    };
+    // One `par_each` item a chunk (so CPU slots are handed over between
+    // chunks); the end of the input ends every thread.
+    let ran = par_each(usize::MAX, jobs, |_| {
+        let Some(line) = read_line(&mut *input.lock().expect("input lock"))? else {
+            bail!(End);
+        };
+        let chunk: Vec<u64> = serde_json::from_slice(&line).context("a worker's chunk")?;
+        let mut replies = Vec::with_capacity(chunk.len());
+        for i in chunk {
+            match item(i) {
+                Ok(t) => replies.push(Reply::Answer(t)),
+                Err(e) => {
+                    replies.push(Reply::of(&e));
+                    answer(&replies)?;
+                    return Err(e);
+                }
+            }
+        }
+        answer(&replies)
+    });
+    match ran {
+        Err(e) if e.is::<End>() => Ok(()),
+        other => other,
+    }
+}
+
+/// The end of a worker's input, as the error that stops its threads.
+#[derive(Debug)]
+struct End;
+
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the end of the worker's input")
+    }
+}
+
+impl std::error::Error for End {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use worldline_case::error::is_input;
+
+    #[derive(Debug, Serialize, Deserialize)]
+    struct Done(u64);
+
+    impl Answer for Done {
+        fn index(&self) -> u64 {
+            self.0
+        }
+    }
+
+    /// The first line these tests' workers read.
+    #[derive(Deserialize)]
+    struct Hello {
+        campaign: String,
+    }
+
+    /// A worker of campaign `c` on `jobs` threads, answering items with
+    /// `item`.
+    fn serve_c(
+        jobs: usize,
+        item: impl Fn(u64) -> Result<Done> + Sync,
+        input: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let start = |h: Hello| match h.campaign == "c" {
+            true => Ok(&item),
+            false => Err(anyhow!("not campaign c")),
+        };
+        serve(jobs, start, input, out)
+    }
+
+    fn replies(out: &[u8]) -> Vec<Reply<Done>> {
+        out.split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_worker_answers_each_item_of_its_chunks_and_ends_with_its_input() {
+        let input = b"{\"campaign\":\"c\"}\n[3,4]\n[9]\n";
+        let mut out = Vec::new();
+        serve_c(2, |i| Ok(Done(i)), input, &mut out).unwrap();
+        let mut got: Vec<u64> = replies(&out)
+            .into_iter()
+            .map(|r| r.into_answer().unwrap().0)
+            .collect();
+        got.sort();
+        assert_eq!(got, [3, 4, 9]);
+    }
+
+    #[test]
+    fn a_first_line_not_for_the_worker_is_answered_with_why_and_nothing_runs() {
+        let input = b"{\"campaign\":\"another\"}\n[3,4]\n";
+        let mut out = Vec::new();
+        let err = serve_c(2, |_| unreachable!(), input, &mut out).unwrap_err();
+        assert_eq!(err.to_string(), "not campaign c");
+        let replies = replies(&out);
+        assert_eq!(replies.len(), 1);
+        let why = replies
+            .into_iter()
+            .next()
+            .unwrap()
+            .into_answer()
+            .unwrap_err();
+        assert_eq!(why.to_string(), "not campaign c");
+    }
+
+    #[test]
+    fn an_input_error_reaches_the_sharing_process_with_its_file_and_line() {
+        let input = b"{\"campaign\":\"c\"}\n[3,4,5]\n";
+        let mut out = Vec::new();
+        let failing = |i| match i {
+            4 => Err(InputError::new("case.toml", "no such tool")
+                .with_line(3)
+                .into()),
+            _ => Ok(Done(i)),
+        };
+        assert!(serve_c(1, failing, input, &mut out).is_err());
+        let mut answers = replies(&out).into_iter().map(Reply::into_answer);
+        assert_eq!(answers.next().unwrap().unwrap().0, 3);
+        let err = answers.next().unwrap().unwrap_err();
+        assert!(is_input(&err));
+        assert_eq!(err.to_string(), "case.toml:3:1: no such tool");
+        assert!(answers.next().is_none(), "nothing after the error");
+    }
+
+    #[test]
+    fn a_line_past_its_cap_or_without_its_end_is_an_error() {
+        let long = vec![b'1'; WORKER_LINE as usize + 1];
+        let err = read_line(&mut &long[..]).unwrap_err();
+        assert!(err.to_string().contains("longer than"), "{err}");
+        let err = read_line(&mut &b"[1,2"[..]).unwrap_err();
+        assert!(err.to_string().contains("without a newline"), "{err}");
+        assert_eq!(read_line(&mut &b""[..]).unwrap(), None);
+    }
+}

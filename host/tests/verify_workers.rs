@@ -1,0 +1,262 @@
+//! `verify`'s jobs in processes of their own (decision 0406, as a fuzz
+//! campaign's): on two jobs and two cores its runs are replayed in two
+//! processes and the report is what one job reports, for native runs,
+//! component runs, a bundle cut off before its header and a damaged one;
+//! a worker answers every kind of check; a worker that dies fails the
+//! `verify` naming it; a `verify` killed takes its worker with it.
+
+use crate::common;
+
+use common::workers::*;
+use common::*;
+use serde_json::Value;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// A component run of the naive agent in `store`: its bundle.
+fn component_run(store: &Path) -> PathBuf {
+    let out = worldline(
+        store,
+        [
+            "test".as_ref(),
+            workspace_root()
+                .join("cases/incident/baseline.toml")
+                .as_os_str(),
+            "--agent".as_ref(),
+            guest("naive-agent").as_os_str(),
+        ],
+    );
+    assert!(out.code == 0 || out.code == 1, "{out}");
+    let runs = store.join("runs");
+    let mut bundles = files_with_suffix(&runs, ".jsonl");
+    bundles.sort_by_key(|p| mtime(p));
+    bundles.pop().expect("a bundle")
+}
+
+/// `bundle` copied into its store under `n` more run ids: the runs of a
+/// long `verify`.
+fn copies(bundle: &Path, n: usize) {
+    let text = std::fs::read(bundle).unwrap();
+    for i in 0..n {
+        let id = format!("20261130-050000-{i:08x}");
+        std::fs::write(bundle.with_file_name(format!("{id}.jsonl")), &text).unwrap();
+    }
+}
+
+/// A run cut off before its header, and a run whose event was changed
+/// after it was recorded (its hash chain broken), beside `bundle`.
+fn headless_and_damaged(bundle: &Path) -> (String, String) {
+    let headless = "20261130-040000-0000dead";
+    std::fs::write(
+        bundle.with_file_name(format!("{headless}.jsonl")),
+        "{\"header\":{\"agent",
+    )
+    .unwrap();
+    let damaged = "20261130-040000-0000beef";
+    let text = std::fs::read_to_string(bundle).unwrap();
+    let mut lines: Vec<String> = text.split('\n').map(String::from).collect();
+    let event = (lines.iter_mut())
+        .find(|l| l.contains("\"seq\":1,"))
+        .expect("the bundle has an event 1");
+    // One digit of its chain hash changed.
+    let at = event.find("\"hash\":\"").unwrap() + 8;
+    let digit = if event[at..].starts_with('0') {
+        "1"
+    } else {
+        "0"
+    };
+    event.replace_range(at..at + 1, digit);
+    std::fs::write(
+        bundle.with_file_name(format!("{damaged}.jsonl")),
+        lines.join("\n"),
+    )
+    .unwrap();
+    (headless.into(), damaged.into())
+}
+
+#[test]
+fn verify_on_two_jobs_replays_in_two_processes_and_reports_what_one_job_reports() {
+    if one_core() {
+        return;
+    }
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let pids = dir.path().join("pids");
+    // The agent writes down the worldline process whose keeper started it
+    // (its parent's parent), and answers.
+    let agent = dir.path().join("agent.py");
+    std::fs::write(
+        &agent,
+        format!(
+            "import os\n\
+             stat = open(f'/proc/{{os.getppid()}}/stat').read()\n\
+             runner = stat.rsplit(')', 1)[1].split()[1]\n\
+             open({:?}, 'a').write(runner + '\\n')\n\
+             print('{{}}')\n",
+            pids.display().to_string()
+        ),
+    )
+    .unwrap();
+    let case = write_case(
+        dir.path(),
+        "skew",
+        "world = \"incident@v4\"\nseed = 7\nclock = 2026-03-01T12:05:00Z\ntask = { alert = \"ALERT-7\" }\n\n[fuzz]\nclock_skew_s = [-5, 5]\n",
+    );
+    // Eight native runs kept by a campaign, component runs, a headless
+    // bundle and a damaged one.
+    let worlds = workspace_root().join("worlds");
+    let kept = worldline_raw([
+        "fuzz".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--runs".as_ref(),
+        "8".as_ref(),
+        "--jobs".as_ref(),
+        "1".as_ref(),
+        "--keep-all".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "python3".as_ref(),
+        agent.as_os_str(),
+    ]);
+    kept.expect_code(0);
+    let bundle = component_run(&store);
+    copies(&bundle, 6);
+    headless_and_damaged(&bundle);
+    let verify = |jobs: &str| {
+        let _ = std::fs::remove_file(&pids);
+        let out = worldline(&store, ["verify", "--jobs", jobs, "--json"]);
+        out.expect_code(1);
+        let mut runners: Vec<String> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        assert_eq!(runners.len(), 8, "{out}");
+        runners.sort();
+        runners.dedup();
+        (runners.len(), out.json().clone())
+    };
+    let (one, alone) = verify("1");
+    let (two, shared) = verify("2");
+    assert_eq!(
+        (one, two),
+        (1, 2),
+        "processes that replayed the native runs"
+    );
+    assert_eq!(alone, shared);
+    assert_eq!(shared["boundary_replay"], 8, "{shared}");
+    assert_eq!(shared["identical"], 7, "{shared}");
+    assert_eq!(shared["incomplete"], 1, "{shared}");
+    assert_eq!(shared["unreadable"], 1, "{shared}");
+}
+
+#[test]
+fn a_verify_worker_answers_every_kind_of_check_and_refuses_a_run_it_was_not_sent() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let bundle = component_run(&store);
+    let good = bundle.file_stem().unwrap().to_str().unwrap().to_string();
+    let (headless, damaged) = headless_and_damaged(&bundle);
+    let mut worker = cli()
+        .args(["verify", "--verify-worker", "1", "--store"])
+        .arg(&store)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let hello =
+        serde_json::json!({ "runs": [good, headless, damaged, "20261130-030000-00000000"] });
+    worker
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{hello}\n[0,1]\n[2,3]\n[4]\n").as_bytes())
+        .unwrap();
+    let out = child_within(Duration::from_secs(60), worker).expect("the worker ended");
+    assert_ne!(out.code, 0, "run 4 was not sent: {out}");
+    let replies: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replies.len(), 5, "{out}");
+    let answer = |i: usize| &replies[i]["answer"]["checked"];
+    assert_eq!(replies[0]["answer"]["index"], 0, "{out}");
+    assert_eq!(answer(0)["replayed"]["verdict"], "identical", "{out}");
+    assert_eq!(answer(0)["replayed"]["run"], good.as_str(), "{out}");
+    assert_eq!(answer(1), "headless", "{out}");
+    assert!(
+        answer(2)["unreadable"]
+            .as_str()
+            .unwrap()
+            .contains("hash chain"),
+        "{out}"
+    );
+    assert!(
+        answer(3)["unreadable"]
+            .as_str()
+            .unwrap()
+            .contains("20261130-030000-00000000"),
+        "{out}"
+    );
+    assert_eq!(
+        replies[4]["error"]["message"], "verify sent run 4 of 4",
+        "{out}"
+    );
+}
+
+/// A `verify` of 4,000 runs started in the background (seconds of work),
+/// in a store of `dir`.
+fn long_verify(dir: &Path) -> std::process::Child {
+    let store = dir.join("store");
+    copies(&component_run(&store), 4000);
+    worldline_spawn(&store, ["verify", "--jobs", "2"])
+}
+
+#[test]
+fn a_verify_whose_worker_dies_fails_naming_it() {
+    if one_core() {
+        return;
+    }
+    let dir = temp_dir();
+    let verify = long_verify(dir.path());
+    let worker = worker_of(verify.id(), "--verify-worker");
+    // SAFETY: a signal to a process this test's verify started.
+    unsafe { libc::kill(worker as i32, libc::SIGKILL) };
+    let out = child_within(Duration::from_secs(60), verify).expect("verify ended");
+    assert_ne!(out.code, 0, "{out}");
+    assert!(
+        out.stderr.contains(&format!(
+            "a verify worker (pid {worker}) ended before its runs were done"
+        )),
+        "{out}"
+    );
+    assert!(out.stderr.contains("signal: 9"), "{out}");
+}
+
+#[test]
+fn a_verify_killed_takes_its_worker_with_it() {
+    if one_core() {
+        return;
+    }
+    let dir = temp_dir();
+    let mut verify = long_verify(dir.path());
+    let worker = worker_of(verify.id(), "--verify-worker");
+    verify.kill().unwrap();
+    verify.wait().unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while alive(worker) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !alive(worker),
+        "worker {worker} outlived its verify by 10 s"
+    );
+}
