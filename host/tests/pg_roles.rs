@@ -178,6 +178,7 @@ fn a_viewer_gets_only_the_redacted_view_from_every_cli_reader_its_folder_and_sql
         ],
         vec!["rerun", run, "--agent", s(&guest("caller-agent"))],
         vec!["verify"],
+        vec!["verify", "--verify-worker", "1"],
         vec!["audit"],
         vec!["redaction"],
     ] {

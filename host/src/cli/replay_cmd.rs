@@ -98,6 +98,9 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    // A worker re-executes runs too: refused to a viewer, audited for a
+    // responder, whoever started it.
+    store.audit_reexecution(&[], "verify")?;
     if let Some(jobs) = args.verify_worker {
         let sandbox =
             Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
@@ -105,7 +108,6 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         verify::serve(&sandbox, &store, jobs, input, std::io::stdout())?;
         return Ok(ExitCode::Ok);
     }
-    store.audit_reexecution(&[], "verify")?;
     let sample = args.sample.map(|size| ops::replay::Sample {
         size,
         seed: args.seed.unwrap_or_else(verify::fresh_seed),
