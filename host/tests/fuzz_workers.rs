@@ -14,7 +14,7 @@ use serde_json::Value;
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `fuzz` of the stale-deploys case by the naive agent, then `extra`.
 fn stale_deploys(extra: &[&str]) -> Vec<OsString> {
@@ -41,60 +41,17 @@ fn a_native_agent_s_campaign_on_two_jobs_runs_in_two_processes_and_reports_as_on
         return;
     }
     let dir = temp_dir();
-    let pids = dir.path().join("pids");
-    // The agent writes down the worldline process whose keeper started
-    // it (its parent's parent), and answers.
-    let agent = dir.path().join("agent.py");
-    std::fs::write(
-        &agent,
-        format!(
-            "import os\n\
-             stat = open(f'/proc/{{os.getppid()}}/stat').read()\n\
-             runner = stat.rsplit(')', 1)[1].split()[1]\n\
-             open({:?}, 'a').write(runner + '\\n')\n\
-             print('{{}}')\n",
-            pids.display().to_string()
-        ),
-    )
-    .unwrap();
-    let case = write_case(
-        dir.path(),
-        "skew",
-        "world = \"incident@v4\"\nseed = 7\nclock = 2026-03-01T12:05:00Z\ntask = { alert = \"ALERT-7\" }\n\n[fuzz]\nclock_skew_s = [-5, 5]\n",
-    );
-    let worlds = workspace_root().join("worlds");
+    let agent = RunnerAgent::new(dir.path());
     let campaign = |jobs: &str| {
         let store = dir.path().join(format!("store-{jobs}"));
-        let _ = std::fs::remove_file(&pids);
-        let out = worldline_raw([
-            "fuzz".as_ref(),
-            case.as_os_str(),
-            "--worlds".as_ref(),
-            worlds.as_os_str(),
-            "--runs".as_ref(),
-            "8".as_ref(),
-            "--jobs".as_ref(),
-            jobs.as_ref(),
-            "--json".as_ref(),
-            "--store".as_ref(),
-            store.as_os_str(),
-            "--exec".as_ref(),
-            "--".as_ref(),
-            "python3".as_ref(),
-            agent.as_os_str(),
-        ]);
+        agent.forget();
+        let out = agent.campaign(&store, "8", jobs, &["--json"]);
         out.expect_code(0);
-        let mut runners: Vec<String> = std::fs::read_to_string(&pids)
-            .unwrap()
-            .lines()
-            .map(String::from)
-            .collect();
-        assert_eq!(runners.len(), 8, "{out}");
-        runners.sort();
-        runners.dedup();
+        let (ran, runners) = agent.runners();
+        assert_eq!(ran, 8, "{out}");
         let mut report: Value = out.json().clone();
         report.as_object_mut().unwrap().remove("timing");
-        (runners.len(), report)
+        (runners, report)
     };
     let (one, alone) = campaign("1");
     let (two, shared) = campaign("2");
@@ -109,20 +66,8 @@ fn a_worker_that_dies_fails_its_campaign_naming_it() {
         return;
     }
     let dir = temp_dir();
-    let campaign = long_campaign(dir.path());
-    let worker = worker_of(campaign.id(), "--fuzz-worker");
-    // SAFETY: a signal to a process this test's campaign started.
-    unsafe { libc::kill(worker as i32, libc::SIGKILL) };
-    let out = child_within(Duration::from_secs(30), campaign)
-        .expect("the campaign ended after its worker died");
+    let out = kill_its_worker(long_campaign(dir.path()), "--fuzz-worker", "fuzz");
     out.expect_code(4);
-    assert!(
-        out.stderr.contains(&format!(
-            "a fuzz worker (pid {worker}) ended before its runs were done"
-        )),
-        "{out}"
-    );
-    assert!(out.stderr.contains("signal: 9"), "{out}");
 }
 
 #[test]
@@ -131,18 +76,7 @@ fn a_campaign_killed_takes_its_workers_with_it() {
         return;
     }
     let dir = temp_dir();
-    let mut campaign = long_campaign(dir.path());
-    let worker = worker_of(campaign.id(), "--fuzz-worker");
-    campaign.kill().unwrap();
-    campaign.wait().unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
-    while alive(worker) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        !alive(worker),
-        "worker {worker} outlived its campaign by 10 s"
-    );
+    killed_takes_its_worker(long_campaign(dir.path()), "--fuzz-worker");
 }
 
 #[test]

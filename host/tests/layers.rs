@@ -48,6 +48,7 @@ const LAYERS: &[&[&str]] = &[
     &["run"],
     &["native"],
     &["replay"],
+    &["lanes"],
     &["verify", "validate"],
     &["fork"],
     &["fuzz"],

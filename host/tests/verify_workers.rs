@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A component run of the naive agent in `store`: its bundle.
 fn component_run(store: &Path) -> PathBuf {
@@ -83,64 +83,22 @@ fn verify_on_two_jobs_replays_in_two_processes_and_reports_what_one_job_reports(
     }
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let pids = dir.path().join("pids");
-    // The agent writes down the worldline process whose keeper started it
-    // (its parent's parent), and answers.
-    let agent = dir.path().join("agent.py");
-    std::fs::write(
-        &agent,
-        format!(
-            "import os\n\
-             stat = open(f'/proc/{{os.getppid()}}/stat').read()\n\
-             runner = stat.rsplit(')', 1)[1].split()[1]\n\
-             open({:?}, 'a').write(runner + '\\n')\n\
-             print('{{}}')\n",
-            pids.display().to_string()
-        ),
-    )
-    .unwrap();
-    let case = write_case(
-        dir.path(),
-        "skew",
-        "world = \"incident@v4\"\nseed = 7\nclock = 2026-03-01T12:05:00Z\ntask = { alert = \"ALERT-7\" }\n\n[fuzz]\nclock_skew_s = [-5, 5]\n",
-    );
     // Eight native runs kept by a campaign, component runs, a headless
     // bundle and a damaged one.
-    let worlds = workspace_root().join("worlds");
-    let kept = worldline_raw([
-        "fuzz".as_ref(),
-        case.as_os_str(),
-        "--worlds".as_ref(),
-        worlds.as_os_str(),
-        "--runs".as_ref(),
-        "8".as_ref(),
-        "--jobs".as_ref(),
-        "1".as_ref(),
-        "--keep-all".as_ref(),
-        "--store".as_ref(),
-        store.as_os_str(),
-        "--exec".as_ref(),
-        "--".as_ref(),
-        "python3".as_ref(),
-        agent.as_os_str(),
-    ]);
-    kept.expect_code(0);
+    let agent = RunnerAgent::new(dir.path());
+    agent
+        .campaign(&store, "8", "1", &["--keep-all"])
+        .expect_code(0);
     let bundle = component_run(&store);
     copies(&bundle, 6);
     headless_and_damaged(&bundle);
     let verify = |jobs: &str| {
-        let _ = std::fs::remove_file(&pids);
+        agent.forget();
         let out = worldline(&store, ["verify", "--jobs", jobs, "--json"]);
         out.expect_code(1);
-        let mut runners: Vec<String> = std::fs::read_to_string(&pids)
-            .unwrap()
-            .lines()
-            .map(String::from)
-            .collect();
-        assert_eq!(runners.len(), 8, "{out}");
-        runners.sort();
-        runners.dedup();
-        (runners.len(), out.json().clone())
+        let (ran, runners) = agent.runners();
+        assert_eq!(ran, 8, "{out}");
+        (runners, out.json().clone())
     };
     let (one, alone) = verify("1");
     let (two, shared) = verify("2");
@@ -226,19 +184,8 @@ fn a_verify_whose_worker_dies_fails_naming_it() {
         return;
     }
     let dir = temp_dir();
-    let verify = long_verify(dir.path());
-    let worker = worker_of(verify.id(), "--verify-worker");
-    // SAFETY: a signal to a process this test's verify started.
-    unsafe { libc::kill(worker as i32, libc::SIGKILL) };
-    let out = child_within(Duration::from_secs(60), verify).expect("verify ended");
+    let out = kill_its_worker(long_verify(dir.path()), "--verify-worker", "verify");
     assert_ne!(out.code, 0, "{out}");
-    assert!(
-        out.stderr.contains(&format!(
-            "a verify worker (pid {worker}) ended before its runs were done"
-        )),
-        "{out}"
-    );
-    assert!(out.stderr.contains("signal: 9"), "{out}");
 }
 
 #[test]
@@ -247,16 +194,5 @@ fn a_verify_killed_takes_its_worker_with_it() {
         return;
     }
     let dir = temp_dir();
-    let mut verify = long_verify(dir.path());
-    let worker = worker_of(verify.id(), "--verify-worker");
-    verify.kill().unwrap();
-    verify.wait().unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
-    while alive(worker) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        !alive(worker),
-        "worker {worker} outlived its verify by 10 s"
-    );
+    killed_takes_its_worker(long_verify(dir.path()), "--verify-worker");
 }
