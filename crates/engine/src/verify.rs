@@ -284,11 +284,11 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
         Ok(path) => path,
         Err(e) => return Checked::Unreadable(format!("{:#}", anyhow::Error::from(e))),
     };
-    if bundle::has_header(&path).is_ok_and(|has| !has) {
-        return Checked::Headless;
-    }
-    let rec = match replay::open_in(store, path, opened) {
+    let rec = match replay::open_in(store, path.clone(), opened) {
         Ok(rec) => rec,
+        // Only a bundle that does not read is looked at again for its
+        // header: each read of it was a file opened and read.
+        Err(_) if bundle::has_header(&path).is_ok_and(|has| !has) => return Checked::Headless,
         Err(e) => return Checked::Unreadable(format!("{e:#}")),
     };
     // A served episode or an MCP session replays from its events
