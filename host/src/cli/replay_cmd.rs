@@ -101,9 +101,10 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     // A worker re-executes runs too: refused to a viewer, audited for a
     // responder, whoever started it.
     store.audit_reexecution(&[], "verify")?;
-    if let Some(jobs) = args.verify_worker {
-        let sandbox =
-            Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
+    let jobs = args.verify_worker.unwrap_or_else(|| super::jobs(args.jobs));
+    let sandbox =
+        Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
+    if args.verify_worker.is_some() {
         let input = std::io::BufReader::new(std::io::stdin());
         verify::serve(&sandbox, &store, jobs, input, std::io::stdout())?;
         return Ok(ExitCode::Ok);
@@ -112,9 +113,6 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         size,
         seed: args.seed.unwrap_or_else(verify::fresh_seed),
     });
-    let jobs = super::jobs(args.jobs);
-    let sandbox =
-        Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
     let workers = |hello: &verify::Hello| workers(&sandbox, &store, jobs, hello);
     let v = ops::replay::verify(&sandbox, &store, &args.runs, sample, jobs, workers)?;
     let mut out = std::io::stdout().lock();
