@@ -17,22 +17,10 @@ use std::time::Duration;
 
 /// A component run of the naive agent in `store`: its bundle.
 fn component_run(store: &Path) -> PathBuf {
-    let out = worldline(
-        store,
-        [
-            "test".as_ref(),
-            workspace_root()
-                .join("cases/incident/baseline.toml")
-                .as_os_str(),
-            "--agent".as_ref(),
-            guest("naive-agent").as_os_str(),
-        ],
-    );
+    let case = workspace_root().join("cases/incident/baseline.toml");
+    let out = run_json(store, &case, &guest("naive-agent"));
     assert!(out.code == 0 || out.code == 1, "{out}");
-    let runs = store.join("runs");
-    let mut bundles = files_with_suffix(&runs, ".jsonl");
-    bundles.sort_by_key(|p| mtime(p));
-    bundles.pop().expect("a bundle")
+    out.bundle()
 }
 
 /// `bundle` copied into its store under `n` more run ids: the runs of a

@@ -146,11 +146,6 @@ impl<T> Worker<T> {
         })
     }
 
-    /// How many items it runs at once.
-    pub fn jobs(&self) -> usize {
-        self.jobs
-    }
-
     fn write(&mut self, line: &[u8]) -> Result<()> {
         let to = self.to.as_mut().expect("stdin open until finish");
         // A worker that ended early closed its end: its reply says why.
