@@ -42,7 +42,7 @@ pub fn open(store: &StoreDir, run: &str) -> Result<RecordedRun> {
 
 /// [`open`] for a bundle already found.
 pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
-    open_in(store, path, &Opened::default())
+    open_in(store, path, &Opened::alone())
 }
 
 /// What a process that replays many runs has opened already: recorded
@@ -52,9 +52,20 @@ pub fn open_at(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
 pub struct Opened {
     cases: Mutex<BTreeMap<[String; 3], Case>>,
     agents: Mutex<BTreeMap<String, Arc<Agent>>>,
+    /// One run opened alone (a fork, a replay, `show`): its case is not
+    /// kept, so not copied, for runs that will not come.
+    alone: bool,
 }
 
 impl Opened {
+    /// For a process that opens one run.
+    fn alone() -> Self {
+        Opened {
+            alone: true,
+            ..Opened::default()
+        }
+    }
+
     /// What names a recorded case: its hash, its world's, and the world.
     fn key(h: &bundle::Header) -> [String; 3] {
         [h.case_hash.clone(), h.world_hash.clone(), h.world.clone()]
@@ -79,7 +90,7 @@ pub fn open_held(store: &StoreDir, run: &str) -> Result<RecordedRun> {
 
 /// [`open_held`] for a bundle already found (the UI's run page).
 pub fn open_at_held(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
-    open_with(store, path, &Opened::default(), |p| {
+    open_with(store, path, &Opened::alone(), |p| {
         bundle::read_held(p).map(split)
     })
 }
@@ -89,7 +100,7 @@ pub fn open_at_held(store: &StoreDir, path: PathBuf) -> Result<RecordedRun> {
 /// they need (decision 0346; `log/prefix.rs`) and hold the requests as
 /// their lines do (decision 0380).
 pub fn open_prefix_held(store: &StoreDir, path: PathBuf, upto: u64) -> Result<RecordedRun> {
-    open_with(store, path, &Opened::default(), |p| {
+    open_with(store, path, &Opened::alone(), |p| {
         worldline_log::log::prefix::read_held(p, upto).map(split)
     })
 }
@@ -191,11 +202,13 @@ fn open_with(
                 Some(parsed) => parsed?,
                 None => recorded_case(store, h)?,
             };
-            opened
-                .cases
-                .lock()
-                .expect("cases lock")
-                .insert(key, case.clone());
+            if !opened.alone {
+                opened
+                    .cases
+                    .lock()
+                    .expect("cases lock")
+                    .insert(key, case.clone());
+            }
             case
         }
     };
@@ -328,7 +341,7 @@ pub const DIFF_LINES: usize = 20;
 /// first request that differs ends it). `rec`'s events are taken and held
 /// compact while it is followed (decision 0347).
 pub fn replay(sandbox: &Sandbox, store: &StoreDir, rec: RecordedRun) -> Result<ReplayReport> {
-    replay_in(sandbox, store, rec, &Opened::default())
+    replay_in(sandbox, store, rec, &Opened::alone())
 }
 
 /// [`replay`], taking the agent from `opened` when it was opened before.
