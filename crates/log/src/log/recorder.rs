@@ -38,11 +38,12 @@ pub fn chain_hash(prev: &str, event: &Event) -> String {
 /// The hash of an event's canonical text without `hash` (a whole event,
 /// or a compact model call's line) chained after `prev`.
 pub fn chain_hash_of_text(prev: &str, text: &str) -> String {
-    let mut buf = String::with_capacity(prev.len() + 1 + text.len());
-    buf.push_str(prev);
-    buf.push('\n');
-    buf.push_str(text);
-    canon::sha256_hex(buf)
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(prev);
+    hasher.update(b"\n");
+    hasher.update(text);
+    canon::hex_of(&hasher.finalize())
 }
 
 /// The event's canonical text with `"hash"` put in its sorted place (right
@@ -213,19 +214,14 @@ impl Recorder {
             Some(x) => self.events.push_extending(event, x),
             None => self.events.push(event),
         }
-        let compact = self.events.line(seq, self.chain);
-        let (hashed, written) = match (whole, compact) {
-            (Some(whole), compact) => {
-                let written = compact.unwrap_or_else(|| whole.clone());
-                (whole, written)
-            }
-            (None, Some(line)) => (line.clone(), line),
-            (None, None) => {
-                let text = canon::to_string(self.events.get(seq).expect("just held"));
-                (text.clone(), text)
-            }
+        // The line written, and the text hashed: the same one unless the
+        // chain hashes a compact model call whole.
+        let written = match (self.events.line(seq, self.chain), &whole) {
+            (Some(line), _) => line,
+            (None, Some(whole)) => whole.clone(),
+            (None, None) => canon::to_string(self.events.get(seq).expect("just held")),
         };
-        let hash = chain_hash_of_text(&self.head, &hashed);
+        let hash = chain_hash_of_text(&self.head, whole.as_deref().unwrap_or(&written));
         self.head.clone_from(&hash);
         self.events.set_hash(seq, hash);
         if self.sink.is_some() {
@@ -274,6 +270,11 @@ impl Recorder {
 
     pub fn len(&self) -> u64 {
         self.events.len() as u64
+    }
+
+    /// Event `seq` as held ([`Held::get`]).
+    pub fn get(&self, seq: u64) -> Option<&Event> {
+        self.events.get(seq)
     }
 
     /// Model call `seq`'s whole chat request, when the recorder keeps it
