@@ -423,7 +423,7 @@ impl RunState {
                 None => plain(s, tool, args, &now),
             }
         })?;
-        Ok(r.wire)
+        Ok(self.med.response(r.seq).clone())
     }
 
     /// The tools the case permits, with their descriptions and argument

@@ -155,8 +155,8 @@ impl RunState {
         transport
             .detail_mut()
             .insert("stream".into(), json!(stream));
-        let response = self.model_call(request, Some(transport))?.wire;
-        Ok(match reply(&req, &response) {
+        let seq = self.model_call(request, Some(transport))?.seq;
+        Ok(match reply(&req, self.med.response(seq)) {
             Reply::Http(r) => Some(r),
             Reply::Stall => None,
         })
@@ -188,7 +188,7 @@ impl RunState {
             }
         };
         let r = self.tool_call(&route.tool, Ok(args.clone()), args, Some(transport))?;
-        Ok(rest::reply(&r.wire))
+        Ok(rest::reply(self.med.response(r.seq)))
     }
 
     /// A request to the world's MCP endpoint.
@@ -213,15 +213,15 @@ impl RunState {
             }
             Step::CallTool { id, name, args } => {
                 let r = self.tool_call(&name, Ok(args.clone()), args, Some(transport))?;
-                Ok(mcp::tool_result(&id, &r.wire))
+                Ok(mcp::tool_result(&id, self.med.response(r.seq)))
             }
             Step::ListResources { id } => {
                 let r = self.file_paths("", Some(transport))?;
-                Ok(mcp::resources_list(&id, &r.wire))
+                Ok(mcp::resources_list(&id, self.med.response(r.seq)))
             }
             Step::ReadResource { id, path } => {
                 let r = self.file_read(&path, Some(transport))?;
-                Ok(mcp::resource_read(&id, &path, &r.wire))
+                Ok(mcp::resource_read(&id, &path, self.med.response(r.seq)))
             }
         }
     }

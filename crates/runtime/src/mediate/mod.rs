@@ -110,10 +110,13 @@ impl ServiceReply {
     }
 }
 
-/// A typed call's answer: as its kind's type, and as recorded.
+/// A typed call's answer as its kind's type, and the seq of the event
+/// that recorded it: the answer as recorded is
+/// [`Mediator::response`]`(seq)`, read in place rather than copied (a
+/// guest's tool call reads only the typed answer).
 pub struct Answered<R> {
     pub typed: R,
-    pub wire: Value,
+    pub seq: u64,
 }
 
 /// The world as this run sees it.
@@ -282,7 +285,8 @@ impl Mediator {
         request: Value,
         serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Value, Stop> {
-        self.answer(call, request, false, None, |s, _| serve(s))
+        let seq = self.answer(call, request, false, None, |s, _| serve(s))?;
+        Ok(self.response(seq).clone())
     }
 
     /// [`mediate`](Self::mediate) for a service whose answers come from
@@ -295,7 +299,8 @@ impl Mediator {
         request: Value,
         serve: impl FnOnce(&mut HostServices) -> ServiceReply,
     ) -> Result<Value, Stop> {
-        self.answer(call, request, true, None, |s, _| serve(s))
+        let seq = self.answer(call, request, true, None, |s, _| serve(s))?;
+        Ok(self.response(seq).clone())
     }
 
     /// Serve one call of kind `K` and record it: the request is written,
@@ -404,18 +409,24 @@ impl Mediator {
         serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
     ) -> Result<Answered<K::Response>, Stop> {
         let name = K::KIND.name();
-        let wire = self.answer(name, request, live, extends, serve)?;
-        let typed = serde::Deserialize::deserialize(&wire).map_err(|e| {
+        let seq = self.answer(name, request, live, extends, serve)?;
+        let wire = self.response(seq);
+        let typed = serde::Deserialize::deserialize(wire).map_err(|e| {
             Stop::Untyped(format!(
                 "`{name}`: the answer does not have its kind's shape ({e}): {}",
-                worldline_case::canon::to_string(&wire)
+                worldline_case::canon::to_string(wire)
             ))
         })?;
-        Ok(Answered { typed, wire })
+        Ok(Answered { typed, seq })
+    }
+
+    /// The response event `seq` recorded (`Null` past the last event).
+    pub fn response(&self, seq: u64) -> &Value {
+        self.recorder.get(seq).map_or(&Value::Null, |e| &e.response)
     }
 
     /// Answer one call and record it; `extends`: its request is compact
-    /// (see [`Mediator::call_extending`]).
+    /// (see [`Mediator::call_extending`]). The seq it is recorded at.
     fn answer(
         &mut self,
         call: &str,
@@ -423,7 +434,7 @@ impl Mediator {
         live: bool,
         extends: Option<Extends>,
         serve: impl FnOnce(&mut HostServices, &Value) -> ServiceReply,
-    ) -> Result<Value, Stop> {
+    ) -> Result<u64, Stop> {
         let seq = self.recorder.len();
         if seq >= self.max_events {
             return Err(Stop::EventLimit(self.max_events));
@@ -488,7 +499,6 @@ impl Mediator {
         }
         #[cfg(debug_assertions)]
         readable(&event);
-        let response = event.response.clone();
         // A line that must survive a kill is written at once; a read the
         // run makes again identically waits for it (decision 0389).
         let redoable = !intended
@@ -508,8 +518,9 @@ impl Mediator {
         {
             f.events.adopt(seq, chat);
         }
-        self.budget.count(call, &response)?;
-        Ok(response)
+        let recorded = self.recorder.get(seq).map(|e| &e.response);
+        self.budget.count(call, recorded.unwrap_or(&Value::Null))?;
+        Ok(seq)
     }
 
     /// Before a call is served: write its intent when its answer comes

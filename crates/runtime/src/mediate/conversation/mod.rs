@@ -357,7 +357,7 @@ impl RunState {
                 ..ServiceReply::with_effect(response, effect)
             }
         })?;
-        Ok(r.wire)
+        Ok(self.med.response(r.seq).clone())
     }
 }
 
@@ -404,7 +404,8 @@ impl user::Host for RunState {
             self.med.call::<kind::UserSay>(&request, serve)
         }
         .map_err(wasmtime::Error::new)?
-        .wire;
+        .seq;
+        let r = self.med.response(r).clone();
         let conversation = &mut self.med.services.conversation;
         conversation.observe(&message, &r);
         if std::mem::take(&mut conversation.budget_spent) {
