@@ -14,7 +14,9 @@
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(worldline_tests_run)");
     println!("cargo::rerun-if-env-changed=WORLDLINE_TESTS_RUN");
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
+        && std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu")
+    {
         println!("cargo::rustc-link-arg-bins=-no-pie");
     }
     if std::env::var_os("WORLDLINE_TESTS_RUN").is_some() {

@@ -12,10 +12,15 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// mimalloc's own start touches, ~0.2 ms of `--version`). The loader runs
 /// `.preinit_array` before any constructor, mimalloc's included. A native
 /// agent's keeper gives them back to its tree.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[used]
 #[unsafe(link_section = ".preinit_array")]
 static NO_HUGE_PAGES: extern "C" fn() = no_huge_pages;
+
+#[cfg(all(target_os = "linux", target_env = "musl"))]
+#[used]
+#[unsafe(link_section = ".init_array.00000")]
+static NO_HUGE_PAGES_MUSL: extern "C" fn() = no_huge_pages;
 
 #[cfg(target_os = "linux")]
 extern "C" fn no_huge_pages() {

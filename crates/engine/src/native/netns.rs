@@ -29,9 +29,9 @@ pub(crate) fn isolate_this_thread() -> Result<(), String> {
         let mut req: libc::ifreq = std::mem::zeroed();
         req.ifr_name[0] = b'l' as libc::c_char;
         req.ifr_name[1] = b'o' as libc::c_char;
-        let up = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) == 0 && {
+        let up = libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req) == 0 && {
             req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            libc::ioctl(fd, libc::SIOCSIFFLAGS, &req) == 0
+            libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &req) == 0
         };
         let err = Error::last_os_error();
         libc::close(fd);
