@@ -7,9 +7,11 @@
 //! as ignored with its reason; under `tests/run` it runs, and a missing
 //! install fails it.
 //!
-//! On Linux the `worldline` binary is linked as a fixed-address (non-PIE)
-//! executable (decision 0395): the dynamic loader then applies ~200 relocations
-//! instead of ~56,000 and copies no relocated page at each start.
+//! On Linux with glibc the `worldline` binary is linked as a fixed-address
+//! (non-PIE) executable (decision 0395): the dynamic loader then applies ~200
+//! relocations instead of ~56,000 and copies no relocated page at each start.
+//! (A musl executable is static PIE, whose start-up code relocates itself:
+//! given `-no-pie` as well it crashes before `main`.)
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(worldline_tests_run)");

@@ -10,8 +10,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// (before `main`), and each first touch of one zeroes 2 MiB where a
 /// command uses a few pages of it (9–10 of them, ~1 ms of a fork; the two
 /// mimalloc's own start touches, ~0.2 ms of `--version`). The loader runs
-/// `.preinit_array` before any constructor, mimalloc's included. A native
-/// agent's keeper gives them back to its tree.
+/// `.preinit_array` before any constructor, mimalloc's included; musl's
+/// start runs no `.preinit_array`, so there it is the first of
+/// `.init_array`. A native agent's keeper gives them back to its tree.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[used]
 #[unsafe(link_section = ".preinit_array")]

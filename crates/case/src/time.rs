@@ -95,13 +95,108 @@ pub fn rfc3339(unix_ns: i128) -> String {
 
 /// Unix nanoseconds of RFC 3339 text (as [`rfc3339`] writes it).
 pub fn parse_rfc3339(text: &str) -> Option<i128> {
+    if let Some(ns) = parse_written(text.as_bytes()) {
+        return Some(ns);
+    }
     let dt: Datetime = text.parse().ok()?;
     datetime_to_unix_ns(&dt).ok()
+}
+
+/// Text in the one form [`rfc3339`] writes (`YYYY-MM-DDTHH:MM:SS`, an
+/// optional fraction, `Z`), read digit by digit when its day is at most
+/// the 28th and its second not a leap one; `None` sends anything else to
+/// TOML's parser. A tool's sort by time reads two such texts per step
+/// (TOML's lexer was ~1.5% of a run's CPU).
+fn parse_written(b: &[u8]) -> Option<i128> {
+    let num = |from: usize, to: usize| -> Option<i64> {
+        let digits = b.get(from..to)?;
+        (digits.iter()).try_fold(0i64, |n, d| {
+            d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
+        })
+    };
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    if !(at(4, b'-') && at(7, b'-') && at(10, b'T') && at(13, b':') && at(16, b':')) {
+        return None;
+    }
+    let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hh, mm, ss) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    // Days past the 28th (month lengths, leap years) and leap seconds are
+    // TOML's to judge.
+    if !((1..=12).contains(&m) && (1..=28).contains(&d) && hh < 24 && mm < 60 && ss < 60) {
+        return None;
+    }
+    let nanos = match b.get(19..)? {
+        b"Z" => 0,
+        [b'.', frac @ .., b'Z'] if (1..=9).contains(&frac.len()) => {
+            num(20, 20 + frac.len())? * 10i64.pow(9 - frac.len() as u32)
+        }
+        _ => return None,
+    };
+    let secs = days_from_civil(y, m as u32, d as u32) * 86_400 + hh * 3600 + mm * 60 + ss;
+    Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Text in the form `rfc3339` writes reads as TOML's parser reads it,
+    /// and text in any other form (or with a day or second the fast path
+    /// leaves to TOML) still does.
+    #[test]
+    fn written_text_reads_as_toml_reads_it() {
+        let by_toml = |t: &str| {
+            let dt: Datetime = t.parse().ok()?;
+            datetime_to_unix_ns(&dt).ok()
+        };
+        let mut texts: Vec<String> = [
+            "2026-03-01T12:00:00Z",
+            "2026-03-01T12:00:00.002Z",
+            "2026-03-01T12:00:00.1Z",
+            "2026-03-01T12:00:00.123456789Z",
+            "0000-01-01T00:00:00Z",
+            "9999-12-28T23:59:59.999999999Z",
+            "2024-02-29T10:00:00Z",
+            "2023-02-29T10:00:00Z",
+            "2026-04-31T10:00:00Z",
+            "2026-12-31T23:59:60Z",
+            "2026-03-01T12:00:00+02:00",
+            "2026-03-01t12:00:00z",
+            "2026-03-01 12:00:00Z",
+            "2026-03-01T12:00:00",
+            "2026-03-01T12:00:00.Z",
+            "2026-03-01T12:00:00.1234567890Z",
+            "2026-13-01T12:00:00Z",
+            "2026-00-10T12:00:00Z",
+            "2026-03-00T12:00:00Z",
+            "2026-03-01T24:00:00Z",
+            "2026-03-01T12:60:00Z",
+            "2026-3-01T12:00:00Z",
+            "+026-03-01T12:00:00Z",
+            "2026-03-01T12:00:00ZZ",
+            "deploy D-1",
+            "",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut ns: i128 = -2_000_000_000_000_000_000;
+        while ns < 250_000_000_000_000_000_000 {
+            for frac in [0, 1, 2_000_000, 100_000_000, 999_999_999] {
+                texts.push(rfc3339(ns + frac));
+            }
+            ns += 49_999_999_937_000_001;
+        }
+        for t in &texts {
+            assert_eq!(parse_rfc3339(t), by_toml(t), "{t:?}");
+        }
+        assert!(
+            texts
+                .iter()
+                .filter(|t| parse_written(t.as_bytes()).is_some())
+                .count()
+                > 1000
+        );
+    }
 
     /// The digits written one by one are `format!`'s, across whole
     /// seconds and fractions, and years past 9999 and before 0.
