@@ -255,7 +255,7 @@ fn fill_vectors(
     }
 }
 
-fn serve_tool(s: &mut HostServices, name: &str, args: Result<Value, String>) -> ServiceReply {
+fn serve_tool(s: &mut HostServices, name: &str, args: Result<&Value, String>) -> ServiceReply {
     let mut answer = serve_tool_unfilled(s, name, args);
     // The defaults wherever the answer still holds a placeholder (an
     // injection has filled its own already).
@@ -266,7 +266,7 @@ fn serve_tool(s: &mut HostServices, name: &str, args: Result<Value, String>) -> 
 fn serve_tool_unfilled(
     s: &mut HostServices,
     name: &str,
-    args: Result<Value, String>,
+    args: Result<&Value, String>,
 ) -> ServiceReply {
     let args = match args {
         Ok(a) => a,
@@ -293,7 +293,7 @@ fn serve_tool_unfilled(
         );
     }
     let now = AsOf::now(s.now_text());
-    let rule = s.world.match_rule(name, &args);
+    let rule = s.world.match_rule(name, args);
     let fault = s
         .world
         .faults
@@ -307,7 +307,7 @@ fn serve_tool_unfilled(
                 message: r.message.clone(),
                 latency_ms: r.latency_ms,
             };
-            injected(s, tool, &args, &action, source, now)
+            injected(s, tool, args, &action, source, now)
         }
         (None, Some(fault)) => {
             let source = Source {
@@ -315,9 +315,9 @@ fn serve_tool_unfilled(
                 message: None,
                 latency_ms: fault.latency_ms,
             };
-            injected(s, tool, &args, &fault.action, source, now)
+            injected(s, tool, args, &fault.action, source, now)
         }
-        (None, None) => plain(s, tool, &args, &now),
+        (None, None) => plain(s, tool, args, &now),
     }
 }
 
@@ -349,10 +349,12 @@ impl tools::Host for RunState {
         name: String,
         args_json: String,
     ) -> wasmtime::Result<Result<String, ToolError>> {
-        let args: Result<Value, String> =
-            serde_json::from_str(&args_json).map_err(|e| e.to_string());
-        let shown_args = args.clone().unwrap_or(Value::String(args_json));
-        let r = self.tool_call(&name, args, shown_args, None)?;
+        // The arguments as recorded: parsed, or the text when it is not JSON.
+        let (args, unparsed) = match serde_json::from_str(&args_json) {
+            Ok(v) => (v, None),
+            Err(e) => (Value::String(args_json), Some(e.to_string())),
+        };
+        let r = self.tool_call(&name, args, unparsed, None)?;
         Ok(decode(&r.typed, canon::to_string))
     }
 }
@@ -360,31 +362,37 @@ impl tools::Host for RunState {
 impl RunState {
     /// One tool call, however it arrived: `transport` says how when not
     /// through `tools.call` (recorded beside it; `None` keeps the event as
-    /// it always was).
+    /// it always was). `args` as recorded: the arguments, or the text the
+    /// agent sent when `unparsed` says why it is not JSON.
     pub(in crate::mediate) fn tool_call(
         &mut self,
         name: &str,
-        args: Result<Value, String>,
-        shown_args: Value,
+        args: Value,
+        unparsed: Option<String>,
         transport: Option<Transport>,
     ) -> wasmtime::Result<super::Answered<call::Answer>> {
-        let refused = match &args {
-            Ok(a) => self.approve_tool_call(name, a)?,
-            Err(_) => None,
+        let refused = match &unparsed {
+            None => self.approve_tool_call(name, &args)?,
+            Some(_) => None,
         };
         let request = ToolRequest {
             name: name.to_string(),
-            args: Some(shown_args),
+            args: None,
             transport,
             detail: Default::default(),
         };
-        self.typed_call::<kind::ToolsCall>(&request, |s| match refused {
+        // The arguments move into the recorded request, where the tool
+        // reads them: not copied once for the record and once for the tool.
+        let serve = |s: &mut HostServices, recorded: &Value| match refused {
             Some(reason) => error_answer(
                 ErrorKind::Denied,
                 format!("`{name}` needs approval, and it was denied: {reason}"),
             ),
-            None => serve_tool(s, name, args),
-        })
+            None => serve_tool(s, name, unparsed.map_or(Ok(&recorded["args"]), Err)),
+        };
+        self.med
+            .call_moving::<kind::ToolsCall>(&request, ("args", args), false, serve)
+            .map_err(wasmtime::Error::new)
     }
 
     /// One call the simulated user makes of their own tool (`[[user_tools]]`),

@@ -187,7 +187,7 @@ impl RunState {
                 return self.protocol_answer(via, transport, detail, r).map(Some);
             }
         };
-        let r = self.tool_call(&route.tool, Ok(args.clone()), args, Some(transport))?;
+        let r = self.tool_call(&route.tool, args, None, Some(transport))?;
         Ok(rest::reply(self.med.response(r.seq)))
     }
 
@@ -212,7 +212,7 @@ impl RunState {
                 Ok(mcp::tools_list(&id, &tools))
             }
             Step::CallTool { id, name, args } => {
-                let r = self.tool_call(&name, Ok(args.clone()), args, Some(transport))?;
+                let r = self.tool_call(&name, args, None, Some(transport))?;
                 Ok(mcp::tool_result(&id, self.med.response(r.seq)))
             }
             Step::ListResources { id } => {

@@ -330,7 +330,7 @@ impl Mediator {
     /// request instead of serialized from `request` (where it is left
     /// `null`): a model call's conversation, which the agent sends whole
     /// every call, is then not copied (issue 40). `serve` gets the request
-    /// as recorded.
+    /// as recorded. A tool call's arguments move in the same way.
     pub fn call_moving<K: CallKind>(
         &mut self,
         request: &K::Request,
