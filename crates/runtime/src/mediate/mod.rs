@@ -420,9 +420,12 @@ impl Mediator {
         Ok(Answered { typed, seq })
     }
 
-    /// The response event `seq` recorded (`Null` past the last event).
+    /// The response event `seq` recorded: `seq` is an answered call's
+    /// ([`Answered::seq`]), so the event is there.
     pub fn response(&self, seq: u64) -> &Value {
-        self.recorder.get(seq).map_or(&Value::Null, |e| &e.response)
+        &(self.recorder.get(seq))
+            .expect("an answered call's event is recorded")
+            .response
     }
 
     /// Answer one call and record it; `extends`: its request is compact
@@ -518,8 +521,8 @@ impl Mediator {
         {
             f.events.adopt(seq, chat);
         }
-        let recorded = self.recorder.get(seq).map(|e| &e.response);
-        self.budget.count(call, recorded.unwrap_or(&Value::Null))?;
+        let recorded = self.recorder.get(seq).expect("just recorded");
+        self.budget.count(call, &recorded.response)?;
         Ok(seq)
     }
 
