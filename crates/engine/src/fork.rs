@@ -40,11 +40,13 @@ pub fn open_at(store: &StoreDir, path: std::path::PathBuf, at: u64) -> Result<Re
 
 /// Load the recorded agent of the run at `path` into `sandbox` ahead of
 /// its fork, on another thread while the run is read (decision 0401),
-/// when it is a WebAssembly component whose object is intact and whose
-/// compiled form is cached: the fork's own load then finds it (the
-/// sandbox keeps what it loads). Anything else (a native run, a served
-/// episode, an agent to compile, one that does not load) is left to the
-/// fork, which reports it where it did.
+/// when it is a WebAssembly component whose compiled form is cached: the
+/// fork's own load then finds it (the sandbox keeps what it loads). An
+/// object not yet noted intact (the first fork after its run was
+/// recorded) is read and checked against its hash here too, which notes
+/// it. Anything else (a native run, a served episode, an agent to
+/// compile, an object that does not read or match, one that does not
+/// load) is left to the fork, which reports it where it did.
 pub fn preload(sandbox: &Sandbox, store: &StoreDir, path: &std::path::Path) {
     let Ok(header) = bundle::read_header(path) else {
         return;
@@ -56,8 +58,14 @@ pub fn preload(sandbox: &Sandbox, store: &StoreDir, path: &std::path::Path) {
         return;
     }
     let sha = &header.agent_sha256;
+    let origin = store.object_path(sha);
     if store.object_intact(sha) {
-        let _ = sandbox.load_compiled(sha, &store.object_path(sha));
+        let _ = sandbox.load_compiled(sha, &origin);
+    } else if sandbox.cached(sha)
+        && let Ok(bytes) = store.get_object_noted(sha)
+    {
+        // `get_object_noted` has checked the bytes against their hash.
+        let _ = sandbox.load_hashed(&bytes, sha.clone(), &origin);
     }
 }
 
