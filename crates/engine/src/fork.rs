@@ -57,15 +57,8 @@ pub fn preload(sandbox: &Sandbox, store: &StoreDir, path: &std::path::Path) {
     {
         return;
     }
-    let sha = &header.agent_sha256;
-    let origin = store.object_path(sha);
-    if store.object_intact(sha) {
-        let _ = sandbox.load_compiled(sha, &origin);
-    } else if sandbox.cached(sha)
-        && let Ok(bytes) = store.get_object_noted(sha)
-    {
-        // `get_object_noted` has checked the bytes against their hash.
-        let _ = sandbox.load_hashed(&bytes, sha.clone(), &origin);
+    if sandbox.cached(&header.agent_sha256) {
+        let _ = replay::stored_agent(sandbox, store, &header.agent_sha256);
     }
 }
 

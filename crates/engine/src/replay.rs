@@ -251,7 +251,11 @@ pub fn recorded_agent(
     store: &StoreDir,
     rec: &RecordedRun,
 ) -> Result<Arc<Agent>> {
-    let sha = &rec.bundle.header.agent_sha256;
+    stored_agent(sandbox, store, &rec.bundle.header.agent_sha256)
+}
+
+/// The agent whose object in `store` is `sha` (checked against its hash).
+pub(crate) fn stored_agent(sandbox: &Sandbox, store: &StoreDir, sha: &str) -> Result<Arc<Agent>> {
     let origin = store.object_path(sha);
     // Its object unchanged since its bytes last matched their hash and its
     // compiled form cached: neither read nor decompressed again.
@@ -262,7 +266,7 @@ pub fn recorded_agent(
     }
     let bytes = store.get_object_noted(sha)?;
     // `get_object_noted` has checked the bytes against their hash.
-    sandbox.load_hashed(&bytes, sha.clone(), &origin)
+    sandbox.load_hashed(&bytes, sha.to_string(), &origin)
 }
 
 /// [`recorded_agent`], read from the store once per process.
