@@ -236,6 +236,13 @@ impl StoreDir {
             "world manifest does not hash to the world hash"
         );
         self.put_object(manifest.as_bytes())?;
+        // Its folder rebuilt now, once, as a fork or replay would rebuild
+        // it on its first load (best effort: that load does it otherwise).
+        let _ = self.materialize(
+            &self.root.join("worlds"),
+            world.manifest_hash(),
+            &world.manifest,
+        );
         Ok(())
     }
 
@@ -675,6 +682,24 @@ pub fn is_run_id(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A world is rebuilt into `worlds/<hash>/` as it is stored, so the
+    /// first fork or replay of a run of it loads that folder instead of
+    /// writing it; one stored earlier is rebuilt by its first load.
+    #[test]
+    fn a_world_is_rebuilt_as_it_is_stored() {
+        let root = tempfile::tempdir().unwrap();
+        let world_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/worlds/demo/v1");
+        let world = worldline_case::world::load_dir(&world_dir).unwrap();
+        let store = StoreDir::open(&root.path().join("store")).unwrap();
+        store.put_world(&world).unwrap();
+        let rebuilt = store.root.join("worlds").join(&world.hash);
+        assert!(rebuilt.join("world.toml").is_file());
+        assert_eq!(store.load_world(&world.hash).unwrap().hash, world.hash);
+        std::fs::remove_dir_all(store.root.join("worlds")).unwrap();
+        assert_eq!(store.load_world(&world.hash).unwrap().hash, world.hash);
+        assert!(rebuilt.join("world.toml").is_file());
+    }
 
     /// Threads of one process rebuilding one recorded world at once (as
     /// `verify --jobs` does) each get the whole world: they once shared a
