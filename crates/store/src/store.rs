@@ -683,16 +683,26 @@ pub fn is_run_id(s: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// A world is rebuilt into `worlds/<hash>/` as it is stored, so the
-    /// first fork or replay of a run of it loads that folder instead of
-    /// writing it; one stored earlier is rebuilt by its first load.
-    #[test]
-    fn a_world_is_rebuilt_as_it_is_stored() {
+    /// A new store in a temporary folder holding the demo world.
+    fn stored_demo_world() -> (
+        tempfile::TempDir,
+        StoreDir,
+        std::sync::Arc<worldline_case::world::World>,
+    ) {
         let root = tempfile::tempdir().unwrap();
         let world_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/worlds/demo/v1");
         let world = worldline_case::world::load_dir(&world_dir).unwrap();
         let store = StoreDir::open(&root.path().join("store")).unwrap();
         store.put_world(&world).unwrap();
+        (root, store, world)
+    }
+
+    /// A world is rebuilt into `worlds/<hash>/` as it is stored, so the
+    /// first fork or replay of a run of it loads that folder instead of
+    /// writing it; one stored earlier is rebuilt by its first load.
+    #[test]
+    fn a_world_is_rebuilt_as_it_is_stored() {
+        let (_root, store, world) = stored_demo_world();
         let rebuilt = store.root.join("worlds").join(&world.hash);
         assert!(rebuilt.join("world.toml").is_file());
         assert_eq!(store.load_world(&world.hash).unwrap().hash, world.hash);
@@ -707,11 +717,7 @@ mod tests {
     /// into place under another's.
     #[test]
     fn threads_rebuilding_one_world_each_load_it_whole() {
-        let root = tempfile::tempdir().unwrap();
-        let world_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/worlds/demo/v1");
-        let world = worldline_case::world::load_dir(&world_dir).unwrap();
-        let store = StoreDir::open(&root.path().join("store")).unwrap();
-        store.put_world(&world).unwrap();
+        let (_root, store, world) = stored_demo_world();
         for round in 0..20 {
             let _ = std::fs::remove_dir_all(store.root.join("worlds"));
             std::thread::scope(|s| {
