@@ -9,6 +9,7 @@
 
 #![deny(unreachable_pub)]
 
+pub mod ahead;
 pub mod bounded;
 pub mod canon;
 pub mod case;

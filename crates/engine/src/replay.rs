@@ -11,6 +11,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use worldline_case::ahead;
 use worldline_case::case::{self, Case};
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{self, Bundle};
@@ -172,13 +173,15 @@ fn open_with(
     // The process's first case is parsed (its world loaded) while the
     // events are read (decision 0398): the header names both, and a fork
     // or a replay waits for each. (Later runs mostly name a case parsed.)
+    // Parsed here instead when the other thread has not begun by then
+    // (decision 0407).
     let first = opened.cases.lock().expect("cases lock").is_empty();
     let ahead =
         (first.then(|| bundle::read_header(&path).ok()).flatten()).filter(|h| h.redacted.is_none());
     let (read, parsed) = std::thread::scope(|s| {
-        let parsing = (ahead.as_ref()).map(|h| s.spawn(|| recorded_case(store, h)));
+        let parsing = (ahead.as_ref()).map(|h| ahead::spawn(s, || recorded_case(store, h)));
         let read = read(&path);
-        let parsed = parsing.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        let parsed = parsing.map(ahead::Ahead::take);
         (read, parsed)
     });
     let (bundle, held) = read.map_err(InputError::from)?;

@@ -7,6 +7,7 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use worldline_case::ahead;
 use worldline_case::error::InputError;
 use worldline_engine::fork;
 use worldline_engine::ops;
@@ -56,9 +57,10 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let path = store.resolve_run(&args.run)?;
     // The sandbox made and the recorded agent loaded while the run is read
-    // (decision 0401); the run's errors come first, as before.
+    // (decision 0401), or after it here when the other thread has not
+    // begun by then (decision 0407); the run's errors come first, as before.
     let (sandbox, rec) = std::thread::scope(|s| {
-        let making = s.spawn(|| {
+        let making = ahead::spawn(s, || {
             let sandbox =
                 Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
             if args.agent.is_none() {
@@ -67,9 +69,7 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
             anyhow::Ok(sandbox)
         });
         let rec = fork::open_at(&store, path.clone(), args.at);
-        let sandbox = making
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let sandbox = making.take();
         (sandbox, rec)
     });
     let rec = rec?;
