@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
         "path",
         "time",
         "parallel",
+        "ahead",
         "partition",
         "durable",
         "file_identity",
