@@ -19,6 +19,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
+use worldline_case::ahead;
 use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
 use worldline_engine::ops;
@@ -175,12 +176,13 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     let bar = super::compile_progress::progress(0, "cases");
     let (selected, early) = std::thread::scope(|s| {
         // The agent the command line names is loaded while the cases are
-        // read (decision 0400).
+        // read (decision 0400), or after them here when the other thread
+        // has not begun by then (decision 0407).
         let early = (choice.every_case_component())
             .filter(|_| !args.resume)
             .map(|agent| {
                 let (store, bar, jobs) = (&store, &bar, super::jobs(args.jobs));
-                s.spawn(move || preload::start(store, Some(agent), bar, jobs))
+                ahead::spawn(s, move || preload::start(store, Some(agent), bar, jobs))
             });
         let selected = worldline_case::world::one_pass(|| {
             // Each world the cases share checked once (decision 0394).
@@ -190,7 +192,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
                 Ok((case, world, tags))
             })
         });
-        let early = early.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        let early = early.map(ahead::Ahead::take);
         (selected, early)
     });
     let Selected {
