@@ -21,6 +21,7 @@ use crate::run::{RunOptions, RunOutcome, Runner};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
+use worldline_case::ahead;
 use worldline_case::case::Case;
 use worldline_case::error::{InputError, is_input};
 use worldline_case::parallel::par_map;
@@ -342,10 +343,11 @@ impl Suite<'_> {
         let flushed = std::thread::scope(|s| {
             // The runs' last flush waits on the disk while the last rows
             // the suite queued for the index are committed, and its log
-            // checkpointed after a suite of many runs (decision 0393).
-            let flushing = s.spawn(move || batch.finish());
+            // checkpointed after a suite of many runs (decision 0393); the
+            // flush not begun by then is done here (decision 0407).
+            let flushing = ahead::spawn(s, move || batch.finish());
             worldline_store::index::settle(self.store, runs);
-            (flushing.join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
+            flushing.take()
         });
         flushed.map_err(|e| self.store.write_error(&self.store.runs_dir(), e))?;
         let run = SuiteRun {
