@@ -5,15 +5,20 @@
 //! result, for a thread that a busy machine (or a VM that keeps its idle
 //! CPU halted) may not have started at all: then it waited for the start
 //! and the whole work, where doing the work itself costs only the work.
-//! The result is handed over as the work ends, not when the thread does.
+//! The result is handed over as the work ends; [`Ahead::take`] then
+//! joins the thread, which the scope's end would wait for anyway, so
+//! that none is left running its exit when a process is copied at a
+//! fork point (the fork server copies none with other threads alive).
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread::{Result as Outcome, Scope};
+use std::thread::{Result as Outcome, Scope, ScopedJoinHandle};
 
 /// Work handed to a thread of a scope; [`Ahead::take`] has its result.
-pub struct Ahead<F, T> {
+pub struct Ahead<'scope, F, T> {
     shared: Arc<Shared<F, T>>,
+    /// The other thread, joined by [`Ahead::take`].
+    thread: Option<ScopedJoinHandle<'scope, ()>>,
 }
 
 struct Shared<F, T> {
@@ -25,18 +30,18 @@ struct Shared<F, T> {
 }
 
 /// Begin `work` on a thread of `scope` as soon as that thread runs.
-pub fn spawn<'scope, F, T>(scope: &'scope Scope<'scope, '_>, work: F) -> Ahead<F, T>
+pub fn spawn<'scope, F, T>(scope: &'scope Scope<'scope, '_>, work: F) -> Ahead<'scope, F, T>
 where
     F: FnOnce() -> T + Send + 'scope,
     T: Send + 'scope,
 {
-    let ahead = Ahead::new(work);
+    let mut ahead = Ahead::new(work);
     let theirs = Arc::clone(&ahead.shared);
-    scope.spawn(move || theirs.begin());
+    ahead.thread = Some(scope.spawn(move || theirs.begin()));
     ahead
 }
 
-impl<F: FnOnce() -> T, T> Ahead<F, T> {
+impl<F: FnOnce() -> T, T> Ahead<'_, F, T> {
     fn new(work: F) -> Self {
         Ahead {
             shared: Arc::new(Shared {
@@ -44,21 +49,34 @@ impl<F: FnOnce() -> T, T> Ahead<F, T> {
                 outcome: Mutex::new(None),
                 done: Condvar::new(),
             }),
+            thread: None,
         }
     }
 
     /// The work's result: done here when the other thread has not begun
-    /// it, else waited for (its panic goes on here).
-    pub fn take(self) -> T {
+    /// it, else waited for (its panic goes on here); the other thread
+    /// joined either way.
+    pub fn take(mut self) -> T {
+        let outcome = self.outcome();
+        if let Some(thread) = self.thread.take() {
+            // Its work cannot panic it: `begin` catches what the work throws.
+            let _ = thread.join();
+        }
+        match outcome {
+            Ok(t) => t,
+            Err(panic) => resume_unwind(panic),
+        }
+    }
+
+    fn outcome(&self) -> Outcome<T> {
         let work = lock(&self.shared.work).take();
         if let Some(work) = work {
-            return work();
+            return Ok(work());
         }
         let mut outcome = lock(&self.shared.outcome);
         loop {
             match outcome.take() {
-                Some(Ok(t)) => return t,
-                Some(Err(panic)) => resume_unwind(panic),
+                Some(done) => return done,
                 None => {
                     outcome =
                         (self.shared.done.wait(outcome)).unwrap_or_else(PoisonError::into_inner)

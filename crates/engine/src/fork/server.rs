@@ -99,9 +99,39 @@ enum Role {
     Child { pipe: OwnedFd, prefix: usize },
 }
 
-/// The threads of this process (`/proc/self/task`).
+/// The threads of this process (`/proc/self/task`) not on their way out:
+/// a thread joined is still listed a moment after its join returns, but
+/// the kernel has marked it exiting by then (it holds no lock of ours).
 fn threads() -> std::io::Result<usize> {
-    Ok(std::fs::read_dir("/proc/self/task")?.count())
+    let mut live = 0;
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let stat = match std::fs::read_to_string(task?.path().join("stat")) {
+            Ok(stat) => stat,
+            // Gone between the listing and the read.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if !exiting(&stat) {
+            live += 1;
+        }
+    }
+    Ok(live)
+}
+
+/// Whether a task's `/proc/<pid>/task/<tid>/stat` line shows it ending:
+/// a zombie or dead state, or the kernel's `PF_EXITING` flag (`proc(5)`:
+/// the state is the first field after the name in parentheses, the flags
+/// the seventh).
+fn exiting(stat: &str) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let mut fields = after_name.split_whitespace();
+    let state = fields.next().unwrap_or("");
+    let flags = fields
+        .nth(5)
+        .and_then(|f| f.parse::<u64>().ok())
+        .unwrap_or(0);
+    matches!(state, "Z" | "X" | "x") || flags & PF_EXITING != 0
 }
 
 /// The branches of `rec` at `at` with `edits`, by `agent`, member `i`
@@ -479,4 +509,71 @@ fn read_message(bytes: &[u8]) -> Result<(&[u8], State)> {
     let (lines, state) = rest.split_at_checked(len).context("cut short")?;
     let state: State = serde_json::from_slice(state).context("its final state")?;
     Ok((lines, state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use worldline_case::ahead;
+
+    /// A thread that still runs its exit (here a thread-local's drop
+    /// that takes a while) after the work it did ahead was taken.
+    struct Lingers;
+
+    impl Drop for Lingers {
+        fn drop(&mut self) {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    thread_local! {
+        static LINGERS: Lingers = const { Lingers };
+    }
+
+    fn tid() -> libc::pid_t {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() }
+    }
+
+    /// Once the work done ahead on another thread is taken, that thread
+    /// is gone or counted as exiting: the fork server, which copies no
+    /// process with other threads alive, copies one that made its
+    /// sandbox ahead (the CI failure of 2026-12-01, where such a thread
+    /// was still running its exit on a loaded machine).
+    #[test]
+    fn a_thread_whose_work_was_taken_is_not_counted() {
+        let here = tid();
+        // The work is done by whichever thread begins it first: tried
+        // until the other thread did it.
+        let there = (0..50)
+            .map(|_| {
+                std::thread::scope(|s| {
+                    let ahead = ahead::spawn(s, || {
+                        LINGERS.with(|_| ());
+                        tid()
+                    });
+                    std::thread::sleep(Duration::from_millis(20));
+                    ahead.take()
+                })
+            })
+            .find(|&t| t != here)
+            .expect("the other thread did the work once in 50 tries");
+        match std::fs::read_to_string(format!("/proc/self/task/{there}/stat")) {
+            Ok(stat) => assert!(exiting(&stat), "still running: {stat}"),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound),
+        }
+    }
+
+    /// The state and flags of real stat lines, one with a name holding
+    /// a parenthesis and spaces.
+    #[test]
+    fn a_stat_line_shows_an_exiting_task() {
+        let running = "7966 (worldline) R 7857 4908 1759 0 -1 4194368 276 0 0 0";
+        let sleeping = "7967 (a (b) c) S 7857 4908 1759 0 -1 4194368 6 0 0 0";
+        let flagged = "7968 (worldline) R 7857 4908 1759 0 -1 4194372 276 0 0 0";
+        let zombie = "7969 (worldline) Z 7857 4908 1759 0 -1 4194368 276 0 0 0";
+        assert!(!exiting(running) && !exiting(sleeping));
+        assert!(exiting(flagged) && exiting(zombie));
+    }
 }
