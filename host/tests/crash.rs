@@ -36,6 +36,7 @@ impl Rng {
 fn command(store: &Path, args: &[OsString]) -> Command {
     let mut cmd = crate::common::cli();
     cmd.args(args)
+        .envs([OWN_COMPILE_CACHE])
         .arg("--store")
         .arg(store)
         .stdout(Stdio::null())
@@ -68,7 +69,11 @@ fn os(parts: &[&dyn AsRef<OsStr>]) -> Vec<OsString> {
 }
 
 fn json(store: &Path, args: &[OsString]) -> (i32, Value) {
-    let out = worldline(store, args.iter().chain([&OsString::from("--json")]));
+    let out = worldline_with(
+        store,
+        args.iter().chain([&OsString::from("--json")]),
+        &[OWN_COMPILE_CACHE],
+    );
     let doc = out.json.clone().unwrap_or(Value::Null);
     (out.code, doc)
 }

@@ -117,9 +117,10 @@ fn a_store_whose_compile_cache_cannot_be_written_keeps_its_campaign_in_one_proce
     }
     let dir = temp_dir();
     let campaign = |runs: &str| {
-        let out = worldline(
+        let out = worldline_with(
             dir.path(),
             stale_deploys(&["--runs", runs, "--jobs", "2", "--json"]),
+            &[OWN_COMPILE_CACHE],
         );
         assert!(out.code == 0 || out.code == 1, "{out}");
         out

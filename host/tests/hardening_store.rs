@@ -405,7 +405,7 @@ mod cache_imports_and_disks {
     fn damaged_compiled_code_is_detected_recompiled_and_replaced() {
         let store = temp_dir();
         let ok = case("hostile-ok");
-        let first = run_json(store.path(), &ok, &hostile());
+        let first = run_json_with(store.path(), &ok, &hostile(), &[OWN_COMPILE_CACHE]);
         first.expect_code(0);
         let entry = the_cache_entry(store.path());
         let pristine = std::fs::read(&entry).unwrap();
@@ -422,7 +422,7 @@ mod cache_imports_and_disks {
                 *b ^= 0xA5;
             }
             std::fs::write(&entry, &damaged).unwrap();
-            let run = run_json(store.path(), &ok, &hostile());
+            let run = run_json_with(store.path(), &ok, &hostile(), &[OWN_COMPILE_CACHE]);
             run.expect_code(0);
             assert_eq!(run.json()["status"], "completed", "{run}");
             assert_eq!(
@@ -443,7 +443,7 @@ mod cache_imports_and_disks {
                 "the damaged entry is replaced by a fresh compile"
             );
             // And the next run trusts the repaired entry without a word.
-            let next = run_json(store.path(), &ok, &hostile());
+            let next = run_json_with(store.path(), &ok, &hostile(), &[OWN_COMPILE_CACHE]);
             next.expect_code(0);
             assert!(!next.stderr.contains("warning"), "{next}");
         }
@@ -452,7 +452,13 @@ mod cache_imports_and_disks {
     #[test]
     fn temporary_files_of_killed_cache_writes_are_swept() {
         let store = temp_dir();
-        run_json(store.path(), &case("hostile-ok"), &hostile()).expect_code(0);
+        run_json_with(
+            store.path(),
+            &case("hostile-ok"),
+            &hostile(),
+            &[OWN_COMPILE_CACHE],
+        )
+        .expect_code(0);
         let entry = the_cache_entry(store.path());
         let folder = entry.parent().unwrap();
         // What a killed writer leaves: its process id is long gone.
@@ -461,7 +467,13 @@ mod cache_imports_and_disks {
         std::fs::write(&left, vec![0u8; 4096]).unwrap();
         std::fs::write(&older, vec![0u8; 4096]).unwrap();
         std::fs::remove_file(&entry).unwrap();
-        run_json(store.path(), &case("hostile-ok"), &hostile()).expect_code(0);
+        run_json_with(
+            store.path(),
+            &case("hostile-ok"),
+            &hostile(),
+            &[OWN_COMPILE_CACHE],
+        )
+        .expect_code(0);
         assert!(entry.is_file(), "recompiled");
         assert!(!left.exists() && !older.exists(), "stale temporaries swept");
     }

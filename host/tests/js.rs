@@ -8,8 +8,8 @@
 use crate::common;
 
 use common::{
-    CliOutput, case, guest, js_guest, read_bundle, run_json, shared_store, temp_dir, wl,
-    workspace_root, worldline, worldline_raw,
+    CliOutput, case, files_with_suffix, guest, js_guest, read_bundle, run_json, run_json_with,
+    shared_store, temp_dir, wl, workspace_root, worldline, worldline_raw,
 };
 use serde_json::Value;
 use std::ffi::OsStr;
@@ -32,16 +32,12 @@ fn probe() -> PathBuf {
         .clone()
 }
 
-/// Load the agent once into the shared store, so its compile cache holds
-/// it before tests that run at the same time ask for it (compiling the JS
-/// engine takes seconds; each test would otherwise compile it again).
+/// Load the agent once, so the tests' compile cache holds it before tests
+/// that run at the same time ask for it (compiling the JS engine takes
+/// seconds; each test would otherwise compile it again).
 fn primed(wasm: PathBuf) -> PathBuf {
-    let first = run_json(shared_store(), &case("js-error"), &wasm);
-    // The first run of a build compiles the engine, and says so.
-    assert!(
-        first.stderr.contains("compiling") && first.stderr.contains("store's cache"),
-        "{first}"
-    );
+    // The case ends the run errored (exit 1), whichever way it loads.
+    run_json(shared_store(), &case("js-error"), &wasm).expect_code(1);
     wasm
 }
 
@@ -553,13 +549,45 @@ fn the_sdk_and_the_agents_type_check_against_the_wit_types() {
     );
 }
 
+/// `WORLDLINE_COMPILE_CACHE` names one compile cache for every store: the
+/// first run of a build compiles the engine into it, and says so; a run
+/// in another store loads it from there without a word; neither store's
+/// own `cache/` holds compiled code (`sandbox.rs`'s tests of the cache
+/// run with it empty: each store compiles into its own).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn stores_share_the_compile_cache_the_environment_names() {
+    let dir = temp_dir();
+    let shared = dir.path().join("compiled");
+    let env = [("WORLDLINE_COMPILE_CACHE", shared.to_str().unwrap())];
+    let agent = js_guest("tests/guests/js-probe/agent.ts");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let first = run_json_with(&a, &case("js-error"), &agent, &env);
+    first.expect_code(1);
+    assert!(
+        first.stderr.contains("compiling") && first.stderr.contains("compile cache"),
+        "the first run of a build compiles the engine, and says so: {first}"
+    );
+    let second = run_json_with(&b, &case("js-error"), &agent, &env);
+    second.expect_code(1);
+    assert!(!second.stderr.contains("compiling"), "{second}");
+    assert_eq!(first.json()["chain_hash"], second.json()["chain_hash"]);
+    assert_eq!(files_with_suffix(&shared, ".cwasm").len(), 1);
+    for store in [&a, &b] {
+        assert!(files_with_suffix(&store.join("cache"), ".cwasm").is_empty());
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
     ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
 )]
 fn later_runs_load_the_compiled_engine_quietly() {
-    // `probe()` compiled it (and checked the notice); this run loads it.
+    // `probe()` had it compiled; this run loads it.
     let run = run_json(shared_store(), &case("js-error"), &probe());
     assert!(!run.stderr.contains("compiling"), "{run}");
 }

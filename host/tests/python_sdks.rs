@@ -76,23 +76,6 @@ fn agents_sdk_agent() -> PathBuf {
     built(&BUILT, "python-agents-sdk-agent")
 }
 
-/// The store these tests share, its compile cache (`cache/`) a link to one
-/// folder under the target folder: each 80–100 MB component is compiled
-/// once per target folder rather than once per test process (the cache is
-/// keyed by the engine's settings and the component's SHA-256, and checks
-/// its entries; decisions/0363). The first run in a fresh target folder
-/// still compiles.
-fn sdk_store() -> &'static Path {
-    static STORE: OnceLock<PathBuf> = OnceLock::new();
-    STORE.get_or_init(|| {
-        let store = process_temp_dir();
-        let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-sdk-compile-cache");
-        std::fs::create_dir_all(&cache).unwrap();
-        std::os::unix::fs::symlink(&cache, store.join("cache")).unwrap();
-        store
-    })
-}
-
 fn model_case(name: &str) -> PathBuf {
     workspace_root().join(format!("cases/{name}.toml"))
 }
@@ -103,7 +86,7 @@ fn model_case(name: &str) -> PathBuf {
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_openai_package_runs_in_the_sandbox_passes_rollback_replays_and_forks() {
-    let store = sdk_store();
+    let store = shared_store();
     let agent = openai_agent();
     let out = run_json(store, &model_case("model/rollback"), &agent);
     out.expect_code(0);
@@ -134,7 +117,7 @@ fn the_openai_package_runs_in_the_sandbox_passes_rollback_replays_and_forks() {
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_openai_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
-    let store = sdk_store();
+    let store = shared_store();
     let out = run_json(store, &model_case("model/model-timeout"), &openai_agent());
     out.expect_code(0);
     assert_eq!(out.output()["cause_deploy"], "D-42", "{out}");
@@ -219,7 +202,7 @@ fn tool_names(bundle: &Path) -> Vec<String> {
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_anthropic_package_with_the_mcp_client_passes_rollback_replays_and_forks() {
-    let store = sdk_store();
+    let store = shared_store();
     let out = run_json(store, &model_case("model/rollback"), &anthropic_agent());
     out.expect_code(0);
     let o = out.output();
@@ -252,7 +235,7 @@ fn the_anthropic_package_with_the_mcp_client_passes_rollback_replays_and_forks()
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_anthropic_packages_own_retry_meets_an_injected_model_timeout_and_replays() {
-    let store = sdk_store();
+    let store = shared_store();
     let out = run_json(
         store,
         &model_case("model/model-timeout"),
@@ -277,7 +260,7 @@ fn the_anthropic_packages_own_retry_meets_an_injected_model_timeout_and_replays(
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_replays_and_forks() {
-    let store = sdk_store();
+    let store = shared_store();
     let out = run_json(store, &model_case("model/rollback"), &agents_sdk_agent());
     out.expect_code(0);
     let o = out.output();
@@ -302,7 +285,7 @@ fn the_openai_agents_sdk_runs_its_agent_in_the_sandbox_replays_and_forks() {
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_openai_agents_sdk_hands_off_to_its_responder_and_replays() {
-    let store = sdk_store();
+    let store = shared_store();
     let case = workspace_root().join("examples/python-agents-sdk-agent/handoff.toml");
     let out = run_json(store, &case, &agents_sdk_agent());
     out.expect_code(0);
@@ -338,7 +321,7 @@ fn the_openai_agents_sdk_hands_off_to_its_responder_and_replays() {
     ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn a_fuzz_campaign_with_model_and_tool_faults_over_the_openai_agent() {
-    let store = sdk_store();
+    let store = shared_store();
     let case = workspace_root().join("cases/sdk/fuzz-retries.toml");
     let out = wl(
         store,

@@ -294,6 +294,11 @@ fn compiles_happen_before_the_first_case_and_are_reported_once() {
     // A store of its own: nothing compiled yet.
     let store = dir.path().join("store");
     let agent = guest("probe-agent");
+    let test_cmd = |store: &Path, cases: &Path, extra: &[&str]| {
+        let mut extra = extra.to_vec();
+        extra.extend(["--jobs", "1"]);
+        test_suite_with(store, cases, &agent, &extra, &[OWN_COMPILE_CACHE])
+    };
     let out = test_cmd(&store, &cases, &["--json"]);
     out.expect_code(0);
     let compiles = out.json()["compiles"].as_array().unwrap();

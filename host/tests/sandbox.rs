@@ -554,7 +554,12 @@ fn a_missing_case_file_is_refused() {
 fn the_compile_cache_is_written_once_and_reused() {
     let store = temp_dir();
     let agent = hostile();
-    let first = run_json(store.path(), &case("hostile-ok"), &agent);
+    let first = run_json_with(
+        store.path(),
+        &case("hostile-ok"),
+        &agent,
+        &[OWN_COMPILE_CACHE],
+    );
     first.expect_code(0);
     let cache = store.path().join("cache");
     let cached = files_with_suffix(&cache, ".cwasm");
@@ -581,7 +586,12 @@ fn the_compile_cache_is_written_once_and_reused() {
         .unwrap();
     let bytes = std::fs::read(file).unwrap();
 
-    let second = run_json(store.path(), &case("hostile-ok"), &agent);
+    let second = run_json_with(
+        store.path(),
+        &case("hostile-ok"),
+        &agent,
+        &[OWN_COMPILE_CACHE],
+    );
     second.expect_code(0);
     assert_eq!(
         mtime(file),
@@ -598,11 +608,22 @@ fn the_compile_cache_is_written_once_and_reused() {
 fn a_corrupt_cache_entry_is_recompiled() {
     let store = temp_dir();
     let agent = hostile();
-    run_json(store.path(), &case("hostile-ok"), &agent).expect_code(0);
+    run_json_with(
+        store.path(),
+        &case("hostile-ok"),
+        &agent,
+        &[OWN_COMPILE_CACHE],
+    )
+    .expect_code(0);
     let cached = files_with_suffix(&store.path().join("cache"), ".cwasm");
     assert_eq!(cached.len(), 1);
     std::fs::write(&cached[0], b"not a compiled component").unwrap();
-    let again = run_json(store.path(), &case("hostile-ok"), &agent);
+    let again = run_json_with(
+        store.path(),
+        &case("hostile-ok"),
+        &agent,
+        &[OWN_COMPILE_CACHE],
+    );
     again.expect_code(0);
     assert_eq!(again.json()["status"], "completed");
     assert_ne!(

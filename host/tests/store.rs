@@ -9,7 +9,8 @@ use crate::common;
 use crate::ui_support;
 
 use common::{
-    StoreKind, age, fresh_store, guest, store_folder, temp_dir, worldline, worlds_dir, write_case,
+    OWN_COMPILE_CACHE, StoreKind, age, fresh_store, guest, store_folder, temp_dir, worldline,
+    worldline_with, worlds_dir, write_case,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -34,9 +35,11 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `run CASE --json` by the caller agent, compiled into the store's own
+/// cache (which `gc` sweeps).
 fn run(store: &Path, case: &Path) -> Value {
     let agent = guest("caller-agent");
-    let out = worldline(
+    let out = worldline_with(
         store,
         [
             "run",
@@ -47,6 +50,7 @@ fn run(store: &Path, case: &Path) -> Value {
             s(&worlds_dir()),
             "--json",
         ],
+        &[OWN_COMPILE_CACHE],
     );
     assert!(out.code == 0 || out.code == 1, "{out}");
     out.json().clone()

@@ -56,6 +56,10 @@ static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// removes it when a viewer's copies are written over, see `sync.rs`).
 pub const INDEX_FILE: &str = "index.sqlite";
 
+/// The environment variable naming a compile cache every store shares
+/// ([`StoreDir::compile_cache_dir`]).
+const COMPILE_CACHE: &str = "WORLDLINE_COMPILE_CACHE";
+
 impl StoreDir {
     /// Open (and create) a store. A path that cannot hold one (a file, a
     /// folder that cannot be created) is an input error naming it.
@@ -129,6 +133,17 @@ impl StoreDir {
 
     pub fn cache_dir(&self) -> PathBuf {
         self.root.join("cache")
+    }
+
+    /// Where compiled agents are kept: `$WORLDLINE_COMPILE_CACHE` when it
+    /// is set, one folder every store of the machine shares (many fresh
+    /// stores, as a test suite makes, then compile each agent once), else
+    /// the store's own `cache/` (decision 0408).
+    pub fn compile_cache_dir(&self) -> PathBuf {
+        match std::env::var_os(COMPILE_CACHE).filter(|d| !d.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => self.cache_dir(),
+        }
     }
 
     pub fn runs_dir(&self) -> PathBuf {

@@ -192,7 +192,7 @@ impl App {
         if let Some(s) = self.sandbox.get() {
             return Ok(s);
         }
-        let s = Sandbox::new(Some(self.store.cache_dir()))?;
+        let s = Sandbox::new(Some(self.store.compile_cache_dir()))?;
         Ok(self.sandbox.get_or_init(|| s))
     }
 }

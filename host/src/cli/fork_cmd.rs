@@ -62,7 +62,7 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
     let (sandbox, rec) = std::thread::scope(|s| {
         let making = ahead::spawn(s, || {
             let sandbox =
-                Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+                Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
             if args.agent.is_none() {
                 fork::preload(&sandbox, &store, &path);
             }

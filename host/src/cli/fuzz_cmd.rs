@@ -105,7 +105,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
     let jobs = args.fuzz_worker.unwrap_or_else(|| super::jobs(args.jobs));
     let sandbox =
-        Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
+        Sandbox::pooled(Some(store.compile_cache_dir()), jobs)?.on_compile(super::compile_notice());
     let chosen = Choice::of(&args.exec, args.agent.as_deref())?.for_case(&case)?;
     let component;
     let agent: &dyn worldline_engine::run::Runner = match &chosen {

@@ -47,7 +47,7 @@ pub fn exec(args: GradeCommand) -> Result<ExitCode> {
             worlds: args.worlds,
             rejudge: args.rejudge,
         },
-        || Ok(Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice())),
+        || Ok(Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice())),
     )?;
     let (g, footer) = (&graded.grade, &graded.footer);
     let summary = RegradeSummary {

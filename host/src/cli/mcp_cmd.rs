@@ -68,7 +68,8 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
         Some(path) => Some(worldline_case::case::fuzz::load_file(path, &case.world)?),
     };
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let sandbox =
+        Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     store.put_case(&case)?;
     let opts = RunOptions {
         store: Some(&store),

@@ -280,7 +280,7 @@ fn compile_notice() -> worldline_runtime::sandbox::CompileNotice {
             return None;
         }
         let text = format!(
-            "compiling {} ({:.1} MB) for this machine; later runs load it from the store's cache",
+            "compiling {} ({:.1} MB) for this machine; later runs load it from the compile cache",
             origin.display(),
             bytes as f64 / 1e6
         );

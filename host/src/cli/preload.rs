@@ -48,10 +48,10 @@ pub fn start(
     let shown = bar.clone();
     // A suite runs many short runs, `jobs` at once: their instances come
     // from a pool (decision 0390).
-    let sandbox = Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(Box::new(
+    let sandbox = Sandbox::pooled(Some(store.compile_cache_dir()), jobs)?.on_compile(Box::new(
         move |origin, bytes| {
             shown.set_message(format!(
-            "compiling {} ({:.1} MB) for this machine; later runs load it from the store's cache",
+            "compiling {} ({:.1} MB) for this machine; later runs load it from the compile cache",
             origin.display(),
             bytes as f64 / 1e6
         ));

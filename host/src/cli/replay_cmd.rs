@@ -80,7 +80,8 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
             return Ok(ExitCode::Ok);
         }
     }
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let sandbox =
+        Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open_held(&store, &args.run)?;
     store.audit_reexecution(&[&rec.id], "replay")?;
     let r = ops::replay::replay(&sandbox, &store, rec)?;
@@ -103,7 +104,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     store.audit_reexecution(&[], "verify")?;
     let jobs = args.verify_worker.unwrap_or_else(|| super::jobs(args.jobs));
     let sandbox =
-        Sandbox::pooled(Some(store.cache_dir()), jobs)?.on_compile(super::compile_notice());
+        Sandbox::pooled(Some(store.compile_cache_dir()), jobs)?.on_compile(super::compile_notice());
     if args.verify_worker.is_some() {
         let input = std::io::BufReader::new(std::io::stdin());
         verify::serve(&sandbox, &store, jobs, input, std::io::stdout())?;

@@ -44,7 +44,8 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         return Err(InputError::new(&args.run, "--times must be at least 1").into());
     }
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let sandbox =
+        Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let mut rec = replay::open_held(&store, &args.run)?;
     store.audit_reexecution(&[&rec.id], "repro")?;
     super::ModelArgs {

@@ -46,7 +46,8 @@ fn model_mode() -> impl clap::builder::TypedValueParser<Value = ModelMode> {
 
 pub fn exec(args: RerunCommand) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let sandbox =
+        Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open_held(&store, &args.run)?;
     store.audit_reexecution(&[&rec.id], "rerun")?;
     let reran = ops::rerun::rerun(

@@ -56,7 +56,8 @@ struct ResumeSummary<'a> {
 
 pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let sandbox =
+        Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open_held(&store, &args.run)?;
     let raised: BTreeMap<String, u64> = [
         ("fuel", args.fuel),

@@ -36,7 +36,8 @@ pub fn exec(args: RunCommand) -> Result<ExitCode> {
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let sandbox =
+        Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let chosen = Choice::of(&args.exec, args.agent.as_deref())?.for_case(&case)?;
     let who = match &chosen {
         Chosen::Native(exec) => ops::run::Who::Native(exec),

@@ -78,7 +78,7 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
     // shared by every session's thread.
     let store: &'static StoreDir = Box::leak(Box::new(StoreDir::open(&args.common.store)?));
     let sandbox: &'static Sandbox = Box::leak(Box::new(
-        Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice()),
+        Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice()),
     ));
     let json = args.common.json;
     let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();

@@ -45,7 +45,8 @@ pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
     }
     let paths = discover::expand(&args.cases)?;
     let store = StoreDir::open(&args.common.store)?;
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::compile_notice());
+    let sandbox =
+        Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let jobs = super::jobs(args.jobs);
     let worlds = args.worlds.as_deref();
     let rows = worldline_case::parallel::par_map(paths.len(), jobs, |i| {

@@ -229,17 +229,33 @@ impl CliOutput {
 /// The one way the tests start the `worldline` binary: a `Command` for it
 /// that runs in `CARGO_TARGET_TMPDIR` (a command without `--store` leaves
 /// its default `.worldline/` there, not in the source tree: pass absolute
-/// paths) and keeps database stores' working folders and Python builds in
-/// the tests' own caches ([`store_cache`], [`build_cache`]), never the
-/// user's. Callers add arguments, environment, pipes and a folder of their
-/// own over these.
+/// paths) and keeps database stores' working folders, Python builds and
+/// compiled agents in the tests' own caches ([`store_cache`],
+/// [`build_cache`], [`compile_cache`]), never the user's. Callers add
+/// arguments, environment, pipes and a folder of their own over these.
 pub fn cli() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
     cmd.env("WORLDLINE_STORE_CACHE", store_cache())
         .env("WORLDLINE_BUILD_CACHE", build_cache())
+        .env(OWN_COMPILE_CACHE.0, compile_cache())
         .current_dir(env!("CARGO_TARGET_TMPDIR"));
     cmd
 }
+
+/// Where the tests' stores keep compiled agents: one folder under the
+/// target folder that every store shares (`WORLDLINE_COMPILE_CACHE`,
+/// decision 0408), so that a Python or JavaScript component, or a world
+/// service, is compiled once per target folder rather than once per test
+/// store.
+pub fn compile_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("compile-cache")
+}
+
+/// The environment that gives a run its store's own compile cache
+/// (`<store>/cache`) instead of [`compile_cache`]: for the tests of the
+/// compile cache itself, of its notices and of `gc`, which look into the
+/// store's folder or damage what is cached there.
+pub const OWN_COMPILE_CACHE: (&str, &str) = ("WORLDLINE_COMPILE_CACHE", "");
 
 /// [`worldline`], killed if it runs longer than `limit`: `None` then (a
 /// hang). Its output is drained as it comes, so a chatty process cannot
@@ -352,6 +368,17 @@ pub fn build_cache() -> PathBuf {
 /// `worldline test CASES --agent AGENT --worlds tests/worlds` in `store`,
 /// with `extra` arguments (`--jobs 2` unless they give `--jobs`).
 pub fn test_suite(store: &Path, cases: &Path, agent: &Path, extra: &[&str]) -> CliOutput {
+    test_suite_with(store, cases, agent, extra, &[])
+}
+
+/// [`test_suite`] with extra environment variables.
+pub fn test_suite_with(
+    store: &Path,
+    cases: &Path,
+    agent: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> CliOutput {
     let worlds = worlds_dir();
     let mut args: Vec<&OsStr> = vec![
         "test".as_ref(),
@@ -365,7 +392,7 @@ pub fn test_suite(store: &Path, cases: &Path, agent: &Path, extra: &[&str]) -> C
         args.extend([OsStr::new("--jobs"), OsStr::new("2")]);
     }
     args.extend(extra.iter().map(OsStr::new));
-    worldline(store, args)
+    worldline_with(store, args, env)
 }
 
 /// `worldline replay RUN --json` on `store` exits 0 with verdict
@@ -383,11 +410,20 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    worldline_with(store, args, &[])
+}
+
+/// [`worldline`] with extra environment variables.
+pub fn worldline_with<I, S>(store: &Path, args: I, env: &[(&str, &str)]) -> CliOutput
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
     let mut all: Vec<std::ffi::OsString> =
         args.into_iter().map(|a| a.as_ref().to_owned()).collect();
     all.push("--store".into());
     all.push(store.into());
-    worldline_raw(all)
+    worldline_env(all, env)
 }
 
 /// `worldline ARGS --store STORE` on another machine: with working
@@ -529,7 +565,12 @@ pub fn shared_store() -> &'static Path {
 
 /// `worldline run <case> --agent <agent> --json` in `store`.
 pub fn run_json(store: &Path, case: &Path, agent: &Path) -> CliOutput {
-    worldline(
+    run_json_with(store, case, agent, &[])
+}
+
+/// [`run_json`] with extra environment variables.
+pub fn run_json_with(store: &Path, case: &Path, agent: &Path, env: &[(&str, &str)]) -> CliOutput {
+    worldline_with(
         store,
         [
             OsStr::new("run"),
@@ -538,6 +579,7 @@ pub fn run_json(store: &Path, case: &Path, agent: &Path) -> CliOutput {
             agent.as_os_str(),
             OsStr::new("--json"),
         ],
+        env,
     )
 }
 

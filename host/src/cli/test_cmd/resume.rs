@@ -41,7 +41,8 @@ struct Resumed {
 /// Resume the incomplete runs of `entries`' cases; exit 2 when one could
 /// not be, 1 when a resumed run failed, else 0 (also when none was found).
 pub fn exec(store: &StoreDir, entries: &[Entry], json: bool) -> Result<ExitCode> {
-    let sandbox = Sandbox::new(Some(store.cache_dir()))?.on_compile(super::super::compile_notice());
+    let sandbox =
+        Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::super::compile_notice());
     let mut done = Vec::new();
     let mut code = ExitCode::Ok;
     ops::resume::resume_suite(&sandbox, store, entries, &mut |i, resumed| {
