@@ -452,13 +452,11 @@ mod cache_imports_and_disks {
     #[test]
     fn temporary_files_of_killed_cache_writes_are_swept() {
         let store = temp_dir();
-        run_json_with(
-            store.path(),
-            &case("hostile-ok"),
-            &hostile(),
-            &[OWN_COMPILE_CACHE],
-        )
-        .expect_code(0);
+        let run = || {
+            let ok = case("hostile-ok");
+            run_json_with(store.path(), &ok, &hostile(), &[OWN_COMPILE_CACHE]).expect_code(0);
+        };
+        run();
         let entry = the_cache_entry(store.path());
         let folder = entry.parent().unwrap();
         // What a killed writer leaves: its process id is long gone.
@@ -467,13 +465,7 @@ mod cache_imports_and_disks {
         std::fs::write(&left, vec![0u8; 4096]).unwrap();
         std::fs::write(&older, vec![0u8; 4096]).unwrap();
         std::fs::remove_file(&entry).unwrap();
-        run_json_with(
-            store.path(),
-            &case("hostile-ok"),
-            &hostile(),
-            &[OWN_COMPILE_CACHE],
-        )
-        .expect_code(0);
+        run();
         assert!(entry.is_file(), "recompiled");
         assert!(!left.exists() && !older.exists(), "stale temporaries swept");
     }
