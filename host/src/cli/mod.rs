@@ -279,13 +279,19 @@ fn compile_notice() -> worldline_runtime::sandbox::CompileNotice {
         if bytes < COMPILE_NOTICE_BYTES {
             return None;
         }
-        let text = format!(
-            "compiling {} ({:.1} MB) for this machine; later runs load it from the compile cache",
-            origin.display(),
-            bytes as f64 / 1e6
-        );
-        Some(Box::new(compile_progress::CompileProgress::start(text)))
+        Some(Box::new(compile_progress::CompileProgress::start(
+            compiling(origin, bytes),
+        )))
     })
+}
+
+/// What a first compile says: the component, its size, where it is kept.
+fn compiling(origin: &std::path::Path, bytes: usize) -> String {
+    format!(
+        "compiling {} ({:.1} MB) for this machine; later runs load it from the compile cache",
+        origin.display(),
+        bytes as f64 / 1e6
+    )
 }
 
 /// Print a `--json` document, with what the project file supplied under

@@ -50,11 +50,7 @@ pub fn start(
     // from a pool (decision 0390).
     let sandbox = Sandbox::pooled(Some(store.compile_cache_dir()), jobs)?.on_compile(Box::new(
         move |origin, bytes| {
-            shown.set_message(format!(
-            "compiling {} ({:.1} MB) for this machine; later runs load it from the compile cache",
-            origin.display(),
-            bytes as f64 / 1e6
-        ));
+            shown.set_message(super::compiling(origin, bytes));
             seen.lock()
                 .expect("compile list lock")
                 .push((origin.to_path_buf(), bytes));
