@@ -298,6 +298,14 @@ impl Sandbox {
             .on_compile
             .as_ref()
             .and_then(|n| n(origin, bytes.len()));
+        // Another process or thread compiling the same component: wait for
+        // it and load what it kept (`cache.rs`).
+        let _compiling = self.cache.as_ref().and_then(|c| c.compiling(sha256));
+        if _compiling.is_some()
+            && let Some(component) = self.deserialize_cached(sha256)
+        {
+            return Ok(component);
+        }
         let component = Component::new(&self.engine, bytes).map_err(|e| {
             InputError::new(origin, format!("is not a valid WebAssembly component: {e}"))
         })?;
@@ -347,6 +355,42 @@ mod tests {
             .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = ")))
             .expect("wasmtime in Cargo.lock");
         assert_eq!(locked.trim_matches('"'), wasmtime_version());
+    }
+
+    /// A component another process is compiling into the cache is waited
+    /// for and loaded from it, not compiled again.
+    #[test]
+    fn a_compile_under_way_elsewhere_is_waited_for_and_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(Some(dir.path().to_path_buf())).unwrap();
+        let empty: &[u8] = b"\0asm\x0d\x00\x01\x00";
+        let sha = canon::sha256_hex(empty);
+        let elsewhere = CompileCache::new(dir.path(), sandbox.engine_hash());
+        let held = elsewhere.compiling(&sha).expect("the lock is free");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let loaded = sandbox.compile(empty, &sha, Path::new("empty.wasm"));
+                tx.send(loaded.is_ok()).unwrap();
+            });
+            assert!(
+                rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                "the compile waits for the other one"
+            );
+            let other = Sandbox::new(None).unwrap();
+            let compiled = Component::new(&other.engine, empty).unwrap();
+            elsewhere.store(&sha, &compiled.serialize().unwrap());
+            let kept = std::fs::metadata(elsewhere.entry(&sha)).unwrap();
+            drop(held);
+            assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(true));
+            let after = std::fs::metadata(elsewhere.entry(&sha)).unwrap();
+            use std::os::unix::fs::MetadataExt as _;
+            assert_eq!(
+                (kept.ino(), kept.mtime_nsec()),
+                (after.ino(), after.mtime_nsec()),
+                "the entry the other process kept is loaded, not written again"
+            );
+        });
     }
 
     /// Bundles recorded before the settings table was introduced carry this
