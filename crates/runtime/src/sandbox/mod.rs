@@ -299,9 +299,9 @@ impl Sandbox {
             .as_ref()
             .and_then(|n| n(origin, bytes.len()));
         // Another process or thread compiling the same component: wait for
-        // it and load what it kept (`cache.rs`).
-        let _compiling = self.cache.as_ref().and_then(|c| c.compiling(sha256));
-        if _compiling.is_some()
+        // it and load what it kept (`cache.rs`). Held until the entry is kept.
+        let held = self.cache.as_ref().and_then(|c| c.compiling(sha256));
+        if held.is_some()
             && let Some(component) = self.deserialize_cached(sha256)
         {
             return Ok(component);
