@@ -627,19 +627,9 @@ fn two_runs_that_miss_one_component_at_once_compile_it_once() {
             .expect("cannot start the worldline binary")
     };
     let children = [start(), start()];
-    // Each child reaped with its own resource usage (std's `wait` drops it).
     let cpu: Vec<f64> = children
         .iter()
-        .map(|child| {
-            let pid = child.id() as libc::pid_t;
-            let mut status = 0;
-            // SAFETY: plain out-parameters for one child of this process.
-            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-            assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
-            assert_eq!(libc::WEXITSTATUS(status), 0, "both runs pass");
-            let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-            secs(usage.ru_utime) + secs(usage.ru_stime)
-        })
+        .map(|child| reaped_cpu(child, "worldline run").as_secs_f64())
         .collect();
     let (low, high) = (cpu[0].min(cpu[1]), cpu[0].max(cpu[1]));
     assert!(

@@ -273,10 +273,7 @@ fn a_group_and_a_branch_of_8_export_with_pass_at_k() {
 }
 
 /// The CPU time (user + system) of `worldline` run with `args`,
-/// `--store store` and the variables `env`, read from its own `wait4`
-/// (not `RUSAGE_CHILDREN`, which would count the other tests' processes
-/// too); it counts the processes it forked and reaped, a fork server's
-/// branches included.
+/// `--store store` and the variables `env` ([`reaped_cpu`]).
 #[expect(
     clippy::zombie_processes,
     reason = "the child is reaped by wait4, which reads its rusage"
@@ -291,24 +288,7 @@ fn cpu_of(store: &Path, args: &[&str], env: &[(&str, &str)]) -> std::time::Durat
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("cannot start the worldline binary");
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child by its pid; `status` and `usage`
-    // outlive the call.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(
-        pid,
-        child.id() as i32,
-        "wait4: {}",
-        std::io::Error::last_os_error()
-    );
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "worldline {args:?} ended {status}"
-    );
-    let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    reaped_cpu(&child, &format!("worldline {args:?}"))
 }
 
 /// The reexecution switch of decision 0358 (docs/cli.md).

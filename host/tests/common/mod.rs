@@ -459,6 +459,32 @@ where
         .expect("cannot start the worldline binary")
 }
 
+/// Reap `child` with `wait4` and return its CPU time (user + system),
+/// read from its own resource usage (not `RUSAGE_CHILDREN`, which would
+/// count the other tests' processes too); it counts the processes it
+/// forked and reaped, a fork server's branches included. `what` names it
+/// when it did not exit 0.
+pub fn reaped_cpu(child: &std::process::Child, what: &str) -> std::time::Duration {
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child by its pid; `status` and `usage`
+    // outlive the call.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(
+        pid,
+        child.id() as i32,
+        "wait4: {}",
+        std::io::Error::last_os_error()
+    );
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{what} ended {status}"
+    );
+    let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
 /// Where the `worldline` processes of the tests keep the working folders
 /// of database stores (one per store address, so per test).
 pub fn store_cache() -> PathBuf {
