@@ -77,6 +77,11 @@ impl CompileCache {
         }
     }
 
+    /// The folder of this engine configuration's entries.
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Where the compiled component for `sha256` lives.
     pub(super) fn entry(&self, sha256: &str) -> PathBuf {
         self.dir.join(format!("{sha256}.cwasm"))

@@ -19,6 +19,7 @@
 //! sandbox sits below the CLI and must not print.
 
 mod cache;
+mod functions;
 pub(crate) mod imports;
 mod pool;
 mod service;
@@ -27,6 +28,7 @@ use crate::mediate::RunState;
 use crate::mediate::bindings::{AgentHost, AgentHostPre, LinkOptions};
 use anyhow::{Context as _, Result};
 use cache::CompileCache;
+use functions::FunctionCache;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -159,6 +161,13 @@ impl Sandbox {
         cache_dir: Option<PathBuf>,
         instances: wasmtime::InstanceAllocationStrategy,
     ) -> Result<Self> {
+        let names: Vec<&str> = ENGINE_SETTINGS.iter().map(|(name, _)| *name).collect();
+        let engine_hash = canon::sha256_hex(format!(
+            "wasmtime {}\n{}",
+            wasmtime_version(),
+            names.join("\n")
+        ));
+        let cache = cache_dir.map(|dir| CompileCache::new(&dir, &engine_hash));
         let mut config = Config::new();
         for (_, set) in ENGINE_SETTINGS {
             set(&mut config);
@@ -166,6 +175,13 @@ impl Sandbox {
         // How instances are allocated changes no compiled code, so it is
         // not an engine setting (the compile cache serves both).
         config.allocation_strategy(instances);
+        // Nor does taking a function's code from the functions compiled
+        // before (`functions.rs`).
+        if let Some(cache) = &cache {
+            config
+                .enable_incremental_compilation(Arc::new(FunctionCache::new(cache.dir())))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
         let engine = Engine::new(&config)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("creating the wasm engine")?;
@@ -177,19 +193,13 @@ impl Sandbox {
         )
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("linking the host interfaces")?;
-        let names: Vec<&str> = ENGINE_SETTINGS.iter().map(|(name, _)| *name).collect();
-        let engine_hash = canon::sha256_hex(format!(
-            "wasmtime {}\n{}",
-            wasmtime_version(),
-            names.join("\n")
-        ));
         start_watchdog(&engine)?;
         Ok(Sandbox {
             service_linker: std::sync::OnceLock::new(),
             services: Mutex::new(BTreeMap::new()),
             engine,
             linker,
-            cache: cache_dir.map(|dir| CompileCache::new(&dir, &engine_hash)),
+            cache,
             engine_hash,
             loaded: Mutex::new(BTreeMap::new()),
             on_compile: None,
