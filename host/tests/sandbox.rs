@@ -628,7 +628,7 @@ fn two_runs_that_miss_one_component_at_once_compile_it_once() {
     };
     let children = [start(), start()];
     let cpu: Vec<f64> = children
-        .iter()
+        .into_iter()
         .map(|child| reaped_cpu(child, "worldline run").as_secs_f64())
         .collect();
     let (low, high) = (cpu[0].min(cpu[1]), cpu[0].max(cpu[1]));
@@ -643,6 +643,104 @@ fn two_runs_that_miss_one_component_at_once_compile_it_once() {
         Vec::<PathBuf>::new(),
         "the lock file goes with its holder"
     );
+}
+
+/// A component whose bytes differ from one compiled before but whose
+/// functions do not (an edited agent rebuilt, a JavaScript build, another
+/// agent on the same CPython) takes each function's compiled code from
+/// the compile cache's `functions/` instead of compiling it again
+/// (`sandbox/functions.rs`). Told by the function files (none written
+/// again) and by each process's CPU time.
+#[test]
+fn a_component_with_the_functions_of_one_compiled_before_reuses_them() {
+    use std::os::unix::fs::MetadataExt as _;
+    let store = temp_dir();
+    let agent = hostile();
+    // The same component with a custom section appended: other bytes (so
+    // another compile cache entry), the same functions.
+    let mut rebuilt = std::fs::read(&agent).unwrap();
+    let (name, note) = (b"note".as_slice(), b"another build".as_slice());
+    rebuilt.extend([0, (1 + name.len() + note.len()) as u8, name.len() as u8]);
+    rebuilt.extend(name.iter().chain(note));
+    let rebuilt_path = store.path().join("rebuilt.wasm");
+    std::fs::write(&rebuilt_path, &rebuilt).unwrap();
+    let run = |agent: &Path| cpu_of_run(store.path(), agent);
+    let cache = store.path().join("cache");
+    let functions = || -> Vec<(PathBuf, u64)> {
+        files_with_suffix(&cache, "")
+            .into_iter()
+            .filter(|p| p.components().any(|c| c.as_os_str() == "functions"))
+            .map(|p| {
+                let ino = std::fs::metadata(&p).unwrap().ino();
+                (p, ino)
+            })
+            .collect()
+    };
+    let first = run(&agent);
+    let kept = functions();
+    assert!(
+        kept.len() > 100,
+        "the first compile keeps its functions: {}",
+        kept.len()
+    );
+    let second = run(&rebuilt_path);
+    assert_eq!(
+        files_with_suffix(&cache, ".cwasm").len(),
+        2,
+        "each component has its own entry"
+    );
+    // A function is found by a key Cranelift derives from its code; on
+    // two threads a few keys also carry what the thread compiled before
+    // (one thread gives the same keys every time), so not every function
+    // is found, but most are, and none kept is written again.
+    let now = functions();
+    let new = now.iter().filter(|f| !kept.contains(f)).count();
+    assert!(
+        kept.iter().all(|f| now.contains(f)),
+        "the functions kept are taken, not written again"
+    );
+    assert!(
+        new * 4 < kept.len(),
+        "most functions of the rebuilt component were found: {new} compiled again of {}",
+        kept.len()
+    );
+    assert!(
+        second < first * 0.7,
+        "the second compile took what the first kept: CPU {first:.3} s, then {second:.3} s"
+    );
+    // What was taken from the functions is what compiling them gives: the
+    // rebuilt component compiled in a store with an empty cache is the
+    // same machine code, byte for byte.
+    let fresh = temp_dir();
+    cpu_of_run(fresh.path(), &rebuilt_path);
+    let entry = |cache: &Path| {
+        let sha = worldline_case::canon::sha256_hex(&rebuilt);
+        let found: Vec<PathBuf> = files_with_suffix(cache, &format!("{sha}.cwasm"));
+        assert_eq!(found.len(), 1, "{}", cache.display());
+        std::fs::read(&found[0]).unwrap()
+    };
+    assert!(
+        entry(&cache) == entry(&fresh.path().join("cache")),
+        "the compiled component is the same with the functions taken or compiled"
+    );
+}
+
+/// The CPU time of `worldline run` of hostile-ok with `agent`, in `store`
+/// with its own compile cache.
+fn cpu_of_run(store: &Path, agent: &Path) -> f64 {
+    let child = cli()
+        .env(OWN_COMPILE_CACHE.0, OWN_COMPILE_CACHE.1)
+        .arg("run")
+        .arg(case("hostile-ok"))
+        .arg("--agent")
+        .arg(agent)
+        .arg("--store")
+        .arg(store)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cannot start the worldline binary");
+    reaped_cpu(child, "worldline run").as_secs_f64()
 }
 
 #[test]

@@ -274,10 +274,6 @@ fn a_group_and_a_branch_of_8_export_with_pass_at_k() {
 
 /// The CPU time (user + system) of `worldline` run with `args`,
 /// `--store store` and the variables `env` ([`reaped_cpu`]).
-#[expect(
-    clippy::zombie_processes,
-    reason = "the child is reaped by wait4, which reads its rusage"
-)]
 fn cpu_of(store: &Path, args: &[&str], env: &[(&str, &str)]) -> std::time::Duration {
     let child = cli()
         .args(args)
@@ -288,7 +284,7 @@ fn cpu_of(store: &Path, args: &[&str], env: &[(&str, &str)]) -> std::time::Durat
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("cannot start the worldline binary");
-    reaped_cpu(&child, &format!("worldline {args:?}"))
+    reaped_cpu(child, &format!("worldline {args:?}"))
 }
 
 /// The reexecution switch of decision 0358 (docs/cli.md).

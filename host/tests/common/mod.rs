@@ -468,7 +468,7 @@ where
 /// count the other tests' processes too); it counts the processes it
 /// forked and reaped, a fork server's branches included. `what` names it
 /// when it did not exit 0.
-pub fn reaped_cpu(child: &std::process::Child, what: &str) -> std::time::Duration {
+pub fn reaped_cpu(child: std::process::Child, what: &str) -> std::time::Duration {
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
