@@ -279,7 +279,14 @@ fn usage(path: &Path) -> Result<Option<(i64, u64)>> {
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_secs() as i64)
     };
-    let mut used = secs(m.accessed()).max(secs(m.modified()));
+    // A folder's own access time moves whenever it is listed (by this
+    // sweep too: a dry run would keep the real one from removing it), so
+    // a folder is as recently used as its files, or as changed.
+    let mut used = if m.is_dir() {
+        secs(m.modified())
+    } else {
+        secs(m.accessed()).max(secs(m.modified()))
+    };
     let mut bytes = m.len();
     if m.is_dir() {
         bytes = 0;
@@ -291,4 +298,39 @@ fn usage(path: &Path) -> Result<Option<(i64, u64)>> {
         }
     }
     Ok(Some((used, bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    fn set(path: &Path, accessed: SystemTime, modified: SystemTime) {
+        std::fs::File::open(path)
+            .unwrap()
+            .set_times(
+                std::fs::FileTimes::new()
+                    .set_accessed(accessed)
+                    .set_modified(modified),
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn a_folder_listed_since_its_files_were_used_is_as_old_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("functions");
+        std::fs::create_dir_all(folder.join("ab")).unwrap();
+        std::fs::write(folder.join("ab").join("cd"), b"code").unwrap();
+        let old = SystemTime::now() - Duration::from_secs(40 * 86_400);
+        for p in [folder.join("ab").join("cd"), folder.join("ab")] {
+            set(&p, old, old);
+        }
+        // Listed a moment ago (a dry run's sweep), changed 40 days ago.
+        set(&folder, SystemTime::now(), old);
+        let (used, bytes) = usage(&folder).unwrap().unwrap();
+        let old_s = old.duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
+        assert!(used <= old_s + 1, "used {used}, files used {old_s}");
+        assert_eq!(bytes, 4);
+    }
 }
