@@ -612,21 +612,11 @@ fn the_compile_cache_is_written_once_and_reused() {
 #[test]
 fn two_runs_that_miss_one_component_at_once_compile_it_once() {
     let store = temp_dir();
-    let start = || {
-        cli()
-            .env(OWN_COMPILE_CACHE.0, OWN_COMPILE_CACHE.1)
-            .arg("run")
-            .arg(case("hostile-ok"))
-            .arg("--agent")
-            .arg(hostile())
-            .arg("--store")
-            .arg(store.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("cannot start the worldline binary")
-    };
-    let children = [start(), start()];
+    let agent = hostile();
+    let children = [
+        start_hostile_ok(store.path(), &agent),
+        start_hostile_ok(store.path(), &agent),
+    ];
     let cpu: Vec<f64> = children
         .into_iter()
         .map(|child| reaped_cpu(child, "worldline run").as_secs_f64())
@@ -725,10 +715,10 @@ fn a_component_with_the_functions_of_one_compiled_before_reuses_them() {
     );
 }
 
-/// The CPU time of `worldline run` of hostile-ok with `agent`, in `store`
-/// with its own compile cache.
-fn cpu_of_run(store: &Path, agent: &Path) -> f64 {
-    let child = cli()
+/// Start `worldline run` of hostile-ok with `agent`, in `store` with its
+/// own compile cache, its output dropped.
+fn start_hostile_ok(store: &Path, agent: &Path) -> std::process::Child {
+    cli()
         .env(OWN_COMPILE_CACHE.0, OWN_COMPILE_CACHE.1)
         .arg("run")
         .arg(case("hostile-ok"))
@@ -739,8 +729,12 @@ fn cpu_of_run(store: &Path, agent: &Path) -> f64 {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .expect("cannot start the worldline binary");
-    reaped_cpu(child, "worldline run").as_secs_f64()
+        .expect("cannot start the worldline binary")
+}
+
+/// The CPU time of [`start_hostile_ok`]'s run.
+fn cpu_of_run(store: &Path, agent: &Path) -> f64 {
+    reaped_cpu(start_hostile_ok(store, agent), "worldline run").as_secs_f64()
 }
 
 #[test]
