@@ -20,6 +20,7 @@
 # To add another pure-Rust pyo3 extension: one line in the table below.
 . "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 # name==version  sdist folder  cargo args  Python source ("-": none)  built library  module
+PYTHON_WASI_WHEEL_RECIPE="opt-level=s strip lto=off codegen-units=16"
 PYTHON_WASI_WHEEL_TABLE="
 jiter==0.19.0 jiter-0.19.0 -p=jiter-python - jiter_python.wasm jiter
 pydantic-core==2.50.5 pydantic_core-2.50.5 - python _pydantic_core.wasm pydantic_core._pydantic_core
@@ -27,7 +28,12 @@ rpds-py==2026.9.1 rpds_py-2026.9.1 - - rpds.wasm rpds
 "
 
 # wasi_wheel_build SRC_DIR CARGO_ARGS...: build SRC_DIR's extension crate
-# for WASI into $work/cargo.
+# for WASI into $work/cargo. Without the fat link-time optimization and
+# the one codegen unit jiter's and pydantic-core's release profiles ask
+# for: a library for a component gains nothing measurable from them (its
+# size within 1%), and they made these builds most of the wheels' time
+# (docs/benchmarks.md). A wheel kept by an earlier recipe is built again
+# ($PYTHON_WASI_WHEEL_RECIPE is in its stamp).
 wasi_wheel_build() {
   local src="$1"; shift
   # Outside a workspace of its own, cargo would take the one above it.
@@ -35,6 +41,7 @@ wasi_wheel_build() {
   (cd "$src" && RUSTC_BOOTSTRAP=1 \
     PYO3_CONFIG_FILE="$work/pyo3-wasi.cfg" PYO3_BUILD_EXTENSION_MODULE=1 \
     CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_STRIP=true \
+    CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     RUSTFLAGS="-C relocation-model=pic -C link-self-contained=no -C link-args=--experimental-pic -C link-args=--shared -L $work/nolibc" \
     cargo build --quiet --release --lib --target wasm32-wasip1 -Z build-std=std,panic_abort \
       --target-dir "$work/cargo" "$@")
@@ -44,30 +51,14 @@ wasi_wheel_build() {
 # (the wheel's own spelling: pydantic_core-2.50.5).
 wasi_wheel_key() { echo "$1" | sed 's/-/_/g; s/==/-/'; }
 
-# wasi_wheels_migrate ROOT: the folder of one stamp for all wheels that
-# earlier versions of this script kept (jiter-0.19.0_pydantic-core-2.50.5)
-# becomes one folder per wheel, without building anything again.
-wasi_wheels_migrate() {
-  local root="$1" old whl key
-  for old in "$root"/*_*/; do
-    [ -f "$old/.built" ] && [ -d "$old/wheels" ] || continue
-    for whl in "$old"wheels/*.whl; do
-      [ -f "$whl" ] || continue
-      key="$(basename "$whl" | cut -d- -f1-2)"
-      mkdir -p "$root/$key" && mv "$whl" "$root/$key/" && touch "$root/$key/.built" || return 1
-    done
-    rm -rf "$old"
-  done
-}
-
 ensure_python_wasi_wheels() {
   local root; root="$(realpath -m "$1")/python-wasi-wheels"
   mkdir -p "$root" || return 1
-  wasi_wheels_migrate "$root" || return 1
   local missing="" spec rest
   while read -r spec rest; do
     [ -n "$spec" ] || continue
-    [ -f "$root/$(wasi_wheel_key "$spec")/.built" ] || missing="$missing $spec"
+    [ "$(cat "$root/$(wasi_wheel_key "$spec")/.built" 2>/dev/null)" = "$PYTHON_WASI_WHEEL_RECIPE" ] ||
+      missing="$missing $spec"
   done <<< "$PYTHON_WASI_WHEEL_TABLE"
   if [ -n "$missing" ]; then
     python_wasi_wheels_build "$root" $missing || return 1
@@ -112,7 +103,7 @@ python_wasi_wheels_build() {
       wasi_wheel_build "$work/$dir" $args &&
         python3 "$(dirname "${BASH_SOURCE[0]}")/wasi-wheel.py" "$work/$dir" "$source" \
           "$lib/$built" "$module" "$root/$key" >/dev/null || return 1
-      touch "$root/$key/.built"
+      echo "$PYTHON_WASI_WHEEL_RECIPE" > "$root/$key/.built"
       echo "built $(ls "$root/$key") in $((SECONDS - started)) s"
     done <<< "$PYTHON_WASI_WHEEL_TABLE"
   done
