@@ -19,8 +19,9 @@
 #
 # To add another pure-Rust pyo3 extension: one line in the table below.
 . "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
+# How each is built: Cargo's release profile as these settings change it.
+PYTHON_WASI_WHEEL_RECIPE="CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_STRIP=true CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16"
 # name==version  sdist folder  cargo args  Python source ("-": none)  built library  module
-PYTHON_WASI_WHEEL_RECIPE="opt-level=s strip lto=off codegen-units=16"
 PYTHON_WASI_WHEEL_TABLE="
 jiter==0.19.0 jiter-0.19.0 -p=jiter-python - jiter_python.wasm jiter
 pydantic-core==2.50.5 pydantic_core-2.50.5 - python _pydantic_core.wasm pydantic_core._pydantic_core
@@ -28,22 +29,21 @@ rpds-py==2026.9.1 rpds_py-2026.9.1 - - rpds.wasm rpds
 "
 
 # wasi_wheel_build SRC_DIR CARGO_ARGS...: build SRC_DIR's extension crate
-# for WASI into $work/cargo. Without the fat link-time optimization and
-# the one codegen unit jiter's and pydantic-core's release profiles ask
-# for: a library for a component gains nothing measurable from them (its
-# size within 1%), and they made these builds most of the wheels' time
-# (docs/benchmarks.md). A wheel kept by an earlier recipe is built again
-# ($PYTHON_WASI_WHEEL_RECIPE is in its stamp).
+# for WASI into $work/cargo, by $PYTHON_WASI_WHEEL_RECIPE: without the
+# fat link-time optimization and the one codegen unit jiter's and
+# pydantic-core's release profiles ask for, which a library for a
+# component gains nothing measurable from (its size within 2%) and which
+# cost a sixth of the wheels' CPU (docs/benchmarks.md). A wheel kept by
+# an earlier recipe is built again (the recipe is in its stamp).
 wasi_wheel_build() {
   local src="$1"; shift
   # Outside a workspace of its own, cargo would take the one above it.
   grep -q '^\[workspace\]' "$src/Cargo.toml" || printf '\n[workspace]\n' >> "$src/Cargo.toml"
+  # shellcheck disable=SC2086 # the recipe is words: one setting each
   (cd "$src" && RUSTC_BOOTSTRAP=1 \
     PYO3_CONFIG_FILE="$work/pyo3-wasi.cfg" PYO3_BUILD_EXTENSION_MODULE=1 \
-    CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_STRIP=true \
-    CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     RUSTFLAGS="-C relocation-model=pic -C link-self-contained=no -C link-args=--experimental-pic -C link-args=--shared -L $work/nolibc" \
-    cargo build --quiet --release --lib --target wasm32-wasip1 -Z build-std=std,panic_abort \
+    env $PYTHON_WASI_WHEEL_RECIPE cargo build --quiet --release --lib --target wasm32-wasip1 -Z build-std=std,panic_abort \
       --target-dir "$work/cargo" "$@")
 }
 
