@@ -480,3 +480,34 @@ fn a_forked_user_turn_shows_its_text() {
     );
     doc_shot(&b, "user", "fork-user-turn.png");
 }
+
+/// Chromium's folders (chromedriver's profile, the profile lock's socket
+/// folder Chromium leaves behind when it quits) are made in the browser's
+/// own temporary folder, which goes when the browser does: before, each
+/// browser left one in `/tmp` for good.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Chromium: run tests/run, which installs it"
+)]
+fn chromium_leaves_nothing_behind_in_the_shared_temporary_folder() {
+    let b = Browser::start();
+    b.goto("about:blank");
+    let tmp = b.tmp().to_path_buf();
+    let chromiums = std::fs::read_dir(&tmp)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .contains("org.chromium.Chromium")
+        })
+        .count();
+    assert!(
+        chromiums > 0,
+        "Chromium made its folders elsewhere than the browser's own temporary folder {}",
+        tmp.display()
+    );
+    drop(b);
+    assert!(!tmp.exists(), "{} outlived the browser", tmp.display());
+}

@@ -12,11 +12,15 @@ use std::time::{Duration, Instant};
 
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-/// A chromedriver process and one browser session; both end when dropped.
+/// A chromedriver process and one browser session; both end when dropped,
+/// and with them the folder they were given as `TMPDIR`: Chromium leaves
+/// its profile lock's socket folder (`org.chromium.Chromium.*`) in the
+/// temporary folder when it quits, one more in `/tmp` per browser before.
 pub struct Browser {
     driver: Child,
     port: u16,
     session: String,
+    tmp: tempfile::TempDir,
 }
 
 fn free_port() -> u16 {
@@ -45,8 +49,10 @@ impl Browser {
         let chromium = find_program(&["chromium", "chromium-browser"])
             .expect("chromium is installed with chromium-driver");
         let port = free_port();
+        let tmp = crate::common::temp_dir();
         let child = Command::new(driver)
             .arg(format!("--port={port}"))
+            .env("TMPDIR", tmp.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -55,6 +61,7 @@ impl Browser {
             driver: child,
             port,
             session: String::new(),
+            tmp,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -68,6 +75,11 @@ impl Browser {
         let v = b.call("POST", "/session", Some(caps));
         b.session = v["sessionId"].as_str().expect("a session").to_string();
         b
+    }
+
+    /// The temporary folder chromedriver and Chromium were given.
+    pub fn tmp(&self) -> &Path {
+        self.tmp.path()
     }
 
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
