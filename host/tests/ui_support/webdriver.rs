@@ -14,8 +14,8 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// A chromedriver process and one browser session; both end when dropped,
 /// and with them the folder they were given as `TMPDIR`: Chromium leaves
-/// its profile lock's socket folder (`org.chromium.Chromium.*`) in the
-/// temporary folder when it quits, one more in `/tmp` per browser before.
+/// the socket folders of its profile lock (`org.chromium.Chromium.*`) in
+/// the temporary folder when it quits (two in `/tmp` per browser before).
 pub struct Browser {
     driver: Child,
     port: u16,
