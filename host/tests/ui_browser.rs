@@ -481,10 +481,10 @@ fn a_forked_user_turn_shows_its_text() {
     doc_shot(&b, "user", "fork-user-turn.png");
 }
 
-/// Chromium's folders (chromedriver's profile, the profile lock's socket
-/// folder Chromium leaves behind when it quits) are made in the browser's
-/// own temporary folder, which goes when the browser does: before, each
-/// browser left one in `/tmp` for good.
+/// Chromium's folders (chromedriver's profile, the socket folders of the
+/// profile lock Chromium leaves behind when it quits) are made in the
+/// browser's own temporary folder, which goes when the browser does:
+/// before, each browser left two in `/tmp` for good.
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
