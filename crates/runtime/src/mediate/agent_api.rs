@@ -107,7 +107,7 @@ fn plain(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -> Servi
                 Effect::Write
             },
             writes,
-            ..ServiceReply::read(json!({"ok": out}))
+            ..ServiceReply::read(super::ok(out))
         },
         Err(f) => error_answer(f.kind, f.message),
     };
@@ -184,7 +184,7 @@ fn injected(
             )
         }
         Action::Respond(v) => (
-            ServiceReply::read(json!({"ok": v})),
+            ServiceReply::read(super::ok(v.clone())),
             json!({"action": "response"}),
         ),
         Action::Injection(i) => {
@@ -196,7 +196,7 @@ fn injected(
             let as_of = AsOf { empty: true, ..now };
             let Ran { result, service } = run_tool(s, tool, args, &as_of);
             let answer = match result {
-                Ok((out, _)) => ServiceReply::read(json!({"ok": out})),
+                Ok((out, _)) => ServiceReply::read(super::ok(out)),
                 Err(f) => error_answer(f.kind, f.message),
             };
             (noting(answer, service), json!({"action": "empty"}))

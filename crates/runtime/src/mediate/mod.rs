@@ -91,6 +91,12 @@ pub struct ServiceReply {
     pub injected: Option<Value>,
 }
 
+/// `{"ok": value}`, with `value` moved in (`json!` would copy it whole
+/// through its serializer).
+pub(crate) fn ok(value: Value) -> Value {
+    Value::Object(serde_json::Map::from_iter([("ok".to_string(), value)]))
+}
+
 impl ServiceReply {
     pub fn read(response: Value) -> Self {
         ServiceReply {

@@ -203,7 +203,9 @@ impl ModelService {
         record["model"] = completion["model"].clone();
         record["usage"] = completion["usage"].clone();
         record["finish_reason"] = chat::finish_reason(&completion);
-        (json!({"ok": completion, "model_call": record}), latency)
+        let mut answer = crate::mediate::ok(completion);
+        answer["model_call"] = record;
+        (answer, latency)
     }
 
     /// Ask the endpoint; `cassette` notes why a recorded provider called out.
@@ -233,7 +235,7 @@ impl ModelService {
                 if self.config.token_ids {
                     self.take_tokens(&mut v, &mut record, request, seq);
                 }
-                json!({"ok": v})
+                crate::mediate::ok(v)
             }
             Err((kind, message)) => error_answer(kind, message).response,
         };
