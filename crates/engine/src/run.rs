@@ -4,7 +4,7 @@
 
 use crate::grade::gold::GoldState;
 use crate::grade::judge::Judging;
-use crate::grade::{Evidence, Grade, grade_judged};
+use crate::grade::{Evidence, Grade, grade_judged, verdict_judged};
 use anyhow::Result;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -147,6 +147,11 @@ pub struct RunOptions<'a> {
     /// store (whose recordings are still read): a fork server's prefix
     /// and branches (decision 0358).
     pub detached: Option<Arc<Mutex<Vec<u8>>>>,
+    /// A run kept in memory that is counted and dropped (a campaign's
+    /// trial): nothing reads its hashes, so it makes none (no event's
+    /// chain hash, no final state's or footer's hash, no grade as JSON in
+    /// its footer). Ignored with a store or `detached`.
+    pub counted: bool,
 }
 
 impl RunOptions<'_> {
@@ -234,6 +239,11 @@ pub fn begin(
             run_id: None,
             path: None,
         },
+        None if opts.counted && opts.store.is_none() => Log {
+            recorder: Recorder::unhashed(),
+            run_id: None,
+            path: None,
+        },
         None => Log::open(opts.store, opts.spares, &inputs.header, opts.syncs_alone())?,
     };
     let mut med = Mediator::new(case, log.recorder.chained(opts.chain));
@@ -272,6 +282,7 @@ pub fn finish(
         .finish_log()
         .map_err(|e| opened.footer_error(opts.store, e))?;
     let left = med.services.finish();
+    let hashed = !(opts.counted && opts.store.is_none() && opts.detached.is_none());
     let graded = grade_run(
         case,
         opts.recorded_grade.as_ref(),
@@ -279,6 +290,7 @@ pub fn finish(
         &events,
         &left.state,
         opened.gold.as_deref(),
+        hashed,
     );
     let footer = footer(
         ended,
@@ -287,6 +299,7 @@ pub fn finish(
         events.len(),
         &left,
         graded.as_ref(),
+        hashed,
     );
     // A batch syncs its bundles together (and starts each one's writeback
     // as it is handed back); a database store's run is made durable by its
@@ -363,6 +376,7 @@ pub(crate) fn regrade(
         events,
         final_state,
         opened.gold.as_deref(),
+        true,
     )
 }
 
@@ -541,7 +555,9 @@ fn settle(med: &mut Mediator) -> (Option<Divergence>, bool) {
 
 /// The grade, when the case has `[expect]`; a replay reuses the recorded
 /// grade's judge answers. The checks read the events whole (decision
-/// 0380: a graded run holds them so while it is graded).
+/// 0380: a graded run holds them so while it is graded). Without the
+/// state's diff unless `diffed` (a counted run's grade is read for its
+/// verdict only).
 fn grade_run(
     case: &Case,
     recorded_grade: Option<&serde_json::Value>,
@@ -549,6 +565,7 @@ fn grade_run(
     events: &Held,
     final_state: &State,
     gold: Option<&GoldState>,
+    diffed: bool,
 ) -> Option<Grade> {
     let judging = match recorded_grade {
         Some(g) => Judging::Recorded(g),
@@ -558,7 +575,8 @@ fn grade_run(
         },
     };
     let expect = case.expect.as_ref()?;
-    Some(grade_judged(
+    let grade = if diffed { grade_judged } else { verdict_judged };
+    Some(grade(
         expect,
         &Evidence {
             status: ended.0,
@@ -573,7 +591,8 @@ fn grade_run(
     ))
 }
 
-/// The footer of a finished run, hashed.
+/// The footer of a finished run, hashed unless not `hashed` (a counted
+/// run's: its hashes and its grade's JSON are left empty).
 fn footer(
     ended: Ending,
     fuel: u64,
@@ -581,6 +600,7 @@ fn footer(
     events: usize,
     left: &Leftover,
     graded: Option<&Grade>,
+    hashed: bool,
 ) -> Footer {
     let (status, output, error, backtrace) = ended;
     let mut footer = Footer {
@@ -588,9 +608,15 @@ fn footer(
         chain_hash,
         error,
         events: events as u64,
-        final_state_hash: left.state.hash(),
+        final_state_hash: if hashed {
+            left.state.hash()
+        } else {
+            String::new()
+        },
         fuel,
-        grade: graded.map(|g| serde_json::to_value(g).expect("grades serialize")),
+        grade: graded
+            .filter(|_| hashed)
+            .map(|g| serde_json::to_value(g).expect("grades serialize")),
         hash: String::new(),
         output,
         replayable: status != Status::Timeout,
@@ -599,7 +625,9 @@ fn footer(
         stdout: left.stdout.clone(),
         truncated_bytes: left.truncated_bytes,
     };
-    footer.hash = bundle::footer_hash(&footer);
+    if hashed {
+        footer.hash = bundle::footer_hash(&footer);
+    }
     footer
 }
 

@@ -47,29 +47,18 @@ pub fn model_seed(seed: u64, rep: u64) -> Option<u64> {
     (rep > 0).then(|| derive(seed, "model", rep))
 }
 
-/// One run of `case` with its seed replaced by `seed`, the given faults
-/// and model seed; written to `store` when given, else kept in memory.
+/// One run of `case` with its seed replaced by `seed`, carried out as
+/// `opts` says (its faults, model seed, store).
 pub fn execute(
     sandbox: &Sandbox,
     agent: &dyn Runner,
     case: &Case,
     seed: u64,
-    faults: Option<&FaultSource>,
-    model_seed: Option<u64>,
-    store: Option<&StoreDir>,
+    opts: RunOptions,
 ) -> Result<RunOutcome> {
     let mut case = case.clone();
     case.seed = seed;
-    agent.run(
-        sandbox,
-        &case,
-        RunOptions {
-            store,
-            faults: faults.cloned(),
-            model_seed,
-            ..RunOptions::default()
-        },
-    )
+    agent.run(sandbox, &case, opts)
 }
 
 /// The faults a finished run actually met, as a schedule that re-creates
@@ -180,9 +169,14 @@ impl Campaign<'_> {
             self.agent,
             self.case,
             seed,
-            Some(&self.faults),
-            model_seed,
-            self.keep_all,
+            RunOptions {
+                store: self.keep_all,
+                faults: Some(self.faults.clone()),
+                model_seed,
+                // Kept in memory, it is counted and dropped.
+                counted: self.keep_all.is_none(),
+                ..RunOptions::default()
+            },
         )?;
         let signature = signature::of(o.footer.status, o.grade.as_ref());
         let faults = if signature.is_some() {

@@ -7,7 +7,7 @@ use super::campaign;
 use super::stats::{Z95, wilson};
 use crate::grade::signature;
 use crate::replay::RecordedRun;
-use crate::run::Runner;
+use crate::run::{RunOptions, Runner};
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,9 +49,11 @@ pub fn repro(
             agent,
             &rec.case,
             header.seed,
-            header.fuzz.as_ref(),
-            campaign::model_seed(header.seed, i as u64 + 1),
-            None,
+            RunOptions {
+                faults: header.fuzz.clone(),
+                model_seed: campaign::model_seed(header.seed, i as u64 + 1),
+                ..RunOptions::default()
+            },
         )?;
         Ok((
             signature::of(o.footer.status, o.grade.as_ref()),

@@ -8,7 +8,7 @@ use super::shrink::{self, Shrunk};
 use super::summary::Group;
 use super::trial::Trial;
 use crate::grade::signature;
-use crate::run::{RunOutcome, Runner};
+use crate::run::{RunOptions, RunOutcome, Runner};
 use anyhow::Result;
 use worldline_case::case::Case;
 use worldline_case::case::fuzz::{FaultSource, Schedule};
@@ -56,9 +56,14 @@ impl Reproducers<'_> {
                 self.agent,
                 self.case,
                 trial.seed,
-                Some(source),
-                trial.model_seed,
-                store,
+                RunOptions {
+                    store,
+                    faults: Some(source.clone()),
+                    model_seed: trial.model_seed,
+                    // Shrinking's runs are counted and dropped.
+                    counted: store.is_none(),
+                    ..RunOptions::default()
+                },
             )
         };
         let mut source = self.faults.clone();

@@ -23,7 +23,7 @@ use worldline_case::case::expect::{
 use worldline_case::path::JsonPath;
 use worldline_case::world::compare::{Numbers, Op};
 use worldline_case::world::glob_match;
-use worldline_case::world::state::State;
+use worldline_case::world::state::{Rows, State};
 use worldline_log::log::{Call, Effect, Event, Status};
 
 /// One assertion's result.
@@ -77,7 +77,14 @@ pub struct Evidence<'a> {
 /// Grade a run, its judged checks answered as `judging` says.
 pub fn grade_judged(expect: &Expect, ev: &Evidence, judging: &judge::Judging) -> Grade {
     let judged = judge::checks(expect, ev, judging);
-    grade_with(expect, ev, judged)
+    grade_with(expect, ev, judged, true)
+}
+
+/// [`grade_judged`] without the state's diff (left empty): the grade of a
+/// run counted and dropped, read only for its verdict.
+pub fn verdict_judged(expect: &Expect, ev: &Evidence, judging: &judge::Judging) -> Grade {
+    let judged = judge::checks(expect, ev, judging);
+    grade_with(expect, ev, judged, false)
 }
 
 fn check(what: String, expected: Value, actual: Value, passed: bool) -> Assertion {
@@ -396,11 +403,22 @@ fn reward(how: Reward, passed: bool, out: &[Assertion], weights: &[(usize, f64)]
 
 /// Grade a run against expectations (without judged checks).
 pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
-    grade_with(expect, ev, Vec::new())
+    grade_with(expect, ev, Vec::new(), true)
 }
 
 /// Grade a run, with the assertions of its judged checks.
-fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>) -> Grade {
+/// Whether a table's rows `after` are its rows `before`: shared (a run
+/// that never wrote the table), else the same keys with the same values.
+fn same_rows(before: &Rows, after: &Rows, numbers: Numbers) -> bool {
+    before.ptr_eq(after)
+        || (before.len() == after.len()
+            && before
+                .iter()
+                .all(|(k, b)| after.get(k).is_some_and(|a| numbers.same(b, a))))
+}
+
+/// `diffed`: with the state's diff.
+fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>, diffed: bool) -> Grade {
     let mut out = Vec::new();
     // Weight of each assertion in `out` that declares one.
     let mut weights: Vec<(usize, f64)> = Vec::new();
@@ -417,19 +435,15 @@ fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>) -> Grade {
         out.push(state_checks::state_check(c, ev.final_state, numbers));
     }
     for u in &expect.unchanged {
-        let (before, after) = match u.split_once('/') {
-            Some((t, k)) => (
-                ev.initial.row(t, k).cloned(),
-                ev.final_state.row(t, k).cloned(),
-            ),
-            None => (
-                ev.initial.tables.get(u).map(|t| json!(t.rows)),
-                ev.final_state.tables.get(u).map(|t| json!(t.rows)),
-            ),
-        };
-        let kept = match (&before, &after) {
-            (Some(b), Some(a)) => numbers.same(b, a),
-            (b, a) => b == a,
+        let kept = match u.split_once('/') {
+            Some((t, k)) => match (ev.initial.row(t, k), ev.final_state.row(t, k)) {
+                (Some(b), Some(a)) => numbers.same(b, a),
+                (b, a) => b == a,
+            },
+            None => match (ev.initial.tables.get(u), ev.final_state.tables.get(u)) {
+                (Some(b), Some(a)) => same_rows(&b.rows, &a.rows, numbers),
+                (b, a) => b.is_none() && a.is_none(),
+            },
         };
         let actual = if kept {
             json!("unchanged")
@@ -479,7 +493,11 @@ fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>) -> Grade {
         passed,
         reward: reward(expect.reward, passed, &out, &weights),
         assertions: out,
-        diff: diff::diff_with(ev.initial, ev.final_state, numbers),
+        diff: if diffed {
+            diff::diff_with(ev.initial, ev.final_state, numbers)
+        } else {
+            StateDiff::default()
+        },
         turns: by_turn.diffs(numbers),
     }
 }
@@ -487,6 +505,34 @@ fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>) -> Grade {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A table's rows are unchanged when shared, or when equal row by row
+    /// as its numbers compare; a changed, added or removed row changes it.
+    #[test]
+    fn rows_are_the_same_shared_or_equal_row_by_row() {
+        let rows = |pairs: &[(&str, Value)]| -> Rows {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect()
+        };
+        let before = rows(&[("a", json!({"n": 2})), ("b", json!({"n": 3}))]);
+        assert!(same_rows(&before, &before.clone(), Numbers::Strict));
+        let equal = rows(&[("a", json!({"n": 2})), ("b", json!({"n": 3}))]);
+        assert!(!before.ptr_eq(&equal));
+        assert!(same_rows(&before, &equal, Numbers::Strict));
+        let float = rows(&[("a", json!({"n": 2.0})), ("b", json!({"n": 3}))]);
+        assert!(same_rows(&before, &float, Numbers::ByValue));
+        assert!(!same_rows(&before, &float, Numbers::Strict));
+        let changed = rows(&[("a", json!({"n": 2})), ("b", json!({"n": 4}))]);
+        assert!(!same_rows(&before, &changed, Numbers::ByValue));
+        let mut added = before.clone();
+        added.insert("c".into(), json!({"n": 5}));
+        assert!(!same_rows(&before, &added, Numbers::ByValue));
+        assert!(!same_rows(&added, &before, Numbers::ByValue));
+        let renamed = rows(&[("a", json!({"n": 2})), ("c", json!({"n": 3}))]);
+        assert!(!same_rows(&before, &renamed, Numbers::ByValue));
+    }
 
     fn judge(check: &str, output: &str) -> Vec<(String, bool)> {
         let o: OutputCheck = toml::from_str(check).unwrap();

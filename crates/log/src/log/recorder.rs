@@ -105,6 +105,8 @@ pub struct Recorder {
     /// its own bundle at its end then waits for its last lines only
     /// (decision 0402).
     writeback: bool,
+    /// Hash each event into the chain (all but [`Recorder::unhashed`]).
+    hashed: bool,
 }
 
 impl Recorder {
@@ -118,7 +120,18 @@ impl Recorder {
             folds: Folds::default(),
             chain: Chain::default(),
             writeback: false,
+            hashed: true,
         }
+    }
+
+    /// Record in memory without the chain: a run counted and dropped (a
+    /// campaign's trial), whose events no one reads by hash. Their
+    /// `hash` stays empty, and so does the chain's last hash.
+    pub fn unhashed() -> Self {
+        let mut recorder = Recorder::in_memory();
+        recorder.hashed = false;
+        recorder.head.clear();
+        recorder
     }
 
     /// Hash compact model calls as `chain` says (a replay, as its
@@ -208,6 +221,13 @@ impl Recorder {
         now: bool,
     ) -> std::io::Result<()> {
         event.hash.clear();
+        if !self.hashed {
+            match x {
+                Some(x) => self.events.push_extending(event, x),
+                None => self.events.push(event),
+            }
+            return Ok(());
+        }
         let seq = self.events.len() as u64;
         let whole = (self.chain == Chain::Whole).then(|| canon::to_string(&event));
         match x {
@@ -383,6 +403,34 @@ mod tests {
         back.append(read(400)).unwrap();
         drop((plain.finish().unwrap(), back.finish().unwrap()));
         assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    }
+
+    /// An unhashed recorder holds the events a hashing one holds, each
+    /// without its hash, and ends with no chain hash.
+    #[test]
+    fn an_unhashed_recorder_holds_the_same_events_without_hashes() {
+        let mut hashed = Recorder::in_memory();
+        let mut unhashed = Recorder::unhashed();
+        for seq in 0..5 {
+            hashed.append(read(seq)).unwrap();
+            unhashed.append_redoable(read(seq)).unwrap();
+        }
+        let (_, hashed, head) = hashed.finish().unwrap();
+        let (_, unhashed, none) = unhashed.finish().unwrap();
+        assert_eq!(head.len(), 64);
+        assert_eq!(none, "");
+        assert_eq!(hashed.len(), unhashed.len());
+        for (h, u) in hashed.as_held().iter().zip(unhashed.as_held()) {
+            assert!(!h.hash.is_empty());
+            assert!(u.hash.is_empty());
+            assert_eq!(
+                Event {
+                    hash: String::new(),
+                    ..h.clone()
+                },
+                *u
+            );
+        }
     }
 
     #[test]
