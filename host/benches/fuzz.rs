@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use worldline_case::case::fuzz::FaultSource;
 use worldline_case::case::{self, Case};
 use worldline_engine::fuzz::campaign::{Campaign, execute};
+use worldline_engine::run::RunOptions;
 use worldline_runtime::sandbox::{Agent, Sandbox};
 
 /// Tool calls per run.
@@ -123,9 +124,10 @@ fn bench(c: &mut Criterion) {
         f.agent.as_ref(),
         &f.case,
         3,
-        Some(&f.faults),
-        None,
-        None,
+        RunOptions {
+            faults: Some(f.faults.clone()),
+            ..RunOptions::default()
+        },
     )
     .unwrap();
     assert_eq!(
@@ -151,9 +153,12 @@ fn bench(c: &mut Criterion) {
                         f.agent.as_ref(),
                         &f.case,
                         seed,
-                        Some(&f.faults),
-                        None,
-                        None,
+                        // As a campaign's trial: counted and dropped.
+                        RunOptions {
+                            faults: Some(f.faults.clone()),
+                            counted: true,
+                            ..RunOptions::default()
+                        },
                     )
                     .unwrap(),
                 );
@@ -168,9 +173,11 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let t = Instant::now();
             for _ in 0..iters {
-                black_box(
-                    execute(&f.sandbox, f.agent.as_ref(), &f.case, 1, None, None, None).unwrap(),
-                );
+                let counted = RunOptions {
+                    counted: true,
+                    ..RunOptions::default()
+                };
+                black_box(execute(&f.sandbox, f.agent.as_ref(), &f.case, 1, counted).unwrap());
             }
             let d = t.elapsed();
             plain.push(d.as_secs_f64() / iters as f64);
