@@ -230,6 +230,31 @@ fn the_same_seed_gives_the_same_report_on_one_and_two_jobs() {
     assert_ne!(stable(other.json())["groups"], one["groups"]);
 }
 
+/// A campaign's trials are counted and dropped without their hashes
+/// (decision 0410); written with `--keep-all`, each is hashed as every
+/// written run is. The report is the same either way: the same verdicts,
+/// signatures, fault mixes and reproducers.
+#[test]
+fn counted_trials_report_what_written_ones_do() {
+    let naive = guest("naive-agent");
+    let report = |extra: &[&str]| {
+        let store = temp_dir();
+        let mut args = vec!["--runs", "60", "--seed", "5", "--shrink", "--jobs", "2"];
+        args.extend(extra);
+        let out = fuzz(store.path(), &fuzz_case(), &naive, &args);
+        out.expect_code(1);
+        let runs = files_with_suffix(&store.path().join("runs"), ".jsonl").len();
+        (stable(out.json()), runs)
+    };
+    let (counted, reproducers) = report(&[]);
+    let (written, all) = report(&["--keep-all"]);
+    assert_eq!(counted, written);
+    let groups = counted["groups"].as_array().unwrap().len();
+    assert!(groups > 0, "{counted}");
+    assert_eq!(reproducers, groups, "only the reproducers are written");
+    assert_eq!(all, 60 + groups, "every run and the reproducers");
+}
+
 #[test]
 fn repro_reports_a_rate() {
     let store = temp_dir();
