@@ -150,11 +150,18 @@ pub struct RunOptions<'a> {
     /// A run kept in memory that is counted and dropped (a campaign's
     /// trial): nothing reads its hashes, so it makes none (no event's
     /// chain hash, no final state's or footer's hash, no grade as JSON in
-    /// its footer). Ignored with a store or `detached`.
+    /// its footer, no state diff in its grade; decision 0410). Ignored
+    /// with a store or `detached`.
     pub counted: bool,
 }
 
 impl RunOptions<'_> {
+    /// Whether the run makes its hashes: all but a counted run kept in
+    /// memory (decision 0410).
+    fn hashes(&self) -> bool {
+        !(self.counted && self.store.is_none() && self.detached.is_none())
+    }
+
     /// Whether the run flushes its own bundle at its end: not a suite's
     /// (its batch flushes its runs together) nor a database store's (its
     /// commit makes the run durable).
@@ -239,7 +246,7 @@ pub fn begin(
             run_id: None,
             path: None,
         },
-        None if opts.counted && opts.store.is_none() => Log {
+        None if !opts.hashes() => Log {
             recorder: Recorder::unhashed(),
             run_id: None,
             path: None,
@@ -282,7 +289,7 @@ pub fn finish(
         .finish_log()
         .map_err(|e| opened.footer_error(opts.store, e))?;
     let left = med.services.finish();
-    let hashed = !(opts.counted && opts.store.is_none() && opts.detached.is_none());
+    let hashed = opts.hashes();
     let graded = grade_run(
         case,
         opts.recorded_grade.as_ref(),

@@ -406,7 +406,6 @@ pub fn grade(expect: &Expect, ev: &Evidence) -> Grade {
     grade_with(expect, ev, Vec::new(), true)
 }
 
-/// Grade a run, with the assertions of its judged checks.
 /// Whether a table's rows `after` are its rows `before`: shared (a run
 /// that never wrote the table), else the same keys with the same values.
 fn same_rows(before: &Rows, after: &Rows, numbers: Numbers) -> bool {
@@ -417,7 +416,8 @@ fn same_rows(before: &Rows, after: &Rows, numbers: Numbers) -> bool {
                 .all(|(k, b)| after.get(k).is_some_and(|a| numbers.same(b, a))))
 }
 
-/// `diffed`: with the state's diff.
+/// Grade a run, with the assertions of its judged checks (and the
+/// state's diff when `diffed`).
 fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>, diffed: bool) -> Grade {
     let mut out = Vec::new();
     // Weight of each assertion in `out` that declares one.
