@@ -221,18 +221,14 @@ impl Recorder {
         now: bool,
     ) -> std::io::Result<()> {
         event.hash.clear();
-        if !self.hashed {
-            match x {
-                Some(x) => self.events.push_extending(event, x),
-                None => self.events.push(event),
-            }
-            return Ok(());
-        }
         let seq = self.events.len() as u64;
-        let whole = (self.chain == Chain::Whole).then(|| canon::to_string(&event));
+        let whole = (self.hashed && self.chain == Chain::Whole).then(|| canon::to_string(&event));
         match x {
             Some(x) => self.events.push_extending(event, x),
             None => self.events.push(event),
+        }
+        if !self.hashed {
+            return Ok(());
         }
         // The line written, and the text hashed: the same one unless the
         // chain hashes a compact model call whole.
