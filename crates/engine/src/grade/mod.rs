@@ -80,8 +80,9 @@ pub fn grade_judged(expect: &Expect, ev: &Evidence, judging: &judge::Judging) ->
     grade_with(expect, ev, judged, true)
 }
 
-/// [`grade_judged`] without the state's diff (left empty): the grade of a
-/// run counted and dropped, read only for its verdict.
+/// [`grade_judged`] without the state's diffs, whole and turn by turn
+/// (left empty): the grade of a run counted and dropped, read only for its
+/// verdict.
 pub fn verdict_judged(expect: &Expect, ev: &Evidence, judging: &judge::Judging) -> Grade {
     let judged = judge::checks(expect, ev, judging);
     grade_with(expect, ev, judged, false)
@@ -417,7 +418,7 @@ fn same_rows(before: &Rows, after: &Rows, numbers: Numbers) -> bool {
 }
 
 /// Grade a run, with the assertions of its judged checks (and the
-/// state's diff when `diffed`).
+/// state's diffs, whole and turn by turn, when `diffed`).
 fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>, diffed: bool) -> Grade {
     let mut out = Vec::new();
     // Weight of each assertion in `out` that declares one.
@@ -498,7 +499,11 @@ fn grade_with(expect: &Expect, ev: &Evidence, judged: Vec<Assertion>, diffed: bo
         } else {
             StateDiff::default()
         },
-        turns: by_turn.diffs(numbers),
+        turns: if diffed {
+            by_turn.diffs(numbers)
+        } else {
+            Vec::new()
+        },
     }
 }
 
