@@ -714,7 +714,7 @@ impl<'a> Reader<'a> {
         let b = self.finish_held(header);
         Bundle {
             header: b.header,
-            events: b.events.whole().into_owned(),
+            events: b.events.into_whole(),
             in_flight: b.in_flight,
             footer: b.footer,
             chain: b.chain,

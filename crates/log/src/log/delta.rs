@@ -180,6 +180,16 @@ impl Held {
         Cow::Owned(out)
     }
 
+    /// Every event whole, as [`Held::whole`], taking them: moved out, not
+    /// copied, when none is held compact and no other copy shares them
+    /// (a bundle read whole, decision 0380).
+    pub fn into_whole(self) -> Vec<Event> {
+        if self.extends.iter().all(Option::is_none) {
+            return Arc::try_unwrap(self.events).unwrap_or_else(|shared| (*shared).clone());
+        }
+        self.whole().into_owned()
+    }
+
     /// Hold `event` (the next by seq), compact when its request extends
     /// one of the recent model calls'.
     pub fn push(&mut self, mut event: Event) {
@@ -694,6 +704,34 @@ mod tests {
         assert!(x.is_some());
         reader.push_read(serde_json::from_value(value).unwrap(), x);
         assert_eq!(reader.whole().into_owned(), vec![a, b]);
+    }
+
+    #[test]
+    fn events_taken_whole_are_those_read_whole_held_compact_or_shared() {
+        let msgs = |n: usize| {
+            Value::Array(
+                (0..n)
+                    .map(|i| json!({"role": "user", "content": i}))
+                    .collect(),
+            )
+        };
+        let extending: Vec<Event> = (0..4)
+            .map(|seq| model(seq, msgs(seq as usize + 1)))
+            .collect();
+        let compact = Held::of(&extending);
+        assert!(compact.extends.iter().any(Option::is_some));
+        assert_eq!(compact.into_whole(), extending);
+        // None held compact: the events themselves, whether or not a copy
+        // shares them.
+        let alone: Vec<Event> = (0..3)
+            .map(|seq| model(seq, json!([{"role": "user", "content": format!("q{seq}")}])))
+            .collect();
+        let held = Held::of(&alone);
+        assert!(held.extends.iter().all(Option::is_none));
+        let shared = held.clone();
+        assert_eq!(held.into_whole(), alone);
+        assert_eq!(shared.whole().into_owned(), alone);
+        assert_eq!(shared.into_whole(), alone);
     }
 
     #[test]
