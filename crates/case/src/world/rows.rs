@@ -78,9 +78,8 @@ pub(crate) fn parse_rows(
             return Err(bad(1, 1, "expected a JSON array of rows".into()));
         };
         let lines = element_lines(text);
-        // Each row is moved out of the array, not copied: a 5 MB world's
-        // rows were copied whole and the array dropped (decision 0253's
-        // load, a fifth of a big world's `run`).
+        // Each row is moved out of the array, not copied: a real-size
+        // world's rows are megabytes, read by every process that loads it.
         rows.into_iter()
             .enumerate()
             .map(|(i, r)| {
