@@ -404,4 +404,33 @@ mod tests {
         let (out, _) = exec(&t, &json!({"id": "D1"}), &state(), &at("")).unwrap();
         assert_eq!(out["row"]["service"], "api");
     }
+
+    #[test]
+    fn a_wrapper_holds_the_result_wherever_it_names_it() {
+        let row = json!({"id": "D1", "service": "api", "at": 100});
+        let answer = |wrapper: &str| {
+            let t = tool(&format!(
+                "name='g'\nop='get'\ntable='deploys'\nresponse={wrapper}"
+            ));
+            exec(&t, &json!({"id": "D1"}), &state(), &at("now"))
+                .unwrap()
+                .0
+        };
+        assert_eq!(
+            answer("{row='$result', id='$id', at='$now', s='$$result'}"),
+            json!({"row": row, "id": "D1", "at": "now", "s": "$result"})
+        );
+        assert_eq!(
+            answer("{row='$result', again=['$result']}"),
+            json!({"row": row, "again": [row]})
+        );
+        assert_eq!(
+            answer("{row='$result', args='$args'}"),
+            json!({"row": row, "args": {"id": "D1", "result": row}})
+        );
+        assert_eq!(
+            answer("{missing='$nope', row='$result'}"),
+            json!({"row": row})
+        );
+    }
 }

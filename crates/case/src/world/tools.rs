@@ -23,6 +23,7 @@ use crate::canon;
 use crate::error_kind::ErrorKind;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// Why a tool call failed, as the guest sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,20 +223,45 @@ impl Op {
 
 /// What a template value turns into; `None` when it names a missing argument.
 pub fn render(template: &Value, args: &Value, now: &str) -> Option<Value> {
+    render_with(template, now, &mut |name| match name {
+        "args" => Some(args.clone()),
+        _ => args.get(name).cloned(),
+    })
+}
+
+/// [`render`], each `"$name"` (`"$args"` included) the value `value` gives
+/// for `name`, taken in the template's order.
+fn render_with(
+    template: &Value,
+    now: &str,
+    value: &mut impl FnMut(&str) -> Option<Value>,
+) -> Option<Value> {
     match template {
         Value::String(s) if s.starts_with("$$") => Some(Value::String(s[1..].to_string())),
-        Value::String(s) if s == "$args" => Some(args.clone()),
         Value::String(s) if s == "$now" => Some(Value::String(now.to_string())),
-        Value::String(s) if s.starts_with('$') => args.get(&s[1..]).cloned(),
+        Value::String(s) if s.starts_with('$') => value(&s[1..]),
         Value::Object(m) => Some(Value::Object(
             m.iter()
-                .filter_map(|(k, v)| render(v, args, now).map(|v| (k.clone(), v)))
+                .filter_map(|(k, v)| render_with(v, now, value).map(|v| (k.clone(), v)))
                 .collect(),
         )),
         Value::Array(items) => Some(Value::Array(
-            items.iter().filter_map(|v| render(v, args, now)).collect(),
+            items
+                .iter()
+                .filter_map(|v| render_with(v, now, value))
+                .collect(),
         )),
         other => Some(other.clone()),
+    }
+}
+
+/// How many times `template` holds the string `placeholder`.
+fn uses(template: &Value, placeholder: &str) -> usize {
+    match template {
+        Value::String(s) => usize::from(s == placeholder),
+        Value::Object(m) => m.values().map(|v| uses(v, placeholder)).sum(),
+        Value::Array(items) => items.iter().map(|v| uses(v, placeholder)).sum(),
+        _ => 0,
     }
 }
 
@@ -289,11 +315,11 @@ pub fn run_checked(tool: &Tool, args: &Value, state: &State, as_of: &AsOf) -> Op
 
 /// The arguments the tool runs with: refused when they do not fit its
 /// `params`, converted first when it validates `lax`, as sent when `off`.
-pub fn checked_args(tool: &Tool, args: &Value) -> Result<Value, ToolFailure> {
+pub fn checked_args<'a>(tool: &Tool, args: &'a Value) -> Result<Cow<'a, Value>, ToolFailure> {
     let args = match tool.validate {
-        Validate::Off => return Ok(args.clone()),
-        Validate::Lax => schema::coerce(&tool.params, args),
-        Validate::Strict => args.clone(),
+        Validate::Off => return Ok(Cow::Borrowed(args)),
+        Validate::Lax => Cow::Owned(schema::coerce(&tool.params, args)),
+        Validate::Strict => Cow::Borrowed(args),
     };
     schema::validate(&tool.params, &args)
         .map_err(|e| ToolFailure::new(ErrorKind::InvalidArgs, e))?;
@@ -310,14 +336,22 @@ pub fn shape(tool: &Tool, args: &Value, as_of: &AsOf, mut result: Value) -> Valu
             _ => Value::Null,
         };
     }
-    match &tool.response {
-        Some(wrapper) => {
-            let mut with_result = args.as_object().cloned().unwrap_or_default();
-            with_result.insert("result".into(), result);
-            render(wrapper, &Value::Object(with_result), &as_of.now).unwrap_or(Value::Null)
-        }
-        None => result,
+    let Some(wrapper) = &tool.response else {
+        return result;
+    };
+    // The result moved into the answer where the wrapper names it once
+    // (and not `$args`, which holds it too); copied where it names it more.
+    if uses(wrapper, "$result") == 1 && uses(wrapper, "$args") == 0 {
+        let mut result = Some(result);
+        return render_with(wrapper, &as_of.now, &mut |name| match name {
+            "result" => result.take(),
+            _ => args.get(name).cloned(),
+        })
+        .unwrap_or(Value::Null);
     }
+    let mut with_result = args.as_object().cloned().unwrap_or_default();
+    with_result.insert("result".into(), result);
+    render(wrapper, &Value::Object(with_result), &as_of.now).unwrap_or(Value::Null)
 }
 
 /// An op's result and the writes it asks for.
