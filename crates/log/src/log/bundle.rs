@@ -645,10 +645,15 @@ pub(super) fn header_of(first: &str, path: &Path) -> Result<Header, BundleError>
 /// The footer of a footer line (`value`, which has `footer`), its own
 /// hash checked (not yet whether it ends the chain).
 pub(super) fn footer_of(value: Value) -> Result<Footer, String> {
-    let f: FooterLine = serde_json::from_value(value).map_err(|e| format!("bad footer: {e}"))?;
-    if footer_hash(&f.footer) != f.footer.hash {
+    let mut f: FooterLine =
+        serde_json::from_value(value).map_err(|e| format!("bad footer: {e}"))?;
+    // Its hash is taken out to hash the rest, which is then not copied to
+    // leave it out (the output and stdout can be megabytes).
+    let hash = std::mem::take(&mut f.footer.hash);
+    if footer_hash(&f.footer) != hash {
         return Err("the footer was changed (its hash does not match)".into());
     }
+    f.footer.hash = hash;
     Ok(f.footer)
 }
 
