@@ -267,11 +267,19 @@ impl Sandbox {
             .is_some_and(|c| c.verified(sha256).is_some())
     }
 
-    /// Check a compiled component's imports and pre-instantiate it.
+    /// Pre-instantiate a compiled component; when the linker refuses it,
+    /// every import the host does not provide is named (the linker names
+    /// the first), else the linker's reason. A component the linker takes
+    /// imports only what the host provides, so the WIT is read for the
+    /// list only then.
     fn prepare(&self, component: &Component, sha256: String, origin: &Path) -> Result<Arc<Agent>> {
-        imports::check(&self.engine, component, origin)?;
         let pre = self.linker.instantiate_pre(component).map_err(|e| {
-            InputError::new(origin, format!("does not fit the worldline:agent ABI: {e}"))
+            match imports::check(&self.engine, component, origin) {
+                Err(missing) => missing,
+                Ok(()) => {
+                    InputError::new(origin, format!("does not fit the worldline:agent ABI: {e}"))
+                }
+            }
         })?;
         let pre = AgentHostPre::new(pre).map_err(|e| {
             InputError::new(origin, format!("does not export `run` as worldline:agent/agent expects (built for another world?): {e}"))
