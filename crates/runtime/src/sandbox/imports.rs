@@ -4,9 +4,9 @@
 //!
 //! Why every missing import is listed at once (was decision 0011): wasmtime's
 //! linker reports only the first missing import, and a user fixing a build
-//! wants them all; so the component's imports are compared with the interfaces
-//! the host links, WASI 0.2.x versions treated as one, before instantiation,
-//! rather than relying on the linker's error.
+//! wants them all; so when the linker refuses a component, its imports are
+//! compared with the interfaces the host links, WASI 0.2.x versions treated
+//! as one, and every one missing is named rather than the linker's first.
 
 use std::collections::BTreeSet;
 use std::path::Path;
