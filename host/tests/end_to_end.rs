@@ -25,6 +25,7 @@ mod grading;
 mod hardening_bounds;
 mod hardening_inputs;
 mod hardening_native;
+mod hardening_odd_paths;
 mod hardening_results;
 mod hardening_secrets;
 mod hardening_store;

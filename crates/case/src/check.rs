@@ -68,7 +68,9 @@ pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>) -> Checked {
             for f in found {
                 check_file(&f, false, worlds_root, &mut out);
             }
-        } else if p.is_file() {
+        } else if p.symlink_metadata().is_ok() {
+            // A file, or something named that is not one (a FIFO, a
+            // device, a broken link), which its reading reports.
             check_file(p, true, worlds_root, &mut out);
         } else {
             out.problem(InputError::new(p, "no such file or folder"));
@@ -151,17 +153,24 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
         Ok(t) => t,
         Err(e) => return out.problem(e),
     };
-    let table: toml::Table = match toml::from_str(&text) {
-        Ok(t) => t,
+    // What kind of file it is, from its top-level keys only: the values
+    // are checked as their kind reads them (a case's seed past 2^63 - 1
+    // is no TOML integer, yet a case takes it as `run` does).
+    #[derive(serde::Deserialize)]
+    struct Keys {
+        world: Option<serde::de::IgnoredAny>,
+        tools: Option<serde::de::IgnoredAny>,
+        clock_skew_s: Option<serde::de::IgnoredAny>,
+        user: Option<serde::de::IgnoredAny>,
+    }
+    let keys: Keys = match toml::from_str(&text) {
+        Ok(k) => k,
         Err(e) => return out.problem(InputError::toml(file, &text, &e)),
     };
-    if table.contains_key("world") {
+    if keys.world.is_some() {
         out.files.push((file.to_path_buf(), Kind::Case));
         check_case(file, text, worlds_root, out);
-    } else if ["tools", "clock_skew_s", "user"]
-        .iter()
-        .any(|k| table.contains_key(*k))
-    {
+    } else if keys.tools.is_some() || keys.clock_skew_s.is_some() || keys.user.is_some() {
         out.files.push((file.to_path_buf(), Kind::Profile));
         if let Err(e) = toml::from_str::<case::fuzz::ProfileToml>(&text) {
             out.problem(InputError::toml(file, &text, &e));

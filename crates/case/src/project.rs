@@ -77,10 +77,20 @@ pub fn read_toml_bytes(file: &Path) -> Result<Vec<u8>, InputError> {
     })
 }
 
-/// The nearest `worldline.toml` in `from` or a folder above it.
+/// The most jobs a command runs at once (`jobs`, `--jobs`): each is a
+/// thread, and a run waiting on a model endpoint gives its core to
+/// another, so more jobs than cores is useful, but not by the million.
+pub const MAX_JOBS: usize = 1024;
+
+/// The nearest `worldline.toml` in `from` or a folder above it: whatever
+/// is there under that name (a FIFO, a folder or a broken link too, which
+/// [`load`] then refuses, rather than a project file further up being
+/// taken instead).
 pub fn find(from: &Path) -> Option<PathBuf> {
     let abs = std::path::absolute(from).ok()?;
-    abs.ancestors().map(|d| d.join(FILE)).find(|f| f.is_file())
+    abs.ancestors()
+        .map(|d| d.join(FILE))
+        .find(|f| f.symlink_metadata().is_ok())
 }
 
 /// Read and check a project file.
@@ -90,13 +100,13 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
     let dir = file.parent().unwrap_or(Path::new("."));
     let path = |p: &String| dir.join(p);
     if let Some(j) = &doc.jobs
-        && *j.get_ref() == 0
+        && !(1..=MAX_JOBS).contains(j.get_ref())
     {
         return Err(InputError::at(
             file,
             &text,
             j.span().start,
-            "jobs must be at least 1",
+            format!("jobs must be from 1 to {MAX_JOBS}"),
         ));
     }
     if let Some(p) = &doc.prices
@@ -221,7 +231,7 @@ mod tests {
             load(&file)
                 .unwrap_err()
                 .to_string()
-                .contains(":1:8: jobs must be at least 1")
+                .contains(":1:8: jobs must be from 1 to 1024")
         );
     }
 

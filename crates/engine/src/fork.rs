@@ -32,7 +32,8 @@ use worldline_store::store::StoreDir;
 /// episode, an MCP session), whose steps after the fork point are sent
 /// again.
 pub fn open_at(store: &StoreDir, path: std::path::PathBuf, at: u64) -> Result<RecordedRun> {
-    if rederive::rederived(&bundle::read_header(&path)?).is_some() {
+    let header = bundle::read_header(&path).map_err(InputError::from)?;
+    if rederive::rederived(&header).is_some() {
         return replay::open_at(store, path);
     }
     replay::open_prefix_held(store, path, at.saturating_add(1))

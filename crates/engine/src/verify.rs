@@ -275,10 +275,10 @@ fn read_ahead(total: usize, reached: &AtomicUsize, done: &AtomicBool, mut hint: 
 /// waiting for it: a store not read for a while is on the disk, and two
 /// replays reading their bundles one at a time leave it idle between
 /// reads. A hint: any error leaves the file to be read when its turn
-/// comes.
+/// comes, and a FIFO or a device is not opened in a way that waits.
 fn start_reading(path: &std::path::Path) {
     #[cfg(target_os = "linux")]
-    if let Ok(file) = std::fs::File::open(path) {
+    if let Ok(file) = worldline_case::bounded::open(path) {
         use std::os::fd::AsRawFd as _;
         // SAFETY: the descriptor is open for the duration of the call.
         unsafe {

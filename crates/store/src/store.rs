@@ -73,6 +73,36 @@ impl StoreDir {
         Self::open_folder(root)
     }
 
+    /// Open a store that is there already: for the commands that report
+    /// on a whole store (`verify`, `runs`, `index`), which would otherwise
+    /// make an empty store where a mistyped `--store` points and report
+    /// on nothing (a `verify` passing with no run). A missing folder, or
+    /// one without `runs/`, is refused, naming it; anything else opens as
+    /// [`open`](Self::open) opens it (a file is refused there).
+    pub fn open_existing(root: &Path) -> Result<Self> {
+        let is_database = root
+            .to_str()
+            .is_some_and(worldline_pgstore::url::is_postgres);
+        let what = match root.symlink_metadata() {
+            _ if is_database => None,
+            Err(_) => Some("does not exist: no store is there"),
+            Ok(m) if m.is_dir() && !root.join("runs").is_dir() => {
+                Some("is not a store (it has no runs/ folder)")
+            }
+            Ok(_) => None,
+        };
+        if let Some(what) = what {
+            return Err(worldline_case::error::InputError::new(
+                root,
+                format!(
+                    "{what}; pass --store with the folder the runs were recorded in (the first `run`, `test` or `fuzz` makes a store)"
+                ),
+            )
+            .into());
+        }
+        Self::open(root)
+    }
+
     /// Open a `postgres://` store: connect, bring an empty schema to this
     /// worldline's version (an older one too when `upgrade`), and open its
     /// working folder.

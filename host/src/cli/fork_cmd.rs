@@ -8,7 +8,6 @@ use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use worldline_case::ahead;
-use worldline_case::error::InputError;
 use worldline_engine::fork;
 use worldline_engine::ops;
 use worldline_engine::replay;
@@ -134,9 +133,7 @@ fn branch(
     args: &ForkCommand,
     samples: u64,
 ) -> Result<ExitCode> {
-    if samples == 0 {
-        return Err(InputError::new("--samples", "must be at least 1").into());
-    }
+    super::runs_at_most("--samples", samples)?;
     let edits = fork::check::EditText {
         respond: args.respond.clone(),
         allow: args.allow.clone(),

@@ -40,7 +40,7 @@ pub struct FuzzArgs {
     pub repeat: u64,
     /// Runs at once (default: the number of cores). On more than one core
     /// they run in as many processes, a job each where the cores allow.
-    #[arg(long)]
+    #[arg(long, value_parser = super::jobs_arg)]
     pub jobs: Option<usize>,
     /// Campaign seed (default: the case's seed); the same seed gives the
     /// same report.
@@ -101,6 +101,10 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     if args.runs == 0 || args.repeat == 0 {
         return Err(InputError::new(&args.case, "--runs and --repeat must be at least 1").into());
     }
+    super::runs_at_most(
+        "--runs times --repeat",
+        args.runs.saturating_mul(args.repeat),
+    )?;
     let partition = super::partition_arg(args.partition.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
     let jobs = args.fuzz_worker.unwrap_or_else(|| super::jobs(args.jobs));

@@ -94,7 +94,10 @@ pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
     store.require_raw("`unpin`")?;
     let id = match store.resolve_run(&args.run) {
         Ok(path) => run_id_of(&path),
-        Err(_) => args.run.clone(),
+        // A pinned run whose bundle is gone is unpinned by its whole id;
+        // anything else names no run, as `pin` says.
+        Err(_) if pins::list(&store)?.contains(&args.run) => args.run.clone(),
+        Err(e) => return Err(e.into()),
     };
     let was = pins::unpin(&store, &id)?;
     if args.common.json {

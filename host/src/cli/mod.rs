@@ -100,6 +100,15 @@ impl ModelArgs {
             )
             .into());
         }
+        let case_dir = case.path.parent().unwrap_or(std::path::Path::new("."));
+        let unreadable = (case.model.unreadable_recording(case_dir)).or_else(|| {
+            user_model
+                .and_then(|m| m.unreadable_recording(case_dir))
+                .map(|why| why.replacen("[model]", "[user.model]", 1))
+        });
+        if let Some(why) = unreadable {
+            return Err(worldline_case::error::InputError::new(&case.path, why).into());
+        }
         if let Some(var) = case.model.missing_key() {
             return Err(worldline_case::error::InputError::new(
                 &case.path,
@@ -163,6 +172,39 @@ pub fn jobs(given: Option<usize>) -> usize {
     given
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1)
+}
+
+/// `--jobs N`, parsed: 1 to [`MAX_JOBS`](worldline_case::project::MAX_JOBS)
+/// (each job is a thread; more would be threads by the million, made
+/// before the first run starts).
+pub fn jobs_arg(text: &str) -> Result<usize, String> {
+    let max = worldline_case::project::MAX_JOBS;
+    match text.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("`{text}` is not a number of jobs from 1 to {max}")),
+    }
+}
+
+/// The most runs one command makes (`fuzz --runs` times `--repeat`, a
+/// case's `test --repeat` or `--group`, `repro --times`, `fork
+/// --samples`): each is listed before the first starts, so a larger count
+/// is refused instead of filling the memory.
+pub const MAX_RUNS: u64 = 10_000_000;
+
+/// `count` checked against [`MAX_RUNS`]: what `flag` asked for, or an error
+/// naming it.
+pub fn runs_at_most(flag: &str, count: u64) -> Result<u64, worldline_case::error::InputError> {
+    match count {
+        0 => Err(worldline_case::error::InputError::new(
+            flag,
+            "must be at least 1",
+        )),
+        n if n > MAX_RUNS => Err(worldline_case::error::InputError::new(
+            flag,
+            format!("asks for {n} runs, more than one command makes ({MAX_RUNS}); ask for fewer"),
+        )),
+        n => Ok(n),
+    }
 }
 
 /// `--partition i/n`, parsed (`None` when not given).

@@ -37,7 +37,7 @@ pub struct VerifyArgs {
     #[arg(long, requires = "sample")]
     pub seed: Option<u64>,
     /// Runs replayed at once (default: the number of cores).
-    #[arg(long)]
+    #[arg(long, value_parser = super::jobs_arg)]
     pub jobs: Option<usize>,
     #[command(flatten)]
     pub common: Common,
@@ -98,7 +98,11 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    // The whole store, or runs named (bundle paths need no store).
+    let store = match args.runs.is_empty() {
+        true => StoreDir::open_existing(&args.common.store)?,
+        false => StoreDir::open(&args.common.store)?,
+    };
     // A worker re-executes runs too: refused to a viewer, audited for a
     // responder, whoever started it.
     store.audit_reexecution(&[], "verify")?;

@@ -25,7 +25,7 @@ pub struct ReproArgs {
     #[arg(long, default_value_t = 20)]
     pub times: u64,
     /// Runs at once (default: the number of cores).
-    #[arg(long)]
+    #[arg(long, value_parser = super::jobs_arg)]
     pub jobs: Option<usize>,
     /// Override a key of the recorded case's [model] for the repetitions,
     /// e.g. `--model-set provider=openai` to ask a live endpoint (repeatable).
@@ -43,6 +43,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
     if args.times == 0 {
         return Err(InputError::new(&args.run, "--times must be at least 1").into());
     }
+    super::runs_at_most("--times", args.times)?;
     let store = StoreDir::open(&args.common.store)?;
     let sandbox =
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());

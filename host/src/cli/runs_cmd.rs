@@ -13,9 +13,14 @@ use worldline_store::store::StoreDir;
 #[derive(Args)]
 pub struct RunsArgs {
     /// Run status (completed, errored, trapped, out_of_fuel, memory_limit,
-    /// timeout, exited, incomplete, broken), `faulted` for any agent fault,
-    /// or the outcome `passed`/`failed`; repeat or separate with commas.
-    #[arg(long, value_delimiter = ',')]
+    /// timeout, exited, step_limit, error_limit, unscripted, incomplete,
+    /// broken), `faulted` for any agent fault, or the outcome
+    /// `passed`/`failed`; repeat or separate with commas.
+    #[arg(long, value_delimiter = ',', value_parser = [
+        "completed", "errored", "trapped", "out_of_fuel", "memory_limit", "timeout",
+        "exited", "step_limit", "error_limit", "unscripted", "incomplete", "broken",
+        "faulted", "passed", "failed",
+    ])]
     pub status: Vec<String>,
     /// The grade: passed, failed, or none (not graded).
     #[arg(long, value_parser = ["passed", "failed", "none"])]
@@ -105,7 +110,7 @@ pub fn run_id_of(path: &std::path::Path) -> String {
 }
 
 pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = StoreDir::open_existing(&args.common.store)?;
     let mut filter = filter_of(&args, &store)?;
     let written_by = match (&args.writer, store.database()) {
         (None, _) => None,
@@ -171,7 +176,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = StoreDir::open_existing(&args.common.store)?;
     if args.check {
         store.pull()?;
         let check = Index::connect(&store)?.check()?;

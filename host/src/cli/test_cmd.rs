@@ -50,7 +50,7 @@ pub struct TestArgs {
     pub events: Option<PathBuf>,
     /// Cases run at once (default: the number of cores). May exceed the
     /// cores when runs wait on a model endpoint.
-    #[arg(long)]
+    #[arg(long, value_parser = super::jobs_arg)]
     pub jobs: Option<usize>,
     /// Run only the cases this expression selects: words match part of the
     /// case name; `tag:T`, `world:W`, `path:P`, `name:N` take `*` globs;
@@ -161,11 +161,9 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
 
 pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     let supplied = default_cases(&mut args)?;
-    if args.repeat == 0 {
-        return Err(InputError::new("--repeat", "must be at least 1").into());
-    }
-    if args.group == Some(0) {
-        return Err(InputError::new("--group", "must be at least 1").into());
+    super::runs_at_most("--repeat", args.repeat)?;
+    if let Some(k) = args.group {
+        super::runs_at_most("--group", k)?;
     }
     let store = StoreDir::open(&args.common.store)?;
     if args.list {

@@ -24,7 +24,7 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub worlds: Option<PathBuf>,
     /// Cases validated at once (default: the number of cores).
-    #[arg(long)]
+    #[arg(long, value_parser = super::jobs_arg)]
     pub jobs: Option<usize>,
     #[command(flatten)]
     pub common: Common,

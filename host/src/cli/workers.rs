@@ -7,13 +7,14 @@ use std::process::Command;
 
 /// How `jobs` are shared out among processes: this one's first, then a
 /// worker's each. As many processes as cores, at most one a job or an
-/// item, so each job runs in a process of its own where the cores allow.
+/// item, so each job runs in a process of its own where the cores allow;
+/// no more jobs than items (a job is a thread).
 pub fn shares(jobs: usize, items: u64) -> Vec<usize> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let processes = jobs
-        .min(cores)
+    let jobs = jobs
         .min(usize::try_from(items).unwrap_or(usize::MAX))
         .max(1);
+    let processes = jobs.min(cores);
     (0..processes)
         .map(|p| jobs / processes + usize::from(p < jobs % processes))
         .collect()
@@ -41,7 +42,12 @@ mod tests {
     fn jobs_are_shared_among_at_most_as_many_processes_as_cores_and_items() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         assert_eq!(shares(1, 100), [1]);
-        assert_eq!(shares(5, 1), [5], "one item: one process");
+        assert_eq!(shares(5, 1), [1], "one item: one process, one job");
+        assert_eq!(
+            shares(1_000, 2).iter().sum::<usize>(),
+            2,
+            "no more jobs than items"
+        );
         let s = shares(2 * cores + 1, 1000);
         assert_eq!(s.len(), cores);
         assert_eq!(s.iter().sum::<usize>(), 2 * cores + 1);

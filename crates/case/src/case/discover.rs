@@ -46,7 +46,9 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
             }
             found.sort();
             out.extend(found);
-        } else if p.is_file() {
+        } else if p.symlink_metadata().is_ok() {
+            // A file, or something named that is not one (a FIFO, a
+            // device, a broken link), which its loading reports.
             out.push(p.clone());
         } else {
             return Err(InputError::new(p, "no such case file or folder"));

@@ -85,6 +85,28 @@ pub struct Env {
     pub args: Vec<String>,
 }
 
+impl Env {
+    /// What no process environment can hold (a native agent gets these
+    /// as its own): a NUL byte anywhere, `=` or nothing as a name.
+    fn check(&self) -> Result<(), String> {
+        for (name, value) in &self.vars {
+            if name.is_empty() || name.contains(['=', '\0']) {
+                return Err(format!(
+                    "[env] vars: `{}` cannot name an environment variable (empty, or with `=` or a NUL byte)",
+                    name.escape_debug()
+                ));
+            }
+            if value.contains('\0') {
+                return Err(format!("[env] vars.{name} contains a NUL byte"));
+            }
+        }
+        match self.args.iter().position(|a| a.contains('\0')) {
+            Some(i) => Err(format!("[env] args #{} contains a NUL byte", i + 1)),
+            None => Ok(()),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CaseToml {
@@ -102,8 +124,7 @@ struct CaseToml {
     clock: toml::Spanned<toml::value::Datetime>,
     #[serde(default)]
     limits: limits::LimitsToml,
-    #[serde(default)]
-    env: Env,
+    env: Option<toml::Spanned<Env>>,
     exec: Option<toml::Spanned<Vec<String>>>,
     pass_env: Option<toml::Spanned<Vec<String>>>,
     #[serde(default)]
@@ -281,6 +302,12 @@ pub fn parse_all(
             m.get_ref().check().map_err(|e| src.at(m.span().start, e)),
         );
     }
+    if let Some(e) = &doc.env {
+        keep(
+            &mut problems,
+            e.get_ref().check().map_err(|m| src.at(e.span().start, m)),
+        );
+    }
     if let Some(p) = &doc.prices {
         keep(
             &mut problems,
@@ -382,7 +409,7 @@ pub fn parse_all(
         seed: doc.seed.0,
         clock_ns,
         limits,
-        env: doc.env,
+        env: doc.env.map(toml::Spanned::into_inner).unwrap_or_default(),
         exec,
         permissions,
         model: doc.model.map(|m| m.into_inner()).unwrap_or_default(),

@@ -8,6 +8,7 @@ use crate::path::JsonPath;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Who answers `model.complete`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -315,6 +316,28 @@ impl ModelConfig {
     pub fn missing_key(&self) -> Option<&str> {
         let name = self.api_key_env.as_deref()?;
         (self.calls_out() && std::env::var_os(name).is_none_or(|v| v.is_empty())).then_some(name)
+    }
+
+    /// Why the `recording` a `recorded` provider names (relative to
+    /// `case_dir`) cannot be read, if it cannot: it must be a bundle or a
+    /// folder of them. Checked before a live run, not when a recorded case
+    /// is read back (a replay never reads it).
+    pub fn unreadable_recording(&self, case_dir: &Path) -> Option<String> {
+        let named = self.recording.as_deref()?;
+        if self.provider != Provider::Recorded {
+            return None;
+        }
+        let path = case_dir.join(named);
+        let why = match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() || m.is_dir() => return None,
+            Ok(_) => "is not a regular file nor a folder".to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
+            Err(e) => e.to_string(),
+        };
+        Some(format!(
+            "[model] recording `{named}` ({}) {why}; name a recorded run's bundle (.jsonl) or a folder of them, relative to the case file",
+            path.display()
+        ))
     }
 }
 

@@ -200,7 +200,9 @@ fn locate<'r>(
         )
     })?;
     let world_dir = worlds_root.join(name).join(format!("v{version}"));
-    if world_dir.join("world.toml").is_file() {
+    // Whatever is there under that name: a FIFO or a broken link is
+    // refused by its reading, with what it is, not called missing.
+    if world_dir.join("world.toml").symlink_metadata().is_ok() {
         return Ok((world_dir, (name, version)));
     }
     let mut known: Vec<String> = std::fs::read_dir(worlds_root.join(name))

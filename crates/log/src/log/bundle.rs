@@ -580,12 +580,19 @@ fn read_lines<'a>(bytes: &[u8], path: &'a Path) -> Result<(Header, Reader<'a>), 
         }
     };
     let mut reader = Reader::new(path);
+    let mut read = 1;
     for (i, line) in lines {
         if !line.ends_with('\n') {
             // A torn last line: the process died while writing it.
             break;
         }
         reader.line(i + 1, line)?;
+        read = i + 1;
+    }
+    // Bytes after a finished run's footer were written by something else:
+    // no run tears a line after its footer.
+    if reader.footer.is_some() && whole.len() < bytes.len() {
+        return Err(err(read + 1, "data after the footer".into()));
     }
     Ok((header, reader))
 }

@@ -98,7 +98,18 @@ fn last_footer(
             .read_to_end(&mut tail)
             .map_err(|e| err(format!("cannot read bundle: {e}")))?;
         if !tail.ends_with(b"\n") {
-            // Torn: no footer was written whole.
+            // Torn: no footer was written whole, unless the torn bytes
+            // come after one, which no run writes.
+            let whole = tail
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map(|end| &tail[..end]);
+            if whole.is_some_and(|w| {
+                let from = w.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                w[from..].starts_with(b"{\"footer\":")
+            }) {
+                return Err(err("data after the footer".into()));
+            }
             return Ok(None);
         }
         let body = &tail[..tail.len() - 1];

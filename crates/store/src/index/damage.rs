@@ -110,10 +110,14 @@ impl Mark {
     /// no signature, so at worst the next reader checks.
     fn record_now(&self, signature: &str) {
         use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // O_NONBLOCK: a FIFO in its place fails to open instead of waiting
+        // for a reader.
         let _ = std::fs::File::options()
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(libc::O_NONBLOCK)
             .open(&self.file)
             .and_then(|mut f| {
                 f.write_all(signature.as_bytes())?;

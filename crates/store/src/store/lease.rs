@@ -23,6 +23,10 @@ const DIR: &str = "leases";
 /// The file gc passes lock exclusively and lease holders shared.
 const GATE: &str = "gc.lock";
 
+/// The most a lease file is read: the ids of the runs one process holds,
+/// a line each.
+const LEASE_BYTES: u64 = 256 << 20;
+
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// This process's lease on one store.
@@ -145,7 +149,8 @@ pub(crate) fn begin_pass(root: &Path) -> io::Result<Pass> {
         Err(e) => return Err(e),
     };
     for path in entries {
-        let Ok(file) = File::open(&path) else {
+        // Not opened in a way that waits on a FIFO; a lease is a file.
+        let Ok(file) = worldline_case::bounded::open(&path) else {
             continue;
         };
         match file.try_lock() {
@@ -154,7 +159,9 @@ pub(crate) fn begin_pass(root: &Path) -> io::Result<Pass> {
                 let _ = std::fs::remove_file(&path);
             }
             Err(std::fs::TryLockError::WouldBlock) => {
-                let text = std::fs::read_to_string(&path)?;
+                let bytes = worldline_case::bounded::read_open(file, LEASE_BYTES)
+                    .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
+                let text = String::from_utf8_lossy(&bytes).into_owned();
                 held.extend(text.lines().map(String::from));
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(e),

@@ -1,0 +1,293 @@
+//! Hardening: what a user names or leaves in a store that is not what it
+//! seems. A FIFO where a bundle, the index's mark or a lease is expected
+//! is refused without waiting; bytes after a finished run's footer are
+//! damage, not a torn line; counts and `--jobs` past their bounds are
+//! refused before anything is listed; a report on a whole store that is
+//! not there makes none; a recording, a project file or a case that
+//! cannot be read is named as what it is, and a case's environment holds
+//! no NUL byte. The real binary on the
+//! caller-agent guest.
+
+use crate::common;
+
+use common::{guest, mkfifo, prompt, temp_dir, test_suite, worlds_dir, write_case};
+use std::path::{Path, PathBuf};
+
+/// A passing demo case with `seed`.
+fn demo_case(seed: u32) -> String {
+    format!(
+        r#"world = "demo@v1"
+seed = {seed}
+clock = 2026-03-01T12:00:00Z
+task = {{ calls = [{{ tool = "get_ticket", args = {{ id = "T-1" }} }}] }}
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "open"
+"#
+    )
+}
+
+/// A store at `<dir>/store` holding two passing runs, and their ids.
+fn store_with_runs(dir: &Path) -> (PathBuf, Vec<String>) {
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for seed in 1..=2 {
+        write_case(&cases, &format!("c{seed}"), &demo_case(seed));
+    }
+    let store = dir.join("store");
+    test_suite(&store, &cases, &guest("caller-agent"), &[]).expect_code(0);
+    let mut ids: Vec<String> = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_suffix(".jsonl")
+                .map(String::from)
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids.len(), 2);
+    (store, ids)
+}
+
+#[test]
+fn a_fifo_in_a_store_is_refused_without_waiting_for_a_writer() {
+    let dir = temp_dir();
+    let (store, _) = store_with_runs(dir.path());
+    // A FIFO named as a run: `verify` once waited on it forever, its
+    // read-ahead hint opening it as a file.
+    let fifo = mkfifo(&store.join("runs/20261203-000000-eeeeeeee.jsonl"));
+    let out = prompt(&store, &["verify"]);
+    out.expect_code(1);
+    assert!(
+        out.stdout.contains("is a FIFO, not a regular file"),
+        "{out}"
+    );
+    assert!(out.stdout.contains("2 identical or verified"), "{out}");
+    std::fs::remove_file(fifo).unwrap();
+    // The index's mark, written after a read: `runs` waited for a reader.
+    std::fs::remove_file(store.join("index.checked")).unwrap();
+    mkfifo(&store.join("index.checked"));
+    prompt(&store, &["runs"]).expect_code(0);
+    // A lease of another process: `gc` read it as a file and waited.
+    mkfifo(&store.join("leases/zz.lease"));
+    prompt(&store, &["gc", "--dry-run"]).expect_code(0);
+}
+
+#[test]
+fn bytes_after_a_footer_are_damage_not_a_torn_line() {
+    let dir = temp_dir();
+    let (store, ids) = store_with_runs(dir.path());
+    let bundle = store.join("runs").join(format!("{}.jsonl", ids[0]));
+    let mut bytes = std::fs::read(&bundle).unwrap();
+    bytes.extend_from_slice(b"junk without a newline");
+    std::fs::write(&bundle, bytes).unwrap();
+    // Once `identical`: the tail was dropped as a line torn by a kill.
+    let out = prompt(&store, &["verify", &ids[0]]);
+    out.expect_code(1);
+    assert!(out.stdout.contains("data after the footer"), "{out}");
+    let out = prompt(&store, &["replay", &ids[0]]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("data after the footer"), "{out}");
+    // A fork reads the footer from the file's end: the same.
+    let out = prompt(&store, &["fork", &ids[0], "--at", "0"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("data after the footer"), "{out}");
+    // An empty bundle is an input error to a fork as to every reader
+    // (it once exited 4, an internal error).
+    std::fs::write(&bundle, b"").unwrap();
+    let out = prompt(&store, &["fork", &ids[0], "--at", "0"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains(&format!("{}.jsonl", ids[0])), "{out}");
+}
+
+#[test]
+fn counts_and_jobs_past_their_bounds_are_refused_before_anything_runs() {
+    let dir = temp_dir();
+    let (store, ids) = store_with_runs(dir.path());
+    let case = dir.path().join("cases/c1.toml");
+    let agent = guest("caller-agent");
+    let worlds = worlds_dir();
+    let faults = dir.path().join("faults.toml");
+    std::fs::write(
+        &faults,
+        "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 2] }\n",
+    )
+    .unwrap();
+    let fuzz = |extra: &[&str]| {
+        let mut args = vec![
+            "fuzz",
+            case.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+            "--faults",
+            faults.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        prompt(&store, &args)
+    };
+    // Each once listed its runs before the first (gigabytes), or made
+    // a thread per job (a million of them).
+    for (extra, said) in [
+        (&["--runs", "1000000000000"][..], "--runs times --repeat"),
+        (
+            &["--runs", "4000000", "--repeat", "4000000000000"][..],
+            "--runs times --repeat",
+        ),
+        (&["--runs", "2", "--jobs", "1000000"][..], "--jobs"),
+        (&["--runs", "2", "--jobs", "0"][..], "--jobs"),
+    ] {
+        let out = fuzz(extra);
+        out.expect_code(2);
+        assert!(out.stderr.contains(said), "{extra:?}: {out}");
+    }
+    let out = prompt(&store, &["repro", &ids[0], "--times", "1000000000000"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("--times: asks for 1000000000000 runs"),
+        "{out}"
+    );
+    let out = prompt(
+        &store,
+        &["fork", &ids[0], "--at", "0", "--samples", "1000000000000"],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains("--samples"), "{out}");
+    let out = prompt(&store, &["verify", "--jobs", "0"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("from 1 to 1024"), "{out}");
+    // More jobs than runs: as many as there are runs.
+    fuzz(&["--runs", "3", "--jobs", "1024"]).expect_code(0);
+}
+
+#[test]
+fn a_report_on_a_store_that_is_not_there_makes_none() {
+    let dir = temp_dir();
+    let typo = dir.path().join("stroe");
+    for args in [
+        &["verify"][..],
+        &["verify", "--sample", "1"][..],
+        &["runs"][..],
+        &["index", "--check"][..],
+    ] {
+        let out = prompt(&typo, args);
+        out.expect_code(2);
+        assert!(out.stderr.contains("no store is there"), "{args:?}: {out}");
+        assert!(!typo.exists(), "{args:?} made a store: {out}");
+    }
+    // A folder that is not a store gets no store's folders.
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let out = prompt(&plain, &["verify"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("is not a store"), "{out}");
+    assert_eq!(std::fs::read_dir(&plain).unwrap().count(), 0, "{out}");
+}
+
+#[test]
+fn an_unpin_or_a_status_that_names_nothing_is_an_error() {
+    let dir = temp_dir();
+    let (store, _) = store_with_runs(dir.path());
+    let out = prompt(&store, &["unpin", "nope"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("no run `nope`"), "{out}");
+    let out = prompt(&store, &["unpin", "2026"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("matches 2 runs"), "{out}");
+    let out = prompt(&store, &["runs", "--status", "complete"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("possible values"), "{out}");
+    prompt(&store, &["runs", "--status", "step_limit,faulted"]).expect_code(0);
+}
+
+#[test]
+fn what_cannot_be_read_is_named_as_what_it_is() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = guest("caller-agent");
+    let worlds = worlds_dir();
+    // A recording that is not there: once every model call's miss, the
+    // run failing as the agent's fault.
+    let case = write_case(
+        dir.path(),
+        "recorded",
+        &format!(
+            "{}[model]\nprovider = \"recorded\"\nrecording = \"no-such-runs/\"\n",
+            demo_case(1)
+        ),
+    );
+    let out = prompt(
+        &store,
+        &[
+            "run",
+            case.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+        ],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains("recording `no-such-runs/`"), "{out}");
+    assert!(out.stderr.contains("does not exist"), "{out}");
+    // A FIFO named as a case: once "no such file or folder".
+    let fifo = mkfifo(&dir.path().join("fifo.toml"));
+    let out = prompt(&store, &["check", fifo.to_str().unwrap()]);
+    out.expect_code(2);
+    assert!(out.stdout.contains("is a FIFO"), "{out}");
+    // A project file that is a FIFO stops the command; it once was
+    // passed over for none (or for one further up).
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    mkfifo(&project.join("worldline.toml"));
+    let out = common::worldline_at(&project, ["runs"], &[]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("worldline.toml: cannot read: is a FIFO"),
+        "{out}"
+    );
+    // A seed past 2^63 - 1, which `run` takes: `check` takes it too.
+    let big = write_case(
+        dir.path(),
+        "big-seed",
+        &demo_case(1).replace("seed = 1\n", "seed = 18446744073709551615\n"),
+    );
+    let out = prompt(
+        &store,
+        &[
+            "check",
+            big.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+        ],
+    );
+    out.expect_code(0);
+    // A NUL byte no process environment holds: once passed by `check`,
+    // then blamed on `--exec` when a native agent started.
+    let nul = write_case(
+        dir.path(),
+        "nul-env",
+        &format!("{}[env]\nvars = {{ A = \"c\\u0000d\" }}\n", demo_case(1)),
+    );
+    let out = prompt(
+        &store,
+        &[
+            "check",
+            nul.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+        ],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stdout
+            .contains("nul-env.toml:10:1: [env] vars.A contains a NUL byte"),
+        "{out}"
+    );
+}
