@@ -10,24 +10,11 @@
 
 use crate::common;
 
-use common::{guest, mkfifo, prompt, temp_dir, test_suite, worlds_dir, write_case};
+use common::{
+    guest, mkfifo, passing_demo_case as demo_case, prompt, temp_dir, test_suite, worlds_dir,
+    write_case,
+};
 use std::path::{Path, PathBuf};
-
-/// A passing demo case with `seed`.
-fn demo_case(seed: u32) -> String {
-    format!(
-        r#"world = "demo@v1"
-seed = {seed}
-clock = 2026-03-01T12:00:00Z
-task = {{ calls = [{{ tool = "get_ticket", args = {{ id = "T-1" }} }}] }}
-[[expect.state]]
-table = "tickets"
-key = "T-1"
-field = "status"
-equals = "open"
-"#
-    )
-}
 
 /// A store at `<dir>/store` holding two passing runs, and their ids.
 fn store_with_runs(dir: &Path) -> (PathBuf, Vec<String>) {

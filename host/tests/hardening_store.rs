@@ -8,8 +8,8 @@
 use crate::common;
 
 use common::{
-    age, counters_case, guest, temp_dir, workspace_root, world_with_service, worldline,
-    worldline_spawn, worlds_dir, write_case,
+    age, counters_case, guest, passing_demo_case as demo_case, temp_dir, workspace_root,
+    world_with_service, worldline, worldline_spawn, worlds_dir, write_case,
 };
 use serde_json::{Value, json};
 use std::path::Path;
@@ -18,22 +18,6 @@ use std::time::Duration;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// A passing demo case with `seed`.
-fn demo_case(seed: u32) -> String {
-    format!(
-        r#"world = "demo@v1"
-seed = {seed}
-clock = 2026-03-01T12:00:00Z
-task = {{ calls = [{{ tool = "get_ticket", args = {{ id = "T-1" }} }}] }}
-[[expect.state]]
-table = "tickets"
-key = "T-1"
-field = "status"
-equals = "open"
-"#
-    )
 }
 
 /// `<dir>/cases/` holding four passing demo cases.

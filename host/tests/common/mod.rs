@@ -1194,3 +1194,19 @@ pub fn prompt(store: &Path, args: &[&str]) -> CliOutput {
         )
     })
 }
+
+/// A passing demo case with `seed`.
+pub fn passing_demo_case(seed: u32) -> String {
+    format!(
+        r#"world = "demo@v1"
+seed = {seed}
+clock = 2026-03-01T12:00:00Z
+task = {{ calls = [{{ tool = "get_ticket", args = {{ id = "T-1" }} }}] }}
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "open"
+"#
+    )
+}
