@@ -80,11 +80,13 @@ impl StoreDir {
     /// one without `runs/`, is refused, naming it; anything else opens as
     /// [`open`](Self::open) opens it (a file is refused there).
     pub fn open_existing(root: &Path) -> Result<Self> {
-        let is_database = root
+        if root
             .to_str()
-            .is_some_and(worldline_pgstore::url::is_postgres);
+            .is_some_and(worldline_pgstore::url::is_postgres)
+        {
+            return Self::open(root);
+        }
         let what = match root.symlink_metadata() {
-            _ if is_database => None,
             Err(_) => Some("does not exist: no store is there"),
             Ok(m) if m.is_dir() && !root.join("runs").is_dir() => {
                 Some("is not a store (it has no runs/ folder)")

@@ -191,9 +191,8 @@ pub fn jobs_arg(text: &str) -> Result<usize, String> {
 /// is refused instead of filling the memory.
 pub const MAX_RUNS: u64 = 10_000_000;
 
-/// `count` checked against [`MAX_RUNS`]: what `flag` asked for, or an error
-/// naming it.
-pub fn runs_at_most(flag: &str, count: u64) -> Result<u64, worldline_case::error::InputError> {
+/// `count` checked to be 1 to [`MAX_RUNS`], or an error naming `flag`.
+pub fn runs_at_most(flag: &str, count: u64) -> Result<(), worldline_case::error::InputError> {
     match count {
         0 => Err(worldline_case::error::InputError::new(
             flag,
@@ -203,7 +202,7 @@ pub fn runs_at_most(flag: &str, count: u64) -> Result<u64, worldline_case::error
             flag,
             format!("asks for {n} runs, more than one command makes ({MAX_RUNS}); ask for fewer"),
         )),
-        n => Ok(n),
+        _ => Ok(()),
     }
 }
 
