@@ -32,7 +32,7 @@ use crate::store::StoreDir;
 use anyhow::{Context as _, Result};
 use damage::{Closing, Mark, Unusable, discard, is_unusable};
 use rusqlite::{Connection, TransactionBehavior};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use behind::Committer;
@@ -44,8 +44,9 @@ pub use write::{
 /// The index file inside a store.
 pub const FILE: &str = crate::store::INDEX_FILE;
 
-/// How long a writer waits for another one before giving up.
-const BUSY: Duration = Duration::from_secs(30);
+/// How long a writer waits for another one before giving up (a second in
+/// this crate's tests, which hold a lock to see the error).
+const BUSY: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 30 });
 
 /// The write-ahead log's pages before a commit checkpoints it (SQLite's
 /// default is 1,000). No connection checkpoints when it closes, so a
@@ -111,15 +112,42 @@ fn index_path(store: &StoreDir) -> PathBuf {
     store.root.join(FILE)
 }
 
+/// `e` named when another process's lock caused it: SQLite's own words
+/// ("database is locked") name neither the file nor whose lock it is.
+fn named_if_locked(e: anyhow::Error, path: &Path) -> anyhow::Error {
+    let locked = e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<rusqlite::Error>()
+                .and_then(rusqlite::Error::sqlite_error_code),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    });
+    if !locked {
+        return e;
+    }
+    e.context(format!(
+        "the run index {} stayed locked by another process for {} s (another worldline \
+         writing to this store, or a program that holds the file open); run the command \
+         again when it ends, or find it with `fuser {}`",
+        path.display(),
+        BUSY.as_secs(),
+        path.display()
+    ))
+}
+
 impl Index {
     /// Open the index as it is (created when missing), without looking at
     /// the bundle folder: for writers, which upsert their own row.
     pub fn connect(store: &StoreDir) -> Result<Index> {
         let path = index_path(store);
+        Index::connect_at(store, &path).map_err(|e| named_if_locked(e, &path))
+    }
+
+    fn connect_at(store: &StoreDir, path: &Path) -> Result<Index> {
         let mark = Mark::of(store);
         // Before opening, which creates the files when they are missing.
         let sound = mark.sound();
-        let conn = Connection::open(&path)
+        let conn = Connection::open(path)
             .with_context(|| format!("opening the run index {}", path.display()))?;
         conn.busy_timeout(BUSY)?;
         let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
@@ -247,5 +275,30 @@ impl Index {
 
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that must bring the index up to date while another process
+    /// holds its write lock says which file is locked and what to do.
+    #[test]
+    fn an_index_locked_past_the_wait_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(dir.path()).unwrap();
+        drop(Index::open(&store).unwrap());
+        std::fs::write(store.runs_dir().join("20260101-000000-00000000.jsonl"), b"").unwrap();
+        let other = Connection::open(index_path(&store)).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let err = Index::open(&store).err().expect("the lock is held");
+        let shown = format!("{err:#}");
+        assert!(
+            shown.contains(&index_path(&store).display().to_string())
+                && shown.contains("locked by another process")
+                && shown.contains("fuser"),
+            "{shown}"
+        );
     }
 }

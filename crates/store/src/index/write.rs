@@ -21,6 +21,13 @@ impl Index {
         &mut self,
         f: impl FnOnce(&rusqlite::Transaction) -> Result<T>,
     ) -> Result<T> {
+        self.write_now(f).map_err(|e| {
+            let path = self.runs_dir.with_file_name(super::FILE);
+            super::named_if_locked(e, &path)
+        })
+    }
+
+    fn write_now<T>(&mut self, f: impl FnOnce(&rusqlite::Transaction) -> Result<T>) -> Result<T> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
