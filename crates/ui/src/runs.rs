@@ -15,7 +15,12 @@ use anyhow::Result;
 use maud::{Markup, html};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use worldline_store::index::{Index, page::Page, query::Filter, row::Row};
+use worldline_store::index::{
+    Index,
+    page::Page,
+    query::{Filter, status_words},
+    row::Row,
+};
 
 const PER_PAGE: u64 = 100;
 
@@ -74,24 +79,12 @@ fn contains_lowercased(field: &str, needle: &str) -> bool {
             .any(|w| w.iter().zip(n).all(|(a, b)| a.to_ascii_lowercase() == *b))
 }
 
-/// The options of a select filter (`None` for a text field).
-fn options(key: &str) -> Option<&'static [&'static str]> {
+/// The options of a select filter (`None` for a text field): "any", then
+/// what `runs --status` takes.
+fn options(key: &str) -> Option<Vec<&'static str>> {
     match key {
-        "status" => Some(
-            &[
-                "",
-                "passed",
-                "failed",
-                "faulted",
-                "completed",
-                "errored",
-                "trapped",
-                "unscripted",
-                "incomplete",
-                "broken",
-            ][..],
-        ),
-        "grade" => Some(&["", "passed", "failed", "none"][..]),
+        "status" => Some([""].into_iter().chain(status_words()).collect()),
+        "grade" => Some(vec!["", "passed", "failed", "none"]),
         _ => None,
     }
 }
@@ -106,7 +99,7 @@ fn filters(q: &BTreeMap<String, String>) -> Markup {
                     @match options(key) {
                         Some(opts) => {
                             select name=(key) id={ "f-" (key) } {
-                                @for o in opts { option value=(o) selected[*o == value] { (if o.is_empty() { "any" } else { *o }) } }
+                                @for o in &opts { option value=(o) selected[*o == value] { (if o.is_empty() { "any" } else { *o }) } }
                             }
                         }
                         None => { input name=(key) id={ "f-" (key) } value=(value) size="14"; }

@@ -7,20 +7,16 @@ use anyhow::Result;
 use clap::Args;
 use worldline_case::error::InputError;
 use worldline_store::index::Index;
-use worldline_store::index::query::{Filter, parse_time};
+use worldline_store::index::query::{Filter, parse_time, status_words};
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct RunsArgs {
-    /// Run status (completed, errored, trapped, out_of_fuel, memory_limit,
-    /// timeout, exited, step_limit, error_limit, unscripted, incomplete,
-    /// broken), `faulted` for any agent fault, or the outcome
-    /// `passed`/`failed`; repeat or separate with commas.
-    #[arg(long, value_delimiter = ',', value_parser = [
-        "completed", "errored", "trapped", "out_of_fuel", "memory_limit", "timeout",
-        "exited", "step_limit", "error_limit", "unscripted", "incomplete", "broken",
-        "faulted", "passed", "failed",
-    ])]
+    /// The outcome (passed, failed), `faulted` for any agent fault, or how
+    /// the run ended (`incomplete`: no footer, `broken`: an unreadable
+    /// bundle); repeat or separate with commas.
+    #[arg(long, value_delimiter = ',',
+          value_parser = clap::builder::PossibleValuesParser::new(status_words()))]
     pub status: Vec<String>,
     /// The grade: passed, failed, or none (not graded).
     #[arg(long, value_parser = ["passed", "failed", "none"])]

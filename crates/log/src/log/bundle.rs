@@ -230,6 +230,21 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order `as_str` lists them: what `runs --status`
+    /// takes, and what `faulted` stands for, come from here.
+    pub const ALL: [Status; 10] = [
+        Status::Completed,
+        Status::Errored,
+        Status::Trapped,
+        Status::OutOfFuel,
+        Status::MemoryLimit,
+        Status::Timeout,
+        Status::Exited,
+        Status::StepLimit,
+        Status::ErrorLimit,
+        Status::Unscripted,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Completed => "completed",
@@ -884,6 +899,30 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `Status::ALL` holds each status once, at the place this match gives
+    /// it; a status added to the enum does not compile here until it is
+    /// given a place (and so a slot in `ALL`). Each is named as it is
+    /// recorded.
+    #[test]
+    fn every_status_is_listed_once_under_its_recorded_name() {
+        let place = |s: Status| match s {
+            Status::Completed => 0,
+            Status::Errored => 1,
+            Status::Trapped => 2,
+            Status::OutOfFuel => 3,
+            Status::MemoryLimit => 4,
+            Status::Timeout => 5,
+            Status::Exited => 6,
+            Status::StepLimit => 7,
+            Status::ErrorLimit => 8,
+            Status::Unscripted => 9,
+        };
+        for (i, s) in Status::ALL.into_iter().enumerate() {
+            assert_eq!(place(s), i, "{s:?}");
+            assert_eq!(json!(s), json!(s.as_str()));
+        }
+    }
 
     /// A footer with every field set, none left out of its text.
     fn full() -> Footer {

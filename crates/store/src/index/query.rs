@@ -5,6 +5,7 @@ use super::row::Row;
 use super::{COLUMNS, Index, row_of};
 use anyhow::Result;
 use rusqlite::types::Value;
+use worldline_log::log::Status;
 
 /// Which runs to list. Empty fields do not filter.
 #[derive(Debug, Default, Clone)]
@@ -32,14 +33,15 @@ pub struct Filter {
     pub limit: Option<u64>,
 }
 
-/// The statuses `faulted` stands for.
-const FAULTS: [&str; 5] = [
-    "trapped",
-    "out_of_fuel",
-    "memory_limit",
-    "timeout",
-    "exited",
-];
+/// What [`Filter::status`] takes: the outcomes, `faulted`, every status a
+/// run can end with, and the two of a row without a footer (`incomplete`)
+/// or without a readable bundle (`broken`).
+pub fn status_words() -> Vec<&'static str> {
+    let mut words = vec!["passed", "failed", "faulted"];
+    words.extend(Status::ALL.map(Status::as_str));
+    words.extend(["incomplete", "broken"]);
+    words
+}
 
 impl Filter {
     /// The SQL `WHERE` clause and its parameters.
@@ -56,7 +58,12 @@ impl Filter {
             let mut alts = Vec::new();
             for s in &self.status {
                 match s.as_str() {
-                    "faulted" => alts.extend(FAULTS.map(|f| bind("status = ?", text(f)))),
+                    "faulted" => alts.extend(
+                        Status::ALL
+                            .into_iter()
+                            .filter(|f| f.is_fault())
+                            .map(|f| bind("status = ?", text(f.as_str()))),
+                    ),
                     "passed" | "failed" => alts.push(bind("outcome = ?", text(s))),
                     other => alts.push(bind("status = ?", text(other))),
                 }
