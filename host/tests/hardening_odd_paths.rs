@@ -4,8 +4,9 @@
 //! damage, not a torn line; counts and `--jobs` past their bounds are
 //! refused before anything is listed; a report on a whole store that is
 //! not there makes none; a recording, a project file or a case that
-//! cannot be read is named as what it is, and a case's environment holds
-//! no NUL byte. The real binary on the
+//! cannot be read is named as what it is, a case's environment holds no
+//! NUL byte, and an output killed while written leaves nothing. The real
+//! binary on the
 //! caller-agent guest.
 
 use crate::common;
@@ -277,4 +278,53 @@ fn what_cannot_be_read_is_named_as_what_it_is() {
             .contains("nul-env.toml:10:1: [env] vars.A contains a NUL byte"),
         "{out}"
     );
+}
+
+/// An output killed while it is written leaves nothing beside where it was
+/// to go: the bytes go to a file without a name. The kill is the file size
+/// limit's signal, taken once the export has written 8 KiB of its ~30 KiB.
+#[test]
+fn an_output_killed_while_written_leaves_nothing_behind() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = temp_dir();
+    let (store, ids) = store_with_runs(dir.path());
+    // The index brought up to date first, so that the export writes only
+    // its output.
+    prompt(&store, &["runs"]).expect_code(0);
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let mut export = common::cli();
+    export
+        .args(["export", &ids[0], "--store"])
+        .arg(&store)
+        .arg("-o")
+        .arg(out_dir.join("run.json"));
+    // SAFETY: `setrlimit` only, between fork and exec.
+    unsafe {
+        export.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 8192,
+                rlim_max: 8192,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let status = export.output().unwrap().status;
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(status.signal(), Some(libc::SIGXFSZ), "{status:?}");
+    let left: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // Unkilled, the same export writes its output.
+    let out = common::wl(
+        &store,
+        &[&"export", &ids[0], &"-o", &out_dir.join("run.json")],
+    );
+    out.expect_code(0);
+    assert!(out_dir.join("run.json").is_file(), "{out}");
 }

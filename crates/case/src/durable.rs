@@ -1,8 +1,10 @@
 //! Writing store files so that a crash leaves the old content or the new,
 //! never a torn file: bytes go to a temporary file beside the target, which
 //! is then renamed (replace) or hard-linked (create-only) into place.
-//! Temporary names carry the writer's process id, so the ones a killed
-//! writer left behind can be told apart from live ones and swept.
+//! [`write`] makes that file without a name where Linux can (`O_TMPFILE`),
+//! so a writer killed while writing leaves nothing. Temporary names carry
+//! the writer's process id, so the ones a killed writer left behind can be
+//! told apart from live ones and swept.
 //!
 //! Flushing to disk: a lone run syncs its own bundle; many runs (a suite)
 //! share one flush of the store's filesystem per [`SyncBatch`] interval
@@ -39,13 +41,83 @@ pub fn temp_path(path: &Path) -> PathBuf {
 }
 
 /// Replace `path` with `bytes`: readers see the old file or the new one.
+/// Where the system can (Linux's `O_TMPFILE`) the bytes go to a file with
+/// no name, so a writer killed while writing leaves nothing behind; the
+/// file is then linked in as `path`, or beside it and renamed over it.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if let Some(file) = unnamed_beside(path) {
+        return link_unnamed(file, path, bytes);
+    }
     let tmp = temp_path(path);
     let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A file without a name in `path`'s folder, or `None` where the kernel
+/// or the filesystem has none (or cannot make one there: the named
+/// temporary file's writing then says why).
+#[cfg(target_os = "linux")]
+fn unnamed_beside(path: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::OpenOptions::new()
+        .write(true)
+        .mode(0o666)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir)
+        .ok()
+}
+
+/// Write `bytes` to `file` (made by [`unnamed_beside`]) and give it the
+/// name `path`: linked in when `path` is new, else linked in under a
+/// temporary name and renamed over it.
+#[cfg(target_os = "linux")]
+fn link_unnamed(mut file: File, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    file.write_all(bytes)?;
+    match link(&file, path) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let tmp = temp_path(path);
+            link(&file, &tmp)?;
+            let renamed = std::fs::rename(&tmp, path);
+            if renamed.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            renamed
+        }
+        other => other,
+    }
+}
+
+/// Give the open `file` the name `to` (`linkat` through `/proc/self/fd`,
+/// which needs no privilege, where `AT_EMPTY_PATH` does).
+#[cfg(target_os = "linux")]
+fn link(file: &File, to: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::io::AsRawFd as _;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let to = std::ffi::CString::new(to.as_os_str().as_bytes())?;
+    // SAFETY: two NUL-terminated paths that outlive the call.
+    let r = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Write a cache's note at `path` (its folder made, the temporary files a

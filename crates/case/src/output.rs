@@ -50,7 +50,8 @@ pub fn check_new(path: &Path, what: &str) -> Result<(), InputError> {
 }
 
 /// Write `bytes` to `path` (new, or a regular file it replaces whole:
-/// written beside it and renamed into place).
+/// written beside it without a name, so a killed writer leaves nothing,
+/// then linked or renamed into place).
 pub fn write(path: &Path, bytes: &[u8]) -> Result<(), InputError> {
     check_file(path)?;
     crate::durable::write(path, bytes)
