@@ -328,3 +328,39 @@ fn an_output_killed_while_written_leaves_nothing_behind() {
     out.expect_code(0);
     assert!(out_dir.join("run.json").is_file(), "{out}");
 }
+
+/// A bundle cut short in place leaves the `runs/` folder's time as it was,
+/// so listing trusts its row; `index --check` names it and `index` reads
+/// it again.
+#[test]
+fn index_reads_again_a_bundle_changed_in_place() {
+    let dir = temp_dir();
+    let (store, ids) = store_with_runs(dir.path());
+    prompt(&store, &["runs"]).expect_code(0);
+    let bundle = store.join(format!("runs/{}.jsonl", ids[0]));
+    let text = std::fs::read(&bundle).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&bundle)
+        .unwrap()
+        .set_len(text.len() as u64 / 2)
+        .unwrap();
+    let check = prompt(&store, &["index", "--check"]);
+    check.expect_code(1);
+    assert!(
+        check.stdout.contains(&format!("stale: {}", ids[0]))
+            && check.stdout.contains("run `worldline index`"),
+        "{check}"
+    );
+    let index = prompt(&store, &["index"]);
+    index.expect_code(0);
+    assert!(index.stdout.contains("1 read from bundles"), "{index}");
+    let incomplete = prompt(&store, &["runs", "--status", "incomplete", "--json"]);
+    incomplete.expect_code(0);
+    assert_eq!(
+        incomplete.json()[0]["run_id"],
+        ids[0].as_str(),
+        "{incomplete}"
+    );
+    prompt(&store, &["index", "--check"]).expect_code(0);
+}

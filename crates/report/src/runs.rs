@@ -142,5 +142,11 @@ pub fn write_check(out: &mut impl Write, c: &Check) -> io::Result<()> {
             writeln!(out, "  {what}: {id}")?;
         }
     }
+    if !c.consistent() {
+        writeln!(
+            out,
+            "run `worldline index` to bring the index up to date with the bundles"
+        )?;
+    }
     Ok(())
 }

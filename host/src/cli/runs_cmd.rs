@@ -191,7 +191,11 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
         let (index, sync) = Index::rebuild(&store)?;
         (index.query(&Filter::default())?.len(), sync)
     } else {
-        Index::read(&store, |index| Ok(index.query(&Filter::default())?.len()))?
+        // Every bundle's size compared with its row as well: a bundle
+        // changed in place leaves the folder's time as it was.
+        let (mut index, mut sync) = Index::open(&store)?;
+        sync.read += index.refresh_changed()?;
+        (index.query(&Filter::default())?.len(), sync)
     };
     if args.common.json {
         super::print_json(&worldline_report::runs::IndexSummary { rows, sync: &sync })?;

@@ -119,6 +119,30 @@ impl Index {
         Ok(changed.len())
     }
 
+    /// Re-read every row whose bundle's size is not the one recorded (a
+    /// bundle edited or cut short in place, which leaves the folder's time
+    /// as it was, so [`Index::sync`] does not look), and read the bundles
+    /// the index lacks: `worldline index`, which looks at every bundle.
+    /// Returns how many rows were read.
+    pub fn refresh_changed(&mut self) -> Result<usize> {
+        let check = self.check()?;
+        let ids: Vec<String> = check.stale.into_iter().chain(check.missing).collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let rows = read_rows(&self.runs_dir, &ids)?;
+        self.write(|tx| {
+            for id in &ids {
+                tx.execute("DELETE FROM runs WHERE id=?1", params![id])?;
+            }
+            for r in &rows {
+                super::schema::upsert(tx, r)?;
+            }
+            Ok(())
+        })?;
+        Ok(rows.len())
+    }
+
     /// Every row's recorded bundle size, by id.
     fn sizes(&self) -> Result<BTreeMap<String, i64>> {
         let mut stmt = self.conn.prepare("SELECT id, size FROM runs")?;
