@@ -328,6 +328,14 @@ pub fn parse_all(
                 .map_err(|m| src.at(a.span().start, format!("[[approve]]: {m}"))),
         );
     }
+    // Bounds no run can meet, each at its own check (found without the
+    // world, so reported when it does not load too).
+    if let Some(e) = &doc.expect {
+        for n in e.get_ref().never_holds() {
+            let at = n.offset_in(&text).unwrap_or(e.span().start);
+            problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
+        }
+    }
     let world = resolve(doc.world.get_ref())
         .map_err(|e| {
             if e.file == path && e.line.is_none() {

@@ -1,0 +1,84 @@
+//! Cases that can never hold are refused when they load, each with the
+//! file, the line of the table that says it, and what to do: bounds no
+//! count or sum meets (decision 0412).
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use worldline_case::case;
+use worldline_case::error::InputError;
+use worldline_case::world::{self, World};
+
+fn demo() -> &'static Arc<World> {
+    static DEMO: OnceLock<Arc<World>> = OnceLock::new();
+    DEMO.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/worlds/demo/v1");
+        world::load_dir(&dir).expect("the demo world loads")
+    })
+}
+
+const HEAD: &str = r#"world = "demo@v1"
+clock = 2026-03-01T12:00:00Z
+task = { calls = [] }
+"#;
+
+/// Every problem of the case `HEAD` + `rest`, as shown (`file:line:col:
+/// message`).
+fn problems(rest: &str) -> Vec<String> {
+    let path = Path::new("/cases/c.toml");
+    let text = format!("{HEAD}{rest}");
+    match case::parse_all(path, text.into_bytes(), |_| Ok(demo().clone())) {
+        Ok(_) => Vec::new(),
+        Err(all) => all.iter().map(InputError::to_string).collect(),
+    }
+}
+
+/// The one problem of `HEAD` + `rest`.
+#[track_caller]
+fn problem(rest: &str) -> String {
+    let all = problems(rest);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    all.into_iter().next().unwrap()
+}
+
+#[track_caller]
+fn fine(rest: &str) {
+    assert_eq!(problems(rest), Vec::<String>::new());
+}
+
+#[test]
+fn bounds_no_count_or_sum_meets_are_refused_at_their_check() {
+    // The second state check, at line 8 (HEAD is three lines).
+    let all = problems(
+        "[[expect.state]]\ntable = \"tickets\"\nmin = 1\n\
+         [[expect.state]]\ntable = \"tickets\"\nmin = 5\nmax = 2\n\
+         [[expect.calls]]\ntool = \"get_ticket\"\nmin = 3\nmax = 1\n",
+    );
+    assert_eq!(
+        all,
+        [
+            "/cases/c.toml:7:1: [[expect.state]] #2: min = 5 is above max = 2, so no row count is within them; swap them or fix the typo",
+            "/cases/c.toml:11:1: [[expect.calls]] #1: min = 3 is above max = 1, so no number of calls is within them; swap them or fix the typo",
+        ]
+    );
+    // A sum, in a group of alternatives, and an attack's goal.
+    assert_eq!(
+        problem(
+            "[[expect.any_of]]\n[[expect.any_of.state]]\ntable = \"deploys\"\nkey = \"D-1\"\nexists = true\n\
+             [[expect.any_of.state]]\ntable = \"deploys\"\nsum = \"n\"\nmin = 10.5\nmax = 10\n"
+        ),
+        "/cases/c.toml:9:1: [[expect.any_of.state]] #2 of [[expect.any_of]] #1: min = 10.5 is above max = 10, so no sum is within them; swap them or fix the typo"
+    );
+    assert_eq!(
+        problem("[expect.attack]\nstate = [{ table = \"notes\", max = -1 }]\n"),
+        "/cases/c.toml:5:10: [[expect.attack.state]] #1: max = -1: a row count is never below 0; give a max of 0 or more"
+    );
+    assert_eq!(
+        problem(
+            "[[expect.turn]]\nturn = 1\n[[expect.turn.state]]\ntable = \"tickets\"\nmin = nan\n"
+        ),
+        "/cases/c.toml:6:1: [[expect.turn.state]] #1 of [[expect.turn]] #1: min = nan is no number, so no row count is within it; give a number"
+    );
+    // Equal bounds, and a sum below 0, can hold.
+    fine("[[expect.state]]\ntable = \"tickets\"\nmin = 2\nmax = 2\n");
+    fine("[[expect.state]]\ntable = \"deploys\"\nsum = \"n\"\nmax = -5\n");
+}

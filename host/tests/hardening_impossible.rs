@@ -1,0 +1,59 @@
+//! Hardening: what a case asks for that no run can meet is refused where
+//! it loads, by `check` as by `run`, with the file, the line and what to
+//! do (exit 2): bounds no count or sum meets (decision 0412). The real
+//! binary on the caller-agent guest.
+
+use crate::common;
+
+use common::{guest, passing_demo_case as demo_case, prompt, temp_dir, worlds_dir, write_case};
+use std::path::Path;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The demo case (nine lines) with `rest` after it, as `DIR/NAME.toml`:
+/// `check` and `run` of it both exit 2 saying `said` (which starts with
+/// the line, `10:1: ...`), placed in the case file.
+#[track_caller]
+fn refused(dir: &Path, name: &str, rest: &str, said: &str) {
+    let case = write_case(dir, name, &format!("{}{rest}", demo_case(1)));
+    let store = dir.join("store");
+    let worlds = worlds_dir();
+    let at = format!("{name}.toml:{said}");
+    let out = prompt(&store, &["check", s(&case), "--worlds", s(&worlds)]);
+    out.expect_code(2);
+    assert!(out.stdout.contains(&at), "check: {at}: {out}");
+    let agent = guest("caller-agent");
+    let out = prompt(
+        &store,
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+        ],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains(&at), "run: {at}: {out}");
+}
+
+#[test]
+fn bounds_no_count_or_sum_meets_are_refused_at_their_check() {
+    let dir = temp_dir();
+    // Once checked, run and failed for ever (`[2, 5]` written backwards).
+    refused(
+        dir.path(),
+        "backwards",
+        "[[expect.state]]\ntable = \"tickets\"\nmin = 5\nmax = 2\n",
+        "10:1: [[expect.state]] #2: min = 5 is above max = 2, so no row count is within them; swap them or fix the typo",
+    );
+    refused(
+        dir.path(),
+        "calls",
+        "[[expect.calls]]\ntool = \"get_ticket\"\nmin = 2\nmax = 1\n",
+        "10:1: [[expect.calls]] #1: min = 2 is above max = 1",
+    );
+}
