@@ -1,7 +1,8 @@
 //! Hardening: what a case asks for that no run can meet is refused where
 //! it loads, by `check` as by `run`, with the file, the line and what to
-//! do (exit 2): bounds no count or sum meets (decision 0412). The real
-//! binary on the caller-agent guest.
+//! do (exit 2): bounds no count or sum meets, an `[[inject]]` `when` on an
+//! argument the tool does not take (decision 0412). The real binary on
+//! the caller-agent guest.
 
 use crate::common;
 
@@ -55,5 +56,18 @@ fn bounds_no_count_or_sum_meets_are_refused_at_their_check() {
         "calls",
         "[[expect.calls]]\ntool = \"get_ticket\"\nmin = 2\nmax = 1\n",
         "10:1: [[expect.calls]] #1: min = 2 is above max = 1",
+    );
+}
+
+#[test]
+fn a_when_on_an_argument_the_tool_does_not_take_is_refused() {
+    let dir = temp_dir();
+    // `servce`: once a rule that never matched, and a run that passed
+    // without the fault it was written to inject.
+    refused(
+        dir.path(),
+        "typo",
+        "[[inject]]\ntool = \"list_deploys\"\nwhen = { servce = \"checkout\" }\ndeny = true\n",
+        "10:1: [[inject]]: when.servce: `list_deploys` takes no argument `servce` (its parameters: service)",
     );
 }

@@ -1,6 +1,7 @@
 //! Cases that can never hold are refused when they load, each with the
 //! file, the line of the table that says it, and what to do: bounds no
-//! count or sum meets (decision 0412).
+//! count or sum meets, and an `[[inject]]` `when` on an argument the tool
+//! does not take (decision 0412).
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -81,4 +82,27 @@ fn bounds_no_count_or_sum_meets_are_refused_at_their_check() {
     // Equal bounds, and a sum below 0, can hold.
     fine("[[expect.state]]\ntable = \"tickets\"\nmin = 2\nmax = 2\n");
     fine("[[expect.state]]\ntable = \"deploys\"\nsum = \"n\"\nmax = -5\n");
+}
+
+#[test]
+fn a_when_on_an_argument_the_tool_does_not_take_is_refused() {
+    assert_eq!(
+        problem(
+            "[[inject]]\ntool = \"list_deploys\"\nwhen = { servce = \"checkout\" }\ndeny = true\n"
+        ),
+        "/cases/c.toml:4:1: [[inject]]: when.servce: `list_deploys` takes no argument `servce` (its parameters: service), so the rule never matches a call; name one of the parameters the world declares"
+    );
+    // A glob: no tool it names takes it.
+    let e = problem("[[inject]]\ntool = \"*_ticket\"\nwhen = { service = \"x\" }\ndeny = true\n");
+    assert!(
+        e.contains(
+            "when.service: no tool `*_ticket` names takes an argument `service` (`get_ticket`: its parameters: id; `close_ticket`: its parameters: id)"
+        ),
+        "{e}"
+    );
+    fine("[[inject]]\ntool = \"list_deploys\"\nwhen = { service = \"checkout\" }\ndeny = true\n");
+    // A tool whose params list no parameters is not judged, nor a glob
+    // that names one.
+    fine("[[inject]]\ntool = \"status_page\"\nwhen = { anything = 1 }\ndeny = true\n");
+    fine("[[inject]]\ntool = \"*\"\nwhen = { anything = 1 }\ndeny = true\n");
 }

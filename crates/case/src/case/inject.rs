@@ -5,7 +5,7 @@
 //! vectors (a prompt injection).
 
 use crate::error_kind::ErrorKind;
-use crate::world::glob_match;
+use crate::world::{Tool, glob_match};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -148,10 +148,59 @@ impl Inject {
         }
     }
 
+    /// Why the rule's `when` can never match a call: it names an argument
+    /// that no tool the rule names takes. Only tools whose `params` list
+    /// their `properties` are judged; a rule naming one that does not (or
+    /// a glob matching one) is left alone.
+    pub fn when_problem(&self, tools: &[Tool]) -> Option<String> {
+        let named: Vec<&Tool> = tools
+            .iter()
+            .filter(|t| glob_match(&self.tool, &t.name))
+            .collect();
+        if named.is_empty() {
+            return None;
+        }
+        let listed: Vec<(&str, Vec<&str>)> = named
+            .iter()
+            .map(|t| Some((t.name.as_str(), parameters(t)?)))
+            .collect::<Option<_>>()?;
+        let key = self.when.keys().find(|k| {
+            !listed
+                .iter()
+                .any(|(_, params)| params.contains(&k.as_str()))
+        })?;
+        let takes = |params: &[&str]| match params {
+            [] => "it takes none".to_string(),
+            _ => format!("its parameters: {}", params.join(", ")),
+        };
+        let which = match listed.as_slice() {
+            [(name, params)] => format!("`{name}` takes no argument `{key}` ({})", takes(params)),
+            _ => format!(
+                "no tool `{}` names takes an argument `{key}` ({})",
+                self.tool,
+                listed
+                    .iter()
+                    .map(|(name, params)| format!("`{name}`: {}", takes(params)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        Some(format!(
+            "when.{key}: {which}, so the rule never matches a call; name one of the parameters the world declares"
+        ))
+    }
+
     /// Whether the rule's tool and argument conditions match a call.
     pub fn matches(&self, tool: &str, args: &Value) -> bool {
         glob_match(&self.tool, tool) && self.when.iter().all(|(k, v)| args.get(k) == Some(v))
     }
+}
+
+/// The parameters a tool's `params` lists (its `properties`, in their
+/// order), or `None` when it lists none.
+fn parameters(tool: &Tool) -> Option<Vec<&str>> {
+    let props = tool.params.get("properties")?.as_object()?;
+    Some(props.keys().map(String::as_str).collect())
 }
 
 #[cfg(test)]

@@ -499,6 +499,9 @@ fn check_inject(
                 world.reference()
             )));
         }
+        if let Some(m) = rule.when_problem(&world.tools) {
+            return Err(at(m));
+        }
         checked.push((rule.clone(), action));
     }
     Ok(checked)
