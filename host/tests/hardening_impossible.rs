@@ -1,8 +1,9 @@
-//! Hardening: what a case asks for that no run can meet is refused where
-//! it loads, by `check` as by `run`, with the file, the line and what to
-//! do (exit 2): bounds no count or sum meets, an `[[inject]]` `when` on an
-//! argument the tool does not take (decision 0412). The real binary on
-//! the caller-agent guest.
+//! Hardening: what a case or a fault profile asks for that no run can
+//! meet is refused where it loads, by `check` as by `run` and `fuzz`,
+//! with the file, the line and what to do (exit 2): bounds no count or sum
+//! meets, an `[[inject]]` `when` on an argument the tool does not take, a
+//! stale answer's `field` on a tool that answers no rows (decision 0412).
+//! The real binary on the caller-agent guest.
 
 use crate::common;
 
@@ -41,6 +42,37 @@ fn refused(dir: &Path, name: &str, rest: &str, said: &str) {
     assert!(out.stderr.contains(&at), "run: {at}: {out}");
 }
 
+/// `fuzz` of the passing demo case with the faults file `faults`: exit 2
+/// saying `said`, before any run.
+#[track_caller]
+fn fuzz_refused(dir: &Path, faults: &str, said: &str) {
+    let case = write_case(dir, "fuzzed", &demo_case(1));
+    let file = dir.join("faults.toml");
+    std::fs::write(&file, faults).unwrap();
+    let store = dir.join("store");
+    let out = prompt(
+        &store,
+        &[
+            "fuzz",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+            "--faults",
+            s(&file),
+            "--runs",
+            "2",
+        ],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains(said), "{said}: {out}");
+    assert!(
+        !store.join("runs").exists() || std::fs::read_dir(store.join("runs")).unwrap().count() == 0,
+        "{out}"
+    );
+}
+
 #[test]
 fn bounds_no_count_or_sum_meets_are_refused_at_their_check() {
     let dir = temp_dir();
@@ -69,5 +101,21 @@ fn a_when_on_an_argument_the_tool_does_not_take_is_refused() {
         "typo",
         "[[inject]]\ntool = \"list_deploys\"\nwhen = { servce = \"checkout\" }\ndeny = true\n",
         "10:1: [[inject]]: when.servce: `list_deploys` takes no argument `servce` (its parameters: service)",
+    );
+}
+
+#[test]
+fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
+    let dir = temp_dir();
+    refused(
+        dir.path(),
+        "respond",
+        "[[inject]]\ntool = \"status_page\"\nstale = { age_s = 60, field = \"checked_at\" }\n",
+        "10:1: [[inject]]: stale.field = \"checked_at\" hides rows newer than the stale time, but `status_page`: op = \"respond\" answers no rows of a table",
+    );
+    fuzz_refused(
+        dir.path(),
+        "[[tools]]\ntool = \"close_ticket\"\nstale = { p = 0.5, age_s = [1, 60], field = \"at\" }\n",
+        "faults.toml:1:1: faults file: `close_ticket`: stale.field = \"at\"",
     );
 }

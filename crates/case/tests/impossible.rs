@@ -1,7 +1,8 @@
 //! Cases that can never hold are refused when they load, each with the
 //! file, the line of the table that says it, and what to do: bounds no
-//! count or sum meets, and an `[[inject]]` `when` on an argument the tool
-//! does not take (decision 0412).
+//! count or sum meets, an `[[inject]]` `when` on an argument the tool does
+//! not take, and a stale answer's `field` on a tool that answers no rows
+//! (decision 0412).
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -105,4 +106,26 @@ fn a_when_on_an_argument_the_tool_does_not_take_is_refused() {
     // that names one.
     fine("[[inject]]\ntool = \"status_page\"\nwhen = { anything = 1 }\ndeny = true\n");
     fine("[[inject]]\ntool = \"*\"\nwhen = { anything = 1 }\ndeny = true\n");
+}
+
+#[test]
+fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
+    assert_eq!(
+        problem("[[inject]]\ntool = \"status_page\"\nstale = { age_s = 60, field = \"at\" }\n"),
+        "/cases/c.toml:4:1: [[inject]]: stale.field = \"at\" hides rows newer than the stale time, but `status_page`: op = \"respond\" answers no rows of a table, so it hides nothing; drop `field` (the answer is still as of age_s ago) or name a get, query or service tool"
+    );
+    let e =
+        problem("[[inject]]\ntool = \"close_ticket\"\nstale = { age_s = 60, field = \"at\" }\n");
+    assert!(e.contains("`close_ticket`: op = \"update\""), "{e}");
+    let e = problem(
+        "[[fuzz.tools]]\ntool = \"status_page\"\nstale = { p = 0.5, age_s = [1, 60], field = \"at\" }\n",
+    );
+    assert!(
+        e.starts_with("/cases/c.toml:4:1: [fuzz]: `status_page`: stale.field = \"at\""),
+        "{e}"
+    );
+    // A get or a query reads rows through it; a glob naming one may too.
+    fine("[[inject]]\ntool = \"list_deploys\"\nstale = { age_s = 60, field = \"at\" }\n");
+    fine("[[inject]]\ntool = \"*_ticket\"\nstale = { age_s = 60, field = \"at\" }\n");
+    fine("[[inject]]\ntool = \"status_page\"\nstale = { age_s = 60 }\n");
 }

@@ -388,6 +388,11 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
     if let Some(s) = &t.stale {
         total += prob("stale.p", s.p)?;
         range("stale.age_s", &s.age_s)?;
+        if let Some(field) = &s.field
+            && let Some(m) = super::inject::stale_field_problem(name, field, &world.tools)
+        {
+            return Err(format!("`{name}`: {m}"));
+        }
     }
     if let Some(p) = &t.partial {
         total += prob("partial.p", p.p)?;

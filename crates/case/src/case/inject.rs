@@ -203,6 +203,28 @@ fn parameters(tool: &Tool) -> Option<Vec<&str>> {
     Some(props.keys().map(String::as_str).collect())
 }
 
+/// Why a stale answer's `field` (of an `[[inject]]` rule or a fault
+/// profile's `stale`) can never hide a row: no tool `tool` names answers
+/// rows of a table ([`crate::world::Op::hides_rows`]). `None` when one
+/// may (which fields its rows hold is not declared, so it is not judged).
+pub fn stale_field_problem(tool: &str, field: &str, tools: &[Tool]) -> Option<String> {
+    let named: Vec<&Tool> = tools.iter().filter(|t| glob_match(tool, &t.name)).collect();
+    if named.is_empty() || named.iter().any(|t| t.op.hides_rows()) {
+        return None;
+    }
+    let op = |t: &Tool| format!("`{}`: op = \"{}\"", t.name, t.op.name());
+    let which = match named.as_slice() {
+        [t] => format!("{} answers no rows of a table", op(t)),
+        _ => format!(
+            "no tool `{tool}` names answers rows of a table ({})",
+            named.iter().map(|t| op(t)).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    Some(format!(
+        "stale.field = \"{field}\" hides rows newer than the stale time, but {which}, so it hides nothing; drop `field` (the answer is still as of age_s ago) or name a get, query or service tool"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -502,6 +502,11 @@ fn check_inject(
         if let Some(m) = rule.when_problem(&world.tools) {
             return Err(at(m));
         }
+        if let Some(field) = rule.stale.as_ref().and_then(|s| s.field.as_deref())
+            && let Some(m) = inject::stale_field_problem(&rule.tool, field, &world.tools)
+        {
+            return Err(at(m));
+        }
         checked.push((rule.clone(), action));
     }
     Ok(checked)
