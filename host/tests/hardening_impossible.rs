@@ -2,8 +2,9 @@
 //! meet is refused where it loads, by `check` as by `run` and `fuzz`,
 //! with the file, the line and what to do (exit 2): bounds no count or sum
 //! meets, an `[[inject]]` `when` on an argument the tool does not take, a
-//! stale answer's `field` on a tool that answers no rows (decision 0412).
-//! The real binary on the caller-agent guest.
+//! stale answer's `field` on a tool that answers no rows (which a case
+//! made from a run leaves out) (decision 0412). The real binary on the
+//! caller-agent guest.
 
 use crate::common;
 
@@ -118,4 +119,46 @@ fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
         "[[tools]]\ntool = \"close_ticket\"\nstale = { p = 0.5, age_s = [1, 60], field = \"at\" }\n",
         "faults.toml:1:1: faults file: `close_ticket`: stale.field = \"at\"",
     );
+}
+
+#[test]
+fn a_case_from_a_run_leaves_out_a_stale_field_its_tool_never_used() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    // A glob's stale rule with a field, met by a get (which hides rows by
+    // it) and a respond tool (which answers none): the case made from the
+    // run once kept the field on the respond tool's rule, and the new
+    // case did not load.
+    let case = write_case(
+        dir.path(),
+        "glob",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\n\
+         task = { calls = [{ tool = \"status_page\" }, { tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
+         [[inject]]\ntool = \"*\"\nstale = { age_s = 60, field = \"at\" }\n",
+    );
+    let out = prompt(
+        &store,
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let made = dir.path().join("made.toml");
+    let out = prompt(&store, &["case", "from-run", &run, "-o", s(&made)]);
+    out.expect_code(0);
+    let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&made).unwrap()).unwrap();
+    let rules = doc["inject"].as_array().unwrap();
+    assert_eq!(rules.len(), 2, "{doc}");
+    assert_eq!(rules[0]["tool"].as_str(), Some("status_page"), "{doc}");
+    assert!(rules[0]["stale"].get("field").is_none(), "{doc}");
+    assert_eq!(rules[1]["tool"].as_str(), Some("get_ticket"), "{doc}");
+    assert_eq!(rules[1]["stale"]["field"].as_str(), Some("at"), "{doc}");
+    prompt(&store, &["check", s(&made), "--worlds", s(&worlds_dir())]).expect_code(0);
 }
