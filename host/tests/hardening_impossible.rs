@@ -3,8 +3,8 @@
 //! with the file, the line and what to do (exit 2): bounds no count or sum
 //! meets, an `[[inject]]` `when` on an argument the tool does not take, a
 //! stale answer's `field` on a tool that answers no rows (which a case
-//! made from a run leaves out) (decision 0412). The real binary on the
-//! caller-agent guest.
+//! made from a run leaves out), a duration past ten years (decision
+//! 0412). The real binary on the caller-agent guest.
 
 use crate::common;
 
@@ -161,4 +161,48 @@ fn a_case_from_a_run_leaves_out_a_stale_field_its_tool_never_used() {
     assert_eq!(rules[1]["tool"].as_str(), Some("get_ticket"), "{doc}");
     assert_eq!(rules[1]["stale"]["field"].as_str(), Some("at"), "{doc}");
     prompt(&store, &["check", s(&made), "--worlds", s(&worlds_dir())]).expect_code(0);
+}
+
+#[test]
+fn a_duration_past_ten_years_is_refused() {
+    let dir = temp_dir();
+    // 2^63 - 1 ms: once an overflow of the simulated clock.
+    refused(
+        dir.path(),
+        "latency",
+        "[[inject]]\ntool = \"get_ticket\"\nlatency_ms = 9223372036854775807\n",
+        "10:1: [[inject]]: latency_ms = 9223372036854775807 is longer than ten years (316224000000 ms)",
+    );
+    refused(
+        dir.path(),
+        "age",
+        "[[inject]]\ntool = \"list_deploys\"\nstale = { age_s = 9223372036854775807 }\n",
+        "10:1: [[inject]]: stale.age_s = 9223372036854775807 is longer than ten years (316224000 s)",
+    );
+    fuzz_refused(
+        dir.path(),
+        "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 9223372036854775807] }\n",
+        "faults.toml:1:1: faults file: `get_ticket`: the high end of latency_ms.ms = 9223372036854775807 is longer than ten years",
+    );
+    // A model latency set on the command line is checked as the case's.
+    let case = write_case(dir.path(), "model", &demo_case(1));
+    let out = prompt(
+        &dir.path().join("store"),
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+            "--model-set",
+            "latency_ms=400000000000",
+        ],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("[model] latency_ms = 400000000000 is longer than ten years"),
+        "{out}"
+    );
 }

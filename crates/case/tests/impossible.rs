@@ -1,10 +1,10 @@
 //! Cases that can never hold are refused when they load, each with the
 //! file, the line of the table that says it, and what to do: bounds no
 //! count or sum meets, an `[[inject]]` `when` on an argument the tool does
-//! not take, and a stale answer's `field` on a tool that answers no rows
-//! (decision 0412).
+//! not take, a stale answer's `field` on a tool that answers no rows, and
+//! a duration past ten years (decision 0412).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use worldline_case::case;
 use worldline_case::error::InputError;
@@ -128,4 +128,71 @@ fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
     fine("[[inject]]\ntool = \"list_deploys\"\nstale = { age_s = 60, field = \"at\" }\n");
     fine("[[inject]]\ntool = \"*_ticket\"\nstale = { age_s = 60, field = \"at\" }\n");
     fine("[[inject]]\ntool = \"status_page\"\nstale = { age_s = 60 }\n");
+}
+
+#[test]
+fn durations_past_ten_years_are_refused() {
+    const MAX: u64 = 316_224_000_000;
+    for (rest, said) in [
+        (
+            format!("[[inject]]\ntool = \"get_ticket\"\nlatency_ms = {}\n", MAX + 1),
+            "[[inject]]: latency_ms = 316224000001 is longer than ten years",
+        ),
+        (
+            "[[inject]]\ntool = \"get_ticket\"\nstale = { age_s = 9223372036854775807 }\n".into(),
+            "[[inject]]: stale.age_s = 9223372036854775807 is longer than ten years",
+        ),
+        (
+            "[[fuzz.tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 1.0, ms = [1, 9223372036854775807] }\n".into(),
+            "[fuzz]: `get_ticket`: the high end of latency_ms.ms = 9223372036854775807 is longer",
+        ),
+        (
+            "[[fuzz.tools]]\ntool = \"get_ticket\"\nstale = { p = 1.0, age_s = [1, 400000000] }\n".into(),
+            "[fuzz]: `get_ticket`: the high end of stale.age_s = 400000000 is longer",
+        ),
+        (
+            "[fuzz.user]\nlatency_ms = { p = 1.0, ms = 400000000000 }\n".into(),
+            "[fuzz]: [fuzz.user] the high end of latency_ms.ms = 400000000000 is longer",
+        ),
+        (
+            "[model]\nlatency_ms = 9223372036854775807\n".into(),
+            "[model] latency_ms = 9223372036854775807 is longer",
+        ),
+        (
+            "[model]\nresponses = [{ content = \"hi\", latency_ms = 400000000000 }]\n".into(),
+            "[model] responses #1: latency_ms = 400000000000 is longer",
+        ),
+        (
+            "[user]\nlatency_ms = 400000000000\n".into(),
+            "[user] latency_ms = 400000000000 is longer",
+        ),
+        (
+            "[[user.rules]]\nreply = \"ok\"\nlatency_ms = 400000000000\n".into(),
+            "[[user.rules]] #1: latency_ms = 400000000000 is longer",
+        ),
+        (
+            "[[approve]]\ndecision = \"approve\"\nlatency_ms = 400000000000\n".into(),
+            "[[approve]]: latency_ms = 400000000000 is longer",
+        ),
+    ] {
+        let e = problem(&rest);
+        assert!(e.starts_with("/cases/c.toml:4:"), "{rest}: {e}");
+        assert!(e.contains(said), "{rest}: {e}");
+        assert!(e.ends_with("give at most 316224000000") || e.ends_with("give at most 316224000"), "{e}");
+    }
+    fine(&format!(
+        "[[inject]]\ntool = \"get_ticket\"\nlatency_ms = {MAX}\n[[inject]]\ntool = \"list_deploys\"\nstale = {{ age_s = 316224000 }}\n"
+    ));
+    // A faults file, as `fuzz --faults` reads it.
+    let dir = tempfile::tempdir().unwrap();
+    let faults: PathBuf = dir.path().join("faults.toml");
+    std::fs::write(
+        &faults,
+        "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 18446744073709] }\n",
+    )
+    .unwrap();
+    let e = case::fuzz::load_file(&faults, demo())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("faults.toml:1:1: faults file: `get_ticket`: the high end of latency_ms.ms = 18446744073709 is longer than ten years"), "{e}");
 }
