@@ -3,8 +3,9 @@
 //! with the file, the line and what to do (exit 2): bounds no count or sum
 //! meets, an `[[inject]]` `when` on an argument the tool does not take, a
 //! stale answer's `field` on a tool that answers no rows (which a case
-//! made from a run leaves out), a duration past ten years (decision
-//! 0412). The real binary on the caller-agent guest.
+//! made from a run leaves out), a duration past ten years; and `verify
+//! --sample 0`, which replayed nothing and passed (decision 0412). The
+//! real binary on the caller-agent guest.
 
 use crate::common;
 
@@ -205,4 +206,30 @@ fn a_duration_past_ten_years_is_refused() {
             .contains("[model] latency_ms = 400000000000 is longer than ten years"),
         "{out}"
     );
+}
+
+#[test]
+fn verify_of_a_sample_of_no_runs_is_refused() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "c1", &demo_case(1));
+    prompt(
+        &store,
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+        ],
+    )
+    .expect_code(0);
+    // Once exit 0, having replayed nothing: a nightly check that passed.
+    let out = prompt(&store, &["verify", "--sample", "0"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--sample: must be at least 1"), "{out}");
+    let out = prompt(&store, &["verify", "--sample", "1"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("1 identical or verified"), "{out}");
 }
