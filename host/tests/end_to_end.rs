@@ -23,6 +23,7 @@ mod fuzz;
 mod fuzz_workers;
 mod grading;
 mod hardening_bounds;
+mod hardening_impossible;
 mod hardening_inputs;
 mod hardening_native;
 mod hardening_odd_paths;

@@ -98,6 +98,15 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
+    // A sample of no runs replays nothing, and a nightly check that
+    // replays nothing passed.
+    if args.sample == Some(0) {
+        return Err(InputError::new(
+            "--sample",
+            "must be at least 1: the number of runs drawn and replayed (leave it out to replay every run)",
+        )
+        .into());
+    }
     // The whole store, or runs named (bundle paths need no store).
     let store = match args.runs.is_empty() {
         true => StoreDir::open_existing(&args.common.store)?,

@@ -628,6 +628,177 @@ impl CallCheck {
     }
 }
 
+impl StateCheck {
+    /// Why the check's `min`/`max` can never hold, if they cannot: a bound
+    /// that is NaN, `min` above `max`, or a row count below 0.
+    pub fn never_holds(&self) -> Option<String> {
+        let what = match self.sum {
+            Some(_) => "sum",
+            None => "row count",
+        };
+        for (key, bound) in [("min", self.min), ("max", self.max)] {
+            if bound.is_some_and(f64::is_nan) {
+                return Some(format!(
+                    "{key} = nan is no number, so no {what} is within it; give a number"
+                ));
+            }
+        }
+        match (self.min, self.max) {
+            (Some(min), Some(max)) if min > max => Some(format!(
+                "min = {min} is above max = {max}, so no {what} is within them; swap them or fix the typo"
+            )),
+            (_, Some(max)) if self.sum.is_none() && max < 0.0 => Some(format!(
+                "max = {max}: a row count is never below 0; give a max of 0 or more"
+            )),
+            _ => None,
+        }
+    }
+}
+
+impl CallCheck {
+    /// Why the check's `min`/`max` can never hold, if they cannot: `min`
+    /// above `max`.
+    pub fn never_holds(&self) -> Option<String> {
+        match (self.min, self.max) {
+            (Some(min), Some(max)) if min > max => Some(format!(
+                "min = {min} is above max = {max}, so no number of calls is within them; swap them or fix the typo"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Where in `[expect]` a list of checks is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// `[[expect.state]]`, `[[expect.calls]]`.
+    Top,
+    /// The n-th `[[expect.any_of]]` (from 0).
+    AnyOf(usize),
+    /// The n-th `[[expect.turn]]` (from 0).
+    Turn(usize),
+    /// `[expect.attack]`.
+    Attack,
+}
+
+/// A state or calls check whose bounds can never hold, and where it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NeverHolds {
+    pub group: Group,
+    /// A `state` check (else a `calls` one).
+    pub state: bool,
+    /// Its place in its list (from 0).
+    pub index: usize,
+    pub message: String,
+}
+
+impl NeverHolds {
+    /// How the file names the check: `[[expect.state]] #2`,
+    /// `[[expect.turn.calls]] #1 of [[expect.turn]] #3`.
+    pub fn label(&self) -> String {
+        let list = if self.state { "state" } else { "calls" };
+        let n = self.index + 1;
+        match self.group {
+            Group::Top => format!("[[expect.{list}]] #{n}"),
+            Group::AnyOf(g) => {
+                format!(
+                    "[[expect.any_of.{list}]] #{n} of [[expect.any_of]] #{}",
+                    g + 1
+                )
+            }
+            Group::Turn(g) => format!("[[expect.turn.{list}]] #{n} of [[expect.turn]] #{}", g + 1),
+            Group::Attack => format!("[[expect.attack.{list}]] #{n}"),
+        }
+    }
+
+    /// The byte offset of the check's table in the case's `text`, read
+    /// again for its place (only when there is a problem to place).
+    pub fn offset_in(&self, text: &str) -> Option<usize> {
+        let doc: places::Doc = toml::from_str(text).ok()?;
+        let expect = doc.expect?;
+        let (state, calls) = match self.group {
+            Group::Top => (&expect.state, &expect.calls),
+            Group::AnyOf(g) => expect.any_of.get(g).map(|l| (&l.state, &l.calls))?,
+            Group::Turn(g) => expect.turn.get(g).map(|l| (&l.state, &l.calls))?,
+            Group::Attack => expect.attack.as_ref().map(|l| (&l.state, &l.calls))?,
+        };
+        let list = if self.state { state } else { calls };
+        Some(list.get(self.index)?.span().start)
+    }
+}
+
+/// Where each state and calls check of `[expect]` is in the case's text:
+/// the same tables read again, only for their places.
+mod places {
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+    use toml::Spanned;
+
+    #[derive(Deserialize)]
+    pub(super) struct Doc {
+        pub(super) expect: Option<Expect>,
+    }
+
+    /// `state` and `calls` as `Lists` holds them (not flattened into one:
+    /// a flattened table is buffered, and loses its places).
+    #[derive(Deserialize)]
+    pub(super) struct Expect {
+        #[serde(default)]
+        pub(super) state: Vec<Spanned<IgnoredAny>>,
+        #[serde(default)]
+        pub(super) calls: Vec<Spanned<IgnoredAny>>,
+        #[serde(default)]
+        pub(super) any_of: Vec<Lists>,
+        #[serde(default)]
+        pub(super) turn: Vec<Lists>,
+        #[serde(default)]
+        pub(super) attack: Option<Lists>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Lists {
+        #[serde(default)]
+        pub(super) state: Vec<Spanned<IgnoredAny>>,
+        #[serde(default)]
+        pub(super) calls: Vec<Spanned<IgnoredAny>>,
+    }
+}
+
+impl Expect {
+    /// Every state and calls check whose bounds can never hold, in the
+    /// order the file gives them within each list.
+    pub fn never_holds(&self) -> Vec<NeverHolds> {
+        let mut found = Vec::new();
+        let mut lists = |group: Group, state: &[StateCheck], calls: &[CallCheck]| {
+            let states = state.iter().map(StateCheck::never_holds);
+            let calls = calls.iter().map(CallCheck::never_holds);
+            for (is_state, all) in [(true, states.collect::<Vec<_>>()), (false, calls.collect())] {
+                for (index, message) in all.into_iter().enumerate() {
+                    if let Some(message) = message {
+                        found.push(NeverHolds {
+                            group,
+                            state: is_state,
+                            index,
+                            message,
+                        });
+                    }
+                }
+            }
+        };
+        lists(Group::Top, &self.state, &self.calls);
+        for (g, a) in self.any_of.iter().enumerate() {
+            lists(Group::AnyOf(g), &a.state, &a.calls);
+        }
+        for (g, t) in self.turn.iter().enumerate() {
+            lists(Group::Turn(g), &t.state, &t.calls);
+        }
+        if let Some(a) = &self.attack {
+            lists(Group::Attack, &a.state, &a.calls);
+        }
+        found
+    }
+}
+
 impl OutputCheck {
     pub fn check(&self) -> Result<(), String> {
         for j in &self.json {

@@ -286,6 +286,7 @@ impl UserFaults {
                     l.ms.lo, l.ms.hi
                 ));
             }
+            crate::time::check_ms("[fuzz.user] the high end of latency_ms.ms", l.ms.hi as u64)?;
         }
         Ok(())
     }
@@ -388,6 +389,13 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
     if let Some(s) = &t.stale {
         total += prob("stale.p", s.p)?;
         range("stale.age_s", &s.age_s)?;
+        crate::time::check_s("the high end of stale.age_s", s.age_s.hi as u64)
+            .map_err(|m| format!("`{name}`: {m}"))?;
+        if let Some(field) = &s.field
+            && let Some(m) = super::inject::stale_field_problem(name, field, &world.tools)
+        {
+            return Err(format!("`{name}`: {m}"));
+        }
     }
     if let Some(p) = &t.partial {
         total += prob("partial.p", p.p)?;
@@ -409,6 +417,8 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
     if let Some(l) = &t.latency_ms {
         latency = prob("latency_ms.p", l.p)?;
         range("latency_ms.ms", &l.ms)?;
+        crate::time::check_ms("the high end of latency_ms.ms", l.ms.hi as u64)
+            .map_err(|m| format!("`{name}`: {m}"))?;
     }
     if total > 1.0 + 1e-9 {
         return Err(format!(

@@ -5,7 +5,7 @@
 //! vectors (a prompt injection).
 
 use crate::error_kind::ErrorKind;
-use crate::world::glob_match;
+use crate::world::{Tool, glob_match};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -98,7 +98,11 @@ impl Inject {
     /// known error kinds.
     pub fn action(&self) -> Result<Action, String> {
         let mut actions = Vec::new();
+        if let Some(ms) = self.latency_ms {
+            crate::time::check_ms("latency_ms", ms)?;
+        }
         if let Some(s) = &self.stale {
+            crate::time::check_s("stale.age_s", s.age_s)?;
             actions.push(Action::Stale(s.clone()));
         }
         if self.deny {
@@ -148,10 +152,81 @@ impl Inject {
         }
     }
 
+    /// Why the rule's `when` can never match a call: it names an argument
+    /// that no tool the rule names takes. Only tools whose `params` list
+    /// their `properties` are judged; a rule naming one that does not (or
+    /// a glob matching one) is left alone.
+    pub fn when_problem(&self, tools: &[Tool]) -> Option<String> {
+        let named: Vec<&Tool> = tools
+            .iter()
+            .filter(|t| glob_match(&self.tool, &t.name))
+            .collect();
+        if named.is_empty() {
+            return None;
+        }
+        let listed: Vec<(&str, Vec<&str>)> = named
+            .iter()
+            .map(|t| Some((t.name.as_str(), parameters(t)?)))
+            .collect::<Option<_>>()?;
+        let key = self.when.keys().find(|k| {
+            !listed
+                .iter()
+                .any(|(_, params)| params.contains(&k.as_str()))
+        })?;
+        let takes = |params: &[&str]| match params {
+            [] => "it takes none".to_string(),
+            _ => format!("its parameters: {}", params.join(", ")),
+        };
+        let which = match listed.as_slice() {
+            [(name, params)] => format!("`{name}` takes no argument `{key}` ({})", takes(params)),
+            _ => format!(
+                "no tool `{}` names takes an argument `{key}` ({})",
+                self.tool,
+                listed
+                    .iter()
+                    .map(|(name, params)| format!("`{name}`: {}", takes(params)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        Some(format!(
+            "when.{key}: {which}, so the rule never matches a call; name one of the parameters the world declares"
+        ))
+    }
+
     /// Whether the rule's tool and argument conditions match a call.
     pub fn matches(&self, tool: &str, args: &Value) -> bool {
         glob_match(&self.tool, tool) && self.when.iter().all(|(k, v)| args.get(k) == Some(v))
     }
+}
+
+/// The parameters a tool's `params` lists (its `properties`, in their
+/// order), or `None` when it lists none.
+fn parameters(tool: &Tool) -> Option<Vec<&str>> {
+    let props = tool.params.get("properties")?.as_object()?;
+    Some(props.keys().map(String::as_str).collect())
+}
+
+/// Why a stale answer's `field` (of an `[[inject]]` rule or a fault
+/// profile's `stale`) can never hide a row: no tool `tool` names answers
+/// rows of a table ([`crate::world::Op::hides_rows`]). `None` when one
+/// may (which fields its rows hold is not declared, so it is not judged).
+pub fn stale_field_problem(tool: &str, field: &str, tools: &[Tool]) -> Option<String> {
+    let named: Vec<&Tool> = tools.iter().filter(|t| glob_match(tool, &t.name)).collect();
+    if named.is_empty() || named.iter().any(|t| t.op.hides_rows()) {
+        return None;
+    }
+    let op = |t: &Tool| format!("`{}`: op = \"{}\"", t.name, t.op.name());
+    let which = match named.as_slice() {
+        [t] => format!("{} answers no rows of a table", op(t)),
+        _ => format!(
+            "no tool `{tool}` names answers rows of a table ({})",
+            named.iter().map(|t| op(t)).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    Some(format!(
+        "stale.field = \"{field}\" hides rows newer than the stale time, but {which}, so it hides nothing; drop `field` (the answer is still as of age_s ago) or name a get, query or service tool"
+    ))
 }
 
 #[cfg(test)]

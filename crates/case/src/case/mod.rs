@@ -328,6 +328,14 @@ pub fn parse_all(
                 .map_err(|m| src.at(a.span().start, format!("[[approve]]: {m}"))),
         );
     }
+    // Bounds no run can meet, each at its own check (found without the
+    // world, so reported when it does not load too).
+    if let Some(e) = &doc.expect {
+        for n in e.get_ref().never_holds() {
+            let at = n.offset_in(&text).unwrap_or(e.span().start);
+            problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
+        }
+    }
     let world = resolve(doc.world.get_ref())
         .map_err(|e| {
             if e.file == path && e.line.is_none() {
@@ -490,6 +498,14 @@ fn check_inject(
                 rule.tool,
                 world.reference()
             )));
+        }
+        if let Some(m) = rule.when_problem(&world.tools) {
+            return Err(at(m));
+        }
+        if let Some(field) = rule.stale.as_ref().and_then(|s| s.field.as_deref())
+            && let Some(m) = inject::stale_field_problem(&rule.tool, field, &world.tools)
+        {
+            return Err(at(m));
         }
         checked.push((rule.clone(), action));
     }

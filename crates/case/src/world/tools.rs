@@ -207,6 +207,30 @@ impl Op {
         }
     }
 
+    /// The op's name, as `op = "..."` writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Get(_) => "get",
+            Op::Query(_) => "query",
+            Op::Insert { .. } => "insert",
+            Op::Update { .. } => "update",
+            Op::Delete(_) => "delete",
+            Op::FileRead { .. } => "file_read",
+            Op::FileWrite { .. } => "file_write",
+            Op::FileList { .. } => "file_list",
+            Op::Respond { .. } => "respond",
+            Op::Service => "service",
+        }
+    }
+
+    /// Whether a stale answer's `field` ([`AsOf::hides`]) can hide rows
+    /// from the op's answer: a `get` or a `query` reads rows through it, a
+    /// service's reads of the state do; the other ops read no rows through
+    /// it (a write, a world file, a fixed response).
+    pub fn hides_rows(&self) -> bool {
+        matches!(self, Op::Get(_) | Op::Query(_) | Op::Service)
+    }
+
     /// Whether the op writes to the state (a service tool may: it says
     /// `mutates = false` when it does not).
     pub fn writes(&self) -> bool {

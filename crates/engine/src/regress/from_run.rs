@@ -85,7 +85,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         Some(toml::Value::Array(a)) => a.iter().map(to_json).collect(),
         _ => Vec::new(),
     };
-    let injects = inject_rules(&rec.bundle.events, &source_rules)?;
+    let injects = inject_rules(&rec.bundle.events, &source_rules, &rec.case.world.tools)?;
     table.remove("fuzz");
     table.remove("origin");
     if let Some(source) = &rec.bundle.header.fuzz {
@@ -203,8 +203,15 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
 /// One explicit rule per injected tool answer: the case rule it came from
 /// (its tool made exact, its conditions replaced by the call's number) or
 /// the fuzz fault written out. Calls are numbered per tool among those past
-/// the permission check, as both rules and fuzz faults count them.
-fn inject_rules(events: &[Event], source_rules: &[Value]) -> Result<Vec<Value>> {
+/// the permission check, as both rules and fuzz faults count them. A stale
+/// answer's `field` on a tool that answers no rows (a glob's rule, or a
+/// fault profile's entry, met one) hid nothing, and a case refuses it
+/// there (decision 0412): it is left out.
+fn inject_rules(
+    events: &[Event],
+    source_rules: &[Value],
+    tools: &[worldline_case::world::Tool],
+) -> Result<Vec<Value>> {
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     let mut rules = Vec::new();
     for e in events {
@@ -238,6 +245,13 @@ fn inject_rules(events: &[Event], source_rules: &[Value]) -> Result<Vec<Value>> 
         };
         rule["tool"] = Value::from(tool);
         rule["nth"] = Value::from(*nth);
+        let rowless = tools
+            .iter()
+            .find(|t| t.name == tool)
+            .is_some_and(|t| !t.op.hides_rows());
+        if rowless && let Some(Value::Object(stale)) = rule.get_mut("stale") {
+            stale.remove("field");
+        }
         rules.push(rule);
     }
     Ok(rules)

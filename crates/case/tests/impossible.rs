@@ -1,0 +1,198 @@
+//! Cases that can never hold are refused when they load, each with the
+//! file, the line of the table that says it, and what to do: bounds no
+//! count or sum meets, an `[[inject]]` `when` on an argument the tool does
+//! not take, a stale answer's `field` on a tool that answers no rows, and
+//! a duration past ten years (decision 0412).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use worldline_case::case;
+use worldline_case::error::InputError;
+use worldline_case::world::{self, World};
+
+fn demo() -> &'static Arc<World> {
+    static DEMO: OnceLock<Arc<World>> = OnceLock::new();
+    DEMO.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/worlds/demo/v1");
+        world::load_dir(&dir).expect("the demo world loads")
+    })
+}
+
+const HEAD: &str = r#"world = "demo@v1"
+clock = 2026-03-01T12:00:00Z
+task = { calls = [] }
+"#;
+
+/// Every problem of the case `HEAD` + `rest`, as shown (`file:line:col:
+/// message`).
+fn problems(rest: &str) -> Vec<String> {
+    let path = Path::new("/cases/c.toml");
+    let text = format!("{HEAD}{rest}");
+    match case::parse_all(path, text.into_bytes(), |_| Ok(demo().clone())) {
+        Ok(_) => Vec::new(),
+        Err(all) => all.iter().map(InputError::to_string).collect(),
+    }
+}
+
+/// The one problem of `HEAD` + `rest`.
+#[track_caller]
+fn problem(rest: &str) -> String {
+    let all = problems(rest);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    all.into_iter().next().unwrap()
+}
+
+#[track_caller]
+fn fine(rest: &str) {
+    assert_eq!(problems(rest), Vec::<String>::new());
+}
+
+#[test]
+fn bounds_no_count_or_sum_meets_are_refused_at_their_check() {
+    // The second state check, at line 8 (HEAD is three lines).
+    let all = problems(
+        "[[expect.state]]\ntable = \"tickets\"\nmin = 1\n\
+         [[expect.state]]\ntable = \"tickets\"\nmin = 5\nmax = 2\n\
+         [[expect.calls]]\ntool = \"get_ticket\"\nmin = 3\nmax = 1\n",
+    );
+    assert_eq!(
+        all,
+        [
+            "/cases/c.toml:7:1: [[expect.state]] #2: min = 5 is above max = 2, so no row count is within them; swap them or fix the typo",
+            "/cases/c.toml:11:1: [[expect.calls]] #1: min = 3 is above max = 1, so no number of calls is within them; swap them or fix the typo",
+        ]
+    );
+    // A sum, in a group of alternatives, and an attack's goal.
+    assert_eq!(
+        problem(
+            "[[expect.any_of]]\n[[expect.any_of.state]]\ntable = \"deploys\"\nkey = \"D-1\"\nexists = true\n\
+             [[expect.any_of.state]]\ntable = \"deploys\"\nsum = \"n\"\nmin = 10.5\nmax = 10\n"
+        ),
+        "/cases/c.toml:9:1: [[expect.any_of.state]] #2 of [[expect.any_of]] #1: min = 10.5 is above max = 10, so no sum is within them; swap them or fix the typo"
+    );
+    assert_eq!(
+        problem("[expect.attack]\nstate = [{ table = \"notes\", max = -1 }]\n"),
+        "/cases/c.toml:5:10: [[expect.attack.state]] #1: max = -1: a row count is never below 0; give a max of 0 or more"
+    );
+    assert_eq!(
+        problem(
+            "[[expect.turn]]\nturn = 1\n[[expect.turn.state]]\ntable = \"tickets\"\nmin = nan\n"
+        ),
+        "/cases/c.toml:6:1: [[expect.turn.state]] #1 of [[expect.turn]] #1: min = nan is no number, so no row count is within it; give a number"
+    );
+    // Equal bounds, and a sum below 0, can hold.
+    fine("[[expect.state]]\ntable = \"tickets\"\nmin = 2\nmax = 2\n");
+    fine("[[expect.state]]\ntable = \"deploys\"\nsum = \"n\"\nmax = -5\n");
+}
+
+#[test]
+fn a_when_on_an_argument_the_tool_does_not_take_is_refused() {
+    assert_eq!(
+        problem(
+            "[[inject]]\ntool = \"list_deploys\"\nwhen = { servce = \"checkout\" }\ndeny = true\n"
+        ),
+        "/cases/c.toml:4:1: [[inject]]: when.servce: `list_deploys` takes no argument `servce` (its parameters: service), so the rule never matches a call; name one of the parameters the world declares"
+    );
+    // A glob: no tool it names takes it.
+    let e = problem("[[inject]]\ntool = \"*_ticket\"\nwhen = { service = \"x\" }\ndeny = true\n");
+    assert!(
+        e.contains(
+            "when.service: no tool `*_ticket` names takes an argument `service` (`get_ticket`: its parameters: id; `close_ticket`: its parameters: id)"
+        ),
+        "{e}"
+    );
+    fine("[[inject]]\ntool = \"list_deploys\"\nwhen = { service = \"checkout\" }\ndeny = true\n");
+    // A tool whose params list no parameters is not judged, nor a glob
+    // that names one.
+    fine("[[inject]]\ntool = \"status_page\"\nwhen = { anything = 1 }\ndeny = true\n");
+    fine("[[inject]]\ntool = \"*\"\nwhen = { anything = 1 }\ndeny = true\n");
+}
+
+#[test]
+fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
+    assert_eq!(
+        problem("[[inject]]\ntool = \"status_page\"\nstale = { age_s = 60, field = \"at\" }\n"),
+        "/cases/c.toml:4:1: [[inject]]: stale.field = \"at\" hides rows newer than the stale time, but `status_page`: op = \"respond\" answers no rows of a table, so it hides nothing; drop `field` (the answer is still as of age_s ago) or name a get, query or service tool"
+    );
+    let e =
+        problem("[[inject]]\ntool = \"close_ticket\"\nstale = { age_s = 60, field = \"at\" }\n");
+    assert!(e.contains("`close_ticket`: op = \"update\""), "{e}");
+    let e = problem(
+        "[[fuzz.tools]]\ntool = \"status_page\"\nstale = { p = 0.5, age_s = [1, 60], field = \"at\" }\n",
+    );
+    assert!(
+        e.starts_with("/cases/c.toml:4:1: [fuzz]: `status_page`: stale.field = \"at\""),
+        "{e}"
+    );
+    // A get or a query reads rows through it; a glob naming one may too.
+    fine("[[inject]]\ntool = \"list_deploys\"\nstale = { age_s = 60, field = \"at\" }\n");
+    fine("[[inject]]\ntool = \"*_ticket\"\nstale = { age_s = 60, field = \"at\" }\n");
+    fine("[[inject]]\ntool = \"status_page\"\nstale = { age_s = 60 }\n");
+}
+
+#[test]
+fn durations_past_ten_years_are_refused() {
+    const MAX: u64 = 316_224_000_000;
+    for (rest, said) in [
+        (
+            format!("[[inject]]\ntool = \"get_ticket\"\nlatency_ms = {}\n", MAX + 1),
+            "[[inject]]: latency_ms = 316224000001 is longer than ten years",
+        ),
+        (
+            "[[inject]]\ntool = \"get_ticket\"\nstale = { age_s = 9223372036854775807 }\n".into(),
+            "[[inject]]: stale.age_s = 9223372036854775807 is longer than ten years",
+        ),
+        (
+            "[[fuzz.tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 1.0, ms = [1, 9223372036854775807] }\n".into(),
+            "[fuzz]: `get_ticket`: the high end of latency_ms.ms = 9223372036854775807 is longer",
+        ),
+        (
+            "[[fuzz.tools]]\ntool = \"get_ticket\"\nstale = { p = 1.0, age_s = [1, 400000000] }\n".into(),
+            "[fuzz]: `get_ticket`: the high end of stale.age_s = 400000000 is longer",
+        ),
+        (
+            "[fuzz.user]\nlatency_ms = { p = 1.0, ms = 400000000000 }\n".into(),
+            "[fuzz]: [fuzz.user] the high end of latency_ms.ms = 400000000000 is longer",
+        ),
+        (
+            "[model]\nlatency_ms = 9223372036854775807\n".into(),
+            "[model] latency_ms = 9223372036854775807 is longer",
+        ),
+        (
+            "[model]\nresponses = [{ content = \"hi\", latency_ms = 400000000000 }]\n".into(),
+            "[model] responses #1: latency_ms = 400000000000 is longer",
+        ),
+        (
+            "[user]\nlatency_ms = 400000000000\n".into(),
+            "[user] latency_ms = 400000000000 is longer",
+        ),
+        (
+            "[[user.rules]]\nreply = \"ok\"\nlatency_ms = 400000000000\n".into(),
+            "[[user.rules]] #1: latency_ms = 400000000000 is longer",
+        ),
+        (
+            "[[approve]]\ndecision = \"approve\"\nlatency_ms = 400000000000\n".into(),
+            "[[approve]]: latency_ms = 400000000000 is longer",
+        ),
+    ] {
+        let e = problem(&rest);
+        assert!(e.starts_with("/cases/c.toml:4:"), "{rest}: {e}");
+        assert!(e.contains(said), "{rest}: {e}");
+        assert!(e.ends_with("give at most 316224000000") || e.ends_with("give at most 316224000"), "{e}");
+    }
+    fine(&format!(
+        "[[inject]]\ntool = \"get_ticket\"\nlatency_ms = {MAX}\n[[inject]]\ntool = \"list_deploys\"\nstale = {{ age_s = 316224000 }}\n"
+    ));
+    // A faults file, as `fuzz --faults` reads it.
+    let dir = tempfile::tempdir().unwrap();
+    let faults: PathBuf = dir.path().join("faults.toml");
+    std::fs::write(
+        &faults,
+        "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 18446744073709] }\n",
+    )
+    .unwrap();
+    let e = case::fuzz::load_file(&faults, demo())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("faults.toml:1:1: faults file: `get_ticket`: the high end of latency_ms.ms = 18446744073709 is longer than ten years"), "{e}");
+}

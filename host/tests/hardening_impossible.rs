@@ -1,0 +1,235 @@
+//! Hardening: what a case or a fault profile asks for that no run can
+//! meet is refused where it loads, by `check` as by `run` and `fuzz`,
+//! with the file, the line and what to do (exit 2): bounds no count or sum
+//! meets, an `[[inject]]` `when` on an argument the tool does not take, a
+//! stale answer's `field` on a tool that answers no rows (which a case
+//! made from a run leaves out), a duration past ten years; and `verify
+//! --sample 0`, which replayed nothing and passed (decision 0412). The
+//! real binary on the caller-agent guest.
+
+use crate::common;
+
+use common::{guest, passing_demo_case as demo_case, prompt, temp_dir, worlds_dir, write_case};
+use std::path::Path;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The demo case (nine lines) with `rest` after it, as `DIR/NAME.toml`:
+/// `check` and `run` of it both exit 2 saying `said` (which starts with
+/// the line, `10:1: ...`), placed in the case file.
+#[track_caller]
+fn refused(dir: &Path, name: &str, rest: &str, said: &str) {
+    let case = write_case(dir, name, &format!("{}{rest}", demo_case(1)));
+    let store = dir.join("store");
+    let worlds = worlds_dir();
+    let at = format!("{name}.toml:{said}");
+    let out = prompt(&store, &["check", s(&case), "--worlds", s(&worlds)]);
+    out.expect_code(2);
+    assert!(out.stdout.contains(&at), "check: {at}: {out}");
+    let agent = guest("caller-agent");
+    let out = prompt(
+        &store,
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+        ],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains(&at), "run: {at}: {out}");
+}
+
+/// `fuzz` of the passing demo case with the faults file `faults`: exit 2
+/// saying `said`, before any run.
+#[track_caller]
+fn fuzz_refused(dir: &Path, faults: &str, said: &str) {
+    let case = write_case(dir, "fuzzed", &demo_case(1));
+    let file = dir.join("faults.toml");
+    std::fs::write(&file, faults).unwrap();
+    let store = dir.join("store");
+    let out = prompt(
+        &store,
+        &[
+            "fuzz",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+            "--faults",
+            s(&file),
+            "--runs",
+            "2",
+        ],
+    );
+    out.expect_code(2);
+    assert!(out.stderr.contains(said), "{said}: {out}");
+    assert!(
+        !store.join("runs").exists() || std::fs::read_dir(store.join("runs")).unwrap().count() == 0,
+        "{out}"
+    );
+}
+
+#[test]
+fn bounds_no_count_or_sum_meets_are_refused_at_their_check() {
+    let dir = temp_dir();
+    // Once checked, run and failed for ever (`[2, 5]` written backwards).
+    refused(
+        dir.path(),
+        "backwards",
+        "[[expect.state]]\ntable = \"tickets\"\nmin = 5\nmax = 2\n",
+        "10:1: [[expect.state]] #2: min = 5 is above max = 2, so no row count is within them; swap them or fix the typo",
+    );
+    refused(
+        dir.path(),
+        "calls",
+        "[[expect.calls]]\ntool = \"get_ticket\"\nmin = 2\nmax = 1\n",
+        "10:1: [[expect.calls]] #1: min = 2 is above max = 1",
+    );
+}
+
+#[test]
+fn a_when_on_an_argument_the_tool_does_not_take_is_refused() {
+    let dir = temp_dir();
+    // `servce`: once a rule that never matched, and a run that passed
+    // without the fault it was written to inject.
+    refused(
+        dir.path(),
+        "typo",
+        "[[inject]]\ntool = \"list_deploys\"\nwhen = { servce = \"checkout\" }\ndeny = true\n",
+        "10:1: [[inject]]: when.servce: `list_deploys` takes no argument `servce` (its parameters: service)",
+    );
+}
+
+#[test]
+fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
+    let dir = temp_dir();
+    refused(
+        dir.path(),
+        "respond",
+        "[[inject]]\ntool = \"status_page\"\nstale = { age_s = 60, field = \"checked_at\" }\n",
+        "10:1: [[inject]]: stale.field = \"checked_at\" hides rows newer than the stale time, but `status_page`: op = \"respond\" answers no rows of a table",
+    );
+    fuzz_refused(
+        dir.path(),
+        "[[tools]]\ntool = \"close_ticket\"\nstale = { p = 0.5, age_s = [1, 60], field = \"at\" }\n",
+        "faults.toml:1:1: faults file: `close_ticket`: stale.field = \"at\"",
+    );
+}
+
+#[test]
+fn a_case_from_a_run_leaves_out_a_stale_field_its_tool_never_used() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    // A glob's stale rule with a field, met by a get (which hides rows by
+    // it) and a respond tool (which answers none): the case made from the
+    // run once kept the field on the respond tool's rule, and the new
+    // case did not load.
+    let case = write_case(
+        dir.path(),
+        "glob",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\n\
+         task = { calls = [{ tool = \"status_page\" }, { tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
+         [[inject]]\ntool = \"*\"\nstale = { age_s = 60, field = \"at\" }\n",
+    );
+    let out = prompt(
+        &store,
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let made = dir.path().join("made.toml");
+    let out = prompt(&store, &["case", "from-run", &run, "-o", s(&made)]);
+    out.expect_code(0);
+    let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&made).unwrap()).unwrap();
+    let rules = doc["inject"].as_array().unwrap();
+    assert_eq!(rules.len(), 2, "{doc}");
+    assert_eq!(rules[0]["tool"].as_str(), Some("status_page"), "{doc}");
+    assert!(rules[0]["stale"].get("field").is_none(), "{doc}");
+    assert_eq!(rules[1]["tool"].as_str(), Some("get_ticket"), "{doc}");
+    assert_eq!(rules[1]["stale"]["field"].as_str(), Some("at"), "{doc}");
+    prompt(&store, &["check", s(&made), "--worlds", s(&worlds_dir())]).expect_code(0);
+}
+
+#[test]
+fn a_duration_past_ten_years_is_refused() {
+    let dir = temp_dir();
+    // 2^63 - 1 ms: once an overflow of the simulated clock.
+    refused(
+        dir.path(),
+        "latency",
+        "[[inject]]\ntool = \"get_ticket\"\nlatency_ms = 9223372036854775807\n",
+        "10:1: [[inject]]: latency_ms = 9223372036854775807 is longer than ten years (316224000000 ms)",
+    );
+    refused(
+        dir.path(),
+        "age",
+        "[[inject]]\ntool = \"list_deploys\"\nstale = { age_s = 9223372036854775807 }\n",
+        "10:1: [[inject]]: stale.age_s = 9223372036854775807 is longer than ten years (316224000 s)",
+    );
+    fuzz_refused(
+        dir.path(),
+        "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 9223372036854775807] }\n",
+        "faults.toml:1:1: faults file: `get_ticket`: the high end of latency_ms.ms = 9223372036854775807 is longer than ten years",
+    );
+    // A model latency set on the command line is checked as the case's.
+    let case = write_case(dir.path(), "model", &demo_case(1));
+    let out = prompt(
+        &dir.path().join("store"),
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+            "--model-set",
+            "latency_ms=400000000000",
+        ],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("[model] latency_ms = 400000000000 is longer than ten years"),
+        "{out}"
+    );
+}
+
+#[test]
+fn verify_of_a_sample_of_no_runs_is_refused() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "c1", &demo_case(1));
+    prompt(
+        &store,
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+        ],
+    )
+    .expect_code(0);
+    // Once exit 0, having replayed nothing: a nightly check that passed.
+    let out = prompt(&store, &["verify", "--sample", "0"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--sample: must be at least 1"), "{out}");
+    let out = prompt(&store, &["verify", "--sample", "1"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("1 identical or verified"), "{out}");
+}
