@@ -233,3 +233,23 @@ fn verify_of_a_sample_of_no_runs_is_refused() {
     out.expect_code(0);
     assert!(out.stdout.contains("1 identical or verified"), "{out}");
 }
+
+/// A run recorded before these rules, whose case breaks four of them,
+/// replays `identical` and verifies as it ran; the same case given anew is
+/// refused.
+#[test]
+fn a_run_recorded_before_the_rules_replays_as_it_ran() {
+    let fixture = common::workspace_root().join("tests/bundles/before-0412");
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let imported = common::wl(&store, &[&"import", &fixture.join("run.json"), &"--json"]);
+    imported.expect_code(0);
+    let run = imported.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(&store, &run);
+    prompt(&store, &["verify", &run]).expect_code(0);
+    let case = fixture.join("old-rules.toml");
+    let worlds = worlds_dir();
+    let out = prompt(&store, &["check", s(&case), "--worlds", s(&worlds)]);
+    out.expect_code(2);
+    assert!(out.stdout.contains("old-rules.toml:13:1"), "{out}");
+}

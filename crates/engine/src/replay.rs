@@ -237,7 +237,7 @@ fn open_with(
 fn recorded_case(store: &StoreDir, header: &bundle::Header) -> Result<Case, InputError> {
     let case_bytes = store.get_object(&header.case_hash)?;
     let case_path = store.object_path(&header.case_hash);
-    case::parse(&case_path, case_bytes, |reference| {
+    case::parse_recorded(&case_path, case_bytes, |reference| {
         if reference != header.world {
             return Err(InputError::new(
                 &case_path,

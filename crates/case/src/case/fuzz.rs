@@ -392,6 +392,7 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
         crate::time::check_s("the high end of stale.age_s", s.age_s.hi as u64)
             .map_err(|m| format!("`{name}`: {m}"))?;
         if let Some(field) = &s.field
+            && super::refuses_what_never_holds()
             && let Some(m) = super::inject::stale_field_problem(name, field, &world.tools)
         {
             return Err(format!("`{name}`: {m}"));

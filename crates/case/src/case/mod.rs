@@ -245,6 +245,46 @@ pub fn parse(
     parse_all(path, bytes, resolve).map_err(|mut all| all.swap_remove(0))
 }
 
+/// [`parse`] of a case a run recorded, read again to replay, fork,
+/// verify or grade that run: the rules that refuse what no run can meet
+/// (decision 0412) were made after runs were recorded, and a run recorded
+/// before them replays as it ran (an old bundle keeps replaying
+/// `identical`). Every other rule applies as in [`parse`].
+pub fn parse_recorded(
+    path: &Path,
+    bytes: Vec<u8>,
+    resolve: impl FnOnce(&str) -> Result<Arc<World>, InputError>,
+) -> Result<Case, InputError> {
+    let _recorded = Recorded::enter();
+    parse(path, bytes, resolve)
+}
+
+thread_local! {
+    /// Set on a thread while it reads a recorded case ([`parse_recorded`]).
+    static RECORDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// [`RECORDED`] set until dropped (on a panic too).
+struct Recorded(bool);
+
+impl Recorded {
+    fn enter() -> Recorded {
+        Recorded(RECORDED.replace(true))
+    }
+}
+
+impl Drop for Recorded {
+    fn drop(&mut self) {
+        RECORDED.set(self.0);
+    }
+}
+
+/// Whether the rules of decision 0412 apply to the case being read: not
+/// to one a run recorded ([`parse_recorded`]).
+pub(crate) fn refuses_what_never_holds() -> bool {
+    !RECORDED.get()
+}
+
 /// [`parse`], with every problem the case has (in file order) when it has
 /// any: one for a file that is not TOML, else one for each section that is
 /// wrong (`worldline check` lists them all); when the world it names does
@@ -330,7 +370,7 @@ pub fn parse_all(
     }
     // Bounds no run can meet, each at its own check (found without the
     // world, so reported when it does not load too).
-    if let Some(e) = &doc.expect {
+    if let Some(e) = doc.expect.as_ref().filter(|_| refuses_what_never_holds()) {
         for n in e.get_ref().never_holds() {
             let at = n.offset_in(&text).unwrap_or(e.span().start);
             problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
@@ -499,13 +539,15 @@ fn check_inject(
                 world.reference()
             )));
         }
-        if let Some(m) = rule.when_problem(&world.tools) {
-            return Err(at(m));
-        }
-        if let Some(field) = rule.stale.as_ref().and_then(|s| s.field.as_deref())
-            && let Some(m) = inject::stale_field_problem(&rule.tool, field, &world.tools)
-        {
-            return Err(at(m));
+        if refuses_what_never_holds() {
+            if let Some(m) = rule.when_problem(&world.tools) {
+                return Err(at(m));
+            }
+            if let Some(field) = rule.stale.as_ref().and_then(|s| s.field.as_deref())
+                && let Some(m) = inject::stale_field_problem(&rule.tool, field, &world.tools)
+            {
+                return Err(at(m));
+            }
         }
         checked.push((rule.clone(), action));
     }
