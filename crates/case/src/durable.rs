@@ -2,7 +2,7 @@
 //! never a torn file: bytes go to a temporary file beside the target, which
 //! is then renamed (replace) or hard-linked (create-only) into place.
 //! [`write`] makes that file without a name where Linux can (`O_TMPFILE`),
-//! so a writer killed while writing leaves nothing. Temporary names carry
+//! so a writer killed while writing leaves nothing (decision 0413). Temporary names carry
 //! the writer's process id, so the ones a killed writer left behind can be
 //! told apart from live ones and swept.
 //!

@@ -113,7 +113,8 @@ fn index_path(store: &StoreDir) -> PathBuf {
 }
 
 /// `e` named when another process's lock caused it: SQLite's own words
-/// ("database is locked") name neither the file nor whose lock it is.
+/// ("database is locked") name neither the file nor whose lock it is
+/// (decision 0413).
 fn named_if_locked(e: anyhow::Error, path: &Path) -> anyhow::Error {
     let locked = e.chain().any(|c| {
         matches!(
