@@ -16,6 +16,15 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `worldline run CASE` on the caller-agent guest and the tests' worlds,
+/// with `extra` arguments, in `store`.
+fn run_caller(store: &Path, case: &Path, extra: &[&str]) -> common::CliOutput {
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    let mut args = vec!["run", s(case), "--agent", s(&agent), "--worlds", s(&worlds)];
+    args.extend_from_slice(extra);
+    prompt(store, &args)
+}
+
 /// The demo case (nine lines) with `rest` after it, as `DIR/NAME.toml`:
 /// `check` and `run` of it both exit 2 saying `said` (which starts with
 /// the line, `10:1: ...`), placed in the case file.
@@ -28,18 +37,7 @@ fn refused(dir: &Path, name: &str, rest: &str, said: &str) {
     let out = prompt(&store, &["check", s(&case), "--worlds", s(&worlds)]);
     out.expect_code(2);
     assert!(out.stdout.contains(&at), "check: {at}: {out}");
-    let agent = guest("caller-agent");
-    let out = prompt(
-        &store,
-        &[
-            "run",
-            s(&case),
-            "--agent",
-            s(&agent),
-            "--worlds",
-            s(&worlds),
-        ],
-    );
+    let out = run_caller(&store, &case, &[]);
     out.expect_code(2);
     assert!(out.stderr.contains(&at), "run: {at}: {out}");
 }
@@ -137,18 +135,7 @@ fn a_case_from_a_run_leaves_out_a_stale_field_its_tool_never_used() {
          task = { calls = [{ tool = \"status_page\" }, { tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
          [[inject]]\ntool = \"*\"\nstale = { age_s = 60, field = \"at\" }\n",
     );
-    let out = prompt(
-        &store,
-        &[
-            "run",
-            s(&case),
-            "--agent",
-            s(&guest("caller-agent")),
-            "--worlds",
-            s(&worlds_dir()),
-            "--json",
-        ],
-    );
+    let out = run_caller(&store, &case, &["--json"]);
     out.expect_code(0);
     let run = out.json()["run_id"].as_str().unwrap().to_string();
     let made = dir.path().join("made.toml");
@@ -187,18 +174,10 @@ fn a_duration_past_ten_years_is_refused() {
     );
     // A model latency set on the command line is checked as the case's.
     let case = write_case(dir.path(), "model", &demo_case(1));
-    let out = prompt(
+    let out = run_caller(
         &dir.path().join("store"),
-        &[
-            "run",
-            s(&case),
-            "--agent",
-            s(&guest("caller-agent")),
-            "--worlds",
-            s(&worlds_dir()),
-            "--model-set",
-            "latency_ms=400000000000",
-        ],
+        &case,
+        &["--model-set", "latency_ms=400000000000"],
     );
     out.expect_code(2);
     assert!(
@@ -213,18 +192,7 @@ fn verify_of_a_sample_of_no_runs_is_refused() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let case = write_case(dir.path(), "c1", &demo_case(1));
-    prompt(
-        &store,
-        &[
-            "run",
-            s(&case),
-            "--agent",
-            s(&guest("caller-agent")),
-            "--worlds",
-            s(&worlds_dir()),
-        ],
-    )
-    .expect_code(0);
+    run_caller(&store, &case, &[]).expect_code(0);
     // Once exit 0, having replayed nothing: a nightly check that passed.
     let out = prompt(&store, &["verify", "--sample", "0"]);
     out.expect_code(2);

@@ -103,19 +103,7 @@ impl Index {
             })
             .map(|(id, _)| id)
             .collect();
-        if changed.is_empty() {
-            return Ok(0);
-        }
-        let rows = read_rows(&self.runs_dir, &changed)?;
-        self.write(|tx| {
-            for id in &changed {
-                tx.execute("DELETE FROM runs WHERE id=?1", params![id])?;
-            }
-            for r in &rows {
-                super::schema::upsert(tx, r)?;
-            }
-            Ok(())
-        })?;
+        self.read_again(&changed)?;
         Ok(changed.len())
     }
 
@@ -127,12 +115,18 @@ impl Index {
     pub fn refresh_changed(&mut self) -> Result<usize> {
         let check = self.check()?;
         let ids: Vec<String> = check.stale.into_iter().chain(check.missing).collect();
+        self.read_again(&ids)
+    }
+
+    /// Replace the rows of `ids` with their bundles read again (a bundle
+    /// deleted meanwhile loses its row); returns how many were read.
+    fn read_again(&mut self, ids: &[String]) -> Result<usize> {
         if ids.is_empty() {
             return Ok(0);
         }
-        let rows = read_rows(&self.runs_dir, &ids)?;
+        let rows = read_rows(&self.runs_dir, ids)?;
         self.write(|tx| {
-            for id in &ids {
+            for id in ids {
                 tx.execute("DELETE FROM runs WHERE id=?1", params![id])?;
             }
             for r in &rows {
