@@ -34,11 +34,11 @@ pub struct RunsArgs {
     #[arg(long)]
     pub signature: Option<String>,
     /// Created at or after: 2026-11-20, 2026-11-20T08:00:00Z, or an age (7d, 12h, 30m).
-    #[arg(long)]
-    pub since: Option<String>,
+    #[arg(long, value_parser = time_arg)]
+    pub since: Option<i64>,
     /// Created before (same forms as --since).
-    #[arg(long)]
-    pub until: Option<String>,
+    #[arg(long, value_parser = time_arg)]
+    pub until: Option<i64>,
     /// Forks of this run (id or unique prefix).
     #[arg(long)]
     pub parent: Option<String>,
@@ -73,14 +73,13 @@ pub fn now_s() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// `--since`/`--until`, parsed (Unix seconds): a usage error names the
+/// flag, not the store.
+fn time_arg(text: &str) -> Result<i64, String> {
+    parse_time(text, now_s())
+}
+
 fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
-    let now = now_s();
-    let time = |v: &Option<String>, flag: &str| -> Result<Option<i64>> {
-        v.as_deref()
-            .map(|t| parse_time(t, now))
-            .transpose()
-            .map_err(|m| InputError::new(&store.root, format!("{flag}: {m}")).into())
-    };
     let parent = match &args.parent {
         Some(p) => Some(run_id_of(&store.resolve_run(p)?)),
         None => None,
@@ -92,8 +91,8 @@ fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
         world: args.world.clone(),
         agent: args.agent.clone(),
         signature: args.signature.clone(),
-        since: time(&args.since, "--since")?,
-        until: time(&args.until, "--until")?,
+        since: args.since,
+        until: args.until,
         parent,
         limit: args.limit,
     })
