@@ -60,7 +60,7 @@ impl ApproveRule {
         if self.decision == Decision::Approve && self.reason.is_some() {
             return Err("`reason` goes with decision = \"deny\"".into());
         }
-        crate::time::check_ms("latency_ms", self.latency_ms)
+        super::recorded::check_ms("latency_ms", self.latency_ms)
     }
 
     /// Whether the rule answers a request of `kind` with `details`.

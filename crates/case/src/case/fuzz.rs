@@ -286,7 +286,7 @@ impl UserFaults {
                     l.ms.lo, l.ms.hi
                 ));
             }
-            crate::time::check_ms("[fuzz.user] the high end of latency_ms.ms", l.ms.hi as u64)?;
+            super::recorded::check_ms("[fuzz.user] the high end of latency_ms.ms", l.ms.hi as u64)?;
         }
         Ok(())
     }
@@ -389,10 +389,10 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
     if let Some(s) = &t.stale {
         total += prob("stale.p", s.p)?;
         range("stale.age_s", &s.age_s)?;
-        crate::time::check_s("the high end of stale.age_s", s.age_s.hi as u64)
+        super::recorded::check_s("the high end of stale.age_s", s.age_s.hi as u64)
             .map_err(|m| format!("`{name}`: {m}"))?;
         if let Some(field) = &s.field
-            && super::refuses_what_never_holds()
+            && super::recorded::new_rules_apply()
             && let Some(m) = super::inject::stale_field_problem(name, field, &world.tools)
         {
             return Err(format!("`{name}`: {m}"));
@@ -418,7 +418,7 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
     if let Some(l) = &t.latency_ms {
         latency = prob("latency_ms.p", l.p)?;
         range("latency_ms.ms", &l.ms)?;
-        crate::time::check_ms("the high end of latency_ms.ms", l.ms.hi as u64)
+        super::recorded::check_ms("the high end of latency_ms.ms", l.ms.hi as u64)
             .map_err(|m| format!("`{name}`: {m}"))?;
     }
     if total > 1.0 + 1e-9 {

@@ -99,10 +99,10 @@ impl Inject {
     pub fn action(&self) -> Result<Action, String> {
         let mut actions = Vec::new();
         if let Some(ms) = self.latency_ms {
-            crate::time::check_ms("latency_ms", ms)?;
+            super::recorded::check_ms("latency_ms", ms)?;
         }
         if let Some(s) = &self.stale {
-            crate::time::check_s("stale.age_s", s.age_s)?;
+            super::recorded::check_s("stale.age_s", s.age_s)?;
             actions.push(Action::Stale(s.clone()));
         }
         if self.deny {

@@ -13,6 +13,7 @@ pub mod inject;
 pub mod limits;
 pub mod model;
 pub mod origin;
+mod recorded;
 pub mod user;
 
 use crate::canon;
@@ -255,34 +256,8 @@ pub fn parse_recorded(
     bytes: Vec<u8>,
     resolve: impl FnOnce(&str) -> Result<Arc<World>, InputError>,
 ) -> Result<Case, InputError> {
-    let _recorded = Recorded::enter();
+    let _recorded = recorded::Reading::start();
     parse(path, bytes, resolve)
-}
-
-thread_local! {
-    /// Set on a thread while it reads a recorded case ([`parse_recorded`]).
-    static RECORDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// [`RECORDED`] set until dropped (on a panic too).
-struct Recorded(bool);
-
-impl Recorded {
-    fn enter() -> Recorded {
-        Recorded(RECORDED.replace(true))
-    }
-}
-
-impl Drop for Recorded {
-    fn drop(&mut self) {
-        RECORDED.set(self.0);
-    }
-}
-
-/// Whether the rules of decision 0412 apply to the case being read: not
-/// to one a run recorded ([`parse_recorded`]).
-pub(crate) fn refuses_what_never_holds() -> bool {
-    !RECORDED.get()
 }
 
 /// [`parse`], with every problem the case has (in file order) when it has
@@ -370,7 +345,7 @@ pub fn parse_all(
     }
     // Bounds no run can meet, each at its own check (found without the
     // world, so reported when it does not load too).
-    if let Some(e) = doc.expect.as_ref().filter(|_| refuses_what_never_holds()) {
+    if let Some(e) = doc.expect.as_ref().filter(|_| recorded::new_rules_apply()) {
         for n in e.get_ref().never_holds() {
             let at = n.offset_in(&text).unwrap_or(e.span().start);
             problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
@@ -539,7 +514,7 @@ fn check_inject(
                 world.reference()
             )));
         }
-        if refuses_what_never_holds() {
+        if recorded::new_rules_apply() {
             if let Some(m) = rule.when_problem(&world.tools) {
                 return Err(at(m));
             }

@@ -204,7 +204,7 @@ impl ModelConfig {
     /// Check what serde cannot: each rule replies one way, paths parse,
     /// and the provider has what it needs.
     pub fn check(&self) -> Result<(), String> {
-        crate::time::check_ms("[model] latency_ms", self.latency_ms)?;
+        super::recorded::check_ms("[model] latency_ms", self.latency_ms)?;
         for (i, rule) in self.rules.iter().enumerate() {
             let at = format!("[[model.rules]] #{}", i + 1);
             match (&rule.reply, rule.alternatives.is_empty()) {
@@ -385,7 +385,7 @@ impl Reply {
                 return Err("a reply needs `content`, `tool_calls` or `error`".into());
             }
             if let Some(ms) = t.latency_ms {
-                crate::time::check_ms("latency_ms", ms)?;
+                super::recorded::check_ms("latency_ms", ms)?;
             }
         }
         Ok(())

@@ -200,11 +200,11 @@ impl UserConfig {
     /// patterns parse, a model user has a provider.
     pub fn check(&self) -> Result<(), String> {
         self.only_keys_of_its_player()?;
-        crate::time::check_ms("[user] latency_ms", self.latency_ms)?;
+        super::recorded::check_ms("[user] latency_ms", self.latency_ms)?;
         for (i, rule) in self.rules.iter().enumerate() {
             let at = format!("[[user.rules]] #{}", i + 1);
             if let Some(ms) = rule.latency_ms {
-                crate::time::check_ms("latency_ms", ms).map_err(|m| format!("{at}: {m}"))?;
+                super::recorded::check_ms("latency_ms", ms).map_err(|m| format!("{at}: {m}"))?;
             }
             let line = rule.line();
             match (line.given() || rule.satisfied, rule.alternatives.is_empty()) {

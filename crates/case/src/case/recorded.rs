@@ -1,0 +1,94 @@
+//! What a case a run recorded is spared when it is read again (replay,
+//! `verify`, `fork`, `resume`): the rules that refuse what no run can meet
+//! (decision 0412) came after runs were recorded, and a run recorded before
+//! them replays as it ran. [`Reading`] marks the thread reading such a case;
+//! the checks of those rules ask [`new_rules_apply`].
+
+use crate::time::{MAX_DURATION_MS, MAX_DURATION_S};
+use std::cell::Cell;
+
+thread_local! {
+    /// Set on a thread while it reads a recorded case.
+    static RECORDED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The thread marked as reading a recorded case until this is dropped (on
+/// a panic too).
+pub(super) struct Reading(bool);
+
+impl Reading {
+    pub(super) fn start() -> Reading {
+        Reading(RECORDED.replace(true))
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        RECORDED.set(self.0);
+    }
+}
+
+/// Whether decision 0412's rules apply to the case being read: not to one
+/// a run recorded.
+pub(crate) fn new_rules_apply() -> bool {
+    !RECORDED.get()
+}
+
+/// `ms`, a duration in milliseconds written as `what`, checked to be at
+/// most [`MAX_DURATION_MS`] (when [`new_rules_apply`]).
+pub(crate) fn check_ms(what: &str, ms: u64) -> Result<(), String> {
+    if ms <= MAX_DURATION_MS || !new_rules_apply() {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} = {ms} is longer than ten years ({MAX_DURATION_MS} ms), the longest virtual duration a case may give; give at most {MAX_DURATION_MS}"
+    ))
+}
+
+/// `s`, a duration in seconds written as `what`, checked to be at most
+/// [`MAX_DURATION_S`] (when [`new_rules_apply`]).
+pub(crate) fn check_s(what: &str, s: u64) -> Result<(), String> {
+    if s <= MAX_DURATION_S || !new_rules_apply() {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} = {s} is longer than ten years ({MAX_DURATION_S} s), the longest virtual duration a case may give; give at most {MAX_DURATION_S}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ten years is the longest duration, in either unit; one more is
+    /// refused, naming what was written.
+    #[test]
+    fn durations_are_at_most_ten_years() {
+        assert_eq!(MAX_DURATION_MS, 316_224_000_000);
+        assert_eq!(check_ms("latency_ms", MAX_DURATION_MS), Ok(()));
+        assert_eq!(check_s("age_s", MAX_DURATION_S), Ok(()));
+        let e = check_ms("latency_ms", MAX_DURATION_MS + 1).unwrap_err();
+        assert!(
+            e.starts_with("latency_ms = 316224000001 is longer than ten years"),
+            "{e}"
+        );
+        let e = check_s("stale.age_s", u64::MAX).unwrap_err();
+        assert!(
+            e.starts_with("stale.age_s = 18446744073709551615 is longer"),
+            "{e}"
+        );
+        assert!(e.ends_with("give at most 316224000"), "{e}");
+    }
+
+    /// A recorded case is spared the bound, and only while it is read.
+    #[test]
+    fn a_recorded_case_is_spared_while_it_is_read() {
+        {
+            let _reading = Reading::start();
+            assert_eq!(check_ms("latency_ms", u64::MAX), Ok(()));
+            assert!(!new_rules_apply());
+        }
+        assert!(new_rules_apply());
+        assert!(check_ms("latency_ms", u64::MAX).is_err());
+    }
+}
