@@ -246,8 +246,8 @@ pub fn parse(
     parse_all(path, bytes, resolve).map_err(|mut all| all.swap_remove(0))
 }
 
-/// [`parse`] of a case a run recorded, read again to replay, fork,
-/// verify or grade that run: the rules that refuse what no run can meet
+/// [`parse`] of a case a run recorded, read again to replay, verify, fork
+/// or resume that run: the rules that refuse what no run can meet
 /// (decision 0412) were made after runs were recorded, and a run recorded
 /// before them replays as it ran (an old bundle keeps replaying
 /// `identical`). Every other rule applies as in [`parse`].
