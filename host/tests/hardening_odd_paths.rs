@@ -17,6 +17,12 @@ use common::{
 };
 use std::path::{Path, PathBuf};
 
+/// `worldline check CASE --worlds WORLDS`, in `store`.
+fn check_on_worlds(store: &Path, case: &Path, worlds: &Path) -> common::CliOutput {
+    let (case, worlds) = (case.to_str().unwrap(), worlds.to_str().unwrap());
+    prompt(store, &["check", case, "--worlds", worlds])
+}
+
 /// A store at `<dir>/store` holding two passing runs, and their ids.
 fn store_with_runs(dir: &Path) -> (PathBuf, Vec<String>) {
     let cases = dir.join("cases");
@@ -246,15 +252,7 @@ fn what_cannot_be_read_is_named_as_what_it_is() {
         "big-seed",
         &demo_case(1).replace("seed = 1\n", "seed = 18446744073709551615\n"),
     );
-    let out = prompt(
-        &store,
-        &[
-            "check",
-            big.to_str().unwrap(),
-            "--worlds",
-            worlds.to_str().unwrap(),
-        ],
-    );
+    let out = check_on_worlds(&store, &big, &worlds);
     out.expect_code(0);
     // A NUL byte no process environment holds: once passed by `check`,
     // then blamed on `--exec` when a native agent started.
@@ -263,15 +261,7 @@ fn what_cannot_be_read_is_named_as_what_it_is() {
         "nul-env",
         &format!("{}[env]\nvars = {{ A = \"c\\u0000d\" }}\n", demo_case(1)),
     );
-    let out = prompt(
-        &store,
-        &[
-            "check",
-            nul.to_str().unwrap(),
-            "--worlds",
-            worlds.to_str().unwrap(),
-        ],
-    );
+    let out = check_on_worlds(&store, &nul, &worlds);
     out.expect_code(2);
     assert!(
         out.stdout
