@@ -32,17 +32,10 @@ fn store_with_runs(dir: &Path) -> (PathBuf, Vec<String>) {
     }
     let store = dir.join("store");
     test_suite(&store, &cases, &guest("caller-agent"), &[]).expect_code(0);
-    let mut ids: Vec<String> = std::fs::read_dir(store.join("runs"))
+    let ids = worldline_store::store::StoreDir::open(&store)
         .unwrap()
-        .filter_map(|e| {
-            e.ok()?
-                .file_name()
-                .to_str()?
-                .strip_suffix(".jsonl")
-                .map(String::from)
-        })
-        .collect();
-    ids.sort();
+        .run_ids()
+        .unwrap();
     assert_eq!(ids.len(), 2);
     (store, ids)
 }

@@ -388,18 +388,11 @@ fn import_gathers_the_runs_of_shard_stores_into_one_that_replays_them() {
 
 /// The oldest run id in a store.
 fn first_run(store: &Path) -> String {
-    let mut names: Vec<String> = std::fs::read_dir(store.join("runs"))
+    worldline_store::store::StoreDir::open(store)
         .unwrap()
-        .filter_map(|e| {
-            e.ok()?
-                .file_name()
-                .to_str()?
-                .strip_suffix(".jsonl")
-                .map(String::from)
-        })
-        .collect();
-    names.sort();
-    names.remove(0)
+        .run_ids()
+        .unwrap()
+        .remove(0)
 }
 
 #[test]
