@@ -230,6 +230,33 @@ fn the_same_seed_gives_the_same_report_on_one_and_two_jobs() {
     assert_ne!(stable(other.json())["groups"], one["groups"]);
 }
 
+/// A seed repeated 1,100 times gives pass^k as a number at every k listed
+/// (every k up to 16, the powers of two, then the repeats), where a float
+/// C(1100, k), infinite from k = 388 on, made them null.
+#[test]
+fn many_repeats_of_a_seed_give_pass_k_as_numbers() {
+    let store = temp_dir();
+    let out = fuzz(
+        store.path(),
+        &fuzz_case(),
+        &guest("naive-agent"),
+        &["--runs", "1", "--repeat", "1100", "--seed", "77"],
+    );
+    let doc = out.json();
+    let k: Vec<(u64, f64)> = doc["summary"]["pass_k"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["k"].as_u64().unwrap(), p["value"].as_f64().unwrap()))
+        .collect();
+    let mut ks: Vec<u64> = (1..=16).collect();
+    ks.extend([32, 64, 128, 256, 512, 1024, 1100]);
+    assert_eq!(k.iter().map(|p| p.0).collect::<Vec<_>>(), ks, "{doc}");
+    // Nothing draws from the model seed: each seed's runs agree, and
+    // pass^k is pass^1 at every k.
+    assert!(k.iter().all(|p| p.1 == k[0].1), "{doc}");
+}
+
 /// A campaign's trials are counted and dropped without their hashes
 /// (decision 0410); written with `--keep-all`, each is hashed as every
 /// written run is. The report is the same either way: the same verdicts,

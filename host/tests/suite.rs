@@ -590,3 +590,97 @@ fn a_suites_memory_does_not_grow_with_its_runs() {
         "a suite of 120 runs peaked at {large} KiB, over 1.5x the 20-run suite's {small} KiB: it holds its runs"
     );
 }
+
+/// `--repeat 300`: pass@k and pass^k listed at every k up to 16, the
+/// powers of two, then the runs, not at all 300 (the text report printed
+/// each on one line; its work grew with the cube of the runs: 22 s for
+/// 2,400), and each a number (`fuzz`'s test below shows the nulls a float
+/// C(n, k) gave past ~1,030 runs).
+#[test]
+fn many_repeats_report_a_number_at_each_k_they_list() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "passes", DEMO_PASSES);
+    let store = dir.path().join("store");
+    let out = test_cmd(&store, &case, &["--repeat", "300", "--json"]);
+    out.expect_code(0);
+    let doc = out.json();
+    let mut ks: Vec<u64> = (1..=16).collect();
+    ks.extend([32, 64, 128, 256, 300]);
+    let c = &doc["cases"][0];
+    assert_eq!(c["runs"], 300, "{out}");
+    for figures in [
+        &doc["pass_k"],
+        &doc["pass_at_k"],
+        &c["pass_at_k"],
+        &c["pass_hat_k"],
+    ] {
+        let got: Vec<u64> = figures
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["k"].as_u64().unwrap())
+            .collect();
+        assert_eq!(got, ks, "{figures}");
+        // Every run passes: 1 at every k.
+        for p in figures.as_array().unwrap() {
+            assert_eq!(p["value"].as_f64(), Some(1.0), "{figures}");
+        }
+    }
+}
+
+/// A repeated case keeps whole only the runs its report speaks of (the
+/// first, and the first that did not pass): the others' state diffs,
+/// assertions and outputs are let go as they finish. 200 runs of an agent
+/// that adds 200 notes held ~300 KB each before (60 MB).
+#[test]
+fn many_repeats_hold_the_memory_of_one_run() {
+    let dir = temp_dir();
+    let calls: Vec<String> = (0..200)
+        .map(|i| {
+            format!(
+                r#"{{ tool = "add_note", args = {{ ticket = "T-1", text = "note {i}", author = "bench" }} }}"#
+            )
+        })
+        .collect();
+    let case = write_case(
+        dir.path(),
+        "notes",
+        &format!(
+            r#"world = "demo@v1"
+seed = 1
+clock = 2026-03-01T12:00:00Z
+task = {{ calls = [{}] }}
+
+[expect]
+status = "completed"
+[[expect.state]]
+table = "notes"
+where = {{ author = "bench" }}
+count = 200
+"#,
+            calls.join(", ")
+        ),
+    );
+    let store = dir.path().join("store");
+    let (worlds, caller) = (worlds_dir(), caller());
+    let peak = |repeat: &str| {
+        let args = [
+            "test",
+            case.to_str().unwrap(),
+            "--agent",
+            caller.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+            "--repeat",
+            repeat,
+        ];
+        common::long::measured(&store, &args).1
+    };
+    // The first compiles the agent into the store's cache.
+    let one = peak("1").min(peak("1"));
+    let many = peak("200");
+    assert!(
+        many < one + 20 * 1024,
+        "200 runs peaked at {many} KiB, one at {one} KiB: the case holds its runs"
+    );
+}

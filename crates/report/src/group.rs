@@ -5,7 +5,7 @@
 use super::run::RunSummary;
 use serde_json::{Value, json};
 use std::io::{self, Write};
-use worldline_engine::fuzz::stats::{pass_at_k, pass_hat_k};
+use worldline_engine::fuzz::stats::{pass_at_ks, pass_hat_ks};
 use worldline_engine::fuzz::summary::PassK;
 use worldline_engine::grade::verdict::{self, Ending};
 use worldline_engine::run::RunOutcome;
@@ -51,14 +51,11 @@ impl<'a> Group<'a> {
             |o: &RunOutcome| verdict::ending(o.footer.status, o.grade.as_ref()) == Ending::Passed;
         let c = b.members.iter().filter(|m| passed(m.1)).count() as u64;
         let n = b.members.len() as u64;
-        let per_k = |f: &dyn Fn(u64) -> f64| -> Vec<PassK> {
-            (1..=n).map(|k| PassK { k, value: f(k) }).collect()
-        };
         Group {
             size: n,
             passes: c,
-            pass_at: per_k(&|k| pass_at_k(c, n, k)),
-            pass_hat: per_k(&|k| pass_hat_k(&[c], n, k)),
+            pass_at: PassK::curve(n, |ks| pass_at_ks(c, n, ks)),
+            pass_hat: PassK::curve(n, |ks| pass_hat_ks(&[c], n, ks)),
             id: b.members.first().and_then(|(_, o)| o.run_id.as_deref()),
         }
     }

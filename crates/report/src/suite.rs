@@ -6,7 +6,7 @@ use super::check::Problem;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
 use worldline_case::shown;
-use worldline_engine::fuzz::stats::{Z95, pass_at_k, pass_hat_k, wilson};
+use worldline_engine::fuzz::stats::{Z95, pass_at_k, pass_at_ks, pass_hat_k, pass_hat_ks, wilson};
 use worldline_engine::fuzz::summary::PassK;
 use worldline_engine::suite::{CaseRun, Compile, SuiteRun};
 pub use worldline_log::log::usage::ModelTotals;
@@ -35,10 +35,11 @@ pub struct CaseSummary {
     /// With `--repeat`: the pass rate's 95% Wilson interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 2]>,
-    /// With `--repeat`: pass@k of this case, k = 1..runs.
+    /// With `--repeat`: pass@k of this case at the k
+    /// `stats::reported_ks` lists (every k up to 16, powers of two, runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_at_k: Vec<PassK>,
-    /// With `--repeat`: pass^k of this case, k = 1..runs.
+    /// With `--repeat`: pass^k of this case, at the same k.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_hat_k: Vec<PassK>,
     pub passed: bool,
@@ -201,8 +202,8 @@ impl CaseSummary {
             group: GroupSummary::of(c),
             index: c.index,
             interval,
-            pass_at_k: per_k(runs, |k| pass_at_k(c.passes(), runs, k)),
-            pass_hat_k: per_k(runs, |k| pass_hat_k(&[c.passes()], runs, k)),
+            pass_at_k: per_k(runs, |ks| pass_at_ks(c.passes(), runs, ks)),
+            pass_hat_k: per_k(runs, |ks| pass_hat_ks(&[c.passes()], runs, ks)),
             passed: c.passed(),
             passes: c.passes(),
             path: c.path.display().to_string(),
@@ -222,33 +223,36 @@ impl CaseSummary {
     }
 }
 
-/// `value(k)` for k = 1..runs, when there was more than one run.
-fn per_k(runs: u64, value: impl Fn(u64) -> f64) -> Vec<PassK> {
+/// A curve over `runs` runs at the k `stats::reported_ks` lists, when there
+/// was more than one run.
+fn per_k(runs: u64, values: impl FnOnce(&[u64]) -> Vec<f64>) -> Vec<PassK> {
     if runs <= 1 {
         return Vec::new();
     }
-    (1..=runs).map(|k| PassK { k, value: value(k) }).collect()
+    PassK::curve(runs, values)
 }
 
-/// pass^k, k = 1..repeat, over the cases' pass counts (each of `repeat` runs).
+/// pass^k over the cases' pass counts (each of `repeat` runs).
 fn pass_k(per_case: &[u64], repeat: u64) -> Vec<PassK> {
     if per_case.is_empty() {
         return Vec::new();
     }
-    per_k(repeat, |k| pass_hat_k(per_case, repeat, k))
+    per_k(repeat, |ks| pass_hat_ks(per_case, repeat, ks))
 }
 
-/// pass@k, k = 1..repeat: the mean over the cases of each one's pass@k.
+/// pass@k: the mean over the cases of each one's pass@k.
 fn pass_at_k_of_suite(per_case: &[u64], repeat: u64) -> Vec<PassK> {
     if per_case.is_empty() {
         return Vec::new();
     }
-    per_k(repeat, |k| {
-        per_case
-            .iter()
-            .map(|&c| pass_at_k(c, repeat, k))
-            .sum::<f64>()
-            / per_case.len() as f64
+    per_k(repeat, |ks| {
+        let mut sum = vec![0.0; ks.len()];
+        for &c in per_case {
+            for (s, v) in sum.iter_mut().zip(pass_at_ks(c, repeat, ks)) {
+                *s += v;
+            }
+        }
+        sum.into_iter().map(|s| s / per_case.len() as f64).collect()
     })
 }
 

@@ -32,7 +32,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use worldline_engine::fuzz::stats::{pass_at_k, pass_hat_k};
+use worldline_engine::fuzz::stats::{pass_at_ks, pass_hat_ks};
 use worldline_engine::fuzz::summary::PassK;
 use worldline_log::log::bundle::{Footer, Header, HeldBundle};
 use worldline_log::log::{Call, Event, Held};
@@ -107,9 +107,10 @@ pub struct Member {
 /// group member. A group is the runs of one group id among those given
 /// (the id is its first member's run id); `members` and `passes` count
 /// them, and `pass_at_k` (Chen et al.'s unbiased 1 − C(n−c, k)/C(n, k))
-/// and `pass_hat_k` (τ-bench's C(c, k)/C(n, k)) are over them, k =
-/// 1..members. A branch (`fork --samples`) also has `branch`: the parent
-/// run and the event its members went live at.
+/// and `pass_hat_k` (τ-bench's C(c, k)/C(n, k)) are over them, at the k
+/// `reported_ks` lists (every k up to 16, powers of two, members). A
+/// branch (`fork --samples`) also has `branch`: the parent run and the
+/// event its members went live at.
 pub fn groups(runs: &[Member]) -> Vec<Option<Value>> {
     let id_of = |m: &Member| {
         m.header
@@ -126,22 +127,29 @@ pub fn groups(runs: &[Member]) -> Vec<Option<Value>> {
             t.1 += u64::from(m.passed);
         }
     }
+    // Each group's curves, once for all its members.
+    let curves: BTreeMap<&String, (Value, Value)> = tally
+        .iter()
+        .map(|(id, &(n, c))| {
+            let at = PassK::curve(n, |ks| pass_at_ks(c, n, ks));
+            let hat = PassK::curve(n, |ks| pass_hat_ks(&[c], n, ks));
+            (id, (json!(at), json!(hat)))
+        })
+        .collect();
     runs.iter()
         .map(|m| {
             let g = m.header.group.as_ref()?;
             let id = id_of(m)?;
             let (n, c) = tally[&id];
-            let per_k = |f: &dyn Fn(u64) -> f64| -> Vec<PassK> {
-                (1..=n).map(|k| PassK { k, value: f(k) }).collect()
-            };
+            let (at, hat) = &curves[&id];
             let mut group = json!({
                 "id": id,
                 "member": g.member,
                 "size": g.size,
                 "members": n,
                 "passes": c,
-                "pass_at_k": per_k(&|k| pass_at_k(c, n, k)),
-                "pass_hat_k": per_k(&|k| pass_hat_k(&[c], n, k)),
+                "pass_at_k": at,
+                "pass_hat_k": hat,
             });
             if let Some(p) = &m.header.parent {
                 group["branch"] = json!({"parent": p.run, "event": p.event});

@@ -2,6 +2,8 @@
 //! 95% Wilson score interval, pass^k (the chance that k runs of the same
 //! seed all pass) and pass@k (the chance that at least one of k does).
 
+use std::collections::BTreeMap;
+
 /// z for a two-sided 95% interval.
 pub const Z95: f64 = 1.959_963_984_540_054;
 
@@ -20,50 +22,115 @@ pub fn wilson(passes: u64, n: u64, z: f64) -> (f64, f64) {
     ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
-/// C(n, k) as a float (exact for the small n a campaign repeats).
-fn choose(n: u64, k: u64) -> f64 {
-    if k > n {
-        return 0.0;
+/// The k a curve over `n` runs is reported at: every k up to 16, then
+/// the powers of two below `n`, then `n` itself. A thousand repeats give
+/// 23 figures, not a thousand, and the per-case counts (`passes`, `runs`,
+/// a campaign's `seeds_by_passes`) give any other k.
+pub fn reported_ks(n: u64) -> Vec<u64> {
+    let mut ks: Vec<u64> = (1..=n.min(16)).collect();
+    let mut k = 32;
+    while k < n {
+        ks.push(k);
+        k *= 2;
     }
-    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+    if n > 16 {
+        ks.push(n);
+    }
+    ks
+}
+
+/// C(a, k) / C(n, k) at each k of `ks` (ascending), as one running
+/// product of (a − i) / (n − i), i < k: each factor is at most 1, so
+/// nothing overflows however many the runs (C(2000, 1000) as a float is
+/// infinite, and the ratio of two of them not a number), and the product
+/// stops once it reaches 0 (k past a). A k of 0 or past `n` is NaN.
+fn ratios(a: u64, n: u64, ks: &[u64]) -> Vec<f64> {
+    let mut product = 1.0;
+    let mut i = 0;
+    ks.iter()
+        .map(|&k| {
+            if k == 0 || k > n || a > n {
+                return f64::NAN;
+            }
+            while i < k && product > 0.0 {
+                product *= if i < a {
+                    (a - i) as f64 / (n - i) as f64
+                } else {
+                    0.0
+                };
+                i += 1;
+            }
+            product
+        })
+        .collect()
 }
 
 /// pass^k over seeds that each ran `n` times: the mean over seeds of
 /// C(c, k) / C(n, k), where c is how many of that seed's runs passed — the
 /// unbiased estimate of "k fresh runs of a seed all pass".
 pub fn pass_hat_k(passes_per_seed: &[u64], n: u64, k: u64) -> f64 {
-    let mut seeds_by_passes = vec![0; n as usize + 1];
-    for &c in passes_per_seed {
-        if let Some(slot) = seeds_by_passes.get_mut(c as usize) {
-            *slot += 1;
-        }
-    }
-    pass_hat_k_of_counts(&seeds_by_passes, n, k)
+    pass_hat_ks(passes_per_seed, n, &[k])[0]
 }
 
-/// pass^k from how many seeds passed c of their `n` runs, for each c
-/// (`seeds_by_passes[c]`): a campaign keeps these counts, not every seed.
-pub fn pass_hat_k_of_counts(seeds_by_passes: &[u64], n: u64, k: u64) -> f64 {
-    let seeds: u64 = seeds_by_passes.iter().sum();
-    if seeds == 0 || k == 0 || k > n {
-        return f64::NAN;
+/// [`pass_hat_k`] at each k of `ks` (ascending).
+pub fn pass_hat_ks(passes_per_seed: &[u64], n: u64, ks: &[u64]) -> Vec<f64> {
+    let mut seeds_by_passes: BTreeMap<u64, u64> = BTreeMap::new();
+    for &c in passes_per_seed.iter().filter(|&&c| c <= n) {
+        *seeds_by_passes.entry(c).or_default() += 1;
     }
-    let total: f64 = seeds_by_passes
-        .iter()
-        .enumerate()
-        .map(|(c, &m)| m as f64 * choose(c as u64, k))
-        .sum();
-    total / (seeds as f64 * choose(n, k))
+    of_counts(seeds_by_passes.into_iter(), n, ks)
+}
+
+/// pass^k at each k of `ks` (ascending) from how many seeds passed c of
+/// their `n` runs, for each c (`seeds_by_passes[c]`): a campaign keeps
+/// these counts, not every seed.
+pub fn pass_hat_ks_of_counts(seeds_by_passes: &[u64], n: u64, ks: &[u64]) -> Vec<f64> {
+    of_counts(
+        (0..)
+            .zip(seeds_by_passes.iter().copied())
+            .filter(|&(_, m)| m > 0),
+        n,
+        ks,
+    )
+}
+
+/// The mean of C(c, k) / C(n, k) over seeds, given as (c, how many seeds
+/// passed c times): one running product per distinct c, so the work is
+/// bounded by the runs counted, not by their number squared.
+fn of_counts(counts: impl Iterator<Item = (u64, u64)>, n: u64, ks: &[u64]) -> Vec<f64> {
+    let mut total = vec![0.0; ks.len()];
+    let mut seeds = 0;
+    for (c, m) in counts {
+        seeds += m;
+        for (t, r) in total.iter_mut().zip(ratios(c, n, ks)) {
+            *t += m as f64 * r;
+        }
+    }
+    ks.iter()
+        .zip(total)
+        .map(|(&k, t)| {
+            if seeds == 0 || k == 0 || k > n {
+                f64::NAN
+            } else {
+                t / seeds as f64
+            }
+        })
+        .collect()
 }
 
 /// pass@k of one case that passed `c` of its `n` runs:
 /// 1 − C(n − c, k) / C(n, k), the unbiased estimate of "at least one of k
 /// fresh runs passes" (Chen et al. 2021, the HumanEval estimator).
 pub fn pass_at_k(c: u64, n: u64, k: u64) -> f64 {
-    if k == 0 || k > n || c > n {
-        return f64::NAN;
+    pass_at_ks(c, n, &[k])[0]
+}
+
+/// [`pass_at_k`] at each k of `ks` (ascending).
+pub fn pass_at_ks(c: u64, n: u64, ks: &[u64]) -> Vec<f64> {
+    if c > n {
+        return vec![f64::NAN; ks.len()];
     }
-    1.0 - choose(n - c, k) / choose(n, k)
+    ratios(n - c, n, ks).into_iter().map(|r| 1.0 - r).collect()
 }
 
 #[cfg(test)]
@@ -120,5 +187,55 @@ mod tests {
         // Deterministic runs repeat their result: pass^k = pass^1.
         assert!(close(pass_hat_k(&[5, 5, 0, 5], 5, 5), 0.75));
         assert!(pass_hat_k(&[1], 2, 3).is_nan());
+    }
+
+    #[test]
+    fn many_runs_give_numbers_not_nan() {
+        // C(2400, 1200) overflows a float: the ratio of two was NaN.
+        assert_eq!(pass_at_k(1, 2400, 2400), 1.0);
+        assert_eq!(pass_at_k(0, 2400, 1200), 0.0);
+        assert_eq!(pass_hat_k(&[2400], 2400, 2400), 1.0);
+        assert_eq!(pass_hat_k(&[2399], 2400, 2400), 0.0);
+        // 2399 of 2400: pass^1200 = C(2399, 1200) / C(2400, 1200) = 1200/2400.
+        assert!(close(pass_hat_k(&[2399], 2400, 1200), 0.5));
+        assert!(close(pass_at_k(1, 2400, 1200), 0.5));
+        // Ten million runs of one seed, every reported k: at once.
+        let n = 10_000_000;
+        let ks = reported_ks(n);
+        let hat = pass_hat_ks(&[n - 1], n, &ks);
+        assert!(hat.iter().all(|v| v.is_finite()), "{hat:?}");
+        assert_eq!(*hat.last().unwrap(), 0.0);
+    }
+
+    #[test]
+    fn a_curve_is_its_points() {
+        let ks = reported_ks(40);
+        let c = 17;
+        for (k, (at, hat)) in
+            ks.iter().zip(
+                pass_at_ks(c, 40, &ks)
+                    .into_iter()
+                    .zip(pass_hat_ks(&[c, 40], 40, &ks)),
+            )
+        {
+            assert_eq!(at, pass_at_k(c, 40, *k));
+            assert_eq!(hat, pass_hat_k(&[c, 40], 40, *k));
+        }
+        let counts = [1, 0, 2, 0, 1];
+        assert_eq!(
+            pass_hat_ks_of_counts(&counts, 4, &[1, 2, 3, 4]),
+            pass_hat_ks(&[0, 2, 2, 4], 4, &[1, 2, 3, 4])
+        );
+    }
+
+    #[test]
+    fn the_reported_k_are_every_k_to_16_then_powers_of_two_then_n() {
+        assert_eq!(reported_ks(1), [1]);
+        assert_eq!(reported_ks(16), (1..=16).collect::<Vec<_>>());
+        let mut big: Vec<u64> = (1..=16).collect();
+        big.extend([32, 64, 128, 256, 512, 1024, 2048, 2400]);
+        assert_eq!(reported_ks(2400), big);
+        assert_eq!(reported_ks(64).last(), Some(&64));
+        assert_eq!(reported_ks(64).len(), 18);
     }
 }

@@ -5,7 +5,7 @@
 //! signature; the mix by count, then label — never by a hash map's order —
 //! so the same trials give the same report.
 
-use super::stats::{Z95, pass_hat_k_of_counts, wilson};
+use super::stats::{Z95, pass_hat_ks_of_counts, reported_ks, wilson};
 use super::trial::Trial;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,11 +32,24 @@ pub struct MixEntry {
     pub runs: u64,
 }
 
-/// One pass^k figure.
+/// One pass^k (or pass@k) figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PassK {
     pub k: u64,
     pub value: f64,
+}
+
+impl PassK {
+    /// A curve over `n` runs: `values` at each of the k
+    /// [`reported_ks`] lists (ascending).
+    pub fn curve(n: u64, values: impl FnOnce(&[u64]) -> Vec<f64>) -> Vec<PassK> {
+        let ks = reported_ks(n);
+        let values = values(&ks);
+        ks.into_iter()
+            .zip(values)
+            .map(|(k, value)| PassK { k, value })
+            .collect()
+    }
 }
 
 /// The campaign's numbers.
@@ -48,7 +61,8 @@ pub struct Summary {
     pub pass_rate: f64,
     /// 95% Wilson score interval of the pass rate.
     pub interval: [f64; 2],
-    /// pass^k for k = 1..repeat (empty when seeds ran once).
+    /// pass^k at the k `stats::reported_ks` lists (empty when seeds ran
+    /// once).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pass_k: Vec<PassK>,
     /// With injections: how often the attack succeeded where one reached
@@ -269,12 +283,9 @@ impl Tally {
         let (runs, passed) = (self.runs, self.passed);
         let (lo, hi) = wilson(passed, runs, Z95);
         let pass_k = if self.repeat > 1 {
-            (1..=self.repeat)
-                .map(|k| PassK {
-                    k,
-                    value: pass_hat_k_of_counts(&self.seeds_by_passes, self.repeat, k),
-                })
-                .collect()
+            PassK::curve(self.repeat, |ks| {
+                pass_hat_ks_of_counts(&self.seeds_by_passes, self.repeat, ks)
+            })
         } else {
             Vec::new()
         };

@@ -80,6 +80,36 @@ impl Attempt {
         }
         attempt
     }
+
+    /// Let go of what only the run that speaks for its case
+    /// ([`CaseRun::shown`]) is reported with: the grade's assertions, state
+    /// diff and turns, and the footer's output, captured streams,
+    /// backtrace and recorded grade, but the verdict and reward a group
+    /// member is reported with. A repeated case's memory then grows by a
+    /// few hundred bytes a run, not by its diff (~300 KB a run for a
+    /// case whose agent adds 200 rows).
+    fn slim(&mut self) {
+        let Ok(o) = &mut self.outcome else {
+            return;
+        };
+        if let Some(g) = &mut o.grade {
+            g.assertions = Vec::new();
+            g.diff = Default::default();
+            g.turns = Vec::new();
+        }
+        let f = &mut o.footer;
+        if let Some(grade) = &mut f.grade {
+            let kept: serde_json::Map<_, _> = ["passed", "reward"]
+                .into_iter()
+                .filter_map(|k| Some((k.to_string(), grade.get(k)?.clone())))
+                .collect();
+            *grade = serde_json::Value::Object(kept);
+        }
+        f.output = None;
+        f.stdout = String::new();
+        f.stderr = String::new();
+        f.backtrace = Vec::new();
+    }
 }
 
 /// One case of a suite and how its runs went (one per `--repeat`).
@@ -293,6 +323,8 @@ impl Suite<'_> {
                 });
                 // The group's id: its first member's run id.
                 let mut group_id: Option<String> = None;
+                // Whether a run of the case has not passed yet.
+                let mut failed = false;
                 for rep in 0..repeat {
                     let t = Instant::now();
                     let options = RunOptions {
@@ -323,7 +355,15 @@ impl Suite<'_> {
                     if self.group && group_id.is_none() {
                         group_id = outcome.as_ref().ok().and_then(|o| o.run_id.clone());
                     }
-                    attempts.push(Attempt::kept(&e.case, outcome, t.elapsed()));
+                    let mut attempt = Attempt::kept(&e.case, outcome, t.elapsed());
+                    // Kept whole: the first run and the first that did not
+                    // pass, one of which `CaseRun::shown` reports.
+                    let speaks = attempts.is_empty() || (!failed && !attempt.passed());
+                    failed |= !attempt.passed();
+                    if !speaks {
+                        attempt.slim();
+                    }
+                    attempts.push(attempt);
                 }
             }
             let run = CaseRun {
