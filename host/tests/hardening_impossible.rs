@@ -221,3 +221,22 @@ fn a_run_recorded_before_the_rules_replays_as_it_ran() {
     out.expect_code(2);
     assert!(out.stdout.contains("old-rules.toml:13:1"), "{out}");
 }
+
+/// A run recorded before decision 0412 with a latency whose nanoseconds
+/// are past 2^64 (40 trillion milliseconds) replays `identical` in every
+/// build: the release build that recorded it wrapped the product, and a
+/// debug build's overflow check panicked on it.
+#[test]
+fn a_run_whose_latency_overflowed_replays_as_it_ran() {
+    let fixture = common::workspace_root().join("tests/bundles/before-0412");
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let imported = common::wl(
+        &store,
+        &[&"import", &fixture.join("overflow.json"), &"--json"],
+    );
+    imported.expect_code(0);
+    let run = imported.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(&store, &run);
+    prompt(&store, &["verify", &run]).expect_code(0);
+}

@@ -231,7 +231,7 @@ fn injected(
         }
     };
     if let Some(ms) = source.latency_ms {
-        answer.latency_ns = ms * 1_000_000;
+        answer.latency_ns = super::clock::ns_of_ms(ms);
     }
     let mut mark = source.mark;
     if let Value::Object(d) = detail {

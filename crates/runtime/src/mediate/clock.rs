@@ -51,3 +51,12 @@ impl VirtualClock {
         self.mono_ns = self.mono_ns.max(mono_deadline);
     }
 }
+
+/// A case's milliseconds (a latency) as nanoseconds. A case checked
+/// today holds at most ten years (decision 0412); one recorded before may
+/// hold more (past ~584 years the product overflows) and replays as it
+/// ran, so the product wraps as the release builds that recorded it
+/// computed it, in every build: a debug build panicked instead.
+pub(crate) fn ns_of_ms(ms: u64) -> u64 {
+    ms.wrapping_mul(1_000_000)
+}

@@ -23,6 +23,7 @@ pub(crate) mod model_user;
 pub(crate) mod scripted_user;
 
 use super::bindings::worldline::agent::{approval, user};
+use super::clock::ns_of_ms;
 use super::model::ModelService;
 use super::{HostServices, RunState, ServiceReply, Stop, entropy};
 use serde_json::{Value, json};
@@ -152,7 +153,8 @@ impl Conversation {
             _ => (self.played(message, turn_of, wall_ns), "latency"),
         };
         if let Some(ms) = fault.latency_ms {
-            answer.latency_ns += ms * 1_000_000;
+            // Wrapping, as `ns_of_ms` says.
+            answer.latency_ns = answer.latency_ns.wrapping_add(ns_of_ms(ms));
         }
         answer.injected = Some(json!({"fuzz": fault, "action": action}));
         answer
@@ -176,12 +178,12 @@ impl Conversation {
             }
             Player::Scripted(s) => {
                 let (line, source, ms) = s.answer(message, turn);
-                said(line, turn_of(source), ms * 1_000_000)
+                said(line, turn_of(source), ns_of_ms(ms))
             }
             Player::StandIn(s) => {
                 let (line, mut source, ms) = s.answer(message, turn);
                 source["stand_in"] = json!(true);
-                said(line, turn_of(source), ms * 1_000_000)
+                said(line, turn_of(source), ns_of_ms(ms))
             }
             Player::Model(m) => {
                 let answer = match self.stepped.take() {
@@ -353,7 +355,7 @@ impl RunState {
                 Effect::Read
             };
             ServiceReply {
-                latency_ns: ms * 1_000_000,
+                latency_ns: ns_of_ms(ms),
                 ..ServiceReply::with_effect(response, effect)
             }
         })?;
@@ -434,7 +436,7 @@ impl RunState {
         }
         let tools = model_user::tools(&self.med.services.world.world.user_tools);
         let mut steps: Vec<Value> = Vec::new();
-        let mut latency_ns = 0;
+        let mut latency_ns: u64 = 0;
         for _ in 0..model_user::MAX_STEPS {
             let now = self.med.services.clock.wall_ns();
             let conversation = &mut self.med.services.conversation;
@@ -450,7 +452,7 @@ impl RunState {
             };
             let mut answer = m.serve(&request, now, None);
             conversation.budget_spent |= m.take_budget_spent();
-            latency_ns += answer.latency_ns;
+            latency_ns = latency_ns.wrapping_add(answer.latency_ns);
             let calls = model_user::tool_calls(&answer.response);
             if calls.is_empty() || conversation.budget_spent {
                 answer.latency_ns = latency_ns;

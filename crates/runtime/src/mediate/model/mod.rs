@@ -159,7 +159,7 @@ impl ModelService {
             Effect::Read
         };
         ServiceReply {
-            latency_ns: latency_ms * 1_000_000,
+            latency_ns: super::clock::ns_of_ms(latency_ms),
             ..ServiceReply::with_effect(response, effect)
         }
     }
