@@ -172,8 +172,15 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
         check_case(file, text, worlds_root, out);
     } else if keys.tools.is_some() || keys.clock_skew_s.is_some() || keys.user.is_some() {
         out.files.push((file.to_path_buf(), Kind::Profile));
-        if let Err(e) = toml::from_str::<case::fuzz::ProfileToml>(&text) {
-            out.problem(InputError::toml(file, &text, &e));
+        // It names no world: its tools are checked against one when
+        // `fuzz --faults` runs it on a case.
+        match toml::from_str::<case::fuzz::ProfileToml>(&text) {
+            Ok(doc) => {
+                if let Err(e) = case::fuzz::check(file, &text, &doc, None, "faults file") {
+                    out.problem(e);
+                }
+            }
+            Err(e) => out.problem(InputError::toml(file, &text, &e)),
         }
     } else if named || in_cases_folder(file) {
         out.problem(InputError::new(

@@ -196,3 +196,48 @@ fn durations_past_ten_years_are_refused() {
         .to_string();
     assert!(e.contains("faults.toml:1:1: faults file: `get_ticket`: the high end of latency_ms.ms = 18446744073709 is longer than ten years"), "{e}");
 }
+
+/// A faults file given to `check` alone names no world, and was only
+/// parsed: a probability past 1, faults adding up past 1, a duration past
+/// ten years and a profile that injects nothing passed it, to fail at
+/// `fuzz --faults`. Every rule but those that read a world is checked
+/// now; a tool no world has still passes (it is checked against the
+/// case's world when the profile runs).
+#[test]
+fn check_of_a_faults_file_alone_applies_every_rule_but_the_worlds() {
+    let dir = tempfile::tempdir().unwrap();
+    let problems = |body: &str| {
+        let file = dir.path().join("faults.toml");
+        std::fs::write(&file, body).unwrap();
+        worldline_case::check::check(&[file], None)
+            .problems
+            .iter()
+            .map(InputError::to_string)
+            .collect::<Vec<_>>()
+    };
+    for (body, said) in [
+        (
+            "[[tools]]\ntool = \"any\"\ndeny = 1.5\n",
+            "faults.toml:1:1: faults file: `any`: deny = 1.5 is not a probability",
+        ),
+        (
+            "[[tools]]\ntool = \"any\"\ndeny = 0.6\nempty = 0.6\n",
+            "add up to 1.2",
+        ),
+        (
+            "[[tools]]\ntool = \"any\"\nlatency_ms = { p = 0.5, ms = [1, 18446744073709] }\n",
+            "is longer than ten years",
+        ),
+        (
+            "clock_skew_s = [30, -30]\n",
+            "the low end is above the high end",
+        ),
+    ] {
+        let got = problems(body);
+        assert!(got.len() == 1 && got[0].contains(said), "{body}: {got:?}");
+    }
+    assert_eq!(
+        problems("[[tools]]\ntool = \"no_world_has_it\"\ndeny = 0.5\n"),
+        Vec::<String>::new()
+    );
+}

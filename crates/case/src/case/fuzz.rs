@@ -293,12 +293,15 @@ impl UserFaults {
 }
 
 /// Check a profile written in `source` (the case file or a faults file)
-/// against the world it will run on.
+/// against the world it will run on. Without a world (`check` of a faults
+/// file alone, which names none) every rule is checked but those that
+/// read the world: that each tool is one of its tools, a stale `field` one
+/// its rows can hold, an injection's vector one it declares.
 pub fn check(
     path: &Path,
     source: &str,
     doc: &ProfileToml,
-    world: &World,
+    world: Option<&World>,
     table: &str,
 ) -> Result<Profile, InputError> {
     let at = |offset: usize, m: String| InputError::at(path, source, offset, m);
@@ -353,9 +356,11 @@ pub fn check(
     })
 }
 
-fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
+fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
     let name = &t.tool;
-    if !world::names_a_tool(name, &world.tools) {
+    if let Some(world) = world
+        && !world::names_a_tool(name, &world.tools)
+    {
         return Err(format!(
             "tool `{name}` names no tool of {}",
             world.reference()
@@ -392,6 +397,7 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
         super::recorded::check_s("the high end of stale.age_s", s.age_s.hi as u64)
             .map_err(|m| format!("`{name}`: {m}"))?;
         if let Some(field) = &s.field
+            && let Some(world) = world
             && super::recorded::new_rules_apply()
             && let Some(m) = super::inject::stale_field_problem(name, field, &world.tools)
         {
@@ -407,12 +413,14 @@ fn check_tool(t: &ToolFaults, world: &World) -> Result<(), String> {
     }
     if let Some(i) = &t.injection {
         total += prob("injection.p", i.p)?;
-        world::injection::check_target(
-            i.vector.as_deref(),
-            &world.injection_vectors,
-            &world.reference(),
-        )
-        .map_err(|m| format!("`{name}`: {m}"))?;
+        if let Some(world) = world {
+            world::injection::check_target(
+                i.vector.as_deref(),
+                &world.injection_vectors,
+                &world.reference(),
+            )
+            .map_err(|m| format!("`{name}`: {m}"))?;
+        }
     }
     let mut latency = 0.0;
     if let Some(l) = &t.latency_ms {
@@ -442,7 +450,7 @@ pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
     let source = InputError::utf8(path, bytes)?;
     let doc: ProfileToml =
         toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
-    check(path, &source, &doc, world, "faults file")
+    check(path, &source, &doc, Some(world), "faults file")
 }
 
 #[cfg(test)]

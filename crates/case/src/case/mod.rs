@@ -403,7 +403,7 @@ pub fn parse_all(
     let fuzz = doc
         .fuzz
         .as_ref()
-        .map(|f| fuzz::check(path, &text, f, &world, "[fuzz]"))
+        .map(|f| fuzz::check(path, &text, f, Some(&world), "[fuzz]"))
         .transpose();
     let (clock_ns, permissions, limits, inject, fuzz) =
         match (clock_ns, permissions, limits, inject, fuzz) {
