@@ -195,9 +195,17 @@ fn copies_the_process(rec: &RecordedRun, at: u64, samples: u64) -> bool {
     }
 }
 
-/// What [`branch`] made: the branches in member order, how many times
-/// the prefix was followed (1 by the fork server, else one per branch),
-/// and why the fork server was not used, when it could have been.
+/// The most copies of the process the fork server makes at once
+/// (decision 0358, amended): a larger `--samples` is served in chunks of
+/// this many, each following the prefix once, so K branches make neither
+/// K processes nor K results held at once.
+const BRANCHES_AT_ONCE: usize = 32;
+
+/// What [`branch`] made: the branches in member order (written to the
+/// store, each without its events and final state), how many times the
+/// prefix was followed (once per chunk of the fork server's, else once
+/// per branch), and why the fork server was not used, when it could have
+/// been.
 pub struct Branched {
     pub outcomes: Vec<RunOutcome>,
     pub replayed: u64,
@@ -238,25 +246,36 @@ pub fn branch(
     let seeds: Vec<u64> = (0..samples).map(|i| branch_seed(rec, at, i)).collect();
     #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
     let mut note = None;
+    let mut outcomes: Vec<RunOutcome> = Vec::new();
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+    let mut replayed = 0;
     #[cfg(target_os = "linux")]
     if copies_the_process(rec, at, samples) {
-        match server::serve(sandbox, store, rec, at, &edits, &agent, &seeds)? {
-            server::Served::Branched(outcomes) => {
-                return Ok(Branched {
-                    outcomes,
-                    replayed: 1,
-                    note: None,
-                });
-            }
-            server::Served::Refused(why) => {
-                note = Some(format!(
-                    "each branch follows the prefix itself: the process was not copied at the fork point: {why}"
-                ));
+        // At most `BRANCHES_AT_ONCE` copies live at a time, each chunk
+        // following the prefix once: K branches never make K processes.
+        for chunk in seeds.chunks(BRANCHES_AT_ONCE) {
+            let chunk = server::Chunk {
+                seeds: chunk,
+                first: outcomes.len() as u64,
+                size: samples,
+                id: outcomes.first().and_then(|o| o.run_id.clone()),
+            };
+            match server::serve(sandbox, store, rec, at, &edits, &agent, &chunk)? {
+                server::Served::Branched(made) => {
+                    outcomes.extend(made);
+                    replayed += 1;
+                }
+                server::Served::Refused(why) => {
+                    note = Some(format!(
+                        "each branch follows the prefix itself: the process was not copied at the fork point: {why}"
+                    ));
+                    break;
+                }
             }
         }
     }
-    let mut outcomes: Vec<RunOutcome> = Vec::new();
-    for (i, seed) in seeds.iter().enumerate() {
+    let done = outcomes.len();
+    for (i, seed) in seeds.iter().enumerate().skip(done) {
         let mut member = edits.clone();
         member.push(Edit::Reseed { model_seed: *seed });
         let parent = parent_of(rec, at, member, false);
@@ -276,11 +295,17 @@ pub fn branch(
             Some(group),
         )?;
         departed(&outcome, at)?;
-        outcomes.push(outcome);
+        // Written: K branches hold K footers, not K runs.
+        outcomes.push(RunOutcome {
+            events: Default::default(),
+            final_state: Default::default(),
+            ..outcome
+        });
+        replayed += 1;
     }
     Ok(Branched {
         outcomes,
-        replayed: samples,
+        replayed,
         note,
     })
 }

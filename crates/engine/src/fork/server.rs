@@ -134,9 +134,19 @@ fn exiting(stat: &str) -> bool {
     matches!(state, "Z" | "X" | "x") || flags & PF_EXITING != 0
 }
 
-/// The branches of `rec` at `at` with `edits`, by `agent`, member `i`
-/// drawing the model from `seeds[i]`: made by one process following the
-/// prefix and copied at the fork point, or refused (see [`Served`]).
+/// The members one copy of the process makes: `seeds[i]` is member
+/// `first + i` of a group of `size`, whose id is `id` (none in the first
+/// chunk: its first member's run id is the group's).
+pub(super) struct Chunk<'a> {
+    pub seeds: &'a [u64],
+    pub first: u64,
+    pub size: u64,
+    pub id: Option<String>,
+}
+
+/// The branches of `rec` at `at` with `edits`, by `agent`, of `chunk`:
+/// made by one process following the prefix and copied at the fork
+/// point, or refused (see [`Served`]).
 pub(super) fn serve(
     sandbox: &Sandbox,
     store: &StoreDir,
@@ -144,7 +154,7 @@ pub(super) fn serve(
     at: u64,
     edits: &[Edit],
     agent: &Agent,
-    seeds: &[u64],
+    chunk: &Chunk<'_>,
 ) -> Result<Served> {
     let case = &rec.case;
     let buffer = Arc::new(Mutex::new(Vec::new()));
@@ -166,7 +176,7 @@ pub(super) fn serve(
     med.at_fork = Some((
         at,
         Box::new({
-            let (role, buffer, seeds) = (role.clone(), buffer.clone(), seeds.to_vec());
+            let (role, buffer, seeds) = (role.clone(), buffer.clone(), chunk.seeds.to_vec());
             let engine = sandbox.engine.clone();
             move |med: &mut Mediator| {
                 let made = branch_here(med, at, &seeds, &buffer, &engine);
@@ -236,7 +246,7 @@ pub(super) fn serve(
                 rec,
                 at,
                 edits,
-                seeds,
+                chunk,
                 &begun.opened,
                 children,
                 &prefix,
@@ -371,35 +381,36 @@ fn error_message(text: &str) -> Vec<u8> {
     out
 }
 
-/// A branch's continuation, read and checked: its lines, every event,
-/// its footer, grade and final state.
+/// A branch's continuation, read and checked (its final state against
+/// its footer's hash, its grade against the footer's): its lines, every
+/// event, its footer and grade.
 struct Checked {
     lines: Vec<u8>,
     events: Held,
     footer: bundle::Footer,
     grade: Option<crate::grade::Grade>,
-    state: State,
 }
 
 /// Read every child's result in member order and check it, then write
 /// each to the store as its member (header, the prefix's lines, the
-/// child's): a branch that failed leaves no member written.
+/// child's): a branch that failed leaves no member of its chunk written.
+/// Each outcome is returned without its events and final state (they are
+/// in the store): K branches hold K footers, not K runs.
 #[allow(clippy::too_many_arguments)]
 fn collect(
     store: &StoreDir,
     rec: &RecordedRun,
     at: u64,
     edits: &[Edit],
-    seeds: &[u64],
+    chunk: &Chunk<'_>,
     opened: &run::Opened,
     mut children: Children,
     prefix: &[u8],
     events: Held,
 ) -> Result<Vec<RunOutcome>> {
-    let samples = seeds.len() as u64;
     let mut checked = Vec::new();
     for i in 0..children.live.len() {
-        let branch = format!("branch {i} of {samples}");
+        let branch = format!("branch {} of {}", chunk.first + i as u64, chunk.size);
         let (pid, read) = children.live[i]
             .take()
             .expect("each child is collected once");
@@ -424,21 +435,23 @@ fn collect(
             events: all,
             footer,
             grade,
-            state,
         });
     }
     let mut outcomes: Vec<RunOutcome> = Vec::new();
     for (i, c) in checked.into_iter().enumerate() {
         let mut member = edits.to_vec();
         member.push(Edit::Reseed {
-            model_seed: seeds[i],
+            model_seed: chunk.seeds[i],
         });
         let mut header: Header = opened.header.clone();
         header.parent = Some(super::parent_of(rec, at, member, false));
         header.group = Some(Group {
-            id: outcomes.first().and_then(|o| o.run_id.clone()),
-            member: i as u64,
-            size: samples,
+            id: chunk
+                .id
+                .clone()
+                .or_else(|| outcomes.first().and_then(|o: &RunOutcome| o.run_id.clone())),
+            member: chunk.first + i as u64,
+            size: chunk.size,
         });
         store.hold_run(&header)?;
         let line = bundle::header_line(&header);
@@ -462,8 +475,8 @@ fn collect(
             bundle: Some(path),
             header,
             footer: c.footer,
-            events: c.events,
-            final_state: c.state,
+            events: Held::default(),
+            final_state: State::default(),
         });
     }
     Ok(outcomes)
