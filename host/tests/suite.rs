@@ -684,3 +684,34 @@ count = 200
         "200 runs peaked at {many} KiB, one at {one} KiB: the case holds its runs"
     );
 }
+
+/// A report claiming more runs of a case than one command makes (edited:
+/// `repeat` a trillion) is refused by `merge`, naming the key, instead of
+/// computing pass^k and pass@k over a trillion runs (each k's figure a
+/// product as long as the runs: hours).
+#[test]
+fn merge_refuses_a_report_of_more_runs_than_a_command_makes() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "passes", DEMO_PASSES);
+    let store = dir.path().join("store");
+    let out = test_cmd(&store, &case, &["--repeat", "2", "--json"]);
+    out.expect_code(0);
+    let mut doc = out.json().clone();
+    let trillion = 1_000_000_000_000u64;
+    doc["repeat"] = trillion.into();
+    doc["cases"][0]["runs"] = trillion.into();
+    doc["cases"][0]["passes"] = (trillion - 1000).into();
+    doc["cases"][0]["passed"] = false.into();
+    doc["passed"] = 0.into();
+    doc["failed"] = 1.into();
+    let report = dir.path().join("edited.json");
+    std::fs::write(&report, doc.to_string()).unwrap();
+    let merged = worldline(&store, ["merge".as_ref(), report.as_os_str()]);
+    merged.expect_code(2);
+    assert!(
+        merged.stderr.contains(
+            "`repeat` is 1000000000000, more runs of a case than one command makes (10000000)"
+        ),
+        "{merged}"
+    );
+}

@@ -14,6 +14,13 @@ use std::path::Path;
 
 const MIB: u64 = 1 << 20;
 
+/// The most runs one command makes (`fuzz --runs` times `--repeat`, a
+/// case's `test --repeat` or `--group`, `repro --times`, `fork
+/// --samples`): each is listed before the first starts, so a larger count
+/// is refused instead of filling the memory; a report claiming more (a
+/// shard's `repeat` given to `merge`) was not written by a command.
+pub const RUNS: u64 = 10_000_000;
+
 /// An agent or service component (`--agent`, the UI fork form's agent,
 /// a world's `[service]` component).
 pub const COMPONENT: u64 = 512 * MIB;

@@ -428,6 +428,13 @@ fn check_tallies(
     what: &str,
     p: Option<&worldline_case::partition::Partition>,
 ) -> Result<(), String> {
+    if s.repeat > worldline_case::bounded::RUNS {
+        return Err(format!(
+            "{what}: `repeat` is {}, more runs of a case than one command makes ({}); merge the reports `test --partition` wrote",
+            s.repeat,
+            worldline_case::bounded::RUNS
+        ));
+    }
     for c in &s.cases {
         let wrong = if c.passes > c.runs || c.runs > s.repeat {
             Some(format!(

@@ -185,11 +185,8 @@ pub fn jobs_arg(text: &str) -> Result<usize, String> {
     }
 }
 
-/// The most runs one command makes (`fuzz --runs` times `--repeat`, a
-/// case's `test --repeat` or `--group`, `repro --times`, `fork
-/// --samples`): each is listed before the first starts, so a larger count
-/// is refused instead of filling the memory.
-pub const MAX_RUNS: u64 = 10_000_000;
+/// The most runs one command makes ([`worldline_case::bounded::RUNS`]).
+pub const MAX_RUNS: u64 = worldline_case::bounded::RUNS;
 
 /// `count` checked to be 1 to [`MAX_RUNS`], or an error naming `flag`.
 pub fn runs_at_most(flag: &str, count: u64) -> Result<(), worldline_case::error::InputError> {

@@ -39,17 +39,54 @@ pub fn reported_ks(n: u64) -> Vec<u64> {
     ks
 }
 
-/// C(a, k) / C(n, k) at each k of `ks` (ascending), as one running
-/// product of (a − i) / (n − i), i < k: each factor is at most 1, so
+/// More figures than [`reported_ks`] lists for any run count (every k to
+/// 16, the powers of two, n).
+const REPORTED_AT_MOST: u64 = 80;
+
+/// C(a, k) / C(n, k) at each k of `ks` (ascending), a k of 0 or past `n`
+/// (or an `a` past `n`) NaN. Each is a product of factors at most 1, so
 /// nothing overflows however many the runs (C(2000, 1000) as a float is
-/// infinite, and the ratio of two of them not a number), and the product
-/// stops once it reaches 0 (k past a). A k of 0 or past `n` is NaN.
+/// infinite, and the ratio of two of them not a number), taken the
+/// shorter of two ways: over k, (a − i) / (n − i) for i < k, one running
+/// product for every k, which reaches 0 (and stops) after ~745 / ln(n / a)
+/// factors; or over d = n − a, (n − k − j) / (n − j) for j < d, for each
+/// k, which is short when nearly every run counts. Which way depends on
+/// `a` and `n` only, so a k gives the same figure in any list.
 fn ratios(a: u64, n: u64, ks: &[u64]) -> Vec<f64> {
+    let valid = |k: u64| k != 0 && k <= n && a <= n;
+    let d = n.saturating_sub(a);
+    // Factors over k until the product is 0 (a float below ~1e-308).
+    let over_k = if a == 0 {
+        1
+    } else if a >= n {
+        n
+    } else {
+        let per = -(a as f64 / n as f64).ln();
+        ((745.0 / per).ceil() as u64).min(n)
+    };
+    if d.saturating_mul(REPORTED_AT_MOST) < over_k {
+        return ks
+            .iter()
+            .map(|&k| {
+                if !valid(k) {
+                    return f64::NAN;
+                }
+                let mut product = 1.0;
+                for j in 0..d {
+                    if product == 0.0 {
+                        break;
+                    }
+                    product *= (n - k).saturating_sub(j) as f64 / (n - j) as f64;
+                }
+                product
+            })
+            .collect();
+    }
     let mut product = 1.0;
     let mut i = 0;
     ks.iter()
         .map(|&k| {
-            if k == 0 || k > n || a > n {
+            if !valid(k) {
                 return f64::NAN;
             }
             while i < k && product > 0.0 {
@@ -237,5 +274,45 @@ mod tests {
         assert_eq!(reported_ks(2400), big);
         assert_eq!(reported_ks(64).last(), Some(&64));
         assert_eq!(reported_ks(64).len(), 18);
+    }
+
+    #[test]
+    fn both_ways_of_a_ratio_agree_and_neither_runs_long() {
+        // The product over k, factor by factor, as the reference.
+        let reference = |a: u64, n: u64, k: u64| {
+            (0..k).fold(1.0f64, |p, i| {
+                if i < a {
+                    p * (a - i) as f64 / (n - i) as f64
+                } else {
+                    0.0
+                }
+            })
+        };
+        for (a, n) in [
+            (1990, 2000),
+            (1999, 2000),
+            (2000, 2000),
+            (1000, 2000),
+            (3, 2000),
+        ] {
+            let ks = reported_ks(n);
+            for (k, got) in ks.iter().zip(ratios(a, n, &ks)) {
+                let want = reference(a, n, *k);
+                assert!(
+                    (got - want).abs() <= 1e-12 * want.abs().max(1e-300),
+                    "C({a}, {k}) / C({n}, {k}): {got} against {want}"
+                );
+            }
+        }
+        // Every count a merged report may claim, at once: nearly all of a
+        // trillion runs passing, all of them, a thousand short.
+        for (a, n) in [
+            (1_000_000_000_000, 1_000_000_000_000),
+            (999_999_999_000, 1_000_000_000_000),
+            (10_000_000 - 9_650, 10_000_000),
+        ] {
+            let ks = reported_ks(n);
+            assert!(ratios(a, n, &ks).iter().all(|r| (0.0..=1.0).contains(r)));
+        }
     }
 }
