@@ -662,3 +662,30 @@ fn merge_shows_no_escape_sequence_a_report_holds() {
         "{r:?}"
     );
 }
+
+/// `runs --limit` past SQLite's signed 64-bit LIMIT (u64::MAX: "all of
+/// them") lists every run; it was exit 4, "datatype mismatch".
+#[test]
+fn runs_takes_any_limit_a_u64_holds() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "demo", DEMO_PASSES);
+    let agent = guest("caller-agent");
+    let run = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds_dir()),
+            "--json",
+        ],
+    );
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let out = worldline(&store, ["runs", "--limit", &u64::MAX.to_string(), "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()[0]["run_id"], id.as_str(), "{out}");
+}

@@ -129,7 +129,11 @@ impl Index {
         offset: u64,
     ) -> Result<Vec<Row>> {
         let (clause, params) = filter.clause();
-        let limit = limit.map_or_else(String::new, |n| format!(" LIMIT {n}"));
+        // SQLite's LIMIT and OFFSET are signed 64-bit: a larger count (all
+        // of them, as far as any store goes) is the largest it takes.
+        let most = |n: u64| n.min(i64::MAX as u64);
+        let offset = most(offset);
+        let limit = limit.map_or_else(String::new, |n| format!(" LIMIT {}", most(n)));
         let sql = if offset == 0 {
             format!("SELECT {COLUMNS} FROM runs {clause} {NEWEST_FIRST}{limit}")
         } else {
