@@ -309,11 +309,11 @@ fn refused_output(r: &common::CliOutput, path: &Path) {
     );
 }
 
-#[test]
-fn no_command_writes_to_a_symlink_a_fifo_or_a_device() {
-    let dir = temp_dir();
-    let store = dir.path().join("store");
-    let case = write_case(dir.path(), "demo", DEMO_PASSES);
+/// A passing run of the caller agent on the demo world, in a store under
+/// `dir`: the store and the run's id.
+fn demo_run(dir: &Path) -> (PathBuf, String) {
+    let store = dir.join("store");
+    let case = write_case(dir, "demo", DEMO_PASSES);
     let agent = guest("caller-agent");
     let run = worldline(
         &store,
@@ -329,7 +329,15 @@ fn no_command_writes_to_a_symlink_a_fifo_or_a_device() {
     );
     run.expect_code(0);
     let id = run.json()["run_id"].as_str().unwrap().to_string();
+    (store, id)
+}
+
+#[test]
+fn no_command_writes_to_a_symlink_a_fifo_or_a_device() {
+    let dir = temp_dir();
+    let (store, id) = demo_run(dir.path());
     let id = id.as_str();
+    let (case, agent) = (dir.path().join("demo.toml"), guest("caller-agent"));
 
     let target = dir.path().join("precious.txt");
     std::fs::write(&target, "kept").unwrap();
@@ -668,23 +676,7 @@ fn merge_shows_no_escape_sequence_a_report_holds() {
 #[test]
 fn runs_takes_any_limit_a_u64_holds() {
     let dir = temp_dir();
-    let store = dir.path().join("store");
-    let case = write_case(dir.path(), "demo", DEMO_PASSES);
-    let agent = guest("caller-agent");
-    let run = worldline(
-        &store,
-        [
-            "run",
-            s(&case),
-            "--agent",
-            s(&agent),
-            "--worlds",
-            s(&worlds_dir()),
-            "--json",
-        ],
-    );
-    run.expect_code(0);
-    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let (store, id) = demo_run(dir.path());
     let out = worldline(&store, ["runs", "--limit", &u64::MAX.to_string(), "--json"]);
     out.expect_code(0);
     assert_eq!(out.json()[0]["run_id"], id.as_str(), "{out}");
