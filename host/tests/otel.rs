@@ -111,8 +111,11 @@ fn bundle_events(path: &str) -> Vec<Value> {
 }
 
 /// A demo case whose first get_ticket answer is an injected timeout.
+/// Its seed is past 2^63 − 1, a bare integer as `run` takes it: the
+/// export still reads the case's clock (it read the whole file as a TOML
+/// table, failed, and started the run at its creation instead).
 const INJECTED: &str = r#"world = "demo@v1"
-seed = 3
+seed = 18446744073709551615
 clock = 2026-03-01T12:00:00Z
 task = { calls = [{ tool = "get_ticket", args = { id = "T-1" } }, { tool = "get_ticket", args = { id = "T-2" } }] }
 [[inject]]
@@ -276,6 +279,14 @@ fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
         .find(|s| attr(s, "worldline.run_id") == Some(a_id.into()))
         .unwrap();
     assert_eq!(root_a["startTimeUnixNano"], "1772366700000000000");
+    // The tool run's case (a seed past TOML's integers): 2026-03-01T12:00:00Z.
+    let root_b = all
+        .iter()
+        .find(|s| {
+            attr(s, "worldline.run_id") == Some(b_id.into()) && s.get("parentSpanId").is_none()
+        })
+        .unwrap();
+    assert_eq!(root_b["startTimeUnixNano"], "1772366400000000000");
 
     // The tool run: the injected timeout is a span event.
     let faulted = all

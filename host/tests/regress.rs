@@ -203,6 +203,83 @@ fn from_run_of_a_missing_run_is_exit_2_and_writes_nothing() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
 }
 
+/// A case whose seed is past 2^63 − 1, given as a bare integer (`run`
+/// takes it), becomes a case with `case from-run`: its seed written as its
+/// digits, which runs the same seed again. `from-run` read the source as a
+/// TOML table and refused it ("u64 value was too large", naming the
+/// store's object file).
+#[test]
+fn from_run_of_a_case_with_a_seed_past_toml_integers() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "big-seed",
+        &common::DEMO_PASSES.replace("seed = 3", "seed = 18446744073709551615"),
+    );
+    let agent = guest("caller-agent");
+    let worlds = common::worlds_dir();
+    let run = |case: &Path| {
+        let out = worldline(
+            &store,
+            [
+                "run".as_ref(),
+                case.as_os_str(),
+                "--agent".as_ref(),
+                agent.as_os_str(),
+                "--worlds".as_ref(),
+                worlds.as_os_str(),
+                "--json".as_ref(),
+            ],
+        );
+        out.expect_code(0);
+        out.json().clone()
+    };
+    let first = run(&case);
+    let id = first["run_id"].as_str().unwrap();
+    // Its trajectory carries the case's task (it was null: the case was
+    // read whole as a TOML table).
+    let lines = dir.path().join("t.jsonl");
+    worldline(
+        &store,
+        [
+            "export".as_ref(),
+            id.as_ref(),
+            "--format".as_ref(),
+            "trajectories".as_ref(),
+            "-o".as_ref(),
+            lines.as_os_str(),
+        ],
+    )
+    .expect_code(0);
+    let line: Value = serde_json::from_str(
+        std::fs::read_to_string(&lines)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(line["task"]["calls"][0]["tool"], "get_ticket", "{line}");
+    let made = dir.path().join("made.toml");
+    let out = worldline(
+        &store,
+        [
+            "case".as_ref(),
+            "from-run".as_ref(),
+            id.as_ref(),
+            "-o".as_ref(),
+            made.as_os_str(),
+        ],
+    );
+    out.expect_code(0);
+    let text = std::fs::read_to_string(&made).unwrap();
+    assert!(text.contains("seed = \"18446744073709551615\""), "{text}");
+    let again = run(&made);
+    assert_eq!(again["seed"], first["seed"], "{again}");
+    assert_eq!(again["chain_hash"], first["chain_hash"], "{again}");
+}
+
 /// Tool calls as (request, response), and the model's answers (content and
 /// tool calls), of a run.
 fn answers(bundle: &Path) -> (Vec<Value>, Vec<Value>) {

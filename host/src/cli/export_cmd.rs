@@ -145,13 +145,19 @@ fn members(paths: &[(String, PathBuf)]) -> Result<Vec<worldline_report::trajecto
 }
 
 /// The task from the recorded case file (null when it was collected).
+/// Only `task` is read: a seed past 2^63 − 1, which a case may give as a
+/// bare integer, is no value of a whole TOML table.
 fn task_of(store: &StoreDir, case_hash: &str) -> serde_json::Value {
+    #[derive(serde::Deserialize)]
+    struct Task {
+        task: Option<toml::Value>,
+    }
     store
         .get_object(case_hash)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
-        .and_then(|t| serde_json::to_value(t.get("task")?).ok())
+        .and_then(|text| toml::from_str::<Task>(&text).ok())
+        .and_then(|t| serde_json::to_value(t.task?).ok())
         .unwrap_or(serde_json::Value::Null)
 }
 

@@ -39,12 +39,18 @@ pub struct OtelArgs {
 /// a run whose case is not in the store (a redacted copy), when the run
 /// was created.
 fn start_ns(store: &StoreDir, run_id: &str, b: &bundle::HeldBundle) -> u64 {
+    // Only `clock` is read: a seed past 2^63 − 1, which a case may give as
+    // a bare integer, is no value of a whole TOML table.
+    #[derive(serde::Deserialize)]
+    struct Clock {
+        clock: Option<toml::value::Datetime>,
+    }
     let clock = store
         .get_object(&b.header.case_hash)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
-        .and_then(|t| t.get("clock").and_then(|c| c.as_datetime()).cloned())
+        .and_then(|text| toml::from_str::<Clock>(&text).ok())
+        .and_then(|t| t.clock)
         .and_then(|dt| worldline_case::time::datetime_to_unix_ns(&dt).ok());
     let ns = clock.unwrap_or_else(|| {
         i128::from(worldline_store::index::row::created_of_id(run_id).unwrap_or(0)) * 1_000_000_000
