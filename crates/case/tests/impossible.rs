@@ -241,3 +241,26 @@ fn check_of_a_faults_file_alone_applies_every_rule_but_the_worlds() {
         Vec::<String>::new()
     );
 }
+
+/// An integer past 2^63 − 1 other than the seed (a limit) is refused
+/// where it stands: the case reads it, but no TOML table holds it, so
+/// `case from-run` failed on the case's runs ("u64 value was too large",
+/// naming the store's object). The seed may be that large, bare or as
+/// digits; a case a run recorded is read as it ran.
+#[test]
+fn integers_past_toml_are_refused_but_the_seed() {
+    let e = problem("[limits]\nfuel = 18_446_744_073_709_551_615\n");
+    assert!(
+        e.starts_with("/cases/c.toml:5:8: this integer is past 9223372036854775807"),
+        "{e}"
+    );
+    fine("seed = 18446744073709551615\n[limits]\nfuel = 9223372036854775807\n");
+    fine("seed = \"18446744073709551615\"\n");
+    let text =
+        format!("{HEAD}seed = 18446744073709551615\n[limits]\nfuel = 18446744073709551615\n");
+    let case = case::parse_recorded(Path::new("/cases/c.toml"), text.into_bytes(), |_| {
+        Ok(demo().clone())
+    })
+    .unwrap();
+    assert_eq!(case.seed, u64::MAX);
+}

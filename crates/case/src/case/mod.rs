@@ -175,6 +175,55 @@ impl<'de> Deserialize<'de> for Seed {
     }
 }
 
+/// `source` with its seed's value written `0`: a seed past 2^63 − 1, which
+/// a case may give as a bare integer (it is read as any seed is), is no
+/// value of a TOML table, which a reader of the whole file
+/// (`case from-run`) parses it into.
+pub fn without_seed(source: &str) -> std::borrow::Cow<'_, str> {
+    #[derive(Deserialize)]
+    struct Top {
+        seed: Option<toml::Spanned<serde::de::IgnoredAny>>,
+    }
+    match toml::from_str::<Top>(source) {
+        Ok(Top { seed: Some(seed) }) => {
+            let at = seed.span();
+            format!("{}0{}", &source[..at.start], &source[at.end..]).into()
+        }
+        _ => source.into(),
+    }
+}
+
+/// An integer other than the seed past 2^63 − 1 (a limit, a count): the
+/// fields read it, but TOML's integers end there, so no TOML table holds
+/// the case and `case from-run` could not write a case of its runs. The
+/// file is parsed as a table only when it has a run of 16 or more digits
+/// (or hex digits and `_`), which any such integer needs. A recorded case
+/// is spared (decision 0412's rule for what came after a run).
+fn integer_past_toml(path: &Path, text: &str) -> Option<InputError> {
+    let long_run = text
+        .split(|c: char| !(c.is_ascii_hexdigit() || c == '_'))
+        .any(|run| run.len() >= 16);
+    if !long_run || !recorded::new_rules_apply() {
+        return None;
+    }
+    let source = without_seed(text);
+    let e = toml::from_str::<toml::Table>(&source).err()?;
+    if !e.message().contains("too large") {
+        return None;
+    }
+    // The seed's line alone changed: the line numbers are the file's.
+    let at = e.span().map_or(0, |s| s.start);
+    Some(InputError::at(
+        path,
+        &source,
+        at,
+        format!(
+            "this integer is past {}, the largest a TOML integer holds; give at most that (only `seed` may be larger, written as its digits in a string)",
+            i64::MAX
+        ),
+    ))
+}
+
 /// Load a case, and the world it names from `worlds_root` (or from the
 /// nearest `worlds/` folder above the case file when `None`).
 pub fn load(path: &Path, worlds_root: Option<&Path>) -> Result<Case, InputError> {
@@ -311,6 +360,9 @@ pub fn parse_all(
             Default::default()
         }
     };
+    if let Some(e) = integer_past_toml(path, &text) {
+        problems.push(e);
+    }
     if let Some(m) = &doc.model {
         keep(
             &mut problems,

@@ -77,7 +77,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         .into());
     };
     let source_case = store.object_path(&rec.bundle.header.case_hash);
-    let source = without_seed(&rec.case.source);
+    let source = case::without_seed(&rec.case.source);
     let mut table: toml::Table =
         toml::from_str(&source).map_err(|e| InputError::toml(&source_case, &source, &e))?;
     let mut not_carried = Vec::new();
@@ -367,24 +367,6 @@ fn cassette_name(mode: CassetteMode) -> &'static str {
 fn file_name(p: &Path) -> String {
     p.file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-}
-
-/// `source` with its seed's value written `0`: the seed is set again from
-/// the run's header, and one past 2^63 − 1, which a case may give as a
-/// bare integer (`run` reads it as it reads any seed), is no value of a
-/// TOML table.
-fn without_seed(source: &str) -> std::borrow::Cow<'_, str> {
-    #[derive(serde::Deserialize)]
-    struct Top {
-        seed: Option<toml::Spanned<serde::de::IgnoredAny>>,
-    }
-    match toml::from_str::<Top>(source) {
-        Ok(Top { seed: Some(seed) }) => {
-            let at = seed.span();
-            format!("{}0{}", &source[..at.start], &source[at.end..]).into()
-        }
-        _ => source.into(),
-    }
 }
 
 fn to_json(v: &toml::Value) -> Value {
