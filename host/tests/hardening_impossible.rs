@@ -240,3 +240,46 @@ fn a_run_whose_latency_overflowed_replays_as_it_ran() {
     common::replays_identical(&store, &run);
     prompt(&store, &["verify", &run]).expect_code(0);
 }
+
+/// A run recorded before integers past 2^63 − 1 were refused anywhere but
+/// the seed (its fuel limit is one) replays `identical`; `case from-run`
+/// of it says, naming the run, that no TOML case can hold that integer.
+#[test]
+fn a_run_whose_case_holds_an_integer_past_toml_replays_and_says_why_no_case() {
+    let fixture = common::workspace_root().join("tests/bundles/before-0412");
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let imported = common::wl(
+        &store,
+        &[&"import", &fixture.join("big-fuel.json"), &"--json"],
+    );
+    imported.expect_code(0);
+    let run = imported.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(&store, &run);
+    let out = prompt(
+        &store,
+        &[
+            "case",
+            "from-run",
+            &run,
+            "-o",
+            s(&dir.path().join("c.toml")),
+        ],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains(&format!(
+            "{run}.jsonl: its case holds an integer past 9223372036854775807"
+        )),
+        "{out}"
+    );
+    let worlds = worlds_dir();
+    let case = fixture.join("big-fuel.toml");
+    let out = prompt(&store, &["check", s(&case), "--worlds", s(&worlds)]);
+    out.expect_code(2);
+    assert!(
+        out.stdout
+            .contains("big-fuel.toml:10:8: this integer is past"),
+        "{out}"
+    );
+}

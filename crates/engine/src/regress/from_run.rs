@@ -78,8 +78,21 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     };
     let source_case = store.object_path(&rec.bundle.header.case_hash);
     let source = case::without_seed(&rec.case.source);
-    let mut table: toml::Table =
-        toml::from_str(&source).map_err(|e| InputError::toml(&source_case, &source, &e))?;
+    let mut table: toml::Table = toml::from_str(&source).map_err(|e| {
+        let e = InputError::toml(&source_case, &source, &e);
+        if !e.to_string().contains("too large") {
+            return e;
+        }
+        // A case recorded before such integers were refused (only the seed
+        // may be past 2^63 - 1).
+        InputError::new(
+            &rec.path,
+            format!(
+                "its case holds an integer past {} ({e}), which no TOML case can hold, so no case can be written from it; copy the case, lower the integer and run it",
+                i64::MAX
+            ),
+        )
+    })?;
     let mut not_carried = Vec::new();
 
     let source_rules: Vec<Value> = match table.remove("inject") {
