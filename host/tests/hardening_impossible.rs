@@ -10,7 +10,7 @@
 use crate::common;
 
 use common::{guest, passing_demo_case as demo_case, prompt, temp_dir, worlds_dir, write_case};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -202,6 +202,18 @@ fn verify_of_a_sample_of_no_runs_is_refused() {
     assert!(out.stdout.contains("1 identical or verified"), "{out}");
 }
 
+/// The run `file` of `tests/bundles/before-0412/` imported into a store
+/// under `dir`, and replayed `identical`: the store and the run's id.
+fn replayed_fixture(dir: &Path, file: &str) -> (PathBuf, String) {
+    let fixture = common::workspace_root().join("tests/bundles/before-0412");
+    let store = dir.join("store");
+    let imported = common::wl(&store, &[&"import", &fixture.join(file), &"--json"]);
+    imported.expect_code(0);
+    let run = imported.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(&store, &run);
+    (store, run)
+}
+
 /// A run recorded before these rules, whose case breaks four of them,
 /// replays `identical` and verifies as it ran; the same case given anew is
 /// refused.
@@ -209,11 +221,7 @@ fn verify_of_a_sample_of_no_runs_is_refused() {
 fn a_run_recorded_before_the_rules_replays_as_it_ran() {
     let fixture = common::workspace_root().join("tests/bundles/before-0412");
     let dir = temp_dir();
-    let store = dir.path().join("store");
-    let imported = common::wl(&store, &[&"import", &fixture.join("run.json"), &"--json"]);
-    imported.expect_code(0);
-    let run = imported.json()["run_id"].as_str().unwrap().to_string();
-    common::replays_identical(&store, &run);
+    let (store, run) = replayed_fixture(dir.path(), "run.json");
     prompt(&store, &["verify", &run]).expect_code(0);
     let case = fixture.join("old-rules.toml");
     let worlds = worlds_dir();
@@ -228,16 +236,8 @@ fn a_run_recorded_before_the_rules_replays_as_it_ran() {
 /// debug build's overflow check panicked on it.
 #[test]
 fn a_run_whose_latency_overflowed_replays_as_it_ran() {
-    let fixture = common::workspace_root().join("tests/bundles/before-0412");
     let dir = temp_dir();
-    let store = dir.path().join("store");
-    let imported = common::wl(
-        &store,
-        &[&"import", &fixture.join("overflow.json"), &"--json"],
-    );
-    imported.expect_code(0);
-    let run = imported.json()["run_id"].as_str().unwrap().to_string();
-    common::replays_identical(&store, &run);
+    let (store, run) = replayed_fixture(dir.path(), "overflow.json");
     prompt(&store, &["verify", &run]).expect_code(0);
 }
 
@@ -248,14 +248,7 @@ fn a_run_whose_latency_overflowed_replays_as_it_ran() {
 fn a_run_whose_case_holds_an_integer_past_toml_replays_and_says_why_no_case() {
     let fixture = common::workspace_root().join("tests/bundles/before-0412");
     let dir = temp_dir();
-    let store = dir.path().join("store");
-    let imported = common::wl(
-        &store,
-        &[&"import", &fixture.join("big-fuel.json"), &"--json"],
-    );
-    imported.expect_code(0);
-    let run = imported.json()["run_id"].as_str().unwrap().to_string();
-    common::replays_identical(&store, &run);
+    let (store, run) = replayed_fixture(dir.path(), "big-fuel.json");
     let out = prompt(
         &store,
         &[

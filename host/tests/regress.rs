@@ -220,18 +220,7 @@ fn from_run_of_a_case_with_a_seed_past_toml_integers() {
     let agent = guest("caller-agent");
     let worlds = common::worlds_dir();
     let run = |case: &Path| {
-        let out = worldline(
-            &store,
-            [
-                "run".as_ref(),
-                case.as_os_str(),
-                "--agent".as_ref(),
-                agent.as_os_str(),
-                "--worlds".as_ref(),
-                worlds.as_os_str(),
-                "--json".as_ref(),
-            ],
-        );
+        let out = common::run_in(&store, case, &agent, &worlds);
         out.expect_code(0);
         out.json().clone()
     };
