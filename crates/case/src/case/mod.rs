@@ -208,7 +208,7 @@ fn integer_past_toml(path: &Path, text: &str) -> Option<InputError> {
     }
     let source = without_seed(text);
     let e = toml::from_str::<toml::Table>(&source).err()?;
-    if !e.message().contains("too large") {
+    if !is_integer_past_toml(&e) {
         return None;
     }
     // The seed's line alone changed: the line numbers are the file's.
@@ -222,6 +222,12 @@ fn integer_past_toml(path: &Path, text: &str) -> Option<InputError> {
             i64::MAX
         ),
     ))
+}
+
+/// Whether TOML's parser refused `e` for an integer past 2^63 − 1 (its
+/// message is the only sign of it).
+pub fn is_integer_past_toml(e: &toml::de::Error) -> bool {
+    e.message().contains("too large")
 }
 
 /// Load a case, and the world it names from `worlds_root` (or from the

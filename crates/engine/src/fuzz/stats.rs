@@ -143,10 +143,11 @@ fn of_counts(counts: impl Iterator<Item = (u64, u64)>, n: u64, ks: &[u64]) -> Ve
             *t += m as f64 * r;
         }
     }
-    ks.iter()
-        .zip(total)
-        .map(|(&k, t)| {
-            if seeds == 0 || k == 0 || k > n {
+    // A k of 0 or past `n` is NaN already, from `ratios`.
+    total
+        .into_iter()
+        .map(|t| {
+            if seeds == 0 {
                 f64::NAN
             } else {
                 t / seeds as f64

@@ -79,8 +79,9 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     let source_case = store.object_path(&rec.bundle.header.case_hash);
     let source = case::without_seed(&rec.case.source);
     let mut table: toml::Table = toml::from_str(&source).map_err(|e| {
+        let past = case::is_integer_past_toml(&e);
         let e = InputError::toml(&source_case, &source, &e);
-        if !e.to_string().contains("too large") {
+        if !past {
             return e;
         }
         // A case recorded before such integers were refused (only the seed
