@@ -504,6 +504,44 @@ fn many_branches_come_in_chunks_and_hold_no_runs() {
     );
 }
 
+/// `fork --samples K --json` writes each member as it is made, so K
+/// branches cost the memory of one: 300 branches of a run whose output
+/// (its 100 answers) is ~40 KB peak at what 10 do. Before, the command
+/// held every member's summary and built its document whole at the end:
+/// 300 branches peaked at 77 MB against 39 MB for 10 (a debug build; 37
+/// MB now for both). The document is still one JSON value, every member
+/// in order.
+#[test]
+fn many_branches_as_json_are_written_as_they_come() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let id = costly_run(store, 100, 0);
+    let fork = |samples: &str| {
+        let args = ["fork", &id, "--at", "198", "--samples", samples, "--json"];
+        let (_, peak, stdout) = crate::common::long::measured(store, &args);
+        let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        (peak, doc)
+    };
+    // The first also fills the compile cache, which costs memory of its own.
+    fork("10");
+    let ((ten, _), (many, doc)) = (fork("10"), fork("300"));
+    let members = doc["members"].as_array().unwrap();
+    assert_eq!(members.len(), 300);
+    assert!(
+        members.iter().enumerate().all(|(i, m)| m["member"] == i),
+        "members in order"
+    );
+    assert_eq!(doc["group"]["passes"], 300, "{}", doc["group"]);
+    assert_eq!(
+        doc["prefix"],
+        serde_json::json!({"events": 198, "replayed": 300})
+    );
+    assert!(
+        many < ten + 8 * 1024,
+        "300 branches peaked at {many} KiB, 10 at {ten} KiB: the command holds its members"
+    );
+}
+
 /// The processes whose parent is `pid` (from /proc/*/stat).
 fn children_of(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
@@ -528,6 +566,61 @@ fn children_of(pid: u32) -> Vec<u32> {
     found
 }
 
+/// `fork ID --at 2 ARGS` on the fork server, running, its stdout and
+/// stderr read as they are written (a large group's members are more than
+/// a pipe holds).
+struct Forking {
+    child: std::process::Child,
+    read: [std::thread::JoinHandle<Vec<u8>>; 2],
+}
+
+impl Forking {
+    fn start(store: &Path, id: &str, args: &[&str]) -> Forking {
+        let mut child = cli()
+            .args(["fork", id, "--at", "2"])
+            .args(args)
+            .arg("--store")
+            .arg(store)
+            .env(COPY.0, COPY.1)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("cannot start the worldline binary");
+        fn drain(
+            mut from: impl std::io::Read + Send + 'static,
+        ) -> std::thread::JoinHandle<Vec<u8>> {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                from.read_to_end(&mut bytes).unwrap();
+                bytes
+            })
+        }
+        let read = [
+            drain(child.stdout.take().unwrap()),
+            drain(child.stderr.take().unwrap()),
+        ];
+        Forking { child, read }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+    }
+
+    fn finish(mut self) -> CliOutput {
+        let status = self.child.wait().unwrap();
+        let [stdout, stderr] = self.read.map(|r| r.join().unwrap());
+        CliOutput::of(std::process::Output {
+            status,
+            stdout,
+            stderr,
+        })
+    }
+}
+
 /// A branch whose process is killed while it runs is an error naming
 /// the branch, not a hang nor a partial group: the fork server kills and
 /// reaps the others, writes no member, and leaves no process behind.
@@ -538,29 +631,22 @@ fn a_killed_branch_is_an_error_naming_it_and_leaves_no_process() {
     // Forked at event 2: each branch has 100 calls of work to do live.
     let id = costly_run(store, 101, 1_000_000);
     let runs_before = std::fs::read_dir(store.join("runs")).unwrap().count();
-    let child = cli()
-        .args(["fork", &id, "--at", "2", "--samples", "4", "--store"])
-        .arg(store)
-        .env(COPY.0, COPY.1)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("cannot start the worldline binary");
+    let mut child = Forking::start(store, &id, &["--samples", "4"]);
     let started = std::time::Instant::now();
     let branches = loop {
-        let found = children_of(child.id());
+        let found = children_of(child.pid());
         if found.len() == 4 {
             break found;
         }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "the fork server did not fork its four branches: {found:?}"
-        );
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill();
+            panic!("the fork server did not fork its four branches: {found:?}");
+        }
         std::thread::sleep(std::time::Duration::from_millis(5));
     };
     // SAFETY: signals a process the fork server forked, still running.
     unsafe { libc::kill(branches[2] as i32, libc::SIGKILL) };
-    let out = CliOutput::of(child.wait_with_output().unwrap());
+    let out = child.finish();
     assert_eq!(out.code, 4, "an internal error: {out}");
     assert!(
         out.stderr.contains("branch ") && out.stderr.contains("killed by signal 9"),
@@ -576,5 +662,58 @@ fn a_killed_branch_is_an_error_naming_it_and_leaves_no_process() {
         std::fs::read_dir(store.join("runs")).unwrap().count(),
         runs_before,
         "no member of the failed group was written"
+    );
+}
+
+/// `fork --samples 34 --json` whose second chunk's branch is killed:
+/// stdout is still one JSON document, the 32 members of the first chunk
+/// (written to the store before the second began) then the error, with
+/// the exit code it names. Before, the members were held and the error
+/// was the document, so the written members went unreported.
+#[test]
+fn a_branch_killed_in_a_later_chunk_ends_the_json_with_the_error() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let id = costly_run(store, 101, 1_000_000);
+    let runs_before = std::fs::read_dir(store.join("runs")).unwrap().count();
+    let mut child = Forking::start(store, &id, &["--samples", "34", "--json"]);
+    let started = std::time::Instant::now();
+    // The first chunk's 32 processes, then one of the second's.
+    let mut first = std::collections::BTreeSet::new();
+    let later = loop {
+        let found = children_of(child.pid());
+        if let Some(pid) = found
+            .iter()
+            .find(|p| first.len() == 32 && !first.contains(*p))
+        {
+            break *pid;
+        }
+        for pid in found {
+            if first.len() < 32 {
+                first.insert(pid);
+            }
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            child.kill();
+            panic!("the fork server did not start its second chunk: {first:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    // SAFETY: signals a process the fork server forked, still running.
+    unsafe { libc::kill(later as i32, libc::SIGKILL) };
+    let out = child.finish();
+    assert_eq!(out.code, 4, "an internal error: {out}");
+    let doc: Value = serde_json::from_str(&out.stdout).expect("stdout is one JSON document");
+    assert_eq!(doc["members"].as_array().unwrap().len(), 32, "{doc}");
+    assert_eq!(doc["error"]["exit_code"], 4, "{doc}");
+    assert!(
+        doc["error"]["message"].as_str().unwrap().contains("of 34"),
+        "the error names the branch: {doc}"
+    );
+    assert!(out.stderr.contains("killed by signal 9"), "{out}");
+    assert_eq!(
+        std::fs::read_dir(store.join("runs")).unwrap().count(),
+        runs_before + 32,
+        "the first chunk's members were written, no member of the second"
     );
 }

@@ -201,27 +201,30 @@ fn copies_the_process(rec: &RecordedRun, at: u64, samples: u64) -> bool {
 /// K processes nor K results held at once.
 const BRANCHES_AT_ONCE: usize = 32;
 
-/// What [`branch`] made: the branches in member order (written to the
-/// store, each without its events and final state), how many times the
-/// prefix was followed (once per chunk of the fork server's, else once
-/// per branch), and why the fork server was not used, when it could have
-/// been.
-pub struct Branched {
-    pub outcomes: Vec<RunOutcome>,
-    pub replayed: u64,
-    pub note: Option<String>,
+/// What [`branch`] hands its caller as it goes, so that K branches are
+/// reported as they are written rather than held until the last.
+pub enum Made {
+    /// Why the process is not copied at the fork point, though it could
+    /// have been: each branch from here on follows the prefix itself.
+    Note(String),
+    /// A branch written to the store (without its events and final
+    /// state), in member order, with the model seed it drew from.
+    Member { seed: u64, outcome: Box<RunOutcome> },
 }
 
 /// `samples` forks of `rec` at event `at`, each with `edits` and the model
 /// drawing from its own seed ([`branch_seed`]) from `at` on, recorded as a
-/// group whose id is the first member's run id. The recording is read and
-/// the edits checked once. On Linux, for a prefix costly to follow
-/// ([`COPY_FROM_FUEL`]), the prefix is followed once and the process
-/// copied at the fork point, one copy per branch (decision 0358's fork
-/// server, `server.rs`); otherwise, or with
+/// group whose id is the first member's run id, each handed to `each` once
+/// written. The recording is read and the edits checked once. On Linux,
+/// for a prefix costly to follow ([`COPY_FROM_FUEL`]), the prefix is
+/// followed once and the process copied at the fork point, one copy per
+/// branch (decision 0358's fork server, `server.rs`); otherwise, or with
 /// `WORLDLINE_BRANCH_REEXECUTE=1`, or when the process cannot be copied
 /// safely, each member follows the prefix itself (decision 0355),
-/// answered from the log. Both write the same bundles.
+/// answered from the log. Both write the same bundles. Returns how many
+/// times the prefix was followed: once per chunk of the fork server's,
+/// else once per branch.
+#[allow(clippy::too_many_arguments)]
 pub fn branch(
     sandbox: &Sandbox,
     store: &StoreDir,
@@ -230,7 +233,8 @@ pub fn branch(
     edits: Vec<Edit>,
     agent: Option<Arc<Agent>>,
     samples: u64,
-) -> Result<Branched> {
+    each: &mut dyn FnMut(Made) -> Result<()>,
+) -> Result<u64> {
     check::check(rec, at, &edits)?;
     if rec.bundle.header.native.is_some() {
         return Err(InputError::new(
@@ -244,9 +248,7 @@ pub fn branch(
         None => recorded_agent(sandbox, store, rec)?,
     };
     let seeds: Vec<u64> = (0..samples).map(|i| branch_seed(rec, at, i)).collect();
-    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
-    let mut note = None;
-    let mut outcomes: Vec<RunOutcome> = Vec::new();
+    let mut written = Written::default();
     #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
     let mut replayed = 0;
     #[cfg(target_os = "linux")]
@@ -256,31 +258,35 @@ pub fn branch(
         for chunk in seeds.chunks(BRANCHES_AT_ONCE) {
             let chunk = server::Chunk {
                 seeds: chunk,
-                first: outcomes.len() as u64,
+                first: written.made as u64,
                 size: samples,
-                id: outcomes.first().and_then(|o| o.run_id.clone()),
+                id: written.id.clone(),
             };
             match server::serve(sandbox, store, rec, at, &edits, &agent, &chunk)? {
-                server::Served::Branched(made) => {
-                    outcomes.extend(made);
+                server::Served::Branched(outcomes) => {
                     replayed += 1;
+                    for outcome in outcomes {
+                        written.hand(each, &seeds, outcome)?;
+                    }
                 }
                 server::Served::Refused(why) => {
-                    note = Some(format!(
+                    each(Made::Note(format!(
                         "each branch follows the prefix itself: the process was not copied at the fork point: {why}"
-                    ));
+                    )))?;
                     break;
                 }
             }
         }
     }
-    let done = outcomes.len();
-    for (i, seed) in seeds.iter().enumerate().skip(done) {
+    while written.made < seeds.len() {
+        let i = written.made;
         let mut member = edits.clone();
-        member.push(Edit::Reseed { model_seed: *seed });
+        member.push(Edit::Reseed {
+            model_seed: seeds[i],
+        });
         let parent = parent_of(rec, at, member, false);
         let group = worldline_log::log::bundle::Group {
-            id: outcomes.first().and_then(|o| o.run_id.clone()),
+            id: written.id.clone(),
             member: i as u64,
             size: samples,
         };
@@ -295,19 +301,47 @@ pub fn branch(
             Some(group),
         )?;
         departed(&outcome, at)?;
-        // Written: K branches hold K footers, not K runs.
-        outcomes.push(RunOutcome {
-            events: Default::default(),
-            final_state: Default::default(),
-            ..outcome
-        });
         replayed += 1;
+        // Written: handed on without its events and final state.
+        written.hand(
+            each,
+            &seeds,
+            RunOutcome {
+                events: Default::default(),
+                final_state: Default::default(),
+                ..outcome
+            },
+        )?;
     }
-    Ok(Branched {
-        outcomes,
-        replayed,
-        note,
-    })
+    Ok(replayed)
+}
+
+/// The branches [`branch`] has written so far: how many, and the group's
+/// id (its first member's run).
+#[derive(Default)]
+struct Written {
+    made: usize,
+    id: Option<String>,
+}
+
+impl Written {
+    /// Hand the next member on, with the seed it drew from.
+    fn hand(
+        &mut self,
+        each: &mut dyn FnMut(Made) -> Result<()>,
+        seeds: &[u64],
+        outcome: RunOutcome,
+    ) -> Result<()> {
+        if self.id.is_none() {
+            self.id.clone_from(&outcome.run_id);
+        }
+        let seed = seeds[self.made];
+        self.made += 1;
+        each(Made::Member {
+            seed,
+            outcome: Box::new(outcome),
+        })
+    }
 }
 
 /// Resume `rec`: a new run that follows its whole recording (no model call

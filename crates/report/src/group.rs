@@ -1,6 +1,8 @@
-//! `fork --samples K`: the group of branches from one event, as a line per
-//! branch then the group's pass@k and pass^k, or as the `fork --samples
-//! --json` document (the parent, the group, each member).
+//! `fork --samples K`: the group of branches from one event, written as
+//! its branches come (a line each, or each member of the `fork --samples
+//! --json` document), then the group's pass@k and pass^k. Nothing of a
+//! branch is kept once its line is written, so K branches cost the memory
+//! of one.
 
 use super::run::RunSummary;
 use serde_json::{Value, json};
@@ -10,110 +12,159 @@ use worldline_engine::fuzz::summary::PassK;
 use worldline_engine::grade::verdict::{self, Ending};
 use worldline_engine::run::RunOutcome;
 
-/// The branches `fork --samples` made from event `at` of `parent`.
-pub struct Branches<'a> {
+/// What `fork --samples` was asked: `samples` branches from event `at`
+/// of `parent`.
+pub struct Asked<'a> {
     /// The parent run's id.
     pub parent: &'a str,
     /// The event branched from.
     pub at: u64,
     /// Branches asked for (`--samples`).
     pub samples: u64,
-    /// How many times the prefix was followed: 1 (the fork server,
-    /// decision 0358) or one per branch.
-    pub replayed: u64,
-    /// Each branch made, with the model seed it drew from, in order.
-    pub members: Vec<(u64, &'a RunOutcome)>,
-    pub elapsed_ms: f64,
 }
 
-impl Branches<'_> {
-    /// Whether every branch made passed (or completed, ungraded).
-    pub fn all_passed(&self) -> bool {
-        let g = Group::of(self);
-        g.passes == g.size
-    }
-}
-
-/// A group of branches: how many passed, pass@k and pass^k for each k.
-struct Group<'a> {
-    /// Branches made.
+/// The group's report, written to `out` as its branches come.
+pub struct Stream<'a, W: Write> {
+    out: W,
+    asked: Asked<'a>,
+    json: bool,
+    /// Branches written so far, and how many of them passed.
     size: u64,
     passes: u64,
-    pass_at: Vec<PassK>,
-    pass_hat: Vec<PassK>,
     /// The group's id: its first member's run.
-    id: Option<&'a str>,
+    id: Option<String>,
 }
 
-impl<'a> Group<'a> {
-    fn of(b: &Branches<'a>) -> Group<'a> {
-        let passed =
-            |o: &RunOutcome| verdict::ending(o.footer.status, o.grade.as_ref()) == Ending::Passed;
-        let c = b.members.iter().filter(|m| passed(m.1)).count() as u64;
-        let n = b.members.len() as u64;
-        Group {
-            size: n,
-            passes: c,
-            pass_at: PassK::curve(n, |ks| pass_at_ks(c, n, ks)),
-            pass_hat: PassK::curve(n, |ks| pass_hat_ks(&[c], n, ks)),
-            id: b.members.first().and_then(|(_, o)| o.run_id.as_deref()),
+impl<'a, W: Write> Stream<'a, W> {
+    /// A report of `asked` to `out`: text, or the `--json` document.
+    pub fn new(out: W, asked: Asked<'a>, json: bool) -> Self {
+        Stream {
+            out,
+            asked,
+            json,
+            size: 0,
+            passes: 0,
+            id: None,
         }
     }
-}
 
-/// `fork --samples K --json`: the parent, the group and each member.
-pub fn json(b: &Branches<'_>) -> Value {
-    let g = Group::of(b);
-    let members: Vec<_> = b
-        .members
-        .iter()
-        .enumerate()
-        .map(|(i, (seed, o))| {
-            json!({
-                "member": i,
+    /// Whether anything has been written yet.
+    pub fn started(&self) -> bool {
+        self.size > 0
+    }
+
+    /// The next member, which drew the model from `seed`: its line, or
+    /// its entry in the document's `members`.
+    pub fn member(&mut self, seed: u64, o: &RunOutcome) -> io::Result<()> {
+        let index = self.size;
+        if index == 0 {
+            self.id.clone_from(&o.run_id);
+            self.head()?;
+        }
+        self.size += 1;
+        if verdict::ending(o.footer.status, o.grade.as_ref()) == Ending::Passed {
+            self.passes += 1;
+        }
+        if self.json {
+            let member = json!({
+                "member": index,
                 "model_seed": seed,
                 "reward": o.footer.reward(),
                 "verdict": o.footer.verdict(),
                 "run": RunSummary::of(o),
-            })
-        })
-        .collect();
-    json!({
-        "parent": {"run": b.parent, "event": b.at},
-        "prefix": {"events": b.at, "replayed": b.replayed},
-        "group": {"id": g.id, "size": b.samples, "passes": g.passes, "pass_at_k": g.pass_at, "pass_hat_k": g.pass_hat},
-        "members": members,
-        "elapsed_ms": b.elapsed_ms,
-    })
+            });
+            let comma = if index == 0 { "" } else { "," };
+            write!(self.out, "{comma}\n    {}", indented(&member, 4)?)?;
+        } else {
+            writeln!(
+                self.out,
+                "  {index}  {}  {}",
+                o.run_id.as_deref().unwrap_or("-"),
+                verdict::shown_status(o.footer.status, o.grade.as_ref())
+            )?;
+        }
+        // Written before the next chunk copies the process, whose copies
+        // must not inherit a buffer to write again.
+        self.out.flush()
+    }
+
+    /// The group's rates after the last member; `replayed` is how many
+    /// times the prefix was followed. Whether every branch passed (or
+    /// completed, ungraded).
+    pub fn finish(mut self, replayed: u64, elapsed_ms: f64) -> io::Result<bool> {
+        if !self.started() {
+            self.head()?;
+        }
+        let (c, n) = (self.passes, self.size);
+        let pass_at = PassK::curve(n, |ks| pass_at_ks(c, n, ks));
+        let pass_hat = PassK::curve(n, |ks| pass_hat_ks(&[c], n, ks));
+        if self.json {
+            let group = json!({
+                "id": self.id,
+                "size": self.asked.samples,
+                "passes": c,
+                "pass_at_k": pass_at,
+                "pass_hat_k": pass_hat,
+            });
+            let prefix = json!({"events": self.asked.at, "replayed": replayed});
+            let open = if self.started() { "\n  " } else { "" };
+            writeln!(
+                self.out,
+                "{open}],\n  \"group\": {},\n  \"prefix\": {},\n  \"elapsed_ms\": {}\n}}",
+                indented(&group, 2)?,
+                indented(&prefix, 2)?,
+                json!(elapsed_ms),
+            )?;
+        } else {
+            let last = |v: &[PassK]| v.last().map_or(0.0, |p| p.value * 100.0);
+            writeln!(
+                self.out,
+                "{c}/{n} passed, pass@1 {:.1}%, pass@{n} {:.1}%, pass^{n} {:.1}% ({:.0} ms)",
+                pass_at.first().map_or(0.0, |p| p.value * 100.0),
+                last(&pass_at),
+                last(&pass_hat),
+                elapsed_ms
+            )?;
+        }
+        self.out.flush()?;
+        Ok(c == n)
+    }
+
+    /// `--json` only: end a started document with `error` (the `error`
+    /// object `--json` prints for a failed command) after the members
+    /// written, so that stdout stays one JSON document.
+    pub fn fail(mut self, error: &Value) -> io::Result<()> {
+        writeln!(self.out, "\n  ],\n  \"error\": {}\n}}", indented(error, 2)?)?;
+        self.out.flush()
+    }
+
+    /// The heading: the text's first line, or the document up to its
+    /// `members`.
+    fn head(&mut self) -> io::Result<()> {
+        let a = &self.asked;
+        if self.json {
+            let parent = json!({"run": a.parent, "event": a.at});
+            write!(
+                self.out,
+                "{{\n  \"parent\": {},\n  \"members\": [",
+                indented(&parent, 2)?
+            )
+        } else {
+            writeln!(
+                self.out,
+                "{} branches of {} at event {} (group {})",
+                a.samples,
+                a.parent,
+                a.at,
+                self.id.as_deref().unwrap_or("-")
+            )
+        }
+    }
 }
 
-/// `fork --samples K`: a line per branch, then the group's rates.
-pub fn write(out: &mut impl Write, b: &Branches<'_>) -> io::Result<()> {
-    let g = Group::of(b);
-    writeln!(
-        out,
-        "{} branches of {} at event {} (group {})",
-        b.samples,
-        b.parent,
-        b.at,
-        g.id.unwrap_or("-")
-    )?;
-    for (i, (_, o)) in b.members.iter().enumerate() {
-        writeln!(
-            out,
-            "  {i}  {}  {}",
-            o.run_id.as_deref().unwrap_or("-"),
-            verdict::shown_status(o.footer.status, o.grade.as_ref())
-        )?;
-    }
-    let last = |v: &[PassK]| v.last().map_or(0.0, |p| p.value * 100.0);
-    let (c, n) = (g.passes, g.size);
-    writeln!(
-        out,
-        "{c}/{n} passed, pass@1 {:.1}%, pass@{n} {:.1}%, pass^{n} {:.1}% ({:.0} ms)",
-        g.pass_at.first().map_or(0.0, |p| p.value * 100.0),
-        last(&g.pass_at),
-        last(&g.pass_hat),
-        b.elapsed_ms
-    )
+/// `value` pretty-printed as it reads `depth` spaces in: every line after
+/// its first indented by them (a JSON string holds no raw line break).
+fn indented(value: &Value, depth: usize) -> io::Result<String> {
+    let text = serde_json::to_string_pretty(value)?;
+    Ok(text.replace('\n', &format!("\n{}", " ".repeat(depth))))
 }

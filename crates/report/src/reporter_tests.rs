@@ -540,36 +540,56 @@ fn branch_outcomes() -> Vec<worldline_engine::run::RunOutcome> {
         .collect()
 }
 
-/// The branches of `branch_outcomes()`, four asked for.
-fn branches(outcomes: &[worldline_engine::run::RunOutcome]) -> super::group::Branches<'_> {
-    super::group::Branches {
-        parent: "20261128-093036-94a3bea0",
-        at: 2,
-        samples: 4,
-        replayed: 1,
-        members: outcomes
-            .iter()
-            .zip([11, 12, 13])
-            .map(|(o, s)| (s, o))
-            .collect(),
-        elapsed_ms: 1234.5,
-    }
+/// The report of `branch_outcomes()`, four asked for, written as a
+/// stream to memory: `end` finishes it (or fails it) after the members.
+fn branches(
+    json: bool,
+    end: impl FnOnce(super::group::Stream<'_, &mut Vec<u8>>) -> std::io::Result<()>,
+) -> String {
+    let outcomes = branch_outcomes();
+    text(|out| {
+        let asked = super::group::Asked {
+            parent: "20261128-093036-94a3bea0",
+            at: 2,
+            samples: 4,
+        };
+        let mut report = super::group::Stream::new(out, asked, json);
+        for (seed, o) in [11, 12, 13].into_iter().zip(&outcomes) {
+            report.member(seed, o)?;
+        }
+        end(report)
+    })
 }
 
 #[test]
 fn a_group_of_branches_is_a_line_each_then_pass_at_k_and_pass_hat_k() {
-    let outcomes = branch_outcomes();
-    let b = branches(&outcomes);
-    assert!(!b.all_passed());
-    insta::assert_snapshot!(text(|out| super::group::write(out, &b)));
+    let written = branches(false, |report| {
+        assert!(!report.finish(1, 1234.5)?, "two of three failed");
+        Ok(())
+    });
+    insta::assert_snapshot!(written);
 }
 
 #[test]
 fn a_group_of_branches_as_json_names_its_parent_and_each_member() {
-    let outcomes = branch_outcomes();
-    insta::assert_snapshot!(
-        serde_json::to_string_pretty(&super::group::json(&branches(&outcomes))).unwrap()
-    );
+    let written = branches(true, |report| report.finish(1, 1234.5).map(drop));
+    let doc: Value = serde_json::from_str(&written).expect("one JSON document");
+    assert_eq!(doc["members"].as_array().unwrap().len(), 3, "{doc}");
+    assert_eq!(doc["group"]["passes"], 1, "{doc}");
+    insta::assert_snapshot!(written);
+}
+
+/// A `--json` report that fails after its first members is still one
+/// JSON document: the members written, then the error.
+#[test]
+fn a_group_of_branches_that_fails_midway_ends_its_json_with_the_error() {
+    let error =
+        serde_json::json!({"kind": "internal", "exit_code": 4, "message": "branch 3 of 4: killed"});
+    let written = branches(true, |report| report.fail(&error));
+    let doc: Value = serde_json::from_str(&written).expect("one JSON document");
+    assert_eq!(doc["members"].as_array().unwrap().len(), 3, "{doc}");
+    assert_eq!(doc["error"], error);
+    assert!(doc.get("group").is_none(), "{doc}");
 }
 
 /// `forked_bundle()`'s events beside the same run answered otherwise at

@@ -146,30 +146,45 @@ fn branch(
         None => None,
     };
     let t = std::time::Instant::now();
-    let branched = fork::branch(sandbox, store, rec, args.at, edits, agent, samples)?;
-    let elapsed_ms = t.elapsed().as_secs_f64() * 1000.0;
-    if let Some(note) = &branched.note {
-        eprintln!("note: {note}");
-    }
-    let branches = group::Branches {
+    let asked = group::Asked {
         parent: &rec.id,
         at: args.at,
         samples,
-        replayed: branched.replayed,
-        members: branched
-            .outcomes
-            .iter()
-            .enumerate()
-            .map(|(i, o)| (fork::branch_seed(rec, args.at, i as u64), o))
-            .collect(),
-        elapsed_ms,
     };
-    if args.common.json {
-        super::print_json(&group::json(&branches))?;
-    } else {
-        group::write(&mut std::io::stdout().lock(), &branches)?;
-    }
-    Ok(if branches.all_passed() {
+    let mut report = group::Stream::new(std::io::stdout(), asked, args.common.json);
+    let branched = fork::branch(
+        sandbox,
+        store,
+        rec,
+        args.at,
+        edits,
+        agent,
+        samples,
+        &mut |made| {
+            match made {
+                fork::Made::Note(note) => eprintln!("note: {note}"),
+                fork::Made::Member { seed, outcome } => report.member(seed, &outcome)?,
+            }
+            Ok(())
+        },
+    );
+    let replayed = match branched {
+        Ok(replayed) => replayed,
+        // A document begun is ended with the error, as the one JSON
+        // document `--json` promises; the error itself goes to stderr.
+        Err(err) if args.common.json && report.started() => {
+            let code = super::exit::exit_code_of(&err);
+            report.fail(&super::error_json(code, &err)["error"])?;
+            eprintln!(
+                "error: {}",
+                worldline_case::shown::message(&format!("{err:#}"))
+            );
+            return Ok(code);
+        }
+        Err(err) => return Err(err),
+    };
+    let elapsed_ms = t.elapsed().as_secs_f64() * 1000.0;
+    Ok(if report.finish(replayed, elapsed_ms)? {
         ExitCode::Ok
     } else {
         ExitCode::Failed
