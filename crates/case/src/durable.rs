@@ -17,7 +17,7 @@ mod spare;
 pub use spare::{Spare, Spares};
 
 use std::fs::File;
-use std::io::{self, Write as _};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,16 +45,40 @@ pub fn temp_path(path: &Path) -> PathBuf {
 /// no name, so a writer killed while writing leaves nothing behind; the
 /// file is then linked in as `path`, or beside it and renamed over it.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with(path, |out| out.write_all(bytes))
+}
+
+/// [`write`] of what `fill` writes as it goes (an export's lines, a run
+/// at a time), through a buffer: nothing is at `path` until `fill` has
+/// written all of it, and an error of `fill`'s leaves what was there.
+pub fn write_with<E: From<io::Error>>(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), E>,
+) -> Result<(), E> {
     #[cfg(target_os = "linux")]
     if let Some(file) = unnamed_beside(path) {
-        return link_unnamed(file, path, bytes);
+        let file = filled(file, fill)?;
+        return Ok(link_unnamed(file, path)?);
     }
     let tmp = temp_path(path);
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    let result = File::create(&tmp)
+        .map_err(E::from)
+        .and_then(|file| filled(file, fill))
+        .and_then(|_| Ok(std::fs::rename(&tmp, path)?));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// `file` with what `fill` wrote through a buffer, flushed.
+fn filled<E: From<io::Error>>(
+    file: File,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), E>,
+) -> Result<File, E> {
+    let mut out = io::BufWriter::new(file);
+    fill(&mut out)?;
+    Ok(out.into_inner().map_err(io::IntoInnerError::into_error)?)
 }
 
 /// A file without a name in `path`'s folder, or `None` where the kernel
@@ -75,12 +99,11 @@ fn unnamed_beside(path: &Path) -> Option<File> {
         .ok()
 }
 
-/// Write `bytes` to `file` (made by [`unnamed_beside`]) and give it the
-/// name `path`: linked in when `path` is new, else linked in under a
-/// temporary name and renamed over it.
+/// Give `file` (made by [`unnamed_beside`], written) the name `path`:
+/// linked in when `path` is new, else linked in under a temporary name
+/// and renamed over it.
 #[cfg(target_os = "linux")]
-fn link_unnamed(mut file: File, path: &Path, bytes: &[u8]) -> io::Result<()> {
-    file.write_all(bytes)?;
+fn link_unnamed(file: File, path: &Path) -> io::Result<()> {
     match link(&file, path) {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             let tmp = temp_path(path);
@@ -407,6 +430,43 @@ impl Drop for SyncBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `write_with` fills is at the path only once whole: an error
+    /// midway leaves the file that was there, and no file beside it.
+    #[test]
+    fn a_file_filled_as_it_goes_is_there_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.jsonl");
+        let lines = |fail_at: Option<usize>| {
+            write_with(&path, |out| {
+                for i in 0..1000 {
+                    if Some(i) == fail_at {
+                        return Err(io::Error::other("a bundle could not be read"));
+                    }
+                    writeln!(out, "{{\"line\": {i}}}")?;
+                }
+                Ok(())
+            })
+        };
+        lines(None).unwrap();
+        let whole = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(whole.lines().count(), 1000);
+        assert!(lines(Some(900)).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), whole);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["out.jsonl"]);
+        std::fs::remove_file(&path).unwrap();
+        assert!(lines(Some(5)).is_err());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+    }
 
     #[test]
     fn temporary_names_carry_the_writer() {

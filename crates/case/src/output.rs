@@ -58,6 +58,21 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), InputError> {
         .map_err(|e| InputError::new(path, format!("cannot write: {e}")))
 }
 
+/// [`write`] of what `fill` writes as it goes (a line per run): nothing
+/// is at `path` until all of it is written, and an error of `fill`'s
+/// leaves what was there. An error writing (`fill`'s writes included) is
+/// an input error naming `path`; `fill`'s own errors pass through.
+pub fn write_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn io::Write) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    check_file(path)?;
+    crate::durable::write_with(path, fill).map_err(|e| match e.downcast::<io::Error>() {
+        Ok(e) => InputError::new(path, format!("cannot write: {e}")).into(),
+        Err(e) => e,
+    })
+}
+
 /// Open `path` (new, or a regular file it truncates) to write as things
 /// happen (`--events FILE`: a line per event, followed while it grows).
 pub fn create(path: &Path) -> Result<std::fs::File, InputError> {

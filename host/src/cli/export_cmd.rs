@@ -164,7 +164,8 @@ fn task_of(store: &StoreDir, case_hash: &str) -> serde_json::Value {
 /// `export --format trajectories` or `atif`: a JSON line per run, in the
 /// order given; group members with their group (over the members given).
 /// One bundle is in memory at a time: the groups are counted first, from
-/// the headers and, for members of a group, the verdicts.
+/// the headers and, for members of a group, the verdicts; each line is
+/// written as it is made, to a file that takes its name once whole.
 fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> {
     worldline_case::output::check_file(&args.output)?;
     let mut paths = Vec::new();
@@ -181,30 +182,31 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
     }
     let members = members(&paths)?;
     let groups = worldline_report::trajectory::groups(&members);
-    let mut text = String::new();
     let mut ids = Vec::new();
-    for ((id, path), group) in paths.into_iter().zip(groups) {
-        let mut b = bundle::read_held(&path).map_err(InputError::from)?;
-        let task = task_of(store, &b.header.case_hash);
-        let line = match args.format {
-            Format::Atif => {
-                let mut doc = worldline_report::atif::document(&id, &mut b, &task);
-                if let Some(g) = group {
-                    doc["extra"]["group"] = g;
+    worldline_case::output::write_with(&args.output, |out| {
+        for ((id, path), group) in paths.into_iter().zip(groups) {
+            let mut b = bundle::read_held(&path).map_err(InputError::from)?;
+            let task = task_of(store, &b.header.case_hash);
+            let line = match args.format {
+                Format::Atif => {
+                    let mut doc = worldline_report::atif::document(&id, &mut b, &task);
+                    if let Some(g) = group {
+                        doc["extra"]["group"] = g;
+                    }
+                    doc
                 }
-                doc
-            }
-            _ => {
-                let mut t = Trajectory::of(&id, &mut b, task);
-                t.group = group;
-                serde_json::to_value(t)?
-            }
-        };
-        text.push_str(&serde_json::to_string(&line)?);
-        text.push('\n');
-        ids.push(id);
-    }
-    worldline_case::output::write(&args.output, text.as_bytes())?;
+                _ => {
+                    let mut t = Trajectory::of(&id, &mut b, task);
+                    t.group = group;
+                    serde_json::to_value(t)?
+                }
+            };
+            serde_json::to_writer(&mut *out, &line).map_err(std::io::Error::from)?;
+            out.write_all(b"\n")?;
+            ids.push(id);
+        }
+        Ok(())
+    })?;
     let name = match args.format {
         Format::Atif => "atif",
         _ => "trajectories",
