@@ -290,6 +290,38 @@ fn a_deleted_corrupt_or_stale_index_is_rebuilt_from_the_bundles() {
     assert_eq!(check(&store)["stale"], serde_json::json!([]));
 }
 
+/// `runs --json` writes its rows as they are, not through a JSON tree of
+/// them, so a long listing holds only the rows: 3,000 runs listed peak
+/// within 8 MB of 30. Before, 3,001 rows peaked at 38 MB against 19 MB
+/// for 30 (a debug build; 10,000 at 76 MB in a release build, 20 MB now),
+/// and the document is the same byte for byte.
+#[test]
+fn a_long_listing_as_json_holds_its_rows_not_a_tree_of_them() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let good = write_case(dir.path(), "good", GOOD);
+    let first = run(&store, &good);
+    let bundle = PathBuf::from(first["bundle"].as_str().unwrap());
+    let text = std::fs::read(&bundle).unwrap();
+    for i in 0..3000 {
+        let copy = bundle.with_file_name(format!("20261203-080000-{i:08x}.jsonl"));
+        std::fs::write(copy, &text).unwrap();
+    }
+    worldline(&store, ["index", "--rebuild"]).expect_code(0);
+    let listed = |limit: &str| {
+        let (_, kib, stdout) =
+            common::long::measured(&store, &["runs", "--json", "--limit", limit]);
+        let rows: Value = serde_json::from_str(&stdout).unwrap();
+        (kib, rows.as_array().unwrap().len())
+    };
+    let ((few, thirty), (many, all)) = (listed("30"), listed("5000"));
+    assert_eq!((thirty, all), (30, 3001));
+    assert!(
+        many < few + 8 * 1024,
+        "3,001 rows peaked at {many} KiB, 30 at {few} KiB: the listing holds a tree of its rows"
+    );
+}
+
 fn gc(store: &Path, flags: &[&str]) -> Value {
     let mut args = vec!["gc", "--json"];
     args.extend_from_slice(flags);

@@ -27,6 +27,10 @@ pub struct RunRow<'a> {
     pub status: &'a str,
     pub tags: &'a [String],
     pub world: &'a str,
+    /// Who wrote the run: on a database store only (a folder store's rows
+    /// have no such key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writer: Option<serde_json::Value>,
 }
 
 fn parent(r: &Row) -> Option<String> {
@@ -58,6 +62,7 @@ pub fn rows<'a>(rows: &'a [Row], pinned: &BTreeSet<String>) -> Vec<RunRow<'a>> {
             status: &r.status,
             tags: &r.tags,
             world: &r.world,
+            writer: None,
         })
         .collect()
 }
