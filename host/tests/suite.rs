@@ -685,6 +685,50 @@ count = 200
     );
 }
 
+/// A suite of many cases holds each case's task as text and no run's
+/// output: 300 cases of 200 calls, each run answering the calls' results,
+/// peak within 16 MB of 30 such cases. Before, each case held its task as
+/// a parsed tree (~250 KB for 200 calls) and its first run's output (~50
+/// KB): 2,000 such cases peaked at 736 MB in a release build, 132 MB now.
+#[test]
+fn many_cases_hold_their_tasks_as_text_and_no_output() {
+    let dir = temp_dir();
+    let calls = vec![r#"{ tool = "list_deploys", args = { service = "checkout" } }"#; 200];
+    let cases: Vec<PathBuf> = (0..300)
+        .map(|i| {
+            write_case(
+                dir.path(),
+                &format!("c{i:03}"),
+                &format!(
+                    "world = \"demo@v1\"\nseed = {}\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{}] }}\n",
+                    i + 1,
+                    calls.join(", ")
+                ),
+            )
+        })
+        .collect();
+    let store = dir.path().join("store");
+    let (worlds, caller) = (worlds_dir(), caller());
+    let peak = |count: usize| {
+        let mut args = vec![
+            "test",
+            "--agent",
+            caller.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+        ];
+        args.extend(cases[..count].iter().map(|c| c.to_str().unwrap()));
+        common::long::measured(&store, &args).1
+    };
+    // The first compiles the agent into the store's cache.
+    let few = peak(30).min(peak(30));
+    let many = peak(300);
+    assert!(
+        many < few + 16 * 1024,
+        "300 cases peaked at {many} KiB, 30 at {few} KiB: the suite holds more than its cases' texts"
+    );
+}
+
 /// A report claiming more runs of a case than one command makes (edited:
 /// `repeat` a trillion) is refused by `merge`, naming the key, instead of
 /// computing pass^k and pass@k over a trillion runs (each k's figure a

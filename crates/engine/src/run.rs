@@ -530,11 +530,10 @@ pub(crate) fn execute(
 ) -> Result<Guest> {
     let fuel_budget = case.limits.fuel;
     let mut store = new_store(sandbox, case, med)?;
-    let task_json = worldline_case::canon::to_string(&case.task);
     let result = agent
         .pre
         .instantiate(&mut store)
-        .and_then(|bindings| bindings.call_run(&mut store, &task_json));
+        .and_then(|bindings| bindings.call_run(&mut store, case.task.text()));
     let fuel = fuel_budget - store.get_fuel().unwrap_or(0);
     let ended = match result {
         Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),

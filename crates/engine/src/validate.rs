@@ -407,7 +407,7 @@ fn leaks(case: &Case, expect: &Expect) -> Vec<Leak> {
         }
     }
     expected.retain(|(_, v)| v.trim().chars().count() >= LEAK_MIN_CHARS);
-    let mut shown: Vec<(String, String)> = vec![("task".into(), text_of(&case.task))];
+    let mut shown: Vec<(String, String)> = vec![("task".into(), text_of(&case.task.value()))];
     let world = &case.world;
     for (path, data) in world.initial.files.iter() {
         if let FileData::Text(t) = data {

@@ -280,7 +280,7 @@ fn load(
             None,
         ),
     };
-    let mut task = case.as_ref().map(|c| c.task.clone());
+    let mut task = case.as_ref().map(|c| c.task.value());
     let prices = case.map_or_else(|| app.prices.clone(), |c| c.prices.over(&app.prices));
     if let Some(r) = app.redactor()?.as_mut() {
         r.held(&mut b);

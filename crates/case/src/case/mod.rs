@@ -28,6 +28,25 @@ use std::sync::Arc;
 
 pub use limits::Limits;
 
+/// A case's task: the JSON the agent is given, held as its canonical
+/// text (keys sorted, as [`crate::canon`] writes it), not as a parsed
+/// tree: a task of 200 calls is ~12 KB of text and ~250 KB of tree, and a
+/// suite holds every case at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task(String);
+
+impl Task {
+    /// The JSON text the agent is given.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+
+    /// The task parsed.
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.0).expect("a task is JSON")
+    }
+}
+
 /// A loaded case with its world.
 #[derive(Debug, Clone)]
 pub struct Case {
@@ -42,7 +61,7 @@ pub struct Case {
     pub tags: Vec<String>,
     /// Shared, so a fuzz campaign's many runs of one case copy no world.
     pub world: Arc<World>,
-    pub task: Value,
+    pub task: Task,
     pub seed: u64,
     /// Virtual wall-clock start, nanoseconds since the Unix epoch.
     pub clock_ns: i128,
@@ -486,7 +505,7 @@ pub fn parse_all(
         description: doc.description,
         tags: doc.tags,
         world: world::cache::share(world),
-        task: doc.task,
+        task: Task(crate::canon::to_string(&doc.task)),
         seed: doc.seed.0,
         clock_ns,
         limits,

@@ -209,7 +209,7 @@ fn run_process(
     token: &str,
     workdir: &Path,
 ) -> Result<Exit> {
-    let task_json = worldline_case::canon::to_string(&case.task);
+    let task_json = case.task.text().to_string();
     let (program, args) = exec
         .command
         .split_first()

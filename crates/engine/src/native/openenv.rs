@@ -332,7 +332,7 @@ impl Session {
         store.put_case(&case)?;
         let header = super::header(sandbox, &case, agent);
         let (handle, receiver) = session::channel();
-        let (name, seed, task) = (case.name.clone(), case.seed, case.task.clone());
+        let (name, seed, task) = (case.name.clone(), case.seed, case.task.value());
         let mediator = std::thread::Builder::new()
             .name("worldline-session".into())
             .spawn(move || session::mediate(sandbox, &case, header, opts, receiver))?;

@@ -61,8 +61,8 @@ pub struct Attempt {
 }
 
 impl Attempt {
-    /// `outcome` kept as a suite keeps it: counted, then its events and
-    /// final state let go.
+    /// `outcome` kept as a suite keeps it: counted, then its events, final
+    /// state and output let go.
     fn kept(case: &Case, outcome: Result<RunOutcome, String>, elapsed: Duration) -> Self {
         let mut attempt = Attempt {
             outcome,
@@ -77,13 +77,17 @@ impl Attempt {
             }
             o.events = Held::default();
             o.final_state = Default::default();
+            // No report of a suite shows an agent's output (it is in the
+            // bundle): ~50 KB a case for an agent that answers its calls'
+            // results.
+            o.footer.output = None;
         }
         attempt
     }
 
     /// Let go of what only the run that speaks for its case
     /// ([`CaseRun::shown`]) is reported with: the grade's assertions, state
-    /// diff and turns, and the footer's output, captured streams,
+    /// diff and turns, and the footer's captured streams,
     /// backtrace and recorded grade, but the verdict and reward a group
     /// member is reported with. A repeated case's memory then grows by a
     /// few hundred bytes a run, not by its diff (~300 KB a run for a
@@ -105,7 +109,6 @@ impl Attempt {
                 .collect();
             *grade = serde_json::Value::Object(kept);
         }
-        f.output = None;
         f.stdout = String::new();
         f.stderr = String::new();
         f.backtrace = Vec::new();
