@@ -20,7 +20,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use worldline_case::error::InputError;
 use worldline_log::log::bundle;
@@ -63,7 +63,7 @@ pub fn export(
         );
     }
     worldline_case::output::check_file(out)?;
-    let doc = document(store, &path, &mut b, redactor)?;
+    let doc = document(store, &path, &mut b, redactor, &BTreeSet::new())?;
     worldline_case::output::write(out, &serde_json::to_vec(&doc)?)?;
     Ok(doc.run)
 }
@@ -71,12 +71,14 @@ pub fn export(
 /// The export of the run in bundle `path` (read held as `b`, decision
 /// 0380): the run as it is with every object it needs, a redacted copy
 /// (with a redactor) with its agent, or a run that is itself a redacted
-/// copy with its agent.
+/// copy with its agent. The objects in `held` are left out: the store
+/// importing the document already holds them, checked.
 fn document(
     store: &StoreDir,
     path: &Path,
     b: &mut bundle::HeldBundle,
     redactor: Option<&mut worldline_log::redact::Redactor>,
+    held: &BTreeSet<String>,
 ) -> Result<Export> {
     let id = path
         .file_stem()
@@ -101,7 +103,7 @@ fn document(
         ),
     };
     let mut objects = BTreeMap::new();
-    for sha in shas {
+    for sha in shas.into_iter().filter(|sha| !held.contains(sha)) {
         let bytes = store.get_object(&sha)?;
         objects.insert(sha, B64.encode(export_form(&bytes)));
     }
@@ -149,17 +151,29 @@ pub struct Skipped {
 /// Bring every run of store `from` into `store`, as if each were exported
 /// and imported: objects are checked against their hashes and bundles
 /// against their chains, so a damaged run of the other store is skipped
-/// (and named), never copied. Runs already here are left as they are.
+/// (and named), never copied. Runs already here are left as they are. An
+/// object is carried over and checked once, by the first run that needs
+/// it: the runs after it find it in `store` (a suite's runs share their
+/// agent, and 10,000 of them compressed it 10,000 times).
 pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>, Vec<Skipped>)> {
     let (mut done, mut skipped) = (Vec::new(), Vec::new());
+    let mut held = BTreeSet::new();
+    ready(store);
     for id in from.run_ids()? {
         let path = from.bundle_path(&id);
+        let mut carried = Vec::new();
         let outcome = bundle::read_held(&path)
             .map_err(|e| anyhow::Error::from(InputError::from(e)))
-            .and_then(|mut b| document(from, &path, &mut b, None))
-            .and_then(|doc| import_doc(store, doc, None, &path));
+            .and_then(|mut b| document(from, &path, &mut b, None, &held))
+            .and_then(|doc| {
+                carried.extend(doc.objects.keys().cloned());
+                import_doc(store, doc, None, &path)
+            });
         match outcome {
-            Ok(i) => done.push(i),
+            Ok(i) => {
+                held.extend(carried);
+                done.push(i);
+            }
             Err(e) => skipped.push(Skipped {
                 run_id: id,
                 reason: format!("{e:#}"),
@@ -188,7 +202,17 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<Imported> {
         line: (e.line() > 0).then_some((e.line(), e.column().max(1))),
         ..InputError::new(file, format!("not a worldline export: {e}"))
     })?;
+    ready(store);
     import_doc(store, doc, Some(&String::from_utf8_lossy(&bytes)), file)
+}
+
+/// The store made ready for an import's writes, once for all its runs:
+/// what killed writers left in its folders swept (each sweep reads the
+/// whole folder: swept for each run, 10,000 runs read it 10,000 times).
+fn ready(store: &StoreDir) {
+    for sub in ["objects", "runs"] {
+        worldline_case::durable::sweep(&store.root.join(sub));
+    }
 }
 
 /// Check an export and write its run and objects into the store. `text` is
@@ -300,9 +324,6 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
     // torn write of an older worldline left is replaced.
     let root =
         Dir::open_ambient_dir(&store.root, ambient_authority()).context("opening the store")?;
-    for sub in ["objects", "runs"] {
-        worldline_case::durable::sweep(&store.root.join(sub));
-    }
     let put = |name: &str, data: &[u8]| -> Result<()> {
         let tmp = format!("{name}.tmp{}", std::process::id());
         root.write(&tmp, data)
