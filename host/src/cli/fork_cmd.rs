@@ -175,10 +175,7 @@ fn branch(
         Err(err) if args.common.json && report.started() => {
             let code = super::exit::exit_code_of(&err);
             report.fail(&super::error_json(code, &err)["error"])?;
-            eprintln!(
-                "error: {}",
-                worldline_case::shown::message(&format!("{err:#}"))
-            );
+            super::print_error(&err);
             return Ok(code);
         }
         Err(err) => return Err(err),

@@ -357,6 +357,16 @@ fn print_json(doc: &impl serde::Serialize) -> anyhow::Result<()> {
     worldline_report::write_json(&mut std::io::stdout().lock(), doc)
 }
 
+/// A command's error on stderr. Messages quote inputs (names from
+/// reports, traces, files): no control character of theirs reaches the
+/// terminal.
+fn print_error(err: &anyhow::Error) {
+    eprintln!(
+        "error: {}",
+        worldline_case::shown::message(&format!("{err:#}"))
+    );
+}
+
 /// An error as the one JSON document `--json` promises on stdout.
 fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
     let input = err
@@ -471,12 +481,7 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code as i32,
         Err(err) => {
-            // Messages quote inputs (names from reports, traces, files):
-            // no control character of theirs reaches the terminal.
-            eprintln!(
-                "error: {}",
-                worldline_case::shown::message(&format!("{err:#}"))
-            );
+            print_error(&err);
             let code = exit_code_of(&err);
             if json {
                 println!("{}", error_json(code, &err));
