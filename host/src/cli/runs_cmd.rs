@@ -5,10 +5,13 @@ use super::Common;
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
-use std::io::Write as _;
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use worldline_case::error::InputError;
+use worldline_report::runs::Listing;
 use worldline_store::index::Index;
 use worldline_store::index::query::{Filter, parse_time, status_words};
+use worldline_store::index::row::Row;
 use worldline_store::store::StoreDir;
 
 #[derive(Args)]
@@ -126,54 +129,113 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     // store's policy (a viewer's rows come from the redacted copies), and
     // matched as shown: a filter must not tell whether a hidden value is
     // there.
-    let mut redactor = store.database_redactor()?.flatten();
+    let redactor = store.database_redactor()?.flatten();
     let signature = match redactor {
         Some(_) => filter.signature.take(),
         None => None,
     };
-    // The limit applies to what the writer and signature filters keep.
-    let limit = match written_by.is_some() || signature.is_some() {
-        true => filter.limit.take(),
-        false => None,
-    };
-    let (mut rows, sync) = Index::read(&store, |index| index.query(&filter))?;
-    if let Some(r) = redactor.as_mut() {
-        for row in &mut rows {
-            row.signature = row.signature.take().map(|s| r.repeated(s));
-        }
-    }
-    rows.retain(|r| {
+    // The index applies the filters it holds; the writer and signature
+    // filters and the limit after them are applied here, a row at a time.
+    let limit = filter.limit.take().unwrap_or(u64::MAX);
+    let pinned = worldline_store::retention::pins::list(&store)?;
+    let listing = Listing::new(
+        std::io::BufWriter::new(std::io::stdout().lock()),
+        args.common.json,
+    );
+    let lister = RefCell::new(Lister {
+        listing,
+        pinned,
+        database: store.database().filter(|_| args.common.json),
+        pending: Vec::new(),
+    });
+    let keep = |r: &Row| {
         written_by
             .as_ref()
             .is_none_or(|ids| ids.contains(&r.run_id))
             && signature
                 .as_ref()
                 .is_none_or(|s| r.signature.as_ref().is_some_and(|x| x.contains(s.as_str())))
-    });
-    rows.truncate(limit.map_or(usize::MAX, |l| l as usize));
+    };
+    let redactor = RefCell::new(redactor);
+    let (_, sync) = Index::read(&store, |index| {
+        let mut lister = lister.borrow_mut();
+        lister.pending.clear();
+        let read = index.each(&filter, |mut row| {
+            if lister.listed() >= limit {
+                return Ok(false);
+            }
+            if let Some(r) = redactor.borrow_mut().as_mut() {
+                row.signature = row.signature.take().map(|s| r.repeated(s));
+            }
+            if keep(&row) {
+                lister.take(row)?;
+            }
+            Ok(lister.listed() < limit)
+        });
+        match read {
+            // Rows are out: listing them again after a rebuild would repeat them.
+            Err(e) if lister.listing.written() > 0 => Err(anyhow::anyhow!(
+                "the run index failed after {} runs were listed ({e:#}); run `worldline index --rebuild` and list again",
+                lister.listing.written()
+            )),
+            other => other,
+        }
+    })?;
     worldline_report::runs::note_rebuilt(&mut std::io::stderr(), &sync)?;
-    let pinned = worldline_store::retention::pins::list(&store)?;
-    if args.common.json {
-        let mut doc = worldline_report::runs::rows(&rows, &pinned);
-        if let Some(db) = store.database() {
-            let ids: Vec<String> = rows.iter().map(|r| r.run_id.clone()).collect();
-            let writers = db
-                .writers_of(&ids)
-                .map_err(worldline_store::store::db_error)?;
-            for row in &mut doc {
-                row.writer = Some(serde_json::json!(writers.get(row.run_id)));
+    let mut lister = lister.into_inner();
+    lister.flush()?;
+    lister.listing.finish()?;
+    Ok(ExitCode::Ok)
+}
+
+/// The rows of `runs` on their way out; on a database store's `--json`,
+/// a batch at a time, to ask the database who wrote them.
+struct Lister<'s, W: std::io::Write> {
+    listing: Listing<W>,
+    pinned: BTreeSet<String>,
+    database: Option<&'s worldline_pgstore::Database>,
+    pending: Vec<Row>,
+}
+
+/// Rows a database is asked about at once.
+const BATCH: usize = 256;
+
+impl<W: std::io::Write> Lister<'_, W> {
+    fn listed(&self) -> u64 {
+        self.listing.written() + self.pending.len() as u64
+    }
+
+    fn take(&mut self, row: Row) -> Result<()> {
+        match self.database {
+            None => {
+                let pinned = self.pinned.contains(&row.run_id);
+                self.listing.row(&row, pinned, None)?;
+            }
+            Some(_) => {
+                self.pending.push(row);
+                if self.pending.len() >= BATCH {
+                    self.flush()?;
+                }
             }
         }
-        // Written from the rows as they are, not through a JSON tree of
-        // them: a listing of 10,000 runs peaked at 76 MB that way.
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
-        out.flush()?;
-    } else {
-        worldline_report::runs::write(&mut std::io::stdout().lock(), &rows, &pinned)?;
+        Ok(())
     }
-    Ok(ExitCode::Ok)
+
+    fn flush(&mut self) -> Result<()> {
+        let Some(db) = self.database else {
+            return Ok(());
+        };
+        let ids: Vec<String> = self.pending.iter().map(|r| r.run_id.clone()).collect();
+        let writers = db
+            .writers_of(&ids)
+            .map_err(worldline_store::store::db_error)?;
+        for row in std::mem::take(&mut self.pending) {
+            let writer = Some(serde_json::json!(writers.get(&row.run_id)));
+            let pinned = self.pinned.contains(&row.run_id);
+            self.listing.row(&row, pinned, writer)?;
+        }
+        Ok(())
+    }
 }
 
 pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {

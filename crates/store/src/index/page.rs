@@ -74,7 +74,7 @@ impl Index {
                     last.push(r);
                 }
             }
-            true
+            Ok(true)
         })?;
         let pages = pages_of(total, per);
         Ok(if at <= pages {

@@ -166,15 +166,16 @@ impl Index {
     }
 
     /// Every run `filter` selects (its limit aside), newest first, one row
-    /// at a time to `f`, which returns whether to go on.
-    pub fn each(&self, filter: &Filter, mut f: impl FnMut(Row) -> bool) -> Result<()> {
+    /// at a time to `f`, which returns whether to go on; its error ends the
+    /// reading.
+    pub fn each(&self, filter: &Filter, mut f: impl FnMut(Row) -> Result<bool>) -> Result<()> {
         let (clause, params) = filter.clause();
         let mut stmt = self.conn().prepare(&format!(
             "SELECT {COLUMNS} FROM runs {clause} {NEWEST_FIRST}"
         ))?;
         let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
         while let Some(r) = rows.next()? {
-            if !f(row_of(r)?) {
+            if !f(row_of(r)?)? {
                 break;
             }
         }
