@@ -41,6 +41,7 @@ use anyhow::{Result, anyhow};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore as _, SeedableRng as _};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -148,29 +149,36 @@ impl Hello {
 
 /// Replay each of `runs` on `jobs` jobs, those of the `workers` it starts
 /// (handed what to send them first) in their processes and the rest on
-/// threads of this one; results in the order of `runs`.
+/// threads of this one; each result to `each` in the order of `runs`, as
+/// soon as the results before it are in, so that a store's checks are not
+/// held until the last.
 pub fn verify(
     sandbox: &Sandbox,
     store: &StoreDir,
     runs: &[String],
     jobs: usize,
     workers: impl FnOnce(&Hello) -> Result<Vec<Worker<CheckedRun>>>,
-) -> Result<Vec<Checked>> {
+    each: impl FnMut(usize, Checked) + Send,
+) -> Result<()> {
     // Bundles being created are hard-linked from a temporary file; one a
     // killed writer left is not a run.
     worldline_case::durable::sweep(&store.runs_dir());
     if runs.is_empty() {
-        return Ok(Vec::new());
+        return Ok(());
     }
     // A store's runs share a few cases and agents: each is read once.
     let opened = replay::Opened::default();
     let (reached, done) = (AtomicUsize::new(0), AtomicBool::new(false));
-    let results: Mutex<Vec<Option<Checked>>> = Mutex::new(runs.iter().map(|_| None).collect());
+    let order = Mutex::new(InOrder {
+        next: 0,
+        waiting: BTreeMap::new(),
+        each,
+    });
     let keep = |c: CheckedRun| {
         let i = usize::try_from(c.index).unwrap_or(usize::MAX);
         reached.fetch_max(i, Ordering::Relaxed);
-        if let Some(slot) = results.lock().expect("results lock").get_mut(i) {
-            *slot = Some(c.checked);
+        if i < runs.len() {
+            order.lock().expect("results lock").put(i, c.checked);
         }
     };
     std::thread::scope(|s| {
@@ -215,10 +223,32 @@ pub fn verify(
         done.store(true, Ordering::Relaxed);
         shared
     })?;
-    let results = results.into_inner().expect("results lock");
-    (results.into_iter().zip(runs))
-        .map(|(checked, run)| checked.ok_or_else(|| anyhow!("run {run} was not checked")))
-        .collect()
+    let order = order.into_inner().expect("results lock");
+    match runs.get(order.next) {
+        Some(run) => Err(anyhow!("run {run} was not checked")),
+        None => Ok(()),
+    }
+}
+
+/// Results handed on in the order of the runs: those that come early wait
+/// for the ones before them (a few, as the jobs take the runs in order).
+struct InOrder<F> {
+    next: usize,
+    waiting: BTreeMap<usize, Checked>,
+    each: F,
+}
+
+impl<F: FnMut(usize, Checked)> InOrder<F> {
+    fn put(&mut self, i: usize, checked: Checked) {
+        if i < self.next {
+            return;
+        }
+        self.waiting.insert(i, checked);
+        while let Some(checked) = self.waiting.remove(&self.next) {
+            (self.each)(self.next, checked);
+            self.next += 1;
+        }
+    }
 }
 
 /// Be a worker of a `verify` (its `--verify-worker JOBS`): check the runs

@@ -5,6 +5,7 @@
 //! of one.
 
 use super::run::RunSummary;
+use crate::indented;
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use worldline_engine::fuzz::stats::{pass_at_ks, pass_hat_ks};
@@ -160,11 +161,4 @@ impl<'a, W: Write> Stream<'a, W> {
             )
         }
     }
-}
-
-/// `value` pretty-printed as it reads `depth` spaces in: every line after
-/// its first indented by them (a JSON string holds no raw line break).
-fn indented(value: &Value, depth: usize) -> io::Result<String> {
-    let text = serde_json::to_string_pretty(value)?;
-    Ok(text.replace('\n', &format!("\n{}", " ".repeat(depth))))
 }

@@ -48,3 +48,11 @@ pub fn write_json(out: &mut impl Write, doc: &impl Serialize) -> anyhow::Result<
     writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
     Ok(())
 }
+
+/// `value` pretty-printed as it reads `depth` spaces in: every line after
+/// its first indented by them (a JSON string holds no raw line break), so
+/// a document can be written a part at a time and read as if whole.
+fn indented(value: &impl Serialize, depth: usize) -> std::io::Result<String> {
+    let text = serde_json::to_string_pretty(value)?;
+    Ok(text.replace('\n', &format!("\n{}", " ".repeat(depth))))
+}

@@ -227,9 +227,13 @@ fn the_lines_reporter_writes_a_json_line_per_campaign_event() {
     }));
 }
 
-/// A verification with a run of each verdict and each kind not replayed.
-fn verified() -> worldline_engine::ops::replay::Verified {
-    use worldline_engine::ops::replay::{Drawn, Unreadable, Verified};
+/// A verification with a run of each verdict and each kind not replayed:
+/// its replays' reports, and what is counted and kept of them.
+fn verified() -> (
+    Vec<worldline_engine::replay::ReplayReport>,
+    worldline_engine::ops::replay::Verified,
+) {
+    use worldline_engine::ops::replay::{Drawn, Tally, Unreadable, Verified};
     use worldline_engine::replay::{Class, Divergence, ReplayReport, Scope, Verdict};
     let report = |run: &str, verdict, scope| ReplayReport {
         run: run.into(),
@@ -258,30 +262,35 @@ fn verified() -> worldline_engine::ops::replay::Verified {
             Scope::Boundary,
         )
     };
-    Verified {
-        reports: vec![
-            report(
-                "20261128-093036-a00a0001",
-                Verdict::Identical,
-                Scope::BitForBit,
-            ),
-            report(
-                "20261128-093037-b00b0002",
-                Verdict::Identical,
-                Scope::Boundary,
-            ),
-            report(
-                "20261128-093038-c00c0003",
-                Verdict::VerifiedPrefix,
-                Scope::BitForBit,
-            ),
-            report(
-                "20261128-093039-c00c0009",
-                Verdict::Timeout,
-                Scope::BitForBit,
-            ),
-            diverged,
-        ],
+    let reports = vec![
+        report(
+            "20261128-093036-a00a0001",
+            Verdict::Identical,
+            Scope::BitForBit,
+        ),
+        report(
+            "20261128-093037-b00b0002",
+            Verdict::Identical,
+            Scope::Boundary,
+        ),
+        report(
+            "20261128-093038-c00c0003",
+            Verdict::VerifiedPrefix,
+            Scope::BitForBit,
+        ),
+        report(
+            "20261128-093039-c00c0009",
+            Verdict::Timeout,
+            Scope::BitForBit,
+        ),
+        diverged,
+    ];
+    let mut tally = Tally::default();
+    for r in &reports {
+        tally.add(r);
+    }
+    let v = Verified {
+        tally,
         unreadable: vec![Unreadable {
             run: "20261128-093041-e00e0005".into(),
             error: "bad chain hash at event 3".into(),
@@ -296,19 +305,33 @@ fn verified() -> worldline_engine::ops::replay::Verified {
                 "20261128-093040-d00d0004".into(),
             ],
         }),
-    }
+    };
+    (reports, v)
+}
+
+/// `verify`'s report written as its replays come.
+fn verify_report(json: bool) -> String {
+    let (reports, v) = verified();
+    text(|out| {
+        let mut report = super::verify::Stream::new(out, json, v.sample.as_ref(), 2)?;
+        for r in &reports {
+            report.replayed(r)?;
+        }
+        report.finish(&v)
+    })
 }
 
 #[test]
 fn verify_writes_a_line_per_run_then_the_totals() {
-    let v = verified();
-    insta::assert_snapshot!(text(|out| super::verify::write(out, &v, 2)));
+    insta::assert_snapshot!(verify_report(false));
 }
 
 #[test]
 fn verify_json_counts_each_verdict() {
-    let doc = super::verify::json(&verified());
-    insta::assert_snapshot!(serde_json::to_string_pretty(&doc).unwrap());
+    let doc = verify_report(true);
+    let read: Value = serde_json::from_str(&doc).expect("one JSON document");
+    assert_eq!(read["runs"].as_array().map(Vec::len), Some(5));
+    insta::assert_snapshot!(doc);
 }
 
 #[test]

@@ -103,11 +103,8 @@ impl<W: Write> Listing<W> {
                 world: &r.world,
                 writer,
             };
-            // An element of a pretty array is the pretty element indented
-            // one level: JSON text holds no raw newline but between tokens.
-            let text = serde_json::to_string_pretty(&row).map_err(io::Error::other)?;
             let lead = if self.written == 0 { "[\n  " } else { ",\n  " };
-            write!(self.out, "{lead}{}", text.replace('\n', "\n  "))?;
+            write!(self.out, "{lead}{}", crate::indented(&row, 2)?)?;
         } else {
             if self.written == 0 {
                 self.header()?;

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
-use worldline_engine::ops::replay::Verified;
+use worldline_engine::ops::replay::{Drawn, Verified};
 use worldline_engine::replay::{ReplayReport, Scope, Verdict};
 use worldline_log::log::bundle::Redacted;
 
@@ -82,58 +82,140 @@ fn write_divergence(out: &mut impl Write, r: &ReplayReport) -> io::Result<()> {
     )
 }
 
-/// `verify`'s text report. `asked` is the `--sample` size asked for, which
-/// the line naming the sample repeats so it can be drawn again.
-pub fn write(out: &mut impl Write, v: &Verified, asked: usize) -> io::Result<()> {
-    if let Some(s) = &v.sample {
-        writeln!(
-            out,
-            "sample of {} of {} runs, seed {} (`--sample {asked} --seed {}` draws it again): {}",
-            s.runs.len(),
-            s.of,
-            s.seed,
-            s.seed,
-            s.runs.join(" ")
-        )?;
-    }
-    for r in &v.reports {
-        write_replay(out, r)?;
-    }
-    for run in &v.headless {
-        writeln!(
-            out,
-            "{run}  incomplete: cut off before its header was written (killed as it started, or the disk was full); nothing to replay"
-        )?;
-    }
-    for run in &v.sessions {
-        writeln!(
-            out,
-            "{run}  MCP session: its hash chain is intact; there is no process to run again"
-        )?;
-    }
-    for u in &v.unreadable {
-        writeln!(out, "{}  unreadable: {}", u.run, u.error)?;
-    }
-    let tally = v.tally();
-    let total = v.reports.len() + v.unreadable.len();
-    writeln!(
-        out,
-        "{} runs: {} identical or verified ({} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read; drift rate {:.1}%",
-        total + v.headless.len() + v.sessions.len(),
-        v.reports.len() - tally.diverged,
-        tally.boundary_agreed,
-        tally.diverged,
-        v.unreadable.len(),
-        v.headless.len(),
-        v.sessions.len(),
-        v.drift_rate() * 100.0
-    )
+/// `verify`'s report, written as the replays come: the text's lines, or
+/// the `--json` document, whose `runs` come first (the totals after them
+/// are known only at the end), the rest in alphabetical order. Nothing of
+/// a replay is kept once written, so a store's check costs the memory of
+/// its list of runs, not of its reports.
+pub struct Stream<W: Write> {
+    out: W,
+    json: bool,
+    written: u64,
 }
 
-/// `verify --json`: the totals, each replay, the runs not replayed and the
-/// sample (keys in alphabetical order).
-pub fn json(v: &Verified) -> Value {
-    let tally = v.tally();
+impl<W: Write> Stream<W> {
+    /// The report to `out`; for text, the line naming the sample first
+    /// (`asked` is the `--sample` size asked for, which the line repeats
+    /// so the sample can be drawn again).
+    pub fn new(mut out: W, json: bool, sample: Option<&Drawn>, asked: usize) -> io::Result<Self> {
+        if let Some(s) = sample.filter(|_| !json) {
+            writeln!(
+                out,
+                "sample of {} of {} runs, seed {} (`--sample {asked} --seed {}` draws it again): {}",
+                s.runs.len(),
+                s.of,
+                s.seed,
+                s.seed,
+                s.runs.join(" ")
+            )?;
+        }
+        Ok(Stream {
+            out,
+            json,
+            written: 0,
+        })
+    }
+
+    /// Whether a replay's report is written yet.
+    pub fn started(&self) -> bool {
+        self.written > 0
+    }
+
+    /// One replay's report.
+    pub fn replayed(&mut self, r: &ReplayReport) -> io::Result<()> {
+        if self.json {
+            let lead = if self.written == 0 {
+                "{\n  \"runs\": [\n    "
+            } else {
+                ",\n    "
+            };
+            // Through a tree: its keys in alphabetical order.
+            let r = serde_json::to_value(r)?;
+            write!(self.out, "{lead}{}", crate::indented(&r, 4)?)?;
+        } else {
+            write_replay(&mut self.out, r)?;
+        }
+        self.written += 1;
+        Ok(())
+    }
+
+    /// The runs not replayed and the totals.
+    pub fn finish(mut self, v: &Verified) -> io::Result<()> {
+        if self.json {
+            self.close_runs()?;
+            let rest = indented_members(&rest_json(v))?;
+            writeln!(self.out, ",{rest}\n}}")?;
+            return self.out.flush();
+        }
+        let out = &mut self.out;
+        for run in &v.headless {
+            writeln!(
+                out,
+                "{run}  incomplete: cut off before its header was written (killed as it started, or the disk was full); nothing to replay"
+            )?;
+        }
+        for run in &v.sessions {
+            writeln!(
+                out,
+                "{run}  MCP session: its hash chain is intact; there is no process to run again"
+            )?;
+        }
+        for u in &v.unreadable {
+            writeln!(out, "{}  unreadable: {}", u.run, u.error)?;
+        }
+        let tally = &v.tally;
+        let total = tally.replayed + v.unreadable.len();
+        writeln!(
+            out,
+            "{} runs: {} identical or verified ({} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read; drift rate {:.1}%",
+            total + v.headless.len() + v.sessions.len(),
+            tally.replayed - tally.diverged,
+            tally.boundary_agreed,
+            tally.diverged,
+            v.unreadable.len(),
+            v.headless.len(),
+            v.sessions.len(),
+            v.drift_rate() * 100.0
+        )?;
+        out.flush()
+    }
+
+    /// `--json` only, once [`Stream::started`]: end the document with
+    /// `error` (the `error` object `--json` prints for a failed command)
+    /// after the runs written, so that stdout stays one JSON document.
+    pub fn fail(mut self, error: &Value) -> io::Result<()> {
+        self.close_runs()?;
+        writeln!(
+            self.out,
+            ",\n  \"error\": {}\n}}",
+            crate::indented(error, 2)?
+        )?;
+        self.out.flush()
+    }
+
+    fn close_runs(&mut self) -> io::Result<()> {
+        match self.written {
+            0 => write!(self.out, "{{\n  \"runs\": []"),
+            _ => write!(self.out, "\n  ]"),
+        }
+    }
+}
+
+/// The members of an object pretty-printed two spaces in, without its
+/// braces: to follow others in a document written a part at a time.
+fn indented_members(object: &Value) -> io::Result<String> {
+    let text = crate::indented(object, 0)?;
+    let inner = text
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix("\n}"))
+        .unwrap_or_default();
+    Ok(inner.to_string())
+}
+
+/// `verify --json` after its `runs`: the totals, the runs not replayed and
+/// the sample (keys in alphabetical order).
+fn rest_json(v: &Verified) -> Value {
+    let tally = &v.tally;
     let sample = v
         .sample
         .as_ref()
@@ -144,7 +226,7 @@ pub fn json(v: &Verified) -> Value {
         .map(|u| json!({"run": u.run, "error": u.error}))
         .collect();
     json!({
-        "replayed": v.reports.len(),
+        "replayed": tally.replayed,
         "identical": tally.identical,
         "boundary_replay": tally.boundary_replay,
         "mcp_sessions": v.sessions.len(),
@@ -154,7 +236,6 @@ pub fn json(v: &Verified) -> Value {
         "unreadable": errors.len(),
         "incomplete": v.headless.len(),
         "drift_rate": v.drift_rate(),
-        "runs": v.reports,
         "errors": errors,
         "incomplete_runs": v.headless,
         "sample": sample,

@@ -128,21 +128,36 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         seed: args.seed.unwrap_or_else(verify::fresh_seed),
     });
     let workers = |hello: &verify::Hello| workers(&sandbox, &store, jobs, hello);
-    let v = ops::replay::verify(&sandbox, &store, &args.runs, sample, jobs, workers)?;
-    let mut out = std::io::stdout().lock();
-    if args.common.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&verify_report::json(&v))?
-        )?;
-    } else {
-        verify_report::write(&mut out, &v, args.sample.unwrap_or(0))?;
-    }
-    Ok(if v.tally().diverged + v.unreadable.len() == 0 {
-        ExitCode::Ok
-    } else {
+    let (runs, drawn) = ops::replay::drawn(&store, &args.runs, sample)?;
+    let report = verify_report::Stream::new(
+        std::io::BufWriter::new(std::io::stdout()),
+        args.common.json,
+        drawn.as_ref(),
+        args.sample.unwrap_or(0),
+    )?;
+    let report = std::sync::Mutex::new(report);
+    let checked = ops::replay::verify(&sandbox, &store, (runs, drawn), jobs, workers, |r| {
+        report.lock().expect("report lock").replayed(r)
+    });
+    let report = report.into_inner().expect("report lock");
+    let v = match checked {
+        Ok(v) => v,
+        // A document begun is ended with the error, as the one JSON
+        // document `--json` promises; the error itself goes to stderr.
+        Err(err) if args.common.json && report.started() => {
+            let code = super::exit::exit_code_of(&err);
+            report.fail(&super::error_json(code, &err)["error"])?;
+            super::print_error(&err);
+            return Ok(code);
+        }
+        Err(err) => return Err(err),
+    };
+    let drifted = v.tally.diverged + v.unreadable.len() > 0;
+    report.finish(&v)?;
+    Ok(if drifted {
         ExitCode::Failed
+    } else {
+        ExitCode::Ok
     })
 }
 

@@ -19,9 +19,12 @@ pub struct Unreadable {
     pub error: String,
 }
 
-/// Many runs replayed.
+/// Many runs replayed: each replay's report went to the caller as it came,
+/// and is counted here; the runs not replayed are kept (they are few, and
+/// a report lists them after the replays).
 pub struct Verified {
-    pub reports: Vec<ReplayReport>,
+    /// The replays counted by verdict.
+    pub tally: Tally,
     pub unreadable: Vec<Unreadable>,
     /// Bundles cut off before their header (killed as the run started, or
     /// a full disk): incomplete runs with nothing to replay, not drift.
@@ -34,7 +37,10 @@ pub struct Verified {
 }
 
 /// The replayed runs counted by verdict, as `verify` reports them.
+#[derive(Default)]
 pub struct Tally {
+    /// Runs replayed, whatever their verdict.
+    pub replayed: usize,
     /// WebAssembly runs replayed bit for bit.
     pub identical: usize,
     /// Native runs whose boundary replayed identical.
@@ -46,40 +52,31 @@ pub struct Tally {
     pub boundary_agreed: usize,
 }
 
-impl Verified {
-    pub fn count(&self, v: Verdict) -> usize {
-        self.reports.iter().filter(|r| r.verdict == v).count()
-    }
-
-    /// The replayed runs by verdict (and scope, for `identical`).
-    pub fn tally(&self) -> Tally {
-        let identical_in = |scope| {
-            self.reports
-                .iter()
-                .filter(|r| r.verdict == Verdict::Identical && r.scope == scope)
-                .count()
-        };
-        Tally {
-            identical: identical_in(Scope::BitForBit),
-            boundary_replay: identical_in(Scope::Boundary),
-            verified_prefix: self.count(Verdict::VerifiedPrefix),
-            timeout: self.count(Verdict::Timeout),
-            diverged: self.count(Verdict::Diverged),
-            boundary_agreed: self
-                .reports
-                .iter()
-                .filter(|r| r.scope == Scope::Boundary && r.verdict != Verdict::Diverged)
-                .count(),
+impl Tally {
+    /// Count one replay.
+    pub fn add(&mut self, r: &ReplayReport) {
+        self.replayed += 1;
+        match (r.verdict, r.scope) {
+            (Verdict::Identical, Scope::BitForBit) => self.identical += 1,
+            (Verdict::Identical, Scope::Boundary) => self.boundary_replay += 1,
+            (Verdict::VerifiedPrefix, _) => self.verified_prefix += 1,
+            (Verdict::Timeout, _) => self.timeout += 1,
+            (Verdict::Diverged, _) => self.diverged += 1,
+        }
+        if r.scope == Scope::Boundary && r.verdict != Verdict::Diverged {
+            self.boundary_agreed += 1;
         }
     }
+}
 
+impl Verified {
     /// Diverged or unreadable runs over all replayed or unreadable ones.
     pub fn drift_rate(&self) -> f64 {
-        let total = self.reports.len() + self.unreadable.len();
+        let total = self.tally.replayed + self.unreadable.len();
         if total == 0 {
             return 0.0;
         }
-        (self.count(Verdict::Diverged) + self.unreadable.len()) as f64 / total as f64
+        (self.tally.diverged + self.unreadable.len()) as f64 / total as f64
     }
 }
 
@@ -96,23 +93,19 @@ pub struct Drawn {
     pub runs: Vec<String>,
 }
 
-/// Replay `runs` (every run of the store when empty), or a seeded sample
-/// of them, on `jobs` jobs: those of the `workers` it starts in their
-/// processes, the rest on threads of this one.
-pub fn verify(
-    sandbox: &Sandbox,
+/// The runs `verify` checks: `runs` (every run of the store when empty),
+/// or a seeded sample of them.
+pub fn drawn(
     store: &StoreDir,
     runs: &[String],
     sample: Option<Sample>,
-    jobs: usize,
-    workers: impl FnOnce(&Hello) -> Result<Vec<Worker<CheckedRun>>>,
-) -> Result<Verified> {
+) -> Result<(Vec<String>, Option<Drawn>)> {
     let all = if runs.is_empty() {
         store.run_ids()?
     } else {
         runs.to_vec()
     };
-    let (runs, drawn) = match sample {
+    Ok(match sample {
         Some(Sample { size, seed }) => {
             let runs = crate::verify::sample(&all, size, seed);
             let drawn = Drawn {
@@ -123,20 +116,41 @@ pub fn verify(
             (runs, Some(drawn))
         }
         None => (all, None),
-    };
+    })
+}
+
+/// Replay `runs` (as [`drawn`] gave them, with their sample) on `jobs`
+/// jobs: those of the `workers` it starts in their processes, the rest on
+/// threads of this one. Each replay's report goes to `each` in the order
+/// of `runs` as it comes; the first error `each` returns stops what it is
+/// handed and ends the check with that error.
+pub fn verify(
+    sandbox: &Sandbox,
+    store: &StoreDir,
+    (runs, sample): (Vec<String>, Option<Drawn>),
+    jobs: usize,
+    workers: impl FnOnce(&Hello) -> Result<Vec<Worker<CheckedRun>>>,
+    mut each: impl FnMut(&ReplayReport) -> std::io::Result<()> + Send,
+) -> Result<Verified> {
     let mut out = Verified {
-        reports: Vec::new(),
+        tally: Tally::default(),
         unreadable: Vec::new(),
         headless: Vec::new(),
         sessions: Vec::new(),
-        sample: drawn,
+        sample,
     };
-    for (run, checked) in runs
-        .iter()
-        .zip(crate::verify::verify(sandbox, store, &runs, jobs, workers)?)
-    {
+    let mut failed: Option<std::io::Error> = None;
+    crate::verify::verify(sandbox, store, &runs, jobs, workers, |i, checked| {
+        let run = &runs[i];
         match checked {
-            Checked::Replayed(r) => out.reports.push(r),
+            Checked::Replayed(r) => {
+                out.tally.add(&r);
+                if failed.is_none()
+                    && let Err(e) = each(&r)
+                {
+                    failed = Some(e);
+                }
+            }
             Checked::Unreadable(error) => out.unreadable.push(Unreadable {
                 run: run.clone(),
                 error,
@@ -144,6 +158,9 @@ pub fn verify(
             Checked::Headless => out.headless.push(run.clone()),
             Checked::Session => out.sessions.push(run.clone()),
         }
+    })?;
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(out),
     }
-    Ok(out)
 }
