@@ -681,3 +681,53 @@ fn runs_takes_any_limit_a_u64_holds() {
     out.expect_code(0);
     assert_eq!(out.json()[0]["run_id"], id.as_str(), "{out}");
 }
+
+/// What an agent names or writes (a tool's name, a trace note, a tool's
+/// error carrying its argument) reaches the terminal escaped in `history`,
+/// `show` and `diff`: a tool named with an escape sequence set the window's
+/// title and cleared the screen through `history`.
+#[test]
+fn history_show_and_diff_show_no_escape_sequence_an_agent_wrote() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let services = dir.path().join("services");
+    std::fs::create_dir_all(&services).unwrap();
+    let worlds = common::counters(&services);
+    let evil = "\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m\r";
+    let calls = json!([
+        {"tool": format!("bump{evil}"), "args": {"id": "c"}},
+        {"tool": "bump", "args": {"id": format!("c{evil}")}},
+    ]);
+    let case = common::counters_case(&services, calls, "");
+    let caller = guest("caller-agent");
+    let first = common::run_in(&store, &case, &caller, &worlds);
+    let plain = common::counters_case(
+        &services,
+        json!([{"tool": "bump", "args": {"id": "c"}}]),
+        "",
+    );
+    let second = common::run_in(&store, &plain, &caller, &worlds);
+    let (a, b) = (
+        first.json()["run_id"].as_str().unwrap().to_string(),
+        second.json()["run_id"].as_str().unwrap().to_string(),
+    );
+    for args in [
+        vec!["history", a.as_str()],
+        vec!["history", a.as_str(), "--full"],
+        vec!["show", a.as_str(), "--at", "1"],
+        vec!["diff", a.as_str(), b.as_str()],
+    ] {
+        let out = worldline(&store, &args);
+        assert!(out.code == 0 || out.code == 1, "{out}");
+        assert!(
+            !out.stdout.contains(['\u{1b}', '\u{7}', '\u{9b}', '\r']),
+            "{args:?}: {:?}",
+            out.stdout
+        );
+        // Escaped as Rust writes it, or as JSON does (`show`'s values).
+        assert!(
+            out.stdout.contains("\\u{1b}]0;PWNED") || out.stdout.contains("\\u001b]0;PWNED"),
+            "{args:?}: {out}"
+        );
+    }
+}

@@ -81,6 +81,63 @@ pub fn file_part(s: &str, max: usize) -> Option<String> {
     (!part.is_empty()).then_some(part)
 }
 
+/// A writer that escapes, on their way to `W`, what [`message`] escapes:
+/// for a report whose lines carry text a run recorded (an agent's tool
+/// names, notes and errors), so that none of it reaches a terminal as a
+/// control sequence, however the report builds its lines.
+pub struct Escaped<W: std::io::Write> {
+    inner: W,
+    /// The start of a character a write cut off, kept for the next.
+    tail: Vec<u8>,
+}
+
+impl<W: std::io::Write> Escaped<W> {
+    pub fn new(inner: W) -> Self {
+        Escaped {
+            inner,
+            tail: Vec::new(),
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Escaped<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut bytes = std::mem::take(&mut self.tail);
+        bytes.extend_from_slice(buf);
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut chunks = bytes.utf8_chunks().peekable();
+        while let Some(chunk) = chunks.next() {
+            for c in chunk.valid().chars() {
+                match c {
+                    '\n' | '\t' => out.push(c as u8),
+                    c if unsafe_char(c) => {
+                        out.extend_from_slice(c.escape_unicode().to_string().as_bytes())
+                    }
+                    c => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                }
+            }
+            // Bytes that are not UTF-8 are no character a terminal reads
+            // as a control, but a character's start at the very end may
+            // be one, cut: it waits for the rest.
+            let invalid = chunk.invalid();
+            let last = chunks.peek().is_none();
+            if last && !invalid.is_empty() && invalid.len() < 4 && invalid[0] >= 0xc2 {
+                self.tail = invalid.to_vec();
+            } else {
+                out.extend_from_slice(invalid);
+            }
+        }
+        self.inner.write_all(&out)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let tail = std::mem::take(&mut self.tail);
+        self.inner.write_all(&tail)?;
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +149,21 @@ mod tests {
         assert_eq!(text("line\nnext"), "line\\u{a}next");
         assert_eq!(message("one\ntwo\u{7}"), "one\ntwo\\u{7}");
         assert_eq!(text("héllo"), "héllo");
+    }
+
+    #[test]
+    fn an_escaped_writer_escapes_what_a_message_does_even_cut_between_writes() {
+        use std::io::Write as _;
+        let mut out = Escaped::new(Vec::new());
+        write!(out, "tool `list\u{1b}]0;PWNED\u{7}` é\tok\r\n").unwrap();
+        // U+009B (CSI) cut between two writes, then bytes that are no UTF-8.
+        out.write_all(&[b'a', 0xc2]).unwrap();
+        out.write_all(&[0x9b, b'b', 0xff, b'\n']).unwrap();
+        out.flush().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.inner),
+            "tool `list\\u{1b}]0;PWNED\\u{7}` é\tok\\u{d}\na\\u{9b}b\u{fffd}\n"
+        );
     }
 
     #[test]

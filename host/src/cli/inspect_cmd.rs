@@ -10,6 +10,7 @@ use clap::Args;
 use serde_json::json;
 use std::io::Write;
 use worldline_case::error::InputError;
+use worldline_case::shown::Escaped;
 use worldline_engine::grade::{diff, final_state};
 use worldline_engine::ops::history;
 use worldline_engine::replay;
@@ -109,8 +110,11 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(ExitCode::Ok);
     }
-    // Sequence, virtual time, effect and call take 67 columns.
+    // Sequence, virtual time, effect and call take 67 columns. What the
+    // agent named or wrote reaches the terminal escaped.
+    let mut out = Escaped::new(out);
     report::write(&mut out, &timeline, Cut::for_terminal(args.full, 67))?;
+    out.flush()?;
     Ok(ExitCode::Ok)
 }
 
@@ -177,7 +181,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         report::write_event(
-            &mut std::io::stdout().lock(),
+            &mut Escaped::new(std::io::stdout().lock()),
             &rec.id,
             event,
             origin.as_ref(),
@@ -226,7 +230,9 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
         let doc = compare::json(&compared);
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
+        let mut out = Escaped::new(&mut out);
         compare::write(&mut out, &compared, Cut::for_terminal(args.full, 5))?;
+        out.flush()?;
     }
     Ok(if first.is_none() && state.is_empty() {
         ExitCode::Ok
