@@ -584,3 +584,77 @@ fn a_native_agent_gets_the_system_s_huge_pages_back() {
         "the agent's memory may use huge pages:\n{line}\n{out}"
     );
 }
+
+/// SIGTERM (or Ctrl-C's SIGINT) during a suite of native runs ends the run
+/// under way (`trapped`, its bundle whole), then the command, as the signal
+/// ends any command: a suite went on, and recorded each case after it as a
+/// `trapped` failure in about 10 ms, and exited 1.
+#[test]
+fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    for i in 0..5 {
+        case_with(&cases, &format!("c{i}"), PASSED_BY_DOING_NOTHING);
+    }
+    for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
+        let _ = std::fs::remove_dir_all(&store);
+        let began_file = dir.path().join("began");
+        let _ = std::fs::remove_file(&began_file);
+        let worlds = worlds();
+        let child = cli()
+            .args([os("test"), cases.as_os_str(), os("--jobs"), os("1")])
+            .args([
+                os("--worlds"),
+                worlds.as_os_str(),
+                os("--store"),
+                store.as_os_str(),
+            ])
+            .args(["--exec", "--", "/bin/sh", "-c"])
+            .arg(format!(
+                "touch {}; sleep 1; echo '{{}}'",
+                began_file.display()
+            ))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Signalled once its first agent has started.
+        let runs = store.join("runs");
+        let bundles = || {
+            std::fs::read_dir(&runs).map_or(0, |d| {
+                d.filter(|e| e.as_ref().unwrap().path().extension() == Some(os("jsonl")))
+                    .count()
+            })
+        };
+        let began = Instant::now();
+        while !began_file.exists() {
+            assert!(began.elapsed() < Duration::from_secs(60), "no run began");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: signalling the child this test started.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let mut child = child;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if began.elapsed() > Duration::from_secs(90) {
+                let _ = child.kill();
+                panic!("{name}: the suite did not end");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut out = String::new();
+        let _ = child.stdout.take().unwrap().read_to_string(&mut out);
+        let _ = child.stderr.take().unwrap().read_to_string(&mut out);
+        assert_eq!(status.signal(), Some(signal), "{name}: {status:?} {out}");
+        let recorded = bundles();
+        assert!(
+            recorded <= 2,
+            "{name}: {recorded} runs recorded of 5: {out}"
+        );
+    }
+}

@@ -127,6 +127,12 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
     header.env = super::environment::record(&exec.pass_env, case);
     let (handle, receiver) = session::channel();
     signals::catch();
+    let _running = signals::Running::start();
+    if signals::received() {
+        // Stopped before it began: nothing is recorded, and the signal
+        // ends the process once the runs under way are done.
+        return Err(anyhow::anyhow!("interrupted before the run began"));
+    }
     std::thread::scope(|s| {
         let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
         let exit = serve_and_run(&handle, case, exec);

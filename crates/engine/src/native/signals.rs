@@ -18,11 +18,16 @@
 //! `worldline history RUN | head` ends quietly. Not writing the task to stdin
 //! would break agents written to read it (the documented interface).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 static RECEIVED: AtomicBool = AtomicBool::new(false);
+/// Which of the two arrived last.
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// Native runs under way in this process.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
-extern "C" fn note(_: libc::c_int) {
+extern "C" fn note(signal: libc::c_int) {
+    SIGNAL.store(signal, Ordering::SeqCst);
     RECEIVED.store(true, Ordering::SeqCst);
 }
 
@@ -40,6 +45,37 @@ pub(crate) fn catch() {
 /// Whether SIGINT or SIGTERM arrived since [`catch`].
 pub(crate) fn received() -> bool {
     RECEIVED.load(Ordering::SeqCst)
+}
+
+/// A native run under way: a signal that stopped it (its run ended
+/// `trapped`, its bundle whole) then ends the process, as the signal would
+/// have without [`catch`], once no native run is under way; the command
+/// does not go on to start runs the flag would stop at once (a suite
+/// recorded each case after a Ctrl-C as a `trapped` failure, `verify`
+/// counted the replays after it as drift).
+pub(crate) struct Running(());
+
+impl Running {
+    pub(crate) fn start() -> Running {
+        RUNNING.fetch_add(1, Ordering::SeqCst);
+        Running(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if RUNNING.fetch_sub(1, Ordering::SeqCst) == 1 && received() {
+            let signal = SIGNAL.load(Ordering::SeqCst);
+            // What the process wrote is out before it ends.
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            // SAFETY: the default action of a signal that arrived, raised
+            // again: the process ends as it would have.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
+            }
+        }
+    }
 }
 
 /// Block SIGPIPE on the calling thread: a write to a pipe the agent has
