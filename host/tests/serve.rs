@@ -314,6 +314,9 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         ("step_first", "SESSION_ERROR"),
         ("unknown_case", "VALIDATION_ERROR"),
         ("bad_action", "VALIDATION_ERROR"),
+        ("bad_seed", "VALIDATION_ERROR"),
+        ("text_seed", "VALIDATION_ERROR"),
+        ("fork_path", "VALIDATION_ERROR"),
         ("second", "CAPACITY_REACHED"),
     ] {
         assert_eq!(said[key]["type"], "error", "{key}: {said}");
@@ -324,6 +327,17 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
             .as_str()
             .unwrap()
             .contains("--max-sessions"),
+        "{said}"
+    );
+    // A file is not read as a run: it is refused before anything opens it.
+    let fork_path = said["fork_path"]["data"]["message"].as_str().unwrap();
+    assert!(fork_path.contains("not a path"), "{said}");
+    // A web page of another origin, or a request naming another host, is
+    // refused before the upgrade; a page of this machine is let in.
+    assert_eq!(said["foreign_host"], "HTTP/1.1 403 Forbidden", "{said}");
+    assert_eq!(said["foreign_origin"], "HTTP/1.1 403 Forbidden", "{said}");
+    assert_eq!(
+        said["local_origin"], "HTTP/1.1 101 Switching Protocols",
         "{said}"
     );
     assert_ne!(said["oversize"], "answered", "{said}");

@@ -4,6 +4,7 @@ the `websockets` package openenv-core depends on): `hostile.py URL`.
 Prints a JSON object: what each message was answered with."""
 
 import json
+import socket
 import sys
 import time
 
@@ -11,7 +12,24 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 url = sys.argv[1].replace("http://", "ws://") + "/ws"
+hostport = url.split("//")[1].split("/")[0]
 out = {}
+
+
+def handshake(host, origin=None):
+    """The status line a WebSocket upgrade naming `host` (and `origin`) gets."""
+    name, port = hostport.rsplit(":", 1)
+    with socket.create_connection((name, int(port)), timeout=30) as s:
+        request = (
+            f"GET /ws HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            "Sec-WebSocket-Version: 13\r\n"
+        )
+        if origin:
+            request += f"Origin: {origin}\r\n"
+        s.sendall((request + "\r\n").encode())
+        return s.recv(1024).split(b"\r\n")[0].decode()
+
 with connect(url) as first:
     def ask(text):
         first.send(text)
@@ -24,6 +42,17 @@ with connect(url) as first:
     out["bad_action"] = ask(json.dumps({"type": "reset", "data": {}})) and ask(
         json.dumps({"type": "step", "data": {"type": "fly"}})
     )
+    # A seed that is no u64, and a fork of a file rather than a run.
+    out["bad_seed"] = ask(json.dumps({"type": "reset", "data": {"seed": -1}}))
+    out["text_seed"] = ask(json.dumps({"type": "reset", "data": {"seed": "abc"}}))
+    out["fork_path"] = ask(
+        json.dumps({"type": "reset", "data": {"fork_of": {"run": "/etc/passwd", "at": 0}}})
+    )
+    # Only clients of this machine connect: not a page of another origin,
+    # not a request naming another host (a DNS rebinding).
+    out["foreign_host"] = handshake("evil.example")
+    out["foreign_origin"] = handshake(hostport, "http://evil.example")
+    out["local_origin"] = handshake(hostport, "http://localhost:3000")
     # The one session is held: a second connection is refused.
     with connect(url) as second:
         out["second"] = json.loads(second.recv(timeout=30))

@@ -86,6 +86,8 @@ pub fn served(header: &worldline_log::log::Header) -> Option<&NativeAgent> {
 struct Shared {
     served: Served,
     slots: Arc<Semaphore>,
+    /// The port listened on, which a request's `Host` names.
+    port: u16,
 }
 
 /// Serve on `addr` until SIGINT or SIGTERM; `listening` is told the
@@ -98,15 +100,17 @@ pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr
         .enable_io()
         .enable_time()
         .build()?;
-    let shared = Arc::new(Shared {
-        slots: Arc::new(Semaphore::new(served.max_sessions)),
-        served,
-    });
     rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
-        listening(listener.local_addr()?);
+        let bound = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            slots: Arc::new(Semaphore::new(served.max_sessions)),
+            served,
+            port: bound.port(),
+        });
+        listening(bound);
         let app = axum::Router::new()
             .route("/health", axum::routing::get(health))
             .route("/ws", axum::routing::get(upgrade))
@@ -132,9 +136,34 @@ async fn health() -> impl IntoResponse {
     )
 }
 
-async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> impl IntoResponse {
+/// A connection is upgraded only for a client of this machine: a loopback
+/// `Host` naming the port, and an `Origin`, when sent, of this machine, as
+/// `worldline mcp --http` requires (decision 0351, amended), so that a web
+/// page the user visits cannot drive the served worlds (403 otherwise).
+async fn upgrade(
+    State(shared): State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
+    ws: WebSocketUpgrade,
+) -> axum::response::Response {
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok());
+    let port = shared.port;
+    let host_ok = host.is_some_and(|h| {
+        ["127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .any(|n| h == *n || h == format!("{n}:{port}"))
+    });
+    if !host_ok || !super::guard::origin_ok(&headers) {
+        return (
+            axum::http::StatusCode::FORBIDDEN,
+            "a connection from a web page of another origin, or naming another host, is refused: only clients of this machine (ws://127.0.0.1, ws://localhost, ws://[::1] at this port) may connect",
+        )
+            .into_response();
+    }
     ws.max_message_size(MAX_MESSAGE)
         .on_upgrade(move |socket| connection(socket, shared))
+        .into_response()
 }
 
 /// One client: its sessions, one after another.
@@ -202,6 +231,9 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     if let Some(mut s) = session.take() {
         s.finish(None).await;
     }
+    if !matches!(data["episode_id"], Value::Null | Value::String(_)) {
+        return error("VALIDATION_ERROR", "episode_id must be a string");
+    }
     if let Some(fork_of) = data.get("fork_of") {
         return reset_fork(served, session, fork_of, data["episode_id"].as_str()).await;
     }
@@ -221,8 +253,20 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
         );
     };
     let mut case = case.clone();
-    if let Some(seed) = data["seed"].as_u64() {
-        case.seed = seed;
+    match &data["seed"] {
+        Value::Null => {}
+        seed => match seed.as_u64() {
+            Some(seed) => case.seed = seed,
+            None => {
+                return error(
+                    "VALIDATION_ERROR",
+                    &format!(
+                        "seed must be a whole number from 0 to {}, not {seed}",
+                        u64::MAX
+                    ),
+                );
+            }
+        },
     }
     let opts = RunOptions {
         store: Some(served.store),
@@ -264,6 +308,13 @@ async fn reset_fork(
             "fork_of is {\"run\": RUN_ID, \"at\": EVENT}: a served episode's run id (or a unique prefix) and the event to begin from",
         );
     };
+    // A run of the store by its id, never a path: a client names no file.
+    if !worldline_store::store::is_run_id(run) {
+        return error(
+            "VALIDATION_ERROR",
+            "fork_of.run names a run of the store by its id (or a unique prefix of it), not a path",
+        );
+    }
     let prefix = match (served.fork)(run, at) {
         Ok(p) => p,
         Err(e) => return error("VALIDATION_ERROR", &format!("{e:#}")),
