@@ -658,3 +658,46 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
         );
     }
 }
+
+/// A command `--exec` cannot start is exit 2 naming it, and nothing is
+/// recorded: each such run (one per case of a suite) was written as a
+/// `completed` run, graded, that `verify` then counted unreadable.
+#[test]
+fn a_command_that_cannot_start_records_no_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
+    let worlds = worlds();
+    let not_runnable = dir.path().join("plain.txt");
+    std::fs::write(&not_runnable, "echo {}").unwrap();
+    for (command, says) in [
+        ("/nonexistent/agent", "No such file"),
+        ("no-such-command-anywhere", "no such command on PATH"),
+        (not_runnable.to_str().unwrap(), "not a file one may run"),
+    ] {
+        for verb in ["run", "test"] {
+            let out = worldline_raw_within(
+                Duration::from_secs(60),
+                [
+                    os(verb),
+                    case.as_os_str(),
+                    os("--worlds"),
+                    worlds.as_os_str(),
+                    os("--store"),
+                    store.as_os_str(),
+                    os("--exec"),
+                    os("--"),
+                    os(command),
+                ],
+            )
+            .expect("ended");
+            out.expect_code(2);
+            assert!(out.stderr.contains(says), "{verb} {command}: {out}");
+            let recorded = std::fs::read_dir(store.join("runs")).map_or(0, |d| {
+                d.filter(|e| e.as_ref().unwrap().path().extension() == Some(os("jsonl")))
+                    .count()
+            });
+            assert_eq!(recorded, 0, "{verb} {command}: {out}");
+        }
+    }
+}

@@ -123,6 +123,11 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
             .map_err(|_| anyhow::anyhow!("the namespace check panicked"))?
             .map_err(|m| worldline_case::error::InputError::new("--isolate-net", m))?;
     }
+    // A command that cannot start is refused before its run begins, so
+    // that nothing is recorded for it (a `completed` run was).
+    if let Some(problem) = exec.command.first().and_then(|p| unstartable(p)) {
+        return Err(worldline_case::error::InputError::new("--exec", problem).into());
+    }
     let mut header = super::header(sandbox, case, exec.agent());
     header.env = super::environment::record(&exec.pass_env, case);
     let (handle, receiver) = session::channel();
@@ -149,6 +154,32 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the mediator thread panicked")))
     })
+}
+
+/// Why `program` cannot be started, when that is sure before trying: a
+/// path that is no file one may run, or a name found on neither `PATH`
+/// nor the system's default search path. Anything else is left to the
+/// start itself.
+fn unstartable(program: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = Path::new(program);
+        return match std::fs::metadata(path) {
+            Err(e) => Some(format!("cannot start `{program}`: {e}")),
+            Ok(_) if !runnable(path) => Some(format!(
+                "cannot start `{program}`: it is not a file one may run (`chmod +x` it, or name its interpreter first)"
+            )),
+            Ok(_) => None,
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .chain(["/bin", "/usr/bin"].map(std::path::PathBuf::from))
+        .any(|dir| runnable(&dir.join(program)));
+    (!found).then(|| format!("cannot start `{program}`: no such command on PATH"))
 }
 
 /// Start the loopback server, run the process under it, and say how it
