@@ -689,3 +689,67 @@ mod cache_imports_and_disks {
         assert_eq!(again.json()["total"], 1, "{again}");
     }
 }
+
+/// A command that reads or tends a store makes none where a mistyped
+/// `--store` points (`gc` "removed 0 runs" from an empty store it made
+/// there, and `runs` then listed it without complaint); a bundle named by
+/// its path while `--store` names no store is read with the store it lies
+/// in (it was an "object missing" error, and an empty `.worldline/` made
+/// in the working folder); `pin` takes a run id, not a path.
+#[test]
+fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "demo", &demo_case(3));
+    let out = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds_dir()),
+            "--json",
+        ],
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let bundle = store.join("runs").join(format!("{id}.jsonl"));
+    let bundle = bundle.to_str().unwrap();
+    let typo = dir.path().join("typo");
+    for args in [
+        vec!["gc"],
+        vec!["gc", "--dry-run"],
+        vec!["pin", id.as_str()],
+        vec!["unpin", id.as_str()],
+        vec!["retention"],
+        vec!["history", id.as_str()],
+        vec!["show", id.as_str(), "--at", "0"],
+        vec!["replay", id.as_str()],
+    ] {
+        let out = worldline(&typo, &args);
+        out.expect_code(2);
+        assert!(out.stderr.contains("no store is there"), "{args:?}: {out}");
+        assert!(
+            !typo.exists(),
+            "{args:?} made a store at {}",
+            typo.display()
+        );
+    }
+    for args in [
+        vec!["history", bundle],
+        vec!["show", bundle, "--at", "0"],
+        vec!["replay", bundle],
+    ] {
+        let out = worldline(&typo, &args);
+        out.expect_code(0);
+        assert!(
+            !typo.exists(),
+            "{args:?} made a store at {}",
+            typo.display()
+        );
+    }
+    let out = worldline(&store, ["pin", bundle]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("not a path"), "{out}");
+}

@@ -6,6 +6,7 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
+use worldline_case::error::InputError;
 use worldline_store::retention::policy::Policy;
 use worldline_store::retention::{pins, sweep};
 use worldline_store::store::StoreDir;
@@ -54,7 +55,7 @@ pub struct UnpinArgs {
 }
 
 pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = store_there(&args.common.store)?;
     store.require_raw("`gc` (removing runs)")?;
     let (mut policy, _) = Policy::of_store(&store)?;
     let set = |v: Option<u64>, into: &mut u64| {
@@ -77,8 +78,17 @@ pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = store_there(&args.common.store)?;
     store.require_raw("`pin`")?;
+    // A run of the store, by its id: a bundle's path elsewhere is no run
+    // the store keeps (it pinned one by its file's name).
+    if !worldline_store::store::is_run_id(&args.run) {
+        return Err(InputError::new(
+            &args.run,
+            "pin names a run of the store by its id (or a unique prefix of it), not a path",
+        )
+        .into());
+    }
     let id = run_id_of(&store.resolve_run(&args.run)?);
     pins::pin(&store, &id, &args.note)?;
     if args.common.json {
@@ -90,7 +100,7 @@ pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = store_there(&args.common.store)?;
     store.require_raw("`unpin`")?;
     let id = match store.resolve_run(&args.run) {
         Ok(path) => run_id_of(&path),
@@ -108,4 +118,15 @@ pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
         println!("{id} was not pinned");
     }
     Ok(ExitCode::Ok)
+}
+
+/// The store `gc`, `pin`, `unpin` and `retention` tend: one that is there
+/// (a folder holding only its `policy.toml` is), never one made where a
+/// mistyped `--store` points (`gc` "removed 0 runs" from an empty store it
+/// made there).
+pub(super) fn store_there(root: &std::path::Path) -> Result<StoreDir> {
+    match root.exists() {
+        true => StoreDir::open(root),
+        false => StoreDir::open_existing(root),
+    }
 }

@@ -79,7 +79,7 @@ pub struct DiffArgs {
 }
 
 pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run)?;
     let path = store.resolve_run(&args.run)?;
     let query = history::Query {
         only: args.only.clone(),
@@ -146,7 +146,7 @@ fn print_streams(
 }
 
 pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run)?;
     let path = store.resolve_run(&args.run)?;
     // The prefix held compact, the event shown put back whole (decision
     // 0380): the conversation once, not once per model call before it.

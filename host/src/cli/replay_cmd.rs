@@ -67,7 +67,7 @@ fn report_redacted_copy(
 }
 
 pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run)?;
     store.require_raw("`replay` (re-executing a run)")?;
     let path = store.resolve_run(&args.run)?;
     // Only a redacted copy is read here: a run to replay is read once, by

@@ -23,7 +23,12 @@ pub struct RetentionArgs {
 }
 
 pub fn exec(args: RetentionArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    // A policy may be set before the store's first run; one is shown of a
+    // store that is there.
+    let store = match args.set {
+        Some(_) => StoreDir::open(&args.common.store)?,
+        None => super::gc_cmd::store_there(&args.common.store)?,
+    };
     let Some(file) = &args.set else {
         return show(&store, args.common.json);
     };
