@@ -272,6 +272,35 @@ fn regrading_against_a_changed_case_changes_the_verdict_without_rerunning() {
         ],
     );
     same.expect_code(1);
+    // A case of another world is no case of this run: refused, naming both
+    // worlds (it graded the run on the other world's tables, exit 1).
+    let elsewhere_dir = temp_dir();
+    let other_worlds = make_world(
+        elsewhere_dir.path(),
+        SMALL_WORLD,
+        &[("data/t.jsonl", "{\"id\": \"a\"}\n")],
+    );
+    let other = write_case(
+        elsewhere_dir.path(),
+        "other-world",
+        &format!("{SMALL_CASE}[expect]\nunchanged = [\"t\"]\n"),
+    );
+    let elsewhere = worldline(
+        dir.path(),
+        [
+            "grade".as_ref(),
+            bundle.as_os_str(),
+            "--case".as_ref(),
+            other.as_os_str(),
+            "--worlds".as_ref(),
+            other_worlds.as_os_str(),
+        ],
+    );
+    elsewhere.expect_code(2);
+    assert!(
+        elsewhere.stderr.contains("`w@v1`") && elsewhere.stderr.contains("demo@v1"),
+        "{elsewhere}"
+    );
     assert_eq!(
         std::fs::read(&bundle).unwrap(),
         before,

@@ -78,6 +78,22 @@ pub fn grade(
         })?,
     };
     let case: Case = case::load(&case_path, args.worlds.as_deref())?;
+    // A newer version of the run's world is graded against (with a
+    // warning); another world is not the run's at all: its writes would
+    // be applied to tables they never touched.
+    let name = |reference: &str| reference.split('@').next().unwrap_or_default().to_string();
+    let (ran, named) = (name(&b.header.world), name(&case.world.reference()));
+    if ran != named {
+        return Err(InputError::new(
+            &case_path,
+            format!(
+                "names the world `{}`, and the run was recorded in `{}`: pass --case with a case of that world",
+                case.world.reference(),
+                b.header.world
+            ),
+        )
+        .into());
+    }
     let Some(expect) = &case.expect else {
         return Err(
             InputError::new(&case_path, "this case has no [expect] to grade against").into(),
