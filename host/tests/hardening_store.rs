@@ -752,4 +752,16 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
     let out = worldline(&store, ["pin", bundle]);
     out.expect_code(2);
     assert!(out.stderr.contains("not a path"), "{out}");
+    // `verify` of a run the store does not hold is an input error, not a
+    // run counted unreadable (100% drift, exit 1); a run named twice is
+    // checked once.
+    let out = worldline(&store, ["verify", "nope"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("no run `nope`"), "{out}");
+    let out = worldline(
+        &store,
+        ["verify", id.as_str(), id.as_str(), bundle, "--json"],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["replayed"], 1, "{out}");
 }

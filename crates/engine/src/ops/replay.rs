@@ -103,7 +103,7 @@ pub fn drawn(
     let all = if runs.is_empty() {
         store.run_ids()?
     } else {
-        runs.to_vec()
+        named(store, runs)?
     };
     Ok(match sample {
         Some(Sample { size, seed }) => {
@@ -117,6 +117,20 @@ pub fn drawn(
         }
         None => (all, None),
     })
+}
+
+/// The runs named, each once: a name that is no run of the store (nor a
+/// bundle) is an input error before anything is replayed, not a run
+/// counted unreadable as drift, and a run named twice is checked once.
+fn named(store: &StoreDir, runs: &[String]) -> Result<Vec<String>> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut kept = Vec::new();
+    for run in runs {
+        if seen.insert(store.resolve_run(run)?) {
+            kept.push(run.clone());
+        }
+    }
+    Ok(kept)
 }
 
 /// Replay `runs` (as [`drawn`] gave them, with their sample) on `jobs`
