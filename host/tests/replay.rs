@@ -945,3 +945,44 @@ fn diff_names_the_fork_point_and_show_gives_the_state_after_an_event() {
     );
     past.expect_code(2);
 }
+
+/// The footer holds the header's hash, so an edited header (the case's
+/// name, the seed, the parent a fork names) is refused by every reader,
+/// whole or a page of it: the hash chain starts from a constant, and such
+/// an edit replayed `identical`, was listed, imported and verified.
+#[test]
+fn an_edited_header_is_refused_as_tampering() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = run(&store, &example_case("incident/baseline"), &careful());
+    out.expect_code(0);
+    let original = lines(&out.bundle());
+    let mut header: Value = serde_json::from_str(&original[0]).unwrap();
+    assert!(
+        read_bundle(&out.bundle()).footer.unwrap()["header_hash"].is_string(),
+        "{out}"
+    );
+    header["header"]["case"] = "evil-case".into();
+    header["header"]["seed"] = 77.into();
+    let mut l = original.clone();
+    l[0] = format!("{}\n", worldline_case::canon::to_string(&header));
+    let path = dir.path().join("edited.jsonl");
+    std::fs::write(&path, l.concat()).unwrap();
+    for args in [
+        vec!["replay"],
+        vec!["history"],
+        vec!["history", "-n", "1"],
+        vec!["show", "--at", "1"],
+        vec!["verify"],
+    ] {
+        let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = args.iter().map(|a| a as _).collect();
+        all.insert(1, &path);
+        let out = wl(&store, &all);
+        assert!(out.code == 2 || out.code == 1, "{args:?}: {out}");
+        assert!(
+            format!("{}{}", out.stdout, out.stderr)
+                .contains("the header was changed after the run"),
+            "{args:?}: {out}"
+        );
+    }
+}

@@ -299,7 +299,7 @@ pub fn finish(
         opened.gold.as_deref(),
         hashed,
     );
-    let footer = footer(
+    let mut footer = footer(
         ended,
         fuel,
         chain_hash,
@@ -308,6 +308,7 @@ pub fn finish(
         graded.as_ref(),
         hashed,
     );
+    bundle::seal(&mut footer, &opened.header);
     // A batch syncs its bundles together (and starts each one's writeback
     // as it is handed back); a database store's run is made durable by its
     // commit (below).
@@ -623,6 +624,7 @@ fn footer(
         grade: graded
             .filter(|_| hashed)
             .map(|g| serde_json::to_value(g).expect("grades serialize")),
+        header_hash: None,
         hash: String::new(),
         output,
         replayable: status != Status::Timeout,

@@ -457,16 +457,25 @@ fn collect(
         let line = bundle::header_line(&header);
         let (id, path, mut file) =
             store.create_bundle(&header.agent_sha256, line.as_bytes(), None)?;
+        // The child's footer held the header it ran under; the member's
+        // names its parent and group, so its footer is sealed again.
+        let mut footer = c.footer;
+        bundle::seal(&mut footer, &header);
+        let body = c.lines[..c.lines.len() - 1]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(&c.lines[..0], |end| &c.lines[..=end]);
         let written = (|| {
             file.write_all(prefix)?;
-            file.write_all(&c.lines)?;
+            file.write_all(body)?;
+            file.write_all(bundle::footer_line(&footer).as_bytes())?;
             if store.syncs_bundles() {
                 worldline_case::parallel::waiting(|| file.sync_all())?;
             }
             std::io::Result::Ok(())
         })();
         written.map_err(|e| store.write_error(&path, e))?;
-        run::publish(store, &id, &header, &c.events, &c.footer)?;
+        run::publish(store, &id, &header, &c.events, &footer)?;
         outcomes.push(RunOutcome {
             run_id: Some(id),
             divergence: None,
@@ -474,7 +483,7 @@ fn collect(
             grade: c.grade,
             bundle: Some(path),
             header,
-            footer: c.footer,
+            footer,
             events: Held::default(),
             final_state: State::default(),
         });

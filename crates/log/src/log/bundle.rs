@@ -299,6 +299,12 @@ pub struct Footer {
     /// `hash`: the outcome cannot be edited unnoticed either.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub hash: String,
+    /// SHA-256 of the bundle's header line as written (without its
+    /// newline), so the header cannot be edited unnoticed either: the
+    /// chain starts from a constant, not from the header. Absent in
+    /// bundles written before it, which are read as they always were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_hash: Option<String>,
     pub output: Option<String>,
     /// False when the outcome depended on real time (the watchdog).
     pub replayable: bool,
@@ -456,6 +462,35 @@ pub fn footer_hash(footer: &Footer) -> String {
     canon::hash_json_after(&format!("{}\n", footer.chain_hash), bare)
 }
 
+/// SHA-256 of a header line as written, without its newline.
+pub(super) fn header_line_hash(line: &str) -> String {
+    canon::sha256_hex(line.strip_suffix('\n').unwrap_or(line))
+}
+
+/// Set `footer`'s `header_hash` to `header`'s line and hash the footer
+/// again: the footer then holds the header too. A footer left unhashed
+/// (a counted run's) stays so.
+pub fn seal(footer: &mut Footer, header: &Header) {
+    if footer.hash.is_empty() {
+        return;
+    }
+    footer.header_hash = Some(header_line_hash(&header_line(header)));
+    footer.hash = String::new();
+    footer.hash = footer_hash(footer);
+}
+
+/// Whether the header line whose hash is `line_hash` is the one `footer`
+/// holds, when it holds one.
+pub(super) fn check_header(footer: Option<&Footer>, line_hash: &str) -> Result<(), String> {
+    match footer.and_then(|f| f.header_hash.as_deref()) {
+        Some(held) if held != line_hash => Err(
+            "the header was changed after the run (its hash is not the one the footer holds)"
+                .into(),
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Append the footer (with its hash set): the run is complete. With
 /// `sync`, flushed to disk at once (a real-time wait, made without the
 /// run's CPU slot); without, the caller flushes many runs at once
@@ -585,8 +620,10 @@ fn read_lines<'a>(bytes: &[u8], path: &'a Path) -> Result<(Header, Reader<'a>), 
         err(line, format!("not UTF-8: {e}"))
     })?;
     let mut lines = text.split_inclusive('\n').enumerate();
-    let header = match lines.next() {
-        Some((_, first)) if first.ends_with('\n') => header_of(first, path)?,
+    let (header, line_hash) = match lines.next() {
+        Some((_, first)) if first.ends_with('\n') => {
+            (header_of(first, path)?, header_line_hash(first))
+        }
         _ => {
             return Err(err(
                 1,
@@ -609,6 +646,7 @@ fn read_lines<'a>(bytes: &[u8], path: &'a Path) -> Result<(Header, Reader<'a>), 
     if reader.footer.is_some() && whole.len() < bytes.len() {
         return Err(err(read + 1, "data after the footer".into()));
     }
+    check_header(reader.footer.as_ref(), &line_hash).map_err(|m| err(1, m))?;
     Ok((header, reader))
 }
 
@@ -936,6 +974,7 @@ mod tests {
             grade: Some(
                 json!({"verdict": "failed", "score": 0.5, "assertions": [{"b": 1, "a": 2}]}),
             ),
+            header_hash: Some("d".repeat(64)),
             hash: "h".repeat(64),
             output: Some("{\"ok\": [1, 2]}".repeat(100)),
             replayable: false,

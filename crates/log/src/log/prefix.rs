@@ -39,6 +39,7 @@ fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), Bu
     let mut lines = std::io::BufReader::new((&mut file).take(worldline_case::bounded::BUNDLE));
     let mut buf = Vec::new();
     let mut header = None;
+    let mut line_hash = String::new();
     let mut reader = Reader::new(path);
     let (mut n, mut consumed) = (0, 0);
     loop {
@@ -54,7 +55,10 @@ fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), Bu
         }
         let line = std::str::from_utf8(&buf).map_err(|e| err(n, format!("not UTF-8: {e}")))?;
         match &header {
-            None => header = Some(bundle::header_of(line, path)?),
+            None => {
+                line_hash = bundle::header_line_hash(line);
+                header = Some(bundle::header_of(line, path)?);
+            }
             Some(_) => reader.line(n, line)?,
         }
         if header.is_some() && reader.events.len() as u64 >= upto && reader.footer.is_none() {
@@ -72,6 +76,7 @@ fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), Bu
             "no header: the run was cut off as its bundle was created (killed, or the disk was full); nothing of it was recorded".into(),
         ));
     };
+    bundle::check_header(reader.footer.as_ref(), &line_hash).map_err(|m| err(1, m))?;
     Ok((header, reader))
 }
 

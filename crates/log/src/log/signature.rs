@@ -76,6 +76,7 @@ mod tests {
             final_state_hash: String::new(),
             fuel: 0,
             grade: Some(grade),
+            header_hash: None,
             hash: String::new(),
             output: None,
             replayable: true,

@@ -73,6 +73,8 @@ fn copy(
     let (_, events, head) = recorder
         .finish()
         .expect("an in-memory recorder does not fail");
+    let mut header = header.clone();
+    r.header(&mut header);
     let footer = footer.map(|f| {
         let mut f = f.clone();
         r.footer(&mut f);
@@ -80,13 +82,16 @@ fn copy(
         f.hash = bundle::footer_hash(&f);
         f
     });
-    let mut header = header.clone();
-    r.header(&mut header);
     header.redacted = Some(Redacted {
         hidden: r.hidden() as u64,
         original_run: run_id.to_string(),
         original_chain_hash,
         policy_sha256: r.policy_hash().to_string(),
+    });
+    // The copy's footer holds the copy's header.
+    let footer = footer.map(|mut f| {
+        bundle::seal(&mut f, &header);
+        f
     });
     // A call in flight is named by its request's hash, which a copy
     // without the request has no use for.

@@ -58,6 +58,7 @@ pub fn valid_bundle(n: u64) -> Vec<u8> {
         final_state_hash: "f".repeat(64),
         fuel: 1,
         grade: None,
+        header_hash: None,
         hash: String::new(),
         output: Some("{}".into()),
         replayable: true,
