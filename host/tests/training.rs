@@ -383,7 +383,15 @@ fn branch_bundles(doc: &Value) -> Vec<String> {
             for (i, id) in ids.iter().enumerate() {
                 text = text.replace(id, &format!("#{i}"));
             }
-            text
+            // The footer's hashes cover the header, whose group names the
+            // first member's id: compared without them (every branch is
+            // read, so checked, by the replays the tests make of them).
+            let (body, last) = text.trim_end().rsplit_once('\n').unwrap();
+            let mut footer: Value = serde_json::from_str(last).unwrap();
+            let f = footer["footer"].as_object_mut().unwrap();
+            f.remove("hash");
+            f.remove("header_hash");
+            format!("{body}\n{footer}\n")
         })
         .collect()
 }
