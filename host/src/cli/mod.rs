@@ -397,6 +397,20 @@ fn print_error(err: &anyhow::Error) {
     );
 }
 
+/// A command whose `--json` document was begun when `err` ended it: the
+/// document is ended by `fail` with the `error` object, so that stdout
+/// stays one JSON document; the error goes to stderr, and the command
+/// exits as the error says.
+fn ended_with(
+    err: &anyhow::Error,
+    fail: impl FnOnce(&serde_json::Value) -> std::io::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    let code = exit_code_of(err);
+    fail(&error_json(code, err)["error"])?;
+    print_error(err);
+    Ok(code)
+}
+
 /// An error as the one JSON document `--json` promises on stdout.
 fn error_json(code: ExitCode, err: &anyhow::Error) -> serde_json::Value {
     let input = err

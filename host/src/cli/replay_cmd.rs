@@ -142,13 +142,8 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     let report = report.into_inner().expect("report lock");
     let v = match checked {
         Ok(v) => v,
-        // A document begun is ended with the error, as the one JSON
-        // document `--json` promises; the error itself goes to stderr.
         Err(err) if args.common.json && report.started() => {
-            let code = super::exit::exit_code_of(&err);
-            report.fail(&super::error_json(code, &err)["error"])?;
-            super::print_error(&err);
-            return Ok(code);
+            return super::ended_with(&err, |e| report.fail(e));
         }
         Err(err) => return Err(err),
     };
