@@ -299,16 +299,15 @@ pub fn finish(
         opened.gold.as_deref(),
         hashed,
     );
-    let mut footer = footer(
+    let footer = footer(
         ended,
         fuel,
         chain_hash,
         events.len(),
         &left,
         graded.as_ref(),
-        hashed,
+        hashed.then_some(&opened.header),
     );
-    bundle::seal(&mut footer, &opened.header);
     // A batch syncs its bundles together (and starts each one's writeback
     // as it is handed back); a database store's run is made durable by its
     // commit (below).
@@ -598,8 +597,9 @@ fn grade_run(
     ))
 }
 
-/// The footer of a finished run, hashed unless not `hashed` (a counted
-/// run's: its hashes and its grade's JSON are left empty).
+/// The footer of a finished run, sealed for the run's header when it is
+/// `hashed` (decision 0414); a counted run's is not (its hashes and its
+/// grade's JSON are left empty).
 fn footer(
     ended: Ending,
     fuel: u64,
@@ -607,7 +607,7 @@ fn footer(
     events: usize,
     left: &Leftover,
     graded: Option<&Grade>,
-    hashed: bool,
+    hashed: Option<&Header>,
 ) -> Footer {
     let (status, output, error, backtrace) = ended;
     let mut footer = Footer {
@@ -615,14 +615,14 @@ fn footer(
         chain_hash,
         error,
         events: events as u64,
-        final_state_hash: if hashed {
+        final_state_hash: if hashed.is_some() {
             left.state.hash()
         } else {
             String::new()
         },
         fuel,
         grade: graded
-            .filter(|_| hashed)
+            .filter(|_| hashed.is_some())
             .map(|g| serde_json::to_value(g).expect("grades serialize")),
         header_hash: None,
         hash: String::new(),
@@ -633,8 +633,8 @@ fn footer(
         stdout: left.stdout.clone(),
         truncated_bytes: left.truncated_bytes,
     };
-    if hashed {
-        footer.hash = bundle::footer_hash(&footer);
+    if let Some(header) = hashed {
+        bundle::seal(&mut footer, header);
     }
     footer
 }

@@ -9,7 +9,6 @@ use serde_json::json;
 use worldline_case::error::InputError;
 use worldline_store::retention::policy::Policy;
 use worldline_store::retention::{pins, sweep};
-use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct GcArgs {
@@ -55,7 +54,7 @@ pub struct UnpinArgs {
 }
 
 pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
-    let store = store_there(&args.common.store)?;
+    let store = super::store_there(&args.common.store)?;
     store.require_raw("`gc` (removing runs)")?;
     let (mut policy, _) = Policy::of_store(&store)?;
     let set = |v: Option<u64>, into: &mut u64| {
@@ -78,7 +77,7 @@ pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
-    let store = store_there(&args.common.store)?;
+    let store = super::store_there(&args.common.store)?;
     store.require_raw("`pin`")?;
     // A run of the store, by its id: a bundle's path elsewhere is no run
     // the store keeps (it pinned one by its file's name).
@@ -100,7 +99,7 @@ pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
-    let store = store_there(&args.common.store)?;
+    let store = super::store_there(&args.common.store)?;
     store.require_raw("`unpin`")?;
     let id = match store.resolve_run(&args.run) {
         Ok(path) => run_id_of(&path),
@@ -118,15 +117,4 @@ pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
         println!("{id} was not pinned");
     }
     Ok(ExitCode::Ok)
-}
-
-/// The store `gc`, `pin`, `unpin` and `retention` tend: one that is there
-/// (a folder holding only its `policy.toml` is), never one made where a
-/// mistyped `--store` points (`gc` "removed 0 runs" from an empty store it
-/// made there).
-pub(super) fn store_there(root: &std::path::Path) -> Result<StoreDir> {
-    match root.exists() {
-        true => StoreDir::open(root),
-        false => StoreDir::open_existing(root),
-    }
 }

@@ -312,36 +312,6 @@ const COMPILE_NOTICE_BYTES: usize = 4_000_000;
 /// Report a large agent's first compile on stderr, so a first run that
 /// takes seconds is not silent: on a terminal a spinner with the time
 /// so far, then how long it took.
-/// The store a command that reads one run opens. `--store` when it is a
-/// store, never made where a mistyped one points (`history ID --store
-/// typo` made an empty store there); for a run named by its bundle's path
-/// while `--store` names no store, the store the bundle lies in
-/// (`STORE/runs/ID.jsonl`, whose objects it needs), else `--store` as it
-/// always was opened.
-fn store_of_run(
-    store: &std::path::Path,
-    run: &str,
-) -> anyhow::Result<worldline_store::store::StoreDir> {
-    use worldline_store::store::StoreDir;
-    let bundle = std::path::Path::new(run);
-    if !(run.contains('/') || run.ends_with(".jsonl")) || !bundle.is_file() {
-        return StoreDir::open_existing(store);
-    }
-    if store.is_dir()
-        || store
-            .to_str()
-            .is_some_and(worldline_pgstore::url::is_postgres)
-    {
-        return StoreDir::open(store);
-    }
-    let own = bundle
-        .parent()
-        .filter(|runs| runs.file_name() == Some(std::ffi::OsStr::new("runs")))
-        .and_then(std::path::Path::parent)
-        .filter(|root| root.join("objects").is_dir());
-    StoreDir::open(own.unwrap_or(store))
-}
-
 fn compile_notice() -> worldline_runtime::sandbox::CompileNotice {
     Box::new(|origin, bytes| {
         if bytes < COMPILE_NOTICE_BYTES {
@@ -385,6 +355,48 @@ fn print_json_supplied(
 /// [`worldline_report::write_json`] on stdout.
 fn print_json(doc: &impl serde::Serialize) -> anyhow::Result<()> {
     worldline_report::write_json(&mut std::io::stdout().lock(), doc)
+}
+
+/// The store a command that reads one run opens. `--store` when it is a
+/// store, never made where a mistyped one points (`history ID --store
+/// typo` made an empty store there); for a run named by its bundle's path
+/// while `--store` names no store, the store the bundle lies in
+/// (`STORE/runs/ID.jsonl`, whose objects it needs), else `--store` as it
+/// always was opened.
+fn store_of_run(
+    store: &std::path::Path,
+    run: &str,
+) -> anyhow::Result<worldline_store::store::StoreDir> {
+    use worldline_store::store::StoreDir;
+    let bundle = std::path::Path::new(run);
+    if !(run.contains('/') || run.ends_with(".jsonl")) || !bundle.is_file() {
+        return StoreDir::open_existing(store);
+    }
+    if store.is_dir()
+        || store
+            .to_str()
+            .is_some_and(worldline_pgstore::url::is_postgres)
+    {
+        return StoreDir::open(store);
+    }
+    let own = bundle
+        .parent()
+        .filter(|runs| runs.file_name() == Some(std::ffi::OsStr::new("runs")))
+        .and_then(std::path::Path::parent)
+        .filter(|root| root.join("objects").is_dir());
+    StoreDir::open(own.unwrap_or(store))
+}
+
+/// The store `gc`, `pin`, `unpin` and `retention` tend: one that is there
+/// (a folder holding only its `policy.toml` is), never one made where a
+/// mistyped `--store` points (`gc` "removed 0 runs" from an empty store it
+/// made there).
+fn store_there(root: &std::path::Path) -> anyhow::Result<worldline_store::store::StoreDir> {
+    use worldline_store::store::StoreDir;
+    match root.exists() {
+        true => StoreDir::open(root),
+        false => StoreDir::open_existing(root),
+    }
 }
 
 /// A command's error on stderr. Messages quote inputs (names from

@@ -27,7 +27,7 @@ pub fn exec(args: RetentionArgs) -> Result<ExitCode> {
     // store that is there.
     let store = match args.set {
         Some(_) => StoreDir::open(&args.common.store)?,
-        None => super::gc_cmd::store_there(&args.common.store)?,
+        None => super::store_there(&args.common.store)?,
     };
     let Some(file) = &args.set else {
         return show(&store, args.common.json);

@@ -460,7 +460,9 @@ fn collect(
         // The child's footer held the header it ran under; the member's
         // names its parent and group, so its footer is sealed again.
         let mut footer = c.footer;
-        bundle::seal(&mut footer, &header);
+        if !footer.hash.is_empty() {
+            bundle::seal(&mut footer, &header);
+        }
         let body = c.lines[..c.lines.len() - 1]
             .iter()
             .rposition(|&b| b == b'\n')

@@ -162,14 +162,11 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
 /// start itself.
 fn unstartable(program: &str) -> Option<String> {
     use std::os::unix::fs::PermissionsExt as _;
-    let runnable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+    let runnable = |m: &std::fs::Metadata| m.is_file() && m.permissions().mode() & 0o111 != 0;
     if program.contains('/') {
-        let path = Path::new(program);
-        return match std::fs::metadata(path) {
+        return match std::fs::metadata(program) {
             Err(e) => Some(format!("cannot start `{program}`: {e}")),
-            Ok(_) if !runnable(path) => Some(format!(
+            Ok(m) if !runnable(&m) => Some(format!(
                 "cannot start `{program}`: it is not a file one may run (`chmod +x` it, or name its interpreter first)"
             )),
             Ok(_) => None,
@@ -178,7 +175,7 @@ fn unstartable(program: &str) -> Option<String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let found = std::env::split_paths(&path)
         .chain(["/bin", "/usr/bin"].map(std::path::PathBuf::from))
-        .any(|dir| runnable(&dir.join(program)));
+        .any(|dir| std::fs::metadata(dir.join(program)).is_ok_and(|m| runnable(&m)));
     (!found).then(|| format!("cannot start `{program}`: no such command on PATH"))
 }
 

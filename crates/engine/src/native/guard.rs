@@ -129,6 +129,18 @@ fn refusal<G: Gate + ?Sized>(
     None
 }
 
+/// Whether the request's `Host` names a loopback server at `port`
+/// (`127.0.0.1`, `localhost` or `[::1]`, with the port): a name that
+/// resolves elsewhere (a DNS rebinding) is not this machine's.
+pub(super) fn loopback_host(headers: &HeaderMap, port: u16) -> bool {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    host.is_some_and(|h| {
+        ["127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .any(|n| h == format!("{n}:{port}"))
+    })
+}
+
 /// Whether the request's `Origin`, when it has one, is a page of this
 /// machine (any port: a local MCP inspector is a client too). `null` and
 /// anything that is not an http(s) origin are refused.

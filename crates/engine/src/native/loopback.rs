@@ -119,12 +119,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 impl Loopback {
     /// Whether the request names this server by a loopback Host.
     pub(super) fn host_ok(&self, headers: &HeaderMap) -> bool {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-        host.is_some_and(|h| {
-            ["127.0.0.1", "localhost", "[::1]"]
-                .iter()
-                .any(|n| h == format!("{n}:{}", self.port))
-        })
+        super::guard::loopback_host(headers, self.port)
     }
 
     /// The path the request asks for, once its token is checked (`None`:

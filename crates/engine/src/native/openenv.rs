@@ -145,16 +145,7 @@ async fn upgrade(
     headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> axum::response::Response {
-    let host = headers
-        .get(axum::http::header::HOST)
-        .and_then(|h| h.to_str().ok());
-    let port = shared.port;
-    let host_ok = host.is_some_and(|h| {
-        ["127.0.0.1", "localhost", "[::1]"]
-            .iter()
-            .any(|n| h == *n || h == format!("{n}:{port}"))
-    });
-    if !host_ok || !super::guard::origin_ok(&headers) {
+    if !super::guard::loopback_host(&headers, shared.port) || !super::guard::origin_ok(&headers) {
         return (
             axum::http::StatusCode::FORBIDDEN,
             "a connection from a web page of another origin, or naming another host, is refused: only clients of this machine (ws://127.0.0.1, ws://localhost, ws://[::1] at this port) may connect",

@@ -467,14 +467,11 @@ pub(super) fn header_line_hash(line: &str) -> String {
     canon::sha256_hex(line.strip_suffix('\n').unwrap_or(line))
 }
 
-/// Set `footer`'s `header_hash` to `header`'s line and hash the footer
-/// again: the footer then holds the header too. A footer left unhashed
-/// (a counted run's) stays so.
+/// Set `footer`'s `header_hash` to `header`'s line, then its `hash` over
+/// both: the footer then holds the header too.
 pub fn seal(footer: &mut Footer, header: &Header) {
-    if footer.hash.is_empty() {
-        return;
-    }
     footer.header_hash = Some(header_line_hash(&header_line(header)));
+    // Cleared first, so the hash is taken without copying the footer.
     footer.hash = String::new();
     footer.hash = footer_hash(footer);
 }

@@ -73,22 +73,21 @@ fn copy(
     let (_, events, head) = recorder
         .finish()
         .expect("an in-memory recorder does not fail");
-    let mut header = header.clone();
-    r.header(&mut header);
     let footer = footer.map(|f| {
         let mut f = f.clone();
         r.footer(&mut f);
         f.chain_hash = head.clone();
-        f.hash = bundle::footer_hash(&f);
         f
     });
+    let mut header = header.clone();
+    r.header(&mut header);
     header.redacted = Some(Redacted {
         hidden: r.hidden() as u64,
         original_run: run_id.to_string(),
         original_chain_hash,
         policy_sha256: r.policy_hash().to_string(),
     });
-    // The copy's footer holds the copy's header.
+    // The copy's footer is hashed over the copy's header and chain.
     let footer = footer.map(|mut f| {
         bundle::seal(&mut f, &header);
         f
