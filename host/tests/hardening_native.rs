@@ -622,13 +622,7 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
             .spawn()
             .unwrap();
         // Signalled once its first agent has started.
-        let runs = store.join("runs");
-        let bundles = || {
-            std::fs::read_dir(&runs).map_or(0, |d| {
-                d.filter(|e| e.as_ref().unwrap().path().extension() == Some(os("jsonl")))
-                    .count()
-            })
-        };
+        let bundles = || files_with_suffix(&store.join("runs"), ".jsonl").len();
         let began = Instant::now();
         while !began_file.exists() {
             assert!(began.elapsed() < Duration::from_secs(60), "no run began");
@@ -693,10 +687,7 @@ fn a_command_that_cannot_start_records_no_run() {
             .expect("ended");
             out.expect_code(2);
             assert!(out.stderr.contains(says), "{verb} {command}: {out}");
-            let recorded = std::fs::read_dir(store.join("runs")).map_or(0, |d| {
-                d.filter(|e| e.as_ref().unwrap().path().extension() == Some(os("jsonl")))
-                    .count()
-            });
+            let recorded = files_with_suffix(&store.join("runs"), ".jsonl").len();
             assert_eq!(recorded, 0, "{verb} {command}: {out}");
         }
     }
