@@ -317,6 +317,7 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         ("bad_seed", "VALIDATION_ERROR"),
         ("text_seed", "VALIDATION_ERROR"),
         ("fork_path", "VALIDATION_ERROR"),
+        ("binary", "INVALID_JSON"),
         ("second", "CAPACITY_REACHED"),
     ] {
         assert_eq!(said[key]["type"], "error", "{key}: {said}");
@@ -340,12 +341,54 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         said["local_origin"], "HTTP/1.1 101 Switching Protocols",
         "{said}"
     );
-    assert_ne!(said["oversize"], "answered", "{said}");
+    assert_eq!(said["second"]["data"]["max_sessions"], 1, "{said}");
+    // Each connection the server ends, it ends with a close frame saying
+    // why (RFC 6455's codes), so a client is told rather than cut off.
+    let frame = |key: &str| (said[key][0].as_u64(), said[key][1].as_str().unwrap_or(""));
+    assert_eq!(frame("second_closed").0, Some(1013), "{said}");
+    assert_eq!(frame("eager_closed"), frame("second_closed"), "{said}");
+    assert!(frame("eager_closed").1.contains("--max-sessions"), "{said}");
+    assert_eq!(frame("oversize").0, Some(1009), "{said}");
+    assert_eq!(frame("close"), (Some(1000), "closed"), "{said}");
+    assert_eq!(frame("idle").0, Some(1000), "{said}");
+    assert!(frame("idle").1.contains("--idle-timeout"), "{said}");
     assert_eq!(said["third"]["type"], "state", "{said}");
-    // A connection that stays silent past --idle-timeout is closed.
-    assert_eq!(said["idle"], "closed", "{said}");
+    // Stopped with an episode open, the server closes its connection
+    // (1001) at once and grades the episode before it ends.
+    let mut held = Command::new(openenv_python())
+        .arg(tests_dir().join("openenv/held.py"))
+        .arg(&url)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the held client runs");
+    let mut lines = BufReader::new(held.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "begun");
+    let stopped = std::time::Instant::now();
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status();
     assert!(server.wait().unwrap().success());
+    assert!(
+        stopped.elapsed() < std::time::Duration::from_secs(10),
+        "serve took {:?} to stop with an episode open",
+        stopped.elapsed()
+    );
+    let got: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(got[0], 1001, "{got}");
+    assert!(held.wait().unwrap().success());
+    let runs = crate::common::cli()
+        .args(["runs", "--json", "--store"])
+        .arg(store.path())
+        .output()
+        .unwrap();
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(
+        runs.len(),
+        2,
+        "the first connection's episode and the held one: {runs:?}"
+    );
+    for run in runs {
+        assert_ne!(run["status"], "incomplete", "every episode is ended: {run}");
+    }
 }

@@ -16,6 +16,11 @@ hostport = url.split("//")[1].split("/")[0]
 out = {}
 
 
+def closed(e):
+    """The close frame a closed connection got: [code, reason], or None."""
+    return [e.rcvd.code, e.rcvd.reason] if e.rcvd else None
+
+
 def handshake(host, origin=None):
     """The status line a WebSocket upgrade naming `host` (and `origin`) gets."""
     name, port = hostport.rsplit(":", 1)
@@ -48,21 +53,40 @@ with connect(url) as first:
     out["fork_path"] = ask(
         json.dumps({"type": "reset", "data": {"fork_of": {"run": "/etc/passwd", "at": 0}}})
     )
+    # A binary frame is answered, and the connection goes on.
+    first.send(b'{"type": "state"}')
+    out["binary"] = json.loads(first.recv(timeout=30))
     # Only clients of this machine connect: not a page of another origin,
     # not a request naming another host (a DNS rebinding).
     out["foreign_host"] = handshake("evil.example")
     out["foreign_origin"] = handshake(hostport, "http://evil.example")
     out["local_origin"] = handshake(hostport, "http://localhost:3000")
-    # The one session is held: a second connection is refused.
+    # The one session is held: a second connection is refused, and then
+    # closed with a frame saying so; a client that speaks first (as
+    # OpenEnv's EnvClient does: its `reset` is sent before it reads) is
+    # told the same by the frame, whichever comes first.
     with connect(url) as second:
         out["second"] = json.loads(second.recv(timeout=30))
-    # A message past the cap closes the connection.
+        try:
+            second.recv(timeout=30)
+            out["second_closed"] = "answered"
+        except ConnectionClosed as e:
+            out["second_closed"] = closed(e)
+    with connect(url) as eager:
+        try:
+            eager.send(json.dumps({"type": "reset", "data": {}}))
+            eager.recv(timeout=30)
+            eager.recv(timeout=30)
+            out["eager_closed"] = "answered"
+        except ConnectionClosed as e:
+            out["eager_closed"] = closed(e)
+    # A message past the cap closes the connection, saying why.
     try:
         first.send("x" * (2 << 20))
         first.recv(timeout=30)
         out["oversize"] = "answered"
-    except Exception as e:
-        out["oversize"] = type(e).__name__
+    except ConnectionClosed as e:
+        out["oversize"] = closed(e)
 # The slot is free again once the first connection's episode is ended
 # and graded (shortly after it closed).
 for _ in range(100):
@@ -75,13 +99,21 @@ for _ in range(100):
     if out["third"] != "refused" and out["third"].get("data", {}).get("code") != "CAPACITY_REACHED":
         break
     time.sleep(0.1)
+# `close` is answered with a close frame.
+with connect(url) as closing:
+    closing.send(json.dumps({"type": "close"}))
+    try:
+        closing.recv(timeout=20)
+        out["close"] = "answered"
+    except ConnectionClosed as e:
+        out["close"] = closed(e)
 # A client that says nothing is closed after the idle timeout (2 s here).
 with connect(url) as idle:
     try:
         idle.recv(timeout=20)
         out["idle"] = "answered"
-    except ConnectionClosed:
-        out["idle"] = "closed"
+    except ConnectionClosed as e:
+        out["idle"] = closed(e)
     except TimeoutError:
         out["idle"] = "still open"
 print(json.dumps(out))

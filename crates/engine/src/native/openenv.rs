@@ -116,11 +116,7 @@ pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr
             .route("/ws", axum::routing::get(upgrade))
             .with_state(shared.clone());
         axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                while !super::signals::received() {
-                    tokio::time::sleep(Duration::from_millis(25)).await;
-                }
-            })
+            .with_graceful_shutdown(stopping())
             .await?;
         // Every session's connection ended (and its run finished).
         let all = u32::try_from(shared.served.max_sessions).unwrap_or(u32::MAX);
@@ -157,24 +153,60 @@ async fn upgrade(
         .into_response()
 }
 
-/// One client: its sessions, one after another.
+/// One client: its sessions, one after another. The connection ends
+/// with a close frame saying why (RFC 6455's codes): `close` or the
+/// client's own close (1000), `--idle-timeout` (1000), a message past
+/// [`MAX_MESSAGE`] (1009), no free slot (1013, after OpenEnv's
+/// `CAPACITY_REACHED`) or the server stopping (1001); the open episode is
+/// then ended and graded.
 async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
     let Ok(_slot) = shared.slots.clone().try_acquire_owned() else {
+        let max = shared.served.max_sessions;
         let message = format!(
-            "this server holds {} sessions at once (worldline serve --max-sessions); try again when one ends",
-            shared.served.max_sessions
+            "this server holds {max} sessions at once (worldline serve --max-sessions); try again when one ends"
         );
-        let _ = socket
-            .send(text(&error("CAPACITY_REACHED", &message)))
-            .await;
+        let mut refused = error("CAPACITY_REACHED", &message);
+        refused["data"]["active_sessions"] = json!(max);
+        refused["data"]["max_sessions"] = json!(max);
+        if socket.send(text(&refused)).await.is_ok() {
+            let why =
+                format!("all {max} sessions are taken (--max-sessions): try again when one ends");
+            close(socket, 1013, &why).await;
+        }
         return;
     };
+    let idle = shared.served.idle;
     let mut session: Option<Session> = None;
-    while let Ok(Some(Ok(msg))) = tokio::time::timeout(shared.served.idle, socket.recv()).await {
-        let raw = match msg {
-            Message::Text(t) => t.to_string(),
-            Message::Close(_) => break,
-            _ => continue,
+    let ending = loop {
+        let received = tokio::select! {
+            r = tokio::time::timeout(idle, socket.recv()) => r,
+            () = stopping() => break Some((1001, "the server is stopping".to_string())),
+        };
+        let raw = match received {
+            Err(_) => {
+                let why = format!(
+                    "idle for {} s (worldline serve --idle-timeout)",
+                    idle.as_secs()
+                );
+                break Some((1000, why));
+            }
+            Ok(Some(Ok(Message::Text(t)))) => t.to_string(),
+            Ok(Some(Ok(Message::Binary(_)))) => {
+                let said = error(
+                    "INVALID_JSON",
+                    "a binary frame: send each message as JSON in a text frame",
+                );
+                if socket.send(text(&said)).await.is_err() {
+                    break None;
+                }
+                continue;
+            }
+            Ok(Some(Ok(Message::Close(_)))) | Ok(None) => break None,
+            Ok(Some(Ok(_))) => continue,
+            Ok(Some(Err(e))) if too_long(&e) => {
+                break Some((1009, format!("a message is at most {MAX_MESSAGE} bytes")));
+            }
+            Ok(Some(Err(_))) => break None,
         };
         let reply = match serde_json::from_str::<Value>(&raw) {
             Err(e) => error("INVALID_JSON", &format!("Invalid JSON: {e}")),
@@ -188,7 +220,7 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
                     Some(s) => json!({"type": "state", "data": s.state()}),
                     None => json!({"type": "state", "data": {"step_count": 0}}),
                 },
-                "close" => break,
+                "close" => break Some((1000, "closed".to_string())),
                 other => error(
                     "UNKNOWN_TYPE",
                     &format!("unknown message type `{other}`: send reset, step, state or close"),
@@ -196,11 +228,41 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
             },
         };
         if socket.send(text(&reply)).await.is_err() {
-            break;
+            break None;
         }
+    };
+    if let Some((code, reason)) = ending {
+        close(socket, code, &reason).await;
     }
     if let Some(mut s) = session.take() {
         s.finish(None).await;
+    }
+}
+
+/// Once SIGINT or SIGTERM has come.
+async fn stopping() {
+    while !super::signals::received() {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Whether a read failed on a message past [`MAX_MESSAGE`].
+fn too_long(e: &axum::Error) -> bool {
+    let read = std::error::Error::source(e).and_then(|e| e.downcast_ref::<tungstenite::Error>());
+    matches!(read, Some(tungstenite::Error::Capacity(_)))
+}
+
+/// Send a close frame, then read (for a little while) until the client's
+/// comes back, so that what was sent before it reaches the client rather
+/// than a reset of a connection with unread data.
+async fn close(mut socket: WebSocket, code: u16, reason: &str) {
+    let frame = axum::extract::ws::CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    if socket.send(Message::Close(Some(frame))).await.is_ok() {
+        let drained = async { while let Some(Ok(_)) = socket.recv().await {} };
+        let _ = tokio::time::timeout(Duration::from_secs(2), drained).await;
     }
 }
 
