@@ -692,3 +692,52 @@ fn a_command_that_cannot_start_records_no_run() {
         }
     }
 }
+
+/// worldline killed outright (SIGKILL: no handler runs) with a native run
+/// under way: the agent, and a daemon it started in a session of its own,
+/// end too. They lived on before, under a keeper nobody was left to end.
+#[test]
+fn a_native_agent_s_processes_end_when_worldline_is_killed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (agent, detached) = (
+        dir.path().join("agent.pid"),
+        dir.path().join("detached.pid"),
+    );
+    let _reap = Reap(vec![agent.clone(), detached.clone()]);
+    let case = case_with(dir.path(), "long", "[limits]\ntimeout_ms = 60000\n");
+    let script = format!(
+        "echo $$ > {}; {} sleep 30",
+        agent.display(),
+        daemon(&detached, "</dev/null >/dev/null 2>&1")
+    );
+    let worlds = worlds();
+    let mut child = cli()
+        .args([
+            os("run"),
+            case.as_os_str(),
+            os("--worlds"),
+            worlds.as_os_str(),
+        ])
+        .args([os("--store"), store.as_os_str()])
+        .args(["--exec", "--", "/bin/sh", "-c"])
+        .arg(&script)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = [pid_in(&agent), pid_in(&detached)];
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    for pid in pids {
+        while !process_gone(pid) {
+            assert!(
+                killed.elapsed() < Duration::from_secs(10),
+                "process {pid} of the agent outlived worldline by {:?}",
+                killed.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

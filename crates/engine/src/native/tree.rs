@@ -8,7 +8,8 @@
 //! reports the agent's wait status on a pipe of its own, and exits once it
 //! has no child left. Ending the run kills every descendant of the keeper
 //! (found in /proc by parent pid, again until none is left), then reaps
-//! the keeper.
+//! the keeper. Should worldline die first (SIGKILL), the kernel tells the
+//! keeper (`PR_SET_PDEATHSIG`), which kills the tree itself.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -46,8 +47,9 @@ pub(super) fn spawn(cmd: &mut Command) -> io::Result<Tree> {
     let (read, write) = status_pipe()?;
     let status_fd = write.as_raw_fd();
     // SAFETY: the closure runs in the forked child before exec and calls
-    // only async-signal-safe functions (prctl, fork, open, dup2, close,
-    // signal, waitpid, write, _exit); it allocates nothing.
+    // only async-signal-safe functions (prctl, sigaction, getppid, fork,
+    // open, read, dup2, close, signal, kill, waitpid, write, _exit); it
+    // allocates nothing.
     unsafe {
         cmd.pre_exec(move || keep(status_fd));
     }
@@ -168,6 +170,21 @@ fn keep(status: RawFd) -> io::Result<()> {
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, on) != 0 {
             return Err(io::Error::last_os_error());
         }
+        // Should worldline die without ending the run (SIGKILL), the
+        // kernel tells the keeper, which then ends the tree itself. The
+        // signal is only to wake it: its handler does nothing, and no
+        // SA_RESTART, so the keeper's wait returns and it looks.
+        let parent = libc::getppid();
+        let mut woken: libc::sigaction = std::mem::zeroed();
+        woken.sa_sigaction = wake as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        if libc::sigaction(ORPHANED, &woken, std::ptr::null_mut()) != 0
+            || libc::prctl(libc::PR_SET_PDEATHSIG, ORPHANED as libc::c_ulong) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
         let agent = libc::fork();
         if agent < 0 {
             return Err(io::Error::last_os_error());
@@ -179,17 +196,25 @@ fn keep(status: RawFd) -> io::Result<()> {
             libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0);
             return Ok(());
         }
-        keeper(agent, status)
+        keeper(agent, parent, status)
     }
 }
+
+/// The signal the kernel sends the keeper when worldline's thread that
+/// started it ends (`PR_SET_PDEATHSIG`): it outlives the tree unless
+/// worldline dies.
+const ORPHANED: libc::c_int = libc::SIGUSR1;
+
+extern "C" fn wake(_: libc::c_int) {}
 
 /// The keeper's life: hold nothing the run reads to its end (stdio onto
 /// /dev/null, every other descriptor but the status pipe closed, which
 /// also lets `spawn` see the exec), report the agent's status, and reap
-/// whatever is re-parented here until nothing is left.
+/// whatever is re-parented here until nothing is left; should worldline
+/// (`parent`) die first, kill it all ([`orphaned`]).
 ///
 /// SAFETY: in a forked child only; async-signal-safe calls only.
-unsafe fn keeper(agent: libc::pid_t, status: RawFd) -> ! {
+unsafe fn keeper(agent: libc::pid_t, parent: libc::pid_t, status: RawFd) -> ! {
     unsafe {
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
         for fd in 0..3 {
@@ -208,6 +233,47 @@ unsafe fn keeper(agent: libc::pid_t, status: RawFd) -> ! {
                 let bytes = raw.to_ne_bytes();
                 libc::write(status, bytes.as_ptr().cast(), bytes.len());
             } else if pid < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(0);
+            } else if pid < 0 && libc::getppid() != parent {
+                orphaned();
+            }
+        }
+    }
+}
+
+/// worldline died with the run under way: kill the keeper's children
+/// (as `/proc/thread-self/children` lists them) and reap them, again as
+/// what they started is re-parented here, until none is left; then exit.
+///
+/// SAFETY: in the keeper only; async-signal-safe calls only.
+unsafe fn orphaned() -> ! {
+    unsafe {
+        loop {
+            let listed = libc::open(c"/proc/thread-self/children".as_ptr(), libc::O_RDONLY);
+            if listed >= 0 {
+                let (mut buf, mut pid) = ([0u8; 512], 0 as libc::pid_t);
+                loop {
+                    let n = libc::read(listed, buf.as_mut_ptr().cast(), buf.len());
+                    if n <= 0 {
+                        break;
+                    }
+                    for &b in &buf[..n as usize] {
+                        if b.is_ascii_digit() {
+                            pid = pid.saturating_mul(10).saturating_add((b - b'0').into());
+                        } else if pid > 0 {
+                            libc::kill(pid, libc::SIGKILL);
+                            pid = 0;
+                        }
+                    }
+                }
+                if pid > 0 {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                libc::close(listed);
+            }
+            if libc::waitpid(-1, std::ptr::null_mut(), 0) < 0
+                && *libc::__errno_location() != libc::EINTR
+            {
                 libc::_exit(0);
             }
         }
