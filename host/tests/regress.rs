@@ -595,3 +595,126 @@ fn traces_of_the_official_and_openinference_instrumentations_become_cases() {
         );
     }
 }
+
+/// A fork made a case: its `--respond` at a tool call becomes the
+/// `[[inject]]` rule that gives the same answer, so the case's run ends as
+/// the fork did; a `--set` or `--deny` part way, which no case key holds,
+/// is named under `not_carried`. `repro` of such a fork, which would run
+/// the case without its edits, is refused. Before, the edits were dropped
+/// silently: the case passed where the fork failed, and `repro` gave the
+/// rate of another run.
+#[test]
+fn a_fork_s_edits_are_carried_into_its_case_or_named_and_repro_refuses_them() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "rollback",
+        r#"world = "incident@v4"
+seed = 9
+clock = 2026-03-01T12:05:00Z
+task = { alert = "ALERT-7", ticket = "T-100" }
+
+[[expect.state]]
+table = "deploys"
+key = "D-42"
+field = "status"
+equals = "rolled_back"
+"#,
+    );
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    std::fs::rename(&case, cases.join("rollback.toml")).unwrap();
+    let first = test_json(&store, &cases, "naive-agent");
+    first.expect_code(0);
+    let run = first.json()["cases"][0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Event 1 is the deploy list: answer it without D-42, so the agent
+    // rolls back D-41 and D-42 stays live.
+    let stale = r#"{"ok": {"as_of": "2026-03-01T12:05:00Z", "deploys": [{"at": "2026-03-01T09:15:00Z", "author": "lee", "change": "Copy fix", "id": "D-41", "service": "checkout", "status": "live", "version": "2.14.1"}]}}"#;
+    let naive = guest("naive-agent");
+    let fork = |of: &str, edits: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["fork".as_ref(), of.as_ref()];
+        args.extend(edits.iter().map(std::ffi::OsStr::new));
+        args.extend(["--agent".as_ref(), naive.as_os_str(), "--json".as_ref()]);
+        let out = worldline(&store, args);
+        out.json()["run_id"].as_str().unwrap().to_string()
+    };
+    let answered = fork(&run, &["--at", "1", "--respond", stale]);
+    let patched = fork(
+        &answered,
+        &[
+            "--at",
+            "3",
+            "--deny",
+            "close_ticket",
+            "--set",
+            r#"deploys/D-41.status="x""#,
+        ],
+    );
+    let from_run = |of: &str, name: &str| {
+        let out = worldline(
+            &store,
+            [
+                "case".as_ref(),
+                "from-run".as_ref(),
+                of.as_ref(),
+                "-o".as_ref(),
+                cases.join(name).as_os_str(),
+                "--json".as_ref(),
+            ],
+        );
+        out.expect_code(0);
+        out.json().clone()
+    };
+    let made = from_run(&answered, "answered.toml");
+    assert_eq!(made["injects"], 1, "{made}");
+    assert_eq!(made["not_carried"], serde_json::json!([]), "{made}");
+    let text = std::fs::read_to_string(cases.join("answered.toml")).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    let rule = &doc["inject"].as_array().unwrap()[0];
+    assert_eq!(rule["tool"].as_str(), Some("list_deploys"), "{text}");
+    assert_eq!(rule["nth"].as_integer(), Some(1), "{text}");
+    assert_eq!(
+        rule["response"]["deploys"][0]["id"].as_str(),
+        Some("D-41"),
+        "{text}"
+    );
+    // The case's run ends as the fork did.
+    std::fs::remove_file(cases.join("rollback.toml")).unwrap();
+    let again = test_json(&store, &cases, "naive-agent");
+    again.expect_code(1);
+    assert!(
+        again.stdout.contains("deploys/D-42.status equals"),
+        "{again}"
+    );
+    let made = from_run(&patched, "patched.toml");
+    let left: Vec<&str> = made["not_carried"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(left.len(), 2, "{made}");
+    assert!(
+        left[0].contains("--deny close_ticket from event 3"),
+        "{made}"
+    );
+    assert!(
+        left[1].contains("--set deploys/D-41.status at event 3"),
+        "{made}"
+    );
+    // repro would run the case without the edits: refused, naming them.
+    let repro = worldline(&store, ["repro", &patched, "--times", "2"]);
+    repro.expect_code(2);
+    assert!(
+        repro.stderr.contains("--respond at event 1")
+            && repro.stderr.contains("--deny close_ticket at event 3")
+            && repro.stderr.contains("case from-run"),
+        "{repro}"
+    );
+    // A run that is no fork is reproduced as before.
+    worldline(&store, ["repro", &run, "--times", "2"]).expect_code(0);
+}

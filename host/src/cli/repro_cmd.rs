@@ -10,6 +10,7 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use worldline_case::error::InputError;
+use worldline_engine::fork;
 use worldline_engine::fuzz::repro::repro;
 use worldline_engine::native::exec::Exec;
 use worldline_engine::replay::{self, recorded_agent};
@@ -62,6 +63,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         )
         .into());
     };
+    refuse_edited_fork(&rec)?;
     let want = signature::of_footer(footer);
     // A native run repeats its recorded command.
     let native = rec
@@ -94,4 +96,42 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         worldline_report::repro::write(&mut std::io::stdout().lock(), &r)?;
     }
     Ok(ExitCode::Ok)
+}
+
+/// A fork whose edits change what its run met (an answer, a permission,
+/// the world) is not its case run again: `repro` runs the case from its
+/// start, without them, so its rate would be of another run. A fork that
+/// only drew other model answers (`--samples`) or no edit is its case's.
+fn refuse_edited_fork(rec: &replay::RecordedRun) -> Result<()> {
+    use worldline_log::log::bundle::Edit;
+    let Some(parent) = &rec.bundle.header.parent else {
+        return Ok(());
+    };
+    let edits: Vec<String> = parent
+        .fork_points()
+        .iter()
+        .flat_map(|p| {
+            p.edits
+                .iter()
+                .filter(|e| !matches!(e, Edit::Reseed { .. }))
+                .map(move |e| match e {
+                    // The response itself may be long: the flag and event say which.
+                    Edit::Respond { .. } => format!("--respond at event {}", p.event),
+                    e => format!("{} at event {}", fork::check::describe(e), p.event),
+                })
+        })
+        .collect();
+    if edits.is_empty() {
+        return Ok(());
+    }
+    Err(InputError::new(
+        &rec.path,
+        format!(
+            "run {} is a fork with edits ({}): repro runs its case from the start, without them. To see how often the edited run ends this way, make it a case, `worldline case from-run {} -o CASE.toml` (it lists what the case cannot carry), and run `worldline test CASE.toml --repeat N`; or branch the parent with the same edits and `fork --samples N`",
+            rec.id,
+            edits.join("; "),
+            rec.id
+        ),
+    )
+    .into())
 }

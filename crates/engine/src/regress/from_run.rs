@@ -15,10 +15,16 @@
 //! only the old agent (one that calls differently draws other faults), and a
 //! `[fuzz] schedule` key would be a second way to write what `[[inject]]` says.
 //! A fuzz clock skew has no case key and is reported as not carried.
+//!
+//! A fork's edits: its `--respond` at a tool call is an `[[inject]]`
+//! `response` (or `error`) rule at that call; at a model call or a
+//! model-played user's turn it is in the recording the case replays.
+//! What no case key holds (a world patch, a permission or an approval
+//! changed part way) is reported as not carried, naming the edit.
 
 use anyhow::Result;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use worldline_case::case::inject::Action;
@@ -27,6 +33,7 @@ use worldline_case::case::origin::{CreatedFrom, Origin};
 use worldline_case::case::user::PlayedBy;
 use worldline_case::case::{self, fuzz::PlannedFault};
 use worldline_case::error::InputError;
+use worldline_log::log::bundle::{Edit, Parent};
 use worldline_log::log::event::{By, Effect, Event};
 use worldline_log::log::{Call, Kind};
 use worldline_store::store::StoreDir;
@@ -138,7 +145,8 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         .filter(|e| Kind::of(&e.call) == Some(Kind::ModelComplete))
         .count();
     let recording = file_name(&copy);
-    if model_calls > 0 && rec.case.model.provider != Provider::Scripted {
+    let recorded_model = model_calls > 0 && rec.case.model.provider != Provider::Scripted;
+    if recorded_model {
         let model = table
             .entry("model")
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
@@ -147,6 +155,18 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
             m.insert("recording".into(), recording.clone().into());
             m.insert("cassette".into(), cassette_name(opts.fallback).into());
         }
+    }
+    let scripted_from_run = rec
+        .case
+        .user
+        .as_ref()
+        .is_some_and(|u| u.played_by == PlayedBy::Model && !u.stand_in_plays());
+    if let Some(parent) = &rec.bundle.header.parent {
+        let carried = Carried {
+            recorded_model,
+            scripted_from_run,
+        };
+        not_carried.extend(carried.edits_left(parent, &rec.bundle.events));
     }
     if let Some(u) = rec
         .case
@@ -230,7 +250,7 @@ fn inject_rules(
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     let mut rules = Vec::new();
     for e in events {
-        let Call::ToolsCall { request, .. } = e.typed() else {
+        let Call::ToolsCall { request, response } = e.typed() else {
             continue;
         };
         let tool = request.name.as_str();
@@ -254,8 +274,19 @@ fn inject_rules(
         } else if let By::Fuzz(f) = mark.by {
             let f: PlannedFault = serde_json::from_value(f.clone())?;
             fault_rule(&f)
+        } else if let By::Fork = mark.by {
+            // A fork's answer (`--respond`): the rule that gives it.
+            match (&response.ok, &response.error) {
+                (Some(ok), _) => json!({"response": ok}),
+                (None, Some(error)) => match &error.message {
+                    Some(Value::String(message)) => {
+                        json!({"error": error.kind, "message": message})
+                    }
+                    _ => json!({"error": error.kind}),
+                },
+                (None, None) => continue,
+            }
         } else {
-            // A fork's replaced answer is not a fault of the run's world.
             continue;
         };
         rule["tool"] = Value::from(tool);
@@ -270,6 +301,68 @@ fn inject_rules(
         rules.push(rule);
     }
     Ok(rules)
+}
+
+/// What of a fork's edits the case carries: a tool call's answer as an
+/// `[[inject]]` rule ([`inject_rules`]), a model's answer or model seed
+/// in the recording the case's model replays (`recorded_model`), a user's
+/// line in the script made from the run's (`scripted_from_run`).
+struct Carried {
+    recorded_model: bool,
+    scripted_from_run: bool,
+}
+
+impl Carried {
+    /// The edits of every fork point of the run's lineage the case does not
+    /// carry, each named with its event: no case key changes the world,
+    /// the permissions or an approval part way through a run.
+    fn edits_left(&self, parent: &Parent, events: &[Event]) -> Vec<String> {
+        let mut left = Vec::new();
+        for point in parent.fork_points() {
+            let at = point.event;
+            for edit in &point.edits {
+                let why = match edit {
+                    Edit::Respond { .. } => {
+                        let kind = events
+                            .iter()
+                            .find(|e| e.seq == at)
+                            .and_then(|e| Kind::of(&e.call));
+                        match kind {
+                            Some(Kind::ToolsCall) => continue,
+                            Some(Kind::ModelComplete) if self.recorded_model => continue,
+                            Some(Kind::UserSay) if self.scripted_from_run => continue,
+                            Some(Kind::ModelComplete) => format!(
+                                "the fork's --respond at event {at} (a model call): the case's scripted model gives its own answer"
+                            ),
+                            Some(Kind::UserSay) => format!(
+                                "the fork's --respond at event {at} (a user turn): the case's user says its own line"
+                            ),
+                            Some(kind) => format!(
+                                "the fork's --respond at event {at} ({}): no case key answers it",
+                                kind.name()
+                            ),
+                            None => format!("the fork's --respond at event {at}"),
+                        }
+                    }
+                    Edit::Reseed { .. } if self.recorded_model => continue,
+                    Edit::Reseed { model_seed } => format!(
+                        "the fork's model seed {model_seed} from event {at}: the case's scripted model does not draw"
+                    ),
+                    Edit::Allow { tool } => format!(
+                        "the fork's --allow {tool} from event {at}: a case's permissions hold from its start"
+                    ),
+                    Edit::Deny { tool } => format!(
+                        "the fork's --deny {tool} from event {at}: a case's permissions hold from its start"
+                    ),
+                    Edit::Set { path, .. } => format!(
+                        "the fork's --set {path} at event {at}: a case's world is set before it starts"
+                    ),
+                };
+                left.push(why);
+            }
+        }
+        left
+    }
 }
 
 /// A model-played user made scripted: its recorded lines, one rule per
