@@ -781,3 +781,122 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
     out.expect_code(0);
     assert_eq!(out.json()["replayed"], 1, "{out}");
 }
+
+/// `dir` made read-only for this process while the guard lives: a
+/// read-only bind mount for root (whom permissions do not stop), the
+/// write bits taken away for anyone else.
+struct ReadOnly(std::path::PathBuf, bool);
+
+impl ReadOnly {
+    fn make(dir: &Path) -> ReadOnly {
+        use std::os::unix::fs::PermissionsExt as _;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+            return ReadOnly(dir.to_path_buf(), false);
+        }
+        let mount = |args: &[&str]| {
+            let ok = std::process::Command::new("mount")
+                .args(args)
+                .arg(dir)
+                .arg(dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(
+                ok,
+                "mount {args:?} {}: root needs it to make a read-only store",
+                dir.display()
+            );
+        };
+        mount(&["--bind"]);
+        let guard = ReadOnly(dir.to_path_buf(), true);
+        mount(&["-o", "remount,bind,ro"]);
+        guard
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt as _;
+        if self.1 {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        } else {
+            let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+/// A store this process cannot write (a read-only mount, another user's
+/// folder) is read: `runs` lists every bundle, the one its index on disk
+/// lacks included, from an index made in memory; `history` and `verify`
+/// work. A command that writes into it is exit 2 naming the store, and
+/// nothing in it changes. Before, `runs` was exit 4 with SQLite's "attempt
+/// to write a readonly database", and `gc` and `pin` exit 4 with the
+/// system's words.
+#[test]
+fn a_read_only_store_is_read_and_a_command_that_writes_is_refused() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    // A bundle the index on disk does not have (copied in from outside).
+    let ids: Vec<String> = common::files_with_suffix(&store.join("runs"), ".jsonl")
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(ids.len(), 4);
+    let (stem, last) = ids[0].split_at(ids[0].len() - 1);
+    let copy = format!("{stem}{}", if last == "0" { '1' } else { '0' });
+    std::fs::copy(
+        store.join("runs").join(format!("{}.jsonl", ids[0])),
+        store.join("runs").join(format!("{copy}.jsonl")),
+    )
+    .unwrap();
+    let before = tree_of(&store);
+    let _ro = ReadOnly::make(&store);
+    let runs = worldline(&store, ["runs", "--json"]);
+    runs.expect_code(0);
+    let listed = runs.json().as_array().unwrap().len();
+    assert_eq!(listed, 5, "{runs}");
+    assert!(runs.stderr.contains("read-only"), "{runs}");
+    worldline(&store, ["history", &ids[1]]).expect_code(0);
+    worldline(&store, ["verify"]).expect_code(0);
+    for args in [
+        vec!["gc"],
+        vec!["gc", "--dry-run"],
+        vec!["pin", ids[1].as_str()],
+        vec!["unpin", ids[1].as_str()],
+        vec!["index"],
+    ] {
+        let out = worldline(&store, &args);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("cannot be written here") && out.stderr.contains(s(&store)),
+            "{args:?}: {out}"
+        );
+    }
+    drop(_ro);
+    assert_eq!(tree_of(&store), before, "the read-only store changed");
+}
+
+/// Every file under `dir` with its size and modification time.
+fn tree_of(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut all = Vec::new();
+    let mut next = vec![dir.to_path_buf()];
+    while let Some(d) = next.pop() {
+        for e in std::fs::read_dir(&d).unwrap().map(Result::unwrap) {
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                next.push(e.path());
+            } else {
+                all.push((
+                    e.path().display().to_string(),
+                    meta.len(),
+                    meta.modified().unwrap(),
+                ));
+            }
+        }
+    }
+    all.sort();
+    all
+}

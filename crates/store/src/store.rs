@@ -617,6 +617,32 @@ impl StoreDir {
         }
     }
 
+    /// Whether this process may write in the store's folder (`access(2)`,
+    /// which a read-only mount refuses even to root). A read-only store is
+    /// still read: its run index is then made in memory.
+    pub fn writable(&self) -> bool {
+        use std::os::unix::ffi::OsStrExt as _;
+        let Ok(path) = std::ffi::CString::new(self.root.as_os_str().as_bytes()) else {
+            return true;
+        };
+        // SAFETY: `path` is a NUL-terminated string that outlives the call.
+        unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
+    }
+
+    /// Refuse `what` (a command that changes the store) on a store this
+    /// process cannot write, naming it, before anything is tried.
+    pub fn needs_writing(&self, what: &str) -> Result<(), worldline_case::error::InputError> {
+        if self.writable() {
+            return Ok(());
+        }
+        Err(worldline_case::error::InputError::new(
+            &self.root,
+            format!(
+                "this store cannot be written here (read-only), and {what} writes into it; run it where the store can be written (the commands that only read it work here)"
+            ),
+        ))
+    }
+
     /// A failed write into the store: names the store and the cause (a
     /// full disk, a read-only folder), so it is never mistaken for a
     /// graded failure.

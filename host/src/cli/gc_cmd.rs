@@ -56,6 +56,7 @@ pub struct UnpinArgs {
 pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
     let store = super::store_there(&args.common.store)?;
     store.require_raw("`gc` (removing runs)")?;
+    store.needs_writing("`gc` (a dry run too: it holds the store's gate while it plans)")?;
     let (mut policy, _) = Policy::of_store(&store)?;
     let set = |v: Option<u64>, into: &mut u64| {
         if let Some(v) = v {
@@ -79,6 +80,7 @@ pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
 pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
     let store = super::store_there(&args.common.store)?;
     store.require_raw("`pin`")?;
+    store.needs_writing("`pin`")?;
     // A run of the store, by its id: a bundle's path elsewhere is no run
     // the store keeps (it pinned one by its file's name).
     if !worldline_store::store::is_run_id(&args.run) {
@@ -101,6 +103,7 @@ pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
 pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
     let store = super::store_there(&args.common.store)?;
     store.require_raw("`unpin`")?;
+    store.needs_writing("`unpin`")?;
     let id = match store.resolve_run(&args.run) {
         Ok(path) => run_id_of(&path),
         // A pinned run whose bundle is gone is unpinned by its whole id;

@@ -32,6 +32,7 @@ pub fn exec(args: RetentionArgs) -> Result<ExitCode> {
     let Some(file) = &args.set else {
         return show(&store, args.common.json);
     };
+    store.needs_writing("`retention --set`")?;
     let text = worldline_case::bounded::read_text(file, worldline_case::bounded::DOCUMENT)
         .map_err(|e| InputError::new(file, format!("cannot read the retention policy: {e}")))?;
     let policy = Policy::set(&store, file, &text)?;

@@ -254,6 +254,7 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
             ExitCode::Failed
         });
     }
+    store.needs_writing("`index` (it brings the run index on disk up to date)")?;
     let (rows, sync) = if args.rebuild {
         let (index, sync) = Index::rebuild(&store)?;
         (index.query(&Filter::default())?.len(), sync)

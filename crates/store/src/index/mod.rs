@@ -108,6 +108,16 @@ impl Check {
     }
 }
 
+/// Whether `e` is SQLite refusing to write a file this process may not
+/// (the store's folder writable, the index file not).
+fn is_read_only(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code)
+            == Some(rusqlite::ErrorCode::ReadOnly)
+    })
+}
+
 fn index_path(store: &StoreDir) -> PathBuf {
     store.root.join(FILE)
 }
@@ -196,6 +206,29 @@ impl Index {
         Ok(index)
     }
 
+    /// A store this process cannot write (a read-only mount, another
+    /// user's folder) is still read: its index is made in memory from its
+    /// bundles, as a rebuild would make it, and left on disk as it is.
+    fn in_memory(store: &StoreDir) -> Result<(Index, Sync)> {
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch(schema::SCHEMA)?;
+        let mut index = Index {
+            conn,
+            runs_dir: store.runs_dir(),
+            closing: Closing {
+                mark: Mark::of(store),
+                sound: None,
+            },
+        };
+        let s = index.sync()?;
+        ::log::info!(
+            "{} cannot be written here (read-only), so its run index was read from its {} bundles in memory",
+            store.root.display(),
+            s.read
+        );
+        Ok((index, s))
+    }
+
     fn version(&self) -> Result<i64> {
         Ok(self
             .conn
@@ -207,6 +240,9 @@ impl Index {
     /// brought up to date with the bundle folder (see the module comment).
     pub fn open(store: &StoreDir) -> Result<(Index, Sync)> {
         store.pull()?;
+        if !store.writable() {
+            return Index::in_memory(store);
+        }
         // The rows this process queued first (decision 0393).
         flush(store);
         let attempt = Index::connect(store).and_then(|mut i| {
@@ -215,6 +251,7 @@ impl Index {
             Ok((i, Sync { checked, ..s }))
         });
         match attempt {
+            Err(e) if is_read_only(&e) => Index::in_memory(store),
             Err(e) if is_unusable(&e) => {
                 discard(store)?;
                 let mut index = Index::connect(store)?;
