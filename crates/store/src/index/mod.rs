@@ -221,11 +221,14 @@ impl Index {
             },
         };
         let s = index.sync()?;
-        ::log::info!(
-            "{} cannot be written here (read-only), so its run index was read from its {} bundles in memory",
-            store.root.display(),
-            s.read
-        );
+        // Said once: a server (`ui`) opens the index for every request.
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            ::log::info!(
+                "{} cannot be written here (read-only), so its run index is read from its bundles in memory",
+                store.root.display()
+            );
+        });
         Ok((index, s))
     }
 
