@@ -36,11 +36,29 @@ impl Checked {
         self.files.iter().filter(|(_, k)| *k == kind).count()
     }
 
+    /// Note a problem once: the same one found again, under another
+    /// spelling of its file's path (a world's own check, and a case's
+    /// that reached it from the project's folder), keeps the shorter.
     fn problem(&mut self, e: InputError) {
-        if !self.problems.contains(&e) {
-            self.problems.push(e);
+        let file = canonical(&e.file);
+        let found = self
+            .problems
+            .iter_mut()
+            .find(|a| a.line == e.line && a.message == e.message && canonical(&a.file) == file);
+        match found {
+            None => self.problems.push(e),
+            Some(a) => {
+                if e.file.as_os_str().len() < a.file.as_os_str().len() {
+                    *a = e;
+                }
+            }
         }
     }
+}
+
+/// `path` with links and `.`/`..` resolved, when it can be.
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Files a walk leaves alone: other tools' manifests.
@@ -58,6 +76,8 @@ const NOT_OURS: &[&str] = &[
 /// `worlds/` above them.
 pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>) -> Checked {
     let mut out = Checked::default();
+    // Each file once, however many of the paths reach it.
+    let mut seen = std::collections::BTreeSet::new();
     for p in paths {
         if p.is_dir() {
             let mut found = Vec::new();
@@ -66,12 +86,16 @@ pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>) -> Checked {
             }
             found.sort();
             for f in found {
-                check_file(&f, false, worlds_root, &mut out);
+                if seen.insert(canonical(&f)) {
+                    check_file(&f, false, worlds_root, &mut out);
+                }
             }
         } else if p.symlink_metadata().is_ok() {
             // A file, or something named that is not one (a FIFO, a
             // device, a broken link), which its reading reports.
-            check_file(p, true, worlds_root, &mut out);
+            if seen.insert(canonical(p)) {
+                check_file(p, true, worlds_root, &mut out);
+            }
         } else {
             out.problem(InputError::new(p, "no such file or folder"));
         }
@@ -288,5 +312,30 @@ mod tests {
         let checked = check(&[dir.path().to_path_buf()], None);
         assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
         assert_eq!(checked.problems[0].line, Some((1, 9)));
+    }
+
+    /// A file reached by two paths is checked once, and a world's problem
+    /// found by its own check and by a case's (the world named through
+    /// another spelling of its folder) is listed once, by the shorter path.
+    #[test]
+    fn a_problem_is_listed_once_however_its_file_is_reached() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cases, world) = (dir.path().join("cases"), dir.path().join("worlds/w/v1"));
+        std::fs::create_dir_all(&cases).unwrap();
+        std::fs::create_dir_all(&world).unwrap();
+        std::fs::write(world.join("world.toml"), "name = 5\n").unwrap();
+        std::fs::write(
+            cases.join("a.toml"),
+            "world = \"w@v1\"\ntask = \"t\"\nclock = 2026-03-01T12:05:00Z\n",
+        )
+        .unwrap();
+        let twice = dir.path().join("worlds/../cases");
+        let checked = check(
+            &[cases.clone(), twice, dir.path().join("worlds")],
+            Some(&dir.path().join("./worlds")),
+        );
+        assert_eq!(checked.count(Kind::Case), 1, "{:?}", checked.files);
+        assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
+        assert_eq!(checked.problems[0].file, world.join("world.toml"));
     }
 }

@@ -188,9 +188,33 @@ fn settings(
                 ));
             }
         };
+        // Checked here, at its line, as the flag will read it: at a run
+        // it would be blamed on the case and on a flag never given.
+        if let Err(e) = crate::case::model::ModelConfig::check_key(key, &shown) {
+            let at = if e.starts_with("unknown field") {
+                key_start(text, value.span().start)
+            } else {
+                value.span().start
+            };
+            return Err(InputError::at(
+                file,
+                text,
+                at,
+                format!("[{table}] {key}: {e}"),
+            ));
+        }
         out.insert(key.clone(), shown);
     }
     Ok(out)
+}
+
+/// Where the key of the `key = value` line whose value starts at `value`
+/// begins: that line's first character that is not a blank.
+fn key_start(text: &str, value: usize) -> usize {
+    let line = text[..value.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |n| n + 1);
+    line + text[line..].len() - text[line..].trim_start().len()
 }
 
 #[cfg(test)]
@@ -233,6 +257,35 @@ mod tests {
                 .to_string()
                 .contains(":1:8: jobs must be from 1 to 1024")
         );
+    }
+
+    /// `[model]` and `[user_model]` keys are checked where they are
+    /// written, as the flag they become reads them; `run` blamed a
+    /// mistake on the case and on a `--model-set` never given.
+    #[test]
+    fn model_settings_are_checked_at_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE);
+        let at = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            let e = load(&file).unwrap_err();
+            (e.line, e.message)
+        };
+        let (line, message) = at("jobs = 2\n[model]\nprovider = \"openai\"\n  provder = \"x\"\n");
+        assert_eq!(line, Some((4, 3)), "{message}");
+        assert!(
+            message.starts_with("[model] provder: unknown field `provder`"),
+            "{message}"
+        );
+        let (line, message) = at("[user_model]\nretries = \"many\"\n");
+        assert_eq!(line, Some((2, 11)), "{message}");
+        assert!(
+            message.contains("[user_model] retries: invalid type"),
+            "{message}"
+        );
+        // As `--model-set retries=3` reads it: a number.
+        std::fs::write(&file, "[model]\nretries = \"3\"\ntimeout_ms = 500\n").unwrap();
+        assert_eq!(load(&file).unwrap().model["retries"], "3");
     }
 
     #[test]

@@ -201,6 +201,16 @@ const MODEL_ERRORS: [ErrorKind; 3] = [
 ];
 
 impl ModelConfig {
+    /// Whether `key = value` may stand in a `[model]` table on its own: a
+    /// key the table has, a value of its type (how keys go together is
+    /// checked once a case's table is whole).
+    pub fn check_key(key: &str, text: &str) -> Result<(), String> {
+        let one = serde_json::json!({ key: override_value(text) });
+        serde_json::from_value::<ModelConfig>(one)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
     /// Check what serde cannot: each rule replies one way, paths parse,
     /// and the provider has what it needs.
     pub fn check(&self) -> Result<(), String> {
@@ -298,14 +308,7 @@ impl ModelConfig {
         }
         let mut table = serde_json::to_value(self).map_err(|e| e.to_string())?;
         for (key, text) in overrides {
-            let value = toml::from_str::<toml::Table>(&format!("v = {text}"))
-                .ok()
-                .and_then(|mut t| t.remove("v"))
-                .map_or_else(
-                    || Value::String(text.clone()),
-                    |v| serde_json::to_value(v).unwrap_or(Value::Null),
-                );
-            table[key.as_str()] = value;
+            table[key.as_str()] = override_value(text);
         }
         let config: ModelConfig = serde_json::from_value(table)
             .map_err(|e| format!("--model-set {}: {e}", describe(overrides)))?;
@@ -340,6 +343,18 @@ impl ModelConfig {
             path.display()
         ))
     }
+}
+
+/// A `--model-set` value: read as a TOML value when it is one, else as
+/// text.
+fn override_value(text: &str) -> Value {
+    toml::from_str::<toml::Table>(&format!("v = {text}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .map_or_else(
+            || Value::String(text.to_string()),
+            |v| serde_json::to_value(v).unwrap_or(Value::Null),
+        )
 }
 
 fn describe(overrides: &BTreeMap<String, String>) -> String {

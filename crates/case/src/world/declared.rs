@@ -172,6 +172,69 @@ impl ToolToml {
     }
 }
 
+impl ToolToml {
+    /// The arguments the tool reads, each with where it is named: the
+    /// `*_arg` keys, and `"$name"` in the filters, `row`, `set` and
+    /// `response` (`$args`, `$now`, `$result` and `$$…` name none).
+    fn named_args(&self) -> Vec<(String, String)> {
+        let mut named = Vec::new();
+        let keys = [
+            ("key_arg", &self.key_arg),
+            ("limit_arg", &self.limit_arg),
+            ("path_arg", &self.path_arg),
+            ("content_arg", &self.content_arg),
+            ("prefix_arg", &self.prefix_arg),
+        ];
+        for (key, arg) in keys {
+            if let Some(arg) = arg {
+                named.push((arg.clone(), format!("`{key}`")));
+            }
+        }
+        for f in &self.filters {
+            let conds = [&f.eq, &f.ne, &f.gt, &f.gte, &f.lt, &f.lte, &f.contains];
+            for v in conds.into_iter().flatten() {
+                templated(v, &format!("the filter on `{}`", f.field), &mut named);
+            }
+        }
+        for (key, v) in [
+            ("row", &self.row),
+            ("set", &self.set),
+            ("response", &self.response),
+        ] {
+            if let Some(v) = v {
+                templated(v, &format!("`{key}`"), &mut named);
+            }
+        }
+        named
+    }
+}
+
+/// Each `"$name"` in `template` that names an argument, with `place`.
+fn templated(template: &Value, place: &str, into: &mut Vec<(String, String)>) {
+    match template {
+        Value::String(s) if s.starts_with("$$") => {}
+        Value::String(s) => {
+            if let Some(name) = s.strip_prefix('$')
+                && !matches!(name, "args" | "now" | "result")
+            {
+                into.push((name.to_string(), place.to_string()));
+            }
+        }
+        Value::Object(m) => m.values().for_each(|v| templated(v, place, into)),
+        Value::Array(items) => items.iter().for_each(|v| templated(v, place, into)),
+        _ => {}
+    }
+}
+
+/// The properties a parameter schema declares, when it declares them and
+/// takes no others (`additionalProperties` absent or `false`).
+fn closed_properties(params: &Value) -> Option<&serde_json::Map<String, Value>> {
+    let open = params
+        .get("additionalProperties")
+        .is_some_and(|a| *a != Value::Bool(false));
+    params.get("properties")?.as_object().filter(|_| !open)
+}
+
 /// Check a declared tool (its op's keys, its tables, its parameter schema)
 /// and build it.
 pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
@@ -194,6 +257,16 @@ pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
         .unwrap_or_else(|| json!({"type": "object"}));
     schema::check_schema(&params)
         .map_err(|e| format!("tool `{name}`: params is not a supported JSON Schema: {e}"))?;
+    if let Some(declared) = closed_properties(&params) {
+        for (arg, place) in t.named_args() {
+            if !declared.contains_key(&arg) {
+                let names: Vec<&String> = declared.keys().collect();
+                return Err(format!(
+                    "tool `{name}`: {place} names the argument `{arg}`, which its params do not declare (properties: {names:?}); the agent is shown only those, so it would never send `{arg}` (a filter on it is always skipped). Declare it, or name one of them"
+                ));
+            }
+        }
+    }
     Ok(Tool {
         name: name.clone(),
         description: t.description.clone(),
@@ -254,6 +327,37 @@ mod tests {
     fn tool(toml_src: &str) -> Tool {
         let t: ToolToml = toml::from_str(toml_src).unwrap();
         resolve(&t, &state()).unwrap()
+    }
+
+    #[test]
+    fn an_argument_the_params_do_not_declare_is_refused() {
+        let params = "params = { type = 'object', properties = { service = { type = 'string' } } }";
+        let typo = format!(
+            "name='q'\nop='query'\ntable='deploys'\n{params}\nfilters=[{{field='service', eq='$servce'}}]"
+        );
+        let t: ToolToml = toml::from_str(&typo).unwrap();
+        let e = resolve(&t, &state()).unwrap_err();
+        assert!(
+            e.contains("the filter on `service` names the argument `servce`")
+                && e.contains("\"service\""),
+            "{e}"
+        );
+        let limit = format!("name='q'\nop='query'\ntable='deploys'\n{params}\nlimit_arg='n'");
+        let t: ToolToml = toml::from_str(&limit).unwrap();
+        assert!(
+            resolve(&t, &state())
+                .unwrap_err()
+                .contains("`limit_arg` names the argument `n`")
+        );
+        // Declared, special, escaped, or params open to more: taken.
+        for ok in [
+            format!("name='q'\nop='query'\ntable='deploys'\n{params}\nfilters=[{{field='service', eq='$service'}}]\nresponse={{r='$result', at='$now', a='$args', d='$$x'}}"),
+            "name='q'\nop='query'\ntable='deploys'\nparams = { type = 'object', properties = {}, additionalProperties = true }\nfilters=[{field='service', eq='$servce'}]".to_string(),
+            "name='q'\nop='query'\ntable='deploys'\nfilters=[{field='service', eq='$servce'}]".to_string(),
+        ] {
+            let t: ToolToml = toml::from_str(&ok).unwrap();
+            resolve(&t, &state()).unwrap();
+        }
     }
 
     #[test]
