@@ -417,3 +417,29 @@ fn a_converter_that_writes_without_end_is_stopped_at_the_cap() {
     assert!(out.stderr.contains("wrote more than 256 MiB"), "{out}");
     assert!(!dir.exists(), "{out}");
 }
+
+/// A "Python" that fails without a word (`/bin/false`) is named with why
+/// nothing came of it, not "the conversion failed: " and nothing.
+#[test]
+fn a_converter_that_fails_silently_is_said_to() {
+    let tmp = temp_dir();
+    let dir = tmp.path().join("airline");
+    let out = worldline(
+        &tmp.path().join("store"),
+        [
+            "bench",
+            "import",
+            "tau2/airline",
+            "-o",
+            dir.to_str().unwrap(),
+            "--python",
+            "/bin/false",
+        ],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("said nothing on stderr") && out.stderr.contains("--python"),
+        "{out}"
+    );
+    assert!(!dir.exists(), "{out}");
+}

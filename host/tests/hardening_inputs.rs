@@ -731,3 +731,25 @@ fn history_show_and_diff_show_no_escape_sequence_an_agent_wrote() {
         );
     }
 }
+
+/// A bundle whose file name is no run id (a space in it) is refused by
+/// `export` before anything is written, naming why: its export carried
+/// the name as the run's id, which `import` then refused.
+#[test]
+fn a_bundle_named_as_no_run_is_not_exported() {
+    let dir = temp_dir();
+    let (store, id) = demo_run(dir.path());
+    let renamed = dir.path().join("my run.jsonl");
+    std::fs::copy(store.join("runs").join(format!("{id}.jsonl")), &renamed).unwrap();
+    let out_file = dir.path().join("out.jsonl");
+    let out = worldline(&store, ["export", s(&renamed), "-o", s(&out_file)]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("`my run` (the bundle's file name) is not a run id"),
+        "{out}"
+    );
+    assert!(!out_file.exists(), "{out}");
+    // By its id, as ever.
+    worldline(&store, ["export", &id, "-o", s(&out_file)]).expect_code(0);
+}

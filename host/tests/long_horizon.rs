@@ -510,6 +510,15 @@ fn clock_reads_fold_into_one_line_per_run_and_replay_and_fork_inside_one() {
         )),
         "{first}"
     );
+    // `-n 0` shows none, and says what would: not `--skip 0`, which
+    // shows none either.
+    let none = common::worldline(&store, ["history", &id, "-n", "0"].map(OsStr::new));
+    assert!(
+        none.stdout.contains(&format!(
+            "... {events} event(s) not shown: -n {events} shows them"
+        )),
+        "{none}"
+    );
 
     common::replays_identical(&store, &id);
 

@@ -280,4 +280,15 @@ fn the_project_file_supplies_defaults_and_flags_override_it() {
         run.json()["settings"]["supplied"]["agent"],
         agent.display().to_string()
     );
+
+    // A mistake on the command line is told as typed: the usage line
+    // shows no flag the project file added, as if it were required.
+    let typo = worldline_at(p, ["fork", "--at", "1"], &[]);
+    typo.expect_code(2);
+    assert!(typo.stderr.contains("<RUN>"), "{typo}");
+    assert!(
+        typo.stderr
+            .contains("Usage: worldline fork --at <AT> <RUN>"),
+        "{typo}"
+    );
 }

@@ -62,12 +62,42 @@ impl InputError {
 
     /// From a TOML parse/deserialize error, keeping its span as line:column.
     pub fn toml(file: impl AsRef<Path>, source: &str, err: &toml::de::Error) -> Self {
-        let message = err.message().trim().to_string();
+        let message = in_words(err.message().trim());
         match err.span() {
             Some(span) => InputError::at(file, source, span.start, message),
             None => InputError::new(file, message),
         }
     }
+}
+
+/// Serde's names of Rust's integer types in a message, in words: `expected
+/// u64` is "expected a whole number from 0 to 18446744073709551615", and
+/// an integer past 2^63 − 1 (which the TOML reader hands over `as i128`)
+/// is said to be out of range.
+fn in_words(message: &str) -> String {
+    let ranges: [(&str, i128, i128); 7] = [
+        ("u8", 0, u8::MAX.into()),
+        ("u16", 0, u16::MAX.into()),
+        ("u32", 0, u32::MAX.into()),
+        ("u64", 0, u64::MAX.into()),
+        ("usize", 0, u64::MAX.into()),
+        ("i32", i32::MIN.into(), i32::MAX.into()),
+        ("i64", i64::MIN.into(), i64::MAX.into()),
+    ];
+    let Some((head, ty)) = message.rsplit_once("expected ") else {
+        return message.to_string();
+    };
+    let Some((_, lo, hi)) = ranges.iter().find(|(name, ..)| *name == ty) else {
+        return message.to_string();
+    };
+    let head = match head
+        .strip_prefix("invalid type: integer ")
+        .and_then(|h| h.strip_suffix(" as i128, "))
+    {
+        Some(n) => format!("integer {n} is out of range: "),
+        None => head.to_string(),
+    };
+    format!("{head}expected a whole number from {lo} to {hi}")
 }
 
 impl fmt::Display for InputError {
@@ -109,6 +139,20 @@ mod tests {
         assert_eq!(line_col(src, 6), (2, 1));
         assert_eq!(line_col(src, 11), (2, 6));
         assert_eq!(line_col(src, 15), (3, 3));
+    }
+
+    #[test]
+    fn integer_types_are_said_in_words() {
+        assert_eq!(
+            in_words("invalid type: integer `99999999999999999999999` as i128, expected u64"),
+            "integer `99999999999999999999999` is out of range: expected a whole number from 0 to 18446744073709551615"
+        );
+        assert_eq!(
+            in_words("invalid value: integer `-5`, expected u32"),
+            "invalid value: integer `-5`, expected a whole number from 0 to 4294967295"
+        );
+        assert_eq!(in_words("missing field `task`"), "missing field `task`");
+        assert_eq!(in_words("expected a string"), "expected a string");
     }
 
     #[test]

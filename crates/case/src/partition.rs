@@ -30,7 +30,12 @@ impl Partition {
                 .map_err(|_| format!("`{s}` in `{text}` is not a whole number"))
         };
         let (shard, total) = (number(i)?, number(n)?);
-        if total == 0 || shard == 0 || shard > total {
+        if total == 0 {
+            return Err(format!(
+                "`{text}`: the number of shards (n) must be at least 1"
+            ));
+        }
+        if shard == 0 || shard > total {
             return Err(format!("`{text}`: the shard must be between 1 and {total}"));
         }
         match kind {
@@ -168,6 +173,10 @@ mod tests {
         assert_eq!(
             Partition::parse("4/3").unwrap_err(),
             "`4/3`: the shard must be between 1 and 3"
+        );
+        assert_eq!(
+            Partition::parse("1/0").unwrap_err(),
+            "`1/0`: the number of shards (n) must be at least 1"
         );
         assert_eq!(
             Partition::whole_set(&["count:1/2"]).unwrap_err(),

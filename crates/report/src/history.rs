@@ -64,7 +64,14 @@ pub fn write(out: &mut impl Write, t: &Timeline<'_>, cut: Cut) -> io::Result<()>
     write_head(out, t.path, t.bundle, t.hidden)?;
     write_events(out, t.bundle, t.page, cut)?;
     let page = t.page;
-    if page.after > 0 {
+    if page.after > 0 && page.events.is_empty() {
+        // `-n 0`: another --skip would show nothing either.
+        writeln!(
+            out,
+            "... {} event(s) not shown: -n {} shows them",
+            page.after, page.after
+        )?;
+    } else if page.after > 0 {
         writeln!(
             out,
             "... {} more event(s): --skip {} shows the next ones",

@@ -360,14 +360,14 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
             .rev()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
-        return Err(InputError::new(
-            python,
-            format!(
-                "the conversion failed: {}",
-                worldline_case::shown::message(last.trim())
+        let why = match last.trim() {
+            "" => format!(
+                "it ended with {} and said nothing on stderr; is this a Python with {package}? (pass --python with one)",
+                out.status
             ),
-        )
-        .into());
+            said => worldline_case::shown::message(said),
+        };
+        return Err(InputError::new(python, format!("the conversion failed: {why}")).into());
     }
     serde_json::from_slice(&out.stdout).context("reading the converter's output")
 }

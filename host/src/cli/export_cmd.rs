@@ -83,6 +83,18 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
         )
         .into());
     };
+    // A bundle named by a path carries its file's name as its id: one
+    // `import` refuses (a space in it) is refused here, before writing.
+    let named = super::redact_opts::id_of(&store.resolve_run(run)?);
+    if !worldline_store::store::is_run_id(&named) {
+        return Err(InputError::new(
+            run,
+            format!(
+                "`{named}` (the bundle's file name) is not a run id (letters, digits, `-` and `_`), so `import` would refuse the export; give the file its run's id as its name and export it again"
+            ),
+        )
+        .into());
+    }
     let viewer = store.role() == Some(worldline_pgstore::roles::Role::Viewer);
     let mut redactor = if args.redacted && viewer {
         // A viewer's runs are the store's redacted copies already.

@@ -446,7 +446,8 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
         .get_subcommands()
         .map(|c| c.get_name().to_string())
         .collect();
-    let argv = match project_args::apply(std::env::args_os().collect(), &commands) {
+    let given: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv = match project_args::apply(given.clone(), &commands) {
         Ok(argv) => argv,
         Err(e) => {
             let err = anyhow::Error::from(e);
@@ -458,12 +459,24 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
         }
     };
     // The tree built once: for the names above and for the parse.
+    let added = argv != given;
     match tree
         .try_get_matches_from(argv)
         .and_then(|mut m| <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut m))
     {
         Ok(cli) => Ok(cli),
         Err(e) => {
+            // The same mistake in the command as typed is told as typed:
+            // its usage line then shows no flag the project file added
+            // (`--store <STORE>` as if the user had to give it).
+            let e = match added {
+                true => Cli::command()
+                    .try_get_matches_from(given)
+                    .err()
+                    .filter(|typed| typed.kind() == e.kind())
+                    .unwrap_or(e),
+                false => e,
+            };
             let code = if e.use_stderr() {
                 ExitCode::Input
             } else {

@@ -28,26 +28,47 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// An inclusive integer range, written `[lo, hi]` or as one number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "RangeForm", into = "[i64; 2]")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "[i64; 2]")]
 pub struct Range {
     pub lo: i64,
     pub hi: i64,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RangeForm {
-    One(i64),
-    Two([i64; 2]),
-}
-
-impl From<RangeForm> for Range {
-    fn from(f: RangeForm) -> Self {
-        match f {
-            RangeForm::One(v) => Range { lo: v, hi: v },
-            RangeForm::Two([lo, hi]) => Range { lo, hi },
+/// Read by hand rather than as an untagged enum, whose error ("data did
+/// not match any variant of untagged enum") says neither what was wrong
+/// nor what to write.
+impl<'de> Deserialize<'de> for Range {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, SeqAccess, Unexpected, Visitor};
+        struct Form;
+        impl<'de> Visitor<'de> for Form {
+            type Value = Range;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer, or [lo, hi]: two integers")
+            }
+            fn visit_i64<E: Error>(self, v: i64) -> Result<Range, E> {
+                Ok(Range { lo: v, hi: v })
+            }
+            fn visit_u64<E: Error>(self, v: u64) -> Result<Range, E> {
+                let v = i64::try_from(v)
+                    .map_err(|_| E::invalid_value(Unexpected::Unsigned(v), &self))?;
+                self.visit_i64(v)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Range, A::Error> {
+                let lo = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(0, &self))?;
+                let hi = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(A::Error::invalid_length(3, &self));
+                }
+                Ok(Range { lo, hi })
+            }
         }
+        d.deserialize_any(Form)
     }
 }
 
@@ -468,6 +489,30 @@ mod tests {
         let two: R = toml::from_str("r = [1, 9]").unwrap();
         assert_eq!(two.r, Range { lo: 1, hi: 9 });
         assert_eq!(serde_json::to_string(&two.r).unwrap(), "[1,9]");
+        let back: Range = serde_json::from_str("[1,9]").unwrap();
+        assert_eq!(back, two.r);
+        // What is wrong, and what to write (not serde's "did not match any
+        // variant of untagged enum").
+        for (bad, said) in [
+            ("r = 'abc'", "invalid type: string \"abc\""),
+            ("r = [1, 2, 3]", "invalid length 3"),
+            ("r = [1]", "invalid length 1"),
+        ] {
+            let e = toml::from_str::<R>(bad).err().unwrap();
+            let m = e.message();
+            assert!(m.contains(said), "{bad}: {m}");
+            assert!(
+                m.contains("an integer, or [lo, hi]: two integers"),
+                "{bad}: {m}"
+            );
+        }
+        // An element that is no integer is said so (`i64`, which a case's
+        // error turns into words).
+        let e = toml::from_str::<R>("r = [1, 'x']").err().unwrap();
+        assert!(
+            e.message()
+                .contains("invalid type: string \"x\", expected i64")
+        );
     }
 
     #[test]
