@@ -730,6 +730,18 @@ fn history_show_and_diff_show_no_escape_sequence_an_agent_wrote() {
             "{args:?}: {out}"
         );
     }
+    // `runs` too: a case's name is its file's, which may hold them.
+    let named = dir.path().join("esc\u{1b}[31mred\u{7}.toml");
+    std::fs::copy(&plain, &named).unwrap();
+    common::run_in(&store, &named, &caller, &worlds);
+    let runs = worldline(&store, ["runs"]);
+    runs.expect_code(0);
+    assert!(
+        !runs.stdout.contains(['\u{1b}', '\u{7}']),
+        "{:?}",
+        runs.stdout
+    );
+    assert!(runs.stdout.contains("esc\\u{1b}[31mred\\u{7}"), "{runs}");
 }
 
 /// A bundle whose file name is no run id (a space in it) is refused by
@@ -752,4 +764,39 @@ fn a_bundle_named_as_no_run_is_not_exported() {
     assert!(!out_file.exists(), "{out}");
     // By its id, as ever.
     worldline(&store, ["export", &id, "-o", s(&out_file)]).expect_code(0);
+}
+
+/// An export written into a store's `runs/` folder is refused (it was
+/// listed as a broken run named by its file); an export read as a run
+/// says what it is, not "cut off before its header"; a pin again without
+/// `--note` keeps the note (it was erased).
+#[test]
+fn an_export_is_neither_written_nor_read_as_a_run_and_a_pin_keeps_its_note() {
+    let dir = temp_dir();
+    let (store, id) = demo_run(dir.path());
+    let inside = store.join("runs").join("evil.jsonl");
+    let out = worldline(&store, ["export", &id, "-o", s(&inside)]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("is in the runs folder of the store"),
+        "{out}"
+    );
+    assert!(!inside.exists());
+    let file = dir.path().join("run.export.json");
+    worldline(&store, ["export", &id, "-o", s(&file)]).expect_code(0);
+    for args in [
+        vec!["diff", id.as_str(), s(&file)],
+        vec!["history", s(&file)],
+    ] {
+        let out = worldline(&store, &args);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("is a `worldline export` file"),
+            "{args:?}: {out}"
+        );
+    }
+    worldline(&store, ["pin", &id, "--note", "INC-42"]).expect_code(0);
+    worldline(&store, ["pin", &id]).expect_code(0);
+    let note = std::fs::read_to_string(store.join("pins").join(&id)).unwrap();
+    assert_eq!(note, "INC-42");
 }

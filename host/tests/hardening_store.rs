@@ -765,6 +765,32 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
             typo.display()
         );
     }
+    // Without --store, from a folder with no store and from one with a
+    // store of its own (`.worldline/`), a bundle's path is read with the
+    // store it lies in: `export` made `.worldline/` in the first, and
+    // both then failed on an "object missing".
+    for own in [false, true] {
+        let elsewhere = dir.path().join(format!("elsewhere-{own}"));
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        if own {
+            std::fs::create_dir_all(elsewhere.join(".worldline/runs")).unwrap();
+            std::fs::create_dir_all(elsewhere.join(".worldline/objects")).unwrap();
+        }
+        for args in [
+            vec!["export", bundle, "-o", "x.json"],
+            vec!["diff", bundle, bundle],
+            vec!["replay", bundle],
+            vec!["case", "from-run", bundle, "-o", "c.toml"],
+        ] {
+            let out = common::worldline_at(&elsewhere, &args, &[]);
+            out.expect_code(0);
+            assert_eq!(
+                elsewhere.join(".worldline").exists(),
+                own,
+                "{args:?} made a store in the working folder"
+            );
+        }
+    }
     let out = worldline(&store, ["pin", bundle]);
     out.expect_code(2);
     assert!(out.stderr.contains("not a path"), "{out}");
@@ -861,12 +887,18 @@ fn a_read_only_store_is_read_and_a_command_that_writes_is_refused() {
     assert!(runs.stderr.contains("read-only"), "{runs}");
     worldline(&store, ["history", &ids[1]]).expect_code(0);
     worldline(&store, ["verify"]).expect_code(0);
+    let other = dir.path().join("other");
+    let other_bundle = {
+        demo_suite(&demo_cases(&dir.path().join("more")), &other, "1");
+        other.to_str().unwrap().to_string()
+    };
     for args in [
         vec!["gc"],
         vec!["gc", "--dry-run"],
         vec!["pin", ids[1].as_str()],
         vec!["unpin", ids[1].as_str()],
         vec!["index"],
+        vec!["import", other_bundle.as_str()],
     ] {
         let out = worldline(&store, &args);
         out.expect_code(2);

@@ -297,3 +297,72 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
     none.expect_code(2);
     assert!(none.stderr.contains("redact.toml"), "{none}");
 }
+
+/// A native agent's command line and a case's name are a run's text too:
+/// a key passed as an argument and an address in the case's file name
+/// are hidden from a redacted view and export, which then carries no
+/// agent document (it holds the raw command). The run itself exports
+/// and imports like a component's: its agent is that document, not a
+/// WebAssembly file (its import was refused as one).
+#[test]
+fn a_native_run_s_command_is_redacted_and_the_run_imports() {
+    let st = setup();
+    let secret = "sk-proj-abcdefghijklmnop9876";
+    let named = st.root.join("jane.doe@example.com.toml");
+    std::fs::write(&named, CASE).unwrap();
+    let worlds = st.root.join("worlds");
+    let run = worldline(
+        &st.store,
+        [
+            "run",
+            s(&named),
+            "--worlds",
+            s(&worlds),
+            "--json",
+            "--store",
+            s(&st.store),
+            "--exec",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo '{}'",
+            secret,
+        ],
+    );
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let history = worldline(&st.store, ["history", &id, "--json"]);
+    history.expect_code(0);
+    let file = st.root.join("native.redacted.json");
+    worldline(&st.store, ["export", &id, "-o", s(&file), "--redacted"]).expect_code(0);
+    let exported = std::fs::read_to_string(&file).unwrap();
+    for (view, text) in [("history", &history.stdout), ("export", &exported)] {
+        assert!(!text.contains(secret), "{view} shows the key");
+        assert!(
+            !text.contains("jane.doe@example.com"),
+            "{view} shows the address"
+        );
+    }
+    let doc: Value = serde_json::from_str(&exported).unwrap();
+    assert_eq!(doc["objects"], serde_json::json!({}), "no agent document");
+    worldline(&st.root.join("copies"), ["import", s(&file)]).expect_code(0);
+
+    // Whole, it imports and replays.
+    let whole = st.root.join("native.json");
+    worldline(&st.store, ["export", &id, "-o", s(&whole)]).expect_code(0);
+    let other = st.root.join("other");
+    let imp = worldline(&other, ["import", s(&whole), "--json"]);
+    imp.expect_code(0);
+    assert_eq!(imp.json()["run_id"], id.as_str(), "{imp}");
+    let replay = worldline(&other, ["replay", &id, "--json"]);
+    replay.expect_code(0);
+    // A store of its runs imports them all, the native one included.
+    let gathered = st.root.join("gathered");
+    let all = worldline(&gathered, ["import", s(&st.store), "--json"]);
+    all.expect_code(0);
+    assert_eq!(
+        std::fs::read_dir(gathered.join("runs")).unwrap().count(),
+        2,
+        "{all}"
+    );
+}

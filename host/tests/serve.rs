@@ -342,6 +342,10 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         "{said}"
     );
     assert_eq!(said["second"]["data"]["max_sessions"], 1, "{said}");
+    assert_eq!(
+        said["state_after_refused"]["data"]["case"], "incident",
+        "{said}"
+    );
     // Each connection the server ends, it ends with a close frame saying
     // why (RFC 6455's codes), so a client is told rather than cut off.
     let frame = |key: &str| (said[key][0].as_u64(), said[key][1].as_str().unwrap_or(""));

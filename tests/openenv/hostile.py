@@ -53,6 +53,9 @@ with connect(url) as first:
     out["fork_path"] = ask(
         json.dumps({"type": "reset", "data": {"fork_of": {"run": "/etc/passwd", "at": 0}}})
     )
+    # A refused reset leaves the open episode going (it ended and graded
+    # it, and the client never got its result).
+    out["state_after_refused"] = ask(json.dumps({"type": "state"}))
     # A binary frame is answered, and the connection goes on.
     first.send(b'{"type": "state"}')
     out["binary"] = json.loads(first.recv(timeout=30))

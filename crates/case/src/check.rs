@@ -142,7 +142,8 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
         .unwrap_or_default();
     if name == crate::project::FILE {
         out.files.push((file.to_path_buf(), Kind::Project));
-        if let Err(e) = crate::project::load(file) {
+        let loaded = crate::project::load(file).and_then(|p| case::model::check_settings(&p));
+        if let Err(e) = loaded {
             out.problem(e);
         }
         return;

@@ -55,6 +55,23 @@ pub struct Project {
     pub user_model: BTreeMap<String, String>,
     /// `[prices]`: what model calls cost, for the views that show it.
     pub prices: crate::prices::Prices,
+    /// Where each `[model]` and `[user_model]` key is written, so that
+    /// the case layer, which knows their keys, can place a mistake
+    /// (`case::model::check_settings`).
+    pub settings: Vec<Setting>,
+}
+
+/// A `[model]`-like table's key as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    /// `model` or `user_model`.
+    pub table: &'static str,
+    pub key: String,
+    /// The value as its flag (`--model-set`) takes it.
+    pub value: String,
+    /// The key's and the value's line and column.
+    pub key_at: (usize, usize),
+    pub value_at: (usize, usize),
 }
 
 /// The most a project's own TOML file (the project file, a case, a fault
@@ -133,13 +150,22 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         };
         InputError::at(file, &text, at.unwrap_or(0), m)
     })?;
-    let model = settings(file, &text, "model", "--model-set", &doc.model)?;
+    let mut written = Vec::new();
+    let model = settings(
+        file,
+        &text,
+        "model",
+        "--model-set",
+        &doc.model,
+        &mut written,
+    )?;
     let user_model = settings(
         file,
         &text,
         "user_model",
         "--user-model-set",
         &doc.user_model,
+        &mut written,
     )?;
     Ok(Project {
         file: file.to_path_buf(),
@@ -160,6 +186,7 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         model,
         user_model,
         prices: doc.prices.map(|p| p.into_inner()).unwrap_or_default(),
+        settings: written,
     })
 }
 
@@ -168,9 +195,10 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
 fn settings(
     file: &Path,
     text: &str,
-    table: &str,
+    table: &'static str,
     flag: &str,
     given: &BTreeMap<String, toml::Spanned<toml::Value>>,
+    written: &mut Vec<Setting>,
 ) -> Result<BTreeMap<String, String>, InputError> {
     let mut out = BTreeMap::new();
     for (key, value) in given {
@@ -188,21 +216,14 @@ fn settings(
                 ));
             }
         };
-        // Checked here, at its line, as the flag will read it: at a run
-        // it would be blamed on the case and on a flag never given.
-        if let Err(e) = crate::case::model::ModelConfig::check_key(key, &shown) {
-            let at = if e.starts_with("unknown field") {
-                key_start(text, value.span().start)
-            } else {
-                value.span().start
-            };
-            return Err(InputError::at(
-                file,
-                text,
-                at,
-                format!("[{table}] {key}: {e}"),
-            ));
-        }
+        let at = value.span().start;
+        written.push(Setting {
+            table,
+            key: key.clone(),
+            value: shown.clone(),
+            key_at: crate::error::line_col(text, key_start(text, at)),
+            value_at: crate::error::line_col(text, at),
+        });
         out.insert(key.clone(), shown);
     }
     Ok(out)
@@ -257,35 +278,6 @@ mod tests {
                 .to_string()
                 .contains(":1:8: jobs must be from 1 to 1024")
         );
-    }
-
-    /// `[model]` and `[user_model]` keys are checked where they are
-    /// written, as the flag they become reads them; `run` blamed a
-    /// mistake on the case and on a `--model-set` never given.
-    #[test]
-    fn model_settings_are_checked_at_their_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(FILE);
-        let at = |text: &str| {
-            std::fs::write(&file, text).unwrap();
-            let e = load(&file).unwrap_err();
-            (e.line, e.message)
-        };
-        let (line, message) = at("jobs = 2\n[model]\nprovider = \"openai\"\n  provder = \"x\"\n");
-        assert_eq!(line, Some((4, 3)), "{message}");
-        assert!(
-            message.starts_with("[model] provder: unknown field `provder`"),
-            "{message}"
-        );
-        let (line, message) = at("[user_model]\nretries = \"many\"\n");
-        assert_eq!(line, Some((2, 11)), "{message}");
-        assert!(
-            message.contains("[user_model] retries: invalid type"),
-            "{message}"
-        );
-        // As `--model-set retries=3` reads it: a number.
-        std::fs::write(&file, "[model]\nretries = \"3\"\ntimeout_ms = 500\n").unwrap();
-        assert_eq!(load(&file).unwrap().model["retries"], "3");
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! `export --redacted` writes a redacted copy instead (see
 //! [`worldline_log::redact::copy`]) under the id `<run>-redacted`, with the agent
 //! only: the case and the world hold the data the run read, so they stay
-//! behind. The file and the bundle header both say it is redacted.
+//! behind (a native run's agent is its command line, which the copy's
+//! header holds redacted, so it brings none). The file and the bundle
+//! header both say it is redacted.
 //!
 //! Import treats the file as hostile: the run id and object names must be
 //! plain names, every object must hash to its name, the bundle's hash chain
@@ -83,7 +85,13 @@ fn document(
     let id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().to_string());
-    let agent_only = vec![b.header.agent_sha256.clone()];
+    // A native run's agent is its identity document, the command line its
+    // header also holds: a redacted copy carries the header's, redacted,
+    // and no document.
+    let agent_only = match b.header.native {
+        Some(_) => Vec::new(),
+        None => vec![b.header.agent_sha256.clone()],
+    };
     let (id, text, shas, redacted) = match redactor {
         Some(r) => {
             let copy = worldline_log::redact::copy::of(&id, b, r);
@@ -285,13 +293,31 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
             }),
         }
     };
-    let agent = object(&b.header.agent_sha256)?;
-    worldline_runtime::sandbox::check_header(&agent, file).map_err(|e| {
-        bad(format!(
-            "the run's agent {}: {}",
-            b.header.agent_sha256, e.message
-        ))
-    })?;
+    match &b.header.native {
+        // A native run's agent is the identity document its header names
+        // (transport and command), not a component; a redacted copy
+        // brings none (see `document`).
+        Some(native) if !doc.redacted => {
+            let agent = object(&b.header.agent_sha256)?;
+            if agent != worldline_case::canon::to_string(native).as_bytes() {
+                return Err(bad(format!(
+                    "the run's agent {} is not the native agent its header names",
+                    b.header.agent_sha256
+                ))
+                .into());
+            }
+        }
+        Some(_) => {}
+        None => {
+            let agent = object(&b.header.agent_sha256)?;
+            worldline_runtime::sandbox::check_header(&agent, file).map_err(|e| {
+                bad(format!(
+                    "the run's agent {}: {}",
+                    b.header.agent_sha256, e.message
+                ))
+            })?;
+        }
+    }
     // A redacted copy brings its agent only (see the module comment).
     if !doc.redacted {
         object(&b.header.case_hash)?;

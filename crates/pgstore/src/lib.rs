@@ -403,12 +403,12 @@ impl Database {
         })
     }
 
-    /// Pin a run (with a note); a pin already there gets the new note.
-    pub fn pin(&self, run_id: &str, note: &str) -> Result<(), DbError> {
+    /// Pin a run with `note`; without one, a pinned run keeps its note.
+    pub fn pin(&self, run_id: &str, note: Option<&str>) -> Result<(), DbError> {
         self.with(|c| {
             c.execute(
-                "INSERT INTO pins (run_id, note) VALUES ($1, $2)
-                 ON CONFLICT (run_id) DO UPDATE SET note = excluded.note",
+                "INSERT INTO pins (run_id, note) VALUES ($1, COALESCE($2, ''))
+                 ON CONFLICT (run_id) DO UPDATE SET note = COALESCE($2, pins.note)",
                 &[&run_id, &note],
             )
             .map(|_| ())

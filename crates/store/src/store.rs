@@ -588,7 +588,11 @@ impl StoreDir {
             .chars()
             .filter(|c| c.is_ascii_digit() || *c == 'T')
             .collect();
-        format!("{}-{}", compact.replace('T', "-"), &tag[..8])
+        // The suffix begins with the time within the second, in 4096ths,
+        // so that ids sort as their runs were made (`runs` lists the
+        // newest first by id); the rest is the tag.
+        let within = u64::from(now.subsec_nanos()) * 4096 / 1_000_000_000;
+        format!("{}-{within:03x}{}", compact.replace('T', "-"), &tag[..5])
     }
 
     /// Create a new run's bundle holding `header_line`, under a fresh run
@@ -768,6 +772,28 @@ mod tests {
         let store = StoreDir::open(&root.path().join("store")).unwrap();
         store.put_world(&world).unwrap();
         (root, store, world)
+    }
+
+    /// Ids made one after another sort as they were made, also within one
+    /// second (`runs` lists the newest first by id): their suffix was all
+    /// tag, so runs of one second were listed in a random order.
+    #[test]
+    fn run_ids_sort_as_they_were_made() {
+        let root = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(&root.path().join("store")).unwrap();
+        let made: Vec<String> = (0..40)
+            .map(|i| {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                store.new_run_id(&i.to_string())
+            })
+            .collect();
+        let mut sorted = made.clone();
+        sorted.sort();
+        assert_eq!(sorted, made);
+        assert!(
+            made.iter().all(|id| is_run_id(id) && id.len() == 24),
+            "{made:?}"
+        );
     }
 
     /// A world is rebuilt into `worlds/<hash>/` as it is stored, so the

@@ -307,9 +307,9 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
             )
         })?;
     let mut stdin = child.stdin.take().context("the converter's stdin")?;
-    stdin
-        .write_all(converter.as_bytes())
-        .context("writing the converter to Python")?;
+    // A "Python" that ends without reading it (a broken pipe) is told by
+    // how it ended, below.
+    let _ = stdin.write_all(converter.as_bytes());
     drop(stdin);
     // Both streams read to their caps at once (a full stderr pipe would
     // stall the converter while stdout is read).

@@ -11,7 +11,6 @@ use worldline_case::case::model::CassetteMode;
 use worldline_engine::regress::from_run::{self, Options};
 use worldline_engine::regress::from_trace;
 use worldline_report::case as case_report;
-use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct CaseArgs {
@@ -83,7 +82,7 @@ pub fn exec(args: CaseArgs) -> Result<ExitCode> {
 }
 
 fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run)?;
     let fallback = match args.model_fallback {
         Fallback::None => CassetteMode::None,
         Fallback::Once => CassetteMode::Once,

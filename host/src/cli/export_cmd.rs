@@ -62,7 +62,8 @@ pub struct ImportArgs {
 }
 
 pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let first = args.run.first().map_or("", String::as_str);
+    let store = super::store_of_run(&args.common.store, first)?;
     if args.format != Format::Worldline {
         if args.redacted {
             return Err(InputError::new(
@@ -241,6 +242,7 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
 
 pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
     let store = StoreDir::open(&args.common.store)?;
+    store.needs_writing("`import`")?;
     let mut imported = Vec::new();
     let mut skipped = Vec::new();
     // Another store: a folder, or a database store's address.

@@ -53,7 +53,7 @@ pub struct ForkCommand {
 }
 
 pub fn exec(args: ForkCommand) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run)?;
     let path = store.resolve_run(&args.run)?;
     // The sandbox made and the recorded agent loaded while the run is read
     // (decision 0401), or after it here when the other thread has not

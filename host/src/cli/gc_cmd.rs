@@ -38,9 +38,10 @@ pub struct GcArgs {
 pub struct PinArgs {
     /// Run id (or a unique prefix).
     pub run: String,
-    /// Why it is pinned (kept in the pin).
-    #[arg(long, default_value = "")]
-    pub note: String,
+    /// Why it is pinned (kept in the pin; without it, a pinned run's note
+    /// stays as it was).
+    #[arg(long)]
+    pub note: Option<String>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -91,7 +92,7 @@ pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
         .into());
     }
     let id = run_id_of(&store.resolve_run(&args.run)?);
-    pins::pin(&store, &id, &args.note)?;
+    pins::pin(&store, &id, args.note.as_deref())?;
     if args.common.json {
         println!("{}", json!({"run_id": id, "pinned": true}));
     } else {

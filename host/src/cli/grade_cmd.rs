@@ -11,7 +11,6 @@ use worldline_engine::grade::verdict;
 use worldline_engine::ops;
 use worldline_report::grade::RegradeSummary;
 use worldline_runtime::sandbox::Sandbox;
-use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct GradeCommand {
@@ -34,7 +33,7 @@ pub struct GradeCommand {
 }
 
 pub fn exec(args: GradeCommand) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run)?;
     let path = store.resolve_run(&args.run)?;
     store.require_raw("`grade` (re-grading a run against its case)")?;
     store.audit_reexecution(&[&super::redact_opts::id_of(&path)], "grade")?;

@@ -18,7 +18,6 @@ use worldline_log::log::bundle;
 use worldline_report::diff as compare;
 use worldline_report::history as report;
 use worldline_report::timeline::{Cut, first_difference};
-use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct HistoryArgs {
@@ -192,7 +191,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
 }
 
 pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run_a)?;
     let a = replay::open(&store, &args.run_a)?;
     let b = replay::open(&store, &args.run_b)?;
     let mut redactor = args.redaction.redactor(&store, "diff", &[&a.id, &b.id])?;

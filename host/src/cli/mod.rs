@@ -357,34 +357,36 @@ fn print_json(doc: &impl serde::Serialize) -> anyhow::Result<()> {
     worldline_report::write_json(&mut std::io::stdout().lock(), doc)
 }
 
-/// The store a command that reads one run opens. `--store` when it is a
-/// store, never made where a mistyped one points (`history ID --store
-/// typo` made an empty store there); for a run named by its bundle's path
-/// while `--store` names no store, the store the bundle lies in
-/// (`STORE/runs/ID.jsonl`, whose objects it needs), else `--store` as it
-/// always was opened.
+/// The store a command on one run opens. For a run named by its
+/// bundle's path inside a store (`STORE/runs/ID.jsonl`), that store, whose
+/// objects it needs (a database store named by `--store` excepted: its
+/// working folder is no store of its own); otherwise `--store` when it
+/// is a store, never made where a mistyped one points (`history ID
+/// --store typo` made an empty store there, and a bundle's path read from
+/// another folder made `.worldline/` in it).
 fn store_of_run(
     store: &std::path::Path,
     run: &str,
 ) -> anyhow::Result<worldline_store::store::StoreDir> {
     use worldline_store::store::StoreDir;
     let bundle = std::path::Path::new(run);
-    if !(run.contains('/') || run.ends_with(".jsonl")) || !bundle.is_file() {
+    let by_path = (run.contains('/') || run.ends_with(".jsonl")) && bundle.is_file();
+    let database = store
+        .to_str()
+        .is_some_and(worldline_pgstore::url::is_postgres);
+    if !by_path || database {
         return StoreDir::open_existing(store);
-    }
-    if store.is_dir()
-        || store
-            .to_str()
-            .is_some_and(worldline_pgstore::url::is_postgres)
-    {
-        return StoreDir::open(store);
     }
     let own = bundle
         .parent()
         .filter(|runs| runs.file_name() == Some(std::ffi::OsStr::new("runs")))
         .and_then(std::path::Path::parent)
         .filter(|root| root.join("objects").is_dir());
-    StoreDir::open(own.unwrap_or(store))
+    match own {
+        Some(root) => StoreDir::open(root),
+        None if store.is_dir() => StoreDir::open(store),
+        None => StoreDir::open_existing(store),
+    }
 }
 
 /// The store `gc`, `pin`, `unpin` and `retention` tend: one that is there

@@ -59,7 +59,8 @@ fn start_ns(store: &StoreDir, run_id: &str, b: &bundle::HeldBundle) -> u64 {
 }
 
 pub fn exec(args: OtelArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let first = args.runs.first().map_or("", String::as_str);
+    let store = super::store_of_run(&args.common.store, first)?;
     let mut views = Vec::new();
     for run in &args.runs {
         let path = store.resolve_run(run)?;

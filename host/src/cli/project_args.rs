@@ -75,7 +75,9 @@ pub fn apply(
     let file = std::env::current_dir().ok().and_then(|d| project::find(&d));
     let loaded = match &file {
         None => None,
-        Some(f) => match project::load(f) {
+        Some(f) => match project::load(f)
+            .and_then(|p| worldline_case::case::model::check_settings(&p).map(|()| p))
+        {
             Ok(p) => Some(p),
             Err(_) if lenient => None,
             Err(e) => return Err(e),
@@ -192,6 +194,7 @@ mod tests {
             model: [("provider".to_string(), "openai".to_string())].into(),
             user_model: [("model".to_string(), "sim".to_string())].into(),
             prices: Default::default(),
+            settings: Vec::new(),
         }
     }
 

@@ -16,7 +16,6 @@ use worldline_engine::native::exec::Exec;
 use worldline_engine::replay::{self, recorded_agent};
 use worldline_log::log::signature;
 use worldline_runtime::sandbox::Sandbox;
-use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct ReproArgs {
@@ -45,7 +44,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         return Err(InputError::new(&args.run, "--times must be at least 1").into());
     }
     super::runs_at_most("--times", args.times)?;
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run)?;
     let sandbox =
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let mut rec = replay::open_held(&store, &args.run)?;

@@ -15,7 +15,6 @@ use worldline_report::{
     run::RunSummary,
 };
 use worldline_runtime::sandbox::Sandbox;
-use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct RerunCommand {
@@ -45,7 +44,7 @@ fn model_mode() -> impl clap::builder::TypedValueParser<Value = ModelMode> {
 }
 
 pub fn exec(args: RerunCommand) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run)?;
     let sandbox =
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open_held(&store, &args.run)?;

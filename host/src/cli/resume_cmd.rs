@@ -14,7 +14,6 @@ use worldline_engine::replay;
 use worldline_log::log::intent::Intent;
 use worldline_report::{rerun::ForkParent, run::RunSummary};
 use worldline_runtime::sandbox::Sandbox;
-use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct ResumeArgs {
@@ -55,7 +54,7 @@ struct ResumeSummary<'a> {
 }
 
 pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
-    let store = StoreDir::open(&args.common.store)?;
+    let store = super::store_of_run(&args.common.store, &args.run)?;
     let sandbox =
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open_held(&store, &args.run)?;

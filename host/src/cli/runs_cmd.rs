@@ -138,10 +138,15 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
     // filters and the limit after them are applied here, a row at a time.
     let limit = filter.limit.take().unwrap_or(u64::MAX);
     let pinned = worldline_store::retention::pins::list(&store)?;
-    let listing = Listing::new(
-        std::io::BufWriter::new(std::io::stdout().lock()),
-        args.common.json,
-    );
+    let out = std::io::BufWriter::new(std::io::stdout().lock());
+    // The table's cells are a run's names (its case's, from a file name):
+    // no control character of theirs reaches the terminal. JSON escapes
+    // its own.
+    let out: Box<dyn std::io::Write> = match args.common.json {
+        true => Box::new(out),
+        false => Box::new(worldline_case::shown::Escaped::new(out)),
+    };
+    let listing = Listing::new(out, args.common.json);
     let lister = RefCell::new(Lister {
         listing,
         pinned,

@@ -3,6 +3,7 @@
 //! OpenAI-compatible endpoint (`openai`), or earlier runs (`recorded`) —
 //! and `--model-set KEY=VALUE` overrides from the command line.
 
+use crate::error::InputError;
 use crate::error_kind::ErrorKind;
 use crate::path::JsonPath;
 use serde::{Deserialize, Serialize};
@@ -345,6 +346,26 @@ impl ModelConfig {
     }
 }
 
+/// Check a project file's `[model]` and `[user_model]` keys where they
+/// are written, as their flags will read them: at a run a mistake would
+/// be blamed on the case and on a flag never given.
+pub fn check_settings(project: &crate::project::Project) -> Result<(), InputError> {
+    for s in &project.settings {
+        if let Err(e) = ModelConfig::check_key(&s.key, &s.value) {
+            let at = match e.starts_with("unknown field") {
+                true => s.key_at,
+                false => s.value_at,
+            };
+            return Err(InputError {
+                file: project.file.clone(),
+                line: Some(at),
+                message: format!("[{}] {}: {e}", s.table, s.key),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A `--model-set` value: read as a TOML value when it is one, else as
 /// text.
 fn override_value(text: &str) -> Value {
@@ -410,6 +431,37 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[model]` and `[user_model]` keys are checked where they are
+    /// written, as the flag they become reads them; `run` blamed a
+    /// mistake on the case and on a `--model-set` never given.
+    #[test]
+    fn model_settings_are_checked_at_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(crate::project::FILE);
+        let at = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            let e = check_settings(&crate::project::load(&file).unwrap()).unwrap_err();
+            (e.line, e.message)
+        };
+        let (line, message) = at("jobs = 2\n[model]\nprovider = \"openai\"\n  provder = \"x\"\n");
+        assert_eq!(line, Some((4, 3)), "{message}");
+        assert!(
+            message.starts_with("[model] provder: unknown field `provder`"),
+            "{message}"
+        );
+        let (line, message) = at("[user_model]\nretries = \"many\"\n");
+        assert_eq!(line, Some((2, 11)), "{message}");
+        assert!(
+            message.contains("[user_model] retries: invalid type"),
+            "{message}"
+        );
+        // As `--model-set retries=3` reads it: a number.
+        std::fs::write(&file, "[model]\nretries = \"3\"\ntimeout_ms = 500\n").unwrap();
+        let p = crate::project::load(&file).unwrap();
+        check_settings(&p).unwrap();
+        assert_eq!(p.model["retries"], "3");
+    }
 
     #[test]
     fn rule_paths_are_checked_when_the_case_loads() {

@@ -278,12 +278,10 @@ fn observation(observation: Value, reward: Option<f64>, done: bool) -> Value {
     json!({"type": "observation", "data": {"observation": observation, "reward": reward, "done": done}})
 }
 
-/// End the open episode, if any, and begin one of the case `data.case`
-/// names (or the only one served) with `data.seed` (or the case's).
+/// Begin an episode of the case `data.case` names (or the only one
+/// served) with `data.seed` (or the case's), ending the open one, if any,
+/// once the request is found good.
 async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> Value {
-    if let Some(mut s) = session.take() {
-        s.finish(None).await;
-    }
     if !matches!(data["episode_id"], Value::Null | Value::String(_)) {
         return error("VALIDATION_ERROR", "episode_id must be a string");
     }
@@ -332,6 +330,7 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
         output_file: None,
         network: None,
     };
+    end_open(session).await;
     match Session::begin(served, case, agent, opts, data["episode_id"].as_str()) {
         Err(e) => error("FACTORY_ERROR", &format!("{e:#}")),
         Ok(mut s) => {
@@ -370,8 +369,16 @@ async fn reset_fork(
     }
     let prefix = match (served.fork)(run, at) {
         Ok(p) => p,
-        Err(e) => return error("VALIDATION_ERROR", &format!("{e:#}")),
+        Err(e) => {
+            // The fork's check names its command line's flag.
+            let e = format!("{e:#}");
+            let e = e
+                .strip_prefix("--at: ")
+                .map_or(e.clone(), |m| format!("fork_of.at: {m}"));
+            return error("VALIDATION_ERROR", &e);
+        }
     };
+    end_open(session).await;
     let events = prefix.events;
     let forked = json!({"run": prefix.run, "at": prefix.at});
     let mut s = match Session::begin(served, prefix.case, prefix.agent, prefix.opts, episode_id) {
@@ -409,6 +416,14 @@ async fn reset_fork(
         json!({"case": s.case, "seed": s.seed, "task": s.task, "tools": tools, "fork_of": forked});
     *session = Some(s);
     observation(first, None, false)
+}
+
+/// End (and grade) the connection's open episode, once the `reset` that
+/// ends it has been found good: a refused one leaves it going.
+async fn end_open(session: &mut Option<Session>) {
+    if let Some(mut s) = session.take() {
+        s.finish(None).await;
+    }
 }
 
 /// One episode: a run with its mediator on a thread of its own.

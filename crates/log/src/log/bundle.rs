@@ -403,6 +403,9 @@ pub fn read_header(path: &Path) -> Result<Header, BundleError> {
         message,
     };
     let first = first_line(path).map_err(|e| err(format!("cannot read bundle: {e}")))?;
+    if let Some(said) = an_export(&first) {
+        return Err(err(said));
+    }
     if !first.ends_with(b"\n") {
         return Err(err(
             "no header: the run was cut off as its bundle was created".into(),
@@ -618,6 +621,9 @@ fn read_lines<'a>(bytes: &[u8], path: &'a Path) -> Result<(Header, Reader<'a>), 
     })?;
     let mut lines = text.split_inclusive('\n').enumerate();
     let (header, line_hash) = match lines.next() {
+        Some((_, first)) if an_export(first.as_bytes()).is_some() => {
+            return Err(err(1, an_export(first.as_bytes()).unwrap_or_default()));
+        }
         Some((_, first)) if first.ends_with('\n') => {
             (header_of(first, path)?, header_line_hash(first))
         }
@@ -682,6 +688,14 @@ pub fn continued(
 }
 
 /// The header of a bundle's first line (format checked).
+/// What to say of a file that is a `worldline export` document, not a
+/// bundle (it was read as a run cut off before its header).
+pub(super) fn an_export(first: &[u8]) -> Option<String> {
+    first.starts_with(br#"{"format":"worldline-export/"#).then(|| {
+        "is a `worldline export` file, not a run's bundle: bring it into a store with `worldline import FILE`, then name the run by its id".to_string()
+    })
+}
+
 pub(super) fn header_of(first: &str, path: &Path) -> Result<Header, BundleError> {
     let err = |message: String| BundleError {
         path: path.display().to_string(),

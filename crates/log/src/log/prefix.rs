@@ -71,6 +71,13 @@ fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), Bu
         }
     }
     let Some(header) = header else {
+        let mut start = [0u8; 64];
+        let read = std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read(&mut f, &mut start))
+            .unwrap_or(0);
+        if let Some(said) = bundle::an_export(&start[..read]) {
+            return Err(err(1, said));
+        }
         return Err(err(
             1,
             "no header: the run was cut off as its bundle was created (killed, or the disk was full); nothing of it was recorded".into(),

@@ -393,9 +393,21 @@ impl Redactor {
         }
     }
 
-    /// A header's fork edits: an answer as a `response`, a patch as the
-    /// state it sets (`state.table.key[.field]`), tool names as text.
+    /// A header: its case's name and a native agent's command line and
+    /// output file as text (a key or an address passed as an argument
+    /// was shown raw), and its fork edits: an answer as a `response`, a
+    /// patch as the state it sets (`state.table.key[.field]`), tool names
+    /// as text.
     pub fn header(&mut self, h: &mut Header) {
+        h.case = self.text(&h.case);
+        if let Some(native) = h.native.as_mut() {
+            for arg in &mut native.command {
+                *arg = self.text(arg);
+            }
+            if let Some(file) = native.output_file.as_mut() {
+                *file = self.text(&file.to_string_lossy()).into();
+            }
+        }
         let Some(p) = h.parent.as_mut() else {
             return;
         };

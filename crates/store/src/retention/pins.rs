@@ -27,8 +27,9 @@ fn plain(run_id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Pin a run (by id), with a note.
-pub fn pin(store: &StoreDir, run_id: &str, note: &str) -> Result<()> {
+/// Pin a run (by id), with a note; without one, a pinned run keeps its
+/// note.
+pub fn pin(store: &StoreDir, run_id: &str, note: Option<&str>) -> Result<()> {
     plain(run_id)?;
     if let Some(db) = store.database() {
         return Ok(db.pin(run_id, note).map_err(crate::store::db_error)?);
@@ -36,7 +37,12 @@ pub fn pin(store: &StoreDir, run_id: &str, note: &str) -> Result<()> {
     let d = dir(store);
     std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     let path = d.join(run_id);
-    std::fs::write(&path, note).with_context(|| format!("writing {}", path.display()))
+    // Pinned again without a note: the one it has stays.
+    if note.is_none() && path.is_file() {
+        return Ok(());
+    }
+    std::fs::write(&path, note.unwrap_or_default())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Unpin a run; whether it was pinned.
