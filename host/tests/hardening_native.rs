@@ -741,3 +741,70 @@ fn a_native_agent_s_processes_end_when_worldline_is_killed() {
         }
     }
 }
+
+/// A fuzz campaign of a native agent killed outright, its runs shared
+/// with worker processes: the workers end, and the agents under them.
+/// A worker read its closed pipe only between chunks, so it and its
+/// agent lived on until the run's time limit.
+#[test]
+fn a_killed_fuzz_campaign_leaves_no_worker_nor_agent() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let pids = dir.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    let case = case_with(
+        dir.path(),
+        "slow",
+        "[limits]\ntimeout_ms = 120000\n\n[[fuzz.tools]]\ntool = \"list_deploys\"\nlatency_ms = { p = 1.0, ms = [1, 5] }\n",
+    );
+    let worlds = worlds();
+    let mut child = cli()
+        .args([
+            os("fuzz"),
+            case.as_os_str(),
+            os("--worlds"),
+            worlds.as_os_str(),
+        ])
+        .args([os("--store"), store.as_os_str()])
+        .args([
+            "--runs", "4", "--jobs", "2", "--exec", "--", "/bin/sh", "-c",
+        ])
+        .arg(format!("echo $$ > {}/$$; exec sleep 600", pids.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    while std::fs::read_dir(&pids).unwrap().count() < 2 {
+        assert!(began.elapsed() < Duration::from_secs(60), "no agents began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let agents: Vec<i32> = std::fs::read_dir(&pids)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().parse().unwrap())
+        .collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    let ours = |pid: &i32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(store.to_str().unwrap()))
+            && !process_gone(*pid)
+    };
+    loop {
+        let workers: Vec<i32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(ours)
+            .collect();
+        let alive: Vec<&i32> = agents.iter().filter(|p| !process_gone(**p)).collect();
+        if workers.is_empty() && alive.is_empty() {
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "workers {workers:?} and agents {alive:?} outlived the campaign"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

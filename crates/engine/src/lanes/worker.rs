@@ -128,6 +128,27 @@ impl<T> Worker<T> {
     ) -> Result<Worker<T>> {
         let mut hello = serde_json::to_vec(hello)?;
         hello.push(b'\n');
+        // A worker ends with this process however it ends (SIGKILL
+        // included: a closed pipe is read only between chunks), and a
+        // native agent's processes under it with it (their keeper's own
+        // parent-death signal). Workers are started from the command's
+        // main thread, which outlives them (the signal follows a thread).
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: prctl and getppid are async-signal-safe; nothing is
+        // allocated between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt as _;
+            command.pre_exec(move || {
+                let kill = libc::SIGKILL as libc::c_ulong;
+                if libc::prctl(libc::PR_SET_PDEATHSIG, kill) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
