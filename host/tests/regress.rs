@@ -188,6 +188,8 @@ fn from_run_of_a_missing_run_is_exit_2_and_writes_nothing() {
     let store = dir.path().join("store");
     let out = dir.path().join("x.toml");
     std::fs::write(&out, "keep").unwrap();
+    // A store without that run (a store that is not there is named so).
+    std::fs::create_dir_all(store.join("runs")).unwrap();
     let missing = worldline(
         &store,
         [
@@ -714,6 +716,22 @@ equals = "rolled_back"
             && repro.stderr.contains("--deny close_ticket at event 3")
             && repro.stderr.contains("case from-run"),
         "{repro}"
+    );
+    // So would rerun, compared with the run as though it were the case's.
+    let careful = guest("careful-agent");
+    let rerun = worldline(
+        &store,
+        [
+            "rerun".as_ref(),
+            patched.as_ref(),
+            "--agent".as_ref(),
+            careful.as_os_str(),
+        ],
+    );
+    rerun.expect_code(2);
+    assert!(
+        rerun.stderr.contains("--deny close_ticket at event 3"),
+        "{rerun}"
     );
     // A run that is no fork is reproduced as before.
     worldline(&store, ["repro", &run, "--times", "2"]).expect_code(0);

@@ -389,6 +389,36 @@ fn store_of_run(
     }
 }
 
+/// The edits of a fork's lineage that change what its run met (an
+/// answer, a permission, the world), each as its flag and event: none
+/// for a run that is no fork, or a branch that only drew other model
+/// answers (`--samples`). `repro` and `rerun` run a case from its start,
+/// without them.
+fn fork_edits(rec: &worldline_engine::replay::RecordedRun) -> Vec<String> {
+    use worldline_log::log::bundle::Edit;
+    let Some(parent) = &rec.bundle.header.parent else {
+        return Vec::new();
+    };
+    parent
+        .fork_points()
+        .iter()
+        .flat_map(|p| {
+            p.edits
+                .iter()
+                .filter(|e| !matches!(e, Edit::Reseed { .. }))
+                .map(move |e| match e {
+                    // The response itself may be long: the flag and event say which.
+                    Edit::Respond { .. } => format!("--respond at event {}", p.event),
+                    e => format!(
+                        "{} at event {}",
+                        worldline_engine::fork::check::describe(e),
+                        p.event
+                    ),
+                })
+        })
+        .collect()
+}
+
 /// The store `gc`, `pin`, `unpin` and `retention` tend: one that is there
 /// (a folder holding only its `policy.toml` is), never one made where a
 /// mistyped `--store` points (`gc` "removed 0 runs" from an empty store it

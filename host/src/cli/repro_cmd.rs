@@ -10,7 +10,6 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use worldline_case::error::InputError;
-use worldline_engine::fork;
 use worldline_engine::fuzz::repro::repro;
 use worldline_engine::native::exec::Exec;
 use worldline_engine::replay::{self, recorded_agent};
@@ -97,29 +96,11 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-/// A fork whose edits change what its run met (an answer, a permission,
-/// the world) is not its case run again: `repro` runs the case from its
-/// start, without them, so its rate would be of another run. A fork that
-/// only drew other model answers (`--samples`) or no edit is its case's.
+/// A fork whose edits change what its run met is not its case run again:
+/// `repro` runs the case from its start, without them, so its rate would
+/// be of another run.
 fn refuse_edited_fork(rec: &replay::RecordedRun) -> Result<()> {
-    use worldline_log::log::bundle::Edit;
-    let Some(parent) = &rec.bundle.header.parent else {
-        return Ok(());
-    };
-    let edits: Vec<String> = parent
-        .fork_points()
-        .iter()
-        .flat_map(|p| {
-            p.edits
-                .iter()
-                .filter(|e| !matches!(e, Edit::Reseed { .. }))
-                .map(move |e| match e {
-                    // The response itself may be long: the flag and event say which.
-                    Edit::Respond { .. } => format!("--respond at event {}", p.event),
-                    e => format!("{} at event {}", fork::check::describe(e), p.event),
-                })
-        })
-        .collect();
+    let edits = super::fork_edits(rec);
     if edits.is_empty() {
         return Ok(());
     }

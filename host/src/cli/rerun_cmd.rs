@@ -7,6 +7,7 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
+use worldline_case::error::InputError;
 use worldline_engine::grade::verdict;
 use worldline_engine::ops;
 use worldline_engine::replay::{self, ModelMode};
@@ -48,6 +49,19 @@ pub fn exec(args: RerunCommand) -> Result<ExitCode> {
     let sandbox =
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open_held(&store, &args.run)?;
+    let edits = super::fork_edits(&rec);
+    if !edits.is_empty() {
+        return Err(InputError::new(
+            &rec.path,
+            format!(
+                "run {} is a fork with edits ({}): rerun runs its case from the start with the other agent, without them, so it would be compared with another run. Fork its parent with the same edits and `--agent B` instead, or make it a case (`worldline case from-run {} -o CASE.toml`) and `worldline test CASE.toml --agent B`",
+                rec.id,
+                edits.join("; "),
+                rec.id
+            ),
+        )
+        .into());
+    }
     store.audit_reexecution(&[&rec.id], "rerun")?;
     let reran = ops::rerun::rerun(
         &sandbox,
