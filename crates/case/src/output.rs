@@ -13,6 +13,7 @@ use std::path::Path;
 /// What is at `path`, in words, unless it is nothing or a regular file.
 fn refused_kind(path: &Path) -> Result<Option<&'static str>, InputError> {
     in_a_store(path)?;
+    folder_there(path)?;
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(InputError::new(path, format!("cannot write here: {e}"))),
@@ -31,6 +32,21 @@ pub fn check_file(path: &Path) -> Result<(), InputError> {
                 "is {kind}; worldline writes only a new file or replaces a regular one: remove it or choose another path"
             ),
         )),
+    }
+}
+
+/// Refuse a path whose folder is not there: said before anything runs,
+/// not as "cannot write: No such file or directory" after it.
+fn folder_there(path: &Path) -> Result<(), InputError> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => Err(InputError::new(
+            path,
+            format!(
+                "its folder {} is not there: make it first, or choose another path",
+                dir.display()
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -56,6 +72,7 @@ fn in_a_store(path: &Path) -> Result<(), InputError> {
 /// Refuse `path` unless nothing is there (not even a dangling symlink).
 pub fn check_new(path: &Path, what: &str) -> Result<(), InputError> {
     in_a_store(path)?;
+    folder_there(path)?;
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(InputError::new(path, format!("cannot write here: {e}"))),

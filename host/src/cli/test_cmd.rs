@@ -324,6 +324,11 @@ fn run(
         compiles: &loaded.compiles,
     };
     bar.set_message("0 failed");
+    // Refused before the suite runs, as `--events` is: it was refused
+    // after, with nothing of the suite shown.
+    if let Some(path) = &args.junit {
+        worldline_case::output::check_file(path)?;
+    }
     let lines = super::compile_progress::event_lines(args.events.as_deref())?;
     let shown = Mutex::new((Progress::default(), lines));
     let tested = ops::test::test(&suite, args.events.as_deref(), &|e| {

@@ -242,6 +242,12 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
         .output
         .clone()
         .unwrap_or_else(|| job.agent.with_extension("wasm"));
+    // `-o build/agent.wasm` in a fresh project: the folder made now, as
+    // `build-js` makes it, not a failure after the whole build.
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| InputError::new(dir, format!("cannot create the output folder: {e}")))?;
+    }
     // Checked before the build; componentize-py writes into the build
     // folder, and the component is moved to `output` from there.
     worldline_case::output::check_file(&output)?;
