@@ -179,3 +179,26 @@ fn a_patch_that_creates_a_row_says_so_and_history_shows_the_edits() {
     out.expect_code(2);
     assert!(out.stderr.contains("key field `id`"), "{out}");
 }
+
+/// A fork with another agent that departs from the recording before the
+/// fork point, or ends before it, is exit 2 naming the event, and no run
+/// is kept: one that ended early was taken as a fork with no event, one
+/// that departed was exit 4 with a debug word (`Mismatch`).
+#[test]
+fn another_agent_that_does_not_reach_the_fork_point_makes_no_fork() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let (id, _) = failed_run(store);
+    let before = runs_in(store);
+    for (agent, said) in [
+        ("hostile-agent", "departed from the recording at event 0"),
+        ("careful-agent", "departed from the recording at event"),
+    ] {
+        let agent = guest(agent);
+        let out = wl(store, &[&"fork", &id, &"--at", &"3", &"--agent", &agent]);
+        out.expect_code(2);
+        assert!(out.stderr.contains(said), "{out}");
+        assert!(!out.stderr.contains("Mismatch"), "{out}");
+        assert_eq!(runs_in(store), before, "{out}");
+    }
+}

@@ -92,8 +92,7 @@ pub fn fork(
         let opts = options(store, rec, parent, None);
         let outcome =
             rederive::rerun(sandbox, &rec.case, client.clone(), opts, &rec.bundle.events)?;
-        departed(&outcome, at)?;
-        return Ok(outcome);
+        return kept_if_followed(store, outcome, at);
     }
     let native = match &rec.bundle.header.native {
         Some(n) => Some(Exec::recorded(n).ok_or_else(|| {
@@ -113,8 +112,7 @@ pub fn fork(
     }
     let parent = parent_of(rec, at, edits, false);
     let outcome = follow_then_live(sandbox, store, rec, &rec.case, parent, native, agent, None)?;
-    departed(&outcome, at)?;
-    Ok(outcome)
+    kept_if_followed(store, outcome, at)
 }
 
 /// A served episode `rec` forked at event `at`, for a `worldline serve`
@@ -143,18 +141,44 @@ pub fn served<'a>(store: &'a StoreDir, rec: RecordedRun, at: u64) -> Result<Pref
     })
 }
 
-/// A fork that departed from the recording before its fork point is an
-/// error naming where.
+/// A fork that departed from the recording before its fork point, or
+/// ended before it (an agent that stops early makes no other call: its
+/// fork had no event and was taken), is an input error naming where.
 fn departed(outcome: &RunOutcome, at: u64) -> Result<()> {
-    if let Some(d) = &outcome.divergence {
-        anyhow::bail!(
-            "the fork's agent departed from the recording at event {} before the fork point {at} ({:?}); fork at or before {} instead",
+    use worldline_runtime::mediate::follow::Class;
+    let (index, how) = match &outcome.divergence {
+        Some(d) => (
             d.index,
-            d.class,
-            d.index
-        );
+            match d.class {
+                Class::Mismatch => "it made another call there",
+                Class::Missing => "it stopped before making the recorded call",
+                Class::Extra => "it made a call the recording does not have",
+            },
+        ),
+        None if (outcome.events.len() as u64) < at => {
+            (outcome.events.len() as u64, "it ended there")
+        }
+        None => return Ok(()),
+    };
+    Err(InputError::new(
+        "--at",
+        format!(
+            "the fork's agent departed from the recording at event {index}, before the fork point {at} ({how}); fork at or before {index}, or with an agent that makes the recorded calls up to {at}"
+        ),
+    )
+    .into())
+}
+
+/// [`departed`], and a fork that departed is not kept in a folder store:
+/// it is no fork of the run its header names.
+fn kept_if_followed(store: &StoreDir, outcome: RunOutcome, at: u64) -> Result<RunOutcome> {
+    if let Err(e) = departed(&outcome, at) {
+        if let (None, Some(bundle)) = (store.database(), &outcome.bundle) {
+            let _ = std::fs::remove_file(bundle);
+        }
+        return Err(e);
     }
-    Ok(())
+    Ok(outcome)
 }
 
 /// The model seed of member `i` of a branch of `rec` at event `at`:
