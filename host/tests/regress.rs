@@ -736,3 +736,63 @@ equals = "rolled_back"
     // A run that is no fork is reproduced as before.
     worldline(&store, ["repro", &run, "--times", "2"]).expect_code(0);
 }
+
+/// What a run was run with beside its case goes into the case made of
+/// it: a resumed run's raised limit, and `--model-set` keys of a case
+/// whose own scripted model answers; a model seed of its own, which no
+/// case key holds, is named with the flag that draws the same answers.
+/// All three were dropped silently, and the cases did not reproduce.
+#[test]
+fn a_run_s_raised_limits_and_model_settings_go_into_its_case() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let source =
+        std::fs::read_to_string(workspace_root().join("cases/model/rollback.toml")).unwrap();
+    let short = source.replacen("[model]", "[limits]\nmax_steps = 3\n\n[model]", 1);
+    let case = write_case(dir.path(), "short", &short);
+    let agent = guest("model-agent");
+    let worlds = workspace_root().join("worlds");
+    let run = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        worldline(&store, args).json()["run_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let from_run = |run: &str, name: &str| {
+        let out = dir.path().join(name);
+        let made = worldline(
+            &store,
+            [
+                "case".as_ref(),
+                "from-run".as_ref(),
+                run.as_ref(),
+                "-o".as_ref(),
+                out.as_os_str(),
+                "--json".as_ref(),
+            ],
+        );
+        made.expect_code(0);
+        let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        (doc, made.json()["not_carried"].clone())
+    };
+    let stopped = run(&[]);
+    let resumed = worldline(&store, ["resume", &stopped, "--max-steps", "100", "--json"]);
+    let resumed = resumed.json()["run_id"].as_str().unwrap().to_string();
+    let (doc, _) = from_run(&resumed, "resumed.toml");
+    assert_eq!(doc["limits"]["max_steps"].as_integer(), Some(100), "{doc}");
+
+    let set = run(&["--model-set", "latency_ms=5", "--model-seed", "7"]);
+    let (doc, left) = from_run(&set, "set.toml");
+    assert_eq!(doc["model"]["latency_ms"].as_integer(), Some(5), "{doc}");
+    assert!(left.to_string().contains("--model-seed 7"), "{left}");
+}

@@ -368,14 +368,16 @@ pub fn check_settings(project: &crate::project::Project) -> Result<(), InputErro
 
 /// A `--model-set` value: read as a TOML value when it is one, else as
 /// text.
-fn override_value(text: &str) -> Value {
+pub fn setting_value(text: &str) -> toml::Value {
     toml::from_str::<toml::Table>(&format!("v = {text}"))
         .ok()
         .and_then(|mut t| t.remove("v"))
-        .map_or_else(
-            || Value::String(text.to_string()),
-            |v| serde_json::to_value(v).unwrap_or(Value::Null),
-        )
+        .unwrap_or_else(|| toml::Value::String(text.to_string()))
+}
+
+/// [`setting_value`] as JSON.
+fn override_value(text: &str) -> Value {
+    serde_json::to_value(setting_value(text)).unwrap_or(Value::Null)
 }
 
 fn describe(overrides: &BTreeMap<String, String>) -> String {

@@ -168,6 +168,12 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         };
         not_carried.extend(carried.edits_left(parent, &rec.bundle.events));
     }
+    not_carried.extend(run_settings(
+        &mut table,
+        &rec.bundle.header,
+        recorded_model,
+        model_calls,
+    ));
     if let Some(u) = rec
         .case
         .user
@@ -303,6 +309,50 @@ fn inject_rules(
     Ok(rules)
 }
 
+/// What the run was run with beside its case: a resumed run's raised
+/// `[limits]` are written into the case, and so are its `--model-set`
+/// keys when the case's own model answers (a recording replays its
+/// answers whatever they were); a model seed of its own (`--model-seed`,
+/// a group's member) has no case key, so it is named with the flag that
+/// draws the same answers.
+fn run_settings(
+    table: &mut toml::Table,
+    header: &worldline_log::log::Header,
+    recorded_model: bool,
+    model_calls: usize,
+) -> Vec<String> {
+    let mut into = |name: &str, keys: Vec<(String, toml::Value)>| {
+        if keys.is_empty() {
+            return;
+        }
+        let t = table
+            .entry(name)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if let toml::Value::Table(t) = t {
+            t.extend(keys);
+        }
+    };
+    let raised = header.limits.iter().map(|(k, v)| {
+        let v = i64::try_from(*v).unwrap_or(i64::MAX);
+        (k.clone(), toml::Value::Integer(v))
+    });
+    into("limits", raised.collect());
+    if recorded_model {
+        return Vec::new();
+    }
+    let set = header
+        .model_overrides
+        .iter()
+        .map(|(k, v)| (k.clone(), worldline_case::case::model::setting_value(v)));
+    into("model", set.collect());
+    match header.model_seed {
+        Some(seed) if model_calls > 0 => vec![format!(
+            "the run's model seed {seed} (`--model-seed`, or its group's): a case has no key for it; `run` or `test` the case with `--model-seed {seed}` to draw the scripted model's answers as the run did"
+        )],
+        _ => Vec::new(),
+    }
+}
+
 /// What of a fork's edits the case carries: a tool call's answer as an
 /// `[[inject]]` rule ([`inject_rules`]), a model's answer or model seed
 /// in the recording the case's model replays (`recorded_model`), a user's
@@ -346,7 +396,7 @@ impl Carried {
                     }
                     Edit::Reseed { .. } if self.recorded_model => continue,
                     Edit::Reseed { model_seed } => format!(
-                        "the fork's model seed {model_seed} from event {at}: the case's scripted model does not draw"
+                        "the fork's model seed {model_seed} from event {at}: a case's scripted model draws its answers with one seed from its start"
                     ),
                     Edit::Allow { tool } => format!(
                         "the fork's --allow {tool} from event {at}: a case's permissions hold from its start"
