@@ -258,13 +258,18 @@ pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
     schema::check_schema(&params)
         .map_err(|e| format!("tool `{name}`: params is not a supported JSON Schema: {e}"))?;
     if let Some(declared) = closed_properties(&params) {
-        for (arg, place) in t.named_args() {
-            if !declared.contains_key(&arg) {
-                let names: Vec<&String> = declared.keys().collect();
-                return Err(format!(
-                    "tool `{name}`: {place} names the argument `{arg}`, which its params do not declare (properties: {names:?}); the agent is shown only those, so it would never send `{arg}` (a filter on it is always skipped). Declare it, or name one of them"
-                ));
-            }
+        let undeclared: Vec<String> = t
+            .named_args()
+            .into_iter()
+            .filter(|(arg, _)| !declared.contains_key(arg))
+            .map(|(arg, place)| format!("`{arg}` ({place})"))
+            .collect();
+        if !undeclared.is_empty() {
+            let names: Vec<&String> = declared.keys().collect();
+            return Err(format!(
+                "tool `{name}` reads {}, which its params do not declare (properties: {names:?}); the agent is shown only those and never sends another (a filter on one is always skipped, a value of one is left out). Declare each, or name one of them",
+                undeclared.join(", ")
+            ));
         }
     }
     Ok(Tool {
@@ -338,8 +343,7 @@ mod tests {
         let t: ToolToml = toml::from_str(&typo).unwrap();
         let e = resolve(&t, &state()).unwrap_err();
         assert!(
-            e.contains("the filter on `service` names the argument `servce`")
-                && e.contains("\"service\""),
+            e.contains("reads `servce` (the filter on `service`)") && e.contains("\"service\""),
             "{e}"
         );
         let limit = format!("name='q'\nop='query'\ntable='deploys'\n{params}\nlimit_arg='n'");
@@ -347,8 +351,15 @@ mod tests {
         assert!(
             resolve(&t, &state())
                 .unwrap_err()
-                .contains("`limit_arg` names the argument `n`")
+                .contains("reads `n` (`limit_arg`)")
         );
+        // Every one it reads, each with its place.
+        let row = format!(
+            "name='i'\nop='insert'\ntable='deploys'\n{params}\nrow={{id='$service', a='$b', n={{deep='$c'}}}}"
+        );
+        let t: ToolToml = toml::from_str(&row).unwrap();
+        let e = resolve(&t, &state()).unwrap_err();
+        assert!(e.contains("reads `b` (`row`), `c` (`row`)"), "{e}");
         // Declared, special, escaped, or params open to more: taken.
         for ok in [
             format!("name='q'\nop='query'\ntable='deploys'\n{params}\nfilters=[{{field='service', eq='$service'}}]\nresponse={{r='$result', at='$now', a='$args', d='$$x'}}"),
