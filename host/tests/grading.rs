@@ -396,6 +396,22 @@ fn test_command_prints_a_line_per_case_and_writes_junit() {
         assert!(out.stderr.contains(said), "{out}");
         assert_eq!(runs(), before, "{out}");
     }
+    // `--limit 0` runs nothing, which is no suite that passed.
+    let none = worldline(
+        dir.path(),
+        [
+            "test".as_ref(),
+            good.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+            "--limit".as_ref(),
+            "0".as_ref(),
+        ],
+    );
+    none.expect_code(2);
+    assert!(none.stderr.contains("--limit"), "{none}");
 }
 
 const SMALL_WORLD: &str =

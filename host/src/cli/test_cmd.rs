@@ -161,6 +161,14 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
 
 pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     let supplied = default_cases(&mut args)?;
+    if args.limit == Some(0) {
+        // As a filter that selects nothing is: not a suite that passed.
+        return Err(InputError::new(
+            "--limit",
+            "0 runs no case: give at least 1, or leave it out",
+        )
+        .into());
+    }
     super::runs_at_most("--repeat", args.repeat)?;
     if let Some(k) = args.group {
         super::runs_at_most("--group", k)?;

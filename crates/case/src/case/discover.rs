@@ -14,9 +14,11 @@ fn not_cases(dir: &Path) -> bool {
         || (dir.join("runs").is_dir() && dir.join("objects").is_dir())
 }
 
-/// Case files named by the arguments, folders expanded, in sorted order.
-/// A symbolic link to a folder met inside a folder is not followed (a link
-/// to a folder above would never end); a folder named as an argument is.
+/// Case files named by the arguments, folders expanded, in sorted order,
+/// each once however many arguments reach it (`test DIR DIR/a.toml` ran
+/// `a` twice; `--repeat` is how a case runs more than once). A symbolic
+/// link to a folder met inside a folder is not followed (a link to a
+/// folder above would never end); a folder named as an argument is.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         for e in std::fs::read_dir(dir)? {
@@ -54,6 +56,8 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
             return Err(InputError::new(p, "no such case file or folder"));
         }
     }
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
     Ok(out)
 }
 
@@ -81,5 +85,18 @@ mod tests {
             "incident/stale"
         );
         assert_eq!(display_name(Path::new("elsewhere/one.toml")), "one");
+    }
+
+    #[test]
+    fn a_case_reached_twice_is_listed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = dir.path().join("cases");
+        std::fs::create_dir_all(&cases).unwrap();
+        for name in ["a.toml", "b.toml"] {
+            std::fs::write(cases.join(name), "").unwrap();
+        }
+        let again = dir.path().join("cases/../cases/a.toml");
+        let found = expand(&[cases.join("a.toml"), cases.clone(), again]).unwrap();
+        assert_eq!(found, [cases.join("a.toml"), cases.join("b.toml")]);
     }
 }
