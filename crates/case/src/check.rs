@@ -142,9 +142,26 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
         .unwrap_or_default();
     if name == crate::project::FILE {
         out.files.push((file.to_path_buf(), Kind::Project));
-        let loaded = crate::project::load(file).and_then(|p| case::model::check_settings(&p));
-        if let Err(e) = loaded {
-            out.problem(e);
+        let loaded =
+            crate::project::load(file).and_then(|p| case::model::check_settings(&p).map(|()| p));
+        match loaded {
+            Err(e) => out.problem(e),
+            // What `test` without cases takes must be there.
+            Ok(project) => {
+                for cases in project
+                    .cases
+                    .iter()
+                    .filter(|c| c.symlink_metadata().is_err())
+                {
+                    out.problem(InputError::new(
+                        file,
+                        format!(
+                            "cases names {}, which is not there (`worldline test` without cases stops on it): make it, or take it out of the list",
+                            cases.display()
+                        ),
+                    ));
+                }
+            }
         }
         return;
     }
@@ -338,5 +355,25 @@ mod tests {
         assert_eq!(checked.count(Kind::Case), 1, "{:?}", checked.files);
         assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
         assert_eq!(checked.problems[0].file, world.join("world.toml"));
+    }
+
+    /// The project's `cases` that are not there are problems: `check`
+    /// said "no problems", and `test` then stopped on them.
+    #[test]
+    fn a_project_s_cases_that_are_not_there_are_problems() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("cases")).unwrap();
+        std::fs::write(
+            dir.path().join(crate::project::FILE),
+            "cases = [\"cases\", \"nope\"]\n",
+        )
+        .unwrap();
+        let checked = check(&[dir.path().to_path_buf()], None);
+        assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
+        assert!(
+            checked.problems[0].message.contains("nope"),
+            "{:?}",
+            checked.problems
+        );
     }
 }
