@@ -510,6 +510,18 @@ fn clock_reads_fold_into_one_line_per_run_and_replay_and_fork_inside_one() {
         )),
         "{first}"
     );
+    // A page of nothing says why.
+    let past = common::worldline(&store, ["history", &id, "--skip", "100000"].map(OsStr::new));
+    assert!(
+        past.stdout
+            .contains(&format!("(--skip is past the {events} event(s) there are)")),
+        "{past}"
+    );
+    let none = common::worldline(
+        &store,
+        ["history", &id, "--only", "no.such.call"].map(OsStr::new),
+    );
+    assert!(none.stdout.contains("(no event matched --only)"), "{none}");
     // `-n 0` shows none, and says what would: not `--skip 0`, which
     // shows none either.
     let none = common::worldline(&store, ["history", &id, "-n", "0"].map(OsStr::new));

@@ -64,7 +64,13 @@ pub fn write(out: &mut impl Write, t: &Timeline<'_>, cut: Cut) -> io::Result<()>
     write_head(out, t.path, t.bundle, t.hidden)?;
     write_events(out, t.bundle, t.page, cut)?;
     let page = t.page;
-    if page.after > 0 && page.events.is_empty() {
+    if page.events.is_empty() && page.after == 0 && !t.bundle.events.is_empty() {
+        // A page of nothing says why, rather than the header alone.
+        match page.matched {
+            0 => writeln!(out, "(no event matched --only)")?,
+            n => writeln!(out, "(--skip is past the {n} event(s) there are)")?,
+        }
+    } else if page.after > 0 && page.events.is_empty() {
         // `-n 0`: another --skip would show nothing either.
         writeln!(
             out,

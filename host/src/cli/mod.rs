@@ -363,7 +363,8 @@ fn print_json(doc: &impl serde::Serialize) -> anyhow::Result<()> {
 /// working folder is no store of its own); otherwise `--store` when it
 /// is a store, never made where a mistyped one points (`history ID
 /// --store typo` made an empty store there, and a bundle's path read from
-/// another folder made `.worldline/` in it).
+/// another folder made `.worldline/` in it); a bundle outside any store
+/// with `--store`, made if need be.
 fn store_of_run(
     store: &std::path::Path,
     run: &str,
@@ -382,11 +383,9 @@ fn store_of_run(
         .filter(|runs| runs.file_name() == Some(std::ffi::OsStr::new("runs")))
         .and_then(std::path::Path::parent)
         .filter(|root| root.join("objects").is_dir());
-    match own {
-        Some(root) => StoreDir::open(root),
-        None if store.is_dir() => StoreDir::open(store),
-        None => StoreDir::open_existing(store),
-    }
+    // A bundle outside any store is read with `--store` as ever (made if
+    // need be), so that its own faults are named as it is read.
+    StoreDir::open(own.unwrap_or(store))
 }
 
 /// The edits of a fork's lineage that change what its run met (an
