@@ -307,10 +307,14 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
             )
         })?;
     let mut stdin = child.stdin.take().context("the converter's stdin")?;
-    // A "Python" that ends without reading it (a broken pipe) is told by
-    // how it ended, below.
-    let _ = stdin.write_all(converter.as_bytes());
-    drop(stdin);
+    let script = converter.as_bytes().to_vec();
+    let writing = std::thread::spawn(move || {
+        // A "Python" that ends without reading it: a broken pipe (not
+        // SIGPIPE, whose default `main` restores for `| head`), told
+        // below by how it ended.
+        worldline_engine::native::hold_sigpipe_on_this_thread();
+        let _ = stdin.write_all(&script);
+    });
     // Both streams read to their caps at once (a full stderr pipe would
     // stall the converter while stdout is read).
     let stderr = child.stderr.take().context("the converter's stderr")?;
@@ -347,6 +351,7 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
         )
         .into());
     }
+    let _ = writing.join();
     let status = child.wait().context("waiting for the converter")?;
     let out = std::process::Output {
         status,

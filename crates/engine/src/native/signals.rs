@@ -84,7 +84,7 @@ impl Drop for Running {
 /// whose `main` restores SIGPIPE's default action for `| head`. The
 /// signal such a write raises is the writing thread's own, so other
 /// threads keep the default.
-pub(crate) fn hold_sigpipe_on_this_thread() {
+pub fn hold_sigpipe_on_this_thread() {
     // SAFETY: a signal set built on the stack and this thread's own mask.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
