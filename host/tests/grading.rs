@@ -372,14 +372,10 @@ fn test_command_prints_a_line_per_case_and_writes_junit() {
     assert!(xml.contains("<failure message=\"tickets/T-1.status equals: expected &quot;open&quot;, got &quot;closed&quot;\""), "{xml}");
 
     // A report that cannot be written is refused before the suite runs
-    // (it ran the whole suite, then printed only the error).
-    let runs = || std::fs::read_dir(dir.path().join("runs")).unwrap().count();
-    let before = runs();
-    for (junit, said) in [
-        (dir.path().join("nodir/report.xml"), "is not there"),
-        (dir.path().to_path_buf(), "is a folder"),
-    ] {
-        let out = worldline(
+    // (it ran the whole suite, then printed only the error), and `--limit
+    // 0`, which runs nothing, is no suite that passed.
+    let good_with = |flag: &str, value: &std::ffi::OsStr| {
+        worldline(
             dir.path(),
             [
                 "test".as_ref(),
@@ -388,28 +384,23 @@ fn test_command_prints_a_line_per_case_and_writes_junit() {
                 agent.as_os_str(),
                 "--worlds".as_ref(),
                 worlds_dir().as_os_str(),
-                "--junit".as_ref(),
-                junit.as_os_str(),
+                flag.as_ref(),
+                value,
             ],
-        );
+        )
+    };
+    let runs = || std::fs::read_dir(dir.path().join("runs")).unwrap().count();
+    let before = runs();
+    for (junit, said) in [
+        (dir.path().join("nodir/report.xml"), "is not there"),
+        (dir.path().to_path_buf(), "is a folder"),
+    ] {
+        let out = good_with("--junit", junit.as_os_str());
         out.expect_code(2);
         assert!(out.stderr.contains(said), "{out}");
         assert_eq!(runs(), before, "{out}");
     }
-    // `--limit 0` runs nothing, which is no suite that passed.
-    let none = worldline(
-        dir.path(),
-        [
-            "test".as_ref(),
-            good.as_os_str(),
-            "--agent".as_ref(),
-            agent.as_os_str(),
-            "--worlds".as_ref(),
-            worlds_dir().as_os_str(),
-            "--limit".as_ref(),
-            "0".as_ref(),
-        ],
-    );
+    let none = good_with("--limit", "0".as_ref());
     none.expect_code(2);
     assert!(none.stderr.contains("--limit"), "{none}");
 }
