@@ -12,8 +12,7 @@ use std::path::Path;
 
 /// What is at `path`, in words, unless it is nothing or a regular file.
 fn refused_kind(path: &Path) -> Result<Option<&'static str>, InputError> {
-    in_a_store(path)?;
-    folder_there(path)?;
+    placed(path)?;
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(InputError::new(path, format!("cannot write here: {e}"))),
@@ -35,9 +34,20 @@ pub fn check_file(path: &Path) -> Result<(), InputError> {
     }
 }
 
-/// Refuse a path whose folder is not there: said before anything runs,
-/// not as "cannot write: No such file or directory" after it.
-fn folder_there(path: &Path) -> Result<(), InputError> {
+/// Refuse a path whose folder is not there (said before anything runs,
+/// not as "cannot write: No such file or directory" after it), and one in
+/// a store's `runs/` folder, which holds only the bundles of its runs (a
+/// file written there, an export, was listed as a broken run).
+fn placed(path: &Path) -> Result<(), InputError> {
+    if let Some(store) = store_holding(path) {
+        return Err(InputError::new(
+            path,
+            format!(
+                "is in the runs folder of the store {}, which holds only the runs worldline records there; write it elsewhere (`worldline import` brings an export into a store)",
+                store.display()
+            ),
+        ));
+    }
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
         Some(dir) if !dir.is_dir() => Err(InputError::new(
             path,
@@ -50,29 +60,18 @@ fn folder_there(path: &Path) -> Result<(), InputError> {
     }
 }
 
-/// Refuse a path in a store's `runs/` folder (`STORE/runs/`, beside
-/// `STORE/objects/`): it holds the bundles of the store's runs, and a file
-/// written there (an export) was listed as a broken run.
-fn in_a_store(path: &Path) -> Result<(), InputError> {
-    let runs = path
-        .parent()
-        .filter(|d| d.file_name() == Some("runs".as_ref()));
-    match runs.and_then(Path::parent) {
-        Some(store) if store.join("objects").is_dir() => Err(InputError::new(
-            path,
-            format!(
-                "is in the runs folder of the store {}, which holds only the runs worldline records there; write it elsewhere (`worldline import` brings an export into a store)",
-                store.display()
-            ),
-        )),
-        _ => Ok(()),
-    }
+/// The store whose `runs/` folder `path` is in (`STORE/runs/NAME`, with
+/// `STORE/objects/` beside it), if any.
+pub fn store_holding(path: &Path) -> Option<&Path> {
+    path.parent()
+        .filter(|runs| runs.file_name() == Some("runs".as_ref()))
+        .and_then(Path::parent)
+        .filter(|store| store.join("objects").is_dir())
 }
 
 /// Refuse `path` unless nothing is there (not even a dangling symlink).
 pub fn check_new(path: &Path, what: &str) -> Result<(), InputError> {
-    in_a_store(path)?;
-    folder_there(path)?;
+    placed(path)?;
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(InputError::new(path, format!("cannot write here: {e}"))),

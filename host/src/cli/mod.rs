@@ -378,14 +378,9 @@ fn store_of_run(
     if !by_path || database {
         return StoreDir::open_existing(store);
     }
-    let own = bundle
-        .parent()
-        .filter(|runs| runs.file_name() == Some(std::ffi::OsStr::new("runs")))
-        .and_then(std::path::Path::parent)
-        .filter(|root| root.join("objects").is_dir());
     // A bundle outside any store is read with `--store` as ever (made if
     // need be), so that its own faults are named as it is read.
-    StoreDir::open(own.unwrap_or(store))
+    StoreDir::open(worldline_case::output::store_holding(bundle).unwrap_or(store))
 }
 
 /// The edits of a fork's lineage that change what its run met (an
