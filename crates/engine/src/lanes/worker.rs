@@ -134,19 +134,12 @@ impl<T> Worker<T> {
         // parent-death signal). Workers are started from the command's
         // main thread, which outlives them (the signal follows a thread).
         let parent = std::process::id() as libc::pid_t;
-        // SAFETY: prctl and getppid are async-signal-safe; nothing is
-        // allocated between fork and exec.
+        // SAFETY: async-signal-safe calls only; nothing is allocated
+        // between fork and exec.
         unsafe {
             use std::os::unix::process::CommandExt as _;
             command.pre_exec(move || {
-                let kill = libc::SIGKILL as libc::c_ulong;
-                if libc::prctl(libc::PR_SET_PDEATHSIG, kill) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
+                crate::native::signals::told_of_parent_death(parent, libc::SIGKILL)
             });
         }
         let mut child = command

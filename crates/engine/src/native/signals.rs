@@ -78,6 +78,29 @@ impl Drop for Running {
     }
 }
 
+/// In a child between fork and exec (or one that never execs): be sent
+/// `signal` when the thread of `parent` that started it ends
+/// (`PR_SET_PDEATHSIG`), and end now if `parent` is gone already (it died
+/// before the request was made). Both the keeper of a native run and a
+/// fuzz or verify worker end with worldline this way, SIGKILL included.
+///
+/// SAFETY: async-signal-safe calls only (prctl, getppid, _exit).
+pub(crate) unsafe fn told_of_parent_death(
+    parent: libc::pid_t,
+    signal: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: as the function's contract says.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+    Ok(())
+}
+
 /// Block SIGPIPE on the calling thread: a write to a pipe the agent has
 /// closed (a process that exits without reading its stdin, an MCP client
 /// gone from stdio) then fails with `EPIPE` instead of killing worldline,

@@ -177,14 +177,10 @@ fn keep(status: RawFd) -> io::Result<()> {
         let parent = libc::getppid();
         let mut woken: libc::sigaction = std::mem::zeroed();
         woken.sa_sigaction = wake as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        if libc::sigaction(ORPHANED, &woken, std::ptr::null_mut()) != 0
-            || libc::prctl(libc::PR_SET_PDEATHSIG, ORPHANED as libc::c_ulong) != 0
-        {
+        if libc::sigaction(ORPHANED, &woken, std::ptr::null_mut()) != 0 {
             return Err(io::Error::last_os_error());
         }
-        if libc::getppid() != parent {
-            libc::_exit(1);
-        }
+        super::signals::told_of_parent_death(parent, ORPHANED)?;
         let agent = libc::fork();
         if agent < 0 {
             return Err(io::Error::last_os_error());
