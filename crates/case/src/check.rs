@@ -6,6 +6,7 @@
 //! new project is checked before its first build.
 
 use crate::case;
+use crate::case::discover::canonical;
 use crate::error::InputError;
 use crate::world::{self, Component};
 use std::path::{Path, PathBuf};
@@ -54,11 +55,6 @@ impl Checked {
             }
         }
     }
-}
-
-/// `path` with links and `.`/`..` resolved, when it can be.
-fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Files a walk leaves alone: other tools' manifests.

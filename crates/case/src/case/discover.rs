@@ -57,8 +57,14 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
         }
     }
     let mut seen = std::collections::BTreeSet::new();
-    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    out.retain(|p| seen.insert(canonical(p)));
     Ok(out)
+}
+
+/// `path` with links and `.`/`..` resolved, when it can be: what tells
+/// two spellings of one file apart from two files.
+pub(crate) fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// `incident/stale-deploy` for `.../cases/incident/stale-deploy.toml`.

@@ -146,15 +146,10 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         .count();
     let recording = file_name(&copy);
     let recorded_model = model_calls > 0 && rec.case.model.provider != Provider::Scripted;
-    if recorded_model {
-        let model = table
-            .entry("model")
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if let toml::Value::Table(m) = model {
-            m.insert("provider".into(), "recorded".into());
-            m.insert("recording".into(), recording.clone().into());
-            m.insert("cassette".into(), cassette_name(opts.fallback).into());
-        }
+    if recorded_model && let Some(model) = section(&mut table, "model") {
+        model.insert("provider".into(), "recorded".into());
+        model.insert("recording".into(), recording.clone().into());
+        model.insert("cassette".into(), cassette_name(opts.fallback).into());
     }
     let scripted_from_run = rec
         .case
@@ -321,36 +316,41 @@ fn run_settings(
     recorded_model: bool,
     model_calls: usize,
 ) -> Vec<String> {
-    let mut into = |name: &str, keys: Vec<(String, toml::Value)>| {
-        if keys.is_empty() {
-            return;
+    if !header.limits.is_empty() {
+        let raised = header.limits.iter().map(|(k, v)| {
+            let v = i64::try_from(*v).unwrap_or(i64::MAX);
+            (k.clone(), toml::Value::Integer(v))
+        });
+        if let Some(limits) = section(table, "limits") {
+            limits.extend(raised);
         }
-        let t = table
-            .entry(name)
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if let toml::Value::Table(t) = t {
-            t.extend(keys);
-        }
-    };
-    let raised = header.limits.iter().map(|(k, v)| {
-        let v = i64::try_from(*v).unwrap_or(i64::MAX);
-        (k.clone(), toml::Value::Integer(v))
-    });
-    into("limits", raised.collect());
+    }
     if recorded_model {
         return Vec::new();
     }
-    let set = header
-        .model_overrides
-        .iter()
-        .map(|(k, v)| (k.clone(), worldline_case::case::model::setting_value(v)));
-    into("model", set.collect());
+    if !header.model_overrides.is_empty() {
+        let set = (header.model_overrides.iter())
+            .map(|(k, v)| (k.clone(), worldline_case::case::model::setting_value(v)));
+        if let Some(model) = section(table, "model") {
+            model.extend(set);
+        }
+    }
     match header.model_seed {
         Some(seed) if model_calls > 0 => vec![format!(
             "the run's model seed {seed} (`--model-seed`, or its group's): a case has no key for it; `run` or `test` the case with `--model-seed {seed}` to draw the scripted model's answers as the run did"
         )],
         _ => Vec::new(),
     }
+}
+
+/// The case's table `name` (`[model]`, `[limits]`), made when it has
+/// none (`None` for a key of that name that is no table, which a case that
+/// loaded does not have).
+fn section<'a>(table: &'a mut toml::Table, name: &str) -> Option<&'a mut toml::Table> {
+    table
+        .entry(name)
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        .as_table_mut()
 }
 
 /// What of a fork's edits the case carries: a tool call's answer as an
