@@ -209,21 +209,16 @@ impl ToolToml {
     }
 }
 
-/// Each `"$name"` in `template` that names an argument, with `place`.
+/// Each `"$name"` in `template` that names an argument, with `place`:
+/// the names a rendering asks for (`$$…` and `$now` ask for none), but
+/// `$args` and `$result`.
 fn templated(template: &Value, place: &str, into: &mut Vec<(String, String)>) {
-    match template {
-        Value::String(s) if s.starts_with("$$") => {}
-        Value::String(s) => {
-            if let Some(name) = s.strip_prefix('$')
-                && !matches!(name, "args" | "now" | "result")
-            {
-                into.push((name.to_string(), place.to_string()));
-            }
+    let _ = super::tools::render_with(template, "", &mut |name| {
+        if !matches!(name, "args" | "result") {
+            into.push((name.to_string(), place.to_string()));
         }
-        Value::Object(m) => m.values().for_each(|v| templated(v, place, into)),
-        Value::Array(items) => items.iter().for_each(|v| templated(v, place, into)),
-        _ => {}
-    }
+        None
+    });
 }
 
 /// The properties a parameter schema declares, when it declares them and

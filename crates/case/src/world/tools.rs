@@ -255,7 +255,7 @@ pub fn render(template: &Value, args: &Value, now: &str) -> Option<Value> {
 
 /// [`render`], each `"$name"` (`"$args"` included) the value `value` gives
 /// for `name`, taken in the template's order.
-fn render_with(
+pub(super) fn render_with(
     template: &Value,
     now: &str,
     value: &mut impl FnMut(&str) -> Option<Value>,
