@@ -620,10 +620,11 @@ fn read_lines<'a>(bytes: &[u8], path: &'a Path) -> Result<(Header, Reader<'a>), 
         err(line, format!("not UTF-8: {e}"))
     })?;
     let mut lines = text.split_inclusive('\n').enumerate();
-    let (header, line_hash) = match lines.next() {
-        Some((_, first)) if an_export(first.as_bytes()).is_some() => {
-            return Err(err(1, an_export(first.as_bytes()).unwrap_or_default()));
-        }
+    let first = lines.next();
+    if let Some(said) = first.and_then(|(_, line)| an_export(line.as_bytes())) {
+        return Err(err(1, said));
+    }
+    let (header, line_hash) = match first {
         Some((_, first)) if first.ends_with('\n') => {
             (header_of(first, path)?, header_line_hash(first))
         }
@@ -687,7 +688,6 @@ pub fn continued(
     Ok((reader.events, reader.footer))
 }
 
-/// The header of a bundle's first line (format checked).
 /// What to say of a file that is a `worldline export` document, not a
 /// bundle (it was read as a run cut off before its header).
 pub(super) fn an_export(first: &[u8]) -> Option<String> {
@@ -696,6 +696,7 @@ pub(super) fn an_export(first: &[u8]) -> Option<String> {
     })
 }
 
+/// The header of a bundle's first line (format checked).
 pub(super) fn header_of(first: &str, path: &Path) -> Result<Header, BundleError> {
     let err = |message: String| BundleError {
         path: path.display().to_string(),
