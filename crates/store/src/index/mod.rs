@@ -111,10 +111,15 @@ impl Check {
 /// Whether `e` is SQLite refusing to write a file this process may not
 /// (the store's folder writable, the index file not).
 fn is_read_only(e: &anyhow::Error) -> bool {
+    sqlite_said(e, &[rusqlite::ErrorCode::ReadOnly])
+}
+
+/// Whether SQLite's error somewhere in `e`'s chain is one of `codes`.
+fn sqlite_said(e: &anyhow::Error, codes: &[rusqlite::ErrorCode]) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<rusqlite::Error>()
             .and_then(rusqlite::Error::sqlite_error_code)
-            == Some(rusqlite::ErrorCode::ReadOnly)
+            .is_some_and(|code| codes.contains(&code))
     })
 }
 
@@ -126,13 +131,8 @@ fn index_path(store: &StoreDir) -> PathBuf {
 /// ("database is locked") name neither the file nor whose lock it is
 /// (decision 0413).
 fn named_if_locked(e: anyhow::Error, path: &Path) -> anyhow::Error {
-    let locked = e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<rusqlite::Error>()
-                .and_then(rusqlite::Error::sqlite_error_code),
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-        )
-    });
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+    let locked = sqlite_said(&e, &[DatabaseBusy, DatabaseLocked]);
     if !locked {
         return e;
     }
