@@ -88,6 +88,9 @@ struct Shared {
     slots: Arc<Semaphore>,
     /// The port listened on, which a request's `Host` names.
     port: u16,
+    /// Becomes `true` once SIGINT or SIGTERM has come: one task polls the
+    /// signal flag, and the server and each connection wait on this.
+    stop: tokio::sync::watch::Receiver<bool>,
 }
 
 /// Serve on `addr` until SIGINT or SIGTERM; `listening` is told the
@@ -105,18 +108,27 @@ pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let bound = listener.local_addr()?;
+        let (tell, stop) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            stopping().await;
+            let _ = tell.send(true);
+        });
         let shared = Arc::new(Shared {
             slots: Arc::new(Semaphore::new(served.max_sessions)),
             served,
             port: bound.port(),
+            stop: stop.clone(),
         });
         listening(bound);
         let app = axum::Router::new()
             .route("/health", axum::routing::get(health))
             .route("/ws", axum::routing::get(upgrade))
             .with_state(shared.clone());
+        let mut stop = stop;
         axum::serve(listener, app)
-            .with_graceful_shutdown(stopping())
+            .with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|&stopped| stopped).await;
+            })
             .await?;
         // Every session's connection ended (and its run finished).
         let all = u32::try_from(shared.served.max_sessions).unwrap_or(u32::MAX);
@@ -176,11 +188,14 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
         return;
     };
     let idle = shared.served.idle;
+    let mut stop = shared.stop.clone();
     let mut session: Option<Session> = None;
     let ending = loop {
         let received = tokio::select! {
             r = tokio::time::timeout(idle, socket.recv()) => r,
-            () = stopping() => break Some((1001, "the server is stopping".to_string())),
+            Ok(_) = stop.wait_for(|&stopped| stopped) => {
+                break Some((1001, "the server is stopping".to_string()));
+            }
         };
         let raw = match received {
             Err(_) => {
@@ -239,7 +254,8 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
     }
 }
 
-/// Once SIGINT or SIGTERM has come.
+/// Once SIGINT or SIGTERM has come (polled by one task, which tells
+/// `Shared::stop`).
 async fn stopping() {
     while !super::signals::received() {
         tokio::time::sleep(Duration::from_millis(25)).await;
