@@ -21,6 +21,21 @@ def closed(e):
     return [e.rcvd.code, e.rcvd.reason] if e.rcvd else None
 
 
+def ending(ws, *sends, reads=1):
+    """How `ws` ends once it has sent `sends` and read `reads` replies:
+    the close frame it got, "answered", or "still open"."""
+    try:
+        for message in sends:
+            ws.send(message)
+        for _ in range(reads):
+            ws.recv(timeout=30)
+        return "answered"
+    except ConnectionClosed as e:
+        return closed(e)
+    except TimeoutError:
+        return "still open"
+
+
 def handshake(host, origin=None):
     """The status line a WebSocket upgrade naming `host` (and `origin`) gets."""
     name, port = hostport.rsplit(":", 1)
@@ -70,26 +85,11 @@ with connect(url) as first:
     # told the same by the frame, whichever comes first.
     with connect(url) as second:
         out["second"] = json.loads(second.recv(timeout=30))
-        try:
-            second.recv(timeout=30)
-            out["second_closed"] = "answered"
-        except ConnectionClosed as e:
-            out["second_closed"] = closed(e)
+        out["second_closed"] = ending(second)
     with connect(url) as eager:
-        try:
-            eager.send(json.dumps({"type": "reset", "data": {}}))
-            eager.recv(timeout=30)
-            eager.recv(timeout=30)
-            out["eager_closed"] = "answered"
-        except ConnectionClosed as e:
-            out["eager_closed"] = closed(e)
+        out["eager_closed"] = ending(eager, json.dumps({"type": "reset", "data": {}}), reads=2)
     # A message past the cap closes the connection, saying why.
-    try:
-        first.send("x" * (2 << 20))
-        first.recv(timeout=30)
-        out["oversize"] = "answered"
-    except ConnectionClosed as e:
-        out["oversize"] = closed(e)
+    out["oversize"] = ending(first, "x" * (2 << 20))
 # The slot is free again once the first connection's episode is ended
 # and graded (shortly after it closed).
 for _ in range(100):
@@ -104,19 +104,8 @@ for _ in range(100):
     time.sleep(0.1)
 # `close` is answered with a close frame.
 with connect(url) as closing:
-    closing.send(json.dumps({"type": "close"}))
-    try:
-        closing.recv(timeout=20)
-        out["close"] = "answered"
-    except ConnectionClosed as e:
-        out["close"] = closed(e)
+    out["close"] = ending(closing, json.dumps({"type": "close"}))
 # A client that says nothing is closed after the idle timeout (2 s here).
 with connect(url) as idle:
-    try:
-        idle.recv(timeout=20)
-        out["idle"] = "answered"
-    except ConnectionClosed as e:
-        out["idle"] = closed(e)
-    except TimeoutError:
-        out["idle"] = "still open"
+    out["idle"] = ending(idle)
 print(json.dumps(out))
