@@ -10,7 +10,8 @@
 //! (each call named), `case from-run` (the stale answer and the denial
 //! carried as `[[inject]]` rules),
 //! `fork --respond` at a tool call (and at a model call where there is one),
-//! `replay`, `verify`, and `diff` against the first path's run.
+//! `replay`, `verify`, `diff` against the first path's run, and `rerun`
+//! (its replay `identical`).
 //!
 //! A new agent path or a new reader joins this matrix (docs/architecture.md,
 //! "Every path, every reader").
@@ -444,6 +445,51 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
     }
 }
 
+/// `rerun` of a path's run: with the same component and `--model fail`,
+/// every model call is answered from the recording and the rerun passes;
+/// a native run is rerun with the Rust component, whose requests differ
+/// and go to the case's model. Either rerun replays `identical`.
+fn rerun_of(path: &str, store: &Path, run: &str, agent: &[std::ffi::OsString]) {
+    let at = |what: &str| format!("{path}: {what}");
+    let same = agent[0] == "--agent";
+    let (wasm, mode) = match same {
+        true => (PathBuf::from(&agent[1]), "fail"),
+        false => (guest("model-agent"), "recorded"),
+    };
+    let rerun = ok_at(
+        store,
+        0,
+        &[
+            &"rerun", &run, &"--agent", &wasm, &"--model", &mode, &"--json",
+        ],
+    );
+    let bundle = read_bundle(&rerun.bundle());
+    let providers: Vec<&str> = (bundle.events.iter())
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .map(|e| e["request"]["provider"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        !providers.is_empty(),
+        "{}: {rerun}",
+        at("the rerun's model calls")
+    );
+    if same {
+        assert!(
+            providers.iter().all(|p| *p == "recording"),
+            "{}: {providers:?}",
+            at("the rerun's answers")
+        );
+    }
+    let id = rerun.json()["run_id"].as_str().unwrap().to_string();
+    let replay = ok_at(store, 0, &[&"replay", &id, &"--json"]);
+    assert_eq!(
+        replay.json()["verdict"],
+        "identical",
+        "{}: {replay}",
+        at("the rerun's replay")
+    );
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
@@ -467,6 +513,7 @@ fn every_agent_path_is_graded_replayed_exported_and_debugged_alike() {
         assert_eq!(out.code, 0, "{}: the run must pass:\n{out}", path.name);
         let run = out.json()["run_id"].as_str().unwrap().to_string();
         read_all(path.name, path.model, store, &run, first.as_deref());
+        rerun_of(path.name, store, &run, &(path.agent)());
         first.get_or_insert(run);
     }
     for (name, serve) in [

@@ -1063,3 +1063,93 @@ fn token_ids_an_endpoint_does_not_return_are_reported_once() {
     assert!(events[0]["response"]["model_call"]["raw"].is_string());
     assert!(events[0]["response"]["model_call"].get("tokens").is_none());
 }
+
+/// The virtual times of a bundle's model calls, with their providers.
+fn model_times(bundle: &Path) -> Vec<(u64, String)> {
+    (model_events(bundle).iter())
+        .map(|e| {
+            let provider = e["request"]["provider"].as_str().unwrap().to_string();
+            (e["vtime_ns"].as_u64().unwrap(), provider)
+        })
+        .collect()
+}
+
+/// A rerun's recorded model answers move the clock by the virtual latency
+/// they were recorded with (the rerun answered them in 0 ms), and a rerun
+/// replays `identical` and forks, its recorded calls answered from its log
+/// (the replay asked the case's scripted model and diverged at event 0),
+/// as does a rerun stopped by `--model fail` at another agent's request.
+#[test]
+fn a_rerun_keeps_its_recording_s_latency_and_replays_identical() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let requests = [ask("one"), ask("two")];
+    let rules = "latency_ms = 250\n[[model.rules]]\nreply = \"said\"";
+    let case = asker_case(dir.path(), "rerun", &requests, rules, "");
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let rerun = |agent: &Path, mode: &str| {
+        let args = ["rerun", &id, "--agent", s(agent), "--model", mode, "--json"];
+        worldline(&store, args)
+    };
+
+    let same = rerun(&asker(), "recorded");
+    same.expect_code(0);
+    let times = |out: &CliOutput| model_times(&out.bundle());
+    let recorded: Vec<u64> = times(&out).into_iter().map(|(t, _)| t).collect();
+    assert_eq!(recorded, [251_000_000, 502_000_000], "{out}");
+    assert_eq!(
+        times(&same),
+        recorded
+            .iter()
+            .map(|&t| (t, "recording".to_string()))
+            .collect::<Vec<_>>(),
+        "{same}"
+    );
+    let rerun_id = same.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(&store, &rerun_id);
+    let fork = worldline(&store, ["fork", &rerun_id, "--at", "1", "--json"]);
+    fork.expect_code(0);
+    assert_eq!(
+        times(&fork),
+        [
+            (251_000_000, "recording".to_string()),
+            (502_000_000, "scripted".to_string())
+        ],
+        "{fork}"
+    );
+    common::replays_identical(&store, fork.json()["run_id"].as_str().unwrap());
+
+    let other = rerun(&model_agent(), "fail");
+    assert_eq!(other.json()["status"], "trapped", "{other}");
+    let missed = model_times(&other.bundle());
+    assert_eq!(
+        missed.last().map(|(_, p)| p.as_str()),
+        Some("none"),
+        "{other}"
+    );
+    common::replays_identical(&store, other.json()["run_id"].as_str().unwrap());
+}
+
+/// A rerun recorded before its answers moved the clock
+/// (`tests/bundles/rerun-before-latency`, each call 1 ms after the one
+/// before) replays as it ran.
+#[test]
+fn a_rerun_recorded_before_its_latency_replays_as_it_ran() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let fixture = workspace_root().join("tests/bundles/rerun-before-latency/rerun.json");
+    let imported = worldline(&store, [OsStr::new("import"), fixture.as_os_str()]);
+    imported.expect_code(0);
+    let id = "20261203-150824-2bc30339";
+    let times = model_times(&store.join("runs").join(format!("{id}.jsonl")));
+    let recording = |t| (t, "recording".to_string());
+    assert_eq!(times, [recording(1_000_000), recording(2_000_000)]);
+    common::replays_identical(&store, id);
+    worldline(&store, ["verify", id]).expect_code(0);
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}

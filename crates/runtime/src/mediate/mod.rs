@@ -393,6 +393,18 @@ impl Mediator {
             && following.events.matches_extending(seq, request, x)
     }
 
+    /// While a recording is followed: the provider its next event, a model
+    /// call, names in its request (as recorded; a compact event keeps it).
+    pub(crate) fn followed_provider(&self) -> Option<&str> {
+        let following = self.following.as_ref()?;
+        let seq = self.recorder.len();
+        if seq >= following.follow_until {
+            return None;
+        }
+        let rec = following.events.get(seq)?;
+        (rec.call == model::CALL).then(|| rec.request.get("provider")?.as_str())?
+    }
+
     fn typed<K: CallKind>(
         &mut self,
         request: &K::Request,

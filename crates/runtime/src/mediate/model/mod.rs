@@ -35,6 +35,11 @@ use worldline_log::log::{Effect, Extends, Held, Kind, kind};
 
 /// The call name of model events.
 pub const CALL: &str = Kind::ModelComplete.name();
+/// The provider a rerun records for a call its cassette answered.
+const FROM_RECORDING: &str = "recording";
+/// The provider a rerun records for the request that missed its
+/// cassette under `--model fail` (answered with an error; the run stops).
+const MISSED: &str = "none";
 
 /// Answers the agent's model calls as the case's `[model]` says.
 pub struct ModelService {
@@ -356,17 +361,24 @@ impl RunState {
         request: Value,
         transport: Option<Transport>,
     ) -> wasmtime::Result<Answered<ModelAnswer>> {
+        // A replay or fork of a rerun follows the calls its cassette
+        // answered as the rerun recorded them: answered from the log.
+        let followed = (self.med.services.model.cassette.is_none())
+            .then(|| self.med.followed_provider())
+            .flatten()
+            .and_then(|p| [FROM_RECORDING, MISSED].into_iter().find(|l| *l == p));
         let service = &mut self.med.services.model;
         let rerun = service
             .cassette
             .as_mut()
             .map(|c| (c.peek(&request), c.fail_on_miss));
-        let label = match &rerun {
-            Some((Some(_), _)) => "recording",
-            Some((None, true)) => "none",
+        let label = match (&rerun, followed) {
+            (_, Some(label)) => label,
+            (Some((Some(_), _)), _) => FROM_RECORDING,
+            (Some((None, true)), _) => MISSED,
             _ => service.config.provider.as_str(),
         };
-        let miss = matches!(rerun, Some((None, true)));
+        let miss = label == MISSED;
         let call_request = ModelRequest {
             provider: label.to_string(),
             request: Value::Null,
@@ -378,7 +390,12 @@ impl RunState {
         let seq = self.med.recorder.len();
         let serve = |s: &mut super::HostServices, recorded: &Value| {
             if let Some((Some(response), _)) = rerun {
-                return ServiceReply::read(response);
+                // The clock moves as it did when the answer was recorded.
+                let ms = response["model_call"]["virtual_latency_ms"].as_u64();
+                return ServiceReply {
+                    latency_ns: super::clock::ns_of_ms(ms.unwrap_or(0)),
+                    ..ServiceReply::read(response)
+                };
             }
             if miss {
                 return error_answer(ErrorKind::Unavailable, message);
@@ -387,7 +404,7 @@ impl RunState {
             s.model.serve(&recorded["request"], now, Some(seq))
         };
         // The conversation is moved into the recorded request, not copied.
-        let live = ModelService::is_live(label);
+        let live = ModelService::is_live(label) || followed.is_some();
         let r = self
             .med
             .call_moving::<kind::ModelComplete>(&call_request, ("request", request), live, serve)
