@@ -202,3 +202,63 @@ fn another_agent_that_does_not_reach_the_fork_point_makes_no_fork() {
         assert_eq!(runs_in(store), before, "{out}");
     }
 }
+
+/// `--allow` at a call the case's `[permissions]` deny answers it, when it
+/// names the rule; a glob that does not name it is refused (the deny rule
+/// still won, and the fork ran as its parent did, unsaid). At a call an
+/// `[[inject]]` rule denies, the rule still denies it, and the fork says so.
+#[test]
+fn allow_lifts_a_permission_and_says_when_a_denial_stays() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let close_of = |events: &[Value]| {
+        (events.iter())
+            .position(|e| e["request"]["name"] == "close_ticket")
+            .expect("a close")
+    };
+    let cases = [
+        ("cases/incident/close-denied.toml", "careful-agent", false),
+        ("tests/conformance/incident.toml", "model-agent", true),
+    ];
+    for (case, agent, injected) in cases {
+        let (case, agent) = (workspace_root().join(case), guest(agent));
+        let worlds = workspace_root().join("worlds");
+        let out = wl(
+            store,
+            &[
+                &"run",
+                &case,
+                &"--agent",
+                &agent,
+                &"--worlds",
+                &worlds,
+                &"--json",
+            ],
+        );
+        let id = out.json()["run_id"].as_str().unwrap().to_string();
+        let at = close_of(&read_bundle(&out.bundle()).events).to_string();
+        let fork = |allow: &str| {
+            wl(
+                store,
+                &[&"fork", &id, &"--at", &at, &"--allow", &allow, &"--json"],
+            )
+        };
+        if !injected {
+            let before = runs_in(store);
+            let glob = fork("close_*");
+            glob.expect_code(2);
+            let said = "the deny rule `close_ticket` still matches it";
+            assert!(glob.stderr.contains(said), "{glob}");
+            assert!(glob.stderr.contains("--allow close_ticket"), "{glob}");
+            assert_eq!(runs_in(store), before, "a refused fork writes no run");
+        }
+        let forked = fork("close_ticket");
+        let events = read_bundle(&forked.bundle()).events;
+        let answer = &events[close_of(&events)]["response"];
+        let still = "the case's [[inject]] rule for `close_ticket` (deny = true) still denies";
+        let case = case.display();
+        assert_eq!(forked.stderr.contains(still), injected, "{case}: {forked}");
+        let denied = answer["error"]["kind"] == "denied";
+        assert_eq!(denied, injected, "{case}: {answer}");
+    }
+}

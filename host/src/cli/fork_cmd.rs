@@ -33,7 +33,7 @@ pub struct ForkCommand {
     /// Deny a tool (name or glob) from event N on.
     #[arg(long)]
     pub deny: Vec<String>,
-    /// Allow a tool (name or glob) from event N on.
+    /// Allow a tool (name or glob) from event N on: lifts the deny rule written the same; an `[[inject]]` denial stays.
     #[arg(long)]
     pub allow: Vec<String>,
     /// Patch the world at N: `table/key=JSON` (a row) or `table/key.field=JSON`.

@@ -30,6 +30,20 @@ pub enum Access {
 }
 
 impl Permissions {
+    /// A fork's permission edit: a rule for `tool` that replaces any rule
+    /// written exactly so (a deny rule still wins over it: [`decide`]).
+    ///
+    /// [`decide`]: Self::decide
+    pub fn set(&mut self, tool: &str, allow: bool) {
+        self.allow.retain(|t| t != tool);
+        self.deny.retain(|t| t != tool);
+        if allow {
+            self.allow.push(tool.to_string())
+        } else {
+            self.deny.push(tool.to_string())
+        }
+    }
+
     /// `Some(true/false)` when a rule here decides; `None` when none matches.
     pub fn decide(&self, name: &str) -> Option<bool> {
         if self.deny.iter().any(|g| glob_match(g, name)) {

@@ -117,7 +117,11 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
                     InputError::new("--respond", format!("event {at} is `{}`: {m}", event.call))
                 })?;
             }
-            Edit::Allow { tool } => tool_exists("--allow", tool, world)?,
+            Edit::Allow { tool } => {
+                tool_exists("--allow", tool, world)?;
+                allow_lifts(rec, at, edits, tool)?;
+                notes.extend(still_denied(rec, tool));
+            }
             Edit::Deny { tool } => tool_exists("--deny", tool, world)?,
             Edit::Set { path, value } => {
                 if let Some(note) = patch_fits(&before, path, value, at)? {
@@ -128,6 +132,63 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
         }
     }
     Ok(notes)
+}
+
+/// `--allow tool` must lift the denial of each tool it matches: a deny
+/// rule of the case (or of an earlier fork point, or of this fork's
+/// `--deny`) that it does not name exactly still wins over it, and the fork
+/// would run as its parent did.
+fn allow_lifts(rec: &RecordedRun, at: u64, edits: &[Edit], tool: &str) -> Result<(), InputError> {
+    let mut permissions = rec.case.permissions.clone();
+    let earlier = (rec.bundle.header.parent.iter())
+        .flat_map(|p| p.fork_points())
+        .filter(|p| p.event < at)
+        .flat_map(|p| p.edits);
+    for edit in earlier.chain(edits.iter().cloned()) {
+        match edit {
+            Edit::Allow { tool } => permissions.set(&tool, true),
+            Edit::Deny { tool } => permissions.set(&tool, false),
+            _ => {}
+        }
+    }
+    let world = &rec.case.world;
+    for t in world.tools.iter().filter(|t| glob_match(tool, &t.name)) {
+        if let Some(rule) = permissions.deny.iter().find(|g| glob_match(g, &t.name)) {
+            if rule == tool {
+                let m = format!("`{tool}` is denied again by this fork's `--deny {rule}`");
+                return Err(InputError::new("--allow", m));
+            }
+            return Err(InputError::new(
+                "--allow",
+                format!(
+                    "`{tool}` would not lift the denial of `{}`: the deny rule `{rule}` still matches it, and a deny rule wins over an allow; give `--allow {rule}` to lift that rule",
+                    t.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A note for `--allow tool` when a case's `[[inject]]` rule denies a tool
+/// it matches: the rule still denies it (a permission is lifted, not a
+/// fault), which a fork that changes nothing else would not show.
+fn still_denied(rec: &RecordedRun, tool: &str) -> Option<String> {
+    let world = &rec.case.world;
+    let denied: Vec<&str> = (rec.case.inject.iter())
+        .filter(|(rule, _)| rule.deny)
+        .filter(|(rule, _)| {
+            (world.tools.iter())
+                .any(|t| glob_match(tool, &t.name) && glob_match(&rule.tool, &t.name))
+        })
+        .map(|(rule, _)| rule.tool.as_str())
+        .collect();
+    (!denied.is_empty()).then(|| {
+        format!(
+            "--allow {tool}: the case's [[inject]] rule for `{}` (deny = true) still denies the calls it matches: --allow lifts a permission, not an injected fault; to answer such a call, fork at it with --respond",
+            denied.join("`, `")
+        )
+    })
 }
 
 fn tool_exists(

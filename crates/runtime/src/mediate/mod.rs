@@ -157,14 +157,7 @@ impl WorldSession {
 
     /// A fork's permission edit: it overrides the case's rules for `tool`.
     pub fn set_permission(&mut self, tool: &str, allow: bool) {
-        let p = &mut self.case_permissions;
-        p.allow.retain(|t| t != tool);
-        p.deny.retain(|t| t != tool);
-        if allow {
-            p.allow.push(tool.to_string())
-        } else {
-            p.deny.push(tool.to_string())
-        }
+        self.case_permissions.set(tool, allow);
     }
 
     /// A fork's state edit (see [`parse_patch`]). Returns the write (not
