@@ -91,6 +91,38 @@ fn bytes_after_a_footer_are_damage_not_a_torn_line() {
     assert!(out.stderr.contains(&format!("{}.jsonl", ids[0])), "{out}");
 }
 
+/// A finished run whose footer lost its newline (a copy or an editor
+/// dropped it) is still finished: every reader (a whole read, a fork's
+/// read from the end, the index) takes the footer, whose hashes check
+/// it. It was read as a run killed while writing its footer: incomplete,
+/// `verified`, ungraded. A footer cut inside its JSON stays a torn line.
+#[test]
+fn a_footer_without_its_newline_is_the_run_s_footer() {
+    let dir = temp_dir();
+    let (store, ids) = store_with_runs(dir.path());
+    let bundle = store.join("runs").join(format!("{}.jsonl", ids[0]));
+    let bytes = std::fs::read(&bundle).unwrap();
+    std::fs::write(&bundle, &bytes[..bytes.len() - 1]).unwrap();
+    std::fs::remove_file(store.join("index.sqlite")).unwrap();
+    let out = prompt(&store, &["replay", &ids[0], "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["verdict"], "identical", "{out}");
+    let out = prompt(&store, &["history", &ids[0], "--json"]);
+    assert_eq!(out.json()["status"], "completed", "{out}");
+    prompt(&store, &["fork", &ids[0], "--at", "1"]).expect_code(0);
+    let out = prompt(&store, &["runs", "--json"]);
+    let row = (out.json().as_array().unwrap().iter())
+        .find(|r| r["run_id"] == ids[0].as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(row["status"], "completed", "{out}");
+    // Cut inside the footer: a run killed while writing it.
+    std::fs::write(&bundle, &bytes[..bytes.len() - 10]).unwrap();
+    let out = prompt(&store, &["replay", &ids[0], "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["verdict"], "verified_prefix", "{out}");
+}
+
 #[test]
 fn counts_and_jobs_past_their_bounds_are_refused_before_anything_runs() {
     let dir = temp_dir();

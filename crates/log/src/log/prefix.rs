@@ -50,7 +50,13 @@ fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), Bu
         n += 1;
         consumed += buf.len() as u64;
         if !buf.ends_with(b"\n") {
-            // The end, or a torn last line.
+            // The end, or a torn last line, or a footer that lost its newline.
+            if header.is_some()
+                && reader.footer.is_none()
+                && let Some(line) = bundle::unended_footer(&buf)
+            {
+                reader.line(n, line)?;
+            }
             break;
         }
         let line = std::str::from_utf8(&buf).map_err(|e| err(n, format!("not UTF-8: {e}")))?;
@@ -110,12 +116,21 @@ fn last_footer(
             .read_to_end(&mut tail)
             .map_err(|e| err(format!("cannot read bundle: {e}")))?;
         if !tail.ends_with(b"\n") {
+            let last = tail.iter().rposition(|&b| b == b'\n');
+            if last.is_none() && start > read && window < FOOTER_MAX {
+                window *= 4;
+                continue;
+            }
+            // A footer whole but for its newline.
+            let torn = &tail[last.map_or(0, |i| i + 1)..];
+            if let Some(line) = bundle::unended_footer(torn) {
+                let value =
+                    serde_json::from_str(line).map_err(|e| err(format!("bad footer: {e}")))?;
+                return bundle::footer_of(value).map(Some).map_err(err);
+            }
             // Torn: no footer was written whole, unless the torn bytes
             // come after one, which no run writes.
-            let whole = tail
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map(|end| &tail[..end]);
+            let whole = last.map(|end| &tail[..end]);
             if whole.is_some_and(|w| {
                 let from = w.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
                 w[from..].starts_with(b"{\"footer\":")
