@@ -809,3 +809,57 @@ fn turn_checks_judge_the_state_as_it_stood_at_the_end_of_each_user_turn() {
     assert!(bad.stderr.contains("case.toml"), "{bad}");
     assert!(bad.stderr.contains("turns count from 1"), "{bad}");
 }
+
+/// `grade --case` with a case naming another version of the run's world
+/// says so, naming both versions (it said the named version "changed since
+/// the run"); the same version changed since is said as before.
+#[test]
+fn regrading_on_another_version_of_the_world_names_both_versions() {
+    let dir = temp_dir();
+    let root = dir.path();
+    let worlds = make_world(root, SMALL_WORLD, &[("data/t.jsonl", "{\"id\": \"a\"}\n")]);
+    let v2 = worlds.join("w/v2");
+    std::fs::create_dir_all(v2.join("data")).unwrap();
+    std::fs::write(
+        v2.join("world.toml"),
+        SMALL_WORLD.replace("version = 1", "version = 2"),
+    )
+    .unwrap();
+    std::fs::write(v2.join("data/t.jsonl"), "{\"id\": \"a\"}\n").unwrap();
+    let expect = "[expect]\nunchanged = [\"t\"]\n";
+    let case = write_case(root, "v1", &format!("{SMALL_CASE}{expect}"));
+    let newer = write_case(
+        root,
+        "v2",
+        &format!("{}{expect}", SMALL_CASE.replace("w@v1", "w@v2")),
+    );
+    let out = common::run_in(root, &case, &caller(), &worlds);
+    out.expect_code(0);
+    let bundle = out.bundle();
+    let grade = |case: &Path| {
+        worldline(
+            root,
+            [
+                "grade".as_ref(),
+                bundle.as_os_str(),
+                "--case".as_ref(),
+                case.as_os_str(),
+                "--worlds".as_ref(),
+                worlds.as_os_str(),
+            ],
+        )
+    };
+    let other = grade(&newer);
+    other.expect_code(0);
+    let said = "the run was recorded against world w@v1, the case names w@v2";
+    assert!(other.stdout.contains(said), "{other}");
+    assert!(!other.stdout.contains("changed since the run"), "{other}");
+    std::fs::write(worlds.join("w/v1/data/t.jsonl"), "{\"id\": \"b\"}\n").unwrap();
+    let changed = grade(&case);
+    assert!(
+        changed
+            .stdout
+            .contains("the world w@v1 changed since the run"),
+        "{changed}"
+    );
+}

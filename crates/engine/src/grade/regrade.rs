@@ -21,7 +21,14 @@ pub(crate) fn regrade(
     judging: &Judging,
 ) -> (Grade, Vec<String>) {
     let mut warnings = Vec::new();
-    if world.hash != bundle.header.world_hash {
+    let recorded = &bundle.header.world;
+    if world.reference() != *recorded {
+        warnings.push(format!(
+            "the run was recorded against world {recorded}, the case names {}: the run's writes are applied to {}",
+            world.reference(),
+            world.reference()
+        ));
+    } else if world.hash != bundle.header.world_hash {
         warnings.push(format!(
             "the world {} changed since the run; its writes are applied to the current version",
             world.reference()
