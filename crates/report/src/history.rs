@@ -86,11 +86,17 @@ pub fn write(out: &mut impl Write, t: &Timeline<'_>, cut: Cut) -> io::Result<()>
         )?;
     }
     if t.bundle.footer.is_none() {
-        writeln!(
-            out,
-            "(incomplete: the run stopped after event {}; no footer)",
-            t.bundle.events.len().saturating_sub(1)
-        )?;
+        match t.bundle.events.len() {
+            0 => writeln!(
+                out,
+                "(incomplete: the run stopped before its first event; no footer)"
+            )?,
+            n => writeln!(
+                out,
+                "(incomplete: the run stopped after event {}; no footer)",
+                n - 1
+            )?,
+        }
     }
     Ok(())
 }

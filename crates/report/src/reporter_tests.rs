@@ -458,6 +458,33 @@ fn history_writes_the_lineage_a_line_per_event_and_where_the_page_stands() {
     insta::assert_snapshot!(text(|out| super::history::write(out, &t, cut)));
 }
 
+/// A run killed before its first event says so (it said "after event 0",
+/// an event it never had).
+#[test]
+fn history_of_a_run_killed_before_any_event_says_so() {
+    use worldline_engine::ops::history::{Read, page};
+    let mut bundle = forked_bundle();
+    bundle.events.clear();
+    bundle.in_flight = None;
+    let mut read = Read {
+        bundle: bundle.into(),
+        total: 0,
+    };
+    let page = page(&mut read, &history_query());
+    let t = super::history::Timeline {
+        path: std::path::Path::new("runs/20261128-093040-d00d0004.jsonl"),
+        bundle: &read.bundle,
+        page: &page,
+        hidden: None,
+    };
+    let cut = super::timeline::Cut::Standard;
+    let said = text(|out| super::history::write(out, &t, cut));
+    assert!(
+        said.contains("(incomplete: the run stopped before its first event; no footer)"),
+        "{said}"
+    );
+}
+
 #[test]
 fn history_json_is_the_header_and_the_page_saying_where_it_is() {
     use worldline_engine::ops::history::{Read, page};
