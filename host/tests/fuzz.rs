@@ -179,6 +179,31 @@ fn shrinking_ends_at_the_single_fault_that_matters() {
         words,
         "fails when list_deploys (call 1) is stale by more than 15 min (fails at 15 min 1 s, passes at 15 min); no other fault needed"
     );
+    // A budget spent before each fault was tried without the others does
+    // not say they are all needed (it did); a budget of 0 is refused.
+    let with_budget = |budget: &str| {
+        let worlds = worlds.to_str().unwrap();
+        let args = [
+            "--runs",
+            "4",
+            "--shrink",
+            "--shrink-budget",
+            budget,
+            "--worlds",
+            worlds,
+        ];
+        fuzz(dir.path(), &case, &guest("naive-agent"), &args)
+    };
+    let spent = with_budget("1");
+    let shrunk = &spent.json()["groups"][0]["shrunk"];
+    assert_eq!(shrunk["complete"], false, "{spent}");
+    assert!(shrunk["faults_after"].as_u64().unwrap() > 1, "{spent}");
+    let words = shrunk["words"].as_str().unwrap();
+    assert!(words.contains("some may not be needed"), "{words}");
+    assert!(!words.contains("without any one of them"), "{words}");
+    let none = with_budget("0");
+    none.expect_code(2);
+    assert!(none.stderr.contains("--shrink-budget"), "{none}");
 
     // The kept reproducer runs that one-fault schedule and replays identical.
     let id = g["reproducer"]["run_id"].as_str().unwrap();

@@ -101,6 +101,10 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     if args.runs == 0 || args.repeat == 0 {
         return Err(InputError::new(&args.case, "--runs and --repeat must be at least 1").into());
     }
+    if args.shrink && args.shrink_budget == 0 {
+        let m = "0 lets shrinking make no run: give 1 or more, or leave out --shrink";
+        return Err(InputError::new("--shrink-budget", m).into());
+    }
     super::runs_at_most(
         "--runs times --repeat",
         args.runs.saturating_mul(args.repeat),

@@ -87,8 +87,12 @@ pub fn schedule(s: &Shrunk) -> String {
     match parts.len() {
         0 => "fails with no injected fault at all: the cause is the agent, its model's choices or the case, not the faults".into(),
         1 => format!("fails when {}; no other fault needed", parts[0]),
-        _ => format!(
+        _ if s.complete => format!(
             "fails only when all of these happen: {}; without any one of them it passes",
+            parts.join("; ")
+        ),
+        _ => format!(
+            "fails when all of these happen: {}; the shrink budget ran out before each was tried without the others, so some may not be needed (raise --shrink-budget)",
             parts.join("; ")
         ),
     }
@@ -137,11 +141,37 @@ mod tests {
         let denied = PlannedFault {
             action: Action::Deny,
             latency_ms: Some(5),
-            ..late
+            ..late.clone()
         };
         assert_eq!(
             fault(&denied, None),
             "get_alert (call 2) is denied, 5 ms late"
+        );
+        // Two faults: each needed only when the search tried each without
+        // the other (it said so when the budget ran out first).
+        let two = Shrunk {
+            schedule: Schedule {
+                clock_skew_s: None,
+                faults: vec![denied.clone(), late],
+            },
+            passes_at: vec![None, None],
+            skew_passes_at: None,
+            tries: 3,
+            complete: true,
+        };
+        assert!(schedule(&two).ends_with("without any one of them it passes"));
+        let spent = Shrunk {
+            complete: false,
+            ..two
+        };
+        let said = schedule(&spent);
+        assert!(
+            !said.contains("without any one of them it passes"),
+            "{said}"
+        );
+        assert!(
+            said.contains("some may not be needed (raise --shrink-budget)"),
+            "{said}"
         );
         assert_eq!(seconds(3600), "1 h");
         assert_eq!(seconds(0), "0 s");
