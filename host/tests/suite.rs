@@ -249,6 +249,29 @@ fn merged_partitions_equal_the_whole_suite() {
         twice.stderr.contains("shard count:1/3 is in two reports"),
         "{twice}"
     );
+    // Shards of one suite run by two agent builds are no one suite's
+    // report (they merged as one).
+    let other = test_suite(
+        &store,
+        &cases,
+        &guest("naive-agent"),
+        &["--json", "--partition", "count:3/3"],
+    );
+    let shard = &other.json()["shard"];
+    assert!(shard["agent"].is_string(), "{other}");
+    let f = dir.path().join("naive-3.json");
+    std::fs::write(&f, &other.stdout).unwrap();
+    let files = [1, 2].map(|i| dir.path().join(format!("count-{i}.json")));
+    let mut args: Vec<&std::ffi::OsStr> = vec!["merge".as_ref()];
+    args.extend(files.iter().map(|f| f.as_os_str()));
+    args.push(f.as_os_str());
+    let mixed = worldline(&store, args);
+    mixed.expect_code(2);
+    assert!(
+        mixed.stderr.contains("and shard count:3/3 agent")
+            && mixed.stderr.contains("merge the shards of one agent build"),
+        "{mixed}"
+    );
 }
 
 #[test]

@@ -126,6 +126,11 @@ pub struct Shard {
     /// a report (a viewer's, on a database store) may hide case names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indices: Option<String>,
+    /// SHA-256 of the agent every run of the shard ran, when they all ran
+    /// one (absent when cases name their own agents, and in reports
+    /// written before it): `merge` refuses shards of different agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 impl Shard {
@@ -143,6 +148,7 @@ impl Shard {
             selected: n,
             selection: worldline_case::canon::sha256_hex(text),
             indices: Some(worldline_case::canon::sha256_hex(indices)),
+            agent: None,
         }
     }
 }
@@ -414,6 +420,21 @@ fn check_partitioned(shards: &[SuiteSummary]) -> Result<Selection, String> {
             ));
         }
         check_tallies(s, &format!("shard {p}"), Some(p))?;
+    }
+    let agents = infos
+        .iter()
+        .zip(&parts)
+        .filter_map(|(i, p)| Some((i.agent.as_ref()?, p)));
+    let mut agents = agents.collect::<Vec<_>>().into_iter();
+    if let Some((agent, p)) = agents.next()
+        && let Some((other, q)) = agents.find(|(a, _)| a != &agent)
+    {
+        let short = |a: &str| a[..a.len().min(12)].to_string();
+        return Err(format!(
+            "shard {p} ran agent {} and shard {q} agent {}: merge the shards of one agent build",
+            short(agent),
+            short(other)
+        ));
     }
     Ok((
         first.selected,

@@ -229,8 +229,9 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         });
     }
     let done = run(&args, &store, &choice, &entries, &broken, bar, early)?;
-    let shard = sharded.map(|(p, all)| {
-        Shard::of(
+    let shard = sharded.map(|(p, all)| Shard {
+        agent: one_agent(&done),
+        ..Shard::of(
             p.to_string(),
             all.iter().map(|(index, name)| (*index, name.as_str())),
         )
@@ -241,6 +242,17 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     std::mem::forget(entries);
     std::mem::forget(done);
     code
+}
+
+/// The agent every run of the suite ran (its SHA-256), when they all ran
+/// one.
+fn one_agent(done: &SuiteRun) -> Option<String> {
+    let mut agents = (done.cases.iter())
+        .flat_map(|c| &c.attempts)
+        .filter_map(|a| a.outcome.as_ref().ok())
+        .map(|o| o.header.agent_sha256.as_str());
+    let first = agents.next()?;
+    agents.all(|a| a == first).then(|| first.to_string())
 }
 
 /// With no cases named, worldline.toml's `cases` (and the note saying
