@@ -256,7 +256,12 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
     });
     match parsed {
         Err(all) => all.into_iter().for_each(|e| out.problem(e)),
-        Ok(case) => out.notes.extend(unknown_tool_calls(&case)),
+        Ok(case) => {
+            out.notes.extend(unknown_tool_calls(&case));
+            unreadable_recordings(&case)
+                .into_iter()
+                .for_each(|e| out.problem(e));
+        }
     }
     // The world's notes once, however many of its cases are checked.
     for n in notes {
@@ -264,6 +269,23 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
             out.notes.push(n);
         }
     }
+}
+
+/// A `recorded` provider's `recording` ([model], [user.model]) that
+/// cannot be read: each run would stop on it.
+fn unreadable_recordings(case: &case::Case) -> Vec<InputError> {
+    let dir = case.path.parent().unwrap_or(Path::new("."));
+    let user = case.user.as_ref().and_then(|u| u.model.as_ref());
+    let models = [("[model]", Some(&case.model)), ("[user.model]", user)];
+    (models.into_iter())
+        .filter_map(|(table, m)| {
+            let m = m?;
+            let why = m.unreadable_recording(dir)?.replacen("[model]", table, 1);
+            let named = m.recording.as_deref().unwrap_or_default();
+            let at = case.source.find(&format!("\"{named}\"")).unwrap_or(0);
+            Some(InputError::at(&case.path, &case.source, at, why))
+        })
+        .collect()
 }
 
 /// A note for each scripted model reply that calls a tool the case's
@@ -351,6 +373,35 @@ mod tests {
         assert_eq!(checked.count(Kind::Case), 1, "{:?}", checked.files);
         assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
         assert_eq!(checked.problems[0].file, world.join("world.toml"));
+    }
+
+    /// A `recorded` provider whose recording is not there is a problem
+    /// at the line naming it, for the case and for a model-played user:
+    /// `check` said "no problems", and every run then stopped on it.
+    #[test]
+    fn a_recording_that_is_not_there_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cases, world) = (dir.path().join("cases"), dir.path().join("worlds/w/v1"));
+        std::fs::create_dir_all(&cases).unwrap();
+        std::fs::create_dir_all(world.join("data")).unwrap();
+        std::fs::write(
+            world.join("world.toml"),
+            "name = \"w\"\nversion = 1\n[tables.t]\nkey = \"id\"\nrows = \"data/t.jsonl\"\n",
+        )
+        .unwrap();
+        std::fs::write(world.join("data/t.jsonl"), "{\"id\": \"a\"}\n").unwrap();
+        let case = "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n[model]\nprovider = \"recorded\"\nrecording = \"gone.jsonl\"\n";
+        std::fs::write(cases.join("c.toml"), case).unwrap();
+        let checked = check(&[dir.path().to_path_buf()], None);
+        assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
+        let p = &checked.problems[0];
+        assert_eq!(p.line, Some((7, 13)), "{p:?}");
+        assert!(
+            p.message.contains("[model] recording `gone.jsonl`"),
+            "{p:?}"
+        );
+        std::fs::write(cases.join("gone.jsonl"), "").unwrap();
+        assert!(check(&[dir.path().to_path_buf()], None).problems.is_empty());
     }
 
     /// The project's `cases` that are not there are problems: `check`
