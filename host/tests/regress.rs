@@ -796,3 +796,48 @@ fn a_run_s_raised_limits_and_model_settings_go_into_its_case() {
     assert_eq!(doc["model"]["latency_ms"].as_integer(), Some(5), "{doc}");
     assert!(left.to_string().contains("--model-seed 7"), "{left}");
 }
+
+/// A fork's `--respond` at a call the case's permissions deny has no rule
+/// in its case (a denied call is refused before any `[[inject]]` rule):
+/// it is named under `not_carried`. The case carried a rule that never
+/// answered, and said nothing.
+#[test]
+fn a_fork_s_answer_to_a_denied_call_is_named_not_carried() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = workspace_root().join("cases/incident/close-denied.toml");
+    let out = common::run_json(&store, &case, &guest("careful-agent"));
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = read_bundle(&out.bundle()).events;
+    let at = (events.iter())
+        .position(|e| e["request"]["name"] == "close_ticket")
+        .unwrap()
+        .to_string();
+    let answer = r#"{"ok": {"id": "T-100", "status": "closed"}}"#;
+    let fork = worldline(
+        &store,
+        ["fork", &run, "--at", &at, "--respond", answer, "--json"],
+    );
+    let forked = fork.json()["run_id"].as_str().unwrap().to_string();
+    let made = dir.path().join("made.toml");
+    let out = worldline(
+        &store,
+        [
+            "case".as_ref(),
+            "from-run".as_ref(),
+            forked.as_ref(),
+            "-o".as_ref(),
+            made.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["injects"], 0, "{out}");
+    let left = out.json()["not_carried"].to_string();
+    assert!(
+        left.contains(&format!("--respond at event {at} answered `close_ticket`"))
+            && left.contains("the case's permissions deny"),
+        "{out}"
+    );
+}

@@ -44,6 +44,14 @@ impl Permissions {
         }
     }
 
+    /// Whether a call of `name` goes through: these rules (a case's) first,
+    /// then `world`'s, then the world's default.
+    pub fn allow_over(&self, world: &Permissions, name: &str) -> bool {
+        self.decide(name)
+            .or_else(|| world.decide(name))
+            .unwrap_or(world.default == Access::Allow)
+    }
+
     /// `Some(true/false)` when a rule here decides; `None` when none matches.
     pub fn decide(&self, name: &str) -> Option<bool> {
         if self.deny.iter().any(|g| glob_match(g, name)) {

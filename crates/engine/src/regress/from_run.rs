@@ -102,12 +102,18 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         )
     })?;
     let mut not_carried = Vec::new();
-
     let source_rules: Vec<Value> = match table.remove("inject") {
         Some(toml::Value::Array(a)) => a.iter().map(to_json).collect(),
         _ => Vec::new(),
     };
-    let injects = inject_rules(&rec.bundle.events, &source_rules, &rec.case.world.tools)?;
+    let allowed = |tool: &str| (rec.case.permissions).allow_over(&rec.case.world.permissions, tool);
+    let (injects, denied) = inject_rules(
+        &rec.bundle.events,
+        &source_rules,
+        &rec.case.world.tools,
+        allowed,
+    )?;
+    not_carried.extend(denied);
     table.remove("fuzz");
     table.remove("origin");
     if let Some(source) = &rec.bundle.header.fuzz {
@@ -242,20 +248,30 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
 /// the permission check, as both rules and fuzz faults count them. A stale
 /// answer's `field` on a tool that answers no rows (a glob's rule, or a
 /// fault profile's entry, met one) hid nothing, and a case refuses it
-/// there (decision 0412): it is left out.
+/// there (decision 0412): it is left out. A fork's answer to a call of a
+/// tool the case's permissions deny has no rule (a denied call is refused
+/// before any rule): it is named in the second list, as not carried.
 fn inject_rules(
     events: &[Event],
     source_rules: &[Value],
     tools: &[worldline_case::world::Tool],
-) -> Result<Vec<Value>> {
+    allowed: impl Fn(&str) -> bool,
+) -> Result<(Vec<Value>, Vec<String>)> {
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
-    let mut rules = Vec::new();
+    let (mut rules, mut denied) = (Vec::new(), Vec::new());
     for e in events {
         let Call::ToolsCall { request, response } = e.typed() else {
             continue;
         };
         let tool = request.name.as_str();
         if e.effect == Effect::Denied && e.injected.is_none() {
+            continue;
+        }
+        if e.mark().is_some_and(|m| matches!(m.by, By::Fork)) && !allowed(tool) {
+            denied.push(format!(
+                "the fork's --respond at event {} answered `{tool}`, which the case's permissions deny: a denied call is refused before any [[inject]] rule, so none is written and the case's call is denied; to answer it, allow `{tool}` in the case's [permissions] and add an [[inject]] rule with the fork's response",
+                e.seq
+            ));
             continue;
         }
         let nth = seen.entry(tool.to_string()).or_default();
@@ -301,7 +317,7 @@ fn inject_rules(
         }
         rules.push(rule);
     }
-    Ok(rules)
+    Ok((rules, denied))
 }
 
 /// What the run was run with beside its case: a resumed run's raised

@@ -200,10 +200,7 @@ impl WorldSession {
 
     /// Case rules first, then the world's, then the world's default.
     pub fn allowed(&self, name: &str) -> bool {
-        self.case_permissions
-            .decide(name)
-            .or_else(|| self.world.permissions.decide(name))
-            .unwrap_or(self.world.permissions.default == worldline_case::world::Access::Allow)
+        (self.case_permissions).allow_over(&self.world.permissions, name)
     }
 }
 
