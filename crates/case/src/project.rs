@@ -152,7 +152,7 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
     })?;
     let mut written = Vec::new();
     let model = settings(
-        file,
+        (file, dir),
         &text,
         "model",
         "--model-set",
@@ -160,7 +160,7 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         &mut written,
     )?;
     let user_model = settings(
-        file,
+        (file, dir),
         &text,
         "user_model",
         "--user-model-set",
@@ -191,9 +191,11 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
 }
 
 /// A `[model]`-like table's keys as the text its flag (`--model-set`)
-/// takes; a value that is not a string, number or boolean is placed.
+/// takes; a value that is not a string, number or boolean is placed. A
+/// `recording` path is taken relative to the file's folder `dir`, as its
+/// other paths are (given as a flag, it is relative to each case).
 fn settings(
-    file: &Path,
+    (file, dir): (&Path, &Path),
     text: &str,
     table: &'static str,
     flag: &str,
@@ -203,6 +205,7 @@ fn settings(
     let mut out = BTreeMap::new();
     for (key, value) in given {
         let shown = match value.get_ref() {
+            toml::Value::String(s) if key == "recording" => dir.join(s).display().to_string(),
             toml::Value::String(s) => s.clone(),
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Float(f) => f.to_string(),
@@ -241,6 +244,22 @@ fn key_start(text: &str, value: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `[model]` or `[user_model]` `recording` is a path of the
+    /// project file's, not of each case's folder (a case in `cases/` read
+    /// `cases/recs`, which was not there).
+    #[test]
+    fn a_recording_is_relative_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE);
+        let text = "[model]\nprovider = \"recorded\"\nrecording = \"recs\"\n[user_model]\nrecording = \"/abs/u.jsonl\"\n";
+        std::fs::write(&file, text).unwrap();
+        let p = load(&file).unwrap();
+        let recs = dir.path().join("recs").display().to_string();
+        assert_eq!(p.model["recording"], recs);
+        assert_eq!(p.model["provider"], "recorded");
+        assert_eq!(p.user_model["recording"], "/abs/u.jsonl");
+    }
 
     #[test]
     fn paths_are_relative_to_the_file_and_mistakes_are_placed() {
