@@ -379,3 +379,36 @@ fn index_reads_again_a_bundle_changed_in_place() {
     );
     prompt(&store, &["index", "--check"]).expect_code(0);
 }
+
+/// A project file that does not load is listed by `check` whatever paths
+/// it is given, and its cases are checked against the worlds it names:
+/// each case was told that no `worlds/` folder was found (pass --worlds),
+/// and `check cases/c.toml` never named the project file's mistake.
+#[test]
+fn check_names_a_broken_project_file_and_still_uses_its_worlds() {
+    let dir = temp_dir();
+    let project = dir.path();
+    let cases = project.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    write_case(&cases, "c", &demo_case(1));
+    let worlds = worlds_dir();
+    let file = format!("worlds = \"{}\"\nbogus = 1\n", worlds.display());
+    std::fs::write(project.join("worldline.toml"), file).unwrap();
+    for args in [vec!["check"], vec!["check", "cases/c.toml"]] {
+        let out = common::worldline_at(project, &args, &[]);
+        out.expect_code(2);
+        assert!(
+            out.stdout
+                .contains("worldline.toml:2:1: unknown field `bogus`"),
+            "{args:?}: {out}"
+        );
+        assert!(
+            !out.stdout.contains("no `worlds/` folder"),
+            "{args:?}: {out}"
+        );
+        assert!(
+            out.stdout.contains(": 1 problem(s) in 1 file(s)"),
+            "{args:?}: {out}"
+        );
+    }
+}

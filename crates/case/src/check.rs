@@ -37,6 +37,18 @@ impl Checked {
         self.files.iter().filter(|(_, k)| *k == kind).count()
     }
 
+    /// The problem of the project file that governs the check (found
+    /// above the paths checked, or among them), listed once with its file.
+    pub fn add_project_problem(&mut self, e: InputError) {
+        let file = canonical(&e.file);
+        if !self.files.iter().any(|(f, _)| canonical(f) == file) {
+            self.files.push((e.file.clone(), Kind::Project));
+        }
+        self.problem(e);
+        self.problems
+            .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    }
+
     /// Note a problem once: the same one found again, under another
     /// spelling of its file's path (a world's own check, and a case's
     /// that reached it from the project's folder), keeps the shorter.

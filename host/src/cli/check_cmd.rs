@@ -37,10 +37,18 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
             vec![root.unwrap_or_else(|| PathBuf::from("."))]
         }
     };
-    let mut checked = worldline_case::check::check(&paths, args.worlds.as_deref());
+    // A project file that did not load still names its worlds, when its
+    // `worlds` key reads: its cases are checked against them, not each
+    // told that no worlds were found.
+    let refused = super::project_args::refused();
+    let worlds = (args.worlds.clone()).or_else(|| refused.and_then(|e| worlds_of(&e.file)));
+    let mut checked = worldline_case::check::check(&paths, worlds.as_deref());
+    if let Some(e) = refused {
+        checked.add_project_problem(e.clone());
+    }
     checked
         .notes
-        .extend(origin_warnings(&checked, args.worlds.as_deref()));
+        .extend(origin_warnings(&checked, worlds.as_deref()));
     if args.common.json {
         super::print_json_with_settings(&CheckSummary::of(&checked))?;
     } else {
@@ -51,6 +59,15 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
     } else {
         ExitCode::Input
     })
+}
+
+/// The `worlds` folder a project file that did not load names, when the
+/// file is TOML and the key a string.
+fn worlds_of(file: &Path) -> Option<PathBuf> {
+    let bytes = worldline_case::project::read_toml_bytes(file).ok()?;
+    let doc: toml::Table = toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()?;
+    let worlds = doc.get("worlds")?.as_str()?;
+    Some(file.parent()?.join(worlds))
 }
 
 /// The `[origin]` warnings of the cases that loaded and carry one: a case

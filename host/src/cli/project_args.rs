@@ -45,6 +45,14 @@ pub struct Supplied {
 
 static PROJECT: OnceLock<Option<Project>> = OnceLock::new();
 static SUPPLIED: OnceLock<Supplied> = OnceLock::new();
+/// Why the project file did not load, for `check` (which goes on).
+static REFUSED: OnceLock<worldline_case::error::InputError> = OnceLock::new();
+
+/// Why the project file found for this process did not load, when it did
+/// not (only `init` and `check` go on without it).
+pub fn refused() -> Option<&'static worldline_case::error::InputError> {
+    REFUSED.get()
+}
 
 /// The project file found for this process, if any (loaded by [`apply`]).
 pub fn project() -> Option<&'static Project> {
@@ -79,7 +87,10 @@ pub fn apply(
             .and_then(|p| worldline_case::case::model::check_settings(&p).map(|()| p))
         {
             Ok(p) => Some(p),
-            Err(_) if lenient => None,
+            Err(e) if lenient => {
+                let _ = REFUSED.set(e);
+                None
+            }
             Err(e) => return Err(e),
         },
     };
