@@ -61,13 +61,52 @@ impl InputError {
     }
 
     /// From a TOML parse/deserialize error, keeping its span as line:column.
+    /// A value of the wrong type or out of range is named by its key.
     pub fn toml(file: impl AsRef<Path>, source: &str, err: &toml::de::Error) -> Self {
         let message = in_words(err.message().trim());
         match err.span() {
-            Some(span) => InputError::at(file, source, span.start, message),
+            Some(span) => {
+                let message = match key_of_value(source, span.start) {
+                    Some(key) if message.starts_with("invalid ") => format!("{key}: {message}"),
+                    _ => message,
+                };
+                InputError::at(file, source, span.start, message)
+            }
             None => InputError::new(file, message),
         }
     }
+}
+
+/// The key whose value starts at `offset` (`latency_ms` of `latency_ms =
+/// "fast"`), with its table's header when it is on a line of its own
+/// (`[model] latency_ms`); `None` when no `key =` is before it on its line.
+fn key_of_value(source: &str, offset: usize) -> Option<String> {
+    let before = source.get(..offset)?;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = &before[line_start..];
+    let (head, value) = line.rsplit_once('=')?;
+    if !value.trim().is_empty() {
+        return None;
+    }
+    let start = head.rfind(['{', ',']).map_or(0, |i| i + 1);
+    let key = head[start..].trim();
+    if key.is_empty() || key.contains(['[', ']']) {
+        return None;
+    }
+    let inline = start > 0;
+    let table = (!inline)
+        .then(|| {
+            before[..line_start]
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| l.starts_with('['))
+        })
+        .flatten();
+    Some(match table {
+        Some(t) => format!("{} {key}", t.split('#').next().unwrap_or(t).trim()),
+        None => key.to_string(),
+    })
 }
 
 /// Serde's names of Rust's integer types in a message, in words: `expected
@@ -131,6 +170,37 @@ pub fn is_input(err: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A type error names its key (and table): the line said where, the
+    /// message only what was expected.
+    #[test]
+    fn a_value_of_the_wrong_type_is_named_by_its_key() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Limits {
+            fuel: u64,
+        }
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Doc {
+            seed: Option<u64>,
+            limits: Option<Limits>,
+            task: Option<std::collections::BTreeMap<String, u64>>,
+        }
+        let said = |src: &str| {
+            let e = toml::from_str::<Doc>(src).unwrap_err();
+            InputError::toml("c.toml", src, &e).to_string()
+        };
+        let s = said("seed = 1\n\n[limits] # how far\nfuel = \"lots\"\n");
+        assert!(s.starts_with("c.toml:4:8: [limits] fuel: invalid type: string \"lots\""), "{s}");
+        let s = said("seed = \"x\"\n");
+        assert!(s.starts_with("c.toml:1:8: seed: invalid type"), "{s}");
+        let s = said("task = { a = 1, b = \"two\" }\n");
+        assert!(s.starts_with("c.toml:1:21: b: invalid type"), "{s}");
+        // Not a value's error: as it was.
+        let s = said("[limits]\n");
+        assert!(s.contains("missing field `fuel`") && !s.contains("limits]:"), "{s}");
+    }
 
     #[test]
     fn offsets_become_one_based_lines_and_columns() {
