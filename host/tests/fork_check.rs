@@ -203,6 +203,34 @@ fn another_agent_that_does_not_reach_the_fork_point_makes_no_fork() {
     }
 }
 
+/// Another build that makes the recorded calls up to the fork point
+/// forks there: its fuel is its own, not compared (every fork with another
+/// build departed at event 0, its fuel differing). The fork replays
+/// `identical`, its prefix recording the new build's fuel.
+#[test]
+fn another_build_making_the_recorded_calls_forks_with_its_own_fuel() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let (id, events) = failed_run(store);
+    let careful = guest("careful-agent");
+    let out = wl(
+        store,
+        &[&"fork", &id, &"--at", &"2", &"--agent", &careful, &"--json"],
+    );
+    out.expect_code(0);
+    let forked = read_bundle(&out.bundle()).events;
+    assert_eq!(forked[..2].len(), 2);
+    for i in 0..2 {
+        assert_eq!(forked[i]["request"], events[i]["request"], "event {i}");
+        assert_eq!(forked[i]["response"], events[i]["response"], "event {i}");
+    }
+    assert_ne!(forked[1]["fuel"], events[1]["fuel"], "the build's own fuel");
+    let fork = out.json()["run_id"].as_str().unwrap().to_string();
+    let replay = wl(store, &[&"replay", &fork, &"--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}
+
 /// `--allow` at a call the case's `[permissions]` deny answers it, when it
 /// names the rule; a glob that does not name it is refused (the deny rule
 /// still won, and the fork ran as its parent did, unsaid). At a call an

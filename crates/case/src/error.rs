@@ -192,14 +192,20 @@ mod tests {
             InputError::toml("c.toml", src, &e).to_string()
         };
         let s = said("seed = 1\n\n[limits] # how far\nfuel = \"lots\"\n");
-        assert!(s.starts_with("c.toml:4:8: [limits] fuel: invalid type: string \"lots\""), "{s}");
+        assert!(
+            s.starts_with("c.toml:4:8: [limits] fuel: invalid type: string \"lots\""),
+            "{s}"
+        );
         let s = said("seed = \"x\"\n");
         assert!(s.starts_with("c.toml:1:8: seed: invalid type"), "{s}");
         let s = said("task = { a = 1, b = \"two\" }\n");
         assert!(s.starts_with("c.toml:1:21: b: invalid type"), "{s}");
         // Not a value's error: as it was.
         let s = said("[limits]\n");
-        assert!(s.contains("missing field `fuel`") && !s.contains("limits]:"), "{s}");
+        assert!(
+            s.contains("missing field `fuel`") && !s.contains("limits]:"),
+            "{s}"
+        );
     }
 
     #[test]

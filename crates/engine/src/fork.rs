@@ -560,7 +560,10 @@ fn follow_then_live(
     agent: Option<Arc<Agent>>,
     group: Option<worldline_log::log::bundle::Group>,
 ) -> Result<RunOutcome> {
-    let opts = options(store, rec, parent, group);
+    let mut opts = options(store, rec, parent, group);
+    if let (Some(f), Some(agent)) = (opts.following.as_mut(), &agent) {
+        f.other_agent = agent.sha256 != rec.bundle.header.agent_sha256;
+    }
     Ok(match (&native, agent) {
         (Some(exec), _) => crate::native::exec::run(sandbox, case, opts, exec)?,
         (None, Some(agent)) => run_with(sandbox, &agent, case, opts)?,

@@ -63,6 +63,9 @@ pub struct Following {
     /// own (made before they were folded into the call events, decision
     /// 0276): following it records them again.
     pub http_plumbing: bool,
+    /// The agent is another build than the recording's (`fork --agent`):
+    /// its fuel is its own, so a followed event's fuel is not compared.
+    pub other_agent: bool,
 }
 
 /// Whether `events` record `wasi:http` plumbing calls (every request made
@@ -84,6 +87,7 @@ impl Following {
             fork_points,
             divergence: None,
             reached_end: false,
+            other_agent: false,
         }
     }
 
@@ -98,6 +102,7 @@ impl Following {
             fork_points,
             divergence: None,
             reached_end: false,
+            other_agent: false,
         }
     }
 
@@ -133,10 +138,15 @@ impl Following {
     }
 }
 
-/// The first field two events differ in (the hash aside). Fields are
-/// compared as JSON, as they are recorded; the typed comparison first is
-/// only a shortcut, so nothing is cloned or converted while events match.
-pub fn first_difference(expected: &Event, actual: &Event) -> Option<(&'static str, Value, Value)> {
+/// The first field two events differ in (the hash aside, and the fuel
+/// unless `fuel`). Fields are compared as JSON, as they are recorded; the
+/// typed comparison first is only a shortcut, so nothing is cloned or
+/// converted while events match.
+pub fn first_difference(
+    expected: &Event,
+    actual: &Event,
+    fuel: bool,
+) -> Option<(&'static str, Value, Value)> {
     fn differs<T: PartialEq + Serialize>(
         field: &'static str,
         expected: &T,
@@ -154,7 +164,7 @@ pub fn first_difference(expected: &Event, actual: &Event) -> Option<(&'static st
         .or_else(|| differs("writes", &e.writes, &a.writes))
         .or_else(|| differs("injected", &e.injected, &a.injected))
         .or_else(|| differs("vtime_ns", &e.vtime_ns, &a.vtime_ns))
-        .or_else(|| differs("fuel", &e.fuel, &a.fuel))
+        .or_else(|| fuel.then(|| differs("fuel", &e.fuel, &a.fuel)).flatten())
         .or_else(|| differs("seq", &e.seq, &a.seq))
 }
 
@@ -186,31 +196,33 @@ mod tests {
     #[test]
     fn the_first_differing_field_is_named_with_both_values() {
         let recorded = event();
-        assert_eq!(first_difference(&recorded, &event()), None);
+        assert_eq!(first_difference(&recorded, &event(), true), None);
         // The hash is not compared.
         let mut e = event();
         e.hash = "ab".into();
-        assert_eq!(first_difference(&recorded, &e), None);
+        assert_eq!(first_difference(&recorded, &e, true), None);
 
         let mut e = event();
         e.response = json!({"ok": {"id": "T-2"}});
         e.fuel = 11;
         assert_eq!(
-            first_difference(&recorded, &e),
+            first_difference(&recorded, &e, true),
             Some(("response", recorded.response.clone(), e.response.clone()))
         );
         let mut e = event();
         e.writes.clear();
         assert_eq!(
-            first_difference(&recorded, &e),
+            first_difference(&recorded, &e, true),
             Some(("writes", json!(recorded.writes), json!([])))
         );
         let mut e = event();
         e.fuel = 11;
         assert_eq!(
-            first_difference(&recorded, &e),
+            first_difference(&recorded, &e, true),
             Some(("fuel", json!(10), json!(11)))
         );
+        // Another build's fuel is its own.
+        assert_eq!(first_difference(&recorded, &e, false), None);
     }
 
     #[test]
@@ -218,11 +230,11 @@ mod tests {
         // `Some(null)` is written as `null`, which reads back as `None`.
         let mut e = event();
         e.injected = Some(Value::Null);
-        assert_eq!(first_difference(&event(), &e), None);
+        assert_eq!(first_difference(&event(), &e, true), None);
         let mut e = event();
         e.injected = Some(json!({"rule": 0}));
         assert_eq!(
-            first_difference(&event(), &e),
+            first_difference(&event(), &e, true),
             Some(("injected", Value::Null, json!({"rule": 0})))
         );
     }

@@ -497,7 +497,7 @@ impl Mediator {
             && let Some((field, expected, actual)) = following
                 .events
                 .get(seq)
-                .and_then(|rec| follow::first_difference(rec, &event))
+                .and_then(|rec| follow::first_difference(rec, &event, !following.other_agent))
         {
             following.diverge(follow::Divergence {
                 index: seq,
