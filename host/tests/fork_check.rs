@@ -229,6 +229,22 @@ fn another_build_making_the_recorded_calls_forks_with_its_own_fuel() {
     let replay = wl(store, &[&"replay", &fork, &"--json"]);
     replay.expect_code(0);
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    // Branches too, the process copied at the fork point or not.
+    for copy in ["0", "1"] {
+        let args = [
+            "fork",
+            &id,
+            "--at",
+            "2",
+            "--agent",
+            careful.to_str().unwrap(),
+            "--samples",
+            "2",
+        ];
+        let out = common::worldline_with(store, args, &[("WORLDLINE_BRANCH_REEXECUTE", copy)]);
+        assert!(!out.stderr.contains("departed"), "{copy}: {out}");
+        assert!(out.code == 0 || out.code == 1, "{copy}: {out}");
+    }
 }
 
 /// `--allow` at a call the case's `[permissions]` deny answers it, when it
