@@ -1153,3 +1153,47 @@ fn a_rerun_recorded_before_its_latency_replays_as_it_ran() {
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// A run of a case whose `recorded` provider names a recording beside
+/// the case file forks, reproduces and reruns live: the case read back
+/// from the store is not beside it, and the store's runs answer instead.
+/// The fork's live calls said "no recorded answer", `repro` was refused
+/// (exit 2, the recording looked for among the store's objects).
+#[test]
+fn a_recorded_case_s_run_forks_reproduces_and_reruns_from_the_store() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let requests = [ask("one"), ask("two")];
+    let rules = "latency_ms = 250\n[[model.rules]]\nreply = \"said\"";
+    let first = asker_case(dir.path(), "first", &requests, rules, "");
+    let out = run(&store, &first, &asker(), &[]);
+    out.expect_code(0);
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    std::fs::copy(out.bundle(), cases.join("first.run.jsonl")).unwrap();
+    let recorded = "provider = \"recorded\"\nrecording = \"first.run.jsonl\"";
+    let case = asker_case(&cases, "again", &requests, recorded, "");
+    let again = run(&store, &case, &asker(), &[]);
+    again.expect_code(0);
+    let id = again.json()["run_id"].as_str().unwrap().to_string();
+    let fork = worldline(&store, ["fork", &id, "--at", "1", "--json"]);
+    fork.expect_code(0);
+    let answers = model_events(&fork.bundle());
+    assert!(answers[1]["response"]["ok"].is_object(), "{fork}");
+    let repro = worldline(&store, ["repro", &id, "--times", "1", "--json"]);
+    repro.expect_code(0);
+    assert_eq!(repro.json()["reproduced"], 1, "{repro}");
+    let agent = asker();
+    let live = [
+        "rerun",
+        &id,
+        "--agent",
+        s(&agent),
+        "--model",
+        "live",
+        "--json",
+    ];
+    let rerun = worldline(&store, live);
+    rerun.expect_code(0);
+    assert_eq!(rerun.json()["status"], "completed", "{rerun}");
+}

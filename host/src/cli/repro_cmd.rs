@@ -9,12 +9,14 @@ use super::Common;
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
+use std::path::Path;
 use worldline_case::error::InputError;
 use worldline_engine::fuzz::repro::repro;
 use worldline_engine::native::exec::Exec;
 use worldline_engine::replay::{self, recorded_agent};
 use worldline_log::log::signature;
 use worldline_runtime::sandbox::Sandbox;
+use worldline_store::store::StoreDir;
 
 #[derive(Args)]
 pub struct ReproArgs {
@@ -48,6 +50,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let mut rec = replay::open_held(&store, &args.run)?;
     store.audit_reexecution(&[&rec.id], "repro")?;
+    recordings_in_store(&mut rec.case, &store);
     super::ModelArgs {
         set: args.model_set.clone(),
         user_set: args.user_model_set.clone(),
@@ -94,6 +97,24 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         worldline_report::repro::write(&mut std::io::stdout().lock(), &r)?;
     }
     Ok(ExitCode::Ok)
+}
+
+/// A `recorded` provider's `recording` was beside the case file, not
+/// beside the case read back from the store: the store's runs, the run
+/// itself among them, answer its repetitions (as a fork's are answered).
+fn recordings_in_store(case: &mut worldline_case::case::Case, store: &StoreDir) {
+    let dir = case
+        .path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let runs = store.runs_dir().display().to_string();
+    let user = case.user.as_mut().and_then(|u| u.model.as_mut());
+    for model in std::iter::once(&mut case.model).chain(user) {
+        if model.unreadable_recording(&dir).is_some() {
+            model.recording = Some(runs.clone());
+        }
+    }
 }
 
 /// A fork whose edits change what its run met is not its case run again:

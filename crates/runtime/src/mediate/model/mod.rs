@@ -100,10 +100,17 @@ impl ModelService {
     }
 
     /// A `recorded` provider without its own `recording` reads the store's
-    /// runs, except the bundle this run writes.
+    /// runs, except the bundle this run writes; so does one whose
+    /// `recording` is not there, the case read back from the store for a
+    /// fork, `repro` or `rerun` (its folder is not the one the recording
+    /// was beside; a new run's missing recording is refused before it
+    /// starts).
     pub fn use_store(&mut self, runs: PathBuf, own: Option<PathBuf>) {
         if self.config.provider != Provider::Recorded {
             return;
+        }
+        if (self.recording.as_ref()).is_some_and(|r| !r.source().exists()) {
+            self.recording = None;
         }
         let recording = self
             .recording
