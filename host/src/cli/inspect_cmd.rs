@@ -193,7 +193,16 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
 pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let store = super::store_of_run(&args.common.store, &args.run_a)?;
     let a = replay::open(&store, &args.run_a)?;
-    let b = replay::open(&store, &args.run_b)?;
+    // Each bundle path with its own store (two machines' runs compared).
+    let b = match super::store_path_of_run(&args.common.store, &args.run_b) {
+        Some(other) if Some(other) != super::store_path_of_run(&args.common.store, &args.run_a) => {
+            replay::open(
+                &super::store_of_run(&args.common.store, &args.run_b)?,
+                &args.run_b,
+            )?
+        }
+        _ => replay::open(&store, &args.run_b)?,
+    };
     let mut redactor = args.redaction.redactor(&store, "diff", &[&a.id, &b.id])?;
     let mut fa = final_state(&a.case.world.initial, &a.bundle.events);
     let mut fb = final_state(&b.case.world.initial, &b.bundle.events);

@@ -370,17 +370,24 @@ fn store_of_run(
     run: &str,
 ) -> anyhow::Result<worldline_store::store::StoreDir> {
     use worldline_store::store::StoreDir;
+    match store_path_of_run(store, run) {
+        None => StoreDir::open_existing(store),
+        // A bundle outside any store is read with `--store` as ever (made
+        // if need be), so that its own faults are named as it is read.
+        Some(holding) => StoreDir::open(holding),
+    }
+}
+
+/// The store holding `run` when it is a bundle path (else `--store`,
+/// `store`, once it is a bundle path outside any store); `None` for a run
+/// id or a database store.
+fn store_path_of_run<'a>(store: &'a std::path::Path, run: &'a str) -> Option<&'a std::path::Path> {
     let bundle = std::path::Path::new(run);
     let by_path = (run.contains('/') || run.ends_with(".jsonl")) && bundle.is_file();
     let database = store
         .to_str()
         .is_some_and(worldline_pgstore::url::is_postgres);
-    if !by_path || database {
-        return StoreDir::open_existing(store);
-    }
-    // A bundle outside any store is read with `--store` as ever (made if
-    // need be), so that its own faults are named as it is read.
-    StoreDir::open(worldline_case::output::store_holding(bundle).unwrap_or(store))
+    (by_path && !database).then(|| worldline_case::output::store_holding(bundle).unwrap_or(store))
 }
 
 /// The edits of a fork's lineage that change what its run met (an

@@ -107,10 +107,27 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    // The whole store, or runs named (bundle paths need no store).
-    let store = match args.runs.is_empty() {
-        true => StoreDir::open_existing(&args.common.store)?,
-        false => StoreDir::open(&args.common.store)?,
+    // The whole store, or runs named (bundle paths need no store; those of
+    // a store are read with it, one store a command).
+    let holding: std::collections::BTreeSet<&std::path::Path> = (args.runs.iter())
+        .filter_map(|r| super::store_path_of_run(&args.common.store, r))
+        .collect();
+    if holding.len() > 1 {
+        let shown: Vec<String> = holding.iter().map(|p| p.display().to_string()).collect();
+        return Err(InputError::new(
+            "verify",
+            format!(
+                "the bundles named are of {} stores ({}): verify the runs of one store at a time",
+                shown.len(),
+                shown.join(", ")
+            ),
+        )
+        .into());
+    }
+    let store = match (args.runs.is_empty(), holding.first()) {
+        (true, _) => StoreDir::open_existing(&args.common.store)?,
+        (false, Some(holding)) => StoreDir::open(holding)?,
+        (false, None) => StoreDir::open(&args.common.store)?,
     };
     // A worker re-executes runs too: refused to a viewer, audited for a
     // responder, whoever started it.
