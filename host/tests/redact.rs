@@ -281,6 +281,18 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
     let show = worldline(&other, ["show", id.as_str(), "--at", "0"]);
     show.expect_code(2);
     assert!(show.stderr.contains("redacted copy"), "{show}");
+    // `verify` reads it as `replay` does: its hashes checked, no drift (it
+    // was counted unreadable, drift 100%, exit 1).
+    let v = worldline(&other, ["verify", "--json"]);
+    v.expect_code(0);
+    assert_eq!(v.json()["redacted_copies"], 1, "{v}");
+    assert_eq!(v.json()["unreadable"], 0, "{v}");
+    let path = other.join("runs").join(format!("{id}.jsonl"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("<email:", "<emall:", 1)).unwrap();
+    let v = worldline(&other, ["verify", "--json"]);
+    v.expect_code(1);
+    assert_eq!(v.json()["unreadable"], 1, "an edited copy: {v}");
 
     // A tampered copy does not import.
     let tampered = exported.replacen("<email:", "<emall:", 1);

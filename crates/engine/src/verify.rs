@@ -65,6 +65,9 @@ pub enum Checked {
     /// events: no process to run again; its hash chain was checked when it
     /// was read.
     Session,
+    /// A redacted copy (`export --redacted`, imported): its hash chain and
+    /// footer checked as it was read; it cannot be re-executed.
+    Copy,
 }
 
 /// `n` of `runs` drawn without replacement from `seed`, in the order of
@@ -329,6 +332,16 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
         // Only a bundle that does not read is looked at again for its
         // header: each read of it was a file opened and read.
         Err(_) if bundle::has_header(&path).is_ok_and(|has| !has) => return Checked::Headless,
+        // A redacted copy is read whole, its hashes checked, as `replay`
+        // reads it.
+        Err(e) if bundle::read_header(&path).is_ok_and(|h| h.redacted.is_some()) => {
+            return match bundle::read(&path) {
+                Ok(_) => Checked::Copy,
+                Err(read) => {
+                    Checked::Unreadable(format!("{:#}", anyhow::Error::from(read).context(e)))
+                }
+            };
+        }
         Err(e) => return Checked::Unreadable(format!("{e:#}")),
     };
     // A served episode or an MCP session replays from its events

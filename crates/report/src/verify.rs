@@ -160,15 +160,25 @@ impl<W: Write> Stream<W> {
                 "{run}  MCP session: its hash chain is intact; there is no process to run again"
             )?;
         }
+        for run in &v.copies {
+            writeln!(
+                out,
+                "{run}  redacted copy: its hash chain and footer are intact; a copy cannot be re-executed"
+            )?;
+        }
         for u in &v.unreadable {
             writeln!(out, "{}  unreadable: {}", u.run, u.error)?;
         }
         let tally = &v.tally;
         let total = tally.replayed + v.unreadable.len();
+        let copies = match v.copies.len() {
+            0 => String::new(),
+            n => format!(", {n} redacted copies read"),
+        };
         writeln!(
             out,
-            "{} runs: {} identical or verified ({} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read; drift rate {:.1}%",
-            total + v.headless.len() + v.sessions.len(),
+            "{} runs: {} identical or verified ({} of them boundary replays of native agents), {} diverged, {} unreadable, {} incomplete without a header, {} MCP sessions read{copies}; drift rate {:.1}%",
+            total + v.headless.len() + v.sessions.len() + v.copies.len(),
             tally.replayed - tally.diverged,
             tally.boundary_agreed,
             tally.diverged,
@@ -240,6 +250,8 @@ fn rest_json(v: &Verified) -> Value {
         "incomplete_runs": v.headless,
         "sample": sample,
         "mcp_session_runs": v.sessions,
+        "redacted_copies": v.copies.len(),
+        "redacted_copy_runs": v.copies,
     })
 }
 

@@ -32,6 +32,9 @@ pub struct Verified {
     /// MCP sessions: read (their hash chain checked), not replayed; there
     /// is no process to run again.
     pub sessions: Vec<String>,
+    /// Redacted copies: read (their hash chain and footer checked), not
+    /// replayed; they cannot be.
+    pub copies: Vec<String>,
     /// The sample checked, when one was asked for.
     pub sample: Option<Drawn>,
 }
@@ -151,6 +154,7 @@ pub fn verify(
         unreadable: Vec::new(),
         headless: Vec::new(),
         sessions: Vec::new(),
+        copies: Vec::new(),
         sample,
     };
     let mut failed: Option<std::io::Error> = None;
@@ -171,6 +175,7 @@ pub fn verify(
             }),
             Checked::Headless => out.headless.push(run.clone()),
             Checked::Session => out.sessions.push(run.clone()),
+            Checked::Copy => out.copies.push(run.clone()),
         }
     })?;
     match failed {
