@@ -412,3 +412,19 @@ fn check_names_a_broken_project_file_and_still_uses_its_worlds() {
         );
     }
 }
+
+/// `import` of a file that is not there is an input error that makes no
+/// store (it made an empty one first).
+#[test]
+fn importing_nothing_makes_no_store() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let gone = dir.path().join("gone.json");
+    let out = prompt(&store, &["import", gone.to_str().unwrap()]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("gone.json: no such file or folder"),
+        "{out}"
+    );
+    assert!(!store.exists(), "a store was made");
+}

@@ -241,6 +241,13 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
 }
 
 pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
+    // Nothing to import makes no store.
+    let database =
+        |p: &std::path::Path| p.to_str().is_some_and(worldline_pgstore::url::is_postgres);
+    if let Some(gone) = (args.from.iter()).find(|f| !database(f) && f.symlink_metadata().is_err()) {
+        let m = "no such file or folder: pass a file written by `worldline export`, or a store";
+        return Err(InputError::new(gone, m).into());
+    }
     let store = StoreDir::open(&args.common.store)?;
     store.needs_writing("`import`")?;
     let mut imported = Vec::new();
