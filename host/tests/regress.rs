@@ -841,3 +841,49 @@ fn a_fork_s_answer_to_a_denied_call_is_named_not_carried() {
         "{out}"
     );
 }
+
+/// A fork's `--respond` at a model-played user's turn is carried into its
+/// case as that turn's scripted line, so the case's run ends as the fork
+/// did. It was dropped (the fork's answer carries no turn number), with
+/// nothing under `not_carried`, and the case's user had no line there.
+#[test]
+fn a_fork_s_answer_at_a_user_turn_is_carried_as_that_turn_s_line() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = workspace_root().join("cases/support/model-user.toml");
+    let out = common::run_json(&store, &case, &guest("careful-agent"));
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = read_bundle(&out.bundle()).events;
+    let at = (events.iter())
+        .filter(|e| e["call"] == "worldline:agent/user.say")
+        .nth(1)
+        .map(|e| e["seq"].to_string())
+        .unwrap();
+    let said = r#""No, keep it""#;
+    let fork = worldline(
+        &store,
+        ["fork", &run, "--at", &at, "--respond", said, "--json"],
+    );
+    let forked = fork.json()["run_id"].as_str().unwrap().to_string();
+    let made = dir.path().join("made.toml");
+    let args = [
+        "case",
+        "from-run",
+        &forked,
+        "-o",
+        made.to_str().unwrap(),
+        "--json",
+    ];
+    let out = worldline(&store, args);
+    out.expect_code(0);
+    assert_eq!(out.json()["not_carried"], serde_json::json!([]), "{out}");
+    let worlds = workspace_root().join("worlds");
+    let again = common::run_in(&store, &made, &guest("careful-agent"), &worlds);
+    let replies: Vec<Value> = (read_bundle(&again.bundle()).events.iter())
+        .filter(|e| e["call"] == "worldline:agent/user.say")
+        .map(|e| e["response"]["reply"].clone())
+        .collect();
+    assert_eq!(replies[1], "No, keep it", "{again}");
+    assert_eq!(again.json()["grade"], fork.json()["grade"], "{again}");
+}

@@ -435,13 +435,19 @@ impl Carried {
 /// turn, in place of the persona and its model.
 fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
     let mut rules = Vec::new();
+    let mut last = 0;
     for e in events {
         let Call::UserSay { response, .. } = e.typed() else {
             continue;
         };
-        let Some(turn) = response.user.and_then(|u| u.turn) else {
-            continue;
+        // A fork's answer (`--respond`) carries no turn: it is the turn
+        // after the one before it.
+        let turn = match response.user.and_then(|u| u.turn) {
+            Some(turn) => turn,
+            None if e.mark().is_some_and(|m| matches!(m.by, By::Fork)) => last + 1,
+            None => continue,
         };
+        last = turn;
         let mut rule = serde_json::json!({"turn": turn});
         if let Some(reply) = response.reply {
             rule["reply"] = reply.into();
