@@ -521,3 +521,47 @@ fn writes_of(bundle: &Path) -> usize {
     let b = worldline_log::log::bundle::read(bundle).unwrap();
     b.events.iter().map(|e| e.writes.len()).sum()
 }
+
+/// A run the watchdog stopped (`[limits] timeout_ms`) resumes with
+/// `--timeout-ms` raised: its prefix followed again under the new limit,
+/// then live to its end, and replays `identical`; without the flag it is
+/// refused naming it. It was resumed under the same limit, which stopped
+/// it again (no flag raised it).
+#[test]
+fn a_run_stopped_at_its_time_limit_resumes_with_the_limit_raised() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let call = json!({"tool": "list_deploys", "args": {"service": "checkout"}});
+    let case = write_case(
+        dir.path(),
+        "slow",
+        &format!(
+            "world = \"demo@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n[limits]\ntimeout_ms = 100\nfuel = 100_000_000_000\n",
+            common::toml_inline(&json!({"work": 30_000_000, "calls": [call, call, call]}))
+        ),
+    );
+    let agent = guest("caller-agent");
+    let worlds = common::worlds_dir();
+    let args = [
+        "run".as_ref(),
+        case.as_os_str(),
+        "--agent".as_ref(),
+        agent.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--json".as_ref(),
+    ];
+    let stopped = wl(&store, &args);
+    assert_eq!(stopped.json()["run_status"], "timeout", "{stopped}");
+    let id = stopped.json()["run_id"].as_str().unwrap().to_string();
+    let same = resume(&store, &id, &[]);
+    same.expect_code(2);
+    assert!(same.stderr.contains("pass --timeout-ms"), "{same}");
+    let resumed = resume(&store, &id, &["--timeout-ms", "600000"]);
+    resumed.expect_code(0);
+    assert_eq!(resumed.json()["run_status"], "completed", "{resumed}");
+    assert_eq!(resumed.json()["limits"]["timeout_ms"], 600_000, "{resumed}");
+    let rid = resumed.json()["run_id"].as_str().unwrap().to_string();
+    let replay = wl(&store, &["replay", &rid, "--json"].map(OsStr::new));
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}

@@ -391,6 +391,7 @@ pub fn resume(
             "max_steps" => limits.max_steps,
             "max_events" => Some(limits.max_events),
             "max_errors" => limits.max_errors,
+            "timeout_ms" => Some(limits.timeout_ms),
             _ => None,
         };
         if now.is_some_and(|now| value <= now) {
@@ -439,7 +440,10 @@ pub fn resume(
                 "max_events",
                 format!("event limit ([limits] max_events = {})", limits.max_events),
             )?,
-            Status::Timeout => {}
+            Status::Timeout => needs(
+                "timeout_ms",
+                format!("time limit ([limits] timeout_ms = {})", limits.timeout_ms),
+            )?,
             status => {
                 return Err(InputError::new(
                     &rec.path,

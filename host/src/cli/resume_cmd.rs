@@ -32,6 +32,10 @@ pub struct ResumeArgs {
     /// Raise `[limits] max_errors` to this.
     #[arg(long)]
     pub max_errors: Option<u64>,
+    /// Raise `[limits] timeout_ms` to this (a run the watchdog stopped
+    /// follows its prefix again under it).
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
     /// The run was killed inside a call of a tool that may write: call it
     /// again (without this, such a run is refused).
     #[arg(long)]
@@ -63,6 +67,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
         ("max_steps", args.max_steps),
         ("max_events", args.max_events),
         ("max_errors", args.max_errors),
+        ("timeout_ms", args.timeout_ms),
     ]
     .into_iter()
     .filter_map(|(name, v)| Some((name.to_string(), v?)))

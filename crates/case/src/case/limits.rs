@@ -106,7 +106,7 @@ const FUEL: (u64, u64) = (1, u64::MAX);
 /// wasm32 addresses 4 GiB.
 const MEMORY_MB: (u64, u64) = (1, 4096);
 /// A day.
-const TIMEOUT_MS: (u64, u64) = (1, 86_400_000);
+pub(crate) const TIMEOUT_MS: (u64, u64) = (1, 86_400_000);
 /// Output is held in memory and written to the bundle: 16 MiB per stream.
 pub const MAX_STDOUT_BYTES: u64 = 16 << 20;
 /// Every event is held in memory until the footer.

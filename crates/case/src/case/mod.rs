@@ -643,7 +643,7 @@ impl Case {
     }
 
     /// Raise `[limits]` by name (`fuel`, `max_steps`, `max_events`,
-    /// `max_errors`), as `resume` does and a replay of a resumed run does
+    /// `max_errors`, `timeout_ms`), as `resume` does and a replay of a resumed run does
     /// again; later overrides apply on top of earlier ones and the record
     /// keeps them all. An unknown name is an error naming it.
     pub fn override_limits(&mut self, overrides: &BTreeMap<String, u64>) -> Result<(), InputError> {
@@ -654,11 +654,21 @@ impl Case {
                 "max_steps" => l.max_steps = Some(value),
                 "max_events" => l.max_events = value,
                 "max_errors" => l.max_errors = Some(value),
+                "timeout_ms" if limits::TIMEOUT_MS.1 >= value => l.timeout_ms = value,
+                "timeout_ms" => {
+                    return Err(InputError::new(
+                        &self.path,
+                        format!(
+                            "timeout_ms {value} is past {} (a day)",
+                            limits::TIMEOUT_MS.1
+                        ),
+                    ));
+                }
                 _ => {
                     return Err(InputError::new(
                         &self.path,
                         format!(
-                            "a recorded limit override names `{name}`; this worldline raises fuel, max_steps, max_events and max_errors"
+                            "a recorded limit override names `{name}`; this worldline raises fuel, max_steps, max_events, max_errors and timeout_ms"
                         ),
                     ));
                 }
