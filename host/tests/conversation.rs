@@ -853,3 +853,51 @@ latency_ms = { p = 0.5, ms = [100, 60000] }
     );
     assert_eq!(repro.json()["reproduced"], 5, "{repro}");
 }
+
+/// `export --format trajectories` of a run with a simulated user and no
+/// model calls holds the conversation: each of the agent's lines an
+/// assistant message, each reply (and the parting words) a user message,
+/// between its tool calls. It held only the tool calls.
+#[test]
+fn a_conversation_s_trajectory_holds_what_each_side_said() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let case = common::workspace_root().join("cases/support/model-user.toml");
+    let out = common::run_json(store, &case, &guest("careful-agent"));
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("t.jsonl");
+    let args: [&dyn AsRef<std::ffi::OsStr>; 6] =
+        [&"export", &run, &"--format", &"trajectories", &"-o", &file];
+    wl(store, &args).expect_code(0);
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&file).unwrap().trim()).unwrap();
+    let said: Vec<(String, String)> = (line["messages"].as_array().unwrap().iter())
+        .filter(|m| {
+            m["content"].is_string() && m.get("tool_calls").is_none() && m["role"] != "tool"
+        })
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().into(),
+                m["content"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let roles: Vec<&str> = said.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(
+        roles,
+        [
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user"
+        ],
+        "{said:?}"
+    );
+    assert_eq!(said[1].1, "It is order A-1002.", "{said:?}");
+    let tools = (line["messages"].as_array().unwrap().iter())
+        .filter(|m| m["role"] == "tool")
+        .count();
+    assert_eq!(tools, 2, "{line}");
+}

@@ -9,7 +9,9 @@
 //! the whole trajectory as the model saw it). A run without model calls
 //! (a scripted agent) gets its tool calls and results written as that
 //! conversation: each call an assistant message with one `tool_calls`
-//! entry, each answer a `tool` message.
+//! entry, each answer a `tool` message; and its turns with a simulated
+//! user, each what the agent said as an assistant message and the user's
+//! reply (or parting words) as a `user` message.
 //!
 //! Where the endpoint returned token ids (`[model] token_ids`, decision
 //! 0350), `tokens` lists each model call's prompt and completion ids,
@@ -203,8 +205,19 @@ fn messages(held: &mut Held) -> Vec<Value> {
     }
     let mut out = Vec::new();
     for e in held.as_held() {
-        let Call::ToolsCall { request, response } = e.typed() else {
-            continue;
+        let (request, response) = match e.typed() {
+            Call::ToolsCall { request, response } => (request, response),
+            Call::UserSay { request, response } => {
+                out.push(json!({"role": "assistant", "content": request.message}));
+                let user = match (response.reply, response.ended) {
+                    (Some(reply), _) => Some(Value::String(reply)),
+                    (None, Some(end)) => Some(end.reason().clone()).filter(Value::is_string),
+                    (None, None) => None,
+                };
+                out.extend(user.map(|u| json!({"role": "user", "content": u})));
+                continue;
+            }
+            _ => continue,
         };
         let id = format!("call_{}", e.seq);
         out.push(json!({
