@@ -887,3 +887,40 @@ fn a_fork_s_answer_at_a_user_turn_is_carried_as_that_turn_s_line() {
     assert_eq!(replies[1], "No, keep it", "{again}");
     assert_eq!(again.json()["grade"], fork.json()["grade"], "{again}");
 }
+
+/// A fork's `--respond` at a clock read is named under `not_carried`
+/// with the call and why (it was named with neither).
+#[test]
+fn a_fork_s_answer_to_a_clock_read_is_named_with_its_call() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = workspace_root().join("cases/incident/stale-deploys.toml");
+    let out = common::run_json(&store, &case, &guest("careful-agent"));
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = read_bundle(&out.bundle()).events;
+    let at = (events.iter())
+        .position(|e| e["call"] == "wasi:clocks/wall-clock.now")
+        .unwrap()
+        .to_string();
+    let now = r#"{"seconds": 1772366800, "nanoseconds": 0}"#;
+    let fork = worldline(
+        &store,
+        ["fork", &run, "--at", &at, "--respond", now, "--json"],
+    );
+    let forked = fork.json()["run_id"].as_str().unwrap().to_string();
+    let made = dir.path().join("made.toml");
+    let args = [
+        "case",
+        "from-run",
+        &forked,
+        "-o",
+        made.to_str().unwrap(),
+        "--json",
+    ];
+    let out = worldline(&store, args);
+    out.expect_code(0);
+    let left = out.json()["not_carried"].to_string();
+    let said =
+        format!("--respond at event {at} (`wasi:clocks/wall-clock.now`): no case key answers it");
+    assert!(left.contains(&said), "{out}");
+}

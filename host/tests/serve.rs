@@ -323,6 +323,9 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         assert_eq!(said[key]["type"], "error", "{key}: {said}");
         assert_eq!(said[key]["data"]["code"], code, "{key}: {said}");
     }
+    let unknown = &said["unknown_tool"]["data"]["observation"];
+    assert_eq!(unknown["error"]["error_type"], "tool_not_found", "{said}");
+    assert_eq!(unknown["result"]["isError"], true, "{said}");
     assert!(
         said["second"]["data"]["message"]
             .as_str()

@@ -71,6 +71,10 @@ with connect(url) as first:
     # A refused reset leaves the open episode going (it ended and graded
     # it, and the client never got its result).
     out["state_after_refused"] = ask(json.dumps({"type": "state"}))
+    # A tool the world lacks: the call is recorded, and `error` says so.
+    out["unknown_tool"] = ask(
+        json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "nope", "arguments": {}}})
+    )
     # A binary frame is answered, and the connection goes on.
     first.send(b'{"type": "state"}')
     out["binary"] = json.loads(first.recv(timeout=30))

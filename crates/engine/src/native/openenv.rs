@@ -527,9 +527,22 @@ impl Session {
                 let params = json!({"name": name, "arguments": action.get("arguments").cloned().unwrap_or(json!({}))});
                 match self.rpc("tools/call", params).await {
                     Ok(r) => {
+                        // The mediator answers a tool the world lacks as a
+                        // tool error (recorded as the agent's call);
+                        // OpenEnv's clients read it as `tool_not_found`.
+                        let text = r["result"]["content"][0]["text"]
+                            .as_str()
+                            .unwrap_or_default();
+                        let said: Value = serde_json::from_str(text).unwrap_or_default();
+                        let message = said["error"]["message"].as_str().unwrap_or_default();
+                        let lacked = r["result"]["isError"] == true
+                            && said["error"]["kind"] == "not-found"
+                            && message.starts_with(&format!("no tool `{name}`"));
                         let obs = match r.get("error") {
                             Some(e) => json!({"tool_name": name, "result": null,
                                 "error": {"error_type": "tool_not_found", "message": e["message"]}}),
+                            None if lacked => json!({"tool_name": name, "result": r["result"],
+                                "error": {"error_type": "tool_not_found", "message": message}}),
                             None => {
                                 json!({"tool_name": name, "result": r["result"], "error": null})
                             }

@@ -389,10 +389,8 @@ impl Carried {
             for edit in &point.edits {
                 let why = match edit {
                     Edit::Respond { .. } => {
-                        let kind = events
-                            .iter()
-                            .find(|e| e.seq == at)
-                            .and_then(|e| Kind::of(&e.call));
+                        let call = events.iter().find(|e| e.seq == at).map(|e| e.call.as_str());
+                        let kind = call.and_then(Kind::of);
                         match kind {
                             Some(Kind::ToolsCall) => continue,
                             Some(Kind::ModelComplete) if self.recorded_model => continue,
@@ -407,7 +405,10 @@ impl Carried {
                                 "the fork's --respond at event {at} ({}): no case key answers it",
                                 kind.name()
                             ),
-                            None => format!("the fork's --respond at event {at}"),
+                            None => format!(
+                                "the fork's --respond at event {at} (`{}`): no case key answers it",
+                                call.unwrap_or("a call the run does not hold")
+                            ),
                         }
                     }
                     Edit::Reseed { .. } if self.recorded_model => continue,
