@@ -811,21 +811,9 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
     // store's bundle uses it, and of two stores' bundles says so (it
     // counted the second unreadable, drift 50%).
     let other = dir.path().join("other");
-    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
     let case = write_case(dir.path(), "other", &demo_case(4));
-    let args = [
-        "run",
-        s(&case),
-        "--agent",
-        s(&agent),
-        "--worlds",
-        s(&worlds),
-        "--json",
-    ];
-    let second = worldline(&other, args).json()["bundle"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let ran = common::run_in(&other, &case, &guest("caller-agent"), &worlds_dir());
+    let second = ran.json()["bundle"].as_str().unwrap().to_string();
     let out = worldline(&store, ["diff", bundle, &second, "--json"]);
     assert!(out.code == 0 || out.code == 1, "{out}");
     assert!(!out.stderr.contains("missing"), "{out}");

@@ -815,23 +815,8 @@ fn a_fork_s_answer_to_a_denied_call_is_named_not_carried() {
         .unwrap()
         .to_string();
     let answer = r#"{"ok": {"id": "T-100", "status": "closed"}}"#;
-    let fork = worldline(
-        &store,
-        ["fork", &run, "--at", &at, "--respond", answer, "--json"],
-    );
-    let forked = fork.json()["run_id"].as_str().unwrap().to_string();
     let made = dir.path().join("made.toml");
-    let out = worldline(
-        &store,
-        [
-            "case".as_ref(),
-            "from-run".as_ref(),
-            forked.as_ref(),
-            "-o".as_ref(),
-            made.as_os_str(),
-            "--json".as_ref(),
-        ],
-    );
+    let (_, out) = fork_made_a_case(&store, &run, &at, answer, &made);
     out.expect_code(0);
     assert_eq!(out.json()["injects"], 0, "{out}");
     let left = out.json()["not_carried"].to_string();
@@ -860,22 +845,8 @@ fn a_fork_s_answer_at_a_user_turn_is_carried_as_that_turn_s_line() {
         .nth(1)
         .map(|e| e["seq"].to_string())
         .unwrap();
-    let said = r#""No, keep it""#;
-    let fork = worldline(
-        &store,
-        ["fork", &run, "--at", &at, "--respond", said, "--json"],
-    );
-    let forked = fork.json()["run_id"].as_str().unwrap().to_string();
     let made = dir.path().join("made.toml");
-    let args = [
-        "case",
-        "from-run",
-        &forked,
-        "-o",
-        made.to_str().unwrap(),
-        "--json",
-    ];
-    let out = worldline(&store, args);
+    let (fork, out) = fork_made_a_case(&store, &run, &at, r#""No, keep it""#, &made);
     out.expect_code(0);
     assert_eq!(out.json()["not_carried"], serde_json::json!([]), "{out}");
     let worlds = workspace_root().join("worlds");
@@ -903,12 +874,29 @@ fn a_fork_s_answer_to_a_clock_read_is_named_with_its_call() {
         .unwrap()
         .to_string();
     let now = r#"{"seconds": 1772366800, "nanoseconds": 0}"#;
+    let made = dir.path().join("made.toml");
+    let (_, out) = fork_made_a_case(&store, &run, &at, now, &made);
+    out.expect_code(0);
+    let left = out.json()["not_carried"].to_string();
+    let said =
+        format!("--respond at event {at} (`wasi:clocks/wall-clock.now`): no case key answers it");
+    assert!(left.contains(&said), "{out}");
+}
+
+/// `fork RUN --at AT --respond ANSWER`, then `case from-run` of the fork
+/// into `made`: the fork's `--json` and the case's.
+fn fork_made_a_case(
+    store: &Path,
+    run: &str,
+    at: &str,
+    answer: &str,
+    made: &Path,
+) -> (common::CliOutput, common::CliOutput) {
     let fork = worldline(
-        &store,
-        ["fork", &run, "--at", &at, "--respond", now, "--json"],
+        store,
+        ["fork", run, "--at", at, "--respond", answer, "--json"],
     );
     let forked = fork.json()["run_id"].as_str().unwrap().to_string();
-    let made = dir.path().join("made.toml");
     let args = [
         "case",
         "from-run",
@@ -917,10 +905,5 @@ fn a_fork_s_answer_to_a_clock_read_is_named_with_its_call() {
         made.to_str().unwrap(),
         "--json",
     ];
-    let out = worldline(&store, args);
-    out.expect_code(0);
-    let left = out.json()["not_carried"].to_string();
-    let said =
-        format!("--respond at event {at} (`wasi:clocks/wall-clock.now`): no case key answers it");
-    assert!(left.contains(&said), "{out}");
+    (fork, worldline(store, args))
 }

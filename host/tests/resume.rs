@@ -117,7 +117,12 @@ fn wl(store: &Path, args: &[&OsStr]) -> CliOutput {
 }
 
 fn run(store: &Path, case: &Path, worlds: &Path) -> CliOutput {
-    let agent = guest("looper-agent");
+    run_agent(store, case, worlds, "looper-agent")
+}
+
+/// [`run`] with the guest `agent`.
+fn run_agent(store: &Path, case: &Path, worlds: &Path, agent: &str) -> CliOutput {
+    let agent = guest(agent);
     wl(
         store,
         &[
@@ -540,18 +545,7 @@ fn a_run_stopped_at_its_time_limit_resumes_with_the_limit_raised() {
             common::toml_inline(&json!({"work": 30_000_000, "calls": [call, call, call]}))
         ),
     );
-    let agent = guest("caller-agent");
-    let worlds = common::worlds_dir();
-    let args = [
-        "run".as_ref(),
-        case.as_os_str(),
-        "--agent".as_ref(),
-        agent.as_os_str(),
-        "--worlds".as_ref(),
-        worlds.as_os_str(),
-        "--json".as_ref(),
-    ];
-    let stopped = wl(&store, &args);
+    let stopped = run_agent(&store, &case, &common::worlds_dir(), "caller-agent");
     assert_eq!(stopped.json()["run_status"], "timeout", "{stopped}");
     let id = stopped.json()["run_id"].as_str().unwrap().to_string();
     let same = resume(&store, &id, &[]);
