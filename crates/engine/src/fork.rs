@@ -550,6 +550,14 @@ fn options<'a>(
     }
 }
 
+/// A fork's prefix followed by `agent`: when it is another build than
+/// the run's, its fuel is its own and not compared.
+pub(super) fn taken_by(opts: &mut RunOptions, rec: &RecordedRun, agent: &Agent) {
+    if let Some(f) = opts.following.as_mut() {
+        f.other_agent = agent.sha256 != rec.bundle.header.agent_sha256;
+    }
+}
+
 /// Run `rec`'s agent (or `agent`, or its native process) on `case`,
 /// following the recording up to the parent's event, then live; `group`:
 /// a branch's member.
@@ -565,8 +573,8 @@ fn follow_then_live(
     group: Option<worldline_log::log::bundle::Group>,
 ) -> Result<RunOutcome> {
     let mut opts = options(store, rec, parent, group);
-    if let (Some(f), Some(agent)) = (opts.following.as_mut(), &agent) {
-        f.other_agent = agent.sha256 != rec.bundle.header.agent_sha256;
+    if let Some(agent) = &agent {
+        taken_by(&mut opts, rec, agent);
     }
     Ok(match (&native, agent) {
         (Some(exec), _) => crate::native::exec::run(sandbox, case, opts, exec)?,

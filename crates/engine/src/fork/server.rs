@@ -165,9 +165,7 @@ pub(super) fn serve(
         None,
     );
     opts.detached = Some(buffer.clone());
-    if let Some(f) = opts.following.as_mut() {
-        f.other_agent = agent.sha256 != rec.bundle.header.agent_sha256;
-    }
+    super::taken_by(&mut opts, rec, agent);
     let begun = run::begin(
         sandbox,
         run::header_for(sandbox, agent, case),

@@ -697,8 +697,8 @@ pub fn continued(
 /// incomplete.
 pub(super) fn unended_footer(torn: &[u8]) -> Option<&str> {
     let line = std::str::from_utf8(torn).ok()?;
-    let json = serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok();
-    (line.starts_with("{\"footer\":") && json).then_some(line)
+    let whole = |l: &str| serde_json::from_str::<serde::de::IgnoredAny>(l).is_ok();
+    (line.starts_with("{\"footer\":") && whole(line)).then_some(line)
 }
 
 /// What to say of a file that is a `worldline export` document, not a
