@@ -805,11 +805,7 @@ fn a_run_s_raised_limits_and_model_settings_go_into_its_case() {
 fn a_fork_s_answer_to_a_denied_call_is_named_not_carried() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let case = workspace_root().join("cases/incident/close-denied.toml");
-    let out = common::run_json(&store, &case, &guest("careful-agent"));
-    out.expect_code(0);
-    let run = out.json()["run_id"].as_str().unwrap().to_string();
-    let events = read_bundle(&out.bundle()).events;
+    let (run, events) = careful_run(&store, "cases/incident/close-denied.toml");
     let at = (events.iter())
         .position(|e| e["request"]["name"] == "close_ticket")
         .unwrap()
@@ -835,11 +831,7 @@ fn a_fork_s_answer_to_a_denied_call_is_named_not_carried() {
 fn a_fork_s_answer_at_a_user_turn_is_carried_as_that_turn_s_line() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let case = workspace_root().join("cases/support/model-user.toml");
-    let out = common::run_json(&store, &case, &guest("careful-agent"));
-    out.expect_code(0);
-    let run = out.json()["run_id"].as_str().unwrap().to_string();
-    let events = read_bundle(&out.bundle()).events;
+    let (run, events) = careful_run(&store, "cases/support/model-user.toml");
     let at = (events.iter())
         .filter(|e| e["call"] == "worldline:agent/user.say")
         .nth(1)
@@ -865,10 +857,7 @@ fn a_fork_s_answer_at_a_user_turn_is_carried_as_that_turn_s_line() {
 fn a_fork_s_answer_to_a_clock_read_is_named_with_its_call() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let case = workspace_root().join("cases/incident/stale-deploys.toml");
-    let out = common::run_json(&store, &case, &guest("careful-agent"));
-    let run = out.json()["run_id"].as_str().unwrap().to_string();
-    let events = read_bundle(&out.bundle()).events;
+    let (run, events) = careful_run(&store, "cases/incident/stale-deploys.toml");
     let at = (events.iter())
         .position(|e| e["call"] == "wasi:clocks/wall-clock.now")
         .unwrap()
@@ -906,4 +895,12 @@ fn fork_made_a_case(
         "--json",
     ];
     (fork, worldline(store, args))
+}
+
+/// The careful agent's run of the project's `case`: its id and events.
+fn careful_run(store: &Path, case: &str) -> (String, Vec<Value>) {
+    let out = common::run_json(store, &workspace_root().join(case), &guest("careful-agent"));
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    (run, read_bundle(&out.bundle()).events)
 }
