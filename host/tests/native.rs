@@ -895,3 +895,47 @@ fn a_langgraph_agent_passes_the_model_cases_and_replays_identical_at_the_boundar
     verify.expect_code(0);
     assert_eq!(verify.json()["boundary_replay"], 3, "{verify}");
 }
+
+#[test]
+fn a_killed_mcp_session_keeps_the_reads_its_client_got() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let mut server = crate::common::cli()
+        .args(["mcp".as_ref(), rollback_case(dir.path()).as_os_str()])
+        .args(["--worlds".as_ref(), worlds().as_os_str()])
+        .args(["--store".as_ref(), store.as_os_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting worldline mcp");
+    let mut stdin = server.stdin.take().unwrap();
+    let mut answers = BufReader::new(server.stdout.take().unwrap()).lines();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_alert","arguments":{"id":"ALERT-7"}}}"#,
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    // The client has the read's answer, then the server is killed.
+    let read = loop {
+        let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+        if answer["id"] == 2 {
+            break answer;
+        }
+    };
+    assert_eq!(read["result"]["isError"], false, "{read}");
+    unsafe {
+        libc::kill(server.id() as i32, libc::SIGKILL);
+    }
+    server.wait().unwrap();
+    let b = read_bundle(&only_bundle(&store));
+    assert!(b.footer.is_none(), "killed: no footer");
+    assert!(
+        b.events.iter().any(|e| e["request"]["name"] == "get_alert"),
+        "the read the client got is in the bundle: {:?}",
+        b.events
+    );
+}

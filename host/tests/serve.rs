@@ -399,3 +399,37 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         assert_ne!(run["status"], "incomplete", "every episode is ended: {run}");
     }
 }
+
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_killed_server_keeps_the_reads_an_episode_s_client_got() {
+    let store = temp_dir();
+    let (mut server, url) = serve(store.path(), &scenario(), &[]);
+    let mut held = Command::new(openenv_python())
+        .arg(tests_dir().join("openenv/held.py"))
+        .arg(&url)
+        .arg(json!(["get_alert", {"id": "ALERT-7"}]).to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the held client runs");
+    let mut lines = BufReader::new(held.stdout.take().unwrap()).lines();
+    // The client has the read's observation, then the server is killed.
+    assert_eq!(lines.next().unwrap().unwrap(), "begun");
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let got: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(got, Value::Null, "no close frame from a killed server");
+    assert!(held.wait().unwrap().success());
+    let bundles = files_with_suffix(&store.path().join("runs"), ".jsonl");
+    assert_eq!(bundles.len(), 1, "{bundles:?}");
+    let b = read_bundle(&bundles[0]);
+    assert!(b.footer.is_none(), "killed: no footer");
+    assert!(
+        b.events.iter().any(|e| e["request"]["name"] == "get_alert"),
+        "the read the client got is in the bundle: {:?}",
+        b.events
+    );
+}

@@ -153,6 +153,9 @@ pub struct RunOptions<'a> {
     /// its footer, no state diff in its grade; decision 0410). Ignored
     /// with a store or `detached`.
     pub counted: bool,
+    /// Write every line of the bundle at once, the reads too: a session
+    /// whose client `resume` cannot start again (decision 0416).
+    pub each_line: bool,
 }
 
 impl RunOptions<'_> {
@@ -253,7 +256,12 @@ pub fn begin(
         },
         None => Log::open(opts.store, opts.spares, &inputs.header, opts.syncs_alone())?,
     };
-    let mut med = Mediator::new(case, log.recorder.chained(opts.chain));
+    let recorder = if opts.each_line {
+        log.recorder.writing_each_line()
+    } else {
+        log.recorder
+    };
+    let mut med = Mediator::new(case, recorder.chained(opts.chain));
     set_up(
         &mut med.services,
         case,

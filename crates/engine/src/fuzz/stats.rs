@@ -168,7 +168,11 @@ pub fn pass_at_ks(c: u64, n: u64, ks: &[u64]) -> Vec<f64> {
     if c > n {
         return vec![f64::NAN; ks.len()];
     }
-    ratios(n - c, n, ks).into_iter().map(|r| 1.0 - r).collect()
+    // At k = 1 the estimate is c / n, pass^1's: computed as pass^1 is,
+    // not as 1 − (n − c) / n, so the two print the same number.
+    (ks.iter().zip(ratios(n - c, n, ks)))
+        .map(|(&k, r)| if k == 1 { c as f64 / n as f64 } else { 1.0 - r })
+        .collect()
 }
 
 #[cfg(test)]
@@ -209,6 +213,13 @@ mod tests {
         let (c, d) = wilson(500, 1000, Z95);
         assert!(a < c && d < b);
         assert!(a < 0.5 && 0.5 < b);
+    }
+
+    #[test]
+    fn pass_at_1_and_pass_hat_1_are_the_same_number() {
+        for (c, n) in [(3, 10), (7, 10), (1, 3), (2, 3), (0, 5), (5, 5)] {
+            assert_eq!(pass_at_k(c, n, 1), pass_hat_k(&[c], n, 1), "{c} of {n}");
+        }
     }
 
     #[test]

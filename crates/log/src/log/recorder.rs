@@ -7,7 +7,8 @@
 //! one `write` for many lines, not one per line). Consecutive clock reads
 //! are held back and written as one line (`fold.rs`). A killed process
 //! may lose its last reads, which a replay or a resume makes again from
-//! the same world and virtual clock. Before a call that goes out of the
+//! the same world and virtual clock; a session whose client cannot be
+//! started again writes each line at once (decision 0416). Before a call that goes out of the
 //! run is dispatched, its intent is written (`intent.rs`), the held lines
 //! first. A model call written
 //! compact (`delta.rs`) is hashed over its line, so appending costs the
@@ -107,6 +108,9 @@ pub struct Recorder {
     writeback: bool,
     /// Hash each event into the chain (all but [`Recorder::unhashed`]).
     hashed: bool,
+    /// Write every line at once, holding none (a session whose client
+    /// cannot be started again, decision 0416).
+    each_line: bool,
 }
 
 impl Recorder {
@@ -121,6 +125,7 @@ impl Recorder {
             chain: Chain::default(),
             writeback: false,
             hashed: true,
+            each_line: false,
         }
     }
 
@@ -154,6 +159,16 @@ impl Recorder {
     pub fn writing_back(self) -> Self {
         let mut recorder = self;
         recorder.writeback = true;
+        recorder
+    }
+
+    /// Write every line at once, the reads too: a session whose client is
+    /// outside worldline (an MCP client, a served episode), which `resume`
+    /// cannot start again to make its reads again, so a kill must not lose
+    /// a read its client already got (decision 0416).
+    pub fn writing_each_line(self) -> Self {
+        let mut recorder = self;
+        recorder.each_line = true;
         recorder
     }
 
@@ -261,7 +276,8 @@ impl Recorder {
     }
 
     /// Hold `lines` after the lines held before, and write them all when
-    /// `now`, when they pass [`HELD_BYTES`], or when the sink is a buffer.
+    /// `now`, when they pass [`HELD_BYTES`], when the recorder writes each
+    /// line, or when the sink is a buffer.
     fn put(&mut self, lines: &str, now: bool) -> std::io::Result<()> {
         let Some(sink) = &mut self.sink else {
             return Ok(());
@@ -274,7 +290,7 @@ impl Recorder {
             };
         }
         self.held.push_str(lines);
-        if (now || self.held.len() >= HELD_BYTES) && !self.held.is_empty() {
+        if (now || self.each_line || self.held.len() >= HELD_BYTES) && !self.held.is_empty() {
             sink.write_all(self.held.as_bytes())?;
             self.held.clear();
             if let (true, Sink::File(file)) = (self.writeback, sink) {
