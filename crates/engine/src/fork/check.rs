@@ -379,7 +379,7 @@ fn patch_fits(
                     "table `{table}` has no row `{key}` before event {at}; set the whole row (`{table}/{key}={{...}}`) to create it"
                 )));
             };
-            if field.get(row).is_none() {
+            let Some(old) = field.get(row) else {
                 let fields: Vec<&str> = row
                     .as_object()
                     .map(|m| m.keys().map(String::as_str).collect())
@@ -387,6 +387,14 @@ fn patch_fits(
                 return Err(err(format!(
                     "row `{key}` of `{table}` has no such field (its fields: {})",
                     fields.join(", ")
+                )));
+            };
+            // The path names the row's key field itself (the same value
+            // in the row): a row keeps its key, as a whole row set does.
+            if row.get(&t.key).is_some_and(|k| std::ptr::eq(k, old)) && old != value {
+                return Err(err(format!(
+                    "`{}` is the key field of `{table}`, and a row keeps its key; set a whole row (`{table}/NEW_KEY={{...}}`) to add one under another key",
+                    t.key
                 )));
             }
             Ok(None)
@@ -453,5 +461,26 @@ mod tests {
         assert!(e.contains(".seconds is a string"), "{e}");
         assert!(fits("x", &json!([[1]]), &json!([[2], [3]])).is_ok());
         assert!(fits("x", &json!([[1]]), &json!([[2], ["a"]])).is_err());
+    }
+
+    #[test]
+    fn a_field_set_keeps_the_row_s_key() {
+        let before: worldline_case::world::state::State = serde_json::from_value(json!({
+            "tables": {"tickets": {"key": "id", "rows": {
+                "T-1": {"id": "T-1", "status": "open", "meta": {"id": "x"}}
+            }}},
+            "files": {}
+        }))
+        .unwrap();
+        let e = patch_fits(&before, "tickets/T-1.id", &json!("T-9"), 2).unwrap_err();
+        assert!(
+            e.to_string().contains("`id` is the key field of `tickets`"),
+            "{e}"
+        );
+        // The same key, another field, and a field of the same name
+        // deeper in the row are edits like any other.
+        assert!(patch_fits(&before, "tickets/T-1.id", &json!("T-1"), 2).is_ok());
+        assert!(patch_fits(&before, "tickets/T-1.status", &json!("closed"), 2).is_ok());
+        assert!(patch_fits(&before, "tickets/T-1.meta.id", &json!("y"), 2).is_ok());
     }
 }
