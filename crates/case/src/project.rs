@@ -16,15 +16,15 @@ pub const FILE: &str = "worldline.toml";
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProjectToml {
-    store: Option<String>,
-    agent: Option<String>,
+    store: Option<toml::Spanned<String>>,
+    agent: Option<toml::Spanned<String>>,
     /// A native agent: CMD and its arguments (as `--exec -- CMD`).
     exec: Option<toml::Spanned<Vec<String>>>,
     /// Variables passed through to a native agent (as `--pass-env`).
     pass_env: Option<toml::Spanned<Vec<String>>>,
-    worlds: Option<String>,
+    worlds: Option<toml::Spanned<String>>,
     #[serde(default)]
-    cases: Vec<String>,
+    cases: Vec<toml::Spanned<String>>,
     jobs: Option<toml::Spanned<usize>>,
     #[serde(default)]
     model: BTreeMap<String, toml::Spanned<toml::Value>>,
@@ -115,7 +115,20 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
     let text = InputError::utf8(file, read_toml_bytes(file)?)?;
     let doc: ProjectToml = toml::from_str(&text).map_err(|e| InputError::toml(file, &text, &e))?;
     let dir = file.parent().unwrap_or(Path::new("."));
-    let path = |p: &String| dir.join(p);
+    let path = |p: &toml::Spanned<String>| dir.join(p.get_ref());
+    // An empty path would name this file's own folder: a store made in
+    // the project itself, its worlds or cases read from there.
+    let paths = [("store", &doc.store), ("agent", &doc.agent), ("worlds", &doc.worlds)];
+    let named = paths.into_iter().filter_map(|(k, v)| Some((k, v.as_ref()?)));
+    let cases = doc.cases.iter().map(|c| ("cases", c));
+    if let Some((key, empty)) = named.chain(cases).find(|(_, v)| v.get_ref().trim().is_empty()) {
+        return Err(InputError::at(
+            file,
+            &text,
+            empty.span().start,
+            format!("`{key}` is empty: name a path (relative to this file), or leave the key out"),
+        ));
+    }
     if let Some(j) = &doc.jobs
         && !(1..=MAX_JOBS).contains(j.get_ref())
     {
@@ -172,8 +185,8 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         // An address (a database's `postgres://...`) is taken as it is,
         // not as a folder here; the store says whether it knows the scheme.
         store: doc.store.as_ref().map(|s| {
-            if s.contains("://") {
-                PathBuf::from(s)
+            if s.get_ref().contains("://") {
+                PathBuf::from(s.get_ref())
             } else {
                 path(s)
             }
@@ -297,6 +310,22 @@ mod tests {
                 .to_string()
                 .contains(":1:8: jobs must be from 1 to 1024")
         );
+    }
+
+    #[test]
+    fn an_empty_path_is_refused_at_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE);
+        for (text, key, line) in [
+            ("jobs = 2\nstore = \"\"\n", "store", 2),
+            ("agent = \" \"\n", "agent", 1),
+            ("worlds = \"w\"\ncases = [\"c\", \"\"]\n", "cases", 2),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let e = load(&file).unwrap_err().to_string();
+            assert!(e.contains(&format!(":{line}:")), "{e}");
+            assert!(e.contains(&format!("`{key}` is empty")), "{e}");
+        }
     }
 
     #[test]
