@@ -126,8 +126,27 @@ fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
     );
     // A get or a query reads rows through it; a glob naming one may too.
     fine("[[inject]]\ntool = \"list_deploys\"\nstale = { age_s = 60, field = \"at\" }\n");
-    fine("[[inject]]\ntool = \"*_ticket\"\nstale = { age_s = 60, field = \"at\" }\n");
+    fine("[[inject]]\ntool = \"*_ticket\"\nstale = { age_s = 60, field = \"status\" }\n");
     fine("[[inject]]\ntool = \"status_page\"\nstale = { age_s = 60 }\n");
+}
+
+#[test]
+fn a_stale_field_no_row_of_the_tool_s_table_holds_is_refused() {
+    // A typo: `list_deploys` answers rows of `deploys`, which hold `at`.
+    assert_eq!(
+        problem("[[inject]]\ntool = \"list_deploys\"\nstale = { age_s = 60, field = \"nope\" }\n"),
+        "/cases/c.toml:4:1: [[inject]]: stale.field = \"nope\" hides rows newer than the stale time, but no row of `deploys` holds `nope` (their fields: at, id, service, version), so it hides nothing; name the field that holds each row's time"
+    );
+    // The tickets hold no time at all; a glob reading only them hides nothing.
+    let e = problem("[[inject]]\ntool = \"*_ticket\"\nstale = { age_s = 60, field = \"at\" }\n");
+    assert!(e.contains("no row of `tickets` holds `at`"), "{e}");
+    let e = problem(
+        "[[fuzz.tools]]\ntool = \"list_deploys\"\nstale = { p = 0.5, age_s = [1, 60], field = \"nope\" }\n",
+    );
+    assert!(
+        e.starts_with("/cases/c.toml:4:1: [fuzz]: `list_deploys`: stale.field = \"nope\""),
+        "{e}"
+    );
 }
 
 #[test]

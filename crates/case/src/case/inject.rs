@@ -209,12 +209,22 @@ fn parameters(tool: &Tool) -> Option<Vec<&str>> {
 
 /// Why a stale answer's `field` (of an `[[inject]]` rule or a fault
 /// profile's `stale`) can never hide a row: no tool `tool` names answers
-/// rows of a table ([`crate::world::Op::hides_rows`]). `None` when one
-/// may (which fields its rows hold is not declared, so it is not judged).
-pub fn stale_field_problem(tool: &str, field: &str, tools: &[Tool]) -> Option<String> {
+/// rows of a table ([`crate::world::Op::hides_rows`]), or each reads a
+/// table whose rows, in the world's `initial` state, none of them holds
+/// `field` (a typo). `None` when one may: a service's reads, or a table
+/// with no rows to judge by.
+pub fn stale_field_problem(
+    tool: &str,
+    field: &str,
+    tools: &[Tool],
+    initial: &crate::world::state::State,
+) -> Option<String> {
     let named: Vec<&Tool> = tools.iter().filter(|t| glob_match(tool, &t.name)).collect();
-    if named.is_empty() || named.iter().any(|t| t.op.hides_rows()) {
+    if named.is_empty() {
         return None;
+    }
+    if named.iter().any(|t| t.op.hides_rows()) {
+        return missing_field(field, &named, initial);
     }
     let op = |t: &Tool| format!("`{}`: op = \"{}\"", t.name, t.op.name());
     let which = match named.as_slice() {
@@ -226,6 +236,35 @@ pub fn stale_field_problem(tool: &str, field: &str, tools: &[Tool]) -> Option<St
     };
     Some(format!(
         "stale.field = \"{field}\" hides rows newer than the stale time, but {which}, so it hides nothing; drop `field` (the answer is still as of age_s ago) or name a get, query or service tool"
+    ))
+}
+
+/// Why `field` hides no row of the tables the tools `named` read: each
+/// reads rows of a table (none a service), every such table has rows,
+/// and not one row holds `field`. The fields they do hold are named.
+fn missing_field(field: &str, named: &[&Tool], initial: &crate::world::state::State) -> Option<String> {
+    let mut fields = std::collections::BTreeSet::new();
+    let mut tables = std::collections::BTreeSet::new();
+    for t in named.iter().filter(|t| t.op.hides_rows()) {
+        let rows = &initial.tables.get(t.op.table()?)?.rows;
+        if rows.is_empty() {
+            return None;
+        }
+        for row in rows.values() {
+            let keys = row.as_object()?.keys();
+            if row.get(field).is_some() {
+                return None;
+            }
+            fields.extend(keys.map(String::as_str));
+        }
+        tables.insert(t.op.table()?);
+    }
+    let tables: Vec<String> = tables.iter().map(|t| format!("`{t}`")).collect();
+    let fields: Vec<&str> = fields.into_iter().collect();
+    Some(format!(
+        "stale.field = \"{field}\" hides rows newer than the stale time, but no row of {} holds `{field}` (their fields: {}), so it hides nothing; name the field that holds each row's time",
+        tables.join(", "),
+        fields.join(", ")
     ))
 }
 
