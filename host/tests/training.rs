@@ -118,6 +118,16 @@ fn atif_export_validates_on_every_agent_path() {
         assert_eq!(doc["model_steps"], models, "{path}: the model calls: {doc}");
         assert_eq!(doc["reward"], 1.0, "{path}: {doc}");
         assert_eq!(doc["verdict"], "passed", "{path}: {doc}");
+        // The world's tools, whether or not the agent listed them.
+        assert_eq!(doc["tools"], docs[0]["tools"], "{path}: {doc}");
+        assert!(
+            doc["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| *t == CALLS[0]),
+            "{path}: {doc}"
+        );
     }
 }
 

@@ -2,7 +2,8 @@
 package's models (Harbor's ATIF v1.8): every line of the file given must be
 a valid `Trajectory`. Prints, per document, what the test compares as JSON:
 the tool calls' names in step order, how many results answer them, the
-model steps, the reward and verdict, and the group (if any)."""
+model steps, the reward and verdict, the group (if any) and the names of
+the agent's tool definitions."""
 
 import json
 import sys
@@ -30,6 +31,7 @@ with open(sys.argv[1], encoding="utf-8") as f:
                 "reward": t.extra["reward"],
                 "verdict": t.extra["verdict"],
                 "group": t.extra.get("group"),
+                "tools": [d["function"]["name"] for d in t.agent.tool_definitions or []],
             }
         )
 print(json.dumps(out))

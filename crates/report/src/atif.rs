@@ -23,9 +23,24 @@ use worldline_protocol::openai_responses::text_of;
 /// The ATIF version this writes.
 pub const SCHEMA_VERSION: &str = "ATIF-v1.8";
 
+/// A tool as an OpenAI function definition, as `agent.tool_definitions`
+/// lists it.
+pub fn tool_definition(name: &str, description: &str, params: &Value) -> Value {
+    json!({"type": "function", "function": {
+        "name": name, "description": description, "parameters": params,
+    }})
+}
+
 /// The ATIF document of a recorded run, read held (decision 0380: each
 /// event as a summary reads it, `Held::shown`); `task` from its case file.
-pub fn document(run_id: &str, b: &mut HeldBundle, task: &Value) -> Value {
+/// `agent.tool_definitions` are the tools the agent listed, else
+/// `world_tools` (the run's world's, as a listing would have given them).
+pub fn document(
+    run_id: &str,
+    b: &mut HeldBundle,
+    task: &Value,
+    world_tools: impl FnOnce() -> Vec<Value>,
+) -> Value {
     let mut steps = Steps {
         tokens: worldline_log::log::tokens::read(b.events.as_held()),
         ..Steps::default()
@@ -38,13 +53,8 @@ pub fn document(run_id: &str, b: &mut HeldBundle, task: &Value) -> Value {
         let e = &*e;
         match e.typed() {
             Call::ToolsSpecs { response, .. } if tools.is_empty() => {
-                tools = response
-                    .iter()
-                    .map(|s| {
-                        json!({"type": "function", "function": {
-                            "name": s.name, "description": s.description, "parameters": s.params,
-                        }})
-                    })
+                tools = (response.iter())
+                    .map(|s| tool_definition(&s.name, &s.description, &s.params))
                     .collect();
             }
             Call::ModelComplete { request, response } => {
@@ -81,6 +91,9 @@ pub fn document(run_id: &str, b: &mut HeldBundle, task: &Value) -> Value {
     });
     if let Some(m) = model_name {
         agent["model_name"] = m.into();
+    }
+    if tools.is_empty() {
+        tools = world_tools();
     }
     if !tools.is_empty() {
         agent["tool_definitions"] = tools.into();

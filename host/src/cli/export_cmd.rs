@@ -9,6 +9,7 @@ use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
 use worldline_engine::export;
@@ -174,6 +175,17 @@ fn task_of(store: &StoreDir, case_hash: &str) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
+/// The tools of the recorded world `world_hash` as ATIF lists them
+/// (none when the store cannot give the world back).
+fn world_tools(store: &StoreDir, world_hash: &str) -> Vec<serde_json::Value> {
+    let Ok(world) = store.load_world(world_hash) else {
+        return Vec::new();
+    };
+    (world.tools.iter())
+        .map(|t| worldline_report::atif::tool_definition(&t.name, &t.description, &t.params))
+        .collect()
+}
+
 /// `export --format trajectories` or `atif`: a JSON line per run, in the
 /// order given; group members with their group (over the members given).
 /// One bundle is in memory at a time: the groups are counted first, from
@@ -196,13 +208,23 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
     let members = members(&paths)?;
     let groups = worldline_report::trajectory::groups(&members);
     let mut ids = Vec::new();
+    // Each world's tools, loaded once, for the runs whose agent listed none.
+    let mut tools: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
     worldline_case::output::write_with(&args.output, |out| {
         for ((id, path), group) in paths.into_iter().zip(groups) {
             let mut b = bundle::read_held(&path).map_err(InputError::from)?;
             let task = task_of(store, &b.header.case_hash);
             let line = match args.format {
                 Format::Atif => {
-                    let mut doc = worldline_report::atif::document(&id, &mut b, &task);
+                    let world = b.header.world_hash.clone();
+                    let world_tools = || {
+                        let listed = tools.entry(world).or_insert_with_key(|w| {
+                            world_tools(store, w)
+                        });
+                        listed.clone()
+                    };
+                    let mut doc =
+                        worldline_report::atif::document(&id, &mut b, &task, world_tools);
                     if let Some(g) = group {
                         doc["extra"]["group"] = g;
                     }
@@ -247,6 +269,21 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
     if let Some(gone) = (args.from.iter()).find(|f| !database(f) && f.symlink_metadata().is_err()) {
         let m = "no such file or folder: pass a file written by `worldline export`, or a store";
         return Err(InputError::new(gone, m).into());
+    }
+    // A folder is read as a store, never made one: a project's folder or
+    // a shard's (`shard-1/` for `shard-1/.worldline`) named by mistake
+    // got runs/, objects/ and cache/ written into it.
+    if let Some(folder) = (args.from.iter()).find(|f| f.is_dir() && !f.join("runs").is_dir()) {
+        let inside = folder.join(".worldline");
+        let m = if inside.join("runs").is_dir() {
+            format!(
+                "is not a store (it has no runs/ folder); the store in it is {}: import that",
+                inside.display()
+            )
+        } else {
+            "is not a store (it has no runs/ folder): pass a store's folder (the one holding runs/) or a file written by `worldline export`".to_string()
+        };
+        return Err(InputError::new(folder, m).into());
     }
     let store = StoreDir::open(&args.common.store)?;
     store.needs_writing("`import`")?;
