@@ -195,9 +195,10 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let a = replay::open(&store, &args.run_a)?;
     // Each bundle path with its own store (two machines' runs compared).
     let b = match super::store_path_of_run(&args.common.store, &args.run_b) {
-        Some(other) if other != store.root => {
-            replay::open(&worldline_store::store::StoreDir::open(other)?, &args.run_b)?
-        }
+        Some(other) if other != store.root => replay::open(
+            &super::open_holding(&args.common.store, &args.run_b, other)?,
+            &args.run_b,
+        )?,
         _ => replay::open(&store, &args.run_b)?,
     };
     let mut redactor = args.redaction.redactor(&store, "diff", &[&a.id, &b.id])?;

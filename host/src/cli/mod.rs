@@ -364,7 +364,7 @@ fn print_json(doc: &impl serde::Serialize) -> anyhow::Result<()> {
 /// is a store, never made where a mistyped one points (`history ID
 /// --store typo` made an empty store there, and a bundle's path read from
 /// another folder made `.worldline/` in it); a bundle outside any store
-/// with `--store`, made if need be.
+/// with `--store` when it is a store, whose objects it may hold.
 fn store_of_run(
     store: &std::path::Path,
     run: &str,
@@ -372,10 +372,30 @@ fn store_of_run(
     use worldline_store::store::StoreDir;
     match store_path_of_run(store, run) {
         None => StoreDir::open_existing(store),
-        // A bundle outside any store is read with `--store` as ever (made
-        // if need be), so that its own faults are named as it is read.
-        Some(holding) => StoreDir::open(holding),
+        Some(holding) => open_holding(store, run, holding),
     }
+}
+
+/// The store `holding` the bundle `run` names (from
+/// [`store_path_of_run`]): when the bundle is outside any store, that is
+/// `--store`, refused unless it is a store already (its objects are what
+/// the bundle is read with; an empty one made there holds none).
+fn open_holding(
+    store: &std::path::Path,
+    run: &str,
+    holding: &std::path::Path,
+) -> anyhow::Result<worldline_store::store::StoreDir> {
+    if holding == store && !store.join("runs").is_dir() {
+        return Err(worldline_case::error::InputError::new(
+            run,
+            format!(
+                "is not in a store's runs/ folder, and --store {} is no store: a bundle is read with the store holding its agent, case and world. Pass --store with the store it was recorded in, or `worldline import` a file `worldline export` wrote and name its run",
+                store.display()
+            ),
+        )
+        .into());
+    }
+    worldline_store::store::StoreDir::open(holding)
 }
 
 /// The store holding `run` when it is a bundle path (else `--store`,

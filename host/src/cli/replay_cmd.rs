@@ -109,11 +109,11 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     }
     // The whole store, or runs named (bundle paths need no store; those of
     // a store are read with it, one store a command).
-    let holding: std::collections::BTreeSet<&std::path::Path> = (args.runs.iter())
-        .filter_map(|r| super::store_path_of_run(&args.common.store, r))
+    let holding: std::collections::BTreeMap<&std::path::Path, &str> = (args.runs.iter())
+        .filter_map(|r| Some((super::store_path_of_run(&args.common.store, r)?, r.as_str())))
         .collect();
     if holding.len() > 1 {
-        let shown: Vec<String> = holding.iter().map(|p| p.display().to_string()).collect();
+        let shown: Vec<String> = holding.keys().map(|p| p.display().to_string()).collect();
         return Err(InputError::new(
             "verify",
             format!(
@@ -124,10 +124,10 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    let store = match (args.runs.is_empty(), holding.first()) {
+    let store = match (args.runs.is_empty(), holding.first_key_value()) {
         (true, _) => StoreDir::open_existing(&args.common.store)?,
-        (false, Some(holding)) => StoreDir::open(holding)?,
-        (false, None) => StoreDir::open(&args.common.store)?,
+        (false, Some((holding, run))) => super::open_holding(&args.common.store, run, holding)?,
+        (false, None) => StoreDir::open_existing(&args.common.store)?,
     };
     // A worker re-executes runs too: refused to a viewer, audited for a
     // responder, whoever started it.
