@@ -428,3 +428,65 @@ fn importing_nothing_makes_no_store() {
     );
     assert!(!store.exists(), "a store was made");
 }
+
+/// `import` of a folder that is not a store (the project's, or a shard's
+/// folder holding `.worldline/`) is refused and writes nothing into it: it
+/// made runs/, objects/ and cache/ there, and `check` then took the folder
+/// for a store and passed over its worlds.
+#[test]
+fn importing_a_folder_that_is_not_a_store_writes_nothing_into_it() {
+    let dir = temp_dir();
+    let (runs, _) = store_with_runs(dir.path());
+    let shard = dir.path().join("shard-1");
+    std::fs::create_dir(&shard).unwrap();
+    std::fs::rename(&runs, shard.join(".worldline")).unwrap();
+    let into = dir.path().join("merged");
+    let out = prompt(&into, &["import", shard.to_str().unwrap()]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("is not a store") && out.stderr.contains(".worldline: import that"),
+        "{out}"
+    );
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    prompt(&into, &["import", plain.to_str().unwrap()]).expect_code(2);
+    assert_eq!(std::fs::read_dir(&plain).unwrap().count(), 0);
+    let left: Vec<_> = std::fs::read_dir(&shard).unwrap().collect();
+    assert_eq!(left.len(), 1, "only .worldline: {left:?}");
+    assert!(!into.exists(), "a store was made");
+    // The store inside it imports.
+    let inside = shard.join(".worldline");
+    prompt(&into, &["import", inside.to_str().unwrap()]).expect_code(0);
+}
+
+/// A bundle copied out of its store is read with `--store` only when that
+/// is a store: an empty one was made in the working folder and the read
+/// failed on a missing object (`verify`: exit 1, drift 100%).
+#[test]
+fn a_bundle_outside_any_store_makes_no_store_where_none_is() {
+    let dir = temp_dir();
+    let (store, ids) = store_with_runs(dir.path());
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let copy = elsewhere.join(format!("{}.jsonl", ids[0]));
+    std::fs::copy(store.join("runs").join(format!("{}.jsonl", ids[0])), &copy).unwrap();
+    let nowhere = dir.path().join("nowhere");
+    let copy = copy.to_str().unwrap();
+    for args in [
+        &["replay", copy][..],
+        &["show", copy, "--at", "1"][..],
+        &["fork", copy, "--at", "1"][..],
+        &["verify", copy][..],
+    ] {
+        let out = prompt(&nowhere, args);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("is not in a store's runs/ folder"),
+            "{args:?}: {out}"
+        );
+        assert!(!nowhere.exists(), "{args:?} made a store: {out}");
+    }
+    // With the store it came from, it reads.
+    let out = prompt(&store, &["replay", copy]);
+    out.expect_code(0);
+}
