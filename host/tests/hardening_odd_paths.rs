@@ -490,3 +490,27 @@ fn a_bundle_outside_any_store_makes_no_store_where_none_is() {
     let out = prompt(&store, &["replay", copy]);
     out.expect_code(0);
 }
+
+/// A run killed before its footer exports as `incomplete` (its status
+/// was null, beside the null verdict and reward of a case without
+/// `[expect]`), in both training formats.
+#[test]
+fn a_killed_run_exports_as_incomplete() {
+    let dir = temp_dir();
+    let (store, ids) = store_with_runs(dir.path());
+    let bundle = store.join("runs").join(format!("{}.jsonl", ids[0]));
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    let body = text.trim_end().rsplit_once('\n').unwrap().0;
+    std::fs::write(&bundle, format!("{body}\n")).unwrap();
+    for (format, status) in [("trajectories", "/status"), ("atif", "/extra/status")] {
+        let file = dir.path().join(format!("{format}.jsonl"));
+        let out = prompt(
+            &store,
+            &["export", &ids[0], "--format", format, "-o", file.to_str().unwrap()],
+        );
+        out.expect_code(0);
+        let line: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(line.pointer(status).unwrap(), "incomplete", "{format}: {line}");
+    }
+}

@@ -119,7 +119,7 @@ pub fn document(
             "run_id": run_id,
             "seed": b.header.seed,
             "model_seed": b.header.model_seed,
-            "status": footer.map(|f| f.status.as_str()),
+            "status": footer.map_or("incomplete", |f| f.status.as_str()),
             "task": task,
             "verdict": verdict,
             "world": b.header.world,

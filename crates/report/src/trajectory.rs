@@ -57,7 +57,8 @@ pub struct Trajectory {
     pub reward: Option<f64>,
     pub run_id: String,
     pub seed: u64,
-    pub status: Option<&'static str>,
+    /// How the run ended; `incomplete` for one killed before its footer.
+    pub status: &'static str,
     /// The task the agent was given (from the recorded case), if known.
     pub task: Value,
     /// Each model call's token ids, where recorded (left out when none were).
@@ -88,7 +89,7 @@ impl Trajectory {
             reward: footer.and_then(Footer::reward),
             run_id: run_id.to_string(),
             seed: b.header.seed,
-            status: footer.map(|f| f.status.as_str()),
+            status: footer.map_or("incomplete", |f| f.status.as_str()),
             task,
             tokens: tokens(b.events.as_held()),
             verdict,
