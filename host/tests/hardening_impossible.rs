@@ -124,15 +124,15 @@ fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
 fn a_case_from_a_run_leaves_out_a_stale_field_its_tool_never_used() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    // A glob's stale rule with a field, met by a get (which hides rows by
-    // it) and a respond tool (which answers none): the case made from the
-    // run once kept the field on the respond tool's rule, and the new
-    // case did not load.
+    // A glob's stale rule with a field, met by a query (whose rows hold
+    // it), a respond tool (which answers no rows) and a get whose rows do
+    // not hold it: the case made from the run once kept the field on the
+    // others' rules, and the new case did not load.
     let case = write_case(
         dir.path(),
         "glob",
         "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\n\
-         task = { calls = [{ tool = \"status_page\" }, { tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
+         task = { calls = [{ tool = \"status_page\" }, { tool = \"list_deploys\", args = { service = \"checkout\" } }, { tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
          [[inject]]\ntool = \"*\"\nstale = { age_s = 60, field = \"at\" }\n",
     );
     let out = run_caller(&store, &case, &["--json"]);
@@ -143,11 +143,13 @@ fn a_case_from_a_run_leaves_out_a_stale_field_its_tool_never_used() {
     out.expect_code(0);
     let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&made).unwrap()).unwrap();
     let rules = doc["inject"].as_array().unwrap();
-    assert_eq!(rules.len(), 2, "{doc}");
+    assert_eq!(rules.len(), 3, "{doc}");
     assert_eq!(rules[0]["tool"].as_str(), Some("status_page"), "{doc}");
     assert!(rules[0]["stale"].get("field").is_none(), "{doc}");
-    assert_eq!(rules[1]["tool"].as_str(), Some("get_ticket"), "{doc}");
+    assert_eq!(rules[1]["tool"].as_str(), Some("list_deploys"), "{doc}");
     assert_eq!(rules[1]["stale"]["field"].as_str(), Some("at"), "{doc}");
+    assert_eq!(rules[2]["tool"].as_str(), Some("get_ticket"), "{doc}");
+    assert!(rules[2]["stale"].get("field").is_none(), "{doc}");
     prompt(&store, &["check", s(&made), "--worlds", s(&worlds_dir())]).expect_code(0);
 }
 

@@ -506,11 +506,22 @@ fn a_killed_run_exports_as_incomplete() {
         let file = dir.path().join(format!("{format}.jsonl"));
         let out = prompt(
             &store,
-            &["export", &ids[0], "--format", format, "-o", file.to_str().unwrap()],
+            &[
+                "export",
+                &ids[0],
+                "--format",
+                format,
+                "-o",
+                file.to_str().unwrap(),
+            ],
         );
         out.expect_code(0);
         let line: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        assert_eq!(line.pointer(status).unwrap(), "incomplete", "{format}: {line}");
+        assert_eq!(
+            line.pointer(status).unwrap(),
+            "incomplete",
+            "{format}: {line}"
+        );
     }
 }

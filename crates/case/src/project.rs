@@ -118,10 +118,19 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
     let path = |p: &toml::Spanned<String>| dir.join(p.get_ref());
     // An empty path would name this file's own folder: a store made in
     // the project itself, its worlds or cases read from there.
-    let paths = [("store", &doc.store), ("agent", &doc.agent), ("worlds", &doc.worlds)];
-    let named = paths.into_iter().filter_map(|(k, v)| Some((k, v.as_ref()?)));
+    let paths = [
+        ("store", &doc.store),
+        ("agent", &doc.agent),
+        ("worlds", &doc.worlds),
+    ];
+    let named = paths
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.as_ref()?)));
     let cases = doc.cases.iter().map(|c| ("cases", c));
-    if let Some((key, empty)) = named.chain(cases).find(|(_, v)| v.get_ref().trim().is_empty()) {
+    if let Some((key, empty)) = named
+        .chain(cases)
+        .find(|(_, v)| v.get_ref().trim().is_empty())
+    {
         return Err(InputError::at(
             file,
             &text,

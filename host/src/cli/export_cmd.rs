@@ -218,13 +218,12 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
                 Format::Atif => {
                     let world = b.header.world_hash.clone();
                     let world_tools = || {
-                        let listed = tools.entry(world).or_insert_with_key(|w| {
-                            world_tools(store, w)
-                        });
+                        let listed = tools
+                            .entry(world)
+                            .or_insert_with_key(|w| world_tools(store, w));
                         listed.clone()
                     };
-                    let mut doc =
-                        worldline_report::atif::document(&id, &mut b, &task, world_tools);
+                    let mut doc = worldline_report::atif::document(&id, &mut b, &task, world_tools);
                     if let Some(g) = group {
                         doc["extra"]["group"] = g;
                     }

@@ -386,6 +386,11 @@ fn open_holding(
     holding: &std::path::Path,
 ) -> anyhow::Result<worldline_store::store::StoreDir> {
     if holding == store && !store.join("runs").is_dir() {
+        // The bundle's own faults first (a torn line, a broken chain),
+        // named at their line as a read with a store names them.
+        let bundle = std::path::Path::new(run);
+        worldline_log::log::bundle::read_held(bundle)
+            .map_err(worldline_case::error::InputError::from)?;
         return Err(worldline_case::error::InputError::new(
             run,
             format!(

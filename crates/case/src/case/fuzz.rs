@@ -420,7 +420,8 @@ fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
         if let Some(field) = &s.field
             && let Some(world) = world
             && super::recorded::new_rules_apply()
-            && let Some(m) = super::inject::stale_field_problem(name, field, &world.tools, &world.initial)
+            && let Some(m) =
+                super::inject::stale_field_problem(name, field, &world.tools, &world.initial)
         {
             return Err(format!("`{name}`: {m}"));
         }

@@ -242,7 +242,11 @@ pub fn stale_field_problem(
 /// Why `field` hides no row of the tables the tools `named` read: each
 /// reads rows of a table (none a service), every such table has rows,
 /// and not one row holds `field`. The fields they do hold are named.
-fn missing_field(field: &str, named: &[&Tool], initial: &crate::world::state::State) -> Option<String> {
+fn missing_field(
+    field: &str,
+    named: &[&Tool],
+    initial: &crate::world::state::State,
+) -> Option<String> {
     let mut fields = std::collections::BTreeSet::new();
     let mut tables = std::collections::BTreeSet::new();
     for t in named.iter().filter(|t| t.op.hides_rows()) {

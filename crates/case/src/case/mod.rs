@@ -596,7 +596,8 @@ fn check_inject(
                 return Err(at(m));
             }
             if let Some(field) = rule.stale.as_ref().and_then(|s| s.field.as_deref())
-                && let Some(m) = inject::stale_field_problem(&rule.tool, field, &world.tools, &world.initial)
+                && let Some(m) =
+                    inject::stale_field_problem(&rule.tool, field, &world.tools, &world.initial)
             {
                 return Err(at(m));
             }

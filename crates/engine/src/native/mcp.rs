@@ -30,10 +30,14 @@ pub enum Transport {
 pub fn serve(
     sandbox: &Sandbox,
     case: &Case,
-    opts: RunOptions,
+    mut opts: RunOptions,
     transport: Transport,
     listening: impl FnOnce(SocketAddr),
 ) -> Result<RunOutcome> {
+    // The client is not started by worldline, so no `resume` can make its
+    // reads again after a kill: each is written as it gets it (decision
+    // 0416).
+    opts.each_line = true;
     let name = match transport {
         Transport::Stdio => "mcp-stdio",
         Transport::Http(_) => "mcp-http",

@@ -460,9 +460,12 @@ impl Session {
         served: &Served,
         case: Case,
         agent: NativeAgent,
-        opts: RunOptions<'static>,
+        mut opts: RunOptions<'static>,
         episode_id: Option<&str>,
     ) -> Result<Session> {
+        // The episode's client is outside worldline: its reads are
+        // written as it gets them (decision 0416).
+        opts.each_line = true;
         let (sandbox, store) = (served.sandbox, served.store);
         store.put_case(&case)?;
         let header = super::header(sandbox, &case, agent);

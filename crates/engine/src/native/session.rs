@@ -5,7 +5,6 @@
 //! mediator stops the run (a step, error or event limit, a replay that
 //! diverged), the run is graded and its footer written.
 
-use super::exec::Exec;
 use crate::run::{self, Ending, RunOptions, RunOutcome};
 use anyhow::Result;
 use std::sync::Arc;
@@ -141,10 +140,6 @@ pub fn mediate(
     if let (Some(store), Some(agent)) = (opts.store, &header.native) {
         store.put_object(worldline_case::canon::to_string(agent).as_bytes())?;
     }
-    // A client that cannot be started again (an MCP client, a served
-    // episode) has its reads written as it gets them: no `resume` could
-    // make them again after a kill (decision 0416).
-    opts.each_line = (header.native.as_ref()).is_some_and(|n| Exec::recorded(n).is_none());
     let begun = run::begin(sandbox, header, case, &mut opts)?;
     let mut state = RunState::outside_sandbox(begun.med);
     let mut stop: Option<Ending> = None;

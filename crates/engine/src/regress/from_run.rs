@@ -107,12 +107,8 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         _ => Vec::new(),
     };
     let allowed = |tool: &str| (rec.case.permissions).allow_over(&rec.case.world.permissions, tool);
-    let (injects, denied) = inject_rules(
-        &rec.bundle.events,
-        &source_rules,
-        &rec.case.world.tools,
-        allowed,
-    )?;
+    let (injects, denied) =
+        inject_rules(&rec.bundle.events, &source_rules, &rec.case.world, allowed)?;
     not_carried.extend(denied);
     table.remove("fuzz");
     table.remove("origin");
@@ -246,15 +242,16 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
 /// (its tool made exact, its conditions replaced by the call's number) or
 /// the fuzz fault written out. Calls are numbered per tool among those past
 /// the permission check, as both rules and fuzz faults count them. A stale
-/// answer's `field` on a tool that answers no rows (a glob's rule, or a
-/// fault profile's entry, met one) hid nothing, and a case refuses it
+/// answer's `field` on a tool that answers no rows, or none holding the
+/// field (a glob's rule, or a fault profile's entry, met one), hid
+/// nothing, and a case refuses it
 /// there (decision 0412): it is left out. A fork's answer to a call of a
 /// tool the case's permissions deny has no rule (a denied call is refused
 /// before any rule): it is named in the second list, as not carried.
 fn inject_rules(
     events: &[Event],
     source_rules: &[Value],
-    tools: &[worldline_case::world::Tool],
+    world: &worldline_case::world::World,
     allowed: impl Fn(&str) -> bool,
 ) -> Result<(Vec<Value>, Vec<String>)> {
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
@@ -308,11 +305,21 @@ fn inject_rules(
         };
         rule["tool"] = Value::from(tool);
         rule["nth"] = Value::from(*nth);
-        let rowless = tools
-            .iter()
-            .find(|t| t.name == tool)
-            .is_some_and(|t| !t.op.hides_rows());
-        if rowless && let Some(Value::Object(stale)) = rule.get_mut("stale") {
+        let hides_nothing = |field: &str| {
+            worldline_case::case::inject::stale_field_problem(
+                tool,
+                field,
+                &world.tools,
+                &world.initial,
+            )
+            .is_some()
+        };
+        if let Some(Value::Object(stale)) = rule.get_mut("stale")
+            && stale
+                .get("field")
+                .and_then(Value::as_str)
+                .is_some_and(hides_nothing)
+        {
             stale.remove("field");
         }
         rules.push(rule);
