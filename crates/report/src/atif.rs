@@ -34,12 +34,13 @@ pub fn tool_definition(name: &str, description: &str, params: &Value) -> Value {
 /// The ATIF document of a recorded run, read held (decision 0380: each
 /// event as a summary reads it, `Held::shown`); `task` from its case file.
 /// `agent.tool_definitions` are the tools the agent listed, else
-/// `world_tools` (the run's world's, as a listing would have given them).
+/// `world_tools` of the run's world hash (the world's tools, as a listing
+/// would have given them).
 pub fn document(
     run_id: &str,
     b: &mut HeldBundle,
     task: &Value,
-    world_tools: impl FnOnce() -> Vec<Value>,
+    world_tools: impl FnOnce(&str) -> Vec<Value>,
 ) -> Value {
     let mut steps = Steps {
         tokens: worldline_log::log::tokens::read(b.events.as_held()),
@@ -93,7 +94,7 @@ pub fn document(
         agent["model_name"] = m.into();
     }
     if tools.is_empty() {
-        tools = world_tools();
+        tools = world_tools(&b.header.world_hash);
     }
     if !tools.is_empty() {
         agent["tool_definitions"] = tools.into();

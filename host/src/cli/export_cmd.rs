@@ -216,10 +216,8 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
             let task = task_of(store, &b.header.case_hash);
             let line = match args.format {
                 Format::Atif => {
-                    let world = b.header.world_hash.clone();
-                    let world_tools = || {
-                        let listed = tools
-                            .entry(world)
+                    let world_tools = |world: &str| {
+                        let listed = (tools.entry(world.to_string()))
                             .or_insert_with_key(|w| world_tools(store, w));
                         listed.clone()
                     };

@@ -250,7 +250,8 @@ fn missing_field(
     let mut fields = std::collections::BTreeSet::new();
     let mut tables = std::collections::BTreeSet::new();
     for t in named.iter().filter(|t| t.op.hides_rows()) {
-        let rows = &initial.tables.get(t.op.table()?)?.rows;
+        let table = t.op.table()?;
+        let rows = &initial.tables.get(table)?.rows;
         if rows.is_empty() {
             return None;
         }
@@ -261,7 +262,7 @@ fn missing_field(
             }
             fields.extend(keys.map(String::as_str));
         }
-        tables.insert(t.op.table()?);
+        tables.insert(table);
     }
     let tables: Vec<String> = tables.iter().map(|t| format!("`{t}`")).collect();
     let fields: Vec<&str> = fields.into_iter().collect();

@@ -8,9 +8,9 @@
 //! are held back and written as one line (`fold.rs`). A killed process
 //! may lose its last reads, which a replay or a resume makes again from
 //! the same world and virtual clock; a session whose client cannot be
-//! started again writes each line at once (decision 0416). Before a call that goes out of the
-//! run is dispatched, its intent is written (`intent.rs`), the held lines
-//! first. A model call written
+//! started again writes each line at once (decision 0416). Before a call
+//! that goes out of the run is dispatched, its intent is written
+//! (`intent.rs`), the held lines first. A model call written
 //! compact (`delta.rs`) is hashed over its line, so appending costs the
 //! delta, not the whole request (decision 0345), and is kept in memory as
 //! its line holds it (decision 0380): the recorder holds the conversation
