@@ -88,8 +88,12 @@ impl Permissions {
 
 /// `*` matches any run of characters, `?` any one character. Matching is
 /// linear in the text for any pattern (the `wildmatch` crate), so a
-/// pattern of many stars cannot stall a run.
+/// pattern of many stars cannot stall a run. A pattern without either is
+/// the name itself, compared as such (a fuzz campaign asks once a call).
 pub fn glob_match(pattern: &str, text: &str) -> bool {
+    if !pattern.contains(['*', '?']) {
+        return pattern == text;
+    }
     wildmatch::WildMatch::new(pattern).matches(text)
 }
 
@@ -103,6 +107,11 @@ mod tests {
         assert!(glob_match("*", "anything"));
         assert!(glob_match("close_?", "close_a"));
         assert!(!glob_match("ticket.*", "alert.get"));
+        assert!(glob_match("close", "close"));
+        assert!(!glob_match("close", "close_a"));
+        assert!(!glob_match("close_a", "close"));
+        assert!(glob_match("", ""));
+        assert!(!glob_match("", "a"));
     }
 
     #[test]

@@ -94,7 +94,7 @@ fn check_at(schema: &Value, at: &str) -> Result<(), String> {
 
 /// Validate a value; the error names the path of the first problem.
 pub(crate) fn validate(schema: &Value, value: &Value) -> Result<(), String> {
-    validate_at(schema, value, "$")
+    validate_at(schema, value, &At::Root)
 }
 
 /// `value` with text converted where the schema asks for a number, an
@@ -196,7 +196,25 @@ fn type_ok(t: &str, v: &Value) -> bool {
     }
 }
 
-fn validate_at(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+/// Where in the value a check is: `$`, then `.name` and `[i]` steps,
+/// written out only when a check fails.
+enum At<'a> {
+    Root,
+    Field(&'a At<'a>, &'a str),
+    Item(&'a At<'a>, usize),
+}
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            At::Root => f.write_str("$"),
+            At::Field(up, name) => write!(f, "{up}.{name}"),
+            At::Item(up, i) => write!(f, "{up}[{i}]"),
+        }
+    }
+}
+
+fn validate_at(schema: &Value, value: &Value, at: &At<'_>) -> Result<(), String> {
     let s: &Map<String, Value> = match schema {
         Value::Bool(true) => return Ok(()),
         Value::Bool(false) => return Err(format!("{at}: no value is allowed here")),
@@ -291,7 +309,7 @@ fn validate_at(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
         }
         if let Some(item_schema) = s.get("items") {
             for (i, item) in items.iter().enumerate() {
-                validate_at(item_schema, item, &format!("{at}[{i}]"))?;
+                validate_at(item_schema, item, &At::Item(at, i))?;
             }
         }
     }
@@ -306,12 +324,12 @@ fn validate_at(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
         let props = s.get("properties").and_then(Value::as_object);
         for (name, v) in obj {
             match props.and_then(|p| p.get(name)) {
-                Some(sub) => validate_at(sub, v, &format!("{at}.{name}"))?,
+                Some(sub) => validate_at(sub, v, &At::Field(at, name))?,
                 None => match s.get("additionalProperties") {
                     Some(Value::Bool(false)) => {
                         return Err(format!("{at}: unexpected property `{name}`"));
                     }
-                    Some(extra) => validate_at(extra, v, &format!("{at}.{name}"))?,
+                    Some(extra) => validate_at(extra, v, &At::Field(at, name))?,
                     None => {}
                 },
             }

@@ -187,10 +187,16 @@ impl Faults {
     /// Count a call of `tool`; when `free` (no case rule answers it),
     /// the fault it gets, if any.
     pub fn next(&mut self, tool: &str, free: bool) -> Option<PlannedFault> {
-        let n = {
-            let seen = self.seen.entry(tool.to_string()).or_insert(0);
-            *seen += 1;
-            *seen
+        // The name copied only at its first call.
+        let n = match self.seen.get_mut(tool) {
+            Some(seen) => {
+                *seen += 1;
+                *seen
+            }
+            None => {
+                self.seen.insert(tool.to_string(), 1);
+                1
+            }
         };
         if !free {
             return None;
