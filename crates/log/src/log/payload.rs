@@ -146,8 +146,10 @@ impl CallError {
 }
 
 /// An answer the guest got: `{"ok": …}` or `{"error": {kind, message}}`,
-/// with what else the host recorded beside it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// with what else the host recorded beside it. Read by hand (below), not
+/// derived: a derived `flatten` copies the whole answer into a buffer
+/// before it reads a field, and every call's answer is read once typed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Answer {
     #[serde(
         default,
@@ -159,6 +161,49 @@ pub struct Answer {
     pub error: Option<CallError>,
     #[serde(flatten)]
     pub detail: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for Answer {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = Answer;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an answer: an object with `ok` or `error`")
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Answer, M::Error> {
+                use serde::de::Error;
+                let mut answer = Answer {
+                    ok: None,
+                    error: None,
+                    detail: Map::new(),
+                };
+                let mut error_seen = false;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "ok" if answer.ok.is_some() => return Err(M::Error::duplicate_field("ok")),
+                        "ok" => answer.ok = Some(map.next_value()?),
+                        "error" if error_seen => return Err(M::Error::duplicate_field("error")),
+                        "error" => {
+                            error_seen = true;
+                            answer.error = map.next_value()?;
+                        }
+                        _ => {
+                            let value = map.next_value()?;
+                            answer.detail.insert(key, value);
+                        }
+                    }
+                }
+                Ok(answer)
+            }
+        }
+        d.deserialize_map(Fields)
+    }
 }
 
 /// `tools.call`'s request.
@@ -426,4 +471,67 @@ pub struct Exited {
     pub signal: Option<i32>,
     #[serde(flatten)]
     pub detail: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// [`Answer`] as it was derived before it was read by hand.
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Derived {
+        #[serde(default, deserialize_with = "present")]
+        ok: Option<Value>,
+        #[serde(default)]
+        error: Option<CallError>,
+        #[serde(flatten)]
+        detail: Map<String, Value>,
+    }
+
+    fn same(a: &Answer, d: &Derived) -> bool {
+        a.ok == d.ok && a.error == d.error && a.detail == d.detail
+    }
+
+    /// Every shape an answer takes reads as the derived reader read it,
+    /// from a value and from text, and writes back as it was.
+    #[test]
+    fn an_answer_reads_as_the_derived_reader_read_it() {
+        let answers = [
+            json!({"ok": {"rows": [{"id": "D-1"}], "as_of": "2026-03-01T12:00:00Z"}}),
+            json!({"ok": null}),
+            json!({}),
+            json!({"error": {"kind": "timeout", "message": "slow", "retry": true}}),
+            json!({"error": null}),
+            json!({"ok": [1, 2], "injected": {"action": "stale"}, "latency_ms": 5}),
+        ];
+        for v in answers {
+            let a = Answer::deserialize(&v).unwrap();
+            let d = Derived::deserialize(&v).unwrap();
+            assert!(same(&a, &d), "{v}: {a:?} against {d:?}");
+            let text = v.to_string();
+            let a: Answer = serde_json::from_str(&text).unwrap();
+            assert!(same(&a, &serde_json::from_str(&text).unwrap()), "{text}");
+            if v.get("error") != Some(&Value::Null) {
+                assert_eq!(serde_json::to_value(&a).unwrap(), v);
+            }
+        }
+    }
+
+    /// What is not an answer is refused, as the derived reader refused it.
+    #[test]
+    fn what_is_not_an_answer_is_refused() {
+        for v in [
+            json!([1]),
+            json!("ok"),
+            json!({"error": {"message": "no kind"}}),
+        ] {
+            assert!(Answer::deserialize(&v).is_err(), "{v}");
+            assert!(Derived::deserialize(&v).is_err(), "{v}");
+        }
+        for text in [r#"{"ok": 1, "ok": 2}"#, r#"{"error": null, "error": null}"#] {
+            assert!(serde_json::from_str::<Answer>(text).is_err(), "{text}");
+            assert!(serde_json::from_str::<Derived>(text).is_err(), "{text}");
+        }
+    }
 }
