@@ -189,6 +189,68 @@ fn a_duration_past_ten_years_is_refused() {
     );
 }
 
+/// A clock so late that the run's virtual time could pass the year 9999
+/// is refused where the case loads: such a run once passed and wrote a
+/// tool's `$now` as `10000-01-01T…`. One at the last clock allowed runs.
+#[test]
+fn a_clock_whose_run_could_pass_the_year_9999_is_refused() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = worlds_dir();
+    let late = |clock: &str| {
+        format!(
+            "world = \"demo@v1\"\nseed = 1\nclock = {clock}\ntask = {{ calls = [{{ tool = \"list_deploys\", args = {{ service = \"checkout\" }} }}] }}\n"
+        )
+    };
+    let case = write_case(dir.path(), "late", &late("9999-12-31T23:00:00Z"));
+    for command in ["check", "run"] {
+        let out = if command == "check" {
+            prompt(&store, &["check", s(&case), "--worlds", s(&worlds)])
+        } else {
+            run_caller(&store, &case, &[])
+        };
+        out.expect_code(2);
+        let said = format!("{out}");
+        assert!(
+            said.contains("late.toml:3:9: clock: is after 9415-06-13T00:25:26.290448384Z")
+                && said.contains("give an earlier clock"),
+            "{command}: {out}"
+        );
+    }
+    let case = write_case(dir.path(), "last", &late("9415-06-13T00:25:26.290448384Z"));
+    let out = run_caller(&store, &case, &["--json"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("\"as_of\":\"9415-06-13T"), "{out}");
+}
+
+/// A run recorded with such a clock before it was refused replays
+/// `identical`, its answers' `10000-…` times as it wrote them; its case
+/// given anew is refused.
+#[test]
+fn a_run_recorded_with_a_late_clock_replays_as_it_ran() {
+    let fixture = common::workspace_root().join("tests/bundles/before-late-clock");
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let imported = common::wl(
+        &store,
+        &[&"import", &fixture.join("late-clock.json"), &"--json"],
+    );
+    imported.expect_code(0);
+    let run = imported.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(&store, &run);
+    prompt(&store, &["verify", &run]).expect_code(0);
+    let out = prompt(&store, &["show", &run, "--at", "1", "--json"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("10000-01-01T01:00:00Z"), "{out}");
+    let case = fixture.join("late-clock.toml");
+    let out = prompt(&store, &["check", s(&case), "--worlds", s(&worlds_dir())]);
+    out.expect_code(2);
+    assert!(
+        out.stdout.contains("late-clock.toml:3:9: clock: is after"),
+        "{out}"
+    );
+}
+
 #[test]
 fn verify_of_a_sample_of_no_runs_is_refused() {
     let dir = temp_dir();

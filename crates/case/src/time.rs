@@ -18,6 +18,15 @@ pub const MAX_DURATION_S: u64 = 10 * 366 * 86_400;
 /// [`MAX_DURATION_S`] in milliseconds.
 pub const MAX_DURATION_MS: u64 = MAX_DURATION_S * 1_000;
 
+/// The latest clock a case may start at: 9999-12-31T23:59:59.999999999Z
+/// less the 584 years the simulated clock's `u64` of nanoseconds can
+/// advance (it saturates there), so that no time a run reaches is past
+/// the year 9999, the last RFC 3339 can write. A clock later than this
+/// once passed, and a tool's `$now` was written `10000-01-01T…`, which no
+/// RFC 3339 reader takes. Checked where a case is read
+/// (`case/recorded.rs`); a run recorded before replays as it ran.
+pub const LAST_CLOCK_NS: i128 = 253_402_300_799_999_999_999 - u64::MAX as i128;
+
 /// Days since 1970-01-01 of a proleptic Gregorian date.
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };

@@ -361,7 +361,7 @@ pub fn parse_all(
             if ns < 0 {
                 Err("is before 1970-01-01T00:00:00Z, which WASI's wall clock cannot tell".into())
             } else {
-                Ok(ns)
+                recorded::check_clock(ns).map(|()| ns)
             }
         })
         .map_err(|m| src.at(doc.clock.span().start, format!("clock: {m}")));

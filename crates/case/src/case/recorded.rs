@@ -4,7 +4,7 @@
 //! them replays as it ran. [`Reading`] marks the thread reading such a case;
 //! the checks of those rules ask [`new_rules_apply`].
 
-use crate::time::{MAX_DURATION_MS, MAX_DURATION_S};
+use crate::time::{LAST_CLOCK_NS, MAX_DURATION_MS, MAX_DURATION_S};
 use std::cell::Cell;
 
 thread_local! {
@@ -45,6 +45,18 @@ pub(crate) fn check_ms(what: &str, ms: u64) -> Result<(), String> {
     ))
 }
 
+/// A case's clock, `clock_ns` Unix nanoseconds, checked to be at most
+/// [`LAST_CLOCK_NS`] (when [`new_rules_apply`]).
+pub(crate) fn check_clock(clock_ns: i128) -> Result<(), String> {
+    if clock_ns <= LAST_CLOCK_NS || !new_rules_apply() {
+        return Ok(());
+    }
+    Err(format!(
+        "is after {}: a run's virtual time may move on 584 years from its clock and must stay within the year 9999, the last RFC 3339 can write; give an earlier clock",
+        crate::time::rfc3339(LAST_CLOCK_NS)
+    ))
+}
+
 /// `s`, a duration in seconds written as `what`, checked to be at most
 /// [`MAX_DURATION_S`] (when [`new_rules_apply`]).
 pub(crate) fn check_s(what: &str, s: u64) -> Result<(), String> {
@@ -59,6 +71,28 @@ pub(crate) fn check_s(what: &str, s: u64) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The last clock is allowed, a nanosecond later is refused naming
+    /// it, and a recorded case is spared.
+    #[test]
+    fn a_clock_is_at_most_the_last_one_a_run_cannot_pass_9999_from() {
+        assert_eq!(
+            crate::time::rfc3339(LAST_CLOCK_NS),
+            "9415-06-13T00:25:26.290448384Z"
+        );
+        assert_eq!(
+            crate::time::rfc3339(LAST_CLOCK_NS + u64::MAX as i128),
+            "9999-12-31T23:59:59.999999999Z"
+        );
+        assert_eq!(check_clock(LAST_CLOCK_NS), Ok(()));
+        let e = check_clock(LAST_CLOCK_NS + 1).unwrap_err();
+        assert!(
+            e.starts_with("is after 9415-06-13T00:25:26.290448384Z: "),
+            "{e}"
+        );
+        let _recorded = Reading::start();
+        assert_eq!(check_clock(LAST_CLOCK_NS + 1), Ok(()));
+    }
 
     /// Ten years is the longest duration, in either unit; one more is
     /// refused, naming what was written.
