@@ -800,3 +800,98 @@ fn an_export_is_neither_written_nor_read_as_a_run_and_a_pin_keeps_its_note() {
     let note = std::fs::read_to_string(store.join("pins").join(&id)).unwrap();
     assert_eq!(note, "INC-42");
 }
+
+/// An integer no 64 bits hold, in a world's rows (`.jsonl` and `.json`)
+/// or a fork's `--set` and `--respond`, is refused where it is written:
+/// serde_json read it as the nearest float, and a run answered
+/// `1.8446744073709552e19` for the row's `18446744073709551616`.
+#[test]
+fn an_integer_past_64_bits_in_json_is_refused_where_it_is_written() {
+    let root = temp_dir();
+    let worlds = root.path().join("worlds");
+    common::copy_dir(&worlds_dir().join("demo"), &worlds.join("demo"));
+    let data = worlds.join("demo/v1/data");
+    let tickets = std::fs::read_to_string(data.join("tickets.jsonl")).unwrap();
+    let deploys = std::fs::read_to_string(data.join("deploys.json")).unwrap();
+    let world = worlds.join("demo/v1/world.toml");
+    let check_world = || prompt(&root.path().join("store"), &["check", s(&world)]);
+    check_world().expect_code(0);
+    // A ticket's row on line 2 of the `.jsonl` file.
+    let mut lines: Vec<String> = tickets.lines().map(str::to_string).collect();
+    lines[1] = lines[1].replacen('{', "{\"customer\": 18446744073709551616, ", 1);
+    std::fs::write(data.join("tickets.jsonl"), lines.join("\n") + "\n").unwrap();
+    let out = check_world();
+    out.expect_code(2);
+    assert!(
+        out.stdout
+            .contains("tickets.jsonl:2:14: the integer 18446744073709551616 is past 64 bits"),
+        "{out}"
+    );
+    // One below i64's least in the `.json` array's first row.
+    std::fs::write(data.join("tickets.jsonl"), &tickets).unwrap();
+    let wide = deploys.replacen('{', "{\"n\": -9223372036854775809, ", 1);
+    let (line, column) = wide
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| l.find("-92233").map(|c| (i + 1, c + 1)))
+        .unwrap();
+    std::fs::write(data.join("deploys.json"), &wide).unwrap();
+    let out = check_world();
+    out.expect_code(2);
+    assert!(
+        out.stdout.contains(&format!(
+            "deploys.json:{line}:{column}: the integer -9223372036854775809 is past 64 bits"
+        )),
+        "{out}"
+    );
+    std::fs::write(data.join("deploys.json"), &deploys).unwrap();
+    // A fork's edits.
+    let store = root.path().join("store");
+    let case = write_case(root.path(), "c", &common::passing_demo_case(1));
+    let (agent, worlds_arg) = (guest("caller-agent"), s(&worlds).to_string());
+    let out = prompt(
+        &store,
+        &[
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            &worlds_arg,
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    for (flag, value) in [
+        ("--set", "tickets/T-1.customer=18446744073709551616"),
+        ("--respond", "{\"ok\": {\"n\": [1, 99999999999999999999]}}"),
+    ] {
+        let out = prompt(&store, &["fork", &run, "--at", "0", flag, value]);
+        out.expect_code(2);
+        let digits = value.rsplit([' ', '=', '[']).next().unwrap();
+        let digits = digits.trim_end_matches([']', '}']);
+        assert!(
+            out.stderr
+                .contains(&format!("the integer {digits} is past 64 bits")),
+            "{flag}: {out}"
+        );
+    }
+}
+
+/// A run recorded before such integers were refused, whose world's row
+/// holds one, replays `identical` with the float it recorded.
+#[test]
+fn a_run_whose_world_holds_an_integer_past_64_bits_replays_as_it_ran() {
+    let fixture = common::workspace_root().join("tests/bundles/before-wide-integers");
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let imported = common::wl(
+        &store,
+        &[&"import", &fixture.join("wide-row.json"), &"--json"],
+    );
+    imported.expect_code(0);
+    let run = imported.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(&store, &run);
+    prompt(&store, &["verify", &run]).expect_code(0);
+}

@@ -13,7 +13,7 @@ pub mod inject;
 pub mod limits;
 pub mod model;
 pub mod origin;
-mod recorded;
+pub(crate) mod recorded;
 pub mod user;
 
 use crate::canon;

@@ -1,7 +1,11 @@
 //! A table's rows file: a `.json` array or `.jsonl` lines, each row with
-//! the line it starts on (for errors that name it).
+//! the line it starts on (for errors that name it); an integer no 64 bits
+//! hold is refused where it is written (`wide_integer`), but in the world
+//! of a run recorded before that rule, which replays as it ran.
 
+use crate::case::recorded::new_rules_apply;
 use crate::error::InputError;
+use crate::wide_integer;
 use serde_json::Value;
 use std::path::Path;
 
@@ -65,6 +69,9 @@ pub(crate) fn parse_rows(
             }
             let v: Value =
                 serde_json::from_str(line).map_err(|e| bad(i + 1, e.column(), e.to_string()))?;
+            if let Some(wide) = wide_integer::find(line).filter(|_| new_rules_apply()) {
+                return Err(bad(i + 1, wide.column, wide.message()));
+            }
             if !v.is_object() {
                 return Err(bad(i + 1, 1, "each line must be a JSON object".into()));
             }
@@ -74,6 +81,9 @@ pub(crate) fn parse_rows(
     } else if rel.ends_with(".json") {
         let v: Value =
             serde_json::from_str(text).map_err(|e| bad(e.line(), e.column(), e.to_string()))?;
+        if let Some(wide) = wide_integer::find(text).filter(|_| new_rules_apply()) {
+            return Err(bad(wide.line, wide.column, wide.message()));
+        }
         let Value::Array(rows) = v else {
             return Err(bad(1, 1, "expected a JSON array of rows".into()));
         };

@@ -38,8 +38,15 @@ pub struct EditText {
 }
 
 fn json_arg(flag: &str, text: &str) -> Result<Value, InputError> {
-    serde_json::from_str(text)
-        .map_err(|e| InputError::new(flag, format!("`{text}` is not JSON: {e}")))
+    let value = serde_json::from_str(text)
+        .map_err(|e| InputError::new(flag, format!("`{text}` is not JSON: {e}")))?;
+    match worldline_case::wide_integer::find(text) {
+        Some(wide) => Err(InputError::new(
+            flag,
+            format!("`{text}`: {}", wide.message()),
+        )),
+        None => Ok(value),
+    }
 }
 
 impl EditText {
