@@ -221,7 +221,10 @@ fn a_clock_whose_run_could_pass_the_year_9999_is_refused() {
     let out = run_caller(&store, &case, &["--json"]);
     out.expect_code(0);
     let output = out.json()["output"].as_str().unwrap().to_string();
-    assert!(output.contains("\"as_of\":\"9415-06-13T00:25:26.29"), "{out}");
+    assert!(
+        output.contains("\"as_of\":\"9415-06-13T00:25:26.29"),
+        "{out}"
+    );
 }
 
 /// A run recorded with such a clock before it was refused replays
@@ -232,13 +235,7 @@ fn a_run_recorded_with_a_late_clock_replays_as_it_ran() {
     let fixture = common::workspace_root().join("tests/bundles/before-late-clock");
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let imported = common::wl(
-        &store,
-        &[&"import", &fixture.join("late-clock.json"), &"--json"],
-    );
-    imported.expect_code(0);
-    let run = imported.json()["run_id"].as_str().unwrap().to_string();
-    common::replays_identical(&store, &run);
+    let run = common::imported_fixture(&store, "before-late-clock", "late-clock.json");
     prompt(&store, &["verify", &run]).expect_code(0);
     let out = prompt(&store, &["show", &run, "--at", "1", "--json"]);
     out.expect_code(0);
@@ -270,12 +267,8 @@ fn verify_of_a_sample_of_no_runs_is_refused() {
 /// The run `file` of `tests/bundles/before-0412/` imported into a store
 /// under `dir`, and replayed `identical`: the store and the run's id.
 fn replayed_fixture(dir: &Path, file: &str) -> (PathBuf, String) {
-    let fixture = common::workspace_root().join("tests/bundles/before-0412");
     let store = dir.join("store");
-    let imported = common::wl(&store, &[&"import", &fixture.join(file), &"--json"]);
-    imported.expect_code(0);
-    let run = imported.json()["run_id"].as_str().unwrap().to_string();
-    common::replays_identical(&store, &run);
+    let run = common::imported_fixture(&store, "before-0412", file);
     (store, run)
 }
 

@@ -848,19 +848,7 @@ fn an_integer_past_64_bits_in_json_is_refused_where_it_is_written() {
     // A fork's edits.
     let store = root.path().join("store");
     let case = write_case(root.path(), "c", &common::passing_demo_case(1));
-    let (agent, worlds_arg) = (guest("caller-agent"), s(&worlds).to_string());
-    let out = prompt(
-        &store,
-        &[
-            "run",
-            s(&case),
-            "--agent",
-            s(&agent),
-            "--worlds",
-            &worlds_arg,
-            "--json",
-        ],
-    );
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds);
     out.expect_code(0);
     let run = out.json()["run_id"].as_str().unwrap().to_string();
     for (flag, value) in [
@@ -883,15 +871,8 @@ fn an_integer_past_64_bits_in_json_is_refused_where_it_is_written() {
 /// holds one, replays `identical` with the float it recorded.
 #[test]
 fn a_run_whose_world_holds_an_integer_past_64_bits_replays_as_it_ran() {
-    let fixture = common::workspace_root().join("tests/bundles/before-wide-integers");
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let imported = common::wl(
-        &store,
-        &[&"import", &fixture.join("wide-row.json"), &"--json"],
-    );
-    imported.expect_code(0);
-    let run = imported.json()["run_id"].as_str().unwrap().to_string();
-    common::replays_identical(&store, &run);
+    let run = common::imported_fixture(&store, "before-wide-integers", "wide-row.json");
     prompt(&store, &["verify", &run]).expect_code(0);
 }

@@ -613,6 +613,20 @@ pub fn run_json_with(store: &Path, case: &Path, agent: &Path, env: &[(&str, &str
     )
 }
 
+/// The run `tests/bundles/FOLDER/FILE` (an export) imported into `store`
+/// and replayed `identical`: its run id.
+pub fn imported_fixture(store: &Path, folder: &str, file: &str) -> String {
+    let fixture = workspace_root()
+        .join("tests/bundles")
+        .join(folder)
+        .join(file);
+    let imported = wl(store, &[&"import", &fixture, &"--json"]);
+    imported.expect_code(0);
+    let run = imported.json()["run_id"].as_str().unwrap().to_string();
+    replays_identical(store, &run);
+    run
+}
+
 /// `worldline run CASE --agent A --worlds W --json` on `store`.
 pub fn run_in(store: &Path, case: &Path, agent: &Path, worlds: &Path) -> CliOutput {
     worldline(
