@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
         "durable",
         "file_identity",
         "bounded",
+        "wide_integer",
         "wit",
     ],
     &["output"],
