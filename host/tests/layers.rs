@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
         "file_identity",
         "bounded",
         "wide_integer",
+        "new_rules",
         "wit",
     ],
     &["output"],

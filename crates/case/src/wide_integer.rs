@@ -21,7 +21,7 @@ impl Wide<'_> {
     /// What to say of it.
     pub fn message(&self) -> String {
         format!(
-            "the integer {} is past 64 bits (from {} to {}), which JSON is read as here: it would be read as the nearest float; write it as a string (\"{}\"), or as a float if one is meant",
+            "the integer {} is past 64 bits: JSON is read here with integers from {} to {}, and it would be read as the nearest float; write it as a string (\"{}\"), or as a float if one is meant",
             self.digits,
             i64::MIN,
             u64::MAX,
@@ -108,7 +108,7 @@ mod tests {
         let low = find("{\"n\": -9223372036854775809}").unwrap();
         assert_eq!((low.line, low.column), (1, 7));
         assert!(low.message().starts_with(
-            "the integer -9223372036854775809 is past 64 bits (from -9223372036854775808 to 18446744073709551615)"
+            "the integer -9223372036854775809 is past 64 bits: JSON is read here with integers from -9223372036854775808 to 18446744073709551615"
         ));
     }
 

@@ -13,7 +13,7 @@ pub mod inject;
 pub mod limits;
 pub mod model;
 pub mod origin;
-pub(crate) mod recorded;
+mod recorded;
 pub mod user;
 
 use crate::canon;

@@ -1,38 +1,12 @@
 //! What a case a run recorded is spared when it is read again (replay,
 //! `verify`, `fork`, `resume`): the rules that refuse what no run can meet
 //! (decision 0412) came after runs were recorded, and a run recorded before
-//! them replays as it ran. [`Reading`] marks the thread reading such a case;
-//! the checks of those rules ask [`new_rules_apply`].
+//! them replays as it ran. [`Reading`] (`crate::new_rules`) marks the
+//! thread reading such a case; the checks of those rules ask
+//! [`new_rules_apply`].
 
+pub(crate) use crate::new_rules::{Reading, apply as new_rules_apply};
 use crate::time::{LAST_CLOCK_NS, MAX_DURATION_MS, MAX_DURATION_S};
-use std::cell::Cell;
-
-thread_local! {
-    /// Set on a thread while it reads a recorded case.
-    static RECORDED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The thread marked as reading a recorded case until this is dropped (on
-/// a panic too).
-pub(super) struct Reading(bool);
-
-impl Reading {
-    pub(super) fn start() -> Reading {
-        Reading(RECORDED.replace(true))
-    }
-}
-
-impl Drop for Reading {
-    fn drop(&mut self) {
-        RECORDED.set(self.0);
-    }
-}
-
-/// Whether decision 0412's rules apply to the case being read: not to one
-/// a run recorded.
-pub(crate) fn new_rules_apply() -> bool {
-    !RECORDED.get()
-}
 
 /// `ms`, a duration in milliseconds written as `what`, checked to be at
 /// most [`MAX_DURATION_MS`] (when [`new_rules_apply`]).

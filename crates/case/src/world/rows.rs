@@ -1,10 +1,10 @@
 //! A table's rows file: a `.json` array or `.jsonl` lines, each row with
 //! the line it starts on (for errors that name it); an integer no 64 bits
 //! hold is refused where it is written (`wide_integer`), but in the world
-//! of a run recorded before that rule, which replays as it ran.
+//! of a run recorded before that rule, which replays as it ran (`new_rules`).
 
-use crate::case::recorded::new_rules_apply;
 use crate::error::InputError;
+use crate::new_rules;
 use crate::wide_integer;
 use serde_json::Value;
 use std::path::Path;
@@ -69,7 +69,7 @@ pub(crate) fn parse_rows(
             }
             let v: Value =
                 serde_json::from_str(line).map_err(|e| bad(i + 1, e.column(), e.to_string()))?;
-            if let Some(wide) = wide_integer::find(line).filter(|_| new_rules_apply()) {
+            if let Some(wide) = wide_integer::find(line).filter(|_| new_rules::apply()) {
                 return Err(bad(i + 1, wide.column, wide.message()));
             }
             if !v.is_object() {
@@ -81,7 +81,7 @@ pub(crate) fn parse_rows(
     } else if rel.ends_with(".json") {
         let v: Value =
             serde_json::from_str(text).map_err(|e| bad(e.line(), e.column(), e.to_string()))?;
-        if let Some(wide) = wide_integer::find(text).filter(|_| new_rules_apply()) {
+        if let Some(wide) = wide_integer::find(text).filter(|_| new_rules::apply()) {
             return Err(bad(wide.line, wide.column, wide.message()));
         }
         let Value::Array(rows) = v else {
