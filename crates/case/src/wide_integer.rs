@@ -5,6 +5,9 @@
 //! and a `--set` patch wrote the float. Where a user's JSON is read, the
 //! text is looked at for one and refused at its line and column; a float
 //! written as one (`1e20`, `18446744073709551616.0`) is the user's to give.
+//! The walk of JSON text outside its strings this needs
+//! ([`outside_strings`]) also finds the line each row of a rows file
+//! starts on (`world/rows.rs`).
 
 /// An integer literal past 64 bits, where it starts.
 #[derive(Debug, PartialEq, Eq)]
@@ -42,15 +45,45 @@ pub fn find(text: &str) -> Option<Wide<'_>> {
     }) {
         return None;
     }
-    let (mut line, mut line_start) = (1, 0);
-    let (mut in_string, mut escaped) = (false, false);
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
+    let (mut line, mut line_start, mut after) = (1, 0, 0);
+    for (i, b) in outside_strings(text) {
         if b == b'\n' {
             line += 1;
             line_start = i + 1;
         }
+        if i < after || !(b == b'-' || b.is_ascii_digit()) {
+            continue;
+        }
+        // A number's token (no quote is in one, so the walk is not misled).
+        after = bytes[i..]
+            .iter()
+            .position(|c| !(c.is_ascii_digit() || b"+-.eE".contains(c)))
+            .map_or(bytes.len(), |n| i + n);
+        let digits = &text[i..after];
+        let integer = !digits.contains(['.', 'e', 'E']);
+        let fits = if digits.starts_with('-') {
+            digits.parse::<i64>().is_ok()
+        } else {
+            digits.parse::<u64>().is_ok()
+        };
+        if integer && !fits {
+            return Some(Wide {
+                line,
+                column: i - line_start + 1,
+                digits,
+            });
+        }
+    }
+    None
+}
+
+/// Each byte of JSON text (that has parsed) outside its strings, with its
+/// index: a string's opening quote, not the rest of it. A parsed text has
+/// no raw newline inside a string, so counting the newlines given counts
+/// the text's lines.
+pub(crate) fn outside_strings(text: &str) -> impl Iterator<Item = (usize, u8)> + '_ {
+    let (mut in_string, mut escaped) = (false, false);
+    text.bytes().enumerate().filter(move |&(_, b)| {
         if in_string {
             match (escaped, b) {
                 (true, _) => escaped = false,
@@ -58,36 +91,11 @@ pub fn find(text: &str) -> Option<Wide<'_>> {
                 (false, b'"') => in_string = false,
                 _ => {}
             }
-            i += 1;
-            continue;
+            return false;
         }
-        if b == b'"' {
-            in_string = true;
-        } else if b == b'-' || b.is_ascii_digit() {
-            let end = bytes[i..]
-                .iter()
-                .position(|c| !(c.is_ascii_digit() || b"+-.eE".contains(c)))
-                .map_or(bytes.len(), |n| i + n);
-            let digits = &text[i..end];
-            let integer = !digits.contains(['.', 'e', 'E']);
-            let fits = if digits.starts_with('-') {
-                digits.parse::<i64>().is_ok()
-            } else {
-                digits.parse::<u64>().is_ok()
-            };
-            if integer && !fits {
-                return Some(Wide {
-                    line,
-                    column: i - line_start + 1,
-                    digits,
-                });
-            }
-            i = end;
-            continue;
-        }
-        i += 1;
-    }
-    None
+        in_string = b == b'"';
+        true
+    })
 }
 
 #[cfg(test)]

@@ -14,37 +14,26 @@ use std::path::Path;
 /// values that parse, so errors about a row (a duplicate key) count lines
 /// here.
 fn element_lines(text: &str) -> Vec<usize> {
-    let (mut line, mut depth) = (1, 0usize);
-    let (mut in_string, mut escaped, mut expecting) = (false, false, false);
+    let (mut line, mut depth, mut expecting) = (1, 0usize, false);
     let mut out = Vec::new();
-    for c in text.chars() {
-        if c == '\n' {
+    for (_, b) in wide_integer::outside_strings(text) {
+        if b == b'\n' {
             line += 1;
         }
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
+        if b.is_ascii_whitespace() {
             continue;
         }
-        if c.is_whitespace() {
-            continue;
-        }
-        if depth == 1 && expecting && c != ']' {
+        if depth == 1 && expecting && b != b']' {
             out.push(line);
             expecting = false;
         }
-        match c {
-            '"' => in_string = true,
-            '[' | '{' => {
+        match b {
+            b'[' | b'{' => {
                 depth += 1;
                 expecting = depth == 1;
             }
-            ']' | '}' => depth = depth.saturating_sub(1),
-            ',' if depth == 1 => expecting = true,
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b',' if depth == 1 => expecting = true,
             _ => {}
         }
     }
