@@ -384,6 +384,45 @@ fn bad_profiles_are_input_errors_naming_the_file_and_line() {
         "{out}"
     );
 
+    // A number where a table is meant is told the table to write, not
+    // the name of a type in worldline's code (`expected struct …`).
+    std::fs::write(
+        &faults,
+        "[[tools]]\ntool = \"get_alert\"\nlatency_ms = -5\n",
+    )
+    .unwrap();
+    let out = fuzz(
+        dir.path(),
+        &fuzz_case(),
+        &naive,
+        &["--faults", faults.to_str().unwrap()],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("faults.toml:3:14: [[tools]] latency_ms: invalid type: integer `-5`, expected a table `{ p = PROBABILITY, ms = [LOW, HIGH] }`")
+            && !out.stderr.contains("struct"),
+        "{out}"
+    );
+    // A number where a name is meant is a type error naming its key.
+    std::fs::write(
+        &faults,
+        "[[tools]]\ntool = \"get_alert\"\nlatency_ms = { p = 0.5, ms = [1, 2], dist = 5 }\n",
+    )
+    .unwrap();
+    let out = fuzz(
+        dir.path(),
+        &fuzz_case(),
+        &naive,
+        &["--faults", faults.to_str().unwrap()],
+    );
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains(
+            "faults.toml:3:45: dist: invalid type: expected a string (one of its names) or a table"
+        ),
+        "{out}"
+    );
+
     let plain = workspace_root().join("cases/incident/baseline.toml");
     let out = fuzz(dir.path(), &plain, &naive, &[]);
     out.expect_code(2);

@@ -109,11 +109,28 @@ fn key_of_value(source: &str, offset: usize) -> Option<String> {
     })
 }
 
-/// Serde's names of Rust's integer types in a message, in words: `expected
-/// u64` is "expected a whole number from 0 to 18446744073709551615", and
-/// an integer past 2^63 − 1 (which the TOML reader hands over `as i128`)
-/// is said to be out of range.
+/// Serde's names of Rust's types in a message, in words: `expected u64`
+/// is "expected a whole number from 0 to 18446744073709551615", an
+/// integer past 2^63 − 1 (which the TOML reader hands over `as i128`) is
+/// said to be out of range, and `expected struct LatencyFault` (a type's
+/// name in this code, which no user wrote) or `expected a map` is
+/// "expected a table"; the TOML reader's "wanted string or table" (a
+/// number where a name is meant) is said as a type error.
 fn in_words(message: &str) -> String {
+    if let Some((head, ty)) = message.rsplit_once("expected struct ")
+        && !ty.is_empty()
+        && ty.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return format!("{head}expected a table");
+    }
+    if let Some(head) = message.strip_suffix("expected a map") {
+        return format!("{head}expected a table");
+    }
+    // The TOML reader's word for a value where one of a set of names is
+    // meant, said as the other type errors are (so its key is named).
+    if message == "wanted string or table" {
+        return "invalid type: expected a string (one of its names) or a table".into();
+    }
     let ranges: [(&str, i128, i128); 7] = [
         ("u8", 0, u8::MAX.into()),
         ("u16", 0, u16::MAX.into()),
@@ -229,6 +246,26 @@ mod tests {
         );
         assert_eq!(in_words("missing field `task`"), "missing field `task`");
         assert_eq!(in_words("expected a string"), "expected a string");
+    }
+
+    #[test]
+    fn a_table_is_said_as_a_table_not_by_its_type_in_this_code() {
+        assert_eq!(
+            in_words("invalid type: integer `-5`, expected struct LatencyFault"),
+            "invalid type: integer `-5`, expected a table"
+        );
+        assert_eq!(
+            in_words("invalid type: string \"x\", expected a map"),
+            "invalid type: string \"x\", expected a table"
+        );
+        assert_eq!(
+            in_words("wanted string or table"),
+            "invalid type: expected a string (one of its names) or a table"
+        );
+        assert_eq!(
+            in_words("expected struct with a name, unlike this"),
+            "expected struct with a name, unlike this"
+        );
     }
 
     #[test]

@@ -126,7 +126,10 @@ pub struct InjectionFault {
 
 /// Added latency: probability, range in milliseconds, distribution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table `{ p = PROBABILITY, ms = [LOW, HIGH] }` (`latency_ms` of a faults profile is a chance of added latency, not a number of milliseconds)"
+)]
 pub struct LatencyFault {
     #[serde(default)]
     pub dist: Dist,
