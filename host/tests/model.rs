@@ -1121,8 +1121,16 @@ fn a_rerun_keeps_its_recording_s_latency_and_replays_identical() {
     );
     common::replays_identical(&store, fork.json()["run_id"].as_str().unwrap());
 
+    // Stopped at another agent's first request: the recording ran out, as
+    // a script does, not the agent (it was `trapped`, exit 3).
     let other = rerun(&model_agent(), "fail");
-    assert_eq!(other.json()["status"], "trapped", "{other}");
+    other.expect_code(1);
+    assert_eq!(other.json()["status"], "unscripted", "{other}");
+    assert_eq!(
+        other.json()["original"]["status"],
+        "completed",
+        "the run it reran: {other}"
+    );
     let missed = model_times(&other.bundle());
     assert_eq!(
         missed.last().map(|(_, p)| p.as_str()),
@@ -1148,6 +1156,19 @@ fn a_rerun_recorded_before_its_latency_replays_as_it_ran() {
     assert_eq!(times, [recording(1_000_000), recording(2_000_000)]);
     common::replays_identical(&store, id);
     worldline(&store, ["verify", id]).expect_code(0);
+}
+
+/// A `--model fail` rerun recorded `trapped` before such a stop ended
+/// `unscripted` (`tests/bundles/rerun-fail-trapped`) replays `identical`,
+/// its status as it ran; `verify` agrees.
+#[test]
+fn a_model_fail_rerun_recorded_trapped_replays_as_it_ran() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let id = common::imported_fixture(&store, "rerun-fail-trapped", "rerun-fail.json");
+    let history = worldline(&store, ["history", &id, "--json"]);
+    assert_eq!(history.json()["status"], "trapped", "{history}");
+    worldline(&store, ["verify", &id]).expect_code(0);
 }
 
 fn s(p: &Path) -> &str {

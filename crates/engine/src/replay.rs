@@ -394,7 +394,10 @@ pub fn replay_in(
         (false, None) => Held::from_whole(std::mem::take(&mut rec.bundle.events)),
     };
     let recorded = events.len() as u64;
-    let following = Following::replay(events, complete, points);
+    let following = Following {
+        ended: rec.bundle.footer.as_ref().map(|f| f.status),
+        ..Following::replay(events, complete, points)
+    };
     let opts = RunOptions {
         following: Some(following),
         faults: rec.bundle.header.fuzz.clone(),

@@ -546,7 +546,11 @@ pub(crate) fn execute(
     let ended = match result {
         Ok(Ok(out)) => (Status::Completed, Some(out), None, Vec::new()),
         Ok(Err(msg)) => (Status::Errored, None, Some(msg), Vec::new()),
-        Err(err) => classify(&err, &store.data().med.services.stderr()).map_err(internal)?,
+        Err(err) => {
+            let med = &store.data().med;
+            let ended = classify(&err, &med.services.stderr()).map_err(internal)?;
+            as_recorded(ended, &err, med.following.as_ref())
+        }
     };
     Ok(Guest {
         ended,
@@ -679,6 +683,17 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
     Ok(store)
 }
 
+/// A stop a later rule classifies otherwise ends as its recording says
+/// while a replay follows it: a `--model fail` stop recorded `trapped`
+/// before decision 0417.
+fn as_recorded(mut ended: Ending, err: &wasmtime::Error, following: Option<&Following>) -> Ending {
+    let miss = matches!(err.downcast_ref::<Stop>(), Some(Stop::ModelMiss));
+    if miss && following.and_then(|f| f.ended) == Some(Status::Trapped) {
+        ended.0 = Status::Trapped;
+    }
+    ended
+}
+
 /// Status, output, message and backtrace of how a run ended.
 pub type Ending = (Status, Option<String>, Option<String>, Vec<String>);
 
@@ -703,11 +718,11 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
             Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
             Stop::Timeout => (Status::Timeout, fault.to_string()),
-            Stop::Unscripted(_) => (Status::Unscripted, fault.to_string()),
+            // A rerun stopped by `--model fail`: the recording it answers
+            // from ran out, as a script does (decision 0417).
+            Stop::Unscripted(_) | Stop::ModelMiss => (Status::Unscripted, fault.to_string()),
             Stop::Bundle(_) | Stop::Untyped(_) | Stop::Branched => anyhow::bail!("{fault}"),
-            Stop::Diverged | Stop::ReplayEnd | Stop::ModelMiss => {
-                (Status::Trapped, fault.to_string())
-            }
+            Stop::Diverged | Stop::ReplayEnd => (Status::Trapped, fault.to_string()),
         }
     } else if let Some(trap) = err.downcast_ref::<Trap>() {
         match trap {

@@ -161,7 +161,7 @@ fn outcome(f: Option<&Footer>) -> Markup {
         }
         @if f.status == worldline_log::log::Status::Unscripted {
             p.note #unscripted {
-                "not the agent's failure: the case's scripted model had no reply. "
+                "not the agent's failure: no reply was scripted or recorded for its request. "
                 (f.error.as_deref().unwrap_or_default())
             }
         }

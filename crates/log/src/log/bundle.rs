@@ -223,9 +223,10 @@ pub enum Status {
     StepLimit,
     /// The run got more than `[limits] max_errors` tool errors.
     ErrorLimit,
-    /// The scripted model had no reply for the agent's request: the
-    /// case's script ran out, not the agent (its own outcome and
-    /// signature, never a failure of the agent's).
+    /// The scripted model had no reply for the agent's request, or a
+    /// `rerun --model fail` met a request its recording does not hold:
+    /// the case's script or the recording ran out, not the agent (its own
+    /// outcome and signature, never a failure of the agent's).
     Unscripted,
 }
 

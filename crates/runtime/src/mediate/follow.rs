@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use worldline_log::log::{Event, ForkPoint, Held};
+use worldline_log::log::{Event, ForkPoint, Held, Status};
 
 /// How a replay departed from its recording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +66,10 @@ pub struct Following {
     /// The agent is another build than the recording's (`fork --agent`):
     /// its fuel is its own, so a followed event's fuel is not compared.
     pub other_agent: bool,
+    /// How the recording ended (its footer's status), when a replay
+    /// follows it to its end: a stop whose status a later rule changed
+    /// ends as it was recorded (decision 0417).
+    pub ended: Option<Status>,
 }
 
 /// Whether `events` record `wasi:http` plumbing calls (every request made
@@ -88,6 +92,7 @@ impl Following {
             divergence: None,
             reached_end: false,
             other_agent: false,
+            ended: None,
         }
     }
 
@@ -103,6 +108,7 @@ impl Following {
             divergence: None,
             reached_end: false,
             other_agent: false,
+            ended: None,
         }
     }
 
