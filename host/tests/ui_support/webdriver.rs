@@ -6,6 +6,7 @@
 use super::request;
 use base64::Engine as _;
 use serde_json::{Value, json};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -50,7 +51,10 @@ impl Browser {
             .expect("chromium is installed with chromium-driver");
         let port = free_port();
         let tmp = crate::common::temp_dir();
+        // Its own process group, which the Chromium processes it starts
+        // join: ended whole when the browser is dropped.
         let child = Command::new(driver)
+            .process_group(0)
             .arg(format!("--port={port}"))
             .env("TMPDIR", tmp.path())
             .stdout(Stdio::null())
@@ -308,7 +312,18 @@ impl Drop for Browser {
             let host = format!("127.0.0.1:{}", self.port);
             let _ = request(self.port, "DELETE", &self.s(""), &[("Host", &host)], "");
         }
-        let _ = self.driver.kill();
+        // chromedriver and every Chromium process it started, then wait
+        // until none is left before the temporary folder goes: a Chromium
+        // process still quitting wrote its folders back into it after it
+        // was removed (the folder outlived the browser, now and then).
+        let group = self.driver.id() as libc::pid_t;
+        // SAFETY: signals to the process group this browser started.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
         let _ = self.driver.wait();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // SAFETY: signal 0 only asks whether the group has a process left.
+        while unsafe { libc::kill(-group, 0) } == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
