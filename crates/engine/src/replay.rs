@@ -402,7 +402,7 @@ pub fn replay_in(
         following: Some(following),
         faults: rec.bundle.header.fuzz.clone(),
         model_seed: rec.bundle.header.model_seed,
-        recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.clone()),
+        replay: true,
         chain: rec.bundle.chain,
         ..RunOptions::default()
     };

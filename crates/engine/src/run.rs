@@ -131,9 +131,10 @@ pub struct RunOptions<'a> {
     pub model_seed: Option<u64>,
     /// A member of a group of rollouts (recorded in the header).
     pub group: Option<worldline_log::log::bundle::Group>,
-    /// A replay: the recorded grade, whose judges' answers are reused
-    /// (a replay never calls a model).
-    pub recorded_grade: Option<serde_json::Value>,
+    /// A strict replay: compared with its recording by its output,
+    /// status, final state's hash and chain hash only, so it is neither
+    /// graded nor its footer sealed (decision 0418).
+    pub replay: bool,
     /// Made durable with this batch's flush (a suite's) instead of an
     /// `fsync` of its own.
     pub batch: Option<&'a worldline_case::durable::SyncBatch>,
@@ -298,23 +299,21 @@ pub fn finish(
         .map_err(|e| opened.footer_error(opts.store, e))?;
     let left = med.services.finish();
     let hashed = opts.hashes();
-    let graded = grade_run(
-        case,
-        opts.recorded_grade.as_ref(),
-        &ended,
-        &events,
-        &left.state,
-        opened.gold.as_deref(),
-        hashed,
-    );
+    let graded = (!opts.replay)
+        .then(|| {
+            let gold = opened.gold.as_deref();
+            grade_run(case, None, &ended, &events, &left.state, gold, hashed)
+        })
+        .flatten();
+    let sealed = (hashed && !opts.replay).then_some(&opened.header);
     let footer = footer(
         ended,
         fuel,
-        chain_hash,
-        events.len(),
+        (chain_hash, events.len()),
         &left,
         graded.as_ref(),
-        hashed.then_some(&opened.header),
+        hashed,
+        sealed,
     );
     // A batch syncs its bundles together (and starts each one's writeback
     // as it is handed back); a database store's run is made durable by its
@@ -571,11 +570,11 @@ fn settle(med: &mut Mediator) -> (Option<Divergence>, bool) {
     (following.divergence, following.reached_end)
 }
 
-/// The grade, when the case has `[expect]`; a replay reuses the recorded
-/// grade's judge answers. The checks read the events whole (decision
-/// 0380: a graded run holds them so while it is graded). Without the
-/// state's diff unless `diffed` (a counted run's grade is read for its
-/// verdict only).
+/// The grade, when the case has `[expect]`; judged with the answers of
+/// `recorded_grade` when given (a fork server's branch, checked). The
+/// checks read the events whole (decision 0380: a graded run holds them so
+/// while it is graded). Without the state's diff unless `diffed` (a
+/// counted run's grade is read for its verdict only).
 fn grade_run(
     case: &Case,
     recorded_grade: Option<&serde_json::Value>,
@@ -609,17 +608,17 @@ fn grade_run(
     ))
 }
 
-/// The footer of a finished run, sealed for the run's header when it is
-/// `hashed` (decision 0414); a counted run's is not (its hashes and its
-/// grade's JSON are left empty).
+/// The footer of a finished run, with its final state's hash and its
+/// grade's JSON when it is `hashed` (a counted run's are left empty,
+/// decision 0410), and `sealed` for the run's header (decision 0414).
 fn footer(
     ended: Ending,
     fuel: u64,
-    chain_hash: String,
-    events: usize,
+    (chain_hash, events): (String, usize),
     left: &Leftover,
     graded: Option<&Grade>,
-    hashed: Option<&Header>,
+    hashed: bool,
+    sealed: Option<&Header>,
 ) -> Footer {
     let (status, output, error, backtrace) = ended;
     let mut footer = Footer {
@@ -627,14 +626,14 @@ fn footer(
         chain_hash,
         error,
         events: events as u64,
-        final_state_hash: if hashed.is_some() {
+        final_state_hash: if hashed {
             left.state.hash()
         } else {
             String::new()
         },
         fuel,
         grade: graded
-            .filter(|_| hashed.is_some())
+            .filter(|_| hashed)
             .map(|g| serde_json::to_value(g).expect("grades serialize")),
         header_hash: None,
         hash: String::new(),
@@ -645,7 +644,7 @@ fn footer(
         stdout: left.stdout.clone(),
         truncated_bytes: left.truncated_bytes,
     };
-    if let Some(header) = hashed {
+    if let Some(header) = sealed {
         bundle::seal(&mut footer, header);
     }
     footer
