@@ -139,6 +139,14 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
     for full in [&episodes[0], &episodes[2]] {
         assert_eq!(full["reward"], 1.0, "{full}");
         assert_eq!(full["last"]["verdict"], "passed", "{full}");
+        // OpenEnv counts the client's steps: none at the reset (its
+        // listing of the tools is not one; it was counted), then each
+        // `step`, the last `end` included.
+        assert_eq!(
+            full["state_at_reset"]["step_count"].as_u64(),
+            Some(0),
+            "{full}"
+        );
         assert_eq!(full["state"]["step_count"].as_u64(), Some(7), "{full}");
         let rollback = &full["steps"][3]["observation"];
         assert_eq!(rollback["tool_name"], "rollback_deploy");
@@ -236,6 +244,13 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
     );
     assert_eq!(after["reward"], 1.0, "{after}");
     assert_eq!(after["last"]["verdict"], "passed", "{after}");
+    // The episode's four steps before event 5 count (the five messages
+    // sent again include its reset's listing), then two more and `end`.
+    assert_eq!(
+        after["state_at_reset"]["step_count"].as_u64(),
+        Some(4),
+        "{after}"
+    );
     assert_eq!(after["state"]["step_count"].as_u64(), Some(7), "{after}");
     assert_eq!(before["reward"], 0.0, "{before}");
     assert_eq!(before["last"]["verdict"], "failed", "{before}");

@@ -4,8 +4,9 @@ once: `client.py URL PLAN.json`. PLAN is a list of episodes, each
 `{"case"?, "seed"?, "fork_of"?, "steps": [[tool, args], ...]}` (`fork_of`:
 `{"run", "at"}`, a recorded episode to begin from); each ends with the
 `end` action. Prints a JSON list: per episode the tools the reset
-observation listed, each step's observation, the last result's reward,
-done and observation, the reset observation's `fork_of`, and the state after it."""
+observation listed, the state after the reset, each step's observation,
+the last result's reward, done and observation, the reset observation's
+`fork_of`, and the state after it."""
 
 import asyncio
 import json
@@ -18,6 +19,7 @@ async def episode(url, plan):
     async with GenericEnvClient(base_url=url) as env:
         reset = {k: plan[k] for k in ("case", "seed", "fork_of") if k in plan}
         first = await env.reset(**reset)
+        at_reset = await env.state()
         steps = []
         for name, args in plan["steps"]:
             r = await env.step({"type": "call_tool", "tool_name": name, "arguments": args})
@@ -28,6 +30,7 @@ async def episode(url, plan):
             "tools": sorted(t["name"] for t in first.observation["tools"]),
             "task": first.observation["task"],
             "fork_of": first.observation.get("fork_of"),
+            "state_at_reset": at_reset,
             "steps": steps,
             "reward": last.reward,
             "done": last.done,

@@ -422,6 +422,9 @@ async fn reset_fork(
     }
     let mut forked = forked;
     forked["steps"] = json!(s.steps);
+    // The recorded episode's steps: its messages less the listing its
+    // reset made first.
+    s.step_count = s.steps.saturating_sub(1);
     // A prefix that never listed the tools (a fork at event 0) lists them
     // now, as a fresh reset does.
     let tools = match tools {
@@ -450,7 +453,13 @@ struct Session {
     seed: u64,
     task: Value,
     episode_id: Option<String>,
+    /// Messages sent to the mediator (the reset's listing among them):
+    /// the next one's JSON-RPC id, as recorded.
     steps: u64,
+    /// The client's steps, as OpenEnv counts them (`state`'s
+    /// `step_count`): each `step` answered with an observation, a fork's
+    /// prefix's own steps included.
+    step_count: u64,
     /// How the episode ended: reward, verdict, checks, run id.
     ended: Option<Value>,
 }
@@ -482,6 +491,7 @@ impl Session {
             task,
             episode_id: episode_id.map(str::to_string),
             steps: 0,
+            step_count: 0,
             ended: None,
         })
     }
@@ -517,8 +527,17 @@ impl Session {
         }
     }
 
-    /// One action.
+    /// One action, counted as a step when it is answered with an
+    /// observation.
     async fn step(&mut self, action: &Value) -> Value {
+        let answer = self.act(action).await;
+        if answer["type"] == "observation" {
+            self.step_count += 1;
+        }
+        answer
+    }
+
+    async fn act(&mut self, action: &Value) -> Value {
         if let Some(ended) = &self.ended {
             return observation(ended.clone(), ended["reward"].as_f64(), true);
         }
@@ -593,7 +612,7 @@ impl Session {
     fn state(&self) -> Value {
         let mut s = json!({
             "episode_id": self.episode_id,
-            "step_count": self.steps,
+            "step_count": self.step_count,
             "case": self.case,
             "seed": self.seed,
             "done": self.ended.is_some(),
