@@ -229,6 +229,54 @@ fn parallel_test_processes_lose_no_index_rows(kind: StoreKind) {
     }
 }
 
+/// A command that makes a run and whose reader stops reading (`| head`)
+/// is ended by SIGPIPE at its report; the run is in the index all the
+/// same. The row was committed at the command's end, after the report, so
+/// the index lacked the run until a `runs` found it.
+#[test]
+fn a_run_whose_report_is_not_read_is_in_the_index() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let good = write_case(dir.path(), "good", GOOD);
+    let id = run(&store, &good)["run_id"].as_str().unwrap().to_string();
+    let agent = guest("caller-agent");
+    let unread = |args: &[&str]| {
+        let mut child = common::worldline_spawn(&store, args);
+        // No reader: the first line written ends the process.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    unread(&["fork", &id, "--at", "1"]);
+    unread(&[
+        "run",
+        s(&good),
+        "--agent",
+        s(&agent),
+        "--worlds",
+        s(&worlds_dir()),
+    ]);
+    let bundles = std::fs::read_dir(store.join("runs")).unwrap().count();
+    assert_eq!(bundles, 3, "the runs were written");
+    let folder = worldline_store::store::StoreDir::open(&store).unwrap();
+    let indexed = worldline_store::index::Index::connect(&folder)
+        .unwrap()
+        .all()
+        .unwrap();
+    assert_eq!(
+        indexed.len(),
+        3,
+        "rows: {:?}",
+        indexed.iter().map(|r| &r.run_id).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn a_deleted_corrupt_or_stale_index_is_rebuilt_from_the_bundles() {
     let dir = temp_dir();

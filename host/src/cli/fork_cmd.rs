@@ -96,6 +96,7 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
             },
         )
     })?;
+    super::indexed(&store);
     for note in &forked.notes {
         eprintln!("note: {note}");
     }

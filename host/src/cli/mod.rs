@@ -332,6 +332,15 @@ fn compiling(origin: &std::path::Path, bytes: usize) -> String {
     )
 }
 
+/// Commit the row of the run this command made before its report is
+/// printed: a reader that stops reading (`| head`) ends the process with
+/// SIGPIPE at the first line it does not read, which came before the
+/// command's end committed the row (the index lacked the run until a
+/// `runs` found it).
+fn indexed(store: &worldline_store::store::StoreDir) {
+    worldline_store::index::flush(store);
+}
+
 /// Print a `--json` document, with what the project file supplied under
 /// `settings` when there is one.
 fn print_json_with_settings(doc: &impl serde::Serialize) -> anyhow::Result<()> {

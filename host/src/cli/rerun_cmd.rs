@@ -72,6 +72,7 @@ pub fn exec(args: RerunCommand) -> Result<ExitCode> {
             model: args.model,
         },
     )?;
+    super::indexed(&store);
     let outcome = &reran.outcome;
     let original = rec.bundle.footer.as_ref();
     let changed = rerun::changed_assertions(

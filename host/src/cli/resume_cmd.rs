@@ -73,6 +73,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     .filter_map(|(name, v)| Some((name.to_string(), v?)))
     .collect();
     let outcome = ops::resume::resume(&sandbox, &store, &rec, &raised, args.resend_in_flight)?;
+    super::indexed(&store);
     let in_flight = rec.bundle.in_flight.as_ref();
     let at = rec.event_count() as u64;
     if args.common.json {

@@ -52,6 +52,7 @@ pub fn exec(args: RunCommand) -> Result<ExitCode> {
             model_seed: args.model.model_seed,
         },
     )?;
+    super::indexed(&store);
     for w in &ran.warnings {
         eprintln!("warning: {}: {w}", case.path.display());
     }
