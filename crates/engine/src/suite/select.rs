@@ -150,7 +150,20 @@ impl Filter {
         if tokens.is_empty() {
             return Err("the filter is empty".into());
         }
-        let mut p = Parser { tokens, at: 0 };
+        let terms = tokens
+            .iter()
+            .filter(|t| !matches!(t.as_str(), "(" | ")" | "and" | "or" | "not"))
+            .count();
+        if terms > MAX_TERMS {
+            return Err(format!(
+                "the filter has {terms} terms; at most {MAX_TERMS} are read: select by a shared tag or path instead"
+            ));
+        }
+        let mut p = Parser {
+            tokens,
+            at: 0,
+            depth: 0,
+        };
         let e = p.or()?;
         match p.tokens.get(p.at) {
             None => Ok(Filter(e)),
@@ -180,9 +193,17 @@ fn tokenize(text: &str) -> Vec<String> {
     out
 }
 
+/// The most terms a filter may hold, and the deepest it may nest (`(`
+/// and `not`): the parse, the match and the drop of a filter recurse
+/// through it, and a filter past these would overflow the stack.
+const MAX_TERMS: usize = 1_000;
+const MAX_DEPTH: usize = 100;
+
 struct Parser {
     tokens: Vec<String>,
     at: usize,
+    /// `(` and `not` open around the word at `at`.
+    depth: usize,
 }
 
 impl Parser {
@@ -211,9 +232,24 @@ impl Parser {
     fn not(&mut self) -> Result<Expr, String> {
         if self.peek() == Some("not") {
             self.at += 1;
-            return Ok(Expr::Not(Box::new(self.not()?)));
+            let e = self.nested(Self::not)?;
+            return Ok(Expr::Not(Box::new(e)));
         }
         self.atom()
+    }
+
+    /// `parse` one level deeper, refused past [`MAX_DEPTH`].
+    fn nested(&mut self, parse: fn(&mut Self) -> Result<Expr, String>) -> Result<Expr, String> {
+        if self.depth == MAX_DEPTH {
+            return Err(format!(
+                "the filter nests `(` and `not` more than {MAX_DEPTH} deep (word {})",
+                self.at
+            ));
+        }
+        self.depth += 1;
+        let e = parse(self);
+        self.depth -= 1;
+        e
     }
 
     fn atom(&mut self) -> Result<Expr, String> {
@@ -224,7 +260,7 @@ impl Parser {
         self.at += 1;
         match t.as_str() {
             "(" => {
-                let e = self.or()?;
+                let e = self.nested(Self::or)?;
                 if self.peek() != Some(")") {
                     return Err(format!("`(` at word {at} is not closed"));
                 }
@@ -316,5 +352,28 @@ mod tests {
             "`colour:` is not a filter field; use name:, path:, world: or tag:"
         );
         assert_eq!(err("or a"), "unexpected `or` (word 1); a term was expected");
+    }
+
+    #[test]
+    fn a_filter_too_deep_or_too_long_is_refused_not_overflowing_the_stack() {
+        let deep = format!("{}a{}", "(".repeat(20_000), ")".repeat(20_000));
+        assert_eq!(
+            Filter::parse(&deep).unwrap_err(),
+            "the filter nests `(` and `not` more than 100 deep (word 101)"
+        );
+        let nots = format!("{}a", "not ".repeat(101));
+        assert!(
+            Filter::parse(&nots)
+                .unwrap_err()
+                .contains("more than 100 deep")
+        );
+        let long = vec!["a"; 1_001].join(" or ");
+        assert_eq!(
+            Filter::parse(&long).unwrap_err(),
+            "the filter has 1001 terms; at most 1000 are read: select by a shared tag or path instead"
+        );
+        let fine = format!("{}a{}", "(".repeat(100), ")".repeat(100));
+        assert!(Filter::parse(&fine).is_ok());
+        assert!(Filter::parse(&vec!["a"; 1_000].join(" or ")).is_ok());
     }
 }
