@@ -137,7 +137,8 @@ impl ToolToml {
             "file_read" => &["path_arg"],
             "file_write" => &["path_arg", "content_arg"],
             "file_list" => &["prefix_arg"],
-            _ => &[],
+            "respond" | "service" => &[],
+            other => return Err(format!("unknown op `{other}` (use {OPS})")),
         };
         let given = [
             ("table", self.table.is_some()),
@@ -465,6 +466,11 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown op `explode`")
         );
+        // A misspelt op with the keys of the op meant is unknown, not an op
+        // that takes none of them.
+        let t: ToolToml = toml::from_str("name='x'\nop='gett'\ntable='tickets'").unwrap();
+        let e = resolve(&t, &state()).unwrap_err();
+        assert!(e.contains(": unknown op `gett` (use get, "), "{e}");
     }
 
     #[test]
