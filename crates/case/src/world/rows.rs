@@ -50,14 +50,26 @@ pub(crate) fn parse_rows(
         line: Some((line, col)),
         ..InputError::new(file, m)
     };
+    // serde_json's message without its own "at line L column C": the
+    // error names its line and column once, as every other does.
+    let syntax = |line: usize, e: serde_json::Error| {
+        let said = e.to_string();
+        let at = format!(" at line {} column {}", e.line(), e.column());
+        bad(
+            line,
+            e.column(),
+            said.strip_suffix(&at).unwrap_or(&said).to_string(),
+        )
+    };
+    // A byte-order mark some editors write first is not a row's text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if rel.ends_with(".jsonl") {
         let mut out = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let v: Value =
-                serde_json::from_str(line).map_err(|e| bad(i + 1, e.column(), e.to_string()))?;
+            let v: Value = serde_json::from_str(line).map_err(|e| syntax(i + 1, e))?;
             if let Some(wide) = wide_integer::find(line).filter(|_| new_rules::apply()) {
                 return Err(bad(i + 1, wide.column, wide.message()));
             }
@@ -68,8 +80,7 @@ pub(crate) fn parse_rows(
         }
         Ok(out)
     } else if rel.ends_with(".json") {
-        let v: Value =
-            serde_json::from_str(text).map_err(|e| bad(e.line(), e.column(), e.to_string()))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| syntax(e.line(), e))?;
         if let Some(wide) = wide_integer::find(text).filter(|_| new_rules::apply()) {
             return Err(bad(wide.line, wide.column, wide.message()));
         }
@@ -101,6 +112,33 @@ pub(crate) fn parse_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_syntax_error_names_its_line_once_and_a_byte_order_mark_is_skipped() {
+        let err = |rel: &str, text: &str| {
+            parse_rows(Path::new("t.jsonl"), rel, text)
+                .unwrap_err()
+                .to_string()
+        };
+        let lines = "{\"id\": \"a\"}\n\n\n{\"id\": \"b\", \"n\": NaN}\n";
+        assert_eq!(err("t.jsonl", lines), "t.jsonl:4:18: expected value");
+        let array = "[\n  {\"id\": \"a\"},\n  {\"id\": }\n]";
+        assert_eq!(err("t.json", array), "t.jsonl:3:10: expected value");
+        let bom = "\u{feff}{\"id\": \"a\"}\n{\"id\": \"b\"}\n";
+        assert_eq!(
+            parse_rows(Path::new("t.jsonl"), "t.jsonl", bom)
+                .unwrap()
+                .len(),
+            2
+        );
+        let bom = "\u{feff}[{\"id\": \"a\"}]";
+        assert_eq!(
+            parse_rows(Path::new("t.json"), "t.json", bom)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
 
     #[test]
     fn each_row_of_a_json_array_knows_its_line() {
