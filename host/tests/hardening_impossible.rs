@@ -189,6 +189,39 @@ fn a_duration_past_ten_years_is_refused() {
     );
 }
 
+/// A `--model-set` or `--user-model-set` value of the wrong type is the
+/// flag's mistake, said in words before any case is read: it was said
+/// against the case file, in Rust's names (`expected u32`), and a `nan`
+/// as `invalid type: null`.
+#[test]
+fn a_model_set_of_the_wrong_type_is_the_flag_s_usage_error_in_words() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "model", &demo_case(1));
+    let store = dir.path().join("store");
+    for (flag, set, said) in [
+        (
+            "--model-set",
+            "retries=-1",
+            "invalid value 'retries=-1' for '--model-set <KEY=VALUE>': retries: invalid value: integer `-1`, expected a whole number from 0 to 4294967295",
+        ),
+        (
+            "--user-model-set",
+            "timeout_ms=nan",
+            "invalid value 'timeout_ms=nan' for '--user-model-set <KEY=VALUE>': timeout_ms: invalid value: `nan` is not a finite number",
+        ),
+    ] {
+        let out = run_caller(&store, &case, &[flag, set]);
+        out.expect_code(2);
+        assert!(out.stderr.contains(said), "{out}");
+        let out = run_caller(&store, &case, &[flag, set, "--json"]);
+        out.expect_code(2);
+        let error = &out.json()["error"];
+        assert!(error["message"].as_str().unwrap().contains(said), "{out}");
+        assert!(error["file"].is_null(), "{out}");
+    }
+    assert!(!store.join("runs").exists(), "nothing ran");
+}
+
 /// A clock so late that the run's virtual time could pass the year 9999
 /// is refused where the case loads: such a run once passed and wrote a
 /// tool's `$now` as `10000-01-01T…`. One at the last clock allowed runs.

@@ -116,7 +116,7 @@ fn key_of_value(source: &str, offset: usize) -> Option<String> {
 /// name in this code, which no user wrote) or `expected a map` is
 /// "expected a table"; the TOML reader's "wanted string or table" (a
 /// number where a name is meant) is said as a type error.
-fn in_words(message: &str) -> String {
+pub(crate) fn in_words(message: &str) -> String {
     if let Some((head, ty)) = message.rsplit_once("expected struct ")
         && !ty.is_empty()
         && ty.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')

@@ -25,7 +25,8 @@ struct ProjectToml {
     worlds: Option<toml::Spanned<String>>,
     #[serde(default)]
     cases: Vec<toml::Spanned<String>>,
-    jobs: Option<toml::Spanned<usize>>,
+    /// Read as any value and checked here, so that its error says its range.
+    jobs: Option<toml::Spanned<toml::Value>>,
     #[serde(default)]
     model: BTreeMap<String, toml::Spanned<toml::Value>>,
     /// `[user_model]`: keys of a model-played user's `[user.model]`.
@@ -138,16 +139,27 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
             format!("`{key}` is empty: name a path (relative to this file), or leave the key out"),
         ));
     }
-    if let Some(j) = &doc.jobs
-        && !(1..=MAX_JOBS).contains(j.get_ref())
-    {
-        return Err(InputError::at(
-            file,
-            &text,
-            j.span().start,
-            format!("jobs must be from 1 to {MAX_JOBS}"),
-        ));
-    }
+    let jobs = match &doc.jobs {
+        None => None,
+        Some(j) => match j
+            .get_ref()
+            .as_integer()
+            .and_then(|n| usize::try_from(n).ok())
+        {
+            Some(n) if (1..=MAX_JOBS).contains(&n) => Some(n),
+            _ => {
+                return Err(InputError::at(
+                    file,
+                    &text,
+                    j.span().start,
+                    format!(
+                        "jobs must be a whole number from 1 to {MAX_JOBS}, not {}",
+                        j.get_ref()
+                    ),
+                ));
+            }
+        },
+    };
     if let Some(p) = &doc.prices
         && let Err(m) = p.get_ref().check()
     {
@@ -204,7 +216,7 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         exec,
         worlds: doc.worlds.as_ref().map(path),
         cases: doc.cases.iter().map(path).collect(),
-        jobs: doc.jobs.map(|j| j.into_inner()),
+        jobs,
         model,
         user_model,
         prices: doc.prices.map(|p| p.into_inner()).unwrap_or_default(),
@@ -230,6 +242,14 @@ fn settings(
             toml::Value::String(s) if key == "recording" => dir.join(s).display().to_string(),
             toml::Value::String(s) => s.clone(),
             toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) if !f.is_finite() => {
+                return Err(InputError::at(
+                    file,
+                    text,
+                    value.span().start,
+                    format!("[{table}] {key}: `{f}` is not a finite number"),
+                ));
+            }
             toml::Value::Float(f) => f.to_string(),
             toml::Value::Boolean(b) => b.to_string(),
             _ => {
@@ -317,7 +337,27 @@ mod tests {
             load(&file)
                 .unwrap_err()
                 .to_string()
-                .contains(":1:8: jobs must be from 1 to 1024")
+                .contains(":1:8: jobs must be a whole number from 1 to 1024, not 0")
+        );
+        // Of another type, still its range (a string said the range of a
+        // `usize`, 0 to 18446744073709551615).
+        std::fs::write(&file, "jobs = \"4\"\n").unwrap();
+        let e = load(&file).unwrap_err().to_string();
+        assert!(
+            e.ends_with(":1:8: jobs must be a whole number from 1 to 1024, not \"4\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_setting_that_is_not_a_finite_number_is_refused_at_its_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(FILE);
+        std::fs::write(&file, "[model]\ntimeout_ms = nan\n").unwrap();
+        let e = load(&file).unwrap_err().to_string();
+        assert!(
+            e.ends_with(":2:14: [model] timeout_ms: `NaN` is not a finite number"),
+            "{e}"
         );
     }
 

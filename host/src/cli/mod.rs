@@ -63,7 +63,8 @@ pub struct ModelArgs {
     /// Override a key of the case's [model], e.g. `--model-set provider=openai
     /// --model-set base_url=http://127.0.0.1:11434/v1 --model-set model=llama3.1`
     /// (repeatable; recorded in the bundle).
-    #[arg(long = "model-set", value_name = "KEY=VALUE")]
+    #[arg(long = "model-set", value_name = "KEY=VALUE",
+          value_parser = worldline_case::case::model::check_override)]
     pub set: Vec<String>,
     /// Configure the model that plays a model-played user (`[user]
     /// played_by = "model"`), a key of its [user.model], e.g.
@@ -72,7 +73,8 @@ pub struct ModelArgs {
     /// (repeatable; recorded in the bundle). Without one, a user whose case
     /// has no [user.model] is played by its scripted stand-in; a scripted
     /// user ignores it (decision 0386).
-    #[arg(long = "user-model-set", value_name = "KEY=VALUE")]
+    #[arg(long = "user-model-set", value_name = "KEY=VALUE",
+          value_parser = worldline_case::case::model::check_override)]
     pub user_set: Vec<String>,
     /// Seed of the scripted model's weighted alternatives (default: the case seed).
     #[arg(long)]

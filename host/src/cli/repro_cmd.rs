@@ -30,11 +30,13 @@ pub struct ReproArgs {
     pub jobs: Option<usize>,
     /// Override a key of the recorded case's [model] for the repetitions,
     /// e.g. `--model-set provider=openai` to ask a live endpoint (repeatable).
-    #[arg(long = "model-set", value_name = "KEY=VALUE")]
+    #[arg(long = "model-set", value_name = "KEY=VALUE",
+          value_parser = worldline_case::case::model::check_override)]
     pub model_set: Vec<String>,
     /// A key of the model that plays a model-played user, e.g.
     /// `--user-model-set provider=openai` (repeatable; see `run`).
-    #[arg(long = "user-model-set", value_name = "KEY=VALUE")]
+    #[arg(long = "user-model-set", value_name = "KEY=VALUE",
+          value_parser = worldline_case::case::model::check_override)]
     pub user_model_set: Vec<String>,
     #[command(flatten)]
     pub common: Common,

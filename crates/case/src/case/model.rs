@@ -206,10 +206,15 @@ impl ModelConfig {
     /// key the table has, a value of its type (how keys go together is
     /// checked once a case's table is whole).
     pub fn check_key(key: &str, text: &str) -> Result<(), String> {
+        if let toml::Value::Float(f) = setting_value(text)
+            && !f.is_finite()
+        {
+            return Err(format!("invalid value: `{text}` is not a finite number"));
+        }
         let one = serde_json::json!({ key: override_value(text) });
         serde_json::from_value::<ModelConfig>(one)
             .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| crate::error::in_words(&e.to_string()))
     }
 
     /// Check what serde cannot: each rule replies one way, paths parse,
@@ -311,8 +316,10 @@ impl ModelConfig {
         for (key, text) in overrides {
             table[key.as_str()] = override_value(text);
         }
-        let config: ModelConfig = serde_json::from_value(table)
-            .map_err(|e| format!("--model-set {}: {e}", describe(overrides)))?;
+        let config: ModelConfig = serde_json::from_value(table).map_err(|e| {
+            let e = crate::error::in_words(&e.to_string());
+            format!("--model-set {}: {e}", describe(overrides))
+        })?;
         config.check()?;
         Ok(config)
     }
@@ -386,6 +393,17 @@ fn describe(overrides: &BTreeMap<String, String>) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// One `--model-set KEY=VALUE` (or `--user-model-set`) as given, its key
+/// and value checked as a `[model]` key: a mistake is the flag's, said
+/// before any case is read (clap's `value_parser`).
+pub fn check_override(arg: &str) -> Result<String, String> {
+    let (k, v) = arg
+        .split_once('=')
+        .ok_or_else(|| "expected KEY=VALUE, e.g. provider=openai".to_string())?;
+    ModelConfig::check_key(k.trim(), v).map_err(|e| format!("{}: {e}", k.trim()))?;
+    Ok(arg.to_string())
 }
 
 /// Split `--model-set KEY=VALUE` arguments.
@@ -506,5 +524,40 @@ mod tests {
         );
         let unknown = parse_overrides(&["colour=blue".into()]).unwrap();
         assert!(c.with_overrides(&unknown).unwrap_err().contains("colour"));
+    }
+
+    #[test]
+    fn an_override_is_checked_alone_and_said_in_words() {
+        assert_eq!(check_override("retries=2").unwrap(), "retries=2");
+        assert_eq!(
+            check_override("retries=-1").unwrap_err(),
+            "retries: invalid value: integer `-1`, expected a whole number from 0 to 4294967295"
+        );
+        assert_eq!(
+            check_override("timeout_ms=1.5").unwrap_err(),
+            "timeout_ms: invalid type: floating point `1.5`, expected a whole number from 0 to 18446744073709551615"
+        );
+        assert!(
+            check_override("colour=blue")
+                .unwrap_err()
+                .starts_with("colour: unknown field `colour`")
+        );
+        assert_eq!(
+            check_override("timeout_ms=nan").unwrap_err(),
+            "timeout_ms: invalid value: `nan` is not a finite number"
+        );
+        assert_eq!(
+            check_override("nokey").unwrap_err(),
+            "expected KEY=VALUE, e.g. provider=openai"
+        );
+        let c = ModelConfig::default();
+        let o = parse_overrides(&["retries=-1".into()]).unwrap();
+        assert!(
+            c.with_overrides(&o)
+                .unwrap_err()
+                .ends_with("expected a whole number from 0 to 4294967295"),
+            "{:?}",
+            c.with_overrides(&o)
+        );
     }
 }
