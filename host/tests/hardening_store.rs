@@ -127,6 +127,58 @@ fn gc_beside_a_running_suite_removes_nothing_it_uses_and_never_fails() {
     assert!(passes[0].json()["runs"]["count"].as_u64().unwrap() >= 4);
 }
 
+/// `import` beside a gc pass: it holds the objects it brings and its run
+/// in its lease before it looks at what the store has (decision 0121), so
+/// a pass that planned before the run appeared, and deletes its objects
+/// while the import waits, leaves the import to store them again. It took
+/// no lease: an import that found the objects there wrote only the bundle,
+/// the pass then removed them, and the imported run could not be read.
+/// Here the test plays the pass: it holds `gc.lock` as a pass does,
+/// deletes the objects, and lets go.
+#[test]
+fn an_import_beside_a_gc_pass_stores_again_the_objects_the_pass_removed() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "c1", &demo_case(1));
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    let out = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("r.json");
+    worldline(&store, ["export", &run, "-o", s(&file)]).expect_code(0);
+    // The store keeps the run's objects but not the run, as after a gc
+    // that removed the run and not yet its objects.
+    std::fs::remove_file(store.join(format!("runs/{run}.jsonl"))).unwrap();
+    worldline(&store, ["index", "--rebuild"]).expect_code(0);
+
+    let gate = std::fs::File::open(store.join("gc.lock")).unwrap();
+    gate.lock().unwrap();
+    let import = worldline_spawn(&store, ["import", s(&file)]);
+    // Long enough for an import that does not wait to end.
+    std::thread::sleep(Duration::from_millis(1500));
+    for e in std::fs::read_dir(store.join("objects")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    gate.unlock().unwrap();
+    let out = common::CliOutput::of(import.wait_with_output().unwrap());
+    out.expect_code(0);
+    let verify = worldline(&store, ["verify", "--json"]);
+    assert_eq!(verify.json()["unreadable"], 0, "{verify}");
+    assert_eq!(verify.json()["replayed"], 1, "{verify}");
+    verify.expect_code(0);
+}
+
 #[test]
 fn a_service_the_world_refuses_leaves_no_bundle() {
     let dir = temp_dir();

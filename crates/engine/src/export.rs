@@ -343,6 +343,14 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         }
     }
 
+    // Hold what the export brings, and the run, before looking at what the
+    // store has (decision 0121): a gc pass that planned before the run
+    // appeared either sees them held, or has deleted them by the time the
+    // hold returns, and they are stored again below. (What the store
+    // itself gave was held as it was read.)
+    let mut held: Vec<&str> = decoded.keys().map(String::as_str).collect();
+    held.push(&doc.run);
+    store.hold(&held)?;
     // A database store's working folder knows the runs stored so far.
     store.pull()?;
     // Every file appears whole or not at all (a temporary file renamed
