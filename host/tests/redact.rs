@@ -192,6 +192,41 @@ fn each_detector_hides_its_kind_with_stable_placeholders_unless_unredacted() {
     assert_eq!(ok(&v, "phone"), "+44 20 7946 0958");
 }
 
+/// A policy whose path starts with a root no run holds (a typo of
+/// `response`) is refused at its line by every view, never read as a
+/// policy that hides nothing: `history` showed the name it was written to
+/// hide, and `export --redacted` wrote it.
+#[test]
+fn a_policy_path_no_run_holds_is_refused_and_nothing_is_shown() {
+    let st = setup();
+    let typo = st.root.join("typo.toml");
+    std::fs::write(&typo, "detectors = []\npaths = [\"respnse.ok.name\"]\n").unwrap();
+    let out_file = st.root.join("out.json");
+    for args in [
+        vec!["history", st.run.as_str(), "--redact", s(&typo)],
+        vec![
+            "export",
+            st.run.as_str(),
+            "--redacted",
+            "--redact",
+            s(&typo),
+            "-o",
+            s(&out_file),
+        ],
+    ] {
+        let out = worldline(&st.store, &args);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains(
+                "typo.toml:2:10: path `respnse.ok.name` starts with `respnse`, which no run holds"
+            ),
+            "{out}"
+        );
+        assert!(!out.stdout.contains("Ana Lopez"), "{out}");
+    }
+    assert!(!out_file.exists());
+}
+
 #[test]
 fn diff_is_redacted_with_one_placeholder_per_value_across_both_runs() {
     let st = setup();

@@ -160,7 +160,10 @@ impl Detector {
 
     /// A detector of a custom regular expression.
     pub(crate) fn custom(kind: &str, pattern: &str) -> Result<Detector, String> {
-        let re = Regex::new(pattern).map_err(|e| e.to_string())?;
+        let re = Regex::new(pattern).map_err(|e| format!("not a regular expression: {e}"))?;
+        if re.is_match("") {
+            return Err("the pattern matches empty text, which would put a placeholder between every character: make it match at least one character (`a+` for `a*`)".into());
+        }
         Ok(Detector {
             kind: kind.to_string(),
             re,
@@ -171,7 +174,9 @@ impl Detector {
     /// The byte ranges of what this detector finds in `text`.
     pub(crate) fn find(&self, text: &str) -> Vec<(usize, usize)> {
         let mut out = Vec::new();
-        for m in self.re.find_iter(text) {
+        // An empty match (`\b`, which the check of an empty pattern at
+        // parse cannot see) hides nothing.
+        for m in self.re.find_iter(text).filter(|m| !m.is_empty()) {
             let mut end = m.end();
             // An IBAN match may run into a following word: drop trailing
             // groups until the check holds.

@@ -43,7 +43,7 @@ const SALT_FILE: &str = "redact.key";
 #[serde(deny_unknown_fields)]
 struct PolicyFile {
     #[serde(default)]
-    paths: Vec<String>,
+    paths: Vec<toml::Spanned<String>>,
     detectors: Option<Vec<toml::Spanned<String>>>,
     #[serde(default)]
     custom: Vec<Custom>,
@@ -55,6 +55,10 @@ struct Custom {
     name: String,
     pattern: toml::Spanned<String>,
 }
+
+/// What a policy's path may start with: the parts of a run the redactor
+/// walks ([`Redactor::value`]'s roots).
+const ROOTS: [&str; 5] = ["request", "response", "writes", "state", "output"];
 
 /// A parsed policy.
 pub struct Policy {
@@ -94,13 +98,34 @@ impl Policy {
                 }
             }
         }
+        // A path no run holds would hide nothing, and a mistyped one
+        // (`reqest.args.email`) would show what it was written to hide.
+        for p in &doc.paths {
+            let text = p.get_ref();
+            let root = text.split('.').next().unwrap_or_default();
+            let why = if text.split('.').any(str::is_empty) {
+                Some(format!(
+                    "path `{text}` has an empty part: write dotted keys, `*` for any key or index"
+                ))
+            } else if !ROOTS.contains(&root) {
+                Some(format!(
+                    "path `{text}` starts with `{root}`, which no run holds: start it with {}",
+                    ROOTS.join(", ")
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(InputError::at(path, source, p.span().start, why));
+            }
+        }
         for c in &doc.custom {
             let d = Detector::custom(&c.name, c.pattern.get_ref()).map_err(|m| {
                 InputError::at(
                     path,
                     source,
                     c.pattern.span().start,
-                    format!("custom `{}`: not a regular expression: {m}", c.name),
+                    format!("custom `{}`: {m}", c.name),
                 )
             })?;
             detectors.push(d);
@@ -108,7 +133,7 @@ impl Policy {
         let paths = doc
             .paths
             .iter()
-            .map(|p| p.split('.').map(String::from).collect())
+            .map(|p| p.get_ref().split('.').map(String::from).collect())
             .collect();
         Ok(Policy {
             paths,
@@ -550,5 +575,38 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.to_string().starts_with("r.toml:3:"), "{e}");
+    }
+
+    /// A path or pattern that would hide nothing, or everything, is
+    /// refused at its line: a misspelt root hid nothing and was accepted
+    /// (the values it was written to hide were shown), and a pattern that
+    /// matches empty text put a placeholder between every character.
+    #[test]
+    fn a_path_no_run_holds_or_a_pattern_matching_nothing_is_refused_at_its_line() {
+        let err = |text: &str| {
+            Policy::parse(Path::new("r.toml"), text)
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            err("detectors = []\npaths = [\"request.args.id\",\n  \"reqest.args.id\"]\n"),
+            "r.toml:3:3: path `reqest.args.id` starts with `reqest`, which no run holds: start it with request, response, writes, state, output"
+        );
+        assert_eq!(
+            err("paths = [\"\"]\n"),
+            "r.toml:1:10: path `` has an empty part: write dotted keys, `*` for any key or index"
+        );
+        assert!(err("paths = [\"state..x\"]\n").contains("has an empty part"));
+        assert_eq!(
+            err("[[custom]]\nname = \"x\"\npattern = \"a*\"\n"),
+            "r.toml:3:11: custom `x`: the pattern matches empty text, which would put a placeholder between every character: make it match at least one character (`a+` for `a*`)"
+        );
+        for fine in [
+            "paths = [\"state\", \"output.*\", \"writes.t.*.f\"]\n",
+            "[[custom]]\nname = \"x\"\npattern = \"a+\"\n",
+        ] {
+            assert!(Policy::parse(Path::new("r.toml"), fine).is_ok(), "{fine}");
+        }
     }
 }
