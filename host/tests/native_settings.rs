@@ -336,6 +336,56 @@ fn the_error_shows_the_agent_s_exception_and_history_prints_its_streams() {
     assert_eq!(stdout.stdout, "working\n", "{stdout}");
 }
 
+/// An agent that dies as an asyncio task group does (what the official
+/// MCP client and LangGraph die of): its error is the group and what it
+/// holds, raised where its task raised, not the frame's last line
+/// (`+------------------------------------`) it was.
+#[test]
+fn an_exception_group_is_the_agent_s_error_by_what_it_holds() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = dir.path().join("group.py");
+    std::fs::write(
+        &agent,
+        "import asyncio\nasync def task():\n    raise ValueError('the real cause')\n\
+         async def main():\n    async with asyncio.TaskGroup() as tg:\n        tg.create_task(task())\n\
+         asyncio.run(main())\n",
+    )
+    .unwrap();
+    let case = write_case(dir.path(), "group", CASE_HEAD);
+    let worlds = workspace_root().join("worlds");
+    let out = worldline_raw([
+        "run".as_ref(),
+        case.as_os_str(),
+        "--json".as_ref(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "python3".as_ref(),
+        agent.as_os_str(),
+    ]);
+    out.expect_code(3);
+    let said = "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception): ValueError: the real cause";
+    assert!(
+        out.json()["error"].as_str().unwrap().ends_with(said),
+        "{out}"
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let history = worldline(&store, ["history", id.as_str(), "--json"]);
+    let agent_error = &history.json()["agent_error"];
+    assert_eq!(agent_error["message"], said, "{history}");
+    assert!(
+        agent_error["at"]
+            .as_str()
+            .unwrap()
+            .ends_with("line 3, in task"),
+        "{history}"
+    );
+}
+
 /// A model call whose message no rule of the case matches.
 const ASKS: &str = r#"
 import json, os, urllib.request

@@ -104,7 +104,10 @@ impl Account {
     /// panic's message.
     pub fn exception(&self) -> String {
         match self {
-            Account::Python(t) => last_line(t).to_string(),
+            Account::Python(t) => match Group::of(t) {
+                Some(g) => g.exception(),
+                None => last_line(t).to_string(),
+            },
             Account::JavaScript(t) => t.lines().next().unwrap_or("").to_string(),
             Account::Panic(t) => {
                 let mut lines = t.lines();
@@ -124,11 +127,14 @@ impl Account {
     pub fn location(&self) -> Option<String> {
         let t = self.text();
         match self {
-            Account::Python(_) => t
-                .lines()
-                .rev()
-                .find(|l| l.trim_start().starts_with("File "))
-                .map(|l| l.trim().to_string()),
+            Account::Python(_) => match Group::of(t) {
+                Some(g) => g.location(),
+                None => t
+                    .lines()
+                    .rev()
+                    .find(|l| l.trim_start().starts_with("File "))
+                    .map(|l| l.trim().to_string()),
+            },
             Account::JavaScript(_) => t.lines().nth(1).map(|l| l.trim().to_string()),
             Account::Panic(_) => t
                 .lines()
@@ -142,7 +148,7 @@ impl Account {
     pub fn summary(&self) -> String {
         match self {
             // The exception line (`KeyError: 'x'`) closes a traceback.
-            Account::Python(t) => format!("uncaught Python exception {}", last_line(t)),
+            Account::Python(_) => format!("uncaught Python exception {}", self.exception()),
             // The first line is the exception (`TypeError: boom`).
             Account::JavaScript(t) => format!(
                 "uncaught JavaScript exception {}",
@@ -168,6 +174,103 @@ fn last_line(text: &str) -> &str {
 const MAX_CHARS: usize = 8_000;
 
 const TRACEBACK: &str = "Traceback (most recent call last):";
+/// How Python (3.11 and later) starts an exception group's traceback, in
+/// the frame of `|` and `+` it draws around a group (`  + Exception Group
+/// Traceback ...`, then `  | ` before each line): what an asyncio or anyio
+/// task group raises, so what the official MCP client, LangGraph and other
+/// async SDKs die of.
+const GROUP_TRACEBACK: &str = "Exception Group Traceback (most recent call last):";
+
+/// Whether `line` starts a traceback at the top level: a plain one, or an
+/// exception group's (`  + Exception Group ...`; a group nested in one is
+/// drawn inside its `|` frame, and is part of it).
+fn starts_traceback(line: &str) -> bool {
+    line.starts_with(TRACEBACK)
+        || line
+            .trim_start()
+            .strip_prefix("+ ")
+            .is_some_and(|l| l.starts_with(GROUP_TRACEBACK))
+}
+
+/// The last exception group of a Python traceback, when it ends on one.
+struct Group<'a> {
+    /// Its lines, from its header on.
+    lines: Vec<&'a str>,
+}
+
+impl<'a> Group<'a> {
+    /// The group `text` ends on, if its last traceback is a group's.
+    fn of(text: &'a str) -> Option<Group<'a>> {
+        let lines: Vec<&str> = text.lines().collect();
+        let start = lines.iter().rposition(|l| starts_traceback(l))?;
+        (!lines[start].starts_with(TRACEBACK)).then(|| Group {
+            lines: lines[start..].to_vec(),
+        })
+    }
+
+    /// A line's text inside the group's frame (`| text`), or `None` for
+    /// the frame's own lines (the header, `+-+---- 1 ----` separators).
+    fn content(line: &str) -> Option<&str> {
+        let t = line.trim_start().strip_prefix('|')?;
+        Some(t.strip_prefix(' ').unwrap_or(t))
+    }
+
+    /// The indexes of the exception lines: unindented text that starts no
+    /// traceback and is no chain's message.
+    fn exceptions(&self) -> impl Iterator<Item = usize> + '_ {
+        self.lines.iter().enumerate().filter_map(|(i, l)| {
+            let c = Self::content(l)?;
+            let exception = !c.is_empty()
+                && !c.starts_with([' ', '\t'])
+                && c != TRACEBACK
+                && c != GROUP_TRACEBACK
+                && !CHAINS.contains(&c.trim());
+            exception.then_some(i)
+        })
+    }
+
+    /// The exceptions the group holds that are not groups themselves, each
+    /// the last of its block (the one a chain inside it ended on).
+    fn leaves(&self) -> Vec<usize> {
+        self.exceptions()
+            .filter(|&i| {
+                let c = Self::content(self.lines[i]).unwrap_or_default();
+                let group = c.ends_with(" sub-exception)") || c.ends_with(" sub-exceptions)");
+                let ends_block = self.lines[i + 1..]
+                    .iter()
+                    .find(|l| !l.trim().is_empty() && Self::content(l) != Some(""))
+                    .is_none_or(|l| Self::content(l).is_none());
+                !group && ends_block
+            })
+            .collect()
+    }
+
+    /// `ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception):
+    /// ValueError: the real cause`: the group, then what it holds.
+    fn exception(&self) -> String {
+        let content = |i: usize| Self::content(self.lines[i]).unwrap_or_default().trim();
+        let Some(group) = self.exceptions().next() else {
+            return last_line(&self.lines.join("\n")).to_string();
+        };
+        let leaves: Vec<&str> = self.leaves().into_iter().map(content).collect();
+        match leaves.is_empty() {
+            true => content(group).to_string(),
+            false => format!("{}: {}", content(group), leaves.join("; ")),
+        }
+    }
+
+    /// The innermost frame above the first exception the group holds (the
+    /// group's own, when that one has no traceback).
+    fn location(&self) -> Option<String> {
+        let first = self.leaves().first().copied().unwrap_or(self.lines.len());
+        self.lines[..first]
+            .iter()
+            .rev()
+            .filter_map(|l| Self::content(l))
+            .find(|c| c.trim_start().starts_with("File "))
+            .map(|c| c.trim().to_string())
+    }
+}
 const CHAINS: &[&str] = &[
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -193,7 +296,7 @@ pub fn find(stderr: &str) -> Option<Account> {
         return Some(Account::JavaScript(clip(&lines[start + 1..end])));
     }
     let panic = lines.iter().rposition(|l| l.contains("panicked at"));
-    if let Some(start) = lines.iter().rposition(|l| l.starts_with(TRACEBACK)) {
+    if let Some(start) = lines.iter().rposition(|l| starts_traceback(l)) {
         let python_ended_it = match panic {
             None => true,
             Some(p) => p > start && lines[p..].iter().any(|l| l.contains(PYTHON_PANIC)),
@@ -228,7 +331,7 @@ pub fn find_in_process(stderr: &str) -> Option<Account> {
     let lines: Vec<&str> = stderr.lines().collect();
     let python = lines
         .iter()
-        .rposition(|l| l.starts_with(TRACEBACK))
+        .rposition(|l| starts_traceback(l))
         .map(|start| {
             // Frames are indented; the exception's line is the first that
             // is not.
@@ -283,7 +386,7 @@ fn chain_start(lines: &[&str], mut start: usize) -> usize {
         let before = lines[..start].iter().rposition(|l| !l.trim().is_empty());
         match before {
             Some(i) if CHAINS.contains(&lines[i].trim()) => {
-                match lines[..i].iter().rposition(|l| l.starts_with(TRACEBACK)) {
+                match lines[..i].iter().rposition(|l| starts_traceback(l)) {
                     Some(earlier) => start = earlier,
                     None => return start,
                 }
@@ -331,6 +434,83 @@ note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
         assert_eq!(
             account.location().as_deref(),
             Some("File \"/0/agent.py\", line 3, in helper")
+        );
+    }
+
+    /// What an asyncio task group dies of (Python 3.11's output).
+    const GROUP: &str = "  + Exception Group Traceback (most recent call last):
+  |   File \"/tmp/eg.py\", line 8, in <module>
+  |     asyncio.run(main())
+  |   File \"/usr/lib/python3.11/asyncio/taskgroups.py\", line 145, in __aexit__
+  |     raise me from None
+  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File \"/tmp/eg.py\", line 3, in task
+    |     raise ValueError(\"the real cause\")
+    | ValueError: the real cause
+    +------------------------------------";
+
+    /// An exception group is found as a traceback is, on both paths, and
+    /// said by what it holds: its frame of `|` and `+` hid it, so a
+    /// native agent's error was stderr's last line (`+-----`) and a
+    /// component's the runtime's panic.
+    #[test]
+    fn an_exception_group_is_said_by_the_exceptions_it_holds() {
+        let native = format!("INFO starting\n{GROUP}\n");
+        let component = format!(
+            "{GROUP}\nthread '<unnamed>' (1) panicked at runtime/src/lib.rs:1293:29:\n{PYTHON_PANIC}\n"
+        );
+        for account in [find_in_process(&native).unwrap(), find(&component).unwrap()] {
+            assert_eq!(account, Account::Python(GROUP.trim().into()));
+            assert_eq!(
+                account.exception(),
+                "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception): ValueError: the real cause"
+            );
+            assert_eq!(
+                account.location().as_deref(),
+                Some("File \"/tmp/eg.py\", line 3, in task")
+            );
+        }
+        assert_eq!(
+            process_error("the process exited with status 1".into(), &native),
+            "the process exited with status 1: uncaught Python exception ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception): ValueError: the real cause"
+        );
+        // Several, one a group of its own raised with a traceback, after a
+        // chain: the leaves in order, the group's own frame when the first
+        // has none.
+        let nested = "Traceback (most recent call last):
+  File \"<stdin>\", line 2, in <module>
+KeyError: 'x'
+
+During handling of the above exception, another exception occurred:
+
+  + Exception Group Traceback (most recent call last):
+  |   File \"<stdin>\", line 7, in outer
+  | ExceptionGroup: outer (2 sub-exceptions)
+  +-+---------------- 1 ----------------
+    | Exception Group Traceback (most recent call last):
+    |   File \"<stdin>\", line 2, in inner
+    | ExceptionGroup: inner (1 sub-exception)
+    +-+---------------- 1 ----------------
+      | TypeError: deep
+      +------------------------------------
+    +---------------- 2 ----------------
+    | ValueError: v
+    +------------------------------------
+";
+        let account = find_in_process(nested).unwrap();
+        assert!(
+            account.text().starts_with("Traceback"),
+            "the chain is kept whole"
+        );
+        assert_eq!(
+            account.exception(),
+            "ExceptionGroup: outer (2 sub-exceptions): TypeError: deep; ValueError: v"
+        );
+        assert_eq!(
+            account.location().as_deref(),
+            Some("File \"<stdin>\", line 2, in inner")
         );
     }
 
