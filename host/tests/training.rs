@@ -116,6 +116,18 @@ fn atif_export_validates_on_every_agent_path() {
             "{path}: every call answered: {doc}"
         );
         assert_eq!(doc["model_steps"], models, "{path}: the model calls: {doc}");
+        // Every step but the opening messages says its event, in order: a
+        // step of a tool call no model asked for said none.
+        let seqs = doc["seqs"].as_array().unwrap();
+        let opening = seqs.iter().take_while(|s| s.is_null()).count();
+        let after: Vec<u64> = seqs[opening..]
+            .iter()
+            .map(|s| {
+                s.as_u64()
+                    .unwrap_or_else(|| panic!("{path}: a step without its seq: {doc}"))
+            })
+            .collect();
+        assert!(!after.is_empty() && after.is_sorted(), "{path}: {doc}");
         assert_eq!(doc["reward"], 1.0, "{path}: {doc}");
         assert_eq!(doc["verdict"], "passed", "{path}: {doc}");
         // The world's tools, whether or not the agent listed them.

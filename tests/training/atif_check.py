@@ -32,6 +32,7 @@ with open(sys.argv[1], encoding="utf-8") as f:
                 "verdict": t.extra["verdict"],
                 "group": t.extra.get("group"),
                 "tools": [d["function"]["name"] for d in t.agent.tool_definitions or []],
+                "seqs": [(s.extra or {}).get("seq") for s in t.steps],
             }
         )
 print(json.dumps(out))

@@ -315,6 +315,7 @@ impl Steps {
             "llm_call_count": 0,
             "tool_calls": [call],
             "observation": {"results": [{"source_call_id": id, "content": content, "extra": extra}]},
+            "extra": extra,
         }));
     }
 }
