@@ -782,6 +782,22 @@ fn an_export_is_neither_written_nor_read_as_a_run_and_a_pin_keeps_its_note() {
         "{out}"
     );
     assert!(!inside.exists());
+    // Nor over one of its objects (every run of the agent was then
+    // unreadable) or its own files.
+    let object = std::fs::read_dir(store.join("objects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let before = std::fs::read(&object).unwrap();
+    for own in [object.clone(), store.join("policy.toml")] {
+        let out = worldline(&store, ["export", &id, "-o", s(&own)]);
+        out.expect_code(2);
+        assert!(out.stderr.contains("which worldline keeps there"), "{out}");
+    }
+    assert_eq!(std::fs::read(&object).unwrap(), before);
+    assert!(!store.join("policy.toml").exists());
     let file = dir.path().join("run.export.json");
     worldline(&store, ["export", &id, "-o", s(&file)]).expect_code(0);
     for args in [

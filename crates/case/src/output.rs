@@ -34,17 +34,62 @@ pub fn check_file(path: &Path) -> Result<(), InputError> {
     }
 }
 
+/// What a store keeps at its top: its folders (anything under them is the
+/// store's) and its files (`index.*` too). Written by `worldline-store`
+/// and the engine; a crate below them, this names them to keep a user's
+/// output out of them.
+const STORE_FOLDERS: [&str; 8] = [
+    "runs",
+    "objects",
+    "worlds",
+    "cache",
+    "leases",
+    "pins",
+    "grades",
+    "campaigns",
+];
+const STORE_FILES: [&str; 6] = [
+    "gc.lock",
+    "policy.toml",
+    "redact.toml",
+    "redact.key",
+    "last-test.json",
+    "pulled.json",
+];
+
+/// The store `path` would write into, and what of it: a folder of the
+/// store's own, or one of its files. A store is a folder with `runs/` and
+/// `objects/`; the nearest one above `path` is asked about.
+fn store_part(path: &Path) -> Option<(std::path::PathBuf, String)> {
+    let full = std::path::absolute(path).ok()?;
+    let store = full
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join("runs").is_dir() && dir.join("objects").is_dir())?;
+    let rel = full.strip_prefix(store).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
+    let top = rel.components().count() == 1;
+    let own = STORE_FOLDERS.contains(&first.as_str())
+        || (top && (STORE_FILES.contains(&first.as_str()) || first.starts_with("index.")));
+    own.then(|| (store.to_path_buf(), first))
+}
+
 /// Refuse a path whose folder is not there (said before anything runs,
-/// not as "cannot write: No such file or directory" after it), and one in
-/// a store's `runs/` folder, which holds only the bundles of its runs (a
-/// file written there, an export, was listed as a broken run).
+/// not as "cannot write: No such file or directory" after it), and one
+/// that is a store's own (in its `runs/`, which holds only the bundles of
+/// its runs, an export there was listed as a broken run; in its
+/// `objects/`, where one over an object made every run of it unreadable;
+/// its index, policy or salt).
 fn placed(path: &Path) -> Result<(), InputError> {
-    if let Some(store) = store_holding(path) {
+    if let Some((store, part)) = store_part(path) {
+        let what = match STORE_FOLDERS.contains(&part.as_str()) {
+            true => format!("is in the {part} folder of the store {}", store.display()),
+            false => format!("is the store {}'s own {part}", store.display()),
+        };
         return Err(InputError::new(
             path,
             format!(
-                "is in the runs folder of the store {}, which holds only the runs worldline records there; write it elsewhere (`worldline import` brings an export into a store)",
-                store.display()
+                "{what}, which worldline keeps there; write it elsewhere (`worldline import` brings an export into a store)"
             ),
         ));
     }
@@ -128,6 +173,47 @@ pub fn write_new(path: &Path, bytes: &[u8], what: &str) -> Result<(), InputError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store's own folders and files are not a user's output: an export
+    /// over an object made every run of its agent unreadable, one over
+    /// `policy.toml` broke `gc`. Beside them, and anywhere else, is fine.
+    #[test]
+    fn a_store_s_own_folders_and_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("s");
+        for sub in ["runs", "objects", "cache/x"] {
+            std::fs::create_dir_all(store.join(sub)).unwrap();
+        }
+        for own in [
+            "runs/a.jsonl",
+            "objects/5e26",
+            "cache/x/y",
+            "policy.toml",
+            "redact.key",
+            "index.sqlite",
+            "leases/1.lease",
+        ] {
+            let e = check_file(&store.join(own)).unwrap_err().to_string();
+            assert!(e.contains(&format!("{}", store.display())), "{own}: {e}");
+            assert!(
+                e.contains("which worldline keeps there; write it elsewhere"),
+                "{own}: {e}"
+            );
+        }
+        let e = check_file(&store.join("objects/5e26"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is in the objects folder of the store"), "{e}");
+        let e = check_file(&store.join("policy.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'s own policy.toml"), "{e}");
+        for fine in ["export.json", "notes/policy.toml"] {
+            std::fs::create_dir_all(store.join("notes")).unwrap();
+            check_file(&store.join(fine)).unwrap();
+        }
+        check_file(&dir.path().join("policy.toml")).unwrap();
+    }
 
     #[test]
     fn only_new_paths_and_regular_files_are_written() {
