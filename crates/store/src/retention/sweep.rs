@@ -252,6 +252,10 @@ fn sweep_dir(
             match removed {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                // Written into as it was removed (a compile filling the
+                // cache): in use, so what is left stays. Its files are
+                // each checked when read, so a part removed is a miss.
+                Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => continue,
                 Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
             }
         }
@@ -314,6 +318,62 @@ mod tests {
                     .set_modified(modified),
             )
             .unwrap();
+    }
+
+    /// A folder a writer fills while the pass removes it is kept, not a
+    /// failure: `gc` beside a `test` compiling into the cache exited 4 on
+    /// `Directory not empty`. The writer here writes old files (so the
+    /// folder stays old enough to remove), at most `FILES` of them, and
+    /// stops when the passes end, however they end.
+    #[test]
+    fn a_folder_written_into_as_it_is_removed_is_kept() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        const FILES: u64 = 20_000;
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let old = SystemTime::now() - Duration::from_secs(40 * 86_400);
+        let before = (SystemTime::now() - Duration::from_secs(86_400))
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let stop = AtomicBool::new(false);
+        let folder = dir.path().join("entry");
+        let failed = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for n in 0..FILES {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let sub = folder.join(format!("{:02x}", n % 16));
+                    let file = sub.join(n.to_string());
+                    if std::fs::create_dir_all(&sub).is_ok()
+                        && std::fs::write(&file, b"code").is_ok()
+                    {
+                        let times = std::fs::FileTimes::new()
+                            .set_accessed(old)
+                            .set_modified(old);
+                        for p in [&file, &sub, &folder] {
+                            let _ = std::fs::File::open(p).and_then(|f| f.set_times(times));
+                        }
+                    }
+                }
+            });
+            let _stop = Stop(&stop);
+            let started = std::time::Instant::now();
+            while started.elapsed() < Duration::from_secs(3) && !stop.load(Ordering::SeqCst) {
+                let mut out = Removed::default();
+                if let Err(e) = sweep_dir(dir.path(), |_| true, before, false, &mut out) {
+                    return Some(e);
+                }
+            }
+            None
+        });
+        assert!(failed.is_none(), "{failed:?}");
     }
 
     #[test]
