@@ -363,18 +363,31 @@ fn patch_fits(
         )));
     };
     let row = t.rows.get(key);
+    if key.is_empty() {
+        return Err(err("the row's key is empty".into()));
+    }
     match field {
         None => {
             let Value::Object(m) = value else {
                 return Err(err(format!("a row is a JSON object, not {}", kind(value))));
             };
-            if let Some(k) = m.get(&t.key)
-                && k.as_str().map_or_else(|| k.to_string(), str::to_string) != key
-            {
-                return Err(err(format!(
-                    "the row's key field `{}` is {k}, not `{key}`",
-                    t.key
-                )));
+            match m.get(&t.key) {
+                Some(k) if k.as_str().map_or_else(|| k.to_string(), str::to_string) != key => {
+                    return Err(err(format!(
+                        "the row's key field `{}` is {k}, not `{key}`",
+                        t.key
+                    )));
+                }
+                Some(_) => {}
+                // A row without its key field would be stored keyed
+                // `key` with the field null: a row keeps its key.
+                None => {
+                    return Err(err(format!(
+                        "the row has no key field `{0}`: give it (`\"{0}\": {1}`), as every row of `{table}` has",
+                        t.key,
+                        serde_json::Value::from(key)
+                    )));
+                }
             }
             Ok(row
                 .is_none()
@@ -382,8 +395,27 @@ fn patch_fits(
         }
         Some(field) => {
             let Some(row) = row else {
+                // A key with dots of its own was read up to its first dot.
+                let written = path.split_once('/').map_or("", |(_, r)| r);
+                if let Some(dotted) = (t.rows.keys()).find(|k| {
+                    k.contains('.')
+                        && written
+                            .strip_prefix(k.as_str())
+                            .is_some_and(|r| r.is_empty() || r.starts_with('.'))
+                }) {
+                    let field = &written[dotted.len()..];
+                    return Err(err(format!(
+                        "table `{table}` has no row `{key}`; its row `{dotted}` has dots of its own: quote it (`{table}/\"{dotted}\"{field}`)"
+                    )));
+                }
+                let quote = match written.contains('.') {
+                    true => format!(
+                        ", quoting a key with dots of its own (`{table}/\"{written}\"={{...}}`)"
+                    ),
+                    false => String::new(),
+                };
                 return Err(err(format!(
-                    "table `{table}` has no row `{key}` before event {at}; set the whole row (`{table}/{key}={{...}}`) to create it"
+                    "table `{table}` has no row `{key}` before event {at}; set the whole row (`{table}/{key}={{...}}`) to create it{quote}"
                 )));
             };
             let Some(old) = field.get(row) else {
@@ -489,5 +521,43 @@ mod tests {
         assert!(patch_fits(&before, "tickets/T-1.id", &json!("T-1"), 2).is_ok());
         assert!(patch_fits(&before, "tickets/T-1.status", &json!("closed"), 2).is_ok());
         assert!(patch_fits(&before, "tickets/T-1.meta.id", &json!("y"), 2).is_ok());
+    }
+
+    /// A row keyed with dots of its own is named quoted, and the error
+    /// of the unquoted path says so (it said to create row `T`); a whole
+    /// row without its key field, or with an empty key, is refused (it was
+    /// stored with the key field null, or keyed "").
+    #[test]
+    fn a_dotted_key_is_quoted_and_a_whole_row_keeps_its_key() {
+        let before: worldline_case::world::state::State = serde_json::from_value(json!({
+            "tables": {"tickets": {"key": "id", "rows": {
+                "T.7": {"id": "T.7", "status": "open"}
+            }}},
+            "files": {}
+        }))
+        .unwrap();
+        let e = patch_fits(&before, "tickets/T.7.status", &json!("closed"), 2).unwrap_err();
+        assert!(
+            e.to_string().ends_with(
+                "table `tickets` has no row `T`; its row `T.7` has dots of its own: quote it (`tickets/\"T.7\".status`)"
+            ),
+            "{e}"
+        );
+        assert!(patch_fits(&before, "tickets/\"T.7\".status", &json!("closed"), 2).is_ok());
+        let e = patch_fits(&before, "tickets/T.8.status", &json!("x"), 2).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("quoting a key with dots of its own (`tickets/\"T.8.status\"={...}`)"),
+            "{e}"
+        );
+        let e = patch_fits(&before, "tickets/T-2", &json!({"status": "open"}), 2).unwrap_err();
+        assert!(
+            e.to_string().ends_with("the row has no key field `id`: give it (`\"id\": \"T-2\"`), as every row of `tickets` has"),
+            "{e}"
+        );
+        let e = patch_fits(&before, "tickets/", &json!({"id": ""}), 2).unwrap_err();
+        assert!(e.to_string().ends_with("the row's key is empty"), "{e}");
+        let note = patch_fits(&before, "tickets/\"T.9\"", &json!({"id": "T.9"}), 2).unwrap();
+        assert!(note.unwrap().contains("creates row `T.9`"));
     }
 }

@@ -206,18 +206,34 @@ impl WorldSession {
 
 /// Split a fork's `--set` path: `table/key` names a row, and
 /// `table/key.field` a value inside it (the part after the first dot is a
-/// path into the row, docs/formats.md "Paths").
+/// path into the row, docs/formats.md "Paths"). A key with a dot of its
+/// own is quoted: `table/"v1.2".field`. (A key that starts with a quote
+/// was never one a fork could name: the check refused it, so no recorded
+/// edit is read another way.)
 pub fn parse_patch(path: &str) -> Result<(&str, &str, Option<JsonPath>), String> {
     let (table, rest) = path
         .split_once('/')
         .ok_or_else(|| format!("`{path}` is not table/key or table/key.field"))?;
-    match rest.find('.') {
-        None => Ok((table, rest, None)),
-        Some(dot) => {
-            let field = JsonPath::parse(&rest[dot..]).map_err(|m| format!("`{path}`: {m}"))?;
-            Ok((table, &rest[..dot], Some(field)))
+    let (key, after) = match rest.strip_prefix('"') {
+        Some(quoted) => {
+            let end = quoted.find('"').ok_or_else(|| {
+                format!("`{path}`: the key's quote is not closed (`table/\"KEY\".field`)")
+            })?;
+            let after = &quoted[end + 1..];
+            if !after.is_empty() && !after.starts_with('.') {
+                return Err(format!(
+                    "`{path}`: after the quoted key comes `.field` or nothing"
+                ));
+            }
+            (&quoted[..end], after)
         }
+        None => rest.split_at(rest.find('.').unwrap_or(rest.len())),
+    };
+    if after.is_empty() {
+        return Ok((table, key, None));
     }
+    let field = JsonPath::parse(after).map_err(|m| format!("`{path}`: {m}"))?;
+    Ok((table, key, Some(field)))
 }
 
 /// The services plus the log they are recorded in. The log is the
@@ -869,6 +885,24 @@ mod tests {
         assert_eq!(
             parse_patch("tickets/T-1..x").unwrap_err(),
             "`tickets/T-1..x`: empty field name"
+        );
+        // A key with dots of its own, quoted.
+        let (_, key, field) = parse_patch("hosts/\"db.eu-1\".status").unwrap();
+        assert_eq!(
+            (key, field.unwrap().to_string()),
+            ("db.eu-1", "$.status".into())
+        );
+        let (_, key, field) = parse_patch("hosts/\"db.eu-1\"").unwrap();
+        assert_eq!((key, field.is_none()), ("db.eu-1", true));
+        assert!(
+            parse_patch("hosts/\"db.eu-1")
+                .unwrap_err()
+                .contains("not closed")
+        );
+        assert!(
+            parse_patch("hosts/\"db\"x")
+                .unwrap_err()
+                .contains("comes `.field`")
         );
     }
 }
