@@ -653,12 +653,26 @@ impl StoreDir {
     pub fn write_error(
         &self,
         path: &Path,
-        e: impl std::fmt::Display,
+        e: impl Into<anyhow::Error>,
     ) -> worldline_case::error::InputError {
+        let e: anyhow::Error = e.into();
+        let kind = e
+            .chain()
+            .find_map(|c| c.downcast_ref::<std::io::Error>())
+            .map(std::io::Error::kind);
+        // What to do depends on why: space for a full disk, rights for a
+        // folder this user may not write (it said "free some space" to
+        // both).
+        let hint = match kind {
+            Some(std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem) => {
+                "run as a user who may write there, or pass --store with a folder you can write"
+            }
+            _ => "free some space or pass --store with a folder you can write",
+        };
         worldline_case::error::InputError::new(
             path,
             format!(
-                "cannot write into the store {}: {e}; free some space or pass --store with a folder you can write",
+                "cannot write into the store {}: {e:#}; {hint}",
                 self.root.display()
             ),
         )
@@ -692,7 +706,17 @@ impl StoreDir {
         if as_path.is_file() {
             return Ok(as_path.to_path_buf());
         }
+        // Only here is a path an answer too (`pin` takes an id alone).
         self.resolve_run_id(arg)
+            .map_err(|e| match e.message.strip_suffix(')') {
+                Some(head) if e.message.starts_with("no run `") => {
+                    worldline_case::error::InputError {
+                        message: format!("{head}, or pass a bundle's path)"),
+                        ..e
+                    }
+                }
+                _ => e,
+            })
     }
 
     /// A run of this store named by its id or a unique prefix of it, and
@@ -702,9 +726,7 @@ impl StoreDir {
         let none = || {
             worldline_case::error::InputError::new(
                 &self.root,
-                format!(
-                    "no run `{id}` in this store (list them with `worldline runs`, or pass a bundle path)"
-                ),
+                format!("no run `{id}` in this store (list them with `worldline runs`)"),
             )
         };
         if !is_run_id(id) {
@@ -772,6 +794,49 @@ mod tests {
         let store = StoreDir::open(&root.path().join("store")).unwrap();
         store.put_world(&world).unwrap();
         (root, store, world)
+    }
+
+    /// A store that cannot be written says what to do for why: rights
+    /// for a folder this user may not write (it said "free some space").
+    #[test]
+    fn a_write_error_says_what_to_do_for_its_cause() {
+        let root = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(&root.path().join("store")).unwrap();
+        let said = |kind: std::io::ErrorKind| {
+            store
+                .write_error(Path::new("x"), std::io::Error::from(kind))
+                .to_string()
+        };
+        let denied = said(std::io::ErrorKind::PermissionDenied);
+        assert!(
+            denied.ends_with(
+                "; run as a user who may write there, or pass --store with a folder you can write"
+            ),
+            "{denied}"
+        );
+        let full = said(std::io::ErrorKind::StorageFull);
+        assert!(
+            full.ends_with("; free some space or pass --store with a folder you can write"),
+            "{full}"
+        );
+    }
+
+    /// Only where a path is an answer too does the error offer one: `pin`
+    /// (an id alone) offered a bundle's path and then refused it.
+    #[test]
+    fn a_missing_run_offers_a_path_only_where_one_is_taken() {
+        let root = tempfile::tempdir().unwrap();
+        let store = StoreDir::open(&root.path().join("store")).unwrap();
+        let by_id = store.resolve_run_id("nosuchrun").unwrap_err().message;
+        assert_eq!(
+            by_id,
+            "no run `nosuchrun` in this store (list them with `worldline runs`)"
+        );
+        let either = store.resolve_run("nosuchrun").unwrap_err().message;
+        assert_eq!(
+            either,
+            "no run `nosuchrun` in this store (list them with `worldline runs`, or pass a bundle's path)"
+        );
     }
 
     /// Ids made one after another sort as they were made, also within one
