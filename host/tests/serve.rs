@@ -205,6 +205,16 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
         replay.expect_code(0);
         assert!(replay.stdout.contains("identical"), "{replay}");
     }
+    // It has no process to run again: `repro` says what it was (it said
+    // "an MCP session").
+    let repro = wl(store, &[&"repro", &run_ids[0]]);
+    repro.expect_code(2);
+    assert!(
+        repro
+            .stderr
+            .contains("was a served episode (`worldline serve`): there is no process to run again"),
+        "{repro}"
+    );
 
     // An episode forks (decision 0354). A trainer branches it: a `reset`
     // with `fork_of` begins a session from the episode's first N events

@@ -98,7 +98,10 @@ pub fn fork(
         Some(n) => Some(Exec::recorded(n).ok_or_else(|| {
             InputError::new(
                 &rec.path,
-                "was an MCP session: there is no process to run again up to the fork point",
+                format!(
+                    "was {}: there is no process to run again up to the fork point",
+                    crate::native::session_kind(n)
+                ),
             )
         })?),
         None => None,
@@ -460,7 +463,10 @@ pub fn resume(
         Some(n) => Some(Exec::recorded(n).ok_or_else(|| {
             InputError::new(
                 &rec.path,
-                "was an MCP session: there is no process to start again and follow to where it ended",
+                format!(
+                    "was {}: there is no process to start again and follow to where it ended",
+                    crate::native::session_kind(n)
+                ),
             )
         })?),
         None => None,

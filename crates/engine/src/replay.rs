@@ -366,8 +366,8 @@ pub fn replay_in(
             InputError::new(
                 &rec.path,
                 format!(
-                    "was an MCP session ({}): there is no process to run again; its hash chain was checked when it was read",
-                    agent.transport
+                    "was {}: there is no process to run again; its hash chain was checked when it was read",
+                    crate::native::session_kind(agent)
                 ),
             )
         })?),

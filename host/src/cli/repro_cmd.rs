@@ -78,7 +78,10 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
             Exec::recorded(n).ok_or_else(|| {
                 InputError::new(
                     &rec.path,
-                    "was an MCP session: there is no process to run again",
+                    format!(
+                        "was {}: there is no process to run again",
+                        worldline_engine::native::session_kind(n)
+                    ),
                 )
             })
         })

@@ -32,6 +32,16 @@ pub(crate) fn rederived(header: &Header) -> Option<&NativeAgent> {
         .filter(|a| TRANSPORTS.contains(&a.transport.as_str()))
 }
 
+/// What a run without a process of its own was, in words: a served
+/// episode (`worldline serve`) or an MCP session (`worldline mcp`). The
+/// errors of the commands that would start its process again say it.
+pub fn session_kind(agent: &NativeAgent) -> &'static str {
+    match agent.transport.as_str() {
+        "openenv" => "a served episode (`worldline serve`)",
+        _ => "an MCP session (`worldline mcp`)",
+    }
+}
+
 /// One MCP message as a client sent it: how it came and its body.
 pub(crate) struct Message {
     pub via: Via,
