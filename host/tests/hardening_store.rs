@@ -179,6 +179,62 @@ fn an_import_beside_a_gc_pass_stores_again_the_objects_the_pass_removed() {
     verify.expect_code(0);
 }
 
+/// A store copied while a run was being written holds the start of it;
+/// the whole run imported later takes its place (it was refused for good
+/// as "a different run"), and one that is not its continuation still is.
+#[test]
+fn an_import_of_a_run_whose_start_the_store_holds_completes_it() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "c1", &demo_case(1));
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    let out = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("r.json");
+    worldline(&store, ["export", &run, "-o", s(&file)]).expect_code(0);
+    let other = dir.path().join("other");
+    worldline(&other, ["import", s(&file)]).expect_code(0);
+    let bundle = other.join(format!("runs/{run}.jsonl"));
+    let whole = std::fs::read(&bundle).unwrap();
+    // The header, the first event, and half of the second line.
+    let cut: usize = whole
+        .split_inclusive(|&b| b == b'\n')
+        .take(2)
+        .map(<[u8]>::len)
+        .sum::<usize>()
+        + 20;
+    std::fs::write(&bundle, &whole[..cut]).unwrap();
+    worldline(&other, ["index", "--rebuild"]).expect_code(0);
+
+    let out = worldline(&other, ["import", s(&file), "--json"]);
+    out.expect_code(0);
+    assert_eq!(std::fs::read(&bundle).unwrap(), whole, "{out}");
+    let verify = worldline(&other, ["verify", "--json"]);
+    assert_eq!(verify.json()["replayed"], 1, "{verify}");
+    verify.expect_code(0);
+    // Not a continuation: refused as before, the store's run untouched.
+    let mut changed = whole.clone();
+    changed.truncate(cut);
+    changed[cut - 1] ^= 1;
+    std::fs::write(&bundle, &changed).unwrap();
+    let out = worldline(&other, ["import", s(&file)]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("a different run"), "{out}");
+    assert_eq!(std::fs::read(&bundle).unwrap(), changed);
+}
+
 #[test]
 fn a_service_the_world_refuses_leaves_no_bundle() {
     let dir = temp_dir();
