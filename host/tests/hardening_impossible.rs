@@ -89,6 +89,13 @@ fn bounds_no_count_or_sum_meets_are_refused_at_their_check() {
         "[[expect.calls]]\ntool = \"get_ticket\"\nmin = 2\nmax = 1\n",
         "10:1: [[expect.calls]] #1: min = 2 is above max = 1",
     );
+    // `tickets/` names the row keyed "": a check that always held.
+    refused(
+        dir.path(),
+        "unchanged",
+        "[expect]\nunchanged = [\"tickets/\"]\n",
+        "10:1: [expect]: unchanged: `tickets/` names no row; write `tickets` for the whole table or `tickets/KEY` for one row",
+    );
 }
 
 #[test]
