@@ -127,6 +127,35 @@ fn gc_beside_a_running_suite_removes_nothing_it_uses_and_never_fails() {
     assert!(passes[0].json()["runs"]["count"].as_u64().unwrap() >= 4);
 }
 
+/// A store holding one passing run of the demo case, and that run
+/// exported: (the folder, the store, the run id, the export file).
+fn exported_run() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    String,
+    std::path::PathBuf,
+) {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "c1", &demo_case(1));
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    let args = [
+        "run",
+        s(&case),
+        "--agent",
+        s(&agent),
+        "--worlds",
+        s(&worlds),
+        "--json",
+    ];
+    let out = worldline(&store, args);
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("r.json");
+    worldline(&store, ["export", &run, "-o", s(&file)]).expect_code(0);
+    (dir, store, run, file)
+}
+
 /// `import` beside a gc pass: it holds the objects it brings and its run
 /// in its lease before it looks at what the store has (decision 0121), so
 /// a pass that planned before the run appeared, and deletes its objects
@@ -137,26 +166,7 @@ fn gc_beside_a_running_suite_removes_nothing_it_uses_and_never_fails() {
 /// deletes the objects, and lets go.
 #[test]
 fn an_import_beside_a_gc_pass_stores_again_the_objects_the_pass_removed() {
-    let dir = temp_dir();
-    let store = dir.path().join("store");
-    let case = write_case(dir.path(), "c1", &demo_case(1));
-    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
-    let out = worldline(
-        &store,
-        [
-            "run",
-            s(&case),
-            "--agent",
-            s(&agent),
-            "--worlds",
-            s(&worlds),
-            "--json",
-        ],
-    );
-    out.expect_code(0);
-    let run = out.json()["run_id"].as_str().unwrap().to_string();
-    let file = dir.path().join("r.json");
-    worldline(&store, ["export", &run, "-o", s(&file)]).expect_code(0);
+    let (dir, store, run, file) = exported_run();
     // The store keeps the run's objects but not the run, as after a gc
     // that removed the run and not yet its objects.
     std::fs::remove_file(store.join(format!("runs/{run}.jsonl"))).unwrap();
@@ -184,26 +194,7 @@ fn an_import_beside_a_gc_pass_stores_again_the_objects_the_pass_removed() {
 /// as "a different run"), and one that is not its continuation still is.
 #[test]
 fn an_import_of_a_run_whose_start_the_store_holds_completes_it() {
-    let dir = temp_dir();
-    let store = dir.path().join("store");
-    let case = write_case(dir.path(), "c1", &demo_case(1));
-    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
-    let out = worldline(
-        &store,
-        [
-            "run",
-            s(&case),
-            "--agent",
-            s(&agent),
-            "--worlds",
-            s(&worlds),
-            "--json",
-        ],
-    );
-    out.expect_code(0);
-    let run = out.json()["run_id"].as_str().unwrap().to_string();
-    let file = dir.path().join("r.json");
-    worldline(&store, ["export", &run, "-o", s(&file)]).expect_code(0);
+    let (dir, store, run, file) = exported_run();
     let other = dir.path().join("other");
     worldline(&other, ["import", s(&file)]).expect_code(0);
     let bundle = other.join(format!("runs/{run}.jsonl"));

@@ -281,15 +281,14 @@ def call_model():
 call_model()
 "#;
 
-#[test]
-fn the_error_shows_the_agent_s_exception_and_history_prints_its_streams() {
-    let dir = temp_dir();
-    let store = dir.path().join("store");
-    let agent = dir.path().join("dies.py");
-    std::fs::write(&agent, DIES).unwrap();
-    let case = write_case(dir.path(), "dies", CASE_HEAD);
+/// `run --json` of the incident case with `python3 NAME.py` (its source
+/// written in `dir`) as the native agent.
+fn run_python(dir: &Path, store: &Path, name: &str, source: &str) -> common::CliOutput {
+    let agent = dir.join(format!("{name}.py"));
+    std::fs::write(&agent, source).unwrap();
+    let case = write_case(dir, name, CASE_HEAD);
     let worlds = workspace_root().join("worlds");
-    let out = worldline_raw([
+    worldline_raw([
         "run".as_ref(),
         case.as_os_str(),
         "--json".as_ref(),
@@ -301,7 +300,14 @@ fn the_error_shows_the_agent_s_exception_and_history_prints_its_streams() {
         "--".as_ref(),
         "python3".as_ref(),
         agent.as_os_str(),
-    ]);
+    ])
+}
+
+#[test]
+fn the_error_shows_the_agent_s_exception_and_history_prints_its_streams() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = run_python(dir.path(), &store, "dies", DIES);
     // A process that dies is an agent fault: exit 3 (docs/cli.md).
     out.expect_code(3);
     let error = out.json()["error"].as_str().unwrap();
@@ -344,29 +350,14 @@ fn the_error_shows_the_agent_s_exception_and_history_prints_its_streams() {
 fn an_exception_group_is_the_agent_s_error_by_what_it_holds() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let agent = dir.path().join("group.py");
-    std::fs::write(
-        &agent,
+    let out = run_python(
+        dir.path(),
+        &store,
+        "group",
         "import asyncio\nasync def task():\n    raise ValueError('the real cause')\n\
          async def main():\n    async with asyncio.TaskGroup() as tg:\n        tg.create_task(task())\n\
          asyncio.run(main())\n",
-    )
-    .unwrap();
-    let case = write_case(dir.path(), "group", CASE_HEAD);
-    let worlds = workspace_root().join("worlds");
-    let out = worldline_raw([
-        "run".as_ref(),
-        case.as_os_str(),
-        "--json".as_ref(),
-        "--worlds".as_ref(),
-        worlds.as_os_str(),
-        "--store".as_ref(),
-        store.as_os_str(),
-        "--exec".as_ref(),
-        "--".as_ref(),
-        "python3".as_ref(),
-        agent.as_os_str(),
-    ]);
+    );
     out.expect_code(3);
     let said = "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception): ValueError: the real cause";
     assert!(
