@@ -166,7 +166,7 @@ fn exported_run() -> (
 /// deletes the objects, and lets go.
 #[test]
 fn an_import_beside_a_gc_pass_stores_again_the_objects_the_pass_removed() {
-    let (dir, store, run, file) = exported_run();
+    let (_dir, store, run, file) = exported_run();
     // The store keeps the run's objects but not the run, as after a gc
     // that removed the run and not yet its objects.
     std::fs::remove_file(store.join(format!("runs/{run}.jsonl"))).unwrap();
@@ -194,7 +194,7 @@ fn an_import_beside_a_gc_pass_stores_again_the_objects_the_pass_removed() {
 /// as "a different run"), and one that is not its continuation still is.
 #[test]
 fn an_import_of_a_run_whose_start_the_store_holds_completes_it() {
-    let (dir, store, run, file) = exported_run();
+    let (dir, _store, run, file) = exported_run();
     let other = dir.path().join("other");
     worldline(&other, ["import", s(&file)]).expect_code(0);
     let bundle = other.join(format!("runs/{run}.jsonl"));
