@@ -416,6 +416,48 @@ mod tests {
         assert!(check(&[dir.path().to_path_buf()], None).problems.is_empty());
     }
 
+    /// A section of the wrong type is one problem among the file's others:
+    /// `seed = -1` was the only problem listed, whatever else was wrong,
+    /// and each line keeps its place. A required key of the wrong type
+    /// still ends the reading.
+    #[test]
+    fn a_section_of_the_wrong_type_is_one_problem_among_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cases, world) = (dir.path().join("cases"), dir.path().join("worlds/w/v1"));
+        std::fs::create_dir_all(&cases).unwrap();
+        std::fs::create_dir_all(world.join("data")).unwrap();
+        std::fs::write(
+            world.join("world.toml"),
+            "name = \"w\"\nversion = 1\n[tables.t]\nkey = \"id\"\nrows = \"data/t.jsonl\"\n",
+        )
+        .unwrap();
+        std::fs::write(world.join("data/t.jsonl"), "{\"id\": \"a\"}\n").unwrap();
+        let case = "world = \"w@v1\"\nseed = -1\nclock = 2026-03-01\ntask = {}\n[limits]\nfuel = 0\n\
+                    [model]\nprovider = \"scripted\"\ncolour = \"red\"\n[[inject]]\ntool = \"nope\"\nerror = \"timeout\"\n";
+        std::fs::write(cases.join("c.toml"), case).unwrap();
+        let checked = check(
+            std::slice::from_ref(&cases),
+            Some(&dir.path().join("worlds")),
+        );
+        let at: Vec<(usize, usize)> = checked.problems.iter().filter_map(|p| p.line).collect();
+        assert_eq!(
+            at,
+            [(2, 8), (3, 9), (6, 8), (9, 1), (10, 1)],
+            "{:?}",
+            checked.problems
+        );
+        // The clock (a key no case is read without) of the wrong type:
+        // the reading ends there.
+        std::fs::write(
+            cases.join("c.toml"),
+            case.replace("clock = 2026-03-01", "clock = \"noon\""),
+        )
+        .unwrap();
+        let checked = check(&[cases], Some(&dir.path().join("worlds")));
+        let at: Vec<(usize, usize)> = checked.problems.iter().filter_map(|p| p.line).collect();
+        assert_eq!(at, [(3, 9)], "{:?}", checked.problems);
+    }
+
     /// The project's `cases` that are not there are problems: `check`
     /// said "no problems", and `test` then stopped on them.
     #[test]
