@@ -206,29 +206,21 @@ impl WorldSession {
 
 /// Split a fork's `--set` path: `table/key` names a row, and
 /// `table/key.field` a value inside it (the part after the first dot is a
-/// path into the row, docs/formats.md "Paths"). A key with a dot of its
-/// own is quoted: `table/"v1.2".field`. (A key that starts with a quote
-/// was never one a fork could name: the check refused it, so no recorded
-/// edit is read another way.)
+/// path into the row, docs/formats.md "Paths"). A key with dots of its own
+/// is quoted: `table/"v1.2".field`. Only such a key is read as quoted (a
+/// quote, a key with a dot, a quote, then `.field` or nothing), so an edit
+/// recorded before quoting is read as it was.
 pub fn parse_patch(path: &str) -> Result<(&str, &str, Option<JsonPath>), String> {
     let (table, rest) = path
         .split_once('/')
         .ok_or_else(|| format!("`{path}` is not table/key or table/key.field"))?;
-    let (key, after) = match rest.strip_prefix('"') {
-        Some(quoted) => {
-            let end = quoted.find('"').ok_or_else(|| {
-                format!("`{path}`: the key's quote is not closed (`table/\"KEY\".field`)")
-            })?;
-            let after = &quoted[end + 1..];
-            if !after.is_empty() && !after.starts_with('.') {
-                return Err(format!(
-                    "`{path}`: after the quoted key comes `.field` or nothing"
-                ));
-            }
-            (&quoted[..end], after)
-        }
-        None => rest.split_at(rest.find('.').unwrap_or(rest.len())),
-    };
+    let quoted = rest.strip_prefix('"').and_then(|q| {
+        let end = q.find('"')?;
+        let (key, after) = (&q[..end], &q[end + 1..]);
+        (key.contains('.') && (after.is_empty() || after.starts_with('.'))).then_some((key, after))
+    });
+    let (key, after) =
+        quoted.unwrap_or_else(|| rest.split_at(rest.find('.').unwrap_or(rest.len())));
     if after.is_empty() {
         return Ok((table, key, None));
     }
@@ -894,15 +886,11 @@ mod tests {
         );
         let (_, key, field) = parse_patch("hosts/\"db.eu-1\"").unwrap();
         assert_eq!((key, field.is_none()), ("db.eu-1", true));
-        assert!(
-            parse_patch("hosts/\"db.eu-1")
-                .unwrap_err()
-                .contains("not closed")
-        );
-        assert!(
-            parse_patch("hosts/\"db\"x")
-                .unwrap_err()
-                .contains("comes `.field`")
-        );
+        // Anything else is read as before quoting was (a recorded edit
+        // keeps its meaning).
+        let (_, key, field) = parse_patch("hosts/\"db\"").unwrap();
+        assert_eq!((key, field.is_none()), ("\"db\"", true));
+        let (_, key, field) = parse_patch("hosts/\"db.eu-1").unwrap();
+        assert_eq!((key, field.unwrap().to_string()), ("\"db", "$.eu-1".into()));
     }
 }
