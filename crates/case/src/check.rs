@@ -387,11 +387,9 @@ mod tests {
         assert_eq!(checked.problems[0].file, world.join("world.toml"));
     }
 
-    /// A `recorded` provider whose recording is not there is a problem
-    /// at the line naming it, for the case and for a model-played user:
-    /// `check` said "no problems", and every run then stopped on it.
-    #[test]
-    fn a_recording_that_is_not_there_is_a_problem() {
+    /// A temporary folder with `worlds/w/v1` (one table, one row) and an
+    /// empty `cases/`.
+    fn world_w_and_cases() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let (cases, world) = (dir.path().join("cases"), dir.path().join("worlds/w/v1"));
         std::fs::create_dir_all(&cases).unwrap();
@@ -402,6 +400,15 @@ mod tests {
         )
         .unwrap();
         std::fs::write(world.join("data/t.jsonl"), "{\"id\": \"a\"}\n").unwrap();
+        (dir, cases)
+    }
+
+    /// A `recorded` provider whose recording is not there is a problem
+    /// at the line naming it, for the case and for a model-played user:
+    /// `check` said "no problems", and every run then stopped on it.
+    #[test]
+    fn a_recording_that_is_not_there_is_a_problem() {
+        let (dir, cases) = world_w_and_cases();
         let case = "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n[model]\nprovider = \"recorded\"\nrecording = \"gone.jsonl\"\n";
         std::fs::write(cases.join("c.toml"), case).unwrap();
         let checked = check(&[dir.path().to_path_buf()], None);
@@ -422,16 +429,7 @@ mod tests {
     /// still ends the reading.
     #[test]
     fn a_section_of_the_wrong_type_is_one_problem_among_the_others() {
-        let dir = tempfile::tempdir().unwrap();
-        let (cases, world) = (dir.path().join("cases"), dir.path().join("worlds/w/v1"));
-        std::fs::create_dir_all(&cases).unwrap();
-        std::fs::create_dir_all(world.join("data")).unwrap();
-        std::fs::write(
-            world.join("world.toml"),
-            "name = \"w\"\nversion = 1\n[tables.t]\nkey = \"id\"\nrows = \"data/t.jsonl\"\n",
-        )
-        .unwrap();
-        std::fs::write(world.join("data/t.jsonl"), "{\"id\": \"a\"}\n").unwrap();
+        let (dir, cases) = world_w_and_cases();
         let case = "world = \"w@v1\"\nseed = -1\nclock = 2026-03-01\ntask = {}\n[limits]\nfuel = 0\n\
                     [model]\nprovider = \"scripted\"\ncolour = \"red\"\n[[inject]]\ntool = \"nope\"\nerror = \"timeout\"\n";
         std::fs::write(cases.join("c.toml"), case).unwrap();
