@@ -707,26 +707,27 @@ impl StoreDir {
             return Ok(as_path.to_path_buf());
         }
         // Only here is a path an answer too (`pin` takes an id alone).
-        self.resolve_run_id(arg)
-            .map_err(|e| match e.message.strip_suffix(')') {
-                Some(head) if e.message.starts_with("no run `") => {
-                    worldline_case::error::InputError {
-                        message: format!("{head}, or pass a bundle's path)"),
-                        ..e
-                    }
-                }
-                _ => e,
-            })
+        self.find_run_id(arg, ", or pass a bundle's path")
     }
 
     /// A run of this store named by its id or a unique prefix of it, and
     /// nothing else: never a path (what a web page or another run's header
     /// names is resolved here).
     pub fn resolve_run_id(&self, id: &str) -> Result<PathBuf, worldline_case::error::InputError> {
+        self.find_run_id(id, "")
+    }
+
+    /// [`resolve_run_id`](Self::resolve_run_id), `more` said after where
+    /// to list the runs when there is none.
+    fn find_run_id(
+        &self,
+        id: &str,
+        more: &str,
+    ) -> Result<PathBuf, worldline_case::error::InputError> {
         let none = || {
             worldline_case::error::InputError::new(
                 &self.root,
-                format!("no run `{id}` in this store (list them with `worldline runs`)"),
+                format!("no run `{id}` in this store (list them with `worldline runs`{more})"),
             )
         };
         if !is_run_id(id) {
@@ -763,14 +764,14 @@ impl StoreDir {
     }
 }
 
-/// Whether `s` can be a run id: letters, digits, `-` and `_`, at most 128
-/// (no path separator, no dot: it names a file in `runs/` and nothing else).
 /// A database store's error as an input error, named by the server it
 /// came from (shown without its password).
 pub fn db_error(e: worldline_pgstore::DbError) -> worldline_case::error::InputError {
     worldline_case::error::InputError::new(&e.shown, e.message)
 }
 
+/// Whether `s` can be a run id: letters, digits, `-` and `_`, at most 128
+/// (no path separator, no dot: it names a file in `runs/` and nothing else).
 pub fn is_run_id(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 128
