@@ -95,15 +95,11 @@ pub fn fork(
         return kept_if_followed(store, outcome, at);
     }
     let native = match &rec.bundle.header.native {
-        Some(n) => Some(Exec::recorded(n).ok_or_else(|| {
-            InputError::new(
-                &rec.path,
-                format!(
-                    "was {}: there is no process to run again up to the fork point",
-                    crate::native::session_kind(n)
-                ),
-            )
-        })?),
+        Some(n) => Some(Exec::recorded(
+            n,
+            &rec.path,
+            "run again up to the fork point",
+        )?),
         None => None,
     };
     if native.is_some() && agent.is_some() {
@@ -460,15 +456,11 @@ pub fn resume(
         }
     }
     let native = match &rec.bundle.header.native {
-        Some(n) => Some(Exec::recorded(n).ok_or_else(|| {
-            InputError::new(
-                &rec.path,
-                format!(
-                    "was {}: there is no process to start again and follow to where it ended",
-                    crate::native::session_kind(n)
-                ),
-            )
-        })?),
+        Some(n) => Some(Exec::recorded(
+            n,
+            &rec.path,
+            "start again and follow to where it ended",
+        )?),
         None => None,
     };
     let in_flight = rec.bundle.in_flight.clone();

@@ -362,15 +362,11 @@ pub fn replay_in(
     let served = crate::native::rederive::rederived(&rec.bundle.header);
     let native = match &rec.bundle.header.native {
         Some(_) if served.is_some() => None,
-        Some(agent) => Some(Exec::recorded(agent).ok_or_else(|| {
-            InputError::new(
-                &rec.path,
-                format!(
-                    "was {}: there is no process to run again; its hash chain was checked when it was read",
-                    crate::native::session_kind(agent)
-                ),
-            )
-        })?),
+        Some(agent) => Some(Exec::recorded(
+            agent,
+            &rec.path,
+            "run again; its hash chain was checked when it was read",
+        )?),
         None => None,
     };
     let complete = rec.bundle.footer.as_ref().is_some_and(|f| f.replayable);

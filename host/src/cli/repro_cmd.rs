@@ -74,17 +74,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
         .header
         .native
         .as_ref()
-        .map(|n| {
-            Exec::recorded(n).ok_or_else(|| {
-                InputError::new(
-                    &rec.path,
-                    format!(
-                        "was {}: there is no process to run again",
-                        worldline_engine::native::session_kind(n)
-                    ),
-                )
-            })
-        })
+        .map(|n| Exec::recorded(n, &rec.path, "run again"))
         .transpose()?;
     let component;
     let agent: &dyn worldline_engine::run::Runner = match &native {

@@ -71,10 +71,22 @@ impl Exec {
         }
     }
 
-    /// The process a native run recorded (`None` for an MCP session,
-    /// which has no process to start again).
-    pub fn recorded(agent: &NativeAgent) -> Option<Self> {
-        (agent.transport == "exec").then(|| Exec {
+    /// The process a native run recorded; a run that has none (a served
+    /// episode, an MCP session) is an error naming its `bundle` and what
+    /// there is no process `to` do.
+    pub fn recorded(
+        agent: &NativeAgent,
+        bundle: &Path,
+        to: &str,
+    ) -> Result<Self, worldline_case::error::InputError> {
+        if agent.transport != "exec" {
+            let kind = super::rederive::session_kind(agent);
+            return Err(worldline_case::error::InputError::new(
+                bundle,
+                format!("was {kind}: there is no process to {to}"),
+            ));
+        }
+        Ok(Exec {
             command: agent.command.clone(),
             pass_env: agent.pass_env.clone(),
             output_file: agent.output_file.clone(),

@@ -17,7 +17,6 @@ pub mod mcp;
 pub(crate) mod netns;
 pub mod openenv;
 pub(crate) mod rederive;
-pub use rederive::session_kind;
 pub mod session;
 pub(crate) mod signals;
 pub use signals::hold_sigpipe_on_this_thread;

@@ -35,7 +35,7 @@ pub(crate) fn rederived(header: &Header) -> Option<&NativeAgent> {
 /// What a run without a process of its own was, in words: a served
 /// episode (`worldline serve`) or an MCP session (`worldline mcp`). The
 /// errors of the commands that would start its process again say it.
-pub fn session_kind(agent: &NativeAgent) -> &'static str {
+pub(crate) fn session_kind(agent: &NativeAgent) -> &'static str {
     match agent.transport.as_str() {
         "openenv" => "a served episode (`worldline serve`)",
         _ => "an MCP session (`worldline mcp`)",
