@@ -399,21 +399,25 @@ fn describe(overrides: &BTreeMap<String, String>) -> String {
 /// and value checked as a `[model]` key: a mistake is the flag's, said
 /// before any case is read (clap's `value_parser`).
 pub fn check_override(arg: &str) -> Result<String, String> {
-    let (k, v) = arg
-        .split_once('=')
+    let (k, v) = split_override(arg)
         .ok_or_else(|| "expected KEY=VALUE, e.g. provider=openai".to_string())?;
-    ModelConfig::check_key(k.trim(), v).map_err(|e| format!("{}: {e}", k.trim()))?;
+    ModelConfig::check_key(k, v).map_err(|e| format!("{k}: {e}"))?;
     Ok(arg.to_string())
+}
+
+/// An override's key (trimmed) and value.
+fn split_override(arg: &str) -> Option<(&str, &str)> {
+    arg.split_once('=').map(|(k, v)| (k.trim(), v))
 }
 
 /// Split `--model-set KEY=VALUE` arguments.
 pub fn parse_overrides(args: &[String]) -> Result<BTreeMap<String, String>, String> {
     let mut out = BTreeMap::new();
     for a in args {
-        let (k, v) = a.split_once('=').ok_or_else(|| {
+        let (k, v) = split_override(a).ok_or_else(|| {
             format!("--model-set `{a}`: expected KEY=VALUE, e.g. --model-set provider=openai")
         })?;
-        out.insert(k.trim().to_string(), v.to_string());
+        out.insert(k.to_string(), v.to_string());
     }
     Ok(out)
 }
