@@ -174,6 +174,19 @@ fn last_line(text: &str) -> &str {
 const MAX_CHARS: usize = 8_000;
 
 const TRACEBACK: &str = "Traceback (most recent call last):";
+const CHAINS: &[&str] = &[
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+];
+/// What componentize-py's runtime panics with after printing a traceback.
+const PYTHON_PANIC: &str = "Python function threw an unexpected exception";
+/// What the JS SDK prints before and after an uncaught exception
+/// (`guest-sdk/js/runtime.ts`).
+const JS_START: &str = "Uncaught JavaScript exception:";
+const JS_END: &str = "(end of JavaScript exception)";
+/// The hint Rust's panic handler adds, which says nothing about the fault.
+const RUST_HINT: &str = "note: run with `RUST_BACKTRACE=1`";
+
 /// How Python (3.11 and later) starts an exception group's traceback, in
 /// the frame of `|` and `+` it draws around a group (`  + Exception Group
 /// Traceback ...`, then `  | ` before each line): what an asyncio or anyio
@@ -271,18 +284,6 @@ impl<'a> Group<'a> {
             .map(|c| c.trim().to_string())
     }
 }
-const CHAINS: &[&str] = &[
-    "During handling of the above exception, another exception occurred:",
-    "The above exception was the direct cause of the following exception:",
-];
-/// What componentize-py's runtime panics with after printing a traceback.
-const PYTHON_PANIC: &str = "Python function threw an unexpected exception";
-/// What the JS SDK prints before and after an uncaught exception
-/// (`guest-sdk/js/runtime.ts`).
-const JS_START: &str = "Uncaught JavaScript exception:";
-const JS_END: &str = "(end of JavaScript exception)";
-/// The hint Rust's panic handler adds, which says nothing about the fault.
-const RUST_HINT: &str = "note: run with `RUST_BACKTRACE=1`";
 
 /// The last fault account in `stderr`: a Python traceback when the guest
 /// ended on one, else the last Rust panic.
