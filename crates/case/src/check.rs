@@ -132,7 +132,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         if p.is_dir() {
             let skip = name.starts_with('.')
                 || matches!(name.as_str(), "target" | "node_modules" | "__pycache__")
-                || (p.join("runs").is_dir() && p.join("objects").is_dir());
+                || crate::output::is_store(&p);
             if !skip {
                 walk(&p, out)?;
             }

@@ -57,15 +57,18 @@ const STORE_FILES: [&str; 6] = [
     "pulled.json",
 ];
 
+/// Whether `dir` is a store: a folder with `runs/` and `objects/` (what a
+/// search for cases passes over, and outputs stay out of).
+pub fn is_store(dir: &Path) -> bool {
+    dir.join("runs").is_dir() && dir.join("objects").is_dir()
+}
+
 /// The store `path` would write into, and what of it: a folder of the
-/// store's own, or one of its files. A store is a folder with `runs/` and
-/// `objects/`; the nearest one above `path` is asked about.
+/// store's own, or one of its files; the nearest store above `path` is
+/// asked about.
 fn store_part(path: &Path) -> Option<(std::path::PathBuf, String)> {
     let full = std::path::absolute(path).ok()?;
-    let store = full
-        .ancestors()
-        .skip(1)
-        .find(|dir| dir.join("runs").is_dir() && dir.join("objects").is_dir())?;
+    let store = full.ancestors().skip(1).find(|dir| is_store(dir))?;
     let rel = full.strip_prefix(store).ok()?;
     let first = rel.components().next()?.as_os_str().to_str()?.to_string();
     let top = rel.components().count() == 1;
@@ -111,7 +114,7 @@ pub fn store_holding(path: &Path) -> Option<&Path> {
     path.parent()
         .filter(|runs| runs.file_name() == Some("runs".as_ref()))
         .and_then(Path::parent)
-        .filter(|store| store.join("objects").is_dir())
+        .filter(|store| is_store(store))
 }
 
 /// Refuse `path` unless nothing is there (not even a dangling symlink).

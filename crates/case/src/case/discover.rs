@@ -10,8 +10,7 @@ use std::path::{Path, PathBuf};
 /// recorded worlds).
 fn not_cases(dir: &Path) -> bool {
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-    name.is_some_and(|n| n.starts_with('.') || n == "worlds")
-        || (dir.join("runs").is_dir() && dir.join("objects").is_dir())
+    name.is_some_and(|n| n.starts_with('.') || n == "worlds") || crate::output::is_store(dir)
 }
 
 /// Case files named by the arguments, folders expanded, in sorted order,
