@@ -65,6 +65,32 @@ fn a_fifo_in_a_store_is_refused_without_waiting_for_a_writer() {
 }
 
 #[test]
+fn a_file_in_runs_named_as_no_run_is_said_to_be_none() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp_dir();
+    let (store, _) = store_with_runs(dir.path());
+    let runs = store.join("runs");
+    std::fs::write(runs.join("my copy.jsonl"), "x").unwrap();
+    let bad = std::ffi::OsStr::from_bytes(b"bad\xffname.jsonl");
+    std::fs::write(runs.join(bad), "x").unwrap();
+    // Once "no run `bad\u{fffd}name` in this store" of files that are
+    // there, and an import looked for the one not UTF-8 under the name
+    // with its byte replaced: "No such file or directory".
+    let out = prompt(&store, &["verify"]);
+    out.expect_code(1);
+    assert_eq!(out.stdout.matches("not a run's bundle").count(), 2, "{out}");
+    assert!(out.stdout.contains("runs/my copy.jsonl: not a run"), "{out}");
+    assert!(!out.stdout.contains("no run `"), "{out}");
+    assert!(out.stdout.contains("2 identical or verified"), "{out}");
+    let other = dir.path().join("other");
+    let out = prompt(&other, &["import", store.to_str().unwrap()]);
+    out.expect_code(1);
+    assert!(out.stdout.contains("2 run(s) imported"), "{out}");
+    assert_eq!(out.stderr.matches("not a run's bundle").count(), 2, "{out}");
+    assert!(!out.stderr.contains("No such file"), "{out}");
+}
+
+#[test]
 fn bytes_after_a_footer_are_damage_not_a_torn_line() {
     let dir = temp_dir();
     let (store, ids) = store_with_runs(dir.path());

@@ -168,6 +168,16 @@ pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>,
     let mut held = BTreeSet::new();
     ready(store);
     for id in from.run_ids()? {
+        if let Some(stray) = (!worldline_store::store::is_run_id(&id))
+            .then(|| from.stray(&id))
+            .flatten()
+        {
+            skipped.push(Skipped {
+                run_id: id,
+                reason: stray.to_string(),
+            });
+            continue;
+        }
         let path = from.bundle_path(&id);
         let mut carried = Vec::new();
         let outcome = bundle::read_held(&path)

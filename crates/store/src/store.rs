@@ -731,7 +731,7 @@ impl StoreDir {
             )
         };
         if !is_run_id(id) {
-            return Err(none());
+            return Err(self.stray(id).unwrap_or_else(none));
         }
         self.pull()?;
         let exact = self.bundle_path(id);
@@ -761,6 +761,26 @@ impl StoreDir {
                 format!("`{id}` matches {n} runs; give more of the id"),
             )),
         }
+    }
+
+    /// A file in `runs/` whose name (as `run_ids` gave it, a name not
+    /// UTF-8 read with its bad bytes replaced) is no run id: worldline
+    /// wrote no such file, so it is named and said to be no run, not
+    /// looked for again under a name it does not have.
+    pub fn stray(&self, name: &str) -> Option<worldline_case::error::InputError> {
+        let found = std::fs::read_dir(self.runs_dir())
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().strip_suffix(".jsonl") == Some(name))
+            })?;
+        Some(worldline_case::error::InputError::new(
+            &found,
+            "not a run's bundle: a run's id is letters, digits, `-` and `_`, and this file's \
+             name is none; worldline did not write it (move it out of the store's runs/)",
+        ))
     }
 }
 
