@@ -79,7 +79,10 @@ fn a_file_in_runs_named_as_no_run_is_said_to_be_none() {
     let out = prompt(&store, &["verify"]);
     out.expect_code(1);
     assert_eq!(out.stdout.matches("not a run's bundle").count(), 2, "{out}");
-    assert!(out.stdout.contains("runs/my copy.jsonl: not a run"), "{out}");
+    assert!(
+        out.stdout.contains("runs/my copy.jsonl: not a run"),
+        "{out}"
+    );
     assert!(!out.stdout.contains("no run `"), "{out}");
     assert!(out.stdout.contains("2 identical or verified"), "{out}");
     let other = dir.path().join("other");

@@ -257,10 +257,19 @@ fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
         }
         if let Some(err) = m.get("error") {
             let k = err.get("kind").and_then(Value::as_str);
-            if k.is_none_or(|k| k.parse::<ErrorKind>().is_err()) || !err["message"].is_string() {
+            // An agent is given an error's kind and message and nothing
+            // else, on every path: another key would be recorded in the
+            // edit and change nothing.
+            let other = err
+                .as_object()
+                .is_some_and(|e| e.keys().any(|k| k != "kind" && k != "message"));
+            if k.is_none_or(|k| k.parse::<ErrorKind>().is_err())
+                || !err["message"].is_string()
+                || other
+            {
                 let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
                 return Err(format!(
-                    "an error is {{\"kind\": one of {}, \"message\": text}}",
+                    "an error is {{\"kind\": one of {}, \"message\": text}}, and nothing else",
                     kinds.join(", ")
                 ));
             }
@@ -469,6 +478,13 @@ mod tests {
         let e = fits(call, &old, &json!({"ok": [1]})).unwrap_err();
         assert!(e.contains("an object") && e.contains("an array"), "{e}");
         assert!(fits(call, &old, &json!({"ok": 1, "error": 2})).is_err());
+        // Once recorded in the edit, and no agent was given it.
+        let extra = json!({"error": {"kind": "timeout", "message": "m", "extra": 5}});
+        assert!(
+            fits(call, &old, &extra)
+                .unwrap_err()
+                .contains("nothing else")
+        );
         // A service tool's or a model call's notes are not asked for.
         for note in NOTES {
             let old = json!({"ok": {"n": 1}, note: {"fuel": 3}});
