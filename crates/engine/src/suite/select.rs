@@ -5,7 +5,10 @@
 //! Filter grammar: `and`, `or`, `not` and parentheses over terms. A term
 //! is `tag:T`, `world:W`, `path:P` or `name:N`, where the value may use `*`
 //! and `?` globs (matched by `world::glob_match`, the one glob matcher); a
-//! bare word matches when it is a substring of the case's name. Words are separated by spaces; `and` binds tighter than `or`.
+//! bare word matches when it is a substring of the case's name. Words are
+//! separated by spaces; a stretch in double quotes is part of one word
+//! whatever it holds (`tag:"needs review"`), and a word with one is never
+//! an operator. `and` binds tighter than `or`.
 
 use worldline_case::world::glob_match;
 
@@ -130,7 +133,7 @@ impl Filter {
             };
             for v in pool {
                 if let Some(d) = typo_distance(&plain, &v) {
-                    scored.push((d, format!("{prefix}{v}")));
+                    scored.push((d, format!("{prefix}{}", as_written(&v))));
                 }
             }
         }
@@ -146,13 +149,13 @@ impl Filter {
 
     /// Parse an expression; the error says what was expected where.
     pub fn parse(text: &str) -> Result<Filter, String> {
-        let tokens = tokenize(text);
+        let tokens = tokenize(text)?;
         if tokens.is_empty() {
             return Err("the filter is empty".into());
         }
         let terms = tokens
             .iter()
-            .filter(|t| !matches!(t.as_str(), "(" | ")" | "and" | "or" | "not"))
+            .filter(|t| t.quoted || !matches!(t.text.as_str(), "(" | ")" | "and" | "or" | "not"))
             .count();
         if terms > MAX_TERMS {
             return Err(format!(
@@ -167,30 +170,77 @@ impl Filter {
         let e = p.or()?;
         match p.tokens.get(p.at) {
             None => Ok(Filter(e)),
-            Some(t) => Err(format!("unexpected `{t}` (word {})", p.at + 1)),
+            Some(t) => Err(format!("unexpected `{}` (word {})", t.text, p.at + 1)),
         }
     }
 }
 
-fn tokenize(text: &str) -> Vec<String> {
+/// A word of a filter: `(`, `)`, an operator or a term.
+struct Token {
+    text: String,
+    /// It had a stretch in double quotes: a term, whatever its text.
+    quoted: bool,
+}
+
+/// A filter's words: `(`, `)` and what spaces separate, a stretch in
+/// double quotes kept whole (a tag or a case named with a space).
+fn tokenize(text: &str) -> Result<Vec<Token>, String> {
     let mut out = Vec::new();
-    let mut word = String::new();
-    for ch in text.chars() {
-        if ch == '(' || ch == ')' || ch.is_whitespace() {
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
+    let mut word = Token {
+        text: String::new(),
+        quoted: false,
+    };
+    let mut chars = text.chars();
+    let end = |word: &mut Token, out: &mut Vec<Token>| {
+        if !word.text.is_empty() || word.quoted {
+            out.push(std::mem::replace(
+                word,
+                Token {
+                    text: String::new(),
+                    quoted: false,
+                },
+            ));
+        }
+    };
+    while let Some(ch) = chars.next() {
+        if ch == '"' {
+            word.quoted = true;
+            loop {
+                match chars.next() {
+                    Some('"') => break,
+                    Some(c) => word.text.push(c),
+                    None => return Err("a `\"` is not closed".into()),
+                }
             }
+        } else if ch == '(' || ch == ')' || ch.is_whitespace() {
+            end(&mut word, &mut out);
             if !ch.is_whitespace() {
-                out.push(ch.to_string());
+                out.push(Token {
+                    text: ch.to_string(),
+                    quoted: false,
+                });
             }
         } else {
-            word.push(ch);
+            word.text.push(ch);
         }
     }
-    if !word.is_empty() {
-        out.push(word);
+    end(&mut word, &mut out);
+    Ok(out)
+}
+
+/// `value` as a filter names it: in quotes when it holds a space or a
+/// parenthesis, or is an operator's word.
+fn as_written(value: &str) -> String {
+    let plain = !value.is_empty()
+        && !matches!(value, "and" | "or" | "not")
+        && !value
+            .chars()
+            .any(|c| c == '(' || c == ')' || c.is_whitespace());
+    if plain {
+        value.to_string()
+    } else {
+        format!("\"{value}\"")
     }
-    out
 }
 
 /// The most terms a filter may hold, and the deepest it may nest (`(`
@@ -200,15 +250,20 @@ const MAX_TERMS: usize = 1_000;
 const MAX_DEPTH: usize = 100;
 
 struct Parser {
-    tokens: Vec<String>,
+    tokens: Vec<Token>,
     at: usize,
     /// `(` and `not` open around the word at `at`.
     depth: usize,
 }
 
 impl Parser {
+    /// The word at `at` when it may be an operator or a parenthesis (it
+    /// has no quotes).
     fn peek(&self) -> Option<&str> {
-        self.tokens.get(self.at).map(String::as_str)
+        self.tokens
+            .get(self.at)
+            .filter(|t| !t.quoted)
+            .map(|t| t.text.as_str())
     }
 
     fn or(&mut self) -> Result<Expr, String> {
@@ -254,12 +309,18 @@ impl Parser {
 
     fn atom(&mut self) -> Result<Expr, String> {
         let at = self.at + 1;
-        let Some(t) = self.tokens.get(self.at).cloned() else {
+        let Some(Token { text: t, quoted }) = self.tokens.get(self.at) else {
             return Err("the filter ends where a term was expected".into());
         };
+        let (t, quoted) = (t.clone(), *quoted);
         self.at += 1;
-        match t.as_str() {
-            "(" => {
+        if t.is_empty() {
+            return Err(format!(
+                "word {at} is empty quotes; quote a name or a value"
+            ));
+        }
+        match (quoted, t.as_str()) {
+            (false, "(") => {
                 let e = self.nested(Self::or)?;
                 if self.peek() != Some(")") {
                     return Err(format!("`(` at word {at} is not closed"));
@@ -267,7 +328,9 @@ impl Parser {
                 self.at += 1;
                 Ok(e)
             }
-            ")" | "and" | "or" => Err(format!("unexpected `{t}` (word {at}); a term was expected")),
+            (false, ")" | "and" | "or") => {
+                Err(format!("unexpected `{t}` (word {at}); a term was expected"))
+            }
             _ => match t.split_once(':') {
                 Some((field, value)) => {
                     let field = match field {
@@ -352,6 +415,29 @@ mod tests {
             "`colour:` is not a filter field; use name:, path:, world: or tag:"
         );
         assert_eq!(err("or a"), "unexpected `or` (word 1); a term was expected");
+    }
+
+    #[test]
+    fn a_quoted_stretch_is_one_word_and_never_an_operator() {
+        let tags = vec!["needs review".to_string(), "and".to_string()];
+        let c = case("my case (old)", &tags);
+        let yes = |f: &str| Filter::parse(f).unwrap().matches(&c);
+        // Once a tag with a space could be chosen by a glob alone.
+        assert!(yes(r#"tag:"needs review""#));
+        assert!(yes(r#"tag:needs" "review"#));
+        assert!(yes(r#""my case (old)" and tag:"and""#));
+        assert!(!yes(r#""and""#));
+        assert!(!yes(r#"tag:"needs" or "nothing like it""#));
+        let err = |f: &str| Filter::parse(f).unwrap_err();
+        assert_eq!(err(r#"tag:"needs review"#), "a `\"` is not closed");
+        assert_eq!(
+            err(r#"a or """#),
+            "word 3 is empty quotes; quote a name or a value"
+        );
+        assert_eq!(
+            Filter::parse("tag:needs-reveiw").unwrap().near(&[c], 3),
+            [r#"tag:"needs review""#]
+        );
     }
 
     #[test]
