@@ -1046,3 +1046,55 @@ fn tree_of(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
     all.sort();
     all
 }
+
+#[test]
+fn a_store_is_never_made_inside_another_s_folders_and_gc_keeps_what_it_did_not_write() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    // Once a second store made there: `runs` listed a broken run, an
+    // export into the outer runs/ was let through, and the outer store's
+    // gc removed one made in objects/, its runs with it.
+    for inner in ["runs", "objects", "cache"] {
+        let inner = store.join(inner);
+        let out = worldline(
+            &inner,
+            ["test", s(&cases), "--agent", s(&guest("caller-agent"))],
+        );
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("which worldline keeps for itself")
+                && out
+                    .stderr
+                    .contains(&format!("pass --store {}", store.display())),
+            "{out}"
+        );
+        assert!(!inner.join("runs").exists() && !inner.join("objects").exists());
+    }
+    assert_eq!(bundles(&store), 4);
+    // What gc did not write in objects/ and worlds/ it leaves, however old.
+    let stray = [store.join("objects/notes"), store.join("worlds/mine")];
+    for d in &stray {
+        std::fs::create_dir_all(d.join("runs")).unwrap();
+        std::fs::write(d.join("runs/kept.jsonl"), "mine").unwrap();
+    }
+    std::fs::write(store.join("objects/README"), "mine").unwrap();
+    for d in ["objects", "worlds"] {
+        age(&store.join(d), Duration::from_secs(2 * 3600));
+    }
+    let out = worldline(&store, ["gc", "--keep-passed", "0", "--json"]);
+    out.expect_code(0);
+    assert!(
+        out.json()["objects"]["bytes"].as_u64().unwrap() > 0,
+        "{out}"
+    );
+    for d in &stray {
+        assert!(
+            d.join("runs/kept.jsonl").is_file(),
+            "{}: {out}",
+            d.display()
+        );
+    }
+    assert!(store.join("objects/README").is_file());
+}

@@ -17,6 +17,12 @@ pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
     hex_of(&Sha256::digest(bytes.as_ref()))
 }
 
+/// Whether `text` is what [`sha256_hex`] writes: 64 lowercase hex digits
+/// (the names of a store's objects and worlds).
+pub fn is_sha256_hex(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// Bytes (a digest) as lowercase hex, written byte by byte into the
 /// string's buffer: `hex::encode` collects an iterator of `char`s, ~1% of
 /// a run's CPU for the hashes of its events.

@@ -64,17 +64,40 @@ pub fn is_store(dir: &Path) -> bool {
 }
 
 /// The store `path` would write into, and what of it: a folder of the
-/// store's own, or one of its files; the nearest store above `path` is
-/// asked about.
+/// store's own, or one of its files. Every store above `path` is asked,
+/// not only the nearest: a store made by mistake inside another's
+/// `runs/` does not open that folder to what the outer one keeps out.
 fn store_part(path: &Path) -> Option<(std::path::PathBuf, String)> {
     let full = std::path::absolute(path).ok()?;
-    let store = full.ancestors().skip(1).find(|dir| is_store(dir))?;
-    let rel = full.strip_prefix(store).ok()?;
-    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
-    let top = rel.components().count() == 1;
-    let own = STORE_FOLDERS.contains(&first.as_str())
-        || (top && (STORE_FILES.contains(&first.as_str()) || first.starts_with("index.")));
-    own.then(|| (store.to_path_buf(), first))
+    full.ancestors()
+        .skip(1)
+        .filter(|dir| is_store(dir))
+        .find_map(|store| {
+            let rel = full.strip_prefix(store).ok()?;
+            let first = rel.components().next()?.as_os_str().to_str()?.to_string();
+            let top = rel.components().count() == 1;
+            let own = STORE_FOLDERS.contains(&first.as_str())
+                || (top && (STORE_FILES.contains(&first.as_str()) || first.starts_with("index.")));
+            own.then(|| (store.to_path_buf(), first))
+        })
+}
+
+/// Refuse `root` as a store's folder when it is another store's own (its
+/// `runs/`, `objects/`, ...): a store made there was listed as a broken
+/// run of the outer one, let an export into the outer `runs/`, and one in
+/// `objects/` was removed, runs and all, by the outer store's `gc`.
+pub fn check_store_root(root: &Path) -> Result<(), InputError> {
+    match store_part(root) {
+        Some((store, part)) => Err(InputError::new(
+            root,
+            format!(
+                "is in the {part} folder of the store {}, which worldline keeps for itself; pass --store {} (or a folder outside it)",
+                store.display(),
+                store.display()
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Refuse a path whose folder is not there (said before anything runs,
@@ -216,6 +239,32 @@ mod tests {
             check_file(&store.join(fine)).unwrap();
         }
         check_file(&dir.path().join("policy.toml")).unwrap();
+    }
+
+    #[test]
+    fn a_store_inside_another_s_own_folder_opens_nothing_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let outer = dir.path().join("s");
+        // A store made inside the outer one's runs/ before the guard.
+        for sub in ["runs/runs", "runs/objects", "objects"] {
+            std::fs::create_dir_all(outer.join(sub)).unwrap();
+        }
+        // Once let through: the nearest store above it was the inner one.
+        let e = check_file(&outer.join("runs/x.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is in the runs folder of the store"), "{e}");
+        for inner in ["runs", "objects", "cache/c", "worlds"] {
+            let e = check_store_root(&outer.join(inner))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("pass --store {}", outer.display())),
+                "{e}"
+            );
+        }
+        check_store_root(&outer).unwrap();
+        check_store_root(&dir.path().join("elsewhere")).unwrap();
     }
 
     #[test]

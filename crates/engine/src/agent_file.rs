@@ -28,7 +28,7 @@ pub fn load(sandbox: &Sandbox, store: &StoreDir, path: &Path) -> Result<Arc<Agen
     let record = record_path(store, path);
     if let Some(record) = &record
         && let Ok(sha) = std::fs::read_to_string(record)
-        && is_sha256(&sha)
+        && canon::is_sha256_hex(&sha)
         // Held before it is looked for: gc leaves it from now on.
         && store.hold(&[&sha]).is_ok()
         && store.object_path(&sha).is_file()
@@ -65,10 +65,6 @@ fn record_path(store: &StoreDir, path: &Path) -> Option<PathBuf> {
 /// Whether the file was last changed long enough ago to be trusted.
 fn settled(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| file_identity::settled(&m))
-}
-
-fn is_sha256(text: &str) -> bool {
-    text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 #[cfg(test)]

@@ -118,6 +118,7 @@ impl StoreDir {
     }
 
     fn open_folder(root: &Path) -> Result<Self> {
+        worldline_case::output::check_store_root(root)?;
         for sub in ["runs", "objects", "cache"] {
             let dir = root.join(sub);
             std::fs::create_dir_all(&dir).map_err(|e| {

@@ -15,6 +15,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
+use worldline_case::canon::is_sha256_hex;
 
 /// Objects and worlds younger than this stay whatever references them: a
 /// run stores its agent, case and world before its bundle exists.
@@ -141,14 +142,15 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
     if let Some((worlds, needed)) = &needs {
         sweep_dir(
             &store.root.join("objects"),
-            |name| !needed.contains(name),
+            // What is no SHA-256 the store did not write: it stays.
+            |name| is_sha256_hex(name) && !needed.contains(name),
             now - GRACE_S,
             dry_run,
             &mut report.objects,
         )?;
         sweep_dir(
             &store.root.join("worlds"),
-            |name| !worlds.contains(name),
+            |name| is_sha256_hex(name) && !worlds.contains(name),
             now - GRACE_S,
             dry_run,
             &mut report.worlds,
