@@ -554,3 +554,25 @@ fn a_killed_run_exports_as_incomplete() {
         );
     }
 }
+
+#[test]
+fn a_case_named_with_control_characters_reaches_no_terminal_as_them() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    write_case(&cases, "a\u{1b}[31mred\u{7}", &demo_case(1));
+    let store = dir.path().join("store");
+    let (c, agent, worlds) = (cases.to_str().unwrap(), guest("caller-agent"), worlds_dir());
+    let w = worlds.to_str().unwrap();
+    // Once written raw by `test` and `test --list`, which `history` and
+    // `runs` escape (decision 0314).
+    for args in [
+        vec!["test", c, "--worlds", w, "--agent", agent.to_str().unwrap()],
+        vec!["test", c, "--worlds", w, "--list"],
+    ] {
+        let out = prompt(&store, &args);
+        out.expect_code(0);
+        assert!(out.stdout.contains("a\\u{1b}[31mred\\u{7}"), "{out}");
+        assert!(!out.stdout.contains('\u{1b}') && !out.stdout.contains('\u{7}'));
+    }
+}

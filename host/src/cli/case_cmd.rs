@@ -101,7 +101,7 @@ fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_value(&made)?);
         return Ok(ExitCode::Ok);
     }
-    case_report::write_from_run(&mut std::io::stdout().lock(), &made)?;
+    case_report::write_from_run(&mut super::human_out(), &made)?;
     Ok(ExitCode::Ok)
 }
 
@@ -111,7 +111,7 @@ fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
         if args.common.json {
             println!("{}", serde_json::to_value(&runs)?);
         } else {
-            case_report::write_trace_runs(&mut std::io::stdout().lock(), &runs)?;
+            case_report::write_trace_runs(&mut super::human_out(), &runs)?;
         }
         return Ok(ExitCode::Ok);
     }
@@ -122,7 +122,7 @@ fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
     if args.common.json {
         println!("{}", serde_json::to_value(&made)?);
     } else {
-        case_report::write_from_trace(&mut std::io::stdout().lock(), &made)?;
+        case_report::write_from_trace(&mut super::human_out(), &made)?;
     }
     Ok(ExitCode::Ok)
 }

@@ -52,7 +52,7 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&CheckSummary::of(&checked))?;
     } else {
-        check::write(&mut std::io::stdout().lock(), &checked)?;
+        check::write(&mut super::human_out(), &checked)?;
     }
     Ok(if checked.problems.is_empty() {
         ExitCode::Ok

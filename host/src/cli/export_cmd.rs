@@ -328,7 +328,7 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
     } else {
         let name = store.name();
         worldline_report::import::write(
-            &mut std::io::stdout().lock(),
+            &mut super::human_out(),
             &mut std::io::stderr().lock(),
             &worldline_report::import::Imports {
                 store: &name,

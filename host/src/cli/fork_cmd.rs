@@ -111,7 +111,7 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
         })?;
     } else {
         println!("fork of {} at event {}", rec.id, args.at);
-        worldline_report::run::write(&mut std::io::stdout().lock(), outcome)?;
+        worldline_report::run::write(&mut super::human_out(), outcome)?;
     }
     let code = crate::cli::exit::exit_code(outcome.footer.status, outcome.grade.as_ref());
     // The fork, its recording and the sandbox (the engine, the linker, the

@@ -279,7 +279,7 @@ fn render(args: &FuzzArgs, store: &StoreDir, doc: &FuzzReport) -> Result<ExitCod
     if args.common.json {
         super::print_json_with_settings(doc)?;
     } else {
-        worldline_report::fuzz::write(&mut std::io::stdout().lock(), doc)?;
+        worldline_report::fuzz::write(&mut super::human_out(), doc)?;
     }
     eprintln!("campaign {campaign} kept in the store (worldline ui shows it)");
     Ok(if doc.summary.failed == 0 {

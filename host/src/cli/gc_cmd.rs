@@ -73,7 +73,7 @@ pub fn exec_gc(args: GcArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json(&report)?;
     } else {
-        worldline_report::gc::write(&mut std::io::stdout().lock(), &report)?;
+        worldline_report::gc::write(&mut super::human_out(), &report)?;
     }
     Ok(ExitCode::Ok)
 }

@@ -62,7 +62,7 @@ pub fn exec(args: GradeCommand) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&summary)?;
     } else {
-        worldline_report::grade::write_regrade(&mut std::io::stdout().lock(), &summary)?;
+        worldline_report::grade::write_regrade(&mut super::human_out(), &summary)?;
     }
     Ok(crate::cli::exit::exit_code(footer.status, Some(g)))
 }

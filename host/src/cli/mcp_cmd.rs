@@ -93,7 +93,7 @@ pub fn exec(args: McpArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&RunSummary::of(&outcome))?;
     } else {
-        worldline_report::run::write(&mut std::io::stdout().lock(), &outcome)?;
+        worldline_report::run::write(&mut super::human_out(), &outcome)?;
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,

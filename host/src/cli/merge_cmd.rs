@@ -80,7 +80,7 @@ pub fn exec(args: MergeArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json(&merged)?;
     } else {
-        merged.write(&mut std::io::stdout().lock(), &mut std::io::stderr())?;
+        merged.write(&mut super::human_out(), &mut std::io::stderr())?;
     }
     Ok(match merged.ending() {
         Ending::Passed => ExitCode::Ok,

@@ -363,6 +363,14 @@ fn print_json_supplied(
     print_json(&value)
 }
 
+/// Standard output for a report a person reads: what a run or an input
+/// holds (an agent's error, a case's name, a reason) reaches the
+/// terminal with its control characters escaped, as `history` and `runs`
+/// write them (decision 0314), however the report builds its lines.
+fn human_out() -> worldline_case::shown::Escaped<std::io::StdoutLock<'static>> {
+    worldline_case::shown::Escaped::new(std::io::stdout().lock())
+}
+
 /// [`worldline_report::write_json`] on stdout.
 fn print_json(doc: &impl serde::Serialize) -> anyhow::Result<()> {
     worldline_report::write_json(&mut std::io::stdout().lock(), doc)

@@ -110,7 +110,7 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json(&summary)?;
     } else {
-        worldline_report::otel::write(&mut std::io::stdout().lock(), &summary)?;
+        worldline_report::otel::write(&mut super::human_out(), &summary)?;
     }
     Ok(ExitCode::Ok)
 }

@@ -88,7 +88,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        verify_report::write_replay(&mut std::io::stdout().lock(), &r)?;
+        verify_report::write_replay(&mut super::human_out(), &r)?;
     }
     Ok(if r.verdict == Verdict::Diverged {
         ExitCode::Failed

@@ -89,7 +89,7 @@ pub fn exec(args: ReproArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&r)?;
     } else {
-        worldline_report::repro::write(&mut std::io::stdout().lock(), &r)?;
+        worldline_report::repro::write(&mut super::human_out(), &r)?;
     }
     Ok(ExitCode::Ok)
 }

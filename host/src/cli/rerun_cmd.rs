@@ -92,7 +92,7 @@ pub fn exec(args: RerunCommand) -> Result<ExitCode> {
         super::print_json_with_settings(&summary)?;
     } else {
         rerun::write(
-            &mut std::io::stdout().lock(),
+            &mut super::human_out(),
             &summary,
             outcome,
             &reran.agent_sha256,

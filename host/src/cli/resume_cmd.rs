@@ -99,7 +99,7 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
                 .map_or(i.call.clone(), |t| format!("tool `{t}`"));
             println!("killed inside {what} at event {at}: made again");
         }
-        worldline_report::run::write(&mut std::io::stdout().lock(), &outcome)?;
+        worldline_report::run::write(&mut super::human_out(), &outcome)?;
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,

@@ -64,7 +64,7 @@ pub fn exec(args: RunCommand) -> Result<ExitCode> {
         };
         super::print_json_with_settings(&summary)?;
     } else {
-        worldline_report::run::write(&mut std::io::stdout().lock(), outcome)?;
+        worldline_report::run::write(&mut super::human_out(), outcome)?;
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,

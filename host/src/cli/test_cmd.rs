@@ -16,6 +16,7 @@ use anyhow::Result;
 use clap::Args;
 use indicatif::ProgressBar;
 use serde::Serialize;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -148,14 +149,15 @@ fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
     if json {
         return super::print_json(&listed);
     }
+    let mut out = super::human_out();
     for l in &listed {
         let tags = match l.tags.is_empty() {
             true => String::new(),
             false => format!("  [{}]", l.tags.join(", ")),
         };
-        println!("{}  {}{tags}", l.name, l.world);
+        writeln!(out, "{}  {}{tags}", l.name, l.world)?;
     }
-    println!("{} case(s)", listed.len());
+    writeln!(out, "{} case(s)", listed.len())?;
     Ok(())
 }
 
@@ -294,7 +296,10 @@ fn list(args: &TestArgs, store: &StoreDir) -> Result<ExitCode> {
 
 fn collection_errors(broken: &[InputError]) {
     for e in broken {
-        eprintln!("error collecting {e}");
+        eprintln!(
+            "error collecting {}",
+            worldline_case::shown::message(&e.to_string())
+        );
     }
 }
 
@@ -413,8 +418,8 @@ fn render(
         super::print_json_supplied(&summary, supplied)?;
     } else {
         Human {
-            out: std::io::stdout().lock(),
-            err: std::io::stderr(),
+            out: super::human_out(),
+            err: worldline_case::shown::Escaped::new(std::io::stderr()),
         }
         .event(&finished)?;
     }

@@ -67,7 +67,7 @@ pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
     if args.common.json {
         super::print_json_with_settings(&report)?;
     } else {
-        worldline_report::validate::write(&mut std::io::stdout().lock(), &report)?;
+        worldline_report::validate::write(&mut super::human_out(), &report)?;
     }
     Ok(if report.passed() {
         ExitCode::Ok
