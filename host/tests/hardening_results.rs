@@ -513,3 +513,34 @@ mod ids_worlds_and_errors {
         );
     }
 }
+
+/// A fork's answered error is recorded as an injected one is (`denied`,
+/// `failed`): it was `read`, so `[[expect.calls]] denied` graded the fork
+/// and the case made from it differently, and `otel` and `history`
+/// disagreed. A fork recorded before replays as it ran.
+#[test]
+fn a_fork_s_answered_error_is_recorded_with_the_effect_of_an_injected_one() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    common::imported_fixture(&store, "before-fork-effects", "fork-denied.json");
+    let fixtures = common::workspace_root().join("tests/bundles/before-fork-effects");
+    let ran = common::run_in(
+        &store,
+        &fixtures.join("case.toml"),
+        &guest("caller-agent"),
+        &common::workspace_root().join("tests/worlds"),
+    );
+    ran.expect_code(0);
+    let run = ran.json()["run_id"].as_str().unwrap().to_string();
+    for (kind, effect) in [("denied", "denied"), ("timeout", "failed")] {
+        let answer = format!(r#"{{"error":{{"kind":"{kind}","message":"m"}}}}"#);
+        let fork = worldline(
+            &store,
+            ["fork", &run, "--at", "1", "--respond", &answer, "--json"],
+        );
+        let id = fork.json()["run_id"].as_str().unwrap().to_string();
+        let history = worldline(&store, ["history", &id, "--json"]);
+        assert_eq!(history.json()["events"][1]["effect"], effect, "{history}");
+        worldline(&store, ["verify", &id]).expect_code(0);
+    }
+}

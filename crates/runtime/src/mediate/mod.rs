@@ -97,6 +97,24 @@ pub(crate) fn ok(value: Value) -> Value {
     Value::Object(serde_json::Map::from_iter([("ok".to_string(), value)]))
 }
 
+/// What an answer given for a call (a fork's `--respond`) is recorded
+/// as, as the call's own answer would be: an error `denied` of a call
+/// other than a model's is `denied` (as an injected denial is), any other
+/// error `failed`, anything else `read`; so graders, the history and
+/// OTel read a fork's answered error as they read an injected one.
+fn answered_effect(call: &str, response: &Value) -> Effect {
+    match response.get("error") {
+        Some(e)
+            if e["kind"] == "denied"
+                && call != worldline_log::log::call::Kind::ModelComplete.name() =>
+        {
+            Effect::Denied
+        }
+        Some(_) => Effect::Failed,
+        None => Effect::Read,
+    }
+}
+
 impl ServiceReply {
     pub fn read(response: Value) -> Self {
         ServiceReply {
@@ -474,10 +492,19 @@ impl Mediator {
             override_response.is_none() && !following && self.intend(seq, call, &request, live)?;
         self.services.clock.tick();
         let mut answer = match override_response {
-            Some(response) => ServiceReply {
-                injected: Some(json!({"action": worldline_log::log::event::FORK_RESPOND})),
-                ..ServiceReply::read(response)
-            },
+            Some(response) => {
+                // A fork made before this rule recorded its answer `read`
+                // whatever it was: its replay keeps what it recorded.
+                let recorded = (self.following.as_ref())
+                    .filter(|_| following)
+                    .and_then(|f| f.events.get(seq))
+                    .map(|e| e.effect);
+                let effect = recorded.unwrap_or_else(|| answered_effect(call, &response));
+                ServiceReply {
+                    injected: Some(json!({"action": worldline_log::log::event::FORK_RESPOND})),
+                    ..ServiceReply::with_effect(response, effect)
+                }
+            }
             None if following && live => self.logged_answer(seq),
             None => serve(&mut self.services, &request),
         };
