@@ -519,7 +519,7 @@ mod ids_worlds_and_errors {
 /// and the case made from it differently, and `otel` and `history`
 /// disagreed. A fork recorded before replays as it ran.
 #[test]
-fn a_fork_s_answered_error_is_recorded_with_the_effect_of_an_injected_one() {
+fn a_fork_s_answered_error_has_its_effect_and_an_edit_at_a_finished_end_is_refused() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     common::imported_fixture(&store, "before-fork-effects", "fork-denied.json");
@@ -542,5 +542,21 @@ fn a_fork_s_answered_error_is_recorded_with_the_effect_of_an_injected_one() {
         let history = worldline(&store, ["history", &id, "--json"]);
         assert_eq!(history.json()["events"][1]["effect"], effect, "{history}");
         worldline(&store, ["verify", &id]).expect_code(0);
+    }
+    // At a finished run's end no call is made: an edit there was recorded
+    // in the fork's header and never applied (the fork passed, `diff` saw
+    // no change).
+    for (flag, edit) in [
+        ("--set", r#"tickets/T-1.status="closed""#),
+        ("--deny", "get_ticket"),
+    ] {
+        let fork = worldline(&store, ["fork", &run, "--at", "2", flag, edit]);
+        fork.expect_code(2);
+        assert!(
+            fork.stderr
+                .contains(&format!("{flag}: event 2 is the end of a finished run"))
+                && fork.stderr.contains("--at 1 or earlier"),
+            "{fork}"
+        );
     }
 }

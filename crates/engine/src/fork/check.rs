@@ -107,7 +107,29 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
     let world = &rec.case.world;
     let before = final_state(&world.initial, &events[..at as usize]);
     let mut notes = Vec::new();
+    // A finished run makes no call at its end: an edit there (recorded in
+    // the fork's header) would never apply. A killed run's end is where
+    // it goes on live, so an edit there applies to its next call.
+    let past_end = |flag: &str| {
+        (rec.bundle.footer.is_some() && at == events.len() as u64).then(|| {
+            InputError::new(
+                flag,
+                format!(
+                    "event {at} is the end of a finished run: it makes no call there for the edit to apply to; give --at {} or earlier",
+                    at.saturating_sub(1)
+                ),
+            )
+        })
+    };
     for edit in edits {
+        if let Some(e) = match edit {
+            Edit::Allow { .. } => past_end("--allow"),
+            Edit::Deny { .. } => past_end("--deny"),
+            Edit::Set { .. } => past_end("--set"),
+            Edit::Respond { .. } | Edit::Reseed { .. } => None,
+        } {
+            return Err(e);
+        }
         match edit {
             Edit::Respond { response } => {
                 let Some(event) = events.get(at as usize) else {
