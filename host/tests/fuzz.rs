@@ -546,6 +546,43 @@ fn model_alternatives_give_pass_k_below_pass_1_and_repro_a_true_rate() {
     );
 }
 
+/// A campaign whose scripted model runs out of replies: the merged report
+/// keeps what it had no reply for (`groups[].unscripted`), as one
+/// machine's does (the merge dropped it).
+#[test]
+fn merged_shards_keep_what_a_scripted_model_had_no_reply_for() {
+    let root = common::workspace_root();
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (case, agent) = (
+        root.join("cases/model/rollback-weighted.toml"),
+        guest("model-agent"),
+    );
+    let faults = root.join("examples/native-agents/faults.toml");
+    let args = ["--runs", "40", "--faults", faults.to_str().unwrap()];
+    let whole = fuzz(&store, &case, &agent, &args);
+    let unscripted = |r: &Value| {
+        (r["groups"].as_array().unwrap().iter())
+            .filter(|g| g.get("unscripted").is_some())
+            .count()
+    };
+    assert!(unscripted(whole.json()) > 0, "{whole}");
+    let mut files = Vec::new();
+    for shard in 1..=2 {
+        let p = format!("{shard}/2");
+        let mut a = args.to_vec();
+        a.extend(["--partition", &p]);
+        let f = dir.path().join(format!("{shard}.json"));
+        std::fs::write(&f, fuzz(&store, &case, &agent, &a).stdout).unwrap();
+        files.push(f.display().to_string());
+    }
+    let merged = worldline(
+        &store,
+        [vec!["merge".into(), "--json".into()], files].concat(),
+    );
+    assert_eq!(stable(merged.json()), stable(whole.json()));
+}
+
 #[test]
 fn merged_shards_equal_the_single_machine_report() {
     let naive = guest("naive-agent");

@@ -311,8 +311,12 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
             "reproducer": kept["reproducer"],
             "signature": g.signature,
         });
-        if let Some(shrunk) = kept.get("shrunk") {
-            group["shrunk"] = shrunk.clone();
+        // What the shard kept of its reproducer beside the tally's counts
+        // (its shrunk form, what a scripted model had no reply for).
+        for key in ["shrunk", "unscripted"] {
+            if let Some(v) = kept.get(key) {
+                group[key] = v.clone();
+            }
         }
         groups.push(group);
     }
