@@ -11,23 +11,44 @@ use worldline_case::error::InputError;
 /// How long the endpoint has to answer.
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// The URL spans are posted to: the endpoint as given when it ends in
-/// `/v1/traces`, else with that path appended (as OTLP exporters do with
-/// `OTEL_EXPORTER_OTLP_ENDPOINT`).
-pub fn traces_url(endpoint: &str) -> String {
-    let e = endpoint.trim_end_matches('/');
-    if e.ends_with("/v1/traces") {
-        e.to_string()
-    } else {
-        format!("{e}/v1/traces")
+/// The URL spans are posted to: the endpoint's path with `/v1/traces`
+/// joined to it unless it ends so (as OTLP exporters do with
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`), a query kept after it (it was put
+/// after the query, so the spans went to `/`).
+pub fn traces_url(endpoint: &str) -> Result<reqwest::Url, InputError> {
+    let refused = |why: String| InputError::new("--endpoint", why);
+    let mut url = reqwest::Url::parse(endpoint).map_err(|e| {
+        refused(format!(
+            "is not a URL ({e}); give e.g. http://127.0.0.1:4318"
+        ))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(refused(format!(
+            "`{}` is not an http or https URL",
+            shown(&url)
+        )));
     }
+    let path = url.path().trim_end_matches('/').to_string();
+    if !path.ends_with("/v1/traces") {
+        url.set_path(&format!("{path}/v1/traces"));
+    }
+    Ok(url)
 }
 
-/// POST the request; the HTTP status on success.
-pub fn post(endpoint: &str, req: &ExportTraceServiceRequest) -> Result<u16> {
-    let url = traces_url(endpoint);
+/// `url` as it is printed (the summary, an error): its password, if it
+/// holds one, replaced by `***`.
+pub fn shown(url: &reqwest::Url) -> String {
+    let mut url = url.clone();
+    if url.password().is_some() {
+        let _ = url.set_password(Some("***"));
+    }
+    url.to_string()
+}
+
+/// POST the request to [`traces_url`]'s URL; the HTTP status on success.
+pub fn post(url: &reqwest::Url, req: &ExportTraceServiceRequest) -> Result<u16> {
     let body = req.encode_to_vec();
-    let fail = |m: String| InputError::new(&url, m);
+    let fail = |m: String| InputError::new(shown(url), m);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -37,7 +58,7 @@ pub fn post(endpoint: &str, req: &ExportTraceServiceRequest) -> Result<u16> {
     let sent = rt.block_on(async {
         tokio::time::timeout(LIMIT, async {
             let resp = client
-                .post(&url)
+                .post(url.clone())
                 .header("content-type", "application/x-protobuf")
                 .body(body)
                 .send()
@@ -68,7 +89,8 @@ pub fn post(endpoint: &str, req: &ExportTraceServiceRequest) -> Result<u16> {
     match sent {
         Err(_) => Err(fail(format!("no answer within {} s", LIMIT.as_secs())).into()),
         Ok(Err(e)) => Err(fail(format!(
-            "cannot send spans: {e} (is an OTLP/HTTP collector listening there?)"
+            "cannot send spans: {} (is an OTLP/HTTP collector listening there?)",
+            e.without_url()
         ))
         .into()),
         Ok(Ok((status, _))) if (200..300).contains(&status) => Ok(status),
@@ -84,4 +106,30 @@ pub fn post(endpoint: &str, req: &ExportTraceServiceRequest) -> Result<u16> {
 /// replaced).
 pub fn write(path: &Path, req: &ExportTraceServiceRequest) -> Result<()> {
     Ok(worldline_case::output::write(path, &req.encode_to_vec())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_traces_path_is_joined_to_the_endpoint_s_path_and_a_password_never_shown() {
+        let url = |e: &str| traces_url(e).unwrap().to_string();
+        assert_eq!(
+            url("http://127.0.0.1:4318"),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+        assert_eq!(url("http://h:1/otlp/"), "http://h:1/otlp/v1/traces");
+        assert_eq!(url("https://h/v1/traces"), "https://h/v1/traces");
+        // Once `http://h:1?token=abc/v1/traces`: posted to `/`.
+        assert_eq!(
+            url("http://h:1?token=abc"),
+            "http://h:1/v1/traces?token=abc"
+        );
+        let secret = traces_url("http://user:pw@h:1").unwrap();
+        assert_eq!(shown(&secret), "http://user:***@h:1/v1/traces");
+        assert!(traces_url("127.0.0.1:4318").is_err());
+        let ftp = traces_url("ftp://u:pw@h").unwrap_err().to_string();
+        assert!(ftp.contains("not an http") && !ftp.contains("pw"), "{ftp}");
+    }
 }

@@ -85,10 +85,10 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         .map(|s| s.spans.len())
         .sum();
     let (to, status) = match (&args.endpoint, &args.output) {
-        (Some(endpoint), _) => (
-            send::traces_url(endpoint),
-            Some(send::post(endpoint, &req)?),
-        ),
+        (Some(endpoint), _) => {
+            let url = send::traces_url(endpoint)?;
+            (send::shown(&url), Some(send::post(&url, &req)?))
+        }
         (None, Some(file)) => {
             send::write(file, &req)?;
             (file.display().to_string(), None)
