@@ -519,7 +519,7 @@ mod ids_worlds_and_errors {
 /// and the case made from it differently, and `otel` and `history`
 /// disagreed. A fork recorded before replays as it ran.
 #[test]
-fn a_fork_s_answered_error_has_its_effect_and_an_edit_at_a_finished_end_is_refused() {
+fn a_fork_s_edits_are_recorded_shown_and_refused_as_they_apply() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     common::imported_fixture(&store, "before-fork-effects", "fork-denied.json");
@@ -543,6 +543,35 @@ fn a_fork_s_answered_error_has_its_effect_and_an_edit_at_a_finished_end_is_refus
         assert_eq!(history.json()["events"][1]["effect"], effect, "{history}");
         worldline(&store, ["verify", &id]).expect_code(0);
     }
+    // A fork whose edit changed only what event 1 wrote: `diff` printed
+    // the two alike lines of that event and nothing that differed.
+    let fork = worldline(
+        &store,
+        [
+            "fork",
+            &run,
+            "--at",
+            "1",
+            "--set",
+            r#"tickets/T-2.status="closed""#,
+            "--json",
+        ],
+    );
+    let id = fork.json()["run_id"].as_str().unwrap().to_string();
+    let d = worldline(&store, ["diff", &run, &id]);
+    d.expect_code(1);
+    assert!(
+        d.stdout.contains("  a wrote: []\n  b wrote: [") && d.stdout.contains("closed"),
+        "{d}"
+    );
+    let d = worldline(&store, ["diff", &run, &id, "--json"]);
+    let first = &d.json()["first_divergence"];
+    assert_eq!(first["a"]["writes"], serde_json::json!([]), "{d}");
+    assert_eq!(
+        first["b"]["writes"].as_array().map(Vec::len),
+        Some(1),
+        "{d}"
+    );
     // At a finished run's end no call is made: an edit there was recorded
     // in the fork's header and never applied (the fork passed, `diff` saw
     // no change).

@@ -2,7 +2,7 @@
 //! differ, each side's event in one line, and how their final states
 //! differ) or as the `diff --json` document.
 
-use super::timeline::{Cut, summary_cut};
+use super::timeline::{Cut, summary_cut, writes_cut};
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use worldline_engine::grade::diff::StateDiff;
@@ -29,11 +29,12 @@ pub struct Compared<'a> {
     pub redacted_view: bool,
 }
 
-/// `diff --json`: the first divergence (each side's call, request and
-/// response), the final states' difference and each run's output.
+/// `diff --json`: the first divergence (each side's call, request,
+/// response and writes), the final states' difference and each run's
+/// output.
 pub fn json(c: &Compared<'_>) -> Value {
     let side = |e: Option<&Event>| {
-        e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response}))
+        e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response, "writes": e.writes}))
     };
     let (ea, eb) = (c.a.events, c.b.events);
     json!({
@@ -64,6 +65,14 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
             writeln!(out, "first difference at event {i}:")?;
             writeln!(out, "  a: {}", line(ea.get(i)))?;
             writeln!(out, "  b: {}", line(eb.get(i)))?;
+            // Events alike in their lines may differ in what they wrote
+            // (a fork's `--set` patch): both lines were all it showed.
+            if let (Some(x), Some(y)) = (ea.get(i), eb.get(i))
+                && x.writes != y.writes
+            {
+                writeln!(out, "  a wrote: {}", writes_cut(x, cut))?;
+                writeln!(out, "  b wrote: {}", writes_cut(y, cut))?;
+            }
         }
     }
     if c.state.is_empty() {

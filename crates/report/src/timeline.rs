@@ -82,6 +82,14 @@ pub fn summary(e: &Event) -> String {
 }
 
 /// One line of what an event asked and got, its values cut to `how`.
+/// What an event wrote, as one line cut as `how` says (`[]` for none).
+pub fn writes_cut(e: &Event, how: Cut) -> String {
+    cut(
+        &serde_json::to_value(&e.writes).expect("writes serialize"),
+        how.limit(100),
+    )
+}
+
 pub fn summary_cut(e: &Event, how: Cut) -> String {
     let short = |v: &Value, max: usize| cut(v, how.limit(max));
     let failed = |err: &CallError| format!("{}: {}", err.kind, short(err.message(), 50));
