@@ -413,3 +413,52 @@ fn a_native_run_s_command_is_redacted_and_the_run_imports() {
         "{all}"
     );
 }
+
+/// `runs` shows and matches a failure's signature as the views show it,
+/// through the store's policy: it printed the raw signature, and
+/// `--signature` matched a hidden value (the oracle decision 0101 keeps
+/// out of the UI).
+#[test]
+fn runs_shows_and_matches_signatures_through_the_store_s_policy() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let root = common::workspace_root();
+    let out = worldline(
+        &store,
+        [
+            "test",
+            s(&root.join("cases/incident/note-partial.toml")),
+            "--agent",
+            s(&guest("naive-agent")),
+            "--worlds",
+            s(&root.join("worlds")),
+        ],
+    );
+    out.expect_code(1);
+    let raw = worldline(&store, ["runs", "--json"]);
+    assert!(
+        raw.json()[0]["signature"]
+            .as_str()
+            .unwrap()
+            .contains("T-100"),
+        "{raw}"
+    );
+    let policy = "detectors = []\n[[custom]]\nname = \"ticket\"\npattern = \"T-100\"\n";
+    std::fs::write(store.join("redact.toml"), policy).unwrap();
+    let listed = worldline(&store, ["runs", "--json"]);
+    let signature = listed.json()[0]["signature"].as_str().unwrap().to_string();
+    assert!(
+        !signature.contains("T-100") && signature.contains("ticket"),
+        "{listed}"
+    );
+    let text = worldline(&store, ["runs"]);
+    assert!(!text.stdout.contains("T-100"), "{text}");
+    let matched = worldline(&store, ["runs", "--signature", "T-100", "--json"]);
+    assert_eq!(
+        matched.json().as_array().map(Vec::len),
+        Some(0),
+        "{matched}"
+    );
+    let unredacted = worldline(&store, ["runs", "--unredacted", "--json"]);
+    assert!(unredacted.stdout.contains("T-100"), "{unredacted}");
+}

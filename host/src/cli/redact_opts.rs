@@ -1,5 +1,5 @@
 //! The redaction options of the commands that show or export run content
-//! (`history`, `show`, `diff`, `export`, `otel`, `merge`, `ui`). On a
+//! (`history`, `show`, `diff`, `export`, `otel`, `merge`, `runs`, `ui`). On a
 //! database store the store's shared policy applies: a viewer sees the
 //! redacted copies and cannot ask for more; a responder's `--unredacted`
 //! read is audited before anything is shown.

@@ -54,6 +54,8 @@ pub struct RunsArgs {
     #[arg(long)]
     pub writer: Option<String>,
     #[command(flatten)]
+    pub redaction: super::redact_opts::RedactArgs,
+    #[command(flatten)]
     pub common: Common,
 }
 
@@ -125,11 +127,12 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
             .into());
         }
     };
-    // A responder's view of a database store: signatures through the
-    // store's policy (a viewer's rows come from the redacted copies), and
+    // Signatures through the view's policy, as `history` and the UI show
+    // them (a folder store's redact.toml, a database store's for a
+    // responder; a viewer's rows come from the redacted copies), and
     // matched as shown: a filter must not tell whether a hidden value is
     // there.
-    let redactor = store.database_redactor()?.flatten();
+    let redactor = args.redaction.redactor(&store, "runs", &[])?;
     let signature = match redactor {
         Some(_) => filter.signature.take(),
         None => None,
