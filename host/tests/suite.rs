@@ -137,6 +137,22 @@ fn text_lines_name_run_ids_and_rerun_failed_runs_only_the_failures() {
     again.expect_code(1);
     assert_eq!(names(again.json()), ["c", "d"]);
 
+    // A case that could not be loaded is run again once it loads: it was
+    // forgotten, and a fixed suite said `0 passed, 0 failed`, exit 0.
+    let a = cases.join("a.toml");
+    let text = std::fs::read_to_string(&a).unwrap();
+    std::fs::write(&a, "world = \n").unwrap();
+    test_cmd(&store, &cases, &["-k", "a or b"]).expect_code(2);
+    std::fs::write(&a, text).unwrap();
+    let fixed = test_cmd(&store, &cases, &["--rerun-failed", "--json"]);
+    fixed.expect_code(0);
+    assert_eq!(names(fixed.json()), ["a"]);
+    // The last session left nothing that did not pass: every case runs.
+    let all = test_cmd(&store, &cases, &["--rerun-failed", "--json"]);
+    all.expect_code(1);
+    assert_eq!(names(all.json()), ["a", "b", "c", "d"]);
+    assert!(all.stderr.contains("running every selected case"), "{all}");
+
     let fresh = dir.path().join("fresh-store");
     let none = test_cmd(&fresh, &cases, &["--rerun-failed"]);
     none.expect_code(2);

@@ -123,7 +123,17 @@ fn select<T: Send>(
         filter: args.filter.as_deref().map(pick::filter).transpose()?,
         partition: super::partition_arg(args.partition.as_deref())?,
         failed: match args.rerun_failed {
-            true => Some(last::failed(store)?.into_iter().collect()),
+            true => Some(last::failed(store)?)
+                .filter(|f| !f.is_empty())
+                .map(|f| f.into_iter().collect())
+                .or_else(|| {
+                    // pytest's `--lf` with nothing failed (`--lfnf=all`):
+                    // it ran nothing and passed.
+                    eprintln!(
+                        "note: --rerun-failed: the last test on this store left no case that did not pass; running every selected case"
+                    );
+                    None
+                }),
             false => None,
         },
         limit: args.limit,

@@ -26,14 +26,15 @@ pub fn key(path: &Path) -> PathBuf {
 }
 
 /// Remember the cases of `run` that did not pass (skipped ones count as
-/// not passed: they have not been seen to pass).
+/// not passed: they have not been seen to pass; nor have those that
+/// could not be loaded, pytest's `--lf` runs a file that failed to
+/// collect again).
 pub fn record(store: &StoreDir, run: &SuiteRun) -> Result<()> {
     let last = LastSession {
-        failed: run
-            .cases
-            .iter()
+        failed: (run.cases.iter())
             .filter(|c| !c.passed())
             .map(|c| key(&c.path))
+            .chain(run.collection_errors.iter().map(|e| key(&e.file)))
             .collect(),
     };
     let path = file(store);

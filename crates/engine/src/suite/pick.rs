@@ -77,7 +77,7 @@ pub fn pick<T: Send>(
         let (read, world, tags) = match read {
             Ok(read) => read,
             Err(e) => {
-                broken.push(e);
+                broken.push(of_case(&path, e));
                 continue;
             }
         };
@@ -135,6 +135,18 @@ pub fn pick<T: Send>(
         broken,
         sharded,
     })
+}
+
+/// A case file's collection error, named by the case: one of a file it
+/// names (its world, the world's service) says that file and its place
+/// in the message. It was the world's alone, so a suite of cases of one
+/// broken world printed that line once per case and named none of them
+/// (JUnit's testcases too), and `--rerun-failed` lost them.
+fn of_case(case: &Path, e: InputError) -> InputError {
+    if super::last::key(&e.file) == super::last::key(case) {
+        return e;
+    }
+    InputError::new(case, e.to_string())
 }
 
 /// A case the filter did not select.
@@ -199,6 +211,7 @@ mod tests {
         let name = worldline_case::case::discover::display_name(path);
         match name.as_str() {
             "broken" => Err(InputError::new(path, "does not load")),
+            "worldless" => Err(InputError::new("/nowhere/worlds/w/world.toml", "bad world")),
             _ => Ok(((), "w".to_string(), vec![name])),
         }
     }
@@ -208,6 +221,19 @@ mod tests {
             .iter()
             .map(|e| (e.index, e.name.as_str()))
             .collect()
+    }
+
+    #[test]
+    fn a_case_whose_world_does_not_load_is_named_with_the_world_s_error() {
+        let s = pick(paths(&["worldless", "broken"]), &Selection::default(), read).unwrap();
+        let shown: Vec<String> = s.broken.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "/nowhere/worldless.toml: /nowhere/worlds/w/world.toml: bad world",
+                "/nowhere/broken.toml: does not load"
+            ]
+        );
     }
 
     #[test]
