@@ -253,6 +253,10 @@ fn a_group_and_a_branch_of_8_export_with_pass_at_k() {
         .collect();
     assert_eq!(group["id"], ids[0].as_str(), "{group}");
     assert_group(&trajectories(store, &ids), &ids[0], 8, passes);
+    // A member named twice, by its id and a prefix of it, is one line:
+    // the group counted it twice (9 members of 8).
+    let twice = [&ids[..], &[ids[0][..20].to_string()]].concat();
+    assert_group(&trajectories(store, &twice), &ids[0], 8, passes);
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     for (i, doc) in atif(store, &refs).iter().enumerate() {
         assert_eq!(doc["group"]["member"], i as u64, "{doc}");

@@ -203,7 +203,11 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
         let id = path
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        paths.push((id, path));
+        // A run named twice (by its id and a prefix) is one trajectory:
+        // its group's figures counted it twice (7 members of 6).
+        if !paths.iter().any(|(_, p)| *p == path) {
+            paths.push((id, path));
+        }
     }
     let members = members(&paths)?;
     let groups = worldline_report::trajectory::groups(&members);
