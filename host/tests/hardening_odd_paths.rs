@@ -576,3 +576,34 @@ fn a_case_named_with_control_characters_reaches_no_terminal_as_them() {
         assert!(!out.stdout.contains('\u{1b}') && !out.stdout.contains('\u{7}'));
     }
 }
+
+#[test]
+fn a_port_in_use_is_the_flag_s_input_error_not_an_internal_one() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "c", &demo_case(1));
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let (port, case) = (port.to_string(), case.to_str().unwrap());
+    let w = worlds_dir();
+    let worlds = w.to_str().unwrap();
+    let store = dir.path().join("store");
+    // Once exit 4, `kind: internal`: a worldline bug to a CI wrapper.
+    for (flag, args) in [
+        ("--port", vec!["ui", "--port", &port]),
+        (
+            "--addr",
+            vec!["serve", case, "--worlds", worlds, "--addr", &addr],
+        ),
+        (
+            "--http",
+            vec!["mcp", case, "--worlds", worlds, "--http", &addr],
+        ),
+    ] {
+        let out = prompt(&store, &args);
+        out.expect_code(2);
+        let said =
+            format!("error: {flag}: cannot listen on 127.0.0.1:{port}: Address already in use");
+        assert!(out.stderr.starts_with(&said), "{out}");
+    }
+}

@@ -38,7 +38,7 @@ mod table;
 mod timeline;
 mod usage;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use axum::Router;
 use axum::extract::{Extension, Form, Path, Query, State};
 use axum::http::{StatusCode, header};
@@ -428,7 +428,15 @@ pub fn serve(
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", cfg.port))
             .await
-            .with_context(|| format!("cannot listen on 127.0.0.1:{}", cfg.port))?;
+            .map_err(|e| {
+                worldline_case::error::InputError::new(
+                    "--port",
+                    format!(
+                        "cannot listen on 127.0.0.1:{}: {e}; choose another port (0: any free one)",
+                        cfg.port
+                    ),
+                )
+            })?;
         let port = listener.local_addr()?.port();
         let app = Arc::new(
             App::with_readers(store, port, cfg.read_only, readers)?

@@ -8,10 +8,11 @@ use super::loopback::{self, Loopback};
 use super::session::{self, Exit, Handle};
 use super::{signals, stdio};
 use crate::run::{RunOptions, RunOutcome};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::net::SocketAddr;
 use std::time::Duration;
 use worldline_case::case::Case;
+use worldline_case::error::InputError;
 use worldline_log::log::bundle::NativeAgent;
 use worldline_runtime::sandbox::Sandbox;
 
@@ -96,9 +97,14 @@ fn over_http(handle: &Handle, addr: SocketAddr, listening: impl FnOnce(SocketAdd
         .enable_time()
         .build()?;
     rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            InputError::new(
+                "--http",
+                format!(
+                    "cannot listen on {addr}: {e}; choose another address (port 0: any free one)"
+                ),
+            )
+        })?;
         let bound = listener.local_addr()?;
         let lb = Loopback::new(handle.clone(), bound.port(), None);
         listening(bound);

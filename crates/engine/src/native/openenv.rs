@@ -22,7 +22,7 @@
 use super::rederive::{self, Message as McpMessage};
 use super::session::{self, Exit, Handle, Reply};
 use crate::run::{RunOptions, RunOutcome};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::IntoResponse;
@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use worldline_case::case::Case;
+use worldline_case::error::InputError;
 use worldline_log::log::bundle::NativeAgent;
 use worldline_runtime::mediate::boundary::Via;
 use worldline_runtime::sandbox::Sandbox;
@@ -104,9 +105,14 @@ pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr
         .enable_time()
         .build()?;
     rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            InputError::new(
+                "--addr",
+                format!(
+                    "cannot listen on {addr}: {e}; choose another address (port 0: any free one)"
+                ),
+            )
+        })?;
         let bound = listener.local_addr()?;
         let (tell, stop) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
