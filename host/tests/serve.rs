@@ -458,3 +458,45 @@ fn a_killed_server_keeps_the_reads_an_episode_s_client_got() {
         b.events
     );
 }
+
+/// A case whose gold calls fail cannot begin an episode: its reset is a
+/// `FACTORY_ERROR` saying why (it answered `tools: []`, and the first
+/// step ended the episode with no reward and no run), as `run` refuses
+/// the case.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_case_whose_gold_fails_is_refused_at_reset() {
+    let dir = temp_dir();
+    let case = dir.path().join("badgold.toml");
+    std::fs::write(
+        &case,
+        "world = \"incident@v4\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+         task = { message = \"close the ticket\" }\n\n[expect]\n\
+         [[expect.gold]]\ntool = \"close_ticket\"\nargs = { id = \"T-NOPE\" }\n",
+    )
+    .unwrap();
+    let (mut server, url) = serve(&dir.path().join("store"), &case, &[]);
+    let client = "import json, sys\n\
+        from websockets.sync.client import connect\n\
+        with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20   print(ws.recv(timeout=60))\n";
+    let out = Command::new(openenv_python())
+        .args(["-c", client, &url])
+        .output()
+        .expect("the client runs");
+    let _ = server.kill();
+    let _ = server.wait();
+    let said: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(said["type"], "error", "{said}");
+    assert_eq!(said["data"]["code"], "FACTORY_ERROR", "{said}");
+    let message = said["data"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("gold call 1") && message.contains("T-NOPE"),
+        "{said}"
+    );
+}

@@ -355,12 +355,14 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
     end_open(session).await;
     match Session::begin(served, case, agent, opts, data["episode_id"].as_str()) {
         Err(e) => error("FACTORY_ERROR", &format!("{e:#}")),
-        Ok(mut s) => {
-            let tools = s.list_tools().await;
-            let first = json!({"case": s.case, "seed": s.seed, "task": s.task, "tools": tools});
-            *session = Some(s);
-            observation(first, None, false)
-        }
+        Ok(mut s) => match s.list_tools().await {
+            Err(why) => s.refused(why).await,
+            Ok(tools) => {
+                let first = json!({"case": s.case, "seed": s.seed, "task": s.task, "tools": tools});
+                *session = Some(s);
+                observation(first, None, false)
+            }
+        },
     }
 }
 
@@ -435,7 +437,10 @@ async fn reset_fork(
     // now, as a fresh reset does.
     let tools = match tools {
         Some(t) => t,
-        None => s.list_tools().await,
+        None => match s.list_tools().await {
+            Ok(t) => t,
+            Err(why) => return s.refused(why).await,
+        },
     };
     let first =
         json!({"case": s.case, "seed": s.seed, "task": s.task, "tools": tools, "fork_of": forked});
@@ -526,11 +531,22 @@ impl Session {
         }
     }
 
-    async fn list_tools(&mut self) -> Value {
-        match self.rpc("tools/list", json!({})).await {
-            Ok(r) => r["result"]["tools"].clone(),
-            Err(_) => json!([]),
-        }
+    /// The world's tools; why not, when the mediator has stopped (a
+    /// case whose gold calls fail stops it before the first step).
+    async fn list_tools(&mut self) -> Result<Value, String> {
+        let r = self.rpc("tools/list", json!({})).await?;
+        Ok(r["result"]["tools"].clone())
+    }
+
+    /// A session that could not begin: ended, and its reset refused
+    /// saying why (it answered `tools: []` and ended at the first step
+    /// with no reward and no run).
+    async fn refused(mut self, why: String) -> Value {
+        let ended = self.finish(Some(why.clone())).await;
+        // The run's own error (the gold call that failed) over the
+        // channel's "the run has ended".
+        let said = ended["data"]["observation"]["error"].as_str();
+        error("FACTORY_ERROR", said.unwrap_or(&why))
     }
 
     /// One action, counted as a step when it is answered with an
@@ -580,10 +596,10 @@ impl Session {
                     Err(why) => self.finish(Some(why)).await,
                 }
             }
-            Some("list_tools") => {
-                let tools = self.list_tools().await;
-                observation(json!({"tools": tools}), None, false)
-            }
+            Some("list_tools") => match self.list_tools().await {
+                Ok(tools) => observation(json!({"tools": tools}), None, false),
+                Err(why) => self.finish(Some(why)).await,
+            },
             Some("end") => self.finish(None).await,
             _ => error(
                 "VALIDATION_ERROR",
