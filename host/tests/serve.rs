@@ -28,14 +28,21 @@ fn openenv_python() -> PathBuf {
 /// `worldline serve CASE [more]` on a free loopback port: the process
 /// and its base URL.
 fn serve(store: &Path, case: &Path, more: &[&str]) -> (std::process::Child, String) {
+    serve_in(store, case, &workspace_root().join("worlds"), more)
+}
+
+/// [`serve`] with the worlds of `worlds`.
+fn serve_in(
+    store: &Path,
+    case: &Path,
+    worlds: &Path,
+    more: &[&str],
+) -> (std::process::Child, String) {
     let mut server = crate::common::cli()
         .args(["serve".as_ref(), case.as_os_str()])
         .args(["--addr", "127.0.0.1:0", "--json"])
         .args(more)
-        .args([
-            "--worlds".as_ref(),
-            workspace_root().join("worlds").as_os_str(),
-        ])
+        .args(["--worlds".as_ref(), worlds.as_os_str()])
         .args(["--store".as_ref(), store.as_os_str()])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -499,4 +506,50 @@ fn a_case_whose_gold_fails_is_refused_at_reset() {
         message.contains("gold call 1") && message.contains("T-NOPE"),
         "{said}"
     );
+}
+
+/// A step the world works on for a while (a service tool that spins
+/// until the watchdog stops it) keeps the connection: its pings are
+/// answered meanwhile. openenv-core's client (websockets' keepalive) closed
+/// it with 1011 when a reset or step outlasted its ping timeout.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn pings_are_answered_while_a_step_is_worked_on() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let world = worlds.join("counters/v1/world.toml");
+    let text = std::fs::read_to_string(&world).unwrap();
+    std::fs::write(
+        &world,
+        text.replace("fuel = 50_000_000", "fuel = 100_000_000_000"),
+    )
+    .unwrap();
+    let case = counters_case(dir.path(), json!([]), "[limits]\ntimeout_ms = 1500\n");
+    let (mut server, url) = serve_in(&dir.path().join("store"), &case, &worlds, &[]);
+    let client = "import json, sys, time\n\
+        from websockets.sync.client import connect\n\
+        url = sys.argv[1].replace('http://', 'ws://') + '/ws'\n\
+        with connect(url, ping_interval=0.2, ping_timeout=0.4) as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20   ws.recv(timeout=60)\n\
+        \x20   began = time.monotonic()\n\
+        \x20   ws.send(json.dumps({'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'spin', 'arguments': {}}}))\n\
+        \x20   said = json.loads(ws.recv(timeout=60))\n\
+        \x20   print(json.dumps({'said': said, 'took': time.monotonic() - began}))\n";
+    let out = Command::new(openenv_python())
+        .args(["-c", client, &url])
+        .output()
+        .expect("the client runs");
+    let _ = server.kill();
+    let _ = server.wait();
+    let got: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(
+        got["took"].as_f64().unwrap() > 1.0,
+        "the step took its time: {got}"
+    );
+    assert_eq!(got["said"]["type"], "observation", "{got}");
 }

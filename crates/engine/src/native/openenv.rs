@@ -196,12 +196,18 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
     let idle = shared.served.idle;
     let mut stop = shared.stop.clone();
     let mut session: Option<Session> = None;
+    // What the socket gave while a message was being answered.
+    let mut early: std::collections::VecDeque<Option<Result<Message, axum::Error>>> =
+        std::collections::VecDeque::new();
     let ending = loop {
-        let received = tokio::select! {
-            r = tokio::time::timeout(idle, socket.recv()) => r,
-            Ok(_) = stop.wait_for(|&stopped| stopped) => {
-                break Some((1001, "the server is stopping".to_string()));
-            }
+        let received = match early.pop_front() {
+            Some(got) => Ok(got),
+            None => tokio::select! {
+                r = tokio::time::timeout(idle, socket.recv()) => r,
+                Ok(_) = stop.wait_for(|&stopped| stopped) => {
+                    break Some((1001, "the server is stopping".to_string()));
+                }
+            },
         };
         let raw = match received {
             Err(_) => {
@@ -229,24 +235,25 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
             }
             Ok(Some(Err(_))) => break None,
         };
-        let reply = match serde_json::from_str::<Value>(&raw) {
-            Err(e) => error("INVALID_JSON", &format!("Invalid JSON: {e}")),
-            Ok(m) => match m["type"].as_str().unwrap_or("") {
-                "reset" => reset(&shared.served, &mut session, &m["data"]).await,
-                "step" => match session.as_mut() {
-                    Some(s) => s.step(&m["data"]).await,
-                    None => error("SESSION_ERROR", "no episode: send `reset` first"),
+        // While a reset or a step is worked on (a world's first compile,
+        // a slow tool: many seconds), the socket is still read, so its
+        // pings are answered (a client's keepalive closed the connection
+        // after 20 s), and what else comes waits its turn.
+        let work = answer(&shared.served, &mut session, &raw);
+        tokio::pin!(work);
+        let reply = loop {
+            let reading =
+                early.len() < EARLY && early.back().is_none_or(|m| matches!(m, Some(Ok(_))));
+            tokio::select! {
+                r = &mut work => break r,
+                got = socket.recv(), if reading => match got {
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                    got => early.push_back(got),
                 },
-                "state" => match &session {
-                    Some(s) => json!({"type": "state", "data": s.state()}),
-                    None => json!({"type": "state", "data": {"step_count": 0}}),
-                },
-                "close" => break Some((1000, "closed".to_string())),
-                other => error(
-                    "UNKNOWN_TYPE",
-                    &format!("unknown message type `{other}`: send reset, step, state or close"),
-                ),
-            },
+            }
+        };
+        let Some(reply) = reply else {
+            break Some((1000, "closed".to_string()));
         };
         if socket.send(text(&reply)).await.is_err() {
             break None;
@@ -258,6 +265,34 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
     if let Some(mut s) = session.take() {
         s.finish(None).await;
     }
+}
+
+/// The most messages kept that came while one was being answered (a
+/// client waits for each answer; past these, the socket is read later).
+const EARLY: usize = 16;
+
+/// The answer to one message of a connection; `None` for `close`.
+async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Option<Value> {
+    let m = match serde_json::from_str::<Value>(raw) {
+        Err(e) => return Some(error("INVALID_JSON", &format!("Invalid JSON: {e}"))),
+        Ok(m) => m,
+    };
+    Some(match m["type"].as_str().unwrap_or("") {
+        "reset" => reset(served, session, &m["data"]).await,
+        "step" => match session.as_mut() {
+            Some(s) => s.step(&m["data"]).await,
+            None => error("SESSION_ERROR", "no episode: send `reset` first"),
+        },
+        "state" => match session {
+            Some(s) => json!({"type": "state", "data": s.state()}),
+            None => json!({"type": "state", "data": {"step_count": 0}}),
+        },
+        "close" => return None,
+        other => error(
+            "UNKNOWN_TYPE",
+            &format!("unknown message type `{other}`: send reset, step, state or close"),
+        ),
+    })
 }
 
 /// Once SIGINT or SIGTERM has come (polled by one task, which tells
