@@ -553,3 +553,47 @@ fn pings_are_answered_while_a_step_is_worked_on() {
     );
     assert_eq!(got["said"]["type"], "observation", "{got}");
 }
+
+/// An episode `[limits] max_steps` ended replays `identical` and forks to
+/// the same end: the step the limit refused was not recorded, and the
+/// replay, sending only the recorded ones, ended `completed` (drift 100%).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn an_episode_ended_at_its_step_limit_replays_and_forks_to_that_end() {
+    let dir = temp_dir();
+    let case = dir.path().join("steplimit.toml");
+    std::fs::write(
+        &case,
+        "world = \"incident@v4\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+         task = { message = \"look around\" }\n\n[limits]\nmax_steps = 2\n",
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let (mut server, url) = serve(&store, &case, &[]);
+    let client = "import json, sys\n\
+        from websockets.sync.client import connect\n\
+        with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20   ws.recv(timeout=60)\n\
+        \x20   for _ in range(3):\n\
+        \x20       ws.send(json.dumps({'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'list_deploys', 'arguments': {}}}))\n\
+        \x20       said = json.loads(ws.recv(timeout=60))\n\
+        \x20   print(json.dumps(said))\n";
+    let out = Command::new(openenv_python())
+        .args(["-c", client, &url])
+        .output()
+        .expect("the client runs");
+    let _ = server.kill();
+    let _ = server.wait();
+    let said: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let ended = &said["data"]["observation"];
+    assert_eq!(ended["status"], "step_limit", "{said}");
+    let run = ended["run_id"].as_str().unwrap();
+    worldline(&store, ["verify", run]).expect_code(0);
+    let fork = worldline(&store, ["fork", run, "--at", "2", "--json"]);
+    assert_eq!(fork.json()["run_status"], "step_limit", "{fork}");
+}

@@ -90,8 +90,14 @@ pub fn fork(
         }
         let parent = parent_of(rec, at, edits, false);
         let opts = options(store, rec, parent, None);
-        let outcome =
-            rederive::rerun(sandbox, &rec.case, client.clone(), opts, &rec.bundle.events)?;
+        let outcome = rederive::rerun(
+            sandbox,
+            &rec.case,
+            client.clone(),
+            opts,
+            &rec.bundle.events,
+            rec.bundle.footer.as_ref().map(|f| f.status),
+        )?;
         return kept_if_followed(store, outcome, at);
     }
     let native = match &rec.bundle.header.native {

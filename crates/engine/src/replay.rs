@@ -413,6 +413,7 @@ pub fn replay_in(
                 agent.clone(),
                 opts,
                 &rec.bundle.events,
+                rec.bundle.footer.as_ref().map(|f| f.status),
             )?,
             Scope::Boundary,
         ),

@@ -14,8 +14,9 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use worldline_case::case::Case;
 use worldline_log::log::bundle::NativeAgent;
+use worldline_log::log::bundle::Status;
 use worldline_log::log::payload::Transport;
-use worldline_log::log::{Call, Event, Header};
+use worldline_log::log::{Call, Event, Header, Kind};
 use worldline_protocol::routes::Route;
 use worldline_runtime::mediate::boundary::Via;
 use worldline_runtime::sandbox::Sandbox;
@@ -78,20 +79,37 @@ pub(crate) fn rerun(
     agent: NativeAgent,
     opts: RunOptions,
     events: &[Event],
+    ended: Option<Status>,
 ) -> Result<RunOutcome> {
     let header = super::header(sandbox, case, agent);
     let (handle, receiver) = session::channel();
     std::thread::scope(|s| {
         let mediator = s.spawn(|| session::mediate(sandbox, case, header, opts, receiver));
         let mut sent = 0;
+        let mut stopped = false;
+        let mut last_call = None;
         for event in events {
             let Some(message) = message_of(event, sent + 1) else {
                 continue;
             };
             sent += 1;
+            if Kind::of(&event.call) == Some(Kind::ToolsCall) {
+                last_call = Some(event);
+            }
             if let Reply::Stopped(_) = handle.call_blocking(job(message)) {
+                stopped = true;
                 break;
             }
+        }
+        // The step `[limits] max_steps` refused was not recorded (it was
+        // refused before it was served): the client sent it after the
+        // last event, so it is sent again (a tool call as the last was),
+        // and the run ends at the limit as it did, not `completed`.
+        if !stopped
+            && ended == Some(Status::StepLimit)
+            && let Some(message) = last_call.and_then(|e| message_of(e, sent + 1))
+        {
+            handle.call_blocking(job(message));
         }
         handle.end(Exit::disconnected());
         mediator
