@@ -607,3 +607,45 @@ fn a_port_in_use_is_the_flag_s_input_error_not_an_internal_one() {
         assert!(out.stderr.starts_with(&said), "{out}");
     }
 }
+
+#[test]
+fn a_fault_profile_beside_the_cases_is_no_case_of_the_suite() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    write_case(&cases, "c", &demo_case(1));
+    let profile = "[[tools]]\ntool = \"get_ticket\"\nerror = { unavailable = 0.1 }\n";
+    std::fs::write(cases.join("faults.toml"), profile).unwrap();
+    let (c, w) = (cases.to_str().unwrap(), worlds_dir());
+    let store = dir.path().join("store");
+    let checked = prompt(&store, &["check", c, "--worlds", w.to_str().unwrap()]);
+    checked.expect_code(0);
+    assert!(checked.stdout.contains("1 fault profile(s)"), "{checked}");
+    // Once a collection error of the suite `check` passed (exit 2).
+    let agent = guest("caller-agent");
+    let out = prompt(
+        &store,
+        &[
+            "test",
+            c,
+            "--worlds",
+            w.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+        ],
+    );
+    out.expect_code(0);
+    assert!(out.stdout.contains("1 passed, 0 failed"), "{out}");
+    // Named as a case, it is refused as one.
+    let named = cases.join("faults.toml");
+    let out = prompt(
+        &store,
+        &[
+            "test",
+            named.to_str().unwrap(),
+            "--worlds",
+            w.to_str().unwrap(),
+        ],
+    );
+    out.expect_code(2);
+}

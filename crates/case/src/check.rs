@@ -6,7 +6,7 @@
 //! new project is checked before its first build.
 
 use crate::case;
-use crate::case::discover::canonical;
+use crate::case::discover::{self, canonical};
 use crate::error::InputError;
 use crate::world::{self, Component};
 use std::path::{Path, PathBuf};
@@ -203,24 +203,14 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
         Ok(t) => t,
         Err(e) => return out.problem(e),
     };
-    // What kind of file it is, from its top-level keys only: the values
-    // are checked as their kind reads them (a case's seed past 2^63 - 1
-    // is no TOML integer, yet a case takes it as `run` does).
-    #[derive(serde::Deserialize)]
-    struct Keys {
-        world: Option<serde::de::IgnoredAny>,
-        tools: Option<serde::de::IgnoredAny>,
-        clock_skew_s: Option<serde::de::IgnoredAny>,
-        user: Option<serde::de::IgnoredAny>,
-    }
-    let keys: Keys = match toml::from_str(&text) {
+    let keys: discover::Keys = match toml::from_str(&text) {
         Ok(k) => k,
         Err(e) => return out.problem(InputError::toml(file, &text, &e)),
     };
     if keys.world.is_some() {
         out.files.push((file.to_path_buf(), Kind::Case));
         check_case(file, text, worlds_root, out);
-    } else if keys.tools.is_some() || keys.clock_skew_s.is_some() || keys.user.is_some() {
+    } else if keys.is_profile() {
         out.files.push((file.to_path_buf(), Kind::Profile));
         // It names no world: its tools are checked against one when
         // `fuzz --faults` runs it on a case.

@@ -13,6 +13,38 @@ fn not_cases(dir: &Path) -> bool {
     name.is_some_and(|n| n.starts_with('.') || n == "worlds") || crate::output::is_store(dir)
 }
 
+/// What kind of `.toml` a file is, from its top-level keys only (`check`
+/// and a folder's search for cases ask): the values are checked as their
+/// kind reads them (a case's seed past 2^63 - 1 is no TOML integer, yet a
+/// case takes it as `run` does).
+#[derive(serde::Deserialize)]
+pub struct Keys {
+    pub world: Option<serde::de::IgnoredAny>,
+    tools: Option<serde::de::IgnoredAny>,
+    clock_skew_s: Option<serde::de::IgnoredAny>,
+    user: Option<serde::de::IgnoredAny>,
+}
+
+impl Keys {
+    /// A fault profile: no world, and what only a profile holds.
+    pub fn is_profile(&self) -> bool {
+        self.world.is_none()
+            && (self.tools.is_some() || self.clock_skew_s.is_some() || self.user.is_some())
+    }
+}
+
+/// Whether the file at `path` is a fault profile (`fuzz --faults`), which
+/// a folder's search for cases passes over as `check` tells it apart: a
+/// profile kept beside the cases it fuzzes was a collection error of
+/// `test` that `check` passed. A file that cannot be read is kept, for
+/// its loading to say why.
+fn is_profile(path: &Path) -> bool {
+    crate::bounded::read_text(path, crate::bounded::DOCUMENT)
+        .ok()
+        .and_then(|text| toml::from_str::<Keys>(&text).ok())
+        .is_some_and(|k| k.is_profile())
+}
+
 /// Case files named by the arguments, folders expanded, in sorted order,
 /// each once however many arguments reach it (`test DIR DIR/a.toml` ran
 /// `a` twice; `--repeat` is how a case runs more than once). A symbolic
@@ -30,7 +62,7 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
                 if !not_cases(&p) {
                     walk(&p, out)?;
                 }
-            } else if p.extension().is_some_and(|x| x == "toml") {
+            } else if p.extension().is_some_and(|x| x == "toml") && !is_profile(&p) {
                 out.push(p);
             }
         }
