@@ -281,6 +281,34 @@ fn the_project_file_supplies_defaults_and_flags_override_it() {
         agent.display().to_string()
     );
 
+    // Model settings that do not fit a case are theirs, not the case's
+    // (which has no [model]): named by where they came from.
+    let on_case = "(the settings applied to the case cases/probe.toml)";
+    let flag = worldline_at(
+        p,
+        ["run", "cases/probe.toml", "--model-set", "provider=openai"],
+        &[],
+    );
+    flag.expect_code(2);
+    assert!(
+        flag.stderr
+            .starts_with("error: --model-set: [model] provider `openai` needs `base_url`"),
+        "{flag}"
+    );
+    assert!(flag.stderr.contains(on_case), "{flag}");
+    let file = p.join("worldline.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}\n[model]\nprovider = \"openai\"\n")).unwrap();
+    let project = worldline_at(p, ["run", "cases/probe.toml"], &[]);
+    project.expect_code(2);
+    assert!(
+        project
+            .stderr
+            .starts_with(&format!("error: {}: [model] provider", file.display())),
+        "{project}"
+    );
+    std::fs::write(&file, text).unwrap();
+
     // A mistake on the command line is told as typed: the usage line
     // shows no flag the project file added, as if it were required.
     let typo = worldline_at(p, ["fork", "--at", "1"], &[]);

@@ -81,17 +81,46 @@ pub struct ModelArgs {
     pub model_seed: Option<u64>,
 }
 
+/// An error of the model settings applied to a case: theirs, named by
+/// where they came from (the project file, when it supplied any of
+/// `[table]`, else the flag), the case it was applied to said after. It
+/// named the case file, which may have no `[model]` at all, and `check`
+/// of the project passed.
+fn settings_error(
+    e: worldline_case::error::InputError,
+    table: &str,
+    flag: &str,
+) -> worldline_case::error::InputError {
+    let supplied = project_args::supplied();
+    let from_file = (supplied.file.as_ref())
+        .filter(|_| (supplied.supplied.keys()).any(|k| k.starts_with(&format!("{table}."))));
+    let source = from_file.map_or_else(|| std::path::PathBuf::from(flag), Clone::clone);
+    let said = e
+        .message
+        .strip_prefix(&format!("{flag} "))
+        .unwrap_or(&e.message);
+    worldline_case::error::InputError::new(
+        source,
+        format!(
+            "{said} (the settings applied to the case {})",
+            e.file.display()
+        ),
+    )
+}
+
 impl ModelArgs {
     /// Apply the overrides to a case and check that its provider can run
     /// here (an API key it names is set).
     pub fn apply(&self, case: &mut worldline_case::case::Case) -> anyhow::Result<()> {
         let overrides = worldline_case::case::model::parse_overrides(&self.set)
             .map_err(|m| worldline_case::error::InputError::new(&case.path, m))?;
-        case.override_model(overrides)?;
+        case.override_model(overrides)
+            .map_err(|e| settings_error(e, "model", "--model-set"))?;
         let user = worldline_case::case::model::parse_overrides(&self.user_set)
             .map_err(|m| m.replace("--model-set", "--user-model-set"))
             .map_err(|m| worldline_case::error::InputError::new(&case.path, m))?;
-        case.override_user_model(user)?;
+        case.override_user_model(user)
+            .map_err(|e| settings_error(e, "user_model", "--user-model-set"))?;
         let user_model = case.user.as_ref().and_then(|u| u.model.as_ref());
         if let Some(var) = user_model.and_then(|m| m.missing_key()) {
             return Err(worldline_case::error::InputError::new(
