@@ -192,9 +192,9 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
 
 pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let store = super::store_of_run(&args.common.store, &args.run_a)?;
-    let a = replay::open(&store, &args.run_a)?;
+    let mut a = replay::open(&store, &args.run_a)?;
     // Each bundle path with its own store (two machines' runs compared).
-    let b = match super::store_path_of_run(&args.common.store, &args.run_b) {
+    let mut b = match super::store_path_of_run(&args.common.store, &args.run_b) {
         Some(other) if other != store.root => replay::open(
             &super::open_holding(&args.common.store, &args.run_b, other)?,
             &args.run_b,
@@ -204,7 +204,11 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     let mut redactor = args.redaction.redactor(&store, "diff", &[&a.id, &b.id])?;
     let mut fa = final_state(&a.case.world.initial, &a.bundle.events);
     let mut fb = final_state(&b.case.world.initial, &b.bundle.events);
-    let (mut ea, mut eb) = (a.bundle.events.clone(), b.bundle.events.clone());
+    // The events taken, not copied: a long run's are most of its memory.
+    let (mut ea, mut eb) = (
+        std::mem::take(&mut a.bundle.events),
+        std::mem::take(&mut b.bundle.events),
+    );
     let mut outputs = [&a, &b].map(|r| r.bundle.footer.as_ref().and_then(|f| f.output.clone()));
     if let Some(r) = redactor.as_mut() {
         ea.iter_mut().chain(eb.iter_mut()).for_each(|e| r.event(e));
