@@ -150,6 +150,32 @@ fn a_stale_field_no_row_of_the_tool_s_table_holds_is_refused() {
 }
 
 #[test]
+fn a_partial_fault_that_would_write_nothing_it_names_is_refused() {
+    // A typo: each strike wrote a note of its key alone.
+    assert_eq!(
+        problem("[[inject]]\ntool = \"add_note\"\npartial = { fields = [\"txt\"] }\n"),
+        "/cases/c.toml:4:1: [[inject]]: partial.fields `txt` are no field a row `add_note` writes may hold (its fields: at, author, text, ticket), so a strike writes none of them; name fields of the rows it writes"
+    );
+    // A get writes nothing: the fault was a plain error.
+    let e = problem("[[inject]]\ntool = \"get_ticket\"\npartial = { fields = [\"status\"] }\n");
+    assert!(
+        e.contains("`get_ticket`: op = \"get\" writes no row's fields"),
+        "{e}"
+    );
+    let e = problem(
+        "[[fuzz.tools]]\ntool = \"add_note\"\npartial = { p = 0.5, fields = [\"nope\"] }\n",
+    );
+    assert!(
+        e.starts_with("/cases/c.toml:4:1: [fuzz]: `add_note`: partial.fields `nope`"),
+        "{e}"
+    );
+    // What the template, the parameters or the table's rows hold.
+    fine("[[inject]]\ntool = \"add_note\"\npartial = { fields = [\"ticket\", \"at\"] }\n");
+    fine("[[inject]]\ntool = \"close_ticket\"\npartial = { fields = [\"status\"] }\n");
+    fine("[[inject]]\ntool = \"close_ticket\"\npartial = { fields = [\"title\"] }\n");
+}
+
+#[test]
 fn durations_past_ten_years_are_refused() {
     const MAX: u64 = 316_224_000_000;
     for (rest, said) in [

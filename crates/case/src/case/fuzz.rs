@@ -431,6 +431,13 @@ fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
     }
     if let Some(p) = &t.partial {
         total += prob("partial.p", p.p)?;
+        if let Some(world) = world
+            && super::recorded::new_rules_apply()
+            && let Some(m) =
+                super::inject::partial_problem(name, &p.fields, &world.tools, &world.initial)
+        {
+            return Err(format!("`{name}`: {m}"));
+        }
         if let Some(e) = &p.error {
             e.parse::<ErrorKind>()
                 .map_err(|why| format!("`{name}`: partial.error = \"{e}\" {why}"))?;

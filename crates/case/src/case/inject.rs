@@ -239,6 +239,68 @@ pub fn stale_field_problem(
     ))
 }
 
+/// Why a `partial` fault on the tools `tool` names would write nothing it
+/// means to (as [`stale_field_problem`] for `stale.field`): none of them
+/// writes a row's fields (a get: the fault is a plain error), or a field
+/// is none a row they write may hold (a typo: each strike wrote a row of
+/// its key alone). The fields a row may hold: the tool's parameters, the
+/// fields its row or `set` template names, and those its table's rows
+/// hold. `None` when it may: a service or file tool, or none named.
+pub fn partial_problem(
+    tool: &str,
+    fields: &[String],
+    tools: &[Tool],
+    initial: &crate::world::state::State,
+) -> Option<String> {
+    use crate::world::tools::Op;
+    let named: Vec<&Tool> = tools.iter().filter(|t| glob_match(tool, &t.name)).collect();
+    if named.is_empty()
+        || named
+            .iter()
+            .any(|t| matches!(t.op, Op::Service | Op::FileWrite { .. }))
+    {
+        return None;
+    }
+    let writers: Vec<&&Tool> = (named.iter())
+        .filter(|t| matches!(t.op, Op::Insert { .. } | Op::Update { .. }))
+        .collect();
+    if writers.is_empty() {
+        let ops: Vec<String> = (named.iter())
+            .map(|t| format!("`{}`: op = \"{}\"", t.name, t.op.name()))
+            .collect();
+        return Some(format!(
+            "partial writes some of the fields a call writes, then fails, but {} writes no row's fields, so it is a plain error; give `error` instead, or name an insert, update or service tool",
+            ops.join(", ")
+        ));
+    }
+    let mut may = std::collections::BTreeSet::new();
+    for t in &writers {
+        let template = match &t.op {
+            Op::Insert { row, .. } => Some(row),
+            Op::Update { set, .. } => Some(set),
+            _ => None,
+        };
+        for v in [t.params.get("properties"), template].into_iter().flatten() {
+            may.extend(v.as_object().into_iter().flat_map(|o| o.keys().cloned()));
+        }
+        let rows = t.op.table().and_then(|table| initial.tables.get(table));
+        for row in rows.into_iter().flat_map(|r| r.rows.values()) {
+            may.extend(row.as_object().into_iter().flat_map(|o| o.keys().cloned()));
+        }
+    }
+    let missing: Vec<&str> = (fields.iter())
+        .filter(|f| !may.contains(f.split('.').next().unwrap_or(f)))
+        .map(String::as_str)
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "partial.fields {} are no field a row `{tool}` writes may hold (its fields: {}), so a strike writes none of them; name fields of the rows it writes",
+            missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+            may.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
 /// Why `field` hides no row of the tables the tools `named` read: each
 /// reads rows of a table (none a service), every such table has rows,
 /// and not one row holds `field`. The fields they do hold are named.

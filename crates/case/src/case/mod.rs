@@ -692,6 +692,12 @@ fn check_inject(
             {
                 return Err(at(m));
             }
+            if let Some(p) = &rule.partial
+                && let Some(m) =
+                    inject::partial_problem(&rule.tool, &p.fields, &world.tools, &world.initial)
+            {
+                return Err(at(m));
+            }
         }
         checked.push((rule.clone(), action));
     }
