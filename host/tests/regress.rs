@@ -904,3 +904,44 @@ fn careful_run(store: &Path, case: &str) -> (String, Vec<Value>) {
     let run = out.json()["run_id"].as_str().unwrap().to_string();
     (run, read_bundle(&out.bundle()).events)
 }
+
+/// A scripted model's run made a case: the model stays scripted, so the
+/// case says nothing is answered from the bundle's copy and counts no
+/// recorded model call (it said all of them were).
+#[test]
+fn a_scripted_model_s_run_makes_a_case_that_answers_nothing_from_its_copy() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let root = workspace_root();
+    let ran = worldline(
+        &store,
+        [
+            "run".as_ref(),
+            root.join("cases/model/rollback.toml").as_os_str(),
+            "--agent".as_ref(),
+            guest("model-agent").as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    ran.expect_code(0);
+    let run = ran.json()["run_id"].as_str().unwrap().to_string();
+    let out = dir.path().join("made.toml");
+    let made = worldline(
+        &store,
+        [
+            "case".as_ref(),
+            "from-run".as_ref(),
+            run.as_ref(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    made.expect_code(0);
+    assert_eq!(made.json()["model_calls"], 0, "{made}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("model answers from the copy"), "{text}");
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    let provider = doc["model"].get("provider").and_then(|p| p.as_str());
+    assert!(provider.is_none_or(|p| p == "scripted"), "{text}");
+}

@@ -207,8 +207,13 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     );
     table.insert("description".into(), description.into());
 
+    // A scripted model stays as it is: nothing is answered from the copy.
+    let answers = match recorded_model {
+        true => "its model answers from the copy\n# of its bundle beside this file",
+        false => "the bundle's copy beside this\n# file as its provenance",
+    };
     let text = format!(
-        "# Made by `worldline case from-run {}`: the run's world, seed, clock and\n# task, its faults as [[inject]] rules, its model answers from the copy\n# of its bundle beside this file. Edit the expectations as the fix needs.\n{}",
+        "# Made by `worldline case from-run {}`: the run's world, seed, clock and\n# task, its faults as [[inject]] rules, {answers}. Edit the expectations as the fix needs.\n{}",
         rec.id,
         toml::to_string(&table)?
     );
@@ -233,7 +238,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         case: out.to_path_buf(),
         bundle_copy: copy,
         injects: injects.len(),
-        model_calls,
+        model_calls: if recorded_model { model_calls } else { 0 },
         not_carried,
     })
 }
