@@ -68,7 +68,10 @@ pub fn write(out: &mut impl Write, t: &Timeline<'_>, cut: Cut) -> io::Result<()>
         // A page of nothing says why, rather than the header alone.
         match page.matched {
             0 => writeln!(out, "(no event matched --only)")?,
-            n => writeln!(out, "(--skip is past the {n} event(s) there are)")?,
+            n => writeln!(
+                out,
+                "(--skip is at or past the end of the {n} event(s) there are)"
+            )?,
         }
     } else if page.after > 0 && page.events.is_empty() {
         // `-n 0`: another --skip would show nothing either.

@@ -87,10 +87,13 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
             in_flight,
         })?;
     } else {
+        let followed = match at {
+            0 => "no event followed from its recording".to_string(),
+            n => format!("events 0 to {} followed from its recording", n - 1),
+        };
         println!(
-            "resumed {} at event {at} (events 0 to {} followed from its recording, live from {at})",
-            rec.id,
-            at.saturating_sub(1)
+            "resumed {} at event {at} ({followed}, live from {at})",
+            rec.id
         );
         if let Some(i) = in_flight {
             let what = i

@@ -19,7 +19,19 @@ pub fn wilson(passes: u64, n: u64, z: f64) -> (f64, f64) {
     let denom = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    // At a rate of 0 or 1 the bound is that rate, not a float's step
+    // from it (`0.9999999999999999` at 25 of 25).
+    let lo = if p == 0.0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let hi = if p == 1.0 {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    (lo, hi)
 }
 
 /// The k a curve over `n` runs is reported at: every k up to 16, then
@@ -201,6 +213,13 @@ mod tests {
         // All pass: the low end stays below 1, the high end is 1.
         let (lo, hi) = wilson(20, 20, Z95);
         assert!(close(lo, 0.8389) && hi == 1.0, "{lo} {hi}");
+        for n in 1..=100 {
+            assert_eq!(
+                (wilson(n, n, Z95).1, wilson(0, n, Z95).0),
+                (1.0, 0.0),
+                "{n}"
+            );
+        }
         // None pass: mirror image.
         let (lo, hi) = wilson(0, 20, Z95);
         assert!(lo == 0.0 && close(hi, 0.1611), "{lo} {hi}");

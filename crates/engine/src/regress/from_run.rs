@@ -115,7 +115,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
     if let Some(source) = &rec.bundle.header.fuzz {
         let faults =
             worldline_runtime::mediate::faults::Faults::new(source, rec.bundle.header.seed);
-        if let Some(skew) = faults.skew_s() {
+        if let Some(skew) = faults.skew_s().filter(|s| *s != 0) {
             not_carried.push(format!(
                 "the agent's clock was skewed by {skew} s (a fuzz fault no case key sets)"
             ));
