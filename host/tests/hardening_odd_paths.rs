@@ -649,3 +649,37 @@ fn a_fault_profile_beside_the_cases_is_no_case_of_the_suite() {
     );
     out.expect_code(2);
 }
+
+#[test]
+fn a_case_named_as_test_names_it_finds_its_runs() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(cases.join("sub")).unwrap();
+    write_case(&cases.join("sub"), "c1", &demo_case(1));
+    let store = dir.path().join("store");
+    let agent = guest("caller-agent");
+    let (c, w) = (cases.to_str().unwrap(), worlds_dir());
+    let out = prompt(
+        &store,
+        &[
+            "test",
+            c,
+            "--worlds",
+            w.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+        ],
+    );
+    out.expect_code(0);
+    assert!(out.stdout.contains("sub/c1"), "{out}");
+    // Once an empty list, exit 0: a run knows its case as `c1`.
+    let listed = prompt(&store, &["runs", "--case", "sub/c1", "--json"]);
+    listed.expect_code(0);
+    assert_eq!(listed.json().as_array().map(Vec::len), Some(1), "{listed}");
+    assert!(
+        listed
+            .stderr
+            .contains("a run knows its case by the file's name, `c1`"),
+        "{listed}"
+    );
+}

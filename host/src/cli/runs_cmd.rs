@@ -90,10 +90,22 @@ fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
         Some(p) => Some(run_id_of(&store.resolve_run(p)?)),
         None => None,
     };
+    // `test` names a case by its path under the suite's folder
+    // (`incident/close-denied`); a run knows its case by the file's stem,
+    // so a name copied from `test` found nothing, unsaid.
+    let case = args.case.as_deref().map(|c| match c.rsplit_once('/') {
+        Some((_, stem)) => {
+            eprintln!(
+                "note: --case {c}: a run knows its case by the file's name, `{stem}`; runs of any case so named are listed"
+            );
+            stem.to_string()
+        }
+        None => c.to_string(),
+    });
     Ok(Filter {
         status: args.status.clone(),
         grade: args.grade.clone(),
-        case: args.case.clone(),
+        case,
         world: args.world.clone(),
         agent: args.agent.clone(),
         signature: args.signature.clone(),
