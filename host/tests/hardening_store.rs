@@ -319,6 +319,30 @@ fn verify_reports_a_run_the_watchdog_stopped_as_a_timeout_not_as_drift() {
     );
 }
 
+/// A world service's call the watchdog stops ends the run `timeout`, and
+/// `verify` says so: the call's recorded fuel and backtrace are the wall
+/// clock's, and its replay's differ (it was counted as drift).
+#[test]
+fn a_service_call_the_watchdog_stops_ends_the_run_as_a_timeout() {
+    let dir = temp_dir();
+    let worlds = common::counters(dir.path());
+    let world = worlds.join("counters/v1/world.toml");
+    let text = std::fs::read_to_string(&world).unwrap();
+    std::fs::write(
+        &world,
+        text.replace("fuel = 50_000_000", "fuel = 100_000_000_000"),
+    )
+    .unwrap();
+    let calls = json!([{"tool": "spin", "args": {}}, {"tool": "bump", "args": {"id": "c"}}]);
+    let case = counters_case(dir.path(), calls, "[limits]\ntimeout_ms = 600\n");
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds);
+    assert_eq!(out.json()["run_status"], "timeout", "{out}");
+    let verify = worldline(&store, ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["runs"][0]["verdict"], "timeout", "{verify}");
+}
+
 /// `runs --json` as (run id, case, status, outcome), sorted by id.
 fn listed(out: &common::CliOutput) -> Vec<(String, String, String, String)> {
     let mut rows: Vec<_> = out

@@ -510,7 +510,7 @@ fn a_case_whose_gold_fails_is_refused_at_reset() {
 
 /// A step the world works on for a while (a service tool that spins
 /// until the watchdog stops it) keeps the connection: its pings are
-/// answered meanwhile. openenv-core's client (websockets' keepalive) closed
+/// answered meanwhile, and the episode ends `timeout` there. openenv-core's client (websockets' keepalive) closed
 /// it with 1011 when a reset or step outlasted its ping timeout.
 #[test]
 #[cfg_attr(
@@ -552,6 +552,15 @@ fn pings_are_answered_while_a_step_is_worked_on() {
         "the step took its time: {got}"
     );
     assert_eq!(got["said"]["type"], "observation", "{got}");
+    // The watchdog stopped the service's call: its answer is the wall
+    // clock's, so the episode ends `timeout` there, as a component's run
+    // does, and `verify` says so (it went on `completed`, claimed to
+    // replay, and replayed `diverged`).
+    let ended = &got["said"]["data"]["observation"];
+    assert_eq!(ended["status"], "timeout", "{got}");
+    let verify = worldline(&dir.path().join("store"), ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["runs"][0]["verdict"], "timeout", "{verify}");
 }
 
 /// An episode `[limits] max_steps` ended replays `identical` and forks to

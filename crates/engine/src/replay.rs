@@ -515,11 +515,19 @@ fn report(
         .footer
         .as_ref()
         .is_some_and(|f| f.status == worldline_log::log::Status::Timeout);
+    // Nor is the last recorded event: the call the watchdog struck in (a
+    // world service's, stopped mid-call) recorded the wall clock's fuel
+    // and backtrace, which the replay's call does not meet again.
+    let unreached = |d: &Divergence| {
+        d.class == Class::Missing
+            && d.index == o.footer.events
+            && o.footer.status == worldline_log::log::Status::Timeout
+    };
+    let struck = |d: &Divergence| d.class == Class::Mismatch && d.index + 1 == recorded;
     if watchdog
-        && o.footer.status == worldline_log::log::Status::Timeout
         && divergence
             .as_ref()
-            .is_some_and(|d| d.class == Class::Missing && d.index == o.footer.events)
+            .is_some_and(|d| unreached(d) || struck(d))
     {
         divergence = None;
     }

@@ -390,9 +390,19 @@ impl RunState {
             ),
             None => serve_tool(s, name, unparsed.map_or(Ok(&recorded["args"]), Err)),
         };
-        self.med
+        let answered = self
+            .med
             .call_moving::<kind::ToolsCall>(&request, ("args", args), false, serve)
-            .map_err(wasmtime::Error::new)
+            .map_err(wasmtime::Error::new)?;
+        // A service call the watchdog stopped is recorded (the agent made
+        // it), then ends the run `timeout`, not replayable: a served
+        // episode went on `completed` and claimed to replay.
+        if let Some(service) = self.med.services.service.as_mut()
+            && std::mem::take(&mut service.watchdog_struck)
+        {
+            return Err(wasmtime::Error::new(super::Stop::Timeout));
+        }
+        Ok(answered)
     }
 
     /// One call the simulated user makes of their own tool (`[[user_tools]]`),

@@ -60,6 +60,10 @@ pub struct Runtime {
     live: Option<(Store<ServiceData>, Service)>,
     /// The store's data while no instance is live.
     idle: Option<ServiceData>,
+    /// The watchdog stopped the last call: its answer (the fuel it used,
+    /// where it stopped) is the wall clock's, so the run ends `timeout`
+    /// once the call is recorded, as a run whose agent it stops does.
+    pub watchdog_struck: bool,
 }
 
 /// The largest answer one service call may give (its text).
@@ -95,6 +99,7 @@ impl Runtime {
             fuel: source.fuel,
             timeout_ticks,
             live: None,
+            watchdog_struck: false,
             idle: Some(ServiceData {
                 run,
                 frame: idle_frame(),
@@ -176,6 +181,8 @@ impl Runtime {
                 (outcome, fuel, frame, stderr)
             }
         };
+        self.watchdog_struck = matches!(&outcome, Err(e)
+            if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)));
         self.answer(state, frame, outcome, fuel, &stderr, tool)
     }
 
