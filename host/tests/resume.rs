@@ -446,6 +446,13 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
         )),
         "{history}"
     );
+    let json = wl(&store, &["history", &id, "--json"].map(OsStr::new));
+    let said = &json.json()["in_flight"];
+    assert_eq!(
+        (said["tool"].as_str(), said["seq"].as_u64()),
+        (Some("spin"), Some(i.seq)),
+        "{json}"
+    );
 
     // Not called again unless the user says so.
     let refused = resume(&store, &id, &[]);

@@ -49,6 +49,11 @@ pub fn json(t: &Timeline<'_>, q: &Query, full: bool) -> Value {
         .map(|e| json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "call": e.call, "effect": e.effect, "summary": summary_cut(e, cut), "injected": e.injected}))
         .collect();
     let mut doc = json!({"run": t.path.display().to_string(), "status": status(b), "agent_error": agent_error, "header": b.header, "redacted_view": t.hidden.is_some(), "events": rows});
+    // The call a killed run was inside, as the text says it (a script
+    // deciding on `resume --resend-in-flight` parsed the text for it).
+    if let Some(i) = &b.in_flight {
+        doc["in_flight"] = json!(i);
+    }
     // A page says where it is; the whole timeline reads as it always did.
     if q.max_count.is_some() || q.skip > 0 {
         doc["matched"] = json!(t.page.matched);
