@@ -572,6 +572,27 @@ fn a_fork_s_edits_are_recorded_shown_and_refused_as_they_apply() {
         Some(1),
         "{d}"
     );
+    // A fork with no edit (another agent's) points at none.
+    let agent = guest("caller-agent");
+    let fork = worldline(
+        &store,
+        [
+            "fork",
+            &run,
+            "--at",
+            "1",
+            "--agent",
+            agent.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let id = fork.json()["run_id"].as_str().unwrap().to_string();
+    let history = worldline(&store, ["history", &id]);
+    assert!(
+        history.stdout.contains("[fork point: live from here]")
+            && !history.stdout.contains("edits above"),
+        "{history}"
+    );
     // At a finished run's end no call is made: an edit there was recorded
     // in the fork's header and never applied (the fork passed, `diff` saw
     // no change).

@@ -263,8 +263,13 @@ fn write_events(out: &mut impl Write, b: &HeldBundle, page: &Page, cut: Cut) -> 
         };
         let mark = if resumed_at == Some(e.seq) {
             format!("{mark}  [resumed: live from here]")
-        } else if points.iter().any(|fp| fp.event == e.seq) {
-            format!("{mark}  [fork point: edits above]")
+        } else if let Some(fp) = points.iter().find(|fp| fp.event == e.seq) {
+            // A fork with no edit (another agent's, a branch) has none
+            // above to point at.
+            match fp.edits.is_empty() {
+                true => format!("{mark}  [fork point: live from here]"),
+                false => format!("{mark}  [fork point: edits above]"),
+            }
         } else {
             mark
         };
