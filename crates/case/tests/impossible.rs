@@ -176,6 +176,23 @@ fn a_partial_fault_that_would_write_nothing_it_names_is_refused() {
 }
 
 #[test]
+fn a_fuzz_entry_every_tool_of_which_an_earlier_one_takes_is_refused() {
+    let e = problem(
+        "[[fuzz.tools]]\ntool = \"*_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 5] }\n\
+         [[fuzz.tools]]\ntool = \"get_ticket\"\ndeny = 1.0\n",
+    );
+    assert!(
+        e.ends_with("`get_ticket`: every tool it names (get_ticket) is taken by an entry before it (`*_ticket`), and the first entry whose tool matches a call applies, so it never strikes; put it before, or drop it"),
+        "{e}"
+    );
+    // One it names that no earlier entry takes: it strikes that one.
+    fine(
+        "[[fuzz.tools]]\ntool = \"get_ticket\"\ndeny = 0.5\n\
+         [[fuzz.tools]]\ntool = \"*_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 5] }\n",
+    );
+}
+
+#[test]
 fn durations_past_ten_years_are_refused() {
     const MAX: u64 = 316_224_000_000;
     for (rest, said) in [

@@ -362,10 +362,16 @@ pub fn check(
             ));
         }
     }
-    let mut tools = Vec::with_capacity(doc.tools.len());
+    let mut tools: Vec<ToolFaults> = Vec::with_capacity(doc.tools.len());
     for entry in &doc.tools {
         let t = entry.get_ref();
         check_tool(t, world).map_err(|m| at(entry.span().start, format!("{table}: {m}")))?;
+        if let Some(world) = world
+            && super::recorded::new_rules_apply()
+            && let Some(m) = shadowed(t, &tools, world)
+        {
+            return Err(at(entry.span().start, format!("{table}: {m}")));
+        }
         tools.push(t.clone());
     }
     if let Some(u) = &doc.user {
@@ -378,6 +384,28 @@ pub fn check(
         tools,
         user: doc.user.as_ref().map(|u| u.get_ref().clone()),
     })
+}
+
+/// Why the entry `t` never strikes: every tool of `world` it names is
+/// named by an entry before it, and the first entry whose tool matches a
+/// call applies (what no run can meet is refused, decision 0412).
+fn shadowed(t: &ToolFaults, earlier: &[ToolFaults], world: &World) -> Option<String> {
+    let named: Vec<&str> = (world.tools.iter())
+        .map(|w| w.name.as_str())
+        .filter(|n| world::glob_match(&t.tool, n))
+        .collect();
+    let takes = |n: &str| earlier.iter().find(|e| world::glob_match(&e.tool, n));
+    let mut by: Vec<&str> = (named.iter())
+        .map(|n| takes(n).map(|e| e.tool.as_str()))
+        .collect::<Option<_>>()?;
+    by.sort_unstable();
+    by.dedup();
+    Some(format!(
+        "`{}`: every tool it names ({}) is taken by an entry before it (`{}`), and the first entry whose tool matches a call applies, so it never strikes; put it before, or drop it",
+        t.tool,
+        named.join(", "),
+        by.join("`, `")
+    ))
 }
 
 fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
