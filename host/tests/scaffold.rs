@@ -158,6 +158,23 @@ fn check_lists_every_problem_with_its_place() {
         "python".as_ref(),
     ]);
     init.expect_code(0);
+    // `--sdk` names a Rust agent's sources: a Python project's was
+    // accepted and ignored.
+    let sdk = worldline_raw([
+        "init".as_ref(),
+        root.join("q").as_os_str(),
+        "--lang".as_ref(),
+        "python".as_ref(),
+        "--sdk".as_ref(),
+        workspace_root().as_os_str(),
+    ]);
+    sdk.expect_code(2);
+    assert!(
+        sdk.stderr
+            .contains("--sdk: names the worldline sources a Rust agent"),
+        "{sdk}"
+    );
+    assert!(!root.join("q").exists());
     let p = root.join("p");
     // A world with two bad tools, a case with two bad sections, a case
     // that is not TOML, and a project file with an unknown key.

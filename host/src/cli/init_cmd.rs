@@ -70,7 +70,14 @@ fn sdk_dir(lang: Lang, sdk: Option<&Path>) -> Result<PathBuf> {
                 "the worldline sources this binary was built from are gone; pass --sdk DIR (a worldline source folder)",
             )
         })?,
-        _ => PathBuf::new(),
+        (_, Some(_)) => {
+            return Err(InputError::new(
+                "--sdk",
+                "names the worldline sources a Rust agent builds against; a Python or TypeScript project takes its SDK from this binary (drop --sdk)",
+            )
+            .into());
+        }
+        (_, None) => PathBuf::new(),
     })
 }
 
