@@ -683,3 +683,35 @@ fn a_case_named_as_test_names_it_finds_its_runs() {
         "{listed}"
     );
 }
+
+#[test]
+fn a_report_never_replaces_a_case_of_its_suite() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "c", &demo_case(1));
+    let before = std::fs::read(&case).unwrap();
+    let (c, w) = (case.to_str().unwrap(), worlds_dir());
+    let agent = guest("caller-agent");
+    let store = dir.path().join("store");
+    // Once the case replaced by the JUnit report, `1 passed`, exit 0.
+    for flag in ["--junit", "--events"] {
+        let out = prompt(
+            &store,
+            &[
+                "test",
+                c,
+                "--worlds",
+                w.to_str().unwrap(),
+                "--agent",
+                agent.to_str().unwrap(),
+                flag,
+                c,
+            ],
+        );
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("a case of the suite, or its agent"),
+            "{flag}: {out}"
+        );
+        assert_eq!(std::fs::read(&case).unwrap(), before, "{flag}");
+    }
+}

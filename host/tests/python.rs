@@ -367,6 +367,27 @@ fn build_python_names_what_to_install_and_what_to_fix() {
         out.stderr.contains("SyntaxError") || out.stderr.contains("never closed"),
         "{out}"
     );
+
+    // The agent's source as the output: it was replaced by the
+    // component, exit 0.
+    let source = dir.path().join("agent.py");
+    std::fs::copy(&agent, &source).unwrap();
+    let over = worldline_raw([
+        OsStr::new("build-python"),
+        source.as_os_str(),
+        OsStr::new("-o"),
+        source.as_os_str(),
+    ]);
+    over.expect_code(2);
+    assert!(
+        over.stderr
+            .contains("(the agent's source), which this command reads"),
+        "{over}"
+    );
+    assert_eq!(
+        std::fs::read(&source).unwrap(),
+        std::fs::read(&agent).unwrap()
+    );
 }
 
 #[test]

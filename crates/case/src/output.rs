@@ -34,6 +34,34 @@ pub fn check_file(path: &Path) -> Result<(), InputError> {
     }
 }
 
+/// Refuse `path` as a file to write when it is one of the command's
+/// inputs (the same file, however named): `build-python agent.py -o
+/// agent.py` replaced the source it had just read with the component,
+/// and `test CASE --junit CASE` the case with its report, each exit 0.
+pub fn check_not_input<'a>(
+    path: &Path,
+    inputs: impl IntoIterator<Item = &'a Path>,
+    what: &str,
+) -> Result<(), InputError> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(out) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let same = |input: &Path| {
+        std::fs::metadata(input).is_ok_and(|m| (m.dev(), m.ino()) == (out.dev(), out.ino()))
+    };
+    match inputs.into_iter().find(|i| same(i)) {
+        Some(input) => Err(InputError::new(
+            path,
+            format!(
+                "is {} ({what}), which this command reads; choose another path for its output",
+                input.display()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// What a store keeps at its top: its folders (anything under them is the
 /// store's) and its files (`index.*` too). Written by `worldline-store`
 /// and the engine; a crate below them, this names them to keep a user's
@@ -239,6 +267,28 @@ mod tests {
             check_file(&store.join(fine)).unwrap();
         }
         check_file(&dir.path().join("policy.toml")).unwrap();
+    }
+
+    #[test]
+    fn an_input_is_never_an_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("agent.py");
+        std::fs::write(&source, "def run(task): pass\n").unwrap();
+        let e = check_not_input(&source, [source.as_path()], "the agent's source")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("(the agent's source), which this command reads"),
+            "{e}"
+        );
+        // The same file by another name.
+        let link = dir.path().join("again.py");
+        std::fs::hard_link(&source, &link).unwrap();
+        assert!(check_not_input(&link, [source.as_path()], "a case").is_err());
+        let other = dir.path().join("agent.wasm");
+        check_not_input(&other, [source.as_path()], "the agent's source").unwrap();
+        std::fs::write(&other, "x").unwrap();
+        check_not_input(&other, [source.as_path()], "the agent's source").unwrap();
     }
 
     #[test]

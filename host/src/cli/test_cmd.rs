@@ -364,6 +364,15 @@ fn run(
     if let Some(path) = &args.junit {
         worldline_case::output::check_file(path)?;
     }
+    // Nor does a report replace a case of the suite or its agent.
+    let inputs: Vec<&std::path::Path> = (entries.iter())
+        .map(|e| e.path.as_path())
+        .chain(component)
+        .collect();
+    for path in [&args.junit, &args.events].into_iter().flatten() {
+        let what = "a case of the suite, or its agent";
+        worldline_case::output::check_not_input(path, inputs.iter().copied(), what)?;
+    }
     let lines = super::compile_progress::event_lines(args.events.as_deref())?;
     let shown = Mutex::new((Progress::default(), lines));
     let tested = ops::test::test(&suite, args.events.as_deref(), &|e| {

@@ -166,6 +166,7 @@ pub fn build(job: &JsBuild) -> Result<JsBuilt> {
             .map_err(|e| InputError::new(dir, format!("cannot create the output folder: {e}")))?;
     }
     worldline_case::output::check_file(&output)?;
+    worldline_case::output::check_not_input(&output, [job.agent.as_path()], "the agent's source")?;
     let node_version = toolchain::node_version(&job.node)?;
     let tools = toolchain::folder(job.toolchain.as_deref());
     toolchain::check_packages(&tools)?;

@@ -251,6 +251,7 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
     // Checked before the build; componentize-py writes into the build
     // folder, and the component is moved to `output` from there.
     worldline_case::output::check_file(&output)?;
+    worldline_case::output::check_not_input(&output, [job.agent.as_path()], "the agent's source")?;
     let version = componentize_py_version(&job.componentize_py)?;
     if version != COMPONENTIZE_PY_VERSION {
         progress(Progress::UntestedVersion { found: &version });
