@@ -106,7 +106,7 @@ impl Account {
         match self {
             Account::Python(t) => match Group::of(t) {
                 Some(g) => g.exception(),
-                None => last_line(t).to_string(),
+                None => python_exception(t).to_string(),
             },
             Account::JavaScript(t) => t.lines().next().unwrap_or("").to_string(),
             Account::Panic(t) => {
@@ -135,7 +135,10 @@ impl Account {
                     .find(|l| l.trim_start().starts_with("File "))
                     .map(|l| l.trim().to_string()),
             },
-            Account::JavaScript(_) => t.lines().nth(1).map(|l| l.trim().to_string()),
+            // Past the message's own lines, if it has more than one.
+            Account::JavaScript(_) => (t.lines().skip(1))
+                .find(|l| is_js_frame(l))
+                .map(|l| l.trim().to_string()),
             Account::Panic(_) => t
                 .lines()
                 .next()
@@ -163,6 +166,36 @@ impl Account {
 }
 
 /// The last line that is not blank.
+/// The exception line of a Python traceback: the first line after its
+/// innermost frame (and that frame's indented source and carets), so a
+/// message of several lines, or with a note (PEP 678), is said by its
+/// first, `ValueError: boom`, not by its last (`second line`, the note),
+/// which lost the exception's type.
+fn python_exception(text: &str) -> &str {
+    let lines: Vec<&str> = text.lines().collect();
+    let after = (lines.iter())
+        .rposition(|l| l.trim_start().starts_with("File \""))
+        .map_or(0, |i| i + 1);
+    (lines[after..].iter())
+        .find(|l| !l.trim().is_empty() && !l.starts_with([' ', '\t']))
+        .copied()
+        .unwrap_or_else(|| last_line(text))
+}
+
+/// A frame of a JavaScript stack: `name@file:line:column` (StarlingMonkey,
+/// SpiderMonkey) or `at ...` (V8).
+fn is_js_frame(line: &str) -> bool {
+    let l = line.trim();
+    let numbered = |l: &str| {
+        let mut parts = l.rsplitn(3, ':');
+        let (col, row) = (parts.next(), parts.next());
+        [col, row]
+            .iter()
+            .all(|p| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    };
+    l.starts_with("at ") || (l.contains('@') && numbered(l))
+}
+
 fn last_line(text: &str) -> &str {
     text.lines()
         .rev()
@@ -436,6 +469,31 @@ note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
             account.location().as_deref(),
             Some("File \"/0/agent.py\", line 3, in helper")
         );
+    }
+
+    /// A message of several lines, or with a note, is said by the
+    /// exception's own line: its last line (`second line`, the note) was
+    /// taken, and the exception's type lost; a JavaScript message's second
+    /// line was taken for the place it was thrown.
+    #[test]
+    fn an_exception_of_several_lines_is_said_by_its_first() {
+        let py = Account::Python(
+            "Traceback (most recent call last):\n  File \"/0/agent.py\", line 49, in run\n    raise ValueError(msg)\n    ^^^^^^^^^^^^^^^^^^^^^\nValueError: boom\nsecond line\nhint: check the config".into(),
+        );
+        assert_eq!(py.exception(), "ValueError: boom");
+        assert_eq!(
+            py.location().as_deref(),
+            Some("File \"/0/agent.py\", line 49, in run")
+        );
+        let syntax = Account::Python(
+            "  File \"/0/agent.py\", line 3\n    return (\n           ^\nSyntaxError: '(' was never closed".into(),
+        );
+        assert_eq!(syntax.exception(), "SyntaxError: '(' was never closed");
+        let js = Account::JavaScript("TypeError: boom\nsecond line\nrun@agent.js:9:10".into());
+        assert_eq!(js.exception(), "TypeError: boom");
+        assert_eq!(js.location().as_deref(), Some("run@agent.js:9:10"));
+        let v8 = Account::JavaScript("Error: x\n    at run (agent.js:3:9)".into());
+        assert_eq!(v8.location().as_deref(), Some("at run (agent.js:3:9)"));
     }
 
     /// What an asyncio task group dies of (Python 3.11's output).
