@@ -111,8 +111,8 @@ fn verdict(app: &Seen, id: &str, r: &ReplayReport) -> Result<Markup> {
         Some(d) => {
             let (mut expected, mut actual) = (d.expected.clone(), d.actual.clone());
             if let Some(red) = app.redactor()?.as_mut() {
-                red.json(&mut expected);
-                red.json(&mut actual);
+                red.divergence(d.field.as_deref(), &mut expected);
+                red.divergence(d.field.as_deref(), &mut actual);
             }
             Some((d, expected, actual))
         }

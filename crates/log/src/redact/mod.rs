@@ -414,7 +414,30 @@ impl Redactor {
             *e = self.text(e);
         }
         if let Some(g) = f.grade.as_mut() {
+            self.hidden_again(g);
             self.strings(g);
+        }
+    }
+
+    /// Every value of `v` that a path rule has hidden elsewhere in this
+    /// view, hidden here too with the same placeholder: a grade's checks
+    /// and a replay's divergence quote the values a run's output or state
+    /// held, where no path of the policy reaches (the grade printed the
+    /// `cause_deploy` the output line hid).
+    fn hidden_again(&mut self, v: &mut Value) {
+        match v {
+            Value::Array(a) => a.iter_mut().for_each(|x| self.hidden_again(x)),
+            Value::Object(m) => m.values_mut().for_each(|x| self.hidden_again(x)),
+            Value::Null => {}
+            leaf => {
+                let text = match &*leaf {
+                    Value::String(s) => s.clone(),
+                    other => canon::to_string(other),
+                };
+                if let Some(p) = self.given.get(&format!("redacted\0{text}")) {
+                    *leaf = Value::String(p.clone());
+                }
+            }
         }
     }
 
@@ -485,9 +508,29 @@ impl Redactor {
         }
     }
 
-    /// Any other JSON a view shows (a campaign report, a replay's
-    /// divergence): the detectors on every string and object key.
+    /// One side of a replay's divergence at `field` (`request`, `response`,
+    /// `writes`, ...; none: a whole event): the paths under that root as
+    /// an event's, then what [`json`](Self::json) hides (the UI's replay
+    /// showed a `request.args.text` that `show` hid).
+    pub fn divergence(&mut self, field: Option<&str>, v: &mut Value) {
+        match field {
+            Some(root @ ("request" | "response" | "writes" | "output")) => self.paths(root, v),
+            Some(_) => {}
+            None => {
+                for root in ["request", "response", "writes"] {
+                    if let Some(x) = v.get_mut(root) {
+                        self.paths(root, x);
+                    }
+                }
+            }
+        }
+        self.json(v);
+    }
+
+    /// Any other JSON a view shows (a campaign report): the values a path
+    /// hid elsewhere, and the detectors on every string and object key.
     pub fn json(&mut self, v: &mut Value) {
+        self.hidden_again(v);
         self.strings(v);
     }
 
@@ -558,6 +601,44 @@ mod tests {
         assert_eq!(
             args["phone"], "+44 20 7946 0958",
             "only the detectors named run"
+        );
+    }
+
+    /// A value a path hid is hidden where the view quotes it again (a
+    /// grade's check, a replay's divergence), with the same placeholder.
+    #[test]
+    fn a_value_a_path_hid_is_hidden_where_it_is_quoted_again() {
+        let mut r =
+            redactor("paths = [\"output.cause_deploy\", \"request.args.text\"]\ndetectors = []\n");
+        let out = r.output(r#"{"action":"rolled_back","cause_deploy":"D-42"}"#);
+        let shown: Value = serde_json::from_str(&out).unwrap();
+        let placeholder = shown["cause_deploy"].as_str().unwrap().to_string();
+        assert!(placeholder.starts_with("<redacted:"), "{out}");
+        let mut grade =
+            json!({"checks": [{"path": "cause_deploy", "actual": "D-42", "expected": "D-42"}]});
+        r.json(&mut grade);
+        assert_eq!(
+            grade["checks"][0]["actual"],
+            placeholder.as_str(),
+            "{grade}"
+        );
+        assert_eq!(grade["checks"][0]["path"], "cause_deploy");
+        let mut side = json!({"args": {"text": "the note"}});
+        r.divergence(Some("request"), &mut side);
+        assert!(
+            side["args"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("<redacted:"),
+            "{side}"
+        );
+        let mut event = json!({"call": "c", "request": {"args": {"text": "again"}}});
+        r.divergence(None, &mut event);
+        assert!(
+            event["request"]["args"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("<redacted:")
         );
     }
 
