@@ -623,3 +623,83 @@ fn a_long_run_jumps_to_an_event_steps_model_calls_and_finds_text() {
     let none = s.get(&format!("/run/{id}?find=no-such-text-anywhere"));
     assert!(none.body.contains("0 events hold"), "{}", none.body);
 }
+
+/// After the UI replays a native run, SIGTERM still stops it: the run
+/// left SIGINT and SIGTERM caught for the process's life, so the signal
+/// was only noted (and ended the server inside its next native replay).
+#[test]
+fn sigterm_stops_the_ui_after_it_replays_a_native_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = common::write_case(dir.path(), "c", &common::passing_demo_case(1));
+    // `--store` before `--exec --`, whose words are the command's.
+    let ran = common::worldline_raw([
+        "run".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        common::worlds_dir().as_os_str(),
+        "--json".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "/bin/true".as_ref(),
+    ]);
+    let id = ran.json()["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{ran}"))
+        .to_string();
+    let mut s = Server::start(&store, &[]);
+    let page = s.get(&format!("/run/{id}"));
+    let csrf = input_value(&page.body, "csrf")
+        .unwrap_or_else(|| panic!("the replay form carries the CSRF token: {page:?}"));
+    let host = s.host();
+    let r = request(
+        s.port,
+        "POST",
+        &format!("/run/{id}/replay?token={}", s.token),
+        &[
+            ("Host", &host),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &form(&[("csrf", &csrf)]),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        s.terminated_within(std::time::Duration::from_secs(5)),
+        "the UI still runs 5 s after SIGTERM"
+    );
+}
+
+/// `ui BUNDLE` serves the store the bundle is in, as every command on one
+/// run reads it (the page it printed was a 404 of the store named), and a
+/// bundle of no store is refused saying so.
+#[test]
+fn ui_of_a_bundle_path_serves_its_store() {
+    let dir = temp_dir();
+    let store = dir.path().join("a");
+    let case = common::write_case(dir.path(), "c", &common::passing_demo_case(1));
+    let ran = common::run_in(&store, &case, &guest("caller-agent"), &common::worlds_dir());
+    let id = ran.json()["run_id"].as_str().unwrap().to_string();
+    let bundle = store.join("runs").join(format!("{id}.jsonl"));
+    let s = Server::start(&dir.path().join("other"), &[bundle.to_str().unwrap()]);
+    assert!(s.url.contains(&format!("/run/{id}")), "{}", s.url);
+    assert_eq!(s.get(&format!("/run/{id}")).status, 200);
+    // A folder store records no writers: the filter matched every run.
+    let writer = s.get("/?writer=bob");
+    assert_eq!(writer.status, 400, "{writer:?}");
+    assert!(
+        writer.body.contains("a folder store records no writers"),
+        "{writer:?}"
+    );
+    assert!(!s.get("/").body.contains("id=\"f-writer\""));
+    drop(s);
+    let loose = dir.path().join("copy.jsonl");
+    std::fs::copy(&bundle, &loose).unwrap();
+    let out = worldline(&store, ["ui", "--port", "0", loose.to_str().unwrap()]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("is no run of the store served"),
+        "{out}"
+    );
+}

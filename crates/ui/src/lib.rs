@@ -379,6 +379,23 @@ fn start_path(store: &StoreDir, start: &Start) -> Result<String> {
             let id = path
                 .file_stem()
                 .map_or_else(String::new, |s| s.to_string_lossy().to_string());
+            // A bundle of no store (an export, a copy) has no page here.
+            let canonical = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+            let here = store.resolve_run_id(&id).ok();
+            if here
+                .as_deref()
+                .and_then(canonical)
+                .is_none_or(|h| Some(h) != canonical(&path))
+            {
+                return Err(worldline_case::error::InputError::new(
+                    &path,
+                    format!(
+                        "is no run of the store served ({}); import it first (`worldline import`), or name a bundle inside a store",
+                        store.name()
+                    ),
+                )
+                .into());
+            }
             format!("/run/{}", html::url(&id))
         }
         Start::LastFailed => {

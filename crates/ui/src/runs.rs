@@ -89,10 +89,12 @@ fn options(key: &str) -> Option<Vec<&'static str>> {
     }
 }
 
-fn filters(q: &BTreeMap<String, String>) -> Markup {
+/// The filter form; `writers`: the store records who wrote each run (a
+/// database store), so the writer field is offered.
+fn filters(q: &BTreeMap<String, String>, writers: bool) -> Markup {
     html! {
         form.filters method="get" action="/" {
-            @for (key, label) in FIELDS {
+            @for &(key, label) in FIELDS.iter().filter(|(k, _)| writers || *k != "writer") {
                 @let value = q.get(key).map_or("", String::as_str);
                 label {
                     (label)
@@ -164,6 +166,14 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
             db.runs_written_by(w)
                 .map_err(worldline_store::store::db_error)?,
         ),
+        // It matched every run, as if the filter were not there.
+        (Some(w), None) if !w.is_empty() => {
+            return Err(worldline_case::error::InputError::new(
+                "writer",
+                "a folder store records no writers (one machine writes it); it filters a postgres:// store",
+            )
+            .into());
+        }
         _ => None,
     };
     let (page, _) = Index::read(&app.store, |index| {
@@ -206,7 +216,7 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     } = select(app, q, asked)?;
     let b = html! {
         h1 { "Runs " small { "(" (total) " matching)" } }
-        (filters(q))
+        (filters(q, app.store.database().is_some()))
         table #runs {
             thead { tr { th { "run" } th { "case" } th { "world" } th { "agent" } th { "status" } th { "grade" } th { "failure / signature" } th { "events" } th { "parent" } } }
             tbody { @for r in &rows { (row(r)) } }

@@ -62,6 +62,14 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
     if args.common.json {
         return Err(InputError::new("--json", "`ui` serves pages; it has no JSON output").into());
     }
+    // A bundle's path inside a store serves that store, as every command
+    // on one run reads it (its page was a 404 of the store named).
+    let store = match &args.run {
+        Some(r) => super::store_path_of_run(&args.common.store, r)
+            .unwrap_or(&args.common.store)
+            .to_path_buf(),
+        None => args.common.store.clone(),
+    };
     let start = match (args.run, args.last_failed) {
         (Some(r), _) => Start::Run(r),
         (None, true) => Start::LastFailed,
@@ -69,7 +77,7 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
     };
     worldline_ui::serve(
         worldline_ui::Config {
-            store: args.common.store,
+            store,
             port: args.port,
             open: args.open,
             read_only: args.read_only,

@@ -72,6 +72,20 @@ impl Server {
         }
     }
 
+    /// Send it SIGTERM; whether it ended within `limit`.
+    pub fn terminated_within(&mut self, limit: std::time::Duration) -> bool {
+        // SAFETY: a signal to the child this server started.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let started = std::time::Instant::now();
+        while started.elapsed() < limit {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    }
+
     /// Its process's peak resident memory so far (KiB, `VmHWM`): a
     /// server's, which `/usr/bin/time` cannot give until it exits.
     pub fn peak_kib(&self) -> u64 {

@@ -143,7 +143,6 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
     let mut header = super::header(sandbox, case, exec.agent());
     header.env = super::environment::record(&exec.pass_env, case);
     let (handle, receiver) = session::channel();
-    signals::catch();
     let _running = signals::Running::start();
     if signals::received() {
         // Stopped before it began: nothing is recorded, and the signal

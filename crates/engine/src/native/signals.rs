@@ -21,6 +21,11 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 static RECEIVED: AtomicBool = AtomicBool::new(false);
+/// A command that catches them for its whole life (`serve`, `mcp`).
+static HELD: AtomicBool = AtomicBool::new(false);
+/// Taken while the first native run starts or the last one ends, so one
+/// starting is never left with the default actions another's end put back.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Which of the two arrived last.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Native runs under way in this process.
@@ -31,14 +36,21 @@ extern "C" fn note(signal: libc::c_int) {
     RECEIVED.store(true, Ordering::SeqCst);
 }
 
-/// From now on, SIGINT and SIGTERM set the flag instead of ending the
-/// process.
+/// From now on, for the process's life (`serve`, `mcp`, which poll the
+/// flag to end gracefully), SIGINT and SIGTERM set the flag instead of
+/// ending the process.
 pub(crate) fn catch() {
+    HELD.store(true, Ordering::SeqCst);
+    set(note as *const () as libc::sighandler_t);
+}
+
+/// SIGINT's and SIGTERM's action.
+fn set(action: libc::sighandler_t) {
     // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe.
+    // async-signal-safe; the default action is the system's.
     unsafe {
-        libc::signal(libc::SIGINT, note as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, note as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, action);
+        libc::signal(libc::SIGTERM, action);
     }
 }
 
@@ -56,15 +68,27 @@ pub(crate) fn received() -> bool {
 pub(crate) struct Running(());
 
 impl Running {
+    /// Caught from the first run's start until the last one ends: a
+    /// process that runs native agents now and then (`ui` replaying one)
+    /// was left catching them for good, so SIGTERM no longer stopped it,
+    /// and a signal noted meanwhile ended it inside its next native run.
     pub(crate) fn start() -> Running {
-        RUNNING.fetch_add(1, Ordering::SeqCst);
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        if RUNNING.fetch_add(1, Ordering::SeqCst) == 0 {
+            set(note as *const () as libc::sighandler_t);
+        }
         Running(())
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if RUNNING.fetch_sub(1, Ordering::SeqCst) == 1 && received() {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let last = RUNNING.fetch_sub(1, Ordering::SeqCst) == 1;
+        if last && !received() && !HELD.load(Ordering::SeqCst) {
+            set(libc::SIG_DFL);
+        }
+        if last && received() {
             let signal = SIGNAL.load(Ordering::SeqCst);
             // What the process wrote is out before it ends.
             let _ = std::io::Write::flush(&mut std::io::stdout());
