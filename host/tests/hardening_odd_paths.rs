@@ -17,6 +17,23 @@ use common::{
 };
 use std::path::{Path, PathBuf};
 
+/// `worldline test CASES --worlds WORLDS --agent caller-agent MORE...`
+/// (`--list` in MORE: no agent), in `store`.
+fn test_caller(store: &Path, cases: &Path, more: &[&str]) -> common::CliOutput {
+    let (worlds, agent) = (worlds_dir(), guest("caller-agent"));
+    let mut args = vec![
+        "test",
+        cases.to_str().unwrap(),
+        "--worlds",
+        worlds.to_str().unwrap(),
+    ];
+    if !more.contains(&"--list") {
+        args.extend(["--agent", agent.to_str().unwrap()]);
+    }
+    args.extend(more);
+    prompt(store, &args)
+}
+
 /// `worldline check CASE --worlds WORLDS`, in `store`.
 fn check_on_worlds(store: &Path, case: &Path, worlds: &Path) -> common::CliOutput {
     let (case, worlds) = (case.to_str().unwrap(), worlds.to_str().unwrap());
@@ -562,15 +579,10 @@ fn a_case_named_with_control_characters_reaches_no_terminal_as_them() {
     std::fs::create_dir_all(&cases).unwrap();
     write_case(&cases, "a\u{1b}[31mred\u{7}", &demo_case(1));
     let store = dir.path().join("store");
-    let (c, agent, worlds) = (cases.to_str().unwrap(), guest("caller-agent"), worlds_dir());
-    let w = worlds.to_str().unwrap();
     // Once written raw by `test` and `test --list`, which `history` and
     // `runs` escape (decision 0314).
-    for args in [
-        vec!["test", c, "--worlds", w, "--agent", agent.to_str().unwrap()],
-        vec!["test", c, "--worlds", w, "--list"],
-    ] {
-        let out = prompt(&store, &args);
+    for more in [&[][..], &["--list"]] {
+        let out = test_caller(&store, &cases, more);
         out.expect_code(0);
         assert!(out.stdout.contains("a\\u{1b}[31mred\\u{7}"), "{out}");
         assert!(!out.stdout.contains('\u{1b}') && !out.stdout.contains('\u{7}'));
@@ -622,18 +634,7 @@ fn a_fault_profile_beside_the_cases_is_no_case_of_the_suite() {
     checked.expect_code(0);
     assert!(checked.stdout.contains("1 fault profile(s)"), "{checked}");
     // Once a collection error of the suite `check` passed (exit 2).
-    let agent = guest("caller-agent");
-    let out = prompt(
-        &store,
-        &[
-            "test",
-            c,
-            "--worlds",
-            w.to_str().unwrap(),
-            "--agent",
-            agent.to_str().unwrap(),
-        ],
-    );
+    let out = test_caller(&store, &cases, &[]);
     out.expect_code(0);
     assert!(out.stdout.contains("1 passed, 0 failed"), "{out}");
     // Named as a case, it is refused as one.
@@ -657,19 +658,7 @@ fn a_case_named_as_test_names_it_finds_its_runs() {
     std::fs::create_dir_all(cases.join("sub")).unwrap();
     write_case(&cases.join("sub"), "c1", &demo_case(1));
     let store = dir.path().join("store");
-    let agent = guest("caller-agent");
-    let (c, w) = (cases.to_str().unwrap(), worlds_dir());
-    let out = prompt(
-        &store,
-        &[
-            "test",
-            c,
-            "--worlds",
-            w.to_str().unwrap(),
-            "--agent",
-            agent.to_str().unwrap(),
-        ],
-    );
+    let out = test_caller(&store, &cases, &[]);
     out.expect_code(0);
     assert!(out.stdout.contains("sub/c1"), "{out}");
     // Once an empty list, exit 0: a run knows its case as `c1`.
@@ -689,24 +678,10 @@ fn a_report_never_replaces_a_case_of_its_suite() {
     let dir = temp_dir();
     let case = write_case(dir.path(), "c", &demo_case(1));
     let before = std::fs::read(&case).unwrap();
-    let (c, w) = (case.to_str().unwrap(), worlds_dir());
-    let agent = guest("caller-agent");
     let store = dir.path().join("store");
     // Once the case replaced by the JUnit report, `1 passed`, exit 0.
     for flag in ["--junit", "--events"] {
-        let out = prompt(
-            &store,
-            &[
-                "test",
-                c,
-                "--worlds",
-                w.to_str().unwrap(),
-                "--agent",
-                agent.to_str().unwrap(),
-                flag,
-                c,
-            ],
-        );
+        let out = test_caller(&store, &case, &[flag, case.to_str().unwrap()]);
         out.expect_code(2);
         assert!(
             out.stderr.contains("a case of the suite, or its agent"),

@@ -325,14 +325,7 @@ fn verify_reports_a_run_the_watchdog_stopped_as_a_timeout_not_as_drift() {
 #[test]
 fn a_service_call_the_watchdog_stops_ends_the_run_as_a_timeout() {
     let dir = temp_dir();
-    let worlds = common::counters(dir.path());
-    let world = worlds.join("counters/v1/world.toml");
-    let text = std::fs::read_to_string(&world).unwrap();
-    std::fs::write(
-        &world,
-        text.replace("fuel = 50_000_000", "fuel = 100_000_000_000"),
-    )
-    .unwrap();
+    let worlds = common::counters_until_the_watchdog(dir.path());
     let calls = json!([{"tool": "spin", "args": {}}, {"tool": "bump", "args": {"id": "c"}}]);
     let case = counters_case(dir.path(), calls, "[limits]\ntimeout_ms = 600\n");
     let store = dir.path().join("store");

@@ -55,6 +55,17 @@ fn serve_in(
     (server, format!("http://{}", said["addr"].as_str().unwrap()))
 }
 
+/// `script` (Python, with the `websockets` client openenv-core depends
+/// on) run with the served URL as its argument: the JSON it prints.
+fn run_client(url: &str, script: &str) -> Value {
+    let out = Command::new(openenv_python())
+        .args(["-c", script, url])
+        .output()
+        .expect("the client runs");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
 /// The conformance scenario's calls (tests/conformance/mcp_client.py's).
 fn calls() -> Vec<Value> {
     vec![
@@ -491,14 +502,9 @@ fn a_case_whose_gold_fails_is_refused_at_reset() {
         with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
         \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
         \x20   print(ws.recv(timeout=60))\n";
-    let out = Command::new(openenv_python())
-        .args(["-c", client, &url])
-        .output()
-        .expect("the client runs");
+    let said = run_client(&url, client);
     let _ = server.kill();
     let _ = server.wait();
-    let said: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(said["type"], "error", "{said}");
     assert_eq!(said["data"]["code"], "FACTORY_ERROR", "{said}");
     let message = said["data"]["message"].as_str().unwrap();
@@ -519,14 +525,7 @@ fn a_case_whose_gold_fails_is_refused_at_reset() {
 )]
 fn pings_are_answered_while_a_step_is_worked_on() {
     let dir = temp_dir();
-    let worlds = counters(dir.path());
-    let world = worlds.join("counters/v1/world.toml");
-    let text = std::fs::read_to_string(&world).unwrap();
-    std::fs::write(
-        &world,
-        text.replace("fuel = 50_000_000", "fuel = 100_000_000_000"),
-    )
-    .unwrap();
+    let worlds = counters_until_the_watchdog(dir.path());
     let case = counters_case(dir.path(), json!([]), "[limits]\ntimeout_ms = 1500\n");
     let (mut server, url) = serve_in(&dir.path().join("store"), &case, &worlds, &[]);
     let client = "import json, sys, time\n\
@@ -539,14 +538,9 @@ fn pings_are_answered_while_a_step_is_worked_on() {
         \x20   ws.send(json.dumps({'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'spin', 'arguments': {}}}))\n\
         \x20   said = json.loads(ws.recv(timeout=60))\n\
         \x20   print(json.dumps({'said': said, 'took': time.monotonic() - began}))\n";
-    let out = Command::new(openenv_python())
-        .args(["-c", client, &url])
-        .output()
-        .expect("the client runs");
+    let got = run_client(&url, client);
     let _ = server.kill();
     let _ = server.wait();
-    let got: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert!(
         got["took"].as_f64().unwrap() > 1.0,
         "the step took its time: {got}"
@@ -591,14 +585,9 @@ fn an_episode_ended_at_its_step_limit_replays_and_forks_to_that_end() {
         \x20       ws.send(json.dumps({'type': 'step', 'data': {'type': 'call_tool', 'tool_name': 'list_deploys', 'arguments': {}}}))\n\
         \x20       said = json.loads(ws.recv(timeout=60))\n\
         \x20   print(json.dumps(said))\n";
-    let out = Command::new(openenv_python())
-        .args(["-c", client, &url])
-        .output()
-        .expect("the client runs");
+    let said = run_client(&url, client);
     let _ = server.kill();
     let _ = server.wait();
-    let said: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     let ended = &said["data"]["observation"];
     assert_eq!(ended["status"], "step_limit", "{said}");
     let run = ended["run_id"].as_str().unwrap();

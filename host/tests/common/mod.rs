@@ -1045,6 +1045,18 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// [`counters`] with fuel enough that the service's `spin` runs until
+/// the watchdog stops it (`[limits] timeout_ms` of the case).
+pub fn counters_until_the_watchdog(root: &Path) -> PathBuf {
+    let worlds = counters(root);
+    let world = worlds.join("counters/v1/world.toml");
+    let text = std::fs::read_to_string(&world).unwrap();
+    let more = text.replace("fuel = 50_000_000", "fuel = 100_000_000_000");
+    assert_ne!(more, text, "the counters world's fuel");
+    std::fs::write(&world, more).unwrap();
+    worlds
+}
+
 /// `<root>/worlds/counters/v1` (tests/worlds/counters) with the
 /// counter-service guest as its service; returns `<root>/worlds`.
 pub fn counters(root: &Path) -> PathBuf {
