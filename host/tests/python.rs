@@ -438,3 +438,45 @@ fn build_python_gives_the_same_bytes_for_the_same_sources() {
         (Value::Bool(false), Value::Bool(true))
     );
 }
+
+/// An `async def run` is awaited on the sandbox's loop (its coroutine was
+/// refused as the output: "bad output: Object of type coroutine is not
+/// JSON serializable"), replays `identical`, and an output of NaN is no
+/// JSON: refused as the output (it was written `NaN`, which a grader read
+/// as null).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn an_async_run_is_awaited_and_nan_is_no_output() {
+    let agent = python_guest("tests/guests/python-probe/async_agent.py");
+    let dir = temp_dir();
+    let case = |task: &str| {
+        common::write_case(
+            dir.path(),
+            "c",
+            &format!(
+                "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {task}\n"
+            ),
+        )
+    };
+    let store = dir.path().join("store");
+    let worlds = workspace_root().join("tests/worlds");
+    let ran = common::run_in(&store, &case("{ ticket = \"T-1\" }"), &agent, &worlds);
+    ran.expect_code(0);
+    assert_eq!(ran.json()["output"], "{\"ticket\":\"T-1\"}", "{ran}");
+    common::replays_identical(&store, ran.json()["run_id"].as_str().unwrap());
+    let nan = common::run_in(
+        &store,
+        &case("{ ticket = \"T-1\", nan = true }"),
+        &agent,
+        &worlds,
+    );
+    assert_eq!(nan.json()["run_status"], "errored", "{nan}");
+    assert!(
+        nan.stdout
+            .contains("bad output: Out of range float values are not JSON compliant"),
+        "{nan}"
+    );
+}

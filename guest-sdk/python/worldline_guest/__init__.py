@@ -22,6 +22,7 @@ Build with ``worldline build-python agent.py -o agent.wasm`` (it needs
 printing all work and are virtual: the run replays bit for bit.
 """
 
+import inspect
 import json
 import sys
 from typing import Any, Callable
@@ -73,10 +74,18 @@ def _world(run: Callable[[Any], Any]) -> type:
                 raise Err(f"bad task: {e}") from None
             try:
                 out = run(task)
+                if inspect.isawaitable(out):
+                    # An `async def run`: awaited on the sandbox's loop
+                    # (it was a coroutine, refused as output).
+                    import asyncio
+
+                    out = asyncio.run(out)
             except Error as e:
                 raise Err(str(e)) from None
             try:
-                return json.dumps(out, sort_keys=True, separators=(",", ":"))
+                # NaN and the infinities are no JSON: a grader read them as
+                # null.
+                return json.dumps(out, sort_keys=True, separators=(",", ":"), allow_nan=False)
             except (TypeError, ValueError) as e:
                 raise Err(f"bad output: {e}") from None
 
