@@ -168,6 +168,17 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
+impl InputError {
+    /// An address the command was given that it cannot listen on (a port
+    /// in use): the flag's input error, not an internal one.
+    pub fn cannot_listen(flag: &str, addr: impl fmt::Display, e: &std::io::Error) -> InputError {
+        InputError::new(
+            flag,
+            format!("cannot listen on {addr}: {e}; choose another port (0: any free one)"),
+        )
+    }
+}
+
 /// 1-based line and column of a byte offset.
 pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(source.len());

@@ -739,21 +739,7 @@ impl StoreDir {
         if exact.is_file() {
             return Ok(exact);
         }
-        let mut found: Vec<PathBuf> = std::fs::read_dir(self.runs_dir())
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .map(|e| e.path())
-                    .filter(|p| {
-                        p.file_name().is_some_and(|n| {
-                            n.to_string_lossy()
-                                .strip_suffix(".jsonl")
-                                .is_some_and(|stem| stem.starts_with(id))
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        found.sort();
+        let mut found = self.bundles_named(|stem| stem.starts_with(id));
         match found.len() {
             1 => Ok(found.remove(0)),
             0 => Err(none()),
@@ -764,19 +750,34 @@ impl StoreDir {
         }
     }
 
+    /// The `.jsonl` files of `runs/` whose names less the suffix (a name
+    /// not UTF-8 read with its bad bytes replaced) `matches` takes, sorted;
+    /// none when the folder cannot be read.
+    fn bundles_named(&self, matches: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(self.runs_dir())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name().is_some_and(|n| {
+                            n.to_string_lossy()
+                                .strip_suffix(".jsonl")
+                                .is_some_and(&matches)
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        found
+    }
+
     /// A file in `runs/` whose name (as `run_ids` gave it, a name not
     /// UTF-8 read with its bad bytes replaced) is no run id: worldline
     /// wrote no such file, so it is named and said to be no run, not
     /// looked for again under a name it does not have.
     pub fn stray(&self, name: &str) -> Option<worldline_case::error::InputError> {
-        let found = std::fs::read_dir(self.runs_dir())
-            .ok()?
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().strip_suffix(".jsonl") == Some(name))
-            })?;
+        let found = self.bundles_named(|stem| stem == name).into_iter().next()?;
         Some(worldline_case::error::InputError::new(
             &found,
             "not a run's bundle: a run's id is letters, digits, `-` and `_`, and this file's \

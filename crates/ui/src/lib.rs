@@ -446,13 +446,8 @@ pub fn serve(
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", cfg.port))
             .await
             .map_err(|e| {
-                worldline_case::error::InputError::new(
-                    "--port",
-                    format!(
-                        "cannot listen on 127.0.0.1:{}: {e}; choose another port (0: any free one)",
-                        cfg.port
-                    ),
-                )
+                let addr = format!("127.0.0.1:{}", cfg.port);
+                worldline_case::error::InputError::cannot_listen("--port", addr, &e)
             })?;
         let port = listener.local_addr()?.port();
         let app = Arc::new(

@@ -97,14 +97,8 @@ fn over_http(handle: &Handle, addr: SocketAddr, listening: impl FnOnce(SocketAdd
         .enable_time()
         .build()?;
     rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-            InputError::new(
-                "--http",
-                format!(
-                    "cannot listen on {addr}: {e}; choose another address (port 0: any free one)"
-                ),
-            )
-        })?;
+        let listener = (tokio::net::TcpListener::bind(addr).await)
+            .map_err(|e| InputError::cannot_listen("--http", addr, &e))?;
         let bound = listener.local_addr()?;
         let lb = Loopback::new(handle.clone(), bound.port(), None);
         listening(bound);

@@ -105,14 +105,8 @@ pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr
         .enable_time()
         .build()?;
     rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-            InputError::new(
-                "--addr",
-                format!(
-                    "cannot listen on {addr}: {e}; choose another address (port 0: any free one)"
-                ),
-            )
-        })?;
+        let listener = (tokio::net::TcpListener::bind(addr).await)
+            .map_err(|e| InputError::cannot_listen("--addr", addr, &e))?;
         let bound = listener.local_addr()?;
         let (tell, stop) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {

@@ -164,6 +164,17 @@ pub struct Redactor {
     repeats: BTreeMap<String, String>,
 }
 
+/// The placeholder kind of what a path of the policy hides.
+const BY_PATH: &str = "redacted";
+
+/// A value a path hides, as the text its placeholder stands for.
+fn leaf_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => canon::to_string(other),
+    }
+}
+
 /// The redactor for a command: `--unredacted` gives none; else the policy
 /// `explicit` names, or the store's `redact.toml` when there is one.
 pub fn for_store(
@@ -315,11 +326,7 @@ impl Redactor {
     fn at_path(&mut self, v: &mut Value, path: &[String]) {
         let Some((head, rest)) = path.split_first() else {
             if !is_placeholder(v) {
-                let text = match &*v {
-                    Value::String(s) => s.clone(),
-                    other => canon::to_string(other),
-                };
-                *v = Value::String(self.placeholder("redacted", &text));
+                *v = Value::String(self.placeholder(BY_PATH, &leaf_text(v)));
             }
             return;
         };
@@ -430,11 +437,8 @@ impl Redactor {
             Value::Object(m) => m.values_mut().for_each(|x| self.hidden_again(x)),
             Value::Null => {}
             leaf => {
-                let text = match &*leaf {
-                    Value::String(s) => s.clone(),
-                    other => canon::to_string(other),
-                };
-                if let Some(p) = self.given.get(&format!("redacted\0{text}")) {
+                let id = format!("{BY_PATH}\0{}", leaf_text(leaf));
+                if let Some(p) = self.given.get(&id) {
                     *leaf = Value::String(p.clone());
                 }
             }
