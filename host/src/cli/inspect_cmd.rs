@@ -180,7 +180,7 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         report::write_event(
-            &mut Escaped::new(std::io::stdout().lock()),
+            &mut super::human_out(),
             &rec.id,
             event,
             origin.as_ref(),

@@ -176,6 +176,7 @@ impl Filter {
 }
 
 /// A word of a filter: `(`, `)`, an operator or a term.
+#[derive(Default)]
 struct Token {
     text: String,
     /// It had a stretch in double quotes: a term, whatever its text.
@@ -186,20 +187,11 @@ struct Token {
 /// double quotes kept whole (a tag or a case named with a space).
 fn tokenize(text: &str) -> Result<Vec<Token>, String> {
     let mut out = Vec::new();
-    let mut word = Token {
-        text: String::new(),
-        quoted: false,
-    };
+    let mut word = Token::default();
     let mut chars = text.chars();
     let end = |word: &mut Token, out: &mut Vec<Token>| {
         if !word.text.is_empty() || word.quoted {
-            out.push(std::mem::replace(
-                word,
-                Token {
-                    text: String::new(),
-                    quoted: false,
-                },
-            ));
+            out.push(std::mem::take(word));
         }
     };
     while let Some(ch) = chars.next() {

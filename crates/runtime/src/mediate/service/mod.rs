@@ -63,7 +63,7 @@ pub struct Runtime {
     /// The watchdog stopped the last call: its answer (the fuel it used,
     /// where it stopped) is the wall clock's, so the run ends `timeout`
     /// once the call is recorded, as a run whose agent it stops does.
-    pub watchdog_struck: bool,
+    pub(crate) watchdog_struck: bool,
 }
 
 /// The largest answer one service call may give (its text).
