@@ -532,32 +532,21 @@ fn a_fork_s_edits_are_recorded_shown_and_refused_as_they_apply() {
     );
     ran.expect_code(0);
     let run = ran.json()["run_id"].as_str().unwrap().to_string();
+    // `fork RUN --at 1 FLAG VALUE`: the fork's id.
+    let fork_at_1 = |flag: &str, value: &str| {
+        let fork = worldline(&store, ["fork", &run, "--at", "1", flag, value, "--json"]);
+        fork.json()["run_id"].as_str().unwrap().to_string()
+    };
     for (kind, effect) in [("denied", "denied"), ("timeout", "failed")] {
         let answer = format!(r#"{{"error":{{"kind":"{kind}","message":"m"}}}}"#);
-        let fork = worldline(
-            &store,
-            ["fork", &run, "--at", "1", "--respond", &answer, "--json"],
-        );
-        let id = fork.json()["run_id"].as_str().unwrap().to_string();
+        let id = fork_at_1("--respond", &answer);
         let history = worldline(&store, ["history", &id, "--json"]);
         assert_eq!(history.json()["events"][1]["effect"], effect, "{history}");
         worldline(&store, ["verify", &id]).expect_code(0);
     }
     // A fork whose edit changed only what event 1 wrote: `diff` printed
     // the two alike lines of that event and nothing that differed.
-    let fork = worldline(
-        &store,
-        [
-            "fork",
-            &run,
-            "--at",
-            "1",
-            "--set",
-            r#"tickets/T-2.status="closed""#,
-            "--json",
-        ],
-    );
-    let id = fork.json()["run_id"].as_str().unwrap().to_string();
+    let id = fork_at_1("--set", r#"tickets/T-2.status="closed""#);
     let d = worldline(&store, ["diff", &run, &id]);
     d.expect_code(1);
     assert!(
@@ -573,20 +562,7 @@ fn a_fork_s_edits_are_recorded_shown_and_refused_as_they_apply() {
         "{d}"
     );
     // A fork with no edit (another agent's) points at none.
-    let agent = guest("caller-agent");
-    let fork = worldline(
-        &store,
-        [
-            "fork",
-            &run,
-            "--at",
-            "1",
-            "--agent",
-            agent.to_str().unwrap(),
-            "--json",
-        ],
-    );
-    let id = fork.json()["run_id"].as_str().unwrap().to_string();
+    let id = fork_at_1("--agent", guest("caller-agent").to_str().unwrap());
     let history = worldline(&store, ["history", &id]);
     assert!(
         history.stdout.contains("[fork point: live from here]")
