@@ -586,9 +586,10 @@ fn a_native_agent_gets_the_system_s_huge_pages_back() {
 }
 
 /// SIGTERM (or Ctrl-C's SIGINT) during a suite of native runs ends the run
-/// under way (`trapped`, its bundle whole), then the command, as the signal
-/// ends any command: a suite went on, and recorded each case after it as a
-/// `trapped` failure in about 10 ms, and exited 1.
+/// under way (`trapped`, its bundle whole), writes the report of what ran
+/// (the rest `skipped`), then ends the command as the signal ends any: a
+/// suite went on, and recorded each case after it as a `trapped` failure
+/// in about 10 ms, and exited 1; then it ended with no report.
 #[test]
 fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
     use std::os::unix::process::ExitStatusExt as _;
@@ -649,6 +650,16 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
         assert!(
             recorded <= 2,
             "{name}: {recorded} runs recorded of 5: {out}"
+        );
+        // The report of what ran: the run the signal stopped, the rest
+        // skipped.
+        assert!(
+            out.contains(&format!("interrupted by {name}")),
+            "{name}: {out}"
+        );
+        assert!(
+            out.contains(&format!("{} skipped", 5 - recorded)),
+            "{name}: {out}"
         );
     }
 }

@@ -798,3 +798,123 @@ fn merge_refuses_a_report_of_more_runs_than_a_command_makes() {
         "{merged}"
     );
 }
+
+/// Ctrl-C (SIGINT) during a suite of component runs: no case starts after
+/// it, the run under way ends, and the report (`--json`), JUnit, the
+/// events and the last session are written for the cases that ran, the
+/// rest `skipped`; then the signal ends the process. The signal ended it
+/// at once before, with no report and no last session.
+#[test]
+fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
+    use std::io::Read as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::time::{Duration, Instant};
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let calls = vec![r#"{ tool = "get_ticket", args = { id = "T-1" } }"#; 300].join(", ");
+    for i in 0..40 {
+        write_case(
+            &cases,
+            &format!("c{i:02}"),
+            &format!(
+                "world = \"demo@v1\"\nseed = {i}\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{calls}] }}\n"
+            ),
+        );
+    }
+    let store = dir.path().join("store");
+    let junit = dir.path().join("junit.xml");
+    let events = dir.path().join("events.jsonl");
+    let mut child = cli()
+        .arg("test")
+        .arg(&cases)
+        .arg("--agent")
+        .arg(caller())
+        .arg("--worlds")
+        .arg(worlds_dir())
+        .arg("--store")
+        .arg(&store)
+        .args(["--jobs", "1", "--json", "--junit"])
+        .arg(&junit)
+        .arg("--events")
+        .arg(&events)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    while !std::fs::read_to_string(&events).is_ok_and(|t| t.contains("case_finished")) {
+        assert!(
+            began.elapsed() < Duration::from_secs(120),
+            "no case finished"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if began.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the suite did not end");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let shown = format!("{status:?}\n{stdout}\n{stderr}");
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{shown}");
+    assert!(stderr.contains("SIGINT: starting no more cases"), "{shown}");
+    let doc: Value = serde_json::from_str(&stdout).expect("the report");
+    assert_eq!(doc["interrupted"], "SIGINT", "{shown}");
+    let (passed, skipped) = (
+        doc["passed"].as_u64().unwrap(),
+        doc["skipped"].as_u64().unwrap(),
+    );
+    assert!(passed >= 1 && skipped >= 1, "{shown}");
+    assert_eq!(
+        (passed + skipped, doc["failed"].as_u64()),
+        (40, Some(0)),
+        "{shown}"
+    );
+    // Every run it reported is on disk, whole.
+    let bundles = files_with_suffix(&store.join("runs"), ".jsonl");
+    assert_eq!(bundles.len() as u64, passed, "{shown}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<skipped").count() as u64, skipped, "{xml}");
+    assert!(xml.contains("not run: SIGINT stopped the suite"), "{xml}");
+    let lines = std::fs::read_to_string(&events).unwrap();
+    assert_eq!(
+        lines
+            .matches(r#"{"event":"interrupted","signal":"SIGINT"}"#)
+            .count(),
+        1,
+        "{lines}"
+    );
+    assert!(
+        lines
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .contains(r#""event":"finished""#)
+    );
+    // The cases not run are the next `--rerun-failed`'s.
+    let last: Value =
+        serde_json::from_str(&std::fs::read_to_string(store.join("last-test.json")).unwrap())
+            .unwrap();
+    assert_eq!(last["failed"].as_array().unwrap().len() as u64, skipped);
+}

@@ -46,8 +46,8 @@ pub struct Lines<W>(pub W);
 
 impl<W: Write> Lines<W> {
     /// A suite's event: `started` {cases, jobs, repeat}, `case_started`
-    /// {index, name}, `case_finished` {case: a case of `test --json`},
-    /// `finished` {summary: the `test --json` document}.
+    /// {index, name}, `interrupted` {signal}, `case_finished` {case: a case
+    /// of `test --json`}, `finished` {summary: the `test --json` document}.
     pub fn suite(&mut self, e: &SuiteEvent<'_>) -> io::Result<()> {
         let line = match e {
             SuiteEvent::Started {
@@ -57,6 +57,9 @@ impl<W: Write> Lines<W> {
             } => json!({"event": "started", "cases": cases, "jobs": jobs, "repeat": repeat}),
             SuiteEvent::CaseStarted { index, name } => {
                 json!({"event": "case_started", "index": index, "name": name})
+            }
+            SuiteEvent::Interrupted { signal } => {
+                json!({"event": "interrupted", "signal": signal})
             }
             SuiteEvent::CaseFinished(c) => json!({
                 "event": "case_finished",

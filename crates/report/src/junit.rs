@@ -2,7 +2,7 @@
 //! cargo-nextest uses): one testsuite, one testcase per case, a graded
 //! failure as `<failure>`, an agent fault or a case that could not run as
 //! `<error>`, a case file that could not be loaded as an `<error>` of its
-//! own, a case `--fail-fast` never started as `<skipped>`; the seed,
+//! own, a case `--fail-fast` or a signal never started as `<skipped>`; the seed,
 //! world, agent and (with `--repeat`) the pass rate, pass@k and pass^k as
 //! properties (the suite's pass@k and pass^k on the testsuite); the
 //! bundle's path in `<system-out>`.
@@ -31,7 +31,7 @@ pub fn render(s: &SuiteRun) -> anyhow::Result<String> {
     suite.set_timestamp(started).set_time(s.elapsed);
     suite.extra.insert("hostname".into(), hostname().into());
     for c in &s.cases {
-        suite.add_test_case(test_case(c, s.repeat));
+        suite.add_test_case(test_case(c, s.repeat, s.interrupted));
     }
     for e in &s.collection_errors {
         let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
@@ -62,12 +62,14 @@ pub fn render(s: &SuiteRun) -> anyhow::Result<String> {
     Ok(report.to_string()?)
 }
 
-fn test_case(c: &CaseRun, repeat: u64) -> TestCase {
+fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {
     let Some(shown) = c.shown() else {
         let mut status = TestCaseStatus::skipped();
-        status.set_message(
-            "not run: --fail-fast stopped the suite after a failure or a collection error",
-        );
+        status.set_message(match interrupted {
+            Some(signal) => format!("not run: {signal} stopped the suite"),
+            None => "not run: --fail-fast stopped the suite after a failure or a collection error"
+                .to_string(),
+        });
         return TestCase::new(c.name.as_str(), status);
     };
     let status = if c.passed() {

@@ -109,6 +109,7 @@ fn suite_run() -> worldline_engine::suite::SuiteRun {
             "line 3: expected `=`",
         )],
         compiles: Vec::new(),
+        interrupted: None,
     }
 }
 

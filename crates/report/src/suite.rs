@@ -167,6 +167,10 @@ pub struct SuiteSummary {
     pub compiles: Vec<Compile>,
     pub elapsed_ms: f64,
     pub failed: usize,
+    /// The signal that stopped the suite starting cases (`SIGINT`,
+    /// `SIGTERM`); the cases it had not started are skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
     /// Model calls of every run of the suite (absent when there were none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelTotals>,
@@ -280,6 +284,7 @@ impl SuiteSummary {
             compiles: s.compiles.clone(),
             elapsed_ms: s.elapsed.as_secs_f64() * 1000.0,
             failed: s.failed(),
+            interrupted: s.interrupted.map(str::to_string),
             model: (model.calls > 0).then_some(model),
             pass_k: pass_k(&per_case, s.repeat),
             pass_at_k: pass_at_k_of_suite(&per_case, s.repeat),
@@ -304,6 +309,7 @@ impl SuiteSummary {
             ));
         }
         let elapsed_ms = shards.iter().map(|s| s.elapsed_ms).fold(0.0, f64::max);
+        let interrupted = shards.iter().find_map(|s| s.interrupted.clone());
         let mut model = ModelTotals::default();
         for m in shards.iter().filter_map(|s| s.model.as_ref()) {
             model.add(m);
@@ -363,6 +369,7 @@ impl SuiteSummary {
             collection_errors,
             compiles,
             elapsed_ms,
+            interrupted,
             model: (model.calls > 0).then_some(model),
             failed: cases.len() - passed - skipped,
             pass_k: pass_k(&per_case, repeat),
@@ -663,5 +670,12 @@ fn write_totals(out: &mut impl Write, err: &mut impl Write, s: &SuiteSummary) ->
         "{} passed, {} failed{skipped}{errors}",
         s.passed, s.failed
     )?;
+    if let Some(signal) = &s.interrupted {
+        writeln!(
+            out,
+            "interrupted by {}: the cases it had not started are skipped (`--rerun-failed` runs them with the failures)",
+            shown::text(signal)
+        )?;
+    }
     Ok(())
 }

@@ -23,6 +23,7 @@ use std::time::Duration;
 use worldline_case::ahead;
 use worldline_case::case::{self, discover};
 use worldline_case::error::InputError;
+use worldline_engine::native::Interrupt;
 use worldline_engine::ops;
 use worldline_engine::suite::pick::{self, Picked, Selected, Selection};
 use worldline_engine::suite::{Entry, Suite, SuiteEvent, SuiteRun, last};
@@ -240,6 +241,10 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
             ExitCode::Input
         });
     }
+    // A first SIGINT or SIGTERM stops the suite starting cases; those
+    // under way end, the report is written, then the signal ends the
+    // process (a second ends it at once), as in nextest and pytest.
+    let interrupt = Interrupt::start();
     let done = run(&args, &store, &choice, &entries, &broken, bar, early)?;
     let shard = sharded.map(|(p, all)| Shard {
         agent: one_agent(&done),
@@ -249,6 +254,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         )
     });
     let code = render(&args, &store, &done, shard, supplied);
+    interrupt.end();
     // The cases and their results, values only, are left to the process's
     // end (decisions 0395, 0398), as a fork's are.
     std::mem::forget(entries);
@@ -378,6 +384,13 @@ fn run(
     let tested = ops::test::test(&suite, args.events.as_deref(), &|e| {
         let mut shown = shown.lock().expect("reporters lock");
         let (progress, lines) = &mut *shown;
+        if let SuiteEvent::Interrupted { signal } = e {
+            bar.suspend(|| {
+                eprintln!(
+                    "{signal}: starting no more cases; the report follows once the runs under way end (again to end at once)"
+                )
+            });
+        }
         if let Some(message) = progress.suite(e) {
             bar.inc(1);
             bar.set_message(message);

@@ -1,5 +1,6 @@
 //! SIGINT and SIGTERM as a flag: a native session polls it and ends its
-//! run (graded, footer written) instead of dying with the bundle open;
+//! run (graded, footer written) instead of dying with the bundle open, and
+//! a suite ([`Interrupt`]) starts no more cases and reports those it ran;
 //! and SIGPIPE held off the threads that write to the agent, for the same
 //! reason.
 //!
@@ -30,10 +31,19 @@ static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Native runs under way in this process.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
+/// A suite under way ([`Interrupt`]): it ends the process once it has
+/// reported, not the last native run.
+static SUITE: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn note(signal: libc::c_int) {
     SIGNAL.store(signal, Ordering::SeqCst);
     RECEIVED.store(true, Ordering::SeqCst);
+}
+
+/// [`note`], and a second signal ends the process at once.
+extern "C" fn note_then_default(signal: libc::c_int) {
+    note(signal);
+    set(libc::SIG_DFL);
 }
 
 /// From now on, for the process's life (`serve`, `mcp`, which poll the
@@ -44,10 +54,11 @@ pub(crate) fn catch() {
     set(note as *const () as libc::sighandler_t);
 }
 
-/// SIGINT's and SIGTERM's action.
+/// SIGINT's and SIGTERM's action (`signal` is async-signal-safe, so a
+/// handler may call this).
 fn set(action: libc::sighandler_t) {
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe; the default action is the system's.
+    // SAFETY: the handlers only store to atomics and set these actions,
+    // which is async-signal-safe; the default action is the system's.
     unsafe {
         libc::signal(libc::SIGINT, action);
         libc::signal(libc::SIGTERM, action);
@@ -57,6 +68,58 @@ fn set(action: libc::sighandler_t) {
 /// Whether SIGINT or SIGTERM arrived since [`catch`].
 pub(crate) fn received() -> bool {
     RECEIVED.load(Ordering::SeqCst)
+}
+
+/// The signal that arrived, by name, if one did.
+pub(crate) fn interrupted() -> Option<&'static str> {
+    received().then(|| match SIGNAL.load(Ordering::SeqCst) {
+        libc::SIGINT => "SIGINT",
+        _ => "SIGTERM",
+    })
+}
+
+/// SIGINT and SIGTERM while a suite runs (`test`): the first is noted, and
+/// the suite starts no more cases, lets those under way end (a native run
+/// is stopped, as it is under `run`) and reports what ran; a second ends
+/// the process at once, as in nextest and pytest. [`Interrupt::end`] then
+/// ends the process as the first would have.
+pub struct Interrupt(());
+
+impl Interrupt {
+    pub fn start() -> Interrupt {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        SUITE.store(true, Ordering::SeqCst);
+        set(note_then_default as *const () as libc::sighandler_t);
+        Interrupt(())
+    }
+
+    /// Once the suite has reported: the process ended by the signal that
+    /// arrived, if one did (its shell sees what it sent), else the default
+    /// actions back.
+    pub fn end(self) {
+        drop(self);
+        if let Some(signal) = received().then(|| SIGNAL.load(Ordering::SeqCst)) {
+            // What the process wrote is out before it ends.
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            let _ = std::io::Write::flush(&mut std::io::stderr());
+            // SAFETY: the default action of a signal that arrived, raised
+            // again: the process ends as it would have.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
+            }
+        }
+    }
+}
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        SUITE.store(false, Ordering::SeqCst);
+        if RUNNING.load(Ordering::SeqCst) == 0 && !received() && !HELD.load(Ordering::SeqCst) {
+            set(libc::SIG_DFL);
+        }
+    }
 }
 
 /// A native run under way: a signal that stopped it (its run ended
@@ -74,7 +137,7 @@ impl Running {
     /// and a signal noted meanwhile ended it inside its next native run.
     pub(crate) fn start() -> Running {
         let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-        if RUNNING.fetch_add(1, Ordering::SeqCst) == 0 {
+        if RUNNING.fetch_add(1, Ordering::SeqCst) == 0 && !SUITE.load(Ordering::SeqCst) {
             set(note as *const () as libc::sighandler_t);
         }
         Running(())
@@ -85,10 +148,12 @@ impl Drop for Running {
     fn drop(&mut self) {
         let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
         let last = RUNNING.fetch_sub(1, Ordering::SeqCst) == 1;
-        if last && !received() && !HELD.load(Ordering::SeqCst) {
+        // A suite reports first, and keeps its own actions.
+        let suite = SUITE.load(Ordering::SeqCst);
+        if last && !received() && !HELD.load(Ordering::SeqCst) && !suite {
             set(libc::SIG_DFL);
         }
-        if last && received() {
+        if last && received() && !suite {
             let signal = SIGNAL.load(Ordering::SeqCst);
             // What the process wrote is out before it ends.
             let _ = std::io::Write::flush(&mut std::io::stdout());

@@ -17,6 +17,7 @@ pub mod select;
 
 use crate::fuzz::campaign::model_seed;
 use crate::grade::verdict;
+use crate::native::signals;
 use crate::run::{RunOptions, RunOutcome, Runner};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -120,7 +121,8 @@ pub struct CaseRun {
     pub index: usize,
     pub name: String,
     pub path: PathBuf,
-    /// Empty when `--fail-fast` stopped the suite before this case.
+    /// Empty when `--fail-fast` or a signal stopped the suite before this
+    /// case.
     pub attempts: Vec<Attempt>,
 }
 
@@ -169,7 +171,7 @@ impl Attempt {
 }
 
 impl CaseRun {
-    /// Not run: `--fail-fast` stopped the suite first.
+    /// Not run: `--fail-fast` or a signal stopped the suite first.
     pub fn skipped(&self) -> bool {
         self.attempts.is_empty()
     }
@@ -222,6 +224,9 @@ pub struct SuiteRun {
     pub collection_errors: Vec<InputError>,
     /// Components compiled before the first case.
     pub compiles: Vec<Compile>,
+    /// The signal that stopped the suite (`SIGINT`, `SIGTERM`) under an
+    /// [`Interrupt`](crate::native::Interrupt): the cases it had not started are skipped.
+    pub interrupted: Option<&'static str>,
 }
 
 impl SuiteRun {
@@ -253,7 +258,10 @@ pub enum SuiteEvent<'a> {
     },
     /// A case's first run is about to start.
     CaseStarted { index: usize, name: &'a str },
-    /// A case's runs are done (or it was skipped by `--fail-fast`).
+    /// A signal came: no case starts from now on; those under way end.
+    Interrupted { signal: &'static str },
+    /// A case's runs are done (or it was skipped by `--fail-fast` or a
+    /// signal).
     CaseFinished(&'a CaseRun),
     /// Every case is done and the runs are on disk.
     Finished(&'a SuiteRun),
@@ -316,10 +324,19 @@ impl Suite<'_> {
         );
         // Their index rows committed off their path (when they fill a batch).
         let committer = worldline_store::index::committer(self.store, runs);
+        // Whether `Interrupted` was sent.
+        let told = AtomicBool::new(false);
+        let interrupted = || {
+            let signal = signals::interrupted()?;
+            if !told.swap(true, Ordering::SeqCst) {
+                sink(SuiteEvent::Interrupted { signal });
+            }
+            Some(signal)
+        };
         let cases = par_map(self.cases.len(), self.jobs, |i| {
             let e = &self.cases[i];
             let mut attempts = Vec::new();
-            if !(self.fail_fast && stop.load(Ordering::Relaxed)) {
+            if !(self.fail_fast && stop.load(Ordering::Relaxed)) && interrupted().is_none() {
                 sink(SuiteEvent::CaseStarted {
                     index: e.index,
                     name: &e.name,
@@ -329,6 +346,9 @@ impl Suite<'_> {
                 // Whether a run of the case has not passed yet.
                 let mut failed = false;
                 for rep in 0..repeat {
+                    if rep > 0 && interrupted().is_some() {
+                        break;
+                    }
                     let t = Instant::now();
                     let options = RunOptions {
                         store: Some(self.store),
@@ -400,6 +420,7 @@ impl Suite<'_> {
             elapsed: t0.elapsed(),
             collection_errors: self.collection_errors.to_vec(),
             compiles: self.compiles.to_vec(),
+            interrupted: interrupted(),
         };
         sink(SuiteEvent::Finished(&run));
         Ok(run)
