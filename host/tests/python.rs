@@ -479,4 +479,27 @@ fn an_async_run_is_awaited_and_nan_is_no_output() {
             .contains("bad output: Out of range float values are not JSON compliant"),
         "{nan}"
     );
+    // The CPU-time clocks start at 0 with the run and follow its virtual
+    // clock (they were the build's start less it: negative); a raw socket
+    // is refused with an OSError (it was `LookupError: unknown encoding:
+    // idna`, which no `except OSError` catches).
+    let clocks = common::run_in(&store, &case("{ clocks = true }"), &agent, &worlds);
+    clocks.expect_code(0);
+    let out: serde_json::Value =
+        serde_json::from_str(clocks.json()["output"].as_str().unwrap()).unwrap();
+    let (before, after) = (&out["before"], &out["after"]);
+    assert!(
+        (0.0..0.5).contains(&before[0].as_f64().unwrap()),
+        "{clocks}"
+    );
+    let slept = after[0].as_f64().unwrap() - before[0].as_f64().unwrap();
+    assert!((2.0..2.5).contains(&slept), "{clocks}");
+    let slept_ns = after[1].as_i64().unwrap() - before[1].as_i64().unwrap();
+    assert!(
+        (2_000_000_000..2_500_000_000).contains(&slept_ns),
+        "{clocks}"
+    );
+    assert_ne!(out["lookup"], "allowed", "{clocks}");
+    assert_ne!(out["connect"], "allowed", "{clocks}");
+    common::replays_identical(&store, clocks.json()["run_id"].as_str().unwrap());
 }

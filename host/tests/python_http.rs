@@ -347,6 +347,28 @@ fn a_requirement_without_a_pure_python_wheel_is_refused_at_its_line() {
             && said.contains("native extensions"),
         "{out}"
     );
+    // A line of a file the requirements take in with `-r` is named there
+    // (the outer file was named, with no line), and a name no index has (a
+    // typo, which pip answers as it answers a native package) is one of
+    // the causes given.
+    let nested = dir.path().join("more/nested.txt");
+    std::fs::create_dir_all(nested.parent().unwrap()).unwrap();
+    std::fs::write(&nested, "# typed in a hurry\nbogus-pkg-zzzz-404==1.0\n").unwrap();
+    let outer = dir.path().join("outer.txt");
+    std::fs::write(&outer, "httpx==0.28.1\n-r more/nested.txt\n").unwrap();
+    let typo = build(
+        &workspace_root().join(HTTPX).join("agent.py"),
+        &dir.path().join("agent.wasm"),
+        &[OsStr::new("--requirements"), outer.as_os_str()],
+    );
+    typo.expect_code(2);
+    assert!(
+        typo.stderr.contains(&format!("{}:2", nested.display()))
+            && typo
+                .stderr
+                .contains("no such package or version is published"),
+        "{typo}"
+    );
     let missing = build(
         &workspace_root().join(HTTPX).join("agent.py"),
         &dir.path().join("agent.wasm"),

@@ -30,7 +30,7 @@ from typing import Any, Callable
 import wit_world
 from componentize_py_types import Err
 
-from . import approval, files, model, tools, trace, user
+from . import approval, cpu_clocks, files, model, tools, trace, user
 from .errors import (
     Conflict,
     Denied,
@@ -68,6 +68,7 @@ def _world(run: Callable[[Any], Any]) -> type:
 
     class WitWorld(wit_world.WitWorld):
         def run(self, task_json: str) -> str:
+            cpu_clocks.restart()
             try:
                 task = json.loads(task_json)
             except ValueError as e:

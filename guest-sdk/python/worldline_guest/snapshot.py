@@ -7,10 +7,17 @@ the build's host in the snapshot; that handle does not exist when the agent
 runs, so its first network call would trap with `unknown handle index`
 instead of being denied as a sandbox denies it. :func:`offline` makes such
 calls raise :class:`PermissionError` while the module is imported, so
-nothing is kept, and puts the real functions back afterwards."""
+nothing is kept, and puts the real functions back afterwards. It also
+loads the codec host names are encoded with (below)."""
 
 import contextlib
 import socket
+
+# Host names are encoded with the `idna` codec before any lookup: imported
+# here, at build time, it is in the snapshot, so a connection an agent tries
+# is denied as the sandbox denies it (an `OSError`) instead of failing with
+# `LookupError: unknown encoding: idna`.
+import encodings.idna  # noqa: F401
 
 _FUNCTIONS = ("getaddrinfo", "gethostbyname", "gethostbyname_ex", "gethostbyaddr", "getnameinfo")
 _METHODS = ("bind", "connect", "connect_ex")

@@ -270,6 +270,45 @@ pub(super) fn python_beside(componentize_py: &Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("python3"))
 }
 
+/// The requirements file, `file` or one it takes in with `-r` (pip reads
+/// those relative to the file that names them), and the line in it that
+/// names one of `names`: `file` and line 0 when none does. Files are read
+/// to a depth of 8, each once, as far as they read.
+fn where_named(file: &Path, text: &str, names: &[String]) -> (PathBuf, usize) {
+    let key = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut seen = vec![key(file)];
+    let mut queue = vec![(file.to_path_buf(), text.to_string(), 0)];
+    while let Some((path, text, depth)) = queue.pop() {
+        let line = line_naming(&text, names);
+        if line > 0 {
+            return (path, line);
+        }
+        if depth == 8 {
+            continue;
+        }
+        let base = path.parent().unwrap_or(Path::new(""));
+        for l in text.lines().rev() {
+            let l = l.trim();
+            let nested = ["-r", "--requirement"]
+                .iter()
+                .find_map(|flag| l.strip_prefix(flag))
+                .map(|rest| rest.trim_start_matches([' ', '=']).trim())
+                .filter(|rest| !rest.is_empty());
+            let Some(nested) = nested.map(|n| base.join(n)) else {
+                continue;
+            };
+            if seen.contains(&key(&nested)) {
+                continue;
+            }
+            seen.push(key(&nested));
+            if let Ok(text) = bounded::read_text(&nested, bounded::DOCUMENT) {
+                queue.push((nested, text, depth + 1));
+            }
+        }
+    }
+    (file.to_path_buf(), 0)
+}
+
 /// The line (1-based) of `requirements` that names one of `names`.
 fn line_naming(requirements: &str, names: &[String]) -> usize {
     requirements
@@ -441,16 +480,20 @@ pub(super) fn from_requirements(
     let mut names = vec![normalized(&name)];
     names.extend(parent.as_deref().map(normalized));
     let needed_by = parent.map_or(String::new(), |p| format!(" (needed by {p})"));
+    // pip says "from versions: none" alike for a name no index has (a
+    // typo) and for one with no wheel the sandbox can load.
+    let (named_in, line) = where_named(file, &text, &names);
     Err(InputError::new(
-        file,
+        named_in,
         format!(
             "`{wanted}`{needed_by} has no pure-Python wheel (py3-none-any) for the sandbox's \
-             Python {SANDBOX_PYTHON}: it has native extensions, which CPython for WASI cannot \
-             load, or is published only as source. Remove it, or use a pure-Python alternative.\n\
-             pip said:\n{pip_said}"
+             Python {SANDBOX_PYTHON}: no such package or version is published (check the \
+             spelling), or it has native extensions, which CPython for WASI cannot load, or is \
+             published only as source. Fix the name, remove it, or use a pure-Python \
+             alternative.\npip said:\n{pip_said}"
         ),
     )
-    .with_line(line_naming(&text, &names))
+    .with_line(line)
     .into())
 }
 
@@ -514,5 +557,31 @@ mod tests {
             ]
         );
         assert!(conflict(direct).is_none());
+    }
+
+    #[test]
+    fn a_package_is_named_in_the_file_that_takes_it_in() {
+        let dir = std::env::temp_dir().join(format!("wl-req-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub/deeper")).unwrap();
+        let outer = dir.join("outer.txt");
+        let outer_text = "httpx==0.28.1\n-r sub/nested.txt\n";
+        std::fs::write(&outer, outer_text).unwrap();
+        // Names are relative to the file that names them; a loop is read once.
+        std::fs::write(
+            dir.join("sub/nested.txt"),
+            "# tools\n--requirement=deeper/more.txt\n-r ../outer.txt\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("sub/deeper/more.txt"), "\nbogus-pkg==1.0\n").unwrap();
+        let names = ["bogus-pkg".to_string()];
+        assert_eq!(
+            where_named(&outer, outer_text, &names),
+            (dir.join("sub").join("deeper/more.txt"), 2)
+        );
+        let httpx = ["httpx".to_string()];
+        assert_eq!(where_named(&outer, outer_text, &httpx), (outer.clone(), 1));
+        let none = ["absent".to_string()];
+        assert_eq!(where_named(&outer, outer_text, &none), (outer, 0));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

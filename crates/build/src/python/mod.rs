@@ -54,6 +54,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../../guest-sdk/python/worldline_guest/files.py"),
     ),
     (
+        "worldline_guest/cpu_clocks.py",
+        include_str!("../../../../guest-sdk/python/worldline_guest/cpu_clocks.py"),
+    ),
+    (
         "worldline_guest/model.py",
         include_str!("../../../../guest-sdk/python/worldline_guest/model.py"),
     ),
