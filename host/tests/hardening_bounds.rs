@@ -557,6 +557,23 @@ mod globs_and_floods {
         run.expect_code(0);
         assert_eq!(run.json()["status"], "completed", "{run}");
         assert_eq!(run.json()["truncated_bytes"], 300_000 - 10_000, "{run}");
+        // Logs past the cap on stderr, then an exception: the exception is
+        // the run's error, from the last of stderr kept past the flood
+        // (it was dropped with it: the error said no exception).
+        let c = write_case(
+            dir.path(),
+            "py-flood-raise",
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"flood_then_raise\", n = 3000 }\n\n[limits]\nstdout_bytes = 10_000\n",
+        );
+        let run = run_in_demo(&c, &agent);
+        run.expect_code(3);
+        assert!(
+            run.json()["error"]
+                .as_str()
+                .unwrap()
+                .ends_with("RuntimeError: the provider answered 500"),
+            "{run}"
+        );
     }
 
     #[test]

@@ -558,3 +558,42 @@ fn check_notes_a_scripted_call_to_a_tool_the_world_lacks() {
     );
     assert!(out.stdout.contains("typo.toml:"), "{out}");
 }
+
+/// A process that logs past `limits.stdout_bytes` on stderr, then dies:
+/// its exception is still its error, from the last of what it printed
+/// (kept past the flood), and `history --stderr` says how much was
+/// dropped before it. The traceback was dropped with the flood, and the
+/// error was the process's exit status alone.
+#[test]
+fn an_exception_after_a_flood_of_logs_is_still_the_error() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = run_python(
+        dir.path(),
+        &store,
+        "chatty",
+        "import sys\nfor i in range(3000):\n    print(f'{i:>6} ' + 'z' * 92, file=sys.stderr)\n\
+         def call_model():\n    raise RuntimeError('the provider answered 500')\ncall_model()\n",
+    );
+    out.expect_code(3);
+    assert!(
+        out.json()["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("RuntimeError: the provider answered 500"),
+        "{out}"
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let stderr = worldline(&store, ["history", id.as_str(), "--stderr"]);
+    stderr.expect_code(0);
+    assert!(
+        stderr
+            .stdout
+            .contains("bytes past limits.stdout_bytes were dropped; the last 16384 follow]")
+            && stderr
+                .stdout
+                .trim_end()
+                .ends_with("RuntimeError: the provider answered 500"),
+        "{stderr}"
+    );
+}

@@ -6,10 +6,12 @@ task's `mode`:
   lookups and connections, `urllib`, and `requests` when it is importable),
   each inside `try/except`, and return what each raised;
 - `flood`: `print` `n` lines of 100 bytes (default 10 000), then return;
+- `flood_then_raise`: the same on stderr, then raise an exception;
 - `ok`: return at once."""
 
 import encodings.idna  # noqa: F401 (host names are encoded with it; load it at build time)
 import socket
+import sys
 import urllib.request
 
 import worldline_guest as wl
@@ -63,4 +65,8 @@ def run(task):
         for i in range(n):
             print(f"{i:>6} " + "z" * 92)
         return {"lines": n}
+    if mode == "flood_then_raise":
+        for i in range(task.get("n", 10000)):
+            print(f"{i:>6} " + "z" * 92, file=sys.stderr)
+        raise RuntimeError("the provider answered 500")
     return {"ok": True}

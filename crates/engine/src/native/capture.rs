@@ -1,5 +1,6 @@
 //! A native process's stdout and stderr, read as they come: the first
-//! `limit` bytes kept (the rest dropped and counted, as a guest's are),
+//! `limit` bytes kept (the rest dropped and counted, as a guest's are, the
+//! last of them kept apart as a guest's stderr's are),
 //! and for stdout the last line that is a JSON value, which is the run's
 //! output. A line is considered only up to `limit` bytes, so memory stays
 //! bounded whatever the process writes. A run stops reading when it ends
@@ -9,12 +10,15 @@ use std::io::{ErrorKind, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use worldline_runtime::mediate::stdio::Tail;
 
 /// What was read from one pipe.
 #[derive(Debug, Default)]
 pub(crate) struct Captured {
     pub kept: Vec<u8>,
     pub dropped: u64,
+    /// The last bytes dropped.
+    pub tail: Tail,
     /// The last complete line that parsed as JSON (trimmed).
     pub last_json: Option<String>,
 }
@@ -111,6 +115,7 @@ impl Collector {
         let n = chunk.len();
         let keep = self.limit.saturating_sub(self.out.kept.len()).min(n);
         self.out.kept.extend_from_slice(&chunk[..keep]);
+        self.out.tail.push(&chunk[keep..]);
         self.out.dropped += (n - keep) as u64;
         for piece in chunk.split_inclusive(|b| *b == b'\n') {
             let ends = piece.last() == Some(&b'\n');

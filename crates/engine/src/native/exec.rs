@@ -31,6 +31,7 @@ use worldline_case::bounded;
 use worldline_case::case::Case;
 use worldline_log::log::Status;
 use worldline_log::log::bundle::NativeAgent;
+use worldline_runtime::mediate::stdio::with_tail;
 use worldline_runtime::sandbox::Sandbox;
 
 pub use super::environment::PASSED;
@@ -337,7 +338,9 @@ fn exit_of(
         output: None,
         error: None,
         stdout: out.kept,
-        stderr: err.kept,
+        // What a process that dies printed last, its traceback, is kept
+        // past a flood of logs before it.
+        stderr: with_tail(&err.kept, err.dropped, err.tail.bytes()).into_bytes(),
         dropped: out.dropped + err.dropped,
     };
     match (ended_by, status) {

@@ -20,7 +20,7 @@ pub mod follow;
 pub mod model;
 pub mod service;
 pub mod services;
-pub(crate) mod stdio;
+pub mod stdio;
 pub(crate) mod wasi;
 
 use serde_json::{Value, json};

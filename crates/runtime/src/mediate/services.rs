@@ -129,10 +129,11 @@ impl HostServices {
 
     /// Keep what a native process wrote (captured outside the sandbox, at
     /// most the case's cap; `dropped` bytes past it) as a guest's output
-    /// is kept.
+    /// is kept; its stderr as captured, the tail of what it dropped
+    /// included (`stdio::with_tail`).
     pub fn keep_output(&mut self, stdout: &[u8], stderr: &[u8], dropped: u64) {
         self.stdio.stdout.push(stdout);
-        self.stdio.stderr.push(stderr);
+        self.stdio.stderr.bytes = stderr.to_vec();
         self.stdio.stdout.dropped += dropped;
     }
 
