@@ -37,8 +37,10 @@ const TAKES: &[(&str, &[&str])] = &[
 pub struct Supplied {
     /// The project file (absent when there is none).
     pub file: Option<PathBuf>,
-    /// Setting → the value the file supplied (`model.KEY` for `[model]`).
-    pub supplied: BTreeMap<String, String>,
+    /// Setting → the value the file supplied (`model.KEY` for `[model]`),
+    /// as the file types it: `jobs` a number, `cases` a list, paths and
+    /// model settings text.
+    pub supplied: BTreeMap<String, serde_json::Value>,
     /// Settings the file has that the command line overrode.
     pub overridden: Vec<String>,
 }
@@ -65,7 +67,7 @@ pub fn supplied() -> Supplied {
 }
 
 /// Note a default a command applied itself (the cases of `test`).
-pub fn note(setting: &str, value: String) -> Supplied {
+pub fn note(setting: &str, value: serde_json::Value) -> Supplied {
     let mut s = supplied();
     s.supplied.insert(setting.to_string(), value);
     s
@@ -136,17 +138,21 @@ fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsStri
     };
     let mut added: Vec<OsString> = Vec::new();
     let mut s = Supplied::default();
-    let mut offer = |flag: &str, value: Option<String>, s: &mut Supplied| {
-        let Some(value) = value else { return };
+    // The flag's argument, and the value as the file gave it.
+    let mut offer = |flag: &str, value: Option<(String, serde_json::Value)>, s: &mut Supplied| {
+        let Some((arg, value)) = value else { return };
         if given(flag) {
             s.overridden.push(flag.to_string());
         } else {
             added.push(format!("--{flag}").into());
-            added.push(value.clone().into());
+            added.push(arg.into());
             s.supplied.insert(flag.to_string(), value);
         }
     };
-    let shown = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let shown = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map(|p| (p.display().to_string(), p.display().to_string().into()))
+    };
     offer("store", shown(&p.store), &mut s);
     if takes("agent") {
         offer("agent", shown(&p.agent), &mut s);
@@ -155,7 +161,7 @@ fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsStri
         offer("worlds", shown(&p.worlds), &mut s);
     }
     if takes("jobs") {
-        offer("jobs", p.jobs.map(|j| j.to_string()), &mut s);
+        offer("jobs", p.jobs.map(|j| (j.to_string(), j.into())), &mut s);
     }
     for (flag, table, keys) in [
         ("model-set", "model", &p.model),
@@ -178,7 +184,7 @@ fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsStri
             } else {
                 added.push(format!("--{flag}").into());
                 added.push(format!("{key}={value}").into());
-                s.supplied.insert(setting, value.clone());
+                s.supplied.insert(setting, value.clone().into());
             }
         }
     }
@@ -240,6 +246,9 @@ mod tests {
         );
         assert_eq!(s.overridden, ["jobs"]);
         assert_eq!(s.supplied["agent"], "/p/agent.wasm");
+        assert_eq!(s.supplied["model.provider"], "openai");
+        let (_, s) = with_defaults(args(&["wl", "test", "c"]), &project(), "test");
+        assert_eq!(s.supplied["jobs"], 2);
         // `runs --agent` filters by hash: it takes no agent default.
         let (out, _) = with_defaults(args(&["wl", "runs"]), &project(), "runs");
         assert_eq!(out, args(&["wl", "runs", "--store", "/p/.worldline"]));

@@ -283,7 +283,7 @@ fn default_cases(args: &mut TestArgs) -> Result<Supplied> {
         Some(p) if !p.cases.is_empty() => {
             args.cases = p.cases.clone();
             let shown: Vec<String> = p.cases.iter().map(|c| c.display().to_string()).collect();
-            Ok(super::project_args::note("cases", shown.join(", ")))
+            Ok(super::project_args::note("cases", shown.into()))
         }
         _ => Err(InputError::new(
             "test",
