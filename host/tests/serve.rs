@@ -595,3 +595,47 @@ fn an_episode_ended_at_its_step_limit_replays_and_forks_to_that_end() {
     let fork = worldline(&store, ["fork", run, "--at", "2", "--json"]);
     assert_eq!(fork.json()["run_status"], "step_limit", "{fork}");
 }
+
+/// `tool_not_found` is a tool the world lacks, not a tool of the world
+/// that answered `not-found` (here by an `[[inject]]` rule whose words
+/// are the mediator's own for a missing tool): that answer is the tool's
+/// result, its error in it. Told apart by the words before, the tool's
+/// answer was called a missing tool.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_tool_that_finds_nothing_is_no_missing_tool() {
+    let dir = temp_dir();
+    let case = dir.path().join("finds-nothing.toml");
+    std::fs::write(
+        &case,
+        "world = \"incident@v4\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+         task = { message = \"look at the ticket\" }\n\n\
+         [[inject]]\ntool = \"get_ticket\"\nerror = \"not-found\"\n\
+         message = \"no tool `get_ticket` answers for T-100 today\"\n",
+    )
+    .unwrap();
+    let (mut server, url) = serve(&dir.path().join("store"), &case, &[]);
+    let client = "import json, sys\n\
+        from websockets.sync.client import connect\n\
+        def step(ws, action):\n\
+        \x20   ws.send(json.dumps({'type': 'step', 'data': action}))\n\
+        \x20   return json.loads(ws.recv(timeout=60))['data']['observation']\n\
+        with connect(sys.argv[1].replace('http://', 'ws://') + '/ws') as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20   ws.recv(timeout=60)\n\
+        \x20   found = step(ws, {'type': 'call_tool', 'tool_name': 'get_ticket', 'arguments': {'id': 'T-100'}})\n\
+        \x20   lacked = step(ws, {'type': 'call_tool', 'tool_name': 'nope', 'arguments': {}})\n\
+        \x20   print(json.dumps({'found': found, 'lacked': lacked}))\n";
+    let said = run_client(&url, client);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(said["found"]["error"], Value::Null, "{said}");
+    assert_eq!(said["found"]["result"]["isError"], true, "{said}");
+    assert_eq!(
+        said["lacked"]["error"]["error_type"], "tool_not_found",
+        "{said}"
+    );
+}

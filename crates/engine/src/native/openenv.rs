@@ -445,7 +445,7 @@ async fn reset_fork(
         };
         let listed = message.method.as_deref() == Some("tools/list");
         match s.send(message).await {
-            Ok(r) if listed => tools = Some(r["result"]["tools"].clone()),
+            Ok(r) if listed => tools = Some(s.listed(&r)),
             Ok(_) => {}
             Err(why) => {
                 s.finish(Some(why)).await;
@@ -502,6 +502,8 @@ struct Session {
     step_count: u64,
     /// How the episode ended: reward, verdict, checks, run id.
     ended: Option<Value>,
+    /// The world's tools, by name, as last listed (a reset lists them).
+    tools: std::collections::BTreeSet<String>,
 }
 
 impl Session {
@@ -533,6 +535,7 @@ impl Session {
             steps: 0,
             step_count: 0,
             ended: None,
+            tools: Default::default(),
         })
     }
 
@@ -564,7 +567,16 @@ impl Session {
     /// case whose gold calls fail stops it before the first step).
     async fn list_tools(&mut self) -> Result<Value, String> {
         let r = self.rpc("tools/list", json!({})).await?;
-        Ok(r["result"]["tools"].clone())
+        Ok(self.listed(&r))
+    }
+
+    /// The tools a `tools/list` answer gives, their names kept.
+    fn listed(&mut self, answer: &Value) -> Value {
+        let tools = answer["result"]["tools"].clone();
+        self.tools = (tools.as_array().into_iter().flatten())
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect();
+        tools
     }
 
     /// A session that could not begin: ended, and its reset refused
@@ -602,7 +614,9 @@ impl Session {
                     Ok(r) => {
                         // The mediator answers a tool the world lacks as a
                         // tool error (recorded as the agent's call);
-                        // OpenEnv's clients read it as `tool_not_found`.
+                        // OpenEnv's clients read it as `tool_not_found`. A
+                        // tool of the world that answers `not-found` is
+                        // one that found nothing, whatever its words.
                         let text = r["result"]["content"][0]["text"]
                             .as_str()
                             .unwrap_or_default();
@@ -610,7 +624,7 @@ impl Session {
                         let message = said["error"]["message"].as_str().unwrap_or_default();
                         let lacked = r["result"]["isError"] == true
                             && said["error"]["kind"] == "not-found"
-                            && message.starts_with(&format!("no tool `{name}`"));
+                            && !self.tools.contains(name);
                         let obs = match r.get("error") {
                             Some(e) => json!({"tool_name": name, "result": null,
                                 "error": {"error_type": "tool_not_found", "message": e["message"]}}),
