@@ -28,7 +28,7 @@ use crate::log::bundle::{Edit, Header, HeldBundle};
 use crate::log::{Event, Footer};
 use detect::Detector;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 use worldline_case::canon;
@@ -168,6 +168,46 @@ pub struct Redactor {
 const BY_PATH: &str = "redacted";
 
 /// A value a path hides, as the text its placeholder stands for.
+/// `value` put in `row` at `path` (a state diff's field path, in the
+/// syntax of checks: `passengers[1].dob`), as the run's state holds it:
+/// an index grows its array with nulls. A path that does not parse is
+/// put as one field.
+fn nest(row: &mut Value, path: &str, value: Value) {
+    use worldline_case::path::{JsonPath, Segment};
+    let parsed = JsonPath::parse(path);
+    let whole = [Segment::Field(path.to_string())];
+    let segments = parsed.as_ref().map_or(&whole[..], |p| p.segments());
+    let mut at = row;
+    for segment in segments {
+        at = match segment {
+            Segment::Index(i) if *i >= 0 => {
+                if !at.is_array() {
+                    *at = json!([]);
+                }
+                let items = at.as_array_mut().expect("an array");
+                let i = *i as usize;
+                if items.len() <= i {
+                    items.resize(i + 1, Value::Null);
+                }
+                &mut items[i]
+            }
+            other => {
+                if !at.is_object() {
+                    *at = json!({});
+                }
+                let key = match other {
+                    Segment::Field(f) => f.clone(),
+                    Segment::Index(i) => i.to_string(),
+                };
+                (at.as_object_mut().expect("an object"))
+                    .entry(key)
+                    .or_insert(Value::Null)
+            }
+        };
+    }
+    *at = value;
+}
+
 fn leaf_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -421,8 +461,44 @@ impl Redactor {
             *e = self.text(e);
         }
         if let Some(g) = f.grade.as_mut() {
+            self.state_in_grade(g);
             self.hidden_again(g);
             self.strings(g);
+        }
+    }
+
+    /// The policy's `state` paths over the rows a grade's state diff
+    /// quotes (added and removed rows; a changed field's value before and
+    /// after), so that [`hidden_again`](Self::hidden_again) hides those
+    /// values wherever the grade quotes them (its diff, a check's actual
+    /// value) in a view that has not redacted the run's state itself
+    /// (`export --redacted` writes no state: its grade showed them).
+    fn state_in_grade(&mut self, g: &Value) {
+        let Some(tables) = g["diff"]["tables"].as_object() else {
+            return;
+        };
+        let mut views = [serde_json::Map::new(), serde_json::Map::new()];
+        for (table, diff) in tables {
+            let mut rows = [serde_json::Map::new(), serde_json::Map::new()];
+            for (side, section) in ["added", "removed"].into_iter().enumerate() {
+                if let Some(section) = diff[section].as_object() {
+                    rows[side].extend(section.clone());
+                }
+            }
+            for (key, fields) in diff["changed"].as_object().into_iter().flatten() {
+                for (field, change) in fields.as_object().into_iter().flatten() {
+                    for (side, which) in ["after", "before"].into_iter().enumerate() {
+                        let row = rows[side].entry(key.clone()).or_insert_with(|| json!({}));
+                        nest(row, field, change[which].clone());
+                    }
+                }
+            }
+            for (view, rows) in views.iter_mut().zip(rows) {
+                view.insert(table.clone(), Value::Object(rows));
+            }
+        }
+        for view in views {
+            self.paths("state", &mut Value::Object(view));
         }
     }
 
@@ -435,7 +511,9 @@ impl Redactor {
         match v {
             Value::Array(a) => a.iter_mut().for_each(|x| self.hidden_again(x)),
             Value::Object(m) => m.values_mut().for_each(|x| self.hidden_again(x)),
-            Value::Null => {}
+            // A bool is one bit, and a grade's own `passed` flags are
+            // bools: hiding every `true` of a grade would hide its verdicts.
+            Value::Null | Value::Bool(_) => {}
             leaf => {
                 let id = format!("{BY_PATH}\0{}", leaf_text(leaf));
                 if let Some(p) = self.given.get(&id) {
@@ -643,6 +721,45 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .starts_with("<redacted:")
+        );
+    }
+
+    /// A value a `state` path hides is hidden where a grade quotes it (its
+    /// state diff, a check's actual value), though the view shows no state
+    /// (`export --redacted`'s grade showed it); the grade's verdicts stay.
+    #[test]
+    fn a_value_a_state_path_hides_is_hidden_in_the_grade() {
+        let mut r = redactor(
+            "paths = [\"state.customers.*.ssn\", \"state.reservations.*.passengers.*.dob\"]\ndetectors = []\n",
+        );
+        let grade = json!({
+            "passed": true,
+            "reward": 1.0,
+            "assertions": [{"what": "customers C-1 ssn", "actual": "078-05-1120", "expected": "078-05-1120", "passed": true}],
+            "diff": {"tables": {
+                "customers": {"added": {"C-1": {"id": "C-1", "ssn": "078-05-1120"}}},
+                "reservations": {"changed": {"R-1": {"passengers[1].dob": {"before": "1990-01-01", "after": "1991-02-02"}}}}
+            }}
+        });
+        let mut f: Footer = serde_json::from_value(json!({
+            "chain_hash": "", "events": 0, "final_state_hash": "", "fuel": 0, "hash": "",
+            "output": null, "replayable": true, "status": "completed", "stderr": "", "stdout": "",
+            "grade": grade
+        }))
+        .unwrap();
+        r.footer(&mut f);
+        let shown = serde_json::to_string(&f.grade).unwrap();
+        for secret in ["078-05-1120", "1990-01-01", "1991-02-02"] {
+            assert!(!shown.contains(secret), "{secret}: {shown}");
+        }
+        let g = f.grade.unwrap();
+        assert_eq!(
+            (&g["passed"], &g["assertions"][0]["passed"]),
+            (&json!(true), &json!(true))
+        );
+        assert_eq!(
+            g["diff"]["tables"]["customers"]["added"]["C-1"]["id"],
+            "C-1"
         );
     }
 
