@@ -101,7 +101,6 @@ impl Interrupt {
         if let Some(signal) = received().then(|| SIGNAL.load(Ordering::SeqCst)) {
             // What the process wrote is out before it ends.
             let _ = std::io::Write::flush(&mut std::io::stdout());
-            let _ = std::io::Write::flush(&mut std::io::stderr());
             // SAFETY: the default action of a signal that arrived, raised
             // again: the process ends as it would have.
             unsafe {
