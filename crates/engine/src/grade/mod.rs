@@ -307,7 +307,12 @@ fn output_checks(
 ) {
     let text = output.unwrap_or("");
     let parsed: Option<Value> = serde_json::from_str(text).ok();
-    let decoded = parsed.as_ref().map(worldline_case::canon::to_string);
+    // Decoded, a JSON string is its text (an SDK writes an agent's text
+    // answer as one); other JSON its canonical text.
+    let decoded = parsed.as_ref().map(|v| match v {
+        Value::String(s) => s.clone(),
+        v => worldline_case::canon::to_string(v),
+    });
     let fold = |t: &str| {
         if o.ignore_case {
             t.to_lowercase()
@@ -330,7 +335,7 @@ fn output_checks(
             format!("output equals{case}"),
             json!(e),
             json!(output),
-            output.is_some_and(|t| fold(t) == fold(e)),
+            output.is_some() && forms.iter().any(|f| *f == fold(e)),
         ));
     }
     if let Some(c) = &o.contains {
@@ -567,6 +572,32 @@ mod tests {
         };
         assert!(reached("You should visit Riverside View Hotel."));
         assert!(!reached("Le Marais Boutique, 4.2"));
+    }
+
+    /// An agent's text answer, which the SDKs write as a JSON string, is
+    /// matched as its text: `equals` never passed it, and `contains` failed
+    /// on a quote, a backslash or a line break (matched against the
+    /// string's JSON, quoted and escaped).
+    #[test]
+    fn a_text_answer_is_matched_as_its_text() {
+        let answer = r#""He said \"hi\"\nthen left""#;
+        assert_eq!(
+            judge("equals = \"He said \\\"hi\\\"\\nthen left\"", answer),
+            [("output equals".into(), true)]
+        );
+        assert_eq!(
+            judge("contains = 'said \"hi\"'", answer),
+            [("output contains".into(), true)]
+        );
+        assert_eq!(
+            judge("equals = 'He said'", answer),
+            [("output equals".into(), false)]
+        );
+        // As the agent wrote it, too.
+        assert_eq!(
+            judge("equals = '\"done\"'", "\"done\""),
+            [("output equals".into(), true)]
+        );
     }
 
     #[test]
