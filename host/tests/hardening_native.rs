@@ -658,7 +658,8 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
             "{name}: {out}"
         );
         assert!(
-            out.contains(&format!("{} skipped", 5 - recorded)),
+            out.contains(&format!("{} skipped", 5 - recorded))
+                && out.contains(&format!("({name}: not run)")),
             "{name}: {out}"
         );
     }

@@ -812,7 +812,7 @@ fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
     let dir = temp_dir();
     let cases = dir.path().join("cases");
     std::fs::create_dir_all(&cases).unwrap();
-    let calls = vec![r#"{ tool = "get_ticket", args = { id = "T-1" } }"#; 300].join(", ");
+    let calls = vec![r#"{ tool = "get_ticket", args = { id = "T-1" } }"#; 2000].join(", ");
     for i in 0..40 {
         write_case(
             &cases,
@@ -912,6 +912,19 @@ fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
             .unwrap()
             .contains(r#""event":"finished""#)
     );
+    // Told as the signal came, before the case under way finished (it was
+    // told only when a case ended).
+    let kinds: Vec<&str> = lines
+        .lines()
+        .filter_map(|l| l.split(r#""event":""#).nth(1)?.split('"').next())
+        .collect();
+    let told = kinds.iter().position(|k| *k == "interrupted").unwrap();
+    let second = (kinds.iter().enumerate())
+        .filter(|(_, k)| **k == "case_finished")
+        .nth(1)
+        .unwrap()
+        .0;
+    assert!(told < second, "{kinds:?}");
     // The cases not run are the next `--rerun-failed`'s.
     let last: Value =
         serde_json::from_str(&std::fs::read_to_string(store.join("last-test.json")).unwrap())

@@ -510,10 +510,12 @@ fn check_tallies(
 }
 
 /// The line of one case: mark, name, events, time, run id (or how many
-/// runs passed), and why it did not pass.
-pub fn line(c: &CaseRun, width: usize) -> String {
+/// runs passed), and why it did not pass; a case not run, what stopped
+/// the suite (`interrupted`: the signal).
+fn line(c: &CaseRun, width: usize, interrupted: Option<&str>) -> String {
     let Some(shown) = c.shown() else {
-        return format!("SKIP  {:width$}  (--fail-fast: not run)", c.name);
+        let why = interrupted.unwrap_or("--fail-fast");
+        return format!("SKIP  {:width$}  ({why}: not run)", c.name);
     };
     let mark = if c.passed() { "PASS" } else { "FAIL" };
     let events = shown.outcome.as_ref().map_or(0, |o| o.footer.events);
@@ -565,7 +567,7 @@ pub fn line(c: &CaseRun, width: usize) -> String {
 pub fn write(out: &mut impl Write, err: &mut impl Write, s: &SuiteRun) -> io::Result<()> {
     let width = s.cases.iter().map(|c| c.name.len()).max().unwrap_or(0);
     for c in &s.cases {
-        writeln!(out, "{}", line(c, width))?;
+        writeln!(out, "{}", line(c, width, s.interrupted))?;
     }
     write_totals(out, err, &SuiteSummary::of(s))?;
     Ok(())

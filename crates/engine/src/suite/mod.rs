@@ -333,73 +333,85 @@ impl Suite<'_> {
             }
             Some(signal)
         };
-        let cases = par_map(self.cases.len(), self.jobs, |i| {
-            let e = &self.cases[i];
-            let mut attempts = Vec::new();
-            if !(self.fail_fast && stop.load(Ordering::Relaxed)) && interrupted().is_none() {
-                sink(SuiteEvent::CaseStarted {
-                    index: e.index,
-                    name: &e.name,
-                });
-                // The group's id: its first member's run id.
-                let mut group_id: Option<String> = None;
-                // Whether a run of the case has not passed yet.
-                let mut failed = false;
-                for rep in 0..repeat {
-                    if rep > 0 && interrupted().is_some() {
-                        break;
-                    }
-                    let t = Instant::now();
-                    let options = RunOptions {
-                        store: Some(self.store),
-                        batch: Some(&batch),
-                        spares: Some(&spares),
-                        model_seed: match rep {
-                            _ if self.group => Some(member_seed(e.case.seed, rep)),
-                            0 => self.model_seed,
-                            _ => model_seed(e.case.seed, rep),
-                        },
-                        group: self.group.then(|| Group {
-                            id: group_id.clone(),
-                            member: rep,
-                            size: repeat,
-                        }),
-                        ..RunOptions::default()
-                    };
-                    let outcome = match self.agent.run(self.sandbox, &e.case, options) {
-                        Ok(o) => Ok(o),
-                        // The run's only input errors are the store's
-                        // write errors.
-                        Err(err) if is_input(&err) => {
-                            return Err(err.context(format!("running case {}", e.name)));
-                        }
-                        Err(err) => Err(format!("{err:#}")),
-                    };
-                    if self.group && group_id.is_none() {
-                        group_id = outcome.as_ref().ok().and_then(|o| o.run_id.clone());
-                    }
-                    let mut attempt = Attempt::kept(&e.case, outcome, t.elapsed());
-                    // Kept whole: the first run and the first that did not
-                    // pass, one of which `CaseRun::shown` reports.
-                    let speaks = attempts.is_empty() || (!failed && !attempt.passed());
-                    failed |= !attempt.passed();
-                    if !speaks {
-                        attempt.slim();
-                    }
-                    attempts.push(attempt);
+        let cases = std::thread::scope(|s| {
+            // Told as the signal comes, not when a case under way ends.
+            let watch = s.spawn(|| {
+                while !told.load(Ordering::SeqCst) && interrupted().is_none() {
+                    std::thread::park_timeout(Duration::from_millis(50));
                 }
-            }
-            let run = CaseRun {
-                index: e.index,
-                name: e.name.clone(),
-                path: e.path.clone(),
-                attempts,
-            };
-            if !run.skipped() && !run.passed() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            sink(SuiteEvent::CaseFinished(&run));
-            Ok(run)
+            });
+            let cases = par_map(self.cases.len(), self.jobs, |i| {
+                let e = &self.cases[i];
+                let mut attempts = Vec::new();
+                if !(self.fail_fast && stop.load(Ordering::Relaxed)) && interrupted().is_none() {
+                    sink(SuiteEvent::CaseStarted {
+                        index: e.index,
+                        name: &e.name,
+                    });
+                    // The group's id: its first member's run id.
+                    let mut group_id: Option<String> = None;
+                    // Whether a run of the case has not passed yet.
+                    let mut failed = false;
+                    for rep in 0..repeat {
+                        if rep > 0 && interrupted().is_some() {
+                            break;
+                        }
+                        let t = Instant::now();
+                        let options = RunOptions {
+                            store: Some(self.store),
+                            batch: Some(&batch),
+                            spares: Some(&spares),
+                            model_seed: match rep {
+                                _ if self.group => Some(member_seed(e.case.seed, rep)),
+                                0 => self.model_seed,
+                                _ => model_seed(e.case.seed, rep),
+                            },
+                            group: self.group.then(|| Group {
+                                id: group_id.clone(),
+                                member: rep,
+                                size: repeat,
+                            }),
+                            ..RunOptions::default()
+                        };
+                        let outcome = match self.agent.run(self.sandbox, &e.case, options) {
+                            Ok(o) => Ok(o),
+                            // The run's only input errors are the store's
+                            // write errors.
+                            Err(err) if is_input(&err) => {
+                                return Err(err.context(format!("running case {}", e.name)));
+                            }
+                            Err(err) => Err(format!("{err:#}")),
+                        };
+                        if self.group && group_id.is_none() {
+                            group_id = outcome.as_ref().ok().and_then(|o| o.run_id.clone());
+                        }
+                        let mut attempt = Attempt::kept(&e.case, outcome, t.elapsed());
+                        // Kept whole: the first run and the first that did not
+                        // pass, one of which `CaseRun::shown` reports.
+                        let speaks = attempts.is_empty() || (!failed && !attempt.passed());
+                        failed |= !attempt.passed();
+                        if !speaks {
+                            attempt.slim();
+                        }
+                        attempts.push(attempt);
+                    }
+                }
+                let run = CaseRun {
+                    index: e.index,
+                    name: e.name.clone(),
+                    path: e.path.clone(),
+                    attempts,
+                };
+                if !run.skipped() && !run.passed() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                sink(SuiteEvent::CaseFinished(&run));
+                Ok(run)
+            });
+            // The watch ends (the suite's report tells a later signal).
+            told.store(true, Ordering::SeqCst);
+            watch.thread().unpark();
+            cases
         })?;
         drop(spares);
         drop(committer);
