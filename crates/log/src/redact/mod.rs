@@ -162,12 +162,90 @@ pub struct Redactor {
     /// Texts [`repeated`](Redactor::repeated) redacted, and their
     /// redaction.
     repeats: BTreeMap<String, String>,
+    /// The values paths have hidden so far, as they may be quoted inside
+    /// other text (a model message holding a tool's answer, a check's
+    /// description), each with its placeholder; and their automaton, made
+    /// again when one is added.
+    quoted: Vec<(String, String)>,
+    quoted_finder: Option<aho_corasick::AhoCorasick>,
 }
+
+/// How long a value a path hides must be to be hidden where other text
+/// quotes it: a shorter one (`1`, `ok`) would hide pieces of every text.
+const QUOTED_AT_LEAST: usize = 4;
 
 /// The placeholder kind of what a path of the policy hides.
 const BY_PATH: &str = "redacted";
 
-/// A value a path hides, as the text its placeholder stands for.
+/// The state a grade's check quotes, as views of it (`table → key →
+/// row`) for the policy's `state` paths: a field check's expected and
+/// actual values at `table/key.field`, and the values a `where` (of a
+/// count or a sum) compares each field with, in a row of any key. The
+/// checks say what they read in their description (`grade/state_checks.rs`).
+fn checked_state(a: &Value) -> Vec<serde_json::Map<String, Value>> {
+    let Some(what) = a["what"].as_str() else {
+        return Vec::new();
+    };
+    let view = |table: &str, key: &str, row: Value| {
+        let rows = serde_json::Map::from_iter([(key.to_string(), row)]);
+        serde_json::Map::from_iter([(table.to_string(), Value::Object(rows))])
+    };
+    let mut views = Vec::new();
+    if let Some((head, where_)) = what.split_once(" where ") {
+        let table = head
+            .strip_prefix("count ")
+            .or_else(|| head.strip_prefix("sum ").and_then(|t| t.split('.').next()));
+        let where_ = where_.strip_suffix(" in range").unwrap_or(where_);
+        if let (Some(table), Ok(Value::Object(fields))) =
+            (table, serde_json::from_str::<Value>(where_))
+        {
+            for (field, compared) in fields {
+                let mut leaves = Vec::new();
+                leaves_of(&compared, &mut leaves);
+                for leaf in leaves {
+                    let mut row = json!({});
+                    nest(&mut row, &field, leaf);
+                    views.push(view(table, "*", row));
+                }
+            }
+        }
+        return views;
+    }
+    // `table/key.field verb` or `table/key verb`.
+    let Some((place, _)) = what.split_once(' ') else {
+        return views;
+    };
+    let Some((table, rest)) = place.split_once('/') else {
+        return views;
+    };
+    let (key, field) = rest
+        .split_once('.')
+        .map_or((rest, None), |(k, f)| (k, Some(f)));
+    for side in ["actual", "expected"] {
+        let value = a[side].clone();
+        let row = match field {
+            Some(f) => {
+                let mut row = json!({});
+                nest(&mut row, f, value);
+                row
+            }
+            None => value,
+        };
+        views.push(view(table, key, row));
+    }
+    views
+}
+
+/// The values a `where` entry compares with: the value itself, or each
+/// value an operator table (`{ eq = … }`, `{ any_of = [...] }`) holds.
+fn leaves_of(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Object(m) => m.values().for_each(|x| leaves_of(x, out)),
+        Value::Array(a) => a.iter().for_each(|x| leaves_of(x, out)),
+        other => out.push(other.clone()),
+    }
+}
+
 /// `value` put in `row` at `path` (a state diff's field path, in the
 /// syntax of checks: `passengers[1].dob`), as the run's state holds it:
 /// an index grows its array with nulls. A path that does not parse is
@@ -208,6 +286,7 @@ fn nest(row: &mut Value, path: &str, value: Value) {
     *at = value;
 }
 
+/// A value a path hides, as the text its placeholder stands for.
 fn leaf_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -228,8 +307,20 @@ pub fn for_store(
     let in_store = store_root.join(FILE);
     let path = match explicit {
         Some(p) => p.to_path_buf(),
-        None if in_store.is_file() => in_store,
-        None => return Ok(None),
+        // Only a store without the file shows everything: one that does
+        // not read (a link to nothing, a folder) is refused, not passed
+        // over as none (it showed every value raw).
+        None => match std::fs::symlink_metadata(&in_store) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ if in_store.is_file() => in_store,
+            _ => {
+                return Err(InputError::new(
+                    &in_store,
+                    "is the store's redaction policy but not a file that reads (a link to nothing, or a folder): make it the policy's file, or remove it to show runs unredacted",
+                )
+                .into());
+            }
+        },
     };
     let policy = Policy::load(&path)?;
     Ok(Some(Redactor::new(policy, salt(store_root)?)))
@@ -275,6 +366,8 @@ impl Redactor {
             given: BTreeMap::new(),
             taken: BTreeMap::new(),
             repeats: BTreeMap::new(),
+            quoted: Vec::new(),
+            quoted_finder: None,
         }
     }
 
@@ -318,9 +411,51 @@ impl Redactor {
         done
     }
 
-    /// Text with everything the detectors find replaced.
+    /// Note a value a path hid, to hide where other text quotes it: as it
+    /// is, and as a JSON string holds it (a tool's answer in a model
+    /// message's content).
+    fn quote(&mut self, text: &str, placeholder: &str) {
+        if text.chars().count() < QUOTED_AT_LEAST {
+            return;
+        }
+        let escaped = serde_json::to_string(text).expect("a string serializes");
+        let escaped = &escaped[1..escaped.len() - 1];
+        for form in [text, escaped] {
+            if !self.quoted.iter().any(|(t, _)| t == form) {
+                self.quoted
+                    .push((form.to_string(), placeholder.to_string()));
+                self.quoted_finder = None;
+            }
+        }
+    }
+
+    /// `text` with every value a path hid that it quotes replaced by that
+    /// value's placeholder (the longest first where two overlap).
+    fn hide_quoted(&mut self, text: &str) -> String {
+        if self.quoted.is_empty() {
+            return text.to_string();
+        }
+        let finder = self.quoted_finder.get_or_insert_with(|| {
+            aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .build(self.quoted.iter().map(|(t, _)| t))
+                .expect("plain texts build an automaton")
+        });
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for m in finder.find_iter(text) {
+            out.push_str(&text[at..m.start()]);
+            out.push_str(&self.quoted[m.pattern().as_usize()].1);
+            at = m.end();
+        }
+        out.push_str(&text[at..]);
+        out
+    }
+
+    /// Text with every value a path hid that it quotes, and everything the
+    /// detectors find, replaced.
     pub fn text(&mut self, text: &str) -> String {
-        let mut out = text.to_string();
+        let mut out = self.hide_quoted(text);
         for i in 0..self.policy.detectors.len() {
             let spans = self.policy.detectors[i].find(&out);
             if spans.is_empty() {
@@ -366,7 +501,10 @@ impl Redactor {
     fn at_path(&mut self, v: &mut Value, path: &[String]) {
         let Some((head, rest)) = path.split_first() else {
             if !is_placeholder(v) {
-                *v = Value::String(self.placeholder(BY_PATH, &leaf_text(v)));
+                let text = leaf_text(v);
+                let placeholder = self.placeholder(BY_PATH, &text);
+                self.quote(&text, &placeholder);
+                *v = Value::String(placeholder);
             }
             return;
         };
@@ -467,18 +605,16 @@ impl Redactor {
         }
     }
 
-    /// The policy's `state` paths over the rows a grade's state diff
-    /// quotes (added and removed rows; a changed field's value before and
-    /// after), so that [`hidden_again`](Self::hidden_again) hides those
-    /// values wherever the grade quotes them (its diff, a check's actual
-    /// value) in a view that has not redacted the run's state itself
-    /// (`export --redacted` writes no state: its grade showed them).
+    /// The policy's `state` paths over the state a grade quotes: the rows
+    /// its state diff holds (added and removed rows; a changed field's
+    /// value before and after) and what its checks read ([`checked_state`]),
+    /// so that [`hidden_again`](Self::hidden_again) and the text of its
+    /// descriptions hide those values wherever the grade quotes them, in a
+    /// view that has not redacted the run's state itself (`export
+    /// --redacted` writes no state: its grade showed them).
     fn state_in_grade(&mut self, g: &Value) {
-        let Some(tables) = g["diff"]["tables"].as_object() else {
-            return;
-        };
         let mut views = [serde_json::Map::new(), serde_json::Map::new()];
-        for (table, diff) in tables {
+        for (table, diff) in g["diff"]["tables"].as_object().into_iter().flatten() {
             let mut rows = [serde_json::Map::new(), serde_json::Map::new()];
             for (side, section) in ["added", "removed"].into_iter().enumerate() {
                 if let Some(section) = diff[section].as_object() {
@@ -499,6 +635,11 @@ impl Redactor {
         }
         for view in views {
             self.paths("state", &mut Value::Object(view));
+        }
+        for a in g["assertions"].as_array().into_iter().flatten() {
+            for view in checked_state(a) {
+                self.paths("state", &mut Value::Object(view));
+            }
         }
     }
 
@@ -724,6 +865,55 @@ mod tests {
         );
     }
 
+    /// A store's policy that does not read is refused, not passed over as
+    /// none (every view then showed every value raw).
+    #[test]
+    fn a_policy_that_does_not_read_is_refused() {
+        let dir = std::env::temp_dir().join(format!("wl-redact-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(for_store(&dir, None, false).unwrap().is_none());
+        std::os::unix::fs::symlink(dir.join("nowhere.toml"), dir.join(FILE)).unwrap();
+        let e = for_store(&dir, None, false).err().unwrap().to_string();
+        assert!(e.contains("not a file that reads"), "{e}");
+        std::fs::remove_file(dir.join(FILE)).unwrap();
+        std::fs::create_dir(dir.join(FILE)).unwrap();
+        assert!(for_store(&dir, None, false).is_err());
+        assert!(for_store(&dir, None, true).unwrap().is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A value a path hid is hidden where later text of the view quotes
+    /// it: a tool's answer the next model call carries in a message's
+    /// content (a JSON text), an argument in its reply (`history` showed
+    /// the tool event's placeholder and the model event's raw value).
+    #[test]
+    fn a_value_a_path_hid_is_hidden_where_a_model_message_quotes_it() {
+        let mut r = redactor("paths = [\"response.ok.author\"]\ndetectors = []\n");
+        let event = |call: &str, request: Value, response: Value| -> Event {
+            serde_json::from_value(json!({
+                "call": call, "effect": "read", "fuel": 0, "request": request,
+                "response": response, "seq": 0, "vtime_ns": 0
+            }))
+            .unwrap()
+        };
+        let mut tool = event(
+            "worldline:agent/tools.call",
+            json!({"name": "get_deploy", "args": {"id": "D-42"}}),
+            json!({"ok": {"author": "mira-zq81-authr", "id": "D-42"}}),
+        );
+        r.event(&mut tool);
+        assert!(!serde_json::to_string(&tool).unwrap().contains("zq81"));
+        let mut model = event(
+            "worldline:agent/model.complete",
+            json!({"messages": [{"role": "tool", "content": "{\"author\":\"mira-zq81-authr\",\"id\":\"D-42\"}"}]}),
+            json!({"ok": {"content": "mira-zq81-authr wrote D-42"}}),
+        );
+        r.event(&mut model);
+        let shown = serde_json::to_string(&model).unwrap();
+        assert!(!shown.contains("zq81"), "{shown}");
+        assert!(shown.contains("D-42"), "{shown}");
+    }
+
     /// A value a `state` path hides is hidden where a grade quotes it (its
     /// state diff, a check's actual value), though the view shows no state
     /// (`export --redacted`'s grade showed it); the grade's verdicts stay.
@@ -761,6 +951,25 @@ mod tests {
             g["diff"]["tables"]["customers"]["added"]["C-1"]["id"],
             "C-1"
         );
+        // A field the run did not change, and a value a `where` compares.
+        let mut r = redactor(
+            "paths = [\"state.tickets.*.pager_pin\", \"state.deploys.*.author\"]\ndetectors = []\n",
+        );
+        let mut f: Footer = serde_json::from_value(json!({
+            "chain_hash": "", "events": 0, "final_state_hash": "", "fuel": 0, "hash": "",
+            "output": null, "replayable": true, "status": "completed", "stderr": "", "stdout": "",
+            "grade": {"passed": false, "assertions": [
+                {"what": "tickets/T-99.pager_pin equals", "actual": "PIN-88213377", "expected": "PIN-00000000", "passed": false},
+                {"what": "count deploys where {\"author\":\"mira-zq81-authr\"}", "actual": 1, "expected": 5, "passed": false}
+            ]}
+        }))
+        .unwrap();
+        r.footer(&mut f);
+        let shown = serde_json::to_string(&f.grade).unwrap();
+        for secret in ["PIN-88213377", "PIN-00000000", "zq81"] {
+            assert!(!shown.contains(secret), "{secret}: {shown}");
+        }
+        assert!(shown.contains("count deploys where"), "{shown}");
     }
 
     #[test]
