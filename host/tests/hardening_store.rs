@@ -1115,3 +1115,51 @@ fn a_store_is_never_made_inside_another_s_folders_and_gc_keeps_what_it_did_not_w
     }
     assert!(store.join("objects/README").is_file());
 }
+
+/// A `--store` that is an address of another scheme than PostgreSQL's (a
+/// typo: `postgress://`, `pg://`) is refused naming the scheme only: it
+/// was a folder named after the address, password and all, which every
+/// run's `bundle:` line then printed, and nothing reached the shared store.
+#[test]
+fn a_mistyped_store_address_is_refused_without_its_password() {
+    let dir = temp_dir();
+    let case = demo_cases(dir.path()).join("c1.toml");
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    for address in [
+        "postgress://ana:s3cret-pw@db.internal/evals",
+        "pg://ana:s3cret-pw@db/x",
+    ] {
+        for args in [
+            vec!["runs", "--store", address],
+            vec![
+                "run",
+                s(&case),
+                "--agent",
+                s(&agent),
+                "--worlds",
+                s(&worlds),
+                "--store",
+                address,
+            ],
+        ] {
+            let out = common::CliOutput::of(
+                common::cli()
+                    .args(&args)
+                    .current_dir(dir.path())
+                    .output()
+                    .unwrap(),
+            );
+            out.expect_code(2);
+            assert!(
+                out.stderr.contains("is no store address") && !out.stderr.contains("s3cret"),
+                "{args:?}: {out}"
+            );
+        }
+    }
+    let made: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("pg"))
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
+}

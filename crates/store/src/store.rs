@@ -60,6 +60,29 @@ pub const INDEX_FILE: &str = "index.sqlite";
 /// ([`StoreDir::compile_cache_dir`]).
 const COMPILE_CACHE: &str = "WORLDLINE_COMPILE_CACHE";
 
+/// Refuse a `--store` that is an address of another scheme than
+/// PostgreSQL's: a mistyped one (`postgress://`, `pg://`) was a folder
+/// named after it, password and all, printed in every run's path. Only
+/// the scheme is said.
+fn no_other_address(root: &Path) -> Result<()> {
+    let text = root.to_string_lossy();
+    match text.split_once("://") {
+        Some((scheme, _))
+            if !scheme.is_empty()
+                && (scheme.chars()).all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            Err(worldline_case::error::InputError::new(
+                "--store",
+                format!(
+                    "`{scheme}://…` is no store address: a store is a folder or a postgres:// (postgresql://) address; check the scheme"
+                ),
+            )
+            .into())
+        }
+        _ => Ok(()),
+    }
+}
+
 impl StoreDir {
     /// Open (and create) a store. A path that cannot hold one (a file, a
     /// folder that cannot be created) is an input error naming it.
@@ -70,6 +93,7 @@ impl StoreDir {
         {
             return Self::open_database(address, false);
         }
+        no_other_address(root)?;
         Self::open_folder(root)
     }
 
@@ -80,6 +104,7 @@ impl StoreDir {
     /// one without `runs/`, is refused, naming it; anything else opens as
     /// [`open`](Self::open) opens it (a file is refused there).
     pub fn open_existing(root: &Path) -> Result<Self> {
+        no_other_address(root)?;
         if root
             .to_str()
             .is_some_and(worldline_pgstore::url::is_postgres)
