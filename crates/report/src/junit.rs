@@ -59,7 +59,12 @@ pub fn render(s: &SuiteRun) -> anyhow::Result<String> {
         .set_timestamp(started)
         .set_time(s.elapsed)
         .add_test_suite(suite);
-    Ok(report.to_string()?)
+    // quick-junit leaves out the control characters XML 1.0 forbids, not
+    // U+FFFE and U+FFFF, which it forbids too: a CI parser refused the
+    // file for an agent's answer that held one.
+    Ok(report
+        .to_string()?
+        .replace(['\u{FFFE}', '\u{FFFF}'], "\u{FFFD}"))
 }
 
 fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {

@@ -175,6 +175,17 @@ fn the_junit_reporter_writes_the_document_when_the_suite_finishes() {
     insta::assert_snapshot!(xml.replace(&host, "hostname=\"HOST\""));
 }
 
+/// The characters XML 1.0 forbids beside the controls (U+FFFE, U+FFFF)
+/// never reach the document: a CI parser refused it.
+#[test]
+fn the_junit_document_holds_no_character_xml_forbids() {
+    let mut s = suite_run();
+    s.cases[0].attempts[0].outcome = Err("the agent said \u{FFFE}\u{FFFF} \u{1b}[31m".into());
+    let xml = super::junit::render(&s).unwrap();
+    assert!(!xml.contains(['\u{FFFE}', '\u{FFFF}', '\u{1b}']), "{xml}");
+    assert!(xml.contains("the agent said"), "{xml}");
+}
+
 #[test]
 fn the_progress_reporter_counts_failed_cases_and_runs() {
     use worldline_engine::fuzz::campaign::CampaignEvent;
