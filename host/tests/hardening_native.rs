@@ -662,6 +662,26 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
                 && out.contains(&format!("({name}: not run)")),
             "{name}: {out}"
         );
+        // The run the signal stopped is no drift (a replay follows it to
+        // where it ended, as a killed run's), and `resume` takes it up
+        // there: it was drift for good, and "ended `trapped` by itself".
+        let verify = worldline(&store, ["verify", "--json"]);
+        verify.expect_code(0);
+        assert_eq!(verify.json()["diverged"], 0, "{name}: {verify}");
+        let stopped = files_with_suffix(&store.join("runs"), ".jsonl");
+        let id = stopped[0]
+            .file_stem()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let resumed = worldline(&store, ["resume", id.as_str(), "--json"]);
+        resumed.expect_code(0);
+        assert_eq!(
+            resumed.json()["run_status"],
+            "completed",
+            "{name}: {resumed}"
+        );
     }
 }
 

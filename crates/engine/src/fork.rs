@@ -449,6 +449,9 @@ pub fn resume(
                 "timeout_ms",
                 format!("time limit ([limits] timeout_ms = {})", limits.timeout_ms),
             )?,
+            // Stopped from outside (a signal to worldline): taken up
+            // where it ended, as a killed run is.
+            Status::Trapped if !footer.replayable => {}
             status => {
                 return Err(InputError::new(
                     &rec.path,

@@ -638,7 +638,7 @@ fn footer(
         header_hash: None,
         hash: String::new(),
         output,
-        replayable: status != Status::Timeout,
+        replayable: status != Status::Timeout && !left.stopped,
         status,
         stderr: left.stderr.clone(),
         stdout: left.stdout.clone(),

@@ -342,6 +342,7 @@ fn exit_of(
         // past a flood of logs before it.
         stderr: with_tail(&err.kept, err.dropped, err.tail.bytes()).into_bytes(),
         dropped: out.dropped + err.dropped,
+        signalled: false,
     };
     match (ended_by, status) {
         (Some(Status::Timeout), _) => {
@@ -353,6 +354,7 @@ fn exit_of(
         }
         (Some(_), _) => {
             exit.status = Status::Trapped;
+            exit.signalled = signals::received();
             exit.error = Some(
                 "the run was stopped; the process and every process it started were killed".into(),
             );

@@ -36,6 +36,8 @@ pub struct Exit {
     pub stderr: Vec<u8>,
     /// Bytes of stdout and stderr past the limit, dropped.
     pub dropped: u64,
+    /// Stopped by a signal to worldline, not ended by itself.
+    pub signalled: bool,
 }
 
 impl Exit {
@@ -48,6 +50,7 @@ impl Exit {
             stdout: Vec::new(),
             stderr: Vec::new(),
             dropped: 0,
+            signalled: false,
         }
     }
 }
@@ -171,6 +174,9 @@ pub fn mediate(
         .med
         .services
         .keep_output(&exit.stdout, &exit.stderr, exit.dropped);
+    if exit.signalled {
+        state.med.services.stopped_from_outside();
+    }
     let ending = stop.unwrap_or((exit.status, exit.output, exit.error, Vec::new()));
     run::finish(case, begun.opened, state.med, ending, 0, &opts)
 }

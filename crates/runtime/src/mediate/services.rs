@@ -36,6 +36,9 @@ pub struct HostServices {
     /// The world's service, when it has one (see [`HostServices::attach_service`]).
     pub(in crate::mediate) service: Option<Runtime>,
     pub(in crate::mediate) conversation: conversation::Conversation,
+    /// The run was stopped from outside it (a signal to worldline): where
+    /// it ended is the wall clock's, as a watchdog's stop is.
+    pub(in crate::mediate) stopped: bool,
 }
 
 /// What a run's services leave when it ends.
@@ -46,6 +49,8 @@ pub struct Leftover {
     pub stderr: String,
     /// Output bytes past the case's limit, dropped.
     pub truncated_bytes: u64,
+    /// Stopped from outside the run ([`HostServices::stopped_from_outside`]).
+    pub stopped: bool,
 }
 
 impl HostServices {
@@ -75,6 +80,7 @@ impl HostServices {
             ),
             service: None,
             conversation: conversation::Conversation::new(case),
+            stopped: false,
         }
     }
 
@@ -147,9 +153,18 @@ impl HostServices {
         Ok(())
     }
 
+    /// The run was stopped from outside it (a native run a signal to
+    /// worldline ended): it is recorded as not replayable, so a replay
+    /// follows it to where it ended, as a killed run's, and `resume` takes
+    /// it up there.
+    pub fn stopped_from_outside(&mut self) {
+        self.stopped = true;
+    }
+
     /// The final state and the guest's output.
     pub fn finish(self) -> Leftover {
         Leftover {
+            stopped: self.stopped,
             stdout: self.stdio.stdout.text(),
             stderr: self.stdio.stderr.text(),
             truncated_bytes: self.stdio.stdout.dropped + self.stdio.stderr.dropped,
