@@ -840,3 +840,22 @@ fn a_killed_fuzz_campaign_leaves_no_worker_nor_agent() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// An answer on stdout's last line too long to read (past
+/// `limits.stdout_bytes`) is an error saying so: an earlier JSON line (a
+/// progress log) was taken for the output, unsaid, and graded.
+#[test]
+fn an_answer_too_long_to_read_is_no_earlier_line() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "long", "\n[limits]\nstdout_bytes = 100\n");
+    let script = "printf '{\"progress\": 1}\\n{\"answer\": \"%s\"}\\n' \"$(head -c 300 /dev/zero | tr '\\0' x)\"";
+    let out = sh_run(&store, &case, &[], script, Duration::from_secs(60)).expect("ended");
+    assert_eq!(out.json()["run_status"], "errored", "{out}");
+    assert!(
+        out.stdout
+            .contains("longer than limits.stdout_bytes (100 bytes)"),
+        "{out}"
+    );
+    assert_ne!(out.json()["output"], "{\"progress\": 1}", "{out}");
+}

@@ -21,6 +21,9 @@ pub(crate) struct Captured {
     pub tail: Tail,
     /// The last complete line that parsed as JSON (trimmed).
     pub last_json: Option<String>,
+    /// The stream's last line was longer than `limit`, so not read: an
+    /// answer there would be lost (an earlier JSON line taken for it).
+    pub last_line_too_long: bool,
 }
 
 /// Read `pipe` to its end.
@@ -131,9 +134,18 @@ impl Collector {
                 if !self.line_too_long {
                     note_line(&self.line, &mut self.out.last_json);
                 }
+                self.note_last(self.line_too_long);
                 self.line.clear();
                 self.line_too_long = false;
             }
+        }
+    }
+
+    /// A line ended: whether it was too long, unless it was blank (a
+    /// trailing blank line is not the stream's last).
+    fn note_last(&mut self, too_long: bool) {
+        if too_long || !self.line.trim_ascii().is_empty() {
+            self.out.last_line_too_long = too_long;
         }
     }
 
@@ -141,6 +153,7 @@ impl Collector {
         if !self.line_too_long {
             note_line(&self.line, &mut self.out.last_json);
         }
+        self.note_last(self.line_too_long);
         self.out
     }
 }
@@ -166,6 +179,16 @@ mod tests {
         assert_eq!(c.last_json.as_deref(), Some("{\"cause\": \"D-42\"}"));
         let c = read(&b"{\"x\": 2}"[..], 100);
         assert_eq!(c.last_json.as_deref(), Some("{\"x\": 2}"));
+        assert!(!c.last_line_too_long);
+        // A last line too long to read: the earlier JSON line is no answer.
+        let long = format!(
+            "{{\"progress\": 1}}\n{{\"answer\": \"{}\"}}\n\n",
+            "x".repeat(64)
+        );
+        let c = read(long.as_bytes(), 40);
+        assert!(c.last_line_too_long);
+        let c = read(format!("{long}done\n").as_bytes(), 40);
+        assert!(!c.last_line_too_long);
     }
 
     #[test]

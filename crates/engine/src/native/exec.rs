@@ -362,6 +362,12 @@ fn exit_of(
         (None, Some(s)) if s.success() => {
             let output = match &exec.output_file {
                 Some(file) => read_output(workdir, file, case.limits.stdout_bytes),
+                // An answer too long to read is not replaced by an earlier
+                // JSON line (a progress log) unsaid.
+                None if out.last_line_too_long => Err(format!(
+                    "the last line of stdout is longer than limits.stdout_bytes ({} bytes), so it was not read as the output: raise limits.stdout_bytes, or write the output with --output-file",
+                    case.limits.stdout_bytes
+                )),
                 None => Ok(out.last_json),
             };
             match output {
