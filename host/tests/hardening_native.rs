@@ -859,3 +859,30 @@ fn an_answer_too_long_to_read_is_no_earlier_line() {
     );
     assert_ne!(out.json()["output"], "{\"progress\": 1}", "{out}");
 }
+
+/// A task over 128 KiB, which Linux does not let one variable hold, is in
+/// the file `WORLDLINE_TASK_FILE` names (and on stdin): the process did
+/// not start ("Argument list too long", naming the program), and the
+/// bundle it had begun was written `completed` with no event.
+#[test]
+fn a_task_too_long_for_a_variable_is_in_a_file() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let big = "y".repeat(200_000);
+    let case = write_case(
+        dir.path(),
+        "big",
+        &UNGRADED.replace(
+            "task = { alert = \"ALERT-7\", ticket = \"T-100\" }",
+            &format!("task = {{ notes = \"{big}\" }}"),
+        ),
+    );
+    let script = "n=$(wc -c < \"$WORLDLINE_TASK_FILE\"); m=$(wc -c); echo \"{\\\"file\\\": $n, \\\"stdin\\\": $m, \\\"var\\\": ${#WORLDLINE_TASK}}\"";
+    let out = sh_run(&store, &case, &[], script, Duration::from_secs(60)).expect("ended");
+    out.expect_code(0);
+    let said: serde_json::Value =
+        serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    assert!(said["file"].as_u64().unwrap() > 200_000, "{out}");
+    assert_eq!(said["file"], said["stdin"], "{out}");
+    assert_eq!(said["var"], 0, "{out}");
+}

@@ -4,7 +4,8 @@
 //! it starts with the run ([`super::tree`]), in a fresh working directory, with a
 //! scrubbed environment ([`PASSED`] and what `--pass-env` names, plus the
 //! run's [`variables`]), the task as JSON on stdin and in
-//! `WORLDLINE_TASK`; the case's `[env] vars` and the telemetry switches
+//! `WORLDLINE_TASK` (over 128 KiB, in the file `WORLDLINE_TASK_FILE`
+//! names); the case's `[env] vars` and the telemetry switches
 //! of [`super::environment`] too. Its stdout and stderr are captured under the case's
 //! `stdout_bytes`; its output is the last JSON line of stdout (or a
 //! declared file). The case's `timeout_ms` (wall clock) kills the process
@@ -96,8 +97,16 @@ impl Exec {
     }
 }
 
-/// The variables a run's process gets besides the passed-through ones.
-pub fn variables(port: u16, token: &str, task_json: &str, home: &Path) -> Vec<(String, String)> {
+/// The longest task `WORLDLINE_TASK` holds: Linux caps one variable (its
+/// name, `=` and value) at 128 KiB (`MAX_ARG_STRLEN`), past which the
+/// process did not start ("Argument list too long", naming the program).
+/// A longer task is in the file `WORLDLINE_TASK_FILE` names, in the run's
+/// working folder (and on stdin, as every task is).
+const TASK_IN_VARIABLE: usize = 128 * 1024 - "WORLDLINE_TASK=".len() - 1;
+
+/// The variables a run's process gets besides the passed-through ones;
+/// `task` the task's variable and its value.
+fn variables(port: u16, token: &str, task: (&str, String), home: &Path) -> Vec<(String, String)> {
     let base = format!("http://127.0.0.1:{port}");
     let proxy = format!("http://worldline:{token}@127.0.0.1:{port}");
     [
@@ -106,7 +115,7 @@ pub fn variables(port: u16, token: &str, task_json: &str, home: &Path) -> Vec<(S
         ("ANTHROPIC_BASE_URL", base.clone()),
         ("ANTHROPIC_API_KEY", token.to_string()),
         ("WORLDLINE_MCP_URL", format!("{base}/k/{token}/mcp")),
-        ("WORLDLINE_TASK", task_json.to_string()),
+        task,
         ("HOME", home.display().to_string()),
         ("PYTHONHASHSEED", "0".to_string()),
         ("NO_PROXY", "127.0.0.1,localhost".to_string()),
@@ -269,7 +278,15 @@ fn run_process(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd.envs(super::environment::given(&exec.pass_env, case));
-    cmd.envs(variables(port, token, &task_json, workdir));
+    let task = if task_json.len() > TASK_IN_VARIABLE {
+        let file = workdir.join("worldline-task.json");
+        std::fs::write(&file, &task_json)
+            .with_context(|| format!("writing the task to {}", file.display()))?;
+        ("WORLDLINE_TASK_FILE", file.display().to_string())
+    } else {
+        ("WORLDLINE_TASK", task_json.clone())
+    };
+    cmd.envs(variables(port, token, task, workdir));
     let started = Instant::now();
     let mut tree = super::tree::spawn(&mut cmd).map_err(|e| {
         worldline_case::error::InputError::new("--exec", format!("cannot start `{program}`: {e}"))
