@@ -243,6 +243,59 @@ fn integer_past_toml(path: &Path, text: &str) -> Option<InputError> {
     ))
 }
 
+/// A value no JSON holds where the case gives JSON to the agent, the
+/// world or a check (the task, an overlay's rows, gold arguments, check
+/// values): a TOML date or time, which reached them as
+/// `{"$__toml_private_datetime": …}` (a check of one could never pass),
+/// and `nan` or an infinity, which became `null`. `clock` is the one key a
+/// date belongs to. Found where it starts; a recorded case is spared
+/// (decision 0412's rule for what came after a run).
+fn json_cannot_hold(path: &Path, text: &str) -> Option<InputError> {
+    use toml::de::{DeTable, DeValue};
+    fn first(v: &toml::Spanned<DeValue<'_>>) -> Option<(usize, &'static str)> {
+        match v.get_ref() {
+            DeValue::Datetime(_) => Some((
+                v.span().start,
+                "a TOML date or time is no JSON value, and this one would reach the agent, the world or a check as `{\"$__toml_private_datetime\": …}`: write it as a string (\"2026-04-01\", \"2026-03-01T12:00:00Z\")",
+            )),
+            DeValue::Float(f) if f.as_str().contains("nan") || f.as_str().contains("inf") => {
+                Some((
+                    v.span().start,
+                    "`nan` and the infinities are no JSON number (this one would be `null`): give a finite number, or a string",
+                ))
+            }
+            DeValue::Array(a) => a.iter().find_map(first),
+            DeValue::Table(t) => t.values().find_map(first),
+            _ => None,
+        }
+    }
+    // Parsed again only when it may hold one: an unquoted date besides the
+    // clock's, or the letters of `nan` or `inf` (a case's words often have
+    // them; its dates are rarely unquoted).
+    let b = text.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let dates = (0..b.len().saturating_sub(9))
+        .filter(|&i| {
+            digits(i..i + 4)
+                && b[i + 4] == b'-'
+                && digits(i + 5..i + 7)
+                && b[i + 7] == b'-'
+                && digits(i + 8..i + 10)
+                && (i == 0 || !matches!(b[i - 1], b'"' | b'\'' | b'0'..=b'9'))
+        })
+        .count();
+    let may = dates > 1 || text.contains("nan") || text.contains("inf");
+    if !may || !recorded::new_rules_apply() {
+        return None;
+    }
+    let doc: DeTable<'_> = DeTable::parse(text).ok()?.into_inner();
+    let (at, message) = doc
+        .iter()
+        .filter(|(key, _)| key.get_ref().as_ref() != "clock")
+        .find_map(|(_, value)| first(value))?;
+    Some(InputError::at(path, text, at, message))
+}
+
 /// Whether TOML's parser refused `e` for an integer past 2^63 − 1 (its
 /// message is the only sign of it).
 pub fn is_integer_past_toml(e: &toml::de::Error) -> bool {
@@ -477,6 +530,9 @@ pub fn parse_all(
         }
     };
     if let Some(e) = integer_past_toml(path, &text) {
+        problems.push(e);
+    }
+    if let Some(e) = json_cannot_hold(path, &text) {
         problems.push(e);
     }
     if let Some(m) = &doc.model {
@@ -821,6 +877,41 @@ mod tests {
         let toml: AsToml = toml::from_str(tables).unwrap();
         let json: AsJson = toml::from_str(tables).unwrap();
         assert_eq!(serde_json::to_value(&toml.task).unwrap(), json.task);
+    }
+
+    /// A TOML date or time, or `nan` or an infinity, where the case gives
+    /// JSON (the agent got `{"$__toml_private_datetime": …}` and `null`) is
+    /// refused where it starts; the clock is a date, and a date in a string
+    /// is text.
+    #[test]
+    fn a_value_no_json_holds_is_refused_where_it_starts() {
+        let head = "world = \"w@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\n";
+        let at = |body: &str| {
+            json_cannot_hold(Path::new("c.toml"), &format!("{head}{body}")).map(|e| e.to_string())
+        };
+        assert_eq!(
+            at("task = { due = \"2026-04-01\", note = \"info\" }\n"),
+            None
+        );
+        let e = at("task = { calls = [ { args = { due = 2026-04-01 } } ] }\n").unwrap();
+        assert!(
+            e.starts_with("c.toml:4:37:") && e.contains("write it as a string"),
+            "{e}"
+        );
+        let e =
+            at("[[overlay]]\ntable = \"t\"\nrows = [{ id = \"a\", when = 1979-05-27T07:32:00 }]\n")
+                .unwrap();
+        assert!(e.starts_with("c.toml:6:"), "{e}");
+        let e = at("task = { v = nan, w = 1.0 }\n").unwrap();
+        assert!(
+            e.starts_with("c.toml:4:14:") && e.contains("no JSON number"),
+            "{e}"
+        );
+        assert!(
+            at("task = { w = -inf }\n")
+                .unwrap()
+                .contains("no JSON number")
+        );
     }
 
     #[test]
