@@ -939,3 +939,31 @@ fn floats_read_back_as_they_were_written() {
     common::worldline(&store, ["history", run.as_str()]).expect_code(0);
     common::replays_identical(&store, &run);
 }
+
+/// A calls check whose `args` name an argument its tool does not take
+/// never matches a call: with `attempted = false` it passed whatever the
+/// agent did. Refused at its check, as an `[[inject]]` rule's `when` is.
+#[test]
+fn a_calls_check_on_an_argument_no_tool_takes_is_refused_at_its_line() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "typo",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\n\
+         task = { calls = [ { tool = \"get_ticket\", args = { id = \"T-1\" } } ] }\n\n\
+         [[expect.calls]]\ntool = \"get_ticket\"\nargs = { id = \"T-1\" }\ncount = 1\n\n\
+         [[expect.calls]]\ntool = \"get_ticket\"\nargs = { idd = \"T-1\" }\nattempted = false\n",
+    );
+    let worlds = worlds_dir();
+    let out = worldline_raw([
+        "check".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ]);
+    out.expect_code(2);
+    assert!(
+        out.stdout.contains("typo.toml:11:1: [[expect.calls]] #2: args.idd: `get_ticket` takes no argument `idd` (its parameters: id)"),
+        "{out}"
+    );
+}

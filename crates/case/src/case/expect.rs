@@ -663,6 +663,45 @@ impl StateCheck {
 }
 
 impl CallCheck {
+    /// Why the check's `args` can never match a call: it names an argument
+    /// that no tool the check names takes (`attempted = false` then always
+    /// passed, `count = 0` too). Only tools whose `params` list their
+    /// `properties` are judged, as an `[[inject]]` rule's `when` is.
+    pub fn args_problem(&self, tools: &[world::Tool]) -> Option<String> {
+        let named: Vec<&world::Tool> = (tools.iter())
+            .filter(|t| world::glob_match(&self.tool, &t.name))
+            .collect();
+        if named.is_empty() {
+            return None;
+        }
+        let listed: Vec<(&str, Vec<&str>)> = named
+            .iter()
+            .map(|t| Some((t.name.as_str(), super::inject::parameters(t)?)))
+            .collect::<Option<_>>()?;
+        let key = self.args.keys().find(|k| {
+            !listed
+                .iter()
+                .any(|(_, params)| params.contains(&k.as_str()))
+        })?;
+        let which = match listed.as_slice() {
+            [(name, params)] => format!(
+                "`{name}` takes no argument `{key}` (its parameters: {})",
+                params.join(", ")
+            ),
+            _ => format!(
+                "no tool `{}` names takes an argument `{key}` ({})",
+                self.tool,
+                (listed.iter())
+                    .map(|(name, params)| format!("`{name}`: {}", params.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        Some(format!(
+            "args.{key}: {which}, so the check never matches a call (`attempted = false` would always pass); name one of the parameters the world declares"
+        ))
+    }
+
     /// Why the check's `min`/`max` can never hold, if they cannot: `min`
     /// above `max`.
     pub fn never_holds(&self) -> Option<String> {
@@ -772,6 +811,28 @@ mod places {
 }
 
 impl Expect {
+    /// Every calls check whose `args` can never match a call of `tools`,
+    /// in the order the file gives them within each list.
+    pub fn args_never_match(&self, tools: &[world::Tool]) -> Vec<NeverHolds> {
+        let mut groups = vec![(Group::Top, &self.calls)];
+        groups.extend((self.any_of.iter().enumerate()).map(|(g, a)| (Group::AnyOf(g), &a.calls)));
+        groups.extend((self.turn.iter().enumerate()).map(|(g, t)| (Group::Turn(g), &t.calls)));
+        let mut found = Vec::new();
+        for (group, calls) in groups {
+            for (index, c) in calls.iter().enumerate() {
+                if let Some(message) = c.args_problem(tools) {
+                    found.push(NeverHolds {
+                        group,
+                        state: false,
+                        index,
+                        message,
+                    });
+                }
+            }
+        }
+        found
+    }
+
     /// Every state and calls check whose bounds can never hold, in the
     /// order the file gives them within each list.
     pub fn never_holds(&self) -> Vec<NeverHolds> {

@@ -202,7 +202,7 @@ impl Inject {
 
 /// The parameters a tool's `params` lists (its `properties`, in their
 /// order), or `None` when it lists none.
-fn parameters(tool: &Tool) -> Option<Vec<&str>> {
+pub(crate) fn parameters(tool: &Tool) -> Option<Vec<&str>> {
     let props = tool.params.get("properties")?.as_object()?;
     Some(props.keys().map(String::as_str).collect())
 }

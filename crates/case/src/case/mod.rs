@@ -614,6 +614,12 @@ pub fn parse_all(
                 .map_err(|m| src.at(u.span().start, m)),
         );
     }
+    if let Some(e) = doc.expect.as_ref().filter(|_| recorded::new_rules_apply()) {
+        for n in e.get_ref().args_never_match(&world.tools) {
+            let at = n.offset_in(&text).unwrap_or(e.span().start);
+            problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
+        }
+    }
     let permissions = check_permissions(&src, doc.permissions.as_ref(), &world);
     let inject = check_inject(&src, &doc.inject, &world);
     if let Some(e) = &doc.expect {
