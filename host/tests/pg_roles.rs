@@ -866,3 +866,31 @@ fn a_viewers_retention_set_is_refused_naming_the_responder_role() {
     assert_eq!(shown.json()["from"], "the defaults", "{shown}");
     assert_eq!(shown.json()["policy"]["keep"]["passed"], 7, "{shown}");
 }
+
+/// A login in neither role of a store is told the GRANT to ask for, and
+/// the server's own words (it was told "db error").
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_login_in_neither_role_is_told_the_grant_to_ask_for() {
+    let pg = cluster();
+    let schema = fresh_schema();
+    let owner = PathBuf::from(pg.store_in(&schema));
+    worldline(&owner, ["runs", "--json"]).expect_code(0);
+    let nobody = format!("{schema}_n");
+    pg.psql(&format!("CREATE ROLE {nobody} LOGIN"));
+    let store = pg.store_as(&nobody, &schema);
+    let refused = worldline(&store, ["runs"]);
+    refused.expect_code(2);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("GRANT {schema}_viewer TO"))
+            && refused.stderr.contains("permission denied")
+            && !refused.stderr.contains("db error")
+            && !refused.stderr.contains(PASSWORD),
+        "{refused}"
+    );
+}

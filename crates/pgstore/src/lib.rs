@@ -97,6 +97,21 @@ pub struct RunRow<'a> {
     pub objects: &'a [String],
 }
 
+/// What the server said of an error (its message, detail and hint):
+/// `postgres::Error`'s own text is "db error" for every one of them.
+fn said(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut text = db.message().to_string();
+            for more in [db.detail(), db.hint()].into_iter().flatten() {
+                text.push_str(&format!("; {more}"));
+            }
+            text
+        }
+        None => e.to_string(),
+    }
+}
+
 impl Database {
     /// Connect and bring the schema to this worldline's version (created
     /// when new; refused when newer, or older unless `upgrade`).
@@ -138,18 +153,33 @@ impl Database {
         let (user, role) = match at_version(&mut client, &url.schema) {
             Some(found) => found,
             None => {
-                let mut tx = client.transaction().map_err(|e| fail(e.to_string()))?;
-                migrate::migrate(&mut tx, &url.schema, upgrade).map_err(|e| fail(e.to_string()))?;
-                tx.commit().map_err(|e| fail(e.to_string()))?;
+                let mut tx = client.transaction().map_err(|e| fail(said(&e)))?;
+                // A login in neither role is refused the store's schema:
+                // it is told the GRANT to ask for (it was told "db error").
+                let denied = |e: migrate::Refused| match &e {
+                    migrate::Refused::Db(e)
+                        if e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) =>
+                    {
+                        fail(format!(
+                            "{} (SQLSTATE 42501): a login in neither role of this store is refused it; an administrator grants one (GRANT {} TO <login>; or {} for raw reads), or one who may create the schema makes the store",
+                            said(&e),
+                            roles::group(&url.schema, Role::Viewer),
+                            roles::group(&url.schema, Role::Responder)
+                        ))
+                    }
+                    migrate::Refused::Db(e) => fail(said(e)),
+                    other => fail(other.to_string()),
+                };
+                migrate::migrate(&mut tx, &url.schema, upgrade).map_err(denied)?;
+                tx.commit().map_err(|e| fail(said(&e)))?;
                 client
                     .batch_execute(&format!("SET search_path TO {}", url.schema))
-                    .map_err(|e| fail(e.to_string()))?;
+                    .map_err(|e| fail(said(&e)))?;
                 let user: String = client
                     .query_one("SELECT current_user::text", &[])
-                    .map_err(|e| fail(e.to_string()))?
+                    .map_err(|e| fail(said(&e)))?
                     .get(0);
-                let role =
-                    roles::of_user(&mut client, &url.schema).map_err(|e| fail(e.to_string()))?;
+                let role = roles::of_user(&mut client, &url.schema).map_err(|e| fail(said(&e)))?;
                 (user, role)
             }
         };
@@ -195,7 +225,7 @@ impl Database {
         let message = if e.is_closed() {
             format!("the connection was lost ({e})")
         } else {
-            e.to_string()
+            said(&e)
         };
         DbError {
             shown: self.url.shown.clone(),

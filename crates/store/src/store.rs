@@ -67,6 +67,7 @@ const COMPILE_CACHE: &str = "WORLDLINE_COMPILE_CACHE";
 fn no_other_address(root: &Path) -> Result<()> {
     let text = root.to_string_lossy();
     match text.split_once("://") {
+        _ if worldline_pgstore::url::is_postgres(&text) => Ok(()),
         Some((scheme, _))
             if !scheme.is_empty()
                 && (scheme.chars()).all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
