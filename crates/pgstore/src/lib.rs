@@ -162,7 +162,7 @@ impl Database {
                     {
                         fail(format!(
                             "{} (SQLSTATE 42501): a login in neither role of this store is refused it; an administrator grants one (GRANT {} TO <login>; or {} for raw reads), or one who may create the schema makes the store",
-                            said(&e),
+                            said(e),
                             roles::group(&url.schema, Role::Viewer),
                             roles::group(&url.schema, Role::Responder)
                         ))
