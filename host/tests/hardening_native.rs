@@ -886,3 +886,82 @@ fn a_task_too_long_for_a_variable_is_in_a_file() {
     assert_eq!(said["file"], said["stdin"], "{out}");
     assert_eq!(said["var"], 0, "{out}");
 }
+
+/// SIGTERM to a `fuzz --jobs 2 --keep-all` campaign of a native agent
+/// (a CI runner's, `timeout(1)`'s): every run under way, in the
+/// campaign's own lane and in its worker's, is stopped and recorded whole
+/// (`trapped`); the worker's was cut without a footer (it was sent SIGKILL
+/// when the campaign ended).
+#[test]
+fn a_signal_to_a_campaign_records_every_run_under_way_whole() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
+    let faults = dir.path().join("faults.toml");
+    std::fs::write(
+        &faults,
+        "[[tools]]\ntool = \"get_ticket\"\nlatency_ms = { p = 0.5, ms = [1, 2] }\n",
+    )
+    .unwrap();
+    let began = dir.path().join("began");
+    std::fs::create_dir_all(&began).unwrap();
+    let worlds = worlds();
+    let mut child = cli()
+        .args([
+            os("fuzz"),
+            case.as_os_str(),
+            os("--faults"),
+            faults.as_os_str(),
+        ])
+        .args(["--runs", "8", "--jobs", "2", "--keep-all"])
+        .args([
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--store"),
+            store.as_os_str(),
+        ])
+        .args(["--exec", "--", "/bin/sh", "-c"])
+        .arg(format!(
+            "touch {}/$$; sleep 5; echo '{{}}'",
+            began.display()
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::fs::read_dir(&began).unwrap().count() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "the lanes did not begin"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            panic!("the campaign did not end");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    // The worker ends a moment after the campaign: its run is whole by then.
+    std::thread::sleep(Duration::from_secs(2));
+    let bundles = files_with_suffix(&store.join("runs"), ".jsonl");
+    assert!(bundles.len() >= 2, "{bundles:?}");
+    for b in bundles {
+        let text = std::fs::read_to_string(&b).unwrap();
+        let last = text.trim_end().lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("{\"footer\""),
+            "{}: no footer",
+            b.display()
+        );
+    }
+}

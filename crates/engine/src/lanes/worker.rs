@@ -131,15 +131,19 @@ impl<T> Worker<T> {
         // A worker ends with this process however it ends (SIGKILL
         // included: a closed pipe is read only between chunks), and a
         // native agent's processes under it with it (their keeper's own
-        // parent-death signal). Workers are started from the command's
-        // main thread, which outlives them (the signal follows a thread).
+        // parent-death signal). It is told with SIGTERM, as the command
+        // was told: a native run under way in it is stopped and recorded
+        // whole (`trapped`), as in the command's own lane, where SIGKILL
+        // left it without a footer. Workers are started from the
+        // command's main thread, which outlives them (the signal follows
+        // a thread).
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: async-signal-safe calls only; nothing is allocated
         // between fork and exec.
         unsafe {
             use std::os::unix::process::CommandExt as _;
             command.pre_exec(move || {
-                crate::native::signals::told_of_parent_death(parent, libc::SIGKILL)
+                crate::native::signals::told_of_parent_death(parent, libc::SIGTERM)
             });
         }
         let mut child = command
