@@ -443,6 +443,11 @@ fn each_responder_unredacted_read_is_audited_and_listed() {
     worldline(r, ["diff", &t.run, &t.fork, "--unredacted"]).expect_code(1);
     let file = t.dir.path().join("raw.json");
     worldline(r, ["export", &t.run, "-o", s(&file)]).expect_code(0);
+    // Each format by its own name (ATIF was recorded as `trajectories`).
+    for format in ["trajectories", "atif"] {
+        let file = t.dir.path().join(format!("raw.{format}.jsonl"));
+        worldline(r, ["export", &t.run, "--format", format, "-o", s(&file)]).expect_code(0);
+    }
     let listed = worldline(r, ["audit", "--json"]);
     listed.expect_code(0);
     let mine: Vec<serde_json::Value> = listed
@@ -471,6 +476,8 @@ fn each_responder_unredacted_read_is_audited_and_listed() {
             (run.clone(), "diff --unredacted".into()),
             (fork.clone(), "diff --unredacted".into()),
             (run.clone(), "export".into()),
+            (run.clone(), "export --format trajectories".into()),
+            (run.clone(), "export --format atif".into()),
         ]
     );
     for x in &mine {

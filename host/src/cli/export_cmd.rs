@@ -193,12 +193,16 @@ fn world_tools(store: &StoreDir, world_hash: &str) -> Vec<serde_json::Value> {
 /// written as it is made, to a file that takes its name once whole.
 fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> {
     worldline_case::output::check_file(&args.output)?;
+    let name = match args.format {
+        Format::Atif => "atif",
+        _ => "trajectories",
+    };
     let mut paths = Vec::new();
     for run in &args.run {
         let path = store.resolve_run(run)?;
         if store.role() == Some(worldline_pgstore::roles::Role::Responder) {
             let id = super::redact_opts::id_of(&path);
-            store.audit_raw(None, &[&id], "export --format trajectories")?;
+            store.audit_raw(None, &[&id], &format!("export --format {name}"))?;
         }
         let id = path
             .file_stem()
@@ -243,10 +247,6 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
         }
         Ok(())
     })?;
-    let name = match args.format {
-        Format::Atif => "atif",
-        _ => "trajectories",
-    };
     if args.common.json {
         println!(
             "{}",
