@@ -448,6 +448,9 @@ fn each_responder_unredacted_read_is_audited_and_listed() {
         let file = t.dir.path().join(format!("raw.{format}.jsonl"));
         worldline(r, ["export", &t.run, "--format", format, "-o", s(&file)]).expect_code(0);
     }
+    // `case from-run` writes the bundle whole beside the case.
+    let case = t.dir.path().join("raw-case.toml");
+    worldline(r, ["case", "from-run", &t.run, "-o", s(&case)]).expect_code(0);
     let listed = worldline(r, ["audit", "--json"]);
     listed.expect_code(0);
     let mine: Vec<serde_json::Value> = listed
@@ -478,6 +481,7 @@ fn each_responder_unredacted_read_is_audited_and_listed() {
             (run.clone(), "export".into()),
             (run.clone(), "export --format trajectories".into()),
             (run.clone(), "export --format atif".into()),
+            (run.clone(), "case from-run".into()),
         ]
     );
     for x in &mine {

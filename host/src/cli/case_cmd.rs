@@ -83,6 +83,10 @@ pub fn exec(args: CaseArgs) -> Result<ExitCode> {
 
 fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
     let store = super::store_of_run(&args.common.store, &args.run)?;
+    // It writes the run's bundle whole beside the case: a raw read, noted
+    // in a database store's audit as an export is.
+    let id = super::redact_opts::id_of(&store.resolve_run(&args.run)?);
+    store.audit_raw(None, &[&id], "case from-run")?;
     let fallback = match args.model_fallback {
         Fallback::None => CassetteMode::None,
         Fallback::Once => CassetteMode::Once,
