@@ -967,3 +967,36 @@ fn a_calls_check_on_an_argument_no_tool_takes_is_refused_at_its_line() {
         "{out}"
     );
 }
+
+/// `check` lists every `[[inject]]` rule's problem, and an overlay that
+/// does not apply hides no other section's (decision 0194): the first
+/// rule's was the only one listed, and a bad overlay was the case's only
+/// problem shown.
+#[test]
+fn check_lists_each_rule_s_problem_and_an_overlay_hides_none() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "many",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n\
+         [[inject]]\ntool = \"get_ticket\"\nerror = \"explode\"\n\n\
+         [[inject]]\ntool = \"nosuch\"\ndeny = true\n\n\
+         [[overlay]]\ntable = \"nosuch\"\nrows = [{ id = \"x\" }]\n",
+    );
+    let worlds = worlds_dir();
+    let out = worldline_raw([
+        "check".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ]);
+    out.expect_code(2);
+    for said in [
+        "many.toml:6:1: [[inject]]: error = \"explode\" is not an error kind",
+        "many.toml:10:1: [[inject]]: tool `nosuch` names no tool of demo@v1",
+        "many.toml:14:1: [[overlay]] 1: no table `nosuch`",
+        "3 problem(s) in 1 file(s)",
+    ] {
+        assert!(out.stdout.contains(said), "{said}: {out}");
+    }
+}

@@ -583,16 +583,20 @@ pub fn parse_all(
                 e
             }
         })
-        .and_then(|world| {
+        .map(|world| {
             let overlay: Vec<world::overlay::Overlay> =
                 doc.overlay.iter().map(|o| o.get_ref().clone()).collect();
-            world::overlay::apply(world, &overlay).map_err(|m| {
+            // An overlay that does not apply is one problem: the other
+            // sections are checked against the world without the overlays
+            // (it hid every other problem of the case).
+            world::overlay::apply(world.clone(), &overlay).unwrap_or_else(|m| {
                 let at = m
                     .strip_prefix("[[overlay]] ")
                     .and_then(|rest| rest.split(':').next()?.parse::<usize>().ok())
                     .and_then(|n| doc.overlay.get(n - 1))
                     .map_or(0, |o| o.span().start);
-                src.at(at, m)
+                problems.push(src.at(at, m));
+                world
             })
         });
     let world = match world {
@@ -639,11 +643,8 @@ pub fn parse_all(
         match (clock_ns, permissions, limits, inject, fuzz) {
             (Ok(c), Ok(p), Ok(l), Ok(i), Ok(f)) if problems.is_empty() => (c, p, l, i, f),
             (c, p, l, i, f) => {
-                problems.extend(
-                    [c.err(), p.err(), l.err(), i.err(), f.err()]
-                        .into_iter()
-                        .flatten(),
-                );
+                problems.extend(i.err().into_iter().flatten());
+                problems.extend([c.err(), p.err(), l.err(), f.err()].into_iter().flatten());
                 problems.sort_by_key(|e| (e.file != path, e.line));
                 return Err(problems);
             }
@@ -719,51 +720,64 @@ fn check_permissions(
 }
 
 /// `[[inject]]` rules in order, each with its checked action.
+/// Each `[[inject]]` rule checked on its own (decision 0194: every rule's
+/// problem is listed, not the first's alone).
 fn check_inject(
     src: &Source,
     rules: &[toml::Spanned<inject::Inject>],
     world: &World,
-) -> Result<Vec<(inject::Inject, inject::Action)>, InputError> {
-    let mut checked = Vec::with_capacity(rules.len());
-    for spanned in rules {
-        let rule = spanned.get_ref();
-        let at = |m: String| src.at(spanned.span().start, format!("[[inject]]: {m}"));
-        let action = rule.action().map_err(at)?;
-        if let inject::Action::Injection(i) = &action {
-            world::injection::check_target(
-                i.vector.as_deref(),
-                &world.injection_vectors,
-                &world.reference(),
-            )
-            .map_err(at)?;
-        }
-        if !world::names_a_tool(&rule.tool, &world.tools) {
-            return Err(at(format!(
-                "tool `{}` names no tool of {}",
-                rule.tool,
-                world.reference()
-            )));
-        }
-        if recorded::new_rules_apply() {
-            if let Some(m) = rule.when_problem(&world.tools) {
-                return Err(at(m));
-            }
-            if let Some(field) = rule.stale.as_ref().and_then(|s| s.field.as_deref())
-                && let Some(m) =
-                    inject::stale_field_problem(&rule.tool, field, &world.tools, &world.initial)
-            {
-                return Err(at(m));
-            }
-            if let Some(p) = &rule.partial
-                && let Some(m) =
-                    inject::partial_problem(&rule.tool, &p.fields, &world.tools, &world.initial)
-            {
-                return Err(at(m));
-            }
-        }
-        checked.push((rule.clone(), action));
+) -> Result<Vec<(inject::Inject, inject::Action)>, Vec<InputError>> {
+    let (checked, problems): (Vec<_>, Vec<_>) = (rules.iter())
+        .map(|rule| check_rule(src, rule, world))
+        .partition(Result::is_ok);
+    match problems.is_empty() {
+        true => Ok(checked.into_iter().map(Result::unwrap).collect()),
+        false => Err(problems.into_iter().filter_map(Result::err).collect()),
     }
-    Ok(checked)
+}
+
+/// One `[[inject]]` rule against the world: its action and what it names.
+fn check_rule(
+    src: &Source,
+    spanned: &toml::Spanned<inject::Inject>,
+    world: &World,
+) -> Result<(inject::Inject, inject::Action), InputError> {
+    let rule = spanned.get_ref();
+    let at = |m: String| src.at(spanned.span().start, format!("[[inject]]: {m}"));
+    let action = rule.action().map_err(at)?;
+    if let inject::Action::Injection(i) = &action {
+        world::injection::check_target(
+            i.vector.as_deref(),
+            &world.injection_vectors,
+            &world.reference(),
+        )
+        .map_err(at)?;
+    }
+    if !world::names_a_tool(&rule.tool, &world.tools) {
+        return Err(at(format!(
+            "tool `{}` names no tool of {}",
+            rule.tool,
+            world.reference()
+        )));
+    }
+    if recorded::new_rules_apply() {
+        if let Some(m) = rule.when_problem(&world.tools) {
+            return Err(at(m));
+        }
+        if let Some(field) = rule.stale.as_ref().and_then(|s| s.field.as_deref())
+            && let Some(m) =
+                inject::stale_field_problem(&rule.tool, field, &world.tools, &world.initial)
+        {
+            return Err(at(m));
+        }
+        if let Some(p) = &rule.partial
+            && let Some(m) =
+                inject::partial_problem(&rule.tool, &p.fields, &world.tools, &world.initial)
+        {
+            return Err(at(m));
+        }
+    }
+    Ok((rule.clone(), action))
 }
 
 impl Case {
