@@ -252,20 +252,24 @@ fn integer_past_toml(path: &Path, text: &str) -> Option<InputError> {
 /// (decision 0412's rule for what came after a run).
 fn json_cannot_hold(path: &Path, text: &str) -> Option<InputError> {
     use toml::de::{DeTable, DeValue};
-    fn first(v: &toml::Spanned<DeValue<'_>>) -> Option<(usize, &'static str)> {
+    // `floats`: whether to look at floats (a check's bounds have their own
+    // rule for `nan`, decision 0412).
+    fn first(v: &toml::Spanned<DeValue<'_>>, floats: bool) -> Option<(usize, &'static str)> {
         match v.get_ref() {
             DeValue::Datetime(_) => Some((
                 v.span().start,
                 "a TOML date or time is no JSON value, and this one would reach the agent, the world or a check as `{\"$__toml_private_datetime\": …}`: write it as a string (\"2026-04-01\", \"2026-03-01T12:00:00Z\")",
             )),
-            DeValue::Float(f) if f.as_str().contains("nan") || f.as_str().contains("inf") => {
+            DeValue::Float(f)
+                if floats && (f.as_str().contains("nan") || f.as_str().contains("inf")) =>
+            {
                 Some((
                     v.span().start,
                     "`nan` and the infinities are no JSON number (this one would be `null`): give a finite number, or a string",
                 ))
             }
-            DeValue::Array(a) => a.iter().find_map(first),
-            DeValue::Table(t) => t.values().find_map(first),
+            DeValue::Array(a) => a.iter().find_map(|x| first(x, floats)),
+            DeValue::Table(t) => t.values().find_map(|x| first(x, floats)),
             _ => None,
         }
     }
@@ -292,7 +296,7 @@ fn json_cannot_hold(path: &Path, text: &str) -> Option<InputError> {
     let (at, message) = doc
         .iter()
         .filter(|(key, _)| key.get_ref().as_ref() != "clock")
-        .find_map(|(_, value)| first(value))?;
+        .find_map(|(key, value)| first(value, key.get_ref().as_ref() != "expect"))?;
     Some(InputError::at(path, text, at, message))
 }
 
