@@ -605,7 +605,7 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
         let began_file = dir.path().join("began");
         let _ = std::fs::remove_file(&began_file);
         let worlds = worlds();
-        let child = cli()
+        let mut child = cli()
             .args([os("test"), cases.as_os_str(), os("--jobs"), os("1")])
             .args([
                 os("--worlds"),
@@ -624,24 +624,7 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
             .unwrap();
         // Signalled once its first agent has started.
         let bundles = || files_with_suffix(&store.join("runs"), ".jsonl").len();
-        let began = Instant::now();
-        while !began_file.exists() {
-            assert!(began.elapsed() < Duration::from_secs(60), "no run began");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // SAFETY: signalling the child this test started.
-        unsafe { libc::kill(child.id() as i32, signal) };
-        let mut child = child;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if began.elapsed() > Duration::from_secs(90) {
-                let _ = child.kill();
-                panic!("{name}: the suite did not end");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = signal_when(&mut child, signal, || began_file.exists(), name);
         let mut out = String::new();
         let _ = child.stdout.take().unwrap().read_to_string(&mut out);
         let _ = child.stderr.take().unwrap().read_to_string(&mut out);
@@ -930,26 +913,8 @@ fn a_signal_to_a_campaign_records_every_run_under_way_whole() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while std::fs::read_dir(&began).unwrap().count() < 2 {
-        assert!(
-            start.elapsed() < Duration::from_secs(90),
-            "the lanes did not begin"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: signalling the child this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(90) {
-            let _ = child.kill();
-            panic!("the campaign did not end");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let lanes = || std::fs::read_dir(&began).unwrap().count() >= 2;
+    let status = signal_when(&mut child, libc::SIGTERM, lanes, "the campaign");
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
     // The worker ends a moment after the campaign: its run is whole by then.
     std::thread::sleep(Duration::from_secs(2));

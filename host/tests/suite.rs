@@ -808,7 +808,6 @@ fn merge_refuses_a_report_of_more_runs_than_a_command_makes() {
 fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
     use std::io::Read as _;
     use std::os::unix::process::ExitStatusExt as _;
-    use std::time::{Duration, Instant};
     let dir = temp_dir();
     let cases = dir.path().join("cases");
     std::fs::create_dir_all(&cases).unwrap();
@@ -842,26 +841,8 @@ fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let began = Instant::now();
-    while !std::fs::read_to_string(&events).is_ok_and(|t| t.contains("case_finished")) {
-        assert!(
-            began.elapsed() < Duration::from_secs(120),
-            "no case finished"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // SAFETY: signalling the child this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if began.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("the suite did not end");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let finished = || std::fs::read_to_string(&events).is_ok_and(|t| t.contains("case_finished"));
+    let status = signal_when(&mut child, libc::SIGINT, finished, "the suite");
     let (mut stdout, mut stderr) = (String::new(), String::new());
     child
         .stdout

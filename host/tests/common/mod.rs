@@ -1236,3 +1236,35 @@ equals = "open"
 "#
     )
 }
+
+/// Send `signal` to `child` once `ready` holds (polled every 20 ms), then
+/// its exit status once it ends; past 90 s from the call, for either, the
+/// child is killed and the test fails naming `what`.
+pub fn signal_when(
+    child: &mut std::process::Child,
+    signal: libc::c_int,
+    ready: impl Fn() -> bool,
+    what: &str,
+) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    let within = || start.elapsed() < std::time::Duration::from_secs(90);
+    while !ready() {
+        if !within() {
+            let _ = child.kill();
+            panic!("{what}: never ready to be signalled");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling a child the test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if !within() {
+            let _ = child.kill();
+            panic!("{what}: did not end after the signal");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
