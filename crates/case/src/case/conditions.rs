@@ -37,6 +37,32 @@ pub struct Conditions<'a> {
 
 const GROUPS: [&str; 2] = ["all_of", "any_of"];
 
+/// The one key of a `where` entry's table, when it is one edit from an
+/// operator's name (`gtt`, `lte_`, `eqq`; three characters or more): the
+/// table, taken as a value to compare with, made a check that a typo
+/// decided (`{ gtt = 5 }` equal to that table: `count = 0` always held).
+/// What to say of it, when so; a table of more keys is a value.
+pub fn misspelt_operator(spec: &Value) -> Option<String> {
+    let Value::Object(m) = spec else {
+        return None;
+    };
+    if m.len() != 1 {
+        return None;
+    }
+    let names = Op::ALL
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(GROUPS)
+        .chain(["ignore_case"]);
+    let names: Vec<&str> = names.collect();
+    m.keys().filter(|k| k.len() >= 3 && !names.contains(&k.as_str())).find_map(|k| {
+        let near = names.iter().find(|n| strsim::levenshtein(k, n) == 1)?;
+        Some(format!(
+            "`{k}` is no operator (`{near}`?); to compare with a table as it is, write {{ eq = {{ ... }} }}"
+        ))
+    })
+}
+
 /// The conditions of one `where` entry: a table of operators (and
 /// `all_of`/`any_of` lists of conditions) or, for any other value, equality.
 pub fn conditions(spec: &Value) -> Result<Conditions<'_>, String> {
@@ -119,6 +145,18 @@ mod tests {
         conditions(&spec)
             .unwrap()
             .hold(&field, false, Numbers::ByValue)
+    }
+
+    #[test]
+    fn an_operator_one_edit_away_is_a_typo_not_a_table_to_compare_with() {
+        let said = misspelt_operator(&json!({"gtt": 5})).unwrap();
+        assert!(said.starts_with("`gtt` is no operator (`gt`?)"), "{said}");
+        assert!(misspelt_operator(&json!({"eqq": 1})).is_some());
+        // A table of fields, an operator and an unrelated value are not.
+        assert_eq!(misspelt_operator(&json!({"city": "Oslo", "zip": 1})), None);
+        assert_eq!(misspelt_operator(&json!({"gt": 5})), None);
+        assert_eq!(misspelt_operator(&json!({"at": "2026-03-01"})), None);
+        assert_eq!(misspelt_operator(&json!("gtt")), None);
     }
 
     #[test]

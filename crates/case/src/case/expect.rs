@@ -567,6 +567,11 @@ impl StateCheck {
         for (k, v) in &self.where_ {
             check_path("where", k)?;
             conditions(v).map_err(|m| format!("where `{k}`: {m}"))?;
+            if let Some(m) = super::conditions::misspelt_operator(v)
+                .filter(|_| super::recorded::new_rules_apply())
+            {
+                return Err(format!("where `{k}`: {m}"));
+            }
         }
         if let Some(f) = &self.order_by {
             check_path("order_by", f)?;
