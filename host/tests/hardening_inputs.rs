@@ -1000,3 +1000,33 @@ fn check_lists_each_rule_s_problem_and_an_overlay_hides_none() {
         assert!(out.stdout.contains(said), "{said}: {out}");
     }
 }
+
+/// `[expect.output]`'s `any_of`, `all_of` or `json` given as an empty list
+/// checks nothing: refused at its line (the run passed it unsaid).
+#[test]
+fn an_empty_output_list_is_refused_at_its_line() {
+    let dir = temp_dir();
+    let worlds = worlds_dir();
+    for (key, column) in [("any_of", 10), ("all_of", 10), ("json", 8)] {
+        let case = write_case(
+            dir.path(),
+            key,
+            &format!(
+                "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{}}\n\n[expect.output]\n{key} = []\n"
+            ),
+        );
+        let out = worldline_raw([
+            "check".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ]);
+        out.expect_code(2);
+        assert!(
+            out.stdout.contains(&format!(
+                "{key}.toml:7:{column}: [expect.output] {key} = [] checks nothing"
+            )),
+            "{out}"
+        );
+    }
+}

@@ -804,6 +804,16 @@ mod places {
         pub(super) turn: Vec<Lists>,
         #[serde(default)]
         pub(super) attack: Option<Lists>,
+        #[serde(default)]
+        pub(super) output: Option<Output>,
+    }
+
+    /// `[expect.output]`'s lists, where they are.
+    #[derive(Deserialize)]
+    pub(super) struct Output {
+        pub(super) any_of: Option<Spanned<Vec<IgnoredAny>>>,
+        pub(super) all_of: Option<Spanned<Vec<IgnoredAny>>>,
+        pub(super) json: Option<Spanned<Vec<IgnoredAny>>>,
     }
 
     #[derive(Deserialize)]
@@ -813,6 +823,34 @@ mod places {
         #[serde(default)]
         pub(super) calls: Vec<Spanned<IgnoredAny>>,
     }
+}
+
+/// `[expect.output]`'s `any_of`, `all_of` and `json` given as empty lists
+/// (each checks nothing, and the run passed them unsaid), with where
+/// each starts in `text` and what to say.
+pub fn empty_output_lists(text: &str) -> Vec<(usize, String)> {
+    let Some(output) = toml::from_str::<places::Doc>(text)
+        .ok()
+        .and_then(|d| d.expect?.output)
+    else {
+        return Vec::new();
+    };
+    [
+        ("any_of", output.any_of),
+        ("all_of", output.all_of),
+        ("json", output.json),
+    ]
+    .into_iter()
+    .filter_map(|(key, list)| {
+        let list = list.filter(|l| l.get_ref().is_empty())?;
+        Some((
+            list.span().start,
+            format!(
+                "[expect.output] {key} = [] checks nothing: give what it must hold, or leave it out"
+            ),
+        ))
+    })
+    .collect()
 }
 
 impl Expect {

@@ -578,6 +578,9 @@ pub fn parse_all(
             let at = n.offset_in(&text).unwrap_or(e.span().start);
             problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
         }
+        for (at, m) in expect::empty_output_lists(&text) {
+            problems.push(src.at(at, m));
+        }
     }
     let world = resolve(doc.world.get_ref())
         .map_err(|e| {
