@@ -1030,3 +1030,36 @@ fn an_empty_output_list_is_refused_at_its_line() {
         );
     }
 }
+
+/// A problem of an `[[expect.state]]` or `[[expect.calls]]` entry is
+/// placed at that entry and numbered, and each entry's is listed: they
+/// were all placed at the first entry's line, the first problem alone.
+#[test]
+fn each_expect_entry_s_problem_is_placed_at_it() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "entries",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n\
+         [[expect.state]]\ntable = \"tickets\"\ncount = 2\n\n\
+         [[expect.state]]\ntable = \"tickets\"\nkey = \"T-1\"\nexists = true\n\n\
+         [[expect.state]]\ntable = \"tikets\"\ncount = 0\n\n\
+         [[expect.calls]]\ntool = \"get_ticket\"\ncount = 0\n\n\
+         [[expect.calls]]\ntool = \"get_ticket\"\ncount = 1\nmin = 1\n",
+    );
+    let worlds = worlds_dir();
+    let out = worldline_raw([
+        "check".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ]);
+    out.expect_code(2);
+    for said in [
+        "entries.toml:15:1: [[expect.state]] #3: unknown table `tikets`",
+        "entries.toml:23:1: [[expect.calls]] #2: calls check on `get_ticket` needs one of",
+        "2 problem(s) in 1 file(s)",
+    ] {
+        assert!(out.stdout.contains(said), "{said}: {out}");
+    }
+}

@@ -361,15 +361,35 @@ const STATUSES: &[&str] = &[
 ];
 
 impl Expect {
-    /// Check every assertion is well formed and names what `world` has.
+    /// Each `[[expect.state]]` and `[[expect.calls]]` entry that is not
+    /// well formed or names what `world` lacks, checked on its own and
+    /// placed at its own entry (they were all placed at the first, the
+    /// first problem alone said).
+    pub fn entry_problems(&self, world: &World) -> Vec<NeverHolds> {
+        let tables: Vec<&String> = world.initial.tables.keys().collect();
+        let states = self.state.iter().map(|s| (true, s.check(&tables)));
+        let calls = self.calls.iter().map(|c| (false, c.check_against(world)));
+        let mut found = Vec::new();
+        let mut index = [0, 0];
+        for (state, checked) in states.chain(calls) {
+            let i = &mut index[usize::from(!state)];
+            if let Err(message) = checked {
+                found.push(NeverHolds {
+                    group: Group::Top,
+                    state,
+                    index: *i,
+                    message,
+                });
+            }
+            *i += 1;
+        }
+        found
+    }
+
+    /// Check every assertion is well formed and names what `world` has,
+    /// but the top-level state and calls entries ([`entry_problems`](Self::entry_problems)).
     pub fn check(&self, world: &World) -> Result<(), String> {
         let tables: Vec<&String> = world.initial.tables.keys().collect();
-        for s in &self.state {
-            s.check(&tables)?;
-        }
-        for c in &self.calls {
-            c.check_against(world)?;
-        }
         let turns = self.turn.iter();
         let weights = self.state.iter().map(|s| s.weight);
         let weights = weights

@@ -634,6 +634,10 @@ pub fn parse_all(
     let permissions = check_permissions(&src, doc.permissions.as_ref(), &world);
     let inject = check_inject(&src, &doc.inject, &world);
     if let Some(e) = &doc.expect {
+        for n in e.get_ref().entry_problems(&world) {
+            let at = n.offset_in(&text).unwrap_or(e.span().start);
+            problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
+        }
         keep(
             &mut problems,
             e.get_ref()
