@@ -177,63 +177,55 @@ const QUOTED_AT_LEAST: usize = 4;
 /// The placeholder kind of what a path of the policy hides.
 const BY_PATH: &str = "redacted";
 
-/// The state a grade's check quotes, as views of it (`table → key →
-/// row`) for the policy's `state` paths: a field check's expected and
-/// actual values at `table/key.field`, and the values a `where` (of a
-/// count or a sum) compares each field with, in a row of any key. The
-/// checks say what they read in their description (`grade/state_checks.rs`).
-fn checked_state(a: &Value) -> Vec<serde_json::Map<String, Value>> {
+/// The state a grade's check quotes, as rows `(table, key, row)` for the
+/// policy's `state` paths: a field check's expected and actual values at
+/// `table/key.field`, and each value a `where` (of a count or a sum)
+/// compares a field with, in a row of key `*`. The checks say what they
+/// read in their description (`grade/state_checks.rs`).
+fn checked_state(a: &Value) -> Vec<(String, String, Value)> {
     let Some(what) = a["what"].as_str() else {
         return Vec::new();
     };
-    let view = |table: &str, key: &str, row: Value| {
-        let rows = serde_json::Map::from_iter([(key.to_string(), row)]);
-        serde_json::Map::from_iter([(table.to_string(), Value::Object(rows))])
-    };
-    let mut views = Vec::new();
     if let Some((head, where_)) = what.split_once(" where ") {
         let table = head
             .strip_prefix("count ")
             .or_else(|| head.strip_prefix("sum ").and_then(|t| t.split('.').next()));
         let where_ = where_.strip_suffix(" in range").unwrap_or(where_);
-        if let (Some(table), Ok(Value::Object(fields))) =
+        let (Some(table), Ok(Value::Object(fields))) =
             (table, serde_json::from_str::<Value>(where_))
-        {
-            for (field, compared) in fields {
-                let mut leaves = Vec::new();
-                leaves_of(&compared, &mut leaves);
-                for leaf in leaves {
-                    let mut row = json!({});
-                    nest(&mut row, &field, leaf);
-                    views.push(view(table, "*", row));
-                }
-            }
+        else {
+            return Vec::new();
+        };
+        let mut rows = Vec::new();
+        for (field, compared) in fields {
+            let mut leaves = Vec::new();
+            leaves_of(&compared, &mut leaves);
+            rows.extend(
+                leaves
+                    .into_iter()
+                    .map(|leaf| (table.to_string(), "*".to_string(), nested(&field, leaf))),
+            );
         }
-        return views;
+        return rows;
     }
     // `table/key.field verb` or `table/key verb`.
-    let Some((place, _)) = what.split_once(' ') else {
-        return views;
-    };
-    let Some((table, rest)) = place.split_once('/') else {
-        return views;
+    let Some((table, rest)) = what
+        .split_once(' ')
+        .and_then(|(place, _)| place.split_once('/'))
+    else {
+        return Vec::new();
     };
     let (key, field) = rest
         .split_once('.')
         .map_or((rest, None), |(k, f)| (k, Some(f)));
-    for side in ["actual", "expected"] {
-        let value = a[side].clone();
-        let row = match field {
-            Some(f) => {
-                let mut row = json!({});
-                nest(&mut row, f, value);
-                row
-            }
-            None => value,
-        };
-        views.push(view(table, key, row));
-    }
-    views
+    ["actual", "expected"]
+        .into_iter()
+        .map(|side| {
+            let value = a[side].clone();
+            let row = field.map_or_else(|| value.clone(), |f| nested(f, value.clone()));
+            (table.to_string(), key.to_string(), row)
+        })
+        .collect()
 }
 
 /// The values a `where` entry compares with: the value itself, or each
@@ -246,44 +238,23 @@ fn leaves_of(v: &Value, out: &mut Vec<Value>) {
     }
 }
 
-/// `value` put in `row` at `path` (a state diff's field path, in the
-/// syntax of checks: `passengers[1].dob`), as the run's state holds it:
-/// an index grows its array with nulls. A path that does not parse is
-/// put as one field.
-fn nest(row: &mut Value, path: &str, value: Value) {
+/// A row holding `value` at `path` (a state diff's field path, in the
+/// syntax of checks: `passengers[1].dob`), each step a key, an index its
+/// number (a policy's path names an element by its number, `*` any): so
+/// the policy's `state` paths meet it as they meet the run's state. A
+/// path that does not parse is one field.
+fn nested(path: &str, value: Value) -> Value {
     use worldline_case::path::{JsonPath, Segment};
     let parsed = JsonPath::parse(path);
     let whole = [Segment::Field(path.to_string())];
     let segments = parsed.as_ref().map_or(&whole[..], |p| p.segments());
-    let mut at = row;
-    for segment in segments {
-        at = match segment {
-            Segment::Index(i) if *i >= 0 => {
-                if !at.is_array() {
-                    *at = json!([]);
-                }
-                let items = at.as_array_mut().expect("an array");
-                let i = *i as usize;
-                if items.len() <= i {
-                    items.resize(i + 1, Value::Null);
-                }
-                &mut items[i]
-            }
-            other => {
-                if !at.is_object() {
-                    *at = json!({});
-                }
-                let key = match other {
-                    Segment::Field(f) => f.clone(),
-                    Segment::Index(i) => i.to_string(),
-                };
-                (at.as_object_mut().expect("an object"))
-                    .entry(key)
-                    .or_insert(Value::Null)
-            }
+    segments.iter().rev().fold(value, |inner, segment| {
+        let key = match segment {
+            Segment::Field(f) => f.clone(),
+            Segment::Index(i) => i.to_string(),
         };
-    }
-    *at = value;
+        Value::Object(serde_json::Map::from_iter([(key, inner)]))
+    })
 }
 
 /// A value a path hides, as the text its placeholder stands for.
@@ -613,34 +584,31 @@ impl Redactor {
     /// view that has not redacted the run's state itself (`export
     /// --redacted` writes no state: its grade showed them).
     fn state_in_grade(&mut self, g: &Value) {
-        let mut views = [serde_json::Map::new(), serde_json::Map::new()];
         for (table, diff) in g["diff"]["tables"].as_object().into_iter().flatten() {
-            let mut rows = [serde_json::Map::new(), serde_json::Map::new()];
-            for (side, section) in ["added", "removed"].into_iter().enumerate() {
-                if let Some(section) = diff[section].as_object() {
-                    rows[side].extend(section.clone());
+            for section in ["added", "removed"] {
+                for (key, row) in diff[section].as_object().into_iter().flatten() {
+                    self.state_row(table, key, row.clone());
                 }
             }
             for (key, fields) in diff["changed"].as_object().into_iter().flatten() {
                 for (field, change) in fields.as_object().into_iter().flatten() {
-                    for (side, which) in ["after", "before"].into_iter().enumerate() {
-                        let row = rows[side].entry(key.clone()).or_insert_with(|| json!({}));
-                        nest(row, field, change[which].clone());
+                    for which in ["before", "after"] {
+                        self.state_row(table, key, nested(field, change[which].clone()));
                     }
                 }
             }
-            for (view, rows) in views.iter_mut().zip(rows) {
-                view.insert(table.clone(), Value::Object(rows));
-            }
-        }
-        for view in views {
-            self.paths("state", &mut Value::Object(view));
         }
         for a in g["assertions"].as_array().into_iter().flatten() {
-            for view in checked_state(a) {
-                self.paths("state", &mut Value::Object(view));
+            for (table, key, row) in checked_state(a) {
+                self.state_row(&table, &key, row);
             }
         }
+    }
+
+    /// The policy's `state` paths over one row as the run's state holds
+    /// it (what they hide is noted for the rest of the view).
+    fn state_row(&mut self, table: &str, key: &str, row: Value) {
+        self.paths("state", &mut json!({ table: { key: row } }));
     }
 
     /// Every value of `v` that a path rule has hidden elsewhere in this
