@@ -98,16 +98,7 @@ impl Interrupt {
     /// actions back.
     pub fn end(self) {
         drop(self);
-        if let Some(signal) = received().then(|| SIGNAL.load(Ordering::SeqCst)) {
-            // What the process wrote is out before it ends.
-            let _ = std::io::Write::flush(&mut std::io::stdout());
-            // SAFETY: the default action of a signal that arrived, raised
-            // again: the process ends as it would have.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-                libc::raise(signal);
-            }
-        }
+        end_if_signalled();
     }
 }
 
@@ -152,17 +143,25 @@ impl Drop for Running {
         if last && !received() && !HELD.load(Ordering::SeqCst) && !suite {
             set(libc::SIG_DFL);
         }
-        if last && received() && !suite {
-            let signal = SIGNAL.load(Ordering::SeqCst);
-            // What the process wrote is out before it ends.
-            let _ = std::io::Write::flush(&mut std::io::stdout());
-            // SAFETY: the default action of a signal that arrived, raised
-            // again: the process ends as it would have.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-                libc::raise(signal);
-            }
+        if last && !suite {
+            end_if_signalled();
         }
+    }
+}
+
+/// When a signal arrived: what the process wrote flushed, then the
+/// signal's default action raised again, so the process ends as it would
+/// have (its shell sees what it sent).
+fn end_if_signalled() {
+    if !received() {
+        return;
+    }
+    let signal = SIGNAL.load(Ordering::SeqCst);
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    // SAFETY: the default action of a signal that arrived, raised again.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
     }
 }
 
