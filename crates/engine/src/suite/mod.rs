@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use worldline_case::ahead;
 use worldline_case::case::Case;
+use worldline_case::durable::{Spares, SyncBatch};
 use worldline_case::error::{InputError, is_input};
 use worldline_case::parallel::par_map;
 use worldline_log::log::Held;
@@ -298,6 +299,67 @@ pub fn member_seed(case_seed: u64, i: u64) -> u64 {
 }
 
 impl Suite<'_> {
+    /// The runs of case `e`: `repeat` of them (each with its model seed, a
+    /// group's members recorded as one), their bundles synced with `batch`
+    /// into files of `spares`; no repetition starts once `stopped` holds.
+    fn attempts(
+        &self,
+        e: &Entry,
+        repeat: u64,
+        (batch, spares): (&SyncBatch, &Spares),
+        stopped: &dyn Fn() -> bool,
+    ) -> anyhow::Result<Vec<Attempt>> {
+        let mut attempts = Vec::new();
+        // The group's id: its first member's run id.
+        let mut group_id: Option<String> = None;
+        // Whether a run of the case has not passed yet.
+        let mut failed = false;
+        for rep in 0..repeat {
+            if rep > 0 && stopped() {
+                break;
+            }
+            let t = Instant::now();
+            let options = RunOptions {
+                store: Some(self.store),
+                batch: Some(batch),
+                spares: Some(spares),
+                model_seed: match rep {
+                    _ if self.group => Some(member_seed(e.case.seed, rep)),
+                    0 => self.model_seed,
+                    _ => model_seed(e.case.seed, rep),
+                },
+                group: self.group.then(|| Group {
+                    id: group_id.clone(),
+                    member: rep,
+                    size: repeat,
+                }),
+                ..RunOptions::default()
+            };
+            let outcome = match self.agent.run(self.sandbox, &e.case, options) {
+                Ok(o) => Ok(o),
+                // The run's only input errors are the store's
+                // write errors.
+                Err(err) if is_input(&err) => {
+                    return Err(err.context(format!("running case {}", e.name)));
+                }
+                Err(err) => Err(format!("{err:#}")),
+            };
+            if self.group && group_id.is_none() {
+                group_id = outcome.as_ref().ok().and_then(|o| o.run_id.clone());
+            }
+            let mut attempt = Attempt::kept(&e.case, outcome, t.elapsed());
+            // Kept whole: the first run and the first that did not
+            // pass, one of which `CaseRun::shown` reports.
+            let speaks = attempts.is_empty() || (!failed && !attempt.passed());
+            failed |= !attempt.passed();
+            if !speaks {
+                attempt.slim();
+            }
+            attempts.push(attempt);
+        }
+        Ok(attempts)
+    }
+
     /// Run every case on `jobs` threads, reporting each step to `sink`
     /// (called from the worker threads).
     pub fn run(&self, sink: &(dyn Fn(SuiteEvent<'_>) + Sync)) -> anyhow::Result<SuiteRun> {
@@ -311,17 +373,11 @@ impl Suite<'_> {
         let stop = AtomicBool::new(!self.collection_errors.is_empty());
         let repeat = self.repeat.max(1);
         // The runs are flushed to disk together, not one `fsync` each.
-        let batch = worldline_case::durable::SyncBatch::start(
-            &self.store.runs_dir(),
-            worldline_case::durable::SyncBatch::INTERVAL,
-        );
+        let batch = SyncBatch::start(&self.store.runs_dir(), SyncBatch::INTERVAL);
         let runs = self.cases.len() * repeat as usize;
         // Their bundles' files made ahead: four for each job, at most 32
         // (each an open descriptor), no more than the suite's runs.
-        let spares = worldline_case::durable::Spares::start(
-            &self.store.runs_dir(),
-            (4 * self.jobs).min(32).min(runs),
-        );
+        let spares = Spares::start(&self.store.runs_dir(), (4 * self.jobs).min(32).min(runs));
         // Their index rows committed off their path (when they fill a batch).
         let committer = worldline_store::index::committer(self.store, runs);
         // Whether `Interrupted` was sent.
@@ -342,60 +398,16 @@ impl Suite<'_> {
             });
             let cases = par_map(self.cases.len(), self.jobs, |i| {
                 let e = &self.cases[i];
-                let mut attempts = Vec::new();
-                if !(self.fail_fast && stop.load(Ordering::Relaxed)) && interrupted().is_none() {
+                let skipped = self.fail_fast && stop.load(Ordering::Relaxed);
+                let attempts = if skipped || interrupted().is_some() {
+                    Vec::new()
+                } else {
                     sink(SuiteEvent::CaseStarted {
                         index: e.index,
                         name: &e.name,
                     });
-                    // The group's id: its first member's run id.
-                    let mut group_id: Option<String> = None;
-                    // Whether a run of the case has not passed yet.
-                    let mut failed = false;
-                    for rep in 0..repeat {
-                        if rep > 0 && interrupted().is_some() {
-                            break;
-                        }
-                        let t = Instant::now();
-                        let options = RunOptions {
-                            store: Some(self.store),
-                            batch: Some(&batch),
-                            spares: Some(&spares),
-                            model_seed: match rep {
-                                _ if self.group => Some(member_seed(e.case.seed, rep)),
-                                0 => self.model_seed,
-                                _ => model_seed(e.case.seed, rep),
-                            },
-                            group: self.group.then(|| Group {
-                                id: group_id.clone(),
-                                member: rep,
-                                size: repeat,
-                            }),
-                            ..RunOptions::default()
-                        };
-                        let outcome = match self.agent.run(self.sandbox, &e.case, options) {
-                            Ok(o) => Ok(o),
-                            // The run's only input errors are the store's
-                            // write errors.
-                            Err(err) if is_input(&err) => {
-                                return Err(err.context(format!("running case {}", e.name)));
-                            }
-                            Err(err) => Err(format!("{err:#}")),
-                        };
-                        if self.group && group_id.is_none() {
-                            group_id = outcome.as_ref().ok().and_then(|o| o.run_id.clone());
-                        }
-                        let mut attempt = Attempt::kept(&e.case, outcome, t.elapsed());
-                        // Kept whole: the first run and the first that did not
-                        // pass, one of which `CaseRun::shown` reports.
-                        let speaks = attempts.is_empty() || (!failed && !attempt.passed());
-                        failed |= !attempt.passed();
-                        if !speaks {
-                            attempt.slim();
-                        }
-                        attempts.push(attempt);
-                    }
-                }
+                    self.attempts(e, repeat, (&batch, &spares), &|| interrupted().is_some())?
+                };
                 let run = CaseRun {
                     index: e.index,
                     name: e.name.clone(),
