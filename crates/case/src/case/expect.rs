@@ -693,35 +693,8 @@ impl CallCheck {
     /// passed, `count = 0` too). Only tools whose `params` list their
     /// `properties` are judged, as an `[[inject]]` rule's `when` is.
     pub fn args_problem(&self, tools: &[world::Tool]) -> Option<String> {
-        let named: Vec<&world::Tool> = (tools.iter())
-            .filter(|t| world::glob_match(&self.tool, &t.name))
-            .collect();
-        if named.is_empty() {
-            return None;
-        }
-        let listed: Vec<(&str, Vec<&str>)> = named
-            .iter()
-            .map(|t| Some((t.name.as_str(), super::inject::parameters(t)?)))
-            .collect::<Option<_>>()?;
-        let key = self.args.keys().find(|k| {
-            !listed
-                .iter()
-                .any(|(_, params)| params.contains(&k.as_str()))
-        })?;
-        let which = match listed.as_slice() {
-            [(name, params)] => format!(
-                "`{name}` takes no argument `{key}` (its parameters: {})",
-                params.join(", ")
-            ),
-            _ => format!(
-                "no tool `{}` names takes an argument `{key}` ({})",
-                self.tool,
-                (listed.iter())
-                    .map(|(name, params)| format!("`{name}`: {}", params.join(", ")))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        };
+        let (key, which) =
+            super::inject::argument_no_tool_takes(&self.tool, self.args.keys(), tools)?;
         Some(format!(
             "args.{key}: {which}, so the check never matches a call (`attempted = false` would always pass); name one of the parameters the world declares"
         ))

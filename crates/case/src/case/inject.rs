@@ -157,38 +157,7 @@ impl Inject {
     /// their `properties` are judged; a rule naming one that does not (or
     /// a glob matching one) is left alone.
     pub fn when_problem(&self, tools: &[Tool]) -> Option<String> {
-        let named: Vec<&Tool> = tools
-            .iter()
-            .filter(|t| glob_match(&self.tool, &t.name))
-            .collect();
-        if named.is_empty() {
-            return None;
-        }
-        let listed: Vec<(&str, Vec<&str>)> = named
-            .iter()
-            .map(|t| Some((t.name.as_str(), parameters(t)?)))
-            .collect::<Option<_>>()?;
-        let key = self.when.keys().find(|k| {
-            !listed
-                .iter()
-                .any(|(_, params)| params.contains(&k.as_str()))
-        })?;
-        let takes = |params: &[&str]| match params {
-            [] => "it takes none".to_string(),
-            _ => format!("its parameters: {}", params.join(", ")),
-        };
-        let which = match listed.as_slice() {
-            [(name, params)] => format!("`{name}` takes no argument `{key}` ({})", takes(params)),
-            _ => format!(
-                "no tool `{}` names takes an argument `{key}` ({})",
-                self.tool,
-                listed
-                    .iter()
-                    .map(|(name, params)| format!("`{name}`: {}", takes(params)))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        };
+        let (key, which) = argument_no_tool_takes(&self.tool, self.when.keys(), tools)?;
         Some(format!(
             "when.{key}: {which}, so the rule never matches a call; name one of the parameters the world declares"
         ))
@@ -200,9 +169,49 @@ impl Inject {
     }
 }
 
+/// The first of `keys` that no tool `glob` names takes as an argument,
+/// and what to say of it (the tool's parameters, or each named tool's).
+/// Only tools whose `params` list their `properties` are judged: a glob
+/// naming one that does not, or naming none, is left alone.
+pub(crate) fn argument_no_tool_takes<'a>(
+    glob: &str,
+    keys: impl IntoIterator<Item = &'a String>,
+    tools: &[Tool],
+) -> Option<(&'a str, String)> {
+    let named: Vec<&Tool> = tools.iter().filter(|t| glob_match(glob, &t.name)).collect();
+    if named.is_empty() {
+        return None;
+    }
+    let listed: Vec<(&str, Vec<&str>)> = named
+        .iter()
+        .map(|t| Some((t.name.as_str(), parameters(t)?)))
+        .collect::<Option<_>>()?;
+    let key = keys.into_iter().find(|k| {
+        !listed
+            .iter()
+            .any(|(_, params)| params.contains(&k.as_str()))
+    })?;
+    let takes = |params: &[&str]| match params {
+        [] => "it takes none".to_string(),
+        _ => format!("its parameters: {}", params.join(", ")),
+    };
+    let which = match listed.as_slice() {
+        [(name, params)] => format!("`{name}` takes no argument `{key}` ({})", takes(params)),
+        _ => format!(
+            "no tool `{glob}` names takes an argument `{key}` ({})",
+            listed
+                .iter()
+                .map(|(name, params)| format!("`{name}`: {}", takes(params)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    };
+    Some((key, which))
+}
+
 /// The parameters a tool's `params` lists (its `properties`, in their
 /// order), or `None` when it lists none.
-pub(crate) fn parameters(tool: &Tool) -> Option<Vec<&str>> {
+fn parameters(tool: &Tool) -> Option<Vec<&str>> {
     let props = tool.params.get("properties")?.as_object()?;
     Some(props.keys().map(String::as_str).collect())
 }
