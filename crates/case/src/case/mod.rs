@@ -573,10 +573,15 @@ pub fn parse_all(
     }
     // Bounds no run can meet, each at its own check (found without the
     // world, so reported when it does not load too).
+    // A check's problem at its own entry (else at `[expect]`), named by
+    // its list and number.
+    let placed = |n: expect::NeverHolds, expect: usize| {
+        let at = n.offset_in(&text).unwrap_or(expect);
+        src.at(at, format!("{}: {}", n.label(), n.message))
+    };
     if let Some(e) = doc.expect.as_ref().filter(|_| recorded::new_rules_apply()) {
         for n in e.get_ref().never_holds() {
-            let at = n.offset_in(&text).unwrap_or(e.span().start);
-            problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
+            problems.push(placed(n, e.span().start));
         }
         for (at, m) in expect::empty_output_lists(&text) {
             problems.push(src.at(at, m));
@@ -625,18 +630,15 @@ pub fn parse_all(
                 .map_err(|m| src.at(u.span().start, m)),
         );
     }
-    if let Some(e) = doc.expect.as_ref().filter(|_| recorded::new_rules_apply()) {
-        for n in e.get_ref().args_never_match(&world.tools) {
-            let at = n.offset_in(&text).unwrap_or(e.span().start);
-            problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
-        }
-    }
     let permissions = check_permissions(&src, doc.permissions.as_ref(), &world);
     let inject = check_inject(&src, &doc.inject, &world);
     if let Some(e) = &doc.expect {
-        for n in e.get_ref().entry_problems(&world) {
-            let at = n.offset_in(&text).unwrap_or(e.span().start);
-            problems.push(src.at(at, format!("{}: {}", n.label(), n.message)));
+        let args = match recorded::new_rules_apply() {
+            true => e.get_ref().args_never_match(&world.tools),
+            false => Vec::new(),
+        };
+        for n in e.get_ref().entry_problems(&world).into_iter().chain(args) {
+            problems.push(placed(n, e.span().start));
         }
         keep(
             &mut problems,
