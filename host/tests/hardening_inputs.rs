@@ -954,17 +954,11 @@ fn a_calls_check_on_an_argument_no_tool_takes_is_refused_at_its_line() {
          [[expect.calls]]\ntool = \"get_ticket\"\nargs = { id = \"T-1\" }\ncount = 1\n\n\
          [[expect.calls]]\ntool = \"get_ticket\"\nargs = { idd = \"T-1\" }\nattempted = false\n",
     );
-    let worlds = worlds_dir();
-    let out = worldline_raw([
-        "check".as_ref(),
-        case.as_os_str(),
-        "--worlds".as_ref(),
-        worlds.as_os_str(),
-    ]);
-    out.expect_code(2);
-    assert!(
-        out.stdout.contains("typo.toml:11:1: [[expect.calls]] #2: args.idd: `get_ticket` takes no argument `idd` (its parameters: id)"),
-        "{out}"
+    refused_by_check(
+        &case,
+        &[
+            "typo.toml:11:1: [[expect.calls]] #2: args.idd: `get_ticket` takes no argument `idd` (its parameters: id)",
+        ],
     );
 }
 
@@ -983,22 +977,15 @@ fn check_lists_each_rule_s_problem_and_an_overlay_hides_none() {
          [[inject]]\ntool = \"nosuch\"\ndeny = true\n\n\
          [[overlay]]\ntable = \"nosuch\"\nrows = [{ id = \"x\" }]\n",
     );
-    let worlds = worlds_dir();
-    let out = worldline_raw([
-        "check".as_ref(),
-        case.as_os_str(),
-        "--worlds".as_ref(),
-        worlds.as_os_str(),
-    ]);
-    out.expect_code(2);
-    for said in [
-        "many.toml:6:1: [[inject]]: error = \"explode\" is not an error kind",
-        "many.toml:10:1: [[inject]]: tool `nosuch` names no tool of demo@v1",
-        "many.toml:14:1: [[overlay]] 1: no table `nosuch`",
-        "3 problem(s) in 1 file(s)",
-    ] {
-        assert!(out.stdout.contains(said), "{said}: {out}");
-    }
+    refused_by_check(
+        &case,
+        &[
+            "many.toml:6:1: [[inject]]: error = \"explode\" is not an error kind",
+            "many.toml:10:1: [[inject]]: tool `nosuch` names no tool of demo@v1",
+            "many.toml:14:1: [[overlay]] 1: no table `nosuch`",
+            "3 problem(s) in 1 file(s)",
+        ],
+    );
 }
 
 /// `[expect.output]`'s `any_of`, `all_of` or `json` given as an empty list
@@ -1006,7 +993,6 @@ fn check_lists_each_rule_s_problem_and_an_overlay_hides_none() {
 #[test]
 fn an_empty_output_list_is_refused_at_its_line() {
     let dir = temp_dir();
-    let worlds = worlds_dir();
     for (key, column) in [("any_of", 10), ("all_of", 10), ("json", 8)] {
         let case = write_case(
             dir.path(),
@@ -1015,19 +1001,8 @@ fn an_empty_output_list_is_refused_at_its_line() {
                 "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{}}\n\n[expect.output]\n{key} = []\n"
             ),
         );
-        let out = worldline_raw([
-            "check".as_ref(),
-            case.as_os_str(),
-            "--worlds".as_ref(),
-            worlds.as_os_str(),
-        ]);
-        out.expect_code(2);
-        assert!(
-            out.stdout.contains(&format!(
-                "{key}.toml:7:{column}: [expect.output] {key} = [] checks nothing"
-            )),
-            "{out}"
-        );
+        let said = format!("{key}.toml:7:{column}: [expect.output] {key} = [] checks nothing");
+        refused_by_check(&case, &[said.as_str()]);
     }
 }
 
@@ -1047,6 +1022,18 @@ fn each_expect_entry_s_problem_is_placed_at_it() {
          [[expect.calls]]\ntool = \"get_ticket\"\ncount = 0\n\n\
          [[expect.calls]]\ntool = \"get_ticket\"\ncount = 1\nmin = 1\n",
     );
+    refused_by_check(
+        &case,
+        &[
+            "entries.toml:15:1: [[expect.state]] #3: unknown table `tikets`",
+            "entries.toml:23:1: [[expect.calls]] #2: calls check on `get_ticket` needs one of",
+            "2 problem(s) in 1 file(s)",
+        ],
+    );
+}
+
+/// `check CASE` over the tests' worlds exits 2 and says each of `said`.
+fn refused_by_check(case: &Path, said: &[&str]) {
     let worlds = worlds_dir();
     let out = worldline_raw([
         "check".as_ref(),
@@ -1055,11 +1042,7 @@ fn each_expect_entry_s_problem_is_placed_at_it() {
         worlds.as_os_str(),
     ]);
     out.expect_code(2);
-    for said in [
-        "entries.toml:15:1: [[expect.state]] #3: unknown table `tikets`",
-        "entries.toml:23:1: [[expect.calls]] #2: calls check on `get_ticket` needs one of",
-        "2 problem(s) in 1 file(s)",
-    ] {
+    for said in said {
         assert!(out.stdout.contains(said), "{said}: {out}");
     }
 }
