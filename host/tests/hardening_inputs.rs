@@ -988,6 +988,44 @@ fn check_lists_each_rule_s_problem_and_an_overlay_hides_none() {
     );
 }
 
+/// A fault profile's every problem is listed at its entry, in a faults
+/// file and in a case's `[fuzz]` table (`check` stopped at the first).
+#[test]
+fn check_lists_each_fault_entry_s_problem() {
+    let dir = temp_dir();
+    let faults = dir.path().join("faults.toml");
+    std::fs::write(
+        &faults,
+        "clock_skew_s = [5, 1]\n\n[[tools]]\ntool = \"get_ticket\"\ndeny = 2.0\n\n\
+         [[tools]]\ntool = \"list_deploys\"\nerror = { explode = 0.5 }\n",
+    )
+    .unwrap();
+    refused_by_check(
+        &faults,
+        &[
+            "faults.toml:1:16: faults file clock_skew_s = [5, 1]: the low end is above the high end",
+            "faults.toml:3:1: faults file: `get_ticket`: deny = 2 is not a probability",
+            "faults.toml:7:1: faults file: `list_deploys`: error.explode",
+            "3 problem(s) in 1 file(s)",
+        ],
+    );
+    let case = write_case(
+        dir.path(),
+        "fuzzed",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n\
+         [[fuzz.tools]]\ntool = \"nosuch\"\ndeny = 0.5\n\n\
+         [[fuzz.tools]]\ntool = \"get_ticket\"\nempty = -1.0\n",
+    );
+    refused_by_check(
+        &case,
+        &[
+            "fuzzed.toml:6:1: [fuzz]: tool `nosuch` names no tool of demo@v1",
+            "fuzzed.toml:10:1: [fuzz]: `get_ticket`: empty = -1 is not a probability",
+            "2 problem(s) in 1 file(s)",
+        ],
+    );
+}
+
 /// `[expect.output]`'s `any_of`, `all_of` or `json` given as an empty list
 /// checks nothing: refused at its line (the run passed it unsaid).
 #[test]
@@ -1028,6 +1066,38 @@ fn each_expect_entry_s_problem_is_placed_at_it() {
             "entries.toml:15:1: [[expect.state]] #3: unknown table `tikets`",
             "entries.toml:23:1: [[expect.calls]] #2: calls check on `get_ticket` needs one of",
             "2 problem(s) in 1 file(s)",
+        ],
+    );
+}
+
+/// An entry inside an `[[expect.any_of]]` group, a turn or the attack is
+/// placed at its own line too (they were placed at the first `[[expect.*]]`
+/// line, the first problem alone said), and a `weight` on an entry of a
+/// group, which counted for nothing, is refused there.
+#[test]
+fn each_grouped_expect_entry_s_problem_is_placed_at_it() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "grouped",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n\
+         [expect]\nreward = \"weighted\"\n\n\
+         [[expect.any_of]]\n\
+         [[expect.any_of.state]]\ntable = \"tickets\"\ncount = 2\n\n\
+         [[expect.any_of.state]]\ntable = \"tickets\"\ncount = 3\nweight = 4.0\n\n\
+         [[expect.turn]]\nturn = 1\n\
+         [[expect.turn.calls]]\ntool = \"get_tiket\"\ncount = 1\n\n\
+         [expect.attack]\n\
+         [[expect.attack.state]]\ntable = \"tikets\"\ncount = 0\n",
+    );
+    refused_by_check(
+        &case,
+        &[
+            "grouped.toml:14:1: [[expect.any_of.state]] #2 of [[expect.any_of]] #1: a `weight` here counts for nothing: [[expect.any_of]] #1 is one assertion",
+            "grouped.toml:21:1: [[expect.turn.calls]] #1 of [[expect.turn]] #1: ",
+            "get_tiket",
+            "grouped.toml:26:1: [[expect.attack.state]] #1: unknown table `tikets`",
+            "3 problem(s) in 1 file(s)",
         ],
     );
 }

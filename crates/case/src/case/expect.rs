@@ -361,29 +361,54 @@ const STATUSES: &[&str] = &[
 ];
 
 impl Expect {
-    /// Each `[[expect.state]]` and `[[expect.calls]]` entry that is not
-    /// well formed or names what `world` lacks, checked on its own and
-    /// placed at its own entry (they were all placed at the first, the
-    /// first problem alone said).
+    /// Each state and calls entry of `[expect]` (at the top, in an
+    /// `[[expect.any_of]]` group, a turn or the attack) that is not well
+    /// formed or names what `world` lacks, checked on its own and placed
+    /// at its own entry (they were all placed at the first `[[expect.*]]`
+    /// line, the first problem alone said). A `weight` on an entry of a
+    /// group or the attack is refused: the group is one assertion, weighed
+    /// as a whole, and the weight counted for nothing.
     pub fn entry_problems(&self, world: &World) -> Vec<NeverHolds> {
         let tables: Vec<&String> = world.initial.tables.keys().collect();
-        let states = self.state.iter().map(|s| (true, s.check(&tables)));
-        let calls = self.calls.iter().map(|c| (false, c.check_against(world)));
         let mut found = Vec::new();
-        let mut index = [0, 0];
-        for (state, checked) in states.chain(calls) {
-            let i = &mut index[usize::from(!state)];
-            if let Err(message) = checked {
-                found.push(NeverHolds {
-                    group: Group::Top,
-                    state,
-                    index: *i,
-                    message,
-                });
+        for (group, state, calls) in self.lists() {
+            let inner = !matches!(group, Group::Top | Group::Turn(_)) && crate::new_rules::apply();
+            let weighed = |w: Option<f64>| match (inner, w) {
+                (true, Some(_)) => Err(format!(
+                    "a `weight` here counts for nothing: {} is one assertion; give its weight to the group, or leave it out",
+                    group.whole()
+                )),
+                _ => Ok(()),
+            };
+            let states = (state.iter()).map(|s| (true, s.check(&tables).and(weighed(s.weight))));
+            let calls =
+                (calls.iter()).map(|c| (false, c.check_against(world).and(weighed(c.weight))));
+            let mut index = [0, 0];
+            for (state, checked) in states.chain(calls) {
+                let i = &mut index[usize::from(!state)];
+                if let Err(message) = checked {
+                    found.push(NeverHolds {
+                        group,
+                        state,
+                        index: *i,
+                        message,
+                    });
+                }
+                *i += 1;
             }
-            *i += 1;
         }
         found
+    }
+
+    /// Every list of state and calls checks, with where it is.
+    fn lists(&self) -> Vec<(Group, &[StateCheck], &[CallCheck])> {
+        let mut lists = vec![(Group::Top, &self.state[..], &self.calls[..])];
+        let any_of = self.any_of.iter().enumerate();
+        lists.extend(any_of.map(|(g, a)| (Group::AnyOf(g), &a.state[..], &a.calls[..])));
+        let turns = self.turn.iter().enumerate();
+        lists.extend(turns.map(|(g, t)| (Group::Turn(g), &t.state[..], &t.calls[..])));
+        lists.extend((self.attack.iter()).map(|a| (Group::Attack, &a.state[..], &a.calls[..])));
+        lists
     }
 
     /// Check every assertion is well formed and names what `world` has,
@@ -417,15 +442,9 @@ impl Expect {
                     "an any_of group needs two or more assertions ([[expect.any_of.state]], [[expect.any_of.calls]])".into(),
                 ));
             }
-            for s in &group.state {
-                s.check(&tables).map_err(at)?;
-            }
-            for c in &group.calls {
-                c.check_against(world).map_err(at)?;
-            }
         }
         for t in &self.turn {
-            t.check(world, &tables)?;
+            t.check()?;
         }
         if let Some(a) = &self.attack {
             let at = |m: String| format!("[expect.attack]: {m}");
@@ -436,12 +455,6 @@ impl Expect {
             }
             if let Some(o) = &a.output {
                 o.check().map_err(at)?;
-            }
-            for s in &a.state {
-                s.check(&tables).map_err(at)?;
-            }
-            for c in &a.calls {
-                c.check_against(world).map_err(at)?;
             }
         }
         if let Some(o) = &self.output {
@@ -520,7 +533,9 @@ impl Expect {
 
 impl TurnCheck {
     /// A turn from 1, with at least one check, each well formed.
-    fn check(&self, world: &World, tables: &[&String]) -> Result<(), String> {
+    /// Check the turn's number and that it checks something; its state and
+    /// calls entries are checked on their own ([`Expect::entry_problems`]).
+    fn check(&self) -> Result<(), String> {
         let at = |m: String| format!("[[expect.turn]] turn {}: {m}", self.turn);
         if self.turn == 0 {
             return Err(at(
@@ -532,12 +547,6 @@ impl TurnCheck {
                 "checks nothing: add [[expect.turn.state]], [[expect.turn.calls]] or [[expect.turn.said]]"
                     .into(),
             ));
-        }
-        for s in &self.state {
-            s.check(tables).map_err(at)?;
-        }
-        for c in &self.calls {
-            c.check_against(world).map_err(at)?;
         }
         for (i, s) in self.said.iter().enumerate() {
             s.check().map_err(|m| at(format!("said #{}: {m}", i + 1)))?;
@@ -725,6 +734,18 @@ pub enum Group {
     Attack,
 }
 
+impl Group {
+    /// How the file names the whole group (not for [`Group::Top`]).
+    fn whole(self) -> String {
+        match self {
+            Group::Top => "[expect]".into(),
+            Group::AnyOf(g) => format!("[[expect.any_of]] #{}", g + 1),
+            Group::Turn(g) => format!("[[expect.turn]] #{}", g + 1),
+            Group::Attack => "[expect.attack]".into(),
+        }
+    }
+}
+
 /// A state or calls check whose bounds can never hold, and where it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NeverHolds {
@@ -873,7 +894,7 @@ impl Expect {
     /// order the file gives them within each list.
     pub fn never_holds(&self) -> Vec<NeverHolds> {
         let mut found = Vec::new();
-        let mut lists = |group: Group, state: &[StateCheck], calls: &[CallCheck]| {
+        for (group, state, calls) in self.lists() {
             let states = state.iter().map(StateCheck::never_holds);
             let calls = calls.iter().map(CallCheck::never_holds);
             for (is_state, all) in [(true, states.collect::<Vec<_>>()), (false, calls.collect())] {
@@ -888,16 +909,6 @@ impl Expect {
                     }
                 }
             }
-        };
-        lists(Group::Top, &self.state, &self.calls);
-        for (g, a) in self.any_of.iter().enumerate() {
-            lists(Group::AnyOf(g), &a.state, &a.calls);
-        }
-        for (g, t) in self.turn.iter().enumerate() {
-            lists(Group::Turn(g), &t.state, &t.calls);
-        }
-        if let Some(a) = &self.attack {
-            lists(Group::Attack, &a.state, &a.calls);
         }
         found
     }

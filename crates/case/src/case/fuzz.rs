@@ -320,70 +320,78 @@ impl UserFaults {
 /// against the world it will run on. Without a world (`check` of a faults
 /// file alone, which names none) every rule is checked but those that
 /// read the world: that each tool is one of its tools, a stale `field` one
-/// its rows can hold, an injection's vector one it declares.
+/// its rows can hold, an injection's vector one it declares. Each entry is
+/// checked on its own and every problem listed, at its line (decision
+/// 0194), in the order they are written.
 pub fn check(
     path: &Path,
     source: &str,
     doc: &ProfileToml,
     world: Option<&World>,
     table: &str,
-) -> Result<Profile, InputError> {
+) -> Result<Profile, Vec<InputError>> {
     let at = |offset: usize, m: String| InputError::at(path, source, offset, m);
     if doc.tools.is_empty() && doc.clock_skew_s.is_none() && doc.user.is_none() {
-        return Err(InputError::new(
+        return Err(vec![InputError::new(
             path,
             format!(
                 "{table} injects nothing; add [[{}tools]] entries, clock_skew_s or a user table",
                 if table == "[fuzz]" { "fuzz." } else { "" }
             ),
-        ));
+        )]);
     }
-    if let Some(skew) = &doc.clock_skew_s {
-        let r = skew.get_ref();
-        if r.lo > r.hi {
-            return Err(at(
-                skew.span().start,
-                format!(
-                    "{table} clock_skew_s = [{}, {}]: the low end is above the high end",
-                    r.lo, r.hi
-                ),
-            ));
-        }
-        // A century either way; more would take the clock out of the
-        // years RFC 3339 can write.
-        const MAX_SKEW_S: i64 = 100 * 366 * 86_400;
-        if r.lo < -MAX_SKEW_S || r.hi > MAX_SKEW_S {
-            return Err(at(
-                skew.span().start,
-                format!(
-                    "{table} clock_skew_s = [{}, {}] is out of range; skew by at most {MAX_SKEW_S} seconds (a century) either way",
-                    r.lo, r.hi
-                ),
-            ));
-        }
+    let mut problems = Vec::new();
+    if let Some(skew) = &doc.clock_skew_s
+        && let Err(m) = check_skew(skew.get_ref(), table)
+    {
+        problems.push(at(skew.span().start, m));
     }
     let mut tools: Vec<ToolFaults> = Vec::with_capacity(doc.tools.len());
     for entry in &doc.tools {
         let t = entry.get_ref();
-        check_tool(t, world).map_err(|m| at(entry.span().start, format!("{table}: {m}")))?;
-        if let Some(world) = world
-            && super::recorded::new_rules_apply()
-            && let Some(m) = shadowed(t, &tools, world)
-        {
-            return Err(at(entry.span().start, format!("{table}: {m}")));
+        let problem = check_tool(t, world).err().or_else(|| {
+            let world = world.filter(|_| super::recorded::new_rules_apply())?;
+            shadowed(t, &tools, world)
+        });
+        match problem {
+            Some(m) => problems.push(at(entry.span().start, format!("{table}: {m}"))),
+            None => tools.push(t.clone()),
         }
-        tools.push(t.clone());
     }
-    if let Some(u) = &doc.user {
-        u.get_ref()
-            .check()
-            .map_err(|m| at(u.span().start, format!("{table}: {m}")))?;
+    if let Some(u) = &doc.user
+        && let Err(m) = u.get_ref().check()
+    {
+        problems.push(at(u.span().start, format!("{table}: {m}")));
+    }
+    if !problems.is_empty() {
+        problems.sort_by_key(|e| e.line);
+        return Err(problems);
     }
     Ok(Profile {
         clock_skew_s: doc.clock_skew_s.as_ref().map(|s| *s.get_ref()),
         tools,
         user: doc.user.as_ref().map(|u| u.get_ref().clone()),
     })
+}
+
+/// A `clock_skew_s` range's problem: its ends out of order, or beyond a
+/// century either way (more would take the clock out of the years RFC 3339
+/// can write).
+fn check_skew(r: &Range, table: &str) -> Result<(), String> {
+    const MAX_SKEW_S: i64 = 100 * 366 * 86_400;
+    if r.lo > r.hi {
+        return Err(format!(
+            "{table} clock_skew_s = [{}, {}]: the low end is above the high end",
+            r.lo, r.hi
+        ));
+    }
+    if r.lo < -MAX_SKEW_S || r.hi > MAX_SKEW_S {
+        return Err(format!(
+            "{table} clock_skew_s = [{}, {}] is out of range; skew by at most {MAX_SKEW_S} seconds (a century) either way",
+            r.lo, r.hi
+        ));
+    }
+    Ok(())
 }
 
 /// Why the entry `t` never strikes: every tool of `world` it names is
@@ -510,7 +518,7 @@ pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
     let source = InputError::utf8(path, bytes)?;
     let doc: ProfileToml =
         toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
-    check(path, &source, &doc, Some(world), "faults file")
+    check(path, &source, &doc, Some(world), "faults file").map_err(|mut all| all.swap_remove(0))
 }
 
 #[cfg(test)]

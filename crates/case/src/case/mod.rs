@@ -657,7 +657,8 @@ pub fn parse_all(
             (Ok(c), Ok(p), Ok(l), Ok(i), Ok(f)) if problems.is_empty() => (c, p, l, i, f),
             (c, p, l, i, f) => {
                 problems.extend(i.err().into_iter().flatten());
-                problems.extend([c.err(), p.err(), l.err(), f.err()].into_iter().flatten());
+                problems.extend(f.err().into_iter().flatten());
+                problems.extend([c.err(), p.err(), l.err()].into_iter().flatten());
                 problems.sort_by_key(|e| (e.file != path, e.line));
                 return Err(problems);
             }
