@@ -443,6 +443,45 @@ fn the_process_gets_a_scrubbed_environment_and_its_token_is_required() {
     );
 }
 
+/// A client that closed its reading end before its answer was written:
+/// the answer that could not be sent is not flushed into the report, which
+/// goes to stderr once the client is gone (`--json` read whole there).
+#[test]
+fn an_answer_a_gone_client_refused_stays_out_of_the_json_report() {
+    use std::io::Write;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = rollback_case(dir.path());
+    let mut server = crate::common::cli()
+        .args(["mcp".as_ref(), case.as_os_str(), "--json".as_ref()])
+        .args(["--worlds".as_ref(), worlds().as_os_str()])
+        .args(["--store".as_ref(), store.as_os_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting worldline mcp");
+    // The client stops reading before it asks.
+    drop(server.stdout.take());
+    let mut stdin = server.stdin.take().unwrap();
+    stdin
+        .write_all(
+            concat!(
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+                "\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    drop(stdin);
+    let out = server.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: Value = serde_json::from_str(&stderr)
+        .unwrap_or_else(|e| panic!("the report on stderr is one JSON document ({e}): {stderr}"));
+    assert!(report["run_id"].is_string(), "{report}");
+    assert!(!stderr.contains("serverInfo"), "{stderr}");
+}
+
 #[test]
 fn malformed_and_huge_messages_over_stdio_get_errors_and_the_session_goes_on() {
     use std::io::Write;

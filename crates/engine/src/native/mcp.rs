@@ -9,7 +9,10 @@ use super::session::{self, Exit, Handle};
 use super::{signals, stdio};
 use crate::run::{RunOptions, RunOutcome};
 use anyhow::Result;
+use std::fs::File;
+use std::io::BufWriter;
 use std::net::SocketAddr;
+use std::os::fd::AsFd as _;
 use std::time::Duration;
 use worldline_case::case::Case;
 use worldline_case::error::InputError;
@@ -75,10 +78,20 @@ pub fn serve(
 fn over_stdio(handle: &Handle) {
     let (done, finished) = std::sync::mpsc::channel();
     let h = handle.clone();
+    // Answers go out through a descriptor of this thread's own, not the
+    // process's buffered stdout: an answer the client's closed end refused
+    // stays in that buffer, and the report (written to stdout once it is
+    // stderr) would flush it out ahead of itself; a thread still waiting
+    // on stdin could also hold stdout's lock past the session's end.
+    let out = std::io::stdout().as_fd().try_clone_to_owned();
     std::thread::spawn(move || {
         // A client that closes its end ends the session, not the process.
         signals::hold_sigpipe_on_this_thread();
-        let _ = stdio::serve(&h, std::io::stdin().lock(), std::io::stdout().lock());
+        let input = std::io::stdin().lock();
+        let _ = match out {
+            Ok(out) => stdio::serve(&h, input, BufWriter::new(File::from(out))),
+            Err(_) => stdio::serve(&h, input, std::io::stdout().lock()),
+        };
         let _ = done.send(());
     });
     while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(POLL) {
