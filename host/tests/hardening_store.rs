@@ -1163,3 +1163,31 @@ fn a_mistyped_store_address_is_refused_without_its_password() {
         .collect();
     assert!(made.is_empty(), "{made:?}");
 }
+
+/// `gc --cache-days 0` leaves a compile's lock file that a compile holds
+/// (removed, the next process to miss the same entry locked a new file and
+/// compiled beside it); an old lock no one holds goes as before.
+#[test]
+fn gc_keeps_a_compile_lock_while_it_is_held() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let engine = store.join("cache").join("engine");
+    std::fs::create_dir_all(&engine).unwrap();
+    let (held, free) = (engine.join("a1.lock"), engine.join("b2.lock"));
+    for f in [&held, &free] {
+        std::fs::write(f, "").unwrap();
+    }
+    age(&engine, Duration::from_secs(3 * 86_400));
+    let lock = std::fs::File::open(&held).unwrap();
+    lock.lock().unwrap();
+    let gc = worldline(&store, ["gc", "--cache-days", "0", "--json"]);
+    gc.expect_code(0);
+    assert!(held.exists(), "the held lock was removed: {gc}");
+    assert!(!free.exists(), "the old lock no one holds stayed: {gc}");
+    let removed = gc.json()["cache"]["items"].to_string();
+    assert!(
+        removed.contains("b2.lock") && !removed.contains("a1.lock"),
+        "{gc}"
+    );
+    drop(lock);
+}

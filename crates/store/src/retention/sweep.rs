@@ -165,7 +165,8 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
     let unused_since = now - super::days_s(policy.cache.unused_days);
     for sub in sorted_entries(&store.cache_dir())? {
         if sub.is_dir() {
-            sweep_dir(&sub, |_| true, unused_since, dry_run, &mut report.cache)?;
+            let unheld = |name: &str| !name.ends_with(".lock") || !lock_held(&sub.join(name));
+            sweep_dir(&sub, unheld, unused_since, dry_run, &mut report.cache)?;
         }
     }
     let rel = |items: &mut Vec<String>| {
@@ -207,6 +208,14 @@ fn needed(
         }
     }
     (worlds, needed)
+}
+
+/// Whether a compile holds the lock file at `path` now (the compile cache's
+/// `<sha256>.lock`): removed while held, the next process to miss the same
+/// entry would lock a new file and compile it a second time beside it.
+fn lock_held(path: &Path) -> bool {
+    std::fs::File::open(path)
+        .is_ok_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 /// The entries of a folder, sorted (none when it does not exist).
