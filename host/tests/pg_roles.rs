@@ -451,6 +451,8 @@ fn each_responder_unredacted_read_is_audited_and_listed() {
     // `case from-run` writes the bundle whole beside the case.
     let case = t.dir.path().join("raw-case.toml");
     worldline(r, ["case", "from-run", &t.run, "-o", s(&case)]).expect_code(0);
+    // `verify` notes the runs it replays (it noted none).
+    worldline(r, ["verify", &t.run]).expect_code(0);
     let listed = worldline(r, ["audit", "--json"]);
     listed.expect_code(0);
     let mine: Vec<serde_json::Value> = listed
@@ -482,6 +484,7 @@ fn each_responder_unredacted_read_is_audited_and_listed() {
             (run.clone(), "export --format trajectories".into()),
             (run.clone(), "export --format atif".into()),
             (run.clone(), "case from-run".into()),
+            (run.clone(), "verify".into()),
         ]
     );
     for x in &mine {

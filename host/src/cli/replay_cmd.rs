@@ -129,9 +129,11 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         (false, Some((holding, run))) => super::open_holding(&args.common.store, run, holding)?,
         (false, None) => StoreDir::open_existing(&args.common.store)?,
     };
-    // A worker re-executes runs too: refused to a viewer, audited for a
-    // responder, whoever started it.
-    store.audit_reexecution(&[], "verify")?;
+    // A worker re-executes runs too: refused to a viewer, whoever started
+    // it; the runs it is handed were audited by the process that drew them.
+    if args.verify_worker.is_some() {
+        store.require_raw("verify (unredacted)")?;
+    }
     let jobs = args.verify_worker.unwrap_or_else(|| super::jobs(args.jobs));
     let sandbox =
         Sandbox::pooled(Some(store.compile_cache_dir()), jobs)?.on_compile(super::compile_notice());
@@ -146,6 +148,17 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
     });
     let workers = |hello: &verify::Hello| workers(&sandbox, &store, jobs, hello);
     let (runs, drawn) = ops::replay::drawn(&store, &args.runs, sample)?;
+    // Each run replayed is audited for a responder by its id (a run named
+    // by its bundle's path or a prefix of its id, too).
+    if store.database().is_some() {
+        let ids: Vec<String> = (runs.iter())
+            .map(|r| Ok(super::redact_opts::id_of(&store.resolve_run(r)?)))
+            .collect::<Result<_>>()?;
+        store.audit_reexecution(
+            &ids.iter().map(String::as_str).collect::<Vec<_>>(),
+            "verify",
+        )?;
+    }
     let report = verify_report::Stream::new(
         std::io::BufWriter::new(std::io::stdout()),
         args.common.json,
