@@ -31,7 +31,9 @@ pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()
             writeln!(
                 out,
                 "{indent}{mark} {}: expected {}, got {}",
-                a.what, a.expected, a.actual
+                super::bounded(&a.what),
+                super::bounded(&a.expected.to_string()),
+                super::bounded(&a.actual.to_string())
             )?;
         }
     }
@@ -45,7 +47,7 @@ pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()
             let what = if lines.is_empty() { ", unchanged" } else { ":" };
             writeln!(out, "{indent}  turn {} (ended {end}){what}", t.turn)?;
             for l in lines {
-                writeln!(out, "{indent}    {l}")?;
+                writeln!(out, "{indent}    {}", super::bounded(&l))?;
             }
         }
         return Ok(());
@@ -56,7 +58,7 @@ pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()
     } else {
         writeln!(out, "{indent}state diff:")?;
         for l in lines {
-            writeln!(out, "{indent}  {l}")?;
+            writeln!(out, "{indent}  {}", super::bounded(&l))?;
         }
     }
     Ok(())

@@ -49,6 +49,27 @@ pub fn write_json(out: &mut impl Write, doc: &impl Serialize) -> anyhow::Result<
     Ok(())
 }
 
+/// The most bytes of one value (an output, an error, a check's expected
+/// or actual value, a line of a state diff) a text report shows; `--json`
+/// and `history` hold it whole.
+const SHOWN_AT_MOST: usize = 16 * 1024;
+
+/// `text` as a text report shows it: whole, or its first
+/// [`SHOWN_AT_MOST`] bytes (cut at a character's boundary) and how many
+/// were left out (a 6 MB output was written to the terminal whole).
+fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= SHOWN_AT_MOST {
+        return text.into();
+    }
+    let end = text.floor_char_boundary(SHOWN_AT_MOST);
+    format!(
+        "{}… ({} bytes more; `--json` holds it whole)",
+        &text[..end],
+        text.len() - end
+    )
+    .into()
+}
+
 /// `value` pretty-printed as it reads `depth` spaces in: every line after
 /// its first indented by them (a JSON string holds no raw line break), so
 /// a document can be written a part at a time and read as if whole.

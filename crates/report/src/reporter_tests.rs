@@ -953,3 +953,21 @@ fn case_from_run_and_from_trace_say_what_they_wrote_and_list_a_traces_runs() {
         super::case::write_from_trace(out, &from_trace)
     }));
 }
+
+/// A text report shows at most 16 KiB of one value, and says how much it
+/// left out (a 6 MB output went to the terminal whole); `--json` is whole.
+#[test]
+fn a_huge_output_is_shown_cut_and_its_json_whole() {
+    let mut outcome = branch_outcomes().remove(0);
+    outcome.footer.output = Some(format!("é{}", "x".repeat(6 << 20)));
+    let shown = text(|out| super::run::write(out, &outcome));
+    let line = shown.lines().find(|l| l.starts_with("  output: ")).unwrap();
+    assert!(line.len() < 17 * 1024, "{} bytes", line.len());
+    assert!(
+        line.ends_with("… (6275074 bytes more; `--json` holds it whole)"),
+        "{}",
+        &line[line.len() - 80..]
+    );
+    let json = serde_json::to_string(&super::run::RunSummary::of(&outcome)).unwrap();
+    assert!(json.contains(&"x".repeat(6 << 20)));
+}

@@ -129,10 +129,10 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
         verdict::shown_status(f.status, o.grade.as_ref())
     )?;
     if let Some(output) = &f.output {
-        writeln!(out, "  output: {output}")?;
+        writeln!(out, "  output: {}", super::bounded(output))?;
     }
     if let Some(err) = &f.error {
-        writeln!(out, "  error:  {err}")?;
+        writeln!(out, "  error:  {}", super::bounded(err))?;
     }
     let account = account(f);
     if let Some(account) = &account {
