@@ -443,6 +443,21 @@ fn the_process_gets_a_scrubbed_environment_and_its_token_is_required() {
     );
 }
 
+/// `worldline mcp CASE` over stdio on `store`, with `extra` arguments, its
+/// three streams piped.
+fn mcp_over_stdio(case: &Path, store: &Path, extra: &[&str]) -> std::process::Child {
+    crate::common::cli()
+        .args(["mcp".as_ref(), case.as_os_str()])
+        .args(extra)
+        .args(["--worlds".as_ref(), worlds().as_os_str()])
+        .args(["--store".as_ref(), store.as_os_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting worldline mcp")
+}
+
 /// A client that closed its reading end before its answer was written:
 /// the answer that could not be sent is not flushed into the report, which
 /// goes to stderr once the client is gone (`--json` read whole there).
@@ -452,15 +467,7 @@ fn an_answer_a_gone_client_refused_stays_out_of_the_json_report() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let case = rollback_case(dir.path());
-    let mut server = crate::common::cli()
-        .args(["mcp".as_ref(), case.as_os_str(), "--json".as_ref()])
-        .args(["--worlds".as_ref(), worlds().as_os_str()])
-        .args(["--store".as_ref(), store.as_os_str()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting worldline mcp");
+    let mut server = mcp_over_stdio(&case, &store, &["--json"]);
     // The client stops reading before it asks.
     drop(server.stdout.take());
     let mut stdin = server.stdin.take().unwrap();
@@ -488,15 +495,7 @@ fn malformed_and_huge_messages_over_stdio_get_errors_and_the_session_goes_on() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let case = rollback_case(dir.path());
-    let mut server = crate::common::cli()
-        .args(["mcp".as_ref(), case.as_os_str()])
-        .args(["--worlds".as_ref(), worlds().as_os_str()])
-        .args(["--store".as_ref(), store.as_os_str()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting worldline mcp");
+    let mut server = mcp_over_stdio(&case, &store, &[]);
     let mut stdin = server.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         let huge = format!(
