@@ -17,6 +17,9 @@ pub(crate) struct ModelCall {
     pub input: Vec<Value>,
     /// `None` when the span has no content.
     pub output: Option<Answer>,
+    /// The provider's error, when the call failed without an answer: the
+    /// error kind a scripted reply gives and the HTTP status, if known.
+    pub failed: Option<(&'static str, Option<u16>)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,12 +27,16 @@ pub(crate) struct Answer {
     pub content: Option<String>,
     /// `(name, arguments as JSON text)`.
     pub tool_calls: Vec<(String, String)>,
+    /// Each call's id, when the trace gives it (beside `tool_calls`).
+    pub call_ids: Vec<Option<String>>,
 }
 
 /// One tool call with what it returned (`None`: not recorded).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ToolCall {
     pub name: String,
+    /// The model's id for the call, when the trace gives it.
+    pub id: Option<String>,
     pub arguments: Option<Value>,
     pub result: Option<Value>,
 }
@@ -59,7 +66,7 @@ impl Run {
     pub(crate) fn without_content(&self) -> usize {
         self.model_calls
             .iter()
-            .filter(|c| c.input.is_empty() && c.output.is_none())
+            .filter(|c| c.input.is_empty() && c.output.is_none() && c.failed.is_none())
             .count()
     }
 }
@@ -89,26 +96,31 @@ fn text_of(m: &Value) -> Option<String> {
 }
 
 fn message(m: &Value) -> Value {
-    let response = m["parts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["type"] == "tool_call_response")
-        .map(|p| match &p["response"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        });
-    json!({"role": m["role"].as_str().unwrap_or("user"), "content": response.or_else(|| text_of(m))})
+    let part =
+        (m["parts"].as_array().into_iter().flatten()).find(|p| p["type"] == "tool_call_response");
+    let response = part.map(|p| match &p["response"] {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let mut out = json!({"role": m["role"].as_str().unwrap_or("user"), "content": response.or_else(|| text_of(m))});
+    // Which call a tool message answers: OpenAI's `tool_call_id`, a GenAI
+    // part's `id`.
+    if let Some(id) = (m["tool_call_id"].as_str()).or(part.and_then(|p| p["id"].as_str())) {
+        out["tool_call_id"] = id.into();
+    }
+    out
 }
 
 /// Tool calls when the trace has no tool spans (the openai instrumentations
 /// trace model calls only): each answer's calls, with the results the next
-/// model call sent back as `tool` messages, in order.
+/// model call sent back as `tool` messages: the one naming the call's id
+/// when they name ids (results sent back in another order, or one missing,
+/// were given to the wrong calls), else in order.
 fn calls_from_messages(calls: &[ModelCall]) -> Vec<ToolCall> {
     let mut out = Vec::new();
     for (i, c) in calls.iter().enumerate() {
         let Some(answer) = &c.output else { continue };
-        let results: Vec<Value> = calls.get(i + 1).map_or_else(Vec::new, |next| {
+        let results: Vec<&Value> = calls.get(i + 1).map_or_else(Vec::new, |next| {
             let after = next
                 .input
                 .iter()
@@ -117,23 +129,53 @@ fn calls_from_messages(calls: &[ModelCall]) -> Vec<ToolCall> {
             next.input[after..]
                 .iter()
                 .filter(|m| m["role"] == "tool")
-                .map(|m| parsed(&m["content"]))
                 .collect()
         });
+        let by_id = results.iter().any(|m| m["tool_call_id"].is_string());
         for (k, (name, args)) in answer.tool_calls.iter().enumerate() {
+            let id = answer.call_ids.get(k).cloned().flatten();
+            let result = match (by_id, &id) {
+                (true, Some(id)) => results.iter().find(|m| m["tool_call_id"] == id.as_str()),
+                _ => results.get(k),
+            };
             out.push(ToolCall {
                 name: name.clone(),
+                id,
                 arguments: serde_json::from_str(args).ok(),
-                result: results.get(k).cloned(),
+                result: result.map(|m| parsed(&m["content"])),
             });
         }
     }
     out
 }
 
-/// Tool calls of an answer: OpenAI's `tool_calls` or GenAI `tool_call` parts.
-fn calls_of(m: &Value) -> Vec<(String, String)> {
+/// Tool spans in the order the model asked for their calls, when every
+/// one names a call an answer made (spans of calls run at once end, and
+/// may start, in any order; a case pins results by each tool's n-th call,
+/// which a replay makes in the answers' order). Else as they started.
+fn in_asked_order(run: &mut Run) {
+    let asked: Vec<&str> = (run.model_calls.iter())
+        .filter_map(|c| c.output.as_ref())
+        .flat_map(|a| a.call_ids.iter().flatten().map(String::as_str))
+        .collect();
+    let place = |t: &ToolCall| {
+        let id = t.id.as_deref()?;
+        asked.iter().position(|a| *a == id)
+    };
+    if run.tool_calls.iter().all(|t| place(t).is_some()) {
+        let mut placed: Vec<(usize, ToolCall)> = (run.tool_calls.drain(..))
+            .map(|t| (place(&t).unwrap_or(usize::MAX), t))
+            .collect();
+        placed.sort_by_key(|(p, _)| *p);
+        run.tool_calls = placed.into_iter().map(|(_, t)| t).collect();
+    }
+}
+
+/// Tool calls of an answer, each with its id when it has one: OpenAI's
+/// `tool_calls` or GenAI `tool_call` parts.
+fn calls_of(m: &Value) -> Vec<((String, String), Option<String>)> {
     let mut out = Vec::new();
+    let id = |c: &Value| c["id"].as_str().map(String::from);
     for c in m["tool_calls"].as_array().into_iter().flatten() {
         let f = if c.get("function").is_some() {
             &c["function"]
@@ -141,14 +183,14 @@ fn calls_of(m: &Value) -> Vec<(String, String)> {
             c
         };
         if let Some(name) = f["name"].as_str() {
-            out.push((name.to_string(), args_text(&f["arguments"])));
+            out.push(((name.to_string(), args_text(&f["arguments"])), id(c)));
         }
     }
     for p in m["parts"].as_array().into_iter().flatten() {
         if p["type"] == "tool_call"
             && let Some(name) = p["name"].as_str()
         {
-            out.push((name.to_string(), args_text(&p["arguments"])));
+            out.push(((name.to_string(), args_text(&p["arguments"])), id(p)));
         }
     }
     out
@@ -170,9 +212,11 @@ fn answer(v: &Value) -> Answer {
     } else {
         v
     };
+    let (tool_calls, call_ids) = calls_of(m).into_iter().unzip();
     Answer {
         content: text_of(m).filter(|t| !t.is_empty()),
-        tool_calls: calls_of(m),
+        tool_calls,
+        call_ids,
     }
 }
 
@@ -241,8 +285,18 @@ fn genai_chat(span: &Span, run: &mut Run) -> ModelCall {
         if input.is_empty() || run.forms.last() != Some(&"gen_ai events") {
             run.forms.push("gen_ai events");
         }
+        // Content that is JSON (a tool's object or list) is kept as its
+        // text: it was dropped, and a tool's result with it.
         let content = e.attrs.get("content").map(parsed);
-        input.push(json!({"role": role, "content": content.as_ref().and_then(|c| text_of(&json!({"content": c})).or(c.as_str().map(String::from)))}));
+        let text = content.as_ref().and_then(|c| {
+            (text_of(&json!({"content": c})).or(c.as_str().map(String::from)))
+                .or_else(|| (!c.is_null()).then(|| c.to_string()))
+        });
+        let mut m = json!({"role": role, "content": text});
+        if let Some(id) = e.attrs.get("id").and_then(Value::as_str) {
+            m["tool_call_id"] = id.into();
+        }
+        input.push(m);
     }
     if let Some(defs) = span.attrs.get("gen_ai.tool.definitions") {
         for d in parsed(defs)
@@ -254,7 +308,36 @@ fn genai_chat(span: &Span, run: &mut Run) -> ModelCall {
             run.tools.entry(d.name.clone()).or_insert(d);
         }
     }
-    ModelCall { input, output }
+    ModelCall {
+        input,
+        output,
+        failed: None,
+    }
+}
+
+/// What a model call's span says of its failure, when it failed without an
+/// answer (it was dropped, and the failure a case from the trace should
+/// reproduce with it): `timeout` when its `error.type` says so, else
+/// `unavailable`, with the HTTP status its `error.type` or
+/// `http.response.status_code` gives.
+fn failure(span: &Span, output: Option<&Answer>) -> Option<(&'static str, Option<u16>)> {
+    if !span.failed || output.is_some() {
+        return None;
+    }
+    let kind = span.text("error.type").unwrap_or("");
+    let status = (kind.parse::<u16>().ok())
+        .or(span
+            .attrs
+            .get("http.response.status_code")
+            .and_then(Value::as_u64)
+            .and_then(|n| u16::try_from(n).ok()))
+        .filter(|s| (400..=599).contains(s));
+    let timeout =
+        kind.to_ascii_lowercase().contains("timeout") || status == Some(408) || status == Some(504);
+    Some((
+        if timeout { "timeout" } else { "unavailable" },
+        status.filter(|_| !timeout),
+    ))
 }
 
 /// An OpenInference LLM span.
@@ -278,24 +361,29 @@ fn openinference_llm(span: &Span, run: &mut Run) -> ModelCall {
                 Some((n.parse::<usize>().ok()?, field, *v))
             })
             .fold(
-                BTreeMap::<usize, (String, String)>::new(),
+                BTreeMap::<usize, ((String, String), Option<String>)>::new(),
                 |mut acc, (n, f, v)| {
                     let e = acc.entry(n).or_default();
                     match f {
-                        "tool_call.function.name" => e.0 = v.as_str().unwrap_or("").into(),
-                        "tool_call.function.arguments" => e.1 = args_text(v),
+                        "tool_call.function.name" => e.0.0 = v.as_str().unwrap_or("").into(),
+                        "tool_call.function.arguments" => e.0.1 = args_text(v),
+                        "tool_call.id" => e.1 = v.as_str().map(String::from),
                         _ => {}
                     }
                     acc
                 },
             );
+        let (tool_calls, call_ids) = (calls.into_values())
+            .filter(|((n, _), _)| !n.is_empty())
+            .unzip();
         Answer {
             content: m
                 .get("message.content")
                 .and_then(|v| v.as_str())
                 .filter(|t| !t.is_empty())
                 .map(String::from),
-            tool_calls: calls.into_values().filter(|(n, _)| !n.is_empty()).collect(),
+            tool_calls,
+            call_ids,
         }
     });
     for t in indexed(span, "llm.tools.").values() {
@@ -308,7 +396,11 @@ fn openinference_llm(span: &Span, run: &mut Run) -> ModelCall {
             run.tools.entry(d.name.clone()).or_insert(d);
         }
     }
-    ModelCall { input, output }
+    ModelCall {
+        input,
+        output,
+        failed: None,
+    }
 }
 
 /// The run in these spans (one trace's), in start order.
@@ -323,20 +415,24 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
         let op = s.text("gen_ai.operation.name").unwrap_or("");
         let oi = s.text("openinference.span.kind").unwrap_or("");
         if oi == "LLM" {
-            let c = openinference_llm(s, &mut run);
+            let mut c = openinference_llm(s, &mut run);
+            c.failed = failure(s, c.output.as_ref());
             run.model_calls.push(c);
         } else if oi == "TOOL" {
             run.tool_calls.push(ToolCall {
                 name: s.text("tool.name").unwrap_or(&s.name).to_string(),
+                id: s.text("tool_call.id").map(String::from),
                 arguments: s.attrs.get("input.value").map(parsed),
                 result: s.attrs.get("output.value").map(parsed),
             });
         } else if matches!(op, "chat" | "text_completion" | "generate_content") {
-            let c = genai_chat(s, &mut run);
+            let mut c = genai_chat(s, &mut run);
+            c.failed = failure(s, c.output.as_ref());
             run.model_calls.push(c);
         } else if op == "execute_tool" {
             run.tool_calls.push(ToolCall {
                 name: s.text("gen_ai.tool.name").unwrap_or("").to_string(),
+                id: s.text("gen_ai.tool.call.id").map(String::from),
                 arguments: s.attrs.get("gen_ai.tool.call.arguments").map(parsed),
                 result: s.attrs.get("gen_ai.tool.call.result").map(parsed),
             });
@@ -345,6 +441,8 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
     run.forms.dedup();
     if run.tool_calls.is_empty() {
         run.tool_calls = calls_from_messages(&run.model_calls);
+    } else {
+        in_asked_order(&mut run);
     }
     run
 }
@@ -359,6 +457,7 @@ mod tests {
             span_id: "s".into(),
             name: "x".into(),
             start_ns: 1,
+            failed: false,
             attrs: attrs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
@@ -398,6 +497,10 @@ mod tests {
             (
                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments",
                 json!("{\"id\":\"A\"}"),
+            ),
+            (
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id",
+                json!("c1"),
             ),
             (
                 "llm.tools.0.tool.json_schema",
@@ -450,6 +553,7 @@ mod tests {
             r.tool_calls,
             [ToolCall {
                 name: "get".into(),
+                id: Some("c1".into()),
                 arguments: Some(json!({"id": "A"})),
                 result: Some(json!({"status": "open"})),
             }]
@@ -477,6 +581,147 @@ mod tests {
         assert_eq!(
             r.model_calls[0].output.as_ref().unwrap().content.as_deref(),
             Some("done")
+        );
+        assert_eq!(r.without_content(), 0);
+    }
+
+    /// A chat span asking for `lookup` of x (id a) then y (id b).
+    fn asking_two(start_ns: u64) -> Span {
+        let mut s = span(&[
+            ("gen_ai.operation.name", json!("chat")),
+            (
+                "gen_ai.input.messages",
+                json!(r#"[{"role":"user","content":"hi"}]"#),
+            ),
+            (
+                "gen_ai.output.messages",
+                json!(
+                    r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"a","name":"lookup","arguments":{"k":"x"}},{"type":"tool_call","id":"b","name":"lookup","arguments":{"k":"y"}}]}]"#
+                ),
+            ),
+        ]);
+        s.start_ns = start_ns;
+        s
+    }
+
+    /// Calls run at once, their spans in another order than the model
+    /// asked: each result stays with its call (they were swapped).
+    #[test]
+    fn tool_spans_run_out_of_order_keep_their_results_with_their_calls() {
+        let tool = |id: &str, k: &str, v: &str, start_ns: u64| {
+            let mut t = span(&[
+                ("gen_ai.operation.name", json!("execute_tool")),
+                ("gen_ai.tool.name", json!("lookup")),
+                ("gen_ai.tool.call.id", json!(id)),
+                (
+                    "gen_ai.tool.call.arguments",
+                    json!({ "k": k }).to_string().into(),
+                ),
+                (
+                    "gen_ai.tool.call.result",
+                    json!({ "v": v }).to_string().into(),
+                ),
+            ]);
+            t.start_ns = start_ns;
+            t
+        };
+        let r = run_of(&[
+            asking_two(1),
+            tool("b", "y", "Y", 2),
+            tool("a", "x", "X", 3),
+        ]);
+        let got: Vec<(Option<Value>, Option<Value>)> = (r.tool_calls.iter())
+            .map(|t| (t.arguments.clone(), t.result.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some(json!({"k": "x"})), Some(json!({"v": "X"}))),
+                (Some(json!({"k": "y"})), Some(json!({"v": "Y"}))),
+            ]
+        );
+    }
+
+    /// Without tool spans, results sent back in another order (or one
+    /// missing) are paired by the call ids the tool messages name.
+    #[test]
+    fn tool_messages_are_paired_by_their_call_ids() {
+        let mut next = span(&[
+            ("gen_ai.operation.name", json!("chat")),
+            (
+                "gen_ai.input.messages",
+                json!(
+                    r#"[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"lookup","arguments":"{}"}},{"id":"b","function":{"name":"lookup","arguments":"{}"}}]},{"role":"tool","tool_call_id":"b","content":"{\"v\":\"Y\"}"}]"#
+                ),
+            ),
+            (
+                "gen_ai.output.messages",
+                json!(r#"[{"role":"assistant","content":"done"}]"#),
+            ),
+        ]);
+        next.start_ns = 2;
+        let r = run_of(&[asking_two(1), next]);
+        let results: Vec<Option<Value>> = r.tool_calls.iter().map(|t| t.result.clone()).collect();
+        assert_eq!(results, [None, Some(json!({"v": "Y"}))]);
+    }
+
+    /// A tool message event whose content is JSON keeps it (it was dropped).
+    #[test]
+    fn a_tool_message_event_holding_json_keeps_it() {
+        let mut s = asking_two(1);
+        s.attrs.remove("gen_ai.input.messages");
+        let mut next = span(&[("gen_ai.operation.name", json!("chat"))]);
+        next.start_ns = 2;
+        let event = |name: &str, attrs: &[(&str, Value)]| super::super::otlp::SpanEvent {
+            name: name.into(),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        };
+        next.events = vec![
+            event("gen_ai.user.message", &[("content", json!("hi"))]),
+            event(
+                "gen_ai.tool.message",
+                &[("content", json!({"v": "X"})), ("id", json!("a"))],
+            ),
+            event(
+                "gen_ai.tool.message",
+                &[("content", json!([1, 2])), ("id", json!("b"))],
+            ),
+            event(
+                "gen_ai.choice",
+                &[("message", json!(r#"{"content":"done"}"#))],
+            ),
+        ];
+        let r = run_of(&[s, next]);
+        let results: Vec<Option<Value>> = r.tool_calls.iter().map(|t| t.result.clone()).collect();
+        assert_eq!(results, [Some(json!({"v": "X"})), Some(json!([1, 2]))]);
+    }
+
+    /// A model call that failed without an answer is kept as its failure
+    /// (it was dropped: the case made one call fewer, and no failure).
+    #[test]
+    fn a_failed_model_call_is_kept_as_its_error() {
+        let mut failed = span(&[
+            ("gen_ai.operation.name", json!("chat")),
+            (
+                "gen_ai.input.messages",
+                json!(r#"[{"role":"user","content":"hi"}]"#),
+            ),
+            ("error.type", json!("429")),
+        ]);
+        failed.failed = true;
+        let mut timed_out = failed.clone();
+        timed_out
+            .attrs
+            .insert("error.type".into(), json!("APITimeoutError"));
+        timed_out.start_ns = 2;
+        let r = run_of(&[failed, timed_out]);
+        let got: Vec<_> = r.model_calls.iter().map(|c| c.failed).collect();
+        assert_eq!(
+            got,
+            [Some(("unavailable", Some(429))), Some(("timeout", None))]
         );
         assert_eq!(r.without_content(), 0);
     }

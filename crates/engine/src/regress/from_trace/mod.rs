@@ -322,8 +322,23 @@ fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Res
     let responses: Vec<Value> = run
         .model_calls
         .iter()
-        .filter_map(|c| c.output.as_ref())
+        .filter_map(|c| match (&c.output, c.failed) {
+            (_, Some((kind, status))) => Some(Err((kind, status))),
+            (Some(a), None) => Some(Ok(a)),
+            (None, None) => None,
+        })
         .map(|a| {
+            // A call that failed is the same failure, scripted.
+            let a = match a {
+                Ok(a) => a,
+                Err((kind, status)) => {
+                    let mut r = json!({"error": kind});
+                    if let Some(s) = status {
+                        r["status"] = s.into();
+                    }
+                    return r;
+                }
+            };
             let mut r = json!({});
             if let Some(c) = &a.content {
                 r["content"] = c.clone().into();
@@ -347,7 +362,11 @@ fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Res
         let n = nth.entry(&t.name).or_default();
         *n += 1;
         let mut rule = json!({"tool": t.name, "nth": *n});
-        let Some(result) = &t.result else { continue };
+        // A result not recorded, or recorded empty, pins nothing: the call
+        // is answered as the world answers it.
+        let Some(result) = t.result.as_ref().filter(|r| !r.is_null()) else {
+            continue;
+        };
         match error_of(result) {
             Some((kind, message)) => {
                 rule["error"] = kind.into();

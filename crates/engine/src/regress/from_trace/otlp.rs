@@ -21,6 +21,8 @@ pub(crate) struct Span {
     pub span_id: String,
     pub name: String,
     pub start_ns: u64,
+    /// Its status said it failed (`STATUS_CODE_ERROR`).
+    pub failed: bool,
     pub attrs: BTreeMap<String, Value>,
     pub events: Vec<SpanEvent>,
 }
@@ -127,6 +129,7 @@ fn proto_spans(req: &ExportTraceServiceRequest) -> Vec<Span> {
                     span_id: hex::encode(&s.span_id),
                     name: s.name.clone(),
                     start_ns: s.start_time_unix_nano,
+                    failed: s.status.as_ref().is_some_and(|st| st.code == 2),
                     attrs: proto_attrs(&s.attributes),
                     events: s
                         .events
@@ -183,6 +186,16 @@ fn json_attrs(list: &Value) -> BTreeMap<String, Value> {
         .unwrap_or_default()
 }
 
+/// A span's `startTimeUnixNano`: a decimal string (as OTLP JSON writes a
+/// 64-bit integer) or a number, whole and unsigned; `None` when it is
+/// neither (it was read as 1970, and moved the span to the front).
+fn start_of(span: &Value) -> Option<u64> {
+    match &span["startTimeUnixNano"] {
+        Value::String(t) => t.parse().ok(),
+        v => v.as_u64(),
+    }
+}
+
 fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let line = bytes[..e.valid_up_to()]
@@ -212,21 +225,31 @@ fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
             })
             .collect::<Result<_, _>>()?,
     };
-    for doc in &docs {
+    for (i, doc) in docs.iter().enumerate() {
+        // The line of the request: one a line, or the one document.
+        let line = if docs.len() > 1 { i + 1 } else { 0 };
         let Some(resource_spans) = doc["resourceSpans"].as_array() else {
             return Err(String::from("is JSON without `resourceSpans`: not an OTLP trace").into());
         };
         for rs in resource_spans {
             for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
                 for s in ss["spans"].as_array().into_iter().flatten() {
+                    let name = s["name"].as_str().unwrap_or("").to_string();
+                    let start_ns = start_of(s).ok_or_else(|| Unread {
+                        line,
+                        message: format!(
+                            "span `{name}` (id {}) has startTimeUnixNano {}, not a whole number of nanoseconds since 1970: the run's clock and its calls' order are read from it; export the trace again, or mend the span",
+                            s["spanId"].as_str().unwrap_or("?"),
+                            s.get("startTimeUnixNano").map_or_else(|| "missing".to_string(), Value::to_string),
+                        ),
+                    })?;
                     out.push(Span {
                         trace_id: s["traceId"].as_str().unwrap_or("").to_lowercase(),
                         span_id: s["spanId"].as_str().unwrap_or("").to_lowercase(),
-                        name: s["name"].as_str().unwrap_or("").to_string(),
-                        start_ns: match &s["startTimeUnixNano"] {
-                            Value::String(t) => t.parse().unwrap_or(0),
-                            v => v.as_u64().unwrap_or(0),
-                        },
+                        name,
+                        start_ns,
+                        failed: matches!(&s["status"]["code"], Value::Number(n) if n.as_u64() == Some(2))
+                            || s["status"]["code"] == "STATUS_CODE_ERROR",
                         attrs: json_attrs(&s["attributes"]),
                         events: s["events"]
                             .as_array()
@@ -243,4 +266,35 @@ fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A start time that is no whole number of nanoseconds is refused,
+    /// naming the span (it was read as 1970: the case's clock, and the
+    /// span moved to the front of the run).
+    #[test]
+    fn a_start_time_that_is_no_number_is_refused_naming_the_span() {
+        let doc = |t: &str| {
+            format!(
+                r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"0af7","spanId":"b7ad","name":"chat","startTimeUnixNano":{t}}}]}}]}}]}}"#
+            )
+        };
+        assert_eq!(
+            json_spans(doc("\"1772366703000000000\"").as_bytes()).unwrap()[0].start_ns,
+            1_772_366_703_000_000_000
+        );
+        for bad in ["\"1.772366703e18\"", "\"yesterday\"", "-1", "1.5"] {
+            let e = json_spans(doc(bad).as_bytes()).unwrap_err();
+            assert!(
+                e.message.starts_with(&format!(
+                    "span `chat` (id b7ad) has startTimeUnixNano {bad}, not a whole number"
+                )),
+                "{bad}: {}",
+                e.message
+            );
+        }
+    }
 }
