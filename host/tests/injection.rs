@@ -186,3 +186,41 @@ fn a_campaign_reports_the_attack_success_rate_and_shrinks_to_the_injection() {
         "the one fault that matters: {words}"
     );
 }
+
+/// Without an `[expect.attack]` goal a campaign that injects measures no
+/// attack rate and says so (it reported 0% where the agent obeyed every
+/// time).
+#[test]
+fn a_campaign_without_an_attack_goal_reports_no_attack_rate() {
+    let dir = temp_dir();
+    let worlds = injectable_world(dir.path());
+    let profile = format!(
+        "\n[fuzz]\n[[fuzz.tools]]\ntool = \"get_alert\"\ninjection = {{ p = 1.0, vector = \"inj_alert\", text = \" {ATTACK}\" }}\n"
+    );
+    let case = case(dir.path(), &profile);
+    let text = std::fs::read_to_string(&case).unwrap();
+    let goal = text.find("\n[expect.attack]").unwrap();
+    let end = text[goal..].find("\n[fuzz]").unwrap() + goal;
+    std::fs::write(&case, format!("{}{}", &text[..goal], &text[end..])).unwrap();
+    let out = worldline(
+        &dir.path().join("store"),
+        [
+            "fuzz".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            guest("model-agent").as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--runs".as_ref(),
+            "4".as_ref(),
+            "--json".as_ref(),
+        ],
+    );
+    let r = out.json();
+    assert!(r["summary"].get("attack").is_none_or(Value::is_null), "{r}");
+    assert!(
+        out.stderr
+            .contains("the case names no [expect.attack] goal: no attack success rate is measured"),
+        "{out}"
+    );
+}

@@ -100,6 +100,14 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     }
     .apply(&mut case)?;
     let (profile, from) = profile(&args, &case)?;
+    let goal = case.expect.as_ref().is_some_and(|e| e.attack.is_some());
+    if args.fuzz_worker.is_none() && !goal && profile.tools.iter().any(|t| t.injection.is_some()) {
+        // An attack rate of 0% where the agent did what the text asked:
+        // nothing says what reaching the attacker's goal is.
+        eprintln!(
+            "note: {from} injects text, and the case names no [expect.attack] goal: no attack success rate is measured (add [expect.attack] with the state, calls or output that mean the attack worked)"
+        );
+    }
     if args.runs == 0 || args.repeat == 0 {
         return Err(InputError::new(&args.case, "--runs and --repeat must be at least 1").into());
     }

@@ -190,7 +190,11 @@ impl Campaign<'_> {
             model_seed,
             signature,
             faults,
-            injected: injection_landed(&o),
+            // Counted for the attack rate only where the case says what
+            // the attack's goal is (it was 0% where the agent did what the
+            // text asked).
+            injected: injection_landed(&o)
+                && (self.case.expect.as_ref()).is_some_and(|e| e.attack.is_some()),
             attacked: match (&self.case.expect, &o.grade) {
                 (Some(e), Some(g)) => crate::grade::attack_reached(e, g),
                 _ => false,
