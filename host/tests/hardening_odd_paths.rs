@@ -12,8 +12,8 @@
 use crate::common;
 
 use common::{
-    guest, mkfifo, passing_demo_case as demo_case, prompt, temp_dir, test_suite, worlds_dir,
-    write_case,
+    copy_dir, files_with_suffix, guest, mkfifo, passing_demo_case as demo_case, prompt, temp_dir,
+    test_suite, worldline_at, worlds_dir, write_case,
 };
 use std::path::{Path, PathBuf};
 
@@ -684,9 +684,61 @@ fn a_report_never_replaces_a_case_of_its_suite() {
         let out = test_caller(&store, &case, &[flag, case.to_str().unwrap()]);
         out.expect_code(2);
         assert!(
-            out.stderr.contains("a case of the suite, or its agent"),
+            out.stderr
+                .contains("a case of the suite, its agent, or the project file"),
             "{flag}: {out}"
         );
         assert_eq!(std::fs::read(&case).unwrap(), before, "{flag}");
     }
+}
+
+/// Nor the project file, a file of a world the suite runs on (the rows
+/// were replaced by the events), or the other report of the same suite.
+#[test]
+fn a_report_never_replaces_the_project_file_a_world_s_data_or_the_other_report() {
+    let dir = temp_dir();
+    let root = dir.path();
+    copy_dir(&worlds_dir().join("demo"), &root.join("worlds/demo"));
+    std::fs::create_dir_all(root.join("cases")).unwrap();
+    write_case(&root.join("cases"), "c", &demo_case(1));
+    let agent = guest("caller-agent");
+    std::fs::write(
+        root.join("worldline.toml"),
+        format!(
+            "store = \"st\"\nagent = {:?}\ncases = [\"cases\"]\n",
+            agent.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let rows = files_with_suffix(&root.join("worlds/demo"), ".jsonl").remove(0);
+    let kept: Vec<Vec<u8>> = [root.join("worldline.toml"), rows.clone()]
+        .iter()
+        .map(|f| std::fs::read(f).unwrap())
+        .collect();
+    let rows = rows.to_str().unwrap();
+    for (args, said) in [
+        (vec!["--junit", "worldline.toml"], "or the project file"),
+        (
+            vec!["--events", rows],
+            "the folder of a world the suite runs on",
+        ),
+        (
+            vec!["--junit", "worlds/demo/v1/data/new.xml"],
+            "the folder of a world the suite runs on",
+        ),
+        (
+            vec!["--junit", "r.x", "--events", "./r.x"],
+            "is named by both --junit and --events",
+        ),
+    ] {
+        let out = worldline_at(root, [&["test"][..], &args].concat(), &[]);
+        assert_eq!(out.code, 2, "{args:?}: {out}");
+        assert!(out.stderr.contains(said), "{args:?}: {out}");
+    }
+    let now: Vec<Vec<u8>> = [root.join("worldline.toml"), rows.into()]
+        .iter()
+        .map(|f| std::fs::read(f).unwrap())
+        .collect();
+    assert_eq!(now, kept);
+    assert!(!root.join("worlds/demo/v1/data/new.xml").exists() && !root.join("r.x").exists());
 }

@@ -62,6 +62,34 @@ pub fn check_not_input<'a>(
     }
 }
 
+/// Refuse `path` as a file to write inside one of `dirs` (however named):
+/// a report written into a world's folder replaced its rows, or became a
+/// table the next suite read.
+pub fn check_not_inside<'a>(
+    path: &Path,
+    dirs: impl IntoIterator<Item = &'a Path>,
+    what: &str,
+) -> Result<(), InputError> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(parent) = std::fs::canonicalize(parent) else {
+        return Ok(());
+    };
+    let inside = |dir: &Path| std::fs::canonicalize(dir).is_ok_and(|d| parent.starts_with(d));
+    match dirs.into_iter().find(|d| inside(d)) {
+        Some(dir) => Err(InputError::new(
+            path,
+            format!(
+                "is inside {} ({what}), which this command reads; choose a path outside it for its output",
+                dir.display()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// What a store keeps at its top: its folders (anything under them is the
 /// store's) and its files (`index.*` too). Written by `worldline-store`
 /// and the engine; a crate below them, this names them to keep a user's

@@ -120,30 +120,38 @@ fn select<T: Send>(
     store: &StoreDir,
     read: impl Fn(&std::path::Path) -> Result<(T, String, Vec<String>), InputError> + Sync,
 ) -> Result<Selected<T>> {
+    let paths = discover::expand(&args.cases)?;
     let selection = Selection {
         filter: args.filter.as_deref().map(pick::filter).transpose()?,
         partition: super::partition_arg(args.partition.as_deref())?,
         failed: match args.rerun_failed {
-            true => Some(last::failed(store)?)
-                .filter(|f| !f.is_empty())
-                .map(|f| f.into_iter().collect())
-                .or_else(|| {
-                    // pytest's `--lf` with nothing failed (`--lfnf=all`):
-                    // it ran nothing and passed.
-                    eprintln!(
-                        "note: --rerun-failed: the last test on this store left no case that did not pass; running every selected case"
-                    );
-                    None
-                }),
+            true => {
+                let failed: std::collections::BTreeSet<_> =
+                    last::failed(store)?.into_iter().collect();
+                // pytest's `--lf` with no known failure among the cases
+                // selected (`--lfnf=all`): it ran nothing and passed.
+                let why = match () {
+                    _ if failed.is_empty() => {
+                        Some("the last test on this store left no case that did not pass")
+                    }
+                    _ if !paths.iter().any(|p| failed.contains(&last::key(p))) => Some(
+                        "none of the cases the last test on this store left failing is among those selected",
+                    ),
+                    _ => None,
+                };
+                match why {
+                    Some(why) => {
+                        eprintln!("note: --rerun-failed: {why}; running every selected case");
+                        None
+                    }
+                    None => Some(failed),
+                }
+            }
             false => None,
         },
         limit: args.limit,
     };
-    Ok(pick::pick(
-        discover::expand(&args.cases)?,
-        &selection,
-        read,
-    )?)
+    Ok(pick::pick(paths, &selection, read)?)
 }
 
 fn print_list<T>(entries: &[Picked<T>], json: bool) -> Result<()> {
@@ -370,14 +378,33 @@ fn run(
     if let Some(path) = &args.junit {
         worldline_case::output::check_file(path)?;
     }
-    // Nor does a report replace a case of the suite or its agent.
+    // Nor does a report replace a case of the suite, its agent, the
+    // project file, or anything in a world the suite runs on; nor the
+    // other report.
+    let project = std::env::current_dir()
+        .ok()
+        .and_then(|d| worldline_case::project::find(&d));
     let inputs: Vec<&std::path::Path> = (entries.iter())
         .map(|e| e.path.as_path())
         .chain(component)
+        .chain(project.as_deref())
         .collect();
+    let worlds: std::collections::BTreeSet<&std::path::Path> =
+        entries.iter().map(|e| e.case.world.dir.as_path()).collect();
     for path in [&args.junit, &args.events].into_iter().flatten() {
-        let what = "a case of the suite, or its agent";
+        let what = "a case of the suite, its agent, or the project file";
         worldline_case::output::check_not_input(path, inputs.iter().copied(), what)?;
+        let what = "the folder of a world the suite runs on";
+        worldline_case::output::check_not_inside(path, worlds.iter().copied(), what)?;
+    }
+    if let (Some(junit), Some(events)) = (&args.junit, &args.events)
+        && std::path::absolute(junit).ok() == std::path::absolute(events).ok()
+    {
+        return Err(InputError::new(
+            junit,
+            "is named by both --junit and --events: each writes a file of its own; give them two paths",
+        )
+        .into());
     }
     let lines = super::compile_progress::event_lines(args.events.as_deref())?;
     let shown = Mutex::new((Progress::default(), lines));
