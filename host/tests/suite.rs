@@ -152,6 +152,23 @@ fn text_lines_name_run_ids_and_rerun_failed_runs_only_the_failures() {
     all.expect_code(1);
     assert_eq!(names(all.json()), ["a", "b", "c", "d"]);
     assert!(all.stderr.contains("running every selected case"), "{all}");
+    // Its failures (c, d) are not among the cases selected (a, b): those
+    // run (it ran none, `0 passed, 0 failed`, exit 0).
+    let (a, b) = (cases.join("a.toml"), cases.join("b.toml"));
+    let picked = test_suite(
+        &store,
+        &a,
+        &caller(),
+        &["--rerun-failed", "--json", b.to_str().unwrap()],
+    );
+    picked.expect_code(0);
+    assert_eq!(names(picked.json()), ["a", "b"]);
+    assert!(
+        picked.stderr.contains(
+            "none of the cases the last test on this store left failing is among those selected"
+        ),
+        "{picked}"
+    );
 
     let fresh = dir.path().join("fresh-store");
     let none = test_cmd(&fresh, &cases, &["--rerun-failed"]);
@@ -221,6 +238,43 @@ fn fail_fast_skips_what_it_never_started() {
     assert_eq!(lines[2]["case"]["passed"], false);
     assert_eq!(lines[3]["case"]["status"], "skipped");
     assert_eq!(&lines[6]["summary"], doc);
+}
+
+/// A case that cannot be collected is in every shard's report (each
+/// machine collects the whole suite): merged, it is one error, as on one
+/// machine (it was one a shard).
+#[test]
+fn a_collection_error_merges_as_one() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    std::fs::write(
+        cases.join("broken.toml"),
+        "world = \"demo@v1\"\nseed = 1\nbogus_key = 3\n",
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let whole = test_cmd(&store, &cases, &["--json"]);
+    assert_eq!(
+        whole.json()["collection_errors"].as_array().map(Vec::len),
+        Some(1),
+        "{whole}"
+    );
+    let mut files = Vec::new();
+    for shard in 1..=3 {
+        let p = format!("count:{shard}/3");
+        let out = test_cmd(&store, &cases, &["--json", "--partition", &p]);
+        let f = dir.path().join(format!("s{shard}.json"));
+        std::fs::write(&f, &out.stdout).unwrap();
+        files.push(f);
+    }
+    let mut args: Vec<&std::ffi::OsStr> = vec!["merge".as_ref(), "--json".as_ref()];
+    args.extend(files.iter().map(|f| f.as_os_str()));
+    let merged = worldline(&store, args);
+    assert_eq!(merged.code, whole.code, "{merged}");
+    assert_eq!(
+        suite_without_run_specifics(merged.json().clone()),
+        suite_without_run_specifics(whole.json().clone()),
+    );
 }
 
 #[test]

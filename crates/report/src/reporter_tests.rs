@@ -772,6 +772,38 @@ fn validate_writes_a_line_per_case_the_failing_ones_and_the_notes() {
     insta::assert_snapshot!(text(|out| super::validate::write(out, &report)));
 }
 
+/// Every result of `validate --json` holds the keys docs/cli.md lists,
+/// a broken case's too (it held `case`, `path`, `verdict` and `error`).
+#[test]
+fn validate_json_gives_every_result_every_key() {
+    let rows = validated_rows();
+    let report = super::validate::Report::of(&rows);
+    let doc = serde_json::to_value(&report).unwrap();
+    let keys = [
+        "case",
+        "path",
+        "verdict",
+        "ok",
+        "problems",
+        "notes",
+        "oracle",
+        "do_nothing",
+        "empty_answer",
+        "deterministic",
+        "leaks",
+    ];
+    for r in doc["results"].as_array().unwrap() {
+        for k in keys {
+            assert!(r.get(k).is_some(), "{k} in {r}");
+        }
+    }
+    let broken = (doc["results"].as_array().unwrap().iter())
+        .find(|r| r["verdict"] == "broken")
+        .unwrap();
+    assert_eq!(broken["ok"], false);
+    assert_eq!(broken["problems"][0], broken["error"]);
+}
+
 #[test]
 fn replay_of_a_redacted_copy_says_what_it_checked_and_what_it_cannot() {
     let r = worldline_log::log::bundle::Redacted {

@@ -314,10 +314,14 @@ impl SuiteSummary {
         for m in shards.iter().filter_map(|s| s.model.as_ref()) {
             model.add(m);
         }
-        let collection_errors: Vec<Problem> = shards
-            .iter()
-            .flat_map(|s| s.collection_errors.iter().cloned())
-            .collect();
+        // Every machine collects the whole suite, so each shard reports the
+        // same errors: each once (they were counted once a shard).
+        let mut collection_errors: Vec<Problem> = Vec::new();
+        for e in shards.iter().flat_map(|s| &s.collection_errors) {
+            if !collection_errors.contains(e) {
+                collection_errors.push(e.clone());
+            }
+        }
         let compiles: Vec<Compile> = shards
             .iter()
             .flat_map(|s| s.compiles.iter().cloned())

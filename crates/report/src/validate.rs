@@ -19,6 +19,10 @@ pub struct Row {
     verdict: &'static str,
     #[serde(flatten)]
     validated: Option<Validated>,
+    /// A broken case's keys of a validated one, so every result has them
+    /// all (a reader's `r["ok"]` failed on a broken case's).
+    #[serde(flatten)]
+    unchecked: Option<Unchecked>,
     /// Why a broken case is broken.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
@@ -32,6 +36,7 @@ impl Row {
             path,
             verdict: if v.ok { "ok" } else { "failing" },
             validated: Some(v),
+            unchecked: None,
             error: None,
         }
     }
@@ -43,9 +48,28 @@ impl Row {
             path,
             verdict: "broken",
             validated: None,
+            unchecked: Some(Unchecked {
+                ok: false,
+                problems: vec![error.clone()],
+                ..Unchecked::default()
+            }),
             error: Some(error),
         }
     }
+}
+
+/// What a broken case's result says where a validated one's says how it
+/// went: not ok, its error as its one problem, no probe run (`null`).
+#[derive(Serialize, Default)]
+struct Unchecked {
+    ok: bool,
+    problems: Vec<String>,
+    notes: Vec<String>,
+    oracle: Option<Probe>,
+    do_nothing: Option<Probe>,
+    empty_answer: Option<Probe>,
+    deterministic: Option<bool>,
+    leaks: Vec<()>,
 }
 
 /// The `validate --json` document.
