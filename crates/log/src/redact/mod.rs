@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use worldline_case::canon;
 use worldline_case::error::InputError;
-use worldline_case::world::state::State;
+use worldline_case::world::state::{State, Write};
 
 /// The policy file inside a store, and its salt.
 pub const FILE: &str = "redact.toml";
@@ -525,6 +525,17 @@ impl Redactor {
         if let Some(i) = e.injected.as_mut() {
             self.strings(i);
         }
+        // A row an event writes is state: the policy's `state` paths hide
+        // its fields as they do the state's (a fork's `--set` value was
+        // shown raw in its event's writes, before any view of the state
+        // after it had hidden it).
+        for w in e.writes.iter_mut() {
+            if let Write::Put { table, key, row } = w {
+                let mut view = json!({ table.as_str(): { key.as_str(): std::mem::take(row) } });
+                self.paths("state", &mut view);
+                *row = view[table.as_str()][key.as_str()].take();
+            }
+        }
         if !e.writes.is_empty() {
             let mut w = serde_json::to_value(&e.writes).expect("writes serialize");
             self.value("writes", &mut w);
@@ -792,6 +803,31 @@ mod tests {
         assert_eq!(
             args["phone"], "+44 20 7946 0958",
             "only the detectors named run"
+        );
+    }
+
+    /// A row an event writes is put through the `state` paths: a fork's
+    /// `--set` value was raw in its event's writes (`show`, `diff`,
+    /// `export --redacted`, the UI), hidden in the state after it.
+    #[test]
+    fn a_row_an_event_writes_is_hidden_as_the_state_is() {
+        let mut r = redactor("paths = [\"state.tickets.*.title\"]\ndetectors = []\n");
+        let mut e: Event = serde_json::from_value(json!({
+            "call": "worldline:fork/edit", "effect": "write", "fuel": 0,
+            "request": {}, "response": {}, "seq": 4, "vtime_ns": 0,
+            "writes": [{"op": "put", "table": "tickets", "key": "T-2",
+                        "row": {"id": "T-2", "title": "SecretTitle99", "status": "open"}}],
+        }))
+        .unwrap();
+        r.event(&mut e);
+        let shown = serde_json::to_string(&e).unwrap();
+        assert!(!shown.contains("SecretTitle99"), "{shown}");
+        assert!(shown.contains(r#""status":"open""#), "{shown}");
+        let mut state = json!({"tickets": {"T-2": {"title": "SecretTitle99"}}});
+        r.value("state", &mut state);
+        assert!(
+            shown.contains(state["tickets"]["T-2"]["title"].as_str().unwrap()),
+            "one placeholder: {shown}"
         );
     }
 
