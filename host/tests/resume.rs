@@ -566,3 +566,27 @@ fn a_run_stopped_at_its_time_limit_resumes_with_the_limit_raised() {
     let replay = wl(&store, &["replay", &rid, "--json"].map(OsStr::new));
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }
+
+/// A run without a step limit is not resumed with one: it lowers none (it
+/// was cut inside the prefix it follows, and said it resumed there).
+#[test]
+fn a_step_limit_where_the_run_had_none_is_refused() {
+    let dir = temp_dir();
+    let server = Server::start();
+    let (worlds, case) = setup(dir.path(), &server, "");
+    let store = dir.path().join("store");
+    let done = run(&store, &case, &worlds);
+    let id = done.json()["run_id"].as_str().unwrap().to_string();
+    let bundle = std::fs::read_to_string(store.join("runs").join(format!("{id}.jsonl"))).unwrap();
+    let cut: String = bundle.lines().take(6).map(|l| format!("{l}\n")).collect();
+    let killed = "20261204-000010-aaaa0010";
+    std::fs::write(store.join("runs").join(format!("{killed}.jsonl")), cut).unwrap();
+    let lower = resume(&store, killed, &["--max-steps", "1"]);
+    lower.expect_code(2);
+    assert!(
+        lower
+            .stderr
+            .contains("1 does not raise the run's max_steps: it has none"),
+        "{lower}"
+    );
+}

@@ -399,9 +399,21 @@ pub fn resume(
             "timeout_ms" => Some(limits.timeout_ms),
             _ => None,
         };
+        let flag = format!("--{}", name.replace('_', "-"));
+        // No limit is no limit at all: any number lowers it (the run was
+        // cut inside the prefix it follows, and said it resumed).
+        if now.is_none() && matches!(name.as_str(), "max_steps" | "max_errors") {
+            return Err(InputError::new(
+                &flag,
+                format!(
+                    "{value} does not raise the run's {name}: it has none (no limit); leave {flag} out"
+                ),
+            )
+            .into());
+        }
         if now.is_some_and(|now| value <= now) {
             return Err(InputError::new(
-                format!("--{}", name.replace('_', "-")),
+                flag,
                 format!(
                     "{value} does not raise the run's {name} ({}); give a larger value",
                     now.unwrap_or(0)
