@@ -385,6 +385,17 @@ fn last_failed_opens_the_newest_failed_run() {
     let out = worldline(empty.path(), ["ui", "--port", "0", "--last-failed"]);
     out.expect_code(2);
     assert!(out.stderr.contains("no failed run"), "{out}");
+    // A mistyped store is refused, not made and served empty.
+    let typo = empty.path().join("typo");
+    let limit = std::time::Duration::from_secs(30);
+    let out = common::worldline_within(limit, &typo, ["ui", "--port", "0", "--read-only"])
+        .expect("ui on a missing store served it (it made one)");
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("does not exist: no store is there"),
+        "{out}"
+    );
+    assert!(!typo.exists());
 }
 
 #[test]

@@ -8,6 +8,7 @@ use anyhow::Result;
 use clap::Args;
 use worldline_case::error::InputError;
 use worldline_pgstore::roles::Role;
+use worldline_store::store::StoreDir;
 use worldline_ui::Start;
 
 #[derive(Args)]
@@ -70,6 +71,16 @@ pub fn exec(args: UiArgs) -> Result<ExitCode> {
             .to_path_buf(),
         None => args.common.store.clone(),
     };
+    // A mistyped --store is not an empty store to serve (one was made
+    // there, and its empty list shown), as every reader of a whole store
+    // refuses it.
+    if !store.exists()
+        && !store
+            .to_str()
+            .is_some_and(worldline_pgstore::url::is_postgres)
+    {
+        StoreDir::open_existing(&store)?;
+    }
     let start = match (args.run, args.last_failed) {
         (Some(r), _) => Start::Run(r),
         (None, true) => Start::LastFailed,
