@@ -479,6 +479,15 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
             .is_some_and(|e| e.contains("--resend-in-flight")),
         "{suite}"
     );
+    // Nor by a fork at its end, which is a resume without the asking.
+    let end = killed.events.len().to_string();
+    let fork = wl(&store, &["fork", &id, "--at", &end].map(OsStr::new));
+    fork.expect_code(2);
+    assert!(
+        fork.stderr.contains("killed inside a call of tool `spin`")
+            && fork.stderr.contains("--resend-in-flight"),
+        "{fork}"
+    );
     assert_eq!(std::fs::read_dir(store.join("runs")).unwrap().count(), 1);
 
     let resumed = resume(&store, &id, &["--resend-in-flight"]);

@@ -104,6 +104,21 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
             ),
         ));
     }
+    // A fork at the end of a run killed inside a call of a tool that may
+    // write makes that call again: only `resume --resend-in-flight` does,
+    // as asked and recorded (a fork did it unasked, and said nothing).
+    if at == events.len() as u64
+        && let Some(tool) = rec.bundle.in_flight.as_ref().and_then(|i| i.tool.as_ref())
+    {
+        return Err(InputError::new(
+            "--at",
+            format!(
+                "{at} is where the run was killed inside a call of tool `{tool}`, which may write: a fork there calls it again, and its writes were not recorded. Fork at {} or earlier, or `worldline resume {} --resend-in-flight` to call it again",
+                at.saturating_sub(1),
+                rec.id
+            ),
+        ));
+    }
     let world = &rec.case.world;
     let before = final_state(&world.initial, &events[..at as usize]);
     let mut notes = Vec::new();
