@@ -31,6 +31,28 @@ fn a_merged_suite_is_a_line_per_case_then_the_totals() {
     insta::assert_snapshot!("merged_suite_stderr", String::from_utf8(err).unwrap());
 }
 
+/// A case run K times keeps its `c/K passed, pass@K, pass^K` and its
+/// failing run in the merged text, as one machine's report gives them
+/// (the merged line dropped them).
+#[test]
+fn a_merged_case_run_k_times_says_how_often_it_passed() {
+    let mut doc = fixture("test-model.json");
+    let case = &mut doc["cases"][1];
+    case["runs"] = 20.into();
+    case["passes"] = 15.into();
+    case["passed"] = false.into();
+    case["status"] = "failed".into();
+    case["reason"] = "deploys/D-42.status equals".into();
+    let summary: super::suite::SuiteSummary = serde_json::from_value(doc).unwrap();
+    let out = text(|out| super::suite::write_merged(out, &mut Vec::new(), &summary));
+    let line = out.lines().nth(1).unwrap();
+    assert!(
+        line.starts_with("FAIL  model/rollback-weighted      20 events")
+            && line.contains("15/20 passed, pass@20 100.0%, pass^20 0.0%  failed — deploys/D-42.status equals (run 20261128-102845-0a7a478b)"),
+        "{line}"
+    );
+}
+
 #[test]
 fn a_merged_campaign_is_its_rate_and_groups() {
     let shards = [

@@ -577,8 +577,10 @@ pub fn write(out: &mut impl Write, err: &mut impl Write, s: &SuiteRun) -> io::Re
     Ok(())
 }
 
-/// A merged report (`worldline merge`): a line per case with its run id
-/// and why it did not pass, then the totals.
+/// A merged report (`worldline merge`): a line per case as one machine's
+/// report gives it (its events, time, and with `--repeat` or `--group`
+/// its `c/K passed, pass@K, pass^K`; the line dropped them), then the
+/// totals.
 pub fn write_merged(
     out: &mut impl Write,
     err: &mut impl Write,
@@ -588,21 +590,42 @@ pub fn write_merged(
     let names: Vec<String> = s.cases.iter().map(|c| shown::text(&c.case)).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     for (c, name) in s.cases.iter().zip(&names) {
-        let mark = match (c.skipped, c.passed) {
-            (true, _) => "SKIP",
-            (_, true) => "PASS",
-            _ => "FAIL",
+        let run_id = shown::text(c.run_id.as_deref().unwrap_or("-"));
+        let reason = c.reason.as_deref().map(shown::message);
+        if c.skipped {
+            let why = reason.map(|r| format!("  {r}")).unwrap_or_default();
+            writeln!(out, "SKIP  {name:width$}  {run_id}{why}")?;
+            continue;
+        }
+        let mark = if c.passed { "PASS" } else { "FAIL" };
+        let runs = c.runs.max(1);
+        let which = if runs > 1 {
+            format!(
+                "{}/{runs} passed, pass@{runs} {:.1}%, pass^{runs} {:.1}%",
+                c.passes,
+                pass_at_k(c.passes, runs, runs) * 100.0,
+                pass_hat_k(&[c.passes], runs, runs) * 100.0
+            )
+        } else {
+            run_id.clone()
         };
-        let reason = c
-            .reason
-            .as_deref()
-            .map(|r| format!("  {} — {}", shown::text(&c.status), shown::message(r)));
-        writeln!(
-            out,
-            "{mark}  {name:width$}  {}{}",
-            shown::text(c.run_id.as_deref().unwrap_or("-")),
-            reason.unwrap_or_default()
-        )?;
+        let line = format!(
+            "{mark}  {name:width$}  {:>6} events  {:>7.1} ms  {which}",
+            c.events.unwrap_or(0),
+            c.elapsed_ms
+        );
+        let status = shown::text(&c.status);
+        let line = match reason {
+            Some(r) if runs > 1 => format!("{line}  {status} — {r} (run {run_id})"),
+            Some(r) => format!("{line}  {status} — {r}"),
+            None => line,
+        };
+        writeln!(out, "{line}")?;
+        let own = (c.agent_error.as_ref())
+            .filter(|e| c.reason.as_deref() != Some(e.message.as_str()) || e.at.is_some());
+        for l in own.iter().flat_map(|e| e.lines()) {
+            writeln!(out, "      {}", shown::message(&l))?;
+        }
     }
     write_totals(out, err, s)?;
     Ok(())
