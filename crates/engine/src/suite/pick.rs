@@ -4,7 +4,7 @@
 //! that do not load are kept as collection errors.
 
 use super::select::{Candidate, Filter};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use worldline_case::error::InputError;
 use worldline_case::partition::Partition;
@@ -111,6 +111,7 @@ pub fn pick<T: Send>(
             read,
         });
     }
+    distinct_names(&mut entries);
     if let (Some((text, f)), true, false) = (&selection.filter, entries.is_empty(), seen.is_empty())
     {
         return Err(nothing_selected(text, f, &seen));
@@ -135,6 +136,37 @@ pub fn pick<T: Send>(
         broken,
         sharded,
     })
+}
+
+/// Cases of one name (`a/x.toml` and `b/x.toml` outside a `cases`
+/// folder were both `x`: reports, JUnit and a CI dashboard told them
+/// apart by nothing) named by as many of their last path parts as tell
+/// them apart: `a/x` and `b/x`.
+fn distinct_names<T>(entries: &mut [Picked<T>]) {
+    let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        by_name.entry(e.name.clone()).or_default().push(i);
+    }
+    for same in by_name.into_values().filter(|s| s.len() > 1) {
+        let parts = |i: usize| -> Vec<String> {
+            let stem = entries[i].path.with_extension("");
+            stem.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect()
+        };
+        let all: Vec<Vec<String>> = same.iter().map(|&i| parts(i)).collect();
+        let longest = all.iter().map(Vec::len).max().unwrap_or(1);
+        let last = |p: &Vec<String>, k: usize| p[p.len().saturating_sub(k)..].join("/");
+        let k = (2..=longest)
+            .find(|&k| {
+                let names: BTreeSet<String> = all.iter().map(|p| last(p, k)).collect();
+                names.len() == all.len()
+            })
+            .unwrap_or(longest);
+        for (&i, p) in same.iter().zip(&all) {
+            entries[i].name = last(p, k);
+        }
+    }
 }
 
 /// A case file's collection error, named by the case: one of a file it
@@ -302,5 +334,24 @@ mod tests {
         };
         let s = pick(paths(&["a", "b", "c"]), &selection, read).unwrap();
         assert_eq!(names(&s), [(0, "a"), (1, "b")]);
+    }
+
+    /// Cases of one name outside a `cases` folder are named by the path
+    /// parts that tell them apart (both were `x`).
+    #[test]
+    fn cases_of_one_name_are_told_apart_by_their_folders() {
+        let paths = ["/p/a/x", "/p/b/x", "/p/c/d/y", "/q/c/d/y", "/p/z"]
+            .map(|p| PathBuf::from(format!("{p}.toml")));
+        let s = pick(paths.to_vec(), &Selection::default(), read).unwrap();
+        assert_eq!(
+            names(&s),
+            [
+                (0, "a/x"),
+                (1, "b/x"),
+                (2, "p/c/d/y"),
+                (3, "q/c/d/y"),
+                (4, "z")
+            ]
+        );
     }
 }
