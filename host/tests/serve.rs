@@ -639,3 +639,43 @@ fn a_tool_that_finds_nothing_is_no_missing_tool() {
         "{said}"
     );
 }
+
+/// A connection that never finishes a request's headers is closed (it was
+/// held for good: a few thousand of them took every descriptor).
+#[test]
+fn a_connection_that_never_sends_its_headers_is_closed() {
+    use std::io::{Read as _, Write as _};
+    let store = temp_dir();
+    let (mut server, url) = serve(store.path(), &scenario(), &[]);
+    let addr = url.strip_prefix("http://").unwrap();
+    let mut silent = std::net::TcpStream::connect(addr).unwrap();
+    let mut partial = std::net::TcpStream::connect(addr).unwrap();
+    partial
+        .write_all(format!("GET /ws HTTP/1.1\r\nHost: {addr}\r\n").as_bytes())
+        .unwrap();
+    let began = std::time::Instant::now();
+    for s in [&mut silent, &mut partial] {
+        s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let mut rest = Vec::new();
+        let read = s.read_to_end(&mut rest);
+        assert!(read.is_ok(), "still open after 30 s: {read:?}");
+    }
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    // And the server still serves.
+    let health = std::net::TcpStream::connect(addr).and_then(|mut h| {
+        h.write_all(
+            format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )?;
+        let mut said = String::new();
+        h.read_to_string(&mut said)?;
+        Ok(said)
+    });
+    assert!(health.unwrap().starts_with("HTTP/1.1 200"));
+    let _ = server.kill();
+    let _ = server.wait();
+}

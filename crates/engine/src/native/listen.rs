@@ -1,4 +1,5 @@
-//! The accept loop of a run's loopback server (`--exec` and `mcp --http`):
+//! The accept loop of a loopback server (`--exec`, `mcp --http` and
+//! `serve`):
 //! at most [`MAX_CONNECTIONS`] connections at once (more wait in the
 //! kernel's queue), HTTP/1 only, and a connection that has not sent a
 //! request's headers [`HEADERS_WITHIN`] after it began waiting for them
@@ -54,7 +55,11 @@ pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: impl Futu
             builder
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADERS_WITHIN);
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            // Upgrades allowed (`serve`'s WebSockets): a connection that
+            // upgraded leaves this loop's count once handed over.
+            let conn = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
             let mut conn = std::pin::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => return,

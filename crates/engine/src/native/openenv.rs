@@ -125,11 +125,12 @@ pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr
             .route("/ws", axum::routing::get(upgrade))
             .with_state(shared.clone());
         let mut stop = stop;
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|&stopped| stopped).await;
-            })
-            .await?;
+        // A connection that never sends a request's headers is closed
+        // (each was held for good, and a few thousand took every slot).
+        super::listen::serve(listener, app, async move {
+            let _ = stop.wait_for(|&stopped| stopped).await;
+        })
+        .await;
         // Every session's connection ended (and its run finished).
         let all = u32::try_from(shared.served.max_sessions).unwrap_or(u32::MAX);
         let _ = tokio::time::timeout(Duration::from_secs(30), shared.slots.acquire_many(all)).await;
