@@ -288,3 +288,19 @@ proptest! {
         made_or_refused(&damaged)?;
     }
 }
+
+/// An integer TOML cannot hold is named where it is in the case (it was
+/// "u64 value was too large", naming nothing).
+#[test]
+fn an_integer_past_toml_is_named_where_it_is() {
+    let case =
+        json!({"inject": [{"tool": "lookup", "response": {"v": 9_223_372_036_854_775_808_u64}}]});
+    let e = super::toml_of(&case).unwrap_err().to_string();
+    assert!(
+        e.starts_with(
+            "inject[0].response.v is the integer 9223372036854775808, past what a case holds"
+        ),
+        "{e}"
+    );
+    assert!(super::toml_of(&json!({"v": i64::MAX})).is_ok());
+}
