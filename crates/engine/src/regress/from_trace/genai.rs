@@ -162,7 +162,13 @@ fn in_asked_order(run: &mut Run) {
         let id = t.id.as_deref()?;
         asked.iter().position(|a| *a == id)
     };
-    if run.tool_calls.iter().all(|t| place(t).is_some()) {
+    // Ids a provider reuses from answer to answer place nothing.
+    let unique = asked.len()
+        == asked
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+    if unique && run.tool_calls.iter().all(|t| place(t).is_some()) {
         let mut placed: Vec<(usize, ToolCall)> = (run.tool_calls.drain(..))
             .map(|t| (place(&t).unwrap_or(usize::MAX), t))
             .collect();
@@ -638,6 +644,50 @@ mod tests {
             [
                 (Some(json!({"k": "x"})), Some(json!({"v": "X"}))),
                 (Some(json!({"k": "y"})), Some(json!({"v": "Y"}))),
+            ]
+        );
+    }
+
+    /// Ids a provider reuses from answer to answer (`call_0` each time)
+    /// place nothing: the spans stay in the order they started.
+    #[test]
+    fn reused_call_ids_leave_the_spans_as_they_started() {
+        let chat = |calls: &[(&str, &str)], start_ns: u64| {
+            let parts: Vec<String> = (calls.iter())
+                .map(|(id, k)| format!(r#"{{"type":"tool_call","id":"{id}","name":"lookup","arguments":{{"k":"{k}"}}}}"#))
+                .collect();
+            let mut s = asking_two(start_ns);
+            let out = format!(r#"[{{"role":"assistant","parts":[{}]}}]"#, parts.join(","));
+            s.attrs.insert("gen_ai.output.messages".into(), json!(out));
+            s
+        };
+        let tool = |id: &str, k: &str, start_ns: u64| {
+            let mut t = span(&[
+                ("gen_ai.operation.name", json!("execute_tool")),
+                ("gen_ai.tool.name", json!("lookup")),
+                ("gen_ai.tool.call.id", json!(id)),
+                (
+                    "gen_ai.tool.call.arguments",
+                    json!({ "k": k }).to_string().into(),
+                ),
+            ]);
+            t.start_ns = start_ns;
+            t
+        };
+        let r = run_of(&[
+            chat(&[("call_0", "x"), ("call_1", "y")], 1),
+            tool("call_0", "x", 2),
+            tool("call_1", "y", 3),
+            chat(&[("call_0", "z")], 4),
+            tool("call_0", "z", 5),
+        ]);
+        let args: Vec<Option<Value>> = r.tool_calls.iter().map(|t| t.arguments.clone()).collect();
+        assert_eq!(
+            args,
+            [
+                Some(json!({"k": "x"})),
+                Some(json!({"k": "y"})),
+                Some(json!({"k": "z"}))
             ]
         );
     }
