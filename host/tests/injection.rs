@@ -137,6 +137,20 @@ fn defaults_fill_the_vectors_and_an_injected_attack_fails_the_run_it_succeeds_in
     );
 }
 
+/// `fuzz CASE --json` of the model agent on `worlds`, with `extra`.
+fn campaign(dir: &Path, case: &Path, worlds: &Path, extra: &[&str]) -> CliOutput {
+    let agent = guest("model-agent");
+    let mut args = vec![
+        "fuzz".as_ref(),
+        case.as_os_str(),
+        "--agent".as_ref(),
+        agent.as_os_str(),
+    ];
+    args.extend(["--worlds".as_ref(), worlds.as_os_str(), "--json".as_ref()]);
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    worldline(&dir.join("store"), args)
+}
+
 #[test]
 fn a_campaign_reports_the_attack_success_rate_and_shrinks_to_the_injection() {
     let dir = temp_dir();
@@ -145,21 +159,7 @@ fn a_campaign_reports_the_attack_success_rate_and_shrinks_to_the_injection() {
         "\n[fuzz]\n[[fuzz.tools]]\ntool = \"get_alert\"\ninjection = {{ p = 0.5, vector = \"inj_alert\", text = \" {ATTACK}\" }}\n"
     );
     let case = case(dir.path(), &profile);
-    let out = worldline(
-        &dir.path().join("store"),
-        [
-            "fuzz".as_ref(),
-            case.as_os_str(),
-            "--agent".as_ref(),
-            guest("model-agent").as_os_str(),
-            "--worlds".as_ref(),
-            worlds.as_os_str(),
-            "--runs".as_ref(),
-            "24".as_ref(),
-            "--shrink".as_ref(),
-            "--json".as_ref(),
-        ],
-    );
+    let out = campaign(dir.path(), &case, &worlds, &["--runs", "24", "--shrink"]);
     out.expect_code(1);
     let r = out.json();
     let attack = &r["summary"]["attack"];
@@ -202,20 +202,7 @@ fn a_campaign_without_an_attack_goal_reports_no_attack_rate() {
     let goal = text.find("\n[expect.attack]").unwrap();
     let end = text[goal..].find("\n[fuzz]").unwrap() + goal;
     std::fs::write(&case, format!("{}{}", &text[..goal], &text[end..])).unwrap();
-    let out = worldline(
-        &dir.path().join("store"),
-        [
-            "fuzz".as_ref(),
-            case.as_os_str(),
-            "--agent".as_ref(),
-            guest("model-agent").as_os_str(),
-            "--worlds".as_ref(),
-            worlds.as_os_str(),
-            "--runs".as_ref(),
-            "4".as_ref(),
-            "--json".as_ref(),
-        ],
-    );
+    let out = campaign(dir.path(), &case, &worlds, &["--runs", "4"]);
     let r = out.json();
     assert!(r["summary"].get("attack").is_none_or(Value::is_null), "{r}");
     assert!(

@@ -610,27 +610,33 @@ mod tests {
         s
     }
 
+    /// An `execute_tool` span of `lookup` for call `id` with `{k}`, and
+    /// its result `{v}` when given.
+    fn lookup_span(id: &str, k: &str, v: Option<&str>, start_ns: u64) -> Span {
+        let mut t = span(&[
+            ("gen_ai.operation.name", json!("execute_tool")),
+            ("gen_ai.tool.name", json!("lookup")),
+            ("gen_ai.tool.call.id", json!(id)),
+            (
+                "gen_ai.tool.call.arguments",
+                json!({ "k": k }).to_string().into(),
+            ),
+        ]);
+        if let Some(v) = v {
+            let result = json!({ "v": v }).to_string();
+            t.attrs
+                .insert("gen_ai.tool.call.result".into(), result.into());
+        }
+        t.start_ns = start_ns;
+        t
+    }
+
     /// Calls run at once, their spans in another order than the model
     /// asked: each result stays with its call (they were swapped).
     #[test]
     fn tool_spans_run_out_of_order_keep_their_results_with_their_calls() {
-        let tool = |id: &str, k: &str, v: &str, start_ns: u64| {
-            let mut t = span(&[
-                ("gen_ai.operation.name", json!("execute_tool")),
-                ("gen_ai.tool.name", json!("lookup")),
-                ("gen_ai.tool.call.id", json!(id)),
-                (
-                    "gen_ai.tool.call.arguments",
-                    json!({ "k": k }).to_string().into(),
-                ),
-                (
-                    "gen_ai.tool.call.result",
-                    json!({ "v": v }).to_string().into(),
-                ),
-            ]);
-            t.start_ns = start_ns;
-            t
-        };
+        let tool =
+            |id: &str, k: &str, v: &str, start_ns: u64| lookup_span(id, k, Some(v), start_ns);
         let r = run_of(&[
             asking_two(1),
             tool("b", "y", "Y", 2),
@@ -661,19 +667,7 @@ mod tests {
             s.attrs.insert("gen_ai.output.messages".into(), json!(out));
             s
         };
-        let tool = |id: &str, k: &str, start_ns: u64| {
-            let mut t = span(&[
-                ("gen_ai.operation.name", json!("execute_tool")),
-                ("gen_ai.tool.name", json!("lookup")),
-                ("gen_ai.tool.call.id", json!(id)),
-                (
-                    "gen_ai.tool.call.arguments",
-                    json!({ "k": k }).to_string().into(),
-                ),
-            ]);
-            t.start_ns = start_ns;
-            t
-        };
+        let tool = |id: &str, k: &str, start_ns: u64| lookup_span(id, k, None, start_ns);
         let r = run_of(&[
             chat(&[("call_0", "x"), ("call_1", "y")], 1),
             tool("call_0", "x", 2),
