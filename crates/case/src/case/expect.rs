@@ -532,9 +532,9 @@ impl Expect {
 }
 
 impl TurnCheck {
-    /// A turn from 1, with at least one check, each well formed.
-    /// Check the turn's number and that it checks something; its state and
-    /// calls entries are checked on their own ([`Expect::entry_problems`]).
+    /// A turn from 1, with at least one check, its `said` checks well
+    /// formed; its state and calls entries are checked on their own
+    /// ([`Expect::entry_problems`]).
     fn check(&self) -> Result<(), String> {
         let at = |m: String| format!("[[expect.turn]] turn {}: {m}", self.turn);
         if self.turn == 0 {
@@ -735,7 +735,7 @@ pub enum Group {
 }
 
 impl Group {
-    /// How the file names the whole group (not for [`Group::Top`]).
+    /// How the file names the whole group.
     fn whole(self) -> String {
         match self {
             Group::Top => "[expect]".into(),
