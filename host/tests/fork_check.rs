@@ -306,3 +306,35 @@ fn allow_lifts_a_permission_and_says_when_a_denial_stays() {
         assert_eq!(denied, injected, "{case}: {answer}");
     }
 }
+
+/// A patch of a row the event at the fork point wrote says that the
+/// event, made again, may undo it (documented, and said nowhere).
+#[test]
+fn a_patch_of_a_row_the_fork_point_writes_says_it_may_be_undone() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let (id, events) = failed_run(store);
+    let at = events
+        .iter()
+        .position(|e| e["writes"].as_array().is_some_and(|w| !w.is_empty()))
+        .expect("the naive run writes");
+    let w = &events[at]["writes"][0];
+    let row = format!(
+        "{}/{}",
+        w["table"].as_str().unwrap(),
+        w["key"].as_str().unwrap()
+    );
+    let set = format!("{row}.status=\"patched\"");
+    let out = wl(
+        store,
+        &[&"fork", &id, &"--at", &at.to_string(), &"--set", &set],
+    );
+    assert!(out.code == 0 || out.code == 1, "{out}");
+    assert!(
+        out.stderr.contains(&format!("note: event {at} (`"))
+            && out
+                .stderr
+                .contains(&format!("wrote {row} in the recording")),
+        "{out}"
+    );
+}

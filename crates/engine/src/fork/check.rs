@@ -171,11 +171,33 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
                 if let Some(note) = patch_fits(&before, path, value, at)? {
                     notes.push(note);
                 }
+                notes.extend(written_over(events.get(at as usize), path, at));
             }
             Edit::Reseed { .. } => {}
         }
     }
     Ok(notes)
+}
+
+/// A note for `--set PATH` when the recorded event at the fork point
+/// wrote the row PATH names: made again, its write lands after the patch
+/// and may undo it (documented, and it was said nowhere).
+fn written_over(event: Option<&worldline_log::log::Event>, path: &str, at: u64) -> Option<String> {
+    let event = event?;
+    let row = (event.writes.iter()).find_map(|w| match w {
+        worldline_case::world::state::Write::Put { table, key, .. }
+        | worldline_case::world::state::Write::Delete { table, key } => {
+            let row = format!("{table}/{key}");
+            let rest = path.strip_prefix(&row)?;
+            (rest.is_empty() || rest.starts_with('.')).then_some(row)
+        }
+        worldline_case::world::state::Write::File { .. } => None,
+    })?;
+    Some(format!(
+        "event {at} (`{}`) wrote {row} in the recording: if the fork's agent makes that call again, its write lands after the patch and may undo it; fork at {} to patch the row after it",
+        event.call,
+        at + 1
+    ))
 }
 
 /// `--allow tool` must lift the denial of each tool it matches: a deny
