@@ -132,13 +132,17 @@ fn refusal<G: Gate + ?Sized>(
 /// Whether the request's `Host` names a loopback server at `port`
 /// (`127.0.0.1`, `localhost` or `[::1]`, with the port): a name that
 /// resolves elsewhere (a DNS rebinding) is not this machine's.
+/// Host names are compared without regard to case (`LOCALHOST:8000` was
+/// refused), and a request with more than one `Host` is no one's.
 pub(super) fn loopback_host(headers: &HeaderMap, port: u16) -> bool {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    host.is_some_and(|h| {
-        ["127.0.0.1", "localhost", "[::1]"]
-            .iter()
-            .any(|n| h == format!("{n}:{port}"))
-    })
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let host = hosts.next().and_then(|h| h.to_str().ok());
+    hosts.next().is_none()
+        && host.is_some_and(|h| {
+            ["127.0.0.1", "localhost", "[::1]"]
+                .iter()
+                .any(|n| h.eq_ignore_ascii_case(&format!("{n}:{port}")))
+        })
 }
 
 /// Whether the request's `Origin`, when it has one, is a page of this
@@ -158,7 +162,10 @@ pub(super) fn origin_ok(headers: &HeaderMap) -> bool {
     matches!(uri.scheme_str(), Some("http" | "https"))
         && matches!(uri.path(), "" | "/")
         && uri.query().is_none()
-        && matches!(uri.host(), Some("127.0.0.1" | "localhost" | "[::1]"))
+        && matches!(
+            uri.host().map(str::to_ascii_lowercase).as_deref(),
+            Some("127.0.0.1" | "localhost" | "[::1]")
+        )
 }
 
 /// The body, refused past [`MAX_BODY`] bytes.
@@ -220,5 +227,23 @@ mod tests {
         ] {
             assert!(!origin_ok(&with_origin(bad)), "{bad}");
         }
+    }
+
+    /// A host name in capitals is this machine's; two `Host` headers are
+    /// no one's (the good one first was let in).
+    #[test]
+    fn hosts_are_compared_without_case_and_only_one_is_taken() {
+        let host = |values: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(header::HOST, v.parse().unwrap());
+            }
+            loopback_host(&h, 8000)
+        };
+        assert!(host(&["LOCALHOST:8000"]));
+        assert!(host(&["127.0.0.1:8000"]));
+        assert!(!host(&["127.0.0.1:8000", "evil.example:8000"]));
+        assert!(!host(&["localhost:8001"]));
+        assert!(origin_ok(&with_origin("http://LocalHost:3000")));
     }
 }
