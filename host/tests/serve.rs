@@ -679,3 +679,30 @@ fn a_connection_that_never_sends_its_headers_is_closed() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// `--idle-timeout 0` is refused (it was taken as 1 s without a word).
+#[test]
+fn an_idle_timeout_of_0_is_refused() {
+    let store = temp_dir();
+    let (case, worlds) = (scenario(), workspace_root().join("worlds"));
+    let args: [&std::ffi::OsStr; 10] = [
+        "serve".as_ref(),
+        case.as_os_str(),
+        "--addr".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--idle-timeout".as_ref(),
+        "0".as_ref(),
+        "--store".as_ref(),
+        store.path().as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ];
+    let out = crate::common::worldline_raw_within(std::time::Duration::from_secs(30), args)
+        .expect("serve --idle-timeout 0 served");
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("--idle-timeout: 0 would close every connection"),
+        "{out}"
+    );
+}

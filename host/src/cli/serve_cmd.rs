@@ -52,6 +52,13 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         )
         .into());
     }
+    if args.idle_timeout == 0 {
+        return Err(InputError::new(
+            "--idle-timeout",
+            "0 would close every connection before its first message (it was taken as 1 s): give 1 or more seconds",
+        )
+        .into());
+    }
     if args.max_sessions == 0 || args.max_sessions > MOST_SESSIONS {
         return Err(InputError::new(
             "--max-sessions",
@@ -87,7 +94,7 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
         store,
         cases,
         max_sessions: args.max_sessions,
-        idle: std::time::Duration::from_secs(args.idle_timeout.max(1)),
+        idle: std::time::Duration::from_secs(args.idle_timeout),
         fork: Box::new(move |run, at| {
             let rec = worldline_engine::replay::open(store, run)?;
             worldline_engine::fork::served(store, rec, at)
