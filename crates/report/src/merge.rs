@@ -70,10 +70,21 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
     }
     let mut shards = Vec::new();
     for (path, doc) in docs {
-        let shard: SuiteSummary = serde_json::from_value(doc).map_err(|e| {
+        // Where a report was edited wrong, said by its field's path
+        // (`cases[2].passed`): the error named no place.
+        let shard: SuiteSummary = serde_path_to_error::deserialize(doc).map_err(|e| {
+            let at = e.path().to_string();
+            let at = if at == "." {
+                String::new()
+            } else {
+                format!(" at `{at}`")
+            };
             InputError::new(
                 path,
-                format!("is neither a `worldline test --json` nor a `fuzz --json` report: {e}"),
+                format!(
+                    "is neither a `worldline test --json` nor a `fuzz --json` report{at}: {}",
+                    e.inner()
+                ),
             )
         })?;
         shards.push(shard);

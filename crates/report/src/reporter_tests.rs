@@ -53,6 +53,22 @@ fn a_merged_case_run_k_times_says_how_often_it_passed() {
     );
 }
 
+/// A report edited wrong is refused naming the field (it named none).
+#[test]
+fn a_report_of_a_wrong_type_is_refused_naming_its_field() {
+    let mut doc = fixture("test-model.json");
+    doc["cases"][1]["passed"] = "yes".into();
+    let Err(e) = super::merge::merge(vec![("typ.json".into(), doc)]) else {
+        panic!("merged a report whose case says passed = \"yes\"");
+    };
+    assert!(
+        e.to_string().contains(
+            "report at `cases[1].passed`: invalid type: string \"yes\", expected a boolean"
+        ),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_merged_campaign_is_its_rate_and_groups() {
     let shards = [
