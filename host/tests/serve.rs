@@ -27,17 +27,12 @@ fn openenv_python() -> PathBuf {
 
 /// `worldline serve CASE [more]` on a free loopback port: the process
 /// and its base URL.
-fn serve(store: &Path, case: &Path, more: &[&str]) -> (std::process::Child, String) {
+fn serve(store: &Path, case: &Path, more: &[&str]) -> (Served, String) {
     serve_in(store, case, &workspace_root().join("worlds"), more)
 }
 
 /// [`serve`] with the worlds of `worlds`.
-fn serve_in(
-    store: &Path,
-    case: &Path,
-    worlds: &Path,
-    more: &[&str],
-) -> (std::process::Child, String) {
+fn serve_in(store: &Path, case: &Path, worlds: &Path, more: &[&str]) -> (Served, String) {
     let mut server = crate::common::cli()
         .args(["serve".as_ref(), case.as_os_str()])
         .args(["--addr", "127.0.0.1:0", "--json"])
@@ -52,7 +47,32 @@ fn serve_in(
     let first = lines.next().expect("a first line").expect("stdout");
     let said: Value = serde_json::from_str(&first).expect("serve --json says where it listens");
     std::thread::spawn(move || lines.for_each(drop));
-    (server, format!("http://{}", said["addr"].as_str().unwrap()))
+    let addr = said["addr"].as_str().unwrap().to_string();
+    (Served(server), format!("http://{addr}"))
+}
+
+/// A `worldline serve` process, ended when the test is, whether it
+/// passed or failed (a failing test left its server running).
+struct Served(std::process::Child);
+
+impl std::ops::Deref for Served {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Served {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// `script` (Python, with the `websockets` client openenv-core depends
