@@ -176,6 +176,14 @@ fn placed(path: &Path) -> Result<(), InputError> {
         ));
     }
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // A file where the folder should be (it was said to be "not there").
+        Some(dir) if dir.exists() && !dir.is_dir() => Err(InputError::new(
+            path,
+            format!(
+                "{} is a file, not a folder: choose a path in a folder",
+                dir.display()
+            ),
+        )),
         Some(dir) if !dir.is_dir() => Err(InputError::new(
             path,
             format!(
@@ -255,6 +263,24 @@ pub fn write_new(path: &Path, bytes: &[u8], what: &str) -> Result<(), InputError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A path under a file says the file is no folder (it said the folder
+    /// "is not there"), and one under a missing folder says so.
+    #[test]
+    fn a_path_under_a_file_says_the_file_is_no_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("afile");
+        std::fs::write(&file, "").unwrap();
+        let e = check_file(&file.join("j.xml")).unwrap_err().to_string();
+        assert!(e.contains("afile is a file, not a folder"), "{e}");
+        let e = check_new(&dir.path().join("nope/x"), "-o")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("its folder") && e.contains("is not there"),
+            "{e}"
+        );
+    }
 
     /// A store's own folders and files are not a user's output: an export
     /// over an object made every run of its agent unreadable, one over
