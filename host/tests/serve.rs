@@ -302,6 +302,25 @@ fn openenv_episodes_are_isolated_runs_graded_as_test_grades_the_same_calls() {
     assert_eq!(after["state"]["step_count"].as_u64(), Some(7), "{after}");
     assert_eq!(before["reward"], 0.0, "{before}");
     assert_eq!(before["last"]["verdict"], "failed", "{before}");
+    // A reset naming another case than the episode's is refused (the
+    // recorded case ran without a word).
+    let other = format!(
+        "import json, sys\nfrom websockets.sync.client import connect\nwith connect(sys.argv[1].replace('http', 'ws') + '/ws') as ws:\n    ws.send(json.dumps({{'type': 'reset', 'data': {{'case': 'nosuch', 'fork_of': {{'run': '{}', 'at': 4}}}}}}))\n    print(ws.recv())\n",
+        run_ids[0]
+    );
+    let out = Command::new(openenv_python())
+        .args(["-c", &other, &url])
+        .output()
+        .expect("the websocket client runs");
+    let said: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(said["data"]["code"], "VALIDATION_ERROR", "{said}");
+    assert!(
+        said["data"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("is an episode of case `incident`, not `nosuch`")),
+        "{said}"
+    );
 
     // `worldline fork` of an episode sends its recorded steps again with
     // the edit: denied the rollback at event 4, they fail.

@@ -338,7 +338,7 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
         return error("VALIDATION_ERROR", "episode_id must be a string");
     }
     if let Some(fork_of) = data.get("fork_of") {
-        return reset_fork(served, session, fork_of, data["episode_id"].as_str()).await;
+        return reset_fork(served, session, fork_of, data).await;
     }
     let case = match data["case"].as_str() {
         Some(name) => served.cases.iter().find(|c| c.name == name),
@@ -406,8 +406,9 @@ async fn reset_fork(
     served: &Served,
     session: &mut Option<Session>,
     fork_of: &Value,
-    episode_id: Option<&str>,
+    data: &Value,
 ) -> Value {
+    let episode_id = data["episode_id"].as_str();
     let (Some(run), Some(at)) = (fork_of["run"].as_str(), fork_of["at"].as_u64()) else {
         return error(
             "VALIDATION_ERROR",
@@ -432,6 +433,28 @@ async fn reset_fork(
             return error("VALIDATION_ERROR", &e);
         }
     };
+    // The episode is of the recorded run's case: one the reset names is
+    // that one, and it is one this server serves (a reset naming another,
+    // or a server serving another, ran the recorded case without a word).
+    let recorded = prefix.case.name.as_str();
+    if let Some(named) = data["case"].as_str().filter(|n| *n != recorded) {
+        return error(
+            "VALIDATION_ERROR",
+            &format!(
+                "fork_of.run is an episode of case `{recorded}`, not `{named}`: leave `case` out of a reset with fork_of, or name `{recorded}`"
+            ),
+        );
+    }
+    if !served.cases.iter().any(|c| c.name == recorded) {
+        let names: Vec<&str> = served.cases.iter().map(|c| c.name.as_str()).collect();
+        return error(
+            "VALIDATION_ERROR",
+            &format!(
+                "fork_of.run is an episode of case `{recorded}`, which this server does not serve ({})",
+                names.join(", ")
+            ),
+        );
+    }
     end_open(session).await;
     let events = prefix.events;
     let forked = json!({"run": prefix.run, "at": prefix.at});
