@@ -135,7 +135,10 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         i64::try_from(seed).map_or_else(|_| seed.to_string().into(), toml::Value::Integer),
     );
     if !injects.is_empty() {
-        table.insert("inject".into(), from_json(&Value::Array(injects.clone()))?);
+        table.insert(
+            "inject".into(),
+            super::toml_value(&Value::Array(injects.clone()), "inject")?,
+        );
     }
     if let Some(path) = opts.expect_from {
         take_expect(&mut table, path)?;
@@ -195,7 +198,10 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         trace_id: None,
         trace_sha256: None,
     };
-    table.insert("origin".into(), from_json(&serde_json::to_value(&origin)?)?);
+    table.insert(
+        "origin".into(),
+        super::toml_value(&serde_json::to_value(&origin)?, "origin")?,
+    );
     let description = format!(
         "Made from run {} (`worldline case from-run`).{}",
         rec.id,
@@ -474,7 +480,10 @@ fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
     }
     only_scripted_keys(user);
     user.remove("default");
-    user.insert("rules".into(), from_json(&Value::Array(rules))?);
+    user.insert(
+        "rules".into(),
+        super::toml_value(&Value::Array(rules), "user.rules")?,
+    );
     Ok(())
 }
 
@@ -563,8 +572,4 @@ fn file_name(p: &Path) -> String {
 
 fn to_json(v: &toml::Value) -> Value {
     serde_json::to_value(v).unwrap_or_default()
-}
-
-fn from_json(v: &Value) -> Result<toml::Value> {
-    Ok(toml::Value::try_from(v)?)
 }

@@ -6,8 +6,47 @@
 pub mod from_run;
 pub mod from_trace;
 
+use serde_json::Value;
 use worldline_case::case::Case;
 use worldline_log::log::bundle;
+
+/// JSON as TOML for a case `case from-run` or `case from-trace` writes,
+/// `root` naming where in the case `v` goes (`inject`; empty for the whole
+/// case). An integer TOML cannot hold is refused naming its place and
+/// value: it was "u64 value was too large", naming nothing.
+pub(crate) fn toml_value(v: &Value, root: &str) -> anyhow::Result<toml::Value> {
+    if let Some((at, n)) = past_toml(v, root.to_string()) {
+        anyhow::bail!(
+            "{at} is the integer {n}, past what a case holds (TOML's integers run from {} to {}), so no case can be written with it; where the run or trace records it, give it as a string",
+            i64::MIN,
+            i64::MAX
+        );
+    }
+    Ok(toml::Value::try_from(v)?)
+}
+
+/// The first integer in `v` that TOML cannot hold, and where it is
+/// (`inject[2].response.id`).
+fn past_toml(v: &Value, at: String) -> Option<(String, u64)> {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .filter(|u| i64::try_from(*u).is_err())
+            .map(|u| (at, u)),
+        Value::Array(a) => {
+            (a.iter().enumerate()).find_map(|(i, x)| past_toml(x, format!("{at}[{i}]")))
+        }
+        Value::Object(o) => o.iter().find_map(|(k, x)| {
+            let at = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
+            past_toml(x, at)
+        }),
+        _ => None,
+    }
+}
 
 /// Why the case's `[origin]` no longer backs it, one line each (empty when
 /// it does, or when the case has no origin).

@@ -268,38 +268,7 @@ fn toml_of(v: &Value) -> Result<toml::Value> {
             other => other.clone(),
         }
     }
-    if let Some((at, n)) = past_toml(v, String::new()) {
-        anyhow::bail!(
-            "{at} is the integer {n}, past what a case holds (TOML's integers run from {} to {}); the trace holds it in a tool call or result: give it as a string there, or leave the call out of the trace",
-            i64::MIN,
-            i64::MAX
-        );
-    }
-    Ok(toml::Value::try_from(strip(v))?)
-}
-
-/// The first integer in `v` that TOML cannot hold, and where it is
-/// (`inject[2].response.id`): it was refused as "u64 value was too
-/// large", naming nothing.
-fn past_toml(v: &Value, at: String) -> Option<(String, u64)> {
-    match v {
-        Value::Number(n) => n
-            .as_u64()
-            .filter(|u| i64::try_from(*u).is_err())
-            .map(|u| (at, u)),
-        Value::Array(a) => {
-            (a.iter().enumerate()).find_map(|(i, x)| past_toml(x, format!("{at}[{i}]")))
-        }
-        Value::Object(o) => o.iter().find_map(|(k, x)| {
-            let at = if at.is_empty() {
-                k.clone()
-            } else {
-                format!("{at}.{k}")
-            };
-            past_toml(x, at)
-        }),
-        _ => None,
-    }
+    super::toml_value(&strip(v), "")
 }
 
 fn world_toml(run: &Run, tools: &[String]) -> Result<String> {
