@@ -58,6 +58,14 @@ pub struct Served {
     pub fork: Forker,
 }
 
+impl Served {
+    /// The served cases' names, for a refusal to list.
+    fn names(&self) -> String {
+        let names: Vec<&str> = self.cases.iter().map(|c| c.name.as_str()).collect();
+        names.join(", ")
+    }
+}
+
 /// Makes the [`Prefix`] of run `run` (an id or unique prefix) at event `at`.
 pub type Forker = Box<dyn Fn(&str, u64) -> Result<Prefix<'static>> + Send + Sync>;
 
@@ -346,12 +354,11 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
         None => None,
     };
     let Some(case) = case else {
-        let names: Vec<&str> = served.cases.iter().map(|c| c.name.as_str()).collect();
         return error(
             "VALIDATION_ERROR",
             &format!(
                 "reset names no served case: pass `case`, one of {}",
-                names.join(", ")
+                served.names()
             ),
         );
     };
@@ -446,12 +453,11 @@ async fn reset_fork(
         );
     }
     if !served.cases.iter().any(|c| c.name == recorded) {
-        let names: Vec<&str> = served.cases.iter().map(|c| c.name.as_str()).collect();
         return error(
             "VALIDATION_ERROR",
             &format!(
                 "fork_of.run is an episode of case `{recorded}`, which this server does not serve ({})",
-                names.join(", ")
+                served.names()
             ),
         );
     }
