@@ -318,44 +318,36 @@ fn error_of(v: &Value) -> Option<(&'static str, Option<&str>)> {
     Some((kind.as_str(), e.get("message").and_then(Value::as_str)))
 }
 
+/// The scripted reply that stands for a model call: the same failure when
+/// it failed without an answer, else its answer (`None`: neither).
+fn scripted_reply(call: &genai::ModelCall) -> Option<Value> {
+    if let Some((kind, status)) = call.failed {
+        let mut r = json!({"error": kind});
+        if let Some(s) = status {
+            r["status"] = s.into();
+        }
+        return Some(r);
+    }
+    let a = call.output.as_ref()?;
+    let mut r = json!({});
+    if let Some(c) = &a.content {
+        r["content"] = c.clone().into();
+    }
+    if !a.tool_calls.is_empty() {
+        r["tool_calls"] = a
+            .tool_calls
+            .iter()
+            .map(|(name, args)| json!({"name": name, "arguments": args}))
+            .collect();
+    }
+    if r.as_object().is_some_and(|o| o.is_empty()) {
+        r["content"] = "".into();
+    }
+    Some(r)
+}
+
 fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Result<String> {
-    let responses: Vec<Value> = run
-        .model_calls
-        .iter()
-        .filter_map(|c| match (&c.output, c.failed) {
-            (_, Some((kind, status))) => Some(Err((kind, status))),
-            (Some(a), None) => Some(Ok(a)),
-            (None, None) => None,
-        })
-        .map(|a| {
-            // A call that failed is the same failure, scripted.
-            let a = match a {
-                Ok(a) => a,
-                Err((kind, status)) => {
-                    let mut r = json!({"error": kind});
-                    if let Some(s) = status {
-                        r["status"] = s.into();
-                    }
-                    return r;
-                }
-            };
-            let mut r = json!({});
-            if let Some(c) = &a.content {
-                r["content"] = c.clone().into();
-            }
-            if !a.tool_calls.is_empty() {
-                r["tool_calls"] = a
-                    .tool_calls
-                    .iter()
-                    .map(|(name, args)| json!({"name": name, "arguments": args}))
-                    .collect();
-            }
-            if r.as_object().is_some_and(|o| o.is_empty()) {
-                r["content"] = "".into();
-            }
-            r
-        })
-        .collect();
+    let responses: Vec<Value> = run.model_calls.iter().filter_map(scripted_reply).collect();
     let mut inject = Vec::new();
     let mut nth: BTreeMap<&str, u64> = BTreeMap::new();
     for t in &run.tool_calls {
