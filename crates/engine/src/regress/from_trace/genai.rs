@@ -169,11 +169,7 @@ fn in_asked_order(run: &mut Run) {
             .collect::<std::collections::BTreeSet<_>>()
             .len();
     if unique && run.tool_calls.iter().all(|t| place(t).is_some()) {
-        let mut placed: Vec<(usize, ToolCall)> = (run.tool_calls.drain(..))
-            .map(|t| (place(&t).unwrap_or(usize::MAX), t))
-            .collect();
-        placed.sort_by_key(|(p, _)| *p);
-        run.tool_calls = placed.into_iter().map(|(_, t)| t).collect();
+        run.tool_calls.sort_by_key(place);
     }
 }
 
