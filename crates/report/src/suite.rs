@@ -521,43 +521,72 @@ fn line(c: &CaseRun, width: usize, interrupted: Option<&str>) -> String {
         let why = interrupted.unwrap_or("--fail-fast");
         return format!("SKIP  {:width$}  ({why}: not run)", c.name);
     };
-    let mark = if c.passed() { "PASS" } else { "FAIL" };
-    let events = shown.outcome.as_ref().map_or(0, |o| o.footer.events);
-    let runs = c.attempts.len();
-    let which = if runs > 1 {
-        let n = runs as u64;
-        format!(
-            "{}/{runs} passed, pass@{runs} {:.1}%, pass^{runs} {:.1}%",
-            c.passes(),
-            pass_at_k(c.passes(), n, n) * 100.0,
-            pass_hat_k(&[c.passes()], n, n) * 100.0
-        )
-    } else {
-        shown.run_id().unwrap_or("-").to_string()
-    };
-    let line = format!(
-        "{mark}  {:width$}  {:>6} events  {:>7.1} ms  {which}",
-        c.name,
-        events,
-        c.elapsed().as_secs_f64() * 1000.0
-    );
-    let reason = shown.reason();
-    let line = match &reason {
-        Some(r) if runs > 1 => format!(
-            "{line}  {} — {r} (run {})",
-            shown.status(),
-            shown.run_id().unwrap_or("-")
-        ),
-        Some(r) => format!("{line}  {} — {r}", shown.status()),
-        None => line,
-    };
-    // The agent's own error, under the case, unless the reason said it.
     let own = shown
         .outcome
         .as_ref()
         .ok()
-        .and_then(|o| worldline_engine::traceback::agent_error(&o.footer))
-        .filter(|e| reason.as_deref() != Some(e.message.as_str()) || e.at.is_some());
+        .and_then(|o| worldline_engine::traceback::agent_error(&o.footer));
+    let reason = shown.reason();
+    case_line(&Line {
+        mark: if c.passed() { "PASS" } else { "FAIL" },
+        name: &c.name,
+        width,
+        events: shown.outcome.as_ref().map_or(0, |o| o.footer.events),
+        ms: c.elapsed().as_secs_f64() * 1000.0,
+        runs: c.attempts.len() as u64,
+        passes: c.passes(),
+        run_id: shown.run_id().unwrap_or("-"),
+        status: shown.status(),
+        reason: reason.as_deref(),
+        own: own.as_ref(),
+    })
+}
+
+/// A case's line as a suite's report and a merged one both write it.
+struct Line<'a> {
+    mark: &'a str,
+    name: &'a str,
+    width: usize,
+    events: u64,
+    ms: f64,
+    /// How many times it ran, and passed.
+    runs: u64,
+    passes: u64,
+    /// The run shown (the failing one when it ran more than once).
+    run_id: &'a str,
+    status: &'a str,
+    /// Why it did not pass.
+    reason: Option<&'a str>,
+    /// The agent's own error, written under the line unless the reason
+    /// said it.
+    own: Option<&'a worldline_engine::traceback::AgentError>,
+}
+
+/// `MARK  NAME  EVENTS events  MS ms  RUN_ID` (or, run more than once,
+/// `c/K passed, pass@K, pass^K`), why it did not pass, and the agent's own
+/// error under it.
+fn case_line(l: &Line) -> String {
+    let (runs, width) = (l.runs.max(1), l.width);
+    let which = if runs > 1 {
+        format!(
+            "{}/{runs} passed, pass@{runs} {:.1}%, pass^{runs} {:.1}%",
+            l.passes,
+            pass_at_k(l.passes, runs, runs) * 100.0,
+            pass_hat_k(&[l.passes], runs, runs) * 100.0
+        )
+    } else {
+        l.run_id.to_string()
+    };
+    let line = format!(
+        "{}  {:width$}  {:>6} events  {:>7.1} ms  {which}",
+        l.mark, l.name, l.events, l.ms
+    );
+    let line = match l.reason {
+        Some(r) if runs > 1 => format!("{line}  {} — {r} (run {})", l.status, l.run_id),
+        Some(r) => format!("{line}  {} — {r}", l.status),
+        None => line,
+    };
+    let own = (l.own).filter(|e| l.reason != Some(e.message.as_str()) || e.at.is_some());
     match own {
         Some(e) => {
             let lines: Vec<String> = e.lines().iter().map(|l| format!("      {l}")).collect();
@@ -597,35 +626,27 @@ pub fn write_merged(
             writeln!(out, "SKIP  {name:width$}  {run_id}{why}")?;
             continue;
         }
-        let mark = if c.passed { "PASS" } else { "FAIL" };
-        let runs = c.runs.max(1);
-        let which = if runs > 1 {
-            format!(
-                "{}/{runs} passed, pass@{runs} {:.1}%, pass^{runs} {:.1}%",
-                c.passes,
-                pass_at_k(c.passes, runs, runs) * 100.0,
-                pass_hat_k(&[c.passes], runs, runs) * 100.0
-            )
-        } else {
-            run_id.clone()
-        };
-        let line = format!(
-            "{mark}  {name:width$}  {:>6} events  {:>7.1} ms  {which}",
-            c.events.unwrap_or(0),
-            c.elapsed_ms
-        );
-        let status = shown::text(&c.status);
-        let line = match reason {
-            Some(r) if runs > 1 => format!("{line}  {status} — {r} (run {run_id})"),
-            Some(r) => format!("{line}  {status} — {r}"),
-            None => line,
-        };
+        // The agent's error escaped too.
+        let own = c.agent_error.clone().map(|mut e| {
+            e.status = shown::text(&e.status);
+            e.message = shown::message(&e.message);
+            e.at = e.at.map(|a| shown::message(&a));
+            e
+        });
+        let line = case_line(&Line {
+            mark: if c.passed { "PASS" } else { "FAIL" },
+            name,
+            width,
+            events: c.events.unwrap_or(0),
+            ms: c.elapsed_ms,
+            runs: c.runs,
+            passes: c.passes,
+            run_id: &run_id,
+            status: &shown::text(&c.status),
+            reason: reason.as_deref(),
+            own: own.as_ref(),
+        });
         writeln!(out, "{line}")?;
-        let own = (c.agent_error.as_ref())
-            .filter(|e| c.reason.as_deref() != Some(e.message.as_str()) || e.at.is_some());
-        for l in own.iter().flat_map(|e| e.lines()) {
-            writeln!(out, "      {}", shown::message(&l))?;
-        }
     }
     write_totals(out, err, s)?;
     Ok(())
