@@ -344,6 +344,49 @@ fn merged_partitions_equal_the_whole_suite() {
     );
 }
 
+/// Shards given other case files, or other model flags, are no one
+/// suite's report: a case edited between two shards' runs, or a
+/// `--model-seed` on one shard only, merged as one suite.
+#[test]
+fn shards_of_other_case_files_or_model_flags_are_refused() {
+    let dir = temp_dir();
+    let cases = suite(dir.path());
+    let store = dir.path().join("store");
+    let shard = |name: &str, p: &str, extra: &[&str]| {
+        let mut args = vec!["--json", "--partition", p];
+        args.extend(extra);
+        let out = test_cmd(&store, &cases, &args);
+        let f = dir.path().join(name);
+        std::fs::write(&f, &out.stdout).unwrap();
+        f
+    };
+    let merge = |files: &[&PathBuf]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["merge".as_ref()];
+        args.extend(files.iter().map(|f| f.as_os_str()));
+        worldline(&store, args)
+    };
+    let one = shard("1.json", "count:1/2", &[]);
+    let two = shard("2.json", "count:2/2", &[]);
+    merge(&[&one, &two]).expect_code(1);
+    let seeded = shard("2-seeded.json", "count:2/2", &["--model-seed", "9"]);
+    let out = merge(&[&one, &seeded]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("shard count:1/2 ran other case files or model flags")
+            && out.stderr.contains("--model-seed"),
+        "{out}"
+    );
+    // Case a (shard 1's) edited before shard 2 ran: its seed moved.
+    let a = cases.join("a.toml");
+    let text = std::fs::read_to_string(&a).unwrap();
+    std::fs::write(&a, text.replacen("seed = ", "seed = 1", 1)).unwrap();
+    let edited = shard("2-edited.json", "count:2/2", &[]);
+    let out = merge(&[&one, &edited]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("ran other case files"), "{out}");
+}
+
 #[test]
 fn repeats_report_each_cases_pass_rate_and_pass_k() {
     let dir = temp_dir();

@@ -131,6 +131,11 @@ pub struct Shard {
     /// written before it): `merge` refuses shards of different agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// SHA-256 of what the runs were given beside the agent: every
+    /// selected case file's hash and the model flags (absent in reports
+    /// written before it): `merge` refuses shards that differ in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
 }
 
 impl Shard {
@@ -149,6 +154,7 @@ impl Shard {
             selection: worldline_case::canon::sha256_hex(text),
             indices: Some(worldline_case::canon::sha256_hex(indices)),
             agent: None,
+            inputs: None,
         }
     }
 }
@@ -432,18 +438,18 @@ fn check_partitioned(shards: &[SuiteSummary]) -> Result<Selection, String> {
         }
         check_tallies(s, &format!("shard {p}"), Some(p))?;
     }
-    let agents = infos
-        .iter()
-        .zip(&parts)
-        .filter_map(|(i, p)| Some((i.agent.as_ref()?, p)));
-    let mut agents = agents.collect::<Vec<_>>().into_iter();
-    if let Some((agent, p)) = agents.next()
-        && let Some((other, q)) = agents.find(|(a, _)| a != &agent)
-    {
-        let short = |a: &str| a[..a.len().min(12)].to_string();
+    let short = |a: &str| a[..a.len().min(12)].to_string();
+    if let Some((p, agent, q, other)) = differing(&infos, &parts, |i| i.agent.as_deref()) {
         return Err(format!(
             "shard {p} ran agent {} and shard {q} agent {}: merge the shards of one agent build",
             short(agent),
+            short(other)
+        ));
+    }
+    if let Some((p, inputs, q, other)) = differing(&infos, &parts, |i| i.inputs.as_deref()) {
+        return Err(format!(
+            "shard {p} ran other case files or model flags (inputs {}) than shard {q} (inputs {}): merge the shards of one suite run from the same files with the same `--model-set`, `--user-model-set` and `--model-seed`",
+            short(inputs),
             short(other)
         ));
     }
@@ -452,6 +458,24 @@ fn check_partitioned(shards: &[SuiteSummary]) -> Result<Selection, String> {
         first.selection.clone(),
         first.indices.clone(),
     ))
+}
+
+/// Two shards that say different things of `what` (shards that say
+/// nothing of it are not compared): each's partition and value.
+fn differing<'a>(
+    infos: &[&'a Shard],
+    parts: &'a [worldline_case::partition::Partition],
+    what: impl Fn(&'a Shard) -> Option<&'a str>,
+) -> Option<(
+    &'a worldline_case::partition::Partition,
+    &'a str,
+    &'a worldline_case::partition::Partition,
+    &'a str,
+)> {
+    let mut said = (infos.iter().zip(parts)).filter_map(|(i, p)| Some((what(i)?, p)));
+    let (first, p) = said.next()?;
+    let (other, q) = said.find(|(v, _)| *v != first)?;
+    Some((p, first, q, other))
 }
 
 /// A report's counts against its cases, and each case's against itself.

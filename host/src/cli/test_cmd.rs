@@ -226,7 +226,11 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
         entries,
         broken,
         sharded,
+        others,
     } = selected?;
+    let inputs = sharded
+        .as_ref()
+        .map(|_| inputs_hash(&entries, &others, &args.model));
     let entries = entries
         .into_iter()
         .map(|p| {
@@ -256,6 +260,7 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     let done = run(&args, &store, &choice, &entries, &broken, bar, early)?;
     let shard = sharded.map(|(p, all)| Shard {
         agent: one_agent(&done),
+        inputs,
         ..Shard::of(
             p.to_string(),
             all.iter().map(|(index, name)| (*index, name.as_str())),
@@ -268,6 +273,34 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     std::mem::forget(entries);
     std::mem::forget(done);
     code
+}
+
+/// What every shard of a suite must have been given alike (merge compares
+/// it): each selected case file's hash in suite order, and the model
+/// flags.
+fn inputs_hash(
+    mine: &[Picked<case::Case>],
+    others: &[Picked<case::Case>],
+    model: &ModelArgs,
+) -> String {
+    let mut cases: Vec<&Picked<case::Case>> = mine.iter().chain(others).collect();
+    cases.sort_by_key(|p| p.index);
+    let mut text = String::new();
+    for p in cases {
+        text.push_str(&format!("case {} {}\n", p.index, p.read.hash));
+    }
+    for (flag, values) in [
+        ("--model-set", &model.set),
+        ("--user-model-set", &model.user_set),
+    ] {
+        for v in values {
+            text.push_str(&format!("{flag} {v}\n"));
+        }
+    }
+    if let Some(seed) = model.model_seed {
+        text.push_str(&format!("--model-seed {seed}\n"));
+    }
+    worldline_case::canon::sha256_hex(text)
 }
 
 /// The agent every run of the suite ran (its SHA-256), when they all ran

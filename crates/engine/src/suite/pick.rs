@@ -46,6 +46,9 @@ pub struct Selected<T> {
     /// With a partition: it, and the whole selection it shards (each
     /// case's index and name, before the partition and the limit).
     pub sharded: Option<(Partition, Vec<(usize, String)>)>,
+    /// The selected cases this machine does not run (other shards', and
+    /// those past `--limit`), in suite order.
+    pub others: Vec<Picked<T>>,
 }
 
 /// A `--filter` expression parsed, or the usage error naming the flag.
@@ -120,21 +123,22 @@ pub fn pick<T: Send>(
         let all = entries.iter().map(|e| (e.index, e.name.clone())).collect();
         (p, all)
     });
+    let mut others = Vec::new();
     if let Some(p) = selection.partition {
-        entries = entries
-            .into_iter()
-            .enumerate()
-            .filter(|(k, e)| p.contains(*k, &e.name))
-            .map(|(_, e)| e)
-            .collect();
+        let (mine, theirs) = (entries.into_iter().enumerate())
+            .partition::<Vec<_>, _>(|(k, e)| p.contains(*k, &e.name));
+        entries = mine.into_iter().map(|(_, e)| e).collect();
+        others = theirs.into_iter().map(|(_, e)| e).collect();
     }
     if let Some(n) = selection.limit {
-        entries.truncate(n);
+        others.extend(entries.drain(n.min(entries.len())..));
+        others.sort_by_key(|e| e.index);
     }
     Ok(Selected {
         entries,
         broken,
         sharded,
+        others,
     })
 }
 
