@@ -627,4 +627,31 @@ fn merged_shards_equal_the_single_machine_report() {
             .contains("shards count:2/3, count:3/3 are missing"),
         "{short}"
     );
+    // A shard run from an edited case file is of no one campaign.
+    std::fs::create_dir(dir.path().join("edited")).unwrap();
+    let edited = dir.path().join("edited/fuzz-stale-deploys.toml");
+    let text = std::fs::read_to_string(fuzz_case()).unwrap();
+    std::fs::write(&edited, format!("{text}\n# edited\n")).unwrap();
+    let worlds = workspace_root().join("worlds").display().to_string();
+    let mut a = args.to_vec();
+    a.extend(["--partition", "count:3/3", "--worlds", &worlds]);
+    let out = fuzz(&store, &edited, &naive, &a);
+    let f = dir.path().join("edited-3.json");
+    std::fs::write(&f, &out.stdout).unwrap();
+    let mut m = vec!["merge".to_string()];
+    m.extend([1, 2].map(|i| {
+        dir.path()
+            .join(format!("count-{i}.json"))
+            .display()
+            .to_string()
+    }));
+    m.push(f.display().to_string());
+    let mixed = worldline(&store, m);
+    mixed.expect_code(2);
+    assert!(
+        mixed
+            .stderr
+            .contains("not shards of one campaign: `inputs`"),
+        "{mixed}"
+    );
 }

@@ -82,6 +82,10 @@ pub struct FuzzReport<'a> {
     /// not every run), for `worldline merge`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// A shard's case file and model flags, hashed (`merge` refuses
+    /// shards that differ in it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tally: Option<&'a Tally>,
 }
@@ -227,6 +231,7 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
         "agent_sha256",
         "case",
         "faults",
+        "inputs",
         "repeat",
         "seed",
         "seeds",
@@ -326,8 +331,9 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
         .fold(0.0, f64::max);
     let mut doc = first.clone();
     let obj = doc.as_object_mut().ok_or("a report is not a JSON object")?;
-    obj.remove("partition");
-    obj.remove("tally");
+    for shard_only in ["inputs", "partition", "tally"] {
+        obj.remove(shard_only);
+    }
     obj.insert(
         "summary".into(),
         serde_json::to_value(&summary).expect("serializes"),

@@ -93,12 +93,12 @@ pub struct FuzzArgs {
 
 pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
-    super::ModelArgs {
+    let model = super::ModelArgs {
         set: args.model_set.clone(),
         user_set: args.user_model_set.clone(),
         model_seed: None,
-    }
-    .apply(&mut case)?;
+    };
+    model.apply(&mut case)?;
     let (profile, from) = profile(&args, &case)?;
     let goal = case.expect.as_ref().is_some_and(|e| e.attack.is_some());
     if args.fuzz_worker.is_none() && !goal && profile.tools.iter().any(|t| t.injection.is_some()) {
@@ -182,6 +182,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         },
         world: case.world.reference(),
         partition: partition.map(|p| p.to_string()),
+        inputs: partition.map(|_| model.inputs_hash([(0, case.hash.as_str())].into_iter())),
         tally: partition.map(|_| &fuzzed.tally),
     };
     render(&args, &store, &doc)

@@ -109,6 +109,28 @@ fn settings_error(
 }
 
 impl ModelArgs {
+    /// SHA-256 of what shards of one suite or campaign must share beside
+    /// the agent (`merge` compares it): each case file's hash with its
+    /// place, and these flags.
+    pub fn inputs_hash<'a>(&self, cases: impl Iterator<Item = (usize, &'a str)>) -> String {
+        let mut text = String::new();
+        for (index, hash) in cases {
+            text.push_str(&format!("case {index} {hash}\n"));
+        }
+        for (flag, values) in [
+            ("--model-set", &self.set),
+            ("--user-model-set", &self.user_set),
+        ] {
+            for v in values {
+                text.push_str(&format!("{flag} {v}\n"));
+            }
+        }
+        if let Some(seed) = self.model_seed {
+            text.push_str(&format!("--model-seed {seed}\n"));
+        }
+        worldline_case::canon::sha256_hex(text)
+    }
+
     /// Apply the overrides to a case and check that its provider can run
     /// here (an API key it names is set).
     pub fn apply(&self, case: &mut worldline_case::case::Case) -> anyhow::Result<()> {

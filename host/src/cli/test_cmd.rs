@@ -285,22 +285,7 @@ fn inputs_hash(
 ) -> String {
     let mut cases: Vec<&Picked<case::Case>> = mine.iter().chain(others).collect();
     cases.sort_by_key(|p| p.index);
-    let mut text = String::new();
-    for p in cases {
-        text.push_str(&format!("case {} {}\n", p.index, p.read.hash));
-    }
-    for (flag, values) in [
-        ("--model-set", &model.set),
-        ("--user-model-set", &model.user_set),
-    ] {
-        for v in values {
-            text.push_str(&format!("{flag} {v}\n"));
-        }
-    }
-    if let Some(seed) = model.model_seed {
-        text.push_str(&format!("--model-seed {seed}\n"));
-    }
-    worldline_case::canon::sha256_hex(text)
+    model.inputs_hash(cases.iter().map(|p| (p.index, p.read.hash.as_str())))
 }
 
 /// The agent every run of the suite ran (its SHA-256), when they all ran
