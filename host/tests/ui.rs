@@ -635,6 +635,76 @@ fn a_long_run_jumps_to_an_event_steps_model_calls_and_finds_text() {
     assert!(none.body.contains("0 events hold"), "{}", none.body);
 }
 
+/// A run of 300 calls that each add a note: its page shows a page's worth
+/// of calls on the clock and at most 200 of the task's rows, and its last
+/// event's page 200 of the notes table's rows and the one it added, each
+/// with the count of the rest (the whole of each made a page grow with the
+/// run).
+#[test]
+fn a_long_runs_pages_show_a_bounded_part_of_its_lists() {
+    let dir = temp_dir();
+    let calls: Vec<String> = (0..300)
+        .map(|i| format!(r#"{{ tool = "add_note", args = {{ ticket = "T-1", text = "n{i}", author = "bot" }} }}"#))
+        .collect();
+    let case = common::write_case(
+        dir.path(),
+        "notes",
+        &format!(
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{}] }}\n",
+            calls.join(", ")
+        ),
+    );
+    let store = dir.path().join("store");
+    let (agent, worlds) = (guest("caller-agent"), workspace_root().join("tests/worlds"));
+    let out = worldline(
+        &store,
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let n = out.json()["events"].as_u64().unwrap();
+    let s = Server::start(&store, &[]);
+    let page = s.get(&format!("/run/{id}"));
+    assert_eq!(page.status, 200);
+    let lanes = page.body.matches("class=\"lane ").count();
+    assert!(
+        (1..=200).contains(&lanes),
+        "{lanes} calls charted on page 1"
+    );
+    assert!(page.body.contains("300 calls"), "the chart counts them all");
+    let task = &page.body[page.body.find("id=\"task\"").expect("the task")..];
+    assert!(
+        task.contains("… 100 more rows not shown"),
+        "{}",
+        &task[..task.len().min(2000)]
+    );
+    let last = s.get(&format!("/run/{id}/event/{}", n - 1));
+    assert_eq!(last.status, 200);
+    let notes = &last.body[last.body.find("<h3>notes").expect("the notes table")..];
+    let notes = &notes[..notes.find("</table>").unwrap()];
+    let rows = notes.matches("<tr id=\"row-notes-").count();
+    assert!(rows <= 201, "{rows} rows of the notes table");
+    assert!(
+        notes.contains("class=\"changed\""),
+        "the row the event added is shown"
+    );
+    assert!(notes.contains("more rows not shown"), "{notes}");
+    assert!(
+        page.body.len() + last.body.len() < 600_000,
+        "{} and {} bytes",
+        page.body.len(),
+        last.body.len()
+    );
+}
+
 /// After the UI replays a native run, SIGTERM still stops it: the run
 /// left SIGINT and SIGTERM caught for the process's life, so the signal
 /// was only noted (and ended the server inside its next native replay).

@@ -95,17 +95,26 @@ fn pct(ns: u64, total: u64) -> String {
     format!("{:.3}%", ns as f64 * 100.0 / total.max(1) as f64)
 }
 
-/// The chart (nothing for a run without such calls).
-pub(crate) fn chart(id: &str, events: &[Event]) -> Markup {
+/// The chart of the calls among the events of `range` (the timeline's
+/// page, so a long run's chart is as bounded as its table), each bar on the
+/// whole run's clock; nothing for a run without such calls.
+pub(crate) fn chart(id: &str, events: &[Event], range: std::ops::Range<usize>) -> Markup {
     let spans = spans(events);
     let total = events.last().map_or(0, |e| e.vtime_ns).max(1);
     if spans.is_empty() {
         return html! {};
     }
+    let page: Vec<&Span> = (spans.iter())
+        .filter(|s| range.contains(&(s.seq as usize)))
+        .collect();
     html! {
-        h2 { "Calls on the virtual clock " small { "(" (spans.len()) " calls, " (vtime(total)) " in all)" } }
+        h2 { "Calls on the virtual clock " small {
+            "(" (spans.len()) " calls, " (vtime(total)) " in all"
+            @if page.len() < spans.len() { "; the " (page.len()) " of events " (range.start) "–" (range.end.saturating_sub(1)) }
+            ")"
+        } }
         div #calls {
-            @for s in &spans {
+            @for s in &page {
                 div class={ "lane k-" (s.kind) } data-seq=(s.seq) {
                     a href={ "/run/" (url(id)) "/event/" (s.seq) } { "event " (s.seq) }
                     span { span class={ "kind k-" (s.kind) } { (s.kind) } " " span.mono { (s.label) } }

@@ -2,6 +2,10 @@
 //! layout (stylesheet, script and key help compiled into the binary),
 //! badges, pretty JSON with long strings folded (and, for a diff, the
 //! values that differ from the other side marked), and URL escaping.
+//! What a page shows of one value is bounded ([`SHOWN`] items of a list or
+//! keys of an object, [`FOLDED`] characters of a string): a run's own
+//! numbers (a 10,000-row answer, a 20,000-call task) never make a page of
+//! megabytes; `worldline show` prints them whole.
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde_json::Value;
@@ -84,6 +88,17 @@ pub(crate) fn error_box(message: &str) -> Markup {
 /// Strings longer than this are folded in JSON views.
 const FOLD: usize = 160;
 
+/// Most characters of a folded string a page holds.
+const FOLDED: usize = 16 * 1024;
+
+/// Most items of a list (rows of a table, keys of an object) a page shows.
+pub(crate) const SHOWN: usize = 200;
+
+/// The line under a list cut at [`SHOWN`]: how many more there are.
+pub(crate) fn more(hidden: usize, what: &str) -> String {
+    format!("… {hidden} more {what} not shown (`worldline show` prints them all)")
+}
+
 /// Pretty JSON, strings longer than [`FOLD`] characters folded into a
 /// `<details>` that shows the whole text.
 pub(crate) fn json(v: &Value) -> Markup {
@@ -135,7 +150,8 @@ impl Json<'_> {
         match v {
             Value::Object(m) if !m.is_empty() => {
                 self.out.push_str("{\n");
-                for (i, (k, x)) in m.iter().enumerate() {
+                let last = m.len().min(SHOWN);
+                for (i, (k, x)) in m.iter().take(SHOWN).enumerate() {
                     let key = Value::String(k.clone()).to_string();
                     let _ = write!(
                         self.out,
@@ -144,27 +160,31 @@ impl Json<'_> {
                         esc(&key)
                     );
                     self.value(x, other.map(|o| o.get(k)), depth + 1);
-                    self.out
-                        .push_str(if i + 1 < m.len() { ",\n" } else { "\n" });
+                    self.out.push_str(if i + 1 < last { ",\n" } else { "\n" });
                 }
+                self.cut(m.len(), "keys", depth);
                 let _ = write!(self.out, "{}}}", pad(depth));
             }
             Value::Array(a) if !a.is_empty() => {
                 self.out.push_str("[\n");
-                for (i, x) in a.iter().enumerate() {
+                let last = a.len().min(SHOWN);
+                for (i, x) in a.iter().take(SHOWN).enumerate() {
                     self.out.push_str(&pad(depth + 1));
                     self.value(x, other.map(|o| o.get(i)), depth + 1);
-                    self.out
-                        .push_str(if i + 1 < a.len() { ",\n" } else { "\n" });
+                    self.out.push_str(if i + 1 < last { ",\n" } else { "\n" });
                 }
+                self.cut(a.len(), "items", depth);
                 let _ = write!(self.out, "{}]", pad(depth));
             }
             Value::String(s) if s.chars().count() > FOLD => {
                 let head: String = s.chars().take(FOLD).collect();
+                let chars = s.chars().count();
+                let whole: String = s.chars().take(FOLDED).collect();
                 let fold = html! {
                     details.fold {
-                        summary { span.s { (Value::String(head).to_string()) "…" } " (" (s.chars().count()) " chars)" }
-                        span.s { (v.to_string()) }
+                        summary { span.s { (Value::String(head).to_string()) "…" } " (" (chars) " chars)" }
+                        span.s { (Value::String(whole).to_string()) }
+                        @if chars > FOLDED { " " span.more { (more(chars - FOLDED, "chars")) } }
                     }
                 };
                 self.out.push_str(&fold.into_string());
@@ -173,6 +193,14 @@ impl Json<'_> {
                 let _ = write!(self.out, "<span class=\"s\">{}</span>", esc(&v.to_string()));
             }
             other => self.out.push_str(&esc(&other.to_string())),
+        }
+    }
+
+    /// The line saying how many of `len` items past [`SHOWN`] were left out.
+    fn cut(&mut self, len: usize, what: &str, depth: usize) {
+        if len > SHOWN {
+            let line = html! { span.more { (more(len - SHOWN, what)) } };
+            let _ = writeln!(self.out, "{}{}", "  ".repeat(depth + 1), line.into_string());
         }
     }
 }
@@ -202,5 +230,27 @@ mod tests {
         assert!(shown.contains("<mark class=\"del\">{"), "{shown}");
         assert!(!shown.contains("<mark class=\"del\">1</mark>"), "{shown}");
         assert!(!json(&a).into_string().contains("<mark"));
+    }
+
+    #[test]
+    fn a_long_list_a_wide_object_and_a_long_string_are_cut() {
+        let list: Vec<u64> = (0..1000).collect();
+        let object: serde_json::Map<String, Value> =
+            (0..1000).map(|i| (format!("k{i:04}"), json!(i))).collect();
+        let text = "x".repeat(100_000);
+        let shown = json(&json!({"list": list, "object": object, "text": text})).into_string();
+        assert!(shown.contains("  199\n"), "the first items are shown");
+        assert!(
+            !shown.contains(" 200\n") && !shown.contains("k0200"),
+            "no more"
+        );
+        assert!(
+            shown.contains("… 800 more items not shown"),
+            "{}",
+            &shown[..400]
+        );
+        assert!(shown.contains("… 800 more keys not shown"));
+        assert!(shown.contains(&more(100_000 - FOLDED, "chars")));
+        assert!(shown.len() < 40_000, "{} bytes", shown.len());
     }
 }

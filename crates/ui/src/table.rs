@@ -1,8 +1,10 @@
 //! Rows shown as tables: a JSON array of objects (a tool's answer, a
 //! task's list) as a table with one column per field, and a world table
 //! with the rows an event changed highlighted. Anything else stays JSON.
+//! A table shows at most [`SHOWN`] rows (a world table those an event
+//! changed beside them), with the count of the rest.
 
-use super::html::json;
+use super::html::{SHOWN, json, more};
 use maud::{Markup, html};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
@@ -57,14 +59,16 @@ pub(crate) fn rows(v: &Value) -> Option<Markup> {
     if objects.is_empty() {
         return None;
     }
-    let cols = columns(objects.iter().copied());
+    let shown = &objects[..objects.len().min(SHOWN)];
+    let cols = columns(shown.iter().copied());
     Some(html! {
         table.rows {
             thead { tr { @for c in &cols { th { (c) } } } }
             tbody {
-                @for o in &objects {
+                @for o in shown {
                     tr { @for c in &cols { td { (cell(o.get(c))) } } }
                 }
+                (more_rows(objects.len() - shown.len(), cols.len()))
             }
         }
     })
@@ -78,15 +82,27 @@ pub(crate) fn rows_or_json(v: &Value) -> Markup {
     }
 }
 
-/// A world table: its rows by key, `changed` keys highlighted.
+/// The last row of a table cut at [`SHOWN`] rows: how many more there are.
+fn more_rows(hidden: usize, cols: usize) -> Markup {
+    html! {
+        @if hidden > 0 { tr.more { td colspan=(cols.max(1)) { (more(hidden, "rows")) } } }
+    }
+}
+
+/// A world table: its rows by key, `changed` keys highlighted; the first
+/// [`SHOWN`] rows and every changed one.
 pub(crate) fn state(name: &str, rows: &Rows, changed: &BTreeSet<String>) -> Markup {
-    let cols = columns(rows.values().filter_map(Value::as_object));
+    let shown: Vec<(&String, &Value)> = (rows.iter().enumerate())
+        .filter(|(i, (k, _))| *i < SHOWN || changed.contains(*k))
+        .map(|(_, row)| row)
+        .collect();
+    let cols = columns(shown.iter().filter_map(|(_, r)| r.as_object()));
     html! {
         h3 { (name) " " small { "(" (rows.len()) " rows)" } }
         table.state.rows {
             thead { tr { th { "key" } @for c in &cols { th { (c) } } } }
             tbody {
-                @for (k, row) in rows {
+                @for &(k, row) in &shown {
                     tr class=[changed.contains(k).then_some("changed")] id={ "row-" (name) "-" (k) } {
                         td { (k) }
                         @match row.as_object() {
@@ -95,6 +111,7 @@ pub(crate) fn state(name: &str, rows: &Rows, changed: &BTreeSet<String>) -> Mark
                         }
                     }
                 }
+                (more_rows(rows.len() - shown.len(), cols.len() + 1))
             }
         }
     }
