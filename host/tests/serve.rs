@@ -398,6 +398,7 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         ("bad_action", "VALIDATION_ERROR"),
         ("bad_seed", "VALIDATION_ERROR"),
         ("text_seed", "VALIDATION_ERROR"),
+        ("wide_seed", "VALIDATION_ERROR"),
         ("fork_path", "VALIDATION_ERROR"),
         ("binary", "INVALID_JSON"),
         ("second", "CAPACITY_REACHED"),
@@ -415,6 +416,9 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
             .contains("--max-sessions"),
         "{said}"
     );
+    // 2^64 is said as a number past the range, not as the float it reads as.
+    let wide = said["wide_seed"]["data"]["message"].as_str().unwrap();
+    assert!(wide.ends_with("not a whole number past it"), "{said}");
     // A file is not read as a run: it is refused before anything opens it.
     let fork_path = said["fork_path"]["data"]["message"].as_str().unwrap();
     assert!(fork_path.contains("not a path"), "{said}");

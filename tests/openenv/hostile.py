@@ -65,6 +65,7 @@ with connect(url) as first:
     # A seed that is no u64, and a fork of a file rather than a run.
     out["bad_seed"] = ask(json.dumps({"type": "reset", "data": {"seed": -1}}))
     out["text_seed"] = ask(json.dumps({"type": "reset", "data": {"seed": "abc"}}))
+    out["wide_seed"] = ask(json.dumps({"type": "reset", "data": {"seed": 2**64}}))
     out["fork_path"] = ask(
         json.dumps({"type": "reset", "data": {"fork_of": {"run": "/etc/passwd", "at": 0}}})
     )

@@ -368,10 +368,18 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
         seed => match seed.as_u64() {
             Some(seed) => case.seed = seed,
             None => {
+                // A whole number past u64 reads as a float (2^64 would
+                // echo as 1.8446744073709552e19): said as what it is.
+                let not = match seed.as_f64() {
+                    Some(f) if f >= u64::MAX as f64 && f.fract() == 0.0 => {
+                        "a whole number past it".to_string()
+                    }
+                    _ => seed.to_string(),
+                };
                 return error(
                     "VALIDATION_ERROR",
                     &format!(
-                        "seed must be a whole number from 0 to {}, not {seed}",
+                        "seed must be a whole number from 0 to {}, not {not}",
                         u64::MAX
                     ),
                 );
