@@ -434,6 +434,16 @@ fn patch_fits(
     if key.is_empty() {
         return Err(err("the row's key is empty".into()));
     }
+    // A quoted key without dots is read with its quotes (only a key with
+    // dots of its own is quoted, as old runs' patches were read).
+    if let Some(bare) = (key.strip_prefix('"').and_then(|k| k.strip_suffix('"')))
+        .filter(|k| row.is_none() && !k.is_empty() && t.rows.contains_key(*k))
+    {
+        let rest = path.split_once('/').map_or("", |(_, r)| &r[key.len()..]);
+        return Err(err(format!(
+            "table `{table}` has no row `{key}` (quotes and all): quotes mark a key with dots of its own, and `{bare}` has none; write `{table}/{bare}{rest}`"
+        )));
+    }
     match field {
         None => {
             let Value::Object(m) = value else {
@@ -476,7 +486,7 @@ fn patch_fits(
                         "table `{table}` has no row `{key}`; its row `{dotted}` has dots of its own: quote it (`{table}/\"{dotted}\"{field}`)"
                     )));
                 }
-                let quote = match written.contains('.') {
+                let quote = match written.contains('.') && !written.starts_with('"') {
                     true => format!(
                         ", quoting a key with dots of its own (`{table}/\"{written}\"={{...}}`)"
                     ),
@@ -596,6 +606,28 @@ mod tests {
         assert!(patch_fits(&before, "tickets/T-1.id", &json!("T-1"), 2).is_ok());
         assert!(patch_fits(&before, "tickets/T-1.status", &json!("closed"), 2).is_ok());
         assert!(patch_fits(&before, "tickets/T-1.meta.id", &json!("y"), 2).is_ok());
+    }
+
+    /// `tickets/"T-1".status` names a row `"T-1"`, quotes and all (only
+    /// a key with dots is quoted): the error said to quote it again.
+    #[test]
+    fn a_quoted_key_without_dots_is_told_to_lose_its_quotes() {
+        let before: worldline_case::world::state::State = serde_json::from_value(json!({
+            "tables": {"tickets": {"key": "id", "rows": {"T-1": {"id": "T-1", "status": "open"}}}},
+            "files": {}
+        }))
+        .unwrap();
+        let e = patch_fits(&before, "tickets/\"T-1\".status", &json!("x"), 2).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("`T-1` has none; write `tickets/T-1.status`"),
+            "{e}"
+        );
+        let e = patch_fits(&before, "tickets/\"T-9\".status", &json!("x"), 2).unwrap_err();
+        assert!(
+            !e.to_string().contains("quoting"),
+            "no quotes inside quotes: {e}"
+        );
     }
 
     /// A row keyed with dots of its own is named quoted, and the error
