@@ -87,7 +87,7 @@ fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {
         };
         let mut status = TestCaseStatus::non_success(kind);
         status
-            .set_message(shown.reason().unwrap_or_default())
+            .set_message(super::bounded(&shown.reason().unwrap_or_default()).into_owned())
             .set_type(shown.status())
             .set_description(details(shown));
         status
@@ -141,11 +141,13 @@ fn details(a: &Attempt) -> String {
         for a in g.failures() {
             body.push_str(&format!(
                 "{}: expected {}, got {}\n",
-                a.what, a.expected, a.actual
+                super::bounded(&a.what),
+                super::bounded(&a.expected.to_string()),
+                super::bounded(&a.actual.to_string())
             ));
         }
         for l in g.diff.lines() {
-            body.push_str(&format!("{l}\n"));
+            body.push_str(&format!("{}\n", super::bounded(&l)));
         }
     }
     if let Some(e) = &o.footer.error {

@@ -224,6 +224,24 @@ fn the_junit_document_holds_no_character_xml_forbids() {
     assert!(xml.contains("the agent said"), "{xml}");
 }
 
+/// A case's reason is cut at 16 KiB in the suite's line and in JUnit's
+/// message (a 500,000-character `where` made one line of that size).
+#[test]
+fn a_huge_reason_is_cut_in_the_case_line_and_in_junit() {
+    let mut s = suite_run();
+    s.cases[0].attempts[0].outcome = Err(format!("no row has status {}", "x".repeat(500_000)));
+    let shown = text(|out| super::suite::write(out, &mut Vec::new(), &s));
+    let line = shown.lines().next().unwrap();
+    assert!(line.len() < 17 * 1024, "{} bytes", line.len());
+    assert!(
+        line.contains("bytes more; `--json` holds it whole)"),
+        "{}",
+        &line[line.len() - 80..]
+    );
+    let xml = super::junit::render(&s).unwrap();
+    assert!(xml.len() < 40 * 1024, "{} bytes of JUnit", xml.len());
+}
+
 #[test]
 fn the_progress_reporter_counts_failed_cases_and_runs() {
     use worldline_engine::fuzz::campaign::CampaignEvent;
