@@ -617,6 +617,9 @@ impl StateCheck {
                 "row = \"first\"/\"last\" picks a row among those matching `where`: give it no key, sum, count or min/max, and one of equals, contains, exists, absent".into(),
             );
         }
+        if super::recorded::new_rules_apply() {
+            self.ignored_keys()?;
+        }
         match (&self.table, &self.file) {
             (Some(t), None) => {
                 if !tables.contains(&t) {
@@ -624,7 +627,13 @@ impl StateCheck {
                 }
                 let counting = self.count.is_some() || (bounds && self.sum.is_none());
                 if counting && self.key.is_some() {
-                    return Err("count goes with a table (and `where`), not with a key".into());
+                    let what = match self.count {
+                        Some(_) => "count",
+                        None => "min/max (without `sum`, they bound a row count)",
+                    };
+                    return Err(format!(
+                        "{what} goes with a table (and `where`), not with a key"
+                    ));
                 }
                 if !counting && self.sum.is_none() && self.key.is_none() && self.row.is_none() {
                     return Err(format!(
@@ -636,6 +645,58 @@ impl StateCheck {
             (None, Some(_)) => Ok(()),
             _ => Err("a state assertion names either `table` or `file`".into()),
         }
+    }
+}
+
+impl StateCheck {
+    /// A key the check's form does not read (it was ignored, and the
+    /// check judged without it): `where` beside `key`, `field` beside a
+    /// row count, a file check's table keys, `ignore_case` or
+    /// `ignore_newlines` beside a test that compares no text.
+    fn ignored_keys(&self) -> Result<(), String> {
+        let counting = self.count.is_some()
+            || ((self.min.is_some() || self.max.is_some()) && self.sum.is_none());
+        if self.file.is_some() {
+            let table_keys = [
+                ("key", self.key.is_some()),
+                ("field", self.field.is_some()),
+                ("where", !self.where_.is_empty()),
+                ("sum", self.sum.is_some()),
+                ("count", self.count.is_some()),
+                ("min", self.min.is_some()),
+                ("max", self.max.is_some()),
+                ("row", self.row.is_some()),
+            ];
+            if let Some((k, _)) = table_keys.iter().find(|(_, given)| *given) {
+                return Err(format!(
+                    "`{k}` goes with a table; a file check judges the file's text with equals, contains, exists or absent"
+                ));
+            }
+        }
+        if self.key.is_some() && !self.where_.is_empty() {
+            return Err(
+                "`where` selects rows (for count, sum, or row = \"first\"/\"last\"); with `key` it would be ignored: give one of them"
+                    .into(),
+            );
+        }
+        if counting && self.field.is_some() {
+            return Err(
+                "a row count counts rows, not a field: drop `field`, or select rows by the field's value with `where`"
+                    .into(),
+            );
+        }
+        let text = self.equals.is_some() || self.contains.is_some() || !self.where_.is_empty();
+        for (k, given) in [
+            ("ignore_case", self.ignore_case),
+            ("ignore_newlines", self.ignore_newlines),
+        ] {
+            if given && !text {
+                return Err(format!(
+                    "{k} compares text: it goes with equals, contains or where"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -986,5 +1047,56 @@ mod tests {
             out.check().unwrap_err(),
             "output.json path `$.a[`: `[` without `]`"
         );
+    }
+
+    /// A key the check's form does not read is refused: each of these
+    /// passed, judged without it (a row `exists` whatever its status).
+    #[test]
+    fn a_key_the_checks_form_ignores_is_refused() {
+        let tables = [&"orders".to_string()];
+        for (src, said) in [
+            (
+                "key=7\nwhere={status='cancelled'}\nexists=true",
+                "with `key` it would be ignored",
+            ),
+            (
+                "field='status'\ncount=2",
+                "a row count counts rows, not a field",
+            ),
+            (
+                "field='status'\nmin=1",
+                "a row count counts rows, not a field",
+            ),
+            (
+                "key=7\nexists=true\nignore_case=true",
+                "ignore_case compares text",
+            ),
+            (
+                "count=1\nignore_newlines=true",
+                "ignore_newlines compares text",
+            ),
+            (
+                "key=7\nmin=5",
+                "min/max (without `sum`, they bound a row count) goes with a table",
+            ),
+        ] {
+            let c = state_check(&format!("table='orders'\n{src}"));
+            let e = c.check(&tables).unwrap_err();
+            assert!(e.contains(said), "{src}: {e}");
+        }
+        let file = state_check("file='rules.txt'\nfield='x'\ncontains='a'");
+        let e = file.check(&tables).unwrap_err();
+        assert!(
+            e.starts_with("`field` goes with a table; a file check"),
+            "{e}"
+        );
+        for fine in [
+            "table='orders'\nwhere={status='open'}\ncount=1\nignore_case=true",
+            "table='orders'\nkey=7\nfield='status'\nequals='OPEN'\nignore_case=true",
+            "table='orders'\nsum='total'\nmin=1",
+            "file='rules.txt'\ncontains='a'\nignore_case=true",
+        ] {
+            assert_eq!(state_check(fine).check(&tables), Ok(()), "{fine}");
+        }
     }
 }
