@@ -203,11 +203,22 @@ fn sum_check(
     numbers: Numbers,
 ) -> Assertion {
     let path = JsonPath::parse(field).ok();
-    let sum: f64 = matching_rows(c, table, state, numbers)
-        .into_iter()
+    let rows = matching_rows(c, table, state, numbers);
+    let what = format!("sum {table}.{field}{}", where_text(c));
+    // A row whose field is absent or null adds nothing (as SQL's SUM);
+    // one that holds no number fails the check: a sum without it would
+    // look like a total.
+    let not_a_number = (rows.iter())
+        .filter_map(|(k, r)| Some((k, value_at(r, path.as_ref())?)))
+        .find(|(_, v)| !v.is_null() && v.as_f64().is_none());
+    if let Some((key, v)) = not_a_number {
+        let expected = c.equals.clone().unwrap_or_else(|| in_bounds(c, 0.0).0);
+        let actual = format!("row {key}'s {field} is {v}, not a number");
+        return check(what, expected, json!(actual), false);
+    }
+    let sum: f64 = (rows.iter())
         .filter_map(|(_, r)| value_at(r, path.as_ref())?.as_f64())
         .sum();
-    let what = format!("sum {table}.{field}{}", where_text(c));
     match c.equals.as_ref() {
         Some(want) => {
             let ok = want
@@ -240,6 +251,28 @@ mod tests {
         let c: StateCheck = toml::from_str(check).unwrap();
         c.check(&[&"trash".to_string()]).unwrap();
         state_check(&c, &trash(), Numbers::ByValue).passed
+    }
+
+    /// A `sum` over a row whose field holds no number fails, naming it
+    /// (it was left out: the sum of the rest passed as the total); absent
+    /// or null fields add nothing.
+    #[test]
+    fn a_sum_over_a_field_that_is_no_number_fails() {
+        let state: State =
+            serde_json::from_value(json!({"tables": {"orders": {"key": "id", "rows": {
+            "7": {"id": 7, "total": 10},
+            "8": {"id": 8, "total": "5"},
+            "9": {"id": 9, "total": null},
+            "10": {"id": 10},
+        }}}, "files": {}}))
+            .unwrap();
+        let c: StateCheck = toml::from_str("table='orders'\nsum='total'\nequals=10").unwrap();
+        let a = state_check(&c, &state, Numbers::ByValue);
+        assert!(!a.passed);
+        assert_eq!(a.actual, json!("row 8's total is \"5\", not a number"));
+        let c: StateCheck =
+            toml::from_str("table='orders'\nsum='total'\nequals=10\nwhere={id={ne=8}}").unwrap();
+        assert!(state_check(&c, &state, Numbers::ByValue).passed);
     }
 
     /// `ignore_newlines`: `body.replace("\n", "")` on both sides, in the
