@@ -894,6 +894,57 @@ fn the_official_client_streams_and_speaks_responses_over_the_loopback() {
     assert_eq!(apis[2]["stream"], true);
 }
 
+/// The official client's `responses.stream()` reads a text reply (it
+/// failed, `IndexError`, on deltas of a content part never added), and a
+/// reply the script cuts short (`finish_reason = "length"`) is an
+/// `incomplete` response saying why (it read as `completed`).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_official_clients_responses_stream_reads_text_and_a_cut_reply_is_incomplete() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = dir.path().join("case.toml");
+    std::fs::write(
+        &case,
+        r#"world = "incident@v4"
+seed = 1
+clock = 2026-03-01T12:05:00Z
+task = "hi"
+
+[[model.responses]]
+content = "hello from a stream longer than one piece"
+
+[[model.responses]]
+content = "cut off mid-sen"
+finish_reason = "length"
+"#,
+    )
+    .unwrap();
+    let probe = tests_dir().join("native/text_stream_probe.py");
+    let out = exec_run(&store, &case, &probe, &[], &[]);
+    let output: Value = serde_json::from_str(
+        out.json()["output"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no output:\n{out}")),
+    )
+    .unwrap();
+    assert_eq!(
+        output,
+        serde_json::json!({
+            "streamed": "hello from a stream longer than one piece",
+            "streamed_status": "completed",
+            "status": "incomplete",
+            "why": "max_output_tokens",
+        })
+    );
+    let replay = worldline(&store, ["replay", out.json()["run_id"].as_str().unwrap()]);
+    replay.expect_code(0);
+    assert!(replay.stdout.contains("identical"), "{replay}");
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

@@ -153,15 +153,22 @@ pub fn response(completion: &Value) -> Value {
         }));
     }
     let usage = &completion["usage"];
+    // A reply cut short is an `incomplete` response saying why, as the
+    // API sends it (the SDKs read `status`, not a finish reason).
+    let cut = match completion["choices"][0]["finish_reason"].as_str() {
+        Some("length") => Some("max_output_tokens"),
+        Some("content_filter") => Some("content_filter"),
+        _ => None,
+    };
     json!({
         "id": format!("resp_{id}"),
         "object": "response",
         "created_at": completion["created"],
-        "status": "completed",
+        "status": if cut.is_some() { "incomplete" } else { "completed" },
         "model": completion["model"],
         "output": output,
         "error": null,
-        "incomplete_details": null,
+        "incomplete_details": cut.map(|reason| json!({"reason": reason})),
         "usage": {
             "input_tokens": usage["prompt_tokens"].as_u64().unwrap_or(0),
             "output_tokens": usage["completion_tokens"].as_u64().unwrap_or(0),
@@ -192,6 +199,14 @@ pub fn events(resp: &Value) -> Vec<(String, Value)> {
                 json!({"output_index": i, "item": started}),
             );
             let text = item["content"][0]["text"].as_str().unwrap_or_default();
+            // The text's content part opens before its deltas and closes
+            // after them: the SDKs' stream helpers index the part the
+            // deltas name (`responses.stream()` failed without it).
+            let part = |text: &str| json!({"type": "output_text", "text": text, "annotations": []});
+            push(
+                "response.content_part.added",
+                json!({"output_index": i, "content_index": 0, "item_id": item["id"], "part": part("")}),
+            );
             for piece in sse::pieces(text, CHUNK_CHARS) {
                 push(
                     "response.output_text.delta",
@@ -201,6 +216,10 @@ pub fn events(resp: &Value) -> Vec<(String, Value)> {
             push(
                 "response.output_text.done",
                 json!({"output_index": i, "content_index": 0, "item_id": item["id"], "text": text}),
+            );
+            push(
+                "response.content_part.done",
+                json!({"output_index": i, "content_index": 0, "item_id": item["id"], "part": part(text)}),
             );
         } else {
             started["arguments"] = json!("");
@@ -222,7 +241,11 @@ pub fn events(resp: &Value) -> Vec<(String, Value)> {
             json!({"output_index": i, "item": item}),
         );
     }
-    push("response.completed", json!({"response": resp}));
+    let end = match resp["status"].as_str() {
+        Some("incomplete") => "response.incomplete",
+        _ => "response.completed",
+    };
+    push(end, json!({"response": resp}));
     out
 }
 
@@ -294,5 +317,46 @@ mod tests {
         assert!(text.trim_end().ends_with("}") && text.contains("event: response.completed\n"));
         let limited = json!({"error": {"kind": "unavailable", "message": "x", "status": 429}});
         assert!(matches!(reply(&req, &limited), Reply::Http(h) if h.status == 429));
+    }
+
+    /// A text reply streams its content part around its deltas (the SDKs'
+    /// `responses.stream()` failed on a delta of a part never added), and
+    /// a reply cut short is `incomplete`, saying why, streamed or not.
+    #[test]
+    fn text_streams_in_its_content_part_and_a_cut_reply_is_incomplete() {
+        let completion = |finish: &str| {
+            json!({"id": "c", "created": 9, "model": "scripted",
+                "choices": [{"finish_reason": finish, "message": {"content": "cut off mid-sen"}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
+        };
+        let kinds = |r: &Value| -> Vec<String> { events(r).into_iter().map(|(k, _)| k).collect() };
+        let done = response(&completion("stop"));
+        assert_eq!(
+            (done["status"].as_str(), &done["incomplete_details"]),
+            (Some("completed"), &Value::Null)
+        );
+        let seen = kinds(&done);
+        let at = |k: &str| {
+            seen.iter()
+                .position(|s| s == k)
+                .unwrap_or_else(|| panic!("no {k}: {seen:?}"))
+        };
+        assert!(at("response.content_part.added") < at("response.output_text.delta"));
+        assert!(at("response.output_text.done") < at("response.content_part.done"));
+        assert!(at("response.content_part.done") < at("response.output_item.done"));
+        let (_, part) = &events(&done)[at("response.content_part.done")];
+        assert_eq!(part["part"]["text"], "cut off mid-sen");
+        for (finish, reason) in [
+            ("length", "max_output_tokens"),
+            ("content_filter", "content_filter"),
+        ] {
+            let cut = response(&completion(finish));
+            assert_eq!(cut["status"], "incomplete", "{finish}");
+            assert_eq!(cut["incomplete_details"]["reason"], reason, "{finish}");
+            assert_eq!(
+                kinds(&cut).last().map(String::as_str),
+                Some("response.incomplete")
+            );
+        }
     }
 }
