@@ -418,6 +418,81 @@ fn a_native_run_s_command_is_redacted_and_the_run_imports() {
 /// through the store's policy: it printed the raw signature, and
 /// `--signature` matched a hidden value (the oracle decision 0101 keeps
 /// out of the UI).
+/// A field a path hides in a tool's answer is hidden where the next model
+/// call's messages quote it, in `show --at` of that call and on its UI
+/// event page, as `export --redacted` hides it (both showed it whole: the
+/// view of one event never saw the answer that hid it).
+#[test]
+fn a_hidden_answer_is_hidden_where_the_next_model_call_quotes_it() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = common::workspace_root().join("cases/model/rollback.toml");
+    let out = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("model-agent")),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    std::fs::write(
+        store.join("redact.toml"),
+        "paths = [\"response.ok.summary\"]\ndetectors = []\n",
+    )
+    .unwrap();
+    let bundle =
+        worldline_log::log::bundle::read(Path::new(out.json()["bundle"].as_str().unwrap()))
+            .unwrap();
+    let (alert, secret) = (bundle.events.iter())
+        .find_map(|e| Some((e.seq, e.response["ok"]["summary"].as_str()?.to_string())))
+        .expect("an answer with a summary");
+    let quoting = (bundle.events.iter())
+        .find(|e| e.seq > alert && e.call == "worldline:agent/model.complete")
+        .expect("a model call after it")
+        .seq;
+    let at = quoting.to_string();
+    let shown = worldline(
+        &store,
+        ["show", run.as_str(), "--at", at.as_str(), "--json"],
+    );
+    shown.expect_code(0);
+    let unredacted = worldline(
+        &store,
+        [
+            "show",
+            run.as_str(),
+            "--at",
+            at.as_str(),
+            "--json",
+            "--unredacted",
+        ],
+    );
+    assert!(
+        unredacted.stdout.contains(&secret),
+        "the model call quotes it"
+    );
+    assert!(!shown.stdout.contains(&secret), "{}", shown.stdout);
+    let server = crate::ui_support::Server::start(&store, &[]);
+    let page = server.get(&format!("/run/{run}/event/{quoting}"));
+    assert_eq!(page.status, 200);
+    assert!(
+        !page.body.contains(&html_escape(&secret)),
+        "the UI event page shows it"
+    );
+}
+
+fn html_escape(text: &str) -> String {
+    (text
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;"))
+    .replace('"', "&quot;")
+}
+
 #[test]
 fn runs_shows_and_matches_signatures_through_the_store_s_policy() {
     let dir = temp_dir();

@@ -122,6 +122,12 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
         )
         .into());
     };
+    // One redactor for the page, which first learns what the events
+    // before this one hid (this one may quote it).
+    let mut redactor = app.redactor()?;
+    if let (Some(r), Some(held)) = (redactor.as_mut(), rec.held.as_mut()) {
+        r.before(&rec.bundle.header, held, n);
+    }
     let events = rec.events();
     let mut before = final_state(&rec.case.world.initial, &events[..n as usize]);
     let mut after = before.clone();
@@ -131,7 +137,7 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
     // What the page shows passes through the store's redaction policy
     // (one redactor, so a value has one placeholder on the page).
     let mut refused = refused;
-    if let Some(r) = app.redactor()?.as_mut() {
+    if let Some(r) = redactor.as_mut() {
         r.event(&mut e);
         r.state(&mut before);
         r.state(&mut after);

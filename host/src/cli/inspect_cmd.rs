@@ -167,6 +167,8 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     let mut event = event;
     let redacted = match args.redaction.redactor(&store, "show", &[&rec.id])? {
         Some(mut r) => {
+            let held = rec.held.as_mut().expect("read held");
+            r.before(&rec.bundle.header, held, args.at);
             r.event(&mut event);
             r.state(&mut state);
             true

@@ -710,6 +710,20 @@ impl Redactor {
         }
     }
 
+    /// What a view of event `at` alone must know first: the values the
+    /// run's header and its events before `at` hid, each hidden again
+    /// wherever event `at` quotes it (`show --at` and the UI's event page
+    /// showed a tool answer's hidden field whole inside the next model
+    /// call's messages).
+    pub fn before(&mut self, header: &Header, events: &mut crate::log::Held, at: u64) {
+        self.header(&mut header.clone());
+        for seq in 0..at {
+            if let Some(e) = events.event(seq) {
+                self.event(&mut e.into_owned());
+            }
+        }
+    }
+
     /// One side of a replay's divergence at `field` (`request`, `response`,
     /// `writes`, ...; none: a whole event): the paths under that root as
     /// an event's, then what [`json`](Self::json) hides (the UI's replay
