@@ -76,6 +76,82 @@ fn atif(store: &Path, runs: &[&str]) -> Vec<Value> {
     serde_json::from_slice(&check.stdout).expect("the checker prints a JSON list")
 }
 
+/// An agent that runs its model's two calls of one tool in the reverse
+/// order: each ATIF result names the call it answers (they were paired by
+/// name in the order they ran, so each call held the other's result).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn atif_pairs_each_result_with_the_call_it_answers_in_any_order() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = dir.path().join("case.toml");
+    std::fs::write(
+        &case,
+        r#"world = "incident@v4"
+seed = 14
+clock = 2026-03-01T12:05:00Z
+task = { alert = "ALERT-7" }
+
+[[model.responses]]
+tool_calls = [{ name = "get_alert", arguments = { id = "ALERT-7" } }, { name = "get_alert", arguments = { id = "NOPE" } }]
+
+[[model.responses]]
+content = "done"
+"#,
+    )
+    .unwrap();
+    let worlds = workspace_root().join("worlds");
+    let out = worldline_raw([
+        "run".as_ref(),
+        case.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--json".as_ref(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        native_python().as_os_str(),
+        tests_dir().join("training/reverse_agent.py").as_os_str(),
+    ]);
+    assert_eq!(out.code, 0, "{out}");
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("atif.jsonl");
+    wl(
+        &store,
+        &[&"export", &run, &"--format", &"atif", &"-o", &file],
+    )
+    .expect_code(0);
+    let doc: Value = serde_json::from_str(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let step = (doc["steps"].as_array().unwrap().iter())
+        .find(|s| s.get("tool_calls").is_some())
+        .expect("the model step asking for the calls");
+    let asked: Vec<(&str, &Value)> = (step["tool_calls"].as_array().unwrap().iter())
+        .map(|c| (c["tool_call_id"].as_str().unwrap(), &c["arguments"]["id"]))
+        .collect();
+    let results = step["observation"]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{step}");
+    for r in results {
+        let id = r["source_call_id"].as_str().unwrap();
+        let (_, alert) = asked.iter().find(|(c, _)| *c == id).unwrap();
+        let content = r["content"].as_str().unwrap();
+        match alert.as_str().unwrap() {
+            "ALERT-7" => assert!(content.contains("\"id\":\"ALERT-7\""), "{id}: {content}"),
+            _ => assert!(content.contains("not-found"), "{id}: {content}"),
+        }
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

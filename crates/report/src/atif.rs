@@ -137,8 +137,9 @@ pub fn document(
 #[derive(Default)]
 struct Steps {
     list: Vec<Value>,
-    /// The latest model step's tool calls not yet answered: (id, name).
-    pending: Vec<(String, String)>,
+    /// The latest model step's tool calls not yet answered: (id, name,
+    /// arguments).
+    pending: Vec<(String, String, Value)>,
     /// Index in `list` of the step `pending` belongs to.
     asking: Option<usize>,
     prompt_tokens: u64,
@@ -196,8 +197,8 @@ impl Steps {
                     .as_str()
                     .map_or_else(|| format!("call_{}_{i}", e.seq), str::to_string);
                 let name = c["function"]["name"].as_str().unwrap_or("").to_string();
-                pending.push((id.clone(), name.clone()));
                 let (arguments, text) = arguments(&c["function"]["arguments"]);
+                pending.push((id.clone(), name.clone(), arguments.clone()));
                 let mut call =
                     json!({"tool_call_id": id, "function_name": name, "arguments": arguments});
                 if let Some(t) = text {
@@ -287,9 +288,13 @@ impl Steps {
     fn tool(&mut self, e: &Event, name: &str, args: &Value, answer: &Value) {
         let content = worldline_case::canon::to_string(answer);
         let extra = json!({"seq": e.seq, "vtime_ns": e.vtime_ns});
-        let asked = self.pending.iter().position(|(_, n)| n == name);
+        // The asked call of this name and these arguments (an agent may run
+        // its calls in any order, or skip one), else the first of this name.
+        let asked = (self.pending.iter())
+            .position(|(_, n, a)| n == name && a == args)
+            .or_else(|| self.pending.iter().position(|(_, n, _)| n == name));
         if let (Some(i), Some(at)) = (asked, self.asking) {
-            let (id, _) = self.pending.remove(i);
+            let (id, _, _) = self.pending.remove(i);
             let step = &mut self.list[at];
             if step.get("observation").is_none() {
                 step["observation"] = json!({"results": []});
