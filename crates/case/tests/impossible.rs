@@ -108,6 +108,30 @@ fn a_when_on_an_argument_the_tool_does_not_take_is_refused() {
     fine("[[inject]]\ntool = \"*\"\nwhen = { anything = 1 }\ndeny = true\n");
 }
 
+/// A value the tool's params refuse (a number for a text `service`): the
+/// rule fired, and the check matched, only on calls the tool refuses, so
+/// `attempted = false` passed whatever the agent did.
+#[test]
+fn a_when_or_args_value_the_tool_refuses_is_refused() {
+    let e = problem("[[inject]]\ntool = \"list_deploys\"\nwhen = { service = 7 }\ndeny = true\n");
+    assert!(
+        e.starts_with("/cases/c.toml:4:1: [[inject]]: when.service: `list_deploys` refuses it: ")
+            && e.ends_with("so the rule matches only a call the tool refuses; write the value as the tool takes it"),
+        "{e}"
+    );
+    let e = problem(
+        "[[expect.calls]]\ntool = \"list_deploys\"\nargs = { service = 7 }\nattempted = false\n",
+    );
+    assert!(
+        e.contains("[[expect.calls]] #1: args.service: `list_deploys` refuses it: ")
+            && e.contains("`attempted = false` would pass for every call it takes"),
+        "{e}"
+    );
+    fine(
+        "[[expect.calls]]\ntool = \"list_deploys\"\nargs = { service = \"checkout\" }\nattempted = false\n",
+    );
+}
+
 #[test]
 fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
     assert_eq!(

@@ -763,10 +763,16 @@ impl CallCheck {
     /// passed, `count = 0` too). Only tools whose `params` list their
     /// `properties` are judged, as an `[[inject]]` rule's `when` is.
     pub fn args_problem(&self, tools: &[world::Tool]) -> Option<String> {
-        let (key, which) =
-            super::inject::argument_no_tool_takes(&self.tool, self.args.keys(), tools)?;
+        if let Some((key, which)) =
+            super::inject::argument_no_tool_takes(&self.tool, self.args.keys(), tools)
+        {
+            return Some(format!(
+                "args.{key}: {which}, so the check never matches a call (`attempted = false` would always pass); name one of the parameters the world declares"
+            ));
+        }
+        let (key, why) = super::inject::argument_no_tool_accepts(&self.tool, &self.args, tools)?;
         Some(format!(
-            "args.{key}: {which}, so the check never matches a call (`attempted = false` would always pass); name one of the parameters the world declares"
+            "args.{key}: {why}, so the check matches only a call the tool refuses (`attempted = false` would pass for every call it takes); write the value as the tool takes it"
         ))
     }
 

@@ -157,9 +157,14 @@ impl Inject {
     /// their `properties` are judged; a rule naming one that does not (or
     /// a glob matching one) is left alone.
     pub fn when_problem(&self, tools: &[Tool]) -> Option<String> {
-        let (key, which) = argument_no_tool_takes(&self.tool, self.when.keys(), tools)?;
+        if let Some((key, which)) = argument_no_tool_takes(&self.tool, self.when.keys(), tools) {
+            return Some(format!(
+                "when.{key}: {which}, so the rule never matches a call; name one of the parameters the world declares"
+            ));
+        }
+        let (key, why) = argument_no_tool_accepts(&self.tool, &self.when, tools)?;
         Some(format!(
-            "when.{key}: {which}, so the rule never matches a call; name one of the parameters the world declares"
+            "when.{key}: {why}, so the rule matches only a call the tool refuses; write the value as the tool takes it"
         ))
     }
 
@@ -207,6 +212,36 @@ pub(crate) fn argument_no_tool_takes<'a>(
         ),
     };
     Some((key, which))
+}
+
+/// The first of `args` whose value no tool `glob` names accepts for that
+/// parameter (`id = "7"` for an integer `id`, a text outside its `enum`),
+/// and the first tool's reason. Only tools that validate strictly and list
+/// the parameter among their `properties` are judged: a call another
+/// would accept, or coerce (`lax`), may still match.
+pub(crate) fn argument_no_tool_accepts<'a>(
+    glob: &str,
+    args: &'a Map<String, Value>,
+    tools: &[Tool],
+) -> Option<(&'a str, String)> {
+    let named: Vec<&Tool> = tools.iter().filter(|t| glob_match(glob, &t.name)).collect();
+    args.iter().find_map(|(key, value)| {
+        let mut reasons = Vec::new();
+        for t in &named {
+            let schema = t.params.get("properties").and_then(|p| p.get(key));
+            match (t.validate, schema) {
+                (crate::world::tools::Validate::Strict, Some(schema)) => {
+                    match crate::world::schema::validate(schema, value) {
+                        Ok(()) => return None,
+                        Err(why) => reasons.push(format!("`{}` refuses it: {why}", t.name)),
+                    }
+                }
+                _ => return None,
+            }
+        }
+        let first = reasons.into_iter().next()?;
+        Some((key.as_str(), first))
+    })
 }
 
 /// The parameters a tool's `params` lists (its `properties`, in their
