@@ -749,3 +749,41 @@ fn an_idle_timeout_of_0_is_refused() {
         "{out}"
     );
 }
+
+/// A case graded on its output or its conversation is refused: an
+/// episode's actions are tool calls and `end`, so every episode of it
+/// scored 0, however right its calls.
+#[test]
+fn a_case_no_episode_can_pass_is_refused() {
+    let store = temp_dir();
+    let worlds = workspace_root().join("worlds");
+    for (case, said) in [
+        (
+            "cases/model/rollback.toml",
+            "[expect.output]: an episode gives no output",
+        ),
+        (
+            "cases/support/refund-confirmed.toml",
+            "[expect.conversation]: an episode says nothing to the user",
+        ),
+    ] {
+        let case = workspace_root().join(case);
+        let args: [&std::ffi::OsStr; 8] = [
+            "serve".as_ref(),
+            case.as_os_str(),
+            "--addr".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--store".as_ref(),
+            store.path().as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ];
+        let out = crate::common::worldline_raw_within(std::time::Duration::from_secs(30), args)
+            .expect("serve served a case no episode can pass");
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains(said) && out.stderr.contains("so no episode of"),
+            "{out}"
+        );
+    }
+}

@@ -44,6 +44,26 @@ pub struct ServeArgs {
     pub common: Common,
 }
 
+/// Why no episode of `c` can pass, if none can: an episode's actions are
+/// tool calls and `end`, so it gives no output and says nothing to a user
+/// (an RL trainer got a reward of 0 from every episode, however right).
+fn unservable(c: &case::Case) -> Option<String> {
+    let e = c.expect.as_ref()?;
+    let what = if e.output.is_some() {
+        "[expect.output]: an episode gives no output"
+    } else if e.conversation.is_some() {
+        "[expect.conversation]: an episode says nothing to the user"
+    } else if e.turn.iter().any(|t| !t.said.is_empty()) {
+        "a turn's `said`: an episode says nothing to the user"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{what} (its actions are tool calls and `end`), so no episode of `{}` can pass; serve a case graded on the world's state and the calls, or run this one with `worldline test`",
+        c.name
+    ))
+}
+
 pub fn exec(args: ServeArgs) -> Result<ExitCode> {
     if !args.addr.ip().is_loopback() {
         return Err(InputError::new(
@@ -72,6 +92,9 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
     let mut cases = Vec::new();
     for path in &args.cases {
         let c = case::load(path, args.worlds.as_deref())?;
+        if let Some(why) = unservable(&c) {
+            return Err(InputError::new(path, why).into());
+        }
         if cases.iter().any(|o: &case::Case| o.name == c.name) {
             return Err(InputError::new(
                 path,
