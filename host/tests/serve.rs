@@ -393,6 +393,9 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
     for (key, code) in [
         ("not_json", "INVALID_JSON"),
         ("unknown_type", "UNKNOWN_TYPE"),
+        ("number_type", "UNKNOWN_TYPE"),
+        ("list_data", "VALIDATION_ERROR"),
+        ("typo_key", "VALIDATION_ERROR"),
         ("step_first", "SESSION_ERROR"),
         ("unknown_case", "VALIDATION_ERROR"),
         ("bad_action", "VALIDATION_ERROR"),
@@ -415,6 +418,14 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
             .unwrap()
             .contains("--max-sessions"),
         "{said}"
+    );
+    let said_of = |key: &str| said[key]["data"]["message"].as_str().unwrap().to_string();
+    assert!(said_of("number_type").contains("type `5`"), "{said}");
+    assert!(said_of("typo_key").contains("no key `sed`"), "{said}");
+    let post = said["post_reset"].as_str().unwrap();
+    assert!(
+        post.starts_with("HTTP/1.1 404") && post.contains("at /ws"),
+        "{post}"
     );
     // 2^64 is said as a number past the range, not as the float it reads as.
     let wide = said["wide_seed"]["data"]["message"].as_str().unwrap();

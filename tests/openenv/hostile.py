@@ -57,6 +57,9 @@ with connect(url) as first:
 
     out["not_json"] = ask("{not json")
     out["unknown_type"] = ask(json.dumps({"type": "dance"}))
+    out["number_type"] = ask(json.dumps({"type": 5}))
+    out["list_data"] = ask(json.dumps({"type": "reset", "data": [1]}))
+    out["typo_key"] = ask(json.dumps({"type": "reset", "data": {"sed": 5}}))
     out["step_first"] = ask(json.dumps({"type": "step", "data": {"type": "list_tools"}}))
     out["unknown_case"] = ask(json.dumps({"type": "reset", "data": {"case": "nope"}}))
     out["bad_action"] = ask(json.dumps({"type": "reset", "data": {}})) and ask(
@@ -110,6 +113,14 @@ for _ in range(100):
 # `close` is answered with a close frame.
 with connect(url) as closing:
     out["close"] = ending(closing, json.dumps({"type": "close"}))
+# An OpenEnv HTTP client's POST /reset: 404 saying where the server answers.
+name, port = hostport.rsplit(":", 1)
+with socket.create_connection((name, int(port)), timeout=30) as s:
+    s.sendall(f"POST /reset HTTP/1.1\r\nHost: {hostport}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}".encode())
+    reply = b""
+    while chunk := s.recv(4096):
+        reply += chunk
+    out["post_reset"] = reply.decode(errors="replace")
 # A client that says nothing is closed after the idle timeout (2 s here).
 with connect(url) as idle:
     out["idle"] = ending(idle)

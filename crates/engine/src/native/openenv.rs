@@ -131,6 +131,7 @@ pub fn serve(served: Served, addr: SocketAddr, listening: impl FnOnce(SocketAddr
         let app = axum::Router::new()
             .route("/health", axum::routing::get(health))
             .route("/ws", axum::routing::get(upgrade))
+            .fallback(elsewhere)
             .with_state(shared.clone());
         let mut stop = stop;
         // A connection that never sends a request's headers is closed
@@ -150,6 +151,16 @@ async fn health() -> impl IntoResponse {
     (
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         r#"{"status":"healthy"}"#,
+    )
+}
+
+/// Any other path or method (an OpenEnv HTTP client's `POST /reset`): 404
+/// saying where the server answers.
+async fn elsewhere() -> impl IntoResponse {
+    (
+        axum::http::StatusCode::NOT_FOUND,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        r#"{"error":"worldline serve answers OpenEnv's WebSocket protocol at /ws (reset, step, state, close messages) and GET /health only"}"#,
     )
 }
 
@@ -280,7 +291,12 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
         Err(e) => return Some(error("INVALID_JSON", &format!("Invalid JSON: {e}"))),
         Ok(m) => m,
     };
-    Some(match m["type"].as_str().unwrap_or("") {
+    let kind = match &m["type"] {
+        Value::String(t) => t.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    Some(match kind.as_str() {
         "reset" => reset(served, session, &m["data"]).await,
         "step" => match session.as_mut() {
             Some(s) => s.step(&m["data"]).await,
@@ -342,6 +358,29 @@ fn observation(observation: Value, reward: Option<f64>, done: bool) -> Value {
 /// served) with `data.seed` (or the case's), ending the open one, if any,
 /// once the request is found good.
 async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> Value {
+    const KEYS: [&str; 4] = ["case", "seed", "episode_id", "fork_of"];
+    match data {
+        Value::Null => {}
+        Value::Object(m) => {
+            if let Some(k) = m.keys().find(|k| !KEYS.contains(&k.as_str())) {
+                return error(
+                    "VALIDATION_ERROR",
+                    &format!(
+                        "reset takes no key `{k}` (it would be ignored): its keys are {}",
+                        KEYS.join(", ")
+                    ),
+                );
+            }
+        }
+        other => {
+            return error(
+                "VALIDATION_ERROR",
+                &format!(
+                    "a reset's data is an object ({{\"case\", \"seed\", \"episode_id\", \"fork_of\"}}, each optional), not {other}"
+                ),
+            );
+        }
+    }
     if !matches!(data["episode_id"], Value::Null | Value::String(_)) {
         return error("VALIDATION_ERROR", "episode_id must be a string");
     }
