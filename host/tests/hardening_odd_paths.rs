@@ -572,6 +572,48 @@ fn a_killed_run_exports_as_incomplete() {
     }
 }
 
+/// `export --format atif|trajectories -o -` writes its lines to stdout
+/// and what it exported to stderr (it wrote a file named `-`); a portable
+/// export, a file to import, refuses `-`.
+#[test]
+fn an_export_to_dash_goes_to_stdout() {
+    let dir = temp_dir();
+    let (store, ids) = store_with_runs(dir.path());
+    let cwd = dir.path().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let run = |format: &str| {
+        let out = crate::common::cli()
+            .current_dir(&cwd)
+            .args(["export", &ids[0], "--format", format, "-o", "-", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    for format in ["atif", "trajectories"] {
+        let (code, stdout, stderr) = run(format);
+        assert_eq!(code, Some(0), "{stderr}");
+        let line: serde_json::Value = serde_json::from_str(stdout.trim_end()).unwrap();
+        assert!(line.is_object(), "{format}: {stdout}");
+        assert!(stderr.contains("to stdout"), "{format}: {stderr}");
+    }
+    let (code, _, stderr) = run("worldline");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a portable export is a bundle file"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&cwd).unwrap().count(),
+        0,
+        "nothing written in the working folder"
+    );
+}
+
 #[test]
 fn a_case_named_with_control_characters_reaches_no_terminal_as_them() {
     let dir = temp_dir();

@@ -10,6 +10,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
 use worldline_engine::export;
@@ -74,6 +75,13 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
             .into());
         }
         return export_trajectories(&store, &args);
+    }
+    if args.output.as_os_str() == "-" {
+        return Err(InputError::new(
+            "-o",
+            "a portable export is a bundle file to import: name one (`-o run.jsonl`); `-o -` writes the lines of --format trajectories or atif to stdout",
+        )
+        .into());
     }
     let [run] = args.run.as_slice() else {
         return Err(InputError::new(
@@ -192,7 +200,11 @@ fn world_tools(store: &StoreDir, world_hash: &str) -> Vec<serde_json::Value> {
 /// the headers and, for members of a group, the verdicts; each line is
 /// written as it is made, to a file that takes its name once whole.
 fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> {
-    worldline_case::output::check_file(&args.output)?;
+    // `-o -`: the lines go to stdout (and what was exported to stderr).
+    let to_stdout = args.output.as_os_str() == "-";
+    if !to_stdout {
+        worldline_case::output::check_file(&args.output)?;
+    }
     let name = match args.format {
         Format::Atif => "atif",
         _ => "trajectories",
@@ -218,7 +230,7 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
     let mut ids = Vec::new();
     // Each world's tools, loaded once, for the runs whose agent listed none.
     let mut tools: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
-    worldline_case::output::write_with(&args.output, |out| {
+    let fill = |out: &mut dyn std::io::Write| -> anyhow::Result<()> {
         for ((id, path), group) in paths.into_iter().zip(groups) {
             let mut b = bundle::read_held(&path).map_err(InputError::from)?;
             let task = task_of(store, &b.header.case_hash);
@@ -246,19 +258,28 @@ fn export_trajectories(store: &StoreDir, args: &ExportArgs) -> Result<ExitCode> 
             ids.push(id);
         }
         Ok(())
-    })?;
-    if args.common.json {
-        println!(
-            "{}",
-            json!({"runs": ids, "file": args.output.display().to_string(), "format": name})
-        );
+    };
+    if to_stdout {
+        let mut out = std::io::stdout().lock();
+        fill(&mut out)?;
+        out.flush()?;
     } else {
-        let kind = if name == "atif" { "ATIF " } else { "" };
-        println!(
-            "exported {} {kind}trajectories to {}",
-            ids.len(),
-            args.output.display()
-        );
+        worldline_case::output::write_with(&args.output, fill)?;
+    }
+    let file = match to_stdout {
+        true => "stdout".to_string(),
+        false => args.output.display().to_string(),
+    };
+    let said = match args.common.json {
+        true => json!({"runs": ids, "file": file, "format": name}).to_string(),
+        false => {
+            let kind = if name == "atif" { "ATIF " } else { "" };
+            format!("exported {} {kind}trajectories to {file}", ids.len())
+        }
+    };
+    match to_stdout {
+        true => eprintln!("{said}"),
+        false => println!("{said}"),
     }
     Ok(ExitCode::Ok)
 }
