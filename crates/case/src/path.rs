@@ -163,7 +163,8 @@ impl fmt::Display for Segment {
     }
 }
 
-fn kind_of(v: &Value) -> &'static str {
+/// What `v` is, as an error says it ("a number", "an object").
+pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -132,6 +132,61 @@ fn a_when_or_args_value_the_tool_refuses_is_refused() {
     );
 }
 
+/// A scripted tool call's arguments that are no object, and a finish
+/// reason no API knows, are refused (they reached the agent as written:
+/// an Anthropic agent's `input` became `{}`, a number or a list).
+#[test]
+fn scripted_arguments_that_are_no_object_and_an_unknown_finish_reason_are_refused() {
+    for (arguments, said) in [
+        ("'{\"id\": \"T-1\"'", "arguments are not JSON ("),
+        (
+            "5",
+            "arguments are a number: give a table, or JSON text of an object",
+        ),
+        (
+            "'[1, 2]'",
+            "arguments are JSON text of an array, not of an object",
+        ),
+    ] {
+        let e = problem(&format!(
+            "[[model.responses]]\ntool_calls = [{{ name = \"get_ticket\", arguments = {arguments} }}]\n"
+        ));
+        assert!(
+            e.contains("tool_calls #1 (`get_ticket`): ") && e.contains(said),
+            "{arguments}: {e}"
+        );
+    }
+    let e = problem("[[model.responses]]\ncontent = \"x\"\nfinish_reason = \"banana\"\n");
+    assert!(
+        e.contains("finish_reason `banana` is not one of stop, length, tool_calls, content_filter"),
+        "{e}"
+    );
+    fine(
+        "[[model.responses]]\ntool_calls = [{ name = \"get_ticket\", arguments = '{\"id\": \"T-1\"}' }]\nfinish_reason = \"length\"\n",
+    );
+    fine(
+        "[[model.responses]]\ntool_calls = [{ name = \"get_ticket\", arguments = { id = \"T-1\" } }]\n",
+    );
+}
+
+/// Every scripted rule's or response's problem is listed, each at its own
+/// table (all were put at `[model]`, and only the first was said).
+#[test]
+fn each_model_script_problem_is_at_its_own_table() {
+    let all = problems(
+        "[model]\nlatency_ms = 1\n\n[[model.responses]]\ncontent = \"a\"\n\n\
+         [[model.responses]]\ncontent = \"x\"\nfinish_reason = \"banana\"\n\n\
+         [[model.rules]]\ncontains = \"z\"\nreply = { error = \"bogus\" }\n",
+    );
+    assert_eq!(
+        all,
+        [
+            "/cases/c.toml:10:1: [model] responses #2: finish_reason `banana` is not one of stop, length, tool_calls, content_filter",
+            "/cases/c.toml:14:1: [[model.rules]] #1: error `bogus` is not one of timeout, unavailable, failed",
+        ]
+    );
+}
+
 #[test]
 fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
     assert_eq!(
@@ -262,7 +317,12 @@ fn durations_past_ten_years_are_refused() {
         ),
     ] {
         let e = problem(&rest);
-        assert!(e.starts_with("/cases/c.toml:4:"), "{rest}: {e}");
+        // A scripted response's problem is at the response itself.
+        let place = match said.starts_with("[model] responses") {
+            true => "/cases/c.toml:5:14:",
+            false => "/cases/c.toml:4:",
+        };
+        assert!(e.starts_with(place), "{rest}: {e}");
         assert!(e.contains(said), "{rest}: {e}");
         assert!(e.ends_with("give at most 316224000000") || e.ends_with("give at most 316224000"), "{e}");
     }

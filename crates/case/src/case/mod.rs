@@ -540,10 +540,11 @@ pub fn parse_all(
         problems.push(e);
     }
     if let Some(m) = &doc.model {
-        keep(
-            &mut problems,
-            m.get_ref().check().map_err(|e| src.at(m.span().start, e)),
-        );
+        // Each rule's or response's problem at its own table.
+        for (entry, e) in m.get_ref().problems() {
+            let at = entry.offset_in(&text).unwrap_or(m.span().start);
+            problems.push(src.at(at, e));
+        }
     }
     if let Some(e) = &doc.env {
         keep(

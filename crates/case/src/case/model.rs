@@ -194,6 +194,66 @@ fn one() -> u32 {
     1
 }
 
+/// Where in `[model]` a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// The n-th `[[model.rules]]` (from 0).
+    Rule(usize),
+    /// The n-th `[[model.responses]]` (from 0).
+    Response(usize),
+    /// The table's own settings.
+    Table,
+}
+
+impl Entry {
+    /// Where `entry` starts in the case's `text` (its table's header, or
+    /// its place in an inline list), when it is a rule's or a response's.
+    pub fn offset_in(self, text: &str) -> Option<usize> {
+        #[derive(Deserialize)]
+        struct Doc {
+            model: Option<Lists>,
+        }
+        #[derive(Deserialize)]
+        struct Lists {
+            #[serde(default)]
+            rules: Vec<toml::Spanned<serde::de::IgnoredAny>>,
+            #[serde(default)]
+            responses: Vec<toml::Spanned<serde::de::IgnoredAny>>,
+        }
+        let lists = toml::from_str::<Doc>(text).ok()?.model?;
+        let entry = match self {
+            Entry::Rule(i) => lists.rules.get(i)?,
+            Entry::Response(i) => lists.responses.get(i)?,
+            Entry::Table => return None,
+        };
+        Some(entry.span().start)
+    }
+}
+
+impl Rule {
+    /// It replies one way, its path parses, and each reply is well made.
+    fn check(&self) -> Result<(), String> {
+        match (&self.reply, self.alternatives.is_empty()) {
+            (Some(_), false) => return Err("give `reply` or `alternatives`, not both".into()),
+            (None, true) => return Err("needs `reply` or `alternatives`".into()),
+            _ => {}
+        }
+        if self.alternatives.iter().all(|a| a.weight == 0) && self.reply.is_none() {
+            return Err("every alternative has weight 0".into());
+        }
+        if let Some(p) = &self.path {
+            JsonPath::parse(p).map_err(|m| format!("path `{p}`: {m}"))?;
+        } else if self.equals.is_some() {
+            return Err("`equals` needs a `path`".into());
+        }
+        let replies = (self.reply.iter()).chain(self.alternatives.iter().map(|a| &a.reply));
+        for r in replies {
+            r.check()?;
+        }
+        Ok(())
+    }
+}
+
 /// The kinds a scripted reply may fail with (what a model endpoint can do).
 const MODEL_ERRORS: [ErrorKind; 3] = [
     ErrorKind::Timeout,
@@ -218,38 +278,43 @@ impl ModelConfig {
     }
 
     /// Check what serde cannot: each rule replies one way, paths parse,
-    /// and the provider has what it needs.
+    /// and the provider has what it needs (the first problem).
     pub fn check(&self) -> Result<(), String> {
-        super::recorded::check_ms("[model] latency_ms", self.latency_ms)?;
+        match self.problems().into_iter().next() {
+            Some((_, m)) => Err(m),
+            None => Ok(()),
+        }
+    }
+
+    /// Every problem [`check`](Self::check) finds, each with the rule or
+    /// response it is in (one problem of each at most), in the file's
+    /// order: rules, responses, then the table's own settings.
+    pub fn problems(&self) -> Vec<(Entry, String)> {
+        let mut out = Vec::new();
+        if let Err(m) = super::recorded::check_ms("[model] latency_ms", self.latency_ms) {
+            out.push((Entry::Table, m));
+        }
         for (i, rule) in self.rules.iter().enumerate() {
-            let at = format!("[[model.rules]] #{}", i + 1);
-            match (&rule.reply, rule.alternatives.is_empty()) {
-                (Some(_), false) => {
-                    return Err(format!("{at}: give `reply` or `alternatives`, not both"));
-                }
-                (None, true) => return Err(format!("{at}: needs `reply` or `alternatives`")),
-                _ => {}
-            }
-            if rule.alternatives.iter().all(|a| a.weight == 0) && rule.reply.is_none() {
-                return Err(format!("{at}: every alternative has weight 0"));
-            }
-            if let Some(p) = &rule.path {
-                JsonPath::parse(p).map_err(|m| format!("{at}: path `{p}`: {m}"))?;
-            } else if rule.equals.is_some() {
-                return Err(format!("{at}: `equals` needs a `path`"));
-            }
-            let replies = rule
-                .reply
-                .iter()
-                .chain(rule.alternatives.iter().map(|a| &a.reply));
-            for r in replies {
-                r.check().map_err(|m| format!("{at}: {m}"))?;
+            if let Err(m) = rule.check() {
+                out.push((Entry::Rule(i), format!("[[model.rules]] #{}: {m}", i + 1)));
             }
         }
         for (i, r) in self.responses.iter().enumerate() {
-            r.check()
-                .map_err(|m| format!("[model] responses #{}: {m}", i + 1))?;
+            if let Err(m) = r.check() {
+                out.push((
+                    Entry::Response(i),
+                    format!("[model] responses #{}: {m}", i + 1),
+                ));
+            }
         }
+        if let Err(m) = self.check_settings() {
+            out.push((Entry::Table, m));
+        }
+        out
+    }
+
+    /// The provider has what it needs, and its settings are in range.
+    fn check_settings(&self) -> Result<(), String> {
         if self.calls_out() && self.base_url.is_none() {
             return Err(format!(
                 "[model] provider `{}`{} needs `base_url` (e.g. \"http://127.0.0.1:11434/v1\")",
@@ -446,6 +511,61 @@ impl Reply {
             }
             if let Some(ms) = t.latency_ms {
                 super::recorded::check_ms("latency_ms", ms)?;
+            }
+            if super::recorded::new_rules_apply() {
+                t.check_shape()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The finish reasons a scripted reply may give (Chat Completions').
+const FINISH_REASONS: [&str; 4] = ["stop", "length", "tool_calls", "content_filter"];
+
+impl ReplyTable {
+    /// The finish reason is one the APIs know, and each tool call's
+    /// arguments are an object (a table, or JSON text of one): invalid JSON
+    /// text, a number or a list reached the agent as they were (and an
+    /// Anthropic agent's `input` as `{}`, a number or a list).
+    fn check_shape(&self) -> Result<(), String> {
+        if let Some(f) = self
+            .finish_reason
+            .as_deref()
+            .filter(|f| !FINISH_REASONS.contains(f))
+        {
+            return Err(format!(
+                "finish_reason `{f}` is not one of {}",
+                FINISH_REASONS.join(", ")
+            ));
+        }
+        for (i, call) in self.tool_calls.iter().enumerate() {
+            let at = || format!("tool_calls #{} (`{}`): arguments", i + 1, call.name);
+            match &call.arguments {
+                Value::Null | Value::Object(_) => {}
+                Value::String(text) => match serde_json::from_str::<Value>(text) {
+                    Ok(Value::Object(_)) => {}
+                    Ok(other) => {
+                        return Err(format!(
+                            "{} are JSON text of {}, not of an object: give a table, or JSON text of an object",
+                            at(),
+                            crate::path::kind_of(&other)
+                        ));
+                    }
+                    Err(e) => {
+                        return Err(format!(
+                            "{} are not JSON ({e}): give a table, or JSON text of an object",
+                            at()
+                        ));
+                    }
+                },
+                other => {
+                    return Err(format!(
+                        "{} are {}: give a table, or JSON text of an object",
+                        at(),
+                        crate::path::kind_of(other)
+                    ));
+                }
             }
         }
         Ok(())
