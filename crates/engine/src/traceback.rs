@@ -404,12 +404,21 @@ pub fn find_in_process(stderr: &str) -> Option<Account> {
 /// has one, else with stderr's last line.
 pub fn process_error(how: String, stderr: &str) -> String {
     debug_assert!(how.starts_with(PROCESS));
-    if let Some(account) = find_in_process(stderr) {
-        return format!("{how}: {}", account.summary());
-    }
-    match stderr.lines().rev().find(|l| !l.trim().is_empty()) {
-        Some(line) => format!("{how}; its stderr ends: {}", line.trim()),
-        None => how,
+    // Node.js signs off an uncaught error with its version: not a line of
+    // the agent's.
+    let last = (stderr.lines().rev()).find(|l| !l.trim().is_empty() && !l.starts_with("Node.js v"));
+    match (find_in_process(stderr), last) {
+        // Lines after the exception (a logged, handled one, then
+        // `sys.exit("why")`; or an SDK's noise at exit): both are said,
+        // since which one ended the process does not show.
+        (Some(account), Some(line)) if !account.text().ends_with(line.trim()) => format!(
+            "{how}; its stderr ends: {} (after an exception it printed: {})",
+            line.trim(),
+            account.summary().replacen("uncaught ", "", 1)
+        ),
+        (Some(account), _) => format!("{how}: {}", account.summary()),
+        (None, Some(line)) => format!("{how}; its stderr ends: {}", line.trim()),
+        (None, None) => how,
     }
 }
 
@@ -647,6 +656,28 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
             Some("at main (file:///a/agent.mjs:5:11)")
         );
         assert_eq!(find_in_process("just a warning\n"), None);
+    }
+
+    /// A handled exception the agent logged, then `sys.exit("why")`: the
+    /// error says the last line too (it blamed the handled exception
+    /// alone, and never showed why the agent gave up).
+    #[test]
+    fn a_process_error_says_what_its_stderr_ends_with_after_an_exception() {
+        let handled = "ERROR:root:handled an error, continuing\nTraceback (most recent call last):\n  File \"/a/agent.py\", line 3, in <module>\nValueError: harmless retry, handled\ndoing more work\nfatal: the agent gave up because the budget ran out\n";
+        assert_eq!(
+            process_error("the process exited with status 1".into(), handled),
+            "the process exited with status 1; its stderr ends: fatal: the agent gave up because the budget ran out (after an exception it printed: Python exception ValueError: harmless retry, handled)"
+        );
+        let node = "/a/agent.mjs:5\n    throw new Error(\"boom\");\n    ^\n\nError: boom\n    at main (file:///a/agent.mjs:5:11)\n\nNode.js v20.19.2\n";
+        assert_eq!(
+            process_error("the process exited with status 1".into(), node),
+            "the process exited with status 1: uncaught JavaScript exception Error: boom"
+        );
+        let uncaught = "Traceback (most recent call last):\n  File \"/a/agent.py\", line 3, in <module>\nValueError: boom\n";
+        assert_eq!(
+            process_error("the process exited with status 1".into(), uncaught),
+            "the process exited with status 1: uncaught Python exception ValueError: boom"
+        );
     }
 
     #[test]
