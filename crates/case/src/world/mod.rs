@@ -398,17 +398,21 @@ fn load_checked(
         problems.push(e);
         None
     });
-    let mut routes = doc
-        .routes
-        .iter()
-        .filter_map(|r| match routes::resolve(r.get_ref(), &tools) {
-            Ok(route) => Some(route),
-            Err(m) => {
-                problems.push(at(r.span().start, m));
-                None
+    let mut routes: Vec<routes::Route> = Vec::new();
+    for r in &doc.routes {
+        match routes::resolve(r.get_ref(), &tools) {
+            Ok(route) => {
+                let never = (routes.iter())
+                    .find_map(|earlier| routes::shadowed(earlier, &route))
+                    .filter(|_| crate::new_rules::apply());
+                match never {
+                    Some(m) => problems.push(at(r.span().start, m)),
+                    None => routes.push(route),
+                }
             }
-        })
-        .collect::<Vec<_>>();
+            Err(m) => problems.push(at(r.span().start, m)),
+        }
+    }
     let mut openapi_notes = Vec::new();
     if let Some(spanned) = &doc.openapi {
         match openapi::check_decl(spanned.get_ref(), &tools) {

@@ -91,12 +91,80 @@ pub fn resolve(r: &RouteToml, tools: &[Tool]) -> Result<Route, String> {
             },
         );
     }
+    if crate::new_rules::apply() {
+        params_named(r, &segments, tools)?;
+    }
     Ok(Route {
         method,
         origin: origin.to_ascii_lowercase(),
         path: segments,
         tool: r.tool.clone(),
     })
+}
+
+/// Each `{name}` of the route names a parameter of its tool, when the
+/// tool's params list them (a request to a route naming another was
+/// answered 422 every time: the argument the tool needs never arrived).
+fn params_named(r: &RouteToml, segments: &[Segment], tools: &[Tool]) -> Result<(), String> {
+    let Some(tool) = tools.iter().find(|t| t.name == r.tool) else {
+        return Ok(());
+    };
+    let Some(props) = tool.params.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for s in segments {
+        if let Segment::Param(name) = s
+            && !props.contains_key(name)
+        {
+            let names: Vec<&str> = props.keys().map(String::as_str).collect();
+            return Err(format!(
+                "route url `{}`: `{{{name}}}` is no parameter of tool `{}` (its parameters: {}); name the segment after the parameter it carries",
+                r.url,
+                tool.name,
+                names.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why `later` is never reached, if it is not: a route declared before it
+/// (`earlier`, first match wins) answers every URL it would, as
+/// `GET /books/{id}` does `GET /books/search`'s.
+pub fn shadowed(earlier: &Route, later: &Route) -> Option<String> {
+    let covers = earlier.method == later.method
+        && earlier.origin == later.origin
+        && earlier.path.len() == later.path.len()
+        && (earlier.path.iter().zip(&later.path)).all(|(a, b)| match (a, b) {
+            (Segment::Param(_), _) => true,
+            (Segment::Literal(a), Segment::Literal(b)) => a == b,
+            (Segment::Literal(_), Segment::Param(_)) => false,
+        });
+    covers.then(|| {
+        format!(
+            "route {} {}{} is never reached: route {} {}{} (to `{}`), declared before it, answers every URL it would (the first route that matches answers); declare the narrower one first, or drop one",
+            later.method,
+            later.origin,
+            later.template(),
+            earlier.method,
+            earlier.origin,
+            earlier.template(),
+            earlier.tool
+        )
+    })
+}
+
+impl Route {
+    /// The route's path as written (`/books/{id}`).
+    fn template(&self) -> String {
+        let parts: Vec<String> = (self.path.iter())
+            .map(|s| match s {
+                Segment::Literal(l) => l.clone(),
+                Segment::Param(p) => format!("{{{p}}}"),
+            })
+            .collect();
+        format!("/{}", parts.join("/"))
+    }
 }
 
 /// `scheme://authority` and the path of a URL (http or https only).
@@ -203,6 +271,57 @@ mod tests {
             tool: "get_ticket".into(),
         };
         resolve(&t, &[tool("get_ticket")]).unwrap()
+    }
+
+    /// A `{name}` that is no parameter of the tool is refused (every
+    /// request to it was answered 422), and a route an earlier one
+    /// answers every URL of is never reached.
+    #[test]
+    fn a_route_naming_no_parameter_or_never_reached_is_refused() {
+        let mut find = tool("find_order");
+        find.params = json!({"type": "object", "properties": {"id": {"type": "integer"}}});
+        let t = |url: &str| RouteToml {
+            method: "GET".into(),
+            url: url.into(),
+            tool: "find_order".into(),
+        };
+        let e = resolve(
+            &t("http://shop.internal/orders/{order_id}"),
+            std::slice::from_ref(&find),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("`{order_id}` is no parameter of tool `find_order` (its parameters: id)"),
+            "{e}"
+        );
+        let by_id = resolve(
+            &t("http://shop.internal/orders/{id}"),
+            std::slice::from_ref(&find),
+        )
+        .unwrap();
+        let search = resolve(
+            &t("http://shop.internal/orders/search"),
+            std::slice::from_ref(&find),
+        );
+        // `search` is a literal: it takes no parameter, and resolves.
+        let search = search.unwrap();
+        let e = shadowed(&by_id, &search).unwrap();
+        assert!(e.starts_with("route GET http://shop.internal/orders/search is never reached: route GET http://shop.internal/orders/{id}"), "{e}");
+        assert!(shadowed(&by_id, &by_id).is_some(), "the same route twice");
+        assert_eq!(
+            shadowed(&search, &by_id),
+            None,
+            "the narrower first leaves the wider reached"
+        );
+        let other = resolve(
+            &RouteToml {
+                method: "POST".into(),
+                ..t("http://shop.internal/orders/{id}")
+            },
+            &[find],
+        )
+        .unwrap();
+        assert_eq!(shadowed(&by_id, &other), None);
     }
 
     #[test]

@@ -58,6 +58,20 @@ fn check_at(schema: &Value, at: &str) -> Result<(), String> {
                 if !ok {
                     return Err(format!("{at}/required: must be an array of property names"));
                 }
+                // A required name the schema refuses: no value passes.
+                let closed = obj.get("additionalProperties") == Some(&Value::Bool(false));
+                let props = obj.get("properties").and_then(Value::as_object);
+                if let (true, Some(props)) = (closed && crate::new_rules::apply(), props)
+                    && let Some(name) = (v.as_array().into_iter().flatten())
+                        .filter_map(Value::as_str)
+                        .find(|n| !props.contains_key(*n))
+                {
+                    let names: Vec<&str> = props.keys().map(String::as_str).collect();
+                    return Err(format!(
+                        "{at}/required: `{name}` is required, but `properties` does not declare it ({}) and `additionalProperties = false` refuses it, so no value passes; declare it, or fix the name",
+                        names.join(", ")
+                    ));
+                }
             }
             "additionalProperties" | "items" => check_at(v, &format!("{at}/{k}"))?,
             "anyOf" | "oneOf" => {
@@ -342,6 +356,27 @@ fn validate_at(schema: &Value, value: &Value, at: &At<'_>) -> Result<(), String>
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A required name that `properties` does not declare, in a schema
+    /// that refuses other properties: no value could pass, so every call
+    /// of the tool failed.
+    #[test]
+    fn a_required_name_a_closed_schema_refuses_is_refused() {
+        let closed = json!({"type": "object", "properties": {"id": {"type": "integer"}},
+            "required": ["order_id"], "additionalProperties": false});
+        let e = check_schema(&closed).unwrap_err();
+        assert!(
+            e.starts_with(
+                "#/required: `order_id` is required, but `properties` does not declare it (id)"
+            ),
+            "{e}"
+        );
+        let open = json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["order_id"]});
+        assert_eq!(check_schema(&open), Ok(()));
+        let right = json!({"type": "object", "properties": {"id": {"type": "integer"}},
+            "required": ["id"], "additionalProperties": false});
+        assert_eq!(check_schema(&right), Ok(()));
+    }
 
     #[test]
     fn lax_coercion_turns_text_into_the_numbers_and_booleans_the_schema_asks_for() {
