@@ -81,8 +81,12 @@ const NOT_OURS: &[&str] = &[
 
 /// Check everything under `paths` (files, or folders searched for `.toml`
 /// files); cases find their worlds in `worlds_root`, else in the nearest
-/// `worlds/` above them.
-pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>) -> Checked {
+/// `worlds/` above them. With `named` (the folders were named on the
+/// command line), a `.toml` that `test` would collect from them (outside
+/// `worlds/`) and that is no case, world, fault profile or project file
+/// is a problem, as `test` says it is: a misspelt `world` key, an empty
+/// file.
+pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>, named: bool) -> Checked {
     let mut out = Checked::default();
     // Each file once, however many of the paths reach it.
     let mut seen = std::collections::BTreeSet::new();
@@ -95,7 +99,10 @@ pub fn check(paths: &[PathBuf], worlds_root: Option<&Path>) -> Checked {
             found.sort();
             for f in found {
                 if seen.insert(canonical(&f)) {
-                    check_file(&f, false, worlds_root, &mut out);
+                    let collected = named
+                        && !(f.strip_prefix(p).unwrap_or(&f).components())
+                            .any(|c| c.as_os_str() == "worlds");
+                    check_file(&f, collected, worlds_root, &mut out);
                 }
             }
         } else if p.symlink_metadata().is_ok() {
@@ -347,7 +354,7 @@ mod tests {
         std::fs::create_dir_all(&cases).unwrap();
         std::os::unix::fs::symlink(dir.path(), cases.join("loop")).unwrap();
         std::fs::write(cases.join("bad.toml"), "world = \n").unwrap();
-        let checked = check(&[dir.path().to_path_buf()], None);
+        let checked = check(&[dir.path().to_path_buf()], None, false);
         assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
         assert_eq!(checked.problems[0].line, Some((1, 9)));
     }
@@ -371,6 +378,7 @@ mod tests {
         let checked = check(
             &[cases.clone(), twice, dir.path().join("worlds")],
             Some(&dir.path().join("./worlds")),
+            false,
         );
         assert_eq!(checked.count(Kind::Case), 1, "{:?}", checked.files);
         assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
@@ -393,6 +401,30 @@ mod tests {
         (dir, cases)
     }
 
+    /// A folder named to `check` is read as `test` reads it: a file with a
+    /// misspelt `world` key, or an empty one, is not a case (`test` said
+    /// so; `check` passed both over). Its `worlds/` holds no cases.
+    #[test]
+    fn a_named_folder_s_file_that_is_no_case_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("f5");
+        std::fs::create_dir_all(folder.join("worlds/w/v1")).unwrap();
+        std::fs::write(folder.join("typo.toml"), "wrold = \"w@v1\"\n").unwrap();
+        std::fs::write(folder.join("empty.toml"), "").unwrap();
+        std::fs::write(folder.join("worlds/w/v1/extra.toml"), "").unwrap();
+        let named = check(std::slice::from_ref(&folder), None, true);
+        let files: Vec<String> = (named.problems.iter())
+            .map(|p| p.file.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(files, ["empty.toml", "typo.toml"], "{:?}", named.problems);
+        assert!(
+            named.problems[0].message.starts_with("not a case"),
+            "{:?}",
+            named.problems
+        );
+        assert!(check(&[folder], None, false).problems.is_empty());
+    }
+
     /// A `recorded` provider whose recording is not there is a problem
     /// at the line naming it, for the case and for a model-played user:
     /// `check` said "no problems", and every run then stopped on it.
@@ -401,7 +433,7 @@ mod tests {
         let (dir, cases) = world_w_and_cases();
         let case = "world = \"w@v1\"\nclock = 2026-03-01T12:00:00Z\ntask = {}\n\n[model]\nprovider = \"recorded\"\nrecording = \"gone.jsonl\"\n";
         std::fs::write(cases.join("c.toml"), case).unwrap();
-        let checked = check(&[dir.path().to_path_buf()], None);
+        let checked = check(&[dir.path().to_path_buf()], None, false);
         assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
         let p = &checked.problems[0];
         assert_eq!(p.line, Some((7, 13)), "{p:?}");
@@ -410,7 +442,11 @@ mod tests {
             "{p:?}"
         );
         std::fs::write(cases.join("gone.jsonl"), "").unwrap();
-        assert!(check(&[dir.path().to_path_buf()], None).problems.is_empty());
+        assert!(
+            check(&[dir.path().to_path_buf()], None, false)
+                .problems
+                .is_empty()
+        );
     }
 
     /// A section of the wrong type is one problem among the file's others:
@@ -426,6 +462,7 @@ mod tests {
         let checked = check(
             std::slice::from_ref(&cases),
             Some(&dir.path().join("worlds")),
+            false,
         );
         let at: Vec<(usize, usize)> = checked.problems.iter().filter_map(|p| p.line).collect();
         assert_eq!(
@@ -441,7 +478,7 @@ mod tests {
             case.replace("clock = 2026-03-01", "clock = \"noon\""),
         )
         .unwrap();
-        let checked = check(&[cases], Some(&dir.path().join("worlds")));
+        let checked = check(&[cases], Some(&dir.path().join("worlds")), false);
         let at: Vec<(usize, usize)> = checked.problems.iter().filter_map(|p| p.line).collect();
         assert_eq!(at, [(3, 9)], "{:?}", checked.problems);
     }
@@ -457,7 +494,7 @@ mod tests {
             "cases = [\"cases\", \"nope\"]\n",
         )
         .unwrap();
-        let checked = check(&[dir.path().to_path_buf()], None);
+        let checked = check(&[dir.path().to_path_buf()], None, false);
         assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
         assert!(
             checked.problems[0].message.contains("nope"),

@@ -42,7 +42,8 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
     // told that no worlds were found.
     let refused = super::project_args::refused();
     let worlds = (args.worlds.clone()).or_else(|| refused.and_then(|e| worlds_of(&e.file)));
-    let mut checked = worldline_case::check::check(&paths, worlds.as_deref());
+    let mut checked =
+        worldline_case::check::check(&paths, worlds.as_deref(), !args.paths.is_empty());
     if let Some(e) = refused {
         checked.add_project_problem(e.clone());
     }
