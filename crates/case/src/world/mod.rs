@@ -410,7 +410,10 @@ fn load_checked(
                     None => routes.push(route),
                 }
             }
-            Err(m) => problems.push(at(r.span().start, m)),
+            // A route to a tool left out with a table that did not load
+            // would only repeat that table's problem.
+            Err(m) if tables_ok => problems.push(at(r.span().start, m)),
+            Err(_) => {}
         }
     }
     let mut openapi_notes = Vec::new();
@@ -426,7 +429,7 @@ fn load_checked(
             },
         }
     }
-    if let Some(rule) = doc.permissions.rule_naming_nothing(&tools) {
+    if let Some(rule) = (doc.permissions.rule_naming_nothing(&tools)).filter(|_| tables_ok) {
         problems.push(at(
             source.find("[permissions]").unwrap_or(0),
             format!("[permissions] rule `{rule}` names no tool of this world"),
@@ -633,5 +636,27 @@ mod tests {
         let err = load_dir(dir.path()).unwrap_err();
         assert_eq!(err.line.map(|l| l.0), Some(4), "{err}");
         assert_eq!(err.message, "duplicate key `1` in table `t`");
+    }
+
+    /// A rows file that does not load is the problem a case's run is told,
+    /// not what follows from it (its tools left out, a permission or a
+    /// route naming one of them then named "no tool of this world").
+    #[test]
+    fn a_broken_rows_file_is_told_not_its_follow_ons() {
+        let dir = tempfile::tempdir().unwrap();
+        let world = "name = \"w\"\nversion = 1\n[tables.t]\nkey = \"id\"\nrows = \"t.jsonl\"\n\
+            [permissions]\ndeny = [\"g\"]\n\
+            [[routes]]\nmethod = \"GET\"\nurl = \"http://w.internal/t/{id}\"\ntool = \"g\"\n\
+            [[tools]]\nname = \"g\"\nop = \"get\"\ntable = \"t\"\n";
+        std::fs::write(dir.path().join("world.toml"), world).unwrap();
+        std::fs::write(
+            dir.path().join("t.jsonl"),
+            "{\"id\": 7}\n{\"status\": \"open\"}\n",
+        )
+        .unwrap();
+        let (all, _) = problems(dir.path());
+        let said: Vec<&str> = all.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(said, ["row has no key field `id` (table `t`)"]);
+        assert_eq!(load_dir(dir.path()).unwrap_err().message, said[0]);
     }
 }
