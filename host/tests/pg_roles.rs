@@ -564,6 +564,37 @@ fn merge_reads_a_suites_shards_from_the_database() {
         missing.stderr.contains("no shard of suite `nope`"),
         "{missing}"
     );
+    // The suite run again on three machines: the two reports of the
+    // halves are of no merge with its thirds (merge refused every later
+    // run under the id), so they are replaced, with a note.
+    for part in ["1/3", "2/3", "3/3"] {
+        let out = worldline(
+            &t.responder,
+            [
+                "test",
+                s(&cases),
+                "--agent",
+                s(&agent),
+                "--worlds",
+                s(&worlds),
+                "--jobs",
+                "1",
+                "--partition",
+                part,
+                "--suite-id",
+                "nightly-7",
+                "--json",
+            ],
+        );
+        out.expect_code(1);
+        let replaced = out
+            .stderr
+            .contains("held 2 shard report(s) of another partitioning");
+        assert_eq!(replaced, part == "1/3", "{out}");
+    }
+    let merged = worldline(&t.viewer, ["merge", "--suite", "nightly-7", "--json"]);
+    merged.expect_code(1);
+    assert_eq!(merged.json()["total"], 4, "{merged}");
 }
 
 #[test]

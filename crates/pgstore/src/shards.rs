@@ -18,10 +18,23 @@ pub struct ShardReport<'a> {
 }
 
 impl Database {
-    /// Store (or replace) a shard's report.
-    pub fn put_shard(&self, s: &ShardReport, w: &super::writer::Writer) -> Result<(), DbError> {
+    /// Store (or replace) a shard's report; the suite's reports of another
+    /// partitioning (`count:i/2` when this is `count:1/3`: the suite run
+    /// again on another number of machines) are removed with it, since no
+    /// merge could take them with this one. Returns how many were.
+    pub fn put_shard(&self, s: &ShardReport, w: &super::writer::Writer) -> Result<u64, DbError> {
+        // `kind:i/n` → `kind:%/n`, the LIKE pattern of its partitioning.
+        let partitioning = match (s.part.split_once(':'), s.part.rsplit_once('/')) {
+            (Some((kind, _)), Some((_, n))) => format!("{kind}:%/{n}"),
+            _ => s.part.to_string(),
+        };
         self.with(|c| {
-            c.execute(
+            let mut tx = c.transaction()?;
+            let gone = tx.execute(
+                "DELETE FROM shard_reports WHERE suite = $1 AND part NOT LIKE $2",
+                &[&s.suite, &partitioning],
+            )?;
+            tx.execute(
                 "INSERT INTO shard_reports (suite, part, selection, report, redacted, writer_user, writer_host)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)
                  ON CONFLICT (suite, part) DO UPDATE SET selection = excluded.selection,
@@ -29,8 +42,9 @@ impl Database {
                      writer_user = excluded.writer_user, writer_host = excluded.writer_host,
                      stored_at = now()",
                 &[&s.suite, &s.part, &s.selection, &s.report, &s.redacted, &w.user, &w.host],
-            )
-            .map(|_| ())
+            )?;
+            tx.commit()?;
+            Ok(gone)
         })
     }
 

@@ -517,12 +517,18 @@ fn keep_shard(args: &TestArgs, store: &StoreDir, done: &SuiteRun, shard: &Shard)
         .suite_id
         .clone()
         .unwrap_or_else(|| shard.selection[..12.min(shard.selection.len())].to_string());
-    store.put_shard(
+    let replaced = store.put_shard(
         &suite,
         &shard.partition,
         &shard.selection,
         &serde_json::to_value(&summary)?,
     )?;
+    if replaced > 0 {
+        eprintln!(
+            "note: suite {suite} held {replaced} shard report(s) of another partitioning than {} (a run on another number of machines): removed, as no merge could take them with this one",
+            shard.partition
+        );
+    }
     eprintln!(
         "shard {} of suite {suite} kept in {} (`worldline merge --suite {suite}` combines the shards)",
         shard.partition,

@@ -340,7 +340,7 @@ impl StoreDir {
         part: &str,
         selection: &str,
         report: &serde_json::Value,
-    ) -> Result<(), InputError> {
+    ) -> Result<u64, InputError> {
         let db = self.database_of("keeping a shard's report")?;
         self.require_raw("storing a shard's report")?;
         let redacted = self.redacted_report(report, false)?;
