@@ -61,6 +61,24 @@ impl Record {
     }
 }
 
+/// Why `file` is no world file's name, if it is not: a world file is
+/// named by its path inside the world's files folder, `a/b.txt` (an
+/// overlay named `../../secret.txt`, `./x` or `` made a file no world
+/// folder can hold, and no check of `a/b.txt` finds).
+fn bad_name(file: &str) -> Option<&'static str> {
+    if file.is_empty() {
+        return Some("a world file's name is not empty: name the file");
+    }
+    if file.starts_with('/') || file.contains('\\') {
+        return Some(
+            "a world file is named by its path inside the world's files, `a/b.txt`, with `/`, not from the root",
+        );
+    }
+    file.split('/')
+        .any(|part| matches!(part, "" | "." | ".."))
+        .then_some("a world file's path has no empty, `.` or `..` part: name it as it is inside the world's files, `a/b.txt`")
+}
+
 /// `world` with `overlay` applied (entry `i` names itself in errors as
 /// `[[overlay]] i+1`).
 pub fn apply(world: Arc<World>, overlay: &[Overlay]) -> Result<Arc<World>, String> {
@@ -102,6 +120,9 @@ pub fn apply(world: Arc<World>, overlay: &[Overlay]) -> Result<Arc<World>, Strin
             (None, Some(file)) => {
                 if !o.rows.is_empty() || !o.remove.is_empty() {
                     return Err(at("`rows` and `remove` are for a `table`".into()));
+                }
+                if let Some(why) = bad_name(file).filter(|_| crate::new_rules::apply()) {
+                    return Err(at(format!("file `{file}`: {why}")));
                 }
                 match (&o.text, o.delete) {
                     (Some(text), false) => {
@@ -162,6 +183,30 @@ mod tests {
             overlay: Vec<Overlay>,
         }
         toml::from_str::<Doc>(toml_text).unwrap().overlay
+    }
+
+    /// A file named outside the world's files (`../../secret.txt`), with
+    /// a `.` or empty part, or empty, is refused (it was made, and no
+    /// check of its plain name found it).
+    #[test]
+    fn a_file_named_as_no_world_file_is_refused() {
+        for name in [
+            "../../secret.txt",
+            "",
+            "./x.txt",
+            "a//b.txt",
+            "/etc/x",
+            "a/../b.txt",
+        ] {
+            let o = parse(&format!("[[overlay]]\nfile = {name:?}\ntext = \"x\"\n"));
+            let e = apply(world(), &o).unwrap_err();
+            assert!(
+                e.contains(&format!("file `{name}`: a world file")),
+                "{name}: {e}"
+            );
+        }
+        let o = parse("[[overlay]]\nfile = \"notes/a.txt\"\ntext = \"x\"\n");
+        assert!(apply(world(), &o).is_ok());
     }
 
     #[test]
