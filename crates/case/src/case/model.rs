@@ -271,6 +271,20 @@ impl ModelConfig {
         {
             return Err(format!("invalid value: `{text}` is not a finite number"));
         }
+        // A whole number past TOML's integers read as text, and was
+        // refused as "a string" where a whole number was asked for.
+        let digits = text.trim().trim_start_matches(['+', '-']);
+        if !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && text.trim().parse::<i64>().is_err()
+        {
+            return Err(format!(
+                "invalid value: `{}` is past the whole numbers a setting takes ({} to {})",
+                text.trim(),
+                i64::MIN,
+                i64::MAX
+            ));
+        }
         let one = serde_json::json!({ key: override_value(text) });
         serde_json::from_value::<ModelConfig>(one)
             .map(drop)
@@ -669,6 +683,12 @@ mod tests {
         assert_eq!(
             check_override("timeout_ms=nan").unwrap_err(),
             "timeout_ms: invalid value: `nan` is not a finite number"
+        );
+        // Past TOML's integers: it was "invalid type: string", against
+        // "a whole number from 0 to 18446744073709551615".
+        assert_eq!(
+            check_override("latency_ms=9223372036854775808").unwrap_err(),
+            "latency_ms: invalid value: `9223372036854775808` is past the whole numbers a setting takes (-9223372036854775808 to 9223372036854775807)"
         );
         assert_eq!(
             check_override("nokey").unwrap_err(),
