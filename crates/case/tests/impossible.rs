@@ -355,7 +355,7 @@ fn check_of_a_faults_file_alone_applies_every_rule_but_the_worlds() {
     let problems = |body: &str| {
         let file = dir.path().join("faults.toml");
         std::fs::write(&file, body).unwrap();
-        worldline_case::check::check(&[file], None)
+        worldline_case::check::check(&[file], None, true)
             .problems
             .iter()
             .map(InputError::to_string)
