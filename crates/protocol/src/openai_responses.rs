@@ -177,7 +177,8 @@ pub fn response(completion: &Value) -> Value {
     })
 }
 
-/// A `response` as the Responses API's event stream.
+/// A `response` as the Responses API's event stream: a text item's content
+/// part added before its deltas and done after them (decision 0420).
 pub fn events(resp: &Value) -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = Vec::new();
     let mut push = |kind: &str, mut data: Value| {

@@ -95,9 +95,10 @@ fn pct(ns: u64, total: u64) -> String {
     format!("{:.3}%", ns as f64 * 100.0 / total.max(1) as f64)
 }
 
-/// The chart of the calls among the events of `range` (the timeline's
-/// page, so a long run's chart is as bounded as its table), each bar on the
-/// whole run's clock; nothing for a run without such calls.
+/// The chart of the run's calls, each bar on the whole run's clock: all of
+/// them, or, past [`SHOWN`](super::html::SHOWN) calls, those among the
+/// events of `range` (the timeline's page, so a long run's chart is as
+/// bounded as its table); nothing for a run without such calls.
 pub(crate) fn chart(id: &str, events: &[Event], range: std::ops::Range<usize>) -> Markup {
     let spans = spans(events);
     let total = events.last().map_or(0, |e| e.vtime_ns).max(1);
@@ -105,7 +106,7 @@ pub(crate) fn chart(id: &str, events: &[Event], range: std::ops::Range<usize>) -
         return html! {};
     }
     let page: Vec<&Span> = (spans.iter())
-        .filter(|s| range.contains(&(s.seq as usize)))
+        .filter(|s| spans.len() <= super::html::SHOWN || range.contains(&(s.seq as usize)))
         .collect();
     html! {
         h2 { "Calls on the virtual clock " small {
