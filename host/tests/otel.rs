@@ -298,6 +298,43 @@ fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
     assert_eq!(faulted["events"][0]["name"], "worldline.fault.inject");
     assert_eq!(attr(faulted, "error.type"), Some("timeout".into()));
 
+    // A tool span of the model run carries the id the model gave the call
+    // (its chat span's output names it), in the order the model asked;
+    // one no model asked for (the caller's), worldline's own `call-N`.
+    let asked: Vec<String> = bundle_events(a["bundle"].as_str().unwrap())
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .flat_map(|e| {
+            (e["response"]["ok"]["choices"][0]["message"]["tool_calls"]
+                .as_array()
+                .cloned())
+            .unwrap_or_default()
+        })
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    let ids = |run: &str| -> Vec<String> {
+        (all.iter())
+            .filter(|s| {
+                attr(s, "worldline.run_id") == Some(run.into())
+                    && attr(s, "gen_ai.operation.name") == Some("execute_tool".into())
+            })
+            .map(|s| {
+                attr(s, "gen_ai.tool.call.id")
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert!(!asked.is_empty());
+    assert_eq!(ids(a_id), asked, "the model run's tool spans");
+    assert!(
+        ids(b_id).iter().all(|i| i.starts_with("call-")),
+        "{:?}",
+        ids(b_id)
+    );
+
     // Exporting again sends the same trace: ids come from the chain hash.
     worldline(
         &store,

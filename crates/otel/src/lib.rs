@@ -148,6 +148,9 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     }];
     let mut prev = 0;
     let whole = opts.content || redactor.is_some();
+    // The latest model answer's tool calls not yet made: (id, name,
+    // arguments). A tool span carries the id of the call it answers.
+    let mut asked: Vec<(String, String, Value)> = Vec::new();
     for seq in 0..b.events.len() as u64 {
         let e = match whole {
             true => b.events.event(seq),
@@ -160,11 +163,24 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
         if let Some(r) = redactor.as_deref_mut() {
             r.event(&mut e);
         }
+        let call_id = match e.typed() {
+            Call::ModelComplete { response, .. } => {
+                asked = tool_calls_of(&response);
+                None
+            }
+            Call::ToolsCall { request, .. } => {
+                let i = (asked.iter())
+                    .position(|(_, n, a)| *n == request.name && a == request.args())
+                    .or_else(|| asked.iter().position(|(_, n, _)| *n == request.name));
+                i.map(|i| asked.remove(i).0)
+            }
+            _ => None,
+        };
         let Some(Described {
             name,
             mut attrs,
             error,
-        }) = describe(&e, opts)
+        }) = describe(&e, opts, call_id)
         else {
             continue;
         };
@@ -201,12 +217,28 @@ struct Described {
     error: Option<CallError>,
 }
 
+/// The tool calls a model answer asked for: (id, name, arguments).
+fn tool_calls_of(answer: &ModelAnswer) -> Vec<(String, String, Value)> {
+    let message = answer.message().cloned().unwrap_or(Value::Null);
+    (message["tool_calls"].as_array().into_iter().flatten())
+        .filter_map(|c| {
+            let id = c["id"].as_str()?.to_string();
+            let name = c["function"]["name"].as_str().unwrap_or("").to_string();
+            let args = match &c["function"]["arguments"] {
+                Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+                other => other.clone(),
+            };
+            Some((id, name, args))
+        })
+        .collect()
+}
+
 /// `None` for other host calls (clocks, randomness, streams), which stay
-/// in the log.
-fn describe(e: &Event, opts: &Options) -> Option<Described> {
+/// in the log. `call_id`: the id of the model's call a tool call answers.
+fn describe(e: &Event, opts: &Options, call_id: Option<String>) -> Option<Described> {
     let ((name, attrs), error) = match e.typed() {
         Call::ToolsCall { request, response } => (
-            tool_span(e.seq, &request, &response, &e.response, opts),
+            tool_span(e.seq, call_id, &request, &response, &e.response, opts),
             response.error,
         ),
         Call::ModelComplete { request, response } => {
@@ -219,6 +251,7 @@ fn describe(e: &Event, opts: &Options) -> Option<Described> {
 
 fn tool_span(
     seq: u64,
+    call_id: Option<String>,
     request: &ToolRequest,
     answer: &Answer,
     response: &Value,
@@ -229,7 +262,12 @@ fn tool_span(
         text("gen_ai.operation.name", "execute_tool"),
         text("gen_ai.tool.name", tool.clone()),
         text("gen_ai.tool.type", "function"),
-        text("gen_ai.tool.call.id", format!("call-{seq}")),
+        // The model's id for the call (the one its chat span's output
+        // names), else worldline's: a call no model asked for.
+        text(
+            "gen_ai.tool.call.id",
+            call_id.unwrap_or_else(|| format!("call-{seq}")),
+        ),
     ];
     if let Some(err) = &answer.error {
         attrs.push(text("error.type", err.kind.clone()));
