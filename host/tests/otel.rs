@@ -376,6 +376,31 @@ fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
     );
     assert!(attr(&tools[1], "gen_ai.tool.call.result").is_some());
 
+    // A run named twice (by its id and a prefix) is one trace.
+    let twice = worldline(
+        &store,
+        [
+            "otel",
+            b_id,
+            &b_id[..b_id.len() - 2],
+            "--endpoint",
+            receiver.endpoint().as_str(),
+            "--json",
+        ],
+    );
+    twice.expect_code(0);
+    let once = worldline(
+        &store,
+        [
+            "otel",
+            b_id,
+            "--endpoint",
+            receiver.endpoint().as_str(),
+            "--json",
+        ],
+    );
+    assert_eq!(twice.json()["spans"], once.json()["spans"], "{twice}");
+
     // To a file, and to an endpoint nobody listens on.
     let file = dir.path().join("trace.pb");
     worldline(&store, ["otel", b_id, "-o", s(&file)]).expect_code(0);

@@ -62,8 +62,15 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     let first = args.runs.first().map_or("", String::as_str);
     let store = super::store_of_run(&args.common.store, first)?;
     let mut views = Vec::new();
+    let mut seen = Vec::new();
     for run in &args.runs {
         let path = store.resolve_run(run)?;
+        // A run named twice (by its id and a prefix) is one trace: its
+        // spans were sent twice.
+        if seen.contains(&path) {
+            continue;
+        }
+        seen.push(path.clone());
         let bundle = bundle::read_held(&path).map_err(InputError::from)?;
         let run_id = run_id_of(&path);
         views.push(RunView {
