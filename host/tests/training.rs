@@ -84,7 +84,7 @@ fn atif(store: &Path, runs: &[&str]) -> Vec<Value> {
     not(worldline_tests_run),
     ignore = "needs the pinned Python environments: run tests/run, which installs it"
 )]
-fn atif_pairs_each_result_with_the_call_it_answers_in_any_order() {
+fn exports_pair_each_result_with_the_call_it_answers_in_any_order() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let case = dir.path().join("case.toml");
@@ -104,21 +104,30 @@ content = "done"
     )
     .unwrap();
     let worlds = workspace_root().join("worlds");
-    let out = worldline_raw([
-        "run".as_ref(),
-        case.as_os_str(),
-        "--worlds".as_ref(),
-        worlds.as_os_str(),
-        "--store".as_ref(),
-        store.as_os_str(),
-        "--json".as_ref(),
-        "--exec".as_ref(),
-        "--".as_ref(),
-        native_python().as_os_str(),
-        tests_dir().join("training/reverse_agent.py").as_os_str(),
-    ]);
-    assert_eq!(out.code, 0, "{out}");
-    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let (agent, python) = (
+        tests_dir().join("training/reverse_agent.py"),
+        native_python(),
+    );
+    let run_with = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "run".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--store".as_ref(),
+            store.as_os_str(),
+            "--json".as_ref(),
+            "--exec".as_ref(),
+            "--".as_ref(),
+            python.as_os_str(),
+            agent.as_os_str(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let out = worldline_raw(args);
+        assert_eq!(out.code, 0, "{out}");
+        out.json()["run_id"].as_str().unwrap().to_string()
+    };
+    let run = run_with(&[]);
     let file = dir.path().join("atif.jsonl");
     wl(
         &store,
@@ -149,6 +158,54 @@ content = "done"
             "ALERT-7" => assert!(content.contains("\"id\":\"ALERT-7\""), "{id}: {content}"),
             _ => assert!(content.contains("not-found"), "{id}: {content}"),
         }
+    }
+    // The agent ends once it made the calls: the trajectory's messages end
+    // with their results, each to its call (they ended at the model's
+    // answer asking for them, the results nowhere).
+    let ended = run_with(&["--end-after-tools"]);
+    let file = dir.path().join("trajectories.jsonl");
+    wl(
+        &store,
+        &[
+            &"export",
+            &ended,
+            &"--format",
+            &"trajectories",
+            &"-o",
+            &file,
+        ],
+    )
+    .expect_code(0);
+    let doc: Value = serde_json::from_str(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let messages = doc["messages"].as_array().unwrap();
+    let (asked, results) = (
+        &messages[messages.len() - 3],
+        &messages[messages.len() - 2..],
+    );
+    assert_eq!(asked["role"], "assistant", "{doc}");
+    for result in results {
+        assert_eq!(result["role"], "tool", "{doc}");
+        let call = (asked["tool_calls"].as_array().unwrap().iter())
+            .find(|c| c["id"] == result["tool_call_id"])
+            .unwrap_or_else(|| panic!("a result to no call: {doc}"));
+        let alert = match result["content"].as_str().unwrap().contains("not-found") {
+            true => "NOPE",
+            false => "ALERT-7",
+        };
+        assert!(
+            call["function"]["arguments"]
+                .as_str()
+                .unwrap()
+                .contains(alert),
+            "{doc}"
+        );
     }
 }
 

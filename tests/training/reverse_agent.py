@@ -1,10 +1,12 @@
 """A native agent that runs the tool calls its model asked for in the
 reverse order (as a concurrent executor may), over MCP, then answers each
 by its `tool_call_id`: which result answers which call must not be read
-from the order they ran in."""
+from the order they ran in. With `--end-after-tools` it ends once the
+calls are made, without sending their results to its model."""
 
 import json
 import os
+import sys
 import urllib.request
 
 session = None
@@ -40,7 +42,8 @@ for i, call in enumerate(reversed(asked["tool_calls"])):
     args = {"name": call["function"]["name"], "arguments": json.loads(call["function"]["arguments"])}
     r = post(mcp, {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": args})
     results[call["id"]] = r["result"]["content"][0]["text"]
-for call in asked["tool_calls"]:
-    messages.append({"role": "tool", "tool_call_id": call["id"], "content": results[call["id"]]})
-post(chat, {"model": "m", "messages": messages}, auth)
+if "--end-after-tools" not in sys.argv:
+    for call in asked["tool_calls"]:
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": results[call["id"]]})
+    post(chat, {"model": "m", "messages": messages}, auth)
 print("{}")

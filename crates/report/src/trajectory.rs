@@ -6,7 +6,9 @@
 //!
 //! The messages are the conversation the agent last sent its model, plus
 //! the model's answer to it (an agent keeps its own history, so that is
-//! the whole trajectory as the model saw it). A run without model calls
+//! the whole trajectory as the model saw it), plus the results of the
+//! calls that answer asked for, when the agent made them after it (a run
+//! that ended, or was killed, before sending them back). A run without model calls
 //! (a scripted agent) gets its tool calls and results written as that
 //! conversation: each call an assistant message with one `tool_calls`
 //! entry, each answer a `tool` message; and its turns with a simulated
@@ -185,8 +187,51 @@ pub fn tokens(events: &[Event]) -> Vec<Value> {
         .collect()
 }
 
+/// The tool calls an assistant message asks for: (id, name, arguments).
+fn asked_calls(message: &Value) -> Vec<(String, String, Value)> {
+    (message["tool_calls"].as_array().into_iter().flatten())
+        .filter_map(|c| {
+            let args = match &c["function"]["arguments"] {
+                Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+                other => other.clone(),
+            };
+            let name = c["function"]["name"].as_str().unwrap_or("").to_string();
+            Some((c["id"].as_str()?.to_string(), name, args))
+        })
+        .collect()
+}
+
+/// The results of the calls the last model answer asked for that the
+/// agent made after it (the run ended, or was killed, before it sent them
+/// to its model), each a `tool` message to the call of its name and
+/// arguments, else the first of its name.
+fn answers_after(held: &Held, seq: u64, mut asked: Vec<(String, String, Value)>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for e in held.as_held().iter().filter(|e| e.seq > seq) {
+        let Call::ToolsCall { request, response } = e.typed() else {
+            continue;
+        };
+        let i = (asked.iter())
+            .position(|(_, n, a)| *n == request.name && a == request.args())
+            .or_else(|| asked.iter().position(|(_, n, _)| *n == request.name));
+        let Some(i) = i else { continue };
+        let (id, _, _) = asked.remove(i);
+        let answer = match (response.error, response.ok) {
+            (Some(err), _) => json!({"error": err}),
+            (None, ok) => ok.unwrap_or(Value::Null),
+        };
+        out.push(json!({
+            "role": "tool",
+            "tool_call_id": id,
+            "content": worldline_case::canon::to_string(&answer),
+        }));
+    }
+    out
+}
+
 /// The chat messages of a run (see the module comment): the last model
-/// call's request put back whole.
+/// call's request put back whole, its answer, and the results of the
+/// calls that answer asked for, when the agent made them after it.
 fn messages(held: &mut Held) -> Vec<Value> {
     let last_model = held.as_held().iter().rev().find_map(|e| match e.typed() {
         Call::ModelComplete { request, response } => {
@@ -201,7 +246,9 @@ fn messages(held: &mut Held) -> Vec<Value> {
             .as_array()
             .cloned()
             .unwrap_or_default();
+        let asked = answer.as_ref().map(asked_calls).unwrap_or_default();
         out.extend(answer);
+        out.extend(answers_after(held, seq, asked));
         return out;
     }
     let mut out = Vec::new();
