@@ -668,6 +668,48 @@ fn a_signal_ends_a_suite_of_native_runs_and_records_none_after_it() {
     }
 }
 
+/// SIGINT to `run --exec` stops the run and reports it (its id, status
+/// `trapped`) before the signal ends the command: it ended with nothing
+/// said, though the run was recorded.
+#[test]
+fn a_signal_to_a_native_run_reports_it_then_ends_the_command() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "c", PASSED_BY_DOING_NOTHING);
+    let began_file = dir.path().join("began");
+    let worlds = worlds();
+    let mut child = cli()
+        .args([os("run"), case.as_os_str(), os("--json")])
+        .args([
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--store"),
+            store.as_os_str(),
+        ])
+        .args(["--exec", "--", "/bin/sh", "-c"])
+        .arg(format!(
+            "touch {}; sleep 30; echo '{{}}'",
+            began_file.display()
+        ))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = signal_when(&mut child, libc::SIGINT, || began_file.exists(), "SIGINT");
+    let mut out = String::new();
+    let _ = child.stdout.take().unwrap().read_to_string(&mut out);
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?} {out}");
+    let report: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(report["run_status"], "trapped", "{out}");
+    let id = report["run_id"].as_str().unwrap();
+    assert!(
+        store.join("runs").join(format!("{id}.jsonl")).exists(),
+        "{out}"
+    );
+}
+
 /// A command `--exec` cannot start is exit 2 naming it, and nothing is
 /// recorded: each such run (one per case of a suite) was written as a
 /// `completed` run, graded, that `verify` then counted unreadable.

@@ -43,6 +43,11 @@ pub fn exec(args: RunCommand) -> Result<ExitCode> {
         Chosen::Native(exec) => ops::run::Who::Native(exec),
         Chosen::Component(path) => ops::run::Who::Component(path.clone()),
     };
+    // A SIGINT or SIGTERM that stops a native run ends the process once
+    // the run is reported (it ended the process before: the run recorded,
+    // its id and status never said).
+    let interrupt =
+        matches!(chosen, Chosen::Native(_)).then(worldline_engine::native::Interrupt::start);
     let ran = ops::run::run(
         &sandbox,
         &store,
@@ -65,6 +70,9 @@ pub fn exec(args: RunCommand) -> Result<ExitCode> {
         super::print_json_with_settings(&summary)?;
     } else {
         worldline_report::run::write(&mut super::human_out(), outcome)?;
+    }
+    if let Some(i) = interrupt {
+        i.end();
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,
