@@ -342,10 +342,12 @@ fn fault_events(e: &Event, at: u64) -> Vec<span::Event> {
     let Some(mark) = e.mark() else {
         return Vec::new();
     };
-    let source = if matches!(mark.by, By::Fuzz(_)) {
-        "fuzz"
-    } else {
-        "inject"
+    // A fork's `--respond` is the user's edit, not a fault a rule or fuzz
+    // planned: named as such (it was exported as an `inject`).
+    let source = match mark.by {
+        By::Fuzz(_) => "fuzz",
+        By::Fork => "fork",
+        By::Rule(_) | By::Other => "inject",
     };
     let mut attrs = vec![text("worldline.fault.source", source)];
     if let Some(action) = mark.action {
@@ -394,5 +396,44 @@ pub fn request(
             }],
             ..ResourceSpans::default()
         }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A fork's `--respond` is a `worldline.fault.fork` event (it was
+    /// exported as an `inject`), a rule's an `inject`, fuzz's a `fuzz`.
+    #[test]
+    fn each_mark_is_named_by_who_shaped_the_answer() {
+        let event = |mark: Value| Event {
+            call: "worldline:agent/tools.call".into(),
+            effect: worldline_log::log::Effect::Read,
+            fuel: 0,
+            hash: String::new(),
+            injected: Some(mark),
+            request: json!({"name": "x", "args": {}}),
+            response: json!({"ok": null}),
+            seq: 0,
+            vtime_ns: 0,
+            writes: Vec::new(),
+        };
+        for (mark, name) in [
+            (json!({"action": "fork-respond"}), "worldline.fault.fork"),
+            (
+                json!({"rule": 0, "action": "deny"}),
+                "worldline.fault.inject",
+            ),
+            (
+                json!({"fuzz": {"tool": "x", "nth": 1, "action": "stale"}, "action": "stale"}),
+                "worldline.fault.fuzz",
+            ),
+        ] {
+            let got = fault_events(&event(mark.clone()), 5);
+            assert_eq!(got.len(), 1, "{mark}");
+            assert_eq!(got[0].name, name, "{mark}");
+        }
     }
 }
