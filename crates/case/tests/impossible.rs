@@ -169,6 +169,18 @@ fn scripted_arguments_that_are_no_object_and_an_unknown_finish_reason_are_refuse
     );
 }
 
+/// A scripted user's rule's problem is at its own `[[user.rules]]` (it
+/// was put at `[user]`).
+#[test]
+fn a_user_rule_s_problem_is_at_its_own_table() {
+    assert_eq!(
+        problem(
+            "[user]\nlatency_ms = 1\n\n[[user.rules]]\nreply = \"ok\"\n\n[[user.rules]]\nreply = \"x\"\nturn = 0\n"
+        ),
+        "/cases/c.toml:10:1: [[user.rules]] #2: turns count from 1"
+    );
+}
+
 /// Every scripted rule's or response's problem is listed, each at its own
 /// table (all were put at `[model]`, and only the first was said).
 #[test]

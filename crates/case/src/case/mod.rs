@@ -559,9 +559,15 @@ pub fn parse_all(
         );
     }
     if let Some(u) = &doc.user {
+        // A rule's problem at its own `[[user.rules]]` table.
         keep(
             &mut problems,
-            u.get_ref().check().map_err(|m| src.at(u.span().start, m)),
+            u.get_ref().check().map_err(|m| {
+                let at = user::rule_named(&m)
+                    .and_then(|i| user::rule_offset(&text, i))
+                    .unwrap_or(u.span().start);
+                src.at(at, m)
+            }),
         );
     }
     for a in &doc.approve {

@@ -268,6 +268,32 @@ impl UserConfig {
     }
 }
 
+/// The rule (from 0) a problem of [`UserConfig::check`] names, when it
+/// names one (`[[user.rules]] #2: ...`).
+pub(crate) fn rule_named(problem: &str) -> Option<usize> {
+    let rest = problem.strip_prefix("[[user.rules]] #")?;
+    let n: usize = rest[..rest.find(|c: char| !c.is_ascii_digit())?]
+        .parse()
+        .ok()?;
+    n.checked_sub(1)
+}
+
+/// Where the `i`-th (from 0) `[[user.rules]]` entry starts in the case's
+/// `text`.
+pub(crate) fn rule_offset(text: &str, i: usize) -> Option<usize> {
+    #[derive(Deserialize)]
+    struct Doc {
+        user: Option<Rules>,
+    }
+    #[derive(Deserialize)]
+    struct Rules {
+        #[serde(default)]
+        rules: Vec<toml::Spanned<serde::de::IgnoredAny>>,
+    }
+    let rules = toml::from_str::<Doc>(text).ok()?.user?.rules;
+    Some(rules.get(i)?.span().start)
+}
+
 impl UserConfig {
     /// Whether a scripted stand-in is given (`rules` or `default`): for a
     /// model-played user, what plays when no model is configured.
