@@ -559,6 +559,72 @@ fn a_silent_endpoint_is_bounded_by_the_case_timeout() {
     );
 }
 
+/// `repro` of a run whose model answers came from a `recorded` provider,
+/// in a store named by a relative path (the default `.worldline` is one):
+/// the store's runs answer its repetitions (they were looked for under the
+/// store's objects, and `repro` stopped with exit 2).
+#[test]
+fn repro_of_a_recorded_provider_run_in_a_relative_store_reproduces() {
+    let dir = temp_dir();
+    let worlds = workspace_root().join("worlds");
+    let agent = guest("model-agent");
+    let in_dir = |args: &[&std::ffi::OsStr]| {
+        let out = common::cli()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let text = std::fs::read_to_string(workspace_root().join("cases/model/rollback.toml")).unwrap();
+    std::fs::write(dir.path().join("first.toml"), &text).unwrap();
+    let run = |case: &str| {
+        let (code, out, err) = in_dir(&[
+            "run".as_ref(),
+            case.as_ref(),
+            "--agent".as_ref(),
+            agent.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--store".as_ref(),
+            "s1".as_ref(),
+            "--json".as_ref(),
+        ]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        serde_json::from_str::<Value>(&out).unwrap()
+    };
+    let first = run("first.toml");
+    std::fs::copy(
+        dir.path().join(first["bundle"].as_str().unwrap()),
+        dir.path().join("rec.run.jsonl"),
+    )
+    .unwrap();
+    let recorded = text.replacen(
+        "[model]\n",
+        "[model]\nprovider = \"recorded\"\nrecording = \"rec.run.jsonl\"\n",
+        1,
+    );
+    assert_ne!(recorded, text);
+    std::fs::write(dir.path().join("rec.toml"), recorded).unwrap();
+    let id = run("rec.toml")["run_id"].as_str().unwrap().to_string();
+    let (code, out, err) = in_dir(&[
+        "repro".as_ref(),
+        id.as_ref(),
+        "--times".as_ref(),
+        "2".as_ref(),
+        "--store".as_ref(),
+        "s1".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["reproduced"], 2, "{report}");
+}
+
 #[test]
 fn the_recorded_provider_answers_from_earlier_runs_and_records_misses_once() {
     let dir = temp_dir();

@@ -103,7 +103,14 @@ fn recordings_in_store(case: &mut worldline_case::case::Case, store: &StoreDir) 
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let runs = store.runs_dir().display().to_string();
+    // Absolute: a recording is read relative to the case's folder, which
+    // for a case read back is the store's objects (`.worldline/runs`
+    // was looked for as `.worldline/objects/.worldline/runs`).
+    let runs = store.runs_dir();
+    let runs = std::path::absolute(&runs)
+        .unwrap_or(runs)
+        .display()
+        .to_string();
     let user = case.user.as_mut().and_then(|u| u.model.as_mut());
     for model in std::iter::once(&mut case.model).chain(user) {
         if model.unreadable_recording(&dir).is_some() {
