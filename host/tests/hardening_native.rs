@@ -710,6 +710,101 @@ fn a_signal_to_a_native_run_reports_it_then_ends_the_command() {
     );
 }
 
+/// `case from-run` of a run whose case names its agent beside it (`exec =
+/// ["/bin/sh", "agent.sh"]`), written to another folder: the regression
+/// case starts the agent and fails as the run did (the argument was copied
+/// as written, and the case could not start it); a run of `--exec -- CMD`
+/// says the command is not carried.
+#[test]
+fn a_case_from_a_native_run_starts_its_agent_from_another_folder() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    std::fs::write(dir.path().join("agent.sh"), "echo '{}'\n").unwrap();
+    let case = write_case(
+        dir.path(),
+        "c",
+        &format!("exec = [\"/bin/sh\", \"agent.sh\"]\n{UNGRADED}{FAILED_BY_DOING_NOTHING}"),
+    );
+    let worlds = worlds();
+    let ran = worldline(
+        &store,
+        [
+            os("run"),
+            case.as_os_str(),
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--json"),
+        ],
+    );
+    ran.expect_code(1);
+    let id = ran.json()["run_id"].as_str().unwrap().to_string();
+    std::fs::create_dir_all(dir.path().join("regress/deep")).unwrap();
+    let written = dir.path().join("regress/deep/ex.toml");
+    worldline(
+        &store,
+        [
+            os("case"),
+            os("from-run"),
+            os(&id),
+            os("-o"),
+            written.as_os_str(),
+        ],
+    )
+    .expect_code(0);
+    let again = worldline(
+        &store,
+        [
+            os("run"),
+            written.as_os_str(),
+            os("--worlds"),
+            worlds.as_os_str(),
+            os("--json"),
+        ],
+    );
+    again.expect_code(1);
+    assert_eq!(again.json()["run_status"], "completed", "{again}");
+    assert_eq!(
+        again.json()["grade"]["verdict"],
+        ran.json()["grade"]["verdict"],
+        "{again}"
+    );
+    // `--exec -- CMD` is the command line's: named as not carried.
+    let plain = write_case(
+        dir.path(),
+        "plain",
+        &format!("{UNGRADED}{FAILED_BY_DOING_NOTHING}"),
+    );
+    let ran = worldline_raw([
+        os("run"),
+        plain.as_os_str(),
+        os("--worlds"),
+        worlds.as_os_str(),
+        os("--store"),
+        store.as_os_str(),
+        os("--json"),
+        os("--exec"),
+        os("--"),
+        os("/bin/true"),
+    ]);
+    let id = ran.json()["run_id"].as_str().unwrap().to_string();
+    let out = worldline(
+        &store,
+        [
+            os("case"),
+            os("from-run"),
+            os(&id),
+            os("-o"),
+            dir.path().join("regress/p.toml").as_os_str(),
+        ],
+    );
+    out.expect_code(0);
+    assert!(
+        out.stdout.contains("`--exec -- /bin/true`")
+            || out.stderr.contains("`--exec -- /bin/true`"),
+        "{out}"
+    );
+}
+
 /// A command `--exec` cannot start is exit 2 naming it, and nothing is
 /// recorded: each such run (one per case of a suite) was written as a
 /// `completed` run, graded, that `verify` then counted unreadable.

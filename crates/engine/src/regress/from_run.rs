@@ -129,6 +129,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
             "fuzz faults on the user's side (user turns, approvals, the user's own tool calls) have no [[inject]] rule".into(),
         );
     }
+    not_carried.extend(native_command(&mut table, &rec.bundle.header, out));
     let seed = rec.bundle.header.seed;
     table.insert(
         "seed".into(),
@@ -375,6 +376,42 @@ fn run_settings(
         )],
         _ => Vec::new(),
     }
+}
+
+/// A native run's command in the case written to `out`: the case's
+/// `exec` arguments that named files beside the case (made absolute when
+/// it loaded, as the header records them) rebased to `out`'s folder (they
+/// were copied as written, and the case in another folder could not start
+/// its agent); a command given as `--exec -- CMD` is named as not carried,
+/// as `--agent` is the command line's.
+fn native_command(
+    table: &mut toml::Table,
+    header: &worldline_log::log::Header,
+    out: &Path,
+) -> Option<String> {
+    let native = header.native.as_ref().filter(|n| n.transport == "exec")?;
+    let Some(toml::Value::Array(exec)) = table.get_mut("exec") else {
+        return Some(format!(
+            "the agent, `--exec -- {}`: give it to `test` as the run was given it, or add `exec = [...]` to the case",
+            native.command.join(" ")
+        ));
+    };
+    if exec.len() != native.command.len() {
+        return None;
+    }
+    let folder = std::path::absolute(out.parent().unwrap_or(Path::new("."))).unwrap_or_default();
+    for (arg, ran) in exec.iter_mut().zip(&native.command) {
+        let ran_path = Path::new(ran);
+        if arg.as_str() == Some(ran) || !ran_path.is_absolute() {
+            continue;
+        }
+        let rebased = match ran_path.strip_prefix(&folder) {
+            Ok(inside) => inside.display().to_string(),
+            Err(_) => ran.clone(),
+        };
+        *arg = rebased.into();
+    }
+    None
 }
 
 /// The case's table `name` (`[model]`, `[limits]`), made when it has
