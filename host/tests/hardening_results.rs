@@ -586,3 +586,50 @@ fn a_fork_s_edits_are_recorded_shown_and_refused_as_they_apply() {
         );
     }
 }
+
+/// `diff` of two runs alike in their events and final state but not in
+/// what they returned says so, and exits 1 (it said "same events",
+/// "final states: identical" and exited 0: a changed answer passed a
+/// "same behaviour?" check).
+#[test]
+fn diff_says_when_the_outputs_differ() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = common::workspace_root().join("tests/worlds");
+    let agent = guest("caller-agent");
+    let run = |name: &str, output: &str| {
+        let case = write_case(
+            dir.path(),
+            name,
+            &format!(
+                "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{{ tool = \"get_ticket\", args = {{ id = \"T-1\" }} }}], output = \"{output}\" }}\n"
+            ),
+        );
+        let out = worldline(
+            &store,
+            [
+                "run".as_ref(),
+                case.as_os_str(),
+                "--agent".as_ref(),
+                agent.as_os_str(),
+                "--worlds".as_ref(),
+                worlds.as_os_str(),
+                "--json".as_ref(),
+            ],
+        );
+        out.expect_code(0);
+        out.json()["run_id"].as_str().unwrap().to_string()
+    };
+    let (yes, no) = (run("yes", "refund: yes"), run("no", "refund: no"));
+    let out = worldline(&store, ["diff", yes.as_str(), no.as_str()]);
+    out.expect_code(1);
+    assert!(
+        out.stdout.contains("same events")
+            && out.stdout.contains("outputs differ:")
+            && out.stdout.contains("refund: yes")
+            && out.stdout.contains("refund: no"),
+        "{out}"
+    );
+    let same = run("yes2", "refund: yes");
+    worldline(&store, ["diff", yes.as_str(), same.as_str()]).expect_code(0);
+}

@@ -1,6 +1,6 @@
 //! `diff`: two runs side by side, as text (where their timelines first
-//! differ, each side's event in one line, and how their final states
-//! differ) or as the `diff --json` document.
+//! differ, each side's event in one line, how their final states differ,
+//! and their outputs when those differ) or as the `diff --json` document.
 
 use super::timeline::{Cut, summary_cut, writes_cut};
 use serde_json::{Value, json};
@@ -83,5 +83,26 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
             writeln!(out, "  {l}")?;
         }
     }
+    // What each run returned (a run may answer otherwise with the same
+    // calls and state: it was said only in `--json`).
+    if c.outputs_differ() {
+        let shown = |o: Option<&str>| o.map_or("(none)".into(), |o| super::bounded(o).into_owned());
+        writeln!(out, "outputs differ:")?;
+        writeln!(out, "  a: {}", shown(c.a.output))?;
+        writeln!(out, "  b: {}", shown(c.b.output))?;
+    }
     Ok(())
+}
+
+impl Compared<'_> {
+    /// Whether the runs returned different outputs.
+    pub fn outputs_differ(&self) -> bool {
+        self.a.output != self.b.output
+    }
+
+    /// Whether the runs differ at all: in an event, the final state, or
+    /// what they returned (`diff` exits 1 then).
+    pub fn differ(&self) -> bool {
+        self.first.is_some() || !self.state.is_empty() || self.outputs_differ()
+    }
 }

@@ -246,9 +246,8 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
         compare::write(&mut out, &compared, Cut::for_terminal(args.full, 5))?;
         out.flush()?;
     }
-    Ok(if first.is_none() && state.is_empty() {
-        ExitCode::Ok
-    } else {
-        ExitCode::Failed
+    Ok(match compared.differ() {
+        false => ExitCode::Ok,
+        true => ExitCode::Failed,
     })
 }
