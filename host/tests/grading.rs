@@ -853,13 +853,34 @@ fn regrading_on_another_version_of_the_world_names_both_versions() {
     other.expect_code(0);
     let said = "the run was recorded against world w@v1, the case names w@v2";
     assert!(other.stdout.contains(said), "{other}");
-    assert!(!other.stdout.contains("changed since the run"), "{other}");
+    assert!(!other.stdout.contains("the world w@v"), "{other}");
+    // The same case, unchanged: no word of the case.
+    let same = grade(&case);
+    assert!(!same.stdout.contains("changed since the run"), "{same}");
+    // An overlay the case adds is said as the case's, not the world's (the
+    // world's files are as they were); a case edited otherwise (its task)
+    // is said too (it was graded without a word).
+    let overlaid = write_case(
+        root,
+        "v1-overlay",
+        &format!("{SMALL_CASE}{expect}[[overlay]]\ntable = \"t\"\nrows = [{{ id = \"z\" }}]\n"),
+    );
+    let out = grade(&overlaid);
+    assert!(
+        out.stdout
+            .contains("the case's [[overlay]] changed the world w@v1 since the run"),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains("the case changed since the run"),
+        "{out}"
+    );
     std::fs::write(worlds.join("w/v1/data/t.jsonl"), "{\"id\": \"b\"}\n").unwrap();
     let changed = grade(&case);
     assert!(
         changed
             .stdout
-            .contains("the world w@v1 changed since the run"),
+            .contains("the world w@v1 as the case gives it (its files, or the case's [[overlay]]) changed since the run"),
         "{changed}"
     );
 }

@@ -29,9 +29,20 @@ pub(crate) fn regrade(
             world.reference()
         ));
     } else if world.hash != bundle.header.world_hash {
+        // The world's own files, or only the overlays the case lays on it
+        // (the warning blamed the world for an overlay the case added).
+        let what = match world.manifest_hash() == bundle.header.world_hash {
+            true => format!(
+                "the case's [[overlay]] changed the world {} since the run",
+                world.reference()
+            ),
+            false => format!(
+                "the world {} as the case gives it (its files, or the case's [[overlay]]) changed since the run",
+                world.reference()
+            ),
+        };
         warnings.push(format!(
-            "the world {} changed since the run; its writes are applied to the current version",
-            world.reference()
+            "{what}; the run's writes are applied to it as it is now"
         ));
     }
     let final_state = final_state(&world.initial, bundle.events.as_held());

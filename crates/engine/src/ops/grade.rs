@@ -127,6 +127,14 @@ pub fn grade(
         Judging::Recorded(&recorded)
     };
     let (grade, mut warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref(), &judging);
+    // Said even when the world is the same (a regrade against a case whose
+    // seed, task or rules changed gave its verdict without a word).
+    if case.hash != b.header.case_hash {
+        warnings.insert(
+            0,
+            "the case changed since the run: graded against its [expect] as it is now (the run met the recorded case's task, seed and rules)".into(),
+        );
+    }
     if args.rejudge {
         warnings.extend(keep_regrade(store, &run_id, &grade)?);
     }
