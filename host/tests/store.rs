@@ -151,6 +151,8 @@ fn runs_filters_by_grade_case_status_time_and_parent_newest_first(kind: StoreKin
         runs(&store, &["--since", "1h", "--world", "demo@*"]).len(),
         4
     );
+    // A world named without its version: every version (it listed none).
+    assert_eq!(runs(&store, &["--world", "demo"]).len(), 4);
     assert!(runs(&store, &["--until", "2000-01-01"]).is_empty());
     let agent = all[0]["agent"].as_str().unwrap()[..10].to_string();
     assert_eq!(runs(&store, &["--agent", agent.as_str()]).len(), 4);

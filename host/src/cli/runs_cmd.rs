@@ -106,7 +106,7 @@ fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
         status: args.status.clone(),
         grade: args.grade.clone(),
         case,
-        world: args.world.clone(),
+        world: args.world.as_deref().map(world_filter),
         agent: args.agent.clone(),
         signature: args.signature.clone(),
         since: args.since,
@@ -114,6 +114,18 @@ fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
         parent,
         limit: args.limit,
     })
+}
+
+/// `--world NAME` without a version: every version of it, with a note (a
+/// run knows its world as `name@vN`, so `accounts` listed nothing, unsaid).
+fn world_filter(w: &str) -> String {
+    if w.contains(['@', '*', '?', '[']) {
+        return w.to_string();
+    }
+    eprintln!(
+        "note: --world {w}: a run knows its world as `{w}@vN`; runs of every version of `{w}` are listed (`--world {w}@v1` for one)"
+    );
+    format!("{w}@*")
 }
 
 /// The run id a bundle path names.
