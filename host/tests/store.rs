@@ -142,6 +142,14 @@ fn runs_filters_by_grade_case_status_time_and_parent_newest_first(kind: StoreKin
     );
     let failed = &runs(&store, &["--case", "bad", "--status", "failed"]);
     assert_eq!(failed[0]["signature"], "failed: tickets/T-1.status equals");
+    // The table shows it too, as the docs say (it was in `--json` only).
+    let table = worldline(&store, ["runs", "--case", "bad", "--status", "failed"]);
+    assert!(
+        table
+            .stdout
+            .contains("  [failed: tickets/T-1.status equals]"),
+        "{table}"
+    );
     assert_eq!(
         ids(&runs(&store, &["--signature", "T-1.status"])).len(),
         failed.len()

@@ -66,7 +66,7 @@ impl<W: Write> Listing<W> {
     fn header(&mut self) -> io::Result<()> {
         writeln!(
             self.out,
-            "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  parent",
+            "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  parent  [signature]",
             "run", "created", "case", "agent", "status", "grade", "events"
         )
     }
@@ -111,7 +111,7 @@ impl<W: Write> Listing<W> {
             }
             writeln!(
                 self.out,
-                "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  {}{}",
+                "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  {}{}{}",
                 r.run_id,
                 created(r),
                 r.case,
@@ -121,6 +121,10 @@ impl<W: Write> Listing<W> {
                 r.events,
                 parent(r).unwrap_or_else(|| "-".into()),
                 if pinned { "  (pinned)" } else { "" },
+                // A failure's signature, as the docs promise the listing
+                // shows it (`--json` had it; the table did not).
+                (r.signature.as_deref())
+                    .map_or_else(String::new, |s| format!("  [{}]", crate::bounded(s))),
             )?;
         }
         self.written += 1;
