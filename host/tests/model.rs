@@ -1203,6 +1203,19 @@ fn a_rerun_keeps_its_recording_s_latency_and_replays_identical() {
         Some("none"),
         "{other}"
     );
+    // The error names the event where it stopped (it named none).
+    let stopped_at = common::read_bundle(&other.bundle()).events.len() - 1;
+    let error = other.json()["rerun"]["error"]
+        .as_str()
+        .or(other.json()["error"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        other
+            .stdout
+            .contains(&format!("rerun stopped at event {stopped_at}:")),
+        "{error} {other}"
+    );
     common::replays_identical(&store, other.json()["run_id"].as_str().unwrap());
 }
 

@@ -686,7 +686,7 @@ pub fn new_store(sandbox: &Sandbox, case: &Case, med: Mediator) -> Result<Store<
 /// while a replay follows it: a `--model fail` stop recorded `trapped`
 /// before decision 0417.
 fn as_recorded(mut ended: Ending, err: &wasmtime::Error, following: Option<&Following>) -> Ending {
-    let miss = matches!(err.downcast_ref::<Stop>(), Some(Stop::ModelMiss));
+    let miss = matches!(err.downcast_ref::<Stop>(), Some(Stop::ModelMiss(_)));
     if miss && following.and_then(|f| f.ended) == Some(Status::Trapped) {
         ended.0 = Status::Trapped;
     }
@@ -719,7 +719,7 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             Stop::Timeout => (Status::Timeout, fault.to_string()),
             // A rerun stopped by `--model fail`: the recording it answers
             // from ran out, as a script does (decision 0417).
-            Stop::Unscripted(_) | Stop::ModelMiss => (Status::Unscripted, fault.to_string()),
+            Stop::Unscripted(_) | Stop::ModelMiss(_) => (Status::Unscripted, fault.to_string()),
             Stop::Bundle(_) | Stop::Untyped(_) | Stop::Branched => anyhow::bail!("{fault}"),
             Stop::Diverged | Stop::ReplayEnd => (Status::Trapped, fault.to_string()),
         }

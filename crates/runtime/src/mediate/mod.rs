@@ -58,8 +58,11 @@ pub enum Stop {
     Untyped(String),
     #[error("replay diverged from the recording")]
     Diverged,
-    #[error("rerun stopped: the agent's model request differs from the recording (--model fail)")]
-    ModelMiss,
+    /// The event the request would have been.
+    #[error(
+        "rerun stopped at event {0}: the agent's model request differs from the recording (--model fail); `worldline diff` of the rerun and its run shows how"
+    )]
+    ModelMiss(u64),
     #[error("reached the end of an incomplete recording")]
     ReplayEnd,
     /// The scripted model had no reply: why, with the agent's message.

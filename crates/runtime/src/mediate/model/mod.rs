@@ -431,7 +431,9 @@ impl RunState {
             return Err(wasmtime::Error::new(super::Stop::Timeout));
         }
         if miss {
-            return Err(wasmtime::Error::new(super::Stop::ModelMiss));
+            // The model call just recorded, answered as a miss.
+            let seq = self.med.recorder.len().saturating_sub(1);
+            return Err(wasmtime::Error::new(super::Stop::ModelMiss(seq)));
         }
         if let Some(why) = service.unscripted.take() {
             return Err(wasmtime::Error::new(super::Stop::Unscripted(why)));
