@@ -574,6 +574,22 @@ mod globs_and_floods {
                 .ends_with("RuntimeError: the provider answered 500"),
             "{run}"
         );
+        // `sys.exit("why")`: the reason it printed is in the error (it said
+        // only `the guest called exit(1)`).
+        let c = write_case(
+            dir.path(),
+            "py-exit",
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"exit_message\" }\n",
+        );
+        let run = run_in_demo(&c, &agent);
+        assert_eq!(run.json()["status"], "exited", "{run}");
+        assert!(
+            run.json()["error"]
+                .as_str()
+                .unwrap()
+                .ends_with("; its stderr ends: fatal: config missing"),
+            "{run}"
+        );
     }
 
     #[test]

@@ -262,6 +262,43 @@ fn js_runs_replay_identical_and_fork() {
     common::replays_and_forks_at_the_close(shared_store(), &example());
 }
 
+/// An output that holds itself is refused as `JSON.stringify` refuses it:
+/// the SDK's key sorting walked round it until the run's fuel ran out
+/// (`out_of_fuel`, 2,000,000,000 fuel, 1,295 events).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn an_output_that_holds_itself_is_refused_at_once() {
+    let run = run_json(shared_store(), &case("js-cyclic"), &probe());
+    let doc = run.json();
+    assert_ne!(doc["run_status"], "out_of_fuel", "{run}");
+    let said = format!("{} {}", doc["error"], doc["traceback"]);
+    assert!(
+        said.contains("Converting circular structure to JSON"),
+        "{run}"
+    );
+    assert!(doc["fuel"].as_u64().unwrap() < 100_000_000, "{run}");
+}
+
+/// A `run` whose promise never settles says so (it was a bare `wasm
+/// trap: wasm \`unreachable\` instruction executed`).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn a_run_whose_promise_never_settles_says_so() {
+    let run = run_json(shared_store(), &case("js-never"), &probe());
+    run.expect_code(3);
+    let error = run.json()["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        error.contains("returned a promise that never settles"),
+        "{run}"
+    );
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

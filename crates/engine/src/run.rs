@@ -696,6 +696,9 @@ fn as_recorded(mut ended: Ending, err: &wasmtime::Error, following: Option<&Foll
 /// Status, output, message and backtrace of how a run ended.
 pub type Ending = (Status, Option<String>, Option<String>, Vec<String>);
 
+/// What the JS engine prints when an agent's promise can never settle.
+const JS_NEVER_SETTLED: &str = "event loop error, but no exception is pending";
+
 /// How a run that ended in an error ended.
 /// Internal failures (the bundle could not be written) are returned as
 /// errors instead.
@@ -712,7 +715,16 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
     let (status, message) = if let Some(fault) = err.downcast_ref::<Stop>() {
         match fault {
             Stop::MemoryLimit { .. } => (Status::MemoryLimit, fault.to_string()),
-            Stop::Exit(_) => (Status::Exited, fault.to_string()),
+            // What it printed last says why (`sys.exit("why")` prints the
+            // reason; WASI's exit carries only success or failure).
+            Stop::Exit(_) => {
+                let last = (stderr.lines().rev()).find(|l| !l.trim().is_empty());
+                let message = match last {
+                    Some(line) => format!("{fault}; its stderr ends: {}", line.trim()),
+                    None => fault.to_string(),
+                };
+                (Status::Exited, message)
+            }
             Stop::EventLimit(_) => (Status::Trapped, fault.to_string()),
             Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
             Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
@@ -737,6 +749,11 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
     };
     let message = match crate::traceback::find(stderr) {
         Some(account) if status == Status::Trapped => format!("{message}; {}", account.summary()),
+        // The JS engine's words when `run`'s promise waits on nothing left
+        // to run (it read as a bare `unreachable` trap).
+        None if status == Status::Trapped && stderr.contains(JS_NEVER_SETTLED) => format!(
+            "{message}; the agent's `run` returned a promise that never settles (nothing is left to run that could settle it: a deadlock)"
+        ),
         _ => message,
     };
     Ok((status, None, Some(message), backtrace))

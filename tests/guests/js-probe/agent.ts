@@ -4,7 +4,8 @@
 // `task.mode` picks something else: "throw" (an uncaught TypeError from a
 // nested function), "error" (a worldline error escaping run), "talk" (the
 // user and approval channels), "env" (what `process.env` holds, read
-// each way a package reads it).
+// each way a package reads it), "cyclic" (an output that holds itself),
+// "never" (a promise that never settles).
 
 import { Denied, NotFound, approval, files, model, tools, trace, user } from "worldline";
 
@@ -86,6 +87,12 @@ async function probe(task: { ticket: string }) {
 export async function run(task: { ticket: string; mode?: string }) {
   if (task.mode === "throw") lookUp("T-404");
   if (task.mode === "error") throw new Denied("the probe was told to give up");
+  if (task.mode === "never") return new Promise(() => {});
+  if (task.mode === "cyclic") {
+    const held: Record<string, unknown> = {};
+    held.self = held;
+    return held;
+  }
   if (task.mode === "env") {
     return {
       key: process.env.OPENAI_API_KEY,

@@ -65,6 +65,8 @@ def run(task):
         for i in range(n):
             print(f"{i:>6} " + "z" * 92)
         return {"lines": n}
+    if mode == "exit_message":
+        sys.exit("fatal: config missing")
     if mode == "flood_then_raise":
         for i in range(task.get("n", 10000)):
             print(f"{i:>6} " + "z" * 92, file=sys.stderr)
