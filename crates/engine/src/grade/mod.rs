@@ -363,6 +363,26 @@ fn output_checks(
         ));
     }
     for j in &o.json {
+        // Output that is no JSON (a lone surrogate escape, text) is said
+        // as such: it was judged as a `null` at the path.
+        if parsed.is_none() && j.exists != Some(false) {
+            let why = serde_json::from_str::<Value>(text)
+                .err()
+                .map(|e| e.to_string());
+            let expected = (j.equals.clone())
+                .or(j.contains.clone().map(|c| json!({"contains": c})))
+                .unwrap_or(json!({"exists": true}));
+            out.push(check(
+                format!("output {}", j.path),
+                expected,
+                json!(format!(
+                    "the output is not JSON ({})",
+                    why.unwrap_or_default()
+                )),
+                false,
+            ));
+            continue;
+        }
         let path = JsonPath::parse(&j.path).ok();
         let v = parsed.as_ref().and_then(|p| value_at(p, path.as_ref()));
         let test = j
@@ -549,6 +569,27 @@ mod tests {
         let mut out = Vec::new();
         output_checks(&o, Some(output), Numbers::ByValue, &mut out);
         out.into_iter().map(|a| (a.what, a.passed)).collect()
+    }
+
+    /// A `json` check of output that is no JSON says so (a lone surrogate
+    /// escape read as `got null`); `exists = false` still passes.
+    #[test]
+    fn a_json_check_of_output_that_is_no_json_says_so() {
+        let o: OutputCheck = toml::from_str(
+            "json = [{ path = \"$\", equals = \"bad\" }, { path = \"x\", exists = false }]",
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        output_checks(
+            &o,
+            Some("\"bad \\udcff surrogate\""),
+            Numbers::ByValue,
+            &mut out,
+        );
+        assert!(!out[0].passed);
+        let said = out[0].actual.as_str().unwrap();
+        assert!(said.starts_with("the output is not JSON ("), "{said}");
+        assert!(out[1].passed);
     }
 
     /// `[expect.attack.output]`: the goal is reached when the output says
