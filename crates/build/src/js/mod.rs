@@ -306,13 +306,13 @@ fn build_error(agent: &Path, agent_dir: &Path, errors: &[Value]) -> InputError {
         })
         .collect();
     let (file, line) = errors.first().map_or((agent.to_path_buf(), None), place);
+    let said = lines.join("\n");
+    let what = crate::top_level_host_call(&said)
+        .unwrap_or_else(|| "the agent does not build (fix what is named)".into());
     InputError {
         file,
         line,
-        message: format!(
-            "the agent does not build (fix what is named):\n{}",
-            lines.join("\n")
-        ),
+        message: format!("{what}:\n{said}"),
     }
 }
 

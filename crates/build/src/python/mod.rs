@@ -348,14 +348,10 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        return Err(InputError::new(
-            &job.agent,
-            format!(
-                "componentize-py could not build it (fix the Python error it names):\n{}",
-                said.trim_end()
-            ),
-        )
-        .into());
+        let what = crate::top_level_host_call(&said).unwrap_or_else(|| {
+            "componentize-py could not build it (fix the Python error it names)".into()
+        });
+        return Err(InputError::new(&job.agent, format!("{what}:\n{}", said.trim_end())).into());
     }
     progress(Progress::Componentized {
         seconds: started.elapsed().as_secs_f64(),
