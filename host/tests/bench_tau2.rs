@@ -443,3 +443,57 @@ fn a_converter_that_fails_silently_is_said_to() {
     );
     assert!(!dir.exists(), "{out}");
 }
+
+/// An import that cannot write its files (a full disk; here, a file-size
+/// limit the process is given) is an input error naming the folder and
+/// what to do, exit 2 (it was an internal error, exit 4, naming nothing),
+/// and leaves nothing behind.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn an_import_that_cannot_write_is_an_input_error() {
+    use std::os::unix::process::CommandExt as _;
+    let Some(python) = tau2_python() else { return };
+    let dir = temp_dir();
+    let out_dir = dir.path().join("bench");
+    let mut cmd = common::cli();
+    cmd.args([
+        "bench".as_ref(),
+        "import".as_ref(),
+        "tau2/airline".as_ref(),
+        "-o".as_ref(),
+        out_dir.as_os_str(),
+    ])
+    .args(["--python".as_ref(), python.as_os_str(), "--json".as_ref()]);
+    // SAFETY: setrlimit and signal are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 4096,
+                rlim_max: 4096,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    let doc: serde_json::Value = serde_json::from_str(&said).unwrap();
+    assert_eq!(doc["error"]["kind"], "input", "{said}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("free some space, or pass another -o"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing left behind"
+    );
+}

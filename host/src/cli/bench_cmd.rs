@@ -413,10 +413,20 @@ fn write_folder(
             anyhow::bail!("the converter named an unsafe path: {rel}");
         }
         let path = work.path().join(rel);
+        // A full disk (or any refusal to write) is the folder's, named with
+        // what to do, not an internal error (exit 4).
+        let cannot = |e: std::io::Error| {
+            InputError::new(
+                dir,
+                format!(
+                    "cannot write the benchmark here ({e}); free some space, or pass another -o"
+                ),
+            )
+        };
         if let Some(p) = path.parent() {
-            std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))?;
+            std::fs::create_dir_all(p).map_err(cannot)?;
         }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&path, text).map_err(cannot)?;
     }
     let kept = work.keep();
     std::fs::rename(&kept, dir).map_err(|e| {
