@@ -26,7 +26,7 @@ use serde_json::Value;
 use worldline_case::canon;
 use worldline_log::log::call::{Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest};
 use worldline_log::log::event::By;
-use worldline_log::log::{Event, HeldBundle};
+use worldline_log::log::{Event, HeldBundle, asked};
 use worldline_log::redact::Redactor;
 
 /// One run to export, its events held compact (decision 0380).
@@ -150,7 +150,7 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     let whole = opts.content || redactor.is_some();
     // The latest model answer's tool calls not yet made: (id, name,
     // arguments). A tool span carries the id of the call it answers.
-    let mut asked: Vec<(String, String, Value)> = Vec::new();
+    let mut asked: Vec<asked::Asked> = Vec::new();
     for seq in 0..b.events.len() as u64 {
         let e = match whole {
             true => b.events.event(seq),
@@ -165,14 +165,11 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
         }
         let call_id = match e.typed() {
             Call::ModelComplete { response, .. } => {
-                asked = tool_calls_of(&response);
+                asked = response.message().map(asked::asked).unwrap_or_default();
                 None
             }
             Call::ToolsCall { request, .. } => {
-                let i = (asked.iter())
-                    .position(|(_, n, a)| *n == request.name && a == request.args())
-                    .or_else(|| asked.iter().position(|(_, n, _)| *n == request.name));
-                i.map(|i| asked.remove(i).0)
+                asked::take(&mut asked, &request.name, request.args()).map(|a| a.id)
             }
             _ => None,
         };
@@ -215,22 +212,6 @@ struct Described {
     name: String,
     attrs: Vec<KeyValue>,
     error: Option<CallError>,
-}
-
-/// The tool calls a model answer asked for: (id, name, arguments).
-fn tool_calls_of(answer: &ModelAnswer) -> Vec<(String, String, Value)> {
-    let message = answer.message().cloned().unwrap_or(Value::Null);
-    (message["tool_calls"].as_array().into_iter().flatten())
-        .filter_map(|c| {
-            let id = c["id"].as_str()?.to_string();
-            let name = c["function"]["name"].as_str().unwrap_or("").to_string();
-            let args = match &c["function"]["arguments"] {
-                Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-                other => other.clone(),
-            };
-            Some((id, name, args))
-        })
-        .collect()
 }
 
 /// `None` for other host calls (clocks, randomness, streams), which stay

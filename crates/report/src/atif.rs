@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Value, json};
 use worldline_log::log::bundle::HeldBundle;
-use worldline_log::log::{Call, Event, Held};
+use worldline_log::log::{Call, Event, Held, asked};
 use worldline_protocol::openai_responses::text_of;
 
 /// The ATIF version this writes.
@@ -137,9 +137,8 @@ pub fn document(
 #[derive(Default)]
 struct Steps {
     list: Vec<Value>,
-    /// The latest model step's tool calls not yet answered: (id, name,
-    /// arguments).
-    pending: Vec<(String, String, Value)>,
+    /// The latest model step's tool calls not yet answered.
+    pending: Vec<asked::Asked>,
     /// Index in `list` of the step `pending` belongs to.
     asking: Option<usize>,
     prompt_tokens: u64,
@@ -186,7 +185,6 @@ impl Steps {
         if let Some(err) = &response.error {
             step["extra"]["error"] = serde_json::to_value(err).unwrap_or(Value::Null);
         }
-        let mut pending = Vec::new();
         let calls: Vec<Value> = message["tool_calls"]
             .as_array()
             .into_iter()
@@ -198,13 +196,21 @@ impl Steps {
                     .map_or_else(|| format!("call_{}_{i}", e.seq), str::to_string);
                 let name = c["function"]["name"].as_str().unwrap_or("").to_string();
                 let (arguments, text) = arguments(&c["function"]["arguments"]);
-                pending.push((id.clone(), name.clone(), arguments.clone()));
                 let mut call =
                     json!({"tool_call_id": id, "function_name": name, "arguments": arguments});
                 if let Some(t) = text {
                     call["extra"] = json!({"arguments_text": t});
                 }
                 call
+            })
+            .collect();
+        // What the tool calls that follow answer (an asked call without an
+        // id is named as above).
+        let pending: Vec<asked::Asked> = (calls.iter())
+            .map(|c| asked::Asked {
+                id: c["tool_call_id"].as_str().unwrap_or("").to_string(),
+                name: c["function_name"].as_str().unwrap_or("").to_string(),
+                args: c["arguments"].clone(),
             })
             .collect();
         if !calls.is_empty() {
@@ -288,13 +294,12 @@ impl Steps {
     fn tool(&mut self, e: &Event, name: &str, args: &Value, answer: &Value) {
         let content = worldline_case::canon::to_string(answer);
         let extra = json!({"seq": e.seq, "vtime_ns": e.vtime_ns});
-        // The asked call of this name and these arguments (an agent may run
-        // its calls in any order, or skip one), else the first of this name.
-        let asked = (self.pending.iter())
-            .position(|(_, n, a)| n == name && a == args)
-            .or_else(|| self.pending.iter().position(|(_, n, _)| n == name));
-        if let (Some(i), Some(at)) = (asked, self.asking) {
-            let (id, _, _) = self.pending.remove(i);
+        // The asked call this one answers (an agent may run its calls in
+        // any order, or skip one).
+        let answered = self
+            .asking
+            .and_then(|at| Some((at, asked::take(&mut self.pending, name, args)?)));
+        if let Some((at, asked::Asked { id, .. })) = answered {
             let step = &mut self.list[at];
             if step.get("observation").is_none() {
                 step["observation"] = json!({"results": []});

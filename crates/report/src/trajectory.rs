@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use worldline_engine::fuzz::stats::{pass_at_ks, pass_hat_ks};
 use worldline_engine::fuzz::summary::PassK;
 use worldline_log::log::bundle::{Footer, Header, HeldBundle};
-use worldline_log::log::{Call, Event, Held};
+use worldline_log::log::{Call, Event, Held, asked};
 
 /// One line of the trajectories file.
 #[derive(Serialize)]
@@ -187,46 +187,34 @@ pub fn tokens(events: &[Event]) -> Vec<Value> {
         .collect()
 }
 
-/// The tool calls an assistant message asks for: (id, name, arguments).
-fn asked_calls(message: &Value) -> Vec<(String, String, Value)> {
-    (message["tool_calls"].as_array().into_iter().flatten())
-        .filter_map(|c| {
-            let args = match &c["function"]["arguments"] {
-                Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-                other => other.clone(),
-            };
-            let name = c["function"]["name"].as_str().unwrap_or("").to_string();
-            Some((c["id"].as_str()?.to_string(), name, args))
-        })
-        .collect()
-}
-
 /// The results of the calls the last model answer asked for that the
 /// agent made after it (the run ended, or was killed, before it sent them
 /// to its model), each a `tool` message to the call of its name and
 /// arguments, else the first of its name.
-fn answers_after(held: &Held, seq: u64, mut asked: Vec<(String, String, Value)>) -> Vec<Value> {
+fn answers_after(held: &Held, seq: u64, mut pending: Vec<asked::Asked>) -> Vec<Value> {
     let mut out = Vec::new();
     for e in held.as_held().iter().filter(|e| e.seq > seq) {
         let Call::ToolsCall { request, response } = e.typed() else {
             continue;
         };
-        let i = (asked.iter())
-            .position(|(_, n, a)| *n == request.name && a == request.args())
-            .or_else(|| asked.iter().position(|(_, n, _)| *n == request.name));
-        let Some(i) = i else { continue };
-        let (id, _, _) = asked.remove(i);
-        let answer = match (response.error, response.ok) {
-            (Some(err), _) => json!({"error": err}),
-            (None, ok) => ok.unwrap_or(Value::Null),
-        };
-        out.push(json!({
-            "role": "tool",
-            "tool_call_id": id,
-            "content": worldline_case::canon::to_string(&answer),
-        }));
+        if let Some(a) = asked::take(&mut pending, &request.name, request.args()) {
+            out.push(tool_message(&a.id, response));
+        }
     }
     out
+}
+
+/// A tool's answer as the `tool` message to the call `id`.
+fn tool_message(id: &str, response: worldline_log::log::payload::Answer) -> Value {
+    let answer = match (response.error, response.ok) {
+        (Some(err), _) => json!({"error": err}),
+        (None, ok) => ok.unwrap_or(Value::Null),
+    };
+    json!({
+        "role": "tool",
+        "tool_call_id": id,
+        "content": worldline_case::canon::to_string(&answer),
+    })
 }
 
 /// The chat messages of a run (see the module comment): the last model
@@ -246,7 +234,7 @@ fn messages(held: &mut Held) -> Vec<Value> {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        let asked = answer.as_ref().map(asked_calls).unwrap_or_default();
+        let asked = answer.as_ref().map(asked::asked).unwrap_or_default();
         out.extend(answer);
         out.extend(answers_after(held, seq, asked));
         return out;
@@ -280,15 +268,7 @@ fn messages(held: &mut Held) -> Vec<Value> {
                 },
             }],
         }));
-        let answer = match (response.error, response.ok) {
-            (Some(err), _) => json!({"error": err}),
-            (None, ok) => ok.unwrap_or(Value::Null),
-        };
-        out.push(json!({
-            "role": "tool",
-            "tool_call_id": id,
-            "content": worldline_case::canon::to_string(&answer),
-        }));
+        out.push(tool_message(&id, response));
     }
     out
 }

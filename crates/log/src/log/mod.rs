@@ -8,8 +8,10 @@
 //! `signature.rs` names the way a run failed; `fold.rs` writes
 //! consecutive clock reads as one line, read back as one event per read;
 //! `intent.rs` writes the call about to go out before it is answered;
-//! `prefix.rs` reads a bundle's first events and its footer only.
+//! `prefix.rs` reads a bundle's first events and its footer only;
+//! `asked.rs` pairs the calls a model asked for with those the agent made.
 
+pub mod asked;
 pub mod bundle;
 pub mod call;
 mod delta;
