@@ -497,3 +497,30 @@ fn an_import_that_cannot_write_is_an_input_error() {
         "nothing left behind"
     );
 }
+
+/// An unknown benchmark's error names the argument, `NAME`, as the place
+/// (it named the command, `bench import`, as if it were a file).
+#[test]
+fn an_unknown_benchmark_is_named_by_its_argument() {
+    let dir = temp_dir();
+    let out = worldline(
+        &dir.path().join("store"),
+        [
+            "bench",
+            "import",
+            "tau2/nope",
+            "-o",
+            dir.path().join("x").to_str().unwrap(),
+            "--json",
+        ],
+    );
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["file"], "NAME", "{out}");
+    assert!(
+        out.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no benchmark `tau2/nope`"),
+        "{out}"
+    );
+}

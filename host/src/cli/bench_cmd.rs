@@ -193,7 +193,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
     let known = KNOWN.iter().find(|k| k.name == args.name).ok_or_else(|| {
         let names: Vec<&str> = KNOWN.iter().map(|k| k.name).collect();
         InputError::new(
-            "bench import",
+            "NAME",
             format!(
                 "no benchmark `{}`; `worldline bench list` names them: {}",
                 worldline_case::shown::message(&args.name),
