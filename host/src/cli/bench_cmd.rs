@@ -209,9 +209,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
     }
     let domain = known.name.trim_start_matches("tau2/");
     let Some((_, service_name, service)) = SERVICES.iter().find(|s| s.0 == domain) else {
-        return Err(
-            InputError::new("bench import", format!("{}: {}", known.name, known.note)).into(),
-        );
+        return Err(InputError::new("NAME", format!("{}: {}", known.name, known.note)).into());
     };
     worldline_case::output::check_new(&args.output, "bench import's folder")?;
     let python = pinned_python(&args, PACKAGE, PACKAGE, "WORLDLINE_TAU2_PYTHON")?;

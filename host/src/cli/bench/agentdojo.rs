@@ -29,9 +29,7 @@ const MAIL: &str = include_str!("agentdojo_mail.py");
 
 pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode> {
     let Some((_, service)) = SERVICES.iter().find(|s| s.0 == suite) else {
-        return Err(
-            InputError::new("bench import", format!("{}: {}", known.name, known.note)).into(),
-        );
+        return Err(InputError::new("NAME", format!("{}: {}", known.name, known.note)).into());
     };
     worldline_case::output::check_new(&args.output, "bench import's folder")?;
     let python = pinned_python(args, PACKAGE, PACKAGE, "WORLDLINE_AGENTDOJO_PYTHON")?;

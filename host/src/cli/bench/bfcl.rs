@@ -16,9 +16,7 @@ const SERVICE: &str = include_str!("bfcl_service.py");
 
 pub fn import(args: &ImportArgs, known: &Known, category: &str) -> Result<ExitCode> {
     if !known.importable {
-        return Err(
-            InputError::new("bench import", format!("{}: {}", known.name, known.note)).into(),
-        );
+        return Err(InputError::new("NAME", format!("{}: {}", known.name, known.note)).into());
     }
     worldline_case::output::check_new(&args.output, "bench import's folder")?;
     let python = pinned_python(
