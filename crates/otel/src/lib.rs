@@ -148,8 +148,8 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     }];
     let mut prev = 0;
     let whole = opts.content || redactor.is_some();
-    // The latest model answer's tool calls not yet made: (id, name,
-    // arguments). A tool span carries the id of the call it answers.
+    // The latest model answer's tool calls not yet made: a tool span
+    // carries the id of the call it answers.
     let mut asked: Vec<asked::Asked> = Vec::new();
     for seq in 0..b.events.len() as u64 {
         let e = match whole {

@@ -112,7 +112,7 @@ impl ModelArgs {
     /// SHA-256 of what shards of one suite or campaign must share beside
     /// the agent (`merge` compares it): each case file's hash with its
     /// place, and these flags.
-    pub fn inputs_hash<'a>(&self, cases: impl Iterator<Item = (usize, &'a str)>) -> String {
+    pub fn inputs_hash<'a>(&self, cases: impl IntoIterator<Item = (usize, &'a str)>) -> String {
         let mut text = String::new();
         for (index, hash) in cases {
             text.push_str(&format!("case {index} {hash}\n"));

@@ -625,8 +625,7 @@ impl StateCheck {
                 if !tables.contains(&t) {
                     return Err(format!("unknown table `{t}` (tables: {tables:?})"));
                 }
-                let counting = self.count.is_some() || (bounds && self.sum.is_none());
-                if counting && self.key.is_some() {
+                if self.counts_rows() && self.key.is_some() {
                     let what = match self.count {
                         Some(_) => "count",
                         None => "min/max (without `sum`, they bound a row count)",
@@ -635,7 +634,11 @@ impl StateCheck {
                         "{what} goes with a table (and `where`), not with a key"
                     ));
                 }
-                if !counting && self.sum.is_none() && self.key.is_none() && self.row.is_none() {
+                if !self.counts_rows()
+                    && self.sum.is_none()
+                    && self.key.is_none()
+                    && self.row.is_none()
+                {
                     return Err(format!(
                         "name the row: add `key`, or `where` with `row = \"first\"`/`\"last\"` (or use `count` for table `{t}`)"
                     ));
@@ -649,13 +652,18 @@ impl StateCheck {
 }
 
 impl StateCheck {
+    /// Whether the check counts rows (`count`, or `min`/`max` without
+    /// `sum`).
+    fn counts_rows(&self) -> bool {
+        self.count.is_some() || ((self.min.is_some() || self.max.is_some()) && self.sum.is_none())
+    }
+
     /// A key the check's form does not read (it was ignored, and the
     /// check judged without it): `where` beside `key`, `field` beside a
     /// row count, a file check's table keys, `ignore_case` or
     /// `ignore_newlines` beside a test that compares no text.
     fn ignored_keys(&self) -> Result<(), String> {
-        let counting = self.count.is_some()
-            || ((self.min.is_some() || self.max.is_some()) && self.sum.is_none());
+        let counting = self.counts_rows();
         if self.file.is_some() {
             let table_keys = [
                 ("key", self.key.is_some()),

@@ -226,21 +226,18 @@ pub(crate) fn argument_no_tool_accepts<'a>(
 ) -> Option<(&'a str, String)> {
     let named: Vec<&Tool> = tools.iter().filter(|t| glob_match(glob, &t.name)).collect();
     args.iter().find_map(|(key, value)| {
-        let mut reasons = Vec::new();
+        let mut first = None;
         for t in &named {
             let schema = t.params.get("properties").and_then(|p| p.get(key));
             match (t.validate, schema) {
                 (crate::world::tools::Validate::Strict, Some(schema)) => {
-                    match crate::world::schema::validate(schema, value) {
-                        Ok(()) => return None,
-                        Err(why) => reasons.push(format!("`{}` refuses it: {why}", t.name)),
-                    }
+                    let why = crate::world::schema::validate(schema, value).err()?;
+                    first.get_or_insert_with(|| format!("`{}` refuses it: {why}", t.name));
                 }
                 _ => return None,
             }
         }
-        let first = reasons.into_iter().next()?;
-        Some((key.as_str(), first))
+        Some((key.as_str(), first?))
     })
 }
 

@@ -483,6 +483,23 @@ fn section_at(text: &str, offset: usize) -> Option<(String, Vec<std::ops::Range<
     })
 }
 
+/// Where the `i`-th (from 0) entry of the list `table.list` starts in the
+/// case's `text` (`[[model.rules]]`'s header, or an inline list's entry).
+fn list_entry_offset(text: &str, table: &str, list: &str, i: usize) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    fn field<'t, 'i>(t: &'t DeTable<'i>, name: &str) -> Option<&'t DeValue<'i>> {
+        (t.iter().find(|(k, _)| k.get_ref() == name)).map(|(_, v)| v.get_ref())
+    }
+    let doc = DeTable::parse(text).ok()?.into_inner();
+    let Some(DeValue::Table(t)) = field(&doc, table) else {
+        return None;
+    };
+    let Some(DeValue::Array(entries)) = field(t, list) else {
+        return None;
+    };
+    Some(entries.get(i)?.span().start)
+}
+
 /// [`parse`], with every problem the case has (in file order) when it has
 /// any: one for a file that is not TOML, else one for each section that is
 /// wrong (`worldline check` lists them all); when the world it names does
@@ -542,8 +559,12 @@ pub fn parse_all(
     if let Some(m) = &doc.model {
         // Each rule's or response's problem at its own table.
         for (entry, e) in m.get_ref().problems() {
-            let at = entry.offset_in(&text).unwrap_or(m.span().start);
-            problems.push(src.at(at, e));
+            let at = match entry {
+                model::Entry::Rule(i) => list_entry_offset(&text, "model", "rules", i),
+                model::Entry::Response(i) => list_entry_offset(&text, "model", "responses", i),
+                model::Entry::Table => None,
+            };
+            problems.push(src.at(at.unwrap_or(m.span().start), e));
         }
     }
     if let Some(e) = &doc.env {
@@ -562,12 +583,13 @@ pub fn parse_all(
         // A rule's problem at its own `[[user.rules]]` table.
         keep(
             &mut problems,
-            u.get_ref().check().map_err(|m| {
-                let at = user::rule_named(&m)
-                    .and_then(|i| user::rule_offset(&text, i))
-                    .unwrap_or(u.span().start);
-                src.at(at, m)
-            }),
+            match u.get_ref().problem() {
+                Some((rule, m)) => {
+                    let at = rule.and_then(|i| list_entry_offset(&text, "user", "rules", i));
+                    Err(src.at(at.unwrap_or(u.span().start), m))
+                }
+                None => Ok(()),
+            },
         );
     }
     for a in &doc.approve {

@@ -205,31 +205,6 @@ pub enum Entry {
     Table,
 }
 
-impl Entry {
-    /// Where `entry` starts in the case's `text` (its table's header, or
-    /// its place in an inline list), when it is a rule's or a response's.
-    pub fn offset_in(self, text: &str) -> Option<usize> {
-        #[derive(Deserialize)]
-        struct Doc {
-            model: Option<Lists>,
-        }
-        #[derive(Deserialize)]
-        struct Lists {
-            #[serde(default)]
-            rules: Vec<toml::Spanned<serde::de::IgnoredAny>>,
-            #[serde(default)]
-            responses: Vec<toml::Spanned<serde::de::IgnoredAny>>,
-        }
-        let lists = toml::from_str::<Doc>(text).ok()?.model?;
-        let entry = match self {
-            Entry::Rule(i) => lists.rules.get(i)?,
-            Entry::Response(i) => lists.responses.get(i)?,
-            Entry::Table => return None,
-        };
-        Some(entry.span().start)
-    }
-}
-
 impl Rule {
     /// It replies one way, its path parses, and each reply is well made.
     fn check(&self) -> Result<(), String> {

@@ -199,47 +199,31 @@ impl UserConfig {
     /// Check what serde cannot: each rule answers one way, paths and
     /// patterns parse, a model user has a provider.
     pub fn check(&self) -> Result<(), String> {
-        self.only_keys_of_its_player()?;
-        super::recorded::check_ms("[user] latency_ms", self.latency_ms)?;
+        match self.problem() {
+            Some((_, m)) => Err(m),
+            None => Ok(()),
+        }
+    }
+
+    /// The first problem [`check`](Self::check) finds, with the rule (from
+    /// 0) it is in, when it is in one.
+    pub fn problem(&self) -> Option<(Option<usize>, String)> {
+        let own = (self.only_keys_of_its_player())
+            .and_then(|()| super::recorded::check_ms("[user] latency_ms", self.latency_ms));
+        if let Err(m) = own {
+            return Some((None, m));
+        }
         for (i, rule) in self.rules.iter().enumerate() {
-            let at = format!("[[user.rules]] #{}", i + 1);
-            if let Some(ms) = rule.latency_ms {
-                super::recorded::check_ms("latency_ms", ms).map_err(|m| format!("{at}: {m}"))?;
-            }
-            let line = rule.line();
-            match (line.given() || rule.satisfied, rule.alternatives.is_empty()) {
-                (true, false) => {
-                    return Err(format!(
-                        "{at}: give `reply`/`end` or `alternatives`, not both"
-                    ));
-                }
-                (false, true) => {
-                    return Err(format!("{at}: needs `reply`, `end` or `alternatives`"));
-                }
-                (true, true) => line.check().map_err(|m| format!("{at}: {m}"))?,
-                (false, false) => {
-                    for (j, a) in rule.alternatives.iter().enumerate() {
-                        a.line()
-                            .check()
-                            .map_err(|m| format!("{at} alternative #{}: {m}", j + 1))?;
-                    }
-                    if rule.alternatives.iter().all(|a| a.weight == 0) {
-                        return Err(format!("{at}: every alternative has weight 0"));
-                    }
-                }
-            }
-            if let Some(p) = &rule.path {
-                JsonPath::parse(p).map_err(|m| format!("{at}: path `{p}`: {m}"))?;
-            } else if rule.equals.is_some() {
-                return Err(format!("{at}: `equals` needs a `path`"));
-            }
-            if let Some(r) = &rule.regex {
-                regex::Regex::new(r).map_err(|e| format!("{at}: regex `{r}`: {e}"))?;
-            }
-            if rule.turn == Some(0) {
-                return Err(format!("{at}: turns count from 1"));
+            if let Err(m) = rule.check(&format!("[[user.rules]] #{}", i + 1)) {
+                return Some((Some(i), m));
             }
         }
+        self.check_player().err().map(|m| (None, m))
+    }
+
+    /// A model-played user's markers are given, and its model is one that
+    /// can play it (a scripted one has none).
+    fn check_player(&self) -> Result<(), String> {
         if self.played_by == PlayedBy::Model
             && (self.satisfied_marker.is_empty()
                 || self.end_marker.0.is_empty()
@@ -266,32 +250,6 @@ impl UserConfig {
             (PlayedBy::Scripted, None) => Ok(()),
         }
     }
-}
-
-/// The rule (from 0) a problem of [`UserConfig::check`] names, when it
-/// names one (`[[user.rules]] #2: ...`).
-pub(crate) fn rule_named(problem: &str) -> Option<usize> {
-    let rest = problem.strip_prefix("[[user.rules]] #")?;
-    let n: usize = rest[..rest.find(|c: char| !c.is_ascii_digit())?]
-        .parse()
-        .ok()?;
-    n.checked_sub(1)
-}
-
-/// Where the `i`-th (from 0) `[[user.rules]]` entry starts in the case's
-/// `text`.
-pub(crate) fn rule_offset(text: &str, i: usize) -> Option<usize> {
-    #[derive(Deserialize)]
-    struct Doc {
-        user: Option<Rules>,
-    }
-    #[derive(Deserialize)]
-    struct Rules {
-        #[serde(default)]
-        rules: Vec<toml::Spanned<serde::de::IgnoredAny>>,
-    }
-    let rules = toml::from_str::<Doc>(text).ok()?.user?.rules;
-    Some(rules.get(i)?.span().start)
 }
 
 impl UserConfig {
@@ -391,6 +349,48 @@ impl UserConfig {
 }
 
 impl UserRule {
+    /// It answers one way, its path and pattern parse, its turn counts
+    /// from 1; `at` names it in the error (`[[user.rules]] #2`).
+    fn check(&self, at: &str) -> Result<(), String> {
+        if let Some(ms) = self.latency_ms {
+            super::recorded::check_ms("latency_ms", ms).map_err(|m| format!("{at}: {m}"))?;
+        }
+        let line = self.line();
+        match (line.given() || self.satisfied, self.alternatives.is_empty()) {
+            (true, false) => {
+                return Err(format!(
+                    "{at}: give `reply`/`end` or `alternatives`, not both"
+                ));
+            }
+            (false, true) => {
+                return Err(format!("{at}: needs `reply`, `end` or `alternatives`"));
+            }
+            (true, true) => line.check().map_err(|m| format!("{at}: {m}"))?,
+            (false, false) => {
+                for (j, a) in self.alternatives.iter().enumerate() {
+                    a.line()
+                        .check()
+                        .map_err(|m| format!("{at} alternative #{}: {m}", j + 1))?;
+                }
+                if self.alternatives.iter().all(|a| a.weight == 0) {
+                    return Err(format!("{at}: every alternative has weight 0"));
+                }
+            }
+        }
+        if let Some(p) = &self.path {
+            JsonPath::parse(p).map_err(|m| format!("{at}: path `{p}`: {m}"))?;
+        } else if self.equals.is_some() {
+            return Err(format!("{at}: `equals` needs a `path`"));
+        }
+        if let Some(r) = &self.regex {
+            regex::Regex::new(r).map_err(|e| format!("{at}: regex `{r}`: {e}"))?;
+        }
+        if self.turn == Some(0) {
+            return Err(format!("{at}: turns count from 1"));
+        }
+        Ok(())
+    }
+
     /// The rule's own line (when it has no alternatives).
     pub fn line(&self) -> Line {
         Line {

@@ -376,7 +376,8 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
             return error(
                 "VALIDATION_ERROR",
                 &format!(
-                    "a reset's data is an object ({{\"case\", \"seed\", \"episode_id\", \"fork_of\"}}, each optional), not {other}"
+                    "a reset's data is an object ({{{}}}, each optional), not {other}",
+                    KEYS.map(|k| format!("\"{k}\"")).join(", ")
                 ),
             );
         }
