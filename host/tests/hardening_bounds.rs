@@ -267,6 +267,43 @@ fn endless(head: &'static str, chunked: bool) -> u16 {
     port
 }
 
+/// A run that would record more than a reader of bundles reads (seventy
+/// trace notes of 15 MiB: 1,050 MiB) ends `trapped` before the note that
+/// would pass the record's cap, naming it, with a bundle every reader
+/// reads: `verify` replays it `identical`. Before
+/// the cap the bundle was over 1 GiB, and no reader could open it.
+#[test]
+fn a_run_that_would_record_past_a_readable_bundle_ends_at_the_record_s_cap() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let c = write_case(
+        dir.path(),
+        "notes",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"notes\", n = 70, bytes = 15_728_640 }\n\n[limits]\ntimeout_ms = 600_000\n",
+    );
+    let out = run_in(&store, &c, &guest("hostile-agent"), &worlds_dir());
+    out.expect_code(3);
+    let run = out.json();
+    assert_eq!(run["status"], "trapped", "{out}");
+    let error = run["error"].as_str().unwrap();
+    assert!(
+        error.contains("record limit: event")
+            && error.contains("`worldline:agent/trace.note`")
+            && error.contains("past the 896 MiB a bundle holds"),
+        "{error}"
+    );
+    let id = run["run_id"].as_str().unwrap();
+    let bundle = store.join("runs").join(format!("{id}.jsonl"));
+    let size = std::fs::metadata(&bundle).unwrap().len();
+    assert!(
+        (800 << 20..896 << 20).contains(&size),
+        "{size} bytes: the notes up to the cap, no more"
+    );
+    let verify = common::worldline(&store, ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["identical"], 1, "{verify}");
+}
+
 #[test]
 fn a_model_answer_past_its_cap_is_a_failed_call_not_a_huge_bundle() {
     let dir = temp_dir();

@@ -725,7 +725,7 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
                 };
                 (Status::Exited, message)
             }
-            Stop::EventLimit(_) => (Status::Trapped, fault.to_string()),
+            Stop::EventLimit(_) | Stop::RecordLimit { .. } => (Status::Trapped, fault.to_string()),
             Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
             Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
             Stop::Timeout => (Status::Timeout, fault.to_string()),

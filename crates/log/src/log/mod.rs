@@ -22,6 +22,7 @@ pub mod payload;
 pub mod prefix;
 pub mod recorder;
 pub mod signature;
+pub mod size;
 pub mod tokens;
 pub mod usage;
 

@@ -111,6 +111,9 @@ pub struct Recorder {
     /// Write every line at once, holding none (a session whose client
     /// cannot be started again, decision 0416).
     each_line: bool,
+    /// The bytes of the events' lines so far, each with room for an
+    /// intent (see [`Recorder::bytes`]).
+    bytes: u64,
 }
 
 impl Recorder {
@@ -126,6 +129,7 @@ impl Recorder {
             writeback: false,
             hashed: true,
             each_line: false,
+            bytes: 0,
         }
     }
 
@@ -252,6 +256,7 @@ impl Recorder {
             (None, Some(whole)) => whole.clone(),
             (None, None) => canon::to_string(self.events.get(seq).expect("just held")),
         };
+        self.bytes += written.len() as u64 + super::size::LINE;
         let hash = chain_hash_of_text(&self.head, whole.as_deref().unwrap_or(&written));
         self.head.clone_from(&hash);
         self.events.set_hash(seq, hash);
@@ -302,6 +307,16 @@ impl Recorder {
 
     pub fn len(&self) -> u64 {
         self.events.len() as u64
+    }
+
+    /// The bytes the events' lines take so far (the line hashed), each
+    /// with [`super::size::LINE`] more for its hash and an intent before
+    /// it: the same in memory, in a buffer and on disk, so a run and its
+    /// replay meet the record's cap at the same call (decision 0421). An
+    /// unhashed recorder (a campaign's trial) makes no lines and counts
+    /// nothing.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// Event `seq` as held ([`Held::get`]).

@@ -32,7 +32,7 @@ use worldline_case::case::inject::{Action, Inject};
 use worldline_case::path::JsonPath;
 use worldline_case::world::World;
 use worldline_case::world::state::{State, Write};
-use worldline_log::log::{CallKind, Edit, Effect, Event, Extends, Held, Recorder};
+use worldline_log::log::{CallKind, Edit, Effect, Event, Extends, Held, Recorder, size};
 
 /// How the host stopped the guest (not an injected tool fault); it
 /// travels as the trap's error.
@@ -40,6 +40,14 @@ use worldline_log::log::{CallKind, Edit, Effect, Event, Extends, Held, Recorder}
 pub enum Stop {
     #[error("the guest made more than {0} host calls (limits.max_events)")]
     EventLimit(u64),
+    /// The call that would have taken the record past its cap, and the
+    /// bytes it would have taken it to.
+    #[error(
+        "record limit: event {seq} (`{call}`) would have taken the run's record to {:.1} MiB, past the {} a bundle holds and stays readable (docs/architecture.md, \"Inputs and their caps\"); the call was not kept, and the run ended before it",
+        *.bytes as f64 / f64::from(1 << 20),
+        worldline_case::bounded::size(worldline_log::log::size::MAX_RECORDED)
+    )]
+    RecordLimit { seq: u64, call: String, bytes: u64 },
     #[error(
         "step limit: the run took its {max} steps ([limits] max_steps = {max}, steps = \"{steps}\"); the next one ended it"
     )]
@@ -302,6 +310,20 @@ impl Mediator {
         self.recorder = Recorder::in_memory();
     }
 
+    /// Whether an event of at most `bytes` more fits the record's cap
+    /// ([`size::MAX_RECORDED`]): a bundle past it could not be read back.
+    fn room(&self, seq: u64, call: &str, bytes: u64) -> Result<(), Stop> {
+        let bytes = self.recorder.bytes().saturating_add(bytes);
+        if bytes > size::MAX_RECORDED {
+            return Err(Stop::RecordLimit {
+                seq,
+                call: call.to_string(),
+                bytes,
+            });
+        }
+        Ok(())
+    }
+
     /// Serve one host call and record it. `call` is `interface.function`;
     /// `request` is its canonical arguments.
     pub fn mediate(
@@ -479,6 +501,9 @@ impl Mediator {
         if seq >= self.max_events {
             return Err(Stop::EventLimit(self.max_events));
         }
+        // A request the record has no room for is not served.
+        let request_bytes = size::value(&request);
+        self.room(seq, call, size::asked(call, request_bytes))?;
         self.budget.admit(call)?;
         let following = match extends {
             // Checked by `follows_extending`.
@@ -515,6 +540,15 @@ impl Mediator {
         if !edit_writes.is_empty() {
             answer.writes.splice(0..0, edit_writes);
         }
+        // Nor is an answer it has no room for kept, nor its writes made.
+        let bytes = size::line(
+            call,
+            request_bytes,
+            &answer.response,
+            answer.injected.as_ref(),
+            &answer.writes,
+        );
+        self.room(seq, call, bytes)?;
         for w in &answer.writes {
             self.services.world.state.apply(w);
         }

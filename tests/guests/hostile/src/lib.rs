@@ -17,6 +17,8 @@
 //!   error;
 //! - `calls`: call `get_ticket` `n` times (default 1) — the benchmark's
 //!   mediated-call loop;
+//! - `notes`: write `n` trace notes (default 1) of `bytes` bytes each
+//!   (default 1 MiB);
 //! - `remnant`: look for what an earlier run left in this instance's
 //!   memory (its static data, memory it grows), fail if anything, then
 //!   leave some itself;
@@ -46,6 +48,7 @@ fn run(task: Value) -> Result<Value, Error> {
         "exit" => std::process::exit(task["code"].as_i64().unwrap_or(7) as i32),
         "network" => network(),
         "calls" => calls(n(1)),
+        "notes" => notes(n(1), task["bytes"].as_u64().unwrap_or(1 << 20)),
         "remnant" => remnant(),
         "ok" => Ok(json!({"ok": true})),
         other => Err(Error::failed(format!("unknown mode `{other}`"))),
@@ -144,6 +147,14 @@ fn calls(n: u64) -> Result<Value, Error> {
         last = tools::call("get_ticket", &json!({"id": "T-1"}))?;
     }
     Ok(json!({"calls": n, "last": last}))
+}
+
+fn notes(n: u64, bytes: u64) -> Result<Value, Error> {
+    let text = "n".repeat(bytes as usize);
+    for _ in 0..n {
+        worldline_guest::trace::note("big", &text);
+    }
+    Ok(json!({"notes": n}))
 }
 
 worldline_guest::agent!(run);
