@@ -60,6 +60,44 @@ struct Custom {
 /// walks ([`Redactor::value`]'s roots).
 const ROOTS: [&str; 5] = ["request", "response", "writes", "state", "output"];
 
+/// The fields of a write a path may hide (its `op` is its kind, never a
+/// value).
+const WRITE_FIELDS: [&str; 5] = ["table", "key", "row", "path", "data"];
+
+/// A path as the paths that hide what it names value by value: the
+/// redactor keeps a state's tables and rows, and a write's kind, as they
+/// are (a table or a row replaced by its placeholder could not be read
+/// back, and a write could not be kept: readers panicked on `state.T`,
+/// and `writes` was left unhidden). So `state` and `state.T` hide every
+/// row (`state.*.*`, `state.T.*`), and a path that names a write whole,
+/// or its fields by `*`, hides each of its fields but `op`.
+fn whole_values(mut parts: Vec<String>) -> Result<Vec<Vec<String>>, String> {
+    match parts[0].as_str() {
+        "state" => {
+            while parts.len() < 3 {
+                parts.push("*".into());
+            }
+            Ok(vec![parts])
+        }
+        "writes" if parts.get(2).is_some_and(|f| f == "op") => Err(format!(
+            "path `{}` names a write's `op`, its kind (put, delete, file), never a value: name its {}",
+            parts.join("."),
+            WRITE_FIELDS.join(", ")
+        )),
+        "writes" if parts.len() <= 2 || parts[2] == "*" => {
+            parts.resize(2, "*".into());
+            Ok((WRITE_FIELDS.iter())
+                .map(|f| {
+                    let mut p = parts.clone();
+                    p.push((*f).into());
+                    p
+                })
+                .collect())
+        }
+        _ => Ok(vec![parts]),
+    }
+}
+
 /// A parsed policy.
 pub struct Policy {
     paths: Vec<Vec<String>>,
@@ -130,11 +168,13 @@ impl Policy {
             })?;
             detectors.push(d);
         }
-        let paths = doc
-            .paths
-            .iter()
-            .map(|p| p.get_ref().split('.').map(String::from).collect())
-            .collect();
+        let mut paths = Vec::new();
+        for p in &doc.paths {
+            let parts: Vec<String> = p.get_ref().split('.').map(String::from).collect();
+            let whole = whole_values(parts)
+                .map_err(|why| InputError::at(path, source, p.span().start, why))?;
+            paths.extend(whole);
+        }
         Ok(Policy {
             paths,
             detectors,
@@ -650,6 +690,16 @@ impl Redactor {
     /// as text.
     pub fn header(&mut self, h: &mut Header) {
         h.case = self.text(&h.case);
+        // A native process's `[env] vars` (a key the case hands its agent)
+        // and `--model-set` values, as text: they were shown raw.
+        if let Some(env) = h.env.as_mut() {
+            for value in env.vars.values_mut() {
+                *value = self.text(value);
+            }
+        }
+        for value in h.model_overrides.values_mut() {
+            *value = self.text(value);
+        }
         if let Some(native) = h.native.as_mut() {
             for arg in &mut native.command {
                 *arg = self.text(arg);
@@ -683,7 +733,10 @@ impl Redactor {
                     let mut view = serde_json::json!({ table: { key: inner } });
                     self.paths("state", &mut view);
                     let mut back = view[table][key].take();
-                    if let Some(f) = field {
+                    // The row hidden whole (`state.T.*`) is its placeholder.
+                    if let Some(f) = field
+                        && back.is_object()
+                    {
                         back = back[f].take();
                     }
                     self.strings(&mut back);
@@ -818,6 +871,84 @@ mod tests {
             args["phone"], "+44 20 7946 0958",
             "only the detectors named run"
         );
+    }
+
+    /// A path naming a whole table, every table, or a write whole hides
+    /// every value under it and keeps the shape its readers read back:
+    /// `state.T` panicked every reader (and the UI's server), and
+    /// `writes` left every write raw.
+    #[test]
+    fn a_path_naming_a_table_or_a_write_whole_hides_each_value_under_it() {
+        for policy in ["state", "state.tickets", "state.*", "state.tickets.*"] {
+            let mut r = redactor(&format!("paths = [\"{policy}\"]\ndetectors = []\n"));
+            let mut state = State::default();
+            state.tables.insert(
+                "tickets".into(),
+                worldline_case::world::state::Table {
+                    rows: [("T-2".to_string(), json!({"title": "SecretTitle99"}))]
+                        .into_iter()
+                        .collect(),
+                    ..Default::default()
+                },
+            );
+            r.state(&mut state);
+            let shown = serde_json::to_string(&state).unwrap();
+            assert!(!shown.contains("SecretTitle99"), "{policy}: {shown}");
+            assert!(
+                shown.contains("T-2"),
+                "{policy}: the row's key kept: {shown}"
+            );
+        }
+        for policy in ["writes", "writes.*", "writes.0", "writes.*.*"] {
+            let hides: &[&str] = match policy {
+                "writes.0" => &["SecretTitle99", "T-2"],
+                _ => &["SecretTitle99", "SecretFile98", "T-2", "notes.txt"],
+            };
+            let mut r = redactor(&format!("paths = [\"{policy}\"]\ndetectors = []\n"));
+            let mut e: Event = serde_json::from_value(json!({
+                "call": "worldline:agent/tools.call", "effect": "write", "fuel": 0,
+                "request": {}, "response": {}, "seq": 4, "vtime_ns": 0,
+                "writes": [{"op": "put", "table": "tickets", "key": "T-2",
+                            "row": {"title": "SecretTitle99"}},
+                           {"op": "file", "path": "notes.txt", "data": "SecretFile98"}],
+            }))
+            .unwrap();
+            r.event(&mut e);
+            let shown = serde_json::to_string(&e).unwrap();
+            for secret in hides {
+                assert!(!shown.contains(secret), "{policy}: {shown}");
+            }
+            assert!(shown.contains(r#""op":"put""#), "{policy}: {shown}");
+        }
+        let refused = Policy::parse(Path::new("redact.toml"), "paths = [\"writes.*.op\"]\n");
+        let message = refused.err().unwrap().to_string();
+        assert!(
+            message.contains("redact.toml:1:") && message.contains("`op`"),
+            "{message}"
+        );
+    }
+
+    /// A native agent's `[env] vars` and `--model-set` values in a header
+    /// pass the detectors (they were shown raw by `history --json` and
+    /// kept raw in `export --redacted`).
+    #[test]
+    fn a_header_s_env_values_and_model_overrides_pass_the_detectors() {
+        let mut r = redactor("detectors = [\"api_key\"]\n");
+        let mut h: Header = serde_json::from_value(json!({
+            "agent_sha256": "", "case": "c", "case_hash": "", "engine_hash": "",
+            "format": "worldline.bundle.v1", "harness_version": "", "seed": 1,
+            "world": "demo@v1", "world_hash": "", "clock": "",
+            "env": {"vars": {"VENDOR_KEY": "sk-ZQenvKEY1234567890abcdefXYZ"}},
+            "model_overrides": {"api_base_token": "sk-ZQsetKEY1234567890abcdefXYZ"},
+        }))
+        .unwrap();
+        r.header(&mut h);
+        let shown = serde_json::to_string(&h).unwrap();
+        assert!(
+            !shown.contains("ZQenvKEY") && !shown.contains("ZQsetKEY"),
+            "{shown}"
+        );
+        assert!(shown.contains("VENDOR_KEY"), "{shown}");
     }
 
     /// A row an event writes is put through the `state` paths: a fork's
