@@ -62,8 +62,28 @@ impl Merged {
 /// Merge `docs` (each report named by where it was read): a fuzz
 /// campaign's when every one has failure groups, else a suite's.
 pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
+    // A shard that failed printed its error as JSON, not a report.
+    if let Some((path, error)) = (docs.iter()).find_map(|(p, d)| Some((p, d.get("error")?))) {
+        let message = error["message"].as_str().or(error.as_str()).unwrap_or("");
+        return Err(InputError::new(
+            path,
+            format!(
+                "is the error a shard printed, not its report: {}; run that shard again",
+                shown::text(message)
+            ),
+        ));
+    }
     check_partitions(&docs)?;
-    if docs.iter().all(|(_, d)| d.get("groups").is_some()) {
+    let campaign = |d: &Value| d.get("groups").is_some();
+    if docs.iter().any(|(_, d)| campaign(d))
+        && let Some((path, _)) = docs.iter().find(|(_, d)| !campaign(d))
+    {
+        return Err(InputError::new(
+            path,
+            "is not a `fuzz --json` report (it has no `groups`), and the reports before or after it are: merge the shards of one campaign",
+        ));
+    }
+    if docs.iter().all(|(_, d)| campaign(d)) {
         let shards: Vec<Value> = docs.into_iter().map(|(_, d)| d).collect();
         let merged = super::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
         return Ok(Merged::Campaign(merged));
@@ -139,4 +159,40 @@ fn check_partitions(docs: &[(PathBuf, Value)]) -> Result<(), InputError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refused(docs: Vec<(&str, Value)>) -> String {
+        let docs = docs
+            .into_iter()
+            .map(|(p, d)| (PathBuf::from(p), d))
+            .collect();
+        match merge(docs) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("merged"),
+        }
+    }
+
+    /// A report that is no campaign's among campaigns', or a shard's
+    /// error, is named: the first, valid, fuzz shard was blamed.
+    #[test]
+    fn the_report_that_is_wrong_is_named() {
+        let shard = json!({"groups": [], "partition": "1/2"});
+        let error = json!({"error": {"message": "no --agent given"}});
+        let message = refused(vec![("x1.json", shard.clone()), ("x2.json", error)]);
+        assert!(
+            message.starts_with("x2.json: is the error a shard printed")
+                && message.contains("no --agent given"),
+            "{message}"
+        );
+        let message = refused(vec![("x1.json", shard), ("x2.json", json!({}))]);
+        assert!(
+            message.starts_with("x2.json: is not a `fuzz --json` report"),
+            "{message}"
+        );
+    }
 }
