@@ -373,7 +373,7 @@ fn shards_of_other_case_files_or_model_flags_are_refused() {
     out.expect_code(2);
     assert!(
         out.stderr
-            .contains("shard count:1/2 ran other case files or model flags")
+            .contains("shard count:1/2 ran other case files, worlds or model flags")
             && out.stderr.contains("--model-seed"),
         "{out}"
     );
@@ -385,6 +385,36 @@ fn shards_of_other_case_files_or_model_flags_are_refused() {
     let out = merge(&[&one, &edited]);
     out.expect_code(2);
     assert!(out.stderr.contains("ran other case files"), "{out}");
+    std::fs::write(&a, text).unwrap();
+    // Shard 2 run on a world of other contents (a ticket already closed).
+    let worlds = dir.path().join("worlds");
+    copy_dir(&worlds_dir().join("demo"), &worlds.join("demo"));
+    let rows = worlds.join("demo/v1/data/tickets.jsonl");
+    let closed = std::fs::read_to_string(&rows)
+        .unwrap()
+        .replacen("\"open\"", "\"closed\"", 1);
+    std::fs::write(&rows, closed).unwrap();
+    let other = worldline(
+        &store,
+        [
+            "test".as_ref(),
+            cases.as_os_str(),
+            "--agent".as_ref(),
+            caller().as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+            "--json".as_ref(),
+            "--partition".as_ref(),
+            "count:2/2".as_ref(),
+        ],
+    );
+    let other_world = dir.path().join("2-other-world.json");
+    std::fs::write(&other_world, &other.stdout).unwrap();
+    let out = merge(&[&one, &two]);
+    out.expect_code(1);
+    let out = merge(&[&one, &other_world]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("ran other case files, worlds"), "{out}");
 }
 
 #[test]

@@ -448,7 +448,7 @@ fn check_partitioned(shards: &[SuiteSummary]) -> Result<Selection, String> {
     }
     if let Some((p, inputs, q, other)) = differing(&infos, &parts, |i| i.inputs.as_deref()) {
         return Err(format!(
-            "shard {p} ran other case files or model flags (inputs {}) than shard {q} (inputs {}): merge the shards of one suite run from the same files with the same `--model-set`, `--user-model-set` and `--model-seed`",
+            "shard {p} ran other case files, worlds or model flags (inputs {}) than shard {q} (inputs {}): merge the shards of one suite run from the same case files and worlds with the same `--model-set`, `--user-model-set` and `--model-seed`",
             short(inputs),
             short(other)
         ));

@@ -182,7 +182,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         },
         world: case.world.reference(),
         partition: partition.map(|p| p.to_string()),
-        inputs: partition.map(|_| model.inputs_hash([(0, case.hash.as_str())])),
+        inputs: partition.map(|_| model.inputs_hash([(0, &case)])),
         tally: partition.map(|_| &fuzzed.tally),
     };
     render(&args, &store, &doc)

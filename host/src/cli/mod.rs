@@ -110,12 +110,19 @@ fn settings_error(
 
 impl ModelArgs {
     /// SHA-256 of what shards of one suite or campaign must share beside
-    /// the agent (`merge` compares it): each case file's hash with its
-    /// place, and these flags.
-    pub fn inputs_hash<'a>(&self, cases: impl IntoIterator<Item = (usize, &'a str)>) -> String {
+    /// the agent (`merge` compares it): each case, by its place, its
+    /// file's hash and its world's (shards run with `--worlds` of other
+    /// contents merged), and these flags.
+    pub fn inputs_hash<'a>(
+        &self,
+        cases: impl IntoIterator<Item = (usize, &'a worldline_case::case::Case)>,
+    ) -> String {
         let mut text = String::new();
-        for (index, hash) in cases {
-            text.push_str(&format!("case {index} {hash}\n"));
+        for (index, case) in cases {
+            text.push_str(&format!(
+                "case {index} {} world {}\n",
+                case.hash, case.world.hash
+            ));
         }
         for (flag, values) in [
             ("--model-set", &self.set),

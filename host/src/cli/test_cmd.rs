@@ -276,8 +276,8 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
 }
 
 /// What every shard of a suite must have been given alike (merge compares
-/// it): each selected case file's hash in suite order, and the model
-/// flags.
+/// it): each selected case file's hash and its world's in suite order,
+/// and the model flags.
 fn inputs_hash(
     mine: &[Picked<case::Case>],
     others: &[Picked<case::Case>],
@@ -285,7 +285,7 @@ fn inputs_hash(
 ) -> String {
     let mut cases: Vec<&Picked<case::Case>> = mine.iter().chain(others).collect();
     cases.sort_by_key(|p| p.index);
-    model.inputs_hash(cases.iter().map(|p| (p.index, p.read.hash.as_str())))
+    model.inputs_hash(cases.iter().map(|p| (p.index, &p.read)))
 }
 
 /// The agent every run of the suite ran (its SHA-256), when they all ran
