@@ -322,6 +322,20 @@ impl ModelConfig {
                 "[model] base_url `{url}` must start with http:// or https://"
             ));
         }
+        // Credentials in the URL would be recorded in the run (its header,
+        // the errors the agent reads, OTel's spans) and shown by every
+        // reader: only `api_key_env` names a secret, and never records it.
+        if let Some(url) = &self.base_url
+            && let Some(rest) = url.split_once("://").map(|(_, r)| r)
+            && rest
+                .split(['/', '?', '#'])
+                .next()
+                .is_some_and(|a| a.contains('@'))
+        {
+            return Err(
+                "[model] base_url carries credentials (`user:password@` before its host): the base URL is recorded in the run and read by the agent and every view of it; give the key with `api_key_env`, whose value is never recorded".into(),
+            );
+        }
         if self.timeout_ms == 0 {
             return Err("[model] timeout_ms must be above zero".into());
         }
@@ -631,6 +645,23 @@ mod tests {
         assert_eq!(c2.retries, 0);
         let bad = parse_overrides(&["provider=openai".into()]).unwrap();
         assert!(c.with_overrides(&bad).unwrap_err().contains("base_url"));
+        // Credentials in the URL are refused without quoting them.
+        let creds = parse_overrides(&[
+            "provider=openai".into(),
+            "base_url=http://svc:PWSECRET42@127.0.0.1:9/v1".into(),
+        ])
+        .unwrap();
+        let message = c.with_overrides(&creds).unwrap_err();
+        assert!(
+            message.contains("carries credentials") && !message.contains("PWSECRET42"),
+            "{message}"
+        );
+        let at_in_path = parse_overrides(&[
+            "provider=openai".into(),
+            "base_url=http://127.0.0.1:9/v1/@team".into(),
+        ])
+        .unwrap();
+        assert!(c.with_overrides(&at_in_path).is_ok());
         assert_eq!(
             parse_overrides(&["nokey".into()]).unwrap_err(),
             "--model-set `nokey`: expected KEY=VALUE, e.g. --model-set provider=openai"
