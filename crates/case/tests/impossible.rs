@@ -247,6 +247,14 @@ fn a_partial_fault_that_would_write_nothing_it_names_is_refused() {
         problem("[[inject]]\ntool = \"add_note\"\npartial = { fields = [\"txt\"] }\n"),
         "/cases/c.toml:4:1: [[inject]]: partial.fields `txt` are no field a row `add_note` writes may hold (its fields: at, author, text, ticket), so a strike writes none of them; name fields of the rows it writes"
     );
+    // No field at all: each strike wrote a note of its key alone.
+    let e = problem("[[inject]]\ntool = \"add_note\"\npartial = { fields = [] }\n");
+    assert!(
+        e.starts_with("/cases/c.toml:4:1: [[inject]]: partial.fields is empty"),
+        "{e}"
+    );
+    let e = problem("[[fuzz.tools]]\ntool = \"add_note\"\npartial = { p = 0.5, fields = [] }\n");
+    assert!(e.contains("partial.fields is empty"), "{e}");
     // A get writes nothing: the fault was a plain error.
     let e = problem("[[inject]]\ntool = \"get_ticket\"\npartial = { fields = [\"status\"] }\n");
     assert!(

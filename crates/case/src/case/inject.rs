@@ -294,6 +294,11 @@ pub fn partial_problem(
     initial: &crate::world::state::State,
 ) -> Option<String> {
     use crate::world::tools::Op;
+    if fields.is_empty() {
+        return Some(
+            "partial.fields is empty, so a strike writes none of the call's fields (a row of its key alone), then fails; name the fields it writes, or give `error` for a call that writes nothing".into(),
+        );
+    }
     let named: Vec<&Tool> = tools.iter().filter(|t| glob_match(tool, &t.name)).collect();
     if named.is_empty()
         || named
