@@ -430,3 +430,46 @@ fn integers_past_toml_are_refused_but_the_seed() {
     .unwrap();
     assert_eq!(case.seed, u64::MAX);
 }
+
+/// An `[[inject]]` rule behind an earlier one that answers every call it
+/// matches never fires (the first rule that matches a call answers it):
+/// refused at its line, as a fault profile's entry hidden so is.
+#[test]
+fn an_inject_rule_an_earlier_rule_always_answers_first_is_refused() {
+    let deny_then_error = "[[inject]]\ntool = \"get_ticket\"\ndeny = true\n\
+         [[inject]]\ntool = \"get_ticket\"\nerror = \"timeout\"\n";
+    assert_eq!(
+        problem(deny_then_error),
+        "/cases/c.toml:7:1: [[inject]]: every call it matches is taken by rule #1 before it (the first rule that matches a call answers it), so it never fires; put it first, or narrow the rule before it with `when` or `nth`"
+    );
+    // A glob naming it, and a `when` the later rule's includes.
+    let e = problem(
+        "[[inject]]\ntool = \"*\"\nlatency_ms = 5\n\
+         [[inject]]\ntool = \"get_ticket\"\nwhen = { id = \"T-1\" }\ndeny = true\n",
+    );
+    assert!(e.contains("taken by rule #1"), "{e}");
+    let e = problem(
+        "[[inject]]\ntool = \"get_ticket\"\nwhen = { id = \"T-1\" }\ndeny = true\n\
+         [[inject]]\ntool = \"get_ticket\"\nwhen = { id = \"T-1\" }\nerror = \"timeout\"\n",
+    );
+    assert!(e.contains("taken by rule #1"), "{e}");
+    // The same calls counted to the same `nth`.
+    let e = problem(
+        "[[inject]]\ntool = \"get_ticket\"\nnth = 1\ndeny = true\n\
+         [[inject]]\ntool = \"get_ticket\"\nnth = 1\nerror = \"timeout\"\n",
+    );
+    assert!(e.contains("taken by rule #1"), "{e}");
+    // Rules that each answer some call stand.
+    fine(
+        "[[inject]]\ntool = \"get_ticket\"\nnth = 1\ndeny = true\n\
+         [[inject]]\ntool = \"get_ticket\"\nnth = 2\nerror = \"timeout\"\n",
+    );
+    fine(
+        "[[inject]]\ntool = \"get_ticket\"\nwhen = { id = \"T-1\" }\ndeny = true\n\
+         [[inject]]\ntool = \"get_ticket\"\nerror = \"timeout\"\n",
+    );
+    fine(
+        "[[inject]]\ntool = \"get_ticket\"\nnth = 1\ndeny = true\n\
+         [[inject]]\ntool = \"*_ticket\"\nnth = 1\nerror = \"timeout\"\n",
+    );
+}

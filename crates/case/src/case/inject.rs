@@ -172,6 +172,25 @@ impl Inject {
     pub fn matches(&self, tool: &str, args: &Value) -> bool {
         glob_match(&self.tool, tool) && self.when.iter().all(|(k, v)| args.get(k) == Some(v))
     }
+
+    /// Whether this rule, put before `later`, answers every call `later`
+    /// is due at, so that `later` never fires: it matches every call
+    /// `later` matches (its tool names every tool of `tools` that
+    /// `later`'s names, and its `when` is part of `later`'s), and is due
+    /// at each (no `nth`), or counts the same calls to the same `nth`.
+    pub fn hides(&self, later: &Inject, tools: &[Tool]) -> bool {
+        let named = |glob: &str| -> Vec<&str> {
+            (tools.iter())
+                .filter(|t| glob_match(glob, &t.name))
+                .map(|t| t.name.as_str())
+                .collect()
+        };
+        let (mine, theirs) = (named(&self.tool), named(&later.tool));
+        let covers = theirs.iter().all(|t| mine.contains(t))
+            && (self.when.iter()).all(|(k, v)| later.when.get(k) == Some(v));
+        let same_calls = mine == theirs && self.when == later.when;
+        covers && (self.nth.is_none() || (same_calls && self.nth == later.nth))
+    }
 }
 
 /// The first of `keys` that no tool `glob` names takes as an argument,

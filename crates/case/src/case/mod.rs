@@ -770,9 +770,24 @@ fn check_inject(
     rules: &[toml::Spanned<inject::Inject>],
     world: &World,
 ) -> Result<Vec<(inject::Inject, inject::Action)>, Vec<InputError>> {
-    let (checked, problems): (Vec<_>, Vec<_>) = (rules.iter())
+    let (checked, mut problems): (Vec<_>, Vec<_>) = (rules.iter())
         .map(|rule| check_rule(src, rule, world))
         .partition(Result::is_ok);
+    if recorded::new_rules_apply() {
+        for (j, later) in rules.iter().enumerate() {
+            if let Some(i) =
+                (0..j).find(|i| rules[*i].get_ref().hides(later.get_ref(), &world.tools))
+            {
+                problems.push(Err(src.at(
+                    later.span().start,
+                    format!(
+                        "[[inject]]: every call it matches is taken by rule #{} before it (the first rule that matches a call answers it), so it never fires; put it first, or narrow the rule before it with `when` or `nth`",
+                        i + 1
+                    ),
+                )));
+            }
+        }
+    }
     match problems.is_empty() {
         true => Ok(checked.into_iter().map(Result::unwrap).collect()),
         false => Err(problems.into_iter().filter_map(Result::err).collect()),
