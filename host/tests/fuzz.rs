@@ -655,3 +655,48 @@ fn merged_shards_equal_the_single_machine_report() {
         "{mixed}"
     );
 }
+
+/// A run that drew a clock skew of 0 s met no skew: it is not counted in
+/// a group's fault mix (every run was, as `clock skew ×40`), nor told as
+/// a cause (`the agent's clock is 0 s ahead`).
+#[test]
+fn a_skew_of_zero_is_no_fault_in_the_mix() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "skew-or-none",
+        r#"world = "demo@v1"
+seed = 5
+clock = 2026-03-01T12:00:00Z
+task = { calls = [ { tool = "close_ticket", args = { id = "T-1" } } ] }
+[[expect.state]]
+table = "tickets"
+key = "T-1"
+field = "status"
+equals = "closed"
+[fuzz]
+clock_skew_s = [0, 1]
+[[fuzz.tools]]
+tool = "close_ticket"
+deny = 1.0
+"#,
+    );
+    let worlds = common::worlds_dir();
+    let out = fuzz(
+        dir.path(),
+        &case,
+        &guest("caller-agent"),
+        &["--runs", "40", "--worlds", worlds.to_str().unwrap()],
+    );
+    out.expect_code(1);
+    let groups = out.json()["groups"].clone();
+    assert_eq!(groups[0]["count"], 40, "{out}");
+    let skewed = (groups[0]["fault_mix"].as_array().unwrap().iter())
+        .find(|m| m["fault"] == "clock skew")
+        .map(|m| m["runs"].as_u64().unwrap())
+        .unwrap();
+    assert!(
+        (5..35).contains(&skewed),
+        "{skewed} of 40 drew a skew: {out}"
+    );
+}

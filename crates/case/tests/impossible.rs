@@ -398,6 +398,11 @@ fn check_of_a_faults_file_alone_applies_every_rule_but_the_worlds() {
             "clock_skew_s = [30, -30]\n",
             "the low end is above the high end",
         ),
+        (
+            "clock_skew_s = 0\n[[tools]]\ntool = \"any\"\ndeny = 0.5\n",
+            "faults.toml:1:16: faults file clock_skew_s = 0 skews nothing",
+        ),
+        ("clock_skew_s = [0, 0]\n", "skews nothing"),
     ] {
         let got = problems(body);
         assert!(got.len() == 1 && got[0].contains(said), "{body}: {got:?}");

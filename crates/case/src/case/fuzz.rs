@@ -346,6 +346,19 @@ pub fn check(
     {
         problems.push(at(skew.span().start, m));
     }
+    // A skew of none: counted as a fault in every run's mix, and told as
+    // the cause of a failure (`the agent's clock is 0 s ahead`).
+    if let Some(skew) = &doc.clock_skew_s
+        && (skew.get_ref().lo, skew.get_ref().hi) == (0, 0)
+        && super::recorded::new_rules_apply()
+    {
+        problems.push(at(
+            skew.span().start,
+            format!(
+                "{table} clock_skew_s = 0 skews nothing; leave it out, or give the range of seconds to draw from ([-60, 60])"
+            ),
+        ));
+    }
     let mut tools: Vec<ToolFaults> = Vec::with_capacity(doc.tools.len());
     for entry in &doc.tools {
         let t = entry.get_ref();

@@ -62,10 +62,11 @@ pub fn execute(
 }
 
 /// The faults a finished run actually met, as a schedule that re-creates
-/// them: the clock skew it started with and every fuzz mark in its events.
+/// them: the clock skew it started with (none when it drew 0 s: a run
+/// whose clock is right met no skew) and every fuzz mark in its events.
 pub fn realized(outcome: &RunOutcome, faults: &FaultSource, seed: u64) -> Schedule {
     Schedule {
-        clock_skew_s: Faults::new(faults, seed).skew_s(),
+        clock_skew_s: Faults::new(faults, seed).skew_s().filter(|s| *s != 0),
         faults: outcome
             .events
             .as_held()
