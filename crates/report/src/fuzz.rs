@@ -123,90 +123,105 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-/// The text report.
-pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
-    let s = r.summary;
+/// The text report, from the `--json` document (one machine's, or the
+/// shards' merged: `merge` prints what one machine would have).
+pub fn write(out: &mut impl Write, r: &Value) -> io::Result<()> {
+    let s = &r["summary"];
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
     writeln!(
         out,
         "fuzz {} on {}: {} runs, campaign seed {}, faults from {}",
-        r.case, r.world, s.runs, r.seed, r.faults.from
+        shown::text(r["case"].as_str().unwrap_or("")),
+        shown::text(r["world"].as_str().unwrap_or("")),
+        n(&s["runs"]),
+        n(&r["seed"]),
+        shown::text(r["faults"]["from"].as_str().unwrap_or(""))
     )?;
-    let share = |n: u64, of: u64, r: f64, i: [f64; 2]| {
+    let share = |of: &Value, count: &str, total: &str, rate: &str| {
         format!(
-            "{n}/{of} = {} (95% interval {} – {})",
-            pct(r),
-            pct(i[0]),
-            pct(i[1])
+            "{}/{} = {} (95% interval {} – {})",
+            n(&of[count]),
+            n(&of[total]),
+            pct(f(&of[rate])),
+            pct(f(&of["interval"][0])),
+            pct(f(&of["interval"][1]))
         )
     };
-    writeln!(
-        out,
-        "  passed {}",
-        share(s.passed, s.runs, s.pass_rate, s.interval)
-    )?;
-    if let Some(a) = s.attack {
+    writeln!(out, "  passed {}", share(s, "passed", "runs", "pass_rate"))?;
+    if s["attack"].is_object() {
         writeln!(
             out,
             "  attack succeeded in {} of the runs an injection reached",
-            share(a.succeeded, a.injected, a.rate, a.interval)
+            share(&s["attack"], "succeeded", "injected", "rate")
         )?;
     }
-    if !s.pass_k.is_empty() {
-        let ks: Vec<String> = s
-            .pass_k
-            .iter()
-            .map(|p| format!("pass^{} {}", p.k, pct(p.value)))
-            .collect();
+    let ks: Vec<String> = (s["pass_k"].as_array().into_iter().flatten())
+        .map(|p| format!("pass^{} {}", n(&p["k"]), pct(f(&p["value"]))))
+        .collect();
+    if !ks.is_empty() {
         writeln!(out, "  {}", ks.join(", "))?;
     }
-    if r.groups.is_empty() {
+    let groups = r["groups"].as_array().map_or(&[][..], Vec::as_slice);
+    if groups.is_empty() {
         writeln!(out, "  no failures")?;
     }
-    for g in &r.groups {
+    for g in groups {
+        let count = n(&g["count"]);
         writeln!(
             out,
-            "  {} run{} ({}) {}",
-            g.count,
-            if g.count == 1 { "" } else { "s" },
-            pct(g.rate),
-            g.signature
+            "  {count} run{} ({}) {}",
+            if count == 1 { "" } else { "s" },
+            pct(f(&g["rate"])),
+            shown::text(g["signature"].as_str().unwrap_or(""))
         )?;
-        let mix: Vec<String> = g
-            .fault_mix
-            .iter()
-            .map(|m| format!("{} ×{}", m.fault, m.runs))
-            .collect();
-        if let Some(why) = g.unscripted {
-            writeln!(out, "      {why}")?;
+        if let Some(why) = g["unscripted"].as_str() {
+            writeln!(out, "      {}", shown::text(why))?;
         }
+        let mix: Vec<String> = (g["fault_mix"].as_array().into_iter().flatten())
+            .map(|m| {
+                format!(
+                    "{} ×{}",
+                    shown::text(m["fault"].as_str().unwrap_or("")),
+                    n(&m["runs"])
+                )
+            })
+            .collect();
         if !mix.is_empty() {
             writeln!(out, "      fault mix: {}", mix.join(", "))?;
         }
-        if let Some(sh) = &g.shrunk {
+        let sh = &g["shrunk"];
+        if sh.is_object() {
             writeln!(
                 out,
                 "      shrunk from {} to {} fault(s) in {} runs{}: {}",
-                sh.faults_before,
-                sh.faults_after,
-                sh.tries,
-                if sh.complete { "" } else { " (budget spent)" },
-                sh.words
+                n(&sh["faults_before"]),
+                n(&sh["faults_after"]),
+                n(&sh["tries"]),
+                if sh["complete"] == true {
+                    ""
+                } else {
+                    " (budget spent)"
+                },
+                shown::text(sh["words"].as_str().unwrap_or(""))
             )?;
         }
-        if let Some(id) = g.reproducer.run_id {
+        if let Some(id) = g["reproducer"]["run_id"].as_str() {
             writeln!(
                 out,
                 "      reproducer: {id} (seed {}); worldline replay {id}",
-                g.reproducer.seed
+                n(&g["reproducer"]["seed"])
             )?;
         }
     }
-    writeln!(
-        out,
-        "  {:.0} ms, {} runs/s",
-        r.timing.elapsed_ms,
-        rate(r.timing.runs_per_s)
-    )?;
+    if r["timing"].is_object() {
+        writeln!(
+            out,
+            "  {:.0} ms, {} runs/s",
+            f(&r["timing"]["elapsed_ms"]),
+            rate(f(&r["timing"]["runs_per_s"]))
+        )?;
+    }
     Ok(())
 }
 
@@ -365,23 +380,6 @@ fn seeds_of(p: &Partition, seeds: u64) -> Result<u64, String> {
             .filter(|s| p.contains(*s as usize, &s.to_string()))
             .count() as u64),
     }
-}
-
-/// A merged campaign report as one line of text (`--json` gives it all).
-pub fn write_merged(out: &mut impl Write, r: &Value) -> io::Result<()> {
-    let s = &r["summary"];
-    writeln!(
-        out,
-        "fuzz {} on {}: passed {}/{} (95% interval {:.1}% – {:.1}%), {} failure group(s)",
-        shown::text(r["case"].as_str().unwrap_or("")),
-        shown::text(r["world"].as_str().unwrap_or("")),
-        s["passed"],
-        s["runs"],
-        s["interval"][0].as_f64().unwrap_or(0.0) * 100.0,
-        s["interval"][1].as_f64().unwrap_or(0.0) * 100.0,
-        r["groups"].as_array().map_or(0, Vec::len)
-    )?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ impl Merged {
     /// The text report: to `out`, and notes about the machine to `err`.
     pub fn write(&self, out: &mut impl Write, err: &mut impl Write) -> io::Result<()> {
         match self {
-            Merged::Campaign(m) => super::fuzz::write_merged(out, m),
+            Merged::Campaign(m) => super::fuzz::write(out, m),
             Merged::Suite(s) => super::suite::write_merged(out, err, s),
         }
     }

@@ -70,13 +70,13 @@ fn a_report_of_a_wrong_type_is_refused_naming_its_field() {
 }
 
 #[test]
-fn a_merged_campaign_is_its_rate_and_groups() {
+fn a_merged_campaign_is_what_one_machine_prints() {
     let shards = [
         fixture("fuzz-stale-deploys-1of2.json"),
         fixture("fuzz-stale-deploys-2of2.json"),
     ];
     let merged = super::fuzz::merge(&shards).unwrap();
-    insta::assert_snapshot!(text(|out| super::fuzz::write_merged(out, &merged)));
+    insta::assert_snapshot!(text(|out| super::fuzz::write(out, &merged)));
 }
 
 #[test]

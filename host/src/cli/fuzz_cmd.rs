@@ -284,11 +284,12 @@ fn run(
 /// Keep the report in the store and print it (text or `--json`); exit 1
 /// when any run failed.
 fn render(args: &FuzzArgs, store: &StoreDir, doc: &FuzzReport) -> Result<ExitCode> {
-    let campaign = worldline_store::campaigns::save(store, &serde_json::to_value(doc)?)?;
+    let value = serde_json::to_value(doc)?;
+    let campaign = worldline_store::campaigns::save(store, &value)?;
     if args.common.json {
         super::print_json_with_settings(doc)?;
     } else {
-        worldline_report::fuzz::write(&mut super::human_out(), doc)?;
+        worldline_report::fuzz::write(&mut super::human_out(), &value)?;
     }
     eprintln!("campaign {campaign} kept in the store (worldline ui shows it)");
     Ok(if doc.summary.failed == 0 {
