@@ -414,6 +414,70 @@ fn a_native_run_s_command_is_redacted_and_the_run_imports() {
     );
 }
 
+/// A native agent (Python, standard library only) that reads customer
+/// C-1 over MCP and prints the answer to stdout and stderr.
+const PRINTS_WHAT_IT_READ: &str = r#"
+import json, os, sys, urllib.request
+url = os.environ["WORLDLINE_MCP_URL"]
+def post(body, session=None):
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    if session:
+        headers["mcp-session-id"] = session
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.headers.get("mcp-session-id"), r.read().decode()
+session, _ = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+_, answer = post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_customer", "arguments": {"id": "C-1"}}}, session)
+print("read", answer)
+print("read", answer, file=sys.stderr)
+print("{}")
+"#;
+
+/// A value a path hides is hidden where the run's streams quote it, in
+/// `history --stdout` and `--stderr` (text and `--json`), as `export
+/// --redacted` hides it: the streams were read without the events, which
+/// tell the view what its paths hide.
+#[test]
+fn a_value_a_path_hides_is_hidden_in_the_streams_history_prints() {
+    let st = setup();
+    let run = worldline(
+        &st.store,
+        [
+            "run",
+            s(&st.root.join("crm.toml")),
+            "--worlds",
+            s(&st.root.join("worlds")),
+            "--json",
+            "--store",
+            s(&st.store),
+            "--exec",
+            "--",
+            "python3",
+            "-c",
+            PRINTS_WHAT_IT_READ,
+        ],
+    );
+    run.expect_code(0);
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    for args in [
+        &["--stdout"][..],
+        &["--stderr"],
+        &["--stdout", "--stderr", "--json"],
+    ] {
+        let mut all = vec!["history", id.as_str()];
+        all.extend_from_slice(args);
+        let out = worldline(&st.store, &all);
+        out.expect_code(0);
+        assert!(
+            !out.stdout.contains("Ana Lopez") && out.stdout.contains("<redacted:"),
+            "{args:?}: {out}"
+        );
+    }
+    let unredacted = worldline(&st.store, ["history", &id, "--stderr", "--unredacted"]);
+    assert!(unredacted.stdout.contains("Ana Lopez"), "{unredacted}");
+}
+
 /// `runs` shows and matches a failure's signature as the views show it,
 /// through the store's policy: it printed the raw signature, and
 /// `--signature` matched a hidden value (the oracle decision 0101 keeps

@@ -505,6 +505,7 @@ fn history_query() -> worldline_engine::ops::history::Query {
         skip: 1,
         max_count: Some(4),
         streams: false,
+        whole: false,
     }
 }
 

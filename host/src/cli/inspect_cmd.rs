@@ -80,15 +80,16 @@ pub struct DiffArgs {
 pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
     let store = super::store_of_run(&args.common.store, &args.run)?;
     let path = store.resolve_run(&args.run)?;
+    let id = super::redact_opts::id_of(&path);
+    let mut redactor = args.redaction.redactor(&store, "history", &[&id])?;
     let query = history::Query {
         only: args.only.clone(),
         skip: args.skip,
         max_count: args.max_count,
         streams: args.stdout || args.stderr,
+        whole: redactor.is_some(),
     };
     let mut read = history::read(&path, &query)?;
-    let id = super::redact_opts::id_of(&path);
-    let mut redactor = args.redaction.redactor(&store, "history", &[&id])?;
     if let Some(r) = redactor.as_mut() {
         r.held(&mut read.bundle);
     }

@@ -19,6 +19,11 @@ pub struct Query {
     pub max_count: Option<usize>,
     /// The run's streams are wanted, not its events.
     pub streams: bool,
+    /// Read every event whatever the page: a redacted view hides what its
+    /// paths hide wherever the run quotes it again (a stream, the footer),
+    /// which it learns from the events (`history --stderr` showed a value
+    /// a `request.args` path hides, which `export --redacted` hid).
+    pub whole: bool,
 }
 
 /// A run's bundle, as much of it as a query needs, and its length.
@@ -33,6 +38,7 @@ pub struct Read {
 /// no event.
 pub fn read(path: &Path, q: &Query) -> Result<Read> {
     let upto = match (&q.only, q.max_count) {
+        _ if q.whole => None,
         _ if q.streams => Some(0),
         (None, Some(n)) => Some(q.skip.saturating_add(n) as u64),
         _ => None,
