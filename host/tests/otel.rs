@@ -409,3 +409,46 @@ fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
     down.expect_code(2);
     assert!(down.stderr.contains("cannot send spans"), "{down}");
 }
+
+/// Two runs of the same events are two traces (they shared one, and a
+/// backend merged a passing run into a failed one), and a run exported
+/// again is the same trace.
+#[test]
+fn runs_of_the_same_events_are_traces_of_their_own() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "injected", INJECTED);
+    let run = || {
+        let out = worldline(
+            &store,
+            [
+                "run",
+                s(&case),
+                "--agent",
+                s(&guest("caller-agent")),
+                "--worlds",
+                s(&worlds_dir()),
+                "--json",
+            ],
+        );
+        (
+            out.json()["run_id"].as_str().unwrap().to_string(),
+            out.json()["chain_hash"].clone(),
+        )
+    };
+    let ((a, a_chain), (b, b_chain)) = (run(), run());
+    assert_eq!(a_chain, b_chain, "the same events");
+    let traces = |ids: &[&str]| {
+        let file = dir.path().join("spans.pb");
+        let mut args = vec!["otel"];
+        args.extend_from_slice(ids);
+        args.extend(["-o", s(&file), "--json"]);
+        let out = worldline(&store, args);
+        out.expect_code(0);
+        std::fs::remove_file(&file).unwrap();
+        out.json()["trace_ids"].clone()
+    };
+    let both = traces(&[&a, &b]);
+    assert_ne!(both[0], both[1], "{both}");
+    assert_eq!(traces(&[&a])[0], both[0]);
+}

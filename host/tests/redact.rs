@@ -390,6 +390,41 @@ fn a_native_run_s_command_is_redacted_and_the_run_imports() {
             "{view} shows the address"
         );
     }
+    // `runs` (text and JSON) and OTel's spans name the case as shown.
+    let runs = worldline(&st.store, ["runs"]);
+    let runs_json = worldline(&st.store, ["runs", "--json"]);
+    let spans = st.root.join("spans.pb");
+    worldline(&st.store, ["otel", &id, "-o", s(&spans)]).expect_code(0);
+    let spans = String::from_utf8_lossy(&std::fs::read(&spans).unwrap()).into_owned();
+    for (view, text) in [
+        ("runs", &runs.stdout),
+        ("runs --json", &runs_json.stdout),
+        ("otel", &spans),
+    ] {
+        assert!(text.contains("<email:"), "{view}: {text}");
+        assert!(
+            !text.contains("jane.doe@example.com"),
+            "{view} shows the address"
+        );
+    }
+    let matched = worldline(&st.store, ["runs", "--case", "jane*", "--json"]);
+    assert!(
+        !matched.stdout.contains(&id),
+        "a filter matches the name as shown: {matched}"
+    );
+    // So does the UI's list of runs, and its case filter.
+    let server = crate::ui_support::Server::start(&st.store, &[]);
+    let page = server.get("/");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("&lt;email:"), "{}", page.body);
+    let filtered = server.get("/?case=jane*");
+    for body in [&page.body, &filtered.body] {
+        assert!(
+            !body.contains("jane.doe@example.com"),
+            "the UI shows the address"
+        );
+    }
+    assert!(!filtered.body.contains(&id), "{}", filtered.body);
     let doc: Value = serde_json::from_str(&exported).unwrap();
     assert_eq!(doc["objects"], serde_json::json!({}), "no agent document");
     worldline(&st.root.join("copies"), ["import", s(&file)]).expect_code(0);

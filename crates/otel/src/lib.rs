@@ -80,10 +80,15 @@ fn chain_of(b: &HeldBundle) -> String {
     )
 }
 
-/// The trace and root span ids of a run.
-pub fn ids_of(b: &HeldBundle) -> (Vec<u8>, Vec<u8>) {
+/// The trace and root span ids of run `run_id`: the same each time it is
+/// exported, and a trace of its own (runs whose events are the same, or
+/// that made none, shared one, and a backend merged them).
+pub fn ids_of(run_id: &str, b: &HeldBundle) -> (Vec<u8>, Vec<u8>) {
     let chain = chain_of(b);
-    (id(16, &["trace", &chain]), id(8, &["span", &chain, "run"]))
+    (
+        id(16, &["trace", &chain, run_id]),
+        id(8, &["span", &chain, "run"]),
+    )
 }
 
 /// The spans of one run: each event as a span reads it (`Held::shown`),
@@ -92,7 +97,13 @@ pub fn ids_of(b: &HeldBundle) -> (Vec<u8>, Vec<u8>) {
 pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Options) -> Vec<Span> {
     let b = &mut run.bundle;
     let chain = chain_of(b);
-    let (trace_id, root_id) = ids_of(b);
+    let (trace_id, root_id) = ids_of(&run.run_id, b);
+    // The case's name as the view's policy shows it (a name may hold
+    // what the policy hides, as `history` shows it).
+    let case = match redactor.as_deref_mut() {
+        Some(r) => r.text(&b.header.case),
+        None => b.header.case.clone(),
+    };
     let start_ns = run.start_ns;
     let at = |vtime: u64| start_ns.saturating_add(vtime);
     let end = b.events.as_held().last().map_or(0, |e| e.vtime_ns);
@@ -102,11 +113,11 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     let failed = footer.is_none_or(|f| f.status.overrides_grade() || grade == Some("failed"));
     let mut attrs = vec![
         text("gen_ai.operation.name", "invoke_agent"),
-        text("gen_ai.agent.name", b.header.case.clone()),
+        text("gen_ai.agent.name", case.clone()),
         text("gen_ai.agent.id", b.header.agent_sha256.clone()),
         text("gen_ai.conversation.id", run.run_id.clone()),
         text("worldline.run_id", run.run_id.clone()),
-        text("worldline.case", b.header.case.clone()),
+        text("worldline.case", case.clone()),
         text("worldline.world", b.header.world.clone()),
         text("worldline.seed", b.header.seed.to_string()),
         text("worldline.status", status),
@@ -125,7 +136,7 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     let mut out = vec![Span {
         trace_id: trace_id.clone(),
         span_id: root_id.clone(),
-        name: format!("invoke_agent {}", b.header.case),
+        name: format!("invoke_agent {case}"),
         kind: span::SpanKind::Internal as i32,
         start_time_unix_nano: at(0),
         end_time_unix_nano: at(end),

@@ -145,16 +145,16 @@ fn page_link(q: &BTreeMap<String, String>, p: u64) -> String {
 
 /// Page `at` of the index rows the query selects, signatures redacted.
 /// SQL filters and pages; the filters it cannot apply (the text, the
-/// writer, and the signature under a redaction policy) are applied to
+/// writer, and the signature and case under a redaction policy) are applied to
 /// each selected row as it is read.
 fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
     let mut filter = filter_of(q);
     // Under a redaction policy, signatures are shown redacted and matched
     // as shown: a filter must not tell whether a hidden value is there.
     let redactor = RefCell::new(app.redactor()?);
-    let signature = match redactor.borrow().is_some() {
-        true => filter.signature.take(),
-        false => None,
+    let (signature, case) = match redactor.borrow().is_some() {
+        true => (filter.signature.take(), filter.case.take()),
+        false => (None, None),
     };
     let text = q
         .get("q")
@@ -178,22 +178,21 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
     };
     let (page, _) = Index::read(&app.store, |index| {
         let mut redactor = redactor.borrow_mut();
-        if signature.is_none() && text.is_none() && written_by.is_none() {
+        if signature.is_none() && case.is_none() && text.is_none() && written_by.is_none() {
             let mut page = index.page(&filter, PER_PAGE, at)?;
             if let Some(red) = redactor.as_mut() {
-                for r in &mut page.rows {
-                    r.signature = r.signature.take().map(|s| red.repeated(s));
-                }
+                page.rows.iter_mut().for_each(|r| shown(red, r));
             }
             return Ok(page);
         }
         index.page_kept(&filter, PER_PAGE, at, |r| {
             if let Some(red) = redactor.as_mut() {
-                r.signature = r.signature.take().map(|s| red.repeated(s));
+                shown(red, r);
             }
             signature
                 .as_ref()
                 .is_none_or(|s| r.signature.as_ref().is_some_and(|x| x.contains(s)))
+                && (case.as_ref()).is_none_or(|c| worldline_case::world::glob_match(c, &r.case))
                 && text.as_deref().is_none_or(|t| has_text(r, t))
                 && written_by
                     .as_ref()
@@ -201,6 +200,12 @@ fn select(app: &Seen, q: &BTreeMap<String, String>, at: u64) -> Result<Page> {
         })
     })?;
     Ok(page)
+}
+
+/// A row's signature and case name as the view's policy shows them.
+fn shown(red: &mut worldline_log::redact::Redactor, r: &mut Row) {
+    r.signature = r.signature.take().map(|s| red.repeated(s));
+    r.case = red.repeated(std::mem::take(&mut r.case));
 }
 
 pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {

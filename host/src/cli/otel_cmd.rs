@@ -111,7 +111,7 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         to,
         trace_ids: views
             .iter()
-            .map(|v| hex::encode(worldline_otel::ids_of(&v.bundle).0))
+            .map(|v| hex::encode(worldline_otel::ids_of(&v.run_id, &v.bundle).0))
             .collect(),
     };
     if args.common.json {

@@ -151,15 +151,15 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
             .into());
         }
     };
-    // Signatures through the view's policy, as `history` and the UI show
-    // them (a folder store's redact.toml, a database store's for a
-    // responder; a viewer's rows come from the redacted copies), and
-    // matched as shown: a filter must not tell whether a hidden value is
-    // there.
+    // Signatures and case names through the view's policy, as `history`
+    // and the UI show them (a folder store's redact.toml, a database
+    // store's for a responder; a viewer's rows come from the redacted
+    // copies), and matched as shown: a filter must not tell whether a
+    // hidden value is there.
     let redactor = args.redaction.redactor(&store, "runs", &[])?;
-    let signature = match redactor {
-        Some(_) => filter.signature.take(),
-        None => None,
+    let (signature, case) = match redactor {
+        Some(_) => (filter.signature.take(), filter.case.take()),
+        None => (None, None),
     };
     // The index applies the filters it holds; the writer and signature
     // filters and the limit after them are applied here, a row at a time.
@@ -187,6 +187,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
             && signature
                 .as_ref()
                 .is_none_or(|s| r.signature.as_ref().is_some_and(|x| x.contains(s.as_str())))
+            && (case.as_ref()).is_none_or(|c| worldline_case::world::glob_match(c, &r.case))
     };
     let redactor = RefCell::new(redactor);
     let (_, sync) = Index::read(&store, |index| {
@@ -198,6 +199,7 @@ pub fn exec_runs(args: RunsArgs) -> Result<ExitCode> {
             }
             if let Some(r) = redactor.borrow_mut().as_mut() {
                 row.signature = row.signature.take().map(|s| r.repeated(s));
+                row.case = r.repeated(std::mem::take(&mut row.case));
             }
             if keep(&row) {
                 lister.take(row)?;
