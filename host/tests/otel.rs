@@ -94,6 +94,7 @@ fn attr(span: &Value, key: &str) -> Option<Value> {
             let v = &a["value"];
             v.get("stringValue")
                 .or(v.get("intValue"))
+                .or(v.get("arrayValue"))
                 .cloned()
                 .unwrap_or(Value::Null)
         })
@@ -270,6 +271,13 @@ fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
     assert_eq!(attr(chats[0], "error.type"), Some("timeout".into()));
     assert!(
         attr(chats[1], "gen_ai.usage.input_tokens").is_some(),
+        "{}",
+        chats[1]
+    );
+    // A list of reasons, as the GenAI conventions type it (it was a string).
+    assert!(
+        attr(chats[1], "gen_ai.response.finish_reasons")
+            .is_some_and(|r| r["values"][0]["stringValue"].is_string()),
         "{}",
         chats[1]
     );

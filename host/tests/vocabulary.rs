@@ -115,10 +115,12 @@ fn text(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// An OTLP export's spans without their tool call ids and trace ids.
+/// An OTLP export's spans without their tool call ids and trace ids, and
+/// their finish reasons as one text.
 fn otel_without_call_ids(
     bytes: &[u8],
 ) -> opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
     use prost::Message as _;
     let mut req =
         opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest::decode(bytes)
@@ -129,6 +131,15 @@ fn otel_without_call_ids(
     {
         span.attributes.retain(|kv| kv.key != "gen_ai.tool.call.id");
         span.trace_id.clear();
+        // The finish reasons as the one reason they were before.
+        for kv in &mut span.attributes {
+            if kv.key == "gen_ai.response.finish_reasons"
+                && let Some(v) = kv.value.as_mut()
+                && let Some(Value::ArrayValue(list)) = &v.value
+            {
+                v.value = list.values.first().and_then(|one| one.value.clone());
+            }
+        }
     }
     req
 }
@@ -159,9 +170,10 @@ fn recorded_runs_replay_identical_and_read_as_they_did() {
         );
         // Since 2026-12-05 a tool span's `gen_ai.tool.call.id` is the id
         // the model gave the call, where a model asked for it (it was
-        // `call-N`), and a run's trace id derives from its run id too
-        // (runs of the same events shared a trace): without them, the
-        // spans are as they were.
+        // `call-N`), a run's trace id derives from its run id too (runs
+        // of the same events shared a trace), and finish reasons are a
+        // list: without them, and the list as its one reason, the spans
+        // are as they were.
         assert!(
             now == then || otel_without_call_ids(&now) == otel_without_call_ids(&then),
             "{}: otel differs",

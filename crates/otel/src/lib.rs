@@ -17,7 +17,9 @@
 pub mod send;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use opentelemetry_proto::tonic::common::v1::{
+    AnyValue, ArrayValue, InstrumentationScope, KeyValue, any_value,
+};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{
     ResourceSpans, ScopeSpans, Span, Status, span, status,
@@ -49,6 +51,21 @@ fn text(key: &str, v: impl Into<String>) -> KeyValue {
         key: key.into(),
         value: Some(AnyValue {
             value: Some(any_value::Value::StringValue(v.into())),
+        }),
+        ..KeyValue::default()
+    }
+}
+
+fn texts<S: Into<String>>(key: &str, vs: impl IntoIterator<Item = S>) -> KeyValue {
+    let values = (vs.into_iter())
+        .map(|v| AnyValue {
+            value: Some(any_value::Value::StringValue(v.into())),
+        })
+        .collect();
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::ArrayValue(ArrayValue { values })),
         }),
         ..KeyValue::default()
     }
@@ -298,8 +315,9 @@ fn model_span(
             attrs.push(int(key, n));
         }
     }
+    // A list, as the GenAI conventions type it (one reason a choice).
     if let Some(r) = answer.finish_reason() {
-        attrs.push(text("gen_ai.response.finish_reasons", r));
+        attrs.push(texts("gen_ai.response.finish_reasons", [r]));
     }
     if let Some(call) = &answer.model_call {
         for (key, ms) in [
