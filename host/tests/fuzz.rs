@@ -700,3 +700,115 @@ deny = 1.0
         "{skewed} of 40 drew a skew: {out}"
     );
 }
+
+/// A fork's edit changes its call alone: the calls after it meet the
+/// faults they met in the parent, though the edit answers (`--respond`,
+/// even with the very answer recorded) or denies (`--deny`) a call that
+/// counted toward them (a profile's draws, a case rule's `nth`). Each
+/// edit shifted the draws of every later call, so a what-if fork could
+/// pass by losing the fault it was made to study.
+#[test]
+fn a_fork_s_edit_leaves_the_faults_after_it_as_they_were() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let gets = r#"{ tool = "get_ticket", args = { id = "T-1" } }, "#.repeat(6);
+    let case = write_case(
+        dir.path(),
+        "draws",
+        &format!(
+            r#"world = "demo@v1"
+seed = 5
+clock = 2026-03-01T12:00:00Z
+task = {{ calls = [ {{ tool = "close_ticket", args = {{ id = "T-2" }} }}, {gets}] }}
+[fuzz]
+[[fuzz.tools]]
+tool = "close_ticket"
+error = {{ timeout = 0.3 }}
+[[fuzz.tools]]
+tool = "get_ticket"
+error = {{ timeout = 0.5 }}
+"#
+        ),
+    );
+    let worlds = common::worlds_dir();
+    let worlds = worlds.to_str().unwrap();
+    let agent = guest("caller-agent");
+    fuzz(
+        store,
+        &case,
+        &agent,
+        &["--runs", "1", "--keep-all", "--worlds", worlds],
+    );
+    let parent = files_with_suffix(&store.join("runs"), ".jsonl")[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    // Each tool call's seq and the fault it met.
+    let faults = |run: &str| -> Vec<(u64, Value)> {
+        let h = worldline(store, ["history", run, "--only", "tools", "--json"]);
+        h.expect_code(0);
+        (h.json()["events"].as_array().unwrap().iter())
+            .map(|e| (e["seq"].as_u64().unwrap(), e["injected"]["action"].clone()))
+            .collect()
+    };
+    let before = faults(&parent);
+    assert!(
+        before[1..].iter().any(|(_, f)| f == "error")
+            && before[1..].iter().any(|(_, f)| f.is_null()),
+        "the later calls meet some faults: {before:?}"
+    );
+    let answer =
+        worldline(store, ["show", &parent, "--at", "1", "--json"]).json()["event"]["response"]
+            .to_string();
+    for edit in [
+        &["--respond", answer.as_str()][..],
+        &["--deny", "close_ticket"],
+    ] {
+        let mut args = vec!["fork", parent.as_str(), "--at", "1", "--json"];
+        args.extend_from_slice(edit);
+        let fork = worldline(store, &args);
+        let id = fork.json()["run_id"].as_str().unwrap().to_string();
+        assert_eq!(faults(&id)[1..], before[1..], "{edit:?}");
+    }
+    // A case rule's `nth` counts the call the edit answered.
+    let nth = write_case(
+        dir.path(),
+        "nth",
+        r#"world = "demo@v1"
+seed = 5
+clock = 2026-03-01T12:00:00Z
+task = { calls = [ { tool = "get_ticket", args = { id = "T-1" } }, { tool = "get_ticket", args = { id = "T-1" } } ] }
+[[inject]]
+tool = "get_ticket"
+nth = 2
+error = "timeout"
+"#,
+    );
+    let run = worldline(
+        store,
+        [
+            "run",
+            nth.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+            "--worlds",
+            worlds,
+            "--json",
+        ],
+    );
+    let run = run.json()["run_id"].as_str().unwrap().to_string();
+    let answer =
+        worldline(store, ["show", &run, "--at", "1", "--json"]).json()["event"]["response"]
+            .to_string();
+    let fork = worldline(
+        store,
+        ["fork", &run, "--at", "1", "--respond", &answer, "--json"],
+    );
+    let id = fork.json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(faults(&id)[1..], faults(&run)[1..], "{fork}");
+    assert_eq!(faults(&run)[1].1, "error");
+    let verify = worldline(store, ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["diverged"], 0, "{verify}");
+}

@@ -543,6 +543,7 @@ fn parent_of(rec: &RecordedRun, at: u64, edits: Vec<Edit>, resumed: bool) -> Par
         earlier,
         resumed,
         in_flight: None,
+        counted: true,
     }
 }
 

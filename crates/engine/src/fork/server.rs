@@ -320,6 +320,7 @@ fn branch_here(
                     following.fork_points.push(ForkPoint {
                         event: at,
                         edits: vec![Edit::Reseed { model_seed: *seed }],
+                        counted: true,
                     });
                 }
                 if let Err(e) = worldline_runtime::sandbox::start_watchdog(engine) {

@@ -39,6 +39,12 @@ pub struct Parent {
     /// (`intent.rs`), the call made again at `event`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<Intent>,
+    /// A call its edits answer (`--respond`) or deny (`--deny`) still
+    /// counts toward the case's `[[inject]] nth` and the fuzz faults'
+    /// draws, as it did in the parent, so only the edit differs (decision
+    /// 0422). False in forks made before, which replay as they ran.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub counted: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -50,6 +56,9 @@ fn is_false(b: &bool) -> bool {
 pub struct ForkPoint {
     pub event: u64,
     pub edits: Vec<Edit>,
+    /// As [`Parent::counted`], for this fork point's edits.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub counted: bool,
 }
 
 impl Parent {
@@ -59,6 +68,7 @@ impl Parent {
         all.push(ForkPoint {
             event: self.event,
             edits: self.edits.clone(),
+            counted: self.counted,
         });
         all
     }

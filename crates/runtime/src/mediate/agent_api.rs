@@ -287,18 +287,18 @@ fn serve_tool_unfilled(
         );
     };
     if !s.world.allowed(name) {
+        // A fork's counted `--deny`: the parent served the call, which
+        // counts as it did there (decision 0422).
+        if s.world.denied_by_counted_edit(name) {
+            s.world.draw(name, args);
+        }
         return error_answer(
             ErrorKind::Denied,
             format!("`{name}` is not permitted in this case"),
         );
     }
     let now = AsOf::now(s.now_text());
-    let rule = s.world.match_rule(name, args);
-    let fault = s
-        .world
-        .faults
-        .as_mut()
-        .and_then(|f| f.next(name, rule.is_none()));
+    let (rule, fault) = s.world.draw(name, args);
     match (rule, fault) {
         (Some((rule, action)), _) => {
             let (r, _) = &s.world.inject[rule];

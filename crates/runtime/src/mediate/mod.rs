@@ -165,6 +165,10 @@ pub struct WorldSession {
     pub inject_seen: Vec<u64>,
     /// A fuzz run's faults (they apply where no case rule does).
     pub faults: Option<faults::Faults>,
+    /// The tools a fork's counted `--deny` names, and the case's
+    /// permissions before the first ([`WorldSession::count_denied`]).
+    pub counted_denials: Vec<String>,
+    pub before_denials: Option<worldline_case::world::Permissions>,
 }
 
 impl WorldSession {
@@ -230,6 +234,40 @@ impl WorldSession {
     /// Case rules first, then the world's, then the world's default.
     pub fn allowed(&self, name: &str) -> bool {
         (self.case_permissions).allow_over(&self.world.permissions, name)
+    }
+
+    /// Count a call of `name` with `args` against the case's rules (their
+    /// `nth`) and the fuzz faults (their draws): the rule that answers
+    /// it, and the fault it gets where no rule does.
+    pub fn draw(
+        &mut self,
+        name: &str,
+        args: &Value,
+    ) -> (
+        Option<(usize, Action)>,
+        Option<worldline_case::case::fuzz::PlannedFault>,
+    ) {
+        let rule = self.match_rule(name, args);
+        let fault = (self.faults.as_mut()).and_then(|f| f.next(name, rule.is_none()));
+        (rule, fault)
+    }
+
+    /// A fork's `--deny` of `tool` (a name or a glob) whose calls still
+    /// count toward the faults (decision 0422): the permissions before it
+    /// are kept to tell which calls the parent served.
+    pub fn count_denied(&mut self, tool: &str) {
+        if self.before_denials.is_none() {
+            self.before_denials = Some(self.case_permissions.clone());
+        }
+        self.counted_denials.push(tool.to_string());
+    }
+
+    /// Whether a call of `name` is denied only by a fork's counted
+    /// `--deny`: the parent served it, and it counts as it did there.
+    pub fn denied_by_counted_edit(&self, name: &str) -> bool {
+        (self.counted_denials.iter()).any(|glob| worldline_case::world::glob_match(glob, name))
+            && (self.before_denials.as_ref())
+                .is_some_and(|before| before.allow_over(&self.world.permissions, name))
     }
 }
 
@@ -515,12 +553,21 @@ impl Mediator {
         {
             hook(self)?;
         }
-        let (override_response, edit_writes) = self.apply_edits(seq);
-        let intended =
-            override_response.is_none() && !following && self.intend(seq, call, &request, live)?;
+        let (edited, edit_writes) = self.apply_edits(seq);
+        let intended = edited.is_none() && !following && self.intend(seq, call, &request, live)?;
         self.services.clock.tick();
-        let mut answer = match override_response {
-            Some(response) => {
+        let mut answer = match edited {
+            Some(Edited { response, counted }) => {
+                // A tool call a fork's edit answers is served as in the
+                // parent and its answer dropped, so that it counts toward
+                // the faults as it did there (decision 0422); nothing it
+                // would have written is made.
+                if counted
+                    && worldline_log::log::Kind::of(call)
+                        == Some(worldline_log::log::Kind::ToolsCall)
+                {
+                    drop(serve(&mut self.services, &request));
+                }
                 // A fork made before this rule recorded its answer `read`
                 // whatever it was: its replay keeps what it recorded.
                 let recorded = (self.following.as_ref())
@@ -720,23 +767,33 @@ impl Mediator {
 
     /// At a fork point: apply the edits; return a replacement response and
     /// the state writes the edits made.
-    fn apply_edits(&mut self, seq: u64) -> (Option<Value>, Vec<Write>) {
-        let edits: Vec<Edit> = match self.following.as_ref() {
+    fn apply_edits(&mut self, seq: u64) -> (Option<Edited>, Vec<Write>) {
+        let edits: Vec<(Edit, bool)> = match self.following.as_ref() {
             Some(following) => following
                 .fork_points
                 .iter()
                 .filter(|p| p.event == seq)
-                .flat_map(|p| p.edits.clone())
+                .flat_map(|p| p.edits.iter().map(|e| (e.clone(), p.counted)))
                 .collect(),
             None => return (None, Vec::new()),
         };
         let mut response = None;
         let mut writes = Vec::new();
-        for edit in edits {
+        for (edit, counted) in edits {
             match edit {
-                Edit::Respond { response: r } => response = Some(r),
+                Edit::Respond { response: r } => {
+                    response = Some(Edited {
+                        response: r,
+                        counted,
+                    })
+                }
                 Edit::Allow { tool } => self.services.world.set_permission(&tool, true),
-                Edit::Deny { tool } => self.services.world.set_permission(&tool, false),
+                Edit::Deny { tool } => {
+                    if counted {
+                        self.services.world.count_denied(&tool);
+                    }
+                    self.services.world.set_permission(&tool, false)
+                }
                 Edit::Set { path, value } => {
                     if let Some(w) = self.services.world.patch(&path, value) {
                         writes.push(w);
@@ -747,6 +804,15 @@ impl Mediator {
         }
         (response, writes)
     }
+}
+
+/// A fork's answer to the call at its fork point, and whether the call
+/// still counts toward the faults ([`ForkPoint::counted`]).
+///
+/// [`ForkPoint::counted`]: worldline_log::log::bundle::ForkPoint::counted
+struct Edited {
+    response: Value,
+    counted: bool,
 }
 
 /// The store's data: the mediator, the guest's resource handles and the
@@ -896,6 +962,8 @@ mod tests {
             inject: Vec::new(),
             inject_seen: Vec::new(),
             faults: None,
+            counted_denials: Vec::new(),
+            before_denials: None,
         }
     }
 

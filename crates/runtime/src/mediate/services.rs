@@ -67,6 +67,8 @@ impl HostServices {
                 inject_seen: vec![0; inject.len()],
                 inject,
                 faults: None,
+                counted_denials: Vec::new(),
+                before_denials: None,
             },
             clock: clock::VirtualClock::new(case.clock_ns, case.limits.tick_us * 1_000),
             entropy: entropy::Entropy::new(case.seed),
