@@ -654,6 +654,24 @@ fn merged_shards_equal_the_single_machine_report() {
             .contains("not shards of one campaign: `inputs`"),
         "{mixed}"
     );
+    // A shard run without `--shrink` (its groups' shrinking was lost).
+    let unshrunk: Vec<&str> = args.iter().copied().filter(|a| *a != "--shrink").collect();
+    let mut a = unshrunk.clone();
+    a.extend(["--partition", "count:3/3"]);
+    let out = fuzz(&store, &fuzz_case(), &naive, &a);
+    let f = dir.path().join("unshrunk-3.json");
+    std::fs::write(&f, &out.stdout).unwrap();
+    let mut m = vec!["merge".to_string()];
+    m.extend([1, 2].map(|i| {
+        dir.path()
+            .join(format!("count-{i}.json"))
+            .display()
+            .to_string()
+    }));
+    m.push(f.display().to_string());
+    let mixed = worldline(&store, m);
+    mixed.expect_code(2);
+    assert!(mixed.stderr.contains("`inputs`"), "{mixed}");
 }
 
 /// A run that drew a clock skew of 0 s met no skew: it is not counted in

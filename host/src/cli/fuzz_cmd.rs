@@ -182,7 +182,15 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         },
         world: case.world.reference(),
         partition: partition.map(|p| p.to_string()),
-        inputs: partition.map(|_| model.inputs_hash([(0, &case)])),
+        // `--shrink` too: a group's shrinking comes from the shard that ran
+        // its first run, and was lost, unsaid, from a shard without it.
+        inputs: partition.map(|_| {
+            let shrink = args.shrink.then_some(args.shrink_budget);
+            worldline_case::canon::sha256_hex(format!(
+                "{}\n--shrink {shrink:?}\n",
+                model.inputs_hash([(0, &case)])
+            ))
+        }),
         tally: partition.map(|_| &fuzzed.tally),
     };
     render(&args, &store, &doc)
