@@ -495,6 +495,34 @@ impl Redactor {
         self.strings(v);
     }
 
+    /// The policy's `request` paths over the tool calls a model's reply
+    /// asks for, each read as the call it will be (`{"name", "args"}`):
+    /// a value a `request.args` path hides was shown in the reply that
+    /// asked for the call, which comes before the call itself.
+    fn asked_arguments(&mut self, response: &mut Value) {
+        let calls = (response["ok"]["choices"]
+            .as_array_mut()
+            .into_iter()
+            .flatten())
+        .filter_map(|c| c["message"]["tool_calls"].as_array_mut())
+        .flatten();
+        for call in calls {
+            let f = &mut call["function"];
+            let Some(args) = f["arguments"].as_str() else {
+                continue;
+            };
+            let Ok(args) = serde_json::from_str::<Value>(args) else {
+                continue;
+            };
+            let mut view = json!({"name": f["name"].clone(), "args": args});
+            let before = view.clone();
+            self.paths("request", &mut view);
+            if view != before {
+                f["arguments"] = Value::String(canon::to_string(&view["args"]));
+            }
+        }
+    }
+
     /// Only the policy's paths under `root`.
     fn paths(&mut self, root: &str, v: &mut Value) {
         let paths: Vec<Vec<String>> = self
@@ -560,6 +588,9 @@ impl Redactor {
 
     /// An event's request, response and writes.
     pub fn event(&mut self, e: &mut Event) {
+        if crate::log::Kind::of(&e.call) == Some(crate::log::Kind::ModelComplete) {
+            self.asked_arguments(&mut e.response);
+        }
         self.value("request", &mut e.request);
         self.value("response", &mut e.response);
         if let Some(i) = e.injected.as_mut() {
@@ -949,6 +980,34 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("VENDOR_KEY"), "{shown}");
+    }
+
+    /// A `request.args` path hides the argument in the model's reply that
+    /// asks for the call (it came before the call, and was shown whole).
+    #[test]
+    fn a_request_args_path_hides_the_argument_a_model_reply_asks_for() {
+        let mut r = redactor("paths = [\"request.args.reason\"]\ndetectors = []\n");
+        let mut e: Event = serde_json::from_value(json!({
+            "call": "worldline:agent/model.complete", "effect": "read", "fuel": 0,
+            "request": {}, "seq": 5, "vtime_ns": 0,
+            "response": {"ok": {"choices": [{"index": 0, "message": {"role": "assistant",
+                "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "rollback_deploy",
+                    "arguments": "{\"id\":\"D-42\",\"reason\":\"SecretReason77\"}"}}]}}]}},
+        }))
+        .unwrap();
+        r.event(&mut e);
+        let shown = serde_json::to_string(&e).unwrap();
+        assert!(!shown.contains("SecretReason77"), "{shown}");
+        assert!(
+            shown.contains("D-42") && shown.contains("<redacted:"),
+            "{shown}"
+        );
+        // And wherever the run quotes it after.
+        assert!(
+            !r.text("the reason was SecretReason77")
+                .contains("SecretReason77")
+        );
     }
 
     /// A row an event writes is put through the `state` paths: a fork's
