@@ -678,6 +678,35 @@ mod cache_imports_and_disks {
         );
     }
 
+    /// Objects an export carries that its run does not name are neither
+    /// decoded nor stored: thousands of small frames that each decode to
+    /// hundreds of MiB filled the memory, and the store kept them all.
+    #[test]
+    fn objects_the_run_does_not_name_are_neither_decoded_nor_stored() {
+        let (_src, doc, _) = exported();
+        let mut padded = doc.clone();
+        let extra: Vec<String> = (0..3u8)
+            .map(|i| {
+                let bytes = vec![i; 64];
+                let sha = sha256_hex(&bytes);
+                padded["objects"][&sha] = json!(b64(&bytes));
+                sha
+            })
+            .collect();
+        // One that would not even decode to its name.
+        padded["objects"]["ab".repeat(32)] = json!(b64(b"not what its name says"));
+        let (target, out) = import(&padded);
+        out.expect_code(0);
+        let objects = target.path().join("store").join("objects");
+        for sha in extra.iter().chain([&"ab".repeat(32)]) {
+            assert!(!objects.join(sha).exists(), "{sha} was stored");
+        }
+        assert!(
+            std::fs::read_dir(&objects).unwrap().count() > 0,
+            "the run's were"
+        );
+    }
+
     #[test]
     fn re_importing_repairs_a_torn_object() {
         let (_src, doc, id) = exported();

@@ -262,23 +262,29 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         )
         .into());
     }
-    let mut decoded = BTreeMap::new();
-    for (sha, data) in &doc.objects {
-        let named = format!("\"{sha}\"");
+    for sha in doc.objects.keys() {
         if sha.len() != 64
             || !sha
                 .chars()
                 .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
         {
+            let named = format!("\"{sha}\"");
             return Err(bad_at(&named, format!("object name `{sha}` is not a SHA-256")).into());
         }
+    }
+    // An object is decoded when the run needs it, checked, and dropped;
+    // it is decoded again when it is written: memory holds one object at
+    // a time, and objects the run does not name are neither decoded nor
+    // stored (an export of thousands of small frames that each decode to
+    // hundreds of MiB filled the memory).
+    let decode = |sha: &str, data: &str| -> Result<Vec<u8>, InputError> {
+        let named = format!("\"{sha}\"");
         let kept = B64
             .decode(data)
             .map_err(|e| bad_at(&named, format!("object {sha}: {e}")))?;
-        let data =
-            import_form(kept, sha).map_err(|e| bad_at(&named, format!("object {sha} {e}")))?;
-        decoded.insert(sha.clone(), data);
-    }
+        import_form(kept, sha).map_err(|e| bad_at(&named, format!("object {sha} {e}")))
+    };
+    let needed = std::cell::RefCell::new(std::collections::BTreeSet::new());
     // Check the bundle, and that the run could be replayed from what the
     // export and the store hold, before anything is written.
     let b = bundle::parse_held(doc.bundle.as_bytes(), file)
@@ -290,8 +296,12 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         .into());
     }
     let object = |sha: &str| -> Result<Vec<u8>> {
-        match decoded.get(sha) {
-            Some(bytes) => Ok(bytes.clone()),
+        match doc.objects.get(sha) {
+            Some(data) => {
+                let bytes = decode(sha, data)?;
+                needed.borrow_mut().insert(sha.to_string());
+                Ok(bytes)
+            }
             None => store.get_object(sha).map_err(|_| {
                 bad_at(
                     "\"objects\"",
@@ -358,7 +368,8 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
     // appeared either sees them held, or has deleted them by the time the
     // hold returns, and they are stored again below. (What the store
     // itself gave was held as it was read.)
-    let mut held: Vec<&str> = decoded.keys().map(String::as_str).collect();
+    let needed = needed.into_inner();
+    let mut held: Vec<&str> = needed.iter().map(String::as_str).collect();
     held.push(&doc.run);
     store.hold(&held)?;
     // A database store's working folder knows the runs stored so far.
@@ -378,16 +389,17 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
             })?;
         Ok(())
     };
-    for (sha, data) in &decoded {
+    for sha in &needed {
         let name = format!("objects/{sha}");
         let intact = root.read(&name).is_ok_and(|have| {
             worldline_log::object_codec::decode(have, sha, worldline_case::bounded::OBJECT).is_ok()
         });
         if !intact {
+            let data = decode(sha, &doc.objects[sha])?;
             put(
                 &name,
                 &worldline_log::object_codec::encode(
-                    data,
+                    &data,
                     worldline_log::object_codec::STORE_LEVEL,
                 ),
             )?;
