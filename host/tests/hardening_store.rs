@@ -156,6 +156,46 @@ fn exported_run() -> (
     (dir, store, run, file)
 }
 
+/// A file in `runs/` past the bundles' cap is refused before it is read,
+/// and one whose first line runs past a header's cap without ending (a
+/// file of zeros a crash left) is damaged, read no further: `history`
+/// read the first to its 1 GiB cap and the second whole, and `verify`
+/// called the second a run cut off before its header.
+#[test]
+fn a_bundle_past_its_cap_or_without_a_header_s_end_is_not_read_whole() {
+    let (_dir, store, _, _) = exported_run();
+    let runs = store.join("runs");
+    let (huge, zeros) = ("20261205-000000-00000003", "20261205-000000-00000004");
+    for (id, len) in [(huge, 2u64 << 30), (zeros, 100 << 20)] {
+        let f = std::fs::File::create(runs.join(format!("{id}.jsonl"))).unwrap();
+        f.set_len(len).unwrap();
+    }
+    let history = worldline(&store, ["history", huge]);
+    history.expect_code(2);
+    assert!(
+        history.stderr.contains("larger than its cap of 1024 MiB"),
+        "{history}"
+    );
+    let history = worldline(&store, ["history", zeros]);
+    history.expect_code(2);
+    assert!(
+        history.stderr.contains("first line runs past 64 MiB"),
+        "{history}"
+    );
+    let verify = worldline(&store, ["verify", "--json"]);
+    verify.expect_code(1);
+    let v = verify.json();
+    assert_eq!(
+        (
+            v["identical"].as_u64(),
+            v["unreadable"].as_u64(),
+            v["incomplete"].as_u64()
+        ),
+        (Some(1), Some(2), Some(0)),
+        "{verify}"
+    );
+}
+
 /// `import` beside a gc pass: it holds the objects it brings and its run
 /// in its lease before it looks at what the store has (decision 0121), so
 /// a pass that planned before the run appeared, and deletes its objects

@@ -386,22 +386,34 @@ pub fn footer_line(footer: &Footer) -> String {
     line
 }
 
+/// The most bytes a bundle's header line may take: its case's name, a
+/// native agent's command and environment, a fuzz profile. A reader looks
+/// no further for the first newline (a file of zeros read to the
+/// bundle's cap of 1 GiB for it).
+pub const HEADER_MAX: u64 = 64 * 1024 * 1024;
+
 /// Whether the bundle at `path` has a whole header line. A bundle without
 /// one was cut off before anything of its run was recorded (the process
 /// was killed as it created the file, or the disk was full): an
-/// incomplete run, not a damaged one.
+/// incomplete run, not a damaged one. A file past the bundles' cap, or
+/// whose first line runs past [`HEADER_MAX`], is no cut-off run: it is
+/// said to have one, and read as a damaged bundle.
 pub fn has_header(path: &Path) -> std::io::Result<bool> {
-    Ok(first_line(path)?.ends_with(b"\n"))
+    let first = first_line(path)?;
+    let len = std::fs::metadata(path)?.len();
+    Ok(first.ends_with(b"\n")
+        || first.len() as u64 >= HEADER_MAX
+        || len > worldline_case::bounded::BUNDLE)
 }
 
-/// The bundle's first line, up to and with its newline (none when torn).
+/// The bundle's first line, up to and with its newline (none when torn),
+/// at most [`HEADER_MAX`] bytes of it.
 fn first_line(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::BufRead as _;
     use std::io::Read as _;
     let mut first = Vec::new();
     let file = worldline_case::bounded::open(path).map_err(std::io::Error::other)?;
-    std::io::BufReader::new(file.take(worldline_case::bounded::BUNDLE))
-        .read_until(b'\n', &mut first)?;
+    std::io::BufReader::new(file.take(HEADER_MAX)).read_until(b'\n', &mut first)?;
     Ok(first)
 }
 
@@ -585,15 +597,47 @@ pub fn read_held(path: &Path) -> Result<HeldBundle, BundleError> {
 
 /// Read the bundle at `path` and check its lines.
 pub(super) fn read_lines_of(path: &Path) -> Result<(Header, Reader<'_>), BundleError> {
-    let bytes =
-        worldline_case::bounded::read(path, worldline_case::bounded::BUNDLE).map_err(|e| {
-            BundleError {
-                path: path.display().to_string(),
-                line: 0,
-                message: format!("cannot read bundle: {e}"),
-            }
-        })?;
+    let bytes = read_bytes(path).map_err(|(line, message)| BundleError {
+        path: path.display().to_string(),
+        line,
+        message,
+    })?;
     read_lines(&bytes, path)
+}
+
+/// The bytes of the bundle at `path`, at most the bundles' cap; its first
+/// line is looked for no further than [`HEADER_MAX`], and the rest is not
+/// read when it runs past (a file of zeros was read whole to find it).
+fn read_bytes(path: &Path) -> Result<Vec<u8>, (usize, String)> {
+    use std::io::{BufRead as _, Read as _};
+    use worldline_case::bounded::{BUNDLE, Refused};
+    let cannot = |e: Refused| (0, format!("cannot read bundle: {e}"));
+    let file = worldline_case::bounded::open(path).map_err(cannot)?;
+    let len = file.metadata().map_err(|e| cannot(e.into()))?.len();
+    if len > BUNDLE {
+        return Err(cannot(Refused::TooLarge(BUNDLE)));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    let mut reader = std::io::BufReader::new(file.take(BUNDLE));
+    (&mut reader)
+        .take(HEADER_MAX)
+        .read_until(b'\n', &mut bytes)
+        .map_err(|e| cannot(e.into()))?;
+    if !bytes.ends_with(b"\n") && bytes.len() as u64 >= HEADER_MAX {
+        return Err((1, header_too_long()));
+    }
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| cannot(e.into()))?;
+    Ok(bytes)
+}
+
+/// What a first line past [`HEADER_MAX`] without an end is.
+pub(super) fn header_too_long() -> String {
+    format!(
+        "its first line runs past {} without ending: no bundle's header is that long (the file is damaged)",
+        worldline_case::bounded::size(HEADER_MAX)
+    )
 }
 
 /// Check a bundle's bytes (`path` names it in errors).

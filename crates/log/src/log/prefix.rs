@@ -36,6 +36,16 @@ fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), Bu
         .metadata()
         .map_err(|e| err(0, format!("cannot read bundle: {e}")))?
         .len();
+    // Past the cap the file is not read at all (it was read to the cap).
+    if len > worldline_case::bounded::BUNDLE {
+        return Err(err(
+            0,
+            format!(
+                "cannot read bundle: {}",
+                worldline_case::bounded::Refused::TooLarge(worldline_case::bounded::BUNDLE)
+            ),
+        ));
+    }
     let mut lines = std::io::BufReader::new((&mut file).take(worldline_case::bounded::BUNDLE));
     let mut buf = Vec::new();
     let mut header = None;
@@ -44,9 +54,14 @@ fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), Bu
     let (mut n, mut consumed) = (0, 0);
     loop {
         buf.clear();
-        lines
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| err(n + 1, format!("cannot read bundle: {e}")))?;
+        // The header line is looked for no further than its cap.
+        let read = match header {
+            None => (&mut lines)
+                .take(bundle::HEADER_MAX)
+                .read_until(b'\n', &mut buf),
+            Some(_) => lines.read_until(b'\n', &mut buf),
+        };
+        read.map_err(|e| err(n + 1, format!("cannot read bundle: {e}")))?;
         n += 1;
         consumed += buf.len() as u64;
         if !buf.ends_with(b"\n") {
@@ -83,6 +98,9 @@ fn read_lines(path: &Path, upto: u64) -> Result<(bundle::Header, Reader<'_>), Bu
             .unwrap_or(0);
         if let Some(said) = bundle::an_export(&start[..read]) {
             return Err(err(1, said));
+        }
+        if consumed >= bundle::HEADER_MAX {
+            return Err(err(1, bundle::header_too_long()));
         }
         return Err(err(
             1,
