@@ -156,6 +156,27 @@ fn exported_run() -> (
     (dir, store, run, file)
 }
 
+/// An import of a store into one it cannot write stops at the first
+/// write, exit 2 naming the store: each run was skipped in turn as if it
+/// were damaged (a full disk: every run "skipped", exit 1).
+#[test]
+fn an_import_into_a_store_it_cannot_write_stops_naming_the_store() {
+    let (dir, from, _, _) = exported_run();
+    let into = dir.path().join("into");
+    std::fs::create_dir_all(&into).unwrap();
+    // Where its leases go is a file: no write of the import's can start.
+    std::fs::write(into.join("leases"), "").unwrap();
+    let out = worldline(&into, ["import", s(&from)]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("the import stopped: it could not write into the store")
+            && out.stderr.contains("leases")
+            && !out.stderr.contains("skipped"),
+        "{out}"
+    );
+}
+
 /// A file in `runs/` past the bundles' cap is refused before it is read,
 /// and one whose first line runs past a header's cap without ending (a
 /// file of zeros a crash left) is damaged, read no further: `history`

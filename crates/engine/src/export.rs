@@ -192,6 +192,9 @@ pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>,
                 held.extend(carried);
                 done.push(i);
             }
+            // The store, not the run: every run after it would fail
+            // alike (a full disk skipped each run in turn, exit 1).
+            Err(e) if e.is::<NotWritten>() => return Err(e),
             Err(e) => skipped.push(Skipped {
                 run_id: id,
                 reason: format!("{e:#}"),
@@ -199,6 +202,29 @@ pub fn import_store(store: &StoreDir, from: &StoreDir) -> Result<(Vec<Imported>,
         }
     }
     Ok((done, skipped))
+}
+
+/// A write into the store that failed (space, rights, its database): the
+/// import stops there, naming the store.
+#[derive(Debug)]
+struct NotWritten(anyhow::Error);
+
+impl NotWritten {
+    fn of(e: impl Into<anyhow::Error>) -> anyhow::Error {
+        anyhow::Error::new(NotWritten(e.into()))
+    }
+}
+
+impl std::fmt::Display for NotWritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the import stopped: it could not write into the store")
+    }
+}
+
+impl std::error::Error for NotWritten {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.0.as_ref())
+    }
 }
 
 /// A bundle's text, as bounded as reading it was.
@@ -371,21 +397,22 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
     let needed = needed.into_inner();
     let mut held: Vec<&str> = needed.iter().map(String::as_str).collect();
     held.push(&doc.run);
-    store.hold(&held)?;
+    store.hold(&held).map_err(NotWritten::of)?;
     // A database store's working folder knows the runs stored so far.
-    store.pull()?;
+    store.pull().map_err(NotWritten::of)?;
     // Every file appears whole or not at all (a temporary file renamed
     // into place), so a killed import leaves nothing torn, and an object a
     // torn write of an older worldline left is replaced.
-    let root =
-        Dir::open_ambient_dir(&store.root, ambient_authority()).context("opening the store")?;
+    let root = Dir::open_ambient_dir(&store.root, ambient_authority())
+        .context("opening the store")
+        .map_err(NotWritten::of)?;
     let put = |name: &str, data: &[u8]| -> Result<()> {
         let tmp = format!("{name}.tmp{}", std::process::id());
         root.write(&tmp, data)
             .and_then(|()| root.rename(&tmp, &root, name))
             .map_err(|e| {
                 let _ = root.remove_file(&tmp);
-                store.write_error(&store.root.join(name), e)
+                NotWritten::of(store.write_error(&store.root.join(name), e))
             })?;
         Ok(())
     };
@@ -427,7 +454,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
             .into());
         }
     }
-    store.publish(&doc.run)?;
+    store.publish(&doc.run).map_err(NotWritten::of)?;
     worldline_store::index::record_file(store, &doc.run);
     Ok(Imported {
         run_id: doc.run,
