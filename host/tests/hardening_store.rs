@@ -739,6 +739,26 @@ mod cache_imports_and_disks {
         );
     }
 
+    /// A run id dated after today is refused: gc reads a run's age from
+    /// its id, and one re-dated to 2099 was never old enough to remove.
+    #[test]
+    fn a_run_id_dated_after_today_is_refused() {
+        let (_src, mut doc, _) = exported();
+        doc["run"] = json!("20991231-235959-deadbeef");
+        let (t, out) = import(&doc);
+        out.expect_code(2);
+        assert!(
+            out.stderr
+                .contains("run id `20991231-235959-deadbeef` is dated after today"),
+            "{out}"
+        );
+        assert!(
+            !t.path()
+                .join("store/runs/20991231-235959-deadbeef.jsonl")
+                .exists()
+        );
+    }
+
     /// Objects an export carries that its run does not name are neither
     /// decoded nor stored: thousands of small frames that each decode to
     /// hundreds of MiB filled the memory, and the store kept them all.

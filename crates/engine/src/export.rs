@@ -288,6 +288,25 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         )
         .into());
     }
+    // A run id says when its run was made, and gc reads a run's age from
+    // it: one dated after today (more than a day, for clocks that differ)
+    // would never be old enough to remove. (Store metadata: the time read
+    // here reaches no record.)
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    if let Some(made) = worldline_store::index::row::created_of_id(&doc.run)
+        && made > now + 86_400
+    {
+        return Err(bad_at(
+            "\"run\"",
+            format!(
+                "run id `{}` is dated after today: a run id is when its run was made, and gc reads its age from it; import the file `worldline export` wrote",
+                doc.run
+            ),
+        )
+        .into());
+    }
     for sha in doc.objects.keys() {
         if sha.len() != 64
             || !sha
