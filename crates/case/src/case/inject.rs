@@ -186,7 +186,8 @@ impl Inject {
                 .collect()
         };
         let (mine, theirs) = (named(&self.tool), named(&later.tool));
-        let covers = theirs.iter().all(|t| mine.contains(t))
+        let covers = !theirs.is_empty()
+            && theirs.iter().all(|t| mine.contains(t))
             && (self.when.iter()).all(|(k, v)| later.when.get(k) == Some(v));
         let same_calls = mine == theirs && self.when == later.when;
         covers && (self.nth.is_none() || (same_calls && self.nth == later.nth))

@@ -770,13 +770,18 @@ fn check_inject(
     rules: &[toml::Spanned<inject::Inject>],
     world: &World,
 ) -> Result<Vec<(inject::Inject, inject::Action)>, Vec<InputError>> {
-    let (checked, mut problems): (Vec<_>, Vec<_>) = (rules.iter())
+    let results: Vec<_> = (rules.iter())
         .map(|rule| check_rule(src, rule, world))
-        .partition(Result::is_ok);
+        .collect();
+    // A rule an earlier one hides, among the rules that check (one that
+    // does not has its own problem said).
+    let fine: Vec<bool> = results.iter().map(Result::is_ok).collect();
+    let (checked, mut problems): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
     if recorded::new_rules_apply() {
-        for (j, later) in rules.iter().enumerate() {
-            if let Some(i) =
-                (0..j).find(|i| rules[*i].get_ref().hides(later.get_ref(), &world.tools))
+        for (j, later) in rules.iter().enumerate().filter(|(j, _)| fine[*j]) {
+            if let Some(i) = (0..j)
+                .filter(|i| fine[*i])
+                .find(|i| rules[*i].get_ref().hides(later.get_ref(), &world.tools))
             {
                 problems.push(Err(src.at(
                     later.span().start,
