@@ -41,6 +41,11 @@ impl Merged {
             Merged::Suite(s) if !s.collection_errors.is_empty() => {
                 return Ending::CollectionErrors;
             }
+            // A shard a signal stopped left cases not run: the suite did
+            // not pass (the merge exited 0, and a CI step on it passed).
+            Merged::Suite(s) if s.interrupted.is_some() && s.skipped > 0 => {
+                return Ending::Failed;
+            }
             Merged::Suite(s) => s.failed as u64,
         };
         if failed == 0 {

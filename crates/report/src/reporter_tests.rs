@@ -1060,3 +1060,38 @@ fn a_huge_output_is_shown_cut_and_its_json_whole() {
     let json = serde_json::to_string(&super::run::RunSummary::of(&outcome)).unwrap();
     assert!(json.contains(&"x".repeat(6 << 20)));
 }
+
+/// A suite a signal stopped: pass^k is over the cases that made every
+/// run (a case stopped after 2 of 4 runs counted the 2 never made as
+/// failures: pass^2 16.7% from runs that all passed), its skipped cases
+/// say what stopped them, and the merge does not pass.
+#[test]
+fn an_interrupted_suite_s_pass_k_is_over_the_cases_that_made_every_run() {
+    let mut doc = fixture("test-model.json");
+    doc["repeat"] = 4.into();
+    doc["interrupted"] = "SIGINT".into();
+    let cases = doc["cases"].as_array_mut().unwrap();
+    for (case, runs) in cases.iter_mut().zip([4u64, 2, 0]) {
+        let ids: Vec<String> = (0..runs).map(|i| format!("r{i}")).collect();
+        (case["runs"], case["passes"], case["run_ids"]) = (runs.into(), runs.into(), ids.into());
+    }
+    let skipped = &mut cases[2];
+    (skipped["skipped"], skipped["passed"]) = (true.into(), false.into());
+    skipped["status"] = "skipped".into();
+    for key in ["run_id", "bundle", "chain_hash", "events", "run_status"] {
+        skipped[key] = serde_json::Value::Null;
+    }
+    (doc["passed"], doc["skipped"]) = (2.into(), 1.into());
+    let merged = super::merge::merge(vec![("all.json".into(), doc)]).unwrap();
+    let super::merge::Merged::Suite(s) = &merged else {
+        panic!("a suite");
+    };
+    let values: Vec<f64> = s.pass_k.iter().map(|p| p.value).collect();
+    assert_eq!(values, vec![1.0; values.len()], "{:?}", s.pass_k);
+    assert!(!values.is_empty());
+    assert!(matches!(merged.ending(), super::merge::Ending::Failed));
+    let mut out = Vec::new();
+    merged.write(&mut out, &mut Vec::new()).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("(SIGINT: not run)"), "{text}");
+}

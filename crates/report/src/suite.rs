@@ -274,10 +274,10 @@ fn pass_at_k_of_suite(per_case: &[u64], repeat: u64) -> Vec<PassK> {
 
 impl SuiteSummary {
     pub fn of(s: &SuiteRun) -> Self {
-        let per_case: Vec<u64> = s
-            .cases
-            .iter()
-            .filter(|c| !c.skipped())
+        // Cases that made every run: one a signal stopped part way counts
+        // its runs that never happened as failures otherwise.
+        let per_case: Vec<u64> = (s.cases.iter())
+            .filter(|c| c.attempts.len() as u64 == s.repeat)
             .map(|c| c.passes())
             .collect();
         let mut model = ModelTotals::default();
@@ -368,9 +368,8 @@ impl SuiteSummary {
                 );
             }
         }
-        let per_case: Vec<u64> = cases
-            .iter()
-            .filter(|c| !c.skipped)
+        let per_case: Vec<u64> = (cases.iter())
+            .filter(|c| !c.skipped && c.runs == repeat)
             .map(|c| c.passes)
             .collect();
         let passed = cases.iter().filter(|c| c.passed).count();
@@ -646,8 +645,9 @@ pub fn write_merged(
         let run_id = shown::text(c.run_id.as_deref().unwrap_or("-"));
         let reason = c.reason.as_deref().map(shown::message);
         if c.skipped {
-            let why = reason.map(|r| format!("  {r}")).unwrap_or_default();
-            writeln!(out, "SKIP  {name:width$}  {run_id}{why}")?;
+            let stopped = s.interrupted.as_deref().unwrap_or("--fail-fast");
+            let why = reason.unwrap_or_else(|| format!("({stopped}: not run)"));
+            writeln!(out, "SKIP  {name:width$}  {run_id}  {why}")?;
             continue;
         }
         // The agent's error escaped too.
