@@ -1067,3 +1067,52 @@ fn a_signal_to_a_campaign_records_every_run_under_way_whole() {
         );
     }
 }
+
+/// A native run loads its world's service before it starts the agent: on
+/// the first run into a store the service was compiled while the agent
+/// ran, and its first call to the service waited for it in real time (an
+/// agent's own timeout then lost the answer, and the run's replay
+/// diverged). Here the agent marks when it started, and the compiled
+/// service is older than the mark.
+#[test]
+fn a_native_run_loads_its_world_s_service_before_the_agent_starts() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let case = write_case(
+        dir.path(),
+        "cold",
+        "world = \"counters@v1\"\nseed = 7\nclock = 2026-03-02T12:00:00Z\ntask = \"x\"\n",
+    );
+    let (store, mark) = (dir.path().join("store"), dir.path().join("started"));
+    let script = format!("touch '{}'", mark.display());
+    let args = [
+        os("run"),
+        case.as_os_str(),
+        os("--worlds"),
+        worlds.as_os_str(),
+        os("--json"),
+        os("--store"),
+        store.as_os_str(),
+        os("--exec"),
+        os("--"),
+        os("/bin/sh"),
+        os("-c"),
+        os(&script),
+    ];
+    // The store's own compile cache: cold.
+    worldline_env(args, &[OWN_COMPILE_CACHE]).expect_code(0);
+    let started = std::fs::metadata(&mark).unwrap().modified().unwrap();
+    let compiled: Vec<_> = files_with_suffix(&store.join("cache"), ".cwasm");
+    assert!(
+        !compiled.is_empty(),
+        "the service was compiled into the store's cache"
+    );
+    for c in compiled {
+        let at = std::fs::metadata(&c).unwrap().modified().unwrap();
+        assert!(
+            at <= started,
+            "{} was compiled after the agent started",
+            c.display()
+        );
+    }
+}

@@ -150,6 +150,7 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
     if let Some(problem) = exec.command.first().and_then(|p| unstartable(p)) {
         return Err(worldline_case::error::InputError::new("--exec", problem).into());
     }
+    super::load_service(sandbox, case)?;
     let mut header = super::header(sandbox, case, exec.agent());
     header.env = super::environment::record(&exec.pass_env, case);
     let (handle, receiver) = session::channel();

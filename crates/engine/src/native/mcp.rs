@@ -53,6 +53,7 @@ pub fn serve(
         output_file: None,
         network: None,
     };
+    super::load_service(sandbox, case)?;
     let header = super::header(sandbox, case, agent);
     let (handle, receiver) = session::channel();
     signals::catch();

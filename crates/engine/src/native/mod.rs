@@ -65,6 +65,18 @@ pub fn header(sandbox: &Sandbox, case: &Case, agent: NativeAgent) -> Header {
     header
 }
 
+/// Load the world's service (compiling it when the cache lacks it)
+/// before the agent is started: its first call that reached the service
+/// waited for the compile in real time, which a native agent's own
+/// timeouts saw (an answer lost, a run ended `timeout`, a replay that
+/// diverged), on the first run into a store alone.
+pub fn load_service(sandbox: &Sandbox, case: &Case) -> anyhow::Result<()> {
+    if let Some(source) = &case.world.service {
+        sandbox.service(source)?;
+    }
+    Ok(())
+}
+
 /// A fresh random token (128 bits, hex) from the operating system.
 pub fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];

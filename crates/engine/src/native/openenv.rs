@@ -597,6 +597,7 @@ impl Session {
         opts.each_line = true;
         let (sandbox, store) = (served.sandbox, served.store);
         store.put_case(&case)?;
+        super::load_service(sandbox, &case)?;
         let header = super::header(sandbox, &case, agent);
         let (handle, receiver) = session::channel();
         let (name, seed, task) = (case.name.clone(), case.seed, case.task.value());
