@@ -572,6 +572,8 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
         {"tool": "refuse", "args": {"id": "c"}},
         {"tool": "log", "args": {}},
         {"tool": "bump", "args": {"id": "c"}},
+        {"tool": "panic", "args": {"times": 2}},
+        {"tool": "panic", "args": {"nope": 1}},
     ]);
     let case = counters_case(dir.path(), calls, "");
     let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
@@ -599,6 +601,16 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
         json!({"event": "events-1", "files": ["log.txt"]})
     );
     assert_eq!(answers[5]["ok"], json!({"id": "c", "n": 2}));
+    // A TypeError inside the tool is the service's failure; arguments
+    // that do not fit its signature are the agent's (both were
+    // `invalid-args`).
+    let own = &answers[6]["error"];
+    assert!(
+        own["kind"] == "failed"
+            && own["message"].as_str().unwrap().contains("TypeError"),
+        "{own}"
+    );
+    assert_eq!(answers[7]["error"]["kind"], "invalid-args", "{}", answers[7]);
     let id = out.json()["run_id"].as_str().unwrap();
     common::replays_identical(dir.path(), id);
 }

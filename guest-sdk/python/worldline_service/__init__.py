@@ -168,6 +168,11 @@ def tool(f: Callable[..., Any]) -> Callable[..., Any]:
             except ToolError as e:
                 raise Err(_types.ToolError(_KINDS.get(e.kind, _types.ErrorKind.FAILED), e.message)) from None
             except TypeError as e:
+                # Arguments that do not fit the signature fail at the call
+                # itself (its traceback ends here); a TypeError raised
+                # inside the tool is the service's own failure.
+                if e.__traceback__ is None or e.__traceback__.tb_next is not None:
+                    raise
                 raise Err(_types.ToolError(_types.ErrorKind.INVALID_ARGS, str(e))) from None
             return json.dumps(out, sort_keys=True, separators=(",", ":"))
 

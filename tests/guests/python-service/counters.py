@@ -1,6 +1,6 @@
 """Test world service in Python for tests/worlds/counters (the Rust
 counter-service's tools): `bump` does one get and one update, `panic`
-raises, `spin` never ends, `clock` answers the time and two random
+raises (a TypeError of its own given `times`), `spin` never ends, `clock` answers the time and two random
 numbers, `refuse` answers a typed error after a write, `log` writes a file
 and inserts a row, `keys` lists the counters' ids as `Table.query()`
 orders them."""
@@ -19,7 +19,10 @@ def bump(id):
 
 
 @ws.tool
-def panic():
+def panic(times=None):
+    if times is not None:
+        # A TypeError of the tool's own (a number added to text).
+        return "raised " + times
     raise RuntimeError("the ledger is corrupt")
 
 
