@@ -392,6 +392,14 @@ fn a_service_call_the_watchdog_stops_ends_the_run_as_a_timeout() {
     let store = dir.path().join("store");
     let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds);
     assert_eq!(out.json()["run_status"], "timeout", "{out}");
+    // It names the service call (it blamed a model call).
+    let error = out.json()["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        error.starts_with(
+            "the service call of `spin` (the watchdog stopped it) used the case's whole time budget"
+        ),
+        "{error}"
+    );
     let verify = worldline(&store, ["verify", "--json"]);
     verify.expect_code(0);
     assert_eq!(verify.json()["runs"][0]["verdict"], "timeout", "{verify}");

@@ -606,11 +606,14 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
     // `invalid-args`).
     let own = &answers[6]["error"];
     assert!(
-        own["kind"] == "failed"
-            && own["message"].as_str().unwrap().contains("TypeError"),
+        own["kind"] == "failed" && own["message"].as_str().unwrap().contains("TypeError"),
         "{own}"
     );
-    assert_eq!(answers[7]["error"]["kind"], "invalid-args", "{}", answers[7]);
+    assert_eq!(
+        answers[7]["error"]["kind"], "invalid-args",
+        "{}",
+        answers[7]
+    );
     let id = out.json()["run_id"].as_str().unwrap();
     common::replays_identical(dir.path(), id);
 }

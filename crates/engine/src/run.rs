@@ -728,7 +728,7 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             Stop::EventLimit(_) | Stop::RecordLimit { .. } => (Status::Trapped, fault.to_string()),
             Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
             Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
-            Stop::Timeout => (Status::Timeout, fault.to_string()),
+            Stop::Timeout(_) => (Status::Timeout, fault.to_string()),
             // A rerun stopped by `--model fail`: the recording it answers
             // from ran out, as a script does (decision 0417).
             Stop::Unscripted(_) | Stop::ModelMiss(_) => (Status::Unscripted, fault.to_string()),

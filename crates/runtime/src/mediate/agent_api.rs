@@ -400,7 +400,9 @@ impl RunState {
         if let Some(service) = self.med.services.service.as_mut()
             && std::mem::take(&mut service.watchdog_struck)
         {
-            return Err(wasmtime::Error::new(super::Stop::Timeout));
+            return Err(wasmtime::Error::new(super::Stop::Timeout(format!(
+                "the service call of `{name}` (the watchdog stopped it)"
+            ))));
         }
         Ok(answered)
     }

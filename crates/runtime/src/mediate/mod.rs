@@ -76,10 +76,12 @@ pub enum Stop {
     /// The scripted model had no reply: why, with the agent's message.
     #[error("{0}")]
     Unscripted(String),
+    /// What used the time: `a model call`, `the simulated user`, or a
+    /// service call's tool.
     #[error(
-        "a model call used the case's whole time budget (limits.timeout_ms); this outcome is not replayable"
+        "{0} used the case's whole time budget (limits.timeout_ms); this outcome is not replayable"
     )]
-    Timeout,
+    Timeout(String),
     /// A fork server's prefix ends where its branches begin: the parent
     /// stops its guest there (decision 0358).
     #[error("the prefix ended at the fork point, where the branches go on")]

@@ -411,7 +411,9 @@ impl user::Host for RunState {
         let conversation = &mut self.med.services.conversation;
         conversation.observe(&message, &r);
         if std::mem::take(&mut conversation.budget_spent) {
-            return Err(wasmtime::Error::new(Stop::Timeout));
+            return Err(wasmtime::Error::new(Stop::Timeout(
+                "the simulated user's model call".into(),
+            )));
         }
         Ok(turn(&r))
     }

@@ -428,7 +428,9 @@ impl RunState {
             cassette.advance(hit);
         }
         if std::mem::take(&mut service.budget_spent) {
-            return Err(wasmtime::Error::new(super::Stop::Timeout));
+            return Err(wasmtime::Error::new(super::Stop::Timeout(
+                "a model call".into(),
+            )));
         }
         if miss {
             // The model call just recorded, answered as a miss.
