@@ -510,6 +510,9 @@ fn load_service(
         )),
         (Some(spanned), Some(_)) => {
             let t = spanned.get_ref();
+            if let Some(m) = t.out_of_range().filter(|_| crate::new_rules::apply()) {
+                return Err(InputError::at(&toml_path, source, spanned.span().start, m));
+            }
             if component == Component::MayBeUnbuilt
                 && check_relative(&t.component).is_ok()
                 && !folder.path.join(&t.component).exists()

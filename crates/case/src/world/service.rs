@@ -52,6 +52,23 @@ pub struct ServiceSource {
 }
 
 impl ServiceToml {
+    /// Why its limits can never run a call (no fuel, no memory) or ask for
+    /// more memory than a wasm32 service can address, if they do.
+    pub fn out_of_range(&self) -> Option<String> {
+        if self.fuel == Some(0) {
+            return Some(
+                "[service] fuel = 0 lets no call run; leave it out (2,000,000,000) or give more"
+                    .into(),
+            );
+        }
+        match self.memory_mb {
+            Some(mb) if !(1..=4096).contains(&mb) => Some(format!(
+                "[service] memory_mb = {mb} is out of range; give 1 to 4096 (a wasm32 service addresses 4 GiB), or leave it out (256)"
+            )),
+            _ => None,
+        }
+    }
+
     pub fn resolve(&self, file: PathBuf, bytes: Vec<u8>) -> ServiceSource {
         ServiceSource {
             component: self.component.clone(),
@@ -60,6 +77,39 @@ impl ServiceToml {
             bytes: Arc::new(bytes),
             fuel: self.fuel.unwrap_or(DEFAULT_FUEL),
             memory_mb: self.memory_mb.unwrap_or(256),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Limits no call can run under, or past what a wasm32 service
+    /// addresses, are refused (every call failed `memory limit`, naming
+    /// the case's limit).
+    #[test]
+    fn limits_no_call_can_run_under_are_refused() {
+        let service = |fuel, memory_mb| ServiceToml {
+            component: "service.wasm".into(),
+            fuel,
+            memory_mb,
+        };
+        assert!(
+            service(Some(0), None)
+                .out_of_range()
+                .unwrap()
+                .contains("fuel = 0")
+        );
+        for mb in [0, 4097, 99_999_999_999] {
+            let m = service(None, Some(mb)).out_of_range().unwrap();
+            assert!(
+                m.contains(&format!("memory_mb = {mb} is out of range")),
+                "{m}"
+            );
+        }
+        for (fuel, mb) in [(None, None), (Some(1), Some(1)), (None, Some(4096))] {
+            assert_eq!(service(fuel, mb).out_of_range(), None);
         }
     }
 }
