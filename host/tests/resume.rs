@@ -476,7 +476,8 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
     assert!(
         listed[0]["error"]
             .as_str()
-            .is_some_and(|e| e.contains("--resend-in-flight")),
+            // A command `test` takes not: `worldline resume` does.
+            .is_some_and(|e| e.contains(&format!("`worldline resume {id} --resend-in-flight`"))),
         "{suite}"
     );
     // Nor by a fork at its end, which is a resume without the asking.

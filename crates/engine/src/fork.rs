@@ -491,8 +491,9 @@ pub fn resume(
         return Err(InputError::new(
             &rec.path,
             format!(
-                "was killed inside a call of tool `{tool}` (event {}), which may write: resuming calls it again. Pass --resend-in-flight to call it again (its writes were not recorded, so the world has none of them), or fork the run at an earlier event",
-                rec.event_count()
+                "was killed inside a call of tool `{tool}` (event {}), which may write: resuming calls it again. `worldline resume {} --resend-in-flight` calls it again (its writes were not recorded, so the world has none of them), or fork the run at an earlier event",
+                rec.event_count(),
+                rec.id
             ),
         )
         .into());
