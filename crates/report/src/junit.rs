@@ -75,7 +75,11 @@ fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {
             None => "not run: --fail-fast stopped the suite after a failure or a collection error"
                 .to_string(),
         });
-        return TestCase::new(c.name.as_str(), status);
+        // The world as classname, as a case that ran has it: CI keys a
+        // test's history on classname and name.
+        let mut case = TestCase::new(c.name.as_str(), status);
+        case.set_classname(c.world.as_str());
+        return case;
     };
     let status = if c.passed() {
         TestCaseStatus::success()

@@ -123,6 +123,7 @@ fn suite_run() -> worldline_engine::suite::SuiteRun {
         index,
         name: name.into(),
         path: format!("cases/{name}.toml").into(),
+        world: "incident@v4".into(),
         attempts,
     };
     SuiteRun {

@@ -122,6 +122,8 @@ pub struct CaseRun {
     pub index: usize,
     pub name: String,
     pub path: PathBuf,
+    /// Its world (`name@vN`), whether it ran or not.
+    pub world: String,
     /// Empty when `--fail-fast` or a signal stopped the suite before this
     /// case.
     pub attempts: Vec<Attempt>,
@@ -412,6 +414,7 @@ impl Suite<'_> {
                     index: e.index,
                     name: e.name.clone(),
                     path: e.path.clone(),
+                    world: e.case.world.reference(),
                     attempts,
                 };
                 if !run.skipped() && !run.passed() {
