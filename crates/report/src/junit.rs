@@ -77,7 +77,7 @@ fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {
         });
         // The world as classname, as a case that ran has it: CI keys a
         // test's history on classname and name.
-        let mut case = TestCase::new(c.name.as_str(), status);
+        let mut case = TestCase::new(name(&c.name), status);
         case.set_classname(c.world.as_str());
         return case;
     };
@@ -96,7 +96,7 @@ fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {
             .set_description(details(shown));
         status
     };
-    let mut case = TestCase::new(c.name.as_str(), status);
+    let mut case = TestCase::new(name(&c.name), status);
     case.set_time(c.elapsed());
     if let Ok(o) = &shown.outcome {
         case.set_classname(o.header.world.as_str());
@@ -132,6 +132,13 @@ fn test_case(c: &CaseRun, repeat: u64, interrupted: Option<&str>) -> TestCase {
         ));
     }
     case
+}
+
+/// A case's name (its file's) with the control characters XML cannot
+/// hold escaped (`\u{1b}`): the writer dropped them, and the character
+/// after an escape with them.
+fn name(name: &str) -> String {
+    worldline_case::shown::message(name)
 }
 
 /// Every failed assertion with expected vs actual, the state diff, and the

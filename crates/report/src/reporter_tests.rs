@@ -1096,3 +1096,19 @@ fn an_interrupted_suite_s_pass_k_is_over_the_cases_that_made_every_run() {
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("(SIGINT: not run)"), "{text}");
 }
+
+/// A case's name with control characters (its file's) reaches neither
+/// the terminal nor the JUnit file raw: a newline broke the report's line
+/// a case, and the JUnit writer dropped an escape and the character
+/// after it.
+#[test]
+fn a_case_name_s_control_characters_are_shown_escaped() {
+    let mut s = suite_run();
+    s.cases[0].name = "nl\nname\u{1b}x".into();
+    let mut out = Vec::new();
+    super::suite::write(&mut out, &mut Vec::new(), &s).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("nl\\u{a}name\\u{1b}x"), "{text}");
+    let junit = super::junit::render(&s).unwrap();
+    assert!(junit.contains("name\\u{1b}x"), "{junit}");
+}

@@ -540,9 +540,12 @@ fn check_tallies(
 /// runs passed), and why it did not pass; a case not run, what stopped
 /// the suite (`interrupted`: the signal).
 fn line(c: &CaseRun, width: usize, interrupted: Option<&str>) -> String {
+    // A case's name is its file's: shown escaped (a newline in it broke
+    // the line a case, and the terminal took its control characters).
+    let name = shown::text(&c.name);
     let Some(shown) = c.shown() else {
         let why = interrupted.unwrap_or("--fail-fast");
-        return format!("SKIP  {:width$}  ({why}: not run)", c.name);
+        return format!("SKIP  {name:width$}  ({why}: not run)");
     };
     let own = shown
         .outcome
@@ -552,7 +555,7 @@ fn line(c: &CaseRun, width: usize, interrupted: Option<&str>) -> String {
     let reason = shown.reason();
     case_line(&Line {
         mark: if c.passed() { "PASS" } else { "FAIL" },
-        name: &c.name,
+        name: &name,
         width,
         events: shown.outcome.as_ref().map_or(0, |o| o.footer.events),
         ms: c.elapsed().as_secs_f64() * 1000.0,
@@ -621,7 +624,10 @@ fn case_line(l: &Line) -> String {
 
 /// A line per case, then the totals.
 pub fn write(out: &mut impl Write, err: &mut impl Write, s: &SuiteRun) -> io::Result<()> {
-    let width = s.cases.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    let width = (s.cases.iter())
+        .map(|c| shown::text(&c.name).chars().count())
+        .max()
+        .unwrap_or(0);
     for c in &s.cases {
         writeln!(out, "{}", line(c, width, s.interrupted))?;
     }
