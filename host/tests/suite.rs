@@ -1039,3 +1039,40 @@ fn a_signal_stops_the_suite_starting_cases_and_it_reports_what_ran() {
             .unwrap();
     assert_eq!(last["failed"].as_array().unwrap().len() as u64, skipped);
 }
+
+/// A hash shard keeps its cases when a case is added, one of the same
+/// name in another folder included: its name became `x/t`, and the hash
+/// of the new name moved it to another shard.
+#[test]
+fn a_hash_shard_keeps_a_case_when_one_of_its_name_is_added() {
+    let dir = temp_dir();
+    let suite = dir.path().join("suite");
+    for (folder, name) in [
+        ("o1", "c1"),
+        ("o2", "c2"),
+        ("o3", "c3"),
+        ("o4", "c4"),
+        ("x", "t"),
+    ] {
+        let at = suite.join(folder);
+        std::fs::create_dir_all(&at).unwrap();
+        case_in(&at, name, false, &[]);
+    }
+    let store = dir.path().join("store");
+    let shard_of = |wanted: &str| -> usize {
+        (1..=2)
+            .find(|i| {
+                let p = format!("hash:{i}/2");
+                let out = test_cmd(&store, &suite, &["--list", "--partition", &p]);
+                out.expect_code(0);
+                out.stdout
+                    .lines()
+                    .any(|l| l.split_whitespace().next() == Some(wanted))
+            })
+            .unwrap_or_else(|| panic!("{wanted} is in no shard"))
+    };
+    let before = shard_of("t");
+    std::fs::create_dir_all(suite.join("y")).unwrap();
+    case_in(&suite.join("y"), "t", false, &[]);
+    assert_eq!(shard_of("x/t"), before);
+}

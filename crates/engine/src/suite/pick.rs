@@ -114,6 +114,10 @@ pub fn pick<T: Send>(
             read,
         });
     }
+    // A hash shard is picked by the name a case has before names are
+    // told apart: a case added beside one of the same name renames it
+    // (`t` becomes `x/t`), which moved it to another shard.
+    let hashed: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
     distinct_names(&mut entries);
     if let (Some((text, f)), true, false) = (&selection.filter, entries.is_empty(), seen.is_empty())
     {
@@ -126,7 +130,7 @@ pub fn pick<T: Send>(
     let mut others = Vec::new();
     if let Some(p) = selection.partition {
         let (mine, theirs) = (entries.into_iter().enumerate())
-            .partition::<Vec<_>, _>(|(k, e)| p.contains(*k, &e.name));
+            .partition::<Vec<_>, _>(|(k, _)| p.contains(*k, &hashed[*k]));
         entries = mine.into_iter().map(|(_, e)| e).collect();
         others = theirs.into_iter().map(|(_, e)| e).collect();
     }
