@@ -1116,3 +1116,26 @@ fn refused_by_check(case: &Path, said: &[&str]) {
         assert!(out.stdout.contains(said), "{said}: {out}");
     }
 }
+
+/// An operation of an `[openapi]` document that a route before it answers
+/// every URL of is never reached, as in `[[routes]]`: refused at the
+/// `[openapi]` table, naming both (both answered the first tool).
+#[test]
+fn an_openapi_operation_never_reached_is_refused() {
+    let root = temp_dir();
+    let dir = openapi_world(root.path(), "");
+    let api = "openapi: \"3.0.3\"\nservers: [{url: \"https://t.internal\"}]\npaths:\n  /tickets/{id}:\n    get: {operationId: get_ticket}\n  /tickets/{key}:\n    get: {operationId: get_ticket}\n";
+    std::fs::write(dir.join("api.yaml"), api).unwrap();
+    let r = check(&dir);
+    r.expect_code(2);
+    let p = &r.json()["problems"][0];
+    assert_eq!(p["file"].as_str(), Some(s(&dir.join("world.toml"))), "{r}");
+    assert!(
+        p["message"].as_str().unwrap().contains(
+            "[openapi] file `api.yaml`: route GET https://t.internal/tickets/{key} is never reached: route GET https://t.internal/tickets/{id}"
+        ),
+        "{r}"
+    );
+    std::fs::write(dir.join("api.yaml"), API).unwrap();
+    check(&dir).expect_code(0);
+}

@@ -422,7 +422,21 @@ fn load_checked(
             Err(m) => problems.push(at(spanned.span().start, m)),
             Ok(()) => match load_openapi(&mut folder, spanned.get_ref(), &tools) {
                 Ok(imported) => {
-                    routes.extend(imported.routes);
+                    // An operation a route before it answers every URL of
+                    // (a `[[routes]]` entry, or another operation) is
+                    // never reached, as in `[[routes]]`.
+                    for route in imported.routes {
+                        let never = (routes.iter())
+                            .find_map(|earlier| routes::shadowed(earlier, &route))
+                            .filter(|_| crate::new_rules::apply());
+                        match never {
+                            Some(m) => problems.push(at(
+                                spanned.span().start,
+                                format!("[openapi] file `{}`: {m}", spanned.get_ref().file),
+                            )),
+                            None => routes.push(route),
+                        }
+                    }
                     openapi_notes = imported.notes;
                 }
                 Err(e) => problems.push(e),
