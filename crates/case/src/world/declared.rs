@@ -247,6 +247,18 @@ pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
             "tool `{name}`: unknown table `{table}` (tables: {known:?})"
         ));
     }
+    // A row filed under one key that holds another: a later get of the
+    // new key missed it, an insert of it made a second such row.
+    if let Op::Update { row, set } = &op
+        && let Some(key) = state.tables.get(&row.table).map(|t| t.key.as_str())
+        && set.get(key).is_some()
+        && crate::new_rules::apply()
+    {
+        return Err(format!(
+            "tool `{name}`: `set` writes `{key}`, the key of `{}`: the row would hold another key than it is found by; an update keeps its row's key (insert a row of the new key and delete the old one instead)",
+            row.table
+        ));
+    }
     let params = t
         .params
         .clone()
@@ -471,6 +483,24 @@ mod tests {
         let t: ToolToml = toml::from_str("name='x'\nop='gett'\ntable='tickets'").unwrap();
         let e = resolve(&t, &state()).unwrap_err();
         assert!(e.contains(": unknown op `gett` (use get, "), "{e}");
+    }
+
+    /// An update whose `set` writes the row's key is refused: the row
+    /// stayed filed under its old key, so a get of the new key missed it
+    /// and an insert of the new key made a second row of it.
+    #[test]
+    fn an_update_that_sets_the_row_s_key_is_refused() {
+        let t: ToolToml = toml::from_str(
+            "name='u'\nop='update'\ntable='deploys'\nkey_arg='id'\nset={id='$newid'}",
+        )
+        .unwrap();
+        let e = resolve(&t, &state()).unwrap_err();
+        assert!(e.contains("`set` writes `id`, the key of `deploys`"), "{e}");
+        let t: ToolToml = toml::from_str(
+            "name='u'\nop='update'\ntable='deploys'\nkey_arg='id'\nset={service='$s'}",
+        )
+        .unwrap();
+        assert!(resolve(&t, &state()).is_ok());
     }
 
     #[test]
