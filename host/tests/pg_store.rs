@@ -402,3 +402,37 @@ fn a_regrade_made_on_one_machine_is_the_recorded_one_on_another() {
         "0"
     );
 }
+
+/// A run set aside as not stored (`unstored/`) that the database does
+/// hold (the connection ended after the server took it) has its copy
+/// removed, with a note, by the next command that reads the store: the
+/// user was told to run it again, and stored it twice.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_run_set_aside_that_the_database_holds_loses_its_copy() {
+    let pg = cluster();
+    let store = pg.fresh_store();
+    let dir = temp_dir();
+    suite(&store, &cases(dir.path(), 1)).expect_code(0);
+    let listed = worldline(&store, ["runs", "--json"]);
+    let id = listed.json()[0]["run_id"].as_str().unwrap().to_string();
+    // As a store that lost its connection inside the commit leaves it:
+    // the bundle moved aside, the folder not yet told of the run.
+    let folder = store_folder(&store);
+    let aside = folder.join("unstored").join(format!("{id}.jsonl"));
+    std::fs::create_dir_all(aside.parent().unwrap()).unwrap();
+    std::fs::rename(folder.join("runs").join(format!("{id}.jsonl")), &aside).unwrap();
+    std::fs::remove_file(folder.join("pulled.json")).unwrap();
+    let out = worldline(&store, ["runs", "--json"]);
+    out.expect_code(0);
+    assert!(
+        out.stderr
+            .contains(&format!("run {id} was stored after all")),
+        "{out}"
+    );
+    assert!(!aside.exists());
+    assert_eq!(out.json().as_array().unwrap().len(), 1, "{out}");
+}

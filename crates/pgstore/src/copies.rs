@@ -118,7 +118,11 @@ impl Database {
             Ok(ids.len())
         })?;
         match refused {
-            Some(message) => Err(DbError { shown, message }),
+            Some(message) => Err(DbError {
+                shown,
+                message,
+                lost: false,
+            }),
             None => Ok(made),
         }
     }

@@ -59,6 +59,9 @@ pub struct Database {
 pub struct DbError {
     pub shown: String,
     pub message: String,
+    /// The connection ended inside the call (lost, or the server shut
+    /// down): what it asked may have been done or not.
+    pub lost: bool,
 }
 
 /// A run's redacted copy: its lines, made under the policy whose SHA-256
@@ -119,6 +122,7 @@ impl Database {
         let fail = |message: String| DbError {
             shown: url.shown.clone(),
             message,
+            lost: false,
         };
         let mut config: postgres::Config = url
             .connect
@@ -207,6 +211,7 @@ impl Database {
     pub fn needs(&self, needed: Role, what: &str) -> DbError {
         DbError {
             shown: self.url.shown.clone(),
+            lost: false,
             message: format!(
                 "{what} needs the role {} (user `{}` is a {}): {}",
                 roles::group(&self.url.schema, needed),
@@ -227,9 +232,17 @@ impl Database {
         } else {
             said(&e)
         };
+        // Lost, or ended by the server: operator intervention (57: a
+        // shutdown) or a connection exception (08).
+        let ended = (e.as_db_error()).is_some_and(|d| {
+            let class = &d.code().code()[..2];
+            class == "57" || class == "08"
+        });
+        let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
         DbError {
             shown: self.url.shown.clone(),
             message,
+            lost: e.is_closed() || ended || io,
         }
     }
 
@@ -349,6 +362,7 @@ impl Database {
             Some(_) => Err(DbError {
                 shown: self.url.shown.clone(),
                 message: format!("holds another run under the id {}", run.id),
+                lost: false,
             }),
         }
     }

@@ -217,12 +217,23 @@ impl StoreDir {
         let kept = std::fs::create_dir_all(aside.parent().unwrap_or(&self.root))
             .and_then(|()| std::fs::rename(&path, &aside))
             .is_ok();
+        let lost = (e.chain()).any(|c| {
+            c.downcast_ref::<worldline_pgstore::DbError>()
+                .is_some_and(|d| d.lost)
+        });
         let mut message = format!("{e:#}");
-        if kept {
-            message.push_str(&format!(
+        match (kept, lost) {
+            // The server may have taken it before the connection ended:
+            // told to run it again, a user stored it twice.
+            (true, true) => message.push_str(&format!(
+                "; the connection ended as the run was being stored, so the database may hold it: its bundle is kept at {}, and once the server is back the next command that reads the store removes that copy if the database has the run (`worldline runs` then lists it); run it again only if it does not",
+                aside.display()
+            )),
+            (true, false) => message.push_str(&format!(
                 "; the run was not stored (its bundle is kept at {}); run it again when the server is back",
                 aside.display()
-            ));
+            )),
+            (false, _) => {}
         }
         Err(InputError::new(&db.url.shown, message))
     }
@@ -280,6 +291,18 @@ impl StoreDir {
         }
         if replaced {
             self.drop_index();
+        }
+        // A run set aside as not stored that the database does hold (the
+        // connection ended after the server took it): its copy goes.
+        for id in &wanted {
+            let aside = self.root.join(UNSTORED).join(format!("{id}.jsonl"));
+            if aside.is_file() && self.bundle_path(id).is_file() {
+                let _ = std::fs::remove_file(&aside);
+                eprintln!(
+                    "note: run {id} was stored after all (the connection ended as it was being stored): its copy in {} is removed",
+                    self.root.join(UNSTORED).display()
+                );
+            }
         }
         if let Some((seq, _)) = fresh.last() {
             mark.runs = *seq;
