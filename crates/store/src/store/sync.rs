@@ -298,8 +298,8 @@ impl StoreDir {
             let aside = self.root.join(UNSTORED).join(format!("{id}.jsonl"));
             if aside.is_file() && self.bundle_path(id).is_file() {
                 let _ = std::fs::remove_file(&aside);
-                eprintln!(
-                    "note: run {id} was stored after all (the connection ended as it was being stored): its copy in {} is removed",
+                ::log::info!(
+                    "run {id} was stored after all (the connection ended as it was being stored): its copy in {} is removed",
                     self.root.join(UNSTORED).display()
                 );
             }
