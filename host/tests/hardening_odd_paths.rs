@@ -459,6 +459,33 @@ fn check_names_a_broken_project_file_and_still_uses_its_worlds() {
     }
 }
 
+/// A `cases` entry of worldline.toml that names nothing is an error at
+/// its line in the project file, for `test` (`--list` too) and
+/// `validate`: they said only "{path}: no such case file or folder", and
+/// the user looked for the path among their arguments.
+#[test]
+fn a_project_s_case_path_that_names_nothing_is_placed_in_the_project_file() {
+    let dir = temp_dir();
+    let project = dir.path();
+    let cases = project.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    write_case(&cases, "c", &demo_case(1));
+    let file = format!(
+        "worlds = \"{}\"\ncases = [\"cases\",\n  \"nope/\"]\n",
+        worlds_dir().display()
+    );
+    std::fs::write(project.join("worldline.toml"), file).unwrap();
+    for args in [vec!["test", "--list"], vec!["validate"]] {
+        let out = common::worldline_at(project, &args, &[]);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("worldline.toml:3:3: cases: ")
+                && out.stderr.contains("nope/ does not exist"),
+            "{args:?}: {out}"
+        );
+    }
+}
+
 /// `import` of a file that is not there is an input error that makes no
 /// store (it made an empty one first).
 #[test]

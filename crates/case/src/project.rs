@@ -48,6 +48,9 @@ pub struct Project {
     pub worlds: Option<PathBuf>,
     /// Case files or folders `test` and `check` take when given none.
     pub cases: Vec<PathBuf>,
+    /// Where each of `cases` is written (line, column), for the error
+    /// that one names nothing ([`Project::missing_case`]).
+    pub cases_at: Vec<(usize, usize)>,
     pub jobs: Option<usize>,
     /// `[model]` keys, applied as `--model-set KEY=VALUE`.
     pub model: BTreeMap<String, String>,
@@ -216,12 +219,34 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         exec,
         worlds: doc.worlds.as_ref().map(path),
         cases: doc.cases.iter().map(path).collect(),
+        cases_at: (doc.cases.iter())
+            .map(|c| crate::error::line_col(&text, c.span().start))
+            .collect(),
         jobs,
         model,
         user_model,
         prices: doc.prices.map(|p| p.into_inner()).unwrap_or_default(),
         settings: written,
     })
+}
+
+impl Project {
+    /// The first of `cases` that names nothing, as an error at its line in
+    /// this file: a command that runs the project's cases says where the
+    /// path it could not find was written, not only the path.
+    pub fn missing_case(&self) -> Option<InputError> {
+        let (i, case) =
+            (self.cases.iter().enumerate()).find(|(_, c)| c.symlink_metadata().is_err())?;
+        let mut err = InputError::new(
+            &self.file,
+            format!(
+                "cases: {} does not exist: name case files or folders relative to this file",
+                case.display()
+            ),
+        );
+        err.line = self.cases_at.get(i).copied();
+        Some(err)
+    }
 }
 
 /// A `[model]`-like table's keys as the text its flag (`--model-set`)

@@ -207,6 +207,7 @@ mod tests {
             exec: Default::default(),
             worlds: None,
             cases: Vec::new(),
+            cases_at: Vec::new(),
             jobs: Some(2),
             model: [("provider".to_string(), "openai".to_string())].into(),
             user_model: [("model".to_string(), "sim".to_string())].into(),

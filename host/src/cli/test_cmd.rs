@@ -307,6 +307,9 @@ fn default_cases(args: &mut TestArgs) -> Result<Supplied> {
     }
     match super::project_args::project() {
         Some(p) if !p.cases.is_empty() => {
+            if let Some(err) = p.missing_case() {
+                return Err(err.into());
+            }
             args.cases = p.cases.clone();
             let shown: Vec<String> = p.cases.iter().map(|c| c.display().to_string()).collect();
             Ok(super::project_args::note("cases", shown.into()))

@@ -33,7 +33,12 @@ pub struct ValidateArgs {
 pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
     if args.cases.is_empty() {
         match super::project_args::project() {
-            Some(p) if !p.cases.is_empty() => args.cases = p.cases.clone(),
+            Some(p) if !p.cases.is_empty() => {
+                if let Some(err) = p.missing_case() {
+                    return Err(err.into());
+                }
+                args.cases = p.cases.clone()
+            }
             _ => {
                 return Err(InputError::new(
                     "validate",
