@@ -93,6 +93,7 @@ pub fn resolve(r: &RouteToml, tools: &[Tool]) -> Result<Route, String> {
     }
     if crate::new_rules::apply() {
         params_named(r, &segments, tools)?;
+        written_as_sent(r, &segments)?;
     }
     Ok(Route {
         method,
@@ -100,6 +101,33 @@ pub fn resolve(r: &RouteToml, tools: &[Tool]) -> Result<Route, String> {
         path: segments,
         tool: r.tool.clone(),
     })
+}
+
+/// A route that some request can reach as written: each `{name}` once (a
+/// second took the first's value's place, which was lost unsaid), and no
+/// whitespace or control character in a segment (a request carries them
+/// percent-encoded, and segments are compared as sent, so the route
+/// never matched).
+fn written_as_sent(r: &RouteToml, segments: &[Segment]) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for s in segments {
+        match s {
+            Segment::Param(name) if !seen.insert(name) => {
+                return Err(format!(
+                    "route url `{}`: `{{{name}}}` names two segments; a parameter carries one (the second's value took the first's place)",
+                    r.url
+                ));
+            }
+            Segment::Literal(l) if l.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+                return Err(format!(
+                    "route url `{}`: the segment `{l}` holds a space or a control character, which a request carries percent-encoded (a space as %20): write it as the request sends it",
+                    r.url.escape_debug()
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Each `{name}` of the route names a parameter of its tool, when the
@@ -370,5 +398,7 @@ mod tests {
         assert!(bad("GET", "ftp://a/b", "get_ticket").contains("http(s)://"));
         assert!(bad("GET", "https://a/b/{x}y", "get_ticket").contains("whole segment"));
         assert!(bad("GET", "https://a/b?x=1", "get_ticket").contains("path only"));
+        assert!(bad("GET", "https://a/{id}/{id}", "get_ticket").contains("names two segments"));
+        assert!(bad("GET", "https://a/my tickets/{id}", "get_ticket").contains("%20"));
     }
 }
