@@ -372,6 +372,49 @@ fn an_openai_run_is_recorded_in_full_and_replays_with_the_server_stopped() {
     assert_eq!(server.seen().len(), 2, "replay must not call the endpoint");
 }
 
+/// A chat span's `gen_ai.request.model` is the model the provider was
+/// asked for: the case's `[model] model`, which the agent's request (here
+/// naming none) did not say. It was empty.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn an_openai_run_s_chat_span_names_the_model_the_provider_was_asked_for() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let server = Server::start(vec![completion("first")]);
+    let case = asker_case(
+        dir.path(),
+        "named",
+        &[ask("one")],
+        &openai_model(&server, ""),
+        "",
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    let run_id = out.json()["run_id"].as_str().unwrap().to_string();
+    let receiver = crate::otel::Receiver::start(dir.path());
+    let endpoint = receiver.endpoint();
+    let export = worldline(&store, ["otel", &run_id, "--endpoint", &endpoint]);
+    export.expect_code(0);
+    let got = receiver.received();
+    let spans = crate::otel::spans(&got[0]);
+    let chat = (spans.iter())
+        .find(|s| crate::otel::attr(s, "gen_ai.operation.name") == Some("chat".into()))
+        .expect("a chat span");
+    let attr = |k| crate::otel::attr(chat, k);
+    assert_eq!(
+        attr("gen_ai.request.model"),
+        Some("local-llm".into()),
+        "{chat}"
+    );
+    assert_eq!(
+        attr("gen_ai.response.model"),
+        Some("local-llm-7b-q4".into())
+    );
+}
+
 #[test]
 fn a_429_is_retried_and_every_attempt_is_recorded() {
     let dir = temp_dir();

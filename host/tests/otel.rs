@@ -12,7 +12,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// The receiver, stopped when dropped.
-struct Receiver {
+pub(crate) struct Receiver {
     child: Child,
     port: u16,
     out: PathBuf,
@@ -26,7 +26,7 @@ impl Drop for Receiver {
 }
 
 impl Receiver {
-    fn start(dir: &Path) -> Receiver {
+    pub(crate) fn start(dir: &Path) -> Receiver {
         let probe = Command::new("python3")
             .args([
                 "-c",
@@ -67,12 +67,12 @@ impl Receiver {
         r
     }
 
-    fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// The requests received so far, decoded.
-    fn received(&self) -> Vec<Value> {
+    pub(crate) fn received(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.out)
             .unwrap_or_default()
             .lines()
@@ -85,7 +85,7 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-fn attr(span: &Value, key: &str) -> Option<Value> {
+pub(crate) fn attr(span: &Value, key: &str) -> Option<Value> {
     span["attributes"]
         .as_array()?
         .iter()
@@ -100,7 +100,7 @@ fn attr(span: &Value, key: &str) -> Option<Value> {
         })
 }
 
-fn spans(doc: &Value) -> Vec<Value> {
+pub(crate) fn spans(doc: &Value) -> Vec<Value> {
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
         .as_array()
         .unwrap()

@@ -297,7 +297,11 @@ fn model_span(
     answer: &ModelAnswer,
     opts: &Options,
 ) -> (String, Vec<KeyValue>) {
-    let requested = request.model().unwrap_or("").to_string();
+    // The model the provider was asked for: the body it was sent names
+    // it (the case's `[model] model` over the agent's), else the agent's.
+    let sent =
+        (answer.model_call.as_ref()).and_then(|c| c.detail.get("rendered")?.get("model")?.as_str());
+    let requested = sent.or(request.model()).unwrap_or("").to_string();
     let mut attrs = vec![
         text("gen_ai.operation.name", "chat"),
         text("gen_ai.provider.name", request.provider.clone()),
