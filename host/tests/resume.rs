@@ -600,3 +600,30 @@ fn a_step_limit_where_the_run_had_none_is_refused() {
         "{lower}"
     );
 }
+
+/// `test --resume` resumes runs as recorded: `--group K`, which asks for
+/// K new rollouts of each case, is refused with it, as `--repeat` is (it
+/// was taken and ignored, the suite saying nothing of the group).
+#[test]
+fn a_suite_s_resume_refuses_a_group_as_it_does_a_repeat() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "c", "world = \"demo@v1\"\n");
+    for flag in ["--group", "--repeat"] {
+        let out = wl(
+            &store,
+            &[
+                "test".as_ref(),
+                case.as_os_str(),
+                "--resume".as_ref(),
+                flag.as_ref(),
+                "3".as_ref(),
+            ],
+        );
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("'--resume' cannot be used with") && out.stderr.contains(flag),
+            "{flag}: {out}"
+        );
+    }
+}
