@@ -179,6 +179,54 @@ fn text_lines_name_run_ids_and_rerun_failed_runs_only_the_failures() {
     );
 }
 
+/// With several jobs, `--fail-fast`'s skips are told after the failure
+/// that made them, in `--events` as on the terminal: a worker that saw
+/// the suite stopped told its skips while the failing case's own finish
+/// was still being told (3 suites in 10 on a 2-core machine). Ten
+/// suites, each checked.
+#[test]
+fn fail_fast_tells_the_failure_before_the_skips_it_makes() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    case_in(&cases, "a-fails", true, &[]);
+    for n in 0..12 {
+        case_in(&cases, &format!("b{n:02}"), false, &[]);
+    }
+    for round in 0..10 {
+        let store = dir.path().join(format!("store{round}"));
+        let events = dir.path().join(format!("events{round}.jsonl"));
+        let out = test_cmd(
+            &store,
+            &cases,
+            &[
+                "--fail-fast",
+                "--jobs",
+                "3",
+                "--events",
+                events.to_str().unwrap(),
+            ],
+        );
+        out.expect_code(1);
+        let finished: Vec<(String, String)> = std::fs::read_to_string(&events)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["event"] == "case_finished")
+            .map(|e| {
+                let c = &e["case"];
+                let name = c["case"].as_str().unwrap().to_string();
+                (name, c["status"].as_str().unwrap_or("").to_string())
+            })
+            .collect();
+        let failed = finished.iter().position(|(n, _)| n == "a-fails").unwrap();
+        assert!(
+            finished[..failed].iter().all(|(_, s)| s != "skipped"),
+            "round {round}: a skip told before the failure that made it: {finished:?}"
+        );
+    }
+}
+
 #[test]
 fn fail_fast_skips_what_it_never_started() {
     let dir = temp_dir();

@@ -373,6 +373,8 @@ impl Suite<'_> {
         let started = SystemTime::now();
         let t0 = Instant::now();
         let stop = AtomicBool::new(!self.collection_errors.is_empty());
+        // Held while a failing case sets `stop` and is told (below).
+        let failing = std::sync::Mutex::new(());
         let repeat = self.repeat.max(1);
         // The runs are flushed to disk together, not one `fsync` each.
         let batch = SyncBatch::start(&self.store.runs_dir(), SyncBatch::INTERVAL);
@@ -417,10 +419,21 @@ impl Suite<'_> {
                     world: e.case.world.reference(),
                     attempts,
                 };
+                // A failure is told before the cases it skips: a worker
+                // that saw `stop` tells its skip once the failing case's
+                // own finish is told (it held `failing` while it set
+                // `stop`), as nextest reports a failure and then what was
+                // cancelled.
                 if !run.skipped() && !run.passed() {
+                    let _told = failing.lock().unwrap_or_else(|e| e.into_inner());
                     stop.store(true, Ordering::Relaxed);
+                    sink(SuiteEvent::CaseFinished(&run));
+                } else if skipped {
+                    let _after = failing.lock().unwrap_or_else(|e| e.into_inner());
+                    sink(SuiteEvent::CaseFinished(&run));
+                } else {
+                    sink(SuiteEvent::CaseFinished(&run));
                 }
-                sink(SuiteEvent::CaseFinished(&run));
                 Ok(run)
             });
             // The watch ends (the suite's report tells a later signal).
