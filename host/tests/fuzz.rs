@@ -627,6 +627,21 @@ fn merged_shards_equal_the_single_machine_report() {
             .contains("shards count:2/3, count:3/3 are missing"),
         "{short}"
     );
+    // `merge` of count shards 1 and 2 with `out` (kept as `name`) as the
+    // third.
+    let merge_with_third = |out: &common::CliOutput, name: &str| {
+        let f = dir.path().join(name);
+        std::fs::write(&f, &out.stdout).unwrap();
+        let mut m = vec!["merge".to_string()];
+        m.extend([1, 2].map(|i| {
+            dir.path()
+                .join(format!("count-{i}.json"))
+                .display()
+                .to_string()
+        }));
+        m.push(f.display().to_string());
+        worldline(&store, m)
+    };
     // A shard run from an edited case file is of no one campaign.
     std::fs::create_dir(dir.path().join("edited")).unwrap();
     let edited = dir.path().join("edited/fuzz-stale-deploys.toml");
@@ -636,17 +651,7 @@ fn merged_shards_equal_the_single_machine_report() {
     let mut a = args.to_vec();
     a.extend(["--partition", "count:3/3", "--worlds", &worlds]);
     let out = fuzz(&store, &edited, &naive, &a);
-    let f = dir.path().join("edited-3.json");
-    std::fs::write(&f, &out.stdout).unwrap();
-    let mut m = vec!["merge".to_string()];
-    m.extend([1, 2].map(|i| {
-        dir.path()
-            .join(format!("count-{i}.json"))
-            .display()
-            .to_string()
-    }));
-    m.push(f.display().to_string());
-    let mixed = worldline(&store, m);
+    let mixed = merge_with_third(&out, "edited-3.json");
     mixed.expect_code(2);
     assert!(
         mixed
@@ -659,17 +664,7 @@ fn merged_shards_equal_the_single_machine_report() {
     let mut a = unshrunk.clone();
     a.extend(["--partition", "count:3/3"]);
     let out = fuzz(&store, &fuzz_case(), &naive, &a);
-    let f = dir.path().join("unshrunk-3.json");
-    std::fs::write(&f, &out.stdout).unwrap();
-    let mut m = vec!["merge".to_string()];
-    m.extend([1, 2].map(|i| {
-        dir.path()
-            .join(format!("count-{i}.json"))
-            .display()
-            .to_string()
-    }));
-    m.push(f.display().to_string());
-    let mixed = worldline(&store, m);
+    let mixed = merge_with_third(&out, "unshrunk-3.json");
     mixed.expect_code(2);
     assert!(mixed.stderr.contains("`inputs`"), "{mixed}");
 }

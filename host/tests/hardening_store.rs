@@ -951,18 +951,7 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let case = write_case(dir.path(), "demo", &demo_case(3));
-    let out = worldline(
-        &store,
-        [
-            "run",
-            s(&case),
-            "--agent",
-            s(&guest("caller-agent")),
-            "--worlds",
-            s(&worlds_dir()),
-            "--json",
-        ],
-    );
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir());
     let id = out.json()["run_id"].as_str().unwrap().to_string();
     let bundle = store.join("runs").join(format!("{id}.jsonl"));
     let bundle = bundle.to_str().unwrap();

@@ -427,18 +427,7 @@ fn runs_of_the_same_events_are_traces_of_their_own() {
     let store = dir.path().join("store");
     let case = write_case(dir.path(), "injected", INJECTED);
     let run = || {
-        let out = worldline(
-            &store,
-            [
-                "run",
-                s(&case),
-                "--agent",
-                s(&guest("caller-agent")),
-                "--worlds",
-                s(&worlds_dir()),
-                "--json",
-            ],
-        );
+        let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir());
         (
             out.json()["run_id"].as_str().unwrap().to_string(),
             out.json()["chain_hash"].clone(),
