@@ -213,6 +213,58 @@ fn a_run_keeps_its_service_instance_until_a_trap_and_replays_and_forks_see_the_s
     common::replays_identical(dir.path(), &fork_id);
 }
 
+/// `check` finds what a run would refuse before it starts: a `[service]`
+/// component that is an agent (it imports the agent's world), or no
+/// component, is a problem at the file, through the world and through a
+/// case of it; a Rust and a Python service pass. `check` said "no
+/// problems" and the first `run` stopped on it.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn check_refuses_a_service_component_a_run_would_refuse() {
+    let dir = temp_dir();
+    let counters = workspace_root().join("tests/worlds/counters/v1");
+    let worlds = world_with_service(dir.path(), &counters, "counters", &guest("caller-agent"));
+    let case = counters_case(
+        dir.path(),
+        json!([{"tool": "bump", "args": {"id": "c"}}]),
+        "",
+    );
+    let check = |paths: &[&Path]| {
+        let mut args = vec![OsStr::new("check")];
+        args.extend(paths.iter().map(|p| p.as_os_str()));
+        args.extend([OsStr::new("--worlds"), worlds.as_os_str()]);
+        common::worldline_raw(args)
+    };
+    let service = worlds.join("counters/v1/service.wasm");
+    for paths in [vec![case.as_path()], vec![worlds.as_path()]] {
+        let out = check(&paths);
+        out.expect_code(2);
+        assert!(
+            out.stdout.contains(
+                "counters/v1/service.wasm: is not a worldline service: it imports worldline:agent/"
+            ),
+            "{paths:?}: {out}"
+        );
+    }
+    std::fs::write(&service, b"not wasm").unwrap();
+    let out = check(&[&case]);
+    out.expect_code(2);
+    assert!(out.stdout.contains("no \\0asm header"), "{out}");
+    for good in [guest("counter-service"), python_service()] {
+        std::fs::copy(&good, &service).unwrap();
+        let out = check(&[&case, &worlds]);
+        out.expect_code(0);
+        assert!(
+            out.stdout.contains("no problems"),
+            "{}: {out}",
+            good.display()
+        );
+    }
+}
+
 #[test]
 fn a_component_that_is_not_a_service_is_refused_naming_the_file() {
     let dir = temp_dir();

@@ -30,6 +30,10 @@ pub struct Checked {
     pub problems: Vec<InputError>,
     /// What is fine for now but will stop a run (an unbuilt service).
     pub notes: Vec<String>,
+    /// The `[service]` components of the worlds checked (directly or
+    /// through a case) that are there, each once: the binary checks that
+    /// each is a service, which needs what this crate does not read.
+    pub services: Vec<PathBuf>,
 }
 
 impl Checked {
@@ -47,6 +51,23 @@ impl Checked {
         self.problem(e);
         self.problems
             .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    }
+
+    /// A problem the binary found (a service component's), in its place
+    /// by file and line.
+    pub fn add_problem(&mut self, e: InputError) {
+        self.problem(e);
+        self.problems
+            .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    }
+
+    /// Keep a service component to check, once however many worlds and
+    /// cases reach it.
+    fn service(&mut self, file: PathBuf) {
+        let seen = canonical(&file);
+        if !self.services.iter().any(|f| canonical(f) == seen) {
+            self.services.push(file);
+        }
     }
 
     /// Note a problem once: the same one found again, under another
@@ -192,8 +213,13 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
                 .into_iter()
                 .map(|n| format!("{}: [openapi] {n}", file.display())),
         );
-        if let Some(note) = unbuilt_service(dir) {
-            out.notes.push(note);
+        match service_component(dir) {
+            Some(file) if !file.exists() => out.notes.push(format!(
+                "{}: the [service] component is not built yet; build it before a run",
+                file.display()
+            )),
+            Some(file) => out.service(file),
+            None => {}
         }
         return;
     }
@@ -245,7 +271,7 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
     let root = worlds_root
         .map(Path::to_path_buf)
         .or_else(|| case::find_worlds_root(file));
-    let mut notes = Vec::new();
+    let (mut notes, mut services) = (Vec::new(), Vec::new());
     let parsed = case::parse_all(file, text.into_bytes(), |reference| {
         let root = root.as_ref().ok_or_else(|| {
             InputError::new(
@@ -254,6 +280,7 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
             )
         })?;
         let world = world::load_with(root, reference, file, Component::MayBeUnbuilt)?;
+        services.extend(world.service.as_ref().map(|s| s.file.clone()));
         let toml = world.dir.join("world.toml");
         notes.extend(
             world
@@ -278,6 +305,7 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
             out.notes.push(n);
         }
     }
+    services.into_iter().for_each(|f| out.service(f));
 }
 
 /// A `recorded` provider's `recording` ([model], [user.model]) that
@@ -327,20 +355,15 @@ fn unknown_tool_calls(case: &case::Case) -> Vec<String> {
     out
 }
 
-/// A note when the world declares a `[service]` whose component is not
-/// there yet.
-fn unbuilt_service(dir: &Path) -> Option<String> {
+/// The file of the `[service]` component the world in `dir` declares, when
+/// it declares one inside its folder.
+fn service_component(dir: &Path) -> Option<PathBuf> {
     let bytes = crate::project::read_toml_bytes(&dir.join("world.toml")).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let doc: toml::Table = toml::from_str(&text).ok()?;
     let component = doc.get("service")?.get("component")?.as_str()?;
-    let file = dir.join(component);
-    (world::check_relative(component).is_ok() && !file.exists()).then(|| {
-        format!(
-            "{}: the [service] component is not built yet; build it before a run",
-            file.display()
-        )
-    })
+    world::check_relative(component).ok()?;
+    Some(dir.join(component))
 }
 
 #[cfg(test)]

@@ -47,6 +47,9 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
     if let Some(e) = refused {
         checked.add_project_problem(e.clone());
     }
+    for e in unfit_services(&checked) {
+        checked.add_problem(e);
+    }
     checked
         .notes
         .extend(origin_warnings(&checked, worlds.as_deref()));
@@ -60,6 +63,22 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
     } else {
         ExitCode::Input
     })
+}
+
+/// The `[service]` components checked that are no world service (not a
+/// component, or importing what a service may not), as a run would refuse
+/// them before it starts; read, not compiled. One that cannot be read is
+/// the world's own problem, already listed.
+fn unfit_services(
+    checked: &worldline_case::check::Checked,
+) -> Vec<worldline_case::error::InputError> {
+    (checked.services.iter())
+        .filter_map(|file| {
+            let bytes =
+                worldline_case::bounded::read(file, worldline_case::bounded::COMPONENT).ok()?;
+            worldline_runtime::sandbox::unfit_service(&bytes, file).err()
+        })
+        .collect()
 }
 
 /// The `worlds` folder a project file that did not load names, when the

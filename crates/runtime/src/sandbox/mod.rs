@@ -24,6 +24,8 @@ pub(crate) mod imports;
 mod pool;
 mod service;
 
+pub use service::unfit as unfit_service;
+
 use crate::mediate::RunState;
 use crate::mediate::bindings::{AgentHost, AgentHostPre, LinkOptions};
 use anyhow::{Context as _, Result};

@@ -9,7 +9,8 @@
 //! engine, which world loading does not have. So `Sandbox::service` does it
 //! before the world's first run (exit 2, naming the file: not a component,
 //! imports it may not have, no `call` export of the right type) rather than at
-//! the first call, with a run half done.
+//! the first call, with a run half done. [`unfit`] reads the same imports
+//! without compiling, for `worldline check`.
 
 use super::Sandbox;
 use crate::mediate::RunState;
@@ -105,10 +106,48 @@ fn check(
     component: &Component,
     origin: &std::path::Path,
 ) -> Result<(), InputError> {
-    let refused: Vec<String> = component
-        .component_type()
-        .imports(engine)
-        .map(|(name, _)| name.to_string())
+    let ty = component.component_type();
+    refused(origin, ty.imports(engine).map(|(name, _)| name.to_string()))
+}
+
+/// What keeps the component `bytes` (at `origin`) from being a world
+/// service, read without compiling it (`worldline check`, which runs
+/// nothing): not a component, or an import a service may not have. The
+/// `call` export's type is checked when a run loads it.
+pub fn unfit(bytes: &[u8], origin: &std::path::Path) -> Result<(), InputError> {
+    super::check_header(bytes, origin)?;
+    let unreadable = |e: wasmparser::BinaryReaderError| {
+        InputError::new(origin, format!("is not a readable component: {e}"))
+    };
+    // The component's own imports: nested modules' and components' are
+    // within it (depth over 1).
+    let (mut depth, mut names) = (0usize, Vec::new());
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload.map_err(unreadable)? {
+            wasmparser::Payload::Version { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
+            wasmparser::Payload::ComponentImportSection(section) if depth == 1 => {
+                for import in section {
+                    let import = import.map_err(unreadable)?;
+                    // A type a function of it names, not something linked.
+                    if !matches!(import.ty, wasmparser::ComponentTypeRef::Type(_)) {
+                        names.push(import.name.name.to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    refused(origin, names.into_iter())
+}
+
+/// Refuse imports other than the service world's and the WASI the
+/// sandbox provides.
+fn refused(
+    origin: &std::path::Path,
+    names: impl Iterator<Item = String>,
+) -> Result<(), InputError> {
+    let refused: Vec<String> = names
         .filter(|name| {
             !(name.starts_with(SERVICE_PACKAGE)
                 || (name.starts_with("wasi:") && super::imports::provided(name)))
