@@ -217,7 +217,8 @@ fn a_run_keeps_its_service_instance_until_a_trap_and_replays_and_forks_see_the_s
 /// component that is an agent (it imports the agent's world), or no
 /// component, is a problem at the file, through the world and through a
 /// case of it; a Rust and a Python service pass. `check` said "no
-/// problems" and the first `run` stopped on it.
+/// problems" and the first `run` stopped on it. One not built yet is a
+/// note.
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
@@ -262,6 +263,15 @@ fn check_refuses_a_service_component_a_run_would_refuse() {
             "{}: {out}",
             good.display()
         );
+    }
+    // Not built yet: a note, through a case as through the world (a case
+    // alone said nothing), told once when both are checked.
+    std::fs::remove_file(&service).unwrap();
+    for paths in [vec![case.as_path()], vec![case.as_path(), worlds.as_path()]] {
+        let out = check(&paths);
+        out.expect_code(0);
+        let note = "service.wasm: the [service] component is not built yet";
+        assert_eq!(out.stdout.matches(note).count(), 1, "{paths:?}: {out}");
     }
 }
 

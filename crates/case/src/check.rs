@@ -213,13 +213,10 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
                 .into_iter()
                 .map(|n| format!("{}: [openapi] {n}", file.display())),
         );
-        match service_component(dir) {
-            Some(file) if !file.exists() => out.notes.push(format!(
-                "{}: the [service] component is not built yet; build it before a run",
-                file.display()
-            )),
-            Some(file) => out.service(file),
-            None => {}
+        match (unbuilt_service(dir), service_component(dir)) {
+            (Some(note), _) if !out.notes.contains(&note) => out.notes.push(note),
+            (None, Some(file)) => out.service(file),
+            _ => {}
         }
         return;
     }
@@ -281,6 +278,9 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
         })?;
         let world = world::load_with(root, reference, file, Component::MayBeUnbuilt)?;
         services.extend(world.service.as_ref().map(|s| s.file.clone()));
+        if world.service.is_none() {
+            notes.extend(unbuilt_service(&world.dir));
+        }
         let toml = world.dir.join("world.toml");
         notes.extend(
             world
@@ -353,6 +353,16 @@ fn unknown_tool_calls(case: &case::Case) -> Vec<String> {
         ));
     }
     out
+}
+
+/// A note when the world in `dir` declares a `[service]` whose component
+/// is not there yet.
+fn unbuilt_service(dir: &Path) -> Option<String> {
+    let file = service_component(dir).filter(|f| !f.exists())?;
+    Some(format!(
+        "{}: the [service] component is not built yet; build it before a run",
+        file.display()
+    ))
 }
 
 /// The file of the `[service]` component the world in `dir` declares, when
