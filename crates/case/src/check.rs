@@ -48,13 +48,11 @@ impl Checked {
         if !self.files.iter().any(|(f, _)| canonical(f) == file) {
             self.files.push((e.file.clone(), Kind::Project));
         }
-        self.problem(e);
-        self.problems
-            .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+        self.add_problem(e);
     }
 
-    /// A problem the binary found (a service component's), in its place
-    /// by file and line.
+    /// A problem found after the check (the project file's, a service
+    /// component's), in its place by file and line.
     pub fn add_problem(&mut self, e: InputError) {
         self.problem(e);
         self.problems
@@ -184,11 +182,7 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
             Err(e) => out.problem(e),
             // What `test` without cases takes must be there.
             Ok(project) => {
-                for cases in project
-                    .cases
-                    .iter()
-                    .filter(|c| c.symlink_metadata().is_err())
-                {
+                for cases in project.missing_cases().map(|(case, _)| case) {
                     out.problem(InputError::new(
                         file,
                         format!(
@@ -213,10 +207,13 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
                 .into_iter()
                 .map(|n| format!("{}: [openapi] {n}", file.display())),
         );
-        match (unbuilt_service(dir), service_component(dir)) {
-            (Some(note), _) if !out.notes.contains(&note) => out.notes.push(note),
-            (None, Some(file)) => out.service(file),
-            _ => {}
+        if let Some(file) = service_component(dir) {
+            let note = (!file.exists()).then(|| unbuilt(&file));
+            match note {
+                None => out.service(file),
+                Some(n) if !out.notes.contains(&n) => out.notes.push(n),
+                Some(_) => {}
+            }
         }
         return;
     }
@@ -279,7 +276,8 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
         let world = world::load_with(root, reference, file, Component::MayBeUnbuilt)?;
         services.extend(world.service.as_ref().map(|s| s.file.clone()));
         if world.service.is_none() {
-            notes.extend(unbuilt_service(&world.dir));
+            let file = service_component(&world.dir).filter(|f| !f.exists());
+            notes.extend(file.as_deref().map(unbuilt));
         }
         let toml = world.dir.join("world.toml");
         notes.extend(
@@ -355,14 +353,13 @@ fn unknown_tool_calls(case: &case::Case) -> Vec<String> {
     out
 }
 
-/// A note when the world in `dir` declares a `[service]` whose component
-/// is not there yet.
-fn unbuilt_service(dir: &Path) -> Option<String> {
-    let file = service_component(dir).filter(|f| !f.exists())?;
-    Some(format!(
+/// The note for a world's `[service]` component `file` that is not there
+/// yet.
+fn unbuilt(file: &Path) -> String {
+    format!(
         "{}: the [service] component is not built yet; build it before a run",
         file.display()
-    ))
+    )
 }
 
 /// The file of the `[service]` component the world in `dir` declares, when

@@ -231,12 +231,19 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
 }
 
 impl Project {
+    /// The entries of `cases` that name nothing, each with where it is
+    /// written (line, column).
+    pub fn missing_cases(&self) -> impl Iterator<Item = (&PathBuf, Option<(usize, usize)>)> {
+        (self.cases.iter().enumerate())
+            .filter(|(_, c)| c.symlink_metadata().is_err())
+            .map(|(i, c)| (c, self.cases_at.get(i).copied()))
+    }
+
     /// The first of `cases` that names nothing, as an error at its line in
     /// this file: a command that runs the project's cases says where the
     /// path it could not find was written, not only the path.
     pub fn missing_case(&self) -> Option<InputError> {
-        let (i, case) =
-            (self.cases.iter().enumerate()).find(|(_, c)| c.symlink_metadata().is_err())?;
+        let (case, at) = self.missing_cases().next()?;
         let mut err = InputError::new(
             &self.file,
             format!(
@@ -244,7 +251,7 @@ impl Project {
                 case.display()
             ),
         );
-        err.line = self.cases_at.get(i).copied();
+        err.line = at;
         Some(err)
     }
 }

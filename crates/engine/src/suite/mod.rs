@@ -424,16 +424,13 @@ impl Suite<'_> {
                 // own finish is told (it held `failing` while it set
                 // `stop`), as nextest reports a failure and then what was
                 // cancelled.
-                if !run.skipped() && !run.passed() {
-                    let _told = failing.lock().unwrap_or_else(|e| e.into_inner());
+                let failed = !run.skipped() && !run.passed();
+                let _ordered =
+                    (failed || skipped).then(|| failing.lock().unwrap_or_else(|e| e.into_inner()));
+                if failed {
                     stop.store(true, Ordering::Relaxed);
-                    sink(SuiteEvent::CaseFinished(&run));
-                } else if skipped {
-                    let _after = failing.lock().unwrap_or_else(|e| e.into_inner());
-                    sink(SuiteEvent::CaseFinished(&run));
-                } else {
-                    sink(SuiteEvent::CaseFinished(&run));
                 }
+                sink(SuiteEvent::CaseFinished(&run));
                 Ok(run)
             });
             // The watch ends (the suite's report tells a later signal).
