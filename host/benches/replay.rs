@@ -33,8 +33,8 @@ use worldline_case::case::{self, Case};
 use worldline_engine::fork::fork;
 use worldline_engine::replay::{self, Verdict};
 use worldline_engine::run::{RunOptions, run, run_with};
-use worldline_log::log::Held;
 use worldline_log::log::bundle::Edit;
+use worldline_log::log::{Held, rules};
 use worldline_runtime::mediate::follow::Following;
 use worldline_runtime::sandbox::{Agent, Sandbox};
 use worldline_store::store::StoreDir;
@@ -287,7 +287,8 @@ fn replay_and_fork(c: &mut Criterion, f: &Fixture, label: &str, store: &StoreDir
             timed(&mut t_follow, iters, || {
                 let events = rec.bundle.events.clone();
                 let t = Instant::now();
-                let following = Following::replay(Held::from_whole(events), true, Vec::new());
+                let following =
+                    Following::replay(Held::from_whole(events), rules::CURRENT, true, Vec::new());
                 let o = run_with(
                     &f.sandbox,
                     &f.hostile,

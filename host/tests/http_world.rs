@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::*;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::ffi::OsStr;
 use std::path::Path;
 
@@ -219,4 +219,46 @@ fn the_worlds_files_are_mcp_resources_read_as_mediated_file_reads() {
     let r = out.output()["responses"].clone();
     assert_eq!(r[2]["body"]["error"]["data"]["kind"], "denied", "{r}");
     assert_eq!(r[2]["body"]["error"]["code"], -32603);
+}
+
+/// A run recorded before there were rules (its header has none: rules 0)
+/// sent a route's query text on as text where the parameter accepts
+/// `["integer", "null"]`, and the strict tool answered 422: it replays
+/// `identical`, and a fork of it runs under its rules. The same case run
+/// anew runs under rules 1 (decision 0423): `limit=1` and `page=1` are
+/// integers, the newest deploy is the answer, and the header says so.
+#[test]
+fn a_route_s_optional_integer_is_typed_under_rules_1_and_a_run_before_them_replays_as_it_ran() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = imported_fixture(&store, "before-rules", "optional-limit.json");
+    let fork = wl(&store, &[&"fork", &old, &"--at", &"0", &"--json"]);
+    fork.expect_code(0);
+    assert_eq!(fork.output()["responses"][0]["status"], 422, "{fork}");
+    let forked = read_bundle(&fork.bundle()).header;
+    assert!(
+        forked.get("seed").is_some() && forked.get("rules").is_none(),
+        "{forked}"
+    );
+
+    let fixture = workspace_root().join("tests/bundles/before-rules");
+    let case = fixture.join("optional-limit.toml");
+    let out = run_in(&store, &case, &guest("http-agent"), &fixture.join("worlds"));
+    out.expect_code(0);
+    let r = &out.output()["responses"][0];
+    assert_eq!(r["status"], 200, "{r}");
+    let ids: Vec<&Value> = r["body"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| &d["id"])
+        .collect();
+    assert_eq!(ids, [&json!("D-2")], "{r}");
+    let tools = calls_of(&out.bundle(), TOOL_CALL);
+    assert_eq!(
+        tools[0]["request"]["args"],
+        json!({"service": "checkout", "limit": 1, "page": 1})
+    );
+    assert_eq!(read_bundle(&out.bundle()).header["rules"], 1);
+    replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }

@@ -556,7 +556,7 @@ fn options<'a>(
     parent: Parent,
     group: Option<worldline_log::log::bundle::Group>,
 ) -> RunOptions<'a> {
-    let following = Following::fork(rec.held(), parent.event, parent.fork_points());
+    let following = Following::fork(rec.held(), rec.rules, parent.event, parent.fork_points());
     RunOptions {
         store: Some(store),
         following: Some(following),

@@ -15,7 +15,7 @@ use worldline_case::ahead;
 use worldline_case::case::{self, Case};
 use worldline_case::error::InputError;
 use worldline_log::log::bundle::{self, Bundle};
-use worldline_log::log::{Event, Held, HeldBundle, Kind};
+use worldline_log::log::{Event, Held, HeldBundle, Kind, rules};
 use worldline_runtime::mediate::follow::Following;
 /// A divergence's parts, as a [`ReplayReport`] names them.
 pub use worldline_runtime::mediate::follow::{Class, Divergence};
@@ -33,6 +33,9 @@ pub struct RecordedRun {
     pub held: Option<Held>,
     /// The recorded case, parsed against the recorded world.
     pub case: Case,
+    /// The rules it ran under (its header's, checked to be known here):
+    /// what follows it runs under them (decision 0423).
+    pub rules: u32,
 }
 
 /// Read a run's bundle (checking its hash chain) and its case and world
@@ -195,6 +198,7 @@ fn open_with(
         )
         .into());
     }
+    let rules = rules::of_header(bundle.header.rules).map_err(|m| InputError::new(&path, m))?;
     let h = &bundle.header;
     let key = Opened::key(h);
     let parsed = parsed.filter(|_| ahead.as_ref().is_some_and(|a| Opened::key(a) == key));
@@ -230,6 +234,7 @@ fn open_with(
         bundle,
         held,
         case,
+        rules,
     })
 }
 
@@ -392,7 +397,7 @@ pub fn replay_in(
     let recorded = events.len() as u64;
     let following = Following {
         ended: rec.bundle.footer.as_ref().map(|f| f.status),
-        ..Following::replay(events, complete, points)
+        ..Following::replay(events, rec.rules, complete, points)
     };
     let opts = RunOptions {
         following: Some(following),

@@ -15,7 +15,7 @@ use worldline_case::case::fuzz::FaultSource;
 use worldline_case::world::state::State;
 use worldline_log::log::bundle::Parent;
 use worldline_log::log::bundle::{self, Footer, Header, Status};
-use worldline_log::log::{Held, Recorder};
+use worldline_log::log::{Held, Recorder, rules};
 use worldline_runtime::mediate::faults::Faults;
 use worldline_runtime::mediate::follow::{Divergence, Following};
 use worldline_runtime::mediate::model::RerunCassette;
@@ -69,6 +69,7 @@ pub fn header_of(sandbox: &Sandbox, agent_sha256: &str, case: &Case) -> Header {
         origin: case.origin.clone(),
         parent: None,
         redacted: None,
+        rules: rules::in_header(rules::CURRENT),
         seed: case.seed,
         user_model_overrides: case.user_model_overrides.clone(),
         world: case.world.reference(),
@@ -231,10 +232,14 @@ pub struct Begun {
 /// out of `opts`).
 pub fn begin(
     sandbox: &Sandbox,
-    header: Header,
+    mut header: Header,
     case: &Case,
     opts: &mut RunOptions,
 ) -> Result<Begun> {
+    // A run that follows a recording runs under its rules (decision 0423).
+    if let Some(f) = &opts.following {
+        header.rules = rules::in_header(f.rules);
+    }
     let inputs = Inputs::check(
         sandbox,
         header,

@@ -21,19 +21,56 @@ pub fn find<'r>(
         .find_map(|r| r.matches(method, url).map(|args| (r, args)))
 }
 
+/// How path and query text is typed by a parameter's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Typing {
+    /// By a `type` given as one name only (runs under rules 0).
+    OneName,
+    /// By every type the schema accepts: a `type` list, and the options of
+    /// an `anyOf`/`oneOf` (`Optional[int]` as FastAPI writes it), text
+    /// first (rules 1 on, decision 0423).
+    EveryType,
+}
+
+/// The types `schema` accepts, read as `typing` says.
+fn accepted(schema: &Value, typing: Typing) -> Vec<&str> {
+    let mut out = Vec::new();
+    match &schema["type"] {
+        Value::String(t) => out.push(t.as_str()),
+        Value::Array(ts) if typing == Typing::EveryType => {
+            out.extend(ts.iter().filter_map(Value::as_str));
+        }
+        _ => {}
+    }
+    if typing == Typing::EveryType {
+        for key in ["anyOf", "oneOf"] {
+            for option in schema[key].as_array().into_iter().flatten() {
+                out.extend(accepted(option, typing));
+            }
+        }
+    }
+    out
+}
+
 /// A text argument as the type the tool's schema gives it (`integer`,
-/// `number`, `boolean`); left as text when it does not parse.
-fn typed(text: Value, schema: &Value) -> Value {
+/// `number`, `boolean`); left as text when the schema takes text or it
+/// parses as none of them.
+fn typed(text: Value, schema: &Value, typing: Typing) -> Value {
     let Value::String(s) = &text else { return text };
-    let parsed = match schema["type"].as_str() {
-        Some("integer") => s.parse::<i64>().ok().map(Value::from),
-        Some("number") => s
-            .parse::<f64>()
-            .ok()
-            .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
-        Some("boolean") => s.parse::<bool>().ok().map(Value::Bool),
-        _ => None,
+    let types = accepted(schema, typing);
+    if types.contains(&"string") {
+        return text;
+    }
+    let has = |t: &str| types.contains(&t);
+    let integer = || has("integer").then(|| s.parse::<i64>().ok().map(Value::from));
+    let number = || {
+        let f = s.parse::<f64>().ok();
+        has("number").then(|| f.and_then(serde_json::Number::from_f64).map(Value::Number))
     };
+    let boolean = || has("boolean").then(|| s.parse::<bool>().ok().map(Value::Bool));
+    let parsed = (integer().flatten())
+        .or_else(|| number().flatten())
+        .or_else(|| boolean().flatten());
     parsed.unwrap_or(text)
 }
 
@@ -44,11 +81,12 @@ pub fn arguments(
     from_url: Map<String, Value>,
     params: &Value,
     body: &[u8],
+    typing: Typing,
 ) -> Result<Value, HttpResponse> {
     let mut args: Map<String, Value> = from_url
         .into_iter()
         .map(|(k, v)| {
-            let v = typed(v, &params["properties"][&k]);
+            let v = typed(v, &params["properties"][&k], typing);
             (k, v)
         })
         .collect();
@@ -114,12 +152,45 @@ mod tests {
             ("limit".to_string(), json!("20")),
             ("all".to_string(), json!("true")),
         ]);
-        let args = arguments(url.clone(), &params, b"").unwrap();
-        assert_eq!(args, json!({"id": "7", "limit": 20, "all": true}));
-        let args = arguments(url.clone(), &params, br#"{"limit": 5, "reason": "r"}"#).unwrap();
-        assert_eq!(args["limit"], 5);
-        assert_eq!(args["reason"], "r");
-        assert_eq!(arguments(url, &params, b"[1]").unwrap_err().status, 422);
+        for typing in [Typing::OneName, Typing::EveryType] {
+            let args = arguments(url.clone(), &params, b"", typing).unwrap();
+            assert_eq!(args, json!({"id": "7", "limit": 20, "all": true}));
+            let body = br#"{"limit": 5, "reason": "r"}"#;
+            let args = arguments(url.clone(), &params, body, typing).unwrap();
+            assert_eq!(args["limit"], 5);
+            assert_eq!(args["reason"], "r");
+            let refused = arguments(url.clone(), &params, b"[1]", typing);
+            assert_eq!(refused.unwrap_err().status, 422);
+        }
+    }
+
+    #[test]
+    fn every_type_a_schema_accepts_types_text_under_rules_1_and_one_name_under_0() {
+        let params = json!({"properties": {
+            "limit": {"type": ["integer", "null"]},
+            "page": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": null},
+            "ratio": {"oneOf": [{"type": "number"}, {"type": "boolean"}]},
+            "q": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "n": {"type": ["integer", "null"]},
+        }});
+        let url = Map::from_iter(
+            [
+                ("limit", "5"),
+                ("page", "2"),
+                ("ratio", "0.5"),
+                ("q", "12"),
+                ("n", "five"),
+            ]
+            .map(|(k, v)| (k.to_string(), json!(v))),
+        );
+        let every = arguments(url.clone(), &params, b"", Typing::EveryType).unwrap();
+        assert_eq!(
+            every,
+            json!({"limit": 5, "page": 2, "ratio": 0.5, "q": "12", "n": "five"})
+        );
+        let one = arguments(url.clone(), &params, b"", Typing::OneName).unwrap();
+        let as_sent: Map<String, Value> = url;
+        assert_eq!(one, Value::Object(as_sent), "rules 0 read one name only");
     }
 
     #[test]

@@ -153,6 +153,10 @@ pub struct Header {
     /// Set in a redacted copy (`export --redacted`): never the original.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redacted: Option<Redacted>,
+    /// The rules the run ran under (`rules.rs`, decision 0423); absent in
+    /// a run recorded before there were rules (0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<u32>,
     pub seed: u64,
     /// `--user-model-set KEY=VALUE` overrides of a model-played user's
     /// `[user.model]`: with them a model played the user rather than its

@@ -9,7 +9,8 @@
 //! consecutive clock reads as one line, read back as one event per read;
 //! `intent.rs` writes the call about to go out before it is answered;
 //! `prefix.rs` reads a bundle's first events and its footer only;
-//! `asked.rs` pairs the calls a model asked for with those the agent made.
+//! `asked.rs` pairs the calls a model asked for with those the agent made;
+//! `rules.rs` numbers the rules a run ran under.
 
 pub mod asked;
 pub mod bundle;
@@ -21,6 +22,7 @@ pub mod intent;
 pub mod payload;
 pub mod prefix;
 pub mod recorder;
+pub mod rules;
 pub mod signature;
 pub mod size;
 pub mod tokens;

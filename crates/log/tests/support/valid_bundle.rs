@@ -27,6 +27,7 @@ pub fn valid_bundle(n: u64) -> Vec<u8> {
         origin: None,
         parent: None,
         redacted: None,
+        rules: None,
         seed: 7,
         world: "demo@v1".into(),
         world_hash: "d".repeat(64),

@@ -9,7 +9,7 @@
 use super::RunState;
 use serde_json::{Map, Value, json};
 use worldline_log::log::call::{HttpRequest, HttpStatus, LoopbackRequest, StdioRequest, Transport};
-use worldline_log::log::kind;
+use worldline_log::log::{kind, rules};
 use worldline_protocol::HttpResponse;
 use worldline_protocol::anthropic;
 use worldline_protocol::mcp::{self, McpTool, Step};
@@ -180,7 +180,12 @@ impl RunState {
         let params = world
             .tool(&route.tool)
             .map_or(Value::Null, |t| t.params.clone());
-        let args = match rest::arguments(from_url, &params, body) {
+        let typing = if self.med.rules() >= rules::ROUTE_TEXT_BY_EVERY_TYPE {
+            rest::Typing::EveryType
+        } else {
+            rest::Typing::OneName
+        };
+        let args = match rest::arguments(from_url, &params, body, typing) {
             Ok(a) => a,
             Err(r) => {
                 let detail = noted("error", "the body is not a JSON object");

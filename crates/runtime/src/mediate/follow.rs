@@ -70,6 +70,9 @@ pub struct Following {
     /// follows it to its end: a stop whose status a later rule changed
     /// ends as it was recorded (decision 0417).
     pub ended: Option<Status>,
+    /// The rules the recording ran under (its header's, decision 0423):
+    /// the run that follows it runs under them, its live part too.
+    pub rules: u32,
 }
 
 /// Whether `events` record `wasi:http` plumbing calls (every request made
@@ -81,9 +84,11 @@ fn has_http_plumbing(events: &Held) -> bool {
 }
 
 impl Following {
-    /// Follow every event of a recording (strict replay).
-    pub fn replay(events: Held, complete: bool, fork_points: Vec<ForkPoint>) -> Self {
+    /// Follow every event of a recording made under `rules` (strict
+    /// replay).
+    pub fn replay(events: Held, rules: u32, complete: bool, fork_points: Vec<ForkPoint>) -> Self {
         Following {
+            rules,
             http_plumbing: has_http_plumbing(&events),
             events,
             complete,
@@ -97,9 +102,11 @@ impl Following {
     }
 
     /// Follow events before `at` (re-applying earlier fork points), apply
-    /// the last fork point's edits at `at`, then run live.
-    pub fn fork(events: Held, at: u64, fork_points: Vec<ForkPoint>) -> Self {
+    /// the last fork point's edits at `at`, then run live, under the
+    /// recording's `rules`.
+    pub fn fork(events: Held, rules: u32, at: u64, fork_points: Vec<ForkPoint>) -> Self {
         Following {
+            rules,
             http_plumbing: has_http_plumbing(&events),
             events,
             complete: true,

@@ -315,6 +315,14 @@ pub struct Mediator {
 }
 
 impl Mediator {
+    /// The rules this run runs under: those of the recording it follows,
+    /// else the current ones (decision 0423).
+    pub fn rules(&self) -> u32 {
+        self.following
+            .as_ref()
+            .map_or(worldline_log::log::rules::CURRENT, |f| f.rules)
+    }
+
     pub fn new(case: &Case, recorder: Recorder) -> Self {
         Mediator {
             services: HostServices::new(case),

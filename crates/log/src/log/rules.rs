@@ -1,0 +1,47 @@
+//! The rules a run ran under (decision 0423): a number in its header,
+//! raised when a fix changes what a run records (the arguments a request
+//! makes, an answer). A new run records [`CURRENT`]; a replay, a fork and
+//! a resume run under the rules of the run they follow, so a run recorded
+//! before a fix replays as it ran. A header without the number is a run
+//! recorded before there were rules: 0.
+
+/// The rules a new run runs under.
+pub const CURRENT: u32 = 1;
+
+/// From 1: a route's path and query text is typed by every type its
+/// parameter's schema accepts (`type = ["integer", "null"]`, an
+/// `anyOf`/`oneOf` of them, as FastAPI writes `Optional[int]`); under 0
+/// only a `type` given as one name was read, and such text went on as
+/// text (which a strict tool refused).
+pub const ROUTE_TEXT_BY_EVERY_TYPE: u32 = 1;
+
+/// The rules of a header's `rules` (`None`: 0), refused when a later
+/// worldline recorded them: what it changed is not known here.
+pub fn of_header(rules: Option<u32>) -> Result<u32, String> {
+    match rules.unwrap_or(0) {
+        r if r <= CURRENT => Ok(r),
+        r => Err(format!(
+            "the run was recorded under rules {r} by a later worldline; this one runs rules up to {CURRENT}: replay, fork or resume it with that worldline or a later one"
+        )),
+    }
+}
+
+/// What a header records for a run under `rules` (0 is not written, as
+/// runs recorded before there were rules have it).
+pub fn in_header(rules: u32) -> Option<u32> {
+    (rules > 0).then_some(rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_without_rules_is_0_and_a_later_worldline_s_rules_are_refused() {
+        assert_eq!(of_header(None), Ok(0));
+        assert_eq!(of_header(in_header(0)), Ok(0));
+        assert_eq!(of_header(in_header(CURRENT)), Ok(CURRENT));
+        let later = of_header(Some(CURRENT + 1)).unwrap_err();
+        assert!(later.contains("by a later worldline"), "{later}");
+    }
+}
