@@ -813,3 +813,39 @@ fn a_report_never_replaces_the_project_file_a_world_s_data_or_the_other_report()
     assert_eq!(now, kept);
     assert!(!root.join("worlds/demo/v1/data/new.xml").exists() && !root.join("r.x").exists());
 }
+
+/// A world file's path is read as a file system reads it under rules 1
+/// (decision 0423): `./notes/report.md` written is `notes/report.md` read,
+/// by `files.*` and by the world's `file_read`/`file_write` tools alike,
+/// the case's file checks pass, and a path above the world's files is
+/// refused. A run recorded before (rules 0, `tests/bundles/before-rules`),
+/// where each spelling was another file and the same case failed, replays
+/// as it ran.
+#[test]
+fn a_world_file_s_path_names_the_file_a_file_system_would() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = common::imported_fixture(&store, "before-rules", "dot-paths.json");
+    let recorded = common::read_bundle(&store.join("runs").join(format!("{old}.jsonl")));
+    assert_eq!(recorded.footer.unwrap()["grade"]["passed"], false);
+
+    let fixture = common::workspace_root().join("tests/bundles/before-rules");
+    let (case, worlds) = (fixture.join("dot-paths.toml"), fixture.join("worlds"));
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds);
+    out.expect_code(0);
+    let answers = out.output();
+    assert_eq!(answers[1]["ok"], "db saturation", "{answers}");
+    assert_eq!(answers[2]["ok"], "Restart the replica.\n", "{answers}");
+    assert_eq!(answers[3]["ok"]["path"], "notes/tool.md", "{answers}");
+    assert_eq!(answers[4]["ok"]["content"], "rolled back", "{answers}");
+    assert_eq!(answers[5]["ok"]["path"], "runbooks/db.md", "{answers}");
+    assert_eq!(answers[6]["error"]["kind"], "invalid-args", "{answers}");
+    assert!(
+        answers[6]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("climbs above the world's files")),
+        "{answers}"
+    );
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(&store, &run);
+}

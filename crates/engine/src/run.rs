@@ -276,7 +276,7 @@ pub fn begin(
         opts.store,
         &log.path,
     );
-    med.following = opts.following.take();
+    med.set_following(opts.following.take());
     Ok(Begun {
         opened: Opened {
             header: inputs.header,

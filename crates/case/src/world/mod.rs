@@ -13,6 +13,7 @@ pub use cache::one_pass;
 pub mod compare;
 pub(crate) mod declared;
 pub(crate) mod digest;
+pub mod file_path;
 pub(crate) mod folder;
 pub(crate) mod ids;
 pub mod injection;

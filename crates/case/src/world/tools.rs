@@ -320,6 +320,27 @@ fn arg_str(args: &Value, name: &str) -> Result<String, ToolFailure> {
     }
 }
 
+/// `args` with the file path a `file_read` or `file_write` tool takes
+/// read as the world file it names (`./a` is `a`: `file_path.rs`), and a
+/// `file_list` tool's prefix as a folder; other tools' arguments as they
+/// are.
+pub fn with_file_paths<'a>(tool: &Tool, args: &'a Value) -> Result<Cow<'a, Value>, ToolFailure> {
+    use super::file_path::{normal, normal_prefix};
+    let (path_arg, folder) = match &tool.op {
+        Op::FileRead { path_arg } | Op::FileWrite { path_arg, .. } => (path_arg, false),
+        Op::FileList { prefix_arg } => (prefix_arg, true),
+        _ => return Ok(Cow::Borrowed(args)),
+    };
+    let Some(Value::String(path)) = args.get(path_arg) else {
+        return Ok(Cow::Borrowed(args));
+    };
+    let key = if folder { normal_prefix(path) } else { normal(path) };
+    let key = key.map_err(|m| ToolFailure::new(ErrorKind::InvalidArgs, m))?;
+    let mut args = args.clone();
+    args[path_arg.as_str()] = Value::String(key);
+    Ok(Cow::Owned(args))
+}
+
 /// Run a tool against the state. The state is not changed here: the writes
 /// come back for the mediator to record and apply. `None` for a service
 /// tool whose arguments fit: the world's service answers it
@@ -567,4 +588,45 @@ fn file_write(path_arg: &str, content_arg: &str, args: &Value) -> Outcome {
         data: FileData::Text(content),
     };
     Ok((json!({"path": path, "written": true}), vec![write]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(op: Op) -> Tool {
+        Tool {
+            name: "t".into(),
+            description: String::new(),
+            version: String::new(),
+            mutates: false,
+            params: json!({}),
+            op,
+            response: None,
+            validate: Validate::default(),
+        }
+    }
+
+    #[test]
+    fn file_tools_read_their_path_as_the_file_it_names_and_others_are_untouched() {
+        let read = tool(Op::FileRead {
+            path_arg: "p".into(),
+        });
+        let args = json!({"p": "./a//b.md", "q": "./x"});
+        let read_args = with_file_paths(&read, &args).unwrap();
+        assert_eq!(*read_args, json!({"p": "a/b.md", "q": "./x"}));
+        let list = tool(Op::FileList {
+            prefix_arg: "prefix".into(),
+        });
+        let prefix = json!({"prefix": "./runbooks/"});
+        let listed = with_file_paths(&list, &prefix).unwrap();
+        assert_eq!(*listed, json!({"prefix": "runbooks/"}));
+        let above = with_file_paths(&read, &json!({"p": "../etc"})).unwrap_err();
+        assert_eq!(above.kind, ErrorKind::InvalidArgs);
+        let other = tool(Op::Service);
+        assert!(matches!(
+            with_file_paths(&other, &args).unwrap(),
+            Cow::Borrowed(_)
+        ));
+    }
 }

@@ -15,6 +15,14 @@ pub const CURRENT: u32 = 1;
 /// text (which a strict tool refused).
 pub const ROUTE_TEXT_BY_EVERY_TYPE: u32 = 1;
 
+/// From 1: a world file's path is read as a file system reads it (`./a`,
+/// `/a`, `a//b/..` name `a`; one that climbs above the world's files is
+/// refused), in `files.read`, `files.write`, `files.paths` (and the MCP
+/// resources they serve) and the world's `file_read`, `file_write` and
+/// `file_list` tools; under 0 a path was a key as written, so
+/// `./report.md` was another file than `report.md`.
+pub const FILE_PATHS_AS_READ: u32 = 1;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

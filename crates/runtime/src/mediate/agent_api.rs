@@ -11,17 +11,18 @@ use super::bindings::worldline::agent::{files, tools, trace, types};
 use super::service::{Ran, run_tool};
 use super::{HostServices, RunState, ServiceReply};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use types::ToolError;
 use worldline_case::canon;
 use worldline_case::case::fuzz;
 use worldline_case::case::inject::Action;
 use worldline_case::error_kind::ErrorKind;
 use worldline_case::time;
-use worldline_case::world::injection;
 use worldline_case::world::state::{FileData, Write};
 use worldline_case::world::tools::{AsOf, Tool};
+use worldline_case::world::{file_path, injection};
 use worldline_log::log::call::{self, FileRequest, Note, Spec, ToolRequest, Transport};
-use worldline_log::log::{Effect, kind};
+use worldline_log::log::{Effect, kind, rules};
 
 /// The one conversion from the host's error kinds to the generated WIT enum.
 impl From<ErrorKind> for types::ErrorKind {
@@ -487,7 +488,11 @@ impl RunState {
                     "files.read is not permitted in this case",
                 );
             }
-            match s.world.state.files.get(path) {
+            let key = match file_key(s, path, file_path::normal) {
+                Ok(key) => key,
+                Err(why) => return error_answer(ErrorKind::InvalidArgs, why),
+            };
+            match s.world.state.files.get(key.as_ref()) {
                 Some(data) => ServiceReply::read(json!({"ok": data})),
                 None => error_answer(ErrorKind::NotFound, format!("no world file `{path}`")),
             }
@@ -508,15 +513,34 @@ impl RunState {
                     "files.paths is not permitted in this case",
                 );
             }
+            let prefix = match file_key(s, prefix, file_path::normal_prefix) {
+                Ok(prefix) => prefix,
+                Err(why) => return error_answer(ErrorKind::InvalidArgs, why),
+            };
             let paths: Vec<&String> = s
                 .world
                 .state
                 .files
                 .keys()
-                .filter(|p| p.starts_with(prefix))
+                .filter(|p| p.starts_with(prefix.as_ref()))
                 .collect();
             ServiceReply::read(json!({"ok": paths}))
         })
+    }
+}
+
+/// The world file (or prefix) `path` names under the run's rules: read by
+/// `normal` from rules 1 (`./a` is `a`), the key as written before
+/// (decision 0423).
+fn file_key<'a>(
+    s: &HostServices,
+    path: &'a str,
+    normal: fn(&str) -> Result<String, String>,
+) -> Result<Cow<'a, str>, String> {
+    if s.rules >= rules::FILE_PATHS_AS_READ {
+        normal(path).map(Cow::Owned)
+    } else {
+        Ok(Cow::Borrowed(path))
     }
 }
 
@@ -559,12 +583,13 @@ impl files::Host for RunState {
             if path.is_empty() {
                 return error_answer(ErrorKind::InvalidArgs, "empty path");
             }
+            let key = match file_key(s, &path, file_path::normal) {
+                Ok(key) => key.into_owned(),
+                Err(why) => return error_answer(ErrorKind::InvalidArgs, why),
+            };
             ServiceReply {
                 effect: Effect::Write,
-                writes: vec![Write::File {
-                    path: path.clone(),
-                    data,
-                }],
+                writes: vec![Write::File { path: key, data }],
                 ..ServiceReply::read(json!({"ok": null}))
             }
         })?;

@@ -318,9 +318,15 @@ impl Mediator {
     /// The rules this run runs under: those of the recording it follows,
     /// else the current ones (decision 0423).
     pub fn rules(&self) -> u32 {
-        self.following
-            .as_ref()
-            .map_or(worldline_log::log::rules::CURRENT, |f| f.rules)
+        self.services.rules
+    }
+
+    /// Follow `following` (a replay, a fork's prefix), under its rules.
+    pub fn set_following(&mut self, following: Option<follow::Following>) {
+        if let Some(f) = &following {
+            self.services.rules = f.rules;
+        }
+        self.following = following;
     }
 
     pub fn new(case: &Case, recorder: Recorder) -> Self {

@@ -39,6 +39,9 @@ pub struct HostServices {
     /// The run was stopped from outside it (a signal to worldline): where
     /// it ended is the wall clock's, as a watchdog's stop is.
     pub(in crate::mediate) stopped: bool,
+    /// The rules the run runs under ([`Mediator::set_following`](super::Mediator::set_following),
+    /// decision 0423).
+    pub(in crate::mediate) rules: u32,
 }
 
 /// What a run's services leave when it ends.
@@ -83,6 +86,7 @@ impl HostServices {
             service: None,
             conversation: conversation::Conversation::new(case),
             stopped: false,
+            rules: worldline_log::log::rules::CURRENT,
         }
     }
 

@@ -29,8 +29,10 @@ use wasmtime::{Store, Trap, WasmBacktrace};
 use worldline_case::case::Case;
 use worldline_case::error_kind::ErrorKind;
 use worldline_case::world::state::{State, Write};
-use worldline_case::world::tools::{AsOf, Tool, ToolFailure, checked_args, run_checked, shape};
-use worldline_log::log::Recorder;
+use worldline_case::world::tools::{
+    AsOf, Tool, ToolFailure, checked_args, run_checked, shape, with_file_paths,
+};
+use worldline_log::log::{Recorder, rules};
 
 /// A compiled, checked, pre-instantiated service (the sandbox loads and
 /// caches these by SHA-256, like agents).
@@ -306,6 +308,21 @@ pub fn run_tool(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -
                 service: None,
             };
         }
+    };
+    let paths;
+    let args = if s.rules >= rules::FILE_PATHS_AS_READ {
+        paths = match with_file_paths(tool, args) {
+            Ok(args) => args,
+            Err(f) => {
+                return Ran {
+                    result: Err(f),
+                    service: None,
+                };
+            }
+        };
+        &*paths
+    } else {
+        args
     };
     if let Some(result) = run_checked(tool, args, &s.world.state, as_of) {
         return Ran {

@@ -1,0 +1,91 @@
+//! The world file a path names, as a file system reads it: `./a`, `a//b`,
+//! `/a`, `b/../a` and `a` are one file, `a`; a path that climbs above the
+//! world's files is refused. World files are keyed by this form (the
+//! `[files]` folder's relative paths), so an agent that writes `./report.md`
+//! writes the file a case's `[[expect.state]]` check of `file =
+//! "report.md"` reads
+//! (runs under rules 1 on, decision 0423).
+
+/// The world file `path` names, or why it names none.
+pub fn normal(path: &str) -> Result<String, String> {
+    let key = walk(path)?;
+    if key.is_empty() {
+        return Err(format!("the path `{path}` names no file"));
+    }
+    Ok(key)
+}
+
+/// A `files.paths` prefix as [`normal`] reads a path: `./runbooks/` is
+/// `runbooks/` and `./` (or `/`) is every file; a prefix that is not a
+/// whole folder (`run`) is kept as it is past its folders.
+pub fn normal_prefix(prefix: &str) -> Result<String, String> {
+    let key = walk(prefix)?;
+    let folder = prefix.ends_with('/') || prefix.ends_with("/.") || prefix == ".";
+    Ok(if folder && !key.is_empty() {
+        format!("{key}/")
+    } else {
+        key
+    })
+}
+
+fn walk(path: &str) -> Result<String, String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(format!(
+                        "the path `{path}` climbs above the world's files: name a file inside them (as `runbooks/db.md`)"
+                    ));
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_names_its_file_as_a_file_system_reads_it() {
+        for p in [
+            "a/b.md",
+            "./a/b.md",
+            "/a/b.md",
+            "a//b.md",
+            "a/./b.md",
+            "c/../a/b.md",
+            "a/b.md/",
+        ] {
+            assert_eq!(normal(p).as_deref(), Ok("a/b.md"), "{p}");
+        }
+        for p in ["", ".", "/", "./", "a/.."] {
+            assert!(normal(p).unwrap_err().contains("names no file"), "{p}");
+        }
+        for p in ["..", "../a", "a/../../b"] {
+            assert!(normal(p).unwrap_err().contains("climbs above"), "{p}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_keeps_its_folder_and_its_partial_name() {
+        for (p, want) in [
+            ("", ""),
+            ("./", ""),
+            ("/", ""),
+            (".", ""),
+            ("./runbooks/", "runbooks/"),
+            ("runbooks/.", "runbooks/"),
+            ("runbooks//", "runbooks/"),
+            ("run", "run"),
+            ("./runbooks/d", "runbooks/d"),
+        ] {
+            assert_eq!(normal_prefix(p).as_deref(), Ok(want), "{p:?}");
+        }
+        assert!(normal_prefix("../").is_err());
+    }
+}
