@@ -1340,3 +1340,61 @@ fn a_recorded_case_s_run_forks_reproduces_and_reruns_from_the_store() {
     rerun.expect_code(0);
     assert_eq!(rerun.json()["status"], "completed", "{rerun}");
 }
+
+/// An OpenAI Responses request's structured output (`text.format`),
+/// `reasoning.effort` and `parallel_tool_calls` reach the provider under
+/// rules 1 (decision 0423) as the chat call's `response_format`,
+/// `reasoning_effort` and `parallel_tool_calls`: an agent that asks for a
+/// JSON schema got free text before. A run recorded before
+/// (`tests/bundles/before-rules`, its chat call without them) replays as
+/// it ran.
+#[test]
+fn a_responses_request_s_structured_output_and_reasoning_reach_the_provider() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = common::imported_fixture(&store, "before-rules", "structured-output.json");
+    let recorded = read_bundle(&store.join("runs").join(format!("{old}.jsonl")));
+    let chat = &recorded.events[0]["request"]["request"];
+    assert!(chat.get("response_format").is_none(), "{chat}");
+
+    let server = Server::start(vec![completion("{\"severity\": \"high\"}")]);
+    let fixture = workspace_root().join("tests/bundles/before-rules");
+    let case = std::fs::read_to_string(fixture.join("structured-output.toml")).unwrap();
+    let (task, _) = case.split_once("[[model.rules]]").unwrap();
+    let text = format!("{task}[model]\n{}", openai_model(&server, ""));
+    let case = write_case(dir.path(), "structured", &text);
+    let worlds = fixture.join("worlds");
+    let out = worldline_env(
+        [
+            OsStr::new("run"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            guest("http-agent").as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+            OsStr::new("--json"),
+            OsStr::new("--store"),
+            store.as_os_str(),
+        ],
+        &[(KEY_VAR, KEY)],
+    );
+    out.expect_code(0);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    let body = &seen[0].body;
+    assert_eq!(body["response_format"]["type"], "json_schema", "{body}");
+    assert_eq!(body["response_format"]["json_schema"]["name"], "triage");
+    assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(
+        body["response_format"]["json_schema"]["schema"]["required"],
+        json!(["severity"])
+    );
+    assert_eq!(body["reasoning_effort"], "low");
+    assert_eq!(body["parallel_tool_calls"], false);
+    let answer = &output(&out)["responses"][0];
+    assert_eq!(answer["status"], 200, "{answer}");
+    let text = &answer["body"]["output"][0]["content"][0]["text"];
+    assert_eq!(text, "{\"severity\": \"high\"}", "{answer}");
+    assert_no_key(&out);
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}

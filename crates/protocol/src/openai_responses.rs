@@ -38,8 +38,38 @@ pub fn text_of(content: &Value) -> String {
     }
 }
 
-/// Read a request body.
-pub fn parse(body: &[u8]) -> Result<ResponsesRequest, HttpResponse> {
+/// What of a request beyond its conversation, tools and sampling the chat
+/// call carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carried {
+    /// Nothing more (runs under rules 0).
+    Sampling,
+    /// Its output format (`text.format` as `response_format`: structured
+    /// output), `reasoning.effort` as `reasoning_effort` and
+    /// `parallel_tool_calls` (rules 1 on, decision 0423).
+    FormatAndReasoning,
+}
+
+/// `text.format` as chat completions' `response_format`: a JSON schema's
+/// name, schema, strictness and description under `json_schema`.
+fn response_format(format: &Value) -> Option<Value> {
+    match format["type"].as_str()? {
+        "json_schema" => {
+            let mut schema = Map::new();
+            for key in ["name", "schema", "strict", "description"] {
+                if let Some(v) = format.get(key) {
+                    schema.insert(key.into(), v.clone());
+                }
+            }
+            Some(json!({"type": "json_schema", "json_schema": schema}))
+        }
+        t @ ("json_object" | "text") => Some(json!({"type": t})),
+        _ => None,
+    }
+}
+
+/// Read a request body, carrying what `carried` says.
+pub fn parse(body: &[u8], carried: Carried) -> Result<ResponsesRequest, HttpResponse> {
     let v: Value = serde_json::from_slice(body).map_err(|e| {
         invalid(&format!(
             "We could not parse the JSON body of your request. ({e})"
@@ -127,6 +157,17 @@ pub fn parse(body: &[u8]) -> Result<ResponsesRequest, HttpResponse> {
             other => other.clone(),
         };
         request.insert("tool_choice".into(), c);
+    }
+    if carried == Carried::FormatAndReasoning {
+        if let Some(f) = response_format(&v["text"]["format"]) {
+            request.insert("response_format".into(), f);
+        }
+        if let Some(effort) = v["reasoning"].get("effort").filter(|e| !e.is_null()) {
+            request.insert("reasoning_effort".into(), effort.clone());
+        }
+        if let Some(p) = v.get("parallel_tool_calls") {
+            request.insert("parallel_tool_calls".into(), p.clone());
+        }
     }
     Ok(ResponsesRequest {
         request: Value::Object(request),
@@ -285,7 +326,7 @@ mod tests {
                 {"type": "function_call_output", "call_id": "c1", "output": "{\"kind\":\"latency\"}"},
             ],
         });
-        let r = parse(body.to_string().as_bytes()).unwrap();
+        let r = parse(body.to_string().as_bytes(), Carried::Sampling).unwrap();
         let m = r.request["messages"].as_array().unwrap();
         assert_eq!(m[0], json!({"role": "system", "content": "be brief"}));
         assert_eq!(m[1], json!({"role": "user", "content": "ALERT-7"}));
@@ -294,8 +335,34 @@ mod tests {
         assert_eq!(r.request["max_tokens"], 100);
         assert_eq!(r.request["tools"][0]["function"]["name"], "get_alert");
         let stateful = br#"{"input":"hi","previous_response_id":"resp_1"}"#;
-        assert_eq!(parse(stateful).unwrap_err().status, 400);
-        assert_eq!(parse(b"{}").unwrap_err().status, 400);
+        assert_eq!(parse(stateful, Carried::Sampling).unwrap_err().status, 400);
+        assert_eq!(parse(b"{}", Carried::Sampling).unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn structured_output_and_reasoning_are_carried_from_rules_1() {
+        let schema = json!({"type": "object", "properties": {"severity": {"type": "string"}}});
+        let body = json!({
+            "input": "triage ALERT-7",
+            "text": {"format": {"type": "json_schema", "name": "triage", "schema": schema, "strict": true}},
+            "reasoning": {"effort": "low", "summary": "auto"},
+            "parallel_tool_calls": false,
+        })
+        .to_string();
+        let carried = parse(body.as_bytes(), Carried::FormatAndReasoning).unwrap();
+        assert_eq!(
+            carried.request["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "triage", "schema": schema, "strict": true}})
+        );
+        assert_eq!(carried.request["reasoning_effort"], "low");
+        assert_eq!(carried.request["parallel_tool_calls"], false);
+        let before = parse(body.as_bytes(), Carried::Sampling).unwrap();
+        for key in ["response_format", "reasoning_effort", "parallel_tool_calls"] {
+            assert!(before.request.get(key).is_none(), "{key}");
+        }
+        let json_mode = br#"{"input":"x","text":{"format":{"type":"json_object"}}}"#;
+        let r = parse(json_mode, Carried::FormatAndReasoning).unwrap();
+        assert_eq!(r.request["response_format"], json!({"type": "json_object"}));
     }
 
     #[test]
@@ -308,7 +375,7 @@ mod tests {
         assert_eq!(r["output"][0]["type"], "function_call");
         assert_eq!(r["output"][0]["call_id"], "call_2_0");
         assert_eq!(r["usage"]["total_tokens"], 8);
-        let req = parse(br#"{"input":"x","stream":true}"#).unwrap();
+        let req = parse(br#"{"input":"x","stream":true}"#, Carried::Sampling).unwrap();
         let Reply::Http(h) = reply(&req, &json!({"ok": completion})) else {
             panic!()
         };

@@ -334,7 +334,11 @@ pub fn with_file_paths<'a>(tool: &Tool, args: &'a Value) -> Result<Cow<'a, Value
     let Some(Value::String(path)) = args.get(path_arg) else {
         return Ok(Cow::Borrowed(args));
     };
-    let key = if folder { normal_prefix(path) } else { normal(path) };
+    let key = if folder {
+        normal_prefix(path)
+    } else {
+        normal(path)
+    };
     let key = key.map_err(|m| ToolFailure::new(ErrorKind::InvalidArgs, m))?;
     let mut args = args.clone();
     args[path_arg.as_str()] = Value::String(key);

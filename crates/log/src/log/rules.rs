@@ -23,6 +23,13 @@ pub const ROUTE_TEXT_BY_EVERY_TYPE: u32 = 1;
 /// `./report.md` was another file than `report.md`.
 pub const FILE_PATHS_AS_READ: u32 = 1;
 
+/// From 1: an OpenAI Responses request's `text.format` (structured
+/// output), `reasoning.effort` and `parallel_tool_calls` go on in the chat
+/// call it becomes (`response_format`, `reasoning_effort`,
+/// `parallel_tool_calls`), to the provider that answers it; under 0 they
+/// were dropped.
+pub const RESPONSES_FORMAT_AND_REASONING: u32 = 1;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

@@ -84,7 +84,7 @@ impl RunState {
             Route::OpenaiResponses => self.model_request(
                 via,
                 via.transport(route.api()),
-                openai_responses::parse(body),
+                openai_responses::parse(body, self.responses_carry()),
                 |r| (r.request.clone(), r.stream),
                 openai_responses::reply,
             )?,
@@ -160,6 +160,16 @@ impl RunState {
             Reply::Http(r) => Some(r),
             Reply::Stall => None,
         })
+    }
+
+    /// What a Responses request carries into its chat call under the run's
+    /// rules (decision 0423).
+    fn responses_carry(&self) -> openai_responses::Carried {
+        if self.med.rules() >= rules::RESPONSES_FORMAT_AND_REASONING {
+            openai_responses::Carried::FormatAndReasoning
+        } else {
+            openai_responses::Carried::Sampling
+        }
     }
 
     /// A request to one of the world's own routes: its tool's call, or
