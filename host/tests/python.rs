@@ -503,3 +503,36 @@ fn an_async_run_is_awaited_and_nan_is_no_output() {
     assert_ne!(out["connect"], "allowed", "{clocks}");
     common::replays_identical(&store, clocks.json()["run_id"].as_str().unwrap());
 }
+
+/// A `print` past 64 KiB is kept whole up to the case's
+/// `limits.stdout_bytes`, and what passes it is dropped and counted
+/// (rules 1, decision 0423). stdout offered 64 KiB per `check-write`, and
+/// CPython wrote that much of the line and lost the rest: 100,000 bytes
+/// printed under a 1 MiB limit kept 65,536, and under the default limit
+/// `truncated_bytes` said 0. A Rust agent's run recorded before
+/// (`tests/bundles/before-rules/println.json`, its `check-write` answered
+/// 64 KiB) replays as it ran.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn a_print_past_64_kib_is_kept_whole_to_the_limit_and_counted_past_it() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    common::imported_fixture(&store, "before-rules", "println.json");
+    for (limit, kept, dropped) in [(1 << 20, 100_001, 0), (65_536, 65_536, 34_465)] {
+        let text = format!(
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\n\
+             task = {{ print_bytes = 100000 }}\n[limits]\nstdout_bytes = {limit}\n"
+        );
+        let case = common::write_case(dir.path(), &format!("print{limit}"), &text);
+        let out = common::run_in(&store, &case, &probe(), &common::worlds_dir());
+        out.expect_code(0);
+        assert_eq!(out.json()["truncated_bytes"], dropped, "{out}");
+        let footer = read_bundle(&out.bundle()).footer.unwrap();
+        let stdout = footer["stdout"].as_str().unwrap();
+        assert_eq!(stdout.len(), kept, "limit {limit}");
+        common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+    }
+}

@@ -4,7 +4,8 @@ Everything it saw goes into its output, so two runs can be compared field by
 field. With `"raise": true` in the task it raises an uncaught exception from
 a nested function (the run must trap with the Python traceback); with
 `"bad_output": true` it returns a value JSON cannot hold; with `"env": true`
-it returns what `os.environ` holds."""
+it returns what `os.environ` holds; with `"print_bytes": N` it prints N
+bytes in one `print` and returns."""
 
 import os
 import random
@@ -23,6 +24,9 @@ def look_up(tickets, key):
 def run(task):
     if task.get("env"):
         return {"key": os.environ.get("OPENAI_API_KEY"), "env": dict(os.environ)}
+    if task.get("print_bytes"):
+        print("x" * task["print_bytes"])
+        return {"printed": task["print_bytes"]}
     wall_before = time.time()
     mono = time.monotonic()
     time.sleep(0.25)

@@ -30,6 +30,12 @@ pub const FILE_PATHS_AS_READ: u32 = 1;
 /// were dropped.
 pub const RESPONSES_FORMAT_AND_REASONING: u32 = 1;
 
+/// From 1: stdout and stderr accept a write up to the largest
+/// `limits.stdout_bytes` (16 MiB) per `check-write`, where 64 KiB made
+/// CPython lose the rest of a larger `print`, uncounted; what passes the
+/// case's limit is dropped and counted as any other write's.
+pub const STDIO_WRITES_WHOLE: u32 = 1;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

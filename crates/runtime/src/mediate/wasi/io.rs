@@ -17,9 +17,20 @@ use super::http::{MAX_BUFFERED_BODIES, MAX_REQUEST_BODY};
 use super::u64_of;
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
+use worldline_case::case::limits::MAX_STDOUT_BYTES;
+use worldline_log::log::rules;
 
-/// How much a stream accepts per `check-write`, and gives per `read`.
+/// How much a stream accepts per `check-write` (stdout and stderr under
+/// rules 0, a request body always) and per `write-zeroes`, and gives per
+/// `read`.
 const WRITE_BUDGET: u64 = 64 * 1024;
+
+/// How much stdout or stderr accepts per `check-write` from rules 1
+/// (decision 0423): the largest `limits.stdout_bytes`, so a single write
+/// goes whole and the capture keeps and counts it. With 64 KiB CPython
+/// wrote the first 64 KiB of a larger `print` and lost the rest, counted
+/// nowhere.
+const STDIO_WRITE_BUDGET: u64 = MAX_STDOUT_BYTES;
 
 impl RunState {
     /// Capture a write. Bytes past `limits.stdout_bytes` are dropped and
@@ -270,13 +281,19 @@ impl wasi::io::streams::HostInputStream for RunState {
 impl wasi::io::streams::HostOutputStream for RunState {
     fn check_write(&mut self, s: Resource<OutputStream>) -> Result<u64, StreamError> {
         let stream = self.table.get(&s)?.clone();
+        let stdio = matches!(stream, OutputStream::Stdout | OutputStream::Stderr);
+        let budget = if stdio && self.med.rules() >= rules::STDIO_WRITES_WHOLE {
+            STDIO_WRITE_BUDGET
+        } else {
+            WRITE_BUDGET
+        };
         self.stream_call(
             stream.name(),
             "wasi:io/streams.output-stream.check-write",
             json!({"stream": stream.name()}),
-            json!({"budget": WRITE_BUDGET}),
+            json!({"budget": budget}),
         )?;
-        Ok(WRITE_BUDGET)
+        Ok(budget)
     }
 
     fn write(&mut self, s: Resource<OutputStream>, contents: Vec<u8>) -> Result<(), StreamError> {
