@@ -848,4 +848,18 @@ fn a_world_file_s_path_names_the_file_a_file_system_would() {
     );
     let run = out.json()["run_id"].as_str().unwrap().to_string();
     common::replays_identical(&store, &run);
+
+    // A case's file check names the file as the world does: another
+    // spelling is refused at its line, saying which file it names.
+    let text = std::fs::read_to_string(&case).unwrap();
+    let dotted = text.replace("file = \"notes/report.md\"", "file = \"./notes/report.md\"");
+    let dotted = common::write_case(dir.path(), "dotted", &dotted);
+    let checked = check_on_worlds(&store, &dotted, &worlds);
+    checked.expect_code(2);
+    assert!(
+        checked.stdout.contains(
+            "dotted.toml:14:1: [[expect.state]] #1: file = \"./notes/report.md\" names the world file `notes/report.md`: write it so"
+        ),
+        "{checked}"
+    );
 }

@@ -645,6 +645,15 @@ impl StateCheck {
                 }
                 Ok(())
             }
+            (None, Some(f)) if super::recorded::new_rules_apply() => {
+                match crate::world::file_path::normal(f) {
+                    Ok(key) if key == *f => Ok(()),
+                    Ok(key) => Err(format!(
+                        "file = \"{f}\" names the world file `{key}`: write it so (a world file is named from the world's files folder, without `./`, a leading `/` or `..`)"
+                    )),
+                    Err(why) => Err(format!("file = \"{f}\": {why}")),
+                }
+            }
             (None, Some(_)) => Ok(()),
             _ => Err("a state assertion names either `table` or `file`".into()),
         }
