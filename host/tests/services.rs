@@ -857,3 +857,40 @@ fn services_queries_and_the_graders_sum_take_rows_in_key_order() {
         out.expect_code(0);
     }
 }
+
+/// A service's WASI clock reads the run's time (rules 1, decision 0423):
+/// after the agent waited an hour on a tool's latency, `SystemTime::now()`
+/// in the service is an hour on. It was the case's clock plus the
+/// service's own calls' ticks. A run recorded before
+/// (`tests/bundles/before-rules/service-clock.json`) replays as it ran.
+#[test]
+fn a_service_s_wasi_clock_reads_the_run_s_time() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = common::imported_fixture(&store, "before-rules", "service-clock.json");
+    let recorded = common::read_bundle(&store.join("runs").join(format!("{old}.jsonl")));
+    let start_ms: u64 = 1_772_452_800_000; // 2026-03-02T12:00:00Z
+    let answered = |footer: &Value| -> u64 {
+        let answers: Value = serde_json::from_str(footer["output"].as_str().unwrap()).unwrap();
+        answers[1]["ok"]["wasi_ms"].as_u64().unwrap()
+    };
+    let before = answered(&recorded.footer.unwrap());
+    assert!(before < start_ms + 60_000, "{before}");
+
+    let worlds = counters(dir.path());
+    let calls = json!([
+        {"tool": "bump", "args": {"id": "c"}},
+        {"tool": "clock", "args": {}},
+    ]);
+    let latency = "[[inject]]\ntool = \"bump\"\nlatency_ms = 3_600_000\n";
+    let case = counters_case(dir.path(), calls, latency);
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds);
+    out.expect_code(0);
+    let footer = common::read_bundle(&out.bundle()).footer.unwrap();
+    let now = answered(&footer);
+    assert!(
+        (start_ms + 3_600_000..start_ms + 3_660_000).contains(&now),
+        "{now}"
+    );
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}

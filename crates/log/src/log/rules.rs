@@ -36,6 +36,13 @@ pub const RESPONSES_FORMAT_AND_REASONING: u32 = 1;
 /// case's limit is dropped and counted as any other write's.
 pub const STDIO_WRITES_WHOLE: u32 = 1;
 
+/// From 1: a world service's WASI clocks read the run's time: each call
+/// brings the service's clock up to the run's (never back), so a service
+/// that stamps a row with `time.time()` or `SystemTime::now()` stamps the
+/// time the agent is at; under 0 its clock started at the case's clock
+/// and moved only with the service's own calls.
+pub const SERVICE_CLOCK_FOLLOWS_THE_RUN: u32 = 1;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

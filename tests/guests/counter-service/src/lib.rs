@@ -1,7 +1,7 @@
 //! Test world service for `tests/worlds/counters`: `bump` does one `get`
 //! and one `update` (the benchmark's call), `panic` panics, `spin` never
-//! ends (out of fuel), `clock` answers the call's time and two random
-//! numbers, `refuse` answers a typed tool error after a write (which must
+//! ends (out of fuel), `clock` answers the call's time, two random
+//! numbers and the WASI wall clock (`wasi_ms`), `refuse` answers a typed tool error after a write (which must
 //! not land), `log` writes a world file and inserts a row, and `fresh`
 //! counts the calls this instance answered, in a static and on the heap;
 //! `keys` lists the counters' ids as `Table::all` orders them.
@@ -46,7 +46,7 @@ fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
                 i = std::hint::black_box(i.wrapping_add(1));
             }
         }
-        "clock" => Ok(json!({"now": now(), "random": [random(), random()]})),
+        "clock" => Ok(json!({"now": now(), "random": [random(), random()], "wasi_ms": wasi_ms()})),
         "refuse" => {
             COUNTERS.update(&id, &json!({"n": -1}))?;
             Err(ToolError::conflict("counter is locked"))
@@ -90,6 +90,13 @@ fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
             .collect()),
         other => Err(ToolError::not_found(format!("no tool `{other}`"))),
     }
+}
+
+/// The WASI wall clock, as Rust's `SystemTime` reads it, in milliseconds
+/// since the Unix epoch.
+fn wasi_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| d.as_millis() as u64)
 }
 
 worldline_service::service!(call);

@@ -111,13 +111,16 @@ impl Runtime {
     }
 
     /// The live instance, made now if there is none, set up for one call
-    /// on `frame`: fresh fuel, deadline and output capture. Making the
+    /// on `frame`: fresh fuel, deadline and output capture, and its clock
+    /// brought up to the run's monotonic time `run_mono` when given (never
+    /// back: decision 0423). Making the
     /// instance is part of the call (its fuel, its deadline); when that
     /// fails there is no instance (the store's data, frame included, is
     /// back in `idle`), and the error comes back with the fuel used.
     fn live(
         &mut self,
         frame: Frame,
+        run_mono: Option<u64>,
     ) -> Result<(Store<ServiceData>, Service), (wasmtime::Error, u64)> {
         let (mut store, bindings) = match self.live.take() {
             Some((store, bindings)) => (store, Some(bindings)),
@@ -134,6 +137,9 @@ impl Runtime {
         d.frame = frame;
         d.run.med.record_in_memory();
         d.run.med.services.stdio = super::stdio::Stdio::new(64 << 10);
+        if let Some(mono) = run_mono {
+            d.run.med.services.clock.advance_to(mono);
+        }
         store.set_fuel(self.fuel).expect("fuel is enabled");
         store.set_epoch_deadline(self.timeout_ticks);
         if let Some(bindings) = bindings {
@@ -149,19 +155,21 @@ impl Runtime {
         }
     }
 
-    /// Answer `tool` with `args` from `state` as of `as_of`; `state` is
-    /// as it was when the call returns. Also returns what the event
-    /// records about the call (`reads`, `fuel`, or the failure).
+    /// Answer `tool` with `args` from `state` as of `as_of`, the service's
+    /// clock at least at `run_mono`; `state` is as it was when the call
+    /// returns. Also returns what the event records about the call
+    /// (`reads`, `fuel`, or the failure).
     fn call(
         &mut self,
         state: &mut State,
         tool: &str,
         args: &Value,
         as_of: &AsOf,
+        run_mono: Option<u64>,
     ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
         let frame = Frame::new(std::mem::take(state), as_of.clone());
         let args_json = worldline_case::canon::to_string(args);
-        let (outcome, fuel, frame, stderr) = match self.live(frame) {
+        let (outcome, fuel, frame, stderr) = match self.live(frame, run_mono) {
             Err((err, fuel)) => {
                 let (frame, stderr) = self
                     .idle
@@ -339,7 +347,10 @@ pub fn run_tool(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -
             service: None,
         };
     };
-    let (result, detail) = runtime.call(&mut s.world.state, &tool.name, args, as_of);
+    // From rules 1 the service's clocks read the run's time, not a
+    // clock of their own that only its own calls moved.
+    let run_mono = (s.rules >= rules::SERVICE_CLOCK_FOLLOWS_THE_RUN).then(|| s.clock.mono_ns());
+    let (result, detail) = runtime.call(&mut s.world.state, &tool.name, args, as_of, run_mono);
     let result = result.map(|(out, writes)| {
         let writes = if as_of.empty { Vec::new() } else { writes };
         (shape(tool, args, as_of, out), writes)
