@@ -235,6 +235,12 @@ fn a_route_s_optional_integer_is_typed_under_rules_1_and_a_run_before_them_repla
     let fork = wl(&store, &[&"fork", &old, &"--at", &"0", &"--json"]);
     fork.expect_code(0);
     assert_eq!(fork.output()["responses"][0]["status"], 422, "{fork}");
+    assert!(
+        fork.stderr.contains(&format!(
+            "note: run {old} was recorded under rules 0, and its fork runs under them too"
+        )),
+        "{fork}"
+    );
     let forked = read_bundle(&fork.bundle()).header;
     assert!(
         forked.get("seed").is_some() && forked.get("rules").is_none(),

@@ -7,6 +7,7 @@ use crate::replay::RecordedRun;
 use crate::run::RunOutcome;
 use std::path::PathBuf;
 use worldline_case::error::InputError;
+use worldline_log::log::rules;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
@@ -64,7 +65,15 @@ pub fn fork(
     args: ForkArgs,
 ) -> Result<Forked, ForkError> {
     let edits = args.edits.parse().map_err(ForkError::Edits)?;
-    let notes = fork::check::check(rec, args.at, &edits).map_err(ForkError::Edits)?;
+    let mut notes = fork::check::check(rec, args.at, &edits).map_err(ForkError::Edits)?;
+    if rec.rules < rules::CURRENT {
+        notes.push(format!(
+            "run {} was recorded under rules {}, and its fork runs under them too; this worldline's new runs are under rules {} (fixes that change what a run records: decision 0423), so run the case again to see it under those",
+            rec.id,
+            rec.rules,
+            rules::CURRENT
+        ));
+    }
     let agent = match &args.agent {
         Some(path) => {
             Some(crate::agent_file::load(sandbox, store, path).map_err(ForkError::Agent)?)
