@@ -268,3 +268,59 @@ fn a_route_s_optional_integer_is_typed_under_rules_1_and_a_run_before_them_repla
     assert_eq!(read_bundle(&out.bundle()).header["rules"], 1);
     replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }
+
+/// A query key given again is every value of a parameter that takes an
+/// array (`?tag=a&tag=b`, FastAPI's `list[str] = Query()`), each typed by
+/// its `items`, under rules 1 (decision 0423); one that does not take an
+/// array keeps its first value. Before, every key kept its first value as
+/// text, so the tool saw `tag = "a"` and a strict one refused it.
+#[test]
+fn a_query_key_given_again_is_every_value_of_an_array_parameter() {
+    let dir = temp_dir();
+    let worlds = write_world(
+        dir.path(),
+        "echo",
+        r#"name = "echo"
+version = 1
+
+[permissions]
+default = "allow"
+
+[[tools]]
+name = "search"
+description = "Say what was asked for"
+params = { type = "object", properties = { tag = { type = "array", items = { type = "string" } }, id = { anyOf = [{ type = "array", items = { type = "integer" } }, { type = "null" }] }, q = { type = "string" } }, additionalProperties = false }
+op = "respond"
+response = "$args"
+
+[[routes]]
+method = "GET"
+url = "https://search.internal/search"
+tool = "search"
+"#,
+        &[],
+    );
+    let case = write_case(
+        dir.path(),
+        "tags",
+        r#"world = "echo@v1"
+seed = 1
+clock = 2026-03-01T12:00:00Z
+
+[task]
+requests = [{ method = "GET", url = "https://search.internal/search?tag=a&id=1&tag=b&id=2&q=x&q=y" }]
+"#,
+    );
+    let store = dir.path().join("store");
+    let out = run_in(&store, &case, &guest("http-agent"), &worlds);
+    out.expect_code(0);
+    let r = &out.output()["responses"][0];
+    assert_eq!(r["status"], 200, "{r}");
+    let asked = json!({"tag": ["a", "b"], "id": [1, 2], "q": "x"});
+    assert_eq!(r["body"], asked, "{r}");
+    assert_eq!(
+        calls_of(&out.bundle(), TOOL_CALL)[0]["request"]["args"],
+        asked
+    );
+    replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}

@@ -10,12 +10,13 @@ use serde_json::{Map, Value, json};
 use worldline_case::error_kind::ErrorKind;
 use worldline_case::world::routes::Route;
 
-/// The tool call a request makes, if one of `routes` answers it.
+/// The tool call a request makes, if one of `routes` answers it: the
+/// route, and the path's and query's arguments as written.
 pub fn find<'r>(
     routes: &'r [Route],
     method: &str,
     url: &str,
-) -> Option<(&'r Route, Map<String, Value>)> {
+) -> Option<(&'r Route, Vec<(String, String)>)> {
     routes
         .iter()
         .find_map(|r| r.matches(method, url).map(|args| (r, args)))
@@ -28,7 +29,9 @@ pub enum Typing {
     OneName,
     /// By every type the schema accepts: a `type` list, and the options of
     /// an `anyOf`/`oneOf` (`Optional[int]` as FastAPI writes it), text
-    /// first (rules 1 on, decision 0423).
+    /// first; a parameter that takes an array gets every value its key is
+    /// given (`?tag=a&tag=b`, FastAPI's `list[str] = Query()`), each typed
+    /// by its `items` (rules 1 on, decision 0423).
     EveryType,
 }
 
@@ -74,22 +77,50 @@ fn typed(text: Value, schema: &Value, typing: Typing) -> Value {
     parsed.unwrap_or(text)
 }
 
+/// The schema an array parameter's values are typed by, when `schema`
+/// takes an array and `typing` reads every type.
+fn items_of(schema: &Value, typing: Typing) -> Option<&Value> {
+    if typing != Typing::EveryType || !accepted(schema, typing).contains(&"array") {
+        return None;
+    }
+    let options = ["anyOf", "oneOf"].map(|k| schema[k].as_array().into_iter().flatten());
+    let mut with_items = std::iter::once(schema).chain(options.into_iter().flatten());
+    Some(
+        with_items
+            .find_map(|s| s.get("items"))
+            .unwrap_or(&Value::Null),
+    )
+}
+
 /// The tool's arguments: `from_url` (path and query, typed by `params`,
-/// the tool's schema) under the fields of a JSON object `body`. A body
-/// that is not a JSON object is a 422.
+/// the tool's schema; the first value of a key given twice, or, read by
+/// [`Typing::EveryType`], all of them when the parameter takes an array)
+/// under the fields of a JSON object `body`. A body that is not a JSON
+/// object is a 422.
 pub fn arguments(
-    from_url: Map<String, Value>,
+    from_url: Vec<(String, String)>,
     params: &Value,
     body: &[u8],
     typing: Typing,
 ) -> Result<Value, HttpResponse> {
-    let mut args: Map<String, Value> = from_url
-        .into_iter()
-        .map(|(k, v)| {
-            let v = typed(v, &params["properties"][&k], typing);
-            (k, v)
-        })
-        .collect();
+    let mut args: Map<String, Value> = Map::new();
+    for (k, v) in from_url {
+        let schema = &params["properties"][&k];
+        match (items_of(schema, typing), args.get_mut(&k)) {
+            (Some(items), Some(Value::Array(values))) => {
+                values.push(typed(Value::String(v), items, typing));
+            }
+            (_, Some(_)) => {}
+            (Some(items), None) => {
+                let first = typed(Value::String(v), items, typing);
+                args.insert(k, Value::Array(vec![first]));
+            }
+            (None, None) => {
+                let v = typed(Value::String(v), schema, typing);
+                args.insert(k, v);
+            }
+        }
+    }
     if !body.iter().all(u8::is_ascii_whitespace) {
         match serde_json::from_slice::<Value>(body) {
             Ok(Value::Object(fields)) => args.extend(fields),
@@ -147,10 +178,11 @@ mod tests {
     #[test]
     fn arguments_come_from_path_query_and_body_typed_by_the_schema() {
         let params = json!({"properties": {"id": {"type": "string"}, "limit": {"type": "integer"}, "all": {"type": "boolean"}}});
-        let url = Map::from_iter([
-            ("id".to_string(), json!("7")),
-            ("limit".to_string(), json!("20")),
-            ("all".to_string(), json!("true")),
+        let url = pairs(&[
+            ("id", "7"),
+            ("limit", "20"),
+            ("all", "true"),
+            ("limit", "30"),
         ]);
         for typing in [Typing::OneName, Typing::EveryType] {
             let args = arguments(url.clone(), &params, b"", typing).unwrap();
@@ -173,24 +205,51 @@ mod tests {
             "q": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
             "n": {"type": ["integer", "null"]},
         }});
-        let url = Map::from_iter(
-            [
-                ("limit", "5"),
-                ("page", "2"),
-                ("ratio", "0.5"),
-                ("q", "12"),
-                ("n", "five"),
-            ]
-            .map(|(k, v)| (k.to_string(), json!(v))),
-        );
+        let url = pairs(&[
+            ("limit", "5"),
+            ("page", "2"),
+            ("ratio", "0.5"),
+            ("q", "12"),
+            ("n", "five"),
+        ]);
         let every = arguments(url.clone(), &params, b"", Typing::EveryType).unwrap();
         assert_eq!(
             every,
             json!({"limit": 5, "page": 2, "ratio": 0.5, "q": "12", "n": "five"})
         );
-        let one = arguments(url.clone(), &params, b"", Typing::OneName).unwrap();
-        let as_sent: Map<String, Value> = url;
-        assert_eq!(one, Value::Object(as_sent), "rules 0 read one name only");
+        let one = arguments(url, &params, b"", Typing::OneName).unwrap();
+        let as_sent = json!({"limit": "5", "page": "2", "ratio": "0.5", "q": "12", "n": "five"});
+        assert_eq!(one, as_sent, "rules 0 read one name only");
+    }
+
+    #[test]
+    fn a_key_given_again_is_every_value_of_an_array_parameter_under_rules_1() {
+        let params = json!({"properties": {
+            "tag": {"type": "array", "items": {"type": "string"}},
+            "id": {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]},
+            "one": {"type": "string"},
+        }});
+        let url = pairs(&[
+            ("tag", "a"),
+            ("id", "1"),
+            ("tag", "b"),
+            ("id", "2"),
+            ("one", "x"),
+            ("one", "y"),
+        ]);
+        let every = arguments(url.clone(), &params, b"", Typing::EveryType).unwrap();
+        assert_eq!(every, json!({"tag": ["a", "b"], "id": [1, 2], "one": "x"}));
+        let single = arguments(pairs(&[("tag", "a")]), &params, b"", Typing::EveryType);
+        assert_eq!(single.unwrap(), json!({"tag": ["a"]}));
+        let one = arguments(url, &params, b"", Typing::OneName).unwrap();
+        let first_as_text = json!({"tag": "a", "id": "1", "one": "x"});
+        assert_eq!(one, first_as_text, "rules 0: a key's first value, as text");
+    }
+
+    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]

@@ -425,7 +425,7 @@ paths:
         let args = got.routes[0]
             .matches("GET", "https://eu.tickets.internal/api/tickets/T-1")
             .unwrap();
-        assert_eq!(args["id"], "T-1");
+        assert_eq!(args, [("id".to_string(), "T-1".to_string())]);
         let notes = got.notes.join("\n");
         for said in [
             "HEAD /tickets/{id}",

@@ -5,7 +5,7 @@
 
 use super::tools::Tool;
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Methods a route may declare.
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
@@ -237,9 +237,10 @@ fn decode(s: &str, plus: bool) -> String {
 }
 
 impl Route {
-    /// The path parameters and query arguments of `method url` when this
-    /// route answers it.
-    pub fn matches(&self, method: &str, url: &str) -> Option<Map<String, Value>> {
+    /// The path parameters, then the query's arguments, of `method url`
+    /// when this route answers it: each as written, in order, a query
+    /// key as often as it is given (`?tag=a&tag=b`).
+    pub fn matches(&self, method: &str, url: &str) -> Option<Vec<(String, String)>> {
         if !method.eq_ignore_ascii_case(&self.method) {
             return None;
         }
@@ -255,20 +256,17 @@ impl Route {
         if parts.len() != self.path.len() {
             return None;
         }
-        let mut args = Map::new();
+        let mut args = Vec::new();
         for (seg, part) in self.path.iter().zip(parts) {
             match seg {
                 Segment::Literal(l) if l == part => {}
                 Segment::Literal(_) => return None,
-                Segment::Param(name) => {
-                    args.insert(name.clone(), Value::String(decode(part, false)));
-                }
+                Segment::Param(name) => args.push((name.clone(), decode(part, false))),
             }
         }
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            args.entry(decode(k, true))
-                .or_insert_with(|| Value::String(decode(v, true)));
+            args.push((decode(k, true), decode(v, true)));
         }
         Some(args)
     }
@@ -358,13 +356,16 @@ mod tests {
         let args = r
             .matches(
                 "GET",
-                "https://tickets.internal/api/tickets/T%2D100?verbose=yes+please",
+                "https://tickets.internal/api/tickets/T%2D100?verbose=yes+please&tag=a&tag=b",
             )
             .unwrap();
-        assert_eq!(
-            Value::Object(args),
-            json!({"id": "T-100", "verbose": "yes please"})
-        );
+        let pairs = [
+            ("id", "T-100"),
+            ("verbose", "yes please"),
+            ("tag", "a"),
+            ("tag", "b"),
+        ];
+        assert_eq!(args, pairs.map(|(k, v)| (k.to_string(), v.to_string())));
         assert!(
             r.matches("POST", "https://tickets.internal/api/tickets/T-100")
                 .is_none()

@@ -10,9 +10,11 @@ pub const CURRENT: u32 = 1;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
-/// `anyOf`/`oneOf` of them, as FastAPI writes `Optional[int]`); under 0
-/// only a `type` given as one name was read, and such text went on as
-/// text (which a strict tool refused).
+/// `anyOf`/`oneOf` of them, as FastAPI writes `Optional[int]`), and a
+/// query key given again is every value of a parameter that takes an
+/// array (`?tag=a&tag=b`); under 0 only a `type` given as one name was
+/// read, such text went on as text (which a strict tool refused), and a
+/// key kept its first value.
 pub const ROUTE_TEXT_BY_EVERY_TYPE: u32 = 1;
 
 /// From 1: a world file's path is read as a file system reads it (`./a`,
