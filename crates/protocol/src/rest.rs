@@ -8,6 +8,7 @@
 use super::HttpResponse;
 use serde_json::{Map, Value, json};
 use worldline_case::error_kind::ErrorKind;
+use worldline_case::world::accepted_types;
 use worldline_case::world::routes::Route;
 
 /// The tool call a request makes, if one of `routes` answers it: the
@@ -35,24 +36,18 @@ pub enum Typing {
     EveryType,
 }
 
-/// The types `schema` accepts, read as `typing` says.
-fn accepted(schema: &Value, typing: Typing) -> Vec<&str> {
-    let mut out = Vec::new();
-    match &schema["type"] {
-        Value::String(t) => out.push(t.as_str()),
-        Value::Array(ts) if typing == Typing::EveryType => {
-            out.extend(ts.iter().filter_map(Value::as_str));
-        }
-        _ => {}
+/// The types `schema` accepts, read as `typing` says: every one as the
+/// world's schemas read them, or a `type` written as one name.
+fn accepted(schema: &Value, typing: Typing) -> Vec<String> {
+    match (typing, schema.as_object()) {
+        (Typing::EveryType, Some(s)) => accepted_types(s),
+        (Typing::OneName, _) => schema["type"]
+            .as_str()
+            .map(String::from)
+            .into_iter()
+            .collect(),
+        (_, None) => Vec::new(),
     }
-    if typing == Typing::EveryType {
-        for key in ["anyOf", "oneOf"] {
-            for option in schema[key].as_array().into_iter().flatten() {
-                out.extend(accepted(option, typing));
-            }
-        }
-    }
-    out
 }
 
 /// A text argument as the type the tool's schema gives it (`integer`,
@@ -61,10 +56,10 @@ fn accepted(schema: &Value, typing: Typing) -> Vec<&str> {
 fn typed(text: Value, schema: &Value, typing: Typing) -> Value {
     let Value::String(s) = &text else { return text };
     let types = accepted(schema, typing);
-    if types.contains(&"string") {
+    let has = |t: &str| types.iter().any(|x| x == t);
+    if has("string") {
         return text;
     }
-    let has = |t: &str| types.contains(&t);
     let integer = || has("integer").then(|| s.parse::<i64>().ok().map(Value::from));
     let number = || {
         let f = s.parse::<f64>().ok();
@@ -80,7 +75,7 @@ fn typed(text: Value, schema: &Value, typing: Typing) -> Value {
 /// The schema an array parameter's values are typed by, when `schema`
 /// takes an array and `typing` reads every type.
 fn items_of(schema: &Value, typing: Typing) -> Option<&Value> {
-    if typing != Typing::EveryType || !accepted(schema, typing).contains(&"array") {
+    if typing != Typing::EveryType || !accepted(schema, typing).iter().any(|t| t == "array") {
         return None;
     }
     let options = ["anyOf", "oneOf"].map(|k| schema[k].as_array().into_iter().flatten());

@@ -25,6 +25,7 @@ pub(crate) mod permissions;
 pub mod routes;
 pub(crate) mod rows;
 pub(crate) mod schema;
+pub use schema::accepted_types;
 pub mod service;
 pub(crate) mod similar;
 pub mod state;

@@ -176,8 +176,9 @@ pub(crate) fn coerce(schema: &Value, value: &Value) -> Value {
     }
 }
 
-/// The `type`s a schema accepts, its `anyOf`/`oneOf` options' included.
-fn accepted_types(s: &Map<String, Value>) -> Vec<String> {
+/// The `type`s a schema accepts, its `anyOf`/`oneOf` options' included
+/// (a route's text is typed by them too: `protocol/src/rest.rs`).
+pub fn accepted_types(s: &Map<String, Value>) -> Vec<String> {
     let mut out: Vec<String> = match s.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
         Some(Value::Array(ts)) => ts

@@ -1,10 +1,11 @@
 //! Test world service for `tests/worlds/counters`: `bump` does one `get`
 //! and one `update` (the benchmark's call), `panic` panics, `spin` never
 //! ends (out of fuel), `clock` answers the call's time, two random
-//! numbers and the WASI wall clock (`wasi_ms`), `refuse` answers a typed tool error after a write (which must
-//! not land), `log` writes a world file and inserts a row, and `fresh`
-//! counts the calls this instance answered, in a static and on the heap;
-//! `keys` lists the counters' ids as `Table::all` orders them.
+//! numbers and the WASI wall clock (`wasi_ms`), `refuse` answers a typed
+//! tool error after a write (which must not land), `log` writes a world
+//! file and inserts a row, and `fresh` counts the calls this instance
+//! answered, in a static and on the heap; `keys` lists the counters' ids
+//! as `Table::all` orders them.
 //! Three tools go past the caps on what one call may read and write:
 //! `reread` gets row `key` (default `big`) of `blobs` `times` times (forever
 //! without it),
