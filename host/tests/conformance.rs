@@ -10,8 +10,9 @@
 //! (each call named), `case from-run` (the stale answer and the denial
 //! carried as `[[inject]]` rules),
 //! `fork --respond` at a tool call (and at a model call where there is one),
-//! `replay`, `verify`, `diff` against the first path's run, and `rerun`
-//! (its replay `identical`).
+//! `replay` (and of a copy whose grade is forged: diverged at its grade),
+//! `verify`, `diff` against the first path's run, and `rerun` (its replay
+//! `identical`).
 //!
 //! A new agent path or a new reader joins this matrix (docs/architecture.md,
 //! "Every path, every reader").
@@ -418,6 +419,21 @@ fn read_all(path: &str, model: bool, store: &Path, run: &str, first: Option<&str
         at("replay")
     );
     ok_at(store, 0, &[&"verify", &run]);
+    // Its grade forged, the footer sealed again: the replay grades the
+    // run again and diverges at the grade (decision 0424).
+    let forged = temp_dir();
+    let forged = forged.path().join("forged.jsonl");
+    forge_grade(&bundle_in(store, run), &forged, |g| {
+        g["passed"] = false.into();
+        g["reward"] = 0.0.into();
+    });
+    let replay = ok_at(store, 1, &[&"replay", &forged, &"--json"]);
+    assert_eq!(
+        replay.json()["divergence"]["field"],
+        "grade",
+        "{}: {replay}",
+        at("a forged grade's replay")
+    );
 
     // fork --respond at the denied close: answered this time, so the
     // case's denied count fails.

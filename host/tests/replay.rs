@@ -6,7 +6,8 @@
 use crate::common;
 
 use common::{
-    CliOutput, guest, read_bundle, run_json, temp_dir, wl, workspace_root, worlds_dir, write_case,
+    CliOutput, forge_grade, guest, read_bundle, run_json, temp_dir, wl, workspace_root, worlds_dir,
+    write_case,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -946,6 +947,55 @@ fn diff_names_the_fork_point_and_show_gives_the_state_after_an_event() {
     past.expect_code(2);
 }
 
+/// A failed run's grade forged into a pass, its footer sealed again as a
+/// forger would, replays `diverged` at its grade and fails `verify`, as
+/// does one check's verdict forged alone: both replayed `identical` and
+/// verified, since the grade is not among what the hashes cover
+/// (decision 0424). The run itself replays `identical`.
+#[test]
+fn a_forged_grade_diverges_in_replay_and_fails_verify() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = run(&store, &example_case("incident/stale-deploys"), &naive());
+    out.expect_code(1);
+    let id = run_id(&out);
+    assert_eq!(replay_json(&store, &id, 0)["verdict"], "identical");
+    wl(&store, &[&"verify", &id]).expect_code(0);
+    let failed = read_bundle(&out.bundle()).footer.unwrap()["grade"].clone();
+    let checks = failed["assertions"].as_array().unwrap();
+    let first_failed = checks.iter().position(|a| a["passed"] == false).unwrap();
+
+    let passed = dir.path().join("passed.jsonl");
+    forge_grade(&out.bundle(), &passed, |g| {
+        g["passed"] = true.into();
+        g["reward"] = 1.0.into();
+        for a in g["assertions"].as_array_mut().unwrap() {
+            a["passed"] = true.into();
+        }
+    });
+    let one = dir.path().join("one-check.jsonl");
+    forge_grade(&out.bundle(), &one, |g| {
+        g["assertions"][first_failed]["passed"] = true.into();
+    });
+    for (forged, diff) in [
+        (&passed, "$.passed: true → false"),
+        (
+            &one,
+            &*format!("$.assertions[{first_failed}].passed: true → false"),
+        ),
+    ] {
+        let doc = replay_json(&store, forged.to_str().unwrap(), 1);
+        assert_eq!(doc["verdict"], "diverged", "{doc}");
+        assert_eq!(doc["divergence"]["field"], "grade", "{doc}");
+        let lines: Vec<&str> = (doc["diff"].as_array().unwrap().iter())
+            .map(|l| l.as_str().unwrap())
+            .collect();
+        assert!(lines.contains(&diff), "{doc}");
+        let v = wl(&store, &[&"verify", forged, &"--json"]);
+        v.expect_code(1);
+        assert_eq!(v.json()["diverged"], 1, "{v}");
+    }
+}
 /// The footer holds the header's hash, so an edited header (the case's
 /// name, the seed, the parent a fork names) is refused by every reader,
 /// whole or a page of it: the hash chain starts from a constant, and such

@@ -3,6 +3,7 @@
 //! result is `identical` (same chain hash, output and final-state hash) or
 //! the first divergence.
 
+use crate::grade::verdict::Scored;
 use crate::native::exec::Exec;
 use crate::run::{RunOptions, RunOutcome, run_with};
 use anyhow::Result;
@@ -404,6 +405,7 @@ pub fn replay_in(
         faults: rec.bundle.header.fuzz.clone(),
         model_seed: rec.bundle.header.model_seed,
         replay: true,
+        recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.clone()),
         chain: rec.bundle.chain,
         ..RunOptions::default()
     };
@@ -502,6 +504,13 @@ fn report(
                 json!(o.footer.chain_hash),
             ),
         ];
+        // The recorded grade is not in what the hashes cover: graded
+        // again, its verdict must be the same (decision 0424).
+        let graded = f.grade.as_ref().map(|recorded| {
+            let (expected, actual) = Scored::compared(recorded, o.grade.as_ref());
+            ("grade", expected, actual)
+        });
+        let ends = ends.into_iter().chain(graded);
         if let Some((field, expected, actual)) = ends.into_iter().find(|(_, a, b)| a != b) {
             divergence = Some(Divergence {
                 index: recorded,

@@ -133,9 +133,14 @@ pub struct RunOptions<'a> {
     /// A member of a group of rollouts (recorded in the header).
     pub group: Option<worldline_log::log::bundle::Group>,
     /// A strict replay: compared with its recording by its output,
-    /// status, final state's hash and chain hash only, so it is neither
-    /// graded nor its footer sealed (decision 0418).
+    /// status, final state's hash, chain hash and grade's verdict, so its
+    /// grade has no state diff and its footer is not sealed (decisions
+    /// 0418, 0424).
     pub replay: bool,
+    /// A replay's recorded grade: the run is graded again, its judged
+    /// checks answered as recorded, and compared by its verdict (decision
+    /// 0424). A replay of an ungraded run grades nothing.
+    pub recorded_grade: Option<serde_json::Value>,
     /// Made durable with this batch's flush (a suite's) instead of an
     /// `fsync` of its own.
     pub batch: Option<&'a worldline_case::durable::SyncBatch>,
@@ -304,19 +309,28 @@ pub fn finish(
         .map_err(|e| opened.footer_error(opts.store, e))?;
     let left = med.services.finish();
     let hashed = opts.hashes();
-    let graded = (!opts.replay)
-        .then(|| {
-            let gold = opened.gold.as_deref();
-            grade_run(case, None, &ended, &events, &left.state, gold, hashed)
-        })
-        .flatten();
+    let gold = opened.gold.as_deref();
+    let graded = match (opts.replay, &opts.recorded_grade) {
+        (false, _) => grade_run(case, None, &ended, &events, &left.state, gold, hashed),
+        // Its verdict is what a replay compares (decision 0424).
+        (true, Some(recorded)) => grade_run(
+            case,
+            Some(recorded),
+            &ended,
+            &events,
+            &left.state,
+            gold,
+            false,
+        ),
+        (true, None) => None,
+    };
     let sealed = (hashed && !opts.replay).then_some(&opened.header);
     let footer = footer(
         ended,
         fuel,
         (chain_hash, events.len()),
         &left,
-        graded.as_ref(),
+        graded.as_ref().filter(|_| !opts.replay),
         hashed,
         sealed,
     );

@@ -660,6 +660,39 @@ pub fn calls_of(bundle: &Path, call: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The bundle of run `id` in the folder store `store`.
+pub fn bundle_in(store: &Path, id: &str) -> PathBuf {
+    store.join("runs").join(format!("{id}.jsonl"))
+}
+
+/// `bundle` written to `to` with its footer's grade edited by `edit` and
+/// the footer sealed again as a forger would (`bundle::seal`, decision
+/// 0414): none of the bundle's own hashes tells the copy from a run.
+pub fn forge_grade(bundle: &Path, to: &Path, edit: impl FnOnce(&mut Value)) {
+    use worldline_log::log::bundle::{self, Footer};
+    let text = std::fs::read_to_string(bundle).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut first: Value = serde_json::from_str(first).unwrap();
+    let header: worldline_log::log::Header =
+        serde_json::from_value(first["header"].take()).unwrap();
+    let body = rest.strip_suffix('\n').unwrap();
+    // The events' lines (none for a run that made no call), then the footer.
+    let (events, last) = match body.rsplit_once('\n') {
+        Some((events, last)) => (format!("{events}\n"), last),
+        None => (String::new(), body),
+    };
+    let mut last: Value = serde_json::from_str(last).unwrap();
+    let mut footer: Footer = serde_json::from_value(last["footer"].take()).unwrap();
+    edit(footer.grade.as_mut().expect("a graded run"));
+    bundle::seal(&mut footer, &header);
+    let forged = format!(
+        "{}{events}{}",
+        bundle::header_line(&header),
+        bundle::footer_line(&footer)
+    );
+    std::fs::write(to, forged).unwrap();
+}
+
 /// Read a bundle file line by line (no chain check; the library does that).
 pub fn read_bundle(path: &Path) -> BundleLines {
     let text = std::fs::read_to_string(path)
