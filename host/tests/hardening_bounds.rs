@@ -293,7 +293,7 @@ fn a_run_that_would_record_past_a_readable_bundle_ends_at_the_record_s_cap() {
         "{error}"
     );
     let id = run["run_id"].as_str().unwrap();
-    let bundle = store.join("runs").join(format!("{id}.jsonl"));
+    let bundle = common::bundle_in(&store, &id);
     let size = std::fs::metadata(&bundle).unwrap().len();
     assert!(
         (800 << 20..896 << 20).contains(&size),
@@ -393,11 +393,7 @@ fn import_refuses_fifos_and_devices_in_a_store_folder_and_as_a_file() {
     std::fs::create_dir_all(hostile.join("objects")).unwrap();
     mkfifo(&hostile.join("runs/fifo-run.jsonl"));
     symlink_to_zero(&hostile.join("runs/zero-run.jsonl"));
-    std::fs::copy(
-        out.bundle(),
-        hostile.join("runs").join(format!("{run}.jsonl")),
-    )
-    .unwrap();
+    std::fs::copy(out.bundle(), common::bundle_in(&hostile, &run)).unwrap();
     for e in std::fs::read_dir(good.join("objects")).unwrap() {
         let e = e.unwrap();
         let to = hostile.join("objects").join(e.file_name());

@@ -752,7 +752,7 @@ fn a_bundle_named_as_no_run_is_not_exported() {
     let dir = temp_dir();
     let (store, id) = demo_run(dir.path());
     let renamed = dir.path().join("my run.jsonl");
-    std::fs::copy(store.join("runs").join(format!("{id}.jsonl")), &renamed).unwrap();
+    std::fs::copy(common::bundle_in(&store, &id), &renamed).unwrap();
     let out_file = dir.path().join("out.jsonl");
     let out = worldline(&store, ["export", s(&renamed), "-o", s(&out_file)]);
     out.expect_code(2);

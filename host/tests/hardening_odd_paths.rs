@@ -114,7 +114,7 @@ fn a_file_in_runs_named_as_no_run_is_said_to_be_none() {
 fn bytes_after_a_footer_are_damage_not_a_torn_line() {
     let dir = temp_dir();
     let (store, ids) = store_with_runs(dir.path());
-    let bundle = store.join("runs").join(format!("{}.jsonl", ids[0]));
+    let bundle = common::bundle_in(&store, &ids[0]);
     let mut bytes = std::fs::read(&bundle).unwrap();
     bytes.extend_from_slice(b"junk without a newline");
     std::fs::write(&bundle, bytes).unwrap();
@@ -146,7 +146,7 @@ fn bytes_after_a_footer_are_damage_not_a_torn_line() {
 fn a_footer_without_its_newline_is_the_run_s_footer() {
     let dir = temp_dir();
     let (store, ids) = store_with_runs(dir.path());
-    let bundle = store.join("runs").join(format!("{}.jsonl", ids[0]));
+    let bundle = common::bundle_in(&store, &ids[0]);
     let bytes = std::fs::read(&bundle).unwrap();
     std::fs::write(&bundle, &bytes[..bytes.len() - 1]).unwrap();
     std::fs::remove_file(store.join("index.sqlite")).unwrap();
@@ -542,7 +542,7 @@ fn a_bundle_outside_any_store_makes_no_store_where_none_is() {
     let elsewhere = dir.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     let copy = elsewhere.join(format!("{}.jsonl", ids[0]));
-    std::fs::copy(store.join("runs").join(format!("{}.jsonl", ids[0])), &copy).unwrap();
+    std::fs::copy(common::bundle_in(&store, &ids[0]), &copy).unwrap();
     let nowhere = dir.path().join("nowhere");
     let copy = copy.to_str().unwrap();
     for args in [
@@ -571,7 +571,7 @@ fn a_bundle_outside_any_store_makes_no_store_where_none_is() {
 fn a_killed_run_exports_as_incomplete() {
     let dir = temp_dir();
     let (store, ids) = store_with_runs(dir.path());
-    let bundle = store.join("runs").join(format!("{}.jsonl", ids[0]));
+    let bundle = common::bundle_in(&store, &ids[0]);
     let text = std::fs::read_to_string(&bundle).unwrap();
     let body = text.trim_end().rsplit_once('\n').unwrap().0;
     std::fs::write(&bundle, format!("{body}\n")).unwrap();
@@ -826,7 +826,7 @@ fn a_world_file_s_path_names_the_file_a_file_system_would() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let old = common::imported_fixture(&store, "before-rules", "dot-paths.json");
-    let recorded = common::read_bundle(&store.join("runs").join(format!("{old}.jsonl")));
+    let recorded = common::read_bundle(&common::bundle_in(&store, &old));
     assert_eq!(recorded.footer.unwrap()["grade"]["passed"], false);
 
     let fixture = common::workspace_root().join("tests/bundles/before-rules");

@@ -290,7 +290,7 @@ fn ui_routes_take_run_ids_of_the_store_and_nothing_else() {
     // A run of another store, and a file that is not a run at all.
     let other = c.root.join("other");
     std::fs::create_dir_all(&other).unwrap();
-    let bundle = c.store.join("runs").join(format!("{}.jsonl", c.run));
+    let bundle = common::bundle_in(&c.store, &c.run);
     let outside = other.join("stolen.jsonl");
     std::fs::copy(&bundle, &outside).unwrap();
     let server = Server::start(&c.store, &[]);

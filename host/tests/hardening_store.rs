@@ -953,7 +953,7 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
     let case = write_case(dir.path(), "demo", &demo_case(3));
     let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir());
     let id = out.json()["run_id"].as_str().unwrap().to_string();
-    let bundle = store.join("runs").join(format!("{id}.jsonl"));
+    let bundle = common::bundle_in(&store, &id);
     let bundle = bundle.to_str().unwrap();
     let typo = dir.path().join("typo");
     for args in [
@@ -1112,8 +1112,8 @@ fn a_read_only_store_is_read_and_a_command_that_writes_is_refused() {
     let (stem, last) = ids[0].split_at(ids[0].len() - 1);
     let copy = format!("{stem}{}", if last == "0" { '1' } else { '0' });
     std::fs::copy(
-        store.join("runs").join(format!("{}.jsonl", ids[0])),
-        store.join("runs").join(format!("{copy}.jsonl")),
+        common::bundle_in(&store, &ids[0]),
+        common::bundle_in(&store, &copy),
     )
     .unwrap();
     let before = tree_of(&store);

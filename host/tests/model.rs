@@ -1273,7 +1273,7 @@ fn a_rerun_recorded_before_its_latency_replays_as_it_ran() {
     let imported = worldline(&store, [OsStr::new("import"), fixture.as_os_str()]);
     imported.expect_code(0);
     let id = "20261203-150824-2bc30339";
-    let times = model_times(&store.join("runs").join(format!("{id}.jsonl")));
+    let times = model_times(&common::bundle_in(&store, &id));
     let recording = |t| (t, "recording".to_string());
     assert_eq!(times, [recording(1_000_000), recording(2_000_000)]);
     common::replays_identical(&store, id);
@@ -1353,7 +1353,7 @@ fn a_responses_request_s_structured_output_and_reasoning_reach_the_provider() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let old = common::imported_fixture(&store, "before-rules", "structured-output.json");
-    let recorded = read_bundle(&store.join("runs").join(format!("{old}.jsonl")));
+    let recorded = read_bundle(&common::bundle_in(&store, &old));
     let chat = &recorded.events[0]["request"]["request"];
     assert!(chat.get("response_format").is_none(), "{chat}");
 

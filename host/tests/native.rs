@@ -290,7 +290,7 @@ fn an_openai_and_mcp_agent_passes_and_replays_identical_at_the_boundary() {
         .map(|(i, _)| i)
         .expect("a third model call");
     let cut_id = format!("{}cafe", &run[..run.len() - 4]);
-    let cut = store.join("runs").join(format!("{cut_id}.jsonl"));
+    let cut = common::bundle_in(&store, &cut_id);
     std::fs::write(&cut, lines[..=third].concat()).unwrap();
     let held = read_bundle(&cut).events.len();
     let resumed = worldline(&store, ["resume", &cut_id, "--json"]);

@@ -630,11 +630,10 @@ fn a_responders_runs_matches_signatures_as_shown_not_the_hidden_values() {
         shown.iter().all(|(_, s)| s.contains("<customer:")),
         "{shown:?}"
     );
-    let raw = std::fs::read_to_string(
-        common::store_folder(&t.responder)
-            .join("runs")
-            .join(format!("{}.jsonl", t.run)),
-    )
+    let raw = std::fs::read_to_string(common::bundle_in(
+        &common::store_folder(&t.responder),
+        &t.run,
+    ))
     .unwrap();
     assert!(raw.contains("customers/CUST-004211.email"));
     // A hidden value matches nothing; the placeholder shown matches, and

@@ -424,7 +424,7 @@ fn a_run_set_aside_that_the_database_holds_loses_its_copy() {
     let folder = store_folder(&store);
     let aside = folder.join("unstored").join(format!("{id}.jsonl"));
     std::fs::create_dir_all(aside.parent().unwrap()).unwrap();
-    std::fs::rename(folder.join("runs").join(format!("{id}.jsonl")), &aside).unwrap();
+    std::fs::rename(common::bundle_in(&folder, &id), &aside).unwrap();
     std::fs::remove_file(folder.join("pulled.json")).unwrap();
     let out = worldline(&store, ["runs", "--json"]);
     out.expect_code(0);

@@ -179,8 +179,7 @@ fn each_detector_hides_its_kind_with_stable_placeholders_unless_unredacted() {
     assert!(h.stdout.contains("sk-proj-abcdefghijklmnop1234"), "{h}");
 
     // The bundle keeps everything and still replays.
-    let bundle =
-        std::fs::read_to_string(st.store.join("runs").join(format!("{}.jsonl", st.run))).unwrap();
+    let bundle = std::fs::read_to_string(common::bundle_in(&st.store, &st.run)).unwrap();
     assert!(bundle.contains("ana.lopez@example.com"));
     worldline(&st.store, ["replay", st.run.as_str()]).expect_code(0);
 
@@ -322,7 +321,7 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
     v.expect_code(0);
     assert_eq!(v.json()["redacted_copies"], 1, "{v}");
     assert_eq!(v.json()["unreadable"], 0, "{v}");
-    let path = other.join("runs").join(format!("{id}.jsonl"));
+    let path = common::bundle_in(&other, &id);
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replacen("<email:", "<emall:", 1)).unwrap();
     let v = worldline(&other, ["verify", "--json"]);

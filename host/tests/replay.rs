@@ -757,7 +757,7 @@ fn an_exported_run_replays_in_another_store_and_hostile_exports_are_refused() {
     i.expect_code(0);
     assert_eq!(i.json()["run_id"], id.as_str());
     assert_eq!(
-        std::fs::read(store_b.join("runs").join(format!("{id}.jsonl"))).unwrap(),
+        std::fs::read(common::bundle_in(&store_b, &id)).unwrap(),
         std::fs::read(out.bundle()).unwrap()
     );
     let doc = replay_json(&store_b, &id, 0);

@@ -306,7 +306,7 @@ fn a_run_killed_at_seeded_points_resumes_to_the_uninterrupted_world_sending_noth
             "seed {seed}: {shown}"
         );
         let rid = resumed["run_id"].as_str().unwrap().to_string();
-        let resumed_bundle = store.join("runs").join(format!("{rid}.jsonl"));
+        let resumed_bundle = common::bundle_in(&store, &rid);
         // The resume sent exactly the requests the recording had not answered.
         let sent_by_resume = server.seen()[sent..].to_vec();
         assert_eq!(sent_by_resume, whole_requests[answered..], "seed {seed}");
@@ -587,10 +587,10 @@ fn a_step_limit_where_the_run_had_none_is_refused() {
     let store = dir.path().join("store");
     let done = run(&store, &case, &worlds);
     let id = done.json()["run_id"].as_str().unwrap().to_string();
-    let bundle = std::fs::read_to_string(store.join("runs").join(format!("{id}.jsonl"))).unwrap();
+    let bundle = std::fs::read_to_string(common::bundle_in(&store, &id)).unwrap();
     let cut: String = bundle.lines().take(6).map(|l| format!("{l}\n")).collect();
     let killed = "20261204-000010-aaaa0010";
-    std::fs::write(store.join("runs").join(format!("{killed}.jsonl")), cut).unwrap();
+    std::fs::write(common::bundle_in(&store, &killed), cut).unwrap();
     let lower = resume(&store, killed, &["--max-steps", "1"]);
     lower.expect_code(2);
     assert!(

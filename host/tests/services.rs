@@ -868,7 +868,7 @@ fn a_service_s_wasi_clock_reads_the_run_s_time() {
     let dir = temp_dir();
     let store = dir.path().join("store");
     let old = common::imported_fixture(&store, "before-rules", "service-clock.json");
-    let recorded = common::read_bundle(&store.join("runs").join(format!("{old}.jsonl")));
+    let recorded = common::read_bundle(&common::bundle_in(&store, &old));
     let start_ms: u64 = 1_772_452_800_000; // 2026-03-02T12:00:00Z
     let answered = |footer: &Value| -> u64 {
         let answers: Value = serde_json::from_str(footer["output"].as_str().unwrap()).unwrap();

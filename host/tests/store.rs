@@ -335,7 +335,7 @@ fn a_deleted_corrupt_or_stale_index_is_rebuilt_from_the_bundles() {
     assert_eq!(ids(&runs(&store, &[])), [id_of(&second)]);
     let other = dir.path().join("other");
     let third = run(&other, &good);
-    let copied = store.join("runs").join(format!("{}.jsonl", id_of(&third)));
+    let copied = common::bundle_in(&store, &id_of(&third));
     std::fs::copy(third["bundle"].as_str().unwrap(), &copied).unwrap();
     assert_eq!(
         ids(&runs(&store, &[])),

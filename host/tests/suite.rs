@@ -126,10 +126,7 @@ fn text_lines_name_run_ids_and_rerun_failed_runs_only_the_failures() {
             .split_whitespace()
             .find(|w| w.len() == 24 && w.as_bytes()[8] == b'-')
             .unwrap_or_else(|| panic!("no run id in `{l}`"));
-        assert!(
-            store.join("runs").join(format!("{id}.jsonl")).is_file(),
-            "{l}"
-        );
+        assert!(common::bundle_in(&store, &id).is_file(), "{l}");
     }
     assert_eq!(lines[4], "2 passed, 2 failed");
 
@@ -583,9 +580,7 @@ fn import_gathers_the_runs_of_shard_stores_into_one_that_replays_them() {
     );
 
     // A damaged run of a source store is named and skipped, never copied.
-    let victim = shards[0]
-        .join("runs")
-        .join(format!("{}.jsonl", first_run(&shards[0])));
+    let victim = common::bundle_in(&shards[0], &first_run(&shards[0]));
     let text = std::fs::read_to_string(&victim).unwrap();
     std::fs::write(&victim, text.replacen("\"seq\":1", "\"seq\":7", 1)).unwrap();
     let third = dir.path().join("third");

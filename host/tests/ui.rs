@@ -762,7 +762,7 @@ fn ui_of_a_bundle_path_serves_its_store() {
     let case = common::write_case(dir.path(), "c", &common::passing_demo_case(1));
     let ran = common::run_in(&store, &case, &guest("caller-agent"), &common::worlds_dir());
     let id = ran.json()["run_id"].as_str().unwrap().to_string();
-    let bundle = store.join("runs").join(format!("{id}.jsonl"));
+    let bundle = common::bundle_in(&store, &id);
     let s = Server::start(&dir.path().join("other"), &[bundle.to_str().unwrap()]);
     assert!(s.url.contains(&format!("/run/{id}")), "{}", s.url);
     assert_eq!(s.get(&format!("/run/{id}")).status, 200);
