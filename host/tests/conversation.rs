@@ -726,7 +726,7 @@ fn the_support_examples_pass_careful_and_fail_naive_for_their_reasons_and_replay
         .as_str()
         .unwrap()
         .to_string();
-    let bundle = common::bundle_in(&store, &run);
+    let bundle = common::bundle_in(store, &run);
     let at = read_bundle(&bundle)
         .events
         .iter()

@@ -293,7 +293,7 @@ fn a_run_that_would_record_past_a_readable_bundle_ends_at_the_record_s_cap() {
         "{error}"
     );
     let id = run["run_id"].as_str().unwrap();
-    let bundle = common::bundle_in(&store, &id);
+    let bundle = common::bundle_in(&store, id);
     let size = std::fs::metadata(&bundle).unwrap().len();
     assert!(
         (800 << 20..896 << 20).contains(&size),

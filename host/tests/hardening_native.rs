@@ -704,7 +704,7 @@ fn a_signal_to_a_native_run_reports_it_then_ends_the_command() {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     assert_eq!(report["run_status"], "trapped", "{out}");
     let id = report["run_id"].as_str().unwrap();
-    assert!(common::bundle_in(&store, &id).exists(), "{out}");
+    assert!(common::bundle_in(&store, id).exists(), "{out}");
 }
 
 /// `case from-run` of a run whose case names its agent beside it (`exec =

@@ -453,7 +453,7 @@ mod ids_worlds_and_errors {
         assert_eq!(bundles.len(), 400 + groups.len(), "{fuzz}");
         for g in groups {
             let id = g["reproducer"]["run_id"].as_str().unwrap();
-            assert!(crate::common::bundle_in(&store, &id).is_file(), "{g}");
+            assert!(crate::common::bundle_in(&store, id).is_file(), "{g}");
         }
     }
 

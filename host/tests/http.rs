@@ -457,7 +457,7 @@ fn runs_recorded_with_the_http_plumbing_replay_identical() {
     // A fork at the last model call keeps the parent's plumbing events
     // before it, and records them after it the same way.
     let run = &runs[0];
-    let bundle = common::bundle_in(&store.path(), &run);
+    let bundle = common::bundle_in(store.path(), run);
     let parent = read_bundle(&bundle).events;
     let at = parent
         .iter()

@@ -1273,7 +1273,7 @@ fn a_rerun_recorded_before_its_latency_replays_as_it_ran() {
     let imported = worldline(&store, [OsStr::new("import"), fixture.as_os_str()]);
     imported.expect_code(0);
     let id = "20261203-150824-2bc30339";
-    let times = model_times(&common::bundle_in(&store, &id));
+    let times = model_times(&common::bundle_in(&store, id));
     let recording = |t| (t, "recording".to_string());
     assert_eq!(times, [recording(1_000_000), recording(2_000_000)]);
     common::replays_identical(&store, id);

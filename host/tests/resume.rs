@@ -590,7 +590,7 @@ fn a_step_limit_where_the_run_had_none_is_refused() {
     let bundle = std::fs::read_to_string(common::bundle_in(&store, &id)).unwrap();
     let cut: String = bundle.lines().take(6).map(|l| format!("{l}\n")).collect();
     let killed = "20261204-000010-aaaa0010";
-    std::fs::write(common::bundle_in(&store, &killed), cut).unwrap();
+    std::fs::write(common::bundle_in(&store, killed), cut).unwrap();
     let lower = resume(&store, killed, &["--max-steps", "1"]);
     lower.expect_code(2);
     assert!(

@@ -126,7 +126,7 @@ fn text_lines_name_run_ids_and_rerun_failed_runs_only_the_failures() {
             .split_whitespace()
             .find(|w| w.len() == 24 && w.as_bytes()[8] == b'-')
             .unwrap_or_else(|| panic!("no run id in `{l}`"));
-        assert!(common::bundle_in(&store, &id).is_file(), "{l}");
+        assert!(common::bundle_in(&store, id).is_file(), "{l}");
     }
     assert_eq!(lines[4], "2 passed, 2 failed");
 

@@ -895,7 +895,7 @@ fn an_export_of_many_runs_holds_one_at_a_time() {
     let dir = temp_dir();
     let store = dir.path();
     let id = costly_run(store, 100, 0);
-    let bundle = crate::common::bundle_in(&store, &id);
+    let bundle = crate::common::bundle_in(store, &id);
     let text = std::fs::read(&bundle).unwrap();
     let ids: Vec<String> = (0..300)
         .map(|i| {
