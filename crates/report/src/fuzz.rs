@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 use worldline_case::case::fuzz::{Profile, Schedule};
 
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use worldline_case::partition::Partition;
 use worldline_case::shown;
 use worldline_engine::fuzz::describe;
@@ -14,25 +14,25 @@ use worldline_engine::fuzz::reproducer::Kept;
 use worldline_engine::fuzz::summary::{MixEntry, Summary, Tally};
 
 /// Where the campaign's faults came from, and the profile itself.
-#[derive(Serialize)]
-pub struct Faults<'a> {
-    pub from: &'a str,
-    pub profile: &'a Profile,
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Faults {
+    pub from: String,
+    pub profile: Profile,
 }
 
 /// A group's reproducer run.
-#[derive(Serialize)]
-pub struct Reproducer<'a> {
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Reproducer {
     pub bundle: Option<String>,
-    pub chain_hash: &'a str,
-    pub faults: &'a Schedule,
+    pub chain_hash: String,
+    pub faults: Schedule,
     pub model_seed: Option<u64>,
-    pub run_id: Option<&'a str>,
+    pub run_id: Option<String>,
     pub seed: u64,
 }
 
 /// What shrinking a group's reproducer found.
-#[derive(Serialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct ShrinkReport {
     pub complete: bool,
     pub faults_after: usize,
@@ -42,66 +42,68 @@ pub struct ShrinkReport {
 }
 
 /// Failures that share a signature.
-#[derive(Serialize)]
-pub struct GroupReport<'a> {
+#[derive(Clone, Serialize, Deserialize)]
+pub struct GroupReport {
     pub count: u64,
-    pub fault_mix: &'a [MixEntry],
+    pub fault_mix: Vec<MixEntry>,
     pub rate: f64,
-    pub reproducer: Reproducer<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproducer: Reproducer,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shrunk: Option<ShrinkReport>,
-    pub signature: &'a str,
+    pub signature: String,
     /// An `unscripted` group: what the scripted model had no reply for
     /// (its reproducer's error, with the agent's message).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unscripted: Option<&'a str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unscripted: Option<String>,
 }
 
 /// Real time the campaign took (the one part that differs between two
 /// runs of the same campaign).
-#[derive(Serialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct Timing {
     pub elapsed_ms: f64,
     pub runs_per_s: f64,
 }
 
-/// The `fuzz --json` document.
-#[derive(Serialize)]
-pub struct FuzzReport<'a> {
-    pub agent_sha256: &'a str,
-    pub case: &'a str,
-    pub faults: Faults<'a>,
-    pub groups: Vec<GroupReport<'a>>,
+/// The `fuzz --json` document: written by `fuzz`, and read back typed by
+/// the text report and by `merge` (a shard that does not read as one is
+/// refused naming the field).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct FuzzReport {
+    pub agent_sha256: String,
+    pub case: String,
+    pub faults: Faults,
+    pub groups: Vec<GroupReport>,
     pub repeat: u64,
     pub seed: u64,
     pub seeds: u64,
-    pub summary: &'a Summary,
+    pub summary: Summary,
     pub timing: Timing,
     pub world: String,
     /// A shard's report (`--partition`): which shard, and its tally (counts,
     /// not every run), for `worldline merge`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
     /// A shard's case file and model flags, hashed (`merge` refuses
     /// shards that differ in it).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tally: Option<&'a Tally>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tally: Option<Tally>,
 }
 
-impl<'a> GroupReport<'a> {
-    pub fn of(k: &'a Kept) -> Self {
+impl GroupReport {
+    pub fn of(k: &Kept) -> Self {
         GroupReport {
             count: k.group.count,
-            fault_mix: &k.group.fault_mix,
+            fault_mix: k.group.fault_mix.clone(),
             rate: k.group.rate,
             reproducer: Reproducer {
                 bundle: k.outcome.bundle.as_ref().map(|b| b.display().to_string()),
-                chain_hash: &k.outcome.footer.chain_hash,
-                faults: k.faults(),
+                chain_hash: k.outcome.footer.chain_hash.clone(),
+                faults: k.faults().clone(),
                 model_seed: k.trial.model_seed,
-                run_id: k.outcome.run_id.as_deref(),
+                run_id: k.outcome.run_id.clone(),
                 seed: k.trial.seed,
             },
             shrunk: k.shrunk.as_ref().map(|(s, before)| ShrinkReport {
@@ -111,9 +113,9 @@ impl<'a> GroupReport<'a> {
                 tries: s.tries,
                 words: describe::schedule(s),
             }),
-            signature: &k.group.signature,
+            signature: k.group.signature.clone(),
             unscripted: (k.outcome.footer.status == worldline_log::log::Status::Unscripted)
-                .then_some(k.outcome.footer.error.as_deref())
+                .then(|| k.outcome.footer.error.clone())
                 .flatten(),
         }
     }
@@ -125,103 +127,89 @@ fn pct(x: f64) -> String {
 
 /// The text report, from the `--json` document (one machine's, or the
 /// shards' merged: `merge` prints what one machine would have).
-pub fn write(out: &mut impl Write, r: &Value) -> io::Result<()> {
-    let s = &r["summary"];
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
-    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
+    let s = &r.summary;
     writeln!(
         out,
         "fuzz {} on {}: {} runs, campaign seed {}, faults from {}",
-        shown::text(r["case"].as_str().unwrap_or("")),
-        shown::text(r["world"].as_str().unwrap_or("")),
-        n(&s["runs"]),
-        n(&r["seed"]),
-        shown::text(r["faults"]["from"].as_str().unwrap_or(""))
+        shown::text(&r.case),
+        shown::text(&r.world),
+        s.runs,
+        r.seed,
+        shown::text(&r.faults.from)
     )?;
-    let share = |of: &Value, count: &str, total: &str, rate: &str| {
+    let share = |count: u64, total: u64, rate: f64, interval: [f64; 2]| {
         format!(
-            "{}/{} = {} (95% interval {} – {})",
-            n(&of[count]),
-            n(&of[total]),
-            pct(f(&of[rate])),
-            pct(f(&of["interval"][0])),
-            pct(f(&of["interval"][1]))
+            "{count}/{total} = {} (95% interval {} – {})",
+            pct(rate),
+            pct(interval[0]),
+            pct(interval[1])
         )
     };
-    writeln!(out, "  passed {}", share(s, "passed", "runs", "pass_rate"))?;
-    if s["attack"].is_object() {
+    writeln!(
+        out,
+        "  passed {}",
+        share(s.passed, s.runs, s.pass_rate, s.interval)
+    )?;
+    if let Some(a) = &s.attack {
         writeln!(
             out,
             "  attack succeeded in {} of the runs an injection reached",
-            share(&s["attack"], "succeeded", "injected", "rate")
+            share(a.succeeded, a.injected, a.rate, a.interval)
         )?;
     }
-    let ks: Vec<String> = (s["pass_k"].as_array().into_iter().flatten())
-        .map(|p| format!("pass^{} {}", n(&p["k"]), pct(f(&p["value"]))))
+    let ks: Vec<String> = (s.pass_k.iter())
+        .map(|p| format!("pass^{} {}", p.k, pct(p.value)))
         .collect();
     if !ks.is_empty() {
         writeln!(out, "  {}", ks.join(", "))?;
     }
-    let groups = r["groups"].as_array().map_or(&[][..], Vec::as_slice);
-    if groups.is_empty() {
+    if r.groups.is_empty() {
         writeln!(out, "  no failures")?;
     }
-    for g in groups {
-        let count = n(&g["count"]);
+    for g in &r.groups {
         writeln!(
             out,
-            "  {count} run{} ({}) {}",
-            if count == 1 { "" } else { "s" },
-            pct(f(&g["rate"])),
-            shown::text(g["signature"].as_str().unwrap_or(""))
+            "  {} run{} ({}) {}",
+            g.count,
+            if g.count == 1 { "" } else { "s" },
+            pct(g.rate),
+            shown::text(&g.signature)
         )?;
-        if let Some(why) = g["unscripted"].as_str() {
+        if let Some(why) = &g.unscripted {
             writeln!(out, "      {}", shown::text(why))?;
         }
-        let mix: Vec<String> = (g["fault_mix"].as_array().into_iter().flatten())
-            .map(|m| {
-                format!(
-                    "{} ×{}",
-                    shown::text(m["fault"].as_str().unwrap_or("")),
-                    n(&m["runs"])
-                )
-            })
+        let mix: Vec<String> = (g.fault_mix.iter())
+            .map(|m| format!("{} ×{}", shown::text(&m.fault), m.runs))
             .collect();
         if !mix.is_empty() {
             writeln!(out, "      fault mix: {}", mix.join(", "))?;
         }
-        let sh = &g["shrunk"];
-        if sh.is_object() {
+        if let Some(sh) = &g.shrunk {
             writeln!(
                 out,
                 "      shrunk from {} to {} fault(s) in {} runs{}: {}",
-                n(&sh["faults_before"]),
-                n(&sh["faults_after"]),
-                n(&sh["tries"]),
-                if sh["complete"] == true {
-                    ""
-                } else {
-                    " (budget spent)"
-                },
-                shown::text(sh["words"].as_str().unwrap_or(""))
+                sh.faults_before,
+                sh.faults_after,
+                sh.tries,
+                if sh.complete { "" } else { " (budget spent)" },
+                shown::text(&sh.words)
             )?;
         }
-        if let Some(id) = g["reproducer"]["run_id"].as_str() {
+        if let Some(id) = &g.reproducer.run_id {
             writeln!(
                 out,
                 "      reproducer: {id} (seed {}); worldline replay {id}",
-                n(&g["reproducer"]["seed"])
+                g.reproducer.seed
             )?;
         }
     }
-    if r["timing"].is_object() {
-        writeln!(
-            out,
-            "  {:.0} ms, {} runs/s",
-            f(&r["timing"]["elapsed_ms"]),
-            rate(f(&r["timing"]["runs_per_s"]))
-        )?;
-    }
+    writeln!(
+        out,
+        "  {:.0} ms, {} runs/s",
+        r.timing.elapsed_ms,
+        rate(r.timing.runs_per_s)
+    )?;
     Ok(())
 }
 
@@ -235,33 +223,43 @@ pub fn rate(per_s: f64) -> String {
     }
 }
 
+/// What shards of one campaign hold alike, by name, as JSON.
+fn identity(r: &FuzzReport) -> [(&'static str, Value); 8] {
+    [
+        ("agent_sha256", json!(r.agent_sha256)),
+        ("case", json!(r.case)),
+        ("faults", json!(r.faults)),
+        ("inputs", json!(r.inputs)),
+        ("repeat", json!(r.repeat)),
+        ("seed", json!(r.seed)),
+        ("seeds", json!(r.seeds)),
+        ("world", json!(r.world)),
+    ]
+}
+
 /// Shard reports of one campaign (`fuzz --partition i/n --json`) as the
 /// report one machine would have printed for the same campaign seed: the
 /// tallies of every shard added up, the summary and groups computed again,
 /// each group's reproducer taken from the shard that ran its first run.
 /// Only `timing` and the reproducers' run ids and bundle paths differ.
-pub fn merge(shards: &[Value]) -> Result<Value, String> {
+pub fn merge(shards: &[FuzzReport]) -> Result<FuzzReport, String> {
     let first = shards.first().ok_or("no reports to merge")?;
-    for key in [
-        "agent_sha256",
-        "case",
-        "faults",
-        "inputs",
-        "repeat",
-        "seed",
-        "seeds",
-        "world",
-    ] {
-        if let Some(other) = shards.iter().find(|s| s[key] != first[key]) {
+    let alike = identity(first);
+    for s in shards {
+        if let Some(((key, one), (_, other))) = alike
+            .iter()
+            .zip(identity(s))
+            .find(|((_, a), (_, b))| a != b)
+        {
             return Err(format!(
                 "the reports are not shards of one campaign: `{key}` is {} in one and {} in another",
-                shown::text(&first[key].to_string()),
-                shown::text(&other[key].to_string())
+                shown::text(&one.to_string()),
+                shown::text(&other.to_string())
             ));
         }
     }
-    let repeat = first["repeat"].as_u64().unwrap_or(1).max(1);
-    let seeds = first["seeds"].as_u64().unwrap_or(0);
+    let repeat = first.repeat.max(1);
+    let seeds = first.seeds;
     let expected = seeds.checked_mul(repeat).ok_or_else(|| {
         format!(
             "the reports say {seeds} seeds repeated {repeat} times: more runs than can be counted"
@@ -269,19 +267,18 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
     })?;
     let mut parts = Vec::new();
     for s in shards {
-        let (Some(_), Some(p)) = (s.get("tally"), s["partition"].as_str()) else {
+        let (Some(_), Some(p)) = (&s.tally, &s.partition) else {
             return Err(
                 "a report has no `tally`: merge the --json reports of `fuzz --partition i/n`"
                     .into(),
             );
         };
-        parts.push(p);
+        parts.push(p.as_str());
     }
     let parts = Partition::whole_set(&parts)?;
     let mut tallies = Vec::new();
     for (s, p) in shards.iter().zip(parts) {
-        let t: Tally = serde_json::from_value(s["tally"].clone())
-            .map_err(|e| format!("shard {p}: its `tally` does not read: {e}"))?;
+        let t = s.tally.clone().expect("checked above");
         if t.repeat != repeat {
             return Err(format!(
                 "shard {p}: its tally repeats seeds {} times, the report {repeat}",
@@ -309,13 +306,11 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
     let mut groups = Vec::new();
     for g in tally.groups() {
         let t = &g.first;
-        let kept = shards
-            .iter()
-            .flat_map(|s| s["groups"].as_array().into_iter().flatten())
+        let kept = (shards.iter().flat_map(|s| &s.groups))
             .find(|k| {
-                k["signature"] == g.signature.as_str()
-                    && k["reproducer"]["seed"] == t.seed
-                    && k["reproducer"]["model_seed"] == serde_json::json!(t.model_seed)
+                k.signature == g.signature
+                    && k.reproducer.seed == t.seed
+                    && k.reproducer.model_seed == t.model_seed
             })
             .ok_or_else(|| {
                 format!(
@@ -324,45 +319,33 @@ pub fn merge(shards: &[Value]) -> Result<Value, String> {
                     t.seed
                 )
             })?;
-        let mut group = serde_json::json!({
-            "count": g.count,
-            "fault_mix": g.fault_mix,
-            "rate": g.rate,
-            "reproducer": kept["reproducer"],
-            "signature": g.signature,
-        });
         // What the shard kept of its reproducer beside the tally's counts
         // (its shrunk form, what a scripted model had no reply for).
-        for key in ["shrunk", "unscripted"] {
-            if let Some(v) = kept.get(key) {
-                group[key] = v.clone();
-            }
-        }
-        groups.push(group);
+        groups.push(GroupReport {
+            count: g.count,
+            fault_mix: g.fault_mix,
+            rate: g.rate,
+            reproducer: kept.reproducer.clone(),
+            shrunk: kept.shrunk.clone(),
+            signature: g.signature,
+            unscripted: kept.unscripted.clone(),
+        });
     }
-    let elapsed_ms = shards
-        .iter()
-        .filter_map(|s| s["timing"]["elapsed_ms"].as_f64())
+    let elapsed_ms = (shards.iter())
+        .map(|s| s.timing.elapsed_ms)
         .fold(0.0, f64::max);
-    let mut doc = first.clone();
-    let obj = doc.as_object_mut().ok_or("a report is not a JSON object")?;
-    for shard_only in ["inputs", "partition", "tally"] {
-        obj.remove(shard_only);
-    }
-    obj.insert(
-        "summary".into(),
-        serde_json::to_value(&summary).expect("serializes"),
-    );
-    obj.insert("groups".into(), Value::Array(groups));
-    obj.insert(
-        "timing".into(),
-        serde_json::to_value(Timing {
+    Ok(FuzzReport {
+        summary,
+        groups,
+        timing: Timing {
             elapsed_ms,
             runs_per_s: tally.runs as f64 / (elapsed_ms / 1000.0).max(1e-9),
-        })
-        .expect("serializes"),
-    );
-    Ok(doc)
+        },
+        partition: None,
+        inputs: None,
+        tally: None,
+        ..first.clone()
+    })
 }
 
 /// Most seeds a `hash:` shard's seeds are counted for (one by one).

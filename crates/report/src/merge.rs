@@ -12,6 +12,7 @@ use worldline_case::error::InputError;
 use worldline_case::partition::Partition;
 use worldline_case::shown;
 
+use super::fuzz::FuzzReport;
 use super::suite::SuiteSummary;
 
 /// The shards combined: a suite's or a fuzz campaign's report. `--json`
@@ -20,7 +21,7 @@ use super::suite::SuiteSummary;
 #[serde(untagged)]
 pub enum Merged {
     /// `fuzz --json` shards: the merged campaign report.
-    Campaign(Value),
+    Campaign(Box<FuzzReport>),
     /// `test --json` shards: the merged suite.
     Suite(Box<SuiteSummary>),
 }
@@ -37,7 +38,7 @@ pub enum Ending {
 impl Merged {
     pub fn ending(&self) -> Ending {
         let failed = match self {
-            Merged::Campaign(m) => m["summary"]["failed"].as_u64().unwrap_or(0),
+            Merged::Campaign(m) => m.summary.failed,
             Merged::Suite(s) if !s.collection_errors.is_empty() => {
                 return Ending::CollectionErrors;
             }
@@ -89,25 +90,31 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
         ));
     }
     if docs.iter().all(|(_, d)| campaign(d)) {
-        let shards: Vec<Value> = docs.into_iter().map(|(_, d)| d).collect();
+        let mut shards = Vec::new();
+        for (path, doc) in docs {
+            let shard: FuzzReport = serde_path_to_error::deserialize(doc).map_err(|e| {
+                InputError::new(
+                    path,
+                    format!(
+                        "is not a `fuzz --json` report{}: {}",
+                        at_field(&e),
+                        e.inner()
+                    ),
+                )
+            })?;
+            shards.push(shard);
+        }
         let merged = super::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
-        return Ok(Merged::Campaign(merged));
+        return Ok(Merged::Campaign(Box::new(merged)));
     }
     let mut shards = Vec::new();
     for (path, doc) in docs {
-        // Where a report was edited wrong, said by its field's path
-        // (`cases[2].passed`): the error named no place.
         let shard: SuiteSummary = serde_path_to_error::deserialize(doc).map_err(|e| {
-            let at = e.path().to_string();
-            let at = if at == "." {
-                String::new()
-            } else {
-                format!(" at `{at}`")
-            };
             InputError::new(
                 path,
                 format!(
-                    "is neither a `worldline test --json` nor a `fuzz --json` report{at}: {}",
+                    "is neither a `worldline test --json` nor a `fuzz --json` report{}: {}",
+                    at_field(&e),
                     e.inner()
                 ),
             )
@@ -116,6 +123,15 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
     }
     let merged = SuiteSummary::merge(shards).map_err(|m| InputError::new("merge", m))?;
     Ok(Merged::Suite(Box::new(merged)))
+}
+
+/// Where a report was edited wrong, said by its field's path
+/// (`cases[2].passed`, `summary.runs`), when the error is inside it.
+fn at_field(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    match e.path().to_string() {
+        at if at == "." => String::new(),
+        at => format!(" at `{at}`"),
+    }
 }
 
 /// Each report's partition (a test report's `shard.partition`, a fuzz

@@ -172,13 +172,20 @@ proptest! {
             .map(|(partition, seeds, repeat, tally)| {
                 json!({
                     "case": "c", "world": "w@v1", "seed": 1, "seeds": seeds,
-                    "repeat": repeat, "faults": {}, "agent_sha256": "a",
-                    "partition": partition, "groups": [],
+                    "repeat": repeat, "faults": {"from": "c", "profile": {"tools": []}},
+                    "agent_sha256": "a", "partition": partition, "groups": [],
+                    "summary": {"runs": 0, "passed": 0, "failed": 0, "pass_rate": 0.0, "interval": [0.0, 1.0]},
+                    "timing": {"elapsed_ms": 1.0, "runs_per_s": 0.0},
                     "tally": {"repeat": repeat, "runs": tally.first(), "passed": tally.get(1),
                               "seeds_by_passes": tally.get(2..), "failures": {}},
                 })
             })
             .collect();
-        let _ = fuzz::merge(&docs);
+        // Read as `merge` reads them (each typed), then merged.
+        let shards: Result<Vec<fuzz::FuzzReport>, _> =
+            docs.into_iter().map(serde_json::from_value).collect();
+        if let Ok(shards) = shards {
+            let _ = fuzz::merge(&shards);
+        }
     }
 }

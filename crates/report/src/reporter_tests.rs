@@ -69,12 +69,34 @@ fn a_report_of_a_wrong_type_is_refused_naming_its_field() {
     );
 }
 
+/// A campaign's shard edited wrong is refused naming the file and the
+/// field, as a suite's is: its `repeat` given as text was read as 1 and
+/// blamed on its tally.
+#[test]
+fn a_campaign_shard_of_a_wrong_type_is_refused_naming_its_field() {
+    let mut second = fixture("fuzz-stale-deploys-2of2.json");
+    second["repeat"] = "1".into();
+    let Err(e) = super::merge::merge(vec![
+        ("one.json".into(), fixture("fuzz-stale-deploys-1of2.json")),
+        ("two.json".into(), second),
+    ]) else {
+        panic!("merged a shard whose repeat is text");
+    };
+    let e = e.to_string();
+    assert!(e.contains("two.json"), "{e}");
+    assert!(
+        e.contains("is not a `fuzz --json` report at `repeat`: invalid type: string \"1\""),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_merged_campaign_is_what_one_machine_prints() {
     let shards = [
         fixture("fuzz-stale-deploys-1of2.json"),
         fixture("fuzz-stale-deploys-2of2.json"),
-    ];
+    ]
+    .map(|doc| serde_json::from_value::<super::fuzz::FuzzReport>(doc).unwrap());
     let merged = super::fuzz::merge(&shards).unwrap();
     insta::assert_snapshot!(text(|out| super::fuzz::write(out, &merged)));
 }

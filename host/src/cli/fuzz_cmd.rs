@@ -165,17 +165,14 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         total,
     )?;
     let doc = FuzzReport {
-        agent_sha256: &agent.sha256(),
-        case: &case.name,
-        faults: Faults {
-            from: &from,
-            profile: &profile,
-        },
+        agent_sha256: agent.sha256(),
+        case: case.name.clone(),
+        faults: Faults { from, profile },
         groups: fuzzed.kept.iter().map(GroupReport::of).collect(),
         repeat: args.repeat,
         seed: c.seed,
         seeds: args.runs,
-        summary: &fuzzed.tally.summary(),
+        summary: fuzzed.tally.summary(),
         timing: Timing {
             elapsed_ms: fuzzed.elapsed.as_secs_f64() * 1000.0,
             runs_per_s: total as f64 / fuzzed.elapsed.as_secs_f64().max(1e-9),
@@ -191,7 +188,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
                 model.inputs_hash([(0, &case)])
             ))
         }),
-        tally: partition.map(|_| &fuzzed.tally),
+        tally: partition.map(|_| fuzzed.tally.clone()),
     };
     render(&args, &store, &doc)
 }
@@ -297,7 +294,7 @@ fn render(args: &FuzzArgs, store: &StoreDir, doc: &FuzzReport) -> Result<ExitCod
     if args.common.json {
         super::print_json_with_settings(doc)?;
     } else {
-        worldline_report::fuzz::write(&mut super::human_out(), &value)?;
+        worldline_report::fuzz::write(&mut super::human_out(), doc)?;
     }
     eprintln!("campaign {campaign} kept in the store (worldline ui shows it)");
     Ok(if doc.summary.failed == 0 {

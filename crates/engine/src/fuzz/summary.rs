@@ -26,7 +26,7 @@ pub struct Group {
     pub fault_mix: Vec<MixEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MixEntry {
     pub fault: String,
     pub runs: u64,
@@ -53,7 +53,7 @@ impl PassK {
 }
 
 /// The campaign's numbers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub runs: u64,
     pub passed: u64,
@@ -63,17 +63,17 @@ pub struct Summary {
     pub interval: [f64; 2],
     /// pass^k at the k `stats::reported_ks` lists (empty when seeds ran
     /// once).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_k: Vec<PassK>,
     /// With injections: how often the attack succeeded where one reached
     /// the agent.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attack: Option<AttackRate>,
 }
 
 /// The attack success rate: of the runs an injection reached, those whose
 /// `[expect.attack]` goal was reached, with the 95% Wilson interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AttackRate {
     pub injected: u64,
     pub succeeded: u64,
