@@ -265,7 +265,10 @@ fn a_route_s_optional_integer_is_typed_under_rules_1_and_a_run_before_them_repla
         tools[0]["request"]["args"],
         json!({"service": "checkout", "limit": 1, "page": 1})
     );
-    assert_eq!(read_bundle(&out.bundle()).header["rules"], 1);
+    assert_eq!(
+        read_bundle(&out.bundle()).header["rules"],
+        worldline_log::log::rules::CURRENT
+    );
     replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }
 

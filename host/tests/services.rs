@@ -894,3 +894,59 @@ fn a_service_s_wasi_clock_reads_the_run_s_time() {
     );
     common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }
+
+/// A world service's JSON holding an integer no 64 bits hold is refused
+/// (rules 2, decision 0423): its answer fails the call (`failed`), and a
+/// row it inserts answers it `invalid_args`, so nothing is written. Both
+/// were read as the nearest float; a run recorded so under rules 1
+/// (`tests/bundles/before-rules-2/wide-service.json`) replays as it ran.
+#[test]
+fn a_service_s_integer_past_64_bits_is_refused_not_read_as_a_float() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = common::imported_fixture(&store, "before-rules-2", "wide-service.json");
+    let recorded = tool_events(common::bundle_in(&store, &old).to_str().unwrap());
+    assert_eq!(
+        recorded[0].1["response"]["ok"]["n"],
+        json!(1.8446744073709552e19)
+    );
+    assert_eq!(
+        recorded[1].1["writes"][0]["row"]["n"],
+        json!(1.8446744073709552e19)
+    );
+
+    let worlds = counters(dir.path());
+    let calls = json!([
+        {"tool": "wide_answer", "args": {}},
+        {"tool": "wide_row", "args": {}},
+    ]);
+    let case = counters_case(dir.path(), calls, "");
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds);
+    out.expect_code(0);
+    let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let past = "the integer 18446744073709551616 is past 64 bits";
+    let answer = &answers[0]["error"];
+    assert_eq!(answer["kind"], "failed", "{answers}");
+    let message = answer["message"].as_str().unwrap();
+    assert!(
+        message.contains("service service.wasm answered `wide_answer` with")
+            && message.contains(past),
+        "{message}"
+    );
+    let row = &answers[1]["error"];
+    assert_eq!(row["kind"], "invalid-args", "{answers}");
+    assert!(
+        row["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("the new row: {past}")),
+        "{row}"
+    );
+    let events = tool_events(out.json()["bundle"].as_str().unwrap());
+    assert!(
+        events[1].1.get("writes").is_none_or(|w| w == &json!([])),
+        "a refused row is not written: {}",
+        events[1].1
+    );
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}

@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 1;
+pub const CURRENT: u32 = 2;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -44,6 +44,15 @@ pub const STDIO_WRITES_WHOLE: u32 = 1;
 /// time the agent is at; under 0 its clock started at the case's clock
 /// and moved only with the service's own calls.
 pub const SERVICE_CLOCK_FOLLOWS_THE_RUN: u32 = 1;
+
+/// From 2: JSON a world service hands the host (its answer, a row it
+/// inserts or the fields it sets, a query's `where`) holding an integer
+/// no 64 bits hold is refused: the answer fails the call (`failed`), a
+/// write or query answers the service `invalid_args`. Under 1 such an
+/// integer was read as the nearest float without a word (a Python or JS
+/// service's id `18446744073709551616` became `1.8446744073709552e19`), as
+/// a world's rows and a fork's edits already refuse (`wide_integer.rs`).
+pub const SERVICE_INTEGERS_PAST_64_BITS: u32 = 2;
 
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.

@@ -10,6 +10,10 @@
 //! `reread` gets row `key` (default `big`) of `blobs` `times` times (forever
 //! without it),
 //! `flood_rows` and `flood_files` write `count` rows or files of `kb` KB.
+//! Two answer JSON that no `serde_json::Value` holds, as a Python or JS
+//! service can: `wide_answer` answers an integer past 64 bits, and
+//! `wide_row` inserts a row holding one (then answers the row's key, or
+//! the refusal).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -100,4 +104,27 @@ fn wasi_ms() -> u64 {
     since.map_or(0, |d| d.as_millis() as u64)
 }
 
-worldline_service::service!(call);
+/// An integer no 64 bits hold, as JSON text.
+const WIDE: &str = "18446744073709551616";
+
+struct Counters;
+
+impl bindings::Guest for Counters {
+    fn call(
+        tool: String,
+        args_json: String,
+    ) -> Result<String, bindings::worldline::service::types::ToolError> {
+        match tool.as_str() {
+            "wide_answer" => Ok(format!("{{\"n\": {WIDE}}}")),
+            "wide_row" => {
+                let row = format!("{{\"what\": \"wide\", \"n\": {WIDE}}}");
+                let key = bindings::worldline::service::state::insert("events", &row)?;
+                Ok(format!("{{\"event\": {key:?}}}"))
+            }
+            _ => worldline_service::__call(tool, args_json, call),
+        }
+    }
+}
+
+use worldline_service::bindings;
+bindings::export!(Counters with_types_in bindings);

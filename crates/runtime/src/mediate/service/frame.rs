@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use types::ToolError;
 use worldline_case::canon;
 use worldline_case::error_kind::ErrorKind;
+use worldline_case::wide_integer;
 use worldline_case::world::state::{FileData, State, Write};
 use worldline_case::world::tools::AsOf;
 
@@ -27,6 +28,9 @@ pub(super) struct Frame {
     /// per-call caps.
     read_bytes: u64,
     write_bytes: u64,
+    /// JSON from the service holding an integer no 64 bits hold is
+    /// refused (rules 2, `rules::SERVICE_INTEGERS_PAST_64_BITS`).
+    pub wide_refused: bool,
 }
 
 /// How much one service call may read: calls to `state` that read, and
@@ -86,7 +90,7 @@ enum Undo {
 }
 
 impl Frame {
-    pub(super) fn new(state: State, as_of: AsOf) -> Self {
+    pub(super) fn new(state: State, as_of: AsOf, wide_refused: bool) -> Self {
         Frame {
             state,
             as_of,
@@ -95,6 +99,7 @@ impl Frame {
             undo: Vec::new(),
             read_bytes: 0,
             write_bytes: 0,
+            wide_refused,
         }
     }
 
@@ -192,8 +197,15 @@ fn error(kind: ErrorKind, message: impl Into<String>) -> ToolError {
     }
 }
 
-fn object(json: &str, what: &str) -> Result<Map<String, Value>, ToolError> {
+/// `json` read as a JSON object, `what` naming it in the refusal; one
+/// holding an integer past 64 bits is refused when `wide_refused`.
+fn object(json: &str, what: &str, wide_refused: bool) -> Result<Map<String, Value>, ToolError> {
+    let wide = || wide_integer::find(json).filter(|_| wide_refused);
     match serde_json::from_str(json) {
+        Ok(Value::Object(_)) if let Some(wide) = wide() => Err(error(
+            ErrorKind::InvalidArgs,
+            format!("{what}: {}", wide.message()),
+        )),
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(error(
             ErrorKind::InvalidArgs,
@@ -255,7 +267,7 @@ impl state::Host for ServiceData {
 
     fn query(&mut self, table: String, where_json: String) -> Answer<Vec<String>> {
         let f = &mut self.frame;
-        let filter = match object(&where_json, "the query's `where`") {
+        let filter = match object(&where_json, "the query's `where`", f.wide_refused) {
             Ok(filter) => filter,
             Err(e) => return Ok(Err(e)),
         };
@@ -284,7 +296,7 @@ impl state::Host for ServiceData {
 
     fn insert(&mut self, table: String, row_json: String) -> Answer<String> {
         let f = &mut self.frame;
-        let mut row = match object(&row_json, "the new row") {
+        let mut row = match object(&row_json, "the new row", f.wide_refused) {
             Ok(row) => row,
             Err(e) => return Ok(Err(e)),
         };
@@ -321,7 +333,7 @@ impl state::Host for ServiceData {
 
     fn update(&mut self, table: String, key: String, fields_json: String) -> Answer<String> {
         let f = &mut self.frame;
-        let fields = match object(&fields_json, "the fields to set") {
+        let fields = match object(&fields_json, "the fields to set", f.wide_refused) {
             Ok(fields) => fields,
             Err(e) => return Ok(Err(e)),
         };
@@ -408,6 +420,24 @@ impl env::Host for ServiceData {
 mod tests {
     use super::*;
 
+    /// What a service hands over as JSON (a row, the fields to set, a
+    /// query's `where`) holding an integer no 64 bits hold is refused under
+    /// rules 2, and read as before under 1.
+    #[test]
+    fn a_service_s_json_with_an_integer_past_64_bits_is_refused_under_rules_2() {
+        let wide = r#"{"n": 18446744073709551616}"#;
+        assert!(object(wide, "the new row", false).is_ok());
+        let e = object(wide, "the fields to set", true).unwrap_err();
+        assert!(matches!(e.kind, types::ErrorKind::InvalidArgs));
+        assert!(
+            e.message
+                .starts_with("the fields to set: the integer 18446744073709551616 is past 64 bits"),
+            "{}",
+            e.message
+        );
+        assert!(object(r#"{"n": "18446744073709551616", "m": 1e20}"#, "x", true).is_ok());
+    }
+
     #[test]
     fn restore_takes_every_write_back() {
         let mut state = State::default();
@@ -422,7 +452,7 @@ mod tests {
             },
         );
         let before = state.clone();
-        let mut f = Frame::new(state, AsOf::now("2026-01-01T00:00:00Z".into()));
+        let mut f = Frame::new(state, AsOf::now("2026-01-01T00:00:00Z".into()), true);
         f.apply(Write::Put {
             table: "t".into(),
             key: "a".into(),

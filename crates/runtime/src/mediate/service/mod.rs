@@ -28,6 +28,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap, WasmBacktrace};
 use worldline_case::case::Case;
 use worldline_case::error_kind::ErrorKind;
+use worldline_case::wide_integer;
 use worldline_case::world::state::{State, Write};
 use worldline_case::world::tools::{
     AsOf, Tool, ToolFailure, checked_args, run_checked, shape, with_file_paths,
@@ -165,9 +166,9 @@ impl Runtime {
         tool: &str,
         args: &Value,
         as_of: &AsOf,
-        run_mono: Option<u64>,
+        (run_mono, wide_refused): (Option<u64>, bool),
     ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
-        let frame = Frame::new(std::mem::take(state), as_of.clone());
+        let frame = Frame::new(std::mem::take(state), as_of.clone(), wide_refused);
         let args_json = worldline_case::canon::to_string(args);
         let (outcome, fuel, frame, stderr) = match self.live(frame, run_mono) {
             Err((err, fuel)) => {
@@ -208,6 +209,7 @@ impl Runtime {
     ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
         let reads = std::mem::take(&mut frame.reads);
         let writes = std::mem::take(&mut frame.writes);
+        let wide_refused = frame.wide_refused;
         *state = frame.restore();
         let name = &self.service.component;
         match outcome {
@@ -222,6 +224,13 @@ impl Runtime {
                 json!({"component": name, "reads": reads, "fuel": fuel}),
             ),
             Ok(Ok(out)) => match serde_json::from_str::<Value>(&out) {
+                Ok(_) if let Some(wide) = wide_integer::find(&out).filter(|_| wide_refused) => (
+                    Err(ToolFailure::new(
+                        ErrorKind::Failed,
+                        format!("service {name} answered `{tool}` with {}", wide.message()),
+                    )),
+                    json!({"component": name, "reads": reads, "fuel": fuel}),
+                ),
                 Ok(v) => (
                     Ok((v, writes)),
                     json!({"component": name, "reads": reads, "fuel": fuel}),
@@ -269,7 +278,7 @@ impl Runtime {
 
 /// The frame a store holds between calls: an empty world, no time.
 fn idle_frame() -> Frame {
-    Frame::new(State::default(), AsOf::now(String::new()))
+    Frame::new(State::default(), AsOf::now(String::new()), false)
 }
 
 impl ServiceData {
@@ -350,7 +359,10 @@ pub fn run_tool(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -
     // From rules 1 the service's clocks read the run's time, not a
     // clock of their own that only its own calls moved.
     let run_mono = (s.rules >= rules::SERVICE_CLOCK_FOLLOWS_THE_RUN).then(|| s.clock.mono_ns());
-    let (result, detail) = runtime.call(&mut s.world.state, &tool.name, args, as_of, run_mono);
+    // From rules 2 an integer past 64 bits in what it hands over is refused.
+    let wide_refused = s.rules >= rules::SERVICE_INTEGERS_PAST_64_BITS;
+    let called = (run_mono, wide_refused);
+    let (result, detail) = runtime.call(&mut s.world.state, &tool.name, args, as_of, called);
     let result = result.map(|(out, writes)| {
         let writes = if as_of.empty { Vec::new() } else { writes };
         (shape(tool, args, as_of, out), writes)
