@@ -665,33 +665,13 @@ mod cache_imports_and_disks {
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
-    /// The export with its bundle's header changed by `edit`.
     /// `doc` with its bundle's header edited as a forger would: the
     /// footer sealed again for the new header (decision 0414), so that what
     /// is tested is what an import checks past the bundle's own hashes.
     fn with_header(doc: &Value, edit: impl FnOnce(&mut Value)) -> Value {
-        use worldline_log::log::bundle;
         let mut doc = doc.clone();
-        let text = doc["bundle"].as_str().unwrap().to_string();
-        let (first, rest) = text.split_once('\n').unwrap();
-        let mut header: Value = serde_json::from_str(first).unwrap();
-        edit(&mut header["header"]);
-        let header: worldline_log::log::Header =
-            serde_json::from_value(header["header"].take()).unwrap();
-        let body = rest.strip_suffix('\n').unwrap();
-        // The events' lines (none for a run that made no call), then the footer.
-        let (events, last) = match body.rsplit_once('\n') {
-            Some((events, last)) => (format!("{events}\n"), last),
-            None => (String::new(), body),
-        };
-        let line: Value = serde_json::from_str(last).unwrap();
-        let mut footer: bundle::Footer = serde_json::from_value(line["footer"].clone()).unwrap();
-        bundle::seal(&mut footer, &header);
-        doc["bundle"] = json!(format!(
-            "{}{events}{}",
-            bundle::header_line(&header),
-            bundle::footer_line(&footer)
-        ));
+        let text = doc["bundle"].as_str().unwrap();
+        doc["bundle"] = json!(crate::common::resealed(text, edit, |_| {}));
         doc
     }
 

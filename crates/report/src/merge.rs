@@ -90,48 +90,36 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
         ));
     }
     if docs.iter().all(|(_, d)| campaign(d)) {
-        let mut shards = Vec::new();
-        for (path, doc) in docs {
-            let shard: FuzzReport = serde_path_to_error::deserialize(doc).map_err(|e| {
-                InputError::new(
-                    path,
-                    format!(
-                        "is not a `fuzz --json` report{}: {}",
-                        at_field(&e),
-                        e.inner()
-                    ),
-                )
-            })?;
-            shards.push(shard);
-        }
+        let shards = read_each::<FuzzReport>(docs, "not a `fuzz --json` report")?;
         let merged = super::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
         return Ok(Merged::Campaign(Box::new(merged)));
     }
-    let mut shards = Vec::new();
-    for (path, doc) in docs {
-        let shard: SuiteSummary = serde_path_to_error::deserialize(doc).map_err(|e| {
-            InputError::new(
-                path,
-                format!(
-                    "is neither a `worldline test --json` nor a `fuzz --json` report{}: {}",
-                    at_field(&e),
-                    e.inner()
-                ),
-            )
-        })?;
-        shards.push(shard);
-    }
+    let shards = read_each::<SuiteSummary>(
+        docs,
+        "neither a `worldline test --json` nor a `fuzz --json` report",
+    )?;
     let merged = SuiteSummary::merge(shards).map_err(|m| InputError::new("merge", m))?;
     Ok(Merged::Suite(Box::new(merged)))
 }
 
-/// Where a report was edited wrong, said by its field's path
-/// (`cases[2].passed`, `summary.runs`), when the error is inside it.
-fn at_field(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
-    match e.path().to_string() {
-        at if at == "." => String::new(),
-        at => format!(" at `{at}`"),
-    }
+/// Each report read as a `T`; one that does not read is `what` it is
+/// not, named by its file and, where it was edited wrong, by its field's
+/// path (`cases[2].passed`, `repeat`).
+fn read_each<T: serde::de::DeserializeOwned>(
+    docs: Vec<(PathBuf, Value)>,
+    what: &str,
+) -> Result<Vec<T>, InputError> {
+    (docs.into_iter())
+        .map(|(path, doc)| {
+            serde_path_to_error::deserialize(doc).map_err(|e| {
+                let at = match e.path().to_string() {
+                    at if at == "." => String::new(),
+                    at => format!(" at `{at}`"),
+                };
+                InputError::new(path, format!("is {what}{at}: {}", e.inner()))
+            })
+        })
+        .collect()
 }
 
 /// Each report's partition (a test report's `shard.partition`, a fuzz

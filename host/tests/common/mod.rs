@@ -665,16 +665,20 @@ pub fn bundle_in(store: &Path, id: &str) -> PathBuf {
     store.join("runs").join(format!("{id}.jsonl"))
 }
 
-/// `bundle` written to `to` with its footer's grade edited by `edit` and
-/// the footer sealed again as a forger would (`bundle::seal`, decision
-/// 0414): none of the bundle's own hashes tells the copy from a run.
-pub fn forge_grade(bundle: &Path, to: &Path, edit: impl FnOnce(&mut Value)) {
+/// A bundle's `text` with its header's JSON edited by `header` and its
+/// footer by `footer`, the footer sealed again for the header as a forger
+/// would (`bundle::seal`, decision 0414): none of the bundle's own hashes
+/// tells the result from a run.
+pub fn resealed(
+    text: &str,
+    header: impl FnOnce(&mut Value),
+    footer: impl FnOnce(&mut worldline_log::log::bundle::Footer),
+) -> String {
     use worldline_log::log::bundle::{self, Footer};
-    let text = std::fs::read_to_string(bundle).unwrap();
     let (first, rest) = text.split_once('\n').unwrap();
     let mut first: Value = serde_json::from_str(first).unwrap();
-    let header: worldline_log::log::Header =
-        serde_json::from_value(first["header"].take()).unwrap();
+    header(&mut first["header"]);
+    let h: worldline_log::log::Header = serde_json::from_value(first["header"].take()).unwrap();
     let body = rest.strip_suffix('\n').unwrap();
     // The events' lines (none for a run that made no call), then the footer.
     let (events, last) = match body.rsplit_once('\n') {
@@ -682,13 +686,24 @@ pub fn forge_grade(bundle: &Path, to: &Path, edit: impl FnOnce(&mut Value)) {
         None => (String::new(), body),
     };
     let mut last: Value = serde_json::from_str(last).unwrap();
-    let mut footer: Footer = serde_json::from_value(last["footer"].take()).unwrap();
-    edit(footer.grade.as_mut().expect("a graded run"));
-    bundle::seal(&mut footer, &header);
-    let forged = format!(
+    let mut f: Footer = serde_json::from_value(last["footer"].take()).unwrap();
+    footer(&mut f);
+    bundle::seal(&mut f, &h);
+    format!(
         "{}{events}{}",
-        bundle::header_line(&header),
-        bundle::footer_line(&footer)
+        bundle::header_line(&h),
+        bundle::footer_line(&f)
+    )
+}
+
+/// `bundle` written to `to` with its footer's grade edited by `edit`,
+/// [`resealed`].
+pub fn forge_grade(bundle: &Path, to: &Path, edit: impl FnOnce(&mut Value)) {
+    let text = std::fs::read_to_string(bundle).unwrap();
+    let forged = resealed(
+        &text,
+        |_| {},
+        |f| edit(f.grade.as_mut().expect("a graded run")),
     );
     std::fs::write(to, forged).unwrap();
 }
