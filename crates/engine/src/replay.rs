@@ -1,7 +1,8 @@
 //! Strict replay: re-execute a recorded agent on its recorded case and
 //! world (both kept in the store), following the log call by call. The
-//! result is `identical` (same chain hash, output and final-state hash) or
-//! the first divergence.
+//! result is `identical` (same chain hash, output and final-state hash,
+//! and the recorded grade's verdict when the run is graded again) or the
+//! first divergence.
 
 use crate::grade::verdict::Scored;
 use crate::native::exec::Exec;

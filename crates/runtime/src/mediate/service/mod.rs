@@ -157,7 +157,8 @@ impl Runtime {
     }
 
     /// Answer `tool` with `args` from `state` as of `as_of`, the service's
-    /// clock at least at `run_mono`; `state` is as it was when the call
+    /// clock at least at `run_mono`, its JSON holding an integer past 64
+    /// bits refused when `wide_refused`; `state` is as it was when the call
     /// returns. Also returns what the event records about the call
     /// (`reads`, `fuel`, or the failure).
     fn call(
