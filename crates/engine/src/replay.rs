@@ -406,7 +406,7 @@ pub fn replay_in(
         faults: rec.bundle.header.fuzz.clone(),
         model_seed: rec.bundle.header.model_seed,
         replay: true,
-        recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.clone()),
+        recorded_grade: rec.bundle.footer.as_ref().and_then(|f| f.grade.as_ref()),
         chain: rec.bundle.chain,
         ..RunOptions::default()
     };

@@ -140,7 +140,7 @@ pub struct RunOptions<'a> {
     /// A replay's recorded grade: the run is graded again, its judged
     /// checks answered as recorded, and compared by its verdict (decision
     /// 0424). A replay of an ungraded run grades nothing.
-    pub recorded_grade: Option<serde_json::Value>,
+    pub recorded_grade: Option<&'a serde_json::Value>,
     /// Made durable with this batch's flush (a suite's) instead of an
     /// `fsync` of its own.
     pub batch: Option<&'a worldline_case::durable::SyncBatch>,
@@ -310,7 +310,7 @@ pub fn finish(
     let left = med.services.finish();
     let hashed = opts.hashes();
     let gold = opened.gold.as_deref();
-    let graded = match (opts.replay, &opts.recorded_grade) {
+    let graded = match (opts.replay, opts.recorded_grade) {
         (false, _) => grade_run(case, None, &ended, &events, &left.state, gold, hashed),
         // Its verdict is what a replay compares (decision 0424).
         (true, Some(recorded)) => grade_run(

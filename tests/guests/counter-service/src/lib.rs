@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use worldline_service::{Table, ToolError, files, now, random};
+use worldline_service::{Table, ToolError, bindings, files, now, random};
 
 #[derive(Serialize, Deserialize)]
 struct Counter {
@@ -119,12 +119,11 @@ impl bindings::Guest for Counters {
             "wide_row" => {
                 let row = format!("{{\"what\": \"wide\", \"n\": {WIDE}}}");
                 let key = bindings::worldline::service::state::insert("events", &row)?;
-                Ok(format!("{{\"event\": {key:?}}}"))
+                Ok(json!({"event": key}).to_string())
             }
             _ => worldline_service::__call(tool, args_json, call),
         }
     }
 }
 
-use worldline_service::bindings;
 bindings::export!(Counters with_types_in bindings);
