@@ -34,6 +34,9 @@ pub struct Checked {
     /// through a case) that are there, each once: the binary checks that
     /// each is a service, which needs what this crate does not read.
     pub services: Vec<PathBuf>,
+    /// Each note about a file: its canonical path, what it says, and its
+    /// place in `notes`.
+    noted: Vec<(PathBuf, String, usize)>,
 }
 
 impl Checked {
@@ -65,6 +68,28 @@ impl Checked {
         let seen = canonical(&file);
         if !self.services.iter().any(|f| canonical(f) == seen) {
             self.services.push(file);
+        }
+    }
+
+    /// Note something about `file` once: the same note found again, under
+    /// another spelling of its path (a world's own check, and a case's
+    /// that reached the world from the project's folder), keeps the shorter.
+    fn note(&mut self, file: &Path, message: &str) {
+        let text = format!("{}: {message}", file.display());
+        let key = canonical(file);
+        let found = self
+            .noted
+            .iter()
+            .find(|(f, m, _)| *m == message && *f == key)
+            .map(|&(_, _, at)| at);
+        match found {
+            None => {
+                self.noted
+                    .push((key, message.to_string(), self.notes.len()));
+                self.notes.push(text);
+            }
+            Some(at) if text.len() < self.notes[at].len() => self.notes[at] = text,
+            Some(_) => {}
         }
     }
 
@@ -202,17 +227,14 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
         for e in problems {
             out.problem(e);
         }
-        out.notes.extend(
-            notes
-                .into_iter()
-                .map(|n| format!("{}: [openapi] {n}", file.display())),
-        );
+        for n in notes {
+            out.note(file, &format!("[openapi] {n}"));
+        }
         if let Some(file) = service_component(dir) {
-            let note = (!file.exists()).then(|| unbuilt(&file));
-            match note {
-                None => out.service(file),
-                Some(n) if !out.notes.contains(&n) => out.notes.push(n),
-                Some(_) => {}
+            if file.exists() {
+                out.service(file);
+            } else {
+                out.note(&file, UNBUILT);
             }
         }
         return;
@@ -277,14 +299,14 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
         services.extend(world.service.as_ref().map(|s| s.file.clone()));
         if world.service.is_none() {
             let file = service_component(&world.dir).filter(|f| !f.exists());
-            notes.extend(file.as_deref().map(unbuilt));
+            notes.extend(file.map(|f| (f, UNBUILT.to_string())));
         }
         let toml = world.dir.join("world.toml");
         notes.extend(
             world
                 .openapi_notes
                 .iter()
-                .map(|n| format!("{}: [openapi] {n}", toml.display())),
+                .map(|n| (toml.clone(), format!("[openapi] {n}"))),
         );
         Ok(world)
     });
@@ -298,10 +320,8 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
         }
     }
     // The world's notes once, however many of its cases are checked.
-    for n in notes {
-        if !out.notes.contains(&n) {
-            out.notes.push(n);
-        }
+    for (file, message) in notes {
+        out.note(&file, &message);
     }
     services.into_iter().for_each(|f| out.service(f));
 }
@@ -353,14 +373,8 @@ fn unknown_tool_calls(case: &case::Case) -> Vec<String> {
     out
 }
 
-/// The note for a world's `[service]` component `file` that is not there
-/// yet.
-fn unbuilt(file: &Path) -> String {
-    format!(
-        "{}: the [service] component is not built yet; build it before a run",
-        file.display()
-    )
-}
+/// The note for a world's `[service]` component that is not there yet.
+const UNBUILT: &str = "the [service] component is not built yet; build it before a run";
 
 /// The file of the `[service]` component the world in `dir` declares, when
 /// it declares one inside its folder.
@@ -413,6 +427,30 @@ mod tests {
         assert_eq!(checked.count(Kind::Case), 1, "{:?}", checked.files);
         assert_eq!(checked.problems.len(), 1, "{:?}", checked.problems);
         assert_eq!(checked.problems[0].file, world.join("world.toml"));
+    }
+
+    /// A world's unbuilt service is noted once, by the shorter spelling of
+    /// its path, though the world's own check and its case's reach it by
+    /// two (it was noted twice: a missing file has no canonical path).
+    #[test]
+    fn an_unbuilt_service_is_noted_once_however_its_world_is_reached() {
+        let (dir, cases) = world_w_and_cases();
+        let toml = dir.path().join("worlds/w/v1/world.toml");
+        let text = std::fs::read_to_string(&toml).unwrap();
+        std::fs::write(&toml, format!("{text}[service]\ncomponent = \"s.wasm\"\n[[tools]]\nname = \"go\"\nop = \"service\"\n")).unwrap();
+        std::fs::write(
+            cases.join("a.toml"),
+            "world = \"w@v1\"\ntask = \"t\"\nclock = 2026-03-01T12:05:00Z\n",
+        )
+        .unwrap();
+        let checked = check(
+            &[cases, dir.path().join("worlds")],
+            Some(&dir.path().join("cases/../worlds")),
+            false,
+        );
+        assert!(checked.problems.is_empty(), "{:?}", checked.problems);
+        let s = dir.path().join("worlds/w/v1/s.wasm");
+        assert_eq!(checked.notes, [format!("{}: {UNBUILT}", s.display())]);
     }
 
     /// A temporary folder with `worlds/w/v1` (one table, one row) and an

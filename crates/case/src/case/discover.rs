@@ -92,10 +92,22 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     Ok(out)
 }
 
-/// `path` with links and `.`/`..` resolved, when it can be: what tells
-/// two spellings of one file apart from two files.
+/// `path` with links and `.`/`..` resolved, when it can be (a missing
+/// file's by its folder's): what tells two spellings of one file apart
+/// from two files.
 pub(crate) fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    std::fs::canonicalize(path).unwrap_or_else(|_| {
+        // A file not there (yet): its folder's path, when that is there.
+        let dir = match path.parent() {
+            Some(d) if d.as_os_str().is_empty() => Path::new("."),
+            Some(d) => d,
+            None => return path.to_path_buf(),
+        };
+        match (std::fs::canonicalize(dir), path.file_name()) {
+            (Ok(dir), Some(name)) => dir.join(name),
+            _ => path.to_path_buf(),
+        }
+    })
 }
 
 /// `incident/stale-deploy` for `.../cases/incident/stale-deploy.toml`.
