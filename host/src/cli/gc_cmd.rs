@@ -82,16 +82,7 @@ pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
     let store = super::store_there(&args.common.store)?;
     store.require_raw("`pin`")?;
     store.needs_writing("`pin`")?;
-    // A run of the store, by its id: a bundle's path elsewhere is no run
-    // the store keeps (it pinned one by its file's name).
-    if !worldline_store::store::is_run_id(&args.run) {
-        return Err(InputError::new(
-            &args.run,
-            "pin names a run of the store by its id (or a unique prefix of it), not a path",
-        )
-        .into());
-    }
-    let id = run_id_of(&store.resolve_run(&args.run)?);
+    let id = run_id_of(&store.resolve_run(by_id("pin", &args.run)?)?);
     pins::pin(&store, &id, args.note.as_deref())?;
     if args.common.json {
         println!("{}", json!({"run_id": id, "pinned": true}));
@@ -101,11 +92,26 @@ pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
+/// A run of the store, by its id: a bundle's path elsewhere is no run the
+/// store keeps (`pin` pinned one by its file's name; `unpin /etc/passwd`
+/// said "passwd was not pinned").
+fn by_id<'a>(command: &str, run: &'a str) -> Result<&'a str, InputError> {
+    match worldline_store::store::is_run_id(run) {
+        true => Ok(run),
+        false => Err(InputError::new(
+            run,
+            format!(
+                "{command} names a run of the store by its id (or a unique prefix of it), not a path"
+            ),
+        )),
+    }
+}
+
 pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
     let store = super::store_there(&args.common.store)?;
     store.require_raw("`unpin`")?;
     store.needs_writing("`unpin`")?;
-    let id = match store.resolve_run(&args.run) {
+    let id = match store.resolve_run(by_id("unpin", &args.run)?) {
         Ok(path) => run_id_of(&path),
         // A pinned run whose bundle is gone is unpinned by its whole id;
         // anything else names no run, as `pin` says.

@@ -525,10 +525,12 @@ fn fork_edits(rec: &worldline_engine::replay::RecordedRun) -> Vec<String> {
 /// The store `gc`, `pin`, `unpin` and `retention` tend: one that is there
 /// (a folder holding only its `policy.toml` is), never one made where a
 /// mistyped `--store` points (`gc` "removed 0 runs" from an empty store it
-/// made there).
+/// made there), nor in a folder that is no store (`gc --dry-run` and
+/// `retention` made `runs/`, `objects/` and an index in any folder named).
 fn store_there(root: &std::path::Path) -> anyhow::Result<worldline_store::store::StoreDir> {
     use worldline_store::store::StoreDir;
-    match root.exists() {
+    let policy_only = root.join("policy.toml").is_file() && !root.join("runs").exists();
+    match policy_only {
         true => StoreDir::open(root),
         false => StoreDir::open_existing(root),
     }

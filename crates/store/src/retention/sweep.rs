@@ -270,7 +270,10 @@ fn sweep_dir(
                 Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
             }
         }
-        let item = if dir.ends_with("objects") || dir.ends_with("worlds") {
+        // The store's objects and worlds by name; the compile cache's
+        // entries (its `objects/` too) by their path in the store.
+        let in_cache = dir.parent().is_some_and(|p| p.ends_with("cache"));
+        let item = if (dir.ends_with("objects") || dir.ends_with("worlds")) && !in_cache {
             name
         } else {
             path.display().to_string()
