@@ -158,6 +158,15 @@ impl Index {
         let mark = Mark::of(store);
         // Before opening, which creates the files when they are missing.
         let sound = mark.sound();
+        // A folder (or a device) where the index goes is no index: said
+        // so, not SQLite's "unable to open database file" (exit 4).
+        if path.metadata().is_ok_and(|m| !m.is_file()) {
+            return Err(worldline_case::error::InputError::new(
+                path,
+                "is not a file, and the store's run index goes there: the index is a cache of the bundles, so move this away and the next command makes it again",
+            )
+            .into());
+        }
         let conn = Connection::open(path)
             .with_context(|| format!("opening the run index {}", path.display()))?;
         conn.busy_timeout(BUSY)?;

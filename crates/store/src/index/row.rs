@@ -76,33 +76,51 @@ pub fn created_of(run_id: &str, meta: &std::fs::Metadata) -> i64 {
 
 impl Row {
     /// The row of the bundle at `path` (named `run_id`): a `broken` row
-    /// when the bundle cannot be read, so `runs` still lists it.
+    /// when the bundle cannot be read, so `runs` still lists it; an
+    /// `incomplete` one with nothing recorded when it was cut off before
+    /// its header (empty, or its first line torn), as `verify` and
+    /// docs/formats.md call it.
     pub fn read(run_id: &str, path: &Path) -> std::io::Result<Row> {
         let meta = std::fs::metadata(path)?;
         let created = created_of(run_id, &meta);
+        let headless = || bundle::has_header(path).is_ok_and(|has| !has);
         Ok(match bundle::read_held(path) {
             Ok(b) => Row::of_bundle(run_id, created, meta.len(), &b),
-            Err(e) => Row {
-                run_id: run_id.to_string(),
-                created,
-                case: String::new(),
-                world: String::new(),
-                agent: String::new(),
-                case_hash: String::new(),
-                world_hash: String::new(),
-                seed: 0,
-                status: "broken".into(),
-                grade: None,
-                outcome: "broken".into(),
-                signature: Some(format!("broken: {}", e.message)),
-                events: 0,
-                parent: None,
-                fork_event: None,
-                tags: Vec::new(),
-                size: meta.len(),
-                chain_hash: None,
+            Err(_) if headless() => Row {
+                status: "incomplete".into(),
+                outcome: "incomplete".into(),
+                signature: Some(
+                    "incomplete: cut off before its header was written (killed as it started, or the disk was full); nothing was recorded"
+                        .into(),
+                ),
+                ..Row::broken(run_id, created, meta.len(), String::new())
             },
+            Err(e) => Row::broken(run_id, created, meta.len(), format!("broken: {}", e.message)),
         })
+    }
+
+    /// The row of a bundle that cannot be read, saying why.
+    fn broken(run_id: &str, created: i64, size: u64, signature: String) -> Row {
+        Row {
+            run_id: run_id.to_string(),
+            created,
+            case: String::new(),
+            world: String::new(),
+            agent: String::new(),
+            case_hash: String::new(),
+            world_hash: String::new(),
+            seed: 0,
+            status: "broken".into(),
+            grade: None,
+            outcome: "broken".into(),
+            signature: Some(signature),
+            events: 0,
+            parent: None,
+            fork_event: None,
+            tags: Vec::new(),
+            size,
+            chain_hash: None,
+        }
     }
 
     /// The row of a bundle read back (held: its events are counted).
