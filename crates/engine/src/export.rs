@@ -250,6 +250,34 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<Imported> {
     import_doc(store, doc, Some(&String::from_utf8_lossy(&bytes)), file)
 }
 
+/// Import the export `file` as one source of several: a file refused
+/// (unreadable, not an export, damaged) is skipped and named by its path,
+/// as another store's damaged run is, so the sources after it are still
+/// imported and those before it reported; a write the store refused stops
+/// the import.
+pub fn import_among(
+    store: &StoreDir,
+    file: &Path,
+) -> Result<std::result::Result<Imported, Skipped>> {
+    match import(store, file) {
+        Ok(i) => Ok(Ok(i)),
+        Err(e) if e.is::<NotWritten>() => Err(e),
+        Err(e) => {
+            let reason = match e.downcast_ref::<InputError>() {
+                Some(i) if i.file == file => match i.line {
+                    Some((line, col)) => format!("line {line}, column {col}: {}", i.message),
+                    None => i.message.clone(),
+                },
+                _ => format!("{e:#}"),
+            };
+            Ok(Err(Skipped {
+                run_id: file.display().to_string(),
+                reason,
+            }))
+        }
+    }
+}
+
 /// The store made ready for an import's writes, once for all its runs:
 /// what killed writers left in its folders swept (each sweep reads the
 /// whole folder: swept for each run, 10,000 runs read it 10,000 times).

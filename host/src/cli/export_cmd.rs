@@ -327,6 +327,11 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
             let (done, left) = export::import_store(&store, &other)?;
             imported.extend(done);
             skipped.extend(left);
+        } else if args.from.len() > 1 {
+            match export::import_among(&store, from)? {
+                Ok(i) => imported.push(i),
+                Err(s) => skipped.push(s),
+            }
         } else {
             imported.push(export::import(&store, from)?);
         }
