@@ -871,8 +871,12 @@ fn regrading_on_another_version_of_the_world_names_both_versions() {
             .contains("the case's [[overlay]] changed the world w@v1 since the run"),
         "{out}"
     );
+    // Another case file is named, with the run's (it read as the run's
+    // own case, changed).
     assert!(
-        out.stdout.contains("the case changed since the run"),
+        out.stdout.contains(
+            "the case changed since the run (the run's case is `v1`, this one `v1-overlay`)"
+        ),
         "{out}"
     );
     std::fs::write(worlds.join("w/v1/data/t.jsonl"), "{\"id\": \"b\"}\n").unwrap();

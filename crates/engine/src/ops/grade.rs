@@ -128,11 +128,20 @@ pub fn grade(
     };
     let (grade, mut warnings) = regrade(expect, &case.world, &b, footer, gold.as_deref(), &judging);
     // Said even when the world is the same (a regrade against a case whose
-    // seed, task or rules changed gave its verdict without a word).
+    // seed, task or rules changed gave its verdict without a word), with
+    // both names when the case is another file (`--case` of another case
+    // read as the run's own, changed).
     if case.hash != b.header.case_hash {
+        let named = match case.name == b.header.case {
+            true => String::new(),
+            false => format!(
+                " (the run's case is `{}`, this one `{}`)",
+                b.header.case, case.name
+            ),
+        };
         warnings.insert(
             0,
-            "the case changed since the run: graded against its [expect] as it is now (the run met the recorded case's task, seed and rules)".into(),
+            format!("the case changed since the run{named}: graded against its [expect] as it is now (the run met the recorded case's task, seed and rules)"),
         );
     }
     if args.rejudge {

@@ -904,6 +904,11 @@ impl<'a> Reader<'a> {
             self.events.push_read(event, None);
             return Ok(());
         }
+        if line.trim().is_empty() {
+            return Err(err(
+                "an empty line: a bundle has none (the file was edited)".into(),
+            ));
+        }
         let mut value: Value =
             serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
         if value.get("footer").is_some() {
@@ -1143,6 +1148,18 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(read, written);
+    }
+
+    /// A blank line is named so: it was `not JSON: EOF while parsing a
+    /// value at line 2 column 0`, a place that is not the line's.
+    #[test]
+    fn an_empty_line_is_said_to_be_one() {
+        let path = std::path::Path::new("b.jsonl");
+        for blank in ["\n", "  \n", "\r\n"] {
+            let e = Reader::new(path).line(4, blank).unwrap_err();
+            assert_eq!(e.line, 4);
+            assert!(e.message.starts_with("an empty line"), "{}", e.message);
+        }
     }
 
     #[test]
