@@ -177,6 +177,84 @@ fn an_import_into_a_store_it_cannot_write_stops_naming_the_store() {
     );
 }
 
+/// A folder where the run index goes is said to be one, an input error
+/// with what to do (it was SQLite's "Error code 14: unable to open
+/// database file", exit 4); moved away, the index is made again.
+#[test]
+fn a_folder_where_the_run_index_goes_is_named_with_what_to_do() {
+    let (_dir, store, run, _) = exported_run();
+    let index = store.join("index.sqlite");
+    for f in [
+        "index.sqlite",
+        "index.sqlite-wal",
+        "index.sqlite-shm",
+        "index.checked",
+    ] {
+        let _ = std::fs::remove_file(store.join(f));
+    }
+    std::fs::create_dir(&index).unwrap();
+    for args in [vec!["runs"], vec!["index", "--rebuild"]] {
+        let out = worldline(&store, &args);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("index.sqlite: is not a file"),
+            "{args:?}: {out}"
+        );
+        assert!(out.stderr.contains("move this away"), "{args:?}: {out}");
+    }
+    std::fs::remove_dir(&index).unwrap();
+    let out = worldline(&store, ["runs"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains(&run), "{out}");
+}
+
+/// Export files named together: one refused is skipped and named by its
+/// path and line, the others imported and reported (it stopped at the bad
+/// file, exit 2 with its error alone, though the file before it had been
+/// imported; `--json` printed only the error).
+#[test]
+fn an_import_of_several_files_skips_a_refused_one_and_reports_the_rest() {
+    let (dir, _, run, file) = exported_run();
+    let bad = dir.path().join("bad.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &bad,
+        text.replacen("worldline-export/", "worldline-export/9", 1),
+    )
+    .unwrap();
+    let missing = dir.path().join("gone.json");
+    let into = dir.path().join("into");
+    let out = worldline(&into, ["import", s(&bad), s(&file), "--json"]);
+    out.expect_code(1);
+    let doc = out.json();
+    assert_eq!(doc["imported"][0]["run_id"], run.as_str(), "{out}");
+    assert_eq!(doc["skipped"][0]["run_id"], s(&bad), "{out}");
+    let reason = doc["skipped"][0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("line 1, column "), "{out}");
+    assert!(reason.contains("export format"), "{out}");
+    let text = worldline(&into, ["import", s(&file), s(&bad)]);
+    text.expect_code(1);
+    assert!(
+        text.stdout.contains(&format!("{run} was already in")),
+        "{text}"
+    );
+    assert!(
+        text.stdout.contains("1 run(s) imported (0 new), 1 skipped"),
+        "{text}"
+    );
+    assert!(
+        text.stderr
+            .contains(&format!("skipped {}: line 1", bad.display())),
+        "{text}"
+    );
+    // One file alone is refused as before, and a missing one is named
+    // before anything is imported.
+    worldline(&into, ["import", s(&bad)]).expect_code(2);
+    let gone = worldline(&into, ["import", s(&file), s(&missing)]);
+    gone.expect_code(2);
+    assert!(gone.stderr.contains("no such file or folder"), "{gone}");
+}
+
 /// A file in `runs/` past the bundles' cap is refused before it is read,
 /// and one whose first line runs past a header's cap without ending (a
 /// file of zeros a crash left) is damaged, read no further: `history`
@@ -214,6 +292,48 @@ fn a_bundle_past_its_cap_or_without_a_header_s_end_is_not_read_whole() {
         ),
         (Some(1), Some(2), Some(0)),
         "{verify}"
+    );
+}
+
+/// A bundle cut off before its header (empty, or its first line torn) is
+/// an incomplete run with nothing recorded wherever it is read, as
+/// docs/formats.md says: `runs` listed it `broken` (and `--status
+/// incomplete` left it out) while `verify` called it incomplete.
+#[test]
+fn a_bundle_cut_off_before_its_header_is_incomplete_in_runs_as_in_verify() {
+    let (_dir, store, run, _) = exported_run();
+    let runs = store.join("runs");
+    let (empty, torn) = ("20261205-000000-00000005", "20261205-000000-00000006");
+    std::fs::write(runs.join(format!("{empty}.jsonl")), "").unwrap();
+    std::fs::write(
+        runs.join(format!("{torn}.jsonl")),
+        "{\"header\":{\"agent_sha",
+    )
+    .unwrap();
+    let listed = worldline(&store, ["runs", "--status", "incomplete", "--json"]);
+    listed.expect_code(0);
+    let rows = listed.json();
+    let rows = rows.as_array().unwrap_or_else(|| panic!("{listed}"));
+    let mut ids: Vec<&str> = rows.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    ids.sort();
+    assert_eq!(ids, [empty, torn], "{listed}");
+    for r in rows {
+        assert_eq!(r["outcome"], "incomplete", "{listed}");
+        assert_eq!(r["status"], "incomplete", "{listed}");
+    }
+    let all = worldline(&store, ["runs", "--json"]);
+    let rows = all.json();
+    let outcomes: Vec<&str> = (rows.as_array().unwrap().iter())
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert!(!outcomes.contains(&"broken"), "{all}");
+    let verify = worldline(&store, ["verify", "--json"]);
+    verify.expect_code(0);
+    let v = verify.json();
+    assert_eq!(
+        (v["identical"].as_u64(), v["incomplete"].as_u64()),
+        (Some(1), Some(2)),
+        "{verify} ({run})"
     );
 }
 
@@ -955,6 +1075,25 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
             typo.display()
         );
     }
+    // A folder that is there but is no store is refused alike, and left
+    // as it was (`gc --dry-run` and `retention` made a store in it).
+    let folder = dir.path().join("notes");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("keep.txt"), "keep\n").unwrap();
+    let before = common::bench::files(&folder);
+    for args in [
+        vec!["gc"],
+        vec!["gc", "--dry-run"],
+        vec!["pin", id.as_str()],
+        vec!["unpin", id.as_str()],
+        vec!["retention"],
+    ] {
+        let out = worldline(&folder, &args);
+        out.expect_code(2);
+        assert!(out.stderr.contains("is not a store"), "{args:?}: {out}");
+        assert_eq!(common::bench::files(&folder), before, "{args:?}: {out}");
+        assert!(!folder.join("runs").exists(), "{args:?} made a store");
+    }
     for args in [
         vec!["history", bundle],
         vec!["show", bundle, "--at", "0"],
@@ -994,9 +1133,19 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
             );
         }
     }
-    let out = worldline(&store, ["pin", bundle]);
+    for command in ["pin", "unpin"] {
+        let out = worldline(&store, [command, bundle]);
+        out.expect_code(2);
+        assert!(out.stderr.contains("not a path"), "{command}: {out}");
+    }
+    // `unpin` of any path said "passwd was not pinned", exit 0.
+    let out = worldline(&store, ["unpin", "/etc/passwd"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("not a path"), "{out}");
+    assert!(
+        out.stderr
+            .contains("unpin names a run of the store by its id"),
+        "{out}"
+    );
     // `verify` of a run the store does not hold is an input error, not a
     // run counted unreadable (100% drift, exit 1); a run named twice is
     // checked once.
@@ -1260,6 +1409,7 @@ fn gc_keeps_a_compile_lock_while_it_is_held() {
     let store = dir.path().join("store");
     let engine = store.join("cache").join("engine");
     std::fs::create_dir_all(&engine).unwrap();
+    std::fs::create_dir_all(store.join("runs")).unwrap();
     let (held, free) = (engine.join("a1.lock"), engine.join("b2.lock"));
     for f in [&held, &free] {
         std::fs::write(f, "").unwrap();
@@ -1277,4 +1427,19 @@ fn gc_keeps_a_compile_lock_while_it_is_held() {
         "{gc}"
     );
     drop(lock);
+    // The cache's own `objects/` entries are listed by their path in the
+    // store, as its other entries are (one was listed by its bare hash, as
+    // if the store's agent object went).
+    std::fs::remove_file(&held).unwrap();
+    let objects = store.join("cache").join("objects");
+    std::fs::create_dir_all(&objects).unwrap();
+    std::fs::write(objects.join("ab12"), "x").unwrap();
+    age(&objects, Duration::from_secs(3 * 86_400));
+    let gc = worldline(&store, ["gc", "--cache-days", "0", "--json"]);
+    gc.expect_code(0);
+    assert_eq!(
+        gc.json()["cache"]["items"],
+        serde_json::json!(["cache/objects/ab12"]),
+        "{gc}"
+    );
 }
