@@ -311,6 +311,45 @@ fn a_component_that_is_not_a_service_is_refused_naming_the_file() {
         out.stderr.contains("service.wasm") && out.stderr.contains("no \\0asm header"),
         "{out}"
     );
+    // In a suite, that world's cases are collection errors and the other
+    // cases run, with their report and JUnit file (the suite stopped at
+    // the first such case, no report, and advised an agent's build).
+    common::copy_dir(&common::worlds_dir().join("demo"), &worlds.join("demo"));
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    std::fs::copy(&case, cases.join("b-counters.toml")).unwrap();
+    common::write_case(&cases, "a-demo", &common::passing_demo_case(1));
+    common::write_case(&cases, "c-demo", &common::passing_demo_case(2));
+    let (junit, agent) = (dir.path().join("junit.xml"), guest("caller-agent"));
+    let args = [
+        "test".as_ref(),
+        cases.as_os_str(),
+        "--agent".as_ref(),
+        agent.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--junit".as_ref(),
+        junit.as_os_str(),
+        "--json".as_ref(),
+    ];
+    let out = worldline(dir.path(), args);
+    out.expect_code(2);
+    let doc = out.json();
+    let names: Vec<&str> = (doc["cases"].as_array().unwrap().iter())
+        .map(|c| c["case"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a-demo", "c-demo"], "{out}");
+    assert_eq!(doc["passed"], 2, "{out}");
+    let said = doc.to_string();
+    assert!(
+        said.contains("b-counters.toml") && said.contains("a service build produced"),
+        "{out}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("b-counters") && xml.contains("a-demo"),
+        "{xml}"
+    );
 
     // Service tools without a [service] are refused where the world loads.
     let toml = dir.path().join("worlds/counters/v1/world.toml");

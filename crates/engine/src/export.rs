@@ -403,7 +403,12 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         Some(_) => {}
         None => {
             let agent = object(&b.header.agent_sha256)?;
-            worldline_runtime::sandbox::check_header(&agent, file).map_err(|e| {
+            worldline_runtime::sandbox::check_header(
+                &agent,
+                file,
+                worldline_runtime::sandbox::Built::Agent,
+            )
+            .map_err(|e| {
                 bad(format!(
                     "the run's agent {}: {}",
                     b.header.agent_sha256, e.message

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use worldline_case::error::InputError;
 use worldline_engine::suite::{Compile, Entry};
 use worldline_runtime::sandbox::{Agent, Sandbox};
 use worldline_store::store::StoreDir;
@@ -35,8 +36,7 @@ type Compiled = Arc<Mutex<Vec<(PathBuf, usize)>>>;
 
 /// Load, for a suite that runs `jobs` runs at once, the agent at `agent`
 /// (when it is a component), then ([`Started::services`]) the services of
-/// the cases' worlds. A service that does not load is left to the runs
-/// that call it, which report it as their own error.
+/// the cases' worlds.
 pub fn start(
     store: &StoreDir,
     agent: Option<&Path>,
@@ -78,21 +78,31 @@ pub fn start(
 }
 
 impl Started {
-    /// The services of `entries`' worlds, loaded.
-    pub fn services(mut self, entries: &[Entry]) -> Loaded {
+    /// The services of `entries`' worlds, loaded, and by world those that
+    /// are refused (not a component, not a service): the cases of such a
+    /// world are the suite's collection errors, as a missing service's
+    /// are. Any other error is the runs' to report.
+    pub fn services(mut self, entries: &[Entry]) -> (Loaded, BTreeMap<String, InputError>) {
         let services: BTreeMap<String, _> = entries
             .iter()
             .filter_map(|e| Some((e.case.world.reference(), e.case.world.service.clone()?)))
             .collect();
         let loaded = &mut self.loaded;
+        let mut refused = BTreeMap::new();
         for (world, source) in &services {
             let what = format!("{} (service of {world})", source.file.display());
-            // Its error is the runs' to report.
-            let _ = timed(&self.compiled, &mut loaded.compiles, &what, || {
+            let load = timed(&self.compiled, &mut loaded.compiles, &what, || {
                 loaded.sandbox.service(source).map(|_| ())
             });
+            if let Some(e) = load
+                .as_ref()
+                .err()
+                .and_then(|e| e.downcast_ref::<InputError>())
+            {
+                refused.insert(world.clone(), e.clone());
+            }
         }
-        self.loaded
+        (self.loaded, refused)
     }
 }
 

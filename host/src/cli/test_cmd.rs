@@ -257,7 +257,15 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     // under way end, the report is written, then the signal ends the
     // process (a second ends it at once), as in nextest and pytest.
     let interrupt = Interrupt::start();
-    let done = run(&args, &store, &choice, &entries, &broken, bar, early)?;
+    let (mut entries, mut broken) = (entries, broken);
+    let done = run(
+        &args,
+        &store,
+        &choice,
+        (&mut entries, &mut broken),
+        bar,
+        early,
+    )?;
     let shard = sharded.map(|(p, all)| Shard {
         agent: one_agent(&done),
         inputs,
@@ -350,13 +358,14 @@ fn collection_errors(broken: &[InputError]) {
 
 /// Run the selected cases with their agents, showing progress on `bar`
 /// and writing `--events` as they go; the token-id warnings after.
-/// `early`: the agent loaded while the cases were read, if it was.
+/// `early`: the agent loaded while the cases were read, if it was. The
+/// cases of a world whose service is refused move to the collection
+/// errors.
 fn run(
     args: &TestArgs,
     store: &StoreDir,
     choice: &Choice,
-    entries: &[Entry],
-    broken: &[InputError],
+    (entries, broken): (&mut Vec<Entry>, &mut Vec<InputError>),
     bar: ProgressBar,
     early: Option<Result<preload::Started>>,
 ) -> Result<SuiteRun> {
@@ -375,7 +384,16 @@ fn run(
         Some(Err(e)) if component.is_some() => return Err(e),
         _ => preload::start(store, component, &bar, jobs)?,
     };
-    let loaded = started.services(entries);
+    let (loaded, refused) = started.services(entries);
+    entries.retain(|e| match refused.get(&e.case.world.reference()) {
+        Some(refusal) => {
+            broken.push(InputError::new(&e.path, refusal.to_string()));
+            false
+        }
+        None => true,
+    });
+    bar.set_length(entries.len() as u64);
+    let (entries, broken): (&[Entry], &[InputError]) = (entries, broken);
     let per_case = PerCase {
         choice,
         component: loaded.agent.as_deref(),

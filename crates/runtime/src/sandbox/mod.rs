@@ -239,7 +239,7 @@ impl Sandbox {
         if let Some(agent) = self.loaded.lock().expect("agent cache lock").get(&sha256) {
             return Ok(agent.clone());
         }
-        check_header(bytes, origin)?;
+        check_header(bytes, origin, Built::Agent)?;
         let component = self.compile(bytes, &sha256, origin)?;
         self.prepare(&component, sha256, origin)
     }
@@ -342,18 +342,35 @@ pub fn wasmtime_version() -> &'static str {
     "48.0.8"
 }
 
-/// Refuse files that are not WebAssembly components before compiling them.
-pub fn check_header(bytes: &[u8], origin: &Path) -> Result<(), InputError> {
+/// What a component is loaded as, for what its errors advise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Built {
+    Agent,
+    Service,
+}
+
+/// Refuse files that are not WebAssembly components before compiling them,
+/// saying how `kind` is built.
+pub fn check_header(bytes: &[u8], origin: &Path, kind: Built) -> Result<(), InputError> {
+    let (what, how) = match kind {
+        Built::Agent => ("the .wasm an agent build produced", "the agent"),
+        Built::Service => (
+            "the component a service build produced (`worldline build-python --service`, or the worldline-service crate for wasm32-wasip2)",
+            "the service",
+        ),
+    };
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
         return Err(InputError::new(
             origin,
-            "is not a WebAssembly file (no \\0asm header); pass the .wasm an agent build produced",
+            format!("is not a WebAssembly file (no \\0asm header); pass {what}"),
         ));
     }
     if bytes[4..8] == [1, 0, 0, 0] {
         return Err(InputError::new(
             origin,
-            "is a core WebAssembly module, not a component; build the agent with `cargo build --target wasm32-wasip2`",
+            format!(
+                "is a core WebAssembly module, not a component; build {how} for `wasm32-wasip2` (`cargo build --target wasm32-wasip2`)"
+            ),
         ));
     }
     Ok(())

@@ -67,7 +67,7 @@ impl Sandbox {
             return Ok(s.clone());
         }
         let origin = source.file.as_path();
-        super::check_header(&source.bytes, origin)?;
+        super::check_header(&source.bytes, origin, super::Built::Service)?;
         let component = self.compile(&source.bytes, &source.sha256, origin)?;
         check(&self.engine, &component, origin)?;
         let pre = self
@@ -115,7 +115,7 @@ fn check(
 /// nothing): not a component, or an import a service may not have. The
 /// `call` export's type is checked when a run loads it.
 pub fn unfit(bytes: &[u8], origin: &std::path::Path) -> Result<(), InputError> {
-    super::check_header(bytes, origin)?;
+    super::check_header(bytes, origin, super::Built::Service)?;
     let unreadable = |e: wasmparser::BinaryReaderError| {
         InputError::new(origin, format!("is not a readable component: {e}"))
     };
