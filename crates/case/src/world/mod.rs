@@ -389,11 +389,14 @@ fn load_checked(
         }
     }
     let all_tools: Vec<Tool> = tools.iter().chain(&user_tools).cloned().collect();
+    // A tool refused above may be the service's: none found then is no
+    // problem of the [service]'s (it was said to be, beside the tool's).
+    let every_tool = all_tools.len() == doc.tools.len() + doc.user_tools.len();
     let service = load_service(
         &mut folder,
         &source,
         doc.service.as_ref(),
-        &all_tools,
+        (&all_tools, every_tool),
         component,
     )
     .unwrap_or_else(|e| {
@@ -499,18 +502,20 @@ fn load_openapi(
 }
 
 /// The `[service]` component's bytes, when the world has service tools;
-/// service tools without `[service]` (or the reverse) are refused.
+/// service tools without `[service]` (or the reverse, when `every_tool`
+/// declared loaded) are refused.
 fn load_service(
     folder: &mut Folder,
     source: &str,
     declared: Option<&toml::Spanned<service::ServiceToml>>,
-    tools: &[Tool],
+    (tools, every_tool): (&[Tool], bool),
     component: Component,
 ) -> Result<Option<service::ServiceSource>, InputError> {
     let toml_path = folder.path.join("world.toml");
     let first_service_tool = tools.iter().find(|t| matches!(t.op, Op::Service));
     match (declared, first_service_tool) {
         (None, None) => Ok(None),
+        (Some(_), None) if !every_tool => Ok(None),
         (None, Some(tool)) => Err(InputError::new(
             &toml_path,
             format!(
@@ -655,6 +660,34 @@ mod tests {
         let err = load_dir(dir.path()).unwrap_err();
         assert_eq!(err.line.map(|l| l.0), Some(4), "{err}");
         assert_eq!(err.message, "duplicate key `1` in table `t`");
+    }
+
+    /// The service's only tool refused (a schema keyword not supported,
+    /// or its name taken) is the problem told, not a `[service]` "no tool
+    /// has op = service" that follows from it (it came first, and alone
+    /// from a run).
+    #[test]
+    fn a_refused_service_tool_is_told_not_the_service_without_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = "name = \"w\"\nversion = 1\n[service]\ncomponent = \"s.wasm\"\n\
+            [tables.t]\nkey = \"id\"\n\
+            [[tools]]\nname = \"g\"\nop = \"get\"\ntable = \"t\"\n";
+        for (tool, said) in [
+            (
+                "[[tools]]\nname = \"s\"\nop = \"service\"\nparams = { type = \"string\", pattern = \"x\" }\n",
+                "unsupported JSON Schema keyword",
+            ),
+            (
+                "[[tools]]\nname = \"g\"\nop = \"service\"\n",
+                "tool `g` is declared twice",
+            ),
+        ] {
+            std::fs::write(dir.path().join("world.toml"), format!("{head}{tool}")).unwrap();
+            let (all, _) = problems(dir.path());
+            assert_eq!(all.len(), 1, "{all:?}");
+            assert!(all[0].message.contains(said), "{all:?}");
+            assert!(load_dir(dir.path()).unwrap_err().message.contains(said));
+        }
     }
 
     /// A rows file that does not load is the problem a case's run is told,
