@@ -47,7 +47,8 @@ fn is_profile(path: &Path) -> bool {
 
 /// Case files named by the arguments, folders expanded, in sorted order,
 /// each once however many arguments reach it (`test DIR DIR/a.toml` ran
-/// `a` twice; `--repeat` is how a case runs more than once). A symbolic
+/// `a` twice; `--repeat` is how a case runs more than once), by its own
+/// path rather than a link's. A symbolic
 /// link to a folder met inside a folder is not followed (a link to a
 /// folder above would never end); a folder named as an argument is.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
@@ -87,9 +88,24 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
             return Err(InputError::new(p, "no such case file or folder"));
         }
     }
-    let mut seen = std::collections::BTreeSet::new();
-    out.retain(|p| seen.insert(canonical(p)));
-    Ok(out)
+    // Each file once, by its own name when a link to it is met too (a
+    // link that sorted first gave the case its name).
+    let link = |p: &Path| {
+        p.symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+    };
+    let mut chosen = std::collections::BTreeMap::new();
+    for (i, p) in out.iter().enumerate() {
+        let first = *chosen.entry(canonical(p)).or_insert(i);
+        if link(&out[first]) && !link(p) {
+            chosen.insert(canonical(p), i);
+        }
+    }
+    let kept: std::collections::BTreeSet<usize> = chosen.into_values().collect();
+    Ok((out.into_iter().enumerate())
+        .filter(|(i, _)| kept.contains(i))
+        .map(|(_, p)| p)
+        .collect())
 }
 
 /// `path` with links and `.`/`..` resolved, when it can be (a missing
@@ -147,5 +163,22 @@ mod tests {
         let again = dir.path().join("cases/../cases/a.toml");
         let found = expand(&[cases.join("a.toml"), cases.clone(), again]).unwrap();
         assert_eq!(found, [cases.join("a.toml"), cases.join("b.toml")]);
+    }
+
+    /// A link to a case beside it is the same case, listed by the file's
+    /// own name (the link, sorted first, took the name: `complete-one`
+    /// ran as `alias`, and `-k complete-one` selected nothing).
+    #[test]
+    fn a_case_and_a_link_to_it_are_listed_once_by_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = dir.path().join("cases");
+        std::fs::create_dir_all(&cases).unwrap();
+        std::fs::write(cases.join("one.toml"), "").unwrap();
+        std::os::unix::fs::symlink("one.toml", cases.join("alias.toml")).unwrap();
+        let lone = dir.path().join("lone.toml");
+        std::fs::write(&lone, "").unwrap();
+        std::os::unix::fs::symlink(&lone, cases.join("a-link.toml")).unwrap();
+        let found = expand(std::slice::from_ref(&cases)).unwrap();
+        assert_eq!(found, [cases.join("a-link.toml"), cases.join("one.toml")]);
     }
 }
