@@ -261,9 +261,14 @@ impl ModelConfig {
             ));
         }
         let one = serde_json::json!({ key: override_value(text) });
-        serde_json::from_value::<ModelConfig>(one)
-            .map(drop)
-            .map_err(|e| crate::error::in_words(&e.to_string()))
+        let c = serde_json::from_value::<ModelConfig>(one)
+            .map_err(|e| crate::error::in_words(&e.to_string()))?;
+        // What a key's value alone can break (worldline.toml's `[model]`
+        // was checked only once applied to a case, and `check` passed it).
+        match c.base_url.as_deref().and_then(base_url_problem) {
+            Some(m) if key == "base_url" => Err(m),
+            _ => Ok(()),
+        }
     }
 
     /// Check what serde cannot: each rule replies one way, paths parse,
@@ -315,26 +320,8 @@ impl ModelConfig {
                 }
             ));
         }
-        if let Some(url) = &self.base_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(format!(
-                "[model] base_url `{url}` must start with http:// or https://"
-            ));
-        }
-        // Credentials in the URL would be recorded in the run (its header,
-        // the errors the agent reads, OTel's spans) and shown by every
-        // reader: only `api_key_env` names a secret, and never records it.
-        if let Some(url) = &self.base_url
-            && let Some(rest) = url.split_once("://").map(|(_, r)| r)
-            && rest
-                .split(['/', '?', '#'])
-                .next()
-                .is_some_and(|a| a.contains('@'))
-        {
-            return Err(
-                "[model] base_url carries credentials (`user:password@` before its host): the base URL is recorded in the run and read by the agent and every view of it; give the key with `api_key_env`, whose value is never recorded".into(),
-            );
+        if let Some(m) = self.base_url.as_deref().and_then(base_url_problem) {
+            return Err(format!("[model] base_url {m}"));
         }
         if self.timeout_ms == 0 {
             return Err("[model] timeout_ms must be above zero".into());
@@ -439,6 +426,24 @@ pub fn check_settings(project: &crate::project::Project) -> Result<(), InputErro
         }
     }
     Ok(())
+}
+
+/// What is wrong with a `base_url`, said after its name: not HTTP, or
+/// credentials in it (they would be recorded in the run, its header, the
+/// errors the agent reads, OTel's spans, and shown by every reader: only
+/// `api_key_env` names a secret, and never records it).
+fn base_url_problem(url: &str) -> Option<String> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Some(format!("`{url}` must start with http:// or https://"));
+    }
+    let authority = url
+        .split_once("://")
+        .map(|(_, r)| r)?
+        .split(['/', '?', '#'])
+        .next();
+    authority.is_some_and(|a| a.contains('@')).then(|| {
+        "carries credentials (`user:password@` before its host): the base URL is recorded in the run and read by the agent and every view of it; give the key with `api_key_env`, whose value is never recorded".to_string()
+    })
 }
 
 /// A `--model-set` value: read as a TOML value when it is one, else as
@@ -608,6 +613,20 @@ mod tests {
         let p = crate::project::load(&file).unwrap();
         check_settings(&p).unwrap();
         assert_eq!(p.model["retries"], "3");
+        // A base URL that is not HTTP, or that carries credentials, at its
+        // line (`check` passed both; `test` refused them once applied to a
+        // case), the credentials never echoed.
+        let (line, message) = at("[model]\nprovider = \"openai\"\nbase_url = \"localhost:1/v1\"\n");
+        assert_eq!(line, Some((3, 12)), "{message}");
+        assert!(message.contains("must start with http://"), "{message}");
+        let (line, message) = at("[model]\nbase_url = \"http://u:pw@h/v1\"\n");
+        assert_eq!(line, Some((2, 12)), "{message}");
+        assert!(
+            message.contains("carries credentials") && !message.contains("pw"),
+            "{message}"
+        );
+        std::fs::write(&file, "[model]\nbase_url = \"https://h/v1\"\n").unwrap();
+        check_settings(&crate::project::load(&file).unwrap()).unwrap();
     }
 
     #[test]
