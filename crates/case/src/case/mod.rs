@@ -406,6 +406,32 @@ const MAX_UNREAD: usize = 32;
 /// other place keeps its line and column. A problem of a key the case
 /// cannot be read without (`world`, `task`, `clock`), or one not in any
 /// section, ends the reading.
+/// What a file named as a case is instead, when it is one of the other
+/// files worldline reads (it has no `world`): the project file, a fault
+/// profile, a world's `world.toml`. `run worldline.toml` said "unknown
+/// field `agent`", as if the case had a typo.
+fn another_kind(path: &Path, text: &str) -> Option<&'static str> {
+    let doc: toml::Table = toml::from_str(text).ok()?;
+    if doc.contains_key("world") {
+        return None;
+    }
+    let keys: discover::Keys = toml::from_str(text).ok()?;
+    let file = path.file_name().and_then(|n| n.to_str());
+    if file == Some(crate::project::FILE) {
+        Some(
+            "is the project file, not a case: name case files (or a folder of them), or run `worldline test` to run the project's `cases`",
+        )
+    } else if doc.contains_key("name") && doc.contains_key("version") {
+        Some(
+            "is a world (its `world.toml`), not a case: a case names its world with `world = \"name@vN\"`",
+        )
+    } else if keys.is_profile() {
+        Some("is a fault profile, not a case: give it to `worldline fuzz CASE --faults FILE`")
+    } else {
+        None
+    }
+}
+
 fn read_doc(path: &Path, text: &str) -> Result<(CaseToml, Vec<InputError>), Vec<InputError>> {
     let mut read = text.to_string();
     let mut unread = Vec::new();
@@ -511,7 +537,10 @@ pub fn parse_all(
 ) -> Result<Case, Vec<InputError>> {
     let text = InputError::utf8(path, bytes).map_err(|e| vec![e])?;
     let src = Source { path, text: &text };
-    let (doc, unread) = read_doc(path, &text)?;
+    let (doc, unread) = read_doc(path, &text).map_err(|all| match another_kind(path, &text) {
+        Some(m) => vec![InputError::new(path, m)],
+        None => all,
+    })?;
     // Each check is independent: each problem is kept, and the case is
     // built only when there are none. Those that need the world wait for
     // it; the others are made even when it does not load.
@@ -938,6 +967,30 @@ mod tests {
         toml::from_str::<OnlySeed>(text)
             .map(|s| s.seed.0)
             .map_err(|e| e.to_string())
+    }
+
+    /// A project file, a world or a fault profile named as a case is said
+    /// to be one (`run worldline.toml` said "unknown field `agent`").
+    #[test]
+    fn another_kind_of_file_named_as_a_case_is_said_to_be_it() {
+        let said = |name: &str, text: &str| {
+            let never = |_: &str| -> Result<Arc<World>, InputError> { unreachable!() };
+            let all = parse_all(Path::new(name), text.as_bytes().to_vec(), never).unwrap_err();
+            assert_eq!(all.len(), 1, "{all:?}");
+            all[0].message.clone()
+        };
+        let project = said(
+            "x/worldline.toml",
+            "agent = \"a.wasm\"\ncases = [\"cases\"]\n",
+        );
+        assert!(project.starts_with("is the project file"), "{project}");
+        let world = "name = \"w\"\nversion = 1\n[[tools]]\nname = \"g\"\nop = \"get\"\n";
+        assert!(said("world.toml", world).starts_with("is a world"));
+        let profile = said("p.toml", "clock_skew_s = [0, 5]\n");
+        assert!(profile.starts_with("is a fault profile"), "{profile}");
+        // A case missing its world is told so, as before.
+        let case = said("c.toml", "task = \"t\"\nclock = 2026-03-01T12:00:00Z\n");
+        assert!(case.contains("world"), "{case}");
     }
 
     /// A task read straight into JSON is the task read as TOML values and
