@@ -89,16 +89,47 @@ impl Default for Limits {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsToml {
-    fuel: Option<Spanned<u64>>,
-    memory_mb: Option<Spanned<u64>>,
-    timeout_ms: Option<Spanned<u64>>,
-    stdout_bytes: Option<Spanned<u64>>,
-    max_events: Option<Spanned<u64>>,
-    tick_us: Option<Spanned<u64>>,
-    max_steps: Option<Spanned<u64>>,
+    fuel: Option<Spanned<Whole>>,
+    memory_mb: Option<Spanned<Whole>>,
+    timeout_ms: Option<Spanned<Whole>>,
+    stdout_bytes: Option<Spanned<Whole>>,
+    max_events: Option<Spanned<Whole>>,
+    tick_us: Option<Spanned<Whole>>,
+    max_steps: Option<Spanned<Whole>>,
     #[serde(default)]
     steps: Option<Steps>,
-    max_errors: Option<Spanned<u64>>,
+    max_errors: Option<Spanned<Whole>>,
+}
+
+/// A limit as written: a whole number, or the number written where one
+/// must be (negative, or with a fraction), so that its refusal gives the
+/// limit's own range (it was "from 0 to 18446744073709551615" for any).
+#[derive(Debug)]
+enum Whole {
+    Of(u64),
+    Not(String),
+}
+
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = Whole;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a whole number")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Whole, E> {
+                Ok(Whole::Of(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Whole, E> {
+                Ok(u64::try_from(v).map_or_else(|_| Whole::Not(v.to_string()), Whole::Of))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Whole, E> {
+                Ok(Whole::Not(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// The ranges each limit must be in (inclusive), and why.
@@ -120,24 +151,26 @@ impl LimitsToml {
     /// The limits, defaults filled in, each checked against its range.
     pub fn check(&self, path: &Path, source: &str) -> Result<Limits, InputError> {
         let d = Limits::default();
-        let pick = |v: &Option<Spanned<u64>>,
+        let pick = |v: &Option<Spanned<Whole>>,
                     name: &str,
                     default: u64,
                     (lo, hi): (u64, u64)|
          -> Result<u64, InputError> {
-            match v {
-                None => Ok(default),
-                Some(s) if (lo..=hi).contains(s.get_ref()) => Ok(*s.get_ref()),
-                Some(s) => Err(InputError::at(
-                    path,
-                    source,
-                    s.span().start,
-                    format!(
-                        "[limits] {name} = {} is out of range; it must be between {lo} and {hi}",
-                        s.get_ref()
-                    ),
-                )),
-            }
+            let written = match v.as_ref().map(Spanned::get_ref) {
+                None => return Ok(default),
+                Some(Whole::Of(n)) if (lo..=hi).contains(n) => return Ok(*n),
+                Some(Whole::Of(n)) => n.to_string(),
+                Some(Whole::Not(text)) => text.clone(),
+            };
+            let at = v.as_ref().map_or(0, |s| s.span().start);
+            Err(InputError::at(
+                path,
+                source,
+                at,
+                format!(
+                    "[limits] {name} = {written} is out of range; it must be a whole number between {lo} and {hi}"
+                ),
+            ))
         };
         Ok(Limits {
             fuel: pick(&self.fuel, "fuel", d.fuel, FUEL)?,
@@ -193,6 +226,27 @@ mod tests {
         }
         let e = check("\ntimeout_ms = 0").unwrap_err();
         assert_eq!(e.line, Some((2, 14)), "{e}");
+        // A negative or fractional number is refused with the limit's own
+        // range (it was "a whole number from 0 to 18446744073709551615").
+        for (text, said) in [
+            (
+                "tick_us = -1",
+                "tick_us = -1 is out of range; it must be a whole number between 0 and 3600000000",
+            ),
+            (
+                "timeout_ms = 1e9",
+                "timeout_ms = 1000000000 is out of range; it must be a whole number between 1 and 86400000",
+            ),
+            (
+                "memory_mb = 1.5",
+                "memory_mb = 1.5 is out of range; it must be a whole number between 1 and 4096",
+            ),
+        ] {
+            let e = check(text).unwrap_err();
+            assert_eq!(e.message, format!("[limits] {said}"));
+            assert!(e.line.is_some(), "{e}");
+        }
+        assert!(toml::from_str::<LimitsToml>("fuel = \"5\"").is_err());
     }
 
     #[test]
