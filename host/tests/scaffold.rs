@@ -70,12 +70,20 @@ fn first_hour(lang: &str, builders: &[&str]) {
     assert_eq!(doc["cases"], 2, "{check}");
     assert_eq!(doc["worlds"], 1, "{check}");
     assert_eq!(doc["projects"], 1, "{check}");
-    // Once, under the shorter spelling of its path, though the world's
-    // own check and each case's reach it by two.
+    // The service once, under the shorter spelling of its path, though
+    // the world's own check and each case's reach it by two; the agent the
+    // project file names, not built yet either, at its line.
+    let agent = match lang {
+        "rust" => "target/wasm32-wasip2/release/agent.wasm",
+        _ => "build/agent.wasm",
+    };
     assert_eq!(
         doc["notes"],
         serde_json::json!([
-            "./worlds/tasks/v1/service.wasm: the [service] component is not built yet; build it before a run"
+            "./worlds/tasks/v1/service.wasm: the [service] component is not built yet; build it before a run",
+            format!(
+                "./worldline.toml:5:9: agent ./{agent} is not built yet; build it before a run"
+            ),
         ]),
         "{check}"
     );

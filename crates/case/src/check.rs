@@ -207,13 +207,41 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
             Err(e) => out.problem(e),
             // What `test` without cases takes must be there.
             Ok(project) => {
-                for cases in project.missing_cases().map(|(case, _)| case) {
-                    out.problem(InputError::new(
-                        file,
-                        format!(
-                            "cases names {}, which is not there (`worldline test` without cases stops on it): make it, or take it out of the list",
-                            cases.display()
-                        ),
+                for (cases, at) in project.missing_cases() {
+                    out.problem(InputError {
+                        line: at,
+                        ..InputError::new(
+                            file,
+                            format!(
+                                "cases names {}, which is not there (`worldline test` without cases stops on it): make it, or take it out of the list",
+                                cases.display()
+                            ),
+                        )
+                    });
+                }
+                let at = |key: &str| project.paths_at.get(key).copied();
+                // The worlds every case is read against: each case was
+                // told its world is not there, never why.
+                if let Some(worlds) = project.worlds.as_ref().filter(|w| !w.is_dir()) {
+                    out.problem(InputError {
+                        line: at("worlds"),
+                        ..InputError::new(
+                            file,
+                            format!(
+                                "worlds names {}, which is no folder: name the folder that holds the worlds (`NAME/vN/world.toml`), relative to this file",
+                                worlds.display()
+                            ),
+                        )
+                    });
+                }
+                // An agent not built yet, as a service not built yet: a
+                // note (`test` stops on it).
+                if let Some(agent) = project.agent.as_ref().filter(|a| !a.exists()) {
+                    let (l, c) = at("agent").unwrap_or((1, 1));
+                    out.notes.push(format!(
+                        "{}:{l}:{c}: agent {} is not built yet; build it before a run",
+                        file.display(),
+                        agent.display()
                     ));
                 }
             }
@@ -451,6 +479,50 @@ mod tests {
         assert!(checked.problems.is_empty(), "{:?}", checked.problems);
         let s = dir.path().join("worlds/w/v1/s.wasm");
         assert_eq!(checked.notes, [format!("{}: {UNBUILT}", s.display())]);
+    }
+
+    /// A project file whose `worlds` names no folder is a problem at its
+    /// line (each case was told its world is not there, never why), one
+    /// whose `cases` names nothing too, and an agent not built yet a note.
+    #[test]
+    fn a_project_file_s_paths_that_name_nothing_are_told_at_their_lines() {
+        let (dir, _cases) = world_w_and_cases();
+        let file = dir.path().join(crate::project::FILE);
+        std::fs::write(
+            &file,
+            "agent = \"build/a.wasm\"\nworlds = \"worldz\"\ncases = [\"cases\", \"gone\"]\n",
+        )
+        .unwrap();
+        let checked = check(std::slice::from_ref(&file), None, true);
+        let at: Vec<(Option<(usize, usize)>, &str)> = (checked.problems.iter())
+            .map(|p| (p.line, p.message.split(',').next().unwrap()))
+            .collect();
+        let gone = dir.path().join("gone");
+        let worldz = dir.path().join("worldz");
+        assert_eq!(
+            at,
+            [
+                (
+                    Some((2, 10)),
+                    format!("worlds names {}", worldz.display()).as_str()
+                ),
+                (
+                    Some((3, 19)),
+                    format!("cases names {}", gone.display()).as_str()
+                ),
+            ],
+            "{:?}",
+            checked.problems
+        );
+        let agent = dir.path().join("build/a.wasm");
+        assert_eq!(
+            checked.notes,
+            [format!(
+                "{}:1:9: agent {} is not built yet; build it before a run",
+                file.display(),
+                agent.display()
+            )]
+        );
     }
 
     /// A temporary folder with `worlds/w/v1` (one table, one row) and an

@@ -51,6 +51,9 @@ pub struct Project {
     /// Where each of `cases` is written (line, column), for the error
     /// that one names nothing ([`Project::missing_case`]).
     pub cases_at: Vec<(usize, usize)>,
+    /// Where `store`, `agent` and `worlds` are written (line, column), by
+    /// key, for `check`'s word on a path that names nothing.
+    pub paths_at: BTreeMap<&'static str, (usize, usize)>,
     pub jobs: Option<usize>,
     /// `[model]` keys, applied as `--model-set KEY=VALUE`.
     pub model: BTreeMap<String, String>,
@@ -130,6 +133,9 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
     let named = paths
         .into_iter()
         .filter_map(|(k, v)| Some((k, v.as_ref()?)));
+    let paths_at = (named.clone())
+        .map(|(k, v)| (k, crate::error::line_col(&text, v.span().start)))
+        .collect();
     let cases = doc.cases.iter().map(|c| ("cases", c));
     if let Some((key, empty)) = named
         .chain(cases)
@@ -222,6 +228,7 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         cases_at: (doc.cases.iter())
             .map(|c| crate::error::line_col(&text, c.span().start))
             .collect(),
+        paths_at,
         jobs,
         model,
         user_model,

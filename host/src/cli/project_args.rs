@@ -208,6 +208,7 @@ mod tests {
             worlds: None,
             cases: Vec::new(),
             cases_at: Vec::new(),
+            paths_at: Default::default(),
             jobs: Some(2),
             model: [("provider".to_string(), "openai".to_string())].into(),
             user_model: [("model".to_string(), "sim".to_string())].into(),
