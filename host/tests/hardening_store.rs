@@ -177,6 +177,32 @@ fn an_import_into_a_store_it_cannot_write_stops_naming_the_store() {
     );
 }
 
+/// The store's `worlds/` is a cache of its objects: a world there changed
+/// by hand (or by a disk) is made again from them, and the run replays
+/// `identical` (every reader refused it, "the stored world does not hash
+/// to the recorded world hash", and `verify` counted it unreadable).
+#[test]
+fn a_changed_copy_of_a_world_in_the_store_is_made_again_from_its_objects() {
+    let (_dir, store, run, _) = exported_run();
+    worldline(&store, ["replay", &run]).expect_code(0);
+    let worlds: Vec<_> = std::fs::read_dir(store.join("worlds"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(worlds.len(), 1, "{worlds:?}");
+    let toml = worlds[0].join("world.toml");
+    let before = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{before}\n# changed\n")).unwrap();
+    let replay = worldline(&store, ["replay", &run]);
+    replay.expect_code(0);
+    assert!(replay.stdout.contains("identical"), "{replay}");
+    assert_eq!(std::fs::read_to_string(&toml).unwrap(), before);
+    std::fs::write(&toml, "name = 5\n").unwrap();
+    let verify = worldline(&store, ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["identical"], 1, "{verify}");
+}
+
 /// A folder where the run index goes is said to be one, an input error
 /// with what to do (it was SQLite's "Error code 14: unable to open
 /// database file", exit 4); moved away, the index is made again.
