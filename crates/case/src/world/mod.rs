@@ -17,6 +17,7 @@ pub mod file_path;
 pub(crate) mod folder;
 pub(crate) mod ids;
 pub mod injection;
+mod one_field;
 pub(crate) mod openapi;
 #[cfg(test)]
 mod openapi_properties;
@@ -688,6 +689,27 @@ mod tests {
             assert!(all[0].message.contains(said), "{all:?}");
             assert!(load_dir(dir.path()).unwrap_err().message.contains(said));
         }
+    }
+
+    /// A row that writes a field twice is refused at its line, naming the
+    /// field (the last was kept without a word), but not in the world of
+    /// a run recorded before the rule, which replays as it ran.
+    #[test]
+    fn a_row_that_writes_a_field_twice_is_refused_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let world = "name = \"w\"\nversion = 1\n[tables.t]\nkey = \"id\"\nrows = \"t.jsonl\"\n";
+        std::fs::write(dir.path().join("world.toml"), world).unwrap();
+        let rows = "{\"id\": \"T-1\"}\n{\"id\": \"T-9\", \"id\": \"T-10\"}\n";
+        std::fs::write(dir.path().join("t.jsonl"), rows).unwrap();
+        let err = load_dir(dir.path()).unwrap_err();
+        assert_eq!(err.line.map(|l| l.0), Some(2), "{err}");
+        assert!(
+            err.message.starts_with("the field `id` is written twice"),
+            "{err}"
+        );
+        let _recorded = crate::new_rules::Reading::start();
+        let w = load_dir(dir.path()).unwrap();
+        assert!(w.initial.tables["t"].rows.contains_key("T-10"));
     }
 
     /// A rows file that does not load is the problem a case's run is told,

@@ -1,8 +1,10 @@
 //! A table's rows file: a `.json` array or `.jsonl` lines, each row with
 //! the line it starts on (for errors that name it); an integer no 64 bits
-//! hold is refused where it is written (`wide_integer`), but in the world
-//! of a run recorded before that rule, which replays as it ran (`new_rules`).
+//! hold (`wide_integer`) and a field written twice in one object
+//! (`one_field`) are refused where they are written, but in the world of a
+//! run recorded before those rules, which replays as it ran (`new_rules`).
 
+use super::one_field;
 use crate::error::InputError;
 use crate::new_rules;
 use crate::wide_integer;
@@ -69,7 +71,7 @@ pub(crate) fn parse_rows(
             if line.trim().is_empty() {
                 continue;
             }
-            let v: Value = serde_json::from_str(line).map_err(|e| syntax(i + 1, e))?;
+            let v = one_field::from_str(line, new_rules::apply()).map_err(|e| syntax(i + 1, e))?;
             if let Some(wide) = wide_integer::find(line).filter(|_| new_rules::apply()) {
                 return Err(bad(i + 1, wide.column, wide.message()));
             }
@@ -80,7 +82,7 @@ pub(crate) fn parse_rows(
         }
         Ok(out)
     } else if rel.ends_with(".json") {
-        let v: Value = serde_json::from_str(text).map_err(|e| syntax(e.line(), e))?;
+        let v = one_field::from_str(text, new_rules::apply()).map_err(|e| syntax(e.line(), e))?;
         if let Some(wide) = wide_integer::find(text).filter(|_| new_rules::apply()) {
             return Err(bad(wide.line, wide.column, wide.message()));
         }
