@@ -259,6 +259,29 @@ pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
             row.table
         ));
     }
+    // A sort by a field no row holds answers in key order, as if unsorted
+    // (`sort = "duee"` was taken without a word).
+    if let Op::Query(Query {
+        table,
+        sort: Some((field, _)),
+        ..
+    }) = &op
+        && let Some(rows) = state.tables.get(table).map(|t| &t.rows)
+        && !rows.is_empty()
+        && !rows.values().any(|r| r.get(field).is_some())
+        && crate::new_rules::apply()
+    {
+        let mut fields: Vec<&str> = (rows.values())
+            .filter_map(Value::as_object)
+            .flat_map(|r| r.keys().map(String::as_str))
+            .collect();
+        fields.sort_unstable();
+        fields.dedup();
+        return Err(format!(
+            "tool `{name}`: `sort` names `{field}`, which no row of `{table}` holds (their fields: {}): its answers would come in key order; name one of them",
+            fields.join(", ")
+        ));
+    }
     let params = t
         .params
         .clone()
@@ -377,6 +400,25 @@ mod tests {
             let t: ToolToml = toml::from_str(&ok).unwrap();
             resolve(&t, &state()).unwrap();
         }
+    }
+
+    /// A sort by a field no row of its table holds is refused, naming the
+    /// fields the rows do hold (it answered in key order without a word);
+    /// one row holding it is enough, and so is an empty table.
+    #[test]
+    fn a_sort_by_a_field_no_row_holds_is_refused() {
+        let t: ToolToml =
+            toml::from_str("name='q'\nop='query'\ntable='deploys'\nsort='-atx'").unwrap();
+        let e = resolve(&t, &state()).unwrap_err();
+        assert_eq!(
+            e,
+            "tool `q`: `sort` names `atx`, which no row of `deploys` holds (their fields: at, id, service): its answers would come in key order; name one of them"
+        );
+        let some = deploys([json!({"id": "D1"}), json!({"id": "D2", "atx": 1})]);
+        resolve(&t, &some).unwrap();
+        resolve(&t, &deploys([])).unwrap();
+        let _recorded = crate::new_rules::Reading::start();
+        resolve(&t, &state()).unwrap();
     }
 
     #[test]
