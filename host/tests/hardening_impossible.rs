@@ -89,6 +89,14 @@ fn bounds_no_count_or_sum_meets_are_refused_at_their_check() {
         "[[expect.calls]]\ntool = \"get_ticket\"\nmin = 2\nmax = 1\n",
         "10:1: [[expect.calls]] #1: min = 2 is above max = 1",
     );
+    // A weight in an unweighted reward, at its own entry (it was placed
+    // at the first `[[expect.state]]`, which had none).
+    refused(
+        dir.path(),
+        "weighed",
+        "[[expect.state]]\ntable = \"tickets\"\nkey = \"T-1\"\nweight = 2\nexists = true\n",
+        "10:1: [[expect.state]] #2: `weight` counts in a weighted reward: add `reward = \"weighted\"` to [expect]",
+    );
     // `tickets/` names the row keyed "": a check that always held.
     refused(
         dir.path(),

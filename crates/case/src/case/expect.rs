@@ -360,6 +360,10 @@ const STATUSES: &[&str] = &[
     "unscripted",
 ];
 
+/// A weight where the reward is not weighted.
+const UNWEIGHTED: &str =
+    "`weight` counts in a weighted reward: add `reward = \"weighted\"` to [expect]";
+
 impl Expect {
     /// Each state and calls entry of `[expect]` (at the top, in an
     /// `[[expect.any_of]]` group, a turn or the attack) that is not well
@@ -378,6 +382,7 @@ impl Expect {
                     "a `weight` here counts for nothing: {} is one assertion; give its weight to the group, or leave it out",
                     group.whole()
                 )),
+                (false, Some(_)) if self.reward != Reward::Weighted => Err(UNWEIGHTED.into()),
                 _ => Ok(()),
             };
             let states = (state.iter()).map(|s| (true, s.check(&tables).and(weighed(s.weight))));
@@ -416,24 +421,23 @@ impl Expect {
     pub fn check(&self, world: &World) -> Result<(), String> {
         let tables: Vec<&String> = world.initial.tables.keys().collect();
         let turns = self.turn.iter();
-        let weights = self.state.iter().map(|s| s.weight);
-        let weights = weights
+        let entries = self.state.iter().map(|s| s.weight);
+        let entries = entries
             .chain(self.calls.iter().map(|c| c.weight))
             .chain(turns.clone().flat_map(|t| t.state.iter().map(|s| s.weight)))
-            .chain(turns.flat_map(|t| t.calls.iter().map(|c| c.weight)))
-            .chain(self.any_of.iter().map(|g| g.weight))
-            .chain(self.judge.iter().map(|j| j.weight));
+            .chain(turns.flat_map(|t| t.calls.iter().map(|c| c.weight)));
+        // An entry's weight in an unweighted reward is placed at the entry
+        // (`entry_problems`); a group's or a judge's here.
+        let wholes =
+            (self.any_of.iter().map(|g| g.weight)).chain(self.judge.iter().map(|j| j.weight));
         self.check_judges(world)?;
-        for w in weights.flatten() {
+        for w in entries.chain(wholes.clone()).flatten() {
             if !(w.is_finite() && w >= 0.0) {
                 return Err(format!("weight {w}: a weight is a number of 0 or more"));
             }
-            if self.reward != Reward::Weighted {
-                return Err(
-                    "`weight` counts in a weighted reward: add `reward = \"weighted\"` to [expect]"
-                        .into(),
-                );
-            }
+        }
+        if self.reward != Reward::Weighted && wholes.flatten().next().is_some() {
+            return Err(UNWEIGHTED.into());
         }
         for (i, group) in self.any_of.iter().enumerate() {
             let at = |m: String| format!("[[expect.any_of]] #{}: {m}", i + 1);

@@ -187,8 +187,10 @@ impl<'de> Deserialize<'de> for Seed {
                     "seed \"{t}\" is not a whole number from 0 to 18446744073709551615"
                 ))
             }),
+            // Negative, fractional, past 64 bits, or not a number: the
+            // range said whole (it gave no upper end).
             Err(_) => Err(serde::de::Error::custom(
-                "seed must be a whole number from 0 (or its digits as a string past 2^63 - 1)",
+                "seed must be a whole number from 0 to 18446744073709551615 (past 9223372036854775807, the largest TOML integer, it may be written as its digits in a string)",
             )),
         }
     }
@@ -991,6 +993,18 @@ mod tests {
         // A case missing its world is told so, as before.
         let case = said("c.toml", "task = \"t\"\nclock = 2026-03-01T12:00:00Z\n");
         assert!(case.contains("world"), "{case}");
+    }
+
+    /// A seed out of range says the range, both ends (it gave none past
+    /// 0 for one too large).
+    #[test]
+    fn a_seed_out_of_range_says_the_range() {
+        for bad in ["seed = 99999999999999999999999", "seed = -1", "seed = 1.5"] {
+            let e = seed(bad).unwrap_err();
+            assert!(e.contains("from 0 to 18446744073709551615"), "{bad}: {e}");
+        }
+        assert_eq!(seed("seed = 18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(seed("seed = \"18446744073709551615\""), Ok(u64::MAX));
     }
 
     /// A task read straight into JSON is the task read as TOML values and
