@@ -255,7 +255,7 @@ fn integer_past_toml(path: &Path, text: &str) -> Option<InputError> {
 fn json_cannot_hold(path: &Path, text: &str) -> Option<InputError> {
     use toml::de::{DeTable, DeValue};
     // `floats`: whether to look at floats (a check's bounds have their own
-    // rule for `nan`, decision 0412).
+    // rule for `nan`, decision 0412, and so have prices and limits).
     fn first(v: &toml::Spanned<DeValue<'_>>, floats: bool) -> Option<(usize, &'static str)> {
         match v.get_ref() {
             DeValue::Datetime(_) => Some((
@@ -298,7 +298,12 @@ fn json_cannot_hold(path: &Path, text: &str) -> Option<InputError> {
     let (at, message) = doc
         .iter()
         .filter(|(key, _)| key.get_ref().as_ref() != "clock")
-        .find_map(|(key, value)| first(value, key.get_ref().as_ref() != "expect"))?;
+        // Sections whose numbers are read as numbers, with a rule of their
+        // own for `nan` and the infinities: said once, by it.
+        .find_map(|(key, value)| {
+            let own_rule = ["expect", "prices", "limits"].contains(&key.get_ref().as_ref());
+            first(value, !own_rule)
+        })?;
     Some(InputError::at(path, text, at, message))
 }
 
@@ -1062,6 +1067,13 @@ mod tests {
                 .unwrap()
                 .contains("no JSON number")
         );
+        // Prices and limits say it by their own rule, once (a price of
+        // `inf` was told twice, once to give "a string").
+        assert_eq!(
+            at("[prices.y]\noutput_per_mtok = inf\n[limits]\nfuel = nan\n"),
+            None
+        );
+        assert!(at("[model]\nresponses = [{ text = \"x\", v = nan }]\n").is_some());
     }
 
     #[test]
