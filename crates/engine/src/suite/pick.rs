@@ -72,6 +72,7 @@ pub fn pick<T: Send>(
     // Every case the filter left out, for the near names of a filter
     // that selects none.
     let mut seen: Vec<Seen> = Vec::new();
+    let cwd = std::env::current_dir().ok();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let reads = worldline_case::parallel::par_map(paths.len(), cores, |i| Ok(read(&paths[i])))
         .map_err(|e| InputError::new("cases", format!("{e:#}")))?;
@@ -93,7 +94,8 @@ pub fn pick<T: Send>(
         }
         let seen_case = Seen {
             name,
-            path: path.display().to_string(),
+            path: filter_path(&path, cwd.as_deref()),
+            given: path.display().to_string(),
             world,
             tags,
         };
@@ -189,10 +191,24 @@ fn of_case(case: &Path, e: InputError) -> InputError {
     InputError::new(case, e.to_string())
 }
 
+/// A case file's path as `-k path:` matches it besides the path as found:
+/// relative to the working folder when it is inside it, without a leading
+/// `./` (the project file's cases were matched only as absolute paths, so
+/// `path:cases/*` selected none of them).
+fn filter_path(path: &Path, cwd: Option<&Path>) -> String {
+    let inside = cwd.and_then(|d| path.strip_prefix(d).ok()).unwrap_or(path);
+    let shown = inside.display().to_string();
+    match shown.strip_prefix("./") {
+        Some(rest) => rest.to_string(),
+        None => shown,
+    }
+}
+
 /// A case the filter did not select.
 struct Seen {
     name: String,
     path: String,
+    given: String,
     world: String,
     tags: Vec<String>,
 }
@@ -202,6 +218,7 @@ impl Seen {
         Candidate {
             name: &self.name,
             path: &self.path,
+            given: &self.given,
             world: &self.world,
             tags: &self.tags,
         }
@@ -235,6 +252,25 @@ fn nothing_selected(text: &str, filter: &Filter, seen: &[Seen]) -> InputError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `-k path:` reads a path inside the working folder relative to it.
+    #[test]
+    fn a_path_is_matched_relative_to_the_working_folder() {
+        let cwd = Path::new("/p");
+        assert_eq!(
+            filter_path(Path::new("/p/cases/a.toml"), Some(cwd)),
+            "cases/a.toml"
+        );
+        assert_eq!(
+            filter_path(Path::new("./cases/a.toml"), Some(cwd)),
+            "cases/a.toml"
+        );
+        assert_eq!(
+            filter_path(Path::new("/q/cases/a.toml"), Some(cwd)),
+            "/q/cases/a.toml"
+        );
+        assert_eq!(filter_path(Path::new("cases/a.toml"), None), "cases/a.toml");
+    }
 
     /// The case files of these names (none exists: `pick` reads them
     /// only through `read`).

@@ -39,7 +39,10 @@ pub struct Filter(Expr);
 /// What a filter sees of a case.
 pub struct Candidate<'a> {
     pub name: &'a str,
+    /// Its file's path relative to the working folder when inside it.
     pub path: &'a str,
+    /// Its file's path as it was found (absolute, from the project file).
+    pub given: &'a str,
     pub world: &'a str,
     pub tags: &'a [String],
 }
@@ -86,7 +89,7 @@ impl Expr {
         match self {
             Expr::Word(w) => c.name.contains(w.as_str()),
             Expr::Term(Field::Name, g) => glob_match(g, c.name),
-            Expr::Term(Field::Path, g) => glob_match(g, c.path),
+            Expr::Term(Field::Path, g) => glob_match(g, c.path) || glob_match(g, c.given),
             Expr::Term(Field::World, g) => glob_match(g, c.world),
             Expr::Term(Field::Tag, g) => c.tags.iter().any(|t| glob_match(g, t)),
             Expr::Not(e) => !e.matches(c),
@@ -355,6 +358,7 @@ mod tests {
         Candidate {
             name,
             path: "cases/incident/x.toml",
+            given: "/p/cases/incident/x.toml",
             world: "incident@v4",
             tags,
         }
@@ -372,6 +376,7 @@ mod tests {
         assert!(yes("fresh or (stale and not tag:fast)"));
         assert!(!yes("stale and not tag:model"));
         assert!(yes("name:incident/* and path:cases/*"));
+        assert!(yes("path:/p/cases/*"));
         assert!(!yes("not stale or tag:fast"), "not binds tighter than or");
     }
 
