@@ -410,7 +410,7 @@ fn index_reads_again_a_bundle_changed_in_place() {
     check.expect_code(1);
     assert!(
         check.stdout.contains(&format!("stale: {}", ids[0]))
-            && check.stdout.contains("run `worldline index`"),
+            && check.stdout.contains("run `worldline index --rebuild`"),
         "{check}"
     );
     let index = prompt(&store, &["index"]);
@@ -423,6 +423,24 @@ fn index_reads_again_a_bundle_changed_in_place() {
         ids[0].as_str(),
         "{incomplete}"
     );
+    prompt(&store, &["index", "--check"]).expect_code(0);
+    // Edited in place at the same size: `--check` reads each bundle and
+    // names its row (it compared sizes only, and said all was
+    // consistent); `--rebuild` repairs it.
+    let bundle = store.join(format!("runs/{}.jsonl", ids[1]));
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    let at = text.find("\"seq\":1,").expect("an event with seq 1");
+    let edited = format!("{}\"seq\":7,{}", &text[..at], &text[at + 8..]);
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(&bundle, edited).unwrap();
+    let check = prompt(&store, &["index", "--check", "--json"]);
+    check.expect_code(1);
+    assert_eq!(
+        check.json()["stale"],
+        serde_json::json!([ids[1]]),
+        "{check}"
+    );
+    prompt(&store, &["index", "--rebuild"]).expect_code(0);
     prompt(&store, &["index", "--check"]).expect_code(0);
 }
 

@@ -198,7 +198,7 @@ pub fn write_check(out: &mut impl Write, c: &Check) -> io::Result<()> {
     if !c.consistent() {
         writeln!(
             out,
-            "run `worldline index` to bring the index up to date with the bundles"
+            "run `worldline index --rebuild` to make the index again from the bundles"
         )?;
     }
     Ok(())

@@ -176,6 +176,33 @@ impl Index {
     }
 }
 
+impl Index {
+    /// [`check`](Self::check), and every other row compared with its bundle
+    /// read again: a bundle edited in place at its size, or a row changed
+    /// in the index file (a failed run's verdict made `passed`), is
+    /// `stale` too (`index --check`, which compared sizes only and said
+    /// both were consistent). Reads every bundle.
+    pub fn check_rows(&self) -> Result<Check> {
+        let mut c = self.check()?;
+        let sized: BTreeSet<String> = (c.stale.iter().chain(&c.orphaned)).cloned().collect();
+        for row in self.all()? {
+            if sized.contains(&row.run_id) {
+                continue;
+            }
+            let path = self.runs_dir.join(format!("{}.jsonl", row.run_id));
+            match Row::read(&row.run_id, &path) {
+                Ok(again) if again == row => {}
+                Ok(_) => c.stale.push(row.run_id),
+                // Gone since it was listed: the next listing drops it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(|| format!("reading run {}", row.run_id)),
+            }
+        }
+        c.stale.sort();
+        Ok(c)
+    }
+}
+
 /// The run ids of the bundles in the folder.
 pub(super) fn list_bundles(dir: &Path) -> Result<BTreeSet<String>> {
     Ok(std::fs::read_dir(dir)
