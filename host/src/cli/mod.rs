@@ -529,7 +529,10 @@ fn fork_edits(rec: &worldline_engine::replay::RecordedRun) -> Vec<String> {
 /// `retention` made `runs/`, `objects/` and an index in any folder named).
 fn store_there(root: &std::path::Path) -> anyhow::Result<worldline_store::store::StoreDir> {
     use worldline_store::store::StoreDir;
-    let policy_only = root.join("policy.toml").is_file() && !root.join("runs").exists();
+    // Whatever its policy file is: one that is no file is refused where
+    // it is read, naming it.
+    let policy = root.join("policy.toml").symlink_metadata().is_ok();
+    let policy_only = policy && !root.join("runs").exists();
     match policy_only {
         true => StoreDir::open(root),
         false => StoreDir::open_existing(root),
