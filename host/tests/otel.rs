@@ -413,6 +413,18 @@ fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
     let file = dir.path().join("trace.pb");
     worldline(&store, ["otel", b_id, "-o", s(&file)]).expect_code(0);
     assert!(std::fs::metadata(&file).unwrap().len() > 100);
+    // `-o -`: the same bytes on stdout, what was sent said on stderr (it
+    // wrote a file named `-` in the working folder).
+    let piped = common::worldline_spawn(&store, ["otel", b_id, "-o", "-"])
+        .wait_with_output()
+        .unwrap();
+    assert!(piped.status.success(), "{piped:?}");
+    assert_eq!(piped.stdout, std::fs::read(&file).unwrap());
+    assert!(
+        String::from_utf8_lossy(&piped.stderr).contains("to stdout"),
+        "{piped:?}"
+    );
+    assert!(!std::path::Path::new("-").exists());
     let down = worldline(&store, ["otel", b_id, "--endpoint", "http://127.0.0.1:9"]);
     down.expect_code(2);
     assert!(down.stderr.contains("cannot send spans"), "{down}");

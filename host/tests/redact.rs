@@ -288,6 +288,30 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
         "the agent only"
     );
 
+    // A policy given to an export that redacts nothing is refused, not
+    // ignored (the run, or its trajectory, was written whole).
+    let policy = st.root.join("policy.toml");
+    std::fs::write(&policy, "paths = [\"request\"]\n").unwrap();
+    for format in ["worldline", "trajectories", "atif"] {
+        let whole = st.root.join(format!("whole.{format}"));
+        let out = worldline(
+            &st.store,
+            [
+                "export",
+                &st.run,
+                "-o",
+                s(&whole),
+                "--format",
+                format,
+                "--redact",
+                s(&policy),
+            ],
+        );
+        out.expect_code(2);
+        assert!(out.stderr.contains("--redact"), "{format}: {out}");
+        assert!(!whole.exists(), "{format}: {out}");
+    }
+
     let other = st.root.join("other");
     let imp = worldline(&other, ["import", s(&file), "--json"]);
     imp.expect_code(0);

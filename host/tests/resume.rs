@@ -490,6 +490,28 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
         "{fork}"
     );
     assert_eq!(std::fs::read_dir(store.join("runs")).unwrap().count(), 1);
+    // A fork there that denies the tool makes no call of it: the edit
+    // applies at the killed run's end, as docs/cli.md says (it was
+    // refused as if it called the tool again).
+    let denied = wl(
+        &store,
+        &["fork", &id, "--at", &end, "--deny", "spin", "--json"].map(OsStr::new),
+    );
+    let fork_id = denied.json()["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{denied}"))
+        .to_string();
+    let fork_bundle = store.join("runs").join(format!("{fork_id}.jsonl"));
+    let denial = common::read_bundle(&fork_bundle)
+        .events
+        .into_iter()
+        .find(|e| e["call"] == "worldline:agent/tools.call" && e["seq"].as_u64() == Some(i.seq));
+    assert!(
+        denial.is_some_and(|e| e["response"]["error"]["kind"] == "denied"),
+        "{denied}"
+    );
+    std::fs::remove_file(&fork_bundle).unwrap();
+    wl(&store, &["index", "--rebuild"].map(OsStr::new)).expect_code(0);
 
     let resumed = resume(&store, &id, &["--resend-in-flight"]);
     resumed.expect_code(0);

@@ -108,6 +108,13 @@ pub fn write(path: &Path, req: &ExportTraceServiceRequest) -> Result<()> {
     Ok(worldline_case::output::write(path, &req.encode_to_vec())?)
 }
 
+/// The request as OTLP/HTTP's protobuf body, for a writer the caller holds
+/// (`otel -o -`: stdout).
+pub fn to_writer(out: &mut impl std::io::Write, req: &ExportTraceServiceRequest) -> Result<()> {
+    out.write_all(&req.encode_to_vec())?;
+    Ok(out.flush()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,6 +64,22 @@ pub struct ImportArgs {
 }
 
 pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
+    // A policy given to an export that redacts nothing: it was taken and
+    // ignored, and the run's values written as they are.
+    if !args.redacted
+        && let Some(flag) = (args.redaction.redact.as_ref().map(|_| "--redact"))
+            .or(args.redaction.unredacted.then_some("--unredacted"))
+    {
+        let m = match args.format {
+            Format::Worldline => format!(
+                "{flag} is for a redacted copy: add --redacted (without it the run is exported whole)"
+            ),
+            _ => format!(
+                "{flag}: trajectories are written as the run holds them; for a redacted one, export a redacted copy (`export RUN --redacted -o copy.jsonl`), import it, and export its trajectory"
+            ),
+        };
+        return Err(InputError::new(flag, m).into());
+    }
     let first = args.run.first().map_or("", String::as_str);
     let store = super::store_of_run(&args.common.store, first)?;
     if args.format != Format::Worldline {

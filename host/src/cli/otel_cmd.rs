@@ -96,6 +96,12 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
             let url = send::traces_url(endpoint)?;
             (send::shown(&url), Some(send::post(&url, &req)?))
         }
+        // `-o -`: the request to stdout, as `export -o -` writes (it made a
+        // file named `-`).
+        (None, Some(file)) if file.as_os_str() == "-" => {
+            send::to_writer(&mut std::io::stdout().lock(), &req)?;
+            ("stdout".to_string(), None)
+        }
         (None, Some(file)) => {
             send::write(file, &req)?;
             (file.display().to_string(), None)
@@ -114,10 +120,13 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
             .map(|v| hex::encode(worldline_otel::ids_of(&v.run_id, &v.bundle).0))
             .collect(),
     };
-    if args.common.json {
-        super::print_json(&summary)?;
-    } else {
-        worldline_report::otel::write(&mut super::human_out(), &summary)?;
+    // What was sent goes to stderr when the request took stdout.
+    let to_stdout = args.output.as_ref().is_some_and(|f| f.as_os_str() == "-");
+    match (args.common.json, to_stdout) {
+        (true, false) => super::print_json(&summary)?,
+        (true, true) => eprintln!("{}", serde_json::to_string(&summary)?),
+        (false, false) => worldline_report::otel::write(&mut super::human_out(), &summary)?,
+        (false, true) => worldline_report::otel::write(&mut std::io::stderr().lock(), &summary)?,
     }
     Ok(ExitCode::Ok)
 }

@@ -106,14 +106,19 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
     }
     // A fork at the end of a run killed inside a call of a tool that may
     // write makes that call again: only `resume --resend-in-flight` does,
-    // as asked and recorded (a fork did it unasked, and said nothing).
+    // as asked and recorded (a fork did it unasked, and said nothing). A
+    // --deny of that tool makes no call, and applies there, as a killed
+    // run's end takes edits (a --respond replaces a recorded answer only).
+    let denied =
+        |tool: &str| (edits.iter()).any(|e| matches!(e, Edit::Deny { tool: d } if d == tool));
     if at == events.len() as u64
         && let Some(tool) = rec.bundle.in_flight.as_ref().and_then(|i| i.tool.as_ref())
+        && !denied(tool)
     {
         return Err(InputError::new(
             "--at",
             format!(
-                "{at} is where the run was killed inside a call of tool `{tool}`, which may write: a fork there calls it again, and its writes were not recorded. Fork at {} or earlier, or `worldline resume {} --resend-in-flight` to call it again",
+                "{at} is where the run was killed inside a call of tool `{tool}`, which may write: a fork there calls it again, and its writes were not recorded. Fork at {} or earlier, deny it there (--deny {tool}), or `worldline resume {} --resend-in-flight` to call it again",
                 at.saturating_sub(1),
                 rec.id
             ),
