@@ -1082,17 +1082,20 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
     let bundle = common::bundle_in(&store, &id);
     let bundle = bundle.to_str().unwrap();
     let typo = dir.path().join("typo");
-    for args in [
+    let tending = [
         vec!["gc"],
         vec!["gc", "--dry-run"],
         vec!["pin", id.as_str()],
         vec!["unpin", id.as_str()],
         vec!["retention"],
+    ];
+    let reading = [
         vec!["history", id.as_str()],
         vec!["show", id.as_str(), "--at", "0"],
         vec!["replay", id.as_str()],
-    ] {
-        let out = worldline(&typo, &args);
+    ];
+    for args in tending.iter().chain(&reading) {
+        let out = worldline(&typo, args);
         out.expect_code(2);
         assert!(out.stderr.contains("no store is there"), "{args:?}: {out}");
         assert!(
@@ -1107,14 +1110,8 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("keep.txt"), "keep\n").unwrap();
     let before = common::bench::files(&folder);
-    for args in [
-        vec!["gc"],
-        vec!["gc", "--dry-run"],
-        vec!["pin", id.as_str()],
-        vec!["unpin", id.as_str()],
-        vec!["retention"],
-    ] {
-        let out = worldline(&folder, &args);
+    for args in &tending {
+        let out = worldline(&folder, args);
         out.expect_code(2);
         assert!(out.stderr.contains("is not a store"), "{args:?}: {out}");
         assert_eq!(common::bench::files(&folder), before, "{args:?}: {out}");
