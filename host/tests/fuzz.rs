@@ -78,6 +78,19 @@ fn the_naive_agent_fails_stale_deploys_at_a_rate_and_every_reproducer_replays() 
         .filter(|l| l["event"] == "run_finished" && !l["trial"]["signature"].is_null())
         .count() as u64;
     assert_eq!(failing, failed);
+    // Each run's line says the faults it met, a passing run's too (every
+    // passing run said none): a deploy list stale by less than 15 min is
+    // met and survived.
+    let survived = lines[1..121]
+        .iter()
+        .filter(|l| l["trial"]["signature"].is_null())
+        .filter(|l| {
+            l["trial"]["faults"]["faults"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty())
+        })
+        .count();
+    assert!(survived > 0, "no passing run met a fault");
     assert_eq!(lines[121]["event"], "finished");
     assert_eq!(lines[121]["tally"]["runs"], 120);
     // Half the deploy lists are stale by 1..30 min and only ages past 15 min

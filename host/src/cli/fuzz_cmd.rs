@@ -144,6 +144,9 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         jobs,
         keep_all: args.keep_all.then_some(&store),
         partition,
+        // A worker is given the command line it was started from, so it
+        // keeps them as the campaign does.
+        every_fault: args.events.is_some(),
     };
     if args.fuzz_worker.is_some() {
         let (input, output) = (std::io::BufReader::new(std::io::stdin()), std::io::stdout());

@@ -115,6 +115,10 @@ pub struct Campaign<'a> {
     /// Run only this shard's seeds (all repetitions of a seed stay in one
     /// shard, so pass^k can be computed from merged shards).
     pub partition: Option<Partition>,
+    /// Keep the faults a passing run met too: `fuzz --events` says of
+    /// each run the faults it met (it said none of every passing run).
+    /// The tally reads those of failures only.
+    pub every_fault: bool,
 }
 
 impl Campaign<'_> {
@@ -180,7 +184,7 @@ impl Campaign<'_> {
             },
         )?;
         let signature = signature::of(o.footer.status, o.grade.as_ref());
-        let faults = if signature.is_some() {
+        let faults = if signature.is_some() || self.every_fault {
             realized(&o, &self.faults, seed)
         } else {
             Schedule::default()

@@ -15,7 +15,8 @@ pub struct Trial {
     pub model_seed: Option<u64>,
     /// `None` when the run passed.
     pub signature: Option<String>,
-    /// The faults the run met (kept for failures only).
+    /// The faults the run met (kept for failures only, unless the
+    /// campaign keeps every run's: `Campaign::every_fault`).
     pub faults: Schedule,
     /// An injected text reached the agent (a fault placed it at a vector).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
