@@ -133,6 +133,13 @@ fn a_stale_field_on_a_tool_that_answers_no_rows_is_refused() {
         "[[tools]]\ntool = \"close_ticket\"\nstale = { p = 0.5, age_s = [1, 60], field = \"at\" }\n",
         "faults.toml:1:1: faults file: `close_ticket`: stale.field = \"at\"",
     );
+    // A case given as the faults file is said to be one (it was "unknown
+    // field `clock`").
+    fuzz_refused(
+        dir.path(),
+        &demo_case(1),
+        "faults.toml: is a case (it names a `world`), not a faults file",
+    );
 }
 
 #[test]

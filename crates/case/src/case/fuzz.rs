@@ -363,8 +363,21 @@ pub fn check(
     for entry in &doc.tools {
         let t = entry.get_ref();
         let problem = check_tool(t, world).err().or_else(|| {
-            let world = world.filter(|_| super::recorded::new_rules_apply())?;
-            shadowed(t, &tools, world)
+            if !super::recorded::new_rules_apply() {
+                return None;
+            }
+            match world {
+                Some(world) => shadowed(t, &tools, world),
+                // Without the world's tools, an entry of a name written
+                // before is taken by it whatever the world (`check` of a
+                // faults file passed it, and `fuzz` refused it).
+                None => (tools.iter().any(|e| e.tool == t.tool)).then(|| {
+                    format!(
+                        "`{}`: an entry before it names the same tool, and the first entry whose tool matches a call applies, so it never strikes; merge the two, or drop it",
+                        t.tool
+                    )
+                }),
+            }
         });
         match problem {
             Some(m) => problems.push(at(entry.span().start, format!("{table}: {m}"))),
@@ -431,6 +444,9 @@ fn shadowed(t: &ToolFaults, earlier: &[ToolFaults], world: &World) -> Option<Str
 
 fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
     let name = &t.tool;
+    if name.is_empty() {
+        return Err("`tool` is empty: name a tool of the world, or a glob (`list_*`, `*`)".into());
+    }
     if let Some(world) = world
         && !world::names_a_tool(name, &world.tools)
     {
@@ -480,6 +496,14 @@ fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
     }
     if let Some(p) = &t.partial {
         total += prob("partial.p", p.p)?;
+        // What no world makes right, told without one too.
+        if world.is_none()
+            && p.fields.is_empty()
+            && let Some(m) =
+                super::inject::partial_problem(name, &p.fields, &[], &Default::default())
+        {
+            return Err(format!("`{name}`: {m}"));
+        }
         if let Some(world) = world
             && super::recorded::new_rules_apply()
             && let Some(m) =
@@ -529,14 +553,57 @@ pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
     let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
         .map_err(|e| InputError::new(path, format!("cannot read the faults file: {e}")))?;
     let source = InputError::utf8(path, bytes)?;
-    let doc: ProfileToml =
-        toml::from_str(&source).map_err(|e| InputError::toml(path, &source, &e))?;
+    let doc: ProfileToml = toml::from_str(&source).map_err(|e| {
+        // A case given as the faults file (it said "unknown field `clock`").
+        let keys = toml::from_str::<super::discover::Keys>(&source);
+        match keys.is_ok_and(|k| k.world.is_some()) {
+            true => InputError::new(
+                path,
+                "is a case (it names a `world`), not a faults file: give a file of `[[tools]]` faults, `clock_skew_s` or `[user]`, or leave --faults out to use the case's own [fuzz]",
+            ),
+            false => InputError::toml(path, &source, &e),
+        }
+    })?;
     check(path, &source, &doc, Some(world), "faults file").map_err(|mut all| all.swap_remove(0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A faults file checked alone (`check`, no world) is told what no
+    /// world makes right, as `fuzz --faults` tells it: an entry of a name
+    /// written before, an empty `partial.fields`, an empty tool name
+    /// (`check` passed all three).
+    #[test]
+    fn a_faults_file_alone_is_told_what_no_world_makes_right() {
+        for (text, said) in [
+            (
+                "[[tools]]\ntool = \"a\"\nempty = 0.5\n[[tools]]\ntool = \"a\"\ndeny = 0.5\n",
+                "4:1: faults file: `a`: an entry before it names the same tool",
+            ),
+            (
+                "[[tools]]\ntool = \"a\"\npartial = { p = 0.5, fields = [], error = \"timeout\" }\n",
+                "1:1: faults file: `a`: partial.fields is empty",
+            ),
+            (
+                "[[tools]]\ntool = \"\"\ndeny = 0.5\n",
+                "1:1: faults file: `tool` is empty",
+            ),
+        ] {
+            let doc: ProfileToml = toml::from_str(text).unwrap();
+            let all = check(Path::new("f.toml"), text, &doc, None, "faults file").unwrap_err();
+            assert_eq!(all.len(), 1, "{all:?}");
+            assert!(
+                all[0].to_string().starts_with(&format!("f.toml:{said}")),
+                "{}",
+                all[0]
+            );
+        }
+        let two = "[[tools]]\ntool = \"a\"\nempty = 0.5\n[[tools]]\ntool = \"b*\"\ndeny = 0.5\n";
+        let doc: ProfileToml = toml::from_str(two).unwrap();
+        check(Path::new("f.toml"), two, &doc, None, "faults file").unwrap();
+    }
 
     #[test]
     fn ranges_are_one_number_or_two() {
