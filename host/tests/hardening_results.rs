@@ -582,6 +582,24 @@ fn a_fork_s_edits_are_recorded_shown_and_refused_as_they_apply() {
             "{fork}"
         );
     }
+    // A run of no events has no earlier event to give (it said "give --at
+    // 0 or earlier" of --at 0).
+    let case = write_case(
+        dir.path(),
+        "nothing",
+        &demo_case(1).replace("{ tool = \"get_ticket\", args = { id = \"T-1\" } }", ""),
+    );
+    let none = common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir());
+    let none_id = none.json()["run_id"].as_str().unwrap().to_string();
+    let fork = worldline(
+        &store,
+        ["fork", &none_id, "--at", "0", "--deny", "get_ticket"],
+    );
+    fork.expect_code(2);
+    assert!(
+        fork.stderr.contains("it made no call at all") && !fork.stderr.contains("or earlier"),
+        "{none}\n{fork}"
+    );
 }
 
 /// `diff` of two runs alike in their events and final state but not in

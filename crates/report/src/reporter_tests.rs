@@ -1134,3 +1134,27 @@ fn a_case_name_s_control_characters_are_shown_escaped() {
     let junit = super::junit::render(&s).unwrap();
     assert!(junit.contains("name\\u{1b}x"), "{junit}");
 }
+
+/// A run that is not replayable is said to be stopped by the watchdog
+/// only when it timed out; one a signal stopped (`trapped`) was blamed on
+/// the watchdog of a case with no time limit of its own.
+#[test]
+fn a_run_stopped_by_a_signal_is_not_blamed_on_the_watchdog() {
+    use worldline_log::log::bundle::Status;
+    let mut outcome = branch_outcomes().remove(0);
+    outcome.footer.replayable = false;
+    for (status, said) in [
+        (
+            Status::Timeout,
+            "stopped by the wall-clock watchdog; not replayable",
+        ),
+        (
+            Status::Trapped,
+            "stopped before it ended (a signal, or the command ending it); not replayable",
+        ),
+    ] {
+        outcome.footer.status = status;
+        let shown = text(|out| super::run::write(out, &outcome));
+        assert!(shown.contains(said), "{shown}");
+    }
+}

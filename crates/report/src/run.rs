@@ -165,10 +165,13 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
         )?;
     }
     if !f.replayable {
-        writeln!(
-            out,
-            "  note:   stopped by the wall-clock watchdog; not replayable"
-        )?;
+        // The watchdog only ends a run `timeout`; a run stopped otherwise
+        // (a signal, a served episode ended) was blamed on it.
+        let why = match f.status {
+            worldline_log::log::bundle::Status::Timeout => "stopped by the wall-clock watchdog",
+            _ => "stopped before it ended (a signal, or the command ending it)",
+        };
+        writeln!(out, "  note:   {why}; not replayable")?;
     }
     if let Some(isolation) = Isolation::of(o) {
         writeln!(

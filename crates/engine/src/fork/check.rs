@@ -132,11 +132,17 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
     // it goes on live, so an edit there applies to its next call.
     let past_end = |flag: &str| {
         (rec.bundle.footer.is_some() && at == events.len() as u64).then(|| {
+            // A run of no events has no earlier event to give (it said
+            // "give --at 0 or earlier" of --at 0).
+            let instead = match at {
+                0 => "it made no call at all, so an edit has nothing to apply to; fork a run that made the call".to_string(),
+                _ => format!("give --at {} or earlier", at - 1),
+            };
             InputError::new(
                 flag,
                 format!(
-                    "event {at} is the end of a finished run: it makes no call there for the edit to apply to; give --at {} or earlier",
-                    at.saturating_sub(1)
+                    "event {at} is the end of a finished run ({}): it makes no call there for the edit to apply to; {instead}",
+                    rec.bundle.footer.as_ref().map_or("", |f| f.status.as_str())
                 ),
             )
         })
