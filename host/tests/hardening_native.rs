@@ -705,6 +705,29 @@ fn a_signal_to_a_native_run_reports_it_then_ends_the_command() {
     assert_eq!(report["run_status"], "trapped", "{out}");
     let id = report["run_id"].as_str().unwrap();
     assert!(common::bundle_in(&store, id).exists(), "{out}");
+    // So do `resume` and `fork` of it, which run its command again (they
+    // ended with nothing said, though each run was recorded).
+    for command in [vec!["resume", id], vec!["fork", id, "--at", "0"]] {
+        std::fs::remove_file(&began_file).unwrap();
+        let mut child = cli()
+            .args(&command)
+            .args([os("--json"), os("--store"), store.as_os_str()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = signal_when(&mut child, libc::SIGINT, || began_file.exists(), "SIGINT");
+        let mut said = String::new();
+        let _ = child.stdout.take().unwrap().read_to_string(&mut said);
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGINT),
+            "{command:?}: {status:?} {said}"
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&said).unwrap_or_else(|e| panic!("{command:?}: {e}: {said:?}"));
+        assert_eq!(report["run_status"], "trapped", "{command:?}: {said}");
+    }
 }
 
 /// `case from-run` of a run whose case names its agent beside it (`exec =

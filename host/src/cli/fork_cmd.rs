@@ -77,6 +77,10 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
     if let Some(samples) = args.samples {
         return branch(&sandbox, &store, &rec, &args, samples);
     }
+    // A signal that stops a native run ends the command once the run is
+    // reported, as under `run` (it ended with nothing said).
+    let interrupt = (rec.bundle.header.native.is_some() && args.agent.is_none())
+        .then(worldline_engine::native::Interrupt::start);
     let forked = std::thread::scope(|s| {
         // The run index opened while the fork runs (decision 0398).
         s.spawn(|| worldline_store::index::open_writer(&store));
@@ -114,6 +118,9 @@ pub fn exec(args: ForkCommand) -> Result<ExitCode> {
         worldline_report::run::write(&mut super::human_out(), outcome)?;
     }
     let code = crate::cli::exit::exit_code(outcome.footer.status, outcome.grade.as_ref());
+    if let Some(i) = interrupt {
+        i.end();
+    }
     // The fork, its recording and the sandbox (the engine, the linker, the
     // agent's mapped code), values and mappings only, are left to the
     // process's end, which frees their memory at once (decision 0395):

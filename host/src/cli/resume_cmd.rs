@@ -72,6 +72,10 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
     .into_iter()
     .filter_map(|(name, v)| Some((name.to_string(), v?)))
     .collect();
+    // A signal that stops a native run ends the command once the run is
+    // reported, as under `run` (it ended with nothing said).
+    let interrupt =
+        (rec.bundle.header.native.is_some()).then(worldline_engine::native::Interrupt::start);
     let outcome = ops::resume::resume(&sandbox, &store, &rec, &raised, args.resend_in_flight)?;
     super::indexed(&store);
     let in_flight = rec.bundle.in_flight.as_ref();
@@ -103,6 +107,9 @@ pub fn exec(args: ResumeArgs) -> Result<ExitCode> {
             println!("killed inside {what} at event {at}: made again");
         }
         worldline_report::run::write(&mut super::human_out(), &outcome)?;
+    }
+    if let Some(i) = interrupt {
+        i.end();
     }
     Ok(crate::cli::exit::exit_code(
         outcome.footer.status,
