@@ -108,6 +108,7 @@ impl Fixture {
             jobs,
             keep_all: None,
             partition: None,
+            every_fault: false,
         }
     }
 }
