@@ -666,10 +666,14 @@ fn merged_shards_equal_the_single_machine_report() {
     let out = fuzz(&store, &edited, &naive, &a);
     let mixed = merge_with_third(&out, "edited-3.json");
     mixed.expect_code(2);
+    // The report that differs is named, with the one it differs from.
     assert!(
         mixed
             .stderr
-            .contains("not shards of one campaign: `inputs`"),
+            .contains("edited-3.json: is not a shard of the campaign of")
+            && mixed
+                .stderr
+                .contains("count-1.json: `inputs` (the hash of the case file"),
         "{mixed}"
     );
     // A shard run without `--shrink` (its groups' shrinking was lost).
@@ -679,7 +683,11 @@ fn merged_shards_equal_the_single_machine_report() {
     let out = fuzz(&store, &fuzz_case(), &naive, &a);
     let mixed = merge_with_third(&out, "unshrunk-3.json");
     mixed.expect_code(2);
-    assert!(mixed.stderr.contains("`inputs`"), "{mixed}");
+    assert!(
+        mixed.stderr.contains("unshrunk-3.json: is not a shard")
+            && mixed.stderr.contains("--shrink it ran with"),
+        "{mixed}"
+    );
 }
 
 /// A run that drew a clock skew of 0 s met no skew: it is not counted in

@@ -237,6 +237,25 @@ fn identity(r: &FuzzReport) -> [(&'static str, Value); 8] {
     ]
 }
 
+/// What `other` holds otherwise than `first`, of what shards of one
+/// campaign hold alike: `inputs` said only two hashes, naming neither what
+/// goes into them nor which report had which.
+pub fn unlike(first: &FuzzReport, other: &FuzzReport) -> Option<String> {
+    let ((key, one), (_, two)) = identity(first)
+        .into_iter()
+        .zip(identity(other))
+        .find(|((_, a), (_, b))| a != b)?;
+    let what = match key {
+        "inputs" => " (the hash of the case file, the model flags and --shrink it ran with)",
+        _ => "",
+    };
+    Some(format!(
+        "`{key}`{what} is {} in one and {} in the other",
+        shown::text(&one.to_string()),
+        shown::text(&two.to_string())
+    ))
+}
+
 /// Shard reports of one campaign (`fuzz --partition i/n --json`) as the
 /// report one machine would have printed for the same campaign seed: the
 /// tallies of every shard added up, the summary and groups computed again,
@@ -244,19 +263,8 @@ fn identity(r: &FuzzReport) -> [(&'static str, Value); 8] {
 /// Only `timing` and the reproducers' run ids and bundle paths differ.
 pub fn merge(shards: &[FuzzReport]) -> Result<FuzzReport, String> {
     let first = shards.first().ok_or("no reports to merge")?;
-    let alike = identity(first);
-    for s in shards {
-        if let Some(((key, one), (_, other))) = alike
-            .iter()
-            .zip(identity(s))
-            .find(|((_, a), (_, b))| a != b)
-        {
-            return Err(format!(
-                "the reports are not shards of one campaign: `{key}` is {} in one and {} in another",
-                shown::text(&one.to_string()),
-                shown::text(&other.to_string())
-            ));
-        }
+    if let Some(m) = shards.iter().find_map(|s| unlike(first, s)) {
+        return Err(format!("the reports are not shards of one campaign: {m}"));
     }
     let repeat = first.repeat.max(1);
     let seeds = first.seeds;

@@ -90,7 +90,18 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
         ));
     }
     if docs.iter().all(|(_, d)| campaign(d)) {
+        let paths: Vec<PathBuf> = docs.iter().map(|(p, _)| p.clone()).collect();
         let shards = read_each::<FuzzReport>(docs, "not a `fuzz --json` report")?;
+        // The report that differs, named with the first it differs from.
+        for (path, s) in paths.iter().zip(&shards).skip(1) {
+            if let Some(m) = super::fuzz::unlike(&shards[0], s) {
+                let m = format!(
+                    "is not a shard of the campaign of {}: {m}",
+                    paths[0].display()
+                );
+                return Err(InputError::new(path, m));
+            }
+        }
         let merged = super::fuzz::merge(&shards).map_err(|m| InputError::new("merge", m))?;
         return Ok(Merged::Campaign(Box::new(merged)));
     }
