@@ -145,14 +145,14 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
             // What is no SHA-256 the store did not write: it stays.
             |name| is_sha256_hex(name) && !needed.contains(name),
             now - GRACE_S,
-            dry_run,
+            (dry_run, Listed::ByName),
             &mut report.objects,
         )?;
         sweep_dir(
             &store.root.join("worlds"),
             |name| is_sha256_hex(name) && !worlds.contains(name),
             now - GRACE_S,
-            dry_run,
+            (dry_run, Listed::ByName),
             &mut report.worlds,
         )?;
         for n in db_objects {
@@ -166,7 +166,8 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
     for sub in sorted_entries(&store.cache_dir())? {
         if sub.is_dir() {
             let unheld = |name: &str| !name.ends_with(".lock") || !lock_held(&sub.join(name));
-            sweep_dir(&sub, unheld, unused_since, dry_run, &mut report.cache)?;
+            let how = (dry_run, Listed::ByPath);
+            sweep_dir(&sub, unheld, unused_since, how, &mut report.cache)?;
         }
     }
     let rel = |items: &mut Vec<String>| {
@@ -229,13 +230,23 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(all)
 }
 
+/// How a sweep lists what it removes: the store's objects and worlds by
+/// their names (hashes), the compile cache's entries by their paths (its
+/// own `objects/` was listed by bare hashes, as if the store's went).
+#[derive(Clone, Copy)]
+enum Listed {
+    ByName,
+    ByPath,
+}
+
 /// Remove the entries of `dir` that `unwanted` names and that were last
-/// used (accessed or modified) before `before` (Unix seconds).
+/// used (accessed or modified) before `before` (Unix seconds), unless a
+/// dry run; each listed in `out` as `listed` says.
 fn sweep_dir(
     dir: &Path,
     unwanted: impl Fn(&str) -> bool,
     before: i64,
-    dry_run: bool,
+    (dry_run, listed): (bool, Listed),
     out: &mut Removed,
 ) -> Result<()> {
     for path in sorted_entries(dir)? {
@@ -270,13 +281,9 @@ fn sweep_dir(
                 Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
             }
         }
-        // The store's objects and worlds by name; the compile cache's
-        // entries (its `objects/` too) by their path in the store.
-        let in_cache = dir.parent().is_some_and(|p| p.ends_with("cache"));
-        let item = if (dir.ends_with("objects") || dir.ends_with("worlds")) && !in_cache {
-            name
-        } else {
-            path.display().to_string()
+        let item = match listed {
+            Listed::ByName => name,
+            Listed::ByPath => path.display().to_string(),
         };
         out.add(item, bytes);
     }
@@ -381,7 +388,8 @@ mod tests {
             let started = std::time::Instant::now();
             while started.elapsed() < Duration::from_secs(3) && !stop.load(Ordering::SeqCst) {
                 let mut out = Removed::default();
-                if let Err(e) = sweep_dir(dir.path(), |_| true, before, false, &mut out) {
+                let how = (false, Listed::ByPath);
+                if let Err(e) = sweep_dir(dir.path(), |_| true, before, how, &mut out) {
                     return Some(e);
                 }
             }
