@@ -174,9 +174,7 @@ impl Index {
             .collect();
         Ok(c)
     }
-}
 
-impl Index {
     /// [`check`](Self::check), and every other row compared with its bundle
     /// read again: a bundle edited in place at its size, or a row changed
     /// in the index file (a failed run's verdict made `passed`), is
@@ -184,20 +182,20 @@ impl Index {
     /// both were consistent). Reads every bundle.
     pub fn check_rows(&self) -> Result<Check> {
         let mut c = self.check()?;
-        let sized: BTreeSet<String> = (c.stale.iter().chain(&c.orphaned)).cloned().collect();
-        for row in self.all()? {
-            if sized.contains(&row.run_id) {
-                continue;
-            }
-            let path = self.runs_dir.join(format!("{}.jsonl", row.run_id));
-            match Row::read(&row.run_id, &path) {
-                Ok(again) if again == row => {}
-                Ok(_) => c.stale.push(row.run_id),
-                // Gone since it was listed: the next listing drops it.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e).with_context(|| format!("reading run {}", row.run_id)),
-            }
-        }
+        let sized: BTreeSet<&String> = c.stale.iter().chain(&c.orphaned).collect();
+        let rows: Vec<Row> = (self.all()?.into_iter())
+            .filter(|r| !sized.contains(&r.run_id))
+            .collect();
+        let ids: Vec<String> = rows.iter().map(|r| r.run_id.clone()).collect();
+        // Read as `index` reads them (a bundle gone meanwhile is skipped).
+        let again: BTreeMap<String, Row> = (read_rows(&self.runs_dir, &ids)?.into_iter())
+            .map(|r| (r.run_id.clone(), r))
+            .collect();
+        let changed = rows
+            .into_iter()
+            .filter(|r| again.get(&r.run_id).is_some_and(|a| a != r))
+            .map(|r| r.run_id);
+        c.stale.extend(changed);
         c.stale.sort();
         Ok(c)
     }
