@@ -96,9 +96,9 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     };
     let mut chosen = std::collections::BTreeMap::new();
     for (i, p) in out.iter().enumerate() {
-        let first = *chosen.entry(canonical(p)).or_insert(i);
-        if link(&out[first]) && !link(p) {
-            chosen.insert(canonical(p), i);
+        let kept = chosen.entry(canonical(p)).or_insert(i);
+        if link(&out[*kept]) && !link(p) {
+            *kept = i;
         }
     }
     let kept: std::collections::BTreeSet<usize> = chosen.into_values().collect();
