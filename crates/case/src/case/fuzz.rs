@@ -496,18 +496,12 @@ fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
     }
     if let Some(p) = &t.partial {
         total += prob("partial.p", p.p)?;
-        // What no world makes right, told without one too.
-        if world.is_none()
-            && p.fields.is_empty()
-            && let Some(m) =
-                super::inject::partial_problem(name, &p.fields, &[], &Default::default())
-        {
-            return Err(format!("`{name}`: {m}"));
-        }
-        if let Some(world) = world
-            && super::recorded::new_rules_apply()
-            && let Some(m) =
-                super::inject::partial_problem(name, &p.fields, &world.tools, &world.initial)
+        // Without a world (`check` of a faults file alone), what no world
+        // makes right (an empty `fields`) is told all the same.
+        let none = world::state::State::default();
+        let (tools, initial) = world.map_or((&[][..], &none), |w| (&w.tools[..], &w.initial));
+        if super::recorded::new_rules_apply()
+            && let Some(m) = super::inject::partial_problem(name, &p.fields, tools, initial)
         {
             return Err(format!("`{name}`: {m}"));
         }
