@@ -224,14 +224,14 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     });
     let Selected {
         entries,
-        broken,
+        mut broken,
         sharded,
         others,
     } = selected?;
     let inputs = sharded
         .as_ref()
         .map(|_| inputs_hash(&entries, &others, &args.model));
-    let entries = entries
+    let mut entries = entries
         .into_iter()
         .map(|p| {
             let mut case = p.read;
@@ -257,7 +257,6 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     // under way end, the report is written, then the signal ends the
     // process (a second ends it at once), as in nextest and pytest.
     let interrupt = Interrupt::start();
-    let (mut entries, mut broken) = (entries, broken);
     let done = run(
         &args,
         &store,
@@ -387,7 +386,10 @@ fn run(
     let (loaded, refused) = started.services(entries);
     entries.retain(|e| match refused.get(&e.case.world.reference()) {
         Some(refusal) => {
-            broken.push(InputError::new(&e.path, refusal.to_string()));
+            broken.push(worldline_engine::suite::pick::of_case(
+                &e.path,
+                refusal.clone(),
+            ));
             false
         }
         None => true,

@@ -184,7 +184,7 @@ fn distinct_names<T>(entries: &mut [Picked<T>]) {
 /// in the message. It was the world's alone, so a suite of cases of one
 /// broken world printed that line once per case and named none of them
 /// (JUnit's testcases too), and `--rerun-failed` lost them.
-fn of_case(case: &Path, e: InputError) -> InputError {
+pub fn of_case(case: &Path, e: InputError) -> InputError {
     if super::last::key(&e.file) == super::last::key(case) {
         return e;
     }
