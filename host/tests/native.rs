@@ -772,6 +772,69 @@ fn the_proxy_answers_declared_routes_and_refuses_the_rest_tunnels_included() {
     );
 }
 
+/// A model API asked at its vendor's public URL over plain http through
+/// the proxy is answered by the case's model, and a tunnel to the vendor
+/// is refused naming the variable that reaches it (rules 3, decision
+/// 0423). Under rules 2 both were refused as not part of the world, as
+/// the run recorded then (`tests/bundles/before-rules-3`) shows; it
+/// replays as it ran.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_vendor_s_model_api_over_plain_http_is_answered_through_the_proxy() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = common::imported_fixture(&store, "before-rules-3", "vendor-http.json");
+    let denied = read_bundle(&common::bundle_in(&store, &old))
+        .events
+        .iter()
+        .filter(|e| e["call"] == "native:loopback/denied")
+        .count();
+    assert_eq!(denied, 3);
+
+    let case = tests_dir().join("bundles/before-rules-3/vendor-http.toml");
+    let probe = tests_dir().join("native/vendor_probe.py");
+    let out = exec_run(&store, &case, &probe, &[], &[]);
+    out.expect_code(0);
+    let output: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let openai = &output["openai"];
+    assert_eq!(openai["status"], 200, "{output}");
+    assert_eq!(
+        openai["body"]["choices"][0]["message"]["content"],
+        "hello from the world"
+    );
+    let anthropic = &output["anthropic"];
+    assert_eq!(anthropic["status"], 200, "{output}");
+    assert_eq!(
+        anthropic["body"]["content"][0]["text"],
+        "hello from the world"
+    );
+    let tunnel = output["tunnel"]["error"].as_str().unwrap();
+    assert!(
+        tunnel.contains("https://api.openai.com is a model API this world answers")
+            && tunnel.contains("leave OPENAI_BASE_URL as worldline sets it"),
+        "{tunnel}"
+    );
+    let b = read_bundle(&out.bundle());
+    let asked: Vec<&Value> = b
+        .events
+        .iter()
+        .filter_map(|e| {
+            e["request"]["transport"]["proxy"]["url"]
+                .as_str()
+                .map(|_| e)
+        })
+        .collect();
+    assert_eq!(asked.len(), 2, "{:?}", b.events);
+    assert_eq!(
+        asked[0]["request"]["transport"]["proxy"]["url"],
+        "http://api.openai.com/v1/chat/completions"
+    );
+    replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
 use worldline_log::log::call::RefusedRequest;
-use worldline_log::log::{Effect, kind};
+use worldline_log::log::{Effect, kind, rules};
 use worldline_protocol::HttpResponse;
 use worldline_protocol::rest;
 use worldline_protocol::routes::{self, Route};
@@ -252,11 +252,11 @@ fn timed_out(status: StatusCode) -> Response {
 }
 
 /// A request sent to this server as a proxy (`HTTP_PROXY`): a URL the
-/// world answers (a model API at its vendor's or the case's base URL, one
-/// of the world's `[[routes]]`) is the same mediated call as over
-/// `wasi:http`; everything else, a `CONNECT` tunnel included, is recorded
-/// and refused (403). The proxy credentials carry the run's token (the
-/// guard checked them).
+/// world answers (a model API at its vendor's or the case's base URL, the
+/// vendor's over plain http too, one of the world's `[[routes]]`) is the
+/// same mediated call as over `wasi:http`; everything else, a `CONNECT`
+/// tunnel included, is recorded and refused (403). The proxy credentials
+/// carry the run's token (the guard checked them).
 async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Response {
     if let Some(quiet) = super::telemetry::answer(method, uri) {
         return quiet;
@@ -268,7 +268,15 @@ async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Re
     };
     let tunnel = method == "CONNECT";
     let job: Job = Box::new(move |st| {
-        let route = routes::route(&method, &url, &st.model_bases());
+        let vendors_over_http = st.med.rules() >= rules::VENDOR_APIS_OVER_PLAIN_HTTP;
+        let mut route = routes::route(&method, &url, &st.model_bases());
+        // A vendor's model API is answered over plain http too (rules 3),
+        // as an https route is below.
+        if let (Route::Unknown, true, Some(rest)) =
+            (&route, vendors_over_http, url.strip_prefix("http://"))
+        {
+            route = routes::route(&method, &format!("https://{rest}"), &[]);
+        }
         let world = st.med.services.world().clone();
         // An https route is answered over plain http too: the proxy cannot
         // see into a tunnel.
@@ -284,9 +292,11 @@ async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Re
         };
         let served = route != Route::Unknown || rest::find(&world.routes, &method, &url).is_some();
         if tunnel || !served {
-            let why = match tunnel {
-                true => super::tunnel::refusal(&world.routes, &url, REFUSED),
-                false => REFUSED.to_string(),
+            let vendor = super::tunnel::vendor_refusal(&url).filter(|_| vendors_over_http);
+            let why = match (tunnel, vendor) {
+                (true, Some(vendor)) => vendor,
+                (true, None) => super::tunnel::refusal(&world.routes, &url, REFUSED),
+                (false, _) => REFUSED.to_string(),
             };
             let request = RefusedRequest {
                 method,

@@ -2,9 +2,34 @@
 //! `https://` request through `HTTPS_PROXY`). It cannot see into one, so
 //! it answers no request inside it; when the host is one the world
 //! declares routes on, the refusal names the `http://` URL that reaches
-//! the same route (docs/decisions/0311-https-routes-refused-naming-http.md).
+//! the same route (docs/decisions/0311-https-routes-refused-naming-http.md);
+//! when it is a model vendor's, the variable that points the SDK at the
+//! run's server (rules 3).
 
 use worldline_case::world::routes::{Route, Segment};
+use worldline_protocol::routes::{ANTHROPIC_BASE, OPENAI_BASE};
+
+/// The vendors' model APIs and the variable their SDKs read the base URL
+/// from.
+const VENDORS: [(&str, &str); 2] = [
+    (OPENAI_BASE, "OPENAI_BASE_URL"),
+    (ANTHROPIC_BASE, "ANTHROPIC_BASE_URL"),
+];
+
+/// Why a tunnel to a model vendor's host is refused, naming the variable
+/// that reaches the case's model; `None` for any other host.
+pub(crate) fn vendor_refusal(authority: &str) -> Option<String> {
+    let authority = authority.to_ascii_lowercase();
+    let host = authority.strip_suffix(":443").unwrap_or(&authority);
+    VENDORS.iter().find_map(|(base, var)| {
+        let rest = base.strip_prefix("https://")?;
+        (rest.split('/').next() == Some(host)).then(|| {
+            format!(
+                "https://{host} is a model API this world answers, but the proxy cannot see into an HTTPS tunnel: leave {var} as worldline sets it (the run's server), or set it to http://{rest} (plain http through the proxy is answered by the case's model)"
+            )
+        })
+    })
+}
 
 /// The `http://` URL of the first route the world declares on
 /// `https://` + `authority` (`host:port` as a `CONNECT` names it), with
@@ -117,6 +142,18 @@ mod tests {
         let other = refusal(&routes, "example.com:443", "not part of this world");
         assert!(other.starts_with("not part of this world"), "{other}");
         let odd = [route("https://h.internal:8443")];
+        assert_eq!(vendor_refusal("example.com:443"), None);
+        let openai = vendor_refusal("API.openai.com:443").unwrap();
+        assert!(
+            openai.contains("leave OPENAI_BASE_URL as worldline sets it")
+                && openai.contains("set it to http://api.openai.com/v1 "),
+            "{openai}"
+        );
+        let claude = vendor_refusal("api.anthropic.com").unwrap();
+        assert!(
+            claude.contains("set it to http://api.anthropic.com "),
+            "{claude}"
+        );
         assert_eq!(
             http_url_for(&odd, "h.internal:8443").as_deref(),
             Some("http://h.internal:8443/api/orders/{id}")

@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 2;
+pub const CURRENT: u32 = 3;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -53,6 +53,15 @@ pub const SERVICE_CLOCK_FOLLOWS_THE_RUN: u32 = 1;
 /// service's id `18446744073709551616` became `1.8446744073709552e19`), as
 /// a world's rows and a fork's edits already refuse (`wide_integer.rs`).
 pub const SERVICE_INTEGERS_PAST_64_BITS: u32 = 2;
+
+/// From 3: through a native run's proxy, a model API asked at its
+/// vendor's public URL over plain http (`http://api.openai.com/v1/chat/completions`,
+/// `http://api.anthropic.com/v1/messages`) is answered as that API, as an
+/// `https://` route of the world is answered over plain http; and a
+/// tunnel to a vendor's host is refused naming the base URL variable
+/// that reaches the model. Under 2 the plain-http form was refused as
+/// not part of the world, and the tunnel's refusal named neither.
+pub const VENDOR_APIS_OVER_PLAIN_HTTP: u32 = 3;
 
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
