@@ -363,6 +363,38 @@ fn requests_that_never_finish_their_bodies_do_not_block_the_mcp_server() {
     server.wait_with_output().unwrap();
 }
 
+/// A body declared larger than the server reads (16 MiB) is refused at
+/// once from its `Content-Length`: it waited the 10 s given for a body,
+/// then answered 408.
+#[test]
+fn a_body_declared_past_the_bound_is_refused_at_once() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case_with(dir.path(), "served", "");
+    let (server, url) = mcp_http_server(&store, &case);
+    let addr = authority(&url).to_string();
+    let mut conn = TcpStream::connect(&addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{{",
+        (16 << 20) + 1
+    );
+    conn.write_all(head.as_bytes()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let started = Instant::now();
+    let answer = common::native::read_answer(&mut conn).expect("a refusal at once");
+    assert_eq!(answer.status, 413, "{answer:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(conn);
+    let r = mcp_post(&url, "application/json", "", INITIALIZE);
+    let session = r.header("mcp-session-id").unwrap();
+    let end = format!("DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: {session}");
+    assert_eq!(
+        exchange(&addr, &end, "", Duration::from_secs(10)).status,
+        200
+    );
+    server.wait_with_output().unwrap();
+}
+
 /// A native agent (Python, standard library only) that attacks its own
 /// run's server before it works: eight connections without the token
 /// that never finish their bodies, then MCP requests from another origin

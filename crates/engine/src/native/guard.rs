@@ -7,8 +7,9 @@
 //!    Streamable HTTP transport of MCP requires servers to check it, so a
 //!    web page cannot drive the world), and the run's token when it has
 //!    one (401);
-//! 2. read the body, at most [`MAX_BODY`] bytes (413) within
-//!    [`BODY_WITHIN`] of the headers (408);
+//! 2. read the body, at most [`MAX_BODY`] bytes (413, at once when its
+//!    `Content-Length` says more) within [`BODY_WITHIN`] of the headers
+//!    (408);
 //! 3. only then take one of the [`AT_ONCE`] slots the mediator's work is
 //!    shared by.
 //!
@@ -64,6 +65,11 @@ pub(super) async fn guard<G: Gate>(State(lb): State<Arc<G>>, req: Request, next:
     let (parts, body) = req.into_parts();
     if let Some(refused) = refusal(lb.as_ref(), &parts.method, &parts.uri, &parts.headers) {
         return refused;
+    }
+    // A body its headers declare larger than the bound is refused at once,
+    // not after the time for a body that will not be read.
+    if body.size_hint().lower() > MAX_BODY as u64 {
+        return too_large();
     }
     let body = match tokio::time::timeout(BODY_WITHIN, read_body(body)).await {
         Ok(Ok(body)) => body,
