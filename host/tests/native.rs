@@ -835,6 +835,53 @@ fn a_vendor_s_model_api_over_plain_http_is_answered_through_the_proxy() {
     replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }
 
+/// A Chat Completions request whose `messages` OpenAI refuses is
+/// answered OpenAI's 400 and reaches no model (rules 3, decision 0423);
+/// the scripted model answered each, as the run recorded under rules 2
+/// (`tests/bundles/before-rules-3/chat-messages.json`) shows, and that
+/// run replays as it ran.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn chat_messages_openai_refuses_are_its_400_not_a_model_s_answer() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let old = common::imported_fixture(&store, "before-rules-3", "chat-messages.json");
+    let answered = read_bundle(&common::bundle_in(&store, &old))
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .count();
+    assert_eq!(answered, 5);
+
+    let case = tests_dir().join("bundles/before-rules-3/chat-messages.toml");
+    let probe = tests_dir().join("native/chat_probe.py");
+    let out = exec_run(&store, &case, &probe, &[], &[]);
+    out.expect_code(0);
+    let output: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output["good"]["status"], 200, "{output}");
+    for (name, param, code) in [
+        ("no_messages", "messages", "missing_required_parameter"),
+        ("empty", "messages", "empty_array"),
+        ("unknown_role", "messages[0].role", "invalid_value"),
+        ("no_role", "messages[1].role", "missing_required_parameter"),
+    ] {
+        let got = &output[name];
+        assert_eq!(got["status"], 400, "{name}: {output}");
+        assert_eq!(got["error"]["param"], param, "{name}: {output}");
+        assert_eq!(got["error"]["code"], code, "{name}: {output}");
+    }
+    let models = read_bundle(&out.bundle())
+        .events
+        .iter()
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .count();
+    assert_eq!(models, 1);
+    replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

@@ -47,9 +47,83 @@ pub fn error(status: u16, kind: &str, code: Option<&str>, message: &str) -> Http
     )
 }
 
+/// The roles Chat Completions takes, in the order OpenAI's 400 names them.
+const ROLES: [&str; 6] = [
+    "system",
+    "assistant",
+    "user",
+    "function",
+    "tool",
+    "developer",
+];
+
+/// OpenAI's 400 for the request's `messages`, as api.openai.com words it:
+/// missing, not an array, empty, or a message whose `role` it does not
+/// take; `None` when they are well formed to that extent.
+fn messages_refusal(fields: &serde_json::Map<String, Value>) -> Option<HttpResponse> {
+    let refused = |param: &str, code: &str, message: String| {
+        let body = json!({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}});
+        Some(HttpResponse::json(400, &body))
+    };
+    let messages = match fields.get("messages") {
+        None | Some(Value::Null) => {
+            return refused(
+                "messages",
+                "missing_required_parameter",
+                "Missing required parameter: 'messages'.".into(),
+            );
+        }
+        Some(Value::Array(m)) => m,
+        Some(other) => {
+            let kind = match other {
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                _ => "an object",
+            };
+            return refused(
+                "messages",
+                "invalid_type",
+                format!(
+                    "Invalid type for 'messages': expected an array of objects, but got {kind} instead."
+                ),
+            );
+        }
+    };
+    if messages.is_empty() {
+        return refused(
+            "messages",
+            "empty_array",
+            "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.".into(),
+        );
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let role = &m["role"];
+        if role.is_null() {
+            return refused(
+                &format!("messages[{i}].role"),
+                "missing_required_parameter",
+                format!("Missing required parameter: 'messages[{i}].role'."),
+            );
+        }
+        if !role.as_str().is_some_and(|r| ROLES.contains(&r)) {
+            let shown = role.as_str().map_or_else(|| role.to_string(), String::from);
+            return refused(
+                &format!("messages[{i}].role"),
+                "invalid_value",
+                format!(
+                    "Invalid value: '{shown}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'."
+                ),
+            );
+        }
+    }
+    None
+}
+
 /// Read a request body; a body that is not a JSON object is answered with
-/// OpenAI's 400.
-pub fn parse(body: &[u8]) -> Result<ChatRequest, HttpResponse> {
+/// OpenAI's 400, and so, when `strict` (rules 4), are `messages` OpenAI
+/// would refuse ([`messages_refusal`]).
+pub fn parse(body: &[u8], strict: bool) -> Result<ChatRequest, HttpResponse> {
     let mut request: Value = serde_json::from_slice(body).map_err(|e| {
         error(
             400,
@@ -66,6 +140,9 @@ pub fn parse(body: &[u8]) -> Result<ChatRequest, HttpResponse> {
             "The request body must be a JSON object.",
         ));
     };
+    if let Some(refused) = messages_refusal(fields).filter(|_| strict) {
+        return Err(refused);
+    }
     let stream = fields.remove("stream").and_then(|v| v.as_bool()) == Some(true);
     let options = fields.remove("stream_options");
     let include_usage = options
@@ -175,19 +252,64 @@ mod tests {
     #[test]
     fn the_transport_keys_are_set_aside() {
         let body = br#"{"model":"gpt-4o","messages":[],"stream":true,"stream_options":{"include_usage":true},"temperature":0}"#;
-        let chat = parse(body).unwrap();
+        let chat = parse(body, false).unwrap();
         assert!(chat.stream && chat.include_usage);
         assert_eq!(
             chat.request,
             json!({"model": "gpt-4o", "messages": [], "temperature": 0})
         );
-        assert_eq!(parse(b"[1]").unwrap_err().status, 400);
-        assert_eq!(parse(b"{").unwrap_err().status, 400);
+        assert_eq!(parse(b"[1]", true).unwrap_err().status, 400);
+        assert_eq!(parse(b"{", true).unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn messages_openai_refuses_are_its_400_when_strict() {
+        let refusal = |body: &str| {
+            let r = parse(body.as_bytes(), true).unwrap_err();
+            assert_eq!(r.status, 400);
+            let e = serde_json::from_slice::<Value>(&r.body).unwrap()["error"].clone();
+            assert_eq!(e["type"], "invalid_request_error");
+            (e["param"].clone(), e["code"].clone(), e["message"].clone())
+        };
+        let (param, code, _) = refusal(r#"{"model":"m"}"#);
+        assert_eq!(
+            (param, code),
+            (json!("messages"), json!("missing_required_parameter"))
+        );
+        let (_, code, _) = refusal(r#"{"messages":"hi"}"#);
+        assert_eq!(code, "invalid_type");
+        let (_, code, _) = refusal(r#"{"messages":[]}"#);
+        assert_eq!(code, "empty_array");
+        let (param, code, message) =
+            refusal(r#"{"messages":[{"role":"user","content":"a"},{"role":"bot"}]}"#);
+        assert_eq!(
+            (param, code),
+            (json!("messages[1].role"), json!("invalid_value"))
+        );
+        assert!(
+            message
+                .as_str()
+                .unwrap()
+                .starts_with("Invalid value: 'bot'.")
+        );
+        let (param, code, _) = refusal(r#"{"messages":[{"content":"a"}]}"#);
+        assert_eq!(
+            (param, code),
+            (
+                json!("messages[0].role"),
+                json!("missing_required_parameter")
+            )
+        );
+        for role in ROLES {
+            let body = format!(r#"{{"messages":[{{"role":"{role}"}}]}}"#);
+            assert!(parse(body.as_bytes(), true).is_ok(), "{role}");
+        }
+        assert!(parse(br#"{"model":"m"}"#, false).is_ok());
     }
 
     #[test]
     fn answers_and_errors_are_what_openai_sends() {
-        let chat = parse(br#"{"messages":[]}"#).unwrap();
+        let chat = parse(br#"{"messages":[]}"#, false).unwrap();
         let Reply::Http(ok) = reply(&chat, &json!({"ok": completion()})) else {
             panic!()
         };
@@ -216,7 +338,7 @@ mod tests {
 
     #[test]
     fn a_stream_is_chunks_then_done() {
-        let chat = parse(br#"{"messages":[],"stream":true}"#).unwrap();
+        let chat = parse(br#"{"messages":[],"stream":true}"#, false).unwrap();
         let mut c = completion();
         c["choices"][0]["message"]["content"] = json!("abcdefghijklmnopqrstuvwxyz");
         let Reply::Http(r) = reply(&chat, &json!({"ok": c})) else {

@@ -63,6 +63,14 @@ pub const SERVICE_INTEGERS_PAST_64_BITS: u32 = 2;
 /// not part of the world, and the tunnel's refusal named neither.
 pub const VENDOR_APIS_OVER_PLAIN_HTTP: u32 = 3;
 
+/// From 3: an OpenAI Chat Completions request whose `messages` OpenAI
+/// refuses (missing, not an array, empty, a message without a `role` or
+/// with one it does not take) is answered OpenAI's 400, naming the
+/// parameter as it does, and reaches no model; under 2 the scripted
+/// model answered it, so an agent that would fail against the vendor
+/// passed.
+pub const CHAT_MESSAGES_CHECKED: u32 = 3;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

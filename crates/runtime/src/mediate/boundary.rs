@@ -77,7 +77,7 @@ impl RunState {
             Route::OpenaiChat => self.model_request(
                 via,
                 via.transport(route.api()),
-                openai_chat::parse(body),
+                openai_chat::parse(body, self.med.rules() >= rules::CHAT_MESSAGES_CHECKED),
                 |r| (r.request.clone(), r.stream),
                 openai_chat::reply,
             )?,
