@@ -403,6 +403,12 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         ("text_seed", "VALIDATION_ERROR"),
         ("wide_seed", "VALIDATION_ERROR"),
         ("fork_path", "VALIDATION_ERROR"),
+        ("misspelt_arguments", "VALIDATION_ERROR"),
+        ("null_arguments", "VALIDATION_ERROR"),
+        ("number_tool_name", "VALIDATION_ERROR"),
+        ("end_extra", "VALIDATION_ERROR"),
+        ("fork_extra", "VALIDATION_ERROR"),
+        ("fork_seed", "VALIDATION_ERROR"),
         ("binary", "INVALID_JSON"),
         ("second", "CAPACITY_REACHED"),
     ] {
@@ -420,6 +426,18 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
         "{said}"
     );
     let said_of = |key: &str| said[key]["data"]["message"].as_str().unwrap().to_string();
+    assert!(
+        said_of("misspelt_arguments").contains("no key `args`"),
+        "{said}"
+    );
+    assert!(said_of("end_extra").contains("no key `please`"), "{said}");
+    assert!(
+        said_of("number_tool_name").contains("tool_name must be a string, not 5"),
+        "{said}"
+    );
+    assert!(said_of("fork_extra").contains("no key `evnt`"), "{said}");
+    assert!(said_of("fork_seed").contains("leave `seed` out"), "{said}");
+    assert_eq!(said["with_metadata"]["type"], "observation", "{said}");
     assert!(said_of("number_type").contains("type `5`"), "{said}");
     assert!(said_of("typo_key").contains("no key `sed`"), "{said}");
     let post = said["post_reset"].as_str().unwrap();
@@ -457,6 +475,13 @@ fn bad_messages_are_answered_with_openenv_errors_and_sessions_are_bounded() {
     assert_eq!(frame("idle").0, Some(1000), "{said}");
     assert!(frame("idle").1.contains("--idle-timeout"), "{said}");
     assert_eq!(said["third"]["type"], "state", "{said}");
+    // Before a reset, state has every key docs/cli.md lists.
+    assert_eq!(
+        said["third"]["data"],
+        serde_json::json!({"episode_id": null, "step_count": 0, "case": null, "seed": null, "done": false}),
+        "{said}"
+    );
+    assert_eq!(frame("idle_pinging"), frame("idle"), "{said}");
     // Stopped with an episode open, the server closes its connection
     // (1001) at once and grades the episode before it ends.
     let mut held = Command::new(openenv_python())

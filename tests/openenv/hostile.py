@@ -65,6 +65,21 @@ with connect(url) as first:
     out["bad_action"] = ask(json.dumps({"type": "reset", "data": {}})) and ask(
         json.dumps({"type": "step", "data": {"type": "fly"}})
     )
+    # An action's keys are its type's (OpenEnv's actions forbid others):
+    # a misspelt `arguments` ran the tool with none, an `end` with a key
+    # too many ended the episode. `metadata`, which every OpenEnv action
+    # has, is taken.
+    out["misspelt_arguments"] = ask(json.dumps({"type": "step", "data": {
+        "type": "call_tool", "tool_name": "get_alert", "args": {"id": "ALERT-7"}}}))
+    out["null_arguments"] = ask(json.dumps({"type": "step", "data": {
+        "type": "call_tool", "tool_name": "get_alert", "arguments": None}}))
+    out["number_tool_name"] = ask(json.dumps({"type": "step", "data": {
+        "type": "call_tool", "tool_name": 5, "arguments": {}}}))
+    out["end_extra"] = ask(json.dumps({"type": "step", "data": {"type": "end", "please": "grade"}}))
+    out["with_metadata"] = ask(json.dumps({"type": "step", "data": {"type": "list_tools", "metadata": {}}}))
+    # A fork's keys are `run` and `at`, and it keeps the recorded seed.
+    out["fork_extra"] = ask(json.dumps({"type": "reset", "data": {"fork_of": {"run": "20260101", "at": 0, "evnt": 5}}}))
+    out["fork_seed"] = ask(json.dumps({"type": "reset", "data": {"fork_of": {"run": "20260101", "at": 0}, "seed": 99}}))
     # A seed that is no u64, and a fork of a file rather than a run.
     out["bad_seed"] = ask(json.dumps({"type": "reset", "data": {"seed": -1}}))
     out["text_seed"] = ask(json.dumps({"type": "reset", "data": {"seed": "abc"}}))
@@ -121,7 +136,10 @@ with socket.create_connection((name, int(port)), timeout=30) as s:
     while chunk := s.recv(4096):
         reply += chunk
     out["post_reset"] = reply.decode(errors="replace")
-# A client that says nothing is closed after the idle timeout (2 s here).
+# A client that says nothing is closed after the idle timeout (2 s here),
+# its keepalive pings or not (they held it open for good).
 with connect(url) as idle:
     out["idle"] = ending(idle)
+with connect(url, ping_interval=0.5) as pinging:
+    out["idle_pinging"] = ending(pinging)
 print(json.dumps(out))

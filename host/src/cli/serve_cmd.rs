@@ -33,8 +33,8 @@ pub struct ServeArgs {
     /// OpenEnv's CAPACITY_REACHED.
     #[arg(long, default_value_t = 1024)]
     pub max_sessions: usize,
-    /// Close a connection that sends nothing for this many seconds (its
-    /// episode is ended and graded).
+    /// Close a connection that sends no message for this many seconds,
+    /// its pings not counted (its episode is ended and graded).
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     pub idle_timeout: u64,
     /// Folder holding the worlds (default: the nearest `worlds/` above each case).
@@ -75,7 +75,7 @@ pub fn exec(args: ServeArgs) -> Result<ExitCode> {
     if args.idle_timeout == 0 {
         return Err(InputError::new(
             "--idle-timeout",
-            "0 would close every connection before its first message (it was taken as 1 s): give 1 or more seconds",
+            "0 would close every connection before its first message: give 1 or more seconds",
         )
         .into());
     }

@@ -213,11 +213,15 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
     // What the socket gave while a message was being answered.
     let mut early: std::collections::VecDeque<Option<Result<Message, axum::Error>>> =
         std::collections::VecDeque::new();
+    // Idle is no message from the client: its pings and pongs (a
+    // websockets client's keepalive, every 20 s) do not hold a leaked
+    // episode open.
+    let mut idle_at = tokio::time::Instant::now() + idle;
     let ending = loop {
         let received = match early.pop_front() {
             Some(got) => Ok(got),
             None => tokio::select! {
-                r = tokio::time::timeout(idle, socket.recv()) => r,
+                r = tokio::time::timeout_at(idle_at, socket.recv()) => r,
                 Ok(_) = stop.wait_for(|&stopped| stopped) => {
                     break Some((1001, "the server is stopping".to_string()));
                 }
@@ -240,6 +244,7 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
                 if socket.send(text(&said)).await.is_err() {
                     break None;
                 }
+                idle_at = tokio::time::Instant::now() + idle;
                 continue;
             }
             Ok(Some(Ok(Message::Close(_)))) | Ok(None) => break None,
@@ -272,6 +277,7 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
         if socket.send(text(&reply)).await.is_err() {
             break None;
         }
+        idle_at = tokio::time::Instant::now() + idle;
     };
     if let Some((code, reason)) = ending {
         close(socket, code, &reason).await;
@@ -304,7 +310,9 @@ async fn answer(served: &Served, session: &mut Option<Session>, raw: &str) -> Op
         },
         "state" => match session {
             Some(s) => json!({"type": "state", "data": s.state()}),
-            None => json!({"type": "state", "data": {"step_count": 0}}),
+            None => json!({"type": "state", "data": {
+                "episode_id": null, "step_count": 0, "case": null, "seed": null, "done": false,
+            }}),
         },
         "close" => return None,
         other => error(
@@ -464,11 +472,26 @@ async fn reset_fork(
     data: &Value,
 ) -> Value {
     let episode_id = data["episode_id"].as_str();
-    let (Some(run), Some(at)) = (fork_of["run"].as_str(), fork_of["at"].as_u64()) else {
+    let shape = "fork_of is {\"run\": RUN_ID, \"at\": EVENT}: a served episode's run id (or a unique prefix) and the event to begin from";
+    if let Some(k) = fork_of
+        .as_object()
+        .and_then(|m| m.keys().find(|k| !["run", "at"].contains(&k.as_str())))
+    {
         return error(
             "VALIDATION_ERROR",
-            "fork_of is {\"run\": RUN_ID, \"at\": EVENT}: a served episode's run id (or a unique prefix) and the event to begin from",
+            &format!("fork_of takes no key `{k}` (it would be ignored): {shape}"),
         );
+    }
+    // The episode runs under the recorded seed: another was dropped
+    // without a word.
+    if !data["seed"].is_null() {
+        return error(
+            "VALIDATION_ERROR",
+            "a reset with fork_of runs the recorded episode's seed: leave `seed` out",
+        );
+    }
+    let (Some(run), Some(at)) = (fork_of["run"].as_str(), fork_of["at"].as_u64()) else {
+        return error("VALIDATION_ERROR", shape);
     };
     // A run of the store by its id, never a path: a client names no file.
     if !worldline_store::store::is_run_id(run) {
@@ -683,11 +706,12 @@ impl Session {
         if let Some(ended) = &self.ended {
             return observation(ended.clone(), ended["reward"].as_f64(), true);
         }
+        if let Some(why) = action_refusal(action) {
+            return error("VALIDATION_ERROR", &why);
+        }
         match action["type"].as_str() {
             Some("call_tool") => {
-                let Some(name) = action["tool_name"].as_str() else {
-                    return error("VALIDATION_ERROR", "a call_tool action needs `tool_name`");
-                };
+                let name = action["tool_name"].as_str().unwrap_or_default();
                 let params = json!({"name": name, "arguments": action.get("arguments").cloned().unwrap_or(json!({}))});
                 match self.rpc("tools/call", params).await {
                     Ok(r) => {
@@ -768,6 +792,51 @@ impl Session {
         }
         s
     }
+}
+
+/// Why an action is refused before it runs, as OpenEnv's action models
+/// refuse it (`extra="forbid"`): a key its type does not take (a misspelt
+/// `arguments` ran the tool with none), a `tool_name` that is no string,
+/// `arguments` or `metadata` that are no object. An action of no known
+/// type is left to [`Session::act`].
+fn action_refusal(action: &Value) -> Option<String> {
+    let keys: &[&str] = match action["type"].as_str()? {
+        "call_tool" => &["type", "tool_name", "arguments", "metadata"],
+        "list_tools" | "end" => &["type", "metadata"],
+        _ => return None,
+    };
+    let kind = action["type"].as_str().unwrap_or_default();
+    if let Some(k) = action
+        .as_object()?
+        .keys()
+        .find(|k| !keys.contains(&k.as_str()))
+    {
+        return Some(format!(
+            "a {kind} action takes no key `{k}` (it would be ignored): its keys are {}",
+            keys.join(", ")
+        ));
+    }
+    let not_object = |key: &str| action.get(key).is_some_and(|v| !v.is_object());
+    if kind == "call_tool" {
+        match &action["tool_name"] {
+            Value::String(_) => {}
+            Value::Null => return Some("a call_tool action needs `tool_name`".into()),
+            other => return Some(format!("tool_name must be a string, not {other}")),
+        }
+        if not_object("arguments") {
+            return Some(format!(
+                "arguments must be an object of the tool's arguments, not {}",
+                action["arguments"]
+            ));
+        }
+    }
+    if not_object("metadata") {
+        return Some(format!(
+            "metadata must be an object, not {}",
+            action["metadata"]
+        ));
+    }
+    None
 }
 
 /// The last observation of a finished run: its id, status, verdict,
