@@ -442,6 +442,137 @@ fn a_converter_that_fails_silently_is_said_to() {
         "{out}"
     );
     assert!(!dir.exists(), "{out}");
+    // One that ends well and writes no document (`/bin/true`) is the
+    // --python given too, not an internal error (exit 4).
+    let out = worldline(
+        &tmp.path().join("store"),
+        [
+            "bench",
+            "import",
+            "tau2/airline",
+            "-o",
+            dir.to_str().unwrap(),
+            "--python",
+            "/bin/true",
+            "--json",
+        ],
+    );
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["file"], "/bin/true", "{out}");
+    assert!(out.stderr.contains("is this a Python with"), "{out}");
+    assert!(!dir.exists(), "{out}");
+}
+
+/// A stand-in "Python" for `bench import`: a shell script that reads the
+/// converter and then runs `body`.
+fn fake_python(dir: &Path, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let fake = dir.join("python");
+    std::fs::write(&fake, format!("#!/bin/sh\ncat >/dev/null\n{body}\n")).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fake
+}
+
+/// `worldline bench import tau2/airline -o DIR --python PYTHON`, started
+/// in a process group of its own (as a shell's job is).
+fn import_started(dir: &Path, python: &Path) -> std::process::Child {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = common::cli();
+    cmd.args(["bench", "import", "tau2/airline", "-o"])
+        .args([dir.as_os_str(), "--python".as_ref(), python.as_os_str()])
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd.spawn().unwrap()
+}
+
+/// A SIGTERM to `bench import` ends its converter with it (it went on
+/// working for seconds after, for no one).
+#[test]
+fn a_terminated_import_leaves_no_converter_running() {
+    let tmp = temp_dir();
+    let marker = tmp.path().join("converter.pid");
+    let python = fake_python(
+        tmp.path(),
+        &format!("echo $$ > {}\nexec sleep 60", marker.display()),
+    );
+    let mut import = import_started(&tmp.path().join("airline"), &python);
+    let started = std::time::Instant::now();
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&marker)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the converter never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // SAFETY: a signal to the process this test started.
+    unsafe { libc::kill(import.id() as i32, libc::SIGTERM) };
+    import.wait().unwrap();
+    let gone = std::time::Instant::now();
+    // SAFETY: signal 0 only asks whether the process is there.
+    while unsafe { libc::kill(pid, 0) } == 0 && gone.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    if alive {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!alive, "the converter outlived the import");
+}
+
+/// Ctrl-C while `bench import` writes its files removes what it wrote:
+/// nothing appears, the hidden folder it writes in included (it was left
+/// behind, a new one at each try). A converter naming 20,000 files gives
+/// the signal time to arrive while they are written.
+#[test]
+fn an_import_interrupted_while_it_writes_leaves_nothing() {
+    let tmp = temp_dir();
+    let work = tmp.path().join("here");
+    std::fs::create_dir(&work).unwrap();
+    let python = fake_python(
+        tmp.path(),
+        r#"printf '{"tasks": 1, "files": {'
+i=0
+while [ $i -lt 20000 ]; do printf '"cases/t%d.toml": "x", ' $i; i=$((i+1)); done
+printf '"README.md": "x"}}'"#,
+    );
+    let mut import = import_started(&work.join("airline"), &python);
+    let started = std::time::Instant::now();
+    let hidden = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(".worldline-bench-")
+            })
+    };
+    while !hidden(&work) {
+        assert!(
+            import.try_wait().unwrap().is_none(),
+            "the import ended before it wrote"
+        );
+        assert!(started.elapsed().as_secs() < 60, "nothing was written");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // SAFETY: Ctrl-C to the process group this test started.
+    unsafe { libc::kill(-(import.id() as i32), libc::SIGINT) };
+    let status = import.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+    let left: Vec<_> = std::fs::read_dir(&work)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// An import that cannot write its files (a full disk; here, a file-size

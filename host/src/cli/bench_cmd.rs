@@ -292,7 +292,11 @@ fn imported(
 /// Run `converter` with `python` and these arguments (a converter of
 /// `package`, named when this Python cannot run); its JSON document.
 fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Result<Converted> {
-    let mut child = Command::new(python)
+    let mut command = Command::new(python);
+    // Killed with worldline: a SIGTERM to it left the converter working
+    // for seconds after.
+    worldline_engine::native::ends_with_this_thread(&mut command);
+    let mut child = command
         .arg("-")
         .args(args)
         .env("TZ", "UTC")
@@ -375,7 +379,17 @@ fn convert(python: &Path, converter: &str, args: &[&str], package: &str) -> Resu
         };
         return Err(InputError::new(python, format!("the conversion failed: {why}")).into());
     }
-    serde_json::from_slice(&out.stdout).context("reading the converter's output")
+    // A "Python" that ends well without the converter's document (`true`,
+    // `echo`) is the --python given, not worldline's fault.
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        InputError::new(
+            python,
+            format!(
+                "the converter's output is not its document ({e}); is this a Python with {package}? (pass --python with one)"
+            ),
+        )
+        .into()
+    })
 }
 
 /// Write every file into a new folder beside `dir`, then rename it to
@@ -396,6 +410,10 @@ fn write_folder(
         .prefix(".worldline-bench-")
         .tempdir_in(&parent)
         .map_err(|e| InputError::new(&parent, format!("cannot write here: {e}")))?;
+    // Ctrl-C or SIGTERM while the files are written: the folder is
+    // removed, then the signal ends the command (it left the hidden
+    // folder behind).
+    let interrupt = worldline_engine::native::Interrupt::start();
     let service_file = format!("service/{service_name}");
     let all = files
         .iter()
@@ -425,11 +443,21 @@ fn write_folder(
             std::fs::create_dir_all(p).map_err(cannot)?;
         }
         std::fs::write(&path, text).map_err(cannot)?;
+        if interrupt.arrived() {
+            break;
+        }
+    }
+    if interrupt.arrived() {
+        drop(work);
+        // Ends the process by the signal that arrived.
+        interrupt.end();
+        anyhow::bail!("interrupted");
     }
     let kept = work.keep();
     std::fs::rename(&kept, dir).map_err(|e| {
         let _ = std::fs::remove_dir_all(&kept);
         InputError::new(dir, format!("cannot create: {e}"))
     })?;
+    interrupt.end();
     Ok(())
 }

@@ -19,7 +19,7 @@ pub mod openenv;
 pub(crate) mod rederive;
 pub mod session;
 pub(crate) mod signals;
-pub use signals::{Interrupt, hold_sigpipe_on_this_thread};
+pub use signals::{Interrupt, ends_with_this_thread, hold_sigpipe_on_this_thread};
 pub(crate) mod stdio;
 pub(crate) mod telemetry;
 mod tree;

@@ -93,6 +93,11 @@ impl Interrupt {
         Interrupt(())
     }
 
+    /// Whether SIGINT or SIGTERM has arrived since [`Interrupt::start`].
+    pub fn arrived(&self) -> bool {
+        received()
+    }
+
     /// Once the suite has reported: the process ended by the signal that
     /// arrived, if one did (its shell sees what it sent), else the default
     /// actions back.
@@ -186,6 +191,19 @@ pub(crate) unsafe fn told_of_parent_death(
         }
     }
     Ok(())
+}
+
+/// Have `command`'s process killed when the calling thread ends, the
+/// command killed or ended by a signal included: a helper it waits on (a
+/// benchmark's converter) does not go on working for no one.
+pub fn ends_with_this_thread(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: async-signal-safe calls only; nothing is allocated between
+    // fork and exec.
+    unsafe {
+        command.pre_exec(move || told_of_parent_death(parent, libc::SIGKILL));
+    }
 }
 
 /// Block SIGPIPE on the calling thread: a write to a pipe the agent has
