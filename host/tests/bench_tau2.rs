@@ -154,6 +154,47 @@ fn import_is_deterministic_and_every_oracle_validates(domain: &str, tasks: usize
         readme.contains(&format!("{with_no_gold} tasks have no gold action")),
         "{with_no_gold} without gold; README:\n{readme}"
     );
+    if domain == "airline" {
+        an_exception_is_answered_with_its_text(&store, &a);
+    }
+}
+
+/// A value tau2's tool raises on other than with its `ValueError`s (a
+/// cabin no flight has: a `KeyError`) is answered with the exception's
+/// text, as tau2's environment answers every exception (`Error: 'first'`);
+/// it was the service's failure, a trap quoting a traceback.
+fn an_exception_is_answered_with_its_text(store: &Path, dir: &Path) {
+    let case = dir.join("bad-cabin.toml");
+    std::fs::write(
+        &case,
+        r#"world = "tau2-airline@v1"
+seed = 1
+clock = 2024-05-15T20:00:00Z
+task = { id = "x" }
+
+[[expect.gold]]
+tool = "update_reservation_flights"
+args = { reservation_id = "XEHM4B", cabin = "first", flights = [{ flight_number = "HAT005", date = "2024-05-20" }], payment_id = "credit_card_2408938" }
+"#,
+    )
+    .unwrap();
+    let out = worldline(
+        store,
+        [
+            "validate".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            dir.join("worlds").as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    let result = &out.json()["results"][0];
+    let said = result.to_string();
+    assert!(said.contains("'first'"), "{out}");
+    assert!(
+        !said.contains("trap") && !said.contains("Traceback"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -675,18 +675,22 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
         {"tool": "bump", "args": {"id": "c"}},
         {"tool": "panic", "args": {"times": 2}},
         {"tool": "panic", "args": {"nope": 1}},
+        {"tool": "nan", "args": {}},
     ]);
     let case = counters_case(dir.path(), calls, "");
     let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
     out.expect_code(0);
     let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
     assert_eq!(answers[0]["ok"], json!({"id": "c", "n": 1}));
+    // The exception is answered with its traceback as Python prints it,
+    // not as a trap quoting componentize-py's panic after it.
     let message = answers[1]["error"]["message"].as_str().unwrap();
     assert!(
-        message.starts_with("service service.wasm failed in `panic`")
-            && message.contains("RuntimeError: the ledger is corrupt"),
+        message.starts_with("`panic` raised Traceback (most recent call last):")
+            && message.ends_with("RuntimeError: the ledger is corrupt"),
         "{message}"
     );
+    assert_eq!(answers[1]["error"]["kind"], "failed");
     assert!(
         answers[2]["error"]["message"]
             .as_str()
@@ -714,6 +718,16 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
         answers[7]["error"]["kind"], "invalid-args",
         "{}",
         answers[7]
+    );
+    // NaN is no JSON: the service's failure, said as Python says it.
+    let nan = &answers[8]["error"];
+    assert!(
+        nan["kind"] == "failed"
+            && nan["message"]
+                .as_str()
+                .unwrap()
+                .contains("Out of range float values are not JSON compliant"),
+        "{nan}"
     );
     let id = out.json()["run_id"].as_str().unwrap();
     common::replays_identical(dir.path(), id);

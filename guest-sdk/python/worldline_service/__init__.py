@@ -3,13 +3,13 @@
 A service implements the tools a world declares with ``op = "service"``.
 Mark one function per tool with :func:`tool`; it takes the tool's
 arguments (already checked against the tool's ``params``) as keywords and
-returns anything ``json.dumps`` accepts. It reaches the world only through
-this module — :class:`Table` (typed rows as dicts), :mod:`files`,
+returns anything ``json.dumps`` turns into JSON (not NaN nor infinity).
+It reaches the world only through this module — :class:`Table` (typed rows as dicts), :mod:`files`,
 :func:`now` and :func:`random` — and every write lands in the agent's
 tool-call event. Raising a :class:`ToolError` (``NotFound``, ``Conflict``,
 ...) answers the call with that error and writes nothing; any other
-exception is the service's failure (a ``failed`` answer naming it, with
-its traceback)::
+exception is the service's failure (a ``failed`` answer naming the tool,
+with the traceback as Python prints it), and writes nothing either::
 
     import worldline_service as ws
 
@@ -27,6 +27,7 @@ Build with ``worldline build-python --service service.py -o service.wasm``.
 
 import json
 import sys
+import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 import wit_world
@@ -165,16 +166,27 @@ def tool(f: Callable[..., Any]) -> Callable[..., Any]:
                 raise Err(_types.ToolError(_types.ErrorKind.NOT_FOUND, f"the service has no tool `{name}`"))
             try:
                 out = handler(**json.loads(args_json))
+                # NaN and infinity are no JSON (json.dumps writes them).
+                return json.dumps(out, sort_keys=True, separators=(",", ":"), allow_nan=False)
             except ToolError as e:
                 raise Err(_types.ToolError(_KINDS.get(e.kind, _types.ErrorKind.FAILED), e.message)) from None
             except TypeError as e:
                 # Arguments that do not fit the signature fail at the call
                 # itself (its traceback ends here); a TypeError raised
                 # inside the tool is the service's own failure.
-                if e.__traceback__ is None or e.__traceback__.tb_next is not None:
-                    raise
-                raise Err(_types.ToolError(_types.ErrorKind.INVALID_ARGS, str(e))) from None
-            return json.dumps(out, sort_keys=True, separators=(",", ":"))
+                if e.__traceback__ is not None and e.__traceback__.tb_next is None:
+                    raise Err(_types.ToolError(_types.ErrorKind.INVALID_ARGS, str(e))) from None
+                raise Err(_failure(name, e)) from None
+            except Exception as e:
+                raise Err(_failure(name, e)) from None
 
     setattr(sys.modules[f.__module__], "WitWorld", WitWorld)
     return f
+
+
+def _failure(name: str, e: BaseException) -> "_types.ToolError":
+    """The service's own failure in tool ``name``: ``failed``, with the
+    traceback as Python prints it (an exception let through trapped the
+    component, and the agent read componentize-py's panic after it)."""
+    shown = "".join(traceback.format_exception(e)).rstrip()
+    return _types.ToolError(_types.ErrorKind.FAILED, f"`{name}` raised {shown}")

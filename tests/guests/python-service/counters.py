@@ -27,6 +27,11 @@ def panic(times=None):
 
 
 @ws.tool
+def nan():
+    return {"v": float("nan")}
+
+
+@ws.tool
 def spin():
     i = 0
     while True:

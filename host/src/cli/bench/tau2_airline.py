@@ -24,6 +24,26 @@ def _fail(message):
     # tau2 raises ValueError; the agent reads its text.
     raise ws.ToolError(message)
 
+def _tool(f):
+    """`ws.tool`, answering any exception the tool raises with its text,
+    as tau2's environment answers every one (`Error: {e}`): a KeyError of
+    a cabin no flight has was the service's failure, a trap."""
+    def run(**args):
+        try:
+            return f(**args)
+        except ws.ToolError:
+            raise
+        except TypeError as e:
+            if e.__traceback__.tb_next is None:
+                # Arguments that do not fit the signature: the call's own.
+                raise ws.InvalidArgs(str(e)) from None
+            raise ws.ToolError(str(e)) from None
+        except Exception as e:
+            raise ws.ToolError(str(e)) from None
+    run.__name__ = f.__name__
+    return ws.tool(run)
+
+
 
 def _user(user_id):
     u = USERS.get(user_id)
@@ -93,7 +113,7 @@ def _passenger(p):
     return {"first_name": p["first_name"], "last_name": p["last_name"], "dob": p["dob"]}
 
 
-@ws.tool
+@_tool
 def book_reservation(user_id, origin, destination, flight_type, cabin, flights, passengers,
                      payment_methods, total_baggages, nonfree_baggages, insurance):
     flights = [{"flight_number": f["flight_number"], "date": f["date"]} for f in flights]
@@ -166,7 +186,7 @@ def book_reservation(user_id, origin, destination, flight_type, cabin, flights, 
     return reservation
 
 
-@ws.tool
+@_tool
 def calculate(expression):
     if not all(char in "0123456789+-*/(). " for char in expression):
         _fail("Invalid characters in expression")
@@ -176,7 +196,7 @@ def calculate(expression):
         _fail(str(e))
 
 
-@ws.tool
+@_tool
 def cancel_reservation(reservation_id):
     r = copy.deepcopy(_reservation(reservation_id))
     refunds = [{"payment_id": p["payment_id"], "amount": -p["amount"]}
@@ -187,12 +207,12 @@ def cancel_reservation(reservation_id):
                                status="cancelled")
 
 
-@ws.tool
+@_tool
 def get_reservation_details(reservation_id):
     return _reservation(reservation_id)
 
 
-@ws.tool
+@_tool
 def get_user_details(user_id):
     return _user(user_id)
 
@@ -205,17 +225,17 @@ AIRPORTS = [("SFO", "San Francisco"), ("JFK", "New York"), ("LAX", "Los Angeles"
             ("PHL", "Philadelphia"), ("LGA", "LaGuardia")]
 
 
-@ws.tool
+@_tool
 def list_all_airports():
     return [{"iata": i, "city": c} for i, c in AIRPORTS]
 
 
-@ws.tool
+@_tool
 def search_direct_flight(origin, destination, date):
     return _search(date=date, origin=origin, destination=destination)
 
 
-@ws.tool
+@_tool
 def search_onestop_flight(origin, destination, date):
     results = []
     for first in _search(date=date, origin=origin):
@@ -229,7 +249,7 @@ def search_onestop_flight(origin, destination, date):
     return results
 
 
-@ws.tool
+@_tool
 def send_certificate(user_id, amount):
     user = _user(user_id)
     for payment_id in [f"certificate_{i}" for i in NEW_PAYMENT_IDS]:
@@ -241,12 +261,12 @@ def send_certificate(user_id, amount):
     _fail("Too many certificates")
 
 
-@ws.tool
+@_tool
 def transfer_to_human_agents(summary):
     return "Transfer successful"
 
 
-@ws.tool
+@_tool
 def update_reservation_baggages(reservation_id, total_baggages, nonfree_baggages, payment_id):
     r = copy.deepcopy(_reservation(reservation_id))
     user = copy.deepcopy(_user(r["user_id"]))
@@ -260,7 +280,7 @@ def update_reservation_baggages(reservation_id, total_baggages, nonfree_baggages
                                nonfree_baggages=nonfree_baggages)
 
 
-@ws.tool
+@_tool
 def update_reservation_flights(reservation_id, cabin, flights, payment_id):
     flights = [{"flight_number": f["flight_number"], "date": f["date"]} for f in flights]
     r = copy.deepcopy(_reservation(reservation_id))
@@ -295,7 +315,7 @@ def update_reservation_flights(reservation_id, cabin, flights, payment_id):
                                flights=new_flights, cabin=cabin)
 
 
-@ws.tool
+@_tool
 def update_reservation_passengers(reservation_id, passengers):
     passengers = [_passenger(p) for p in passengers]
     r = _reservation(reservation_id)
@@ -304,6 +324,6 @@ def update_reservation_passengers(reservation_id, passengers):
     return RESERVATIONS.update(reservation_id, passengers=passengers)
 
 
-@ws.tool
+@_tool
 def get_flight_status(flight_number, date):
     return _instance(flight_number, date)["status"]

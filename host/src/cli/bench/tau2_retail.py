@@ -22,6 +22,26 @@ def _fail(message):
     # tau2 raises ValueError; the agent reads its text.
     raise ws.ToolError(message)
 
+def _tool(f):
+    """`ws.tool`, answering any exception the tool raises with its text,
+    as tau2's environment answers every one (`Error: {e}`): a KeyError of
+    a cabin no flight has was the service's failure, a trap."""
+    def run(**args):
+        try:
+            return f(**args)
+        except ws.ToolError:
+            raise
+        except TypeError as e:
+            if e.__traceback__.tb_next is None:
+                # Arguments that do not fit the signature: the call's own.
+                raise ws.InvalidArgs(str(e)) from None
+            raise ws.ToolError(str(e)) from None
+        except Exception as e:
+            raise ws.ToolError(str(e)) from None
+    run.__name__ = f.__name__
+    return ws.tool(run)
+
+
 
 def _order(order_id):
     o = ORDERS.get(order_id)
@@ -82,7 +102,7 @@ def _check_items(order, item_ids, message):
             _fail(message(item_id))
 
 
-@ws.tool
+@_tool
 def calculate(expression):
     if not all(char in "0123456789+-*/(). " for char in expression):
         _fail("Invalid characters in expression")
@@ -92,7 +112,7 @@ def calculate(expression):
         _fail(str(e))
 
 
-@ws.tool
+@_tool
 def cancel_pending_order(order_id, reason):
     order = _order(order_id)
     if order["status"] != "pending":
@@ -112,7 +132,7 @@ def cancel_pending_order(order_id, reason):
                          payment_history=order["payment_history"] + refunds)
 
 
-@ws.tool
+@_tool
 def exchange_delivered_order_items(order_id, item_ids, new_item_ids, payment_method_id):
     order = _order(order_id)
     if order["status"] != "delivered":
@@ -140,7 +160,7 @@ def exchange_delivered_order_items(order_id, item_ids, new_item_ids, payment_met
                          exchange_price_difference=diff_price)
 
 
-@ws.tool
+@_tool
 def find_user_id_by_name_zip(first_name, last_name, zip):
     for user in USERS.query():
         if (user["name"]["first_name"].lower() == first_name.lower()
@@ -150,7 +170,7 @@ def find_user_id_by_name_zip(first_name, last_name, zip):
     _fail("User not found")
 
 
-@ws.tool
+@_tool
 def find_user_id_by_email(email):
     for user in USERS.query():
         if user["email"].lower() == email.lower():
@@ -158,27 +178,27 @@ def find_user_id_by_email(email):
     _fail("User not found")
 
 
-@ws.tool
+@_tool
 def get_order_details(order_id):
     return _order(order_id)
 
 
-@ws.tool
+@_tool
 def get_product_details(product_id):
     return _product(product_id)
 
 
-@ws.tool
+@_tool
 def get_user_details(user_id):
     return _user(user_id)
 
 
-@ws.tool
+@_tool
 def list_all_product_types():
     return json.dumps({p["name"]: p["product_id"] for p in PRODUCTS.query()}, sort_keys=True)
 
 
-@ws.tool
+@_tool
 def modify_pending_order_address(order_id, address1, address2, city, state, country, zip):
     order = _order(order_id)
     if "pending" not in order["status"]:
@@ -187,7 +207,7 @@ def modify_pending_order_address(order_id, address1, address2, city, state, coun
                          address=_address(address1, address2, city, state, country, zip))
 
 
-@ws.tool
+@_tool
 def modify_pending_order_items(order_id, item_ids, new_item_ids, payment_method_id):
     order = _order(order_id)
     if order["status"] != "pending":
@@ -229,7 +249,7 @@ def modify_pending_order_items(order_id, item_ids, new_item_ids, payment_method_
                          status="pending (item modified)")
 
 
-@ws.tool
+@_tool
 def modify_pending_order_payment(order_id, payment_method_id):
     order = _order(order_id)
     if "pending" not in order["status"]:
@@ -257,14 +277,14 @@ def modify_pending_order_payment(order_id, payment_method_id):
     return ORDERS.update(order_id, payment_history=history)
 
 
-@ws.tool
+@_tool
 def modify_user_address(user_id, address1, address2, city, state, country, zip):
     _user(user_id)
     return USERS.update(user_id,
                         address=_address(address1, address2, city, state, country, zip))
 
 
-@ws.tool
+@_tool
 def return_delivered_order_items(order_id, item_ids, payment_method_id):
     order = _order(order_id)
     if order["status"] != "delivered":
@@ -278,6 +298,6 @@ def return_delivered_order_items(order_id, item_ids, payment_method_id):
                          return_payment_method_id=payment_method_id)
 
 
-@ws.tool
+@_tool
 def transfer_to_human_agents(summary):
     return "Transfer successful"

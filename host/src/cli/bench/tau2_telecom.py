@@ -43,6 +43,26 @@ def _fail(message):
     # tau2 raises ValueError; the agent reads its text.
     raise ws.ToolError(message)
 
+def _tool(f):
+    """`ws.tool`, answering any exception the tool raises with its text,
+    as tau2's environment answers every one (`Error: {e}`): a KeyError of
+    a cabin no flight has was the service's failure, a trap."""
+    def run(**args):
+        try:
+            return f(**args)
+        except ws.ToolError:
+            raise
+        except TypeError as e:
+            if e.__traceback__.tb_next is None:
+                # Arguments that do not fit the signature: the call's own.
+                raise ws.InvalidArgs(str(e)) from None
+            raise ws.ToolError(str(e)) from None
+        except Exception as e:
+            raise ws.ToolError(str(e)) from None
+    run.__name__ = f.__name__
+    return ws.tool(run)
+
+
 
 # The agent's side: tools.py
 
@@ -148,7 +168,7 @@ def _synced(tool):
         _write_status()
         return out
     run.__name__ = tool.__name__
-    return ws.tool(run)
+    return _tool(run)
 
 
 @_synced
