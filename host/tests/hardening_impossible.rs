@@ -304,6 +304,43 @@ fn a_run_recorded_with_a_late_clock_replays_as_it_ran() {
     );
 }
 
+/// A count of 0 is refused naming its flag (`fuzz` named the case file
+/// and both flags, `repro` the run).
+#[test]
+fn a_count_of_no_runs_is_refused_naming_its_flag() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "c1", &demo_case(1));
+    let done = run_caller(&store, &case, &["--json"]);
+    done.expect_code(0);
+    let id = done.json()["run_id"].as_str().unwrap().to_string();
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    let fuzz = [
+        "fuzz",
+        s(&case),
+        "--agent",
+        s(&agent),
+        "--worlds",
+        s(&worlds),
+    ];
+    for (args, flag) in [
+        ([&fuzz[..], &["--runs", "0", "--json"]].concat(), "--runs"),
+        (
+            [&fuzz[..], &["--repeat", "0", "--json"]].concat(),
+            "--repeat",
+        ),
+        (vec!["repro", &id, "--times", "0", "--json"], "--times"),
+    ] {
+        let out = prompt(&store, &args);
+        out.expect_code(2);
+        assert_eq!(out.json()["error"]["file"], flag, "{out}");
+        assert!(
+            out.stderr.contains(&format!("{flag}: must be at least 1")),
+            "{out}"
+        );
+    }
+}
+
 #[test]
 fn verify_of_a_sample_of_no_runs_is_refused() {
     let dir = temp_dir();

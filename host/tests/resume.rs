@@ -623,6 +623,44 @@ fn a_step_limit_where_the_run_had_none_is_refused() {
     );
 }
 
+/// A raised limit past what a case may state is refused naming the flag:
+/// `--timeout-ms` past a day named a store object, `--max-events` past
+/// 5,000,000 ran with it, a limit no case can carry.
+#[test]
+fn a_limit_raised_past_a_case_s_range_is_refused_naming_its_flag() {
+    let dir = temp_dir();
+    let server = Server::start();
+    let (worlds, case) = setup(dir.path(), &server, "");
+    let store = dir.path().join("store");
+    let done = run(&store, &case, &worlds);
+    let id = done.json()["run_id"].as_str().unwrap().to_string();
+    let bundle = std::fs::read_to_string(common::bundle_in(&store, &id)).unwrap();
+    let cut: String = bundle.lines().take(6).map(|l| format!("{l}\n")).collect();
+    let killed = "20261204-000010-aaaa0011";
+    std::fs::write(common::bundle_in(&store, killed), cut).unwrap();
+    for (flag, value, most) in [
+        ("--timeout-ms", "86400001", "86400000"),
+        ("--max-events", "5000001", "5000000"),
+    ] {
+        let out = resume(&store, killed, &[flag, value]);
+        out.expect_code(2);
+        let error = &out.json()["error"];
+        assert_eq!(error["file"], flag, "{out}");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("{value} is past {most}")),
+            "{out}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(store.join("runs")).unwrap().count(),
+        2,
+        "no run was made"
+    );
+}
+
 /// `test --resume` resumes runs as recorded: `--group K`, which asks for
 /// K new rollouts of each case, is refused with it, as `--repeat` is (it
 /// was taken and ignored, the suite saying nothing of the group).

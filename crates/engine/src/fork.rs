@@ -400,6 +400,17 @@ pub fn resume(
             _ => None,
         };
         let flag = format!("--{}", name.replace('_', "-"));
+        // A run carries no limit a case could not state (the case's range
+        // was checked against the store's object, and named it).
+        if let Some(most) = worldline_case::case::limits::most(name).filter(|&m| value > m) {
+            return Err(InputError::new(
+                &flag,
+                format!(
+                    "{value} is past {most}, the most a case's [limits] {name} may be; give at most that"
+                ),
+            )
+            .into());
+        }
         // No limit is no limit at all: any number lowers it (the run was
         // cut inside the prefix it follows, and said it resumed).
         if now.is_none() && matches!(name.as_str(), "max_steps" | "max_errors") {

@@ -92,6 +92,11 @@ pub struct FuzzArgs {
 }
 
 pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
+    for (flag, n) in [("--runs", args.runs), ("--repeat", args.repeat)] {
+        if n == 0 {
+            return Err(InputError::new(flag, "must be at least 1").into());
+        }
+    }
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
     let model = super::ModelArgs {
         set: args.model_set.clone(),
@@ -107,9 +112,6 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         eprintln!(
             "note: {from} injects text, and the case names no [expect.attack] goal: no attack success rate is measured (add [expect.attack] with the state, calls or output that mean the attack worked)"
         );
-    }
-    if args.runs == 0 || args.repeat == 0 {
-        return Err(InputError::new(&args.case, "--runs and --repeat must be at least 1").into());
     }
     if args.shrink && args.shrink_budget == 0 {
         let m = "0 lets shrinking make no run: give 1 or more, or leave out --shrink";

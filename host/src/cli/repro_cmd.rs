@@ -43,9 +43,6 @@ pub struct ReproArgs {
 }
 
 pub fn exec(args: ReproArgs) -> Result<ExitCode> {
-    if args.times == 0 {
-        return Err(InputError::new(&args.run, "--times must be at least 1").into());
-    }
     super::runs_at_most("--times", args.times)?;
     let store = super::store_of_run(&args.common.store, &args.run)?;
     let sandbox =

@@ -147,6 +147,19 @@ const MAX_STEPS: (u64, u64) = (1, MAX_EVENTS.1);
 /// An hour per call: at most events keep virtual time far inside 9999.
 const TICK_US: (u64, u64) = (0, 3_600_000_000);
 
+/// The most a case may give the limit `name` (as `resume` raises it):
+/// `None` for a name that is no limit.
+pub fn most(name: &str) -> Option<u64> {
+    Some(match name {
+        "fuel" => FUEL.1,
+        "memory_mb" => MEMORY_MB.1,
+        "timeout_ms" => TIMEOUT_MS.1,
+        "max_events" => MAX_EVENTS.1,
+        "max_steps" | "max_errors" => MAX_STEPS.1,
+        _ => return None,
+    })
+}
+
 impl LimitsToml {
     /// The limits, defaults filled in, each checked against its range.
     pub fn check(&self, path: &Path, source: &str) -> Result<Limits, InputError> {
