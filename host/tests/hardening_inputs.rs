@@ -762,6 +762,17 @@ fn a_bundle_named_as_no_run_is_not_exported() {
         "{out}"
     );
     assert!(!out_file.exists(), "{out}");
+    // A name dated after today is a run id `import` refuses likewise.
+    let future = dir.path().join("20300101-000000-00000000.jsonl");
+    std::fs::copy(common::bundle_in(&store, &id), &future).unwrap();
+    let out = worldline(&store, ["export", s(&future), "-o", s(&out_file)]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("is dated after today, so `import` would refuse the export"),
+        "{out}"
+    );
+    assert!(!out_file.exists(), "{out}");
     // By its id, as ever.
     worldline(&store, ["export", &id, "-o", s(&out_file)]).expect_code(0);
 }

@@ -70,6 +70,18 @@ pub fn export(
     Ok(doc.run)
 }
 
+/// Whether run id `id` is dated after today, which `import` refuses: a
+/// run id says when its run was made, and gc reads a run's age from it,
+/// so one dated after today (more than a day, for clocks that differ)
+/// would never be old enough to remove. (Store metadata: the time read
+/// here reaches no record.)
+pub fn dated_after_today(id: &str) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    worldline_store::index::row::created_of_id(id).is_some_and(|made| made > now + 86_400)
+}
+
 /// The export of the run in bundle `path` (read held as `b`, decision
 /// 0380): the run as it is with every object it needs, a redacted copy
 /// (with a redactor) with its agent, or a run that is itself a redacted
@@ -316,16 +328,7 @@ fn import_doc(store: &StoreDir, doc: Export, text: Option<&str>, file: &Path) ->
         )
         .into());
     }
-    // A run id says when its run was made, and gc reads a run's age from
-    // it: one dated after today (more than a day, for clocks that differ)
-    // would never be old enough to remove. (Store metadata: the time read
-    // here reaches no record.)
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    if let Some(made) = worldline_store::index::row::created_of_id(&doc.run)
-        && made > now + 86_400
-    {
+    if dated_after_today(&doc.run) {
         return Err(bad_at(
             "\"run\"",
             format!(

@@ -121,6 +121,15 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
         )
         .into());
     }
+    if worldline_engine::export::dated_after_today(&named) {
+        return Err(InputError::new(
+            run,
+            format!(
+                "`{named}` (the bundle's file name) is dated after today, so `import` would refuse the export (a run id is when its run was made); give the file its run's id as its name and export it again"
+            ),
+        )
+        .into());
+    }
     let viewer = store.role() == Some(worldline_pgstore::roles::Role::Viewer);
     let mut redactor = if args.redacted && viewer {
         // A viewer's runs are the store's redacted copies already.
