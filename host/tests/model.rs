@@ -1110,6 +1110,7 @@ fn token_ids_from_a_vllm_endpoint_are_recorded_compactly_replayed_and_exported()
     assert_eq!(tokens[1]["completion_token_ids"], json!(c2));
     assert_eq!(tokens[1]["logprobs"], json!([-0.25, -0.5, -0.75]));
     assert_eq!(tokens[1]["chat_template"], "qwen3-default");
+    assert!(line.get("tokens_missing").is_none(), "{line}");
     let doc = export(&store, &run_id, "atif");
     let agent: Vec<&Value> = doc["steps"]
         .as_array()
@@ -1171,6 +1172,36 @@ fn token_ids_an_endpoint_does_not_return_are_reported_once() {
     let events = model_events(&out.bundle());
     assert!(events[0]["response"]["model_call"]["raw"].is_string());
     assert!(events[0]["response"]["model_call"].get("tokens").is_none());
+}
+
+/// A run some of whose model calls came back without token ids says so
+/// in its trajectory (`tokens_missing`: those calls' events), as its ATIF
+/// document does in `notes`: `tokens` skipped them without a word.
+#[test]
+fn a_trajectory_names_the_model_calls_without_token_ids() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let (p1, c1) = (vec![151644, 872, 198, 151645], vec![3896, 151645]);
+    let mut server = Server::start(vec![
+        vllm_completion("first", &p1, &c1),
+        completion("second"),
+    ]);
+    let case = asker_case(
+        dir.path(),
+        "some-tokens",
+        &[ask("one"), ask("two")],
+        &openai_model(&server, "token_ids = true"),
+        "",
+    );
+    let out = run(&store, &case, &asker(), &[]);
+    out.expect_code(0);
+    server.stop();
+    let events = model_events(&out.bundle());
+    let run_id = out.json()["run_id"].as_str().unwrap().to_string();
+    let line = export(&store, &run_id, "trajectories");
+    assert_eq!(line["tokens"].as_array().map(Vec::len), Some(1), "{line}");
+    assert_eq!(line["tokens_missing"], json!([events[1]["seq"]]), "{line}");
+    assert!(export(&store, &run_id, "atif")["notes"].is_string());
 }
 
 /// The virtual times of a bundle's model calls, with their providers.

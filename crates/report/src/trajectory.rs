@@ -66,6 +66,10 @@ pub struct Trajectory {
     /// Each model call's token ids, where recorded (left out when none were).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tokens: Vec<Value>,
+    /// With `tokens`, the events of the answered model calls that came
+    /// back without ids (left out when none did): `tokens` skips them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tokens_missing: Vec<u64>,
     /// `passed` / `failed`, or none when the case has no `[expect]`.
     pub verdict: Option<&'static str>,
     pub world: String,
@@ -94,6 +98,7 @@ impl Trajectory {
             status: footer.map_or("incomplete", |f| f.status.as_str()),
             task,
             tokens: tokens(b.events.as_held()),
+            tokens_missing: tokens_missing(b.events.as_held()),
             verdict,
             world: b.header.world.clone(),
         }
@@ -184,6 +189,24 @@ pub fn tokens(events: &[Event]) -> Vec<Value> {
                 "chat_template": t.chat_template,
             })
         })
+        .collect()
+}
+
+/// The answered model calls without token ids in a run some of whose
+/// calls have them (none when no call has any: `tokens` is left out).
+fn tokens_missing(events: &[Event]) -> Vec<u64> {
+    let model = worldline_log::log::Kind::ModelComplete.name();
+    let answered = || {
+        events
+            .iter()
+            .filter(|e| e.call == model && e.response.get("ok").is_some())
+    };
+    if !answered().any(|e| e.response["model_call"].get("tokens").is_some()) {
+        return Vec::new();
+    }
+    answered()
+        .filter(|e| e.response["model_call"].get("tokens").is_none())
+        .map(|e| e.seq)
         .collect()
 }
 
