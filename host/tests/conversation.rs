@@ -900,4 +900,27 @@ fn a_conversation_s_trajectory_holds_what_each_side_said() {
         .filter(|m| m["role"] == "tool")
         .count();
     assert_eq!(tools, 2, "{line}");
+    // The ATIF document says the same turns, each user step with its
+    // event's seq and time (they had no time) and the parting words as
+    // its message (it was empty).
+    let args: [&dyn AsRef<std::ffi::OsStr>; 6] =
+        [&"export", &run, &"--format", &"atif", &"-o", &file];
+    wl(store, &args).expect_code(0);
+    let doc: Value = serde_json::from_str(std::fs::read_to_string(&file).unwrap().trim()).unwrap();
+    let users: Vec<&Value> = (doc["steps"].as_array().unwrap().iter())
+        .filter(|s| s["source"] == "user" && s["extra"]["agent_said"].is_string())
+        .collect();
+    let replies: Vec<&str> = said
+        .iter()
+        .filter(|(r, _)| r == "user")
+        .map(|(_, t)| t.as_str())
+        .collect();
+    let messages: Vec<&str> = users
+        .iter()
+        .map(|s| s["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages, replies, "{doc}");
+    for step in users {
+        assert!(step["extra"]["vtime_ns"].is_u64(), "{step}");
+    }
 }

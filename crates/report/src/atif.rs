@@ -71,11 +71,19 @@ pub fn document(
                 steps.tool(e, &request.name, request.args(), &answer);
             }
             Call::UserSay { request, response } => {
-                let mut extra = json!({"seq": e.seq, "agent_said": request.message});
+                let mut extra =
+                    json!({"seq": e.seq, "vtime_ns": e.vtime_ns, "agent_said": request.message});
                 if let Some(ended) = &response.ended {
                     extra["ended"] = serde_json::to_value(ended).unwrap_or(Value::Null);
                 }
-                let message = response.reply.unwrap_or_default();
+                // The user's parting words when it ended without a reply,
+                // as the trajectories format writes them.
+                let parting = response.ended.as_ref().map(|end| end.reason().clone());
+                let message = match (response.reply, parting) {
+                    (Some(reply), _) => reply,
+                    (None, Some(Value::String(words))) => words,
+                    (None, _) => String::new(),
+                };
                 steps.push(json!({"source": "user", "message": message, "extra": extra}));
             }
             _ => {}
