@@ -579,11 +579,18 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
         "[[expect.gold]]\ntool = \"transfer\"",
         "[[expect.gold]]\ntool = \"transfre\"",
     );
-    std::fs::write(&typo, text).unwrap();
+    std::fs::write(&typo, &text).unwrap();
     let out = common::run_in(dir.path(), &typo, &guest("careful-agent"), &worlds);
     out.expect_code(2);
+    // Placed at the gold call, not at `[expect]`.
+    let line = text
+        .lines()
+        .position(|l| l == "tool = \"transfre\"")
+        .unwrap();
     assert!(
-        out.stderr.contains("gold call 1: no tool `transfre`"),
+        out.stderr.contains(&format!(
+            "typo-gold.toml:{line}:1: [[expect.gold]]: gold call 1: no tool `transfre`"
+        )),
         "{out}"
     );
 }

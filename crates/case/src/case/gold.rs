@@ -58,34 +58,49 @@ pub fn ignore_of(entry: &str) -> Ignore<'_> {
     }
 }
 
-/// Every gold call names a tool of the world (the agent's or the user's
-/// own), and every ignored table is
-/// one of its tables.
+/// Each gold call that names no tool of the world (the agent's or the
+/// user's own), or comes before an earlier call's turn: where it starts in
+/// the case file and why, each placed at its own call (they were all
+/// placed at `[expect]`).
+pub fn call_problems(gold: &[toml::Spanned<GoldCall>], world: &World) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut turn = 1;
+    for (i, spanned) in gold.iter().enumerate() {
+        let (g, at) = (spanned.get_ref(), spanned.span().start);
+        if g.turn == Some(0) || g.turn() < turn {
+            found.push((
+                at,
+                format!(
+                    "gold call {}: turn {} after turn {turn}: gold calls go in the order of the \
+                     user's turns, from 1",
+                    i + 1,
+                    g.turn()
+                ),
+            ));
+        }
+        turn = turn.max(g.turn());
+        if world.tool(&g.tool).is_none() && world.user_tool(&g.tool).is_none() {
+            found.push((
+                at,
+                format!(
+                    "gold call {}: no tool `{}` in {}",
+                    i + 1,
+                    g.tool,
+                    world.reference()
+                ),
+            ));
+        }
+    }
+    found
+}
+
+/// Every ignored table is one of the world's tables, and is ignored only
+/// where there are gold calls.
 pub fn check(
     gold: &[toml::Spanned<GoldCall>],
     ignore: &[String],
     world: &World,
 ) -> Result<(), String> {
-    let mut turn = 1;
-    for (i, g) in gold.iter().map(toml::Spanned::get_ref).enumerate() {
-        if g.turn == Some(0) || g.turn() < turn {
-            return Err(format!(
-                "gold call {}: turn {} after turn {turn}: gold calls go in the order of the \
-                 user's turns, from 1",
-                i + 1,
-                g.turn()
-            ));
-        }
-        turn = g.turn();
-        if world.tool(&g.tool).is_none() && world.user_tool(&g.tool).is_none() {
-            return Err(format!(
-                "gold call {}: no tool `{}` in {}",
-                i + 1,
-                g.tool,
-                world.reference()
-            ));
-        }
-    }
     if !ignore.is_empty() && gold.is_empty() {
         return Err("gold_ignore without [[expect.gold]] calls".into());
     }

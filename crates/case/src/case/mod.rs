@@ -705,6 +705,9 @@ pub fn parse_all(
         for n in e.get_ref().entry_problems(&world).into_iter().chain(args) {
             problems.push(placed(n, e.span().start));
         }
+        for (at, m) in gold::call_problems(&e.get_ref().gold, &world) {
+            problems.push(src.at(at, format!("[[expect.gold]]: {m}")));
+        }
         keep(
             &mut problems,
             e.get_ref()
