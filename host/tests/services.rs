@@ -595,6 +595,40 @@ fn gold_state_grading_passes_the_careful_agent_and_shows_the_naive_ones_diff() {
     );
 }
 
+/// A gold call the service fails says `failed` once ("failed: failed:"),
+/// and a world whose service is not built yet says to build it (it said
+/// "cannot read: No such file or directory").
+#[test]
+fn a_failing_gold_call_and_an_unbuilt_service_are_said_plainly() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let gold = "[[expect.gold]]\ntool = \"panic\"\nargs = {}\n";
+    let case = counters_case(dir.path(), json!([]), gold);
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("gold call 1 (panic {}) failed: service service.wasm failed in `panic`"),
+        "{out}"
+    );
+    std::fs::remove_file(worlds.join("counters/v1/service.wasm")).unwrap();
+    let out = worldline(
+        dir.path(),
+        [
+            "validate".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ],
+    );
+    out.expect_code(1);
+    assert!(
+        out.stdout
+            .contains("[service] component `service.wasm`: not built yet: build it before a run"),
+        "{out}"
+    );
+}
+
 #[test]
 fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
     let dir = temp_dir();

@@ -546,11 +546,16 @@ fn load_service(
             let bytes = folder
                 .read_bytes(&t.component, crate::bounded::COMPONENT)
                 .map_err(|e| {
+                    // Not there at all: not built yet, which is what to do.
+                    let why = match folder.path.join(&t.component).exists() {
+                        false => "not built yet: build it before a run (a Python service with `worldline build-python --service SRC.py -o` this file, a project's with its build script)".to_string(),
+                        true => e.message,
+                    };
                     InputError::at(
                         &toml_path,
                         source,
                         spanned.span().start,
-                        format!("[service] component `{}`: {}", t.component, e.message),
+                        format!("[service] component `{}`: {why}", t.component),
                     )
                 })?;
             Ok(Some(t.resolve(folder.path.join(&t.component), bytes)))

@@ -126,14 +126,18 @@ fn apply(sandbox: &Sandbox, case: &Case) -> GoldState {
             })?;
         let args = Value::Object(g.args.clone());
         if let Err(f) = services.call_unrecorded(tool, &args) {
+            // `failed` is said once ("failed: failed: ..." said it twice).
+            let kind = match f.kind {
+                worldline_case::error_kind::ErrorKind::Failed => String::new(),
+                kind => format!("{kind}: "),
+            };
             return Err(GoldFailure {
                 step: Some(i + 1),
                 message: format!(
-                    "gold call {} ({} {}) failed: {}: {}",
+                    "gold call {} ({} {}) failed: {kind}{}",
                     i + 1,
                     g.tool,
                     worldline_case::canon::to_string(&args),
-                    f.kind,
                     f.message
                 ),
             });
