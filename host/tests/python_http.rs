@@ -390,4 +390,16 @@ fn a_requirement_without_a_pure_python_wheel_is_refused_at_its_line() {
             .contains("defines no agent: define `def run(task)`"),
         "{out}"
     );
+    // A module named as a standard one is said to be (the standard
+    // module was imported, and "defines no agent" blamed right code).
+    let stdlib = dir.path().join("std").join("calendar.py");
+    std::fs::create_dir_all(stdlib.parent().unwrap()).unwrap();
+    std::fs::write(&stdlib, "def run(task):\n    return task\n").unwrap();
+    let out = build(&stdlib, &dir.path().join("calendar.wasm"), &[]);
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("calendar.py has the name of Python's standard module `calendar`"),
+        "{out}"
+    );
 }

@@ -50,6 +50,10 @@ fn first_hour(lang: &str, builders: &[&str]) {
             "{script}"
         );
     }
+    // What a build writes beside the sources is ignored, Python's
+    // bytecode caches included.
+    let ignored = std::fs::read_to_string(project.join(".gitignore")).unwrap();
+    assert!(ignored.lines().any(|l| l == "__pycache__/"), "{ignored}");
     if lang == "ts" {
         // tsc and editors in the agent's folder resolve `worldline`.
         assert!(project.join("agent/tsconfig.json").is_file());

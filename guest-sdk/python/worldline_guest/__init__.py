@@ -114,6 +114,14 @@ def exported(module: Any) -> type:
     world = getattr(module, "WitWorld", None)
     if world is not None:
         return world
+    name = module.__name__
+    if name in sys.stdlib_module_names:
+        # `import calendar` loads the standard module, not the agent's
+        # file: "defines no agent" sent the user to code that was right.
+        raise TypeError(
+            f"{name}.py has the name of Python's standard module `{name}`, which the "
+            f"build imports instead of the file: rename the file (e.g. `{name}_agent.py`)"
+        )
     run = getattr(module, "run", None)
     if not callable(run):
         raise TypeError(

@@ -193,7 +193,11 @@ fn copy_tree(from: &Path, into: &Path, rel: &str, native: &mut Vec<String>) -> R
 /// Stage the packages of the virtual environment `venv` in `into`.
 pub(super) fn from_venv(venv: &Path, into: &Path) -> Result<()> {
     if !venv.is_dir() {
-        return Err(InputError::new(venv, "no such folder; pass a virtual environment").into());
+        let why = match venv.exists() {
+            true => "is a file, not a folder; pass a virtual environment's folder",
+            false => "no such folder; pass a virtual environment",
+        };
+        return Err(InputError::new(venv, why).into());
     }
     let site = site_packages(venv)?;
     for entry in std::fs::read_dir(&site)? {
@@ -500,6 +504,20 @@ pub(super) fn from_requirements(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_venv_that_is_a_file_is_said_to_be_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("agent.py");
+        std::fs::write(&file, "").unwrap();
+        let into = dir.path().join("into");
+        let said = from_venv(&file, &into).unwrap_err().to_string();
+        assert!(said.contains("is a file, not a folder"), "{said}");
+        let said = from_venv(&dir.path().join("absent"), &into)
+            .unwrap_err()
+            .to_string();
+        assert!(said.contains("no such folder"), "{said}");
+    }
 
     #[test]
     fn names_compare_as_pep_503_says() {

@@ -182,7 +182,7 @@ pub enum Progress<'a> {
     Installing { requirements: &'a Path },
     /// componentize-py is building the component (a minute, several with
     /// an SDK's packages).
-    Componentizing { output: &'a Path },
+    Componentizing { output: &'a Path, service: bool },
     /// componentize-py finished.
     Componentized { seconds: f64 },
     /// The build could not be kept for reuse (the next build of these
@@ -203,10 +203,11 @@ impl std::fmt::Display for Progress<'_> {
                 "installing {} with pip for the sandbox's Python",
                 requirements.display()
             ),
-            Progress::Componentizing { output } => write!(
+            Progress::Componentizing { output, service } => write!(
                 f,
-                "building {} with componentize-py (CPython, the agent and its packages; once per sources)",
-                output.display()
+                "building {} with componentize-py (CPython, the {} and its packages; once per sources)",
+                output.display(),
+                if *service { "service" } else { "agent" }
             ),
             Progress::Componentized { seconds } => {
                 write!(f, "componentize-py finished in {seconds:.1} s")
@@ -218,6 +219,36 @@ impl std::fmt::Display for Progress<'_> {
             ),
         }
     }
+}
+
+/// A source that imports only the other kind's SDK (an agent built with
+/// `--service`, a service without it), refused naming the flag: the build
+/// failed after componentize-py's run with an ImportError from inside
+/// the SDK.
+fn other_kind(source: &Path, service: bool) -> Result<()> {
+    let text = std::fs::read_to_string(source).unwrap_or_default();
+    let imports = |module: &str| {
+        text.lines().any(|l| {
+            let l = l.trim_start();
+            [format!("import {module}"), format!("from {module}")]
+                .iter()
+                .any(|head| {
+                    l.strip_prefix(head.as_str())
+                        .is_some_and(|rest| rest.starts_with([' ', '.', ',']) || rest.is_empty())
+                })
+        })
+    };
+    let (agent, world_service) = (imports("worldline_guest"), imports("worldline_service"));
+    let why = match (service, agent, world_service) {
+        (true, true, false) => {
+            "imports worldline_guest, the agent SDK, so it is an agent: build it without --service"
+        }
+        (false, false, true) => {
+            "imports worldline_service, the service SDK, so it is a world service: build it with --service"
+        }
+        _ => return Ok(()),
+    };
+    Err(InputError::new(source, why).into())
 }
 
 /// What was built.
@@ -238,6 +269,7 @@ pub struct PythonBuilt {
 /// what it is doing.
 pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<PythonBuilt> {
     let module = module_name(&job.agent)?;
+    other_kind(&job.agent, job.service)?;
     let agent_dir = match job.agent.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -329,7 +361,10 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
             ]);
     }
     // The one slow step: said before, timed after.
-    progress(Progress::Componentizing { output: &output });
+    progress(Progress::Componentizing {
+        output: &output,
+        service: job.service,
+    });
     let started = std::time::Instant::now();
     let out = componentize
         .args(["componentize", MAIN, "-p"])
@@ -506,5 +541,29 @@ mod tests {
         }
         let err = refused(&dir.path().join("absent.py"));
         assert!(err.contains("no such file"), "{err}");
+    }
+
+    #[test]
+    fn a_source_of_the_other_kind_is_refused_naming_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let agent = write(
+            "a.py",
+            "import worldline_guest as wl\n\n@wl.agent\ndef run(t):\n    pass\n",
+        );
+        let service = write("s.py", "import json\nfrom worldline_service import tool\n");
+        let plain = write(
+            "p.py",
+            "import worldline_services_extra\ndef run(t):\n    pass\n",
+        );
+        let said = |p: &Path, service: bool| other_kind(p, service).unwrap_err().to_string();
+        assert!(said(&agent, true).contains("build it without --service"));
+        assert!(said(&service, false).contains("build it with --service"));
+        assert!(other_kind(&agent, false).is_ok() && other_kind(&service, true).is_ok());
+        assert!(other_kind(&plain, false).is_ok() && other_kind(&plain, true).is_ok());
     }
 }
