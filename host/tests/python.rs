@@ -362,9 +362,16 @@ fn build_python_names_what_to_install_and_what_to_fix() {
         dir.path().join("broken.wasm").as_os_str(),
     ]);
     out.expect_code(2);
-    assert!(out.stderr.contains("broken.py"), "{out}");
+    // Placed at its line, the Python traceback alone (not componentize-py's
+    // own frames, its `Caused by:`, nor a Rust backtrace).
+    let at = format!("{}:4:1: ", broken.display());
+    assert!(out.stderr.contains(&at), "{out}");
     assert!(
         out.stderr.contains("SyntaxError") || out.stderr.contains("never closed"),
+        "{out}"
+    );
+    assert!(
+        !out.stderr.contains("Caused by") && !out.stderr.contains("bin/componentize-py"),
         "{out}"
     );
 

@@ -251,6 +251,25 @@ fn other_kind(source: &Path, service: bool) -> Result<()> {
     Err(InputError::new(source, why).into())
 }
 
+/// componentize-py's failure as the Python traceback it carries (not its
+/// own script's frames around it, nor its `Caused by:` repeat), and the
+/// file of the agent's folder (mounted at `/0/`) and line it ends in, if
+/// it ends in one: a syntax error is placed at its line.
+fn python_error(said: &str) -> (&str, Option<(String, usize)>) {
+    let start = said
+        .find("AssertionError: Traceback")
+        .map_or(0, |i| i + "AssertionError: ".len());
+    let text = &said[start..];
+    let text = text[..text.find("\n\nCaused by:").unwrap_or(text.len())].trim_end();
+    let place = text.lines().rev().find_map(|l| {
+        let rest = l.trim_start().strip_prefix("File \"/0/")?;
+        let (file, rest) = rest.split_once("\", line ")?;
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        Some((file.to_string(), digits.parse().ok()?))
+    });
+    (text, place)
+}
+
 /// What was built.
 pub struct PythonBuilt {
     /// Where the component was written.
@@ -367,6 +386,9 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
     });
     let started = std::time::Instant::now();
     let out = componentize
+        // Its Rust backtrace says nothing of the agent's error.
+        .env("RUST_BACKTRACE", "0")
+        .env("RUST_LIB_BACKTRACE", "0")
         .args(["componentize", MAIN, "-p"])
         .arg(&agent_dir)
         .arg("-p")
@@ -386,7 +408,20 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
         let what = crate::top_level_host_call(&said).unwrap_or_else(|| {
             "componentize-py could not build it (fix the Python error it names)".into()
         });
-        return Err(InputError::new(&job.agent, format!("{what}:\n{}", said.trim_end())).into());
+        let (traceback, place) = python_error(&said);
+        let error = match place {
+            Some((file, line)) => {
+                let own = job.agent.file_name().is_some_and(|n| *n == *file);
+                let path = if own {
+                    job.agent.clone()
+                } else {
+                    agent_dir.join(file)
+                };
+                InputError::new(path, format!("{what}:\n{traceback}")).with_line(line)
+            }
+            None => InputError::new(&job.agent, format!("{what}:\n{traceback}")),
+        };
+        return Err(error.into());
     }
     progress(Progress::Componentized {
         seconds: started.elapsed().as_secs_f64(),
@@ -541,6 +576,22 @@ mod tests {
         }
         let err = refused(&dir.path().join("absent.py"));
         assert!(err.contains("no such file"), "{err}");
+    }
+
+    #[test]
+    fn a_python_error_is_its_traceback_placed_in_the_agent_s_file() {
+        let said = "Traceback (most recent call last):\n  File \"/x/bin/componentize-py\", line 8, in <module>\n    sys.exit(script())\nAssertionError: Traceback (most recent call last):\n  File \"/2/worldline_main.py\", line 13, in <module>\n    import agent as _agent\n  File \"/0/agent.py\", line 5\n    x = (1,\n        ^\nSyntaxError: '(' was never closed\n\n\nCaused by:\n    SyntaxError: '(' was never closed (agent.py, line 5)\n";
+        let (text, place) = python_error(said);
+        assert!(
+            text.starts_with("Traceback (most recent call last):\n  File \"/2/"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("SyntaxError: '(' was never closed"),
+            "{text}"
+        );
+        assert_eq!(place, Some(("agent.py".to_string(), 5)));
+        assert_eq!(python_error("something else").1, None);
     }
 
     #[test]
