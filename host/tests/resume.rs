@@ -599,10 +599,13 @@ fn a_run_stopped_at_its_time_limit_resumes_with_the_limit_raised() {
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }
 
-/// A run without a step limit is not resumed with one: it lowers none (it
-/// was cut inside the prefix it follows, and said it resumed there).
+/// A limit a resume cannot raise is refused naming its flag, and no run
+/// is made: a step limit where the run had none lowers it (the run was cut
+/// inside the prefix it follows, and said it resumed there); a value past
+/// what a case may state (`--timeout-ms` past a day named a store object,
+/// `--max-events` past 5,000,000 ran with it).
 #[test]
-fn a_step_limit_where_the_run_had_none_is_refused() {
+fn a_limit_a_resume_cannot_raise_is_refused_naming_its_flag() {
     let dir = temp_dir();
     let server = Server::start();
     let (worlds, case) = setup(dir.path(), &server, "");
@@ -621,23 +624,6 @@ fn a_step_limit_where_the_run_had_none_is_refused() {
             .contains("1 does not raise the run's max_steps: it has none"),
         "{lower}"
     );
-}
-
-/// A raised limit past what a case may state is refused naming the flag:
-/// `--timeout-ms` past a day named a store object, `--max-events` past
-/// 5,000,000 ran with it, a limit no case can carry.
-#[test]
-fn a_limit_raised_past_a_case_s_range_is_refused_naming_its_flag() {
-    let dir = temp_dir();
-    let server = Server::start();
-    let (worlds, case) = setup(dir.path(), &server, "");
-    let store = dir.path().join("store");
-    let done = run(&store, &case, &worlds);
-    let id = done.json()["run_id"].as_str().unwrap().to_string();
-    let bundle = std::fs::read_to_string(common::bundle_in(&store, &id)).unwrap();
-    let cut: String = bundle.lines().take(6).map(|l| format!("{l}\n")).collect();
-    let killed = "20261204-000010-aaaa0011";
-    std::fs::write(common::bundle_in(&store, killed), cut).unwrap();
     for (flag, value, most) in [
         ("--timeout-ms", "86400001", "86400000"),
         ("--max-events", "5000001", "5000000"),
