@@ -465,18 +465,21 @@ fn a_converter_that_writes_without_end_is_stopped_at_the_cap() {
 fn a_converter_that_fails_silently_is_said_to() {
     let tmp = temp_dir();
     let dir = tmp.path().join("airline");
-    let out = worldline(
-        &tmp.path().join("store"),
-        [
+    let import = |python: &str| {
+        let out = dir.to_str().unwrap();
+        let args = [
             "bench",
             "import",
             "tau2/airline",
             "-o",
-            dir.to_str().unwrap(),
+            out,
             "--python",
-            "/bin/false",
-        ],
-    );
+            python,
+            "--json",
+        ];
+        worldline(&tmp.path().join("store"), args)
+    };
+    let out = import("/bin/false");
     out.expect_code(2);
     assert!(
         out.stderr.contains("said nothing on stderr") && out.stderr.contains("--python"),
@@ -485,19 +488,7 @@ fn a_converter_that_fails_silently_is_said_to() {
     assert!(!dir.exists(), "{out}");
     // One that ends well and writes no document (`/bin/true`) is the
     // --python given too, not an internal error (exit 4).
-    let out = worldline(
-        &tmp.path().join("store"),
-        [
-            "bench",
-            "import",
-            "tau2/airline",
-            "-o",
-            dir.to_str().unwrap(),
-            "--python",
-            "/bin/true",
-            "--json",
-        ],
-    );
+    let out = import("/bin/true");
     out.expect_code(2);
     assert_eq!(out.json()["error"]["file"], "/bin/true", "{out}");
     assert!(out.stderr.contains("is this a Python with"), "{out}");
