@@ -67,8 +67,12 @@ pub(super) async fn guard<G: Gate>(State(lb): State<Arc<G>>, req: Request, next:
         return refused;
     }
     // A body its headers declare larger than the bound is refused at once,
-    // not after the time for a body that will not be read.
+    // not after the time for a body that will not be read. What the client
+    // sends meanwhile is read and dropped (for the time a body is given):
+    // a client that writes its whole body before it reads the answer
+    // (urllib) got a broken pipe, not the 413.
     if body.size_hint().lower() > MAX_BODY as u64 {
+        tokio::spawn(tokio::time::timeout(BODY_WITHIN, drain(body)));
         return too_large();
     }
     let body = match tokio::time::timeout(BODY_WITHIN, read_body(body)).await {
@@ -194,6 +198,13 @@ async fn read_body(mut body: Body) -> Result<Bytes, Response> {
         }
     }
     Ok(Bytes::from(bytes))
+}
+
+/// Read `body` to its end, keeping nothing.
+async fn drain(mut body: Body) {
+    while let Some(Ok(_)) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+    {}
 }
 
 fn too_large() -> Response {
