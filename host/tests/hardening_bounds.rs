@@ -623,6 +623,21 @@ mod globs_and_floods {
                 .ends_with("; its stderr ends: fatal: config missing"),
             "{run}"
         );
+        // `sys.exit(3)`: WASI's exit carries no code, and the error says
+        // so (it said `the guest called exit(1)`).
+        let c = write_case(
+            dir.path(),
+            "py-exit-code",
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { mode = \"exit_code\" }\n",
+        );
+        let run = run_in_demo(&c, &agent);
+        assert_eq!(run.json()["status"], "exited", "{run}");
+        let error = run.json()["error"].as_str().unwrap().to_string();
+        assert!(
+            error.starts_with("the guest exited with a failure status")
+                && !error.contains("exit(1)"),
+            "{run}"
+        );
     }
 
     #[test]

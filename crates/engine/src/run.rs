@@ -736,7 +736,7 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
             Stop::MemoryLimit { .. } => (Status::MemoryLimit, fault.to_string()),
             // What it printed last says why (`sys.exit("why")` prints the
             // reason; WASI's exit carries only success or failure).
-            Stop::Exit(_) => {
+            Stop::Exit(_) | Stop::ExitFailure => {
                 let last = (stderr.lines().rev()).find(|l| !l.trim().is_empty());
                 let message = match last {
                     Some(line) => format!("{fault}; its stderr ends: {}", line.trim()),

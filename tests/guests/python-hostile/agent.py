@@ -67,6 +67,8 @@ def run(task):
         return {"lines": n}
     if mode == "exit_message":
         sys.exit("fatal: config missing")
+    if mode == "exit_code":
+        sys.exit(3)
     if mode == "flood_then_raise":
         for i in range(task.get("n", 10000)):
             print(f"{i:>6} " + "z" * 92, file=sys.stderr)

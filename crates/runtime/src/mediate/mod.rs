@@ -56,6 +56,12 @@ pub enum Stop {
     ErrorLimit(u64),
     #[error("the guest called exit({0})")]
     Exit(i32),
+    /// `wasi:cli/exit.exit` with a failure: it carries no code (it was
+    /// said as `exit(1)` whatever the guest gave).
+    #[error(
+        "the guest exited with a failure status (WASI's exit carries no code, so which status it gave is not known)"
+    )]
+    ExitFailure,
     #[error(
         "memory limit: the guest asked for {asked} bytes of linear memory; the case allows {limit} (limits.memory_mb)"
     )]

@@ -54,7 +54,10 @@ impl wasi::cli::exit::Host for RunState {
     fn exit(&mut self, status: Result<(), ()>) -> wasmtime::Result<()> {
         let code = if status.is_ok() { 0 } else { 1 };
         self.call_fixed("wasi:cli/exit.exit", json!({"code": code}), Value::Null)?;
-        Err(wasmtime::Error::new(super::super::Stop::Exit(code)))
+        Err(wasmtime::Error::new(match status {
+            Ok(()) => super::super::Stop::Exit(0),
+            Err(()) => super::super::Stop::ExitFailure,
+        }))
     }
 
     fn exit_with_code(&mut self, code: u8) -> wasmtime::Result<()> {
