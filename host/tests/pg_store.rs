@@ -164,6 +164,42 @@ fn an_unreachable_server_is_named_without_its_password() {
     let bad = worldline(Path::new("postgres://u:pw@h/db?schema=Bad-Name"), ["runs"]);
     bad.expect_code(2);
     assert!(bad.stderr.contains("schema `Bad-Name`"), "{bad}");
+    // A password holding `/` or `?` is not shown either (the address was
+    // cut there, and the rest of the password shown as its path).
+    for password in ["pa/ssSECRET", "hunter2?SECRET"] {
+        let store = format!("postgres://ci:{password}@127.0.0.1:{port}/postgres");
+        let out = worldline(Path::new(&store), ["runs", "--json"]);
+        out.expect_code(2);
+        assert!(
+            !out.stdout.contains("SECRET") && !out.stderr.contains("SECRET"),
+            "{out}"
+        );
+        assert!(out.stderr.contains("postgres://ci@127.0.0.1:"), "{out}");
+    }
+    // A server that takes the connection and never answers is given the
+    // address's connect_timeout for all of connecting (every command
+    // waited for good).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let kept: Vec<_> = silent.incoming().take(1).collect();
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        drop(kept);
+    });
+    let store = format!("postgres://ci:pw@127.0.0.1:{port}/postgres?connect_timeout=1");
+    let started = std::time::Instant::now();
+    let out = worldline(Path::new(&store), ["runs"]);
+    out.expect_code(2);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "{out}"
+    );
+    assert!(
+        out.stderr
+            .contains("did not answer within 1 s (connect_timeout)"),
+        "{out}"
+    );
+    held.join().unwrap();
 }
 
 #[test]

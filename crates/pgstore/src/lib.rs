@@ -146,10 +146,29 @@ impl Database {
             Some(postgres::config::Host::Tcp(h)) => h.clone(),
             _ => "localhost".to_string(),
         };
-        let connected = match tls.connector().map_err(&fail)? {
-            None => config.connect(NoTls),
-            Some(connector) => config.connect(connector),
-        };
+        // `connect_timeout` bounds the whole of connecting, as libpq's does
+        // (the client bounds the socket's connect only: a server that takes
+        // the connection and never answers held every command for good).
+        // The connecting thread is left to end on its own when it is late.
+        let within = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(std::time::Duration::from_secs(10));
+        let connector = tls.connector().map_err(&fail)?;
+        let (sent, got) = std::sync::mpsc::channel();
+        let connecting = config.clone();
+        std::thread::spawn(move || {
+            let _ = sent.send(match connector {
+                None => connecting.connect(NoTls),
+                Some(connector) => connecting.connect(connector),
+            });
+        });
+        let connected = got.recv_timeout(within).map_err(|_| {
+            fail(format!(
+                "cannot connect: {host} took the connection but did not answer within {} s (connect_timeout); is a PostgreSQL server there, and is it running?",
+                within.as_secs_f64()
+            ))
+        })?;
         let mut client = connected.map_err(|e| fail(tls.explain(&e, &host)))?;
         // Most connections find the schema at this version: the user and
         // their role in one round trip. Otherwise the schema is migrated

@@ -35,20 +35,32 @@ pub fn is_postgres(s: &str) -> bool {
 /// what is wrong with it, without repeating the password.
 pub fn parse(s: &str) -> Result<StoreUrl, String> {
     let (scheme, rest) = s.split_once("://").ok_or("not a postgres:// address")?;
-    let (before_query, query) = match rest.split_once('?') {
+    // Read as the client reads it: the credentials end at the first `@`,
+    // the host at the first `/` or `?` after them. (A password holding `/`
+    // or `?` was cut there, and the rest of it shown as the path or query.)
+    let (userinfo, after) = match rest.split_once('@') {
+        Some((u, a)) => (Some(u), a),
+        None => (None, rest),
+    };
+    if after.contains('@') {
+        return Err(
+            "an `@` past the address's credentials: write an `@` in a user name or password as %40"
+                .into(),
+        );
+    }
+    let host_end = after.find(['/', '?']).unwrap_or(after.len());
+    let (host, tail) = after.split_at(host_end);
+    let (before_query, query) = match tail.split_once('?') {
         Some((b, q)) => (b, Some(q)),
-        None => (rest, None),
+        None => (tail, None),
     };
-    let (authority, path) = match before_query.split_once('/') {
-        Some((a, p)) => (a, Some(p)),
-        None => (before_query, None),
-    };
-    let shown_authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{user}@{host}")
+    let path = before_query.strip_prefix('/');
+    let (authority, shown_authority) = match userinfo {
+        Some(u) => {
+            let user = u.split(':').next().unwrap_or_default();
+            (format!("{u}@{host}"), format!("{user}@{host}"))
         }
-        None => authority.to_string(),
+        None => (host.to_string(), host.to_string()),
     };
     let mut schema = DEFAULT_SCHEMA.to_string();
     let mut sslmode = None;
@@ -106,7 +118,7 @@ pub fn parse(s: &str) -> Result<StoreUrl, String> {
         shown_pairs.push(schema_pair.as_str());
     }
     Ok(StoreUrl {
-        connect: with(authority, &kept),
+        connect: with(&authority, &kept),
         schema: schema.clone(),
         shown: with(&shown_authority, &shown_pairs),
         sslmode,
@@ -164,6 +176,30 @@ mod tests {
         assert_eq!(u.schema, DEFAULT_SCHEMA);
         assert!(!u.shown.contains("s3cret"), "{}", u.shown);
         assert!(u.connect.contains("s3cret"));
+    }
+
+    #[test]
+    fn a_password_holding_a_slash_or_a_question_mark_is_not_shown() {
+        for pw in ["pa/ssSECRET", "hunter2?SECRET", "a/b?cSECRET"] {
+            let given = format!("postgres://ci:{pw}@127.0.0.1:44409/postgres?schema=team");
+            let u = parse(&given).unwrap();
+            assert_eq!(
+                u.shown,
+                "postgres://ci@127.0.0.1:44409/postgres?schema=team"
+            );
+            assert_eq!(
+                u.connect,
+                format!("postgres://ci:{pw}@127.0.0.1:44409/postgres")
+            );
+            assert_eq!(u.schema, "team");
+        }
+        let e = parse("postgres://ci:hunter@2/SECRET@127.0.0.1/postgres").unwrap_err();
+        assert!(e.contains("%40") && !e.contains("SECRET"), "{e}");
+        let u = parse("postgres://127.0.0.1:5432").unwrap();
+        assert_eq!(
+            (u.shown.as_str(), u.connect.as_str()),
+            ("postgres://127.0.0.1:5432", "postgres://127.0.0.1:5432")
+        );
     }
 
     #[test]
