@@ -379,6 +379,24 @@ fn the_cases_env_vars_are_process_env() {
     common::replays_identical(shared_store(), run.json()["run_id"].as_str().unwrap());
 }
 
+/// `AbortSignal.any` is Node's: aborted once an input is, with its
+/// reason, not before. The engine's was aborted from the start, and the
+/// OpenAI Agents SDK answered parallel tool calls "aborted" unrun.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn abort_signal_any_is_aborted_when_an_input_is_and_not_before() {
+    let run = run_json(shared_store(), &case("js-abort"), &probe());
+    run.expect_code(0);
+    assert_eq!(
+        output(&run),
+        serde_json::json!({"before": false, "after": true, "heard": true, "reason": "stop", "none": false, "gone": true}),
+        "{run}"
+    );
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

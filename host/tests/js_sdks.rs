@@ -385,6 +385,32 @@ fn streaming_works_on_each_model_route() {
     }
 }
 
+/// The Agents SDK runs a model turn's tool calls in parallel: each is
+/// made and answered (they were answered "aborted" unmade: the sandbox's
+/// `AbortSignal.any` was aborted from the start).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn the_agents_sdk_makes_a_turn_s_parallel_tool_calls() {
+    let dir = temp_dir();
+    let rollback = std::fs::read_to_string(model_case("rollback")).unwrap();
+    let first =
+        r#"reply = { tool_calls = [{ name = "get_alert", arguments = { id = "ALERT-7" } }] }"#;
+    let both = r#"reply = { tool_calls = [{ name = "get_alert", arguments = { id = "ALERT-7" } }, { name = "list_deploys", arguments = { service = "checkout" } }] }"#;
+    assert!(rollback.contains(first));
+    let case = write_case(dir.path(), "parallel", &rollback.replace(first, both));
+    let out = AGENTS_SDK.run_in_worlds(&case);
+    assert_eq!(out.code, 0, "{out}");
+    let tools: Vec<String> = calls(&out, TOOL_CALL)
+        .iter()
+        .map(|e| e["request"]["name"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(tools[..2], ["get_alert", "list_deploys"], "{out}");
+    replays(&out);
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

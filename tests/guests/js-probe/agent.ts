@@ -102,6 +102,19 @@ export async function run(task: { ticket: string; mode?: string }) {
       copy: { ...process.env },
     };
   }
+  if (task.mode === "abort") {
+    // AbortSignal.any as Node has it: aborted when an input is, with its
+    // reason, and not before (the engine's was aborted from the start).
+    const a = new AbortController();
+    const b = new AbortController();
+    const both = AbortSignal.any([a.signal, b.signal]);
+    const before = both.aborted;
+    let heard = false;
+    both.addEventListener("abort", () => { heard = true; });
+    b.abort("stop");
+    const gone = AbortSignal.any([b.signal]);
+    return { before, after: both.aborted, heard, reason: both.reason, none: AbortSignal.any([]).aborted, gone: gone.aborted };
+  }
   if (task.mode === "talk") {
     return {
       first: user.say("Hello, which ticket?"),

@@ -36,6 +36,10 @@ const esbuild = require("esbuild");
 //   is empty then);
 // - `TextDecoderStream` / `TextEncoderStream` (the AI SDK parses server-sent
 //   events with them), built on the engine's TransformStream;
+// - `AbortSignal.any`, where the engine's is broken (its signal is aborted
+//   from the start, and an input's abort reaches no listener): the OpenAI
+//   Agents SDK combines signals with it, and answered every parallel tool
+//   call "aborted" without running it, and aborted every streamed request;
 // - `fetch` failing as Node's does (`TypeError: fetch failed`, the
 //   engine's error as its `cause`; aborts stay aborts), which is what the
 //   SDKs' retry logic recognises (the AI SDK retries only that).
@@ -89,6 +93,21 @@ if (typeof globalThis.TextEncoderStream === "undefined") {
       super({ transform(chunk, out) { out.enqueue(encoder.encode(chunk)); } });
       this.encoding = "utf-8";
     }
+  };
+}
+if (typeof AbortSignal !== "undefined" && (typeof AbortSignal.any !== "function" || AbortSignal.any([]).aborted)) {
+  AbortSignal.any = function any(signals) {
+    const controller = new AbortController();
+    const inputs = [...signals];
+    const gone = inputs.find((s) => s.aborted);
+    if (gone) {
+      controller.abort(gone.reason);
+      return controller.signal;
+    }
+    for (const s of inputs) {
+      s.addEventListener("abort", () => controller.abort(s.reason), { once: true });
+    }
+    return controller.signal;
   };
 }
 {
