@@ -260,6 +260,33 @@ fn diff_is_redacted_with_one_placeholder_per_value_across_both_runs() {
     assert!(redacted.stdout.contains("<api_key:"), "{redacted}");
 }
 
+/// A value one run hides at a later event, quoted by both runs earlier,
+/// is hidden on both sides: `diff` learns both runs before it shows
+/// either (it showed the text on one side and its placeholder on the
+/// other, a false first difference at event 0 that told what the
+/// placeholder stands for).
+#[test]
+fn diff_through_a_policy_finds_the_first_difference_the_runs_have() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = common::workspace_root().join("cases/incident/baseline.toml");
+    let worlds = common::workspace_root().join("worlds");
+    let run = |agent: &str| {
+        let out = common::run_in(&store, &case, &guest(agent), &worlds);
+        out.json()["run_id"].as_str().unwrap().to_string()
+    };
+    let (naive, careful) = (run("naive-agent"), run("careful-agent"));
+    let raw = worldline(&store, ["diff", &naive, &careful, "--json", "--unredacted"]);
+    let first = raw.json()["first_divergence"]["index"].clone();
+    assert!(first.as_u64().is_some_and(|i| i > 0), "{raw}");
+    let policy = dir.path().join("redact.toml");
+    std::fs::write(&policy, "paths = [\"request.args.reason\"]\n").unwrap();
+    for (a, b) in [(&naive, &careful), (&careful, &naive)] {
+        let seen = worldline(&store, ["diff", a, b, "--json", "--redact", s(&policy)]);
+        assert_eq!(seen.json()["first_divergence"]["index"], first, "{seen}");
+    }
+}
+
 #[test]
 fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
     let st = setup();

@@ -73,6 +73,7 @@ pub(crate) fn page(app: &Seen, q: &BTreeMap<String, String>) -> Result<Reply> {
     };
     let mut outs = [output(&a), output(&b)];
     if let Some(r) = app.redactor()?.as_mut() {
+        r.learn(ea.iter().chain(eb.iter()));
         ea.iter_mut().chain(eb.iter_mut()).for_each(|e| r.event(e));
         r.state(&mut fa);
         r.state(&mut fb);

@@ -214,6 +214,7 @@ pub fn exec_diff(args: DiffArgs) -> Result<ExitCode> {
     );
     let mut outputs = [&a, &b].map(|r| r.bundle.footer.as_ref().and_then(|f| f.output.clone()));
     if let Some(r) = redactor.as_mut() {
+        r.learn(ea.iter().chain(eb.iter()));
         ea.iter_mut().chain(eb.iter_mut()).for_each(|e| r.event(e));
         r.state(&mut fa);
         r.state(&mut fb);

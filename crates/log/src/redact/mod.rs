@@ -794,6 +794,17 @@ impl Redactor {
         }
     }
 
+    /// Learn what `events` hide, showing nothing: a view of two runs side
+    /// by side (`diff`) learns both first, so a value one run hides later
+    /// is hidden wherever either quotes it (it was shown on one side and
+    /// hidden on the other: a false first difference, and the
+    /// placeholder's meaning told).
+    pub fn learn<'e>(&mut self, events: impl IntoIterator<Item = &'e Event>) {
+        for e in events {
+            self.event(&mut e.clone());
+        }
+    }
+
     /// What a view of event `at` alone must know first: the values the
     /// run's header and its events before `at` hid, each hidden again
     /// wherever event `at` quotes it (`show --at` and the UI's event page
