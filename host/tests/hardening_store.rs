@@ -1117,6 +1117,32 @@ fn reading_a_store_makes_none_and_a_bundle_is_read_with_its_own_store() {
         assert_eq!(common::bench::files(&folder), before, "{args:?}: {out}");
         assert!(!folder.join("runs").exists(), "{args:?} made a store");
     }
+    // `ui` too: it made the store's folders there and served an empty list.
+    let mut ui = common::cli()
+        .args(["ui", "--port", "0", "--store"])
+        .arg(&folder)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = ui.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed().as_secs() > 10 {
+            let _ = ui.kill();
+            let _ = ui.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(2),
+        "ui served a folder that is no store"
+    );
+    assert_eq!(common::bench::files(&folder), before);
     for args in [
         vec!["history", bundle],
         vec!["show", bundle, "--at", "0"],
