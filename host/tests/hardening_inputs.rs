@@ -96,6 +96,82 @@ fn injects(out: &Path) -> Vec<toml::Value> {
     doc["inject"].as_array().unwrap().clone()
 }
 
+/// What a case cannot hold as the trace recorded it is exit 2 naming it,
+/// not a case that says otherwise: a tool result with an integer past 64
+/// bits (pinned as the nearest float), a number past a float's range or
+/// deep nesting (pinned as text); a model call without an answer to
+/// script (left out, every later answer given one call early, and the
+/// summary still counting it).
+#[test]
+fn from_trace_refuses_what_a_case_cannot_hold_as_recorded() {
+    let dir = temp_dir();
+    let marked = String::from_utf8(trace(
+        &[HEX_ID],
+        "get_order",
+        &object(),
+        &json!({"n": "MARK"}),
+        &[],
+    ))
+    .unwrap();
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    for (name, literal, said) in [
+        (
+            "wide.json",
+            "123456789012345678901234567890".to_string(),
+            "is past 64 bits",
+        ),
+        ("huge.json", "1e400".to_string(), "number out of range"),
+        ("deep.json", deep, "recursion limit exceeded"),
+    ] {
+        let bytes = marked.replace("\\\"MARK\\\"", &literal);
+        assert_ne!(bytes, marked);
+        let (r, out) = from_trace(dir.path(), name, bytes.as_bytes(), &[]);
+        r.expect_code(2);
+        assert!(
+            r.stderr
+                .contains("the result of tool call 1 (`get_order`) is JSON a case cannot hold")
+                && r.stderr.contains(said),
+            "{name}: {r}"
+        );
+        assert!(!out.exists());
+    }
+    // Two model calls, the first without its answer.
+    let mut doc: Value =
+        serde_json::from_slice(&trace(&[HEX_ID], "get_order", &object(), &fine(), &[])).unwrap();
+    let spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .unwrap();
+    let mut second = spans[0].clone();
+    second["spanId"] = json!("03");
+    second["startTimeUnixNano"] = json!("1772366402000000000");
+    for a in second["attributes"].as_array_mut().unwrap() {
+        if a["key"] == "gen_ai.output.messages" {
+            a["value"]["stringValue"] = json!(
+                json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}])
+                    .to_string()
+            );
+        }
+    }
+    spans[0]["attributes"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|a| a["key"] != "gen_ai.output.messages");
+    spans.push(second);
+    let (r, out) = from_trace(
+        dir.path(),
+        "unanswered.json",
+        &serde_json::to_vec(&doc).unwrap(),
+        &[],
+    );
+    r.expect_code(2);
+    assert!(
+        r.stderr
+            .contains("model call 1 of 2 has no answer to script"),
+        "{r}"
+    );
+    assert!(!out.exists());
+}
+
 #[test]
 fn from_trace_pins_a_result_with_one_key_other_than_error() {
     let dir = temp_dir();

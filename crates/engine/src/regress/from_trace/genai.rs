@@ -71,12 +71,30 @@ impl Run {
     }
 }
 
-/// JSON text parsed, or the text itself.
+/// JSON text parsed, or the text itself (also when it holds an integer
+/// no 64 bits hold, which parsing would turn into the nearest float:
+/// [`unholdable`] names it).
 fn parsed(v: &Value) -> Value {
     match v {
-        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| v.clone()),
+        Value::String(s) if worldline_case::wide_integer::find(s).is_none() => {
+            serde_json::from_str(s).unwrap_or_else(|_| v.clone())
+        }
         other => other.clone(),
     }
+}
+
+/// Why `text`, kept as text by [`parsed`], is JSON a case cannot hold:
+/// an integer past 64 bits, a number past a float's range, or nesting
+/// past what is read; `None` for text that is no JSON at all (a tool's
+/// plain answer).
+pub(crate) fn unholdable(text: &str) -> Option<String> {
+    if let Some(wide) = worldline_case::wide_integer::find(text) {
+        return Some(wide.message());
+    }
+    let e = serde_json::from_str::<Value>(text).err()?;
+    let said = e.to_string();
+    (said.starts_with("number out of range") || said.starts_with("recursion limit exceeded"))
+        .then_some(said)
 }
 
 /// A message's text: `content` as a string, or its text parts joined.

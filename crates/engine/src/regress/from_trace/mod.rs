@@ -123,6 +123,42 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
         )
         .into());
     }
+    // A call whose answer cannot be read would be left out of the script,
+    // and every answer after it given one call early (it was, and the
+    // summary counted it).
+    let total = run.model_calls.len();
+    if let Some(n) = (run.model_calls.iter()).position(|c| c.output.is_none() && c.failed.is_none())
+    {
+        return Err(InputError::new(
+            path,
+            format!(
+                "model call {} of {total} has no answer to script (no `gen_ai.output.messages`, or not a list of messages with content or tool calls), so every later answer would be given one call early; record the trace again with content capture on, or mend that span. {CONTENT_SETTINGS}",
+                n + 1
+            ),
+        )
+        .into());
+    }
+    // A result pinned as text would not be the answer the trace recorded
+    // (an integer past 64 bits was pinned as the nearest float, a number
+    // past a float's range or deep nesting as a string).
+    for (n, t) in run.tool_calls.iter().enumerate() {
+        if let Some(why) = t
+            .result
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(genai::unholdable)
+        {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "the result of tool call {} (`{}`) is JSON a case cannot hold ({why}); mend that span's result",
+                    n + 1,
+                    t.name
+                ),
+            )
+            .into());
+        }
+    }
     let bytes = worldline_case::bounded::read(path, otlp::MAX_BYTES)
         .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
     let origin = Origin {
