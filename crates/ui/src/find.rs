@@ -102,12 +102,17 @@ fn found(id: &str, held: &mut Held, text: &str) -> Markup {
             e.call,
             canon::to_string(&e.request),
             canon::to_string(&e.response)
-        )
-        .to_lowercase();
-        if let Some(at) = hay.find(&needle) {
+        );
+        let (lower, starts) = lowered(&hay);
+        if let Some(at) = lower.find(&needle) {
             total += 1;
             if shown.len() < MATCHES {
-                shown.push((e.seq, e.call.clone(), snippet(&hay, at, needle.len())));
+                // Quoted from the event as it is (it was quoted lower-cased).
+                let from = starts[at];
+                let to = starts
+                    .get(at + needle.len())
+                    .map_or(hay.len(), |&e| e.max(from));
+                shown.push((e.seq, e.call.clone(), snippet(&hay, from, to - from)));
             }
         }
     }
@@ -125,6 +130,21 @@ fn found(id: &str, held: &mut Held, text: &str) -> Markup {
     }
 }
 
+/// `hay` lower-cased, and for each of its bytes the byte of `hay` where
+/// the character it comes from starts (lower-casing may change a
+/// character's length).
+fn lowered(hay: &str) -> (String, Vec<usize>) {
+    let mut lower = String::with_capacity(hay.len());
+    let mut starts = Vec::with_capacity(hay.len());
+    for (i, c) in hay.char_indices() {
+        for l in c.to_lowercase() {
+            lower.push(l);
+            starts.extend(std::iter::repeat_n(i, l.len_utf8()));
+        }
+    }
+    (lower, starts)
+}
+
 /// Up to 40 characters either side of the match at byte `at`.
 fn snippet(hay: &str, at: usize, len: usize) -> String {
     let start = hay[..at].char_indices().rev().nth(39).map_or(0, |(i, _)| i);
@@ -138,6 +158,18 @@ fn snippet(hay: &str, at: usize, len: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_match_is_quoted_as_the_text_has_it() {
+        let hay = "Price lookup at 2026-03-01T11:50:00Z, İstanbul";
+        let (lower, starts) = lowered(hay);
+        let at = lower.find("price").unwrap();
+        let (from, to) = (starts[at], starts[at + "price".len()]);
+        assert_eq!(&hay[from..to], "Price");
+        assert!(snippet(hay, from, to - from).contains("T11:50:00Z"));
+        let at = lower.find("stanbul").unwrap();
+        assert_eq!(&hay[starts[at]..], "stanbul");
+    }
 
     #[test]
     fn a_jump_goes_to_the_page_holding_the_event_and_refuses_one_past_the_end() {
