@@ -461,3 +461,54 @@ fn runs_of_the_same_events_are_traces_of_their_own() {
     assert_ne!(both[0], both[1], "{both}");
     assert_eq!(traces(&[&a])[0], both[0]);
 }
+
+/// A collector's refusal is said on one line, its body's line breaks and
+/// tabs made spaces (a pretty-printed JSON body ran over five lines).
+#[test]
+fn a_collector_s_refusal_is_one_line() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "injected", INJECTED);
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds_dir());
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let collector = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+        let body = "{\n  \"code\": 3,\n\t\"message\": \"bad span\"\n}";
+        let mut conn = conn;
+        write!(
+            conn,
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+    });
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let out = worldline(
+        &store,
+        ["otel", id.as_str(), "--endpoint", endpoint.as_str()],
+    );
+    out.expect_code(2);
+    assert_eq!(out.stderr.trim_end().lines().count(), 1, "{out}");
+    assert!(
+        out.stderr
+            .contains(r#"the collector answered HTTP 400: { "code": 3, "message": "bad span" }"#),
+        "{out}"
+    );
+    collector.join().unwrap();
+}

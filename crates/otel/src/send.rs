@@ -94,12 +94,19 @@ pub fn post(url: &reqwest::Url, req: &ExportTraceServiceRequest) -> Result<u16> 
         ))
         .into()),
         Ok(Ok((status, _))) if (200..300).contains(&status) => Ok(status),
+        // Its body on one line (a collector's pretty-printed JSON ran
+        // over several, where an error is one line).
         Ok(Ok((status, text))) => Err(fail(format!(
             "the collector answered HTTP {status}: {}",
-            text.chars().take(300).collect::<String>()
+            one_line(&text).chars().take(300).collect::<String>()
         ))
         .into()),
     }
+}
+
+/// `text` with each run of whitespace (line breaks and tabs too) one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Write the request as OTLP protobuf bytes (a new file, or a regular one
