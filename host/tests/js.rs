@@ -508,6 +508,22 @@ fn build_js_names_what_to_install_and_what_to_fix() {
 fn build_js_writes_types_for_editors_and_typecheck_reports_places() {
     probe(); // the toolchain is there (or this fails saying how to get it)
     let dir = temp_dir();
+    // An agent on the pinned SDKs type-checks: tsc finds them where
+    // build-js does (`openai` and the MCP SDK's subpaths were "Cannot find
+    // module").
+    let sdk = dir.path().join("sdk").join("agent.ts");
+    std::fs::create_dir_all(sdk.parent().unwrap()).unwrap();
+    std::fs::copy(
+        workspace_root().join("examples/js-openai-agent/agent.ts"),
+        &sdk,
+    )
+    .unwrap();
+    let checked = build_js(
+        &sdk,
+        &dir.path().join("sdk.wasm"),
+        &[OsStr::new("--typecheck")],
+    );
+    checked.expect_code(0);
     let agent = dir.path().join("typed.ts");
     std::fs::write(
         &agent,

@@ -53,6 +53,93 @@ pub fn write_types(agent_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The configuration `--typecheck` runs: the agent folder's own, extended
+/// with `paths` that map each package of `modules` (the toolchain's
+/// `agent-packages/node_modules`) the agent's folder lacks as build-js
+/// finds it: the package, and each subpath its `exports` names (tsc skips
+/// `exports` for a mapped path), or else any file of it; and `worldline`
+/// to the SDK, as the folder's own configuration maps it. The packages'
+/// declarations are not checked (`skipLibCheck`).
+fn check_config(agent_dir: &Path, modules: &Path) -> String {
+    let mut paths = serde_json::Map::new();
+    let sdk = agent_dir.join(SDK_DIR).join("index.ts");
+    paths.insert("worldline".into(), serde_json::json!([sdk]));
+    let mut packages = Vec::new();
+    for entry in std::fs::read_dir(modules).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        match name.strip_prefix('@') {
+            Some(_) => {
+                for inner in std::fs::read_dir(entry.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    packages.push(format!("{name}/{}", inner.file_name().to_string_lossy()));
+                }
+            }
+            None if !name.starts_with('.') => packages.push(name),
+            None => {}
+        }
+    }
+    packages.sort();
+    for package in packages {
+        if agent_dir.join("node_modules").join(&package).exists() {
+            continue;
+        }
+        let dir = modules.join(&package);
+        paths.insert(package.clone(), serde_json::json!([dir]));
+        let manifest = std::fs::read_to_string(dir.join("package.json")).unwrap_or_default();
+        let exports = serde_json::from_str::<serde_json::Value>(&manifest).ok();
+        let subpaths: Vec<(String, String)> = exports
+            .as_ref()
+            .and_then(|m| m["exports"].as_object())
+            .into_iter()
+            .flatten()
+            .filter_map(|(key, target)| {
+                let sub = key.strip_prefix("./").filter(|s| !s.is_empty())?;
+                // A pattern's `types` may add `.d.ts` to a specifier that
+                // ends in `.js` already; its `import` file is what tsc
+                // finds the declarations beside.
+                let order: &[&str] = match sub.contains('*') {
+                    true => &["import", "default", "types"],
+                    false => &["types", "import", "default"],
+                };
+                let file = export_target(target, order)?.trim_start_matches("./");
+                Some((sub.to_string(), file.to_string()))
+            })
+            .collect();
+        if subpaths.is_empty() {
+            paths.insert(format!("{package}/*"), serde_json::json!([dir.join("*")]));
+        }
+        for (sub, target) in subpaths {
+            paths.insert(
+                format!("{package}/{sub}"),
+                serde_json::json!([dir.join(target)]),
+            );
+        }
+    }
+    let config = serde_json::json!({
+        "extends": agent_dir.join("tsconfig.json"),
+        // The packages' own declarations are theirs to check: built for
+        // Node, some name its modules (`http`, `ws`), which the sandbox's
+        // agent never reaches.
+        "compilerOptions": {"paths": paths, "skipLibCheck": true},
+    });
+    serde_json::to_string_pretty(&config).expect("a configuration serializes")
+}
+
+/// The file an `exports` entry gives under the first of `order`'s
+/// conditions it has (conditions nested), or the entry itself.
+fn export_target<'v>(target: &'v serde_json::Value, order: &[&str]) -> Option<&'v str> {
+    match target {
+        serde_json::Value::String(s) => Some(s),
+        serde_json::Value::Object(m) => order
+            .iter()
+            .find_map(|k| m.get(*k).and_then(|t| export_target(t, order))),
+        _ => None,
+    }
+}
+
 /// `tsc --noEmit -p agent_dir` with the toolchain's TypeScript; every
 /// error as `file:line:column: message` in one input error.
 pub(crate) fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Result<()> {
@@ -77,10 +164,24 @@ pub(crate) fn typecheck(node: &Path, toolchain: &Path, agent_dir: &Path) -> Resu
         )
         .into());
     }
+    // The pinned SDKs build-js takes from the toolchain, found by tsc too
+    // (it has no NODE_PATH: `openai` was "Cannot find module").
+    let work = tempfile::Builder::new()
+        .prefix("worldline-typecheck-")
+        .tempdir()
+        .context("creating a temporary folder for tsc's configuration")?;
+    let config = match super::toolchain::agent_packages(toolchain) {
+        Some(modules) => {
+            let config = work.path().join("tsconfig.json");
+            worldline_case::output::write(&config, check_config(agent_dir, &modules).as_bytes())?;
+            config
+        }
+        None => agent_dir.to_path_buf(),
+    };
     let out = Command::new(node)
         .arg(&tsc)
         .args(["--noEmit", "--pretty", "false", "-p"])
-        .arg(agent_dir)
+        .arg(&config)
         .current_dir(agent_dir)
         .output()
         .with_context(|| format!("running {} {}", node.display(), tsc.display()))?;
