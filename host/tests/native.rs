@@ -1138,3 +1138,53 @@ fn a_killed_mcp_session_keeps_the_reads_its_client_got() {
         b.events
     );
 }
+
+/// A native agent's reproducer that ends otherwise when it is written
+/// (its parallel requests in another order; here a counter of its own) is
+/// kept and said to have: it was an internal error (exit 4) that lost the
+/// campaign's report.
+#[test]
+fn a_native_reproducer_that_ends_otherwise_is_kept_and_said_to() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let counter = dir.path().join("count");
+    let agent = script(
+        dir.path(),
+        "agent.sh",
+        &format!(
+            "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}\nif [ $n -eq 1 ]; then echo \"\\\"first\\\"\"; else echo \"\\\"later\\\"\"; fi\n",
+            c = counter.display()
+        ),
+    );
+    let case = write_case(
+        dir.path(),
+        "counted",
+        "world = \"incident@v4\"\nseed = 1\nclock = 2026-03-01T12:05:00Z\ntask = {}\n\n[expect.output]\nequals = \"later\"\n",
+    );
+    let faults = script(
+        dir.path(),
+        "faults.toml",
+        "[[tools]]\ntool = \"get_alert\"\ndeny = 0.5\n",
+    );
+    let worlds = worlds();
+    let out = worldline_raw([
+        "fuzz".as_ref(),
+        case.as_os_str(),
+        "--runs".as_ref(),
+        "1".as_ref(),
+        "--faults".as_ref(),
+        faults.as_os_str(),
+        "--json".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+        "--exec".as_ref(),
+        "--".as_ref(),
+        "sh".as_ref(),
+        agent.as_os_str(),
+    ]);
+    out.expect_code(1);
+    let group = &out.json()["groups"][0];
+    assert_eq!(group["reproducer_ended"], "passed", "{out}");
+}

@@ -102,6 +102,11 @@ pub trait Runner: Sync {
     fn run(&self, sandbox: &Sandbox, case: &Case, opts: RunOptions) -> Result<RunOutcome>;
     /// The agent's identity, as its runs' headers record it.
     fn sha256(&self) -> String;
+    /// Whether two runs of the same inputs may differ: a native process's
+    /// parallel requests arrive in the order the operating system gives.
+    fn may_differ(&self) -> bool {
+        false
+    }
 }
 
 impl Runner for Agent {

@@ -55,6 +55,9 @@ pub struct GroupReport {
     /// (its reproducer's error, with the agent's message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unscripted: Option<String>,
+    /// A native agent's reproducer that ended otherwise when written: how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproducer_ended: Option<String>,
 }
 
 /// Real time the campaign took (the one part that differs between two
@@ -117,6 +120,7 @@ impl GroupReport {
             unscripted: (k.outcome.footer.status == worldline_log::log::Status::Unscripted)
                 .then(|| k.outcome.footer.error.clone())
                 .flatten(),
+            reproducer_ended: k.ended_otherwise.clone(),
         }
     }
 }
@@ -178,6 +182,13 @@ pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
         )?;
         if let Some(why) = &g.unscripted {
             writeln!(out, "      {}", shown::text(why))?;
+        }
+        if let Some(ended) = &g.reproducer_ended {
+            writeln!(
+                out,
+                "      its reproducer ended `{}` when written: the native agent's requests arrived in another order (docs/native.md); `worldline repro` runs it again",
+                shown::text(ended)
+            )?;
         }
         let mix: Vec<String> = (g.fault_mix.iter())
             .map(|m| format!("{} ×{}", shown::text(&m.fault), m.runs))
@@ -337,6 +348,7 @@ pub fn merge(shards: &[FuzzReport]) -> Result<FuzzReport, String> {
             shrunk: kept.shrunk.clone(),
             signature: g.signature,
             unscripted: kept.unscripted.clone(),
+            reproducer_ended: kept.reproducer_ended.clone(),
         });
     }
     let elapsed_ms = (shards.iter())

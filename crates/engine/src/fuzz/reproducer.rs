@@ -1,7 +1,9 @@
 //! A failure group's reproducer: its lowest-index run, shrunk when asked
 //! to the fewest, smallest faults that still fail the same way, then
-//! written to the store and checked to fail the same way again (a run that
-//! does not is an internal error, never a silent skip).
+//! written to the store and checked to fail the same way again (a
+//! component's run that does not is an internal error, never a silent
+//! skip; a native agent's is kept and said to have ended otherwise: the
+//! order its parallel requests arrive in is the operating system's).
 
 use super::campaign;
 use super::shrink::{self, Shrunk};
@@ -23,6 +25,10 @@ pub struct Kept {
     pub outcome: RunOutcome,
     /// The shrink result and how many faults it started from.
     pub shrunk: Option<(Shrunk, usize)>,
+    /// A native agent's reproducer that ended otherwise when written (its
+    /// parallel requests answered in another order): how it ended. A
+    /// component's is an internal error instead: it cannot.
+    pub ended_otherwise: Option<String>,
 }
 
 impl Kept {
@@ -76,27 +82,34 @@ impl Reproducers<'_> {
                     == Some(&group.signature))
                 .then(|| campaign::realized(&o, &source, trial.seed)))
             };
-            // The drawn faults, named outright, must fail the same way first.
-            let Some(start) = same(&trial.faults)? else {
-                anyhow::bail!(
+            // The drawn faults, named outright, must fail the same way first
+            // (a native agent's may not: it is then kept unshrunk).
+            match same(&trial.faults)? {
+                Some(start) => {
+                    let before = start.len();
+                    let s = shrink::shrink(start, budget, same)?;
+                    source = FaultSource::Schedule(s.schedule.clone());
+                    shrunk = Some((s, before));
+                }
+                None if self.agent.may_differ() => {}
+                None => anyhow::bail!(
                     "internal: the faults of seed {} run as a schedule did not fail with `{}`; the schedule does not re-create the drawn run",
                     trial.seed,
                     group.signature
-                );
-            };
-            let before = start.len();
-            let s = shrink::shrink(start, budget, same)?;
-            source = FaultSource::Schedule(s.schedule.clone());
-            shrunk = Some((s, before));
+                ),
+            }
         }
         let outcome = run(&source, Some(self.store))?;
         let got = signature::of(outcome.footer.status, outcome.grade.as_ref());
-        if got.as_ref() != Some(&group.signature) {
+        let ended_otherwise = (got.as_ref() != Some(&group.signature))
+            .then(|| got.unwrap_or_else(|| "passed".into()));
+        if let Some(got) = &ended_otherwise
+            && !self.agent.may_differ()
+        {
             anyhow::bail!(
-                "internal: the reproducer of `{}` (seed {}) ended as {:?} when written; the run is not deterministic",
+                "internal: the reproducer of `{}` (seed {}) ended as `{got}` when written; the run is not deterministic",
                 group.signature,
                 trial.seed,
-                got
             );
         }
         Ok(Kept {
@@ -104,6 +117,7 @@ impl Reproducers<'_> {
             trial,
             outcome,
             shrunk,
+            ended_otherwise,
         })
     }
 }

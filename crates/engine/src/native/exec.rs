@@ -470,4 +470,8 @@ impl crate::run::Runner for Exec {
     fn sha256(&self) -> String {
         worldline_case::canon::hash_json(&self.agent())
     }
+
+    fn may_differ(&self) -> bool {
+        true
+    }
 }
