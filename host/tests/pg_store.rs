@@ -202,6 +202,37 @@ fn an_unreachable_server_is_named_without_its_password() {
     held.join().unwrap();
 }
 
+/// What a server that answered said decides what to do: a database that
+/// is not there is named so, not "start the server" (which runs); a key
+/// the client refuses is named.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_connection_refused_by_a_running_server_says_what_to_fix() {
+    let pg = cluster();
+    let store = format!(
+        "postgres://worldline:{PASSWORD}@127.0.0.1:{}/nosuchdb",
+        pg.port
+    );
+    let out = worldline(Path::new(&store), ["runs"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("name a database that exists")
+            && !out.stderr.contains("start the server"),
+        "{out}"
+    );
+    let store = format!(
+        "postgres://worldline:{PASSWORD}@127.0.0.1:{}/postgres?foo=bar",
+        pg.port
+    );
+    let out = worldline(Path::new(&store), ["runs"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("unknown option `foo`"), "{out}");
+    assert!(!out.stderr.contains(PASSWORD), "{out}");
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

@@ -124,10 +124,11 @@ impl Database {
             message,
             lost: false,
         };
-        let mut config: postgres::Config = url
-            .connect
-            .parse()
-            .map_err(|e| fail(format!("not a usable address: {e}")))?;
+        let mut config: postgres::Config = url.connect.parse().map_err(|e: postgres::Error| {
+            // The client's words name the key only in the error's source.
+            let why = std::error::Error::source(&e).map_or(e.to_string(), |s| format!("{e}: {s}"));
+            fail(format!("not a usable address: {why}"))
+        })?;
         if config.get_password().is_none()
             && let Some(pw) = std::env::var_os("PGPASSWORD")
         {

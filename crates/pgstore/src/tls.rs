@@ -235,7 +235,26 @@ impl Settings {
                 "cannot connect ({reason}): the server takes only TLS connections and sslmode=disable turns TLS off; use sslmode=verify-full with sslrootcert=FILE (or sslmode=require)"
             );
         }
-        format!("cannot connect ({reason}); start the server or pass --store with one that runs")
+        // What to do follows from what the server said: it runs when it
+        // answered (a wrong password was told to start the server).
+        use postgres::error::SqlState;
+        let todo = match e.as_db_error().map(|d| d.code()) {
+            Some(c)
+                if *c == SqlState::INVALID_PASSWORD
+                    || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
+            {
+                "check the user and password in --store (or PGPASSWORD)"
+            }
+            Some(c) if *c == SqlState::INVALID_CATALOG_NAME => {
+                "name a database that exists in --store (after the host: /postgres), or create it"
+            }
+            Some(_) => "see what the server said",
+            None if reason.contains("password missing") => {
+                "give the password in --store (postgres://USER:PASSWORD@HOST/DB) or in PGPASSWORD"
+            }
+            None => "start the server or pass --store with one that runs",
+        };
+        format!("cannot connect ({reason}); {todo}")
     }
 }
 
