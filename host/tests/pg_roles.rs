@@ -161,6 +161,23 @@ fn a_viewer_gets_only_the_redacted_view_from_every_cli_reader_its_folder_and_sql
     for f in ["e.json", "r.json", "t.jsonl", "o.json"] {
         hides(f, &String::from_utf8_lossy(&std::fs::read(out(f)).unwrap()));
     }
+    // A viewer's export is a redacted copy, under `<id>-redacted` as a
+    // responder's `--redacted` is (it kept the run's own id, which an
+    // import of the run then found taken).
+    assert!(
+        shown[3]
+            .stdout
+            .contains(&format!("exported {run}-redacted to")),
+        "{}",
+        shown[3]
+    );
+    assert!(
+        shown[4]
+            .stdout
+            .contains(&format!("copy {fork}-redacted to")),
+        "{}",
+        shown[4]
+    );
     // What needs raw data is refused, naming the role to ask for.
     let needed = format!("{}_responder", t.schema);
     for args in [

@@ -114,7 +114,16 @@ fn document(
                 true,
             )
         }
-        None if b.header.redacted.is_some() => (id, read_bundle_text(path)?, agent_only, true),
+        // A redacted copy goes under `<id>-redacted` whoever made it (a
+        // viewer's copy of the database store's went under the run's own
+        // id, which an import of the run then found taken).
+        None if b.header.redacted.is_some() => {
+            let id = match id.ends_with("-redacted") {
+                true => id,
+                false => format!("{id}-redacted"),
+            };
+            (id, read_bundle_text(path)?, agent_only, true)
+        }
         None => (
             id,
             read_bundle_text(path)?,
