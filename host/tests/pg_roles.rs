@@ -204,6 +204,36 @@ fn a_viewer_gets_only_the_redacted_view_from_every_cli_reader_its_folder_and_sql
         assert!(o.stderr.contains(&needed), "{args:?} names the role: {o}");
         hides("a refusal", &format!("{o}"));
     }
+    // What stores runs is refused before it runs any (they were run, each
+    // refused, and left in the viewer's folder listed as the store's).
+    let case = t.dir.path().join("crm.toml");
+    let (agent, worlds) = (guest("caller-agent"), t.dir.path().join("worlds"));
+    let listed = |o: &common::CliOutput| o.json()["runs"].as_array().map_or(0, Vec::len);
+    let before = listed(&worldline(v, ["runs", "--json"]));
+    for args in [
+        vec![
+            "test",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+        ],
+        vec![
+            "run",
+            s(&case),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+        ],
+        vec!["import", s(&out("r.json"))],
+    ] {
+        let o = worldline(v, &args);
+        o.expect_code(2);
+        assert!(o.stderr.contains(&needed), "{args:?} names the role: {o}");
+    }
+    assert_eq!(listed(&worldline(v, ["runs", "--json"])), before);
     // The viewer's working folder holds redacted copies only.
     let folder = common::store_folder(v);
     let files = texts_under(&folder);

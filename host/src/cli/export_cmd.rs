@@ -334,6 +334,7 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
     }
     let store = StoreDir::open(&args.common.store)?;
     store.needs_writing("`import`")?;
+    store.require_raw("storing runs (`import`)")?;
     let mut imported = Vec::new();
     let mut skipped = Vec::new();
     // Another store: a folder, or a database store's address.

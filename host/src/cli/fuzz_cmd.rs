@@ -123,6 +123,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
     )?;
     let partition = super::partition_arg(args.partition.as_deref())?;
     let store = StoreDir::open(&args.common.store)?;
+    store.require_raw("storing a campaign's runs (`fuzz`)")?;
     let jobs = args.fuzz_worker.unwrap_or_else(|| super::jobs(args.jobs));
     let sandbox =
         Sandbox::pooled(Some(store.compile_cache_dir()), jobs)?.on_compile(super::compile_notice());

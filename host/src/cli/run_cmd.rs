@@ -36,6 +36,7 @@ pub fn exec(args: RunCommand) -> Result<ExitCode> {
     let mut case = case::load(&args.case, args.worlds.as_deref())?;
     args.model.apply(&mut case)?;
     let store = StoreDir::open(&args.common.store)?;
+    store.require_raw("storing a run (`run`)")?;
     let sandbox =
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let chosen = Choice::of(&args.exec, args.agent.as_deref())?.for_case(&case)?;

@@ -198,6 +198,9 @@ pub fn exec(mut args: TestArgs) -> Result<ExitCode> {
     if args.list {
         return list(&args, &store);
     }
+    // A viewer stores no run: refused before any runs (they were run,
+    // refused one by one, and left in its folder as the store's).
+    store.require_raw("storing runs (`test`)")?;
     let choice = Choice::of(&args.exec, args.agent.as_deref())?;
     let worlds = args.worlds.as_deref();
     let bar = super::compile_progress::progress(0, "cases");
