@@ -687,8 +687,9 @@ fn a_port_in_use_is_the_flag_s_input_error_not_an_internal_one() {
     let w = worlds_dir();
     let worlds = w.to_str().unwrap();
     let store = dir.path().join("store");
-    // `ui` serves a store that is there (a missing one is refused first).
-    std::fs::create_dir_all(&store).unwrap();
+    // `ui` serves a store that is there (a missing one, or a folder that
+    // is no store, is refused first).
+    std::fs::create_dir_all(store.join("runs")).unwrap();
     // Once exit 4, `kind: internal`: a worldline bug to a CI wrapper.
     for (flag, args) in [
         ("--port", vec!["ui", "--port", &port]),

@@ -382,6 +382,8 @@ fn last_failed_opens_the_newest_failed_run() {
         s.url
     );
     let empty = temp_dir();
+    // An empty store (a folder with no `runs/` is none: refused below).
+    std::fs::create_dir(empty.path().join("runs")).unwrap();
     let out = worldline(empty.path(), ["ui", "--port", "0", "--last-failed"]);
     out.expect_code(2);
     assert!(out.stderr.contains("no failed run"), "{out}");
