@@ -267,6 +267,9 @@ fn runs_export_as_genai_traces_to_an_otlp_receiver_idempotently() {
         attr(chats[0], "gen_ai.provider.name"),
         Some("scripted".into())
     );
+    // A scripted model asked for by no name has no request model (it was
+    // an empty attribute).
+    assert_eq!(attr(chats[0], "gen_ai.request.model"), None, "{}", chats[0]);
     assert_eq!(chats[0]["status"]["code"], "STATUS_CODE_ERROR");
     assert_eq!(attr(chats[0], "error.type"), Some("timeout".into()));
     assert!(

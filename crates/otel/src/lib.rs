@@ -305,8 +305,11 @@ fn model_span(
     let mut attrs = vec![
         text("gen_ai.operation.name", "chat"),
         text("gen_ai.provider.name", request.provider.clone()),
-        text("gen_ai.request.model", requested.clone()),
     ];
+    // No model asked for (a scripted one): no attribute, not an empty one.
+    if !requested.is_empty() {
+        attrs.push(text("gen_ai.request.model", requested.clone()));
+    }
     if let Some(m) = answer.model() {
         attrs.push(text("gen_ai.response.model", m));
     }
