@@ -18,7 +18,18 @@ pub fn worlds() -> PathBuf {
 /// `worldline mcp CASE --http 127.0.0.1:0 --json` started, with the URL
 /// it serves (read from its stderr).
 pub fn mcp_http_server(store: &Path, case: &Path) -> (std::process::Child, String) {
-    let mut server = super::cli()
+    use std::os::unix::process::CommandExt as _;
+    let mut command = super::cli();
+    // SAFETY: prctl only, between fork and exec. The server ends when the
+    // test's thread does: a test that fails before it ends the server
+    // left it serving after the suite.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let mut server = command
         .args(["mcp".as_ref(), case.as_os_str()])
         .args(["--http", "127.0.0.1:0", "--json"])
         .args(["--worlds".as_ref(), worlds().as_os_str()])
