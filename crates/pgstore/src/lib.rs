@@ -115,6 +115,15 @@ fn said(e: &postgres::Error) -> String {
     }
 }
 
+/// The client's error with its source, which holds what it names (the
+/// address's key, the socket's error).
+fn with_source(e: &postgres::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(s) => format!("{e}: {s}"),
+        None => e.to_string(),
+    }
+}
+
 impl Database {
     /// Connect and bring the schema to this worldline's version (created
     /// when new; refused when newer, or older unless `upgrade`).
@@ -124,19 +133,24 @@ impl Database {
             message,
             lost: false,
         };
-        let mut config: postgres::Config = url.connect.parse().map_err(|e: postgres::Error| {
-            // The client's words name the key only in the error's source.
-            let why = std::error::Error::source(&e).map_or(e.to_string(), |s| format!("{e}: {s}"));
-            fail(format!("not a usable address: {why}"))
-        })?;
+        // The client's words name the key only in the error's source.
+        let mut config: postgres::Config = url
+            .connect
+            .parse()
+            .map_err(|e| fail(format!("not a usable address: {}", with_source(&e))))?;
         if config.get_password().is_none()
             && let Some(pw) = std::env::var_os("PGPASSWORD")
         {
             config.password(pw.to_string_lossy().as_bytes());
         }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(std::time::Duration::from_secs(10));
-        }
+        // `connect_timeout` bounds the whole of connecting, as libpq's does
+        // (the client bounds the socket's connect only: a server that takes
+        // the connection and never answers held every command for good).
+        let within = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(std::time::Duration::from_secs(10));
+        config.connect_timeout(within);
         config.application_name("worldline");
         let tls = tls::settings(url.sslmode, url.sslrootcert.as_deref(), |k| {
             std::env::var(k).ok()
@@ -147,14 +161,7 @@ impl Database {
             Some(postgres::config::Host::Tcp(h)) => h.clone(),
             _ => "localhost".to_string(),
         };
-        // `connect_timeout` bounds the whole of connecting, as libpq's does
-        // (the client bounds the socket's connect only: a server that takes
-        // the connection and never answers held every command for good).
         // The connecting thread is left to end on its own when it is late.
-        let within = config
-            .get_connect_timeout()
-            .copied()
-            .unwrap_or(std::time::Duration::from_secs(10));
         let connector = tls.connector().map_err(&fail)?;
         let (sent, got) = std::sync::mpsc::channel();
         let connecting = config.clone();

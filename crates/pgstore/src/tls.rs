@@ -220,10 +220,7 @@ impl Settings {
         }
         let reason = match e.as_db_error() {
             Some(db) => db.message().to_string(),
-            None => match std::error::Error::source(e) {
-                Some(s) => format!("{e}: {s}"),
-                None => e.to_string(),
-            },
+            None => super::with_source(e),
         };
         if self.mode == SslMode::Disable
             && e.as_db_error().is_some_and(|d| {
