@@ -181,9 +181,7 @@ pub(super) fn origin_ok(headers: &HeaderMap) -> bool {
 /// The body, refused past [`MAX_BODY`] bytes.
 async fn read_body(mut body: Body) -> Result<Bytes, Response> {
     let mut bytes: Vec<u8> = Vec::new();
-    while let Some(frame) =
-        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
-    {
+    while let Some(frame) = next_frame(&mut body).await {
         let Ok(frame) = frame else {
             return Err(error(
                 StatusCode::BAD_REQUEST,
@@ -202,9 +200,12 @@ async fn read_body(mut body: Body) -> Result<Bytes, Response> {
 
 /// Read `body` to its end, keeping nothing.
 async fn drain(mut body: Body) {
-    while let Some(Ok(_)) =
-        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
-    {}
+    while let Some(Ok(_)) = next_frame(&mut body).await {}
+}
+
+/// The body's next frame, if it has one.
+async fn next_frame(body: &mut Body) -> Option<Result<hyper::body::Frame<Bytes>, axum::Error>> {
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *body).poll_frame(cx)).await
 }
 
 fn too_large() -> Response {

@@ -292,11 +292,11 @@ async fn proxied(lb: &Arc<Loopback>, method: &str, uri: &Uri, body: Bytes) -> Re
         };
         let served = route != Route::Unknown || rest::find(&world.routes, &method, &url).is_some();
         if tunnel || !served {
-            let vendor = super::tunnel::vendor_refusal(&url).filter(|_| vendors_over_http);
-            let why = match (tunnel, vendor) {
-                (true, Some(vendor)) => vendor,
-                (true, None) => super::tunnel::refusal(&world.routes, &url, REFUSED),
-                (false, _) => REFUSED.to_string(),
+            let why = match tunnel {
+                true => (super::tunnel::vendor_refusal(&url))
+                    .filter(|_| vendors_over_http)
+                    .unwrap_or_else(|| super::tunnel::refusal(&world.routes, &url, REFUSED)),
+                false => REFUSED.to_string(),
             };
             let request = RefusedRequest {
                 method,
