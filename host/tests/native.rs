@@ -772,6 +772,39 @@ fn the_proxy_answers_declared_routes_and_refuses_the_rest_tunnels_included() {
     );
 }
 
+/// The model call's event name.
+const MODEL_CALL: &str = "worldline:agent/model.complete";
+
+/// How many events of `call` the bundle at `path` holds.
+fn calls_of(path: &Path, call: &str) -> usize {
+    let events = read_bundle(path).events;
+    events.iter().filter(|e| e["call"] == call).count()
+}
+
+/// `tests/bundles/before-rules-3/NAME.json`, recorded under rules 2,
+/// imported into `store` (it replays `identical`), and `NAME.toml` run
+/// anew with `tests/native/PROBE`: a count of the recording's events of a
+/// call, the new run, and its output.
+fn recorded_then_anew(
+    store: &Path,
+    name: &str,
+    probe: &str,
+) -> (impl Fn(&str) -> usize, CliOutput, Value) {
+    let old = common::imported_fixture(store, "before-rules-3", &format!("{name}.json"));
+    let recording = common::bundle_in(store, &old);
+    let case = tests_dir().join(format!("bundles/before-rules-3/{name}.toml"));
+    let out = exec_run(
+        store,
+        &case,
+        &tests_dir().join("native").join(probe),
+        &[],
+        &[],
+    );
+    out.expect_code(0);
+    let output = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    (move |call: &str| calls_of(&recording, call), out, output)
+}
+
 /// A model API asked at its vendor's public URL over plain http through
 /// the proxy is answered by the case's model, and a tunnel to the vendor
 /// is refused naming the variable that reaches it (rules 3, decision
@@ -786,19 +819,8 @@ fn the_proxy_answers_declared_routes_and_refuses_the_rest_tunnels_included() {
 fn a_vendor_s_model_api_over_plain_http_is_answered_through_the_proxy() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let old = common::imported_fixture(&store, "before-rules-3", "vendor-http.json");
-    let denied = read_bundle(&common::bundle_in(&store, &old))
-        .events
-        .iter()
-        .filter(|e| e["call"] == "native:loopback/denied")
-        .count();
-    assert_eq!(denied, 3);
-
-    let case = tests_dir().join("bundles/before-rules-3/vendor-http.toml");
-    let probe = tests_dir().join("native/vendor_probe.py");
-    let out = exec_run(&store, &case, &probe, &[], &[]);
-    out.expect_code(0);
-    let output: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let (recorded, out, output) = recorded_then_anew(&store, "vendor-http", "vendor_probe.py");
+    assert_eq!(recorded("native:loopback/denied"), 3);
     let openai = &output["openai"];
     assert_eq!(openai["status"], 200, "{output}");
     assert_eq!(
@@ -848,19 +870,8 @@ fn a_vendor_s_model_api_over_plain_http_is_answered_through_the_proxy() {
 fn chat_messages_openai_refuses_are_its_400_not_a_model_s_answer() {
     let dir = temp_dir();
     let store = dir.path().join("store");
-    let old = common::imported_fixture(&store, "before-rules-3", "chat-messages.json");
-    let answered = read_bundle(&common::bundle_in(&store, &old))
-        .events
-        .iter()
-        .filter(|e| e["call"] == "worldline:agent/model.complete")
-        .count();
-    assert_eq!(answered, 5);
-
-    let case = tests_dir().join("bundles/before-rules-3/chat-messages.toml");
-    let probe = tests_dir().join("native/chat_probe.py");
-    let out = exec_run(&store, &case, &probe, &[], &[]);
-    out.expect_code(0);
-    let output: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let (recorded, out, output) = recorded_then_anew(&store, "chat-messages", "chat_probe.py");
+    assert_eq!(recorded(MODEL_CALL), 5);
     assert_eq!(output["good"]["status"], 200, "{output}");
     for (name, param, code) in [
         ("no_messages", "messages", "missing_required_parameter"),
@@ -873,12 +884,7 @@ fn chat_messages_openai_refuses_are_its_400_not_a_model_s_answer() {
         assert_eq!(got["error"]["param"], param, "{name}: {output}");
         assert_eq!(got["error"]["code"], code, "{name}: {output}");
     }
-    let models = read_bundle(&out.bundle())
-        .events
-        .iter()
-        .filter(|e| e["call"] == "worldline:agent/model.complete")
-        .count();
-    assert_eq!(models, 1);
+    assert_eq!(calls_of(&out.bundle(), MODEL_CALL), 1);
     replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }
 
