@@ -226,7 +226,11 @@ impl std::fmt::Display for Progress<'_> {
 /// failed after componentize-py's run with an ImportError from inside
 /// the SDK.
 fn other_kind(source: &Path, service: bool) -> Result<()> {
-    let text = std::fs::read_to_string(source).unwrap_or_default();
+    // Read within the cap on a document (a source past it is not looked
+    // into: componentize-py says what it says of it).
+    let bytes = worldline_case::bounded::read(source, worldline_case::bounded::DOCUMENT)
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
     let imports = |module: &str| {
         text.lines().any(|l| {
             let l = l.trim_start();
