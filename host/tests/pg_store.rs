@@ -462,6 +462,15 @@ fn a_regrade_made_on_one_machine_is_the_recorded_one_on_another() {
     let back = grade("a", &[]);
     back.expect_code(0);
     assert!(back.stdout.contains("the judge said pass"), "{back}");
+    // A re-judge against an edited rubric keeps the answers to the rubric
+    // as it was: back to it, a re-grade reads B's, now not the newest.
+    let edited = judged_case("fail").replace("read ticket", "opened ticket");
+    std::fs::write(&case, &edited).unwrap();
+    grade("a", &["--rejudge"]).expect_code(1);
+    std::fs::write(&case, judged_case("fail")).unwrap();
+    let earlier = grade("b", &[]);
+    earlier.expect_code(0);
+    assert!(earlier.stdout.contains("the judge said pass"), "{earlier}");
     // Removing the run removes its re-grades.
     pg.psql(&format!("DELETE FROM {schema}.runs WHERE id = '{id}'"));
     assert_eq!(

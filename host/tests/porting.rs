@@ -674,4 +674,21 @@ fn a_scripted_judge_grades_and_its_recorded_answer_regrades_without_the_model() 
     let changed = grade(&[]);
     changed.expect_code(1);
     assert!(changed.stdout.contains("--rejudge"), "{changed}");
+    // Re-judged as edited, then edited back: the answer to the rubric as
+    // it was is still recorded (in the first re-grade), not lost behind
+    // the newest.
+    grade(&["--rejudge"]).expect_code(1);
+    std::fs::write(
+        &case,
+        std::fs::read_to_string(&case)
+            .unwrap()
+            .replace("to two.", "to 2."),
+    )
+    .unwrap();
+    let back = grade(&[]);
+    back.expect_code(1);
+    assert!(
+        back.stdout.contains("the agent set fail bags") && !back.stdout.contains("not judged"),
+        "{back}"
+    );
 }

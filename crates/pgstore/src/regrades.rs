@@ -37,14 +37,16 @@ impl Database {
         })
     }
 
-    /// Run `run_id`'s newest re-grade (a JSON text), if it has one.
-    pub fn latest_regrade(&self, run_id: &str) -> Result<Option<String>, DbError> {
+    /// Run `run_id`'s re-grades (JSON texts), the newest first.
+    pub fn regrades(&self, run_id: &str) -> Result<Vec<String>, DbError> {
         self.with(|c| {
-            Ok(c.query_opt(
-                "SELECT grade::text FROM regrades WHERE run_id = $1 ORDER BY n DESC LIMIT 1",
+            Ok(c.query(
+                "SELECT grade::text FROM regrades WHERE run_id = $1 ORDER BY n DESC",
                 &[&run_id],
             )?
-            .map(|r| r.get(0)))
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
         })
     }
 }

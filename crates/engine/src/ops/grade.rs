@@ -2,7 +2,8 @@
 //! re-running the agent: the final state is rebuilt from the world's
 //! initial state and the writes in the bundle. A re-judged grade
 //! (`rejudge`) is kept in the store beside the recorded one (a database
-//! store's in its database, so any machine's later re-grade reads it).
+//! store's in its database, so any machine's later re-grade reads it);
+//! a re-grade reads the judge's answers of all of them.
 
 use crate::grade::Grade;
 use crate::grade::judge::Judging;
@@ -114,10 +115,18 @@ pub fn grade(
     let run_id = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-    let recorded = store
-        .latest_regrade(&run_id)?
-        .or_else(|| footer.grade.clone())
-        .unwrap_or(serde_json::Value::Null);
+    // The judge's answers recorded for this run: every re-grade's, the
+    // newest first, then the run's own (a re-judge against an edited
+    // rubric must not hide the answers to the rubric as it was).
+    let grades = store.regrades(&run_id)?;
+    let recorded = serde_json::json!({
+        "assertions": grades
+            .iter()
+            .chain(footer.grade.as_ref())
+            .filter_map(|g| g["assertions"].as_array())
+            .flatten()
+            .collect::<Vec<_>>(),
+    });
     let judging = if args.rejudge {
         Judging::Live {
             case_dir: case_path.parent().unwrap_or(Path::new(".")),

@@ -26,16 +26,18 @@ pub(super) fn put(store: &StoreDir, run_id: &str, grade: &Value) -> Result<i32, 
     Ok(n)
 }
 
-/// Run `run_id`'s newest re-grade, if one is kept and reads as JSON.
-pub(super) fn latest(store: &StoreDir, run_id: &str) -> Option<Value> {
+/// Run `run_id`'s re-grades kept that read as JSON, the newest first.
+pub(super) fn all(store: &StoreDir, run_id: &str) -> Vec<Value> {
     let dir = dir(store, run_id);
-    let n = (1..)
-        .take_while(|n| dir.join(format!("{n}.json")).is_file())
-        .last()?;
-    worldline_case::bounded::read(
-        &dir.join(format!("{n}.json")),
-        worldline_case::bounded::DOCUMENT,
-    )
-    .ok()
-    .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    let mut kept: Vec<Value> = (1..)
+        .map(|n| dir.join(format!("{n}.json")))
+        .take_while(|p| p.is_file())
+        .filter_map(|p| {
+            let bytes =
+                worldline_case::bounded::read(&p, worldline_case::bounded::DOCUMENT).ok()?;
+            serde_json::from_slice(&bytes).ok()
+        })
+        .collect();
+    kept.reverse();
+    kept
 }

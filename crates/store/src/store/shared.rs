@@ -110,23 +110,27 @@ impl StoreDir {
         .map_err(crate::store::db_error)
     }
 
-    /// Run `run_id`'s newest re-grade kept in the store, if any.
-    pub fn latest_regrade(&self, run_id: &str) -> Result<Option<Value>, InputError> {
+    /// Run `run_id`'s re-grades kept in the store, the newest first.
+    pub fn regrades(&self, run_id: &str) -> Result<Vec<Value>, InputError> {
         if self.database().is_none() {
-            return Ok(super::regrades::latest(self, run_id));
+            return Ok(super::regrades::all(self, run_id));
         }
         let db = self.database_of("reading a re-grade")?;
         self.require_raw("reading a re-grade (`grade`)")?;
-        let Some(text) = db.latest_regrade(run_id).map_err(crate::store::db_error)? else {
-            return Ok(None);
-        };
-        let value = serde_json::from_str(&text).map_err(|e| {
-            InputError::new(
-                &db.url.shown,
-                format!("run {run_id}'s re-grade is not JSON ({e}): the database was modified"),
-            )
-        })?;
-        Ok(Some(value))
+        let texts = db.regrades(run_id).map_err(crate::store::db_error)?;
+        texts
+            .iter()
+            .map(|text| {
+                serde_json::from_str(text).map_err(|e| {
+                    InputError::new(
+                        &db.url.shown,
+                        format!(
+                            "run {run_id}'s re-grade is not JSON ({e}): the database was modified"
+                        ),
+                    )
+                })
+            })
+            .collect()
     }
 }
 
