@@ -945,3 +945,66 @@ fn a_scripted_model_s_run_makes_a_case_that_answers_nothing_from_its_copy() {
     let provider = doc["model"].get("provider").and_then(|p| p.as_str());
     assert!(provider.is_none_or(|p| p == "scripted"), "{text}");
 }
+
+/// `--expect-from` takes `[expect]` from another case: a problem in it is
+/// exit 2 naming that case at its own line (it was exit 4, "internal",
+/// placed in the case that was never written), and nothing is written; a
+/// sound one is the written case's `[expect]`.
+#[test]
+fn expect_from_names_its_own_file_and_line() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(dir.path(), "demo", common::DEMO_PASSES);
+    let agent = guest("caller-agent");
+    let out = common::run_in(&store, &case, &agent, &common::worlds_dir());
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let from_run = |expect: &Path, made: &Path| {
+        worldline(
+            &store,
+            [
+                "case".as_ref(),
+                "from-run".as_ref(),
+                id.as_ref(),
+                "-o".as_ref(),
+                made.as_os_str(),
+                "--expect-from".as_ref(),
+                expect.as_os_str(),
+                "--json".as_ref(),
+            ],
+        )
+    };
+    let header = common::DEMO_PASSES
+        .split("[[expect.state]]")
+        .next()
+        .unwrap();
+    let wrong = write_case(
+        dir.path(),
+        "wrong",
+        &format!("{header}\n[[expect.calls]]\ntool = \"get_tikcet\"\nattempted = true\n"),
+    );
+    let made = dir.path().join("made.toml");
+    let refused = from_run(&wrong, &made);
+    refused.expect_code(2);
+    let error = &refused.json()["error"];
+    assert_eq!(error["kind"], "input", "{refused}");
+    assert_eq!(error["file"], wrong.display().to_string(), "{refused}");
+    assert_eq!(error["line"], 6, "{refused}");
+    assert!(
+        error["message"].as_str().unwrap().contains("get_tikcet"),
+        "{refused}"
+    );
+    assert!(!made.exists() && !dir.path().join("made.run.jsonl").exists());
+
+    let sound = write_case(
+        dir.path(),
+        "sound",
+        &format!("{header}\n[[expect.calls]]\ntool = \"get_ticket\"\nattempted = true\n"),
+    );
+    from_run(&sound, &made).expect_code(0);
+    let text = std::fs::read_to_string(&made).unwrap();
+    assert!(
+        text.contains("tool = \"get_ticket\"") && !text.contains("equals = \"open\""),
+        "{text}"
+    );
+}

@@ -142,7 +142,9 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         );
     }
     if let Some(path) = opts.expect_from {
-        take_expect(&mut table, path)?;
+        take_expect(&mut table, path, |_| {
+            store.load_world(&rec.bundle.header.world_hash)
+        })?;
     }
     let model_calls = rec
         .bundle
@@ -581,10 +583,17 @@ fn fault_rule(f: &PlannedFault) -> Value {
     Value::Object(r)
 }
 
-/// Replace the case's `[expect]` with the one in `path`.
-fn take_expect(table: &mut toml::Table, path: &Path) -> Result<()> {
+/// Replace the case's `[expect]` with the one in `path`, a case read
+/// against the run's world (`world`): a problem of its `[expect]` is named
+/// at its own line, not at the case that would have been written.
+fn take_expect(
+    table: &mut toml::Table,
+    path: &Path,
+    world: impl FnOnce(&str) -> Result<std::sync::Arc<worldline_case::world::World>, InputError>,
+) -> Result<()> {
     let text = worldline_case::bounded::read_text(path, worldline_case::bounded::DOCUMENT)
         .map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
+    case::parse(path, text.clone().into_bytes(), world)?;
     let other: toml::Table =
         toml::from_str(&text).map_err(|e| InputError::toml(path, &text, &e))?;
     let expect = other
