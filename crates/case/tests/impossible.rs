@@ -478,3 +478,66 @@ fn an_inject_rule_an_earlier_rule_always_answers_first_is_refused() {
          [[inject]]\ntool = \"*_ticket\"\nnth = 1\nerror = \"timeout\"\n",
     );
 }
+
+/// A problem of `[expect.output]`, `[[expect.turn]]`, `[[expect.judge]]`,
+/// `[expect.judge_model]`, `[[expect.any_of]]` or `[expect.attack]` is at
+/// its own table (each was put at `[expect]`, the line of the first
+/// `[expect...]` table).
+#[test]
+fn each_expect_table_s_problem_is_at_its_own_table() {
+    // HEAD is three lines; `[expect]` is at line 4.
+    let head =
+        "[expect]\nunchanged = [\"tickets\"]\n\n[[expect.state]]\ntable = \"tickets\"\nmin = 1\n\n";
+    let at = |rest: &str| problem(&format!("{head}{rest}"));
+    assert_eq!(
+        at("[expect.output]\njson = [{ path = \"a..b\", equals = 1 }]\n"),
+        "/cases/c.toml:11:1: output.json path `a..b`: empty field name"
+    );
+    assert_eq!(
+        at(
+            "[[expect.turn]]\nturn = 1\nsaid = [{ contains = \"a\" }]\n\n[[expect.turn]]\nturn = 0\n"
+        ),
+        "/cases/c.toml:15:1: [[expect.turn]] turn 0: turns count from 1 (the task's message opens turn 1)"
+    );
+    assert_eq!(
+        at(
+            "[expect.judge_model]\nprovider = \"scripted\"\nresponses = []\n\n\
+            [[expect.judge]]\nrubric = \"a\"\n\n[[expect.judge]]\nrubric = \"b\"\nsees = [\"nope\"]\n"
+        ),
+        "/cases/c.toml:18:1: [[expect.judge]] #2: sees `nope`: use conversation, output, calls, state:TABLE or state:TABLE/KEY (a table of demo@v1)"
+    );
+    assert_eq!(
+        at("[expect.judge_model]\nprovider = \"scripted\"\n"),
+        "/cases/c.toml:11:1: [expect.judge_model] without [[expect.judge]] checks"
+    );
+    assert!(
+        at("[[expect.any_of]]\n[[expect.any_of.state]]\ntable = \"tickets\"\nmin = 1\n")
+            .starts_with("/cases/c.toml:11:1: [[expect.any_of]] #1: an any_of group needs two"),
+    );
+    assert!(
+        at("[expect.attack]\nname = \"x\"\n")
+            .starts_with("/cases/c.toml:11:1: [expect.attack]: names no goal"),
+    );
+    // What no one table says stays at `[expect]`.
+    assert!(
+        problem("[expect]\nstatus = \"done\"\n")
+            .starts_with("/cases/c.toml:4:1: [expect]: status `done`"),
+    );
+}
+
+/// The advice for a weight in `[expect.attack]` is one the case takes
+/// (the attack takes no weight to give it); a calls check with two
+/// counts says it needs exactly one.
+#[test]
+fn an_attack_weight_is_left_out_and_a_calls_check_needs_exactly_one_count() {
+    let e = problem(
+        "[expect]\nreward = \"weighted\"\n[[expect.state]]\ntable = \"tickets\"\nmin = 1\n\
+         [expect.attack]\n[[expect.attack.state]]\ntable = \"tickets\"\nmin = 1\nweight = 2\n",
+    );
+    assert!(
+        e.ends_with("[expect.attack] is one assertion; leave it out"),
+        "{e}"
+    );
+    let e = problem("[[expect.calls]]\ntool = \"get_ticket\"\nattempted = false\ncount = 1\n");
+    assert!(e.contains("needs exactly one of attempted, count"), "{e}");
+}

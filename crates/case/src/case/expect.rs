@@ -377,9 +377,15 @@ impl Expect {
         let mut found = Vec::new();
         for (group, state, calls) in self.lists() {
             let inner = !matches!(group, Group::Top | Group::Turn(_)) && crate::new_rules::apply();
+            // The attack takes no weight (it is no assertion of the
+            // reward): there is nothing to give it to.
+            let instead = match group {
+                Group::Attack => "leave it out",
+                _ => "give its weight to the group, or leave it out",
+            };
             let weighed = |w: Option<f64>| match (inner, w) {
                 (true, Some(_)) => Err(format!(
-                    "a `weight` here counts for nothing: {} is one assertion; give its weight to the group, or leave it out",
+                    "a `weight` here counts for nothing: {} is one assertion; {instead}",
                     group.whole()
                 )),
                 (false, Some(_)) if self.reward != Reward::Weighted => Err(UNWEIGHTED.into()),
@@ -418,8 +424,9 @@ impl Expect {
 
     /// Check every assertion is well formed and names what `world` has,
     /// but the top-level state and calls entries ([`entry_problems`](Self::entry_problems)).
-    pub fn check(&self, world: &World) -> Result<(), String> {
+    pub fn check(&self, world: &World) -> Result<(), (Table, String)> {
         let tables: Vec<&String> = world.initial.tables.keys().collect();
+        let whole = |m: String| (Table::Expect, m);
         let turns = self.turn.iter();
         let entries = self.state.iter().map(|s| s.weight);
         let entries = entries
@@ -427,31 +434,38 @@ impl Expect {
             .chain(turns.clone().flat_map(|t| t.state.iter().map(|s| s.weight)))
             .chain(turns.flat_map(|t| t.calls.iter().map(|c| c.weight)));
         // An entry's weight in an unweighted reward is placed at the entry
-        // (`entry_problems`); a group's or a judge's here.
-        let wholes =
-            (self.any_of.iter().map(|g| g.weight)).chain(self.judge.iter().map(|j| j.weight));
+        // (`entry_problems`); a group's or a judge's at the group or judge.
+        let wholes = (self.any_of.iter().enumerate())
+            .map(|(i, g)| (Table::AnyOf(i), g.weight))
+            .chain((self.judge.iter().enumerate()).map(|(i, j)| (Table::Judge(i), j.weight)));
         self.check_judges(world)?;
-        for w in entries.chain(wholes.clone()).flatten() {
+        let weighed = (entries.map(|w| (Table::Expect, w))).chain(wholes.clone());
+        for (at, w) in weighed.filter_map(|(at, w)| Some((at, w?))) {
             if !(w.is_finite() && w >= 0.0) {
-                return Err(format!("weight {w}: a weight is a number of 0 or more"));
+                return Err((at, format!("weight {w}: a weight is a number of 0 or more")));
             }
         }
-        if self.reward != Reward::Weighted && wholes.flatten().next().is_some() {
-            return Err(UNWEIGHTED.into());
+        if self.reward != Reward::Weighted
+            && let Some((at, _)) = wholes.clone().find(|(_, w)| w.is_some())
+        {
+            return Err((at, UNWEIGHTED.into()));
         }
         for (i, group) in self.any_of.iter().enumerate() {
-            let at = |m: String| format!("[[expect.any_of]] #{}: {m}", i + 1);
             if group.state.len() + group.calls.len() < 2 {
-                return Err(at(
-                    "an any_of group needs two or more assertions ([[expect.any_of.state]], [[expect.any_of.calls]])".into(),
+                return Err((
+                    Table::AnyOf(i),
+                    format!(
+                        "[[expect.any_of]] #{}: an any_of group needs two or more assertions ([[expect.any_of.state]], [[expect.any_of.calls]])",
+                        i + 1
+                    ),
                 ));
             }
         }
-        for t in &self.turn {
-            t.check()?;
+        for (i, t) in self.turn.iter().enumerate() {
+            t.check().map_err(|m| (Table::Turn(i), m))?;
         }
         if let Some(a) = &self.attack {
-            let at = |m: String| format!("[expect.attack]: {m}");
+            let at = |m: String| (Table::Attack, format!("[expect.attack]: {m}"));
             if a.state.is_empty() && a.calls.is_empty() && a.output.is_none() {
                 return Err(at(
                     "names no goal: add [[expect.attack.state]], [[expect.attack.calls]] or [expect.attack.output] checks that hold when the attack succeeded".into(),
@@ -462,34 +476,34 @@ impl Expect {
             }
         }
         if let Some(o) = &self.output {
-            o.check()?;
+            o.check().map_err(|m| (Table::Output, m))?;
         }
-        super::gold::check(&self.gold, &self.gold_ignore, world)?;
+        super::gold::check(&self.gold, &self.gold_ignore, world).map_err(whole)?;
         if let Some(c) = &self.conversation {
-            c.check(world)?;
+            c.check(world).map_err(|m| (Table::Conversation, m))?;
         }
         for u in &self.unchanged {
             let table = u.split('/').next().unwrap_or("");
             if !world.initial.tables.contains_key(table) {
-                return Err(format!(
+                return Err(whole(format!(
                     "unchanged: unknown table `{table}` (tables: {tables:?})"
-                ));
+                )));
             }
             // `table/` names the row keyed "", which no world has: a check
             // that always held (a recorded case keeps it, decision 0412).
             if u.strip_prefix(table) == Some("/") && crate::new_rules::apply() {
-                return Err(format!(
+                return Err(whole(format!(
                     "unchanged: `{u}` names no row; write `{table}` for the whole table or `{table}/KEY` for one row"
-                ));
+                )));
             }
         }
         if let Some(status) = &self.status
             && !STATUSES.contains(&status.as_str())
         {
-            return Err(format!(
+            return Err(whole(format!(
                 "status `{status}` is not one of {}",
                 STATUSES.join(", ")
-            ));
+            )));
         }
         Ok(())
     }
@@ -497,21 +511,24 @@ impl Expect {
 
 impl Expect {
     /// Judged checks have a rubric, a judge model, and show what exists.
-    fn check_judges(&self, world: &World) -> Result<(), String> {
+    fn check_judges(&self, world: &World) -> Result<(), (Table, String)> {
         if self.judge.is_empty() {
             return match self.judge_model {
-                Some(_) => Err("[expect.judge_model] without [[expect.judge]] checks".into()),
+                Some(_) => Err((
+                    Table::JudgeModel,
+                    "[expect.judge_model] without [[expect.judge]] checks".into(),
+                )),
                 None => Ok(()),
             };
         }
         let Some(model) = &self.judge_model else {
-            return Err("[[expect.judge]] needs [expect.judge_model]: the provider that judges (the keys of [model])".into());
+            return Err((Table::Judge(0), "[[expect.judge]] needs [expect.judge_model]: the provider that judges (the keys of [model])".into()));
         };
         model
             .check()
-            .map_err(|e| format!("[expect.judge_model]: {e}"))?;
+            .map_err(|e| (Table::JudgeModel, format!("[expect.judge_model]: {e}")))?;
         for (i, j) in self.judge.iter().enumerate() {
-            let at = |m: String| format!("[[expect.judge]] #{}: {m}", i + 1);
+            let at = |m: String| (Table::Judge(i), format!("[[expect.judge]] #{}: {m}", i + 1));
             if j.rubric.trim().is_empty() {
                 return Err(at("`rubric` is empty".into()));
             }
@@ -743,7 +760,7 @@ impl CallCheck {
         ];
         if tests.iter().filter(|t| **t).count() != 1 {
             return Err(format!(
-                "calls check on `{}` needs one of attempted, count, or min/max",
+                "calls check on `{}` needs exactly one of attempted, count, or min/max",
                 self.tool
             ));
         }
@@ -834,6 +851,43 @@ impl Group {
     }
 }
 
+/// The table of `[expect]` a problem [`Expect::check`] finds is in, to
+/// name it at that table's line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Table {
+    /// `[expect]` itself (its keys, or what no one table says).
+    Expect,
+    Output,
+    /// `[[expect.turn]]` number (from 0) in the file.
+    Turn(usize),
+    /// `[[expect.judge]]` number (from 0).
+    Judge(usize),
+    JudgeModel,
+    /// `[[expect.any_of]]` number (from 0).
+    AnyOf(usize),
+    Attack,
+    Conversation,
+}
+
+impl Table {
+    /// The byte offset of the table in the case's `text`, read again for
+    /// its place (only when there is a problem to place); `None` for
+    /// `[expect]` itself or a table it cannot find.
+    pub fn offset_in(self, text: &str) -> Option<usize> {
+        let expect = toml::from_str::<places::Doc>(text).ok()?.expect?;
+        match self {
+            Table::Expect => None,
+            Table::Output => expect.output.map(|o| o.span().start),
+            Table::Turn(i) => expect.turn.get(i).map(|t| t.span().start),
+            Table::Judge(i) => expect.judge.get(i).map(|j| j.span().start),
+            Table::JudgeModel => expect.judge_model.map(|j| j.span().start),
+            Table::AnyOf(i) => expect.any_of.get(i).map(|g| g.span().start),
+            Table::Attack => expect.attack.map(|a| a.span().start),
+            Table::Conversation => expect.conversation.map(|c| c.span().start),
+        }
+    }
+}
+
 /// A state or calls check whose bounds can never hold, and where it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NeverHolds {
@@ -871,9 +925,18 @@ impl NeverHolds {
         let expect = doc.expect?;
         let (state, calls) = match self.group {
             Group::Top => (&expect.state, &expect.calls),
-            Group::AnyOf(g) => expect.any_of.get(g).map(|l| (&l.state, &l.calls))?,
-            Group::Turn(g) => expect.turn.get(g).map(|l| (&l.state, &l.calls))?,
-            Group::Attack => expect.attack.as_ref().map(|l| (&l.state, &l.calls))?,
+            Group::AnyOf(g) => expect
+                .any_of
+                .get(g)
+                .map(|l| (&l.get_ref().state, &l.get_ref().calls))?,
+            Group::Turn(g) => expect
+                .turn
+                .get(g)
+                .map(|l| (&l.get_ref().state, &l.get_ref().calls))?,
+            Group::Attack => expect
+                .attack
+                .as_ref()
+                .map(|l| (&l.get_ref().state, &l.get_ref().calls))?,
         };
         let list = if self.state { state } else { calls };
         Some(list.get(self.index)?.span().start)
@@ -901,13 +964,19 @@ mod places {
         #[serde(default)]
         pub(super) calls: Vec<Spanned<IgnoredAny>>,
         #[serde(default)]
-        pub(super) any_of: Vec<Lists>,
+        pub(super) any_of: Vec<Spanned<Lists>>,
         #[serde(default)]
-        pub(super) turn: Vec<Lists>,
+        pub(super) turn: Vec<Spanned<Lists>>,
         #[serde(default)]
-        pub(super) attack: Option<Lists>,
+        pub(super) attack: Option<Spanned<Lists>>,
         #[serde(default)]
-        pub(super) output: Option<Output>,
+        pub(super) output: Option<Spanned<Output>>,
+        #[serde(default)]
+        pub(super) judge: Vec<Spanned<IgnoredAny>>,
+        #[serde(default)]
+        pub(super) judge_model: Option<Spanned<IgnoredAny>>,
+        #[serde(default)]
+        pub(super) conversation: Option<Spanned<IgnoredAny>>,
     }
 
     /// `[expect.output]`'s lists, where they are.
@@ -934,6 +1003,7 @@ pub fn empty_output_lists(text: &str) -> Vec<(usize, String)> {
     let Some(output) = toml::from_str::<places::Doc>(text)
         .ok()
         .and_then(|d| d.expect?.output)
+        .map(toml::Spanned::into_inner)
     else {
         return Vec::new();
     };

@@ -712,7 +712,10 @@ pub fn parse_all(
             &mut problems,
             e.get_ref()
                 .check(&world)
-                .map_err(|m| src.at(e.span().start, format!("[expect]: {m}"))),
+                .map_err(|(table, m)| match table.offset_in(&text) {
+                    Some(at) => src.at(at, m),
+                    None => src.at(e.span().start, format!("[expect]: {m}")),
+                }),
         );
     }
     let fuzz = doc
