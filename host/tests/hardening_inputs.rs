@@ -1151,7 +1151,7 @@ fn each_expect_entry_s_problem_is_placed_at_it() {
         &case,
         &[
             "entries.toml:15:1: [[expect.state]] #3: unknown table `tikets`",
-            "entries.toml:23:1: [[expect.calls]] #2: calls check on `get_ticket` needs one of",
+            "entries.toml:23:1: [[expect.calls]] #2: calls check on `get_ticket` needs exactly one of",
             "2 problem(s) in 1 file(s)",
         ],
     );
@@ -1225,4 +1225,63 @@ fn an_openapi_operation_never_reached_is_refused() {
     );
     std::fs::write(dir.join("api.yaml"), API).unwrap();
     check(&dir).expect_code(0);
+}
+
+/// A tool span with `gen_ai.tool.name` and no `gen_ai.operation.name` is
+/// read as a tool span (its recorded result was dropped without a word);
+/// a call whose result the trace does not hold is counted as a call, not
+/// as a result pinned (the summary and the README said it was pinned).
+#[test]
+fn from_trace_reads_a_tool_span_without_its_operation_and_counts_only_what_it_pins() {
+    let dir = temp_dir();
+    let result = json!({"city": "Paris", "temp_c": 21});
+    let bytes = trace(&[HEX_ID], "get_weather", &object(), &result, &[]);
+    let without_op = String::from_utf8(bytes).unwrap().replacen(
+        r#"{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},"#,
+        "",
+        1,
+    );
+    assert!(!without_op.contains("execute_tool\"}"), "{without_op}");
+    let (r, out) = from_trace(dir.path(), "no-op.json", without_op.as_bytes(), &["--json"]);
+    r.expect_code(0);
+    assert_eq!(r.json()["pinned"], 1, "{r}");
+    let rules = injects(&out);
+    assert_eq!(rules[0]["nth"].as_integer(), Some(1), "{rules:?}");
+    assert_eq!(rules[0]["response"]["temp_c"].as_integer(), Some(21));
+
+    // No tool span at all, and no `tool` message sent back: one call, no
+    // result.
+    let chat_only =
+        String::from_utf8(trace(&[HEX_ID], "get_weather", &object(), &result, &[])).unwrap();
+    let mut doc: Value = serde_json::from_str(&chat_only).unwrap();
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .unwrap()
+        .truncate(1);
+    let (r, out) = from_trace(
+        dir.path(),
+        "chat-only.json",
+        doc.to_string().as_bytes(),
+        &["--json"],
+    );
+    r.expect_code(0);
+    assert_eq!(
+        (r.json()["tool_calls"].as_u64(), r.json()["pinned"].as_u64()),
+        (Some(1), Some(0)),
+        "{r}"
+    );
+    assert!(injects(&out).iter().all(|rule| rule.get("nth").is_none()));
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(readme.contains("(0 of its 1 tool calls;"), "{readme}");
+    let (text, _) = from_trace(
+        dir.path(),
+        "chat-only-2.json",
+        doc.to_string().as_bytes(),
+        &[],
+    );
+    assert!(
+        text.stdout
+            .contains("1 tool call(s), 0 recorded result(s) pinned"),
+        "{text}"
+    );
 }

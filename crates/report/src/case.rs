@@ -47,11 +47,12 @@ pub fn write_trace_runs(out: &mut impl Write, runs: &[Listed]) -> io::Result<()>
 pub fn write_from_trace(out: &mut impl Write, made: &FromTrace) -> io::Result<()> {
     writeln!(
         out,
-        "wrote {} from trace {} ({} model call(s), {} tool result(s), tools: {}); read {}",
+        "wrote {} from trace {} ({} model call(s), {} tool call(s), {} recorded result(s) pinned, tools: {}); read {}",
         made.case.display(),
         shown::text(&made.trace_id),
         made.model_calls,
         made.tool_calls,
+        made.pinned,
         shown::list(&made.tools),
         made.dir.join("README.md").display()
     )

@@ -1056,6 +1056,7 @@ fn case_from_run_and_from_trace_say_what_they_wrote_and_list_a_traces_runs() {
         world: "cases/from-trace/worlds/traced".into(),
         model_calls: 3,
         tool_calls: 2,
+        pinned: 1,
         tools: vec!["get_deploy".into(), "rollback_deploy".into()],
         forms: vec!["openai-v2"],
     };

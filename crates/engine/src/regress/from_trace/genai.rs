@@ -449,7 +449,12 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
             let mut c = genai_chat(s, &mut run);
             c.failed = failure(s, c.output.as_ref());
             run.model_calls.push(c);
-        } else if op == "execute_tool" {
+        } else if op == "execute_tool"
+            || (op.is_empty() && s.attrs.contains_key("gen_ai.tool.name"))
+        {
+            // A tool span without `gen_ai.operation.name` (which the
+            // conventions require) is still read as one by its tool name:
+            // its recorded result was dropped without a word.
             run.tool_calls.push(ToolCall {
                 name: s.text("gen_ai.tool.name").unwrap_or("").to_string(),
                 id: s.text("gen_ai.tool.call.id").map(String::from),

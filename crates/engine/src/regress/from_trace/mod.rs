@@ -49,6 +49,9 @@ pub struct FromTrace {
     pub world: PathBuf,
     pub model_calls: usize,
     pub tool_calls: usize,
+    /// Tool calls whose recorded result is pinned as an `[[inject]]` rule
+    /// (a call the trace holds no result of is answered by the world).
+    pub pinned: usize,
     pub tools: Vec<String>,
     /// The forms the model calls were read in.
     pub forms: Vec<&'static str>,
@@ -249,6 +252,7 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
         world: out.join(world_file),
         model_calls: run.model_calls.len(),
         tool_calls: run.tool_calls.len(),
+        pinned: pinned(&run),
         tools,
         forms: run.forms,
     })
@@ -382,6 +386,18 @@ fn scripted_reply(call: &genai::ModelCall) -> Option<Value> {
     Some(r)
 }
 
+/// A tool call's result, when the trace recorded one: a result not
+/// recorded, or recorded empty, pins nothing (the call is answered as the
+/// world answers it).
+fn recorded_result(t: &genai::ToolCall) -> Option<&Value> {
+    t.result.as_ref().filter(|r| !r.is_null())
+}
+
+/// How many tool calls have their recorded result pinned.
+fn pinned(run: &Run) -> usize {
+    run.tool_calls.iter().filter_map(recorded_result).count()
+}
+
 fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Result<String> {
     let responses: Vec<Value> = run.model_calls.iter().filter_map(scripted_reply).collect();
     let mut inject = Vec::new();
@@ -390,9 +406,7 @@ fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Res
         let n = nth.entry(&t.name).or_default();
         *n += 1;
         let mut rule = json!({"tool": t.name, "nth": *n});
-        // A result not recorded, or recorded empty, pins nothing: the call
-        // is answered as the world answers it.
-        let Some(result) = t.result.as_ref().filter(|r| !r.is_null()) else {
+        let Some(result) = recorded_result(t) else {
             continue;
         };
         match error_of(result) {
@@ -468,7 +482,7 @@ Made by `worldline case from-trace {}`.\n\n\
 - The task: the first model call's user message (`task` in `cases/{name}.toml`).\n\
 - The model's answers, in order ({} calls), as `[model] responses`.\n\
 - The tools ({}), with the parameters the agent declared where the trace has them, in `worlds/{WORLD}/v1/world.toml`.\n\
-- The tool results the trace recorded ({} calls), pinned in order as `[[inject]]` rules (`tool`, `nth`, `response`).\n\
+- The tool results the trace recorded ({}), pinned in order as `[[inject]]` rules (`tool`, `nth`, `response`).\n\
 - The clock: the trace's first span.\n\
 - `[origin]`: the trace id and the SHA-256 of the trace file.\n\
 - Read as: {}.\n\n\
@@ -479,7 +493,12 @@ Made by `worldline case from-trace {}`.\n\n\
         source.display(),
         run.model_calls.len(),
         tools.join(", "),
-        run.tool_calls.len(),
+        match (pinned(run), run.tool_calls.len()) {
+            (p, n) if p == n => format!("{n} calls"),
+            (p, n) => format!(
+                "{p} of its {n} tool calls; a call whose result it did not record is answered by the world, here its tool's `not_recorded` rule"
+            ),
+        },
         run.forms.join(", "),
         undefined(run, tools),
     )
