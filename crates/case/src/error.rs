@@ -126,6 +126,15 @@ pub(crate) fn in_words(message: &str) -> String {
     if let Some(head) = message.strip_suffix("expected a map") {
         return format!("{head}expected a table");
     }
+    // Quotes around what TOML writes bare, with what to write instead.
+    if message.starts_with("invalid type: string ") {
+        if message.ends_with("expected a TOML datetime") {
+            return format!("{message}: write it without quotes (clock = 2026-03-01T12:00:00Z)");
+        }
+        if message.ends_with("expected a sequence") {
+            return format!("{message}: write a list, in brackets ([\"…\"])");
+        }
+    }
     // The TOML reader's word for a value where one of a set of names is
     // meant, said as the other type errors are (so its key is named).
     if message == "wanted string or table" {
@@ -257,6 +266,19 @@ mod tests {
         );
         assert_eq!(in_words("missing field `task`"), "missing field `task`");
         assert_eq!(in_words("expected a string"), "expected a string");
+    }
+
+    /// A quoted date or list is said with what to write instead.
+    #[test]
+    fn quotes_around_a_date_or_a_list_are_said_with_the_fix() {
+        assert_eq!(
+            in_words(r#"invalid type: string "2026-03-01T09:00:00Z", expected a TOML datetime"#),
+            r#"invalid type: string "2026-03-01T09:00:00Z", expected a TOML datetime: write it without quotes (clock = 2026-03-01T12:00:00Z)"#
+        );
+        assert!(
+            in_words(r#"invalid type: string "cases", expected a sequence"#)
+                .ends_with("write a list, in brackets ([\"…\"])")
+        );
     }
 
     #[test]

@@ -231,6 +231,22 @@ fn closed_properties(params: &Value) -> Option<&serde_json::Map<String, Value>> 
     params.get("properties")?.as_object().filter(|_| !open)
 }
 
+/// The fields the rows of `table` hold, listed, when it has rows and
+/// none holds `field`.
+fn no_row_holds(state: &State, table: &str, field: &str) -> Option<String> {
+    let rows = &state.tables.get(table)?.rows;
+    if rows.is_empty() || rows.values().any(|r| r.get(field).is_some()) {
+        return None;
+    }
+    let mut fields: Vec<&str> = (rows.values())
+        .filter_map(Value::as_object)
+        .flat_map(|r| r.keys().map(String::as_str))
+        .collect();
+    fields.sort_unstable();
+    fields.dedup();
+    Some(fields.join(", "))
+}
+
 /// Check a declared tool (its op's keys, its tables, its parameter schema)
 /// and build it.
 pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
@@ -260,27 +276,32 @@ pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
         ));
     }
     // A sort by a field no row holds answers in key order, as if unsorted
-    // (`sort = "duee"` was taken without a word).
+    // (`sort = "duee"` was taken without a word); a filter on one holds
+    // for no row, or for every row (`field = "availble"` answered `[]`,
+    // and every agent failed for the world's typo).
     if let Op::Query(Query {
         table,
-        sort: Some((field, _)),
+        sort,
+        filters,
         ..
     }) = &op
-        && let Some(rows) = state.tables.get(table).map(|t| &t.rows)
-        && !rows.is_empty()
-        && !rows.values().any(|r| r.get(field).is_some())
         && crate::new_rules::apply()
     {
-        let mut fields: Vec<&str> = (rows.values())
-            .filter_map(Value::as_object)
-            .flat_map(|r| r.keys().map(String::as_str))
-            .collect();
-        fields.sort_unstable();
-        fields.dedup();
-        return Err(format!(
-            "tool `{name}`: `sort` names `{field}`, which no row of `{table}` holds (their fields: {}): its answers would come in key order; name one of them",
-            fields.join(", ")
-        ));
+        if let Some((field, _)) = sort
+            && let Some(fields) = no_row_holds(state, table, field)
+        {
+            return Err(format!(
+                "tool `{name}`: `sort` names `{field}`, which no row of `{table}` holds (their fields: {fields}): its answers would come in key order; name one of them"
+            ));
+        }
+        for f in filters {
+            if let Some(fields) = no_row_holds(state, table, &f.field) {
+                return Err(format!(
+                    "tool `{name}`: a filter names `{}`, which no row of `{table}` holds (their fields: {fields}): it would hold for no row, or for all; name one of them",
+                    f.field
+                ));
+            }
+        }
     }
     let params = t
         .params
@@ -419,6 +440,23 @@ mod tests {
         resolve(&t, &deploys([])).unwrap();
         let _recorded = crate::new_rules::Reading::start();
         resolve(&t, &state()).unwrap();
+    }
+
+    /// A filter on a field no row of its table holds is refused as a sort
+    /// by one is (`field = "availble"` answered `[]` to every call).
+    #[test]
+    fn a_filter_on_a_field_no_row_holds_is_refused() {
+        let t: ToolToml = toml::from_str(
+            "name='q'\nop='query'\ntable='deploys'\nfilters=[{field='servce', eq='api'}]",
+        )
+        .unwrap();
+        let e = resolve(&t, &state()).unwrap_err();
+        assert_eq!(
+            e,
+            "tool `q`: a filter names `servce`, which no row of `deploys` holds (their fields: at, id, service): it would hold for no row, or for all; name one of them"
+        );
+        resolve(&t, &deploys([json!({"id": "D1", "servce": "x"})])).unwrap();
+        resolve(&t, &deploys([])).unwrap();
     }
 
     #[test]

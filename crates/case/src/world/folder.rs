@@ -91,12 +91,19 @@ impl<'a> Folder<'a> {
     /// is wrong with the folder, as a message for `[files]`'s place.
     pub(crate) fn read_files(&mut self, sub: &str) -> Result<Files, String> {
         check_relative(sub).map_err(|m| format!("[files] dir: {m}"))?;
-        let handle = self
-            .dir
-            .open_dir(sub)
-            .map_err(|e| format!("[files] dir `{sub}`: {e}"))?;
+        // A link out of the world's folder is said so, with what to do
+        // (it was cap-std's "a path led outside of the filesystem").
+        let said = |e: std::io::Error| match e.kind() == std::io::ErrorKind::PermissionDenied
+            || e.to_string().contains("outside")
+        {
+            true => format!(
+                "[files] dir `{sub}`: it resolves outside the world's folder (a symlink out?); a world's files are in its folder: copy them there"
+            ),
+            false => format!("[files] dir `{sub}`: {e}"),
+        };
+        let handle = self.dir.open_dir(sub).map_err(said)?;
         let mut found = Vec::new();
-        walk(&handle, "", &mut found).map_err(|e| format!("[files] dir `{sub}`: {e}"))?;
+        walk(&handle, "", &mut found).map_err(said)?;
         let mut files = Files::new();
         for (path, bytes) in found {
             self.manifest

@@ -199,7 +199,7 @@ fn locate<'r>(
     let (name, version) = parse_reference(reference).ok_or_else(|| {
         InputError::new(
             referrer,
-            format!("world `{reference}` is not of the form name@vN (for example incident@v4)"),
+            format!("world `{reference}` is not of the form name@vN, the name of ASCII letters, digits, `-` and `_` (for example incident@v4)"),
         )
     })?;
     let world_dir = worlds_root.join(name).join(format!("v{version}"));
@@ -306,7 +306,17 @@ fn name_problems(
 ) -> Vec<InputError> {
     let at = |offset: usize, m: String| InputError::at(toml_path, source, offset, m);
     let mut problems = Vec::new();
-    if doc.name.get_ref() != name {
+    // A name no case can reference (`bücher`, `my lib`) passed the check
+    // of its world, and every case naming it was told it was malformed.
+    if parse_reference(&format!("{}@v1", doc.name.get_ref())).is_none() {
+        problems.push(at(
+            doc.name.span().start,
+            format!(
+                "name `{}`: a world's name is ASCII letters, digits, `-` and `_` (a case names it as name@vN); rename the world and its folder",
+                doc.name.get_ref()
+            ),
+        ));
+    } else if doc.name.get_ref() != name {
         problems.push(at(
             doc.name.span().start,
             format!(
@@ -644,6 +654,56 @@ mod tests {
         assert_eq!(parse_reference("incident@v4"), Some(("incident", 4)));
         assert_eq!(parse_reference("incident"), None);
         assert_eq!(parse_reference("../x@v1"), None);
+    }
+
+    /// A world named so that no case can reference it is refused at its
+    /// `name` (it passed `check`, and each case naming it was refused).
+    #[test]
+    fn a_name_no_case_can_reference_is_refused_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["bücher", "my lib", "My.Lib"] {
+            let folder = dir.path().join(name).join("v1");
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(
+                folder.join("world.toml"),
+                format!("version = 1\nname = \"{name}\"\n[tables.t]\nkey = \"id\"\n"),
+            )
+            .unwrap();
+            let (all, _) = problems(&folder);
+            assert_eq!(all.len(), 1, "{all:?}");
+            assert_eq!(all[0].line, Some((2, 8)), "{}", all[0]);
+            assert!(
+                all[0].message.contains("ASCII letters, digits"),
+                "{}",
+                all[0]
+            );
+        }
+    }
+
+    /// A `[files] dir` that is a link out of the world's folder is said
+    /// to be one, with what to do.
+    #[test]
+    fn a_files_dir_linked_out_of_the_world_is_said_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("w").join("v1");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("world.toml"),
+            "name = \"w\"\nversion = 1\n[files]\ndir = \"files\"\n",
+        )
+        .unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, folder.join("files")).unwrap();
+        let (all, _) = problems(&folder);
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert!(
+            all[0]
+                .message
+                .contains("resolves outside the world's folder (a symlink out?)"),
+            "{}",
+            all[0]
+        );
     }
 
     #[test]

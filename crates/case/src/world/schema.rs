@@ -87,6 +87,13 @@ fn check_at(schema: &Value, at: &str) -> Result<(), String> {
                 if !v.is_array() {
                     return Err(format!("{at}/enum: must be an array"));
                 }
+                // No value is one of none: a call giving it never passed,
+                // and the case checking it was blamed.
+                if v.as_array().is_some_and(Vec::is_empty) && crate::new_rules::apply() {
+                    return Err(format!(
+                        "{at}/enum: an empty list takes no value, so no call passes; list the values it takes, or leave `enum` out"
+                    ));
+                }
             }
             "const" => {}
             "minimum" | "maximum" => {
@@ -101,6 +108,29 @@ fn check_at(schema: &Value, at: &str) -> Result<(), String> {
             }
             k if NOTES.contains(&k) => {}
             other => return Err(format!("{at}: unsupported JSON Schema keyword `{other}`")),
+        }
+    }
+    if crate::new_rules::apply() {
+        bounds_met(obj, at)?;
+    }
+    Ok(())
+}
+
+/// Refuse a lower bound above its upper bound (`minimum = 10, maximum =
+/// 1`): no value is within them.
+fn bounds_met(obj: &Map<String, Value>, at: &str) -> Result<(), String> {
+    for (low, high) in [
+        ("minimum", "maximum"),
+        ("minLength", "maxLength"),
+        ("minItems", "maxItems"),
+    ] {
+        let bound = |k: &str| obj.get(k).and_then(Value::as_f64);
+        if let (Some(l), Some(h)) = (bound(low), bound(high))
+            && l > h
+        {
+            return Err(format!(
+                "{at}: {low} = {l} is above {high} = {h}, so no value is within them; swap them or fix the typo"
+            ));
         }
     }
     Ok(())
@@ -357,6 +387,39 @@ fn validate_at(schema: &Value, value: &Value, at: &At<'_>) -> Result<(), String>
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// An empty `enum` or a lower bound above its upper one takes no
+    /// value: refused where the schema says it (the case checking a call
+    /// was told to "write the value as the tool takes it").
+    #[test]
+    fn a_schema_no_value_meets_is_refused() {
+        let e = check_schema(&json!({"properties": {"id": {"type": "string", "enum": []}}}))
+            .unwrap_err();
+        assert!(
+            e.starts_with("#/properties/id/enum: an empty list takes no value"),
+            "{e}"
+        );
+        let e =
+            check_schema(&json!({"properties": {"n": {"minimum": 10, "maximum": 1}}})).unwrap_err();
+        assert_eq!(
+            e,
+            "#/properties/n: minimum = 10 is above maximum = 1, so no value is within them; swap them or fix the typo"
+        );
+        let e = check_schema(&json!({"minLength": 3, "maxLength": 2})).unwrap_err();
+        assert!(
+            e.starts_with("#: minLength = 3 is above maxLength = 2"),
+            "{e}"
+        );
+        assert_eq!(
+            check_schema(&json!({"minimum": 1, "maximum": 1, "enum": [1]})),
+            Ok(())
+        );
+        let _recorded = crate::new_rules::Reading::start();
+        assert_eq!(
+            check_schema(&json!({"enum": [], "minimum": 2, "maximum": 1})),
+            Ok(())
+        );
+    }
 
     /// A required name that `properties` does not declare, in a schema
     /// that refuses other properties: no value could pass, so every call
