@@ -1492,3 +1492,210 @@ fn gc_keeps_a_compile_lock_while_it_is_held() {
         "{gc}"
     );
 }
+
+/// A `--store` that is a link is the folder it leads to: a link to a
+/// folder without `runs/` is no store to report on (it made an empty one
+/// there and verified it), a link into another store's folders is that
+/// store's own (a whole store was made inside its `runs/`), and a link to
+/// nothing is said to be one.
+#[test]
+fn a_store_named_through_a_link_is_held_to_the_folder_it_leads_to() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    let link = |name: &str, to: &Path| {
+        let l = dir.path().join(name);
+        std::os::unix::fs::symlink(to, &l).unwrap();
+        l
+    };
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let to_data = link("to-data", &data);
+    let verify = worldline(&to_data, ["verify"]);
+    verify.expect_code(2);
+    assert!(verify.stderr.contains("has no runs/ folder"), "{verify}");
+    assert_eq!(std::fs::read_dir(&data).unwrap().count(), 0, "{verify}");
+
+    let to_runs = link("to-runs", &store.join("runs"));
+    let into = worldline(
+        &to_runs,
+        ["test", s(&cases), "--agent", s(&guest("caller-agent"))],
+    );
+    into.expect_code(2);
+    assert!(
+        into.stderr.contains("which worldline keeps for itself"),
+        "{into}"
+    );
+    let id = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".jsonl"))
+        .unwrap();
+    let id = id.trim_end_matches(".jsonl");
+    let export = worldline(&store, ["export", id, "-o", s(&to_runs.join("x.jsonl"))]);
+    export.expect_code(2);
+    assert_eq!(bundles(&store), 4, "{into}{export}");
+    assert!(!store.join("runs/runs").exists() && !store.join("runs/x.jsonl").exists());
+
+    let nowhere = link("nowhere", &dir.path().join("gone"));
+    let runs = worldline(&nowhere, ["runs"]);
+    runs.expect_code(2);
+    assert!(runs.stderr.contains("is a link to nothing"), "{runs}");
+    let run = worldline(
+        &nowhere,
+        ["test", s(&cases), "--agent", s(&guest("caller-agent"))],
+    );
+    run.expect_code(2);
+    assert!(run.stderr.contains("is a link to nothing"), "{run}");
+}
+
+/// On a full disk (a tmpfs in a mount namespace of the test's own) the
+/// commands that read a store still do, reading its index in memory, and
+/// `gc`, which frees its space, collects; what must write the index is
+/// exit 2 naming the store and what to do. All were exit 4 with SQLite's
+/// "database or disk is full" alone, so the only way out was `rm`.
+#[test]
+fn a_store_on_a_full_disk_is_read_and_collected() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let base = common::cli();
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c"]);
+    cmd.arg(
+        r#"mount -t tmpfs -o size=4M tmpfs "$M" || exit 90
+cp -r "$SRC" "$M/st" || exit 91
+rm -f "$M"/st/index.sqlite*
+dd if=/dev/zero of="$M/fill" bs=4096 2>/dev/null
+for c in "runs" "index --rebuild" "index --check" "gc --keep-passed 0" "runs"; do
+  echo "=== $c"; "$W" $c --store "$M/st" --json; echo "=== exit $?"
+done"#,
+    );
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.env("W", base.get_program())
+        .env("M", &mnt)
+        .env("SRC", &store)
+        .current_dir(dir.path());
+    let out = common::CliOutput::of(cmd.output().expect("starting unshare"));
+    assert!(
+        out.stdout.contains("=== runs"),
+        "the test mounts a tmpfs, which needs root (tests/run runs as root): {out}"
+    );
+    // Each command's name, exit code and output, as the script marks them.
+    let mut said: Vec<(String, i32, String)> = Vec::new();
+    for line in out.stdout.lines() {
+        match (line.strip_prefix("=== exit "), line.strip_prefix("=== ")) {
+            (Some(code), _) => said.last_mut().unwrap().1 = code.parse().unwrap(),
+            (None, Some(cmd)) => said.push((cmd.to_string(), -1, String::new())),
+            (None, None) => {
+                let text = &mut said.last_mut().unwrap().2;
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+    }
+    let codes: Vec<(&str, i32)> = said
+        .iter()
+        .map(|(c, code, _)| (c.as_str(), *code))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("runs", 0),
+            ("index --rebuild", 2),
+            ("index --check", 2),
+            ("gc --keep-passed 0", 0),
+            ("runs", 0)
+        ],
+        "{out}"
+    );
+    let listed = |text: &str| -> usize {
+        serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| v.as_array().map(Vec::len))
+            .unwrap_or(usize::MAX)
+    };
+    assert_eq!(listed(&said[0].2), 4, "{out}");
+    assert!(said[1].2.contains("cannot write into the store"), "{out}");
+    assert!(said[1].2.contains("free some space"), "{out}");
+    assert_eq!(listed(&said[4].2), 0, "{out}");
+}
+
+/// `verify` of an export, or of a case, named as a run is exit 2 saying
+/// what the file is (an export was "incomplete", exit 0; a case counted
+/// as drift); a bundle cut off as it was created is still incomplete.
+#[test]
+fn verify_names_an_export_or_a_case_given_as_a_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    let id = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find_map(|n| n.strip_suffix(".jsonl").map(String::from))
+        .unwrap();
+    let exported = dir.path().join("run.wl");
+    worldline(&store, ["export", &id, "-o", s(&exported)]).expect_code(0);
+    let export = worldline(&store, ["verify", s(&exported), "--json"]);
+    export.expect_code(2);
+    assert!(
+        export.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("worldline import"),
+        "{export}"
+    );
+    let case = std::fs::read_dir(&cases)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let named_case = worldline(&store, ["verify", s(&case)]);
+    named_case.expect_code(2);
+    assert!(
+        named_case.stderr.contains("is not a run's bundle"),
+        "{named_case}"
+    );
+    let cut = store.join("runs").join(format!("{id}.jsonl"));
+    let bytes = std::fs::read(&cut).unwrap();
+    std::fs::write(&cut, &bytes[..5]).unwrap();
+    let torn = worldline(&store, ["verify", &id, "--json"]);
+    torn.expect_code(0);
+    assert_eq!(torn.json()["incomplete"], 1, "{torn}");
+}
+
+/// A stored object found damaged (emptied by hand) when a new run names
+/// it is written again from the bytes the writer has: the new run and the
+/// earlier ones replay. It was taken as there, the run passed, and no run
+/// of it could be replayed or exported.
+#[test]
+fn a_damaged_object_a_new_run_names_is_written_again() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    let objects: Vec<std::path::PathBuf> = std::fs::read_dir(store.join("objects"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    assert!(objects.len() >= 3, "{objects:?}");
+    for o in &objects {
+        std::fs::write(o, b"").unwrap();
+    }
+    demo_suite(&cases, &store, "1");
+    let verify = worldline(&store, ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["identical"], 8, "{verify}");
+    assert_eq!(verify.json()["unreadable"], 0, "{verify}");
+}

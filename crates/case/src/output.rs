@@ -124,7 +124,9 @@ pub fn is_store(dir: &Path) -> bool {
 /// not only the nearest: a store made by mistake inside another's
 /// `runs/` does not open that folder to what the outer one keeps out.
 fn store_part(path: &Path) -> Option<(std::path::PathBuf, String)> {
-    let full = std::path::absolute(path).ok()?;
+    // Where the path leads, links followed: a link to a store's `runs/`
+    // (or to a folder inside it) wrote there.
+    let full = resolved(&std::path::absolute(path).ok()?);
     full.ancestors()
         .skip(1)
         .filter(|dir| is_store(dir))
@@ -136,6 +138,18 @@ fn store_part(path: &Path) -> Option<(std::path::PathBuf, String)> {
                 || (top && (STORE_FILES.contains(&first.as_str()) || first.starts_with("index.")));
             own.then(|| (store.to_path_buf(), first))
         })
+}
+
+/// `path` (absolute) with its links resolved: its deepest part that
+/// exists made canonical, the parts after it (not there yet) kept.
+fn resolved(path: &Path) -> std::path::PathBuf {
+    path.ancestors()
+        .find_map(|there| {
+            let real = there.canonicalize().ok()?;
+            let rest = path.strip_prefix(there).ok()?;
+            Some(real.join(rest))
+        })
+        .unwrap_or_else(|| path.to_path_buf())
 }
 
 /// Refuse `root` as a store's folder when it is another store's own (its

@@ -31,7 +31,7 @@ pub fn load(sandbox: &Sandbox, store: &StoreDir, path: &Path) -> Result<Arc<Agen
         && canon::is_sha256_hex(&sha)
         // Held before it is looked for: gc leaves it from now on.
         && store.hold(&[&sha]).is_ok()
-        && store.object_path(&sha).is_file()
+        && store.has_object(&sha)
         && let Some(agent) = sandbox.load_compiled(&sha, path)?
     {
         return Ok(agent);

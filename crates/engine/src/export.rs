@@ -254,8 +254,16 @@ fn read_bundle_text(path: &Path) -> Result<String, InputError> {
         .map_err(|e| InputError::new(path, format!("cannot read bundle: {e}")))
 }
 
-/// Bring an exported run into a store.
-pub fn import(store: &StoreDir, file: &Path) -> Result<Imported> {
+/// An export file read, not yet brought into a store.
+pub struct Read {
+    doc: Export,
+    bytes: Vec<u8>,
+}
+
+/// Read the export `file`: what is no export (a run's bundle, an empty
+/// file, one cut short) is said so, with what to do, before any store is
+/// opened (a refused import made an empty store at `--store`).
+pub fn read(file: &Path) -> Result<Read, InputError> {
     let bytes =
         worldline_case::bounded::read(file, worldline_case::bounded::EXPORT).map_err(|e| {
             InputError::new(
@@ -263,12 +271,45 @@ pub fn import(store: &StoreDir, file: &Path) -> Result<Imported> {
                 format!("cannot read: {e}; pass a file written by `worldline export`"),
             )
         })?;
-    let doc: Export = serde_json::from_slice(&bytes).map_err(|e| InputError {
-        line: (e.line() > 0).then_some((e.line(), e.column().max(1))),
-        ..InputError::new(file, format!("not a worldline export: {e}"))
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(InputError::new(
+            file,
+            "is empty, not a worldline export: export the run again (`worldline export RUN -o FILE`)",
+        ));
+    }
+    if bytes.starts_with(br#"{"header":"#) {
+        return Err(InputError::new(
+            file,
+            "is a run's bundle, not a worldline export: import the store it is in (`worldline import STORE`), or export the run first (`worldline export RUN -o FILE`)",
+        ));
+    }
+    let doc: Export = serde_json::from_slice(&bytes).map_err(|e| {
+        let what = match e.is_eof() {
+            true => format!("is cut short ({e}): export the run again"),
+            false => format!("not a worldline export: {e}"),
+        };
+        InputError {
+            line: (e.line() > 0).then_some((e.line(), e.column().max(1))),
+            ..InputError::new(file, what)
+        }
     })?;
+    Ok(Read { doc, bytes })
+}
+
+/// Bring an exported run into a store.
+pub fn import(store: &StoreDir, file: &Path) -> Result<Imported> {
+    import_read(store, read(file)?, file)
+}
+
+/// Bring an export [`read`] from `file` into a store.
+pub fn import_read(store: &StoreDir, read: Read, file: &Path) -> Result<Imported> {
     ready(store);
-    import_doc(store, doc, Some(&String::from_utf8_lossy(&bytes)), file)
+    import_doc(
+        store,
+        read.doc,
+        Some(&String::from_utf8_lossy(&read.bytes)),
+        file,
+    )
 }
 
 /// Import the export `file` as one source of several: a file refused

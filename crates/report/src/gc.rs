@@ -34,10 +34,11 @@ pub fn write(out: &mut impl Write, report: &Report) -> io::Result<()> {
     }
     writeln!(
         out,
-        "kept {} runs ({} as parents of kept forks, {} pinned); {} {}",
+        "kept {} runs ({} as parents of kept forks, {} pinned, {} in use by a live process); {} {}",
         report.kept,
         report.kept_as_parents.len(),
         report.kept_pinned.len(),
+        report.kept_in_use.len(),
         if report.dry_run {
             "would free"
         } else {

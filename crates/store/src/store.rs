@@ -112,12 +112,15 @@ impl StoreDir {
         {
             return Self::open(root);
         }
-        let what = match root.symlink_metadata() {
-            Err(_) => Some("does not exist: no store is there"),
-            Ok(m) if m.is_dir() && !root.join("runs").is_dir() => {
+        // Links followed: a link to a folder without `runs/` is no store
+        // either (it made an empty store there and verified it).
+        let what = match (root.symlink_metadata(), root.metadata()) {
+            (Err(_), _) => Some("does not exist: no store is there"),
+            (Ok(_), Err(_)) => Some("is a link to nothing: no store is there"),
+            (_, Ok(m)) if m.is_dir() && !root.join("runs").is_dir() => {
                 Some("is not a store (it has no runs/ folder)")
             }
-            Ok(_) => None,
+            _ => None,
         };
         if let Some(what) = what {
             return Err(worldline_case::error::InputError::new(
@@ -145,6 +148,13 @@ impl StoreDir {
 
     fn open_folder(root: &Path) -> Result<Self> {
         worldline_case::output::check_store_root(root)?;
+        if root.symlink_metadata().is_ok() && root.metadata().is_err() {
+            return Err(worldline_case::error::InputError::new(
+                root,
+                "is a link to nothing: make the folder it names, or pass --store with a folder",
+            )
+            .into());
+        }
         for sub in ["runs", "objects", "cache"] {
             let dir = root.join(sub);
             std::fs::create_dir_all(&dir).map_err(|e| {
@@ -234,17 +244,28 @@ impl StoreDir {
         Ok(())
     }
 
-    /// Whether object `sha`, which this process holds, is in the store:
-    /// looked for once, then known (held, no gc pass removes it while
-    /// this process lives; decision 0394).
+    /// Whether object `sha` (held by the caller) is in the store and sound,
+    /// as [`put_hashed`](Self::put_hashed) asks before writing it: a
+    /// reader about to skip that write asks the same.
+    pub fn has_object(&self, sha: &str) -> bool {
+        self.found(sha)
+    }
+
+    /// Whether object `sha`, which this process holds, is in the store and
+    /// sound: looked for once, then known (held, no gc pass removes it
+    /// while this process lives; decision 0394). A file there is sound when
+    /// its identity is the one noted when its bytes last matched their
+    /// hash, else when they match now: a damaged one (emptied, changed) is
+    /// not found, so the writer, which has the bytes, writes it again (a
+    /// run was stored naming it, passed, and could not be replayed).
     fn found(&self, sha: &str) -> bool {
-        let mut present = self.present.lock().unwrap_or_else(|e| e.into_inner());
-        if present.contains(sha) {
+        if (self.present.lock().unwrap_or_else(|e| e.into_inner())).contains(sha) {
             return true;
         }
-        let there = self.object_path(sha).exists();
+        let there = self.object_path(sha).exists()
+            && (self.object_intact(sha) || self.get_object_noted(sha).is_ok());
         if there {
-            present.insert(sha.to_string());
+            (self.present.lock().unwrap_or_else(|e| e.into_inner())).insert(sha.to_string());
         }
         there
     }

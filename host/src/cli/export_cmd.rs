@@ -332,18 +332,24 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
         };
         return Err(InputError::new(folder, m).into());
     }
-    let store = StoreDir::open(&args.common.store)?;
-    store.needs_writing("`import`")?;
-    store.require_raw("storing runs (`import`)")?;
-    let mut imported = Vec::new();
-    let mut skipped = Vec::new();
-    // Another store: a folder, or a database store's address.
+    // One export file is read before the store is opened: one refused
+    // makes no store.
     let is_store = |from: &std::path::Path| {
         from.is_dir()
             || from
                 .to_str()
                 .is_some_and(worldline_pgstore::url::is_postgres)
     };
+    let mut one = match args.from.as_slice() {
+        [file] if !is_store(file) => Some(export::read(file)?),
+        _ => None,
+    };
+    let store = StoreDir::open(&args.common.store)?;
+    store.needs_writing("`import`")?;
+    store.require_raw("storing runs (`import`)")?;
+    let mut imported = Vec::new();
+    let mut skipped = Vec::new();
+    // Another store: a folder, or a database store's address.
     for from in &args.from {
         if is_store(from) {
             let other = StoreDir::open(from)?;
@@ -358,8 +364,8 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
                 Ok(i) => imported.push(i),
                 Err(s) => skipped.push(s),
             }
-        } else {
-            imported.push(export::import(&store, from)?);
+        } else if let Some(read) = one.take() {
+            imported.push(export::import_read(&store, read, from)?);
         }
     }
     if args.common.json {

@@ -276,7 +276,7 @@ pub fn exec_index(args: IndexArgs) -> Result<ExitCode> {
     let store = StoreDir::open_existing(&args.common.store)?;
     if args.check {
         store.pull()?;
-        let check = Index::connect(&store)?.check_rows()?;
+        let check = Index::check_on_disk(&store)?;
         if args.common.json {
             super::print_json(&check)?;
         } else {

@@ -5,6 +5,7 @@ use crate::lanes::worker::Worker;
 use crate::replay::{self, RecordedRun, ReplayReport, Scope, Verdict};
 use crate::verify::{Checked, CheckedRun, Hello};
 use anyhow::Result;
+use worldline_case::error::InputError;
 use worldline_runtime::sandbox::Sandbox;
 use worldline_store::store::StoreDir;
 
@@ -129,7 +130,13 @@ fn named(store: &StoreDir, runs: &[String]) -> Result<Vec<String>> {
     let mut seen = std::collections::BTreeSet::new();
     let mut kept = Vec::new();
     for run in runs {
-        if seen.insert(store.resolve_run(run)?) {
+        let path = store.resolve_run(run)?;
+        // An export, or a case, named as a run was verified as a run cut
+        // off at its start (exit 0), or counted as drift.
+        if let Some(said) = worldline_log::log::bundle::not_a_bundle(&path) {
+            return Err(InputError::new(&path, said).into());
+        }
+        if seen.insert(path) {
             kept.push(run.clone());
         }
     }

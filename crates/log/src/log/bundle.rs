@@ -421,6 +421,22 @@ fn first_line(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(first)
 }
 
+/// Why the file at `path` is no run's bundle, when its first line says so
+/// plainly: a `worldline export` document, or a line that is not (the
+/// start of) a bundle's header (a case file named as a run). An empty
+/// file, or a header cut short, is a bundle cut off as it was created.
+pub fn not_a_bundle(path: &Path) -> Option<String> {
+    let first = first_line(path).ok()?;
+    if let Some(said) = an_export(&first) {
+        return Some(said);
+    }
+    const HEAD: &[u8] = br#"{"header":"#;
+    let start = &first[..first.len().min(HEAD.len())];
+    (!first.is_empty() && !HEAD.starts_with(start)).then(|| {
+        "is not a run's bundle (its first line is no bundle header): name a run by its id, or the bundle of one in a store's runs/ folder".to_string()
+    })
+}
+
 /// Only the header of the bundle at `path` (its first line), for readers
 /// that decide from it whether they need the rest.
 pub fn read_header(path: &Path) -> Result<Header, BundleError> {

@@ -114,6 +114,30 @@ fn is_read_only(e: &anyhow::Error) -> bool {
     sqlite_said(e, &[rusqlite::ErrorCode::ReadOnly])
 }
 
+/// Whether SQLite could not write `e` for want of space: a full disk is
+/// `SQLITE_FULL` where a write fell short, an I/O error where a file could
+/// not grow at all (the shared-memory file: `SQLITE_IOERR_SHMSIZE`).
+pub(crate) fn is_full(e: &anyhow::Error) -> bool {
+    use rusqlite::ErrorCode::{DiskFull, SystemIoFailure};
+    sqlite_said(e, &[DiskFull, SystemIoFailure])
+}
+
+/// `e` as the store's write error, naming it and what to do, when the
+/// disk is full (it was SQLite's words alone, exit 4); else as it is.
+fn named_if_full(store: &StoreDir, e: anyhow::Error) -> anyhow::Error {
+    match is_full(&e) {
+        true => store.write_error(&index_path(store), e).into(),
+        false => e,
+    }
+}
+
+/// Why the index on disk cannot be written.
+#[derive(Clone, Copy)]
+enum Unwritable {
+    ReadOnly,
+    Full,
+}
+
 /// Whether SQLite's error somewhere in `e`'s chain is one of `codes`.
 fn sqlite_said(e: &anyhow::Error, codes: &[rusqlite::ErrorCode]) -> bool {
     e.chain().any(|c| {
@@ -216,9 +240,10 @@ impl Index {
     }
 
     /// A store this process cannot write (a read-only mount, another
-    /// user's folder) is still read: its index is made in memory from its
-    /// bundles, as a rebuild would make it, and left on disk as it is.
-    fn in_memory(store: &StoreDir) -> Result<(Index, Sync)> {
+    /// user's folder, a full disk) is still read: its index is made in
+    /// memory from its bundles, as a rebuild would make it, and left on
+    /// disk as it is (`why`: read-only, or the disk is full).
+    fn in_memory(store: &StoreDir, why: Unwritable) -> Result<(Index, Sync)> {
         let conn = Connection::open_in_memory()?;
         conn.execute_batch(schema::SCHEMA)?;
         let mut index = Index {
@@ -234,8 +259,12 @@ impl Index {
         static SAID: std::sync::Once = std::sync::Once::new();
         SAID.call_once(|| {
             ::log::info!(
-                "{} cannot be written here (read-only), so its run index is read from its bundles in memory",
-                store.root.display()
+                "{} cannot be written here ({}), so its run index is read from its bundles in memory",
+                store.root.display(),
+                match why {
+                    Unwritable::ReadOnly => "read-only",
+                    Unwritable::Full => "the disk is full",
+                }
             );
         });
         Ok((index, s))
@@ -253,7 +282,7 @@ impl Index {
     pub fn open(store: &StoreDir) -> Result<(Index, Sync)> {
         store.pull()?;
         if !store.writable() {
-            return Index::in_memory(store);
+            return Index::in_memory(store, Unwritable::ReadOnly);
         }
         // The rows this process queued first (decision 0393).
         flush(store);
@@ -263,7 +292,10 @@ impl Index {
             Ok((i, Sync { checked, ..s }))
         });
         match attempt {
-            Err(e) if is_read_only(&e) => Index::in_memory(store),
+            Err(e) if is_read_only(&e) => Index::in_memory(store, Unwritable::ReadOnly),
+            // A full disk: the commands that read the store, and `gc`,
+            // which frees its space, still work (they failed, exit 4).
+            Err(e) if is_full(&e) => Index::in_memory(store, Unwritable::Full),
             Err(e) if is_unusable(&e) => {
                 discard(store)?;
                 let mut index = Index::connect(store)?;
@@ -295,6 +327,20 @@ impl Index {
 
     /// Drop every row and read every bundle again (`index --rebuild`).
     pub fn rebuild(store: &StoreDir) -> Result<(Index, Sync)> {
+        Index::rebuild_on_disk(store).map_err(|e| named_if_full(store, e))
+    }
+
+    /// The index on disk compared with the bundles, repairing nothing
+    /// (`index --check`). SQLite writes even to read an index kept with a
+    /// log, so a store this process cannot write is refused, naming it.
+    pub fn check_on_disk(store: &StoreDir) -> Result<Check> {
+        store.needs_writing("`index --check` (SQLite opens the run index on disk for writing, even to read it; `worldline runs` reads the store here)")?;
+        Index::connect(store)
+            .and_then(|index| index.check_rows())
+            .map_err(|e| named_if_full(store, e))
+    }
+
+    fn rebuild_on_disk(store: &StoreDir) -> Result<(Index, Sync)> {
         flush(store);
         let mut index = match Index::connect(store) {
             Ok(i) => i,

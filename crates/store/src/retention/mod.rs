@@ -39,6 +39,8 @@ pub struct Plan<'a> {
     pub kept_as_parents: BTreeSet<String>,
     /// Kept only because they are pinned.
     pub kept_pinned: BTreeSet<String>,
+    /// Kept only because a live process holds them (its lease names them).
+    pub kept_in_use: BTreeSet<String>,
 }
 
 /// Decide which of `rows` stay at time `now` (Unix seconds). Runs a live
@@ -50,14 +52,15 @@ pub fn plan<'a>(
     policy: &Policy,
     now: i64,
 ) -> Plan<'a> {
-    let young = |r: &Row| {
-        now.saturating_sub(r.created) < days_s(policy.days(&r.outcome)) || held.contains(&r.run_id)
-    };
+    let young = |r: &Row| now.saturating_sub(r.created) < days_s(policy.days(&r.outcome));
     let mut keep: BTreeSet<&str> = BTreeSet::new();
     let mut p = Plan::default();
     for r in rows {
         if young(r) {
             keep.insert(&r.run_id);
+        } else if held.contains(&r.run_id) {
+            keep.insert(&r.run_id);
+            p.kept_in_use.insert(r.run_id.clone());
         } else if pins.contains(&r.run_id) {
             keep.insert(&r.run_id);
             p.kept_pinned.insert(r.run_id.clone());
@@ -144,6 +147,7 @@ mod tests {
             BTreeSet::from(["grandparent".to_string(), "parent".to_string()])
         );
         assert_eq!(p.kept_pinned, pins);
+        assert_eq!(p.kept_in_use, held);
         assert_eq!(p.keep.len(), 7);
     }
 }

@@ -66,11 +66,10 @@ pub struct Report {
 pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<Report> {
     // The whole pass holds the store's gate: no process adds to its lease
     // meanwhile, and what the live leases hold stays.
-    let pass = crate::store::lease::begin_pass(&store.root)
+    let pass = crate::store::lease::begin_pass(&store.root, !dry_run)
         .with_context(|| format!("reading the leases of {}", store.root.display()))?;
     let held = &pass.held;
     let (rows, _) = Index::read(store, Index::all)?;
-    let mut index = Index::connect(store)?;
     let pinned = pins::list(store)?;
     let p = plan(&rows, &pinned, held, policy, now);
     let mut report = Report {
@@ -134,9 +133,18 @@ pub fn gc(store: &StoreDir, policy: &Policy, now: i64, dry_run: bool) -> Result<
         report.runs.add(r.run_id.clone(), bytes);
     }
     report.kept += in_use.len();
+    in_use.extend(p.kept_in_use.iter().cloned());
     report.kept_in_use = in_use.into_iter().collect();
+    // The rows go after their bundles, which frees the space a full
+    // disk's index needs; an index still unwritable is brought up to date
+    // by the next command that reads it (the bundles are gone).
     if !dry_run {
-        index.remove(&gone)?;
+        match Index::connect(store).and_then(|mut index| index.remove(&gone)) {
+            Err(e) if crate::index::is_full(&e) => ::log::info!(
+                "the run index was not updated ({e:#}); the next command that reads the store brings it up to date"
+            ),
+            other => other?,
+        }
     }
 
     if let Some((worlds, needed)) = &needs {

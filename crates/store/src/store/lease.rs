@@ -138,8 +138,9 @@ pub(crate) struct Pass {
 }
 
 /// Begin a gc pass on the store at `root`: wait for the exclusive lock,
-/// read the live leases and remove the ones whose process has ended.
-pub(crate) fn begin_pass(root: &Path) -> io::Result<Pass> {
+/// read the live leases and, when `sweep` (not a dry run, which removes
+/// nothing), remove the ones whose process has ended.
+pub(crate) fn begin_pass(root: &Path, sweep: bool) -> io::Result<Pass> {
     let gate = open_gate(root)?;
     gate.lock()?;
     let mut held = BTreeSet::new();
@@ -155,9 +156,10 @@ pub(crate) fn begin_pass(root: &Path) -> io::Result<Pass> {
         };
         match file.try_lock() {
             // Its process has ended (the lock went with it).
-            Ok(()) => {
+            Ok(()) if sweep => {
                 let _ = std::fs::remove_file(&path);
             }
+            Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 let bytes = worldline_case::bounded::read_open(file, LEASE_BYTES)
                     .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
@@ -185,7 +187,10 @@ mod tests {
         // An ended process: its file stays, its lock is gone.
         let left = ended.own.lock().unwrap().take().unwrap();
         drop(left.file);
-        let pass = begin_pass(dir.path()).unwrap();
+        let dry = begin_pass(dir.path(), false).unwrap();
+        assert!(left.path.exists(), "a dry run removes no lease");
+        drop(dry);
+        let pass = begin_pass(dir.path(), true).unwrap();
         let held: Vec<&str> = pass.held.iter().map(String::as_str).collect();
         assert_eq!(held, ["aa", "bb", "cc"]);
         assert!(!left.path.exists(), "the ended lease is removed");
