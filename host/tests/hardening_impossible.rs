@@ -239,7 +239,8 @@ fn a_model_set_of_the_wrong_type_is_the_flag_s_usage_error_in_words() {
         out.expect_code(2);
         let error = &out.json()["error"];
         assert!(error["message"].as_str().unwrap().contains(said), "{out}");
-        assert!(error["file"].is_null(), "{out}");
+        // The flag is what the error is about (it was null).
+        assert_eq!(error["file"], flag, "{out}");
     }
     assert!(!store.join("runs").exists(), "nothing ran");
 }

@@ -623,12 +623,32 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
                 ExitCode::Ok
             };
             if json && code == ExitCode::Input {
-                let err = anyhow::anyhow!("{}", e.render().to_string().trim());
+                let said = e.render().to_string().trim().to_string();
+                // The flag or argument at fault is the error's `file`, as
+                // the checks after parsing name it (`"file": "--sample"`).
+                let err = match flag_of(&e) {
+                    Some(flag) => anyhow::Error::from(worldline_case::error::InputError::new(
+                        flag,
+                        said.strip_prefix("error: ").unwrap_or(&said),
+                    )),
+                    None => anyhow::anyhow!("{said}"),
+                };
                 println!("{}", error_json(code, &err));
             }
             let _ = e.print();
             Err(code)
         }
+    }
+}
+
+/// The flag (`--at`) or argument (`<RUN>`) a parse error is about, as
+/// clap names it without its value's name.
+fn flag_of(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    match e.get(ContextKind::InvalidArg)? {
+        ContextValue::String(arg) => arg.split_whitespace().next().map(String::from),
+        ContextValue::Strings(args) => args.first()?.split_whitespace().next().map(String::from),
+        _ => None,
     }
 }
 
