@@ -1699,3 +1699,42 @@ fn a_damaged_object_a_new_run_names_is_written_again() {
     assert_eq!(verify.json()["identical"], 8, "{verify}");
     assert_eq!(verify.json()["unreadable"], 0, "{verify}");
 }
+
+/// `import` of what is no export (a run's bundle, an empty file, an
+/// export cut short) says what the file is and what to do, and makes no
+/// store at `--store` (each made an empty one and said only "not a
+/// worldline export: missing field format").
+#[test]
+fn import_of_what_is_no_export_says_so_and_makes_no_store() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    let bundle = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let id = bundle.file_stem().unwrap().to_str().unwrap().to_string();
+    let exported = dir.path().join("run.wl");
+    worldline(&store, ["export", &id, "-o", s(&exported)]).expect_code(0);
+    let cut = dir.path().join("cut.wl");
+    let bytes = std::fs::read(&exported).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let empty = dir.path().join("empty.wl");
+    std::fs::write(&empty, b"").unwrap();
+    for (file, said) in [
+        (&bundle, "is a run's bundle, not a worldline export"),
+        (&cut, "is cut short"),
+        (&empty, "is empty"),
+    ] {
+        let other = dir.path().join("new-store");
+        let out = worldline(&other, ["import", s(file)]);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains(said) && out.stderr.contains("export"),
+            "{out}"
+        );
+        assert!(!other.exists(), "a refused import made a store: {out}");
+    }
+}
