@@ -345,6 +345,13 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
     let id = imp.json()["run_id"].as_str().unwrap().to_string();
     assert_eq!(id, format!("{}-redacted", st.run));
     assert_eq!(imp.json()["redacted"]["original_run"], st.run.as_str());
+    // A second import of the copy says it was there (it said "imported").
+    let again = worldline(&other, ["import", s(&file)]);
+    again.expect_code(0);
+    assert!(
+        again.stdout.contains("was already in") && !again.stdout.contains("imported"),
+        "{again}"
+    );
 
     let rows = worldline(&other, ["runs", "--json"]);
     let row = &rows.json()[0];
@@ -685,4 +692,26 @@ fn runs_shows_and_matches_signatures_through_the_store_s_policy() {
     );
     let unredacted = worldline(&store, ["runs", "--unredacted", "--json"]);
     assert!(unredacted.stdout.contains("T-100"), "{unredacted}");
+}
+
+/// A value a `state` path hides is hidden in the event `show` shows as in
+/// its state (a get's answer showed the name whole, the state beside it
+/// hid it).
+#[test]
+fn a_state_path_hides_its_value_in_the_answer_that_carries_it() {
+    let st = setup();
+    std::fs::write(
+        st.store.join("redact.toml"),
+        "paths = [\"state.customers.*.name\"]\ndetectors = []\n",
+    )
+    .unwrap();
+    let at = tool_calls(&st)[0];
+    let shown = show(&st, at, &[]);
+    let text = shown.to_string();
+    assert!(!text.contains("Ana Lopez"), "{text}");
+    assert_eq!(
+        shown["event"]["response"]["ok"]["name"],
+        shown["state_after"]["tables"]["customers"]["rows"]["C-1"]["name"],
+        "{text}"
+    );
 }

@@ -111,6 +111,12 @@ fn verdict(app: &Seen, id: &str, r: &ReplayReport) -> Result<Markup> {
         Some(d) => {
             let (mut expected, mut actual) = (d.expected.clone(), d.actual.clone());
             if let Some(red) = app.redactor()?.as_mut() {
+                // What the events up to it hid first: the actual side may
+                // quote a value a path hid (it was shown whole).
+                let mut rec = app.recorded_held(id)?;
+                if let Some(held) = rec.held.as_mut() {
+                    red.before(&rec.bundle.header, held, d.index.saturating_add(1));
+                }
                 red.divergence(d.field.as_deref(), &mut expected);
                 red.divergence(d.field.as_deref(), &mut actual);
             }

@@ -138,9 +138,11 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
     // (one redactor, so a value has one placeholder on the page).
     let mut refused = refused;
     if let Some(r) = redactor.as_mut() {
-        r.event(&mut e);
+        // The states first: a value a `state` path hides is then hidden in
+        // the event too (a get's answer showed it whole).
         r.state(&mut before);
         r.state(&mut after);
+        r.event(&mut e);
         if let Some(x) = refused.as_mut() {
             x.error = r.text(&x.error);
         }

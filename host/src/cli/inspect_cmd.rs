@@ -170,8 +170,10 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         Some(mut r) => {
             let held = rec.held.as_mut().expect("read held");
             r.before(&rec.bundle.header, held, args.at);
-            r.event(&mut event);
+            // The state first: a value a `state` path hides is then hidden
+            // in the event too (a get's answer showed it whole).
             r.state(&mut state);
+            r.event(&mut event);
             true
         }
         None => false,

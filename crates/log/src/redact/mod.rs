@@ -23,6 +23,7 @@
 
 pub mod copy;
 pub(crate) mod detect;
+pub mod forms;
 
 use crate::log::bundle::{Edit, Header, HeldBundle};
 use crate::log::{Event, Footer};
@@ -423,18 +424,16 @@ impl Redactor {
     }
 
     /// Note a value a path hid, to hide where other text quotes it: as it
-    /// is, and as a JSON string holds it (a tool's answer in a model
-    /// message's content).
+    /// is, and in each form JSON text holds it ([`forms::json_forms`]: a
+    /// tool's answer in a model message's content, written by Python's
+    /// `json.dumps` with what is not ASCII escaped).
     fn quote(&mut self, text: &str, placeholder: &str) {
         if text.chars().count() < QUOTED_AT_LEAST {
             return;
         }
-        let escaped = serde_json::to_string(text).expect("a string serializes");
-        let escaped = &escaped[1..escaped.len() - 1];
-        for form in [text, escaped] {
-            if !self.quoted.iter().any(|(t, _)| t == form) {
-                self.quoted
-                    .push((form.to_string(), placeholder.to_string()));
+        for form in forms::json_forms(text) {
+            if !self.quoted.iter().any(|(t, _)| *t == form) {
+                self.quoted.push((form, placeholder.to_string()));
                 self.quoted_finder = None;
             }
         }
@@ -631,12 +630,14 @@ impl Redactor {
                 t.rows = std::mem::take(rows).into_iter().collect();
             }
         }
-        let paths: Vec<String> = s.files.keys().cloned().collect();
-        for path in paths {
-            if let Some(worldline_case::world::state::FileData::Text(text)) = s.files.get_mut(&path)
-            {
+        // A file's path too (`notes/CUST-123456.txt` was shown whole by
+        // `show`, `diff` and the UI, though hidden in the event naming it).
+        let files = std::mem::take(&mut s.files);
+        for (path, mut data) in files {
+            if let worldline_case::world::state::FileData::Text(text) = &mut data {
                 *text = self.text(text);
             }
+            s.files.insert(self.text(&path), data);
         }
     }
 
@@ -872,6 +873,22 @@ mod tests {
             Policy::parse(Path::new("redact.toml"), policy).unwrap(),
             "salt".into(),
         )
+    }
+
+    /// A file's path in a state passes the detectors, as its contents do
+    /// (`show`, `diff` and the UI printed `notes/CUST-123456.txt`).
+    #[test]
+    fn a_state_s_file_paths_pass_the_detectors() {
+        let mut r = redactor("[[custom]]\nname = \"customer\"\npattern = \"CUST-[0-9]{6}\"\n");
+        let mut state = State::default();
+        state.files.insert(
+            "notes/CUST-123456.txt".into(),
+            worldline_case::world::state::FileData::Text("for CUST-123456".into()),
+        );
+        r.state(&mut state);
+        let shown = serde_json::to_string(&state).unwrap();
+        assert!(!shown.contains("123456"), "{shown}");
+        assert_eq!(state.files.len(), 1);
     }
 
     #[test]
@@ -1131,6 +1148,22 @@ mod tests {
         let shown = serde_json::to_string(&model).unwrap();
         assert!(!shown.contains("zq81"), "{shown}");
         assert!(shown.contains("D-42"), "{shown}");
+        // Written by Python's `json.dumps`, what is not ASCII escaped: the
+        // value was shown in that form.
+        let mut tool = event(
+            "worldline:agent/tools.call",
+            json!({"name": "get_deploy", "args": {"id": "D-43"}}),
+            json!({"ok": {"author": "Grüße-geheim-42", "id": "D-43"}}),
+        );
+        r.event(&mut tool);
+        let mut model = event(
+            "worldline:agent/model.complete",
+            json!({"messages": [{"role": "tool", "content": "{\"author\": \"Gr\\u00fc\\u00dfe-geheim-42\"}"}]}),
+            json!({"ok": {"content": "ok"}}),
+        );
+        r.event(&mut model);
+        let shown = serde_json::to_string(&model).unwrap();
+        assert!(!shown.contains("geheim"), "{shown}");
     }
 
     /// A value a `state` path hides is hidden where a grade quotes it (its

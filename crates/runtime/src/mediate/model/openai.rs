@@ -74,6 +74,18 @@ fn jittered(step: Duration) -> Duration {
     step / 2 + step / 2 * spread / 1024
 }
 
+/// `text` with `key` (of 4 bytes or more), in each form JSON text holds
+/// it, replaced by `[redacted]`.
+fn scrub(text: &str, key: Option<&str>) -> String {
+    match key {
+        Some(k) if k.len() >= 4 => (worldline_log::redact::forms::json_forms(k).iter())
+            .fold(text.to_string(), |t, form| {
+                t.replace(form.as_str(), "[redacted]")
+            }),
+        _ => text.to_string(),
+    }
+}
+
 /// How one attempt ended.
 enum Attempt {
     Done(Value),
@@ -117,12 +129,11 @@ impl Endpoint {
         }
     }
 
-    /// Replace the API key wherever it appears in text from the outside.
+    /// Replace the API key wherever it appears in text from the outside,
+    /// in each form JSON text holds it (an upstream echoing it with `/` as
+    /// `\/` had it recorded).
     fn redact(&self, text: &str) -> String {
-        match &self.key {
-            Some(k) if k.len() >= 4 => text.replace(k.as_str(), "[redacted]"),
-            _ => text.to_string(),
-        }
+        scrub(text, self.key.as_deref())
     }
 
     /// The body sent: the agent's request, with the case's model and
@@ -418,4 +429,20 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    /// The key echoed with `/` as `\/` (valid JSON, as PHP writes it) is
+    /// scrubbed too: it was recorded.
+    #[test]
+    fn a_key_echoed_in_any_json_form_is_scrubbed() {
+        let key = "good/slashkey+Zq9";
+        let body = r#"{"content": "ok via good\/slashkey+Zq9 and good/slashkey+Zq9"}"#;
+        assert_eq!(
+            super::scrub(body, Some(key)),
+            r#"{"content": "ok via [redacted] and [redacted]"}"#
+        );
+        assert_eq!(super::scrub("abc", Some("ab")), "abc");
+    }
 }
