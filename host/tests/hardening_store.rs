@@ -419,6 +419,8 @@ fn an_import_of_a_run_whose_start_the_store_holds_completes_it() {
     let out = worldline(&other, ["import", s(&file), "--json"]);
     out.expect_code(0);
     assert_eq!(std::fs::read(&bundle).unwrap(), whole, "{out}");
+    // A run, not a redacted copy: `false`, as `export --json` says (null).
+    assert_eq!(out.json()["redacted"], false, "{out}");
     let verify = worldline(&other, ["verify", "--json"]);
     assert_eq!(verify.json()["replayed"], 1, "{verify}");
     verify.expect_code(0);
@@ -1737,4 +1739,33 @@ fn import_of_what_is_no_export_says_so_and_makes_no_store() {
         );
         assert!(!other.exists(), "a refused import made a store: {out}");
     }
+}
+
+/// A world whose `[files]` folder is empty is copied into the store
+/// without it (a copy holds files, not folders): its runs are shown,
+/// replayed and verified. Each was unreadable ("No such file or
+/// directory"), though `check` and `run` took the world.
+#[test]
+fn a_run_of_a_world_with_an_empty_files_folder_replays() {
+    let dir = temp_dir();
+    let worlds = common::write_world(
+        dir.path(),
+        "empty-files",
+        "name = \"empty-files\"\nversion = 1\n[tables.t]\nkey = \"id\"\n[files]\ndir = \"files\"\n",
+        &[],
+    );
+    std::fs::create_dir_all(worlds.join("empty-files/v1/files")).unwrap();
+    let case = common::write_case(
+        dir.path(),
+        "c",
+        "world = \"empty-files@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = { calls = [] }\n",
+    );
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &guest("caller-agent"), &worlds);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    common::replays_identical(&store, &id);
+    let verify = worldline(&store, ["verify", "--json"]);
+    verify.expect_code(0);
+    assert_eq!(verify.json()["unreadable"], 0, "{verify}");
 }

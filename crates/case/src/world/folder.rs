@@ -101,7 +101,15 @@ impl<'a> Folder<'a> {
             ),
             false => format!("[files] dir `{sub}`: {e}"),
         };
-        let handle = self.dir.open_dir(sub).map_err(said)?;
+        let handle = match self.dir.open_dir(sub) {
+            // A recorded world's copy in a store has no folder its files
+            // did not make: an empty one was not copied, and every run of
+            // the world could not be shown or replayed.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !crate::new_rules::apply() => {
+                return Ok(Files::new());
+            }
+            other => other.map_err(said)?,
+        };
         let mut found = Vec::new();
         walk(&handle, "", &mut found).map_err(said)?;
         let mut files = Files::new();
