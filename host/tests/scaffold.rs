@@ -352,3 +352,51 @@ fn the_project_file_supplies_defaults_and_flags_override_it() {
         "{typo}"
     );
 }
+
+/// `init` writes over nothing, the SDK's sources included: a TypeScript
+/// project's `agent/.worldline-sdk/index.ts` of the user's was written
+/// over and their `agent/tsconfig.json` kept, without a word, exit 0; and
+/// its `files` list the project's `tsconfig.json`.
+#[test]
+fn init_writes_over_no_sdk_source_and_lists_the_tsconfig() {
+    let dir = temp_dir();
+    for (folder, mine) in [
+        ("sdk", "agent/.worldline-sdk/index.ts"),
+        ("config", "agent/tsconfig.json"),
+    ] {
+        let project = dir.path().join(folder);
+        let file = project.join(mine);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "// mine\n").unwrap();
+        let init = worldline_raw([
+            "init".as_ref(),
+            project.as_os_str(),
+            "--lang".as_ref(),
+            "ts".as_ref(),
+        ]);
+        init.expect_code(2);
+        assert!(
+            init.stderr.contains(mine) && init.stderr.contains("exists already"),
+            "{init}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "// mine\n");
+    }
+    let project = dir.path().join("new");
+    let init = worldline_raw([
+        "init".as_ref(),
+        project.as_os_str(),
+        "--lang".as_ref(),
+        "ts".as_ref(),
+        "--json".as_ref(),
+    ]);
+    init.expect_code(0);
+    let files: Vec<&str> = (init.json()["files"].as_array().unwrap().iter())
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(files.contains(&"agent/tsconfig.json"), "{files:?}");
+    assert!(
+        !files.iter().any(|f| f.contains(".worldline-sdk")),
+        "{files:?}"
+    );
+    assert!(project.join("agent/.worldline-sdk/index.ts").is_file());
+}

@@ -130,21 +130,27 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
             .into_iter()
             .map(|f| (PathBuf::from(f.path), f.text, f.executable))
             .collect();
-    // The Python SDK's sources, for editors (build-python carries its
-    // own); a TypeScript agent's folder gets the JS SDK as build-js
-    // writes it, below.
-    if lang == Lang::Python {
-        for (path, text) in worldline_build::python::SDK {
-            files.push((Path::new(".sdk/python").join(path), text.to_string(), false));
-        }
-    }
+    // The SDK's sources, for editors (build-python carries its own); a
+    // TypeScript agent's folder gets the JS SDK and a tsconfig.json as
+    // build-js writes them, each new as every file here (the SDK's
+    // sources were written over, and a tsconfig.json there kept, unsaid).
+    let sdk_files = match lang {
+        Lang::Python => (worldline_build::python::SDK.iter())
+            .map(|(path, text)| (Path::new(".sdk/python").join(path), text.to_string()))
+            .collect(),
+        Lang::Ts => (worldline_build::js::editor_files().into_iter())
+            .map(|(path, text)| (Path::new("agent").join(path), text.to_string()))
+            .collect(),
+        Lang::Rust => Vec::new(),
+    };
+    let sdk_paths: Vec<PathBuf> = sdk_files.iter().map(|(p, _)| p.clone()).collect();
+    files.extend(sdk_files.into_iter().map(|(p, t)| (p, t, false)));
     write_files(&dir, &files)?;
-    if lang == Lang::Ts {
-        worldline_build::js::write_types(&dir.join("agent"))?;
-    }
+    // The project's own files: the SDK's sources are not listed (the
+    // tsconfig.json is the project's).
     let written: Vec<String> = files
         .iter()
-        .filter(|(p, _, _)| !p.starts_with(".sdk"))
+        .filter(|(p, _, _)| !sdk_paths.contains(p) || p.ends_with("tsconfig.json"))
         .map(|(p, _, _)| p.display().to_string())
         .collect();
     if args.common.json {

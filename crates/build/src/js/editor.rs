@@ -34,6 +34,15 @@ const TSCONFIG: &str = r#"{
 }
 "#;
 
+/// What [`write_types`] writes, by path inside the agent's folder: the
+/// SDK's sources and the `tsconfig.json` (for `init`, which writes each
+/// new, over nothing).
+pub fn editor_files() -> Vec<(std::path::PathBuf, &'static str)> {
+    let sdk = (super::SDK.iter()).map(|(name, text)| (Path::new(SDK_DIR).join(name), *text));
+    sdk.chain([(std::path::PathBuf::from("tsconfig.json"), TSCONFIG)])
+        .collect()
+}
+
 /// Write the SDK's sources into `agent_dir/.worldline-sdk/` (only the files
 /// that differ) and a `tsconfig.json` when there is none.
 pub fn write_types(agent_dir: &Path) -> Result<()> {

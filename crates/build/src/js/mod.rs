@@ -47,7 +47,7 @@ mod toolchain;
 #[cfg(test)]
 mod types;
 
-pub use editor::write_types;
+pub use editor::{editor_files, write_types};
 
 use crate::tree::write_tree;
 use anyhow::{Context as _, Result};
