@@ -506,6 +506,10 @@ fn each_expect_table_s_problem_is_at_its_own_table() {
         ),
         "/cases/c.toml:18:1: [[expect.judge]] #2: sees `nope`: use conversation, output, calls, state:TABLE or state:TABLE/KEY (a table of demo@v1)"
     );
+    assert!(
+        at("[expect.judge_model]\nprovider = \"scripted\"\nresponses = []\n\n[[expect.judge]]\nrubric = \"a\"\nsees = []\n")
+            .starts_with("/cases/c.toml:15:1: [[expect.judge]] #1: sees = [] shows the judge nothing")
+    );
     assert_eq!(
         at("[expect.judge_model]\nprovider = \"scripted\"\n"),
         "/cases/c.toml:11:1: [expect.judge_model] without [[expect.judge]] checks"

@@ -22,6 +22,11 @@ pub fn write(out: &mut impl Write, err: &mut impl Write, i: &Imports<'_>) -> io:
     let store = i.store;
     for run in i.imported {
         match &run.redacted {
+            Some(r) if !run.new => writeln!(
+                out,
+                "{} (a REDACTED copy of run {}) was already in {store}",
+                run.run_id, r.original_run
+            )?,
             Some(r) => writeln!(
                 out,
                 "imported {} into {store}: a REDACTED copy of run {} ({} values hidden); it is not the original and does not replay",

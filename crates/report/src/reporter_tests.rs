@@ -852,6 +852,22 @@ fn validate_writes_a_line_per_case_the_failing_ones_and_the_notes() {
     insta::assert_snapshot!(text(|out| super::validate::write(out, &report)));
 }
 
+/// A case named shorter than the `case` header keeps its row under the
+/// headers (the columns were pushed left of them).
+#[test]
+fn validate_s_columns_stay_under_their_headers_for_a_short_case_name() {
+    let rows = [super::validate::Row::broken(
+        "c".into(),
+        "cases/c.toml".into(),
+        "no world".into(),
+    )];
+    let report = super::validate::Report::of(&rows);
+    let shown = text(|out| super::validate::write(out, &report));
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines[0].find("oracle"), Some(6), "{shown}");
+    assert_eq!(lines[1].find('-'), Some(6), "{shown}");
+}
+
 /// Every result of `validate --json` holds the keys docs/cli.md lists,
 /// a broken case's too (it held `case`, `path`, `verdict` and `error`).
 #[test]

@@ -113,7 +113,13 @@ fn shown(p: Option<&Probe>) -> &'static str {
 
 /// `validate`: the table, the failing cases, the notes, the totals.
 pub fn write(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
-    let width = r.results.iter().map(|x| x.case.len()).max().unwrap_or(4);
+    // At least the header's (a case named `c` pushed the columns of its
+    // row left of their headers); counted in characters, as `{:width$}` pads.
+    let width = (r.results.iter())
+        .map(|x| message(&x.case).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("case".len());
     writeln!(
         out,
         "{:width$}  {:7} {:10} {:12} {:5} {:5}  verdict",

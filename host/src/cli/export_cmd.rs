@@ -369,11 +369,13 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
         }
     }
     if args.common.json {
+        // `redacted`: false for a run (it was null, where `export --json`
+        // says false), what it is a copy of for a redacted copy.
         let one = |i: &export::Imported| {
             json!({
                 "run_id": i.run_id,
                 "bundle": store.bundle_path(&i.run_id).display().to_string(),
-                "redacted": i.redacted,
+                "redacted": i.redacted.as_ref().map_or(json!(false), |r| json!(r)),
                 "new": i.new,
             })
         };

@@ -532,6 +532,13 @@ impl Expect {
             if j.rubric.trim().is_empty() {
                 return Err(at("`rubric` is empty".into()));
             }
+            // Judged on no evidence at all (`[expect.output] any_of = []`
+            // is refused as checking nothing, this was taken).
+            if j.sees.is_empty() && crate::new_rules::apply() {
+                return Err(at(
+                    "sees = [] shows the judge nothing: name what it sees (conversation, output, calls, state:TABLE), or leave `sees` out for conversation and output".into(),
+                ));
+            }
             for seen in &j.sees {
                 let ok = match seen.strip_prefix("state:") {
                     Some(place) => {
