@@ -108,6 +108,19 @@ fn only(s: &Schedule, unit: usize) -> Schedule {
     }
 }
 
+/// What was learnt of each fault of `cur` (`passes_at`), for the faults of
+/// `met`, those of `cur` a run met.
+fn aligned(cur: &Schedule, passes_at: &[Option<u64>], met: &Schedule) -> Vec<Option<u64>> {
+    let mut used = vec![false; cur.faults.len()];
+    (met.faults.iter())
+        .map(|f| {
+            let i = (0..cur.faults.len()).find(|&i| !used[i] && cur.faults[i] == *f)?;
+            used[i] = true;
+            passes_at.get(i).copied().flatten()
+        })
+        .collect()
+}
+
 /// Shrink `start` (which fails) with at most `budget` runs.
 pub(crate) fn shrink(
     start: Schedule,
@@ -179,6 +192,16 @@ pub(crate) fn shrink(
             _ => None,
         };
         passes_at.push(passes);
+    }
+    // What smaller magnitudes left may hold a fault that no longer strikes
+    // (a call no longer made once an earlier answer changed: it was kept,
+    // and said to be needed): the faults a run of it meets are kept, each
+    // with what was learnt of it.
+    if !search.out_of_budget()
+        && let Some(met) = search.run(&cur)?
+    {
+        passes_at = aligned(&cur, &passes_at, &met);
+        cur = met;
     }
     let mut skew_passes_at = None;
     if let Some(skew) = cur.clock_skew_s {
@@ -272,6 +295,40 @@ mod tests {
         let s = shrink(start, 100, both).unwrap();
         let tools: Vec<&str> = s.schedule.faults.iter().map(|f| f.tool.as_str()).collect();
         assert_eq!(tools, ["a", "b"]);
+    }
+
+    /// A fault on a call the agent makes only while another fault is
+    /// large is left out once that one is at its smallest: it no longer
+    /// strikes (it was kept, and said to be needed).
+    #[test]
+    fn a_fault_that_no_longer_strikes_once_another_is_smaller_is_left_out() {
+        // Fails when `list_deploys` is stale by more than 540 s and, past
+        // 900 s, only with the fourth call's fault, which that call is made
+        // for only then.
+        let agent = |s: &Schedule| -> Result<Option<Schedule>> {
+            let age = s.faults.iter().find_map(|f| match &f.action {
+                Action::Stale(st) if f.tool == "list_deploys" => Some(st.age_s),
+                _ => None,
+            });
+            let Some(age) = age else { return Ok(None) };
+            let mut met = s.clone();
+            met.faults.retain(|f| f.tool == "list_deploys" || age > 900);
+            let fourth = met.faults.iter().any(|f| f.tool == "get_ticket");
+            Ok((age > 540 && (age <= 900 || fourth)).then_some(met))
+        };
+        let start = Schedule {
+            clock_skew_s: None,
+            faults: vec![
+                fault("list_deploys", stale(1000), None),
+                fault("get_ticket", Action::Deny, None),
+            ],
+        };
+        let s = shrink(start, 100, agent).unwrap();
+        assert_eq!(
+            s.schedule.faults,
+            vec![fault("list_deploys", stale(541), None)]
+        );
+        assert_eq!(s.passes_at, vec![Some(540)]);
     }
 
     #[test]
