@@ -239,8 +239,14 @@ fn a_model_set_of_the_wrong_type_is_the_flag_s_usage_error_in_words() {
         out.expect_code(2);
         let error = &out.json()["error"];
         assert!(error["message"].as_str().unwrap().contains(said), "{out}");
-        // The flag is what the error is about (it was null).
+        // The flag is what the error is about (it was null), in one line
+        // (clap's usage and `--help` advice followed).
         assert_eq!(error["file"], flag, "{out}");
+        assert_eq!(
+            error["message"].as_str().unwrap().lines().count(),
+            1,
+            "{out}"
+        );
     }
     assert!(!store.join("runs").exists(), "nothing ran");
 }

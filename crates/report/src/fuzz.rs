@@ -204,7 +204,9 @@ pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
                 sh.faults_after,
                 sh.tries,
                 if sh.complete { "" } else { " (budget spent)" },
-                shown::text(&sh.words)
+                // Whole: its end says whether each fault is needed, or
+                // that the budget ran out (it was cut at 200 characters).
+                shown::message(&sh.words)
             )?;
         }
         if let Some(id) = &g.reproducer.run_id {

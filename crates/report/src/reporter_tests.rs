@@ -90,6 +90,28 @@ fn a_campaign_shard_of_a_wrong_type_is_refused_naming_its_field() {
     );
 }
 
+/// A shrink's words are shown whole: their end says whether each fault
+/// is needed or that the budget ran out (cut at 200 characters, the text
+/// lost it; `--json` had it).
+#[test]
+fn a_shrink_s_words_are_shown_whole() {
+    let mut report: super::fuzz::FuzzReport =
+        serde_json::from_value(fixture("fuzz-stale-deploys-1of2.json")).unwrap();
+    let end = "; the shrink budget ran out, so some may not be needed (raise --shrink-budget)";
+    report.groups[0].shrunk = Some(super::fuzz::ShrinkReport {
+        complete: false,
+        faults_after: 4,
+        faults_before: 4,
+        tries: 1,
+        words: format!(
+            "fails when all of these happen: {}{end}",
+            "list_deploys (call 1) is denied; ".repeat(8)
+        ),
+    });
+    let shown = text(|out| super::fuzz::write(out, &report));
+    assert!(shown.contains(end), "{shown}");
+}
+
 #[test]
 fn a_merged_campaign_is_what_one_machine_prints() {
     let shards = [
@@ -134,6 +156,13 @@ fn repro_gives_the_rate_its_interval_and_each_outcome() {
         times: 10,
     };
     insta::assert_snapshot!(text(|out| super::repro::write(out, &r)));
+    // Repetitions that were six distinct runs say so, as --json does.
+    let varied = worldline_engine::fuzz::repro::Repro {
+        distinct_runs: 6,
+        ..r
+    };
+    let shown = text(|out| super::repro::write(out, &varied));
+    assert!(shown.contains("  6 distinct runs"), "{shown}");
 }
 
 /// A suite that ran two cases on two jobs: one whose agent could not

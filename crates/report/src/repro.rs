@@ -18,11 +18,15 @@ pub fn write(out: &mut impl Write, r: &Repro) -> io::Result<()> {
     for (outcome, n) in &r.outcomes {
         writeln!(out, "  {n:>6}  {outcome}")?;
     }
+    // How many distinct runs the repetitions were (cli.md promises it;
+    // the text said it only when it was 1).
     if r.distinct_runs == 1 {
         writeln!(
             out,
             "  every repetition was the same run: nothing in this case draws from the model seed"
         )?;
+    } else {
+        writeln!(out, "  {} distinct runs", r.distinct_runs)?;
     }
     Ok(())
 }

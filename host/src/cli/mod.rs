@@ -623,7 +623,15 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
                 ExitCode::Ok
             };
             if json && code == ExitCode::Input {
-                let said = e.render().to_string().trim().to_string();
+                // One line, as every input error's message (clap's usage
+                // and its `--help` advice follow on stderr).
+                let rendered = e.render().to_string();
+                let said = rendered
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string();
                 // The flag or argument at fault is the error's `file`, as
                 // the checks after parsing name it (`"file": "--sample"`).
                 let err = match flag_of(&e) {
