@@ -17,6 +17,7 @@
 //! `store/shared.rs`.
 
 pub(crate) mod lease;
+pub mod made;
 mod regrades;
 mod shared;
 mod sync;
@@ -148,6 +149,9 @@ impl StoreDir {
 
     fn open_folder(root: &Path) -> Result<Self> {
         worldline_case::output::check_store_root(root)?;
+        if root.symlink_metadata().is_err() {
+            made::noted(root);
+        }
         if root.symlink_metadata().is_ok() && root.metadata().is_err() {
             return Err(worldline_case::error::InputError::new(
                 root,

@@ -716,10 +716,20 @@ pub fn main() -> i32 {
     // date (decisions 0321, 0388: the close does not checkpoint the log).
     worldline_store::index::close_writers();
     match result {
-        Ok(code) => code as i32,
+        Ok(code) => {
+            if code == ExitCode::Input {
+                worldline_store::store::made::take_away_unused();
+            }
+            code as i32
+        }
         Err(err) => {
             print_error(&err);
             let code = exit_code_of(&err);
+            // A store this command made for nothing (its input refused
+            // first) is not left behind to pass as an empty store.
+            if code == ExitCode::Input {
+                worldline_store::store::made::take_away_unused();
+            }
             if json {
                 println!("{}", error_json(code, &err));
             }
