@@ -362,6 +362,9 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
             .contains(&Value::from("redacted")),
         "{row}"
     );
+    // The table says it too (only --json did).
+    let table = worldline(&other, ["runs"]);
+    assert!(table.stdout.contains("{redacted}"), "{table}");
 
     let h = worldline(&other, ["history", id.as_str()]);
     h.expect_code(0);
@@ -714,4 +717,13 @@ fn a_state_path_hides_its_value_in_the_answer_that_carries_it() {
         shown["state_after"]["tables"]["customers"]["rows"]["C-1"]["name"],
         "{text}"
     );
+    // A redacted export, which holds no state, hides it in the answer too.
+    let file = st.root.join("copy.wl");
+    worldline(
+        &st.store,
+        ["export", st.run.as_str(), "--redacted", "-o", s(&file)],
+    )
+    .expect_code(0);
+    let copy = std::fs::read_to_string(&file).unwrap();
+    assert!(!copy.contains("Ana Lopez") && !copy.contains("Bo Chen"));
 }

@@ -106,6 +106,12 @@ fn document(
     };
     let (id, text, shas, redacted) = match redactor {
         Some(r) => {
+            // What the policy's `state` paths hide in the world the run
+            // met is hidden where the events quote it (a get's answer
+            // carried it whole in the copy).
+            if let Ok(world) = store.load_world(&b.header.world_hash) {
+                r.learn_state(&world.initial);
+            }
             let copy = worldline_log::redact::copy::of(&id, b, r);
             (
                 format!("{id}-redacted"),

@@ -111,7 +111,7 @@ impl<W: Write> Listing<W> {
             }
             writeln!(
                 self.out,
-                "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  {}{}{}",
+                "{:<24} {:<20} {:<28} {:<12} {:<12} {:<7} {:>6}  {}{}{}{}",
                 r.run_id,
                 created(r),
                 r.case,
@@ -121,6 +121,12 @@ impl<W: Write> Listing<W> {
                 r.events,
                 parent(r).unwrap_or_else(|| "-".into()),
                 if pinned { "  (pinned)" } else { "" },
+                // Its tags (`redacted` for a redacted copy, as the docs
+                // promise the listing says; `--json` had them).
+                match r.tags.is_empty() {
+                    true => String::new(),
+                    false => format!("  {{{}}}", crate::bounded(&r.tags.join(", "))),
+                },
                 // A failure's signature, as the docs promise the listing
                 // shows it (`--json` had it; the table did not).
                 (r.signature.as_deref())

@@ -800,6 +800,13 @@ impl Redactor {
     /// is hidden wherever either quotes it (it was shown on one side and
     /// hidden on the other: a false first difference, and the
     /// placeholder's meaning told).
+    /// Learn what `state`'s paths of the policy hide in `s` (a world's
+    /// initial state), to hide it where an event quotes it (a get's
+    /// answer, before any write), without showing `s`.
+    pub fn learn_state(&mut self, s: &State) {
+        self.state(&mut s.clone());
+    }
+
     pub fn learn<'e>(&mut self, events: impl IntoIterator<Item = &'e Event>) {
         for e in events {
             self.event(&mut e.clone());

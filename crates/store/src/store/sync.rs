@@ -179,6 +179,9 @@ impl StoreDir {
             for _ in 0..5 {
                 let shared = self.shared_policy(fresh)?;
                 let mut redactor = worldline_log::redact::shared(&shared.policy, &shared.salt)?;
+                if let Ok(world) = self.load_world(&b.header.world_hash) {
+                    redactor.learn_state(&world.initial);
+                }
                 let copy = worldline_log::redact::copy::of_parts(
                     run_id,
                     b.header,
