@@ -11,7 +11,7 @@ use common::{
     age, counters_case, guest, passing_demo_case as demo_case, temp_dir, workspace_root,
     world_with_service, worldline, worldline_spawn, worlds_dir, write_case,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -462,15 +462,9 @@ fn a_service_the_world_refuses_leaves_no_bundle() {
         out.expect_code(2);
         assert!(out.stderr.contains(said), "{out}");
         assert_eq!(bundles(&store), 0, "a refused service leaves no run: {out}");
+        // Nor a store made for it, which `verify` would pass as empty.
+        assert!(!store.exists(), "{out}");
     }
-    let verify = worldline(&store, ["verify", "--json"]);
-    verify.expect_code(0);
-    let doc: &Value = verify.json();
-    assert_eq!(
-        (&doc["replayed"], &doc["unreadable"], &doc["incomplete"]),
-        (&json!(0), &json!(0), &json!(0)),
-        "{verify}"
-    );
 }
 
 #[test]
@@ -1768,4 +1762,57 @@ fn a_run_of_a_world_with_an_empty_files_folder_replays() {
     let verify = worldline(&store, ["verify", "--json"]);
     verify.expect_code(0);
     assert_eq!(verify.json()["unreadable"], 0, "{verify}");
+}
+
+/// A `run` or `test` refused for its input makes no store at `--store`
+/// (a mistyped one was left as an empty store, which `verify` passed); a
+/// store that was there stays.
+#[test]
+fn a_refused_run_or_test_leaves_no_store_behind() {
+    let dir = temp_dir();
+    let cases = demo_cases(dir.path());
+    let fresh = dir.path().join("typo");
+    let agent = guest("caller-agent");
+    let worlds = worlds_dir();
+    let none = worldline(
+        &fresh,
+        [
+            "test",
+            s(&cases),
+            "--agent",
+            s(&agent),
+            "--worlds",
+            s(&worlds),
+            "-k",
+            "nomatchzzz",
+        ],
+    );
+    none.expect_code(2);
+    assert!(!fresh.exists(), "{none}");
+    let case = std::fs::read_dir(&cases)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let no_agent = worldline(&fresh, ["run", s(&case)]);
+    no_agent.expect_code(2);
+    assert!(!fresh.exists(), "{no_agent}");
+    let verify = worldline(&fresh, ["verify"]);
+    verify.expect_code(2);
+
+    let store = dir.path().join("store");
+    demo_suite(&cases, &store, "1");
+    worldline(&store, ["run", s(&case)]).expect_code(2);
+    assert_eq!(bundles(&store), 4);
+    // An event past the run's end is the flag's mistake (the bundle was
+    // named), as `fork --at` says.
+    let id = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find_map(|n| n.strip_suffix(".jsonl").map(String::from))
+        .unwrap();
+    let past = worldline(&store, ["show", &id, "--at", "99", "--json"]);
+    past.expect_code(2);
+    assert_eq!(past.json()["error"]["file"], "--at", "{past}");
 }

@@ -153,12 +153,13 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     let mut rec = replay::open_prefix_held(&store, path, args.at.saturating_add(1))?;
     let count = rec.event_count();
     let held = rec.held.as_mut().expect("read held");
+    // The flag is what is wrong, as `fork --at` names it (the bundle was).
     let Some(event) = held.event(args.at).map(std::borrow::Cow::into_owned) else {
         return Err(InputError::new(
-            &rec.path,
+            "--at",
             format!(
-                "no event {} (the run has {count} events, numbered from 0)",
-                args.at,
+                "no event {} in run {} (it has {count} events, numbered from 0)",
+                args.at, rec.id,
             ),
         )
         .into());

@@ -117,7 +117,7 @@ impl StoreDir {
         self.db.as_ref().ok_or_else(|| {
             InputError::new(
                 &self.root,
-                format!("{what}: a folder store has no roles, shared policy or audit; this is for a postgres:// store"),
+                format!("{what} is for a postgres:// store, which keeps it in its database; this is a folder store"),
             )
         })
     }
