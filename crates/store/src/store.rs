@@ -772,7 +772,12 @@ impl StoreDir {
     /// bundle file.
     pub fn resolve_run(&self, arg: &str) -> Result<PathBuf, worldline_case::error::InputError> {
         let as_path = Path::new(arg);
-        if as_path.is_file() {
+        // A path that is there in any form is the bundle named: a FIFO, a
+        // folder or a looping link is then refused by its reading, saying
+        // what it is (it was "no run … in this store; pass a bundle's
+        // path", the path given).
+        let a_path = arg.contains('/') || arg.ends_with(".jsonl");
+        if as_path.is_file() || (a_path && as_path.symlink_metadata().is_ok()) {
             return Ok(as_path.to_path_buf());
         }
         // Only here is a path an answer too (`pin` takes an id alone).

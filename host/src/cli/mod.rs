@@ -485,7 +485,10 @@ fn open_holding(
 /// id or a database store.
 fn store_path_of_run<'a>(store: &'a std::path::Path, run: &'a str) -> Option<&'a std::path::Path> {
     let bundle = std::path::Path::new(run);
-    let by_path = (run.contains('/') || run.ends_with(".jsonl")) && bundle.is_file();
+    // Whatever is there (a FIFO, a folder, a looping link is named by its
+    // reading, not taken for an id of `--store`).
+    let by_path =
+        (run.contains('/') || run.ends_with(".jsonl")) && bundle.symlink_metadata().is_ok();
     let database = store
         .to_str()
         .is_some_and(worldline_pgstore::url::is_postgres);

@@ -81,7 +81,17 @@ impl Row {
     /// its header (empty, or its first line torn), as `verify` and
     /// docs/formats.md call it.
     pub fn read(run_id: &str, path: &Path) -> std::io::Result<Row> {
-        let meta = std::fs::metadata(path)?;
+        let meta = match std::fs::metadata(path) {
+            Ok(meta) => meta,
+            // A link that leads nowhere, or round in a loop, is a broken
+            // run (it was left out of `runs`, or stopped `runs`, `gc` and
+            // `index` with exit 4); only a file gone meanwhile is skipped.
+            Err(e) => {
+                let link = std::fs::symlink_metadata(path).map_err(|_| e.kind())?;
+                let why = format!("broken: cannot read bundle: {e}");
+                return Ok(Row::broken(run_id, created_of(run_id, &link), 0, why));
+            }
+        };
         let created = created_of(run_id, &meta);
         let headless = || bundle::has_header(path).is_ok_and(|has| !has);
         Ok(match bundle::read_held(path) {
