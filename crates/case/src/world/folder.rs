@@ -71,10 +71,10 @@ impl<'a> Folder<'a> {
         check_relative(rel).map_err(|m| InputError::new(&file, m))?;
         let bytes = read_in(&self.dir, rel, cap).map_err(|e| {
             let why = match e {
-                crate::bounded::Refused::Io(e)
-                    if e.kind() == std::io::ErrorKind::PermissionDenied
-                        || e.to_string().contains("outside") =>
-                {
+                // cap-std's refusal of a path out of the folder (its kind
+                // is PermissionDenied, as a file this user may not read
+                // is, which was called "a symlink out?" too).
+                crate::bounded::Refused::Io(e) if e.to_string().contains("outside") => {
                     "it resolves outside the folder (a symlink out?)".to_string()
                 }
                 crate::bounded::Refused::Io(e) => e.to_string(),
@@ -93,9 +93,7 @@ impl<'a> Folder<'a> {
         check_relative(sub).map_err(|m| format!("[files] dir: {m}"))?;
         // A link out of the world's folder is said so, with what to do
         // (it was cap-std's "a path led outside of the filesystem").
-        let said = |e: std::io::Error| match e.kind() == std::io::ErrorKind::PermissionDenied
-            || e.to_string().contains("outside")
-        {
+        let said = |e: std::io::Error| match e.to_string().contains("outside") {
             true => format!(
                 "[files] dir `{sub}`: it resolves outside the world's folder (a symlink out?); a world's files are in its folder: copy them there"
             ),

@@ -17,7 +17,7 @@ pub mod file_path;
 pub(crate) mod folder;
 pub(crate) mod ids;
 pub mod injection;
-mod one_field;
+pub mod one_field;
 pub(crate) mod openapi;
 #[cfg(test)]
 mod openapi_properties;
@@ -547,9 +547,13 @@ fn load_service(
             if let Some(m) = t.out_of_range().filter(|_| crate::new_rules::apply()) {
                 return Err(InputError::at(&toml_path, source, spanned.span().start, m));
             }
+            // Not there in any form (a looping or dangling link is there,
+            // and its reading says what it is: it was "not built yet").
+            let dir = folder.path;
+            let there = |rel: &str| dir.join(rel).symlink_metadata().is_ok();
             if component == Component::MayBeUnbuilt
                 && check_relative(&t.component).is_ok()
-                && !folder.path.join(&t.component).exists()
+                && !there(&t.component)
             {
                 return Ok(None);
             }
@@ -557,7 +561,7 @@ fn load_service(
                 .read_bytes(&t.component, crate::bounded::COMPONENT)
                 .map_err(|e| {
                     // Not there at all: not built yet, which is what to do.
-                    let why = match folder.path.join(&t.component).exists() {
+                    let why = match there(&t.component) {
                         false => "not built yet: build it before a run (a Python service with `worldline build-python --service SRC.py -o` this file, a project's with its build script)".to_string(),
                         true => e.message,
                     };
@@ -704,6 +708,25 @@ mod tests {
             "{}",
             all[0]
         );
+    }
+
+    /// A service component that is a looping link is said to be one, not
+    /// "not built yet" (which `check` took as a note, exit 0).
+    #[test]
+    fn a_service_that_is_a_looping_link_is_no_unbuilt_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("w").join("v1");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("world.toml"),
+            "name = \"w\"\nversion = 1\n[service]\ncomponent = \"service.wasm\"\n\n[[tools]]\nname = \"s\"\nop = \"service\"\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("service.wasm", folder.join("service.wasm")).unwrap();
+        let (all, _) = problems(&folder);
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert!(!all[0].message.contains("not built yet"), "{}", all[0]);
+        assert!(all[0].message.contains("[service] component"), "{}", all[0]);
     }
 
     #[test]

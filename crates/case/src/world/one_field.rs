@@ -10,7 +10,7 @@ use std::fmt;
 
 /// `text`, one JSON document, as a `Value`; a field written twice in one
 /// object is an error at its place when `refuse` says so.
-pub(crate) fn from_str(text: &str, refuse: bool) -> Result<Value, serde_json::Error> {
+pub fn from_str(text: &str, refuse: bool) -> Result<Value, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Values { refuse }.deserialize(&mut de)?;
     de.end()?;

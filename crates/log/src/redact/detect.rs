@@ -160,7 +160,20 @@ impl Detector {
 
     /// A detector of a custom regular expression.
     pub(crate) fn custom(kind: &str, pattern: &str) -> Result<Detector, String> {
-        let re = Regex::new(pattern).map_err(|e| format!("not a regular expression: {e}"))?;
+        // regex's own account draws the pattern over lines: its last line
+        // says what is wrong, and an input error is one line.
+        let re = Regex::new(pattern).map_err(|e| {
+            let said = e.to_string();
+            let why = said
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or_default();
+            format!(
+                "not a regular expression: {}",
+                why.trim().trim_start_matches("error: ")
+            )
+        })?;
         if re.is_match("") {
             return Err("the pattern matches empty text, which would put a placeholder between every character: make it match at least one character (`a+` for `a*`)".into());
         }

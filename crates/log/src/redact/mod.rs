@@ -1245,6 +1245,20 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.to_string().starts_with("r.toml:3:"), "{e}");
+        // One line, saying what is wrong (regex draws the pattern over
+        // four).
+        let e = Policy::parse(
+            Path::new("r.toml"),
+            "[[custom]]\nname = \"x\"\npattern = \"[[[[\"\n",
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.to_string().lines().count(), 1, "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("not a regular expression: unclosed character class"),
+            "{e}"
+        );
     }
 
     /// A path or pattern that would hide nothing, or everything, is
