@@ -38,7 +38,17 @@ fn edits_that_do_not_fit_the_run_are_refused_before_anything_runs() {
         .unwrap();
     let before = runs_in(store);
     let deploys = r#"{"deploys": []}"#;
-    let refused: [(Vec<String>, &[&str]); 7] = [
+    let refused: [(Vec<String>, &[&str]); 8] = [
+        // A key written twice: one of two answers was dropped unsaid.
+        (
+            vec![
+                "--at".into(),
+                tool.to_string(),
+                "--respond".into(),
+                r#"{"ok": {"deploys": []}, "ok": {"deploys": [1]}}"#.into(),
+            ],
+            &["--respond", "written twice"],
+        ),
         // A deploy list is no answer to a trace note.
         (
             vec![

@@ -1816,3 +1816,137 @@ fn a_refused_run_or_test_leaves_no_store_behind() {
     past.expect_code(2);
     assert_eq!(past.json()["error"]["file"], "--at", "{past}");
 }
+
+/// A bundle that is a link round in a loop, or to nothing, is a broken
+/// run of the listing: the loop stopped `runs`, `gc` and `index` with exit
+/// 4 ("Too many levels of symbolic links", no file named), and a link to
+/// nothing was left out of `runs` without a word.
+#[test]
+fn a_bundle_that_is_a_looping_or_dangling_link_is_a_broken_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    let runs = store.join("runs");
+    let looping = runs.join("20261205-183952-000000f1.jsonl");
+    std::os::unix::fs::symlink(&looping, &looping).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("nowhere"),
+        runs.join("20261205-183952-000000f3.jsonl"),
+    )
+    .unwrap();
+    let listed = worldline(&store, ["runs", "--json"]);
+    listed.expect_code(0);
+    let broken: Vec<&str> = (listed.json().as_array().unwrap().iter())
+        .filter(|r| r["status"] == "broken")
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        broken,
+        ["20261205-183952-000000f3", "20261205-183952-000000f1"],
+        "{listed}"
+    );
+    worldline(&store, ["gc", "--dry-run"]).expect_code(0);
+    worldline(&store, ["index", "--rebuild"]).expect_code(0);
+}
+
+/// A world file this user may not read is said to be one ("Permission
+/// denied"), not "a symlink out?": cap-std's refusal of a path out of the
+/// folder has the same kind, and both were read as that.
+#[test]
+fn a_world_file_this_user_may_not_read_is_said_so() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = temp_dir();
+    let worlds = common::write_world(
+        dir.path(),
+        "locked",
+        "name = \"locked\"\nversion = 1\n[tables.t]\nkey = \"id\"\nrows = \"t.jsonl\"\n",
+        &[("t.jsonl", "{\"id\": \"a\"}\n")],
+    );
+    for d in [
+        dir.path(),
+        &worlds,
+        &worlds.join("locked"),
+        &worlds.join("locked/v1"),
+    ] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let rows = worlds.join("locked/v1/t.jsonl");
+    std::fs::set_permissions(&rows, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let world = worlds.join("locked/v1/world.toml");
+    let binary = env!("CARGO_BIN_EXE_worldline");
+    // SAFETY: geteuid has no preconditions.
+    let mut cmd = match unsafe { libc::geteuid() } {
+        // Root reads any file: as nobody, who may not.
+        0 => {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", binary]);
+            c
+        }
+        _ => std::process::Command::new(binary),
+    };
+    cmd.args(["check", s(&world)]).current_dir(dir.path());
+    let out = common::CliOutput::of(cmd.output().expect("starting worldline"));
+    out.expect_code(2);
+    assert!(out.stdout.contains("Permission denied"), "{out}");
+    assert!(!out.stdout.contains("symlink out"), "{out}");
+}
+
+/// A bundle path that is a FIFO or a folder is refused saying what it is
+/// (it was "no run … in this store (… or pass a bundle's path)", or that
+/// the store was not there).
+#[test]
+fn a_bundle_path_that_is_a_fifo_or_a_folder_is_said_to_be_one() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let cases = demo_cases(dir.path());
+    demo_suite(&cases, &store, "1");
+    let fifo = store.join("runs/20261205-183952-000000f1.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let folder = store.join("runs/20261205-183952-000000f2.jsonl");
+    std::fs::create_dir(&folder).unwrap();
+    for (path, what) in [(&fifo, "FIFO"), (&folder, "folder")] {
+        for cmd in ["replay", "history"] {
+            let out = worldline(&store, [cmd, s(path)]);
+            out.expect_code(2);
+            assert!(
+                out.stderr.contains(s(path))
+                    && out
+                        .stderr
+                        .to_lowercase()
+                        .contains(what.to_lowercase().as_str()),
+                "{cmd}: {out}"
+            );
+        }
+    }
+}
+
+/// `run` and `test` hold a case, and `fuzz --faults` a profile, to the
+/// bound `check` does (16 MiB): `run` recorded a 200 MB case `check`
+/// called no case.
+#[test]
+fn run_and_test_hold_a_case_to_the_bound_check_does() {
+    let dir = temp_dir();
+    let cases = dir.path().join("big");
+    std::fs::create_dir_all(&cases).unwrap();
+    let case = cases.join("big.toml");
+    let padding = format!("# {}\n", "x".repeat(17 << 20));
+    std::fs::write(&case, format!("{padding}{}", common::DEMO_PASSES)).unwrap();
+    let store = dir.path().join("store");
+    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
+    for cmd in ["run", "test"] {
+        let out = worldline(
+            &store,
+            [cmd, s(&case), "--agent", s(&agent), "--worlds", s(&worlds)],
+        );
+        out.expect_code(2);
+        assert!(
+            format!("{}{}", out.stderr, out.stdout).contains("is larger than 16 MiB"),
+            "{cmd}: {out}"
+        );
+    }
+}

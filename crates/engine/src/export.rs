@@ -281,13 +281,15 @@ pub fn read(file: &Path) -> Result<Read, InputError> {
         return Err(InputError::new(
             file,
             "is empty, not a worldline export: export the run again (`worldline export RUN -o FILE`)",
-        ));
+        )
+        .with_line(1));
     }
     if bytes.starts_with(br#"{"header":"#) {
         return Err(InputError::new(
             file,
             "is a run's bundle, not a worldline export: import the store it is in (`worldline import STORE`), or export the run first (`worldline export RUN -o FILE`)",
-        ));
+        )
+        .with_line(1));
     }
     let doc: Export = serde_json::from_slice(&bytes).map_err(|e| {
         let what = match e.is_eof() {
