@@ -41,6 +41,15 @@ fn bundles(store: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// The id of one run of the store (its first bundle as the folder lists it).
+fn a_run_of(store: &Path) -> String {
+    std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find_map(|n| n.strip_suffix(".jsonl").map(String::from))
+        .unwrap()
+}
+
 #[test]
 fn gc_beside_a_running_suite_removes_nothing_it_uses_and_never_fails() {
     let dir = temp_dir();
@@ -1523,13 +1532,8 @@ fn a_store_named_through_a_link_is_held_to_the_folder_it_leads_to() {
         into.stderr.contains("which worldline keeps for itself"),
         "{into}"
     );
-    let id = std::fs::read_dir(store.join("runs"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .find(|n| n.ends_with(".jsonl"))
-        .unwrap();
-    let id = id.trim_end_matches(".jsonl");
-    let export = worldline(&store, ["export", id, "-o", s(&to_runs.join("x.jsonl"))]);
+    let id = a_run_of(&store);
+    let export = worldline(&store, ["export", &id, "-o", s(&to_runs.join("x.jsonl"))]);
     export.expect_code(2);
     assert_eq!(bundles(&store), 4, "{into}{export}");
     assert!(!store.join("runs/runs").exists() && !store.join("runs/x.jsonl").exists());
@@ -1634,11 +1638,7 @@ fn verify_names_an_export_or_a_case_given_as_a_run() {
     let store = dir.path().join("store");
     let cases = demo_cases(dir.path());
     demo_suite(&cases, &store, "1");
-    let id = std::fs::read_dir(store.join("runs"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .find_map(|n| n.strip_suffix(".jsonl").map(String::from))
-        .unwrap();
+    let id = a_run_of(&store);
     let exported = dir.path().join("run.wl");
     worldline(&store, ["export", &id, "-o", s(&exported)]).expect_code(0);
     let export = worldline(&store, ["verify", s(&exported), "--json"]);
@@ -1807,11 +1807,7 @@ fn a_refused_run_or_test_leaves_no_store_behind() {
     assert_eq!(bundles(&store), 4);
     // An event past the run's end is the flag's mistake (the bundle was
     // named), as `fork --at` says.
-    let id = std::fs::read_dir(store.join("runs"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .find_map(|n| n.strip_suffix(".jsonl").map(String::from))
-        .unwrap();
+    let id = a_run_of(&store);
     let past = worldline(&store, ["show", &id, "--at", "99", "--json"]);
     past.expect_code(2);
     assert_eq!(past.json()["error"]["file"], "--at", "{past}");
@@ -1922,31 +1918,5 @@ fn a_bundle_path_that_is_a_fifo_or_a_folder_is_said_to_be_one() {
                 "{cmd}: {out}"
             );
         }
-    }
-}
-
-/// `run` and `test` hold a case, and `fuzz --faults` a profile, to the
-/// bound `check` does (16 MiB): `run` recorded a 200 MB case `check`
-/// called no case.
-#[test]
-fn run_and_test_hold_a_case_to_the_bound_check_does() {
-    let dir = temp_dir();
-    let cases = dir.path().join("big");
-    std::fs::create_dir_all(&cases).unwrap();
-    let case = cases.join("big.toml");
-    let padding = format!("# {}\n", "x".repeat(17 << 20));
-    std::fs::write(&case, format!("{padding}{}", common::DEMO_PASSES)).unwrap();
-    let store = dir.path().join("store");
-    let (agent, worlds) = (guest("caller-agent"), worlds_dir());
-    for cmd in ["run", "test"] {
-        let out = worldline(
-            &store,
-            [cmd, s(&case), "--agent", s(&agent), "--worlds", s(&worlds)],
-        );
-        out.expect_code(2);
-        assert!(
-            format!("{}{}", out.stderr, out.stdout).contains("is larger than 16 MiB"),
-            "{cmd}: {out}"
-        );
     }
 }

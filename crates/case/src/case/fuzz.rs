@@ -544,8 +544,8 @@ fn check_tool(t: &ToolFaults, world: Option<&World>) -> Result<(), String> {
 /// Load a faults file (`--faults FILE`): the body of a `[fuzz]` table,
 /// checked against `world`.
 pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
-    // The bound `check` holds a profile to (`fuzz --faults` read more).
-    let bytes = crate::project::read_toml_bytes(path)?;
+    let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
+        .map_err(|e| InputError::new(path, format!("cannot read the faults file: {e}")))?;
     let source = InputError::utf8(path, bytes)?;
     let doc: ProfileToml = toml::from_str(&source).map_err(|e| {
         // A case given as the faults file (it said "unknown field `clock`").

@@ -316,8 +316,8 @@ pub fn is_integer_past_toml(e: &toml::de::Error) -> bool {
 /// Load a case, and the world it names from `worlds_root` (or from the
 /// nearest `worlds/` folder above the case file when `None`).
 pub fn load(path: &Path, worlds_root: Option<&Path>) -> Result<Case, InputError> {
-    // The bound `check` holds a case to (`run` read one of 200 MB).
-    let bytes = crate::project::read_toml_bytes(path)?;
+    let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
+        .map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
     let root = match worlds_root {
         Some(r) => Some(r.to_path_buf()),
         None => find_worlds_root(path),
@@ -346,7 +346,8 @@ pub struct Header {
 /// have a `world.toml` of that name and version; no rows, no service and
 /// nothing that needs them is read or checked (a full load does that).
 pub fn header(path: &Path, worlds_root: Option<&Path>) -> Result<Header, InputError> {
-    let bytes = crate::project::read_toml_bytes(path)?;
+    let bytes = crate::bounded::read(path, crate::bounded::DOCUMENT)
+        .map_err(|e| InputError::new(path, format!("cannot read case: {e}")))?;
     let text = InputError::utf8(path, bytes)?;
     let doc: CaseToml = toml::from_str(&text).map_err(|e| InputError::toml(path, &text, &e))?;
     let root = match worlds_root {
