@@ -124,7 +124,14 @@ fn walk(dir: &Dir, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) -> std::io::R
     let mut entries: Vec<_> = dir.entries()?.collect::<Result<_, _>>()?;
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
-        let name = e.file_name().to_string_lossy().to_string();
+        // A name that is not UTF-8 was read back by its lossy form, which
+        // names no file ("No such file or directory" of a file that is there).
+        let Some(name) = e.file_name().to_str().map(String::from) else {
+            return Err(std::io::Error::other(format!(
+                "`{}` is not named in UTF-8, as a world's files are named in its manifest: rename it",
+                e.file_name().to_string_lossy()
+            )));
+        };
         let path = if prefix.is_empty() {
             name.clone()
         } else {

@@ -729,6 +729,30 @@ mod tests {
         assert!(all[0].message.contains("[service] component"), "{}", all[0]);
     }
 
+    /// A world file whose name is not UTF-8 is said to be one, not "No
+    /// such file or directory".
+    #[test]
+    fn a_world_file_not_named_in_utf8_is_said_so() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("w").join("v1");
+        std::fs::create_dir_all(folder.join("files")).unwrap();
+        std::fs::write(
+            folder.join("world.toml"),
+            "name = \"w\"\nversion = 1\n[files]\ndir = \"files\"\n",
+        )
+        .unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+        std::fs::write(folder.join("files").join(name), "hi").unwrap();
+        let (all, _) = problems(&folder);
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert!(
+            all[0].message.contains("is not named in UTF-8"),
+            "{}",
+            all[0]
+        );
+    }
+
     #[test]
     fn a_tool_mistake_names_the_line_of_that_tool() {
         let dir = tempfile::tempdir().unwrap();
