@@ -389,17 +389,7 @@ fn missing_field(
     let mut tables = std::collections::BTreeSet::new();
     for t in named.iter().filter(|t| t.op.hides_rows()) {
         let table = t.op.table()?;
-        let rows = &initial.tables.get(table)?.rows;
-        if rows.is_empty() {
-            return None;
-        }
-        for row in rows.values() {
-            let keys = row.as_object()?.keys();
-            if row.get(field).is_some() {
-                return None;
-            }
-            fields.extend(keys.map(String::as_str));
-        }
+        fields.extend(initial.tables.get(table)?.fields_without(field)?);
         tables.insert(table);
     }
     let tables: Vec<String> = tables.iter().map(|t| format!("`{t}`")).collect();

@@ -234,17 +234,8 @@ fn closed_properties(params: &Value) -> Option<&serde_json::Map<String, Value>> 
 /// The fields the rows of `table` hold, listed, when it has rows and
 /// none holds `field`.
 fn no_row_holds(state: &State, table: &str, field: &str) -> Option<String> {
-    let rows = &state.tables.get(table)?.rows;
-    if rows.is_empty() || rows.values().any(|r| r.get(field).is_some()) {
-        return None;
-    }
-    let mut fields: Vec<&str> = (rows.values())
-        .filter_map(Value::as_object)
-        .flat_map(|r| r.keys().map(String::as_str))
-        .collect();
-    fields.sort_unstable();
-    fields.dedup();
-    Some(fields.join(", "))
+    let fields = state.tables.get(table)?.fields_without(field)?;
+    Some(fields.into_iter().collect::<Vec<_>>().join(", "))
 }
 
 /// Check a declared tool (its op's keys, its tables, its parameter schema)

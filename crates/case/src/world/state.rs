@@ -44,6 +44,20 @@ impl Table {
         rows
     }
 
+    /// The fields its rows hold, when it has rows, each an object, and
+    /// none holds `field`: what a check naming `field` says instead (a
+    /// sort, a filter or a stale answer's field that no row holds).
+    pub fn fields_without(&self, field: &str) -> Option<std::collections::BTreeSet<&str>> {
+        let mut fields = std::collections::BTreeSet::new();
+        for row in self.rows.values() {
+            if row.get(field).is_some() {
+                return None;
+            }
+            fields.extend(row.as_object()?.keys().map(String::as_str));
+        }
+        (!self.rows.is_empty()).then_some(fields)
+    }
+
     /// Whether `other` is this table, rows shared (so equal without
     /// looking at them).
     pub fn shares(&self, other: &Table) -> bool {
