@@ -85,6 +85,12 @@ fn no_other_address(root: &Path) -> Result<()> {
     }
 }
 
+/// Whether a RUN argument is written as a path (a folder in it, or a
+/// bundle's `.jsonl` name), not as a run id.
+pub fn names_a_path(run: &str) -> bool {
+    run.contains('/') || run.ends_with(".jsonl")
+}
+
 impl StoreDir {
     /// Open (and create) a store. A path that cannot hold one (a file, a
     /// folder that cannot be created) is an input error naming it.
@@ -149,15 +155,16 @@ impl StoreDir {
 
     fn open_folder(root: &Path) -> Result<Self> {
         worldline_case::output::check_store_root(root)?;
-        if root.symlink_metadata().is_err() {
-            made::noted(root);
-        }
-        if root.symlink_metadata().is_ok() && root.metadata().is_err() {
-            return Err(worldline_case::error::InputError::new(
-                root,
-                "is a link to nothing: make the folder it names, or pass --store with a folder",
-            )
-            .into());
+        match (root.symlink_metadata(), root.metadata()) {
+            (Err(_), _) => made::noted(root),
+            (Ok(_), Err(_)) => {
+                return Err(worldline_case::error::InputError::new(
+                    root,
+                    "is a link to nothing: make the folder it names, or pass --store with a folder",
+                )
+                .into());
+            }
+            _ => {}
         }
         for sub in ["runs", "objects", "cache"] {
             let dir = root.join(sub);
@@ -776,8 +783,7 @@ impl StoreDir {
         // folder or a looping link is then refused by its reading, saying
         // what it is (it was "no run … in this store; pass a bundle's
         // path", the path given).
-        let a_path = arg.contains('/') || arg.ends_with(".jsonl");
-        if as_path.is_file() || (a_path && as_path.symlink_metadata().is_ok()) {
+        if as_path.is_file() || (names_a_path(arg) && as_path.symlink_metadata().is_ok()) {
             return Ok(as_path.to_path_buf());
         }
         // Only here is a path an answer too (`pin` takes an id alone).

@@ -487,8 +487,7 @@ fn store_path_of_run<'a>(store: &'a std::path::Path, run: &'a str) -> Option<&'a
     let bundle = std::path::Path::new(run);
     // Whatever is there (a FIFO, a folder, a looping link is named by its
     // reading, not taken for an id of `--store`).
-    let by_path =
-        (run.contains('/') || run.ends_with(".jsonl")) && bundle.symlink_metadata().is_ok();
+    let by_path = worldline_store::store::names_a_path(run) && bundle.symlink_metadata().is_ok();
     let database = store
         .to_str()
         .is_some_and(worldline_pgstore::url::is_postgres);
@@ -718,27 +717,23 @@ pub fn main() -> i32 {
     // Close the run index's kept writer, bringing its damage mark up to
     // date (decisions 0321, 0388: the close does not checkpoint the log).
     worldline_store::index::close_writers();
-    match result {
-        Ok(code) => {
-            if code == ExitCode::Input {
-                worldline_store::store::made::take_away_unused();
-            }
-            code as i32
-        }
+    let code = match result {
+        Ok(code) => code,
         Err(err) => {
             print_error(&err);
             let code = exit_code_of(&err);
-            // A store this command made for nothing (its input refused
-            // first) is not left behind to pass as an empty store.
-            if code == ExitCode::Input {
-                worldline_store::store::made::take_away_unused();
-            }
             if json {
                 println!("{}", error_json(code, &err));
             }
-            code as i32
+            code
         }
+    };
+    // A store this command made for nothing (its input refused first) is
+    // not left behind to pass as an empty store.
+    if code == ExitCode::Input {
+        worldline_store::store::made::take_away_unused();
     }
+    code as i32
 }
 
 #[cfg(test)]

@@ -40,23 +40,18 @@ pub struct EditText {
 fn json_arg(flag: &str, text: &str) -> Result<Value, InputError> {
     // A key written twice in one object is refused, as a rows file's is
     // (serde_json kept the last: one of two answers was dropped unsaid).
-    let value = worldline_case::world::one_field::from_str(text, true)
-        .map_err(|e| InputError::new(flag, format!("`{}` is not JSON: {e}", shown(text))))?;
+    let value = worldline_case::world::one_field::from_str(text, true).map_err(|e| {
+        // At most the first 200 characters of it (a 120 KB `--respond`
+        // was echoed whole).
+        let shown = worldline_case::shown::text(text);
+        InputError::new(flag, format!("`{shown}` is not JSON: {e}"))
+    })?;
     match worldline_case::wide_integer::find(text) {
         Some(wide) => Err(InputError::new(
             flag,
             format!("`{text}`: {}", wide.message()),
         )),
         None => Ok(value),
-    }
-}
-
-/// At most the first 200 characters of a flag's text, for a message (a
-/// 120 KB `--respond` was echoed whole).
-fn shown(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
     }
 }
 
