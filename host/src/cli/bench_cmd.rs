@@ -406,14 +406,15 @@ fn write_folder(
     };
     std::fs::create_dir_all(&parent)
         .map_err(|e| InputError::new(&parent, format!("cannot create: {e}")))?;
+    // Ctrl-C or SIGTERM while the files are written: the folder is
+    // removed, then the signal ends the command (it left the hidden
+    // folder behind). Caught before the folder is made: one that came
+    // between the two left it too.
+    let interrupt = worldline_engine::native::Interrupt::start();
     let work = tempfile::Builder::new()
         .prefix(".worldline-bench-")
         .tempdir_in(&parent)
         .map_err(|e| InputError::new(&parent, format!("cannot write here: {e}")))?;
-    // Ctrl-C or SIGTERM while the files are written: the folder is
-    // removed, then the signal ends the command (it left the hidden
-    // folder behind).
-    let interrupt = worldline_engine::native::Interrupt::start();
     let service_file = format!("service/{service_name}");
     let all = files
         .iter()
