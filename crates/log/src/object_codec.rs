@@ -7,6 +7,7 @@
 //! (within its cap) to bytes of that hash is them; otherwise the kept bytes
 //! must hash to it themselves.
 
+use sha2::{Digest as _, Sha256};
 use std::borrow::Cow;
 use std::io::Read as _;
 use worldline_case::canon;
@@ -17,10 +18,6 @@ pub const STORE_LEVEL: i32 = 3;
 /// An export's level: written once and carried away, so smaller (the same
 /// agent in ~0.4 s, 13% smaller than at the store's level).
 pub const EXPORT_LEVEL: i32 = 9;
-
-/// The most bytes an object decompressed at once may have (larger ones
-/// are read as a stream).
-const SMALL: u64 = 1 << 20;
 
 /// The four bytes a zstd frame starts with.
 const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
@@ -44,14 +41,17 @@ pub enum Undecodable {
 }
 
 /// The object named `sha` from its kept form (at most `cap` bytes once
-/// decompressed), checked against its hash.
+/// decompressed), checked against its hash. No more than the object's own
+/// bytes are held while it is read: a frame of a few kilobytes that
+/// decompresses to gigabytes (a "bomb" in an export) is refused having
+/// held none of them.
 pub fn decode(kept: Vec<u8>, sha: &str, cap: u64) -> Result<Vec<u8>, Undecodable> {
     let mut too_large = false;
     if kept.starts_with(&MAGIC) {
-        match inflate(&kept, cap) {
-            Ok(Some(bytes)) if canon::sha256_hex(&bytes) == sha => return Ok(bytes),
-            Ok(None) => too_large = true,
-            _ => {}
+        match inflate(&kept, sha, cap) {
+            Ok(Inflated::It(bytes)) => return Ok(bytes),
+            Ok(Inflated::TooLarge) => too_large = true,
+            Ok(Inflated::NotIt) | Err(_) => {}
         }
     }
     // Raw bytes (an older store or export, or an object that compression
@@ -66,25 +66,80 @@ pub fn decode(kept: Vec<u8>, sha: &str, cap: u64) -> Result<Vec<u8>, Undecodable
     })
 }
 
-/// The frames in `kept` decompressed, `None` past `cap` bytes.
-fn inflate(kept: &[u8], cap: u64) -> std::io::Result<Option<Vec<u8>>> {
-    // A small object's frame that says its size (the store's and
-    // exports' all do) is decompressed at once into that many bytes; any
-    // bytes past it (a second frame) fail that and are read as a stream.
-    // The stream's buffers (~128 KiB) cost a small object (a case, a
-    // world's manifest) more than its decoding.
-    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(kept)
-        && size <= cap.min(SMALL)
-        && let Ok(bytes) = zstd::bulk::decompress(kept, size as usize)
-        && bytes.len() as u64 == size
-    {
-        return Ok(Some(bytes));
+/// What the frames of kept bytes decompress to.
+enum Inflated {
+    /// The object named: bytes of its hash, within the cap.
+    It(Vec<u8>),
+    /// Past the cap.
+    TooLarge,
+    /// Bytes of another hash.
+    NotIt,
+}
+
+/// The frames in `kept` decompressed, if they are the object named `sha`
+/// within `cap` bytes.
+fn inflate(kept: &[u8], sha: &str, cap: u64) -> std::io::Result<Inflated> {
+    // A frame that says its size (the store's and exports' all do) is
+    // decompressed at once into exactly that many bytes, unless the size
+    // is past the cap. Bytes past it (a second frame), or a frame that
+    // holds more than it says, fail that and are read as a stream.
+    let checked = |bytes: Vec<u8>| match canon::sha256_hex(&bytes) == sha {
+        true => Inflated::It(bytes),
+        false => Inflated::NotIt,
+    };
+    match zstd::zstd_safe::get_frame_content_size(kept) {
+        Ok(Some(size)) if size > cap => return Ok(Inflated::TooLarge),
+        Ok(Some(size)) => {
+            if let Ok(bytes) = zstd::bulk::decompress(kept, size as usize)
+                && bytes.len() as u64 == size
+            {
+                return Ok(checked(bytes));
+            }
+        }
+        _ => {}
     }
-    let mut out = Vec::new();
+    // A stream of unknown length: first counted and hashed without being
+    // held (growing a buffer to the cap would hold up to twice it), then,
+    // when it is the object, decompressed into a buffer of its size.
+    let mut tally = Tally::default();
+    std::io::copy(
+        &mut zstd::stream::read::Decoder::new(kept)?.take(cap + 1),
+        &mut tally,
+    )?;
+    if tally.len > cap {
+        return Ok(Inflated::TooLarge);
+    }
+    if canon::hex_of(&tally.hasher.finalize()) != sha {
+        return Ok(Inflated::NotIt);
+    }
+    let mut bytes = Vec::with_capacity(tally.len as usize);
     zstd::stream::read::Decoder::new(kept)?
-        .take(cap + 1)
-        .read_to_end(&mut out)?;
-    Ok((out.len() as u64 <= cap).then_some(out))
+        .take(tally.len)
+        .read_to_end(&mut bytes)?;
+    // The same frames decompress to the same bytes: hashed once, above.
+    Ok(match bytes.len() as u64 == tally.len {
+        true => Inflated::It(bytes),
+        false => Inflated::NotIt,
+    })
+}
+
+/// Bytes counted and hashed as they are written, not kept.
+#[derive(Default)]
+struct Tally {
+    len: u64,
+    hasher: Sha256,
+}
+
+impl std::io::Write for Tally {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.len += buf.len() as u64;
+        self.hasher.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
