@@ -251,6 +251,45 @@ fn a_model_set_of_the_wrong_type_is_the_flag_s_usage_error_in_words() {
     assert!(!store.join("runs").exists(), "nothing ran");
 }
 
+/// A `--model-set base_url=` refused for the credentials it carries does
+/// not print them: clap quoted the refused value whole ("invalid value
+/// 'base_url=https://user:secret@host…'"), in text and in `--json`, and a
+/// base URL that was not HTTP was quoted by the refusal too.
+#[test]
+fn a_model_set_base_url_refused_for_its_credentials_does_not_print_them() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "model", &demo_case(1));
+    let store = dir.path().join("store");
+    for (flag, set) in [
+        (
+            "--model-set",
+            "base_url=https://ana:PWSECRET42@models.example/v1",
+        ),
+        (
+            "--user-model-set",
+            "base_url=ftp://ana:PWSECRET42@models.example",
+        ),
+    ] {
+        for json in [false, true] {
+            let mut args = vec![flag, set];
+            args.extend(json.then_some("--json"));
+            let out = run_caller(&store, &case, &args);
+            out.expect_code(2);
+            assert!(out.stderr.contains("carries credentials"), "{out}");
+            assert!(
+                out.stderr
+                    .contains("base_url=https://***@models.example/v1")
+                    || out.stderr.contains("base_url=ftp://***@models.example"),
+                "the value is shown without its credentials: {out}"
+            );
+            assert!(
+                !out.stderr.contains("PWSECRET42") && !out.stdout.contains("PWSECRET42"),
+                "{out}"
+            );
+        }
+    }
+}
+
 /// A clock so late that the run's virtual time could pass the year 9999
 /// is refused where the case loads: such a run once passed and wrote a
 /// tool's `$now` as `10000-01-01T…`. One at the last clock allowed runs.

@@ -611,7 +611,7 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
             // The same mistake in the command as typed is told as typed:
             // its usage line then shows no flag the project file added
             // (`--store <STORE>` as if the user had to give it).
-            let e = match added {
+            let mut e = match added {
                 true => Cli::command()
                     .try_get_matches_from(given)
                     .err()
@@ -619,6 +619,7 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
                     .unwrap_or(e),
                 false => e,
             };
+            without_credentials(&mut e);
             let code = if e.use_stderr() {
                 ExitCode::Input
             } else {
@@ -649,6 +650,41 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
             Err(code)
         }
     }
+}
+
+/// A refused value shown without what an address in it carries before
+/// its host (`--model-set base_url=https://user:secret@host` is refused for
+/// that, and clap quoted the value whole, secret and all, into logs).
+fn without_credentials(e: &mut clap::Error) {
+    use clap::error::{ContextKind, ContextValue};
+    if let Some(ContextValue::String(value)) = e.get(ContextKind::InvalidValue)
+        && let Some(hidden) = hide_userinfo(value)
+    {
+        e.insert(ContextKind::InvalidValue, ContextValue::String(hidden));
+    }
+}
+
+/// `text` with the `user:password` of each `scheme://user:password@host`
+/// in it shown as `***`, when it has any.
+fn hide_userinfo(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut hid = false;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at + 3);
+        out.push_str(before);
+        let authority = after.find(['/', '?', '#']).unwrap_or(after.len());
+        match after[..authority].rfind('@') {
+            Some(userinfo) => {
+                out.push_str("***");
+                rest = &after[userinfo..];
+                hid = true;
+            }
+            None => rest = after,
+        }
+    }
+    out.push_str(rest);
+    hid.then_some(out)
 }
 
 /// The flag (`--at`) or argument (`<RUN>`) a parse error is about, as

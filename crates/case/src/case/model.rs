@@ -433,17 +433,16 @@ pub fn check_settings(project: &crate::project::Project) -> Result<(), InputErro
 /// errors the agent reads, OTel's spans, and shown by every reader: only
 /// `api_key_env` names a secret, and never records it).
 fn base_url_problem(url: &str) -> Option<String> {
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Some(format!("`{url}` must start with http:// or https://"));
-    }
+    // Credentials first: the other message quotes the URL.
     let authority = url
         .split_once("://")
-        .map(|(_, r)| r)?
-        .split(['/', '?', '#'])
-        .next();
-    authority.is_some_and(|a| a.contains('@')).then(|| {
-        "carries credentials (`user:password@` before its host): the base URL is recorded in the run and read by the agent and every view of it; give the key with `api_key_env`, whose value is never recorded".to_string()
-    })
+        .map(|(_, r)| r)
+        .and_then(|r| r.split(['/', '?', '#']).next());
+    if authority.is_some_and(|a| a.contains('@')) {
+        return Some("carries credentials (`user:password@` before its host): the base URL is recorded in the run and read by the agent and every view of it; give the key with `api_key_env`, whose value is never recorded".to_string());
+    }
+    (!(url.starts_with("http://") || url.starts_with("https://")))
+        .then(|| format!("`{url}` must start with http:// or https://"))
 }
 
 /// A `--model-set` value: read as a TOML value when it is one, else as
