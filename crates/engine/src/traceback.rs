@@ -69,9 +69,23 @@ pub fn agent_error(f: &Footer) -> Option<AgentError> {
         }
         _ => None,
     };
-    let message = match &account {
-        Some(a) => a.exception(),
-        None => f.error.clone()?,
+    // A process whose stderr goes on after the exception (a logged,
+    // handled one, then `sys.exit("why")`; or an SDK's noise at exit) may
+    // not have died of it: both are said, as in the run's error (`at` is
+    // still where the exception was raised).
+    let after = match (&account, f.status) {
+        (Some(a), Status::Errored | Status::Exited) => {
+            process_last_line(&f.stderr).filter(|line| !a.text().ends_with(line))
+        }
+        _ => None,
+    };
+    let message = match (&account, after) {
+        (Some(a), Some(line)) => format!(
+            "its stderr ends: {line} (after an exception it printed: {})",
+            a.exception()
+        ),
+        (Some(a), None) => a.exception(),
+        (None, _) => f.error.clone()?,
     };
     Some(AgentError {
         status: f.status.as_str().to_string(),
@@ -79,6 +93,15 @@ pub fn agent_error(f: &Footer) -> Option<AgentError> {
         at: account.as_ref().and_then(Account::location),
         traceback: account.map(|a| a.text().to_string()),
     })
+}
+
+/// The last line of a process's stderr that is its own, trimmed (Node.js
+/// signs off an uncaught error with its version: not a line of the
+/// agent's).
+fn process_last_line(stderr: &str) -> Option<&str> {
+    (stderr.lines().rev())
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("Node.js v"))
 }
 
 /// How a guest described its fault.
@@ -404,20 +427,16 @@ pub fn find_in_process(stderr: &str) -> Option<Account> {
 /// has one, else with stderr's last line.
 pub fn process_error(how: String, stderr: &str) -> String {
     debug_assert!(how.starts_with(PROCESS));
-    // Node.js signs off an uncaught error with its version: not a line of
-    // the agent's.
-    let last = (stderr.lines().rev()).find(|l| !l.trim().is_empty() && !l.starts_with("Node.js v"));
-    match (find_in_process(stderr), last) {
+    match (find_in_process(stderr), process_last_line(stderr)) {
         // Lines after the exception (a logged, handled one, then
         // `sys.exit("why")`; or an SDK's noise at exit): both are said,
         // since which one ended the process does not show.
-        (Some(account), Some(line)) if !account.text().ends_with(line.trim()) => format!(
-            "{how}; its stderr ends: {} (after an exception it printed: {})",
-            line.trim(),
+        (Some(account), Some(line)) if !account.text().ends_with(line) => format!(
+            "{how}; its stderr ends: {line} (after an exception it printed: {})",
             account.summary().replacen("uncaught ", "", 1)
         ),
         (Some(account), _) => format!("{how}: {}", account.summary()),
-        (None, Some(line)) => format!("{how}; its stderr ends: {}", line.trim()),
+        (None, Some(line)) => format!("{how}; its stderr ends: {line}"),
         (None, None) => how,
     }
 }
@@ -656,6 +675,50 @@ expected a string, received [object]\nStack:\n  export_run@initializer.js:1:1\n"
             Some("at main (file:///a/agent.mjs:5:11)")
         );
         assert_eq!(find_in_process("just a warning\n"), None);
+    }
+
+    /// The agent's error of a process that logged a handled exception,
+    /// then gave up with `sys.exit("why")`, says both, as the run's error
+    /// does: it said the handled exception alone, in `history`, `grade`,
+    /// `test`'s second line, the UI and `--json`.
+    #[test]
+    fn the_agent_error_of_a_process_says_what_its_stderr_ends_with_too() {
+        let stderr = "Traceback (most recent call last):\n  File \"/a/logged.py\", line 3, in <module>\n    raise KeyError(\"first\")\nKeyError: 'first'\ncleanup done\ngiving up: no model\n";
+        let footer = |stderr: &str| Footer {
+            status: Status::Exited,
+            error: Some(process_error(
+                "the process exited with status 1".into(),
+                stderr,
+            )),
+            stderr: stderr.into(),
+            backtrace: vec![],
+            chain_hash: String::new(),
+            events: 0,
+            final_state_hash: String::new(),
+            fuel: 0,
+            grade: None,
+            hash: String::new(),
+            header_hash: None,
+            output: None,
+            replayable: true,
+            stdout: String::new(),
+            truncated_bytes: 0,
+        };
+        let e = agent_error(&footer(stderr)).unwrap();
+        assert_eq!(
+            e.message,
+            "its stderr ends: giving up: no model (after an exception it printed: KeyError: 'first')"
+        );
+        assert_eq!(
+            e.at.as_deref(),
+            Some("File \"/a/logged.py\", line 3, in <module>")
+        );
+        // Died of it: the exception alone.
+        let died = "Traceback (most recent call last):\n  File \"/a/agent.py\", line 3, in <module>\nValueError: boom\n";
+        assert_eq!(
+            agent_error(&footer(died)).unwrap().message,
+            "ValueError: boom"
+        );
     }
 
     /// A handled exception the agent logged, then `sys.exit("why")`: the
