@@ -211,6 +211,15 @@ fn mcp_over_http_refuses_other_origins_and_requests_outside_a_session() {
     let r = mcp_post(&url, "application/json", "", CLOSE_TICKET);
     assert_eq!(r.status, 400, "{r:?}");
     assert!(r.body.contains("initialize"), "{r:?}");
+    // A body that is not JSON (an `initialize` cut short) is a parse
+    // error, not told to open the session it was opening.
+    for broken in [&INITIALIZE[..INITIALIZE.len() - 1], "not json"] {
+        let r = mcp_post(&url, "application/json", "", broken);
+        assert_eq!(r.status, 400, "{r:?}");
+        let body: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(body["error"]["code"], -32700, "{r:?}");
+        assert!(!r.body.contains("Mcp-Session-Id"), "{r:?}");
+    }
     let r = mcp_post(
         &url,
         "application/json",

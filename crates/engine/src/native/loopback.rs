@@ -389,9 +389,12 @@ async fn mcp(lb: &Arc<Loopback>, method: &str, headers: &HeaderMap, body: Bytes)
         Some(id) if open(id) => None,
         Some(_) => return unknown_session(),
         None => {
-            let initialize = serde_json::from_slice::<Value>(&body)
-                .is_ok_and(|m| m["method"] == "initialize" && m.get("id").is_some());
-            if !initialize {
+            // Not JSON at all is said as what it is (it was told to open
+            // a session, which its `initialize` cut short was trying to).
+            let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+                return mcp_error(StatusCode::BAD_REQUEST, -32700, "Parse error");
+            };
+            if !(message["method"] == "initialize" && message.get("id").is_some()) {
                 return session_missing();
             }
             let mut slot = lb.mcp_session.lock().expect("session lock");
@@ -432,7 +435,12 @@ async fn mcp(lb: &Arc<Loopback>, method: &str, headers: &HeaderMap, body: Bytes)
 /// A refusal of the MCP transport: the status, with a JSON-RPC error
 /// without an id as its body, as the specification allows.
 fn mcp_refusal(status: StatusCode, message: &str) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": message}});
+    mcp_error(status, -32000, message)
+}
+
+/// The status, with a JSON-RPC error of `code` without an id as its body.
+fn mcp_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
