@@ -191,6 +191,46 @@ fn a_replay_that_meets_other_values_says_which_and_prints_the_divergence_as_docu
     );
 }
 
+/// A native agent that now exits badly after writing the same output
+/// replays `diverged` on its status, with the replay's error: it was said
+/// as `output → null` (an exited process has no output taken), and why
+/// the process ended was not shown.
+#[test]
+fn a_replay_whose_process_now_exits_badly_names_the_status_and_why() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = run_python(
+        dir.path(),
+        &store,
+        "ends",
+        "print('{\"cause\": \"D-42\"}')\n",
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    std::fs::write(
+        dir.path().join("ends.py"),
+        "import sys\nprint('{\"cause\": \"D-42\"}', flush=True)\nsys.exit('the budget ran out')\n",
+    )
+    .unwrap();
+    let replay = worldline(&store, ["replay", id.as_str(), "--json"]);
+    replay.expect_code(1);
+    let r = replay.json();
+    assert_eq!(r["divergence"]["field"], "status", "{replay}");
+    assert_eq!(r["divergence"]["actual"], "exited", "{replay}");
+    assert!(
+        r["diff"].as_array().unwrap().iter().any(|l| l
+            .as_str()
+            .unwrap()
+            .contains("its stderr ends: the budget ran out")),
+        "{replay}"
+    );
+    let text = worldline(&store, ["replay", id.as_str()]);
+    assert!(
+        text.stdout.contains("field `status`") && text.stdout.contains("the budget ran out"),
+        "{text}"
+    );
+}
+
 /// An agent on the standard library: an https request to a route's host,
 /// the Agents SDK's trace export over plain http and under the base URL,
 /// and a tunnel to LangSmith.

@@ -491,9 +491,11 @@ fn report(
         && complete
         && let Some(f) = &rec.bundle.footer
     {
+        // How it ended first: a process that now exits badly after the
+        // same output has no output taken, and was said as `output → null`.
         let ends = [
-            ("output", json!(f.output), json!(o.footer.output)),
             ("status", json!(f.status), json!(o.footer.status)),
+            ("output", json!(f.output), json!(o.footer.output)),
             (
                 "final_state_hash",
                 json!(f.final_state_hash),
@@ -553,10 +555,20 @@ fn report(
         (None, true) => Verdict::Identical,
         (None, false) => Verdict::VerifiedPrefix,
     };
-    let diff = divergence
+    let mut diff = divergence
         .as_ref()
         .map(|d| json_diff(&d.expected, &d.actual))
         .unwrap_or_default();
+    // An end that differs says why the replay ended so (a process that
+    // exited with status 1, was killed, or whose script is gone).
+    if let (Some(d), Some(f)) = (&divergence, &rec.bundle.footer)
+        && d.field.as_deref() == Some("status")
+    {
+        diff.extend(json_diff(
+            &json!({"error": f.error}),
+            &json!({"error": o.footer.error}),
+        ));
+    }
     ReplayReport {
         run: rec.id.clone(),
         verdict,
