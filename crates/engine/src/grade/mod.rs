@@ -366,19 +366,20 @@ fn output_checks(
         // Output that is no JSON (a lone surrogate escape, text) is said
         // as such: it was judged as a `null` at the path.
         if parsed.is_none() && j.exists != Some(false) {
-            let why = serde_json::from_str::<Value>(text)
-                .err()
-                .map(|e| e.to_string());
             let expected = (j.equals.clone())
                 .or(j.contains.clone().map(|c| json!({"contains": c})))
                 .unwrap_or(json!({"exists": true}));
+            // No output at all is said as that, not as a parser's `EOF
+            // while parsing a value at line 1 column 0`.
+            let said = match serde_json::from_str::<Value>(text) {
+                _ if text.trim().is_empty() => "the agent wrote no output".to_string(),
+                Err(e) => format!("the output is not JSON ({e})"),
+                Ok(_) => "the output is not JSON".to_string(),
+            };
             out.push(check(
                 format!("output {}", j.path),
                 expected,
-                json!(format!(
-                    "the output is not JSON ({})",
-                    why.unwrap_or_default()
-                )),
+                json!(said),
                 false,
             ));
             continue;
@@ -590,6 +591,17 @@ mod tests {
         let said = out[0].actual.as_str().unwrap();
         assert!(said.starts_with("the output is not JSON ("), "{said}");
         assert!(out[1].passed);
+        // None at all (an MCP session, a process that died or wrote no
+        // JSON line) is said as that.
+        for none in [None, Some(""), Some("  \n")] {
+            let mut out = Vec::new();
+            output_checks(&o, none, Numbers::ByValue, &mut out);
+            assert_eq!(
+                out[0].actual,
+                json!("the agent wrote no output"),
+                "{none:?}"
+            );
+        }
     }
 
     /// `[expect.attack.output]`: the goal is reached when the output says
