@@ -57,6 +57,7 @@ mod regress;
 mod replay;
 mod reports;
 mod resume;
+mod resume_native;
 mod sandbox;
 mod scaffold;
 mod serve;

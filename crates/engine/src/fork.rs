@@ -150,16 +150,8 @@ pub fn served<'a>(store: &'a StoreDir, rec: RecordedRun, at: u64) -> Result<Pref
 /// ended before it (an agent that stops early makes no other call: its
 /// fork had no event and was taken), is an input error naming where.
 fn departed(outcome: &RunOutcome, at: u64) -> Result<()> {
-    use worldline_runtime::mediate::follow::Class;
     let (index, how) = match &outcome.divergence {
-        Some(d) => (
-            d.index,
-            match d.class {
-                Class::Mismatch => "it made another call there",
-                Class::Missing => "it stopped before making the recorded call",
-                Class::Extra => "it made a call the recording does not have",
-            },
-        ),
+        Some(d) => (d.index, how(d.class)),
         None if (outcome.events.len() as u64) < at => {
             (outcome.events.len() as u64, "it ended there")
         }
@@ -172,6 +164,16 @@ fn departed(outcome: &RunOutcome, at: u64) -> Result<()> {
         ),
     )
     .into())
+}
+
+/// How an agent departed from the recording it followed, in words.
+fn how(class: worldline_runtime::mediate::follow::Class) -> &'static str {
+    use worldline_runtime::mediate::follow::Class;
+    match class {
+        Class::Mismatch => "it made another call there",
+        Class::Missing => "it stopped before making the recorded call",
+        Class::Extra => "it made a call the recording does not have",
+    }
 }
 
 /// [`departed`], and a fork that departed is not kept in a folder store:
@@ -389,6 +391,13 @@ pub fn resume(
     raised: &BTreeMap<String, u64>,
     resend_in_flight: bool,
 ) -> Result<RunOutcome> {
+    if store.being_recorded(&rec.path) {
+        return Err(InputError::new(
+            &rec.path,
+            "is still being recorded by a process that has not ended (it has no footer yet because it is running): resume continues a run that was killed or stopped at a limit; let it end, or stop it and resume it then",
+        )
+        .into());
+    }
     let limits = &rec.case.limits;
     for (name, &value) in raised {
         let now = match name.as_str() {
@@ -515,12 +524,28 @@ pub fn resume(
     let mut parent = parent_of(rec, at, Vec::new(), true);
     parent.in_flight = in_flight;
     let outcome = follow_then_live(sandbox, store, rec, &case, parent, native, None, None)?;
+    // An agent that no longer makes the recorded calls resumes nothing:
+    // the run it made is no resume of this one (kept, it stood for one:
+    // `test --resume` took the killed run as resumed), and the mistake is
+    // the input's (it was an internal error, exit 4, naming no run).
     if let Some(d) = &outcome.divergence {
-        anyhow::bail!(
-            "the resumed agent departed from the recording at event {} of the {at} it holds ({:?}): the agent or its inputs are not the recorded ones",
-            d.index,
-            d.class,
-        );
+        if let (None, Some(bundle)) = (store.database(), &outcome.bundle) {
+            let _ = std::fs::remove_file(bundle);
+        }
+        let diff = crate::replay::json_diff(&d.expected, &d.actual);
+        let first = diff.first().map_or(String::new(), |l| format!(" ({l})"));
+        return Err(InputError::new(
+            &rec.path,
+            format!(
+                "the resumed agent departed from the recording at event {} of the {at} it holds: {}{first}; resume it with the agent and inputs that recorded it, or fork it with this agent at or before event {} (`worldline fork {} --at {}`)",
+                d.index,
+                how(d.class),
+                d.index,
+                rec.id,
+                d.index,
+            ),
+        )
+        .into());
     }
     Ok(outcome)
 }

@@ -688,13 +688,31 @@ impl StoreDir {
             self.hold(&[&run_id])?;
             let spare = spares.and_then(|s| s.take());
             match worldline_case::durable::create_new_from(spare, &path, header_line) {
-                Ok(file) => return Ok((run_id, path, file)),
+                Ok(file) => {
+                    // Locked for as long as it is written (the lock goes
+                    // with the file, or with the process if it is killed):
+                    // what `resume` asks of a run without a footer.
+                    let _ = file.try_lock();
+                    return Ok((run_id, path, file));
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => {
                     tries += 1;
                 }
                 Err(e) => return Err(self.write_error(&path, e).into()),
             }
         }
+    }
+
+    /// Whether the bundle at `path` is being written by a process still
+    /// running (it holds the bundle's lock from its creation until it is
+    /// written whole): a run without a footer that was not killed.
+    pub fn being_recorded(&self, path: &Path) -> bool {
+        worldline_case::bounded::open(path).is_ok_and(|file| {
+            matches!(
+                file.try_lock_shared(),
+                Err(std::fs::TryLockError::WouldBlock)
+            )
+        })
     }
 
     /// Whether this process may write in the store's folder (`access(2)`,
