@@ -424,6 +424,23 @@ fn index_reads_again_a_bundle_changed_in_place() {
         "{incomplete}"
     );
     prompt(&store, &["index", "--check"]).expect_code(0);
+    // A bundle the index lacks (a run killed before its row was written)
+    // is what `index` reads: `--check` says so (it said `--rebuild`,
+    // which reads every bundle again).
+    let copy = store.join("runs/20260101-000000-00012345.jsonl");
+    std::fs::copy(store.join(format!("runs/{}.jsonl", ids[0])), &copy).unwrap();
+    let check = prompt(&store, &["index", "--check"]);
+    check.expect_code(1);
+    assert!(
+        check.stdout.contains("missing: 20260101-000000-00012345")
+            && check.stdout.contains("run `worldline index` to read")
+            && !check.stdout.contains("--rebuild"),
+        "{check}"
+    );
+    prompt(&store, &["index"]).expect_code(0);
+    prompt(&store, &["index", "--check"]).expect_code(0);
+    std::fs::remove_file(&copy).unwrap();
+    prompt(&store, &["index"]).expect_code(0);
     // Edited in place at the same size: `--check` reads each bundle and
     // names its row (it compared sizes only, and said all was
     // consistent); `--rebuild` repairs it.

@@ -201,10 +201,18 @@ pub fn write_check(out: &mut impl Write, c: &Check) -> io::Result<()> {
             writeln!(out, "  {what}: {id}")?;
         }
     }
-    if !c.consistent() {
+    // Bundles without rows (a run killed before its row was written)
+    // and rows without bundles are what `index` reconciles; a stale row
+    // may be one at its bundle's size, which only a rebuild reads again.
+    if !c.stale.is_empty() {
         writeln!(
             out,
             "run `worldline index --rebuild` to make the index again from the bundles"
+        )?;
+    } else if !c.consistent() {
+        writeln!(
+            out,
+            "run `worldline index` to read the bundles the index lacks and drop the rows of bundles gone"
         )?;
     }
     Ok(())
