@@ -594,6 +594,26 @@ fn a_bundle_outside_any_store_makes_no_store_where_none_is() {
         );
         assert!(!nowhere.exists(), "{args:?} made a store: {out}");
     }
+    // Another store, which does not hold its objects, is said to be that
+    // (it said `objects/5c85…: object missing from the store`).
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(other.join("runs")).unwrap();
+    for args in [
+        &["replay", copy][..],
+        &["show", copy, "--at", "1"][..],
+        &["fork", copy, "--at", "1"][..],
+        &["resume", copy][..],
+    ] {
+        let out = prompt(&other, args);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("does not hold its agent")
+                && out
+                    .stderr
+                    .contains("Pass --store with the store it was recorded in"),
+            "{args:?}: {out}"
+        );
+    }
     // With the store it came from, it reads.
     let out = prompt(&store, &["replay", copy]);
     out.expect_code(0);

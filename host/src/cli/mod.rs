@@ -477,7 +477,33 @@ fn open_holding(
         )
         .into());
     }
-    worldline_store::store::StoreDir::open(holding)
+    let opened = worldline_store::store::StoreDir::open(holding)?;
+    // A bundle outside any store read with a store that is not the one it
+    // was recorded in: said as that, not as the first object the read
+    // misses (`objects/5c85…: object missing from the store`).
+    if holding == store
+        && let Ok(header) = worldline_log::log::bundle::read_header(std::path::Path::new(run))
+    {
+        let lacks = [
+            ("agent", &header.agent_sha256),
+            ("case", &header.case_hash),
+            ("world", &header.world_hash),
+        ]
+        .into_iter()
+        .find(|(_, sha)| !opened.has_object(sha));
+        if let Some((what, sha)) = lacks {
+            return Err(worldline_case::error::InputError::new(
+                run,
+                format!(
+                    "is not in a store's runs/ folder, and --store {} does not hold its {what} (object {}…): a bundle is read with the store holding its agent, case and world. Pass --store with the store it was recorded in, or `worldline import` a file `worldline export` wrote and name its run",
+                    store.display(),
+                    &sha[..sha.len().min(12)]
+                ),
+            )
+            .into());
+        }
+    }
+    Ok(opened)
 }
 
 /// The store holding `run` when it is a bundle path (else `--store`,
