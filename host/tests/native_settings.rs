@@ -231,6 +231,78 @@ fn a_replay_whose_process_now_exits_badly_names_the_status_and_why() {
     );
 }
 
+/// A function tool the agent runs itself (the Agents SDK's
+/// `@function_tool`): the world never sees the call, and its result, which
+/// the next model request carries, is the observation of the ATIF step
+/// that asked for it, as the trajectories export shows it (ATIF had the
+/// call without a result).
+#[test]
+fn atif_shows_the_result_of_a_tool_the_agent_ran_itself() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let agent = dir.path().join("local.py");
+    std::fs::write(
+        &agent,
+        r#"
+import json, os, urllib.request
+def ask(messages):
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        data=json.dumps({"model": "m", "messages": messages}).encode(),
+        headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())["choices"][0]["message"]
+messages = [{"role": "user", "content": "find the runbook"}]
+said = ask(messages)
+call = said["tool_calls"][0]
+messages += [said, {"role": "tool", "tool_call_id": call["id"], "content": json.dumps({"runbook": "rb-1"})}]
+print(ask(messages)["content"])
+"#,
+    )
+    .unwrap();
+    let case = write_case(
+        dir.path(),
+        "local",
+        &format!(
+            "{CASE_HEAD}exec = [\"python3\", \"{}\"]\n\n[model]\n[[model.rules]]\npath = \"$.role\"\nequals = \"user\"\nreply = {{ tool_calls = [{{ name = \"lookup_runbook\", arguments = {{ service = \"checkout\" }} }}] }}\n\n[[model.rules]]\npath = \"$.content.runbook\"\nequals = \"rb-1\"\nreply = '{{\"runbook\": \"rb-1\"}}'\n",
+            agent.display()
+        ),
+    );
+    let worlds = workspace_root().join("worlds");
+    let out = worldline(
+        &store,
+        [
+            "run",
+            case.to_str().unwrap(),
+            "--worlds",
+            worlds.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let atif = worldline(
+        &store,
+        ["export", id.as_str(), "--format", "atif", "-o", "-"],
+    );
+    atif.expect_code(0);
+    let doc: Value = serde_json::from_str(&atif.stdout).unwrap();
+    let step = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["tool_calls"][0]["function_name"] == "lookup_runbook")
+        .unwrap_or_else(|| panic!("a step asks for lookup_runbook: {doc}"));
+    let result = &step["observation"]["results"][0];
+    assert_eq!(
+        result["source_call_id"], step["tool_calls"][0]["tool_call_id"],
+        "{step}"
+    );
+    assert!(
+        result["content"].as_str().unwrap().contains("rb-1"),
+        "{step}"
+    );
+}
+
 /// An agent on the standard library: an https request to a route's host,
 /// the Agents SDK's trace export over plain http and under the base URL,
 /// and a tunnel to LangSmith.

@@ -11,7 +11,9 @@
 //!   `extra`);
 //! - each tool call the result of the model step that asked for it (by
 //!   name, in order), or else an `agent` step of its own with
-//!   `llm_call_count: 0` (a scripted agent, an MCP client);
+//!   `llm_call_count: 0` (a scripted agent, an MCP client); a call the
+//!   agent ran itself (a function tool of its own, which the world never
+//!   sees) has the result the next model request carries;
 //! - each turn of the simulated user a `user` step;
 //! - the verdict, reward and checks in the document's `extra`.
 
@@ -61,6 +63,7 @@ pub fn document(
             Call::ModelComplete { request, response } => {
                 let name = response.model().or(request.model()).map(str::to_string);
                 model_name = model_name.or(name.clone());
+                steps.ran_itself(e, request.messages());
                 steps.model(e, name, &request.provider, &response);
             }
             Call::ToolsCall { request, response } => {
@@ -295,6 +298,39 @@ impl Steps {
             }
         }
         m
+    }
+
+    /// The results of the latest model step's calls that no tool call of
+    /// the world answered (a function tool the agent runs itself), as the
+    /// next model request carries them: `role: "tool"` messages by their
+    /// `tool_call_id`. Every reader of the conversation (trajectories)
+    /// had them; the step's observation did not.
+    fn ran_itself(&mut self, e: &Event, messages: Option<&Vec<Value>>) {
+        let Some(at) = self.asking else { return };
+        for m in messages
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "tool")
+        {
+            let Some(i) = (m["tool_call_id"].as_str())
+                .and_then(|id| self.pending.iter().position(|a| a.id == id))
+            else {
+                continue;
+            };
+            let asked = self.pending.remove(i);
+            let content = text_of(&m["content"]);
+            let step = &mut self.list[at];
+            if step.get("observation").is_none() {
+                step["observation"] = json!({"results": []});
+            }
+            if let Some(results) = step["observation"]["results"].as_array_mut() {
+                results.push(json!({
+                    "source_call_id": asked.id,
+                    "content": content,
+                    "extra": {"seq": e.seq, "run_by": "the agent (read from the next model request)"},
+                }));
+            }
+        }
     }
 
     /// A tool call: the result of the model step that asked for it, or an
