@@ -83,8 +83,10 @@ pub struct Setting {
 
 /// The most a project's own TOML file (the project file, a case, a fault
 /// profile) may hold: far above any real one, and a bound on what a
-/// misnamed file (a symlink to a device, a log) makes `check` read.
-pub const MAX_TOML_BYTES: u64 = 16 << 20;
+/// misnamed file (a symlink to a device, a log) makes `check` read. The
+/// cap `run` reads a case and a profile with: `check` refused a case of
+/// 16 MiB that `run` took.
+pub const MAX_TOML_BYTES: u64 = crate::bounded::DOCUMENT;
 
 /// A TOML file's bytes, refused past [`MAX_TOML_BYTES`] (read through
 /// [`crate::bounded`]: a FIFO or a device is refused, never opened to wait).
@@ -365,12 +367,19 @@ mod tests {
         assert_eq!(e.line, Some((2, 1)), "{e}");
         std::fs::write(&file, "jobs = 0\n").unwrap();
         let big = dir.path().join("big.toml");
-        std::fs::write(&big, vec![b'#'; (MAX_TOML_BYTES + 1) as usize]).unwrap();
+        // A case `run` takes, `check` reads (it refused past 16 MiB).
+        std::fs::write(&big, vec![b'#'; 17 << 20]).unwrap();
+        assert_eq!(read_toml_bytes(&big).unwrap().len(), 17 << 20);
+        // Sparse: refused by its size, never read.
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_TOML_BYTES + 1)
+            .unwrap();
         assert!(
             read_toml_bytes(&big)
                 .unwrap_err()
                 .message
-                .contains("larger than 16 MiB")
+                .contains("larger than 256 MiB")
         );
         assert!(
             load(&file)
