@@ -46,6 +46,7 @@ mod pg_gc;
 mod pg_roles;
 mod pg_store;
 mod pg_tls;
+mod pg_views;
 mod porting;
 mod properties_reports;
 mod python;

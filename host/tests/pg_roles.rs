@@ -163,11 +163,11 @@ fn a_viewer_gets_only_the_redacted_view_from_every_cli_reader_its_folder_and_sql
     }
     // A viewer's export is a redacted copy, under `<id>-redacted` as a
     // responder's `--redacted` is (it kept the run's own id, which an
-    // import of the run then found taken).
+    // import of the run then found taken), and says so.
     assert!(
         shown[3]
             .stdout
-            .contains(&format!("exported {run}-redacted to")),
+            .contains(&format!("exported a redacted copy {run}-redacted to")),
         "{}",
         shown[3]
     );

@@ -113,6 +113,19 @@ pub fn rfc3339(unix_ns: i128) -> String {
     String::from_utf8(text).expect("ASCII digits and separators")
 }
 
+/// Unix nanoseconds of the `clock` a case file's text sets (its run's
+/// virtual time 0), if it sets one. Only `clock` is read: a seed past
+/// 2^63 − 1, which a case may give as a bare integer, is no value of a
+/// whole TOML table.
+pub fn case_clock(case_text: &str) -> Option<i128> {
+    #[derive(serde::Deserialize)]
+    struct Clock {
+        clock: Option<Datetime>,
+    }
+    let clock = toml::from_str::<Clock>(case_text).ok()?.clock?;
+    datetime_to_unix_ns(&clock).ok()
+}
+
 /// Unix nanoseconds of RFC 3339 text (as [`rfc3339`] writes it).
 pub fn parse_rfc3339(text: &str) -> Option<i128> {
     if let Some(ns) = parse_written(text.as_bytes()) {

@@ -50,13 +50,14 @@ struct Export {
 
 /// Write a run and its objects to one file; with a redactor, a redacted
 /// copy and the agent; a run that is a redacted copy (a viewer's runs on a
-/// database store), as it is with its agent. Returns the exported run id.
+/// database store), as it is with its agent. Returns the exported run id
+/// and whether the file holds a redacted copy.
 pub fn export(
     store: &StoreDir,
     run: &str,
     out: &Path,
     redactor: Option<&mut worldline_log::redact::Redactor>,
-) -> Result<String> {
+) -> Result<(String, bool)> {
     let path = store.resolve_run(run)?;
     let mut b = bundle::read_held(&path).map_err(InputError::from)?;
     if b.header.redacted.is_some() && redactor.is_some() {
@@ -67,7 +68,7 @@ pub fn export(
     worldline_case::output::check_file(out)?;
     let doc = document(store, &path, &mut b, redactor, &BTreeSet::new())?;
     worldline_case::output::write(out, &serde_json::to_vec(&doc)?)?;
-    Ok(doc.run)
+    Ok((doc.run, doc.redacted))
 }
 
 /// Whether run id `id` is dated after today, which `import` refuses: a
@@ -112,7 +113,8 @@ fn document(
             if let Ok(world) = store.load_world(&b.header.world_hash) {
                 r.learn_state(&world.initial);
             }
-            let copy = worldline_log::redact::copy::of(&id, b, r);
+            let clock = (store.case_clock(&b.header.case_hash)).map(worldline_case::time::rfc3339);
+            let copy = worldline_log::redact::copy::of(&id, b, clock, r);
             (
                 format!("{id}-redacted"),
                 bundle::held_to_text(&copy),

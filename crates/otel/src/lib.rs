@@ -7,7 +7,9 @@
 //! Times are virtual: a run starts at its case's clock and each event ends
 //! at its recorded virtual time (real latency, recorded for live model
 //! calls only, is an attribute). Trace and span ids are derived from the
-//! run's chain hash, so exporting a run twice sends the same spans. Tool
+//! run's chain hash, so exporting a run twice sends the same spans (and a
+//! redacted copy, whose header names its run, its chain hash and its case's
+//! clock, is exported as that run: the same trace whoever reads it). Tool
 //! arguments and results are opt-in (`--content`), and pass through the
 //! view's redactor. The wire format is `opentelemetry-proto`'s messages;
 //! [`send`] posts them as OTLP/HTTP protobuf or writes them to a file.
@@ -33,6 +35,7 @@ use worldline_log::redact::Redactor;
 
 /// One run to export, its events held compact (decision 0380).
 pub struct RunView {
+    /// The run's id (of a redacted copy, the id of the run it is a copy of).
     pub run_id: String,
     pub bundle: HeldBundle,
     /// Unix nanoseconds virtual time 0 stands for (the case clock).
@@ -89,8 +92,13 @@ fn id(n: usize, parts: &[&str]) -> Vec<u8> {
 }
 
 /// The hash a run's ids derive from: its chain hash, or the last event's
-/// for a run without a footer.
+/// for a run without a footer; for a redacted copy, the chain hash of the
+/// run it is a copy of (a viewer's export of a run is the same trace as a
+/// responder's).
 fn chain_of(b: &HeldBundle) -> String {
+    if let Some(r) = &b.header.redacted {
+        return r.original_chain_hash.clone();
+    }
     b.footer.as_ref().map_or_else(
         || (b.events.as_held().last()).map_or_else(String::new, |e| e.hash.clone()),
         |f| f.chain_hash.clone(),

@@ -44,6 +44,14 @@ impl Database {
         })
     }
 
+    /// The hash of each case the store's runs ran, each once.
+    pub fn case_hashes(&self) -> Result<Vec<String>, DbError> {
+        self.with(|c| {
+            let rows = c.query("SELECT DISTINCT case_hash FROM runs ORDER BY 1", &[])?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
     /// Set the store's policy (`policy` hashing to `sha256`) and make the
     /// copy of every run, and the redacted form of every campaign report
     /// and shard report (`redo`), again under it, in one transaction; how

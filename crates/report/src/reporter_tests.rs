@@ -936,6 +936,7 @@ fn replay_of_a_redacted_copy_says_what_it_checked_and_what_it_cannot() {
         original_run: "20261128-093036-94a3bea0".into(),
         original_chain_hash: "9f2c4e1a7b3d5f60aa11bb22cc33dd44".into(),
         policy_sha256: "5d1f0e9a".into(),
+        clock: None,
     };
     let path = std::path::Path::new("copies/20261128-093036-94a3bea0.jsonl");
     let doc = super::verify::redacted_copy_json(path, 12, &r);
@@ -1047,6 +1048,7 @@ fn import_names_each_run_a_redacted_copy_and_what_was_skipped() {
                 original_run: "20261128-093030-0a0a0a0a".into(),
                 original_chain_hash: "9f2c4e1a7b3d5f60".into(),
                 policy_sha256: "5d1f0e9a".into(),
+                clock: None,
             }),
             new: true,
         },

@@ -446,6 +446,14 @@ impl StoreDir {
         self.read_object(sha)
     }
 
+    /// The clock case `case_hash` sets (Unix nanoseconds, its runs'
+    /// virtual time 0), when it sets one and this store holds it for this
+    /// reader (a viewer reads no case).
+    pub fn case_clock(&self, case_hash: &str) -> Option<i128> {
+        let bytes = self.read_object(case_hash).ok()?;
+        worldline_case::time::case_clock(std::str::from_utf8(&bytes).ok()?)
+    }
+
     /// [`get_object`](Self::get_object) without holding it (for gc, which
     /// holds the store's gate itself).
     pub fn read_object(&self, sha: &str) -> Result<Vec<u8>, worldline_case::error::InputError> {

@@ -154,13 +154,14 @@ pub fn exec_export(args: ExportArgs) -> Result<ExitCode> {
         }
         None
     };
-    let id = export::export(&store, run, &args.output, redactor.as_mut())?;
+    // A viewer's export is a redacted copy with or without --redacted.
+    let (id, redacted) = export::export(&store, run, &args.output, redactor.as_mut())?;
     if args.common.json {
         println!(
             "{}",
-            json!({"run_id": id, "file": args.output.display().to_string(), "redacted": args.redacted})
+            json!({"run_id": id, "file": args.output.display().to_string(), "redacted": redacted})
         );
-    } else if args.redacted {
+    } else if redacted {
         println!("exported a redacted copy {id} to {}", args.output.display());
     } else {
         println!("exported {id} to {}", args.output.display());

@@ -35,23 +35,14 @@ pub struct OtelArgs {
     pub common: Common,
 }
 
-/// Unix nanoseconds of the run's virtual time 0: its case's clock, or for
-/// a run whose case is not in the store (a redacted copy), when the run
-/// was created.
+/// Unix nanoseconds of the run's virtual time 0: its case's clock (for a
+/// redacted copy, whose case stays behind, the clock its header carries),
+/// else when the run was created.
 fn start_ns(store: &StoreDir, run_id: &str, b: &bundle::HeldBundle) -> u64 {
-    // Only `clock` is read: a seed past 2^63 − 1, which a case may give as
-    // a bare integer, is no value of a whole TOML table.
-    #[derive(serde::Deserialize)]
-    struct Clock {
-        clock: Option<toml::value::Datetime>,
-    }
-    let clock = store
-        .get_object(&b.header.case_hash)
-        .ok()
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .and_then(|text| toml::from_str::<Clock>(&text).ok())
-        .and_then(|t| t.clock)
-        .and_then(|dt| worldline_case::time::datetime_to_unix_ns(&dt).ok());
+    let clock = match &b.header.redacted {
+        Some(r) => (r.clock.as_deref()).and_then(worldline_case::time::parse_rfc3339),
+        None => store.case_clock(&b.header.case_hash),
+    };
     let ns = clock.unwrap_or_else(|| {
         i128::from(worldline_store::index::row::created_of_id(run_id).unwrap_or(0)) * 1_000_000_000
     });
@@ -72,7 +63,11 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
         }
         seen.push(path.clone());
         let bundle = bundle::read_held(&path).map_err(InputError::from)?;
-        let run_id = run_id_of(&path);
+        // A redacted copy is exported as the run it is a copy of.
+        let run_id = match &bundle.header.redacted {
+            Some(r) => r.original_run.clone(),
+            None => run_id_of(&path),
+        };
         views.push(RunView {
             start_ns: start_ns(&store, &run_id, &bundle),
             run_id,
@@ -110,7 +105,9 @@ pub fn exec(args: OtelArgs) -> Result<ExitCode> {
     };
     let summary = OtelSummary {
         http_status: status,
-        redacted: redactor.is_some(),
+        // A viewer's runs are redacted copies already, read with no
+        // redactor.
+        redacted: redactor.is_some() || views.iter().any(|v| v.bundle.header.redacted.is_some()),
         run_ids: views.iter().map(|v| v.run_id.clone()).collect(),
         runs: views.len(),
         spans,

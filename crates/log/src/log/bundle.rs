@@ -215,6 +215,12 @@ pub struct Redacted {
     pub original_chain_hash: String,
     /// SHA-256 of the redaction policy's text.
     pub policy_sha256: String,
+    /// The original run's case clock (RFC 3339), its virtual time 0: the
+    /// case stays behind, and `otel` times a copy's spans from this as it
+    /// times the run's. Absent when the case sets none (or in a copy made
+    /// before copies carried it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<String>,
 }
 
 /// How a run ended.

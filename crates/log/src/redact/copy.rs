@@ -1,7 +1,7 @@
 //! A redacted copy of a run (`export --redacted`): every event, the footer
 //! and the output pass through the redactor; the events are chained anew,
 //! so the copy verifies by itself; its header says it is a copy, of which
-//! run (id and chain hash), under which policy.
+//! run (id and chain hash, and its case's clock), under which policy.
 
 use super::Redactor;
 use crate::log::bundle::{self, Footer, Header, HeldBundle, Redacted};
@@ -9,8 +9,9 @@ use crate::log::{Event, Recorder};
 
 /// The redacted copy of the bundle of run `run_id`, read held (decision
 /// 0380): each event put back whole, redacted and recorded anew one at a
-/// time, the copy held compact too.
-pub fn of(run_id: &str, b: &mut HeldBundle, r: &mut Redactor) -> HeldBundle {
+/// time, the copy held compact too. `clock`: the run's case clock (RFC
+/// 3339), when its case sets one.
+pub fn of(run_id: &str, b: &mut HeldBundle, clock: Option<String>, r: &mut Redactor) -> HeldBundle {
     let original_chain_hash = chain_of(b.footer.as_ref(), b.events.as_held());
     let held = &mut b.events;
     let events =
@@ -19,19 +20,20 @@ pub fn of(run_id: &str, b: &mut HeldBundle, r: &mut Redactor) -> HeldBundle {
         run_id,
         &b.header,
         events,
-        original_chain_hash,
+        (original_chain_hash, clock),
         b.footer.as_ref(),
         r,
     )
 }
 
 /// The redacted copy of run `run_id` from its header, events and footer
-/// (a run just finished, not read back).
+/// (a run just finished, not read back); `clock` as [`of`] takes it.
 pub fn of_parts(
     run_id: &str,
     header: &Header,
     events: &[Event],
     footer: Option<&Footer>,
+    clock: Option<String>,
     r: &mut Redactor,
 ) -> HeldBundle {
     let original_chain_hash = chain_of(footer, events);
@@ -39,7 +41,7 @@ pub fn of_parts(
         run_id,
         header,
         events.iter().cloned(),
-        original_chain_hash,
+        (original_chain_hash, clock),
         footer,
         r,
     )
@@ -54,12 +56,13 @@ fn chain_of(footer: Option<&Footer>, events: &[Event]) -> String {
     )
 }
 
-/// The copy of `events` (whole, in order), each redacted and recorded anew.
+/// The copy of `events` (whole, in order), each redacted and recorded anew;
+/// `original`: the run's chain hash and case clock.
 fn copy(
     run_id: &str,
     header: &Header,
     events: impl Iterator<Item = Event>,
-    original_chain_hash: String,
+    (original_chain_hash, clock): (String, Option<String>),
     footer: Option<&Footer>,
     r: &mut Redactor,
 ) -> HeldBundle {
@@ -86,6 +89,7 @@ fn copy(
         original_run: run_id.to_string(),
         original_chain_hash,
         policy_sha256: r.policy_hash().to_string(),
+        clock,
     });
     // The copy's footer is hashed over the copy's header and chain.
     let footer = footer.map(|mut f| {

@@ -30,7 +30,7 @@ use crate::log::{Event, Footer};
 use detect::Detector;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use worldline_case::canon;
 use worldline_case::error::InputError;
@@ -209,6 +209,12 @@ pub struct Redactor {
     /// again when one is added.
     quoted: Vec<(String, String)>,
     quoted_finder: Option<aho_corasick::AhoCorasick>,
+    /// The placeholders this view has written (what [`hidden`](Redactor::hidden)
+    /// counts): a value only learned (a world's state the run never read)
+    /// is not hidden in it.
+    shown: BTreeSet<String>,
+    /// Set while learning: placeholders given then are not written.
+    learning: bool,
 }
 
 /// How long a value a path hides must be to be hidden where other text
@@ -380,6 +386,8 @@ impl Redactor {
             repeats: BTreeMap::new(),
             quoted: Vec::new(),
             quoted_finder: None,
+            shown: BTreeSet::new(),
+            learning: false,
         }
     }
 
@@ -387,16 +395,34 @@ impl Redactor {
         &self.policy.hash
     }
 
-    /// How many distinct values this view has hidden.
+    /// How many distinct values this view has hidden (placeholders it
+    /// wrote; not values it only learned).
     pub fn hidden(&self) -> usize {
-        self.given.len()
+        self.shown.len()
+    }
+
+    /// Note that this view wrote placeholder `p` (unless it is learning).
+    fn wrote(&mut self, p: &str) {
+        if !self.learning && !self.shown.contains(p) {
+            self.shown.insert(p.to_string());
+        }
+    }
+
+    /// `f` run as learning: what it hides is known to the view after it,
+    /// and counted as hidden only once the view writes it.
+    fn learn_only<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let was = std::mem::replace(&mut self.learning, true);
+        let out = f(self);
+        self.learning = was;
+        out
     }
 
     /// The placeholder of a value of a kind.
     fn placeholder(&mut self, kind: &str, value: &str) -> String {
         let id = format!("{kind}\0{value}");
-        if let Some(p) = self.given.get(&id) {
-            return p.clone();
+        if let Some(p) = self.given.get(&id).cloned() {
+            self.wrote(&p);
+            return p;
         }
         let digest = canon::sha256_hex(format!("{}\0{id}", self.salt));
         let mut n = 4;
@@ -409,6 +435,7 @@ impl Redactor {
         };
         self.taken.insert(p.clone(), id.clone());
         self.given.insert(id, p.clone());
+        self.wrote(&p);
         p
     }
 
@@ -453,10 +480,16 @@ impl Redactor {
         });
         let mut out = String::with_capacity(text.len());
         let mut at = 0;
+        let mut wrote = Vec::new();
         for m in finder.find_iter(text) {
             out.push_str(&text[at..m.start()]);
             out.push_str(&self.quoted[m.pattern().as_usize()].1);
+            wrote.push(m.pattern().as_usize());
             at = m.end();
+        }
+        for i in wrote {
+            let p = self.quoted[i].1.clone();
+            self.wrote(&p);
         }
         out.push_str(&text[at..]);
         out
@@ -691,7 +724,7 @@ impl Redactor {
     /// The policy's `state` paths over one row as the run's state holds
     /// it (what they hide is noted for the rest of the view).
     fn state_row(&mut self, table: &str, key: &str, row: Value) {
-        self.paths("state", &mut json!({ table: { key: row } }));
+        self.learn_only(|r| r.paths("state", &mut json!({ table: { key: row } })));
     }
 
     /// Every value of `v` that a path rule has hidden elsewhere in this
@@ -708,8 +741,9 @@ impl Redactor {
             Value::Null | Value::Bool(_) => {}
             leaf => {
                 let id = format!("{BY_PATH}\0{}", leaf_text(leaf));
-                if let Some(p) = self.given.get(&id) {
-                    *leaf = Value::String(p.clone());
+                if let Some(p) = self.given.get(&id).cloned() {
+                    self.wrote(&p);
+                    *leaf = Value::String(p);
                 }
             }
         }
@@ -804,13 +838,15 @@ impl Redactor {
     /// initial state), to hide it where an event quotes it (a get's
     /// answer, before any write), without showing `s`.
     pub fn learn_state(&mut self, s: &State) {
-        self.state(&mut s.clone());
+        self.learn_only(|r| r.state(&mut s.clone()));
     }
 
     pub fn learn<'e>(&mut self, events: impl IntoIterator<Item = &'e Event>) {
-        for e in events {
-            self.event(&mut e.clone());
-        }
+        self.learn_only(|r| {
+            for e in events {
+                r.event(&mut e.clone());
+            }
+        });
     }
 
     /// What a view of event `at` alone must know first: the values the
@@ -819,12 +855,14 @@ impl Redactor {
     /// showed a tool answer's hidden field whole inside the next model
     /// call's messages).
     pub fn before(&mut self, header: &Header, events: &mut crate::log::Held, at: u64) {
-        self.header(&mut header.clone());
-        for seq in 0..at {
-            if let Some(e) = events.event(seq) {
-                self.event(&mut e.into_owned());
+        self.learn_only(|r| {
+            r.header(&mut header.clone());
+            for seq in 0..at {
+                if let Some(e) = events.event(seq) {
+                    r.event(&mut e.into_owned());
+                }
             }
-        }
+        });
     }
 
     /// One side of a replay's divergence at `field` (`request`, `response`,

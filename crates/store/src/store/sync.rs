@@ -175,6 +175,7 @@ impl StoreDir {
             // changed meanwhile is read again and the copy made again.
             // Objects gc (on another machine) removed since they were
             // asked about are sent with the run.
+            let clock = (self.case_clock(&b.header.case_hash)).map(worldline_case::time::rfc3339);
             let mut fresh = false;
             for _ in 0..5 {
                 let shared = self.shared_policy(fresh)?;
@@ -187,6 +188,7 @@ impl StoreDir {
                     b.header,
                     b.events,
                     b.footer,
+                    clock.clone(),
                     &mut redactor,
                 );
                 let copy = bundle::held_to_text(&copy);

@@ -6,6 +6,7 @@
 //! files allow.
 
 use super::StoreDir;
+use std::collections::BTreeMap;
 use worldline_case::error::InputError;
 use worldline_log::redact::Redactor;
 use worldline_pgstore::copies::Shared;
@@ -94,10 +95,11 @@ impl StoreDir {
         self.require_raw("setting the redaction policy")?;
         worldline_log::redact::Policy::parse(std::path::Path::new("the policy given"), text)?;
         let salt = self.shared_policy(true)?.salt;
+        let clocks = self.case_clocks(db)?;
         let made = db.set_policy(
             text,
             &worldline_case::canon::sha256_hex(text),
-            &mut remaker(text, &salt),
+            &mut remaker(text, &salt, clocks),
             &mut super::shared::report_redactor(text, &salt),
         )?;
         self.shared_policy(true)?;
@@ -109,7 +111,24 @@ impl StoreDir {
     pub fn fill_copies(&self) -> anyhow::Result<usize> {
         let db = self.database_of("making redacted copies")?;
         let shared = self.shared_policy(true)?;
-        Ok(db.fill_copies(&mut remaker(&shared.policy, &shared.salt))?)
+        let clocks = self.case_clocks(db)?;
+        Ok(db.fill_copies(&mut remaker(&shared.policy, &shared.salt, clocks))?)
+    }
+
+    /// The clock (RFC 3339) of each case the store's runs ran that sets
+    /// one, for their copies' headers: read before the copies are made,
+    /// whose transaction holds the connection a case is read through.
+    fn case_clocks(
+        &self,
+        db: &worldline_pgstore::Database,
+    ) -> Result<BTreeMap<String, String>, InputError> {
+        let hashes = db.case_hashes().map_err(crate::store::db_error)?;
+        Ok((hashes.into_iter())
+            .filter_map(|h| {
+                let clock = self.case_clock(&h)?;
+                Some((h, worldline_case::time::rfc3339(clock)))
+            })
+            .collect())
     }
 
     /// The database, or a refusal of `what` on a folder store.
@@ -124,10 +143,11 @@ impl StoreDir {
 }
 
 /// Makes a run's redacted copy from its raw lines under `policy` and
-/// `salt`.
+/// `salt`, its case's clock from `clocks` (by case hash).
 fn remaker(
     policy: &str,
     salt: &str,
+    clocks: BTreeMap<String, String>,
 ) -> impl FnMut(&str, &[String]) -> Result<Vec<String>, String> + use<> {
     let (policy, salt) = (policy.to_string(), salt.to_string());
     move |id: &str, lines: &[String]| {
@@ -137,7 +157,8 @@ fn remaker(
             worldline_log::log::bundle::parse_held(text.as_bytes(), std::path::Path::new(id))
                 .map_err(|e| e.to_string())?;
         let mut r = worldline_log::redact::shared(&policy, &salt).map_err(|e| e.to_string())?;
-        let copy = worldline_log::redact::copy::of(id, &mut b, &mut r);
+        let clock = clocks.get(&b.header.case_hash).cloned();
+        let copy = worldline_log::redact::copy::of(id, &mut b, clock, &mut r);
         Ok(worldline_log::log::bundle::held_to_text(&copy)
             .lines()
             .map(String::from)
