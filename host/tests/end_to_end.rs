@@ -43,6 +43,7 @@ mod native;
 mod native_settings;
 mod otel;
 mod pg_gc;
+mod pg_named;
 mod pg_roles;
 mod pg_store;
 mod pg_tls;

@@ -832,7 +832,7 @@ impl StoreDir {
     ) -> Result<PathBuf, worldline_case::error::InputError> {
         let none = || {
             worldline_case::error::InputError::new(
-                &self.root,
+                self.name(),
                 format!("no run `{id}` in this store (list them with `worldline runs`{more})"),
             )
         };
@@ -849,7 +849,7 @@ impl StoreDir {
             1 => Ok(found.remove(0)),
             0 => Err(none()),
             n => Err(worldline_case::error::InputError::new(
-                &self.root,
+                self.name(),
                 format!("`{id}` matches {n} runs; give more of the id"),
             )),
         }
