@@ -14,7 +14,12 @@ use worldline_pgstore::writer::Writer;
 use worldline_pgstore::{Copy, Database, RunRow, Stored};
 
 fn connect(address: &str) -> Database {
-    Database::connect(&worldline_pgstore::url::parse(address).unwrap(), false).unwrap()
+    let how = worldline_pgstore::Opening {
+        upgrade: false,
+        make: true,
+        given_in: "--store",
+    };
+    Database::connect(&worldline_pgstore::url::parse(address).unwrap(), &how).unwrap()
 }
 
 fn writer() -> Writer {

@@ -933,6 +933,7 @@ fn a_viewers_retention_set_is_refused_naming_the_responder_role() {
     let pg = cluster();
     let schema = fresh_schema();
     let owner = PathBuf::from(pg.store_in(&schema));
+    worldline(&owner, ["migrate", "--json"]).expect_code(0);
     worldline(&owner, ["retention", "--json"]).expect_code(0);
     let v = format!("{schema}_v");
     pg.login(&v, &format!("{schema}_viewer"));
@@ -969,7 +970,7 @@ fn a_login_in_neither_role_is_told_the_grant_to_ask_for() {
     let pg = cluster();
     let schema = fresh_schema();
     let owner = PathBuf::from(pg.store_in(&schema));
-    worldline(&owner, ["runs", "--json"]).expect_code(0);
+    worldline(&owner, ["migrate", "--json"]).expect_code(0);
     let nobody = format!("{schema}_n");
     pg.psql(&format!("CREATE ROLE {nobody} LOGIN"));
     let store = pg.store_as(&nobody, &schema);

@@ -116,7 +116,7 @@ fn a_newer_schema_is_refused_with_what_to_do() {
     let pg = cluster();
     let schema = fresh_schema();
     let store = PathBuf::from(pg.store_in(&schema));
-    worldline(&store, ["runs", "--json"]).expect_code(0);
+    worldline(&store, ["migrate", "--json"]).expect_code(0);
     pg.psql(&format!(
         "INSERT INTO {schema}.schema_version (version) VALUES (99)"
     ));
@@ -331,6 +331,7 @@ fn a_retention_policy_set_on_one_machine_is_what_gc_follows_on_another() {
     let dir = temp_dir();
     let machine = |n: &str| dir.path().join(n);
     let on = |m: &str, args: &[&str]| common::on_machine(&store, &machine(m), args);
+    on("a", &["migrate", "--json"]).expect_code(0);
     let shown = on("a", &["retention", "--json"]);
     shown.expect_code(0);
     assert_eq!(shown.json()["from"], "the defaults", "{shown}");

@@ -206,7 +206,7 @@ fn require_is_refused_by_a_server_without_tls_and_prefer_falls_back() {
     refused(&out, pg.port);
     assert!(out.stderr.contains("does not offer TLS"), "{out}");
     // The default (`prefer`), and `prefer` said, connect in plain.
-    worldline(Path::new(&address), ["runs", "--json"]).expect_code(0);
+    worldline(Path::new(&address), ["migrate", "--json"]).expect_code(0);
     worldline(&with(&address, "sslmode=prefer"), ["runs", "--json"]).expect_code(0);
 }
 
@@ -218,7 +218,7 @@ fn require_is_refused_by_a_server_without_tls_and_prefer_falls_back() {
 fn prefer_uses_tls_when_the_server_offers_it() {
     let pg = own_tls_cluster(Tls::On);
     let address = pg.store_in(&fresh_schema());
-    worldline(Path::new(&address), ["runs", "--json"]).expect_code(0);
+    worldline(Path::new(&address), ["migrate", "--json"]).expect_code(0);
     let log = pg.log();
     assert!(
         log.contains("application_name=worldline SSL enabled"),

@@ -124,10 +124,24 @@ fn with_source(e: &postgres::Error) -> String {
     }
 }
 
+/// How [`Database::connect`] opens a store.
+pub struct Opening<'a> {
+    /// Bring an older schema to this worldline's version (`migrate`).
+    pub upgrade: bool,
+    /// Make the store when its schema holds none (the commands that
+    /// record); otherwise that is refused, nothing made (a mistyped
+    /// `?schema=` is not an empty store that verifies).
+    pub make: bool,
+    /// Where the address was given, as a message says it (`--store`,
+    /// the project file's `store`), for what to change in it.
+    pub given_in: &'a str,
+}
+
 impl Database {
     /// Connect and bring the schema to this worldline's version (created
-    /// when new; refused when newer, or older unless `upgrade`).
-    pub fn connect(url: &StoreUrl, upgrade: bool) -> Result<Database, DbError> {
+    /// when new and `how.make`; refused when newer, or older unless
+    /// `how.upgrade`).
+    pub fn connect(url: &StoreUrl, how: &Opening) -> Result<Database, DbError> {
         let fail = |message: String| DbError {
             shown: url.shown.clone(),
             message,
@@ -177,13 +191,21 @@ impl Database {
                 within.as_secs_f64()
             ))
         })?;
-        let mut client = connected.map_err(|e| fail(tls.explain(&e, &host)))?;
+        let mut client = connected.map_err(|e| fail(tls.explain(&e, &host, how.given_in)))?;
         // Most connections find the schema at this version: the user and
         // their role in one round trip. Otherwise the schema is migrated
         // (or refused, saying why) first.
         let (user, role) = match at_version(&mut client, &url.schema) {
             Some(found) => found,
             None => {
+                if !how.make
+                    && !holds_store(&mut client, &url.schema).map_err(|e| fail(said(&e)))?
+                {
+                    return Err(fail(format!(
+                        "no store is there: the database has no worldline store in schema `{}`; check `schema=` in {} (the first `run`, `test` or `fuzz` makes a store)",
+                        url.schema, how.given_in
+                    )));
+                }
                 let mut tx = client.transaction().map_err(|e| fail(said(&e)))?;
                 // A login in neither role is refused the store's schema:
                 // it is told the GRANT to ask for (it was told "db error").
@@ -201,7 +223,7 @@ impl Database {
                     migrate::Refused::Db(e) => fail(said(e)),
                     other => fail(other.to_string()),
                 };
-                migrate::migrate(&mut tx, &url.schema, upgrade).map_err(denied)?;
+                migrate::migrate(&mut tx, &url.schema, how.upgrade).map_err(denied)?;
                 tx.commit().map_err(|e| fail(said(&e)))?;
                 client
                     .batch_execute(&format!("SET search_path TO {}", url.schema))
@@ -607,6 +629,18 @@ fn insert_run(
 /// simple query protocol prepares no statement). `None` when the schema is
 /// missing or at another version, or the query fails: the caller then
 /// takes the migrating path, which creates, upgrades or refuses it.
+/// Whether `schema` holds a store (of any version): its `schema_version`
+/// table is there. Read from the catalogs, which every login may read (a
+/// login in neither role is then told which to ask for).
+fn holds_store(client: &mut Client, schema: &str) -> Result<bool, postgres::Error> {
+    let row = client.query_one(
+        "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                        WHERE n.nspname = $1 AND c.relname = 'schema_version')",
+        &[&schema],
+    )?;
+    Ok(row.get(0))
+}
+
 fn at_version(client: &mut Client, schema: &str) -> Option<(String, Option<Role>)> {
     let sql = format!(
         "SET search_path TO {schema}; \

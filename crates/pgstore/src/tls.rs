@@ -181,8 +181,9 @@ impl Settings {
 
     /// Why connecting to `host` failed, and what to do: a certificate
     /// that does not verify (which check), a server without TLS, a server
-    /// that takes only TLS; else the client's error.
-    pub(crate) fn explain(&self, e: &postgres::Error, host: &str) -> String {
+    /// that takes only TLS; else the client's error. `given_in`: where the
+    /// address was given (`--store`), for what to change in it.
+    pub(crate) fn explain(&self, e: &postgres::Error, host: &str, given_in: &str) -> String {
         let mode = self.mode.name();
         if let Some(rustls::Error::InvalidCertificate(c)) = rustls_error(e) {
             let roots = self
@@ -240,16 +241,16 @@ impl Settings {
                 if *c == SqlState::INVALID_PASSWORD
                     || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
             {
-                "check the user and password in --store (or PGPASSWORD)"
+                format!("check the user and password in {given_in} (or PGPASSWORD)")
             }
-            Some(c) if *c == SqlState::INVALID_CATALOG_NAME => {
-                "name a database that exists in --store (after the host: /postgres), or create it"
-            }
-            Some(_) => "see what the server said",
-            None if reason.contains("password missing") => {
-                "give the password in --store (postgres://USER:PASSWORD@HOST/DB) or in PGPASSWORD"
-            }
-            None => "start the server or pass --store with one that runs",
+            Some(c) if *c == SqlState::INVALID_CATALOG_NAME => format!(
+                "name a database that exists in {given_in} (after the host: /postgres), or create it"
+            ),
+            Some(_) => "see what the server said".to_string(),
+            None if reason.contains("password missing") => format!(
+                "give the password in {given_in} (postgres://USER:PASSWORD@HOST/DB) or in PGPASSWORD"
+            ),
+            None => format!("start the server or give {given_in} one that runs"),
         };
         format!("cannot connect ({reason}); {todo}")
     }

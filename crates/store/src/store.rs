@@ -53,6 +53,62 @@ pub struct StoreDir {
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Where a store's address was given: what an error about it names, and
+/// how a message says where to change it.
+#[derive(Debug, Clone)]
+pub struct GivenIn {
+    /// The file (or flag, or argument) an error names.
+    pub file: PathBuf,
+    /// Its line and column there.
+    pub at: Option<(usize, usize)>,
+    /// Where, as a message says it: `--store`, ``store` in FILE (line N)`.
+    pub said: String,
+}
+
+impl GivenIn {
+    /// An address given as the argument `name` (`import`'s `FROM`).
+    pub fn argument(name: &str) -> GivenIn {
+        GivenIn {
+            file: name.into(),
+            at: None,
+            said: format!("the {name} argument"),
+        }
+    }
+
+    /// `--store` as this process was given it: the flag, or the project
+    /// file's `store` when that supplied it ([`store_given_in`]).
+    fn store_flag() -> GivenIn {
+        STORE_GIVEN_IN.get().cloned().unwrap_or_else(|| GivenIn {
+            file: "--store".into(),
+            at: None,
+            said: "--store".into(),
+        })
+    }
+
+    /// An error about the address, at where it was given.
+    fn error(&self, message: impl Into<String>) -> worldline_case::error::InputError {
+        let mut e = worldline_case::error::InputError::new(&self.file, message);
+        e.line = self.at;
+        e
+    }
+}
+
+static STORE_GIVEN_IN: std::sync::OnceLock<GivenIn> = std::sync::OnceLock::new();
+
+/// Say that this process's `--store` was supplied by the project file
+/// `file`, written at `at`: errors about the address name it there.
+pub fn store_given_in(file: &Path, at: Option<(usize, usize)>) {
+    let said = match at {
+        Some((line, _)) => format!("`store` in {} (line {line})", file.display()),
+        None => format!("`store` in {}", file.display()),
+    };
+    let _ = STORE_GIVEN_IN.set(GivenIn {
+        file: file.to_path_buf(),
+        at,
+        said,
+    });
+}
+
 /// The run index's file in a store folder (`index/` keeps it; the store
 /// removes it when a viewer's copies are written over, see `sync.rs`).
 pub const INDEX_FILE: &str = "index.sqlite";
@@ -105,19 +161,34 @@ impl StoreDir {
         Self::open_folder(root)
     }
 
+    /// [`open`](Self::open) a store to read that is given elsewhere than
+    /// in `--store` (`import`'s sources): a database store's errors say
+    /// where, and a schema holding no store is refused, nothing made.
+    pub fn open_source(root: &Path, given: &GivenIn) -> Result<Self> {
+        match root
+            .to_str()
+            .filter(|s| worldline_pgstore::url::is_postgres(s))
+        {
+            Some(address) => Self::connect(address, false, false, given),
+            None => Self::open(root),
+        }
+    }
+
     /// Open a store that is there already: for the commands that report
     /// on a whole store (`verify`, `runs`, `index`), which would otherwise
     /// make an empty store where a mistyped `--store` points and report
     /// on nothing (a `verify` passing with no run). A missing folder, or
-    /// one without `runs/`, is refused, naming it; anything else opens as
-    /// [`open`](Self::open) opens it (a file is refused there).
+    /// one without `runs/`, is refused, naming it, and so is a database
+    /// schema holding no store (nothing made in it); anything else opens
+    /// as [`open`](Self::open) opens it (a file is refused there).
     pub fn open_existing(root: &Path) -> Result<Self> {
         no_other_address(root)?;
-        if root
+        if let Some(address) = root
             .to_str()
-            .is_some_and(worldline_pgstore::url::is_postgres)
+            .filter(|s| worldline_pgstore::url::is_postgres(s))
         {
-            return Self::open(root);
+            // A schema that holds no store is refused, nothing made in it.
+            return Self::connect(address, false, false, &GivenIn::store_flag());
         }
         // Links followed: a link to a folder without `runs/` is no store
         // either (it made an empty store there and verified it).
@@ -145,9 +216,20 @@ impl StoreDir {
     /// worldline's version (an older one too when `upgrade`), and open its
     /// working folder.
     pub fn open_database(address: &str, upgrade: bool) -> Result<Self> {
-        let url = worldline_pgstore::url::parse(address)
-            .map_err(|m| worldline_case::error::InputError::new("--store", m))?;
-        let db = Database::connect(&url, upgrade).map_err(crate::store::db_error)?;
+        Self::connect(address, upgrade, true, &GivenIn::store_flag())
+    }
+
+    /// [`open_database`](Self::open_database), the store made when its
+    /// schema holds none only when `make`; errors say where the address
+    /// was `given`.
+    fn connect(address: &str, upgrade: bool, make: bool, given: &GivenIn) -> Result<Self> {
+        let url = worldline_pgstore::url::parse(address).map_err(|m| given.error(m))?;
+        let how = worldline_pgstore::Opening {
+            upgrade,
+            make,
+            given_in: &given.said,
+        };
+        let db = Database::connect(&url, &how).map_err(crate::store::db_error)?;
         let mut store = Self::open_folder(&sync::working_folder(&url.shown))?;
         store.db = Some(db);
         Ok(store)

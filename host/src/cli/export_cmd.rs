@@ -353,7 +353,8 @@ pub fn exec_import(args: ImportArgs) -> Result<ExitCode> {
     // Another store: a folder, or a database store's address.
     for from in &args.from {
         if is_store(from) {
-            let other = StoreDir::open(from)?;
+            let given = worldline_store::store::GivenIn::argument("FROM");
+            let other = StoreDir::open_source(from, &given)?;
             if other.root.canonicalize().ok() == store.root.canonicalize().ok() {
                 return Err(InputError::new(from, "is the store being imported into").into());
             }

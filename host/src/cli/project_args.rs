@@ -100,6 +100,12 @@ pub fn apply(
         (Some(p), Some(c)) => with_defaults(argv, p, &c),
         _ => (argv, Supplied::default()),
     };
+    // A store address the file gave is blamed on the file, at its line.
+    if let Some(p) = &loaded
+        && supplied.supplied.contains_key("store")
+    {
+        worldline_store::store::store_given_in(&p.file, p.paths_at.get("store").copied());
+    }
     let _ = PROJECT.set(loaded);
     let _ = SUPPLIED.set(Supplied { file, ..supplied });
     Ok(argv)
