@@ -10,6 +10,7 @@
 use crate::common;
 
 use common::*;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 /// A probe case: look up ticket `ticket` in the demo world, expecting T-1
@@ -283,6 +284,60 @@ fn history_and_diff_fit_the_terminal_and_full_cuts_nothing() {
     let cut = diff_line(&with("60", &["diff", &a, &b]));
     let whole = diff_line(&with("60", &["diff", &a, &b, "--full"]));
     assert!(cut.contains('…') && !whole.contains('…'), "{cut}\n{whole}");
+}
+
+/// Shards that each compiled the agent merge into what one machine would
+/// have printed: the agent once, at its longer compile (it was listed once
+/// a shard, and the times summed).
+#[test]
+fn merged_shards_list_each_compile_once_at_its_longest() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    probe_case(&cases, "one", "T-1", "open");
+    probe_case(&cases, "two", "T-1", "open");
+    let agent = guest("probe-agent");
+    let mut shards = Vec::new();
+    let mut ms = Vec::new();
+    for part in ["1/2", "2/2"] {
+        // A store of each shard's own, as on two machines: both compile.
+        let store = dir.path().join(format!("store-{}", &part[..1]));
+        let extra = ["--partition", part, "--jobs", "1", "--json"];
+        let out = test_suite_with(&store, &cases, &agent, &extra, &[OWN_COMPILE_CACHE]);
+        out.expect_code(0);
+        ms.push(out.json()["compiles"][0]["ms"].as_f64().unwrap());
+        let file = dir.path().join(format!("shard-{}.json", &part[..1]));
+        std::fs::write(&file, &out.stdout).unwrap();
+        shards.push(file);
+    }
+    let merged = worldline_raw([
+        OsStr::new("merge"),
+        shards[0].as_os_str(),
+        shards[1].as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    merged.expect_code(0);
+    let compiles = merged.json()["compiles"].as_array().unwrap();
+    assert_eq!(compiles.len(), 1, "{merged}");
+    assert_eq!(
+        compiles[0]["ms"].as_f64().unwrap(),
+        ms[0].max(ms[1]),
+        "{merged}"
+    );
+    let text = worldline_raw([
+        OsStr::new("merge"),
+        shards[0].as_os_str(),
+        shards[1].as_os_str(),
+    ]);
+    text.expect_code(0);
+    let line = (text.stderr.lines())
+        .find(|l| l.starts_with("compiled before the first case"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        line.matches(&agent.display().to_string()).count(),
+        1,
+        "{line}"
+    );
 }
 
 #[test]

@@ -304,7 +304,8 @@ impl SuiteSummary {
 
     /// Shard reports of one suite (`test --partition i/n --json`) as the
     /// report one machine would have printed: cases in suite order, counts
-    /// and pass^k recomputed; `elapsed_ms` is the slowest shard's.
+    /// and pass^k recomputed; `elapsed_ms` is the slowest shard's, and each
+    /// compiled component is listed once, at its slowest shard's time.
     pub fn merge(shards: Vec<SuiteSummary>) -> Result<SuiteSummary, String> {
         let selected = check_shards(&shards)?;
         let repeat = shards.first().map_or(1, |s| s.repeat);
@@ -328,10 +329,17 @@ impl SuiteSummary {
                 collection_errors.push(e.clone());
             }
         }
-        let compiles: Vec<Compile> = shards
-            .iter()
-            .flat_map(|s| s.compiles.iter().cloned())
-            .collect();
+        // One machine compiles each component once: each is listed once,
+        // at its longest compile on any shard (the shards compiled side by
+        // side; the agent was listed once a shard and the times summed).
+        let mut compiles: Vec<Compile> = Vec::new();
+        for c in shards.iter().flat_map(|s| &s.compiles) {
+            match compiles.iter_mut().find(|k| k.component == c.component) {
+                Some(kept) if c.ms > kept.ms => *kept = c.clone(),
+                Some(_) => {}
+                None => compiles.push(c.clone()),
+            }
+        }
         let mut cases: Vec<CaseSummary> = shards.into_iter().flat_map(|s| s.cases).collect();
         cases.sort_by_key(|c| c.index);
         if let Some(w) = cases.windows(2).find(|w| w[0].index == w[1].index) {
