@@ -182,3 +182,34 @@ fn a_viewers_export_says_redacted_and_every_copy_counts_the_values_its_view_hide
     assert_eq!(hidden(&file("r.wlrun")), shown, "{history}");
     assert_eq!(hidden(&file("v.wlrun")), shown, "{history}");
 }
+
+/// A policy whose only rule is a `state` path, set after the run: the
+/// copies it makes again hide what the path hides in the world's state
+/// wherever the events quote it (a get's answer), as the copy made with
+/// the run and a responder's redacted export do.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs PostgreSQL: run tests/run, which installs it"
+)]
+fn a_copy_made_again_hides_what_a_state_path_hides_where_the_events_quote_it() {
+    let t = store();
+    let file = |name: &str| t.dir.path().join(name);
+    let policy = file("state.toml");
+    std::fs::write(
+        &policy,
+        "detectors = []\npaths = [\"state.customers.*.email\"]\n",
+    )
+    .unwrap();
+    worldline(&t.responder, ["redaction", "--set", s(&policy)]).expect_code(0);
+    for (who, store) in [("viewer", &t.viewer), ("responder", &t.responder)] {
+        let out = file(&format!("{who}.wlrun"));
+        let args = ["export", &t.run, "--redacted", "-o", s(&out)];
+        worldline(store, args).expect_code(0);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            !text.contains("ana.lopez@example.com") && text.contains("<redacted:"),
+            "{who}'s copy shows the address"
+        );
+    }
+}

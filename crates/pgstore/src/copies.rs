@@ -44,11 +44,16 @@ impl Database {
         })
     }
 
-    /// The hash of each case the store's runs ran, each once.
-    pub fn case_hashes(&self) -> Result<Vec<String>, DbError> {
+    /// The hash of each case and of each world the store's runs ran,
+    /// each once.
+    pub fn run_inputs(&self) -> Result<(Vec<String>, Vec<String>), DbError> {
         self.with(|c| {
-            let rows = c.query("SELECT DISTINCT case_hash FROM runs ORDER BY 1", &[])?;
-            Ok(rows.iter().map(|r| r.get(0)).collect())
+            let of = |c: &mut postgres::Client, column: &str| {
+                let sql = format!("SELECT DISTINCT {column} FROM runs ORDER BY 1");
+                let rows = c.query(&sql, &[])?;
+                Ok::<Vec<String>, postgres::Error>(rows.iter().map(|r| r.get(0)).collect())
+            };
+            Ok((of(c, "case_hash")?, of(c, "world_hash")?))
         })
     }
 

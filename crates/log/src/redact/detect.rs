@@ -7,6 +7,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 /// One kind of thing to find.
+#[derive(Clone)]
 pub(crate) struct Detector {
     /// The placeholder's label (`email`, `phone`, `card`, `iban`,
     /// `api_key`, or a custom name).

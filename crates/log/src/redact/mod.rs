@@ -100,6 +100,7 @@ fn whole_values(mut parts: Vec<String>) -> Result<Vec<Vec<String>>, String> {
 }
 
 /// A parsed policy.
+#[derive(Clone)]
 pub struct Policy {
     paths: Vec<Vec<String>>,
     detectors: Vec<Detector>,
@@ -193,6 +194,7 @@ impl Policy {
 
 /// The redactor of one view: a policy, a salt, and the placeholders given
 /// so far.
+#[derive(Clone)]
 pub struct Redactor {
     policy: Policy,
     salt: String,

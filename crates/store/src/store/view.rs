@@ -9,7 +9,7 @@ use super::StoreDir;
 use std::collections::BTreeMap;
 use worldline_case::error::InputError;
 use worldline_log::redact::Redactor;
-use worldline_pgstore::copies::Shared;
+use worldline_pgstore::copies::{Remake, Shared};
 use worldline_pgstore::roles::Role;
 
 impl StoreDir {
@@ -95,11 +95,11 @@ impl StoreDir {
         self.require_raw("setting the redaction policy")?;
         worldline_log::redact::Policy::parse(std::path::Path::new("the policy given"), text)?;
         let salt = self.shared_policy(true)?.salt;
-        let clocks = self.case_clocks(db)?;
+        let mut remake = self.remaker(db, text, &salt)?;
         let made = db.set_policy(
             text,
             &worldline_case::canon::sha256_hex(text),
-            &mut remaker(text, &salt, clocks),
+            &mut *remake,
             &mut super::shared::report_redactor(text, &salt),
         )?;
         self.shared_policy(true)?;
@@ -111,24 +111,56 @@ impl StoreDir {
     pub fn fill_copies(&self) -> anyhow::Result<usize> {
         let db = self.database_of("making redacted copies")?;
         let shared = self.shared_policy(true)?;
-        let clocks = self.case_clocks(db)?;
-        Ok(db.fill_copies(&mut remaker(&shared.policy, &shared.salt, clocks))?)
+        let mut remake = self.remaker(db, &shared.policy, &shared.salt)?;
+        Ok(db.fill_copies(&mut *remake)?)
     }
 
-    /// The clock (RFC 3339) of each case the store's runs ran that sets
-    /// one, for their copies' headers: read before the copies are made,
-    /// whose transaction holds the connection a case is read through.
-    fn case_clocks(
+    /// What makes a run's redacted copy from its raw lines under `policy`
+    /// and `salt` as a run's store makes it: its case's clock in the
+    /// header, and what the policy's `state` paths hide in its world's
+    /// state hidden where its events quote it (a get's answer). The
+    /// cases and worlds of the store's runs are read first (each once):
+    /// the transaction the copies are made in holds the connection they
+    /// are read through.
+    fn remaker(
         &self,
         db: &worldline_pgstore::Database,
-    ) -> Result<BTreeMap<String, String>, InputError> {
-        let hashes = db.case_hashes().map_err(crate::store::db_error)?;
-        Ok((hashes.into_iter())
+        policy: &str,
+        salt: &str,
+    ) -> anyhow::Result<Box<Remake<'static>>> {
+        let fresh = || worldline_log::redact::shared(policy, salt);
+        let (cases, worlds) = db.run_inputs().map_err(crate::store::db_error)?;
+        let clocks: BTreeMap<String, String> = (cases.into_iter())
             .filter_map(|h| {
                 let clock = self.case_clock(&h)?;
                 Some((h, worldline_case::time::rfc3339(clock)))
             })
-            .collect())
+            .collect();
+        let mut learned: BTreeMap<String, Redactor> = BTreeMap::new();
+        for h in worlds {
+            // As a run's store learns it: a world that cannot be read
+            // (its objects gone) is not learned.
+            if let Ok(world) = self.load_world(&h) {
+                let mut r = fresh()?;
+                r.learn_state(&world.initial);
+                learned.insert(h, r);
+            }
+        }
+        let fresh = fresh()?;
+        Ok(Box::new(move |id: &str, lines: &[String]| {
+            let mut text = lines.join("\n");
+            text.push('\n');
+            let mut b =
+                worldline_log::log::bundle::parse_held(text.as_bytes(), std::path::Path::new(id))
+                    .map_err(|e| e.to_string())?;
+            let mut r = learned.get(&b.header.world_hash).unwrap_or(&fresh).clone();
+            let clock = clocks.get(&b.header.case_hash).cloned();
+            let copy = worldline_log::redact::copy::of(id, &mut b, clock, &mut r);
+            Ok(worldline_log::log::bundle::held_to_text(&copy)
+                .lines()
+                .map(String::from)
+                .collect())
+        }))
     }
 
     /// The database, or a refusal of `what` on a folder store.
@@ -139,29 +171,5 @@ impl StoreDir {
                 format!("{what} is for a postgres:// store, which keeps it in its database; this is a folder store"),
             )
         })
-    }
-}
-
-/// Makes a run's redacted copy from its raw lines under `policy` and
-/// `salt`, its case's clock from `clocks` (by case hash).
-fn remaker(
-    policy: &str,
-    salt: &str,
-    clocks: BTreeMap<String, String>,
-) -> impl FnMut(&str, &[String]) -> Result<Vec<String>, String> + use<> {
-    let (policy, salt) = (policy.to_string(), salt.to_string());
-    move |id: &str, lines: &[String]| {
-        let mut text = lines.join("\n");
-        text.push('\n');
-        let mut b =
-            worldline_log::log::bundle::parse_held(text.as_bytes(), std::path::Path::new(id))
-                .map_err(|e| e.to_string())?;
-        let mut r = worldline_log::redact::shared(&policy, &salt).map_err(|e| e.to_string())?;
-        let clock = clocks.get(&b.header.case_hash).cloned();
-        let copy = worldline_log::redact::copy::of(id, &mut b, clock, &mut r);
-        Ok(worldline_log::log::bundle::held_to_text(&copy)
-            .lines()
-            .map(String::from)
-            .collect())
     }
 }
