@@ -727,3 +727,67 @@ fn a_state_path_hides_its_value_in_the_answer_that_carries_it() {
     let copy = std::fs::read_to_string(&file).unwrap();
     assert!(!copy.contains("Ana Lopez") && !copy.contains("Bo Chen"));
 }
+
+/// A value a `request.args` path hides is hidden in the state after the
+/// event that wrote it, as in the event's request and writes: `show --at`
+/// (and the UI's event page, which shares the order) showed the state
+/// after the write with the value whole.
+#[test]
+fn a_value_an_event_hides_is_hidden_in_the_state_after_it() {
+    let dir = temp_dir();
+    let root = dir.path();
+    let world = format!("{CRM_WORLD}{}", common::crm::SET_EMAIL);
+    write_world(
+        root,
+        "crm",
+        &world,
+        &[("data/customers.jsonl", common::crm::ROWS)],
+    );
+    let case = write_case(
+        root,
+        "set",
+        "world = \"crm@v1\"\nseed = 5\nclock = 2026-03-01T12:00:00Z\ntask = { calls = [\n  { tool = \"set_email\", args = { id = \"CUST-000007\", email = \"the Chens at home\" } },\n] }\n",
+    );
+    let store = root.join("store");
+    let out = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&root.join("worlds")),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    std::fs::write(
+        store.join("redact.toml"),
+        "paths = [\"request.args.email\"]\ndetectors = []\n",
+    )
+    .unwrap();
+    let h = worldline(
+        &store,
+        ["history", run.as_str(), "--json", "--only", "tools"],
+    );
+    let at = h.json()["events"][0]["seq"].as_u64().unwrap().to_string();
+    for json in [true, false] {
+        let mut args = vec!["show", run.as_str(), "--at", at.as_str()];
+        args.extend(json.then_some("--json"));
+        let shown = worldline(&store, &args);
+        shown.expect_code(0);
+        assert!(
+            !shown.stdout.contains("the Chens at home"),
+            "the state after shows it: {shown}"
+        );
+    }
+    let server = crate::ui_support::Server::start(&store, &[]);
+    let page = server.get(&format!("/run/{run}/event/{at}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        !page.body.contains("the Chens at home"),
+        "the event page's world or what changed shows it"
+    );
+}

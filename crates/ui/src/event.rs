@@ -138,8 +138,11 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
     // (one redactor, so a value has one placeholder on the page).
     let mut refused = refused;
     if let Some(r) = redactor.as_mut() {
-        // The states first: a value a `state` path hides is then hidden in
-        // the event too (a get's answer showed it whole).
+        // What this event hides first: the state after it holds what it
+        // wrote (a `request.args` path's value showed whole in the world's
+        // table and what changed). Then the states: a value a `state` path
+        // hides is then hidden in the event too (a get's answer showed it).
+        r.learn(std::iter::once(&e));
         r.state(&mut before);
         r.state(&mut after);
         r.event(&mut e);

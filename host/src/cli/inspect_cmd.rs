@@ -171,8 +171,11 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
         Some(mut r) => {
             let held = rec.held.as_mut().expect("read held");
             r.before(&rec.bundle.header, held, args.at);
-            // The state first: a value a `state` path hides is then hidden
-            // in the event too (a get's answer showed it whole).
+            // What this event hides is learnt first: the state after it
+            // holds what it wrote (a `request.args` path's value showed
+            // whole there). Then the state: a value a `state` path hides
+            // is then hidden in the event too (a get's answer showed it).
+            r.learn(std::iter::once(&event));
             r.state(&mut state);
             r.event(&mut event);
             true
