@@ -251,6 +251,22 @@ fn a_model_set_of_the_wrong_type_is_the_flag_s_usage_error_in_words() {
     assert!(!store.join("runs").exists(), "nothing ran");
 }
 
+/// A missing argument's `--json` error names it in its one line: the
+/// message ended at "the following required arguments were not
+/// provided:", the argument being on clap's next line.
+#[test]
+fn a_missing_argument_s_json_error_names_it() {
+    let dir = temp_dir();
+    let out = prompt(&dir.path().join("store"), &["diff", "A", "--json"]);
+    out.expect_code(2);
+    let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.ends_with("the following required arguments were not provided: <RUN_B>"),
+        "{out}"
+    );
+    assert_eq!(message.lines().count(), 1, "{out}");
+}
+
 /// A `--model-set base_url=` refused for the credentials it carries does
 /// not print them: clap quoted the refused value whole ("invalid value
 /// 'base_url=https://user:secret@host…'"), in text and in `--json`, and a

@@ -655,12 +655,14 @@ fn parse(json: bool) -> Result<Cli, ExitCode> {
                 // One line, as every input error's message (clap's usage
                 // and its `--help` advice follow on stderr).
                 let rendered = e.render().to_string();
-                let said = rendered
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string();
+                // The message's lines up to the blank line before the
+                // usage: a missing argument is named on the line after
+                // "the following required arguments were not provided:".
+                let said = (rendered.lines())
+                    .take_while(|l| !l.trim().is_empty())
+                    .map(str::trim)
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 // The flag or argument at fault is the error's `file`, as
                 // the checks after parsing name it (`"file": "--sample"`).
                 let err = match flag_of(&e) {
