@@ -373,6 +373,29 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
     r.expect_code(0);
     assert_eq!(r.json()["verdict"], "redacted_copy");
     assert!(!r.json()["not_checked"].as_array().unwrap().is_empty());
+    // The UI's replay button reports the same (it answered 400).
+    {
+        let server = crate::ui_support::Server::start(&other, &[]);
+        let page = server.get(&format!("/run/{id}"));
+        let csrf = crate::ui_support::input_value(&page.body, "csrf").expect("a replay form");
+        let host = server.host();
+        let r = crate::ui_support::request(
+            server.port,
+            "POST",
+            &format!("/run/{id}/replay?token={}", server.token),
+            &[
+                ("Host", &host),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            &crate::ui_support::form(&[("csrf", &csrf)]),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        assert!(
+            r.body.contains("redacted_copy") && r.body.contains("cannot check"),
+            "{}",
+            r.body
+        );
+    }
     let show = worldline(&other, ["show", id.as_str(), "--at", "0"]);
     show.expect_code(2);
     assert!(show.stderr.contains("redacted copy"), "{show}");

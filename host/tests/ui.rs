@@ -748,6 +748,14 @@ fn sigterm_stops_the_ui_after_it_replays_a_native_run() {
         &form(&[("csrf", &csrf)]),
     );
     assert_eq!(r.status, 200, "{r:?}");
+    // Said as a boundary replay, as `worldline replay` says it (it read
+    // as a guest's bit-for-bit `identical`).
+    assert!(
+        r.body.contains("identical</span> at the boundary")
+            && r.body.contains("boundary replay of a native agent"),
+        "{}",
+        r.body
+    );
     assert!(
         s.terminated_within(std::time::Duration::from_secs(5)),
         "the UI still runs 5 s after SIGTERM"

@@ -15,6 +15,7 @@ use worldline_engine::fork::check::EditText;
 use worldline_engine::ops;
 use worldline_engine::ops::fork::ForkError;
 use worldline_engine::replay::ReplayReport;
+use worldline_log::log::bundle;
 
 type FormData = BTreeMap<String, String>;
 
@@ -123,9 +124,21 @@ fn verdict(app: &Seen, id: &str, r: &ReplayReport) -> Result<Markup> {
             Some((d, expected, actual))
         }
     };
+    // A native agent's replay is of its boundary, never bit for bit, and
+    // says so (docs/native.md), with the passed-through variables that
+    // differ: the page said `identical` as a guest's, and named neither.
+    let boundary = r.scope == worldline_engine::replay::Scope::Boundary;
     Ok(html! {
         div.note #verdict {
-            "replay: " (badge(name.as_str().unwrap_or("?"))) " — " (r.matched) " of " (r.recorded) " events matched"
+            "replay: " (badge(name.as_str().unwrap_or("?")))
+            @if boundary && r.verdict == worldline_engine::replay::Verdict::Identical { " at the boundary" }
+            " — " (r.matched) " of " (r.recorded) " events matched"
+            @if boundary {
+                p { "boundary replay of a native agent: the requests it sent and the answers it got are compared, not what it did between them" }
+            }
+            @if !r.env_differs.is_empty() {
+                p { "passed-through variables differ from the recording: " (r.env_differs.join(", ")) }
+            }
             @if let Some((d, expected, actual)) = divergence {
                 p {
                     "diverged at " a href={ "/run/" (url(id)) "/event/" (d.index) } { "event " (d.index) }
@@ -143,6 +156,26 @@ fn verdict(app: &Seen, id: &str, r: &ReplayReport) -> Result<Markup> {
 pub(crate) fn replay(app: &Seen, run: &str, form: &FormData) -> Result<Reply> {
     if let Some(no) = allowed(app, form) {
         return Ok(no);
+    }
+    // A redacted copy cannot be re-executed: what can be checked of it is,
+    // as `worldline replay` reports it (verdict `redacted_copy`; the page
+    // answered 400).
+    let path = app.run_path(run)?;
+    if let Ok(header) = bundle::read_header(&path)
+        && header.redacted.is_some()
+    {
+        let b = bundle::read_held(&path).map_err(InputError::from)?;
+        let copy = b.header.redacted.as_ref().expect("a redacted copy");
+        let mut text = Vec::new();
+        worldline_report::verify::write_redacted_copy(&mut text, &path, b.events.len(), copy)?;
+        let text = String::from_utf8_lossy(&text).into_owned();
+        let shown = html! {
+            div.note #verdict {
+                "replay: " (badge("redacted_copy"))
+                pre { (text) }
+            }
+        };
+        return super::run::body(app, run, &BTreeMap::new(), shown);
     }
     let rec = app.recorded_held(run)?;
     let id = super::run::id_of(&rec.path);
