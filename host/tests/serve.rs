@@ -33,7 +33,19 @@ fn serve(store: &Path, case: &Path, more: &[&str]) -> (Served, String) {
 
 /// [`serve`] with the worlds of `worlds`.
 fn serve_in(store: &Path, case: &Path, worlds: &Path, more: &[&str]) -> (Served, String) {
+    serve_with(store, case, worlds, more, &[])
+}
+
+/// [`serve_in`] with more environment.
+fn serve_with(
+    store: &Path,
+    case: &Path,
+    worlds: &Path,
+    more: &[&str],
+    env: &[(&str, &str)],
+) -> (Served, String) {
     let mut server = crate::common::cli()
+        .envs(env.iter().copied())
         .args(["serve".as_ref(), case.as_os_str()])
         .args(["--addr", "127.0.0.1:0", "--json"])
         .args(more)
@@ -822,4 +834,88 @@ fn a_case_no_episode_can_pass_is_refused() {
             "{out}"
         );
     }
+}
+
+/// While one session's reset compiles its world's service (a Python
+/// service: seconds on a fresh store), the server answers everyone else:
+/// `/health`, another client's handshake and `state`, and the resetting
+/// client's own keepalive pings. The compile ran on the runtime's
+/// threads: nothing was answered until it ended, and OpenEnv's client
+/// closed with 1011 "keepalive ping timeout".
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn a_reset_that_compiles_its_world_blocks_no_one_else() {
+    let dir = temp_dir();
+    let service = python_service("tests/guests/python-service/counters.py");
+    let worlds = world_with_service(
+        dir.path(),
+        &workspace_root().join("tests/worlds/counters/v1"),
+        "counters",
+        &service,
+    );
+    let case = counters_case(dir.path(), json!([]), "");
+    let store = dir.path().join("store");
+    // The store's own compile cache: the tests' shared one has compiled
+    // the service already.
+    let (mut server, url) = serve_with(&store, &case, &worlds, &[], &[OWN_COMPILE_CACHE]);
+    // Once the compile's lock is in the compile cache (the compile has
+    // begun, and holds it until it ends), the others are tried: /health
+    // answered with the lock still there, each answer before the reset's.
+    let client = "import glob, json, sys, threading, time, urllib.request\n\
+        from websockets.sync.client import connect\n\
+        url, cache = sys.argv[1], sys.argv[2]\n\
+        ws_url = url.replace('http://', 'ws://') + '/ws'\n\
+        got = {}\n\
+        def resetting():\n\
+        \x20   try:\n\
+        \x20       with connect(ws_url, ping_interval=0.2, ping_timeout=1) as ws:\n\
+        \x20           ws.send(json.dumps({'type': 'reset', 'data': {}}))\n\
+        \x20           got['reset'] = json.loads(ws.recv(timeout=300))['type']\n\
+        \x20           got['reset_at'] = time.monotonic()\n\
+        \x20   except Exception as e:\n\
+        \x20       got['reset'] = repr(e)\n\
+        \x20       got['reset_at'] = time.monotonic()\n\
+        a = threading.Thread(target=resetting)\n\
+        a.start()\n\
+        deadline = time.monotonic() + 120\n\
+        while not glob.glob(cache + '/*/*.lock') and 'reset' not in got and time.monotonic() < deadline:\n\
+        \x20   time.sleep(0.005)\n\
+        got['compiling'] = bool(glob.glob(cache + '/*/*.lock'))\n\
+        got['health'] = urllib.request.urlopen(url + '/health', timeout=300).read().decode()\n\
+        got['health_at'] = time.monotonic()\n\
+        got['still_compiling'] = bool(glob.glob(cache + '/*/*.lock'))\n\
+        with connect(ws_url, open_timeout=300) as ws:\n\
+        \x20   ws.send(json.dumps({'type': 'state'}))\n\
+        \x20   got['state'] = json.loads(ws.recv(timeout=300))['type']\n\
+        \x20   got['state_at'] = time.monotonic()\n\
+        a.join()\n\
+        print(json.dumps(got))\n";
+    let out = Command::new(openenv_python())
+        .args(["-c", client, &url])
+        .arg(store.join("cache"))
+        .output()
+        .expect("the client runs");
+    let got: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(got["compiling"], true, "the reset compiled: {got}");
+    assert_eq!(got["health"], r#"{"status":"healthy"}"#, "{got}");
+    assert_eq!(
+        got["still_compiling"], true,
+        "/health was answered while the reset compiled: {got}"
+    );
+    assert_eq!(got["state"], "state", "{got}");
+    assert_eq!(
+        got["reset"], "observation",
+        "the resetting client's pings were answered: {got}"
+    );
+    let at = |k: &str| got[k].as_f64().unwrap();
+    assert!(
+        at("health_at") < at("reset_at") && at("state_at") < at("reset_at"),
+        "/health and another client were answered while the reset compiled: {got}"
+    );
 }

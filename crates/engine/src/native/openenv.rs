@@ -446,7 +446,7 @@ async fn reset(served: &Served, session: &mut Option<Session>, data: &Value) -> 
         network: None,
     };
     end_open(session).await;
-    match Session::begin(served, case, agent, opts, data["episode_id"].as_str()) {
+    match Session::begin(served, case, agent, opts, data["episode_id"].as_str()).await {
         Err(e) => error("FACTORY_ERROR", &format!("{e:#}")),
         Ok(mut s) => match s.list_tools().await {
             Err(why) => s.refused(why).await,
@@ -500,7 +500,9 @@ async fn reset_fork(
             "fork_of.run names a run of the store by its id (or a unique prefix of it), not a path",
         );
     }
-    let prefix = match (served.fork)(run, at) {
+    // Reading the recorded run off the store holds this thread: the
+    // runtime's other tasks move to another meanwhile.
+    let prefix = match tokio::task::block_in_place(|| (served.fork)(run, at)) {
         Ok(p) => p,
         Err(e) => {
             // The fork's check names its command line's flag.
@@ -535,7 +537,8 @@ async fn reset_fork(
     end_open(session).await;
     let events = prefix.events;
     let forked = json!({"run": prefix.run, "at": prefix.at});
-    let mut s = match Session::begin(served, prefix.case, prefix.agent, prefix.opts, episode_id) {
+    let begun = Session::begin(served, prefix.case, prefix.agent, prefix.opts, episode_id);
+    let mut s = match begun.await {
         Ok(s) => s,
         Err(e) => return error("FACTORY_ERROR", &format!("{e:#}")),
     };
@@ -608,7 +611,11 @@ struct Session {
 }
 
 impl Session {
-    fn begin(
+    /// The case kept in the store and its world's service loaded (a
+    /// first compile takes many seconds) on a blocking thread: on the
+    /// runtime's, every other connection, `/health` and this client's
+    /// pings waited for it.
+    async fn begin(
         served: &Served,
         case: Case,
         agent: NativeAgent,
@@ -619,9 +626,13 @@ impl Session {
         // written as it gets them (decision 0416).
         opts.each_line = true;
         let (sandbox, store) = (served.sandbox, served.store);
-        store.put_case(&case)?;
-        super::load_service(sandbox, &case)?;
-        let header = super::header(sandbox, &case, agent);
+        let (case, header) = tokio::task::spawn_blocking(move || -> Result<_> {
+            store.put_case(&case)?;
+            super::load_service(sandbox, &case)?;
+            let header = super::header(sandbox, &case, agent);
+            Ok((case, header))
+        })
+        .await??;
         let (handle, receiver) = session::channel();
         let (name, seed, task) = (case.name.clone(), case.seed, case.task.value());
         let mediator = std::thread::Builder::new()
