@@ -6,7 +6,9 @@ postgres://...`), writing every run into one shared PostgreSQL store; the
 store keeps each shard's report under the suite id, and the driver merges
 them with `worldline merge --suite ID` (docs/decisions/0357). The cases,
 the agent, the worlds and the binary must be at the same paths on every
-node (one image or a shared volume), as in a CI matrix.
+node (one image or a shared volume), as in a CI matrix. A relative path is
+made absolute from the driver's working folder before it is sent: a shard
+runs in its Ray worker's folder (where `ray start` ran), not the driver's.
 
     python -m worldline_ray --cases cases/ --rollouts 8 --address HOST:6379 \
         --store postgres://... --agent agent.wasm --json
@@ -16,6 +18,7 @@ Needs only the standard library and `ray`.
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -168,7 +171,20 @@ def parse_args(argv):
         p.error("--shards must be at least 1 (or 0 for the cluster's CPUs)")
     if not args.store.startswith(("postgres://", "postgresql://")):
         p.error("--store must be a PostgreSQL store (postgres://...): every node writes into it")
+    absolute(args)
     return args
+
+
+def absolute(args):
+    """Make the path arguments absolute from the driver's working folder:
+    a shard runs in its Ray worker's, where `cases/` was no such folder.
+    A `--worldline` without a folder is looked up on each node's PATH."""
+    args.cases = [os.path.abspath(c) for c in args.cases]
+    for key in ("agent", "worlds"):
+        if getattr(args, key):
+            setattr(args, key, os.path.abspath(getattr(args, key)))
+    if os.sep in args.worldline:
+        args.worldline = os.path.abspath(args.worldline)
 
 
 def main(argv=None):

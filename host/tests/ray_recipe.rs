@@ -3,7 +3,8 @@
 //! `tests/training/ray_cluster.py`) with the pinned `ray` package
 //! (tests/ray-python.sh): a 200-rollout suite into one PostgreSQL store,
 //! every rollout seen by `runs` and `merge --suite`, and every process the
-//! cluster started gone afterwards, also when the test fails; a folder
+//! cluster started gone afterwards, also when the test fails; the
+//! driver's relative paths good in a cluster started elsewhere; a folder
 //! store refused before any cluster is reached.
 
 use crate::common::*;
@@ -83,7 +84,7 @@ impl Drop for Harness {
 }
 
 /// `n` cases in `dir/cases`, the first `failing` of them graded failed.
-fn suite(dir: &Path, n: usize, failing: usize) -> PathBuf {
+fn suite(dir: &Path, n: usize, failing: usize) {
     let cases = dir.join("cases");
     std::fs::create_dir_all(&cases).unwrap();
     for i in 0..n {
@@ -93,7 +94,6 @@ fn suite(dir: &Path, n: usize, failing: usize) -> PathBuf {
         }
         write_case(&cases, &format!("c{i:03}"), &text);
     }
-    cases
 }
 
 #[test]
@@ -105,8 +105,15 @@ fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
     let python = ray_python();
     let store = pg::cluster().fresh_store();
     let dir = temp_dir();
-    let cases = suite(dir.path(), CASES, FAILING);
-    let agent = guest("caller-agent");
+    // The driver runs in the project's folder, with the paths relative
+    // to it as a user types them; the cluster in another (a shard runs in
+    // its Ray worker's folder, where `cases/` was no such folder).
+    let project = dir.path().join("project");
+    let elsewhere = dir.path().join("cluster");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    suite(&project, CASES, FAILING);
+    std::fs::copy(guest("caller-agent"), project.join("agent.wasm")).unwrap();
+    std::os::unix::fs::symlink(worlds_dir(), project.join("worlds")).unwrap();
     // Ray's session folder: a short path (its sockets live there).
     let temp = tempfile::Builder::new()
         .prefix("wlray-")
@@ -118,9 +125,9 @@ fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
         .arg(tests_dir().join("training/ray_cluster.py"))
         .arg("3")
         .arg(temp.path())
+        .args(["env".as_ref(), "-C".as_ref(), project.as_os_str()])
         .arg(&python)
-        .args(["-m", "worldline_ray", "--cases"])
-        .arg(&cases)
+        .args(["-m", "worldline_ray", "--cases", "cases/"])
         .args([
             "--rollouts",
             &ROLLOUTS.to_string(),
@@ -129,14 +136,12 @@ fn the_ray_recipe_runs_200_rollouts_on_three_nodes_into_one_store() {
         ])
         .arg("--store")
         .arg(&store)
-        .arg("--agent")
-        .arg(&agent)
-        .arg("--worlds")
-        .arg(worlds_dir())
+        .args(["--agent", "agent.wasm", "--worlds", "worlds"])
         .arg("--worldline")
         .arg(env!("CARGO_BIN_EXE_worldline"))
         .arg("--json")
         .env("PYTHONPATH", workspace_root().join("contrib/ray"))
+        .current_dir(&elsewhere)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
