@@ -216,6 +216,63 @@ fn banking_imports_validates_and_grades_as_agentdojo_does() {
     imports_validates_and_grades(&suite, injected_bill);
 }
 
+/// The build command an import prints is the words it names once a
+/// shell reads it, whatever the folder: `-o "my bench"` printed
+/// `--service my bench/service/banking.py` (two words), `-o "it's here"`
+/// an open quote.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_build_command_an_import_prints_pastes_into_a_shell() {
+    let Some(python) = agentdojo_python() else {
+        return;
+    };
+    let tmp = temp_dir();
+    let dir = tmp.path().join("it's my \"bench\" $HOME `id`");
+    let out = worldline(
+        &tmp.path().join("store"),
+        [
+            "bench".as_ref(),
+            "import".as_ref(),
+            "agentdojo/banking".as_ref(),
+            "-o".as_ref(),
+            dir.as_os_str(),
+            "--python".as_ref(),
+            python.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    out.expect_code(0);
+    let build = out.json()["build"].as_str().unwrap().to_string();
+    // The shell reads the line as pasted; `worldline` prints the words
+    // it was given, one a line.
+    let read = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "worldline() { printf '%s\\n' \"$@\"; }; eval \"$1\"",
+            "sh",
+        ])
+        .arg(&build)
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{build}: {read:?}");
+    let service = dir.join("service/banking.py");
+    let wasm = dir.join("worlds/agentdojo-banking/v1/banking.wasm");
+    let want = [
+        "build-python",
+        "--service",
+        service.to_str().unwrap(),
+        "-o",
+        wasm.to_str().unwrap(),
+    ]
+    .map(|w| format!("{w}\n"))
+    .concat();
+    assert_eq!(String::from_utf8_lossy(&read.stdout), want, "{build}");
+    assert!(service.is_file(), "{build}");
+}
+
 /// Slack: the checks of [`imports_validates_and_grades`] (past the import,
 /// with `WORLDLINE_BENCH_FULL` only).
 #[test]

@@ -228,11 +228,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         .join(&world)
         .join("v1")
         .join(Path::new(service_name).with_extension("wasm"));
-    let build = format!(
-        "worldline build-python --service {} -o {}",
-        service_path.display(),
-        wasm.display()
-    );
+    let build = build_command(&service_path, None, &wasm);
     imported(&args, known, &converted, &build)
 }
 
@@ -257,6 +253,25 @@ fn pinned_python(
                 ),
             )
         })
+}
+
+/// The command that builds an import's world service `service` into
+/// `wasm` (bundling the packages of `venv`), each word quoted for a POSIX
+/// shell when it needs it: a folder `my bench` or `it's here` pasted
+/// unquoted was two words, or an open quote.
+fn build_command(service: &Path, venv: Option<&Path>, wasm: &Path) -> String {
+    let mut words = vec![
+        "worldline".into(),
+        "build-python".into(),
+        "--service".into(),
+    ];
+    words.push(service.to_string_lossy());
+    if let Some(venv) = venv {
+        words.extend(["--venv".into(), venv.to_string_lossy()]);
+    }
+    words.extend(["-o".into(), wasm.to_string_lossy()]);
+    // A path holds no NUL, the one word `shlex` cannot quote.
+    shlex::try_join(words.iter().map(|w| w.as_ref())).unwrap_or_else(|_| words.join(" "))
 }
 
 /// What `bench import` says when it is done: what it wrote, and the

@@ -9,7 +9,7 @@
 //! the last two importing `agentdojo_mail.py`, written beside them;
 //! decisions 0374, 0375, 0378).
 
-use super::{ImportArgs, Known, convert, imported, pinned_python, write_folder};
+use super::{ImportArgs, Known, build_command, convert, imported, pinned_python, write_folder};
 use crate::cli::exit::ExitCode;
 use anyhow::Result;
 use worldline_case::error::InputError;
@@ -41,12 +41,12 @@ pub fn import(args: &ImportArgs, known: &Known, suite: &str) -> Result<ExitCode>
     }
     let service_name = format!("{suite}.py");
     write_folder(&args.output, &converted.files, &service_name, service)?;
-    let build = format!(
-        "worldline build-python --service {} -o {}",
-        args.output.join("service").join(&service_name).display(),
-        args.output
-            .join(format!("worlds/agentdojo-{suite}/v1/{suite}.wasm"))
-            .display()
+    let build = build_command(
+        &args.output.join("service").join(&service_name),
+        None,
+        &args
+            .output
+            .join(format!("worlds/agentdojo-{suite}/v1/{suite}.wasm")),
     );
     imported(args, known, &converted, &build)
 }

@@ -5,9 +5,10 @@
 //! per-turn checks; the world service (`bfcl_service.py`) runs BFCL's own
 //! classes, bundled from that same environment (decision 0377).
 
-use super::{ImportArgs, Known, convert, imported, pinned_python, write_folder};
+use super::{ImportArgs, Known, build_command, convert, imported, pinned_python, write_folder};
 use crate::cli::exit::ExitCode;
 use anyhow::{Context, Result};
+use std::path::Path;
 use worldline_case::error::InputError;
 
 pub const PACKAGE: &str = "bfcl-eval==2026.3.23";
@@ -34,17 +35,13 @@ pub fn import(args: &ImportArgs, known: &Known, category: &str) -> Result<ExitCo
     write_folder(&args.output, &converted.files, "bfcl.py", SERVICE)?;
     // The environment whose packages the service bundles: the one holding
     // the Python (`V/bin/python` → `V`).
-    let venv = python
-        .parent()
+    let venv = (python.parent())
         .and_then(|bin| bin.parent())
-        .map(|v| v.display().to_string())
-        .unwrap_or_else(|| "VENV".into());
-    let build = format!(
-        "worldline build-python --service {} --venv {venv} -o {}",
-        args.output.join("service").join("bfcl.py").display(),
-        args.output
-            .join("worlds/bfcl-multi-turn/v1/bfcl.wasm")
-            .display()
+        .unwrap_or(Path::new("VENV"));
+    let build = build_command(
+        &args.output.join("service").join("bfcl.py"),
+        Some(venv),
+        &args.output.join("worlds/bfcl-multi-turn/v1/bfcl.wasm"),
     );
     imported(args, known, &converted, &build)
 }
