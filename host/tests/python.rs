@@ -446,6 +446,69 @@ fn build_python_gives_the_same_bytes_for_the_same_sources() {
     );
 }
 
+/// A build writes its output and nothing else: the source folder is as
+/// it was (a first build wrote CPython's bytecode of each module it
+/// imported into `__pycache__/` beside the source, package folders
+/// included).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn build_python_writes_nothing_into_the_source_folder() {
+    let dir = temp_dir();
+    let src = dir.path().join("service");
+    std::fs::create_dir_all(src.join("helpers")).unwrap();
+    std::fs::write(src.join("helpers/__init__.py"), "").unwrap();
+    std::fs::write(src.join("helpers/names.py"), "NAME = \"counters\"\n").unwrap();
+    std::fs::write(
+        src.join("svc.py"),
+        "import worldline_service as ws\nfrom helpers.names import NAME\n\n\
+         COUNTERS = ws.Table(NAME)\n\n\n@ws.tool\ndef keys():\n    return [c[\"id\"] for c in COUNTERS.query()]\n",
+    )
+    .unwrap();
+    let listing = |root: &std::path::Path| {
+        let mut all = Vec::new();
+        let mut todo = vec![root.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    todo.push(p.clone());
+                }
+                all.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+        all.sort();
+        all
+    };
+    let before = listing(&src);
+    let wasm = dir.path().join("out/svc.wasm");
+    let built = common::worldline_env(
+        [
+            OsStr::new("build-python"),
+            OsStr::new("--service"),
+            src.join("svc.py").as_os_str(),
+            OsStr::new("-o"),
+            wasm.as_os_str(),
+            OsStr::new("--json"),
+        ],
+        // A build cache of its own: a first build, not one kept.
+        &[(
+            "WORLDLINE_BUILD_CACHE",
+            dir.path().join("cache").to_str().unwrap(),
+        )],
+    );
+    built.expect_code(0);
+    assert_eq!(built.json()["reused"], false, "{built}");
+    assert!(wasm.is_file(), "{built}");
+    assert_eq!(
+        listing(&src),
+        before,
+        "the build wrote into the source folder"
+    );
+}
+
 /// An `async def run` is awaited on the sandbox's loop (its coroutine was
 /// refused as the output: "bad output: Object of type coroutine is not
 /// JSON serializable"), replays `identical`, and an output of NaN is no

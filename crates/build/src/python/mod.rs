@@ -353,7 +353,12 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
     key.embedded("wit", wit::FILES);
     key.embedded("sdk", SDK);
     key.embedded("main", &[(&format!("{MAIN}.py"), main.as_str())]);
-    key.folder("agent", &agent_dir)?;
+    // componentize-py is given a copy of the agent's folder (mapped at
+    // `/0` as the folder was): its CPython wrote each imported module's
+    // bytecode into `__pycache__/` beside the source.
+    let sources = work.path().join("agent");
+    std::fs::create_dir_all(&sources).context("creating the build's source folder")?;
+    key.folder_into("agent", &agent_dir, Some(&sources))?;
     key.folder("deps", &deps)?;
     let key = key.hex();
     if let Some(bytes) = reuse::kept(&key) {
@@ -394,7 +399,7 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
         .env("RUST_BACKTRACE", "0")
         .env("RUST_LIB_BACKTRACE", "0")
         .args(["componentize", MAIN, "-p"])
-        .arg(&agent_dir)
+        .arg(&sources)
         .arg("-p")
         .arg(&deps)
         .arg("-p")

@@ -57,6 +57,19 @@ impl Key {
     /// (`target`, `node_modules`) and components (`.wasm`, such as the
     /// build's own output beside the agent) are left out.
     pub(super) fn folder(&mut self, label: &str, dir: &Path) -> Result<()> {
+        self.folder_into(label, dir, None)
+    }
+
+    /// [`Key::folder`], each file also written at its place under `into`
+    /// when given: the build reads the copy, so what is hashed is what is
+    /// built, and what the build writes beside its sources (CPython's
+    /// `__pycache__/`) lands in the copy, not the user's folder.
+    pub(super) fn folder_into(
+        &mut self,
+        label: &str,
+        dir: &Path,
+        into: Option<&Path>,
+    ) -> Result<()> {
         let mut files = Vec::new();
         walk(dir, dir, &mut files)?;
         files.sort();
@@ -64,6 +77,15 @@ impl Key {
             let bytes =
                 std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
             self.file(label, &rel, &bytes);
+            if let Some(into) = into {
+                let copy = into.join(&rel);
+                if let Some(parent) = copy.parent() {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("creating {}", parent.display()))?;
+                }
+                std::fs::write(&copy, &bytes)
+                    .with_context(|| format!("writing {}", copy.display()))?;
+            }
         }
         Ok(())
     }
