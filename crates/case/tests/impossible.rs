@@ -545,3 +545,23 @@ fn an_attack_weight_is_left_out_and_a_calls_check_needs_exactly_one_count() {
     let e = problem("[[expect.calls]]\ntool = \"get_ticket\"\nattempted = false\ncount = 1\n");
     assert!(e.contains("needs exactly one of attempted, count"), "{e}");
 }
+
+/// A gold call's `turn = 0` is refused as `[[expect.turn]]`'s is (turns
+/// count from 1), at its `turn`: it was "turn 0 after turn 1", at the
+/// call's `[[expect.gold]]`. A turn before an earlier call's is placed at
+/// its `turn` too.
+#[test]
+fn a_gold_call_s_turn_0_is_refused_at_its_turn() {
+    // HEAD is three lines: `turn = 0` is line 6.
+    assert_eq!(
+        problem("[[expect.gold]]\ntool = \"get_ticket\"\nargs = { id = \"T-1\" }\nturn = 0\n"),
+        "/cases/c.toml:7:8: [[expect.gold]]: gold call 1: turn 0: turns count from 1 (the task's message opens turn 1)"
+    );
+    assert_eq!(
+        problem(
+            "[[expect.gold]]\ntool = \"get_ticket\"\nturn = 2\n\n\
+             [[expect.gold]]\ntool = \"get_ticket\"\nturn = 1\n"
+        ),
+        "/cases/c.toml:10:8: [[expect.gold]]: gold call 2: turn 1 after turn 2: gold calls go in the order of the user's turns, from 1"
+    );
+}

@@ -15,14 +15,14 @@ pub struct GoldCall {
     pub args: Map<String, Value>,
     /// The user's turn the call belongs to (from 1; default 1): `validate`'s
     /// oracle makes it in that turn. Turns never go down from one gold call
-    /// to the next.
+    /// to the next. Its place in the file is kept for its problems.
     #[serde(default)]
-    pub turn: Option<u32>,
+    pub turn: Option<toml::Spanned<u32>>,
 }
 
 impl GoldCall {
     pub fn turn(&self) -> u32 {
-        self.turn.unwrap_or(1)
+        self.turn.as_ref().map_or(1, |t| *t.get_ref())
     }
 }
 
@@ -59,17 +59,27 @@ pub fn ignore_of(entry: &str) -> Ignore<'_> {
 }
 
 /// Each gold call that names no tool of the world (the agent's or the
-/// user's own), or comes before an earlier call's turn: where it starts in
-/// the case file and why, each placed at its own call (they were all
-/// placed at `[expect]`).
+/// user's own), or whose `turn` is 0 or before an earlier call's: where
+/// in the case file and why, each placed at its own call, a turn's
+/// problem at its `turn` (they were all placed at `[expect]`; turn 0 was
+/// said to come "after turn 1").
 pub fn call_problems(gold: &[toml::Spanned<GoldCall>], world: &World) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     let mut turn = 1;
     for (i, spanned) in gold.iter().enumerate() {
         let (g, at) = (spanned.get_ref(), spanned.span().start);
-        if g.turn == Some(0) || g.turn() < turn {
+        let turn_at = g.turn.as_ref().map_or(at, |t| t.span().start);
+        if g.turn() == 0 {
             found.push((
-                at,
+                turn_at,
+                format!(
+                    "gold call {}: turn 0: turns count from 1 (the task's message opens turn 1)",
+                    i + 1
+                ),
+            ));
+        } else if g.turn() < turn {
+            found.push((
+                turn_at,
                 format!(
                     "gold call {}: turn {} after turn {turn}: gold calls go in the order of the \
                      user's turns, from 1",
