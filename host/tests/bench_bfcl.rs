@@ -44,6 +44,66 @@ fn import(python: &Path, store: &Path, dir: &Path) -> String {
     report["build"].as_str().unwrap().to_string()
 }
 
+/// The README says what BFCL does with a task's `excluded_function`:
+/// nothing (no code of the pinned package reads it, which this test
+/// checks there), so its tools are offered from the start in both. It
+/// said they were offered from a later turn in BFCL (that is
+/// `missed_function`'s).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
+fn the_readme_says_bfcl_reads_no_excluded_function() {
+    let Some(python) = bfcl_python() else { return };
+    let package = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import bfcl_eval, os; print(os.path.dirname(bfcl_eval.__file__))",
+        ])
+        .output()
+        .unwrap();
+    let package = PathBuf::from(String::from_utf8(package.stdout).unwrap().trim());
+    let mut todo = vec![package.clone()];
+    let mut read = 0;
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|x| x == "py") {
+                let code = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    !code.contains("excluded_function"),
+                    "{} reads it",
+                    path.display()
+                );
+                read += code.contains("missed_function") as usize;
+            }
+        }
+    }
+    assert!(
+        read > 0,
+        "no code of {} reads missed_function",
+        package.display()
+    );
+
+    let tmp = temp_dir();
+    let dir = tmp.path().join("a");
+    import(&python, &tmp.path().join("store"), &dir);
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        !readme.contains("offered from a later turn in BFCL"),
+        "{readme}"
+    );
+    assert!(
+        readme.contains(
+            "- multi_turn_base_0: `excluded_function` cp: no code of bfcl-eval==2026.3.23 reads it, so BFCL offers it from the start, as here"
+        ),
+        "{readme}"
+    );
+}
+
 /// One test, so the 26 MB service is built and compiled once: the import
 /// twice (same bytes), the build it prints, `validate` on tasks at a
 /// stride, then the agreement with BFCL's checker on the same tasks.

@@ -175,8 +175,8 @@ for n, entry in enumerate(entries):
          f"task = {{ id = {toml_str(tid)}, category = {toml_str(category)}, message = {toml_str(text(questions[0]))} }}",
          ""]
     if entry.get("excluded_function"):
-        notes.append(f"{tid}: `excluded_function` {', '.join(entry['excluded_function'])} (offered from a"
-                     " later turn in BFCL) is offered from the start here")
+        notes.append(f"{tid}: `excluded_function` {', '.join(entry['excluded_function'])}: no code of"
+                     f" {PACKAGE}=={VERSION} reads it, so BFCL offers it from the start, as here")
     # The instances as BFCL loads them, and their public state after each
     # turn of the ground truth, by BFCL's own executor.
     rows_config = [{"class": cls, "order": i, "long_context": long_context,
@@ -247,14 +247,16 @@ readme += ["", "## What is carried", "",
            " truth's after that turn (a set, a dict with a key that is not text, None, a Directory and a"
            " File written tagged, so the row equality is BFCL's `==`);",
            "- the ground-truth calls as `[[expect.gold]]` with their turn: `worldline validate`'s"
-           " oracle, and the final state.", "",
+           " oracle, and the final state;",
+           "- every tool of the task's classes offered from the start, as BFCL offers them: the"
+           f" `excluded_function` some tasks list is read by no code of {PACKAGE}=={VERSION} (the"
+           " tools BFCL holds back until a later turn are a task's `missed_function`, the"
+           " `multi_turn_miss_func` category's, which is not importable).", "",
            "## Not carried, and why", "",
            "- BFCL's prompt (its system prompt with the function docs) and its decoding of a model's"
            " text into calls: worldline agents call tools directly;",
            "- the irrelevance check of a turn whose ground truth is empty (no call is made there) is"
-           " not a state or response check; BFCL applies it only in the miss-param category;",
-           "- `excluded_function` (the miss-func shape: a tool offered from a later turn): every tool"
-           " is offered from the start.", ""]
+           " not a state or response check; BFCL applies it only in the miss-param category.", ""]
 readme += ["## Validation", "",
            f"The oracle (the ground truth's calls, turn by turn) of every task that has one passes"
            f" `worldline validate`; {len(no_gold)} tasks have no ground-truth call:"
