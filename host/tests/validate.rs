@@ -208,3 +208,44 @@ fn the_oracle_makes_each_gold_call_in_its_user_turn() {
         "{out}"
     );
 }
+
+/// A state check on a field no row of its table holds (`statuss`) is
+/// said, at the field's line, by `check` (a note: a tool may add the
+/// field, and the world declares no columns) and by `validate` beside
+/// the failing case. `check` said "no problems", and `validate` listed
+/// the case failing with no word of why.
+#[test]
+fn a_state_check_on_a_field_no_row_holds_is_said_at_its_line() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let case = write_case(
+        &cases,
+        "typo",
+        &format!(
+            "{HEAD}task = {{ ticket = \"T-1\" }}\n\n[expect]\n\
+             [[expect.gold]]\ntool = \"close_ticket\"\nargs = {{ id = \"T-1\" }}\n\n\
+             [[expect.state]]\ntable = \"tickets\"\n\
+             where = {{ \"statuss\" = {{ \"eq\" = \"closed\" }} }}\nmin = 1\n"
+        ),
+    );
+    let said = format!(
+        "{}:13:11: [[expect.state]] #1: where `statuss`: no row of `tickets` holds `statuss` (their fields: id, status, title); unless a tool adds it to a row, the check reads nothing there: name one of them",
+        case.display()
+    );
+    let store = dir.path().join("store");
+    let check = worldline(
+        &store,
+        [
+            "check".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+        ],
+    );
+    check.expect_code(0);
+    assert!(check.stdout.contains(&format!("note: {said}")), "{check}");
+    let out = validate(&store, &cases, false);
+    out.expect_code(1);
+    assert!(out.stderr.contains(&format!("note: {said}")), "{out}");
+}

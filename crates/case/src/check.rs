@@ -342,6 +342,7 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
         Err(all) => all.into_iter().for_each(|e| out.problem(e)),
         Ok(case) => {
             out.notes.extend(unknown_tool_calls(&case));
+            out.notes.extend(unheld_fields(&case));
             unreadable_recordings(&case)
                 .into_iter()
                 .for_each(|e| out.problem(e));
@@ -396,6 +397,40 @@ fn unknown_tool_calls(case: &case::Case) -> Vec<String> {
             case.path.display(),
             world.reference(),
             names.join(", ")
+        ));
+    }
+    out
+}
+
+/// A note for each state check naming a field no row of its table holds
+/// at the start ([`case::expect::Expect::unheld_fields`]), at the field's
+/// line in the check (`check` said "no problems", and the check failed
+/// every run).
+pub fn unheld_fields(case: &case::Case) -> Vec<String> {
+    let Some(expect) = &case.expect else {
+        return Vec::new();
+    };
+    let text = &case.source;
+    let mut out = Vec::new();
+    for (n, field) in expect.unheld_fields(&case.world) {
+        let start = n.offset_in(text).unwrap_or(0);
+        // Within the check's table: up to the next table header.
+        let table = &text[start..];
+        let table = &table[..table[1.min(table.len())..]
+            .find("\n[")
+            .map_or(table.len(), |e| e + 1)];
+        let at = (table.find(&format!("\"{field}\"")))
+            .or_else(|| table.find(&field))
+            .map_or(start, |i| start + i);
+        let place = InputError::at(&case.path, text, at, "");
+        let line = place
+            .line
+            .map_or_else(String::new, |(l, c)| format!(":{l}:{c}"));
+        out.push(format!(
+            "{}{line}: {}: {}",
+            case.path.display(),
+            n.label(),
+            n.message
         ));
     }
     out

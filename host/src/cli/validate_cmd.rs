@@ -58,16 +58,24 @@ pub fn exec(mut args: ValidateArgs) -> Result<ExitCode> {
         let path = &paths[i];
         let name = discover::display_name(path);
         let loaded = case::load(path, worlds).map_err(anyhow::Error::from);
+        // What `check` notes of the case (a state check on a field no
+        // row holds), said with the table: it is why such a case fails.
+        let notes =
+            (loaded.as_ref()).map_or_else(|_| Vec::new(), worldline_case::check::unheld_fields);
         let result = loaded.and_then(|c| validate::validate(&sandbox, &c));
         let path = path.display().to_string();
         Ok(match result {
-            Ok(v) => Row::validated(name, path, v),
+            Ok(v) => (Row::validated(name, path, v), notes),
             Err(e) if crate::cli::exit::exit_code_of(&e) == ExitCode::Input => {
-                Row::broken(name, path, format!("{e:#}"))
+                (Row::broken(name, path, format!("{e:#}")), notes)
             }
             Err(e) => return Err(e),
         })
     })?;
+    let (rows, notes): (Vec<Row>, Vec<Vec<String>>) = rows.into_iter().unzip();
+    for note in notes.iter().flatten() {
+        eprintln!("note: {note}");
+    }
     let report = Report::of(&rows);
     if args.common.json {
         super::print_json_with_settings(&report)?;

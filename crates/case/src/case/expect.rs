@@ -411,6 +411,46 @@ impl Expect {
         found
     }
 
+    /// Each state check's `where` key, `field`, `sum` or `order_by` whose
+    /// field no row of its table holds at the start (`"amountt"` in a
+    /// `where` held for no row: the check failed with no word of why),
+    /// with that field. A note rather than a problem: the world declares
+    /// no columns, and a tool may add the field to a row.
+    pub fn unheld_fields(&self, world: &World) -> Vec<(NeverHolds, String)> {
+        let mut found = Vec::new();
+        for (group, states, _) in self.lists() {
+            for (index, s) in states.iter().enumerate() {
+                let Some(table) = s.table.as_ref().and_then(|t| world.initial.tables.get(t)) else {
+                    continue;
+                };
+                let named = (s.where_.keys().map(|k| ("where", k)))
+                    .chain(s.field.iter().map(|f| ("field", f)))
+                    .chain(s.sum.iter().map(|f| ("sum", f)))
+                    .chain(s.order_by.iter().map(|f| ("order_by", f)));
+                for (key, path) in named {
+                    let field = path.split(['.', '[']).next().unwrap_or(path);
+                    let Some(fields) = table.fields_without(field) else {
+                        continue;
+                    };
+                    let fields: Vec<&str> = fields.into_iter().collect();
+                    let message = format!(
+                        "{key} `{path}`: no row of `{}` holds `{field}` (their fields: {}); unless a tool adds it to a row, the check reads nothing there: name one of them",
+                        s.table.as_deref().unwrap_or_default(),
+                        fields.join(", ")
+                    );
+                    let n = NeverHolds {
+                        group,
+                        state: true,
+                        index,
+                        message,
+                    };
+                    found.push((n, field.to_string()));
+                }
+            }
+        }
+        found
+    }
+
     /// Every list of state and calls checks, with where it is.
     fn lists(&self) -> Vec<(Group, &[StateCheck], &[CallCheck])> {
         let mut lists = vec![(Group::Top, &self.state[..], &self.calls[..])];
