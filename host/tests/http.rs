@@ -197,6 +197,14 @@ fn an_unknown_url_is_denied_recorded_and_the_run_carries_on() {
     assert_eq!(denied.len(), 1, "{handles:?}");
     assert_eq!(denied[0]["request"]["url"], "https://example.com/status");
     assert_eq!(denied[0]["request"]["method"], "GET");
+    // Recorded with what the world does answer (rules 4), as the agent is
+    // told: it said HTTP was no part of a world, to use
+    // worldline:agent/model.
+    let why = denied[0]["response"].to_string();
+    assert!(
+        why.contains("only the model APIs") && why.contains("http://world/mcp"),
+        "{why}"
+    );
     // Routed requests are recorded once, as the call they are (with their
     // transport), not as a handle event.
     assert_eq!(handles.len(), 1, "{handles:?}");

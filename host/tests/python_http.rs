@@ -211,7 +211,7 @@ fn urllib_meets_a_denied_url_a_429_and_a_timeout_as_python_network_code_does() {
     assert!(
         handles[0]["response"]["error"]
             .as_str()
-            .is_some_and(|e| e.contains("not part of a worldline world")),
+            .is_some_and(|e| e.contains("not part of the world: only the model APIs")),
         "{}",
         handles[0]
     );

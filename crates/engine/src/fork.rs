@@ -73,7 +73,7 @@ pub fn fork(
     edits: Vec<Edit>,
     agent: Option<Arc<Agent>>,
 ) -> Result<RunOutcome> {
-    check::check(rec, at, &edits)?;
+    check::check(store, rec, at, &edits)?;
     let mut edits = edits;
     for e in &mut edits {
         if let (Edit::Respond { response }, Some(event)) = (e, rec.events().get(at as usize)) {
@@ -133,7 +133,7 @@ pub fn served<'a>(store: &'a StoreDir, rec: RecordedRun, at: u64) -> Result<Pref
         )
         .into());
     };
-    check::check(&rec, at, &[])?;
+    check::check(store, &rec, at, &[])?;
     let parent = parent_of(&rec, at, Vec::new(), false);
     let opts = options(store, &rec, parent, None);
     Ok(Prefix {
@@ -164,6 +164,21 @@ fn departed(outcome: &RunOutcome, at: u64) -> Result<()> {
         ),
     )
     .into())
+}
+
+/// `worldline ARGS` for the user to type again, with this store's
+/// `--store` unless it is the default folder (a suggestion without it
+/// read `.worldline`, no store, where the user had named another), each
+/// word quoted for a POSIX shell when it needs it.
+fn again(store: &StoreDir, args: &[&str]) -> String {
+    let name = store.name();
+    let mut words = vec!["worldline"];
+    words.extend_from_slice(args);
+    if name != ".worldline" {
+        words.extend(["--store", name.as_str()]);
+    }
+    // No word holds a NUL, the one thing `shlex` cannot quote.
+    shlex::try_join(words.iter().copied()).unwrap_or_else(|_| words.join(" "))
 }
 
 /// How an agent departed from the recording it followed, in words.
@@ -266,7 +281,7 @@ pub fn branch(
     samples: u64,
     each: &mut dyn FnMut(Made) -> Result<()>,
 ) -> Result<u64> {
-    check::check(rec, at, &edits)?;
+    check::check(store, rec, at, &edits)?;
     if rec.bundle.header.native.is_some() {
         return Err(InputError::new(
             &rec.path,
@@ -511,9 +526,9 @@ pub fn resume(
         return Err(InputError::new(
             &rec.path,
             format!(
-                "was killed inside a call of tool `{tool}` (event {}), which may write: resuming calls it again. `worldline resume {} --resend-in-flight` calls it again (its writes were not recorded, so the world has none of them), or fork the run at an earlier event",
+                "was killed inside a call of tool `{tool}` (event {}), which may write: resuming calls it again. `{}` calls it again (its writes were not recorded, so the world has none of them), or fork the run at an earlier event",
                 rec.event_count(),
-                rec.id
+                again(store, &["resume", &rec.id, "--resend-in-flight"]),
             ),
         )
         .into());
@@ -537,12 +552,11 @@ pub fn resume(
         return Err(InputError::new(
             &rec.path,
             format!(
-                "the resumed agent departed from the recording at event {} of the {at} it holds: {}{first}; resume it with the agent and inputs that recorded it, or fork it with this agent at or before event {} (`worldline fork {} --at {}`)",
+                "the resumed agent departed from the recording at event {} of the {at} it holds: {}{first}; resume it with the agent and inputs that recorded it, or fork it with this agent at or before event {} (`{}`)",
                 d.index,
                 how(d.class),
                 d.index,
-                rec.id,
-                d.index,
+                again(store, &["fork", &rec.id, "--at", &d.index.to_string()]),
             ),
         )
         .into());

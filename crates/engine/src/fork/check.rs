@@ -99,7 +99,12 @@ pub fn describe(edit: &Edit) -> String {
 /// Check `edits` for a fork of `rec` at event `at`. Returns notes worth
 /// telling the user (a patch that creates a row), or the first edit that
 /// does not fit, naming its flag.
-pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, InputError> {
+pub fn check(
+    store: &worldline_store::store::StoreDir,
+    rec: &RecordedRun,
+    at: u64,
+    edits: &[Edit],
+) -> Result<Vec<String>, InputError> {
     let events = rec.events();
     if at > events.len() as u64 {
         return Err(InputError::new(
@@ -124,9 +129,9 @@ pub fn check(rec: &RecordedRun, at: u64, edits: &[Edit]) -> Result<Vec<String>, 
         return Err(InputError::new(
             "--at",
             format!(
-                "{at} is where the run was killed inside a call of tool `{tool}`, which may write: a fork there calls it again, and its writes were not recorded. Fork at {} or earlier, deny it there (--deny {tool}), or `worldline resume {} --resend-in-flight` to call it again",
+                "{at} is where the run was killed inside a call of tool `{tool}`, which may write: a fork there calls it again, and its writes were not recorded. Fork at {} or earlier, deny it there (--deny {tool}), or `{}` to call it again",
                 at.saturating_sub(1),
-                rec.id
+                super::again(store, &["resume", &rec.id, "--resend-in-flight"]),
             ),
         ));
     }

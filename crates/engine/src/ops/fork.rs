@@ -65,7 +65,7 @@ pub fn fork(
     args: ForkArgs,
 ) -> Result<Forked, ForkError> {
     let edits = args.edits.parse().map_err(ForkError::Edits)?;
-    let mut notes = fork::check::check(rec, args.at, &edits).map_err(ForkError::Edits)?;
+    let mut notes = fork::check::check(store, rec, args.at, &edits).map_err(ForkError::Edits)?;
     if rec.rules < rules::CURRENT {
         notes.push(format!(
             "run {} was recorded under rules {}, and its fork runs under them too; this worldline's new runs are under rules {} (fixes that change what a run records: decision 0423), so run the case again to see it under those",

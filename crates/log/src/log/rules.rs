@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 3;
+pub const CURRENT: u32 = 4;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -70,6 +70,14 @@ pub const VENDOR_APIS_OVER_PLAIN_HTTP: u32 = 3;
 /// model answered it, so an agent that would fail against the vendor
 /// passed.
 pub const CHAT_MESSAGES_CHECKED: u32 = 3;
+
+/// From 4: a guest's HTTP request the world does not answer is recorded
+/// denied with what the world does answer (the model APIs, `http://world/mcp`
+/// and its declared routes), as the agent is told; under 3 the record
+/// said HTTP requests were no part of a world and to reach a model
+/// through `worldline:agent/model`, though model APIs and MCP are
+/// answered over HTTP.
+pub const HTTP_DENIED_SAYS_WHAT_IS_ANSWERED: u32 = 4;
 
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.

@@ -6,7 +6,7 @@
 //! tool call (the same events `model.complete` and `tools.call` record,
 //! with a `transport`), and the answer becomes the vendor's bytes.
 
-use super::{DENIED, method_name, scheme_name};
+use super::{DENIED, DENIED_BEFORE_RULES_4, method_name, scheme_name};
 use crate::mediate::RunState;
 use crate::mediate::bindings::wasi::http::types::ErrorCode;
 use crate::mediate::bindings::{
@@ -15,6 +15,7 @@ use crate::mediate::bindings::{
 use crate::mediate::boundary::Via;
 use serde_json::{Value, json};
 use wasmtime::component::Resource;
+use worldline_log::log::rules;
 use worldline_protocol::rest;
 use worldline_protocol::routes::{self, Route};
 
@@ -73,7 +74,11 @@ impl wasi::http::outgoing_handler::Host for RunState {
         let world_route =
             rest::find(&self.med.services.world.world.routes, &method, &url).is_some();
         if route == Route::Unknown && !world_route {
-            self.denied("wasi:http/outgoing-handler.handle", request, DENIED)?;
+            let why = match self.med.rules() >= rules::HTTP_DENIED_SAYS_WHAT_IS_ANSWERED {
+                true => DENIED,
+                false => DENIED_BEFORE_RULES_4,
+            };
+            self.denied("wasi:http/outgoing-handler.handle", request, why)?;
             return Ok(Err(ErrorCode::HttpRequestDenied));
         }
         let api = if world_route && route == Route::Unknown {

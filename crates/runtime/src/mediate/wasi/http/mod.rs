@@ -40,8 +40,13 @@ pub(super) const MAX_REQUEST_BODY: usize = 16 << 20;
 /// dropped) may hold together.
 pub(super) const MAX_BUFFERED_BODIES: usize = 64 << 20;
 
-const DENIED: &str =
+/// Why a request the world does not answer is denied, as recorded under
+/// rules 3 and before.
+const DENIED_BEFORE_RULES_4: &str =
     "HTTP requests are not part of a worldline world; reach a model through worldline:agent/model";
+
+/// Why a request the world does not answer is denied.
+const DENIED: &str = "not part of the world: only the model APIs (their public URLs and the case's [model] base_url), http://world/mcp and the world's declared routes are answered";
 
 fn method_name(m: &Method) -> String {
     match m {
