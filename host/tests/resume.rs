@@ -477,7 +477,10 @@ fn a_run_killed_inside_a_slow_writing_tool_resumes_only_when_asked_and_then_call
         listed[0]["error"]
             .as_str()
             // A command `test` takes not: `worldline resume` does.
-            .is_some_and(|e| e.contains(&format!("`worldline resume {id} --resend-in-flight`"))),
+            .is_some_and(|e| e.contains(&format!(
+                "`worldline resume {id} --resend-in-flight --store {}`",
+                store.display()
+            ))),
         "{suite}"
     );
     // Nor by a fork at its end, which is a resume without the asking.

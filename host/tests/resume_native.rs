@@ -103,6 +103,12 @@ fn a_resume_whose_agent_departs_is_the_input_s_mistake_and_keeps_no_run() {
                 && said.contains("STEP 0"),
             "{refused}"
         );
+        // The command it suggests names the store it was given (it read
+        // the default `.worldline`, no store there).
+        assert!(
+            said.contains(&format!("`worldline fork {id} --at 0 --store ")),
+            "{refused}"
+        );
     }
     assert_eq!(run_count(dir.path()), 1, "no run was kept for the refusals");
     std::fs::write(&agent, source).unwrap();
