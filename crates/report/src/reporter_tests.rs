@@ -1206,3 +1206,22 @@ fn a_run_stopped_by_a_signal_is_not_blamed_on_the_watchdog() {
         assert!(shown.contains(said), "{shown}");
     }
 }
+
+/// A run stopped because the case's script ran out gets no guest
+/// backtrace in its report: the agent did nothing wrong, and the frames
+/// were the interpreter's (`<unnamed>` seven times, or CPython's). A
+/// trap's is still shown.
+#[test]
+fn an_unscripted_run_s_report_shows_no_guest_backtrace() {
+    let mut outcome = branch_outcomes().swap_remove(0);
+    outcome.footer.backtrace = vec!["<unnamed>".into(), "run".into()];
+    outcome.footer.stderr = String::new();
+    for (status, shown) in [
+        (worldline_log::log::Status::Unscripted, false),
+        (worldline_log::log::Status::Trapped, true),
+    ] {
+        outcome.footer.status = status;
+        let said = text(|out| super::run::write(out, &outcome));
+        assert_eq!(said.contains("guest backtrace"), shown, "{said}");
+    }
+}

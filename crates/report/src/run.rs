@@ -144,7 +144,10 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
     // A Python traceback or a JavaScript stack says where the agent
     // failed; the wasm frames would only show the interpreter's runtime.
     let interpreted = matches!(account, Some(Account::Python(_) | Account::JavaScript(_)));
-    if !f.backtrace.is_empty() && !interpreted {
+    // Nor where a run stopped because the case's script ran out: the
+    // agent did nothing wrong, and the frames were the interpreter's.
+    let unscripted = f.status == Status::Unscripted;
+    if !f.backtrace.is_empty() && !interpreted && !unscripted {
         writeln!(out, "  guest backtrace:")?;
         for frame in f.backtrace.iter().take(12) {
             writeln!(out, "    {frame}")?;
