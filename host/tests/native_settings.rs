@@ -670,6 +670,29 @@ fn check_notes_a_scripted_call_to_a_tool_the_world_lacks() {
         "{out}"
     );
     assert!(out.stdout.contains("typo.toml:"), "{out}");
+    // The same name in two replies: each note at its own reply (the second
+    // was placed at the first's line and column).
+    let twice = write_case(
+        dir.path(),
+        "twice",
+        &format!(
+            "{CASE_HEAD}\n[[model.responses]]\ntool_calls = [{{ name = \"nope_one\", arguments = {{}} }}]\n\n[[model.responses]]\ncontent = \"x\"\n\n[[model.responses]]\ntool_calls = [{{ name = \"nope_one\", arguments = {{}} }}]\n"
+        ),
+    );
+    let out = worldline_raw([
+        "check".as_ref(),
+        twice.as_os_str(),
+        "--worlds".as_ref(),
+        worlds.as_os_str(),
+    ]);
+    let head = CASE_HEAD.lines().count();
+    for (line, entry) in [(head + 3, "#1"), (head + 9, "#3")] {
+        assert!(
+            out.stdout
+                .contains(&format!("twice.toml:{line}:24: [model] responses {entry}:")),
+            "{out}"
+        );
+    }
 }
 
 /// A process that logs past `limits.stdout_bytes` on stderr, then dies:

@@ -379,16 +379,18 @@ fn unknown_tool_calls(case: &case::Case) -> Vec<String> {
     let world = &case.world;
     let names: Vec<&str> = world.tools.iter().map(|t| t.name.as_str()).collect();
     let mut out = Vec::new();
-    for (at, tool) in case.model.scripted_tool_calls() {
+    for (entry, at, tool) in case.model.scripted_tool_calls() {
         if names.contains(&tool) {
             continue;
         }
-        let place = InputError::at(
-            &case.path,
-            &case.source,
-            case.source.find(&format!("\"{tool}\"")).unwrap_or(0),
-            "",
-        );
+        // The name in its own entry (every repeat of a name was placed at
+        // the first).
+        let from = case::model_entry_offset(&case.source, entry).unwrap_or(0);
+        let quoted = format!("\"{tool}\"");
+        let offset = (case.source.get(from..))
+            .and_then(|rest| rest.find(&quoted))
+            .map_or(from, |o| from + o);
+        let place = InputError::at(&case.path, &case.source, offset, "");
         let line = place
             .line
             .map_or_else(String::new, |(l, c)| format!(":{l}:{c}"));

@@ -516,6 +516,16 @@ fn section_at(text: &str, offset: usize) -> Option<(String, Vec<std::ops::Range<
     })
 }
 
+/// Where a `[model]` entry starts in the case's `text` (its table's
+/// header, or an inline list's entry).
+pub(crate) fn model_entry_offset(text: &str, entry: model::Entry) -> Option<usize> {
+    match entry {
+        model::Entry::Rule(i) => list_entry_offset(text, "model", "rules", i),
+        model::Entry::Response(i) => list_entry_offset(text, "model", "responses", i),
+        model::Entry::Table => None,
+    }
+}
+
 /// Where the `i`-th (from 0) entry of the list `table.list` starts in the
 /// case's `text` (`[[model.rules]]`'s header, or an inline list's entry).
 fn list_entry_offset(text: &str, table: &str, list: &str, i: usize) -> Option<usize> {
@@ -595,11 +605,7 @@ pub fn parse_all(
     if let Some(m) = &doc.model {
         // Each rule's or response's problem at its own table.
         for (entry, e) in m.get_ref().problems() {
-            let at = match entry {
-                model::Entry::Rule(i) => list_entry_offset(&text, "model", "rules", i),
-                model::Entry::Response(i) => list_entry_offset(&text, "model", "responses", i),
-                model::Entry::Table => None,
-            };
+            let at = model_entry_offset(&text, entry);
             problems.push(src.at(at.unwrap_or(m.span().start), e));
         }
     }

@@ -329,13 +329,14 @@ impl ModelConfig {
         Ok(())
     }
 
-    /// Every tool a scripted reply calls, with where the reply is
-    /// (`[[model.rules]] #2`, `[model] responses #1`), in the file's order.
-    pub fn scripted_tool_calls<'a>(&'a self) -> Vec<(String, &'a str)> {
+    /// Every tool a scripted reply calls, with where the reply is (its
+    /// entry, and that said: `[[model.rules]] #2`, `[model] responses
+    /// #1`), in the file's order.
+    pub fn scripted_tool_calls<'a>(&'a self) -> Vec<(Entry, String, &'a str)> {
         let mut out = Vec::new();
-        let mut add = |at: String, r: &'a Reply| {
+        let mut add = |entry: Entry, at: String, r: &'a Reply| {
             if let Reply::Full(t) = r {
-                out.extend(t.tool_calls.iter().map(|c| (at.clone(), c.name.as_str())));
+                out.extend((t.tool_calls.iter()).map(|c| (entry, at.clone(), c.name.as_str())));
             }
         };
         for (i, rule) in self.rules.iter().enumerate() {
@@ -345,11 +346,15 @@ impl ModelConfig {
                 .iter()
                 .chain(rule.alternatives.iter().map(|a| &a.reply))
             {
-                add(at.clone(), r);
+                add(Entry::Rule(i), at.clone(), r);
             }
         }
         for (i, r) in self.responses.iter().enumerate() {
-            add(format!("[model] responses #{}", i + 1), r);
+            add(
+                Entry::Response(i),
+                format!("[model] responses #{}", i + 1),
+                r,
+            );
         }
         out
     }
