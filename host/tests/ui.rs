@@ -155,6 +155,14 @@ fn forms_that_change_the_store_need_the_csrf_token_and_read_only_has_none() {
     );
     assert_eq!(runs_in(store), before);
 
+    // No edit at all is a fork as `worldline fork RUN --at N` makes it
+    // (the form refused it: "give at least one edit").
+    let plain = form(&[("csrf", &csrf)]);
+    let r = request(s.port, "POST", &fork_path, &[("Host", &host), ct], &plain);
+    assert_eq!(r.status, 303, "{r:?}");
+    let before = before + 1;
+    assert_eq!(runs_in(store), before);
+
     // The right form runs the fork and sends the browser to it.
     let origin = format!("http://{host}");
     let r = request(

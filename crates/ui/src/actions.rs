@@ -82,16 +82,9 @@ pub(crate) fn fork(app: &Seen, run: &str, at: u64, form: &FormData) -> Result<Re
         return Ok(no);
     }
     let refuse = |error: String| super::event::page(app, run, at, Some(Refused { error, form }));
+    // No edit is a fork as `worldline fork RUN --at N` makes one: the
+    // run goes on live from the event (the form refused it).
     let args = fork_args(at, form);
-    let e = &args.edits;
-    if e.respond.is_none()
-        && e.allow.is_empty()
-        && e.deny.is_empty()
-        && e.set.is_empty()
-        && args.agent.is_none()
-    {
-        return refuse("fork: give at least one edit (a response, a patch, a tool to deny or allow, or another agent)".into());
-    }
     let rec = worldline_engine::fork::open_at(&app.store, app.run_path(run)?, at)?;
     match ops::fork::fork(app.sandbox()?, &app.store, &rec, args) {
         Ok(forked) => {
