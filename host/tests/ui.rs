@@ -105,6 +105,16 @@ fn forms_that_change_the_store_need_the_csrf_token_and_read_only_has_none() {
     let host = s.host();
     let event = s.get(&format!("/run/{}/event/{}", fx.failed, fx.stale));
     assert_eq!(event.status, 200, "{event:?}");
+    // An event number that is none is the page's 400 in words (it was
+    // the framework's "Cannot parse value at index 1", as plain text).
+    for n in ["-1", "abc"] {
+        let bad = s.get(&format!("/run/{}/event/{n}", fx.failed));
+        assert_eq!(bad.status, 400, "{bad:?}");
+        assert!(
+            bad.body.contains("is no event number") && !bad.body.contains("Cannot parse"),
+            "{bad:?}"
+        );
+    }
     let csrf = input_value(&event.body, "csrf").expect("the fork form carries the CSRF token");
     assert_ne!(csrf, s.token);
     let fork_path = format!(

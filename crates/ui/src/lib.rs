@@ -292,6 +292,22 @@ async fn blocking(f: impl FnOnce() -> Result<Reply> + Send + 'static) -> Reply {
     }
 }
 
+/// An event's number in a page's path: one that is no number is the
+/// page's 400 saying so (it was the framework's plain-text "Cannot parse
+/// value at index 1").
+fn event_number(n: &str) -> Result<u64> {
+    n.parse().map_err(|_| {
+        worldline_case::error::InputError::new(
+            "event",
+            format!(
+                "{:?} is no event number: events are numbered from 0",
+                worldline_case::shown::text(n)
+            ),
+        )
+        .into()
+    })
+}
+
 type Q = Query<BTreeMap<String, String>>;
 type F = Form<BTreeMap<String, String>>;
 
@@ -321,8 +337,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route(
             "/run/{id}/event/{n}",
             get(
-                |State(a): State<Arc<App>>, Extension(v): V, Path((id, n)): Path<(String, u64)>| {
-                    blocking(move || event::page(&Seen::new(a, v), &id, n, None))
+                |State(a): State<Arc<App>>,
+                 Extension(v): V,
+                 Path((id, n)): Path<(String, String)>| {
+                    blocking(move || event::page(&Seen::new(a, v), &id, event_number(&n)?, None))
                 },
             ),
         )
@@ -331,9 +349,9 @@ pub fn router(app: Arc<App>) -> Router {
             post(
                 |State(a): State<Arc<App>>,
                  Extension(v): V,
-                 Path((id, n)): Path<(String, u64)>,
+                 Path((id, n)): Path<(String, String)>,
                  Form(f): F| {
-                    blocking(move || actions::fork(&Seen::new(a, v), &id, n, &f))
+                    blocking(move || actions::fork(&Seen::new(a, v), &id, event_number(&n)?, &f))
                 },
             ),
         )
