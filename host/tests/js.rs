@@ -397,6 +397,30 @@ fn abort_signal_any_is_aborted_when_an_input_is_and_not_before() {
     );
 }
 
+/// `for await` over a `ReadableStream` and a `fetch` aborted by its
+/// signal behave as in Node: the engine's stream was not iterable (the
+/// OpenAI Agents SDK's streamed run trapped), and its `fetch` ignored the
+/// signal (a stalled request waited 10 virtual minutes, then failed as no
+/// abort).
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn streams_iterate_and_fetch_heeds_its_signal_as_in_node() {
+    let run = run_json(shared_store(), &case("js-stream"), &probe());
+    run.expect_code(0);
+    assert_eq!(output(&run), serde_json::json!({"sizes": [3]}), "{run}");
+    let run = run_json(shared_store(), &case("js-fetch-abort"), &probe());
+    run.expect_code(0);
+    let out = output(&run);
+    assert_eq!(out["error"], "AbortError", "{run}");
+    // At the timer (a few virtual milliseconds of calls after it), not
+    // the stall's 10 minutes.
+    let elapsed = out["elapsed_ms"].as_u64().unwrap();
+    assert!((2000..2100).contains(&elapsed), "{run}");
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

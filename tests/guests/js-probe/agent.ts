@@ -115,6 +115,29 @@ export async function run(task: { ticket: string; mode?: string }) {
     const gone = AbortSignal.any([b.signal]);
     return { before, after: both.aborted, heard, reason: both.reason, none: AbortSignal.any([]).aborted, gone: gone.aborted };
   }
+  if (task.mode === "stream") {
+    // `for await` over a body, as Node iterates a ReadableStream.
+    const sizes: number[] = [];
+    for await (const chunk of new Response("abc").body as any) sizes.push(chunk.length);
+    return { sizes };
+  }
+  if (task.mode === "fetch-abort") {
+    // A request the model stalls, aborted by its signal at 2 s.
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 2000);
+    const t0 = Date.now();
+    try {
+      const r = await fetch("https://api.openai.com/v1/chat/completions", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer sk-x" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+        signal: ac.signal,
+      });
+      return { status: r.status, elapsed_ms: Date.now() - t0 };
+    } catch (e: any) {
+      return { error: e.name, elapsed_ms: Date.now() - t0 };
+    }
+  }
   if (task.mode === "talk") {
     return {
       first: user.say("Hello, which ticket?"),

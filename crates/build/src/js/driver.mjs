@@ -42,7 +42,13 @@ const esbuild = require("esbuild");
 //   call "aborted" without running it, and aborted every streamed request;
 // - `fetch` failing as Node's does (`TypeError: fetch failed`, the
 //   engine's error as its `cause`; aborts stay aborts), which is what the
-//   SDKs' retry logic recognises (the AI SDK retries only that).
+//   SDKs' retry logic recognises (the AI SDK retries only that), and
+//   heeding its `signal` as Node's does (the engine's ignored it: a
+//   request stalled past the SDKs' `timeout` waited the stall's 10
+//   minutes of virtual time, and failed as no abort);
+// - `ReadableStream` async iteration (`for await (const chunk of body)`,
+//   `stream.values()`), which the engine lacks and Node has: the OpenAI
+//   Agents SDK iterates a streamed run's events so, and trapped.
 const GLOBALS = `
 import { getEnvironment } from "wasi:cli/environment@0.2.12";
 let running = false;
@@ -112,7 +118,7 @@ if (typeof AbortSignal !== "undefined" && (typeof AbortSignal.any !== "function"
 }
 {
   const engineFetch = globalThis.fetch;
-  globalThis.fetch = async function fetch(input, init) {
+  const sent = async (input, init) => {
     try {
       return await engineFetch(input, init);
     } catch (e) {
@@ -123,6 +129,47 @@ if (typeof AbortSignal !== "undefined" && (typeof AbortSignal.any !== "function"
       throw new TypeError("fetch failed", { cause: e });
     }
   };
+  const aborted = (signal) => {
+    if (signal.reason !== undefined) return signal.reason;
+    const e = new Error("This operation was aborted");
+    e.name = "AbortError";
+    return e;
+  };
+  globalThis.fetch = function fetch(input, init) {
+    const signal = init?.signal ?? (typeof Request !== "undefined" && input instanceof Request ? input.signal : undefined);
+    if (!signal) return sent(input, init);
+    if (signal.aborted) return Promise.reject(aborted(signal));
+    const answer = sent(input, init);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(aborted(signal));
+      signal.addEventListener("abort", onAbort, { once: true });
+      answer.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
+  };
+}
+if (typeof ReadableStream !== "undefined" && !ReadableStream.prototype[Symbol.asyncIterator]) {
+  const values = function values({ preventCancel = false } = {}) {
+    const reader = this.getReader();
+    return {
+      async next() {
+        const step = await reader.read();
+        if (step.done) reader.releaseLock();
+        return step;
+      },
+      async return(value) {
+        const cancelled = preventCancel ? undefined : reader.cancel(value);
+        reader.releaseLock();
+        await cancelled;
+        return { done: true, value };
+      },
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+  };
+  for (const name of ["values", Symbol.asyncIterator]) {
+    Object.defineProperty(ReadableStream.prototype, name, { value: values, writable: true, configurable: true });
+  }
 }
 `;
 
