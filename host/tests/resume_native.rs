@@ -153,7 +153,15 @@ fn a_run_still_being_recorded_is_not_resumed() {
     };
     let id = bundle.file_stem().unwrap().to_str().unwrap().to_string();
     let refused = wl(dir.path(), &["resume", id.as_str()]);
+    // `history` says so too (it said the run stopped).
+    let history = wl(dir.path(), &["history", id.as_str()]);
+    let json = wl(dir.path(), &["history", id.as_str(), "--json"]);
     std::fs::write(dir.path().join("go"), "").unwrap();
+    assert!(
+        history.stdout.contains("still being recorded") && !history.stdout.contains("stopped"),
+        "{history}"
+    );
+    assert_eq!(json.json()["being_recorded"], true, "{json}");
     let finished = live.wait_with_output().unwrap();
     assert_eq!(finished.status.code(), Some(0), "{refused}\n{finished:?}");
     refused.expect_code(2);

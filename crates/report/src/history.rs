@@ -26,6 +26,9 @@ pub struct Timeline<'a> {
     /// Distinct values a redacted view hides (`None`: the view is not
     /// redacted).
     pub hidden: Option<usize>,
+    /// Its writer is still recording it (a run without a footer that was
+    /// not killed).
+    pub live: bool,
 }
 
 /// The run's status: its footer's, else `incomplete`.
@@ -53,6 +56,9 @@ pub fn json(t: &Timeline<'_>, q: &Query, full: bool) -> Value {
     // deciding on `resume --resend-in-flight` parsed the text for it).
     if let Some(i) = &b.in_flight {
         doc["in_flight"] = json!(i);
+    }
+    if t.live {
+        doc["being_recorded"] = json!(true);
     }
     // A page says where it is; the whole timeline reads as it always did.
     if q.max_count.is_some() || q.skip > 0 {
@@ -93,7 +99,13 @@ pub fn write(out: &mut impl Write, t: &Timeline<'_>, cut: Cut) -> io::Result<()>
             page.matched - page.after
         )?;
     }
-    if t.bundle.footer.is_none() {
+    if t.bundle.footer.is_none() && t.live {
+        writeln!(
+            out,
+            "(incomplete: still being recorded by a process that has not ended; {} events so far)",
+            t.bundle.events.len()
+        )?;
+    } else if t.bundle.footer.is_none() {
         match t.bundle.events.len() {
             0 => writeln!(
                 out,

@@ -575,6 +575,7 @@ fn history_writes_the_lineage_a_line_per_event_and_where_the_page_stands() {
         bundle: &read.bundle,
         page: &page,
         hidden: Some(3),
+        live: false,
     };
     let cut = super::timeline::Cut::Standard;
     insta::assert_snapshot!(text(|out| super::history::write(out, &t, cut)));
@@ -598,6 +599,7 @@ fn history_of_a_run_killed_before_any_event_says_so() {
         bundle: &read.bundle,
         page: &page,
         hidden: None,
+        live: false,
     };
     let cut = super::timeline::Cut::Standard;
     let said = text(|out| super::history::write(out, &t, cut));
@@ -621,6 +623,7 @@ fn history_json_is_the_header_and_the_page_saying_where_it_is() {
         bundle: &read.bundle,
         page: &page,
         hidden: None,
+        live: false,
     };
     let doc = super::history::json(&t, &q, false);
     insta::assert_snapshot!(serde_json::to_string_pretty(&doc).unwrap());

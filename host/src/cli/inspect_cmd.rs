@@ -103,6 +103,7 @@ pub fn exec_history(args: HistoryArgs) -> Result<ExitCode> {
         bundle: &read.bundle,
         page: &page,
         hidden,
+        live: read.bundle.footer.is_none() && store.being_recorded(&path),
     };
     let mut out = std::io::stdout().lock();
     if args.common.json {
