@@ -223,7 +223,7 @@ fn banking_imports_validates_and_grades_as_agentdojo_does() {
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
-    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn the_build_command_an_import_prints_pastes_into_a_shell() {
     let Some(python) = agentdojo_python() else {

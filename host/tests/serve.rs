@@ -845,7 +845,7 @@ fn a_case_no_episode_can_pass_is_refused() {
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
-    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+    ignore = "needs componentize-py, the pinned Python environments: run tests/run, which installs it"
 )]
 fn a_reset_that_compiles_its_world_blocks_no_one_else() {
     let dir = temp_dir();
