@@ -1228,3 +1228,33 @@ fn an_unscripted_run_s_report_shows_no_guest_backtrace() {
         assert_eq!(said.contains("guest backtrace"), shown, "{said}");
     }
 }
+
+/// A native agent that prints its answer over several lines gets a note
+/// saying that is not its output (its last line that is JSON, `2`, was,
+/// with no word); one printed on one line gets none.
+#[test]
+fn a_native_answer_printed_over_several_lines_is_noted() {
+    let mut outcome = branch_outcomes().swap_remove(0);
+    outcome.header.isolation = Some("native".into());
+    let pretty = "working\n{\n  \"cause\": \"D-42\",\n  \"n\": [\n    1,\n    2\n  ]\n}\n";
+    for (stdout, output, noted) in [
+        (pretty, "2", true),
+        (
+            "{\"cause\": \"D-42\", \"n\": [1, 2]}\n",
+            "{\"cause\": \"D-42\", \"n\": [1, 2]}",
+            false,
+        ),
+        ("just text\n", "2", false),
+    ] {
+        outcome.footer.stdout = stdout.into();
+        outcome.footer.output = Some(output.into());
+        let said = text(|out| super::run::write(out, &outcome));
+        assert_eq!(said.contains("written over several lines"), noted, "{said}");
+    }
+    // A guest's output is not read from stdout.
+    outcome.header.isolation = None;
+    outcome.footer.stdout = pretty.into();
+    outcome.footer.output = Some("2".into());
+    let said = text(|out| super::run::write(out, &outcome));
+    assert!(!said.contains("written over several lines"), "{said}");
+}

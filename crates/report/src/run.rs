@@ -107,6 +107,33 @@ fn account(f: &Footer) -> Option<Account> {
     }
 }
 
+/// The JSON value written over several lines that ends `stdout`
+/// (`json.dumps(x, indent=2)`), if it ends with one: of the last 200
+/// lines of its last 64 KiB that open an object or an array, the nearest
+/// the end from which the rest reads as one value.
+fn spread_json_at_end(stdout: &str) -> Option<serde_json::Value> {
+    let text = stdout.trim_end();
+    if !(text.ends_with('}') || text.ends_with(']')) {
+        return None;
+    }
+    let mut from = text.len().saturating_sub(64 << 10);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let tail = &text[from..];
+    let starts = std::iter::once(0).chain(tail.match_indices('\n').map(|(i, _)| i + 1));
+    let opening: Vec<usize> = starts
+        .filter(|&i| tail[i..].trim_start().starts_with(['{', '[']))
+        .collect();
+    opening.iter().rev().take(200).find_map(|&i| {
+        let value = &tail[i..];
+        value
+            .trim()
+            .contains('\n')
+            .then(|| serde_json::from_str(value).ok())?
+    })
+}
+
 /// The agent's own error, when it has one, as lines under a run.
 pub fn write_agent_error(
     out: &mut impl Write,
@@ -130,6 +157,21 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
     )?;
     if let Some(output) = &f.output {
         writeln!(out, "  output: {}", super::bounded(output))?;
+    }
+    // A native agent's answer printed over several lines is not its
+    // output (the last line that is JSON is, docs/native.md): said, as a
+    // pretty-printed answer became `2`, its last line that was JSON.
+    let output = f
+        .output
+        .as_deref()
+        .and_then(|o| serde_json::from_str(o).ok());
+    if Isolation::of(o).is_some()
+        && spread_json_at_end(&f.stdout).is_some_and(|v| Some(v) != output)
+    {
+        writeln!(
+            out,
+            "  note:   stdout ends with JSON written over several lines, which is not the output (the last line of stdout that is JSON is): print the answer on one line (json.dumps without indent)"
+        )?;
     }
     if let Some(err) = &f.error {
         writeln!(out, "  error:  {}", super::bounded(err))?;
