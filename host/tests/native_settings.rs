@@ -303,6 +303,66 @@ print(ask(messages)["content"])
     );
 }
 
+/// A fork's `--respond` to a model call an agent made over Anthropic's
+/// Messages API, whose tool call's arguments are no JSON object, is
+/// refused naming them: Messages carries a call's input as an object, and
+/// the agent got `{}` for it without a word.
+#[test]
+fn a_respond_anthropic_cannot_carry_is_refused() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let out = run_python(
+        dir.path(),
+        &store,
+        "messages",
+        r#"
+import json, os, urllib.request
+req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages",
+    data=json.dumps({"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01", "content-type": "application/json"})
+with urllib.request.urlopen(req, timeout=10) as r:
+    print(json.dumps({"got": json.loads(r.read())["content"]}))
+"#,
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let respond = |arguments: &str| {
+        serde_json::json!({"ok": {"choices": [{"finish_reason": "tool_calls", "index": 0, "message": {
+            "content": null, "role": "assistant",
+            "tool_calls": [{"id": "call_x", "type": "function", "function": {"name": "list_deploys", "arguments": arguments}}]}}],
+            "created": 1, "id": "x", "model": "scripted", "object": "chat.completion"}})
+        .to_string()
+    };
+    let refused = worldline(
+        &store,
+        [
+            "fork",
+            id.as_str(),
+            "--at",
+            "0",
+            "--respond",
+            &respond("{service: checkout"),
+        ],
+    );
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("Anthropic's Messages API")
+            && refused.stderr.contains("{service: checkout"),
+        "{refused}"
+    );
+    let fine = worldline(
+        &store,
+        [
+            "fork",
+            id.as_str(),
+            "--at",
+            "0",
+            "--respond",
+            &respond("{\"service\": \"checkout\"}"),
+        ],
+    );
+    fine.expect_code(0);
+}
+
 /// An agent on the standard library: an https request to a route's host,
 /// the Agents SDK's trace export over plain http and under the base URL,
 /// and a tunnel to LangSmith.

@@ -182,6 +182,9 @@ pub fn check(
                 fits(&event.call, &event.response, &response).map_err(|m| {
                     InputError::new("--respond", format!("event {at} is `{}`: {m}", event.call))
                 })?;
+                unparsed_for_anthropic(&event.request, &response).map_or(Ok(()), |m| {
+                    Err(InputError::new("--respond", format!("event {at}: {m}")))
+                })?;
             }
             Edit::Allow { tool } => {
                 tool_exists("--allow", tool, world)?;
@@ -199,6 +202,31 @@ pub fn check(
         }
     }
     Ok(notes)
+}
+
+/// Why an answer cannot reach an agent that asked over Anthropic's
+/// Messages API: a tool call whose arguments are no JSON object, which
+/// Messages carries as the call's `input` (the agent got `{}` for it
+/// without a word, where an OpenAI-format agent gets the text).
+fn unparsed_for_anthropic(request: &Value, response: &Value) -> Option<String> {
+    let api = (request["transport"].as_object())
+        .and_then(|t| t.values().next())
+        .and_then(|t| t["api"].as_str());
+    if api != Some("anthropic.messages") {
+        return None;
+    }
+    let calls = response["ok"]["choices"][0]["message"]["tool_calls"].as_array()?;
+    calls.iter().find_map(|c| {
+        let args = c["function"]["arguments"].as_str()?;
+        match serde_json::from_str::<Value>(args) {
+            Ok(Value::Object(_)) => None,
+            _ => Some(format!(
+                "the agent asked over Anthropic's Messages API, which carries a tool call's input as a JSON object: the arguments of `{}` ({}) are not one; give them as a JSON object",
+                c["function"]["name"].as_str().unwrap_or("?"),
+                worldline_case::shown::text(args)
+            )),
+        }
+    })
 }
 
 /// A note for `--set PATH` when the recorded event at the fork point
