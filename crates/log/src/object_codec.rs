@@ -7,7 +7,7 @@
 //! (within its cap) to bytes of that hash is them; otherwise the kept bytes
 //! must hash to it themselves.
 
-use sha2::{Digest as _, Sha256};
+use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::io::Read as _;
 use worldline_case::canon;
@@ -101,45 +101,26 @@ fn inflate(kept: &[u8], sha: &str, cap: u64) -> std::io::Result<Inflated> {
     // A stream of unknown length: first counted and hashed without being
     // held (growing a buffer to the cap would hold up to twice it), then,
     // when it is the object, decompressed into a buffer of its size.
-    let mut tally = Tally::default();
-    std::io::copy(
+    let mut hasher = Sha256::new();
+    let len = std::io::copy(
         &mut zstd::stream::read::Decoder::new(kept)?.take(cap + 1),
-        &mut tally,
+        &mut hasher,
     )?;
-    if tally.len > cap {
+    if len > cap {
         return Ok(Inflated::TooLarge);
     }
-    if canon::hex_of(&tally.hasher.finalize()) != sha {
+    if canon::hex_of(&hasher.finalize()) != sha {
         return Ok(Inflated::NotIt);
     }
-    let mut bytes = Vec::with_capacity(tally.len as usize);
+    let mut bytes = Vec::with_capacity(len as usize);
     zstd::stream::read::Decoder::new(kept)?
-        .take(tally.len)
+        .take(len)
         .read_to_end(&mut bytes)?;
     // The same frames decompress to the same bytes: hashed once, above.
-    Ok(match bytes.len() as u64 == tally.len {
+    Ok(match bytes.len() as u64 == len {
         true => Inflated::It(bytes),
         false => Inflated::NotIt,
     })
-}
-
-/// Bytes counted and hashed as they are written, not kept.
-#[derive(Default)]
-struct Tally {
-    len: u64,
-    hasher: Sha256,
-}
-
-impl std::io::Write for Tally {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.len += buf.len() as u64;
-        self.hasher.update(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(test)]
