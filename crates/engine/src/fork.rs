@@ -195,12 +195,18 @@ fn how(class: worldline_runtime::mediate::follow::Class) -> &'static str {
 /// it is no fork of the run its header names.
 fn kept_if_followed(store: &StoreDir, outcome: RunOutcome, at: u64) -> Result<RunOutcome> {
     if let Err(e) = departed(&outcome, at) {
-        if let (None, Some(bundle)) = (store.database(), &outcome.bundle) {
-            let _ = std::fs::remove_file(bundle);
-        }
+        not_kept(store, &outcome);
         return Err(e);
     }
     Ok(outcome)
+}
+
+/// A run that departed from the recording it followed taken out of a
+/// folder store: it is no fork, nor resume, of the run its header names.
+fn not_kept(store: &StoreDir, outcome: &RunOutcome) {
+    if let (None, Some(bundle)) = (store.database(), &outcome.bundle) {
+        let _ = std::fs::remove_file(bundle);
+    }
 }
 
 /// The model seed of member `i` of a branch of `rec` at event `at`:
@@ -544,9 +550,7 @@ pub fn resume(
     // `test --resume` took the killed run as resumed), and the mistake is
     // the input's (it was an internal error, exit 4, naming no run).
     if let Some(d) = &outcome.divergence {
-        if let (None, Some(bundle)) = (store.database(), &outcome.bundle) {
-            let _ = std::fs::remove_file(bundle);
-        }
+        not_kept(store, &outcome);
         let diff = crate::replay::json_diff(&d.expected, &d.actual);
         let first = diff.first().map_or(String::new(), |l| format!(" ({l})"));
         return Err(InputError::new(
