@@ -27,6 +27,8 @@ use worldline_case::error_kind::ErrorKind;
 use worldline_case::world::glob_match;
 use worldline_log::log::Kind;
 use worldline_log::log::bundle::Edit;
+use worldline_log::log::call::Call;
+use worldline_protocol::routes::Route;
 
 /// A fork's edits as typed by a user: JSON text and `PATH=JSON` patches.
 #[derive(Debug, Clone, Default)]
@@ -182,7 +184,7 @@ pub fn check(
                 fits(&event.call, &event.response, &response).map_err(|m| {
                     InputError::new("--respond", format!("event {at} is `{}`: {m}", event.call))
                 })?;
-                unparsed_for_anthropic(&event.request, &response).map_or(Ok(()), |m| {
+                unparsed_for_anthropic(event, &response).map_or(Ok(()), |m| {
                     Err(InputError::new("--respond", format!("event {at}: {m}")))
                 })?;
             }
@@ -208,11 +210,11 @@ pub fn check(
 /// Messages API: a tool call whose arguments are no JSON object, which
 /// Messages carries as the call's `input` (the agent got `{}` for it
 /// without a word, where an OpenAI-format agent gets the text).
-fn unparsed_for_anthropic(request: &Value, response: &Value) -> Option<String> {
-    let api = (request["transport"].as_object())
-        .and_then(|t| t.values().next())
-        .and_then(|t| t["api"].as_str());
-    if api != Some("anthropic.messages") {
+fn unparsed_for_anthropic(event: &worldline_log::log::Event, response: &Value) -> Option<String> {
+    let Call::ModelComplete { request, .. } = event.typed() else {
+        return None;
+    };
+    if request.transport?.api() != Route::AnthropicMessages.api() {
         return None;
     }
     let calls = response["ok"]["choices"][0]["message"]["tool_calls"].as_array()?;
