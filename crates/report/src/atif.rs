@@ -318,18 +318,25 @@ impl Steps {
                 continue;
             };
             let asked = self.pending.remove(i);
-            let content = text_of(&m["content"]);
-            let step = &mut self.list[at];
-            if step.get("observation").is_none() {
-                step["observation"] = json!({"results": []});
-            }
-            if let Some(results) = step["observation"]["results"].as_array_mut() {
-                results.push(json!({
+            self.observe(
+                at,
+                json!({
                     "source_call_id": asked.id,
-                    "content": content,
+                    "content": text_of(&m["content"]),
                     "extra": {"seq": e.seq, "run_by": "the agent (read from the next model request)"},
-                }));
-            }
+                }),
+            );
+        }
+    }
+
+    /// Add `result` to the observation of step `at`.
+    fn observe(&mut self, at: usize, result: Value) {
+        let step = &mut self.list[at];
+        if step.get("observation").is_none() {
+            step["observation"] = json!({"results": []});
+        }
+        if let Some(results) = step["observation"]["results"].as_array_mut() {
+            results.push(result);
         }
     }
 
@@ -344,13 +351,10 @@ impl Steps {
             .asking
             .and_then(|at| Some((at, asked::take(&mut self.pending, name, args)?)));
         if let Some((at, asked::Asked { id, .. })) = answered {
-            let step = &mut self.list[at];
-            if step.get("observation").is_none() {
-                step["observation"] = json!({"results": []});
-            }
-            if let Some(results) = step["observation"]["results"].as_array_mut() {
-                results.push(json!({"source_call_id": id, "content": content, "extra": extra}));
-            }
+            self.observe(
+                at,
+                json!({"source_call_id": id, "content": content, "extra": extra}),
+            );
             return;
         }
         let id = format!("call_{}", e.seq);
