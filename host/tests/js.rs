@@ -421,6 +421,77 @@ fn streams_iterate_and_fetch_heeds_its_signal_as_in_node() {
     assert!((2000..2100).contains(&elapsed), "{run}");
 }
 
+/// A model's latency is when its answer is ready (rules 5, decision
+/// 0426): a request to a 30 s model is aborted by its 2 s signal, and two
+/// requests in flight together take one latency, not two. The clock
+/// jumped by the latency when the request was answered: the signal never
+/// fired first (200 after 30 s), and gathered requests took 2 s.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn a_slow_model_is_aborted_by_a_sooner_signal_and_gathered_requests_wait_together() {
+    let run = run_json(shared_store(), &case("js-latency-abort"), &probe());
+    run.expect_code(0);
+    let out = output(&run);
+    assert_eq!(out["error"], "AbortError", "{run}");
+    let elapsed = out["elapsed_ms"].as_u64().unwrap();
+    assert!((2000..2100).contains(&elapsed), "{run}");
+    // The model call was made and answered (ready at 30 s), as a
+    // request the agent gave up on is.
+    let bundle = read_bundle(Path::new(run.json()["bundle"].as_str().unwrap()));
+    let calls: Vec<&Value> = (bundle.events.iter())
+        .filter(|e| e["call"] == "worldline:agent/model.complete")
+        .collect();
+    assert_eq!(calls.len(), 1, "{run}");
+    assert!(
+        calls[0]["vtime_ns"].as_u64().unwrap() >= 30_000_000_000,
+        "{run}"
+    );
+
+    let run = run_json(shared_store(), &case("js-latency-gather"), &probe());
+    run.expect_code(0);
+    let out = output(&run);
+    assert_eq!(out["statuses"], serde_json::json!([200, 200]), "{run}");
+    let elapsed = out["elapsed_ms"].as_u64().unwrap();
+    assert!((1000..1100).contains(&elapsed), "{run}");
+    // It replays as it ran.
+    let id = run.json()["run_id"].as_str().unwrap().to_string();
+    let replay = wl(shared_store(), &[&"replay", &id, &"--json"]);
+    replay.expect_code(0);
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+    // Its trace shows the two model calls in flight together, within the
+    // run's span (each began when it was sent, not when the one before
+    // it was answered).
+    let dir = temp_dir();
+    let receiver = crate::otel::Receiver::start(dir.path());
+    wl(
+        shared_store(),
+        &[&"otel", &id, &"--endpoint", &receiver.endpoint()],
+    )
+    .expect_code(0);
+    let got = receiver.received();
+    let spans = crate::otel::spans(&got[0]);
+    let time = |s: &Value, k: &str| s[k].as_str().unwrap().parse::<u64>().unwrap();
+    let chats: Vec<&Value> = spans.iter().filter(|s| s["name"] == "chat m").collect();
+    assert_eq!(chats.len(), 2, "{spans:?}");
+    let (a, b) = (chats[0], chats[1]);
+    assert!(
+        time(b, "startTimeUnixNano") < time(a, "endTimeUnixNano"),
+        "{spans:?}"
+    );
+    assert!(time(b, "endTimeUnixNano") - time(b, "startTimeUnixNano") >= 1_000_000_000);
+    let root = spans
+        .iter()
+        .find(|s| s.get("parentSpanId").is_none_or(|p| p == ""))
+        .unwrap();
+    assert!(
+        time(root, "endTimeUnixNano") >= time(b, "endTimeUnixNano"),
+        "{spans:?}"
+    );
+}
+
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),

@@ -403,3 +403,38 @@ fn a_requirement_without_a_pure_python_wheel_is_refused_at_its_line() {
         "{out}"
     );
 }
+
+/// An `httpx.AsyncClient` request waits in the sandbox's asyncio loop
+/// beside its timers, and a model's latency is when its answer is ready
+/// (rules 5, decision 0426): `asyncio.timeout(2)` and a 2 s read timeout
+/// end a request to a 30 s model at 2 s, and two requests gathered take
+/// one latency. The async transport blocked the run and the clock jumped
+/// by the latency as the request was answered: each got its answer after
+/// 30 s, and the two gathered took 2 s.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs componentize-py: run tests/run, which installs it"
+)]
+fn async_requests_to_a_slow_model_time_out_and_gathered_ones_wait_together() {
+    let store = shared_store();
+    let agent = httpx_agent();
+    for (mode, error) in [("abort", "TimeoutError"), ("read-timeout", "ReadTimeout")] {
+        let out = run_json(store, &case(&format!("python-latency-{mode}")), &agent);
+        out.expect_code(0);
+        assert_eq!(out.output()["error"], error, "{out}");
+        let took = out.output()["elapsed_s"].as_f64().unwrap();
+        assert!((2.0..2.1).contains(&took), "{out}");
+        replays_identical(store, out.json()["run_id"].as_str().unwrap());
+    }
+    let out = run_json(store, &case("python-latency-gather"), &agent);
+    out.expect_code(0);
+    assert_eq!(
+        out.output()["statuses"],
+        serde_json::json!([200, 200]),
+        "{out}"
+    );
+    let took = out.output()["elapsed_s"].as_f64().unwrap();
+    assert!((1.0..1.1).contains(&took), "{out}");
+    replays_identical(store, out.json()["run_id"].as_str().unwrap());
+}

@@ -29,6 +29,7 @@ use opentelemetry_proto::tonic::trace::v1::{
 use serde_json::Value;
 use worldline_case::canon;
 use worldline_log::log::call::{Answer, Call, CallError, ModelAnswer, ModelRequest, ToolRequest};
+use worldline_log::log::clock::RunClock;
 use worldline_log::log::event::By;
 use worldline_log::log::{Event, HeldBundle, asked};
 use worldline_log::redact::Redactor;
@@ -131,7 +132,11 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     };
     let start_ns = run.start_ns;
     let at = |vtime: u64| start_ns.saturating_add(vtime);
-    let end = b.events.as_held().last().map_or(0, |e| e.vtime_ns);
+    // The latest answer, which (from rules 5) need not be the last event's.
+    let end = (b.events.as_held().iter())
+        .map(|e| e.vtime_ns)
+        .max()
+        .unwrap_or(0);
     let footer = b.footer.as_ref();
     let status = footer.map_or("incomplete", |f| f.status.as_str());
     let grade = footer.and_then(|f| f.verdict());
@@ -182,7 +187,7 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
         }),
         ..Span::default()
     }];
-    let mut prev = 0;
+    let mut clock = RunClock::new(b.header.rules.unwrap_or(0));
     let whole = opts.content || redactor.is_some();
     // The latest model answer's tool calls not yet made: a tool span
     // carries the id of the call it answers.
@@ -193,8 +198,7 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
             false => b.events.shown(seq),
         };
         let Some(e) = e else { break };
-        let start = prev;
-        prev = e.vtime_ns;
+        let start = clock.began(&e);
         let mut e = e.into_owned();
         if let Some(r) = redactor.as_deref_mut() {
             r.event(&mut e);

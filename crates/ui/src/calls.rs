@@ -1,6 +1,8 @@
 //! The run's calls on the virtual clock: every tool call, model call, user
 //! turn (and the user's own tool call) and approval as a bar from the moment the agent made it (the
-//! previous event's time) to the moment it was answered, so where the
+//! run's clock before it: the previous event's time, or from rules 5 the
+//! time before an HTTP answer that is ready later, `log/clock.rs`) to the
+//! moment it was answered, so where the
 //! run's time went shows at a glance. Times are virtual: the same on every
 //! replay.
 //!
@@ -15,6 +17,7 @@
 
 use super::html::{url, vtime};
 use maud::{Markup, html};
+use worldline_log::log::clock::RunClock;
 use worldline_log::log::{Call, Event, Kind};
 
 /// Whether `e` is a tool call.
@@ -72,14 +75,14 @@ fn label(e: &Event) -> String {
     }
 }
 
-/// The calls of `events` with their spans.
-pub(crate) fn spans(events: &[Event]) -> Vec<Span> {
+/// The calls of `events`, of a run under `rules`, with their spans.
+pub(crate) fn spans(events: &[Event], rules: u32) -> Vec<Span> {
+    let mut clock = RunClock::new(rules);
     events
         .iter()
-        .enumerate()
-        .filter_map(|(i, e)| {
+        .filter_map(|e| {
+            let start_ns = clock.began(e);
             let kind = kind_of(e)?;
-            let start_ns = i.checked_sub(1).map_or(0, |p| events[p].vtime_ns);
             Some(Span {
                 seq: e.seq,
                 kind,
@@ -99,9 +102,15 @@ fn pct(ns: u64, total: u64) -> String {
 /// them, or, past [`SHOWN`](super::html::SHOWN) calls, those among the
 /// events of `range` (the timeline's page, so a long run's chart is as
 /// bounded as its table); nothing for a run without such calls.
-pub(crate) fn chart(id: &str, events: &[Event], range: std::ops::Range<usize>) -> Markup {
-    let spans = spans(events);
-    let total = events.last().map_or(0, |e| e.vtime_ns).max(1);
+pub(crate) fn chart(
+    id: &str,
+    events: &[Event],
+    rules: u32,
+    range: std::ops::Range<usize>,
+) -> Markup {
+    let spans = spans(events, rules);
+    // The latest answer, which (from rules 5) need not be the last event's.
+    let total = events.iter().map(|e| e.vtime_ns).max().unwrap_or(0).max(1);
     if spans.is_empty() {
         return html! {};
     }

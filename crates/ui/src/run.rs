@@ -316,7 +316,7 @@ pub(crate) fn body(
         (outcome(footer))
         (trouble(footer))
         (super::usage::section(&id, &usage))
-        (super::calls::chart(&id, &b.events, range.clone()))
+        (super::calls::chart(&id, &b.events, b.header.rules.unwrap_or(0), range.clone()))
         h2 { "Lineage" } (lineage)
         (table)
         (super::conversation::section(&id, &b.events, &mut b.held, range))

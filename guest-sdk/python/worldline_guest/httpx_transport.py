@@ -7,12 +7,16 @@ with no worldline import; their own transports need ``httpcore``, which
 needs ``ssl``, which the sandbox's Python does not have.
 
 Errors become the library's own: a denied URL ``ConnectError``, a request
-with no answer before its read timeout ``ReadTimeout``."""
+with no answer before its read timeout ``ReadTimeout``. An async request
+waits in the event loop (:func:`worldline_guest.asyncio_standin.wait`),
+so ``asyncio.timeout`` and gathered requests keep virtual time as they
+keep real time."""
 
+import contextlib
 import importlib
 import importlib.util
 
-from . import wasi_http
+from . import asyncio_standin, wasi_http
 
 # The libraries patched, by module name.
 LIBRARIES = ("httpx", "httpx2")
@@ -22,25 +26,51 @@ def transports(httpx):
     """The ``(sync, async)`` transport classes for the library ``httpx``
     (the module ``httpx`` or ``httpx2``)."""
 
-    def send(request):
-        timeout = request.extensions.get("timeout", {}).get("read")
+    @contextlib.contextmanager
+    def errors(request):
+        """The library's own error for each error a request meets."""
         try:
-            r = wasi_http.send(
-                request.method,
-                str(request.url),
-                [(n.decode("latin-1"), v) for n, v in request.headers.raw],
-                request.read(),
-                timeout,
-            )
+            yield
         except ConnectionRefusedError as e:
             raise httpx.ConnectError(str(e), request=request) from None
         except TimeoutError as e:
             raise httpx.ReadTimeout(str(e), request=request) from None
         except OSError as e:
             raise httpx.NetworkError(str(e), request=request) from None
+
+    def start(request):
+        timeout = request.extensions.get("timeout", {}).get("read")
+        return wasi_http.start(
+            request.method,
+            str(request.url),
+            [(n.decode("latin-1"), v) for n, v in request.headers.raw],
+            request.read(),
+            timeout,
+        )
+
+    def response(request, r):
         # The body arrives whole and as sent: the library decodes it as
         # the headers say.
         return httpx.Response(r.status, headers=r.headers, content=r.body, request=request)
+
+    def send(request):
+        with errors(request):
+            r = start(request).wait()
+        return response(request, r)
+
+    async def send_async(request):
+        # Handed over, then awaited in the loop beside its timers: a
+        # timeout due before the answer fires first, and requests in
+        # flight together wait together.
+        with errors(request):
+            pending = start(request)
+            try:
+                await asyncio_standin.wait(pending.subscribe())
+            except BaseException:
+                pending.close()
+                raise
+            r = pending.wait()
+        return response(request, r)
 
     class WasiTransport(httpx.BaseTransport):
         """A sync transport over ``wasi:http``; it takes (and ignores) the
@@ -53,15 +83,15 @@ def transports(httpx):
             return send(request)
 
     class AsyncWasiTransport(httpx.AsyncBaseTransport):
-        """The async transport: each request blocks the run until it is
-        answered (a run has one thread and virtual time)."""
+        """The async transport: a request waits for its answer in the
+        event loop, beside the loop's timers and other requests."""
 
         def __init__(self, *args, **kwargs):
             pass
 
         async def handle_async_request(self, request):
             await request.aread()
-            return send(request)
+            return await send_async(request)
 
     return WasiTransport, AsyncWasiTransport
 

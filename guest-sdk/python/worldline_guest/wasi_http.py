@@ -5,7 +5,8 @@
 The host answers each request itself (a model API, the world's MCP
 endpoint, the world's own routes) and denies every other one; a request is
 handed over first and its body written after, and waiting for the answer
-blocks in the run's virtual time. Errors are the built-in ones a network
+blocks in the run's virtual time (or, in an ``asyncio`` task, waits in the
+loop beside its timers: :mod:`worldline_guest.asyncio_standin`). Errors are the built-in ones a network
 client raises: a denied request is a :class:`ConnectionRefusedError`, a
 request that gets no answer before its timeout a :class:`TimeoutError`,
 anything else a :class:`ConnectionError` naming the ``wasi:http`` error code.
@@ -74,6 +75,15 @@ class Pending:
         self._future = future
         self._method = method
         self._url = url
+
+    def subscribe(self):
+        """A pollable ready once the answer is, for an event loop to wait on
+        beside its timers (drop it before :meth:`close`)."""
+        return self._future.subscribe()
+
+    def close(self) -> None:
+        """Give the request up unread (a cancelled wait)."""
+        self._future.__exit__(None, None, None)
 
     def wait(self) -> Response:
         """Block (in virtual time) until the answer arrives and read it whole."""

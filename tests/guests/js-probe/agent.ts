@@ -138,6 +138,24 @@ export async function run(task: { ticket: string; mode?: string }) {
       return { error: e.name, elapsed_ms: Date.now() - t0 };
     }
   }
+  if (task.mode === "latency-abort") {
+    // A slow model (its latency 30 s), the request aborted at 2 s.
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 2000);
+    const t0 = Date.now();
+    try {
+      const r = await ask(ac.signal);
+      return { status: r.status, elapsed_ms: Date.now() - t0 };
+    } catch (e: any) {
+      return { error: e.name, elapsed_ms: Date.now() - t0 };
+    }
+  }
+  if (task.mode === "latency-gather") {
+    // Two requests in flight together, each answered after 1 s.
+    const t0 = Date.now();
+    const rs = await Promise.all([ask(), ask()]);
+    return { statuses: rs.map((r) => r.status), elapsed_ms: Date.now() - t0 };
+  }
   if (task.mode === "talk") {
     return {
       first: user.say("Hello, which ticket?"),
@@ -147,4 +165,14 @@ export async function run(task: { ticket: string; mode?: string }) {
     };
   }
   return probe(task);
+}
+
+/** One chat completions request to the model. */
+function ask(signal?: AbortSignal): Promise<Response> {
+  return fetch("https://api.openai.com/v1/chat/completions", {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-x" },
+    body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+    signal,
+  });
 }

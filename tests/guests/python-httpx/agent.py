@@ -6,16 +6,50 @@ by `worldline build-python --requirements`; the build makes httpx's
 default transport speak wasi:http.
 
 Task keys besides the case's own: `probe_url` (fetched once first; the
-httpx exception it raised, or its status, is noted in the output)."""
+httpx exception it raised, or its status, is noted in the output);
+`latency`: instead of the loop, requests to the model with
+`httpx.AsyncClient` on the sandbox's asyncio loop: `"abort"` one under
+`asyncio.timeout(2)`, `"gather"` two at once, `"read-timeout"` one with a
+2 s read timeout; each answers what it got and the virtual seconds it
+took."""
 
+import asyncio
 import json
+import time
 
 import httpx
 
 MCP_URL = "http://world/mcp"
 
 
+async def slow(mode):
+    timeout = 2 if mode == "read-timeout" else 60
+    async with httpx.AsyncClient(timeout=timeout) as client:
+
+        async def ask():
+            r = await client.post(
+                "https://api.openai.com/v1/chat/completions",
+                headers={"authorization": "Bearer sk-httpx-agent-secret"},
+                json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
+            )
+            return r.status_code
+
+        t0 = time.monotonic()
+        took = lambda: round(time.monotonic() - t0, 3)
+        try:
+            if mode == "abort":
+                async with asyncio.timeout(2):
+                    return {"status": await ask(), "elapsed_s": took()}
+            if mode == "gather":
+                return {"statuses": list(await asyncio.gather(ask(), ask())), "elapsed_s": took()}
+            return {"status": await ask(), "elapsed_s": took()}
+        except (TimeoutError, httpx.TimeoutException) as e:
+            return {"error": type(e).__name__, "elapsed_s": took()}
+
+
 def run(task):
+    if "latency" in task:
+        return asyncio.run(slow(task["latency"]))
     out = {}
     with httpx.Client(timeout=60) as client:
         if "probe_url" in task:

@@ -10,11 +10,13 @@
 //! `intent.rs` writes the call about to go out before it is answered;
 //! `prefix.rs` reads a bundle's first events and its footer only;
 //! `asked.rs` pairs the calls a model asked for with those the agent made;
-//! `rules.rs` numbers the rules a run ran under.
+//! `rules.rs` numbers the rules a run ran under; `clock.rs` tells when
+//! each call began.
 
 pub mod asked;
 pub mod bundle;
 pub mod call;
+pub mod clock;
 mod delta;
 pub mod event;
 mod fold;

@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 4;
+pub const CURRENT: u32 = 5;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -78,6 +78,17 @@ pub const CHAT_MESSAGES_CHECKED: u32 = 3;
 /// through `worldline:agent/model`, though model APIs and MCP are
 /// answered over HTTP.
 pub const HTTP_DENIED_SAYS_WHAT_IS_ANSWERED: u32 = 4;
+
+/// From 5: the latency of an answer to a guest's HTTP request (a model's
+/// `latency_ms`, a fault's) is when the response is ready, not a jump of
+/// the run's clock when the agent first waits for it: the run goes on
+/// from the request, so a timer due sooner fires first (an SDK's
+/// timeout, an `AbortSignal`) and requests in flight together wait
+/// together (decision 0425). Under 4 the clock jumped by the latency as
+/// the request was answered: a timeout never fired before a slow model's
+/// answer, and gathered requests waited one after the other. The event
+/// records the same time under both: when its answer is ready.
+pub const HTTP_LATENCY_IS_READY_TIME: u32 = 5;
 
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.

@@ -10,6 +10,8 @@ pub(crate) struct VirtualClock {
     pub skew_ns: i128,
     mono_ns: u64,
     tick_ns: u64,
+    /// All the latency calls have moved the clock by (see [`Self::wait`]).
+    waited_ns: u64,
 }
 
 impl VirtualClock {
@@ -19,6 +21,7 @@ impl VirtualClock {
             skew_ns: 0,
             mono_ns: 0,
             tick_ns,
+            waited_ns: 0,
         }
     }
 
@@ -44,6 +47,24 @@ impl VirtualClock {
 
     pub(crate) fn advance(&mut self, ns: u64) {
         self.mono_ns = self.mono_ns.saturating_add(ns);
+    }
+
+    /// A call's modelled latency, counted in [`Self::waited_ns`].
+    pub(crate) fn wait(&mut self, ns: u64) {
+        let before = self.mono_ns;
+        self.advance(ns);
+        self.waited_ns = self.waited_ns.wrapping_add(self.mono_ns - before);
+    }
+
+    /// The latency calls have moved the clock by so far.
+    pub(crate) fn waited_ns(&self) -> u64 {
+        self.waited_ns
+    }
+
+    /// Take back `ns` of latency the clock has waited: the run goes on
+    /// from before it (an HTTP answer ready then, decision 0425).
+    pub(crate) fn take_back(&mut self, ns: u64) {
+        self.mono_ns -= ns;
     }
 
     /// Jump to a monotonic deadline (never backwards).

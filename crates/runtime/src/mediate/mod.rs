@@ -605,7 +605,7 @@ impl Mediator {
             None if following && live => self.logged_answer(seq),
             None => serve(&mut self.services, &request),
         };
-        self.services.clock.advance(answer.latency_ns);
+        self.services.clock.wait(answer.latency_ns);
         if !edit_writes.is_empty() {
             answer.writes.splice(0..0, edit_writes);
         }

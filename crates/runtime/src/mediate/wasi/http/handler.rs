@@ -4,7 +4,8 @@
 //! for or asks for its response, once its body is written: a model API
 //! call becomes the case's model call and an MCP `tools/call` the world's
 //! tool call (the same events `model.complete` and `tools.call` record,
-//! with a `transport`), and the answer becomes the vendor's bytes.
+//! with a `transport`), and the answer becomes the vendor's bytes, ready
+//! once its latency has passed (from rules 5: until then the run goes on).
 
 use super::{DENIED, DENIED_BEFORE_RULES_4, method_name, scheme_name};
 use crate::mediate::RunState;
@@ -21,7 +22,8 @@ use worldline_protocol::routes::{self, Route};
 
 /// How long a stalled request waits, in virtual time, when the request
 /// sets no first-byte timeout: the official SDKs' default request
-/// timeout (10 minutes).
+/// timeout (10 minutes). From rules 5 also how long a slow answer is
+/// waited for.
 const DEFAULT_STALL_NS: u64 = 600 * 1_000_000_000;
 
 impl RunState {
@@ -40,13 +42,35 @@ impl RunState {
             url: url.clone(),
         };
         let route = routes::route(&method, &url, &self.model_bases());
+        let waited = self.med.services.clock.waited_ns();
         let response = self.answer_http(&route, &method, &url, &body, &via)?;
-        let now = self.med.services.clock.mono_ns();
-        let ready_at = match response {
-            Some(_) => now,
-            None => now.saturating_add(stall),
+        let ready_time = self.med.rules() >= rules::HTTP_LATENCY_IS_READY_TIME;
+        let clock = &mut self.med.services.clock;
+        let now = clock.mono_ns();
+        let outcome = if ready_time {
+            // The answer is ready after its latency, unless the request's
+            // first-byte timeout comes first; the run goes on from the
+            // request (decision 0425).
+            clock.take_back(clock.waited_ns().wrapping_sub(waited));
+            let limit = clock.mono_ns().saturating_add(stall);
+            match response {
+                Some(r) if now <= limit => HttpOutcome {
+                    ready_at: now,
+                    response: Some(r),
+                },
+                _ => HttpOutcome {
+                    ready_at: limit,
+                    response: None,
+                },
+            }
+        } else {
+            let ready_at = match response {
+                Some(_) => now,
+                None => now.saturating_add(stall),
+            };
+            HttpOutcome { ready_at, response }
         };
-        self.table.get_mut(f)?.outcome = Some(HttpOutcome { ready_at, response });
+        self.table.get_mut(f)?.outcome = Some(outcome);
         Ok(())
     }
 }
