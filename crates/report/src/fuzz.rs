@@ -241,7 +241,8 @@ fn identity(r: &FuzzReport) -> [(&'static str, Value); 8] {
     [
         ("agent_sha256", json!(r.agent_sha256)),
         ("case", json!(r.case)),
-        ("faults", json!(r.faults)),
+        // The profile, not the path it was read from (`./f.toml`, a pod's mount).
+        ("faults", json!(r.faults.profile)),
         ("inputs", json!(r.inputs)),
         ("repeat", json!(r.repeat)),
         ("seed", json!(r.seed)),

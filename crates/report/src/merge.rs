@@ -81,6 +81,22 @@ pub fn merge(docs: Vec<(PathBuf, Value)>) -> Result<Merged, InputError> {
     }
     check_partitions(&docs)?;
     let campaign = |d: &Value| d.get("groups").is_some();
+    // A whole run's report among others is no shard of theirs.
+    if docs.len() > 1
+        && let Some((path, d)) = (docs.iter())
+            .find(|(_, d)| partition_of(d).is_none() && (campaign(d) || d.get("cases").is_some()))
+    {
+        let (whole, flag) = match campaign(d) {
+            true => ("a whole campaign's report (it has no `partition`)", "fuzz"),
+            false => ("a whole suite's report (it has no `shard`)", "test"),
+        };
+        return Err(InputError::new(
+            path,
+            format!(
+                "is {whole}, not a shard's: merge only the --json reports of `{flag} --partition i/n`, each shard once"
+            ),
+        ));
+    }
     if docs.iter().any(|(_, d)| campaign(d))
         && let Some((path, _)) = docs.iter().find(|(_, d)| !campaign(d))
     {
@@ -133,6 +149,12 @@ fn read_each<T: serde::de::DeserializeOwned>(
         .collect()
 }
 
+/// A report's partition: a test report's `shard.partition`, a fuzz
+/// report's `partition` (`None`: a whole run's report).
+fn partition_of(doc: &Value) -> Option<&str> {
+    (doc["shard"]["partition"].as_str()).or_else(|| doc["partition"].as_str())
+}
+
 /// Each report's partition (a test report's `shard.partition`, a fuzz
 /// report's `partition`) parsed and of the first report's partitioning,
 /// each shard once; what is wrong names the report it is in. (Whether
@@ -141,10 +163,9 @@ fn check_partitions(docs: &[(PathBuf, Value)]) -> Result<(), InputError> {
     let mut first: Option<(&PathBuf, Partition)> = None;
     let mut seen = std::collections::BTreeMap::new();
     for (path, doc) in docs {
-        let text = doc["shard"]["partition"]
-            .as_str()
-            .or_else(|| doc["partition"].as_str());
-        let Some(text) = text else { continue };
+        let Some(text) = partition_of(doc) else {
+            continue;
+        };
         let p = Partition::parse(text).map_err(|m| {
             InputError::new(
                 path,
@@ -209,9 +230,34 @@ mod tests {
                 && message.contains("no --agent given"),
             "{message}"
         );
-        let message = refused(vec![("x1.json", shard), ("x2.json", json!({}))]);
+        let message = refused(vec![("x1.json", shard.clone()), ("x2.json", json!({}))]);
         assert!(
             message.starts_with("x2.json: is not a `fuzz --json` report"),
+            "{message}"
+        );
+        // A whole run's report among shards, or two of them, is named
+        // (the valid shard after it was blamed, or no file at all).
+        let whole = json!({"groups": [], "partition": null});
+        let message = refused(vec![("whole.json", whole.clone()), ("x1.json", shard)]);
+        assert!(
+            message.starts_with("whole.json: is a whole campaign's report"),
+            "{message}"
+        );
+        let message = refused(vec![("w1.json", whole.clone()), ("w2.json", whole)]);
+        assert!(
+            message.starts_with("w1.json: is a whole campaign's report"),
+            "{message}"
+        );
+        let suite = json!({"cases": [], "shard": null});
+        let message = refused(vec![
+            (
+                "s1.json",
+                json!({"cases": [], "shard": {"partition": "1/2"}}),
+            ),
+            ("single.json", suite),
+        ]);
+        assert!(
+            message.starts_with("single.json: is a whole suite's report"),
             "{message}"
         );
     }

@@ -471,6 +471,13 @@ fn merge_takes_fuzz_shards_as_a_campaign_and_names_a_shard_given_twice() {
         shard("fuzz-stale-deploys-1of2.json"),
     ]);
     insta::assert_snapshot!(twice.err().unwrap().to_string());
+    // The same profile read from another spelling of its path (another
+    // machine's mount) is the same campaign: it was refused.
+    let (path, mut other) = shard("fuzz-stale-deploys-2of2.json");
+    let from = other["faults"]["from"].as_str().unwrap().to_string();
+    other["faults"]["from"] = Value::from(format!("/mnt/pod/{from}"));
+    let merged = merge(vec![shard("fuzz-stale-deploys-1of2.json"), (path, other)]);
+    assert!(merged.is_ok(), "{}", merged.err().unwrap());
 }
 
 /// A fork of a run (`rollback_deploy` denied from event 2, the case made
