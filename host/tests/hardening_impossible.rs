@@ -163,6 +163,15 @@ fn a_case_from_a_run_leaves_out_a_stale_field_its_tool_never_used() {
     let made = dir.path().join("made.toml");
     let out = prompt(&store, &["case", "from-run", &run, "-o", s(&made)]);
     out.expect_code(0);
+    // Written where no `worlds/` is above it, it says `test` and `run`
+    // need `--worlds` to find its world (they said "no `worlds/` folder
+    // found", and it had said nothing).
+    assert!(
+        out.stderr
+            .contains("will not find its world `demo@v1` there")
+            && out.stderr.contains("--worlds DIR"),
+        "{out}"
+    );
     let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&made).unwrap()).unwrap();
     let rules = doc["inject"].as_array().unwrap();
     assert_eq!(rules.len(), 3, "{doc}");

@@ -795,9 +795,16 @@ fn a_case_named_as_test_names_it_finds_its_runs() {
     assert!(
         listed
             .stderr
-            .contains("a run knows its case by the file's name, `c1`"),
+            .contains("a run knows its case by the file's name without `.toml`, `c1`"),
         "{listed}"
     );
+    // Its file, by path or name, finds it too (an empty list under a
+    // note that said its runs were listed).
+    for file in ["cases/sub/c1.toml", "c1.toml"] {
+        let listed = prompt(&store, &["runs", "--case", file, "--json"]);
+        listed.expect_code(0);
+        assert_eq!(listed.json().as_array().map(Vec::len), Some(1), "{listed}");
+    }
 }
 
 #[test]

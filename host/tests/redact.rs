@@ -399,6 +399,11 @@ fn a_redacted_export_imports_labelled_and_replay_says_what_it_checks() {
     let show = worldline(&other, ["show", id.as_str(), "--at", "0"]);
     show.expect_code(2);
     assert!(show.stderr.contains("redacted copy"), "{show}");
+    // Nor is it graded: the state rebuilt from its redacted writes is not
+    // the run's (a passed run was graded failed, exit 1).
+    let grade = worldline(&other, ["grade", id.as_str()]);
+    grade.expect_code(2);
+    assert!(grade.stderr.contains("redacted copy"), "{grade}");
     // `verify` reads it as `replay` does: its hashes checked, no drift (it
     // was counted unreadable, drift 100%, exit 1).
     let v = worldline(&other, ["verify", "--json"]);

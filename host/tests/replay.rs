@@ -1036,3 +1036,43 @@ fn an_edited_header_is_refused_as_tampering() {
         );
     }
 }
+
+/// `verify` writes each replay's line as it comes, not all of them at the
+/// end: with three runs of a second's compute each, the first line is
+/// read while `verify` still runs (every line came when the last replay
+/// was done, through a pipe or a file).
+#[test]
+fn verify_writes_each_replay_as_it_comes() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = write_case(
+        dir.path(),
+        "work",
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\n\
+         task = { work = 150_000_000, calls = [{ tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
+         [limits]\nfuel = 100_000_000_000\n",
+    );
+    for _ in 0..3 {
+        run(&store, &case, &caller()).expect_code(0);
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["verify", "--jobs", "1", "--store"])
+        .arg(&store)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let first = lines.next().unwrap().unwrap();
+    let first_at = started.elapsed();
+    let still_running = child.try_wait().unwrap().is_none();
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let all_at = started.elapsed();
+    assert!(child.wait().unwrap().success());
+    assert!(first.contains("identical"), "{first}");
+    assert!(
+        still_running && first_at < all_at.mul_f64(0.8),
+        "the first line came at {first_at:?}, all of them at {all_at:?}: {rest:?}"
+    );
+}

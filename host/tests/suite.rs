@@ -298,11 +298,26 @@ fn a_collection_error_merges_as_one() {
     )
     .unwrap();
     let store = dir.path().join("store");
-    let whole = test_cmd(&store, &cases, &["--json"]);
+    let junit = dir.path().join("junit.xml");
+    let whole = test_cmd(
+        &store,
+        &cases,
+        &["--json", "--junit", junit.to_str().unwrap()],
+    );
     assert_eq!(
         whole.json()["collection_errors"].as_array().map(Vec::len),
         Some(1),
         "{whole}"
+    );
+    // Its JUnit test case has the classname and time the schema CI
+    // validators read requires, as the others do (it had neither).
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let broken = (xml.lines())
+        .find(|l| l.contains("<testcase name=\"broken\""))
+        .unwrap_or_else(|| panic!("{xml}"));
+    assert!(
+        broken.contains("classname=\"") && broken.contains("time=\""),
+        "{broken}"
     );
     let mut files = Vec::new();
     for shard in 1..=3 {
@@ -1118,4 +1133,39 @@ fn a_hash_shard_keeps_a_case_when_one_of_its_name_is_added() {
     std::fs::create_dir_all(suite.join("y")).unwrap();
     case_in(&suite.join("y"), "t", false, &[]);
     assert_eq!(shard_of("x/t"), before);
+}
+
+/// A case's name is its path under the nearest `cases/` folder whatever
+/// the working folder and however the path is spelt: from inside
+/// `cases/` the names lost `sub/`, and `cases/sub/../sub` named them
+/// `sub/../sub/a`, so `-k name:`, JUnit names and `hash:` shards changed
+/// with where `test` was started.
+#[test]
+fn a_case_s_name_does_not_depend_on_the_working_folder_or_the_path_s_spelling() {
+    let dir = temp_dir();
+    let sub = dir.path().join("cases/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    case_in(&sub, "a", false, &[]);
+    case_in(&sub, "b", false, &[]);
+    let list = |cwd: &Path, path: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+            .args(["test", path, "--list", "--json"])
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (doc.as_array().unwrap().iter())
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let names = ["sub/a", "sub/b"];
+    assert_eq!(list(dir.path(), "cases/sub"), names);
+    assert_eq!(list(dir.path(), "cases/sub/../sub"), names);
+    assert_eq!(list(&dir.path().join("cases"), "sub"), names);
+    assert_eq!(list(&sub, "."), names);
 }

@@ -345,6 +345,11 @@ pub struct ReplayReport {
     /// from those it recorded (by name and how; never the values).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env_differs: Vec<String>,
+    /// A recording that ended but is not replayable (stopped by a signal:
+    /// `trapped`): its status. `None`: it ran to its end, or was cut off
+    /// before its footer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// The most lines a divergence's diff shows.
@@ -579,6 +584,9 @@ fn report(
         divergence,
         diff,
         env_differs: Vec::new(),
+        stopped: (rec.bundle.footer.as_ref())
+            .filter(|f| !f.replayable && !watchdog)
+            .map(|f| f.status.as_str().to_string()),
     }
 }
 

@@ -55,7 +55,7 @@ use worldline_store::store::StoreDir;
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Checked {
-    Replayed(ReplayReport),
+    Replayed(Box<ReplayReport>),
     /// It could not be opened or replayed (why).
     Unreadable(String),
     /// Cut off before its header (killed as it started, or a full disk):
@@ -352,7 +352,7 @@ fn check(sandbox: &Sandbox, store: &StoreDir, run: &str, opened: &replay::Opened
         return Checked::Session;
     }
     match replay::replay_in(sandbox, store, rec, opened) {
-        Ok(r) => Checked::Replayed(r),
+        Ok(r) => Checked::Replayed(Box::new(r)),
         Err(e) => Checked::Unreadable(format!("{e:#}")),
     }
 }
@@ -394,6 +394,7 @@ mod tests {
             }),
             diff: vec!["$.a[2]: null → true".into()],
             env_differs: vec!["HOME (changed)".into()],
+            stopped: None,
         };
         let identical = ReplayReport {
             verdict: Verdict::Identical,
@@ -401,11 +402,12 @@ mod tests {
             divergence: None,
             diff: Vec::new(),
             env_differs: Vec::new(),
+            stopped: None,
             ..diverged.clone()
         };
         let checks = [
-            Checked::Replayed(diverged),
-            Checked::Replayed(identical),
+            Checked::Replayed(Box::new(diverged)),
+            Checked::Replayed(Box::new(identical)),
             Checked::Unreadable("cannot read bundle".into()),
             Checked::Headless,
             Checked::Session,

@@ -61,7 +61,14 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
     match c.first {
         None => writeln!(out, "same events")?,
         Some(i) => {
-            let line = |e: Option<&Event>| e.map_or("(none)".into(), |e| summary_cut(e, cut));
+            // As `history` shows it: the call, then what it did (a clock
+            // read was its answer alone).
+            let line = |e: Option<&Event>| {
+                e.map_or("(none)".into(), |e| {
+                    let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
+                    format!("{call}  {}", summary_cut(e, cut))
+                })
+            };
             writeln!(out, "first difference at event {i}:")?;
             writeln!(out, "  a: {}", line(ea.get(i)))?;
             writeln!(out, "  b: {}", line(eb.get(i)))?;

@@ -365,6 +365,7 @@ fn verified() -> (
         divergence: None,
         diff: Vec::new(),
         env_differs: Vec::new(),
+        stopped: None,
     };
     let diverged = ReplayReport {
         divergence: Some(Divergence {
@@ -376,6 +377,7 @@ fn verified() -> (
         }),
         diff: vec!["$.args.id: 1 → 2".into()],
         env_differs: vec!["HOME (changed)".into()],
+        stopped: None,
         ..report(
             "20261128-093040-d00d0004",
             Verdict::Diverged,
@@ -1098,6 +1100,7 @@ fn case_from_run_and_from_trace_say_what_they_wrote_and_list_a_traces_runs() {
         injects: 2,
         model_calls: 5,
         not_carried: vec!["the agent's environment (HOME changed)".into()],
+        world: "incident@v4".into(),
     };
     // A trace's id and tool name with a terminal escape in them.
     let listed = [Listed {
@@ -1264,4 +1267,32 @@ fn a_native_answer_printed_over_several_lines_is_noted() {
     outcome.footer.output = Some("2".into());
     let said = text(|out| super::run::write(out, &outcome));
     assert!(!said.contains("written over several lines"), "{said}");
+}
+
+/// A recording that ended stopped by a signal (a footer, `trapped`, not
+/// replayable) is said so by `replay` and `verify`: it was "incomplete",
+/// as a run cut off before its footer is.
+#[test]
+fn a_replay_of_a_run_a_signal_stopped_says_so() {
+    use worldline_engine::replay::{ReplayReport, Scope, Verdict};
+    let mut r = ReplayReport {
+        run: "20261128-093036-94a3bea0".into(),
+        verdict: Verdict::VerifiedPrefix,
+        scope: Scope::Boundary,
+        matched: 0,
+        recorded: 0,
+        chain_hash: "9f2c4e1a7b3d5f60aa11bb22cc33dd44".into(),
+        divergence: None,
+        diff: Vec::new(),
+        env_differs: Vec::new(),
+        stopped: Some("trapped".into()),
+    };
+    let shown = text(|out| super::verify::write_replay(out, &r));
+    assert!(
+        shown.contains("stopped before it ended (`trapped`") && !shown.contains("incomplete"),
+        "{shown}"
+    );
+    r.stopped = None;
+    let shown = text(|out| super::verify::write_replay(out, &r));
+    assert!(shown.contains("the recorded run is incomplete"), "{shown}");
 }

@@ -212,7 +212,7 @@ pub fn write_check(out: &mut impl Write, c: &Check) -> io::Result<()> {
     } else if !c.consistent() {
         writeln!(
             out,
-            "run `worldline index` to read the bundles the index lacks and drop the rows of bundles gone"
+            "run `worldline index` to read the bundles the index lacks and drop the rows of bundles gone (a `test` still running, or killed, had not committed its last runs' rows: it commits them 64 at a time and when it ends)"
         )?;
     }
     Ok(())

@@ -27,11 +27,18 @@ pub fn write_replay(out: &mut impl Write, r: &ReplayReport) -> io::Result<()> {
             "{}  identical  ({} events, chain {chain})",
             r.run, r.matched
         )?,
-        Verdict::VerifiedPrefix => writeln!(
-            out,
-            "{}  verified  ({} of {} recorded events match; the recorded run is incomplete, so there is no outcome to compare)",
-            r.run, r.matched, r.recorded
-        )?,
+        Verdict::VerifiedPrefix => match &r.stopped {
+            Some(status) => writeln!(
+                out,
+                "{}  verified  ({} of {} recorded events match; the recorded run was stopped before it ended (`{status}`: a signal, or the command ending it) and is not replayable, so there is no outcome to compare)",
+                r.run, r.matched, r.recorded
+            )?,
+            None => writeln!(
+                out,
+                "{}  verified  ({} of {} recorded events match; the recorded run is incomplete, so there is no outcome to compare)",
+                r.run, r.matched, r.recorded
+            )?,
+        },
         Verdict::Timeout => writeln!(
             out,
             "{}  timeout  (stopped by the watchdog, so not replayable; {} of {} recorded events replayed and match)",
@@ -91,7 +98,13 @@ pub struct Stream<W: Write> {
     out: W,
     json: bool,
     written: u64,
+    /// When what was written was last flushed (a reader sees the replays
+    /// as they come, not at the end, without a write per line).
+    flushed: std::time::Instant,
 }
+
+/// How long a written replay may wait in the buffer.
+const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl<W: Write> Stream<W> {
     /// The report to `out`; for text, the line naming the sample first
@@ -109,10 +122,12 @@ impl<W: Write> Stream<W> {
                 s.runs.join(" ")
             )?;
         }
+        out.flush()?;
         Ok(Stream {
             out,
             json,
             written: 0,
+            flushed: std::time::Instant::now(),
         })
     }
 
@@ -136,6 +151,10 @@ impl<W: Write> Stream<W> {
             write_replay(&mut self.out, r)?;
         }
         self.written += 1;
+        if self.flushed.elapsed() >= FLUSH_EVERY {
+            self.out.flush()?;
+            self.flushed = std::time::Instant::now();
+        }
         Ok(())
     }
 

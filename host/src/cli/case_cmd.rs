@@ -101,6 +101,21 @@ fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
             fallback,
         },
     )?;
+    // `test` and `run` look for its world in the nearest `worlds/` above
+    // it: a case written elsewhere did not load, unsaid.
+    let found = worldline_case::case::find_worlds_root(&made.case)
+        .ok_or_else(|| "no `worlds/` folder is in its folder or above it".to_string())
+        .and_then(|root| {
+            worldline_case::world::check_header(&root, &made.world, &made.case)
+                .map_err(|e| e.message)
+        });
+    if let Err(why) = found {
+        eprintln!(
+            "note: {}: `worldline test` and `run` will not find its world `{}` there ({why}): pass them `--worlds DIR`, or write the case inside the project whose `worlds/` holds it",
+            made.case.display(),
+            made.world
+        );
+    }
     if args.common.json {
         println!("{}", serde_json::to_value(&made)?);
         return Ok(ExitCode::Ok);

@@ -92,15 +92,16 @@ fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
     };
     // `test` names a case by its path under the suite's folder
     // (`incident/close-denied`); a run knows its case by the file's stem,
-    // so a name copied from `test` found nothing, unsaid.
-    let case = args.case.as_deref().map(|c| match c.rsplit_once('/') {
-        Some((_, stem)) => {
+    // so a name copied from `test`, or the file's path, found nothing.
+    let case = args.case.as_deref().map(|c| {
+        let name = c.rsplit_once('/').map_or(c, |(_, name)| name);
+        let stem = name.strip_suffix(".toml").unwrap_or(name);
+        if stem != c {
             eprintln!(
-                "note: --case {c}: a run knows its case by the file's name, `{stem}`; runs of any case so named are listed"
+                "note: --case {c}: a run knows its case by the file's name without `.toml`, `{stem}`; runs of any case so named are listed"
             );
-            stem.to_string()
         }
-        None => c.to_string(),
+        stem.to_string()
     });
     Ok(Filter {
         status: args.status.clone(),

@@ -126,13 +126,23 @@ pub(crate) fn canonical(path: &Path) -> PathBuf {
     })
 }
 
-/// `incident/stale-deploy` for `.../cases/incident/stale-deploy.toml`.
+/// `incident/stale-deploy` for `.../cases/incident/stale-deploy.toml`,
+/// whatever the working folder and however the path is spelt (`.`, `..`:
+/// read from the path made absolute, links left as they are).
 pub fn display_name(path: &Path) -> String {
-    let stem = path.with_extension("");
-    let parts: Vec<String> = stem
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().to_string())
-        .collect();
+    let stem = std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .with_extension("");
+    let mut parts: Vec<String> = Vec::new();
+    for c in stem.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                parts.pop();
+            }
+            c => parts.push(c.as_os_str().to_string_lossy().to_string()),
+        }
+    }
     match parts.iter().rposition(|p| p == "cases") {
         Some(i) if i + 1 < parts.len() => parts[i + 1..].join("/"),
         _ => parts.last().cloned().unwrap_or_default(),
@@ -150,6 +160,12 @@ mod tests {
             "incident/stale"
         );
         assert_eq!(display_name(Path::new("elsewhere/one.toml")), "one");
+        // Spelt with `..`, or from inside the cases folder: the same name
+        // (`incident/../incident/stale`, and `stale` from `cases/`).
+        assert_eq!(
+            display_name(Path::new("/x/cases/incident/../incident/stale.toml")),
+            "incident/stale"
+        );
     }
 
     #[test]

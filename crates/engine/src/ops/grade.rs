@@ -72,6 +72,18 @@ pub fn grade(
     let path = &args.bundle;
     // Held (decision 0380): grading reads no model request.
     let b = bundle::read_held(path).map_err(InputError::from)?;
+    // Its writes are redacted: the state rebuilt from them is not the
+    // run's (a passed run graded failed, a redacted key a new row).
+    if let Some(r) = &b.header.redacted {
+        return Err(InputError::new(
+            path,
+            format!(
+                "is a redacted copy of run {}: its writes are redacted, so the world's state cannot be rebuilt to grade it (its recorded grade is in `worldline history`; grade the run itself in the store that holds it)",
+                r.original_run
+            ),
+        )
+        .into());
+    }
     let case_path = match &args.case {
         Some(c) => c.clone(),
         None => find_case(&args.cases_dir, &b.header.case_hash).ok_or_else(|| {

@@ -52,6 +52,8 @@ pub struct FromRun {
     pub model_calls: usize,
     /// What the run had that the case cannot carry.
     pub not_carried: Vec<String>,
+    /// The world the case names (`name@vN`).
+    pub world: String,
 }
 
 /// The options of `case from-run`.
@@ -249,6 +251,7 @@ pub fn from_run(store: &StoreDir, opts: &Options) -> Result<FromRun> {
         injects: injects.len(),
         model_calls: if recorded_model { model_calls } else { 0 },
         not_carried,
+        world: rec.bundle.header.world.clone(),
     })
 }
 
