@@ -1053,7 +1053,9 @@ fn verify_writes_each_replay_as_it_comes() {
          [limits]\nfuel = 100_000_000_000\n",
     );
     for _ in 0..3 {
-        run(&store, &case, &caller()).expect_code(0);
+        let agent = caller();
+        let worlds = worlds_dir();
+        wl(&store, &[&"run", &case, &"--agent", &agent, &"--worlds", &worlds]).expect_code(0);
     }
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
         .args(["verify", "--jobs", "1", "--store"])

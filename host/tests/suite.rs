@@ -1149,7 +1149,8 @@ fn a_case_s_name_does_not_depend_on_the_working_folder_or_the_path_s_spelling() 
     case_in(&sub, "b", false, &[]);
     let list = |cwd: &Path, path: &str| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
-            .args(["test", path, "--list", "--json"])
+            .args(["test", path, "--list", "--json", "--worlds"])
+            .arg(worlds_dir())
             .current_dir(cwd)
             .output()
             .unwrap();
