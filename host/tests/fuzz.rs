@@ -846,3 +846,77 @@ error = "timeout"
     verify.expect_code(0);
     assert_eq!(verify.json()["diverged"], 0, "{verify}");
 }
+
+/// A first SIGINT stops the campaign starting runs: those under way end,
+/// the report of the runs made is printed (`interrupted`) and kept, the
+/// events end with `interrupted` and `finished`, and the signal ends the
+/// process; its workers end with it. It ended silently, with no report,
+/// no campaign kept and the last events missing.
+#[test]
+fn a_campaign_stopped_by_sigint_reports_the_runs_it_made() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "slow",
+        "world = \"demo@v1\"\nseed = 11\nclock = 2026-03-01T12:00:00Z\n\
+         task = { work = 100_000_000, calls = [{ tool = \"get_ticket\", args = { id = \"T-1\" } }] }\n\
+         [limits]\nfuel = 100_000_000_000\n\
+         [fuzz]\n[[fuzz.tools]]\ntool = \"get_ticket\"\nerror = { timeout = 0.5 }\n",
+    );
+    let store = dir.path().join("store");
+    let events = dir.path().join("events.jsonl");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args([
+            "fuzz",
+            case.to_str().unwrap(),
+            "--runs",
+            "400",
+            "--jobs",
+            "2",
+            "--json",
+        ])
+        .arg("--agent")
+        .arg(guest("caller-agent"))
+        .arg("--worlds")
+        .arg(common::worlds_dir())
+        .arg("--store")
+        .arg(&store)
+        .arg("--events")
+        .arg(&events)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once a few runs are done.
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&events)
+        .unwrap_or_default()
+        .matches("run_finished")
+        .count()
+        < 3
+    {
+        assert!(started.elapsed().as_secs() < 60, "no runs finished");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGINT), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(doc["interrupted"], "SIGINT", "{doc}");
+    let made = doc["summary"]["runs"].as_u64().unwrap();
+    assert!((3..400).contains(&made), "{doc}");
+    let lines = std::fs::read_to_string(&events).unwrap();
+    let last: Vec<Value> = (lines.lines().rev().take(2))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(last[1]["event"], "interrupted", "{lines}");
+    assert_eq!(last[0]["event"], "finished", "{lines}");
+    assert_eq!(last[0]["tally"]["runs"], made, "{lines}");
+    assert_eq!(
+        files_with_suffix(&store.join("campaigns"), ".json").len(),
+        1
+    );
+}

@@ -1055,7 +1055,11 @@ fn verify_writes_each_replay_as_it_comes() {
     for _ in 0..3 {
         let agent = caller();
         let worlds = worlds_dir();
-        wl(&store, &[&"run", &case, &"--agent", &agent, &"--worlds", &worlds]).expect_code(0);
+        wl(
+            &store,
+            &[&"run", &case, &"--agent", &agent, &"--worlds", &worlds],
+        )
+        .expect_code(0);
     }
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
         .args(["verify", "--jobs", "1", "--store"])

@@ -221,6 +221,7 @@ pub fn verify(
                     })
                 },
                 &keep,
+                &|| false,
             )
         })();
         done.store(true, Ordering::Relaxed);

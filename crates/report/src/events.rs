@@ -74,13 +74,16 @@ impl<W: Write> Lines<W> {
     }
 
     /// A campaign's event: `started` {runs, jobs}, `run_finished` {trial},
-    /// `finished` {tally}.
+    /// `interrupted` {signal}, `finished` {tally}.
     pub fn campaign(&mut self, e: &CampaignEvent<'_>) -> io::Result<()> {
         let line = match e {
             CampaignEvent::Started { runs, jobs } => {
                 json!({"event": "started", "runs": runs, "jobs": jobs})
             }
             CampaignEvent::RunFinished(t) => json!({"event": "run_finished", "trial": value(t)?}),
+            CampaignEvent::Interrupted { signal } => {
+                json!({"event": "interrupted", "signal": signal})
+            }
             CampaignEvent::Finished(t) => json!({"event": "finished", "tally": value(t)?}),
         };
         self.write(&line)

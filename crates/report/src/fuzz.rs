@@ -93,6 +93,10 @@ pub struct FuzzReport {
     pub inputs: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tally: Option<Tally>,
+    /// The signal that stopped the campaign before its runs were all made
+    /// (`SIGINT`, `SIGTERM`): the report counts those made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl GroupReport {
@@ -142,6 +146,14 @@ pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
         r.seed,
         shown::text(&r.faults.from)
     )?;
+    if let Some(signal) = &r.interrupted {
+        writeln!(
+            out,
+            "  interrupted by {signal}: {} of its {} runs made, and counted here",
+            s.runs,
+            r.seeds.saturating_mul(r.repeat.max(1))
+        )?;
+    }
     let share = |count: u64, total: u64, rate: f64, interval: [f64; 2]| {
         format!(
             "{count}/{total} = {} (95% interval {} – {})",
@@ -287,6 +299,16 @@ pub fn merge(shards: &[FuzzReport]) -> Result<FuzzReport, String> {
             "the reports say {seeds} seeds repeated {repeat} times: more runs than can be counted"
         )
     })?;
+    if let Some((s, signal)) = shards
+        .iter()
+        .find_map(|s| Some((s, s.interrupted.as_ref()?)))
+    {
+        return Err(format!(
+            "shard {} was interrupted by {signal} after {} runs: run it again, then merge",
+            s.partition.as_deref().unwrap_or("(whole)"),
+            s.summary.runs
+        ));
+    }
     let mut parts = Vec::new();
     for s in shards {
         let (Some(_), Some(p)) = (&s.tally, &s.partition) else {

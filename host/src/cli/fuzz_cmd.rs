@@ -152,6 +152,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         every_fault: args.events.is_some(),
     };
     if args.fuzz_worker.is_some() {
+        worldline_engine::native::left_to_the_parent();
         let (input, output) = (std::io::BufReader::new(std::io::stdin()), std::io::stdout());
         c.serve(input, output)?;
         return Ok(ExitCode::Ok);
@@ -170,6 +171,10 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         Chosen::Native(_) => None,
         Chosen::Component(_) => Some(agent.sha256()),
     };
+    // A first SIGINT or SIGTERM stops the campaign starting runs; those
+    // under way end, the report of those made is written and kept, then
+    // the signal ends the process (a second ends it at once), as `test`.
+    let interrupt = worldline_engine::native::Interrupt::start();
     let fuzzed = run(
         &args,
         &c,
@@ -177,6 +182,8 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         &store,
         total,
     )?;
+    let interrupted = interrupt.signal();
+    let made = fuzzed.tally.summary().runs;
     let doc = FuzzReport {
         agent_sha256: agent.sha256(),
         case: case.name.clone(),
@@ -188,7 +195,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         summary: fuzzed.tally.summary(),
         timing: Timing {
             elapsed_ms: fuzzed.elapsed.as_secs_f64() * 1000.0,
-            runs_per_s: total as f64 / fuzzed.elapsed.as_secs_f64().max(1e-9),
+            runs_per_s: made as f64 / fuzzed.elapsed.as_secs_f64().max(1e-9),
         },
         world: case.world.reference(),
         partition: partition.map(|p| p.to_string()),
@@ -202,8 +209,11 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
             ))
         }),
         tally: partition.map(|_| fuzzed.tally.clone()),
+        interrupted: interrupted.map(String::from),
     };
-    render(&args, &store, &doc)
+    let code = render(&args, &store, &doc);
+    interrupt.end();
+    code
 }
 
 /// The fault profile (`--faults FILE`, else the case's `[fuzz]`) and

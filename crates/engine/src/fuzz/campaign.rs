@@ -32,7 +32,10 @@ pub enum CampaignEvent<'a> {
     Started { runs: u64, jobs: usize },
     /// A trial was run and graded (`signature` is `None` when it passed).
     RunFinished(&'a Trial),
-    /// Every trial is counted.
+    /// A signal came (`SIGINT`, `SIGTERM`): no run starts from now on;
+    /// those under way end and are counted.
+    Interrupted { signal: &'static str },
+    /// Every trial made is counted.
     Finished(&'a Tally),
 }
 
@@ -248,7 +251,11 @@ impl Campaign<'_> {
                 sink(CampaignEvent::RunFinished(&t));
                 tally.lock().expect("tally lock").add(t);
             },
+            &|| crate::native::signals::interrupted().is_some(),
         )?;
+        if let Some(signal) = crate::native::signals::interrupted() {
+            sink(CampaignEvent::Interrupted { signal });
+        }
         let tally = tally.into_inner().expect("tally lock");
         sink(CampaignEvent::Finished(&tally));
         Ok(tally)

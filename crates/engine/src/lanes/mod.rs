@@ -53,11 +53,17 @@ struct Queue<'a> {
     next: AtomicUsize,
     /// Every lane's jobs.
     jobs: usize,
+    /// Whether to hand nothing more out (a signal came).
+    halted: &'a (dyn Fn() -> bool + Sync),
 }
 
 impl Queue<'_> {
-    /// The next `n` items, fewer at the end, none once all are out.
+    /// The next `n` items, fewer at the end, none once all are out or the
+    /// queue is halted.
     fn take(&self, n: usize) -> &[u64] {
+        if (self.halted)() {
+            self.stop();
+        }
         let len = self.indexes.len();
         let start = self.next.fetch_add(n, Ordering::Relaxed).min(len);
         &self.indexes[start..(start + n).min(len)]
@@ -85,18 +91,21 @@ impl Queue<'_> {
 /// Run `indexes` on `local` threads of this process (with `item`) and on
 /// `remotes`, handing each answer to `done` as it finishes. The first
 /// error of any lane stops every lane from taking more; it is returned
-/// once all have ended.
+/// once all have ended. Once `halted` says so, no lane takes more either:
+/// the items handed out end, the rest are not run.
 pub(crate) fn run<T: Answer>(
     indexes: &[u64],
     local: usize,
     remotes: Vec<Box<dyn Remote<T> + '_>>,
     item: &(dyn Fn(u64) -> Result<T> + Sync),
     done: &(dyn Fn(T) + Sync),
+    halted: &(dyn Fn() -> bool + Sync),
 ) -> Result<()> {
     let queue = Queue {
         indexes,
         next: AtomicUsize::new(0),
         jobs: (local + remotes.iter().map(|r| r.jobs()).sum::<usize>()).max(1),
+        halted,
     };
     let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let fail = |e: anyhow::Error| {
@@ -252,9 +261,14 @@ mod tests {
         let seen = Mutex::new(Vec::new());
         let remotes: Vec<Box<dyn Remote<Done>>> =
             vec![Box::new(echo(&finished)), Box::new(echo(&finished))];
-        run(&indexes, 2, remotes, &|i| Ok(Done(i)), &|t| {
-            seen.lock().unwrap().push(t.0)
-        })
+        run(
+            &indexes,
+            2,
+            remotes,
+            &|i| Ok(Done(i)),
+            &|t| seen.lock().unwrap().push(t.0),
+            &|| false,
+        )
         .unwrap();
         let mut seen = seen.into_inner().unwrap();
         seen.sort();
@@ -275,6 +289,7 @@ mod tests {
             &|_| {
                 count.fetch_add(1, Ordering::Relaxed);
             },
+            &|| false,
         )
         .unwrap();
         assert_eq!(count.load(Ordering::Relaxed), 500);
@@ -298,6 +313,7 @@ mod tests {
             &|_| {
                 count.fetch_add(1, Ordering::Relaxed);
             },
+            &|| false,
         )
         .unwrap_err();
         assert_eq!(err.to_string(), "worker failed");
@@ -318,6 +334,7 @@ mod tests {
             vec![Box::new(twice)],
             &|_| unreachable!(),
             &|_| {},
+            &|| false,
         )
         .unwrap_err();
         assert_eq!(
@@ -333,6 +350,7 @@ mod tests {
             indexes: &indexes,
             next: AtomicUsize::new(0),
             jobs: 2,
+            halted: &|| false,
         };
         assert_eq!(q.chunk(None), 1);
         assert_eq!(q.chunk(Some(Duration::from_micros(100))), 32);

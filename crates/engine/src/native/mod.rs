@@ -19,7 +19,9 @@ pub mod openenv;
 pub(crate) mod rederive;
 pub mod session;
 pub(crate) mod signals;
-pub use signals::{Interrupt, ends_with_this_thread, hold_sigpipe_on_this_thread};
+pub use signals::{
+    Interrupt, ends_with_this_thread, hold_sigpipe_on_this_thread, left_to_the_parent,
+};
 pub(crate) mod stdio;
 pub(crate) mod telemetry;
 mod tree;

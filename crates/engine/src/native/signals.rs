@@ -46,6 +46,13 @@ extern "C" fn note_then_default(signal: libc::c_int) {
     set(libc::SIG_DFL);
 }
 
+/// A campaign's worker process: SIGINT and SIGTERM are left to the
+/// campaign that started it (a Ctrl-C reaches the whole process group),
+/// which stops handing it runs and then closes its input, ending it.
+pub fn left_to_the_parent() {
+    set(libc::SIG_IGN);
+}
+
 /// From now on, for the process's life (`serve`, `mcp`, which poll the
 /// flag to end gracefully), SIGINT and SIGTERM set the flag instead of
 /// ending the process.
@@ -96,6 +103,11 @@ impl Interrupt {
     /// Whether SIGINT or SIGTERM has arrived since [`Interrupt::start`].
     pub fn arrived(&self) -> bool {
         received()
+    }
+
+    /// The signal that arrived (`SIGINT`, `SIGTERM`), if one did.
+    pub fn signal(&self) -> Option<&'static str> {
+        interrupted()
     }
 
     /// Once the suite has reported: the process ended by the signal that

@@ -47,7 +47,9 @@ pub fn fuzz(
         case: campaign.case,
         store,
         faults: &campaign.faults,
-        shrink_budget,
+        // Stopped by a signal: each group's reproducer is kept (one run),
+        // not shrunk (hundreds).
+        shrink_budget: shrink_budget.filter(|_| crate::native::signals::interrupted().is_none()),
     };
     let kept = tally
         .groups()
