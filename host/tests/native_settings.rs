@@ -301,6 +301,32 @@ print(ask(messages)["content"])
         result["content"].as_str().unwrap().contains("rb-1"),
         "{step}"
     );
+    // Its trace has a tool span for it, between the answer that asked
+    // for it and the request that carried its result (it had none).
+    let receiver = crate::otel::Receiver::start(dir.path());
+    let endpoint = receiver.endpoint();
+    worldline(
+        &store,
+        ["otel", id.as_str(), "--endpoint", &endpoint, "--content"],
+    )
+    .expect_code(0);
+    let got = receiver.received();
+    let spans = crate::otel::spans(&got[0]);
+    let tool = (spans.iter())
+        .find(|s| s["name"] == "execute_tool lookup_runbook")
+        .unwrap_or_else(|| panic!("no span for the tool the agent ran: {spans:?}"));
+    assert_eq!(
+        crate::otel::attr(tool, "worldline.ran_by"),
+        Some("agent".into()),
+        "{tool}"
+    );
+    assert_eq!(
+        crate::otel::attr(tool, "gen_ai.tool.call.id"),
+        Some(step["tool_calls"][0]["tool_call_id"].clone()),
+        "{tool}"
+    );
+    let result = crate::otel::attr(tool, "gen_ai.tool.call.result").unwrap();
+    assert!(result.as_str().unwrap().contains("rb-1"), "{tool}");
 }
 
 /// A fork's `--respond` to a model call an agent made over Anthropic's

@@ -192,6 +192,9 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
     // The latest model answer's tool calls not yet made: a tool span
     // carries the id of the call it answers.
     let mut asked: Vec<asked::Asked> = Vec::new();
+    // When the latest model answer was ready: the calls it asked for that
+    // the agent runs itself begin then.
+    let mut answered_at = 0;
     for seq in 0..b.events.len() as u64 {
         let e = match whole {
             true => b.events.event(seq),
@@ -204,8 +207,38 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
             r.event(&mut e);
         }
         let call_id = match e.typed() {
-            Call::ModelComplete { response, .. } => {
+            Call::ModelComplete { request, response } => {
+                for (a, result) in ran_itself(&mut asked, request.messages()) {
+                    let mut attrs = vec![
+                        text("gen_ai.operation.name", "execute_tool"),
+                        text("gen_ai.tool.name", a.name.clone()),
+                        text("gen_ai.tool.type", "function"),
+                        text("gen_ai.tool.call.id", a.id.clone()),
+                        text("worldline.ran_by", "agent"),
+                        text("worldline.run_id", run.run_id.clone()),
+                        int("worldline.seq", e.seq as i64),
+                    ];
+                    if opts.content {
+                        attrs.push(text(
+                            "gen_ai.tool.call.arguments",
+                            canon::to_string(&a.args),
+                        ));
+                        attrs.push(text("gen_ai.tool.call.result", result));
+                    }
+                    out.push(Span {
+                        trace_id: trace_id.clone(),
+                        span_id: id(8, &["span", &chain, &e.seq.to_string(), &a.id]),
+                        parent_span_id: root_id.clone(),
+                        name: format!("execute_tool {}", a.name),
+                        kind: span::SpanKind::Internal as i32,
+                        start_time_unix_nano: at(answered_at),
+                        end_time_unix_nano: at(start.max(answered_at)),
+                        attributes: attrs,
+                        ..Span::default()
+                    });
+                }
                 asked = response.message().map(asked::asked).unwrap_or_default();
+                answered_at = e.vtime_ns;
                 None
             }
             Call::ToolsCall { request, .. } => {
@@ -245,6 +278,31 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
         });
     }
     out
+}
+
+/// The calls of `pending` (asked by the last model answer, answered by
+/// no tool call of the world) that a model request's `messages` answer
+/// with a tool message: the function tools the agent ran itself, each
+/// with its result's text, taken out of `pending`. They had no span: a
+/// trace showed the model asking and answering, nothing run between.
+fn ran_itself(
+    pending: &mut Vec<asked::Asked>,
+    messages: Option<&Vec<Value>>,
+) -> Vec<(asked::Asked, String)> {
+    let mut ran = Vec::new();
+    for m in (messages.into_iter().flatten()).filter(|m| m["role"] == "tool") {
+        let Some(i) =
+            (m["tool_call_id"].as_str()).and_then(|id| pending.iter().position(|a| a.id == id))
+        else {
+            continue;
+        };
+        let result = match &m["content"] {
+            Value::String(t) => t.clone(),
+            other => canon::to_string(other),
+        };
+        ran.push((pending.remove(i), result));
+    }
+    ran
 }
 
 /// A tool or model call's span: its name, GenAI attributes and error.
