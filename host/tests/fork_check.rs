@@ -348,3 +348,44 @@ fn a_patch_of_a_row_the_fork_point_writes_says_it_may_be_undone() {
         "{out}"
     );
 }
+
+/// `--samples` takes `--respond` in the shapes a lone fork takes: a user
+/// turn's text and an approval's word. Branches recorded the text as
+/// typed, refused it as a store that cannot be written, and left an
+/// incomplete run behind each time.
+#[test]
+fn branches_take_a_user_turn_s_text_and_an_approval_s_word() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let case = workspace_root().join("cases/support/approval-granted.toml");
+    let out = run_json(store, &case, &guest("careful-agent"));
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = read_bundle(&out.bundle()).events;
+    let at = |call: &str| {
+        (events.iter().position(|e| e["call"] == call))
+            .unwrap_or_else(|| panic!("no {call}"))
+            .to_string()
+    };
+    for (at, respond) in [
+        (at("worldline:agent/user.say"), r#""No, keep it""#),
+        (at("worldline:agent/approval.request"), r#""denied""#),
+    ] {
+        let before = runs_in(store);
+        let out = wl(
+            store,
+            &[
+                &"fork",
+                &id,
+                &"--at",
+                &at,
+                &"--samples",
+                &"2",
+                &"--respond",
+                &respond,
+                &"--json",
+            ],
+        );
+        assert!(out.code == 0 || out.code == 1, "{out}");
+        assert_eq!(runs_in(store), before + 2, "{out}");
+    }
+}

@@ -130,11 +130,15 @@ fn merge_refuses_test_shards_that_are_not_one_whole_suite_or_do_not_add_up() {
         &[&f1, &f],
         "the shards hold 3 of the suite's 4 cases",
     );
-    // A report without its shard is not a shard.
+    // A report without its shard is not a shard, and is the one named.
     let mut bare = t2.clone();
     bare.as_object_mut().unwrap().remove("shard");
     let f = report(dir.path(), "bare", &bare);
-    refused(&store, &[&f1, &f], "a report has no `shard`");
+    refused(
+        &store,
+        &[&f1, &f],
+        &format!("{f}: is a whole suite's report (it has no `shard`)"),
+    );
 }
 
 #[test]

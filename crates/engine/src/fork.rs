@@ -63,6 +63,19 @@ pub fn preload(sandbox: &Sandbox, store: &StoreDir, path: &std::path::Path) {
     }
 }
 
+/// `edits` with a `--respond` in the shape of the call it answers at
+/// `at` (a user turn's text as `{"reply": ...}`, a bare value as `{"ok":
+/// ...}`), as the fork records and answers it. Branches took it as
+/// typed, and a user turn's text was refused as the run recorded it.
+fn shaped(rec: &RecordedRun, at: u64, mut edits: Vec<Edit>) -> Vec<Edit> {
+    for e in &mut edits {
+        if let (Edit::Respond { response }, Some(event)) = (e, rec.events().get(at as usize)) {
+            *response = check::shape_response(&event.call, &event.response, response.clone());
+        }
+    }
+    edits
+}
+
 /// Fork `rec` at event `at` with `edits`, optionally with another agent.
 /// The fork is written to the store as a new run.
 pub fn fork(
@@ -74,12 +87,7 @@ pub fn fork(
     agent: Option<Arc<Agent>>,
 ) -> Result<RunOutcome> {
     check::check(store, rec, at, &edits)?;
-    let mut edits = edits;
-    for e in &mut edits {
-        if let (Edit::Respond { response }, Some(event)) = (e, rec.events().get(at as usize)) {
-            *response = check::shape_response(&event.call, &event.response, response.clone());
-        }
-    }
+    let edits = shaped(rec, at, edits);
     if let Some(client) = rederive::rederived(&rec.bundle.header) {
         if agent.is_some() {
             return Err(InputError::new(
@@ -288,6 +296,7 @@ pub fn branch(
     each: &mut dyn FnMut(Made) -> Result<()>,
 ) -> Result<u64> {
     check::check(store, rec, at, &edits)?;
+    let edits = shaped(rec, at, edits);
     if rec.bundle.header.native.is_some() {
         return Err(InputError::new(
             &rec.path,

@@ -215,10 +215,10 @@ pub fn verify(
                 workers,
                 &|i| {
                     reached.fetch_max(i as usize, Ordering::Relaxed);
-                    Ok(CheckedRun {
+                    Ok(Some(CheckedRun {
                         index: i,
                         checked: check(sandbox, store, &runs[i as usize], &opened),
-                    })
+                    }))
                 },
                 &keep,
                 &|| false,

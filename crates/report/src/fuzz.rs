@@ -180,7 +180,17 @@ pub fn write(out: &mut impl Write, r: &FuzzReport) -> io::Result<()> {
     if !ks.is_empty() {
         writeln!(out, "  {}", ks.join(", "))?;
     }
-    if r.groups.is_empty() {
+    // A signal may leave failures whose reproducer was not run (a native
+    // agent's run does not begin after it): counted, not grouped.
+    let grouped: u64 = r.groups.iter().map(|g| g.count).sum();
+    if s.failed > grouped {
+        writeln!(
+            out,
+            "  {} failed run{} not grouped: the campaign was interrupted before their reproducers ran",
+            s.failed - grouped,
+            if s.failed - grouped == 1 { "" } else { "s" }
+        )?;
+    } else if r.groups.is_empty() {
         writeln!(out, "  no failures")?;
     }
     for g in &r.groups {

@@ -392,6 +392,14 @@ fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
                 kind(was),
                 kind(&new["ok"])
             )),
+            // A model call's answer is a chat completion: one without a
+            // message reached the agent as an empty answer, or trapped
+            // an SDK (`choices is undefined`).
+            Some(_) if Kind::of(call) == Some(Kind::ModelComplete)
+                && !new["ok"]["choices"][0]["message"].is_object() =>
+            {
+                Err("a model call's `ok` is a chat completion, {\"choices\": [{\"message\": {\"role\": \"assistant\", \"content\": ...}}]} (`worldline show RUN --at N --json` shows the recorded one); a case's reply shape ({\"content\": ...}) is not one".into())
+            }
             _ => Ok(()),
         };
     }
@@ -646,6 +654,19 @@ mod tests {
                 json!({"ok": {"n": 5}})
             );
             assert!(fits(call, &old, &json!({"ok": {"n": 2}, note: {}})).is_err());
+        }
+        // A model call's answer is a chat completion (any object was
+        // taken, and the agent got an empty answer, or an SDK trapped).
+        let model = Kind::ModelComplete.name();
+        let old = json!({"ok": {"choices": [{"message": {"role": "assistant", "content": "a"}}]}});
+        let said = json!({"ok": {"choices": [{"message": {"role": "assistant", "content": "b"}}]}});
+        assert!(fits(model, &old, &said).is_ok());
+        for bare in [
+            json!({"ok": {"foo": 1}}),
+            json!({"ok": {"content": "hello"}}),
+        ] {
+            let e = fits(model, &old, &bare).unwrap_err();
+            assert!(e.contains("chat completion"), "{e}");
         }
     }
 

@@ -246,7 +246,13 @@ impl Campaign<'_> {
             &indexes,
             self.jobs.saturating_sub(remote),
             workers,
-            &|i| self.trial(i),
+            // A run a signal stopped before it began is not made (a
+            // native one refuses to begin), not an error of the campaign.
+            &|i| match self.trial(i) {
+                Ok(t) => Ok(Some(t)),
+                Err(_) if crate::native::signals::interrupted().is_some() => Ok(None),
+                Err(e) => Err(e),
+            },
             &|t| {
                 sink(CampaignEvent::RunFinished(&t));
                 tally.lock().expect("tally lock").add(t);

@@ -92,12 +92,13 @@ impl Queue<'_> {
 /// `remotes`, handing each answer to `done` as it finishes. The first
 /// error of any lane stops every lane from taking more; it is returned
 /// once all have ended. Once `halted` says so, no lane takes more either:
-/// the items handed out end, the rest are not run.
+/// the items handed out end, the rest are not run, nor is one a local
+/// lane took as it came (`item` answers `None`).
 pub(crate) fn run<T: Answer>(
     indexes: &[u64],
     local: usize,
     remotes: Vec<Box<dyn Remote<T> + '_>>,
-    item: &(dyn Fn(u64) -> Result<T> + Sync),
+    item: &(dyn Fn(u64) -> Result<Option<T>> + Sync),
     done: &(dyn Fn(T) + Sync),
     halted: &(dyn Fn() -> bool + Sync),
 ) -> Result<()> {
@@ -126,7 +127,7 @@ pub(crate) fn run<T: Answer>(
             // handed over as on threads alone; items past the queue's end
             // do nothing.
             let ran = par_each(indexes.len(), local, |_| match queue.take(1) {
-                [i] => item(*i).map(done),
+                [i] => item(*i).map(|t| t.map_or((), done)),
                 _ => Ok(()),
             });
             if let Err(e) = ran {
@@ -265,7 +266,7 @@ mod tests {
             &indexes,
             2,
             remotes,
-            &|i| Ok(Done(i)),
+            &|i| Ok(Some(Done(i))),
             &|t| seen.lock().unwrap().push(t.0),
             &|| false,
         )
@@ -308,7 +309,7 @@ mod tests {
             // leave the remote nothing to fail at).
             &|i| {
                 std::thread::sleep(Duration::from_micros(200));
-                Ok(Done(i))
+                Ok(Some(Done(i)))
             },
             &|_| {
                 count.fetch_add(1, Ordering::Relaxed);

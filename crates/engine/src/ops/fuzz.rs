@@ -51,12 +51,19 @@ pub fn fuzz(
         // not shrunk (hundreds).
         shrink_budget: shrink_budget.filter(|_| crate::native::signals::interrupted().is_none()),
     };
+    // After a signal a native agent's run does not begin: a group whose
+    // reproducer cannot be run then is left out of the report (its runs
+    // stay counted), not an error that loses the report.
+    let interrupted = crate::native::signals::interrupted().is_some();
     let kept = tally
         .groups()
         .into_iter()
-        .map(|group| {
+        .filter_map(|group| {
             let trial = group.first.clone();
-            reproducers.keep(group, trial)
+            match reproducers.keep(group, trial) {
+                Err(_) if interrupted => None,
+                kept => Some(kept),
+            }
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Fuzzed {
