@@ -389,3 +389,66 @@ fn branches_take_a_user_turn_s_text_and_an_approval_s_word() {
         assert_eq!(runs_in(store), before + 2, "{out}");
     }
 }
+
+/// A model call a fork's `--respond` answers takes its scripted reply's
+/// turn as in the parent (rules 5): answered with its own recorded
+/// answer, the fork runs as the parent did. The edited call took no turn,
+/// and every later call got the reply meant for the one before it (a
+/// fourth turn, `get_alert` twice).
+#[test]
+fn a_model_call_a_fork_answers_takes_its_scripted_turn() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let case = common::write_case(
+        dir.path(),
+        "responses",
+        "world = \"incident@v4\"\nseed = 1\nclock = 2026-03-01T12:05:00Z\n\
+         task = { alert = \"ALERT-7\", ticket = \"T-100\" }\n\
+         [[model.responses]]\ntool_calls = [{ name = \"get_alert\", arguments = { id = \"ALERT-7\" } }]\n\
+         [[model.responses]]\ntool_calls = [{ name = \"get_ticket\", arguments = { id = \"T-100\" } }]\n\
+         [[model.responses]]\ncontent = \"done\"\n",
+    );
+    let worlds = workspace_root().join("worlds");
+    let agent = guest("model-agent");
+    let out = wl(
+        store,
+        &[
+            &"run",
+            &case,
+            &"--agent",
+            &agent,
+            &"--worlds",
+            &worlds,
+            &"--json",
+        ],
+    );
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let events = read_bundle(&out.bundle()).events;
+    let first = (events.iter())
+        .position(|e| e["call"] == "worldline:agent/model.complete")
+        .unwrap();
+    let ok = serde_json::json!({"ok": events[first]["response"]["ok"]}).to_string();
+    let fork = wl(
+        store,
+        &[
+            &"fork",
+            &id,
+            &"--at",
+            &first.to_string(),
+            &"--respond",
+            &ok,
+            &"--json",
+        ],
+    );
+    assert_eq!(fork.json()["output"], out.json()["output"], "{fork}");
+    assert_eq!(fork.json()["events"], out.json()["events"], "{fork}");
+    let replay = wl(
+        store,
+        &[
+            &"replay",
+            &fork.json()["run_id"].as_str().unwrap(),
+            &"--json",
+        ],
+    );
+    assert_eq!(replay.json()["verdict"], "identical", "{replay}");
+}

@@ -90,6 +90,14 @@ pub const HTTP_DENIED_SAYS_WHAT_IS_ANSWERED: u32 = 4;
 /// records the same time under both: when its answer is ready.
 pub const HTTP_LATENCY_IS_READY_TIME: u32 = 5;
 
+/// From 5: a model call a fork's `--respond` answers takes its turn as
+/// in the parent (a fork made since decision 0422 counts its edited calls):
+/// the scripted model's reply it had (a `[[model.responses]]` entry, an
+/// alternative's draw) is passed over, so the calls after it get the
+/// replies they got in the parent; under 4 the edited call took no turn,
+/// and every later call got the reply meant for the one before it.
+pub const FORK_ANSWER_TAKES_THE_MODEL_S_TURN: u32 = 5;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

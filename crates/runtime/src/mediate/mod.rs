@@ -584,11 +584,18 @@ impl Mediator {
                 // parent and its answer dropped, so that it counts toward
                 // the faults as it did there (decision 0422); nothing it
                 // would have written is made.
-                if counted
-                    && worldline_log::log::Kind::of(call)
-                        == Some(worldline_log::log::Kind::ToolsCall)
-                {
+                let kind = worldline_log::log::Kind::of(call);
+                if counted && kind == Some(worldline_log::log::Kind::ToolsCall) {
                     drop(serve(&mut self.services, &request));
+                }
+                // A model call it answers takes its turn as in the parent
+                // too: the scripted reply it had is passed over, so the
+                // calls after it get theirs (rules 5; no provider is asked).
+                if counted
+                    && kind == Some(worldline_log::log::Kind::ModelComplete)
+                    && self.rules() >= worldline_log::log::rules::FORK_ANSWER_TAKES_THE_MODEL_S_TURN
+                {
+                    self.services.model.pass_over(&request["request"]);
                 }
                 // A fork made before this rule recorded its answer `read`
                 // whatever it was: its replay keeps what it recorded.

@@ -142,6 +142,17 @@ impl ModelService {
         std::mem::take(&mut self.budget_spent)
     }
 
+    /// A call a fork's edit answered (`request` as it was sent): it counts
+    /// as a call, and with the scripted provider the reply it would have
+    /// had is passed over, so the calls after it are answered as in the
+    /// parent. No other provider is asked.
+    pub(in crate::mediate) fn pass_over(&mut self, request: &Value) {
+        self.calls += 1;
+        if matches!(self.config.provider, Provider::Scripted) {
+            let _ = self.scripted.choose(request);
+        }
+    }
+
     /// Answer `request` with the case's provider. `wall_ns` is virtual now;
     /// `seq` the `model.complete` event the call is recorded as (`None`:
     /// recorded elsewhere, a judge's or a simulated user's call).
