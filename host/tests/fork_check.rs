@@ -452,3 +452,20 @@ fn a_model_call_a_fork_answers_takes_its_scripted_turn() {
     );
     assert_eq!(replay.json()["verdict"], "identical", "{replay}");
 }
+
+/// A fork with no edits has its parent's chain hash wherever it forks:
+/// forked before the run's first compact model call, it read no marked
+/// line, hashed the calls it made whole, and had another chain.
+#[test]
+fn a_fork_without_edits_has_its_parent_s_chain_at_every_point() {
+    let dir = temp_dir();
+    let store = dir.path();
+    let case = workspace_root().join("cases/model/rollback-weighted.toml");
+    let out = run_json(store, &case, &guest("model-agent"));
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let chain = out.json()["chain_hash"].as_str().unwrap().to_string();
+    for at in ["0", "1", "3"] {
+        let fork = wl(store, &[&"fork", &id, &"--at", &at, &"--json"]);
+        assert_eq!(fork.json()["chain_hash"], chain.as_str(), "at {at}: {fork}");
+    }
+}

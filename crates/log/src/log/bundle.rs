@@ -894,15 +894,23 @@ impl<'a> Reader<'a> {
 
     /// The bundle read so far, model requests held compact.
     pub(super) fn finish_held(self, header: Header) -> HeldBundle {
+        let rules = header.rules.unwrap_or(0);
         HeldBundle {
             header,
             events: self.events,
             in_flight: self.in_flight.filter(|_| self.footer.is_none()),
             footer: self.footer,
-            // No marked line: written before 0345 (a call that extended
-            // another was hashed whole), or none extended another (both
-            // rules hash alike).
-            chain: self.chain.unwrap_or(Chain::Whole),
+            // No marked line read: written before 0345 (a call that
+            // extended another was hashed whole), or none extended another
+            // (both rules hash alike), or only a prefix was read (a fork
+            // before the first). A run that records its rules was written
+            // after 0345: its lines are marked, and a fork of its prefix
+            // marks its own (it hashed them whole: a fork with no edits
+            // had another chain than its parent).
+            chain: self.chain.unwrap_or(match rules {
+                0 => Chain::Whole,
+                _ => Chain::Lines,
+            }),
         }
     }
 
