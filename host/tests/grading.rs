@@ -888,3 +888,117 @@ fn regrading_on_another_version_of_the_world_names_both_versions() {
         "{changed}"
     );
 }
+
+/// A world of one event stamped `2026-03-01T12:00:00Z`, a query tool
+/// whose `eq` filter takes a time, and a tool that stamps it anew.
+const STAMPED: &str = r#"name = "t"
+version = 1
+
+[tables.events]
+key = "id"
+rows = "events.jsonl"
+
+[[tools]]
+name = "at"
+params = { type = "object", properties = { when = { type = "string" } }, required = ["when"] }
+op = "query"
+table = "events"
+filters = [{ field = "at", eq = "$when" }]
+
+[[tools]]
+name = "restamp"
+params = { type = "object", properties = { id = { type = "string" }, at = { type = "string" } }, required = ["id", "at"] }
+op = "update"
+table = "events"
+set = { at = "$at" }
+"#;
+
+/// The same time written three ways is equal from rules 5 wherever
+/// values are told equal, as `gte` and `lte` already said: a query's `eq`
+/// filter finds the row, a state check's `where` `eq` and `equals` pass,
+/// and a row stamped anew with the same time is `unchanged` and no change
+/// in the grade's diff (docs/formats.md: "timestamps as times"). A run
+/// recorded under rules 4 keeps text equality: its fork answers `[]` and
+/// `grade` fails the same checks, as before.
+#[test]
+fn timestamps_written_two_ways_are_equal_in_filters_and_checks_from_rules_5() {
+    let dir = temp_dir();
+    let worlds = common::write_world(
+        dir.path(),
+        "t",
+        STAMPED,
+        &[(
+            "events.jsonl",
+            "{\"id\": \"E-1\", \"at\": \"2026-03-01T12:00:00Z\"}\n",
+        )],
+    );
+    let calls = json!([
+        {"tool": "at", "args": {"when": "2026-03-01T12:00:00.000Z"}},
+        {"tool": "at", "args": {"when": "2026-03-01T14:00:00+02:00"}},
+        {"tool": "restamp", "args": {"id": "E-1", "at": "2026-03-01T14:00:00+02:00"}},
+    ]);
+    let checks = r#"
+[expect]
+unchanged = ["events"]
+
+[[expect.state]]
+table = "events"
+where = { at = { eq = "2026-03-01T12:00:00.000Z" } }
+count = 1
+
+[[expect.state]]
+table = "events"
+key = "E-1"
+field = "at"
+equals = "2026-03-01T12:00:00Z"
+"#;
+    let text = case_text(calls, checks).replace("demo@v1", "t@v1");
+    let case = write_case(dir.path(), "stamped", &text);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &caller(), &worlds);
+    out.expect_code(0);
+    let a = answers(&out);
+    for i in 0..2 {
+        assert_eq!(a[i]["ok"][0]["id"], "E-1", "call {i}: {a:?}");
+    }
+    let grade = &out.json()["grade"];
+    assert_eq!(grade["passed"], true, "{grade}");
+    assert!(grade["diff"]["tables"].get("events").is_none(), "{grade}");
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+
+    let old = dir.path().join("rules-4.jsonl");
+    common::under_rules(&out.bundle(), 4, &old);
+    let fork = common::wl(&store, &[&"fork", &old, &"--at", &"0", &"--json"]);
+    let forked = fork.output();
+    assert_eq!(forked[0]["ok"], json!([]), "{fork}");
+    assert_eq!(forked[1]["ok"], json!([]), "{fork}");
+    let graded = common::wl(
+        &store,
+        &[
+            &"grade",
+            &old,
+            &"--case",
+            &case,
+            &"--worlds",
+            &worlds,
+            &"--json",
+        ],
+    );
+    graded.expect_code(1);
+    let failed: Vec<&str> = (graded.json()["grade"]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .filter(|a| a["passed"] == false)
+    .map(|a| a["what"].as_str().unwrap())
+    .collect();
+    assert_eq!(
+        failed,
+        [
+            "count events where {\"at\":{\"eq\":\"2026-03-01T12:00:00.000Z\"}}",
+            "events/E-1.at equals",
+            "unchanged events",
+        ],
+        "{graded}"
+    );
+}

@@ -528,6 +528,7 @@ mod tests {
             now: "2026-03-01T11:45:00Z".into(),
             hide_after: Some(("at".into(), "2026-03-01T11:45:00Z".into())),
             empty: false,
+            times: true,
         };
         let (out, _) = exec(&t, &json!({}), &s, &stale).unwrap();
         assert_eq!(out["as_of"], "2026-03-01T11:45:00Z");

@@ -74,8 +74,8 @@ pub enum Validate {
     Off,
 }
 
-/// When a call is answered: the virtual time, and for stale answers the
-/// field whose later values are hidden.
+/// When a call is answered: the virtual time, for stale answers the field
+/// whose later values are hidden, and how its filters tell values equal.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AsOf {
     /// RFC 3339 virtual time the answer is as of.
@@ -85,14 +85,21 @@ pub struct AsOf {
     pub hide_after: Option<(String, String)>,
     /// Answer with an empty result of the op's shape (`[]`, `{}`, `null`).
     pub empty: bool,
+    /// Whether an `eq`/`ne` filter (and a service's `state.query`) tells
+    /// timestamps equal by the time they name ([`compare::Equality`]):
+    /// under the run's rules from 5.
+    pub times: bool,
 }
 
 impl AsOf {
+    /// An answer at `now` under the current rules (a run under earlier
+    /// ones sets [`AsOf::times`] as they say).
     pub fn now(now: String) -> Self {
         AsOf {
             now,
             hide_after: None,
             empty: false,
+            times: true,
         }
     }
 
@@ -289,7 +296,8 @@ fn uses(template: &Value, placeholder: &str) -> usize {
     }
 }
 
-fn filter_holds(f: &Filter, row: &Value, args: &Value, now: &str) -> bool {
+fn filter_holds(f: &Filter, row: &Value, args: &Value, as_of: &AsOf) -> bool {
+    let eq = compare::Equality::new(compare::Numbers::ByValue, as_of.times);
     let field = row.get(&f.field).unwrap_or(&Value::Null);
     let conds = [
         (&f.eq, Cmp::Eq),
@@ -302,9 +310,9 @@ fn filter_holds(f: &Filter, row: &Value, args: &Value, now: &str) -> bool {
     ];
     conds.iter().all(|(template, op)| match template {
         None => true,
-        Some(t) => match render(t, args, now) {
+        Some(t) => match render(t, args, &as_of.now) {
             None => true,
-            Some(v) => op.holds(field, &v, f.ignore_case),
+            Some(v) => op.holds_with(field, &v, f.ignore_case, eq),
         },
     })
 }
@@ -466,11 +474,12 @@ fn get(r: &RowOp, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
 }
 
 fn query(q: &Query, args: &Value, state: &State, as_of: &AsOf) -> Value {
-    let now = as_of.now.as_str();
     let mut keyed: Vec<(&String, &Value)> = state.tables[&q.table]
         .in_key_order()
         .into_iter()
-        .filter(|(_, r)| !as_of.hides(r) && q.filters.iter().all(|f| filter_holds(f, r, args, now)))
+        .filter(|(_, r)| {
+            !as_of.hides(r) && q.filters.iter().all(|f| filter_holds(f, r, args, as_of))
+        })
         .collect();
     if let Some((field, desc)) = &q.sort {
         let by_key = *field == state.tables[&q.table].key;

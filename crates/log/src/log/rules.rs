@@ -90,6 +90,17 @@ pub const HTTP_DENIED_SAYS_WHAT_IS_ANSWERED: u32 = 4;
 /// records the same time under both: when its answer is ready.
 pub const HTTP_LATENCY_IS_READY_TIME: u32 = 5;
 
+/// From 5: text that reads as an RFC 3339 timestamp is equal to another
+/// that names the same time (`2026-03-01T14:00:00+02:00`,
+/// `2026-03-01T12:00:00.000Z` and `2026-03-01T12:00:00Z`), as `gte` and
+/// `lte` already compared them: in a query tool's `eq`/`ne` filters, a
+/// service's `state.query`, and the grade's `equals`, `where`,
+/// `contains` of a list, `unchanged`, `calls` `args`/`result`, the gold
+/// comparison and the state diff (`world/compare.rs`, `Equality`). Under 4
+/// such text was equal only as written: a filter found no row, a check
+/// failed.
+pub const TIMESTAMPS_EQUAL_AS_TIMES: u32 = 5;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {
