@@ -1002,3 +1002,75 @@ equals = "2026-03-01T12:00:00Z"
         "{graded}"
     );
 }
+
+/// A query tool with both `limit_arg` and `limit`: from rules 5 `limit` is
+/// how many rows a call that leaves the argument out gets, and a limit
+/// argument that is no count (`-1`, `2.5`) is `invalid-args`. Under rules
+/// 4 (a fork of a run recorded then) both answered every row.
+#[test]
+fn a_query_s_limit_is_the_default_of_its_limit_arg_and_a_negative_one_is_refused() {
+    let dir = temp_dir();
+    let rows: String = (1..=8)
+        .map(|i| format!("{{\"id\": \"I-{i}\", \"price\": {i}}}\n"))
+        .collect();
+    let worlds = common::write_world(
+        dir.path(),
+        "f",
+        r#"name = "f"
+version = 1
+
+[tables.items]
+key = "id"
+rows = "items.jsonl"
+
+[[tools]]
+name = "both_limits"
+params = { type = "object", properties = { limit = { type = "number" } } }
+op = "query"
+table = "items"
+limit_arg = "limit"
+limit = 1
+"#,
+        &[("items.jsonl", &rows)],
+    );
+    let calls = json!([
+        {"tool": "both_limits", "args": {}},
+        {"tool": "both_limits", "args": {"limit": 3}},
+        {"tool": "both_limits", "args": {"limit": -1}},
+        {"tool": "both_limits", "args": {"limit": 2.5}},
+        {"tool": "both_limits", "args": {"limit": 0}},
+    ]);
+    let text = case_text(calls, "").replace("demo@v1", "f@v1");
+    let case = write_case(dir.path(), "limits", &text);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &caller(), &worlds);
+    out.expect_code(0);
+    let a = answers(&out);
+    let rows = |v: &Value| v["ok"].as_array().map(Vec::len);
+    assert_eq!(rows(&a[0]), Some(1), "{a:?}");
+    assert_eq!(rows(&a[1]), Some(3), "{a:?}");
+    for i in [2, 3] {
+        assert_eq!(a[i]["error"]["kind"], "invalid-args", "{:?}", a[i]);
+        assert!(
+            a[i]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("`limit` is how many rows at most: a whole number, 0 or more, not "),
+            "{:?}",
+            a[i]
+        );
+    }
+    assert_eq!(rows(&a[4]), Some(0), "{a:?}");
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+
+    let old = dir.path().join("rules-4.jsonl");
+    common::under_rules(&out.bundle(), 4, &old);
+    let fork = common::wl(&store, &[&"fork", &old, &"--at", &"0", &"--json"]);
+    let forked = fork.output();
+    let counts: Vec<Option<usize>> = forked.as_array().unwrap().iter().map(rows).collect();
+    assert_eq!(
+        counts,
+        [Some(8), Some(3), Some(8), Some(8), Some(0)],
+        "{fork}"
+    );
+}

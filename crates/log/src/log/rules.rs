@@ -101,6 +101,13 @@ pub const HTTP_LATENCY_IS_READY_TIME: u32 = 5;
 /// failed.
 pub const TIMESTAMPS_EQUAL_AS_TIMES: u32 = 5;
 
+/// From 5: a query tool with both `limit` and `limit_arg` answers at most
+/// `limit` rows when the call leaves the argument out, and a limit
+/// argument that is no whole number 0 or more (`-1`, `2.5`, `"3"`) is
+/// `invalid-args`. Under 4 `limit_arg` made `limit` ignored (every row
+/// when the argument was absent) and such an argument answered every row.
+pub const QUERY_LIMIT_DEFAULT_AND_CHECKED: u32 = 5;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

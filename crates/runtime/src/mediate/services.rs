@@ -100,6 +100,7 @@ impl HostServices {
         use worldline_log::log::rules;
         AsOf {
             times: self.rules >= rules::TIMESTAMPS_EQUAL_AS_TIMES,
+            limits: self.rules >= rules::QUERY_LIMIT_DEFAULT_AND_CHECKED,
             ..AsOf::now(self.now_text())
         }
     }
