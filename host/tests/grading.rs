@@ -1074,3 +1074,31 @@ limit = 1
         "{fork}"
     );
 }
+
+/// The sum over no rows (an empty table, a `where` that matches none) is
+/// reported as 0: `Sum for f64` starts from -0.0, and the check said
+/// `expected 1, got -0.0`.
+#[test]
+fn a_sum_over_no_rows_is_reported_as_0() {
+    let dir = temp_dir();
+    let checks = r#"
+[[expect.state]]
+table = "notes"
+sum = "n"
+equals = 1
+
+[[expect.state]]
+table = "notes"
+where = { author = "nobody" }
+sum = "n"
+equals = 1
+"#;
+    let case = demo_case(dir.path(), "sum", json!([]), checks);
+    let out = run_case(dir.path(), &case, &caller());
+    out.expect_code(1);
+    let sums: Vec<String> = (out.json()["grade"]["assertions"].as_array().unwrap().iter())
+        .filter(|a| a["what"].as_str().unwrap().starts_with("sum notes.n"))
+        .map(|a| a["actual"].to_string())
+        .collect();
+    assert_eq!(sums, ["0.0", "0.0"], "{out}");
+}

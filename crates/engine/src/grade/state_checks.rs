@@ -210,9 +210,11 @@ fn sum_check(c: &StateCheck, table: &str, field: &str, state: &State, eq: Equali
         let actual = format!("row {key}'s {field} is {v}, not a number");
         return check(what, expected, json!(actual), false);
     }
-    let sum: f64 = (rows.iter())
+    // Folded from 0: `Sum for f64` starts from -0.0, which an empty sum
+    // was reported as (`got -0.0`).
+    let sum = (rows.iter())
         .filter_map(|(_, r)| value_at(r, path.as_ref())?.as_f64())
-        .sum();
+        .fold(0.0, |sum, x| sum + x);
     match c.equals.as_ref() {
         Some(want) => {
             let ok = want
