@@ -488,3 +488,60 @@ fn a_run_whose_case_holds_an_integer_past_toml_replays_and_says_why_no_case() {
         "{out}"
     );
 }
+
+/// A user table of faults that can never inject anything is refused at
+/// its line, as a `[[tools]]` entry of none is: `[user]` alone or with
+/// every probability 0 in a faults file (`check` said no problems and a
+/// campaign passed every run, untouched), and an empty `[fuzz]` is said
+/// at its line as every other `[fuzz]` problem is.
+#[test]
+fn a_user_fault_table_that_injects_nothing_is_refused_at_its_line() {
+    let dir = temp_dir();
+    let said = "faults.toml:1:1: faults file: [user] injects nothing; give one of silent, reply, latency_ms, deny_approvals or tool_errors a probability above 0";
+    for faults in ["[user]\n", "[user]\nsilent = 0\ndeny_approvals = 0\n"] {
+        fuzz_refused(dir.path(), faults, said);
+        let out = prompt(
+            &dir.path().join("store"),
+            &["check", s(&dir.path().join("faults.toml"))],
+        );
+        out.expect_code(2);
+        assert!(out.stdout.contains(said), "{faults}: {out}");
+    }
+    refused(
+        dir.path(),
+        "no-user-faults",
+        "[fuzz.user]\nsilent = 0\n",
+        "10:1: [fuzz.user] injects nothing",
+    );
+    refused(
+        dir.path(),
+        "empty-fuzz",
+        "[fuzz]\n",
+        "10:1: [fuzz] injects nothing",
+    );
+}
+
+/// A case's `[fuzz.user]` faults of the user's turns and tools, in a case
+/// with no `[user]`, never strike (no simulated user answers the agent):
+/// refused at their line; an approver's denial, which the agent may ask
+/// for without a user, is not.
+#[test]
+fn user_turn_faults_in_a_case_without_a_user_are_refused() {
+    let dir = temp_dir();
+    refused(
+        dir.path(),
+        "no-user",
+        "[fuzz.user]\nsilent = 0.5\ndeny_approvals = 0.5\nreply = { p = 0.2, with = [\"no\"] }\n",
+        "10:1: [fuzz.user] silent, reply: the case has no [user], so no simulated user answers the agent",
+    );
+    let case = write_case(
+        dir.path(),
+        "approvals",
+        &format!("{}[fuzz.user]\ndeny_approvals = 0.5\n", demo_case(1)),
+    );
+    let out = prompt(
+        &dir.path().join("store"),
+        &["check", s(&case), "--worlds", s(&worlds_dir())],
+    );
+    out.expect_code(0);
+}
