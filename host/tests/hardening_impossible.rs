@@ -545,3 +545,47 @@ fn user_turn_faults_in_a_case_without_a_user_are_refused() {
     );
     out.expect_code(0);
 }
+
+/// Ten-year latencies, each allowed, add up past the virtual clock's end
+/// (`u64::MAX` ns, ~584 years after the case's clock): from rules 5 the
+/// run ends `trapped` after the call whose latency passes it (the 59th),
+/// that event recorded at the end, saying so, and replays `identical`.
+/// Under rules 4 (a fork of a run recorded then) the clock stood still at
+/// its end from the 59th call on and the run passed.
+#[test]
+fn a_run_whose_time_would_pass_the_clock_s_end_stops_there() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let calls = vec!["{ tool = \"get_ticket\", args = { id = \"T-1\" } }"; 70].join(", ");
+    let text = format!(
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{calls}] }}\n\n[[inject]]\ntool = \"get_ticket\"\nlatency_ms = 316224000000\n"
+    );
+    let case = write_case(dir.path(), "centuries", &text);
+    let out = run_caller(&store, &case, &["--json"]);
+    let doc = out.json();
+    assert_eq!(doc["status"], "trapped", "{out}");
+    let error = doc["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("clock limit: event ")
+            && error
+                .contains("(`worldline:agent/tools.call`) took the run's virtual time past 2610-")
+            && error.ends_with("the event is recorded at that time, and the run ended after it"),
+        "{out}"
+    );
+    let tools = common::calls_of(&out.bundle(), "worldline:agent/tools.call");
+    assert_eq!(tools.len(), 59, "{out}");
+    assert_eq!(
+        tools[57]["vtime_ns"].as_u64().map(|t| t < u64::MAX),
+        Some(true)
+    );
+    assert_eq!(tools[58]["vtime_ns"].as_u64(), Some(u64::MAX), "{out}");
+    common::replays_identical(&store, doc["run_id"].as_str().unwrap());
+
+    let old = dir.path().join("rules-4.jsonl");
+    common::under_rules(&out.bundle(), 4, &old);
+    let fork = prompt(&store, &["fork", s(&old), "--at", "0", "--json"]);
+    assert_eq!(fork.json()["status"], "completed", "{fork}");
+    let tools = common::calls_of(&fork.bundle(), "worldline:agent/tools.call");
+    assert_eq!(tools.len(), 70, "{fork}");
+    assert_eq!(tools[69]["vtime_ns"].as_u64(), Some(u64::MAX), "{fork}");
+}

@@ -750,7 +750,9 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
                 };
                 (Status::Exited, message)
             }
-            Stop::EventLimit(_) | Stop::RecordLimit { .. } => (Status::Trapped, fault.to_string()),
+            Stop::EventLimit(_) | Stop::RecordLimit { .. } | Stop::ClockLimit { .. } => {
+                (Status::Trapped, fault.to_string())
+            }
             Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
             Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
             Stop::Timeout(_) => (Status::Timeout, fault.to_string()),

@@ -108,6 +108,13 @@ pub const TIMESTAMPS_EQUAL_AS_TIMES: u32 = 5;
 /// when the argument was absent) and such an argument answered every row.
 pub const QUERY_LIMIT_DEFAULT_AND_CHECKED: u32 = 5;
 
+/// From 5: a call whose time (its tick, its latency) takes the run's
+/// virtual clock past its end (`u64::MAX` ns, ~584 years after the case's
+/// clock) ends the run `trapped` after its event (recorded at the end,
+/// where the clock stood still), saying so, as the step limit does; under
+/// 4 the run went on, every later event at the same time.
+pub const VIRTUAL_CLOCK_ENDS_THE_RUN: u32 = 5;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {
