@@ -888,3 +888,217 @@ fn regrading_on_another_version_of_the_world_names_both_versions() {
         "{changed}"
     );
 }
+
+/// A world of one event stamped `2026-03-01T12:00:00Z`, a query tool
+/// whose `eq` filter takes a time, and a tool that stamps it anew.
+const STAMPED: &str = r#"name = "t"
+version = 1
+
+[tables.events]
+key = "id"
+rows = "events.jsonl"
+
+[[tools]]
+name = "at"
+params = { type = "object", properties = { when = { type = "string" } }, required = ["when"] }
+op = "query"
+table = "events"
+filters = [{ field = "at", eq = "$when" }]
+
+[[tools]]
+name = "restamp"
+params = { type = "object", properties = { id = { type = "string" }, at = { type = "string" } }, required = ["id", "at"] }
+op = "update"
+table = "events"
+set = { at = "$at" }
+"#;
+
+/// The same time written three ways is equal from rules 5 wherever
+/// values are told equal, as `gte` and `lte` already said: a query's `eq`
+/// filter finds the row, a state check's `where` `eq` and `equals` pass,
+/// and a row stamped anew with the same time is `unchanged` and no change
+/// in the grade's diff (docs/formats.md: "timestamps as times"). A run
+/// recorded under rules 4 keeps text equality: its fork answers `[]` and
+/// `grade` fails the same checks, as before.
+#[test]
+fn timestamps_written_two_ways_are_equal_in_filters_and_checks_from_rules_5() {
+    let dir = temp_dir();
+    let worlds = common::write_world(
+        dir.path(),
+        "t",
+        STAMPED,
+        &[(
+            "events.jsonl",
+            "{\"id\": \"E-1\", \"at\": \"2026-03-01T12:00:00Z\"}\n",
+        )],
+    );
+    let calls = json!([
+        {"tool": "at", "args": {"when": "2026-03-01T12:00:00.000Z"}},
+        {"tool": "at", "args": {"when": "2026-03-01T14:00:00+02:00"}},
+        {"tool": "restamp", "args": {"id": "E-1", "at": "2026-03-01T14:00:00+02:00"}},
+    ]);
+    let checks = r#"
+[expect]
+unchanged = ["events"]
+
+[[expect.state]]
+table = "events"
+where = { at = { eq = "2026-03-01T12:00:00.000Z" } }
+count = 1
+
+[[expect.state]]
+table = "events"
+key = "E-1"
+field = "at"
+equals = "2026-03-01T12:00:00Z"
+"#;
+    let text = case_text(calls, checks).replace("demo@v1", "t@v1");
+    let case = write_case(dir.path(), "stamped", &text);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &caller(), &worlds);
+    out.expect_code(0);
+    let a = answers(&out);
+    for i in 0..2 {
+        assert_eq!(a[i]["ok"][0]["id"], "E-1", "call {i}: {a:?}");
+    }
+    let grade = &out.json()["grade"];
+    assert_eq!(grade["passed"], true, "{grade}");
+    assert!(grade["diff"]["tables"].get("events").is_none(), "{grade}");
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+
+    let old = dir.path().join("rules-4.jsonl");
+    common::under_rules(&out.bundle(), 4, &old);
+    let fork = common::wl(&store, &[&"fork", &old, &"--at", &"0", &"--json"]);
+    let forked = fork.output();
+    assert_eq!(forked[0]["ok"], json!([]), "{fork}");
+    assert_eq!(forked[1]["ok"], json!([]), "{fork}");
+    let graded = common::wl(
+        &store,
+        &[
+            &"grade",
+            &old,
+            &"--case",
+            &case,
+            &"--worlds",
+            &worlds,
+            &"--json",
+        ],
+    );
+    graded.expect_code(1);
+    let failed: Vec<&str> = (graded.json()["grade"]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .filter(|a| a["passed"] == false)
+    .map(|a| a["what"].as_str().unwrap())
+    .collect();
+    assert_eq!(
+        failed,
+        [
+            "count events where {\"at\":{\"eq\":\"2026-03-01T12:00:00.000Z\"}}",
+            "events/E-1.at equals",
+            "unchanged events",
+        ],
+        "{graded}"
+    );
+}
+
+/// A query tool with both `limit_arg` and `limit`: from rules 5 `limit` is
+/// how many rows a call that leaves the argument out gets, and a limit
+/// argument that is no count (`-1`, `2.5`) is `invalid-args`. Under rules
+/// 4 (a fork of a run recorded then) both answered every row.
+#[test]
+fn a_query_s_limit_is_the_default_of_its_limit_arg_and_a_negative_one_is_refused() {
+    let dir = temp_dir();
+    let rows: String = (1..=8)
+        .map(|i| format!("{{\"id\": \"I-{i}\", \"price\": {i}}}\n"))
+        .collect();
+    let worlds = common::write_world(
+        dir.path(),
+        "f",
+        r#"name = "f"
+version = 1
+
+[tables.items]
+key = "id"
+rows = "items.jsonl"
+
+[[tools]]
+name = "both_limits"
+params = { type = "object", properties = { limit = { type = "number" } } }
+op = "query"
+table = "items"
+limit_arg = "limit"
+limit = 1
+"#,
+        &[("items.jsonl", &rows)],
+    );
+    let calls = json!([
+        {"tool": "both_limits", "args": {}},
+        {"tool": "both_limits", "args": {"limit": 3}},
+        {"tool": "both_limits", "args": {"limit": -1}},
+        {"tool": "both_limits", "args": {"limit": 2.5}},
+        {"tool": "both_limits", "args": {"limit": 0}},
+    ]);
+    let text = case_text(calls, "").replace("demo@v1", "f@v1");
+    let case = write_case(dir.path(), "limits", &text);
+    let store = dir.path().join("store");
+    let out = common::run_in(&store, &case, &caller(), &worlds);
+    out.expect_code(0);
+    let a = answers(&out);
+    let rows = |v: &Value| v["ok"].as_array().map(Vec::len);
+    assert_eq!(rows(&a[0]), Some(1), "{a:?}");
+    assert_eq!(rows(&a[1]), Some(3), "{a:?}");
+    for i in [2, 3] {
+        assert_eq!(a[i]["error"]["kind"], "invalid-args", "{:?}", a[i]);
+        assert!(
+            a[i]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("`limit` is how many rows at most: a whole number, 0 or more, not "),
+            "{:?}",
+            a[i]
+        );
+    }
+    assert_eq!(rows(&a[4]), Some(0), "{a:?}");
+    common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
+
+    let old = dir.path().join("rules-4.jsonl");
+    common::under_rules(&out.bundle(), 4, &old);
+    let fork = common::wl(&store, &[&"fork", &old, &"--at", &"0", &"--json"]);
+    let forked = fork.output();
+    let counts: Vec<Option<usize>> = forked.as_array().unwrap().iter().map(rows).collect();
+    assert_eq!(
+        counts,
+        [Some(8), Some(3), Some(8), Some(8), Some(0)],
+        "{fork}"
+    );
+}
+
+/// The sum over no rows (an empty table, a `where` that matches none) is
+/// reported as 0: `Sum for f64` starts from -0.0, and the check said
+/// `expected 1, got -0.0`.
+#[test]
+fn a_sum_over_no_rows_is_reported_as_0() {
+    let dir = temp_dir();
+    let checks = r#"
+[[expect.state]]
+table = "notes"
+sum = "n"
+equals = 1
+
+[[expect.state]]
+table = "notes"
+where = { author = "nobody" }
+sum = "n"
+equals = 1
+"#;
+    let case = demo_case(dir.path(), "sum", json!([]), checks);
+    let out = run_case(dir.path(), &case, &caller());
+    out.expect_code(1);
+    let sums: Vec<String> = (out.json()["grade"]["assertions"].as_array().unwrap().iter())
+        .filter(|a| a["what"].as_str().unwrap().starts_with("sum notes.n"))
+        .map(|a| a["actual"].to_string())
+        .collect();
+    assert_eq!(sums, ["0.0", "0.0"], "{out}");
+}

@@ -497,3 +497,104 @@ fn a_run_whose_case_holds_an_integer_past_toml_replays_and_says_why_no_case() {
         "{out}"
     );
 }
+
+/// A user table of faults that can never inject anything is refused at
+/// its line, as a `[[tools]]` entry of none is: `[user]` alone or with
+/// every probability 0 in a faults file (`check` said no problems and a
+/// campaign passed every run, untouched), and an empty `[fuzz]` is said
+/// at its line as every other `[fuzz]` problem is.
+#[test]
+fn a_user_fault_table_that_injects_nothing_is_refused_at_its_line() {
+    let dir = temp_dir();
+    let said = "faults.toml:1:1: faults file: [user] injects nothing; give one of silent, reply, latency_ms, deny_approvals or tool_errors a probability above 0";
+    for faults in ["[user]\n", "[user]\nsilent = 0\ndeny_approvals = 0\n"] {
+        fuzz_refused(dir.path(), faults, said);
+        let out = prompt(
+            &dir.path().join("store"),
+            &["check", s(&dir.path().join("faults.toml"))],
+        );
+        out.expect_code(2);
+        assert!(out.stdout.contains(said), "{faults}: {out}");
+    }
+    refused(
+        dir.path(),
+        "no-user-faults",
+        "[fuzz.user]\nsilent = 0\n",
+        "10:1: [fuzz.user] injects nothing",
+    );
+    refused(
+        dir.path(),
+        "empty-fuzz",
+        "[fuzz]\n",
+        "10:1: [fuzz] injects nothing",
+    );
+}
+
+/// A case's `[fuzz.user]` faults of the user's turns and tools, in a case
+/// with no `[user]`, never strike (no simulated user answers the agent):
+/// refused at their line; an approver's denial, which the agent may ask
+/// for without a user, is not.
+#[test]
+fn user_turn_faults_in_a_case_without_a_user_are_refused() {
+    let dir = temp_dir();
+    refused(
+        dir.path(),
+        "no-user",
+        "[fuzz.user]\nsilent = 0.5\ndeny_approvals = 0.5\nreply = { p = 0.2, with = [\"no\"] }\n",
+        "10:1: [fuzz.user] silent, reply: the case has no [user], so no simulated user answers the agent",
+    );
+    let case = write_case(
+        dir.path(),
+        "approvals",
+        &format!("{}[fuzz.user]\ndeny_approvals = 0.5\n", demo_case(1)),
+    );
+    let out = prompt(
+        &dir.path().join("store"),
+        &["check", s(&case), "--worlds", s(&worlds_dir())],
+    );
+    out.expect_code(0);
+}
+
+/// Ten-year latencies, each allowed, add up past the virtual clock's end
+/// (`u64::MAX` ns, ~584 years after the case's clock): from rules 5 the
+/// run ends `trapped` after the call whose latency passes it (the 59th),
+/// that event recorded at the end, saying so, and replays `identical`.
+/// Under rules 4 (a fork of a run recorded then) the clock stood still at
+/// its end from the 59th call on and the run passed.
+#[test]
+fn a_run_whose_time_would_pass_the_clock_s_end_stops_there() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let calls = vec!["{ tool = \"get_ticket\", args = { id = \"T-1\" } }"; 70].join(", ");
+    let text = format!(
+        "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [{calls}] }}\n\n[[inject]]\ntool = \"get_ticket\"\nlatency_ms = 316224000000\n"
+    );
+    let case = write_case(dir.path(), "centuries", &text);
+    let out = run_caller(&store, &case, &["--json"]);
+    let doc = out.json();
+    assert_eq!(doc["status"], "trapped", "{out}");
+    let error = doc["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("clock limit: event ")
+            && error
+                .contains("(`worldline:agent/tools.call`) took the run's virtual time past 2610-")
+            && error.ends_with("the event is recorded at that time, and the run ended after it"),
+        "{out}"
+    );
+    let tools = common::calls_of(&out.bundle(), "worldline:agent/tools.call");
+    assert_eq!(tools.len(), 59, "{out}");
+    assert_eq!(
+        tools[57]["vtime_ns"].as_u64().map(|t| t < u64::MAX),
+        Some(true)
+    );
+    assert_eq!(tools[58]["vtime_ns"].as_u64(), Some(u64::MAX), "{out}");
+    common::replays_identical(&store, doc["run_id"].as_str().unwrap());
+
+    let old = dir.path().join("rules-4.jsonl");
+    common::under_rules(&out.bundle(), 4, &old);
+    let fork = prompt(&store, &["fork", s(&old), "--at", "0", "--json"]);
+    assert_eq!(fork.json()["status"], "completed", "{fork}");
+    let tools = common::calls_of(&fork.bundle(), "worldline:agent/tools.call");
+    assert_eq!(tools.len(), 70, "{fork}");
+    assert_eq!(tools[69]["vtime_ns"].as_u64(), Some(u64::MAX), "{fork}");
+}

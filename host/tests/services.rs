@@ -629,6 +629,34 @@ fn a_failing_gold_call_and_an_unbuilt_service_are_said_plainly() {
     );
 }
 
+/// A `[service] component` path that leaves the world's folder is said
+/// to leave it whether or not a file is there: when none was, `check`
+/// said "not built yet: build it before a run", which no build mends.
+#[test]
+fn a_service_path_out_of_the_world_is_refused_as_that_built_or_not() {
+    let dir = temp_dir();
+    let worlds = common::write_world(
+        dir.path(),
+        "s",
+        "name = \"s\"\nversion = 1\n\n[service]\ncomponent = \"../service.wasm\"\n\n[[tools]]\nname = \"x\"\nparams = { type = \"object\" }\nop = \"service\"\n",
+        &[],
+    );
+    let toml = worlds.join("s/v1/world.toml");
+    let said = "world.toml:4:1: [service] component `../service.wasm`: `../service.wasm` leaves the folder (`..`); use a path inside it";
+    for built in [false, true] {
+        if built {
+            std::fs::write(worlds.join("s/service.wasm"), b"\0asm").unwrap();
+        }
+        let out = worldline(dir.path(), [OsStr::new("check"), toml.as_os_str()]);
+        out.expect_code(2);
+        assert!(out.stdout.contains(said), "built: {built}: {out}");
+        assert!(
+            !out.stdout.contains("not built yet"),
+            "built: {built}: {out}"
+        );
+    }
+}
+
 #[test]
 fn a_case_overlay_changes_the_world_it_runs_on_and_its_recorded_hash() {
     let dir = temp_dir();

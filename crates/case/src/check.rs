@@ -293,7 +293,8 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
         // `fuzz --faults` runs it on a case.
         match toml::from_str::<case::fuzz::ProfileToml>(&text) {
             Ok(doc) => {
-                if let Err(all) = case::fuzz::check(file, &text, &doc, None, "faults file") {
+                if let Err(all) = case::fuzz::check(file, &text, (&doc, None), None, "faults file")
+                {
                     all.into_iter().for_each(|e| out.problem(e));
                 }
             }

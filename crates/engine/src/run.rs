@@ -314,9 +314,8 @@ pub fn finish(
         .map_err(|e| opened.footer_error(opts.store, e))?;
     let left = med.services.finish();
     let hashed = opts.hashes();
-    let gold = opened.gold.as_deref();
     let graded = match (opts.replay, opts.recorded_grade) {
-        (false, _) => grade_run(case, None, &ended, &events, &left.state, gold, hashed),
+        (false, _) => grade_run(case, None, &ended, &events, &left.state, &opened, hashed),
         // Its verdict is what a replay compares (decision 0424).
         (true, Some(recorded)) => grade_run(
             case,
@@ -324,7 +323,7 @@ pub fn finish(
             &ended,
             &events,
             &left.state,
-            gold,
+            &opened,
             false,
         ),
         (true, None) => None,
@@ -413,7 +412,7 @@ pub(crate) fn regrade(
         &ended,
         events,
         final_state,
-        opened.gold.as_deref(),
+        opened,
         true,
     )
 }
@@ -605,7 +604,7 @@ fn grade_run(
     ended: &Ending,
     events: &Held,
     final_state: &State,
-    gold: Option<&GoldState>,
+    opened: &Opened,
     diffed: bool,
 ) -> Option<Grade> {
     let judging = match recorded_grade {
@@ -626,7 +625,9 @@ fn grade_run(
             events: events.as_held(),
             initial: &case.world.initial,
             final_state,
-            gold,
+            gold: opened.gold.as_deref(),
+            // Graded under the rules the run ran under (decision 0423).
+            rules: opened.header.rules.unwrap_or(0),
         },
         &judging,
     ))
@@ -749,7 +750,9 @@ pub fn classify(err: &wasmtime::Error, stderr: &str) -> Result<Ending> {
                 };
                 (Status::Exited, message)
             }
-            Stop::EventLimit(_) | Stop::RecordLimit { .. } => (Status::Trapped, fault.to_string()),
+            Stop::EventLimit(_) | Stop::RecordLimit { .. } | Stop::ClockLimit { .. } => {
+                (Status::Trapped, fault.to_string())
+            }
             Stop::StepLimit { .. } => (Status::StepLimit, fault.to_string()),
             Stop::ErrorLimit(_) => (Status::ErrorLimit, fault.to_string()),
             Stop::Timeout(_) => (Status::Timeout, fault.to_string()),

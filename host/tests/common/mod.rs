@@ -708,6 +708,14 @@ pub fn forge_grade(bundle: &Path, to: &Path, edit: impl FnOnce(&mut Value)) {
     std::fs::write(to, forged).unwrap();
 }
 
+/// `bundle` written to `to` with its header's `rules` set to `rules`,
+/// [`resealed`]: the run as a release of those rules recorded it, so a
+/// fork of it runs under them and `grade` grades it by them.
+pub fn under_rules(bundle: &Path, rules: u32, to: &Path) {
+    let text = std::fs::read_to_string(bundle).unwrap();
+    std::fs::write(to, resealed(&text, |h| h["rules"] = rules.into(), |_| {})).unwrap();
+}
+
 /// Read a bundle file line by line (no chain check; the library does that).
 pub fn read_bundle(path: &Path) -> BundleLines {
     let text = std::fs::read_to_string(path)

@@ -14,7 +14,7 @@
 //! equality against arrays; a general expression language is more to learn and
 //! to check.
 
-use crate::world::compare::{Numbers, Op, similar_to};
+use crate::world::compare::{Equality, Op, similar_to};
 use serde_json::Value;
 
 /// One condition on a field's value.
@@ -126,12 +126,12 @@ pub fn conditions(spec: &Value) -> Result<Conditions<'_>, String> {
 impl Conditions<'_> {
     /// Whether `field` meets every condition (`ignore_case` from outside,
     /// the check's, adds to the entry's own).
-    pub fn hold(&self, field: &Value, ignore_case: bool, numbers: Numbers) -> bool {
+    pub fn hold(&self, field: &Value, ignore_case: bool, eq: Equality) -> bool {
         let ignore_case = ignore_case || self.ignore_case;
         self.conds.iter().all(|c| match c {
-            Cond::Op(op, v) => op.holds_with(field, v, ignore_case, numbers),
-            Cond::All(group) => group.iter().all(|g| g.hold(field, ignore_case, numbers)),
-            Cond::Any(group) => group.iter().any(|g| g.hold(field, ignore_case, numbers)),
+            Cond::Op(op, v) => op.holds_with(field, v, ignore_case, eq),
+            Cond::All(group) => group.iter().all(|g| g.hold(field, ignore_case, eq)),
+            Cond::Any(group) => group.iter().any(|g| g.hold(field, ignore_case, eq)),
         })
     }
 }
@@ -144,7 +144,7 @@ mod tests {
     fn holds(spec: Value, field: Value) -> bool {
         conditions(&spec)
             .unwrap()
-            .hold(&field, false, Numbers::ByValue)
+            .hold(&field, false, Equality::default())
     }
 
     #[test]

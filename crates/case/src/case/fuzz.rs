@@ -278,6 +278,22 @@ fn is_zero(p: &f64) -> bool {
 }
 
 impl UserFaults {
+    /// The faults that strike the simulated user's turns and own tools, by
+    /// name, with probabilities above 0 (not `deny_approvals`: the agent
+    /// asks for approvals with or without a user).
+    fn of_the_user(&self) -> Vec<&'static str> {
+        let p = |p: Option<f64>, name| (p.unwrap_or(0.0) > 0.0).then_some(name);
+        [
+            p(Some(self.silent), "silent"),
+            p(self.reply.as_ref().map(|r| r.p), "reply"),
+            p(self.latency_ms.as_ref().map(|l| l.p), "latency_ms"),
+            p(Some(self.tool_errors), "tool_errors"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
     pub fn check(&self) -> Result<(), String> {
         let prob = |what: &str, p: f64| {
             if (0.0..=1.0).contains(&p) {
@@ -316,6 +332,29 @@ impl UserFaults {
     }
 }
 
+/// The problem of a case's `[fuzz.user]` when the case has no `[user]`:
+/// its faults of the user's turns and tools never strike, since no
+/// simulated user answers (what no run can meet, decision 0412).
+pub fn user_faults_without_user(
+    path: &Path,
+    source: &str,
+    doc: &ProfileToml,
+) -> Option<InputError> {
+    let u = doc.user.as_ref()?;
+    let faults = u.get_ref().of_the_user();
+    (!faults.is_empty() && super::recorded::new_rules_apply()).then(|| {
+        InputError::at(
+            path,
+            source,
+            u.span().start,
+            format!(
+                "[fuzz.user] {}: the case has no [user], so no simulated user answers the agent or calls its tools for them to strike; add a [user], or leave them out",
+                faults.join(", ")
+            ),
+        )
+    })
+}
+
 /// Check a profile written in `source` (the case file or a faults file)
 /// against the world it will run on. Without a world (`check` of a faults
 /// file alone, which names none) every rule is checked but those that
@@ -323,22 +362,26 @@ impl UserFaults {
 /// its rows can hold, an injection's vector one it declares. Each entry is
 /// checked on its own and every problem listed, at its line (decision
 /// 0194), in the order they are written.
+///
+/// `placed` is where the profile is in `source` (a case's `[fuzz]` table;
+/// `None` for a faults file, which is one whole).
 pub fn check(
     path: &Path,
     source: &str,
-    doc: &ProfileToml,
+    (doc, placed): (&ProfileToml, Option<usize>),
     world: Option<&World>,
     table: &str,
 ) -> Result<Profile, Vec<InputError>> {
     let at = |offset: usize, m: String| InputError::at(path, source, offset, m);
     if doc.tools.is_empty() && doc.clock_skew_s.is_none() && doc.user.is_none() {
-        return Err(vec![InputError::new(
-            path,
-            format!(
-                "{table} injects nothing; add [[{}tools]] entries, clock_skew_s or a user table",
-                if table == "[fuzz]" { "fuzz." } else { "" }
-            ),
-        )]);
+        let m = format!(
+            "{table} injects nothing; add [[{}tools]] entries, clock_skew_s or a user table",
+            if table == "[fuzz]" { "fuzz." } else { "" }
+        );
+        return Err(vec![match placed {
+            Some(offset) => at(offset, m),
+            None => InputError::new(path, m),
+        }]);
     }
     let mut problems = Vec::new();
     if let Some(skew) = &doc.clock_skew_s
@@ -388,6 +431,22 @@ pub fn check(
         && let Err(m) = u.get_ref().check()
     {
         problems.push(at(u.span().start, format!("{table}: {m}")));
+    }
+    // A user table of no fault: what no run can meet (decision 0412), as
+    // a `[[tools]]` entry of none is.
+    if let Some(u) = &doc.user
+        && u.get_ref().of_the_user().is_empty()
+        && u.get_ref().deny_approvals == 0.0
+        && super::recorded::new_rules_apply()
+    {
+        let named = match table {
+            "[fuzz]" => "[fuzz.user]".to_string(),
+            other => format!("{other}: [user]"),
+        };
+        problems.push(at(
+            u.span().start,
+            format!("{named} injects nothing; give one of silent, reply, latency_ms, deny_approvals or tool_errors a probability above 0, or leave the table out"),
+        ));
     }
     if !problems.is_empty() {
         problems.sort_by_key(|e| e.line);
@@ -558,7 +617,8 @@ pub fn load_file(path: &Path, world: &World) -> Result<Profile, InputError> {
             false => InputError::toml(path, &source, &e),
         }
     })?;
-    check(path, &source, &doc, Some(world), "faults file").map_err(|mut all| all.swap_remove(0))
+    check(path, &source, (&doc, None), Some(world), "faults file")
+        .map_err(|mut all| all.swap_remove(0))
 }
 
 #[cfg(test)]
@@ -586,7 +646,8 @@ mod tests {
             ),
         ] {
             let doc: ProfileToml = toml::from_str(text).unwrap();
-            let all = check(Path::new("f.toml"), text, &doc, None, "faults file").unwrap_err();
+            let all =
+                check(Path::new("f.toml"), text, (&doc, None), None, "faults file").unwrap_err();
             assert_eq!(all.len(), 1, "{all:?}");
             assert!(
                 all[0].to_string().starts_with(&format!("f.toml:{said}")),
@@ -596,7 +657,7 @@ mod tests {
         }
         let two = "[[tools]]\ntool = \"a\"\nempty = 0.5\n[[tools]]\ntool = \"b*\"\ndeny = 0.5\n";
         let doc: ProfileToml = toml::from_str(two).unwrap();
-        check(Path::new("f.toml"), two, &doc, None, "faults file").unwrap();
+        check(Path::new("f.toml"), two, (&doc, None), None, "faults file").unwrap();
     }
 
     #[test]

@@ -156,7 +156,7 @@ struct CaseToml {
     #[serde(default)]
     expect: Option<toml::Spanned<expect::Expect>>,
     #[serde(default)]
-    fuzz: Option<fuzz::ProfileToml>,
+    fuzz: Option<toml::Spanned<fuzz::ProfileToml>>,
     #[serde(default)]
     overlay: Vec<toml::Spanned<world::overlay::Overlay>>,
     user: Option<toml::Spanned<user::UserConfig>>,
@@ -724,11 +724,16 @@ pub fn parse_all(
                 }),
         );
     }
-    let fuzz = doc
-        .fuzz
-        .as_ref()
-        .map(|f| fuzz::check(path, &text, f, Some(&world), "[fuzz]"))
+    let fuzz = (doc.fuzz.as_ref())
+        .map(|f| {
+            let placed = (f.get_ref(), Some(f.span().start));
+            fuzz::check(path, &text, placed, Some(&world), "[fuzz]")
+        })
         .transpose();
+    // A profile of no mistake of its own, in a case with no user.
+    if let (Some(f), Ok(_), None) = (&doc.fuzz, &fuzz, &doc.user) {
+        problems.extend(fuzz::user_faults_without_user(path, &text, f.get_ref()));
+    }
     let (clock_ns, permissions, limits, inject, fuzz) =
         match (clock_ns, permissions, limits, inject, fuzz) {
             (Ok(c), Ok(p), Ok(l), Ok(i), Ok(f)) if problems.is_empty() => (c, p, l, i, f),

@@ -50,30 +50,57 @@ pub enum Numbers {
     Strict,
 }
 
-impl Numbers {
-    /// Whether two values are the same under this comparison.
+/// How two values are told equal: numbers as [`Numbers`] says, and text
+/// that reads as an RFC 3339 timestamp by the time it names
+/// (`2026-03-01T14:00:00+02:00` equals `2026-03-01T12:00:00.000Z`) when
+/// `times` (from rules 5; under earlier rules such text was equal only as
+/// written, though `gte`/`lte` compared it as times). Inside arrays and
+/// objects too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Equality {
+    pub numbers: Numbers,
+    pub times: bool,
+}
+
+impl Equality {
+    /// Numbers as `numbers` says, timestamps as times when `times`.
+    pub fn new(numbers: Numbers, times: bool) -> Self {
+        Equality { numbers, times }
+    }
+
+    /// This equality with a check's own `numbers`, when it sets one.
+    pub fn with_numbers(self, numbers: Option<Numbers>) -> Self {
+        Equality {
+            numbers: numbers.unwrap_or(self.numbers),
+            ..self
+        }
+    }
+
+    /// Whether two values are the same under this comparison. Under
+    /// `Numbers::Strict` an integer is not a float of the same value.
     pub fn same(self, a: &Value, b: &Value) -> bool {
-        match self {
-            Numbers::ByValue => canon::same(a, b),
-            Numbers::Strict => strictly_same(a, b),
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                (self.numbers == Numbers::ByValue || x.is_f64() == y.is_f64()) && canon::same(a, b)
+            }
+            (Value::String(x), Value::String(y)) if self.times => x == y || same_time(x, y),
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(x, y)| self.same(x, y))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len()
+                    && x.iter()
+                        .all(|(k, v)| y.get(k).is_some_and(|w| self.same(v, w)))
+            }
+            _ => a == b,
         }
     }
 }
 
-/// Equal values of equal JSON types: `2` (an integer) is not `2.0` (a float).
-fn strictly_same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.is_f64() == y.is_f64() && canon::same(a, b),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| strictly_same(x, y))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| strictly_same(v, w)))
-        }
-        _ => a == b,
-    }
+/// Whether two texts are timestamps of the same time.
+fn same_time(x: &str, y: &str) -> bool {
+    use crate::time::parse_rfc3339;
+    parse_rfc3339(x).is_some_and(|a| parse_rfc3339(y) == Some(a))
 }
 
 /// The JSON type of a value as a diff names it (`integer` and `float`
@@ -127,20 +154,9 @@ impl Op {
         Op::ALL.iter().find(|(n, _)| *n == name).map(|(_, op)| *op)
     }
 
-    /// Whether `field <op> value` holds, numbers compared by value.
-    pub fn holds(self, field: &Value, value: &Value, ignore_case: bool) -> bool {
-        self.holds_with(field, value, ignore_case, Numbers::ByValue)
-    }
-
     /// Whether `field <op> value` holds, equality (`eq`, `ne`, an array's
-    /// `contains`) under `numbers`.
-    pub fn holds_with(
-        self,
-        field: &Value,
-        value: &Value,
-        ignore_case: bool,
-        numbers: Numbers,
-    ) -> bool {
+    /// `contains`) under `eq`.
+    pub fn holds_with(self, field: &Value, value: &Value, ignore_case: bool, eq: Equality) -> bool {
         // Lowercased copies only when asked: a query runs this per row.
         let folded;
         let (field, value) = if ignore_case {
@@ -150,8 +166,8 @@ impl Op {
             (field, value)
         };
         match self {
-            Op::Eq => numbers.same(field, value),
-            Op::Ne => !numbers.same(field, value),
+            Op::Eq => eq.same(field, value),
+            Op::Ne => !eq.same(field, value),
             Op::Gt => compare(field, value) == Some(Ordering::Greater),
             Op::Gte => matches!(
                 compare(field, value),
@@ -162,7 +178,7 @@ impl Op {
                 compare(field, value),
                 Some(Ordering::Less | Ordering::Equal)
             ),
-            Op::Contains => contains(field, value, numbers),
+            Op::Contains => contains(field, value, eq),
             Op::Word => match (field, value) {
                 (Value::String(text), Value::String(w)) => has_words(text, w),
                 _ => false,
@@ -227,10 +243,10 @@ pub fn lowercase(value: &Value) -> Value {
 
 /// Text contains text, an array contains an element (by value), an object
 /// contains a key.
-pub fn contains(haystack: &Value, needle: &Value, numbers: Numbers) -> bool {
+pub fn contains(haystack: &Value, needle: &Value, eq: Equality) -> bool {
     match (haystack, needle) {
         (Value::String(h), Value::String(n)) => h.contains(n.as_str()),
-        (Value::Array(items), n) => items.iter().any(|i| numbers.same(i, n)),
+        (Value::Array(items), n) => items.iter().any(|i| eq.same(i, n)),
         (Value::Object(m), Value::String(k)) => m.contains_key(k),
         _ => false,
     }
@@ -310,37 +326,69 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// `field <op> value` with numbers by value and timestamps as times.
+    fn holds(op: Op, field: &Value, value: &Value, ignore_case: bool) -> bool {
+        op.holds_with(
+            field,
+            value,
+            ignore_case,
+            Equality::new(Numbers::ByValue, true),
+        )
+    }
+
     #[test]
     fn operators_compare_numbers_by_value_and_text_optionally_without_case() {
-        assert!(Op::Eq.holds(&json!(1100), &json!(1100.0), false));
-        assert!(!Op::Ne.holds(&json!(1100), &json!(1100.0), false));
-        assert!(Op::Gt.holds(&json!(3), &json!(2.5), false));
-        assert!(Op::Lte.holds(
+        assert!(holds(Op::Eq, &json!(1100), &json!(1100.0), false));
+        assert!(!holds(Op::Ne, &json!(1100), &json!(1100.0), false));
+        assert!(holds(Op::Gt, &json!(3), &json!(2.5), false));
+        assert!(holds(
+            Op::Lte,
             &json!("2026-01-01T00:00:00Z"),
             &json!("2026-01-01T00:00:00.000Z"),
             false
         ));
-        assert!(!Op::Eq.holds(&json!("DE89ab"), &json!("de89AB"), false));
-        assert!(Op::Eq.holds(&json!("DE89ab"), &json!("de89AB"), true));
-        assert!(Op::Contains.holds(&json!("Refund for Anna"), &json!("anna"), true));
-        assert!(Op::Contains.holds(&json!([1, 2.0]), &json!(2), false));
-        assert!(!Op::Gt.holds(&json!("3"), &json!(2), false));
-        assert!(Op::Word.holds(&json!("Pizza party, April!"), &json!("pizza"), true));
-        assert!(Op::Word.holds(&json!("New York pizza"), &json!("York pizza"), false));
-        assert!(!Op::Word.holds(&json!("pizzas for all"), &json!("pizza"), false));
-        assert!(!Op::Word.holds(&json!("Pizza"), &json!("pizza"), false));
+        assert!(!holds(Op::Eq, &json!("DE89ab"), &json!("de89AB"), false));
+        assert!(holds(Op::Eq, &json!("DE89ab"), &json!("de89AB"), true));
+        assert!(holds(
+            Op::Contains,
+            &json!("Refund for Anna"),
+            &json!("anna"),
+            true
+        ));
+        assert!(holds(Op::Contains, &json!([1, 2.0]), &json!(2), false));
+        assert!(!holds(Op::Gt, &json!("3"), &json!(2), false));
+        assert!(holds(
+            Op::Word,
+            &json!("Pizza party, April!"),
+            &json!("pizza"),
+            true
+        ));
+        assert!(holds(
+            Op::Word,
+            &json!("New York pizza"),
+            &json!("York pizza"),
+            false
+        ));
+        assert!(!holds(
+            Op::Word,
+            &json!("pizzas for all"),
+            &json!("pizza"),
+            false
+        ));
+        assert!(!holds(Op::Word, &json!("Pizza"), &json!("pizza"), false));
         assert_eq!(Op::named("gte"), Some(Op::Gte));
         assert_eq!(Op::named("like"), None);
     }
 
     #[test]
     fn strict_numbers_tell_an_integer_from_a_float_of_the_same_value() {
-        let strict = Numbers::Strict;
+        let strict = Equality::new(Numbers::Strict, false);
         assert!(!strict.same(&json!(2), &json!(2.0)));
         assert!(strict.same(&json!(2.0), &json!(2.0)));
         assert!(strict.same(&json!({"a": [1, 2.5]}), &json!({"a": [1, 2.5]})));
         assert!(!strict.same(&json!({"a": [1, 2]}), &json!({"a": [1, 2.0]})));
-        assert!(Numbers::ByValue.same(&json!({"a": [2]}), &json!({"a": [2.0]})));
+        let by_value = Equality::new(Numbers::ByValue, false);
+        assert!(by_value.same(&json!({"a": [2]}), &json!({"a": [2.0]})));
         assert!(!Op::Eq.holds_with(&json!(2), &json!(2.0), false, strict));
         assert!(!Op::Contains.holds_with(&json!([2]), &json!(2.0), false, strict));
         assert_eq!(type_name(&json!(2.0)), "float");
@@ -362,6 +410,27 @@ mod tests {
             compare(&json!("apple"), &json!("banana")),
             Some(Ordering::Less)
         );
+    }
+
+    #[test]
+    fn timestamps_are_equal_as_times_under_rules_5_and_as_text_before() {
+        let (a, b) = (
+            json!("2026-03-01T12:00:00Z"),
+            json!("2026-03-01T14:00:00+02:00"),
+        );
+        let ms = json!("2026-03-01T12:00:00.000Z");
+        for numbers in [Numbers::ByValue, Numbers::Strict] {
+            let times = Equality::new(numbers, true);
+            assert!(times.same(&a, &b) && times.same(&a, &ms) && times.same(&b, &ms));
+            assert!(times.same(&json!({"at": [a.clone()]}), &json!({"at": [b.clone()]})));
+            assert!(!times.same(&a, &json!("2026-03-01T12:00:01Z")));
+            assert!(!times.same(&json!("apple"), &json!("Apple")));
+            assert!(!Op::Ne.holds_with(&a, &b, false, times));
+            assert!(Op::Contains.holds_with(&json!([a.clone()]), &ms, false, times));
+            let text = Equality::new(numbers, false);
+            assert!(!text.same(&a, &b) && !text.same(&a, &ms));
+            assert!(text.same(&a, &a));
+        }
     }
 
     #[test]

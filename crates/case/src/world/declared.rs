@@ -3,7 +3,7 @@
 
 use super::schema;
 use super::state::State;
-use super::tools::{Filter, Limit, Op, Query, RowOp, Tool, Validate};
+use super::tools::{Filter, Op, Query, RowOp, Tool, Validate};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -84,11 +84,8 @@ impl ToolToml {
                     Some(f) => (f.to_string(), true),
                     None => (s.clone(), false),
                 }),
-                limit: match (self.limit, &self.limit_arg) {
-                    (_, Some(a)) => Some(Limit::Arg(a.clone())),
-                    (Some(n), None) => Some(Limit::Fixed(n)),
-                    (None, None) => None,
-                },
+                limit: self.limit,
+                limit_arg: self.limit_arg.clone(),
             }),
             "insert" => Op::Insert {
                 table: need(&self.table, "table")?,
@@ -528,6 +525,8 @@ mod tests {
             now: "2026-03-01T11:45:00Z".into(),
             hide_after: Some(("at".into(), "2026-03-01T11:45:00Z".into())),
             empty: false,
+            times: true,
+            limits: true,
         };
         let (out, _) = exec(&t, &json!({}), &s, &stale).unwrap();
         assert_eq!(out["as_of"], "2026-03-01T11:45:00Z");

@@ -560,10 +560,12 @@ fn load_service(
             let bytes = folder
                 .read_bytes(&t.component, crate::bounded::COMPONENT)
                 .map_err(|e| {
-                    // Not there at all: not built yet, which is what to do.
-                    let why = match there(&t.component) {
-                        false => "not built yet: build it before a run (a Python service with `worldline build-python --service SRC.py -o` this file, a project's with its build script)".to_string(),
-                        true => e.message,
+                    // Not there at all: not built yet, which is what to do
+                    // (a path out of the folder is refused as that first).
+                    let unbuilt = check_relative(&t.component).is_ok() && !there(&t.component);
+                    let why = match unbuilt {
+                        true => "not built yet: build it before a run (a Python service with `worldline build-python --service SRC.py -o` this file, a project's with its build script)".to_string(),
+                        false => e.message,
                     };
                     InputError::at(
                         &toml_path,

@@ -74,8 +74,8 @@ pub enum Validate {
     Off,
 }
 
-/// When a call is answered: the virtual time, and for stale answers the
-/// field whose later values are hidden.
+/// When a call is answered: the virtual time, for stale answers the field
+/// whose later values are hidden, and how its filters tell values equal.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AsOf {
     /// RFC 3339 virtual time the answer is as of.
@@ -85,14 +85,26 @@ pub struct AsOf {
     pub hide_after: Option<(String, String)>,
     /// Answer with an empty result of the op's shape (`[]`, `{}`, `null`).
     pub empty: bool,
+    /// Whether an `eq`/`ne` filter (and a service's `state.query`) tells
+    /// timestamps equal by the time they name ([`compare::Equality`]):
+    /// under the run's rules from 5.
+    pub times: bool,
+    /// Whether a query's `limit` is the default of its `limit_arg` and a
+    /// limit argument that is no count is `invalid-args` ([`row_limit`]):
+    /// under the run's rules from 5.
+    pub limits: bool,
 }
 
 impl AsOf {
+    /// An answer at `now` under the current rules (a run under earlier
+    /// ones sets [`AsOf::times`] and [`AsOf::limits`] as they say).
     pub fn now(now: String) -> Self {
         AsOf {
             now,
             hide_after: None,
             empty: false,
+            times: true,
+            limits: true,
         }
     }
 
@@ -158,13 +170,11 @@ pub struct Query {
     pub filters: Vec<Filter>,
     /// The field to sort by, and whether descending (`sort = "-at"`).
     pub sort: Option<(String, bool)>,
-    pub limit: Option<Limit>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Limit {
-    Fixed(usize),
-    Arg(String),
+    /// `limit`: at most this many rows; with `limit_arg`, when the call
+    /// leaves that argument out (from rules 5).
+    pub limit: Option<usize>,
+    /// `limit_arg`: the argument that says how many rows at most.
+    pub limit_arg: Option<String>,
 }
 
 /// One query condition: `field <cmp> value`; a condition whose value is an
@@ -289,7 +299,8 @@ fn uses(template: &Value, placeholder: &str) -> usize {
     }
 }
 
-fn filter_holds(f: &Filter, row: &Value, args: &Value, now: &str) -> bool {
+fn filter_holds(f: &Filter, row: &Value, args: &Value, as_of: &AsOf) -> bool {
+    let eq = compare::Equality::new(compare::Numbers::ByValue, as_of.times);
     let field = row.get(&f.field).unwrap_or(&Value::Null);
     let conds = [
         (&f.eq, Cmp::Eq),
@@ -302,9 +313,9 @@ fn filter_holds(f: &Filter, row: &Value, args: &Value, now: &str) -> bool {
     ];
     conds.iter().all(|(template, op)| match template {
         None => true,
-        Some(t) => match render(t, args, now) {
+        Some(t) => match render(t, args, &as_of.now) {
             None => true,
-            Some(v) => op.holds(field, &v, f.ignore_case),
+            Some(v) => op.holds_with(field, &v, f.ignore_case, eq),
         },
     })
 }
@@ -411,7 +422,7 @@ fn run_op(op: &Op, args: &Value, state: &State, as_of: &AsOf) -> Option<Outcome>
     let now = as_of.now.as_str();
     Some(match op {
         Op::Get(r) => get(r, args, state, as_of),
-        Op::Query(q) => Ok((query(q, args, state, as_of), vec![])),
+        Op::Query(q) => query(q, args, state, as_of).map(|rows| (rows, vec![])),
         Op::Insert { table, row } => insert(table, row, args, state, now),
         Op::Update { row, set } => update(row, set, args, state, now),
         Op::Delete(r) => delete(r, args, state),
@@ -465,12 +476,14 @@ fn get(r: &RowOp, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
     }
 }
 
-fn query(q: &Query, args: &Value, state: &State, as_of: &AsOf) -> Value {
-    let now = as_of.now.as_str();
+fn query(q: &Query, args: &Value, state: &State, as_of: &AsOf) -> Result<Value, ToolFailure> {
+    let n = row_limit(q, args, as_of)?;
     let mut keyed: Vec<(&String, &Value)> = state.tables[&q.table]
         .in_key_order()
         .into_iter()
-        .filter(|(_, r)| !as_of.hides(r) && q.filters.iter().all(|f| filter_holds(f, r, args, now)))
+        .filter(|(_, r)| {
+            !as_of.hides(r) && q.filters.iter().all(|f| filter_holds(f, r, args, as_of))
+        })
         .collect();
     if let Some((field, desc)) = &q.sort {
         let by_key = *field == state.tables[&q.table].key;
@@ -487,16 +500,37 @@ fn query(q: &Query, args: &Value, state: &State, as_of: &AsOf) -> Value {
             if *desc { o.reverse() } else { o }
         });
     }
-    let rows: Vec<&Value> = keyed.into_iter().map(|(_, r)| r).collect();
-    let n = match &q.limit {
-        Some(Limit::Fixed(n)) => *n,
-        Some(Limit::Arg(a)) => args
-            .get(a)
-            .and_then(Value::as_u64)
-            .map_or(usize::MAX, |n| n as usize),
-        None => usize::MAX,
+    let rows = keyed.into_iter().take(n).map(|(_, r)| r.clone());
+    Ok(Value::Array(rows.collect()))
+}
+
+/// How many rows a query answers at most: its `limit_arg` argument when
+/// the call gives one, else its `limit`, else all. Under [`AsOf::limits`]
+/// (rules 5) the argument must be a whole number, 0 or more; before, the
+/// argument's name alone made `limit` ignored, and an argument that was
+/// no count (`-1`, `"3"`) answered every row.
+fn row_limit(q: &Query, args: &Value, as_of: &AsOf) -> Result<usize, ToolFailure> {
+    let given =
+        (q.limit_arg.as_ref()).and_then(|a| Some((a, args.get(a).filter(|v| !v.is_null())?)));
+    if !as_of.limits {
+        return Ok(match &q.limit_arg {
+            Some(_) => given
+                .and_then(|(_, v)| v.as_u64())
+                .map_or(usize::MAX, |n| n as usize),
+            None => q.limit.unwrap_or(usize::MAX),
+        });
+    }
+    let Some((name, v)) = given else {
+        return Ok(q.limit.unwrap_or(usize::MAX));
     };
-    Value::Array(rows.into_iter().take(n).cloned().collect())
+    let whole = |f: f64| (f >= 0.0 && f.fract() == 0.0).then_some(f as u64);
+    match v.as_u64().or_else(|| v.as_f64().and_then(whole)) {
+        Some(n) => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        None => Err(ToolFailure::new(
+            ErrorKind::InvalidArgs,
+            format!("`{name}` is how many rows at most: a whole number, 0 or more, not {v}"),
+        )),
+    }
 }
 
 fn insert(table: &str, template: &Value, args: &Value, state: &State, now: &str) -> Outcome {

@@ -20,7 +20,7 @@ use imbl::ordmap::DiffItem;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use worldline_case::world::compare::{Numbers, key_order, type_name};
+use worldline_case::world::compare::{Equality, Numbers, key_order, type_name};
 use worldline_case::world::state::{Rows, State};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -108,27 +108,31 @@ fn changes(
     path: &str,
     before: Option<&Value>,
     after: Option<&Value>,
-    numbers: Numbers,
+    eq: Equality,
     out: &mut BTreeMap<String, Value>,
 ) {
     match (before, after) {
         (Some(Value::Object(b)), Some(Value::Object(a))) => {
             let keys: std::collections::BTreeSet<&String> = b.keys().chain(a.keys()).collect();
             for k in keys {
-                changes(&step(path, k), b.get(k), a.get(k), numbers, out);
+                changes(&step(path, k), b.get(k), a.get(k), eq, out);
             }
         }
         (Some(Value::Array(b)), Some(Value::Array(a))) if !path.is_empty() => {
             for i in 0..b.len().max(a.len()) {
-                changes(&format!("{path}[{i}]"), b.get(i), a.get(i), numbers, out);
+                changes(&format!("{path}[{i}]"), b.get(i), a.get(i), eq, out);
             }
         }
-        (Some(b), Some(a)) if numbers.same(b, a) => {}
+        (Some(b), Some(a)) if eq.same(b, a) => {}
         (None, None) => {}
         (b, a) => {
             let mut change = json!({"before": b, "after": a});
             if let (Some(b), Some(a)) = (b, a)
-                && Numbers::ByValue.same(b, a)
+                && (Equality {
+                    numbers: Numbers::ByValue,
+                    ..eq
+                })
+                .same(b, a)
             {
                 change["types"] = json!(format!("{} -> {}", type_name(b), type_name(a)));
             }
@@ -137,16 +141,17 @@ fn changes(
     }
 }
 
-/// What changed from `before` to `after`, numbers compared by value.
+/// What changed from `before` to `after`, numbers compared by value and
+/// text as written.
 pub fn diff(before: &State, after: &State) -> StateDiff {
-    diff_with(before, after, Numbers::ByValue)
+    diff_with(before, after, Equality::new(Numbers::ByValue, false))
 }
 
 /// What changed from `before` to `after`, numbers compared as `numbers` says.
 /// Rows are compared through the maps' shared structure: a run's final
 /// state shares every row it did not write with the initial state, so
 /// this costs the rows that changed, not the world's size.
-pub fn diff_with(before: &State, after: &State, numbers: Numbers) -> StateDiff {
+pub fn diff_with(before: &State, after: &State, eq: Equality) -> StateDiff {
     let mut out = StateDiff::default();
     let none = Rows::new();
     for (name, table) in &after.tables {
@@ -164,9 +169,9 @@ pub fn diff_with(before: &State, after: &State, numbers: Numbers) -> StateDiff {
                     old: (k, prev),
                     new: (_, row),
                 } => {
-                    if !numbers.same(prev, row) {
+                    if !eq.same(prev, row) {
                         let mut fields = BTreeMap::new();
-                        changes("", Some(prev), Some(row), numbers, &mut fields);
+                        changes("", Some(prev), Some(row), eq, &mut fields);
                         d.changed.insert(k.clone(), fields);
                     }
                 }
@@ -267,7 +272,7 @@ mod tests {
                 "~ reservations/R-1.passengers[2]: null -> {\"name\":\"Cy\"}",
             ]
         );
-        let strict = diff_with(&before, &after, Numbers::Strict);
+        let strict = diff_with(&before, &after, Equality::new(Numbers::Strict, false));
         assert_eq!(
             strict.lines()[0],
             "~ reservations/R-1.bags: 2 -> 2.0 (integer -> float)"

@@ -38,6 +38,7 @@ use worldline_case::case::Case;
 use worldline_case::case::expect::Expect;
 use worldline_case::case::gold::{Ignore, ignore_of};
 use worldline_case::error::InputError;
+use worldline_case::world::compare::Equality;
 use worldline_case::world::state::State;
 use worldline_runtime::mediate::HostServices;
 use worldline_runtime::mediate::service::Runtime;
@@ -188,6 +189,7 @@ fn under(path: &str, field: &str) -> bool {
 /// The gold check of a run whose final state is `final_state`.
 pub(crate) fn assertion(
     expect: &Expect,
+    eq: Equality,
     gold: Option<&GoldState>,
     final_state: &State,
 ) -> Assertion {
@@ -206,10 +208,7 @@ pub(crate) fn assertion(
             );
         }
     };
-    let d = without(
-        diff::diff_with(gold, final_state, expect.numbers.unwrap_or_default()),
-        &expect.gold_ignore,
-    );
+    let d = without(diff::diff_with(gold, final_state, eq), &expect.gold_ignore);
     let passed = d.is_empty();
     let actual = if passed {
         json!("equal")
@@ -266,16 +265,32 @@ mod tests {
             .rows
             .insert("n1".into(), json!({"id": "n1"}));
         let ok = Ok(gold.clone());
-        assert!(!assertion(&expect(&[]), Some(&ok), &agent).passed);
-        assert!(assertion(&expect(&["t.at", "notes"]), Some(&ok), &agent).passed);
-        assert!(assertion(&expect(&["*.at", "notes"]), Some(&ok), &agent).passed);
+        assert!(!assertion(&expect(&[]), Equality::default(), Some(&ok), &agent).passed);
+        assert!(
+            assertion(
+                &expect(&["t.at", "notes"]),
+                Equality::default(),
+                Some(&ok),
+                &agent
+            )
+            .passed
+        );
+        assert!(
+            assertion(
+                &expect(&["*.at", "notes"]),
+                Equality::default(),
+                Some(&ok),
+                &agent
+            )
+            .passed
+        );
     }
 
     #[test]
     fn a_difference_is_shown_from_gold_to_agent() {
         let gold = Ok(state(&[("a", json!({"id": "a", "n": 1}))]));
         let agent = state(&[("a", json!({"id": "a", "n": 2})), ("b", json!({"id": "b"}))]);
-        let a = assertion(&expect(&[]), Some(&gold), &agent);
+        let a = assertion(&expect(&[]), Equality::default(), Some(&gold), &agent);
         assert!(!a.passed);
         assert_eq!(
             a.actual,
@@ -286,7 +301,7 @@ mod tests {
             message: "gold call 1 (x) failed".into(),
         });
         assert_eq!(
-            assertion(&expect(&[]), Some(&broken), &agent).actual,
+            assertion(&expect(&[]), Equality::default(), Some(&broken), &agent).actual,
             json!("gold call 1 (x) failed")
         );
     }

@@ -6,7 +6,7 @@ use super::judge::Judging;
 use super::{Evidence, Grade, final_state, grade_judged};
 use worldline_case::case::expect::Expect;
 use worldline_case::world::World;
-use worldline_log::log::{Footer, HeldBundle};
+use worldline_log::log::{Footer, HeldBundle, rules};
 
 /// `bundle` (whose `footer` is given) graded against `expect` on `world`,
 /// with warnings when the world changed since the run or the rebuilt state
@@ -59,6 +59,9 @@ pub(crate) fn regrade(
             initial: &world.initial,
             final_state: &final_state,
             gold,
+            // Graded as it ran; a header a later worldline wrote is
+            // graded under the rules known here.
+            rules: rules::of_header(bundle.header.rules).unwrap_or(rules::CURRENT),
         },
         judging,
     );

@@ -13,7 +13,7 @@ use super::{Assertion, Evidence, calls_check, check, state_checks::state_check};
 use serde::Serialize;
 use serde_json::json;
 use worldline_case::case::expect::TurnCheck;
-use worldline_case::world::compare::Numbers;
+use worldline_case::world::compare::Equality;
 use worldline_case::world::state::State;
 use worldline_log::log::{Call, Event};
 
@@ -76,14 +76,14 @@ impl<'a> States<'a> {
     }
 
     /// The world's change turn by turn.
-    pub(crate) fn diffs(&self, numbers: Numbers) -> Vec<TurnDiff> {
+    pub(crate) fn diffs(&self, eq: Equality) -> Vec<TurnDiff> {
         let mut before = self.initial;
         let mut out = Vec::new();
         for (n, (end, state)) in (1..).zip(&self.turns) {
             out.push(TurnDiff {
                 turn: n,
                 ended_at: self.events.get(*end).map(|e| e.seq),
-                diff: diff::diff_with(before, state, numbers),
+                diff: diff::diff_with(before, state, eq),
             });
             before = state;
         }
@@ -97,7 +97,7 @@ pub(crate) fn checks(
     t: &TurnCheck,
     ev: &Evidence,
     states: &States,
-    numbers: Numbers,
+    eq: Equality,
 ) -> Vec<(Assertion, Option<f64>)> {
     let name = |what: &str| format!("turn {}: {what}", t.turn);
     let reached = usize::try_from(t.turn)
@@ -134,12 +134,12 @@ pub(crate) fn checks(
     let upto = &ev.events[from.min(*end)..(*end + 1).min(ev.events.len())];
     let mut out = Vec::new();
     for c in &t.state {
-        let mut a = state_check(c, state, numbers);
+        let mut a = state_check(c, state, eq);
         a.what = name(&a.what);
         out.push((a, c.weight));
     }
     for c in &t.calls {
-        let mut a = calls_check(c, upto, numbers);
+        let mut a = calls_check(c, upto, eq);
         a.what = name(&a.what);
         out.push((a, c.weight));
     }
@@ -171,7 +171,7 @@ mod tests {
     use serde_json::Value;
     use worldline_case::case::expect::Expect;
     use worldline_case::world::state::{Table, Write};
-    use worldline_log::log::{Effect, Kind, Status};
+    use worldline_log::log::{Effect, Kind, Status, rules};
 
     fn event(seq: u64, kind: Kind, request: Value, response: Value) -> Event {
         Event {
@@ -233,6 +233,7 @@ mod tests {
             initial: &initial,
             final_state: &final_state,
             gold: None,
+            rules: rules::CURRENT,
         };
         let g = super::super::grade(&expect, &ev);
         g.assertions
@@ -335,13 +336,14 @@ said = [{ contains = "one done", absent = true }]
             initial: &initial,
             final_state: &final_state,
             gold: None,
+            rules: rules::CURRENT,
         };
         let expect: Expect = toml::from_str(TURNS).unwrap();
-        let diffs = States::of(&ev, &expect.turn).diffs(Numbers::ByValue);
+        let diffs = States::of(&ev, &expect.turn).diffs(Equality::default());
         assert_eq!(diffs.len(), 1);
         assert_eq!(diffs[0].ended_at, Some(1));
         assert_eq!(diffs[0].diff.lines(), ["+ t/a {\"id\":\"a\",\"n\":1}"]);
         // No turn checks: no turn diffs (old grades print as before).
-        assert!(States::of(&ev, &[]).diffs(Numbers::ByValue).is_empty());
+        assert!(States::of(&ev, &[]).diffs(Equality::default()).is_empty());
     }
 }

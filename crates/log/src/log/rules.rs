@@ -98,6 +98,31 @@ pub const HTTP_LATENCY_IS_READY_TIME: u32 = 5;
 /// and every later call got the reply meant for the one before it.
 pub const FORK_ANSWER_TAKES_THE_MODEL_S_TURN: u32 = 5;
 
+/// From 5: text that reads as an RFC 3339 timestamp is equal to another
+/// that names the same time (`2026-03-01T14:00:00+02:00`,
+/// `2026-03-01T12:00:00.000Z` and `2026-03-01T12:00:00Z`), as `gte` and
+/// `lte` already compared them: in a query tool's `eq`/`ne` filters, a
+/// service's `state.query`, and the grade's `equals`, `where`,
+/// `contains` of a list, `unchanged`, `calls` `args`/`result`, the gold
+/// comparison and the state diff (`world/compare.rs`, `Equality`). Under 4
+/// such text was equal only as written: a filter found no row, a check
+/// failed.
+pub const TIMESTAMPS_EQUAL_AS_TIMES: u32 = 5;
+
+/// From 5: a query tool with both `limit` and `limit_arg` answers at most
+/// `limit` rows when the call leaves the argument out, and a limit
+/// argument that is no whole number 0 or more (`-1`, `2.5`, `"3"`) is
+/// `invalid-args`. Under 4 `limit_arg` made `limit` ignored (every row
+/// when the argument was absent) and such an argument answered every row.
+pub const QUERY_LIMIT_DEFAULT_AND_CHECKED: u32 = 5;
+
+/// From 5: a call whose time (its tick, its latency) takes the run's
+/// virtual clock past its end (`u64::MAX` ns, ~584 years after the case's
+/// clock) ends the run `trapped` after its event (recorded at the end,
+/// where the clock stood still), saying so, as the step limit does; under
+/// 4 the run went on, every later event at the same time.
+pub const VIRTUAL_CLOCK_ENDS_THE_RUN: u32 = 5;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

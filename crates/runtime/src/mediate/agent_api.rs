@@ -209,6 +209,7 @@ fn injected(
                 now: cutoff.clone(),
                 hide_after: st.field.clone().map(|f| (f, cutoff.clone())),
                 empty: false,
+                ..now
             };
             (
                 plain(s, tool, args, &as_of),
@@ -298,7 +299,7 @@ fn serve_tool_unfilled(
             format!("`{name}` is not permitted in this case"),
         );
     }
-    let now = AsOf::now(s.now_text());
+    let now = s.as_of_now();
     let (rule, fault) = s.world.draw(name, args);
     match (rule, fault) {
         (Some((rule, action)), _) => {
@@ -426,7 +427,7 @@ impl RunState {
                     format!("no user tool `{name}` in {}", world.reference()),
                 );
             };
-            let now = AsOf::now(s.now_text());
+            let now = s.as_of_now();
             let fault = s
                 .world
                 .faults

@@ -12,6 +12,9 @@ pub(crate) struct VirtualClock {
     tick_ns: u64,
     /// All the latency calls have moved the clock by (see [`Self::wait`]).
     waited_ns: u64,
+    /// Time was asked to move past the clock's end (`u64::MAX` ns, ~584
+    /// years after the start), where it stood still.
+    ran_out: bool,
 }
 
 impl VirtualClock {
@@ -22,6 +25,7 @@ impl VirtualClock {
             mono_ns: 0,
             tick_ns,
             waited_ns: 0,
+            ran_out: false,
         }
     }
 
@@ -46,7 +50,20 @@ impl VirtualClock {
     }
 
     pub(crate) fn advance(&mut self, ns: u64) {
-        self.mono_ns = self.mono_ns.saturating_add(ns);
+        let (mono_ns, past_the_end) = self.mono_ns.overflowing_add(ns);
+        self.ran_out |= past_the_end;
+        self.mono_ns = if past_the_end { u64::MAX } else { mono_ns };
+    }
+
+    /// Whether time was asked to move past the clock's end, where it
+    /// stopped: the latest wall time it holds, [`Self::end_ns`].
+    pub(crate) fn ran_out(&self) -> bool {
+        self.ran_out
+    }
+
+    /// The wall time at the clock's end.
+    pub(crate) fn end_ns(&self) -> i128 {
+        self.start_wall_ns + i128::from(u64::MAX)
     }
 
     /// A call's modelled latency, counted in [`Self::waited_ns`].

@@ -32,7 +32,7 @@ use worldline_case::case::inject::{Action, Inject};
 use worldline_case::path::JsonPath;
 use worldline_case::world::World;
 use worldline_case::world::state::{State, Write};
-use worldline_log::log::{CallKind, Edit, Effect, Event, Extends, Held, Recorder, size};
+use worldline_log::log::{CallKind, Edit, Effect, Event, Extends, Held, Recorder, rules, size};
 
 /// How the host stopped the guest (not an injected tool fault); it
 /// travels as the trap's error.
@@ -48,6 +48,12 @@ pub enum Stop {
         worldline_case::bounded::size(worldline_log::log::size::MAX_RECORDED)
     )]
     RecordLimit { seq: u64, call: String, bytes: u64 },
+    /// The call whose time took the run's virtual clock past its end, and
+    /// the end's wall time (rules 5, `rules::VIRTUAL_CLOCK_ENDS_THE_RUN`).
+    #[error(
+        "clock limit: event {seq} (`{call}`) took the run's virtual time past {end}, ~584 years after its start and the latest its clock holds; the event is recorded at that time, and the run ended after it"
+    )]
+    ClockLimit { seq: u64, call: String, end: String },
     #[error(
         "step limit: the run took its {max} steps ([limits] max_steps = {max}, steps = \"{steps}\"); the next one ended it"
     )]
@@ -676,6 +682,15 @@ impl Mediator {
             && let Some(chat) = self.recorder.kept(seq)
         {
             f.events.adopt(seq, chat);
+        }
+        // Recorded at the clock's end, where it stood still, the event the
+        // run ends after: a replay follows it there and ends as the run did.
+        if self.services.clock.ran_out() && self.rules() >= rules::VIRTUAL_CLOCK_ENDS_THE_RUN {
+            return Err(Stop::ClockLimit {
+                seq,
+                call: call.to_string(),
+                end: worldline_case::time::rfc3339(self.services.clock.end_ns()),
+            });
         }
         let recorded = self.recorder.get(seq).expect("just recorded");
         self.budget.count(call, &recorded.response)?;

@@ -95,6 +95,16 @@ impl HostServices {
         time::rfc3339(self.clock.wall_ns())
     }
 
+    /// A tool's answer now, under the run's rules.
+    pub(in crate::mediate) fn as_of_now(&self) -> AsOf {
+        use worldline_log::log::rules;
+        AsOf {
+            times: self.rules >= rules::TIMESTAMPS_EQUAL_AS_TIMES,
+            limits: self.rules >= rules::QUERY_LIMIT_DEFAULT_AND_CHECKED,
+            ..AsOf::now(self.now_text())
+        }
+    }
+
     /// The world the run is in.
     pub fn world(&self) -> &Arc<World> {
         &self.world.world
@@ -153,7 +163,7 @@ impl HostServices {
     /// writes applied to the state.
     pub fn call_unrecorded(&mut self, tool: &Tool, args: &Value) -> Result<(), ToolFailure> {
         self.clock.tick();
-        let as_of = AsOf::now(self.now_text());
+        let as_of = self.as_of_now();
         let (_, writes) = run_tool(self, tool, args, &as_of).result?;
         writes.iter().for_each(|w| self.world.state.apply(w));
         Ok(())

@@ -13,6 +13,7 @@ use types::ToolError;
 use worldline_case::canon;
 use worldline_case::error_kind::ErrorKind;
 use worldline_case::wide_integer;
+use worldline_case::world::compare::{Equality, Numbers};
 use worldline_case::world::state::{FileData, State, Write};
 use worldline_case::world::tools::AsOf;
 
@@ -271,6 +272,7 @@ impl state::Host for ServiceData {
             Ok(filter) => filter,
             Err(e) => return Ok(Err(e)),
         };
+        let eq = Equality::new(Numbers::ByValue, f.as_of.times);
         let rows = match f.table(&table) {
             Ok(t) => t
                 .in_key_order()
@@ -280,7 +282,7 @@ impl state::Host for ServiceData {
                     !f.as_of.hides(r)
                         && filter
                             .iter()
-                            .all(|(k, v)| r.get(k).is_some_and(|have| canon::same(have, v)))
+                            .all(|(k, v)| r.get(k).is_some_and(|have| eq.same(have, v)))
                 })
                 .map(canon::to_string)
                 .collect::<Vec<_>>(),
