@@ -429,7 +429,7 @@ fn streams_iterate_and_fetch_heeds_its_signal_as_in_node() {
 #[test]
 #[cfg_attr(
     not(worldline_tests_run),
-    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+    ignore = "needs Node.js and the pinned npm packages, the pinned Python environments: run tests/run, which installs it"
 )]
 fn a_slow_model_is_aborted_by_a_sooner_signal_and_gathered_requests_wait_together() {
     let run = run_json(shared_store(), &case("js-latency-abort"), &probe());

@@ -237,6 +237,10 @@ fn a_replay_whose_process_now_exits_badly_names_the_status_and_why() {
 /// that asked for it, as the trajectories export shows it (ATIF had the
 /// call without a result).
 #[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs the pinned Python environments: run tests/run, which installs it"
+)]
 fn atif_shows_the_result_of_a_tool_the_agent_ran_itself() {
     let dir = temp_dir();
     let store = dir.path().join("store");
