@@ -21,6 +21,8 @@ pub struct ReplayArgs {
     /// Run id (or a unique prefix) in the store, or a bundle path.
     pub run: String,
     #[command(flatten)]
+    pub redact: super::redact_opts::RedactArgs,
+    #[command(flatten)]
     pub common: Common,
 }
 
@@ -39,6 +41,8 @@ pub struct VerifyArgs {
     /// Runs replayed at once (default: the number of cores).
     #[arg(long, value_parser = super::jobs_arg)]
     pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub redact: super::redact_opts::RedactArgs,
     #[command(flatten)]
     pub common: Common,
     /// Be a worker of the `verify` this command line starts, replaying
@@ -66,6 +70,32 @@ fn report_redacted_copy(
     Ok(())
 }
 
+/// A replay's report as the store's redaction policy shows values: the
+/// divergence's recorded and replayed values, and the lines of where they
+/// differ (they were printed whole, a redacted `history` beside them).
+fn redacted(r: &mut replay::ReplayReport, redactor: &mut worldline_log::redact::Redactor) {
+    if let Some(d) = r.divergence.as_mut() {
+        for v in [&mut d.expected, &mut d.actual] {
+            match d.field.as_deref() {
+                Some(root @ ("request" | "response" | "writes" | "output")) => {
+                    redactor.value(root, v)
+                }
+                _ => {
+                    for root in ["request", "response", "writes"] {
+                        if let Some(x) = v.get_mut(root) {
+                            redactor.value(root, x);
+                        }
+                    }
+                    redactor.value("output", v);
+                }
+            }
+        }
+    }
+    for line in &mut r.diff {
+        *line = redactor.text(line);
+    }
+}
+
 pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     let store = super::store_of_run(&args.common.store, &args.run)?;
     store.require_raw("`replay` (re-executing a run)")?;
@@ -84,7 +114,11 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
         Sandbox::new(Some(store.compile_cache_dir()))?.on_compile(super::compile_notice());
     let rec = replay::open_held(&store, &args.run)?;
     store.audit_reexecution(&[&rec.id], "replay")?;
-    let r = ops::replay::replay(&sandbox, &store, rec)?;
+    let id = rec.id.clone();
+    let mut r = ops::replay::replay(&sandbox, &store, rec)?;
+    if let Some(mut redactor) = args.redact.redactor(&store, "replay", &[&id])? {
+        redacted(&mut r, &mut redactor);
+    }
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
@@ -165,11 +199,23 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         drawn.as_ref(),
         args.sample.unwrap_or(0),
     )?;
-    let report = std::sync::Mutex::new(report);
+    let redactor = match args.verify_worker {
+        Some(_) => None,
+        None => args.redact.redactor(&store, "verify", &[])?,
+    };
+    let report = std::sync::Mutex::new((report, redactor));
     let checked = ops::replay::verify(&sandbox, &store, (runs, drawn), jobs, workers, |r| {
-        report.lock().expect("report lock").replayed(r)
+        let (report, redactor) = &mut *report.lock().expect("report lock");
+        match redactor {
+            Some(redactor) if r.divergence.is_some() => {
+                let mut r = r.clone();
+                redacted(&mut r, redactor);
+                report.replayed(&r)
+            }
+            _ => report.replayed(r),
+        }
     });
-    let report = report.into_inner().expect("report lock");
+    let (report, _) = report.into_inner().expect("report lock");
     let v = match checked {
         Ok(v) => v,
         Err(err) if args.common.json && report.started() => {
