@@ -70,27 +70,28 @@ fn report_redacted_copy(
     Ok(())
 }
 
-/// A replay's report as the store's redaction policy shows values: the
-/// divergence's recorded and replayed values, and the lines of where they
-/// differ (they were printed whole, a redacted `history` beside them).
-fn redacted(r: &mut replay::ReplayReport, redactor: &mut worldline_log::redact::Redactor) {
-    if let Some(d) = r.divergence.as_mut() {
-        for v in [&mut d.expected, &mut d.actual] {
-            match d.field.as_deref() {
-                Some(root @ ("request" | "response" | "writes" | "output")) => {
-                    redactor.value(root, v)
-                }
-                _ => {
-                    for root in ["request", "response", "writes"] {
-                        if let Some(x) = v.get_mut(root) {
-                            redactor.value(root, x);
-                        }
-                    }
-                    redactor.value("output", v);
-                }
-            }
-        }
+/// A replay's report as the store's redaction policy shows values, as
+/// the UI's replay page shows it: the divergence's recorded and replayed
+/// values (after what the run's events before it hid) and the lines of
+/// where they differ. They were printed whole, a redacted `history`
+/// beside them.
+fn redacted(
+    store: &StoreDir,
+    r: &mut replay::ReplayReport,
+    redactor: &mut worldline_log::redact::Redactor,
+) {
+    let Some(d) = r.divergence.as_mut() else {
+        return;
+    };
+    // A bundle named by a path outside the store is not found by its id:
+    // its own values are hidden all the same.
+    if let Ok(mut rec) = replay::open_held(store, &r.run)
+        && let Some(held) = rec.held.as_mut()
+    {
+        redactor.before(&rec.bundle.header, held, d.index.saturating_add(1));
     }
+    redactor.divergence(d.field.as_deref(), &mut d.expected);
+    redactor.divergence(d.field.as_deref(), &mut d.actual);
     for line in &mut r.diff {
         *line = redactor.text(line);
     }
@@ -117,7 +118,7 @@ pub fn exec_replay(args: ReplayArgs) -> Result<ExitCode> {
     let id = rec.id.clone();
     let mut r = ops::replay::replay(&sandbox, &store, rec)?;
     if let Some(mut redactor) = args.redact.redactor(&store, "replay", &[&id])? {
-        redacted(&mut r, &mut redactor);
+        redacted(&store, &mut r, &mut redactor);
     }
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -209,7 +210,7 @@ pub fn exec_verify(args: VerifyArgs) -> Result<ExitCode> {
         match redactor {
             Some(redactor) if r.divergence.is_some() => {
                 let mut r = r.clone();
-                redacted(&mut r, redactor);
+                redacted(&store, &mut r, redactor);
                 report.replayed(&r)
             }
             _ => report.replayed(r),
