@@ -825,31 +825,9 @@ fn a_value_an_event_hides_is_hidden_in_the_state_after_it() {
 /// output against a forged one named the customers' addresses whole.
 #[test]
 fn a_divergence_is_shown_redacted() {
-    let dir = temp_dir();
-    let root = dir.path().to_path_buf();
-    write_world(
-        &root,
-        "crm",
-        CRM_WORLD,
-        &[("data/customers.jsonl", CUSTOMERS)],
-    );
-    let case = write_case(&root, "crm", CASE);
-    let store = root.join("store");
-    let out = worldline(
-        &store,
-        [
-            "run",
-            s(&case),
-            "--agent",
-            s(&guest("caller-agent")),
-            "--worlds",
-            s(&root.join("worlds")),
-            "--json",
-        ],
-    );
-    out.expect_code(0);
-    std::fs::write(store.join("redact.toml"), POLICY).unwrap();
-    let bundle = PathBuf::from(out.json()["bundle"].as_str().unwrap());
+    let st = setup();
+    let (root, store) = (&st.root, &st.store);
+    let bundle = common::bundle_in(store, &st.run);
     // The recorded output forged: the replay's own, which holds the
     // customers' answers, is shown against it.
     let forged = root.join("forged.jsonl");
@@ -857,13 +835,13 @@ fn a_divergence_is_shown_redacted() {
     let text = common::resealed(&text, |_| {}, |f| f.output = Some("\"forged\"".into()));
     std::fs::write(&forged, text).unwrap();
     for cmd in ["replay", "verify"] {
-        let seen = worldline(&store, [cmd, s(&forged)]);
+        let seen = worldline(store, [cmd, s(&forged)]);
         seen.expect_code(1);
         assert!(
             !seen.stdout.contains("ana.lopez@example.com") && seen.stdout.contains("<email:"),
             "{seen}"
         );
-        let whole = worldline(&store, [cmd, s(&forged), "--unredacted"]);
+        let whole = worldline(store, [cmd, s(&forged), "--unredacted"]);
         assert!(whole.stdout.contains("ana.lopez@example.com"), "{whole}");
     }
 }
