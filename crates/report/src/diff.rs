@@ -2,7 +2,7 @@
 //! differ, each side's event in one line, how their final states differ,
 //! and their outputs when those differ) or as the `diff --json` document.
 
-use super::timeline::{Cut, summary_cut, writes_cut};
+use super::timeline::{Cut, short_call, summary_cut, writes_cut};
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use worldline_engine::grade::diff::StateDiff;
@@ -65,8 +65,7 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
             // read was its answer alone).
             let line = |e: Option<&Event>| {
                 e.map_or("(none)".into(), |e| {
-                    let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
-                    format!("{call}  {}", summary_cut(e, cut))
+                    format!("{}  {}", short_call(&e.call), summary_cut(e, cut))
                 })
             };
             writeln!(out, "first difference at event {i}:")?;

@@ -3,7 +3,7 @@
 //! `history --json` document; the streams the run kept (`--stdout`,
 //! `--stderr`); one event in full and the world after it (`show --at N`).
 
-use super::timeline::{Cut, summary_cut};
+use super::timeline::{Cut, short_call, summary_cut};
 use serde_json::{Value, json};
 use std::io::{self, Write};
 use std::path::Path;
@@ -137,11 +137,7 @@ fn origin_line(o: &Origin) -> String {
 fn in_flight(i: &Intent) -> String {
     match &i.tool {
         Some(tool) => format!("tool `{tool}`"),
-        None => i
-            .call
-            .rsplit_once('/')
-            .map_or(&*i.call, |(_, c)| c)
-            .to_string(),
+        None => short_call(&i.call).to_string(),
     }
 }
 
@@ -258,7 +254,7 @@ fn write_events(out: &mut impl Write, b: &HeldBundle, page: &Page, cut: Cut) -> 
         .filter(|p| p.resumed)
         .map(|p| p.event);
     for e in &page.events {
-        let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
+        let call = short_call(&e.call);
         let mark = match e.mark() {
             Some(m) => {
                 let by = if matches!(m.by, By::Fuzz(_)) {

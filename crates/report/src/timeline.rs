@@ -81,7 +81,12 @@ pub fn summary(e: &Event) -> String {
     summary_cut(e, Cut::Standard)
 }
 
-/// One line of what an event asked and got, its values cut to `how`.
+/// A call's name as a timeline shows it: the function without its
+/// interface (`tools.call`, `monotonic-clock.now`).
+pub fn short_call(call: &str) -> &str {
+    call.rsplit_once('/').map_or(call, |(_, c)| c)
+}
+
 /// What an event wrote, as one line cut as `how` says (`[]` for none).
 pub fn writes_cut(e: &Event, how: Cut) -> String {
     cut(
@@ -90,6 +95,7 @@ pub fn writes_cut(e: &Event, how: Cut) -> String {
     )
 }
 
+/// One line of what an event asked and got, its values cut to `how`.
 pub fn summary_cut(e: &Event, how: Cut) -> String {
     let short = |v: &Value, max: usize| cut(v, how.limit(max));
     let failed = |err: &CallError| format!("{}: {}", err.kind, short(err.message(), 50));

@@ -112,7 +112,7 @@ fn model_what(
 }
 
 fn row(id: &str, events: &[Event], e: &Event, fork_points: &[u64]) -> Markup {
-    let call = e.call.rsplit_once('/').map_or(e.call.as_str(), |(_, c)| c);
+    let call = worldline_report::timeline::short_call(&e.call);
     let href = format!("/run/{}/event/{}", url(id), e.seq);
     html! {
         tr id={ "e" (e.seq) } class=[is_noise(e).then_some("noise")] data-href=(href) {
