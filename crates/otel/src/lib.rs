@@ -208,7 +208,11 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
         }
         let call_id = match e.typed() {
             Call::ModelComplete { request, response } => {
-                for (a, result) in ran_itself(&mut asked, request.messages()) {
+                for (a, message) in asked::answered_in(&mut asked, request.messages()) {
+                    let result = match &message["content"] {
+                        Value::String(t) => t.clone(),
+                        other => canon::to_string(other),
+                    };
                     let mut attrs = vec![
                         text("gen_ai.operation.name", "execute_tool"),
                         text("gen_ai.tool.name", a.name.clone()),
@@ -278,31 +282,6 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
         });
     }
     out
-}
-
-/// The calls of `pending` (asked by the last model answer, answered by
-/// no tool call of the world) that a model request's `messages` answer
-/// with a tool message: the function tools the agent ran itself, each
-/// with its result's text, taken out of `pending`. They had no span: a
-/// trace showed the model asking and answering, nothing run between.
-fn ran_itself(
-    pending: &mut Vec<asked::Asked>,
-    messages: Option<&Vec<Value>>,
-) -> Vec<(asked::Asked, String)> {
-    let mut ran = Vec::new();
-    for m in (messages.into_iter().flatten()).filter(|m| m["role"] == "tool") {
-        let Some(i) =
-            (m["tool_call_id"].as_str()).and_then(|id| pending.iter().position(|a| a.id == id))
-        else {
-            continue;
-        };
-        let result = match &m["content"] {
-            Value::String(t) => t.clone(),
-            other => canon::to_string(other),
-        };
-        ran.push((pending.remove(i), result));
-    }
-    ran
 }
 
 /// A tool or model call's span: its name, GenAI attributes and error.

@@ -307,21 +307,11 @@ impl Steps {
     /// had them; the step's observation did not.
     fn ran_itself(&mut self, e: &Event, messages: Option<&Vec<Value>>) {
         let Some(at) = self.asking else { return };
-        for m in messages
-            .into_iter()
-            .flatten()
-            .filter(|m| m["role"] == "tool")
-        {
-            let Some(i) = (m["tool_call_id"].as_str())
-                .and_then(|id| self.pending.iter().position(|a| a.id == id))
-            else {
-                continue;
-            };
-            let asked = self.pending.remove(i);
+        for (call, m) in asked::answered_in(&mut self.pending, messages) {
             self.observe(
                 at,
                 json!({
-                    "source_call_id": asked.id,
+                    "source_call_id": call.id,
                     "content": text_of(&m["content"]),
                     "extra": {"seq": e.seq, "run_by": "the agent (read from the next model request)"},
                 }),

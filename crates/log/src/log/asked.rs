@@ -44,6 +44,27 @@ pub fn take(pending: &mut Vec<Asked>, name: &str, args: &Value) -> Option<Asked>
     Some(pending.remove(i))
 }
 
+/// The calls of `pending` that a model request's `messages` answer with
+/// a `role: "tool"` message by its `tool_call_id`: the function tools the
+/// agent ran itself (no tool call of the world answered them), each with
+/// the message that carries its result, taken out of `pending` in the
+/// messages' order (ATIF's observations and OTel's tool spans read them).
+pub fn answered_in<'m>(
+    pending: &mut Vec<Asked>,
+    messages: Option<&'m Vec<Value>>,
+) -> Vec<(Asked, &'m Value)> {
+    let mut ran = Vec::new();
+    for m in (messages.into_iter().flatten()).filter(|m| m["role"] == "tool") {
+        let Some(i) =
+            (m["tool_call_id"].as_str()).and_then(|id| pending.iter().position(|a| a.id == id))
+        else {
+            continue;
+        };
+        ran.push((pending.remove(i), m));
+    }
+    ran
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +88,26 @@ mod tests {
             "a"
         );
         assert_eq!(take(&mut pending, "get", &json!({})), None);
+    }
+
+    #[test]
+    fn a_tool_message_answers_the_pending_call_of_its_id() {
+        let mut pending = asked(&json!({"tool_calls": [
+            {"id": "a", "function": {"name": "lookup", "arguments": "{}"}},
+            {"id": "b", "function": {"name": "lookup", "arguments": "{}"}},
+        ]}));
+        let messages = vec![
+            json!({"role": "assistant", "content": "x"}),
+            json!({"role": "tool", "tool_call_id": "b", "content": "rb-2"}),
+            json!({"role": "tool", "tool_call_id": "z", "content": "none asked"}),
+        ];
+        let ran = answered_in(&mut pending, Some(&messages));
+        assert_eq!(ran.len(), 1);
+        assert_eq!(
+            (ran[0].0.id.as_str(), &ran[0].1["content"]),
+            ("b", &json!("rb-2"))
+        );
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].id, "a");
     }
 }
