@@ -201,12 +201,13 @@ pub fn spans(run: &mut RunView, mut redactor: Option<&mut Redactor>, opts: &Opti
             false => b.events.shown(seq),
         };
         let Some(e) = e else { break };
-        let start = clock.began(&e);
         let mut e = e.into_owned();
         if let Some(r) = redactor.as_deref_mut() {
             r.event(&mut e);
         }
-        let call_id = match e.typed() {
+        let call = e.typed();
+        let start = clock.began(e.vtime_ns, &call);
+        let call_id = match call {
             Call::ModelComplete { request, response } => {
                 for (a, message) in asked::answered_in(&mut asked, request.messages()) {
                     let result = match &message["content"] {

@@ -60,8 +60,8 @@ pub(crate) fn kind_of(e: &Event) -> Option<&'static str> {
     }
 }
 
-fn label(e: &Event) -> String {
-    match e.typed() {
+fn label(call: Call) -> String {
+    match call {
         Call::ToolsCall { request, .. } => request.name,
         Call::ModelComplete { request, response } => response
             .model()
@@ -81,12 +81,13 @@ pub(crate) fn spans(events: &[Event], rules: u32) -> Vec<Span> {
     events
         .iter()
         .filter_map(|e| {
-            let start_ns = clock.began(e);
+            let call = e.typed();
+            let start_ns = clock.began(e.vtime_ns, &call);
             let kind = kind_of(e)?;
             Some(Span {
                 seq: e.seq,
                 kind,
-                label: label(e),
+                label: label(call),
                 start_ns,
                 end_ns: e.vtime_ns.max(start_ns),
             })

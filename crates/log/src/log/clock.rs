@@ -5,7 +5,7 @@
 //! event's time can be later than the events after it, and the clock
 //! after it is the one before it.
 
-use super::event::Event;
+use super::call::Call;
 use super::payload::Transport;
 use super::rules;
 
@@ -25,13 +25,14 @@ impl RunClock {
         }
     }
 
-    /// When `event` (the next event of the run) began; the clock moves
+    /// When the next event of the run (at `vtime_ns`, its call read as
+    /// `call`, which the reader has typed already) began; the clock moves
     /// past it.
-    pub fn began(&mut self, event: &Event) -> u64 {
-        let began = self.now.min(event.vtime_ns);
-        let over_http = || matches!(event.typed().transport(), Some(Transport::Http(_)));
-        if !(self.ready_later && over_http()) {
-            self.now = event.vtime_ns;
+    pub fn began(&mut self, vtime_ns: u64, call: &Call) -> u64 {
+        let began = self.now.min(vtime_ns);
+        let over_http = matches!(call.transport(), Some(Transport::Http(_)));
+        if !(self.ready_later && over_http) {
+            self.now = vtime_ns;
         }
         began
     }
@@ -40,6 +41,7 @@ impl RunClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::Event;
     use serde_json::json;
 
     fn event(call: &str, request: serde_json::Value, vtime_ns: u64) -> Event {
@@ -66,7 +68,9 @@ mod tests {
         ];
         let began = |rules| {
             let mut clock = RunClock::new(rules);
-            events.iter().map(|e| clock.began(e)).collect::<Vec<_>>()
+            (events.iter())
+                .map(|e| clock.began(e.vtime_ns, &e.typed()))
+                .collect::<Vec<_>>()
         };
         // Both requests began at 10, in flight together.
         assert_eq!(began(5), [0, 10, 10, 10]);
