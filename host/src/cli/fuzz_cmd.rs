@@ -182,8 +182,8 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         &store,
         total,
     )?;
-    let interrupted = interrupt.signal();
-    let made = fuzzed.tally.summary().runs;
+    let summary = fuzzed.tally.summary();
+    let runs_per_s = summary.runs as f64 / fuzzed.elapsed.as_secs_f64().max(1e-9);
     let doc = FuzzReport {
         agent_sha256: agent.sha256(),
         case: case.name.clone(),
@@ -192,10 +192,10 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
         repeat: args.repeat,
         seed: c.seed,
         seeds: args.runs,
-        summary: fuzzed.tally.summary(),
+        summary,
         timing: Timing {
             elapsed_ms: fuzzed.elapsed.as_secs_f64() * 1000.0,
-            runs_per_s: made as f64 / fuzzed.elapsed.as_secs_f64().max(1e-9),
+            runs_per_s,
         },
         world: case.world.reference(),
         partition: partition.map(|p| p.to_string()),
@@ -209,7 +209,7 @@ pub fn exec(args: FuzzArgs) -> Result<ExitCode> {
             ))
         }),
         tally: partition.map(|_| fuzzed.tally.clone()),
-        interrupted: interrupted.map(String::from),
+        interrupted: interrupt.signal().map(String::from),
     };
     let code = render(&args, &store, &doc);
     interrupt.end();

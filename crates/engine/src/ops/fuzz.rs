@@ -41,20 +41,19 @@ pub fn fuzz(
     let tally = campaign.run(workers()?, &|e| error.keep(sink(&e, started.elapsed())))?;
     error.into_result(sink_file)?;
     let elapsed = started.elapsed();
+    // After a signal each group's reproducer is kept (one run), not
+    // shrunk (hundreds), and a native agent's run does not begin: a group
+    // whose reproducer cannot be run then is left out of the report (its
+    // runs stay counted), not an error that loses the report.
+    let interrupted = crate::native::signals::interrupted().is_some();
     let reproducers = Reproducers {
         sandbox: campaign.sandbox,
         agent: campaign.agent,
         case: campaign.case,
         store,
         faults: &campaign.faults,
-        // Stopped by a signal: each group's reproducer is kept (one run),
-        // not shrunk (hundreds).
-        shrink_budget: shrink_budget.filter(|_| crate::native::signals::interrupted().is_none()),
+        shrink_budget: shrink_budget.filter(|_| !interrupted),
     };
-    // After a signal a native agent's run does not begin: a group whose
-    // reproducer cannot be run then is left out of the report (its runs
-    // stay counted), not an error that loses the report.
-    let interrupted = crate::native::signals::interrupted().is_some();
     let kept = tally
         .groups()
         .into_iter()

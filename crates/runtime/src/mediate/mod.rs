@@ -32,7 +32,9 @@ use worldline_case::case::inject::{Action, Inject};
 use worldline_case::path::JsonPath;
 use worldline_case::world::World;
 use worldline_case::world::state::{State, Write};
-use worldline_log::log::{CallKind, Edit, Effect, Event, Extends, Held, Recorder, rules, size};
+use worldline_log::log::{
+    CallKind, Edit, Effect, Event, Extends, Held, Kind, Recorder, rules, size,
+};
 
 /// How the host stopped the guest (not an injected tool fault); it
 /// travels as the trap's error.
@@ -129,12 +131,7 @@ pub(crate) fn ok(value: Value) -> Value {
 /// OTel read a fork's answered error as they read an injected one.
 fn answered_effect(call: &str, response: &Value) -> Effect {
     match response.get("error") {
-        Some(e)
-            if e["kind"] == "denied"
-                && call != worldline_log::log::call::Kind::ModelComplete.name() =>
-        {
-            Effect::Denied
-        }
+        Some(e) if e["kind"] == "denied" && call != Kind::ModelComplete.name() => Effect::Denied,
         Some(_) => Effect::Failed,
         None => Effect::Read,
     }
@@ -590,16 +587,16 @@ impl Mediator {
                 // parent and its answer dropped, so that it counts toward
                 // the faults as it did there (decision 0422); nothing it
                 // would have written is made.
-                let kind = worldline_log::log::Kind::of(call);
-                if counted && kind == Some(worldline_log::log::Kind::ToolsCall) {
+                let kind = Kind::of(call);
+                if counted && kind == Some(Kind::ToolsCall) {
                     drop(serve(&mut self.services, &request));
                 }
                 // A model call it answers takes its turn as in the parent
                 // too: the scripted reply it had is passed over, so the
                 // calls after it get theirs (rules 5; no provider is asked).
                 if counted
-                    && kind == Some(worldline_log::log::Kind::ModelComplete)
-                    && self.rules() >= worldline_log::log::rules::FORK_ANSWER_TAKES_THE_MODEL_S_TURN
+                    && kind == Some(Kind::ModelComplete)
+                    && self.rules() >= rules::FORK_ANSWER_TAKES_THE_MODEL_S_TURN
                 {
                     self.services.model.pass_over(&request["request"]);
                 }
