@@ -378,3 +378,50 @@ fn compiles_happen_before_the_first_case_and_are_reported_once() {
         "{text}"
     );
 }
+
+/// Text a run recorded that holds a line break (here a tool's error
+/// carrying the agent's argument, and so the agent's own error) is one
+/// field of a report's line, its break written `\n`: it began a line of
+/// its own in `test`, `run` and `history`, where it could forge a `PASS`
+/// line of another case.
+#[test]
+fn a_line_break_an_agent_wrote_begins_no_line_of_a_report() {
+    let dir = temp_dir();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let forged = "PASS  forged  1 events";
+    let case = probe_case(&cases, "broken", &format!("T-9\\n{forged}"), "open");
+    let store = dir.path().join("store");
+    let suite = test_cmd(&store, &cases, &[]);
+    suite.expect_code(1);
+    let (agent, worlds) = (guest("probe-agent"), worlds_dir());
+    let run = worldline(
+        &store,
+        [
+            OsStr::new("run"),
+            case.as_os_str(),
+            OsStr::new("--agent"),
+            agent.as_os_str(),
+            OsStr::new("--worlds"),
+            worlds.as_os_str(),
+        ],
+    );
+    run.expect_code(1);
+    let id = run_in(&store, &case, &agent, &worlds).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let history = worldline(&store, ["history", id.as_str()]);
+    for out in [&suite, &run, &history] {
+        assert!(
+            out.stdout.contains(&format!("T-9\\n{forged}")),
+            "the error is shown, its break escaped:\n{out}"
+        );
+        assert!(
+            !out.stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(forged)),
+            "{out}"
+        );
+    }
+}

@@ -50,6 +50,19 @@ pub fn message(s: &str) -> String {
         .collect()
 }
 
+/// `s` as one field of a report's line: each line break written `\n`, so
+/// that text a run recorded (an agent's error, its output, a tool's
+/// answer) cannot begin a line of the report's own, such as a forged
+/// `PASS` line in a suite's report. The other controls are escaped where
+/// the report is written ([`Escaped`]).
+pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\n') {
+        s.replace('\n', "\\n").into()
+    } else {
+        s.into()
+    }
+}
+
 /// At most [`MAX_ITEMS`] of `items`, each through [`text`], joined with
 /// `, `, then how many more there are.
 pub fn list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {

@@ -42,7 +42,11 @@ pub struct AgentError {
 impl AgentError {
     /// `agent errored: reason` and, indented below, where it was raised.
     pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![format!("agent {}: {}", self.status, self.message)];
+        let mut out = vec![format!(
+            "agent {}: {}",
+            self.status,
+            worldline_case::shown::one_line(&self.message)
+        )];
         if let Some(at) = &self.at {
             out.push(format!("  at {at}"));
         }

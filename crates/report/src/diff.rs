@@ -92,7 +92,7 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
     // What each run returned (a run may answer otherwise with the same
     // calls and state: it was said only in `--json`).
     if c.outputs_differ() {
-        let shown = |o: Option<&str>| o.map_or("(none)".into(), |o| super::bounded(o).into_owned());
+        let shown = |o: Option<&str>| o.map_or("(none)".into(), super::field);
         writeln!(out, "outputs differ:")?;
         writeln!(out, "  a: {}", shown(c.a.output))?;
         writeln!(out, "  b: {}", shown(c.b.output))?;

@@ -26,12 +26,12 @@ pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()
     for a in &grade.assertions {
         let mark = if a.passed { "ok  " } else { "FAIL" };
         if a.passed {
-            writeln!(out, "{indent}{mark} {}", a.what)?;
+            writeln!(out, "{indent}{mark} {}", super::field(&a.what))?;
         } else {
             writeln!(
                 out,
                 "{indent}{mark} {}: expected {}, got {}",
-                super::bounded(&a.what),
+                super::field(&a.what),
                 super::bounded(&a.expected.to_string()),
                 super::bounded(&a.actual.to_string())
             )?;
@@ -47,7 +47,7 @@ pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()
             let what = if lines.is_empty() { ", unchanged" } else { ":" };
             writeln!(out, "{indent}  turn {} (ended {end}){what}", t.turn)?;
             for l in lines {
-                writeln!(out, "{indent}    {}", super::bounded(&l))?;
+                writeln!(out, "{indent}    {}", super::field(&l))?;
             }
         }
         return Ok(());
@@ -58,7 +58,7 @@ pub fn write(out: &mut impl Write, grade: &Grade, indent: &str) -> io::Result<()
     } else {
         writeln!(out, "{indent}state diff:")?;
         for l in lines {
-            writeln!(out, "{indent}  {}", super::bounded(&l))?;
+            writeln!(out, "{indent}  {}", super::field(&l))?;
         }
     }
     Ok(())

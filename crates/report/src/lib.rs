@@ -70,6 +70,12 @@ fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
     .into()
 }
 
+/// `text` as one field of a report's line: [`bounded`], its line breaks
+/// written `\n` ([`worldline_case::shown::one_line`]).
+fn field(text: &str) -> String {
+    worldline_case::shown::one_line(&bounded(text)).into_owned()
+}
+
 /// `value` pretty-printed as it reads `depth` spaces in: every line after
 /// its first indented by them (a JSON string holds no raw line break), so
 /// a document can be written a part at a time and read as if whole.

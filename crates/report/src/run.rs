@@ -156,7 +156,7 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
         verdict::shown_status(f.status, o.grade.as_ref())
     )?;
     if let Some(output) = &f.output {
-        writeln!(out, "  output: {}", super::bounded(output))?;
+        writeln!(out, "  output: {}", super::field(output))?;
     }
     // A native agent's answer printed over several lines is not its
     // output (the last line that is JSON is, docs/native.md): said, as a
@@ -174,7 +174,7 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
         )?;
     }
     if let Some(err) = &f.error {
-        writeln!(out, "  error:  {}", super::bounded(err))?;
+        writeln!(out, "  error:  {}", super::field(err))?;
     }
     let account = account(f);
     if let Some(account) = &account {

@@ -615,7 +615,7 @@ fn case_line(l: &Line) -> String {
         "{}  {:width$}  {:>6} events  {:>7.1} ms  {which}",
         l.mark, l.name, l.events, l.ms
     );
-    let line = match l.reason.map(super::bounded) {
+    let line = match l.reason.map(super::field) {
         Some(r) if runs > 1 => format!("{line}  {} — {r} (run {})", l.status, l.run_id),
         Some(r) => format!("{line}  {} — {r}", l.status),
         None => line,
