@@ -400,3 +400,31 @@ fn init_writes_over_no_sdk_source_and_lists_the_tsconfig() {
     );
     assert!(project.join("agent/.worldline-sdk/index.ts").is_file());
 }
+
+/// A project whose cases sit at its root (`cases = ["."]`): `test` passes
+/// over the project file, a nested project's, and other tools' manifests
+/// as `check` does. It collected `worldline.toml` as a broken case (exit
+/// 2) while `check` said there was no problem.
+#[test]
+fn cases_at_the_project_s_root_leave_its_files_alone() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::copy(case("probe"), p.join("probe.toml")).unwrap();
+    let project = format!(
+        "store = \"st\"\nagent = \"{}\"\nworlds = \"{}\"\ncases = [\".\"]\n",
+        guest("probe-agent").display(),
+        worlds_dir().display()
+    );
+    std::fs::write(p.join("worldline.toml"), &project).unwrap();
+    std::fs::create_dir_all(p.join("inner")).unwrap();
+    std::fs::write(p.join("inner/worldline.toml"), &project).unwrap();
+    std::fs::write(p.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+    std::fs::create_dir_all(p.join("target/debug")).unwrap();
+    std::fs::write(p.join("target/debug/stray.toml"), "x = 1\n").unwrap();
+    worldline_at(p, ["check"], &[]).expect_code(0);
+    for args in [vec!["test"], vec!["test", "."]] {
+        let out = worldline_at(p, &args, &[]);
+        out.expect_code(0);
+        assert!(out.stdout.contains("1 passed"), "{args:?}: {out}");
+    }
+}

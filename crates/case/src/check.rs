@@ -113,16 +113,6 @@ impl Checked {
     }
 }
 
-/// Files a walk leaves alone: other tools' manifests.
-const NOT_OURS: &[&str] = &[
-    "Cargo.toml",
-    "pyproject.toml",
-    "rust-toolchain.toml",
-    "rustfmt.toml",
-    "clippy.toml",
-    "deny.toml",
-];
-
 /// Check everything under `paths` (files, or folders searched for `.toml`
 /// files); cases find their worlds in `worlds_root`, else in the nearest
 /// `worlds/` above them. With `named` (the folders were named on the
@@ -181,13 +171,12 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
             continue;
         }
         if p.is_dir() {
-            let skip = name.starts_with('.')
-                || matches!(name.as_str(), "target" | "node_modules" | "__pycache__")
-                || crate::output::is_store(&p);
-            if !skip {
+            if !crate::case::discover::passed_over(&p) {
                 walk(&p, out)?;
             }
-        } else if name.ends_with(".toml") && !NOT_OURS.contains(&name.as_str()) {
+        } else if name.ends_with(".toml")
+            && !crate::case::discover::MANIFESTS.contains(&name.as_str())
+        {
             out.push(p);
         }
     }

@@ -4,13 +4,42 @@
 use crate::error::InputError;
 use std::path::{Path, PathBuf};
 
-/// Folders a search for cases passes over: hidden ones (a `.worldline`
-/// store, `.git`), `worlds/` (world.toml files are not cases) and any
-/// store (a folder with `runs/` and `objects/`, whose `worlds/` holds
-/// recorded worlds).
-fn not_cases(dir: &Path) -> bool {
+/// Other tools' manifests, which no search for worldline's files reads.
+pub(crate) const MANIFESTS: &[&str] = &[
+    "Cargo.toml",
+    "pyproject.toml",
+    "rust-toolchain.toml",
+    "rustfmt.toml",
+    "clippy.toml",
+    "deny.toml",
+];
+
+/// Folders no search for worldline's files enters (`check`'s and a
+/// search for cases alike): hidden ones (a `.worldline` store, `.git`),
+/// build output and dependencies (`target/`, `node_modules/`,
+/// `__pycache__/`), and any store (a folder with `runs/` and `objects/`,
+/// whose `worlds/` holds recorded worlds).
+pub(crate) fn passed_over(dir: &Path) -> bool {
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-    name.is_some_and(|n| n.starts_with('.') || n == "worlds") || crate::output::is_store(dir)
+    name.is_some_and(|n| {
+        n.starts_with('.') || matches!(n.as_str(), "target" | "node_modules" | "__pycache__")
+    }) || crate::output::is_store(dir)
+}
+
+/// Folders a search for cases passes over: those [`passed_over`], and
+/// `worlds/` (world.toml files are not cases).
+fn not_cases(dir: &Path) -> bool {
+    dir.file_name().is_some_and(|n| n == "worlds") || passed_over(dir)
+}
+
+/// Files a search for cases passes over: a project file (`cases = ["."]`
+/// collected the project's own `worldline.toml`, a nested project's too,
+/// as a broken case while `check` passed it) and other tools' manifests,
+/// as `check` tells them apart.
+fn not_a_case(file: &Path) -> bool {
+    file.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == crate::project::FILE || MANIFESTS.contains(&n))
 }
 
 /// What kind of `.toml` a file is, from its top-level keys only (`check`
@@ -63,7 +92,10 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
                 if !not_cases(&p) {
                     walk(&p, out)?;
                 }
-            } else if p.extension().is_some_and(|x| x == "toml") && !is_profile(&p) {
+            } else if p.extension().is_some_and(|x| x == "toml")
+                && !not_a_case(&p)
+                && !is_profile(&p)
+            {
                 out.push(p);
             }
         }
