@@ -845,3 +845,72 @@ fn a_divergence_is_shown_redacted() {
         assert!(whole.stdout.contains("ana.lopez@example.com"), "{whole}");
     }
 }
+
+/// A value a later event shows to be hidden (its path is the policy's)
+/// is hidden where an earlier event quotes it too, in `history` and in a
+/// redacted copy: both hid it only after the event that matched, so the
+/// same listing or copy showed it in clear a few events before its
+/// placeholder (`diff`, which learns both runs first, hid it).
+#[test]
+fn a_value_hidden_later_in_a_run_is_hidden_where_it_came_first() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let secret = "s3cr3t-author-77";
+    let case = write_case(
+        dir.path(),
+        "notes",
+        &format!(
+            "world = \"demo@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {{ calls = [\
+             {{ tool = \"add_note\", args = {{ ticket = \"T-1\", text = \"{secret}\", author = \"bot\" }} }}, \
+             {{ tool = \"add_note\", args = {{ ticket = \"T-2\", text = \"second\", author = \"{secret}\" }} }}] }}\n"
+        ),
+    );
+    let worlds = common::worlds_dir();
+    let out = worldline(
+        &store,
+        [
+            "run",
+            s(&case),
+            "--agent",
+            s(&guest("caller-agent")),
+            "--worlds",
+            s(&worlds),
+            "--json",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run_id"].as_str().unwrap().to_string();
+    let policy = dir.path().join("redact.toml");
+    std::fs::write(
+        &policy,
+        "paths = [\"request.args.author\"]\ndetectors = []\n",
+    )
+    .unwrap();
+    let plain = worldline(&store, ["history", run.as_str(), "--full"]);
+    assert!(plain.stdout.contains(secret), "{plain}");
+    for args in [
+        vec!["history", run.as_str(), "--full", "--redact", s(&policy)],
+        vec!["history", run.as_str(), "--json", "--redact", s(&policy)],
+    ] {
+        let seen = worldline(&store, &args);
+        seen.expect_code(0);
+        assert!(!seen.stdout.contains(secret), "{args:?}: {seen}");
+        assert!(seen.stdout.contains("<redacted:"), "{args:?}: {seen}");
+    }
+    let copy = dir.path().join("copy.wl");
+    worldline(
+        &store,
+        [
+            "export",
+            run.as_str(),
+            "--redacted",
+            "--redact",
+            s(&policy),
+            "-o",
+            s(&copy),
+        ],
+    )
+    .expect_code(0);
+    let text = std::fs::read_to_string(&copy).unwrap();
+    assert!(!text.contains(secret), "the redacted copy quotes it");
+}

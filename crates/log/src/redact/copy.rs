@@ -13,6 +13,8 @@ use crate::log::{Event, Recorder};
 /// 3339), when its case sets one.
 pub fn of(run_id: &str, b: &mut HeldBundle, clock: Option<String>, r: &mut Redactor) -> HeldBundle {
     let original_chain_hash = chain_of(b.footer.as_ref(), b.events.as_held());
+    let len = b.events.len() as u64;
+    r.whole(&b.header, &mut b.events, len, b.footer.as_ref());
     let held = &mut b.events;
     let events =
         (0..held.len() as u64).map(|seq| held.event(seq).expect("a held event").into_owned());
@@ -37,6 +39,13 @@ pub fn of_parts(
     r: &mut Redactor,
 ) -> HeldBundle {
     let original_chain_hash = chain_of(footer, events);
+    r.learn_only(|r| {
+        r.header(&mut header.clone());
+        r.learn(events);
+        if let Some(f) = footer {
+            r.footer(&mut f.clone());
+        }
+    });
     copy(
         run_id,
         header,

@@ -819,6 +819,8 @@ impl Redactor {
     /// every event put back whole and redacted one at a time (then held
     /// compact again), and the footer.
     pub fn held(&mut self, b: &mut HeldBundle) {
+        let len = b.events.len() as u64;
+        self.whole(&b.header, &mut b.events, len, b.footer.as_ref());
         self.header(&mut b.header);
         let mut events = std::mem::take(&mut b.events);
         for seq in 0..events.len() as u64 {
@@ -865,6 +867,25 @@ impl Redactor {
                 }
             }
         });
+    }
+
+    /// Learn what a whole run hides (its header, its first `len` events
+    /// and its footer), showing nothing: a view of a whole run
+    /// (`history`, the UI's run page, a redacted copy) hides a value
+    /// wherever it quotes it, before the event that showed it to be
+    /// hidden too. A list's answer quoted a title in clear a few events
+    /// before a get's answer hid it, in the same listing or copy.
+    pub fn whole(
+        &mut self,
+        header: &Header,
+        events: &mut crate::log::Held,
+        len: u64,
+        footer: Option<&Footer>,
+    ) {
+        self.before(header, events, len);
+        if let Some(f) = footer {
+            self.learn_only(|r| r.footer(&mut f.clone()));
+        }
     }
 
     /// One side of a replay's divergence at `field` (`request`, `response`,
