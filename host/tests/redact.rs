@@ -897,6 +897,26 @@ fn a_value_hidden_later_in_a_run_is_hidden_where_it_came_first() {
         assert!(!seen.stdout.contains(secret), "{args:?}: {seen}");
         assert!(seen.stdout.contains("<redacted:"), "{args:?}: {seen}");
     }
+    // `show` of the earlier event, as `history` shows it.
+    let first = bundle_events(&store, &run)
+        .into_iter()
+        .find(|e| e["request"]["args"]["text"] == secret)
+        .expect("the first note")["seq"]
+        .to_string();
+    let shown = worldline(
+        &store,
+        [
+            "show",
+            run.as_str(),
+            "--at",
+            first.as_str(),
+            "--json",
+            "--redact",
+            s(&policy),
+        ],
+    );
+    shown.expect_code(0);
+    assert!(!shown.stdout.contains(secret), "{shown}");
     let copy = dir.path().join("copy.wl");
     worldline(
         &store,
@@ -913,4 +933,13 @@ fn a_value_hidden_later_in_a_run_is_hidden_where_it_came_first() {
     .expect_code(0);
     let text = std::fs::read_to_string(&copy).unwrap();
     assert!(!text.contains(secret), "the redacted copy quotes it");
+}
+
+/// The events of run `id` in `store`, as its bundle holds them.
+fn bundle_events(store: &Path, id: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(common::bundle_in(store, id)).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("seq").is_some())
+        .collect()
 }

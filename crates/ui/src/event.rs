@@ -122,11 +122,13 @@ pub(crate) fn page(app: &Seen, run: &str, n: u64, refused: Option<Refused>) -> R
         )
         .into());
     };
-    // One redactor for the page, which first learns what the events
-    // before this one hid (this one may quote it).
+    // One redactor for the page, which first learns what the whole run
+    // hides (this event may quote a value a later one hides), as
+    // `history` and the run's page do.
     let mut redactor = app.redactor()?;
     if let (Some(r), Some(held)) = (redactor.as_mut(), rec.held.as_mut()) {
-        r.before(&rec.bundle.header, held, n);
+        let len = held.len() as u64;
+        r.whole(&rec.bundle.header, held, len, rec.bundle.footer.as_ref());
     }
     let events = rec.events();
     let mut before = final_state(&rec.case.world.initial, &events[..n as usize]);

@@ -151,7 +151,16 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     let path = store.resolve_run(&args.run)?;
     // The prefix held compact, the event shown put back whole (decision
     // 0380): the conversation once, not once per model call before it.
-    let mut rec = replay::open_prefix_held(&store, path, args.at.saturating_add(1))?;
+    // Redacted, the whole run: what a later event hides is hidden here
+    // too, as `history` hides it.
+    let redactor = args
+        .redaction
+        .redactor(&store, "show", &[&super::redact_opts::id_of(&path)])?;
+    let upto = match redactor {
+        Some(_) => u64::MAX,
+        None => args.at.saturating_add(1),
+    };
+    let mut rec = replay::open_prefix_held(&store, path, upto)?;
     let count = rec.event_count();
     let held = rec.held.as_mut().expect("read held");
     // The flag is what is wrong, as `fork --at` names it (the bundle was).
@@ -168,10 +177,11 @@ pub fn exec_show(args: ShowArgs) -> Result<ExitCode> {
     let mut state = final_state(&rec.case.world.initial, &rec.events()[..=args.at as usize]);
     let state_hash = state.hash();
     let mut event = event;
-    let redacted = match args.redaction.redactor(&store, "show", &[&rec.id])? {
+    let redacted = match redactor {
         Some(mut r) => {
             let held = rec.held.as_mut().expect("read held");
-            r.before(&rec.bundle.header, held, args.at);
+            let len = held.len() as u64;
+            r.whole(&rec.bundle.header, held, len, rec.bundle.footer.as_ref());
             // What this event hides is learnt first: the state after it
             // holds what it wrote (a `request.args` path's value showed
             // whole there). Then the state: a value a `state` path hides
