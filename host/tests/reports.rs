@@ -425,3 +425,36 @@ fn a_line_break_an_agent_wrote_begins_no_line_of_a_report() {
         );
     }
 }
+
+/// Two runs alike but for a latency injected into one call differ at that
+/// call, in `diff`'s text and `--json` (exit 1): it said "same events",
+/// exit 0, as it compared only what each call asked, got and wrote.
+#[test]
+fn diff_finds_a_latency_injected_into_one_run() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let text = std::fs::read_to_string(case("probe")).unwrap();
+    let plain = write_case(dir.path(), "plain", &text);
+    let slow = write_case(
+        dir.path(),
+        "slow",
+        &format!("{text}\n[[inject]]\ntool = \"get_ticket\"\nlatency_ms = 5000\n"),
+    );
+    let agent = guest("probe-agent");
+    let id = |c: &Path| {
+        run_in(&store, c, &agent, &worlds_dir()).json()["run_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (a, b) = (id(&plain), id(&slow));
+    let text = worldline(&store, ["diff", a.as_str(), b.as_str()]);
+    text.expect_code(1);
+    assert!(text.stdout.contains("first difference at event"), "{text}");
+    assert!(text.stdout.contains("[injected: latency]"), "{text}");
+    let json = worldline(&store, ["diff", a.as_str(), b.as_str(), "--json"]);
+    json.expect_code(1);
+    let first = &json.json()["first_divergence"];
+    assert_eq!(first["b"]["injected"]["action"], "latency", "{json}");
+    assert_eq!(first["a"]["injected"], serde_json::Value::Null, "{json}");
+}

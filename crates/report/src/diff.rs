@@ -2,6 +2,7 @@
 //! differ, each side's event in one line, how their final states differ,
 //! and their outputs when those differ) or as the `diff --json` document.
 
+use super::history::{mark, vtime};
 use super::timeline::{Cut, short_call, summary_cut, writes_cut};
 use serde_json::{Value, json};
 use std::io::{self, Write};
@@ -34,7 +35,7 @@ pub struct Compared<'a> {
 /// output.
 pub fn json(c: &Compared<'_>) -> Value {
     let side = |e: Option<&Event>| {
-        e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response, "writes": e.writes}))
+        e.map(|e| json!({"call": e.call, "request": e.request, "response": e.response, "writes": e.writes, "effect": e.effect, "injected": e.injected, "vtime_ns": e.vtime_ns}))
     };
     let (ea, eb) = (c.a.events, c.b.events);
     json!({
@@ -44,6 +45,17 @@ pub fn json(c: &Compared<'_>) -> Value {
         "outputs": [c.a.output, c.b.output],
         "redacted_view": c.redacted_view,
     })
+}
+
+/// When an event happened, its effect and the fault injected into it, as
+/// `history` shows them.
+fn when(e: &Event) -> String {
+    format!(
+        "{}  {}{}",
+        vtime(e.vtime_ns),
+        format!("{:?}", e.effect).to_lowercase(),
+        mark(e)
+    )
 }
 
 /// `diff`: the runs, where they first differ (values cut as `cut` says)
@@ -79,6 +91,15 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
                 writeln!(out, "  a wrote: {}", writes_cut(x, cut))?;
                 writeln!(out, "  b wrote: {}", writes_cut(y, cut))?;
             }
+            // Or in when they happened, their effect or a fault injected
+            // into one (a latency: the lines alike, every later time not).
+            if let (Some(x), Some(y)) = (ea.get(i), eb.get(i))
+                && ((&x.injected, x.vtime_ns) != (&y.injected, y.vtime_ns)
+                    || (x.effect != y.effect && line(Some(x)) == line(Some(y))))
+            {
+                writeln!(out, "  a at: {}", when(x))?;
+                writeln!(out, "  b at: {}", when(y))?;
+            }
         }
     }
     if c.state.is_empty() {
@@ -103,7 +124,13 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
 impl Compared<'_> {
     /// Whether the runs returned different outputs.
     pub fn outputs_differ(&self) -> bool {
-        self.a.output != self.b.output
+        // The same JSON value written with other spacing (a native
+        // agent's `json.dumps`) is the same output, as grading reads it.
+        let value = |o: Option<&str>| o.and_then(|o| serde_json::from_str::<Value>(o).ok());
+        match (value(self.a.output), value(self.b.output)) {
+            (Some(a), Some(b)) => a != b,
+            _ => self.a.output != self.b.output,
+        }
     }
 
     /// Whether the runs differ at all: in an event, the final state, or

@@ -142,7 +142,7 @@ fn in_flight(i: &Intent) -> String {
 }
 
 /// Virtual time in seconds, to the millisecond.
-fn vtime(ns: u64) -> String {
+pub(crate) fn vtime(ns: u64) -> String {
     format!("{}.{:03}s", ns / 1_000_000_000, ns / 1_000_000 % 1000)
 }
 
@@ -243,6 +243,25 @@ fn write_lineage(out: &mut impl Write, b: &HeldBundle) -> io::Result<()> {
     Ok(())
 }
 
+/// `  [injected: ACTION]` (or `fuzz`) after an event a fault was
+/// injected into, else nothing.
+pub(crate) fn mark(e: &Event) -> String {
+    match e.mark() {
+        Some(m) => {
+            let by = if matches!(m.by, By::Fuzz(_)) {
+                "fuzz"
+            } else {
+                "injected"
+            };
+            format!(
+                "  [{by}: {}]",
+                m.action.and_then(Value::as_str).unwrap_or("?")
+            )
+        }
+        None => String::new(),
+    }
+}
+
 /// A line per event of the page, marked where a fault was injected, the
 /// run resumed or a fork's edits apply.
 fn write_events(out: &mut impl Write, b: &HeldBundle, page: &Page, cut: Cut) -> io::Result<()> {
@@ -255,20 +274,7 @@ fn write_events(out: &mut impl Write, b: &HeldBundle, page: &Page, cut: Cut) -> 
         .map(|p| p.event);
     for e in &page.events {
         let call = short_call(&e.call);
-        let mark = match e.mark() {
-            Some(m) => {
-                let by = if matches!(m.by, By::Fuzz(_)) {
-                    "fuzz"
-                } else {
-                    "injected"
-                };
-                format!(
-                    "  [{by}: {}]",
-                    m.action.and_then(Value::as_str).unwrap_or("?")
-                )
-            }
-            None => String::new(),
-        };
+        let mark = mark(e);
         let mark = if resumed_at == Some(e.seq) {
             format!("{mark}  [resumed: live from here]")
         } else if let Some(fp) = points.iter().find(|fp| fp.event == e.seq) {
