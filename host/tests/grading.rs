@@ -1102,3 +1102,98 @@ equals = 1
         .collect();
     assert_eq!(sums, ["0.0", "0.0"], "{out}");
 }
+
+/// A world with a `count`-keyed table (the default scheme) and a table of
+/// nanosecond times past 2^53.
+const RULES_6_WORLD: &str = r#"name = "six"
+version = 1
+
+[tables.notes]
+key = "id"
+
+[tables.events]
+key = "id"
+rows = "data/events.jsonl"
+
+[permissions]
+default = "allow"
+
+[[tools]]
+name = "add_note"
+params = { type = "object", properties = { text = { type = "string" } }, required = ["text"] }
+op = "insert"
+table = "notes"
+row = { text = "$text" }
+
+[[tools]]
+name = "delete_note"
+params = { type = "object", properties = { id = { type = "string" } }, required = ["id"] }
+op = "delete"
+table = "notes"
+key_arg = "id"
+
+[[tools]]
+name = "events_after"
+params = { type = "object", properties = { after = { type = "integer" } }, required = ["after"] }
+op = "query"
+table = "events"
+filters = [{ field = "ts_ns", gt = "$after" }]
+"#;
+
+/// Under rules 6 an insert after a delete takes a key no row holds (a
+/// `conflict` answered every insert without a key after a delete), and
+/// integers past 2^53 order exactly in a query's filter and a check's
+/// `where` (ordered as floats, the later time was not after the earlier):
+/// both fail under rules 5's code.
+#[test]
+fn count_keys_pass_over_taken_ones_and_big_integers_order_exactly() {
+    let root = temp_dir();
+    let events = "{\"id\": \"E-1\", \"ts_ns\": 1772355600000000000}\n{\"id\": \"E-2\", \"ts_ns\": 1772355600000000001}\n";
+    let worlds = common::write_world(
+        root.path(),
+        "six",
+        RULES_6_WORLD,
+        &[("data/events.jsonl", events)],
+    );
+    let calls = json!([
+        {"tool": "add_note", "args": {"text": "a"}},
+        {"tool": "add_note", "args": {"text": "b"}},
+        {"tool": "delete_note", "args": {"id": "notes-1"}},
+        {"tool": "add_note", "args": {"text": "c"}},
+        {"tool": "events_after", "args": {"after": 1772355600000000000u64}},
+    ]);
+    let case = write_case(
+        root.path(),
+        "six",
+        &format!(
+            "world = \"six@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\ntask = {}\n{}",
+            toml_inline(&json!({ "calls": calls })),
+            r#"
+[[expect.state]]
+table = "notes"
+count = 2
+
+[[expect.state]]
+table = "events"
+where = { ts_ns = { gt = 1772355600000000000 } }
+count = 1
+
+[[expect.state]]
+table = "events"
+where = { ts_ns = { lte = 1772355600000000000 } }
+count = 1
+"#
+        ),
+    );
+    let store = root.path().join("store");
+    let out = common::run_in(&store, &case, &caller(), &worlds);
+    out.expect_code(0);
+    let got = answers(&out);
+    assert_eq!(got[3]["ok"]["id"], "notes-3", "{got:?}");
+    let after = got[4]["ok"].as_array().expect("rows");
+    assert_eq!(after.len(), 1, "{got:?}");
+    assert_eq!(after[0]["id"], "E-2");
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let replay = worldline(&store, ["replay", id.as_str()]);
+    replay.expect_code(0);
+}

@@ -60,12 +60,29 @@ pub enum Numbers {
 pub struct Equality {
     pub numbers: Numbers,
     pub times: bool,
+    /// Whether `gt`/`gte`/`lt`/`lte` and an order by a field order two
+    /// integers exactly (from rules 6), not as 64-bit floats.
+    pub exact: bool,
 }
 
 impl Equality {
     /// Numbers as `numbers` says, timestamps as times when `times`.
     pub fn new(numbers: Numbers, times: bool) -> Self {
-        Equality { numbers, times }
+        Equality {
+            numbers,
+            times,
+            exact: false,
+        }
+    }
+
+    /// This equality ordering integers exactly when `exact`.
+    pub fn ordering_exactly(self, exact: bool) -> Self {
+        Equality { exact, ..self }
+    }
+
+    /// The order of two values of one kind; `None` across kinds.
+    pub fn order(self, a: &Value, b: &Value) -> Option<Ordering> {
+        compare_with(a, b, self.exact)
     }
 
     /// This equality with a check's own `numbers`, when it sets one.
@@ -168,14 +185,14 @@ impl Op {
         match self {
             Op::Eq => eq.same(field, value),
             Op::Ne => !eq.same(field, value),
-            Op::Gt => compare(field, value) == Some(Ordering::Greater),
+            Op::Gt => eq.order(field, value) == Some(Ordering::Greater),
             Op::Gte => matches!(
-                compare(field, value),
+                eq.order(field, value),
                 Some(Ordering::Greater | Ordering::Equal)
             ),
-            Op::Lt => compare(field, value) == Some(Ordering::Less),
+            Op::Lt => eq.order(field, value) == Some(Ordering::Less),
             Op::Lte => matches!(
-                compare(field, value),
+                eq.order(field, value),
                 Some(Ordering::Less | Ordering::Equal)
             ),
             Op::Contains => contains(field, value, eq),
@@ -276,10 +293,19 @@ pub fn compare_text(x: &str, y: &str) -> Ordering {
     }
 }
 
-/// The order of two values of one kind; `None` across kinds.
-pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
+/// The order of two values of one kind; `None` across kinds. Two
+/// integers in order exactly when `exact` (from rules 6), else numbers as
+/// 64-bit floats, where integers past 2^53 that `eq` tells apart were
+/// equal.
+pub fn compare_with(a: &Value, b: &Value, exact: bool) -> Option<Ordering> {
+    let int = |n: &serde_json::Number| {
+        (n.as_i64().map(i128::from)).or_else(|| n.as_u64().map(i128::from))
+    };
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64()?.partial_cmp(&y.as_f64()?),
+        (Value::Number(x), Value::Number(y)) => match (int(x), int(y)) {
+            (Some(i), Some(j)) if exact => Some(i.cmp(&j)),
+            _ => x.as_f64()?.partial_cmp(&y.as_f64()?),
+        },
         (Value::String(x), Value::String(y)) => Some(compare_text(x, y)),
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
         _ => None,
@@ -398,18 +424,30 @@ mod tests {
     fn timestamps_compare_as_times_whatever_their_precision() {
         let a = json!("2026-03-01T11:50:00Z");
         let b = json!("2026-03-01T11:50:00.002Z");
-        assert_eq!(compare(&a, &b), Some(Ordering::Less));
+        assert_eq!(compare_with(&a, &b, true), Some(Ordering::Less));
         assert_eq!(
-            compare(
+            compare_with(
                 &json!("2026-03-01T11:50:00.5Z"),
-                &json!("2026-03-01T11:50:00Z")
+                &json!("2026-03-01T11:50:00Z"),
+                true
             ),
             Some(Ordering::Greater)
         );
         assert_eq!(
-            compare(&json!("apple"), &json!("banana")),
+            compare_with(&json!("apple"), &json!("banana"), true),
             Some(Ordering::Less)
         );
+    }
+
+    #[test]
+    fn integers_past_2_53_order_exactly_from_rules_6() {
+        let (a, b) = (json!(1772355600000000000u64), json!(1772355600000000001u64));
+        assert_eq!(compare_with(&a, &b, true), Some(Ordering::Less));
+        assert_eq!(compare_with(&a, &b, false), Some(Ordering::Equal));
+        let exact = Equality::default().ordering_exactly(true);
+        assert!(Op::Gt.holds_with(&b, &a, false, exact));
+        assert!(!Op::Gt.holds_with(&b, &a, false, Equality::default()));
+        assert!(Op::Lt.holds_with(&json!(-3), &json!(2.5), false, exact));
     }
 
     #[test]

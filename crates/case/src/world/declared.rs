@@ -522,11 +522,8 @@ mod tests {
         .unwrap();
         let t = resolve(&t, &s).unwrap();
         let stale = AsOf {
-            now: "2026-03-01T11:45:00Z".into(),
             hide_after: Some(("at".into(), "2026-03-01T11:45:00Z".into())),
-            empty: false,
-            times: true,
-            limits: true,
+            ..AsOf::now("2026-03-01T11:45:00Z".into())
         };
         let (out, _) = exec(&t, &json!({}), &s, &stale).unwrap();
         assert_eq!(out["as_of"], "2026-03-01T11:45:00Z");

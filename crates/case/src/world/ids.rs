@@ -59,10 +59,23 @@ impl Ids {
         })
     }
 
-    /// The key value for a new row of `table` holding `rows`.
-    pub fn next(&self, table: &str, rows: &imbl::OrdMap<String, Value>) -> Value {
+    /// The key value for a new row of `table` holding `rows`; a `count`
+    /// key a row holds is passed over when `pass_over_taken` (from rules
+    /// 6: after a delete, the row count plus one may be taken).
+    pub fn next(
+        &self,
+        table: &str,
+        rows: &imbl::OrdMap<String, Value>,
+        pass_over_taken: bool,
+    ) -> Value {
         match self {
-            Ids::Count => Value::String(format!("{table}-{}", rows.len() + 1)),
+            Ids::Count => {
+                let mut n = rows.len() + 1;
+                while pass_over_taken && rows.contains_key(&format!("{table}-{n}")) {
+                    n += 1;
+                }
+                Value::String(format!("{table}-{n}"))
+            }
             Ids::MaxPlusOne => {
                 let max = rows.keys().filter_map(|k| k.parse::<i64>().ok()).max();
                 Value::from(max.map_or(1, |m| m.saturating_add(1)))
@@ -131,12 +144,15 @@ mod tests {
     #[test]
     fn each_scheme_makes_the_next_key() {
         let r = rows(&["1", "2", "10", "BK-0009", "BK-0010", "x"]);
-        assert_eq!(Ids::Count.next("t", &r), json!("t-7"));
-        assert_eq!(Ids::MaxPlusOne.next("t", &r), json!(11));
-        assert_eq!(Ids::MaxPlusOne.next("t", &rows(&[])), json!(1));
+        assert_eq!(Ids::Count.next("t", &r, true), json!("t-7"));
+        assert_eq!(Ids::MaxPlusOne.next("t", &r, true), json!(11));
+        assert_eq!(Ids::MaxPlusOne.next("t", &rows(&[]), true), json!(1));
         let bk = Ids::parse("BK-{n:04}").unwrap();
-        assert_eq!(bk.next("t", &r), json!("BK-0011"));
-        assert_eq!(Ids::parse("TX{n}").unwrap().next("t", &r), json!("TX1"));
+        assert_eq!(bk.next("t", &r, true), json!("BK-0011"));
+        assert_eq!(
+            Ids::parse("TX{n}").unwrap().next("t", &r, true),
+            json!("TX1")
+        );
     }
 
     #[test]

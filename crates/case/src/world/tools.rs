@@ -93,6 +93,12 @@ pub struct AsOf {
     /// limit argument that is no count is `invalid-args` ([`row_limit`]):
     /// under the run's rules from 5.
     pub limits: bool,
+    /// Whether a `count` key a row holds is passed over for a new row
+    /// ([`super::ids::Ids::next`]): under the run's rules from 6.
+    pub fresh_keys: bool,
+    /// Whether `gt`/`gte`/`lt`/`lte` order integers exactly
+    /// ([`compare::Equality::exact`]): under the run's rules from 6.
+    pub exact: bool,
 }
 
 impl AsOf {
@@ -105,6 +111,8 @@ impl AsOf {
             empty: false,
             times: true,
             limits: true,
+            fresh_keys: true,
+            exact: true,
         }
     }
 
@@ -300,7 +308,8 @@ fn uses(template: &Value, placeholder: &str) -> usize {
 }
 
 fn filter_holds(f: &Filter, row: &Value, args: &Value, as_of: &AsOf) -> bool {
-    let eq = compare::Equality::new(compare::Numbers::ByValue, as_of.times);
+    let eq = compare::Equality::new(compare::Numbers::ByValue, as_of.times)
+        .ordering_exactly(as_of.exact);
     let field = row.get(&f.field).unwrap_or(&Value::Null);
     let conds = [
         (&f.eq, Cmp::Eq),
@@ -423,7 +432,7 @@ fn run_op(op: &Op, args: &Value, state: &State, as_of: &AsOf) -> Option<Outcome>
     Some(match op {
         Op::Get(r) => get(r, args, state, as_of),
         Op::Query(q) => query(q, args, state, as_of).map(|rows| (rows, vec![])),
-        Op::Insert { table, row } => insert(table, row, args, state, now),
+        Op::Insert { table, row } => insert(table, row, args, state, as_of),
         Op::Update { row, set } => update(row, set, args, state, now),
         Op::Delete(r) => delete(r, args, state),
         Op::FileRead { path_arg } => file_read(path_arg, args, state),
@@ -491,9 +500,10 @@ fn query(q: &Query, args: &Value, state: &State, as_of: &AsOf) -> Result<Value, 
             let o = if by_key {
                 compare::key_order(ka, kb)
             } else {
-                compare::compare(
+                compare::compare_with(
                     a.get(field).unwrap_or(&Value::Null),
                     b.get(field).unwrap_or(&Value::Null),
+                    as_of.exact,
                 )
                 .unwrap_or(std::cmp::Ordering::Equal)
             };
@@ -533,9 +543,9 @@ fn row_limit(q: &Query, args: &Value, as_of: &AsOf) -> Result<usize, ToolFailure
     }
 }
 
-fn insert(table: &str, template: &Value, args: &Value, state: &State, now: &str) -> Outcome {
+fn insert(table: &str, template: &Value, args: &Value, state: &State, as_of: &AsOf) -> Outcome {
     let t = &state.tables[table];
-    let mut row = render(template, args, now).unwrap_or(Value::Null);
+    let mut row = render(template, args, &as_of.now).unwrap_or(Value::Null);
     let Value::Object(fields) = &mut row else {
         return Err(ToolFailure::new(
             ErrorKind::InvalidArgs,
@@ -545,7 +555,7 @@ fn insert(table: &str, template: &Value, args: &Value, state: &State, now: &str)
     let key = match fields.get(&t.key) {
         Some(k) if !k.is_null() => canon::key_of(k),
         _ => {
-            let value = t.ids.next(table, &t.rows);
+            let value = t.ids.next(table, &t.rows, as_of.fresh_keys);
             let key = canon::key_of(&value);
             fields.insert(t.key.clone(), value);
             key

@@ -78,10 +78,12 @@ pub struct Evidence<'a> {
 }
 
 /// How the grade of `ev` tells values equal: numbers as the case (or its
-/// world) says, timestamps as times under the run's rules from 5.
+/// world) says, timestamps as times under the run's rules from 5,
+/// integers in order exactly from 6.
 fn equality(expect: &Expect, ev: &Evidence) -> Equality {
     let times = ev.rules >= rules::TIMESTAMPS_EQUAL_AS_TIMES;
     Equality::new(expect.numbers.unwrap_or_default(), times)
+        .ordering_exactly(ev.rules >= rules::INTEGERS_ORDERED_EXACTLY)
 }
 
 /// Grade a run, its judged checks answered as `judging` says.

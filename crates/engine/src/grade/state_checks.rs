@@ -135,7 +135,8 @@ fn picked_row_check(
         let at = |r: &Value| value_at(r, path.as_ref()).cloned().unwrap_or(Value::Null);
         // Stable: rows equal in `by` stay in key order.
         rows.sort_by(|(_, a), (_, b)| {
-            compare::compare(&at(a), &at(b)).unwrap_or(std::cmp::Ordering::Equal)
+            eq.order(&at(a), &at(b))
+                .unwrap_or(std::cmp::Ordering::Equal)
         });
     }
     let picked = match pick {

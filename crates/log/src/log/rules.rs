@@ -6,7 +6,7 @@
 //! recorded before there were rules: 0.
 
 /// The rules a new run runs under.
-pub const CURRENT: u32 = 5;
+pub const CURRENT: u32 = 6;
 
 /// From 1: a route's path and query text is typed by every type its
 /// parameter's schema accepts (`type = ["integer", "null"]`, an
@@ -122,6 +122,32 @@ pub const QUERY_LIMIT_DEFAULT_AND_CHECKED: u32 = 5;
 /// where the clock stood still), saying so, as the step limit does; under
 /// 4 the run went on, every later event at the same time.
 pub const VIRTUAL_CLOCK_ENDS_THE_RUN: u32 = 5;
+
+/// From 6: a row inserted without a key into a table whose `ids` is
+/// `count` (the default) takes `TABLE-N` with N the row count plus one,
+/// passed over while a row holds that key; under 5 a delete made the
+/// next insert take a key a row still held, and every insert without a
+/// key after it failed with `conflict`.
+pub const COUNT_KEYS_PASS_OVER_TAKEN: u32 = 6;
+
+/// From 6: `gt`, `gte`, `lt` and `lte` (a query tool's filters, a
+/// service's `state.query`, the grade's `where`) order two integers
+/// exactly; under 5 they were compared as 64-bit floats, so integers past
+/// 2^53 (nanosecond timestamps) that `eq` told apart ordered as equal.
+pub const INTEGERS_ORDERED_EXACTLY: u32 = 6;
+
+/// From 6: a world service's `files.read`, `files.write` and
+/// `files.list` read a path as the world's own file tools have since
+/// rules 1 ([`FILE_PATHS_AS_READ`]): `./a`, `/a`, `a//b/..` name `a`, one
+/// that climbs above the world's files is `invalid-args`; under 5 a
+/// service's path was a key as written, so it wrote files no tool or
+/// check could reach.
+pub const SERVICE_FILE_PATHS_AS_READ: u32 = 6;
+
+/// From 6: a world service's `Table.update` that would change the row's
+/// key field is `invalid-args`, as a declarative `update` may not set it;
+/// under 5 the row kept its key and held another in its key field.
+pub const SERVICE_UPDATE_KEEPS_THE_KEY: u32 = 6;
 
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.

@@ -101,6 +101,8 @@ impl HostServices {
         AsOf {
             times: self.rules >= rules::TIMESTAMPS_EQUAL_AS_TIMES,
             limits: self.rules >= rules::QUERY_LIMIT_DEFAULT_AND_CHECKED,
+            fresh_keys: self.rules >= rules::COUNT_KEYS_PASS_OVER_TAKEN,
+            exact: self.rules >= rules::INTEGERS_ORDERED_EXACTLY,
             ..AsOf::now(self.now_text())
         }
     }

@@ -272,7 +272,7 @@ impl state::Host for ServiceData {
             Ok(filter) => filter,
             Err(e) => return Ok(Err(e)),
         };
-        let eq = Equality::new(Numbers::ByValue, f.as_of.times);
+        let eq = Equality::new(Numbers::ByValue, f.as_of.times).ordering_exactly(f.as_of.exact);
         let rows = match f.table(&table) {
             Ok(t) => t
                 .in_key_order()
@@ -309,7 +309,7 @@ impl state::Host for ServiceData {
         let key = match row.get(&t.key) {
             Some(k) if !k.is_null() => canon::key_of(k),
             _ => {
-                let value = t.ids.next(&table, &t.rows);
+                let value = t.ids.next(&table, &t.rows, f.as_of.fresh_keys);
                 let key = canon::key_of(&value);
                 row.insert(t.key.clone(), value);
                 key
