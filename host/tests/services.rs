@@ -1072,3 +1072,37 @@ fn a_service_s_integer_past_64_bits_is_refused_not_read_as_a_float() {
     );
     common::replays_identical(&store, out.json()["run_id"].as_str().unwrap());
 }
+
+/// Under rules 6 a service's file paths are read as the world's own file
+/// tools read them (`./a//b/../c.txt` is `a/c.txt`; one above the world's
+/// files is `invalid-args`), and an update that would change a row's key
+/// field is `invalid-args`: under rules 5 the service wrote files no tool
+/// or check could reach, and a row found by one key held another.
+#[test]
+fn a_service_s_paths_are_read_as_files_and_its_updates_keep_the_key() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let calls = json!([
+        {"tool": "write_path", "args": {"path": "./a//b/../c.txt"}},
+        {"tool": "write_path", "args": {"path": "../escape.txt"}},
+        {"tool": "rekey", "args": {"id": "c", "new": "d"}},
+        {"tool": "rekey", "args": {"id": "c", "new": "c"}},
+    ]);
+    let case = counters_case(dir.path(), calls, "");
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
+    out.expect_code(0);
+    let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    assert_eq!(answers[0]["ok"]["files"], json!(["a/c.txt"]), "{answers}");
+    assert_eq!(answers[1]["error"]["kind"], "invalid-args", "{answers}");
+    assert_eq!(answers[2]["error"]["kind"], "invalid-args", "{answers}");
+    assert!(
+        answers[2]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sets `id`, its key"),
+        "{answers}"
+    );
+    assert_eq!(answers[3]["ok"]["id"], "c", "the same key is no change");
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    worldline(dir.path(), ["replay", id.as_str()]).expect_code(0);
+}

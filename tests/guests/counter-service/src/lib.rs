@@ -88,6 +88,11 @@ fn call(tool: &str, args: Value) -> Result<Value, ToolError> {
             }
             Ok(json!({"written": count}))
         }
+        "write_path" => {
+            files::write(args["path"].as_str().unwrap_or(""), "x")?;
+            Ok(json!({"files": files::list("")}))
+        }
+        "rekey" => COUNTER_ROWS.update(&id, &json!({"id": args["new"]})),
         "keys" => Ok(COUNTER_ROWS
             .all()?
             .into_iter()

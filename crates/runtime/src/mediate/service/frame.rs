@@ -14,8 +14,10 @@ use worldline_case::canon;
 use worldline_case::error_kind::ErrorKind;
 use worldline_case::wide_integer;
 use worldline_case::world::compare::{Equality, Numbers};
+use worldline_case::world::file_path;
 use worldline_case::world::state::{FileData, State, Write};
 use worldline_case::world::tools::AsOf;
+use worldline_log::log::rules;
 
 /// The state a call sees, what it read and what it wrote.
 pub(super) struct Frame {
@@ -32,6 +34,9 @@ pub(super) struct Frame {
     /// JSON from the service holding an integer no 64 bits hold is
     /// refused (rules 2, `rules::SERVICE_INTEGERS_PAST_64_BITS`).
     pub wide_refused: bool,
+    /// The run's rules, which say how a file's path is read and whether
+    /// an update may change a row's key (rules 6).
+    rules: u32,
 }
 
 /// How much one service call may read: calls to `state` that read, and
@@ -91,8 +96,25 @@ enum Undo {
 }
 
 impl Frame {
-    pub(super) fn new(state: State, as_of: AsOf, wide_refused: bool) -> Self {
+    /// The world file (or prefix) `path` names under the run's rules:
+    /// read by `normal` from rules 6 (`./a` is `a`), as the world's own
+    /// file tools read it; the key as written before (decision 0423).
+    fn file_key(
+        &self,
+        path: String,
+        normal: fn(&str) -> Result<String, String>,
+    ) -> Result<String, ToolError> {
+        if self.rules >= rules::SERVICE_FILE_PATHS_AS_READ {
+            normal(&path).map_err(|why| error(ErrorKind::InvalidArgs, why))
+        } else {
+            Ok(path)
+        }
+    }
+
+    pub(super) fn new(state: State, as_of: AsOf, run_rules: u32) -> Self {
         Frame {
+            rules: run_rules,
+            wide_refused: run_rules >= rules::SERVICE_INTEGERS_PAST_64_BITS,
             state,
             as_of,
             writes: Vec::new(),
@@ -100,7 +122,6 @@ impl Frame {
             undo: Vec::new(),
             read_bytes: 0,
             write_bytes: 0,
-            wide_refused,
         }
     }
 
@@ -349,6 +370,21 @@ impl state::Host for ServiceData {
             }
             Err(e) => return Ok(Err(e)),
         };
+        // From rules 6 the key field stays the key the row is found by.
+        let key_field = f.table(&table).map(|t| t.key.clone());
+        if f.rules >= rules::SERVICE_UPDATE_KEEPS_THE_KEY
+            && let Ok(k) = key_field
+            && let Some(v) = fields.get(&k)
+            && canon::key_of(v) != key
+        {
+            return Ok(Err(error(
+                ErrorKind::InvalidArgs,
+                format!(
+                    "update of {table} row `{key}` sets `{k}`, its key, to {}: the row would hold another key than it is found by (insert a row with the new key and delete this one)",
+                    canon::to_string(v)
+                ),
+            )));
+        }
         let mut row = before.clone();
         row.extend(fields);
         let row = Value::Object(row);
@@ -371,6 +407,10 @@ impl state::Host for ServiceData {
     }
 
     fn read_file(&mut self, path: String) -> Answer<Vec<u8>> {
+        let path = match self.frame.file_key(path, file_path::normal) {
+            Ok(path) => path,
+            Err(e) => return Ok(Err(e)),
+        };
         let f = &mut self.frame;
         let data = f.state.files.get(&path).map(FileData::to_bytes);
         let size = path.len() + data.as_ref().map_or(0, Vec::len);
@@ -382,6 +422,10 @@ impl state::Host for ServiceData {
         if path.is_empty() {
             return Ok(Err(error(ErrorKind::InvalidArgs, "empty path")));
         }
+        let path = match self.frame.file_key(path, file_path::normal) {
+            Ok(path) => path,
+            Err(e) => return Ok(Err(e)),
+        };
         let size = path.len() + data.len();
         self.frame.write(
             Write::File {
@@ -394,6 +438,12 @@ impl state::Host for ServiceData {
     }
 
     fn list_files(&mut self, prefix: String) -> wasmtime::Result<Vec<String>> {
+        // A prefix that climbs above the world's files lists none of them
+        // (this call answers no error).
+        let prefix = match self.frame.file_key(prefix, file_path::normal_prefix) {
+            Ok(prefix) => prefix,
+            Err(_) => return Ok(Vec::new()),
+        };
         let f = &mut self.frame;
         let names: Vec<String> = f
             .state

@@ -157,8 +157,9 @@ impl Runtime {
     }
 
     /// Answer `tool` with `args` from `state` as of `as_of`, the service's
-    /// clock at least at `run_mono`, its JSON holding an integer past 64
-    /// bits refused when `wide_refused`; `state` is as it was when the call
+    /// clock at least at `run_mono`, under the run's `rules` (its JSON
+    /// holding an integer past 64 bits refused from rules 2, its paths
+    /// read and its keys kept from 6); `state` is as it was when the call
     /// returns. Also returns what the event records about the call
     /// (`reads`, `fuel`, or the failure).
     fn call(
@@ -167,9 +168,9 @@ impl Runtime {
         tool: &str,
         args: &Value,
         as_of: &AsOf,
-        (run_mono, wide_refused): (Option<u64>, bool),
+        (run_mono, rules): (Option<u64>, u32),
     ) -> (Result<(Value, Vec<Write>), ToolFailure>, Value) {
-        let frame = Frame::new(std::mem::take(state), as_of.clone(), wide_refused);
+        let frame = Frame::new(std::mem::take(state), as_of.clone(), rules);
         let args_json = worldline_case::canon::to_string(args);
         let (outcome, fuel, frame, stderr) = match self.live(frame, run_mono) {
             Err((err, fuel)) => {
@@ -279,7 +280,7 @@ impl Runtime {
 
 /// The frame a store holds between calls: an empty world, no time.
 fn idle_frame() -> Frame {
-    Frame::new(State::default(), AsOf::now(String::new()), false)
+    Frame::new(State::default(), AsOf::now(String::new()), 0)
 }
 
 impl ServiceData {
@@ -360,9 +361,7 @@ pub fn run_tool(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -
     // From rules 1 the service's clocks read the run's time, not a
     // clock of their own that only its own calls moved.
     let run_mono = (s.rules >= rules::SERVICE_CLOCK_FOLLOWS_THE_RUN).then(|| s.clock.mono_ns());
-    // From rules 2 an integer past 64 bits in what it hands over is refused.
-    let wide_refused = s.rules >= rules::SERVICE_INTEGERS_PAST_64_BITS;
-    let called = (run_mono, wide_refused);
+    let called = (run_mono, s.rules);
     let (result, detail) = runtime.call(&mut s.world.state, &tool.name, args, as_of, called);
     let result = result.map(|(out, writes)| {
         let writes = if as_of.empty { Vec::new() } else { writes };
