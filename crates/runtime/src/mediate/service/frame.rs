@@ -504,7 +504,11 @@ mod tests {
             },
         );
         let before = state.clone();
-        let mut f = Frame::new(state, AsOf::now("2026-01-01T00:00:00Z".into()), true);
+        let mut f = Frame::new(
+            state,
+            AsOf::now("2026-01-01T00:00:00Z".into()),
+            rules::CURRENT,
+        );
         f.apply(Write::Put {
             table: "t".into(),
             key: "a".into(),
