@@ -458,3 +458,33 @@ fn diff_finds_a_latency_injected_into_one_run() {
     assert_eq!(first["b"]["injected"]["action"], "latency", "{json}");
     assert_eq!(first["a"]["injected"], serde_json::Value::Null, "{json}");
 }
+
+/// A bundle's path that is not there is said to be missing, by its path
+/// (it was read as a run id: "no run `PATH` in this store ... or pass a
+/// bundle's path"); `pin`, which takes no path, does not suggest one.
+#[test]
+fn a_missing_bundle_path_is_named_and_pin_suggests_no_path() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = case("probe");
+    run_in(&store, &case, &guest("probe-agent"), &worlds_dir()).expect_code(0);
+    let missing = dir.path().join("nothere.jsonl");
+    let out = worldline(
+        &store,
+        [
+            OsStr::new("history"),
+            missing.as_os_str(),
+            OsStr::new("--json"),
+        ],
+    );
+    out.expect_code(2);
+    assert_eq!(
+        out.json()["error"]["file"],
+        missing.display().to_string(),
+        "{out}"
+    );
+    assert!(out.stderr.contains("no such bundle"), "{out}");
+    let pin = worldline(&store, ["pin", "nope"]);
+    pin.expect_code(2);
+    assert!(!pin.stderr.contains("bundle's path"), "{pin}");
+}

@@ -894,6 +894,14 @@ impl StoreDir {
         if as_path.is_file() || (names_a_path(arg) && as_path.symlink_metadata().is_ok()) {
             return Ok(as_path.to_path_buf());
         }
+        // A path that is not there is no run id either: said of the path
+        // (it was "no run `PATH` in this store ... or pass a bundle's path").
+        if names_a_path(arg) {
+            return Err(worldline_case::error::InputError::new(
+                as_path,
+                "no such bundle (a RUN is a run id, a unique prefix of one, or the path of a bundle that is there)",
+            ));
+        }
         // Only here is a path an answer too (`pin` takes an id alone).
         self.find_run_id(arg, ", or pass a bundle's path")
     }

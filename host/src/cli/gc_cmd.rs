@@ -82,7 +82,7 @@ pub fn exec_pin(args: PinArgs) -> Result<ExitCode> {
     let store = super::store_there(&args.common.store)?;
     store.require_raw("`pin`")?;
     store.needs_writing("`pin`")?;
-    let id = run_id_of(&store.resolve_run(by_id("pin", &args.run)?)?);
+    let id = run_id_of(&store.resolve_run_id(by_id("pin", &args.run)?)?);
     pins::pin(&store, &id, args.note.as_deref())?;
     if args.common.json {
         println!("{}", json!({"run_id": id, "pinned": true}));
@@ -111,7 +111,7 @@ pub fn exec_unpin(args: UnpinArgs) -> Result<ExitCode> {
     let store = super::store_there(&args.common.store)?;
     store.require_raw("`unpin`")?;
     store.needs_writing("`unpin`")?;
-    let id = match store.resolve_run(by_id("unpin", &args.run)?) {
+    let id = match store.resolve_run_id(by_id("unpin", &args.run)?) {
         Ok(path) => run_id_of(&path),
         // A pinned run whose bundle is gone is unpinned by its whole id;
         // anything else names no run, as `pin` says.
