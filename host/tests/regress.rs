@@ -598,6 +598,70 @@ fn traces_of_the_official_and_openinference_instrumentations_become_cases() {
     }
 }
 
+/// `--list --trace-id ID` lists the runs whose trace id starts with ID; an
+/// ID naming none is exit 2 as it is with `-o` (every run was listed, exit 0).
+#[test]
+fn list_with_a_trace_id_lists_only_the_runs_it_names() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let run = |id: &str| {
+        serde_json::json!({"scopeSpans": [{"spans": [{
+            "traceId": id, "spanId": "b7ad6b7169203331", "name": "chat",
+            "startTimeUnixNano": "1772366400000000000",
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                {"key": "gen_ai.input.messages", "value": {"stringValue": r#"[{"role":"user","content":"hi"}]"#}},
+                {"key": "gen_ai.output.messages", "value": {"stringValue": r#"[{"role":"assistant","content":"done"}]"#}}
+            ]
+        }]}]})
+    };
+    let trace = dir.path().join("runs.json");
+    let doc = serde_json::json!({"resourceSpans": [
+        run("0af7651916cd43dd8448eb211c80319c"),
+        run("0af7000016cd43dd8448eb211c80319c"),
+        run("5b8efff798038103d269b633813fc60c"),
+    ]});
+    std::fs::write(&trace, doc.to_string()).unwrap();
+    let list = |id: &str| {
+        from_trace(
+            &store,
+            &[
+                trace.as_os_str(),
+                "--list".as_ref(),
+                "--trace-id".as_ref(),
+                id.as_ref(),
+                "--json".as_ref(),
+            ],
+        )
+    };
+    let ids = |r: &common::CliOutput| -> Vec<String> {
+        (r.json().as_array().unwrap().iter())
+            .map(|l| l["trace_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let two = list("0AF7");
+    two.expect_code(0);
+    assert_eq!(
+        ids(&two),
+        [
+            "0af7000016cd43dd8448eb211c80319c",
+            "0af7651916cd43dd8448eb211c80319c"
+        ]
+    );
+    let one = list("5b8e");
+    one.expect_code(0);
+    assert_eq!(ids(&one), ["5b8efff798038103d269b633813fc60c"]);
+    let none = list("ffff");
+    none.expect_code(2);
+    assert!(
+        none.stderr.contains("runs.json")
+            && none
+                .stderr
+                .contains("has 0 agent run(s) whose trace id starts with ffff"),
+        "{none}"
+    );
+}
+
 /// A fork made a case: its `--respond` at a tool call becomes the
 /// `[[inject]]` rule that gives the same answer, so the case's run ends as
 /// the fork did; a `--set` or `--deny` part way, which no case key holds,

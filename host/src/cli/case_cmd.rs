@@ -37,7 +37,7 @@ pub struct FromTraceArgs {
     #[arg(short, long, required_unless_present = "list")]
     pub output: Option<PathBuf>,
     /// The agent run to take (its trace id, or a unique prefix), when the
-    /// file holds several.
+    /// file holds several; with `--list`, list the runs whose id starts so.
     #[arg(long)]
     pub trace_id: Option<String>,
     /// List the agent runs in the file and write nothing.
@@ -126,7 +126,7 @@ fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
 
 fn exec_from_trace(args: FromTraceArgs) -> Result<ExitCode> {
     if args.list {
-        let runs = from_trace::list(&args.trace)?;
+        let runs = from_trace::list(&args.trace, args.trace_id.as_deref())?;
         if args.common.json {
             println!("{}", serde_json::to_value(&runs)?);
         } else {

@@ -78,9 +78,19 @@ fn runs_in(path: &Path) -> Result<BTreeMap<String, Run>, InputError> {
     Ok(runs)
 }
 
-/// `--list`: every agent run in the file.
-pub fn list(path: &Path) -> Result<Vec<Listed>> {
-    Ok(runs_in(path)?
+/// `--list`: every agent run in the file, or those whose trace id starts
+/// with `trace_id` (it was ignored: every run was listed); none is an error
+/// as `-o` gives it.
+pub fn list(path: &Path, trace_id: Option<&str>) -> Result<Vec<Listed>> {
+    let mut runs = runs_in(path)?;
+    if let Some(want) = trace_id {
+        let matching = starting_with(&runs, want);
+        if matching.is_empty() {
+            return Err(no_such_run(path, &runs, want, &matching).into());
+        }
+        runs.retain(|id, _| matching.contains(id));
+    }
+    Ok(runs
         .into_iter()
         .map(|(trace_id, r)| Listed {
             trace_id,
@@ -258,6 +268,31 @@ pub fn from_trace(path: &Path, out: &Path, trace_id: Option<&str>) -> Result<Fro
     })
 }
 
+/// The trace ids of `runs` that start with `want` (any case).
+fn starting_with(runs: &BTreeMap<String, Run>, want: &str) -> Vec<String> {
+    let want = want.to_lowercase();
+    (runs.keys().filter(|k| k.starts_with(&want)).cloned()).collect()
+}
+
+/// The error for a `--trace-id` that names no one run: `matching` are the
+/// runs it names.
+fn no_such_run(
+    path: &Path,
+    runs: &BTreeMap<String, Run>,
+    want: &str,
+    matching: &[String],
+) -> InputError {
+    InputError::new(
+        path,
+        format!(
+            "has {} agent run(s) whose trace id starts with {}; it has {} (--list without --trace-id shows them)",
+            matching.len(),
+            worldline_case::shown::text(&want.to_lowercase()),
+            worldline_case::shown::list(runs.keys())
+        ),
+    )
+}
+
 /// The run `trace_id` names (a unique prefix of one), or the only one.
 /// Ids listed in an error are at most [`worldline_case::shown::MAX_ITEMS`].
 fn pick(
@@ -266,22 +301,10 @@ fn pick(
     trace_id: Option<&str>,
 ) -> Result<String, InputError> {
     match trace_id {
-        Some(want) => {
-            let want = want.to_lowercase();
-            let matching: Vec<&String> = runs.keys().filter(|k| k.starts_with(&want)).collect();
-            match matching.as_slice() {
-                [one] => Ok((*one).clone()),
-                _ => Err(InputError::new(
-                    path,
-                    format!(
-                        "has {} agent run(s) whose trace id starts with {}; it has {} (--list shows them)",
-                        matching.len(),
-                        worldline_case::shown::text(&want),
-                        worldline_case::shown::list(runs.keys())
-                    ),
-                )),
-            }
-        }
+        Some(want) => match starting_with(runs, want).as_slice() {
+            [one] => Ok(one.clone()),
+            matching => Err(no_such_run(path, runs, want, matching)),
+        },
         None if runs.len() == 1 => Ok(runs.keys().next().cloned().unwrap_or_default()),
         None => Err(InputError::new(
             path,

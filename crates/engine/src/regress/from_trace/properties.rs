@@ -238,7 +238,7 @@ fn made_or_refused(bytes: &[u8]) -> Result<(), TestCaseError> {
     let trace = dir.path().join("trace.otlp");
     std::fs::write(&trace, bytes).unwrap();
     let _ = otlp::parse(bytes);
-    if let Err(e) = list(&trace) {
+    if let Err(e) = list(&trace, None) {
         named(&e, &trace)?;
     }
     match from_trace(&trace, &dir.path().join("out"), None) {
