@@ -442,11 +442,19 @@ const TRACE_REQUIREMENTS: &[&str] = &[
     "openinference-instrumentation==0.1.72",
     "openinference-instrumentation-openai==0.1.66",
     "openinference-semantic-conventions==0.1.42",
+    "openai-agents==0.24.0",
+    "openinference-instrumentation-openai-agents==2.6.0",
 ];
 
 /// A virtual environment under the target folder with the pinned packages,
-/// made once and kept while the pins are the same.
+/// made once and kept while the pins are the same (by one test at a time:
+/// the tests that use it run side by side).
 fn trace_venv() -> std::path::PathBuf {
+    static VENV: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    VENV.get_or_init(make_trace_venv).clone()
+}
+
+fn make_trace_venv() -> std::path::PathBuf {
     use std::process::Command;
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-venv");
     let stamp = venv.join("worldline-pins.txt");
@@ -595,6 +603,91 @@ fn traces_of_the_official_and_openinference_instrumentations_become_cases() {
             Some("latency"),
             "{flavour}"
         );
+    }
+}
+
+/// The OpenAI Agents SDK (Chat Completions and Responses models, two
+/// tool calls at once, a tool answering worldline's error shape, tools
+/// answering a text content part as MCP tools do) traced by both
+/// OpenInference instrumentors at once, by OpenInference's `openai`
+/// instrumentor alone, and by the official one: each case scripts every
+/// answer the stub gave once, in order, and pins every tool's result as it
+/// returned it. Before, a call both instrumentors recorded was scripted
+/// twice, the Responses API's parallel calls (one output message each) lost
+/// all but the first, its final text (`message.contents`) was "", tool
+/// messages in that form pinned nothing, and a result in its text part was
+/// pinned wrapped (the error as a success).
+#[test]
+fn traces_of_the_agents_sdk_become_cases_with_every_answer_and_result() {
+    let python = trace_venv();
+    let agent = common::workspace_root().join("host/tests/trace_support/agent.py");
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let pinned = serde_json::json!([
+        {"tool": "get_ticket", "nth": 1, "response": {"alert": "ALERT-7", "id": "T-100", "status": "open"}},
+        {"tool": "get_alert", "nth": 1, "response": {"id": "ALERT-7", "kind": "latency", "service": "checkout"}},
+        {"tool": "get_deploy", "nth": 1, "error": "not-found", "message": "no deploys row D-999"},
+        {"tool": "list_deploys", "nth": 1, "response": {"deploys": [{"id": "D-42", "service": "checkout", "status": "live"}]}},
+    ]);
+    for flavour in [
+        "agents-chat",
+        "agents-responses",
+        "agents-client",
+        "agents-genai",
+    ] {
+        let trace = dir.path().join(format!("{flavour}.pb"));
+        let log = dir.path().join(format!("{flavour}.stub.json"));
+        let ran = std::process::Command::new(&python)
+            .arg(&agent)
+            .args([flavour.as_ref(), trace.as_os_str(), log.as_os_str()])
+            .env(
+                "OTEL_SEMCONV_STABILITY_OPT_IN",
+                "gen_ai_latest_experimental",
+            )
+            .env(
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                "SPAN_ONLY",
+            )
+            .output()
+            .unwrap();
+        assert!(
+            ran.status.success(),
+            "{flavour}: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        let out = dir.path().join(flavour);
+        let made = from_trace(
+            &store,
+            &[
+                trace.as_os_str(),
+                "-o".as_ref(),
+                out.as_os_str(),
+                "--json".as_ref(),
+            ],
+        );
+        made.expect_code(0);
+        let case: toml::Table = toml::from_str(
+            &std::fs::read_to_string(made.json()["case"].as_str().unwrap()).unwrap(),
+        )
+        .unwrap();
+        let responses: Vec<Value> = case["model"]["responses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| answer_shape(&serde_json::to_value(r).unwrap()))
+            .collect();
+        let stub: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+        let answered: Vec<Value> = stub.iter().map(|a| answer_shape(&a["answer"])).collect();
+        assert_eq!(answered.len(), 3, "{flavour}");
+        assert_eq!(responses, answered, "{flavour}");
+        let inject = serde_json::to_value(&case["inject"]).unwrap();
+        assert_eq!(
+            inject.as_array().unwrap()[..4],
+            pinned.as_array().unwrap()[..],
+            "{flavour}"
+        );
+        assert_eq!(made.json()["pinned"], 4, "{flavour}: {made}");
     }
 }
 

@@ -2,11 +2,13 @@
 third-party instrumentation, talking to a loopback OpenAI-compatible stub.
 
 usage: agent.py openai-v2|openinference TRACE_OUT STUB_LOG
+       agent.py agents-chat|agents-responses|agents-client|agents-genai TRACE_OUT STUB_LOG
 
-The stub answers two chat completions: a call of `get_alert`, then a final
-text. The agent runs the tool itself. The finished spans are written as one
-OTLP protobuf ExportTraceServiceRequest (TRACE_OUT); the requests the stub
-answered go to STUB_LOG as JSON.
+The first two: the stub answers two chat completions, a call of `get_alert`,
+then a final text, and the agent runs the tool itself. The `agents-*`
+flavours run the OpenAI Agents SDK (agents_agent.py). The finished spans are
+written as one OTLP protobuf ExportTraceServiceRequest (TRACE_OUT); the
+requests the stub answered go to STUB_LOG as JSON.
 """
 
 import json
@@ -15,6 +17,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FLAVOUR, TRACE_OUT, STUB_LOG = sys.argv[1], sys.argv[2], sys.argv[3]
+if FLAVOUR.startswith("agents-"):
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import agents_agent
+    agents_agent.main(FLAVOUR, TRACE_OUT, STUB_LOG)
+    sys.exit(0)
 
 ANSWERS = [
     {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_alert", "arguments": "{\"id\": \"ALERT-7\"}"}}]},

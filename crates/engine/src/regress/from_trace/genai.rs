@@ -83,6 +83,37 @@ fn parsed(v: &Value) -> Value {
     }
 }
 
+/// A tool's result out of its transport's wrapper: a text content part
+/// (`{"type": "text", "text": T}`, as an MCP tool's content and the Agents
+/// SDK's tool outputs come; `input_text` as the Responses API carries it)
+/// or a list of only such parts is its text, the parts' joined, read as
+/// JSON when it is JSON. Pinned as it was, a replayed agent saw the answer
+/// wrapped twice, and a recorded `{error: {kind}}` was pinned a success.
+fn result_of(v: &Value) -> Value {
+    let v = parsed(v);
+    let texts: Option<Vec<&str>> = match &v {
+        Value::Array(parts) if !parts.is_empty() => parts.iter().map(text_part).collect(),
+        Value::Object(_) => text_part(&v).map(|t| vec![t]),
+        _ => None,
+    };
+    match texts {
+        Some(texts) => parsed(&Value::from(texts.concat())),
+        None => v,
+    }
+}
+
+/// The text of a text content part that holds nothing else.
+fn text_part(p: &Value) -> Option<&str> {
+    let o = p.as_object()?;
+    let wrapper_only =
+        (o.keys()).all(|k| matches!(k.as_str(), "type" | "text" | "annotations" | "_meta"));
+    let kind = o.get("type")?.as_str()?;
+    if !wrapper_only || !matches!(kind, "text" | "input_text" | "output_text") {
+        return None;
+    }
+    o.get("text")?.as_str()
+}
+
 /// Why `text`, kept as text by [`parsed`], is JSON a case cannot hold:
 /// an integer past 64 bits, a number past a float's range, or nesting
 /// past what is read; `None` for text that is no JSON at all (a tool's
@@ -160,7 +191,7 @@ fn calls_from_messages(calls: &[ModelCall]) -> Vec<ToolCall> {
                 name: name.clone(),
                 id,
                 arguments: serde_json::from_str(args).ok(),
-                result: result.map(|m| parsed(&m["content"])),
+                result: result.map(|m| result_of(&m["content"])),
             });
         }
     }
@@ -360,48 +391,91 @@ fn failure(span: &Span, output: Option<&Answer>) -> Option<(&'static str, Option
     ))
 }
 
+/// An OpenInference message's text: `message.content`, or the text parts
+/// of `message.contents.N.message_content.*` joined in order (the form the
+/// instrumentations write a list of content parts in: tool messages, the
+/// Responses API's answers; it was read as no text at all).
+fn oi_text(m: &BTreeMap<&str, &Value>) -> Option<String> {
+    if let Some(text) = m.get("message.content").and_then(|v| v.as_str()) {
+        return Some(text.to_string());
+    }
+    let mut parts: BTreeMap<usize, (Option<&str>, Option<&str>)> = BTreeMap::new();
+    for (k, v) in m {
+        if let Some(rest) = k.strip_prefix("message.contents.")
+            && let Some((n, field)) = rest.split_once('.')
+            && let Ok(n) = n.parse::<usize>()
+        {
+            let part = parts.entry(n).or_default();
+            match field {
+                "message_content.type" => part.0 = v.as_str(),
+                "message_content.text" => part.1 = v.as_str(),
+                _ => {}
+            }
+        }
+    }
+    let texts: Vec<&str> = (parts.into_values())
+        .filter(|(kind, _)| matches!(kind, None | Some("text")))
+        .filter_map(|(_, text)| text)
+        .collect();
+    (!texts.is_empty()).then(|| texts.concat())
+}
+
+/// The tool calls of one flattened OpenInference output message, with
+/// their ids, in order.
+fn oi_calls(m: &BTreeMap<&str, &Value>) -> Vec<((String, String), Option<String>)> {
+    let calls = m
+        .iter()
+        .filter_map(|(k, v)| {
+            let rest = k.strip_prefix("message.tool_calls.")?;
+            let (n, field) = rest.split_once('.')?;
+            Some((n.parse::<usize>().ok()?, field, *v))
+        })
+        .fold(
+            BTreeMap::<usize, ((String, String), Option<String>)>::new(),
+            |mut acc, (n, f, v)| {
+                let e = acc.entry(n).or_default();
+                match f {
+                    "tool_call.function.name" => e.0.0 = v.as_str().unwrap_or("").into(),
+                    "tool_call.function.arguments" => e.0.1 = args_text(v),
+                    "tool_call.id" => e.1 = v.as_str().map(String::from),
+                    _ => {}
+                }
+                acc
+            },
+        );
+    (calls.into_values())
+        .filter(|((n, _), _)| !n.is_empty())
+        .collect()
+}
+
 /// An OpenInference LLM span.
 fn openinference_llm(span: &Span, run: &mut Run) -> ModelCall {
     run.forms.push("openinference");
     let input = indexed(span, "llm.input_messages.")
         .values()
         .map(|m| {
-            json!({
+            let mut out = json!({
                 "role": m.get("message.role").and_then(|v| v.as_str()).unwrap_or("user"),
-                "content": m.get("message.content").and_then(|v| v.as_str()),
-            })
+                "content": oi_text(m),
+            });
+            if let Some(id) = m.get("message.tool_call_id").and_then(|v| v.as_str()) {
+                out["tool_call_id"] = id.into();
+            }
+            out
         })
         .collect();
-    let output = indexed(span, "llm.output_messages.").get(&0).map(|m| {
-        let calls = m
-            .iter()
-            .filter_map(|(k, v)| {
-                let rest = k.strip_prefix("message.tool_calls.")?;
-                let (n, field) = rest.split_once('.')?;
-                Some((n.parse::<usize>().ok()?, field, *v))
-            })
-            .fold(
-                BTreeMap::<usize, ((String, String), Option<String>)>::new(),
-                |mut acc, (n, f, v)| {
-                    let e = acc.entry(n).or_default();
-                    match f {
-                        "tool_call.function.name" => e.0.0 = v.as_str().unwrap_or("").into(),
-                        "tool_call.function.arguments" => e.0.1 = args_text(v),
-                        "tool_call.id" => e.1 = v.as_str().map(String::from),
-                        _ => {}
-                    }
-                    acc
-                },
-            );
-        let (tool_calls, call_ids) = (calls.into_values())
-            .filter(|((n, _), _)| !n.is_empty())
-            .unzip();
+    // Every output message is part of the one answer: the Responses API's
+    // parallel calls come one function call a message (only the first
+    // message's calls were kept). Their calls and texts, in order.
+    let messages = indexed(span, "llm.output_messages.");
+    let output = (!messages.is_empty()).then(|| {
+        let (tool_calls, call_ids) = messages.values().flat_map(oi_calls).unzip();
+        let texts: Vec<String> = (messages.values())
+            .filter_map(oi_text)
+            .filter(|t| !t.is_empty())
+            .collect();
         Answer {
-            content: m
-                .get("message.content")
-                .and_then(|v| v.as_str())
-                .filter(|t| !t.is_empty())
-                .map(String::from),
+            content: (!texts.is_empty()).then(|| texts.join("\n")),
             tool_calls,
             call_ids,
         }
@@ -423,7 +497,56 @@ fn openinference_llm(span: &Span, run: &mut Run) -> ModelCall {
     }
 }
 
+/// Whether a span is a model call's: an OpenInference LLM span or a GenAI
+/// chat span.
+fn is_model_call(s: &Span) -> bool {
+    match s.text("openinference.span.kind") {
+        Some("LLM") => true,
+        Some("TOOL") => false,
+        _ => matches!(
+            s.text("gen_ai.operation.name"),
+            Some("chat" | "text_completion" | "generate_content")
+        ),
+    }
+}
+
+/// For each span, its outermost ancestor that is a model call's (its own
+/// index when none is) and how many model calls' spans are above it.
+fn model_call_nesting(spans: &[&Span]) -> Vec<(usize, usize)> {
+    let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, s) in spans.iter().enumerate() {
+        by_id.entry(s.span_id.as_str()).or_insert(i);
+    }
+    (0..spans.len())
+        .map(|i| {
+            let (mut top, mut depth) = (i, 0);
+            let mut parent = spans[i].parent_id.as_str();
+            // At most one step a span: a damaged trace's loop ends.
+            for _ in 0..spans.len() {
+                let Some(&p) = by_id.get(parent).filter(|_| !parent.is_empty()) else {
+                    break;
+                };
+                if is_model_call(spans[p]) {
+                    (top, depth) = (p, depth + 1);
+                }
+                parent = spans[p].parent_id.as_str();
+            }
+            (top, depth)
+        })
+        .collect()
+}
+
 /// The run in these spans (one trace's), in start order.
+///
+/// A model call's span inside another's is the same call recorded twice,
+/// by two instrumentations (OpenInference's Agents SDK instrumentor's
+/// `generation` or `response` span holds its `openai` instrumentor's
+/// `ChatCompletion` or `Response` span; each was counted, and every answer
+/// scripted twice). One span of each such nest is kept: the innermost that
+/// carries messages, the request and answer as the provider's client sent
+/// and read them (the outer one is the framework's view of the same call,
+/// and may lack what the client's instrumentation captured), else the
+/// innermost; of spans as deep, the last started (a retry's).
 pub(crate) fn run_of(spans: &[Span]) -> Run {
     let mut spans: Vec<&Span> = spans.iter().collect();
     spans.sort_by_key(|s| s.start_ns);
@@ -431,24 +554,34 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
         start_ns: spans.first().map_or(0, |s| s.start_ns),
         ..Run::default()
     };
-    for s in spans {
+    let nesting = model_call_nesting(&spans);
+    // Each nest's calls by its outermost span, in the order nests start.
+    let mut nests: BTreeMap<usize, Vec<(usize, usize, ModelCall)>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for (i, s) in spans.iter().enumerate() {
         let op = s.text("gen_ai.operation.name").unwrap_or("");
         let oi = s.text("openinference.span.kind").unwrap_or("");
-        if oi == "LLM" {
-            let mut c = openinference_llm(s, &mut run);
+        let call = if oi == "LLM" {
+            Some(openinference_llm(s, &mut run))
+        } else if is_model_call(s) {
+            Some(genai_chat(s, &mut run))
+        } else {
+            None
+        };
+        if let Some(mut c) = call {
             c.failed = failure(s, c.output.as_ref());
-            run.model_calls.push(c);
+            let (top, depth) = nesting[i];
+            if !nests.contains_key(&top) {
+                order.push(top);
+            }
+            nests.entry(top).or_default().push((depth, i, c));
         } else if oi == "TOOL" {
             run.tool_calls.push(ToolCall {
                 name: s.text("tool.name").unwrap_or(&s.name).to_string(),
                 id: s.text("tool_call.id").map(String::from),
                 arguments: s.attrs.get("input.value").map(parsed),
-                result: s.attrs.get("output.value").map(parsed),
+                result: s.attrs.get("output.value").map(result_of),
             });
-        } else if matches!(op, "chat" | "text_completion" | "generate_content") {
-            let mut c = genai_chat(s, &mut run);
-            c.failed = failure(s, c.output.as_ref());
-            run.model_calls.push(c);
         } else if op == "execute_tool"
             || (op.is_empty() && s.attrs.contains_key("gen_ai.tool.name"))
         {
@@ -459,9 +592,14 @@ pub(crate) fn run_of(spans: &[Span]) -> Run {
                 name: s.text("gen_ai.tool.name").unwrap_or("").to_string(),
                 id: s.text("gen_ai.tool.call.id").map(String::from),
                 arguments: s.attrs.get("gen_ai.tool.call.arguments").map(parsed),
-                result: s.attrs.get("gen_ai.tool.call.result").map(parsed),
+                result: s.attrs.get("gen_ai.tool.call.result").map(result_of),
             });
         }
+    }
+    for top in order {
+        let kept = (nests.remove(&top).into_iter().flatten())
+            .max_by_key(|(depth, i, c)| (!c.input.is_empty() || c.output.is_some(), *depth, *i));
+        run.model_calls.extend(kept.map(|(_, _, c)| c));
     }
     run.forms.dedup();
     if run.tool_calls.is_empty() {
@@ -480,6 +618,7 @@ mod tests {
         Span {
             trace_id: "t".into(),
             span_id: "s".into(),
+            parent_id: String::new(),
             name: "x".into(),
             start_ns: 1,
             failed: false,
@@ -787,5 +926,83 @@ mod tests {
             [Some(("unavailable", Some(429))), Some(("timeout", None))]
         );
         assert_eq!(r.without_content(), 0);
+    }
+
+    /// OpenInference's `message.contents` parts are a message's text, and
+    /// every output message is part of the one answer (the Responses API
+    /// gives each call its own).
+    #[test]
+    fn openinference_contents_and_every_output_message_are_read() {
+        let s = span(&[
+            ("openinference.span.kind", json!("LLM")),
+            ("llm.input_messages.0.message.role", json!("user")),
+            (
+                "llm.input_messages.0.message.contents.0.message_content.type",
+                json!("text"),
+            ),
+            (
+                "llm.input_messages.0.message.contents.0.message_content.text",
+                json!("hi"),
+            ),
+            (
+                "llm.output_messages.0.message.contents.0.message_content.text",
+                json!("looking"),
+            ),
+            (
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
+                json!("a"),
+            ),
+            (
+                "llm.output_messages.1.message.tool_calls.0.tool_call.function.name",
+                json!("b"),
+            ),
+        ]);
+        let r = run_of(&[s]);
+        let c = &r.model_calls[0];
+        assert_eq!(c.input, [json!({"role": "user", "content": "hi"})]);
+        let a = c.output.as_ref().unwrap();
+        assert_eq!(a.content.as_deref(), Some("looking"));
+        let names: Vec<&str> = a.tool_calls.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+    }
+
+    /// A model call's span inside another's is one call: the inner one,
+    /// which carries the messages, is kept.
+    #[test]
+    fn a_model_call_span_inside_another_is_one_call() {
+        let mut outer = span(&[("openinference.span.kind", json!("LLM"))]);
+        outer.span_id = "outer".into();
+        let mut inner = span(&[
+            ("openinference.span.kind", json!("LLM")),
+            ("llm.input_messages.0.message.content", json!("hi")),
+            ("llm.output_messages.0.message.content", json!("done")),
+        ]);
+        inner.span_id = "inner".into();
+        inner.parent_id = "outer".into();
+        inner.start_ns = 2;
+        let r = run_of(&[inner, outer]);
+        assert_eq!(r.model_calls.len(), 1);
+        let answer = r.model_calls[0].output.as_ref().unwrap();
+        assert_eq!(answer.content.as_deref(), Some("done"));
+    }
+
+    /// A result in its transport's text wrapper is its text, read as JSON.
+    #[test]
+    fn a_result_in_a_text_part_is_taken_out_of_it() {
+        let error = r#"{"error":{"kind":"not-found"}}"#;
+        for wrapped in [
+            json!({"type": "text", "text": error}).to_string(),
+            json!([{"type": "input_text", "text": error}]).to_string(),
+        ] {
+            assert_eq!(
+                result_of(&json!(wrapped)),
+                json!({"error": {"kind": "not-found"}})
+            );
+        }
+        let plain = json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]);
+        assert_eq!(result_of(&plain), json!("ab"));
+        // Anything more than the wrapper is the tool's own answer.
+        let own = json!({"type": "text", "text": "a", "id": 1});
+        assert_eq!(result_of(&own), own);
     }
 }

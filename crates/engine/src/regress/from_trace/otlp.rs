@@ -19,6 +19,8 @@ pub(crate) const MAX_BYTES: u64 = worldline_case::bounded::TRACE;
 pub(crate) struct Span {
     pub trace_id: String,
     pub span_id: String,
+    /// The span it is a child of (empty: a root).
+    pub parent_id: String,
     pub name: String,
     pub start_ns: u64,
     /// Its status said it failed (`STATUS_CODE_ERROR`).
@@ -127,6 +129,7 @@ fn proto_spans(req: &ExportTraceServiceRequest) -> Vec<Span> {
                 out.push(Span {
                     trace_id: hex::encode(&s.trace_id),
                     span_id: hex::encode(&s.span_id),
+                    parent_id: hex::encode(&s.parent_span_id),
                     name: s.name.clone(),
                     start_ns: s.start_time_unix_nano,
                     failed: s.status.as_ref().is_some_and(|st| st.code == 2),
@@ -246,6 +249,7 @@ fn json_spans(bytes: &[u8]) -> Result<Vec<Span>, Unread> {
                     out.push(Span {
                         trace_id: s["traceId"].as_str().unwrap_or("").to_lowercase(),
                         span_id: s["spanId"].as_str().unwrap_or("").to_lowercase(),
+                        parent_id: s["parentSpanId"].as_str().unwrap_or("").to_lowercase(),
                         name,
                         start_ns,
                         failed: matches!(&s["status"]["code"], Value::Number(n) if n.as_u64() == Some(2))
