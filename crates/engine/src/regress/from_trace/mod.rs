@@ -447,7 +447,7 @@ fn case_toml(run: &Run, tools: &[String], origin: &Origin, source: &Path) -> Res
         inject.push(json!({
             "tool": name,
             "error": "not-found",
-            "message": format!("not_recorded: the trace never made this call of `{name}`; give the world rows or a service for it and remove this rule"),
+            "message": format!("not_recorded: the trace holds no result of this call of `{name}` (it never made the call, or did not record what it returned); give the world rows or a service for it and remove this rule"),
         }));
     }
     let clock = worldline_case::time::rfc3339(run.start_ns as i128);
@@ -511,7 +511,7 @@ Made by `worldline case from-trace {}`.\n\n\
 - Read as: {}.\n\n\
 ## Left to write\n\n\
 - Expectations: `[expect]` (the case passes whenever the agent completes).\n\
-- State: the world has no tables. Calls the trace never made are answered with a `not-found` error whose message starts `not_recorded`; give the world tables and rows (or a `[service]`) and remove the `not_recorded` rule of a tool to have the world answer it.\n\
+- State: the world has no tables. Calls the trace holds no result of (it never made them, or did not record what they returned) are answered with a `not-found` error whose message starts `not_recorded`; give the world tables and rows (or a `[service]`) and remove the `not_recorded` rule of a tool to have the world answer it.\n\
 - Values the trace held as null are left out (TOML has no null).\n{}",
         source.display(),
         run.model_calls.len(),
