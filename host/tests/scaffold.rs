@@ -428,3 +428,46 @@ fn cases_at_the_project_s_root_leave_its_files_alone() {
         assert!(out.stdout.contains("1 passed"), "{args:?}: {out}");
     }
 }
+
+/// `grade RUN` finds the recorded case under the project file's `cases`
+/// from any folder of the project, as `test` found it: it looked in
+/// `./cases` alone and said the case had changed.
+#[test]
+fn grade_finds_the_case_under_the_project_s_cases() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("suite")).unwrap();
+    std::fs::create_dir_all(p.join("sub")).unwrap();
+    let text = std::fs::read_to_string(case("probe")).unwrap();
+    std::fs::write(
+        p.join("suite/probe.toml"),
+        format!("{text}\n[expect]\nstatus = \"completed\"\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "store = \"st\"\nagent = \"{}\"\nworlds = \"{}\"\ncases = [\"suite\"]\n",
+            guest("probe-agent").display(),
+            worlds_dir().display()
+        ),
+    )
+    .unwrap();
+    let ran = worldline_at(p, ["test", "--json"], &[]);
+    ran.expect_code(0);
+    let id = ran.json()["cases"][0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for at in [p.to_path_buf(), p.join("sub")] {
+        let graded = worldline_at(&at, ["grade", id.as_str(), "--json"], &[]);
+        graded.expect_code(0);
+        assert!(
+            graded.json()["case"]
+                .as_str()
+                .unwrap()
+                .ends_with("suite/probe.toml"),
+            "{graded}"
+        );
+    }
+}

@@ -16,8 +16,8 @@ use worldline_runtime::sandbox::Sandbox;
 pub struct GradeCommand {
     /// Run id (or a unique prefix) in the store, or a bundle path.
     pub run: String,
-    /// The case to grade against (default: the file under ./cases whose
-    /// content is the recorded case's).
+    /// The case to grade against (default: the file under the project
+    /// file's `cases`, else ./cases, whose content is the recorded case's).
     #[arg(long)]
     pub case: Option<PathBuf>,
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
@@ -42,7 +42,10 @@ pub fn exec(args: GradeCommand) -> Result<ExitCode> {
         &ops::grade::GradeArgs {
             bundle: path.clone(),
             case: args.case,
-            cases_dir: PathBuf::from("cases"),
+            cases: match super::project_args::project() {
+                Some(p) if !p.cases.is_empty() => p.cases.clone(),
+                _ => vec![PathBuf::from("cases")],
+            },
             worlds: args.worlds,
             rejudge: args.rejudge,
         },

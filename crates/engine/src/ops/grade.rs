@@ -20,10 +20,11 @@ use worldline_store::store::StoreDir;
 pub struct GradeArgs {
     /// The run's bundle (resolved by the caller).
     pub bundle: PathBuf,
-    /// The case to grade against (default: the file under `cases_dir`
-    /// whose content is the recorded case's).
+    /// The case to grade against (default: the file under `cases` whose
+    /// content is the recorded case's).
     pub case: Option<PathBuf>,
-    pub cases_dir: PathBuf,
+    /// Where to look for it: the project file's `cases`, else `./cases`.
+    pub cases: Vec<PathBuf>,
     /// Folder holding the worlds (default: the nearest `worlds/` above the case).
     pub worlds: Option<PathBuf>,
     /// Ask the judge model again instead of using its recorded answers.
@@ -40,8 +41,8 @@ pub struct Graded {
 }
 
 /// The case file under `dir` whose bytes hash to `hash`.
-fn find_case(dir: &Path, hash: &str) -> Option<PathBuf> {
-    let files = worldline_case::case::discover::expand(&[dir.to_path_buf()]).ok()?;
+fn find_case(paths: &[PathBuf], hash: &str) -> Option<PathBuf> {
+    let files = worldline_case::case::discover::expand(paths).ok()?;
     files.into_iter().find(|f| {
         worldline_case::bounded::read(f, worldline_case::bounded::DOCUMENT)
             .is_ok_and(|b| worldline_case::canon::sha256_hex(b) == hash)
@@ -78,7 +79,7 @@ pub fn grade(
         return Err(InputError::new(
             path,
             format!(
-                "is a redacted copy of run {}: its writes are redacted, so the world's state cannot be rebuilt to grade it (its recorded grade is in `worldline history`; grade the run itself in the store that holds it)",
+                "is a redacted copy of run {}: its writes are redacted, so the world's state cannot be rebuilt to grade it (its recorded verdict is in `worldline runs`; grade the run itself in the store that holds it)",
                 r.original_run
             ),
         )
@@ -86,8 +87,15 @@ pub fn grade(
     }
     let case_path = match &args.case {
         Some(c) => c.clone(),
-        None => find_case(&args.cases_dir, &b.header.case_hash).ok_or_else(|| {
-            InputError::new(path, "the recorded case is not under ./cases (it changed or lives elsewhere); pass --case FILE")
+        None => find_case(&args.cases, &b.header.case_hash).ok_or_else(|| {
+            let looked: Vec<String> = args.cases.iter().map(|p| p.display().to_string()).collect();
+            InputError::new(
+                path,
+                format!(
+                    "no case file under {} holds the recorded case (it changed since the run, or lives elsewhere); pass --case FILE",
+                    looked.join(", ")
+                ),
+            )
         })?,
     };
     let case: Case = case::load(&case_path, args.worlds.as_deref())?;
