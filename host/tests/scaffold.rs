@@ -471,3 +471,34 @@ fn grade_finds_the_case_under_the_project_s_cases() {
         );
     }
 }
+
+/// `check` without paths checks the project's `cases` outside its folder
+/// too, as `test` runs them: it said "no problems" of a case `test`
+/// refused.
+#[test]
+fn check_without_paths_checks_the_project_s_cases_outside_its_folder() {
+    let dir = temp_dir();
+    let p = dir.path().join("proj");
+    let external = dir.path().join("external");
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::create_dir_all(&external).unwrap();
+    let text = std::fs::read_to_string(case("probe")).unwrap();
+    std::fs::write(
+        external.join("bad.toml"),
+        format!("{text}\n[limits]\nfuel = 0\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "store = \"st\"\nagent = \"{}\"\nworlds = \"{}\"\ncases = [\"../external\"]\n",
+            guest("probe-agent").display(),
+            worlds_dir().display()
+        ),
+    )
+    .unwrap();
+    let checked = worldline_at(&p, ["check"], &[]);
+    checked.expect_code(2);
+    assert!(checked.stdout.contains("bad.toml"), "{checked}");
+    worldline_at(&p, ["test"], &[]).expect_code(2);
+}

@@ -34,7 +34,14 @@ pub fn exec(args: CheckArgs) -> Result<ExitCode> {
                 .and_then(|f| f.parent().map(PathBuf::from))
                 .filter(|root| *root != here);
             // Shown as `./cases/...` when the project is here.
-            vec![root.unwrap_or_else(|| PathBuf::from("."))]
+            let root = root.unwrap_or_else(|| PathBuf::from("."));
+            // And the project's `cases` outside its folder, which `test`
+            // runs (`cases = ["../shared"]` was not checked at all).
+            let whole = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+            let outside = (super::project_args::project().into_iter())
+                .flat_map(|p| p.cases.clone())
+                .filter(|c| !std::fs::canonicalize(c).is_ok_and(|c| c.starts_with(&whole)));
+            std::iter::once(root).chain(outside).collect()
         }
     };
     // A project file that did not load still names its worlds, when its
