@@ -502,3 +502,29 @@ fn check_without_paths_checks_the_project_s_cases_outside_its_folder() {
     assert!(checked.stdout.contains("bad.toml"), "{checked}");
     worldline_at(&p, ["test"], &[]).expect_code(2);
 }
+
+/// A project file without `store` keeps the project's runs in one store,
+/// `.worldline/` beside it, from any folder of the project: each folder a
+/// command ran in made a store of its own.
+#[test]
+fn a_project_without_a_store_key_has_one_store_beside_its_file() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("cases")).unwrap();
+    std::fs::copy(case("probe"), p.join("cases/probe.toml")).unwrap();
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "agent = \"{}\"\nworlds = \"{}\"\ncases = [\"cases\"]\n",
+            guest("probe-agent").display(),
+            worlds_dir().display()
+        ),
+    )
+    .unwrap();
+    worldline_at(p, ["run", "cases/probe.toml"], &[]).expect_code(0);
+    worldline_at(&p.join("cases"), ["run", "probe.toml"], &[]).expect_code(0);
+    assert!(!p.join("cases/.worldline").exists(), "a second store");
+    let runs = worldline_at(&p.join("cases"), ["runs", "--json"], &[]);
+    runs.expect_code(0);
+    assert_eq!(runs.json().as_array().map(Vec::len), Some(2), "{runs}");
+}

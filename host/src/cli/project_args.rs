@@ -144,6 +144,16 @@ fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsStri
     };
     let mut added: Vec<OsString> = Vec::new();
     let mut s = Supplied::default();
+    // Without a `store` key the project's store is `.worldline/` beside
+    // its file, from whatever folder of it a command runs (each folder
+    // made a store of its own, and the project's runs were split).
+    if p.store.is_none()
+        && !given("store")
+        && let Some(dir) = p.file.parent()
+    {
+        added.push("--store".into());
+        added.push(dir.join(".worldline").into_os_string());
+    }
     // The flag's argument, and the value as the file gave it.
     let mut offer = |flag: &str, value: Option<(String, serde_json::Value)>, s: &mut Supplied| {
         let Some((arg, value)) = value else { return };
