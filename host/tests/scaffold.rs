@@ -528,3 +528,39 @@ fn a_project_without_a_store_key_has_one_store_beside_its_file() {
     runs.expect_code(0);
     assert_eq!(runs.json().as_array().map(Vec::len), Some(2), "{runs}");
 }
+
+/// The project file's `[model]` takes a list (`responses`) as
+/// `--model-set 'responses=[...]'` does: it was refused, the error
+/// saying the flag refused it too.
+#[test]
+fn the_project_s_model_table_takes_lists_as_the_flag_does() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("cases")).unwrap();
+    std::fs::write(
+        p.join("cases/ask.toml"),
+        "world = \"demo@v1\"\nclock = 2026-03-01T12:00:00Z\nseed = 11\n\
+         task = { requests = [{ messages = [{ role = \"user\", content = \"hi\" }] }] }\n\
+         [model]\nresponses = [\"from the case\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "store = \"st\"\nagent = \"{}\"\nworlds = \"{}\"\n\n[model]\nresponses = [\"from the project\"]\n",
+            guest("asker-agent").display(),
+            worlds_dir().display()
+        ),
+    )
+    .unwrap();
+    worldline_at(p, ["check"], &[]).expect_code(0);
+    let out = worldline_at(p, ["run", "cases/ask.toml", "--json"], &[]);
+    out.expect_code(0);
+    assert!(
+        out.json()["output"]
+            .as_str()
+            .unwrap()
+            .contains("from the project"),
+        "{out}"
+    );
+}

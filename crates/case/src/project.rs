@@ -293,12 +293,19 @@ fn settings(
             }
             toml::Value::Float(f) => f.to_string(),
             toml::Value::Boolean(b) => b.to_string(),
+            // A list or table (`responses`, `rules`) as the JSON text the
+            // flag takes (`--model-set 'responses=["..."]'`).
+            v @ (toml::Value::Array(_) | toml::Value::Table(_)) => {
+                serde_json::to_string(v).expect("TOML values are JSON")
+            }
             _ => {
                 return Err(InputError::at(
                     file,
                     text,
                     value.span().start,
-                    format!("[{table}] {key}: give a string, number or boolean (as {flag} takes)"),
+                    format!(
+                        "[{table}] {key}: give a string, number, boolean, list or table (as {flag} takes)"
+                    ),
                 ));
             }
         };
