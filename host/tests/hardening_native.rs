@@ -1177,3 +1177,34 @@ fn a_native_run_loads_its_world_s_service_before_the_agent_starts() {
         );
     }
 }
+
+/// A command a case's or the project file's `exec` gives that cannot
+/// start is blamed on that file, not on `--exec`, a flag no one gave.
+#[test]
+fn an_exec_that_cannot_start_is_blamed_on_the_file_that_gave_it() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "store = \"st\"\nworlds = \"{}\"\nexec = [\"/nonexistent/project-agent\"]\n",
+            worlds().display()
+        ),
+    )
+    .unwrap();
+    let plain = case_with(p, "plain", PASSED_BY_DOING_NOTHING);
+    let own = write_case(
+        p,
+        "own",
+        &format!("exec = [\"/nonexistent/case-agent\"]\n{UNGRADED}{PASSED_BY_DOING_NOTHING}"),
+    );
+    for (case, blamed) in [(&plain, p.join("worldline.toml")), (&own, own.clone())] {
+        let out = worldline_at(p, [os("run"), case.as_os_str(), os("--json")], &[]);
+        out.expect_code(2);
+        assert_eq!(
+            out.json()["error"]["file"],
+            blamed.display().to_string(),
+            "{out}"
+        );
+    }
+}

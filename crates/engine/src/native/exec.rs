@@ -52,6 +52,11 @@ pub struct Exec {
     pub output_file: Option<PathBuf>,
     /// Run the process in a network namespace of its own ([`super::netns`]).
     pub isolate_net: bool,
+    /// What gave the command, which an error starting it names: `--exec`,
+    /// the case or project file whose `exec` it is, a run's bundle (a
+    /// project's `exec` that could not start was blamed on `--exec`, a
+    /// flag no one gave).
+    pub given_by: PathBuf,
 }
 
 impl Exec {
@@ -93,6 +98,7 @@ impl Exec {
             pass_env: agent.pass_env.clone(),
             output_file: agent.output_file.clone(),
             isolate_net: agent.network.as_deref() == Some("isolated"),
+            given_by: bundle.to_path_buf(),
         })
     }
 }
@@ -148,7 +154,7 @@ pub fn run(sandbox: &Sandbox, case: &Case, opts: RunOptions, exec: &Exec) -> Res
     // A command that cannot start is refused before its run begins, so
     // that nothing is recorded for it (a `completed` run was).
     if let Some(problem) = exec.command.first().and_then(|p| unstartable(p)) {
-        return Err(worldline_case::error::InputError::new("--exec", problem).into());
+        return Err(worldline_case::error::InputError::new(&exec.given_by, problem).into());
     }
     super::load_service(sandbox, case)?;
     let mut header = super::header(sandbox, case, exec.agent());
@@ -290,7 +296,10 @@ fn run_process(
     cmd.envs(variables(port, token, task, workdir));
     let started = Instant::now();
     let mut tree = super::tree::spawn(&mut cmd).map_err(|e| {
-        worldline_case::error::InputError::new("--exec", format!("cannot start `{program}`: {e}"))
+        worldline_case::error::InputError::new(
+            &exec.given_by,
+            format!("cannot start `{program}`: {e}"),
+        )
     })?;
     let limit = case.limits.stdout_bytes;
     let stdio = tree.stdio();
