@@ -924,3 +924,94 @@ fn a_conversation_s_trajectory_holds_what_each_side_said() {
         assert!(step["extra"]["vtime_ns"].is_u64(), "{step}");
     }
 }
+
+/// A `--respond` at a user turn or an approval that the agent could not be
+/// given as it is written is refused before anything runs, no run
+/// written: `{"reply": 5}` was recorded, then refused as the run was
+/// written (an incomplete run left, blamed on the store), and
+/// `{"approved": false}` was listed as approved while the agent was
+/// denied. An end without `satisfied` makes a case (`case from-run` was
+/// an internal error, exit 4).
+#[test]
+fn a_fork_s_answer_to_a_user_or_an_approval_is_typed_as_the_agent_gets_it() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let case = talk_case(
+        dir.path(),
+        "typed",
+        r#"{say = "Hello, which ticket?"}, {say = "Shall I close T-1?"}"#,
+        true,
+        &format!("{SUPPORT_USER}\n[expect.conversation]\nsatisfied = true\n"),
+    );
+    let out = run(&store, &case);
+    let parent = run_id(&out);
+    let events = read_bundle(&out.bundle()).events;
+    let at = events
+        .iter()
+        .position(|e| e["request"]["message"] == "Shall I close T-1?")
+        .unwrap()
+        .to_string();
+    let count = || std::fs::read_dir(store.join("runs")).unwrap().count();
+    let before = count();
+    for bad in [
+        r#"{"reply": 5}"#,
+        r#"{"ended": "bye"}"#,
+        r#"{"reply": "x", "extra": 1}"#,
+        r#"{"ended": {"reason": 3}}"#,
+        r#"{"approved": false}"#,
+    ] {
+        let f = wl(
+            &store,
+            &[
+                &"fork",
+                &parent,
+                &"--at",
+                &at,
+                &"--respond",
+                &bad,
+                &"--json",
+            ],
+        );
+        f.expect_code(2);
+        assert_eq!(f.json()["error"]["file"], "--respond", "{bad}: {f}");
+        assert_eq!(count(), before, "{bad}: a run was written");
+    }
+    // A model-played user's turns become scripted rules, the fork's end
+    // among them.
+    let played = talk_case(
+        dir.path(),
+        "played",
+        r#"{say = "Which ticket is it?"}, {say = "Done. Anything else?"}"#,
+        false,
+        "[user]\nplayed_by = \"model\"\npersona = \"You are Ana.\"\n[user.model]\nprovider = \"scripted\"\nresponses = [\"It's T-1.\", \"No, thanks.\"]\n",
+    );
+    let out = run(&store, &played);
+    out.expect_code(0);
+    let events = read_bundle(&out.bundle()).events;
+    let at = events
+        .iter()
+        .position(|e| e["request"]["message"] == "Done. Anything else?")
+        .unwrap()
+        .to_string();
+    let f = wl(
+        &store,
+        &[
+            &"fork",
+            &run_id(&out),
+            &"--at",
+            &at,
+            &"--respond",
+            &r#"{"ended": {"reason": "bye"}}"#,
+            &"--json",
+        ],
+    );
+    f.expect_code(0);
+    let made = dir.path().join("regress.toml");
+    let c = wl(
+        &store,
+        &[&"case", &"from-run", &run_id(&f), &"-o", &made, &"--json"],
+    );
+    c.expect_code(0);
+    let text = std::fs::read_to_string(&made).unwrap();
+    assert!(text.contains("satisfied = false"), "{text}");
+}

@@ -342,17 +342,43 @@ fn kind(v: &Value) -> &'static str {
 
 /// Whether `new` can stand for the recorded response `old` of `call`.
 fn fits(call: &str, old: &Value, new: &Value) -> Result<(), String> {
-    let has = |keys: &[&str]| keys.iter().any(|k| new.get(k).is_some());
     match Kind::of(call) {
+        // Each typed as the agent is given it: an answer of another type
+        // was recorded, then refused where the run wrote it (an
+        // incomplete run left in the store, blamed on the store), or
+        // shown as what the agent was not given (`{"approved": false}`
+        // listed as approved, the agent denied).
         Some(Kind::UserSay) => {
-            return has(&["reply", "ended"])
-                .then_some(())
-                .ok_or_else(|| "a user turn's response is the reply as text, or {\"reply\": ...} or {\"ended\": ...}".into());
+            let turn = "a user turn's response is the reply as text, {\"reply\": \"text\"}, or {\"ended\": {\"reason\": \"text\", \"satisfied\": true|false}}";
+            let ended_fits = |e: &Value| {
+                e.as_object().is_some_and(|e| {
+                    e.iter().all(|(k, v)| match k.as_str() {
+                        "reason" => v.is_string(),
+                        "satisfied" => v.is_boolean(),
+                        _ => false,
+                    })
+                })
+            };
+            let fits = match new.as_object() {
+                Some(m) if m.len() == 1 => match m.iter().next() {
+                    Some((k, v)) if k == "reply" => v.is_string(),
+                    Some((k, v)) if k == "ended" => ended_fits(v),
+                    _ => false,
+                },
+                _ => false,
+            };
+            return fits.then_some(()).ok_or_else(|| turn.into());
         }
         Some(Kind::ApprovalRequest) => {
-            return has(&["approved", "denied"])
-                .then_some(())
-                .ok_or_else(|| "an approval's response is \"approved\" or \"denied\" (or {\"approved\": true} / {\"denied\": reason})".into());
+            let decision = "an approval's response is \"approved\" or \"denied\" (or {\"approved\": true} / {\"denied\": \"reason\"})";
+            let fits = match new.as_object() {
+                Some(m) if m.len() == 1 => {
+                    m.get("approved") == Some(&Value::Bool(true))
+                        || m.get("denied").is_some_and(Value::is_string)
+                }
+                _ => false,
+            };
+            return fits.then_some(()).ok_or_else(|| decision.into());
         }
         _ => {}
     }

@@ -513,8 +513,11 @@ fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
         if let Some(reply) = response.reply {
             rule["reply"] = reply.into();
         } else if let Some(end) = response.ended {
-            rule["end"] = end.reason().clone();
-            rule["satisfied"] = end.satisfied.unwrap_or(Value::Null);
+            // As the agent was given them: a reason that is no text as
+            // none, satisfied unless `true` as not (a fork's end may leave
+            // either out, which TOML, with no null, could not hold: exit 4).
+            rule["end"] = end.reason().as_str().unwrap_or_default().into();
+            rule["satisfied"] = end.satisfied().into();
         } else {
             continue;
         }
