@@ -93,8 +93,14 @@ pub(crate) fn checks(c: &ConversationCheck, events: &[Event]) -> Vec<Assertion> 
     if let Some(want) = c.satisfied {
         let ended = ending(events);
         let got = ended.as_ref().is_some_and(Ending::satisfied);
+        // Said as it is expected: a check that the user did not leave
+        // satisfied read "ok user ended satisfied" when it passed.
+        let what = match want {
+            true => "user ended satisfied",
+            false => "user did not end satisfied",
+        };
         out.push(check(
-            "user ended satisfied".into(),
+            what.into(),
             json!(want),
             ended.map_or(json!("the user never ended the conversation"), |e| json!(e)),
             got == want,
@@ -166,5 +172,21 @@ mod tests {
             tool(6),
         ];
         assert_eq!(unapproved_calls("refund", &events), vec![2, 4, 6]);
+    }
+
+    #[test]
+    fn a_check_that_the_user_left_unsatisfied_says_so() {
+        let check = |satisfied| ConversationCheck {
+            max_turns: None,
+            satisfied: Some(satisfied),
+            approval_before: Vec::new(),
+            said: Vec::new(),
+        };
+        let [unsatisfied] = &checks(&check(false), &[])[..] else {
+            panic!("one check")
+        };
+        assert!(unsatisfied.passed);
+        assert_eq!(unsatisfied.what, "user did not end satisfied");
+        assert_eq!(checks(&check(true), &[])[0].what, "user ended satisfied");
     }
 }
