@@ -104,7 +104,45 @@ function fault(e: unknown): never {
   throw new Error("trap");
 }
 
+/**
+ * An exception thrown where no caller can catch it: in a timer's callback
+ * (the engine trapped with no word of it) or a queued microtask (the
+ * engine dropped it, and the run passed). A timer's is printed for the
+ * host as any uncaught one and traps the run; a microtask's fails the run
+ * when `run` settles.
+ */
+let lost: { error: unknown } | undefined;
+
+function guarded(cb: unknown, now: boolean): unknown {
+  if (typeof cb !== "function") return cb;
+  return function (this: unknown, ...args: unknown[]) {
+    try {
+      return (cb as (...a: unknown[]) => unknown).apply(this, args);
+    } catch (e) {
+      if (now) fault(e);
+      lost ??= { error: e };
+    }
+  };
+}
+
+const g = globalThis as any;
+for (const name of ["setTimeout", "setInterval"]) {
+  const original = g[name];
+  if (typeof original === "function") {
+    g[name] = (cb: unknown, ...rest: unknown[]) => original(guarded(cb, true), ...rest);
+  }
+}
+if (typeof g.queueMicrotask === "function") {
+  const original = g.queueMicrotask;
+  g.queueMicrotask = (cb: unknown) => original(guarded(cb, false));
+}
+
 function finish(out: unknown): string {
+  if (lost) {
+    const e = lost.error;
+    lost = undefined;
+    fault(e);
+  }
   let text: string | undefined;
   try {
     text = canonical(out ?? null);

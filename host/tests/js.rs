@@ -345,6 +345,39 @@ fn an_uncaught_exception_exits_3_with_the_javascript_stack() {
     assert!(!text.stdout.contains("guest backtrace"), "{text}");
 }
 
+/// An exception thrown in a timer's callback or a queued microtask fails
+/// the run with the exception and where it was thrown in the agent's
+/// source: a timer's trapped with no word of it, a microtask's was
+/// dropped and the run passed.
+#[test]
+#[cfg_attr(
+    not(worldline_tests_run),
+    ignore = "needs Node.js and the pinned npm packages: run tests/run, which installs it"
+)]
+fn an_exception_no_caller_catches_fails_the_run_with_its_stack() {
+    let source =
+        std::fs::read_to_string(workspace_root().join("tests/guests/js-probe/agent.ts")).unwrap();
+    for (mode, thrown) in [
+        ("timer-throw", "thrown in a timer"),
+        ("microtask-throw", "thrown in a microtask"),
+    ] {
+        let run = run_json(shared_store(), &case(&format!("js-{mode}")), &probe());
+        run.expect_code(3);
+        let doc = run.json();
+        assert_eq!(doc["run_status"], "trapped", "{run}");
+        let error = &doc["agent_error"];
+        assert!(
+            error["message"].as_str().unwrap().contains(thrown),
+            "{mode}: {run}"
+        );
+        let line = 1 + source.lines().position(|l| l.contains(thrown)).unwrap();
+        assert!(
+            error["at"].as_str().unwrap_or_default().contains(&format!("agent.ts:{line}:")),
+            "{mode}: {run}"
+        );
+    }
+}
+
 /// A case's `[env] vars` are what `process.env` holds (wasi:cli/environment,
 /// read once when the run first reads it, recorded), however a package
 /// reads it: a property, `in`, `Object.keys`, a spread.

@@ -5,7 +5,8 @@
 // nested function), "error" (a worldline error escaping run), "talk" (the
 // user and approval channels), "env" (what `process.env` holds, read
 // each way a package reads it), "cyclic" (an output that holds itself),
-// "never" (a promise that never settles).
+// "never" (a promise that never settles), "timer-throw" and
+// "microtask-throw" (an exception where no caller catches it).
 
 import { Denied, NotFound, approval, files, model, tools, trace, user } from "worldline";
 
@@ -88,6 +89,20 @@ export async function run(task: { ticket: string; mode?: string }) {
   if (task.mode === "throw") lookUp("T-404");
   if (task.mode === "error") throw new Denied("the probe was told to give up");
   if (task.mode === "never") return new Promise(() => {});
+  if (task.mode === "timer-throw") {
+    setTimeout(() => {
+      throw new RangeError("thrown in a timer");
+    }, 10);
+    await new Promise((r) => setTimeout(r, 100));
+    return { ok: true };
+  }
+  if (task.mode === "microtask-throw") {
+    queueMicrotask(() => {
+      throw new RangeError("thrown in a microtask");
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    return { ok: true };
+  }
   if (task.mode === "cyclic") {
     const held: Record<string, unknown> = {};
     held.self = held;
