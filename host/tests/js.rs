@@ -617,6 +617,19 @@ fn build_js_names_what_to_install_and_what_to_fix() {
     unresolved.expect_code(2);
     assert!(unresolved.stderr.contains("missing.ts:1:"), "{unresolved}");
     assert!(unresolved.stderr.contains("./helpers"), "{unresolved}");
+    // A package: what to do with build-js, not esbuild's advice to mark
+    // it external, which build-js cannot.
+    let package = write(
+        "package.ts",
+        "import pad from \"left-pad-nope\";\nexport function run() { return pad(\"x\", 3); }\n",
+    );
+    let unresolved = build_js(&package, &out, &[]);
+    unresolved.expect_code(2);
+    assert!(!unresolved.stderr.contains("external"), "{unresolved}");
+    assert!(
+        unresolved.stderr.contains("install the package in the agent's folder"),
+        "{unresolved}"
+    );
 
     let no_run = write("no_run.js", "export function go() { return 1; }\n");
     let refused = build_js(&no_run, &out, &[]);

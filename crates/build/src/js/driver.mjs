@@ -21,8 +21,18 @@ function messages(list) {
     file: m.location?.file ?? null,
     line: m.location?.line ?? null,
     column: m.location ? m.location.column + 1 : null,
-    text: m.text + (m.notes?.length ? ` (${m.notes.map((n) => n.text).join("; ")})` : ""),
+    text: m.text + notes(m),
   }));
+}
+
+// esbuild's notes, less its advice to mark a path external (build-js
+// bundles every module; nothing can be left out): what to do instead.
+function notes(m) {
+  const kept = (m.notes ?? []).map((n) => n.text).filter((t) => !t.includes("as external"));
+  if (/^Could not resolve "[^.\/]/.test(m.text)) {
+    kept.push("install the package in the agent's folder (npm install PACKAGE there), or see the pinned SDKs build-js finds beside its toolchain");
+  }
+  return kept.length ? ` (${kept.join("; ")})` : "";
 }
 
 const esbuild = require("esbuild");
