@@ -372,7 +372,10 @@ fn an_exception_no_caller_catches_fails_the_run_with_its_stack() {
         );
         let line = 1 + source.lines().position(|l| l.contains(thrown)).unwrap();
         assert!(
-            error["at"].as_str().unwrap_or_default().contains(&format!("agent.ts:{line}:")),
+            error["at"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(&format!("agent.ts:{line}:")),
             "{mode}: {run}"
         );
     }
@@ -627,7 +630,9 @@ fn build_js_names_what_to_install_and_what_to_fix() {
     unresolved.expect_code(2);
     assert!(!unresolved.stderr.contains("external"), "{unresolved}");
     assert!(
-        unresolved.stderr.contains("install the package in the agent's folder"),
+        unresolved
+            .stderr
+            .contains("install the package in the agent's folder"),
         "{unresolved}"
     );
 

@@ -369,9 +369,12 @@ pub fn find(stderr: &str) -> Option<Account> {
         }
     }
     let p = panic?;
+    // Up to the backtrace `RUST_BACKTRACE` prints after the message (its
+    // first line was read as the message's last).
     let body: Vec<&str> = lines[p..]
         .iter()
         .copied()
+        .take_while(|l| l.trim() != "stack backtrace:")
         .filter(|l| !l.starts_with(RUST_HINT))
         .collect();
     Some(Account::Panic(clip(&body)))
@@ -637,6 +640,15 @@ thread '<unnamed>' (1) panicked at runtime/src/lib.rs:1:1:\nPython function thre
 
     #[test]
     fn a_printed_traceback_followed_by_a_rust_panic_is_the_panic() {
+        // With RUST_BACKTRACE set, the backtrace after the message is no
+        // part of it.
+        let traced = "thread '<unnamed>' panicked at src/lib.rs:9:5:\nboom-42\nstack backtrace:\n   0: std::panicking::begin\n";
+        assert_eq!(
+            find(traced),
+            Some(Account::Panic(
+                "thread '<unnamed>' panicked at src/lib.rs:9:5:\nboom-42".into()
+            ))
+        );
         let stderr = "Traceback (most recent call last):\nKeyError: 1\nthread 'x' panicked at a.rs:1:1:\nother\n";
         assert!(matches!(find(stderr), Some(Account::Panic(_))));
     }
