@@ -1106,3 +1106,17 @@ fn a_service_s_paths_are_read_as_files_and_its_updates_keep_the_key() {
     let id = out.json()["run_id"].as_str().unwrap().to_string();
     worldline(dir.path(), ["replay", id.as_str()]).expect_code(0);
 }
+
+/// A world service given as the agent is said to be one: its refusal said
+/// worldline did not provide what it imports, as if worldline lacked
+/// something.
+#[test]
+fn a_service_given_as_the_agent_is_said_to_be_a_service() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let case = counters_case(dir.path(), json!([]), "");
+    let out = common::run_in(dir.path(), &case, &guest("counter-service"), &worlds);
+    out.expect_code(2);
+    assert!(out.stderr.contains("is a world service"), "{out}");
+    assert!(!out.stderr.contains("does not provide"), "{out}");
+}

@@ -72,6 +72,13 @@ pub(crate) fn check(
         .collect();
     if missing.is_empty() {
         Ok(())
+    } else if missing.iter().any(|m| m.starts_with("worldline:service/")) {
+        // A world service given as the agent (`check` says so of the
+        // reverse): "does not provide" blamed worldline.
+        Err(InputError::new(
+            origin,
+            "is a world service (it imports worldline:service), not an agent: name the agent's component with --agent, and the service in the world's [service] component",
+        ))
     } else {
         Err(InputError::new(
             origin,
