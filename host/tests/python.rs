@@ -395,6 +395,25 @@ fn build_python_names_what_to_install_and_what_to_fix() {
         std::fs::read(&source).unwrap(),
         std::fs::read(&agent).unwrap()
     );
+
+    // A service that marks no tool is told to mark one: it was an
+    // ImportError of `WitWorld`, a name the user never wrote.
+    let untooled = dir.path().join("untooled.py");
+    std::fs::write(
+        &untooled,
+        "import worldline_service as ws\n\ndef f(x):\n    return x\n",
+    )
+    .unwrap();
+    let out = worldline_raw([
+        OsStr::new("build-python"),
+        OsStr::new("--service"),
+        untooled.as_os_str(),
+        OsStr::new("-o"),
+        dir.path().join("untooled.wasm").as_os_str(),
+    ]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("marks no tool"), "{out}");
+    assert!(!out.stderr.contains("WitWorld"), "{out}");
 }
 
 #[test]

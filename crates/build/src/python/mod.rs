@@ -417,6 +417,16 @@ pub fn build(job: &PythonBuild, progress: &mut dyn FnMut(Progress)) -> Result<Py
         let what = crate::top_level_host_call(&said).unwrap_or_else(|| {
             "componentize-py could not build it (fix the Python error it names)".into()
         });
+        // A service source that marks no tool defines no `WitWorld`, and
+        // the import componentize-py makes of it failed with no word of
+        // the decorator.
+        if job.service && said.contains("cannot import name 'WitWorld'") {
+            return Err(InputError::new(
+                &job.agent,
+                "marks no tool: a world service exports each function marked @worldline_service.tool (`import worldline_service as ws`, then `@ws.tool` above `def NAME(...)`)",
+            )
+            .into());
+        }
         let (traceback, place) = python_error(&said);
         let error = match place {
             Some((file, line)) => {
