@@ -713,3 +713,22 @@ fn every_command_writes_and_reads_the_store(kind: StoreKind) {
     assert!(page.body.contains(&g), "the run list names {g}");
     assert_eq!(server.get(&format!("/run/{b}")).status, 200);
 }
+
+/// `runs --parent ID` lists the forks of a parent the store does not hold
+/// (a fork imported alone names it): it was exit 2, "no run in this
+/// store", though the fork's row showed the parent.
+#[test]
+fn runs_finds_the_forks_of_a_parent_the_store_does_not_hold() {
+    let dir = temp_dir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let case = write_case(dir.path(), "bad", BAD);
+    let parent = id_of(&run(&a, &case));
+    let fork = worldline(&a, ["fork", parent.as_str(), "--at", "1", "--json"]);
+    let fork = fork.json()["run_id"].as_str().unwrap().to_string();
+    let file = dir.path().join("fork.wl");
+    worldline(&a, ["export", fork.as_str(), "-o", s(&file)]).expect_code(0);
+    worldline(&b, ["import", s(&file)]).expect_code(0);
+    assert_eq!(ids(&runs(&b, &["--parent", parent.as_str()])), [fork]);
+    // A name that is no whole id and matches no run is still no run.
+    worldline(&b, ["runs", "--parent", "nope"]).expect_code(2);
+}

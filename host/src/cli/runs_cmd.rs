@@ -43,7 +43,8 @@ pub struct RunsArgs {
     /// Created before (same forms as --since).
     #[arg(long, value_parser = time_arg)]
     pub until: Option<i64>,
-    /// Forks of this run (id or unique prefix).
+    /// Forks of this run (id or unique prefix; a whole id the store does
+    /// not hold names the forks that name it).
     #[arg(long)]
     pub parent: Option<String>,
     /// At most this many runs (the newest).
@@ -86,8 +87,14 @@ fn time_arg(text: &str) -> Result<i64, String> {
 }
 
 fn filter_of(args: &RunsArgs, store: &StoreDir) -> Result<Filter> {
+    // A parent the store does not hold (a fork imported without it) is
+    // still named by its forks: a whole run id is taken as it is.
     let parent = match &args.parent {
-        Some(p) => Some(run_id_of(&store.resolve_run(p)?)),
+        Some(p) => match store.resolve_run(p) {
+            Ok(path) => Some(run_id_of(&path)),
+            Err(_) if worldline_store::store::is_run_id(p) && p.len() >= 24 => Some(p.clone()),
+            Err(e) => return Err(e.into()),
+        },
         None => None,
     };
     // `test` names a case by its path under the suite's folder
