@@ -71,9 +71,17 @@ impl StateDiff {
                         .get("types")
                         .and_then(Value::as_str)
                         .map_or(String::new(), |t| format!(" ({t})"));
+                    // A field not there is said so: `null -> null` was a
+                    // field added with null, and every new field read as
+                    // if it had held null.
+                    let shown = |side: &str| {
+                        c.get(side)
+                            .map_or("(absent)".to_string(), |v| v.to_string())
+                    };
                     out.push(format!(
                         "~ {table}/{k}.{f}: {} -> {}{types}",
-                        c["before"], c["after"]
+                        shown("before"),
+                        shown("after")
                     ));
                 }
             }
@@ -126,7 +134,14 @@ fn changes(
         (Some(b), Some(a)) if eq.same(b, a) => {}
         (None, None) => {}
         (b, a) => {
-            let mut change = json!({"before": b, "after": a});
+            // A side that is absent is left out (`null` is a value).
+            let mut change = serde_json::Map::new();
+            for (side, v) in [("before", b), ("after", a)] {
+                if let Some(v) = v {
+                    change.insert(side.into(), v.clone());
+                }
+            }
+            let mut change = Value::Object(change);
             if let (Some(b), Some(a)) = (b, a)
                 && (Equality {
                     numbers: Numbers::ByValue,
@@ -269,8 +284,19 @@ mod tests {
             diff(&before, &after).lines(),
             [
                 "~ reservations/R-1.passengers[0].dob: \"1990-01-01\" -> \"1991-01-01\"",
-                "~ reservations/R-1.passengers[2]: null -> {\"name\":\"Cy\"}",
+                "~ reservations/R-1.passengers[2]: (absent) -> {\"name\":\"Cy\"}",
             ]
+        );
+        // A field added with null is not a field that held null.
+        let mut nulled = before.clone();
+        nulled.apply(&Write::Put {
+            table: "reservations".into(),
+            key: "R-1".into(),
+            row: json!({"id": "R-1", "bags": 2, "passengers": [{"name": "Ana", "dob": "1990-01-01"}, {"name": "Ben"}], "extra": null}),
+        });
+        assert_eq!(
+            diff(&before, &nulled).lines(),
+            ["~ reservations/R-1.extra: (absent) -> null"]
         );
         let strict = diff_with(&before, &after, Equality::new(Numbers::Strict, false));
         assert_eq!(
