@@ -392,3 +392,23 @@ fn a_model_played_user_calls_its_tools_between_model_steps() {
     out.expect_code(1);
     assert_eq!(out.json()["summary"]["failed"], 1, "{out}");
 }
+
+/// `case from-run` of a model-played user's run makes its scripted rules
+/// call the user's tools as the run did: the calls were dropped, and the
+/// case failed its state check where the run passed.
+#[test]
+fn a_case_from_a_model_played_users_run_calls_its_tools_again() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = phone_world(dir.path());
+    let out = run(&store, &model_case(dir.path(), "model-user", ""), &worlds);
+    out.expect_code(0);
+    let run_id = out.json()["run_id"].as_str().unwrap().to_string();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    let made = cases.join("again.toml");
+    wl(&store, &[&"case", &"from-run", &run_id, &"-o", &made]).expect_code(0);
+    let again = run(&store, &made, &worlds);
+    again.expect_code(0);
+    assert_eq!(again.json()["status"], "passed", "{again}");
+}

@@ -497,19 +497,39 @@ impl Carried {
 fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
     let mut rules = Vec::new();
     let mut last = 0;
+    // The user's own tool calls since its last turn: made before it
+    // answered, so its rule makes them (they were dropped, and the case's
+    // state checks failed where the run passed).
+    let mut calls: Vec<Value> = Vec::new();
     for e in events {
-        let Call::UserSay { response, .. } = e.typed() else {
-            continue;
+        let response = match e.typed() {
+            Call::UserSay { response, .. } => response,
+            Call::UserToolsCall { request, .. } => {
+                calls.push(serde_json::json!({"tool": request.name, "args": request.args()}));
+                continue;
+            }
+            _ => continue,
         };
+        let made = std::mem::take(&mut calls);
         // A fork's answer (`--respond`) carries no turn: it is the turn
         // after the one before it.
-        let turn = match response.user.and_then(|u| u.turn) {
+        let turn = match response.user.as_ref().and_then(|u| u.turn) {
             Some(turn) => turn,
             None if e.mark().is_some_and(|m| matches!(m.by, By::Fork)) => last + 1,
             None => continue,
         };
         last = turn;
         let mut rule = serde_json::json!({"turn": turn});
+        if !made.is_empty() {
+            rule["calls"] = Value::Array(made);
+        }
+        // The time the model that played it took, as the scripted rule's.
+        let took = (response.user.as_ref())
+            .and_then(|u| u.by.as_ref())
+            .and_then(|by| by["model"]["virtual_latency_ms"].as_u64());
+        if let Some(ms) = took {
+            rule["latency_ms"] = ms.into();
+        }
         if let Some(reply) = response.reply {
             rule["reply"] = reply.into();
         } else if let Some(end) = response.ended {
