@@ -412,3 +412,41 @@ fn a_case_from_a_model_played_users_run_calls_its_tools_again() {
     again.expect_code(0);
     assert_eq!(again.json()["status"], "passed", "{again}");
 }
+
+/// Under rules 6 the user's tool calls in answer to the agent's message
+/// belong to the next turn (decision 0376): turn 1, which that message
+/// ended, sees the phone as it was. They counted in turn 1 under rules 5.
+#[test]
+fn the_users_answer_belongs_to_the_next_turn() {
+    let dir = temp_dir();
+    let store = dir.path().join("store");
+    let worlds = phone_world(dir.path());
+    let turns = r#"
+[[expect.turn]]
+turn = 1
+[[expect.turn.state]]
+table = "device"
+key = "phone"
+field = "airplane_mode"
+equals = true
+
+[[expect.turn]]
+turn = 2
+[[expect.turn.state]]
+table = "device"
+key = "phone"
+field = "airplane_mode"
+equals = false
+"#;
+    let c = write_case(
+        dir.path(),
+        "turns",
+        &format!(
+            "world = \"phone@v1\"\nseed = 3\nclock = 2026-03-01T12:00:00Z\n\
+             task = {{ steps = [{{say = \"Please turn airplane mode off.\"}}] }}\n{USER}{turns}"
+        ),
+    );
+    let out = run(&store, &c, &worlds);
+    out.expect_code(0);
+    assert_eq!(out.json()["status"], "passed", "{out}");
+}

@@ -15,7 +15,7 @@ use serde_json::json;
 use worldline_case::case::expect::TurnCheck;
 use worldline_case::world::compare::Equality;
 use worldline_case::world::state::State;
-use worldline_log::log::{Call, Event};
+use worldline_log::log::{Call, Event, Kind, rules};
 
 /// One turn's change to the world.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,6 +44,18 @@ fn ends(events: &[Event]) -> Vec<usize> {
     out
 }
 
+/// Where the user's answer to the agent's message at `end` starts: its own
+/// tool calls, made in answer to that message, are recorded before the
+/// message's event, and belong to the next turn (decision 0376), not to
+/// the turn the message ends.
+fn answer_starts(events: &[Event], end: usize) -> usize {
+    let mut at = end.min(events.len());
+    while at > 0 && Kind::of(&events[at - 1].call) == Some(Kind::UserToolsCall) {
+        at -= 1;
+    }
+    at
+}
+
 /// The state at each turn's end (empty when the case checks no turn).
 pub(crate) struct States<'a> {
     events: &'a [Event],
@@ -56,15 +68,20 @@ impl<'a> States<'a> {
     pub(crate) fn of(ev: &Evidence<'a>, checks: &[TurnCheck]) -> States<'a> {
         let mut turns = Vec::new();
         if !checks.is_empty() {
+            let answers_later = ev.rules >= rules::USER_ANSWERS_BELONG_TO_THE_NEXT_TURN;
             let mut state = ev.initial.clone();
             let mut from = 0;
             for end in ends(ev.events) {
-                for e in &ev.events[from..end] {
+                let cut = match answers_later {
+                    true => answer_starts(ev.events, end),
+                    false => end,
+                };
+                for e in &ev.events[from..cut] {
                     for w in &e.writes {
                         state.apply(w);
                     }
                 }
-                from = end;
+                from = cut;
                 turns.push((end, state.clone()));
             }
         }

@@ -149,6 +149,13 @@ pub const SERVICE_FILE_PATHS_AS_READ: u32 = 6;
 /// under 5 the row kept its key and held another in its key field.
 pub const SERVICE_UPDATE_KEEPS_THE_KEY: u32 = 6;
 
+/// From 6: a turn's state (`[[expect.turn]]`) is the world before the
+/// user's answer to the agent's message that ends it: the user's own tool
+/// calls in answer to that message (recorded before the message's event)
+/// belong to the next turn, as decision 0376 says; under 5 they counted
+/// in the turn the message ended.
+pub const USER_ANSWERS_BELONG_TO_THE_NEXT_TURN: u32 = 6;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {
