@@ -381,6 +381,25 @@ fn approvals_follow_the_rules_and_ask_tools_cannot_be_skipped() {
         "{f}"
     );
     common::replays_identical(&store, &run_id(&f));
+
+    // And one that denies the agent's first approval records it `denied`,
+    // as a rule's denial is (it was `read`).
+    let first = events.iter().position(|e| e["call"] == APPROVAL).unwrap();
+    let f = wl(
+        &store,
+        &[
+            &"fork",
+            &run_id(&out),
+            &"--at",
+            &first.to_string(),
+            &"--respond",
+            &r#"{"denied": "not today"}"#,
+            &"--json",
+        ],
+    );
+    let forked = read_bundle(&f.bundle()).events;
+    assert_eq!(forked[first]["effect"], "denied", "{f}");
+    common::replays_identical(&store, &run_id(&f));
 }
 
 #[test]

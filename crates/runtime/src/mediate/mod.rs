@@ -133,6 +133,11 @@ fn answered_effect(call: &str, response: &Value) -> Effect {
     match response.get("error") {
         Some(e) if e["kind"] == "denied" && call != Kind::ModelComplete.name() => Effect::Denied,
         Some(_) => Effect::Failed,
+        // An approval denied, as a rule's denial records it (a fork's was
+        // `read`).
+        None if call == Kind::ApprovalRequest.name() && response.get("denied").is_some() => {
+            Effect::Denied
+        }
         None => Effect::Read,
     }
 }
