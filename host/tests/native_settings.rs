@@ -823,3 +823,35 @@ fn an_exception_after_a_flood_of_logs_is_still_the_error() {
         "{stderr}"
     );
 }
+
+/// `case from-run -o x.toml` (a bare name) writes an `exec` file argument
+/// relative to the new case's folder, its `..` parts resolved: both stayed
+/// absolute (`/…/cases/probe.py`, `/…/cases/../agent/ag.py`), so a clone
+/// of the repository could not start the case's agent.
+#[test]
+fn a_case_from_a_native_run_names_its_files_relative_to_where_it_is_written() {
+    let dir = temp_dir();
+    let (_, own) = project(dir.path());
+    let out = worldline_at(dir.path(), [os("run"), own.as_os_str(), os("--json")], &[]);
+    out.expect_code(0);
+    let id = out.json()["run_id"].as_str().unwrap().to_string();
+    let made = worldline_at(
+        dir.path(),
+        [
+            os("case"),
+            os("from-run"),
+            os(&id),
+            os("-o"),
+            os("again.toml"),
+        ],
+        &[],
+    );
+    made.expect_code(0);
+    let case: toml::Table =
+        toml::from_str(&std::fs::read_to_string(dir.path().join("again.toml")).unwrap()).unwrap();
+    assert_eq!(
+        case["exec"].as_array().unwrap()[1].as_str(),
+        Some("cases/probe.py"),
+        "{case}"
+    );
+}

@@ -404,19 +404,42 @@ fn native_command(
     if exec.len() != native.command.len() {
         return None;
     }
-    let folder = std::path::absolute(out.parent().unwrap_or(Path::new("."))).unwrap_or_default();
+    // `-o x.toml` has the folder `""`, which no path was made relative to
+    // (every argument stayed absolute).
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+    let folder =
+        lexical(&std::path::absolute(parent.unwrap_or(Path::new("."))).unwrap_or_default());
     for (arg, ran) in exec.iter_mut().zip(&native.command) {
         let ran_path = Path::new(ran);
         if arg.as_str() == Some(ran) || !ran_path.is_absolute() {
             continue;
         }
+        let ran_path = lexical(ran_path);
         let rebased = match ran_path.strip_prefix(&folder) {
             Ok(inside) => inside.display().to_string(),
-            Err(_) => ran.clone(),
+            Err(_) => ran_path.display().to_string(),
         };
         *arg = rebased.into();
     }
     None
+}
+
+/// `path` with its `.` and `..` parts taken as written (`a/b/../c` is
+/// `a/c`), links left alone: an argument `../agent/ag.py` of a case in
+/// `cases/` was written `…/cases/../agent/ag.py`.
+fn lexical(path: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The case's table `name` (`[model]`, `[limits]`), made when it has
