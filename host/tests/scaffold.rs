@@ -564,3 +564,34 @@ fn the_project_s_model_table_takes_lists_as_the_flag_does() {
         "{out}"
     );
 }
+
+/// `case from-run` into a project whose `worlds` is outside it says
+/// nothing of `run` not finding the world there: they find it through
+/// the project file (the note said to pass `--worlds`).
+#[test]
+fn a_case_from_a_run_finds_its_world_through_the_project_file() {
+    let dir = temp_dir();
+    let p = dir.path().join("proj");
+    std::fs::create_dir_all(p.join("cases")).unwrap();
+    std::fs::copy(case("probe"), p.join("cases/probe.toml")).unwrap();
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!(
+            "store = \"st\"\nagent = \"{}\"\nworlds = \"{}\"\ncases = [\"cases\"]\n",
+            guest("probe-agent").display(),
+            worlds_dir().display()
+        ),
+    )
+    .unwrap();
+    let ran = worldline_at(&p, ["run", "cases/probe.toml", "--json"], &[]);
+    ran.expect_code(0);
+    let id = ran.json()["run_id"].as_str().unwrap().to_string();
+    let made = worldline_at(
+        &p,
+        ["case", "from-run", id.as_str(), "-o", "cases/again.toml"],
+        &[],
+    );
+    made.expect_code(0);
+    assert!(!made.stderr.contains("will not find"), "{made}");
+    worldline_at(&p, ["run", "cases/again.toml"], &[]).expect_code(0);
+}

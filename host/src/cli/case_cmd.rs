@@ -103,7 +103,14 @@ fn exec_from_run(args: FromRunArgs) -> Result<ExitCode> {
     )?;
     // `test` and `run` look for its world in the nearest `worlds/` above
     // it: a case written elsewhere did not load, unsaid.
-    let found = worldline_case::case::find_worlds_root(&made.case)
+    // The project's `worlds` when the case is written inside the project
+    // (they find it there: the note said they would not).
+    let project_worlds = super::project_args::project().and_then(|p| {
+        let dir = std::fs::canonicalize(p.file.parent()?).ok()?;
+        let case = std::fs::canonicalize(&made.case).ok()?;
+        case.starts_with(&dir).then(|| p.worlds.clone()).flatten()
+    });
+    let found = (project_worlds.or_else(|| worldline_case::case::find_worlds_root(&made.case)))
         .ok_or_else(|| "no `worlds/` folder is in its folder or above it".to_string())
         .and_then(|root| {
             worldline_case::world::check_header(&root, &made.world, &made.case)

@@ -396,9 +396,13 @@ fn native_command(
 ) -> Option<String> {
     let native = header.native.as_ref().filter(|n| n.transport == "exec")?;
     let Some(toml::Value::Array(exec)) = table.get_mut("exec") else {
+        // Given by `--exec` or by the project file's `exec` (the header
+        // does not say which; it was called `--exec` either way), quoted
+        // as a shell reads it.
+        let words = native.command.iter().map(String::as_str);
+        let command = shlex::try_join(words).unwrap_or_else(|_| native.command.join(" "));
         return Some(format!(
-            "the agent, `--exec -- {}`: give it to `test` as the run was given it, or add `exec = [...]` to the case",
-            native.command.join(" ")
+            "the agent, `{command}` (given by `--exec` or the project file's `exec`, not by the case): give it to `test` as the run was given it, or add `exec = [...]` to the case",
         ));
     };
     if exec.len() != native.command.len() {
