@@ -1087,6 +1087,7 @@ fn a_service_s_paths_are_read_as_files_and_its_updates_keep_the_key() {
         {"tool": "write_path", "args": {"path": "../escape.txt"}},
         {"tool": "rekey", "args": {"id": "c", "new": "d"}},
         {"tool": "rekey", "args": {"id": "c", "new": "c"}},
+        {"tool": "write_path", "args": {"path": "dir/"}},
     ]);
     let case = counters_case(dir.path(), calls, "");
     let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
@@ -1103,6 +1104,10 @@ fn a_service_s_paths_are_read_as_files_and_its_updates_keep_the_key() {
         "{answers}"
     );
     assert_eq!(answers[3]["ok"]["id"], "c", "the same key is no change");
+    assert_eq!(
+        answers[4]["error"]["kind"], "invalid-args",
+        "a folder: {answers}"
+    );
     let id = out.json()["run_id"].as_str().unwrap().to_string();
     worldline(dir.path(), ["replay", id.as_str()]).expect_code(0);
 }

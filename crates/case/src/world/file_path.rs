@@ -15,6 +15,18 @@ pub fn normal(path: &str) -> Result<String, String> {
     Ok(key)
 }
 
+/// The world file `path` names, as [`normal`] reads it, and a path that
+/// ends in `/` names a folder, no file (from rules 6: `files.write("dir/")`
+/// wrote a file `dir`).
+pub fn normal_file(path: &str) -> Result<String, String> {
+    if path.ends_with('/') || path.ends_with("/.") {
+        return Err(format!(
+            "the path `{path}` names a folder (it ends in `/`): name a file inside it"
+        ));
+    }
+    normal(path)
+}
+
 /// A `files.paths` prefix as [`normal`] reads a path: `./runbooks/` is
 /// `runbooks/` and `./` (or `/`) is every file; a prefix that is not a
 /// whole folder (`run`) is kept as it is past its folders.
@@ -48,6 +60,14 @@ fn walk(path: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_path_ending_in_a_slash_names_no_file() {
+        assert!(normal_file("dir/").is_err());
+        assert!(normal_file("dir/.").is_err());
+        assert_eq!(normal_file("./dir/a.md").unwrap(), "dir/a.md");
+        assert_eq!(normal("dir/").unwrap(), "dir");
+    }
+
     use super::*;
 
     #[test]

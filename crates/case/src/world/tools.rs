@@ -344,8 +344,14 @@ fn arg_str(args: &Value, name: &str) -> Result<String, ToolFailure> {
 /// read as the world file it names (`./a` is `a`: `file_path.rs`), and a
 /// `file_list` tool's prefix as a folder; other tools' arguments as they
 /// are.
-pub fn with_file_paths<'a>(tool: &Tool, args: &'a Value) -> Result<Cow<'a, Value>, ToolFailure> {
-    use super::file_path::{normal, normal_prefix};
+/// With `folders_refused` (rules 6), a file's path that ends in `/` is
+/// `invalid-args` ([`super::file_path::normal_file`]).
+pub fn with_file_paths<'a>(
+    tool: &Tool,
+    args: &'a Value,
+    folders_refused: bool,
+) -> Result<Cow<'a, Value>, ToolFailure> {
+    use super::file_path::{normal, normal_file, normal_prefix};
     let (path_arg, folder) = match &tool.op {
         Op::FileRead { path_arg } | Op::FileWrite { path_arg, .. } => (path_arg, false),
         Op::FileList { prefix_arg } => (prefix_arg, true),
@@ -354,10 +360,10 @@ pub fn with_file_paths<'a>(tool: &Tool, args: &'a Value) -> Result<Cow<'a, Value
     let Some(Value::String(path)) = args.get(path_arg) else {
         return Ok(Cow::Borrowed(args));
     };
-    let key = if folder {
-        normal_prefix(path)
-    } else {
-        normal(path)
+    let key = match (folder, folders_refused) {
+        (true, _) => normal_prefix(path),
+        (false, true) => normal_file(path),
+        (false, false) => normal(path),
     };
     let key = key.map_err(|m| ToolFailure::new(ErrorKind::InvalidArgs, m))?;
     let mut args = args.clone();
@@ -661,19 +667,19 @@ mod tests {
             path_arg: "p".into(),
         });
         let args = json!({"p": "./a//b.md", "q": "./x"});
-        let read_args = with_file_paths(&read, &args).unwrap();
+        let read_args = with_file_paths(&read, &args, true).unwrap();
         assert_eq!(*read_args, json!({"p": "a/b.md", "q": "./x"}));
         let list = tool(Op::FileList {
             prefix_arg: "prefix".into(),
         });
         let prefix = json!({"prefix": "./runbooks/"});
-        let listed = with_file_paths(&list, &prefix).unwrap();
+        let listed = with_file_paths(&list, &prefix, true).unwrap();
         assert_eq!(*listed, json!({"prefix": "runbooks/"}));
-        let above = with_file_paths(&read, &json!({"p": "../etc"})).unwrap_err();
+        let above = with_file_paths(&read, &json!({"p": "../etc"}), true).unwrap_err();
         assert_eq!(above.kind, ErrorKind::InvalidArgs);
         let other = tool(Op::Service);
         assert!(matches!(
-            with_file_paths(&other, &args).unwrap(),
+            with_file_paths(&other, &args, true).unwrap(),
             Cow::Borrowed(_)
         ));
     }

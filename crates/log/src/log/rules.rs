@@ -156,6 +156,12 @@ pub const SERVICE_UPDATE_KEEPS_THE_KEY: u32 = 6;
 /// in the turn the message ended.
 pub const USER_ANSWERS_BELONG_TO_THE_NEXT_TURN: u32 = 6;
 
+/// From 6: a file's path that ends in `/` names a folder, no file:
+/// `files.read`, `files.write`, a world's `file_read`/`file_write` tools
+/// and a service's `files.read`/`files.write` answer it `invalid-args`;
+/// under 5 `files.write("dir/")` wrote a file `dir`.
+pub const A_PATH_ENDING_IN_A_SLASH_IS_A_FOLDER: u32 = 6;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

@@ -489,7 +489,7 @@ impl RunState {
                     "files.read is not permitted in this case",
                 );
             }
-            let key = match file_key(s, path, file_path::normal) {
+            let key = match file_key(s, path, file_normal(s)) {
                 Ok(key) => key,
                 Err(why) => return error_answer(ErrorKind::InvalidArgs, why),
             };
@@ -545,6 +545,15 @@ fn file_key<'a>(
     }
 }
 
+/// How a file's path is read under the run's rules: a path that ends in
+/// `/` names a folder, no file, from rules 6.
+fn file_normal(s: &HostServices) -> fn(&str) -> Result<String, String> {
+    match s.rules >= rules::A_PATH_ENDING_IN_A_SLASH_IS_A_FOLDER {
+        true => file_path::normal_file,
+        false => file_path::normal,
+    }
+}
+
 /// A `files.*` request, however it arrived.
 fn file_request(
     path: Option<&str>,
@@ -584,7 +593,7 @@ impl files::Host for RunState {
             if path.is_empty() {
                 return error_answer(ErrorKind::InvalidArgs, "empty path");
             }
-            let key = match file_key(s, &path, file_path::normal) {
+            let key = match file_key(s, &path, file_normal(s)) {
                 Ok(key) => key.into_owned(),
                 Err(why) => return error_answer(ErrorKind::InvalidArgs, why),
             };

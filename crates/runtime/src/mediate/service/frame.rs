@@ -407,7 +407,7 @@ impl state::Host for ServiceData {
     }
 
     fn read_file(&mut self, path: String) -> Answer<Vec<u8>> {
-        let path = match self.frame.file_key(path, file_path::normal) {
+        let path = match self.frame.file_key(path, file_path::normal_file) {
             Ok(path) => path,
             Err(e) => return Ok(Err(e)),
         };
@@ -422,7 +422,7 @@ impl state::Host for ServiceData {
         if path.is_empty() {
             return Ok(Err(error(ErrorKind::InvalidArgs, "empty path")));
         }
-        let path = match self.frame.file_key(path, file_path::normal) {
+        let path = match self.frame.file_key(path, file_path::normal_file) {
             Ok(path) => path,
             Err(e) => return Ok(Err(e)),
         };

@@ -330,7 +330,8 @@ pub fn run_tool(s: &mut HostServices, tool: &Tool, args: &Value, as_of: &AsOf) -
     };
     let paths;
     let args = if s.rules >= rules::FILE_PATHS_AS_READ {
-        paths = match with_file_paths(tool, args) {
+        let folders_refused = s.rules >= rules::A_PATH_ENDING_IN_A_SLASH_IS_A_FOLDER;
+        paths = match with_file_paths(tool, args, folders_refused) {
             Ok(args) => args,
             Err(f) => {
                 return Ran {
