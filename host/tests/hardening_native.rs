@@ -860,8 +860,8 @@ fn a_case_from_a_native_run_starts_its_agent_from_another_folder() {
     );
     out.expect_code(0);
     assert!(
-        out.stdout.contains("`--exec -- /bin/true`")
-            || out.stderr.contains("`--exec -- /bin/true`"),
+        out.stdout
+            .contains("the agent, `/bin/true` (given by `--exec` or the project file's `exec`"),
         "{out}"
     );
 }

@@ -77,7 +77,12 @@ pub fn write(out: &mut impl Write, c: &Compared<'_>, cut: Cut) -> io::Result<()>
             // read was its answer alone).
             let line = |e: Option<&Event>| {
                 e.map_or("(none)".into(), |e| {
-                    format!("{}  {}", short_call(&e.call), summary_cut(e, cut))
+                    let summary = summary_cut(e, cut);
+                    format!(
+                        "{}  {}",
+                        short_call(&e.call),
+                        worldline_case::shown::one_line(&summary)
+                    )
                 })
             };
             writeln!(out, "first difference at event {i}:")?;

@@ -294,7 +294,9 @@ fn write_events(out: &mut impl Write, b: &HeldBundle, page: &Page, cut: Cut) -> 
             vtime(e.vtime_ns),
             format!("{:?}", e.effect).to_lowercase(),
             call,
-            summary_cut(e, cut)
+            // One line: text a run recorded breaks no line of the listing
+            // (`--json` holds it as it is).
+            worldline_case::shown::one_line(&summary_cut(e, cut))
         )?;
     }
     Ok(())

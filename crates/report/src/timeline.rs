@@ -11,7 +11,7 @@
 //! more dependency (`terminal_size`).
 
 use serde_json::Value;
-use worldline_case::{canon, shown};
+use worldline_case::canon;
 use worldline_log::log::call::{Call, CallError};
 use worldline_log::log::{Event, Kind};
 
@@ -66,7 +66,7 @@ impl Cut {
 
 fn cut(v: &Value, max: usize) -> String {
     let text = match v {
-        Value::String(s) => shown::one_line(s).into_owned(),
+        Value::String(s) => s.clone(),
         other => canon::to_string(other),
     };
     if text.chars().count() > max {

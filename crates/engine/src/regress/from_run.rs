@@ -554,7 +554,10 @@ fn script_user(user: &mut toml::Table, events: &[Event]) -> Result<()> {
         let took = (response.user.as_ref())
             .and_then(|u| u.by.as_ref())
             .and_then(|by| by["model"]["virtual_latency_ms"].as_u64());
-        if let Some(ms) = took {
+        // (Said only where it differs from `[user] latency_ms`, which a
+        // rule takes when it says nothing.)
+        let default = user.get("latency_ms").and_then(toml::Value::as_integer);
+        if let Some(ms) = took.filter(|ms| i64::try_from(*ms).ok() != Some(default.unwrap_or(0))) {
             rule["latency_ms"] = ms.into();
         }
         if let Some(reply) = response.reply {
