@@ -134,6 +134,38 @@ fn spread_json_at_end(stdout: &str) -> Option<serde_json::Value> {
     })
 }
 
+/// A guest's frames as a reader wants them: demangled (Rust's
+/// `_RNvNtCs…unwrap_failed` is `core::result::unwrap_failed`), the panic
+/// machinery above the frame that panicked left out (the first twelve
+/// frames shown were all of it, and the agent's own never was).
+fn guest_frames(frames: &[String]) -> impl Iterator<Item = String> + '_ {
+    let shown: Vec<String> = frames
+        .iter()
+        .map(|f| format!("{:#}", rustc_demangle::demangle(f)))
+        .collect();
+    let machinery = |f: &str| {
+        [
+            "std::panicking::",
+            "core::panicking::",
+            "std::rt::",
+            "__rustc::",
+            "rust_begin_unwind",
+            "rust_panic",
+            "std::sys::backtrace::",
+            "core::result::unwrap_failed",
+            "core::option::unwrap_failed",
+            "core::option::expect_failed",
+            "core::result::expect_failed",
+            "abort",
+            "std::process::abort",
+        ]
+        .iter()
+        .any(|m| f.starts_with(m) || f.contains(&format!("::{m}")))
+    };
+    let skip = shown.iter().position(|f| !machinery(f)).unwrap_or(0);
+    shown.into_iter().skip(skip)
+}
+
 /// The agent's own error, when it has one, as lines under a run.
 pub fn write_agent_error(
     out: &mut impl Write,
@@ -191,7 +223,7 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
     let unscripted = f.status == Status::Unscripted;
     if !f.backtrace.is_empty() && !interpreted && !unscripted {
         writeln!(out, "  guest backtrace:")?;
-        for frame in f.backtrace.iter().take(12) {
+        for frame in guest_frames(&f.backtrace).take(12) {
             writeln!(out, "    {frame}")?;
         }
     }
@@ -247,4 +279,24 @@ pub fn write(out: &mut impl Write, o: &RunOutcome) -> io::Result<()> {
         super::grade::write(out, g, "    ")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guest_frames;
+
+    #[test]
+    fn a_guest_backtrace_is_demangled_from_the_frame_that_panicked() {
+        let frames: Vec<String> = [
+            "__rustc::rust_begin_unwind",
+            "_RNvNtCs9pv848UzQwQ_4core9panicking9panic_fmt",
+            "_RNvNtCs9pv848UzQwQ_4core6result13unwrap_failed",
+            "_RNvCs1a2b3c4d5e6_5probe3run",
+            "wasi:cli/run@0.2.0#run",
+        ]
+        .map(String::from)
+        .to_vec();
+        let shown: Vec<String> = guest_frames(&frames).collect();
+        assert_eq!(shown, ["probe::run", "wasi:cli/run@0.2.0#run"]);
+    }
 }
