@@ -745,6 +745,9 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
         {"tool": "panic", "args": {"times": 2}},
         {"tool": "panic", "args": {"nope": 1}},
         {"tool": "nan", "args": {}},
+        {"tool": "bye", "args": {"kind": "exit"}},
+        {"tool": "bye", "args": {"kind": "interrupt"}},
+        {"tool": "bump", "args": {"id": "c"}},
     ]);
     let case = counters_case(dir.path(), calls, "");
     let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
@@ -798,6 +801,20 @@ fn a_python_service_answers_like_the_rust_one_and_its_exception_is_a_failed_tool
                 .contains("Out of range float values are not JSON compliant"),
         "{nan}"
     );
+    // `sys.exit()` and KeyboardInterrupt are the service's failures too,
+    // with their tracebacks (they trapped the instance: `sys.exit` said
+    // only that the guest exited), and the calls after them are answered.
+    for (answer, raised) in [
+        (&answers[9], "SystemExit: 3"),
+        (&answers[10], "KeyboardInterrupt"),
+    ] {
+        let error = &answer["error"];
+        assert!(
+            error["kind"] == "failed" && error["message"].as_str().unwrap().contains(raised),
+            "{answer}"
+        );
+    }
+    assert_eq!(answers[11]["ok"], json!({"id": "c", "n": 3}), "{answers}");
     let id = out.json()["run_id"].as_str().unwrap();
     common::replays_identical(dir.path(), id);
 }

@@ -177,7 +177,11 @@ def tool(f: Callable[..., Any]) -> Callable[..., Any]:
                 if e.__traceback__ is not None and e.__traceback__.tb_next is None:
                     raise Err(_types.ToolError(_types.ErrorKind.INVALID_ARGS, str(e))) from None
                 raise Err(_failure(name, e)) from None
-            except Exception as e:
+            except BaseException as e:
+                # `sys.exit()` and `KeyboardInterrupt` too: they trapped
+                # the component (the instance lost, `sys.exit` with no
+                # traceback), where docs/service-sdk.md promises a `failed`
+                # answer and the service going on.
                 raise Err(_failure(name, e)) from None
 
     setattr(sys.modules[f.__module__], "WitWorld", WitWorld)

@@ -3,7 +3,9 @@ counter-service's tools): `bump` does one get and one update, `panic`
 raises (a TypeError of its own given `times`), `spin` never ends, `clock` answers the time and two random
 numbers, `refuse` answers a typed error after a write, `log` writes a file
 and inserts a row, `keys` lists the counters' ids as `Table.query()`
-orders them."""
+orders them, `bye` calls `sys.exit` or raises `KeyboardInterrupt`."""
+
+import sys
 
 import worldline_service as ws
 
@@ -59,3 +61,10 @@ def log():
 @ws.tool
 def keys():
     return [c["id"] for c in COUNTERS.query()]
+
+
+@ws.tool
+def bye(kind):
+    if kind == "exit":
+        sys.exit(3)
+    raise KeyboardInterrupt()
