@@ -636,6 +636,23 @@ fn build_js_names_what_to_install_and_what_to_fix() {
         "{unresolved}"
     );
 
+    // An exception at the module's top level (run while the component is
+    // made) is placed in the agent's source, not the bundle it never sees.
+    let top = write(
+        "toplevel.ts",
+        "import { tools } from \"worldline\";\n\nconst cfg = JSON.parse(\"{not json\");\n\nexport function run(task: any) { return [cfg, tools]; }\n",
+    );
+    let thrown = build_js(&top, &out, &[OsStr::new("--json")]);
+    thrown.expect_code(2);
+    assert_eq!(thrown.json()["error"]["line"], 3, "{thrown}");
+    assert!(
+        thrown.json()["error"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("toplevel.ts"),
+        "{thrown}"
+    );
+
     let no_run = write("no_run.js", "export function go() { return 1; }\n");
     let refused = build_js(&no_run, &out, &[]);
     refused.expect_code(2);

@@ -35,6 +35,23 @@ function notes(m) {
   return kept.length ? ` (${kept.join("; ")})` : "";
 }
 
+// Each generated line's segments, absolute ([column, source, line,
+// column], 0-based), and the sources' paths under the agent's folder: for
+// a place in the bundle the build itself reports (an exception at the
+// agent's top level, run while the component is made).
+let located = [];
+let sourcePaths = [];
+
+/** The agent's `file:line:column` of the bundle's `line:column` (1-based). */
+function sourceOf(line, column) {
+  let best;
+  for (const seg of located[line - 1] ?? []) {
+    if (seg[0] <= column - 1) best = seg;
+  }
+  best ??= (located[line - 1] ?? [])[0];
+  return best && { file: sourcePaths[best[1]], line: best[2] + 1, column: best[3] + 1 };
+}
+
 const esbuild = require("esbuild");
 
 // What the engine lacks of Node and of the web platform, where a small
@@ -332,6 +349,7 @@ function lineTable(mapPath) {
     const full = resolve(dirname(mapPath), s);
     return full.startsWith(cfg.sdk) ? `worldline/${relative(cfg.sdk, full)}` : relative(cfg.agentDir, full);
   });
+  sourcePaths = map.sources.map((s) => relative(cfg.agentDir, resolve(dirname(mapPath), s)));
   const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   const decode = (text) => {
     const out = [];
@@ -366,6 +384,8 @@ function lineTable(mapPath) {
     let gen = 0;
     let prev = [0, 0, 0, 0];
     const row = [];
+    const at = [];
+    located.push(at);
     for (const seg of segments.split(",")) {
       if (!seg) continue;
       const f = decode(seg);
@@ -375,6 +395,7 @@ function lineTable(mapPath) {
         line += f[2];
         col += f[3];
         const now = [gen, src, line, col];
+        at.push(now);
         row.push(now.map((v, i) => encode(v - prev[i])).join(""));
         prev = now;
       }
@@ -402,6 +423,15 @@ try {
   let text = String(e?.message ?? e);
   if (/out of memory/.test(text) && !cfg.minify) {
     text += "\n(the engine ran out of memory running the bundle's top level: --minify makes the source it keeps smaller)";
+  }
+  // An exception at the agent's top level is placed in its source: the
+  // engine names the bundle's line, a file the user never sees.
+  const inBundle = new RegExp(`${cfg.bundleName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:(\\d+):(\\d+)`);
+  const hit = inBundle.exec(text);
+  const place = hit && sourceOf(Number(hit[1]), Number(hit[2]));
+  if (place) {
+    text = text.replace(inBundle, `${place.file}:${place.line}:${place.column}`);
+    finish({ errors: [{ file: place.file, line: place.line, column: place.column, text }] });
   }
   finish({ errors: [{ file: cfg.agent, line: null, column: null, text }] });
 }
