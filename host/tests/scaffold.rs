@@ -594,4 +594,42 @@ fn a_case_from_a_run_finds_its_world_through_the_project_file() {
     made.expect_code(0);
     assert!(!made.stderr.contains("will not find"), "{made}");
     worldline_at(&p, ["run", "cases/again.toml"], &[]).expect_code(0);
+
+/// `check` lists every problem of the project file, each key checked on
+/// its own: an unknown `[model]` key, or `jobs = 0`, hid the `cases` and
+/// `worlds` that name nothing (told only once the first was fixed).
+#[test]
+fn check_lists_every_problem_of_the_project_file() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::write(
+        p.join("worldline.toml"),
+        "cases = [\"nope\"]\nworlds = \"worldz\"\njobs = 0\n\n[model]\nprovder = \"openai\"\n",
+    )
+    .unwrap();
+    let out = worldline_at(p, ["check"], &[]);
+    out.expect_code(2);
+    for (place, text) in [
+        ("1:10", "cases names"),
+        ("2:10", "worlds names"),
+        ("3:8", "jobs must be"),
+        ("6:1", "[model] provder: unknown field"),
+    ] {
+        let wanted = format!("./worldline.toml:{place}: ");
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.starts_with(&wanted) && l.contains(text)),
+            "no `{wanted}...{text}` in:\n{out}"
+        );
+    }
+    // An unknown key at the top is one problem among the others too.
+    std::fs::write(p.join("worldline.toml"), "jobz = 2\nworlds = \"worldz\"\n").unwrap();
+    let out = worldline_at(p, ["check"], &[]);
+    out.expect_code(2);
+    assert!(out.stdout.contains("./worldline.toml:1:1: "), "{out}");
+    assert!(
+        out.stdout.contains("./worldline.toml:2:10: worlds names"),
+        "{out}"
+    );
 }

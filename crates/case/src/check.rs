@@ -190,12 +190,16 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
         .unwrap_or_default();
     if name == crate::project::FILE {
         out.files.push((file.to_path_buf(), Kind::Project));
-        let loaded =
-            crate::project::load(file).and_then(|p| case::model::check_settings(&p).map(|()| p));
-        match loaded {
-            Err(e) => out.problem(e),
+        // Every section on its own: a problem of one key (`jobs = 0`, an
+        // unknown `[model]` key) hid the others'.
+        match crate::project::read(file) {
+            Err(all) => all.into_iter().for_each(|e| out.problem(e)),
             // What `test` without cases takes must be there.
-            Ok(project) => {
+            Ok((project, problems)) => {
+                problems.into_iter().for_each(|e| out.problem(e));
+                for e in case::model::setting_problems(&project) {
+                    out.problem(e);
+                }
                 for (cases, at) in project.missing_cases() {
                     out.problem(InputError {
                         line: at,

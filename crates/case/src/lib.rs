@@ -26,6 +26,7 @@ pub mod partition;
 pub mod path;
 pub mod prices;
 pub mod project;
+pub(crate) mod sections;
 pub mod shown;
 pub mod time;
 pub mod wide_integer;

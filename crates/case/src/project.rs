@@ -119,14 +119,31 @@ pub fn find(from: &Path) -> Option<PathBuf> {
         .find(|f| f.symlink_metadata().is_ok())
 }
 
-/// Read and check a project file.
+/// Read and check a project file: its first problem, when it has any.
 pub fn load(file: &Path) -> Result<Project, InputError> {
-    let text = InputError::utf8(file, read_toml_bytes(file)?)?;
-    let doc: ProjectToml = toml::from_str(&text).map_err(|e| InputError::toml(file, &text, &e))?;
+    match read(file) {
+        Ok((project, problems)) => match problems.into_iter().next() {
+            None => Ok(project),
+            Some(e) => Err(e),
+        },
+        Err(mut all) => Err(all.remove(0)),
+    }
+}
+
+/// Read a project file and list every problem of it, each section checked
+/// on its own (`check`, which lists them all: a `jobs = 0` hid a `worlds`
+/// that names nothing). The project is what reads, a key with a problem
+/// left out; it is an error only when the file cannot be read at all (not
+/// TOML, not UTF-8).
+pub fn read(file: &Path) -> Result<(Project, Vec<InputError>), Vec<InputError>> {
+    let text =
+        InputError::utf8(file, read_toml_bytes(file).map_err(|e| vec![e])?).map_err(|e| vec![e])?;
+    let (doc, mut problems) = crate::sections::read::<ProjectToml>(file, &text, &[])?;
     let dir = file.parent().unwrap_or(Path::new("."));
     let path = |p: &toml::Spanned<String>| dir.join(p.get_ref());
     // An empty path would name this file's own folder: a store made in
     // the project itself, its worlds or cases read from there.
+    let empty = |v: &toml::Spanned<String>| v.get_ref().trim().is_empty();
     let paths = [
         ("store", &doc.store),
         ("agent", &doc.agent),
@@ -136,20 +153,19 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         .into_iter()
         .filter_map(|(k, v)| Some((k, v.as_ref()?)));
     let paths_at = (named.clone())
+        .filter(|(_, v)| !empty(v))
         .map(|(k, v)| (k, crate::error::line_col(&text, v.span().start)))
         .collect();
     let cases = doc.cases.iter().map(|c| ("cases", c));
-    if let Some((key, empty)) = named
-        .chain(cases)
-        .find(|(_, v)| v.get_ref().trim().is_empty())
-    {
-        return Err(InputError::at(
+    for (key, empty) in named.chain(cases).filter(|(_, v)| empty(v)) {
+        problems.push(InputError::at(
             file,
             &text,
             empty.span().start,
             format!("`{key}` is empty: name a path (relative to this file), or leave the key out"),
         ));
     }
+    let given = |v: &Option<toml::Spanned<String>>| v.as_ref().filter(|v| !empty(v)).map(path);
     let jobs = match &doc.jobs {
         None => None,
         Some(j) => match j
@@ -159,7 +175,7 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         {
             Some(n) if (1..=MAX_JOBS).contains(&n) => Some(n),
             _ => {
-                return Err(InputError::at(
+                problems.push(InputError::at(
                     file,
                     &text,
                     j.span().start,
@@ -168,16 +184,17 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
                         j.get_ref()
                     ),
                 ));
+                None
             }
         },
     };
     if let Some(p) = &doc.prices
         && let Err(m) = p.get_ref().check()
     {
-        return Err(InputError::at(file, &text, p.span().start, m));
+        problems.push(InputError::at(file, &text, p.span().start, m));
     }
     if let (Some(_), Some(e)) = (&doc.agent, &doc.exec) {
-        return Err(InputError::at(
+        problems.push(InputError::at(
             file,
             &text,
             e.span().start,
@@ -188,55 +205,56 @@ pub fn load(file: &Path) -> Result<Project, InputError> {
         exec: doc.exec.as_ref().map(|e| e.get_ref().clone()),
         pass_env: doc.pass_env.as_ref().map(|e| e.get_ref().clone()),
     };
-    let exec = exec_toml.resolve(dir).map_err(|m| {
+    let exec = exec_toml.resolve(dir).unwrap_or_else(|m| {
         let at = match m.starts_with("exec") {
             true => doc.exec.as_ref().map(|e| e.span().start),
             false => doc.pass_env.as_ref().map(|e| e.span().start),
         };
-        InputError::at(file, &text, at.unwrap_or(0), m)
-    })?;
+        problems.push(InputError::at(file, &text, at.unwrap_or(0), m));
+        Default::default()
+    });
     let mut written = Vec::new();
-    let model = settings(
-        (file, dir),
-        &text,
-        "model",
-        "--model-set",
-        &doc.model,
-        &mut written,
-    )?;
-    let user_model = settings(
-        (file, dir),
-        &text,
-        "user_model",
-        "--user-model-set",
-        &doc.user_model,
-        &mut written,
-    )?;
-    Ok(Project {
+    let mut tables = BTreeMap::new();
+    for (table, flag, given) in [
+        ("model", "--model-set", &doc.model),
+        ("user_model", "--user-model-set", &doc.user_model),
+    ] {
+        let read = settings((file, dir), &text, table, flag, given, &mut written);
+        tables.insert(
+            table,
+            read.unwrap_or_else(|e| {
+                problems.push(e);
+                BTreeMap::new()
+            }),
+        );
+    }
+    let project = Project {
         file: file.to_path_buf(),
         // An address (a database's `postgres://...`) is taken as it is,
         // not as a folder here; the store says whether it knows the scheme.
-        store: doc.store.as_ref().map(|s| {
+        store: doc.store.as_ref().filter(|s| !empty(s)).map(|s| {
             if s.get_ref().contains("://") {
                 PathBuf::from(s.get_ref())
             } else {
                 path(s)
             }
         }),
-        agent: doc.agent.as_ref().map(path),
+        agent: given(&doc.agent),
         exec,
-        worlds: doc.worlds.as_ref().map(path),
-        cases: doc.cases.iter().map(path).collect(),
+        worlds: given(&doc.worlds),
+        cases: (doc.cases.iter()).filter(|c| !empty(c)).map(path).collect(),
         cases_at: (doc.cases.iter())
+            .filter(|c| !empty(c))
             .map(|c| crate::error::line_col(&text, c.span().start))
             .collect(),
         paths_at,
         jobs,
-        model,
-        user_model,
+        model: tables.remove("model").unwrap_or_default(),
+        user_model: tables.remove("user_model").unwrap_or_default(),
         prices: doc.prices.map(|p| p.into_inner()).unwrap_or_default(),
         settings: written,
-    })
+    };
+    Ok((project, problems))
 }
 
 impl Project {

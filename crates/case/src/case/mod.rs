@@ -399,20 +399,10 @@ pub fn parse_recorded(
 }
 
 /// The keys a case cannot be read without: a problem with one of them
-/// ends the reading.
+/// ends the reading ([`crate::sections::read`], which reads a section of
+/// the wrong type as a problem and the rest without it).
 const REQUIRED: [&str; 3] = ["world", "task", "clock"];
 
-/// The most sections of the wrong type read past, each a problem of its
-/// own, before the reading stops.
-const MAX_UNREAD: usize = 32;
-
-/// The case's TOML read into its sections. A section of the wrong type (a
-/// `seed = -1`, an unknown key of `[model]`) is a problem, and the rest is
-/// read without it, so that `check` lists the other sections' problems too
-/// (it listed the first alone). The section is blanked, not cut: every
-/// other place keeps its line and column. A problem of a key the case
-/// cannot be read without (`world`, `task`, `clock`), or one not in any
-/// section, ends the reading.
 /// What a file named as a case is instead, when it is one of the other
 /// files worldline reads (it has no `world`): the project file, a fault
 /// profile, a world's `world.toml`. `run worldline.toml` said "unknown
@@ -437,83 +427,6 @@ fn another_kind(path: &Path, text: &str) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-fn read_doc(path: &Path, text: &str) -> Result<(CaseToml, Vec<InputError>), Vec<InputError>> {
-    let mut read = text.to_string();
-    let mut unread = Vec::new();
-    loop {
-        let e = match toml::from_str::<CaseToml>(&read) {
-            Ok(doc) => return Ok((doc, unread)),
-            Err(e) => e,
-        };
-        unread.push(InputError::toml(path, &read, &e));
-        let section = e
-            .span()
-            .and_then(|s| section_at(&read, s.start))
-            .filter(|(name, _)| !REQUIRED.contains(&name.as_str()));
-        let Some((_, ranges)) = section.filter(|_| unread.len() < MAX_UNREAD) else {
-            return Err(unread);
-        };
-        let mut bytes = std::mem::take(&mut read).into_bytes();
-        for r in ranges {
-            for b in &mut bytes[r] {
-                if *b != b'\n' {
-                    *b = b' ';
-                }
-            }
-        }
-        // Only ASCII and whole lines were blanked (see `section_at`).
-        read = String::from_utf8(bytes).map_err(|_| unread.clone())?;
-    }
-}
-
-/// The top-level section `offset` is in, and the byte ranges of the lines
-/// that write it: a `[name...]` or `[[name...]]` table (every one of that
-/// name), or a `name = value` at the top (its key to its value's end).
-fn section_at(text: &str, offset: usize) -> Option<(String, Vec<std::ops::Range<usize>>)> {
-    let lines: Vec<(usize, &str)> = text
-        .split_inclusive('\n')
-        .scan(0, |at, l| {
-            let start = *at;
-            *at += l.len();
-            Some((start, l))
-        })
-        .collect();
-    let header = |l: &str| -> Option<String> {
-        let t = l.trim_start();
-        let inner = t.strip_prefix("[[").or_else(|| t.strip_prefix('['))?;
-        let name = inner.split(['.', ']']).next()?.trim().trim_matches('"');
-        (!name.is_empty()).then(|| name.to_string())
-    };
-    let at = lines.iter().rposition(|(start, _)| *start <= offset)?;
-    if let Some(name) = lines[..=at].iter().rev().find_map(|(_, l)| header(l)) {
-        // Every table of that name, from its header to the next header.
-        let mut ranges = Vec::new();
-        let mut inside = false;
-        for (start, l) in &lines {
-            if let Some(h) = header(l) {
-                inside = h == name;
-            }
-            if inside {
-                ranges.push(*start..start + l.len());
-            }
-        }
-        return Some((name, ranges));
-    }
-    // A key at the top: its entry, from its key to its value's end.
-    let entries: toml::de::DeTable = toml::de::DeTable::parse(text).ok()?.into_inner();
-    entries.iter().find_map(|(key, value)| {
-        let (k, v) = (key.span(), value.span());
-        (k.start <= offset && offset < v.end.max(k.end)).then(|| {
-            let from = text[..k.start].rfind('\n').map_or(0, |i| i + 1);
-            let to = text[v.end..].find('\n').map_or(text.len(), |i| v.end + i);
-            (
-                key.get_ref().to_string(),
-                std::iter::once(from..to).collect(),
-            )
-        })
-    })
 }
 
 /// Where a `[model]` entry starts in the case's `text` (its table's
@@ -554,10 +467,12 @@ pub fn parse_all(
 ) -> Result<Case, Vec<InputError>> {
     let text = InputError::utf8(path, bytes).map_err(|e| vec![e])?;
     let src = Source { path, text: &text };
-    let (doc, unread) = read_doc(path, &text).map_err(|all| match another_kind(path, &text) {
-        Some(m) => vec![InputError::new(path, m)],
-        None => all,
-    })?;
+    let (doc, unread) = crate::sections::read::<CaseToml>(path, &text, &REQUIRED).map_err(
+        |all| match another_kind(path, &text) {
+            Some(m) => vec![InputError::new(path, m)],
+            None => all,
+        },
+    )?;
     // Each check is independent: each problem is kept, and the case is
     // built only when there are none. Those that need the world wait for
     // it; the others are made even when it does not load.

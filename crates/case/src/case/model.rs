@@ -417,20 +417,27 @@ impl ModelConfig {
 /// are written, as their flags will read them: at a run a mistake would
 /// be blamed on the case and on a flag never given.
 pub fn check_settings(project: &crate::project::Project) -> Result<(), InputError> {
-    for s in &project.settings {
-        if let Err(e) = ModelConfig::check_key(&s.key, &s.value) {
-            let at = match e.starts_with("unknown field") {
-                true => s.key_at,
-                false => s.value_at,
-            };
-            return Err(InputError {
-                file: project.file.clone(),
-                line: Some(at),
-                message: format!("[{}] {}: {e}", s.table, s.key),
-            });
-        }
+    match setting_problems(project).into_iter().next() {
+        None => Ok(()),
+        Some(e) => Err(e),
     }
-    Ok(())
+}
+
+/// Every problem [`check_settings`] finds, each at its key or value.
+pub fn setting_problems(project: &crate::project::Project) -> Vec<InputError> {
+    let problem = |s: &crate::project::Setting| {
+        let e = ModelConfig::check_key(&s.key, &s.value).err()?;
+        let at = match e.starts_with("unknown field") {
+            true => s.key_at,
+            false => s.value_at,
+        };
+        Some(InputError {
+            file: project.file.clone(),
+            line: Some(at),
+            message: format!("[{}] {}: {e}", s.table, s.key),
+        })
+    };
+    project.settings.iter().filter_map(problem).collect()
 }
 
 /// What is wrong with a `base_url`, said after its name: not HTTP, or
