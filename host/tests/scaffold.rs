@@ -633,3 +633,34 @@ fn check_lists_every_problem_of_the_project_file() {
         "{out}"
     );
 }
+
+/// A negative price is a problem at its value's line, in the project file
+/// and in a case: it was placed at the first `[prices]` header.
+#[test]
+fn a_negative_price_is_placed_at_its_value() {
+    let dir = temp_dir();
+    let p = dir.path();
+    let prices = "[prices.\"gpt-4o\"]\ninput_per_mtok = 2.5\noutput_per_mtok = 10.0\n\n[prices.\"gpt-4o*\"]\ninput_per_mtok = 1.0\noutput_per_mtok = -10.00\n";
+    std::fs::write(
+        p.join("worldline.toml"),
+        format!("store = \"st\"\n\n{prices}"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(case("probe")).unwrap();
+    std::fs::create_dir_all(p.join("cases")).unwrap();
+    let case_text = format!("{text}\n{prices}");
+    let line = case_text.lines().count();
+    std::fs::write(p.join("cases/priced.toml"), &case_text).unwrap();
+    let out = worldline_at(
+        p,
+        ["check", "--worlds", worlds_dir().to_str().unwrap()],
+        &[],
+    );
+    out.expect_code(2);
+    for wanted in [
+        "./worldline.toml:9:19: [prices.\"gpt-4o*\"] output_per_mtok = -10".to_string(),
+        format!("./cases/priced.toml:{line}:19: [prices.\"gpt-4o*\"] output_per_mtok = -10"),
+    ] {
+        assert!(out.stdout.contains(&wanted), "no `{wanted}` in:\n{out}");
+    }
+}

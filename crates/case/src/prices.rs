@@ -22,16 +22,21 @@ pub struct Price {
 pub struct Prices(pub BTreeMap<String, Price>);
 
 impl Prices {
-    /// A problem with the table (a negative or non-finite price), if any.
-    pub fn check(&self) -> Result<(), String> {
+    /// A problem with the table (a negative or non-finite price), if any,
+    /// with where its value is written in `text`, the file that declares
+    /// the table (none when it cannot be found there).
+    pub fn check(&self, text: &str) -> Result<(), (Option<usize>, String)> {
         for (model, p) in &self.0 {
             for (key, v) in [
                 ("input_per_mtok", p.input_per_mtok),
                 ("output_per_mtok", p.output_per_mtok),
             ] {
                 if !v.is_finite() || v < 0.0 {
-                    return Err(format!(
-                        "[prices.\"{model}\"] {key} = {v}: give US dollars per million tokens, 0 or more"
+                    return Err((
+                        value_at(text, model, key),
+                        format!(
+                            "[prices.\"{model}\"] {key} = {v}: give US dollars per million tokens, 0 or more"
+                        ),
                     ));
                 }
             }
@@ -68,6 +73,21 @@ impl Prices {
     }
 }
 
+/// Where `[prices."MODEL"] KEY`'s value starts in `text`.
+fn value_at(text: &str, model: &str, key: &str) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    fn table<'a, 'i>(v: &'a toml::Spanned<DeValue<'i>>) -> Option<&'a DeTable<'i>> {
+        match v.get_ref() {
+            DeValue::Table(t) => Some(t),
+            _ => None,
+        }
+    }
+    let doc = DeTable::parse(text).ok()?.into_inner();
+    let prices = table(doc.get("prices")?)?;
+    let price = table(prices.get(model)?)?;
+    Some(price.get(key)?.span().start)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,11 +110,10 @@ mod tests {
         assert_eq!(p.cost("claude", 1, 1), None);
         let case = table("[prices.\"gpt-5\"]\ninput_per_mtok = 0\noutput_per_mtok = 0\n");
         assert_eq!(case.over(&p).cost("gpt-5", 9, 9), Some(0.0));
-        assert!(
-            table("[prices.m]\ninput_per_mtok = -1\noutput_per_mtok = 0\n")
-                .check()
-                .unwrap_err()
-                .contains("input_per_mtok = -1")
-        );
+        let text = "[prices.m]\ninput_per_mtok = 1\noutput_per_mtok = 2\n\n[prices.\"n*\"]\noutput_per_mtok = 0\ninput_per_mtok = -1\n";
+        let (at, message) = table(text).check(text).unwrap_err();
+        assert!(message.contains("input_per_mtok = -1"), "{message}");
+        // At its value, not the first `[prices]` header.
+        assert_eq!(at, text.find("-1"));
     }
 }

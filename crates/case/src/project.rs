@@ -189,9 +189,9 @@ pub fn read(file: &Path) -> Result<(Project, Vec<InputError>), Vec<InputError>> 
         },
     };
     if let Some(p) = &doc.prices
-        && let Err(m) = p.get_ref().check()
+        && let Err((at, m)) = p.get_ref().check(&text)
     {
-        problems.push(InputError::at(file, &text, p.span().start, m));
+        problems.push(InputError::at(file, &text, at.unwrap_or(p.span().start), m));
     }
     if let (Some(_), Some(e)) = (&doc.agent, &doc.exec) {
         problems.push(InputError::at(

@@ -533,7 +533,7 @@ pub fn parse_all(
     if let Some(p) = &doc.prices {
         keep(
             &mut problems,
-            p.get_ref().check().map_err(|m| src.at(p.span().start, m)),
+            (p.get_ref().check(&text)).map_err(|(at, m)| src.at(at.unwrap_or(p.span().start), m)),
         );
     }
     if let Some(u) = &doc.user {
