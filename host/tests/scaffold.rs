@@ -252,7 +252,7 @@ fn check_lists_every_problem_with_its_place() {
     has("cases/broken.toml", "2:8", "");
     has("cases/late.toml", "3:9", "clock");
     assert!(
-        lines.iter().any(|l| l.starts_with("./cases/late.toml:6:")
+        lines.iter().any(|l| l.starts_with("./cases/late.toml:7:18:")
             && l.contains("[prices.\"gpt-4o\"] input_per_mtok = -1")),
         "{out}"
     );
