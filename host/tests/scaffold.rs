@@ -252,8 +252,10 @@ fn check_lists_every_problem_with_its_place() {
     has("cases/broken.toml", "2:8", "");
     has("cases/late.toml", "3:9", "clock");
     assert!(
-        lines.iter().any(|l| l.starts_with("./cases/late.toml:7:18:")
-            && l.contains("[prices.\"gpt-4o\"] input_per_mtok = -1")),
+        lines
+            .iter()
+            .any(|l| l.starts_with("./cases/late.toml:7:18:")
+                && l.contains("[prices.\"gpt-4o\"] input_per_mtok = -1")),
         "{out}"
     );
     has("worldline.toml", "2:1", "jobz");
@@ -663,4 +665,84 @@ fn a_negative_price_is_placed_at_its_value() {
     ] {
         assert!(out.stdout.contains(&wanted), "no `{wanted}` in:\n{out}");
     }
+}
+
+/// What the project file gives is blamed on it, at the key's line: a
+/// `worlds` that is no folder, an `api_key_env` not set and a `recording`
+/// not there were each said to be the case's (`cases/c.toml:1:9: world
+/// not found`, "relative to the case file"), and `check` said nothing of
+/// the recording.
+#[test]
+fn what_the_project_file_gives_is_blamed_on_it() {
+    let dir = temp_dir();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("cases")).unwrap();
+    std::fs::copy(case("probe"), p.join("cases/probe.toml")).unwrap();
+    let file = p.join("worldline.toml");
+    let head = format!(
+        "store = \"st\"\nagent = \"{}\"\n",
+        guest("probe-agent").display()
+    );
+    std::fs::write(&file, format!("{head}worlds = \"world\"\n")).unwrap();
+    let at = |line: &str| format!("error: {}:{line}: ", file.display());
+    for args in [
+        vec!["run", "cases/probe.toml"],
+        vec!["test", "cases"],
+        vec!["fuzz", "cases/probe.toml", "--json"],
+    ] {
+        let out = worldline_at(p, &args, &[]);
+        out.expect_code(2);
+        assert!(
+            out.stderr
+                .starts_with(&format!("{}worlds names", at("3:10"))),
+            "{args:?}: {out}"
+        );
+    }
+    let fuzz = worldline_at(p, ["fuzz", "cases/probe.toml", "--json"], &[]);
+    assert_eq!(
+        fuzz.json()["error"]["file"],
+        file.display().to_string(),
+        "{fuzz}"
+    );
+
+    let worlds = format!("worlds = \"{}\"\n", worlds_dir().display());
+    std::fs::write(
+        &file,
+        format!("{head}{worlds}\n[model]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"NOPE_KEY_XYZ\"\n"),
+    )
+    .unwrap();
+    let out = worldline_at(p, ["run", "cases/probe.toml"], &[]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.starts_with(&format!(
+            "{}[model] api_key_env names `NOPE_KEY_XYZ`",
+            at("9:15")
+        )),
+        "{out}"
+    );
+
+    std::fs::write(
+        &file,
+        format!("{head}{worlds}\n[model]\nprovider = \"recorded\"\nrecording = \"recs\"\n"),
+    )
+    .unwrap();
+    let out = worldline_at(p, ["run", "cases/probe.toml"], &[]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.starts_with(&format!(
+            "{}[model] recording `{}` does not exist",
+            at("7:13"),
+            p.join("recs").display()
+        )),
+        "{out}"
+    );
+    assert!(out.stderr.contains("relative to this file"), "{out}");
+    let check = worldline_at(p, ["check"], &[]);
+    check.expect_code(2);
+    assert!(
+        check
+            .stdout
+            .contains("./worldline.toml:7:13: [model] recording"),
+        "{check}"
+    );
 }

@@ -215,17 +215,13 @@ fn check_file(file: &Path, named: bool, worlds_root: Option<&Path>, out: &mut Ch
                 let at = |key: &str| project.paths_at.get(key).copied();
                 // The worlds every case is read against: each case was
                 // told its world is not there, never why.
-                if let Some(worlds) = project.worlds.as_ref().filter(|w| !w.is_dir()) {
-                    out.problem(InputError {
-                        line: at("worlds"),
-                        ..InputError::new(
-                            file,
-                            format!(
-                                "worlds names {}, which is no folder: name the folder that holds the worlds (`NAME/vN/world.toml`), relative to this file",
-                                worlds.display()
-                            ),
-                        )
-                    });
+                if let Some(e) = project.missing_worlds() {
+                    out.problem(e);
+                }
+                // A `recording` of its own that is not there: a run stops on
+                // it (`check` said there was no problem).
+                for e in project_recordings(&project) {
+                    out.problem(e);
                 }
                 // An agent not built yet, as a service not built yet: a
                 // note (`test` stops on it).
@@ -349,6 +345,31 @@ fn check_case(file: &Path, text: String, worlds_root: Option<&Path>, out: &mut C
     services.into_iter().for_each(|f| out.service(f));
 }
 
+/// The project file's `[model]` or `[user_model]` `recording` of a
+/// `recorded` provider that cannot be read (its path already made
+/// relative to the file), at the value's line.
+fn project_recordings(project: &crate::project::Project) -> Vec<InputError> {
+    let tables = [
+        ("model", &project.model),
+        ("user_model", &project.user_model),
+    ];
+    (tables.into_iter())
+        .filter_map(|(table, keys)| {
+            let model = case::model::ModelConfig::default()
+                .with_overrides(keys)
+                .ok()?;
+            let why = model.unreadable_recording(Path::new(""), "this file")?;
+            let written =
+                (project.settings.iter()).find(|s| s.table == table && s.key == "recording")?;
+            Some(InputError {
+                file: project.file.clone(),
+                line: Some(written.value_at),
+                message: why.replacen("[model]", &format!("[{table}]"), 1),
+            })
+        })
+        .collect()
+}
+
 /// A `recorded` provider's `recording` ([model], [user.model]) that
 /// cannot be read: each run would stop on it.
 fn unreadable_recordings(case: &case::Case) -> Vec<InputError> {
@@ -358,7 +379,7 @@ fn unreadable_recordings(case: &case::Case) -> Vec<InputError> {
     (models.into_iter())
         .filter_map(|(table, m)| {
             let m = m?;
-            let why = m.unreadable_recording(dir)?.replacen("[model]", table, 1);
+            let why = (m.unreadable_recording(dir, "the case file")?).replacen("[model]", table, 1);
             let named = m.recording.as_deref().unwrap_or_default();
             let at = case.source.find(&format!("\"{named}\"")).unwrap_or(0);
             Some(InputError::at(&case.path, &case.source, at, why))

@@ -281,6 +281,23 @@ impl Project {
         err.line = at;
         Some(err)
     }
+
+    /// The `worlds` this file names, when it is no folder, as an error at
+    /// its line: every case read against it would be told its world is
+    /// not there, at the case's `world` key.
+    pub fn missing_worlds(&self) -> Option<InputError> {
+        let worlds = self.worlds.as_ref().filter(|w| !w.is_dir())?;
+        Some(InputError {
+            line: self.paths_at.get("worlds").copied(),
+            ..InputError::new(
+                &self.file,
+                format!(
+                    "worlds names {}, which is no folder: name the folder that holds the worlds (`NAME/vN/world.toml`), relative to this file",
+                    worlds.display()
+                ),
+            )
+        })
+    }
 }
 
 /// A `[model]`-like table's keys as the text its flag (`--model-set`)

@@ -151,35 +151,63 @@ impl ModelArgs {
         case.override_user_model(user)
             .map_err(|e| settings_error(e, "user_model", "--user-model-set"))?;
         let user_model = case.user.as_ref().and_then(|u| u.model.as_ref());
-        if let Some(var) = user_model.and_then(|m| m.missing_key()) {
-            return Err(worldline_case::error::InputError::new(
-                &case.path,
-                format!(
-                    "[user.model] api_key_env names `{var}`, which is not set; export {var}=... before the run (the key is never recorded)"
+        let unset = |table: &str, var: &str| {
+            let (file, line) = given_in(&case.path, table, "api_key_env");
+            let table = match line {
+                Some(_) => table.replace("user.model", "user_model"),
+                None => table.to_string(),
+            };
+            worldline_case::error::InputError {
+                file,
+                line,
+                message: format!(
+                    "[{table}] api_key_env names `{var}`, which is not set; export {var}=... before the run (the key is never recorded)"
                 ),
-            )
-            .into());
+            }
+        };
+        if let Some(var) = user_model.and_then(|m| m.missing_key()) {
+            return Err(unset("user.model", var).into());
         }
         let case_dir = case.path.parent().unwrap_or(std::path::Path::new("."));
-        let unreadable = (case.model.unreadable_recording(case_dir)).or_else(|| {
-            user_model
-                .and_then(|m| m.unreadable_recording(case_dir))
-                .map(|why| why.replacen("[model]", "[user.model]", 1))
-        });
-        if let Some(why) = unreadable {
-            return Err(worldline_case::error::InputError::new(&case.path, why).into());
+        for (table, model) in [("model", Some(&case.model)), ("user.model", user_model)] {
+            let (file, line) = given_in(&case.path, table, "recording");
+            let (relative_to, shown) = match line {
+                Some(_) => ("this file", table.replace("user.model", "user_model")),
+                None => ("the case file", table.to_string()),
+            };
+            if let Some(why) = model.and_then(|m| m.unreadable_recording(case_dir, relative_to)) {
+                let message = why.replacen("[model]", &format!("[{shown}]"), 1);
+                return Err(worldline_case::error::InputError {
+                    file,
+                    line,
+                    message,
+                }
+                .into());
+            }
         }
         if let Some(var) = case.model.missing_key() {
-            return Err(worldline_case::error::InputError::new(
-                &case.path,
-                format!(
-                    "[model] api_key_env names `{var}`, which is not set; export {var}=... before the run (the key is never recorded)"
-                ),
-            )
-            .into());
+            return Err(unset("model", var).into());
         }
         Ok(())
     }
+}
+
+/// Where the value of the case's `[table] key` (`model` or `user.model`)
+/// was given: the project file, at the value's line, when that file gave
+/// it to this command; else the case (`recording = "recs"` in
+/// worldline.toml was said to be the case's, relative to the case file).
+fn given_in(
+    case: &std::path::Path,
+    table: &str,
+    key: &str,
+) -> (std::path::PathBuf, Option<(usize, usize)>) {
+    let table = table.replace("user.model", "user_model");
+    let given = (project_args::supplied().supplied).contains_key(&format!("{table}.{key}"));
+    let written = (project_args::project().filter(|_| given)).and_then(|p| {
+        let s = (p.settings.iter()).find(|s| s.table == table && s.key == key)?;
+        Some((p.file.clone(), Some(s.value_at)))
+    });
+    written.unwrap_or_else(|| (case.to_path_buf(), None))
 }
 
 // A native agent instead of a WebAssembly one: `--exec -- CMD ARGS...`

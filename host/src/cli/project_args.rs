@@ -96,6 +96,17 @@ pub fn apply(
             Err(e) => return Err(e),
         },
     };
+    // A `worlds` the file gave that is no folder is the file's mistake, at
+    // its line (each case was told its world is not there).
+    let runs = matches!(command.as_deref(), Some("run" | "test" | "fuzz"));
+    if let Some(e) = (loaded.as_ref()).and_then(|p| p.missing_worlds().filter(|_| runs)) {
+        let worlds_given = argv
+            .iter()
+            .any(|a| a.to_string_lossy().starts_with("--worlds"));
+        if !worlds_given {
+            return Err(e);
+        }
+    }
     let (argv, supplied) = match (&loaded, command) {
         (Some(p), Some(c)) => with_defaults(argv, p, &c),
         _ => (argv, Supplied::default()),

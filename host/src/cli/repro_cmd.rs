@@ -110,7 +110,7 @@ fn recordings_in_store(case: &mut worldline_case::case::Case, store: &StoreDir) 
         .to_string();
     let user = case.user.as_mut().and_then(|u| u.model.as_mut());
     for model in std::iter::once(&mut case.model).chain(user) {
-        if model.unreadable_recording(&dir).is_some() {
+        if model.unreadable_recording(&dir, "the case file").is_some() {
             model.recording = Some(runs.clone());
         }
     }

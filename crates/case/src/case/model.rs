@@ -392,9 +392,11 @@ impl ModelConfig {
 
     /// Why the `recording` a `recorded` provider names (relative to
     /// `case_dir`) cannot be read, if it cannot: it must be a bundle or a
-    /// folder of them. Checked before a live run, not when a recorded case
-    /// is read back (a replay never reads it).
-    pub fn unreadable_recording(&self, case_dir: &Path) -> Option<String> {
+    /// folder of them; the advice names `relative_to`, the file that named
+    /// it (`the case file`, or the project file's `this file`). Checked
+    /// before a live run, not when a recorded case is read back (a replay
+    /// never reads it).
+    pub fn unreadable_recording(&self, case_dir: &Path, relative_to: &str) -> Option<String> {
         let named = self.recording.as_deref()?;
         if self.provider != Provider::Recorded {
             return None;
@@ -406,9 +408,13 @@ impl ModelConfig {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
             Err(e) => e.to_string(),
         };
+        // A path made absolute already (the project file's) is said once.
+        let whole = match path == Path::new(named) {
+            true => String::new(),
+            false => format!(" ({})", path.display()),
+        };
         Some(format!(
-            "[model] recording `{named}` ({}) {why}; name a recorded run's bundle (.jsonl) or a folder of them, relative to the case file",
-            path.display()
+            "[model] recording `{named}`{whole} {why}; name a recorded run's bundle (.jsonl) or a folder of them, relative to {relative_to}"
         ))
     }
 }
