@@ -854,4 +854,35 @@ fn a_case_from_a_native_run_names_its_files_relative_to_where_it_is_written() {
         Some("cases/probe.py"),
         "{case}"
     );
+
+/// `--pass-env` is checked as `pass_env` in a file is: `FOO=bar` and an
+/// empty name were taken without a word and nothing passed; now exit 2
+/// naming the flag, before anything runs.
+#[test]
+fn a_pass_env_that_is_no_variable_s_name_is_refused_naming_the_flag() {
+    let dir = temp_dir();
+    let case = write_case(dir.path(), "plain", CASE_HEAD);
+    let worlds = workspace_root().join("worlds");
+    for name in ["FOO=bar", ""] {
+        let out = worldline_at(
+            dir.path(),
+            [
+                "run".as_ref(),
+                case.as_os_str(),
+                "--worlds".as_ref(),
+                worlds.as_os_str(),
+                "--pass-env".as_ref(),
+                name.as_ref(),
+                "--exec".as_ref(),
+                "--".as_ref(),
+                "true".as_ref(),
+            ],
+            &[],
+        );
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("--pass-env") && out.stderr.contains("is not a variable's name"),
+            "{name:?}: {out}"
+        );
+    }
 }

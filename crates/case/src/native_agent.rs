@@ -27,6 +27,13 @@ pub struct ExecToml {
     pub pass_env: Option<Vec<String>>,
 }
 
+/// Whether `name` can name a variable passed through to a native agent
+/// (`pass_env`, `--pass-env`): not empty, and without `=` (the value is
+/// read from worldline's environment, never given).
+pub fn is_variable_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('=')
+}
+
 impl ExecToml {
     /// The setting, its paths resolved against `dir` (the folder of the
     /// file that gives it), or what is wrong with it.
@@ -40,7 +47,7 @@ impl ExecToml {
             .pass_env
             .iter()
             .flatten()
-            .find(|n| n.is_empty() || n.contains('='))
+            .find(|n| !is_variable_name(n))
         {
             return Err(format!("pass_env: `{bad}` is not a variable's name"));
         }

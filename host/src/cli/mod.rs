@@ -228,7 +228,7 @@ pub struct ExecArgs {
     /// process (repeatable; PATH, LANG, LC_ALL, LC_CTYPE, TERM and TZ
     /// always are; wins over `pass_env` in the case or worldline.toml).
     /// Its name and the SHA-256 of its value are recorded, never the value.
-    #[arg(long = "pass-env", value_name = "NAME")]
+    #[arg(long = "pass-env", value_name = "NAME", value_parser = pass_env_arg)]
     pub pass_env: Vec<String>,
     /// Read the output from this file in the process's working directory
     /// (a relative path without `..`, which must not lead out of it)
@@ -240,6 +240,17 @@ pub struct ExecArgs {
     /// when it cannot be made).
     #[arg(long = "isolate-net")]
     pub isolate_net: bool,
+}
+
+/// `--pass-env NAME`, checked as `pass_env` in a file is: `FOO=bar` or
+/// an empty name was taken, and nothing passed.
+fn pass_env_arg(text: &str) -> Result<String, String> {
+    match worldline_case::native_agent::is_variable_name(text) {
+        true => Ok(text.to_string()),
+        false => Err(format!(
+            "`{text}` is not a variable's name: give the name alone (its value is read from worldline's environment)"
+        )),
+    }
 }
 
 /// `arg` as an absolute path when it names a file or folder here: a
