@@ -746,3 +746,20 @@ fn what_the_project_file_gives_is_blamed_on_it() {
         "{check}"
     );
 }
+
+/// `init`'s next command quotes the folder for a POSIX shell when it needs
+/// it: `cd my proj && ...` was two words, `cd it's && ...` an open quote.
+#[test]
+fn init_s_next_command_quotes_the_folder() {
+    let dir = temp_dir();
+    for name in ["my proj", "it's"] {
+        let out = worldline_at(dir.path(), ["init", name, "--lang", "python"], &[]);
+        out.expect_code(0);
+        let next = (out.stdout.lines())
+            .find_map(|l| l.strip_prefix("next: "))
+            .unwrap_or_else(|| panic!("no next command in:\n{out}"));
+        let cd = next.split(" && ").next().unwrap();
+        let words = shlex::split(cd).unwrap_or_default();
+        assert_eq!(words, ["cd", name], "{out}");
+    }
+}

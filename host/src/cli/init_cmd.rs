@@ -165,9 +165,13 @@ pub fn exec(args: InitArgs) -> Result<ExitCode> {
         for f in &written {
             println!("  {f}");
         }
+        // Quoted for a POSIX shell when it needs it, as `bench import`
+        // quotes its command: `cd my proj` was two words, `cd it's` an
+        // open quote.
+        let shown = dir.to_string_lossy();
+        let dir = shlex::try_quote(&shown).unwrap_or(shown.clone());
         println!(
-            "next: cd {} && worldline check && ./build.sh && worldline test (see README.md)",
-            dir.display()
+            "next: cd {dir} && worldline check && ./build.sh && worldline test (see README.md)"
         );
     }
     Ok(ExitCode::Ok)
