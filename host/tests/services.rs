@@ -1142,3 +1142,42 @@ fn a_service_given_as_the_agent_is_said_to_be_a_service() {
     assert!(out.stderr.contains("is a world service"), "{out}");
     assert!(!out.stderr.contains("does not provide"), "{out}");
 }
+
+/// A compile cache that cannot be written is said of what was compiled,
+/// the world service as the agent, and names `WORLDLINE_COMPILE_CACHE`
+/// when it named the folder: "the agent will be compiled again" was said
+/// of a service too, and the variable never named.
+#[test]
+fn a_compile_cache_that_cannot_be_written_names_the_component_and_the_variable() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let case = counters_case(
+        dir.path(),
+        json!([{"tool": "bump", "args": {"id": "c"}}]),
+        "",
+    );
+    let file = dir.path().join("ccfile");
+    std::fs::write(&file, "").unwrap();
+    let out = common::worldline_with(
+        &dir.path().join("store"),
+        [
+            "run".as_ref(),
+            case.as_os_str(),
+            "--agent".as_ref(),
+            guest("caller-agent").as_os_str(),
+            "--worlds".as_ref(),
+            worlds.as_os_str(),
+        ],
+        &[("WORLDLINE_COMPILE_CACHE", file.to_str().unwrap())],
+    );
+    out.expect_code(0);
+    for what in ["agent", "world service"] {
+        let said = format!("the {what} will be compiled again next time");
+        assert!(
+            out.stderr.lines().any(|l| l.contains(&said)
+                && l.contains("named by WORLDLINE_COMPILE_CACHE")
+                && l.contains(&file.display().to_string())),
+            "{what}: {out}"
+        );
+    }
+}

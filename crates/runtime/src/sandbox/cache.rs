@@ -56,10 +56,16 @@ impl Drop for Compiling {
     }
 }
 
+/// The variable that names one compile cache for every store (the
+/// store's `compile_cache_dir`), named by a warning about a cache it gave.
+const VARIABLE: &str = "WORLDLINE_COMPILE_CACHE";
+
 /// One engine configuration's folder of compiled components.
 pub(super) struct CompileCache {
     dir: PathBuf,
     engine_hash: String,
+    /// [`VARIABLE`] gave the folder: its warnings name it.
+    from_variable: bool,
 }
 
 /// What the check file beside an entry says.
@@ -71,9 +77,11 @@ struct Check {
 
 impl CompileCache {
     pub(super) fn new(cache_dir: &Path, engine_hash: &str) -> Self {
+        let from_variable = std::env::var_os(VARIABLE).is_some_and(|v| Path::new(&v) == cache_dir);
         CompileCache {
             dir: cache_dir.join(&engine_hash[..16]),
             engine_hash: engine_hash.to_string(),
+            from_variable,
         }
     }
 
@@ -179,10 +187,11 @@ impl CompileCache {
     /// Keep `compiled` as the entry for `sha256`: the checksum first, then
     /// the entry, each written atomically, so an entry never appears
     /// without its checksum. Temporary files that killed writers left are
-    /// swept. A cache that cannot be written is not an error (the agent
-    /// is compiled again next time); it is reported once as a warning (the `log` facade, which the
-    /// CLI prints on stderr).
-    pub(super) fn store(&self, sha256: &str, compiled: &[u8]) {
+    /// swept. A cache that cannot be written is not an error (the
+    /// component, `what` is compiled, is compiled again next time); it is
+    /// reported once as a warning (the `log` facade, which the CLI prints
+    /// on stderr), naming [`VARIABLE`] when it named the folder.
+    pub(super) fn store(&self, sha256: &str, compiled: &[u8], what: &str) {
         let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
             worldline_case::durable::sweep(&self.dir);
             let check = format!("{}\n", self.sum(sha256, compiled));
@@ -190,8 +199,15 @@ impl CompileCache {
             worldline_case::durable::write(&self.entry(sha256), compiled)
         });
         if let Err(e) = written {
+            let (named, fix) = match self.from_variable {
+                true => (
+                    format!(" (named by {VARIABLE})"),
+                    format!(" (set {VARIABLE} to a folder worldline can write, or unset it)"),
+                ),
+                false => Default::default(),
+            };
             ::log::warn!(
-                "cannot write the compile cache in {}: {e}; the agent will be compiled again next time",
+                "cannot write the compile cache in {}{named}: {e}; the {what} will be compiled again next time{fix}",
                 self.dir.display()
             );
         }
@@ -213,7 +229,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let c = cache(dir.path());
         let compiled: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
-        c.store(SHA, &compiled);
+        c.store(SHA, &compiled, "agent");
         assert_eq!(c.verified(SHA), Some(c.entry(SHA)));
         let mut damaged = compiled.clone();
         damaged[1000] ^= 0x40;

@@ -240,7 +240,7 @@ impl Sandbox {
             return Ok(agent.clone());
         }
         check_header(bytes, origin, Built::Agent)?;
-        let component = self.compile(bytes, &sha256, origin)?;
+        let component = self.compile(bytes, &sha256, origin, Built::Agent)?;
         self.prepare(&component, sha256, origin)
     }
 
@@ -310,7 +310,9 @@ impl Sandbox {
         unsafe { Component::deserialize_file(&self.engine, &path) }.ok()
     }
 
-    fn compile(&self, bytes: &[u8], sha256: &str, origin: &Path) -> Result<Component> {
+    /// Compile `bytes` (a `kind`: what the cache's warning names), or take
+    /// them from the cache.
+    fn compile(&self, bytes: &[u8], sha256: &str, origin: &Path, kind: Built) -> Result<Component> {
         if let Some(component) = self.deserialize_cached(sha256) {
             return Ok(component);
         }
@@ -331,7 +333,11 @@ impl Sandbox {
         })?;
         if let Some(cache) = &self.cache {
             let serialized = component.serialize().map_err(|e| anyhow::anyhow!("{e}"))?;
-            cache.store(sha256, &serialized);
+            let what = match kind {
+                Built::Agent => "agent",
+                Built::Service => "world service",
+            };
+            cache.store(sha256, &serialized, what);
         }
         Ok(component)
     }
@@ -407,7 +413,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             s.spawn(|| {
-                let loaded = sandbox.compile(empty, &sha, Path::new("empty.wasm"));
+                let loaded = sandbox.compile(empty, &sha, Path::new("empty.wasm"), Built::Agent);
                 tx.send(loaded.is_ok()).unwrap();
             });
             assert!(
@@ -416,7 +422,7 @@ mod tests {
             );
             let other = Sandbox::new(None).unwrap();
             let compiled = Component::new(&other.engine, empty).unwrap();
-            elsewhere.store(&sha, &compiled.serialize().unwrap());
+            elsewhere.store(&sha, &compiled.serialize().unwrap(), "agent");
             let kept = std::fs::metadata(elsewhere.entry(&sha)).unwrap();
             drop(held);
             assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(true));

@@ -68,7 +68,8 @@ impl Sandbox {
         }
         let origin = source.file.as_path();
         super::check_header(&source.bytes, origin, super::Built::Service)?;
-        let component = self.compile(&source.bytes, &source.sha256, origin)?;
+        let component =
+            self.compile(&source.bytes, &source.sha256, origin, super::Built::Service)?;
         check(&self.engine, &component, origin)?;
         let pre = self
             .service_linker()?
