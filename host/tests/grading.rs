@@ -1197,3 +1197,37 @@ count = 1
     let replay = worldline(&store, ["replay", id.as_str()]);
     replay.expect_code(0);
 }
+
+/// `check`'s note of a state check on a field no row holds is at that
+/// key's line: `order_by = "zz"` and `field = "zz"` were both placed at
+/// the first `"zz"`, and a `where = { yy = 2 }` at the `sum = "yy"` above.
+#[test]
+fn a_note_on_a_field_no_row_holds_is_at_its_key_s_line() {
+    let dir = temp_dir();
+    let case = write_case(
+        dir.path(),
+        "notes",
+        "world = \"demo@v1\"\nseed = 3\nclock = 2026-03-01T09:00:00Z\ntask = {}\n\n\
+         [[expect.state]]\ntable = \"tickets\"\norder_by = \"zz\"\nrow = \"last\"\nfield = \"zz\"\nequals = 1\n\n\
+         [[expect.state]]\ntable = \"tickets\"\nsum = \"yy\"\nwhere = { yy = 2 }\nequals = 1\n",
+    );
+    let out = worldline(
+        &dir.path().join("store"),
+        [
+            "check".as_ref(),
+            case.as_os_str(),
+            "--worlds".as_ref(),
+            worlds_dir().as_os_str(),
+        ],
+    );
+    out.expect_code(0);
+    for (place, what) in [
+        ("8:12", "#1: order_by `zz`"),
+        ("10:9", "#1: field `zz`"),
+        ("15:7", "#2: sum `yy`"),
+        ("16:11", "#2: where `yy`"),
+    ] {
+        let said = format!("note: {}:{place}: [[expect.state]] {what}:", case.display());
+        assert!(out.stdout.contains(&said), "no `{said}` in:\n{out}");
+    }
+}

@@ -429,16 +429,14 @@ pub fn unheld_fields(case: &case::Case) -> Vec<String> {
     };
     let text = &case.source;
     let mut out = Vec::new();
-    for (n, field) in expect.unheld_fields(&case.world) {
+    for (n, key, path) in expect.unheld_fields(&case.world) {
         let start = n.offset_in(text).unwrap_or(0);
         // Within the check's table: up to the next table header.
         let table = &text[start..];
         let table = &table[..table[1.min(table.len())..]
             .find("\n[")
             .map_or(table.len(), |e| e + 1)];
-        let at = (table.find(&format!("\"{field}\"")))
-            .or_else(|| table.find(&field))
-            .map_or(start, |i| start + i);
+        let at = written_at(table, key, &path).map_or(start, |i| start + i);
         let place = InputError::at(&case.path, text, at, "");
         let line = place
             .line
@@ -451,6 +449,37 @@ pub fn unheld_fields(case: &case::Case) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Where a state check's `key` (`field`, `sum`, `order_by`, `where`)
+/// names `path` in the check's `table` text: the value of `key = "path"`,
+/// or the key `path` of `where = { ... }`; else the first `"path"`, else
+/// the first `path` (its field's, a dotted key, a table of its own).
+/// `order_by = "zz"` and `field = "zz"` were both placed at the first.
+fn written_at(table: &str, key: &str, path: &str) -> Option<usize> {
+    let quoted = |at: usize| match table[..at].ends_with(['"', '\'']) {
+        true => at - 1,
+        false => at,
+    };
+    let values = (table.match_indices(key).map(|(i, _)| i))
+        .filter(|&i| {
+            let before = table[..i].chars().next_back();
+            !before.is_some_and(|c| c.is_alphanumeric() || "_.\"'".contains(c))
+        })
+        .filter_map(|i| {
+            let rest = &table[i + key.len()..];
+            let value = rest.trim_start().strip_prefix('=')?;
+            (!value.starts_with('=')).then(|| table.len() - value.trim_start().len())
+        });
+    let found = match key {
+        "where" => { values }.find_map(|v| Some(quoted(v + table[v..].find(path)?))),
+        _ => { values }.find(|&v| {
+            let value = table[v..].trim_start_matches(['"', '\'']);
+            value.starts_with(path) && value[path.len()..].starts_with(['"', '\''])
+        }),
+    };
+    let field = path.split(['.', '[']).next().unwrap_or(path);
+    (found.or_else(|| table.find(&format!("\"{path}\"")))).or_else(|| table.find(field))
 }
 
 /// The note for a world's `[service]` component that is not there yet.

@@ -414,9 +414,10 @@ impl Expect {
     /// Each state check's `where` key, `field`, `sum` or `order_by` whose
     /// field no row of its table holds at the start (`"amountt"` in a
     /// `where` held for no row: the check failed with no word of why),
-    /// with that field. A note rather than a problem: the world declares
-    /// no columns, and a tool may add the field to a row.
-    pub fn unheld_fields(&self, world: &World) -> Vec<(NeverHolds, String)> {
+    /// with the key that names it and the path as written, for its place.
+    /// A note rather than a problem: the world declares no columns, and a
+    /// tool may add the field to a row.
+    pub fn unheld_fields(&self, world: &World) -> Vec<(NeverHolds, &'static str, String)> {
         let mut found = Vec::new();
         for (group, states, _) in self.lists() {
             for (index, s) in states.iter().enumerate() {
@@ -444,7 +445,7 @@ impl Expect {
                         index,
                         message,
                     };
-                    found.push((n, field.to_string()));
+                    found.push((n, key, path.to_string()));
                 }
             }
         }
