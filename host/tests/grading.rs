@@ -1231,3 +1231,37 @@ fn a_note_on_a_field_no_row_holds_is_at_its_key_s_line() {
         assert!(out.stdout.contains(&said), "no `{said}` in:\n{out}");
     }
 }
+
+/// A query's `limit_arg` naming a parameter declared as no number is a
+/// problem at the tool: `check` took it, and every call giving the count
+/// was then refused `invalid-args`.
+#[test]
+fn a_limit_arg_declared_as_no_number_is_a_problem_at_its_tool() {
+    let root = temp_dir();
+    let world = |limit: &str| {
+        make_world(
+            root.path(),
+            &format!(
+                "{SMALL_WORLD}\n[[tools]]\nname = \"q\"\nop = \"query\"\ntable = \"t\"\nlimit_arg = \"limit\"\n\
+                 params = {{ type = \"object\", properties = {{ limit = {{ type = {limit} }} }} }}\n"
+            ),
+            &[("data/t.jsonl", "{\"id\": \"a\"}\n")],
+        )
+        .join("w/v1/world.toml")
+    };
+    let store = root.path().join("store");
+    let file = world("\"string\"");
+    let out = worldline(&store, ["check".as_ref(), file.as_os_str()]);
+    out.expect_code(2);
+    assert!(
+        out.stdout.contains(&format!(
+            "{}:7:1: tool `q`: `limit_arg` names `limit`, whose params declare type \"string\"",
+            file.display()
+        )),
+        "{out}"
+    );
+    for fine in ["\"integer\"", "[\"integer\", \"null\"]", "\"number\""] {
+        let file = world(fine);
+        worldline(&store, ["check".as_ref(), file.as_os_str()]).expect_code(0);
+    }
+}

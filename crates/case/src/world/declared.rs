@@ -219,6 +219,21 @@ fn templated(template: &Value, place: &str, into: &mut Vec<(String, String)>) {
     });
 }
 
+/// `name` as one reference token of a JSON pointer.
+fn json_pointer(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// Whether a JSON Schema `type` (a name or a list of names) takes a
+/// number.
+fn declares_a_number(declared: &Value) -> bool {
+    let number = |t: &Value| matches!(t.as_str(), Some("integer" | "number"));
+    match declared {
+        Value::Array(types) => types.iter().any(number),
+        t => number(t),
+    }
+}
+
 /// The properties a parameter schema declares, when it declares them and
 /// takes no others (`additionalProperties` absent or `false`).
 fn closed_properties(params: &Value) -> Option<&serde_json::Map<String, Value>> {
@@ -311,6 +326,18 @@ pub(crate) fn resolve(t: &ToolToml, state: &State) -> Result<Tool, String> {
                 undeclared.join(", ")
             ));
         }
+    }
+    // A count declared as no number: every call giving it is refused
+    // `invalid-args` (`limit = "3"` is no count), and the agent, shown the
+    // schema, sends text.
+    if let Some(arg) = &t.limit_arg
+        && let Some(declared) = params.pointer(&format!("/properties/{}/type", json_pointer(arg)))
+        && !declares_a_number(declared)
+        && crate::new_rules::apply()
+    {
+        return Err(format!(
+            "tool `{name}`: `limit_arg` names `{arg}`, whose params declare type {declared}: every call giving it would be refused (it is how many rows at most, a whole number); declare it `type = \"integer\"`"
+        ));
     }
     Ok(Tool {
         name: name.clone(),
