@@ -255,6 +255,8 @@ fn a_user_tool_fault_fails_the_call_and_a_fork_can_fail_it_too() {
     common::replays_identical(&store, f.json()["run_id"].as_str().unwrap());
 }
 
+/// A rule calling a tool the user does not have is refused at the rule's
+/// own `[[user.rules]]` (line 9), not at `[user]` (line 5).
 #[test]
 fn a_rule_calling_a_tool_the_user_does_not_have_is_refused_where_it_is() {
     let dir = temp_dir();
@@ -263,12 +265,12 @@ fn a_rule_calling_a_tool_the_user_does_not_have_is_refused_where_it_is() {
     let c = write_case(
         dir.path(),
         "bad",
-        "world = \"phone@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n[user]\n[[user.rules]]\nreply = \"ok\"\ncalls = [{ tool = \"get_line\" }]\n",
+        "world = \"phone@v1\"\nseed = 1\nclock = 2026-03-01T12:00:00Z\ntask = {}\n[user]\n[[user.rules]]\nreply = \"ok\"\n\n[[user.rules]]\nreply = \"ok\"\ncalls = [{ tool = \"get_line\" }]\n",
     );
     let out = run(&store, &c, &worlds);
     out.expect_code(2);
     assert!(
-        out.stderr.contains("bad.toml:5")
+        out.stderr.contains("bad.toml:9:1: [[user.rules]] #2: calls `get_line`")
             && out
                 .stderr
                 .contains("calls `get_line`, which is not one of the world's [[user_tools]] (toggle_airplane_mode, check_status_bar)"),

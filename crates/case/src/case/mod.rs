@@ -611,9 +611,11 @@ pub fn parse_all(
         let names: Vec<&str> = world.user_tools.iter().map(|t| t.name.as_str()).collect();
         keep(
             &mut problems,
-            u.get_ref()
-                .check_calls(&names)
-                .map_err(|m| src.at(u.span().start, m)),
+            // At the rule's own `[[user.rules]]` table, not `[user]`.
+            u.get_ref().check_calls(&names).map_err(|(rule, m)| {
+                let at = list_entry_offset(&text, "user", "rules", rule);
+                src.at(at.unwrap_or(u.span().start), m)
+            }),
         );
     }
     let permissions = check_permissions(&src, doc.permissions.as_ref(), &world);

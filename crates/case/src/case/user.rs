@@ -292,25 +292,29 @@ impl UserConfig {
     }
 
     /// Every rule's `calls` name a tool of `user_tools` (the world's
-    /// `[[user_tools]]`) with an arguments object.
-    pub fn check_calls(&self, user_tools: &[&str]) -> Result<(), String> {
+    /// `[[user_tools]]`) with an arguments object; else the first rule
+    /// that does not (its index, for its place) and why.
+    pub fn check_calls(&self, user_tools: &[&str]) -> Result<(), (usize, String)> {
         for (i, rule) in self.rules.iter().enumerate() {
             for c in &rule.calls {
                 let at = format!("[[user.rules]] #{}: calls `{}`", i + 1, c.tool);
                 if !user_tools.contains(&c.tool.as_str()) {
-                    return Err(if user_tools.is_empty() {
-                        format!(
-                            "{at}, but the world has no [[user_tools]]; declare the user's tools in its world.toml"
-                        )
-                    } else {
-                        format!(
-                            "{at}, which is not one of the world's [[user_tools]] ({})",
-                            user_tools.join(", ")
-                        )
-                    });
+                    return Err((
+                        i,
+                        if user_tools.is_empty() {
+                            format!(
+                                "{at}, but the world has no [[user_tools]]; declare the user's tools in its world.toml"
+                            )
+                        } else {
+                            format!(
+                                "{at}, which is not one of the world's [[user_tools]] ({})",
+                                user_tools.join(", ")
+                            )
+                        },
+                    ));
                 }
                 if !c.args.is_object() {
-                    return Err(format!("{at}: `args` must be a table"));
+                    return Err((i, format!("{at}: `args` must be a table")));
                 }
             }
         }
