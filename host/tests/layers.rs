@@ -30,7 +30,7 @@ const LAYERS: &[&[&str]] = &[
         "wit",
     ],
     &["output"],
-    &["prices", "native_agent"],
+    &["prices", "native_agent", "sections"],
     &["project"],
     &["world"],
     &["case"],
