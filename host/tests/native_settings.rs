@@ -854,6 +854,7 @@ fn a_case_from_a_native_run_names_its_files_relative_to_where_it_is_written() {
         Some("cases/probe.py"),
         "{case}"
     );
+}
 
 /// `--pass-env` is checked as `pass_env` in a file is: `FOO=bar` and an
 /// empty name were taken without a word and nothing passed; now exit 2

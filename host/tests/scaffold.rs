@@ -596,6 +596,7 @@ fn a_case_from_a_run_finds_its_world_through_the_project_file() {
     made.expect_code(0);
     assert!(!made.stderr.contains("will not find"), "{made}");
     worldline_at(&p, ["run", "cases/again.toml"], &[]).expect_code(0);
+}
 
 /// `check` lists every problem of the project file, each key checked on
 /// its own: an unknown `[model]` key, or `jobs = 0`, hid the `cases` and
