@@ -12,7 +12,7 @@
 use crate::common;
 
 use common::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 /// A native agent on the standard library only: it reports the variables
@@ -89,6 +89,39 @@ fn exec_and_pass_env_come_from_the_project_the_case_and_the_command_line_in_that
     assert_eq!(got["env"]["WL_TEST_B"], Value::Null, "{out}");
     assert_eq!(got["env"]["OPENAI_AGENTS_DISABLE_TRACING"], "1", "{out}");
     assert_eq!(got["env"]["LANGSMITH_TRACING"], "false", "{out}");
+    // `settings` says what the file supplied, its `exec` and `pass_env`
+    // among them (they were left out), and what the command line
+    // overrode.
+    let supplied = &out.json()["settings"]["supplied"];
+    assert_eq!(
+        supplied["exec"],
+        json!([
+            "python3",
+            dir.path().join("probe.py").display().to_string(),
+            "project"
+        ]),
+        "{out}"
+    );
+    assert_eq!(supplied["pass_env"], json!(["WL_TEST_A"]), "{out}");
+    let replaced = run(
+        &plain,
+        &[
+            "--pass-env",
+            "WL_TEST_B",
+            "--exec",
+            "--",
+            "python3",
+            "probe.py",
+            "cli",
+        ],
+    );
+    let settings = &replaced.json()["settings"];
+    assert!(settings["supplied"].get("exec").is_none(), "{replaced}");
+    assert_eq!(
+        settings["overridden"],
+        json!(["exec", "pass_env"]),
+        "{replaced}"
+    );
     let b = read_bundle(&out.bundle());
     let passed = &b.header["env"]["passed"];
     assert_eq!(

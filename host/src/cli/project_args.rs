@@ -23,6 +23,7 @@ use worldline_case::project::{self, Project};
 /// Which commands take which default (`store` is global: every command).
 const TAKES: &[(&str, &[&str])] = &[
     ("agent", &["run", "test", "fuzz", "rerun"]),
+    ("exec", &["run", "test", "fuzz"]),
     (
         "worlds",
         &["run", "test", "fuzz", "grade", "check", "validate"],
@@ -182,7 +183,34 @@ fn with_defaults(argv: Vec<OsString>, p: &Project, command: &str) -> (Vec<OsStri
     };
     offer("store", shown(&p.store), &mut s);
     if takes("agent") {
-        offer("agent", shown(&p.agent), &mut s);
+        // `--exec` names the agent too: the file's `agent` is then
+        // overridden, not supplied (it was said to be both used and not).
+        if given("exec") && p.agent.is_some() {
+            s.overridden.push("agent".into());
+        } else {
+            offer("agent", shown(&p.agent), &mut s);
+        }
+    }
+    // `exec` and `pass_env` are read by the agent's choice, not passed as
+    // flags: said here, as the other settings are (they were left out).
+    if takes("exec") {
+        if !p.exec.command.is_empty() {
+            match given("exec") || given("agent") {
+                true => s.overridden.push("exec".into()),
+                false => {
+                    s.supplied
+                        .insert("exec".into(), p.exec.command.clone().into());
+                }
+            }
+        }
+        if let Some(names) = &p.exec.pass_env {
+            match given("pass-env") {
+                true => s.overridden.push("pass_env".into()),
+                false => {
+                    s.supplied.insert("pass_env".into(), names.clone().into());
+                }
+            }
+        }
     }
     if takes("worlds") {
         offer("worlds", shown(&p.worlds), &mut s);
