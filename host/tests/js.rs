@@ -653,6 +653,18 @@ fn build_js_names_what_to_install_and_what_to_fix() {
         "{thrown}"
     );
 
+    // A `run` that is no function is refused at the build, not when a
+    // run calls it.
+    let numeric = write("numeric.ts", "export const run = 5;\n");
+    let refused = build_js(&numeric, &out, &[]);
+    refused.expect_code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("exports `run`, but it is no function"),
+        "{refused}"
+    );
+
     let no_run = write("no_run.js", "export function go() { return 1; }\n");
     let refused = build_js(&no_run, &out, &[]);
     refused.expect_code(2);

@@ -313,13 +313,18 @@ if (!agentExports.includes("run") && !agentExports.includes("default")) {
   });
 }
 
+const NOT_A_FUNCTION = "worldline: the agent's `run` export is no function";
 const entry = join(cfg.work, "entry.ts");
 writeFileSync(
   entry,
   `import { begin } from "worldline-shims:globals";\n` +
     `import * as agent from ${JSON.stringify(resolve(cfg.agent))};\n` +
     `import { wrap } from ${JSON.stringify(join(cfg.sdk, "runtime.ts"))};\n` +
-    `const wrapped = wrap((agent as any).run ?? (agent as any).default);\n` +
+    `const chosen = (agent as any).run ?? (agent as any).default;\n` +
+    // An export named `run` that is no function (`export const run = 5`)
+    // is refused while the component is made, not when a run calls it.
+    `if (typeof chosen !== "function") throw new TypeError(${JSON.stringify(NOT_A_FUNCTION)});\n` +
+    `const wrapped = wrap(chosen);\n` +
     `export const run = (task: string) => { begin(); return wrapped(task); };\n`,
 );
 const bundle = join(cfg.work, cfg.bundleName);
@@ -423,6 +428,16 @@ try {
   let text = String(e?.message ?? e);
   if (/out of memory/.test(text) && !cfg.minify) {
     text += "\n(the engine ran out of memory running the bundle's top level: --minify makes the source it keeps smaller)";
+  }
+  if (text.includes(NOT_A_FUNCTION)) {
+    finish({
+      errors: [{
+        file: cfg.agent,
+        line: null,
+        column: null,
+        text: "exports `run`, but it is no function: write `export function run(task) { ... }` (or `export default`)",
+      }],
+    });
   }
   // An exception at the agent's top level is placed in its source: the
   // engine names the bundle's line, a file the user never sees.
