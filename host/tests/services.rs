@@ -1181,3 +1181,34 @@ fn a_compile_cache_that_cannot_be_written_names_the_component_and_the_variable()
         );
     }
 }
+
+/// A service past its memory says the world's limit (`[service]
+/// memory_mb`) from rules 6: it named the case's `limits.memory_mb`,
+/// which the case may have set far above it.
+#[test]
+fn a_service_past_its_memory_names_the_world_s_limit() {
+    let dir = temp_dir();
+    let worlds = counters(dir.path());
+    let world = worlds.join("counters/v1/world.toml");
+    let text = std::fs::read_to_string(&world).unwrap();
+    std::fs::write(
+        &world,
+        text.replacen("fuel = 50_000_000", "fuel = 50_000_000\nmemory_mb = 2", 1),
+    )
+    .unwrap();
+    let calls: Vec<Value> = (0..40)
+        .map(|_| json!({"tool": "fresh", "args": {}}))
+        .collect();
+    let case = counters_case(dir.path(), json!(calls), "[limits]\nmemory_mb = 512\n");
+    let out = common::run_in(dir.path(), &case, &guest("caller-agent"), &worlds);
+    out.expect_code(0);
+    let answers: Value = serde_json::from_str(out.json()["output"].as_str().unwrap()).unwrap();
+    let failed = answers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|a| a["error"]["message"].as_str())
+        .unwrap_or_else(|| panic!("no call went past the memory: {answers}"));
+    assert!(failed.contains("[service] memory_mb"), "{failed}");
+    assert!(!failed.contains("limits.memory_mb"), "{failed}");
+}

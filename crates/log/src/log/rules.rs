@@ -162,6 +162,12 @@ pub const USER_ANSWERS_BELONG_TO_THE_NEXT_TURN: u32 = 6;
 /// under 5 `files.write("dir/")` wrote a file `dir`.
 pub const A_PATH_ENDING_IN_A_SLASH_IS_A_FOLDER: u32 = 6;
 
+/// From 6: a world service that goes past its memory says the world's
+/// limit (`[service] memory_mb` in its world.toml) in the failed answer;
+/// under 5 it named the case's `limits.memory_mb`, which was not the limit
+/// it met.
+pub const SERVICE_MEMORY_LIMIT_NAMED: u32 = 6;
+
 /// The rules of a header's `rules` (`None`: 0), refused when a later
 /// worldline recorded them: what it changed is not known here.
 pub fn of_header(rules: Option<u32>) -> Result<u32, String> {

@@ -36,7 +36,7 @@ pub(super) struct Frame {
     pub wide_refused: bool,
     /// The run's rules, which say how a file's path is read and whether
     /// an update may change a row's key (rules 6).
-    rules: u32,
+    pub(super) rules: u32,
 }
 
 /// How much one service call may read: calls to `state` that read, and

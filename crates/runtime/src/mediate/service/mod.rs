@@ -212,6 +212,7 @@ impl Runtime {
         let reads = std::mem::take(&mut frame.reads);
         let writes = std::mem::take(&mut frame.writes);
         let wide_refused = frame.wide_refused;
+        let run_rules = frame.rules;
         *state = frame.restore();
         let name = &self.service.component;
         match outcome {
@@ -250,7 +251,7 @@ impl Runtime {
                 json!({"component": name, "reads": reads, "fuel": fuel}),
             ),
             Err(err) => {
-                let why = trap_message(&err, self.fuel);
+                let why = trap_message(&err, self.fuel, run_rules);
                 let backtrace: Vec<String> = err
                     .downcast_ref::<WasmBacktrace>()
                     .map(|bt| {
@@ -292,9 +293,17 @@ impl ServiceData {
 }
 
 /// What stopped a service call, in words.
-fn trap_message(err: &wasmtime::Error, fuel: u64) -> String {
+fn trap_message(err: &wasmtime::Error, fuel: u64, run_rules: u32) -> String {
     if let Some(Trap::OutOfFuel) = err.downcast_ref::<Trap>() {
         format!("ran out of fuel ([service] fuel = {fuel})")
+    } else if let Some(Stop::MemoryLimit { asked, limit }) = err.downcast_ref::<Stop>()
+        && run_rules >= rules::SERVICE_MEMORY_LIMIT_NAMED
+    {
+        // The world's limit, not the case's (it sent the user to
+        // `limits.memory_mb`, which the case had set far above it).
+        format!(
+            "memory limit: the service asked for {asked} bytes of linear memory; the world allows {limit} ([service] memory_mb in its world.toml)"
+        )
     } else if let Some(Trap::Interrupt) = err.downcast_ref::<Trap>() {
         "the wall-clock watchdog stopped it (limits.timeout_ms)".to_string()
     } else if let Some(limit) = err.downcast_ref::<frame::Limit>() {
