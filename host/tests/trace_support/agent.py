@@ -13,8 +13,9 @@ requests the stub answered go to STUB_LOG as JSON.
 
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+import traced
 
 FLAVOUR, TRACE_OUT, STUB_LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 if FLAVOUR.startswith("agents-"):
@@ -47,27 +48,11 @@ class Stub(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        traced.send_json(self, reply)
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-exporter = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(exporter))
-trace.set_tracer_provider(provider)
+server = traced.serve(Stub)
+trace, provider, exporter = traced.tracing()
 
 if FLAVOUR == "openai-v2":
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
@@ -101,9 +86,4 @@ with trace.get_tracer("agent").start_as_current_span("invoke_agent on-call"):
             result = get_alert(**json.loads(c.function.arguments))
             messages.append({"role": "tool", "tool_call_id": c.id, "content": json.dumps(result)})
 
-provider.force_flush()
-with open(TRACE_OUT, "wb") as f:
-    f.write(encode_spans(exporter.get_finished_spans()).SerializeToString())
-with open(STUB_LOG, "w") as f:
-    json.dump(ANSWERED, f)
-server.shutdown()
+traced.finish(provider, exporter, server, TRACE_OUT, STUB_LOG, ANSWERED)

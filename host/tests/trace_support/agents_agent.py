@@ -24,8 +24,9 @@ the stub gave, in Chat Completions' shape, and the requests it answered.
 
 import asyncio
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+import traced
 
 ANSWERS = [
     [("get_ticket", {"id": "T-100"}), ("get_alert", {"id": "ALERT-7"})],
@@ -81,28 +82,12 @@ class Stub(BaseHTTPRequestHandler):
         make = responses_reply if self.path.endswith("/responses") else chat_reply
         message, reply = make(n, ANSWERS[n - 1])
         ANSWERED.append({"request": body, "answer": message})
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        traced.send_json(self, reply)
 
 
 def main(flavour, trace_out, stub_log):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
+    server = traced.serve(Stub)
+    trace, provider, exporter = traced.tracing()
 
     if flavour == "agents-genai":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
@@ -159,9 +144,4 @@ def main(flavour, trace_out, stub_log):
     with trace.get_tracer("triage-app").start_as_current_span("triage-request"):
         asyncio.run(Runner.run(agent, task, max_turns=6))
 
-    provider.force_flush()
-    with open(trace_out, "wb") as f:
-        f.write(encode_spans(exporter.get_finished_spans()).SerializeToString())
-    with open(stub_log, "w") as f:
-        json.dump(ANSWERED, f)
-    server.shutdown()
+    traced.finish(provider, exporter, server, trace_out, stub_log, ANSWERED)
